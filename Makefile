@@ -1,0 +1,56 @@
+# Thin wrapper around CMake. `make run` starts a single-node broker on
+# localhost:9092 with data in ./data; `make test` runs every test.
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= $(shell nproc)
+
+.PHONY: all deps build run test test-unit test-integration test-asan fuzz bench conformance clean
+
+all: build
+
+deps:
+	./scripts/setup-deps.sh
+
+$(BUILD)/Makefile:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: deps $(BUILD)/Makefile
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/core/server/cairnd $(ARGS)
+
+# Every test: unit and integration in the release build, then the
+# unit and integration tests again under ASan+UBSan, then a short fuzz run.
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j 1
+	$(MAKE) test-asan
+	$(MAKE) fuzz FUZZ_SECONDS=30
+
+test-unit: build
+	cd $(BUILD) && ctest --output-on-failure -L unit
+
+test-integration: build
+	cd $(BUILD) && ctest --output-on-failure -L integration
+
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCAIRN_SANITIZE=ON
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		ctest --output-on-failure -j 1 -LE slow
+
+FUZZ_SECONDS ?= 300
+fuzz: deps
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCAIRN_FUZZ=ON
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_request_decode
+	mkdir -p build-fuzz/corpus
+	build-fuzz/tests/fuzz/fuzz_request_decode -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus
+
+bench: build
+	tools/bench/compare.sh $(BUILD)/core/server/cairnd
+
+conformance: build
+	tools/conformance/run.sh $(BUILD)/core/server/cairnd
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz

@@ -1,0 +1,152 @@
+/* Checks that involve several keys; each failure names the key and value. */
+#include "config/config_internal.h"
+#include "config/listeners.h"
+#include "config/uuid.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define MAX_LISTENERS 32
+#define MAX_VOTERS 64
+
+static const char *text_of(const struct broker_config *cfg, const char *key)
+{
+    const struct config_slot *slot = config_slot_for(cfg, key, NULL);
+    return slot && slot->parsed.text ? slot->parsed.text : "";
+}
+
+static int64_t integer_of(const struct broker_config *cfg, const char *key)
+{
+    const struct config_slot *slot = config_slot_for(cfg, key, NULL);
+    return slot ? slot->parsed.integer : 0;
+}
+
+static int bad_value(const struct broker_config *cfg, const char *key, const char *why, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "invalid value '%s' for '%s': %s", text_of(cfg, key), key, why);
+    return -1;
+}
+
+static int parse_protocol_map(struct broker_config *cfg, char *err, size_t errlen)
+{
+    const struct config_slot *slot = config_slot_for(cfg, "listener.security.protocol.map", NULL);
+    static const char *const protocols[] = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"};
+    cfg->protocol_map = calloc(slot->parsed.list_len ? slot->parsed.list_len : 1, sizeof *cfg->protocol_map);
+    if (!cfg->protocol_map) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < slot->parsed.list_len; i++) {
+        const char *item = slot->parsed.list[i];
+        const char *colon = strchr(item, ':');
+        char why[320];
+        const char *protocol = NULL;
+        if (colon && colon != item) {
+            for (size_t p = 0; p < sizeof protocols / sizeof protocols[0]; p++)
+                if (strcasecmp(colon + 1, protocols[p]) == 0) protocol = protocols[p];
+        }
+        if (!protocol) {
+            snprintf(why, sizeof why,
+                     "entry '%s' is not NAME:PROTOCOL with PROTOCOL one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL",
+                     item);
+            return bad_value(cfg, "listener.security.protocol.map", why, err, errlen);
+        }
+        struct protocol_map_entry *entry = &cfg->protocol_map[cfg->protocol_map_len];
+        entry->listener = strndup(item, (size_t)(colon - item));
+        entry->protocol = strdup(protocol);
+        cfg->protocol_map_len++;
+        if (!entry->listener || !entry->protocol) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        for (char *c = entry->listener; *c; c++) *c = (char)toupper((unsigned char)*c);
+    }
+    return 0;
+}
+
+static int check_listener_list(struct broker_config *cfg, const char *key, bool advertised, char *err,
+                               size_t errlen)
+{
+    struct listener_spec specs[MAX_LISTENERS];
+    char why[600];
+    const char *value = text_of(cfg, key);
+    int n = config_parse_listeners(value, specs, MAX_LISTENERS, why, sizeof why);
+    if (n < 0) return bad_value(cfg, key, why, err, errlen);
+    if (n == 0) return bad_value(cfg, key, "expected at least one NAME://host:port", err, errlen);
+    for (int i = 0; i < n; i++) {
+        if (!config_listener_security_protocol(cfg, specs[i].name)) {
+            snprintf(why, sizeof why, "listener name %s has no entry in listener.security.protocol.map",
+                     specs[i].name);
+            return bad_value(cfg, key, why, err, errlen);
+        }
+        if (advertised && (strcmp(specs[i].host, "0.0.0.0") == 0 || strcmp(specs[i].host, "::") == 0)) {
+            snprintf(why, sizeof why, "%s advertises the wildcard address %s, which clients cannot connect to",
+                     specs[i].name, specs[i].host);
+            return bad_value(cfg, key, why, err, errlen);
+        }
+    }
+    return 0;
+}
+
+static int check_identity(struct broker_config *cfg, char *err, size_t errlen)
+{
+    int64_t node_id = integer_of(cfg, "node.id");
+    int64_t broker_id = integer_of(cfg, "broker.id");
+    if (node_id >= 0 && broker_id >= 0 && node_id != broker_id) {
+        snprintf(err, errlen, "node.id (%lld) and broker.id (%lld) are both set and differ", (long long)node_id,
+                 (long long)broker_id);
+        return -1;
+    }
+    struct quorum_voter voters[MAX_VOTERS];
+    char why[600];
+    int n = config_parse_quorum_voters(text_of(cfg, "controller.quorum.voters"), voters, MAX_VOTERS, why,
+                                       sizeof why);
+    if (n < 0) return bad_value(cfg, "controller.quorum.voters", why, err, errlen);
+    if (n > 0) {
+        int64_t id = node_id >= 0 ? node_id : broker_id;
+        if (id < 0) {
+            snprintf(err, errlen, "node.id must be set when controller.quorum.voters is set");
+            return -1;
+        }
+        bool is_controller = strstr(text_of(cfg, "process.roles"), "controller") != NULL;
+        bool listed = false;
+        for (int i = 0; i < n; i++) listed = listed || voters[i].node_id == id;
+        if (is_controller && !listed) {
+            snprintf(err, errlen,
+                     "node.id %lld has the controller role but is not listed in controller.quorum.voters",
+                     (long long)id);
+            return -1;
+        }
+    }
+    const struct config_slot *cluster = config_slot_for(cfg, "cluster.id", NULL);
+    uint8_t uuid[16];
+    if (!cluster->parsed.is_null && uuid_from_base64url(cluster->parsed.text, uuid) < 0)
+        return bad_value(cfg, "cluster.id", "expected 22 base64url characters encoding 16 bytes", err, errlen);
+    return 0;
+}
+
+int config_check_consistency(struct broker_config *cfg, char *err, size_t errlen)
+{
+    if (check_identity(cfg, err, errlen) < 0) return -1;
+    if (parse_protocol_map(cfg, err, errlen) < 0) return -1;
+    if (check_listener_list(cfg, "listeners", false, err, errlen) < 0) return -1;
+    const struct config_slot *advertised = config_slot_for(cfg, "advertised.listeners", NULL);
+    if (!advertised->parsed.is_null && check_listener_list(cfg, "advertised.listeners", true, err, errlen) < 0)
+        return -1;
+    size_t dirs = 0;
+    config_log_dirs(cfg, &dirs);
+    if (dirs == 0) {
+        snprintf(err, errlen, "no data directory: log.dirs and log.dir are both empty");
+        return -1;
+    }
+    if (integer_of(cfg, "group.min.session.timeout.ms") > integer_of(cfg, "group.max.session.timeout.ms")) {
+        snprintf(err, errlen, "group.min.session.timeout.ms (%lld) is larger than group.max.session.timeout.ms (%lld)",
+                 (long long)integer_of(cfg, "group.min.session.timeout.ms"),
+                 (long long)integer_of(cfg, "group.max.session.timeout.ms"));
+        return -1;
+    }
+    return 0;
+}

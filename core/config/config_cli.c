@@ -1,0 +1,207 @@
+/* Command line of cairnd and the generated configuration reference. */
+#include "config/config.h"
+
+#include "config/config_internal.h"
+#include "config/topic_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef CAIRN_VERSION
+#define CAIRN_VERSION "unknown"
+#endif
+
+static void print_usage(FILE *out, const char *program)
+{
+    fprintf(out,
+            "Usage: %s [--config FILE | -c FILE | FILE] [--override key=value]...\n"
+            "\n"
+            "Starts a Cairn broker. Without a config file it runs a single-node cluster\n"
+            "on localhost:9092 with data under ./data.\n"
+            "\n"
+            "  -c, --config FILE      read broker configuration (Java properties format)\n"
+            "      --override K=V     set key K to V; wins over the file (repeatable)\n"
+            "      --print-config-docs  print the configuration reference (Markdown)\n"
+            "  -h, --help             show this help\n"
+            "      --version          show the version\n",
+            program);
+}
+
+/* Value of an option given as "--opt VALUE" or "--opt=VALUE"; NULL if this
+ * argument is not that option. Advances *index past a separate value. */
+static const char *option_value(int argc, char **argv, int *index, const char *long_name, const char *short_name,
+                                 bool *missing)
+{
+    const char *arg = argv[*index];
+    size_t n = strlen(long_name);
+    *missing = false;
+    if (strncmp(arg, long_name, n) == 0 && arg[n] == '=') return arg + n + 1;
+    if (strcmp(arg, long_name) == 0 || (short_name && strcmp(arg, short_name) == 0)) {
+        if (*index + 1 >= argc) {
+            *missing = true;
+            return NULL;
+        }
+        return argv[++*index];
+    }
+    return NULL;
+}
+
+struct pending_entries {
+    const char **keys;
+    const char **values;
+    size_t count;
+};
+
+static int pending_add(struct pending_entries *p, const char *key, const char *value)
+{
+    const char **keys = realloc(p->keys, (p->count + 1) * sizeof *keys);
+    if (!keys) return -1;
+    p->keys = keys;
+    const char **values = realloc(p->values, (p->count + 1) * sizeof *values);
+    if (!values) return -1;
+    p->values = values;
+    p->keys[p->count] = key;
+    p->values[p->count] = value;
+    p->count++;
+    return 0;
+}
+
+int config_load(int argc, char **argv, struct broker_config **out, char *err, size_t errlen)
+{
+    const char *program = argc > 0 && argv[0] ? argv[0] : "cairnd";
+    const char *config_path = NULL;
+    struct properties overrides = {0}, file = {0};
+    struct pending_entries all = {0};
+    int rc = -1;
+    *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        bool missing;
+        const char *value;
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            print_usage(stdout, program);
+            rc = 1;
+            goto done;
+        }
+        if (strcmp(arg, "--version") == 0) {
+            printf("cairnd %s\n", CAIRN_VERSION);
+            rc = 1;
+            goto done;
+        }
+        if (strcmp(arg, "--print-config-docs") == 0) {
+            config_print_docs(stdout);
+            rc = 1;
+            goto done;
+        }
+        if ((value = option_value(argc, argv, &i, "--override", NULL, &missing)) || missing) {
+            const char *eq = value ? strchr(value, '=') : NULL;
+            if (!eq || eq == value) {
+                snprintf(err, errlen, "--override expects key=value, got '%s'", value ? value : "");
+                goto done;
+            }
+            char *key = strndup(value, (size_t)(eq - value));
+            int set_rc = key ? properties_set(&overrides, key, eq + 1, 0) : -1;
+            free(key);
+            if (set_rc < 0) {
+                snprintf(err, errlen, "out of memory");
+                goto done;
+            }
+            continue;
+        }
+        if ((value = option_value(argc, argv, &i, "--config", "-c", &missing)) || missing) {
+            if (missing) {
+                snprintf(err, errlen, "%s expects a file name", arg);
+                goto done;
+            }
+        } else if (arg[0] == '-' && arg[1] != '\0') {
+            snprintf(err, errlen, "unknown option '%s' (see --help)", arg);
+            goto done;
+        } else {
+            value = arg;
+        }
+        if (config_path) {
+            snprintf(err, errlen, "more than one config file given ('%s' and '%s')", config_path, value);
+            goto done;
+        }
+        config_path = value;
+    }
+
+    if (config_path && properties_load_file(config_path, &file, err, errlen) < 0) goto done;
+    for (size_t i = 0; i < file.count; i++)
+        if (pending_add(&all, file.entries[i].key, file.entries[i].value) < 0) goto oom;
+    for (size_t i = 0; i < overrides.count; i++)
+        if (pending_add(&all, overrides.entries[i].key, overrides.entries[i].value) < 0) goto oom;
+    if (config_build(all.keys, all.values, all.count, out, err, errlen) < 0) goto done;
+    if (config_path && !((*out)->file_path = strdup(config_path))) {
+        config_free(*out);
+        *out = NULL;
+        goto oom;
+    }
+    rc = 0;
+    goto done;
+oom:
+    snprintf(err, errlen, "out of memory");
+done:
+    free(all.keys);
+    free(all.values);
+    properties_free(&file);
+    properties_free(&overrides);
+    return rc;
+}
+
+static void print_doc_row(FILE *out, const struct config_key_def *def, const char *suffix)
+{
+    const char *dflt = def->default_value ? def->default_value : "null";
+    fprintf(out, "| `%s` | %s | %s%s%s | %s%s%s |\n", def->name, config_type_name(def->type),
+            *dflt ? "`" : "", *dflt ? dflt : "(empty)", *dflt ? "`" : "", def->doc, suffix ? suffix : "",
+            (def->flags & CONFIG_FLAG_UNUSED) ? " *Accepted, not yet used.*" : "");
+}
+
+void config_print_docs(FILE *out)
+{
+    fprintf(out,
+            "# Configuration\n\n"
+            "Cairn reads Kafka's `server.properties` keys with Kafka's types, defaults and\n"
+            "ranges, so an existing Kafka config mostly works as it is.\n\n"
+            "    cairnd [--config FILE | -c FILE | FILE] [--override key=value]...\n\n"
+            "- The file uses the Java properties format: `key=value`, `key: value` or\n"
+            "  `key value`; `#` and `!` start comments; a trailing backslash continues a\n"
+            "  line; `\\t \\n \\\\ \\uXXXX` escapes work. Bytes are read as UTF-8.\n"
+            "- `--override` wins over the file; a later occurrence of a key wins over an\n"
+            "  earlier one.\n"
+            "- A bad value of a known key stops start-up with a message naming the key,\n"
+            "  the value and the accepted form. An unknown key is logged as a warning.\n"
+            "- Keys under `plugin.` are passed untouched to plugins (`plugin.<name>.*`).\n"
+            "- Without any config Cairn runs a single-node cluster: node id 1, broker\n"
+            "  and sole controller voter, `PLAINTEXT://localhost:9092`, data in `./data`.\n"
+            "- Retention and roll times: `*.ms` wins over `*.minutes`, which wins over\n"
+            "  `*.hours`. `log.dirs` wins over `log.dir`; `advertised.listeners`\n"
+            "  defaults to `listeners`; `broker.id` is read when `node.id` is not set.\n"
+            "- Every data directory holds a `meta.properties` (`version=1`, `node.id`,\n"
+            "  `cluster.id`, `directory.id`), written on first start and checked on\n"
+            "  every later one.\n\n"
+            "This file is generated by `cairnd --print-config-docs`.\n");
+    static const enum config_group groups[] = {CONFIG_GROUP_SERVER, CONFIG_GROUP_NETWORK, CONFIG_GROUP_LOG,
+                                                CONFIG_GROUP_REPLICATION, CONFIG_GROUP_GROUPS,
+                                                CONFIG_GROUP_TRANSACTIONS, CONFIG_GROUP_PLUGINS};
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        fprintf(out, "\n## %s\n\n| Key | Type | Default | What it does in Cairn |\n|---|---|---|---|\n",
+                config_group_name(groups[g]));
+        for (size_t i = 0; i < config_broker_key_count(); i++) {
+            const struct config_key_def *def = config_broker_key_at(i);
+            if (def->group == groups[g]) print_doc_row(out, def, NULL);
+        }
+    }
+    fprintf(out, "\n## Topic\n\nSet per topic with CreateTopics or AlterConfigs. Without a topic value the\n"
+                 "broker synonym applies, then the default shown here.\n\n"
+                 "| Key | Type | Default | What it does in Cairn |\n|---|---|---|---|\n");
+    for (size_t i = 0; i < topic_config_key_count(); i++) {
+        const struct topic_key_def *tk = topic_config_key_at(i);
+        char suffix[200] = " Broker synonym: ";
+        size_t used = strlen(suffix);
+        for (size_t s = 0; s < TOPIC_CONFIG_MAX_SYNONYMS && tk->synonyms[s] && used < sizeof suffix; s++)
+            used += (size_t)snprintf(suffix + used, sizeof suffix - used, "%s`%s`", s ? ", " : "", tk->synonyms[s]);
+        if (used + 1 < sizeof suffix) strcat(suffix, ".");
+        print_doc_row(out, &tk->def, suffix);
+    }
+}

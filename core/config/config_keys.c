@@ -1,0 +1,285 @@
+/* The broker keys Cairn knows: Kafka's names, types, defaults and ranges.
+ * Defaults follow Kafka 3.9 except where Cairn's single-node start needs
+ * another (process.roles, listeners, log.dir). */
+#include "config/config_registry.h"
+
+#include <string.h>
+
+#define I32 INT32_MAX
+#define I64 INT64_MAX
+#define KEY_INT(n, def, lo, hi)                                                                               \
+    .name = (n), .type = CONFIG_TYPE_INT, .default_value = (def), .validator = CONFIG_VALID_RANGE, .min = (lo), \
+    .max = (hi)
+#define KEY_SHORT(n, def, lo, hi)                                                                               \
+    .name = (n), .type = CONFIG_TYPE_SHORT, .default_value = (def), .validator = CONFIG_VALID_RANGE, .min = (lo), \
+    .max = (hi)
+#define KEY_LONG(n, def, lo, hi)                                                                               \
+    .name = (n), .type = CONFIG_TYPE_LONG, .default_value = (def), .validator = CONFIG_VALID_RANGE, .min = (lo), \
+    .max = (hi)
+#define KEY_DOUBLE(n, def, lo, hi)                                                                      \
+    .name = (n), .type = CONFIG_TYPE_DOUBLE, .default_value = (def), .validator = CONFIG_VALID_DOUBLE_RANGE, \
+    .dmin = (lo), .dmax = (hi)
+#define KEY_BOOL(n, def) .name = (n), .type = CONFIG_TYPE_BOOLEAN, .default_value = (def)
+#define KEY_STRING(n, def) .name = (n), .type = CONFIG_TYPE_STRING, .default_value = (def)
+#define KEY_ONE_OF(n, def, ch) \
+    .name = (n), .type = CONFIG_TYPE_STRING, .default_value = (def), .validator = CONFIG_VALID_ONE_OF, .choices = (ch)
+#define KEY_LIST(n, def) .name = (n), .type = CONFIG_TYPE_LIST, .default_value = (def)
+#define KEY_LIST_OF(n, def, ch) \
+    .name = (n), .type = CONFIG_TYPE_LIST, .default_value = (def), .validator = CONFIG_VALID_LIST_OF, .choices = (ch)
+#define KEY_PASSWORD(n) .name = (n), .type = CONFIG_TYPE_PASSWORD, .default_value = NULL
+#define HIGH .importance = CONFIG_IMPORTANCE_HIGH
+#define MEDIUM .importance = CONFIG_IMPORTANCE_MEDIUM
+#define LOW .importance = CONFIG_IMPORTANCE_LOW
+#define IN(g) .group = CONFIG_GROUP_##g
+#define DYN CONFIG_FLAG_DYNAMIC
+#define LATER CONFIG_FLAG_UNUSED
+#define PROTOCOLS "PLAINTEXT,SSL,SASL_PLAINTEXT,SASL_SSL"
+
+static const struct config_key_def broker_keys[] = {
+    /* server */
+    {KEY_INT("node.id", "-1", -1, I32), HIGH, IN(SERVER),
+     .doc = "Id of this node in the cluster; -1 means 1 when running as a single node."},
+    {KEY_INT("broker.id", "-1", -1, I32), HIGH, IN(SERVER),
+     .doc = "Older name for node.id, used when node.id is not set; both set must agree."},
+    {KEY_LIST_OF("process.roles", "broker,controller", "broker,controller"), HIGH, IN(SERVER),
+     .doc = "Roles this node plays: broker, controller, or both (the single-node default)."},
+    {KEY_LIST("controller.quorum.voters", ""), HIGH, IN(SERVER),
+     .doc = "Metadata quorum voters as id@host:port,...; empty means this node is the only voter."},
+    {KEY_LIST("controller.quorum.bootstrap.servers", ""), HIGH, IN(SERVER), .flags = LATER,
+     .doc = "host:port list used to discover the metadata quorum."},
+    {KEY_LIST("controller.listener.names", NULL), HIGH, IN(SERVER), .flags = LATER,
+     .doc = "Listener names used by the controller role."},
+    {KEY_STRING("cluster.id", NULL), MEDIUM, IN(SERVER),
+     .doc = "Expected cluster id (22-char base64url); generated on first start when not set."},
+    {KEY_STRING("metadata.log.dir", NULL), HIGH, IN(SERVER), .flags = LATER,
+     .doc = "Directory of the metadata log; by default the first log directory."},
+    {KEY_BOOL("auto.create.topics.enable", "true"), HIGH, IN(SERVER),
+     .doc = "Create a topic when a client asks for metadata of an unknown one."},
+    {KEY_BOOL("delete.topic.enable", "true"), HIGH, IN(SERVER), .doc = "Allow DeleteTopics requests."},
+    {KEY_INT("num.partitions", "1", 1, I32), MEDIUM, IN(SERVER), .doc = "Partitions of an auto-created topic."},
+    {KEY_INT("default.replication.factor", "1", 1, I32), MEDIUM, IN(SERVER),
+     .doc = "Replication factor of an auto-created topic."},
+    {KEY_INT("background.threads", "10", 1, I32), HIGH, IN(SERVER), .flags = DYN | LATER,
+     .doc = "Threads for background work such as segment deletion."},
+    {KEY_INT("fetch.max.bytes", "57671680", 1024, I32), MEDIUM, IN(SERVER),
+     .doc = "Upper bound on the bytes returned by one Fetch request."},
+    {KEY_INT("max.incremental.fetch.session.cache.slots", "1000", 0, I32), MEDIUM, IN(SERVER), .flags = LATER,
+     .doc = "Incremental fetch sessions kept by the broker."},
+    {KEY_BOOL("auto.leader.rebalance.enable", "true"), HIGH, IN(SERVER), .flags = LATER,
+     .doc = "Move leadership back to preferred replicas periodically."},
+
+    /* network */
+    {KEY_STRING("listeners", "PLAINTEXT://localhost:9092"), HIGH, IN(NETWORK), .flags = DYN,
+     .doc = "Addresses to listen on as NAME://host:port,...; an empty host binds every interface."},
+    {KEY_STRING("advertised.listeners", NULL), HIGH, IN(NETWORK), .flags = DYN,
+     .doc = "Addresses given to clients in metadata; defaults to listeners."},
+    {KEY_STRING("listener.security.protocol.map",
+                "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
+     LOW, IN(NETWORK), .flags = DYN, .doc = "Security protocol of each listener name, as NAME:PROTOCOL,..."},
+    {KEY_STRING("inter.broker.listener.name", NULL), MEDIUM, IN(NETWORK), .flags = LATER,
+     .doc = "Listener brokers use to reach each other."},
+    {KEY_ONE_OF("security.inter.broker.protocol", "PLAINTEXT", PROTOCOLS), MEDIUM, IN(NETWORK), .flags = LATER,
+     .doc = "Protocol between brokers when inter.broker.listener.name is not set."},
+    {KEY_INT("num.network.threads", "3", 1, I32), HIGH, IN(NETWORK), .flags = DYN,
+     .doc = "Network threads (one event loop each) reading requests and writing responses."},
+    {KEY_INT("num.io.threads", "8", 1, I32), HIGH, IN(NETWORK), .flags = DYN,
+     .doc = "Request handler threads, which may do disk I/O."},
+    {KEY_INT("queued.max.requests", "500", 1, I32), HIGH, IN(NETWORK),
+     .doc = "Requests queued for handler threads before network threads stop reading."},
+    {KEY_LONG("queued.max.request.bytes", "-1", -1, I64), MEDIUM, IN(NETWORK), .flags = LATER,
+     .doc = "Bytes of queued requests before reading stops; -1 means no limit."},
+    {KEY_INT("socket.request.max.bytes", "104857600", 1, I32), HIGH, IN(NETWORK),
+     .doc = "Largest request frame accepted; larger frames close the connection."},
+    {KEY_INT("socket.send.buffer.bytes", "102400", -1, I32), HIGH, IN(NETWORK),
+     .doc = "SO_SNDBUF of client sockets; -1 keeps the OS default."},
+    {KEY_INT("socket.receive.buffer.bytes", "102400", -1, I32), HIGH, IN(NETWORK),
+     .doc = "SO_RCVBUF of client sockets; -1 keeps the OS default."},
+    {KEY_INT("socket.listen.backlog.size", "50", 1, I32), MEDIUM, IN(NETWORK),
+     .doc = "Backlog of pending connections on each listening socket."},
+    {KEY_LONG("connections.max.idle.ms", "600000", -1, I64), MEDIUM, IN(NETWORK),
+     .doc = "Close connections idle this long; -1 disables."},
+    {KEY_INT("max.connections", "2147483647", 0, I32), MEDIUM, IN(NETWORK), .flags = DYN | LATER,
+     .doc = "Connections accepted across all listeners."},
+    {KEY_INT("max.connections.per.ip", "2147483647", 0, I32), MEDIUM, IN(NETWORK), .flags = DYN | LATER,
+     .doc = "Connections accepted from one address."},
+    {KEY_LIST("sasl.enabled.mechanisms", "GSSAPI"), MEDIUM, IN(NETWORK), .flags = DYN | LATER,
+     .doc = "SASL mechanisms offered to clients."},
+    {KEY_STRING("ssl.keystore.location", NULL), HIGH, IN(NETWORK), .flags = DYN | LATER,
+     .doc = "File holding this broker's TLS key and certificate."},
+    {KEY_PASSWORD("ssl.keystore.password"), HIGH, IN(NETWORK), .flags = DYN | LATER,
+     .doc = "Password of the keystore file."},
+    {KEY_PASSWORD("ssl.key.password"), HIGH, IN(NETWORK), .flags = DYN | LATER,
+     .doc = "Password of the private key in the keystore."},
+    {KEY_STRING("ssl.truststore.location", NULL), HIGH, IN(NETWORK), .flags = DYN | LATER,
+     .doc = "File of CA certificates trusted for client certificates."},
+    {KEY_PASSWORD("ssl.truststore.password"), HIGH, IN(NETWORK), .flags = DYN | LATER,
+     .doc = "Password of the truststore file."},
+    {KEY_ONE_OF("ssl.client.auth", "none", "required,requested,none"), MEDIUM, IN(NETWORK), .flags = DYN | LATER,
+     .doc = "Whether TLS clients must, may or need not present a certificate."},
+
+    /* log */
+    {KEY_STRING("log.dirs", NULL), HIGH, IN(LOG), .doc = "Comma-separated data directories; overrides log.dir."},
+    {KEY_STRING("log.dir", "./data"), HIGH, IN(LOG), .doc = "Data directory used when log.dirs is not set."},
+    {KEY_INT("log.segment.bytes", "1073741824", 14, I32), HIGH, IN(LOG), .flags = DYN,
+     .doc = "Size at which a partition's active segment is rolled."},
+    {KEY_LONG("log.roll.ms", NULL, 1, I64), HIGH, IN(LOG), .flags = DYN,
+     .doc = "Age at which a segment is rolled; wins over log.roll.hours."},
+    {KEY_INT("log.roll.hours", "168", 1, I32), HIGH, IN(LOG), .flags = DYN,
+     .doc = "Age in hours at which a segment is rolled."},
+    {KEY_LONG("log.roll.jitter.ms", NULL, 0, I64), HIGH, IN(LOG), .flags = DYN | LATER,
+     .doc = "Random jitter subtracted from the roll time; wins over log.roll.jitter.hours."},
+    {KEY_INT("log.roll.jitter.hours", "0", 0, I32), HIGH, IN(LOG), .flags = DYN | LATER,
+     .doc = "Random jitter in hours subtracted from the roll time."},
+    {KEY_LONG("log.retention.ms", NULL, -1, I64), HIGH, IN(LOG), .flags = DYN,
+     .doc = "Age after which segments are deleted; -1 keeps them. Wins over minutes and hours."},
+    {KEY_INT("log.retention.minutes", NULL, -1, I32), HIGH, IN(LOG), .flags = DYN,
+     .doc = "Retention in minutes; wins over log.retention.hours."},
+    {KEY_INT("log.retention.hours", "168", -1, I32), HIGH, IN(LOG), .flags = DYN, .doc = "Retention in hours."},
+    {KEY_LONG("log.retention.bytes", "-1", -1, I64), HIGH, IN(LOG), .flags = DYN,
+     .doc = "Size per partition beyond which old segments are deleted; -1 means no limit."},
+    {KEY_LONG("log.retention.check.interval.ms", "300000", 1, I64), MEDIUM, IN(LOG),
+     .doc = "How often retention is checked."},
+    {KEY_INT("log.index.interval.bytes", "4096", 0, I32), MEDIUM, IN(LOG), .flags = DYN,
+     .doc = "Bytes appended between two entries of the sparse offset index."},
+    {KEY_INT("log.index.size.max.bytes", "10485760", 4, I32), MEDIUM, IN(LOG), .flags = DYN,
+     .doc = "Largest offset or time index file; a full index rolls the segment."},
+    {KEY_LONG("log.flush.interval.messages", "9223372036854775807", 1, I64), HIGH, IN(LOG), .flags = DYN,
+     .doc = "Messages appended to a partition before it is fsynced."},
+    {KEY_LONG("log.flush.interval.ms", NULL, 0, I64), HIGH, IN(LOG), .flags = DYN,
+     .doc = "Longest time appended data stays unsynced; null uses log.flush.scheduler.interval.ms."},
+    {KEY_LONG("log.flush.scheduler.interval.ms", "9223372036854775807", 0, I64), HIGH, IN(LOG),
+     .doc = "How often partitions are checked for a time-based flush."},
+    {KEY_INT("log.flush.offset.checkpoint.interval.ms", "60000", 0, I32), HIGH, IN(LOG),
+     .doc = "How often the recovery-point checkpoint is written."},
+    {KEY_INT("log.flush.start.offset.checkpoint.interval.ms", "60000", 0, I32), HIGH, IN(LOG),
+     .doc = "How often the log-start-offset checkpoint is written."},
+    {KEY_INT("num.recovery.threads.per.data.dir", "1", 1, I32), HIGH, IN(LOG), .flags = DYN | LATER,
+     .doc = "Threads per data directory recovering logs at start-up."},
+    {KEY_INT("message.max.bytes", "1048588", 0, I32), HIGH, IN(LOG), .flags = DYN,
+     .doc = "Largest record batch accepted, after compression."},
+    {KEY_ONE_OF("compression.type", "producer", "uncompressed,zstd,lz4,snappy,gzip,producer"), HIGH, IN(LOG),
+     .flags = DYN, .doc = "Compression of stored batches; producer keeps what the producer sent."},
+    {KEY_ONE_OF("log.message.timestamp.type", "CreateTime", "CreateTime,LogAppendTime"), MEDIUM, IN(LOG),
+     .flags = DYN, .doc = "Whether record timestamps are the producer's or the broker's append time."},
+    {KEY_LONG("log.message.timestamp.difference.max.ms", "9223372036854775807", 0, I64), MEDIUM, IN(LOG),
+     .flags = DYN, .doc = "Largest accepted gap between a CreateTime timestamp and the broker clock."},
+    {KEY_LONG("log.message.timestamp.before.max.ms", "9223372036854775807", 0, I64), MEDIUM, IN(LOG),
+     .flags = DYN, .doc = "How far in the past a CreateTime timestamp may be."},
+    {KEY_LONG("log.message.timestamp.after.max.ms", "9223372036854775807", 0, I64), MEDIUM, IN(LOG),
+     .flags = DYN, .doc = "How far in the future a CreateTime timestamp may be."},
+    {KEY_BOOL("log.message.downconversion.enable", "true"), LOW, IN(LOG), .flags = DYN | LATER,
+     .doc = "Convert batches to older formats for old consumers."},
+    {KEY_LIST_OF("log.cleanup.policy", "delete", "compact,delete"), MEDIUM, IN(LOG), .flags = DYN,
+     .doc = "Default cleanup of old segments: delete, compact, or both."},
+    {KEY_BOOL("log.cleaner.enable", "true"), MEDIUM, IN(LOG), .flags = LATER,
+     .doc = "Run the log cleaner for compacted topics."},
+    {KEY_INT("log.cleaner.threads", "1", 0, I32), MEDIUM, IN(LOG), .flags = DYN | LATER,
+     .doc = "Log cleaner threads."},
+    {KEY_LONG("log.cleaner.backoff.ms", "15000", 0, I64), MEDIUM, IN(LOG), .flags = DYN | LATER,
+     .doc = "Sleep of the cleaner when nothing needs cleaning."},
+    {KEY_LONG("log.cleaner.delete.retention.ms", "86400000", 0, I64), MEDIUM, IN(LOG), .flags = DYN,
+     .doc = "How long tombstones stay in compacted topics."},
+    {KEY_LONG("log.cleaner.min.compaction.lag.ms", "0", 0, I64), MEDIUM, IN(LOG), .flags = DYN,
+     .doc = "Least age of a record before it may be compacted."},
+    {KEY_LONG("log.cleaner.max.compaction.lag.ms", "9223372036854775807", 1, I64), MEDIUM, IN(LOG), .flags = DYN,
+     .doc = "Greatest age of a record before its segment must be compacted."},
+    {KEY_DOUBLE("log.cleaner.min.cleanable.ratio", "0.5", 0.0, 1.0), MEDIUM, IN(LOG), .flags = DYN,
+     .doc = "Dirty fraction of a log that makes it eligible for cleaning."},
+    {KEY_LONG("log.segment.delete.delay.ms", "60000", 0, I64), HIGH, IN(LOG), .flags = DYN,
+     .doc = "Wait between removing a segment from the log and deleting its files."},
+    {KEY_BOOL("log.preallocate", "false"), MEDIUM, IN(LOG), .flags = DYN | LATER,
+     .doc = "Preallocate segment files when they are created."},
+
+    /* replication */
+    {KEY_INT("min.insync.replicas", "1", 1, I32), HIGH, IN(REPLICATION), .flags = DYN,
+     .doc = "In-sync replicas needed for an acks=all write to succeed."},
+    {KEY_BOOL("unclean.leader.election.enable", "false"), HIGH, IN(REPLICATION), .flags = DYN,
+     .doc = "Allow an out-of-sync replica to become leader, losing data."},
+    {KEY_LONG("replica.lag.time.max.ms", "30000", 1, I64), HIGH, IN(REPLICATION),
+     .doc = "A follower that has not caught up for this long leaves the ISR."},
+    {KEY_INT("num.replica.fetchers", "1", 1, I32), HIGH, IN(REPLICATION), .flags = DYN | LATER,
+     .doc = "Fetcher threads per source broker."},
+    {KEY_INT("replica.fetch.max.bytes", "1048576", 0, I32), MEDIUM, IN(REPLICATION), .flags = LATER,
+     .doc = "Bytes per partition a follower asks for."},
+    {KEY_INT("replica.fetch.response.max.bytes", "10485760", 0, I32), MEDIUM, IN(REPLICATION), .flags = LATER,
+     .doc = "Bytes a follower asks for in one fetch response."},
+    {KEY_INT("replica.fetch.wait.max.ms", "500", 0, I32), MEDIUM, IN(REPLICATION), .flags = LATER,
+     .doc = "Longest wait of a follower fetch."},
+    {KEY_INT("replica.fetch.min.bytes", "1", 1, I32), MEDIUM, IN(REPLICATION), .flags = LATER,
+     .doc = "Bytes a follower fetch waits for."},
+    {KEY_INT("replica.socket.timeout.ms", "30000", 1, I32), HIGH, IN(REPLICATION), .flags = LATER,
+     .doc = "Socket timeout of follower fetches."},
+    {KEY_LONG("replica.high.watermark.checkpoint.interval.ms", "5000", 1, I64), HIGH, IN(REPLICATION),
+     .doc = "How often high watermarks are checkpointed."},
+
+    /* groups */
+    {KEY_INT("group.min.session.timeout.ms", "6000", 0, I32), MEDIUM, IN(GROUPS),
+     .doc = "Smallest session timeout a consumer may ask for."},
+    {KEY_INT("group.max.session.timeout.ms", "1800000", 0, I32), MEDIUM, IN(GROUPS),
+     .doc = "Largest session timeout a consumer may ask for."},
+    {KEY_INT("group.initial.rebalance.delay.ms", "3000", 0, I32), MEDIUM, IN(GROUPS),
+     .doc = "Wait for more members before the first rebalance of an empty group."},
+    {KEY_INT("group.max.size", "2147483647", 1, I32), MEDIUM, IN(GROUPS), .doc = "Most members in one group."},
+    {KEY_LIST_OF("group.coordinator.rebalance.protocols", "classic", "classic,consumer"), MEDIUM, IN(GROUPS),
+     .flags = LATER, .doc = "Group protocols the coordinator serves."},
+    {KEY_INT("offsets.topic.num.partitions", "50", 1, I32), HIGH, IN(GROUPS),
+     .doc = "Partitions of __consumer_offsets (fixed once created)."},
+    {KEY_SHORT("offsets.topic.replication.factor", "3", 1, INT16_MAX), HIGH, IN(GROUPS),
+     .doc = "Replication factor of __consumer_offsets, capped at the live broker count."},
+    {KEY_INT("offsets.topic.segment.bytes", "104857600", 1, I32), HIGH, IN(GROUPS),
+     .doc = "Segment size of __consumer_offsets."},
+    {KEY_INT("offsets.retention.minutes", "10080", 1, I32), HIGH, IN(GROUPS),
+     .doc = "Committed offsets of an empty group are dropped after this long."},
+    {KEY_LONG("offsets.retention.check.interval.ms", "600000", 1, I64), HIGH, IN(GROUPS),
+     .doc = "How often expired offsets are looked for."},
+    {KEY_INT("offsets.commit.timeout.ms", "5000", 1, I32), HIGH, IN(GROUPS),
+     .doc = "Wait for an offset commit to be replicated."},
+    {KEY_INT("offsets.load.buffer.size", "5242880", 1, I32), HIGH, IN(GROUPS),
+     .doc = "Read buffer used when loading __consumer_offsets."},
+    {KEY_INT("offset.metadata.max.bytes", "4096", 0, I32), HIGH, IN(GROUPS),
+     .doc = "Largest metadata string stored with a committed offset."},
+
+    /* transactions */
+    {KEY_INT("transaction.max.timeout.ms", "900000", 1, I32), HIGH, IN(TRANSACTIONS),
+     .doc = "Largest transaction timeout a producer may ask for."},
+    {KEY_INT("transactional.id.expiration.ms", "604800000", 1, I32), HIGH, IN(TRANSACTIONS),
+     .doc = "A transactional id unused this long is forgotten."},
+    {KEY_INT("transaction.state.log.num.partitions", "50", 1, I32), HIGH, IN(TRANSACTIONS),
+     .doc = "Partitions of __transaction_state (fixed once created)."},
+    {KEY_SHORT("transaction.state.log.replication.factor", "3", 1, INT16_MAX), HIGH, IN(TRANSACTIONS),
+     .doc = "Replication factor of __transaction_state, capped at the live broker count."},
+    {KEY_INT("transaction.state.log.segment.bytes", "104857600", 1, I32), HIGH, IN(TRANSACTIONS),
+     .doc = "Segment size of __transaction_state."},
+    {KEY_INT("transaction.state.log.min.isr", "2", 1, I32), HIGH, IN(TRANSACTIONS),
+     .doc = "min.insync.replicas of __transaction_state, capped at its replication factor."},
+    {KEY_INT("transaction.state.log.load.buffer.size", "5242880", 1, I32), HIGH, IN(TRANSACTIONS),
+     .doc = "Read buffer used when loading __transaction_state."},
+    {KEY_INT("transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", 1, I32), LOW,
+     IN(TRANSACTIONS), .doc = "How often timed-out transactions are aborted."},
+    {KEY_INT("transaction.remove.expired.transaction.cleanup.interval.ms", "3600000", 1, I32), LOW,
+     IN(TRANSACTIONS), .doc = "How often expired transactional ids are removed."},
+    {KEY_INT("producer.id.expiration.ms", "86400000", 1, I32), LOW, IN(TRANSACTIONS), .flags = DYN,
+     .doc = "Producer state of an idle producer id is dropped after this long."},
+    {KEY_INT("producer.id.expiration.check.interval.ms", "600000", 1, I32), LOW, IN(TRANSACTIONS),
+     .doc = "How often idle producer ids are looked for."},
+
+    /* plugins */
+    {KEY_STRING("plugin.path", NULL), MEDIUM, IN(PLUGINS),
+     .doc = "Directory searched for plugin shared objects."},
+    {KEY_LIST("plugins", ""), MEDIUM, IN(PLUGINS),
+     .doc = "Plugins to load at start-up; each reads its keys under plugin.<name>."},
+};
+
+size_t config_broker_key_count(void) { return sizeof broker_keys / sizeof broker_keys[0]; }
+
+const struct config_key_def *config_broker_key_at(size_t index)
+{
+    return index < config_broker_key_count() ? &broker_keys[index] : NULL;
+}
+
+long config_broker_key_index(const char *name)
+{
+    for (size_t i = 0; i < config_broker_key_count(); i++)
+        if (strcmp(broker_keys[i].name, name) == 0) return (long)i;
+    return -1;
+}

@@ -1,0 +1,32 @@
+/* Parsing of listener lists ("PLAINTEXT://localhost:9092,INTERNAL://[::1]:0")
+ * and of controller.quorum.voters ("1@host:9093,2@[::1]:9093").
+ * Pure functions on caller-provided storage: thread-safe. */
+#ifndef CAIRN_CONFIG_LISTENERS_H
+#define CAIRN_CONFIG_LISTENERS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define LISTENER_NAME_MAX 64
+#define LISTENER_HOST_MAX 256
+
+struct listener_spec {
+    char name[LISTENER_NAME_MAX];   /* upper-cased, as Kafka normalises listener names */
+    char host[LISTENER_HOST_MAX];   /* without IPv6 brackets; "" means every interface */
+    int port;                       /* 0..65535; 0 asks the OS for a free port */
+};
+
+/* Parse a comma-separated listener list into out[0..max). Returns the count
+ * (0 for an empty list) or -1 with an error naming the bad entry. Listener
+ * names must be unique. */
+int config_parse_listeners(const char *value, struct listener_spec *out, int max, char *err, size_t errlen);
+
+struct quorum_voter {
+    int32_t node_id;
+    char host[LISTENER_HOST_MAX];
+    int port;
+};
+
+/* Parse controller.quorum.voters; same conventions as config_parse_listeners. */
+int config_parse_quorum_voters(const char *value, struct quorum_voter *out, int max, char *err, size_t errlen);
+
+#endif

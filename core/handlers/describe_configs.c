@@ -1,0 +1,155 @@
+/* DescribeConfigs for topics (dynamic overrides over broker settings over
+ * defaults, with synonyms) and for this broker. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "config/topic_config.h"
+#include "handlers/handler_util.h"
+#include "metadata/metadata_image.h"
+#include "metadata/metadata_store.h"
+
+#define RESOURCE_TOPIC 2
+#define RESOURCE_BROKER 4
+#define MAX_TOPIC_OVERRIDES 256
+
+typedef struct describe_configs_response_describe_configs_resource_result config_result;
+
+static bool key_requested(const struct describe_configs_request_describe_configs_resource *res, const char *name)
+{
+    if (res->configuration_keys_count < 0) return true;
+    for (int32_t i = 0; i < res->configuration_keys_count; i++)
+        if (kafka_str_eq_cstr(res->configuration_keys[i], name)) return true;
+    return false;
+}
+
+static struct kafka_str opt_str(struct request_context *ctx, const char *s)
+{
+    return kafka_arena_strdup(&ctx->arena, s);
+}
+
+static int describe_topic(struct request_context *ctx, bool synonyms, bool docs,
+                          const struct describe_configs_request_describe_configs_resource *res,
+                          struct describe_configs_response_describe_configs_result *out)
+{
+    const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
+    const struct metadata_topic *topic =
+        res->resource_name.len > 0
+            ? metadata_image_topic_by_name(img, res->resource_name.data, (size_t)res->resource_name.len)
+            : NULL;
+    if (!topic) {
+        metadata_image_release(img);
+        out->error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        out->error_message = kafka_arena_strdup(&ctx->arena, "topic does not exist");
+        return 0;
+    }
+    struct config_kv overrides[MAX_TOPIC_OVERRIDES];
+    size_t n_over = 0;
+    for (int32_t i = 0; i < topic->config_count && n_over < MAX_TOPIC_OVERRIDES; i++) {
+        overrides[n_over].key = topic->configs[i].name;
+        overrides[n_over].value = topic->configs[i].value;
+        n_over++;
+    }
+    size_t total = topic_config_key_count();
+    HANDLER_NEW_ARRAY(ctx, out->configs, (int32_t)total, describe_configs_response_describe_configs_resource_result_init);
+    int rc = out->configs ? 0 : -1;
+    int32_t count = 0;
+    struct topic_config_describe_entry e;
+    for (size_t i = 0; rc == 0 && i < total; i++) {
+        if (topic_config_describe(ctx->env->config, overrides, n_over, i, &e) != 0) continue;
+        if (!key_requested(res, e.name)) continue;
+        config_result *c = &out->configs[count++];
+        c->name = opt_str(ctx, e.name);
+        c->value = e.is_sensitive ? (struct kafka_str){NULL, -1} : opt_str(ctx, e.value);
+        c->read_only = e.read_only;
+        c->config_source = (int8_t)e.source;
+        c->is_sensitive = e.is_sensitive;
+        c->config_type = (int8_t)e.type;
+        c->documentation = docs ? opt_str(ctx, e.documentation) : (struct kafka_str){NULL, -1};
+        if (synonyms && e.synonym_count > 0) {
+            HANDLER_NEW_ARRAY(ctx, c->synonyms, (int32_t)e.synonym_count, describe_configs_response_describe_configs_synonym_init);
+            if (!c->synonyms) {
+                rc = -1;
+                break;
+            }
+            c->synonyms_count = (int32_t)e.synonym_count;
+            for (size_t s = 0; s < e.synonym_count; s++) {
+                c->synonyms[s].name = opt_str(ctx, e.synonyms[s].name);
+                c->synonyms[s].value = opt_str(ctx, e.synonyms[s].value);
+                c->synonyms[s].source = (int8_t)e.synonyms[s].source;
+            }
+        }
+    }
+    out->configs_count = count;
+    metadata_image_release(img);
+    return rc;
+}
+
+static int describe_broker(struct request_context *ctx, bool synonyms, bool docs,
+                           const struct describe_configs_request_describe_configs_resource *res,
+                           struct describe_configs_response_describe_configs_result *out)
+{
+    char self[16];
+    snprintf(self, sizeof self, "%d", ctx->env->node_id);
+    if (res->resource_name.len > 0 && !kafka_str_eq_cstr(res->resource_name, self)) {
+        out->error_code = KAFKA_ERR_INVALID_REQUEST;
+        out->error_message = kafka_arena_strdup(&ctx->arena, "this broker only describes its own configs");
+        return 0;
+    }
+    size_t pos = 0, total = 0;
+    struct config_describe_entry e;
+    while (config_describe_next(ctx->env->config, &pos, &e)) total++;
+    HANDLER_NEW_ARRAY(ctx, out->configs, (int32_t)total, describe_configs_response_describe_configs_resource_result_init);
+    if (!out->configs) return -1;
+    int32_t count = 0;
+    pos = 0;
+    while (config_describe_next(ctx->env->config, &pos, &e)) {
+        if (!key_requested(res, e.name)) continue;
+        config_result *c = &out->configs[count++];
+        c->name = opt_str(ctx, e.name);
+        c->value = opt_str(ctx, e.value);
+        c->read_only = e.read_only;
+        c->config_source = (int8_t)e.source;
+        c->is_sensitive = e.is_sensitive;
+        c->config_type = (int8_t)e.type;
+        c->documentation = docs ? opt_str(ctx, e.documentation) : (struct kafka_str){NULL, -1};
+        if (synonyms) {
+            HANDLER_NEW_ARRAY(ctx, c->synonyms, 1, describe_configs_response_describe_configs_synonym_init);
+            if (!c->synonyms) return -1;
+            c->synonyms_count = 1;
+            c->synonyms[0].name = c->name;
+            c->synonyms[0].value = c->value;
+            c->synonyms[0].source = c->config_source;
+        }
+    }
+    out->configs_count = count;
+    return 0;
+}
+
+enum handler_result handle_describe_configs(struct request_context *ctx, void *request, void *response)
+{
+    struct describe_configs_request *req = request;
+    struct describe_configs_response *resp = response;
+    HANDLER_NEW_ARRAY(ctx, resp->results, req->resources_count, describe_configs_response_describe_configs_result_init);
+    if (!resp->results) return HANDLER_CLOSE;
+    resp->results_count = req->resources_count;
+    for (int32_t i = 0; i < req->resources_count; i++) {
+        const struct describe_configs_request_describe_configs_resource *res = &req->resources[i];
+        struct describe_configs_response_describe_configs_result *out = &resp->results[i];
+        out->resource_type = res->resource_type;
+        out->resource_name = res->resource_name;
+        out->error_message = (struct kafka_str){NULL, -1};
+        int rc = 0;
+        if (res->resource_type == RESOURCE_TOPIC) {
+            rc = describe_topic(ctx, req->include_synonyms, req->include_documentation, res, out);
+        } else if (res->resource_type == RESOURCE_BROKER) {
+            rc = describe_broker(ctx, req->include_synonyms, req->include_documentation, res, out);
+        } else {
+            out->error_code = KAFKA_ERR_INVALID_REQUEST;
+            out->error_message = kafka_arena_strdup(&ctx->arena, "unsupported resource type");
+        }
+        if (rc != 0) return HANDLER_CLOSE;
+    }
+    return HANDLER_RESPOND;
+}

@@ -1,0 +1,175 @@
+/* Frame -> handler -> response, for every request. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "handlers/handlers.h"
+#include "net/server.h"
+#include "util/logger.h"
+
+#define API_KEY_API_VERSIONS 18
+
+static const struct api_handler_entry handler_table[] = {
+    {0, 3, 11, handle_produce},
+    {1, 4, 16, handle_fetch},
+    {2, 1, 8, handle_list_offsets},
+    {3, 0, 12, handle_metadata},
+    {18, 0, 4, handle_api_versions},
+    {19, 2, 7, handle_create_topics},
+    {20, 1, 6, handle_delete_topics},
+    {32, 1, 4, handle_describe_configs},
+    {37, 0, 3, handle_create_partitions},
+    {60, 0, 1, handle_describe_cluster},
+};
+
+const struct api_handler_entry *handlers_table(int *count)
+{
+    *count = (int)(sizeof handler_table / sizeof handler_table[0]);
+    return handler_table;
+}
+
+const struct api_handler_entry *handlers_find(int16_t api_key)
+{
+    int n;
+    const struct api_handler_entry *t = handlers_table(&n);
+    for (int i = 0; i < n; i++)
+        if (t[i].api_key == api_key) return &t[i];
+    return NULL;
+}
+
+static int32_t read_be32(const uint8_t *p)
+{
+    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+}
+
+static int16_t read_be16(const uint8_t *p) { return (int16_t)((uint16_t)p[0] << 8 | p[1]); }
+
+static void context_free(struct request_context *ctx)
+{
+    kafka_arena_free(&ctx->arena);
+    free(ctx);
+}
+
+void request_context_abandon(struct request_context *ctx, bool close_connection)
+{
+    net_request_complete(ctx->net, NULL, 0, close_connection);
+    context_free(ctx);
+}
+
+static bool encode_response(struct request_context *ctx, int16_t version, struct kafka_writer *w)
+{
+    kafka_writer_init(w, 256);
+    size_t size_at = kafka_writer_reserve(w, 4);
+    kafka_write_int32(w, ctx->correlation_id);
+    if (kafka_response_header_version(ctx->api_key, version) >= 1) kafka_write_uvarint(w, 0);
+    if (ctx->desc->response_encode(ctx->response, w, version) != 0 || w->failed) return false;
+    kafka_writer_patch_int32(w, size_at, (int32_t)(kafka_writer_total_len(w) - 4));
+    return !w->failed;
+}
+
+void request_context_respond(struct request_context *ctx)
+{
+    struct kafka_writer w;
+    if (!encode_response(ctx, ctx->api_version, &w)) {
+        logger_error("dispatch", "could not encode %s v%d response for %s; closing the connection",
+                     ctx->desc->name, ctx->api_version, ctx->net->peer);
+        kafka_writer_free(&w);
+        request_context_abandon(ctx, true);
+        return;
+    }
+    net_request_complete(ctx->net, &w, 0, false);
+    context_free(ctx);
+}
+
+/* ApiVersions at a version we do not serve: answer in the v0 layout with
+ * UNSUPPORTED_VERSION and our ranges, so the client can pick a version. */
+static void respond_api_versions_unsupported(struct request_context *ctx)
+{
+    struct api_versions_response *resp = ctx->response;
+    handle_api_versions(ctx, NULL, resp);
+    resp->error_code = KAFKA_ERR_UNSUPPORTED_VERSION;
+    ctx->api_version = 0;
+    request_context_respond(ctx);
+}
+
+void handlers_dispatch(struct net_request *req, void *env_arg)
+{
+    struct handler_env *env = env_arg;
+    if (req->frame_len < 8) {
+        logger_warn("dispatch", "request of %zu bytes from %s is too short for a header; closing",
+                    req->frame_len, req->peer);
+        net_request_complete(req, NULL, 0, true);
+        return;
+    }
+    struct request_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        net_request_complete(req, NULL, 0, true);
+        return;
+    }
+    ctx->env = env;
+    ctx->net = req;
+    ctx->api_key = read_be16(req->frame);
+    ctx->api_version = read_be16(req->frame + 2);
+    ctx->correlation_id = read_be32(req->frame + 4);
+    kafka_arena_init(&ctx->arena);
+
+    const struct api_handler_entry *entry = handlers_find(ctx->api_key);
+    ctx->desc = kafka_api_lookup(ctx->api_key);
+    bool supported = entry && ctx->desc && ctx->api_version >= entry->min_version &&
+                     ctx->api_version <= entry->max_version;
+    if (!supported) {
+        if (ctx->api_key == API_KEY_API_VERSIONS && ctx->desc) {
+            ctx->response = kafka_arena_alloc(&ctx->arena, ctx->desc->response_size_of);
+            if (ctx->response) {
+                ctx->desc->response_init(ctx->response);
+                respond_api_versions_unsupported(ctx);
+                return;
+            }
+        }
+        logger_warn("dispatch", "unsupported API key %d version %d from %s; closing the connection",
+                    ctx->api_key, ctx->api_version, req->peer);
+        request_context_abandon(ctx, true);
+        return;
+    }
+
+    struct kafka_reader r;
+    kafka_reader_init(&r, req->frame, req->frame_len);
+    struct request_header header;
+    request_header_init(&header);
+    if (request_header_decode(&header, &r, kafka_request_header_version(ctx->api_key, ctx->api_version),
+                              &ctx->arena) != 0) {
+        logger_warn("dispatch", "malformed %s v%d request header from %s: %s; closing",
+                    ctx->desc->name, ctx->api_version, req->peer, r.error);
+        request_context_abandon(ctx, true);
+        return;
+    }
+    kafka_str_to_cstr(header.client_id, ctx->client_id, sizeof ctx->client_id);
+
+    ctx->request = kafka_arena_alloc(&ctx->arena, ctx->desc->request_size_of);
+    ctx->response = kafka_arena_alloc(&ctx->arena, ctx->desc->response_size_of);
+    if (!ctx->request || !ctx->response) {
+        request_context_abandon(ctx, true);
+        return;
+    }
+    ctx->desc->request_init(ctx->request);
+    ctx->desc->response_init(ctx->response);
+    if (ctx->desc->request_decode(ctx->request, &r, ctx->api_version, &ctx->arena) != 0) {
+        logger_warn("dispatch", "malformed %s v%d request from %s (client %s): %s; closing",
+                    ctx->desc->name, ctx->api_version, req->peer, ctx->client_id, r.error);
+        request_context_abandon(ctx, true);
+        return;
+    }
+
+    switch (entry->handler(ctx, ctx->request, ctx->response)) {
+    case HANDLER_RESPOND:
+        request_context_respond(ctx);
+        break;
+    case HANDLER_DEFERRED:
+        break;
+    case HANDLER_NO_RESPONSE:
+        request_context_abandon(ctx, false);
+        break;
+    case HANDLER_CLOSE:
+        request_context_abandon(ctx, true);
+        break;
+    }
+}

@@ -1,0 +1,325 @@
+/* Fetch: answer with file regions of the partition logs (sent with
+ * sendfile), wait in the fetch purgatory while fewer than min_bytes are
+ * available, and keep incremental fetch sessions (KIP-227). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "handlers/fetch_session.h"
+#include "handlers/handler_util.h"
+#include "handlers/purgatory.h"
+#include "log/partition_log.h"
+#include "metadata/metadata_image.h"
+#include "metadata/metadata_store.h"
+#include "net/server.h"
+#include "util/clock.h"
+#include "util/logger.h"
+
+/* A fetch in progress: owned by the handler until parked, then by the
+ * purgatory until it completes. */
+struct fetch_op {
+    struct delayed_op op; /* first: the purgatory hands us this pointer */
+    struct request_context *ctx;
+    struct fetch_plan plan;
+    int32_t min_bytes;
+    int32_t max_bytes;
+    bool read_committed;
+};
+
+struct partition_answer {
+    int16_t error_code;
+    int64_t high_watermark;
+    int64_t log_start_offset;
+    struct kafka_records records;
+};
+
+static void read_partition(struct request_context *ctx, const struct metadata_image *img,
+                           const struct fetch_partition_state *ps, int32_t byte_limit,
+                           struct partition_answer *ans)
+{
+    ans->error_code = KAFKA_ERR_NONE;
+    ans->high_watermark = -1;
+    ans->log_start_offset = -1;
+    ans->records = kafka_records_from_memory(NULL, 0);
+    const struct metadata_topic *topic = ps->topic[0]
+                                             ? metadata_image_topic_by_name(img, ps->topic, strlen(ps->topic))
+                                             : NULL;
+    if (!topic) {
+        ans->error_code = ps->topic[0] ? KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION : KAFKA_ERR_UNKNOWN_TOPIC_ID;
+        return;
+    }
+    struct partition_log *log;
+    ans->error_code = handler_leader_log(ctx, topic, ps->partition, &log);
+    if (ans->error_code != KAFKA_ERR_NONE) return;
+    ans->high_watermark = handler_high_watermark(log);
+    ans->log_start_offset = partition_log_start_offset(log);
+    struct log_read_result rr;
+    ans->error_code = partition_log_read(log, ps->fetch_offset, byte_limit, ans->high_watermark, &rr);
+    partition_log_close(log);
+    if (ans->error_code != KAFKA_ERR_NONE) return;
+    if (rr.len > 0) {
+        ans->records = kafka_records_from_file(rr.fd, rr.file_pos, (int32_t)rr.len);
+    } else if (rr.fd >= 0) {
+        close(rr.fd);
+    }
+}
+
+static bool partition_has_news(const struct fetch_partition_state *ps, const struct partition_answer *ans)
+{
+    return ans->error_code != KAFKA_ERR_NONE || ans->records.len > 0 ||
+           ans->high_watermark != ps->last_high_watermark || ans->log_start_offset != ps->last_log_start_offset;
+}
+
+static void close_answers(struct partition_answer *answers, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (answers[i].records.file_fd >= 0) close(answers[i].records.file_fd);
+}
+
+/* Fills the response from the answers; consecutive partitions of one topic
+ * share a topic entry. */
+static int fill_response(struct fetch_op *f, struct partition_answer *answers)
+{
+    struct request_context *ctx = f->ctx;
+    struct fetch_response *resp = ctx->response;
+    int32_t n = f->plan.partition_count;
+    HANDLER_NEW_ARRAY(ctx, resp->responses, n, fetch_response_fetchable_topic_response_init);
+    if (!resp->responses) return -1;
+    int32_t topics = 0;
+    struct fetch_response_fetchable_topic_response *cur = NULL;
+    for (int32_t i = 0; i < n; i++) {
+        const struct fetch_partition_state *ps = &f->plan.partitions[i];
+        struct partition_answer *ans = &answers[i];
+        if (f->plan.incremental && !partition_has_news(ps, ans)) continue;
+        if (!cur || strcmp(ps->topic, f->plan.partitions[i - 1].topic) != 0 ||
+            memcmp(&ps->topic_id, &f->plan.partitions[i - 1].topic_id, sizeof ps->topic_id) != 0) {
+            cur = &resp->responses[topics++];
+            cur->topic = kafka_arena_strdup(&ctx->arena, ps->topic);
+            cur->topic_id = ps->topic_id;
+            HANDLER_NEW_ARRAY(ctx, cur->partitions, n - i, fetch_response_partition_data_init);
+            if (!cur->partitions) return -1;
+            cur->partitions_count = 0;
+        }
+        struct fetch_response_partition_data *pd = &cur->partitions[cur->partitions_count++];
+        pd->partition_index = ps->partition;
+        pd->error_code = ans->error_code;
+        pd->high_watermark = ans->high_watermark;
+        pd->last_stable_offset = ans->high_watermark;
+        pd->log_start_offset = ans->log_start_offset;
+        pd->diverging_epoch.epoch = -1;
+        pd->diverging_epoch.end_offset = -1;
+        pd->current_leader.leader_id = -1;
+        pd->current_leader.leader_epoch = -1;
+        pd->snapshot_id.end_offset = -1;
+        pd->snapshot_id.epoch = -1;
+        /* No transactions yet: read_committed sees no aborted ranges. */
+        pd->aborted_transactions_count = f->read_committed ? 0 : -1;
+        pd->preferred_read_replica = -1;
+        pd->records = ans->records;
+        ans->records.file_fd = -1; /* the response owns it now */
+    }
+    resp->responses_count = topics;
+    return 0;
+}
+
+static void remember_sent(struct fetch_op *f, const struct partition_answer *answers)
+{
+    if (f->plan.response_session_id == 0) return;
+    for (int32_t i = 0; i < f->plan.partition_count; i++) {
+        f->plan.partitions[i].last_high_watermark = answers[i].high_watermark;
+        f->plan.partitions[i].last_log_start_offset = answers[i].log_start_offset;
+    }
+    fetch_session_record_sent(f->ctx->env->fetch_sessions, f->plan.response_session_id, f->plan.partitions,
+                              f->plan.partition_count);
+}
+
+/* Reads every partition; answers when there is enough (or time is up). */
+static bool fetch_try_complete(struct delayed_op *op, bool expired)
+{
+    struct fetch_op *f = (struct fetch_op *)op;
+    struct request_context *ctx = f->ctx;
+    int32_t n = f->plan.partition_count;
+    struct partition_answer *answers = calloc((size_t)(n ? n : 1), sizeof *answers);
+    if (!answers) {
+        request_context_abandon(ctx, true);
+        return true;
+    }
+    const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
+    int64_t total = 0;
+    bool any_error = false;
+    for (int32_t i = 0; i < n; i++) {
+        const struct fetch_partition_state *ps = &f->plan.partitions[i];
+        int32_t remaining = total >= f->max_bytes ? 0 : (int32_t)(f->max_bytes - total);
+        int32_t limit = ps->max_bytes < remaining ? ps->max_bytes : remaining;
+        /* The first data may exceed the limits so consumers always progress. */
+        if (total == 0 && limit <= 0) limit = 1;
+        answers[i].records.file_fd = -1;
+        if (img) read_partition(ctx, img, ps, limit, &answers[i]);
+        else answers[i].error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+        if (answers[i].error_code != KAFKA_ERR_NONE) any_error = true;
+        if (answers[i].records.len > 0) total += answers[i].records.len;
+    }
+    if (img) metadata_image_release(img);
+
+    if (!expired && !any_error && total < f->min_bytes) {
+        close_answers(answers, n);
+        free(answers);
+        return false;
+    }
+    struct fetch_response *resp = ctx->response;
+    resp->session_id = f->plan.response_session_id;
+    resp->error_code = KAFKA_ERR_NONE;
+    if (fill_response(f, answers) != 0) {
+        close_answers(answers, n);
+        free(answers);
+        request_context_abandon(ctx, true);
+        return true;
+    }
+    remember_sent(f, answers);
+    free(answers);
+    request_context_respond(ctx);
+    return true;
+}
+
+static void fetch_op_free(struct delayed_op *op)
+{
+    struct fetch_op *f = (struct fetch_op *)op;
+    fetch_plan_free(&f->plan);
+    free(f);
+}
+
+/* Turns the request's topics into partition states, resolving topic ids. */
+static int collect_partitions(struct request_context *ctx, const struct metadata_image *img,
+                              struct fetch_request *req, struct fetch_partition_state **out, int32_t *count)
+{
+    int32_t total = 0;
+    for (int32_t t = 0; t < req->topics_count; t++) total += req->topics[t].partitions_count;
+    struct fetch_partition_state *parts =
+        kafka_arena_alloc(&ctx->arena, (size_t)(total + 1) * sizeof *parts);
+    if (!parts) return -1;
+    int32_t n = 0;
+    for (int32_t t = 0; t < req->topics_count; t++) {
+        struct fetch_request_fetch_topic *ft = &req->topics[t];
+        char name[256] = "";
+        if (ctx->api_version >= 13) {
+            const struct metadata_topic *topic = metadata_image_topic_by_id(img, &ft->topic_id);
+            if (topic) snprintf(name, sizeof name, "%s", topic->name);
+        } else {
+            kafka_str_to_cstr(ft->topic, name, sizeof name);
+        }
+        for (int32_t p = 0; p < ft->partitions_count; p++) {
+            struct fetch_partition_state *ps = &parts[n++];
+            memcpy(ps->topic, name, sizeof name);
+            ps->topic_id = ft->topic_id;
+            ps->partition = ft->partitions[p].partition;
+            ps->fetch_offset = ft->partitions[p].fetch_offset;
+            ps->log_start_offset = ft->partitions[p].log_start_offset;
+            ps->max_bytes = ft->partitions[p].partition_max_bytes;
+            ps->last_high_watermark = -1;
+            ps->last_log_start_offset = -1;
+        }
+    }
+    *out = parts;
+    *count = n;
+    return 0;
+}
+
+static int collect_forgotten(struct request_context *ctx, const struct metadata_image *img,
+                             struct fetch_request *req, struct fetch_partition_state **out, int32_t *count)
+{
+    int32_t total = 0;
+    for (int32_t t = 0; t < req->forgotten_topics_data_count; t++)
+        total += req->forgotten_topics_data[t].partitions_count;
+    struct fetch_partition_state *parts = kafka_arena_alloc(&ctx->arena, (size_t)(total + 1) * sizeof *parts);
+    if (!parts) return -1;
+    int32_t n = 0;
+    for (int32_t t = 0; t < req->forgotten_topics_data_count; t++) {
+        struct fetch_request_forgotten_topic *ft = &req->forgotten_topics_data[t];
+        char name[256] = "";
+        if (ctx->api_version >= 13) {
+            const struct metadata_topic *topic = metadata_image_topic_by_id(img, &ft->topic_id);
+            if (topic) snprintf(name, sizeof name, "%s", topic->name);
+        } else {
+            kafka_str_to_cstr(ft->topic, name, sizeof name);
+        }
+        for (int32_t p = 0; p < ft->partitions_count; p++) {
+            memcpy(parts[n].topic, name, sizeof name);
+            parts[n].partition = ft->partitions[p];
+            n++;
+        }
+    }
+    *out = parts;
+    *count = n;
+    return 0;
+}
+
+enum handler_result handle_fetch(struct request_context *ctx, void *request, void *response)
+{
+    struct fetch_request *req = request;
+    struct fetch_response *resp = response;
+    struct handler_env *env = ctx->env;
+
+    if (req->replica_id >= 0 || req->replica_state.replica_id >= 0) {
+        /* Follower fetches come with replication; no follower exists yet. */
+        resp->error_code = KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
+        return HANDLER_RESPOND;
+    }
+    const struct metadata_image *img = metadata_image_acquire(env->metadata);
+    if (!img) return HANDLER_CLOSE;
+    struct fetch_partition_state *updates, *forgotten;
+    int32_t update_count, forgotten_count;
+    int rc = collect_partitions(ctx, img, req, &updates, &update_count);
+    if (rc == 0) rc = collect_forgotten(ctx, img, req, &forgotten, &forgotten_count);
+    metadata_image_release(img);
+    if (rc != 0) return HANDLER_CLOSE;
+
+    struct fetch_op *f = calloc(1, sizeof *f);
+    if (!f) return HANDLER_CLOSE;
+    int32_t session_id = ctx->api_version >= 7 ? req->session_id : 0;
+    int32_t epoch = ctx->api_version >= 7 ? req->session_epoch : -1;
+    if (fetch_session_apply(env->fetch_sessions, session_id, epoch, updates, update_count, forgotten,
+                            forgotten_count, &f->plan) != 0) {
+        fetch_plan_free(&f->plan);
+        free(f);
+        return HANDLER_CLOSE;
+    }
+    if (f->plan.error_code != KAFKA_ERR_NONE) {
+        resp->error_code = f->plan.error_code;
+        resp->session_id = 0;
+        fetch_plan_free(&f->plan);
+        free(f);
+        return HANDLER_RESPOND;
+    }
+    f->ctx = ctx;
+    f->min_bytes = req->min_bytes;
+    f->max_bytes = req->max_bytes;
+    if (ctx->api_version < 3 || f->max_bytes <= 0) f->max_bytes = INT32_MAX;
+    if (env->fetch_max_bytes > 0 && f->max_bytes > env->fetch_max_bytes) f->max_bytes = env->fetch_max_bytes;
+    f->read_committed = req->isolation_level == 1;
+    f->op.try_complete = fetch_try_complete;
+    f->op.free_fn = fetch_op_free;
+    int32_t wait_ms = req->max_wait_ms > 0 ? req->max_wait_ms : 0;
+    f->op.deadline_mono_ms = clock_mono_ms() + wait_ms;
+
+    if (wait_ms == 0 || f->min_bytes <= 0) {
+        fetch_try_complete(&f->op, true);
+        fetch_op_free(&f->op);
+        return HANDLER_DEFERRED; /* already answered */
+    }
+    /* Watch every partition's log, so an append wakes this fetch. */
+    const struct metadata_image *watch_img = metadata_image_acquire(env->metadata);
+    for (int32_t i = 0; watch_img && i < f->plan.partition_count && f->op.key_count < DELAYED_OP_MAX_KEYS; i++) {
+        const struct fetch_partition_state *ps = &f->plan.partitions[i];
+        const struct metadata_topic *topic = metadata_image_topic_by_name(watch_img, ps->topic, strlen(ps->topic));
+        struct partition_log *log;
+        /* The address is only an identity here: the reference is dropped at once. */
+        if (topic && handler_leader_log(ctx, topic, ps->partition, &log) == KAFKA_ERR_NONE) {
+            f->op.keys[f->op.key_count++] = (uintptr_t)log;
+            partition_log_close(log);
+        }
+    }
+    if (watch_img) metadata_image_release(watch_img);
+    purgatory_add(env->fetch_purgatory, &f->op);
+    return HANDLER_DEFERRED;
+}

@@ -1,0 +1,95 @@
+/* Request handling: decode a request frame, run the API handler, encode and
+ * send the response. Runs on the network layer's io threads.
+ *
+ * The pipeline per request: header -> version check -> body decode ->
+ * handler -> response encode -> net_request_complete. Later stages
+ * (authentication, authorization, quota, audit) slot in around the handler. */
+#ifndef CAIRN_HANDLERS_HANDLERS_H
+#define CAIRN_HANDLERS_HANDLERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "protocol/messages.h"
+
+struct net_request;
+struct broker_config;
+struct log_manager;
+struct metadata_store;
+struct purgatory;
+struct fetch_session_cache;
+
+/* Everything a handler reaches. Built by the server before the first
+ * request and read-only afterwards; the pointed-to parts are thread-safe. */
+struct handler_env {
+    const struct broker_config *config;
+    struct log_manager *logs;
+    struct metadata_store *metadata;
+    struct purgatory *fetch_purgatory;
+    struct fetch_session_cache *fetch_sessions;
+    int32_t node_id;
+    /* Broker defaults read once at start. */
+    bool auto_create_topics;
+    int32_t default_num_partitions;
+    int16_t default_replication_factor;
+    int32_t fetch_max_bytes;
+    int32_t min_insync_replicas;
+};
+
+/* One request in progress. Allocated per request; owned by the io thread
+ * handling it, or by a delayed operation once the handler defers it. */
+struct request_context {
+    struct handler_env *env;
+    struct net_request *net;
+    int16_t api_key;
+    int16_t api_version;
+    int32_t correlation_id;
+    char client_id[256];
+    struct kafka_arena arena;   /* request and response memory */
+    void *request;
+    void *response;
+    const struct kafka_api_desc *desc;
+};
+
+enum handler_result {
+    HANDLER_RESPOND,     /* response filled: send it */
+    HANDLER_DEFERRED,    /* a delayed operation will call request_context_respond */
+    HANDLER_NO_RESPONSE, /* send nothing (Produce with acks=0) */
+    HANDLER_CLOSE,       /* close the connection (protocol violation) */
+};
+
+typedef enum handler_result (*api_handler_fn)(struct request_context *ctx, void *request,
+                                              void *response);
+
+struct api_handler_entry {
+    int16_t api_key;
+    int16_t min_version;
+    int16_t max_version;
+    api_handler_fn handler;
+};
+
+/* The table of APIs this broker serves, sorted by api key. */
+const struct api_handler_entry *handlers_table(int *count);
+const struct api_handler_entry *handlers_find(int16_t api_key);
+
+/* net_request_handler: the entry point for every request frame. ctx is the handler_env. */
+void handlers_dispatch(struct net_request *req, void *env);
+
+/* Encodes ctx->response, sends it and frees ctx. For deferred requests. */
+void request_context_respond(struct request_context *ctx);
+/* Frees ctx without answering (the connection is closed). */
+void request_context_abandon(struct request_context *ctx, bool close_connection);
+
+/* Per-API handlers. */
+enum handler_result handle_api_versions(struct request_context *, void *, void *);
+enum handler_result handle_metadata(struct request_context *, void *, void *);
+enum handler_result handle_produce(struct request_context *, void *, void *);
+enum handler_result handle_fetch(struct request_context *, void *, void *);
+enum handler_result handle_list_offsets(struct request_context *, void *, void *);
+enum handler_result handle_create_topics(struct request_context *, void *, void *);
+enum handler_result handle_delete_topics(struct request_context *, void *, void *);
+enum handler_result handle_create_partitions(struct request_context *, void *, void *);
+enum handler_result handle_describe_configs(struct request_context *, void *, void *);
+enum handler_result handle_describe_cluster(struct request_context *, void *, void *);
+
+#endif

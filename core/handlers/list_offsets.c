@@ -1,0 +1,102 @@
+/* ListOffsets: earliest, latest, by timestamp and max timestamp. */
+#include "handlers/handler_util.h"
+#include "log/partition_log.h"
+#include "metadata/metadata_image.h"
+#include "metadata/metadata_store.h"
+
+#define LIST_OFFSETS_LATEST (-1)
+#define LIST_OFFSETS_EARLIEST (-2)
+#define LIST_OFFSETS_MAX_TIMESTAMP (-3)
+#define LIST_OFFSETS_EARLIEST_LOCAL (-4)
+
+static void lookup_offset(struct partition_log *log, const struct metadata_partition *p, int16_t version,
+                          const struct list_offsets_request_list_offsets_partition *in,
+                          struct list_offsets_response_list_offsets_partition_response *out);
+
+static void list_partition(struct request_context *ctx, const struct metadata_topic *topic,
+                           const struct list_offsets_request_list_offsets_partition *in,
+                           struct list_offsets_response_list_offsets_partition_response *out)
+{
+    out->partition_index = in->partition_index;
+    out->timestamp = -1;
+    out->offset = -1;
+    out->leader_epoch = -1;
+    struct partition_log *log;
+    out->error_code = handler_leader_log(ctx, topic, in->partition_index, &log);
+    if (out->error_code != KAFKA_ERR_NONE) return;
+    const struct metadata_partition *p = metadata_topic_partition(topic, in->partition_index);
+    if (in->current_leader_epoch >= 0 && in->current_leader_epoch != p->leader_epoch) {
+        out->error_code = in->current_leader_epoch < p->leader_epoch ? KAFKA_ERR_FENCED_LEADER_EPOCH
+                                                                      : KAFKA_ERR_UNKNOWN_LEADER_EPOCH;
+    } else {
+        lookup_offset(log, p, ctx->api_version, in, out);
+    }
+    partition_log_close(log);
+}
+
+static void lookup_offset(struct partition_log *log, const struct metadata_partition *p, int16_t version,
+                          const struct list_offsets_request_list_offsets_partition *in,
+                          struct list_offsets_response_list_offsets_partition_response *out)
+{
+    /* Not part of responses before v4, and a set value there cannot be encoded. */
+    if (version >= 4) out->leader_epoch = p->leader_epoch;
+    switch (in->timestamp) {
+    case LIST_OFFSETS_LATEST:
+        out->offset = handler_high_watermark(log);
+        break;
+    case LIST_OFFSETS_EARLIEST:
+    case LIST_OFFSETS_EARLIEST_LOCAL:
+        out->offset = partition_log_start_offset(log);
+        break;
+    case LIST_OFFSETS_MAX_TIMESTAMP:
+        if (partition_log_max_timestamp(log, &out->offset, &out->timestamp) != 0) {
+            out->offset = -1;
+            out->timestamp = -1;
+        }
+        break;
+    default:
+        if (in->timestamp < 0) {
+            out->error_code = KAFKA_ERR_INVALID_REQUEST;
+            return;
+        }
+        if (partition_log_offset_for_timestamp(log, in->timestamp, &out->offset, &out->timestamp) != 0 ||
+            out->offset >= handler_high_watermark(log)) {
+            out->offset = -1;
+            out->timestamp = -1;
+        }
+        break;
+    }
+}
+
+enum handler_result handle_list_offsets(struct request_context *ctx, void *request, void *response)
+{
+    struct list_offsets_request *req = request;
+    struct list_offsets_response *resp = response;
+    const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
+    if (!img) return HANDLER_CLOSE;
+    enum handler_result result = HANDLER_RESPOND;
+    HANDLER_NEW_ARRAY(ctx, resp->topics, req->topics_count, list_offsets_response_list_offsets_topic_response_init);
+    if (!resp->topics) {
+        result = HANDLER_CLOSE;
+        goto out;
+    }
+    resp->topics_count = req->topics_count;
+    for (int32_t t = 0; t < req->topics_count; t++) {
+        struct list_offsets_request_list_offsets_topic *tin = &req->topics[t];
+        struct list_offsets_response_list_offsets_topic_response *tout = &resp->topics[t];
+        tout->name = tin->name;
+        HANDLER_NEW_ARRAY(ctx, tout->partitions, tin->partitions_count, list_offsets_response_list_offsets_partition_response_init);
+        if (!tout->partitions) {
+            result = HANDLER_CLOSE;
+            goto out;
+        }
+        tout->partitions_count = tin->partitions_count;
+        const struct metadata_topic *topic =
+            tin->name.len > 0 ? metadata_image_topic_by_name(img, tin->name.data, (size_t)tin->name.len) : NULL;
+        for (int32_t i = 0; i < tin->partitions_count; i++)
+            list_partition(ctx, topic, &tin->partitions[i], &tout->partitions[i]);
+    }
+out:
+    metadata_image_release(img);
+    return result;
+}

@@ -1,0 +1,169 @@
+/* Metadata: brokers, cluster id, controller, and topic/partition leadership,
+ * read from one immutable metadata image. Creates missing topics when
+ * auto.create.topics.enable and the request allow it. */
+#include <string.h>
+
+#include "handlers/handlers.h"
+#include "handlers/handler_util.h"
+#include "metadata/metadata_image.h"
+#include "metadata/metadata_store.h"
+#include "net/server.h"
+
+static const struct metadata_endpoint *endpoint_for_listener(const struct metadata_broker *b,
+                                                             const char *listener)
+{
+    for (int32_t i = 0; i < b->endpoint_count; i++)
+        if (listener && strcmp(b->endpoints[i].listener, listener) == 0) return &b->endpoints[i];
+    return b->endpoint_count > 0 ? &b->endpoints[0] : NULL;
+}
+
+static int fill_brokers(struct request_context *ctx, const struct metadata_image *img,
+                        struct metadata_response *resp)
+{
+    HANDLER_NEW_ARRAY(ctx, resp->brokers, img->broker_count, metadata_response_metadata_response_broker_init);
+    if (!resp->brokers) return -1;
+    int32_t n = 0;
+    for (int32_t i = 0; i < img->broker_count; i++) {
+        const struct metadata_broker *b = &img->brokers[i];
+        if (b->fenced) continue;
+        const struct metadata_endpoint *ep = endpoint_for_listener(b, ctx->net->listener_name);
+        if (!ep) continue;
+        struct metadata_response_metadata_response_broker *out = &resp->brokers[n++];
+        out->node_id = b->node_id;
+        out->host = kafka_arena_strdup(&ctx->arena, ep->host);
+        out->port = ep->port;
+        out->rack = kafka_arena_strdup(&ctx->arena, b->rack);
+    }
+    resp->brokers_count = n;
+    return 0;
+}
+
+static int fill_partitions(struct request_context *ctx, const struct metadata_image *img,
+                           const struct metadata_topic *topic,
+                           struct metadata_response_metadata_response_topic *out)
+{
+    HANDLER_NEW_ARRAY(ctx, out->partitions, topic->partition_count, metadata_response_metadata_response_partition_init);
+    if (!out->partitions) return -1;
+    int32_t n = 0;
+    for (int32_t i = 0; i < topic->partition_count; i++) {
+        const struct metadata_partition *p = &topic->partitions[i];
+        if (!p->present) continue;
+        struct metadata_response_metadata_response_partition *mp = &out->partitions[n++];
+        mp->partition_index = p->partition_index;
+        mp->leader_id = p->leader;
+        mp->leader_epoch = p->leader_epoch;
+        /* Copies: the response outlives the image reference. */
+        mp->replica_nodes = handler_copy_int32s(ctx, p->replicas, p->replica_count);
+        mp->replica_nodes_count = p->replica_count;
+        mp->isr_nodes = handler_copy_int32s(ctx, p->isr, p->isr_count);
+        mp->isr_nodes_count = p->isr_count;
+        if ((p->replica_count && !mp->replica_nodes) || (p->isr_count && !mp->isr_nodes)) return -1;
+        mp->offline_replicas_count = 0;
+        const struct metadata_broker *leader = metadata_image_broker(img, p->leader);
+        mp->error_code = (leader && !leader->fenced) ? KAFKA_ERR_NONE : KAFKA_ERR_LEADER_NOT_AVAILABLE;
+    }
+    out->partitions_count = n;
+    return 0;
+}
+
+static int fill_topic(struct request_context *ctx, const struct metadata_image *img,
+                      const struct metadata_topic *topic,
+                      struct metadata_response_metadata_response_topic *out)
+{
+    out->error_code = KAFKA_ERR_NONE;
+    out->name = kafka_arena_strdup(&ctx->arena, topic->name);
+    out->topic_id = topic->topic_id;
+    out->is_internal = topic->is_internal;
+    return fill_partitions(ctx, img, topic, out);
+}
+
+enum handler_result handle_metadata(struct request_context *ctx, void *request, void *response)
+{
+    struct metadata_request *req = request;
+    struct metadata_response *resp = response;
+    struct handler_env *env = ctx->env;
+
+    const struct metadata_image *img = metadata_image_acquire(env->metadata);
+    if (!img) return HANDLER_CLOSE;
+
+    bool all_topics = req->topics_count < 0 || (ctx->api_version == 0 && req->topics_count == 0);
+    bool allow_create = env->auto_create_topics && (ctx->api_version < 4 || req->allow_auto_topic_creation);
+
+    /* Create what is missing first, then answer from one image. */
+    if (!all_topics && allow_create) {
+        bool created = false;
+        for (int32_t i = 0; i < req->topics_count; i++) {
+            struct kafka_str name = req->topics[i].name;
+            if (name.len <= 0) continue;
+            if (metadata_image_topic_by_name(img, name.data, (size_t)name.len)) continue;
+            char topic[256];
+            if ((size_t)name.len >= sizeof topic) continue;
+            kafka_str_to_cstr(name, topic, sizeof topic);
+            if (handler_auto_create_topic(ctx, topic) == KAFKA_ERR_NONE) created = true;
+        }
+        if (created) {
+            metadata_image_release(img);
+            img = metadata_image_acquire(env->metadata);
+            if (!img) return HANDLER_CLOSE;
+        }
+    }
+
+    enum handler_result result = HANDLER_RESPOND;
+    if (fill_brokers(ctx, img, resp) != 0) {
+        result = HANDLER_CLOSE;
+        goto out;
+    }
+    resp->cluster_id = kafka_arena_strdup(&ctx->arena, img->cluster_id);
+    resp->controller_id = img->controller_id;
+
+    if (all_topics) {
+        HANDLER_NEW_ARRAY(ctx, resp->topics, img->topic_count, metadata_response_metadata_response_topic_init);
+        if (!resp->topics) {
+            result = HANDLER_CLOSE;
+            goto out;
+        }
+        resp->topics_count = img->topic_count;
+        for (int32_t i = 0; i < img->topic_count; i++) {
+            if (fill_topic(ctx, img, img->topics[i], &resp->topics[i]) != 0) {
+                result = HANDLER_CLOSE;
+                goto out;
+            }
+        }
+        goto out;
+    }
+
+    HANDLER_NEW_ARRAY(ctx, resp->topics, req->topics_count, metadata_response_metadata_response_topic_init);
+    if (!resp->topics) {
+        result = HANDLER_CLOSE;
+        goto out;
+    }
+    resp->topics_count = req->topics_count;
+    for (int32_t i = 0; i < req->topics_count; i++) {
+        struct metadata_request_metadata_request_topic *rt = &req->topics[i];
+        struct metadata_response_metadata_response_topic *out = &resp->topics[i];
+        const struct metadata_topic *topic = NULL;
+        if (rt->name.len >= 0)
+            topic = metadata_image_topic_by_name(img, rt->name.data, (size_t)rt->name.len);
+        else if (ctx->api_version >= 10)
+            topic = metadata_image_topic_by_id(img, &rt->topic_id);
+        out->name = rt->name;
+        out->topic_id = rt->topic_id;
+        if (!topic) {
+            if (rt->name.len >= 0 && handler_topic_name_error(rt->name) != KAFKA_ERR_NONE)
+                out->error_code = KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
+            else if (rt->name.len < 0)
+                out->error_code = KAFKA_ERR_UNKNOWN_TOPIC_ID;
+            else
+                out->error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            continue;
+        }
+        if (fill_topic(ctx, img, topic, out) != 0) {
+            result = HANDLER_CLOSE;
+            goto out;
+        }
+    }
+
+out:
+    metadata_image_release(img);
+    return result;
+}

@@ -1,0 +1,117 @@
+/* Produce: validate and append record batches to the partitions this broker
+ * leads. With one in-sync replica the high watermark moves with the append,
+ * so acks=all answers at once; acks=0 sends no response at all. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "handlers/handler_util.h"
+#include "handlers/purgatory.h"
+#include "log/partition_log.h"
+#include "metadata/metadata_image.h"
+#include "metadata/metadata_store.h"
+#include "net/server.h"
+#include "util/logger.h"
+
+static int32_t topic_min_insync(const struct metadata_topic *topic, int32_t broker_default)
+{
+    const char *v = metadata_topic_config(topic, "min.insync.replicas");
+    if (!v) return broker_default;
+    char *end;
+    long n = strtol(v, &end, 10);
+    return (*end || n < 1) ? broker_default : (int32_t)n;
+}
+
+static void append_records(struct request_context *ctx, const struct metadata_topic *topic,
+                           const struct metadata_partition *p, struct partition_log *log,
+                           struct produce_request_partition_produce_data *in,
+                           struct produce_response_partition_produce_response *out);
+
+static void produce_partition(struct request_context *ctx, const struct metadata_topic *topic, int16_t acks,
+                              struct produce_request_partition_produce_data *in,
+                              struct produce_response_partition_produce_response *out)
+{
+    out->index = in->index;
+    out->base_offset = -1;
+    out->log_append_time_ms = -1;
+    out->log_start_offset = -1;
+    if (!topic) {
+        out->error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        return;
+    }
+    struct partition_log *log;
+    out->error_code = handler_leader_log(ctx, topic, in->index, &log);
+    if (out->error_code != KAFKA_ERR_NONE) return;
+    const struct metadata_partition *p = metadata_topic_partition(topic, in->index);
+    if (in->records.len <= 0 || in->records.file_fd >= 0) {
+        out->error_code = KAFKA_ERR_CORRUPT_MESSAGE;
+    } else if (acks == -1 && p->isr_count < topic_min_insync(topic, ctx->env->min_insync_replicas)) {
+        out->error_code = KAFKA_ERR_NOT_ENOUGH_REPLICAS;
+    } else {
+        append_records(ctx, topic, p, log, in, out);
+    }
+    partition_log_close(log);
+}
+
+static void append_records(struct request_context *ctx, const struct metadata_topic *topic,
+                           const struct metadata_partition *p, struct partition_log *log,
+                           struct produce_request_partition_produce_data *in,
+                           struct produce_response_partition_produce_response *out)
+{
+    /* The records point into the request frame, which this request owns
+     * until it completes: offsets are assigned in place. */
+    struct log_append_result res;
+    res.error_message[0] = '\0';
+    out->error_code = partition_log_append(log, (uint8_t *)in->records.data, (size_t)in->records.len,
+                                           p->leader_epoch, &res);
+    if (out->error_code != KAFKA_ERR_NONE) {
+        if (res.error_message[0]) out->error_message = kafka_arena_strdup(&ctx->arena, res.error_message);
+        logger_debug("produce", "append to %s-%d from %s failed: %s (%s)", topic->name, in->index,
+                     ctx->net->peer, kafka_error_name(out->error_code), res.error_message);
+        return;
+    }
+    out->base_offset = res.base_offset;
+    out->log_append_time_ms = res.log_append_time;
+    out->log_start_offset = res.log_start_offset;
+    purgatory_notify(ctx->env->fetch_purgatory, (uintptr_t)log);
+}
+
+enum handler_result handle_produce(struct request_context *ctx, void *request, void *response)
+{
+    struct produce_request *req = request;
+    struct produce_response *resp = response;
+    bool valid_acks = req->acks == 0 || req->acks == 1 || req->acks == -1;
+
+    const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
+    if (!img) return HANDLER_CLOSE;
+    HANDLER_NEW_ARRAY(ctx, resp->responses, req->topic_data_count, produce_response_topic_produce_response_init);
+    if (!resp->responses) {
+        metadata_image_release(img);
+        return HANDLER_CLOSE;
+    }
+    resp->responses_count = req->topic_data_count;
+    for (int32_t t = 0; t < req->topic_data_count; t++) {
+        struct produce_request_topic_produce_data *tin = &req->topic_data[t];
+        struct produce_response_topic_produce_response *tout = &resp->responses[t];
+        tout->name = tin->name;
+        HANDLER_NEW_ARRAY(ctx, tout->partition_responses, tin->partition_data_count, produce_response_partition_produce_response_init);
+        if (!tout->partition_responses) {
+            metadata_image_release(img);
+            return HANDLER_CLOSE;
+        }
+        tout->partition_responses_count = tin->partition_data_count;
+        const struct metadata_topic *topic =
+            tin->name.len > 0 ? metadata_image_topic_by_name(img, tin->name.data, (size_t)tin->name.len) : NULL;
+        for (int32_t i = 0; i < tin->partition_data_count; i++) {
+            struct produce_response_partition_produce_response *pout = &tout->partition_responses[i];
+            if (!valid_acks) {
+                pout->index = tin->partition_data[i].index;
+                pout->error_code = KAFKA_ERR_INVALID_REQUIRED_ACKS;
+                pout->base_offset = -1;
+                continue;
+            }
+            produce_partition(ctx, topic, req->acks, &tin->partition_data[i], pout);
+        }
+    }
+    metadata_image_release(img);
+    return req->acks == 0 ? HANDLER_NO_RESPONSE : HANDLER_RESPOND;
+}

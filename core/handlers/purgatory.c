@@ -1,0 +1,303 @@
+#include "handlers/purgatory.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/clock.h"
+#include "util/logger.h"
+
+#define WATCH_BUCKETS 1024
+
+struct watch_list {
+    struct delayed_op **ops;
+    int count, cap;
+};
+
+/* All lists and reference counts are guarded by `lock`; an operation's own
+ * lock serializes its try_complete calls. */
+struct purgatory {
+    char name[32];
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct watch_list buckets[WATCH_BUCKETS];
+    struct delayed_op **heap; /* min-heap by deadline */
+    int64_t heap_len, heap_cap;
+    bool stopping;
+    pthread_t expiry_thread;
+};
+
+static size_t bucket_of(uintptr_t key)
+{
+    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 54) % WATCH_BUCKETS;
+}
+
+static void heap_swap(struct purgatory *p, int64_t a, int64_t b)
+{
+    struct delayed_op *t = p->heap[a];
+    p->heap[a] = p->heap[b];
+    p->heap[b] = t;
+    p->heap[a]->heap_index = a;
+    p->heap[b]->heap_index = b;
+}
+
+static void heap_up(struct purgatory *p, int64_t i)
+{
+    while (i > 0) {
+        int64_t parent = (i - 1) / 2;
+        if (p->heap[parent]->deadline_mono_ms <= p->heap[i]->deadline_mono_ms) break;
+        heap_swap(p, parent, i);
+        i = parent;
+    }
+}
+
+static void heap_down(struct purgatory *p, int64_t i)
+{
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < p->heap_len && p->heap[l]->deadline_mono_ms < p->heap[m]->deadline_mono_ms) m = l;
+        if (r < p->heap_len && p->heap[r]->deadline_mono_ms < p->heap[m]->deadline_mono_ms) m = r;
+        if (m == i) return;
+        heap_swap(p, i, m);
+        i = m;
+    }
+}
+
+static void heap_remove(struct purgatory *p, struct delayed_op *op)
+{
+    int64_t i = op->heap_index;
+    if (i < 0 || i >= p->heap_len || p->heap[i] != op) return;
+    p->heap_len--;
+    if (i != p->heap_len) {
+        p->heap[i] = p->heap[p->heap_len];
+        p->heap[i]->heap_index = i;
+        heap_down(p, i);
+        heap_up(p, i);
+    }
+    op->heap_index = -1;
+}
+
+static void watch_remove(struct purgatory *p, struct delayed_op *op)
+{
+    for (int k = 0; k < op->key_count; k++) {
+        struct watch_list *wl = &p->buckets[bucket_of(op->keys[k])];
+        for (int i = 0; i < wl->count; i++) {
+            if (wl->ops[i] == op) {
+                wl->ops[i] = wl->ops[--wl->count];
+                break;
+            }
+        }
+    }
+}
+
+/* Caller holds p->lock. */
+static void op_unref_locked(struct delayed_op *op)
+{
+    if (--op->refs == 0) {
+        pthread_mutex_destroy(&op->lock);
+        op->free_fn(op);
+    }
+}
+
+/* Runs try_complete once; on completion detaches the operation. Caller holds a reference. */
+static void op_attempt(struct purgatory *p, struct delayed_op *op, bool expired)
+{
+    pthread_mutex_lock(&op->lock);
+    bool completed = false;
+    if (!op->done) {
+        completed = op->try_complete(op, expired);
+        if (completed) op->done = true;
+    }
+    pthread_mutex_unlock(&op->lock);
+    if (completed) {
+        pthread_mutex_lock(&p->lock);
+        watch_remove(p, op);
+        if (op->heap_index >= 0) {
+            heap_remove(p, op);
+            op_unref_locked(op); /* the purgatory's reference */
+        }
+        pthread_mutex_unlock(&p->lock);
+    }
+}
+
+static void *expiry_main(void *arg)
+{
+    struct purgatory *p = arg;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        if (p->stopping && p->heap_len == 0) break;
+        int64_t now = clock_mono_ms();
+        if (p->heap_len > 0 && (p->stopping || p->heap[0]->deadline_mono_ms <= now)) {
+            struct delayed_op *op = p->heap[0];
+            op->refs++;
+            pthread_mutex_unlock(&p->lock);
+            op_attempt(p, op, true);
+            pthread_mutex_lock(&p->lock);
+            op_unref_locked(op);
+            continue;
+        }
+        if (p->heap_len == 0) {
+            pthread_cond_wait(&p->wake, &p->lock);
+        } else {
+            int64_t wait_ms = p->heap[0]->deadline_mono_ms - now;
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_sec += wait_ms / 1000;
+            ts.tv_nsec += (wait_ms % 1000) * 1000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&p->wake, &p->lock, &ts);
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+int purgatory_create(const char *name, struct purgatory **out)
+{
+    struct purgatory *p = calloc(1, sizeof *p);
+    if (!p) return -1;
+    snprintf(p->name, sizeof p->name, "%s", name);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    if (pthread_create(&p->expiry_thread, NULL, expiry_main, p) != 0) {
+        pthread_mutex_destroy(&p->lock);
+        pthread_cond_destroy(&p->wake);
+        free(p);
+        return -1;
+    }
+    *out = p;
+    return 0;
+}
+
+void purgatory_destroy(struct purgatory *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&p->lock);
+    p->stopping = true;
+    pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+    pthread_join(p->expiry_thread, NULL);
+    for (int i = 0; i < WATCH_BUCKETS; i++) free(p->buckets[i].ops);
+    free(p->heap);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->wake);
+    free(p);
+}
+
+static bool watch_add(struct watch_list *wl, struct delayed_op *op)
+{
+    if (wl->count == wl->cap) {
+        int cap = wl->cap ? wl->cap * 2 : 8;
+        struct delayed_op **ops = realloc(wl->ops, (size_t)cap * sizeof *ops);
+        if (!ops) return false;
+        wl->ops = ops;
+        wl->cap = cap;
+    }
+    wl->ops[wl->count++] = op;
+    return true;
+}
+
+void purgatory_add(struct purgatory *p, struct delayed_op *op)
+{
+    pthread_mutex_init(&op->lock, NULL);
+    op->done = false;
+    op->refs = 1;
+    op->heap_index = -1;
+    if (op->key_count > DELAYED_OP_MAX_KEYS) op->key_count = DELAYED_OP_MAX_KEYS;
+
+    /* Park first, then try: a notify that lands between the try and the
+     * park would otherwise be lost. */
+    pthread_mutex_lock(&p->lock);
+    bool parked = true;
+    if (p->heap_len == p->heap_cap) {
+        int64_t cap = p->heap_cap ? p->heap_cap * 2 : 64;
+        struct delayed_op **heap = realloc(p->heap, (size_t)cap * sizeof *heap);
+        if (heap) {
+            p->heap = heap;
+            p->heap_cap = cap;
+        } else {
+            parked = false;
+        }
+    }
+    if (parked) {
+        for (int k = 0; k < op->key_count; k++) {
+            if (!watch_add(&p->buckets[bucket_of(op->keys[k])], op)) {
+                logger_warn("purgatory", "%s: out of memory adding a watch", p->name);
+                op->key_count = k;
+                break;
+            }
+        }
+        op->heap_index = p->heap_len;
+        p->heap[p->heap_len++] = op;
+        heap_up(p, op->heap_index);
+        op->refs++; /* our reference while attempting */
+        pthread_cond_signal(&p->wake);
+    }
+    pthread_mutex_unlock(&p->lock);
+
+    if (!parked) {
+        /* No memory to wait: answer now with what there is. */
+        pthread_mutex_lock(&op->lock);
+        op->try_complete(op, true);
+        op->done = true;
+        pthread_mutex_unlock(&op->lock);
+        pthread_mutex_lock(&p->lock);
+        op_unref_locked(op);
+        pthread_mutex_unlock(&p->lock);
+        return;
+    }
+    op_attempt(p, op, false);
+    pthread_mutex_lock(&p->lock);
+    op_unref_locked(op);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void purgatory_notify(struct purgatory *p, uintptr_t key)
+{
+    struct delayed_op *local[64];
+    struct delayed_op **ops = local;
+    int n = 0;
+    pthread_mutex_lock(&p->lock);
+    struct watch_list *wl = &p->buckets[bucket_of(key)];
+    if (wl->count > 64) {
+        ops = malloc((size_t)wl->count * sizeof *ops);
+        if (!ops) {
+            pthread_mutex_unlock(&p->lock);
+            return; /* the waiters still expire on time */
+        }
+    }
+    for (int i = 0; i < wl->count; i++) {
+        struct delayed_op *op = wl->ops[i];
+        bool watches = false;
+        for (int k = 0; k < op->key_count && !watches; k++) watches = op->keys[k] == key;
+        if (!watches) continue;
+        op->refs++;
+        ops[n++] = op;
+    }
+    pthread_mutex_unlock(&p->lock);
+
+    for (int i = 0; i < n; i++) op_attempt(p, ops[i], false);
+
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < n; i++) op_unref_locked(ops[i]);
+    pthread_mutex_unlock(&p->lock);
+    if (ops != local) free(ops);
+}
+
+int purgatory_waiting(struct purgatory *p)
+{
+    pthread_mutex_lock(&p->lock);
+    int n = (int)p->heap_len;
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}

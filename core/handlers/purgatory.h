@@ -1,0 +1,54 @@
+/* Delayed operations: requests that wait for something (data for a fetch
+ * with min_bytes, replicas for acks=all) or for their deadline.
+ *
+ * Thread-safety: every function may be called from any thread. An
+ * operation's try_complete runs with the operation's lock held, so it runs
+ * for one caller at a time and never after it has returned true. */
+#ifndef CAIRN_HANDLERS_PURGATORY_H
+#define CAIRN_HANDLERS_PURGATORY_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct purgatory;
+struct delayed_op;
+
+/* Returns true when the operation completed (it has sent its response).
+ * With expired=true it must complete. */
+typedef bool (*delayed_op_try_complete)(struct delayed_op *op, bool expired);
+/* Frees the operation's own state once nothing refers to it any more. */
+typedef void (*delayed_op_free)(struct delayed_op *op);
+
+#define DELAYED_OP_MAX_KEYS 64
+
+/* Embedded at the start of an operation's own struct. Owned by the purgatory
+ * from purgatory_add until it completes; freed through free_fn. */
+struct delayed_op {
+    delayed_op_try_complete try_complete;
+    delayed_op_free free_fn;
+    int64_t deadline_mono_ms;
+    /* Watch keys: opaque values (a partition log's address, say) whose
+     * purgatory_notify makes this operation try again. */
+    uintptr_t keys[DELAYED_OP_MAX_KEYS];
+    int key_count;
+    /* private */
+    pthread_mutex_t lock;
+    bool done;
+    int refs;
+    int64_t heap_index;
+};
+
+int purgatory_create(const char *name, struct purgatory **out);
+/* Stops the expiry thread after expiring (completing) every waiting operation. */
+void purgatory_destroy(struct purgatory *p);
+
+/* Tries the operation once; if it did not complete, parks it until a
+ * watched key is notified or the deadline passes. */
+void purgatory_add(struct purgatory *p, struct delayed_op *op);
+/* Something changed for key: waiting operations watching it try again. */
+void purgatory_notify(struct purgatory *p, uintptr_t key);
+/* Number of operations waiting (for metrics and tests). */
+int purgatory_waiting(struct purgatory *p);
+
+#endif

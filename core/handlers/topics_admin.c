@@ -1,0 +1,204 @@
+/* CreateTopics, DeleteTopics and CreatePartitions: controller operations on
+ * the cluster metadata. Each topic succeeds or fails on its own. */
+#include <stdio.h>
+#include <string.h>
+
+#include "handlers/handler_util.h"
+#include "metadata/metadata_image.h"
+#include "metadata/metadata_store.h"
+#include "net/server.h"
+#include "util/logger.h"
+
+static struct kafka_str error_message(struct request_context *ctx, int16_t code, const char *err)
+{
+    if (code == KAFKA_ERR_NONE) return (struct kafka_str){NULL, -1};
+    return kafka_arena_strdup(&ctx->arena, err[0] ? err : kafka_error_name(code));
+}
+
+static void create_one(struct request_context *ctx, bool validate_only,
+                       const struct create_topics_request_creatable_topic *in,
+                       struct create_topics_response_creatable_topic_result *out)
+{
+    char name[256];
+    char err[512] = "";
+    out->name = in->name;
+    out->num_partitions = -1;
+    out->replication_factor = -1;
+    out->configs_count = -1;
+    out->error_code = handler_topic_name_error(in->name);
+    if (out->error_code != KAFKA_ERR_NONE) {
+        snprintf(err, sizeof err, "topic name is illegal: it must be 1-249 characters of [a-zA-Z0-9._-] and not '.' or '..'");
+        out->error_message = error_message(ctx, out->error_code, err);
+        return;
+    }
+    kafka_str_to_cstr(in->name, name, sizeof name);
+
+    struct metadata_replica_assignment *assignments = NULL;
+    if (in->assignments_count > 0) {
+        assignments = kafka_arena_alloc(&ctx->arena, (size_t)in->assignments_count * sizeof *assignments);
+        if (!assignments) {
+            out->error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+            return;
+        }
+        for (int32_t i = 0; i < in->assignments_count; i++) {
+            assignments[i].partition_index = in->assignments[i].partition_index;
+            assignments[i].broker_ids = in->assignments[i].broker_ids;
+            assignments[i].broker_count = in->assignments[i].broker_ids_count;
+        }
+    }
+    struct metadata_config_kv *configs = NULL;
+    if (in->configs_count > 0) {
+        configs = kafka_arena_alloc(&ctx->arena, (size_t)in->configs_count * sizeof *configs);
+        if (!configs) {
+            out->error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+            return;
+        }
+        for (int32_t i = 0; i < in->configs_count; i++) {
+            struct kafka_str k = in->configs[i].name, v = in->configs[i].value;
+            char *key = kafka_arena_alloc(&ctx->arena, (size_t)(k.len > 0 ? k.len : 0) + 1);
+            char *value = v.len < 0 ? NULL : kafka_arena_alloc(&ctx->arena, (size_t)v.len + 1);
+            if (!key || (v.len >= 0 && !value)) {
+                out->error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+                return;
+            }
+            kafka_str_to_cstr(k, key, (size_t)(k.len > 0 ? k.len : 0) + 1);
+            if (value) kafka_str_to_cstr(v, value, (size_t)v.len + 1);
+            configs[i].key = key;
+            configs[i].value = value;
+        }
+    }
+    out->error_code = metadata_create_topic(ctx->env->metadata, name, in->num_partitions, in->replication_factor,
+                                            assignments, in->assignments_count > 0 ? in->assignments_count : 0,
+                                            configs, in->configs_count > 0 ? in->configs_count : 0,
+                                            validate_only, &out->topic_id, err, sizeof err);
+    int32_t partitions = in->num_partitions, replication = in->replication_factor;
+    if (in->assignments_count > 0) {
+        partitions = in->assignments_count;
+        replication = (int16_t)in->assignments[0].broker_ids_count;
+    }
+    if (partitions == -1) partitions = ctx->env->default_num_partitions;
+    if (replication == -1) replication = ctx->env->default_replication_factor;
+    out->error_message = error_message(ctx, out->error_code, err);
+    if (out->error_code == KAFKA_ERR_NONE) {
+        out->num_partitions = partitions;
+        out->replication_factor = (int16_t)replication;
+        if (!validate_only)
+            logger_info("admin", "created topic '%s' (%d partitions, replication factor %d) for %s", name,
+                        partitions, replication, ctx->net->peer);
+    }
+}
+
+enum handler_result handle_create_topics(struct request_context *ctx, void *request, void *response)
+{
+    struct create_topics_request *req = request;
+    struct create_topics_response *resp = response;
+    HANDLER_NEW_ARRAY(ctx, resp->topics, req->topics_count, create_topics_response_creatable_topic_result_init);
+    if (!resp->topics) return HANDLER_CLOSE;
+    resp->topics_count = req->topics_count;
+    for (int32_t i = 0; i < req->topics_count; i++) {
+        struct create_topics_response_creatable_topic_result *out = &resp->topics[i];
+        /* A name given twice in one request is an error for both (Kafka's rule). */
+        bool duplicate = false;
+        for (int32_t j = 0; j < req->topics_count && !duplicate; j++)
+            duplicate = j != i && req->topics[j].name.len == req->topics[i].name.len &&
+                        !memcmp(req->topics[j].name.data, req->topics[i].name.data, (size_t)req->topics[i].name.len);
+        if (duplicate) {
+            out->name = req->topics[i].name;
+            out->error_code = KAFKA_ERR_INVALID_REQUEST;
+            out->error_message = kafka_arena_strdup(&ctx->arena, "topic named more than once in the request");
+            out->num_partitions = -1;
+            out->replication_factor = -1;
+            out->configs_count = -1;
+            continue;
+        }
+        create_one(ctx, req->validate_only, &req->topics[i], out);
+    }
+    return HANDLER_RESPOND;
+}
+
+static void delete_one(struct request_context *ctx, struct kafka_str name, struct kafka_uuid id,
+                       struct delete_topics_response_deletable_topic_result *out)
+{
+    char err[512] = "";
+    char topic[256] = "";
+    out->name = name;
+    out->topic_id = id;
+    if (name.len >= 0) {
+        if (name.len == 0 || (size_t)name.len >= sizeof topic) {
+            out->error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            out->error_message = error_message(ctx, out->error_code, err);
+            return;
+        }
+        kafka_str_to_cstr(name, topic, sizeof topic);
+    }
+    /* The response names both the name and the id: look the other one up. */
+    const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
+    const struct metadata_topic *t = name.len >= 0 ? metadata_image_topic_by_name(img, topic, strlen(topic))
+                                                   : metadata_image_topic_by_id(img, &id);
+    if (t) {
+        out->topic_id = t->topic_id;
+        if (name.len < 0) {
+            out->name = kafka_arena_strdup(&ctx->arena, t->name);
+            snprintf(topic, sizeof topic, "%s", t->name);
+        }
+    }
+    metadata_image_release(img);
+    out->error_code = metadata_delete_topic(ctx->env->metadata, name.len >= 0 ? topic : NULL,
+                                            name.len >= 0 ? NULL : &id, err, sizeof err);
+    out->error_message = error_message(ctx, out->error_code, err);
+    if (out->error_code == KAFKA_ERR_NONE) logger_info("admin", "deleted topic '%s' for %s", topic, ctx->net->peer);
+}
+
+enum handler_result handle_delete_topics(struct request_context *ctx, void *request, void *response)
+{
+    struct delete_topics_request *req = request;
+    struct delete_topics_response *resp = response;
+    int32_t n = ctx->api_version >= 6 ? req->topics_count : req->topic_names_count;
+    if (n < 0) n = 0;
+    HANDLER_NEW_ARRAY(ctx, resp->responses, n, delete_topics_response_deletable_topic_result_init);
+    if (!resp->responses) return HANDLER_CLOSE;
+    resp->responses_count = n;
+    for (int32_t i = 0; i < n; i++) {
+        if (ctx->api_version >= 6)
+            delete_one(ctx, req->topics[i].name, req->topics[i].topic_id, &resp->responses[i]);
+        else
+            delete_one(ctx, req->topic_names[i], (struct kafka_uuid){{0}}, &resp->responses[i]);
+    }
+    return HANDLER_RESPOND;
+}
+
+enum handler_result handle_create_partitions(struct request_context *ctx, void *request, void *response)
+{
+    struct create_partitions_request *req = request;
+    struct create_partitions_response *resp = response;
+    HANDLER_NEW_ARRAY(ctx, resp->results, req->topics_count, create_partitions_response_create_partitions_topic_result_init);
+    if (!resp->results) return HANDLER_CLOSE;
+    resp->results_count = req->topics_count;
+    for (int32_t i = 0; i < req->topics_count; i++) {
+        struct create_partitions_request_create_partitions_topic *in = &req->topics[i];
+        struct create_partitions_response_create_partitions_topic_result *out = &resp->results[i];
+        char name[256], err[512] = "";
+        out->name = in->name;
+        if (in->name.len <= 0 || (size_t)in->name.len >= sizeof name) {
+            out->error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            out->error_message = error_message(ctx, out->error_code, err);
+            continue;
+        }
+        kafka_str_to_cstr(in->name, name, sizeof name);
+        struct metadata_replica_assignment *assignments = NULL;
+        int32_t assignment_count = in->assignments_count > 0 ? in->assignments_count : 0;
+        if (assignment_count > 0) {
+            assignments = kafka_arena_alloc(&ctx->arena, (size_t)assignment_count * sizeof *assignments);
+            if (!assignments) return HANDLER_CLOSE;
+            for (int32_t j = 0; j < assignment_count; j++) {
+                assignments[j].partition_index = -1;
+                assignments[j].broker_ids = in->assignments[j].broker_ids;
+                assignments[j].broker_count = in->assignments[j].broker_ids_count;
+            }
+        }
+        out->error_code = metadata_create_partitions(ctx->env->metadata, name, in->count, assignments,
+                                                     assignment_count, req->validate_only, err, sizeof err);
+        out->error_message = error_message(ctx, out->error_code, err);
+    }
+    return HANDLER_RESPOND;
+}

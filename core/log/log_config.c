@@ -1,0 +1,16 @@
+#include "log/log_config.h"
+
+void log_config_defaults(struct log_config *cfg)
+{
+    cfg->segment_bytes = 1073741824;
+    cfg->segment_ms = 604800000;
+    cfg->retention_ms = 604800000;
+    cfg->retention_bytes = -1;
+    cfg->index_interval_bytes = 4096;
+    cfg->segment_index_bytes = 10485760;
+    cfg->flush_messages = INT64_MAX;
+    cfg->flush_ms = INT64_MAX;
+    cfg->max_message_bytes = 1048588;
+    cfg->message_timestamp_type = LOG_TIMESTAMP_CREATE_TIME;
+    cfg->preallocate = false;
+}

@@ -1,0 +1,30 @@
+/* Per-partition log configuration, with Kafka's topic-config meanings and
+ * defaults. A plain value struct: copied into each partition log at open,
+ * so callers may reuse or free theirs. */
+#ifndef CAIRN_LOG_LOG_CONFIG_H
+#define CAIRN_LOG_LOG_CONFIG_H
+#include <stdbool.h>
+#include <stdint.h>
+
+enum log_timestamp_type {
+    LOG_TIMESTAMP_CREATE_TIME = 0,
+    LOG_TIMESTAMP_LOG_APPEND_TIME = 1,
+};
+
+struct log_config {
+    int64_t segment_bytes;        /* segment.bytes: roll when the active segment would exceed it */
+    int64_t segment_ms;           /* segment.ms: roll when the active segment is this old */
+    int64_t retention_ms;         /* retention.ms, -1 = keep forever */
+    int64_t retention_bytes;      /* retention.bytes, -1 = no size limit */
+    int64_t index_interval_bytes; /* index.interval.bytes: log bytes between index entries */
+    int64_t segment_index_bytes;  /* segment.index.bytes: roll when the offset index is this big */
+    int64_t flush_messages;       /* flush.messages: fdatasync after this many records */
+    int64_t flush_ms;             /* flush.ms: fdatasync when unflushed data is this old */
+    int32_t max_message_bytes;    /* max.message.bytes: largest batch accepted */
+    enum log_timestamp_type message_timestamp_type; /* message.timestamp.type */
+    bool preallocate;             /* preallocate: reserve segment_bytes on roll */
+};
+
+void log_config_defaults(struct log_config *cfg);
+
+#endif

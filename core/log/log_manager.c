@@ -1,0 +1,545 @@
+/* Log manager: discovery of partition dirs, checkpoints, the clean-shutdown
+ * marker, the partition table and the maintenance thread. */
+#include "log/log_manager.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log/log_checkpoint.h"
+#include "protocol/generated/errors.h"
+#include "util/clock.h"
+#include "util/logger.h"
+
+#define LOG_MANAGER_BUCKETS 1024
+#define CLEAN_SHUTDOWN_FILE ".kafka_cleanshutdown"
+#define RECOVERY_CHECKPOINT_FILE "recovery-point-offset-checkpoint"
+#define START_CHECKPOINT_FILE "log-start-offset-checkpoint"
+
+struct log_manager_entry {
+    char *topic;
+    int32_t partition;
+    size_t dir_index;
+    struct partition_log *log; /* the table's reference */
+    struct log_manager_entry *next;
+};
+
+/* lock guards buckets, counts and the stop flag; the thread is joined in close. */
+struct log_manager {
+    char **dirs;
+    size_t dir_count;
+    size_t *dir_partitions;
+    struct log_config defaults;
+    struct log_manager_config cfg;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool stop;
+    bool thread_running;
+    pthread_t thread;
+    struct log_manager_entry *buckets[LOG_MANAGER_BUCKETS];
+    size_t count;
+    int64_t last_retention_ms, last_flush_ms, last_recovery_ckpt_ms, last_start_ckpt_ms,
+        last_roll_ms;
+};
+
+void log_manager_config_defaults(struct log_manager_config *cfg)
+{
+    cfg->retention_check_interval_ms = 300000;
+    cfg->flush_scheduler_interval_ms = INT64_MAX;
+    cfg->flush_offset_checkpoint_interval_ms = 60000;
+    cfg->flush_start_offset_checkpoint_interval_ms = 60000;
+    cfg->roll_check_interval_ms = 1000;
+    cfg->background_thread = true;
+}
+
+static size_t bucket_of(const char *topic, int32_t partition)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = topic; *p; p++)
+        h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    h = (h ^ (uint32_t)partition) * 1099511628211ull;
+    return (size_t)(h % LOG_MANAGER_BUCKETS);
+}
+
+static struct log_manager_entry *find_locked(struct log_manager *m, const char *topic,
+                                             int32_t partition)
+{
+    for (struct log_manager_entry *e = m->buckets[bucket_of(topic, partition)]; e; e = e->next)
+        if (e->partition == partition && strcmp(e->topic, topic) == 0)
+            return e;
+    return NULL;
+}
+
+static int insert_locked(struct log_manager *m, const char *topic, int32_t partition,
+                         size_t dir_index, struct partition_log *log)
+{
+    struct log_manager_entry *e = calloc(1, sizeof *e);
+    if (!e || !(e->topic = strdup(topic))) {
+        free(e);
+        return ENOMEM;
+    }
+    e->partition = partition;
+    e->dir_index = dir_index;
+    e->log = log;
+    size_t b = bucket_of(topic, partition);
+    e->next = m->buckets[b];
+    m->buckets[b] = e;
+    m->count++;
+    m->dir_partitions[dir_index]++;
+    return 0;
+}
+
+static int mkdir_p(const char *path)
+{
+    char buf[4096];
+    if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf)
+        return ENAMETOOLONG;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return errno;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return errno;
+    return 0;
+}
+
+static int64_t checkpoint_lookup(const struct log_offset_checkpoint_entry *e, size_t n,
+                                 const char *topic, int32_t partition, int64_t missing)
+{
+    for (size_t i = 0; i < n; i++)
+        if (e[i].partition == partition && strcmp(e[i].topic, topic) == 0)
+            return e[i].offset;
+    return missing;
+}
+
+static char *join(const char *dir, const char *name)
+{
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s", dir, name) < 0)
+        return NULL;
+    return path;
+}
+
+static void load_dir(struct log_manager *m, size_t dir_index)
+{
+    const char *dir = m->dirs[dir_index];
+    char *marker = join(dir, CLEAN_SHUTDOWN_FILE);
+    bool clean = marker && access(marker, F_OK) == 0;
+    struct log_offset_checkpoint_entry *recovery = NULL, *starts = NULL;
+    size_t n_recovery = 0, n_starts = 0;
+    char *path = join(dir, RECOVERY_CHECKPOINT_FILE);
+    if (path && !clean && log_offset_checkpoint_read(path, &recovery, &n_recovery) != 0)
+        n_recovery = 0;
+    free(path);
+    path = join(dir, START_CHECKPOINT_FILE);
+    if (path && log_offset_checkpoint_read(path, &starts, &n_starts) != 0)
+        n_starts = 0;
+    free(path);
+    if (!clean)
+        logger_info("log", "%s: no clean shutdown marker, recovering from checkpoints", dir);
+
+    DIR *d = opendir(dir);
+    struct dirent *ent;
+    while (d && (ent = readdir(d)) != NULL) {
+        char *topic;
+        int32_t partition;
+        if (ent->d_name[0] == '.' || log_parse_partition_dir(ent->d_name, &topic, &partition) != 0)
+            continue;
+        char *pdir = join(dir, ent->d_name);
+        struct stat st;
+        if (pdir && stat(pdir, &st) == 0 && S_ISDIR(st.st_mode)) {
+            int64_t recovery_point =
+                clean ? -1 : checkpoint_lookup(recovery, n_recovery, topic, partition, 0);
+            struct partition_log *log;
+            char err[256];
+            if (partition_log_open_from(pdir, &m->defaults, recovery_point, &log, err,
+                                        sizeof err) != 0) {
+                logger_error("log", "cannot load %s: %s", pdir, err);
+            } else {
+                int64_t start = checkpoint_lookup(starts, n_starts, topic, partition, -1);
+                if (start >= 0)
+                    partition_log_restore_start_offset(log, start);
+                if (insert_locked(m, topic, partition, dir_index, log) != 0)
+                    partition_log_close(log);
+            }
+        }
+        free(pdir);
+        free(topic);
+    }
+    if (d)
+        closedir(d);
+    log_offset_checkpoint_free(recovery, n_recovery);
+    log_offset_checkpoint_free(starts, n_starts);
+    if (marker && clean && unlink(marker) != 0)
+        logger_warn("log", "cannot remove %s: %s", marker, strerror(errno));
+    free(marker);
+}
+
+/* References to every log, for work done without the table lock. */
+static struct partition_log **snapshot(struct log_manager *m, size_t **dir_of, char ***topics,
+                                       int32_t **partitions, size_t *n)
+{
+    pthread_mutex_lock(&m->lock);
+    size_t count = m->count;
+    struct partition_log **logs = calloc(count + 1, sizeof *logs);
+    *dir_of = calloc(count + 1, sizeof **dir_of);
+    *topics = calloc(count + 1, sizeof **topics);
+    *partitions = calloc(count + 1, sizeof **partitions);
+    size_t k = 0;
+    if (logs && *dir_of && *topics && *partitions) {
+        for (size_t b = 0; b < LOG_MANAGER_BUCKETS; b++)
+            for (struct log_manager_entry *e = m->buckets[b]; e && k < count; e = e->next) {
+                (*topics)[k] = strdup(e->topic);
+                if (!(*topics)[k])
+                    continue;
+                partition_log_retain(e->log);
+                logs[k] = e->log;
+                (*dir_of)[k] = e->dir_index;
+                (*partitions)[k] = e->partition;
+                k++;
+            }
+    }
+    pthread_mutex_unlock(&m->lock);
+    *n = k;
+    return logs;
+}
+
+static void snapshot_free(struct partition_log **logs, size_t *dir_of, char **topics,
+                          int32_t *partitions, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        partition_log_close(logs[i]);
+        free(topics[i]);
+    }
+    free(logs);
+    free(dir_of);
+    free(topics);
+    free(partitions);
+}
+
+static int write_checkpoint_files(struct log_manager *m, bool recovery, bool starts)
+{
+    size_t *dir_of, n;
+    char **topics;
+    int32_t *partitions;
+    struct partition_log **logs = snapshot(m, &dir_of, &topics, &partitions, &n);
+    struct log_offset_checkpoint_entry *entries = calloc(n + 1, sizeof *entries);
+    int result = (logs && entries) ? 0 : ENOMEM;
+    for (size_t d = 0; result == 0 && d < m->dir_count; d++) {
+        for (int kind = 0; kind < 2; kind++) {
+            if ((kind == 0 && !recovery) || (kind == 1 && !starts))
+                continue;
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (dir_of[i] != d || partition_log_is_offline(logs[i]))
+                    continue;
+                entries[k].topic = topics[i];
+                entries[k].partition = partitions[i];
+                entries[k].offset = kind == 0 ? partition_log_recovery_point(logs[i])
+                                              : partition_log_start_offset(logs[i]);
+                k++;
+            }
+            char *path = join(m->dirs[d], kind == 0 ? RECOVERY_CHECKPOINT_FILE
+                                                    : START_CHECKPOINT_FILE);
+            int rc = path ? log_offset_checkpoint_write(path, entries, k) : ENOMEM;
+            if (rc != 0) {
+                logger_error("log", "cannot write %s: %s", path ? path : m->dirs[d],
+                             strerror(rc));
+                result = rc;
+            }
+            free(path);
+        }
+    }
+    free(entries);
+    snapshot_free(logs, dir_of, topics, partitions, n);
+    return result;
+}
+
+int log_manager_write_checkpoints(struct log_manager *m)
+{
+    return write_checkpoint_files(m, true, true);
+}
+
+static bool due(int64_t *last, int64_t interval, int64_t now, bool force)
+{
+    if (force || (interval != INT64_MAX && now - *last >= interval)) {
+        *last = now;
+        return true;
+    }
+    return false;
+}
+
+void log_manager_maintain(struct log_manager *m, int64_t now_ms, bool force)
+{
+    int64_t mono = clock_mono_ms();
+    bool roll = due(&m->last_roll_ms, m->cfg.roll_check_interval_ms, mono, force);
+    bool flush = due(&m->last_flush_ms, m->cfg.flush_scheduler_interval_ms, mono, force);
+    bool retention = due(&m->last_retention_ms, m->cfg.retention_check_interval_ms, mono, force);
+    bool recovery_ckpt =
+        due(&m->last_recovery_ckpt_ms, m->cfg.flush_offset_checkpoint_interval_ms, mono, force);
+    bool start_ckpt = due(&m->last_start_ckpt_ms,
+                          m->cfg.flush_start_offset_checkpoint_interval_ms, mono, force);
+    if (roll || flush || retention) {
+        size_t *dir_of, n;
+        char **topics;
+        int32_t *partitions;
+        struct partition_log **logs = snapshot(m, &dir_of, &topics, &partitions, &n);
+        for (size_t i = 0; logs && i < n; i++) {
+            if (roll)
+                partition_log_roll_if_due(logs[i], now_ms);
+            if (flush)
+                partition_log_flush_if_due(logs[i], now_ms);
+            if (retention)
+                partition_log_apply_retention(logs[i], now_ms);
+        }
+        snapshot_free(logs, dir_of, topics, partitions, n);
+    }
+    if (recovery_ckpt || start_ckpt)
+        write_checkpoint_files(m, recovery_ckpt, start_ckpt);
+}
+
+static int64_t min_interval(const struct log_manager_config *c)
+{
+    int64_t v = c->retention_check_interval_ms;
+    int64_t others[] = {c->flush_scheduler_interval_ms, c->flush_offset_checkpoint_interval_ms,
+                        c->flush_start_offset_checkpoint_interval_ms, c->roll_check_interval_ms};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        if (others[i] < v)
+            v = others[i];
+    return v < 10 ? 10 : v > 1000 ? 1000 : v;
+}
+
+static void *maintenance_thread(void *arg)
+{
+    struct log_manager *m = arg;
+    int64_t tick = min_interval(&m->cfg);
+    pthread_mutex_lock(&m->lock);
+    while (!m->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += tick / 1000;
+        ts.tv_nsec += (tick % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&m->wake, &m->lock, &ts);
+        if (m->stop)
+            break;
+        pthread_mutex_unlock(&m->lock);
+        log_manager_maintain(m, clock_wall_ms(), false);
+        pthread_mutex_lock(&m->lock);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
+}
+
+int log_manager_open(const char *const *dirs, size_t dir_count, const struct log_config *defaults,
+                     const struct log_manager_config *cfg, struct log_manager **out, char *err,
+                     size_t errlen)
+{
+    if (dir_count == 0) {
+        snprintf(err, errlen, "no log directories");
+        return -1;
+    }
+    struct log_manager *m = calloc(1, sizeof *m);
+    if (!m || !(m->dirs = calloc(dir_count, sizeof *m->dirs)) ||
+        !(m->dir_partitions = calloc(dir_count, sizeof *m->dir_partitions))) {
+        if (m)
+            free(m->dirs);
+        free(m);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    m->defaults = *defaults;
+    m->cfg = *cfg;
+    m->dir_count = dir_count;
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_cond_init(&m->wake, NULL);
+    int64_t mono = clock_mono_ms();
+    m->last_retention_ms = m->last_flush_ms = m->last_recovery_ckpt_ms = m->last_start_ckpt_ms =
+        m->last_roll_ms = mono;
+    for (size_t i = 0; i < dir_count; i++) {
+        int rc;
+        if (!(m->dirs[i] = strdup(dirs[i])) || (rc = mkdir_p(dirs[i])) != 0) {
+            snprintf(err, errlen, "cannot create log dir %s: %s", dirs[i],
+                     m->dirs[i] ? strerror(rc) : "out of memory");
+            log_manager_close(m, false);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < dir_count; i++)
+        load_dir(m, i);
+    /* Recovered state is durable now: record it. */
+    write_checkpoint_files(m, true, true);
+    if (cfg->background_thread) {
+        if (pthread_create(&m->thread, NULL, maintenance_thread, m) != 0) {
+            snprintf(err, errlen, "cannot start the log maintenance thread");
+            log_manager_close(m, false);
+            return -1;
+        }
+        m->thread_running = true;
+    }
+    logger_info("log", "loaded %zu partitions from %zu log dirs", m->count, dir_count);
+    *out = m;
+    return 0;
+}
+
+struct partition_log *log_manager_get(struct log_manager *m, const char *topic, int32_t partition)
+{
+    pthread_mutex_lock(&m->lock);
+    struct log_manager_entry *e = find_locked(m, topic, partition);
+    struct partition_log *log = e ? e->log : NULL;
+    if (log)
+        partition_log_retain(log);
+    pthread_mutex_unlock(&m->lock);
+    return log;
+}
+
+static bool valid_topic(const char *topic)
+{
+    size_t len = strlen(topic);
+    if (len == 0 || len > 249 || strcmp(topic, ".") == 0 || strcmp(topic, "..") == 0)
+        return false;
+    for (const char *p = topic; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '_' || *p == '-'))
+            return false;
+    return true;
+}
+
+int16_t log_manager_create(struct log_manager *m, const char *topic, int32_t partition,
+                           const uint8_t *topic_id, const struct log_config *cfg,
+                           struct partition_log **out, char *err, size_t errlen)
+{
+    if (!valid_topic(topic) || partition < 0) {
+        snprintf(err, errlen, "invalid topic partition %s-%" PRId32, topic, partition);
+        return KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
+    }
+    pthread_mutex_lock(&m->lock);
+    struct log_manager_entry *e = find_locked(m, topic, partition);
+    if (e) {
+        if (out) {
+            partition_log_retain(e->log);
+            *out = e->log;
+        }
+        pthread_mutex_unlock(&m->lock);
+        return KAFKA_ERR_NONE;
+    }
+    size_t dir_index = 0;
+    for (size_t i = 1; i < m->dir_count; i++)
+        if (m->dir_partitions[i] < m->dir_partitions[dir_index])
+            dir_index = i;
+    char *pdir = NULL;
+    if (asprintf(&pdir, "%s/%s-%" PRId32, m->dirs[dir_index], topic, partition) < 0) {
+        pthread_mutex_unlock(&m->lock);
+        snprintf(err, errlen, "out of memory");
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
+    struct partition_log *log;
+    int16_t code = (int16_t)partition_log_open(pdir, cfg ? cfg : &m->defaults, false, &log, err,
+                                               errlen);
+    free(pdir);
+    if (code == KAFKA_ERR_NONE && topic_id && partition_log_write_metadata(log, topic_id) != 0) {
+        snprintf(err, errlen, "cannot write partition.metadata");
+        partition_log_delete(log);
+        code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
+    if (code == KAFKA_ERR_NONE && insert_locked(m, topic, partition, dir_index, log) != 0) {
+        partition_log_delete(log);
+        snprintf(err, errlen, "out of memory");
+        code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
+    if (code == KAFKA_ERR_NONE && out) {
+        partition_log_retain(log);
+        *out = log;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return code;
+}
+
+int log_manager_delete(struct log_manager *m, const char *topic, int32_t partition)
+{
+    pthread_mutex_lock(&m->lock);
+    struct log_manager_entry **pp = &m->buckets[bucket_of(topic, partition)];
+    while (*pp && !((*pp)->partition == partition && strcmp((*pp)->topic, topic) == 0))
+        pp = &(*pp)->next;
+    struct log_manager_entry *e = *pp;
+    if (e) {
+        *pp = e->next;
+        m->count--;
+        m->dir_partitions[e->dir_index]--;
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (!e)
+        return -1;
+    partition_log_delete(e->log);
+    free(e->topic);
+    free(e);
+    return 0;
+}
+
+size_t log_manager_partition_count(struct log_manager *m)
+{
+    pthread_mutex_lock(&m->lock);
+    size_t n = m->count;
+    pthread_mutex_unlock(&m->lock);
+    return n;
+}
+
+void log_manager_close(struct log_manager *m, bool clean)
+{
+    if (!m)
+        return;
+    if (m->thread_running) {
+        pthread_mutex_lock(&m->lock);
+        m->stop = true;
+        pthread_cond_signal(&m->wake);
+        pthread_mutex_unlock(&m->lock);
+        pthread_join(m->thread, NULL);
+    }
+    bool all_flushed = true;
+    if (clean) {
+        for (size_t b = 0; b < LOG_MANAGER_BUCKETS; b++)
+            for (struct log_manager_entry *e = m->buckets[b]; e; e = e->next)
+                if (partition_log_flush(e->log) != KAFKA_ERR_NONE)
+                    all_flushed = false;
+        if (log_manager_write_checkpoints(m) != 0)
+            all_flushed = false;
+    }
+    for (size_t b = 0; b < LOG_MANAGER_BUCKETS; b++) {
+        struct log_manager_entry *e = m->buckets[b];
+        while (e) {
+            struct log_manager_entry *next = e->next;
+            partition_log_close(e->log);
+            free(e->topic);
+            free(e);
+            e = next;
+        }
+    }
+    for (size_t i = 0; i < m->dir_count && m->dirs[i]; i++) {
+        if (clean && all_flushed) {
+            char *marker = join(m->dirs[i], CLEAN_SHUTDOWN_FILE);
+            if (!marker || log_file_write_atomic(marker, "", 0) != 0)
+                logger_error("log", "cannot write the clean shutdown marker in %s", m->dirs[i]);
+            free(marker);
+        }
+        free(m->dirs[i]);
+    }
+    pthread_cond_destroy(&m->wake);
+    pthread_mutex_destroy(&m->lock);
+    free(m->dirs);
+    free(m->dir_partitions);
+    free(m);
+}

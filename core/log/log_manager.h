@@ -1,0 +1,71 @@
+/* All partition logs of a broker, spread over one or more log.dirs.
+ *
+ * Each log dir holds <topic>-<partition>/ directories plus Kafka's
+ * recovery-point-offset-checkpoint and log-start-offset-checkpoint files and,
+ * after a clean shutdown, the .kafka_cleanshutdown marker (present at open:
+ * no recovery scan; removed at open, written by a clean close).
+ *
+ * Thread-safety: every function may be called from any thread. An internal
+ * mutex guards the partition table; partition logs are reference counted, so
+ * a log returned by get/create stays valid until the caller releases it with
+ * partition_log_close(), even if it is deleted meanwhile. An optional
+ * background thread runs time-based rolls, flush.ms, retention and
+ * checkpoints. */
+#ifndef CAIRN_LOG_LOG_MANAGER_H
+#define CAIRN_LOG_LOG_MANAGER_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log/log_config.h"
+#include "log/partition_log.h"
+
+struct log_manager;
+
+struct log_manager_config {
+    int64_t retention_check_interval_ms;        /* log.retention.check.interval.ms */
+    int64_t flush_scheduler_interval_ms;        /* log.flush.scheduler.interval.ms */
+    int64_t flush_offset_checkpoint_interval_ms; /* log.flush.offset.checkpoint.interval.ms */
+    int64_t flush_start_offset_checkpoint_interval_ms; /* log.flush.start.offset.checkpoint.interval.ms */
+    int64_t roll_check_interval_ms;             /* how often segment.ms is checked */
+    bool background_thread;                     /* false: caller drives log_manager_maintain */
+};
+
+void log_manager_config_defaults(struct log_manager_config *cfg);
+
+/* Open (creating missing dirs) and load every partition found. Partitions
+ * that fail to open are logged and left out. Returns 0 or -1 with err. */
+int log_manager_open(const char *const *dirs, size_t dir_count, const struct log_config *defaults,
+                     const struct log_manager_config *cfg, struct log_manager **out, char *err,
+                     size_t errlen);
+
+/* A new reference to the partition's log (release with partition_log_close),
+ * or NULL when this broker has no log for it. */
+struct partition_log *log_manager_get(struct log_manager *m, const char *topic, int32_t partition);
+
+/* Create the log (or return the existing one) in the log dir holding the
+ * fewest partitions. topic_id may be NULL; cfg NULL means the defaults.
+ * Returns KAFKA_ERR_NONE with a new reference in *out (may be NULL if not
+ * wanted), or a Kafka error with err. */
+int16_t log_manager_create(struct log_manager *m, const char *topic, int32_t partition,
+                           const uint8_t *topic_id, const struct log_config *cfg,
+                           struct partition_log **out, char *err, size_t errlen);
+
+/* Remove the partition and its directory (when the last reference goes).
+ * Returns 0, or -1 when unknown. */
+int log_manager_delete(struct log_manager *m, const char *topic, int32_t partition);
+
+size_t log_manager_partition_count(struct log_manager *m);
+
+/* One maintenance pass as the background thread runs it; force=true runs
+ * every task regardless of its interval (tests, shutdown). */
+void log_manager_maintain(struct log_manager *m, int64_t now_ms, bool force);
+
+/* Write both offset checkpoints in every log dir. Returns 0 or an errno. */
+int log_manager_write_checkpoints(struct log_manager *m);
+
+/* Stop the thread and close every log. clean=true flushes, writes the
+ * checkpoints and the clean-shutdown markers. */
+void log_manager_close(struct log_manager *m, bool clean);
+
+#endif

@@ -1,0 +1,599 @@
+/* Partition log: open/recovery, append, read, roll, flush and lifetime.
+ * Maintenance (retention, truncation, timestamps, epochs, metadata) lives in
+ * partition_log_maint.c. */
+#include "log/partition_log_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "protocol/generated/errors.h"
+#include "util/clock.h"
+#include "util/logger.h"
+
+#define LOG_READ_SCAN_BUF (16 * 1024)
+
+void partition_log_mark_offline(struct partition_log *log, const char *what, int err)
+{
+    if (!atomic_exchange(&log->offline, true))
+        logger_error("log", "%s: %s failed (%s); partition is offline", log->dir, what,
+                     strerror(err));
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Base offsets of the "<20 digits>.log" files in dir, sorted. */
+static int list_segments(const char *dir, int64_t **out, size_t *n_out)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return errno;
+    int64_t *bases = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        const char *name = ent->d_name;
+        if (strlen(name) != 24 || strcmp(name + 20, ".log") != 0)
+            continue;
+        int64_t base = 0;
+        bool digits = true;
+        for (int i = 0; i < 20 && digits; i++) {
+            if (name[i] < '0' || name[i] > '9' || base > (INT64_MAX - 9) / 10)
+                digits = false;
+            else
+                base = base * 10 + (name[i] - '0');
+        }
+        if (!digits)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            int64_t *grown = realloc(bases, cap * sizeof *bases);
+            if (!grown) {
+                free(bases);
+                closedir(d);
+                return ENOMEM;
+            }
+            bases = grown;
+        }
+        bases[n++] = base;
+    }
+    closedir(d);
+    if (n > 0)
+        qsort(bases, n, sizeof *bases, cmp_i64);
+    *out = bases;
+    *n_out = n;
+    return 0;
+}
+
+static int push_segment(struct partition_log *log, struct log_segment *seg)
+{
+    if (log->segment_count == log->segment_cap) {
+        size_t cap = log->segment_cap ? log->segment_cap * 2 : 8;
+        struct log_segment **grown = realloc(log->segments, cap * sizeof *grown);
+        if (!grown)
+            return ENOMEM;
+        log->segments = grown;
+        log->segment_cap = cap;
+    }
+    log->segments[log->segment_count++] = seg;
+    return 0;
+}
+
+static void log_free(struct partition_log *log)
+{
+    for (size_t i = 0; i < log->segment_count; i++)
+        log_segment_close(log->segments[i], false);
+    free(log->segments);
+    free(log->epochs);
+    pthread_mutex_destroy(&log->write_lock);
+    pthread_rwlock_destroy(&log->lock);
+    free(log->dir);
+    free(log);
+}
+
+static int load_segments(struct partition_log *log, int64_t recovery_point, char *err,
+                         size_t errlen)
+{
+    int64_t *bases = NULL;
+    size_t n = 0;
+    int64_t now = clock_wall_ms();
+    int rc = list_segments(log->dir, &bases, &n);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot list %s: %s", log->dir, strerror(rc));
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        bool is_last = i + 1 == n;
+        bool rebuild = recovery_point >= 0 && (is_last || bases[i + 1] > recovery_point);
+        bool truncated = false;
+        struct log_segment *seg;
+        rc = log_segment_open(log->dir, bases[i], &log->cfg, rebuild, is_last, now, &seg,
+                              &truncated, err, errlen);
+        if (rc == 0 && (rc = push_segment(log, seg)) != 0)
+            log_segment_close(seg, false);
+        if (rc != 0)
+            break;
+        if (!is_last && !rebuild)
+            seg->next_offset = bases[i + 1];
+        if (truncated && !is_last) {
+            /* Nothing after a corrupt batch is reachable: drop later segments. */
+            for (size_t j = i + 1; j < n; j++) {
+                struct log_segment *later;
+                bool t2;
+                if (log_segment_open(log->dir, bases[j], &log->cfg, false, false, now, &later,
+                                     &t2, err, errlen) == 0) {
+                    logger_warn("log", "%s: removing segment %" PRId64 " after corruption",
+                                log->dir, bases[j]);
+                    log_segment_close(later, true);
+                }
+            }
+            break;
+        }
+    }
+    free(bases);
+    if (rc != 0)
+        return rc;
+    if (log->segment_count == 0) {
+        struct log_segment *seg;
+        rc = log_segment_create(log->dir, 0, &log->cfg, now, &seg, err, errlen);
+        if (rc == 0 && (rc = push_segment(log, seg)) != 0)
+            log_segment_close(seg, true);
+    }
+    return rc;
+}
+
+int partition_log_open_from(const char *dir, const struct log_config *cfg,
+                            int64_t recovery_point, struct partition_log **out, char *err,
+                            size_t errlen)
+{
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
+    struct partition_log *log = calloc(1, sizeof *log);
+    if (!log || !(log->dir = strdup(dir))) {
+        free(log);
+        snprintf(err, errlen, "out of memory");
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
+    log->cfg = *cfg;
+    pthread_mutex_init(&log->write_lock, NULL);
+    pthread_rwlock_init(&log->lock, NULL);
+    atomic_init(&log->refcount, 1);
+    log->first_unflushed_ms = -1;
+    if (load_segments(log, recovery_point, err, errlen) != 0) {
+        log_free(log);
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
+    struct log_segment *active = log->segments[log->segment_count - 1];
+    atomic_store(&log->log_start_offset, log->segments[0]->base_offset);
+    atomic_store(&log->log_end_offset, active->next_offset);
+    if (recovery_point >= 0) {
+        /* Everything rescanned is now known good; make it durable. */
+        for (size_t i = 0; i < log->segment_count; i++)
+            if (log_segment_flush(log->segments[i]) != 0) {
+                snprintf(err, errlen, "cannot flush %s: %s", dir, strerror(errno));
+                log_free(log);
+                return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+            }
+    }
+    atomic_store(&log->recovery_point, active->next_offset);
+    partition_log_load_epochs(log);
+    partition_log_truncate_epochs(log, active->next_offset);
+    *out = log;
+    return KAFKA_ERR_NONE;
+}
+
+int partition_log_open(const char *dir, const struct log_config *cfg, bool recover,
+                       struct partition_log **out, char *err, size_t errlen)
+{
+    return partition_log_open_from(dir, cfg, recover ? 0 : -1, out, err, errlen);
+}
+
+void partition_log_retain(struct partition_log *log)
+{
+    atomic_fetch_add(&log->refcount, 1);
+}
+
+static void remove_dir_contents(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *ent;
+    char path[4096];
+    while ((ent = readdir(d)) != NULL) {
+        if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+        if (unlink(path) != 0)
+            logger_warn("log", "cannot remove %s: %s", path, strerror(errno));
+    }
+    closedir(d);
+    if (rmdir(dir) != 0)
+        logger_warn("log", "cannot remove %s: %s", dir, strerror(errno));
+}
+
+void partition_log_close(struct partition_log *log)
+{
+    if (!log || atomic_fetch_sub(&log->refcount, 1) != 1)
+        return;
+    if (atomic_load(&log->deleted)) {
+        for (size_t i = 0; i < log->segment_count; i++)
+            log_segment_close(log->segments[i], true);
+        log->segment_count = 0;
+        remove_dir_contents(log->dir);
+    } else if (!atomic_load(&log->offline)) {
+        pthread_mutex_lock(&log->write_lock);
+        partition_log_flush_locked(log);
+        pthread_mutex_unlock(&log->write_lock);
+    }
+    log_free(log);
+}
+
+void partition_log_delete(struct partition_log *log)
+{
+    atomic_store(&log->deleted, true);
+    partition_log_close(log);
+}
+
+int partition_log_roll_locked(struct partition_log *log, int64_t now_ms)
+{
+    struct log_segment *old = log->segments[log->segment_count - 1];
+    int64_t base = atomic_load(&log->log_end_offset);
+    if (old->size == 0)
+        return 0;
+    int rc = log_segment_seal(old);
+    if (rc != 0) {
+        partition_log_mark_offline(log, "sealing the time index", rc);
+        return rc;
+    }
+    struct log_segment *seg;
+    char err[256];
+    rc = log_segment_create(log->dir, base, &log->cfg, now_ms, &seg, err, sizeof err);
+    if (rc != 0) {
+        logger_error("log", "%s", err);
+        partition_log_mark_offline(log, "rolling a segment", rc);
+        return rc;
+    }
+    pthread_rwlock_wrlock(&log->lock);
+    rc = push_segment(log, seg);
+    pthread_rwlock_unlock(&log->lock);
+    if (rc != 0) {
+        log_segment_close(seg, true);
+        return rc;
+    }
+    logger_debug("log", "%s: rolled new segment at offset %" PRId64, log->dir, base);
+    return 0;
+}
+
+static bool roll_due(const struct partition_log *log, const struct log_segment *seg,
+                     size_t incoming, int64_t last_offset, int64_t now_ms)
+{
+    if (seg->size == 0)
+        return false;
+    /* Wall-clock age of the segment: client timestamps may be arbitrary. */
+    int64_t since = seg->created_ms;
+    return seg->size > log->cfg.segment_bytes - (int64_t)incoming ||
+           seg->size + (int64_t)incoming > INT32_MAX ||
+           now_ms - since > log->cfg.segment_ms || log_segment_index_full(seg, &log->cfg) ||
+           last_offset - seg->base_offset > (int64_t)UINT32_MAX;
+}
+
+/* Validate every batch and count records; nothing is modified. */
+static int16_t validate_all(const struct partition_log *log, const uint8_t *batches, size_t len,
+                            int32_t *records, int32_t *batch_count,
+                            struct log_append_result *res)
+{
+    struct record_batch_iter it;
+    const uint8_t *batch;
+    size_t blen;
+    int rc;
+    int64_t total = 0;
+    *batch_count = 0;
+    record_batch_iter_init(&it, batches, len);
+    while ((rc = record_batch_iter_next(&it, &batch, &blen)) == 1) {
+        struct record_batch_header h;
+        int16_t code = record_batch_validate(batch, blen, log->cfg.max_message_bytes, &h,
+                                             res->error_message, sizeof res->error_message);
+        if (code != KAFKA_ERR_NONE)
+            return code;
+        total += h.record_count;
+        (*batch_count)++;
+    }
+    if (rc < 0) {
+        /* Let validate name the reason (too large, bad magic, truncated). */
+        int16_t code = record_batch_validate(batches + it.pos, len - it.pos,
+                                             log->cfg.max_message_bytes, NULL,
+                                             res->error_message, sizeof res->error_message);
+        return code != KAFKA_ERR_NONE ? code : KAFKA_ERR_CORRUPT_MESSAGE;
+    }
+    if (total > INT32_MAX) {
+        snprintf(res->error_message, sizeof res->error_message, "too many records");
+        return KAFKA_ERR_INVALID_RECORD;
+    }
+    *records = (int32_t)total;
+    return KAFKA_ERR_NONE;
+}
+
+int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t len,
+                             int32_t leader_epoch, struct log_append_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->base_offset = res->last_offset = res->log_append_time = -1;
+    res->log_start_offset = atomic_load(&log->log_start_offset);
+    if (atomic_load(&log->offline) || atomic_load(&log->deleted)) {
+        snprintf(res->error_message, sizeof res->error_message, "partition is offline");
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
+    if ((int64_t)len > log->cfg.segment_bytes || len > INT32_MAX) {
+        snprintf(res->error_message, sizeof res->error_message,
+                 "%zu bytes do not fit in a segment", len);
+        return KAFKA_ERR_RECORD_LIST_TOO_LARGE;
+    }
+    int32_t records = 0, batch_count = 0;
+    int16_t code = validate_all(log, batches, len, &records, &batch_count, res);
+    if (code != KAFKA_ERR_NONE || batch_count == 0)
+        return code;
+
+    pthread_mutex_lock(&log->write_lock);
+    if (atomic_load(&log->offline)) {
+        pthread_mutex_unlock(&log->write_lock);
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
+    int64_t now = clock_wall_ms();
+    bool append_time = log->cfg.message_timestamp_type == LOG_TIMESTAMP_LOG_APPEND_TIME;
+    int64_t base = atomic_load(&log->log_end_offset), next = base;
+    struct record_batch_iter it;
+    uint8_t *batch;
+    size_t blen;
+    record_batch_iter_init(&it, batches, len);
+    while (record_batch_iter_next(&it, (const uint8_t **)&batch, &blen) == 1) {
+        struct record_batch_header h;
+        record_batch_parse_header(batch, blen, &h);
+        record_batch_set_base_offset(batch, next);
+        if (leader_epoch >= 0)
+            record_batch_set_partition_leader_epoch(batch, leader_epoch);
+        if (append_time)
+            record_batch_set_log_append_time(batch, blen, now);
+        next += (int64_t)h.last_offset_delta + 1;
+    }
+
+    struct log_segment *active = log->segments[log->segment_count - 1];
+    if (roll_due(log, active, len, next - 1, now)) {
+        if (partition_log_roll_locked(log, now) != 0) {
+            pthread_mutex_unlock(&log->write_lock);
+            return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+        }
+        active = log->segments[log->segment_count - 1];
+    }
+    int rc = log_segment_write(active, batches, len);
+    if (rc != 0) {
+        partition_log_mark_offline(log, "writing the log", rc);
+        pthread_mutex_unlock(&log->write_lock);
+        snprintf(res->error_message, sizeof res->error_message, "write failed: %s",
+                 strerror(rc));
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
+    pthread_rwlock_wrlock(&log->lock);
+    rc = log_segment_commit(active, batches, len, &log->cfg);
+    atomic_store(&log->log_end_offset, next);
+    pthread_rwlock_unlock(&log->lock);
+    if (rc != 0) /* The data is durable-able; only the sparse index lost an entry. */
+        logger_warn("log", "%s: index write failed: %s", log->dir, strerror(rc));
+
+    if (leader_epoch >= 0 &&
+        (log->epoch_count == 0 || log->epochs[log->epoch_count - 1].epoch < leader_epoch)) {
+        pthread_rwlock_wrlock(&log->lock);
+        if (log->epoch_count == log->epoch_cap) {
+            size_t cap = log->epoch_cap ? log->epoch_cap * 2 : 8;
+            struct log_epoch_entry *grown = realloc(log->epochs, cap * sizeof *grown);
+            if (grown) {
+                log->epochs = grown;
+                log->epoch_cap = cap;
+            }
+        }
+        if (log->epoch_count < log->epoch_cap)
+            log->epochs[log->epoch_count++] = (struct log_epoch_entry){leader_epoch, base};
+        pthread_rwlock_unlock(&log->lock);
+        if ((rc = partition_log_write_epochs(log)) != 0)
+            logger_warn("log", "%s: cannot write leader-epoch-checkpoint: %s", log->dir,
+                        strerror(rc));
+    }
+
+    log->unflushed_records += records;
+    if (log->first_unflushed_ms < 0)
+        log->first_unflushed_ms = now;
+    code = KAFKA_ERR_NONE;
+    if (log->unflushed_records >= log->cfg.flush_messages)
+        code = partition_log_flush_locked(log);
+    pthread_mutex_unlock(&log->write_lock);
+
+    res->base_offset = base;
+    res->last_offset = next - 1;
+    res->log_append_time = append_time ? now : -1;
+    res->log_start_offset = atomic_load(&log->log_start_offset);
+    res->record_count = records;
+    return code;
+}
+
+/* Index of the last segment with base_offset <= offset (0 if none). */
+static size_t segment_for(const struct partition_log *log, int64_t offset)
+{
+    size_t lo = 0, hi = log->segment_count;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (log->segments[mid]->base_offset <= offset)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int16_t partition_log_read(struct partition_log *log, int64_t fetch_offset, int32_t max_bytes,
+                           int64_t max_offset_exclusive, struct log_read_result *out)
+{
+    memset(out, 0, sizeof *out);
+    out->fd = -1;
+    if (atomic_load(&log->offline) || atomic_load(&log->deleted))
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    pthread_rwlock_rdlock(&log->lock);
+    int64_t start = atomic_load(&log->log_start_offset);
+    int64_t end = atomic_load(&log->log_end_offset);
+    out->log_start_offset = start;
+    out->log_end_offset = end;
+    if (fetch_offset < start || fetch_offset > end) {
+        pthread_rwlock_unlock(&log->lock);
+        return KAFKA_ERR_OFFSET_OUT_OF_RANGE;
+    }
+    int16_t code = KAFKA_ERR_NONE;
+    for (size_t i = segment_for(log, fetch_offset);
+         fetch_offset < end && fetch_offset < max_offset_exclusive && i < log->segment_count;
+         i++) {
+        struct log_segment *seg = log->segments[i];
+        struct log_scanner scan;
+        struct record_batch_header h;
+        int64_t pos;
+        log_scanner_init(&scan, seg->log_fd, seg->size, LOG_READ_SCAN_BUF);
+        int found = log_segment_find(seg, fetch_offset, &scan, &pos, &h);
+        if (found == 0) {
+            log_scanner_free(&scan);
+            continue;
+        }
+        int64_t first = pos, total = 0;
+        while (found == 1 && record_batch_last_offset(&h) < max_offset_exclusive) {
+            int64_t size = (int64_t)record_batch_total_size(&h);
+            if (total > 0 && total + size > (int64_t)max_bytes)
+                break;
+            total += size;
+            pos += size;
+            if (pos >= seg->size)
+                break;
+            const uint8_t *p = log_scanner_get(&scan, pos, RECORD_BATCH_HEADER_SIZE);
+            if (!p)
+                found = -1;
+            else
+                record_batch_parse_header(p, RECORD_BATCH_HEADER_SIZE, &h);
+        }
+        log_scanner_free(&scan);
+        if (found < 0) {
+            code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+        } else if (total > 0) {
+            out->fd = dup(seg->log_fd);
+            if (out->fd < 0) {
+                code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+            } else {
+                out->file_pos = first;
+                out->len = total;
+            }
+        }
+        break;
+    }
+    pthread_rwlock_unlock(&log->lock);
+    return code;
+}
+
+int64_t partition_log_start_offset(struct partition_log *log)
+{
+    return atomic_load(&log->log_start_offset);
+}
+
+int64_t partition_log_end_offset(struct partition_log *log)
+{
+    return atomic_load(&log->log_end_offset);
+}
+
+int64_t partition_log_recovery_point(struct partition_log *log)
+{
+    return atomic_load(&log->recovery_point);
+}
+
+int64_t partition_log_size_bytes(struct partition_log *log)
+{
+    int64_t total = 0;
+    pthread_rwlock_rdlock(&log->lock);
+    for (size_t i = 0; i < log->segment_count; i++)
+        total += log->segments[i]->size;
+    pthread_rwlock_unlock(&log->lock);
+    return total;
+}
+
+int partition_log_segment_count(struct partition_log *log)
+{
+    pthread_rwlock_rdlock(&log->lock);
+    int n = (int)log->segment_count;
+    pthread_rwlock_unlock(&log->lock);
+    return n;
+}
+
+const char *partition_log_dir(const struct partition_log *log)
+{
+    return log->dir;
+}
+
+bool partition_log_is_offline(struct partition_log *log)
+{
+    return atomic_load(&log->offline);
+}
+
+int16_t partition_log_flush_locked(struct partition_log *log)
+{
+    int64_t end = atomic_load(&log->log_end_offset);
+    int64_t from = atomic_load(&log->recovery_point);
+    if (end == from && log->first_unflushed_ms < 0)
+        return KAFKA_ERR_NONE;
+    /* The segment array only changes under write_lock, which we hold. */
+    for (size_t i = segment_for(log, from); i < log->segment_count; i++) {
+        int rc = log_segment_flush(log->segments[i]);
+        if (rc != 0) {
+            partition_log_mark_offline(log, "flushing", rc);
+            return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+        }
+    }
+    atomic_store(&log->recovery_point, end);
+    log->unflushed_records = 0;
+    log->first_unflushed_ms = -1;
+    return KAFKA_ERR_NONE;
+}
+
+int16_t partition_log_flush(struct partition_log *log)
+{
+    pthread_mutex_lock(&log->write_lock);
+    int16_t code = atomic_load(&log->offline) ? KAFKA_ERR_KAFKA_STORAGE_ERROR
+                                              : partition_log_flush_locked(log);
+    pthread_mutex_unlock(&log->write_lock);
+    return code;
+}
+
+int16_t partition_log_flush_if_due(struct partition_log *log, int64_t now_ms)
+{
+    int16_t code = KAFKA_ERR_NONE;
+    pthread_mutex_lock(&log->write_lock);
+    if (!atomic_load(&log->offline) && log->first_unflushed_ms >= 0 &&
+        now_ms - log->first_unflushed_ms >= log->cfg.flush_ms)
+        code = partition_log_flush_locked(log);
+    pthread_mutex_unlock(&log->write_lock);
+    return code;
+}
+
+int partition_log_roll_if_due(struct partition_log *log, int64_t now_ms)
+{
+    int rolled = 0;
+    pthread_mutex_lock(&log->write_lock);
+    struct log_segment *active = log->segments[log->segment_count - 1];
+    if (!atomic_load(&log->offline) && active->size > 0 &&
+        now_ms - active->created_ms > log->cfg.segment_ms)
+        rolled = partition_log_roll_locked(log, now_ms) == 0 ? 1 : 0;
+    pthread_mutex_unlock(&log->write_lock);
+    return rolled;
+}

@@ -1,0 +1,117 @@
+/* The log of one partition: a directory of segments in Kafka's layout
+ * (<dir>/<20-digit base offset>.log/.index/.timeindex, partition.metadata,
+ * leader-epoch-checkpoint).
+ *
+ * Thread-safety: all functions may be called from any thread concurrently.
+ * Writers (append, roll, truncate, retention, flush) are serialised by an
+ * internal mutex; readers take an internal rwlock shared and never wait for a
+ * write() or fdatasync() in progress, only for the short index/segment-list
+ * update that publishes it. Lifetime is reference counted: open returns one
+ * reference; partition_log_close drops it, and the memory (and, after
+ * partition_log_delete, the directory) goes away with the last reference. */
+#ifndef CAIRN_LOG_PARTITION_LOG_H
+#define CAIRN_LOG_PARTITION_LOG_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log/log_config.h"
+
+struct partition_log;
+
+struct log_append_result {
+    int64_t base_offset;
+    int64_t last_offset;
+    int64_t log_append_time; /* -1 under CreateTime */
+    int64_t log_start_offset;
+    int32_t record_count;
+    char error_message[160]; /* reason when the append was rejected */
+};
+
+/* A file region holding whole batches. fd is a dup() the caller closes
+ * (-1 when len is 0). */
+struct log_read_result {
+    int fd;
+    int64_t file_pos;
+    int64_t len;
+    int64_t log_start_offset;
+    int64_t log_end_offset;
+};
+
+/* Open or create the log in dir. recover=true (unclean shutdown) rescans
+ * every segment, validating CRCs, cutting a torn tail and rebuilding indexes;
+ * false trusts the files but checks the last segment's index and tail. */
+int partition_log_open(const char *dir, const struct log_config *cfg, bool recover,
+                       struct partition_log **out, char *err, size_t errlen);
+/* As above, rescanning only segments that may hold offsets >= recovery_point
+ * (data below it was flushed). A negative recovery_point means "trust all". */
+int partition_log_open_from(const char *dir, const struct log_config *cfg,
+                            int64_t recovery_point, struct partition_log **out, char *err,
+                            size_t errlen);
+
+void partition_log_retain(struct partition_log *log);
+/* Drop a reference; the last one closes files (flushing them first). */
+void partition_log_close(struct partition_log *log);
+/* Mark for removal: the directory is deleted when the last reference goes;
+ * drops the caller's reference. Appends and reads fail from now on. */
+void partition_log_delete(struct partition_log *log);
+
+/* Validate, assign offsets in place, append. Returns KAFKA_ERR_NONE or the
+ * Kafka error that rejected the whole request (nothing is written then).
+ * leader_epoch < 0: leave partitionLeaderEpoch as sent. */
+int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t len,
+                             int32_t leader_epoch, struct log_append_result *res);
+
+/* Whole batches from the one holding fetch_offset, up to max_bytes (at least
+ * one batch), none with an offset >= max_offset_exclusive. */
+int16_t partition_log_read(struct partition_log *log, int64_t fetch_offset, int32_t max_bytes,
+                           int64_t max_offset_exclusive, struct log_read_result *out);
+
+int64_t partition_log_start_offset(struct partition_log *log);
+int64_t partition_log_end_offset(struct partition_log *log);
+int64_t partition_log_size_bytes(struct partition_log *log);
+int64_t partition_log_recovery_point(struct partition_log *log);
+int partition_log_segment_count(struct partition_log *log);
+const char *partition_log_dir(const struct partition_log *log);
+bool partition_log_is_offline(struct partition_log *log);
+
+/* First record with timestamp >= ts: its offset and timestamp, or -1/-1.
+ * For compressed batches the batch's base offset and max timestamp. */
+int16_t partition_log_offset_for_timestamp(struct partition_log *log, int64_t ts,
+                                           int64_t *offset, int64_t *timestamp);
+/* Largest timestamp in the log and the offset of its batch, or -1/-1. */
+int16_t partition_log_max_timestamp(struct partition_log *log, int64_t *offset,
+                                    int64_t *timestamp);
+
+/* fdatasync everything up to the log end; moves the recovery point. */
+int16_t partition_log_flush(struct partition_log *log);
+/* Flush when flush.ms has passed since the oldest unflushed append. */
+int16_t partition_log_flush_if_due(struct partition_log *log, int64_t now_ms);
+/* Drop every batch holding offsets >= offset (the log may end below it when
+ * offset falls inside a batch). */
+int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset);
+/* Move the log start offset forward (DeleteRecords); removes whole segments
+ * below it. OFFSET_OUT_OF_RANGE when offset > log end. */
+int16_t partition_log_delete_records_before(struct partition_log *log, int64_t offset);
+/* Delete closed segments past retention.ms / retention.bytes; returns the
+ * number of segments deleted. */
+int partition_log_apply_retention(struct partition_log *log, int64_t now_ms);
+/* Roll the active segment when segment.ms has passed. Returns 1 if rolled. */
+int partition_log_roll_if_due(struct partition_log *log, int64_t now_ms);
+/* Set log start from a checkpoint (never moves it backwards). */
+void partition_log_restore_start_offset(struct partition_log *log, int64_t offset);
+
+/* partition.metadata: topic id (16 bytes). */
+int partition_log_write_metadata(struct partition_log *log, const uint8_t topic_id[16]);
+/* 0 and the id, or -1 when the file is missing or malformed. */
+int partition_log_topic_id(struct partition_log *log, uint8_t topic_id[16]);
+
+/* Leader-epoch cache (leader-epoch-checkpoint). */
+int32_t partition_log_latest_epoch(struct partition_log *log);
+/* End offset of epoch (start of the next larger epoch, or log end for the
+ * latest); -1 when epoch precedes every known one. *found_epoch is the largest
+ * known epoch <= epoch. For OffsetForLeaderEpoch. */
+int64_t partition_log_end_offset_for_epoch(struct partition_log *log, int32_t epoch,
+                                           int32_t *found_epoch);
+
+#endif

@@ -1,0 +1,397 @@
+/* Partition log maintenance: retention, start-offset moves, truncation,
+ * timestamp lookups, the leader-epoch cache and partition.metadata. */
+#include "log/partition_log_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log/log_checkpoint.h"
+#include "protocol/generated/errors.h"
+#include "util/clock.h"
+#include "util/logger.h"
+
+#define LOG_TS_SCAN_BUF (64 * 1024)
+
+void partition_log_remove_first_segment(struct partition_log *log)
+{
+    struct log_segment *seg = log->segments[0];
+    memmove(log->segments, log->segments + 1, (log->segment_count - 1) * sizeof *log->segments);
+    log->segment_count--;
+    int64_t first = log->segments[0]->base_offset;
+    if (atomic_load(&log->log_start_offset) < first)
+        atomic_store(&log->log_start_offset, first);
+    /* Open dup()ed fds held by readers keep the unlinked data alive. */
+    log_segment_close(seg, true);
+}
+
+/* Keep one epoch entry covering the new start offset (Kafka's truncate-from-start). */
+static void truncate_epochs_from_start(struct partition_log *log, int64_t start)
+{
+    size_t keep_from = 0;
+    while (keep_from + 1 < log->epoch_count && log->epochs[keep_from + 1].start_offset <= start)
+        keep_from++;
+    if (keep_from == 0 && (log->epoch_count == 0 || log->epochs[0].start_offset >= start))
+        return;
+    memmove(log->epochs, log->epochs + keep_from,
+            (log->epoch_count - keep_from) * sizeof *log->epochs);
+    log->epoch_count -= keep_from;
+    if (log->epochs[0].start_offset < start)
+        log->epochs[0].start_offset = start;
+}
+
+int partition_log_apply_retention(struct partition_log *log, int64_t now_ms)
+{
+    int deleted = 0;
+    pthread_mutex_lock(&log->write_lock);
+    int64_t total = 0;
+    for (size_t i = 0; i < log->segment_count; i++)
+        total += log->segments[i]->size;
+    while (log->segment_count > 1 && !atomic_load(&log->offline)) {
+        struct log_segment *oldest = log->segments[0];
+        bool by_time = log->cfg.retention_ms >= 0 && oldest->max_timestamp >= 0 &&
+                       now_ms - oldest->max_timestamp > log->cfg.retention_ms;
+        bool by_size = log->cfg.retention_bytes >= 0 &&
+                       total - oldest->size >= log->cfg.retention_bytes;
+        /* Segments wholly below a DeleteRecords start offset go too. */
+        bool below_start = log->segments[1]->base_offset <= atomic_load(&log->log_start_offset);
+        if (!by_time && !by_size && !below_start)
+            break;
+        total -= oldest->size;
+        logger_info("log", "%s: deleting segment %" PRId64 " (%s)", log->dir,
+                    oldest->base_offset,
+                    by_time ? "retention.ms" : by_size ? "retention.bytes" : "log start offset");
+        pthread_rwlock_wrlock(&log->lock);
+        partition_log_remove_first_segment(log);
+        truncate_epochs_from_start(log, atomic_load(&log->log_start_offset));
+        pthread_rwlock_unlock(&log->lock);
+        deleted++;
+    }
+    if (deleted > 0)
+        partition_log_write_epochs(log);
+    pthread_mutex_unlock(&log->write_lock);
+    return deleted;
+}
+
+int16_t partition_log_delete_records_before(struct partition_log *log, int64_t offset)
+{
+    pthread_mutex_lock(&log->write_lock);
+    int16_t code = KAFKA_ERR_NONE;
+    if (atomic_load(&log->offline)) {
+        code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    } else if (offset > atomic_load(&log->log_end_offset) || offset < 0) {
+        code = KAFKA_ERR_OFFSET_OUT_OF_RANGE;
+    } else if (offset > atomic_load(&log->log_start_offset)) {
+        pthread_rwlock_wrlock(&log->lock);
+        atomic_store(&log->log_start_offset, offset);
+        while (log->segment_count > 1 && log->segments[1]->base_offset <= offset)
+            partition_log_remove_first_segment(log);
+        truncate_epochs_from_start(log, offset);
+        pthread_rwlock_unlock(&log->lock);
+        partition_log_write_epochs(log);
+    }
+    pthread_mutex_unlock(&log->write_lock);
+    return code;
+}
+
+void partition_log_restore_start_offset(struct partition_log *log, int64_t offset)
+{
+    if (offset > atomic_load(&log->log_start_offset) &&
+        offset <= atomic_load(&log->log_end_offset))
+        partition_log_delete_records_before(log, offset);
+}
+
+int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset)
+{
+    pthread_mutex_lock(&log->write_lock);
+    if (atomic_load(&log->offline)) {
+        pthread_mutex_unlock(&log->write_lock);
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
+    if (offset >= atomic_load(&log->log_end_offset) || offset < 0) {
+        pthread_mutex_unlock(&log->write_lock);
+        return KAFKA_ERR_NONE;
+    }
+    int rc = 0;
+    pthread_rwlock_wrlock(&log->lock);
+    while (log->segment_count > 1 && log->segments[log->segment_count - 1]->base_offset >= offset)
+        log_segment_close(log->segments[--log->segment_count], true);
+    struct log_segment *last = log->segments[log->segment_count - 1];
+    if (last->base_offset >= offset) {
+        /* Nothing survives: start over with an empty segment at offset. */
+        struct log_segment *fresh;
+        char err[256];
+        log_segment_close(last, true);
+        log->segment_count = 0;
+        rc = log_segment_create(log->dir, offset, &log->cfg, clock_wall_ms(), &fresh, err,
+                                sizeof err);
+        if (rc == 0) {
+            log->segments[log->segment_count++] = fresh;
+            atomic_store(&log->log_start_offset, offset);
+        }
+    } else {
+        rc = log_segment_truncate_to(last, offset, &log->cfg);
+    }
+    if (rc == 0) {
+        int64_t end = log->segments[log->segment_count - 1]->next_offset;
+        atomic_store(&log->log_end_offset, end);
+        if (atomic_load(&log->recovery_point) > end)
+            atomic_store(&log->recovery_point, end);
+        partition_log_truncate_epochs(log, end);
+    }
+    pthread_rwlock_unlock(&log->lock);
+    if (rc != 0)
+        partition_log_mark_offline(log, "truncating", rc);
+    else
+        partition_log_write_epochs(log);
+    pthread_mutex_unlock(&log->write_lock);
+    return rc == 0 ? KAFKA_ERR_NONE : KAFKA_ERR_KAFKA_STORAGE_ERROR;
+}
+
+/* Within one batch at pos: the first record with timestamp >= ts. */
+static bool match_in_batch(struct log_scanner *scan, int64_t pos,
+                           const struct record_batch_header *h, int64_t ts, int64_t min_offset,
+                           int64_t *offset, int64_t *timestamp)
+{
+    if (record_batch_compression(h) != RECORD_BATCH_COMPRESSION_NONE) {
+        *offset = h->base_offset > min_offset ? h->base_offset : min_offset;
+        *timestamp = h->max_timestamp;
+        return true;
+    }
+    size_t total = record_batch_total_size(h);
+    const uint8_t *p = log_scanner_get(scan, pos, total);
+    struct record_batch_record_iter it;
+    struct record_batch_record rec;
+    if (!p || record_batch_records_begin(&it, p, total) != 0)
+        return false;
+    while (record_batch_records_next(&it, &rec) == 1)
+        if (rec.timestamp >= ts && rec.offset >= min_offset) {
+            *offset = rec.offset;
+            *timestamp = rec.timestamp;
+            return true;
+        }
+    return false;
+}
+
+int16_t partition_log_offset_for_timestamp(struct partition_log *log, int64_t ts,
+                                           int64_t *offset, int64_t *timestamp)
+{
+    *offset = -1;
+    *timestamp = -1;
+    if (atomic_load(&log->offline))
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    pthread_rwlock_rdlock(&log->lock);
+    int64_t start = atomic_load(&log->log_start_offset);
+    bool done = false;
+    for (size_t i = 0; i < log->segment_count && !done; i++) {
+        struct log_segment *seg = log->segments[i];
+        if (seg->size == 0 || seg->max_timestamp < ts)
+            continue;
+        int64_t from = log_segment_time_lookup(seg, ts);
+        if (from < start)
+            from = start;
+        struct log_scanner scan;
+        struct record_batch_header h;
+        int64_t pos;
+        log_scanner_init(&scan, seg->log_fd, seg->size, LOG_TS_SCAN_BUF);
+        int found = log_segment_find(seg, from, &scan, &pos, &h);
+        while (found == 1 && !done) {
+            if (h.max_timestamp >= ts)
+                done = match_in_batch(&scan, pos, &h, ts, start, offset, timestamp);
+            pos += (int64_t)record_batch_total_size(&h);
+            if (done || pos >= seg->size)
+                break;
+            const uint8_t *p = log_scanner_get(&scan, pos, RECORD_BATCH_HEADER_SIZE);
+            if (!p)
+                break;
+            record_batch_parse_header(p, RECORD_BATCH_HEADER_SIZE, &h);
+        }
+        log_scanner_free(&scan);
+    }
+    pthread_rwlock_unlock(&log->lock);
+    return KAFKA_ERR_NONE;
+}
+
+int16_t partition_log_max_timestamp(struct partition_log *log, int64_t *offset,
+                                    int64_t *timestamp)
+{
+    *offset = -1;
+    *timestamp = -1;
+    pthread_rwlock_rdlock(&log->lock);
+    for (size_t i = 0; i < log->segment_count; i++) {
+        struct log_segment *seg = log->segments[i];
+        if (seg->size > 0 && seg->offset_of_max_timestamp >= 0 && seg->max_timestamp > *timestamp) {
+            *timestamp = seg->max_timestamp;
+            *offset = seg->offset_of_max_timestamp;
+        }
+    }
+    pthread_rwlock_unlock(&log->lock);
+    return KAFKA_ERR_NONE;
+}
+
+/* ---- leader-epoch-checkpoint ---- */
+
+static char *dir_file(const struct partition_log *log, const char *name)
+{
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s", log->dir, name) < 0)
+        return NULL;
+    return path;
+}
+
+int partition_log_write_epochs(struct partition_log *log)
+{
+    char *path = dir_file(log, "leader-epoch-checkpoint");
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *mem = path ? open_memstream(&text, &text_len) : NULL;
+    if (!mem) {
+        free(path);
+        return ENOMEM;
+    }
+    pthread_rwlock_rdlock(&log->lock);
+    fprintf(mem, "0\n%zu\n", log->epoch_count);
+    for (size_t i = 0; i < log->epoch_count; i++)
+        fprintf(mem, "%" PRId32 " %" PRId64 "\n", log->epochs[i].epoch,
+                log->epochs[i].start_offset);
+    pthread_rwlock_unlock(&log->lock);
+    int rc = fclose(mem) == 0 ? log_file_write_atomic(path, text, text_len) : ENOMEM;
+    free(text);
+    free(path);
+    return rc;
+}
+
+void partition_log_load_epochs(struct partition_log *log)
+{
+    char *path = dir_file(log, "leader-epoch-checkpoint");
+    char *text;
+    size_t len;
+    if (!path || log_file_read_all(path, 16u * 1024 * 1024, &text, &len) != 0) {
+        free(path);
+        return;
+    }
+    char *save = NULL, *line = strtok_r(text, "\n", &save);
+    long long count = -1;
+    if (line && strcmp(line, "0") == 0 && (line = strtok_r(NULL, "\n", &save)) &&
+        sscanf(line, "%lld", &count) == 1 && count >= 0 && (size_t)count <= len) {
+        log->epochs = calloc((size_t)count + 1, sizeof *log->epochs);
+        log->epoch_cap = log->epochs ? (size_t)count + 1 : 0;
+        while (log->epochs && log->epoch_count < (size_t)count &&
+               (line = strtok_r(NULL, "\n", &save))) {
+            int32_t epoch;
+            int64_t start;
+            if (sscanf(line, "%" SCNd32 " %" SCNd64, &epoch, &start) != 2 ||
+                (log->epoch_count > 0 && (epoch <= log->epochs[log->epoch_count - 1].epoch ||
+                                          start < log->epochs[log->epoch_count - 1].start_offset)))
+                break;
+            log->epochs[log->epoch_count++] = (struct log_epoch_entry){epoch, start};
+        }
+    }
+    if (log->epoch_count != (size_t)count)
+        logger_warn("log", "%s: malformed leader-epoch-checkpoint, kept %zu entries", path,
+                    log->epoch_count);
+    free(text);
+    free(path);
+}
+
+void partition_log_truncate_epochs(struct partition_log *log, int64_t end_offset)
+{
+    while (log->epoch_count > 0 && log->epochs[log->epoch_count - 1].start_offset >= end_offset)
+        log->epoch_count--;
+}
+
+int32_t partition_log_latest_epoch(struct partition_log *log)
+{
+    pthread_rwlock_rdlock(&log->lock);
+    int32_t epoch = log->epoch_count ? log->epochs[log->epoch_count - 1].epoch : -1;
+    pthread_rwlock_unlock(&log->lock);
+    return epoch;
+}
+
+int64_t partition_log_end_offset_for_epoch(struct partition_log *log, int32_t epoch,
+                                           int32_t *found_epoch)
+{
+    int64_t result = -1;
+    *found_epoch = -1;
+    pthread_rwlock_rdlock(&log->lock);
+    for (size_t i = log->epoch_count; i-- > 0;) {
+        if (log->epochs[i].epoch <= epoch) {
+            *found_epoch = log->epochs[i].epoch;
+            result = i + 1 < log->epoch_count ? log->epochs[i + 1].start_offset
+                                              : atomic_load(&log->log_end_offset);
+            break;
+        }
+    }
+    pthread_rwlock_unlock(&log->lock);
+    return result;
+}
+
+/* ---- partition.metadata ---- */
+
+static const char base64url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+int partition_log_write_metadata(struct partition_log *log, const uint8_t topic_id[16])
+{
+    char encoded[23];
+    size_t n = 0;
+    for (size_t i = 0; i < 16; i += 3) {
+        uint32_t v = (uint32_t)topic_id[i] << 16;
+        if (i + 1 < 16)
+            v |= (uint32_t)topic_id[i + 1] << 8;
+        if (i + 2 < 16)
+            v |= topic_id[i + 2];
+        encoded[n++] = base64url[(v >> 18) & 63];
+        encoded[n++] = base64url[(v >> 12) & 63];
+        if (i + 1 < 16)
+            encoded[n++] = base64url[(v >> 6) & 63];
+        if (i + 2 < 16)
+            encoded[n++] = base64url[v & 63];
+    }
+    encoded[n] = '\0';
+    char text[64];
+    int len = snprintf(text, sizeof text, "version: 0\ntopic_id: %s\n", encoded);
+    char *path = dir_file(log, "partition.metadata");
+    int rc = path ? log_file_write_atomic(path, text, (size_t)len) : ENOMEM;
+    free(path);
+    return rc;
+}
+
+int partition_log_topic_id(struct partition_log *log, uint8_t topic_id[16])
+{
+    char *path = dir_file(log, "partition.metadata");
+    char *text;
+    size_t len;
+    if (!path || log_file_read_all(path, 4096, &text, &len) != 0) {
+        free(path);
+        return -1;
+    }
+    free(path);
+    const char *p = strstr(text, "topic_id: ");
+    int rc = -1;
+    if (strncmp(text, "version: 0\n", 11) == 0 && p) {
+        p += strlen("topic_id: ");
+        uint32_t acc = 0;
+        int bits = 0;
+        size_t out = 0, i;
+        for (i = 0; i < 22; i++) {
+            const char *hit = p[i] ? strchr(base64url, p[i]) : NULL;
+            if (!hit)
+                break;
+            acc = acc << 6 | (uint32_t)(hit - base64url);
+            bits += 6;
+            if (bits >= 8) {
+                bits -= 8;
+                if (out < 16)
+                    topic_id[out++] = (uint8_t)(acc >> bits);
+                acc &= (1u << bits) - 1;
+            }
+        }
+        if (i == 22 && out == 16 && (p[22] == '\n' || p[22] == '\0'))
+            rc = 0;
+    }
+    free(text);
+    return rc;
+}

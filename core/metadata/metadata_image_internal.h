@@ -1,0 +1,16 @@
+/* Helpers shared by the image and the builder; not part of the public API. */
+#ifndef CAIRN_METADATA_METADATA_IMAGE_INTERNAL_H
+#define CAIRN_METADATA_METADATA_IMAGE_INTERNAL_H
+#include "metadata/metadata_image.h"
+
+uint32_t metadata_hash_name(const char *name, size_t len);
+uint32_t metadata_hash_id(const struct kafka_uuid *id);
+void metadata_partition_clear(struct metadata_partition *p);
+void metadata_topic_free(struct metadata_topic *t);
+void metadata_topic_release(struct metadata_topic *t);
+void metadata_broker_clear(struct metadata_broker *br);
+void metadata_image_free(struct metadata_image *img);
+/* (Re)builds the name and id hash tables; -1 on allocation failure. */
+int metadata_image_index(struct metadata_image *img);
+
+#endif

@@ -1,0 +1,371 @@
+/* Metadata store: replay at open, bootstrap records, commit + publish, listeners. */
+#include "metadata/metadata_store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/uuid.h"
+#include "metadata/metadata_builder.h"
+#include "metadata/metadata_records.h"
+#include "metadata/metadata_store_internal.h"
+#include "protocol/generated/errors.h"
+#include "util/clock.h"
+#include "util/logger.h"
+
+#define LOG_COMPONENT "metadata"
+
+/* ---- record lists ---- */
+
+int metadata_record_list_init(struct metadata_record_list *l)
+{
+    memset(l, 0, sizeof(*l));
+    return kafka_writer_init(&l->w, 1024);
+}
+
+int metadata_record_list_mark(struct metadata_record_list *l)
+{
+    if (l->w.failed)
+        return -1;
+    if (l->count == l->cap) {
+        int32_t cap = l->cap ? l->cap * 2 : 16;
+        size_t *ends = realloc(l->ends, (size_t)cap * sizeof(*ends));
+        if (!ends)
+            return -1;
+        l->ends = ends;
+        l->cap = cap;
+    }
+    l->ends[l->count++] = l->w.len;
+    return 0;
+}
+
+void metadata_record_list_free(struct metadata_record_list *l)
+{
+    kafka_writer_free(&l->w);
+    free(l->ends);
+    memset(l, 0, sizeof(*l));
+}
+
+/* ---- images and listeners ---- */
+
+const struct metadata_image *metadata_image_acquire(struct metadata_store *store)
+{
+    pthread_mutex_lock(&store->image_lock);
+    const struct metadata_image *img = metadata_image_retain(store->current);
+    pthread_mutex_unlock(&store->image_lock);
+    return img;
+}
+
+const struct metadata_image *metadata_store_current_locked(struct metadata_store *store)
+{
+    return store->current;
+}
+
+/* Swaps in the new image (taking over its reference) and notifies listeners. */
+static void publish_locked(struct metadata_store *store, struct metadata_image *img)
+{
+    pthread_mutex_lock(&store->image_lock);
+    const struct metadata_image *old = store->current;
+    store->current = img;
+    pthread_mutex_unlock(&store->image_lock);
+    for (int32_t i = 0; i < store->sub_count; i++)
+        store->subs[i].fn(store->subs[i].ctx, old, img);
+    metadata_image_release(old);
+}
+
+int metadata_store_subscribe(struct metadata_store *store, metadata_listener_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&store->write_lock);
+    struct metadata_subscription *subs = realloc(store->subs, (size_t)(store->sub_count + 1) * sizeof(*subs));
+    int id = -1;
+    if (subs) {
+        store->subs = subs;
+        id = ++store->next_sub_id;
+        subs[store->sub_count++] = (struct metadata_subscription){ .id = id, .fn = fn, .ctx = ctx };
+    }
+    pthread_mutex_unlock(&store->write_lock);
+    return id;
+}
+
+void metadata_store_unsubscribe(struct metadata_store *store, int id)
+{
+    pthread_mutex_lock(&store->write_lock);
+    for (int32_t i = 0; i < store->sub_count; i++) {
+        if (store->subs[i].id == id) {
+            memmove(&store->subs[i], &store->subs[i + 1], (size_t)(store->sub_count - i - 1) * sizeof(*store->subs));
+            store->sub_count--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&store->write_lock);
+}
+
+static int delta_push(const struct metadata_topic ***list, int32_t *count, const struct metadata_topic *t)
+{
+    const struct metadata_topic **grown = realloc(*list, (size_t)(*count + 1) * sizeof(*grown));
+    if (!grown)
+        return -1;
+    grown[(*count)++] = t;
+    *list = grown;
+    return 0;
+}
+
+int metadata_delta_compute(const struct metadata_image *old_image, const struct metadata_image *new_image,
+                           struct metadata_delta *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (int32_t i = 0; new_image && i < new_image->topic_count; i++) {
+        const struct metadata_topic *t = new_image->topics[i];
+        const struct metadata_topic *before = metadata_image_topic_by_id(old_image, &t->topic_id);
+        int rc = 0;
+        if (!before)
+            rc = delta_push(&out->created, &out->created_count, t);
+        else if (before != t)
+            rc = delta_push(&out->changed, &out->changed_count, t);
+        if (rc != 0)
+            goto oom;
+    }
+    for (int32_t i = 0; old_image && i < old_image->topic_count; i++) {
+        const struct metadata_topic *t = old_image->topics[i];
+        if (!metadata_image_topic_by_id(new_image, &t->topic_id) &&
+            delta_push(&out->deleted, &out->deleted_count, t) != 0)
+            goto oom;
+    }
+    return 0;
+oom:
+    metadata_delta_free(out);
+    return -1;
+}
+
+void metadata_delta_free(struct metadata_delta *delta)
+{
+    free(delta->created);
+    free(delta->deleted);
+    free(delta->changed);
+    memset(delta, 0, sizeof(*delta));
+}
+
+/* ---- commit ---- */
+
+int16_t metadata_store_commit_locked(struct metadata_store *store, struct metadata_record_list *records,
+                                     char *err, size_t errlen)
+{
+    if (records->w.failed || records->count == 0) {
+        snprintf(err, errlen, "could not encode metadata records");
+        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    struct metadata_log_entry *entries = calloc((size_t)records->count, sizeof(*entries));
+    struct metadata_builder *b = metadata_builder_new(store->current);
+    if (!entries || !b) {
+        free(entries);
+        metadata_builder_free(b);
+        snprintf(err, errlen, "out of memory");
+        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    /* Apply before appending: a record the image cannot take never reaches the log. */
+    int64_t base = metadata_log_end_offset(store->log);
+    size_t start = 0;
+    for (int32_t i = 0; i < records->count; i++) {
+        entries[i].value = records->w.buf + start;
+        entries[i].len = records->ends[i] - start;
+        char why[256] = "";
+        if (metadata_record_apply(b, entries[i].value, entries[i].len, base + i, why, sizeof(why)) !=
+            METADATA_APPLY_OK) {
+            snprintf(err, errlen, "internal error applying a metadata record: %s", why);
+            logger_error(LOG_COMPONENT, "%s", err);
+            free(entries);
+            metadata_builder_free(b);
+            return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+        }
+        start = records->ends[i];
+    }
+    int64_t appended_at = -1;
+    int rc = metadata_log_append(store->log, entries, records->count, METADATA_CONTROLLER_EPOCH, &appended_at,
+                                 err, errlen);
+    free(entries);
+    if (rc != 0) {
+        metadata_builder_free(b);
+        logger_error(LOG_COMPONENT, "metadata log append failed: %s", err);
+        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    if (appended_at != base)
+        logger_warn(LOG_COMPONENT, "metadata batch landed at offset %lld, expected %lld", (long long)appended_at,
+                    (long long)base);
+    struct metadata_image *img = metadata_builder_finish(b, appended_at + records->count - 1);
+    if (!img) {
+        /* The log has the records; the next open replays them. */
+        snprintf(err, errlen, "out of memory publishing metadata");
+        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    publish_locked(store, img);
+    return KAFKA_ERR_NONE;
+}
+
+/* ---- open: replay and bootstrap ---- */
+
+struct replay_state {
+    struct metadata_builder *builder;
+    int64_t last_offset;
+    int64_t applied;
+    int64_t skipped;
+};
+
+static int replay_record(void *ctx, int64_t offset, const uint8_t *value, size_t len)
+{
+    struct replay_state *st = ctx;
+    char why[256] = "";
+    enum metadata_apply_result res = metadata_record_apply(st->builder, value, len, offset, why, sizeof(why));
+    if (res == METADATA_APPLY_OK) {
+        st->applied++;
+    } else {
+        st->skipped++;
+        logger_warn(LOG_COMPONENT, "metadata record at offset %lld %s: %s", (long long)offset,
+                    res == METADATA_APPLY_SKIPPED ? "skipped" : "ignored as invalid", why);
+    }
+    st->last_offset = offset;
+    return 0;
+}
+
+static bool endpoints_match(const struct metadata_broker *br, const struct metadata_store_options *opts)
+{
+    if (br->endpoint_count != opts->endpoint_count)
+        return false;
+    if ((br->rack == NULL) != (opts->rack == NULL) || (br->rack && strcmp(br->rack, opts->rack) != 0))
+        return false;
+    for (int32_t i = 0; i < br->endpoint_count; i++) {
+        const struct metadata_endpoint *a = &br->endpoints[i], *b = &opts->endpoints[i];
+        if (strcmp(a->listener, b->listener) != 0 || strcmp(a->host, b->host) != 0 || a->port != b->port ||
+            a->security_protocol != b->security_protocol)
+            return false;
+    }
+    return true;
+}
+
+/* Writes what this start needs: the feature level on a fresh log, a broker
+ * registration when missing or changed, and unfencing. */
+static int bootstrap(struct metadata_store *store, const struct metadata_store_options *opts, char *err,
+                     size_t errlen)
+{
+    const struct metadata_image *img = store->current;
+    const struct metadata_broker *self = metadata_image_broker(img, opts->node_id);
+    bool need_feature = img->metadata_version == 0;
+    bool need_register = !self || !endpoints_match(self, opts);
+    bool need_unfence = need_register || self->fenced;
+    if (!need_feature && !need_unfence)
+        return 0;
+
+    struct metadata_record_list records;
+    if (metadata_record_list_init(&records) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int64_t next = metadata_log_end_offset(store->log);
+    if (need_feature) {
+        metadata_record_write_feature_level(&records.w, "metadata.version", METADATA_VERSION_LEVEL);
+        metadata_record_list_mark(&records);
+        next++;
+    }
+    int64_t epoch = self ? self->epoch : -1;
+    if (need_register) {
+        /* Kafka's broker epoch is the offset of the registration record. */
+        struct metadata_broker br = {
+            .node_id = opts->node_id,
+            .epoch = next,
+            .rack = (char *)opts->rack,
+            .endpoints = (struct metadata_endpoint *)opts->endpoints,
+            .endpoint_count = opts->endpoint_count,
+            .fenced = true,
+        };
+        if (uuid_random(br.incarnation_id.bytes) != 0) {
+            metadata_record_list_free(&records);
+            snprintf(err, errlen, "no randomness for the broker incarnation id");
+            return -1;
+        }
+        metadata_record_write_register_broker(&records.w, &br, METADATA_VERSION_LEVEL);
+        metadata_record_list_mark(&records);
+        epoch = next;
+        logger_info(LOG_COMPONENT, "registering broker %d (epoch %lld)", opts->node_id, (long long)epoch);
+    }
+    if (need_unfence) {
+        metadata_record_write_unfence_broker(&records.w, opts->node_id, epoch);
+        metadata_record_list_mark(&records);
+    }
+    int16_t rc = metadata_store_commit_locked(store, &records, err, errlen);
+    metadata_record_list_free(&records);
+    return rc == KAFKA_ERR_NONE ? 0 : -1;
+}
+
+int metadata_store_open(const struct metadata_store_options *opts, struct metadata_store **out, char *err,
+                        size_t errlen)
+{
+    *out = NULL;
+    if (!opts || !opts->dir || opts->node_id < 0 || opts->endpoint_count < 0 ||
+        (opts->endpoint_count > 0 && !opts->endpoints)) {
+        snprintf(err, errlen, "metadata store: missing directory, node id or endpoints");
+        return -1;
+    }
+    for (int32_t i = 0; i < opts->endpoint_count; i++) {
+        if (!opts->endpoints[i].listener || !opts->endpoints[i].host) {
+            snprintf(err, errlen, "metadata store: endpoint %d has no listener name or host", (int)i);
+            return -1;
+        }
+    }
+    struct metadata_store *store = calloc(1, sizeof(*store));
+    if (!store) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    pthread_mutex_init(&store->write_lock, NULL);
+    pthread_mutex_init(&store->image_lock, NULL);
+    store->node_id = opts->node_id;
+    store->default_num_partitions = opts->default_num_partitions > 0 ? opts->default_num_partitions : 1;
+    store->default_replication_factor = opts->default_replication_factor > 0 ? opts->default_replication_factor : 1;
+    store->validate_topic_config = opts->validate_topic_config;
+    store->validate_ctx = opts->validate_ctx;
+
+    int64_t started = clock_mono_ns();
+    if (metadata_log_open(opts->dir, &store->log, err, errlen) != 0)
+        goto fail;
+    struct replay_state st = { .builder = metadata_builder_new(NULL), .last_offset = -1 };
+    if (!st.builder) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (metadata_log_replay(store->log, replay_record, &st, err, errlen) != 0 ||
+        metadata_builder_set_cluster(st.builder, opts->cluster_id, opts->node_id, err, errlen) != 0) {
+        metadata_builder_free(st.builder);
+        goto fail;
+    }
+    struct metadata_image *img = metadata_builder_finish(st.builder, st.last_offset);
+    if (!img) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    store->current = img;
+    logger_info(LOG_COMPONENT, "replayed %lld metadata records (%lld skipped): %d topics, %d brokers in %.1f ms",
+                (long long)st.applied, (long long)st.skipped, (int)img->topic_count, (int)img->broker_count,
+                (double)(clock_mono_ns() - started) / 1e6);
+
+    pthread_mutex_lock(&store->write_lock);
+    int rc = bootstrap(store, opts, err, errlen);
+    pthread_mutex_unlock(&store->write_lock);
+    if (rc != 0)
+        goto fail;
+    *out = store;
+    return 0;
+fail:
+    metadata_store_close(store);
+    return -1;
+}
+
+void metadata_store_close(struct metadata_store *store)
+{
+    if (!store)
+        return;
+    metadata_image_release(store->current);
+    metadata_log_close(store->log);
+    free(store->subs);
+    pthread_mutex_destroy(&store->write_lock);
+    pthread_mutex_destroy(&store->image_lock);
+    free(store);
+}

@@ -1,0 +1,112 @@
+/* The metadata store: owns the __cluster_metadata log, replays it into an
+ * image at open, and runs the controller operations of this (single-voter)
+ * controller. Each operation validates against the current image, appends
+ * one batch of metadata records, applies them to a new image and publishes
+ * it atomically, then tells subscribers.
+ *
+ * Thread-safety: every function may be called from any thread. Mutations
+ * are serialized by an internal mutex; readers take an immutable image with
+ * metadata_image_acquire and never block writers for long. Subscriber
+ * callbacks run on the mutating thread, after the new image is published,
+ * with the store's mutation lock held: they must not call mutating store
+ * functions (they may acquire images). */
+#ifndef CAIRN_METADATA_METADATA_STORE_H
+#define CAIRN_METADATA_METADATA_STORE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metadata/metadata_image.h"
+
+struct metadata_store;
+
+/* Checks one topic config (key, value); returns 0, or -1 with a reason.
+ * The server wires Cairn's topic config validation here. */
+typedef int (*metadata_config_validator)(void *ctx, const char *key, const char *value, char *err, size_t errlen);
+
+struct metadata_store_options {
+    const char *dir;               /* metadata.log.dir or the first log.dir; the log lives in
+                                      <dir>/__cluster_metadata-0 */
+    int32_t node_id;
+    const char *cluster_id;        /* from meta.properties */
+    const struct metadata_endpoint *endpoints; /* this broker's advertised listeners */
+    int32_t endpoint_count;
+    const char *rack;              /* NULL when none */
+    int32_t default_num_partitions;     /* num.partitions; <= 0 means 1 */
+    int16_t default_replication_factor; /* default.replication.factor; <= 0 means 1 */
+    metadata_config_validator validate_topic_config; /* NULL: accept any key/value */
+    void *validate_ctx;
+};
+
+int metadata_store_open(const struct metadata_store_options *opts, struct metadata_store **out, char *err,
+                        size_t errlen);
+void metadata_store_close(struct metadata_store *store);
+
+/* The current image, retained; pair with metadata_image_release. Never NULL
+ * for an open store. */
+const struct metadata_image *metadata_image_acquire(struct metadata_store *store);
+
+/* Called after each publish with the previous and the new image (both valid
+ * only during the call; retain to keep). */
+typedef void (*metadata_listener_fn)(void *ctx, const struct metadata_image *old_image,
+                                     const struct metadata_image *new_image);
+/* Returns a subscription id (> 0), or -1 on allocation failure. */
+int metadata_store_subscribe(struct metadata_store *store, metadata_listener_fn fn, void *ctx);
+void metadata_store_unsubscribe(struct metadata_store *store, int id);
+
+/* What changed between two images (for listeners that create and delete
+ * partition logs). Arrays point at topics of the images passed in. */
+struct metadata_delta {
+    const struct metadata_topic **created;   /* in new, not in old (by id) */
+    int32_t created_count;
+    const struct metadata_topic **deleted;   /* in old, not in new (by id) */
+    int32_t deleted_count;
+    const struct metadata_topic **changed;   /* in both, different object (partitions or configs changed) */
+    int32_t changed_count;
+};
+/* Returns 0, or -1 on allocation failure. Free with metadata_delta_free. */
+int metadata_delta_compute(const struct metadata_image *old_image, const struct metadata_image *new_image,
+                           struct metadata_delta *out);
+void metadata_delta_free(struct metadata_delta *delta);
+
+/* ---- controller operations; each returns a Kafka error code ---- */
+
+struct metadata_config_kv {
+    const char *key;
+    const char *value;            /* NULL deletes (alter) */
+};
+
+/* Manual assignment for one partition: the replica broker ids, leader first. */
+struct metadata_replica_assignment {
+    int32_t partition_index;
+    const int32_t *broker_ids;
+    int32_t broker_count;
+};
+
+/* num_partitions / replication_factor -1 use the defaults; with assignments
+ * both must be -1 (Kafka's rule) and partitions are 0..count-1. */
+int16_t metadata_create_topic(struct metadata_store *store, const char *name, int32_t num_partitions,
+                              int16_t replication_factor, const struct metadata_replica_assignment *assignments,
+                              int32_t assignment_count, const struct metadata_config_kv *configs,
+                              int32_t config_count, bool validate_only, struct kafka_uuid *topic_id_out,
+                              char *err, size_t errlen);
+
+/* Deletes by name, or by id when name is NULL. */
+int16_t metadata_delete_topic(struct metadata_store *store, const char *name, const struct kafka_uuid *topic_id,
+                              char *err, size_t errlen);
+
+/* Grows a topic to new_total partitions; assignments (may be NULL) cover the
+ * new partitions in order. */
+int16_t metadata_create_partitions(struct metadata_store *store, const char *name, int32_t new_total,
+                                   const struct metadata_replica_assignment *assignments,
+                                   int32_t assignment_count, bool validate_only, char *err, size_t errlen);
+
+/* Sets (value != NULL) or deletes (value NULL) dynamic topic configs. */
+int16_t metadata_alter_topic_configs(struct metadata_store *store, const char *name,
+                                     const struct metadata_config_kv *configs, int32_t config_count,
+                                     bool validate_only, char *err, size_t errlen);
+
+/* Topic name rules (Kafka's): returns KAFKA_ERR_NONE or INVALID_TOPIC_EXCEPTION with a reason. */
+int16_t metadata_validate_topic_name(const char *name, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,408 @@
+/* One client connection on its loop: reading and framing requests,
+ * muting while a request is in flight, and closing. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "net/net_internal.h"
+#include "util/clock.h"
+#include "util/logger.h"
+
+static void conn_on_poll(uv_poll_t *handle, int status, int events);
+
+static void conn_format_peer(int fd, char *out, size_t outlen)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    char host[INET6_ADDRSTRLEN] = "?";
+    snprintf(out, outlen, "unknown");
+    if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
+        return;
+    if (ss.ss_family == AF_INET) {
+        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
+        snprintf(out, outlen, "%s:%u", host, ntohs(sin->sin_port));
+    } else if (ss.ss_family == AF_INET6) {
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+        inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof(host));
+        snprintf(out, outlen, "[%s]:%u", host, ntohs(sin6->sin6_port));
+    }
+}
+
+struct net_connection *net_connection_open(struct net_loop *loop, int fd, int listener_index)
+{
+    struct net_server *server = loop->server;
+    struct net_connection *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->in_buf = malloc(NET_INPUT_BUFFER_BYTES);
+    if (!c->in_buf || uv_poll_init_socket(&loop->uv, &c->poll, fd) != 0) {
+        logger_warn(NET_LOG, "cannot set up a new connection on network thread %d", loop->index);
+        free(c->in_buf);
+        free(c);
+        return NULL;
+    }
+    uv_timer_init(&loop->uv, &c->throttle_timer);
+    c->poll.data = c;
+    c->throttle_timer.data = c;
+    c->handles_open = 2;
+    c->loop = loop;
+    c->fd = fd;
+    c->id = atomic_fetch_add(&server->next_connection_id, 1) + 1;
+    c->listener_name = server->cfg.listeners[listener_index].name;
+    conn_format_peer(fd, c->peer, sizeof(c->peer));
+    c->last_activity_ms = clock_mono_ms();
+
+    c->next = loop->conns;
+    if (loop->conns)
+        loop->conns->prev = c;
+    loop->conns = c;
+    loop->open_conn_count++;
+
+    logger_debug(NET_LOG, "connection %" PRIu64 " opened from %s on %s", c->id, c->peer,
+                 c->listener_name);
+    net_connection_update_poll(c);
+    return c;
+}
+
+void net_connection_update_poll(struct net_connection *c)
+{
+    struct net_loop *loop = c->loop;
+    int want = 0;
+    if (!c->closed) {
+        if (c->out_active)
+            want = UV_WRITABLE;
+        else if (!c->in_flight && !c->throttled && loop->phase == NET_LOOP_RUNNING &&
+                 !loop->backpressured)
+            want = UV_READABLE;
+    }
+    if (want == c->poll_events)
+        return;
+    c->poll_events = want;
+    if (want == 0)
+        uv_poll_stop(&c->poll);
+    else
+        uv_poll_start(&c->poll, want, conn_on_poll);
+}
+
+static void conn_on_handle_closed(uv_handle_t *handle)
+{
+    struct net_connection *c = handle->data;
+    if (handle == (uv_handle_t *)&c->poll) {
+        /* Closed only now: libuv must not be polling an fd that is gone. */
+        close(c->fd);
+        c->fd = -1;
+    }
+    c->handles_open--;
+    net_connection_free_if_done(c);
+}
+
+void net_connection_free_if_done(struct net_connection *c)
+{
+    if (!c->closed || c->handles_open > 0 || c->in_flight)
+        return;
+    struct net_loop *loop = c->loop;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        loop->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    free(c->in_buf);
+    free(c);
+}
+
+void net_connection_close(struct net_connection *c, const char *why)
+{
+    if (c->closed)
+        return;
+    c->closed = true;
+    c->poll_events = 0;
+    struct net_loop *loop = c->loop;
+    loop->open_conn_count--;
+    logger_debug(NET_LOG, "connection %" PRIu64 " from %s closed: %s", c->id, c->peer, why);
+
+    if (c->waiting_dispatch) {
+        /* Never reached an io thread, so nobody else will complete it. */
+        net_loop_unlink_blocked(loop, c);
+        c->waiting_dispatch = false;
+        net_request_free(c->in_flight);
+        c->in_flight = NULL;
+        net_server_request_done(loop->server);
+    }
+    if (c->reading) {
+        net_request_free(c->reading);
+        c->reading = NULL;
+    }
+    net_connection_drop_response(c);
+    uv_timer_stop(&c->throttle_timer);
+    uv_close((uv_handle_t *)&c->throttle_timer, conn_on_handle_closed);
+    uv_close((uv_handle_t *)&c->poll, conn_on_handle_closed);
+    net_loop_connection_closed(loop);
+}
+
+static void conn_frame_complete(struct net_connection *c, struct net_request_impl *req)
+{
+    req->pub.received_mono_ns = clock_mono_ns();
+    c->in_flight = req;
+    net_loop_dispatch(c->loop, c);
+}
+
+/* Looks at buffered input for the next frame. Returns -1 if the connection
+ * was closed. */
+static int conn_parse(struct net_connection *c)
+{
+    size_t avail = c->in_end - c->in_start;
+    if (avail < 4) {
+        if (c->in_start > 0) {
+            memmove(c->in_buf, c->in_buf + c->in_start, avail);
+            c->in_start = 0;
+            c->in_end = avail;
+        }
+        return 0;
+    }
+    const uint8_t *p = c->in_buf + c->in_start;
+    int64_t size = (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+                             ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
+    int64_t max = c->loop->server->cfg.socket_request_max_bytes;
+    if (size <= 0 || size > max) {
+        logger_warn(NET_LOG,
+                    "closing connection %" PRIu64 " from %s: request size %" PRId64
+                    " is outside 1..%" PRId64 " (socket.request.max.bytes)",
+                    c->id, c->peer, size, max);
+        net_connection_close(c, "invalid request size");
+        return -1;
+    }
+    size_t frame_len = (size_t)size;
+    size_t have = avail - 4;
+    if (have >= frame_len) {
+        struct net_request_impl *req = net_request_new(c, frame_len, frame_len);
+        if (!req) {
+            logger_warn(NET_LOG, "closing connection %" PRIu64 " from %s: out of memory", c->id,
+                        c->peer);
+            net_connection_close(c, "out of memory");
+            return -1;
+        }
+        memcpy(req->pub.frame, p + 4, frame_len);
+        c->in_start += 4 + frame_len;
+        if (c->in_start == c->in_end)
+            c->in_start = c->in_end = 0;
+        conn_frame_complete(c, req);
+        return 0;
+    }
+    if (4 + frame_len <= NET_INPUT_BUFFER_BYTES) {
+        if (c->in_start > 0) {
+            memmove(c->in_buf, p, avail);
+            c->in_start = 0;
+            c->in_end = avail;
+        }
+        return 0;
+    }
+    /* Large frame: continue in its own buffer, grown as bytes arrive. */
+    size_t initial = frame_len < NET_FRAME_INITIAL_BYTES ? frame_len : NET_FRAME_INITIAL_BYTES;
+    if (initial < have)
+        initial = have;
+    struct net_request_impl *req = net_request_new(c, frame_len, initial);
+    if (!req) {
+        logger_warn(NET_LOG, "closing connection %" PRIu64 " from %s: out of memory", c->id, c->peer);
+        net_connection_close(c, "out of memory");
+        return -1;
+    }
+    memcpy(req->pub.frame, p + 4, have);
+    c->reading = req;
+    c->reading_got = have;
+    c->in_start = c->in_end = 0;
+    return 0;
+}
+
+/* Returns bytes read, 0 when nothing is available now, -1 if closed. */
+static ssize_t conn_recv(struct net_connection *c, void *buf, size_t len)
+{
+    for (;;) {
+        ssize_t n = recv(c->fd, buf, len, 0);
+        if (n > 0) {
+            c->last_activity_ms = clock_mono_ms();
+            return n;
+        }
+        if (n == 0) {
+            net_connection_close(c, (c->reading || c->in_end > c->in_start)
+                                        ? "peer closed in the middle of a request"
+                                        : "peer closed");
+            return -1;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;
+        if (errno == ECONNRESET || errno == ETIMEDOUT) {
+            net_connection_close(c, "connection reset by peer");
+        } else {
+            logger_warn(NET_LOG, "read from connection %" PRIu64 " (%s): %s", c->id, c->peer,
+                        strerror(errno));
+            net_connection_close(c, "read error");
+        }
+        return -1;
+    }
+}
+
+static void conn_read(struct net_connection *c)
+{
+    size_t budget = NET_IO_BUDGET_BYTES;
+    while (!c->closed && !c->in_flight && budget > 0) {
+        ssize_t n;
+        if (c->reading) {
+            struct net_request_impl *req = c->reading;
+            if (c->reading_got == req->frame_cap) {
+                size_t cap = req->frame_cap * 2;
+                if (cap > req->pub.frame_len)
+                    cap = req->pub.frame_len;
+                uint8_t *grown = realloc(req->pub.frame, cap);
+                if (!grown) {
+                    logger_warn(NET_LOG, "closing connection %" PRIu64 " from %s: out of memory",
+                                c->id, c->peer);
+                    net_connection_close(c, "out of memory");
+                    return;
+                }
+                req->pub.frame = grown;
+                req->frame_cap = cap;
+            }
+            n = conn_recv(c, req->pub.frame + c->reading_got, req->frame_cap - c->reading_got);
+            if (n <= 0)
+                break;
+            c->reading_got += (size_t)n;
+            if (c->reading_got == req->pub.frame_len) {
+                c->reading = NULL;
+                conn_frame_complete(c, req);
+            }
+        } else {
+            if (c->in_end == NET_INPUT_BUFFER_BYTES) {
+                /* conn_parse always leaves room; never read with a zero length,
+                 * which would look like the peer closing. */
+                logger_warn(NET_LOG, "connection %" PRIu64 " (%s): input buffer stuck full", c->id,
+                            c->peer);
+                net_connection_close(c, "input buffer full");
+                return;
+            }
+            n = conn_recv(c, c->in_buf + c->in_end, NET_INPUT_BUFFER_BYTES - c->in_end);
+            if (n <= 0)
+                break;
+            c->in_end += (size_t)n;
+            if (conn_parse(c) < 0)
+                return;
+        }
+        budget -= (size_t)n < budget ? (size_t)n : budget;
+    }
+    net_connection_update_poll(c);
+}
+
+static void conn_write_and_continue(struct net_connection *c)
+{
+    int rc = net_connection_write(c);
+    if (rc < 0) {
+        net_connection_close(c, "write failed");
+        return;
+    }
+    if (rc > 0) {
+        net_connection_update_poll(c);
+        return;
+    }
+    net_connection_drop_response(c);
+    if (c->close_after_write) {
+        net_connection_close(c, "closed after its last response");
+        return;
+    }
+    net_connection_resume(c);
+}
+
+static void conn_on_poll(uv_poll_t *handle, int status, int events)
+{
+    struct net_connection *c = handle->data;
+    if (c->closed)
+        return;
+    if (status < 0) {
+        /* libuv reports a socket error condition (POLLERR) as UV_EBADF; the
+         * real cause is in SO_ERROR, usually a reset from the peer. */
+        int soerr = 0;
+        socklen_t len = sizeof(soerr);
+        getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+        if (soerr == 0 || soerr == ECONNRESET || soerr == EPIPE || soerr == ETIMEDOUT) {
+            net_connection_close(c, "connection reset by peer");
+        } else {
+            logger_warn(NET_LOG, "connection %" PRIu64 " (%s): socket error: %s", c->id, c->peer,
+                        strerror(soerr));
+            net_connection_close(c, "socket error");
+        }
+        return;
+    }
+    if ((events & UV_WRITABLE) && c->out_active)
+        conn_write_and_continue(c);
+    if (!c->closed && (events & UV_READABLE))
+        conn_read(c);
+}
+
+void net_connection_resume(struct net_connection *c)
+{
+    if (c->closed)
+        return;
+    if (!c->in_flight && !c->out_active && !c->throttled && !c->reading) {
+        if (c->loop->phase == NET_LOOP_CLOSING) {
+            net_connection_close(c, "server stopping");
+            return;
+        }
+        /* Pipelined bytes read earlier may already hold the next request. */
+        if (c->loop->phase == NET_LOOP_RUNNING && conn_parse(c) < 0)
+            return;
+    }
+    net_connection_update_poll(c);
+}
+
+static void conn_on_throttle_end(uv_timer_t *timer)
+{
+    struct net_connection *c = timer->data;
+    c->throttled = false;
+    net_connection_resume(c);
+}
+
+void net_connection_on_completed(struct net_request_impl *req)
+{
+    struct net_connection *c = req->conn;
+    c->in_flight = NULL;
+    if (c->closed) {
+        net_request_free(req);
+        net_connection_free_if_done(c);
+        return;
+    }
+    c->last_activity_ms = clock_mono_ms();
+    if (req->has_response) {
+        req->has_response = false;
+        if (net_connection_set_response(c, &req->response) != 0) {
+            net_request_free(req);
+            net_connection_close(c, "unusable response");
+            return;
+        }
+    }
+    bool close_after = req->close_after;
+    int32_t throttle_ms = req->throttle_ms;
+    net_request_free(req);
+
+    if (close_after) {
+        if (!c->out_active) {
+            net_connection_close(c, "closed by the request handler");
+            return;
+        }
+        c->close_after_write = true;
+    }
+    if (throttle_ms > 0) {
+        c->throttled = true;
+        uv_timer_start(&c->throttle_timer, conn_on_throttle_end, (uint64_t)throttle_ms, 0);
+    }
+    if (c->out_active)
+        conn_write_and_continue(c);
+    else
+        net_connection_resume(c);
+}

@@ -1,0 +1,330 @@
+/* Network loop threads: each runs one libuv loop that owns a set of
+ * connections, takes new sockets and completed requests from other threads
+ * through a locked inbox plus a uv_async, and feeds the request queue. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net/net_internal.h"
+#include "util/clock.h"
+#include "util/logger.h"
+
+static void loop_on_wakeup(uv_async_t *async);
+static void loop_check_done(struct net_loop *loop);
+
+int net_loop_init(struct net_loop *loop, struct net_server *server, int index)
+{
+    memset(loop, 0, sizeof(*loop));
+    loop->server = server;
+    loop->index = index;
+    if (uv_loop_init(&loop->uv) != 0)
+        return -1;
+    loop->uv.data = loop;
+    pthread_mutex_init(&loop->mutex, NULL);
+    uv_async_init(&loop->uv, &loop->wakeup, loop_on_wakeup);
+    uv_timer_init(&loop->uv, &loop->idle_timer);
+    uv_timer_init(&loop->uv, &loop->close_timer);
+    loop->wakeup.data = loop;
+    loop->idle_timer.data = loop;
+    loop->close_timer.data = loop;
+    loop->alive = true;
+    return 0;
+}
+
+/* Runs on any thread. The lock makes sure the async handle is not closed
+ * underneath us. */
+void net_loop_wake(struct net_loop *loop)
+{
+    pthread_mutex_lock(&loop->mutex);
+    if (loop->alive)
+        uv_async_send(&loop->wakeup);
+    pthread_mutex_unlock(&loop->mutex);
+}
+
+void net_loop_add_fd(struct net_loop *loop, int fd, int listener_index)
+{
+    bool taken = false;
+    pthread_mutex_lock(&loop->mutex);
+    if (loop->alive && loop->requested_phase == NET_LOOP_RUNNING) {
+        if (loop->new_fd_count == loop->new_fd_cap) {
+            size_t cap = loop->new_fd_cap ? loop->new_fd_cap * 2 : 16;
+            int *fds = realloc(loop->new_fds, cap * sizeof(int));
+            if (fds)
+                loop->new_fds = fds;
+            int *lis = realloc(loop->new_fd_listeners, cap * sizeof(int));
+            if (lis)
+                loop->new_fd_listeners = lis;
+            if (fds && lis)
+                loop->new_fd_cap = cap;
+        }
+        if (loop->new_fd_count < loop->new_fd_cap) {
+            loop->new_fds[loop->new_fd_count] = fd;
+            loop->new_fd_listeners[loop->new_fd_count] = listener_index;
+            loop->new_fd_count++;
+            uv_async_send(&loop->wakeup);
+            taken = true;
+        }
+    }
+    pthread_mutex_unlock(&loop->mutex);
+    if (!taken) {
+        logger_warn(NET_LOG, "dropping an accepted connection: network thread %d cannot take it",
+                    loop->index);
+        close(fd);
+    }
+}
+
+void net_loop_request_phase(struct net_loop *loop, enum net_loop_phase phase, int64_t deadline_ms)
+{
+    pthread_mutex_lock(&loop->mutex);
+    loop->requested_phase = phase;
+    loop->close_deadline_ms = deadline_ms;
+    if (loop->alive)
+        uv_async_send(&loop->wakeup);
+    pthread_mutex_unlock(&loop->mutex);
+}
+
+static void loop_update_all_polls(struct net_loop *loop)
+{
+    for (struct net_connection *c = loop->conns; c; c = c->next)
+        net_connection_update_poll(c);
+}
+
+void net_loop_dispatch(struct net_loop *loop, struct net_connection *conn)
+{
+    struct net_server *server = loop->server;
+    pthread_mutex_lock(&server->state_mutex);
+    server->inflight++;
+    pthread_mutex_unlock(&server->state_mutex);
+
+    /* Earlier blocked connections go first, so queue space is shared fairly. */
+    if (!loop->blocked_head &&
+        net_request_queue_try_push(&server->queue, conn->in_flight, loop->index))
+        return;
+
+    conn->waiting_dispatch = true;
+    conn->blocked_next = NULL;
+    if (loop->blocked_tail)
+        loop->blocked_tail->blocked_next = conn;
+    else
+        loop->blocked_head = conn;
+    loop->blocked_tail = conn;
+    if (!loop->backpressured) {
+        loop->backpressured = true;
+        loop_update_all_polls(loop);
+    }
+}
+
+void net_loop_unlink_blocked(struct net_loop *loop, struct net_connection *conn)
+{
+    struct net_connection *prev = NULL;
+    for (struct net_connection *c = loop->blocked_head; c; prev = c, c = c->blocked_next) {
+        if (c != conn)
+            continue;
+        if (prev)
+            prev->blocked_next = c->blocked_next;
+        else
+            loop->blocked_head = c->blocked_next;
+        if (loop->blocked_tail == c)
+            loop->blocked_tail = prev;
+        c->blocked_next = NULL;
+        return;
+    }
+}
+
+static void loop_retry_blocked(struct net_loop *loop)
+{
+    while (loop->blocked_head) {
+        struct net_connection *c = loop->blocked_head;
+        if (!net_request_queue_try_push(&loop->server->queue, c->in_flight, loop->index))
+            return;
+        loop->blocked_head = c->blocked_next;
+        if (!loop->blocked_head)
+            loop->blocked_tail = NULL;
+        c->blocked_next = NULL;
+        c->waiting_dispatch = false;
+    }
+    if (loop->backpressured) {
+        loop->backpressured = false;
+        loop_update_all_polls(loop);
+    }
+}
+
+static void loop_on_idle_timer(uv_timer_t *timer)
+{
+    struct net_loop *loop = timer->data;
+    int64_t idle_ms = loop->server->cfg.connections_max_idle_ms;
+    int64_t now = clock_mono_ms();
+    for (struct net_connection *c = loop->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->closed || c->in_flight || c->out_active)
+            continue;
+        if (now - c->last_activity_ms >= idle_ms)
+            net_connection_close(c, "idle for longer than connections.max.idle.ms");
+    }
+}
+
+static void loop_on_close_deadline(uv_timer_t *timer)
+{
+    struct net_loop *loop = timer->data;
+    for (struct net_connection *c = loop->conns, *next; c; c = next) {
+        next = c->next;
+        if (!c->closed)
+            net_connection_close(c, "server stopping (flush deadline passed)");
+    }
+}
+
+static void loop_enter_phase(struct net_loop *loop, enum net_loop_phase phase, int64_t deadline_ms)
+{
+    loop->phase = phase;
+    if (phase == NET_LOOP_DRAINING) {
+        loop_update_all_polls(loop);
+        return;
+    }
+    uv_timer_stop(&loop->idle_timer);
+    int64_t wait_ms = deadline_ms - clock_mono_ms();
+    uv_timer_start(&loop->close_timer, loop_on_close_deadline, wait_ms > 0 ? (uint64_t)wait_ms : 0, 0);
+    for (struct net_connection *c = loop->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->closed)
+            continue;
+        if (c->out_active) {
+            c->close_after_write = true;
+            net_connection_update_poll(c);
+        } else {
+            net_connection_close(c, "server stopping");
+        }
+    }
+}
+
+static void loop_on_wakeup(uv_async_t *async)
+{
+    struct net_loop *loop = async->data;
+
+    pthread_mutex_lock(&loop->mutex);
+    int *fds = loop->new_fds;
+    int *listeners = loop->new_fd_listeners;
+    size_t fd_count = loop->new_fd_count;
+    loop->new_fds = NULL;
+    loop->new_fd_listeners = NULL;
+    loop->new_fd_count = loop->new_fd_cap = 0;
+    struct net_request_impl *completed = loop->completed_head;
+    loop->completed_head = loop->completed_tail = NULL;
+    enum net_loop_phase phase = loop->requested_phase;
+    int64_t deadline = loop->close_deadline_ms;
+    pthread_mutex_unlock(&loop->mutex);
+
+    for (size_t i = 0; i < fd_count; i++) {
+        if (loop->phase != NET_LOOP_RUNNING || !net_connection_open(loop, fds[i], listeners[i]))
+            close(fds[i]);
+    }
+    free(fds);
+    free(listeners);
+
+    /* Completions before a phase change, so responses that made the grace
+     * period are written before their connection is closed. */
+    while (completed) {
+        struct net_request_impl *next = completed->next;
+        net_connection_on_completed(completed);
+        completed = next;
+    }
+    loop_retry_blocked(loop);
+    if (phase > loop->phase)
+        loop_enter_phase(loop, phase, deadline);
+    loop_check_done(loop);
+}
+
+void net_loop_connection_closed(struct net_loop *loop)
+{
+    loop_check_done(loop);
+}
+
+/* Once closing and every socket is shut, the loop closes its own handles;
+ * uv_run then returns in the thread. */
+static void loop_check_done(struct net_loop *loop)
+{
+    if (loop->phase != NET_LOOP_CLOSING || loop->open_conn_count > 0 || loop->handles_closing)
+        return;
+    loop->handles_closing = true;
+
+    pthread_mutex_lock(&loop->mutex);
+    loop->alive = false;
+    struct net_request_impl *completed = loop->completed_head;
+    loop->completed_head = loop->completed_tail = NULL;
+    pthread_mutex_unlock(&loop->mutex);
+
+    /* Their connections are closed already; the requests were counted as
+     * done by net_request_complete. */
+    while (completed) {
+        struct net_request_impl *next = completed->next;
+        net_request_free(completed);
+        completed = next;
+    }
+    uv_close((uv_handle_t *)&loop->wakeup, NULL);
+    uv_close((uv_handle_t *)&loop->idle_timer, NULL);
+    uv_close((uv_handle_t *)&loop->close_timer, NULL);
+}
+
+static void *loop_thread_main(void *arg)
+{
+    struct net_loop *loop = arg;
+    int64_t idle_ms = loop->server->cfg.connections_max_idle_ms;
+    if (idle_ms > 0) {
+        /* Check often enough that a connection overstays by at most ~25%. */
+        int64_t interval = idle_ms / 4;
+        if (interval < 10)
+            interval = 10;
+        if (interval > 1000)
+            interval = 1000;
+        uv_timer_start(&loop->idle_timer, loop_on_idle_timer, (uint64_t)interval, (uint64_t)interval);
+    }
+    uv_run(&loop->uv, UV_RUN_DEFAULT);
+
+    /* Left are connections whose request was never completed in time: the
+     * request is abandoned to its completer, which will just free it. */
+    while (loop->conns) {
+        struct net_connection *c = loop->conns;
+        c->in_flight = NULL;
+        net_connection_free_if_done(c);
+    }
+    return NULL;
+}
+
+int net_loop_thread_start(struct net_loop *loop)
+{
+    if (pthread_create(&loop->thread, NULL, loop_thread_main, loop) != 0)
+        return -1;
+    loop->thread_started = true;
+    return 0;
+}
+
+void net_loop_join(struct net_loop *loop)
+{
+    if (loop->thread_started) {
+        pthread_join(loop->thread, NULL);
+        loop->thread_started = false;
+        loop->joined = true;
+    }
+}
+
+void net_loop_destroy(struct net_loop *loop)
+{
+    if (!loop->server)
+        return;
+    if (!loop->joined) {
+        /* The thread never ran: close the handles here. */
+        pthread_mutex_lock(&loop->mutex);
+        loop->alive = false;
+        pthread_mutex_unlock(&loop->mutex);
+        uv_close((uv_handle_t *)&loop->wakeup, NULL);
+        uv_close((uv_handle_t *)&loop->idle_timer, NULL);
+        uv_close((uv_handle_t *)&loop->close_timer, NULL);
+        uv_run(&loop->uv, UV_RUN_DEFAULT);
+    }
+    uv_loop_close(&loop->uv);
+    for (size_t i = 0; i < loop->new_fd_count; i++)
+        close(loop->new_fds[i]);
+    free(loop->new_fds);
+    free(loop->new_fd_listeners);
+    pthread_mutex_destroy(&loop->mutex);
+    loop->server = NULL;
+}

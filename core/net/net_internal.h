@@ -1,0 +1,188 @@
+/* Private structures shared by the files of the network layer. */
+#ifndef CAIRN_NET_INTERNAL_H
+#define CAIRN_NET_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <uv.h>
+
+#include "net/request_queue.h"
+#include "net/server.h"
+
+#define NET_LOG "net"
+/* Small frames are parsed out of this per-connection buffer; larger ones are
+ * read straight into their own growing buffer. */
+#define NET_INPUT_BUFFER_BYTES (16 * 1024)
+/* First allocation for a large frame; it doubles as bytes arrive so a peer
+ * announcing a huge frame and sending nothing costs little memory. */
+#define NET_FRAME_INITIAL_BYTES (256 * 1024)
+/* Bytes moved per connection per loop wake-up, so one busy connection
+ * cannot starve the others sharing its loop. */
+#define NET_IO_BUDGET_BYTES (4 * 1024 * 1024)
+
+struct net_connection;
+struct net_loop;
+
+/* A request as allocated by the network layer. Created and filled by the
+ * owning loop; read by one io thread while handled; the completion fields are
+ * written by the completing thread before it is queued back to the loop. */
+struct net_request_impl {
+    struct net_request pub;
+    struct net_loop *loop;
+    struct net_connection *conn; /* dereferenced on the loop thread only */
+    size_t frame_cap;            /* bytes allocated for pub.frame */
+    struct net_request_impl *next; /* loop's completed list */
+    struct kafka_writer response;
+    bool has_response;
+    int32_t throttle_ms;
+    bool close_after;
+};
+
+/* One client socket. Owned by its loop thread; never touched elsewhere. */
+struct net_connection {
+    struct net_loop *loop;
+    struct net_connection *prev, *next; /* loop's connection list */
+    uv_poll_t poll;
+    uv_timer_t throttle_timer;
+    int handles_open;
+    int fd;
+    uint64_t id;
+    char peer[64];
+    const char *listener_name;
+    bool closed; /* socket closed; the struct may wait for its in-flight request */
+    int poll_events; /* events currently registered with uv_poll */
+
+    /* input */
+    uint8_t *in_buf;
+    size_t in_start, in_end;
+    struct net_request_impl *reading; /* large frame being read into its own buffer */
+    size_t reading_got;
+    struct net_request_impl *in_flight; /* at most one per connection */
+    bool waiting_dispatch;              /* in_flight is in the loop's blocked list */
+    struct net_connection *blocked_next;
+
+    /* output */
+    struct kafka_writer out;
+    bool out_active;
+    size_t out_pos;      /* buffer bytes sent */
+    size_t out_splice;   /* index of the next splice to send */
+    int64_t out_splice_sent;
+    bool close_after_write;
+    bool throttled;
+
+    int64_t last_activity_ms;
+};
+
+enum net_loop_phase { NET_LOOP_RUNNING = 0, NET_LOOP_DRAINING = 1, NET_LOOP_CLOSING = 2 };
+
+/* A network thread. Fields under `mutex` are shared with other threads;
+ * the rest belong to the loop thread. */
+struct net_loop {
+    struct net_server *server;
+    int index;
+    pthread_t thread;
+    bool thread_started;
+    bool joined;
+    uv_loop_t uv;
+    uv_async_t wakeup;
+    uv_timer_t idle_timer;
+    uv_timer_t close_timer;
+
+    pthread_mutex_t mutex;
+    bool alive; /* wakeup may be signalled; false once the loop is shutting its handles */
+    int *new_fds;
+    int *new_fd_listeners;
+    size_t new_fd_count, new_fd_cap;
+    struct net_request_impl *completed_head, *completed_tail;
+    enum net_loop_phase requested_phase;
+    int64_t close_deadline_ms;
+
+    /* loop thread only */
+    enum net_loop_phase phase;
+    struct net_connection *conns;
+    size_t open_conn_count; /* connections whose socket is still open */
+    struct net_connection *blocked_head, *blocked_tail;
+    bool backpressured;
+    bool handles_closing;
+};
+
+struct net_listener {
+    int fd;
+    int port;
+    uv_poll_t poll;
+    bool poll_initialised;
+};
+
+/* Owned by the controlling thread; shared fields are atomics or under
+ * state_mutex. */
+struct net_server {
+    struct net_config cfg;
+    net_request_handler handler;
+    void *handler_ctx;
+
+    struct net_listener listeners[NET_MAX_LISTENERS];
+    uv_loop_t accept_uv;
+    uv_async_t accept_stop;
+    uv_timer_t accept_retry;
+    pthread_t accept_thread;
+    bool accept_started;
+    unsigned next_loop;
+
+    struct net_loop *loops;
+    int loop_count;
+    pthread_t *workers;
+    int workers_started;
+    struct net_request_queue queue;
+
+    pthread_mutex_t state_mutex;
+    pthread_cond_t state_cond;
+    int64_t inflight; /* requests created and not yet completed */
+
+    atomic_uint_fast64_t next_connection_id;
+    bool running; /* fully started and not yet stopped */
+    bool stopped;
+};
+
+/* server.c */
+/* A dispatched request is finished (completed, or dropped unhandled). */
+void net_server_request_done(struct net_server *server);
+struct net_request_impl *net_request_new(struct net_connection *conn, size_t frame_len,
+                                         size_t initial_cap);
+void net_request_free(struct net_request_impl *req);
+
+/* listener.c */
+int net_listeners_open(struct net_server *server, char *err, size_t errlen);
+int net_accept_thread_start(struct net_server *server, char *err, size_t errlen);
+void net_accept_thread_stop(struct net_server *server);
+void net_listeners_close(struct net_server *server);
+
+/* loop.c */
+int net_loop_init(struct net_loop *loop, struct net_server *server, int index);
+int net_loop_thread_start(struct net_loop *loop);
+void net_loop_add_fd(struct net_loop *loop, int fd, int listener_index);
+void net_loop_wake(struct net_loop *loop);
+void net_loop_request_phase(struct net_loop *loop, enum net_loop_phase phase, int64_t deadline_ms);
+void net_loop_join(struct net_loop *loop);
+void net_loop_destroy(struct net_loop *loop);
+void net_loop_dispatch(struct net_loop *loop, struct net_connection *conn);
+void net_loop_unlink_blocked(struct net_loop *loop, struct net_connection *conn);
+/* A connection's socket was closed; lets a closing loop finish. */
+void net_loop_connection_closed(struct net_loop *loop);
+
+/* connection.c */
+struct net_connection *net_connection_open(struct net_loop *loop, int fd, int listener_index);
+void net_connection_close(struct net_connection *conn, const char *why);
+void net_connection_update_poll(struct net_connection *conn);
+void net_connection_resume(struct net_connection *conn);
+void net_connection_on_completed(struct net_request_impl *req);
+void net_connection_free_if_done(struct net_connection *conn);
+
+/* connection_write.c */
+/* Returns 0 when the response is fully written, 1 when more remains (wait
+ * for writability), -1 on a socket error (connection must close). */
+int net_connection_write(struct net_connection *conn);
+/* Takes the contents of the completed request's response; -1 if unusable. */
+int net_connection_set_response(struct net_connection *conn, struct kafka_writer *response);
+void net_connection_drop_response(struct net_connection *conn);
+
+#endif

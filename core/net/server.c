@@ -1,0 +1,335 @@
+/* Server lifecycle (start, stop, free), the io threads, and request
+ * allocation and completion. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "net/net_internal.h"
+#include "util/clock.h"
+#include "util/logger.h"
+
+/* Shortest time given to write out pending responses when stopping, even
+ * when the grace period is already used up. */
+#define NET_FLUSH_MIN_MS 200
+#define NET_MAX_NETWORK_THREADS 64
+#define NET_MAX_IO_THREADS 1024
+#define NET_MAX_QUEUED_REQUESTS (1 << 20)
+
+void net_config_defaults(struct net_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    snprintf(cfg->listeners[0].name, sizeof(cfg->listeners[0].name), "PLAINTEXT");
+    snprintf(cfg->listeners[0].host, sizeof(cfg->listeners[0].host), "0.0.0.0");
+    cfg->listeners[0].port = 9092;
+    cfg->listener_count = 1;
+    cfg->num_network_threads = 3;
+    cfg->num_io_threads = 8;
+    cfg->queued_max_requests = 500;
+    cfg->socket_request_max_bytes = 104857600;
+    cfg->connections_max_idle_ms = 600000;
+    cfg->socket_send_buffer_bytes = 102400;
+    cfg->socket_receive_buffer_bytes = 102400;
+}
+
+static int config_check(const struct net_config *cfg, char *err, size_t errlen)
+{
+    if (cfg->listener_count < 1 || cfg->listener_count > NET_MAX_LISTENERS) {
+        snprintf(err, errlen, "listener count %d must be 1..%d", cfg->listener_count,
+                 NET_MAX_LISTENERS);
+        return -1;
+    }
+    for (int i = 0; i < cfg->listener_count; i++) {
+        const struct net_listener_config *lc = &cfg->listeners[i];
+        if (lc->name[0] == '\0' || memchr(lc->name, '\0', sizeof(lc->name)) == NULL ||
+            memchr(lc->host, '\0', sizeof(lc->host)) == NULL) {
+            snprintf(err, errlen, "listener %d needs a name and a terminated host", i);
+            return -1;
+        }
+        if (lc->port < 0 || lc->port > 65535) {
+            snprintf(err, errlen, "listener %s: port %d must be 0..65535", lc->name, lc->port);
+            return -1;
+        }
+    }
+    if (cfg->num_network_threads < 1 || cfg->num_network_threads > NET_MAX_NETWORK_THREADS) {
+        snprintf(err, errlen, "num.network.threads %d must be 1..%d", cfg->num_network_threads,
+                 NET_MAX_NETWORK_THREADS);
+        return -1;
+    }
+    if (cfg->num_io_threads < 1 || cfg->num_io_threads > NET_MAX_IO_THREADS) {
+        snprintf(err, errlen, "num.io.threads %d must be 1..%d", cfg->num_io_threads,
+                 NET_MAX_IO_THREADS);
+        return -1;
+    }
+    if (cfg->queued_max_requests < 1 || cfg->queued_max_requests > NET_MAX_QUEUED_REQUESTS) {
+        snprintf(err, errlen, "queued.max.requests %d must be 1..%d", cfg->queued_max_requests,
+                 NET_MAX_QUEUED_REQUESTS);
+        return -1;
+    }
+    if (cfg->socket_request_max_bytes < 1 || cfg->socket_request_max_bytes > INT32_MAX) {
+        snprintf(err, errlen, "socket.request.max.bytes %lld must be 1..%d",
+                 (long long)cfg->socket_request_max_bytes, INT32_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+struct net_request_impl *net_request_new(struct net_connection *conn, size_t frame_len,
+                                         size_t initial_cap)
+{
+    struct net_request_impl *req = calloc(1, sizeof(*req));
+    if (!req)
+        return NULL;
+    req->pub.frame = malloc(initial_cap > 0 ? initial_cap : 1);
+    if (!req->pub.frame) {
+        free(req);
+        return NULL;
+    }
+    req->frame_cap = initial_cap;
+    req->pub.frame_len = frame_len;
+    req->pub.connection_id = conn->id;
+    memcpy(req->pub.peer, conn->peer, sizeof(req->pub.peer));
+    req->pub.listener_name = conn->listener_name;
+    req->conn = conn;
+    req->loop = conn->loop;
+    return req;
+}
+
+void net_request_free(struct net_request_impl *req)
+{
+    if (!req)
+        return;
+    if (req->has_response)
+        kafka_writer_free(&req->response);
+    free(req->pub.frame);
+    free(req);
+}
+
+void net_server_request_done(struct net_server *server)
+{
+    pthread_mutex_lock(&server->state_mutex);
+    server->inflight--;
+    if (server->inflight == 0)
+        pthread_cond_broadcast(&server->state_cond);
+    pthread_mutex_unlock(&server->state_mutex);
+}
+
+void net_request_complete(struct net_request *pub, struct kafka_writer *response,
+                          int32_t throttle_ms, bool close_after)
+{
+    struct net_request_impl *req = (struct net_request_impl *)pub;
+    if (response) {
+        req->response = *response;
+        memset(response, 0, sizeof(*response));
+        req->has_response = true;
+    }
+    req->throttle_ms = throttle_ms > 0 ? throttle_ms : 0;
+    req->close_after = close_after;
+
+    struct net_loop *loop = req->loop;
+    /* Counted done while the loop lock is held, so a stopping server sees
+     * the completion queued before it asks the loop to close. */
+    pthread_mutex_lock(&loop->mutex);
+    if (loop->alive) {
+        req->next = NULL;
+        if (loop->completed_tail)
+            loop->completed_tail->next = req;
+        else
+            loop->completed_head = req;
+        loop->completed_tail = req;
+        uv_async_send(&loop->wakeup);
+    } else {
+        net_request_free(req);
+    }
+    net_server_request_done(loop->server);
+    pthread_mutex_unlock(&loop->mutex);
+}
+
+int net_server_bound_port(struct net_server *server, int listener_index)
+{
+    if (!server || listener_index < 0 || listener_index >= server->cfg.listener_count)
+        return -1;
+    return server->listeners[listener_index].port;
+}
+
+static void *worker_main(void *arg)
+{
+    struct net_server *server = arg;
+    for (;;) {
+        struct net_request_impl *req = net_request_queue_pop(&server->queue);
+        if (!req)
+            return NULL;
+        server->handler(&req->pub, server->handler_ctx);
+    }
+}
+
+static void server_on_queue_space(void *ctx, int producer)
+{
+    struct net_server *server = ctx;
+    net_loop_wake(&server->loops[producer]);
+}
+
+/* A peer resetting its connection must never kill the process; sendfile()
+ * has no MSG_NOSIGNAL, so SIGPIPE is ignored unless someone handles it. */
+static void server_ignore_sigpipe(void)
+{
+    struct sigaction current;
+    if (sigaction(SIGPIPE, NULL, &current) == 0 && current.sa_handler == SIG_DFL) {
+        struct sigaction ignore;
+        memset(&ignore, 0, sizeof(ignore));
+        ignore.sa_handler = SIG_IGN;
+        sigemptyset(&ignore.sa_mask);
+        sigaction(SIGPIPE, &ignore, NULL);
+    }
+}
+
+int net_server_start(const struct net_config *cfg, net_request_handler handler, void *ctx,
+                     struct net_server **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!handler) {
+        snprintf(err, errlen, "a request handler is required");
+        return -1;
+    }
+    if (config_check(cfg, err, errlen) != 0)
+        return -1;
+    struct net_server *server = calloc(1, sizeof(*server));
+    if (!server) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    server->cfg = *cfg;
+    server->handler = handler;
+    server->handler_ctx = ctx;
+    for (int i = 0; i < NET_MAX_LISTENERS; i++)
+        server->listeners[i].fd = -1;
+    pthread_mutex_init(&server->state_mutex, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&server->state_cond, &attr);
+    pthread_condattr_destroy(&attr);
+    atomic_init(&server->next_connection_id, 0);
+    server_ignore_sigpipe();
+
+    if (net_request_queue_init(&server->queue, (size_t)cfg->queued_max_requests,
+                               cfg->num_network_threads, server_on_queue_space, server) != 0) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    server->loops = calloc((size_t)cfg->num_network_threads, sizeof(*server->loops));
+    server->workers = calloc((size_t)cfg->num_io_threads, sizeof(*server->workers));
+    if (!server->loops || !server->workers) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < cfg->num_network_threads; i++) {
+        if (net_loop_init(&server->loops[i], server, i) != 0) {
+            snprintf(err, errlen, "cannot create network loop %d", i);
+            goto fail;
+        }
+        server->loop_count = i + 1;
+    }
+    if (net_listeners_open(server, err, errlen) != 0)
+        goto fail;
+    for (int i = 0; i < server->loop_count; i++) {
+        if (net_loop_thread_start(&server->loops[i]) != 0) {
+            snprintf(err, errlen, "cannot start network thread %d", i);
+            goto fail;
+        }
+    }
+    for (int i = 0; i < cfg->num_io_threads; i++) {
+        if (pthread_create(&server->workers[i], NULL, worker_main, server) != 0) {
+            snprintf(err, errlen, "cannot start io thread %d", i);
+            goto fail;
+        }
+        server->workers_started = i + 1;
+    }
+    if (net_accept_thread_start(server, err, errlen) != 0)
+        goto fail;
+    server->running = true;
+    logger_info(NET_LOG, "started %d network threads and %d io threads", server->loop_count,
+                server->workers_started);
+    *out = server;
+    return 0;
+
+fail:
+    net_server_free(server);
+    return -1;
+}
+
+static void server_wait_inflight(struct net_server *server, int64_t deadline_ms)
+{
+    pthread_mutex_lock(&server->state_mutex);
+    while (server->inflight > 0) {
+        int64_t left = deadline_ms - clock_mono_ms();
+        if (left <= 0)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += left / 1000;
+        ts.tv_nsec += (left % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&server->state_cond, &server->state_mutex, &ts);
+    }
+    if (server->inflight > 0)
+        logger_warn(NET_LOG, "stopping with %lld requests still in flight",
+                    (long long)server->inflight);
+    pthread_mutex_unlock(&server->state_mutex);
+}
+
+void net_server_stop(struct net_server *server, int64_t grace_ms)
+{
+    if (!server || server->stopped)
+        return;
+    server->stopped = true;
+    int64_t deadline = clock_mono_ms() + (grace_ms > 0 ? grace_ms : 0);
+
+    net_accept_thread_stop(server);
+    net_listeners_close(server);
+    for (int i = 0; i < server->loop_count; i++)
+        net_loop_request_phase(&server->loops[i], NET_LOOP_DRAINING, 0);
+    if (server->workers_started > 0)
+        server_wait_inflight(server, deadline);
+
+    int64_t flush_deadline = clock_mono_ms() + NET_FLUSH_MIN_MS;
+    if (flush_deadline < deadline)
+        flush_deadline = deadline;
+    for (int i = 0; i < server->loop_count; i++)
+        net_loop_request_phase(&server->loops[i], NET_LOOP_CLOSING, flush_deadline);
+    for (int i = 0; i < server->loop_count; i++)
+        net_loop_join(&server->loops[i]);
+
+    if (server->queue.items) {
+        net_request_queue_close(&server->queue);
+        for (int i = 0; i < server->workers_started; i++)
+            pthread_join(server->workers[i], NULL);
+        server->workers_started = 0;
+        struct net_request_impl *req;
+        while ((req = net_request_queue_take_leftover(&server->queue)) != NULL)
+            net_request_complete(&req->pub, NULL, 0, true);
+    }
+    if (server->running)
+        logger_info(NET_LOG, "network layer stopped");
+    server->running = false;
+}
+
+void net_server_free(struct net_server *server)
+{
+    if (!server)
+        return;
+    net_server_stop(server, 0);
+    for (int i = 0; i < server->loop_count; i++)
+        net_loop_destroy(&server->loops[i]);
+    free(server->loops);
+    free(server->workers);
+    net_request_queue_destroy(&server->queue);
+    pthread_mutex_destroy(&server->state_mutex);
+    pthread_cond_destroy(&server->state_cond);
+    free(server);
+}

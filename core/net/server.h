@@ -1,0 +1,92 @@
+/* Network layer: listeners, connections, Kafka framing and the request
+ * threads that run the handler.
+ *
+ * Threads: one accept thread, num_network_threads libuv loops (each owns its
+ * connections and does all their socket I/O), and num_io_threads workers that
+ * call the request handler. A connection has at most one request in flight,
+ * so responses leave in request order.
+ *
+ * Thread-safety: net_server_start/stop/free are called from one controlling
+ * thread. net_request_complete may be called from any thread. */
+#ifndef CAIRN_NET_SERVER_H
+#define CAIRN_NET_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocol/wire.h"
+
+#define NET_MAX_LISTENERS 8
+
+struct net_listener_config {
+    char name[32];  /* "PLAINTEXT" */
+    char host[256]; /* "", "0.0.0.0", "::", an IP or a host name */
+    int port;       /* 0 = ephemeral, see net_server_bound_port */
+};
+
+/* Plain data; copied by net_server_start. */
+struct net_config {
+    struct net_listener_config listeners[NET_MAX_LISTENERS];
+    int listener_count;
+    int num_network_threads;          /* num.network.threads, default 3 */
+    int num_io_threads;               /* num.io.threads, default 8 */
+    int queued_max_requests;          /* queued.max.requests, default 500 */
+    int64_t socket_request_max_bytes; /* socket.request.max.bytes, default 104857600 */
+    int64_t connections_max_idle_ms;  /* connections.max.idle.ms, default 600000; <= 0 disables */
+    int socket_send_buffer_bytes;     /* socket.send.buffer.bytes, default 102400; -1 = OS default */
+    int socket_receive_buffer_bytes;  /* socket.receive.buffer.bytes, default 102400; -1 = OS default */
+};
+
+/* One received request, handed to the handler on an io thread. The
+ * structure is owned by the network layer; it stays valid until
+ * net_request_complete is called for it, and must not be touched after. */
+struct net_request {
+    uint64_t connection_id;
+    char peer[64];             /* "127.0.0.1:53422" or "[::1]:53422" */
+    const char *listener_name; /* lives as long as the server */
+    uint8_t *frame;            /* request bytes after the 4-byte size prefix */
+    size_t frame_len;
+    int64_t received_mono_ns;  /* clock_mono_ns() when the last byte arrived */
+    /* private fields follow (the network layer allocates a larger object) */
+};
+
+/* Runs on an io thread. It must eventually lead to exactly one
+ * net_request_complete call for req, from this or any other thread. */
+typedef void (*net_request_handler)(struct net_request *req, void *ctx);
+
+struct net_server;
+
+/* Fills cfg with Kafka's defaults and one PLAINTEXT listener on 0.0.0.0:9092. */
+void net_config_defaults(struct net_config *cfg);
+
+/* Binds every listener and starts all threads. Returns 0, or -1 with err
+ * filled (a bad config value, or a listener that cannot be bound). */
+int net_server_start(const struct net_config *cfg, net_request_handler handler, void *ctx,
+                     struct net_server **out, char *err, size_t errlen);
+
+/* The port a listener is bound to (the real one when configured as 0), or -1. */
+int net_server_bound_port(struct net_server *server, int listener_index);
+
+/* Finishes a request. response may be NULL (send nothing, e.g. Produce with
+ * acks=0); otherwise it holds the complete response frame, size prefix
+ * included, and its contents are moved into the network layer: *response is
+ * left zeroed and the struct itself stays the caller's. The connection reads
+ * its next request once the response is written and throttle_ms has passed
+ * (KIP-219 muting), or is closed after the response when close_after is set.
+ * Callable from any thread, exactly once per request. After net_server_stop
+ * has given up on a request, completing it just frees it; every request must
+ * be completed before net_server_free. */
+void net_request_complete(struct net_request *req, struct kafka_writer *response,
+                          int32_t throttle_ms, bool close_after);
+
+/* Stops accepting, stops reading new requests, waits up to grace_ms for
+ * in-flight requests to complete, writes out pending responses, closes every
+ * connection and joins all threads. Idempotent. Must not be called from a
+ * network or io thread (nor from a signal handler). */
+void net_server_stop(struct net_server *server, int64_t grace_ms);
+
+/* Stops (with no grace) if still running, then frees the server. */
+void net_server_free(struct net_server *server);
+
+#endif

@@ -1,0 +1,395 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "raw_kafka.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef CAIRND_PATH
+#define CAIRND_PATH "cairnd"
+#endif
+
+#define HARNESS_START_TIMEOUT_MS 10000
+#define HARNESS_STOP_TIMEOUT_MS 10000
+#define HARNESS_MAX_CHILDREN 16
+
+/* Pids of running brokers, read by the fatal-signal handler so that a
+ * failing test never leaves a broker behind. Written only by the main
+ * thread; sig_atomic_t-sized slots keep the handler's reads sane. */
+static volatile pid_t harness_children[HARNESS_MAX_CHILDREN];
+static bool harness_handlers_installed;
+
+static void harness_kill_children(void)
+{
+    for (int i = 0; i < HARNESS_MAX_CHILDREN; i++) {
+        pid_t pid = harness_children[i];
+        if (pid > 0)
+            kill(pid, SIGKILL);
+    }
+}
+
+static void harness_fatal_signal(int sig)
+{
+    harness_kill_children();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void harness_install_handlers(void)
+{
+    if (harness_handlers_installed)
+        return;
+    harness_handlers_installed = true;
+    atexit(harness_kill_children);
+    int signals[] = {SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+    for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = harness_fatal_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(signals[i], &sa, NULL);
+    }
+}
+
+static void harness_track(pid_t pid)
+{
+    for (int i = 0; i < HARNESS_MAX_CHILDREN; i++) {
+        if (harness_children[i] == 0) {
+            harness_children[i] = pid;
+            return;
+        }
+    }
+}
+
+static void harness_untrack(pid_t pid)
+{
+    for (int i = 0; i < HARNESS_MAX_CHILDREN; i++)
+        if (harness_children[i] == pid)
+            harness_children[i] = 0;
+}
+
+long long harness_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void harness_sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+const char *broker_binary(void)
+{
+    const char *env = getenv("CAIRND");
+    return (env && *env) ? env : CAIRND_PATH;
+}
+
+void broker_print_log_tail(const struct test_broker *b, int lines)
+{
+    FILE *f = fopen(b->log_path, "r");
+    if (!f) {
+        fprintf(stderr, "[harness] no broker log at %s\n", b->log_path);
+        return;
+    }
+    /* Keep a ring of the last `lines` lines; logs are small in tests. */
+    char **ring = calloc((size_t)lines, sizeof(char *));
+    char *line = NULL;
+    size_t cap = 0;
+    long count = 0;
+    while (ring && getline(&line, &cap, f) >= 0) {
+        free(ring[count % lines]);
+        ring[count % lines] = strdup(line);
+        count++;
+    }
+    fclose(f);
+    free(line);
+    fprintf(stderr, "[harness] ---- last lines of %s ----\n", b->log_path);
+    long first = count > lines ? count - lines : 0;
+    for (long i = first; ring && i < count; i++)
+        fputs(ring[i % lines] ? ring[i % lines] : "", stderr);
+    fprintf(stderr, "[harness] ---- end of broker log ----\n");
+    for (int i = 0; ring && i < lines; i++)
+        free(ring[i]);
+    free(ring);
+}
+
+static int harness_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = 0};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    int port = -1;
+    if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&addr, &len) == 0)
+        port = ntohs(addr.sin_port);
+    close(fd);
+    return port;
+}
+
+/* Builds argv and forks cairnd; returns the child's pid or -1. */
+static pid_t harness_spawn(struct test_broker *b)
+{
+    char listeners[128], log_dirs[700];
+    snprintf(listeners, sizeof(listeners), "listeners=PLAINTEXT://127.0.0.1:%d", b->port);
+    snprintf(log_dirs, sizeof(log_dirs), "log.dirs=%s", b->data_dir);
+    const char *fixed[] = {listeners, log_dirs, "node.id=1"};
+    const char *argv[2 + 2 * (3 + BROKER_MAX_OVERRIDES) + 1];
+    int argc = 0;
+    argv[argc++] = broker_binary();
+    for (size_t i = 0; i < 3; i++) {
+        argv[argc++] = "--override";
+        argv[argc++] = fixed[i];
+    }
+    for (int i = 0; i < b->override_count; i++) {
+        argv[argc++] = "--override";
+        argv[argc++] = b->overrides[i];
+    }
+    argv[argc] = NULL;
+
+    int log_fd = open(b->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0)
+        return -1;
+    char banner[128];
+    int banner_len = snprintf(banner, sizeof(banner), "==== [harness] start #%d on port %d ====\n",
+                              b->starts + 1, b->port);
+    if (write(log_fd, banner, (size_t)banner_len) < 0) {
+        /* Only a marker for readers of the log. */
+    }
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(log_fd);
+        return -1;
+    }
+    if (pid == 0) {
+        /* The broker must not outlive a test runner killed with SIGKILL. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        int null_fd = open("/dev/null", O_RDONLY);
+        if (null_fd >= 0)
+            dup2(null_fd, STDIN_FILENO);
+        dup2(log_fd, STDOUT_FILENO);
+        dup2(log_fd, STDERR_FILENO);
+        signal(SIGPIPE, SIG_DFL);
+        execv(argv[0], (char *const *)argv);
+        dprintf(STDERR_FILENO, "[harness] exec %s failed: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(log_fd);
+    harness_track(pid);
+    b->starts++;
+    return pid;
+}
+
+bool broker_alive(struct test_broker *b)
+{
+    if (b->pid <= 0)
+        return false;
+    int status;
+    pid_t r = waitpid(b->pid, &status, WNOHANG);
+    if (r == 0)
+        return true;
+    if (r == b->pid) {
+        if (WIFSIGNALED(status))
+            fprintf(stderr, "[harness] cairnd %d died from signal %d\n", (int)b->pid,
+                    WTERMSIG(status));
+        else
+            fprintf(stderr, "[harness] cairnd %d exited with status %d\n", (int)b->pid,
+                    WEXITSTATUS(status));
+    }
+    harness_untrack(b->pid);
+    b->pid = 0;
+    return false;
+}
+
+/* Polls until the port answers an ApiVersions round trip. */
+static void harness_wait_ready(struct test_broker *b)
+{
+    long long deadline = harness_now_ms() + HARNESS_START_TIMEOUT_MS;
+    int32_t correlation = 1;
+    while (harness_now_ms() < deadline) {
+        if (!broker_alive(b)) {
+            broker_print_log_tail(b, 40);
+            fail_msg("cairnd (%s) exited during start-up", broker_binary());
+        }
+        int fd = raw_connect(b->port, 1000);
+        if (fd >= 0) {
+            struct raw_api_versions versions;
+            int rc = raw_api_versions(fd, 0, correlation++, &versions);
+            close(fd);
+            if (rc == 0 && versions.error_code == 0 && versions.count > 0)
+                return;
+        }
+        harness_sleep_ms(50);
+    }
+    broker_print_log_tail(b, 40);
+    broker_kill9(b);
+    fail_msg("cairnd did not answer ApiVersions on port %d within %d ms", b->port,
+             HARNESS_START_TIMEOUT_MS);
+}
+
+void broker_start(struct test_broker *b, const char *const *overrides)
+{
+    harness_install_handlers();
+    memset(b, 0, sizeof(*b));
+    const char *tmp = getenv("TMPDIR");
+    snprintf(b->dir, sizeof(b->dir), "%s/cairn-it-XXXXXX", (tmp && *tmp) ? tmp : "/tmp");
+    if (!mkdtemp(b->dir))
+        fail_msg("mkdtemp(%s): %s", b->dir, strerror(errno));
+    snprintf(b->data_dir, sizeof(b->data_dir), "%s/data", b->dir);
+    snprintf(b->log_path, sizeof(b->log_path), "%s/cairnd.log", b->dir);
+    if (mkdir(b->data_dir, 0755) != 0)
+        fail_msg("mkdir(%s): %s", b->data_dir, strerror(errno));
+    for (int i = 0; overrides && overrides[i]; i++) {
+        if (b->override_count == BROKER_MAX_OVERRIDES)
+            fail_msg("more than %d broker overrides", BROKER_MAX_OVERRIDES);
+        b->overrides[b->override_count++] = strdup(overrides[i]);
+    }
+    b->port = harness_free_port();
+    if (b->port <= 0)
+        fail_msg("no free loopback port");
+    snprintf(b->bootstrap, sizeof(b->bootstrap), "127.0.0.1:%d", b->port);
+    if (access(broker_binary(), X_OK) != 0)
+        fail_msg("cairnd binary %s is not executable: %s", broker_binary(), strerror(errno));
+    b->pid = harness_spawn(b);
+    if (b->pid < 0)
+        fail_msg("could not fork cairnd: %s", strerror(errno));
+    fprintf(stderr, "[harness] cairnd pid %d on %s, dir %s\n", (int)b->pid, b->bootstrap, b->dir);
+    harness_wait_ready(b);
+}
+
+const char *broker_bootstrap(const struct test_broker *b)
+{
+    return b->bootstrap;
+}
+
+int broker_port(const struct test_broker *b)
+{
+    return b->port;
+}
+
+pid_t broker_pid(const struct test_broker *b)
+{
+    return b->pid;
+}
+
+/* Waits for the child to exit; returns true and fills *status if it did. */
+static bool harness_wait_exit(pid_t pid, int timeout_ms, int *status)
+{
+    long long deadline = harness_now_ms() + timeout_ms;
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid)
+            return true;
+        if (r < 0 && errno != EINTR)
+            return true; /* already reaped */
+        if (harness_now_ms() >= deadline)
+            return false;
+        harness_sleep_ms(20);
+    }
+}
+
+void broker_stop(struct test_broker *b)
+{
+    if (b->pid <= 0)
+        fail_msg("broker_stop: cairnd is not running");
+    pid_t pid = b->pid;
+    kill(pid, SIGTERM);
+    int status = 0;
+    bool exited = harness_wait_exit(pid, HARNESS_STOP_TIMEOUT_MS, &status);
+    if (!exited) {
+        kill(pid, SIGKILL);
+        harness_wait_exit(pid, 5000, &status);
+    }
+    harness_untrack(pid);
+    b->pid = 0;
+    if (!exited) {
+        broker_print_log_tail(b, 40);
+        fail_msg("cairnd %d ignored SIGTERM for %d ms", (int)pid, HARNESS_STOP_TIMEOUT_MS);
+    }
+    if (WIFSIGNALED(status) || WEXITSTATUS(status) != 0) {
+        broker_print_log_tail(b, 40);
+        if (WIFSIGNALED(status))
+            fail_msg("cairnd %d died from signal %d after SIGTERM", (int)pid, WTERMSIG(status));
+        fail_msg("cairnd %d exited with status %d after SIGTERM", (int)pid, WEXITSTATUS(status));
+    }
+}
+
+void broker_kill9(struct test_broker *b)
+{
+    if (b->pid <= 0)
+        return;
+    kill(b->pid, SIGKILL);
+    int status;
+    harness_wait_exit(b->pid, 5000, &status);
+    harness_untrack(b->pid);
+    b->pid = 0;
+}
+
+void broker_restart(struct test_broker *b)
+{
+    if (b->pid > 0)
+        fail_msg("broker_restart: cairnd %d is still running", (int)b->pid);
+    b->pid = harness_spawn(b);
+    if (b->pid < 0)
+        fail_msg("could not fork cairnd: %s", strerror(errno));
+    fprintf(stderr, "[harness] cairnd restarted as pid %d on %s\n", (int)b->pid, b->bootstrap);
+    harness_wait_ready(b);
+}
+
+void broker_mark_passed(struct test_broker *b)
+{
+    b->passed = true;
+}
+
+static int harness_remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+void broker_cleanup(struct test_broker *b)
+{
+    broker_kill9(b);
+    if (b->dir[0]) {
+        const char *keep = getenv("CAIRN_KEEP_TEST_DIRS");
+        if (b->passed && !(keep && strcmp(keep, "1") == 0))
+            nftw(b->dir, harness_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        else
+            fprintf(stderr, "[harness] kept %s (log: %s)\n", b->dir, b->log_path);
+        b->dir[0] = '\0';
+    }
+    for (int i = 0; i < b->override_count; i++)
+        free(b->overrides[i]);
+    b->override_count = 0;
+}

@@ -1,0 +1,71 @@
+/* Integration test harness: runs real cairnd processes on free loopback
+ * ports in temporary directories.
+ *
+ * Every function that can fail fails the current cmocka test (after
+ * printing the tail of the broker log), so tests read as straight-line
+ * scripts. Include <cmocka.h> (with its prerequisites) before this header.
+ *
+ * Thread-safety: a struct test_broker belongs to the test's main thread;
+ * start/stop/kill/restart must be called from that thread (the broker
+ * child is tied to it with PR_SET_PDEATHSIG). broker_bootstrap and
+ * broker_port may be read from other threads while the broker runs. */
+#ifndef CAIRN_TESTS_HARNESS_H
+#define CAIRN_TESTS_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define BROKER_MAX_OVERRIDES 32
+
+struct test_broker {
+    pid_t pid;           /* 0 while no process runs */
+    int port;
+    int starts;          /* how many times the process was started */
+    bool passed;         /* set by broker_mark_passed; keeps the dir otherwise */
+    char dir[512];       /* temp dir: data/ and cairnd.log */
+    char data_dir[600];
+    char log_path[600];
+    char bootstrap[64];
+    char *overrides[BROKER_MAX_OVERRIDES];
+    int override_count;
+};
+
+/* Creates the temp dir, picks a free port and starts cairnd with
+ * listeners/log.dirs/node.id set plus the NULL-terminated "key=value"
+ * list in overrides (may be NULL). Returns once the broker answers
+ * ApiVersions; fails the test after 10 s. */
+void broker_start(struct test_broker *b, const char *const *overrides);
+
+/* "127.0.0.1:<port>" */
+const char *broker_bootstrap(const struct test_broker *b);
+int broker_port(const struct test_broker *b);
+pid_t broker_pid(const struct test_broker *b);
+
+/* True if the process still runs (reaps it if it exited). */
+bool broker_alive(struct test_broker *b);
+
+/* SIGTERM, wait up to 10 s for a clean exit (status 0); otherwise
+ * SIGKILL and fail the test. */
+void broker_stop(struct test_broker *b);
+/* SIGKILL and reap. */
+void broker_kill9(struct test_broker *b);
+/* Starts the process again with the same dir, port and overrides. */
+void broker_restart(struct test_broker *b);
+
+/* Call at the end of a test body: lets broker_cleanup delete the dir. */
+void broker_mark_passed(struct test_broker *b);
+/* Kills a still-running process and removes the temp dir unless the test
+ * did not pass or CAIRN_KEEP_TEST_DIRS=1. Safe to call twice. */
+void broker_cleanup(struct test_broker *b);
+
+/* Prints the last `lines` lines of the broker log to stderr. */
+void broker_print_log_tail(const struct test_broker *b, int lines);
+
+/* Path of the cairnd binary in use (env CAIRND, else the build's). */
+const char *broker_binary(void);
+
+/* Milliseconds on a monotonic clock. */
+long long harness_now_ms(void);
+
+#endif

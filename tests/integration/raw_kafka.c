@@ -1,0 +1,477 @@
+#include "raw_kafka.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+void raw_writer_init(struct raw_writer *w)
+{
+    memset(w, 0, sizeof(*w));
+}
+
+void raw_writer_free(struct raw_writer *w)
+{
+    free(w->data);
+    memset(w, 0, sizeof(*w));
+}
+
+void raw_put_bytes(struct raw_writer *w, const void *bytes, size_t n)
+{
+    if (w->len + n > w->cap) {
+        size_t cap = w->cap ? w->cap : 256;
+        while (cap < w->len + n)
+            cap *= 2;
+        uint8_t *grown = realloc(w->data, cap);
+        if (!grown) {
+            /* Test helper: running out of memory is not a condition to test. */
+            fprintf(stderr, "raw_put_bytes: out of memory\n");
+            exit(1);
+        }
+        w->data = grown;
+        w->cap = cap;
+    }
+    if (n)
+        memcpy(w->data + w->len, bytes, n);
+    w->len += n;
+}
+
+void raw_put_i8(struct raw_writer *w, int8_t v)
+{
+    raw_put_bytes(w, &v, 1);
+}
+
+void raw_put_i16(struct raw_writer *w, int16_t v)
+{
+    uint8_t b[2] = {(uint8_t)((uint16_t)v >> 8), (uint8_t)v};
+    raw_put_bytes(w, b, 2);
+}
+
+void raw_put_i32(struct raw_writer *w, int32_t v)
+{
+    uint32_t u = (uint32_t)v;
+    uint8_t b[4] = {(uint8_t)(u >> 24), (uint8_t)(u >> 16), (uint8_t)(u >> 8), (uint8_t)u};
+    raw_put_bytes(w, b, 4);
+}
+
+void raw_put_i64(struct raw_writer *w, int64_t v)
+{
+    raw_put_i32(w, (int32_t)((uint64_t)v >> 32));
+    raw_put_i32(w, (int32_t)(uint32_t)v);
+}
+
+void raw_put_uvarint(struct raw_writer *w, uint64_t v)
+{
+    while (v >= 0x80) {
+        raw_put_i8(w, (int8_t)((v & 0x7f) | 0x80));
+        v >>= 7;
+    }
+    raw_put_i8(w, (int8_t)v);
+}
+
+void raw_put_varint(struct raw_writer *w, int64_t v)
+{
+    raw_put_uvarint(w, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+void raw_put_string(struct raw_writer *w, const char *s)
+{
+    if (!s) {
+        raw_put_i16(w, -1);
+        return;
+    }
+    size_t n = strlen(s);
+    raw_put_i16(w, (int16_t)n);
+    raw_put_bytes(w, s, n);
+}
+
+void raw_put_compact_string(struct raw_writer *w, const char *s)
+{
+    if (!s) {
+        raw_put_uvarint(w, 0);
+        return;
+    }
+    size_t n = strlen(s);
+    raw_put_uvarint(w, n + 1);
+    raw_put_bytes(w, s, n);
+}
+
+void raw_patch_i32(struct raw_writer *w, size_t pos, int32_t v)
+{
+    if (pos + 4 > w->len)
+        return;
+    uint32_t u = (uint32_t)v;
+    w->data[pos] = (uint8_t)(u >> 24);
+    w->data[pos + 1] = (uint8_t)(u >> 16);
+    w->data[pos + 2] = (uint8_t)(u >> 8);
+    w->data[pos + 3] = (uint8_t)u;
+}
+
+void raw_reader_init(struct raw_reader *r, const uint8_t *data, size_t len)
+{
+    r->data = data;
+    r->len = len;
+    r->pos = 0;
+    r->overflow = false;
+}
+
+static const uint8_t *raw_take(struct raw_reader *r, size_t n)
+{
+    if (r->overflow || n > r->len - r->pos) {
+        r->overflow = true;
+        return NULL;
+    }
+    const uint8_t *p = r->data + r->pos;
+    r->pos += n;
+    return p;
+}
+
+int8_t raw_get_i8(struct raw_reader *r)
+{
+    const uint8_t *p = raw_take(r, 1);
+    return p ? (int8_t)p[0] : 0;
+}
+
+int16_t raw_get_i16(struct raw_reader *r)
+{
+    const uint8_t *p = raw_take(r, 2);
+    return p ? (int16_t)(((uint16_t)p[0] << 8) | p[1]) : 0;
+}
+
+int32_t raw_get_i32(struct raw_reader *r)
+{
+    const uint8_t *p = raw_take(r, 4);
+    if (!p)
+        return 0;
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]);
+}
+
+int64_t raw_get_i64(struct raw_reader *r)
+{
+    uint64_t hi = (uint32_t)raw_get_i32(r);
+    uint64_t lo = (uint32_t)raw_get_i32(r);
+    return (int64_t)((hi << 32) | lo);
+}
+
+uint64_t raw_get_uvarint(struct raw_reader *r)
+{
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        const uint8_t *p = raw_take(r, 1);
+        if (!p)
+            return 0;
+        v |= (uint64_t)(p[0] & 0x7f) << shift;
+        if (!(p[0] & 0x80))
+            return v;
+    }
+    r->overflow = true;
+    return 0;
+}
+
+void raw_skip_string(struct raw_reader *r)
+{
+    int16_t n = raw_get_i16(r);
+    if (n > 0)
+        raw_take(r, (size_t)n);
+}
+
+void raw_skip(struct raw_reader *r, size_t n)
+{
+    raw_take(r, n);
+}
+
+bool raw_get_compact_string(struct raw_reader *r, char *out, size_t outlen)
+{
+    uint64_t n = raw_get_uvarint(r);
+    if (outlen)
+        out[0] = '\0';
+    if (n == 0)
+        return false;
+    const uint8_t *p = raw_take(r, (size_t)(n - 1));
+    if (!p || !outlen)
+        return p != NULL;
+    size_t copy = (size_t)(n - 1) < outlen - 1 ? (size_t)(n - 1) : outlen - 1;
+    memcpy(out, p, copy);
+    out[copy] = '\0';
+    return true;
+}
+
+void raw_skip_tagged_fields(struct raw_reader *r)
+{
+    uint64_t tags = raw_get_uvarint(r);
+    for (uint64_t t = 0; t < tags && !r->overflow; t++) {
+        raw_get_uvarint(r);
+        raw_skip(r, (size_t)raw_get_uvarint(r));
+    }
+}
+
+uint32_t raw_crc32c(const uint8_t *data, size_t len)
+{
+    static uint32_t table[256];
+    static int ready;
+    if (!ready) {
+        /* Castagnoli polynomial, reflected. */
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++)
+                c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+            table[i] = c;
+        }
+        ready = 1;
+    }
+    uint32_t crc = 0xFFFFFFFFu;
+    for (size_t i = 0; i < len; i++)
+        crc = table[(crc ^ data[i]) & 0xff] ^ (crc >> 8);
+    return crc ^ 0xFFFFFFFFu;
+}
+
+static void raw_put_record(struct raw_writer *w, int index, const struct raw_record *rec)
+{
+    struct raw_writer body;
+    raw_writer_init(&body);
+    raw_put_i8(&body, 0);            /* attributes */
+    raw_put_varint(&body, index);     /* timestamp delta: 1 ms per record */
+    raw_put_varint(&body, index);     /* offset delta */
+    if (rec->key) {
+        raw_put_varint(&body, (int64_t)strlen(rec->key));
+        raw_put_bytes(&body, rec->key, strlen(rec->key));
+    } else {
+        raw_put_varint(&body, -1);
+    }
+    if (rec->value) {
+        raw_put_varint(&body, (int64_t)strlen(rec->value));
+        raw_put_bytes(&body, rec->value, strlen(rec->value));
+    } else {
+        raw_put_varint(&body, -1);
+    }
+    raw_put_varint(&body, 0); /* no headers */
+    raw_put_varint(w, (int64_t)body.len);
+    raw_put_bytes(w, body.data, body.len);
+    raw_writer_free(&body);
+}
+
+size_t raw_build_record_batch(struct raw_writer *w, int64_t base_timestamp,
+                              const struct raw_record *records, int count)
+{
+    size_t start = w->len;
+    raw_put_i64(w, 0);  /* base offset, assigned by the broker */
+    raw_put_i32(w, 0);  /* batch length, patched below */
+    raw_put_i32(w, -1); /* partition leader epoch */
+    raw_put_i8(w, 2);   /* magic */
+    size_t crc_pos = w->len;
+    raw_put_i32(w, 0);  /* crc, patched below */
+    size_t crc_from = w->len;
+    raw_put_i16(w, 0);  /* attributes: no compression, create time */
+    raw_put_i32(w, count - 1);
+    raw_put_i64(w, base_timestamp);
+    raw_put_i64(w, base_timestamp + count - 1);
+    raw_put_i64(w, -1); /* producer id */
+    raw_put_i16(w, -1); /* producer epoch */
+    raw_put_i32(w, -1); /* base sequence */
+    raw_put_i32(w, count);
+    for (int i = 0; i < count; i++)
+        raw_put_record(w, i, &records[i]);
+    raw_patch_i32(w, start + 8, (int32_t)(w->len - start - 12));
+    raw_patch_i32(w, crc_pos, (int32_t)raw_crc32c(w->data + crc_from, w->len - crc_from));
+    return start;
+}
+
+void raw_frame_begin(struct raw_writer *w, int16_t api_key, int16_t api_version,
+                     int32_t correlation_id, const char *client_id)
+{
+    raw_put_i32(w, 0);
+    raw_put_i16(w, api_key);
+    raw_put_i16(w, api_version);
+    raw_put_i32(w, correlation_id);
+    raw_put_string(w, client_id);
+}
+
+void raw_frame_begin_flexible(struct raw_writer *w, int16_t api_key, int16_t api_version,
+                              int32_t correlation_id, const char *client_id)
+{
+    raw_frame_begin(w, api_key, api_version, correlation_id, client_id);
+    raw_put_uvarint(w, 0);
+}
+
+void raw_frame_finish(struct raw_writer *w)
+{
+    raw_patch_i32(w, 0, (int32_t)(w->len - 4));
+}
+
+int raw_connect(int port, int timeout_ms)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int raw_send_all(int fd, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    while (len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int64_t raw_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Returns 0 when n bytes were read, 1 on close/reset, -1 on timeout. */
+static int raw_recv_exact(int fd, uint8_t *buf, size_t n, int64_t deadline)
+{
+    size_t got = 0;
+    while (got < n) {
+        int64_t left = deadline - raw_now_ms();
+        if (left <= 0)
+            return -1;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int pr = poll(&pfd, 1, (int)left);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            return -1;
+        ssize_t r = recv(fd, buf + got, n - got, 0);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (r == 0 || (r < 0 && (errno == ECONNRESET || errno == EPIPE)))
+            return 1;
+        if (r < 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+int raw_recv_frame(int fd, int timeout_ms, size_t max_len, uint8_t **out, size_t *out_len)
+{
+    *out = NULL;
+    *out_len = 0;
+    int64_t deadline = raw_now_ms() + timeout_ms;
+    uint8_t len_bytes[4];
+    int rc = raw_recv_exact(fd, len_bytes, 4, deadline);
+    if (rc != 0)
+        return rc;
+    uint32_t len = ((uint32_t)len_bytes[0] << 24) | ((uint32_t)len_bytes[1] << 16) |
+                   ((uint32_t)len_bytes[2] << 8) | len_bytes[3];
+    if (len > max_len || len > INT32_MAX)
+        return -1;
+    uint8_t *buf = malloc(len ? len : 1);
+    if (!buf)
+        return -1;
+    rc = raw_recv_exact(fd, buf, len, deadline);
+    if (rc != 0) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    *out_len = len;
+    return 0;
+}
+
+bool raw_wait_closed(int fd, int timeout_ms)
+{
+    int64_t deadline = raw_now_ms() + timeout_ms;
+    uint8_t sink[4096];
+    for (;;) {
+        int64_t left = deadline - raw_now_ms();
+        if (left <= 0)
+            return false;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int pr = poll(&pfd, 1, (int)left);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            return false;
+        ssize_t r = recv(fd, sink, sizeof(sink), 0);
+        if (r == 0)
+            return true;
+        if (r < 0 && errno != EINTR && errno != EAGAIN)
+            return true;
+    }
+}
+
+int raw_api_versions(int fd, int16_t version, int32_t correlation_id,
+                     struct raw_api_versions *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct raw_writer w;
+    raw_writer_init(&w);
+    if (version >= 3) {
+        raw_frame_begin_flexible(&w, 18, version, correlation_id, "cairn-it");
+        raw_put_compact_string(&w, "cairn-it");
+        raw_put_compact_string(&w, "1.0");
+        raw_put_uvarint(&w, 0);
+    } else {
+        raw_frame_begin(&w, 18, version, correlation_id, "cairn-it");
+    }
+    raw_frame_finish(&w);
+    int rc = raw_send_all(fd, w.data, w.len);
+    raw_writer_free(&w);
+    if (rc != 0)
+        return -1;
+    uint8_t *frame;
+    size_t frame_len;
+    if (raw_recv_frame(fd, 5000, 1 << 20, &frame, &frame_len) != 0)
+        return -1;
+    struct raw_reader r;
+    raw_reader_init(&r, frame, frame_len);
+    int32_t got_correlation = raw_get_i32(&r); /* ApiVersions answers with header v0 */
+    out->error_code = raw_get_i16(&r);
+    /* A version the broker does not know is answered in the v0 layout. */
+    bool compact = version >= 3 && out->error_code == 0;
+    int64_t count = compact ? (int64_t)raw_get_uvarint(&r) - 1 : raw_get_i32(&r);
+    if (count < 0 || count > 128 || r.overflow) {
+        free(frame);
+        return -1;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        out->ranges[i].api_key = raw_get_i16(&r);
+        out->ranges[i].min_version = raw_get_i16(&r);
+        out->ranges[i].max_version = raw_get_i16(&r);
+        if (compact)
+            raw_skip_tagged_fields(&r);
+    }
+    out->count = (int)count;
+    bool ok = !r.overflow && got_correlation == correlation_id;
+    free(frame);
+    return ok ? 0 : -1;
+}
+
+const struct raw_api_range *raw_api_versions_find(const struct raw_api_versions *v,
+                                                  int16_t api_key)
+{
+    for (int i = 0; i < v->count; i++)
+        if (v->ranges[i].api_key == api_key)
+            return &v->ranges[i];
+    return NULL;
+}

@@ -1,0 +1,116 @@
+/* Hand-rolled Kafka wire pieces for integration tests that must send
+ * exact (and deliberately broken) bytes: a big-endian writer, a bounds
+ * checked reader, CRC32C, record batch v2 building and blocking socket I/O.
+ * Kept independent of core/protocol so a codec bug cannot hide itself.
+ *
+ * Thread-safety: every object here is owned by the thread that made it;
+ * the functions keep no shared state. */
+#ifndef CAIRN_TESTS_RAW_KAFKA_H
+#define CAIRN_TESTS_RAW_KAFKA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct raw_writer {
+    uint8_t *data;
+    size_t len;
+    size_t cap;
+};
+
+void raw_writer_init(struct raw_writer *w);
+void raw_writer_free(struct raw_writer *w);
+void raw_put_bytes(struct raw_writer *w, const void *bytes, size_t n);
+void raw_put_i8(struct raw_writer *w, int8_t v);
+void raw_put_i16(struct raw_writer *w, int16_t v);
+void raw_put_i32(struct raw_writer *w, int32_t v);
+void raw_put_i64(struct raw_writer *w, int64_t v);
+void raw_put_varint(struct raw_writer *w, int64_t v); /* zigzag */
+void raw_put_uvarint(struct raw_writer *w, uint64_t v);
+/* int16 length + bytes; NULL writes -1. */
+void raw_put_string(struct raw_writer *w, const char *s);
+/* Flexible-version string: uvarint(len + 1) + bytes; NULL writes 0. */
+void raw_put_compact_string(struct raw_writer *w, const char *s);
+/* Overwrite 4 bytes at pos with a big-endian int32. */
+void raw_patch_i32(struct raw_writer *w, size_t pos, int32_t v);
+
+struct raw_reader {
+    const uint8_t *data;
+    size_t len;
+    size_t pos;
+    bool overflow; /* set once any read ran past the end */
+};
+
+void raw_reader_init(struct raw_reader *r, const uint8_t *data, size_t len);
+int8_t raw_get_i8(struct raw_reader *r);
+int16_t raw_get_i16(struct raw_reader *r);
+int32_t raw_get_i32(struct raw_reader *r);
+int64_t raw_get_i64(struct raw_reader *r);
+uint64_t raw_get_uvarint(struct raw_reader *r);
+/* Skips an int16-length string (or null). */
+void raw_skip_string(struct raw_reader *r);
+void raw_skip(struct raw_reader *r, size_t n);
+/* Flexible-version string into out (truncated to outlen - 1); returns
+ * false for a null string. */
+bool raw_get_compact_string(struct raw_reader *r, char *out, size_t outlen);
+/* Skips a tagged-field section. */
+void raw_skip_tagged_fields(struct raw_reader *r);
+
+uint32_t raw_crc32c(const uint8_t *data, size_t len);
+
+/* One record for raw_build_record_batch. */
+struct raw_record {
+    const char *key;   /* NULL for a null key */
+    const char *value; /* NULL for a null value */
+};
+
+/* Appends a complete magic-2 record batch (uncompressed, no producer id)
+ * with a correct CRC to w; returns the batch's start position in w. */
+size_t raw_build_record_batch(struct raw_writer *w, int64_t base_timestamp,
+                              const struct raw_record *records, int count);
+
+/* Starts a request frame: length placeholder + request header v1
+ * (api_key, api_version, correlation_id, client_id). Finish with
+ * raw_frame_finish, which fills in the length. */
+void raw_frame_begin(struct raw_writer *w, int16_t api_key, int16_t api_version,
+                     int32_t correlation_id, const char *client_id);
+/* Same with request header v2 (adds an empty tagged-field section). */
+void raw_frame_begin_flexible(struct raw_writer *w, int16_t api_key, int16_t api_version,
+                              int32_t correlation_id, const char *client_id);
+void raw_frame_finish(struct raw_writer *w);
+
+/* Blocking TCP connection to 127.0.0.1:port with a receive timeout;
+ * returns the fd or -1. */
+int raw_connect(int port, int timeout_ms);
+int raw_send_all(int fd, const void *data, size_t len);
+/* Reads one length-prefixed response frame (body without the length).
+ * Returns 0 on success, 1 if the peer closed/reset the connection,
+ * -1 on timeout or a frame above max_len. *out is malloc()ed. */
+int raw_recv_frame(int fd, int timeout_ms, size_t max_len, uint8_t **out, size_t *out_len);
+/* Waits until the peer closes or resets the connection, discarding
+ * anything it sends. Returns true if it closed within timeout_ms. */
+bool raw_wait_closed(int fd, int timeout_ms);
+
+/* Supported version range for one API, from an ApiVersions answer. */
+struct raw_api_range {
+    int16_t api_key;
+    int16_t min_version;
+    int16_t max_version;
+};
+
+struct raw_api_versions {
+    int16_t error_code;
+    int count;
+    struct raw_api_range ranges[128];
+};
+
+/* Sends ApiVersions (the given version, header v1 or v2 as the version
+ * needs) and parses the v0-layout part of the answer. Returns 0 on
+ * success, -1 on I/O failure or malformed answer. */
+int raw_api_versions(int fd, int16_t version, int32_t correlation_id,
+                     struct raw_api_versions *out);
+/* Looks up api_key; returns NULL if absent. */
+const struct raw_api_range *raw_api_versions_find(const struct raw_api_versions *v,
+                                                  int16_t api_key);
+
+#endif

@@ -1,0 +1,243 @@
+/* Log manager: creation across log dirs, discovery on reopen, checkpoints,
+ * clean-shutdown marker, recovery after an unclean stop, deletion and
+ * maintenance (retention). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "log/log_checkpoint.h"
+#include "log/log_manager.h"
+#include "log_test_util.h"
+#include "protocol/generated/errors.h"
+#include "util/clock.h"
+
+static char *g_root;
+static char g_dirs[2][512];
+static const char *g_dir_list[2] = {g_dirs[0], g_dirs[1]};
+
+static int setup(void **state)
+{
+    (void)state;
+    g_root = test_make_dir();
+    snprintf(g_dirs[0], sizeof g_dirs[0], "%s/d0", g_root);
+    snprintf(g_dirs[1], sizeof g_dirs[1], "%s/nested/d1", g_root);
+    return g_root ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    test_remove_tree(g_root);
+    free(g_root);
+    return 0;
+}
+
+static struct log_manager *open_manager(const struct log_config *defaults)
+{
+    struct log_manager_config mcfg;
+    log_manager_config_defaults(&mcfg);
+    mcfg.background_thread = false;
+    struct log_manager *m = NULL;
+    char err[256] = "";
+    if (log_manager_open(g_dir_list, 2, defaults, &mcfg, &m, err, sizeof err) != 0)
+        fail_msg("open: %s", err);
+    return m;
+}
+
+static void append(struct partition_log *log, int batches)
+{
+    for (int i = 0; i < batches; i++) {
+        size_t len;
+        uint8_t *b = test_batch(2, 1000, 100, &len);
+        struct log_append_result res;
+        assert_int_equal(partition_log_append(log, b, len, 0, &res), KAFKA_ERR_NONE);
+        free(b);
+    }
+}
+
+static bool exists(const char *dir, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+static const char *const topics[] = {"orders", "my.topic_v2", "a-b-c"};
+
+static void test_create_reopen_clean(void **state)
+{
+    (void)state;
+    struct log_config defaults;
+    log_config_defaults(&defaults);
+    struct log_manager *m = open_manager(&defaults);
+    uint8_t id[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    char err[256];
+    for (int t = 0; t < 3; t++)
+        for (int p = 0; p < 4; p++) {
+            struct partition_log *log;
+            assert_int_equal(log_manager_create(m, topics[t], p * 5, id, NULL, &log, err,
+                                                sizeof err),
+                             KAFKA_ERR_NONE);
+            append(log, t + p + 1);
+            partition_log_close(log);
+        }
+    assert_int_equal(log_manager_partition_count(m), 12);
+    /* Spread over both dirs. */
+    assert_true(exists(g_dirs[0], "a-b-c-15") || exists(g_dirs[1], "a-b-c-15"));
+    int in0 = 0;
+    for (int t = 0; t < 3; t++)
+        for (int p = 0; p < 4; p++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s-%d", topics[t], p * 5);
+            in0 += exists(g_dirs[0], name);
+        }
+    assert_int_equal(in0, 6);
+    assert_int_equal(log_manager_create(m, "bad/topic", 0, NULL, NULL, NULL, err, sizeof err),
+                     KAFKA_ERR_INVALID_TOPIC_EXCEPTION);
+    assert_null(log_manager_get(m, "orders", 1));
+    log_manager_close(m, true);
+    assert_true(exists(g_dirs[0], ".kafka_cleanshutdown"));
+    assert_true(exists(g_dirs[1], ".kafka_cleanshutdown"));
+
+    /* Checkpoint format: version, count, "topic partition offset". */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/recovery-point-offset-checkpoint", g_dirs[0]);
+    struct log_offset_checkpoint_entry *entries;
+    size_t n;
+    assert_int_equal(log_offset_checkpoint_read(path, &entries, &n), 0);
+    assert_int_equal(n, 6);
+    for (size_t i = 0; i < n; i++) {
+        int t = strcmp(entries[i].topic, "orders") == 0        ? 0
+                : strcmp(entries[i].topic, "my.topic_v2") == 0 ? 1
+                                                               : 2;
+        assert_string_equal(entries[i].topic, topics[t]);
+        assert_int_equal(entries[i].offset, 2 * (t + entries[i].partition / 5 + 1));
+    }
+    log_offset_checkpoint_free(entries, n);
+
+    m = open_manager(&defaults);
+    assert_false(exists(g_dirs[0], ".kafka_cleanshutdown"));
+    assert_int_equal(log_manager_partition_count(m), 12);
+    for (int t = 0; t < 3; t++)
+        for (int p = 0; p < 4; p++) {
+            struct partition_log *log = log_manager_get(m, topics[t], p * 5);
+            assert_non_null(log);
+            assert_int_equal(partition_log_end_offset(log), 2 * (t + p + 1));
+            uint8_t back[16];
+            assert_int_equal(partition_log_topic_id(log, back), 0);
+            assert_memory_equal(back, id, 16);
+            partition_log_close(log);
+        }
+    log_manager_close(m, true);
+}
+
+static void test_unclean_recovery(void **state)
+{
+    (void)state;
+    struct log_config defaults;
+    log_config_defaults(&defaults);
+    struct log_manager *m = open_manager(&defaults);
+    struct partition_log *log;
+    char err[256];
+    assert_int_equal(log_manager_create(m, "events", 3, NULL, NULL, &log, err, sizeof err), 0);
+    append(log, 5);
+    char segment[1024];
+    snprintf(segment, sizeof segment, "%s/00000000000000000000.log", partition_log_dir(log));
+    partition_log_close(log);
+    log_manager_close(m, false);
+    assert_false(exists(g_dirs[0], ".kafka_cleanshutdown"));
+    int64_t good = test_file_size(segment);
+    FILE *fp = fopen(segment, "ab");
+    fputs("torn write torn write torn write torn write torn write torn write", fp);
+    fclose(fp);
+
+    m = open_manager(&defaults);
+    log = log_manager_get(m, "events", 3);
+    assert_non_null(log);
+    assert_int_equal(partition_log_end_offset(log), 10);
+    assert_int_equal(test_file_size(segment), good);
+    partition_log_close(log);
+    log_manager_close(m, true);
+}
+
+static void test_delete_and_retention(void **state)
+{
+    (void)state;
+    struct log_config defaults;
+    log_config_defaults(&defaults);
+    defaults.segment_bytes = 1024;
+    defaults.retention_bytes = 2000;
+    defaults.retention_ms = -1;
+    struct log_manager *m = open_manager(&defaults);
+    struct partition_log *log;
+    char err[256];
+    assert_int_equal(log_manager_create(m, "gone", 0, NULL, NULL, &log, err, sizeof err), 0);
+    append(log, 30);
+    int before = partition_log_segment_count(log);
+    log_manager_maintain(m, clock_wall_ms(), true);
+    assert_true(partition_log_segment_count(log) < before);
+    assert_true(partition_log_start_offset(log) > 0);
+    int64_t start = partition_log_start_offset(log);
+    char pdir[1024];
+    snprintf(pdir, sizeof pdir, "%s", partition_log_dir(log));
+    /* The caller's reference keeps the log usable after delete... */
+    assert_int_equal(log_manager_delete(m, "gone", 0), 0);
+    assert_null(log_manager_get(m, "gone", 0));
+    assert_int_equal(access(pdir, F_OK), 0);
+    /* ...and the directory goes with the last reference. */
+    partition_log_close(log);
+    assert_int_not_equal(access(pdir, F_OK), 0);
+    assert_int_equal(log_manager_delete(m, "gone", 0), -1);
+
+    /* Start offsets are checkpointed and restored. */
+    assert_int_equal(log_manager_create(m, "kept", 0, NULL, NULL, &log, err, sizeof err), 0);
+    append(log, 30);
+    assert_int_equal(partition_log_delete_records_before(log, 7), 0);
+    partition_log_close(log);
+    log_manager_close(m, true);
+    m = open_manager(&defaults);
+    log = log_manager_get(m, "kept", 0);
+    assert_non_null(log);
+    assert_int_equal(partition_log_start_offset(log), 7);
+    partition_log_close(log);
+    log_manager_close(m, true);
+    (void)start;
+}
+
+static void test_background_thread(void **state)
+{
+    (void)state;
+    struct log_config defaults;
+    log_config_defaults(&defaults);
+    defaults.flush_ms = 0;
+    struct log_manager_config mcfg;
+    log_manager_config_defaults(&mcfg);
+    mcfg.flush_scheduler_interval_ms = 10;
+    mcfg.flush_offset_checkpoint_interval_ms = 10;
+    struct log_manager *m;
+    char err[256];
+    assert_int_equal(log_manager_open(g_dir_list, 2, &defaults, &mcfg, &m, err, sizeof err), 0);
+    struct partition_log *log;
+    assert_int_equal(log_manager_create(m, "bg", 0, NULL, NULL, &log, err, sizeof err), 0);
+    append(log, 3);
+    /* flush.ms = 0: the thread flushes and moves the recovery point. */
+    for (int i = 0; i < 200 && partition_log_recovery_point(log) != 6; i++)
+        usleep(10000);
+    assert_int_equal(partition_log_recovery_point(log), 6);
+    partition_log_close(log);
+    log_manager_close(m, true);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_create_reopen_clean, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unclean_recovery, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_and_retention, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_background_thread, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,121 @@
+/* consume: reads N records from the start of every partition of a topic
+ * and reports the rate, measured from assignment to the last record. */
+#include "bench.h"
+#include "bench_report.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    (void)rk;
+    (void)opaque;
+    fprintf(stderr, "cairn-bench: client error: %s: %s\n",
+            rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+}
+
+static rd_kafka_t *create_consumer(const struct bench_options *opts, char *err,
+                                   size_t errlen)
+{
+    char group[64];
+    snprintf(group, sizeof(group), "cairn-bench-%d", (int)getpid());
+    /* Offsets are never committed: every run reads from the beginning. */
+    const struct bench_conf_pair defaults[] = {
+        {"group.id", opts->group ? opts->group : group},
+        {"enable.auto.commit", "false"},
+        {"auto.offset.reset", "earliest"},
+        {"enable.partition.eof", "false"},
+    };
+    rd_kafka_conf_t *conf =
+        bench_conf_new(opts, defaults, sizeof(defaults) / sizeof(defaults[0]), err, errlen);
+    if (!conf)
+        return NULL;
+    rd_kafka_conf_set_error_cb(conf, on_error);
+    char rk_err[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, rk_err, sizeof(rk_err));
+    if (!rk) {
+        snprintf(err, errlen, "consumer: %s", rk_err);
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_poll_set_consumer(rk);
+    return rk;
+}
+
+static int assign_all(rd_kafka_t *rk, const char *topic, int partitions, char *err,
+                      size_t errlen)
+{
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(partitions);
+    for (int p = 0; p < partitions; p++)
+        rd_kafka_topic_partition_list_add(list, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_resp_err_t e = rd_kafka_assign(rk, list);
+    rd_kafka_topic_partition_list_destroy(list);
+    if (e) {
+        snprintf(err, errlen, "assign: %s", rd_kafka_err2str(e));
+        return -1;
+    }
+    return 0;
+}
+
+int bench_run_consume(const struct bench_options *opts)
+{
+    char err[512] = "";
+    rd_kafka_t *rk = create_consumer(opts, err, sizeof(err));
+    if (!rk) {
+        fprintf(stderr, "cairn-bench: %s\n", err);
+        return 1;
+    }
+    int partitions = bench_topic_partition_count(rk, opts->topic, err, sizeof(err));
+    if (partitions == 0)
+        snprintf(err, sizeof(err), "topic %s does not exist", opts->topic);
+    if (partitions <= 0 || assign_all(rk, opts->topic, partitions, err, sizeof(err)) != 0) {
+        fprintf(stderr, "cairn-bench: %s\n", err);
+        rd_kafka_destroy(rk);
+        return 1;
+    }
+
+    struct bench_cpu_window cpu;
+    bench_cpu_window_start(&cpu, opts->broker_pid);
+    uint64_t start = bench_now_us();
+    uint64_t last = start;
+    uint64_t records = 0, bytes = 0, errors = 0;
+    while (records < (uint64_t)opts->records) {
+        rd_kafka_message_t *msg = rd_kafka_consumer_poll(rk, 100);
+        uint64_t now = bench_now_us();
+        if (!msg) {
+            if (now - last > (uint64_t)opts->idle_timeout_ms * 1000u)
+                break;
+            continue;
+        }
+        if (msg->err) {
+            if (errors++ == 0)
+                snprintf(err, sizeof(err), "fetch: %s", rd_kafka_message_errstr(msg));
+        } else {
+            records++;
+            bytes += msg->len;
+            last = now;
+        }
+        rd_kafka_message_destroy(msg);
+    }
+    bench_cpu_window_stop(&cpu);
+
+    json_t *report = json_pack("{s:s, s:s, s:s, s:i}", "command", "consume", "bootstrap",
+                               opts->bootstrap, "topic", opts->topic, "partitions",
+                               partitions);
+    bench_report_add_overrides(report, opts);
+    bench_report_add_totals(report, records, bytes, (double)(last - start) / 1e6, &cpu);
+    json_object_set_new(report, "fetch_errors", json_integer((json_int_t)errors));
+    int rc = 0;
+    if (records < (uint64_t)opts->records) {
+        char msg[700];
+        snprintf(msg, sizeof(msg), "read %llu of %lld records before %ld ms without data%s%s",
+                 (unsigned long long)records, opts->records, opts->idle_timeout_ms,
+                 err[0] ? "; first error: " : "", err);
+        json_object_set_new(report, "error", json_string(msg));
+        rc = 1;
+    }
+    bench_report_print(report);
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return rc;
+}

@@ -1,0 +1,203 @@
+/* produce: sends N records of a fixed size as fast as the client allows and
+ * times each one from rd_kafka_producev() to its delivery report. */
+#include "bench.h"
+#include "bench_histogram.h"
+#include "bench_report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Producer counters. Written by the delivery report callback, which runs
+ * on the main thread inside rd_kafka_poll()/rd_kafka_flush(); read by the
+ * main thread. No locking needed. */
+struct produce_state {
+    struct bench_histogram latency;
+    uint64_t delivered;
+    uint64_t failed;
+    uint64_t delivered_bytes;
+    uint64_t last_report_us;
+    double latency_sum_us;
+    char first_error[256];
+};
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
+{
+    (void)rk;
+    struct produce_state *st = opaque;
+    uint64_t now = bench_now_us();
+    st->last_report_us = now;
+    if (msg->err) {
+        if (st->failed++ == 0)
+            snprintf(st->first_error, sizeof(st->first_error), "%s",
+                     rd_kafka_err2str(msg->err));
+        return;
+    }
+    uint64_t sent = (uint64_t)(uintptr_t)msg->_private;
+    uint64_t latency = now > sent ? now - sent : 0;
+    bench_histogram_record(&st->latency, latency);
+    st->latency_sum_us += (double)latency;
+    st->delivered++;
+    st->delivered_bytes += msg->len;
+}
+
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    (void)rk;
+    (void)opaque;
+    fprintf(stderr, "cairn-bench: client error: %s: %s\n",
+            rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+}
+
+/* Payload that is neither constant nor random-looking, so compressed runs
+ * are not trivially small nor incompressible. */
+static void fill_payload(unsigned char *buf, size_t len)
+{
+    static const char words[] = "cairn broker record payload offset partition segment ";
+    uint32_t x = 2463534242u;
+    for (size_t i = 0; i < len; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        buf[i] = (x & 3) ? (unsigned char)words[i % (sizeof(words) - 1)]
+                         : (unsigned char)(x >> 24);
+    }
+}
+
+static rd_kafka_t *create_producer(const struct bench_options *opts,
+                                   struct produce_state *st, char *err, size_t errlen)
+{
+    char linger[32];
+    snprintf(linger, sizeof(linger), "%ld", opts->linger_ms);
+    const struct bench_conf_pair defaults[] = {
+        {"acks", opts->acks},
+        {"linger.ms", linger},
+        {"compression.type", opts->compression},
+    };
+    rd_kafka_conf_t *conf =
+        bench_conf_new(opts, defaults, sizeof(defaults) / sizeof(defaults[0]), err, errlen);
+    if (!conf)
+        return NULL;
+    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    rd_kafka_conf_set_error_cb(conf, on_error);
+    rd_kafka_conf_set_opaque(conf, st);
+    char rk_err[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, rk_err, sizeof(rk_err));
+    if (!rk) {
+        snprintf(err, errlen, "producer: %s", rk_err);
+        rd_kafka_conf_destroy(conf);
+    }
+    return rk;
+}
+
+/* Sends all records; returns how many were handed to librdkafka. */
+static uint64_t send_all(rd_kafka_t *rk, const struct bench_options *opts,
+                         const unsigned char *payload, char *err, size_t errlen)
+{
+    uint64_t sent = 0;
+    for (long long i = 0; i < opts->records; i++) {
+        int32_t partition = opts->partitions > 0 ? (int32_t)(i % opts->partitions)
+                                                 : RD_KAFKA_PARTITION_UA;
+        for (;;) {
+            uint64_t now = bench_now_us();
+            /* No copy flag: every record points at the same payload, which
+             * outlives the producer. */
+            rd_kafka_resp_err_t e = rd_kafka_producev(
+                rk, RD_KAFKA_V_TOPIC(opts->topic), RD_KAFKA_V_PARTITION(partition),
+                RD_KAFKA_V_VALUE((void *)payload, (size_t)opts->record_size),
+                RD_KAFKA_V_OPAQUE((void *)(uintptr_t)now), RD_KAFKA_V_END);
+            if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+                break;
+            if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+                snprintf(err, errlen, "produce: %s", rd_kafka_err2str(e));
+                return sent;
+            }
+            rd_kafka_poll(rk, 1);
+        }
+        sent++;
+        if ((sent & 1023) == 0)
+            rd_kafka_poll(rk, 0);
+    }
+    return sent;
+}
+
+int bench_run_produce(const struct bench_options *opts)
+{
+    char err[512] = "";
+    struct produce_state *st = calloc(1, sizeof(*st));
+    unsigned char *payload = malloc(opts->record_size > 0 ? (size_t)opts->record_size : 1);
+    if (!st || !payload) {
+        fprintf(stderr, "cairn-bench: out of memory\n");
+        free(st);
+        free(payload);
+        return 1;
+    }
+    bench_histogram_init(&st->latency);
+    fill_payload(payload, (size_t)opts->record_size);
+
+    rd_kafka_t *rk = create_producer(opts, st, err, sizeof(err));
+    if (!rk) {
+        fprintf(stderr, "cairn-bench: %s\n", err);
+        free(st);
+        free(payload);
+        return 1;
+    }
+    int partition_count = 0;
+    if (bench_topic_ensure(rk, opts, &partition_count, err, sizeof(err)) != 0) {
+        fprintf(stderr, "cairn-bench: %s\n", err);
+        rd_kafka_destroy(rk);
+        free(st);
+        free(payload);
+        return 1;
+    }
+    if (opts->partitions > partition_count) {
+        fprintf(stderr, "cairn-bench: topic %s has %d partitions, fewer than --partitions %d\n",
+                opts->topic, partition_count, opts->partitions);
+        rd_kafka_destroy(rk);
+        free(st);
+        free(payload);
+        return 1;
+    }
+
+    struct bench_cpu_window cpu;
+    bench_cpu_window_start(&cpu, opts->broker_pid);
+    uint64_t start = bench_now_us();
+    uint64_t sent = send_all(rk, opts, payload, err, sizeof(err));
+    rd_kafka_resp_err_t flush_err = rd_kafka_flush(rk, (int)opts->flush_timeout_ms);
+    uint64_t end = st->last_report_us > start ? st->last_report_us : bench_now_us();
+    bench_cpu_window_stop(&cpu);
+
+    double seconds = (double)(end - start) / 1e6;
+    json_t *report = json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:I, s:s}", "command",
+                               "produce", "bootstrap", opts->bootstrap, "topic",
+                               opts->topic, "record_size", (int)opts->record_size,
+                               "linger_ms", (int)opts->linger_ms, "acks", opts->acks,
+                               "partitions", (json_int_t)partition_count, "compression",
+                               opts->compression);
+    bench_report_add_overrides(report, opts);
+    bench_report_add_totals(report, st->delivered, st->delivered_bytes, seconds, &cpu);
+    json_object_set_new(report, "failed", json_integer((json_int_t)st->failed));
+    json_object_set_new(
+        report, "latency_ms",
+        json_pack("{s:f, s:f, s:f, s:f, s:f}", "avg",
+                  st->delivered ? st->latency_sum_us / (double)st->delivered / 1000.0 : 0.0,
+                  "p50", (double)bench_histogram_quantile(&st->latency, 0.50) / 1000.0, "p99",
+                  (double)bench_histogram_quantile(&st->latency, 0.99) / 1000.0, "p999",
+                  (double)bench_histogram_quantile(&st->latency, 0.999) / 1000.0, "max",
+                  (double)st->latency.max_us / 1000.0));
+    int rc = 0;
+    if (err[0]) {
+        json_object_set_new(report, "error", json_string(err));
+        rc = 1;
+    } else if (flush_err || st->delivered != sent) {
+        snprintf(err, sizeof(err), "%llu of %llu records not delivered%s%s",
+                 (unsigned long long)(sent - st->delivered), (unsigned long long)sent,
+                 st->first_error[0] ? ": " : "", st->first_error);
+        json_object_set_new(report, "error", json_string(err));
+        rc = 1;
+    }
+    bench_report_print(report);
+    rd_kafka_destroy(rk);
+    free(st);
+    free(payload);
+    return rc;
+}

@@ -1,0 +1,45 @@
+/* wait-topic: polls metadata until a topic has the expected number of
+ * partitions, all with a leader. compare.sh uses it to time broker start-up. */
+#include "bench.h"
+#include "bench_report.h"
+
+#include <unistd.h>
+
+int bench_run_wait_topic(const struct bench_options *opts)
+{
+    char err[512];
+    uint64_t start = bench_now_us();
+    rd_kafka_conf_t *conf = bench_conf_new(opts, NULL, 0, err, sizeof(err));
+    if (!conf) {
+        fprintf(stderr, "cairn-bench: %s\n", err);
+        return 1;
+    }
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+    if (!rk) {
+        fprintf(stderr, "cairn-bench: %s\n", err);
+        rd_kafka_conf_destroy(conf);
+        return 1;
+    }
+    int want = opts->partitions > 0 ? opts->partitions : 1;
+    uint64_t deadline = start + (uint64_t)opts->idle_timeout_ms * 1000u;
+    int ready = 0;
+    int count = 0;
+    for (;;) {
+        count = bench_topic_ready_partitions(rk, opts->topic, &ready);
+        if (count >= want && ready == count)
+            break;
+        if (bench_now_us() > deadline)
+            break;
+        usleep(20 * 1000);
+    }
+    double seconds = (double)(bench_now_us() - start) / 1e6;
+    json_t *report = json_pack("{s:s, s:s, s:i, s:i, s:f}", "command", "wait-topic", "topic",
+                               opts->topic, "partitions", count, "with_leader", ready,
+                               "seconds", seconds);
+    int rc = (count >= want && ready == count) ? 0 : 1;
+    if (rc)
+        json_object_set_new(report, "error", json_string("timed out"));
+    bench_report_print(report);
+    rd_kafka_destroy(rk);
+    return rc;
+}

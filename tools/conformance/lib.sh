@@ -1,0 +1,184 @@
+# Helpers for run.sh: fetching and building librdkafka's test suite.
+# Sourced, not executed.
+
+# The deb-src line points at the same mirror as the configured deb lines,
+# which on these machines are in deb822 (.sources) form, elsewhere in
+# one-line form.
+conformance_mirror() {
+    local uri=""
+    if compgen -G "/etc/apt/sources.list.d/*.sources" >/dev/null; then
+        uri="$(awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }' \
+            /etc/apt/sources.list.d/*.sources | head -n1)"
+    fi
+    if [ -z "$uri" ]; then
+        uri="$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
+            | awk '$1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; exit } }' \
+            | head -n1)"
+    fi
+    echo "${uri:-http://deb.debian.org/debian}"
+}
+
+conformance_as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+conformance_ensure_deb_src() {
+    if apt-cache showsrc librdkafka >/dev/null 2>&1 \
+        && [ -n "$(apt-cache showsrc librdkafka 2>/dev/null)" ]; then
+        return 0
+    fi
+    local mirror list=/etc/apt/sources.list.d/cairn-deb-src.list
+    mirror="$(conformance_mirror)"
+    echo "adding deb-src $mirror bookworm main to $list"
+    printf 'deb-src %s bookworm main\n' "$mirror" | conformance_as_root tee "$list" >/dev/null
+    conformance_as_root apt-get update -qq
+}
+
+conformance_src_dir() {
+    # apt-get source unpacks into librdkafka-<upstream version>/
+    find "$1" -maxdepth 1 -type d -name 'librdkafka-*' | sort | tail -n1
+}
+
+conformance_prepare_source() {
+    local work="$1"
+    if [ -n "$(conformance_src_dir "$work")" ]; then
+        return 0
+    fi
+    conformance_ensure_deb_src
+    echo "fetching librdkafka source into $work"
+    (cd "$work" && apt-get source -qq librdkafka)
+}
+
+conformance_build_suite() {
+    local work="$1" src
+    src="$(conformance_src_dir "$work")"
+    if [ -x "$src/tests/test-runner" ]; then
+        return 0
+    fi
+    if [ ! -f "$work/.build-deps-installed" ]; then
+        echo "installing build dependencies of librdkafka"
+        conformance_ensure_deb_src
+        DEBIAN_FRONTEND=noninteractive conformance_as_root apt-get build-dep -y -qq librdkafka
+        # The suite's Makefile also wants these, which build-dep leaves out.
+        DEBIAN_FRONTEND=noninteractive conformance_as_root apt-get install -y -qq \
+            python3 g++ make pkg-config
+        touch "$work/.build-deps-installed"
+    fi
+    echo "building librdkafka and its tests in $src (several minutes)"
+    (
+        cd "$src"
+        [ -f Makefile.config ] || ./configure --disable-valgrind >"$work/configure.log" 2>&1 \
+            || { tail -n 30 "$work/configure.log"; exit 1; }
+        make -j2 libs >"$work/build-libs.log" 2>&1 || { tail -n 30 "$work/build-libs.log"; exit 1; }
+        make -j2 -C tests build >"$work/build-tests.log" 2>&1 || { tail -n 30 "$work/build-tests.log"; exit 1; }
+    )
+}
+
+conformance_free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# Waits until host:port accepts TCP connections while process $3 lives.
+conformance_wait_port() {
+    local host="$1" port="$2" pid="$3" i
+    for i in $(seq 1 300); do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            return 1
+        fi
+        if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+
+# cairn-bench, building it in the work dir when no build of it is found.
+conformance_find_bench() {
+    local repo="$1" work="$2" candidate
+    for candidate in "${CAIRN_BENCH:-}" "$repo/build/tools/bench/cairn-bench" \
+        "$work/build/tools/bench/cairn-bench"; do
+        if [ -n "$candidate" ] && [ -x "$candidate" ]; then
+            echo "$candidate"
+            return 0
+        fi
+    done
+    cmake -S "$repo" -B "$work/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$work/build-bench.log" 2>&1 \
+        && cmake --build "$work/build" --target cairn-bench -j2 >>"$work/build-bench.log" 2>&1 \
+        || { tail -n 20 "$work/build-bench.log" >&2; return 1; }
+    echo "$work/build/tools/bench/cairn-bench"
+}
+
+# Broker pid and data dir of the target we started, for the exit trap.
+conformance_target_pid=""
+conformance_target_dir=""
+
+conformance_stop_target() {
+    if [ -n "$conformance_target_pid" ] && kill -0 "$conformance_target_pid" 2>/dev/null; then
+        kill -TERM "$conformance_target_pid" 2>/dev/null || true
+        for _ in $(seq 1 50); do
+            kill -0 "$conformance_target_pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$conformance_target_pid" 2>/dev/null || true
+    fi
+    conformance_target_pid=""
+    if [ -n "$conformance_target_dir" ]; then
+        rm -rf "$conformance_target_dir"
+        conformance_target_dir=""
+    fi
+}
+
+# Starts librdkafka's mock cluster in its own process; sets bootstrap.
+conformance_start_mock() {
+    local bench="$1" work="$2" brokers="$3"
+    local out="$work/mock.out"
+    "$bench" mock-cluster --brokers "$brokers" >"$out" 2>"$work/target.log" &
+    conformance_target_pid=$!
+    for _ in $(seq 1 100); do
+        [ -s "$out" ] && break
+        sleep 0.1
+    done
+    bootstrap="$(head -n1 "$out")"
+    [ -n "$bootstrap" ] || { echo "mock cluster did not start, see $work/target.log" >&2; return 1; }
+}
+
+# Settings the suite relies on: topics appear on first use, groups and
+# transactions work on a single node, rebalances do not wait.
+conformance_cairnd_settings() {
+    cat <<'EOF_SETTINGS'
+auto.create.topics.enable=true
+num.partitions=4
+default.replication.factor=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+group.initial.rebalance.delay.ms=0
+delete.topic.enable=true
+message.max.bytes=10485760
+EOF_SETTINGS
+}
+
+# Starts cairnd on a free port with a temporary data dir; sets bootstrap.
+conformance_start_cairnd() {
+    local cairnd="$1" work="$2" port
+    port="$(conformance_free_port)"
+    conformance_target_dir="$(mktemp -d /tmp/cairn-conformance.XXXXXX)"
+    local overrides=(--override "listeners=PLAINTEXT://127.0.0.1:$port"
+        --override "advertised.listeners=PLAINTEXT://127.0.0.1:$port"
+        --override "log.dirs=$conformance_target_dir/data")
+    local kv
+    while IFS= read -r kv; do
+        overrides+=(--override "$kv")
+    done < <(conformance_cairnd_settings)
+    echo "starting $cairnd on 127.0.0.1:$port (data in $conformance_target_dir)"
+    "$cairnd" "${overrides[@]}" >"$work/target.log" 2>&1 &
+    conformance_target_pid=$!
+    if ! conformance_wait_port 127.0.0.1 "$port" "$conformance_target_pid"; then
+        echo "cairnd did not start listening; last lines of $work/target.log:" >&2
+        tail -n 20 "$work/target.log" >&2
+        return 1
+    fi
+    bootstrap="127.0.0.1:$port"
+}
