@@ -78,12 +78,12 @@ static int check_listener_list(struct broker_config *cfg, const char *key, bool 
     if (n == 0) return bad_value(cfg, key, "expected at least one NAME://host:port", err, errlen);
     for (int i = 0; i < n; i++) {
         if (!config_listener_security_protocol(cfg, specs[i].name)) {
-            snprintf(why, sizeof why, "listener name %s has no entry in listener.security.protocol.map",
+            snprintf(why, sizeof why, "listener name %.63s has no entry in listener.security.protocol.map",
                      specs[i].name);
             return bad_value(cfg, key, why, err, errlen);
         }
         if (advertised && (strcmp(specs[i].host, "0.0.0.0") == 0 || strcmp(specs[i].host, "::") == 0)) {
-            snprintf(why, sizeof why, "%s advertises the wildcard address %s, which clients cannot connect to",
+            snprintf(why, sizeof why, "%.63s advertises the wildcard address %.8s, which clients cannot connect to",
                      specs[i].name, specs[i].host);
             return bad_value(cfg, key, why, err, errlen);
         }

@@ -154,7 +154,10 @@ static void load_dir(struct log_manager *m, size_t dir_index)
     while (d && (ent = readdir(d)) != NULL) {
         char *topic;
         int32_t partition;
-        if (ent->d_name[0] == '.' || log_parse_partition_dir(ent->d_name, &topic, &partition) != 0)
+        /* The cluster metadata log lives beside the partitions but belongs
+         * to the metadata store, which opens it itself. */
+        if (ent->d_name[0] == '.' || strcmp(ent->d_name, LOG_MANAGER_METADATA_DIR) == 0 ||
+            log_parse_partition_dir(ent->d_name, &topic, &partition) != 0)
             continue;
         char *pdir = join(dir, ent->d_name);
         struct stat st;

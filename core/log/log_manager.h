@@ -22,6 +22,9 @@
 
 struct log_manager;
 
+/* The directory of the cluster metadata log; the manager never loads it. */
+#define LOG_MANAGER_METADATA_DIR "__cluster_metadata-0"
+
 struct log_manager_config {
     int64_t retention_check_interval_ms;        /* log.retention.check.interval.ms */
     int64_t flush_scheduler_interval_ms;        /* log.flush.scheduler.interval.ms */

@@ -346,6 +346,7 @@ static int scan_from(struct log_segment *seg, int64_t pos, bool verify_crc,
         if (h.magic != RECORD_BATCH_MAGIC ||
             h.batch_length < RECORD_BATCH_HEADER_SIZE - RECORD_BATCH_LOG_OVERHEAD ||
             (int64_t)record_batch_total_size(&h) > seg->size - pos ||
+            pos + (int64_t)record_batch_total_size(&h) > INT32_MAX ||
             h.base_offset < seg->next_offset || h.last_offset_delta < 0 ||
             record_batch_last_offset(&h) - seg->base_offset > (int64_t)UINT32_MAX)
             break;

@@ -59,7 +59,7 @@ static int make_dirs(const char *path, char *err, size_t errlen)
  * dynamic configs over the broker's. */
 static void broker_log_defaults(struct broker *b, const struct metadata_topic *topic, struct log_config *out)
 {
-    struct config_kv overrides[64];
+    struct config_kv overrides[64] = {{0}};
     int32_t n = 0;
     for (int32_t i = 0; topic && i < topic->config_count && n < 64; i++) {
         overrides[n].key = topic->configs[i].name;
@@ -68,9 +68,11 @@ static void broker_log_defaults(struct broker *b, const struct metadata_topic *t
     }
     struct topic_config_values v;
     char err[256];
-    if (topic_config_resolve(b->config, overrides, (size_t)n, &v, err, sizeof err) != 0)
+    if (topic_config_resolve(b->config, overrides, (size_t)n, &v, err, sizeof err) != 0) {
         logger_warn("server", "topic %s has an invalid config (%s); using broker defaults for it",
                     topic ? topic->name : "(defaults)", err);
+        topic_config_resolve(b->config, NULL, 0, &v, err, sizeof err);
+    }
     log_config_defaults(out);
     out->segment_bytes = v.segment_bytes;
     out->segment_ms = v.segment_ms;

@@ -1,6 +1,6 @@
 """Emits the C struct, init, decode, encode and size code of one schema."""
 
-from versions import FieldVersions, cond_within, pick
+from versions import FieldVersions
 
 C_TYPES = {
     "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t", "uint16": "uint16_t",

@@ -1,6 +1,6 @@
 """Decode, encode and size functions of generated structs."""
 
-from emit_codec import FIXED_SIZE, struct_is_pointer, member_type
+from emit_codec import FIXED_SIZE, struct_is_pointer
 from versions import cond_within, pick, version_cond
 
 READERS = {

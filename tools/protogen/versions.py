@@ -71,7 +71,3 @@ def pick(cond, when_true, when_false):
         return when_false
     return "(%s) ? %s : %s" % (cond, when_true, when_false)
 
-
-def guard(cond):
-    """Wraps a condition for use in `if (...)`."""
-    return cond
