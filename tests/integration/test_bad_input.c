@@ -347,9 +347,21 @@ static bool bad_collect_seq(const rd_kafka_message_t *m, void *ctx)
     return true;
 }
 
+/* Lets the background producer make progress; fails if it stalls. */
+static void bad_wait_enqueued(struct bad_state *st, long at_least)
+{
+    long long deadline = harness_now_ms() + 20000;
+    while (atomic_load(&st->bg.enqueued) < at_least && harness_now_ms() < deadline)
+        usleep(10000);
+    if (atomic_load(&st->bg.enqueued) < at_least)
+        fail_msg("background producer stalled at %ld records", atomic_load(&st->bg.enqueued));
+}
+
 static void test_background_producer_unharmed(void **state)
 {
     struct bad_state *st = *state;
+    /* Production must span the attacks and go on after them. */
+    bad_wait_enqueued(st, atomic_load(&st->bg.enqueued) + 5000);
     atomic_store(&st->bg.stop, true);
     pthread_join(st->bg.thread, NULL);
     st->bg_running = false;
@@ -397,6 +409,7 @@ static int bad_setup(void **state)
     if (pthread_create(&st.bg.thread, NULL, bad_background_run, &st.bg) != 0)
         return -1;
     st.bg_running = true;
+    bad_wait_enqueued(&st, 2000);
     return 0;
 }
 

@@ -190,11 +190,46 @@ static void pc_verify_topic(struct pc_state *st, int codec)
         assert_int_equal(v.next_offset[p], want[p]);
 }
 
+/* The client may silently fall back to no compression (feature
+ * negotiation), so look at what the broker stored: Kafka's segment layout,
+ * batch attributes bits 0-2 hold the codec. Returns batches using it. */
+static long pc_batches_with_codec(struct pc_state *st, int codec, long *total)
+{
+    char topic[64], path[1024];
+    pc_topic_name(codec, topic, sizeof(topic));
+    snprintf(path, sizeof(path), "%s/%s-0/00000000000000000000.log", st->broker.data_dir, topic);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s to check the stored codec", path);
+    long matching = 0;
+    *total = 0;
+    uint8_t header[23];
+    while (fread(header, 1, sizeof(header), f) == sizeof(header)) {
+        int32_t length = (int32_t)(((uint32_t)header[8] << 24) | ((uint32_t)header[9] << 16) |
+                                   ((uint32_t)header[10] << 8) | header[11]);
+        if (length < 49)
+            break; /* zero tail of a preallocated segment, or not a batch */
+        (*total)++;
+        matching += (header[22] & 7) == codec;
+        if (fseek(f, length + 12 - (long)sizeof(header), SEEK_CUR) != 0)
+            break;
+    }
+    fclose(f);
+    return matching;
+}
+
 static void pc_run_codec(void **state, int codec)
 {
     struct pc_state *st = *state;
     pc_produce(st, codec);
     pc_verify_topic(st, codec);
+    long total = 0;
+    long matching = pc_batches_with_codec(st, codec, &total);
+    fprintf(stderr, "[produce_consume] %s: %ld of %ld stored batches in partition 0 use codec %d\n",
+            pc_codecs[codec], matching, total, codec);
+    if (total == 0 || (codec == 0 ? matching != total : matching == 0))
+        fail_msg("%s: the broker stored %ld of %ld batches with that codec; the client did not "
+                 "compress (check the broker's ApiVersions ranges)", pc_codecs[codec], matching, total);
     st->produced[codec] = true;
 }
 

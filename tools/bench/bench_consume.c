@@ -34,7 +34,7 @@ static rd_kafka_t *create_consumer(const struct bench_options *opts, char *err,
     char rk_err[512];
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, rk_err, sizeof(rk_err));
     if (!rk) {
-        snprintf(err, errlen, "consumer: %s", rk_err);
+        snprintf(err, errlen, "consumer: %.400s", rk_err);
         rd_kafka_conf_destroy(conf);
         return NULL;
     }

@@ -83,7 +83,7 @@ static rd_kafka_t *create_producer(const struct bench_options *opts,
     char rk_err[512];
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, rk_err, sizeof(rk_err));
     if (!rk) {
-        snprintf(err, errlen, "producer: %s", rk_err);
+        snprintf(err, errlen, "producer: %.400s", rk_err);
         rd_kafka_conf_destroy(conf);
     }
     return rk;

@@ -110,6 +110,8 @@ def main():
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--quick", action="store_true", help="pass -Q (fewer messages) to tests")
     p.add_argument("--tests", default="", help="comma-separated test numbers to run")
+    p.add_argument("--reparse", action="store_true",
+                   help="rebuild the summary from the logs of the last run, running nothing")
     args = p.parse_args()
 
     entries = list_tests(os.path.join(args.suite, "test.c"))
@@ -130,8 +132,16 @@ def main():
     os.makedirs(log_dir, exist_ok=True)
     started = time.monotonic()
     results = {}
+    if args.reparse:
+        def run_one_or_reparse(number, args, log_dir):
+            path = os.path.join(log_dir, number + ".log")
+            if not os.path.exists(path):
+                return {number: ("NOTRUN", 0.0, "no log")}
+            return parse_log(path, number, -1, False, 0.0, args.timeout)
+    else:
+        run_one_or_reparse = run_one
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = {pool.submit(run_one, n, args, log_dir): n for n in numbers}
+        futures = {pool.submit(run_one_or_reparse, n, args, log_dir): n for n in numbers}
         for fut in concurrent.futures.as_completed(futures):
             for name, outcome in fut.result().items():
                 if name in excluded:
