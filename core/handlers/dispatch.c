@@ -9,10 +9,14 @@
 #define API_KEY_API_VERSIONS 18
 
 static const struct api_handler_entry handler_table[] = {
-    {0, 3, 11, handle_produce},
+    /* Produce from v0: clients such as librdkafka 2.0 only compress when
+     * v0 is in range; v0-v2 requests with old message formats are refused
+     * per partition with UNSUPPORTED_FOR_MESSAGE_FORMAT. */
+    {0, 0, 11, handle_produce},
     {1, 4, 16, handle_fetch},
     {2, 1, 8, handle_list_offsets},
     {3, 0, 12, handle_metadata},
+    {10, 0, 4, handle_find_coordinator},
     {18, 0, 4, handle_api_versions},
     {19, 2, 7, handle_create_topics},
     {20, 1, 6, handle_delete_topics},

@@ -91,5 +91,6 @@ enum handler_result handle_delete_topics(struct request_context *, void *, void 
 enum handler_result handle_create_partitions(struct request_context *, void *, void *);
 enum handler_result handle_describe_configs(struct request_context *, void *, void *);
 enum handler_result handle_describe_cluster(struct request_context *, void *, void *);
+enum handler_result handle_find_coordinator(struct request_context *, void *, void *);
 
 #endif
