@@ -1,0 +1,145 @@
+/* Incremental fetch sessions (KIP-227): creation, epochs, updates, forgetting, eviction. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "handlers/fetch_session.h"
+#include "protocol/generated/errors.h"
+
+static struct fetch_partition_state part(const char *topic, int32_t partition, int64_t offset)
+{
+    struct fetch_partition_state p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.topic, sizeof p.topic, "%s", topic);
+    p.partition = partition;
+    p.fetch_offset = offset;
+    p.max_bytes = 1024;
+    p.last_high_watermark = -1;
+    p.last_log_start_offset = -1;
+    return p;
+}
+
+static const struct fetch_partition_state *find(const struct fetch_plan *plan, const char *topic, int32_t partition)
+{
+    for (int32_t i = 0; i < plan->partition_count; i++)
+        if (!strcmp(plan->partitions[i].topic, topic) && plan->partitions[i].partition == partition)
+            return &plan->partitions[i];
+    return NULL;
+}
+
+static void test_sessionless_fetch_creates_nothing(void **state)
+{
+    (void)state;
+    struct fetch_session_cache *c = fetch_session_cache_create(10);
+    struct fetch_partition_state parts[2] = {part("a", 0, 5), part("a", 1, 7)};
+    struct fetch_plan plan;
+    assert_int_equal(fetch_session_apply(c, 0, -1, parts, 2, NULL, 0, &plan), 0);
+    assert_int_equal(plan.error_code, KAFKA_ERR_NONE);
+    assert_int_equal(plan.response_session_id, 0);
+    assert_false(plan.incremental);
+    assert_int_equal(plan.partition_count, 2);
+    assert_int_equal(fetch_session_count(c), 0);
+    fetch_plan_free(&plan);
+    fetch_session_cache_destroy(c);
+}
+
+static void test_incremental_updates_and_forgets(void **state)
+{
+    (void)state;
+    struct fetch_session_cache *c = fetch_session_cache_create(10);
+    struct fetch_partition_state full[3] = {part("a", 0, 5), part("a", 1, 7), part("b", 0, 9)};
+    struct fetch_plan plan;
+    assert_int_equal(fetch_session_apply(c, 0, 0, full, 3, NULL, 0, &plan), 0);
+    int32_t id = plan.response_session_id;
+    assert_true(id > 0);
+    assert_false(plan.incremental);
+    fetch_plan_free(&plan);
+
+    /* Epoch 1: move a-0 forward, forget b-0, add c-2. */
+    struct fetch_partition_state upd[2] = {part("a", 0, 50), part("c", 2, 1)};
+    struct fetch_partition_state forget[1] = {part("b", 0, 0)};
+    assert_int_equal(fetch_session_apply(c, id, 1, upd, 2, forget, 1, &plan), 0);
+    assert_int_equal(plan.error_code, KAFKA_ERR_NONE);
+    assert_true(plan.incremental);
+    assert_int_equal(plan.response_session_id, id);
+    assert_int_equal(plan.partition_count, 3);
+    assert_int_equal(find(&plan, "a", 0)->fetch_offset, 50);
+    assert_int_equal(find(&plan, "a", 1)->fetch_offset, 7);
+    assert_non_null(find(&plan, "c", 2));
+    assert_null(find(&plan, "b", 0));
+    fetch_plan_free(&plan);
+
+    /* The same epoch again is stale. */
+    assert_int_equal(fetch_session_apply(c, id, 1, NULL, 0, NULL, 0, &plan), 0);
+    assert_int_equal(plan.error_code, KAFKA_ERR_INVALID_FETCH_SESSION_EPOCH);
+    fetch_plan_free(&plan);
+    /* An unknown session id. */
+    assert_int_equal(fetch_session_apply(c, id + 1, 1, NULL, 0, NULL, 0, &plan), 0);
+    assert_int_equal(plan.error_code, KAFKA_ERR_FETCH_SESSION_ID_NOT_FOUND);
+    fetch_plan_free(&plan);
+    /* Closing with epoch -1 removes it. */
+    assert_int_equal(fetch_session_apply(c, id, -1, full, 1, NULL, 0, &plan), 0);
+    assert_int_equal(plan.response_session_id, 0);
+    assert_int_equal(fetch_session_count(c), 0);
+    fetch_plan_free(&plan);
+    fetch_session_cache_destroy(c);
+}
+
+static void test_sent_state_is_remembered(void **state)
+{
+    (void)state;
+    struct fetch_session_cache *c = fetch_session_cache_create(10);
+    struct fetch_partition_state full[1] = {part("a", 0, 5)};
+    struct fetch_plan plan;
+    fetch_session_apply(c, 0, 0, full, 1, NULL, 0, &plan);
+    int32_t id = plan.response_session_id;
+    plan.partitions[0].last_high_watermark = 42;
+    plan.partitions[0].last_log_start_offset = 3;
+    fetch_session_record_sent(c, id, plan.partitions, 1);
+    fetch_plan_free(&plan);
+    assert_int_equal(fetch_session_apply(c, id, 1, NULL, 0, NULL, 0, &plan), 0);
+    assert_int_equal(plan.partition_count, 1);
+    assert_int_equal(plan.partitions[0].last_high_watermark, 42);
+    assert_int_equal(plan.partitions[0].last_log_start_offset, 3);
+    fetch_plan_free(&plan);
+    fetch_session_cache_destroy(c);
+}
+
+static void test_full_cache_evicts_least_recent(void **state)
+{
+    (void)state;
+    struct fetch_session_cache *c = fetch_session_cache_create(2);
+    struct fetch_partition_state full[1] = {part("a", 0, 0)};
+    struct fetch_plan plan;
+    int32_t ids[3];
+    for (int i = 0; i < 3; i++) {
+        fetch_session_apply(c, 0, 0, full, 1, NULL, 0, &plan);
+        ids[i] = plan.response_session_id;
+        fetch_plan_free(&plan);
+    }
+    assert_int_equal(fetch_session_count(c), 2);
+    assert_int_equal(fetch_session_apply(c, ids[0], 1, NULL, 0, NULL, 0, &plan), 0);
+    assert_int_equal(plan.error_code, KAFKA_ERR_FETCH_SESSION_ID_NOT_FOUND);
+    fetch_plan_free(&plan);
+    assert_int_equal(fetch_session_apply(c, ids[2], 1, NULL, 0, NULL, 0, &plan), 0);
+    assert_int_equal(plan.error_code, KAFKA_ERR_NONE);
+    fetch_plan_free(&plan);
+    fetch_session_cache_destroy(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sessionless_fetch_creates_nothing),
+        cmocka_unit_test(test_incremental_updates_and_forgets),
+        cmocka_unit_test(test_sent_state_is_remembered),
+        cmocka_unit_test(test_full_cache_evicts_least_recent),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
