@@ -189,6 +189,20 @@ static void fetch_op_free(struct delayed_op *op)
     free(f);
 }
 
+/* The topic's name: given by the request before v13, looked up by id from
+ * v13 ("" when the id is unknown). */
+static void topic_name_of(struct request_context *ctx, const struct metadata_image *img, struct kafka_str name,
+                          const struct kafka_uuid *id, char out[256])
+{
+    out[0] = '\0';
+    if (ctx->api_version < 13) {
+        kafka_str_to_cstr(name, out, 256);
+        return;
+    }
+    const struct metadata_topic *topic = metadata_image_topic_by_id(img, id);
+    if (topic) snprintf(out, 256, "%s", topic->name);
+}
+
 /* Turns the request's topics into partition states, resolving topic ids. */
 static int collect_partitions(struct request_context *ctx, const struct metadata_image *img,
                               struct fetch_request *req, struct fetch_partition_state **out, int32_t *count)
@@ -201,13 +215,8 @@ static int collect_partitions(struct request_context *ctx, const struct metadata
     int32_t n = 0;
     for (int32_t t = 0; t < req->topics_count; t++) {
         struct fetch_request_fetch_topic *ft = &req->topics[t];
-        char name[256] = "";
-        if (ctx->api_version >= 13) {
-            const struct metadata_topic *topic = metadata_image_topic_by_id(img, &ft->topic_id);
-            if (topic) snprintf(name, sizeof name, "%s", topic->name);
-        } else {
-            kafka_str_to_cstr(ft->topic, name, sizeof name);
-        }
+        char name[256];
+        topic_name_of(ctx, img, ft->topic, &ft->topic_id, name);
         for (int32_t p = 0; p < ft->partitions_count; p++) {
             struct fetch_partition_state *ps = &parts[n++];
             memcpy(ps->topic, name, sizeof name);
@@ -236,13 +245,8 @@ static int collect_forgotten(struct request_context *ctx, const struct metadata_
     int32_t n = 0;
     for (int32_t t = 0; t < req->forgotten_topics_data_count; t++) {
         struct fetch_request_forgotten_topic *ft = &req->forgotten_topics_data[t];
-        char name[256] = "";
-        if (ctx->api_version >= 13) {
-            const struct metadata_topic *topic = metadata_image_topic_by_id(img, &ft->topic_id);
-            if (topic) snprintf(name, sizeof name, "%s", topic->name);
-        } else {
-            kafka_str_to_cstr(ft->topic, name, sizeof name);
-        }
+        char name[256];
+        topic_name_of(ctx, img, ft->topic, &ft->topic_id, name);
         for (int32_t p = 0; p < ft->partitions_count; p++) {
             memcpy(parts[n].topic, name, sizeof name);
             parts[n].partition = ft->partitions[p];
