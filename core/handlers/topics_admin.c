@@ -188,10 +188,15 @@ enum handler_result handle_create_partitions(struct request_context *ctx, void *
         struct metadata_replica_assignment *assignments = NULL;
         int32_t assignment_count = in->assignments_count > 0 ? in->assignments_count : 0;
         if (assignment_count > 0) {
+            /* Request assignments list the new partitions in order, from the current count. */
+            const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
+            const struct metadata_topic *t = metadata_image_topic_by_name(img, name, strlen(name));
+            int32_t first_new = t ? t->partition_count : 0;
+            metadata_image_release(img);
             assignments = kafka_arena_alloc(&ctx->arena, (size_t)assignment_count * sizeof *assignments);
             if (!assignments) return HANDLER_CLOSE;
             for (int32_t j = 0; j < assignment_count; j++) {
-                assignments[j].partition_index = -1;
+                assignments[j].partition_index = first_new + j;
                 assignments[j].broker_ids = in->assignments[j].broker_ids;
                 assignments[j].broker_count = in->assignments[j].broker_ids_count;
             }
