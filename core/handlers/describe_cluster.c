@@ -28,11 +28,8 @@ enum handler_result handle_describe_cluster(struct request_context *ctx, void *r
     int32_t n = 0;
     for (int32_t i = 0; resp->brokers && i < img->broker_count; i++) {
         const struct metadata_broker *b = &img->brokers[i];
-        if (b->fenced || b->endpoint_count == 0) continue;
-        const struct metadata_endpoint *ep = &b->endpoints[0];
-        for (int32_t e = 0; e < b->endpoint_count; e++)
-            if (ctx->net->listener_name && !strcmp(b->endpoints[e].listener, ctx->net->listener_name))
-                ep = &b->endpoints[e];
+        const struct metadata_endpoint *ep = b->fenced ? NULL : handler_endpoint_for_request(ctx, b);
+        if (!ep) continue;
         struct describe_cluster_response_describe_cluster_broker *out = &resp->brokers[n++];
         out->broker_id = b->node_id;
         out->host = kafka_arena_strdup(&ctx->arena, ep->host);

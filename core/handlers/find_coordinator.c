@@ -27,14 +27,11 @@ static void find_one(struct request_context *ctx, const struct metadata_image *i
         return;
     }
     const struct metadata_broker *self = metadata_image_broker(img, ctx->env->node_id);
-    if (!self || self->fenced || self->endpoint_count == 0) {
+    const struct metadata_endpoint *ep = self && !self->fenced ? handler_endpoint_for_request(ctx, self) : NULL;
+    if (!ep) {
         out->error_code = KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
         return;
     }
-    const struct metadata_endpoint *ep = &self->endpoints[0];
-    for (int32_t e = 0; e < self->endpoint_count; e++)
-        if (ctx->net->listener_name && !strcmp(self->endpoints[e].listener, ctx->net->listener_name))
-            ep = &self->endpoints[e];
     out->error_code = KAFKA_ERR_NONE;
     out->node_id = self->node_id;
     out->host = kafka_arena_strdup(&ctx->arena, ep->host);

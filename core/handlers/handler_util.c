@@ -17,6 +17,15 @@ int32_t *handler_copy_int32s(struct request_context *ctx, const int32_t *src, in
     return out;
 }
 
+const struct metadata_endpoint *handler_endpoint_for_request(struct request_context *ctx,
+                                                             const struct metadata_broker *b)
+{
+    const char *listener = ctx->net->listener_name;
+    for (int32_t i = 0; listener && i < b->endpoint_count; i++)
+        if (strcmp(b->endpoints[i].listener, listener) == 0) return &b->endpoints[i];
+    return b->endpoint_count > 0 ? &b->endpoints[0] : NULL;
+}
+
 int16_t handler_topic_name_error(struct kafka_str name)
 {
     if (name.len <= 0 || name.len > 249) return KAFKA_ERR_INVALID_TOPIC_EXCEPTION;

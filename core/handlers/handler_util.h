@@ -4,8 +4,15 @@
 
 #include "handlers/handlers.h"
 
+struct metadata_broker;
+struct metadata_endpoint;
 struct metadata_topic;
 struct partition_log;
+
+/* The endpoint of broker b that clients of this request's listener should
+ * use: the one with the same listener name, else the first; NULL if none. */
+const struct metadata_endpoint *handler_endpoint_for_request(struct request_context *ctx,
+                                                             const struct metadata_broker *b);
 
 /* Copies n int32s into the request arena (NULL when n <= 0 or out of memory). */
 int32_t *handler_copy_int32s(struct request_context *ctx, const int32_t *src, int32_t n);

@@ -9,14 +9,6 @@
 #include "metadata/metadata_store.h"
 #include "net/server.h"
 
-static const struct metadata_endpoint *endpoint_for_listener(const struct metadata_broker *b,
-                                                             const char *listener)
-{
-    for (int32_t i = 0; i < b->endpoint_count; i++)
-        if (listener && strcmp(b->endpoints[i].listener, listener) == 0) return &b->endpoints[i];
-    return b->endpoint_count > 0 ? &b->endpoints[0] : NULL;
-}
-
 static int fill_brokers(struct request_context *ctx, const struct metadata_image *img,
                         struct metadata_response *resp)
 {
@@ -26,7 +18,7 @@ static int fill_brokers(struct request_context *ctx, const struct metadata_image
     for (int32_t i = 0; i < img->broker_count; i++) {
         const struct metadata_broker *b = &img->brokers[i];
         if (b->fenced) continue;
-        const struct metadata_endpoint *ep = endpoint_for_listener(b, ctx->net->listener_name);
+        const struct metadata_endpoint *ep = handler_endpoint_for_request(ctx, b);
         if (!ep) continue;
         struct metadata_response_metadata_response_broker *out = &resp->brokers[n++];
         out->node_id = b->node_id;
