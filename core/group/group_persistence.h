@@ -1,0 +1,76 @@
+/* The seam between the group coordinator (membership and offsets in memory)
+ * and the durable group log (__consumer_offsets). The coordinator calls the
+ * store functions before it answers a request, so what a client was told is
+ * on disk; at start-up the group log replays what it holds through the load
+ * callbacks, before the coordinator serves its first request.
+ *
+ * Plain data only: every pointer is borrowed for the duration of the call. */
+#ifndef CAIRN_GROUP_GROUP_PERSISTENCE_H
+#define CAIRN_GROUP_GROUP_PERSISTENCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One committed offset (OffsetCommitKey/OffsetCommitValue). */
+struct group_offset_record {
+    const char *topic;
+    int32_t partition;
+    int64_t offset;
+    int32_t leader_epoch;     /* -1 when unknown */
+    const char *metadata;     /* NULL when the client sent null */
+    int64_t commit_timestamp; /* wall ms */
+    int64_t expire_timestamp; /* -1: by offsets.retention.minutes */
+};
+
+/* One member in a group snapshot (GroupMetadataValue.members). */
+struct group_member_record {
+    const char *member_id;
+    const char *group_instance_id; /* NULL when not static */
+    const char *client_id;
+    const char *client_host;
+    int32_t rebalance_timeout_ms;
+    int32_t session_timeout_ms;
+    const uint8_t *subscription; /* protocol metadata of the chosen protocol */
+    size_t subscription_len;
+    const uint8_t *assignment;
+    size_t assignment_len;
+};
+
+/* The group as GroupMetadataValue carries it; written when a generation
+ * completes (SyncGroup of the leader) and when the group becomes Empty. */
+struct group_snapshot_record {
+    const char *group_id;
+    const char *protocol_type;  /* "" for a group used for offsets only */
+    int32_t generation;
+    const char *protocol;       /* NULL when none chosen */
+    const char *leader;         /* NULL when none */
+    int64_t current_state_timestamp;
+    const struct group_member_record *members;
+    size_t member_count;
+};
+
+/* Durable store. Every function returns KAFKA_ERR_NONE or the Kafka error
+ * to give the client (e.g. COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
+ * UNKNOWN_SERVER_ERROR on an I/O failure). May block on disk; called from
+ * io threads, possibly concurrently for different groups. */
+struct group_store_ops {
+    int16_t (*store_offsets)(void *store, const char *group_id,
+                             const struct group_offset_record *offsets, size_t count);
+    int16_t (*store_group)(void *store, const struct group_snapshot_record *group);
+    /* Tombstones for the group record and for the listed offsets. */
+    int16_t (*delete_group)(void *store, const char *group_id,
+                            const struct group_offset_record *offsets, size_t count);
+    /* Tombstones for the listed offsets only (OffsetDelete, expiry). */
+    int16_t (*delete_offsets)(void *store, const char *group_id,
+                              const struct group_offset_record *offsets, size_t count);
+};
+
+/* Replay targets, called in log order for each record found while loading.
+ * A tombstone arrives as a NULL record (the group or offset is removed). */
+struct group_load_visitor {
+    void (*offset)(void *ctx, const char *group_id, const char *topic, int32_t partition,
+                   const struct group_offset_record *record_or_null);
+    void (*group)(void *ctx, const char *group_id, const struct group_snapshot_record *record_or_null);
+};
+
+#endif
