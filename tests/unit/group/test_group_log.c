@@ -1,6 +1,7 @@
 /* The durable group log over a real log manager and metadata store:
  * topic creation, round trip through close and reopen, placement by group,
  * skipping of corrupt records, flushing, and the errors the store returns. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -13,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "config/topic_config.h"
 #include "group/coordinator_partition.h"
 #include "group/group_log.h"
 #include "group/group_log_codec.h"
@@ -89,12 +91,14 @@ static void describe_offset(char *out, size_t len, const struct group_offset_rec
              (long long)r->expire_timestamp);
 }
 
-static size_t hex(char *out, size_t len, const uint8_t *p, size_t n)
+/* Length and FNV-1a hash: catches any changed byte in long blobs. */
+static size_t blob(char *out, size_t len, const uint8_t *p, size_t n)
 {
-    size_t w = 0;
-    for (size_t i = 0; i < n && w + 3 < len; i++)
-        w += (size_t)snprintf(out + w, len - w, "%02x", p[i]);
-    return w;
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 16777619u;
+    int w = snprintf(out, len, "%zu:%08x", n, (unsigned)h);
+    return w < 0 ? 0 : (size_t)w;
 }
 
 static void describe_group(char *out, size_t len, const struct group_snapshot_record *g)
@@ -108,11 +112,11 @@ static void describe_group(char *out, size_t len, const struct group_snapshot_re
                               or_null(m->group_instance_id), m->client_id, m->client_host,
                               (int)m->rebalance_timeout_ms, (int)m->session_timeout_ms);
         if (w < len)
-            w += hex(out + w, len - w, m->subscription, m->subscription_len);
+            w += blob(out + w, len - w, m->subscription, m->subscription_len);
         if (w < len)
             w += (size_t)snprintf(out + w, len - w, " asg=");
         if (w < len)
-            w += hex(out + w, len - w, m->assignment, m->assignment_len);
+            w += blob(out + w, len - w, m->assignment, m->assignment_len);
         if (w < len)
             w += (size_t)snprintf(out + w, len - w, "]");
     }
@@ -184,6 +188,13 @@ static const struct group_load_visitor visitor = {.offset = visit_offset, .group
 
 /* ---- fixture: metadata store + log manager + group log in a temp dir ---- */
 
+/* The broker's own topic config check, so the topic's configs must pass it. */
+static int validate_topic_config(void *ctx, const char *key, const char *value, char *err, size_t errlen)
+{
+    (void)ctx;
+    return topic_config_validate(key, value, err, errlen);
+}
+
 struct fixture {
     char dir[64];
     struct metadata_endpoint endpoint;
@@ -204,6 +215,7 @@ static void open_all(struct fixture *f, int32_t num_partitions, int32_t node_id)
         .endpoint_count = 1,
         .default_num_partitions = 1,
         .default_replication_factor = 1,
+        .validate_topic_config = validate_topic_config,
     };
     if (metadata_store_open(&mopts, &f->metadata, err, sizeof err) != 0)
         fail_msg("metadata store: %s", err);
@@ -286,6 +298,8 @@ static void test_open_creates_compacted_topic(void **state)
     assert_int_equal(t->partitions[0].replica_count, 1);
     assert_string_equal(metadata_topic_config(t, "cleanup.policy"), "compact");
     assert_string_equal(metadata_topic_config(t, "segment.bytes"), "1048576");
+    /* No compaction yet: time retention must not drop live offsets. */
+    assert_string_equal(metadata_topic_config(t, "retention.ms"), "-1");
     metadata_image_release(img);
     for (int32_t p = 0; p < PARTITIONS; p++) {
         struct partition_log *log = log_manager_get(f->logs, GROUP_LOG_TOPIC, p);
@@ -365,6 +379,19 @@ static void test_round_trip_through_reopen(void **state)
                                        .current_state_timestamp = -1};
     assert_int_equal(f->ops->store_group(f->gl, &g4), KAFKA_ERR_NONE);
     model_group(&want, &g4);
+    /* A snapshot bigger than the load buffer (4 KiB here). */
+    uint8_t *big = malloc(20000);
+    for (int i = 0; i < 20000; i++)
+        big[i] = (uint8_t)(i * 7);
+    struct group_member_record wide = {.member_id = "w", .client_id = "c", .client_host = "h",
+                                       .subscription = big, .subscription_len = 20000,
+                                       .assignment = big + 5, .assignment_len = 9000};
+    struct group_snapshot_record g5 = {.group_id = "g5", .protocol_type = "consumer", .generation = 1,
+                                       .protocol = "cooperative-sticky", .leader = "w", .members = &wide,
+                                       .member_count = 1};
+    assert_int_equal(f->ops->store_group(f->gl, &g5), KAFKA_ERR_NONE);
+    model_group(&want, &g5);
+    free(big);
 
     /* OffsetDelete of one of g1's offsets; g2 deleted with its offsets. */
     assert_int_equal(f->ops->delete_offsets(f->gl, "g1", &g1[2], 1), KAFKA_ERR_NONE);
@@ -397,7 +424,7 @@ static void test_round_trip_through_reopen(void **state)
     assert_same_state(&want, &got.state);
     /* Everything written was replayed, tombstones included. */
     assert_int_equal(got.offset_calls, 3 + 3 + 1 + 1 + 2 + 1 + 30);
-    assert_int_equal(got.group_calls, 2 + 1 + 1 + 1);
+    assert_int_equal(got.group_calls, 2 + 1 + 1 + 1 + 1);
 }
 
 /* Reads every record of a partition, checking each key's placement. */
@@ -604,6 +631,61 @@ static void test_store_errors(void **state)
     assert_int_equal(f->ops->store_offsets(f->gl, "big", many, 0), KAFKA_ERR_NONE);
 }
 
+#define WRITERS 3
+#define COMMITS_PER_WRITER 150
+
+struct writer_arg {
+    struct fixture *f;
+    int id;
+    int failures;
+};
+
+/* Commits for groups of its own, several of which share partitions with
+ * the other writers' groups. */
+static void *commit_loop(void *p)
+{
+    struct writer_arg *a = p;
+    for (int i = 0; i < COMMITS_PER_WRITER; i++) {
+        char group[32];
+        snprintf(group, sizeof group, "w%d-g%d", a->id, i % 10);
+        struct group_offset_record r = {.topic = "t", .partition = a->id, .offset = i, .leader_epoch = -1,
+                                        .metadata = "", .commit_timestamp = i, .expire_timestamp = -1};
+        if (a->f->ops->store_offsets(a->f->gl, group, &r, 1) != KAFKA_ERR_NONE)
+            a->failures++;
+    }
+    return NULL;
+}
+
+static void test_concurrent_writers(void **state)
+{
+    struct fixture *f = *state;
+    open_all(f, PARTITIONS, 1);
+    pthread_t threads[WRITERS];
+    struct writer_arg args[WRITERS];
+    for (int i = 0; i < WRITERS; i++) {
+        args[i] = (struct writer_arg){.f = f, .id = i};
+        assert_int_equal(pthread_create(&threads[i], NULL, commit_loop, &args[i]), 0);
+    }
+    for (int i = 0; i < WRITERS; i++) {
+        assert_int_equal(pthread_join(threads[i], NULL), 0);
+        assert_int_equal(args[i].failures, 0);
+    }
+    struct state want = {0};
+    for (int w = 0; w < WRITERS; w++)
+        for (int i = COMMITS_PER_WRITER - 10; i < COMMITS_PER_WRITER; i++) {
+            char group[32];
+            snprintf(group, sizeof group, "w%d-g%d", w, i % 10);
+            struct group_offset_record r = {.topic = "t", .partition = w, .offset = i, .leader_epoch = -1,
+                                            .metadata = "", .commit_timestamp = i, .expire_timestamp = -1};
+            model_offset(&want, group, &r);
+        }
+    struct loaded got = {0};
+    char err[256] = "";
+    assert_int_equal(group_log_load(f->gl, &visitor, &got, err, sizeof err), 0);
+    assert_same_state(&want, &got.state);
+    assert_int_equal(got.offset_calls, WRITERS * COMMITS_PER_WRITER);
+}
+
 /* A broker holding no replica of the topic is not the coordinator. */
 static void test_not_coordinator_without_replica(void **state)
 {
@@ -630,6 +712,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_flushes_before_returning, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_records_are_skipped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_coordinator_without_replica, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
