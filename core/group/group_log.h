@@ -31,6 +31,10 @@ struct group_log_options {
     int32_t num_partitions;        /* offsets.topic.num.partitions, default 50 */
     int16_t replication_factor;    /* offsets.topic.replication.factor (capped by live brokers) */
     int32_t segment_bytes;         /* offsets.topic.segment.bytes, default 104857600 */
+    /* node.id: a partition replicated here whose log the broker has not
+     * created yet is created by group_log_open. */
+    int32_t node_id;
+    int32_t load_buffer_size;      /* offsets.load.buffer.size; <= 0 means 5242880 */
 };
 
 /* Creates __consumer_offsets on first start (cleanup.policy=compact) and
@@ -39,11 +43,18 @@ int group_log_open(const struct group_log_options *opts, struct group_log **out,
 
 /* Replays every partition in offset order into the visitor (offsets and
  * group snapshots, tombstones as NULL). Corrupt or unknown records are
- * skipped with a warning. Returns 0, or -1 with err on an I/O failure. */
+ * skipped with a warning. Returns 0, or -1 with err on an I/O failure.
+ * An offset committed with null metadata loads with metadata "" (the value
+ * schema has no null; Kafka answers OffsetFetch with "" for it too). */
 int group_log_load(struct group_log *gl, const struct group_load_visitor *visitor, void *ctx, char *err,
                    size_t errlen);
 
-/* The store ops; pass gl as their `store` argument. */
+/* The store ops; pass gl as their `store` argument. Each call appends one
+ * batch (so a multi-partition commit is atomic on disk) and flushes it.
+ * Errors: NOT_COORDINATOR when this broker holds no replica of the group's
+ * partition, COORDINATOR_NOT_AVAILABLE when its log is missing or offline,
+ * INVALID_COMMIT_OFFSET_SIZE for an offset batch over max.message.bytes,
+ * UNKNOWN_SERVER_ERROR on I/O failures and unencodable input. */
 const struct group_store_ops *group_log_store_ops(void);
 
 int32_t group_log_partition_count(const struct group_log *gl);
