@@ -26,6 +26,7 @@ struct log_append_result {
     int64_t log_append_time; /* -1 under CreateTime */
     int64_t log_start_offset;
     int32_t record_count;
+    bool duplicate; /* a retried idempotent batch: offsets are the original ones, nothing written */
     char error_message[160]; /* reason when the append was rejected */
 };
 

@@ -239,6 +239,7 @@ int16_t partition_log_check_producers_locked(struct partition_log *log, const ui
                                         sizeof res->error_message);
     if (code == KAFKA_ERR_NONE && check.duplicate) {
         *duplicate = true;
+        res->duplicate = true;
         res->base_offset = check.first_offset;
         res->last_offset = check.last_offset;
     }
