@@ -3,9 +3,11 @@
  *    (same base offset, written once), a sequence gap, a stale epoch after a
  *    KIP-360 bump, a transactional id, and retries recognised after a clean
  *    stop and after kill -9.
- * 2. librdkafka with enable.idempotence=true producing 100k records while
- *    the broker is stopped with SIGTERM and later killed with kill -9:
- *    every acknowledged record is read back once, in order per partition. */
+ * 2. librdkafka with enable.idempotence=true producing 100k records through
+ *    a proxy that drops some Produce responses after the broker wrote the
+ *    batch (so the client retries batches already in the log), while the
+ *    broker is stopped with SIGTERM and later killed with kill -9: every
+ *    acknowledged record is read back once, in order per partition. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,10 +18,16 @@
 #include "raw_kafka.h"
 #include "rk_helpers.h"
 
+#include <arpa/inet.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define RAW_TOPIC "idem-raw"
@@ -162,9 +170,196 @@ static int16_t produce_batch(int port, int64_t pid, int16_t epoch, int32_t seq, 
     return error;
 }
 
+/* ---- a TCP proxy that loses Produce responses ----
+ * Owned by the test thread; the accept thread and one thread per connection
+ * share only `stop` and `dropped` (atomics). Each connection relays whole
+ * frames: it remembers the api key of every request it forwarded and, for
+ * every PROXY_DROP_EVERY-th Produce response, closes both sides instead of
+ * relaying it. The broker has written that batch; the client retries it. */
+#define PROXY_DROP_EVERY 7
+#define PROXY_MAX_FRAME (64 * 1024 * 1024)
+
+struct fault_proxy {
+    int listen_fd;
+    int port;
+    int broker_port;
+    pthread_t accept_thread;
+    atomic_bool stop;
+    atomic_long dropped;
+    atomic_long produce_responses;
+};
+
+struct proxy_conn {
+    struct fault_proxy *proxy;
+    int client_fd, broker_fd;
+    uint8_t *buf[2]; /* 0: client->broker, 1: broker->client */
+    size_t len[2], cap[2];
+    int16_t keys[512]; /* api keys of forwarded requests, FIFO */
+    size_t key_head, key_tail;
+};
+
+static bool write_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+/* Forward every complete frame in direction dir; false closes the pair. */
+static bool proxy_pump(struct proxy_conn *c, int dir)
+{
+    size_t pos = 0;
+    bool ok = true;
+    while (ok && c->len[dir] - pos >= 4) {
+        const uint8_t *f = c->buf[dir] + pos;
+        uint32_t size = (uint32_t)f[0] << 24 | (uint32_t)f[1] << 16 | (uint32_t)f[2] << 8 | f[3];
+        if (size > PROXY_MAX_FRAME || size < 4)
+            return false;
+        if (c->len[dir] - pos < 4 + (size_t)size)
+            break;
+        if (dir == 0) {
+            if (c->key_tail - c->key_head == 512)
+                return false;
+            c->keys[c->key_tail++ % 512] = (int16_t)(f[4] << 8 | f[5]);
+            ok = write_all(c->broker_fd, f, 4 + (size_t)size);
+        } else {
+            if (c->key_head == c->key_tail)
+                return false;
+            int16_t key = c->keys[c->key_head++ % 512];
+            if (key == API_PRODUCE &&
+                atomic_fetch_add(&c->proxy->produce_responses, 1) % PROXY_DROP_EVERY ==
+                    PROXY_DROP_EVERY - 1) {
+                atomic_fetch_add(&c->proxy->dropped, 1);
+                return false;
+            }
+            ok = write_all(c->client_fd, f, 4 + (size_t)size);
+        }
+        pos += 4 + (size_t)size;
+    }
+    memmove(c->buf[dir], c->buf[dir] + pos, c->len[dir] - pos);
+    c->len[dir] -= pos;
+    return ok;
+}
+
+static void *proxy_conn_main(void *arg)
+{
+    struct proxy_conn *c = arg;
+    struct pollfd fds[2] = {{c->client_fd, POLLIN, 0}, {c->broker_fd, POLLIN, 0}};
+    bool open = true;
+    while (open && !atomic_load(&c->proxy->stop)) {
+        if (poll(fds, 2, 100) < 0)
+            break;
+        for (int dir = 0; dir < 2 && open; dir++) {
+            if (!(fds[dir].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            if (c->cap[dir] - c->len[dir] < 65536) {
+                size_t cap = c->cap[dir] ? c->cap[dir] * 2 : 262144;
+                uint8_t *grown = realloc(c->buf[dir], cap);
+                if (!grown) {
+                    open = false;
+                    break;
+                }
+                c->buf[dir] = grown;
+                c->cap[dir] = cap;
+            }
+            ssize_t n = recv(fds[dir].fd, c->buf[dir] + c->len[dir], c->cap[dir] - c->len[dir], 0);
+            if (n <= 0) {
+                open = false;
+                break;
+            }
+            c->len[dir] += (size_t)n;
+            open = proxy_pump(c, dir);
+        }
+    }
+    close(c->client_fd);
+    close(c->broker_fd);
+    free(c->buf[0]);
+    free(c->buf[1]);
+    free(c);
+    return NULL;
+}
+
+static void *proxy_accept_main(void *arg)
+{
+    struct fault_proxy *p = arg;
+    while (!atomic_load(&p->stop)) {
+        struct pollfd pfd = {p->listen_fd, POLLIN, 0};
+        if (poll(&pfd, 1, 100) <= 0)
+            continue;
+        int client = accept(p->listen_fd, NULL, NULL);
+        if (client < 0)
+            continue;
+        int broker = raw_connect(p->broker_port, 10000);
+        if (broker < 0) { /* broker down (restarting): the client reconnects */
+            close(client);
+            continue;
+        }
+        struct proxy_conn *c = calloc(1, sizeof *c);
+        pthread_t t;
+        if (!c) {
+            close(client);
+            close(broker);
+            continue;
+        }
+        c->proxy = p;
+        c->client_fd = client;
+        c->broker_fd = broker;
+        if (pthread_create(&t, NULL, proxy_conn_main, c) != 0) {
+            close(client);
+            close(broker);
+            free(c);
+            continue;
+        }
+        pthread_detach(t);
+    }
+    return NULL;
+}
+
+/* Binds a loopback port; proxy_run starts relaying to broker_port. */
+static void proxy_bind(struct fault_proxy *p)
+{
+    memset(p, 0, sizeof *p);
+    p->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(p->listen_fd >= 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof addr;
+    assert_int_equal(bind(p->listen_fd, (struct sockaddr *)&addr, sizeof addr), 0);
+    assert_int_equal(listen(p->listen_fd, 64), 0);
+    assert_int_equal(getsockname(p->listen_fd, (struct sockaddr *)&addr, &alen), 0);
+    p->port = ntohs(addr.sin_port);
+}
+
+static void proxy_run(struct fault_proxy *p, int broker_port)
+{
+    p->broker_port = broker_port;
+    assert_int_equal(pthread_create(&p->accept_thread, NULL, proxy_accept_main, p), 0);
+}
+
+static void proxy_stop(struct fault_proxy *p)
+{
+    atomic_store(&p->stop, true);
+    pthread_join(p->accept_thread, NULL);
+    close(p->listen_fd);
+    /* Connection threads notice `stop` within one poll timeout. */
+    usleep(300 * 1000);
+}
+
+/* Shared by both tests; owned by the test thread. */
+struct idem_fixture {
+    struct test_broker broker;
+    struct fault_proxy proxy;
+    bool proxied;
+};
+
 static void test_raw_duplicates_gaps_and_epochs(void **state)
 {
-    struct test_broker *b = *state;
+    struct idem_fixture *f = *state;
+    struct test_broker *b = &f->broker;
     rk_create_topic(broker_bootstrap(b), RAW_TOPIC, 1, NULL);
     int port = broker_port(b);
 
@@ -296,13 +491,17 @@ static void load_maybe_restart(struct test_broker *b, const struct rk_delivery_s
 
 static void test_librdkafka_idempotence_across_restarts(void **state)
 {
-    struct test_broker *b = *state;
-    rk_create_topic(broker_bootstrap(b), LOAD_TOPIC, LOAD_PARTITIONS, NULL);
+    struct idem_fixture *f = *state;
+    struct test_broker *b = &f->broker;
+    struct fault_proxy *proxy = &f->proxy;
+    char bootstrap[64];
+    snprintf(bootstrap, sizeof bootstrap, "127.0.0.1:%d", proxy->port);
+    rk_create_topic(bootstrap, LOAD_TOPIC, LOAD_PARTITIONS, NULL);
     const char *conf[] = {"enable.idempotence", "true", "linger.ms", "5",
                           "message.timeout.ms", "60000", "reconnect.backoff.ms", "50",
                           "reconnect.backoff.max.ms", "500", "batch.num.messages", "2000",
                           NULL};
-    rd_kafka_t *rk = rk_producer_new(broker_bootstrap(b), conf);
+    rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
     struct rk_delivery_slot *slots = calloc(LOAD_MESSAGES, sizeof(*slots));
     assert_non_null(slots);
     struct rk_delivery_stats *stats = rk_producer_stats(rk);
@@ -331,6 +530,9 @@ static void test_librdkafka_idempotence_across_restarts(void **state)
     fprintf(stderr, "[idem] enqueued %ld, delivered %ld, failed %ld (first error: %s)\n", produced,
             delivered, failed, failed ? stats->first_error_text : "none");
     rk_producer_destroy(rk);
+    fprintf(stderr, "[idem] the proxy dropped %ld Produce responses\n", atomic_load(&proxy->dropped));
+    if (atomic_load(&proxy->dropped) == 0)
+        fail_msg("no Produce response was dropped: retries were not exercised");
     if (!stopped || !killed)
         fail_msg("only %ld delivered before the deadline; restarts did not both happen", delivered);
     assert_int_equal(produced, LOAD_MESSAGES);
@@ -348,7 +550,7 @@ static void test_librdkafka_idempotence_across_restarts(void **state)
         check.seen_at[s] = -1;
     for (int p = 0; p < LOAD_PARTITIONS; p++)
         check.last_seq[p] = -1;
-    long got = rk_consume_each(broker_bootstrap(b), LOAD_TOPIC, LOAD_PARTITIONS, want, 60000,
+    long got = rk_consume_each(bootstrap, LOAD_TOPIC, LOAD_PARTITIONS, want, 60000,
                                load_collect, &check);
     if (check.failure[0])
         fail_msg("%s", check.failure);
@@ -367,16 +569,34 @@ static void test_librdkafka_idempotence_across_restarts(void **state)
 
 static int idem_setup(void **state)
 {
-    struct test_broker *broker = calloc(1, sizeof *broker);
-    *state = broker;
-    broker_start(broker, NULL);
+    struct idem_fixture *f = calloc(1, sizeof *f);
+    *state = f;
+    broker_start(&f->broker, NULL);
+    return 0;
+}
+
+/* The broker advertises the proxy, so every client connection goes through it. */
+static int idem_setup_proxied(void **state)
+{
+    struct idem_fixture *f = calloc(1, sizeof *f);
+    *state = f;
+    proxy_bind(&f->proxy);
+    char advertised[96];
+    snprintf(advertised, sizeof advertised, "advertised.listeners=PLAINTEXT://127.0.0.1:%d", f->proxy.port);
+    const char *overrides[] = {advertised, NULL};
+    broker_start(&f->broker, overrides);
+    proxy_run(&f->proxy, broker_port(&f->broker));
+    f->proxied = true;
     return 0;
 }
 
 static int idem_teardown(void **state)
 {
-    broker_cleanup(*state);
-    free(*state);
+    struct idem_fixture *f = *state;
+    if (f->proxied)
+        proxy_stop(&f->proxy);
+    broker_cleanup(&f->broker);
+    free(f);
     return 0;
 }
 
@@ -385,8 +605,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_raw_duplicates_gaps_and_epochs, idem_setup,
                                         idem_teardown),
-        cmocka_unit_test_setup_teardown(test_librdkafka_idempotence_across_restarts, idem_setup,
-                                        idem_teardown),
+        cmocka_unit_test_setup_teardown(test_librdkafka_idempotence_across_restarts,
+                                        idem_setup_proxied, idem_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
