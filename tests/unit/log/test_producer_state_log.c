@@ -1,7 +1,9 @@
 /* Producer state inside the partition log: duplicate appends answered with
  * the original offsets, rejected batches, snapshots at roll and close,
- * rebuild from the log after losing snapshots, truncation and retention. */
+ * rebuild from the log after losing snapshots, truncation, retention, and
+ * racing retries from several threads. */
 #include <dirent.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -273,6 +275,76 @@ static void test_retention_and_expiry(void **state)
     assert_int_equal(produce(f, 4, 0, 0, 1, &base), KAFKA_ERR_NONE);
 }
 
+#define RACE_THREADS 4
+#define RACE_BATCHES 400
+
+struct race_ctx {
+    struct fixture *f;
+    int accepted, duplicates, behind;
+    int unexpected; /* any other outcome */
+};
+
+/* Every thread sends the same producer's batches in order, as a client
+ * retrying on several connections would: each batch must land once. */
+static void *race_main(void *arg)
+{
+    struct race_ctx *c = arg;
+    for (int seq = 0; seq < RACE_BATCHES; seq++) {
+        size_t len;
+        uint8_t *batch = idem_batch(77, 0, seq, 1, 0, &len);
+        struct log_append_result res;
+        int16_t code = partition_log_append(c->f->log, batch, len, 0, &res);
+        free(batch);
+        if (code == KAFKA_ERR_NONE && res.duplicate && res.base_offset == seq)
+            c->duplicates++;
+        else if (code == KAFKA_ERR_NONE && !res.duplicate && res.base_offset == seq)
+            c->accepted++;
+        else if (code == KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER)
+            c->behind++; /* fell more than the cached batches behind another thread */
+        else
+            c->unexpected++;
+    }
+    return NULL;
+}
+
+static void test_concurrent_retries_land_once(void **state)
+{
+    struct fixture *f = *state;
+    open_log(f, false);
+    pthread_t threads[RACE_THREADS];
+    struct race_ctx ctx[RACE_THREADS];
+    for (int i = 0; i < RACE_THREADS; i++) {
+        ctx[i] = (struct race_ctx){.f = f};
+        assert_int_equal(pthread_create(&threads[i], NULL, race_main, &ctx[i]), 0);
+    }
+    int accepted = 0;
+    for (int i = 0; i < RACE_THREADS; i++) {
+        pthread_join(threads[i], NULL);
+        assert_int_equal(ctx[i].unexpected, 0);
+        accepted += ctx[i].accepted;
+    }
+    assert_int_equal(accepted, RACE_BATCHES);
+    assert_int_equal(partition_log_end_offset(f->log), RACE_BATCHES);
+    /* Read back: offset i holds sequence i. */
+    struct log_read_result r;
+    assert_int_equal(partition_log_read(f->log, 0, 1 << 24, INT64_MAX, &r), KAFKA_ERR_NONE);
+    uint8_t *data = test_read_region(&r);
+    struct record_batch_iter it;
+    const uint8_t *batch;
+    size_t blen;
+    int n = 0;
+    record_batch_iter_init(&it, data, (size_t)r.len);
+    while (record_batch_iter_next(&it, &batch, &blen) == 1) {
+        struct record_batch_header h;
+        record_batch_parse_header(batch, blen, &h);
+        assert_int_equal(h.base_offset, n);
+        assert_int_equal(h.base_sequence, n);
+        n++;
+    }
+    assert_int_equal(n, RACE_BATCHES);
+    free(data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +353,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rebuild_without_snapshots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_rebuilds_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retention_and_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_retries_land_once, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
