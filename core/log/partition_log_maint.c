@@ -149,7 +149,7 @@ int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset)
     pthread_rwlock_unlock(&log->lock);
     if (rc == 0) {
         partition_log_write_epochs(log);
-        /* Forget the cut batches: snapshot past the end go, state is rebuilt. */
+        /* Forget the cut batches: snapshots past the end go, the state is rebuilt. */
         rc = partition_log_load_producers_locked(log);
     }
     if (rc != 0)
