@@ -291,7 +291,9 @@ static void *proxy_accept_main(void *arg)
         struct pollfd pfd = {p->listen_fd, POLLIN, 0};
         if (poll(&pfd, 1, 100) <= 0)
             continue;
-        int client = accept(p->listen_fd, NULL, NULL);
+        /* CLOEXEC: a broker restarted meanwhile must not inherit it and keep
+         * the connection open after the proxy closes it. */
+        int client = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (client < 0)
             continue;
         int broker = raw_connect(p->broker_port, 10000);
