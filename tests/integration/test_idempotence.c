@@ -41,6 +41,7 @@
 #define API_INIT_PRODUCER_ID 22
 #define ERR_NONE 0
 #define ERR_NOT_COORDINATOR 16
+#define ERR_INVALID_REQUEST 42
 #define ERR_OUT_OF_ORDER_SEQUENCE_NUMBER 45
 #define ERR_INVALID_PRODUCER_EPOCH 47
 #define ERR_PRODUCER_FENCED 90
@@ -373,6 +374,9 @@ static void test_raw_duplicates_gaps_and_epochs(void **state)
     assert_int_equal(other.error, ERR_NONE);
     assert_true(other.producer_id != a.producer_id);
     assert_int_equal(init_producer_id(port, 4, "txn-1", -1, -1).error, ERR_NOT_COORDINATOR);
+    assert_int_equal(init_producer_id(port, 4, "", -1, -1).error, ERR_INVALID_REQUEST);
+    /* An id without an epoch (or the reverse) is malformed. */
+    assert_int_equal(init_producer_id(port, 3, NULL, a.producer_id, -1).error, ERR_INVALID_REQUEST);
 
     int64_t base = -1;
     int64_t pid = a.producer_id;

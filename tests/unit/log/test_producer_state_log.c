@@ -230,6 +230,37 @@ static void test_rebuild_without_snapshots(void **state)
     assert_int_equal(latest, 48);
 }
 
+static void test_corrupt_snapshot_falls_back(void **state)
+{
+    struct fixture *f = *state;
+    f->cfg.segment_bytes = 400;
+    open_log(f, false);
+    int64_t base, latest;
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(produce(f, 21, 0, i, 1, &base), KAFKA_ERR_NONE);
+    partition_log_close(f->log);
+    f->log = NULL;
+    int before = count_snapshots(f->dir, &latest);
+    assert_true(before >= 2);
+    assert_int_equal(latest, 20);
+    /* Damage the newest snapshot: the next older one plus a replay must do. */
+    char path[600];
+    snprintf(path, sizeof path, "%s/%020d.snapshot", f->dir, 20);
+    FILE *fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    fseek(fp, 12, SEEK_SET);
+    fputc(0x7f, fp);
+    fclose(fp);
+    open_log(f, false);
+    struct producer_entry e;
+    assert_true(partition_log_producer_lookup(f->log, 21, &e));
+    assert_int_equal(e.batches[e.batch_count - 1].last_seq, 19);
+    assert_int_equal(e.batch_count, PRODUCER_STATE_CACHED_BATCHES);
+    assert_int_equal(produce(f, 21, 0, 15, 1, &base), KAFKA_ERR_NONE);
+    assert_int_equal(base, 15);
+    assert_int_equal(partition_log_end_offset(f->log), 20);
+}
+
 static void test_truncate_rebuilds_state(void **state)
 {
     struct fixture *f = *state;
@@ -351,6 +382,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_duplicates_and_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_on_roll_and_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rebuild_without_snapshots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_snapshot_falls_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_rebuilds_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retention_and_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_retries_land_once, setup, teardown),
