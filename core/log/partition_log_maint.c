@@ -74,8 +74,6 @@ int partition_log_apply_retention(struct partition_log *log, int64_t now_ms)
         partition_log_remove_old_snapshots_locked(log);
     }
     pthread_mutex_unlock(&log->write_lock);
-    /* Retention time is also when idle producers are forgotten. */
-    partition_log_expire_producers(log, now_ms);
     return deleted;
 }
 

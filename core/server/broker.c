@@ -211,6 +211,8 @@ static int start_logs(struct broker *b, const char *const *dirs, size_t dir_coun
     opts.retention_check_interval_ms = config_get_long(b->config, "log.retention.check.interval.ms");
     opts.flush_scheduler_interval_ms = config_get_long(b->config, "log.flush.scheduler.interval.ms");
     opts.flush_offset_checkpoint_interval_ms = config_get_long(b->config, "log.flush.offset.checkpoint.interval.ms");
+    opts.producer_expiration_check_interval_ms =
+        config_get_long(b->config, "producer.id.expiration.check.interval.ms");
     opts.background_thread = true;
     struct log_config defaults;
     broker_log_defaults(b, NULL, &defaults);

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "log/log_manager.h"
 #include "log/producer_state.h"
 #include "log_test_util.h"
 #include "protocol/generated/errors.h"
@@ -306,6 +307,31 @@ static void test_retention_and_expiry(void **state)
     assert_int_equal(produce(f, 4, 0, 0, 1, &base), KAFKA_ERR_NONE);
 }
 
+/* The log manager's maintenance pass expires idle producers. */
+static void test_manager_expires_producers(void **state)
+{
+    struct fixture *f = *state;
+    f->cfg.producer_id_expiration_ms = 1000;
+    struct log_manager_config mcfg;
+    log_manager_config_defaults(&mcfg);
+    mcfg.background_thread = false;
+    const char *dirs[] = {f->dir};
+    struct log_manager *m = NULL;
+    char err[256] = "";
+    assert_int_equal(log_manager_open(dirs, 1, &f->cfg, &mcfg, &m, err, sizeof err), 0);
+    assert_int_equal(log_manager_create(m, "t", 0, NULL, NULL, &f->log, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    int64_t base;
+    assert_int_equal(produce(f, 31, 0, 0, 1, &base), KAFKA_ERR_NONE);
+    log_manager_maintain(m, 1000 + 999, true);
+    assert_int_equal(partition_log_producer_count(f->log), 1);
+    log_manager_maintain(m, 1000 + 1000, true);
+    assert_int_equal(partition_log_producer_count(f->log), 0);
+    partition_log_close(f->log);
+    f->log = NULL;
+    log_manager_close(m, true);
+}
+
 #define RACE_THREADS 4
 #define RACE_BATCHES 400
 
@@ -386,6 +412,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncate_rebuilds_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retention_and_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_retries_land_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_manager_expires_producers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
