@@ -18,6 +18,9 @@
 #define DEFAULT_PRODUCER_ID_EXPIRATION_MS 86400000
 /* Past this many remembered producers, idle ones are dropped before growing. */
 #define ISSUED_PRUNE_THRESHOLD 4096
+/* Hard bound on the table (24 MiB): a flood of InitProducerId cannot grow it
+ * further; producers left out get a new id if they ever ask for a bump. */
+#define ISSUED_MAX ((size_t)1 << 20)
 
 /* The epoch this broker last gave each idempotent producer id, so a bump
  * request can be told current from stale. Process-wide: one broker per
@@ -71,6 +74,8 @@ static void issued_record(int64_t producer_id, int16_t epoch, int64_t now_ms, in
             at = issued_lower_bound(producer_id);
         }
         if (issued_count == issued_cap) {
+            if (issued_cap >= ISSUED_MAX)
+                return;
             size_t cap = issued_cap ? issued_cap * 2 : 64;
             struct issued_producer *grown = realloc(issued, cap * sizeof *grown);
             if (!grown)
