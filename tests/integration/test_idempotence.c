@@ -74,8 +74,8 @@ struct pid_answer {
     int16_t epoch;
 };
 
-/* InitProducerId: v1 (non-flexible) when producer_id < 0 and no txn id,
- * otherwise v3 or v4 (flexible) with the given id and epoch. */
+/* InitProducerId at `version` (flexible from v2); producer_id and epoch are
+ * sent from v3 on. */
 static struct pid_answer init_producer_id(int port, int16_t version, const char *txn_id,
                                           int64_t producer_id, int16_t epoch)
 {
