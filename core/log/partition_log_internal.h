@@ -32,7 +32,6 @@ struct partition_log {
     struct log_epoch_entry *epochs;
     size_t epoch_count, epoch_cap;
     struct producer_state *producers; /* write_lock */
-    bool producer_snapshots;          /* write_lock; a snapshot file exists or was written */
     atomic_int refcount;
     atomic_bool offline;
     atomic_bool deleted;

@@ -149,7 +149,6 @@ int partition_log_load_producers_locked(struct partition_log *log)
         free(path);
         if (rc == 0) {
             from = latest;
-            log->producer_snapshots = true;
             break;
         }
         logger_warn("log", "%s: producer snapshot at %" PRId64 " unreadable (%s); discarding it",
@@ -163,18 +162,20 @@ int partition_log_load_producers_locked(struct partition_log *log)
         logger_error("log", "%s: cannot rebuild producer state: %s", log->dir, strerror(rc));
         return rc;
     }
-    if (replayed > 0) {
+    if (replayed > 0)
         logger_info("log", "%s: rebuilt producer state from offset %" PRId64 " (%" PRId64
                     " batches, %zu producers)",
                     log->dir, from, replayed, producer_state_count(log->producers));
+    /* Even an empty state is worth a snapshot: the next start then reads
+     * from here instead of scanning the log again. */
+    if (from < end)
         partition_log_snapshot_producers_locked(log);
-    }
     return 0;
 }
 
 void partition_log_snapshot_producers_locked(struct partition_log *log)
 {
-    if (!log->producers || (!log->producer_snapshots && producer_state_count(log->producers) == 0))
+    if (!log->producers)
         return;
     int64_t end = atomic_load(&log->log_end_offset);
     char *path = snapshot_path(log, end);
@@ -182,15 +183,12 @@ void partition_log_snapshot_producers_locked(struct partition_log *log)
     if (rc != 0)
         logger_warn("log", "%s: cannot write producer snapshot at %" PRId64 ": %s", log->dir, end,
                     strerror(rc));
-    else
-        log->producer_snapshots = true;
     free(path);
 }
 
 void partition_log_remove_old_snapshots_locked(struct partition_log *log)
 {
-    if (log->producer_snapshots)
-        prune_snapshots(log, log->segments[0]->base_offset, INT64_MAX);
+    prune_snapshots(log, log->segments[0]->base_offset, INT64_MAX);
 }
 
 int16_t partition_log_check_producers_locked(struct partition_log *log, const uint8_t *batches,

@@ -185,6 +185,30 @@ static void test_snapshot_on_roll_and_close(void **state)
     assert_int_equal(base, 40);
 }
 
+/* Logs without producers get snapshots too, so a start after an unclean
+ * stop replays from the last one instead of scanning the whole log. */
+static void test_plain_log_gets_snapshots(void **state)
+{
+    struct fixture *f = *state;
+    f->cfg.segment_bytes = 400;
+    open_log(f, false);
+    int64_t latest;
+    for (int i = 0; i < 10; i++) {
+        size_t len;
+        struct log_append_result res;
+        uint8_t *plain = test_batch(2, 1000, 10, &len);
+        assert_int_equal(partition_log_append(f->log, plain, len, 0, &res), KAFKA_ERR_NONE);
+        free(plain);
+    }
+    int segments = partition_log_segment_count(f->log);
+    assert_true(segments > 2);
+    assert_int_equal(count_snapshots(f->dir, &latest), segments - 1);
+    reopen(f, false);
+    assert_int_equal(count_snapshots(f->dir, &latest), segments);
+    assert_int_equal(latest, 20);
+    assert_int_equal(partition_log_producer_count(f->log), 0);
+}
+
 static void test_rebuild_without_snapshots(void **state)
 {
     struct fixture *f = *state;
@@ -407,6 +431,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_duplicates_and_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_on_roll_and_close, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plain_log_gets_snapshots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rebuild_without_snapshots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_snapshot_falls_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_rebuilds_state, setup, teardown),
