@@ -17,6 +17,7 @@ static const struct api_handler_entry handler_table[] = {
     {2, 1, 8, handle_list_offsets},
     {3, 0, 12, handle_metadata},
     {10, 0, 4, handle_find_coordinator},
+    {22, 0, 4, handle_init_producer_id},
     {18, 0, 4, handle_api_versions},
     {19, 2, 7, handle_create_topics},
     {20, 1, 6, handle_delete_topics},

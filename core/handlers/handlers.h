@@ -92,5 +92,6 @@ enum handler_result handle_create_partitions(struct request_context *, void *, v
 enum handler_result handle_describe_configs(struct request_context *, void *, void *);
 enum handler_result handle_describe_cluster(struct request_context *, void *, void *);
 enum handler_result handle_find_coordinator(struct request_context *, void *, void *);
+enum handler_result handle_init_producer_id(struct request_context *, void *, void *);
 
 #endif

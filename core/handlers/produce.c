@@ -63,6 +63,10 @@ static void append_records(struct request_context *ctx, const struct metadata_to
     res.error_message[0] = '\0';
     out->error_code = partition_log_append(log, (uint8_t *)in->records.data, (size_t)in->records.len,
                                            p->leader_epoch, &res);
+    if (out->error_code == KAFKA_ERR_PRODUCER_FENCED) {
+        /* Produce answers fencing with the epoch error every client version knows. */
+        out->error_code = KAFKA_ERR_INVALID_PRODUCER_EPOCH;
+    }
     if (out->error_code != KAFKA_ERR_NONE) {
         if (res.error_message[0]) out->error_message = kafka_arena_strdup(&ctx->arena, res.error_message);
         logger_debug("produce", "append to %s-%d from %s failed: %s (%s)", topic->name, in->index,
@@ -72,6 +76,13 @@ static void append_records(struct request_context *ctx, const struct metadata_to
     out->base_offset = res.base_offset;
     out->log_append_time_ms = res.log_append_time;
     out->log_start_offset = res.log_start_offset;
+    if (res.duplicate) {
+        /* A retry of a batch already in the log: Kafka answers NONE with
+         * the batch's original base offset and writes nothing. */
+        logger_debug("produce", "duplicate batch for %s-%d from %s: already at offset %lld", topic->name,
+                     in->index, ctx->net->peer, (long long)res.base_offset);
+        return;
+    }
     purgatory_notify(ctx->env->fetch_purgatory, (uintptr_t)log);
 }
 

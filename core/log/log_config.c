@@ -13,4 +13,5 @@ void log_config_defaults(struct log_config *cfg)
     cfg->max_message_bytes = 1048588;
     cfg->message_timestamp_type = LOG_TIMESTAMP_CREATE_TIME;
     cfg->preallocate = false;
+    cfg->producer_id_expiration_ms = 86400000;
 }

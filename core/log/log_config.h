@@ -23,6 +23,7 @@ struct log_config {
     int32_t max_message_bytes;    /* max.message.bytes: largest batch accepted */
     enum log_timestamp_type message_timestamp_type; /* message.timestamp.type */
     bool preallocate;             /* preallocate: reserve segment_bytes on roll */
+    int64_t producer_id_expiration_ms; /* producer.id.expiration.ms: drop idle producer state */
 };
 
 void log_config_defaults(struct log_config *cfg);

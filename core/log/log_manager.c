@@ -47,6 +47,7 @@ struct log_manager {
     size_t count;
     int64_t last_retention_ms, last_flush_ms, last_recovery_ckpt_ms, last_start_ckpt_ms,
         last_roll_ms;
+    int64_t last_producer_expiry_ms;
 };
 
 void log_manager_config_defaults(struct log_manager_config *cfg)
@@ -56,6 +57,7 @@ void log_manager_config_defaults(struct log_manager_config *cfg)
     cfg->flush_offset_checkpoint_interval_ms = 60000;
     cfg->flush_start_offset_checkpoint_interval_ms = 60000;
     cfg->roll_check_interval_ms = 1000;
+    cfg->producer_expiration_check_interval_ms = 600000;
     cfg->background_thread = true;
 }
 
@@ -293,7 +295,9 @@ void log_manager_maintain(struct log_manager *m, int64_t now_ms, bool force)
         due(&m->last_recovery_ckpt_ms, m->cfg.flush_offset_checkpoint_interval_ms, mono, force);
     bool start_ckpt = due(&m->last_start_ckpt_ms,
                           m->cfg.flush_start_offset_checkpoint_interval_ms, mono, force);
-    if (roll || flush || retention) {
+    bool expire_producers = due(&m->last_producer_expiry_ms,
+                                m->cfg.producer_expiration_check_interval_ms, mono, force);
+    if (roll || flush || retention || expire_producers) {
         size_t *dir_of, n;
         char **topics;
         int32_t *partitions;
@@ -305,6 +309,8 @@ void log_manager_maintain(struct log_manager *m, int64_t now_ms, bool force)
                 partition_log_flush_if_due(logs[i], now_ms);
             if (retention)
                 partition_log_apply_retention(logs[i], now_ms);
+            if (expire_producers)
+                partition_log_expire_producers(logs[i], now_ms);
         }
         snapshot_free(logs, dir_of, topics, partitions, n);
     }
@@ -316,7 +322,8 @@ static int64_t min_interval(const struct log_manager_config *c)
 {
     int64_t v = c->retention_check_interval_ms;
     int64_t others[] = {c->flush_scheduler_interval_ms, c->flush_offset_checkpoint_interval_ms,
-                        c->flush_start_offset_checkpoint_interval_ms, c->roll_check_interval_ms};
+                        c->flush_start_offset_checkpoint_interval_ms, c->roll_check_interval_ms,
+                        c->producer_expiration_check_interval_ms};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
         if (others[i] < v)
             v = others[i];
@@ -373,6 +380,7 @@ int log_manager_open(const char *const *dirs, size_t dir_count, const struct log
     int64_t mono = clock_mono_ms();
     m->last_retention_ms = m->last_flush_ms = m->last_recovery_ckpt_ms = m->last_start_ckpt_ms =
         m->last_roll_ms = mono;
+    m->last_producer_expiry_ms = mono;
     for (size_t i = 0; i < dir_count; i++) {
         int rc;
         if (!(m->dirs[i] = strdup(dirs[i])) || (rc = mkdir_p(dirs[i])) != 0) {

@@ -31,6 +31,7 @@ struct log_manager_config {
     int64_t flush_offset_checkpoint_interval_ms; /* log.flush.offset.checkpoint.interval.ms */
     int64_t flush_start_offset_checkpoint_interval_ms; /* log.flush.start.offset.checkpoint.interval.ms */
     int64_t roll_check_interval_ms;             /* how often segment.ms is checked */
+    int64_t producer_expiration_check_interval_ms; /* producer.id.expiration.check.interval.ms */
     bool background_thread;                     /* false: caller drives log_manager_maintain */
 };
 

@@ -94,6 +94,7 @@ static void log_free(struct partition_log *log)
         log_segment_close(log->segments[i], false);
     free(log->segments);
     free(log->epochs);
+    producer_state_free(log->producers);
     pthread_mutex_destroy(&log->write_lock);
     pthread_rwlock_destroy(&log->lock);
     free(log->dir);
@@ -189,6 +190,12 @@ int partition_log_open_from(const char *dir, const struct log_config *cfg,
     atomic_store(&log->recovery_point, active->next_offset);
     partition_log_load_epochs(log);
     partition_log_truncate_epochs(log, active->next_offset);
+    int rc = partition_log_load_producers_locked(log);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot load producer state of %s: %s", dir, strerror(rc));
+        log_free(log);
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
     *out = log;
     return KAFKA_ERR_NONE;
 }
@@ -234,7 +241,8 @@ void partition_log_close(struct partition_log *log)
         remove_dir_contents(log->dir);
     } else if (!atomic_load(&log->offline)) {
         pthread_mutex_lock(&log->write_lock);
-        partition_log_flush_locked(log);
+        if (partition_log_flush_locked(log) == KAFKA_ERR_NONE)
+            partition_log_snapshot_producers_locked(log);
         pthread_mutex_unlock(&log->write_lock);
     }
     log_free(log);
@@ -273,6 +281,8 @@ int partition_log_roll_locked(struct partition_log *log, int64_t now_ms)
         return rc;
     }
     logger_debug("log", "%s: rolled new segment at offset %" PRId64, log->dir, base);
+    /* The state as of the new segment's base: recovery replays from here. */
+    partition_log_snapshot_producers_locked(log);
     return 0;
 }
 
@@ -350,6 +360,15 @@ int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t
         pthread_mutex_unlock(&log->write_lock);
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
+    bool duplicate = false;
+    code = partition_log_check_producers_locked(log, batches, len, &duplicate, res);
+    if (code != KAFKA_ERR_NONE || duplicate) {
+        pthread_mutex_unlock(&log->write_lock);
+        /* A retried batch: answer with where it already is, write nothing. */
+        if (duplicate)
+            res->log_start_offset = atomic_load(&log->log_start_offset);
+        return code;
+    }
     int64_t now = clock_wall_ms();
     bool append_time = log->cfg.message_timestamp_type == LOG_TIMESTAMP_LOG_APPEND_TIME;
     int64_t base = atomic_load(&log->log_end_offset), next = base;
@@ -390,6 +409,7 @@ int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t
     pthread_rwlock_unlock(&log->lock);
     if (rc != 0) /* The data is durable-able; only the sparse index lost an entry. */
         logger_warn("log", "%s: index write failed: %s", log->dir, strerror(rc));
+    partition_log_update_producers_locked(log, batches, len);
 
     if (leader_epoch >= 0 &&
         (log->epoch_count == 0 || log->epochs[log->epoch_count - 1].epoch < leader_epoch)) {

@@ -18,6 +18,7 @@
 #include "log/log_config.h"
 
 struct partition_log;
+struct producer_entry;
 
 struct log_append_result {
     int64_t base_offset;
@@ -25,6 +26,7 @@ struct log_append_result {
     int64_t log_append_time; /* -1 under CreateTime */
     int64_t log_start_offset;
     int32_t record_count;
+    bool duplicate; /* a retried idempotent batch: offsets are the original ones, nothing written */
     char error_message[160]; /* reason when the append was rejected */
 };
 
@@ -113,5 +115,14 @@ int32_t partition_log_latest_epoch(struct partition_log *log);
  * known epoch <= epoch. For OffsetForLeaderEpoch. */
 int64_t partition_log_end_offset_for_epoch(struct partition_log *log, int32_t epoch,
                                            int32_t *found_epoch);
+
+/* Idempotent producer state (see log/producer_state.h). Appends check it:
+ * a retried batch is answered with its original offsets and not written. */
+/* Drop producers idle longer than producer.id.expiration.ms; returns how many. */
+int partition_log_expire_producers(struct partition_log *log, int64_t now_ms);
+/* Copy of the producer's entry; false when unknown. */
+bool partition_log_producer_lookup(struct partition_log *log, int64_t producer_id,
+                                   struct producer_entry *out);
+size_t partition_log_producer_count(struct partition_log *log);
 
 #endif

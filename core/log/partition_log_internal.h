@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 
 #include "log/log_segment.h"
+#include "log/producer_state.h"
 #include "log/partition_log.h"
 
 struct log_epoch_entry {
@@ -30,6 +31,7 @@ struct partition_log {
     int64_t first_unflushed_ms; /* write_lock; -1 when all flushed */
     struct log_epoch_entry *epochs;
     size_t epoch_count, epoch_cap;
+    struct producer_state *producers; /* write_lock */
     atomic_int refcount;
     atomic_bool offline;
     atomic_bool deleted;
@@ -43,6 +45,24 @@ int partition_log_write_epochs(struct partition_log *log);
 void partition_log_load_epochs(struct partition_log *log);
 /* Drop epoch entries starting at or after end_offset. Caller holds both locks. */
 void partition_log_truncate_epochs(struct partition_log *log, int64_t end_offset);
+/* Producer state (partition_log_producers.c); callers hold write_lock. */
+/* Replace the state with the latest snapshot <= log end plus a scan of the
+ * batches after it; removes snapshots past the log end. Returns 0 or errno. */
+int partition_log_load_producers_locked(struct partition_log *log);
+/* Write <log end>.snapshot. */
+void partition_log_snapshot_producers_locked(struct partition_log *log);
+/* Remove snapshots below the first segment's base offset. */
+void partition_log_remove_old_snapshots_locked(struct partition_log *log);
+/* Check every batch of an append against the producer state. Returns a
+ * Kafka error; *duplicate is set (with the original offsets in res) when the
+ * single batch is already in the log. */
+int16_t partition_log_check_producers_locked(struct partition_log *log, const uint8_t *batches,
+                                             size_t len, bool *duplicate,
+                                             struct log_append_result *res);
+/* Record the batches just appended (offsets already assigned). */
+void partition_log_update_producers_locked(struct partition_log *log, const uint8_t *batches,
+                                           size_t len);
+
 /* Remove segments[0], which must not be the active one; under both locks. */
 void partition_log_remove_first_segment(struct partition_log *log);
 

@@ -69,8 +69,10 @@ int partition_log_apply_retention(struct partition_log *log, int64_t now_ms)
         pthread_rwlock_unlock(&log->lock);
         deleted++;
     }
-    if (deleted > 0)
+    if (deleted > 0) {
         partition_log_write_epochs(log);
+        partition_log_remove_old_snapshots_locked(log);
+    }
     pthread_mutex_unlock(&log->write_lock);
     return deleted;
 }
@@ -91,6 +93,7 @@ int16_t partition_log_delete_records_before(struct partition_log *log, int64_t o
         truncate_epochs_from_start(log, offset);
         pthread_rwlock_unlock(&log->lock);
         partition_log_write_epochs(log);
+        partition_log_remove_old_snapshots_locked(log);
     }
     pthread_mutex_unlock(&log->write_lock);
     return code;
@@ -142,10 +145,13 @@ int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset)
         partition_log_truncate_epochs(log, end);
     }
     pthread_rwlock_unlock(&log->lock);
+    if (rc == 0) {
+        partition_log_write_epochs(log);
+        /* Forget the cut batches: snapshots past the end go, the state is rebuilt. */
+        rc = partition_log_load_producers_locked(log);
+    }
     if (rc != 0)
         partition_log_mark_offline(log, "truncating", rc);
-    else
-        partition_log_write_epochs(log);
     pthread_mutex_unlock(&log->write_lock);
     return rc == 0 ? KAFKA_ERR_NONE : KAFKA_ERR_KAFKA_STORAGE_ERROR;
 }

@@ -141,6 +141,7 @@ struct metadata_builder *metadata_builder_new(const struct metadata_image *base)
     img->last_offset = base->last_offset;
     img->controller_id = base->controller_id;
     img->metadata_version = base->metadata_version;
+    img->next_producer_id = base->next_producer_id;
     if (base->cluster_id && !(img->cluster_id = dup_opt(base->cluster_id)))
         goto oom;
     if (base->broker_count > 0) {
@@ -211,6 +212,19 @@ int metadata_builder_set_cluster(struct metadata_builder *b, const char *cluster
         b->img->cluster_id = copy;
     }
     b->img->controller_id = controller_id;
+    return 0;
+}
+
+int metadata_builder_set_next_producer_id(struct metadata_builder *b, int64_t next_producer_id, char *err,
+                                          size_t errlen)
+{
+    /* Blocks only move forward, so an id is never handed out twice. */
+    if (next_producer_id < b->img->next_producer_id) {
+        snprintf(err, errlen, "producer id block moves backwards (%lld < %lld)", (long long)next_producer_id,
+                 (long long)b->img->next_producer_id);
+        return -1;
+    }
+    b->img->next_producer_id = next_producer_id;
     return 0;
 }
 

@@ -23,6 +23,9 @@ int metadata_builder_set_cluster(struct metadata_builder *b, const char *cluster
                                  char *err, size_t errlen);
 int metadata_builder_set_feature(struct metadata_builder *b, const char *name, size_t name_len,
                                  int16_t level, char *err, size_t errlen);
+/* ProducerIdsRecord: the first id of the next block; must not move back. */
+int metadata_builder_set_next_producer_id(struct metadata_builder *b, int64_t next_producer_id, char *err,
+                                          size_t errlen);
 /* Replaces any previous registration of broker->node_id; deep-copies. */
 int metadata_builder_register_broker(struct metadata_builder *b, const struct metadata_broker *broker,
                                      char *err, size_t errlen);

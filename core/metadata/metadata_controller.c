@@ -478,3 +478,54 @@ out:
     pthread_mutex_unlock(&store->write_lock);
     return rc;
 }
+
+int16_t metadata_allocate_producer_ids(struct metadata_store *store, int32_t broker_id, int64_t *first,
+                                       char *err, size_t errlen)
+{
+    pthread_mutex_lock(&store->write_lock);
+    const struct metadata_image *img = metadata_store_current_locked(store);
+    int16_t rc;
+    int64_t start = img->next_producer_id;
+    if (start < 0 || start > INT64_MAX - METADATA_PRODUCER_ID_BLOCK_SIZE) {
+        rc = error_out(KAFKA_ERR_UNKNOWN_SERVER_ERROR, err, errlen, "producer ids are exhausted");
+        goto out;
+    }
+    const struct metadata_broker *broker = metadata_image_broker(img, broker_id);
+    struct metadata_record_list records;
+    if (metadata_record_list_init(&records) != 0) {
+        rc = error_out(KAFKA_ERR_UNKNOWN_SERVER_ERROR, err, errlen, "out of memory");
+        goto out;
+    }
+    metadata_record_write_producer_ids(&records.w, broker_id, broker ? broker->epoch : -1,
+                                       start + METADATA_PRODUCER_ID_BLOCK_SIZE);
+    metadata_record_list_mark(&records);
+    rc = metadata_store_commit_locked(store, &records, err, errlen);
+    metadata_record_list_free(&records);
+    if (rc == KAFKA_ERR_NONE)
+        *first = start;
+out:
+    pthread_mutex_unlock(&store->write_lock);
+    return rc;
+}
+
+int16_t metadata_next_producer_id(struct metadata_store *store, int64_t *id, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&store->write_lock);
+    int16_t rc = KAFKA_ERR_NONE;
+    if (store->producer_id_next >= store->producer_id_end) {
+        /* The block allocation takes the same (non-recursive) lock. Should two
+         * threads both allocate, the later block is dropped: ids stay unique. */
+        pthread_mutex_unlock(&store->write_lock);
+        int64_t first = 0;
+        rc = metadata_allocate_producer_ids(store, store->node_id, &first, err, errlen);
+        pthread_mutex_lock(&store->write_lock);
+        if (rc == KAFKA_ERR_NONE && store->producer_id_next >= store->producer_id_end) {
+            store->producer_id_next = first;
+            store->producer_id_end = first + METADATA_PRODUCER_ID_BLOCK_SIZE;
+        }
+    }
+    if (rc == KAFKA_ERR_NONE)
+        *id = store->producer_id_next++;
+    pthread_mutex_unlock(&store->write_lock);
+    return rc;
+}

@@ -287,6 +287,7 @@ bool metadata_image_equal(const struct metadata_image *a, const struct metadata_
         return false;
     if (!str_equal(a->cluster_id, b->cluster_id) || a->controller_id != b->controller_id ||
         a->metadata_version != b->metadata_version || a->broker_count != b->broker_count ||
+        a->next_producer_id != b->next_producer_id ||
         a->topic_count != b->topic_count || a->broker_config_count != b->broker_config_count)
         return false;
     for (int32_t i = 0; i < a->broker_count; i++)

@@ -87,6 +87,7 @@ struct metadata_image {
     int32_t topic_count;
     struct metadata_broker_config *broker_configs;
     int32_t broker_config_count;
+    int64_t next_producer_id;     /* first id of the next producer id block (ProducerIdsRecord) */
     /* Open-addressing tables of (topic index + 1), 0 = empty; size is a power of two. */
     uint32_t *name_table;
     uint32_t *id_table;

@@ -113,6 +113,16 @@ void metadata_record_write_topic(struct kafka_writer *w, const char *name, const
     write_no_tags(w);
 }
 
+void metadata_record_write_producer_ids(struct kafka_writer *w, int32_t broker_id, int64_t broker_epoch,
+                                        int64_t next_producer_id)
+{
+    write_frame(w, METADATA_RECORD_PRODUCER_IDS, 0);
+    kafka_write_int32(w, broker_id);
+    kafka_write_int64(w, broker_epoch);
+    kafka_write_int64(w, next_producer_id);
+    write_no_tags(w);
+}
+
 void metadata_record_write_remove_topic(struct kafka_writer *w, const struct kafka_uuid *id)
 {
     write_frame(w, METADATA_RECORD_REMOVE_TOPIC, 0);
@@ -509,6 +519,17 @@ static enum metadata_apply_result apply_body(struct metadata_builder *b, uint32_
             return invalid(err, errlen, "FeatureLevelRecord", r);
         return applied(metadata_builder_set_feature(b, name.data ? name.data : "", (size_t)name.len, level, err,
                                                     errlen));
+    }
+    case METADATA_RECORD_PRODUCER_IDS: {
+        if (version > 0)
+            break;
+        (void)kafka_read_int32(r); /* broker id */
+        (void)kafka_read_int64(r); /* broker epoch */
+        int64_t next = kafka_read_int64(r);
+        end_record(r);
+        if (r->failed)
+            return invalid(err, errlen, "ProducerIdsRecord", r);
+        return applied(metadata_builder_set_next_producer_id(b, next, err, errlen));
     }
     case METADATA_RECORD_BROKER_REGISTRATION_CHANGE:
         if (version > BROKER_REGISTRATION_CHANGE_MAX_VERSION)

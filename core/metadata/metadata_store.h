@@ -106,6 +106,19 @@ int16_t metadata_alter_topic_configs(struct metadata_store *store, const char *n
                                      const struct metadata_config_kv *configs, int32_t config_count,
                                      bool validate_only, char *err, size_t errlen);
 
+/* Size of the producer id blocks the controller hands out (Kafka's). */
+#define METADATA_PRODUCER_ID_BLOCK_SIZE 1000
+
+/* Allocates a block of METADATA_PRODUCER_ID_BLOCK_SIZE producer ids for
+ * broker_id, recorded as a ProducerIdsRecord so no id is reused after a
+ * restart; *first gets the first id of the block. */
+int16_t metadata_allocate_producer_ids(struct metadata_store *store, int32_t broker_id, int64_t *first,
+                                       char *err, size_t errlen);
+
+/* The next producer id for this broker, from its current block; allocates a
+ * new block when the current one is used up (or none exists yet). */
+int16_t metadata_next_producer_id(struct metadata_store *store, int64_t *id, char *err, size_t errlen);
+
 /* Topic name rules (Kafka's): returns KAFKA_ERR_NONE or INVALID_TOPIC_EXCEPTION with a reason. */
 int16_t metadata_validate_topic_name(const char *name, char *err, size_t errlen);
 

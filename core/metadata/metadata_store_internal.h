@@ -31,6 +31,8 @@ struct metadata_store {
     int16_t default_replication_factor;
     metadata_config_validator validate_topic_config;
     void *validate_ctx;
+    int64_t producer_id_next;    /* write_lock: this broker's block [next, end) */
+    int64_t producer_id_end;
     struct metadata_subscription *subs;
     int32_t sub_count;
     int next_sub_id;

@@ -83,6 +83,7 @@ static void broker_log_defaults(struct broker *b, const struct metadata_topic *t
     out->flush_messages = v.flush_messages;
     out->flush_ms = v.flush_ms;
     out->max_message_bytes = v.max_message_bytes;
+    out->producer_id_expiration_ms = config_get_long(b->config, "producer.id.expiration.ms");
     out->message_timestamp_type = v.message_timestamp_type == TOPIC_TIMESTAMP_LOG_APPEND_TIME
                                       ? LOG_TIMESTAMP_LOG_APPEND_TIME
                                       : LOG_TIMESTAMP_CREATE_TIME;
@@ -210,6 +211,8 @@ static int start_logs(struct broker *b, const char *const *dirs, size_t dir_coun
     opts.retention_check_interval_ms = config_get_long(b->config, "log.retention.check.interval.ms");
     opts.flush_scheduler_interval_ms = config_get_long(b->config, "log.flush.scheduler.interval.ms");
     opts.flush_offset_checkpoint_interval_ms = config_get_long(b->config, "log.flush.offset.checkpoint.interval.ms");
+    opts.producer_expiration_check_interval_ms =
+        config_get_long(b->config, "producer.id.expiration.check.interval.ms");
     opts.background_thread = true;
     struct log_config defaults;
     broker_log_defaults(b, NULL, &defaults);
