@@ -4,6 +4,7 @@
  * (keys left out are removed); IncrementalAlterConfigs sets, deletes,
  * appends to or subtracts from single keys. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config/topic_config.h"
@@ -117,6 +118,9 @@ static int16_t plan_topic_changes(struct request_context *ctx, const struct meta
         for (int32_t j = 0; j < i; j++)
             if (same_name(changes[j].name, c->name))
                 return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Error due to duplicate config keys");
+        if ((c->name.len > 0 && memchr(c->name.data, '\0', (size_t)c->name.len)) ||
+            (c->value.len > 0 && memchr(c->value.data, '\0', (size_t)c->value.len)))
+            return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Config names and values must not contain NUL");
         char *key = arena_cstr(ctx, c->name);
         if (!key) return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Config name must not be null");
         const struct topic_key_def *def = topic_config_find(key);
@@ -217,23 +221,41 @@ static struct kafka_str result_message(struct request_context *ctx, const struct
     return kafka_arena_strdup(&ctx->arena, res->message[0] ? res->message : kafka_error_name(res->error_code));
 }
 
-/* Kafka answers every resource named twice in one request with INVALID_REQUEST. */
-static bool alter_named_twice(const struct alter_configs_request *req, int32_t i)
+/* A resource's identity, for finding those named twice in one request
+ * (Kafka answers all of them with INVALID_REQUEST). Sorting keeps this
+ * O(n log n) for requests naming very many resources. */
+struct resource_key {
+    int8_t type;
+    struct kafka_str name;
+    int32_t index;
+};
+
+static int resource_key_cmp(const void *pa, const void *pb)
 {
-    for (int32_t j = 0; j < req->resources_count; j++)
-        if (j != i && req->resources[j].resource_type == req->resources[i].resource_type &&
-            same_name(req->resources[j].resource_name, req->resources[i].resource_name))
-            return true;
-    return false;
+    const struct resource_key *a = pa, *b = pb;
+    if (a->type != b->type) return a->type < b->type ? -1 : 1;
+    int32_t la = a->name.len > 0 ? a->name.len : 0, lb = b->name.len > 0 ? b->name.len : 0;
+    int32_t common = la < lb ? la : lb;
+    int c = common > 0 ? memcmp(a->name.data, b->name.data, (size_t)common) : 0;
+    if (c != 0) return c;
+    return la == lb ? 0 : (la < lb ? -1 : 1);
 }
 
-static bool incremental_named_twice(const struct incremental_alter_configs_request *req, int32_t i)
+/* Sorts keys and returns an arena array of flags, true for each index named
+ * more than once; NULL when out of memory. */
+static bool *named_twice_flags(struct request_context *ctx, struct resource_key *keys, int32_t n)
 {
-    for (int32_t j = 0; j < req->resources_count; j++)
-        if (j != i && req->resources[j].resource_type == req->resources[i].resource_type &&
-            same_name(req->resources[j].resource_name, req->resources[i].resource_name))
-            return true;
-    return false;
+    bool *twice = kafka_arena_alloc(&ctx->arena, (size_t)(n + 1) * sizeof *twice);
+    if (!twice) return NULL;
+    memset(twice, 0, (size_t)(n + 1) * sizeof *twice);
+    if (n > 1) qsort(keys, (size_t)n, sizeof *keys, resource_key_cmp);
+    for (int32_t i = 1; i < n; i++) {
+        if (resource_key_cmp(&keys[i - 1], &keys[i]) == 0) {
+            twice[keys[i - 1].index] = true;
+            twice[keys[i].index] = true;
+        }
+    }
+    return twice;
 }
 
 enum handler_result handle_alter_configs(struct request_context *ctx, void *request, void *response)
@@ -244,13 +266,19 @@ enum handler_result handle_alter_configs(struct request_context *ctx, void *requ
                       alter_configs_response_alter_configs_resource_response_init);
     if (!resp->responses) return HANDLER_CLOSE;
     resp->responses_count = req->resources_count > 0 ? req->resources_count : 0;
+    struct resource_key *keys = kafka_arena_alloc(&ctx->arena, (size_t)(resp->responses_count + 1) * sizeof *keys);
+    if (!keys) return HANDLER_CLOSE;
+    for (int32_t i = 0; i < resp->responses_count; i++)
+        keys[i] = (struct resource_key){req->resources[i].resource_type, req->resources[i].resource_name, i};
+    bool *twice = named_twice_flags(ctx, keys, resp->responses_count);
+    if (!twice) return HANDLER_CLOSE;
     for (int32_t i = 0; i < resp->responses_count; i++) {
         const struct alter_configs_request_alter_configs_resource *in = &req->resources[i];
         struct alter_configs_response_alter_configs_resource_response *out = &resp->responses[i];
         out->resource_type = in->resource_type;
         out->resource_name = in->resource_name;
         struct alter_result res = {0};
-        if (alter_named_twice(req, i)) {
+        if (twice[i]) {
             fail(&res, KAFKA_ERR_INVALID_REQUEST, "%s", "resource named more than once in the request");
         } else {
             int32_t n = in->configs_count > 0 ? in->configs_count : 0;
@@ -277,13 +305,19 @@ enum handler_result handle_incremental_alter_configs(struct request_context *ctx
                       incremental_alter_configs_response_alter_configs_resource_response_init);
     if (!resp->responses) return HANDLER_CLOSE;
     resp->responses_count = req->resources_count > 0 ? req->resources_count : 0;
+    struct resource_key *keys = kafka_arena_alloc(&ctx->arena, (size_t)(resp->responses_count + 1) * sizeof *keys);
+    if (!keys) return HANDLER_CLOSE;
+    for (int32_t i = 0; i < resp->responses_count; i++)
+        keys[i] = (struct resource_key){req->resources[i].resource_type, req->resources[i].resource_name, i};
+    bool *twice = named_twice_flags(ctx, keys, resp->responses_count);
+    if (!twice) return HANDLER_CLOSE;
     for (int32_t i = 0; i < resp->responses_count; i++) {
         const struct incremental_alter_configs_request_alter_configs_resource *in = &req->resources[i];
         struct incremental_alter_configs_response_alter_configs_resource_response *out = &resp->responses[i];
         out->resource_type = in->resource_type;
         out->resource_name = in->resource_name;
         struct alter_result res = {0};
-        if (incremental_named_twice(req, i)) {
+        if (twice[i]) {
             fail(&res, KAFKA_ERR_INVALID_REQUEST, "%s", "resource named more than once in the request");
         } else {
             int32_t n = in->configs_count > 0 ? in->configs_count : 0;
