@@ -158,6 +158,13 @@ async function basic(bootstrap) {
   const cfg = await admin.describeConfigs({ resources: [{ type: 2, name: topic }], includeSynonyms: false })
   const entry = cfg.resources[0].configEntries.find(e => e.configName === 'cleanup.policy')
   if (!entry || entry.configValue !== 'delete') fail('describeConfigs: cleanup.policy is not delete')
+  await admin.alterConfigs({
+    validateOnly: false,
+    resources: [{ type: 2, name: topic, configEntries: [{ name: 'retention.ms', value: '3600000' }] }],
+  })
+  const altered = await admin.describeConfigs({ resources: [{ type: 2, name: topic, configNames: ['retention.ms'] }] })
+  const retention = altered.resources[0].configEntries.find(e => e.configName === 'retention.ms')
+  if (!retention || retention.configValue !== '3600000') fail(`alterConfigs: retention.ms reads ${retention && retention.configValue}`)
 
   const t0 = Date.now()
   await produceAll(kafka, topic, TOTAL)

@@ -59,6 +59,11 @@ def create_topic(admin, topic):
     entries = {e[0]: e[1] for e in res[0].resources[0][4]}
     if entries.get("cleanup.policy") != "delete":
         raise CompatError(f"describe_configs: cleanup.policy is {entries.get('cleanup.policy')}")
+    admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs={"retention.ms": "3600000"})])
+    res = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+    entries = {e[0]: e[1] for e in res[0].resources[0][4]}
+    if entries.get("retention.ms") != "3600000":
+        raise CompatError(f"alter_configs: retention.ms reads {entries.get('retention.ms')}")
 
 
 def produce_all(bootstrap, topic, total):
