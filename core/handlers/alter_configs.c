@@ -96,40 +96,61 @@ static char *list_edit(struct request_context *ctx, const char *current, const c
     return out;
 }
 
-static bool same_name(struct kafka_str a, struct kafka_str b)
-{
-    return a.len == b.len && (a.len <= 0 || memcmp(a.data, b.data, (size_t)a.len) == 0);
-}
-
 /* Turns the requested changes into (key, value-or-NULL) pairs for the
- * controller. With replace_all, dynamic configs of the topic that the
- * request leaves out are deleted. */
+ * controller. With replace_all (AlterConfigs), dynamic configs of the topic
+ * that the request leaves out are deleted, and a key given twice takes its
+ * last value (Kafka's behaviour; librdkafka's test suite relies on it);
+ * IncrementalAlterConfigs refuses a key given twice. Keys are matched
+ * through their index in the topic key table, so the work stays linear in
+ * the request size. */
 static int16_t plan_topic_changes(struct request_context *ctx, const struct metadata_topic *topic,
                                   const struct alter_config_change *changes, int32_t change_count, bool replace_all,
                                   struct metadata_config_kv **kvs_out, int32_t *kv_count_out,
                                   struct alter_result *res)
 {
-    int32_t cap = change_count + (replace_all ? topic->config_count : 0);
-    struct metadata_config_kv *kvs = kafka_arena_alloc(&ctx->arena, (size_t)(cap > 0 ? cap : 1) * sizeof *kvs);
-    if (!kvs) return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
-    int32_t n = 0;
+    size_t key_count = topic_config_key_count();
+    const struct topic_key_def *first_key = topic_config_key_at(0);
+    int32_t *last_change = kafka_arena_alloc(&ctx->arena, (key_count + 1) * sizeof *last_change);
+    int32_t *key_of_change = kafka_arena_alloc(&ctx->arena, (size_t)(change_count + 1) * sizeof *key_of_change);
+    if (!last_change || !key_of_change) return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
+    for (size_t k = 0; k < key_count; k++) last_change[k] = -1;
+
+    /* Pass 1: every name must be a known topic key. */
     for (int32_t i = 0; i < change_count; i++) {
         const struct alter_config_change *c = &changes[i];
-        for (int32_t j = 0; j < i; j++)
-            if (same_name(changes[j].name, c->name))
-                return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Error due to duplicate config keys");
+        if (c->name.len < 0) return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Config name must not be null");
         if ((c->name.len > 0 && memchr(c->name.data, '\0', (size_t)c->name.len)) ||
             (c->value.len > 0 && memchr(c->value.data, '\0', (size_t)c->value.len)))
             return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Config names and values must not contain NUL");
-        char *key = arena_cstr(ctx, c->name);
-        if (!key) return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Config name must not be null");
-        const struct topic_key_def *def = topic_config_find(key);
-        if (!def) return fail(res, KAFKA_ERR_INVALID_CONFIG, "Unknown topic config name: %s", key);
+        char name[256];
+        if ((size_t)c->name.len >= sizeof name)
+            return fail(res, KAFKA_ERR_INVALID_CONFIG, "%s", "Unknown topic config name");
+        kafka_str_to_cstr(c->name, name, sizeof name);
+        const struct topic_key_def *def = topic_config_find(name);
+        if (!def) return fail(res, KAFKA_ERR_INVALID_CONFIG, "Unknown topic config name: %s", name);
+        int32_t k = (int32_t)(def - first_key);
+        if (!replace_all && last_change[k] >= 0)
+            return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Error due to duplicate config keys");
+        last_change[k] = i;
+        key_of_change[i] = k;
+    }
+
+    int32_t cap = (int32_t)key_count + (replace_all ? topic->config_count : 0);
+    struct metadata_config_kv *kvs = kafka_arena_alloc(&ctx->arena, (size_t)(cap > 0 ? cap : 1) * sizeof *kvs);
+    if (!kvs) return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
+    int32_t n = 0;
+    /* Pass 2: the winning change of each key, at most one per key. */
+    for (int32_t i = 0; i < change_count; i++) {
+        const struct alter_config_change *c = &changes[i];
+        int32_t k = key_of_change[i];
+        if (last_change[k] != i) continue;
+        const struct topic_key_def *def = topic_config_key_at((size_t)k);
+        const char *key = def->def.name;
         char *value = arena_cstr(ctx, c->value);
         if (c->value.len >= 0 && !value) return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
         switch (c->op) {
         case ALTER_CONFIG_SET:
-            break; /* a null value unsets (AlterConfigs) or is refused by validation */
+            break; /* a null value unsets (AlterConfigs) or is refused below */
         case ALTER_CONFIG_DELETE:
             value = NULL;
             break;
@@ -158,9 +179,8 @@ static int16_t plan_topic_changes(struct request_context *ctx, const struct meta
     }
     for (int32_t i = 0; replace_all && i < topic->config_count; i++) {
         const char *name = topic->configs[i].name;
-        bool kept = false;
-        for (int32_t j = 0; j < change_count && !kept; j++) kept = kafka_str_eq_cstr(changes[j].name, name);
-        if (kept) continue;
+        const struct topic_key_def *def = topic_config_find(name);
+        if (def && last_change[def - first_key] >= 0) continue; /* given in the request */
         struct kafka_str copy = kafka_arena_strdup(&ctx->arena, name);
         if (copy.len < 0) return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
         kvs[n].key = copy.data;

@@ -189,6 +189,17 @@ static void test_alter_configs_errors(void **state)
     if (rc != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
         fail_msg("unknown topic: got %s (%s)", rd_kafka_err2name(rc), err);
 
+    /* A key given twice takes its last value (librdkafka's suite does this). */
+    struct alter_kv twice[] = {{"message.format.version", "3.0-IV1"}, {"retention.ms", "1000"},
+                               {"message.format.version", "0.10.0.0"}};
+    rc = alter_topic_configs(st->rk, topic, twice, 3, false, err, sizeof err);
+    if (rc) fail_msg("key given twice: %s (%s)", rd_kafka_err2name(rc), err);
+    expect_config(st->rk, topic, "message.format.version", "0.10.0.0", true);
+    struct alter_kv none[] = {{"retention.ms", NULL}};
+    rc = alter_topic_configs(st->rk, topic, none, 0, false, err, sizeof err);
+    if (rc) fail_msg("empty AlterConfigs: %s (%s)", rd_kafka_err2name(rc), err);
+    expect_config(st->rk, topic, "message.format.version", "3.0-IV1", false);
+
     /* validate_only checks but changes nothing. */
     rc = alter_topic_configs(st->rk, topic, fine, 1, true, err, sizeof err);
     if (rc) fail_msg("validate only: %s (%s)", rd_kafka_err2name(rc), err);
