@@ -251,6 +251,43 @@ static int16_t incremental_alter(struct alter_state *st, const char *topic, cons
     return error;
 }
 
+/* One IncrementalAlterConfigs resource setting `name` twice: refused whole
+ * with INVALID_REQUEST (unlike AlterConfigs, where the last value wins). */
+static void expect_duplicate_keys_refused(struct alter_state *st, const char *topic)
+{
+    int fd = raw_connect(broker_port(&st->broker), 5000);
+    assert_true(fd >= 0);
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 44, 0, 9, "cairn-it");
+    raw_put_i32(&w, 1);
+    raw_put_i8(&w, 2);
+    raw_put_string(&w, topic);
+    raw_put_i32(&w, 2);
+    for (int i = 0; i < 2; i++) {
+        raw_put_string(&w, "retention.ms");
+        raw_put_i8(&w, 0);
+        raw_put_string(&w, i == 0 ? "1000" : "2000");
+    }
+    raw_put_i8(&w, 0);
+    raw_frame_finish(&w);
+    assert_int_equal(raw_send_all(fd, w.data, w.len), 0);
+    raw_writer_free(&w);
+    uint8_t *frame = NULL;
+    size_t len = 0;
+    int rc = raw_recv_frame(fd, 5000, 1 << 20, &frame, &len);
+    close(fd);
+    if (rc != 0) fail_msg("no IncrementalAlterConfigs answer (rc %d)", rc);
+    struct raw_reader r;
+    raw_reader_init(&r, frame, len);
+    assert_int_equal(raw_get_i32(&r), 9);
+    raw_get_i32(&r);
+    assert_int_equal(raw_get_i32(&r), 1);
+    assert_int_equal(raw_get_i16(&r), 42); /* INVALID_REQUEST */
+    assert_false(r.overflow);
+    free(frame);
+}
+
 /* The same topic named twice in one request: both answers are INVALID_REQUEST. */
 static void expect_duplicate_resources_refused(struct alter_state *st, const char *topic)
 {
@@ -329,6 +366,7 @@ static void test_incremental_alter_configs(void **state)
     expect_incremental(st, topic, "retention.ms", 9, "5", 42);            /* INVALID_REQUEST: unknown op */
     expect_incremental(st, "alt-absent", "retention.ms", SET, "5", 3);    /* UNKNOWN_TOPIC_OR_PARTITION */
     expect_duplicate_resources_refused(st, topic);
+    expect_duplicate_keys_refused(st, topic);
     expect_config(st->rk, topic, "retention.ms", "604800000", false); /* unchanged */
     st->passed++;
 }
