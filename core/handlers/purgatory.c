@@ -82,8 +82,8 @@ static void heap_remove(struct purgatory *p, struct delayed_op *op)
 
 static void watch_remove(struct purgatory *p, struct delayed_op *op)
 {
-    for (int k = 0; k < op->key_count; k++) {
-        struct watch_list *wl = &p->buckets[bucket_of(op->keys[k])];
+    for (int k = 0; k < op->watch_key_count; k++) {
+        struct watch_list *wl = &p->buckets[bucket_of(op->watch_keys[k])];
         for (int i = 0; i < wl->count; i++) {
             if (wl->ops[i] == op) {
                 wl->ops[i] = wl->ops[--wl->count];
@@ -95,34 +95,34 @@ static void watch_remove(struct purgatory *p, struct delayed_op *op)
 
 int delayed_op_watch(struct delayed_op *op, uintptr_t key)
 {
-    if (op->key_count == 0 && op->key_cap == 0) {
-        op->keys = op->inline_keys;
-        op->key_cap = DELAYED_OP_INLINE_KEYS;
+    if (op->watch_key_count == 0 && op->watch_key_cap == 0) {
+        op->watch_keys = op->watch_inline_keys;
+        op->watch_key_cap = DELAYED_OP_INLINE_KEYS;
     }
-    if (op->key_count == op->key_cap) {
-        if (op->key_cap > INT32_MAX / 2) return -1;
-        int cap = op->key_cap * 2;
+    if (op->watch_key_count == op->watch_key_cap) {
+        if (op->watch_key_cap > INT32_MAX / 2) return -1;
+        int cap = op->watch_key_cap * 2;
         uintptr_t *keys;
-        if (op->keys == op->inline_keys) {
+        if (op->watch_keys == op->watch_inline_keys) {
             keys = malloc((size_t)cap * sizeof *keys);
-            if (keys) memcpy(keys, op->inline_keys, sizeof op->inline_keys);
+            if (keys) memcpy(keys, op->watch_inline_keys, sizeof op->watch_inline_keys);
         } else {
-            keys = realloc(op->keys, (size_t)cap * sizeof *keys);
+            keys = realloc(op->watch_keys, (size_t)cap * sizeof *keys);
         }
         if (!keys) return -1;
-        op->keys = keys;
-        op->key_cap = cap;
+        op->watch_keys = keys;
+        op->watch_key_cap = cap;
     }
-    op->keys[op->key_count++] = key;
+    op->watch_keys[op->watch_key_count++] = key;
     return 0;
 }
 
 void delayed_op_release_keys(struct delayed_op *op)
 {
-    if (op->keys && op->keys != op->inline_keys) free(op->keys);
-    op->keys = NULL;
-    op->key_count = 0;
-    op->key_cap = 0;
+    if (op->watch_keys && op->watch_keys != op->watch_inline_keys) free(op->watch_keys);
+    op->watch_keys = NULL;
+    op->watch_key_count = 0;
+    op->watch_key_cap = 0;
 }
 
 /* Caller holds p->lock. */
@@ -261,14 +261,14 @@ void purgatory_add(struct purgatory *p, struct delayed_op *op)
             parked = false;
         }
     }
-    for (int k = 0; parked && k < op->key_count; k++) {
-        if (!watch_add(&p->buckets[bucket_of(op->keys[k])], op)) {
+    for (int k = 0; parked && k < op->watch_key_count; k++) {
+        if (!watch_add(&p->buckets[bucket_of(op->watch_keys[k])], op)) {
             /* Undo the watches added so far and answer now instead. */
             logger_warn("purgatory", "%s: out of memory adding a watch", p->name);
-            int all = op->key_count;
-            op->key_count = k;
+            int all = op->watch_key_count;
+            op->watch_key_count = k;
             watch_remove(p, op);
-            op->key_count = all;
+            op->watch_key_count = all;
             parked = false;
         }
     }
@@ -315,7 +315,7 @@ void purgatory_notify(struct purgatory *p, uintptr_t key)
     for (int i = 0; i < wl->count; i++) {
         struct delayed_op *op = wl->ops[i];
         bool watches = false;
-        for (int k = 0; k < op->key_count && !watches; k++) watches = op->keys[k] == key;
+        for (int k = 0; k < op->watch_key_count && !watches; k++) watches = op->watch_keys[k] == key;
         if (!watches) continue;
         op->refs++;
         ops[n++] = op;

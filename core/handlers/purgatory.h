@@ -32,11 +32,11 @@ struct delayed_op {
     /* Watch keys: opaque values (a partition log's address, say) whose
      * purgatory_notify makes this operation try again. Added with
      * delayed_op_watch; there is no limit on their number. */
-    uintptr_t *keys;
-    int key_count;
+    uintptr_t *watch_keys;
+    int watch_key_count;
     /* private */
-    int key_cap;
-    uintptr_t inline_keys[DELAYED_OP_INLINE_KEYS];
+    int watch_key_cap;
+    uintptr_t watch_inline_keys[DELAYED_OP_INLINE_KEYS];
     pthread_mutex_t lock;
     bool done;
     int refs;

@@ -171,7 +171,7 @@ static void test_many_keys_all_watched(void **state)
     atomic_int ready_a = 0, ready_b = 0, freed = 0;
     struct test_op *a = new_op(&ready_a, &freed, 600000, 1);
     for (uintptr_t k = 2; k <= KEYS; k++) assert_int_equal(delayed_op_watch(&a->op, k), 0);
-    assert_int_equal(a->op.key_count, KEYS);
+    assert_int_equal(a->op.watch_key_count, KEYS);
     struct test_op *b = new_op(&ready_b, &freed, 600000, 100000);
     for (uintptr_t k = 100001; k < 100000 + KEYS; k++) assert_int_equal(delayed_op_watch(&b->op, k), 0);
     purgatory_add(p, &a->op);
@@ -211,11 +211,11 @@ static void test_release_keys_without_purgatory(void **state)
     (void)state;
     struct delayed_op op = {0};
     for (uintptr_t k = 0; k < 100; k++) assert_int_equal(delayed_op_watch(&op, k), 0);
-    assert_int_equal(op.key_count, 100);
-    for (uintptr_t k = 0; k < 100; k++) assert_int_equal(op.keys[k], k);
+    assert_int_equal(op.watch_key_count, 100);
+    for (uintptr_t k = 0; k < 100; k++) assert_int_equal(op.watch_keys[k], k);
     delayed_op_release_keys(&op);
-    assert_int_equal(op.key_count, 0);
-    assert_null(op.keys);
+    assert_int_equal(op.watch_key_count, 0);
+    assert_null(op.watch_keys);
 }
 
 static void test_destroy_expires_waiting(void **state)
