@@ -4,12 +4,16 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build run test test-unit test-integration test-asan fuzz bench conformance clean
+.PHONY: all deps client-deps test-clients build run test test-unit test-integration test-asan fuzz bench conformance clean
 
 all: build
 
 deps:
 	./scripts/setup-deps.sh
+
+# Node + kafkajs and kafka-python for tests/clients (skipped when missing).
+client-deps:
+	./scripts/setup-deps.sh --clients
 
 $(BUILD)/Makefile:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -32,6 +36,9 @@ test-unit: build
 
 test-integration: build
 	cd $(BUILD) && ctest --output-on-failure -L integration
+
+test-clients: build client-deps
+	cd $(BUILD) && ctest --output-on-failure -L clients
 
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCAIRN_SANITIZE=ON

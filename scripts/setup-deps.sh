@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Cairn needs to build, run and test.
 # Only packages that are missing are installed; safe to run repeatedly.
+# With --clients also the clients of tests/clients: node and npm (Debian's,
+# unless a node is already installed), kafka-python (python3-kafka) and the
+# pinned kafkajs (npm ci from the committed lockfile; needs the npm registry).
 set -euo pipefail
+
+clients=0
+[ "${1:-}" = "--clients" ] && clients=1
 
 packages=(
   build-essential cmake pkg-config python3
@@ -9,6 +15,12 @@ packages=(
   libcmocka-dev librdkafka-dev kcat
   clang libclang-rt-14-dev
 )
+if [ "$clients" = 1 ]; then
+  packages+=(python3-kafka)
+  # A node from elsewhere (nodesource, say) is kept; it brings its own npm.
+  dpkg-query -W -f='${Status}' nodejs 2>/dev/null | grep -q "install ok installed" || packages+=(nodejs)
+  command -v npm >/dev/null 2>&1 || packages+=(npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -21,4 +33,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if [ "$clients" = 1 ]; then
+  kafkajs_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/clients/kafkajs"
+  if [ ! -f "$kafkajs_dir/node_modules/kafkajs/package.json" ]; then
+    echo "setup-deps: npm ci in $kafkajs_dir"
+    (cd "$kafkajs_dir" && npm ci --no-audit --no-fund)
+  fi
 fi

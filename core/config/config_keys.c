@@ -169,6 +169,8 @@ static const struct config_key_def broker_keys[] = {
      .flags = DYN, .doc = "How far in the future a CreateTime timestamp may be."},
     {KEY_BOOL("log.message.downconversion.enable", "true"), LOW, IN(LOG), .flags = DYN | LATER,
      .doc = "Convert batches to older formats for old consumers."},
+    {KEY_STRING("log.message.format.version", "3.0-IV1"), MEDIUM, IN(LOG), .flags = LATER,
+     .doc = "Deprecated by Kafka; accepted for old tools. Cairn always writes message format v2."},
     {KEY_LIST_OF("log.cleanup.policy", "delete", "compact,delete"), MEDIUM, IN(LOG), .flags = DYN,
      .doc = "Default cleanup of old segments: delete, compact, or both."},
     {KEY_BOOL("log.cleaner.enable", "true"), MEDIUM, IN(LOG), .flags = LATER,

@@ -49,6 +49,10 @@ static const struct topic_key_def topic_keys[] = {
     {TOPIC_RANGE("max.message.bytes", CONFIG_TYPE_INT, "1048588", 0, I32),
              .doc = "Largest record batch accepted, after compression."},
      SYN("message.max.bytes")},
+    {.def = {.name = "message.format.version", .type = CONFIG_TYPE_STRING, .default_value = "3.0-IV1",
+             .group = CONFIG_GROUP_TOPIC, .flags = CONFIG_FLAG_DYNAMIC | CONFIG_FLAG_UNUSED,
+             .doc = "Deprecated by Kafka; accepted for old tools. Cairn always writes message format v2."},
+     SYN("log.message.format.version")},
     {TOPIC_OTHER("message.timestamp.type", CONFIG_TYPE_STRING, "CreateTime", CONFIG_VALID_ONE_OF,
                  "CreateTime,LogAppendTime"),
              .doc = "Whether record timestamps are the producer's or the broker's append time."},
@@ -116,6 +120,41 @@ const struct topic_key_def *topic_config_find(const char *name)
     return NULL;
 }
 
+/* Kafka's release names as message.format.version takes them: "0.8.0" to
+ * "0.11.0" and "1.0" to "3.9", optionally with a protocol suffix such as
+ * "-IV1"; extra trailing segments ("0.10.0.0", "2.8.1") are ignored. */
+static bool message_format_version_valid(const char *value)
+{
+    static const char *const releases[] = {
+        "0.8.0", "0.8.1", "0.8.2", "0.9.0", "0.10.0", "0.10.1", "0.10.2", "0.11.0", "1.0", "1.1",
+        "2.0",   "2.1",   "2.2",   "2.3",   "2.4",    "2.5",    "2.6",    "2.7",    "2.8", "3.0",
+        "3.1",   "3.2",   "3.3",   "3.4",   "3.5",    "3.6",    "3.7",    "3.8",    "3.9",
+    };
+    char buf[32];
+    if (strlen(value) >= sizeof buf) return false;
+    snprintf(buf, sizeof buf, "%s", value);
+    char *suffix = strstr(buf, "-IV");
+    if (suffix) {
+        const char *digits = suffix + 3;
+        if (!*digits) return false;
+        for (const char *d = digits; *d; d++)
+            if (*d < '0' || *d > '9') return false;
+        *suffix = '\0';
+    }
+    int keep = strncmp(buf, "0.", 2) == 0 ? 3 : 2;
+    int dots = 0;
+    for (char *c = buf; *c; c++) {
+        if (*c == '.' && ++dots == keep) {
+            if (suffix) return false; /* a suffix goes after the short name only */
+            *c = '\0';
+            break;
+        }
+    }
+    for (size_t i = 0; i < sizeof releases / sizeof releases[0]; i++)
+        if (strcmp(buf, releases[i]) == 0) return true;
+    return false;
+}
+
 int topic_config_validate(const char *key, const char *value, char *err, size_t errlen)
 {
     const struct topic_key_def *tk = topic_config_find(key);
@@ -125,6 +164,11 @@ int topic_config_validate(const char *key, const char *value, char *err, size_t 
     }
     if (!value) {
         snprintf(err, errlen, "null value for topic config '%s'", key);
+        return KAFKA_ERR_INVALID_CONFIG;
+    }
+    if (strcmp(key, "message.format.version") == 0 && !message_format_version_valid(value)) {
+        snprintf(err, errlen, "invalid value '%s' for 'message.format.version': expected a Kafka version such as 2.8 or 0.10.0",
+                 value);
         return KAFKA_ERR_INVALID_CONFIG;
     }
     struct config_parsed parsed;

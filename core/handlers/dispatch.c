@@ -22,7 +22,9 @@ static const struct api_handler_entry handler_table[] = {
     {19, 2, 7, handle_create_topics},
     {20, 1, 6, handle_delete_topics},
     {32, 1, 4, handle_describe_configs},
+    {33, 0, 2, handle_alter_configs},
     {37, 0, 3, handle_create_partitions},
+    {44, 0, 1, handle_incremental_alter_configs},
     {60, 0, 1, handle_describe_cluster},
 };
 

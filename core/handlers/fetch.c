@@ -313,17 +313,25 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
     }
     /* Watch every partition's log, so an append wakes this fetch. */
     const struct metadata_image *watch_img = metadata_image_acquire(env->metadata);
-    for (int32_t i = 0; watch_img && i < f->plan.partition_count && f->op.key_count < DELAYED_OP_MAX_KEYS; i++) {
+    bool watch_failed = false;
+    for (int32_t i = 0; watch_img && !watch_failed && i < f->plan.partition_count; i++) {
         const struct fetch_partition_state *ps = &f->plan.partitions[i];
         const struct metadata_topic *topic = metadata_image_topic_by_name(watch_img, ps->topic, strlen(ps->topic));
         struct partition_log *log;
         /* The address is only an identity here: the reference is dropped at once. */
         if (topic && handler_leader_log(ctx, topic, ps->partition, &log) == KAFKA_ERR_NONE) {
-            f->op.keys[f->op.key_count++] = (uintptr_t)log;
+            watch_failed = delayed_op_watch(&f->op, (uintptr_t)log) != 0;
             partition_log_close(log);
         }
     }
     if (watch_img) metadata_image_release(watch_img);
+    if (watch_failed) {
+        /* Without memory to watch every partition, answer with what there is. */
+        fetch_try_complete(&f->op, true);
+        delayed_op_release_keys(&f->op);
+        fetch_op_free(&f->op);
+        return HANDLER_DEFERRED;
+    }
     purgatory_add(env->fetch_purgatory, &f->op);
     return HANDLER_DEFERRED;
 }

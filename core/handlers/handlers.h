@@ -90,6 +90,8 @@ enum handler_result handle_create_topics(struct request_context *, void *, void 
 enum handler_result handle_delete_topics(struct request_context *, void *, void *);
 enum handler_result handle_create_partitions(struct request_context *, void *, void *);
 enum handler_result handle_describe_configs(struct request_context *, void *, void *);
+enum handler_result handle_alter_configs(struct request_context *, void *, void *);
+enum handler_result handle_incremental_alter_configs(struct request_context *, void *, void *);
 enum handler_result handle_describe_cluster(struct request_context *, void *, void *);
 enum handler_result handle_find_coordinator(struct request_context *, void *, void *);
 enum handler_result handle_init_producer_id(struct request_context *, void *, void *);

@@ -82,8 +82,8 @@ static void heap_remove(struct purgatory *p, struct delayed_op *op)
 
 static void watch_remove(struct purgatory *p, struct delayed_op *op)
 {
-    for (int k = 0; k < op->key_count; k++) {
-        struct watch_list *wl = &p->buckets[bucket_of(op->keys[k])];
+    for (int k = 0; k < op->watch_key_count; k++) {
+        struct watch_list *wl = &p->buckets[bucket_of(op->watch_keys[k])];
         for (int i = 0; i < wl->count; i++) {
             if (wl->ops[i] == op) {
                 wl->ops[i] = wl->ops[--wl->count];
@@ -93,10 +93,43 @@ static void watch_remove(struct purgatory *p, struct delayed_op *op)
     }
 }
 
+int delayed_op_watch(struct delayed_op *op, uintptr_t key)
+{
+    if (op->watch_key_count == 0 && op->watch_key_cap == 0) {
+        op->watch_keys = op->watch_inline_keys;
+        op->watch_key_cap = DELAYED_OP_INLINE_KEYS;
+    }
+    if (op->watch_key_count == op->watch_key_cap) {
+        if (op->watch_key_cap > INT32_MAX / 2) return -1;
+        int cap = op->watch_key_cap * 2;
+        uintptr_t *keys;
+        if (op->watch_keys == op->watch_inline_keys) {
+            keys = malloc((size_t)cap * sizeof *keys);
+            if (keys) memcpy(keys, op->watch_inline_keys, sizeof op->watch_inline_keys);
+        } else {
+            keys = realloc(op->watch_keys, (size_t)cap * sizeof *keys);
+        }
+        if (!keys) return -1;
+        op->watch_keys = keys;
+        op->watch_key_cap = cap;
+    }
+    op->watch_keys[op->watch_key_count++] = key;
+    return 0;
+}
+
+void delayed_op_release_keys(struct delayed_op *op)
+{
+    if (op->watch_keys && op->watch_keys != op->watch_inline_keys) free(op->watch_keys);
+    op->watch_keys = NULL;
+    op->watch_key_count = 0;
+    op->watch_key_cap = 0;
+}
+
 /* Caller holds p->lock. */
 static void op_unref_locked(struct delayed_op *op)
 {
     if (--op->refs == 0) {
+        delayed_op_release_keys(op);
         pthread_mutex_destroy(&op->lock);
         op->free_fn(op);
     }
@@ -213,7 +246,6 @@ void purgatory_add(struct purgatory *p, struct delayed_op *op)
     op->done = false;
     op->refs = 1;
     op->heap_index = -1;
-    if (op->key_count > DELAYED_OP_MAX_KEYS) op->key_count = DELAYED_OP_MAX_KEYS;
 
     /* Park first, then try: a notify that lands between the try and the
      * park would otherwise be lost. */
@@ -229,14 +261,18 @@ void purgatory_add(struct purgatory *p, struct delayed_op *op)
             parked = false;
         }
     }
-    if (parked) {
-        for (int k = 0; k < op->key_count; k++) {
-            if (!watch_add(&p->buckets[bucket_of(op->keys[k])], op)) {
-                logger_warn("purgatory", "%s: out of memory adding a watch", p->name);
-                op->key_count = k;
-                break;
-            }
+    for (int k = 0; parked && k < op->watch_key_count; k++) {
+        if (!watch_add(&p->buckets[bucket_of(op->watch_keys[k])], op)) {
+            /* Undo the watches added so far and answer now instead. */
+            logger_warn("purgatory", "%s: out of memory adding a watch", p->name);
+            int all = op->watch_key_count;
+            op->watch_key_count = k;
+            watch_remove(p, op);
+            op->watch_key_count = all;
+            parked = false;
         }
+    }
+    if (parked) {
         op->heap_index = p->heap_len;
         p->heap[p->heap_len++] = op;
         heap_up(p, op->heap_index);
@@ -279,7 +315,7 @@ void purgatory_notify(struct purgatory *p, uintptr_t key)
     for (int i = 0; i < wl->count; i++) {
         struct delayed_op *op = wl->ops[i];
         bool watches = false;
-        for (int k = 0; k < op->key_count && !watches; k++) watches = op->keys[k] == key;
+        for (int k = 0; k < op->watch_key_count && !watches; k++) watches = op->watch_keys[k] == key;
         if (!watches) continue;
         op->refs++;
         ops[n++] = op;

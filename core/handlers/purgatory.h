@@ -20,7 +20,8 @@ typedef bool (*delayed_op_try_complete)(struct delayed_op *op, bool expired);
 /* Frees the operation's own state once nothing refers to it any more. */
 typedef void (*delayed_op_free)(struct delayed_op *op);
 
-#define DELAYED_OP_MAX_KEYS 64
+/* Keys held inside the operation; more spill to the heap. */
+#define DELAYED_OP_INLINE_KEYS 8
 
 /* Embedded at the start of an operation's own struct. Owned by the purgatory
  * from purgatory_add until it completes; freed through free_fn. */
@@ -29,15 +30,26 @@ struct delayed_op {
     delayed_op_free free_fn;
     int64_t deadline_mono_ms;
     /* Watch keys: opaque values (a partition log's address, say) whose
-     * purgatory_notify makes this operation try again. */
-    uintptr_t keys[DELAYED_OP_MAX_KEYS];
-    int key_count;
+     * purgatory_notify makes this operation try again. Added with
+     * delayed_op_watch; there is no limit on their number. */
+    uintptr_t *watch_keys;
+    int watch_key_count;
     /* private */
+    int watch_key_cap;
+    uintptr_t watch_inline_keys[DELAYED_OP_INLINE_KEYS];
     pthread_mutex_t lock;
     bool done;
     int refs;
     int64_t heap_index;
 };
+
+/* Adds a watch key to an operation that is not parked yet (before
+ * purgatory_add). Returns 0, or -1 when out of memory (the keys added so far
+ * stay). The op must start zeroed (calloc) or have had no keys yet. */
+int delayed_op_watch(struct delayed_op *op, uintptr_t key);
+/* Frees the key storage of an operation that never reached purgatory_add
+ * (the purgatory does this itself for operations it was given). */
+void delayed_op_release_keys(struct delayed_op *op);
 
 int purgatory_create(const char *name, struct purgatory **out);
 /* Stops the expiry thread after expiring (completing) every waiting operation. */

@@ -77,6 +77,13 @@ int partition_log_segment_count(struct partition_log *log);
 const char *partition_log_dir(const struct partition_log *log);
 bool partition_log_is_offline(struct partition_log *log);
 
+/* Replace the log's configuration (a topic config was altered). Takes effect
+ * for the next append, roll, flush and retention pass; existing segments are
+ * not rewritten. Returns true when any setting differed. */
+bool partition_log_set_config(struct partition_log *log, const struct log_config *cfg);
+/* A copy of the configuration in effect. */
+void partition_log_get_config(struct partition_log *log, struct log_config *out);
+
 /* First record with timestamp >= ts: its offset and timestamp, or -1/-1.
  * For compressed batches the batch's base offset and max timestamp. */
 int16_t partition_log_offset_for_timestamp(struct partition_log *log, int64_t ts,

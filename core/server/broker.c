@@ -83,7 +83,11 @@ static void broker_log_defaults(struct broker *b, const struct metadata_topic *t
     out->flush_messages = v.flush_messages;
     out->flush_ms = v.flush_ms;
     out->max_message_bytes = v.max_message_bytes;
+<<<<<<< HEAD
     out->producer_id_expiration_ms = config_get_long(b->config, "producer.id.expiration.ms");
+=======
+    out->preallocate = v.preallocate;
+>>>>>>> compat
     out->message_timestamp_type = v.message_timestamp_type == TOPIC_TIMESTAMP_LOG_APPEND_TIME
                                       ? LOG_TIMESTAMP_LOG_APPEND_TIME
                                       : LOG_TIMESTAMP_CREATE_TIME;
@@ -120,9 +124,17 @@ static void sync_partition_logs(struct broker *b, const struct metadata_image *o
                 for (int32_t r = 0; r < part->replica_count; r++) hosted |= part->replicas[r] == b->env.node_id;
                 if (!hosted) continue;
                 char err[256] = "";
-                if (log_manager_create(b->logs, t->name, p, t->topic_id.bytes, &cfg, NULL, err, sizeof err) !=
-                    KAFKA_ERR_NONE)
+                struct partition_log *log = NULL;
+                if (log_manager_create(b->logs, t->name, p, t->topic_id.bytes, &cfg, &log, err, sizeof err) !=
+                    KAFKA_ERR_NONE) {
                     logger_error("server", "cannot create the log of %s-%d: %s", t->name, p, err);
+                    continue;
+                }
+                /* A log that already existed (loaded at start, or a changed
+                 * topic) still carries the settings it was opened with. */
+                if (log && partition_log_set_config(log, &cfg))
+                    logger_info("server", "%s-%d: applied the topic's current configs", t->name, p);
+                if (log) partition_log_close(log);
             }
         }
     }

@@ -44,8 +44,7 @@ static struct test_op *new_op(atomic_int *ready, atomic_int *freed, int64_t wait
     t->op.try_complete = test_try_complete;
     t->op.free_fn = op_free_counted;
     t->op.deadline_mono_ms = clock_mono_ms() + wait_ms;
-    t->op.keys[0] = key;
-    t->op.key_count = 1;
+    assert_int_equal(delayed_op_watch(&t->op, key), 0);
     t->ready = ready;
     t->freed = freed;
     return t;
@@ -160,6 +159,65 @@ static void test_concurrent_notify_and_expiry(void **state)
     }
 }
 
+/* A fetch over hundreds of partitions watches every one of them: a notify
+ * for any key, the last included, wakes it, and once it has answered no
+ * watch list refers to it any more. */
+static void test_many_keys_all_watched(void **state)
+{
+    (void)state;
+    enum { KEYS = 700 };
+    struct purgatory *p;
+    assert_int_equal(purgatory_create("t", &p), 0);
+    atomic_int ready_a = 0, ready_b = 0, freed = 0;
+    struct test_op *a = new_op(&ready_a, &freed, 600000, 1);
+    for (uintptr_t k = 2; k <= KEYS; k++) assert_int_equal(delayed_op_watch(&a->op, k), 0);
+    assert_int_equal(a->op.watch_key_count, KEYS);
+    struct test_op *b = new_op(&ready_b, &freed, 600000, 100000);
+    for (uintptr_t k = 100001; k < 100000 + KEYS; k++) assert_int_equal(delayed_op_watch(&b->op, k), 0);
+    purgatory_add(p, &a->op);
+    purgatory_add(p, &b->op);
+    assert_int_equal(purgatory_waiting(p), 2);
+
+    /* Not ready yet: a notify tries but does not complete. */
+    purgatory_notify(p, KEYS);
+    assert_int_equal(atomic_load(&a->completions), 0);
+
+    atomic_store(&ready_a, 1);
+    atomic_store(&ready_b, 1);
+    purgatory_notify(p, KEYS);
+    assert_int_equal(atomic_load(&a->completions), 1);
+    assert_int_equal(atomic_load(&b->completions), 0);
+    assert_int_equal(purgatory_waiting(p), 1);
+    assert_int_equal(atomic_load(&freed), 1);
+    /* Every key of the answered operation is unwatched: notifying them
+     * neither answers again nor touches freed key storage. */
+    for (uintptr_t k = 1; k <= KEYS; k++) purgatory_notify(p, k);
+    assert_int_equal(atomic_load(&a->completions), 1);
+    assert_int_equal(atomic_load(&b->completions), 0);
+
+    purgatory_notify(p, 100000 + KEYS - 1);
+    assert_int_equal(atomic_load(&b->completions), 1);
+    assert_int_equal(atomic_load(&b->expired), 0);
+    assert_int_equal(purgatory_waiting(p), 0);
+    assert_int_equal(atomic_load(&freed), 2);
+    purgatory_destroy(p);
+    free(a);
+    free(b);
+}
+
+/* Key storage of an operation that never reached the purgatory is freed. */
+static void test_release_keys_without_purgatory(void **state)
+{
+    (void)state;
+    struct delayed_op op = {0};
+    for (uintptr_t k = 0; k < 100; k++) assert_int_equal(delayed_op_watch(&op, k), 0);
+    assert_int_equal(op.watch_key_count, 100);
+    for (uintptr_t k = 0; k < 100; k++) assert_int_equal(op.watch_keys[k], k);
+    delayed_op_release_keys(&op);
+    assert_int_equal(op.watch_key_count, 0);
+    assert_null(op.watch_keys);
+}
+
 static void test_destroy_expires_waiting(void **state)
 {
     (void)state;
@@ -183,6 +241,8 @@ int main(void)
         cmocka_unit_test(test_deadline_expires),
         cmocka_unit_test(test_concurrent_notify_and_expiry),
         cmocka_unit_test(test_destroy_expires_waiting),
+        cmocka_unit_test(test_many_keys_all_watched),
+        cmocka_unit_test(test_release_keys_without_purgatory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,362 @@
+/* AlterConfigs and IncrementalAlterConfigs for topics: both become one
+ * metadata_alter_topic_configs call per resource, so each resource succeeds
+ * or fails as a whole. AlterConfigs replaces a topic's dynamic configs
+ * (keys left out are removed); IncrementalAlterConfigs sets, deletes,
+ * appends to or subtracts from single keys. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/topic_config.h"
+#include "handlers/handler_util.h"
+#include "metadata/metadata_image.h"
+#include "metadata/metadata_store.h"
+#include "net/server.h"
+#include "util/logger.h"
+
+#define RESOURCE_TOPIC 2
+#define RESOURCE_BROKER 4
+#define LIST_EDIT_MAX_BYTES 4096
+
+enum alter_config_op {
+    ALTER_CONFIG_SET = 0,
+    ALTER_CONFIG_DELETE = 1,
+    ALTER_CONFIG_APPEND = 2,
+    ALTER_CONFIG_SUBTRACT = 3,
+};
+
+/* One requested change, with strings still pointing into the request. */
+struct alter_config_change {
+    struct kafka_str name;
+    struct kafka_str value; /* len -1: null */
+    int8_t op;
+};
+
+struct alter_result {
+    int16_t error_code;
+    char message[512];
+};
+
+static int16_t fail(struct alter_result *res, int16_t code, const char *fmt, const char *arg)
+{
+    res->error_code = code;
+    snprintf(res->message, sizeof res->message, fmt, arg);
+    return code;
+}
+
+static char *arena_cstr(struct request_context *ctx, struct kafka_str s)
+{
+    if (s.len < 0) return NULL;
+    char *out = kafka_arena_alloc(&ctx->arena, (size_t)s.len + 1);
+    if (out) kafka_str_to_cstr(s, out, (size_t)s.len + 1);
+    return out;
+}
+
+static bool list_contains(const char *list, const char *item, size_t item_len)
+{
+    const char *p = list;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == item_len && memcmp(p, item, len) == 0) return true;
+        if (!end) break;
+        p = end + 1;
+    }
+    return false;
+}
+
+/* APPEND adds the items of `items` missing from `current`; SUBTRACT removes
+ * the items of `current` that appear in `items`. Comma-separated lists, as
+ * Kafka writes list configs. Returns an arena string or NULL (no memory). */
+static char *list_edit(struct request_context *ctx, const char *current, const char *items, bool append)
+{
+    size_t cap = strlen(current) + strlen(items) + 2;
+    char *out = kafka_arena_alloc(&ctx->arena, cap);
+    if (!out) return NULL;
+    size_t used = 0;
+    out[0] = '\0';
+    /* Pass 0 copies the current items (minus subtracted ones), pass 1 the appended ones. */
+    for (int pass = 0; pass < (append ? 2 : 1); pass++) {
+        const char *p = pass == 0 ? current : items;
+        while (*p) {
+            const char *end = strchr(p, ',');
+            size_t len = end ? (size_t)(end - p) : strlen(p);
+            bool keep = len > 0;
+            if (keep && pass == 0 && !append) keep = !list_contains(items, p, len);
+            if (keep && pass == 1) keep = !list_contains(out, p, len);
+            if (keep && used + len + 2 <= cap) {
+                if (used > 0) out[used++] = ',';
+                memcpy(out + used, p, len);
+                used += len;
+                out[used] = '\0';
+            }
+            if (!end) break;
+            p = end + 1;
+        }
+    }
+    return out;
+}
+
+/* Turns the requested changes into (key, value-or-NULL) pairs for the
+ * controller. With replace_all (AlterConfigs), dynamic configs of the topic
+ * that the request leaves out are deleted, and a key given twice takes its
+ * last value (Kafka's behaviour; librdkafka's test suite relies on it);
+ * IncrementalAlterConfigs refuses a key given twice. Keys are matched
+ * through their index in the topic key table, so the work stays linear in
+ * the request size. */
+static int16_t plan_topic_changes(struct request_context *ctx, const struct metadata_topic *topic,
+                                  const struct alter_config_change *changes, int32_t change_count, bool replace_all,
+                                  struct metadata_config_kv **kvs_out, int32_t *kv_count_out,
+                                  struct alter_result *res)
+{
+    size_t key_count = topic_config_key_count();
+    const struct topic_key_def *first_key = topic_config_key_at(0);
+    int32_t *last_change = kafka_arena_alloc(&ctx->arena, (key_count + 1) * sizeof *last_change);
+    int32_t *key_of_change = kafka_arena_alloc(&ctx->arena, (size_t)(change_count + 1) * sizeof *key_of_change);
+    if (!last_change || !key_of_change) return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
+    for (size_t k = 0; k < key_count; k++) last_change[k] = -1;
+
+    /* Pass 1: every name must be a known topic key. */
+    for (int32_t i = 0; i < change_count; i++) {
+        const struct alter_config_change *c = &changes[i];
+        if (c->name.len < 0) return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Config name must not be null");
+        if ((c->name.len > 0 && memchr(c->name.data, '\0', (size_t)c->name.len)) ||
+            (c->value.len > 0 && memchr(c->value.data, '\0', (size_t)c->value.len)))
+            return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Config names and values must not contain NUL");
+        char name[256];
+        if ((size_t)c->name.len >= sizeof name)
+            return fail(res, KAFKA_ERR_INVALID_CONFIG, "%s", "Unknown topic config name");
+        kafka_str_to_cstr(c->name, name, sizeof name);
+        const struct topic_key_def *def = topic_config_find(name);
+        if (!def) return fail(res, KAFKA_ERR_INVALID_CONFIG, "Unknown topic config name: %s", name);
+        int32_t k = (int32_t)(def - first_key);
+        if (!replace_all && last_change[k] >= 0)
+            return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Error due to duplicate config keys");
+        last_change[k] = i;
+        key_of_change[i] = k;
+    }
+
+    int32_t cap = (int32_t)key_count + (replace_all ? topic->config_count : 0);
+    struct metadata_config_kv *kvs = kafka_arena_alloc(&ctx->arena, (size_t)(cap > 0 ? cap : 1) * sizeof *kvs);
+    if (!kvs) return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
+    int32_t n = 0;
+    /* Pass 2: the winning change of each key, at most one per key. */
+    for (int32_t i = 0; i < change_count; i++) {
+        const struct alter_config_change *c = &changes[i];
+        int32_t k = key_of_change[i];
+        if (last_change[k] != i) continue;
+        const struct topic_key_def *def = topic_config_key_at((size_t)k);
+        const char *key = def->def.name;
+        char *value = arena_cstr(ctx, c->value);
+        if (c->value.len >= 0 && !value) return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
+        switch (c->op) {
+        case ALTER_CONFIG_SET:
+            break; /* a null value unsets (AlterConfigs) or is refused below */
+        case ALTER_CONFIG_DELETE:
+            value = NULL;
+            break;
+        case ALTER_CONFIG_APPEND:
+        case ALTER_CONFIG_SUBTRACT: {
+            if (def->def.type != CONFIG_TYPE_LIST)
+                return fail(res, KAFKA_ERR_INVALID_CONFIG,
+                            c->op == ALTER_CONFIG_APPEND ? "Config value append is not allowed for config key: %s"
+                                                         : "Config value subtract is not allowed for config key: %s",
+                            key);
+            if (!value) return fail(res, KAFKA_ERR_INVALID_REQUEST, "Null value not supported for: %s", key);
+            const char *current = metadata_topic_config(topic, key);
+            if (!current) current = def->def.default_value ? def->def.default_value : "";
+            /* Topic list keys hold a few short names; the bound keeps the
+             * quadratic merge below cheap. */
+            if (strlen(value) > LIST_EDIT_MAX_BYTES || strlen(current) > LIST_EDIT_MAX_BYTES)
+                return fail(res, KAFKA_ERR_INVALID_CONFIG, "List too long to append to or subtract from: %s", key);
+            value = list_edit(ctx, current, value, c->op == ALTER_CONFIG_APPEND);
+            if (!value) return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
+            break;
+        }
+        default:
+            return fail(res, KAFKA_ERR_INVALID_REQUEST, "Unknown config operation for %s", key);
+        }
+        if (c->op == ALTER_CONFIG_SET && !value && !replace_all)
+            return fail(res, KAFKA_ERR_INVALID_REQUEST, "Null value not supported for: %s", key);
+        kvs[n].key = key;
+        kvs[n].value = value;
+        n++;
+    }
+    for (int32_t i = 0; replace_all && i < topic->config_count; i++) {
+        const char *name = topic->configs[i].name;
+        const struct topic_key_def *def = topic_config_find(name);
+        if (def && last_change[def - first_key] >= 0) continue; /* given in the request */
+        struct kafka_str copy = kafka_arena_strdup(&ctx->arena, name);
+        if (copy.len < 0) return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
+        kvs[n].key = copy.data;
+        kvs[n].value = NULL;
+        n++;
+    }
+    *kvs_out = kvs;
+    *kv_count_out = n;
+    return KAFKA_ERR_NONE;
+}
+
+static void alter_resource(struct request_context *ctx, int8_t resource_type, struct kafka_str resource_name,
+                           const struct alter_config_change *changes, int32_t change_count, bool replace_all,
+                           bool validate_only, struct alter_result *res)
+{
+    res->error_code = KAFKA_ERR_NONE;
+    res->message[0] = '\0';
+    if (resource_type == RESOURCE_BROKER) {
+        fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "broker configs cannot be changed at runtime yet");
+        return;
+    }
+    if (resource_type != RESOURCE_TOPIC) {
+        fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "unsupported resource type");
+        return;
+    }
+    char name[256];
+    if (resource_name.len <= 0 || (size_t)resource_name.len >= sizeof name) {
+        fail(res, KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION, "%s", "topic does not exist");
+        return;
+    }
+    kafka_str_to_cstr(resource_name, name, sizeof name);
+
+    const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
+    const struct metadata_topic *topic = img ? metadata_image_topic_by_name(img, name, strlen(name)) : NULL;
+    if (!topic) {
+        if (img) metadata_image_release(img);
+        fail(res, KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION, "Topic %s does not exist.", name);
+        return;
+    }
+    struct metadata_config_kv *kvs = NULL;
+    int32_t kv_count = 0;
+    int16_t rc = plan_topic_changes(ctx, topic, changes, change_count, replace_all, &kvs, &kv_count, res);
+    metadata_image_release(img);
+    if (rc != KAFKA_ERR_NONE) return;
+
+    res->error_code = metadata_alter_topic_configs(ctx->env->metadata, name, kvs, kv_count, validate_only,
+                                                   res->message, sizeof res->message);
+    if (res->error_code == KAFKA_ERR_NONE) {
+        res->message[0] = '\0';
+        if (!validate_only && kv_count > 0)
+            logger_info("admin", "altered %d config(s) of topic '%s' for %s", (int)kv_count, name, ctx->net->peer);
+    }
+}
+
+static struct kafka_str result_message(struct request_context *ctx, const struct alter_result *res)
+{
+    if (res->error_code == KAFKA_ERR_NONE) return (struct kafka_str){NULL, -1};
+    return kafka_arena_strdup(&ctx->arena, res->message[0] ? res->message : kafka_error_name(res->error_code));
+}
+
+/* A resource's identity, for finding those named twice in one request
+ * (Kafka answers all of them with INVALID_REQUEST). Sorting keeps this
+ * O(n log n) for requests naming very many resources. */
+struct resource_key {
+    int8_t type;
+    struct kafka_str name;
+    int32_t index;
+};
+
+static int resource_key_cmp(const void *pa, const void *pb)
+{
+    const struct resource_key *a = pa, *b = pb;
+    if (a->type != b->type) return a->type < b->type ? -1 : 1;
+    int32_t la = a->name.len > 0 ? a->name.len : 0, lb = b->name.len > 0 ? b->name.len : 0;
+    int32_t common = la < lb ? la : lb;
+    int c = common > 0 ? memcmp(a->name.data, b->name.data, (size_t)common) : 0;
+    if (c != 0) return c;
+    return la == lb ? 0 : (la < lb ? -1 : 1);
+}
+
+/* Sorts keys and returns an arena array of flags, true for each index named
+ * more than once; NULL when out of memory. */
+static bool *named_twice_flags(struct request_context *ctx, struct resource_key *keys, int32_t n)
+{
+    bool *twice = kafka_arena_alloc(&ctx->arena, (size_t)(n + 1) * sizeof *twice);
+    if (!twice) return NULL;
+    memset(twice, 0, (size_t)(n + 1) * sizeof *twice);
+    if (n > 1) qsort(keys, (size_t)n, sizeof *keys, resource_key_cmp);
+    for (int32_t i = 1; i < n; i++) {
+        if (resource_key_cmp(&keys[i - 1], &keys[i]) == 0) {
+            twice[keys[i - 1].index] = true;
+            twice[keys[i].index] = true;
+        }
+    }
+    return twice;
+}
+
+enum handler_result handle_alter_configs(struct request_context *ctx, void *request, void *response)
+{
+    struct alter_configs_request *req = request;
+    struct alter_configs_response *resp = response;
+    HANDLER_NEW_ARRAY(ctx, resp->responses, req->resources_count,
+                      alter_configs_response_alter_configs_resource_response_init);
+    if (!resp->responses) return HANDLER_CLOSE;
+    resp->responses_count = req->resources_count > 0 ? req->resources_count : 0;
+    struct resource_key *keys = kafka_arena_alloc(&ctx->arena, (size_t)(resp->responses_count + 1) * sizeof *keys);
+    if (!keys) return HANDLER_CLOSE;
+    for (int32_t i = 0; i < resp->responses_count; i++)
+        keys[i] = (struct resource_key){req->resources[i].resource_type, req->resources[i].resource_name, i};
+    bool *twice = named_twice_flags(ctx, keys, resp->responses_count);
+    if (!twice) return HANDLER_CLOSE;
+    for (int32_t i = 0; i < resp->responses_count; i++) {
+        const struct alter_configs_request_alter_configs_resource *in = &req->resources[i];
+        struct alter_configs_response_alter_configs_resource_response *out = &resp->responses[i];
+        out->resource_type = in->resource_type;
+        out->resource_name = in->resource_name;
+        struct alter_result res = {0};
+        if (twice[i]) {
+            fail(&res, KAFKA_ERR_INVALID_REQUEST, "%s", "resource named more than once in the request");
+        } else {
+            int32_t n = in->configs_count > 0 ? in->configs_count : 0;
+            struct alter_config_change *changes = kafka_arena_alloc(&ctx->arena, (size_t)(n + 1) * sizeof *changes);
+            if (!changes) return HANDLER_CLOSE;
+            for (int32_t k = 0; k < n; k++) {
+                changes[k].name = in->configs[k].name;
+                changes[k].value = in->configs[k].value;
+                changes[k].op = ALTER_CONFIG_SET;
+            }
+            alter_resource(ctx, in->resource_type, in->resource_name, changes, n, true, req->validate_only, &res);
+        }
+        out->error_code = res.error_code;
+        out->error_message = result_message(ctx, &res);
+    }
+    return HANDLER_RESPOND;
+}
+
+enum handler_result handle_incremental_alter_configs(struct request_context *ctx, void *request, void *response)
+{
+    struct incremental_alter_configs_request *req = request;
+    struct incremental_alter_configs_response *resp = response;
+    HANDLER_NEW_ARRAY(ctx, resp->responses, req->resources_count,
+                      incremental_alter_configs_response_alter_configs_resource_response_init);
+    if (!resp->responses) return HANDLER_CLOSE;
+    resp->responses_count = req->resources_count > 0 ? req->resources_count : 0;
+    struct resource_key *keys = kafka_arena_alloc(&ctx->arena, (size_t)(resp->responses_count + 1) * sizeof *keys);
+    if (!keys) return HANDLER_CLOSE;
+    for (int32_t i = 0; i < resp->responses_count; i++)
+        keys[i] = (struct resource_key){req->resources[i].resource_type, req->resources[i].resource_name, i};
+    bool *twice = named_twice_flags(ctx, keys, resp->responses_count);
+    if (!twice) return HANDLER_CLOSE;
+    for (int32_t i = 0; i < resp->responses_count; i++) {
+        const struct incremental_alter_configs_request_alter_configs_resource *in = &req->resources[i];
+        struct incremental_alter_configs_response_alter_configs_resource_response *out = &resp->responses[i];
+        out->resource_type = in->resource_type;
+        out->resource_name = in->resource_name;
+        struct alter_result res = {0};
+        if (twice[i]) {
+            fail(&res, KAFKA_ERR_INVALID_REQUEST, "%s", "resource named more than once in the request");
+        } else {
+            int32_t n = in->configs_count > 0 ? in->configs_count : 0;
+            struct alter_config_change *changes = kafka_arena_alloc(&ctx->arena, (size_t)(n + 1) * sizeof *changes);
+            if (!changes) return HANDLER_CLOSE;
+            for (int32_t k = 0; k < n; k++) {
+                changes[k].name = in->configs[k].name;
+                changes[k].value = in->configs[k].value;
+                changes[k].op = in->configs[k].config_operation;
+            }
+            alter_resource(ctx, in->resource_type, in->resource_name, changes, n, false, req->validate_only, &res);
+        }
+        out->error_code = res.error_code;
+        out->error_message = result_message(ctx, &res);
+    }
+    return HANDLER_RESPOND;
+}

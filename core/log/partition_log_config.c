@@ -1,0 +1,33 @@
+/* Changing an open log's configuration (a topic's dynamic configs were
+ * altered). Appends, rolls, flushes and retention read log->cfg under
+ * write_lock, so they see either the old or the new settings as a whole. */
+#include <pthread.h>
+
+#include "log/partition_log_internal.h"
+
+/* Field by field: the structs' padding bytes are indeterminate. */
+static bool log_config_equal(const struct log_config *a, const struct log_config *b)
+{
+    return a->segment_bytes == b->segment_bytes && a->segment_ms == b->segment_ms &&
+           a->retention_ms == b->retention_ms && a->retention_bytes == b->retention_bytes &&
+           a->index_interval_bytes == b->index_interval_bytes &&
+           a->segment_index_bytes == b->segment_index_bytes && a->flush_messages == b->flush_messages &&
+           a->flush_ms == b->flush_ms && a->max_message_bytes == b->max_message_bytes &&
+           a->message_timestamp_type == b->message_timestamp_type && a->preallocate == b->preallocate;
+}
+
+bool partition_log_set_config(struct partition_log *log, const struct log_config *cfg)
+{
+    pthread_mutex_lock(&log->write_lock);
+    bool changed = !log_config_equal(&log->cfg, cfg);
+    if (changed) log->cfg = *cfg;
+    pthread_mutex_unlock(&log->write_lock);
+    return changed;
+}
+
+void partition_log_get_config(struct partition_log *log, struct log_config *out)
+{
+    pthread_mutex_lock(&log->write_lock);
+    *out = log->cfg;
+    pthread_mutex_unlock(&log->write_lock);
+}
