@@ -83,11 +83,8 @@ static void broker_log_defaults(struct broker *b, const struct metadata_topic *t
     out->flush_messages = v.flush_messages;
     out->flush_ms = v.flush_ms;
     out->max_message_bytes = v.max_message_bytes;
-<<<<<<< HEAD
     out->producer_id_expiration_ms = config_get_long(b->config, "producer.id.expiration.ms");
-=======
     out->preallocate = v.preallocate;
->>>>>>> compat
     out->message_timestamp_type = v.message_timestamp_type == TOPIC_TIMESTAMP_LOG_APPEND_TIME
                                       ? LOG_TIMESTAMP_LOG_APPEND_TIME
                                       : LOG_TIMESTAMP_CREATE_TIME;
