@@ -26,7 +26,8 @@ run: build
 
 # Every test: unit and integration in the release build, then the
 # unit and integration tests again under ASan+UBSan, then a short fuzz run.
-test: build
+# The other-language client tests (tests/clients) run in the first pass.
+test: build client-deps
 	cd $(BUILD) && ctest --output-on-failure -j 1
 	$(MAKE) test-asan
 	$(MAKE) fuzz FUZZ_SECONDS=30

@@ -18,7 +18,7 @@ packages=(
 if [ "$clients" = 1 ]; then
   packages+=(python3-kafka)
   # A node from elsewhere (nodesource, say) is kept; it brings its own npm.
-  dpkg-query -W -f='${Status}' nodejs 2>/dev/null | grep -q "install ok installed" || packages+=(nodejs)
+  command -v node >/dev/null 2>&1 || packages+=(nodejs)
   command -v npm >/dev/null 2>&1 || packages+=(npm)
 fi
 
