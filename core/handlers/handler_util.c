@@ -120,9 +120,10 @@ void handler_authorize(struct request_context *ctx, const struct cairn_authz_act
     plugin_host_authorize(ctx->env->plugins, handler_request_info(ctx), actions, n, results);
 }
 
-static bool authorize_cstr(struct request_context *ctx, int32_t operation, int32_t resource_type, const char *name,
-                           bool audit)
+bool handler_authorize_resource(struct request_context *ctx, int32_t operation, int32_t resource_type,
+                                const char *name, bool audit)
 {
+    if (!handler_has_authorizer(ctx)) return true;
     struct cairn_authz_action action = {
         .struct_size = sizeof action,
         .operation = operation,
@@ -143,7 +144,7 @@ bool handler_authorize_one(struct request_context *ctx, int32_t operation, int32
                            const char *resource_name)
 {
     if (!handler_has_authorizer(ctx)) return true;
-    return authorize_cstr(ctx, operation, resource_type, resource_name ? resource_name : "", true);
+    return handler_authorize_resource(ctx, operation, resource_type, resource_name ? resource_name : "", true);
 }
 
 bool handler_authorize_name(struct request_context *ctx, int32_t operation, int32_t resource_type,
@@ -155,7 +156,7 @@ bool handler_authorize_name(struct request_context *ctx, int32_t operation, int3
     if (!name) return false;
     if (len) memcpy(name, resource_name.data, len);
     name[len] = '\0';
-    return authorize_cstr(ctx, operation, resource_type, name, audit);
+    return handler_authorize_resource(ctx, operation, resource_type, name, audit);
 }
 
 void handler_audit_admin(struct request_context *ctx, const char *operation, int32_t resource_type,

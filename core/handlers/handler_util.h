@@ -55,6 +55,10 @@ const struct cairn_request_info *handler_request_info(struct request_context *ct
 void handler_authorize(struct request_context *ctx, const struct cairn_authz_action *const *actions, size_t n,
                        uint8_t *results);
 
+/* One action on a LITERAL resource; audit says whether the outcome is
+ * logged (explicit resources of a request: true). True when allowed. */
+bool handler_authorize_resource(struct request_context *ctx, int32_t operation, int32_t resource_type,
+                                const char *resource_name, bool audit);
 /* One action on a LITERAL resource, audited when allowed and when denied
  * (an explicit request for that resource). True when allowed. */
 bool handler_authorize_one(struct request_context *ctx, int32_t operation, int32_t resource_type,

@@ -249,6 +249,10 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
     if (meta_properties_ensure(dirs, dir_count, b->env.node_id, config_get_string(cfg, "cluster.id"),
                                b->cluster_id, err, errlen) != 0)
         goto fail;
+    /* Plugins are ready before the first connection, and a plugin that
+     * fails stops start-up before logs, metadata or listeners open. */
+    if (plugin_host_start(cfg, b->env.node_id, b->cluster_id, &b->plugins, err, errlen) != 0) goto fail;
+    b->env.plugins = b->plugins;
     if (start_logs(b, dirs, dir_count, err, errlen) != 0) goto fail;
     b->env.logs = b->logs;
     if (purgatory_create("fetch", &b->fetch_purgatory) != 0) {
@@ -264,10 +268,6 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
     b->env.fetch_sessions = b->fetch_sessions;
     if (start_metadata(b, dirs[0], err, errlen) != 0) goto fail;
     b->env.metadata = b->metadata;
-    /* Plugins are ready before the first connection, and a plugin that
-     * fails stops start-up before anything listens. */
-    if (plugin_host_start(cfg, b->env.node_id, b->cluster_id, &b->plugins, err, errlen) != 0) goto fail;
-    b->env.plugins = b->plugins;
     const char *metrics_listen = config_get_string(cfg, "metrics.http.listener");
     if (metrics_listen && metrics_listen[0] &&
         metrics_http_start(metrics_listen, &b->metrics_http, err, errlen) != 0)

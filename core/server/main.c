@@ -31,8 +31,8 @@ int main(int argc, char **argv)
 
     struct broker *broker = NULL;
     if (broker_start(cfg, &broker, err, sizeof err) != 0) {
+        /* One line: the logger writes to stderr too. */
         logger_error("server", "start-up failed: %s", err);
-        fprintf(stderr, "cairnd: %s\n", err);
         return 1;
     }
     int sig = 0;
