@@ -186,8 +186,11 @@ void handlers_dispatch(struct net_request *req, void *env_arg)
 
     /* Authentication is the connection's principal (handler_request_info);
      * authorization runs inside each handler, per resource, as Kafka does. */
+    int64_t started_ns = ctx->started_ns;
     enum handler_result result = entry->handler(ctx, ctx->request, ctx->response);
-    if (ctx->started_ns) ctx->io_ns += clock_mono_ns() - ctx->started_ns;
+    /* A deferred request may already be answered and freed: hands off. Its
+     * REQUEST quota then counts the encoding only. */
+    if (started_ns && result != HANDLER_DEFERRED) ctx->io_ns += clock_mono_ns() - started_ns;
     switch (result) {
     case HANDLER_RESPOND:
         request_context_respond(ctx);
