@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cairn/plugin.h"
 
@@ -42,6 +43,10 @@ struct plugin_host {
  * plugins configured *out is NULL and 0 is returned. */
 int plugin_host_start(const struct broker_config *cfg, int32_t node_id, const char *cluster_id,
                       struct plugin_host **out, char *err, size_t errlen);
+
+/* Prints each configured plugin's description and config keys (Markdown),
+ * reading descriptors without initialising anything. 0, or -1 with err. */
+int plugin_host_print_docs(const struct broker_config *cfg, FILE *out, char *err, size_t errlen);
 
 /* Drains blocking work, finalises plugins in reverse order, unloads them. */
 void plugin_host_stop(struct plugin_host *host);

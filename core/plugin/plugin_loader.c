@@ -2,6 +2,7 @@
  * init; and the reverse at stop. Main thread only. */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -410,4 +411,78 @@ void plugin_host_stop(struct plugin_host *host)
     free(host->audits);
     free(host->authenticators);
     free(host);
+}
+
+static const char *config_type_label(int32_t type)
+{
+    switch (type) {
+    case CAIRN_CONFIG_STRING: return "string";
+    case CAIRN_CONFIG_INT: return "int";
+    case CAIRN_CONFIG_BOOL: return "bool";
+    case CAIRN_CONFIG_SIZE: return "size";
+    case CAIRN_CONFIG_LIST: return "list";
+    case CAIRN_CONFIG_PASSWORD: return "password";
+    default: return "?";
+    }
+}
+
+int plugin_host_print_docs(const struct broker_config *cfg, FILE *out, char *err, size_t errlen)
+{
+    size_t count = 0;
+    const char *const *names = config_get_list(cfg, "plugins", &count);
+    if (count == 0) {
+        fprintf(out, "No plugins configured: set plugins=<name>,... (and plugin.path).\n");
+        return 0;
+    }
+    const char *search_path = config_get_string(cfg, "plugin.path");
+    if (!search_path || !search_path[0]) search_path = CAIRN_DEFAULT_PLUGIN_PATH;
+    for (size_t i = 0; i < count; i++) {
+        if (!plugin_name_valid(names[i])) {
+            snprintf(err, errlen, "plugin '%s': invalid name in plugins=", names[i]);
+            return -1;
+        }
+        /* Descriptor only: the plugin is not initialised. */
+        struct loaded_plugin p;
+        memset(&p, 0, sizeof p);
+        snprintf(p.name, sizeof p.name, "%s", names[i]);
+        if (find_plugin_file(&p, search_path, err, errlen) != 0) return -1;
+        p.handle = dlopen(p.path, RTLD_NOW | RTLD_LOCAL);
+        if (!p.handle) {
+            const char *why = dlerror();
+            snprintf(err, errlen, "plugin '%s': cannot load %s: %s", p.name, p.path, why ? why : "unknown error");
+            return -1;
+        }
+        void *sym = dlsym(p.handle, CAIRN_PLUGIN_ENTRY_SYMBOL);
+        int rc = -1;
+        if (!sym) {
+            snprintf(err, errlen, "plugin '%s': %s does not export %s", p.name, p.path, CAIRN_PLUGIN_ENTRY_SYMBOL);
+        } else {
+            cairn_plugin_entry_fn entry;
+            memcpy(&entry, &sym, sizeof entry);
+            p.desc = entry();
+            rc = check_descriptor(&p, err, errlen);
+        }
+        if (rc == 0) {
+            const struct cairn_plugin_descriptor *d = p.desc;
+            fprintf(out, "## %s %s\n\n%s\n\nFile: %s (ABI %u.%u)\n\n", d->name, d->version ? d->version : "",
+                    d->description ? d->description : "", p.path, d->abi_major, d->abi_minor);
+            if (d->config_key_count > 0 && d->config_keys) {
+                fprintf(out, "| key | type | default | description |\n|---|---|---|---|\n");
+                for (size_t k = 0; k < d->config_key_count; k++) {
+                    const struct cairn_config_key *key = d->config_keys[k];
+                    if (!key || key->struct_size < CONFIG_KEY_V1_0_SIZE || !key->name) continue;
+                    fprintf(out, "| `plugin.%s.%s` | %s | %s | %s |\n", d->name, key->name,
+                            config_type_label(key->type),
+                            key->default_value ? (key->default_value[0] ? key->default_value : "\"\"") : "(required)",
+                            key->doc ? key->doc : "");
+                }
+                fprintf(out, "\n");
+            } else {
+                fprintf(out, "No configuration keys.\n\n");
+            }
+        }
+        dlclose(p.handle);
+        if (rc != 0) return -1;
+    }
+    return 0;
 }

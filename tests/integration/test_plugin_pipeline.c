@@ -193,6 +193,11 @@ static void test_authorizer_audit_and_metrics(void **state)
     assert_non_null(strstr(audit, "\"partitions\":1"));
     free(audit);
 
+    /* The plugin's log line lands in the broker log under its name. */
+    char *log = read_file(b.log_path);
+    assert_non_null(strstr(log, "[plugin:test_authz] denying 2 topic(s); buffer.size=65536"));
+    free(log);
+
     char *page = http_get(metrics_port, "/metrics");
     assert_non_null(strstr(page, "200 OK"));
     assert_non_null(strstr(page, "# TYPE cairn_requests_total counter"));

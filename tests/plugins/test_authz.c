@@ -20,6 +20,7 @@ struct test_authz {
     int64_t throttle_ms;
     struct cairn_metric *decisions;
     struct cairn_metric *denials;
+    struct cairn_metric *blocking_runs;
 };
 
 static const struct cairn_config_key key_deny = {sizeof key_deny, "deny.topics", CAIRN_CONFIG_LIST, "",
@@ -31,6 +32,13 @@ static const struct cairn_config_key key_throttle = {sizeof key_throttle, "throt
 static const struct cairn_config_key key_buffer = {sizeof key_buffer, "buffer.size", CAIRN_CONFIG_SIZE, "64KiB",
                                                    "Exercises the size parser."};
 static const struct cairn_config_key *const keys[] = {&key_deny, &key_audit, &key_throttle, &key_buffer};
+
+/* Runs on a host blocking-work thread: proves submit_blocking works. */
+static void count_blocking_run(void *arg)
+{
+    struct test_authz *t = arg;
+    t->host->metric_set(t->blocking_runs, 1);
+}
 
 static int authz_init(const struct cairn_host *host, void **instance, char *err, size_t errlen)
 {
@@ -64,6 +72,13 @@ static int authz_init(const struct cairn_host *host, void **instance, char *err,
     }
     t->decisions = host->counter(host->ctx, "decisions_total", "Authorization decisions made.");
     t->denials = host->counter(host->ctx, "denials_total", "Authorization decisions that denied.");
+    t->blocking_runs = host->gauge(host->ctx, "blocking_runs", "Blocking jobs that ran.");
+    if (host->submit_blocking(host->ctx, count_blocking_run, NULL, t) != CAIRN_OK) {
+        snprintf(err, errlen, "submit_blocking refused work during init");
+        if (t->audit) fclose(t->audit);
+        free(t);
+        return CAIRN_ERROR;
+    }
     host->log(host->ctx, CAIRN_LOG_INFO, "denying %d topic(s); buffer.size=%llu", t->denied_count,
               (unsigned long long)buffer);
     *instance = t;

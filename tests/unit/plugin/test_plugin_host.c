@@ -137,6 +137,18 @@ static void test_authorize_quota_audit(void **state)
     assert_int_equal(plugin_host_quota_record(host, &info, CAIRN_QUOTA_PRODUCE, 100.0, 0), 250);
     assert_int_equal(plugin_host_quota_record(host, &info, CAIRN_QUOTA_REQUEST, 100.0, 0), 0);
 
+    /* init's submit_blocking job ran on a host thread. */
+    bool ran = false;
+    for (int i = 0; i < 500 && !ran; i++) {
+        char *page = NULL;
+        size_t len = 0;
+        assert_int_equal(metrics_render(&page, &len), 0);
+        ran = strstr(page, "cairn_plugin_test_authz_blocking_runs 1\n") != NULL;
+        free(page);
+        if (!ran) usleep(10000);
+    }
+    assert_true(ran);
+
     plugin_host_audit_admin(host, &info, "CreateTopics", CAIRN_RESOURCE_TOPIC, "t1", 0, "{\"partitions\":3}");
     plugin_host_audit_authentication(host, &info, "PLAIN", false, "bad password");
     plugin_host_stop(host);
@@ -187,6 +199,25 @@ static void test_errors(void **state)
     assert_null(host);
 }
 
+static void test_print_docs(void **state)
+{
+    (void)state;
+    const char *kv[] = {"plugin.path=" TEST_PLUGIN_DIR, "plugins=test_authz,test_required", NULL};
+    struct broker_config *cfg = make_config(kv);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    char err[512] = "";
+    /* test_required lacks its required key: docs need no valid config. */
+    assert_int_equal(plugin_host_print_docs(cfg, out, err, sizeof err), 0);
+    fclose(out);
+    assert_non_null(strstr(text, "## test_authz 1.0"));
+    assert_non_null(strstr(text, "| `plugin.test_authz.buffer.size` | size | 64KiB | Exercises the size parser. |"));
+    assert_non_null(strstr(text, "| `plugin.test_required.endpoint` | string | (required) |"));
+    free(text);
+    config_free(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_no_plugins),
         cmocka_unit_test(test_authorize_quota_audit),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_print_docs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
