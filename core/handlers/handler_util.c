@@ -120,10 +120,27 @@ void handler_authorize(struct request_context *ctx, const struct cairn_authz_act
     plugin_host_authorize(ctx->env->plugins, handler_request_info(ctx), actions, n, results);
 }
 
+/* One decision, kept in the request arena so a resource named many times
+ * in a request (a topic per partition, a fetch retried from the purgatory)
+ * is asked about, and audited, once. */
+struct handler_authz_memo {
+    struct handler_authz_memo *next;
+    int32_t operation;
+    int32_t resource_type;
+    bool allowed;
+    char name[];
+};
+
+#define HANDLER_AUTHZ_MEMO_MAX 256
+
 bool handler_authorize_resource(struct request_context *ctx, int32_t operation, int32_t resource_type,
                                 const char *name, bool audit)
 {
     if (!handler_has_authorizer(ctx)) return true;
+    int memo_count = 0;
+    for (struct handler_authz_memo *m = ctx->authz_memo; m; m = m->next, memo_count++)
+        if (m->operation == operation && m->resource_type == resource_type && strcmp(m->name, name) == 0)
+            return m->allowed;
     struct cairn_authz_action action = {
         .struct_size = sizeof action,
         .operation = operation,
@@ -137,7 +154,19 @@ bool handler_authorize_resource(struct request_context *ctx, int32_t operation, 
     const struct cairn_authz_action *list[1] = {&action};
     uint8_t result = CAIRN_AUTHZ_DENIED;
     handler_authorize(ctx, list, 1, &result);
-    return result == CAIRN_AUTHZ_ALLOWED;
+    bool allowed = result == CAIRN_AUTHZ_ALLOWED;
+    size_t name_len = strlen(name);
+    struct handler_authz_memo *m =
+        memo_count < HANDLER_AUTHZ_MEMO_MAX ? kafka_arena_alloc(&ctx->arena, sizeof *m + name_len + 1) : NULL;
+    if (m) {
+        m->operation = operation;
+        m->resource_type = resource_type;
+        m->allowed = allowed;
+        memcpy(m->name, name, name_len + 1);
+        m->next = ctx->authz_memo;
+        ctx->authz_memo = m;
+    }
+    return allowed;
 }
 
 bool handler_authorize_one(struct request_context *ctx, int32_t operation, int32_t resource_type,

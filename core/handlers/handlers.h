@@ -21,6 +21,7 @@ struct purgatory;
 struct fetch_session_cache;
 struct plugin_host;
 struct metrics_metric;
+struct handler_authz_memo;
 
 /* Everything a handler reaches. Built by the server before the first
  * request and read-only afterwards; the pointed-to parts are thread-safe. */
@@ -61,6 +62,7 @@ struct request_context {
     char client_host[64];
     int64_t io_ns;
     int64_t started_ns;
+    struct handler_authz_memo *authz_memo; /* decisions already made for this request */
 };
 
 enum handler_result {

@@ -341,12 +341,33 @@ static int index_capabilities(struct plugin_host *host, size_t cap)
     return 0;
 }
 
+/* plugin.<name>.* keys for a plugin that is not loaded are likely typos. */
+static void warn_orphan_keys(const struct broker_config *cfg, const char *const *names, size_t count)
+{
+    struct config_kv *set = NULL;
+    size_t set_count = 0;
+    if (config_keys_with_prefix(cfg, "plugin.", &set, &set_count) != 0) return;
+    for (size_t i = 0; i < set_count; i++) {
+        if (config_broker_key_index(set[i].key) >= 0) continue;
+        const char *name = set[i].key + strlen("plugin.");
+        const char *dot = strchr(name, '.');
+        size_t len = dot ? (size_t)(dot - name) : strlen(name);
+        bool listed = false;
+        for (size_t j = 0; j < count && !listed; j++) listed = strlen(names[j]) == len && !strncmp(names[j], name, len);
+        if (!listed)
+            logger_warn("plugin", "%s is set but no plugin '%.*s' is listed in plugins=; ignored", set[i].key,
+                        (int)len, name);
+    }
+    free(set);
+}
+
 int plugin_host_start(const struct broker_config *cfg, int32_t node_id, const char *cluster_id,
                       struct plugin_host **out, char *err, size_t errlen)
 {
     *out = NULL;
     size_t count = 0;
     const char *const *names = config_get_list(cfg, "plugins", &count);
+    warn_orphan_keys(cfg, names, count);
     if (count == 0) return 0;
     for (size_t i = 0; i < count; i++) {
         if (!plugin_name_valid(names[i])) {
