@@ -83,6 +83,102 @@ static void produce_raw(int fd, const char *topic, struct produce_answer *out)
     free(frame);
 }
 
+/* ListOffsets v1 (latest) for partition 0 of topic: the partition's error. */
+static int16_t list_offsets_error(struct test_broker *b, const char *topic)
+{
+    int fd = raw_connect(broker_port(b), 10000);
+    assert_true(fd >= 0);
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 2, 1, 77, "pipeline-test");
+    raw_put_i32(&w, -1);
+    raw_put_i32(&w, 1);
+    raw_put_string(&w, topic);
+    raw_put_i32(&w, 1);
+    raw_put_i32(&w, 0);
+    raw_put_i64(&w, -1);
+    raw_frame_finish(&w);
+    assert_int_equal(raw_send_all(fd, w.data, w.len), 0);
+    raw_writer_free(&w);
+    uint8_t *frame = NULL;
+    size_t len = 0;
+    assert_int_equal(raw_recv_frame(fd, 10000, 1 << 20, &frame, &len), 0);
+    close(fd);
+    struct raw_reader r;
+    raw_reader_init(&r, frame, len);
+    assert_int_equal(raw_get_i32(&r), 77);
+    assert_int_equal(raw_get_i32(&r), 1);
+    raw_skip_string(&r);
+    assert_int_equal(raw_get_i32(&r), 1);
+    assert_int_equal(raw_get_i32(&r), 0);
+    int16_t error = raw_get_i16(&r);
+    assert_false(r.overflow);
+    free(frame);
+    return error;
+}
+
+/* Fetch v4 from offset 0 of partition 0, no waiting: the partition's error. */
+static int16_t fetch_error(struct test_broker *b, const char *topic)
+{
+    int fd = raw_connect(broker_port(b), 10000);
+    assert_true(fd >= 0);
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 1, 4, 78, "pipeline-test");
+    raw_put_i32(&w, -1);      /* replica id */
+    raw_put_i32(&w, 0);       /* max wait */
+    raw_put_i32(&w, 0);       /* min bytes */
+    raw_put_i32(&w, 1 << 20); /* max bytes */
+    raw_put_i8(&w, 0);
+    raw_put_i32(&w, 1);
+    raw_put_string(&w, topic);
+    raw_put_i32(&w, 1);
+    raw_put_i32(&w, 0);
+    raw_put_i64(&w, 0);
+    raw_put_i32(&w, 1 << 20);
+    raw_frame_finish(&w);
+    assert_int_equal(raw_send_all(fd, w.data, w.len), 0);
+    raw_writer_free(&w);
+    uint8_t *frame = NULL;
+    size_t len = 0;
+    assert_int_equal(raw_recv_frame(fd, 10000, 8 << 20, &frame, &len), 0);
+    close(fd);
+    struct raw_reader r;
+    raw_reader_init(&r, frame, len);
+    assert_int_equal(raw_get_i32(&r), 78);
+    raw_get_i32(&r); /* throttle */
+    assert_int_equal(raw_get_i32(&r), 1);
+    raw_skip_string(&r);
+    assert_int_equal(raw_get_i32(&r), 1);
+    assert_int_equal(raw_get_i32(&r), 0);
+    int16_t error = raw_get_i16(&r);
+    assert_false(r.overflow);
+    free(frame);
+    return error;
+}
+
+/* DeleteTopics through librdkafka's admin API: the topic's result code. */
+static rd_kafka_resp_err_t delete_topic(struct test_broker *b, const char *topic)
+{
+    rd_kafka_t *rk = rk_producer_new(broker_bootstrap(b), NULL);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_DeleteTopic_t *dt = rd_kafka_DeleteTopic_new(topic);
+    rd_kafka_DeleteTopics(rk, &dt, 1, NULL, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 15000);
+    assert_non_null(ev);
+    const rd_kafka_DeleteTopics_result_t *res = rd_kafka_event_DeleteTopics_result(ev);
+    assert_non_null(res);
+    size_t n = 0;
+    const rd_kafka_topic_result_t **results = rd_kafka_DeleteTopics_result_topics(res, &n);
+    assert_int_equal(n, 1);
+    rd_kafka_resp_err_t err = rd_kafka_topic_result_error(results[0]);
+    rd_kafka_event_destroy(ev);
+    rd_kafka_DeleteTopic_destroy(dt);
+    rd_kafka_queue_destroy(q);
+    rk_producer_destroy(rk);
+    return err;
+}
+
 static struct produce_answer produce_once(struct test_broker *b, const char *topic)
 {
     struct produce_answer a;
@@ -184,6 +280,13 @@ static void test_authorizer_audit_and_metrics(void **state)
     assert_int_equal(rk_produce_one(&b, "secret"), RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
     assert_int_equal(rk_produce_one(&b, "public"), RD_KAFKA_RESP_ERR_NO_ERROR);
 
+    assert_int_equal(list_offsets_error(&b, "secret"), 29);
+    assert_int_equal(list_offsets_error(&b, "public"), 0);
+    assert_int_equal(fetch_error(&b, "secret"), 29);
+    assert_int_equal(fetch_error(&b, "public"), 0);
+    assert_int_equal(delete_topic(&b, "secret"), RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    assert_int_equal(delete_topic(&b, "public"), RD_KAFKA_RESP_ERR_NO_ERROR);
+
     char *audit = read_file(audit_path);
     if (!strstr(audit, "AUTHORIZATION op=- res=secret allowed=0 principal=User:ANONYMOUS"))
         fprintf(stderr, "audit file:\n%s\n", audit);
@@ -191,6 +294,8 @@ static void test_authorizer_audit_and_metrics(void **state)
     assert_non_null(strstr(audit, "AUTHORIZATION op=- res=public allowed=1"));
     assert_non_null(strstr(audit, "ADMIN op=CreateTopics res=public allowed=1"));
     assert_non_null(strstr(audit, "\"partitions\":1"));
+    assert_non_null(strstr(audit, "ADMIN op=DeleteTopics res=public allowed=1"));
+    assert_null(strstr(audit, "ADMIN op=DeleteTopics res=secret"));
     free(audit);
 
     /* The plugin's log line lands in the broker log under its name. */
