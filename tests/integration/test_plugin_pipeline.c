@@ -179,6 +179,42 @@ static rd_kafka_resp_err_t delete_topic(struct test_broker *b, const char *topic
     return err;
 }
 
+/* CreatePartitions (to 2) and DescribeConfigs of a topic through the admin
+ * API: both result codes. */
+static void alter_and_describe(struct test_broker *b, const char *topic, rd_kafka_resp_err_t *create_err,
+                               rd_kafka_resp_err_t *describe_err)
+{
+    rd_kafka_t *rk = rk_producer_new(broker_bootstrap(b), NULL);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    char errstr[256];
+    rd_kafka_NewPartitions_t *np = rd_kafka_NewPartitions_new(topic, 2, errstr, sizeof errstr);
+    assert_non_null(np);
+    rd_kafka_CreatePartitions(rk, &np, 1, NULL, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 15000);
+    assert_non_null(ev);
+    size_t n = 0;
+    const rd_kafka_topic_result_t **results =
+        rd_kafka_CreatePartitions_result_topics(rd_kafka_event_CreatePartitions_result(ev), &n);
+    assert_int_equal(n, 1);
+    *create_err = rd_kafka_topic_result_error(results[0]);
+    rd_kafka_event_destroy(ev);
+    rd_kafka_NewPartitions_destroy(np);
+
+    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    rd_kafka_DescribeConfigs(rk, &res, 1, NULL, q);
+    ev = rd_kafka_queue_poll(q, 15000);
+    assert_non_null(ev);
+    const rd_kafka_DescribeConfigs_result_t *dres = rd_kafka_event_DescribeConfigs_result(ev);
+    assert_non_null(dres);
+    const rd_kafka_ConfigResource_t **configs = rd_kafka_DescribeConfigs_result_resources(dres, &n);
+    assert_int_equal(n, 1);
+    *describe_err = rd_kafka_ConfigResource_error(configs[0]);
+    rd_kafka_event_destroy(ev);
+    rd_kafka_ConfigResource_destroy(res);
+    rd_kafka_queue_destroy(q);
+    rk_producer_destroy(rk);
+}
+
 static struct produce_answer produce_once(struct test_broker *b, const char *topic)
 {
     struct produce_answer a;
@@ -284,6 +320,13 @@ static void test_authorizer_audit_and_metrics(void **state)
     assert_int_equal(list_offsets_error(&b, "public"), 0);
     assert_int_equal(fetch_error(&b, "secret"), 29);
     assert_int_equal(fetch_error(&b, "public"), 0);
+    rd_kafka_resp_err_t create_err, describe_err;
+    alter_and_describe(&b, "secret", &create_err, &describe_err);
+    assert_int_equal(create_err, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    assert_int_equal(describe_err, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    alter_and_describe(&b, "public", &create_err, &describe_err);
+    assert_int_equal(create_err, RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(describe_err, RD_KAFKA_RESP_ERR_NO_ERROR);
     assert_int_equal(delete_topic(&b, "secret"), RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
     assert_int_equal(delete_topic(&b, "public"), RD_KAFKA_RESP_ERR_NO_ERROR);
 
@@ -295,6 +338,8 @@ static void test_authorizer_audit_and_metrics(void **state)
     assert_non_null(strstr(audit, "ADMIN op=CreateTopics res=public allowed=1"));
     assert_non_null(strstr(audit, "\"partitions\":1"));
     assert_non_null(strstr(audit, "ADMIN op=DeleteTopics res=public allowed=1"));
+    assert_non_null(strstr(audit, "ADMIN op=CreatePartitions res=public allowed=1 principal=User:ANONYMOUS error=0 "
+                                  "details={\"assignments\":0,\"count\":2,\"validate_only\":false}"));
     assert_null(strstr(audit, "ADMIN op=DeleteTopics res=secret"));
     free(audit);
 
