@@ -22,6 +22,7 @@ static void print_usage(FILE *out, const char *program)
             "  -c, --config FILE      read broker configuration (Java properties format)\n"
             "      --override K=V     set key K to V; wins over the file (repeatable)\n"
             "      --print-config-docs  print the configuration reference (Markdown)\n"
+            "      --print-plugin-docs  print the configured plugins' keys (Markdown)\n"
             "  -h, --help             show this help\n"
             "      --version          show the version\n",
             program);

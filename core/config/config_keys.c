@@ -267,9 +267,14 @@ static const struct config_key_def broker_keys[] = {
 
     /* plugins */
     {KEY_STRING("plugin.path", NULL), MEDIUM, IN(PLUGINS),
-     .doc = "Directory searched for plugin shared objects."},
+     .doc = "Colon-separated directories searched for <name>.so; unset means the build tree's plugins "
+            "directory, then <libdir>/cairn/plugins."},
     {KEY_LIST("plugins", ""), MEDIUM, IN(PLUGINS),
-     .doc = "Plugins to load at start-up; each reads its keys under plugin.<name>."},
+     .doc = "Plugins to load at start-up, in init order; each reads its keys under plugin.<name>."},
+    {KEY_INT("plugin.blocking.threads", "2", 1, 64), LOW, IN(PLUGINS),
+     .doc = "Threads that run plugins' blocking work (cairn_host.submit_blocking)."},
+    {KEY_STRING("metrics.http.listener", ""), LOW, IN(PLUGINS),
+     .doc = "host:port serving GET /metrics in Prometheus text format; empty disables it."},
 };
 
 size_t config_broker_key_count(void) { return sizeof broker_keys / sizeof broker_keys[0]; }

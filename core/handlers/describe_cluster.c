@@ -18,6 +18,11 @@ enum handler_result handle_describe_cluster(struct request_context *ctx, void *r
         resp->endpoint_type = req->endpoint_type;
         return HANDLER_RESPOND;
     }
+    if (!handler_authorize_one(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE)) {
+        resp->error_code = KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        resp->endpoint_type = ENDPOINT_TYPE_BROKERS;
+        return HANDLER_RESPOND;
+    }
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
     if (!img) return HANDLER_CLOSE;
     resp->endpoint_type = ENDPOINT_TYPE_BROKERS;

@@ -141,7 +141,12 @@ enum handler_result handle_describe_configs(struct request_context *ctx, void *r
         out->resource_name = res->resource_name;
         out->error_message = (struct kafka_str){NULL, -1};
         int rc = 0;
-        if (res->resource_type == RESOURCE_TOPIC) {
+        bool is_topic = res->resource_type == RESOURCE_TOPIC;
+        if ((is_topic || res->resource_type == RESOURCE_BROKER) &&
+            !handler_authorize_name(ctx, CAIRN_OP_DESCRIBE_CONFIGS, is_topic ? CAIRN_RESOURCE_TOPIC : CAIRN_RESOURCE_CLUSTER,
+                                    is_topic ? res->resource_name : kafka_str_from_cstr(HANDLER_CLUSTER_RESOURCE), true)) {
+            out->error_code = is_topic ? KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED : KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        } else if (res->resource_type == RESOURCE_TOPIC) {
             rc = describe_topic(ctx, req->include_synonyms, req->include_documentation, res, out);
         } else if (res->resource_type == RESOURCE_BROKER) {
             rc = describe_broker(ctx, req->include_synonyms, req->include_documentation, res, out);

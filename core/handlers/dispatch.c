@@ -3,7 +3,9 @@
 #include <string.h>
 
 #include "handlers/handlers.h"
+#include "handlers/pipeline.h"
 #include "net/server.h"
+#include "util/clock.h"
 #include "util/logger.h"
 
 #define API_KEY_API_VERSIONS 18
@@ -73,17 +75,34 @@ static bool encode_response(struct request_context *ctx, int16_t version, struct
     return !w->failed;
 }
 
+static bool encode_or_close(struct request_context *ctx, struct kafka_writer *w)
+{
+    if (encode_response(ctx, ctx->api_version, w)) return true;
+    logger_error("dispatch", "could not encode %s v%d response for %s; closing the connection", ctx->desc->name,
+                 ctx->api_version, ctx->net->peer);
+    kafka_writer_free(w);
+    request_context_abandon(ctx, true);
+    return false;
+}
+
 void request_context_respond(struct request_context *ctx)
 {
     struct kafka_writer w;
-    if (!encode_response(ctx, ctx->api_version, &w)) {
-        logger_error("dispatch", "could not encode %s v%d response for %s; closing the connection",
-                     ctx->desc->name, ctx->api_version, ctx->net->peer);
-        kafka_writer_free(&w);
-        request_context_abandon(ctx, true);
-        return;
+    int64_t encode_start = pipeline_quota_active(ctx) ? clock_mono_ns() : 0;
+    if (!encode_or_close(ctx, &w)) return;
+    int32_t throttle_ms = 0;
+    if (encode_start) {
+        /* Quotas measure the encoded response; a throttle then goes into
+         * the response itself, which means encoding it again. */
+        ctx->io_ns += clock_mono_ns() - encode_start;
+        throttle_ms = pipeline_quota_record(ctx, (size_t)kafka_writer_total_len(&w));
+        if (throttle_ms > 0 && pipeline_set_throttle(ctx, throttle_ms)) {
+            kafka_writer_free(&w);
+            if (!encode_or_close(ctx, &w)) return;
+        }
     }
-    net_request_complete(ctx->net, &w, 0, false);
+    pipeline_count_response((size_t)kafka_writer_total_len(&w));
+    net_request_complete(ctx->net, &w, throttle_ms, false);
     context_free(ctx);
 }
 
@@ -118,6 +137,8 @@ void handlers_dispatch(struct net_request *req, void *env_arg)
     ctx->api_version = read_be16(req->frame + 2);
     ctx->correlation_id = read_be32(req->frame + 4);
     kafka_arena_init(&ctx->arena);
+    pipeline_count_request(ctx);
+    if (pipeline_quota_active(ctx)) ctx->started_ns = clock_mono_ns();
 
     const struct api_handler_entry *entry = handlers_find(ctx->api_key);
     ctx->desc = kafka_api_lookup(ctx->api_key);
@@ -166,15 +187,26 @@ void handlers_dispatch(struct net_request *req, void *env_arg)
         return;
     }
 
-    switch (entry->handler(ctx, ctx->request, ctx->response)) {
+    /* Authentication is the connection's principal (handler_request_info);
+     * authorization runs inside each handler, per resource, as Kafka does. */
+    int64_t started_ns = ctx->started_ns;
+    enum handler_result result = entry->handler(ctx, ctx->request, ctx->response);
+    /* A deferred request may already be answered and freed: hands off. Its
+     * REQUEST quota then counts the encoding only. */
+    if (started_ns && result != HANDLER_DEFERRED) ctx->io_ns += clock_mono_ns() - started_ns;
+    switch (result) {
     case HANDLER_RESPOND:
         request_context_respond(ctx);
         break;
     case HANDLER_DEFERRED:
         break;
-    case HANDLER_NO_RESPONSE:
-        request_context_abandon(ctx, false);
+    case HANDLER_NO_RESPONSE: {
+        /* No response to carry a throttle time: muting alone slows the client. */
+        int32_t throttle_ms = pipeline_quota_active(ctx) ? pipeline_quota_record(ctx, 0) : 0;
+        net_request_complete(ctx->net, NULL, throttle_ms, false);
+        context_free(ctx);
         break;
+    }
     case HANDLER_CLOSE:
         request_context_abandon(ctx, true);
         break;

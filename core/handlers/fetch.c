@@ -42,6 +42,10 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
     ans->high_watermark = -1;
     ans->log_start_offset = -1;
     ans->records = kafka_records_from_memory(NULL, 0);
+    if (ps->topic[0] && !handler_authorize_resource(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_TOPIC, ps->topic, true)) {
+        ans->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
+        return;
+    }
     const struct metadata_topic *topic = ps->topic[0]
                                              ? metadata_image_topic_by_name(img, ps->topic, strlen(ps->topic))
                                              : NULL;

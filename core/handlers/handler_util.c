@@ -1,7 +1,10 @@
 #include "handlers/handler_util.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "config/config.h"
 #include "log/log_manager.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_image.h"
@@ -70,3 +73,125 @@ int16_t handler_leader_log(struct request_context *ctx, const struct metadata_to
 }
 
 int64_t handler_high_watermark(struct partition_log *log) { return partition_log_end_offset(log); }
+
+/* "127.0.0.1:53422" or "[::1]:53422" -> host and port. */
+static void split_peer(const char *peer, char *host, size_t hostlen, uint16_t *port)
+{
+    const char *colon = strrchr(peer, ':');
+    size_t len = colon ? (size_t)(colon - peer) : strlen(peer);
+    const char *start = peer;
+    if (len >= 2 && peer[0] == '[' && peer[len - 1] == ']') {
+        start++;
+        len -= 2;
+    }
+    snprintf(host, hostlen, "%.*s", (int)len, start);
+    *port = colon ? (uint16_t)strtoul(colon + 1, NULL, 10) : 0;
+}
+
+const struct cairn_request_info *handler_request_info(struct request_context *ctx)
+{
+    struct cairn_request_info *info = &ctx->info;
+    if (info->struct_size) return info;
+    ctx->principal.struct_size = sizeof ctx->principal;
+    ctx->principal.type = ctx->net->principal_type ? ctx->net->principal_type : "User";
+    ctx->principal.name = ctx->net->principal_name ? ctx->net->principal_name : "ANONYMOUS";
+    split_peer(ctx->net->peer, ctx->client_host, sizeof ctx->client_host, &info->client_port);
+    const char *protocol = config_listener_security_protocol(ctx->env->config, ctx->net->listener_name);
+    info->connection_id = ctx->net->connection_id;
+    info->principal = &ctx->principal;
+    info->client_host = ctx->client_host;
+    info->client_id = ctx->client_id;
+    info->listener_name = ctx->net->listener_name ? ctx->net->listener_name : "";
+    info->security_protocol = protocol ? protocol : "PLAINTEXT";
+    info->api_key = ctx->api_key;
+    info->api_version = ctx->api_version;
+    info->correlation_id = ctx->correlation_id;
+    info->struct_size = sizeof *info;
+    return info;
+}
+
+void handler_authorize(struct request_context *ctx, const struct cairn_authz_action *const *actions, size_t n,
+                       uint8_t *results)
+{
+    if (!handler_has_authorizer(ctx)) {
+        memset(results, CAIRN_AUTHZ_ALLOWED, n);
+        return;
+    }
+    plugin_host_authorize(ctx->env->plugins, handler_request_info(ctx), actions, n, results);
+}
+
+/* One decision, kept in the request arena so a resource named many times
+ * in a request (a topic per partition, a fetch retried from the purgatory)
+ * is asked about, and audited, once. */
+struct handler_authz_memo {
+    struct handler_authz_memo *next;
+    int32_t operation;
+    int32_t resource_type;
+    bool allowed;
+    char name[];
+};
+
+#define HANDLER_AUTHZ_MEMO_MAX 256
+
+bool handler_authorize_resource(struct request_context *ctx, int32_t operation, int32_t resource_type,
+                                const char *name, bool audit)
+{
+    if (!handler_has_authorizer(ctx)) return true;
+    int memo_count = 0;
+    for (struct handler_authz_memo *m = ctx->authz_memo; m; m = m->next, memo_count++)
+        if (m->operation == operation && m->resource_type == resource_type && strcmp(m->name, name) == 0)
+            return m->allowed;
+    struct cairn_authz_action action = {
+        .struct_size = sizeof action,
+        .operation = operation,
+        .resource_type = resource_type,
+        .resource_name = name,
+        .pattern_type = CAIRN_PATTERN_LITERAL,
+        .resource_reference_count = 1,
+        .log_if_allowed = audit,
+        .log_if_denied = audit,
+    };
+    const struct cairn_authz_action *list[1] = {&action};
+    uint8_t result = CAIRN_AUTHZ_DENIED;
+    handler_authorize(ctx, list, 1, &result);
+    bool allowed = result == CAIRN_AUTHZ_ALLOWED;
+    size_t name_len = strlen(name);
+    struct handler_authz_memo *m =
+        memo_count < HANDLER_AUTHZ_MEMO_MAX ? kafka_arena_alloc(&ctx->arena, sizeof *m + name_len + 1) : NULL;
+    if (m) {
+        m->operation = operation;
+        m->resource_type = resource_type;
+        m->allowed = allowed;
+        memcpy(m->name, name, name_len + 1);
+        m->next = ctx->authz_memo;
+        ctx->authz_memo = m;
+    }
+    return allowed;
+}
+
+bool handler_authorize_one(struct request_context *ctx, int32_t operation, int32_t resource_type,
+                           const char *resource_name)
+{
+    if (!handler_has_authorizer(ctx)) return true;
+    return handler_authorize_resource(ctx, operation, resource_type, resource_name ? resource_name : "", true);
+}
+
+bool handler_authorize_name(struct request_context *ctx, int32_t operation, int32_t resource_type,
+                            struct kafka_str resource_name, bool audit)
+{
+    if (!handler_has_authorizer(ctx)) return true;
+    size_t len = resource_name.len > 0 ? (size_t)resource_name.len : 0;
+    char *name = kafka_arena_alloc(&ctx->arena, len + 1);
+    if (!name) return false;
+    if (len) memcpy(name, resource_name.data, len);
+    name[len] = '\0';
+    return handler_authorize_resource(ctx, operation, resource_type, name, audit);
+}
+
+void handler_audit_admin(struct request_context *ctx, const char *operation, int32_t resource_type,
+                         const char *resource_name, int16_t error_code, const char *details_json)
+{
+    if (!ctx->env->plugins || ctx->env->plugins->audit_count == 0) return;
+    plugin_host_audit_admin(ctx->env->plugins, handler_request_info(ctx), operation, resource_type, resource_name,
+                            error_code, details_json);
+}

@@ -2,7 +2,9 @@
 #ifndef CAIRN_HANDLERS_HANDLER_UTIL_H
 #define CAIRN_HANDLERS_HANDLER_UTIL_H
 
+#include "cairn/authz.h"
 #include "handlers/handlers.h"
+#include "plugin/plugin_host.h"
 
 struct metadata_broker;
 struct metadata_endpoint;
@@ -33,6 +35,43 @@ int16_t handler_leader_log(struct request_context *ctx, const struct metadata_to
 /* The high watermark of a partition this broker leads. With a single
  * in-sync replica it is the log end offset. */
 int64_t handler_high_watermark(struct partition_log *log);
+
+/* Kafka's name of the cluster resource in ACLs. */
+#define HANDLER_CLUSTER_RESOURCE "kafka-cluster"
+
+/* True when at least one authorization plugin is loaded; with none every
+ * action is allowed (Kafka without an authorizer). */
+static inline bool handler_has_authorizer(const struct request_context *ctx)
+{
+    return ctx->env->plugins && ctx->env->plugins->authorizer_count > 0;
+}
+
+/* The connection and request as plugins see them; built on first use. */
+const struct cairn_request_info *handler_request_info(struct request_context *ctx);
+
+/* Asks every authorization plugin about n actions (all must allow) and
+ * writes CAIRN_AUTHZ_ALLOWED or CAIRN_AUTHZ_DENIED to results[i]; emits an
+ * AUTHORIZATION audit event per action as its log_if_* flags ask. */
+void handler_authorize(struct request_context *ctx, const struct cairn_authz_action *const *actions, size_t n,
+                       uint8_t *results);
+
+/* One action on a LITERAL resource; audit says whether the outcome is
+ * logged (explicit resources of a request: true). True when allowed. */
+bool handler_authorize_resource(struct request_context *ctx, int32_t operation, int32_t resource_type,
+                                const char *resource_name, bool audit);
+/* One action on a LITERAL resource, audited when allowed and when denied
+ * (an explicit request for that resource). True when allowed. */
+bool handler_authorize_one(struct request_context *ctx, int32_t operation, int32_t resource_type,
+                           const char *resource_name);
+/* The same for a resource named by a wire string (e.g. a topic); an
+ * unauthorised implicit check (Metadata's topic listing) passes
+ * audit=false. */
+bool handler_authorize_name(struct request_context *ctx, int32_t operation, int32_t resource_type,
+                            struct kafka_str resource_name, bool audit);
+
+/* An ADMIN audit event for this request; details_json may be NULL. */
+void handler_audit_admin(struct request_context *ctx, const char *operation, int32_t resource_type,
+                         const char *resource_name, int16_t error_code, const char *details_json);
 
 /* Allocates an array of n response structs in the request arena and runs the
  * generated init on each, so every field starts at its schema default (an

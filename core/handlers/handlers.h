@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cairn/types.h"
 #include "protocol/messages.h"
 
 struct net_request;
@@ -18,6 +19,9 @@ struct log_manager;
 struct metadata_store;
 struct purgatory;
 struct fetch_session_cache;
+struct plugin_host;
+struct metrics_metric;
+struct handler_authz_memo;
 
 /* Everything a handler reaches. Built by the server before the first
  * request and read-only afterwards; the pointed-to parts are thread-safe. */
@@ -27,6 +31,7 @@ struct handler_env {
     struct metadata_store *metadata;
     struct purgatory *fetch_purgatory;
     struct fetch_session_cache *fetch_sessions;
+    struct plugin_host *plugins; /* NULL when no plugin is loaded */
     int32_t node_id;
     /* Broker defaults read once at start. */
     bool auto_create_topics;
@@ -49,6 +54,15 @@ struct request_context {
     void *request;
     void *response;
     const struct kafka_api_desc *desc;
+    /* Pipeline state: the principal and request description handed to
+     * plugins (filled only when plugins are loaded), and io-thread time spent
+     * on the request so far, for REQUEST quotas. */
+    struct cairn_principal principal;
+    struct cairn_request_info info;
+    char client_host[64];
+    int64_t io_ns;
+    int64_t started_ns;
+    struct handler_authz_memo *authz_memo; /* decisions already made for this request */
 };
 
 enum handler_result {

@@ -93,8 +93,11 @@ enum handler_result handle_list_offsets(struct request_context *ctx, void *reque
         tout->partitions_count = tin->partitions_count;
         const struct metadata_topic *topic =
             tin->name.len > 0 ? metadata_image_topic_by_name(img, tin->name.data, (size_t)tin->name.len) : NULL;
-        for (int32_t i = 0; i < tin->partitions_count; i++)
-            list_partition(ctx, topic, &tin->partitions[i], &tout->partitions[i]);
+        bool allowed = handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC, tin->name, true);
+        for (int32_t i = 0; i < tin->partitions_count; i++) {
+            list_partition(ctx, allowed ? topic : NULL, &tin->partitions[i], &tout->partitions[i]);
+            if (!allowed) tout->partitions[i].error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
+        }
     }
 out:
     metadata_image_release(img);

@@ -81,16 +81,36 @@ enum handler_result handle_metadata(struct request_context *ctx, void *request, 
     bool all_topics = req->topics_count < 0 || (ctx->api_version == 0 && req->topics_count == 0);
     bool allow_create = env->auto_create_topics && (ctx->api_version < 4 || req->allow_auto_topic_creation);
 
+    /* DESCRIBE per requested topic, asked once: a denied topic is neither
+     * created nor described. */
+    bool *describable = NULL;
+    if (!all_topics && handler_has_authorizer(ctx) && req->topics_count > 0) {
+        describable = kafka_arena_alloc(&ctx->arena, (size_t)req->topics_count * sizeof *describable);
+        if (!describable) {
+            metadata_image_release(img);
+            return HANDLER_CLOSE;
+        }
+        for (int32_t i = 0; i < req->topics_count; i++)
+            describable[i] = req->topics[i].name.len < 0 ||
+                             handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC, req->topics[i].name, true);
+    }
+
     /* Create what is missing first, then answer from one image. */
     if (!all_topics && allow_create) {
         bool created = false;
         for (int32_t i = 0; i < req->topics_count; i++) {
             struct kafka_str name = req->topics[i].name;
-            if (name.len <= 0) continue;
+            if (name.len <= 0 || (describable && !describable[i])) continue;
             if (metadata_image_topic_by_name(img, name.data, (size_t)name.len)) continue;
             char topic[256];
             if ((size_t)name.len >= sizeof topic) continue;
             kafka_str_to_cstr(name, topic, sizeof topic);
+            /* Kafka's rule: CREATE on the cluster, else CREATE on the topic. */
+            if (handler_has_authorizer(ctx) &&
+                !handler_authorize_resource(ctx, CAIRN_OP_CREATE, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE,
+                                            false) &&
+                !handler_authorize_resource(ctx, CAIRN_OP_CREATE, CAIRN_RESOURCE_TOPIC, topic, true))
+                continue;
             if (handler_auto_create_topic(ctx, topic) == KAFKA_ERR_NONE) created = true;
         }
         if (created) {
@@ -114,13 +134,18 @@ enum handler_result handle_metadata(struct request_context *ctx, void *request, 
             result = HANDLER_CLOSE;
             goto out;
         }
-        resp->topics_count = img->topic_count;
+        /* Topics the principal may not describe are left out. */
+        int32_t n = 0;
         for (int32_t i = 0; i < img->topic_count; i++) {
-            if (fill_topic(ctx, img, img->topics[i], &resp->topics[i]) != 0) {
+            if (handler_has_authorizer(ctx) &&
+                !handler_authorize_resource(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC, img->topics[i]->name, false))
+                continue;
+            if (fill_topic(ctx, img, img->topics[i], &resp->topics[n++]) != 0) {
                 result = HANDLER_CLOSE;
                 goto out;
             }
         }
+        resp->topics_count = n;
         goto out;
     }
 
@@ -140,6 +165,10 @@ enum handler_result handle_metadata(struct request_context *ctx, void *request, 
             topic = metadata_image_topic_by_id(img, &rt->topic_id);
         out->name = rt->name;
         out->topic_id = rt->topic_id;
+        if (describable && !describable[i]) {
+            out->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
+            continue;
+        }
         if (!topic) {
             if (rt->name.len >= 0 && handler_topic_name_error(rt->name) != KAFKA_ERR_NONE)
                 out->error_code = KAFKA_ERR_INVALID_TOPIC_EXCEPTION;

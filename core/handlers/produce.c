@@ -112,11 +112,12 @@ enum handler_result handle_produce(struct request_context *ctx, void *request, v
         tout->partition_responses_count = tin->partition_data_count;
         const struct metadata_topic *topic =
             tin->name.len > 0 ? metadata_image_topic_by_name(img, tin->name.data, (size_t)tin->name.len) : NULL;
+        bool allowed = handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TOPIC, tin->name, true);
         for (int32_t i = 0; i < tin->partition_data_count; i++) {
             struct produce_response_partition_produce_response *pout = &tout->partition_responses[i];
-            if (!valid_acks) {
+            if (!valid_acks || !allowed) {
                 pout->index = tin->partition_data[i].index;
-                pout->error_code = KAFKA_ERR_INVALID_REQUIRED_ACKS;
+                pout->error_code = allowed ? KAFKA_ERR_INVALID_REQUIRED_ACKS : KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
                 pout->base_offset = -1;
                 continue;
             }

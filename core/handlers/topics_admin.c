@@ -1,6 +1,8 @@
 /* CreateTopics, DeleteTopics and CreatePartitions: controller operations on
  * the cluster metadata. Each topic succeeds or fails on its own. */
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "handlers/handler_util.h"
@@ -13,6 +15,32 @@ static struct kafka_str error_message(struct request_context *ctx, int16_t code,
 {
     if (code == KAFKA_ERR_NONE) return (struct kafka_str){NULL, -1};
     return kafka_arena_strdup(&ctx->arena, err[0] ? err : kafka_error_name(code));
+}
+
+/* An ADMIN audit event with a small JSON object of details; the JSON is
+ * only built when an audit plugin listens. */
+static void audit_topic_change(struct request_context *ctx, const char *operation, const char *topic,
+                               int16_t error_code, json_t *details)
+{
+    if (ctx->env->plugins && ctx->env->plugins->audit_count > 0) {
+        char *text = details ? json_dumps(details, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        handler_audit_admin(ctx, operation, CAIRN_RESOURCE_TOPIC, topic, error_code, text);
+        free(text);
+    }
+    json_decref(details);
+}
+
+static bool auditing(struct request_context *ctx)
+{
+    return ctx->env->plugins && ctx->env->plugins->audit_count > 0;
+}
+
+/* CreateTopics: CREATE on the cluster (not logged when denied), else on the topic. */
+static bool may_create_topic(struct request_context *ctx, struct kafka_str name)
+{
+    if (!handler_has_authorizer(ctx)) return true;
+    return handler_authorize_resource(ctx, CAIRN_OP_CREATE, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE, false) ||
+           handler_authorize_name(ctx, CAIRN_OP_CREATE, CAIRN_RESOURCE_TOPIC, name, true);
 }
 
 static void create_one(struct request_context *ctx, bool validate_only,
@@ -32,6 +60,11 @@ static void create_one(struct request_context *ctx, bool validate_only,
         return;
     }
     kafka_str_to_cstr(in->name, name, sizeof name);
+    if (!may_create_topic(ctx, in->name)) {
+        out->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
+        out->error_message = error_message(ctx, out->error_code, "not authorized to create this topic");
+        return;
+    }
 
     struct metadata_replica_assignment *assignments = NULL;
     if (in->assignments_count > 0) {
@@ -86,6 +119,20 @@ static void create_one(struct request_context *ctx, bool validate_only,
             logger_info("admin", "created topic '%s' (%d partitions, replication factor %d) for %s", name,
                         partitions, replication, ctx->net->peer);
     }
+    if (auditing(ctx)) {
+        json_t *configs = json_object();
+        for (int32_t i = 0; configs && in->configs_count > 0 && i < in->configs_count; i++) {
+            char key[256];
+            kafka_str_to_cstr(in->configs[i].name, key, sizeof key);
+            json_t *value = json_null();
+            if (in->configs[i].value.len >= 0)
+                value = json_stringn(in->configs[i].value.data, (size_t)in->configs[i].value.len);
+            json_object_set_new(configs, key, value ? value : json_null());
+        }
+        audit_topic_change(ctx, "CreateTopics", name, out->error_code,
+                           json_pack("{s:i, s:i, s:b, s:o*}", "partitions", partitions, "replication_factor",
+                                     replication, "validate_only", validate_only, "configs", configs));
+    }
 }
 
 enum handler_result handle_create_topics(struct request_context *ctx, void *request, void *response)
@@ -130,6 +177,11 @@ static void delete_one(struct request_context *ctx, struct kafka_str name, struc
             return;
         }
         kafka_str_to_cstr(name, topic, sizeof topic);
+        if (!handler_authorize_resource(ctx, CAIRN_OP_DELETE, CAIRN_RESOURCE_TOPIC, topic, true)) {
+            out->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
+            out->error_message = error_message(ctx, out->error_code, err);
+            return;
+        }
     }
     /* The response names both the name and the id: look the other one up. */
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
@@ -143,10 +195,20 @@ static void delete_one(struct request_context *ctx, struct kafka_str name, struc
         }
     }
     metadata_image_release(img);
+    if (name.len < 0 && !handler_authorize_resource(ctx, CAIRN_OP_DELETE, CAIRN_RESOURCE_TOPIC, topic, true)) {
+        out->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
+        out->error_message = error_message(ctx, out->error_code, err);
+        return;
+    }
     out->error_code = metadata_delete_topic(ctx->env->metadata, name.len >= 0 ? topic : NULL,
                                             name.len >= 0 ? NULL : &id, err, sizeof err);
     out->error_message = error_message(ctx, out->error_code, err);
     if (out->error_code == KAFKA_ERR_NONE) logger_info("admin", "deleted topic '%s' for %s", topic, ctx->net->peer);
+    if (auditing(ctx)) {
+        char id[40] = "";
+        for (int i = 0; i < 16; i++) snprintf(id + 2 * i, sizeof id - 2 * (size_t)i, "%02x", out->topic_id.bytes[i]);
+        audit_topic_change(ctx, "DeleteTopics", topic, out->error_code, json_pack("{s:s}", "topic_id", id));
+    }
 }
 
 enum handler_result handle_delete_topics(struct request_context *ctx, void *request, void *response)
@@ -185,6 +247,11 @@ enum handler_result handle_create_partitions(struct request_context *ctx, void *
             continue;
         }
         kafka_str_to_cstr(in->name, name, sizeof name);
+        if (!handler_authorize_resource(ctx, CAIRN_OP_ALTER, CAIRN_RESOURCE_TOPIC, name, true)) {
+            out->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
+            out->error_message = error_message(ctx, out->error_code, err);
+            continue;
+        }
         struct metadata_replica_assignment *assignments = NULL;
         int32_t assignment_count = in->assignments_count > 0 ? in->assignments_count : 0;
         if (assignment_count > 0) {
@@ -204,6 +271,10 @@ enum handler_result handle_create_partitions(struct request_context *ctx, void *
         out->error_code = metadata_create_partitions(ctx->env->metadata, name, in->count, assignments,
                                                      assignment_count, req->validate_only, err, sizeof err);
         out->error_message = error_message(ctx, out->error_code, err);
+        if (auditing(ctx))
+            audit_topic_change(ctx, "CreatePartitions", name, out->error_code,
+                               json_pack("{s:i, s:i, s:b}", "count", in->count, "assignments", assignment_count,
+                                         "validate_only", req->validate_only));
     }
     return HANDLER_RESPOND;
 }

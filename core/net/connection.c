@@ -55,6 +55,8 @@ struct net_connection *net_connection_open(struct net_loop *loop, int fd, int li
     c->fd = fd;
     c->id = atomic_fetch_add(&server->next_connection_id, 1) + 1;
     c->listener_name = server->cfg.listeners[listener_index].name;
+    snprintf(c->principal_type, sizeof c->principal_type, "User");
+    snprintf(c->principal_name, sizeof c->principal_name, "ANONYMOUS");
     conn_format_peer(fd, c->peer, sizeof(c->peer));
     c->last_activity_ms = clock_mono_ms();
 

@@ -49,6 +49,9 @@ struct net_connection {
     uint64_t id;
     char peer[64];
     const char *listener_name;
+    /* Who the connection acts as; SASL/TLS authentication will set it. */
+    char principal_type[64];
+    char principal_name[512];
     bool closed; /* socket closed; the struct may wait for its in-flight request */
     int poll_events; /* events currently registered with uv_poll */
 

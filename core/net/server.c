@@ -92,6 +92,8 @@ struct net_request_impl *net_request_new(struct net_connection *conn, size_t fra
     req->pub.connection_id = conn->id;
     memcpy(req->pub.peer, conn->peer, sizeof(req->pub.peer));
     req->pub.listener_name = conn->listener_name;
+    req->pub.principal_type = conn->principal_type;
+    req->pub.principal_name = conn->principal_name;
     req->conn = conn;
     req->loop = conn->loop;
     return req;

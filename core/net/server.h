@@ -45,6 +45,10 @@ struct net_request {
     uint64_t connection_id;
     char peer[64];             /* "127.0.0.1:53422" or "[::1]:53422" */
     const char *listener_name; /* lives as long as the server */
+    /* The connection's principal ("User", "ANONYMOUS" until authenticated);
+     * valid until net_request_complete. */
+    const char *principal_type;
+    const char *principal_name;
     uint8_t *frame;            /* request bytes after the 4-byte size prefix */
     size_t frame_len;
     int64_t received_mono_ns;  /* clock_mono_ns() when the last byte arrived */

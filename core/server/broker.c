@@ -15,7 +15,9 @@
 #include "handlers/purgatory.h"
 #include "log/log_manager.h"
 #include "metadata/metadata_store.h"
+#include "metrics/metrics.h"
 #include "net/server.h"
+#include "plugin/plugin_host.h"
 #include "util/clock.h"
 #include "util/logger.h"
 
@@ -28,6 +30,8 @@ struct broker {
     struct purgatory *fetch_purgatory;
     struct fetch_session_cache *fetch_sessions;
     struct net_server *net;
+    struct plugin_host *plugins;
+    struct metrics_http *metrics_http;
     struct handler_env env;
     char cluster_id[64];
 };
@@ -257,6 +261,10 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
     if (meta_properties_ensure(dirs, dir_count, b->env.node_id, config_get_string(cfg, "cluster.id"),
                                b->cluster_id, err, errlen) != 0)
         goto fail;
+    /* Plugins are ready before the first connection, and a plugin that
+     * fails stops start-up before logs, metadata or listeners open. */
+    if (plugin_host_start(cfg, b->env.node_id, b->cluster_id, &b->plugins, err, errlen) != 0) goto fail;
+    b->env.plugins = b->plugins;
     if (start_logs(b, dirs, dir_count, err, errlen) != 0) goto fail;
     b->env.logs = b->logs;
     if (purgatory_create("fetch", &b->fetch_purgatory) != 0) {
@@ -272,6 +280,10 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
     b->env.fetch_sessions = b->fetch_sessions;
     if (start_metadata(b, dirs[0], err, errlen) != 0) goto fail;
     b->env.metadata = b->metadata;
+    const char *metrics_listen = config_get_string(cfg, "metrics.http.listener");
+    if (metrics_listen && metrics_listen[0] &&
+        metrics_http_start(metrics_listen, &b->metrics_http, err, errlen) != 0)
+        goto fail;
     if (start_network(b, err, errlen) != 0) goto fail;
     logger_info("server", "cairnd started: node %d, cluster %s, data in %s, %lld ms", b->env.node_id,
                 b->cluster_id, dirs[0], (long long)(clock_mono_ms() - started));
@@ -290,6 +302,9 @@ void broker_stop(struct broker *b)
     if (b->net) net_server_stop(b->net, 10000);
     if (b->fetch_purgatory) purgatory_destroy(b->fetch_purgatory);
     if (b->net) net_server_free(b->net);
+    /* Every request has completed: no table call can still be running. */
+    metrics_http_stop(b->metrics_http);
+    plugin_host_stop(b->plugins);
     if (b->metadata) {
         if (b->metadata_subscription > 0) metadata_store_unsubscribe(b->metadata, b->metadata_subscription);
         metadata_store_close(b->metadata);

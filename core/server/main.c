@@ -1,11 +1,13 @@
 /* cairnd: a Kafka-compatible broker.
  *   cairnd [--config server.properties] [--override key=value]... */
 #include <pthread.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "config/config.h"
+#include "plugin/plugin_host.h"
 #include "server/broker.h"
 #include "util/logger.h"
 
@@ -13,7 +15,24 @@ int main(int argc, char **argv)
 {
     char err[1024] = "";
     struct broker_config *cfg = NULL;
+    /* --print-plugin-docs needs the whole config (plugins, plugin.path):
+     * take it out and let config_load parse the rest. */
+    bool plugin_docs = false;
+    int kept = 0;
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && strcmp(argv[i], "--print-plugin-docs") == 0)
+            plugin_docs = true;
+        else
+            argv[kept++] = argv[i];
+    }
+    argc = kept;
+    argv[argc] = NULL;
     int rc = config_load(argc, argv, &cfg, err, sizeof err);
+    if (rc == 0 && plugin_docs) {
+        rc = plugin_host_print_docs(cfg, stdout, err, sizeof err);
+        config_free(cfg);
+        if (rc == 0) return 0;
+    }
     if (rc == 1) return 0;
     if (rc != 0) {
         fprintf(stderr, "cairnd: %s\n", err);
@@ -31,8 +50,8 @@ int main(int argc, char **argv)
 
     struct broker *broker = NULL;
     if (broker_start(cfg, &broker, err, sizeof err) != 0) {
+        /* One line: the logger writes to stderr too. */
         logger_error("server", "start-up failed: %s", err);
-        fprintf(stderr, "cairnd: %s\n", err);
         return 1;
     }
     int sig = 0;

@@ -1,0 +1,158 @@
+/* Test plugin: an authorizer that denies every operation on the topics in
+ * plugin.test_authz.deny.topics, an audit sink that appends one line per
+ * event to plugin.test_authz.audit.file, and a quota that asks for
+ * plugin.test_authz.throttle.ms on every Produce. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cairn/plugin.h"
+
+#define MAX_DENIED 16
+
+struct test_authz {
+    const struct cairn_host *host;
+    char denied[MAX_DENIED][250];
+    int denied_count;
+    FILE *audit;
+    pthread_mutex_t audit_lock;
+    int64_t throttle_ms;
+    struct cairn_metric *decisions;
+    struct cairn_metric *denials;
+    struct cairn_metric *blocking_runs;
+};
+
+static const struct cairn_config_key key_deny = {sizeof key_deny, "deny.topics", CAIRN_CONFIG_LIST, "",
+                                                 "Topics every operation is denied on."};
+static const struct cairn_config_key key_audit = {sizeof key_audit, "audit.file", CAIRN_CONFIG_STRING, "",
+                                                  "File receiving one line per audit event; empty: none."};
+static const struct cairn_config_key key_throttle = {sizeof key_throttle, "throttle.ms", CAIRN_CONFIG_INT, "0",
+                                                     "Throttle asked for on every Produce."};
+static const struct cairn_config_key key_buffer = {sizeof key_buffer, "buffer.size", CAIRN_CONFIG_SIZE, "64KiB",
+                                                   "Exercises the size parser."};
+static const struct cairn_config_key *const keys[] = {&key_deny, &key_audit, &key_throttle, &key_buffer};
+
+/* Runs on a host blocking-work thread: proves submit_blocking works. */
+static void count_blocking_run(void *arg)
+{
+    struct test_authz *t = arg;
+    t->host->metric_set(t->blocking_runs, 1);
+}
+
+static int authz_init(const struct cairn_host *host, void **instance, char *err, size_t errlen)
+{
+    struct test_authz *t = calloc(1, sizeof *t);
+    if (!t) {
+        snprintf(err, errlen, "out of memory");
+        return CAIRN_ERROR;
+    }
+    t->host = host;
+    pthread_mutex_init(&t->audit_lock, NULL);
+    const char *deny = "", *audit = "";
+    uint64_t buffer = 0;
+    if (host->config_string(host->ctx, "deny.topics", &deny, err, errlen) != CAIRN_OK ||
+        host->config_string(host->ctx, "audit.file", &audit, err, errlen) != CAIRN_OK ||
+        host->config_int(host->ctx, "throttle.ms", &t->throttle_ms, err, errlen) != CAIRN_OK ||
+        host->config_size(host->ctx, "buffer.size", &buffer, err, errlen) != CAIRN_OK) {
+        free(t);
+        return CAIRN_ERROR;
+    }
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", deny);
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok && t->denied_count < MAX_DENIED; tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ') tok++;
+        if (*tok) snprintf(t->denied[t->denied_count++], sizeof t->denied[0], "%s", tok);
+    }
+    if (audit[0] && !(t->audit = fopen(audit, "a"))) {
+        snprintf(err, errlen, "cannot open audit.file %s", audit);
+        free(t);
+        return CAIRN_ERROR;
+    }
+    t->decisions = host->counter(host->ctx, "decisions_total", "Authorization decisions made.");
+    t->denials = host->counter(host->ctx, "denials_total", "Authorization decisions that denied.");
+    t->blocking_runs = host->gauge(host->ctx, "blocking_runs", "Blocking jobs that ran.");
+    if (host->submit_blocking(host->ctx, count_blocking_run, NULL, t) != CAIRN_OK) {
+        snprintf(err, errlen, "submit_blocking refused work during init");
+        if (t->audit) fclose(t->audit);
+        free(t);
+        return CAIRN_ERROR;
+    }
+    host->log(host->ctx, CAIRN_LOG_INFO, "denying %d topic(s); buffer.size=%llu", t->denied_count,
+              (unsigned long long)buffer);
+    *instance = t;
+    return CAIRN_OK;
+}
+
+static void authz_fini(void *instance)
+{
+    struct test_authz *t = instance;
+    if (t->audit) fclose(t->audit);
+    pthread_mutex_destroy(&t->audit_lock);
+    free(t);
+}
+
+static int authz_authorize(void *instance, const struct cairn_request_info *request,
+                           const struct cairn_authz_action *const *actions, size_t count, uint8_t *results)
+{
+    struct test_authz *t = instance;
+    (void)request;
+    for (size_t i = 0; i < count; i++) {
+        results[i] = CAIRN_AUTHZ_ALLOWED;
+        if (actions[i]->resource_type != CAIRN_RESOURCE_TOPIC) continue;
+        for (int d = 0; d < t->denied_count; d++)
+            if (strcmp(actions[i]->resource_name, t->denied[d]) == 0) results[i] = CAIRN_AUTHZ_DENIED;
+        t->host->metric_add(t->decisions, 1);
+        if (results[i] == CAIRN_AUTHZ_DENIED) t->host->metric_add(t->denials, 1);
+    }
+    return CAIRN_OK;
+}
+
+static void audit_on_event(void *instance, const struct cairn_audit_event *ev)
+{
+    struct test_authz *t = instance;
+    if (!t->audit) return;
+    const char *type = ev->type == CAIRN_AUDIT_ADMIN           ? "ADMIN"
+                       : ev->type == CAIRN_AUDIT_AUTHORIZATION ? "AUTHORIZATION"
+                                                               : "AUTHENTICATION";
+    pthread_mutex_lock(&t->audit_lock);
+    fprintf(t->audit, "%s op=%s res=%s allowed=%d principal=%s:%s error=%d details=%s\n", type,
+            ev->admin_operation ? ev->admin_operation : "-", ev->resource_name ? ev->resource_name : "-",
+            ev->success ? 1 : 0, ev->request && ev->request->principal ? ev->request->principal->type : "-",
+            ev->request && ev->request->principal ? ev->request->principal->name : "-", ev->error_code,
+            ev->details_json ? ev->details_json : "-");
+    fflush(t->audit);
+    pthread_mutex_unlock(&t->audit_lock);
+}
+
+static int32_t quota_record(void *instance, const struct cairn_request_info *request, int32_t kind, double value,
+                            int64_t now_ms)
+{
+    struct test_authz *t = instance;
+    (void)request, (void)value, (void)now_ms;
+    return kind == CAIRN_QUOTA_PRODUCE ? (int32_t)t->throttle_ms : 0;
+}
+
+static const struct cairn_authz_vtable authz_table = {sizeof authz_table, authz_authorize};
+static const struct cairn_audit_vtable audit_table = {sizeof audit_table, audit_on_event};
+static const struct cairn_quota_vtable quota_table = {sizeof quota_table, quota_record};
+
+static const struct cairn_plugin_descriptor descriptor = {
+    .struct_size = sizeof descriptor,
+    .abi_major = CAIRN_PLUGIN_ABI_MAJOR,
+    .abi_minor = CAIRN_PLUGIN_ABI_MINOR,
+    .name = "test_authz",
+    .version = "1.0",
+    .description = "Denies configured topics; audits to a file; fixed produce throttle.",
+    .capabilities = CAIRN_CAP_AUTHORIZATION | CAIRN_CAP_AUDIT | CAIRN_CAP_QUOTA,
+    .config_keys = keys,
+    .config_key_count = sizeof keys / sizeof keys[0],
+    .init = authz_init,
+    .fini = authz_fini,
+    .authorization = &authz_table,
+    .quota = &quota_table,
+    .audit = &audit_table,
+};
+
+CAIRN_PLUGIN_DEFINE(descriptor)

@@ -1,0 +1,101 @@
+/* Metrics registry and the /metrics HTTP endpoint. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "metrics/metrics.h"
+
+static void test_register_and_render(void **state)
+{
+    (void)state;
+    struct metrics_metric *a = metrics_register(METRICS_COUNTER, "test_requests_total", "api=\"Produce\"", "Requests.");
+    struct metrics_metric *b = metrics_register(METRICS_COUNTER, "test_requests_total", "api=\"Fetch\"", "Requests.");
+    struct metrics_metric *g = metrics_register(METRICS_GAUGE, "test_connections", NULL, "Open connections.");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(g);
+    assert_ptr_equal(metrics_register(METRICS_COUNTER, "test_requests_total", "api=\"Produce\"", "x"), a);
+    assert_null(metrics_register(METRICS_GAUGE, "test_requests_total", "api=\"Other\"", "kind clash"));
+    assert_null(metrics_register(METRICS_COUNTER, "9bad", NULL, "leading digit"));
+    assert_null(metrics_register(METRICS_COUNTER, "bad-name", NULL, "dash"));
+    metrics_add(a, 5);
+    metrics_add(a, 2);
+    metrics_add(b, 1);
+    metrics_set(g, 42);
+    metrics_set(g, 17);
+    assert_int_equal(metrics_value(a), 7);
+    assert_int_equal(metrics_value(g), 17);
+
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(metrics_render(&text, &len), 0);
+    assert_int_equal(strlen(text), len);
+    assert_non_null(strstr(text, "# TYPE test_requests_total counter\n"));
+    assert_non_null(strstr(text, "test_requests_total{api=\"Produce\"} 7\n"));
+    assert_non_null(strstr(text, "test_requests_total{api=\"Fetch\"} 1\n"));
+    assert_non_null(strstr(text, "# TYPE test_connections gauge\ntest_connections 17\n"));
+    /* One HELP line per family. */
+    const char *first = strstr(text, "# HELP test_requests_total");
+    assert_non_null(first);
+    assert_null(strstr(first + 1, "# HELP test_requests_total"));
+    free(text);
+    metrics_registry_clear();
+}
+
+static char *http_get(int port, const char *request)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(send(fd, request, strlen(request), 0), (ssize_t)strlen(request));
+    static char buf[65536];
+    size_t len = 0;
+    ssize_t n;
+    while ((n = recv(fd, buf + len, sizeof buf - 1 - len, 0)) > 0) len += (size_t)n;
+    buf[len] = '\0';
+    close(fd);
+    return buf;
+}
+
+static void test_http_endpoint(void **state)
+{
+    (void)state;
+    struct metrics_metric *m = metrics_register(METRICS_COUNTER, "test_http_hits_total", NULL, "Hits.");
+    metrics_add(m, 3);
+    struct metrics_http *server = NULL;
+    char err[256];
+    assert_int_equal(metrics_http_start("127.0.0.1:0", &server, err, sizeof err), 0);
+    int port = metrics_http_port(server);
+    assert_true(port > 0);
+    char *answer = http_get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_non_null(strstr(answer, "HTTP/1.1 200 OK"));
+    assert_non_null(strstr(answer, "test_http_hits_total 3\n"));
+    answer = http_get(port, "GET /other HTTP/1.1\r\n\r\n");
+    assert_non_null(strstr(answer, "404"));
+    answer = http_get(port, "POST /metrics HTTP/1.1\r\n\r\n");
+    assert_non_null(strstr(answer, "405"));
+    metrics_http_stop(server);
+    assert_int_not_equal(metrics_http_start("no-port-here", &server, err, sizeof err), 0);
+    assert_non_null(strstr(err, "not host:port"));
+    metrics_registry_clear();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_register_and_render),
+        cmocka_unit_test(test_http_endpoint),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
