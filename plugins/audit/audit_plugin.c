@@ -105,7 +105,10 @@ static int audit_init(const struct cairn_host *host, void **instance, char *err,
         free(plugin);
         return CAIRN_ERROR;
     }
-    if (audit_sink_open(&plugin->sink, &plugin->config, err, errlen) != CAIRN_OK) {
+    char why[400];
+    if (audit_sink_open(&plugin->sink, &plugin->config, why, sizeof(why)) != CAIRN_OK) {
+        snprintf(err, errlen, "config %s: %s",
+                 plugin->config.sink == AUDIT_SINK_FILE ? "file.path" : "sink", why);
         audit_config_free(&plugin->config);
         free(plugin);
         return CAIRN_ERROR;
