@@ -3,6 +3,7 @@
  * the plugin's own does the disk work. */
 #include "audit_internal.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,7 +80,8 @@ static void audit_on_event(void *instance, const struct cairn_audit_event *event
         return;
 
     struct audit_line line;
-    line.text = audit_event_format(event, plugin->host->wall_clock_ms(plugin->host->ctx), &line.len);
+    int64_t fallback_ms = event->timestamp_ms > 0 ? 0 : plugin->host->wall_clock_ms(plugin->host->ctx);
+    line.text = audit_event_format(event, fallback_ms, &line.len);
     if (!line.text) {
         /* An event type newer than this plugin is not for it; anything
          * else failing here is memory. */
@@ -126,7 +128,13 @@ static int audit_init(const struct cairn_host *host, void **instance, char *err,
         host->counter(host->ctx, "dropped_events", "Audit events lost because the queue was full");
     pthread_mutex_init(&plugin->report_lock, NULL);
     plugin->host_usable = true;
+    /* The writer takes no signals: the broker's threads handle them, and a
+     * closed pipe sink then fails with EPIPE instead of raising SIGPIPE. */
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
     int rc = pthread_create(&plugin->writer, NULL, audit_writer_main, plugin);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
     if (rc != 0) {
         snprintf(err, errlen, "cannot start the writer thread: %s", strerror(rc));
         char ignored[64];

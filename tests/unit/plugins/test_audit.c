@@ -280,6 +280,48 @@ static void test_max_files_zero_keeps_only_current(void **state)
     assert_true(audit_file_size(t->log_path) > 0);
 }
 
+/* sink=stdout writes the same lines to the process's standard output. */
+static void test_stdout_sink(void **state)
+{
+    struct audit_test *t = *state;
+    int pipe_fds[2];
+    assert_int_equal(pipe(pipe_fds), 0);
+    fflush(stdout);
+    int saved_stdout = dup(STDOUT_FILENO);
+    assert_true(saved_stdout >= 0);
+    assert_true(dup2(pipe_fds[1], STDOUT_FILENO) >= 0);
+    close(pipe_fds[1]);
+    test_host_set(&t->host, "sink", "stdout");
+    char err[512];
+    int rc = test_host_init(&t->host, err, sizeof(err));
+    if (rc == CAIRN_OK) {
+        struct cairn_request_info request = audit_request(19);
+        struct cairn_audit_event event = audit_admin_event(&request, "to-stdout");
+        audit_send(t, &event);
+        audit_send(t, &event);
+        test_host_fini(&t->host);
+    }
+    /* Restore stdout before any assertion can print. */
+    dup2(saved_stdout, STDOUT_FILENO);
+    close(saved_stdout);
+    if (rc != CAIRN_OK)
+        fail_msg("init with sink=stdout: %s", err);
+    char buf[8192];
+    ssize_t n = read(pipe_fds[0], buf, sizeof(buf) - 1);
+    close(pipe_fds[0]);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    char *second = strchr(buf, '\n');
+    assert_non_null(second);
+    *second++ = '\0';
+    json_t *line = json_loads(buf, 0, NULL);
+    assert_non_null(line);
+    assert_string_equal(audit_str(line, "resource_name"), "to-stdout");
+    json_decref(line);
+    assert_non_null(strstr(second, "\"to-stdout\""));
+    assert_false(access(t->log_path, F_OK) == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +331,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rotation_and_retention, audit_setup, audit_teardown),
         cmocka_unit_test_setup_teardown(test_max_files_zero_keeps_only_current, audit_setup,
                                         audit_teardown),
+        cmocka_unit_test_setup_teardown(test_stdout_sink, audit_setup, audit_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -263,12 +263,41 @@ static void test_bad_config_rejected(void **state)
     test_host_fini(&t->host);
 }
 
+/* A sink whose reader went away: the writer reports EPIPE through the host
+ * log and the process lives on (no SIGPIPE reaches it). */
+static void test_closed_pipe_sink_reports_error(void **state)
+{
+    struct audit_test *t = *state;
+    char fifo[400];
+    snprintf(fifo, sizeof(fifo), "%s/gone.fifo", t->dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    int read_fd = open(fifo, O_RDONLY | O_NONBLOCK);
+    assert_true(read_fd >= 0);
+    test_host_set(&t->host, "file.path", fifo);
+    audit_start(t);
+    close(read_fd);
+    struct cairn_request_info request = audit_request(19);
+    struct cairn_audit_event event = audit_admin_event(&request, "nobody-reads");
+    bool reported = false;
+    for (int attempt = 0; attempt < 200 && !reported; attempt++) {
+        audit_send(t, &event);
+        usleep(10000);
+        pthread_mutex_lock(&t->host.log_lock);
+        reported = strstr(t->host.last_log, "Broken pipe") != NULL;
+        pthread_mutex_unlock(&t->host.log_lock);
+    }
+    test_host_fini(&t->host);
+    assert_true(reported);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_drop_policy_counts_drops, audit_setup, audit_teardown),
         cmocka_unit_test_setup_teardown(test_block_policy_loses_nothing, audit_setup, audit_teardown),
         cmocka_unit_test_setup_teardown(test_fini_drains_queue, audit_setup, audit_teardown),
+        cmocka_unit_test_setup_teardown(test_closed_pipe_sink_reports_error, audit_setup,
+                                        audit_teardown),
         cmocka_unit_test_setup_teardown(test_filters, audit_setup, audit_teardown),
         cmocka_unit_test_setup_teardown(test_bad_config_rejected, audit_setup, audit_teardown),
     };
