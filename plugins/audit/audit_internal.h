@@ -63,7 +63,8 @@ const char *audit_api_name(int32_t api_key);
 /* "2026-01-31T12:00:00.123Z" into out (at least 32 bytes). */
 void audit_format_time(int64_t epoch_ms, char *out, size_t outlen);
 
-/* One queued line. */
+/* One formatted line. Owned by the io thread that formatted it until it is
+ * pushed, then by the queue, then by the writer thread, which frees it. */
 struct audit_line {
     char *text;
     size_t len;

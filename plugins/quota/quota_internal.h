@@ -34,7 +34,8 @@ struct quota_entity {
     char *client_id; /* set when client_part is NAMED */
 };
 
-/* One entity and the quotas set on it. */
+/* One entity and the quotas set on it. Part of a quota_entries; never
+ * modified after parsing. */
 struct quota_entry {
     struct quota_entity entity;
     bool has_limit[QUOTA_TYPE_COUNT];
@@ -53,7 +54,8 @@ int quota_entries_parse(const char *text, struct quota_entries *out, char *err, 
 void quota_entries_free(struct quota_entries *entries);
 const char *quota_type_name(enum quota_type type);
 
-/* The entry that governs (user, client_id) for one quota type. */
+/* The entry that governs (user, client_id) for one quota type. A value on
+ * the caller's stack; its tags point at the caller's strings. */
 struct quota_match {
     const struct quota_entry *entry;
     double limit;
@@ -68,7 +70,8 @@ struct quota_match {
 bool quota_entries_match(const struct quota_entries *entries, const char *user,
                          const char *client_id, enum quota_type type, struct quota_match *match);
 
-/* Sampling window settings (quota.window.num, quota.window.size.seconds). */
+/* Sampling window settings (quota.window.num, quota.window.size.seconds).
+ * Immutable after init. */
 struct quota_window_config {
     int32_t samples;
     int64_t window_ms;
