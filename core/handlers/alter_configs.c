@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "config/topic_config.h"
 #include "handlers/handler_util.h"
 #include "metadata/metadata_image.h"
@@ -197,12 +199,84 @@ static int16_t plan_topic_changes(struct request_context *ctx, const struct meta
     return KAFKA_ERR_NONE;
 }
 
-static void alter_resource(struct request_context *ctx, int8_t resource_type, struct kafka_str resource_name,
-                           const struct alter_config_change *changes, int32_t change_count, bool replace_all,
-                           bool validate_only, struct alter_result *res)
+static const char *op_name(int8_t op)
+{
+    switch (op) {
+    case ALTER_CONFIG_SET: return "SET";
+    case ALTER_CONFIG_DELETE: return "DELETE";
+    case ALTER_CONFIG_APPEND: return "APPEND";
+    case ALTER_CONFIG_SUBTRACT: return "SUBTRACT";
+    default: return "UNKNOWN";
+    }
+}
+
+/* An ADMIN audit event naming every requested change; built only when an
+ * audit plugin listens. */
+static void audit_config_change(struct request_context *ctx, const char *operation, int8_t resource_type,
+                                struct kafka_str resource_name, const struct alter_config_change *changes,
+                                int32_t change_count, bool validate_only, const struct alter_result *res)
+{
+    if (!ctx->env->plugins || ctx->env->plugins->audit_count == 0) return;
+    char name[256];
+    kafka_str_to_cstr(resource_name, name, sizeof name);
+    json_t *details = json_object();
+    json_t *list = json_array();
+    for (int32_t i = 0; details && list && i < change_count; i++) {
+        char key[256], value[1024];
+        kafka_str_to_cstr(changes[i].name, key, sizeof key);
+        json_t *c = json_object();
+        json_object_set_new(c, "name", json_string(key));
+        json_object_set_new(c, "op", json_string(op_name(changes[i].op)));
+        if (changes[i].value.len >= 0) {
+            kafka_str_to_cstr(changes[i].value, value, sizeof value);
+            json_object_set_new(c, "value", json_string(value));
+        }
+        json_array_append_new(list, c);
+    }
+    json_object_set_new(details, "changes", list);
+    json_object_set_new(details, "validate_only", json_boolean(validate_only));
+    if (res->error_code != KAFKA_ERR_NONE && res->message[0])
+        json_object_set_new(details, "error_message", json_string(res->message));
+    char *text = json_dumps(details, JSON_COMPACT | JSON_SORT_KEYS);
+    handler_audit_admin(ctx, operation,
+                        resource_type == RESOURCE_BROKER ? CAIRN_RESOURCE_CLUSTER : CAIRN_RESOURCE_TOPIC, name,
+                        res->error_code, text);
+    free(text);
+    json_decref(details);
+}
+
+static void alter_resource_checked(struct request_context *ctx, int8_t resource_type, struct kafka_str resource_name,
+                                   const struct alter_config_change *changes, int32_t change_count, bool replace_all,
+                                   bool validate_only, struct alter_result *res);
+
+/* ALTER_CONFIGS on the topic (or the cluster for broker resources), then
+ * the change itself, audited as an ADMIN event whatever its outcome. */
+static void alter_resource(struct request_context *ctx, const char *operation, int8_t resource_type,
+                           struct kafka_str resource_name, const struct alter_config_change *changes,
+                           int32_t change_count, bool replace_all, bool validate_only, struct alter_result *res)
 {
     res->error_code = KAFKA_ERR_NONE;
     res->message[0] = '\0';
+    bool allowed = resource_type == RESOURCE_BROKER
+                       ? handler_authorize_resource(ctx, CAIRN_OP_ALTER_CONFIGS, CAIRN_RESOURCE_CLUSTER,
+                                                    HANDLER_CLUSTER_RESOURCE, true)
+                       : handler_authorize_name(ctx, CAIRN_OP_ALTER_CONFIGS, CAIRN_RESOURCE_TOPIC, resource_name, true);
+    if (!allowed) {
+        /* The denial is audited as an AUTHORIZATION event, as for topics. */
+        fail(res,
+             resource_type == RESOURCE_BROKER ? KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED
+                                              : KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED,
+             "%s", "not authorized to alter this resource's configs");
+        return;
+    }
+    alter_resource_checked(ctx, resource_type, resource_name, changes, change_count, replace_all, validate_only, res);
+    audit_config_change(ctx, operation, resource_type, resource_name, changes, change_count, validate_only, res);
+}
+
+static void alter_resource_checked(struct request_context *ctx, int8_t resource_type, struct kafka_str resource_name,
+                                   const struct alter_config_change *changes, int32_t change_count, bool replace_all,
+                                   bool validate_only, struct alter_result *res)
+{
     if (resource_type == RESOURCE_BROKER) {
         fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "broker configs cannot be changed at runtime yet");
         return;
@@ -314,7 +388,8 @@ enum handler_result handle_alter_configs(struct request_context *ctx, void *requ
                 changes[k].value = in->configs[k].value;
                 changes[k].op = ALTER_CONFIG_SET;
             }
-            alter_resource(ctx, in->resource_type, in->resource_name, changes, n, true, req->validate_only, &res);
+            alter_resource(ctx, "AlterConfigs", in->resource_type, in->resource_name, changes, n, true,
+                           req->validate_only, &res);
         }
         out->error_code = res.error_code;
         out->error_message = result_message(ctx, &res);
@@ -353,7 +428,8 @@ enum handler_result handle_incremental_alter_configs(struct request_context *ctx
                 changes[k].value = in->configs[k].value;
                 changes[k].op = in->configs[k].config_operation;
             }
-            alter_resource(ctx, in->resource_type, in->resource_name, changes, n, false, req->validate_only, &res);
+            alter_resource(ctx, "IncrementalAlterConfigs", in->resource_type, in->resource_name, changes, n, false,
+                           req->validate_only, &res);
         }
         out->error_code = res.error_code;
         out->error_message = result_message(ctx, &res);

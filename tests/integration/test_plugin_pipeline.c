@@ -179,10 +179,29 @@ static rd_kafka_resp_err_t delete_topic(struct test_broker *b, const char *topic
     return err;
 }
 
-/* CreatePartitions (to 2) and DescribeConfigs of a topic through the admin
- * API: both result codes. */
+/* AlterConfigs retention.ms=12345 on a topic through the admin API. */
+static rd_kafka_resp_err_t alter_retention(rd_kafka_t *rk, rd_kafka_queue_t *q, const char *topic)
+{
+    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    assert_int_equal(rd_kafka_ConfigResource_set_config(res, "retention.ms", "12345"), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_AlterConfigs(rk, &res, 1, NULL, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 15000);
+    assert_non_null(ev);
+    const rd_kafka_AlterConfigs_result_t *ares = rd_kafka_event_AlterConfigs_result(ev);
+    assert_non_null(ares);
+    size_t n = 0;
+    const rd_kafka_ConfigResource_t **out = rd_kafka_AlterConfigs_result_resources(ares, &n);
+    assert_int_equal(n, 1);
+    rd_kafka_resp_err_t err = rd_kafka_ConfigResource_error(out[0]);
+    rd_kafka_event_destroy(ev);
+    rd_kafka_ConfigResource_destroy(res);
+    return err;
+}
+
+/* CreatePartitions (to 2), AlterConfigs and DescribeConfigs of a topic
+ * through the admin API: the result codes. */
 static void alter_and_describe(struct test_broker *b, const char *topic, rd_kafka_resp_err_t *create_err,
-                               rd_kafka_resp_err_t *describe_err)
+                               rd_kafka_resp_err_t *alter_err, rd_kafka_resp_err_t *describe_err)
 {
     rd_kafka_t *rk = rk_producer_new(broker_bootstrap(b), NULL);
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
@@ -199,6 +218,7 @@ static void alter_and_describe(struct test_broker *b, const char *topic, rd_kafk
     *create_err = rd_kafka_topic_result_error(results[0]);
     rd_kafka_event_destroy(ev);
     rd_kafka_NewPartitions_destroy(np);
+    *alter_err = alter_retention(rk, q, topic);
 
     rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
     rd_kafka_DescribeConfigs(rk, &res, 1, NULL, q);
@@ -320,12 +340,14 @@ static void test_authorizer_audit_and_metrics(void **state)
     assert_int_equal(list_offsets_error(&b, "public"), 0);
     assert_int_equal(fetch_error(&b, "secret"), 29);
     assert_int_equal(fetch_error(&b, "public"), 0);
-    rd_kafka_resp_err_t create_err, describe_err;
-    alter_and_describe(&b, "secret", &create_err, &describe_err);
+    rd_kafka_resp_err_t create_err, alter_err, describe_err;
+    alter_and_describe(&b, "secret", &create_err, &alter_err, &describe_err);
     assert_int_equal(create_err, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    assert_int_equal(alter_err, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
     assert_int_equal(describe_err, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
-    alter_and_describe(&b, "public", &create_err, &describe_err);
+    alter_and_describe(&b, "public", &create_err, &alter_err, &describe_err);
     assert_int_equal(create_err, RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(alter_err, RD_KAFKA_RESP_ERR_NO_ERROR);
     assert_int_equal(describe_err, RD_KAFKA_RESP_ERR_NO_ERROR);
     assert_int_equal(delete_topic(&b, "secret"), RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
     assert_int_equal(delete_topic(&b, "public"), RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -341,6 +363,11 @@ static void test_authorizer_audit_and_metrics(void **state)
     assert_non_null(strstr(audit, "ADMIN op=CreatePartitions res=public allowed=1 principal=User:ANONYMOUS error=0 "
                                   "details={\"assignments\":0,\"count\":2,\"validate_only\":false}"));
     assert_null(strstr(audit, "ADMIN op=DeleteTopics res=secret"));
+    assert_non_null(strstr(audit, "ADMIN op=AlterConfigs res=public allowed=1 principal=User:ANONYMOUS error=0 "
+                                  "details={\"changes\":[{\"name\":\"retention.ms\",\"op\":\"SET\",\"value\":"
+                                  "\"12345\"}],\"validate_only\":false}"));
+    assert_non_null(strstr(audit, "AUTHORIZATION op=- res=secret allowed=0"));
+    assert_null(strstr(audit, "ADMIN op=AlterConfigs res=secret"));
     free(audit);
 
     /* The plugin's log line lands in the broker log under its name. */
