@@ -18,6 +18,7 @@ struct log_manager;
 struct metadata_store;
 struct purgatory;
 struct fetch_session_cache;
+struct group_coordinator;
 
 /* Everything a handler reaches. Built by the server before the first
  * request and read-only afterwards; the pointed-to parts are thread-safe. */
@@ -27,6 +28,7 @@ struct handler_env {
     struct metadata_store *metadata;
     struct purgatory *fetch_purgatory;
     struct fetch_session_cache *fetch_sessions;
+    struct group_coordinator *groups;
     int32_t node_id;
     /* Broker defaults read once at start. */
     bool auto_create_topics;
@@ -92,5 +94,15 @@ enum handler_result handle_create_partitions(struct request_context *, void *, v
 enum handler_result handle_describe_configs(struct request_context *, void *, void *);
 enum handler_result handle_describe_cluster(struct request_context *, void *, void *);
 enum handler_result handle_find_coordinator(struct request_context *, void *, void *);
+enum handler_result handle_offset_commit(struct request_context *, void *, void *);
+enum handler_result handle_offset_fetch(struct request_context *, void *, void *);
+enum handler_result handle_join_group(struct request_context *, void *, void *);
+enum handler_result handle_heartbeat(struct request_context *, void *, void *);
+enum handler_result handle_leave_group(struct request_context *, void *, void *);
+enum handler_result handle_sync_group(struct request_context *, void *, void *);
+enum handler_result handle_describe_groups(struct request_context *, void *, void *);
+enum handler_result handle_list_groups(struct request_context *, void *, void *);
+enum handler_result handle_delete_groups(struct request_context *, void *, void *);
+enum handler_result handle_offset_delete(struct request_context *, void *, void *);
 
 #endif

@@ -10,6 +10,7 @@
 #include "config/listeners.h"
 #include "config/meta_properties.h"
 #include "config/topic_config.h"
+#include "group/group_coordinator.h"
 #include "handlers/fetch_session.h"
 #include "handlers/handlers.h"
 #include "handlers/purgatory.h"
@@ -27,6 +28,7 @@ struct broker {
     int metadata_subscription;
     struct purgatory *fetch_purgatory;
     struct fetch_session_cache *fetch_sessions;
+    struct group_coordinator *groups;
     struct net_server *net;
     struct handler_env env;
     char cluster_id[64];
@@ -203,6 +205,27 @@ static int start_network(struct broker *b, char *err, size_t errlen)
     return 0;
 }
 
+/* Groups are kept in memory only until the durable group log is wired in
+ * (pass its store ops here and replay it through the load visitor). */
+static int start_groups(struct broker *b, char *err, size_t errlen)
+{
+    struct group_coordinator_options opts;
+    group_coordinator_options_defaults(&opts);
+    opts.min_session_timeout_ms = config_get_int(b->config, "group.min.session.timeout.ms");
+    opts.max_session_timeout_ms = config_get_int(b->config, "group.max.session.timeout.ms");
+    opts.initial_rebalance_delay_ms = config_get_int(b->config, "group.initial.rebalance.delay.ms");
+    opts.max_group_size = config_get_int(b->config, "group.max.size");
+    opts.offset_metadata_max_bytes = config_get_int(b->config, "offset.metadata.max.bytes");
+    opts.offsets_retention_ms = (int64_t)config_get_int(b->config, "offsets.retention.minutes") * 60000;
+    opts.offsets_retention_check_interval_ms = config_get_long(b->config, "offsets.retention.check.interval.ms");
+    if (group_coordinator_create(&opts, &b->groups) != 0) {
+        snprintf(err, errlen, "cannot start the group coordinator");
+        return -1;
+    }
+    b->env.groups = b->groups;
+    return 0;
+}
+
 static int start_logs(struct broker *b, const char *const *dirs, size_t dir_count, char *err, size_t errlen)
 {
     struct log_manager_config opts;
@@ -260,6 +283,7 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
     b->env.fetch_sessions = b->fetch_sessions;
     if (start_metadata(b, dirs[0], err, errlen) != 0) goto fail;
     b->env.metadata = b->metadata;
+    if (start_groups(b, err, errlen) != 0) goto fail;
     if (start_network(b, err, errlen) != 0) goto fail;
     logger_info("server", "cairnd started: node %d, cluster %s, data in %s, %lld ms", b->env.node_id,
                 b->cluster_id, dirs[0], (long long)(clock_mono_ms() - started));
@@ -275,9 +299,13 @@ void broker_stop(struct broker *b)
     if (!b) return;
     /* Order matters: stop taking requests, let parked fetches answer, then
      * close the data and metadata logs cleanly. */
+    /* Parked JoinGroup/SyncGroup requests answer NOT_COORDINATOR now, so
+     * the network layer's drain does not wait out rebalance timeouts. */
+    group_coordinator_shutdown(b->groups);
     if (b->net) net_server_stop(b->net, 10000);
     if (b->fetch_purgatory) purgatory_destroy(b->fetch_purgatory);
     if (b->net) net_server_free(b->net);
+    group_coordinator_destroy(b->groups);
     if (b->metadata) {
         if (b->metadata_subscription > 0) metadata_store_unsubscribe(b->metadata, b->metadata_subscription);
         metadata_store_close(b->metadata);
