@@ -51,20 +51,20 @@ struct gt_consumer {
     atomic_bool running;
 };
 
-static void gt_world_init(struct gt_world *w)
+__attribute__((unused)) static void gt_world_init(struct gt_world *w)
 {
     memset(w, 0, sizeof *w);
     pthread_mutex_init(&w->lock, NULL);
     for (int p = 0; p < GT_PARTITIONS; p++) w->owner[p] = -1;
 }
 
-static void gt_note_error(struct gt_world *w, const char *msg)
+__attribute__((unused)) static void gt_note_error(struct gt_world *w, const char *msg)
 {
     if (!w->error[0]) snprintf(w->error, sizeof w->error, "%s", msg);
 }
 
 /* Commits what this consumer has consumed from the listed partitions, synchronously. */
-static void gt_commit(struct gt_consumer *c, const rd_kafka_topic_partition_list_t *parts, const char *topic)
+__attribute__((unused)) static void gt_commit(struct gt_consumer *c, const rd_kafka_topic_partition_list_t *parts, const char *topic)
 {
     rd_kafka_topic_partition_list_t *offs = rd_kafka_topic_partition_list_new(GT_PARTITIONS);
     for (int i = 0; parts && i < parts->cnt; i++) {
@@ -89,7 +89,7 @@ static void gt_commit(struct gt_consumer *c, const rd_kafka_topic_partition_list
     rd_kafka_topic_partition_list_destroy(offs);
 }
 
-static void gt_take(struct gt_consumer *c, const rd_kafka_topic_partition_list_t *parts)
+__attribute__((unused)) static void gt_take(struct gt_consumer *c, const rd_kafka_topic_partition_list_t *parts)
 {
     struct gt_world *w = c->world;
     pthread_mutex_lock(&w->lock);
@@ -111,7 +111,7 @@ static void gt_take(struct gt_consumer *c, const rd_kafka_topic_partition_list_t
     pthread_mutex_unlock(&w->lock);
 }
 
-static void gt_release(struct gt_consumer *c, const rd_kafka_topic_partition_list_t *parts)
+__attribute__((unused)) static void gt_release(struct gt_consumer *c, const rd_kafka_topic_partition_list_t *parts)
 {
     struct gt_world *w = c->world;
     pthread_mutex_lock(&w->lock);
@@ -124,7 +124,7 @@ static void gt_release(struct gt_consumer *c, const rd_kafka_topic_partition_lis
     pthread_mutex_unlock(&w->lock);
 }
 
-static void gt_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
+__attribute__((unused)) static void gt_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
                             void *opaque)
 {
     struct gt_consumer *c = opaque;
@@ -143,7 +143,7 @@ static void gt_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_to
 }
 
 /* A group consumer; extra is a NULL-terminated key, value list. */
-static rd_kafka_t *gt_consumer_new(const char *bootstrap, const char *group, const char *const *extra,
+__attribute__((unused)) static rd_kafka_t *gt_consumer_new(const char *bootstrap, const char *group, const char *const *extra,
                                    struct gt_consumer *c)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -168,7 +168,7 @@ static rd_kafka_t *gt_consumer_new(const char *bootstrap, const char *group, con
     return rk;
 }
 
-static void gt_subscribe(rd_kafka_t *rk, const char *topic)
+__attribute__((unused)) static void gt_subscribe(rd_kafka_t *rk, const char *topic)
 {
     rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(sub, topic, RD_KAFKA_PARTITION_UA);
@@ -177,7 +177,7 @@ static void gt_subscribe(rd_kafka_t *rk, const char *topic)
     if (err) fail_msg("subscribe %s: %s", topic, rd_kafka_err2str(err));
 }
 
-static void gt_record(struct gt_consumer *c, const rd_kafka_message_t *m)
+__attribute__((unused)) static void gt_record(struct gt_consumer *c, const rd_kafka_message_t *m)
 {
     struct gt_world *w = c->world;
     int p = m->partition;
@@ -199,7 +199,7 @@ static void gt_record(struct gt_consumer *c, const rd_kafka_message_t *m)
     c->next_offset[p] = m->offset + 1;
 }
 
-static void *gt_consumer_main(void *arg)
+__attribute__((unused)) static void *gt_consumer_main(void *arg)
 {
     struct gt_consumer *c = arg;
     atomic_store(&c->running, true);
@@ -220,7 +220,7 @@ static void *gt_consumer_main(void *arg)
     return NULL;
 }
 
-static void gt_consumer_start(struct gt_consumer *c, struct gt_world *w, int index, const char *bootstrap,
+__attribute__((unused)) static void gt_consumer_start(struct gt_consumer *c, struct gt_world *w, int index, const char *bootstrap,
                               const char *group, const char *topic, const char *const *extra)
 {
     memset(c, 0, sizeof *c);
@@ -232,7 +232,7 @@ static void gt_consumer_start(struct gt_consumer *c, struct gt_world *w, int ind
     if (pthread_create(&c->thread, NULL, gt_consumer_main, c) != 0) fail_msg("pthread_create");
 }
 
-static void gt_consumer_stop(struct gt_consumer *c)
+__attribute__((unused)) static void gt_consumer_stop(struct gt_consumer *c)
 {
     atomic_store(&c->stop, true);
     pthread_join(c->thread, NULL);
@@ -240,7 +240,7 @@ static void gt_consumer_stop(struct gt_consumer *c)
 
 /* Produces per_partition records to every partition, spread over about
  * spread_ms, interleaving partitions. */
-static void gt_produce(const char *bootstrap, const char *topic, int per_partition, int spread_ms)
+__attribute__((unused)) static void gt_produce(const char *bootstrap, const char *topic, int per_partition, int spread_ms)
 {
     const char *conf[] = {"linger.ms", "5", NULL};
     rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
@@ -264,7 +264,7 @@ static void gt_produce(const char *bootstrap, const char *topic, int per_partiti
 }
 
 /* Waits until the world has seen want distinct records. */
-static bool gt_wait_distinct(struct gt_world *w, long want, int timeout_ms)
+__attribute__((unused)) static bool gt_wait_distinct(struct gt_world *w, long want, int timeout_ms)
 {
     long long end = harness_now_ms() + timeout_ms;
     while (harness_now_ms() < end) {
