@@ -354,9 +354,14 @@ static void load_group(void *ctx, const char *group_id, const struct group_snaps
     g->state_timestamp = rec->current_state_timestamp;
     g->state = GROUP_EMPTY;
     if (rec->member_count > 0 && rec->protocol) {
-        g->members = realloc(g->members, rec->member_count * sizeof *g->members);
-        g->member_cap = g->members ? rec->member_count : 0;
-        for (size_t i = 0; g->members && i < rec->member_count; i++) {
+        if (rec->member_count > g->member_cap) {
+            struct group_member **n = realloc(g->members, rec->member_count * sizeof *n);
+            if (n) {
+                g->members = n;
+                g->member_cap = rec->member_count;
+            }
+        }
+        for (size_t i = 0; i < rec->member_count && i < g->member_cap; i++) {
             const struct group_member_record *mr = &rec->members[i];
             struct group_member *m = calloc(1, sizeof *m);
             struct group_member_protocol *p = calloc(1, sizeof *p);
