@@ -372,6 +372,40 @@ static void test_join_validation(void **state)
     group_coordinator_destroy(gc);
 }
 
+static void test_list_filter(void **state)
+{
+    (void)state;
+    struct group_coordinator *gc = make_gc(0);
+    struct join_box j;
+    join(gc, "", "i", range_proto, 1, &j);
+    advance(gc, 10);
+    struct sync_box s;
+    do_sync(gc, j.member_id, 1, NULL, 0, &s);
+    struct group_commit_params simple = {.group_id = "offsets-only", .generation_id = -1, .member_id = "",
+                                         .retention_ms = -1};
+    struct group_offset_commit c = {.topic = "t", .partition = 0, .offset = 1};
+    group_coordinator_commit(gc, &simple, &c, 1);
+
+    struct group_listing *l;
+    size_t n;
+    const char *stable[] = {"Stable"};
+    assert_int_equal(group_coordinator_list(gc, stable, 1, &l, &n), KAFKA_ERR_NONE);
+    assert_int_equal(n, 1);
+    assert_string_equal(l[0].group_id, "g");
+    assert_string_equal(l[0].protocol_type, "consumer");
+    group_listing_free(l, n);
+    const char *empty[] = {"empty"}; /* matched case-insensitively, as Kafka does */
+    assert_int_equal(group_coordinator_list(gc, empty, 1, &l, &n), KAFKA_ERR_NONE);
+    assert_int_equal(n, 1);
+    assert_string_equal(l[0].group_id, "offsets-only");
+    assert_string_equal(l[0].protocol_type, "");
+    group_listing_free(l, n);
+    assert_int_equal(group_coordinator_list(gc, NULL, 0, &l, &n), KAFKA_ERR_NONE);
+    assert_int_equal(n, 2);
+    group_listing_free(l, n);
+    group_coordinator_destroy(gc);
+}
+
 static void test_protocol_vote(void **state)
 {
     (void)state;
@@ -647,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_static_member_rejoin),
         cmocka_unit_test(test_join_validation),
         cmocka_unit_test(test_protocol_vote),
+        cmocka_unit_test(test_list_filter),
         cmocka_unit_test(test_offsets),
         cmocka_unit_test(test_offset_delete_subscribed),
         cmocka_unit_test(test_offset_expiry),
