@@ -450,9 +450,17 @@ static void join_new_member(struct group_coordinator *gc, struct group *g, const
         free(known->member_id);
         known->member_id = new_id;
         known->session_deadline = now + p->session_timeout_ms;
-        bool unchanged = g->state == GROUP_STABLE && g->protocol && group_member_protocol(known, g->protocol) &&
-                         same_protocols(known, p);
-        if (unchanged) {
+        /* Kafka's rule: a Stable group skips the rebalance when the protocol
+         * it would pick next, with the member's new protocols, is the one it
+         * runs; the assignment then carries over to the new member id. */
+        struct group_member_protocol *np = protocols_copy(p->protocols, p->protocol_count);
+        if (np) {
+            protocols_free(known->protocols, known->protocol_count);
+            known->protocols = np;
+            known->protocol_count = p->protocol_count;
+        }
+        const char *next = g->state == GROUP_STABLE ? select_protocol(g) : NULL;
+        if (next && g->protocol && strcmp(next, g->protocol) == 0) {
             logger_info("group", "group %s: static member %s rejoined as %s without a rebalance", g->group_id,
                         p->group_instance_id, new_id);
             group_snapshot_store(gc, g);

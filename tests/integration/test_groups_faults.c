@@ -315,6 +315,43 @@ static int16_t raw_join_short_session(int fd)
     return err;
 }
 
+/* ListGroups v4 filtered by one state: whether group appears, and with
+ * which state. */
+static bool raw_list_groups_has(int fd, const char *state_filter, const char *group, char *state_out, size_t len)
+{
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin_flexible(&w, 16, 4, 16, "gf-raw");
+    raw_put_uvarint(&w, 2); /* one state */
+    raw_put_compact_string(&w, state_filter);
+    raw_put_uvarint(&w, 0);
+    size_t flen;
+    uint8_t *frame = raw_roundtrip(fd, &w, &flen);
+    struct raw_reader r;
+    raw_reader_init(&r, frame, flen);
+    raw_get_i32(&r);
+    raw_skip_tagged_fields(&r);
+    raw_get_i32(&r); /* throttle */
+    assert_int_equal(raw_get_i16(&r), 0);
+    uint64_t n = raw_get_uvarint(&r);
+    bool found = false;
+    for (uint64_t i = 1; i < n && !r.overflow; i++) {
+        char id[128], type[64], st[64];
+        raw_get_compact_string(&r, id, sizeof id);
+        raw_get_compact_string(&r, type, sizeof type);
+        raw_get_compact_string(&r, st, sizeof st);
+        raw_skip_tagged_fields(&r);
+        assert_string_equal(st, state_filter);
+        if (strcmp(id, group) == 0) {
+            found = true;
+            snprintf(state_out, len, "%s", st);
+        }
+    }
+    assert_false(r.overflow);
+    free(frame);
+    return found;
+}
+
 static void test_bad_requests(void **state)
 {
     struct faults_state *st = *state;
@@ -354,6 +391,12 @@ static void test_bad_requests(void **state)
     assert_int_equal(raw_delete_group(fd, "gf-never-seen"), 69 /* GROUP_ID_NOT_FOUND */);
     assert_int_equal(raw_delete_group(fd, "gf-simple"), 0);
     assert_int_equal(raw_fetch_offset(fd, "gf-simple", "gf-bad", 0), -1);
+
+    /* ListGroups filters by state. */
+    char st_found[64] = "";
+    assert_true(raw_list_groups_has(fd, "Stable", "gf-bad", st_found, sizeof st_found));
+    assert_string_equal(st_found, "Stable");
+    assert_false(raw_list_groups_has(fd, "Empty", "gf-bad", st_found, sizeof st_found));
     close(fd);
     rd_kafka_mem_free(c.rk, member);
     gt_consumer_stop(&c);

@@ -305,10 +305,12 @@ static void test_static_member_rejoin(void **state)
     assert_string_equal(sa.assignment, "A");
     assert_string_equal(sb.assignment, "B");
 
-    /* inst-2 restarts: a new member id, no rebalance, same generation. */
+    /* inst-2 restarts: a new member id, no rebalance, same generation, even
+     * though its subscription bytes changed (the chosen protocol did not). */
     char old_b[256];
     snprintf(old_b, sizeof old_b, "%s", b.member_id);
-    join(gc, "", "inst-2", range_proto, 1, &b);
+    static const struct group_protocol range_v2[] = {{"range", (const uint8_t *)"sub-B", 5}};
+    join(gc, "", "inst-2", range_v2, 1, &b);
     assert_true(b.done);
     assert_int_equal(b.error, KAFKA_ERR_NONE);
     assert_int_equal(b.generation, 1);
