@@ -117,14 +117,49 @@ void group_snapshot_store(struct group_coordinator *gc, struct group *g);
 /* Common request preconditions: NONE, or the error to answer with. */
 int16_t group_coordinator_available(struct group_coordinator *gc);
 
-/* group_membership.c */
+/* group_membership.c: members */
 struct group_member *group_member_find(struct group *g, const char *member_id);
 struct group_member *group_member_by_instance(struct group *g, const char *instance_id);
+/* A new member from a join (takes member_id); NULL when out of memory. */
+struct group_member *group_member_new(const struct group_join_params *p, char *member_id);
+int group_member_append(struct group *g, struct group_member *m);
 void group_member_free(struct group_member *m);
-void group_membership_tick(struct group_coordinator *gc, struct group *g, int64_t now);
+const struct group_member_protocol *group_member_protocol(const struct group_member *m, const char *name);
+struct group_member_protocol *group_protocols_copy(const struct group_protocol *src, size_t n);
+void group_protocols_free(struct group_member_protocol *p, size_t n);
+bool group_same_protocols(const struct group_member *m, const struct group_join_params *p);
+int group_pending_index(struct group *g, const char *member_id);
+void group_pending_remove_at(struct group *g, size_t i);
+/* "<client id>-<uuid>", malloc'd; NULL when out of memory. */
+char *group_generate_member_id(const char *client_id);
+
+/* group_membership.c: protocol choice */
+/* Whether a member with these protocols may join g (Kafka's rule). */
+bool group_supports_protocols(const struct group *g, const struct group_join_params *p);
+const char *group_select_protocol(const struct group *g);
+
+/* group_membership.c: answers */
+void group_join_respond_error(group_join_cb cb, void *arg, int16_t err, const char *member_id);
+void group_sync_respond_error(group_sync_cb cb, void *arg, int16_t err);
+/* The current generation; the leader also gets every member's metadata. */
+void group_join_respond_current(struct group *g, struct group_member *m, group_join_cb cb, void *arg,
+                                bool skip_assignment);
 /* Answers every parked request of the group with err (shutdown). */
 void group_fail_parked(struct group *g, int16_t err);
-const struct group_member_protocol *group_member_protocol(const struct group_member *m, const char *name);
+
+/* group_membership.c: transitions */
+void group_prepare_rebalance(struct group_coordinator *gc, struct group *g, int64_t now);
+/* Completes the join phase once every member has rejoined. */
+void group_try_complete_join(struct group_coordinator *gc, struct group *g, int64_t now);
+void group_complete_join(struct group_coordinator *gc, struct group *g, int64_t now);
+/* Removes members[i], answering its parked requests UNKNOWN_MEMBER_ID. */
+void group_remove_member_at(struct group *g, size_t i);
+/* After members left or expired: the group rebalances without them. */
+void group_member_removed(struct group_coordinator *gc, struct group *g, int64_t now);
+/* m (re)joins with p's protocols and waits for the join phase to end. */
+void group_member_update_and_park(struct group_coordinator *gc, struct group *g, struct group_member *m,
+                                  const struct group_join_params *p, group_join_cb cb, void *arg, int64_t now);
+void group_membership_tick(struct group_coordinator *gc, struct group *g, int64_t now);
 
 /* group_offsets.c */
 void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t wall_now);

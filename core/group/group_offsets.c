@@ -34,20 +34,26 @@ static void offset_remove(struct group *g, struct group_offset *o)
     *o = g->offsets[--g->offset_count];
 }
 
+/* Kafka's order: identity and generation first, then the group's state. */
 static int16_t commit_check(struct group_coordinator *gc, struct group *g, const struct group_commit_params *p)
 {
     const char *member_id = p->member_id ? p->member_id : "";
     if (!g) return p->generation_id < 0 ? KAFKA_ERR_NONE : KAFKA_ERR_ILLEGAL_GENERATION;
     if (g->state == GROUP_DEAD) return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
-    struct group_member *by_instance = group_member_by_instance(g, p->group_instance_id);
-    if (by_instance && strcmp(by_instance->member_id, member_id) != 0) return KAFKA_ERR_FENCED_INSTANCE_ID;
-    if (p->generation_id < 0 && g->state == GROUP_EMPTY) return KAFKA_ERR_NONE;
+    struct group_member *m = NULL;
+    if (p->generation_id >= 0 || member_id[0] || p->group_instance_id) {
+        struct group_member *by_instance = group_member_by_instance(g, p->group_instance_id);
+        if (by_instance && strcmp(by_instance->member_id, member_id) != 0) return KAFKA_ERR_FENCED_INSTANCE_ID;
+        m = group_member_find(g, member_id);
+        if (!m) return KAFKA_ERR_UNKNOWN_MEMBER_ID;
+        if (p->generation_id != g->generation) return KAFKA_ERR_ILLEGAL_GENERATION;
+    } else if (g->state != GROUP_EMPTY) {
+        return KAFKA_ERR_UNKNOWN_MEMBER_ID; /* only members commit to a non-empty group */
+    }
+    /* The member has the new generation but not its assignment yet. */
     if (g->state == GROUP_COMPLETING_REBALANCE) return KAFKA_ERR_REBALANCE_IN_PROGRESS;
-    struct group_member *m = group_member_find(g, member_id);
-    if (!m) return KAFKA_ERR_UNKNOWN_MEMBER_ID;
-    if (p->generation_id != g->generation) return KAFKA_ERR_ILLEGAL_GENERATION;
     /* A commit is a sign of life, as a heartbeat is. */
-    m->session_deadline = group_now(gc) + m->session_timeout_ms;
+    if (m) m->session_deadline = group_now(gc) + m->session_timeout_ms;
     return KAFKA_ERR_NONE;
 }
 

@@ -31,11 +31,13 @@ struct gt_world {
     long foreign;                             /* consumed while another consumer owned the partition */
     long double_owner;                        /* assigned while someone else still owned it */
     long commit_failures;
+    long commit_retries; /* REBALANCE_IN_PROGRESS answers retried */
     /* Cooperative check: longest pause between records of a partition while
      * it stayed with one owner (ms), and when each partition last delivered. */
     long long last_record_ms[GT_PARTITIONS];
     long long max_unmoved_gap_ms;
     int assign_events[GT_MAX_CONSUMERS];
+    long ownership_changes; /* assignments and revocations so far */
     char error[256];
 };
 
@@ -73,9 +75,24 @@ __attribute__((unused)) static void gt_commit(struct gt_consumer *c, const rd_ka
             rd_kafka_topic_partition_list_add(offs, topic, p)->offset = c->next_offset[p];
     }
     if (offs->cnt > 0) {
-        rd_kafka_resp_err_t err = rd_kafka_commit(c->rk, offs, 0);
-        bool failed = err != RD_KAFKA_RESP_ERR_NO_ERROR;
-        for (int i = 0; !failed && i < offs->cnt; i++) failed = offs->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR;
+        /* A member that has joined a new generation but not yet synced is
+         * told REBALANCE_IN_PROGRESS (Kafka's rule); it may retry once the
+         * leader's SyncGroup has made the group Stable. */
+        rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+        bool failed = true;
+        for (int attempt = 0; failed && attempt < 100; attempt++) {
+            if (attempt > 0) usleep(100000);
+            for (int i = 0; i < offs->cnt; i++) offs->elems[i].err = RD_KAFKA_RESP_ERR_NO_ERROR;
+            err = rd_kafka_commit(c->rk, offs, 0);
+            failed = err != RD_KAFKA_RESP_ERR_NO_ERROR;
+            for (int i = 0; !failed && i < offs->cnt; i++) failed = offs->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR;
+            if (!failed) break;
+            rd_kafka_resp_err_t e = err ? err : offs->elems[0].err;
+            if (e != RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS) break;
+            pthread_mutex_lock(&c->world->lock);
+            c->world->commit_retries++;
+            pthread_mutex_unlock(&c->world->lock);
+        }
         if (failed) {
             pthread_mutex_lock(&c->world->lock);
             c->world->commit_failures++;
@@ -94,6 +111,7 @@ __attribute__((unused)) static void gt_take(struct gt_consumer *c, const rd_kafk
     struct gt_world *w = c->world;
     pthread_mutex_lock(&w->lock);
     w->assign_events[c->index]++;
+    w->ownership_changes++;
     for (int i = 0; i < parts->cnt; i++) {
         int p = parts->elems[i].partition;
         if (p < 0 || p >= GT_PARTITIONS) continue;
@@ -115,6 +133,7 @@ __attribute__((unused)) static void gt_release(struct gt_consumer *c, const rd_k
 {
     struct gt_world *w = c->world;
     pthread_mutex_lock(&w->lock);
+    w->ownership_changes++;
     for (int i = 0; i < parts->cnt; i++) {
         int p = parts->elems[i].partition;
         if (p < 0 || p >= GT_PARTITIONS) continue;
@@ -292,6 +311,31 @@ __attribute__((unused)) static bool gt_wait_owned(struct gt_world *w, int index,
     long long end = harness_now_ms() + timeout_ms;
     while (harness_now_ms() < end) {
         if (gt_owned_by(w, index) == n) return true;
+        usleep(50000);
+    }
+    return false;
+}
+
+/* Waits until every partition has an owner and no assignment changed for
+ * quiet_ms: the group has settled after a rebalance. */
+__attribute__((unused)) static bool gt_wait_settled(struct gt_world *w, int quiet_ms, int timeout_ms)
+{
+    long long end = harness_now_ms() + timeout_ms;
+    long last_changes = -1;
+    long long quiet_since = 0;
+    while (harness_now_ms() < end) {
+        pthread_mutex_lock(&w->lock);
+        long changes = w->ownership_changes;
+        int owned = 0;
+        for (int p = 0; p < GT_PARTITIONS; p++) owned += w->owner[p] != -1;
+        pthread_mutex_unlock(&w->lock);
+        long long now = harness_now_ms();
+        if (changes != last_changes || owned != GT_PARTITIONS) {
+            last_changes = changes;
+            quiet_since = now;
+        } else if (now - quiet_since >= quiet_ms) {
+            return true;
+        }
         usleep(50000);
     }
     return false;

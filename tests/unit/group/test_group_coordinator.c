@@ -465,6 +465,10 @@ static void test_offsets(void **state)
     struct group_offset_commit m = {.topic = "t", .partition = 0, .offset = 50};
     struct group_commit_params stale = {.group_id = "g", .generation_id = j.generation - 1, .member_id = j.member_id};
     group_coordinator_commit(gc, &stale, &m, 1);
+    assert_int_equal(m.error_code, KAFKA_ERR_ILLEGAL_GENERATION);
+    struct group_commit_params current = {.group_id = "g", .generation_id = j.generation, .member_id = j.member_id};
+    m.error_code = 0;
+    group_coordinator_commit(gc, &current, &m, 1);
     assert_int_equal(m.error_code, KAFKA_ERR_REBALANCE_IN_PROGRESS); /* not synced yet */
     struct sync_box s;
     do_sync(gc, j.member_id, j.generation, NULL, 0, &s);
