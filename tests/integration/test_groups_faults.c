@@ -18,7 +18,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#define GF_TESTS 4
+#define GF_TESTS 5
 
 /* Owned by the test's main thread. */
 struct faults_state {
@@ -403,6 +403,47 @@ static void test_bad_requests(void **state)
     st->passed++;
 }
 
+/* A JoinGroup parked in the coordinator whose connection is gone: the
+ * broker answers into the void, then the member's session runs out. */
+static void test_parked_join_connection_closed(void **state)
+{
+    struct faults_state *st = *state;
+    int port = broker_port(&st->broker);
+    int fd = raw_connect(port, 5000);
+    assert_true(fd >= 0);
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 11, 0, 21, "gf-gone");
+    raw_put_string(&w, "gf-gone");
+    raw_put_i32(&w, 6000);
+    raw_put_string(&w, "");
+    raw_put_string(&w, "consumer");
+    raw_put_i32(&w, 1);
+    raw_put_string(&w, "range");
+    raw_put_i32(&w, 0);
+    raw_frame_finish(&w);
+    assert_int_equal(raw_send_all(fd, w.data, w.len), 0);
+    raw_writer_free(&w);
+    close(fd); /* before the initial rebalance delay lets the join complete */
+
+    usleep(1000000);
+    char gstate[64];
+    int members;
+    describe_group(port, "gf-gone", gstate, sizeof gstate, &members);
+    fprintf(stderr, "[groups] abandoned join: %s with %d member(s)\n", gstate, members);
+    assert_int_equal(members, 1);
+    long long end = harness_now_ms() + 15000;
+    while (harness_now_ms() < end) {
+        describe_group(port, "gf-gone", gstate, sizeof gstate, &members);
+        if (members == 0) break;
+        usleep(200000);
+    }
+    assert_int_equal(members, 0);
+    assert_string_equal(gstate, "Empty");
+    assert_true(broker_alive(&st->broker));
+    st->passed++;
+}
+
 static int faults_setup(void **state)
 {
     static struct faults_state st;
@@ -428,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_static_member_restart),
         cmocka_unit_test(test_killed_consumer_expires),
         cmocka_unit_test(test_max_poll_interval),
+        cmocka_unit_test(test_parked_join_connection_closed),
     };
     return cmocka_run_group_tests(tests, faults_setup, faults_teardown);
 }
