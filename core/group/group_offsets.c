@@ -328,19 +328,25 @@ int16_t group_coordinator_delete_group(struct group_coordinator *gc, const char 
 
 void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t wall_now)
 {
-    if (g->state != GROUP_EMPTY) return;
+    /* Kafka 2.1+ (KIP-211): an empty group's offsets live for the retention
+     * period after it became empty or after the commit, whichever is later;
+     * a Stable consumer group keeps the offsets of the topics it subscribes
+     * to, and the others expire by their commit time. */
+    bool stable_consumer = g->state == GROUP_STABLE && g->protocol_type &&
+                           strcmp(g->protocol_type, CONSUMER_PROTOCOL_TYPE) == 0;
+    if (g->state != GROUP_EMPTY && !stable_consumer) return;
     struct group_offset **del = calloc(g->offset_count ? g->offset_count : 1, sizeof *del);
     if (!del) return;
     size_t n = 0;
     for (size_t i = 0; i < g->offset_count; i++) {
         const struct group_offset *o = &g->offsets[i];
-        /* Kafka 2.1+: an empty group's offsets live for the retention
-         * period after it became empty or after the commit, whichever is later. */
-        int64_t base = o->commit_timestamp > g->state_timestamp ? o->commit_timestamp : g->state_timestamp;
+        if (stable_consumer && group_subscribed_to(g, o->topic)) continue;
+        int64_t base = o->commit_timestamp;
+        if (!stable_consumer && g->state_timestamp > base) base = g->state_timestamp;
         int64_t deadline = o->expire_timestamp >= 0 ? o->expire_timestamp : base + gc->opts.offsets_retention_ms;
         if (wall_now >= deadline) del[n++] = &g->offsets[i];
     }
-    if (n > 0 && n == g->offset_count) {
+    if (n > 0 && n == g->offset_count && g->state == GROUP_EMPTY) {
         logger_info("group", "group %s: every committed offset expired; removing the group", g->group_id);
         if (delete_group_locked(gc, g) != KAFKA_ERR_NONE)
             logger_warn("group", "could not remove expired group %s", g->group_id);

@@ -559,6 +559,75 @@ static void test_offset_expiry(void **state)
     group_coordinator_destroy(gc);
 }
 
+static void test_offset_expiry_stable_group(void **state)
+{
+    (void)state;
+    struct group_coordinator_options o;
+    group_coordinator_options_defaults(&o);
+    o.manual_time = true;
+    o.now_ms = fake_clock;
+    o.initial_rebalance_delay_ms = 0;
+    o.offsets_retention_ms = 60000;
+    o.offsets_retention_check_interval_ms = 1000;
+    o.min_session_timeout_ms = 1000;
+    o.max_session_timeout_ms = 1000000;
+    fake_now = 7000000;
+    struct group_coordinator *gc;
+    assert_int_equal(group_coordinator_create(&o, &gc), 0);
+    struct group_protocol proto = {"range", consumer_sub, sizeof consumer_sub}; /* subscribes to "t" */
+    struct join_box j;
+    memset(&j, 0, sizeof j);
+    struct group_join_params p = {.group_id = "g", .member_id = "", .group_instance_id = "i", .client_id = "c",
+                                  .protocol_type = "consumer", .protocols = &proto, .protocol_count = 1,
+                                  .session_timeout_ms = 500000, .rebalance_timeout_ms = 500000};
+    group_coordinator_join(gc, &p, join_cb, &j);
+    advance(gc, 10);
+    struct sync_box s;
+    do_sync(gc, j.member_id, 1, NULL, 0, &s);
+    struct group_commit_params good = {.group_id = "g", .generation_id = 1, .member_id = j.member_id,
+                                       .group_instance_id = "i", .retention_ms = -1};
+    struct group_offset_commit c[] = {{.topic = "t", .partition = 0, .offset = 5}, {.topic = "u", .partition = 0, .offset = 6}};
+    group_coordinator_commit(gc, &good, c, 2);
+    advance(gc, 61000);
+    struct group_offset_fetch f[] = {{.topic = "t", .partition = 0}, {.topic = "u", .partition = 0}};
+    group_coordinator_fetch_offsets(gc, "g", f, 2);
+    assert_int_equal(f[0].offset, 5);  /* subscribed: kept */
+    assert_int_equal(f[1].offset, -1); /* not subscribed: expired */
+    free(f[0].metadata);
+    free(f[1].metadata);
+    struct group_description d;
+    group_coordinator_describe(gc, "g", &d);
+    assert_string_equal(d.state, "Stable");
+    group_description_free(&d);
+    group_coordinator_destroy(gc);
+}
+
+static void test_leave_by_instance(void **state)
+{
+    (void)state;
+    struct group_coordinator *gc = make_gc(0);
+    struct join_box a, b;
+    join(gc, "", "i1", range_proto, 1, &a);
+    join(gc, "", "i2", range_proto, 1, &b);
+    advance(gc, 10);
+    struct group_leave_member lm[] = {
+        {.member_id = "wrong-id", .group_instance_id = "i1"},
+        {.member_id = "", .group_instance_id = "i2"},
+        {.member_id = "nobody"},
+    };
+    assert_int_equal(group_coordinator_leave(gc, "g", lm, 3), KAFKA_ERR_NONE);
+    assert_int_equal(lm[0].error_code, KAFKA_ERR_FENCED_INSTANCE_ID);
+    assert_int_equal(lm[1].error_code, KAFKA_ERR_NONE);
+    assert_int_equal(lm[2].error_code, KAFKA_ERR_UNKNOWN_MEMBER_ID);
+    struct group_description d;
+    group_coordinator_describe(gc, "g", &d);
+    assert_int_equal(d.member_count, 1);
+    assert_string_equal(d.members[0].group_instance_id, "i1");
+    assert_string_equal(d.state, "PreparingRebalance");
+    group_description_free(&d);
+    group_coordinator_destroy(gc);
+}
+
 /* A store that records what it was asked to write. */
 struct fake_store {
     int offsets_calls;
@@ -691,6 +760,8 @@ int main(void)
         cmocka_unit_test(test_offsets),
         cmocka_unit_test(test_offset_delete_subscribed),
         cmocka_unit_test(test_offset_expiry),
+        cmocka_unit_test(test_offset_expiry_stable_group),
+        cmocka_unit_test(test_leave_by_instance),
         cmocka_unit_test(test_store_and_load),
         cmocka_unit_test(test_shutdown_answers_parked),
     };
