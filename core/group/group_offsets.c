@@ -335,6 +335,13 @@ void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t
     bool stable_consumer = g->state == GROUP_STABLE && g->protocol_type &&
                            strcmp(g->protocol_type, CONSUMER_PROTOCOL_TYPE) == 0;
     if (g->state != GROUP_EMPTY && !stable_consumer) return;
+    if (g->state == GROUP_EMPTY && g->offset_count == 0 && g->pending_count == 0) {
+        /* Nothing left to keep (Kafka drops such groups too): this also
+         * bounds the groups that stray JoinGroups leave behind. */
+        if (delete_group_locked(gc, g) != KAFKA_ERR_NONE)
+            logger_warn("group", "could not remove empty group %s", g->group_id);
+        return;
+    }
     struct group_offset **del = calloc(g->offset_count ? g->offset_count : 1, sizeof *del);
     if (!del) return;
     size_t n = 0;

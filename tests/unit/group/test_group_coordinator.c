@@ -556,6 +556,25 @@ static void test_offset_expiry(void **state)
     group_coordinator_describe(gc, "g", &d);
     assert_string_equal(d.state, "Dead"); /* gone with its last offset */
     group_description_free(&d);
+
+    /* A group whose only member left, with no offsets, goes at the next sweep. */
+    struct join_box j;
+    memset(&j, 0, sizeof j);
+    struct group_join_params p = {.group_id = "h", .member_id = "", .client_id = "c", .protocol_type = "consumer",
+                                  .protocols = range_proto, .protocol_count = 1, .session_timeout_ms = 10000,
+                                  .rebalance_timeout_ms = 10000};
+    group_coordinator_join(gc, &p, join_cb, &j);
+    advance(gc, 3100);
+    assert_true(j.done);
+    struct group_leave_member lm = {.member_id = j.member_id};
+    group_coordinator_leave(gc, "h", &lm, 1);
+    group_coordinator_describe(gc, "h", &d);
+    assert_string_equal(d.state, "Empty");
+    group_description_free(&d);
+    advance(gc, 1000);
+    group_coordinator_describe(gc, "h", &d);
+    assert_string_equal(d.state, "Dead");
+    group_description_free(&d);
     group_coordinator_destroy(gc);
 }
 
