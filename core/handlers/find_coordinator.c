@@ -1,7 +1,9 @@
-/* FindCoordinator: with a single node, this broker coordinates every group.
+/* FindCoordinator: with a single node, this broker coordinates every group
+ * once its group store is loaded.
  * Transaction coordination is not served yet: COORDINATOR_NOT_AVAILABLE. */
 #include <string.h>
 
+#include "group/group_coordinator.h"
 #include "handlers/handler_util.h"
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"
@@ -24,6 +26,11 @@ static void find_one(struct request_context *ctx, const struct metadata_image *i
     out->port = -1;
     if (key_type != KEY_TYPE_GROUP) {
         out->error_code = key_type == 1 ? KAFKA_ERR_COORDINATOR_NOT_AVAILABLE : KAFKA_ERR_INVALID_REQUEST;
+        return;
+    }
+    /* Until the group store is loaded, clients must retry elsewhere/later. */
+    if (!ctx->env->groups || group_coordinator_is_loading(ctx->env->groups)) {
+        out->error_code = KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
         return;
     }
     const struct metadata_broker *self = metadata_image_broker(img, ctx->env->node_id);

@@ -22,6 +22,7 @@ struct fetch_session_cache;
 struct plugin_host;
 struct metrics_metric;
 struct handler_authz_memo;
+struct group_coordinator;
 
 /* Everything a handler reaches. Built by the server before the first
  * request and read-only afterwards; the pointed-to parts are thread-safe. */
@@ -32,6 +33,7 @@ struct handler_env {
     struct purgatory *fetch_purgatory;
     struct fetch_session_cache *fetch_sessions;
     struct plugin_host *plugins; /* NULL when no plugin is loaded */
+    struct group_coordinator *groups;
     int32_t node_id;
     /* Broker defaults read once at start. */
     bool auto_create_topics;
@@ -109,5 +111,15 @@ enum handler_result handle_incremental_alter_configs(struct request_context *, v
 enum handler_result handle_describe_cluster(struct request_context *, void *, void *);
 enum handler_result handle_find_coordinator(struct request_context *, void *, void *);
 enum handler_result handle_init_producer_id(struct request_context *, void *, void *);
+enum handler_result handle_offset_commit(struct request_context *, void *, void *);
+enum handler_result handle_offset_fetch(struct request_context *, void *, void *);
+enum handler_result handle_join_group(struct request_context *, void *, void *);
+enum handler_result handle_heartbeat(struct request_context *, void *, void *);
+enum handler_result handle_leave_group(struct request_context *, void *, void *);
+enum handler_result handle_sync_group(struct request_context *, void *, void *);
+enum handler_result handle_describe_groups(struct request_context *, void *, void *);
+enum handler_result handle_list_groups(struct request_context *, void *, void *);
+enum handler_result handle_delete_groups(struct request_context *, void *, void *);
+enum handler_result handle_offset_delete(struct request_context *, void *, void *);
 
 #endif

@@ -10,6 +10,8 @@
 #include "config/listeners.h"
 #include "config/meta_properties.h"
 #include "config/topic_config.h"
+#include "group/group_coordinator.h"
+#include "group/group_log.h"
 #include "handlers/fetch_session.h"
 #include "handlers/handlers.h"
 #include "handlers/purgatory.h"
@@ -29,6 +31,8 @@ struct broker {
     int metadata_subscription;
     struct purgatory *fetch_purgatory;
     struct fetch_session_cache *fetch_sessions;
+    struct group_coordinator *groups;
+    struct group_log *group_log;
     struct net_server *net;
     struct plugin_host *plugins;
     struct metrics_http *metrics_http;
@@ -217,6 +221,53 @@ static int start_network(struct broker *b, char *err, size_t errlen)
     return 0;
 }
 
+/* Groups are kept in memory only until the durable group log is wired in
+ * (pass its store ops here and replay it through the load visitor). */
+static int start_groups(struct broker *b, char *err, size_t errlen)
+{
+    struct group_coordinator_options opts;
+    group_coordinator_options_defaults(&opts);
+    opts.min_session_timeout_ms = config_get_int(b->config, "group.min.session.timeout.ms");
+    opts.max_session_timeout_ms = config_get_int(b->config, "group.max.session.timeout.ms");
+    opts.initial_rebalance_delay_ms = config_get_int(b->config, "group.initial.rebalance.delay.ms");
+    opts.max_group_size = config_get_int(b->config, "group.max.size");
+    opts.offset_metadata_max_bytes = config_get_int(b->config, "offset.metadata.max.bytes");
+    opts.offsets_retention_ms = (int64_t)config_get_int(b->config, "offsets.retention.minutes") * 60000;
+    opts.offsets_retention_check_interval_ms = config_get_long(b->config, "offsets.retention.check.interval.ms");
+    struct group_log_options log_opts = {
+        .logs = b->logs,
+        .metadata = b->metadata,
+        .num_partitions = config_get_int(b->config, "offsets.topic.num.partitions"),
+        .replication_factor = (int16_t)config_get_int(b->config, "offsets.topic.replication.factor"),
+        .segment_bytes = config_get_int(b->config, "offsets.topic.segment.bytes"),
+        .node_id = b->env.node_id,
+        .load_buffer_size = config_get_int(b->config, "offsets.load.buffer.size"),
+    };
+    char log_err[256];
+    if (group_log_open(&log_opts, &b->group_log, log_err, sizeof log_err) != 0) {
+        snprintf(err, errlen, "cannot open %s: %s", GROUP_LOG_TOPIC, log_err);
+        return -1;
+    }
+    opts.ops = group_log_store_ops();
+    opts.store = b->group_log;
+    opts.start_loading = true;
+    if (group_coordinator_create(&opts, &b->groups) != 0) {
+        snprintf(err, errlen, "cannot start the group coordinator");
+        return -1;
+    }
+    /* Loaded before the listeners open, so no client sees a half-loaded group. */
+    int64_t load_started = clock_mono_ms();
+    if (group_log_load(b->group_log, group_coordinator_load_visitor(), b->groups, log_err, sizeof log_err) != 0) {
+        snprintf(err, errlen, "cannot load %s: %s", GROUP_LOG_TOPIC, log_err);
+        return -1;
+    }
+    group_coordinator_set_loaded(b->groups);
+    logger_info("server", "loaded groups and offsets from %s in %lld ms", GROUP_LOG_TOPIC,
+                (long long)(clock_mono_ms() - load_started));
+    b->env.groups = b->groups;
+    return 0;
+}
+
 static int start_logs(struct broker *b, const char *const *dirs, size_t dir_count, char *err, size_t errlen)
 {
     struct log_manager_config opts;
@@ -284,6 +335,7 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
     if (metrics_listen && metrics_listen[0] &&
         metrics_http_start(metrics_listen, &b->metrics_http, err, errlen) != 0)
         goto fail;
+    if (start_groups(b, err, errlen) != 0) goto fail;
     if (start_network(b, err, errlen) != 0) goto fail;
     logger_info("server", "cairnd started: node %d, cluster %s, data in %s, %lld ms", b->env.node_id,
                 b->cluster_id, dirs[0], (long long)(clock_mono_ms() - started));
@@ -299,12 +351,17 @@ void broker_stop(struct broker *b)
     if (!b) return;
     /* Order matters: stop taking requests, let parked fetches answer, then
      * close the data and metadata logs cleanly. */
+    /* Parked JoinGroup/SyncGroup requests answer NOT_COORDINATOR now, so
+     * the network layer's drain does not wait out rebalance timeouts. */
+    group_coordinator_shutdown(b->groups);
     if (b->net) net_server_stop(b->net, 10000);
     if (b->fetch_purgatory) purgatory_destroy(b->fetch_purgatory);
     if (b->net) net_server_free(b->net);
     /* Every request has completed: no table call can still be running. */
     metrics_http_stop(b->metrics_http);
     plugin_host_stop(b->plugins);
+    group_coordinator_destroy(b->groups);
+    if (b->group_log) group_log_close(b->group_log);
     if (b->metadata) {
         if (b->metadata_subscription > 0) metadata_store_unsubscribe(b->metadata, b->metadata_subscription);
         metadata_store_close(b->metadata);

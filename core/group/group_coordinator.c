@@ -1,0 +1,405 @@
+/* Group coordinator lifetime, the group table, timers and loading. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "group/group_internal.h"
+#include "protocol/generated/errors.h"
+#include "util/clock.h"
+#include "util/logger.h"
+
+/* Timers are checked at this granularity; session timeouts are seconds. */
+#define GROUP_TIMER_TICK_MS 50
+
+void group_coordinator_options_defaults(struct group_coordinator_options *opts)
+{
+    memset(opts, 0, sizeof *opts);
+    opts->min_session_timeout_ms = 6000;
+    opts->max_session_timeout_ms = 1800000;
+    opts->initial_rebalance_delay_ms = 3000;
+    opts->max_group_size = INT32_MAX;
+    opts->offset_metadata_max_bytes = 4096;
+    opts->offsets_retention_ms = 10080LL * 60000;
+    opts->offsets_retention_check_interval_ms = 600000;
+}
+
+int64_t group_now(struct group_coordinator *gc)
+{
+    return gc->opts.now_ms ? gc->opts.now_ms(gc->opts.clock_ctx) : clock_mono_ms();
+}
+
+int64_t group_wall_now(struct group_coordinator *gc)
+{
+    return gc->opts.now_ms ? gc->opts.now_ms(gc->opts.clock_ctx) : clock_wall_ms();
+}
+
+char *group_strdup(const char *s) { return s ? strdup(s) : NULL; }
+
+uint8_t *group_memdup(const uint8_t *p, size_t n)
+{
+    uint8_t *out = malloc(n ? n : 1);
+    if (out && n) memcpy(out, p, n);
+    return out;
+}
+
+const char *group_state_name(enum group_state s)
+{
+    switch (s) {
+    case GROUP_EMPTY: return "Empty";
+    case GROUP_PREPARING_REBALANCE: return "PreparingRebalance";
+    case GROUP_COMPLETING_REBALANCE: return "CompletingRebalance";
+    case GROUP_STABLE: return "Stable";
+    case GROUP_DEAD: return "Dead";
+    }
+    return "Dead";
+}
+
+static uint32_t group_hash(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+struct group *group_find(struct group_coordinator *gc, const char *group_id)
+{
+    for (struct group *g = gc->buckets[group_hash(group_id) % GROUP_BUCKETS]; g; g = g->next)
+        if (strcmp(g->group_id, group_id) == 0) return g;
+    return NULL;
+}
+
+struct group *group_get_or_create(struct group_coordinator *gc, const char *group_id)
+{
+    struct group *g = group_find(gc, group_id);
+    if (g) return g;
+    g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->group_id = strdup(group_id);
+    if (!g->group_id) {
+        free(g);
+        return NULL;
+    }
+    g->state = GROUP_EMPTY;
+    g->state_timestamp = group_wall_now(gc);
+    uint32_t b = group_hash(group_id) % GROUP_BUCKETS;
+    g->next = gc->buckets[b];
+    gc->buckets[b] = g;
+    gc->group_count++;
+    return g;
+}
+
+static void group_free(struct group *g)
+{
+    for (size_t i = 0; i < g->member_count; i++) group_member_free(g->members[i]);
+    free(g->members);
+    for (size_t i = 0; i < g->pending_count; i++) free(g->pending[i].member_id);
+    free(g->pending);
+    group_offsets_free(g);
+    free(g->group_id);
+    free(g->protocol_type);
+    free(g->protocol);
+    free(g->leader);
+    free(g);
+}
+
+void group_remove(struct group_coordinator *gc, struct group *g)
+{
+    struct group **pp = &gc->buckets[group_hash(g->group_id) % GROUP_BUCKETS];
+    while (*pp && *pp != g) pp = &(*pp)->next;
+    if (*pp) *pp = g->next;
+    gc->group_count--;
+    group_free(g);
+}
+
+void group_set_state(struct group_coordinator *gc, struct group *g, enum group_state s)
+{
+    g->state = s;
+    g->state_timestamp = group_wall_now(gc);
+}
+
+void group_snapshot_store(struct group_coordinator *gc, struct group *g)
+{
+    if (!gc->opts.ops || !gc->opts.ops->store_group) return;
+    struct group_member_record *recs = calloc(g->member_count ? g->member_count : 1, sizeof *recs);
+    if (!recs) return;
+    for (size_t i = 0; i < g->member_count; i++) {
+        const struct group_member *m = g->members[i];
+        const struct group_member_protocol *p = g->protocol ? group_member_protocol(m, g->protocol) : NULL;
+        recs[i] = (struct group_member_record){
+            .member_id = m->member_id,
+            .group_instance_id = m->instance_id,
+            .client_id = m->client_id ? m->client_id : "",
+            .client_host = m->client_host ? m->client_host : "",
+            .rebalance_timeout_ms = m->rebalance_timeout_ms,
+            .session_timeout_ms = m->session_timeout_ms,
+            .subscription = p ? p->metadata : NULL,
+            .subscription_len = p ? p->metadata_len : 0,
+            .assignment = m->assignment,
+            .assignment_len = m->assignment_len,
+        };
+    }
+    struct group_snapshot_record rec = {
+        .group_id = g->group_id,
+        .protocol_type = g->protocol_type ? g->protocol_type : "",
+        .generation = g->generation,
+        .protocol = g->protocol,
+        .leader = g->leader,
+        .current_state_timestamp = g->state_timestamp,
+        .members = recs,
+        .member_count = g->member_count,
+    };
+    int16_t err = gc->opts.ops->store_group(gc->opts.store, &rec);
+    if (err != KAFKA_ERR_NONE)
+        logger_warn("group", "could not store group %s generation %d: error %d", g->group_id, g->generation, err);
+    free(recs);
+}
+
+int16_t group_coordinator_available(struct group_coordinator *gc)
+{
+    if (gc->shut_down) return KAFKA_ERR_NOT_COORDINATOR;
+    if (gc->loading) return KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS;
+    return KAFKA_ERR_NONE;
+}
+
+static void tick_locked(struct group_coordinator *gc)
+{
+    if (gc->shut_down || gc->loading) return;
+    int64_t now = group_now(gc);
+    bool check_expiry = now >= gc->next_expiry_check;
+    if (check_expiry) gc->next_expiry_check = now + gc->opts.offsets_retention_check_interval_ms;
+    int64_t wall = group_wall_now(gc);
+    for (size_t b = 0; b < GROUP_BUCKETS; b++) {
+        struct group *g = gc->buckets[b];
+        while (g) {
+            struct group *next = g->next;
+            group_membership_tick(gc, g, now);
+            if (check_expiry) group_offsets_expire(gc, g, wall);
+            g = next;
+        }
+    }
+}
+
+void group_coordinator_tick(struct group_coordinator *gc)
+{
+    pthread_mutex_lock(&gc->lock);
+    tick_locked(gc);
+    pthread_mutex_unlock(&gc->lock);
+}
+
+static void *timer_main(void *arg)
+{
+    struct group_coordinator *gc = arg;
+    pthread_mutex_lock(&gc->lock);
+    while (!gc->stopping) {
+        tick_locked(gc);
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += GROUP_TIMER_TICK_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&gc->cond, &gc->lock, &ts);
+    }
+    pthread_mutex_unlock(&gc->lock);
+    return NULL;
+}
+
+int group_coordinator_create(const struct group_coordinator_options *opts, struct group_coordinator **out)
+{
+    struct group_coordinator *gc = calloc(1, sizeof *gc);
+    if (!gc) return -1;
+    gc->opts = *opts;
+    gc->loading = opts->start_loading;
+    pthread_mutex_init(&gc->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&gc->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    gc->next_expiry_check = group_now(gc) + opts->offsets_retention_check_interval_ms;
+    if (!opts->manual_time) {
+        if (pthread_create(&gc->timer_thread, NULL, timer_main, gc) != 0) {
+            pthread_cond_destroy(&gc->cond);
+            pthread_mutex_destroy(&gc->lock);
+            free(gc);
+            return -1;
+        }
+        gc->timer_started = true;
+    }
+    *out = gc;
+    return 0;
+}
+
+void group_coordinator_shutdown(struct group_coordinator *gc)
+{
+    if (!gc) return;
+    pthread_mutex_lock(&gc->lock);
+    if (!gc->shut_down) {
+        gc->shut_down = true;
+        for (size_t b = 0; b < GROUP_BUCKETS; b++)
+            for (struct group *g = gc->buckets[b]; g; g = g->next) group_fail_parked(g, KAFKA_ERR_NOT_COORDINATOR);
+    }
+    pthread_mutex_unlock(&gc->lock);
+}
+
+void group_coordinator_destroy(struct group_coordinator *gc)
+{
+    if (!gc) return;
+    group_coordinator_shutdown(gc);
+    pthread_mutex_lock(&gc->lock);
+    gc->stopping = true;
+    pthread_cond_broadcast(&gc->cond);
+    pthread_mutex_unlock(&gc->lock);
+    if (gc->timer_started) pthread_join(gc->timer_thread, NULL);
+    for (size_t b = 0; b < GROUP_BUCKETS; b++) {
+        while (gc->buckets[b]) {
+            struct group *g = gc->buckets[b];
+            gc->buckets[b] = g->next;
+            group_free(g);
+        }
+    }
+    pthread_cond_destroy(&gc->cond);
+    pthread_mutex_destroy(&gc->lock);
+    free(gc);
+}
+
+void group_coordinator_set_loaded(struct group_coordinator *gc)
+{
+    pthread_mutex_lock(&gc->lock);
+    gc->loading = false;
+    /* Loaded members get a full session from now to show up again. */
+    int64_t now = group_now(gc);
+    for (size_t b = 0; b < GROUP_BUCKETS; b++)
+        for (struct group *g = gc->buckets[b]; g; g = g->next)
+            for (size_t i = 0; i < g->member_count; i++)
+                g->members[i]->session_deadline = now + g->members[i]->session_timeout_ms;
+    pthread_mutex_unlock(&gc->lock);
+}
+
+bool group_coordinator_is_loading(struct group_coordinator *gc)
+{
+    pthread_mutex_lock(&gc->lock);
+    bool loading = gc->loading;
+    pthread_mutex_unlock(&gc->lock);
+    return loading;
+}
+
+/* ---- replay from the durable store ---- */
+
+static void load_offset(void *ctx, const char *group_id, const char *topic, int32_t partition,
+                        const struct group_offset_record *rec)
+{
+    struct group_coordinator *gc = ctx;
+    pthread_mutex_lock(&gc->lock);
+    struct group *g = rec ? group_get_or_create(gc, group_id) : group_find(gc, group_id);
+    if (!g) goto out;
+    size_t i = 0;
+    while (i < g->offset_count && !(g->offsets[i].partition == partition && strcmp(g->offsets[i].topic, topic) == 0))
+        i++;
+    if (!rec) {
+        if (i < g->offset_count) {
+            free(g->offsets[i].topic);
+            free(g->offsets[i].metadata);
+            g->offsets[i] = g->offsets[--g->offset_count];
+        }
+        if (g->offset_count == 0 && g->state == GROUP_EMPTY && g->generation == 0 && !g->protocol_type)
+            group_remove(gc, g);
+        goto out;
+    }
+    if (i == g->offset_count) {
+        if (g->offset_count == g->offset_cap) {
+            size_t cap = g->offset_cap ? g->offset_cap * 2 : 8;
+            struct group_offset *n = realloc(g->offsets, cap * sizeof *n);
+            if (!n) goto out;
+            g->offsets = n;
+            g->offset_cap = cap;
+        }
+        g->offsets[i] = (struct group_offset){.topic = strdup(topic), .partition = partition};
+        if (!g->offsets[i].topic) goto out;
+        g->offset_count++;
+    }
+    struct group_offset *o = &g->offsets[i];
+    free(o->metadata);
+    o->offset = rec->offset;
+    o->leader_epoch = rec->leader_epoch;
+    o->metadata = group_strdup(rec->metadata);
+    o->commit_timestamp = rec->commit_timestamp;
+    o->expire_timestamp = rec->expire_timestamp;
+out:
+    pthread_mutex_unlock(&gc->lock);
+}
+
+static void load_group(void *ctx, const char *group_id, const struct group_snapshot_record *rec)
+{
+    struct group_coordinator *gc = ctx;
+    pthread_mutex_lock(&gc->lock);
+    struct group *g = group_find(gc, group_id);
+    if (!rec) {
+        if (g) group_remove(gc, g);
+        goto out;
+    }
+    if (!g) g = group_get_or_create(gc, group_id);
+    if (!g) goto out;
+    for (size_t i = 0; i < g->member_count; i++) group_member_free(g->members[i]);
+    g->member_count = 0;
+    free(g->protocol_type);
+    free(g->protocol);
+    free(g->leader);
+    g->protocol_type = group_strdup(rec->protocol_type);
+    g->protocol = group_strdup(rec->protocol);
+    g->leader = group_strdup(rec->leader);
+    g->generation = rec->generation;
+    g->state_timestamp = rec->current_state_timestamp;
+    g->state = GROUP_EMPTY;
+    if (rec->member_count > 0 && rec->protocol) {
+        if (rec->member_count > g->member_cap) {
+            struct group_member **n = realloc(g->members, rec->member_count * sizeof *n);
+            if (n) {
+                g->members = n;
+                g->member_cap = rec->member_count;
+            }
+        }
+        for (size_t i = 0; i < rec->member_count && i < g->member_cap; i++) {
+            const struct group_member_record *mr = &rec->members[i];
+            struct group_member *m = calloc(1, sizeof *m);
+            struct group_member_protocol *p = calloc(1, sizeof *p);
+            if (!m || !p) {
+                free(m);
+                free(p);
+                break;
+            }
+            m->member_id = group_strdup(mr->member_id);
+            m->instance_id = group_strdup(mr->group_instance_id);
+            m->client_id = group_strdup(mr->client_id);
+            m->client_host = group_strdup(mr->client_host);
+            m->session_timeout_ms = mr->session_timeout_ms;
+            m->rebalance_timeout_ms = mr->rebalance_timeout_ms;
+            p->name = group_strdup(rec->protocol);
+            p->metadata = group_memdup(mr->subscription, mr->subscription_len);
+            p->metadata_len = mr->subscription_len;
+            m->protocols = p;
+            m->protocol_count = 1;
+            m->assignment = group_memdup(mr->assignment, mr->assignment_len);
+            m->assignment_len = mr->assignment_len;
+            m->synced = true;
+            m->session_deadline = group_now(gc) + m->session_timeout_ms;
+            g->members[g->member_count++] = m;
+        }
+        if (g->member_count > 0) g->state = GROUP_STABLE;
+    }
+    if (g->state == GROUP_EMPTY) {
+        free(g->leader);
+        g->leader = NULL;
+    }
+out:
+    pthread_mutex_unlock(&gc->lock);
+}
+
+static const struct group_load_visitor load_visitor = {
+    .offset = load_offset,
+    .group = load_group,
+};
+
+const struct group_load_visitor *group_coordinator_load_visitor(void) { return &load_visitor; }

@@ -1,0 +1,168 @@
+/* Private state of the group coordinator, shared by its source files.
+ * Everything here is guarded by group_coordinator.lock. */
+#ifndef CAIRN_GROUP_GROUP_INTERNAL_H
+#define CAIRN_GROUP_GROUP_INTERNAL_H
+
+#include <pthread.h>
+
+#include "group/group_coordinator.h"
+
+enum group_state {
+    GROUP_EMPTY,
+    GROUP_PREPARING_REBALANCE,
+    GROUP_COMPLETING_REBALANCE,
+    GROUP_STABLE,
+    GROUP_DEAD,
+};
+
+struct group_member_protocol {
+    char *name;
+    uint8_t *metadata;
+    size_t metadata_len;
+};
+
+struct group_member {
+    char *member_id;
+    char *instance_id; /* NULL: dynamic */
+    char *client_id;
+    char *client_host;
+    struct group_member_protocol *protocols;
+    size_t protocol_count;
+    int32_t session_timeout_ms;
+    int32_t rebalance_timeout_ms;
+    uint8_t *assignment;
+    size_t assignment_len;
+    /* A parked JoinGroup / SyncGroup, answered when the rebalance moves on. */
+    group_join_cb join_cb;
+    void *join_arg;
+    group_sync_cb sync_cb;
+    void *sync_arg;
+    bool synced;              /* sent SyncGroup for the current generation */
+    int64_t session_deadline; /* mono ms */
+};
+
+/* A member id handed out with MEMBER_ID_REQUIRED, not yet joined. */
+struct group_pending_member {
+    char *member_id;
+    int64_t deadline;
+};
+
+struct group_offset {
+    char *topic;
+    int32_t partition;
+    int64_t offset;
+    int32_t leader_epoch;
+    char *metadata; /* NULL: null */
+    int64_t commit_timestamp;
+    int64_t expire_timestamp; /* -1: by retention */
+};
+
+struct group {
+    char *group_id;
+    enum group_state state;
+    char *protocol_type; /* NULL until the first member joins */
+    char *protocol;      /* NULL when none chosen */
+    char *leader;        /* member id, NULL when none */
+    int32_t generation;
+    int64_t state_timestamp; /* wall ms of the last state change */
+
+    struct group_member **members;
+    size_t member_count, member_cap;
+    struct group_pending_member *pending;
+    size_t pending_count, pending_cap;
+    struct group_offset *offsets;
+    size_t offset_count, offset_cap;
+
+    /* PreparingRebalance: when the join phase ends. The first rebalance of
+     * an empty group waits group.initial.rebalance.delay.ms, extended while
+     * new members keep arriving (at most the rebalance timeout). */
+    int64_t join_deadline;
+    bool initial_delay;
+    bool new_member_added;
+    int64_t initial_delay_remaining_ms;
+    /* CompletingRebalance: members that have not synced by then are dropped. */
+    int64_t sync_deadline;
+
+    struct group *next; /* hash chain */
+};
+
+#define GROUP_BUCKETS 1024
+
+/* Thread-safety: lock guards every group; the timer thread waits on cond. */
+struct group_coordinator {
+    struct group_coordinator_options opts;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    pthread_t timer_thread;
+    bool timer_started;
+    bool stopping;
+    bool shut_down;
+    bool loading;
+    int64_t next_expiry_check;
+    struct group *buckets[GROUP_BUCKETS];
+    size_t group_count;
+};
+
+/* group_coordinator.c */
+int64_t group_now(struct group_coordinator *gc);
+int64_t group_wall_now(struct group_coordinator *gc);
+struct group *group_find(struct group_coordinator *gc, const char *group_id);
+struct group *group_get_or_create(struct group_coordinator *gc, const char *group_id);
+void group_remove(struct group_coordinator *gc, struct group *g);
+const char *group_state_name(enum group_state s);
+char *group_strdup(const char *s);
+uint8_t *group_memdup(const uint8_t *p, size_t n);
+void group_set_state(struct group_coordinator *gc, struct group *g, enum group_state s);
+void group_snapshot_store(struct group_coordinator *gc, struct group *g);
+/* Common request preconditions: NONE, or the error to answer with. */
+int16_t group_coordinator_available(struct group_coordinator *gc);
+
+/* group_membership.c: members */
+struct group_member *group_member_find(struct group *g, const char *member_id);
+struct group_member *group_member_by_instance(struct group *g, const char *instance_id);
+/* A new member from a join (takes member_id); NULL when out of memory. */
+struct group_member *group_member_new(const struct group_join_params *p, char *member_id);
+int group_member_append(struct group *g, struct group_member *m);
+void group_member_free(struct group_member *m);
+const struct group_member_protocol *group_member_protocol(const struct group_member *m, const char *name);
+struct group_member_protocol *group_protocols_copy(const struct group_protocol *src, size_t n);
+void group_protocols_free(struct group_member_protocol *p, size_t n);
+bool group_same_protocols(const struct group_member *m, const struct group_join_params *p);
+int group_pending_index(struct group *g, const char *member_id);
+void group_pending_remove_at(struct group *g, size_t i);
+/* "<client id>-<uuid>", malloc'd; NULL when out of memory. */
+char *group_generate_member_id(const char *client_id);
+
+/* group_membership.c: protocol choice */
+/* Whether a member with these protocols may join g (Kafka's rule). */
+bool group_supports_protocols(const struct group *g, const struct group_join_params *p);
+const char *group_select_protocol(const struct group *g);
+
+/* group_membership.c: answers */
+void group_join_respond_error(group_join_cb cb, void *arg, int16_t err, const char *member_id);
+void group_sync_respond_error(group_sync_cb cb, void *arg, int16_t err);
+/* The current generation; the leader also gets every member's metadata. */
+void group_join_respond_current(struct group *g, struct group_member *m, group_join_cb cb, void *arg,
+                                bool skip_assignment);
+/* Answers every parked request of the group with err (shutdown). */
+void group_fail_parked(struct group *g, int16_t err);
+
+/* group_membership.c: transitions */
+void group_prepare_rebalance(struct group_coordinator *gc, struct group *g, int64_t now);
+/* Completes the join phase once every member has rejoined. */
+void group_try_complete_join(struct group_coordinator *gc, struct group *g, int64_t now);
+void group_complete_join(struct group_coordinator *gc, struct group *g, int64_t now);
+/* Removes members[i], answering its parked requests UNKNOWN_MEMBER_ID. */
+void group_remove_member_at(struct group *g, size_t i);
+/* After members left or expired: the group rebalances without them. */
+void group_member_removed(struct group_coordinator *gc, struct group *g, int64_t now);
+/* m (re)joins with p's protocols and waits for the join phase to end. */
+void group_member_update_and_park(struct group_coordinator *gc, struct group *g, struct group_member *m,
+                                  const struct group_join_params *p, group_join_cb cb, void *arg, int64_t now);
+void group_membership_tick(struct group_coordinator *gc, struct group *g, int64_t now);
+
+/* group_offsets.c */
+void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t wall_now);
+void group_offsets_free(struct group *g);
+
+#endif

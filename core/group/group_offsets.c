@@ -1,0 +1,477 @@
+/* Committed offsets (OffsetCommit, OffsetFetch, OffsetDelete, expiry),
+ * DeleteGroups, and the read-only views DescribeGroups and ListGroups. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "group/group_internal.h"
+#include "protocol/generated/errors.h"
+#include "util/logger.h"
+
+#define CONSUMER_PROTOCOL_TYPE "consumer"
+
+void group_offsets_free(struct group *g)
+{
+    for (size_t i = 0; i < g->offset_count; i++) {
+        free(g->offsets[i].topic);
+        free(g->offsets[i].metadata);
+    }
+    free(g->offsets);
+    g->offsets = NULL;
+    g->offset_count = g->offset_cap = 0;
+}
+
+static struct group_offset *offset_find(struct group *g, const char *topic, int32_t partition)
+{
+    for (size_t i = 0; i < g->offset_count; i++)
+        if (g->offsets[i].partition == partition && strcmp(g->offsets[i].topic, topic) == 0) return &g->offsets[i];
+    return NULL;
+}
+
+static void offset_remove(struct group *g, struct group_offset *o)
+{
+    free(o->topic);
+    free(o->metadata);
+    *o = g->offsets[--g->offset_count];
+}
+
+/* Kafka's order: identity and generation first, then the group's state. */
+static int16_t commit_check(struct group_coordinator *gc, struct group *g, const struct group_commit_params *p)
+{
+    const char *member_id = p->member_id ? p->member_id : "";
+    if (!g) return p->generation_id < 0 ? KAFKA_ERR_NONE : KAFKA_ERR_ILLEGAL_GENERATION;
+    if (g->state == GROUP_DEAD) return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
+    struct group_member *m = NULL;
+    if (p->generation_id >= 0 || member_id[0] || p->group_instance_id) {
+        struct group_member *by_instance = group_member_by_instance(g, p->group_instance_id);
+        if (by_instance && strcmp(by_instance->member_id, member_id) != 0) return KAFKA_ERR_FENCED_INSTANCE_ID;
+        m = group_member_find(g, member_id);
+        if (!m) return KAFKA_ERR_UNKNOWN_MEMBER_ID;
+        if (p->generation_id != g->generation) return KAFKA_ERR_ILLEGAL_GENERATION;
+    } else if (g->state != GROUP_EMPTY) {
+        return KAFKA_ERR_UNKNOWN_MEMBER_ID; /* only members commit to a non-empty group */
+    }
+    /* The member has the new generation but not its assignment yet. */
+    if (g->state == GROUP_COMPLETING_REBALANCE) return KAFKA_ERR_REBALANCE_IN_PROGRESS;
+    /* A commit is a sign of life, as a heartbeat is. */
+    if (m) m->session_deadline = group_now(gc) + m->session_timeout_ms;
+    return KAFKA_ERR_NONE;
+}
+
+void group_coordinator_commit(struct group_coordinator *gc, const struct group_commit_params *p,
+                              struct group_offset_commit *offsets, size_t count)
+{
+    pthread_mutex_lock(&gc->lock);
+    int16_t err = group_coordinator_available(gc);
+    struct group *g = NULL;
+    if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0])) err = KAFKA_ERR_INVALID_GROUP_ID;
+    if (err == KAFKA_ERR_NONE) {
+        g = group_find(gc, p->group_id);
+        err = commit_check(gc, g, p);
+    }
+    if (err == KAFKA_ERR_NONE && !g) {
+        g = group_get_or_create(gc, p->group_id);
+        if (!g) err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    size_t valid = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (offsets[i].error_code != KAFKA_ERR_NONE) continue;
+        if (err != KAFKA_ERR_NONE) offsets[i].error_code = err;
+        else if (offsets[i].metadata && strlen(offsets[i].metadata) > (size_t)gc->opts.offset_metadata_max_bytes)
+            offsets[i].error_code = KAFKA_ERR_OFFSET_METADATA_TOO_LARGE;
+        else valid++;
+    }
+    if (valid == 0) goto out;
+
+    int64_t wall = group_wall_now(gc);
+    int64_t expire = p->retention_ms > 0 ? wall + p->retention_ms : -1;
+    if (gc->opts.ops && gc->opts.ops->store_offsets) {
+        struct group_offset_record *recs = calloc(valid, sizeof *recs);
+        if (!recs) {
+            err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+        } else {
+            size_t n = 0;
+            for (size_t i = 0; i < count; i++) {
+                if (offsets[i].error_code != KAFKA_ERR_NONE) continue;
+                recs[n++] = (struct group_offset_record){
+                    .topic = offsets[i].topic,
+                    .partition = offsets[i].partition,
+                    .offset = offsets[i].offset,
+                    .leader_epoch = offsets[i].leader_epoch,
+                    .metadata = offsets[i].metadata,
+                    .commit_timestamp = wall,
+                    .expire_timestamp = expire,
+                };
+            }
+            err = gc->opts.ops->store_offsets(gc->opts.store, g->group_id, recs, n);
+            free(recs);
+        }
+        if (err != KAFKA_ERR_NONE) {
+            for (size_t i = 0; i < count; i++)
+                if (offsets[i].error_code == KAFKA_ERR_NONE) offsets[i].error_code = err;
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < count; i++) {
+        struct group_offset_commit *c = &offsets[i];
+        if (c->error_code != KAFKA_ERR_NONE) continue;
+        struct group_offset *o = offset_find(g, c->topic, c->partition);
+        if (!o) {
+            if (g->offset_count == g->offset_cap) {
+                size_t cap = g->offset_cap ? g->offset_cap * 2 : 8;
+                struct group_offset *n = realloc(g->offsets, cap * sizeof *n);
+                if (!n) {
+                    c->error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+                    continue;
+                }
+                g->offsets = n;
+                g->offset_cap = cap;
+            }
+            o = &g->offsets[g->offset_count];
+            *o = (struct group_offset){.topic = strdup(c->topic), .partition = c->partition};
+            if (!o->topic) {
+                c->error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+                continue;
+            }
+            g->offset_count++;
+        }
+        free(o->metadata);
+        o->metadata = group_strdup(c->metadata);
+        o->offset = c->offset;
+        o->leader_epoch = c->leader_epoch;
+        o->commit_timestamp = wall;
+        o->expire_timestamp = expire;
+    }
+out:
+    pthread_mutex_unlock(&gc->lock);
+}
+
+static void fill_fetch(struct group_offset_fetch *f, const struct group_offset *o)
+{
+    f->offset = o ? o->offset : -1;
+    f->leader_epoch = o ? o->leader_epoch : -1;
+    f->metadata = o && o->metadata ? strdup(o->metadata) : NULL;
+}
+
+int16_t group_coordinator_fetch_offsets(struct group_coordinator *gc, const char *group_id,
+                                        struct group_offset_fetch *offsets, size_t count)
+{
+    pthread_mutex_lock(&gc->lock);
+    int16_t err = group_coordinator_available(gc);
+    struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
+    for (size_t i = 0; i < count; i++)
+        fill_fetch(&offsets[i], g ? offset_find(g, offsets[i].topic, offsets[i].partition) : NULL);
+    pthread_mutex_unlock(&gc->lock);
+    return err;
+}
+
+int16_t group_coordinator_fetch_all_offsets(struct group_coordinator *gc, const char *group_id,
+                                            struct group_offset_fetch **out, size_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    pthread_mutex_lock(&gc->lock);
+    int16_t err = group_coordinator_available(gc);
+    struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
+    if (g && g->offset_count > 0) {
+        struct group_offset_fetch *f = calloc(g->offset_count, sizeof *f);
+        if (!f) {
+            err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+        } else {
+            for (size_t i = 0; i < g->offset_count; i++) {
+                f[i].topic = strdup(g->offsets[i].topic);
+                f[i].partition = g->offsets[i].partition;
+                fill_fetch(&f[i], &g->offsets[i]);
+            }
+            *out = f;
+            *count = g->offset_count;
+        }
+    }
+    pthread_mutex_unlock(&gc->lock);
+    return err;
+}
+
+void group_offset_fetch_free(struct group_offset_fetch *offsets, size_t count)
+{
+    if (!offsets) return;
+    for (size_t i = 0; i < count; i++) {
+        free((char *)offsets[i].topic);
+        free(offsets[i].metadata);
+    }
+    free(offsets);
+}
+
+static uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+
+/* Whether a consumer-protocol subscription (version, [topic], ...) names topic. */
+static bool subscription_has_topic(const uint8_t *p, size_t len, const char *topic)
+{
+    if (len < 6) return false;
+    int32_t n = (int32_t)((uint32_t)p[2] << 24 | (uint32_t)p[3] << 16 | (uint32_t)p[4] << 8 | p[5]);
+    size_t pos = 6, tlen = strlen(topic);
+    for (int32_t i = 0; i < n; i++) {
+        if (pos + 2 > len) return false;
+        size_t l = be16(p + pos);
+        pos += 2;
+        if (l > len - pos) return false;
+        if (l == tlen && memcmp(p + pos, topic, l) == 0) return true;
+        pos += l;
+    }
+    return false;
+}
+
+static bool group_subscribed_to(const struct group *g, const char *topic)
+{
+    if (!g->protocol) return false;
+    for (size_t i = 0; i < g->member_count; i++) {
+        const struct group_member_protocol *p = group_member_protocol(g->members[i], g->protocol);
+        if (p && subscription_has_topic(p->metadata, p->metadata_len, topic)) return true;
+    }
+    return false;
+}
+
+static int16_t store_delete_offsets(struct group_coordinator *gc, struct group *g, struct group_offset **list,
+                                    size_t n, bool whole_group)
+{
+    if (!gc->opts.ops) return KAFKA_ERR_NONE;
+    struct group_offset_record *recs = calloc(n ? n : 1, sizeof *recs);
+    if (!recs) return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    for (size_t i = 0; i < n; i++)
+        recs[i] = (struct group_offset_record){.topic = list[i]->topic, .partition = list[i]->partition,
+                                               .offset = list[i]->offset, .leader_epoch = list[i]->leader_epoch,
+                                               .metadata = list[i]->metadata,
+                                               .commit_timestamp = list[i]->commit_timestamp,
+                                               .expire_timestamp = list[i]->expire_timestamp};
+    int16_t err = KAFKA_ERR_NONE;
+    if (whole_group && gc->opts.ops->delete_group) err = gc->opts.ops->delete_group(gc->opts.store, g->group_id, recs, n);
+    else if (!whole_group && gc->opts.ops->delete_offsets)
+        err = gc->opts.ops->delete_offsets(gc->opts.store, g->group_id, recs, n);
+    free(recs);
+    return err;
+}
+
+int16_t group_coordinator_delete_offsets(struct group_coordinator *gc, const char *group_id,
+                                         struct group_offset_delete *offsets, size_t count)
+{
+    pthread_mutex_lock(&gc->lock);
+    int16_t err = group_coordinator_available(gc);
+    struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
+    if (err == KAFKA_ERR_NONE && (!g || g->state == GROUP_DEAD)) err = KAFKA_ERR_GROUP_ID_NOT_FOUND;
+    bool consumer = g && g->protocol_type && strcmp(g->protocol_type, CONSUMER_PROTOCOL_TYPE) == 0;
+    if (err == KAFKA_ERR_NONE && g->state != GROUP_EMPTY && !consumer) err = KAFKA_ERR_NON_EMPTY_GROUP;
+    struct group_offset **del = NULL;
+    size_t n = 0;
+    if (err == KAFKA_ERR_NONE) {
+        del = calloc(count ? count : 1, sizeof *del);
+        if (!del) err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    if (err != KAFKA_ERR_NONE) goto out;
+    for (size_t i = 0; i < count; i++) {
+        offsets[i].error_code = KAFKA_ERR_NONE;
+        if (g->state != GROUP_EMPTY && group_subscribed_to(g, offsets[i].topic)) {
+            offsets[i].error_code = KAFKA_ERR_GROUP_SUBSCRIBED_TO_TOPIC;
+            continue;
+        }
+        struct group_offset *o = offset_find(g, offsets[i].topic, offsets[i].partition);
+        bool dup = false;
+        for (size_t k = 0; k < n; k++) dup |= del[k] == o;
+        if (o && !dup) del[n++] = o;
+    }
+    int16_t serr = store_delete_offsets(gc, g, del, n, false);
+    if (serr != KAFKA_ERR_NONE) {
+        for (size_t i = 0; i < count; i++)
+            if (offsets[i].error_code == KAFKA_ERR_NONE) offsets[i].error_code = serr;
+        goto out;
+    }
+    /* Remove back to front: offset_remove moves the last entry. */
+    for (size_t i = g->offset_count; i-- > 0;) {
+        bool hit = false;
+        for (size_t k = 0; k < n && !hit; k++) hit = del[k] == &g->offsets[i];
+        if (hit) offset_remove(g, &g->offsets[i]);
+    }
+out:
+    free(del);
+    pthread_mutex_unlock(&gc->lock);
+    return err;
+}
+
+static int16_t delete_group_locked(struct group_coordinator *gc, struct group *g)
+{
+    struct group_offset **all = calloc(g->offset_count ? g->offset_count : 1, sizeof *all);
+    if (!all) return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    for (size_t i = 0; i < g->offset_count; i++) all[i] = &g->offsets[i];
+    int16_t err = store_delete_offsets(gc, g, all, g->offset_count, true);
+    free(all);
+    if (err != KAFKA_ERR_NONE) return err;
+    g->state = GROUP_DEAD;
+    group_remove(gc, g);
+    return KAFKA_ERR_NONE;
+}
+
+int16_t group_coordinator_delete_group(struct group_coordinator *gc, const char *group_id)
+{
+    pthread_mutex_lock(&gc->lock);
+    int16_t err = group_coordinator_available(gc);
+    struct group *g = NULL;
+    if (err == KAFKA_ERR_NONE && (!group_id || !group_id[0])) err = KAFKA_ERR_INVALID_GROUP_ID;
+    if (err == KAFKA_ERR_NONE) {
+        g = group_find(gc, group_id);
+        if (!g || g->state == GROUP_DEAD) err = KAFKA_ERR_GROUP_ID_NOT_FOUND;
+        else if (g->state != GROUP_EMPTY) err = KAFKA_ERR_NON_EMPTY_GROUP;
+    }
+    if (err == KAFKA_ERR_NONE) {
+        err = delete_group_locked(gc, g);
+        if (err == KAFKA_ERR_NONE) logger_info("group", "group %s deleted", group_id);
+    }
+    pthread_mutex_unlock(&gc->lock);
+    return err;
+}
+
+void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t wall_now)
+{
+    /* Kafka 2.1+ (KIP-211): an empty group's offsets live for the retention
+     * period after it became empty or after the commit, whichever is later;
+     * a Stable consumer group keeps the offsets of the topics it subscribes
+     * to, and the others expire by their commit time. */
+    bool stable_consumer = g->state == GROUP_STABLE && g->protocol_type &&
+                           strcmp(g->protocol_type, CONSUMER_PROTOCOL_TYPE) == 0;
+    if (g->state != GROUP_EMPTY && !stable_consumer) return;
+    if (g->state == GROUP_EMPTY && g->offset_count == 0 && g->pending_count == 0) {
+        /* Nothing left to keep (Kafka drops such groups too): this also
+         * bounds the groups that stray JoinGroups leave behind. */
+        if (delete_group_locked(gc, g) != KAFKA_ERR_NONE)
+            logger_warn("group", "could not remove empty group %s", g->group_id);
+        return;
+    }
+    struct group_offset **del = calloc(g->offset_count ? g->offset_count : 1, sizeof *del);
+    if (!del) return;
+    size_t n = 0;
+    for (size_t i = 0; i < g->offset_count; i++) {
+        const struct group_offset *o = &g->offsets[i];
+        if (stable_consumer && group_subscribed_to(g, o->topic)) continue;
+        int64_t base = o->commit_timestamp;
+        if (!stable_consumer && g->state_timestamp > base) base = g->state_timestamp;
+        int64_t deadline = o->expire_timestamp >= 0 ? o->expire_timestamp : base + gc->opts.offsets_retention_ms;
+        if (wall_now >= deadline) del[n++] = &g->offsets[i];
+    }
+    if (n > 0 && n == g->offset_count && g->state == GROUP_EMPTY) {
+        logger_info("group", "group %s: every committed offset expired; removing the group", g->group_id);
+        if (delete_group_locked(gc, g) != KAFKA_ERR_NONE)
+            logger_warn("group", "could not remove expired group %s", g->group_id);
+        free(del);
+        return;
+    }
+    if (n > 0 && store_delete_offsets(gc, g, del, n, false) == KAFKA_ERR_NONE) {
+        for (size_t i = g->offset_count; i-- > 0;) {
+            bool hit = false;
+            for (size_t k = 0; k < n && !hit; k++) hit = del[k] == &g->offsets[i];
+            if (hit) offset_remove(g, &g->offsets[i]);
+        }
+    }
+    free(del);
+}
+
+void group_coordinator_describe(struct group_coordinator *gc, const char *group_id, struct group_description *out)
+{
+    memset(out, 0, sizeof *out);
+    out->group_id = strdup(group_id ? group_id : "");
+    out->state = group_state_name(GROUP_DEAD);
+    out->protocol_type = strdup("");
+    out->protocol = strdup("");
+    pthread_mutex_lock(&gc->lock);
+    out->error_code = group_coordinator_available(gc);
+    struct group *g = out->error_code == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
+    if (g) {
+        out->state = group_state_name(g->state);
+        out->generation_id = g->generation;
+        free(out->protocol_type);
+        out->protocol_type = strdup(g->protocol_type ? g->protocol_type : "");
+        bool stable = g->state == GROUP_STABLE;
+        if (stable && g->protocol) {
+            free(out->protocol);
+            out->protocol = strdup(g->protocol);
+        }
+        out->members = calloc(g->member_count ? g->member_count : 1, sizeof *out->members);
+        for (size_t i = 0; out->members && i < g->member_count; i++) {
+            const struct group_member *m = g->members[i];
+            struct group_member_description *d = &out->members[out->member_count++];
+            d->member_id = strdup(m->member_id);
+            d->group_instance_id = group_strdup(m->instance_id);
+            d->client_id = strdup(m->client_id ? m->client_id : "");
+            d->client_host = strdup(m->client_host ? m->client_host : "");
+            const struct group_member_protocol *p = stable && g->protocol ? group_member_protocol(m, g->protocol) : NULL;
+            if (p) {
+                d->metadata = group_memdup(p->metadata, p->metadata_len);
+                d->metadata_len = d->metadata ? p->metadata_len : 0;
+            }
+            if (stable && m->assignment) {
+                d->assignment = group_memdup(m->assignment, m->assignment_len);
+                d->assignment_len = d->assignment ? m->assignment_len : 0;
+            }
+        }
+    }
+    pthread_mutex_unlock(&gc->lock);
+}
+
+void group_description_free(struct group_description *d)
+{
+    for (size_t i = 0; i < d->member_count; i++) {
+        struct group_member_description *m = &d->members[i];
+        free(m->member_id);
+        free(m->group_instance_id);
+        free(m->client_id);
+        free(m->client_host);
+        free(m->metadata);
+        free(m->assignment);
+    }
+    free(d->members);
+    free(d->group_id);
+    free(d->protocol_type);
+    free(d->protocol);
+    memset(d, 0, sizeof *d);
+}
+
+static bool state_wanted(const char *state, const char *const *states, size_t n)
+{
+    if (n == 0) return true;
+    for (size_t i = 0; i < n; i++)
+        if (states[i] && strcasecmp(states[i], state) == 0) return true;
+    return false;
+}
+
+int16_t group_coordinator_list(struct group_coordinator *gc, const char *const *states, size_t state_count,
+                               struct group_listing **out, size_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    pthread_mutex_lock(&gc->lock);
+    int16_t err = group_coordinator_available(gc);
+    if (err == KAFKA_ERR_NONE && gc->group_count > 0) {
+        struct group_listing *l = calloc(gc->group_count, sizeof *l);
+        size_t n = 0;
+        for (size_t b = 0; l && b < GROUP_BUCKETS; b++) {
+            for (struct group *g = gc->buckets[b]; g; g = g->next) {
+                const char *state = group_state_name(g->state);
+                if (!state_wanted(state, states, state_count) || n >= gc->group_count) continue;
+                l[n].group_id = strdup(g->group_id);
+                l[n].protocol_type = strdup(g->protocol_type ? g->protocol_type : "");
+                l[n].state = state;
+                n++;
+            }
+        }
+        if (!l) err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+        *out = l;
+        *count = n;
+    }
+    pthread_mutex_unlock(&gc->lock);
+    return err;
+}
+
+void group_listing_free(struct group_listing *l, size_t count)
+{
+    if (!l) return;
+    for (size_t i = 0; i < count; i++) {
+        free(l[i].group_id);
+        free(l[i].protocol_type);
+    }
+    free(l);
+}

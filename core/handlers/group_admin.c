@@ -1,0 +1,128 @@
+/* Heartbeat, LeaveGroup, DescribeGroups, ListGroups and DeleteGroups:
+ * answered at once from the group coordinator. */
+#include <stdlib.h>
+
+#include "group/group_coordinator.h"
+#include "handlers/group_handlers.h"
+
+enum handler_result handle_heartbeat(struct request_context *ctx, void *request, void *response)
+{
+    struct heartbeat_request *req = request;
+    struct heartbeat_response *resp = response;
+    resp->error_code = group_coordinator_heartbeat(
+        ctx->env->groups, group_handler_cstr_or_empty(ctx, req->group_id), req->generation_id,
+        group_handler_cstr_or_empty(ctx, req->member_id),
+        ctx->api_version >= 3 ? group_handler_cstr(ctx, req->group_instance_id) : NULL);
+    return HANDLER_RESPOND;
+}
+
+enum handler_result handle_leave_group(struct request_context *ctx, void *request, void *response)
+{
+    struct leave_group_request *req = request;
+    struct leave_group_response *resp = response;
+    const char *group_id = group_handler_cstr_or_empty(ctx, req->group_id);
+    if (ctx->api_version < 3) {
+        struct group_leave_member m = {.member_id = group_handler_cstr_or_empty(ctx, req->member_id)};
+        int16_t err = group_coordinator_leave(ctx->env->groups, group_id, &m, 1);
+        resp->error_code = err != KAFKA_ERR_NONE ? err : m.error_code;
+        return HANDLER_RESPOND;
+    }
+    int32_t n = req->members_count > 0 ? req->members_count : 0;
+    struct group_leave_member *members = kafka_arena_alloc(&ctx->arena, (size_t)(n + 1) * sizeof *members);
+    if (!members) return HANDLER_CLOSE;
+    for (int32_t i = 0; i < n; i++) {
+        members[i] = (struct group_leave_member){
+            .member_id = group_handler_cstr_or_empty(ctx, req->members[i].member_id),
+            .group_instance_id = group_handler_cstr(ctx, req->members[i].group_instance_id),
+        };
+    }
+    resp->error_code = group_coordinator_leave(ctx->env->groups, group_id, members, (size_t)n);
+    if (resp->error_code != KAFKA_ERR_NONE) return HANDLER_RESPOND;
+    HANDLER_NEW_ARRAY(ctx, resp->members, n, leave_group_response_member_response_init);
+    if (!resp->members) return HANDLER_CLOSE;
+    resp->members_count = n;
+    for (int32_t i = 0; i < n; i++) {
+        resp->members[i].member_id = req->members[i].member_id;
+        resp->members[i].group_instance_id = req->members[i].group_instance_id;
+        resp->members[i].error_code = members[i].error_code;
+    }
+    return HANDLER_RESPOND;
+}
+
+enum handler_result handle_describe_groups(struct request_context *ctx, void *request, void *response)
+{
+    struct describe_groups_request *req = request;
+    struct describe_groups_response *resp = response;
+    int32_t n = req->groups_count > 0 ? req->groups_count : 0;
+    HANDLER_NEW_ARRAY(ctx, resp->groups, n, describe_groups_response_described_group_init);
+    if (!resp->groups) return HANDLER_CLOSE;
+    resp->groups_count = n;
+    for (int32_t i = 0; i < n; i++) {
+        struct describe_groups_response_described_group *out = &resp->groups[i];
+        struct group_description d;
+        group_coordinator_describe(ctx->env->groups, group_handler_cstr_or_empty(ctx, req->groups[i]), &d);
+        out->error_code = d.error_code;
+        out->group_id = req->groups[i];
+        out->group_state = kafka_arena_strdup(&ctx->arena, d.state);
+        out->protocol_type = kafka_arena_strdup(&ctx->arena, d.protocol_type ? d.protocol_type : "");
+        out->protocol_data = kafka_arena_strdup(&ctx->arena, d.protocol ? d.protocol : "");
+        HANDLER_NEW_ARRAY(ctx, out->members, (int32_t)d.member_count,
+                          describe_groups_response_described_group_member_init);
+        if (out->members) {
+            out->members_count = (int32_t)d.member_count;
+            for (size_t k = 0; k < d.member_count; k++) {
+                struct describe_groups_response_described_group_member *m = &out->members[k];
+                m->member_id = kafka_arena_strdup(&ctx->arena, d.members[k].member_id);
+                if (ctx->api_version >= 4) m->group_instance_id = group_handler_str(ctx, d.members[k].group_instance_id);
+                m->client_id = kafka_arena_strdup(&ctx->arena, d.members[k].client_id);
+                m->client_host = kafka_arena_strdup(&ctx->arena, d.members[k].client_host);
+                m->member_metadata = group_handler_bytes(ctx, d.members[k].metadata, d.members[k].metadata_len);
+                m->member_assignment = group_handler_bytes(ctx, d.members[k].assignment, d.members[k].assignment_len);
+            }
+        }
+        group_description_free(&d);
+    }
+    return HANDLER_RESPOND;
+}
+
+enum handler_result handle_list_groups(struct request_context *ctx, void *request, void *response)
+{
+    struct list_groups_request *req = request;
+    struct list_groups_response *resp = response;
+    int32_t ns = ctx->api_version >= 4 && req->states_filter_count > 0 ? req->states_filter_count : 0;
+    const char **states = kafka_arena_alloc(&ctx->arena, (size_t)(ns + 1) * sizeof *states);
+    if (!states) return HANDLER_CLOSE;
+    for (int32_t i = 0; i < ns; i++) states[i] = group_handler_cstr_or_empty(ctx, req->states_filter[i]);
+    struct group_listing *l;
+    size_t n;
+    resp->error_code = group_coordinator_list(ctx->env->groups, states, (size_t)ns, &l, &n);
+    HANDLER_NEW_ARRAY(ctx, resp->groups, (int32_t)n, list_groups_response_listed_group_init);
+    if (!resp->groups) {
+        group_listing_free(l, n);
+        return HANDLER_CLOSE;
+    }
+    resp->groups_count = (int32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        resp->groups[i].group_id = kafka_arena_strdup(&ctx->arena, l[i].group_id);
+        resp->groups[i].protocol_type = kafka_arena_strdup(&ctx->arena, l[i].protocol_type);
+        if (ctx->api_version >= 4) resp->groups[i].group_state = kafka_arena_strdup(&ctx->arena, l[i].state);
+    }
+    group_listing_free(l, n);
+    return HANDLER_RESPOND;
+}
+
+enum handler_result handle_delete_groups(struct request_context *ctx, void *request, void *response)
+{
+    struct delete_groups_request *req = request;
+    struct delete_groups_response *resp = response;
+    int32_t n = req->groups_names_count > 0 ? req->groups_names_count : 0;
+    HANDLER_NEW_ARRAY(ctx, resp->results, n, delete_groups_response_deletable_group_result_init);
+    if (!resp->results) return HANDLER_CLOSE;
+    resp->results_count = n;
+    for (int32_t i = 0; i < n; i++) {
+        resp->results[i].group_id = req->groups_names[i];
+        resp->results[i].error_code =
+            group_coordinator_delete_group(ctx->env->groups, group_handler_cstr_or_empty(ctx, req->groups_names[i]));
+    }
+    return HANDLER_RESPOND;
+}

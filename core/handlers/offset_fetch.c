@@ -1,0 +1,184 @@
+/* OffsetFetch: committed offsets of one group (v0-7) or several (v8+), for
+ * the listed partitions or, with a null topic list, every partition the
+ * group has committed. */
+#include <stdlib.h>
+
+#include "group/group_coordinator.h"
+#include "handlers/group_handlers.h"
+
+/* One topic's answer, in the shape shared by both response layouts. */
+struct fetched_topic {
+    struct kafka_str name;
+    struct group_offset_fetch *parts;
+    size_t count;
+};
+
+/* Groups the entries by topic name (entries of one topic need not be
+ * adjacent in the coordinator's answer). Returns the number of topics. */
+static size_t group_by_topic(struct request_context *ctx, struct group_offset_fetch *all, size_t n,
+                             struct fetched_topic **out)
+{
+    struct fetched_topic *topics = kafka_arena_alloc(&ctx->arena, (n + 1) * sizeof *topics);
+    struct group_offset_fetch *sorted = kafka_arena_alloc(&ctx->arena, (n + 1) * sizeof *sorted);
+    bool *used = kafka_arena_alloc(&ctx->arena, n + 1);
+    *out = topics;
+    if (!topics || !sorted || !used) return 0;
+    memset(used, 0, n + 1);
+    size_t nt = 0, k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (used[i]) continue;
+        topics[nt] = (struct fetched_topic){.name = kafka_arena_strdup(&ctx->arena, all[i].topic), .parts = &sorted[k]};
+        for (size_t j = i; j < n; j++) {
+            if (used[j] || strcmp(all[j].topic, all[i].topic) != 0) continue;
+            used[j] = true;
+            sorted[k++] = all[j];
+            topics[nt].count++;
+        }
+        nt++;
+    }
+    return nt;
+}
+
+/* Looks up one group; fills *topics in the request arena. The returned
+ * entries' metadata strings are copied into the arena. */
+static int16_t fetch_group(struct request_context *ctx, const char *group_id, bool all_topics,
+                           const struct kafka_str *names, int32_t *const *partitions, const int32_t *pcounts,
+                           int32_t nt, struct fetched_topic **topics, size_t *topic_count)
+{
+    *topics = NULL;
+    *topic_count = 0;
+    int16_t err;
+    if (all_topics) {
+        struct group_offset_fetch *all;
+        size_t n;
+        err = group_coordinator_fetch_all_offsets(ctx->env->groups, group_id, &all, &n);
+        struct group_offset_fetch *copy = kafka_arena_alloc(&ctx->arena, (n + 1) * sizeof *copy);
+        if (copy) {
+            for (size_t i = 0; i < n; i++) {
+                copy[i] = all[i];
+                copy[i].topic = kafka_arena_strdup(&ctx->arena, all[i].topic ? all[i].topic : "").data;
+                copy[i].metadata = all[i].metadata ? (char *)kafka_arena_strdup(&ctx->arena, all[i].metadata).data : NULL;
+            }
+            *topic_count = group_by_topic(ctx, copy, n, topics);
+        }
+        group_offset_fetch_free(all, n);
+        return err;
+    }
+    size_t total = 0;
+    for (int32_t t = 0; t < nt; t++) total += pcounts[t] > 0 ? (size_t)pcounts[t] : 0;
+    struct group_offset_fetch *f = kafka_arena_alloc(&ctx->arena, (total + 1) * sizeof *f);
+    struct fetched_topic *out = kafka_arena_alloc(&ctx->arena, (size_t)(nt + 1) * sizeof *out);
+    if (!f || !out) return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    size_t k = 0;
+    for (int32_t t = 0; t < nt; t++) {
+        const char *topic = group_handler_cstr_or_empty(ctx, names[t]);
+        out[t] = (struct fetched_topic){.name = names[t], .parts = &f[k], .count = pcounts[t] > 0 ? (size_t)pcounts[t] : 0};
+        for (int32_t p = 0; p < pcounts[t]; p++) f[k++] = (struct group_offset_fetch){.topic = topic, .partition = partitions[t][p]};
+    }
+    err = group_coordinator_fetch_offsets(ctx->env->groups, group_id, f, total);
+    for (size_t i = 0; i < total; i++) {
+        char *m = f[i].metadata;
+        f[i].metadata = m ? (char *)kafka_arena_strdup(&ctx->arena, m).data : NULL;
+        free(m);
+    }
+    *topics = out;
+    *topic_count = (size_t)nt;
+    return err;
+}
+
+static enum handler_result answer_single(struct request_context *ctx, struct offset_fetch_request *req,
+                                         struct offset_fetch_response *resp)
+{
+    int16_t v = ctx->api_version;
+    bool all = v >= 2 && req->topics_count < 0;
+    int32_t nt = req->topics_count > 0 ? req->topics_count : 0;
+    struct kafka_str *names = kafka_arena_alloc(&ctx->arena, (size_t)(nt + 1) * sizeof *names);
+    int32_t **parts = kafka_arena_alloc(&ctx->arena, (size_t)(nt + 1) * sizeof *parts);
+    int32_t *counts = kafka_arena_alloc(&ctx->arena, (size_t)(nt + 1) * sizeof *counts);
+    if (!names || !parts || !counts) return HANDLER_CLOSE;
+    for (int32_t t = 0; t < nt; t++) {
+        names[t] = req->topics[t].name;
+        parts[t] = req->topics[t].partition_indexes;
+        counts[t] = req->topics[t].partition_indexes_count > 0 ? req->topics[t].partition_indexes_count : 0;
+    }
+    struct fetched_topic *topics;
+    size_t n;
+    int16_t err =
+        fetch_group(ctx, group_handler_cstr_or_empty(ctx, req->group_id), all, names, parts, counts, nt, &topics, &n);
+    if (v >= 2) resp->error_code = err;
+    HANDLER_NEW_ARRAY(ctx, resp->topics, (int32_t)n, offset_fetch_response_offset_fetch_response_topic_init);
+    if (!resp->topics) return HANDLER_CLOSE;
+    resp->topics_count = (int32_t)n;
+    for (size_t t = 0; t < n; t++) {
+        struct offset_fetch_response_offset_fetch_response_topic *ot = &resp->topics[t];
+        ot->name = topics[t].name;
+        HANDLER_NEW_ARRAY(ctx, ot->partitions, (int32_t)topics[t].count,
+                          offset_fetch_response_offset_fetch_response_partition_init);
+        if (!ot->partitions) return HANDLER_CLOSE;
+        ot->partitions_count = (int32_t)topics[t].count;
+        for (size_t p = 0; p < topics[t].count; p++) {
+            const struct group_offset_fetch *f = &topics[t].parts[p];
+            struct offset_fetch_response_offset_fetch_response_partition *op = &ot->partitions[p];
+            op->partition_index = f->partition;
+            op->committed_offset = f->offset;
+            if (v >= 5) op->committed_leader_epoch = f->leader_epoch;
+            op->metadata = kafka_str_from_cstr(f->metadata ? f->metadata : "");
+            op->error_code = err;
+        }
+    }
+    return HANDLER_RESPOND;
+}
+
+static enum handler_result answer_groups(struct request_context *ctx, struct offset_fetch_request *req,
+                                         struct offset_fetch_response *resp)
+{
+    int32_t ng = req->groups_count > 0 ? req->groups_count : 0;
+    HANDLER_NEW_ARRAY(ctx, resp->groups, ng, offset_fetch_response_offset_fetch_response_group_init);
+    if (!resp->groups) return HANDLER_CLOSE;
+    resp->groups_count = ng;
+    for (int32_t g = 0; g < ng; g++) {
+        struct offset_fetch_request_offset_fetch_request_group *rg = &req->groups[g];
+        struct offset_fetch_response_offset_fetch_response_group *og = &resp->groups[g];
+        int32_t nt = rg->topics_count > 0 ? rg->topics_count : 0;
+        struct kafka_str *names = kafka_arena_alloc(&ctx->arena, (size_t)(nt + 1) * sizeof *names);
+        int32_t **parts = kafka_arena_alloc(&ctx->arena, (size_t)(nt + 1) * sizeof *parts);
+        int32_t *counts = kafka_arena_alloc(&ctx->arena, (size_t)(nt + 1) * sizeof *counts);
+        if (!names || !parts || !counts) return HANDLER_CLOSE;
+        for (int32_t t = 0; t < nt; t++) {
+            names[t] = rg->topics[t].name;
+            parts[t] = rg->topics[t].partition_indexes;
+            counts[t] = rg->topics[t].partition_indexes_count > 0 ? rg->topics[t].partition_indexes_count : 0;
+        }
+        struct fetched_topic *topics;
+        size_t n;
+        og->group_id = rg->group_id;
+        og->error_code = fetch_group(ctx, group_handler_cstr_or_empty(ctx, rg->group_id), rg->topics_count < 0,
+                                     names, parts, counts, nt, &topics, &n);
+        HANDLER_NEW_ARRAY(ctx, og->topics, (int32_t)n, offset_fetch_response_offset_fetch_response_topics_init);
+        if (!og->topics) return HANDLER_CLOSE;
+        og->topics_count = (int32_t)n;
+        for (size_t t = 0; t < n; t++) {
+            struct offset_fetch_response_offset_fetch_response_topics *ot = &og->topics[t];
+            ot->name = topics[t].name;
+            HANDLER_NEW_ARRAY(ctx, ot->partitions, (int32_t)topics[t].count,
+                              offset_fetch_response_offset_fetch_response_partitions_init);
+            if (!ot->partitions) return HANDLER_CLOSE;
+            ot->partitions_count = (int32_t)topics[t].count;
+            for (size_t p = 0; p < topics[t].count; p++) {
+                const struct group_offset_fetch *f = &topics[t].parts[p];
+                ot->partitions[p].partition_index = f->partition;
+                ot->partitions[p].committed_offset = f->offset;
+                ot->partitions[p].committed_leader_epoch = f->leader_epoch;
+                ot->partitions[p].metadata = kafka_str_from_cstr(f->metadata ? f->metadata : "");
+                ot->partitions[p].error_code = KAFKA_ERR_NONE;
+            }
+        }
+    }
+    return HANDLER_RESPOND;
+}
+
+enum handler_result handle_offset_fetch(struct request_context *ctx, void *request, void *response)
+{
+    if (ctx->api_version >= 8) return answer_groups(ctx, request, response);
+    return answer_single(ctx, request, response);
+}
