@@ -95,5 +95,7 @@ enum handler_result handle_incremental_alter_configs(struct request_context *, v
 enum handler_result handle_describe_cluster(struct request_context *, void *, void *);
 enum handler_result handle_find_coordinator(struct request_context *, void *, void *);
 enum handler_result handle_init_producer_id(struct request_context *, void *, void *);
+enum handler_result handle_write_txn_markers(struct request_context *, void *, void *);
+enum handler_result handle_describe_producers(struct request_context *, void *, void *);
 
 #endif

@@ -480,6 +480,7 @@ int16_t partition_log_read(struct partition_log *log, int64_t fetch_offset, int3
     int64_t end = atomic_load(&log->log_end_offset);
     out->log_start_offset = start;
     out->log_end_offset = end;
+    out->next_offset = fetch_offset;
     if (fetch_offset < start || fetch_offset > end) {
         pthread_rwlock_unlock(&log->lock);
         return KAFKA_ERR_OFFSET_OUT_OF_RANGE;
@@ -498,13 +499,14 @@ int16_t partition_log_read(struct partition_log *log, int64_t fetch_offset, int3
             log_scanner_free(&scan);
             continue;
         }
-        int64_t first = pos, total = 0;
+        int64_t first = pos, total = 0, next = fetch_offset;
         while (found == 1 && record_batch_last_offset(&h) < max_offset_exclusive) {
             int64_t size = (int64_t)record_batch_total_size(&h);
             if (total > 0 && total + size > (int64_t)max_bytes)
                 break;
             total += size;
             pos += size;
+            next = record_batch_last_offset(&h) + 1;
             if (pos >= seg->size)
                 break;
             const uint8_t *p = log_scanner_get(&scan, pos, RECORD_BATCH_HEADER_SIZE);
@@ -523,6 +525,7 @@ int16_t partition_log_read(struct partition_log *log, int64_t fetch_offset, int3
             } else {
                 out->file_pos = first;
                 out->len = total;
+                out->next_offset = next;
             }
         }
         break;

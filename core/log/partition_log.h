@@ -38,6 +38,7 @@ struct log_read_result {
     int64_t len;
     int64_t log_start_offset;
     int64_t log_end_offset;
+    int64_t next_offset; /* the offset after the returned batches (fetch offset when none) */
 };
 
 /* Open or create the log in dir. recover=true (unclean shutdown) rescans
