@@ -149,37 +149,66 @@ static int16_t produce_txn(int port, int64_t pid, int16_t epoch, int32_t seq, in
     return error;
 }
 
-/* WriteTxnMarkers v0 for TOPIC[0]; returns the partition's error. */
-static int16_t write_marker(int port, int64_t pid, int16_t epoch, bool commit)
+/* WriteTxnMarkers (v0, or v1 with flexible encoding) for TOPIC[0];
+ * returns the partition's error. */
+static int16_t write_marker_v(int port, int16_t version, int64_t pid, int16_t epoch, bool commit)
 {
+    bool flexible = version >= 1;
     struct raw_writer w;
     raw_writer_init(&w);
-    raw_frame_begin(&w, API_WRITE_TXN_MARKERS, 0, next_correlation++, "txn-it");
-    raw_put_i32(&w, 1);
+    if (flexible) {
+        raw_frame_begin_flexible(&w, API_WRITE_TXN_MARKERS, version, next_correlation++, "txn-it");
+        raw_put_uvarint(&w, 2);
+    } else {
+        raw_frame_begin(&w, API_WRITE_TXN_MARKERS, version, next_correlation++, "txn-it");
+        raw_put_i32(&w, 1);
+    }
     raw_put_i64(&w, pid);
     raw_put_i16(&w, epoch);
     raw_put_i8(&w, commit ? 1 : 0);
-    raw_put_i32(&w, 1);
-    raw_put_string(&w, TOPIC);
-    raw_put_i32(&w, 1);
-    raw_put_i32(&w, 0);
+    if (flexible) {
+        raw_put_uvarint(&w, 2);
+        raw_put_compact_string(&w, TOPIC);
+        raw_put_uvarint(&w, 2);
+        raw_put_i32(&w, 0);
+        raw_put_uvarint(&w, 0);
+    } else {
+        raw_put_i32(&w, 1);
+        raw_put_string(&w, TOPIC);
+        raw_put_i32(&w, 1);
+        raw_put_i32(&w, 0);
+    }
     raw_put_i32(&w, 3); /* coordinator epoch */
+    if (flexible) {
+        raw_put_uvarint(&w, 0);
+        raw_put_uvarint(&w, 0);
+    }
     raw_frame_finish(&w);
     struct raw_reader r;
-    uint8_t *frame = exchange(port, &w, false, &r);
+    uint8_t *frame = exchange(port, &w, flexible, &r);
     raw_writer_free(&w);
-    int32_t markers = raw_get_i32(&r);
+    int64_t markers, topics, partitions;
+    char name[64] = "";
+    markers = flexible ? (int64_t)raw_get_uvarint(&r) - 1 : raw_get_i32(&r);
     int64_t answered_pid = raw_get_i64(&r);
-    int32_t topics = raw_get_i32(&r);
-    raw_skip_string(&r);
-    int32_t partitions = raw_get_i32(&r);
+    topics = flexible ? (int64_t)raw_get_uvarint(&r) - 1 : raw_get_i32(&r);
+    if (flexible)
+        raw_get_compact_string(&r, name, sizeof name);
+    else
+        raw_skip_string(&r);
+    partitions = flexible ? (int64_t)raw_get_uvarint(&r) - 1 : raw_get_i32(&r);
     int32_t partition = raw_get_i32(&r);
     int16_t error = raw_get_i16(&r);
     bool ok = !r.overflow && markers == 1 && answered_pid == pid && topics == 1 && partitions == 1 &&
-              partition == 0;
+              partition == 0 && (!flexible || strcmp(name, TOPIC) == 0);
     free(frame);
     assert_true(ok);
     return error;
+}
+
+static int16_t write_marker(int port, int64_t pid, int16_t epoch, bool commit)
+{
+    return write_marker_v(port, 0, pid, epoch, commit);
 }
 
 /* ListOffsets v2 latest for TOPIC[0]. */
@@ -410,6 +439,17 @@ static void test_txn_partition(void **state)
     broker_start(b, NULL);
     int port = broker_port(b);
     rk_create_topic(broker_bootstrap(b), TOPIC, 1, NULL);
+    int vfd = raw_connect(port, 15000);
+    assert_true(vfd >= 0);
+    struct raw_api_versions versions;
+    assert_int_equal(raw_api_versions(vfd, 3, next_correlation++, &versions), 0);
+    close(vfd);
+    const struct raw_api_range *markers_range = raw_api_versions_find(&versions, API_WRITE_TXN_MARKERS);
+    const struct raw_api_range *producers_range = raw_api_versions_find(&versions, API_DESCRIBE_PRODUCERS);
+    assert_non_null(markers_range);
+    assert_int_equal(markers_range->max_version, 1);
+    assert_non_null(producers_range);
+    assert_int_equal(producers_range->max_version, 0);
 
     int64_t a, c;
     int16_t ea, ec;
@@ -454,7 +494,7 @@ static void test_txn_partition(void **state)
     assert_int_equal(list_latest(port, true), 4);
     assert_int_equal(write_marker(port, a, ea, false), ERR_NONE);
     assert_int_equal(list_latest(port, true), 6);
-    assert_int_equal(write_marker(port, c, ec, true), ERR_NONE);
+    assert_int_equal(write_marker_v(port, 1, c, ec, true), ERR_NONE);
     assert_int_equal(list_latest(port, true), 9);
     /* A retried marker writes nothing. */
     assert_int_equal(write_marker(port, a, ea, false), ERR_NONE);
