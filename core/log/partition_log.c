@@ -412,6 +412,7 @@ int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches,
                  strerror(rc));
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
+    partition_log_note_open_txns_locked(log, batches, len);
     pthread_rwlock_wrlock(&log->lock);
     rc = log_segment_commit(active, batches, len, &log->cfg);
     atomic_store(&log->log_end_offset, next);

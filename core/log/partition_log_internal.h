@@ -64,6 +64,11 @@ void partition_log_remove_old_snapshots_locked(struct partition_log *log);
 int16_t partition_log_check_producers_locked(struct partition_log *log, const uint8_t *batches,
                                              size_t len, bool *duplicate,
                                              struct log_append_result *res);
+/* Lower first_unstable_offset for transactions the batches (offsets
+ * assigned, not yet published) open: before the log end moves, so no reader
+ * sees their records below the LSO. */
+void partition_log_note_open_txns_locked(struct partition_log *log, const uint8_t *batches,
+                                         size_t len);
 /* Record the batches just appended (offsets already assigned). */
 void partition_log_update_producers_locked(struct partition_log *log, const uint8_t *batches,
                                            size_t len);

@@ -273,6 +273,27 @@ int16_t partition_log_check_producers_locked(struct partition_log *log, const ui
     return code;
 }
 
+void partition_log_note_open_txns_locked(struct partition_log *log, const uint8_t *batches,
+                                         size_t len)
+{
+    struct record_batch_iter it;
+    const uint8_t *batch;
+    size_t blen;
+    record_batch_iter_init(&it, batches, len);
+    while (record_batch_iter_next(&it, &batch, &blen) == 1) {
+        struct record_batch_header h;
+        record_batch_parse_header(batch, blen, &h);
+        if (h.producer_id < 0 || !record_batch_is_transactional(&h) || record_batch_is_control(&h))
+            continue;
+        const struct producer_entry *e = producer_state_get(log->producers, h.producer_id);
+        int64_t first = e && e->current_txn_first_offset >= 0 ? e->current_txn_first_offset
+                                                               : h.base_offset;
+        int64_t unstable = atomic_load(&log->first_unstable_offset);
+        if (unstable < 0 || first < unstable)
+            atomic_store(&log->first_unstable_offset, first);
+    }
+}
+
 void partition_log_update_producers_locked(struct partition_log *log, const uint8_t *batches,
                                            size_t len)
 {

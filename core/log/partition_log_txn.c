@@ -41,12 +41,13 @@ int partition_log_complete_txn_locked(struct partition_log *log, int64_t produce
     int64_t first = e ? e->current_txn_first_offset : -1;
     if (producer_state_end_txn(log->producers, producer_id, epoch, coordinator_epoch, timestamp) != 0)
         return ENOMEM;
-    partition_log_refresh_unstable_locked(log);
-    if (commit || first < 0)
+    if (commit || first < 0) {
+        partition_log_refresh_unstable_locked(log);
         return 0;
+    }
     /* The LSO just after this marker: Kafka stores it so a reader can stop
      * scanning the index early. */
-    int64_t unstable = atomic_load(&log->first_unstable_offset);
+    int64_t unstable = producer_state_first_open_txn(log->producers);
     struct txn_index_entry entry = {
         .producer_id = producer_id,
         .first_offset = first,
@@ -57,7 +58,10 @@ int partition_log_complete_txn_locked(struct partition_log *log, int64_t produce
     int rc = txn_index_add(&log->aborted, &entry);
     pthread_rwlock_unlock(&log->lock);
     if (rc != 0)
-        return rc;
+        return rc; /* the LSO stays put: the aborted records must not become readable */
+    /* Only now may the LSO pass the aborted records: a reader that sees them
+     * also sees their entry. */
+    atomic_store(&log->first_unstable_offset, unstable);
     char *path = txn_index_path(log->segments[partition_log_segment_for(log, marker_offset)]);
     rc = path ? txn_index_append_file(path, &entry) : ENOMEM;
     free(path);

@@ -2,6 +2,8 @@
  * stable offset, markers end them, aborts land in the aborted list and the
  * .txnindex files, and all of it survives clean and unclean reopens. */
 #include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -448,6 +450,72 @@ static void test_retention_drops_index_entries(void **state)
     assert_int_equal(l.firsts[l.n - 1], end - 2);
 }
 
+struct race {
+    struct fixture *f;
+    atomic_bool done;
+    int rounds;
+};
+
+/* Transactions of producer 80, one batch each (sequence = round), even
+ * rounds committed, odd ones aborted. */
+static void *race_writer(void *arg)
+{
+    struct race *r = arg;
+    for (int i = 0; i < r->rounds; i++) {
+        produce_txn(r->f, 80, 0, i, 1);
+        int64_t offset;
+        partition_log_append_txn_marker(r->f->log, 80, 0, 0, i % 2 == 0, 0, &offset);
+    }
+    atomic_store(&r->done, true);
+    return NULL;
+}
+
+static void test_readers_never_see_aborted_data_uncovered(void **state)
+{
+    struct fixture *f = *state;
+    struct race r = {.f = f, .rounds = 400};
+    pthread_t writer;
+    assert_int_equal(pthread_create(&writer, NULL, race_writer, &r), 0);
+    int64_t pos = 0;
+    int committed_seen = 0, aborted_seen = 0;
+    for (;;) {
+        bool finished = atomic_load(&r.done);
+        int64_t lso = partition_log_last_stable_offset(f->log);
+        struct log_read_result rr;
+        assert_int_equal(partition_log_read(f->log, pos, 1 << 20, lso, &rr), KAFKA_ERR_NONE);
+        if (rr.len > 0) {
+            struct aborted_list ab = aborted(f, pos, rr.next_offset);
+            uint8_t *data = test_read_region(&rr);
+            assert_non_null(data);
+            for (int64_t at = 0; at < rr.len;) {
+                struct record_batch_header h;
+                record_batch_parse_header(data + at, (size_t)(rr.len - at), &h);
+                assert_true(record_batch_last_offset(&h) < lso);
+                if (!record_batch_is_control(&h)) {
+                    bool covered = false;
+                    for (size_t i = 0; i < ab.n && i < 16; i++)
+                        covered |= ab.pids[i] == 80 && ab.firsts[i] <= h.base_offset;
+                    if (h.base_sequence % 2 == 0) {
+                        committed_seen++;
+                    } else {
+                        /* An aborted batch is only readable with its entry. */
+                        assert_true(covered);
+                        aborted_seen++;
+                    }
+                }
+                at += (int64_t)record_batch_total_size(&h);
+            }
+            free(data);
+            pos = rr.next_offset;
+        } else if (finished) {
+            break;
+        }
+    }
+    pthread_join(writer, NULL);
+    assert_int_equal(committed_seen, r.rounds / 2);
+    assert_int_equal(aborted_seen, r.rounds / 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -461,6 +529,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_marker_epochs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plain_batch_inside_txn_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retention_drops_index_entries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_readers_never_see_aborted_data_uncovered, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
