@@ -121,5 +121,7 @@ enum handler_result handle_describe_groups(struct request_context *, void *, voi
 enum handler_result handle_list_groups(struct request_context *, void *, void *);
 enum handler_result handle_delete_groups(struct request_context *, void *, void *);
 enum handler_result handle_offset_delete(struct request_context *, void *, void *);
+enum handler_result handle_write_txn_markers(struct request_context *, void *, void *);
+enum handler_result handle_describe_producers(struct request_context *, void *, void *);
 
 #endif

@@ -15,6 +15,7 @@
 #include "handlers/fetch_session.h"
 #include "handlers/handlers.h"
 #include "handlers/purgatory.h"
+#include "handlers/txn_markers_local.h"
 #include "log/log_manager.h"
 #include "metadata/metadata_store.h"
 #include "metrics/metrics.h"
@@ -323,6 +324,7 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         goto fail;
     }
     b->env.fetch_purgatory = b->fetch_purgatory;
+    txn_markers_local_set_fetch_purgatory(b->fetch_purgatory);
     b->fetch_sessions = fetch_session_cache_create(config_get_int(cfg, "max.incremental.fetch.session.cache.slots"));
     if (!b->fetch_sessions) {
         snprintf(err, errlen, "out of memory");
@@ -355,6 +357,7 @@ void broker_stop(struct broker *b)
      * the network layer's drain does not wait out rebalance timeouts. */
     group_coordinator_shutdown(b->groups);
     if (b->net) net_server_stop(b->net, 10000);
+    txn_markers_local_set_fetch_purgatory(NULL);
     if (b->fetch_purgatory) purgatory_destroy(b->fetch_purgatory);
     if (b->net) net_server_free(b->net);
     /* Every request has completed: no table call can still be running. */
