@@ -18,6 +18,9 @@ static const struct api_handler_entry handler_table[] = {
     {3, 0, 12, handle_metadata},
     {10, 0, 4, handle_find_coordinator},
     {22, 0, 4, handle_init_producer_id},
+    {24, 0, 4, handle_add_partitions_to_txn},
+    {25, 0, 3, handle_add_offsets_to_txn},
+    {26, 0, 3, handle_end_txn},
     {18, 0, 4, handle_api_versions},
     {19, 2, 7, handle_create_topics},
     {20, 1, 6, handle_delete_topics},
@@ -26,6 +29,8 @@ static const struct api_handler_entry handler_table[] = {
     {37, 0, 3, handle_create_partitions},
     {44, 0, 1, handle_incremental_alter_configs},
     {60, 0, 1, handle_describe_cluster},
+    {65, 0, 0, handle_describe_transactions},
+    {66, 0, 1, handle_list_transactions},
 };
 
 const struct api_handler_entry *handlers_table(int *count)

@@ -18,6 +18,7 @@ struct log_manager;
 struct metadata_store;
 struct purgatory;
 struct fetch_session_cache;
+struct txn_coordinator;
 
 /* Everything a handler reaches. Built by the server before the first
  * request and read-only afterwards; the pointed-to parts are thread-safe. */
@@ -27,6 +28,7 @@ struct handler_env {
     struct metadata_store *metadata;
     struct purgatory *fetch_purgatory;
     struct fetch_session_cache *fetch_sessions;
+    struct txn_coordinator *txn_coordinator; /* NULL: this broker coordinates no transactions */
     int32_t node_id;
     /* Broker defaults read once at start. */
     bool auto_create_topics;
@@ -95,5 +97,10 @@ enum handler_result handle_incremental_alter_configs(struct request_context *, v
 enum handler_result handle_describe_cluster(struct request_context *, void *, void *);
 enum handler_result handle_find_coordinator(struct request_context *, void *, void *);
 enum handler_result handle_init_producer_id(struct request_context *, void *, void *);
+enum handler_result handle_add_partitions_to_txn(struct request_context *, void *, void *);
+enum handler_result handle_add_offsets_to_txn(struct request_context *, void *, void *);
+enum handler_result handle_end_txn(struct request_context *, void *, void *);
+enum handler_result handle_describe_transactions(struct request_context *, void *, void *);
+enum handler_result handle_list_transactions(struct request_context *, void *, void *);
 
 #endif

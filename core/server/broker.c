@@ -16,6 +16,8 @@
 #include "log/log_manager.h"
 #include "metadata/metadata_store.h"
 #include "net/server.h"
+#include "txn/txn_coordinator.h"
+#include "txn/txn_log.h"
 #include "util/clock.h"
 #include "util/logger.h"
 
@@ -28,6 +30,8 @@ struct broker {
     struct purgatory *fetch_purgatory;
     struct fetch_session_cache *fetch_sessions;
     struct net_server *net;
+    struct txn_log *txn_log;
+    struct txn_coordinator *txn_coordinator;
     struct handler_env env;
     char cluster_id[64];
 };
@@ -182,6 +186,54 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
     return b->metadata_subscription > 0 ? 0 : -1;
 }
 
+static int16_t allocate_producer_id(void *ctx, int64_t *id)
+{
+    struct broker *b = ctx;
+    char err[256] = "";
+    int16_t code = metadata_next_producer_id(b->metadata, id, err, sizeof err);
+    if (code != KAFKA_ERR_NONE) {
+        logger_error("server", "cannot allocate a producer id: %s", err);
+        return KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS; /* retriable for the client */
+    }
+    return KAFKA_ERR_NONE;
+}
+
+/* Opens __transaction_state and loads the transaction coordinator. Marker
+ * ops stay NULL until the partition side is wired: transactions then stop in
+ * PrepareCommit/PrepareAbort. */
+static int start_transactions(struct broker *b, char *err, size_t errlen)
+{
+    struct txn_log_options lopts = {
+        .logs = b->logs,
+        .metadata = b->metadata,
+        .num_partitions = config_get_int(b->config, "transaction.state.log.num.partitions"),
+        .replication_factor = (int16_t)config_get_int(b->config, "transaction.state.log.replication.factor"),
+        .segment_bytes = config_get_int(b->config, "transaction.state.log.segment.bytes"),
+        .node_id = b->env.node_id,
+        .load_buffer_size = config_get_int(b->config, "transaction.state.log.load.buffer.size"),
+    };
+    if (txn_log_open(&lopts, &b->txn_log, err, errlen) != 0)
+        return -1;
+    struct txn_coordinator_options copts = {
+        .log = b->txn_log,
+        .markers = NULL,
+        .allocate_producer_id = allocate_producer_id,
+        .allocate_ctx = b,
+        .max_timeout_ms = config_get_int(b->config, "transaction.max.timeout.ms"),
+        .id_expiration_ms = config_get_int(b->config, "transactional.id.expiration.ms"),
+        .abort_check_interval_ms =
+            config_get_int(b->config, "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+        .expiration_check_interval_ms =
+            config_get_int(b->config, "transaction.remove.expired.transaction.cleanup.interval.ms"),
+        .background_thread = true,
+    };
+    if (txn_coordinator_create(&copts, &b->txn_coordinator, err, errlen) != 0 ||
+        txn_coordinator_load(b->txn_coordinator, err, errlen) != 0)
+        return -1;
+    b->env.txn_coordinator = b->txn_coordinator;
+    return 0;
+}
+
 static int start_network(struct broker *b, char *err, size_t errlen)
 {
     struct net_config net;
@@ -272,6 +324,7 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
     b->env.fetch_sessions = b->fetch_sessions;
     if (start_metadata(b, dirs[0], err, errlen) != 0) goto fail;
     b->env.metadata = b->metadata;
+    if (start_transactions(b, err, errlen) != 0) goto fail;
     if (start_network(b, err, errlen) != 0) goto fail;
     logger_info("server", "cairnd started: node %d, cluster %s, data in %s, %lld ms", b->env.node_id,
                 b->cluster_id, dirs[0], (long long)(clock_mono_ms() - started));
@@ -290,6 +343,8 @@ void broker_stop(struct broker *b)
     if (b->net) net_server_stop(b->net, 10000);
     if (b->fetch_purgatory) purgatory_destroy(b->fetch_purgatory);
     if (b->net) net_server_free(b->net);
+    txn_coordinator_destroy(b->txn_coordinator);
+    txn_log_close(b->txn_log);
     if (b->metadata) {
         if (b->metadata_subscription > 0) metadata_store_unsubscribe(b->metadata, b->metadata_subscription);
         metadata_store_close(b->metadata);
