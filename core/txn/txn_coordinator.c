@@ -483,7 +483,8 @@ int16_t txn_coordinator_add_partitions(struct txn_coordinator *c, const char *tr
         pthread_mutex_unlock(&c->lock);
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
-    memcpy(merged, e->parts, base * sizeof *merged);
+    if (base > 0)
+        memcpy(merged, e->parts, base * sizeof *merged);
     size_t n = base;
     for (size_t i = 0; i < count; i++) {
         bool dup = open && has_part(e, parts[i].topic, parts[i].partition);

@@ -466,8 +466,8 @@ static void test_zombie_fencing(void **state)
     struct description d = describe(broker_port(b), "zombie-id");
     assert_int_equal(d.error, ERR_NONE);
     assert_string_equal(d.state, "Empty"); /* nothing reached the coordinator from the zombie */
-    rd_kafka_destroy(zombie);
-    rd_kafka_destroy(fresh);
+    rk_producer_destroy(zombie);
+    rk_producer_destroy(fresh);
     broker_mark_passed(b);
 }
 
@@ -555,7 +555,7 @@ static void test_commit_abort_read_committed(void **state)
         fprintf(stderr, "[test] skipping: the partitions refuse transactional batches (%s)\n",
                 rd_kafka_error_string(err));
         rd_kafka_error_destroy(err);
-        rd_kafka_destroy(rk);
+        rk_producer_destroy(rk);
         broker_mark_passed(b);
         skip();
     }
@@ -569,7 +569,7 @@ static void test_commit_abort_read_committed(void **state)
     expect_ok(rd_kafka_begin_transaction(rk), "begin (second commit)");
     produce_round(rk, "c2", 12);
     expect_ok(rd_kafka_commit_transaction(rk, 30000), "second commit_transaction");
-    rd_kafka_destroy(rk);
+    rk_producer_destroy(rk);
 
     struct description d = describe(broker_port(b), "txn-main");
     assert_string_equal(d.state, "CompleteCommit");
