@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -405,6 +407,77 @@ static void test_list_and_state_names(void **state)
     assert_int_equal(txn_state_from_name("Bogus", 5), -1);
 }
 
+
+/* ---- the background thread, with its own fixture: the thread reads the
+ * clock, so it is atomic here ---- */
+
+struct threaded {
+    struct recorder rec; /* written by the coordinator thread, read after a locked describe */
+    _Atomic int64_t now;
+    int64_t next_id;
+};
+
+static int64_t threaded_now(void *ctx) { return atomic_load(&((struct threaded *)ctx)->now); }
+
+static int16_t threaded_allocate(void *ctx, int64_t *id)
+{
+    *id = ((struct threaded *)ctx)->next_id++;
+    return KAFKA_ERR_NONE;
+}
+
+static bool wait_for_state(struct txn_coordinator *c, const char *id, enum txn_state want)
+{
+    for (int i = 0; i < 500; i++) {
+        struct seen s = {0};
+        if (txn_coordinator_describe(c, id, capture, &s) == KAFKA_ERR_NONE && s.state == want)
+            return true;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+static void test_background_thread_completes_and_times_out(void **state)
+{
+    (void)state;
+    struct threaded t;
+    memset(&t, 0, sizeof t);
+    atomic_store(&t.now, 1000000);
+    t.next_id = 70;
+    struct txn_coordinator_options opts = {
+        .markers = &recorder_ops,
+        .markers_ctx = &t.rec,
+        .allocate_producer_id = threaded_allocate,
+        .allocate_ctx = &t,
+        .now_ms = threaded_now,
+        .clock_ctx = &t,
+        .abort_check_interval_ms = 20,
+        .background_thread = true,
+    };
+    struct txn_coordinator *c;
+    char err[256] = "";
+    assert_int_equal(txn_coordinator_create(&opts, &c, err, sizeof err), 0);
+    assert_int_equal(txn_coordinator_load(c, err, sizeof err), 0);
+    int64_t pid;
+    int16_t epoch;
+    assert_int_equal(txn_coordinator_init_producer(c, "bg", 10000, -1, -1, &pid, &epoch), KAFKA_ERR_NONE);
+    assert_int_equal(txn_coordinator_add_partitions(c, "bg", pid, epoch, three, 3), KAFKA_ERR_NONE);
+    assert_int_equal(txn_coordinator_end(c, "bg", pid, epoch, true), KAFKA_ERR_NONE);
+    /* No explicit call: the thread writes the markers on its own. */
+    assert_true(wait_for_state(c, "bg", TXN_STATE_COMPLETE_COMMIT));
+    assert_int_equal(t.rec.count, 1);
+    assert_true(t.rec.calls[0].commit);
+    assert_int_equal(t.rec.calls[0].count, 3);
+
+    assert_int_equal(txn_coordinator_add_partitions(c, "bg", pid, epoch, three, 1), KAFKA_ERR_NONE);
+    atomic_fetch_add(&t.now, 10001);
+    assert_true(wait_for_state(c, "bg", TXN_STATE_COMPLETE_ABORT));
+    assert_int_equal(t.rec.count, 2);
+    assert_false(t.rec.calls[1].commit);
+    assert_int_equal(t.rec.calls[1].epoch, epoch + 1);
+    txn_coordinator_destroy(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -420,6 +493,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_expiration_forgets_idle_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(test_verify_partitions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_and_state_names, setup, teardown),
+        cmocka_unit_test(test_background_thread_completes_and_times_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
