@@ -475,6 +475,10 @@ int16_t txn_coordinator_add_partitions(struct txn_coordinator *c, const char *tr
         pthread_mutex_unlock(&c->lock);
         return code;
     }
+    if (count == 0) {
+        pthread_mutex_unlock(&c->lock);
+        return KAFKA_ERR_NONE; /* nothing to add: no transaction starts */
+    }
     bool open = e->state == TXN_STATE_ONGOING;
     /* A finished transaction's partitions do not carry into the next one. */
     size_t base = open ? e->part_count : 0;

@@ -210,6 +210,31 @@ static void test_kip360_expected_epoch(void **state)
     assert_int_equal(txn_coordinator_init_producer(f->c, "k", 60000, pid + 1, 1, &p, &e), KAFKA_ERR_PRODUCER_FENCED);
 }
 
+static void test_epoch_exhaustion_takes_new_id(void **state)
+{
+    struct fixture *f = *state;
+    load(f);
+    int64_t pid, p;
+    int16_t epoch, e;
+    init_ok(f, "x", &pid, &epoch);
+    for (int i = 1; i <= INT16_MAX - 1; i++) {
+        init_ok(f, "x", &p, &e);
+        assert_int_equal(p, pid);
+        if (e != i)
+            fail_msg("bump %d gave epoch %d", i, (int)e);
+    }
+    /* Epoch 32766 is used up: the next init moves to a new producer id. */
+    init_ok(f, "x", &p, &e);
+    assert_int_not_equal(p, pid);
+    assert_int_equal(e, 0);
+    /* The previous (id, epoch) still counts as a retry (KIP-360). */
+    int64_t p2;
+    int16_t e2;
+    assert_int_equal(txn_coordinator_init_producer(f->c, "x", 60000, pid, INT16_MAX - 1, &p2, &e2), KAFKA_ERR_NONE);
+    assert_int_equal(p2, p);
+    assert_int_equal(e2, 0);
+}
+
 static void test_commit_writes_markers(void **state)
 {
     struct fixture *f = *state;
@@ -485,6 +510,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_init_new_and_bump, setup, teardown),
         cmocka_unit_test_setup_teardown(test_init_rejects_bad_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kip360_expected_epoch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_epoch_exhaustion_takes_new_id, setup, teardown),
         cmocka_unit_test_setup_teardown(test_commit_writes_markers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_markers_are_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_marker_ops_stays_prepared, setup_no_markers, teardown),

@@ -20,6 +20,7 @@
 #include "log/partition_log.h"
 #include "metadata/metadata_store.h"
 #include "protocol/generated/errors.h"
+#include "protocol/wire.h"
 #include "txn/txn_coordinator.h"
 #include "txn/txn_log.h"
 
@@ -311,9 +312,51 @@ static void test_requests_wait_for_load(void **state)
     assert_int_equal(txn_coordinator_ownership(f->c, "x"), KAFKA_ERR_NONE);
 }
 
+static void test_value_versions(void **state)
+{
+    (void)state;
+    struct txn_topic_partition ps[] = {{"t", 1}, {"u", 0}, {"t", 4}};
+    struct txn_log_record rec = {
+        .producer_id = 42,
+        .previous_producer_id = -1,
+        .producer_epoch = 3,
+        .timeout_ms = 60000,
+        .state = TXN_STATE_ONGOING,
+        .partitions = ps,
+        .partition_count = 3,
+        .last_update_ms = 1700000000123,
+        .start_ms = 1700000000000,
+    };
+    struct kafka_writer w;
+    assert_int_equal(kafka_writer_init(&w, 64), 0);
+    assert_int_equal(txn_log_encode_value(&w, &rec), 0);
+    /* Version 0: int16 0, then producer id 42. */
+    assert_true(w.len > 10);
+    assert_int_equal(w.buf[0], 0);
+    assert_int_equal(w.buf[1], 0);
+    assert_int_equal(w.buf[9], 42);
+    /* Topics are grouped: two entries, "t" with partitions 1 and 4. Layout
+     * after the version: id 8, epoch 2, timeout 4, status 1, array 4. */
+    assert_int_equal(w.buf[2 + 8 + 2 + 4], TXN_STATE_ONGOING);
+    assert_int_equal(w.buf[2 + 8 + 2 + 4 + 1 + 3], 2);
+    size_t v0_len = w.len;
+    w.len = 0;
+    rec.previous_producer_id = 41;
+    assert_int_equal(txn_log_encode_value(&w, &rec), 0);
+    assert_int_equal(w.buf[1], 1);
+    assert_int_not_equal(w.len, v0_len);
+    w.len = 0;
+    assert_int_equal(txn_log_encode_key(&w, "abc"), 0);
+    const uint8_t key[] = {0, 0, 0, 3, 'a', 'b', 'c'};
+    assert_int_equal(w.len, sizeof key);
+    assert_memory_equal(w.buf, key, sizeof key);
+    kafka_writer_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_value_versions),
         cmocka_unit_test_setup_teardown(test_topic_created_and_placement, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reload_completes_prepared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_requests_wait_for_load, setup, teardown),
