@@ -187,6 +187,8 @@ static int16_t client_error_for(int16_t append_code, bool offsets)
     case KAFKA_ERR_MESSAGE_TOO_LARGE:
     case KAFKA_ERR_RECORD_LIST_TOO_LARGE:
         return offsets ? KAFKA_ERR_INVALID_COMMIT_OFFSET_SIZE : KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    case KAFKA_ERR_INVALID_PRODUCER_EPOCH: /* a fenced transactional producer */
+        return append_code;
     default:
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
@@ -321,6 +323,33 @@ static int16_t delete_group(void *store, const char *group_id, const struct grou
     return write_offsets(store, group_id, offsets, count, true, true, "the deletion");
 }
 
+static int16_t store_txn_offsets(void *store, const char *group_id, int64_t producer_id, int16_t producer_epoch,
+                                 const struct group_offset_record *offsets, size_t count)
+{
+    struct partition_log *log;
+    int16_t code = log_for_group(store, group_id, &log);
+    if (code != KAFKA_ERR_NONE)
+        return code;
+    if (count == 0)
+        return KAFKA_ERR_NONE;
+    if (!offsets || producer_id < 0 || producer_epoch < 0)
+        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    struct batch_writer bw;
+    if (batch_writer_init(&bw) != 0)
+        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    /* Kafka's layout for these: the producer's id and epoch, the
+     * transactional flag, and no sequence (the coordinator writes them). */
+    bw.builder.attributes |= RECORD_BATCH_TRANSACTIONAL_BIT;
+    bw.builder.producer_id = producer_id;
+    bw.builder.producer_epoch = producer_epoch;
+    bw.builder.base_sequence = -1;
+    for (size_t i = 0; i < count && !bw.failed; i++)
+        add_offset(&bw, group_id, &offsets[i], false);
+    code = batch_writer_commit(&bw, store, group_id, true, "transactional offsets");
+    batch_writer_free(&bw);
+    return code;
+}
+
 static int16_t store_group(void *store, const struct group_snapshot_record *group)
 {
     if (!group || !group->group_id)
@@ -346,6 +375,7 @@ static const struct group_store_ops group_log_ops = {
     .store_group = store_group,
     .delete_group = delete_group,
     .delete_offsets = delete_offsets,
+    .store_txn_offsets = store_txn_offsets,
 };
 
 const struct group_store_ops *group_log_store_ops(void)

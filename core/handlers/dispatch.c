@@ -31,6 +31,7 @@ static const struct api_handler_entry handler_table[] = {
     {19, 2, 7, handle_create_topics},
     {20, 1, 6, handle_delete_topics},
     {22, 0, 4, handle_init_producer_id},
+    {28, 0, 3, handle_txn_offset_commit},
     {32, 1, 4, handle_describe_configs},
     {33, 0, 2, handle_alter_configs},
     {37, 0, 3, handle_create_partitions},

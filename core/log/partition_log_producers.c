@@ -206,6 +206,20 @@ int16_t partition_log_check_producers_locked(struct partition_log *log, const ui
         struct record_batch_header h;
         record_batch_parse_header(batch, blen, &h);
         batch_count++;
+        /* A coordinator's own transactional write (TxnOffsetCommit records
+         * in __consumer_offsets) carries no sequence, as in Kafka: only a
+         * stale epoch is refused. */
+        if (record_batch_is_transactional(&h) && h.base_sequence == -1 && h.producer_id >= 0) {
+            const struct producer_entry *e =
+                log->producers ? producer_state_get(log->producers, h.producer_id) : NULL;
+            if (e && h.producer_epoch < e->epoch) {
+                snprintf(res->error_message, sizeof res->error_message,
+                         "producer %" PRId64 " epoch %d is older than %d", h.producer_id,
+                         (int)h.producer_epoch, (int)e->epoch);
+                return KAFKA_ERR_INVALID_PRODUCER_EPOCH;
+            }
+            continue;
+        }
         if (record_batch_is_transactional(&h)) {
             snprintf(res->error_message, sizeof res->error_message,
                      "transactional batches are not supported yet");

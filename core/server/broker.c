@@ -250,6 +250,7 @@ static int start_groups(struct broker *b, char *err, size_t errlen)
     }
     opts.ops = group_log_store_ops();
     opts.store = b->group_log;
+    opts.offsets_topic_partitions = group_log_partition_count(b->group_log);
     opts.start_loading = true;
     if (group_coordinator_create(&opts, &b->groups) != 0) {
         snprintf(err, errlen, "cannot start the group coordinator");
