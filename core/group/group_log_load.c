@@ -72,8 +72,9 @@ static void pending_remove_at(struct partition_loader *l, size_t i)
     l->pending_count--;
 }
 
-/* A plain commit or deletion of the partition: earlier transactional
- * offsets for it are older writes. */
+/* A plain commit of the partition: earlier transactional offsets for it
+ * are older writes. (A plain deletion does not count: Kafka applies a
+ * committed transaction's offset over a deleted one.) */
 static void pending_supersede(struct partition_loader *l, const char *group_id, const char *topic, int32_t partition)
 {
     for (size_t i = 0; i < l->pending_count; i++)

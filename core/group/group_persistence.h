@@ -83,7 +83,9 @@ struct group_load_visitor {
     /* A transactional offset whose transaction has no marker yet in its
      * partition: still pending for producer_id. Called after the partition's
      * other records, in log order; the transaction coordinator completes it
-     * later. NULL: such offsets are dropped from the load. */
+     * later. One followed by a plain commit of the same partition is left
+     * out (its commit could not override that newer offset). NULL: such
+     * offsets are dropped from the load. */
     void (*pending_offset)(void *ctx, const char *group_id, int64_t producer_id, const char *topic,
                            int32_t partition, const struct group_offset_record *record);
 };
