@@ -55,6 +55,16 @@ struct group_offset {
     char *metadata; /* NULL: null */
     int64_t commit_timestamp;
     int64_t expire_timestamp; /* -1: by retention */
+    /* Order of the write in the group log (group_coordinator.write_seq):
+     * a committed transaction replaces only older commits (Kafka's rule). */
+    uint64_t write_seq;
+};
+
+/* An offset written by TxnOffsetCommit whose transaction has not ended:
+ * invisible to OffsetFetch until its producer's COMMIT marker. */
+struct group_txn_offset {
+    int64_t producer_id;
+    struct group_offset offset;
 };
 
 struct group {
@@ -72,6 +82,9 @@ struct group {
     size_t pending_count, pending_cap;
     struct group_offset *offsets;
     size_t offset_count, offset_cap;
+    /* At most one per (producer, topic, partition), in write order. */
+    struct group_txn_offset *txn_offsets;
+    size_t txn_offset_count, txn_offset_cap;
 
     /* PreparingRebalance: when the join phase ends. The first rebalance of
      * an empty group waits group.initial.rebalance.delay.ms, extended while
@@ -101,6 +114,7 @@ struct group_coordinator {
     int64_t next_expiry_check;
     struct group *buckets[GROUP_BUCKETS];
     size_t group_count;
+    uint64_t write_seq; /* last order number given to an offset write */
 };
 
 /* group_coordinator.c */
@@ -164,5 +178,13 @@ void group_membership_tick(struct group_coordinator *gc, struct group *g, int64_
 /* group_offsets.c */
 void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t wall_now);
 void group_offsets_free(struct group *g);
+
+/* group_txn_offsets.c */
+void group_txn_offsets_free(struct group *g);
+/* Whether any producer has a pending offset for the partition. */
+bool group_txn_offset_pending(const struct group *g, const char *topic, int32_t partition);
+/* Load visitor target for offsets still pending at the end of the log. */
+void group_load_pending_offset(void *ctx, const char *group_id, int64_t producer_id, const char *topic,
+                               int32_t partition, const struct group_offset_record *record);
 
 #endif

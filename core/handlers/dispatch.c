@@ -35,6 +35,7 @@ static const struct api_handler_entry handler_table[] = {
     {25, 0, 3, handle_add_offsets_to_txn},
     {26, 0, 3, handle_end_txn},
     {27, 0, 1, handle_write_txn_markers},
+    {28, 0, 3, handle_txn_offset_commit},
     {32, 1, 4, handle_describe_configs},
     {33, 0, 2, handle_alter_configs},
     {37, 0, 3, handle_create_partitions},

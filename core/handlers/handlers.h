@@ -115,6 +115,7 @@ enum handler_result handle_find_coordinator(struct request_context *, void *, vo
 enum handler_result handle_init_producer_id(struct request_context *, void *, void *);
 enum handler_result handle_offset_commit(struct request_context *, void *, void *);
 enum handler_result handle_offset_fetch(struct request_context *, void *, void *);
+enum handler_result handle_txn_offset_commit(struct request_context *, void *, void *);
 enum handler_result handle_join_group(struct request_context *, void *, void *);
 enum handler_result handle_heartbeat(struct request_context *, void *, void *);
 enum handler_result handle_leave_group(struct request_context *, void *, void *);

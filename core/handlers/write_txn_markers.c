@@ -17,8 +17,13 @@ static int16_t write_partition_marker(struct request_context *ctx, const struct 
     int16_t code = handler_leader_log(ctx, topic, partition, &log);
     if (code != KAFKA_ERR_NONE) return code;
     const struct metadata_partition *p = metadata_topic_partition(topic, partition);
-    code = txn_markers_write_partition(log, m->producer_id, m->producer_epoch, m->coordinator_epoch,
-                                       m->transaction_result, p ? p->leader_epoch : -1);
+    struct txn_markers_local local = {
+        .logs = ctx->env->logs,
+        .fetch_purgatory = ctx->env->fetch_purgatory,
+        .groups = ctx->env->groups,
+    };
+    code = txn_markers_write_partition(&local, log, topic->name, partition, m->producer_id, m->producer_epoch,
+                                       m->coordinator_epoch, m->transaction_result, p ? p->leader_epoch : -1);
     partition_log_close(log);
     return code;
 }

@@ -337,8 +337,8 @@ static int16_t validate_all(const struct partition_log *log, const uint8_t *batc
     return KAFKA_ERR_NONE;
 }
 
-int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t len,
-                             int32_t leader_epoch, struct log_append_result *res)
+static int16_t append_from(struct partition_log *log, uint8_t *batches, size_t len, int32_t leader_epoch,
+                           bool from_coordinator, struct log_append_result *res)
 {
     memset(res, 0, sizeof *res);
     res->base_offset = res->last_offset = res->log_append_time = -1;
@@ -363,7 +363,7 @@ int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
     bool duplicate = false;
-    code = partition_log_check_producers_locked(log, batches, len, &duplicate, res);
+    code = partition_log_check_producers_locked(log, batches, len, from_coordinator, &duplicate, res);
     if (code != KAFKA_ERR_NONE || duplicate) {
         pthread_mutex_unlock(&log->write_lock);
         /* A retried batch: answer with where it already is, write nothing. */
@@ -374,6 +374,18 @@ int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t
     code = partition_log_append_locked(log, batches, len, leader_epoch, records, res);
     pthread_mutex_unlock(&log->write_lock);
     return code;
+}
+
+int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t len,
+                             int32_t leader_epoch, struct log_append_result *res)
+{
+    return append_from(log, batches, len, leader_epoch, false, res);
+}
+
+int16_t partition_log_append_coordinator(struct partition_log *log, uint8_t *batches, size_t len,
+                                         int32_t leader_epoch, struct log_append_result *res)
+{
+    return append_from(log, batches, len, leader_epoch, true, res);
 }
 
 int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches, size_t len,

@@ -64,6 +64,12 @@ void partition_log_delete(struct partition_log *log);
  * leader_epoch < 0: leave partitionLeaderEpoch as sent. */
 int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t len,
                              int32_t leader_epoch, struct log_append_result *res);
+/* The same for the broker's own coordinators (Kafka's coordinator append
+ * origin): a transactional batch without a sequence (TxnOffsetCommit
+ * records) is accepted, checked only against the producer's epoch. Never
+ * for bytes a client sent. */
+int16_t partition_log_append_coordinator(struct partition_log *log, uint8_t *batches, size_t len,
+                                         int32_t leader_epoch, struct log_append_result *res);
 
 /* Whole batches from the one holding fetch_offset, up to max_bytes (at least
  * one batch), none with an offset >= max_offset_exclusive. */

@@ -60,9 +60,10 @@ void partition_log_snapshot_producers_locked(struct partition_log *log);
 void partition_log_remove_old_snapshots_locked(struct partition_log *log);
 /* Check every batch of an append against the producer state. Returns a
  * Kafka error; *duplicate is set (with the original offsets in res) when the
- * single batch is already in the log. */
+ * single batch is already in the log. from_coordinator: the broker's own
+ * coordinator writes (sequence-less transactional batches allowed). */
 int16_t partition_log_check_producers_locked(struct partition_log *log, const uint8_t *batches,
-                                             size_t len, bool *duplicate,
+                                             size_t len, bool from_coordinator, bool *duplicate,
                                              struct log_append_result *res);
 /* Lower first_unstable_offset for transactions the batches (offsets
  * assigned, not yet published) open: before the log end moves, so no reader

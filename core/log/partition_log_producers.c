@@ -206,7 +206,7 @@ void partition_log_remove_old_snapshots_locked(struct partition_log *log)
 }
 
 int16_t partition_log_check_producers_locked(struct partition_log *log, const uint8_t *batches,
-                                             size_t len, bool *duplicate,
+                                             size_t len, bool from_coordinator, bool *duplicate,
                                              struct log_append_result *res)
 {
     *duplicate = false;
@@ -220,6 +220,23 @@ int16_t partition_log_check_producers_locked(struct partition_log *log, const ui
         struct record_batch_header h;
         record_batch_parse_header(batch, blen, &h);
         batch_count++;
+        /* A coordinator's own transactional write (TxnOffsetCommit records
+         * in __consumer_offsets) carries no sequence, as in Kafka: only a
+         * stale epoch is refused. The open transaction is still recorded
+         * when the producer state is updated after the append. Producers
+         * never get this exemption. */
+        if (from_coordinator && record_batch_is_transactional(&h) && !record_batch_is_control(&h) &&
+            h.base_sequence == -1 && h.producer_id >= 0) {
+            const struct producer_entry *e =
+                log->producers ? producer_state_get(log->producers, h.producer_id) : NULL;
+            if (e && h.producer_epoch < e->epoch) {
+                snprintf(res->error_message, sizeof res->error_message,
+                         "producer %" PRId64 " epoch %d is older than %d", h.producer_id,
+                         (int)h.producer_epoch, (int)e->epoch);
+                return KAFKA_ERR_INVALID_PRODUCER_EPOCH;
+            }
+            continue;
+        }
         if (record_batch_is_control(&h)) {
             /* Markers come from transaction coordinators, never from producers. */
             snprintf(res->error_message, sizeof res->error_message,

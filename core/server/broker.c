@@ -41,6 +41,7 @@ struct broker {
     struct metrics_http *metrics_http;
     struct txn_log *txn_log;
     struct txn_coordinator *txn_coordinator;
+    struct txn_markers_local markers; /* ctx of the coordinator's marker ops */
     struct handler_env env;
     char cluster_id[64];
 };
@@ -226,7 +227,7 @@ static int start_transactions(struct broker *b, char *err, size_t errlen)
     struct txn_coordinator_options copts = {
         .log = b->txn_log,
         .markers = txn_markers_local_ops(),
-        .markers_ctx = b->logs,
+        .markers_ctx = &b->markers,
         .allocate_producer_id = allocate_producer_id,
         .allocate_ctx = b,
         .max_timeout_ms = config_get_int(b->config, "transaction.max.timeout.ms"),
@@ -304,6 +305,7 @@ static int start_groups(struct broker *b, char *err, size_t errlen)
     }
     opts.ops = group_log_store_ops();
     opts.store = b->group_log;
+    opts.offsets_topic_partitions = group_log_partition_count(b->group_log);
     opts.start_loading = true;
     if (group_coordinator_create(&opts, &b->groups) != 0) {
         snprintf(err, errlen, "cannot start the group coordinator");
@@ -377,7 +379,6 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         goto fail;
     }
     b->env.fetch_purgatory = b->fetch_purgatory;
-    txn_markers_local_set_fetch_purgatory(b->fetch_purgatory);
     b->fetch_sessions = fetch_session_cache_create(config_get_int(cfg, "max.incremental.fetch.session.cache.slots"));
     if (!b->fetch_sessions) {
         snprintf(err, errlen, "out of memory");
@@ -391,6 +392,9 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         metrics_http_start(metrics_listen, &b->metrics_http, err, errlen) != 0)
         goto fail;
     if (start_groups(b, err, errlen) != 0) goto fail;
+    /* Complete before the coordinator loads: it may finish prepared
+     * transactions at once. */
+    b->markers = (struct txn_markers_local){.logs = b->logs, .fetch_purgatory = b->fetch_purgatory, .groups = b->groups};
     if (start_transactions(b, err, errlen) != 0) goto fail;
     if (start_network(b, err, errlen) != 0) goto fail;
     logger_info("server", "cairnd started: node %d, cluster %s, data in %s, %lld ms", b->env.node_id,
@@ -411,11 +415,12 @@ void broker_stop(struct broker *b)
      * the network layer's drain does not wait out rebalance timeouts. */
     group_coordinator_shutdown(b->groups);
     if (b->net) net_server_stop(b->net, 10000);
-    txn_markers_local_set_fetch_purgatory(NULL);
-    if (b->fetch_purgatory) purgatory_destroy(b->fetch_purgatory);
-    if (b->net) net_server_free(b->net);
+    /* Its thread writes markers, which wake the purgatory and complete
+     * group offsets: stop it before either goes. */
     txn_coordinator_destroy(b->txn_coordinator);
     txn_log_close(b->txn_log);
+    if (b->fetch_purgatory) purgatory_destroy(b->fetch_purgatory);
+    if (b->net) net_server_free(b->net);
     /* Every request has completed: no table call can still be running. */
     metrics_http_stop(b->metrics_http);
     plugin_host_stop(b->plugins);

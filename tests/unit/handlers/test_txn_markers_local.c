@@ -119,7 +119,7 @@ static void test_write_markers(void **state)
     /* A fetch parked on p0 until its LSO reaches 2. */
     struct purgatory *purg;
     assert_int_equal(purgatory_create("fetch", &purg), 0);
-    txn_markers_local_set_fetch_purgatory(purg);
+    struct txn_markers_local local = {.logs = f->logs, .fetch_purgatory = purg};
     struct wait_op *w = calloc(1, sizeof *w);
     w->log = p0;
     w->want_lso = 2;
@@ -136,7 +136,7 @@ static void test_write_markers(void **state)
         {"orders", 1, -1},
         {"deleted-topic", 0, -1},
     };
-    assert_int_equal(ops->write_markers(f->logs, 5, 1, 7, true, parts, 3), KAFKA_ERR_NONE);
+    assert_int_equal(ops->write_markers(&local, 5, 1, 7, true, parts, 3), KAFKA_ERR_NONE);
     assert_int_equal(parts[0].error_code, KAFKA_ERR_NONE);
     assert_int_equal(parts[1].error_code, KAFKA_ERR_NONE);
     assert_int_equal(parts[2].error_code, KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION);
@@ -149,21 +149,20 @@ static void test_write_markers(void **state)
     assert_int_equal(atomic_load(&w->completed_early), 1);
 
     /* Retry: nothing written. */
-    assert_int_equal(ops->write_markers(f->logs, 5, 1, 7, true, parts, 2), KAFKA_ERR_NONE);
+    assert_int_equal(ops->write_markers(&local, 5, 1, 7, true, parts, 2), KAFKA_ERR_NONE);
     assert_int_equal(partition_log_end_offset(p0), 2);
     assert_int_equal(partition_log_end_offset(p1), 3);
 
     /* A stale producer epoch fails that partition only. */
     produce_txn(p0, 5, 2, 0);
     struct txn_marker_partition one[] = {{"orders", 0, -1}, {"orders", 1, -1}};
-    assert_int_equal(ops->write_markers(f->logs, 6, 0, 7, false, one + 1, 1), KAFKA_ERR_NONE);
+    assert_int_equal(ops->write_markers(&local, 6, 0, 7, false, one + 1, 1), KAFKA_ERR_NONE);
     assert_int_equal(partition_log_last_stable_offset(p1), 4);
-    assert_int_equal(ops->write_markers(f->logs, 5, 1, 7, false, one, 2), KAFKA_ERR_INVALID_PRODUCER_EPOCH);
+    assert_int_equal(ops->write_markers(&local, 5, 1, 7, false, one, 2), KAFKA_ERR_INVALID_PRODUCER_EPOCH);
     assert_int_equal(one[0].error_code, KAFKA_ERR_INVALID_PRODUCER_EPOCH);
     assert_int_equal(one[1].error_code, KAFKA_ERR_NONE);
     assert_int_equal(partition_log_last_stable_offset(p0), 2);
 
-    txn_markers_local_set_fetch_purgatory(NULL);
     purgatory_destroy(purg);
     free(w);
     partition_log_close(p0);
