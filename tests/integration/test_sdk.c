@@ -358,12 +358,38 @@ static void run_examples(const char *authz_dir, const char *syslog_dir, const ch
     broker_cleanup(&b);
 }
 
+/* cairnd must refuse to start when an example's config is invalid, and say why. */
+static void expect_startup_failure(const char *plugin_dir, const char *plugin, const char *setting,
+                                   const char *want)
+{
+    char cmd[3000];
+    snprintf(cmd, sizeof cmd,
+             "timeout 20 '%s' --override 'listeners=PLAINTEXT://127.0.0.1:0' --override 'log.dirs=%s/bad-data' "
+             "--override 'plugin.path=%s' --override 'plugins=%s' --override '%s' 2>&1; echo \"exit=$?\"",
+             broker_binary(), work, plugin_dir, plugin, setting);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char out[8192];
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    pclose(p);
+    if (!strstr(out, want) || !strstr(out, "exit=1")) fail_msg("'%s': expected exit 1 and '%s', got:\n%s", setting, want, out);
+}
+
 static void test_sdk_examples(void **state)
 {
     (void)state;
     char authz_pc[400], authz_cm[400], syslog_pc[400], syslog_cm[400];
     build_example("prefix_authorizer", authz_pc, authz_cm, sizeof authz_pc);
     build_example("syslog_audit", syslog_pc, syslog_cm, sizeof syslog_pc);
+    expect_startup_failure(authz_pc, "prefix_authorizer", "plugin.prefix_authorizer.allow=User:x=topic",
+                           "init failed: allow: bad grant 'topic'");
+    expect_startup_failure(authz_pc, "prefix_authorizer", "plugin.prefix_authorizer.allow=User:x=topic:a@fly",
+                           "init failed: allow: unknown operation 'fly'");
+    expect_startup_failure(syslog_cm, "syslog_audit", "plugin.syslog_audit.facility=kern2",
+                           "init failed: facility: unknown facility 'kern2'");
+    expect_startup_failure(syslog_cm, "syslog_audit", "plugin.syslog_audit.events=ADMIN,LOGIN",
+                           "init failed: events: unknown event type 'LOGIN'");
     /* Each build of each example is loaded once. */
     run_examples(authz_pc, syslog_cm, "a", false);
     run_examples(authz_cm, syslog_pc, "b", true);

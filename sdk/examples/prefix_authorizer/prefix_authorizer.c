@@ -83,6 +83,7 @@ static int parse_grant(struct grant *g, const char *s, size_t n, char *err, size
         g->ops |= 1u << op;
         p += len + 1;
     }
+    if (g->ops == 0) return snprintf(err, errlen, "allow: no operation after '@' in '%.*s'", (int)n, s), CAIRN_ERROR;
     return CAIRN_OK;
 }
 
@@ -140,6 +141,7 @@ static int prefix_authorize(void *instance, const struct cairn_request_info *req
                             const struct cairn_authz_action *const *actions, size_t count, uint8_t *results)
 {
     const struct prefix_authorizer *a = instance;
+    if (!request || !request->principal) return CAIRN_ERROR; /* denies all */
     char principal[600], needle[604];
     snprintf(principal, sizeof principal, "%s:%s", request->principal->type, request->principal->name);
     snprintf(needle, sizeof needle, ",%s,", principal);
