@@ -183,6 +183,26 @@ static rd_kafka_resp_err_t e2e_group_consume(struct e2e_state *st, const char *g
     return result;
 }
 
+/* OffsetCommit outside any generation (a consumer that never joined):
+ * returns the partition's error. */
+static rd_kafka_resp_err_t e2e_commit_only(struct e2e_state *st, const char *group, const char *topic)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char errstr[256];
+    const char *kv[] = {"bootstrap.servers", broker_bootstrap(&st->broker), "group.id", group, "client.id",
+                        "e2e-committer", "enable.auto.commit", "false", NULL};
+    for (int i = 0; kv[i]; i += 2) assert_int_equal(rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof errstr), 0);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+    assert_non_null(rk);
+    rd_kafka_topic_partition_list_t *offsets = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(offsets, topic, 0)->offset = 1;
+    rd_kafka_resp_err_t err = rd_kafka_commit(rk, offsets, 0);
+    if (!err) err = offsets->elems[0].err;
+    rd_kafka_topic_partition_list_destroy(offsets);
+    rd_kafka_destroy(rk);
+    return err;
+}
+
 static void e2e_load_events(struct e2e_state *st)
 {
     FILE *f = fopen(st->audit_path, "r");
@@ -271,6 +291,8 @@ static void test_audit_lines_match_requests(void **state)
 
     assert_int_equal(e2e_group_consume(st, "g-ok-1", "ok-t"), RD_KAFKA_RESP_ERR_NO_ERROR);
     assert_int_equal(e2e_group_consume(st, "g-no-1", "ok-t"), RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED);
+    assert_int_equal(e2e_commit_only(st, "g-ok-2", "ro-t"), RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    assert_int_equal(e2e_commit_only(st, "g-no-2", "ok-t"), RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED);
 
     broker_stop(&st->broker); /* the audit plugin writes every queued line at fini */
     e2e_load_events(st);
@@ -304,6 +326,9 @@ static void test_audit_lines_match_requests(void **state)
     e2e_expect(st, "authorization", "OffsetCommit", "e2e-group", "READ", "GROUP", "g-ok-1", "allowed", 0);
     e2e_expect(st, "authorization", "OffsetCommit", "e2e-group", "READ", "TOPIC", "ok-t", "allowed", 0);
     e2e_expect(st, "authorization", "JoinGroup", "e2e-group", "READ", "GROUP", "g-no-1", "denied", 0);
+    e2e_expect(st, "authorization", "OffsetCommit", "e2e-committer", "READ", "GROUP", "g-ok-2", "allowed", 0);
+    e2e_expect(st, "authorization", "OffsetCommit", "e2e-committer", "READ", "TOPIC", "ro-t", "denied", 0);
+    e2e_expect(st, "authorization", "OffsetCommit", "e2e-committer", "READ", "GROUP", "g-no-2", "denied", 0);
     remove(st->audit_path);
     broker_mark_passed(&st->broker);
 }
