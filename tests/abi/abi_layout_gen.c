@@ -8,6 +8,7 @@
 
 #include "cairn/plugin.h"
 
+/* One per v1.0 struct; the generator is single-threaded. */
 struct struct_cover {
     const char *name;
     size_t size, align, covered; /* covered: end of the furthest listed field */

@@ -24,6 +24,7 @@
 
 #define E2E_ALLOW "User:ANON=topic:ok-,topic:ro-@create|describe,topic:hid-@create,group:g-ok"
 
+/* Owned by the test's main thread. */
 struct e2e_state {
     struct test_broker broker;
     char audit_path[700];

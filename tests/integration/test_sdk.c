@@ -144,7 +144,8 @@ static void test_sdk_install_and_build(void **state)
 }
 
 /* A unix datagram socket standing in for syslogd: a thread appends every
- * datagram (one per line) to `text` until `stop`. */
+ * datagram (one per line) to `text` until `stop`. text/len/cap/datagrams
+ * are guarded by lock; the rest is set by main before the thread starts. */
 struct syslog_collector {
     int fd;
     char path[300];
