@@ -191,7 +191,8 @@ static void *syslog_collect(void *arg)
 static bool syslog_collector_start(struct syslog_collector *c, const char *path)
 {
     memset(c, 0, sizeof *c);
-    snprintf(c->path, sizeof c->path, "%s", path);
+    assert_true(strlen(path) < sizeof c->path);
+    memcpy(c->path, path, strlen(path) + 1);
     pthread_mutex_init(&c->lock, NULL);
     c->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     assert_true(c->fd >= 0);
