@@ -35,6 +35,7 @@ struct partition_log {
     atomic_int refcount;
     atomic_bool offline;
     atomic_bool deleted;
+    struct partition_log_recovery_stats recovery; /* written once by open */
 };
 
 /* Helpers used across files; callers hold write_lock. */

@@ -230,10 +230,49 @@ static void test_retention_by_time(void **state)
     partition_log_close(log);
 }
 
+/* A rescan validates without flushing: the recovery point stays at the
+ * checkpoint's offset (so a second crash rescans the same bytes) until a
+ * flush moves it to the log end. */
+static void test_rescan_keeps_recovery_point(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    log_config_defaults(&cfg);
+    struct partition_log *log = open_or_fail(&cfg, false);
+    append_n(log, 5, 3, 1000, 100);
+    partition_log_close(log);
+
+    char err[256] = "";
+    assert_int_equal(partition_log_open_from(g_dir, &cfg, 6, &log, err, sizeof err), 0);
+    struct partition_log_recovery_stats stats;
+    partition_log_recovery_stats(log, &stats);
+    assert_true(stats.scanned_bytes > 0);
+    assert_int_equal(stats.scanned_bytes, partition_log_size_bytes(log));
+    assert_int_equal(partition_log_end_offset(log), 15);
+    assert_int_equal(partition_log_recovery_point(log), 6);
+    check_all_readable(log, 15);
+    assert_int_equal(partition_log_flush(log), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_recovery_point(log), 15);
+    partition_log_close(log);
+
+    /* A checkpoint past the end (data lost with the page cache) is capped. */
+    assert_int_equal(partition_log_open_from(g_dir, &cfg, 40, &log, err, sizeof err), 0);
+    assert_int_equal(partition_log_recovery_point(log), 15);
+    partition_log_close(log);
+
+    /* A clean open trusts the files and reports no rescan. */
+    assert_int_equal(partition_log_open_from(g_dir, &cfg, -1, &log, err, sizeof err), 0);
+    partition_log_recovery_stats(log, &stats);
+    assert_int_equal(stats.scanned_bytes, 0);
+    assert_int_equal(partition_log_recovery_point(log), 15);
+    partition_log_close(log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_garbage_tail, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rescan_keeps_recovery_point, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_last_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_middle_segment, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retention_by_bytes, setup, teardown),
