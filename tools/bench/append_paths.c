@@ -5,6 +5,11 @@
  *   recv    recv() into a reused buffer, nothing else (the socket copy alone)
  *   write   recv() into the buffer, then pwrite() it to the file (what cairnd
  *           does: two copies, socket -> buffer -> page cache)
+ *   write-fallocate  the same, blocks reserved first (FALLOC_FL_KEEP_SIZE, as
+ *           log.preallocate does)
+ *   write-misaligned  as write, with the buffer address and the file position
+ *           differing by 36 bytes modulo 64 (as a batch inside a request frame
+ *           and its place in a segment usually do)
  *   mmap    recv() straight into a shared mapping of the file, pages made
  *           writable ahead with MADV_POPULATE_WRITE (one copy); the file is
  *           sized with ftruncate (sparse)
@@ -117,8 +122,15 @@ static int run_mode(const char *mode, const char *dir, size_t total, size_t chun
         unlink(path);
         return -1;
     }
-    uint8_t *buf = malloc(chunk);
+    /* 64 bytes of slack so the misaligned mode can start inside the buffer. */
+    uint8_t *alloc = malloc(chunk + 64);
+    uint8_t *buf = strcmp(mode, "write-misaligned") == 0 ? alloc + 36 : alloc;
     uint8_t *map = NULL;
+    if (strcmp(mode, "write-fallocate") == 0 &&
+        fallocate(file, FALLOC_FL_KEEP_SIZE, 0, (off_t)total) != 0) {
+        fprintf(stderr, "fallocate: %s\n", strerror(errno));
+        return -1;
+    }
     bool use_map = strncmp(mode, "mmap", 4) == 0;
     if (use_map) {
         int sized = strcmp(mode, "mmap-fallocate") == 0 ? fallocate(file, 0, 0, (off_t)total)
@@ -152,7 +164,7 @@ static int run_mode(const char *mode, const char *dir, size_t total, size_t chun
             rc = recv_full(rx, map + done, want);
         } else {
             rc = recv_full(rx, buf, want);
-            if (rc == 0 && strcmp(mode, "write") == 0 &&
+            if (rc == 0 && strncmp(mode, "write", 5) == 0 &&
                 pwrite(file, buf, want, (off_t)done) != (ssize_t)want)
                 rc = -1;
         }
@@ -169,7 +181,7 @@ static int run_mode(const char *mode, const char *dir, size_t total, size_t chun
                (double)(total >> 20) / wall);
     if (map)
         munmap(map, total);
-    free(buf);
+    free(alloc);
     close(rx);
     close(tx);
     close(file);
@@ -196,12 +208,13 @@ int main(int argc, char **argv)
     }
     if (first_mode >= argc || mib == 0 || chunk_kib == 0) {
         fprintf(stderr, "usage: cairn-append-paths [--mib N] [--chunk-kib K] [--dir D] "
-                        "recv|write|mmap|mmap-fallocate...\n");
+                        "recv|write|write-fallocate|write-misaligned|mmap|mmap-fallocate...\n");
         return 2;
     }
     for (int i = first_mode; i < argc; i++) {
         if (strcmp(argv[i], "recv") != 0 && strcmp(argv[i], "write") != 0 &&
-            strcmp(argv[i], "mmap") != 0 && strcmp(argv[i], "mmap-fallocate") != 0) {
+            strcmp(argv[i], "mmap") != 0 && strcmp(argv[i], "mmap-fallocate") != 0 &&
+            strcmp(argv[i], "write-fallocate") != 0 && strcmp(argv[i], "write-misaligned") != 0) {
             fprintf(stderr, "unknown mode %s\n", argv[i]);
             return 2;
         }
