@@ -90,7 +90,7 @@ start_cairnd "$out/cairnd-fill.log"
 kill -KILL "$broker_pid"
 wait "$broker_pid" 2>/dev/null || true
 broker_pid=""
-log_bytes="$(find "$data_dir/data" -name '*.log' -path '*recovery-*' -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')"
+log_bytes="$(find "$data_dir/data" -name '*.log' -path '*recovery-*' -printf '%s\n' | awk '{ s += $1 } END { printf "%.0f\n", s }')"
 dirty_kib="$(awk '/^Dirty:/ { print $2 }' /proc/meminfo)"
 if [ "$drop_caches" = 1 ]; then
     sync
