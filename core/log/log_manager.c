@@ -326,8 +326,10 @@ void log_manager_maintain(struct log_manager *m, int64_t now_ms, bool force)
         int32_t *partitions;
         struct partition_log **logs = snapshot(m, &dir_of, &topics, &partitions, &n);
         for (size_t i = 0; logs && i < n; i++) {
-            if (roll)
+            if (roll) {
                 partition_log_roll_if_due(logs[i], now_ms);
+                partition_log_flush_rolled(logs[i]);
+            }
             if (flush)
                 partition_log_flush_if_due(logs[i], now_ms);
             if (retention)

@@ -107,6 +107,11 @@ int16_t partition_log_max_timestamp(struct partition_log *log, int64_t *offset,
 
 /* fdatasync everything up to the log end; moves the recovery point. */
 int16_t partition_log_flush(struct partition_log *log);
+/* As Kafka does after a roll: fdatasync the segments before the newest
+ * rolled one, without blocking appends, and move the recovery point to its
+ * base offset, so a crash rescans the active segment only (plus anything
+ * the flush policy has not written). No-op when nothing rolled. */
+int16_t partition_log_flush_rolled(struct partition_log *log);
 /* Flush when flush.ms has passed since the oldest unflushed append. */
 int16_t partition_log_flush_if_due(struct partition_log *log, int64_t now_ms);
 /* Drop every batch holding offsets >= offset (the log may end below it when
