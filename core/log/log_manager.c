@@ -328,7 +328,12 @@ void log_manager_maintain(struct log_manager *m, int64_t now_ms, bool force)
         for (size_t i = 0; logs && i < n; i++) {
             if (roll) {
                 partition_log_roll_if_due(logs[i], now_ms);
+                int64_t before = partition_log_recovery_point(logs[i]);
                 partition_log_flush_rolled(logs[i]);
+                /* Record it now rather than at the next checkpoint interval:
+                 * a crash in between would rescan the whole rolled segment. */
+                if (partition_log_recovery_point(logs[i]) != before)
+                    recovery_ckpt = true;
             }
             if (flush)
                 partition_log_flush_if_due(logs[i], now_ms);
