@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,7 @@ static int fsync_parent_dir(const char *path)
     return rc;
 }
 
-int log_file_write_atomic(const char *path, const char *data, size_t len)
+static int write_atomic(const char *path, const char *data, size_t len, bool sync)
 {
     char tmp[4096];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
@@ -45,7 +46,7 @@ int log_file_write_atomic(const char *path, const char *data, size_t len)
         }
         done += (size_t)n;
     }
-    if (rc == 0 && fsync(fd) != 0)
+    if (rc == 0 && sync && fsync(fd) != 0)
         rc = errno;
     if (close(fd) != 0 && rc == 0)
         rc = errno;
@@ -55,7 +56,17 @@ int log_file_write_atomic(const char *path, const char *data, size_t len)
         unlink(tmp);
         return rc;
     }
-    return fsync_parent_dir(path);
+    return sync ? fsync_parent_dir(path) : 0;
+}
+
+int log_file_write_atomic(const char *path, const char *data, size_t len)
+{
+    return write_atomic(path, data, len, true);
+}
+
+int log_file_write_atomic_unsynced(const char *path, const char *data, size_t len)
+{
+    return write_atomic(path, data, len, false);
 }
 
 int log_file_read_all(const char *path, size_t max, char **out, size_t *out_len)

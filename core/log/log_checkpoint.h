@@ -8,6 +8,10 @@
 
 /* Replace path with data. Returns 0 or an errno value. */
 int log_file_write_atomic(const char *path, const char *data, size_t len);
+/* The same rename without either fsync: after a crash the file may be
+ * missing or empty, so only for files whose reader detects that and falls
+ * back (checksummed caches that can be rebuilt). */
+int log_file_write_atomic_unsynced(const char *path, const char *data, size_t len);
 /* Read a whole file of at most max bytes into a NUL-terminated heap buffer.
  * Returns 0, ENOENT, EFBIG or another errno value. */
 int log_file_read_all(const char *path, size_t max, char **out, size_t *out_len);

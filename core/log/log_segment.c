@@ -15,7 +15,7 @@
 #include "util/logger.h"
 
 #define LOG_SCAN_HEADER_BUF (64 * 1024)
-#define LOG_SCAN_RECOVERY_BUF (8 * 1024 * 1024)
+#define LOG_SCAN_RECOVERY_BUF (1024 * 1024)
 
 static void put32(uint8_t *p, uint32_t v)
 {

@@ -124,6 +124,8 @@ static int load_segments(struct partition_log *log, int64_t recovery_point, char
             log_segment_close(seg, false);
         if (rc != 0)
             break;
+        if (rebuild)
+            log->recovery.scanned_bytes += seg->size;
         if (!is_last && !rebuild)
             seg->next_offset = bases[i + 1];
         if (truncated && !is_last) {
@@ -171,8 +173,10 @@ int partition_log_open_from(const char *dir, const struct log_config *cfg,
     pthread_mutex_init(&log->write_lock, NULL);
     pthread_rwlock_init(&log->lock, NULL);
     atomic_init(&log->refcount, 1);
+    atomic_init(&log->rolled_unflushed, -1);
     log->first_unflushed_ms = -1;
     atomic_init(&log->first_unstable_offset, -1);
+    int64_t t0 = clock_mono_ns();
     if (load_segments(log, recovery_point, err, errlen) != 0) {
         log_free(log);
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
@@ -180,19 +184,29 @@ int partition_log_open_from(const char *dir, const struct log_config *cfg,
     struct log_segment *active = log->segments[log->segment_count - 1];
     atomic_store(&log->log_start_offset, log->segments[0]->base_offset);
     atomic_store(&log->log_end_offset, active->next_offset);
+    int64_t end = active->next_offset;
+    int64_t t1 = clock_mono_ns();
     if (recovery_point >= 0) {
-        /* Everything rescanned is now known good; make it durable. */
-        for (size_t i = 0; i < log->segment_count; i++)
-            if (log_segment_flush(log->segments[i]) != 0) {
-                snprintf(err, errlen, "cannot flush %s: %s", dir, strerror(errno));
-                log_free(log);
-                return KAFKA_ERR_KAFKA_STORAGE_ERROR;
-            }
+        log->recovery.scan_ns = t1 - t0;
+        /* The rescanned data is whole but possibly not on disk yet. Rather
+         * than make start-up wait for the disk (fdatasync of everything
+         * written since the last flush), keep the recovery point where the
+         * checkpoint had it: a crash before the next flush rescans the same
+         * bytes again, and the flush policy (or a clean stop) writes them. */
+        int64_t durable = recovery_point < end ? recovery_point : end;
+        if (durable < log->segments[0]->base_offset)
+            durable = log->segments[0]->base_offset;
+        atomic_store(&log->recovery_point, durable);
+        if (durable < end)
+            log->first_unflushed_ms = clock_wall_ms();
+    } else {
+        atomic_store(&log->recovery_point, end);
     }
-    atomic_store(&log->recovery_point, active->next_offset);
     partition_log_load_epochs(log);
     partition_log_truncate_epochs(log, active->next_offset);
     int rc = partition_log_load_producers_locked(log);
+    if (recovery_point >= 0)
+        log->recovery.producers_ns = clock_mono_ns() - t1;
     if (rc != 0) {
         snprintf(err, errlen, "cannot load producer state of %s: %s", dir, strerror(rc));
         log_free(log);
@@ -206,6 +220,12 @@ int partition_log_open(const char *dir, const struct log_config *cfg, bool recov
                        struct partition_log **out, char *err, size_t errlen)
 {
     return partition_log_open_from(dir, cfg, recover ? 0 : -1, out, err, errlen);
+}
+
+void partition_log_recovery_stats(const struct partition_log *log,
+                                  struct partition_log_recovery_stats *out)
+{
+    *out = log->recovery;
 }
 
 void partition_log_retain(struct partition_log *log)
@@ -283,6 +303,7 @@ int partition_log_roll_locked(struct partition_log *log, int64_t now_ms)
         return rc;
     }
     logger_debug("log", "%s: rolled new segment at offset %" PRId64, log->dir, base);
+    atomic_store(&log->rolled_unflushed, base);
     /* The state as of the new segment's base: recovery replays from here. */
     partition_log_snapshot_producers_locked(log);
     return 0;
@@ -617,6 +638,53 @@ int16_t partition_log_flush(struct partition_log *log)
                                               : partition_log_flush_locked(log);
     pthread_mutex_unlock(&log->write_lock);
     return code;
+}
+
+int16_t partition_log_flush_rolled(struct partition_log *log)
+{
+    int64_t upto = atomic_exchange(&log->rolled_unflushed, -1);
+    if (upto < 0 || atomic_load(&log->offline) || atomic_load(&log->deleted))
+        return KAFKA_ERR_NONE;
+    pthread_mutex_lock(&log->write_lock);
+    uint64_t truncations = log->truncations;
+    int64_t from = atomic_load(&log->recovery_point);
+    /* Closed segments do not change, so their files can be synced without
+     * holding any lock: duplicate the descriptors under the write lock
+     * (retention may close the originals meanwhile). */
+    size_t first = partition_log_segment_for(log, from), n = 0;
+    int *fds = NULL;
+    if (upto > from && first < log->segment_count &&
+        (fds = malloc(3 * log->segment_count * sizeof *fds)) != NULL) {
+        for (size_t i = first; i < log->segment_count && log->segments[i]->base_offset < upto;
+             i++) {
+            const struct log_segment *seg = log->segments[i];
+            int src[3] = {seg->log_fd, seg->index_fd, seg->time_fd};
+            for (int k = 0; k < 3; k++)
+                if (src[k] >= 0 && (fds[n] = dup(src[k])) >= 0)
+                    n++;
+        }
+    }
+    pthread_mutex_unlock(&log->write_lock);
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0 && fdatasync(fds[i]) != 0)
+            rc = errno;
+        close(fds[i]);
+    }
+    free(fds);
+    if (n == 0)
+        return KAFKA_ERR_NONE;
+    if (rc != 0) {
+        partition_log_mark_offline(log, "flushing a rolled segment", rc);
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
+    pthread_mutex_lock(&log->write_lock);
+    /* A truncation in between may have replaced what was synced. */
+    if (log->truncations == truncations && upto <= atomic_load(&log->log_end_offset) &&
+        upto > atomic_load(&log->recovery_point))
+        atomic_store(&log->recovery_point, upto);
+    pthread_mutex_unlock(&log->write_lock);
+    return KAFKA_ERR_NONE;
 }
 
 int16_t partition_log_flush_if_due(struct partition_log *log, int64_t now_ms)

@@ -28,6 +28,10 @@ struct partition_log {
     _Atomic int64_t log_start_offset;
     _Atomic int64_t log_end_offset;
     _Atomic int64_t recovery_point;
+    /* Base offset of the newest segment rolled since the segments before it
+     * were last flushed; -1 when none is waiting (see flush_rolled). */
+    _Atomic int64_t rolled_unflushed;
+    uint64_t truncations;       /* write_lock; counts truncate_to calls */
     int64_t unflushed_records;  /* write_lock */
     int64_t first_unflushed_ms; /* write_lock; -1 when all flushed */
     struct log_epoch_entry *epochs;
@@ -40,6 +44,7 @@ struct partition_log {
     atomic_int refcount;
     atomic_bool offline;
     atomic_bool deleted;
+    struct partition_log_recovery_stats recovery; /* written once by open */
 };
 
 /* Helpers used across files; callers hold write_lock. */

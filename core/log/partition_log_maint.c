@@ -120,6 +120,7 @@ int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset)
         return KAFKA_ERR_NONE;
     }
     int rc = 0;
+    log->truncations++;
     pthread_rwlock_wrlock(&log->lock);
     while (log->segment_count > 1 && log->segments[log->segment_count - 1]->base_offset >= offset)
         log_segment_close(log->segments[--log->segment_count], true);

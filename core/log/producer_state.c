@@ -373,7 +373,7 @@ static uint8_t *put_entry(uint8_t *p, const struct producer_entry *e,
     return p + SNAPSHOT_ENTRY_SIZE;
 }
 
-int producer_state_write_snapshot(const struct producer_state *ps, const char *path)
+static int write_snapshot(const struct producer_state *ps, const char *path, bool sync)
 {
     size_t entries = 0;
     for (size_t i = 0; i < ps->cap; i++)
@@ -398,9 +398,20 @@ int producer_state_write_snapshot(const struct producer_state *ps, const char *p
             p = put_entry(p, e, &e->batches[b]);
     }
     put_be32(buf + 2, crc32c(0, buf + 6, len - 6));
-    int rc = log_file_write_atomic(path, (const char *)buf, len);
+    int rc = sync ? log_file_write_atomic(path, (const char *)buf, len)
+                  : log_file_write_atomic_unsynced(path, (const char *)buf, len);
     free(buf);
     return rc;
+}
+
+int producer_state_write_snapshot(const struct producer_state *ps, const char *path)
+{
+    return write_snapshot(ps, path, true);
+}
+
+int producer_state_write_snapshot_unsynced(const struct producer_state *ps, const char *path)
+{
+    return write_snapshot(ps, path, false);
 }
 
 static int load_entry(struct producer_state *ps, const uint8_t *p)

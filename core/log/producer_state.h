@@ -112,6 +112,9 @@ size_t producer_state_expire(struct producer_state *ps, int64_t now_ms, int64_t 
 
 /* Write the state to path atomically. Returns 0 or an errno value. */
 int producer_state_write_snapshot(const struct producer_state *ps, const char *path);
+/* Without fsync: the snapshot is checksummed and a lost or torn one only
+ * means replaying more of the log at the next start. */
+int producer_state_write_snapshot_unsynced(const struct producer_state *ps, const char *path);
 /* Replace the state with the snapshot at path. Returns 0, ENOENT, or EINVAL
  * for a malformed or corrupt file (the state is then cleared). */
 int producer_state_read_snapshot(struct producer_state *ps, const char *path);

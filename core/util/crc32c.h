@@ -22,4 +22,10 @@ bool crc32c_hw_supported(void);
 /* Hardware implementation; only call when crc32c_hw_supported() is true. */
 uint32_t crc32c_hw(uint32_t crc, const void *data, size_t len);
 
+/* True when the CPU folds with VPCLMULQDQ/AVX-512 (which crc32c() then uses
+ * for long inputs). */
+bool crc32c_fold_supported(void);
+/* The folding implementation; only call when crc32c_fold_supported(). */
+uint32_t crc32c_fold(uint32_t crc, const void *data, size_t len);
+
 #endif

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -231,6 +232,46 @@ static void test_background_thread(void **state)
     log_manager_close(m, true);
 }
 
+/* A roll's background flush moves the recovery point, and the checkpoint
+ * file records it at once instead of at the next checkpoint interval. */
+static void test_roll_flush_checkpointed(void **state)
+{
+    (void)state;
+    struct log_config defaults;
+    log_config_defaults(&defaults);
+    defaults.segment_bytes = 2048;
+    struct log_manager_config mcfg;
+    log_manager_config_defaults(&mcfg);
+    mcfg.background_thread = false;
+    mcfg.roll_check_interval_ms = 0;
+    mcfg.flush_offset_checkpoint_interval_ms = INT64_MAX;
+    struct log_manager *m;
+    char err[256];
+    assert_int_equal(log_manager_open(g_dir_list, 2, &defaults, &mcfg, &m, err, sizeof err), 0);
+    struct partition_log *log;
+    assert_int_equal(log_manager_create(m, "rolled", 0, NULL, NULL, &log, err, sizeof err), 0);
+    append(log, 20);
+    assert_true(partition_log_segment_count(log) >= 2);
+    assert_int_equal(partition_log_recovery_point(log), 0);
+    log_manager_maintain(m, clock_wall_ms(), false);
+    int64_t rp = partition_log_recovery_point(log);
+    assert_true(rp > 0 && rp < partition_log_end_offset(log));
+
+    char path[1024];
+    snprintf(path, sizeof path, "%s/../recovery-point-offset-checkpoint", partition_log_dir(log));
+    struct log_offset_checkpoint_entry *entries = NULL;
+    size_t n = 0;
+    assert_int_equal(log_offset_checkpoint_read(path, &entries, &n), 0);
+    int64_t recorded = -1;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(entries[i].topic, "rolled") == 0 && entries[i].partition == 0)
+            recorded = entries[i].offset;
+    log_offset_checkpoint_free(entries, n);
+    assert_int_equal(recorded, rp);
+    partition_log_close(log);
+    log_manager_close(m, true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -238,6 +279,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unclean_recovery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_retention, setup, teardown),
         cmocka_unit_test_setup_teardown(test_background_thread, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_roll_flush_checkpointed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

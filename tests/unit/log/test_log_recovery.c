@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -230,10 +231,90 @@ static void test_retention_by_time(void **state)
     partition_log_close(log);
 }
 
+/* A rescan validates without flushing: the recovery point stays at the
+ * checkpoint's offset (so a second crash rescans the same bytes) until a
+ * flush moves it to the log end. */
+static void test_rescan_keeps_recovery_point(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    log_config_defaults(&cfg);
+    struct partition_log *log = open_or_fail(&cfg, false);
+    append_n(log, 5, 3, 1000, 100);
+    partition_log_close(log);
+
+    char err[256] = "";
+    assert_int_equal(partition_log_open_from(g_dir, &cfg, 6, &log, err, sizeof err), 0);
+    struct partition_log_recovery_stats stats;
+    partition_log_recovery_stats(log, &stats);
+    assert_true(stats.scanned_bytes > 0);
+    assert_int_equal(stats.scanned_bytes, partition_log_size_bytes(log));
+    assert_int_equal(partition_log_end_offset(log), 15);
+    assert_int_equal(partition_log_recovery_point(log), 6);
+    check_all_readable(log, 15);
+    assert_int_equal(partition_log_flush(log), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_recovery_point(log), 15);
+    partition_log_close(log);
+
+    /* A checkpoint past the end (data lost with the page cache) is capped. */
+    assert_int_equal(partition_log_open_from(g_dir, &cfg, 40, &log, err, sizeof err), 0);
+    assert_int_equal(partition_log_recovery_point(log), 15);
+    partition_log_close(log);
+
+    /* A clean open trusts the files and reports no rescan. */
+    assert_int_equal(partition_log_open_from(g_dir, &cfg, -1, &log, err, sizeof err), 0);
+    partition_log_recovery_stats(log, &stats);
+    assert_int_equal(stats.scanned_bytes, 0);
+    assert_int_equal(partition_log_recovery_point(log), 15);
+    partition_log_close(log);
+}
+
+/* After a roll the closed segments are synced in the background and the
+ * recovery point moves to the new segment's base, so an unclean open
+ * rescans the active segment only. */
+static void test_flush_rolled_segments(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    log_config_defaults(&cfg);
+    cfg.segment_bytes = 4096;
+    struct partition_log *log = open_or_fail(&cfg, false);
+    assert_int_equal(partition_log_flush_rolled(log), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_recovery_point(log), 0);
+    append_n(log, 12, 3, 1000, 500);
+    assert_true(partition_log_segment_count(log) >= 3);
+    int64_t end = partition_log_end_offset(log);
+    assert_int_equal(partition_log_recovery_point(log), 0);
+    assert_int_equal(partition_log_flush_rolled(log), KAFKA_ERR_NONE);
+    int64_t rp = partition_log_recovery_point(log);
+    assert_true(rp > 0 && rp < end);
+    char path[512];
+    struct stat st;
+    segment_path(path, sizeof path, rp, ".log");
+    assert_int_equal(stat(path, &st), 0); /* rp is the active segment's base */
+    /* Nothing new rolled: a second call changes nothing. */
+    assert_int_equal(partition_log_flush_rolled(log), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_recovery_point(log), rp);
+    int64_t total = partition_log_size_bytes(log);
+    partition_log_close(log);
+
+    char err[256] = "";
+    assert_int_equal(partition_log_open_from(g_dir, &cfg, rp, &log, err, sizeof err), 0);
+    struct partition_log_recovery_stats stats;
+    partition_log_recovery_stats(log, &stats);
+    assert_int_equal(stats.scanned_bytes, (int64_t)st.st_size);
+    assert_true(stats.scanned_bytes < total);
+    assert_int_equal(partition_log_end_offset(log), end);
+    check_all_readable(log, end);
+    partition_log_close(log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_garbage_tail, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rescan_keeps_recovery_point, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flush_rolled_segments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_last_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_middle_segment, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retention_by_bytes, setup, teardown),

@@ -333,6 +333,46 @@ static void test_varints(void **state)
     assert_int_equal(buf[0], 0x02);
 }
 
+/* Lengths and timestamp deltas on both sides of the one-, two- and
+ * three-byte varint boundaries read back exactly through the record
+ * iterator (which decodes short varints inline). */
+static void test_varint_boundaries_in_records(void **state)
+{
+    (void)state;
+    const int32_t sizes[] = {0, 1, 63, 64, 65, 127, 128, 8191, 8192, 8193, 70000};
+    const int64_t ts_deltas[] = {0, -1, 63, -64, 64, 8191, -8192, 8192, 1000000, -1000000};
+    size_t n_sizes = sizeof sizes / sizeof sizes[0], n_ts = sizeof ts_deltas / sizeof ts_deltas[0];
+    uint8_t *payload = calloc(1, 70000);
+    assert_non_null(payload);
+    const int64_t base_ts = 1700000000000;
+    struct record_batch_builder b;
+    record_batch_builder_init(&b, base_ts);
+    for (size_t i = 0; i < n_sizes; i++)
+        assert_int_equal(record_batch_builder_add(&b, base_ts + ts_deltas[i % n_ts], payload,
+                                                  sizes[(i + 3) % n_sizes], payload, sizes[i],
+                                                  NULL, 0),
+                         0);
+    uint8_t *batch;
+    size_t len;
+    assert_int_equal(record_batch_builder_finish(&b, &batch, &len), 0);
+    char err[128];
+    struct record_batch_header h;
+    assert_int_equal(record_batch_validate(batch, len, -1, &h, err, sizeof err), 0);
+    struct record_batch_record_iter it;
+    struct record_batch_record rec;
+    assert_int_equal(record_batch_records_begin(&it, batch, len), 0);
+    for (size_t i = 0; i < n_sizes; i++) {
+        assert_int_equal(record_batch_records_next(&it, &rec), 1);
+        assert_int_equal(rec.offset_delta, (int32_t)i);
+        assert_int_equal(rec.value_len, sizes[i]);
+        assert_int_equal(rec.key_len, sizes[(i + 3) % n_sizes]);
+        assert_int_equal(rec.timestamp, base_ts + ts_deltas[i % n_ts]);
+    }
+    assert_int_equal(record_batch_records_next(&it, &rec), 0);
+    free(batch);
+    free(payload);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -342,6 +382,7 @@ int main(void)
         cmocka_unit_test(test_record_count_mismatch), cmocka_unit_test(test_record_overrun),
         cmocka_unit_test(test_compressed_header_only), cmocka_unit_test(test_mutators),
         cmocka_unit_test(test_iterate_batches),    cmocka_unit_test(test_varints),
+        cmocka_unit_test(test_varint_boundaries_in_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Compares the produce CPU per record of two or more cairnd binaries on a
+# shared, noisy machine: runs alternate between the binaries (the order
+# rotates every round), each on a fresh data directory, and the medians are
+# printed per binary.
+#
+# usage: tools/bench/ab_produce.sh [--rounds R] [--records N] [--bench PATH]
+#            [--perf-stat] [--out DIR] [--override key=value]... CAIRND...
+#
+# Each run: cairnd on a free loopback port, `cairn-bench produce` of N
+# records of 1 KiB to one partition, acks=1, linger.ms=5, --broker-pid.
+# --perf-stat also wraps each run's broker in `perf stat -p` (cycles,
+# user/kernel split) and keeps the output next to the JSON reports.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+
+rounds=5
+records=1000000
+bench="$repo/build/tools/bench/cairn-bench"
+perf_stat=0
+out=""
+overrides=()
+binaries=()
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rounds) rounds="$2"; shift ;;
+        --records) records="$2"; shift ;;
+        --bench) bench="$2"; shift ;;
+        --perf-stat) perf_stat=1 ;;
+        --out) out="$2"; shift ;;
+        --override) overrides+=(--override "$2"); shift ;;
+        -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -*) echo "unknown option $1" >&2; exit 2 ;;
+        *) binaries+=("$1") ;;
+    esac
+    shift
+done
+[ ${#binaries[@]} -ge 1 ] || { echo "name at least one cairnd binary" >&2; exit 2; }
+[ -x "$bench" ] || { echo "cairn-bench not found at $bench (pass --bench)" >&2; exit 1; }
+[ -n "$out" ] || out="$(mktemp -d /tmp/cairn-ab.XXXXXX)"
+mkdir -p "$out"
+
+broker_pid=""
+perf_pid=""
+data_dir=""
+
+stop_broker() {
+    if [ -n "$perf_pid" ]; then
+        kill -INT "$perf_pid" 2>/dev/null || true
+        wait "$perf_pid" 2>/dev/null || true
+        perf_pid=""
+    fi
+    if [ -n "$broker_pid" ] && kill -0 "$broker_pid" 2>/dev/null; then
+        kill -TERM "$broker_pid" 2>/dev/null || true
+        for _ in $(seq 1 100); do
+            kill -0 "$broker_pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$broker_pid" 2>/dev/null || true
+        wait "$broker_pid" 2>/dev/null || true
+    fi
+    broker_pid=""
+    [ -n "$data_dir" ] && rm -rf "$data_dir"
+    data_dir=""
+}
+trap stop_broker EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+run_one() { # binary-index round
+    local idx="$1" round="$2" bin="${binaries[$1]}" port tag
+    tag="b$idx-r$round"
+    port="$(free_port)"
+    data_dir="$(mktemp -d /tmp/cairn-ab-data.XXXXXX)"
+    "$bin" --override "listeners=PLAINTEXT://127.0.0.1:$port" \
+        --override "advertised.listeners=PLAINTEXT://127.0.0.1:$port" \
+        --override "log.dirs=$data_dir/data" --override "num.partitions=1" \
+        --override "offsets.topic.replication.factor=1" "${overrides[@]}" \
+        >"$out/$tag.log" 2>&1 &
+    broker_pid=$!
+    for _ in $(seq 1 200); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+        sleep 0.05
+    done
+    if [ "$perf_stat" = 1 ]; then
+        perf stat -e task-clock,cycles,cycles:u,cycles:k,instructions -p "$broker_pid" \
+            -o "$out/$tag.perfstat" &
+        perf_pid=$!
+    fi
+    "$bench" produce --bootstrap "127.0.0.1:$port" --topic ab --records "$records" \
+        --record-size 1024 --acks 1 --linger-ms 5 --partitions 1 --broker-pid "$broker_pid" \
+        >"$out/$tag.json" 2>>"$out/bench.log" || echo "  $tag incomplete" >&2
+    stop_broker
+    python3 - "$out/$tag.json" "$idx" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+b = r.get("broker_cpu", {})
+print(f"  binary {sys.argv[2]}: {r.get('msgs_per_sec', 0):>10.0f} msgs/s  "
+      f"broker {b.get('us_per_record', float('nan')):.3f} us/record", file=sys.stderr)
+EOF
+}
+
+echo "results in $out" >&2
+n=${#binaries[@]}
+for round in $(seq 1 "$rounds"); do
+    for k in $(seq 0 $((n - 1))); do
+        run_one $(((k + round) % n)) "$round"
+    done
+done
+
+python3 - "$out" "$n" "${binaries[@]}" <<'EOF'
+import glob, json, os, statistics, sys
+out, n, bins = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+meds = []
+for i in range(n):
+    cpu, rate = [], []
+    for f in sorted(glob.glob(os.path.join(out, f"b{i}-r*.json"))):
+        try:
+            r = json.load(open(f))
+            cpu.append(r["broker_cpu"]["us_per_record"])
+            rate.append(r["msgs_per_sec"])
+        except (ValueError, KeyError):
+            pass
+    if not cpu:
+        print(f"{bins[i]}: no complete run")
+        meds.append(None)
+        continue
+    m = statistics.median(cpu)
+    meds.append(m)
+    print(f"{bins[i]}: runs {len(cpu)}  broker us/record median {m:.3f} "
+          f"(min {min(cpu):.3f} max {max(cpu):.3f})  msgs/s median {statistics.median(rate):.0f}")
+if n > 1 and meds[0]:
+    for i in range(1, n):
+        if meds[i]:
+            print(f"ratio binary {i} / binary 0 (broker us/record): {meds[i] / meds[0]:.2f}")
+EOF

@@ -1,0 +1,225 @@
+/* cairn-append-paths: CPU cost, per KiB, of the ways received bytes can reach
+ * a log file's page cache. A sender thread streams fixed-size chunks over
+ * loopback TCP; the receiving thread measures its own CPU time for:
+ *
+ *   recv    recv() into a reused buffer, nothing else (the socket copy alone)
+ *   write   recv() into the buffer, then pwrite() it to the file (what cairnd
+ *           does: two copies, socket -> buffer -> page cache)
+ *   write-fallocate  the same, blocks reserved first (FALLOC_FL_KEEP_SIZE, as
+ *           log.preallocate does)
+ *   write-misaligned  as write, with the buffer address and the file position
+ *           differing by 36 bytes modulo 64 (as a batch inside a request frame
+ *           and its place in a segment usually do)
+ *   mmap    recv() straight into a shared mapping of the file, pages made
+ *           writable ahead with MADV_POPULATE_WRITE (one copy); the file is
+ *           sized with ftruncate (sparse)
+ *   mmap-fallocate  the same with the blocks allocated up front (fallocate)
+ *
+ * usage: cairn-append-paths [--mib N] [--chunk-kib K] [--dir D] MODE...
+ *
+ * Only the receiving thread is measured: loopback transmit work done in the
+ * sender's context is the same for every mode. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+#define POPULATE_AHEAD (4u << 20)
+
+struct sender_args {
+    int fd;
+    size_t total;
+    size_t chunk;
+};
+
+static void *sender_main(void *arg)
+{
+    struct sender_args *a = arg;
+    uint8_t *buf = malloc(a->chunk);
+    if (!buf)
+        return NULL;
+    memset(buf, 'x', a->chunk);
+    size_t sent = 0;
+    while (sent < a->total) {
+        size_t want = a->total - sent < a->chunk ? a->total - sent : a->chunk;
+        ssize_t n = send(a->fd, buf, want, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        sent += (size_t)n;
+    }
+    free(buf);
+    return NULL;
+}
+
+static int64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int connect_pair(int *rx, int *tx)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(lfd, 1) != 0 ||
+        getsockname(lfd, (struct sockaddr *)&sa, &len) != 0)
+        return -1;
+    *tx = socket(AF_INET, SOCK_STREAM, 0);
+    if (*tx < 0 || connect(*tx, (struct sockaddr *)&sa, sizeof sa) != 0)
+        return -1;
+    *rx = accept(lfd, NULL, NULL);
+    close(lfd);
+    return *rx < 0 ? -1 : 0;
+}
+
+/* Reads exactly len bytes into dst; 0 or -1. */
+static int recv_full(int fd, uint8_t *dst, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = recv(fd, dst, len, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        dst += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int run_mode(const char *mode, const char *dir, size_t total, size_t chunk)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/append-paths.%d.log", dir, (int)getpid());
+    int file = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (file < 0) {
+        fprintf(stderr, "%s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    int rx, tx;
+    if (connect_pair(&rx, &tx) != 0) {
+        fprintf(stderr, "loopback connection failed: %s\n", strerror(errno));
+        close(file);
+        unlink(path);
+        return -1;
+    }
+    /* 64 bytes of slack so the misaligned mode can start inside the buffer. */
+    uint8_t *alloc = malloc(chunk + 64);
+    uint8_t *buf = strcmp(mode, "write-misaligned") == 0 ? alloc + 36 : alloc;
+    uint8_t *map = NULL;
+    if (strcmp(mode, "write-fallocate") == 0 &&
+        fallocate(file, FALLOC_FL_KEEP_SIZE, 0, (off_t)total) != 0) {
+        fprintf(stderr, "fallocate: %s\n", strerror(errno));
+        return -1;
+    }
+    bool use_map = strncmp(mode, "mmap", 4) == 0;
+    if (use_map) {
+        int sized = strcmp(mode, "mmap-fallocate") == 0 ? fallocate(file, 0, 0, (off_t)total)
+                                                         : ftruncate(file, (off_t)total);
+        if (sized != 0 ||
+            (map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, file, 0)) == MAP_FAILED) {
+            fprintf(stderr, "mmap: %s\n", strerror(errno));
+            return -1;
+        }
+    }
+    struct sender_args args = {tx, total, chunk};
+    pthread_t sender;
+    pthread_create(&sender, NULL, sender_main, &args);
+    int64_t cpu0 = thread_cpu_ns();
+    struct timespec w0, w1;
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    size_t done = 0, populated = 0;
+    int rc = 0;
+    while (rc == 0 && done < total) {
+        size_t want = total - done < chunk ? total - done : chunk;
+        if (use_map) {
+            if (populated < done + want) {
+                size_t span = total - populated < POPULATE_AHEAD ? total - populated : POPULATE_AHEAD;
+                if (madvise(map + populated, span, MADV_POPULATE_WRITE) != 0) {
+                    fprintf(stderr, "MADV_POPULATE_WRITE: %s\n", strerror(errno));
+                    rc = -1;
+                    break;
+                }
+                populated += span;
+            }
+            rc = recv_full(rx, map + done, want);
+        } else {
+            rc = recv_full(rx, buf, want);
+            if (rc == 0 && strncmp(mode, "write", 5) == 0 &&
+                pwrite(file, buf, want, (off_t)done) != (ssize_t)want)
+                rc = -1;
+        }
+        done += want;
+    }
+    int64_t cpu = thread_cpu_ns() - cpu0;
+    clock_gettime(CLOCK_MONOTONIC, &w1);
+    pthread_join(sender, NULL);
+    double wall = (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) / 1e9;
+    if (rc == 0)
+        printf("{\"mode\": \"%s\", \"mib\": %zu, \"chunk_kib\": %zu, \"receiver_cpu_ns_per_kib\": %.1f, "
+               "\"wall_mib_per_s\": %.0f}\n",
+               mode, total >> 20, chunk >> 10, (double)cpu / (double)(total >> 10),
+               (double)(total >> 20) / wall);
+    if (map)
+        munmap(map, total);
+    free(alloc);
+    close(rx);
+    close(tx);
+    close(file);
+    unlink(path);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    size_t mib = 1024, chunk_kib = 1024;
+    const char *dir = "/tmp";
+    int first_mode = argc;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--mib") == 0 && i + 1 < argc)
+            mib = strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--chunk-kib") == 0 && i + 1 < argc)
+            chunk_kib = strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+            dir = argv[++i];
+        else {
+            first_mode = i;
+            break;
+        }
+    }
+    if (first_mode >= argc || mib == 0 || chunk_kib == 0) {
+        fprintf(stderr, "usage: cairn-append-paths [--mib N] [--chunk-kib K] [--dir D] "
+                        "recv|write|write-fallocate|write-misaligned|mmap|mmap-fallocate...\n");
+        return 2;
+    }
+    for (int i = first_mode; i < argc; i++) {
+        if (strcmp(argv[i], "recv") != 0 && strcmp(argv[i], "write") != 0 &&
+            strcmp(argv[i], "mmap") != 0 && strcmp(argv[i], "mmap-fallocate") != 0 &&
+            strcmp(argv[i], "write-fallocate") != 0 && strcmp(argv[i], "write-misaligned") != 0) {
+            fprintf(stderr, "unknown mode %s\n", argv[i]);
+            return 2;
+        }
+        if (run_mode(argv[i], dir, mib << 20, chunk_kib << 10) != 0)
+            return 1;
+    }
+    return 0;
+}
