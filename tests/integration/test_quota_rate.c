@@ -35,8 +35,17 @@ struct rate_run {
     atomic_llong window_bytes;
     atomic_long window_messages;
     atomic_long failed;
+    atomic_long throttled; /* responses that carried a throttle time */
     char error[256];
 };
+
+static void rate_throttle_cb(rd_kafka_t *rk, const char *broker_name, int32_t broker_id, int throttle_time_ms,
+                             void *opaque)
+{
+    (void)rk, (void)broker_name, (void)broker_id;
+    struct rate_run *run = opaque;
+    if (throttle_time_ms > 0) atomic_fetch_add(&run->throttled, 1);
+}
 
 static void rate_delivery_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
 {
@@ -72,6 +81,7 @@ static void *rate_produce(void *arg)
         }
     rd_kafka_conf_set_opaque(conf, run);
     rd_kafka_conf_set_dr_msg_cb(conf, rate_delivery_cb);
+    rd_kafka_conf_set_throttle_cb(conf, rate_throttle_cb);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
     if (!rk) {
         snprintf(run->error, sizeof run->error, "rd_kafka_new: %s", errstr);
@@ -159,12 +169,15 @@ static void test_producer_held_to_byte_rate(void **state)
             alone_rate > 0 ? 100.0 * shared_rate / alone_rate : 0.0);
     assert_true(limited_rate >= 0.9 * RATE_QUOTA_BYTES_PER_S);
     assert_true(limited_rate <= 1.1 * RATE_QUOTA_BYTES_PER_S);
-    /* The limited client costs the broker ~1 MB/s of work; the free one
-     * keeps its rate. The bound is loose because runs on a shared 2-core
-     * machine vary by +-30%; a throttle that stalled an io thread or muted
-     * the wrong connection costs far more. */
+    /* The free client is never throttled, and keeps its rate: the limited
+     * one costs the broker ~1 MB/s of work. The rate bound is loose because
+     * client, broker and the limited producer share two cores and runs vary
+     * by +-30% or more when the machine is busy; a throttle that stalled an
+     * io thread or muted the wrong connection costs far more. */
+    assert_int_equal(atomic_load(&alone.throttled) + atomic_load(&shared.throttled), 0);
+    assert_true(atomic_load(&limited.throttled) > 0);
     assert_true(alone_rate > 0);
-    assert_true(shared_rate >= 0.5 * alone_rate);
+    assert_true(shared_rate >= 0.3 * alone_rate);
     broker_mark_passed(broker);
 }
 
