@@ -11,8 +11,6 @@
 #include "group/group_log_codec.h"
 #include "group/group_log_internal.h"
 #include "group/internal_topic.h"
-#include "log/partition_log.h"
-#include "protocol/generated/errors.h"
 #include "protocol/record_batch.h"
 #include "util/logger.h"
 

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "group/internal_topic.h"
-#include "protocol/generated/errors.h"
 #include "protocol/generated/transaction_log_key.h"
 #include "protocol/generated/transaction_log_value.h"
 #include "protocol/record_batch.h"
