@@ -155,23 +155,12 @@ static int16_t batch_writer_commit(struct batch_writer *bw, struct group_log *gl
         logger_warn("group", "cannot encode %s of group %s", what, group_id);
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
-    int32_t epoch = partition_log_latest_epoch(log);
-    struct log_append_result res;
-    memset(&res, 0, sizeof res);
-    code = partition_log_append_coordinator(log, batch, len, epoch < 0 ? 0 : epoch, &res);
+    char about[256];
+    snprintf(about, sizeof about, "%s of group %s", what, group_id);
+    code = internal_topic_append(gl->topic, log, batch, len, true, about);
     free(batch);
-    if (code != KAFKA_ERR_NONE) {
-        logger_warn("group", "cannot write %s of group %s to %s: error %d %s", what, group_id,
-                    partition_log_dir(log), (int)code, res.error_message);
-        return client_error_for(code, offsets);
-    }
-    code = partition_log_flush(log);
-    if (code != KAFKA_ERR_NONE) {
-        logger_error("group", "cannot flush %s of group %s in %s: error %d", what, group_id, partition_log_dir(log),
-                     (int)code);
-        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-    }
-    return KAFKA_ERR_NONE;
+    /* A flush failure (a storage error) maps to UNKNOWN_SERVER_ERROR too. */
+    return client_error_for(code, offsets);
 }
 
 static int16_t write_offsets(struct group_log *gl, const char *group_id, const struct group_offset_record *offsets,

@@ -183,6 +183,26 @@ int16_t internal_topic_log_for_key(struct internal_topic *t, const char *key, st
     return KAFKA_ERR_NONE;
 }
 
+int16_t internal_topic_append(const struct internal_topic *t, struct partition_log *log, uint8_t *batch, size_t len,
+                              bool coordinator_origin, const char *what)
+{
+    int32_t epoch = partition_log_latest_epoch(log);
+    struct log_append_result res;
+    memset(&res, 0, sizeof res);
+    int16_t code = coordinator_origin
+                       ? partition_log_append_coordinator(log, batch, len, epoch < 0 ? 0 : epoch, &res)
+                       : partition_log_append(log, batch, len, epoch < 0 ? 0 : epoch, &res);
+    if (code != KAFKA_ERR_NONE) {
+        logger_warn(t->component, "cannot write %s to %s: error %d %s", what, partition_log_dir(log), (int)code,
+                    res.error_message);
+        return code;
+    }
+    code = partition_log_flush(log);
+    if (code != KAFKA_ERR_NONE)
+        logger_error(t->component, "cannot flush %s in %s: error %d", what, partition_log_dir(log), (int)code);
+    return code;
+}
+
 void internal_topic_replay_skip(struct internal_topic_replay *r, int64_t offset, const char *why)
 {
     r->skipped++;

@@ -59,6 +59,14 @@ int32_t internal_topic_partition_count(const struct internal_topic *t);
  * retained: it lives as long as the topic. */
 int16_t internal_topic_log_for_key(struct internal_topic *t, const char *key, struct partition_log **out);
 
+/* Appends one batch to log (from internal_topic_log_for_key) at the log's
+ * latest leader epoch and flushes it, so it is durable when this returns.
+ * coordinator_origin: partition_log_append_coordinator's rules (transactional
+ * batches without a sequence). Failures are logged naming `what` ("offsets
+ * of group g"). Returns NONE, the append's error, or the flush's. */
+int16_t internal_topic_append(const struct internal_topic *t, struct partition_log *log, uint8_t *batch, size_t len,
+                              bool coordinator_origin, const char *what);
+
 /* One partition's replay as the callbacks see it; owned by the replaying
  * thread. */
 struct internal_topic_replay {

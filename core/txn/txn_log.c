@@ -178,21 +178,9 @@ int16_t txn_log_write(struct txn_log *tl, const char *transactional_id, const st
         logger_warn("txn", "cannot encode the record of transactional id %s", transactional_id);
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
-    int32_t epoch = partition_log_latest_epoch(log);
-    struct log_append_result res;
-    memset(&res, 0, sizeof res);
-    code = partition_log_append(log, batch, len, epoch < 0 ? 0 : epoch, &res);
+    char about[256];
+    snprintf(about, sizeof about, "transactional id %s", transactional_id);
+    code = internal_topic_append(tl->topic, log, batch, len, false, about);
     free(batch);
-    if (code != KAFKA_ERR_NONE) {
-        logger_warn("txn", "cannot write transactional id %s to %s: error %d %s", transactional_id,
-                    partition_log_dir(log), (int)code, res.error_message);
-        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-    }
-    code = partition_log_flush(log);
-    if (code != KAFKA_ERR_NONE) {
-        logger_error("txn", "cannot flush transactional id %s in %s: error %d", transactional_id,
-                     partition_log_dir(log), (int)code);
-        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-    }
-    return KAFKA_ERR_NONE;
+    return code == KAFKA_ERR_NONE ? KAFKA_ERR_NONE : KAFKA_ERR_UNKNOWN_SERVER_ERROR;
 }

@@ -1,7 +1,7 @@
 /* The internal compacted topic over a real log manager and metadata store:
  * creation with a capped replication factor, placement of keys and the
- * errors a coordinator answers with, replay in log order, and replay past
- * damaged and compressed batches. */
+ * errors a coordinator answers with, durable appends, replay in log order,
+ * and replay past damaged and compressed batches. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -429,6 +429,48 @@ static void test_replay_skips_damaged_and_compressed_batches(void **state)
         assert_true(s.done_ok[i]);
 }
 
+/* Builds one uncompressed batch of a single record valued `value`. */
+static uint8_t *build_batch(const char *value, size_t value_len, size_t *len)
+{
+    struct record_batch_builder b;
+    record_batch_builder_init(&b, 1000);
+    assert_int_equal(record_batch_builder_add(&b, 1000, "k", 1, value, (int32_t)value_len, NULL, 0), 0);
+    uint8_t *batch;
+    assert_int_equal(record_batch_builder_finish(&b, &batch, len), 0);
+    record_batch_builder_free(&b);
+    return batch;
+}
+
+static void test_append_is_durable_and_replayed(void **state)
+{
+    struct fixture *f = *state;
+    open_all(f, PARTITIONS, 1);
+    struct partition_log *log;
+    assert_int_equal(internal_topic_log_for_key(f->topic, "writer", &log), KAFKA_ERR_NONE);
+    size_t len;
+    uint8_t *batch = build_batch("written#0", 9, &len);
+    assert_int_equal(internal_topic_append(f->topic, log, batch, len, false, "a test record"), KAFKA_ERR_NONE);
+    free(batch);
+    assert_int_equal(partition_log_end_offset(log), 1);
+    assert_int_equal(partition_log_recovery_point(log), 1); /* flushed before returning */
+    /* Larger than a segment (1 MiB here): the append's error, nothing written. */
+    size_t big_len = (size_t)2 << 20;
+    char *big = calloc(1, big_len);
+    assert_non_null(big);
+    batch = build_batch(big, big_len, &len);
+    free(big);
+    assert_int_equal(internal_topic_append(f->topic, log, batch, len, true, "a large record"),
+                     KAFKA_ERR_RECORD_LIST_TOO_LARGE);
+    free(batch);
+    assert_int_equal(partition_log_end_offset(log), 1);
+
+    struct seen s = {0};
+    replay(f, 4096, &s);
+    assert_int_equal(s.batches, 1);
+    assert_string_equal(s.first_value[0], "written#0");
+    assert_int_equal(s.partition[0], coordinator_partition_for("writer", 6, PARTITIONS));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -439,6 +481,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_log_for_key_with_missing_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replay_in_log_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replay_skips_damaged_and_compressed_batches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_append_is_durable_and_replayed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
