@@ -1,11 +1,6 @@
-/* The group log: opening __consumer_offsets and the store operations.
- * Replay lives in group_log_load.c, record layouts in group_log_codec.c.
- *
- * __consumer_offsets is created with cleanup.policy=compact. The partition
- * log does not compact yet, so the topic grows until compaction exists; to
- * keep retention from dropping live offsets meanwhile (the log applies
- * retention.ms whatever the policy), the topic also gets retention.ms=-1,
- * which Kafka ignores for a compact-only topic anyway. */
+/* The group log: opening __consumer_offsets (through internal_topic.c) and
+ * the store operations. Replay lives in group_log_load.c, record layouts in
+ * group_log_codec.c. */
 #include "group/group_log.h"
 
 #include <inttypes.h>
@@ -13,114 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "group/coordinator_partition.h"
 #include "group/group_log_codec.h"
 #include "group/group_log_internal.h"
-#include "log/log_manager.h"
+#include "group/internal_topic.h"
 #include "log/partition_log.h"
-#include "metadata/metadata_store.h"
 #include "protocol/generated/errors.h"
 #include "protocol/record_batch.h"
 #include "util/clock.h"
 #include "util/logger.h"
 
-#define DEFAULT_NUM_PARTITIONS 50
-#define DEFAULT_REPLICATION_FACTOR 3
-#define DEFAULT_SEGMENT_BYTES 104857600
 #define DEFAULT_LOAD_BUFFER_SIZE 5242880
-
-/* Creates the topic when the image lacks it. Returns 0 or -1 with err. */
-static int ensure_topic(const struct group_log_options *opts, int32_t num_partitions, int32_t segment_bytes,
-                        char *err, size_t errlen)
-{
-    const struct metadata_image *img = metadata_image_acquire(opts->metadata);
-    bool exists = metadata_image_topic_by_name(img, GROUP_LOG_TOPIC, strlen(GROUP_LOG_TOPIC)) != NULL;
-    int32_t live = metadata_image_live_broker_count(img);
-    metadata_image_release(img);
-    if (exists)
-        return 0;
-    if (live < 1) {
-        snprintf(err, errlen, "no live broker to place %s on", GROUP_LOG_TOPIC);
-        return -1;
-    }
-    int16_t rf = opts->replication_factor > 0 ? opts->replication_factor : DEFAULT_REPLICATION_FACTOR;
-    if (rf > live) {
-        /* Kafka would wait for more brokers; a small cluster should work out of the box. */
-        logger_info("group",
-                    "offsets.topic.replication.factor is %d but %d broker(s) are live: creating %s with "
-                    "replication factor %d",
-                    (int)rf, (int)live, GROUP_LOG_TOPIC, (int)live);
-        rf = (int16_t)live;
-    }
-    char segment[24];
-    snprintf(segment, sizeof segment, "%" PRId32, segment_bytes);
-    const struct metadata_config_kv configs[] = {
-        {"cleanup.policy", "compact"},
-        {"segment.bytes", segment},
-        {"retention.ms", "-1"},
-    };
-    char why[256] = "";
-    int16_t rc = metadata_create_topic(opts->metadata, GROUP_LOG_TOPIC, num_partitions, rf, NULL, 0, configs,
-                                       (int32_t)(sizeof configs / sizeof configs[0]), false, NULL, why, sizeof why);
-    if (rc == KAFKA_ERR_TOPIC_ALREADY_EXISTS)
-        return 0; /* created meanwhile by another caller */
-    if (rc != KAFKA_ERR_NONE) {
-        snprintf(err, errlen, "cannot create %s: %s (error %d)", GROUP_LOG_TOPIC, why, (int)rc);
-        return -1;
-    }
-    logger_info("group", "created %s with %d partitions, replication factor %d", GROUP_LOG_TOPIC,
-                (int)num_partitions, (int)rf);
-    return 0;
-}
-
-/* Takes a reference to each partition log held here, creating the logs the
- * broker has not created yet. */
-static int open_partitions(struct group_log *gl, const struct group_log_options *opts, int32_t num_partitions,
-                           int32_t segment_bytes, char *err, size_t errlen)
-{
-    const struct metadata_image *img = metadata_image_acquire(opts->metadata);
-    const struct metadata_topic *topic = metadata_image_topic_by_name(img, GROUP_LOG_TOPIC, strlen(GROUP_LOG_TOPIC));
-    if (!topic || topic->partition_count <= 0) {
-        metadata_image_release(img);
-        snprintf(err, errlen, "%s is missing from the metadata image or has no partitions", GROUP_LOG_TOPIC);
-        return -1;
-    }
-    if (topic->partition_count != num_partitions)
-        logger_warn("group",
-                    "%s has %d partitions; offsets.topic.num.partitions=%d applies only when it is created",
-                    GROUP_LOG_TOPIC, (int)topic->partition_count, (int)num_partitions);
-    gl->partition_count = topic->partition_count;
-    gl->partitions = calloc((size_t)gl->partition_count, sizeof *gl->partitions);
-    gl->replicated_here = calloc((size_t)gl->partition_count, sizeof *gl->replicated_here);
-    if (!gl->partitions || !gl->replicated_here) {
-        metadata_image_release(img);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    struct log_config cfg;
-    log_config_defaults(&cfg);
-    cfg.segment_bytes = segment_bytes;
-    cfg.retention_ms = -1;
-    for (int32_t p = 0; p < gl->partition_count; p++) {
-        struct partition_log *log = log_manager_get(opts->logs, GROUP_LOG_TOPIC, p);
-        bool here = log != NULL;
-        const struct metadata_partition *part = metadata_topic_partition(topic, p);
-        for (int32_t r = 0; part && part->present && r < part->replica_count; r++)
-            here |= part->replicas[r] == opts->node_id;
-        if (!log && here) {
-            char why[256] = "";
-            if (log_manager_create(opts->logs, GROUP_LOG_TOPIC, p, topic->topic_id.bytes, &cfg, &log, why,
-                                   sizeof why) != KAFKA_ERR_NONE) {
-                logger_error("group", "cannot create the log of %s-%d: %s", GROUP_LOG_TOPIC, (int)p, why);
-                log = NULL;
-            }
-        }
-        gl->partitions[p] = log;
-        gl->replicated_here[p] = here;
-    }
-    metadata_image_release(img);
-    return 0;
-}
 
 int group_log_open(const struct group_log_options *opts, struct group_log **out, char *err, size_t errlen)
 {
@@ -129,17 +26,25 @@ int group_log_open(const struct group_log_options *opts, struct group_log **out,
         snprintf(err, errlen, "the group log needs a log manager and a metadata store");
         return -1;
     }
-    int32_t num_partitions = opts->num_partitions > 0 ? opts->num_partitions : DEFAULT_NUM_PARTITIONS;
-    int32_t segment_bytes = opts->segment_bytes > 0 ? opts->segment_bytes : DEFAULT_SEGMENT_BYTES;
     struct group_log *gl = calloc(1, sizeof *gl);
     if (!gl) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     gl->load_buffer_size = (size_t)(opts->load_buffer_size > 0 ? opts->load_buffer_size : DEFAULT_LOAD_BUFFER_SIZE);
-    if (ensure_topic(opts, num_partitions, segment_bytes, err, errlen) != 0 ||
-        open_partitions(gl, opts, num_partitions, segment_bytes, err, errlen) != 0) {
-        group_log_close(gl);
+    const struct internal_topic_options topic = {
+        .name = GROUP_LOG_TOPIC,
+        .component = "group",
+        .config_prefix = "offsets.topic",
+        .logs = opts->logs,
+        .metadata = opts->metadata,
+        .num_partitions = opts->num_partitions,
+        .replication_factor = opts->replication_factor,
+        .segment_bytes = opts->segment_bytes,
+        .node_id = opts->node_id,
+    };
+    if (internal_topic_open(&topic, &gl->topic, err, errlen) != 0) {
+        free(gl);
         return -1;
     }
     *out = gl;
@@ -150,32 +55,19 @@ void group_log_close(struct group_log *gl)
 {
     if (!gl)
         return;
-    for (int32_t p = 0; gl->partitions && p < gl->partition_count; p++)
-        if (gl->partitions[p])
-            partition_log_close(gl->partitions[p]);
-    free(gl->partitions);
-    free(gl->replicated_here);
+    internal_topic_close(gl->topic);
     free(gl);
 }
 
 int32_t group_log_partition_count(const struct group_log *gl)
 {
-    return gl ? gl->partition_count : 0;
+    return gl ? internal_topic_partition_count(gl->topic) : 0;
 }
 
 /* The log of the group's partition, or the error to answer with. */
 static int16_t log_for_group(struct group_log *gl, const char *group_id, struct partition_log **out)
 {
-    *out = NULL;
-    if (!gl || !group_id || gl->partition_count <= 0)
-        return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
-    int32_t p = coordinator_partition_for(group_id, strlen(group_id), gl->partition_count);
-    if (!gl->replicated_here[p])
-        return KAFKA_ERR_NOT_COORDINATOR;
-    if (!gl->partitions[p] || partition_log_is_offline(gl->partitions[p]))
-        return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
-    *out = gl->partitions[p];
-    return KAFKA_ERR_NONE;
+    return internal_topic_log_for_key(gl ? gl->topic : NULL, group_id, out);
 }
 
 /* Kafka's translation of append errors for the group coordinator. */
@@ -263,23 +155,12 @@ static int16_t batch_writer_commit(struct batch_writer *bw, struct group_log *gl
         logger_warn("group", "cannot encode %s of group %s", what, group_id);
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
-    int32_t epoch = partition_log_latest_epoch(log);
-    struct log_append_result res;
-    memset(&res, 0, sizeof res);
-    code = partition_log_append_coordinator(log, batch, len, epoch < 0 ? 0 : epoch, &res);
+    char about[256];
+    snprintf(about, sizeof about, "%s of group %s", what, group_id);
+    code = internal_topic_append(gl->topic, log, batch, len, true, about);
     free(batch);
-    if (code != KAFKA_ERR_NONE) {
-        logger_warn("group", "cannot write %s of group %s to %s: error %d %s", what, group_id,
-                    partition_log_dir(log), (int)code, res.error_message);
-        return client_error_for(code, offsets);
-    }
-    code = partition_log_flush(log);
-    if (code != KAFKA_ERR_NONE) {
-        logger_error("group", "cannot flush %s of group %s in %s: error %d", what, group_id, partition_log_dir(log),
-                     (int)code);
-        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-    }
-    return KAFKA_ERR_NONE;
+    /* A flush failure (a storage error) maps to UNKNOWN_SERVER_ERROR too. */
+    return client_error_for(code, offsets);
 }
 
 static int16_t write_offsets(struct group_log *gl, const char *group_id, const struct group_offset_record *offsets,

@@ -1,24 +1,18 @@
-/* Replay of __consumer_offsets into a load visitor: each partition from
- * its log start to its end, batch by batch, record by record.
+/* Replay of __consumer_offsets into a load visitor, record by record of the
+ * batches internal_topic_replay hands over in log order.
  * Transactional offsets are held per producer until a COMMIT or ABORT
  * marker of that producer appears later in the same partition. */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "group/group_log.h"
 #include "group/group_log_codec.h"
 #include "group/group_log_internal.h"
-#include "log/partition_log.h"
-#include "protocol/generated/errors.h"
+#include "group/internal_topic.h"
 #include "protocol/record_batch.h"
 #include "util/logger.h"
-
-/* Warnings per partition before only a count is kept. */
-#define LOAD_WARN_LIMIT 10
 
 /* A transactional offset read before its producer's marker. */
 struct pending_txn_offset {
@@ -30,14 +24,13 @@ struct pending_txn_offset {
     bool superseded;
 };
 
-/* One partition's replay; owned by the loading thread. */
+/* The replay's state; owned by the loading thread. Per partition: records
+ * and pending are reset when a partition ends. */
 struct partition_loader {
     const struct group_load_visitor *visitor;
     void *ctx;
-    const char *dir;
-    int32_t partition;
+    struct internal_topic_replay *replay; /* the partition being replayed */
     int64_t records;
-    int64_t skipped;
     /* Log order; entries of one producer leave together at its marker. */
     struct pending_txn_offset *pending;
     size_t pending_count, pending_cap;
@@ -45,10 +38,7 @@ struct partition_loader {
 
 static void loader_skip(struct partition_loader *l, int64_t offset, const char *why)
 {
-    l->skipped++;
-    if (l->skipped <= LOAD_WARN_LIMIT)
-        logger_warn("group", "%s-%d offset %" PRId64 ": skipping record: %s", GROUP_LOG_TOPIC, (int)l->partition,
-                    offset, why);
+    internal_topic_replay_skip(l->replay, offset, why);
 }
 
 static void pending_free(struct pending_txn_offset *p)
@@ -221,17 +211,11 @@ static void load_record(struct partition_loader *l, const struct record_batch_he
 }
 
 /* Visits the records of one whole batch. */
-static void load_batch(struct partition_loader *l, const uint8_t *batch, size_t len,
+static void load_batch(void *ctx, struct internal_topic_replay *r, const uint8_t *batch, size_t len,
                        const struct record_batch_header *h)
 {
-    if (!record_batch_crc_ok(batch, len)) {
-        loader_skip(l, h->base_offset, "batch CRC mismatch");
-        return;
-    }
-    if (record_batch_compression(h) != RECORD_BATCH_COMPRESSION_NONE) {
-        loader_skip(l, h->base_offset, "compressed batch");
-        return;
-    }
+    struct partition_loader *l = ctx;
+    l->replay = r;
     if (record_batch_is_control(h)) {
         if (record_batch_is_transactional(h))
             load_control_batch(l, batch, len, h);
@@ -256,90 +240,18 @@ static void load_batch(struct partition_loader *l, const uint8_t *batch, size_t 
         loader_skip(l, h->base_offset, it.err);
 }
 
-static int read_fully(int fd, uint8_t *buf, size_t len, int64_t pos)
+/* The end of a partition: markers never cross partitions, so what is still
+ * pending is handed over (or dropped when the read failed) here. */
+static void load_partition_done(void *ctx, struct internal_topic_replay *r, bool ok)
 {
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = pread(fd, buf + done, len - done, (off_t)(pos + (int64_t)done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? errno : EIO;
-        done += (size_t)n;
-    }
-    return 0;
-}
-
-static int load_partition(struct partition_loader *l, struct partition_log *log, uint8_t **buf, size_t *cap,
-                          size_t read_size, char *err, size_t errlen)
-{
-    int64_t offset = partition_log_start_offset(log);
-    int64_t end = partition_log_end_offset(log);
-    while (offset < end) {
-        struct log_read_result rr;
-        int16_t code = partition_log_read(log, offset, (int32_t)(read_size > INT32_MAX ? INT32_MAX : read_size),
-                                          end, &rr);
-        if (code == KAFKA_ERR_OFFSET_OUT_OF_RANGE && partition_log_start_offset(log) > offset) {
-            offset = partition_log_start_offset(log); /* retention moved the start meanwhile */
-            continue;
-        }
-        if (code != KAFKA_ERR_NONE) {
-            snprintf(err, errlen, "cannot read %s at offset %" PRId64 ": error %d", l->dir, offset, (int)code);
-            return -1;
-        }
-        if (rr.len <= 0)
-            break;
-        if ((uint64_t)rr.len > (uint64_t)INT32_MAX) {
-            close(rr.fd);
-            snprintf(err, errlen, "%s: read of %" PRId64 " bytes at offset %" PRId64 " is too large", l->dir,
-                     rr.len, offset);
-            return -1;
-        }
-        if ((size_t)rr.len > *cap) {
-            /* A single batch larger than the buffer: the log returns it whole. */
-            uint8_t *grown = realloc(*buf, (size_t)rr.len);
-            if (!grown) {
-                close(rr.fd);
-                snprintf(err, errlen, "out of memory reading %s", l->dir);
-                return -1;
-            }
-            *buf = grown;
-            *cap = (size_t)rr.len;
-        }
-        int rc = read_fully(rr.fd, *buf, (size_t)rr.len, rr.file_pos);
-        close(rr.fd);
-        if (rc != 0) {
-            snprintf(err, errlen, "cannot read %s at offset %" PRId64 ": %s", l->dir, offset, strerror(rc));
-            return -1;
-        }
-        int64_t before = offset;
-        struct record_batch_iter it;
-        record_batch_iter_init(&it, *buf, (size_t)rr.len);
-        const uint8_t *batch;
-        size_t batch_len;
-        while ((rc = record_batch_iter_next(&it, &batch, &batch_len)) == 1) {
-            struct record_batch_header h;
-            if (record_batch_parse_header(batch, batch_len, &h) != 0 || h.magic != RECORD_BATCH_MAGIC) {
-                rc = -1;
-                break;
-            }
-            if (record_batch_last_offset(&h) < offset)
-                continue; /* the region may start before the offset wanted */
-            load_batch(l, batch, batch_len, &h);
-            offset = record_batch_last_offset(&h) + 1;
-        }
-        if (rc < 0) {
-            /* The log hands out whole batches, so this is damage on disk past
-             * which batch boundaries are unknown. */
-            snprintf(err, errlen, "%s: malformed batch framing after offset %" PRId64, l->dir, offset);
-            return -1;
-        }
-        if (offset <= before) {
-            logger_warn("group", "%s: no progress reading at offset %" PRId64 "; stopping its load", l->dir, offset);
-            break;
-        }
-    }
-    return 0;
+    struct partition_loader *l = ctx;
+    if (ok && l->pending_count > 0)
+        logger_info("group", "%s-%d: %zu transactional offset(s) await their transaction's end", GROUP_LOG_TOPIC,
+                    (int)r->partition, l->pending_count);
+    pending_finish(l, ok);
+    if (l->records > 0)
+        logger_debug("group", "%s-%d: loaded %" PRId64 " record(s)", GROUP_LOG_TOPIC, (int)r->partition, l->records);
+    l->records = 0;
 }
 
 int group_log_load(struct group_log *gl, const struct group_load_visitor *visitor, void *ctx, char *err,
@@ -349,34 +261,7 @@ int group_log_load(struct group_log *gl, const struct group_load_visitor *visito
         snprintf(err, errlen, "group_log_load needs a group log and a visitor");
         return -1;
     }
-    size_t cap = gl->load_buffer_size;
-    uint8_t *buf = malloc(cap);
-    if (!buf) {
-        snprintf(err, errlen, "out of memory for the %zu-byte load buffer", cap);
-        return -1;
-    }
-    int rc = 0;
-    for (int32_t p = 0; p < gl->partition_count && rc == 0; p++) {
-        struct partition_log *log = gl->partitions[p];
-        if (!log)
-            continue;
-        struct partition_loader l = {
-            .visitor = visitor,
-            .ctx = ctx,
-            .dir = partition_log_dir(log),
-            .partition = p,
-        };
-        rc = load_partition(&l, log, &buf, &cap, gl->load_buffer_size, err, errlen);
-        if (rc == 0 && l.pending_count > 0)
-            logger_info("group", "%s-%d: %zu transactional offset(s) await their transaction's end",
-                        GROUP_LOG_TOPIC, (int)p, l.pending_count);
-        pending_finish(&l, rc == 0);
-        if (l.skipped > 0)
-            logger_warn("group", "%s-%d: skipped %" PRId64 " unreadable record(s) or batch(es)", GROUP_LOG_TOPIC,
-                        (int)p, l.skipped);
-        if (l.records > 0)
-            logger_debug("group", "%s-%d: loaded %" PRId64 " record(s)", GROUP_LOG_TOPIC, (int)p, l.records);
-    }
-    free(buf);
-    return rc;
+    struct partition_loader l = {.visitor = visitor, .ctx = ctx};
+    return internal_topic_replay(gl->topic, gl->load_buffer_size, load_batch, load_partition_done, &l, err,
+                                 errlen);
 }

@@ -1,9 +1,6 @@
-/* The transaction log: opening __transaction_state, the record codec and
- * writes. Replay lives in txn_log_load.c.
- *
- * Like __consumer_offsets, the topic is cleanup.policy=compact with
- * retention.ms=-1: the partition log does not compact yet and applies
- * retention.ms whatever the policy, which would drop live transactions. */
+/* The transaction log: opening __transaction_state (through
+ * group/internal_topic.c, as __consumer_offsets), the record codec and
+ * writes. Replay lives in txn_log_load.c. */
 #include "txn/txn_log.h"
 
 #include <inttypes.h>
@@ -11,10 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "group/coordinator_partition.h"
-#include "log/log_manager.h"
+#include "group/internal_topic.h"
 #include "log/partition_log.h"
-#include "metadata/metadata_store.h"
 #include "protocol/generated/errors.h"
 #include "protocol/generated/transaction_log_key.h"
 #include "protocol/generated/transaction_log_value.h"
@@ -23,99 +18,7 @@
 #include "util/clock.h"
 #include "util/logger.h"
 
-#define DEFAULT_NUM_PARTITIONS 50
-#define DEFAULT_REPLICATION_FACTOR 3
-#define DEFAULT_SEGMENT_BYTES 104857600
 #define DEFAULT_LOAD_BUFFER_SIZE 5242880
-
-static int ensure_topic(const struct txn_log_options *opts, int32_t num_partitions, int32_t segment_bytes, char *err,
-                        size_t errlen)
-{
-    const struct metadata_image *img = metadata_image_acquire(opts->metadata);
-    bool exists = metadata_image_topic_by_name(img, TXN_LOG_TOPIC, strlen(TXN_LOG_TOPIC)) != NULL;
-    int32_t live = metadata_image_live_broker_count(img);
-    metadata_image_release(img);
-    if (exists)
-        return 0;
-    if (live < 1) {
-        snprintf(err, errlen, "no live broker to place %s on", TXN_LOG_TOPIC);
-        return -1;
-    }
-    int16_t rf = opts->replication_factor > 0 ? opts->replication_factor : DEFAULT_REPLICATION_FACTOR;
-    if (rf > live) {
-        logger_info("txn",
-                    "transaction.state.log.replication.factor is %d but %d broker(s) are live: creating %s with "
-                    "replication factor %d",
-                    (int)rf, (int)live, TXN_LOG_TOPIC, (int)live);
-        rf = (int16_t)live;
-    }
-    char segment[24];
-    snprintf(segment, sizeof segment, "%" PRId32, segment_bytes);
-    const struct metadata_config_kv configs[] = {
-        {"cleanup.policy", "compact"},
-        {"segment.bytes", segment},
-        {"retention.ms", "-1"},
-    };
-    char why[256] = "";
-    int16_t rc = metadata_create_topic(opts->metadata, TXN_LOG_TOPIC, num_partitions, rf, NULL, 0, configs,
-                                       (int32_t)(sizeof configs / sizeof configs[0]), false, NULL, why, sizeof why);
-    if (rc == KAFKA_ERR_TOPIC_ALREADY_EXISTS)
-        return 0;
-    if (rc != KAFKA_ERR_NONE) {
-        snprintf(err, errlen, "cannot create %s: %s (error %d)", TXN_LOG_TOPIC, why, (int)rc);
-        return -1;
-    }
-    logger_info("txn", "created %s with %d partitions, replication factor %d", TXN_LOG_TOPIC, (int)num_partitions,
-                (int)rf);
-    return 0;
-}
-
-static int open_partitions(struct txn_log *tl, const struct txn_log_options *opts, int32_t num_partitions,
-                           int32_t segment_bytes, char *err, size_t errlen)
-{
-    const struct metadata_image *img = metadata_image_acquire(opts->metadata);
-    const struct metadata_topic *topic = metadata_image_topic_by_name(img, TXN_LOG_TOPIC, strlen(TXN_LOG_TOPIC));
-    if (!topic || topic->partition_count <= 0) {
-        metadata_image_release(img);
-        snprintf(err, errlen, "%s is missing from the metadata image or has no partitions", TXN_LOG_TOPIC);
-        return -1;
-    }
-    if (topic->partition_count != num_partitions)
-        logger_warn("txn",
-                    "%s has %d partitions; transaction.state.log.num.partitions=%d applies only when it is created",
-                    TXN_LOG_TOPIC, (int)topic->partition_count, (int)num_partitions);
-    tl->partition_count = topic->partition_count;
-    tl->partitions = calloc((size_t)tl->partition_count, sizeof *tl->partitions);
-    tl->replicated_here = calloc((size_t)tl->partition_count, sizeof *tl->replicated_here);
-    if (!tl->partitions || !tl->replicated_here) {
-        metadata_image_release(img);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    struct log_config cfg;
-    log_config_defaults(&cfg);
-    cfg.segment_bytes = segment_bytes;
-    cfg.retention_ms = -1;
-    for (int32_t p = 0; p < tl->partition_count; p++) {
-        struct partition_log *log = log_manager_get(opts->logs, TXN_LOG_TOPIC, p);
-        bool here = log != NULL;
-        const struct metadata_partition *part = metadata_topic_partition(topic, p);
-        for (int32_t r = 0; part && part->present && r < part->replica_count; r++)
-            here |= part->replicas[r] == opts->node_id;
-        if (!log && here) {
-            char why[256] = "";
-            if (log_manager_create(opts->logs, TXN_LOG_TOPIC, p, topic->topic_id.bytes, &cfg, &log, why,
-                                   sizeof why) != KAFKA_ERR_NONE) {
-                logger_error("txn", "cannot create the log of %s-%d: %s", TXN_LOG_TOPIC, (int)p, why);
-                log = NULL;
-            }
-        }
-        tl->partitions[p] = log;
-        tl->replicated_here[p] = here;
-    }
-    metadata_image_release(img);
-    return 0;
-}
 
 int txn_log_open(const struct txn_log_options *opts, struct txn_log **out, char *err, size_t errlen)
 {
@@ -124,17 +27,25 @@ int txn_log_open(const struct txn_log_options *opts, struct txn_log **out, char 
         snprintf(err, errlen, "the transaction log needs a log manager and a metadata store");
         return -1;
     }
-    int32_t num_partitions = opts->num_partitions > 0 ? opts->num_partitions : DEFAULT_NUM_PARTITIONS;
-    int32_t segment_bytes = opts->segment_bytes > 0 ? opts->segment_bytes : DEFAULT_SEGMENT_BYTES;
     struct txn_log *tl = calloc(1, sizeof *tl);
     if (!tl) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     tl->load_buffer_size = (size_t)(opts->load_buffer_size > 0 ? opts->load_buffer_size : DEFAULT_LOAD_BUFFER_SIZE);
-    if (ensure_topic(opts, num_partitions, segment_bytes, err, errlen) != 0 ||
-        open_partitions(tl, opts, num_partitions, segment_bytes, err, errlen) != 0) {
-        txn_log_close(tl);
+    const struct internal_topic_options topic = {
+        .name = TXN_LOG_TOPIC,
+        .component = "txn",
+        .config_prefix = "transaction.state.log",
+        .logs = opts->logs,
+        .metadata = opts->metadata,
+        .num_partitions = opts->num_partitions,
+        .replication_factor = opts->replication_factor,
+        .segment_bytes = opts->segment_bytes,
+        .node_id = opts->node_id,
+    };
+    if (internal_topic_open(&topic, &tl->topic, err, errlen) != 0) {
+        free(tl);
         return -1;
     }
     *out = tl;
@@ -145,31 +56,18 @@ void txn_log_close(struct txn_log *tl)
 {
     if (!tl)
         return;
-    for (int32_t p = 0; tl->partitions && p < tl->partition_count; p++)
-        if (tl->partitions[p])
-            partition_log_close(tl->partitions[p]);
-    free(tl->partitions);
-    free(tl->replicated_here);
+    internal_topic_close(tl->topic);
     free(tl);
 }
 
 int32_t txn_log_partition_count(const struct txn_log *tl)
 {
-    return tl ? tl->partition_count : 0;
+    return tl ? internal_topic_partition_count(tl->topic) : 0;
 }
 
 static int16_t log_for_id(struct txn_log *tl, const char *id, struct partition_log **out)
 {
-    *out = NULL;
-    if (!tl || !id || tl->partition_count <= 0)
-        return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
-    int32_t p = coordinator_partition_for(id, strlen(id), tl->partition_count);
-    if (!tl->replicated_here[p])
-        return KAFKA_ERR_NOT_COORDINATOR;
-    if (!tl->partitions[p] || partition_log_is_offline(tl->partitions[p]))
-        return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
-    *out = tl->partitions[p];
-    return KAFKA_ERR_NONE;
+    return internal_topic_log_for_key(tl ? tl->topic : NULL, id, out);
 }
 
 int16_t txn_log_check(struct txn_log *tl, const char *transactional_id)
@@ -280,21 +178,9 @@ int16_t txn_log_write(struct txn_log *tl, const char *transactional_id, const st
         logger_warn("txn", "cannot encode the record of transactional id %s", transactional_id);
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
-    int32_t epoch = partition_log_latest_epoch(log);
-    struct log_append_result res;
-    memset(&res, 0, sizeof res);
-    code = partition_log_append(log, batch, len, epoch < 0 ? 0 : epoch, &res);
+    char about[256];
+    snprintf(about, sizeof about, "transactional id %s", transactional_id);
+    code = internal_topic_append(tl->topic, log, batch, len, false, about);
     free(batch);
-    if (code != KAFKA_ERR_NONE) {
-        logger_warn("txn", "cannot write transactional id %s to %s: error %d %s", transactional_id,
-                    partition_log_dir(log), (int)code, res.error_message);
-        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-    }
-    code = partition_log_flush(log);
-    if (code != KAFKA_ERR_NONE) {
-        logger_error("txn", "cannot flush transactional id %s in %s: error %d", transactional_id,
-                     partition_log_dir(log), (int)code);
-        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-    }
-    return KAFKA_ERR_NONE;
+    return code == KAFKA_ERR_NONE ? KAFKA_ERR_NONE : KAFKA_ERR_UNKNOWN_SERVER_ERROR;
 }

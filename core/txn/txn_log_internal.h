@@ -2,20 +2,15 @@
 #ifndef CAIRN_TXN_TXN_LOG_INTERNAL_H
 #define CAIRN_TXN_TXN_LOG_INTERNAL_H
 
-#include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
 #include "txn/txn_log.h"
 
-struct partition_log;
+struct internal_topic;
 
-/* Immutable after txn_log_open returns; the partition logs it references
- * are themselves thread-safe. */
+/* Immutable after txn_log_open returns, so any thread may read it. */
 struct txn_log {
-    int32_t partition_count;
-    struct partition_log **partitions; /* NULL when not held here or unopenable */
-    bool *replicated_here;
+    struct internal_topic *topic;
     size_t load_buffer_size;
 };
 
