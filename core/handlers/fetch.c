@@ -58,9 +58,12 @@ static void add_aborted(void *arg, int64_t producer_id, int64_t first_offset)
     ans->aborted_count++;
 }
 
+/* strict_limit: the byte limit is hard (KIP-74: only the first partition
+ * with data may exceed the limits, so a consumer always progresses; a later
+ * partition whose next batch does not fit sends no records this time). */
 static void read_partition(struct request_context *ctx, const struct metadata_image *img,
-                           const struct fetch_partition_state *ps, int32_t byte_limit, bool read_committed,
-                           struct partition_answer *ans)
+                           const struct fetch_partition_state *ps, int32_t byte_limit, bool strict_limit,
+                           bool read_committed, struct partition_answer *ans)
 {
     ans->error_code = KAFKA_ERR_NONE;
     ans->high_watermark = -1;
@@ -89,6 +92,11 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
     struct log_read_result rr;
     int64_t max_offset = read_committed ? ans->last_stable_offset : ans->high_watermark;
     ans->error_code = partition_log_read(log, ps->fetch_offset, byte_limit, max_offset, &rr);
+    if (ans->error_code == KAFKA_ERR_NONE && strict_limit && rr.len > byte_limit) {
+        if (rr.fd >= 0) close(rr.fd);
+        rr.fd = -1;
+        rr.len = 0;
+    }
     if (ans->error_code == KAFKA_ERR_NONE && read_committed && rr.len > 0) {
         partition_log_aborted_txns(log, ps->fetch_offset, rr.next_offset, add_aborted, ans);
         if (ans->aborted_failed) {
@@ -207,7 +215,7 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
         /* The first data may exceed the limits so consumers always progress. */
         if (total == 0 && limit <= 0) limit = 1;
         answers[i].records.file_fd = -1;
-        if (img) read_partition(ctx, img, ps, limit, f->read_committed, &answers[i]);
+        if (img) read_partition(ctx, img, ps, limit, total > 0, f->read_committed, &answers[i]);
         else answers[i].error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
         if (answers[i].error_code != KAFKA_ERR_NONE) any_error = true;
         if (answers[i].records.len > 0) total += answers[i].records.len;

@@ -1,6 +1,8 @@
 /* A Fetch that waits (max_wait_ms, min_bytes) over hundreds of partitions:
  * an append to any of them, the last included, answers it at once instead
- * of at its deadline. Raw requests, so the test controls the partition set. */
+ * of at its deadline. And KIP-74's response limit: only the first partition
+ * with data may exceed max_bytes. Raw requests, so the test controls the
+ * partition set and the limits. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,15 +22,16 @@
 #define FETCH_MAX_WAIT_MS 10000
 
 /* Sends Fetch v4 for partitions [0, count) of topic, each from offsets[p]. */
-static void send_waiting_fetch(int fd, const char *topic, int count, const int64_t *offsets)
+static void send_fetch(int fd, const char *topic, int count, const int64_t *offsets, int32_t max_wait_ms,
+                       int32_t max_bytes, int32_t partition_max_bytes)
 {
     struct raw_writer w;
     raw_writer_init(&w);
     raw_frame_begin(&w, 1, 4, 11, "cairn-it");
     raw_put_i32(&w, -1);                /* replica_id */
-    raw_put_i32(&w, FETCH_MAX_WAIT_MS); /* max_wait_ms */
+    raw_put_i32(&w, max_wait_ms);
     raw_put_i32(&w, 1);                 /* min_bytes */
-    raw_put_i32(&w, 1 << 20);           /* max_bytes */
+    raw_put_i32(&w, max_bytes);
     raw_put_i8(&w, 0);                  /* isolation_level */
     raw_put_i32(&w, 1);                 /* topics */
     raw_put_string(&w, topic);
@@ -36,15 +39,22 @@ static void send_waiting_fetch(int fd, const char *topic, int count, const int64
     for (int p = 0; p < count; p++) {
         raw_put_i32(&w, p);
         raw_put_i64(&w, offsets[p]); /* fetch_offset */
-        raw_put_i32(&w, 65536);  /* partition_max_bytes */
+        raw_put_i32(&w, partition_max_bytes);
     }
     raw_frame_finish(&w);
     assert_int_equal(raw_send_all(fd, w.data, w.len), 0);
     raw_writer_free(&w);
 }
 
-/* Parses a Fetch v4 answer; returns the partition holding records (-1 if none). */
-static int partition_with_records(const uint8_t *frame, size_t len, int *partitions_seen)
+static void send_waiting_fetch(int fd, const char *topic, int count, const int64_t *offsets)
+{
+    send_fetch(fd, topic, count, offsets, FETCH_MAX_WAIT_MS, 1 << 20, 65536);
+}
+
+/* Parses a Fetch v4 answer; returns the (last) partition holding records
+ * (-1 if none); records_bytes[p] gets each partition's record bytes when
+ * not NULL. */
+static int partition_records(const uint8_t *frame, size_t len, int *partitions_seen, int32_t *records_bytes)
 {
     struct raw_reader r;
     raw_reader_init(&r, frame, len);
@@ -65,6 +75,8 @@ static int partition_with_records(const uint8_t *frame, size_t len, int *partiti
             int32_t aborted = raw_get_i32(&r);
             for (int32_t a = 0; a < aborted; a++) raw_skip(&r, 16);
             int32_t records = raw_get_i32(&r);
+            if (records_bytes && partition >= 0 && partition < WAIT_PARTITIONS)
+                records_bytes[partition] = records > 0 ? records : 0;
             if (records > 0) {
                 with_records = partition;
                 raw_skip(&r, (size_t)records);
@@ -74,6 +86,11 @@ static int partition_with_records(const uint8_t *frame, size_t len, int *partiti
     }
     assert_false(r.overflow);
     return with_records;
+}
+
+static int partition_with_records(const uint8_t *frame, size_t len, int *partitions_seen)
+{
+    return partition_records(frame, len, partitions_seen, NULL);
 }
 
 static void test_wide_fetch_wakes_on_last_partition(void **state)
@@ -121,6 +138,50 @@ static void test_wide_fetch_wakes_on_last_partition(void **state)
     broker_mark_passed(b);
 }
 
+/* Three partitions, each starting with a 900 KiB record; max_bytes 1 MB,
+ * partition_max_bytes 20 MB: the answer holds the first partition's batch
+ * only (it may exceed max_bytes so the consumer progresses), not all three. */
+static void test_max_bytes_bounds_later_partitions(void **state)
+{
+    struct test_broker *b = *state;
+    const char *topic = "kip74-limit";
+    const char *topic_conf[] = {"max.message.bytes", "2000000", NULL};
+    rk_create_topic(broker_bootstrap(b), topic, 3, topic_conf);
+    const char *conf[] = {"linger.ms", "0", "message.max.bytes", "2000000", NULL};
+    rd_kafka_t *rk = rk_producer_new(broker_bootstrap(b), conf);
+    size_t big = 900 * 1024;
+    char *value = malloc(big);
+    memset(value, 'v', big);
+    for (int p = 0; p < 3; p++) {
+        rd_kafka_resp_err_t err = rk_produce_blocking(rk, topic, p, NULL, 0, value, big, 0, NULL, NULL);
+        if (err) fail_msg("produce: %s", rd_kafka_err2str(err));
+    }
+    assert_int_equal(rd_kafka_flush(rk, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    free(value);
+    rk_producer_destroy(rk);
+
+    int fd = raw_connect(broker_port(b), 10000);
+    assert_true(fd >= 0);
+    int64_t offsets[3] = {0, 0, 0};
+    send_fetch(fd, topic, 3, offsets, 0, 1000000, 20 << 20);
+    uint8_t *frame = NULL;
+    size_t len = 0;
+    assert_int_equal(raw_recv_frame(fd, 10000, 64 << 20, &frame, &len), 0);
+    close(fd);
+    int seen = 0;
+    int32_t bytes[WAIT_PARTITIONS] = {0};
+    partition_records(frame, len, &seen, bytes);
+    free(frame);
+    fprintf(stderr, "[fetch-limit] response %zu bytes; records per partition: %d %d %d\n", len, bytes[0], bytes[1],
+            bytes[2]);
+    assert_int_equal(seen, 3);
+    assert_true(bytes[0] > 900 * 1024);
+    assert_int_equal(bytes[1], 0);
+    assert_int_equal(bytes[2], 0);
+    assert_true(len < 1000000 + 64 * 1024);
+    broker_mark_passed(b);
+}
+
 static int setup(void **state)
 {
     static struct test_broker b;
@@ -140,6 +201,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wide_fetch_wakes_on_last_partition),
+        cmocka_unit_test(test_max_bytes_bounds_later_partitions),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
