@@ -290,7 +290,7 @@ int16_t txn_log_write(struct txn_log *tl, const char *transactional_id, const st
                     partition_log_dir(log), (int)code, res.error_message);
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
-    code = partition_log_flush(log);
+    code = partition_log_flush_records(log);
     if (code != KAFKA_ERR_NONE) {
         logger_error("txn", "cannot flush transactional id %s in %s: error %d", transactional_id,
                      partition_log_dir(log), (int)code);
