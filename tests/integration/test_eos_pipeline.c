@@ -164,6 +164,10 @@ static int worker_main(const char *bootstrap, int batch)
         if (m)
             rd_kafka_message_destroy(m);
         if (offsets && (in_txn >= batch || idle)) {
+            /* Stands in for the transform's work, inside the transaction so
+             * most kills find one open; it also caps the rate near 10k
+             * records/s so every kill point lands before the input ends. */
+            usleep(20 * 1000);
             rd_kafka_consumer_group_metadata_t *cgmd = rd_kafka_consumer_group_metadata(consumer);
             worker_check(rd_kafka_send_offsets_to_transaction(producer, offsets, cgmd, 30000),
                          "send_offsets_to_transaction");
@@ -329,7 +333,7 @@ static void test_pipeline_exactly_once(void **state)
     unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
     if (getenv("EOS_SEED"))
         seed = (unsigned)strtoul(getenv("EOS_SEED"), NULL, 10);
-    fprintf(stderr, "[test] seed %u (EOS_SEED reproduces the kill points)\n", seed);
+    fprintf(stderr, "[test] seed %u (EOS_SEED=<seed> repeats the random choices)\n", seed);
     srand(seed);
 
     rk_create_topic(broker_bootstrap(b), INPUT_TOPIC, INPUT_PARTITIONS, NULL);
@@ -355,34 +359,38 @@ static void test_pipeline_exactly_once(void **state)
     long long deadline = start + 90000;
     int kills = 0, starts = 0;
     bool broker_restarted = false;
-    /* Kill points: progress thresholds spread over the run plus a random
-     * delay, so kills land inside open transactions and between them. */
-    long kill_at = RECORD_COUNT / (WORKER_KILLS + 2) * (kills + 1) - rand() % 1000;
-    long broker_kill_at = RECORD_COUNT * 3 / 5 + rand() % 1000;
+    /* Kill points: each worker is killed once it has committed at least one
+     * transaction of its own, after a random amount of further progress and
+     * a random delay, so kills land inside open transactions and between
+     * them. */
     long progress = 0;
+    long kill_at = 1 + rand() % 600;
+    long broker_kill_at = RECORD_COUNT / 2 + rand() % 2000;
     worker_start(s);
     starts++;
-    while (progress < RECORD_COUNT && harness_now_ms() < deadline) {
+    for (;;) {
         usleep(100 * 1000);
+        long p = committed_progress(watch);
+        if (p >= 0)
+            progress = p;
+        if (progress >= RECORD_COUNT || harness_now_ms() >= deadline)
+            break;
         if (worker_exited(s)) {
             assert_true(starts < WORKER_MAX_STARTS);
             worker_start(s);
             starts++;
         }
-        long p = committed_progress(watch);
-        if (p >= 0)
-            progress = p;
         if (kills < WORKER_KILLS && progress >= kill_at) {
-            usleep((useconds_t)(rand() % 400) * 1000);
+            usleep((useconds_t)(rand() % 150) * 1000);
             fprintf(stderr, "[test] kill -9 worker at progress %ld\n", progress);
             worker_kill(s);
             kills++;
-            kill_at = progress + RECORD_COUNT / (WORKER_KILLS + 2) - rand() % 1000;
             worker_start(s);
             starts++;
+            kill_at = progress + 1 + rand() % 600;
         }
         if (!broker_restarted && progress >= broker_kill_at) {
-            usleep((useconds_t)(rand() % 300) * 1000);
+            usleep((useconds_t)(rand() % 150) * 1000);
             fprintf(stderr, "[test] kill -9 broker at progress %ld\n", progress);
             broker_kill9(b);
             broker_restart(b);
