@@ -4,7 +4,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps client-deps test-clients build run test test-unit test-integration test-asan fuzz bench conformance clean
+.PHONY: all deps client-deps test-clients build run test test-unit test-integration test-asan fuzz bench bench-txn conformance clean
 
 all: build
 
@@ -56,6 +56,10 @@ fuzz: deps
 
 bench: build
 	tools/bench/compare.sh $(BUILD)/core/server/cairnd
+
+# Transactions of 1, 100 and 10 000 records against the idempotent producer.
+bench-txn: build
+	tools/bench/txn.sh $(BUILD)/core/server/cairnd --bench $(BUILD)/tools/bench/cairn-bench $(ARGS)
 
 conformance: build
 	tools/conformance/run.sh $(BUILD)/core/server/cairnd

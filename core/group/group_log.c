@@ -157,7 +157,7 @@ static int16_t batch_writer_commit(struct batch_writer *bw, struct group_log *gl
     }
     char about[256];
     snprintf(about, sizeof about, "%s of group %s", what, group_id);
-    code = internal_topic_append(gl->topic, log, batch, len, true, about);
+    code = internal_topic_append(gl->topic, log, batch, len, true, false, about);
     free(batch);
     /* A flush failure (a storage error) maps to UNKNOWN_SERVER_ERROR too. */
     return client_error_for(code, offsets);

@@ -184,7 +184,7 @@ int16_t internal_topic_log_for_key(struct internal_topic *t, const char *key, st
 }
 
 int16_t internal_topic_append(const struct internal_topic *t, struct partition_log *log, uint8_t *batch, size_t len,
-                              bool coordinator_origin, const char *what)
+                              bool coordinator_origin, bool flush_records_only, const char *what)
 {
     int32_t epoch = partition_log_latest_epoch(log);
     struct log_append_result res;
@@ -197,7 +197,7 @@ int16_t internal_topic_append(const struct internal_topic *t, struct partition_l
                     res.error_message);
         return code;
     }
-    code = partition_log_flush(log);
+    code = flush_records_only ? partition_log_flush_records(log) : partition_log_flush(log);
     if (code != KAFKA_ERR_NONE)
         logger_error(t->component, "cannot flush %s in %s: error %d", what, partition_log_dir(log), (int)code);
     return code;

@@ -62,10 +62,12 @@ int16_t internal_topic_log_for_key(struct internal_topic *t, const char *key, st
 /* Appends one batch to log (from internal_topic_log_for_key) at the log's
  * latest leader epoch and flushes it, so it is durable when this returns.
  * coordinator_origin: partition_log_append_coordinator's rules (transactional
- * batches without a sequence). Failures are logged naming `what` ("offsets
+ * batches without a sequence). flush_records_only: sync the records alone
+ * (partition_log_flush_records: one fdatasync, indexes rebuilt by recovery)
+ * instead of partition_log_flush. Failures are logged naming `what` ("offsets
  * of group g"). Returns NONE, the append's error, or the flush's. */
 int16_t internal_topic_append(const struct internal_topic *t, struct partition_log *log, uint8_t *batch, size_t len,
-                              bool coordinator_origin, const char *what);
+                              bool coordinator_origin, bool flush_records_only, const char *what);
 
 /* One partition's replay as the callbacks see it; owned by the replaying
  * thread. */

@@ -30,7 +30,7 @@ int16_t txn_markers_write_partition(const struct txn_markers_local *local, struc
     if (code == KAFKA_ERR_NONE && local->groups && topic && strcmp(topic, GROUP_LOG_TOPIC) == 0) {
         /* A reload replays this marker to settle the pending offsets, so it
          * must be on disk before memory says they are settled. */
-        code = partition_log_flush(log);
+        code = partition_log_flush_records(log);
         if (code == KAFKA_ERR_NONE)
             group_coordinator_complete_txn(local->groups, partition, producer_id, commit);
     }

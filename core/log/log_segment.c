@@ -606,6 +606,11 @@ int log_segment_truncate_to(struct log_segment *seg, int64_t offset, const struc
     return rebuild(seg, false, cfg, &truncated);
 }
 
+int log_segment_flush_data(struct log_segment *seg)
+{
+    return fdatasync(seg->log_fd) != 0 ? errno : 0;
+}
+
 int log_segment_flush(struct log_segment *seg)
 {
     if (fdatasync(seg->log_fd) != 0 || fdatasync(seg->index_fd) != 0 ||

@@ -101,5 +101,8 @@ int64_t log_segment_time_lookup(const struct log_segment *seg, int64_t ts);
 int log_segment_truncate_to(struct log_segment *seg, int64_t offset,
                             const struct log_config *cfg);
 int log_segment_flush(struct log_segment *seg);
+/* fdatasync of the .log file alone: the records are durable, the indexes
+ * are not (recovery rebuilds them from the log). */
+int log_segment_flush_data(struct log_segment *seg);
 
 #endif

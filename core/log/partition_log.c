@@ -687,6 +687,29 @@ int16_t partition_log_flush_rolled(struct partition_log *log)
     return KAFKA_ERR_NONE;
 }
 
+int16_t partition_log_flush_records(struct partition_log *log)
+{
+    int16_t code = KAFKA_ERR_NONE;
+    pthread_mutex_lock(&log->write_lock);
+    if (atomic_load(&log->offline)) {
+        code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    } else {
+        /* Segments from the recovery point on are rescanned after an unclean
+         * stop, so their indexes need no sync here. */
+        int64_t from = atomic_load(&log->recovery_point);
+        for (size_t i = partition_log_segment_for(log, from); i < log->segment_count; i++) {
+            int rc = log_segment_flush_data(log->segments[i]);
+            if (rc != 0) {
+                partition_log_mark_offline(log, "flushing", rc);
+                code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&log->write_lock);
+    return code;
+}
+
 int16_t partition_log_flush_if_due(struct partition_log *log, int64_t now_ms)
 {
     int16_t code = KAFKA_ERR_NONE;

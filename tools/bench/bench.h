@@ -27,6 +27,8 @@ struct bench_options {
     long idle_timeout_ms;    /* consume: give up after this long without data;
                               * wait-topic: overall limit */
     long flush_timeout_ms;   /* produce: give up waiting for delivery reports */
+    long long txn_size;      /* produce: records per transaction, 0 = none */
+    const char *txn_id;      /* produce: transactional.id (with txn_size) */
     int brokers;             /* mock-cluster */
     int port;                /* mock-cluster: 0 = any */
     const char *overrides[BENCH_MAX_OVERRIDES]; /* "key=value" for librdkafka */

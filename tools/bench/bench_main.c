@@ -23,7 +23,7 @@ void bench_usage(FILE *out)
             "  cairn-bench produce --bootstrap H:P --topic T --records N\n"
             "      [--record-size 1024] [--acks 1] [--linger-ms 5] [--partitions P]\n"
             "      [--replication-factor 1] [--compression none] [--broker-pid PID]\n"
-            "      [--flush-timeout-ms 120000] [-X key=value]...\n"
+            "      [--flush-timeout-ms 120000] [--txn-size N [--txn-id ID]] [-X key=value]...\n"
             "  cairn-bench consume --bootstrap H:P --topic T --records N\n"
             "      [--group G] [--idle-timeout-ms 10000] [--broker-pid PID] [-X key=value]...\n"
             "  cairn-bench mock-cluster [--brokers 1] [--topic T --partitions P]\n"
@@ -33,7 +33,9 @@ void bench_usage(FILE *out)
             "produce and consume print one JSON object on stdout. mock-cluster prints\n"
             "the bootstrap address of an in-process librdkafka mock cluster and serves\n"
             "until SIGTERM or SIGINT. wait-topic reports how long until the topic has\n"
-            "P partitions, each with a leader.\n");
+            "P partitions, each with a leader. produce --txn-size N sends the records\n"
+            "in transactions of N records each (transactional.id --txn-id, default\n"
+            "cairn-bench-<pid>) and reports the commit latency.\n");
 }
 
 static int parse_long(const char *name, const char *text, long long min, long long max,
@@ -113,7 +115,12 @@ int bench_options_parse(int argc, char **argv, struct bench_options *opts, char 
         } else if (!strcmp(name, "--flush-timeout-ms")) {
             rc = parse_long(name, value, 1, 86400000, &n, err, errlen);
             opts->flush_timeout_ms = (long)n;
-        } else if (!strcmp(name, "--brokers")) {
+        } else if (!strcmp(name, "--txn-size")) {
+            rc = parse_long(name, value, 0, LLONG_MAX / 2, &n, err, errlen);
+            opts->txn_size = n;
+        } else if (!strcmp(name, "--txn-id"))
+            opts->txn_id = value;
+        else if (!strcmp(name, "--brokers")) {
             rc = parse_long(name, value, 1, 64, &n, err, errlen);
             opts->brokers = (int)n;
         } else if (!strcmp(name, "--port")) {

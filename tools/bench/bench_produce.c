@@ -1,11 +1,14 @@
 /* produce: sends N records of a fixed size as fast as the client allows and
- * times each one from rd_kafka_producev() to its delivery report. */
+ * times each one from rd_kafka_producev() to its delivery report. With
+ * --txn-size the records go in transactions of that many records, and each
+ * rd_kafka_commit_transaction() is timed too. */
 #include "bench.h"
 #include "bench_histogram.h"
 #include "bench_report.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Producer counters. Written by the delivery report callback, which runs
  * on the main thread inside rd_kafka_poll()/rd_kafka_flush(); read by the
@@ -18,6 +21,9 @@ struct produce_state {
     uint64_t last_report_us;
     double latency_sum_us;
     char first_error[256];
+    struct bench_histogram commit_latency; /* --txn-size: per commit_transaction() */
+    uint64_t transactions;
+    double commit_sum_us;
 };
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
@@ -66,15 +72,19 @@ static void fill_payload(unsigned char *buf, size_t len)
 static rd_kafka_t *create_producer(const struct bench_options *opts,
                                    struct produce_state *st, char *err, size_t errlen)
 {
-    char linger[32];
+    char linger[32], txn_id[64];
     snprintf(linger, sizeof(linger), "%ld", opts->linger_ms);
+    snprintf(txn_id, sizeof(txn_id), "%s", opts->txn_id ? opts->txn_id : "");
+    if (!opts->txn_id)
+        snprintf(txn_id, sizeof(txn_id), "cairn-bench-%d", (int)getpid());
     const struct bench_conf_pair defaults[] = {
         {"acks", opts->acks},
         {"linger.ms", linger},
         {"compression.type", opts->compression},
+        {"transactional.id", txn_id}, /* last: only with --txn-size */
     };
-    rd_kafka_conf_t *conf =
-        bench_conf_new(opts, defaults, sizeof(defaults) / sizeof(defaults[0]), err, errlen);
+    size_t default_count = sizeof(defaults) / sizeof(defaults[0]) - (opts->txn_size > 0 ? 0 : 1);
+    rd_kafka_conf_t *conf = bench_conf_new(opts, defaults, default_count, err, errlen);
     if (!conf)
         return NULL;
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
@@ -89,12 +99,42 @@ static rd_kafka_t *create_producer(const struct bench_options *opts,
     return rk;
 }
 
+/* Fills err from a transactional call's error and releases it; returns -1
+ * on error. */
+static int txn_check(rd_kafka_error_t *e, const char *what, char *err, size_t errlen)
+{
+    if (!e)
+        return 0;
+    snprintf(err, errlen, "%s: %s", what, rd_kafka_error_string(e));
+    rd_kafka_error_destroy(e);
+    return -1;
+}
+
+/* Commits the open transaction and times the call (it flushes the
+ * transaction's records first, then EndTxn). */
+static int txn_commit(rd_kafka_t *rk, const struct bench_options *opts, struct produce_state *st,
+                      char *err, size_t errlen)
+{
+    uint64_t start = bench_now_us();
+    if (txn_check(rd_kafka_commit_transaction(rk, (int)opts->flush_timeout_ms), "commit_transaction",
+                  err, errlen) != 0)
+        return -1;
+    uint64_t took = bench_now_us() - start;
+    bench_histogram_record(&st->commit_latency, took);
+    st->commit_sum_us += (double)took;
+    st->transactions++;
+    return 0;
+}
+
 /* Sends all records; returns how many were handed to librdkafka. */
-static uint64_t send_all(rd_kafka_t *rk, const struct bench_options *opts,
+static uint64_t send_all(rd_kafka_t *rk, const struct bench_options *opts, struct produce_state *st,
                          const unsigned char *payload, char *err, size_t errlen)
 {
     uint64_t sent = 0;
     for (long long i = 0; i < opts->records; i++) {
+        if (opts->txn_size > 0 && i % opts->txn_size == 0 &&
+            txn_check(rd_kafka_begin_transaction(rk), "begin_transaction", err, errlen) != 0)
+            return sent;
         int32_t partition = opts->partitions > 0 ? (int32_t)(i % opts->partitions)
                                                  : RD_KAFKA_PARTITION_UA;
         for (;;) {
@@ -114,6 +154,9 @@ static uint64_t send_all(rd_kafka_t *rk, const struct bench_options *opts,
             rd_kafka_poll(rk, 1);
         }
         sent++;
+        if (opts->txn_size > 0 && ((long long)sent % opts->txn_size == 0 || (long long)sent == opts->records) &&
+            txn_commit(rk, opts, st, err, errlen) != 0)
+            return sent;
         if ((sent & 1023) == 0)
             rd_kafka_poll(rk, 0);
     }
@@ -132,6 +175,7 @@ int bench_run_produce(const struct bench_options *opts)
         return 1;
     }
     bench_histogram_init(&st->latency);
+    bench_histogram_init(&st->commit_latency);
     fill_payload(payload, (size_t)opts->record_size);
 
     rd_kafka_t *rk = create_producer(opts, st, err, sizeof(err));
@@ -157,13 +201,22 @@ int bench_run_produce(const struct bench_options *opts)
         free(payload);
         return 1;
     }
+    if (opts->txn_size > 0 && txn_check(rd_kafka_init_transactions(rk, (int)opts->flush_timeout_ms),
+                                        "init_transactions", err, sizeof(err)) != 0) {
+        fprintf(stderr, "cairn-bench: %s\n", err);
+        rd_kafka_destroy(rk);
+        free(st);
+        free(payload);
+        return 1;
+    }
 
     struct bench_cpu_window cpu;
     bench_cpu_window_start(&cpu, opts->broker_pid);
     uint64_t start = bench_now_us();
-    uint64_t sent = send_all(rk, opts, payload, err, sizeof(err));
+    uint64_t sent = send_all(rk, opts, st, payload, err, sizeof(err));
     rd_kafka_resp_err_t flush_err = rd_kafka_flush(rk, (int)opts->flush_timeout_ms);
-    uint64_t end = st->last_report_us > start ? st->last_report_us : bench_now_us();
+    /* A transactional run ends with its last commit, after the last report. */
+    uint64_t end = opts->txn_size == 0 && st->last_report_us > start ? st->last_report_us : bench_now_us();
     bench_cpu_window_stop(&cpu);
 
     double seconds = (double)(end - start) / 1e6;
@@ -184,6 +237,17 @@ int bench_run_produce(const struct bench_options *opts)
                   (double)bench_histogram_quantile(&st->latency, 0.99) / 1000.0, "p999",
                   (double)bench_histogram_quantile(&st->latency, 0.999) / 1000.0, "max",
                   (double)st->latency.max_us / 1000.0));
+    if (opts->txn_size > 0) {
+        json_object_set_new(report, "txn_size", json_integer((json_int_t)opts->txn_size));
+        json_object_set_new(report, "transactions", json_integer((json_int_t)st->transactions));
+        json_object_set_new(
+            report, "commit_ms",
+            json_pack("{s:f, s:f, s:f, s:f}", "avg",
+                      st->transactions ? st->commit_sum_us / (double)st->transactions / 1000.0 : 0.0, "p50",
+                      (double)bench_histogram_quantile(&st->commit_latency, 0.50) / 1000.0, "p99",
+                      (double)bench_histogram_quantile(&st->commit_latency, 0.99) / 1000.0, "max",
+                      (double)st->commit_latency.max_us / 1000.0));
+    }
     int rc = 0;
     if (err[0]) {
         json_object_set_new(report, "error", json_string(err));
