@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "group/group_coordinator.h"
+#include "group/group_offset_table.h"
 
 enum group_state {
     GROUP_EMPTY,
@@ -47,16 +48,6 @@ struct group_pending_member {
     int64_t deadline;
 };
 
-struct group_offset {
-    char *topic;
-    int32_t partition;
-    int64_t offset;
-    int32_t leader_epoch;
-    char *metadata; /* NULL: null */
-    int64_t commit_timestamp;
-    int64_t expire_timestamp; /* -1: by retention */
-};
-
 struct group {
     char *group_id;
     enum group_state state;
@@ -70,8 +61,7 @@ struct group {
     size_t member_count, member_cap;
     struct group_pending_member *pending;
     size_t pending_count, pending_cap;
-    struct group_offset *offsets;
-    size_t offset_count, offset_cap;
+    struct group_offset_table offsets;
 
     /* PreparingRebalance: when the join phase ends. The first rebalance of
      * an empty group waits group.initial.rebalance.delay.ms, extended while

@@ -9,30 +9,7 @@
 
 #define CONSUMER_PROTOCOL_TYPE "consumer"
 
-void group_offsets_free(struct group *g)
-{
-    for (size_t i = 0; i < g->offset_count; i++) {
-        free(g->offsets[i].topic);
-        free(g->offsets[i].metadata);
-    }
-    free(g->offsets);
-    g->offsets = NULL;
-    g->offset_count = g->offset_cap = 0;
-}
-
-static struct group_offset *offset_find(struct group *g, const char *topic, int32_t partition)
-{
-    for (size_t i = 0; i < g->offset_count; i++)
-        if (g->offsets[i].partition == partition && strcmp(g->offsets[i].topic, topic) == 0) return &g->offsets[i];
-    return NULL;
-}
-
-static void offset_remove(struct group *g, struct group_offset *o)
-{
-    free(o->topic);
-    free(o->metadata);
-    *o = g->offsets[--g->offset_count];
-}
+void group_offsets_free(struct group *g) { group_offset_table_free(&g->offsets); }
 
 /* Kafka's order: identity and generation first, then the group's state. */
 static int16_t commit_check(struct group_coordinator *gc, struct group *g, const struct group_commit_params *p)
@@ -114,25 +91,10 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
     for (size_t i = 0; i < count; i++) {
         struct group_offset_commit *c = &offsets[i];
         if (c->error_code != KAFKA_ERR_NONE) continue;
-        struct group_offset *o = offset_find(g, c->topic, c->partition);
+        struct group_offset *o = group_offset_table_add(&g->offsets, c->topic, c->partition);
         if (!o) {
-            if (g->offset_count == g->offset_cap) {
-                size_t cap = g->offset_cap ? g->offset_cap * 2 : 8;
-                struct group_offset *n = realloc(g->offsets, cap * sizeof *n);
-                if (!n) {
-                    c->error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-                    continue;
-                }
-                g->offsets = n;
-                g->offset_cap = cap;
-            }
-            o = &g->offsets[g->offset_count];
-            *o = (struct group_offset){.topic = strdup(c->topic), .partition = c->partition};
-            if (!o->topic) {
-                c->error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-                continue;
-            }
-            g->offset_count++;
+            c->error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+            continue;
         }
         free(o->metadata);
         o->metadata = group_strdup(c->metadata);
@@ -159,7 +121,7 @@ int16_t group_coordinator_fetch_offsets(struct group_coordinator *gc, const char
     int16_t err = group_coordinator_available(gc);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
     for (size_t i = 0; i < count; i++)
-        fill_fetch(&offsets[i], g ? offset_find(g, offsets[i].topic, offsets[i].partition) : NULL);
+        fill_fetch(&offsets[i], g ? group_offset_table_find(&g->offsets, offsets[i].topic, offsets[i].partition) : NULL);
     pthread_mutex_unlock(&gc->lock);
     return err;
 }
@@ -172,18 +134,18 @@ int16_t group_coordinator_fetch_all_offsets(struct group_coordinator *gc, const 
     pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_available(gc);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
-    if (g && g->offset_count > 0) {
-        struct group_offset_fetch *f = calloc(g->offset_count, sizeof *f);
+    if (g && g->offsets.count > 0) {
+        struct group_offset_fetch *f = calloc(g->offsets.count, sizeof *f);
         if (!f) {
             err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
         } else {
-            for (size_t i = 0; i < g->offset_count; i++) {
-                f[i].topic = strdup(g->offsets[i].topic);
-                f[i].partition = g->offsets[i].partition;
-                fill_fetch(&f[i], &g->offsets[i]);
+            for (size_t i = 0; i < g->offsets.count; i++) {
+                f[i].topic = strdup(g->offsets.items[i].topic);
+                f[i].partition = g->offsets.items[i].partition;
+                fill_fetch(&f[i], &g->offsets.items[i]);
             }
             *out = f;
-            *count = g->offset_count;
+            *count = g->offsets.count;
         }
     }
     pthread_mutex_unlock(&gc->lock);
@@ -271,23 +233,21 @@ int16_t group_coordinator_delete_offsets(struct group_coordinator *gc, const cha
             offsets[i].error_code = KAFKA_ERR_GROUP_SUBSCRIBED_TO_TOPIC;
             continue;
         }
-        struct group_offset *o = offset_find(g, offsets[i].topic, offsets[i].partition);
-        bool dup = false;
-        for (size_t k = 0; k < n; k++) dup |= del[k] == o;
-        if (o && !dup) del[n++] = o;
+        struct group_offset *o = group_offset_table_find(&g->offsets, offsets[i].topic, offsets[i].partition);
+        /* The mark drops a partition named twice. */
+        if (o && !o->marked) {
+            o->marked = true;
+            del[n++] = o;
+        }
     }
     int16_t serr = store_delete_offsets(gc, g, del, n, false);
     if (serr != KAFKA_ERR_NONE) {
+        for (size_t k = 0; k < n; k++) del[k]->marked = false;
         for (size_t i = 0; i < count; i++)
             if (offsets[i].error_code == KAFKA_ERR_NONE) offsets[i].error_code = serr;
         goto out;
     }
-    /* Remove back to front: offset_remove moves the last entry. */
-    for (size_t i = g->offset_count; i-- > 0;) {
-        bool hit = false;
-        for (size_t k = 0; k < n && !hit; k++) hit = del[k] == &g->offsets[i];
-        if (hit) offset_remove(g, &g->offsets[i]);
-    }
+    group_offset_table_remove_marked(&g->offsets);
 out:
     free(del);
     pthread_mutex_unlock(&gc->lock);
@@ -296,10 +256,11 @@ out:
 
 static int16_t delete_group_locked(struct group_coordinator *gc, struct group *g)
 {
-    struct group_offset **all = calloc(g->offset_count ? g->offset_count : 1, sizeof *all);
+    size_t n = g->offsets.count;
+    struct group_offset **all = calloc(n ? n : 1, sizeof *all);
     if (!all) return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-    for (size_t i = 0; i < g->offset_count; i++) all[i] = &g->offsets[i];
-    int16_t err = store_delete_offsets(gc, g, all, g->offset_count, true);
+    for (size_t i = 0; i < n; i++) all[i] = &g->offsets.items[i];
+    int16_t err = store_delete_offsets(gc, g, all, n, true);
     free(all);
     if (err != KAFKA_ERR_NONE) return err;
     g->state = GROUP_DEAD;
@@ -335,25 +296,25 @@ void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t
     bool stable_consumer = g->state == GROUP_STABLE && g->protocol_type &&
                            strcmp(g->protocol_type, CONSUMER_PROTOCOL_TYPE) == 0;
     if (g->state != GROUP_EMPTY && !stable_consumer) return;
-    if (g->state == GROUP_EMPTY && g->offset_count == 0 && g->pending_count == 0) {
+    if (g->state == GROUP_EMPTY && g->offsets.count == 0 && g->pending_count == 0) {
         /* Nothing left to keep (Kafka drops such groups too): this also
          * bounds the groups that stray JoinGroups leave behind. */
         if (delete_group_locked(gc, g) != KAFKA_ERR_NONE)
             logger_warn("group", "could not remove empty group %s", g->group_id);
         return;
     }
-    struct group_offset **del = calloc(g->offset_count ? g->offset_count : 1, sizeof *del);
+    struct group_offset **del = calloc(g->offsets.count ? g->offsets.count : 1, sizeof *del);
     if (!del) return;
     size_t n = 0;
-    for (size_t i = 0; i < g->offset_count; i++) {
-        const struct group_offset *o = &g->offsets[i];
+    for (size_t i = 0; i < g->offsets.count; i++) {
+        struct group_offset *o = &g->offsets.items[i];
         if (stable_consumer && group_subscribed_to(g, o->topic)) continue;
         int64_t base = o->commit_timestamp;
         if (!stable_consumer && g->state_timestamp > base) base = g->state_timestamp;
         int64_t deadline = o->expire_timestamp >= 0 ? o->expire_timestamp : base + gc->opts.offsets_retention_ms;
-        if (wall_now >= deadline) del[n++] = &g->offsets[i];
+        if (wall_now >= deadline) del[n++] = o;
     }
-    if (n > 0 && n == g->offset_count && g->state == GROUP_EMPTY) {
+    if (n > 0 && n == g->offsets.count && g->state == GROUP_EMPTY) {
         logger_info("group", "group %s: every committed offset expired; removing the group", g->group_id);
         if (delete_group_locked(gc, g) != KAFKA_ERR_NONE)
             logger_warn("group", "could not remove expired group %s", g->group_id);
@@ -361,11 +322,8 @@ void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t
         return;
     }
     if (n > 0 && store_delete_offsets(gc, g, del, n, false) == KAFKA_ERR_NONE) {
-        for (size_t i = g->offset_count; i-- > 0;) {
-            bool hit = false;
-            for (size_t k = 0; k < n && !hit; k++) hit = del[k] == &g->offsets[i];
-            if (hit) offset_remove(g, &g->offsets[i]);
-        }
+        for (size_t k = 0; k < n; k++) del[k]->marked = true;
+        group_offset_table_remove_marked(&g->offsets);
     }
     free(del);
 }
