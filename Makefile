@@ -57,6 +57,12 @@ fuzz: deps
 bench: build
 	tools/bench/compare.sh $(BUILD)/core/server/cairnd
 
+# Consumer group rebalance: 20 members + 1 joining on 100 partitions, eager
+# vs cooperative-sticky (docs/benchmarks.md). REBALANCE_ARGS="--runs 3" etc.
+.PHONY: bench-rebalance
+bench-rebalance: build
+	$(BUILD)/tools/bench/cairn-rebalance-bench --cairnd $(BUILD)/core/server/cairnd $(REBALANCE_ARGS)
+
 conformance: build
 	tools/conformance/run.sh $(BUILD)/core/server/cairnd
 

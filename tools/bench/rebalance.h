@@ -30,9 +30,13 @@ struct rebalance_options {
     int rate;        /* produced records per second, all partitions */
     long baseline_ms; /* steady consumption measured before the join */
     long settle_ms;   /* consumption still watched after the group settles */
+    long jitter_ms;   /* the join comes at a random point of [0, jitter_ms) after the
+                       * baseline, so the heartbeat phase does not bias the runs */
     long timeout_ms;  /* per wait for a stable group */
     const char *overrides[BENCH_MAX_OVERRIDES]; /* -X key=value for every consumer */
     int override_count;
+    const char *broker_overrides[BENCH_MAX_OVERRIDES]; /* --broker-override for the started cairnd */
+    int broker_override_count;
 };
 
 /* One consumed record as a member saw it. */
@@ -91,7 +95,9 @@ struct rebalance_broker {
     char dir[256];
     char bootstrap[64];
 };
-int rebalance_broker_start(struct rebalance_broker *b, const char *cairnd, char *err, size_t errlen);
+/* Extra "key=value" settings (may be none) follow the fixed ones. */
+int rebalance_broker_start(struct rebalance_broker *b, const char *cairnd, const char *const *overrides,
+                           int override_count, char *err, size_t errlen);
 void rebalance_broker_stop(struct rebalance_broker *b);
 
 #endif

@@ -42,7 +42,8 @@ static bool port_open(int port)
     return ok;
 }
 
-int rebalance_broker_start(struct rebalance_broker *b, const char *cairnd, char *err, size_t errlen)
+int rebalance_broker_start(struct rebalance_broker *b, const char *cairnd, const char *const *overrides,
+                           int override_count, char *err, size_t errlen)
 {
     memset(b, 0, sizeof *b);
     snprintf(b->dir, sizeof b->dir, "/tmp/cairn-rebalance-bench.XXXXXX");
@@ -66,10 +67,22 @@ int rebalance_broker_start(struct rebalance_broker *b, const char *cairnd, char 
         snprintf(err, errlen, "%s: %s", log_path, strerror(errno));
         return -1;
     }
-    const char *argv[] = {cairnd, "--override", listeners, "--override", log_dirs, "--override", "node.id=1",
-                          /* Only the first rebalance of an empty group waits for it; the
-                           * measured join is never that one, but set-up is faster. */
-                          "--override", "group.initial.rebalance.delay.ms=0", NULL};
+    const char *fixed[] = {listeners, log_dirs, "node.id=1",
+                           /* Only the first rebalance of an empty group waits for it; the
+                            * measured join is never that one, but set-up is faster. */
+                           "group.initial.rebalance.delay.ms=0"};
+    const char *argv[1 + 2 * (4 + BENCH_MAX_OVERRIDES) + 1];
+    int argc = 0;
+    argv[argc++] = cairnd;
+    for (int i = 0; i < 4; i++) {
+        argv[argc++] = "--override";
+        argv[argc++] = fixed[i];
+    }
+    for (int i = 0; i < override_count && i < BENCH_MAX_OVERRIDES; i++) {
+        argv[argc++] = "--override";
+        argv[argc++] = overrides[i];
+    }
+    argv[argc] = NULL;
     pid_t parent = getpid();
     fflush(NULL);
     pid_t pid = fork();

@@ -26,11 +26,13 @@ static void usage(FILE *out)
             "usage: cairn-rebalance-bench [--bootstrap H:P | --cairnd PATH]\n"
             "    [--topic rebalance-bench] [--partitions 100] [--members 20] [--runs 5]\n"
             "    [--strategy range|cooperative-sticky|both] [--rate 2000]\n"
-            "    [--baseline-ms 2000] [--settle-ms 2000] [--timeout-ms 60000] [-X key=value]...\n"
+            "    [--baseline-ms 2000] [--settle-ms 2000] [--jitter-ms 3000] [--timeout-ms 60000]\n"
+            "    [-X key=value]... [--broker-override key=value]...\n"
             "\n"
             "Without --bootstrap it starts PATH (default build/core/server/cairnd) on a free\n"
             "loopback port with group.initial.rebalance.delay.ms=0 in a temp dir.\n"
-            "-X sets a librdkafka property on every consumer. Prints one JSON object.\n");
+            "-X sets a librdkafka property on every consumer; --broker-override a cairnd\n"
+            "setting of the started broker. Prints one JSON object.\n");
 }
 
 static int parse_int(const char *name, const char *text, long min, long max, long *out)
@@ -58,6 +60,7 @@ static int parse_options(int argc, char **argv, struct rebalance_options *o)
     o->rate = 2000;
     o->baseline_ms = 2000;
     o->settle_ms = 2000;
+    o->jitter_ms = 3000; /* librdkafka's heartbeat.interval.ms */
     o->timeout_ms = 60000;
     o->strategies[0] = "range";
     o->strategies[1] = "cooperative-sticky";
@@ -105,6 +108,9 @@ static int parse_options(int argc, char **argv, struct rebalance_options *o)
         } else if (!strcmp(name, "--settle-ms")) {
             if (parse_int(name, v, 100, 600000, &n)) return -1;
             o->settle_ms = n;
+        } else if (!strcmp(name, "--jitter-ms")) {
+            if (parse_int(name, v, 0, 600000, &n)) return -1;
+            o->jitter_ms = n;
         } else if (!strcmp(name, "--timeout-ms")) {
             if (parse_int(name, v, 1000, 3600000, &n)) return -1;
             o->timeout_ms = n;
@@ -114,6 +120,12 @@ static int parse_options(int argc, char **argv, struct rebalance_options *o)
                 return -1;
             }
             o->overrides[o->override_count++] = v;
+        } else if (!strcmp(name, "--broker-override")) {
+            if (!strchr(v, '=') || o->broker_override_count >= BENCH_MAX_OVERRIDES) {
+                fprintf(stderr, "cairn-rebalance-bench: bad or too many --broker-override '%s'\n", v);
+                return -1;
+            }
+            o->broker_overrides[o->broker_override_count++] = v;
         } else {
             fprintf(stderr, "cairn-rebalance-bench: unknown option %s\n", name);
             return -1;
@@ -137,7 +149,8 @@ int main(int argc, char **argv)
                     opts.cairnd);
             return 2;
         }
-        if (rebalance_broker_start(&broker, opts.cairnd, err, sizeof err) != 0) {
+        if (rebalance_broker_start(&broker, opts.cairnd, opts.broker_overrides, opts.broker_override_count, err,
+                                   sizeof err) != 0) {
             fprintf(stderr, "cairn-rebalance-bench: %s\n", err);
             rebalance_broker_stop(&broker);
             return 1;

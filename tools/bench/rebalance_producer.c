@@ -3,6 +3,7 @@
  * partition always has something new for its owner. */
 #include "rebalance_run.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -13,7 +14,29 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opa
 {
     (void)rk;
     struct rebalance_producer *p = opaque;
-    if (msg->err) atomic_fetch_add(&p->failed, 1);
+    if (msg->err) {
+        atomic_fetch_add(&p->failed, 1);
+        return;
+    }
+    pthread_mutex_lock(&p->ack_lock);
+    if (p->ack_count == p->ack_cap) {
+        size_t cap = p->ack_cap ? p->ack_cap * 2 : 65536;
+        uint64_t *a = realloc(p->acks, cap * sizeof *a);
+        if (a) {
+            p->acks = a;
+            p->ack_cap = cap;
+        }
+    }
+    if (p->ack_count < p->ack_cap) p->acks[p->ack_count++] = bench_now_us();
+    pthread_mutex_unlock(&p->ack_lock);
+}
+
+double rebalance_producer_longest_gap_ms(struct rebalance_producer *p, uint64_t from, uint64_t to)
+{
+    pthread_mutex_lock(&p->ack_lock);
+    uint64_t gap = rebalance_longest_gap(p->acks, p->ack_count, from, to);
+    pthread_mutex_unlock(&p->ack_lock);
+    return (double)gap / 1000.0;
 }
 
 static void *producer_thread(void *arg)
@@ -49,6 +72,7 @@ int rebalance_producer_start(struct rebalance_producer *p, const struct rebalanc
 {
     memset(p, 0, sizeof *p);
     p->opts = opts;
+    pthread_mutex_init(&p->ack_lock, NULL);
     struct bench_options bo = {.bootstrap = opts->bootstrap, .topic = opts->topic, .partitions = opts->partitions,
                                .replication_factor = 1};
     const struct bench_conf_pair defaults[] = {{"linger.ms", "5"}, {"acks", "1"}};
@@ -85,6 +109,9 @@ void rebalance_producer_stop(struct rebalance_producer *p)
     p->thread_started = false;
     if (p->rk) rd_kafka_destroy(p->rk);
     p->rk = NULL;
+    free(p->acks);
+    p->acks = NULL;
+    pthread_mutex_destroy(&p->ack_lock);
 }
 
 rd_kafka_consumer_group_state_t rebalance_describe_group(rd_kafka_t *rk, const char *group, int *members)

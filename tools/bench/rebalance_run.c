@@ -21,6 +21,7 @@ struct run_result {
     double partition_pause_median_ms, partition_pause_max_ms;
     double baseline_partition_pause_max_ms;
     double new_member_first_record_ms; /* -1: none */
+    double produce_pause_max_ms, baseline_produce_pause_max_ms; /* between delivery reports */
     int members_paused, partitions_paused, moved_partitions;
     int rebalance_callbacks; /* on the old members, during the join */
 };
@@ -191,9 +192,10 @@ static void stop_members(struct rebalance_member *members, int count)
     for (int i = 0; i < count; i++) rebalance_member_stop(&members[i]);
 }
 
-static int run_once(const struct rebalance_options *o, rd_kafka_t *admin, const char *strategy, int run,
-                    struct run_result *r, char *err, size_t errlen)
+static int run_once(const struct rebalance_options *o, struct rebalance_producer *producer, const char *strategy,
+                    int run, struct run_result *r, char *err, size_t errlen)
 {
+    rd_kafka_t *admin = producer->rk;
     memset(r, 0, sizeof *r);
     char group[160];
     snprintf(group, sizeof group, "rebalance-bench-%s-%d-%d", strategy, (int)getpid(), run);
@@ -215,6 +217,9 @@ static int run_once(const struct rebalance_options *o, rd_kafka_t *admin, const 
     usleep(WARMUP_US);
     uint64_t base = bench_now_us();
     usleep((useconds_t)o->baseline_ms * 1000u);
+    /* Same seed per run index: both strategies see the same join times. */
+    unsigned seed = 2654435761u * (unsigned)(run + 1);
+    if (o->jitter_ms > 0) usleep((useconds_t)(rand_r(&seed) % o->jitter_ms) * 1000u);
     owners_of(members, o->members, o->partitions, before);
     int callbacks_before = callbacks_of(members, o->members);
 
@@ -231,6 +236,8 @@ static int run_once(const struct rebalance_options *o, rd_kafka_t *admin, const 
     r->stable_observed_ms = (double)(observed_us - t0) / 1000.0;
     for (int p = 0; p < o->partitions; p++) r->moved_partitions += before[p] != after[p];
     measure(members, o, base, t0, end, r);
+    r->produce_pause_max_ms = rebalance_producer_longest_gap_ms(producer, t0, end);
+    r->baseline_produce_pause_max_ms = rebalance_producer_longest_gap_ms(producer, base, t0);
     rc = 0;
 out:
     if (members) stop_members(members, started);
@@ -242,14 +249,15 @@ out:
 
 static json_t *run_json(const struct run_result *r)
 {
-    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i}",
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i}",
                      "rebalance_ms", r->rebalance_ms, "stable_observed_ms", r->stable_observed_ms,
                      "member_pause_median_ms", r->member_pause_median_ms, "member_pause_max_ms",
                      r->member_pause_max_ms, "baseline_member_pause_max_ms", r->baseline_member_pause_max_ms,
                      "partition_pause_median_ms", r->partition_pause_median_ms, "partition_pause_max_ms",
                      r->partition_pause_max_ms, "baseline_partition_pause_max_ms",
                      r->baseline_partition_pause_max_ms, "new_member_first_record_ms",
-                     r->new_member_first_record_ms, "members_paused", r->members_paused, "partitions_paused",
+                     r->new_member_first_record_ms, "produce_pause_max_ms", r->produce_pause_max_ms,
+                     "baseline_produce_pause_max_ms", r->baseline_produce_pause_max_ms, "members_paused", r->members_paused, "partitions_paused",
                      r->partitions_paused, "moved_partitions", r->moved_partitions, "rebalance_callbacks",
                      r->rebalance_callbacks);
 }
@@ -281,6 +289,7 @@ static json_t *strategy_json(const char *strategy, const struct run_result *runs
     SUMMARY(member_pause_max_ms, false);
     SUMMARY(partition_pause_max_ms, false);
     SUMMARY(new_member_first_record_ms, false);
+    SUMMARY(produce_pause_max_ms, false);
     SUMMARY(members_paused, true);
     SUMMARY(partitions_paused, true);
     SUMMARY(moved_partitions, true);
@@ -304,7 +313,7 @@ int rebalance_run_all(const struct rebalance_options *o, bool started_broker)
         int done = 0;
         for (; runs && done < o->runs; done++) {
             err[0] = '\0';
-            if (run_once(o, producer.rk, o->strategies[s], done, &runs[done], err, sizeof err) != 0) {
+            if (run_once(o, &producer, o->strategies[s], done, &runs[done], err, sizeof err) != 0) {
                 fprintf(stderr, "cairn-rebalance-bench: %s run %d: %s\n", o->strategies[s], done, err);
                 rc = 1;
                 break;
@@ -322,13 +331,17 @@ int rebalance_run_all(const struct rebalance_options *o, bool started_broker)
 
     json_t *overrides = json_array();
     for (int i = 0; i < o->override_count; i++) json_array_append_new(overrides, json_string(o->overrides[i]));
+    json_t *broker_overrides = json_array();
+    for (int i = 0; i < o->broker_override_count; i++)
+        json_array_append_new(broker_overrides, json_string(o->broker_overrides[i]));
     json_t *report = json_pack(
-        "{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:f, s:s, s:o, s:I, s:I, s:o}", "benchmark", "rebalance",
-        "broker", started_broker ? "started (group.initial.rebalance.delay.ms=0)" : "external", "client",
+        "{s:s, s:s, s:o, s:s, s:i, s:i, s:i, s:i, s:i, s:f, s:s, s:o, s:I, s:I, s:o}", "benchmark", "rebalance",
+        "broker", started_broker ? "started (group.initial.rebalance.delay.ms=0)" : "external", "broker_overrides",
+        broker_overrides, "client",
         rd_kafka_version_str(), "partitions", o->partitions, "members_before_join", o->members, "runs", o->runs,
-        "rate_per_sec", o->rate, "pause_threshold_ms", PAUSE_THRESHOLD_MS, "topic", o->topic, "overrides", overrides,
+        "rate_per_sec", o->rate, "join_jitter_ms", (int)o->jitter_ms, "pause_threshold_ms", PAUSE_THRESHOLD_MS, "topic", o->topic, "overrides", overrides,
         "produced", (json_int_t)produced, "produce_failures", (json_int_t)failed, "strategies", strategies);
-    char *text = report ? json_dumps(report, JSON_INDENT(2)) : NULL;
+    char *text = report ? json_dumps(report, JSON_INDENT(2) | JSON_REAL_PRECISION(7)) : NULL;
     if (text) printf("%s\n", text);
     free(text);
     json_decref(report);
