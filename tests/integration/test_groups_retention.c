@@ -128,7 +128,7 @@ static bool group_listed(struct retention_state *st, const char *group)
     bool found = false;
     for (int i = 0; i < list->group_cnt; i++) found |= strcmp(list->groups[i].group, group) == 0;
     rd_kafka_group_list_destroy(list);
-    rd_kafka_destroy(rk);
+    rk_producer_destroy(rk);
     return found;
 }
 
