@@ -30,7 +30,7 @@ struct run_result {
 static bool group_settled(struct rebalance_member *members, int count, int partitions, uint64_t *last_change_us,
                           char *err, size_t errlen)
 {
-    bool *owned[REBALANCE_MAX_MEMBERS];
+    bool *owned[REBALANCE_MAX_MEMBERS] = {0};
     bool every_member_has_work = true;
     *last_change_us = 0;
     for (int i = 0; i < count; i++) {
