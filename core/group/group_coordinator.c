@@ -96,6 +96,7 @@ static void group_free(struct group *g)
     for (size_t i = 0; i < g->pending_count; i++) free(g->pending[i].member_id);
     free(g->pending);
     group_offsets_free(g);
+    group_txn_offsets_free(g);
     free(g->group_id);
     free(g->protocol_type);
     free(g->protocol);
@@ -298,7 +299,8 @@ static void load_offset(void *ctx, const char *group_id, const char *topic, int3
     if (!rec) {
         struct group_offset *gone = group_offset_table_find(&g->offsets, topic, partition);
         if (gone) group_offset_table_remove(&g->offsets, gone);
-        if (g->offsets.count == 0 && g->state == GROUP_EMPTY && g->generation == 0 && !g->protocol_type)
+        if (g->offsets.count == 0 && g->txn_offset_count == 0 && g->state == GROUP_EMPTY && g->generation == 0 &&
+            !g->protocol_type)
             group_remove(gc, g);
         goto out;
     }
@@ -310,6 +312,7 @@ static void load_offset(void *ctx, const char *group_id, const char *topic, int3
     o->metadata = group_strdup(rec->metadata);
     o->commit_timestamp = rec->commit_timestamp;
     o->expire_timestamp = rec->expire_timestamp;
+    o->write_seq = ++gc->write_seq;
 out:
     pthread_mutex_unlock(&gc->lock);
 }
@@ -383,6 +386,7 @@ out:
 static const struct group_load_visitor load_visitor = {
     .offset = load_offset,
     .group = load_group,
+    .pending_offset = group_load_pending_offset,
 };
 
 const struct group_load_visitor *group_coordinator_load_visitor(void) { return &load_visitor; }

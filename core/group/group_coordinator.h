@@ -41,6 +41,9 @@ struct group_coordinator_options {
     bool manual_time;
     int64_t (*now_ms)(void *clock_ctx); /* monotonic ms; NULL: clock_mono_ms */
     void *clock_ctx;
+    /* Partitions of __consumer_offsets, to find a group's partition when a
+     * transaction marker completes it; 0: every group matches. */
+    int32_t offsets_topic_partitions;
 };
 
 void group_coordinator_options_defaults(struct group_coordinator_options *opts);
@@ -186,6 +189,7 @@ struct group_offset_fetch {
     int64_t offset; /* -1 when none */
     int32_t leader_epoch;
     char *metadata; /* malloc'd copy or NULL; the caller frees */
+    int16_t error_code; /* UNSTABLE_OFFSET_COMMIT (require_stable only) or NONE */
 };
 
 /* Fills the requested entries. */
@@ -195,6 +199,15 @@ int16_t group_coordinator_fetch_offsets(struct group_coordinator *gc, const char
  * with group_offset_fetch_free. */
 int16_t group_coordinator_fetch_all_offsets(struct group_coordinator *gc, const char *group_id,
                                             struct group_offset_fetch **out, size_t *count);
+/* The same for OffsetFetch v7+: with require_stable, a partition that has a
+ * transactional offset still pending answers offset -1 and error_code
+ * UNSTABLE_OFFSET_COMMIT (KIP-447); without it, the last committed offset. */
+int16_t group_coordinator_fetch_offsets_stable(struct group_coordinator *gc, const char *group_id,
+                                               bool require_stable, struct group_offset_fetch *offsets,
+                                               size_t count);
+int16_t group_coordinator_fetch_all_offsets_stable(struct group_coordinator *gc, const char *group_id,
+                                                   bool require_stable, struct group_offset_fetch **out,
+                                                   size_t *count);
 void group_offset_fetch_free(struct group_offset_fetch *offsets, size_t count);
 
 struct group_offset_delete {
@@ -207,8 +220,46 @@ struct group_offset_delete {
 int16_t group_coordinator_delete_offsets(struct group_coordinator *gc, const char *group_id,
                                          struct group_offset_delete *offsets, size_t count);
 
-/* DeleteGroups for one group. */
+/* DeleteGroups for one group. NON_EMPTY_GROUP also while the group has
+ * transactional offsets pending. */
 int16_t group_coordinator_delete_group(struct group_coordinator *gc, const char *group_id);
+
+/* ---- Transactional offsets (KIP-98, KIP-447) ---- */
+
+struct group_txn_commit_params {
+    const char *group_id;
+    int64_t producer_id;
+    int16_t producer_epoch;
+    /* TxnOffsetCommit v3+; v0-2 pass -1, "" and NULL (nothing checked). */
+    int32_t generation_id;
+    const char *member_id;
+    const char *group_instance_id;
+};
+
+/* TxnOffsetCommit: checks the member as Kafka does (FENCED_INSTANCE_ID,
+ * UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION; no rebalance check), writes the
+ * offsets through store_txn_offsets and keeps them pending for the
+ * producer: OffsetFetch does not show them until
+ * group_coordinator_complete_txn commits them. A later TxnOffsetCommit of
+ * the same producer for a partition replaces its pending offset. Fills
+ * every entry's error_code (entries that arrive with an error are skipped). */
+void group_coordinator_txn_commit(struct group_coordinator *gc, const struct group_txn_commit_params *p,
+                                  struct group_offset_commit *offsets, size_t count);
+
+/* The end of a transaction on one __consumer_offsets partition.
+ *
+ * Contract for the transaction marker writer: call this after the COMMIT or
+ * ABORT control batch of producer_id has been appended (and flushed) to
+ * __consumer_offsets-<offsets_partition>, never before: the marker on disk
+ * is what a reload replays, and this call makes memory agree with it. On
+ * commit the producer's pending offsets of the groups in that partition
+ * become committed (visible to OffsetFetch), replacing any commit written
+ * before them but not one written after them; on abort they are dropped.
+ * Writes nothing to the log. Idempotent: a producer with nothing pending
+ * there is a no-op, so a retried marker is harmless. Any thread; must not
+ * be called from a coordinator callback (it takes the coordinator lock). */
+void group_coordinator_complete_txn(struct group_coordinator *gc, int32_t offsets_partition, int64_t producer_id,
+                                    bool commit);
 
 /* ---- Describe / List ---- */
 

@@ -48,6 +48,13 @@ struct group_pending_member {
     int64_t deadline;
 };
 
+/* An offset written by TxnOffsetCommit whose transaction has not ended:
+ * invisible to OffsetFetch until its producer's COMMIT marker. */
+struct group_txn_offset {
+    int64_t producer_id;
+    struct group_offset offset; /* hash and marked unused */
+};
+
 struct group {
     char *group_id;
     enum group_state state;
@@ -62,6 +69,9 @@ struct group {
     struct group_pending_member *pending;
     size_t pending_count, pending_cap;
     struct group_offset_table offsets;
+    /* At most one per (producer, topic, partition), in write order. */
+    struct group_txn_offset *txn_offsets;
+    size_t txn_offset_count, txn_offset_cap;
 
     /* PreparingRebalance: when the join phase ends. The first rebalance of
      * an empty group waits group.initial.rebalance.delay.ms, extended while
@@ -91,6 +101,7 @@ struct group_coordinator {
     int64_t next_expiry_check;
     struct group *buckets[GROUP_BUCKETS];
     size_t group_count;
+    uint64_t write_seq; /* last order number given to an offset write */
 };
 
 /* group_coordinator.c */
@@ -154,5 +165,13 @@ void group_membership_tick(struct group_coordinator *gc, struct group *g, int64_
 /* group_offsets.c */
 void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t wall_now);
 void group_offsets_free(struct group *g);
+
+/* group_txn_offsets.c */
+void group_txn_offsets_free(struct group *g);
+/* Whether any producer has a pending offset for the partition. */
+bool group_txn_offset_pending(const struct group *g, const char *topic, int32_t partition);
+/* Load visitor target for offsets still pending at the end of the log. */
+void group_load_pending_offset(void *ctx, const char *group_id, int64_t producer_id, const char *topic,
+                               int32_t partition, const struct group_offset_record *record);
 
 #endif

@@ -187,6 +187,8 @@ static int16_t client_error_for(int16_t append_code, bool offsets)
     case KAFKA_ERR_MESSAGE_TOO_LARGE:
     case KAFKA_ERR_RECORD_LIST_TOO_LARGE:
         return offsets ? KAFKA_ERR_INVALID_COMMIT_OFFSET_SIZE : KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    case KAFKA_ERR_INVALID_PRODUCER_EPOCH: /* a fenced transactional producer */
+        return append_code;
     default:
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
@@ -264,7 +266,7 @@ static int16_t batch_writer_commit(struct batch_writer *bw, struct group_log *gl
     int32_t epoch = partition_log_latest_epoch(log);
     struct log_append_result res;
     memset(&res, 0, sizeof res);
-    code = partition_log_append(log, batch, len, epoch < 0 ? 0 : epoch, &res);
+    code = partition_log_append_coordinator(log, batch, len, epoch < 0 ? 0 : epoch, &res);
     free(batch);
     if (code != KAFKA_ERR_NONE) {
         logger_warn("group", "cannot write %s of group %s to %s: error %d %s", what, group_id,
@@ -321,6 +323,33 @@ static int16_t delete_group(void *store, const char *group_id, const struct grou
     return write_offsets(store, group_id, offsets, count, true, true, "the deletion");
 }
 
+static int16_t store_txn_offsets(void *store, const char *group_id, int64_t producer_id, int16_t producer_epoch,
+                                 const struct group_offset_record *offsets, size_t count)
+{
+    struct partition_log *log;
+    int16_t code = log_for_group(store, group_id, &log);
+    if (code != KAFKA_ERR_NONE)
+        return code;
+    if (count == 0)
+        return KAFKA_ERR_NONE;
+    if (!offsets || producer_id < 0 || producer_epoch < 0)
+        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    struct batch_writer bw;
+    if (batch_writer_init(&bw) != 0)
+        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    /* Kafka's layout for these: the producer's id and epoch, the
+     * transactional flag, and no sequence (the coordinator writes them). */
+    bw.builder.attributes |= RECORD_BATCH_TRANSACTIONAL_BIT;
+    bw.builder.producer_id = producer_id;
+    bw.builder.producer_epoch = producer_epoch;
+    bw.builder.base_sequence = -1;
+    for (size_t i = 0; i < count && !bw.failed; i++)
+        add_offset(&bw, group_id, &offsets[i], false);
+    code = batch_writer_commit(&bw, store, group_id, true, "transactional offsets");
+    batch_writer_free(&bw);
+    return code;
+}
+
 static int16_t store_group(void *store, const struct group_snapshot_record *group)
 {
     if (!group || !group->group_id)
@@ -346,6 +375,7 @@ static const struct group_store_ops group_log_ops = {
     .store_group = store_group,
     .delete_group = delete_group,
     .delete_offsets = delete_offsets,
+    .store_txn_offsets = store_txn_offsets,
 };
 
 const struct group_store_ops *group_log_store_ops(void)

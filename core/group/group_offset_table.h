@@ -23,6 +23,9 @@ struct group_offset {
     char *metadata; /* NULL: null */
     int64_t commit_timestamp;
     int64_t expire_timestamp; /* -1: by retention */
+    /* Order of the write in the group log (group_coordinator.write_seq):
+     * a committed transaction replaces only older commits (Kafka's rule). */
+    uint64_t write_seq;
     uint64_t hash;            /* of (topic, partition), cached for the index */
     bool marked;              /* scratch flag for batch removal under the lock */
 };

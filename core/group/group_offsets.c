@@ -102,13 +102,22 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
         o->leader_epoch = c->leader_epoch;
         o->commit_timestamp = wall;
         o->expire_timestamp = expire;
+        o->write_seq = ++gc->write_seq;
     }
 out:
     pthread_mutex_unlock(&gc->lock);
 }
 
-static void fill_fetch(struct group_offset_fetch *f, const struct group_offset *o)
+static void fill_fetch(struct group_offset_fetch *f, const struct group *g, const char *topic, int32_t partition,
+                       bool require_stable)
 {
+    const struct group_offset *o = g ? group_offset_table_find(&g->offsets, topic, partition) : NULL;
+    f->error_code = KAFKA_ERR_NONE;
+    if (require_stable && g && group_txn_offset_pending(g, topic, partition)) {
+        /* KIP-447: the client retries until the transaction has ended. */
+        f->error_code = KAFKA_ERR_UNSTABLE_OFFSET_COMMIT;
+        o = NULL;
+    }
     f->offset = o ? o->offset : -1;
     f->leader_epoch = o ? o->leader_epoch : -1;
     f->metadata = o && o->metadata ? strdup(o->metadata) : NULL;
@@ -117,17 +126,31 @@ static void fill_fetch(struct group_offset_fetch *f, const struct group_offset *
 int16_t group_coordinator_fetch_offsets(struct group_coordinator *gc, const char *group_id,
                                         struct group_offset_fetch *offsets, size_t count)
 {
+    return group_coordinator_fetch_offsets_stable(gc, group_id, false, offsets, count);
+}
+
+int16_t group_coordinator_fetch_offsets_stable(struct group_coordinator *gc, const char *group_id,
+                                               bool require_stable, struct group_offset_fetch *offsets,
+                                               size_t count)
+{
     pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_available(gc);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
     for (size_t i = 0; i < count; i++)
-        fill_fetch(&offsets[i], g ? group_offset_table_find(&g->offsets, offsets[i].topic, offsets[i].partition) : NULL);
+        fill_fetch(&offsets[i], g, offsets[i].topic, offsets[i].partition, require_stable);
     pthread_mutex_unlock(&gc->lock);
     return err;
 }
 
 int16_t group_coordinator_fetch_all_offsets(struct group_coordinator *gc, const char *group_id,
                                             struct group_offset_fetch **out, size_t *count)
+{
+    return group_coordinator_fetch_all_offsets_stable(gc, group_id, false, out, count);
+}
+
+int16_t group_coordinator_fetch_all_offsets_stable(struct group_coordinator *gc, const char *group_id,
+                                                   bool require_stable, struct group_offset_fetch **out,
+                                                   size_t *count)
 {
     *out = NULL;
     *count = 0;
@@ -140,9 +163,10 @@ int16_t group_coordinator_fetch_all_offsets(struct group_coordinator *gc, const 
             err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
         } else {
             for (size_t i = 0; i < g->offsets.count; i++) {
-                f[i].topic = strdup(g->offsets.items[i].topic);
-                f[i].partition = g->offsets.items[i].partition;
-                fill_fetch(&f[i], &g->offsets.items[i]);
+                const struct group_offset *o = &g->offsets.items[i];
+                f[i].topic = strdup(o->topic);
+                f[i].partition = o->partition;
+                fill_fetch(&f[i], g, o->topic, o->partition, require_stable);
             }
             *out = f;
             *count = g->offsets.count;
@@ -278,6 +302,9 @@ int16_t group_coordinator_delete_group(struct group_coordinator *gc, const char 
         g = group_find(gc, group_id);
         if (!g || g->state == GROUP_DEAD) err = KAFKA_ERR_GROUP_ID_NOT_FOUND;
         else if (g->state != GROUP_EMPTY) err = KAFKA_ERR_NON_EMPTY_GROUP;
+        /* Kafka keeps a group with open transactional offsets: its
+         * transaction may still commit them. */
+        else if (g->txn_offset_count > 0) err = KAFKA_ERR_NON_EMPTY_GROUP;
     }
     if (err == KAFKA_ERR_NONE) {
         err = delete_group_locked(gc, g);
@@ -296,7 +323,7 @@ void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t
     bool stable_consumer = g->state == GROUP_STABLE && g->protocol_type &&
                            strcmp(g->protocol_type, CONSUMER_PROTOCOL_TYPE) == 0;
     if (g->state != GROUP_EMPTY && !stable_consumer) return;
-    if (g->state == GROUP_EMPTY && g->offsets.count == 0 && g->pending_count == 0) {
+    if (g->state == GROUP_EMPTY && g->offsets.count == 0 && g->pending_count == 0 && g->txn_offset_count == 0) {
         /* Nothing left to keep (Kafka drops such groups too): this also
          * bounds the groups that stray JoinGroups leave behind. */
         if (delete_group_locked(gc, g) != KAFKA_ERR_NONE)
@@ -314,7 +341,9 @@ void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t
         int64_t deadline = o->expire_timestamp >= 0 ? o->expire_timestamp : base + gc->opts.offsets_retention_ms;
         if (wall_now >= deadline) del[n++] = o;
     }
-    if (n > 0 && n == g->offsets.count && g->state == GROUP_EMPTY) {
+    /* Pending transactional offsets keep the group (not its expired
+     * committed offsets) until their transaction ends. */
+    if (n > 0 && n == g->offsets.count && g->state == GROUP_EMPTY && g->txn_offset_count == 0) {
         logger_info("group", "group %s: every committed offset expired; removing the group", g->group_id);
         if (delete_group_locked(gc, g) != KAFKA_ERR_NONE)
             logger_warn("group", "could not remove expired group %s", g->group_id);

@@ -63,14 +63,31 @@ struct group_store_ops {
     /* Tombstones for the listed offsets only (OffsetDelete, expiry). */
     int16_t (*delete_offsets)(void *store, const char *group_id,
                               const struct group_offset_record *offsets, size_t count);
+    /* TxnOffsetCommit: the offsets as one transactional batch of the
+     * producer (its id and epoch, no sequence). They count only once a
+     * COMMIT marker of that producer follows them in the same partition.
+     * INVALID_PRODUCER_EPOCH when a newer epoch of the producer wrote there. */
+    int16_t (*store_txn_offsets)(void *store, const char *group_id, int64_t producer_id, int16_t producer_epoch,
+                                 const struct group_offset_record *offsets, size_t count);
 };
 
 /* Replay targets, called in log order for each record found while loading.
- * A tombstone arrives as a NULL record (the group or offset is removed). */
+ * A tombstone arrives as a NULL record (the group or offset is removed).
+ * Transactional offsets reach `offset` when their COMMIT marker is read
+ * (unless a plain commit of the same partition came after them), and never
+ * when the marker is ABORT. */
 struct group_load_visitor {
     void (*offset)(void *ctx, const char *group_id, const char *topic, int32_t partition,
                    const struct group_offset_record *record_or_null);
     void (*group)(void *ctx, const char *group_id, const struct group_snapshot_record *record_or_null);
+    /* A transactional offset whose transaction has no marker yet in its
+     * partition: still pending for producer_id. Called after the partition's
+     * other records, in log order; the transaction coordinator completes it
+     * later. One followed by a plain commit of the same partition is left
+     * out (its commit could not override that newer offset). NULL: such
+     * offsets are dropped from the load. */
+    void (*pending_offset)(void *ctx, const char *group_id, int64_t producer_id, const char *topic,
+                           int32_t partition, const struct group_offset_record *record);
 };
 
 #endif

@@ -31,6 +31,11 @@ static const struct api_handler_entry handler_table[] = {
     {19, 2, 7, handle_create_topics},
     {20, 1, 6, handle_delete_topics},
     {22, 0, 4, handle_init_producer_id},
+    {24, 0, 4, handle_add_partitions_to_txn},
+    {25, 0, 3, handle_add_offsets_to_txn},
+    {26, 0, 3, handle_end_txn},
+    {27, 0, 1, handle_write_txn_markers},
+    {28, 0, 3, handle_txn_offset_commit},
     {32, 1, 4, handle_describe_configs},
     {33, 0, 2, handle_alter_configs},
     {37, 0, 3, handle_create_partitions},
@@ -38,6 +43,9 @@ static const struct api_handler_entry handler_table[] = {
     {44, 0, 1, handle_incremental_alter_configs},
     {47, 0, 0, handle_offset_delete},
     {60, 0, 1, handle_describe_cluster},
+    {61, 0, 0, handle_describe_producers},
+    {65, 0, 0, handle_describe_transactions},
+    {66, 0, 1, handle_list_transactions},
 };
 
 const struct api_handler_entry *handlers_table(int *count)

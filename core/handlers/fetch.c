@@ -30,16 +30,41 @@ struct fetch_op {
 struct partition_answer {
     int16_t error_code;
     int64_t high_watermark;
+    int64_t last_stable_offset;
     int64_t log_start_offset;
     struct kafka_records records;
+    /* read_committed: aborted transactions overlapping the records (heap). */
+    struct fetch_response_aborted_transaction *aborted;
+    int32_t aborted_count, aborted_cap;
+    bool aborted_failed;
 };
 
+static void add_aborted(void *arg, int64_t producer_id, int64_t first_offset)
+{
+    struct partition_answer *ans = arg;
+    if (ans->aborted_count == ans->aborted_cap) {
+        int32_t cap = ans->aborted_cap ? ans->aborted_cap * 2 : 4;
+        struct fetch_response_aborted_transaction *grown =
+            cap > 0 ? realloc(ans->aborted, (size_t)cap * sizeof *grown) : NULL;
+        if (!grown) {
+            ans->aborted_failed = true;
+            return;
+        }
+        ans->aborted = grown;
+        ans->aborted_cap = cap;
+    }
+    ans->aborted[ans->aborted_count].producer_id = producer_id;
+    ans->aborted[ans->aborted_count].first_offset = first_offset;
+    ans->aborted_count++;
+}
+
 static void read_partition(struct request_context *ctx, const struct metadata_image *img,
-                           const struct fetch_partition_state *ps, int32_t byte_limit,
+                           const struct fetch_partition_state *ps, int32_t byte_limit, bool read_committed,
                            struct partition_answer *ans)
 {
     ans->error_code = KAFKA_ERR_NONE;
     ans->high_watermark = -1;
+    ans->last_stable_offset = -1;
     ans->log_start_offset = -1;
     ans->records = kafka_records_from_memory(NULL, 0);
     if (ps->topic[0] && !handler_authorize_resource(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_TOPIC, ps->topic, true)) {
@@ -56,10 +81,22 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
     struct partition_log *log;
     ans->error_code = handler_leader_log(ctx, topic, ps->partition, &log);
     if (ans->error_code != KAFKA_ERR_NONE) return;
+    /* LSO before HW: a marker landing in between only makes the LSO look older. */
+    int64_t lso = partition_log_last_stable_offset(log);
     ans->high_watermark = handler_high_watermark(log);
+    ans->last_stable_offset = lso < ans->high_watermark ? lso : ans->high_watermark;
     ans->log_start_offset = partition_log_start_offset(log);
     struct log_read_result rr;
-    ans->error_code = partition_log_read(log, ps->fetch_offset, byte_limit, ans->high_watermark, &rr);
+    int64_t max_offset = read_committed ? ans->last_stable_offset : ans->high_watermark;
+    ans->error_code = partition_log_read(log, ps->fetch_offset, byte_limit, max_offset, &rr);
+    if (ans->error_code == KAFKA_ERR_NONE && read_committed && rr.len > 0) {
+        partition_log_aborted_txns(log, ps->fetch_offset, rr.next_offset, add_aborted, ans);
+        if (ans->aborted_failed) {
+            /* Without the full list the consumer would show aborted records. */
+            ans->error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+            close(rr.fd);
+        }
+    }
     partition_log_close(log);
     if (ans->error_code != KAFKA_ERR_NONE) return;
     if (rr.len > 0) {
@@ -77,8 +114,11 @@ static bool partition_has_news(const struct fetch_partition_state *ps, const str
 
 static void close_answers(struct partition_answer *answers, int32_t n)
 {
-    for (int32_t i = 0; i < n; i++)
+    for (int32_t i = 0; i < n; i++) {
         if (answers[i].records.file_fd >= 0) close(answers[i].records.file_fd);
+        free(answers[i].aborted);
+        answers[i].aborted = NULL;
+    }
 }
 
 /* Fills the response from the answers; consecutive partitions of one topic
@@ -109,7 +149,7 @@ static int fill_response(struct fetch_op *f, struct partition_answer *answers)
         pd->partition_index = ps->partition;
         pd->error_code = ans->error_code;
         pd->high_watermark = ans->high_watermark;
-        pd->last_stable_offset = ans->high_watermark;
+        pd->last_stable_offset = ans->last_stable_offset;
         pd->log_start_offset = ans->log_start_offset;
         pd->diverging_epoch.epoch = -1;
         pd->diverging_epoch.end_offset = -1;
@@ -117,8 +157,16 @@ static int fill_response(struct fetch_op *f, struct partition_answer *answers)
         pd->current_leader.leader_epoch = -1;
         pd->snapshot_id.end_offset = -1;
         pd->snapshot_id.epoch = -1;
-        /* No transactions yet: read_committed sees no aborted ranges. */
+        /* Null for read_uncommitted; read_committed gets the aborted
+         * transactions overlapping the returned records. */
         pd->aborted_transactions_count = f->read_committed ? 0 : -1;
+        if (f->read_committed && ans->aborted_count > 0) {
+            size_t bytes = (size_t)ans->aborted_count * sizeof *ans->aborted;
+            pd->aborted_transactions = kafka_arena_alloc(&ctx->arena, bytes);
+            if (!pd->aborted_transactions) return -1;
+            memcpy(pd->aborted_transactions, ans->aborted, bytes);
+            pd->aborted_transactions_count = ans->aborted_count;
+        }
         pd->preferred_read_replica = -1;
         pd->records = ans->records;
         ans->records.file_fd = -1; /* the response owns it now */
@@ -159,7 +207,7 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
         /* The first data may exceed the limits so consumers always progress. */
         if (total == 0 && limit <= 0) limit = 1;
         answers[i].records.file_fd = -1;
-        if (img) read_partition(ctx, img, ps, limit, &answers[i]);
+        if (img) read_partition(ctx, img, ps, limit, f->read_committed, &answers[i]);
         else answers[i].error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
         if (answers[i].error_code != KAFKA_ERR_NONE) any_error = true;
         if (answers[i].records.len > 0) total += answers[i].records.len;
@@ -181,6 +229,7 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
         return true;
     }
     remember_sent(f, answers);
+    close_answers(answers, n);
     free(answers);
     request_context_respond(ctx);
     return true;

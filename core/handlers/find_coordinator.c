@@ -1,6 +1,7 @@
 /* FindCoordinator: with a single node, this broker coordinates every group
- * once its group store is loaded.
- * Transaction coordination is not served yet: COORDINATOR_NOT_AVAILABLE. */
+ * once its group store is loaded. A transactional id is coordinated here
+ * when this broker holds its __transaction_state partition and has loaded
+ * it. */
 #include <string.h>
 
 #include "group/group_coordinator.h"
@@ -8,8 +9,10 @@
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"
 #include "net/server.h"
+#include "txn/txn_coordinator.h"
 
 #define KEY_TYPE_GROUP 0
+#define KEY_TYPE_TRANSACTION 1
 
 struct coordinator_answer {
     int16_t error_code;
@@ -18,18 +21,37 @@ struct coordinator_answer {
     int32_t port;
 };
 
+/* NONE when this broker coordinates the transactional id. */
+static int16_t transaction_coordinator_error(struct request_context *ctx, struct kafka_str key)
+{
+    if (key.len <= 0 || memchr(key.data, '\0', (size_t)key.len))
+        return KAFKA_ERR_INVALID_REQUEST;
+    char *id = kafka_arena_alloc(&ctx->arena, (size_t)key.len + 1);
+    if (!id)
+        return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
+    memcpy(id, key.data, (size_t)key.len);
+    id[key.len] = '\0';
+    int16_t code = txn_coordinator_ownership(ctx->env->txn_coordinator, id);
+    /* With one broker there is nobody else to point at. */
+    return code == KAFKA_ERR_NOT_COORDINATOR ? KAFKA_ERR_COORDINATOR_NOT_AVAILABLE : code;
+}
+
 static void find_one(struct request_context *ctx, const struct metadata_image *img, int8_t key_type,
-                     struct coordinator_answer *out)
+                     struct kafka_str key, struct coordinator_answer *out)
 {
     out->node_id = -1;
     out->host = kafka_str_from_cstr("");
     out->port = -1;
-    if (key_type != KEY_TYPE_GROUP) {
-        out->error_code = key_type == 1 ? KAFKA_ERR_COORDINATOR_NOT_AVAILABLE : KAFKA_ERR_INVALID_REQUEST;
+    if (key_type == KEY_TYPE_TRANSACTION) {
+        out->error_code = transaction_coordinator_error(ctx, key);
+        if (out->error_code != KAFKA_ERR_NONE)
+            return;
+    } else if (key_type != KEY_TYPE_GROUP) {
+        out->error_code = KAFKA_ERR_INVALID_REQUEST;
         return;
     }
     /* Until the group store is loaded, clients must retry elsewhere/later. */
-    if (!ctx->env->groups || group_coordinator_is_loading(ctx->env->groups)) {
+    if (key_type == KEY_TYPE_GROUP && (!ctx->env->groups || group_coordinator_is_loading(ctx->env->groups))) {
         out->error_code = KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
         return;
     }
@@ -53,7 +75,7 @@ enum handler_result handle_find_coordinator(struct request_context *ctx, void *r
     int8_t key_type = ctx->api_version >= 1 ? req->key_type : KEY_TYPE_GROUP;
     struct coordinator_answer a;
     if (ctx->api_version < 4) {
-        find_one(ctx, img, key_type, &a);
+        find_one(ctx, img, key_type, req->key, &a);
         resp->error_code = a.error_code;
         if (a.error_code != KAFKA_ERR_NONE && ctx->api_version >= 1)
             resp->error_message = kafka_arena_strdup(&ctx->arena, kafka_error_name(a.error_code));
@@ -72,7 +94,7 @@ enum handler_result handle_find_coordinator(struct request_context *ctx, void *r
     resp->coordinators_count = req->coordinator_keys_count > 0 ? req->coordinator_keys_count : 0;
     for (int32_t i = 0; i < resp->coordinators_count; i++) {
         struct find_coordinator_response_coordinator *c = &resp->coordinators[i];
-        find_one(ctx, img, key_type, &a);
+        find_one(ctx, img, key_type, req->coordinator_keys[i], &a);
         c->key = req->coordinator_keys[i];
         c->error_code = a.error_code;
         if (a.error_code != KAFKA_ERR_NONE)

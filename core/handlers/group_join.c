@@ -45,7 +45,10 @@ static void join_done(void *arg, const struct group_join_result *r)
 enum handler_result handle_join_group(struct request_context *ctx, void *request, void *response)
 {
     struct join_group_request *req = request;
-    (void)response;
+    if (!handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_GROUP, req->group_id, true)) {
+        ((struct join_group_response *)response)->error_code = KAFKA_ERR_GROUP_AUTHORIZATION_FAILED;
+        return HANDLER_RESPOND;
+    }
     int32_t n = req->protocols_count > 0 ? req->protocols_count : 0;
     struct group_protocol *protocols = kafka_arena_alloc(&ctx->arena, (size_t)(n + 1) * sizeof *protocols);
     if (!protocols) return HANDLER_CLOSE;

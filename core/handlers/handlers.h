@@ -23,6 +23,7 @@ struct plugin_host;
 struct metrics_metric;
 struct handler_authz_memo;
 struct group_coordinator;
+struct txn_coordinator;
 
 /* Everything a handler reaches. Built by the server before the first
  * request and read-only afterwards; the pointed-to parts are thread-safe. */
@@ -34,6 +35,7 @@ struct handler_env {
     struct fetch_session_cache *fetch_sessions;
     struct plugin_host *plugins; /* NULL when no plugin is loaded */
     struct group_coordinator *groups;
+    struct txn_coordinator *txn_coordinator; /* NULL: this broker coordinates no transactions */
     int32_t node_id;
     /* Broker defaults read once at start. */
     bool auto_create_topics;
@@ -113,6 +115,7 @@ enum handler_result handle_find_coordinator(struct request_context *, void *, vo
 enum handler_result handle_init_producer_id(struct request_context *, void *, void *);
 enum handler_result handle_offset_commit(struct request_context *, void *, void *);
 enum handler_result handle_offset_fetch(struct request_context *, void *, void *);
+enum handler_result handle_txn_offset_commit(struct request_context *, void *, void *);
 enum handler_result handle_join_group(struct request_context *, void *, void *);
 enum handler_result handle_heartbeat(struct request_context *, void *, void *);
 enum handler_result handle_leave_group(struct request_context *, void *, void *);
@@ -121,5 +124,12 @@ enum handler_result handle_describe_groups(struct request_context *, void *, voi
 enum handler_result handle_list_groups(struct request_context *, void *, void *);
 enum handler_result handle_delete_groups(struct request_context *, void *, void *);
 enum handler_result handle_offset_delete(struct request_context *, void *, void *);
+enum handler_result handle_write_txn_markers(struct request_context *, void *, void *);
+enum handler_result handle_describe_producers(struct request_context *, void *, void *);
+enum handler_result handle_add_partitions_to_txn(struct request_context *, void *, void *);
+enum handler_result handle_add_offsets_to_txn(struct request_context *, void *, void *);
+enum handler_result handle_end_txn(struct request_context *, void *, void *);
+enum handler_result handle_describe_transactions(struct request_context *, void *, void *);
+enum handler_result handle_list_transactions(struct request_context *, void *, void *);
 
 #endif

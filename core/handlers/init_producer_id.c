@@ -2,8 +2,7 @@
  * from this broker's block of ids, which the controller records in the
  * cluster metadata so ids never repeat across restarts. From v3 a producer
  * may present its current id and epoch to have the epoch bumped (KIP-360).
- * Transactional ids need the transaction coordinator, which this broker does
- * not run yet: NOT_COORDINATOR. */
+ * Transactional ids go to the transaction coordinator. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,8 @@
 #include "handlers/handler_util.h"
 #include "metadata/metadata_store.h"
 #include "net/server.h"
+#include "handlers/txn_handler_util.h"
+#include "txn/txn_coordinator.h"
 #include "util/clock.h"
 #include "util/logger.h"
 
@@ -143,6 +144,27 @@ static int16_t bump_epoch(struct request_context *ctx, int64_t producer_id, int1
     return new_producer_id(ctx, resp);
 }
 
+/* A transactional id: the coordinator owns its producer id and epoch. */
+static int16_t init_transactional(struct request_context *ctx, const struct init_producer_id_request *req,
+                                  struct init_producer_id_response *resp)
+{
+    const char *id = txn_handler_cstr(ctx, req->transactional_id);
+    if (!id || !id[0])
+        return KAFKA_ERR_INVALID_REQUEST;
+    if (!ctx->env->txn_coordinator)
+        return KAFKA_ERR_NOT_COORDINATOR;
+    int64_t pid = ctx->api_version >= 3 ? req->producer_id : -1;
+    int16_t epoch = ctx->api_version >= 3 ? req->producer_epoch : -1;
+    if ((pid < 0) != (epoch < 0))
+        return KAFKA_ERR_INVALID_REQUEST;
+    int16_t code = txn_coordinator_init_producer(ctx->env->txn_coordinator, id, req->transaction_timeout_ms, pid,
+                                                 epoch, &resp->producer_id, &resp->producer_epoch);
+    logger_debug("init_producer_id", "%s: transactional id %s: producer id %lld epoch %d (%s)",
+                 ctx->net ? ctx->net->peer : "-", id, (long long)resp->producer_id, resp->producer_epoch,
+                 kafka_error_name(code));
+    return txn_handler_fenced_error(code, ctx->api_version, 4);
+}
+
 enum handler_result handle_init_producer_id(struct request_context *ctx, void *request, void *response)
 {
     struct init_producer_id_request *req = request;
@@ -150,9 +172,7 @@ enum handler_result handle_init_producer_id(struct request_context *ctx, void *r
     resp->producer_id = -1;
     resp->producer_epoch = -1;
     if (req->transactional_id.len >= 0) {
-        /* Empty ids are malformed; others wait for the transaction coordinator. */
-        resp->error_code = req->transactional_id.len == 0 ? KAFKA_ERR_INVALID_REQUEST
-                                                          : KAFKA_ERR_NOT_COORDINATOR;
+        resp->error_code = init_transactional(ctx, req, resp);
         return HANDLER_RESPOND;
     }
     int64_t pid = ctx->api_version >= 3 ? req->producer_id : -1;

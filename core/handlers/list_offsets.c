@@ -10,10 +10,10 @@
 #define LIST_OFFSETS_EARLIEST_LOCAL (-4)
 
 static void lookup_offset(struct partition_log *log, const struct metadata_partition *p, int16_t version,
-                          const struct list_offsets_request_list_offsets_partition *in,
+                          bool read_committed, const struct list_offsets_request_list_offsets_partition *in,
                           struct list_offsets_response_list_offsets_partition_response *out);
 
-static void list_partition(struct request_context *ctx, const struct metadata_topic *topic,
+static void list_partition(struct request_context *ctx, const struct metadata_topic *topic, bool read_committed,
                            const struct list_offsets_request_list_offsets_partition *in,
                            struct list_offsets_response_list_offsets_partition_response *out)
 {
@@ -29,20 +29,22 @@ static void list_partition(struct request_context *ctx, const struct metadata_to
         out->error_code = in->current_leader_epoch < p->leader_epoch ? KAFKA_ERR_FENCED_LEADER_EPOCH
                                                                       : KAFKA_ERR_UNKNOWN_LEADER_EPOCH;
     } else {
-        lookup_offset(log, p, ctx->api_version, in, out);
+        lookup_offset(log, p, ctx->api_version, read_committed, in, out);
     }
     partition_log_close(log);
 }
 
 static void lookup_offset(struct partition_log *log, const struct metadata_partition *p, int16_t version,
-                          const struct list_offsets_request_list_offsets_partition *in,
+                          bool read_committed, const struct list_offsets_request_list_offsets_partition *in,
                           struct list_offsets_response_list_offsets_partition_response *out)
 {
+    /* read_committed consumers see nothing at or past the last stable offset. */
+    int64_t visible_end = read_committed ? partition_log_last_stable_offset(log) : handler_high_watermark(log);
     /* Not part of responses before v4, and a set value there cannot be encoded. */
     if (version >= 4) out->leader_epoch = p->leader_epoch;
     switch (in->timestamp) {
     case LIST_OFFSETS_LATEST:
-        out->offset = handler_high_watermark(log);
+        out->offset = visible_end;
         break;
     case LIST_OFFSETS_EARLIEST:
     case LIST_OFFSETS_EARLIEST_LOCAL:
@@ -60,7 +62,7 @@ static void lookup_offset(struct partition_log *log, const struct metadata_parti
             return;
         }
         if (partition_log_offset_for_timestamp(log, in->timestamp, &out->offset, &out->timestamp) != 0 ||
-            out->offset >= handler_high_watermark(log)) {
+            out->offset >= visible_end) {
             out->offset = -1;
             out->timestamp = -1;
         }
@@ -95,7 +97,8 @@ enum handler_result handle_list_offsets(struct request_context *ctx, void *reque
             tin->name.len > 0 ? metadata_image_topic_by_name(img, tin->name.data, (size_t)tin->name.len) : NULL;
         bool allowed = handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC, tin->name, true);
         for (int32_t i = 0; i < tin->partitions_count; i++) {
-            list_partition(ctx, allowed ? topic : NULL, &tin->partitions[i], &tout->partitions[i]);
+            list_partition(ctx, allowed ? topic : NULL, req->isolation_level == 1, &tin->partitions[i],
+                           &tout->partitions[i]);
             if (!allowed) tout->partitions[i].error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
         }
     }

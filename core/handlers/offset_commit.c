@@ -27,11 +27,18 @@ enum handler_result handle_offset_commit(struct request_context *ctx, void *requ
     if (!c || !resp->topics) return HANDLER_CLOSE;
     resp->topics_count = nt;
 
+    /* Kafka's order: READ on the group fails every partition; then READ
+     * on each topic. */
+    bool group_allowed = handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_GROUP, req->group_id, true);
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
     size_t k = 0;
     for (int32_t t = 0; t < nt; t++) {
         const struct offset_commit_request_offset_commit_request_topic *rt = &req->topics[t];
         const char *topic = group_handler_cstr_or_empty(ctx, rt->name);
+        int16_t denied = !group_allowed ? KAFKA_ERR_GROUP_AUTHORIZATION_FAILED
+                         : !handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_TOPIC, rt->name, true)
+                             ? KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED
+                             : KAFKA_ERR_NONE;
         for (int32_t p = 0; p < rt->partitions_count; p++) {
             const struct offset_commit_request_offset_commit_request_partition *rp = &rt->partitions[p];
             c[k++] = (struct group_offset_commit){
@@ -40,7 +47,8 @@ enum handler_result handle_offset_commit(struct request_context *ctx, void *requ
                 .offset = rp->committed_offset,
                 .leader_epoch = v >= 6 ? rp->committed_leader_epoch : -1,
                 .metadata = group_handler_cstr(ctx, rp->committed_metadata),
-                .error_code = partition_exists(img, rt->name, rp->partition_index)
+                .error_code = denied != KAFKA_ERR_NONE ? denied
+                              : partition_exists(img, rt->name, rp->partition_index)
                                   ? KAFKA_ERR_NONE
                                   : KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION,
             };
@@ -55,7 +63,7 @@ enum handler_result handle_offset_commit(struct request_context *ctx, void *requ
         .group_instance_id = v >= 7 ? group_handler_cstr(ctx, req->group_instance_id) : NULL,
         .retention_ms = v >= 2 && v <= 4 ? req->retention_time_ms : -1,
     };
-    group_coordinator_commit(ctx->env->groups, &params, c, total);
+    if (group_allowed) group_coordinator_commit(ctx->env->groups, &params, c, total);
 
     k = 0;
     for (int32_t t = 0; t < nt; t++) {

@@ -45,13 +45,16 @@ static int16_t fetch_group(struct request_context *ctx, const char *group_id, bo
                            const struct kafka_str *names, int32_t *const *partitions, const int32_t *pcounts,
                            int32_t nt, struct fetched_topic **topics, size_t *topic_count)
 {
+    /* v7+: offsets of open transactions answer UNSTABLE_OFFSET_COMMIT. */
+    const struct offset_fetch_request *req = ctx->request;
+    bool require_stable = ctx->api_version >= 7 && req->require_stable;
     *topics = NULL;
     *topic_count = 0;
     int16_t err;
     if (all_topics) {
         struct group_offset_fetch *all;
         size_t n;
-        err = group_coordinator_fetch_all_offsets(ctx->env->groups, group_id, &all, &n);
+        err = group_coordinator_fetch_all_offsets_stable(ctx->env->groups, group_id, require_stable, &all, &n);
         struct group_offset_fetch *copy = kafka_arena_alloc(&ctx->arena, (n + 1) * sizeof *copy);
         if (copy) {
             for (size_t i = 0; i < n; i++) {
@@ -75,7 +78,7 @@ static int16_t fetch_group(struct request_context *ctx, const char *group_id, bo
         out[t] = (struct fetched_topic){.name = names[t], .parts = &f[k], .count = pcounts[t] > 0 ? (size_t)pcounts[t] : 0};
         for (int32_t p = 0; p < pcounts[t]; p++) f[k++] = (struct group_offset_fetch){.topic = topic, .partition = partitions[t][p]};
     }
-    err = group_coordinator_fetch_offsets(ctx->env->groups, group_id, f, total);
+    err = group_coordinator_fetch_offsets_stable(ctx->env->groups, group_id, require_stable, f, total);
     for (size_t i = 0; i < total; i++) {
         char *m = f[i].metadata;
         f[i].metadata = m ? (char *)kafka_arena_strdup(&ctx->arena, m).data : NULL;
@@ -123,7 +126,7 @@ static enum handler_result answer_single(struct request_context *ctx, struct off
             op->committed_offset = f->offset;
             if (v >= 5) op->committed_leader_epoch = f->leader_epoch;
             op->metadata = kafka_str_from_cstr(f->metadata ? f->metadata : "");
-            op->error_code = err;
+            op->error_code = err != KAFKA_ERR_NONE ? err : f->error_code;
         }
     }
     return HANDLER_RESPOND;
@@ -170,7 +173,7 @@ static enum handler_result answer_groups(struct request_context *ctx, struct off
                 ot->partitions[p].committed_offset = f->offset;
                 ot->partitions[p].committed_leader_epoch = f->leader_epoch;
                 ot->partitions[p].metadata = kafka_str_from_cstr(f->metadata ? f->metadata : "");
-                ot->partitions[p].error_code = KAFKA_ERR_NONE;
+                ot->partitions[p].error_code = f->error_code;
             }
         }
     }

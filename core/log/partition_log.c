@@ -95,6 +95,7 @@ static void log_free(struct partition_log *log)
     free(log->segments);
     free(log->epochs);
     producer_state_free(log->producers);
+    txn_index_free(&log->aborted);
     pthread_mutex_destroy(&log->write_lock);
     pthread_rwlock_destroy(&log->lock);
     free(log->dir);
@@ -171,6 +172,7 @@ int partition_log_open_from(const char *dir, const struct log_config *cfg,
     pthread_rwlock_init(&log->lock, NULL);
     atomic_init(&log->refcount, 1);
     log->first_unflushed_ms = -1;
+    atomic_init(&log->first_unstable_offset, -1);
     if (load_segments(log, recovery_point, err, errlen) != 0) {
         log_free(log);
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
@@ -335,8 +337,8 @@ static int16_t validate_all(const struct partition_log *log, const uint8_t *batc
     return KAFKA_ERR_NONE;
 }
 
-int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t len,
-                             int32_t leader_epoch, struct log_append_result *res)
+static int16_t append_from(struct partition_log *log, uint8_t *batches, size_t len, int32_t leader_epoch,
+                           bool from_coordinator, struct log_append_result *res)
 {
     memset(res, 0, sizeof *res);
     res->base_offset = res->last_offset = res->log_append_time = -1;
@@ -361,7 +363,7 @@ int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
     bool duplicate = false;
-    code = partition_log_check_producers_locked(log, batches, len, &duplicate, res);
+    code = partition_log_check_producers_locked(log, batches, len, from_coordinator, &duplicate, res);
     if (code != KAFKA_ERR_NONE || duplicate) {
         pthread_mutex_unlock(&log->write_lock);
         /* A retried batch: answer with where it already is, write nothing. */
@@ -369,6 +371,28 @@ int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t
             res->log_start_offset = atomic_load(&log->log_start_offset);
         return code;
     }
+    code = partition_log_append_locked(log, batches, len, leader_epoch, records, res);
+    pthread_mutex_unlock(&log->write_lock);
+    return code;
+}
+
+int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t len,
+                             int32_t leader_epoch, struct log_append_result *res)
+{
+    return append_from(log, batches, len, leader_epoch, false, res);
+}
+
+int16_t partition_log_append_coordinator(struct partition_log *log, uint8_t *batches, size_t len,
+                                         int32_t leader_epoch, struct log_append_result *res)
+{
+    return append_from(log, batches, len, leader_epoch, true, res);
+}
+
+int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches, size_t len,
+                                    int32_t leader_epoch, int32_t records,
+                                    struct log_append_result *res)
+{
+    int16_t code;
     int64_t now = clock_wall_ms();
     bool append_time = log->cfg.message_timestamp_type == LOG_TIMESTAMP_LOG_APPEND_TIME;
     int64_t base = atomic_load(&log->log_end_offset), next = base;
@@ -389,20 +413,18 @@ int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t
 
     struct log_segment *active = log->segments[log->segment_count - 1];
     if (roll_due(log, active, len, next - 1, now)) {
-        if (partition_log_roll_locked(log, now) != 0) {
-            pthread_mutex_unlock(&log->write_lock);
+        if (partition_log_roll_locked(log, now) != 0)
             return KAFKA_ERR_KAFKA_STORAGE_ERROR;
-        }
         active = log->segments[log->segment_count - 1];
     }
     int rc = log_segment_write(active, batches, len);
     if (rc != 0) {
         partition_log_mark_offline(log, "writing the log", rc);
-        pthread_mutex_unlock(&log->write_lock);
         snprintf(res->error_message, sizeof res->error_message, "write failed: %s",
                  strerror(rc));
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
+    partition_log_note_open_txns_locked(log, batches, len);
     pthread_rwlock_wrlock(&log->lock);
     rc = log_segment_commit(active, batches, len, &log->cfg);
     atomic_store(&log->log_end_offset, next);
@@ -436,7 +458,6 @@ int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t
     code = KAFKA_ERR_NONE;
     if (log->unflushed_records >= log->cfg.flush_messages)
         code = partition_log_flush_locked(log);
-    pthread_mutex_unlock(&log->write_lock);
 
     res->base_offset = base;
     res->last_offset = next - 1;
@@ -447,7 +468,7 @@ int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t
 }
 
 /* Index of the last segment with base_offset <= offset (0 if none). */
-static size_t segment_for(const struct partition_log *log, int64_t offset)
+size_t partition_log_segment_for(const struct partition_log *log, int64_t offset)
 {
     size_t lo = 0, hi = log->segment_count;
     while (hi - lo > 1) {
@@ -472,12 +493,13 @@ int16_t partition_log_read(struct partition_log *log, int64_t fetch_offset, int3
     int64_t end = atomic_load(&log->log_end_offset);
     out->log_start_offset = start;
     out->log_end_offset = end;
+    out->next_offset = fetch_offset;
     if (fetch_offset < start || fetch_offset > end) {
         pthread_rwlock_unlock(&log->lock);
         return KAFKA_ERR_OFFSET_OUT_OF_RANGE;
     }
     int16_t code = KAFKA_ERR_NONE;
-    for (size_t i = segment_for(log, fetch_offset);
+    for (size_t i = partition_log_segment_for(log, fetch_offset);
          fetch_offset < end && fetch_offset < max_offset_exclusive && i < log->segment_count;
          i++) {
         struct log_segment *seg = log->segments[i];
@@ -490,13 +512,14 @@ int16_t partition_log_read(struct partition_log *log, int64_t fetch_offset, int3
             log_scanner_free(&scan);
             continue;
         }
-        int64_t first = pos, total = 0;
+        int64_t first = pos, total = 0, next = fetch_offset;
         while (found == 1 && record_batch_last_offset(&h) < max_offset_exclusive) {
             int64_t size = (int64_t)record_batch_total_size(&h);
             if (total > 0 && total + size > (int64_t)max_bytes)
                 break;
             total += size;
             pos += size;
+            next = record_batch_last_offset(&h) + 1;
             if (pos >= seg->size)
                 break;
             const uint8_t *p = log_scanner_get(&scan, pos, RECORD_BATCH_HEADER_SIZE);
@@ -515,6 +538,7 @@ int16_t partition_log_read(struct partition_log *log, int64_t fetch_offset, int3
             } else {
                 out->file_pos = first;
                 out->len = total;
+                out->next_offset = next;
             }
         }
         break;
@@ -573,7 +597,7 @@ int16_t partition_log_flush_locked(struct partition_log *log)
     if (end == from && log->first_unflushed_ms < 0)
         return KAFKA_ERR_NONE;
     /* The segment array only changes under write_lock, which we hold. */
-    for (size_t i = segment_for(log, from); i < log->segment_count; i++) {
+    for (size_t i = partition_log_segment_for(log, from); i < log->segment_count; i++) {
         int rc = log_segment_flush(log->segments[i]);
         if (rc != 0) {
             partition_log_mark_offline(log, "flushing", rc);

@@ -38,6 +38,7 @@ struct log_read_result {
     int64_t len;
     int64_t log_start_offset;
     int64_t log_end_offset;
+    int64_t next_offset; /* the offset after the returned batches (fetch offset when none) */
 };
 
 /* Open or create the log in dir. recover=true (unclean shutdown) rescans
@@ -63,6 +64,12 @@ void partition_log_delete(struct partition_log *log);
  * leader_epoch < 0: leave partitionLeaderEpoch as sent. */
 int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t len,
                              int32_t leader_epoch, struct log_append_result *res);
+/* The same for the broker's own coordinators (Kafka's coordinator append
+ * origin): a transactional batch without a sequence (TxnOffsetCommit
+ * records) is accepted, checked only against the producer's epoch. Never
+ * for bytes a client sent. */
+int16_t partition_log_append_coordinator(struct partition_log *log, uint8_t *batches, size_t len,
+                                         int32_t leader_epoch, struct log_append_result *res);
 
 /* Whole batches from the one holding fetch_offset, up to max_bytes (at least
  * one batch), none with an offset >= max_offset_exclusive. */
@@ -131,5 +138,31 @@ int partition_log_expire_producers(struct partition_log *log, int64_t now_ms);
 bool partition_log_producer_lookup(struct partition_log *log, int64_t producer_id,
                                    struct producer_entry *out);
 size_t partition_log_producer_count(struct partition_log *log);
+/* Copies of every producer entry (free() *out). Returns 0 or ENOMEM. */
+int partition_log_list_producers(struct partition_log *log, struct producer_entry **out,
+                                 size_t *count);
+
+/* Transactions. A producer's first transactional batch opens its
+ * transaction at that batch's base offset; a marker ends it. */
+/* Append a COMMIT or ABORT control batch for the producer's open
+ * transaction; *offset_out gets its offset. When the producer has no open
+ * transaction (a retried marker) nothing is written: KAFKA_ERR_NONE with
+ * *offset_out -1. INVALID_PRODUCER_EPOCH for an epoch older than the
+ * producer's, TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch.
+ * leader_epoch < 0: leave partitionLeaderEpoch unset. */
+int16_t partition_log_append_txn_marker(struct partition_log *log, int64_t producer_id,
+                                        int16_t producer_epoch, int32_t coordinator_epoch,
+                                        bool commit, int32_t leader_epoch, int64_t *offset_out);
+/* Last stable offset: the first offset of the oldest open transaction, else
+ * the log end (the high watermark on a single node). */
+int64_t partition_log_last_stable_offset(struct partition_log *log);
+/* Kafka's collectAbortedTransactions: aborted transactions whose marker is
+ * at or after fetch_offset and whose first offset is below
+ * upper_bound_offset, in marker order. fn (may be NULL) runs under the
+ * log's read lock; returns the count. */
+size_t partition_log_aborted_txns(struct partition_log *log, int64_t fetch_offset,
+                                  int64_t upper_bound_offset,
+                                  void (*fn)(void *arg, int64_t producer_id, int64_t first_offset),
+                                  void *arg);
 
 #endif

@@ -7,6 +7,7 @@
 #include "log/log_segment.h"
 #include "log/producer_state.h"
 #include "log/partition_log.h"
+#include "log/txn_index.h"
 
 struct log_epoch_entry {
     int32_t epoch;
@@ -32,6 +33,10 @@ struct partition_log {
     struct log_epoch_entry *epochs;
     size_t epoch_count, epoch_cap;
     struct producer_state *producers; /* write_lock */
+    /* Smallest first offset of an open transaction, -1 when none: the LSO
+     * bound. Written under write_lock, read without a lock. */
+    _Atomic int64_t first_unstable_offset;
+    struct txn_index aborted; /* write_lock + lock exclusive to change; lock shared to read */
     atomic_int refcount;
     atomic_bool offline;
     atomic_bool deleted;
@@ -55,13 +60,45 @@ void partition_log_snapshot_producers_locked(struct partition_log *log);
 void partition_log_remove_old_snapshots_locked(struct partition_log *log);
 /* Check every batch of an append against the producer state. Returns a
  * Kafka error; *duplicate is set (with the original offsets in res) when the
- * single batch is already in the log. */
+ * single batch is already in the log. from_coordinator: the broker's own
+ * coordinator writes (sequence-less transactional batches allowed). */
 int16_t partition_log_check_producers_locked(struct partition_log *log, const uint8_t *batches,
-                                             size_t len, bool *duplicate,
+                                             size_t len, bool from_coordinator, bool *duplicate,
                                              struct log_append_result *res);
+/* Lower first_unstable_offset for transactions the batches (offsets
+ * assigned, not yet published) open: before the log end moves, so no reader
+ * sees their records below the LSO. */
+void partition_log_note_open_txns_locked(struct partition_log *log, const uint8_t *batches,
+                                         size_t len);
 /* Record the batches just appended (offsets already assigned). */
 void partition_log_update_producers_locked(struct partition_log *log, const uint8_t *batches,
                                            size_t len);
+
+/* Validate nothing, assign offsets and write batches that passed every
+ * check (records: their record count). Caller holds write_lock. */
+int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches, size_t len,
+                                    int32_t leader_epoch, int32_t records,
+                                    struct log_append_result *res);
+/* Index of the last segment with base_offset <= offset (0 if none); under
+ * write_lock or lock. */
+size_t partition_log_segment_for(const struct partition_log *log, int64_t offset);
+
+/* Transactions (partition_log_txn.c); callers hold write_lock. */
+/* End the producer's transaction at marker_offset; for an abort, record it
+ * in the aborted list and the marker segment's .txnindex. Returns 0 or an
+ * errno value. */
+int partition_log_complete_txn_locked(struct partition_log *log, int64_t producer_id,
+                                      int16_t epoch, int32_t coordinator_epoch, bool commit,
+                                      int64_t marker_offset, int64_t timestamp);
+/* Recompute first_unstable_offset from the producer state. */
+void partition_log_refresh_unstable_locked(struct partition_log *log);
+/* Reload the aborted list from the .txnindex files, dropping (and removing
+ * from the files) entries whose marker is at or after from: the replay of
+ * the batches from there re-adds them. Returns 0 or an errno value. */
+int partition_log_load_aborted_locked(struct partition_log *log, int64_t from);
+/* Replay a control batch found by the recovery scan (batch bytes of size len). */
+int partition_log_replay_marker_locked(struct partition_log *log, const uint8_t *batch,
+                                       size_t len);
 
 /* Remove segments[0], which must not be the active one; under both locks. */
 void partition_log_remove_first_segment(struct partition_log *log);

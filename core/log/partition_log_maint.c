@@ -21,6 +21,8 @@ void partition_log_remove_first_segment(struct partition_log *log)
     memmove(log->segments, log->segments + 1, (log->segment_count - 1) * sizeof *log->segments);
     log->segment_count--;
     int64_t first = log->segments[0]->base_offset;
+    /* Their .txnindex goes with the segment. */
+    txn_index_drop_before(&log->aborted, first);
     if (atomic_load(&log->log_start_offset) < first)
         atomic_store(&log->log_start_offset, first);
     /* Open dup()ed fds held by readers keep the unlinked data alive. */

@@ -108,11 +108,22 @@ static int replay_from(struct partition_log *log, int64_t from, int64_t *batches
         log_scanner_init(&scan, seg->log_fd, seg->size, PRODUCER_SCAN_BUF);
         int found = log_segment_find(seg, from, &scan, &pos, &h);
         while (found == 1) {
-            if (h.producer_id >= 0 && h.base_offset >= from && !record_batch_is_control(&h)) {
-                if (producer_state_update(log->producers, &h, h.base_offset,
-                                          record_batch_last_offset(&h)) != 0) {
+            if (h.producer_id >= 0 && h.base_offset >= from) {
+                int rc = 0;
+                if (!record_batch_is_control(&h)) {
+                    rc = producer_state_update(log->producers, &h, h.base_offset,
+                                               record_batch_last_offset(&h)) != 0
+                             ? ENOMEM
+                             : 0;
+                } else {
+                    /* Markers end transactions and rebuild the aborted index. */
+                    size_t size = record_batch_total_size(&h);
+                    const uint8_t *batch = log_scanner_get(&scan, pos, size);
+                    rc = batch ? partition_log_replay_marker_locked(log, batch, size) : EIO;
+                }
+                if (rc != 0) {
                     log_scanner_free(&scan);
-                    return ENOMEM;
+                    return rc;
                 }
                 replayed++;
             }
@@ -157,7 +168,10 @@ int partition_log_load_producers_locked(struct partition_log *log)
         latest = prune_snapshots(log, 0, latest - 1);
     }
     int64_t replayed = 0;
-    int rc = replay_from(log, from, &replayed);
+    int rc = partition_log_load_aborted_locked(log, from);
+    if (rc == 0)
+        rc = replay_from(log, from, &replayed);
+    partition_log_refresh_unstable_locked(log);
     if (rc != 0) {
         logger_error("log", "%s: cannot rebuild producer state: %s", log->dir, strerror(rc));
         return rc;
@@ -192,7 +206,7 @@ void partition_log_remove_old_snapshots_locked(struct partition_log *log)
 }
 
 int16_t partition_log_check_producers_locked(struct partition_log *log, const uint8_t *batches,
-                                             size_t len, bool *duplicate,
+                                             size_t len, bool from_coordinator, bool *duplicate,
                                              struct log_append_result *res)
 {
     *duplicate = false;
@@ -206,13 +220,37 @@ int16_t partition_log_check_producers_locked(struct partition_log *log, const ui
         struct record_batch_header h;
         record_batch_parse_header(batch, blen, &h);
         batch_count++;
-        if (record_batch_is_transactional(&h)) {
-            snprintf(res->error_message, sizeof res->error_message,
-                     "transactional batches are not supported yet");
-            return KAFKA_ERR_INVALID_TXN_STATE;
-        }
-        if (h.producer_id < 0)
+        /* A coordinator's own transactional write (TxnOffsetCommit records
+         * in __consumer_offsets) carries no sequence, as in Kafka: only a
+         * stale epoch is refused. The open transaction is still recorded
+         * when the producer state is updated after the append. Producers
+         * never get this exemption. */
+        if (from_coordinator && record_batch_is_transactional(&h) && !record_batch_is_control(&h) &&
+            h.base_sequence == -1 && h.producer_id >= 0) {
+            const struct producer_entry *e =
+                log->producers ? producer_state_get(log->producers, h.producer_id) : NULL;
+            if (e && h.producer_epoch < e->epoch) {
+                snprintf(res->error_message, sizeof res->error_message,
+                         "producer %" PRId64 " epoch %d is older than %d", h.producer_id,
+                         (int)h.producer_epoch, (int)e->epoch);
+                return KAFKA_ERR_INVALID_PRODUCER_EPOCH;
+            }
             continue;
+        }
+        if (record_batch_is_control(&h)) {
+            /* Markers come from transaction coordinators, never from producers. */
+            snprintf(res->error_message, sizeof res->error_message,
+                     "control batches cannot be produced");
+            return KAFKA_ERR_INVALID_RECORD;
+        }
+        if (h.producer_id < 0) {
+            if (record_batch_is_transactional(&h)) {
+                snprintf(res->error_message, sizeof res->error_message,
+                         "a transactional batch needs a producer id");
+                return KAFKA_ERR_INVALID_RECORD;
+            }
+            continue;
+        }
         idempotent = true;
         if (h.producer_epoch < 0 || h.base_sequence < 0) {
             snprintf(res->error_message, sizeof res->error_message,
@@ -235,6 +273,14 @@ int16_t partition_log_check_producers_locked(struct partition_log *log, const ui
     struct producer_check_result check;
     int16_t code = producer_state_check(log->producers, &h, &check, res->error_message,
                                         sizeof res->error_message);
+    const struct producer_entry *e = producer_state_get(log->producers, h.producer_id);
+    if (code == KAFKA_ERR_NONE && !check.duplicate && !record_batch_is_transactional(&h) && e &&
+        e->current_txn_first_offset >= 0) {
+        snprintf(res->error_message, sizeof res->error_message,
+                 "producer %" PRId64 " sent a non-transactional batch inside its open transaction",
+                 h.producer_id);
+        return KAFKA_ERR_INVALID_TXN_STATE;
+    }
     if (code == KAFKA_ERR_NONE && check.duplicate) {
         *duplicate = true;
         res->duplicate = true;
@@ -242,6 +288,27 @@ int16_t partition_log_check_producers_locked(struct partition_log *log, const ui
         res->last_offset = check.last_offset;
     }
     return code;
+}
+
+void partition_log_note_open_txns_locked(struct partition_log *log, const uint8_t *batches,
+                                         size_t len)
+{
+    struct record_batch_iter it;
+    const uint8_t *batch;
+    size_t blen;
+    record_batch_iter_init(&it, batches, len);
+    while (record_batch_iter_next(&it, &batch, &blen) == 1) {
+        struct record_batch_header h;
+        record_batch_parse_header(batch, blen, &h);
+        if (h.producer_id < 0 || !record_batch_is_transactional(&h) || record_batch_is_control(&h))
+            continue;
+        const struct producer_entry *e = producer_state_get(log->producers, h.producer_id);
+        int64_t first = e && e->current_txn_first_offset >= 0 ? e->current_txn_first_offset
+                                                               : h.base_offset;
+        int64_t unstable = atomic_load(&log->first_unstable_offset);
+        if (unstable < 0 || first < unstable)
+            atomic_store(&log->first_unstable_offset, first);
+    }
 }
 
 void partition_log_update_producers_locked(struct partition_log *log, const uint8_t *batches,
@@ -254,11 +321,17 @@ void partition_log_update_producers_locked(struct partition_log *log, const uint
     while (record_batch_iter_next(&it, &batch, &blen) == 1) {
         struct record_batch_header h;
         record_batch_parse_header(batch, blen, &h);
-        if (h.producer_id >= 0 &&
-            producer_state_update(log->producers, &h, h.base_offset, record_batch_last_offset(&h)) != 0)
+        if (h.producer_id < 0 || record_batch_is_control(&h))
+            continue;
+        if (producer_state_update(log->producers, &h, h.base_offset, record_batch_last_offset(&h)) != 0)
             /* The batch is written; only retry detection for it is lost. */
             logger_warn("log", "%s: out of memory recording producer %" PRId64, log->dir,
                         h.producer_id);
+        int64_t unstable = atomic_load(&log->first_unstable_offset);
+        const struct producer_entry *e = producer_state_get(log->producers, h.producer_id);
+        if (e && e->current_txn_first_offset >= 0 &&
+            (unstable < 0 || e->current_txn_first_offset < unstable))
+            atomic_store(&log->first_unstable_offset, e->current_txn_first_offset);
     }
 }
 

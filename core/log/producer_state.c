@@ -241,7 +241,70 @@ int producer_state_update(struct producer_state *ps, const struct record_batch_h
     add_batch(e, &b);
     if (h->max_timestamp > e->last_timestamp)
         e->last_timestamp = h->max_timestamp;
+    if (record_batch_is_transactional(h) && e->current_txn_first_offset < 0)
+        e->current_txn_first_offset = first_offset;
     return 0;
+}
+
+int16_t producer_state_check_marker(const struct producer_state *ps, int64_t producer_id,
+                                    int16_t epoch, int32_t coordinator_epoch,
+                                    int64_t *txn_first_offset, char *err, size_t errlen)
+{
+    *txn_first_offset = -1;
+    const struct producer_entry *e = producer_state_get(ps, producer_id);
+    if (!e)
+        return KAFKA_ERR_NONE;
+    if (epoch < e->epoch) {
+        snprintf(err, errlen, "marker for producer %" PRId64 " at epoch %d, older than its epoch %d",
+                 producer_id, epoch, e->epoch);
+        return KAFKA_ERR_INVALID_PRODUCER_EPOCH;
+    }
+    if (coordinator_epoch < e->coordinator_epoch) {
+        snprintf(err, errlen,
+                 "marker for producer %" PRId64 " from coordinator epoch %" PRId32
+                 ", older than %" PRId32,
+                 producer_id, coordinator_epoch, e->coordinator_epoch);
+        return KAFKA_ERR_TRANSACTION_COORDINATOR_FENCED;
+    }
+    *txn_first_offset = e->current_txn_first_offset;
+    return KAFKA_ERR_NONE;
+}
+
+int producer_state_end_txn(struct producer_state *ps, int64_t producer_id, int16_t epoch,
+                           int32_t coordinator_epoch, int64_t timestamp)
+{
+    struct producer_entry *e = get_or_add(ps, producer_id);
+    if (!e)
+        return -1;
+    if (epoch != e->epoch) {
+        e->epoch = epoch;
+        e->batch_count = 0;
+    }
+    e->coordinator_epoch = coordinator_epoch;
+    e->current_txn_first_offset = -1;
+    if (timestamp > e->last_timestamp)
+        e->last_timestamp = timestamp;
+    return 0;
+}
+
+int64_t producer_state_first_open_txn(const struct producer_state *ps)
+{
+    int64_t first = -1;
+    for (size_t i = 0; i < ps->cap; i++) {
+        const struct producer_entry *e = &ps->slots[i];
+        if (e->producer_id != EMPTY_SLOT && e->current_txn_first_offset >= 0 &&
+            (first < 0 || e->current_txn_first_offset < first))
+            first = e->current_txn_first_offset;
+    }
+    return first;
+}
+
+void producer_state_foreach(const struct producer_state *ps,
+                            void (*fn)(void *arg, const struct producer_entry *e), void *arg)
+{
+    for (size_t i = 0; i < ps->cap; i++)
+        if (ps->slots[i].producer_id != EMPTY_SLOT)
+            fn(arg, &ps->slots[i]);
 }
 
 size_t producer_state_expire(struct producer_state *ps, int64_t now_ms, int64_t expiration_ms)
@@ -358,8 +421,11 @@ static int load_entry(struct producer_state *ps, const uint8_t *p)
         e->epoch = epoch;
         e->batch_count = 0;
     }
+    int64_t txn_first = (int64_t)get_be64(p + 38);
+    if (txn_first < -1)
+        return -1;
     e->coordinator_epoch = (int32_t)get_be32(p + 34);
-    e->current_txn_first_offset = (int64_t)get_be64(p + 38);
+    e->current_txn_first_offset = txn_first;
     if (timestamp > e->last_timestamp)
         e->last_timestamp = timestamp;
     if (last_offset >= 0) {

@@ -46,7 +46,9 @@ struct producer_entry {
     struct producer_batch_meta batches[PRODUCER_STATE_CACHED_BATCHES];
     int batch_count;
     int64_t last_timestamp;
-    /* Transactions: not used yet; -1 while none is open. */
+    /* Transactions: the epoch of the coordinator that wrote the last marker
+     * (-1 before any), and the first offset of the open transaction (-1
+     * while none is open). */
     int32_t coordinator_epoch;
     int64_t current_txn_first_offset;
 };
@@ -77,11 +79,32 @@ int32_t producer_seq_add(int32_t seq, int32_t delta);
 int16_t producer_state_check(const struct producer_state *ps, const struct record_batch_header *h,
                              struct producer_check_result *res, char *err, size_t errlen);
 
-/* Record an appended (or replayed) batch at [first_offset, last_offset].
- * A higher epoch forgets the previous epoch's batches. Returns 0 or -1 when
- * out of memory. */
+/* Record an appended (or replayed) data batch at [first_offset,
+ * last_offset]. A higher epoch forgets the previous epoch's batches. The
+ * first transactional batch of a producer opens its transaction at
+ * first_offset. Returns 0 or -1 when out of memory. */
 int producer_state_update(struct producer_state *ps, const struct record_batch_header *h,
                           int64_t first_offset, int64_t last_offset);
+
+/* Whether a transaction marker from (producer_id, epoch) written by a
+ * coordinator at coordinator_epoch may be appended. Returns KAFKA_ERR_NONE
+ * with *txn_first_offset the first offset of the open transaction it ends
+ * (-1: none open, so nothing to write), INVALID_PRODUCER_EPOCH for an epoch
+ * older than the producer's, or TRANSACTION_COORDINATOR_FENCED for an older
+ * coordinator epoch; a reason goes to err. Changes nothing. */
+int16_t producer_state_check_marker(const struct producer_state *ps, int64_t producer_id,
+                                    int16_t epoch, int32_t coordinator_epoch,
+                                    int64_t *txn_first_offset, char *err, size_t errlen);
+/* Record a marker at marker_offset: ends the open transaction, adopts the
+ * marker's epoch (a higher one forgets the cached batches) and coordinator
+ * epoch. Returns 0 or -1 when out of memory. */
+int producer_state_end_txn(struct producer_state *ps, int64_t producer_id, int16_t epoch,
+                           int32_t coordinator_epoch, int64_t timestamp);
+/* Smallest first offset of the open transactions, or -1 when none is open. */
+int64_t producer_state_first_open_txn(const struct producer_state *ps);
+/* Calls fn for every producer entry (order unspecified); fn must not change ps. */
+void producer_state_foreach(const struct producer_state *ps,
+                            void (*fn)(void *arg, const struct producer_entry *e), void *arg);
 
 /* Drop producers idle for longer than expiration_ms (by their last batch
  * timestamp) with no open transaction. Returns the number dropped. */

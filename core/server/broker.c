@@ -15,11 +15,14 @@
 #include "handlers/fetch_session.h"
 #include "handlers/handlers.h"
 #include "handlers/purgatory.h"
+#include "handlers/txn_markers_local.h"
 #include "log/log_manager.h"
 #include "metadata/metadata_store.h"
 #include "metrics/metrics.h"
 #include "net/server.h"
 #include "plugin/plugin_host.h"
+#include "txn/txn_coordinator.h"
+#include "txn/txn_log.h"
 #include "util/clock.h"
 #include "util/logger.h"
 
@@ -36,6 +39,9 @@ struct broker {
     struct net_server *net;
     struct plugin_host *plugins;
     struct metrics_http *metrics_http;
+    struct txn_log *txn_log;
+    struct txn_coordinator *txn_coordinator;
+    struct txn_markers_local markers; /* ctx of the coordinator's marker ops */
     struct handler_env env;
     char cluster_id[64];
 };
@@ -190,6 +196,55 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
     return b->metadata_subscription > 0 ? 0 : -1;
 }
 
+static int16_t allocate_producer_id(void *ctx, int64_t *id)
+{
+    struct broker *b = ctx;
+    char err[256] = "";
+    int16_t code = metadata_next_producer_id(b->metadata, id, err, sizeof err);
+    if (code != KAFKA_ERR_NONE) {
+        logger_error("server", "cannot allocate a producer id: %s", err);
+        return KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS; /* retriable for the client */
+    }
+    return KAFKA_ERR_NONE;
+}
+
+/* Opens __transaction_state and loads the transaction coordinator. Marker
+ * ops stay NULL until the partition side is wired: transactions then stop in
+ * PrepareCommit/PrepareAbort. */
+static int start_transactions(struct broker *b, char *err, size_t errlen)
+{
+    struct txn_log_options lopts = {
+        .logs = b->logs,
+        .metadata = b->metadata,
+        .num_partitions = config_get_int(b->config, "transaction.state.log.num.partitions"),
+        .replication_factor = (int16_t)config_get_int(b->config, "transaction.state.log.replication.factor"),
+        .segment_bytes = config_get_int(b->config, "transaction.state.log.segment.bytes"),
+        .node_id = b->env.node_id,
+        .load_buffer_size = config_get_int(b->config, "transaction.state.log.load.buffer.size"),
+    };
+    if (txn_log_open(&lopts, &b->txn_log, err, errlen) != 0)
+        return -1;
+    struct txn_coordinator_options copts = {
+        .log = b->txn_log,
+        .markers = txn_markers_local_ops(),
+        .markers_ctx = &b->markers,
+        .allocate_producer_id = allocate_producer_id,
+        .allocate_ctx = b,
+        .max_timeout_ms = config_get_int(b->config, "transaction.max.timeout.ms"),
+        .id_expiration_ms = config_get_int(b->config, "transactional.id.expiration.ms"),
+        .abort_check_interval_ms =
+            config_get_int(b->config, "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+        .expiration_check_interval_ms =
+            config_get_int(b->config, "transaction.remove.expired.transaction.cleanup.interval.ms"),
+        .background_thread = true,
+    };
+    if (txn_coordinator_create(&copts, &b->txn_coordinator, err, errlen) != 0 ||
+        txn_coordinator_load(b->txn_coordinator, err, errlen) != 0)
+        return -1;
+    b->env.txn_coordinator = b->txn_coordinator;
+    return 0;
+}
+
 static int start_network(struct broker *b, char *err, size_t errlen)
 {
     struct net_config net;
@@ -250,6 +305,7 @@ static int start_groups(struct broker *b, char *err, size_t errlen)
     }
     opts.ops = group_log_store_ops();
     opts.store = b->group_log;
+    opts.offsets_topic_partitions = group_log_partition_count(b->group_log);
     opts.start_loading = true;
     if (group_coordinator_create(&opts, &b->groups) != 0) {
         snprintf(err, errlen, "cannot start the group coordinator");
@@ -336,6 +392,10 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         metrics_http_start(metrics_listen, &b->metrics_http, err, errlen) != 0)
         goto fail;
     if (start_groups(b, err, errlen) != 0) goto fail;
+    /* Complete before the coordinator loads: it may finish prepared
+     * transactions at once. */
+    b->markers = (struct txn_markers_local){.logs = b->logs, .fetch_purgatory = b->fetch_purgatory, .groups = b->groups};
+    if (start_transactions(b, err, errlen) != 0) goto fail;
     if (start_network(b, err, errlen) != 0) goto fail;
     logger_info("server", "cairnd started: node %d, cluster %s, data in %s, %lld ms", b->env.node_id,
                 b->cluster_id, dirs[0], (long long)(clock_mono_ms() - started));
@@ -355,6 +415,10 @@ void broker_stop(struct broker *b)
      * the network layer's drain does not wait out rebalance timeouts. */
     group_coordinator_shutdown(b->groups);
     if (b->net) net_server_stop(b->net, 10000);
+    /* Its thread writes markers, which wake the purgatory and complete
+     * group offsets: stop it before either goes. */
+    txn_coordinator_destroy(b->txn_coordinator);
+    txn_log_close(b->txn_log);
     if (b->fetch_purgatory) purgatory_destroy(b->fetch_purgatory);
     if (b->net) net_server_free(b->net);
     /* Every request has completed: no table call can still be running. */

@@ -40,7 +40,6 @@
 #define API_PRODUCE 0
 #define API_INIT_PRODUCER_ID 22
 #define ERR_NONE 0
-#define ERR_NOT_COORDINATOR 16
 #define ERR_INVALID_REQUEST 42
 #define ERR_OUT_OF_ORDER_SEQUENCE_NUMBER 45
 #define ERR_INVALID_PRODUCER_EPOCH 47
@@ -373,7 +372,11 @@ static void test_raw_duplicates_gaps_and_epochs(void **state)
     struct pid_answer other = init_producer_id(port, 1, NULL, -1, -1);
     assert_int_equal(other.error, ERR_NONE);
     assert_true(other.producer_id != a.producer_id);
-    assert_int_equal(init_producer_id(port, 4, "txn-1", -1, -1).error, ERR_NOT_COORDINATOR);
+    /* A transactional id is the transaction coordinator's: its own producer id, epoch 0. */
+    struct pid_answer txn = init_producer_id(port, 4, "txn-1", -1, -1);
+    assert_int_equal(txn.error, ERR_NONE);
+    assert_int_equal(txn.epoch, 0);
+    assert_true(txn.producer_id != a.producer_id && txn.producer_id != other.producer_id);
     assert_int_equal(init_producer_id(port, 4, "", -1, -1).error, ERR_INVALID_REQUEST);
     /* An id without an epoch (or the reverse) is malformed. */
     assert_int_equal(init_producer_id(port, 3, NULL, a.producer_id, -1).error, ERR_INVALID_REQUEST);

@@ -1,7 +1,11 @@
 /* The SDK as a plugin author gets it: install it into a temporary prefix,
- * build sdk/examples/hello_audit with pkg-config (its Makefile) and with
- * CMake (find_package(CairnPlugin)), load each build into cairnd, create a
- * topic and find the ADMIN event in the plugin's output file. */
+ * build every example in sdk/examples with pkg-config (its Makefile) and
+ * with CMake (find_package(CairnPlugin)) from the installed files only, load
+ * the builds into cairnd and check their effect with librdkafka:
+ * hello_audit's event file, prefix_authorizer's decisions on create,
+ * produce and consume, and syslog_audit's RFC 3164 datagrams (sent to a
+ * socket of the test's own through socket.path, so the host's /dev/log is
+ * never touched). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <errno.h>
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "harness.h"
 #include "rk_helpers.h"
@@ -81,46 +93,340 @@ static void load_and_check(const char *plugin_dir, const char *topic)
     broker_cleanup(&b);
 }
 
-static void test_sdk_install_and_build(void **state)
+static char prefix[400];
+
+/* Installs the SDK once into <work>/prefix. */
+static void install_sdk(void)
 {
-    (void)state;
-    char prefix[400];
+    if (prefix[0]) return;
     snprintf(prefix, sizeof prefix, "%s/prefix", work);
     run("'%s' --install '%s' --component sdk --prefix '%s' >/dev/null", CMAKE_COMMAND_PATH, CAIRN_BINARY_DIR, prefix);
     char header[500];
     snprintf(header, sizeof header, "%s/include/cairn/plugin.h", prefix);
     assert_int_equal(access(header, R_OK), 0);
+}
 
-    /* pkg-config: the example's own Makefile, in a copy of its folder. */
-    run("cp -r '%s/sdk/examples/hello_audit' '%s/pc'", CAIRN_SOURCE_DIR, work);
-    run("cd '%s/pc' && PKG_CONFIG_PATH='%s/lib/pkgconfig:%s/lib/x86_64-linux-gnu/pkgconfig' CC='%s' make -s "
-        ">/dev/null",
-        work, prefix, prefix, C_COMPILER_PATH);
-    char so[500];
-    snprintf(so, sizeof so, "%s/pc/hello_audit.so", work);
+/* Builds the installed copy of example `name` with its Makefile into
+ * <work>/pc-<name>/ and with CMake into <work>/cm-<name>/build/; writes
+ * the two directories holding <name>.so. Only files under the prefix are
+ * used, never the source tree. */
+static void build_example(const char *name, char *pc_dir, char *cm_dir, size_t dirlen)
+{
+    install_sdk();
+    snprintf(pc_dir, dirlen, "%s/pc-%s", work, name);
+    snprintf(cm_dir, dirlen, "%s/cm-%s/build", work, name);
+    run("cp -r '%s/share/cairn/sdk-examples/%s' '%s'", prefix, name, pc_dir);
+    run("cd '%s' && PKG_CONFIG_PATH='%s/lib/pkgconfig:%s/lib/x86_64-linux-gnu/pkgconfig' CC='%s' "
+        "CFLAGS='-O2 -Wall -Wextra -Werror' make -s >/dev/null",
+        pc_dir, prefix, prefix, C_COMPILER_PATH);
+    char so[600];
+    snprintf(so, sizeof so, "%s/%s.so", pc_dir, name);
     assert_int_equal(access(so, R_OK), 0);
     /* Hidden visibility: the entry point is the only exported function. */
     run("test \"$(nm -D --defined-only '%s' | awk '$2 == \"T\"' | wc -l)\" = 1", so);
 
-    /* CMake: find_package(CairnPlugin) and cairn_add_plugin. */
-    run("cp -r '%s/sdk/examples/hello_audit' '%s/cm'", CAIRN_SOURCE_DIR, work);
-    run("cd '%s/cm' && '%s' -S . -B build -DCMAKE_PREFIX_PATH='%s' -DCMAKE_C_COMPILER='%s' >/dev/null && '%s' "
-        "--build build >/dev/null",
-        work, CMAKE_COMMAND_PATH, prefix, C_COMPILER_PATH, CMAKE_COMMAND_PATH);
-    snprintf(so, sizeof so, "%s/cm/build/hello_audit.so", work);
+    run("cp -r '%s/share/cairn/sdk-examples/%s' '%s/cm-%s'", prefix, name, work, name);
+    run("cd '%s/cm-%s' && '%s' -S . -B build -DCMAKE_PREFIX_PATH='%s' -DCMAKE_C_COMPILER='%s' "
+        "-DCMAKE_C_FLAGS='-Wall -Wextra -Werror' >/dev/null && '%s' --build build >/dev/null",
+        work, name, CMAKE_COMMAND_PATH, prefix, C_COMPILER_PATH, CMAKE_COMMAND_PATH);
+    snprintf(so, sizeof so, "%s/%s.so", cm_dir, name);
     assert_int_equal(access(so, R_OK), 0);
+    run("test \"$(nm -D --defined-only '%s' | awk '$2 == \"T\"' | wc -l)\" = 1", so);
+}
 
-    char dir[500];
-    snprintf(dir, sizeof dir, "%s/pc", work);
-    load_and_check(dir, "sdk-pkgconfig");
-    snprintf(dir, sizeof dir, "%s/cm/build", work);
-    load_and_check(dir, "sdk-cmake");
+static void test_sdk_install_and_build(void **state)
+{
+    (void)state;
+    char pc[400], cm[400];
+    build_example("hello_audit", pc, cm, sizeof pc);
+    load_and_check(pc, "sdk-pkgconfig");
+    load_and_check(cm, "sdk-cmake");
+}
+
+/* A unix datagram socket standing in for syslogd: a thread appends every
+ * datagram (one per line) to `text` until `stop`. text/len/cap/datagrams
+ * are guarded by lock; the rest is set by main before the thread starts. */
+struct syslog_collector {
+    int fd;
+    char path[300];
+    pthread_t thread;
+    atomic_bool stop;
+    pthread_mutex_t lock;
+    char *text;
+    size_t len, cap;
+    int datagrams;
+};
+
+static void *syslog_collect(void *arg)
+{
+    struct syslog_collector *c = arg;
+    char buf[4096];
+    while (!atomic_load(&c->stop)) {
+        struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+        if (poll(&pfd, 1, 100) <= 0) continue;
+        ssize_t n = recv(c->fd, buf, sizeof buf - 1, 0);
+        if (n <= 0) continue;
+        pthread_mutex_lock(&c->lock);
+        if (c->len + (size_t)n + 2 > c->cap) {
+            size_t cap = (c->cap + (size_t)n + 2) * 2;
+            char *grown = realloc(c->text, cap);
+            if (!grown) {
+                pthread_mutex_unlock(&c->lock);
+                continue;
+            }
+            c->text = grown;
+            c->cap = cap;
+        }
+        memcpy(c->text + c->len, buf, (size_t)n);
+        c->len += (size_t)n;
+        c->text[c->len++] = '\n';
+        c->text[c->len] = '\0';
+        c->datagrams++;
+        pthread_mutex_unlock(&c->lock);
+    }
+    return NULL;
+}
+
+/* False (for /dev/log only) when the path is taken: someone else's. */
+static bool syslog_collector_start(struct syslog_collector *c, const char *path)
+{
+    memset(c, 0, sizeof *c);
+    assert_true(strlen(path) < sizeof c->path);
+    memcpy(c->path, path, strlen(path) + 1);
+    pthread_mutex_init(&c->lock, NULL);
+    c->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    assert_true(c->fd >= 0);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    assert_true(strlen(path) < sizeof addr.sun_path);
+    memcpy(addr.sun_path, path, strlen(path) + 1);
+    /* Never remove a /dev/log this test did not make. */
+    bool shared_path = strcmp(path, "/dev/log") == 0;
+    if (!shared_path) unlink(path);
+    if (bind(c->fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        if (!shared_path) fail_msg("bind %s: %s", path, strerror(errno));
+        close(c->fd);
+        return false;
+    }
+    /* Room for every line of a run even when the reader falls behind. */
+    int rcvbuf = 4 << 20;
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    assert_int_equal(pthread_create(&c->thread, NULL, syslog_collect, c), 0);
+    return true;
+}
+
+static void syslog_collector_stop(struct syslog_collector *c)
+{
+    usleep(200 * 1000); /* the last datagrams */
+    atomic_store(&c->stop, true);
+    pthread_join(c->thread, NULL);
+    close(c->fd);
+    unlink(c->path);
+}
+
+/* Fails the test unless one collected line holds every needle. */
+static void expect_syslog_line(struct syslog_collector *c, const char *const *needles)
+{
+    pthread_mutex_lock(&c->lock);
+    bool found = false;
+    for (char *line = c->text; line && *line && !found;) {
+        char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) : strlen(line);
+        found = true;
+        for (int i = 0; needles[i] && found; i++) {
+            const char *hit = memmem(line, n, needles[i], strlen(needles[i]));
+            found = hit != NULL;
+        }
+        line = end ? end + 1 : NULL;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (!found) {
+        fprintf(stderr, "no syslog line holds all of:");
+        for (int i = 0; needles[i]; i++) fprintf(stderr, " [%s]", needles[i]);
+        fprintf(stderr, "\ncollected %d datagrams:\n%s\n", c->datagrams, c->text ? c->text : "");
+        fail();
+    }
+}
+
+/* Produces one message and returns its delivery error. */
+static rd_kafka_resp_err_t produce_one(const char *bootstrap, const char *topic)
+{
+    const char *conf[] = {"message.timeout.ms", "8000", NULL};
+    rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
+    struct rk_delivery_slot slot = {0};
+    rd_kafka_resp_err_t err = rk_produce_blocking(rk, topic, 0, NULL, 0, "v", 1, 0, NULL, &slot);
+    if (!err) {
+        rd_kafka_flush(rk, 10000);
+        err = slot.done ? slot.err : RD_KAFKA_RESP_ERR__TIMED_OUT;
+    }
+    rk_producer_destroy(rk);
+    return err;
+}
+
+/* Reads partition 0 from the beginning: the first message's error (0 when
+ * a record arrived). */
+static rd_kafka_resp_err_t consume_first(const char *bootstrap, const char *topic)
+{
+    rd_kafka_t *rk = rk_consumer_new(bootstrap, NULL);
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+    assert_int_equal(rd_kafka_consume_start(rkt, 0, RD_KAFKA_OFFSET_BEGINNING), 0);
+    rd_kafka_resp_err_t result = RD_KAFKA_RESP_ERR__TIMED_OUT;
+    long long deadline = harness_now_ms() + 8000;
+    while (harness_now_ms() < deadline && result == RD_KAFKA_RESP_ERR__TIMED_OUT) {
+        rd_kafka_message_t *m = rd_kafka_consume(rkt, 0, 200);
+        if (!m) continue;
+        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) result = m->err;
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_consume_stop(rkt, 0);
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_destroy(rk);
+    return result;
+}
+
+static rd_kafka_resp_err_t create_topic(const char *bootstrap, const char *topic)
+{
+    rd_kafka_t *rk = rk_producer_new(bootstrap, NULL);
+    char errstr[256];
+    rd_kafka_resp_err_t err = rk_create_topic_result(rk, topic, 1, 1, NULL, false, errstr, sizeof errstr);
+    rk_producer_destroy(rk);
+    return err;
+}
+
+#define EXPECT_LINE(c, ...)                                                                      \
+    do {                                                                                         \
+        const char *needles_[] = {__VA_ARGS__, NULL};                                            \
+        expect_syslog_line(c, needles_);                                                         \
+    } while (0)
+
+/* One broker with prefix_authorizer from authz_dir and syslog_audit from
+ * syslog_dir. tag names the topics. With super_user, ANONYMOUS is in
+ * super.users and every action is allowed; otherwise the rules grant
+ * everything on orders-*, only create and describe on audit-* and
+ * nothing on payments-* (the rule for User:nobody does not match). */
+static void run_examples(const char *authz_dir, const char *syslog_dir, const char *tag, bool super_user,
+                         bool via_dev_log)
+{
+    char sock[400], path_kv[1000], sock_kv[500];
+    snprintf(sock, sizeof sock, "%s/syslog-%s.sock", work, tag);
+    snprintf(path_kv, sizeof path_kv, "plugin.path=%s:%s", authz_dir, syslog_dir);
+    snprintf(sock_kv, sizeof sock_kv, "plugin.syslog_audit.socket.path=%s", sock);
+    if (via_dev_log) {
+        /* syslog(3) itself: the collector stands in for syslogd at /dev/log. */
+        snprintf(sock, sizeof sock, "/dev/log");
+        snprintf(sock_kv, sizeof sock_kv, "plugin.syslog_audit.socket.path=");
+    }
+    const char *ov[] = {path_kv,
+                        "plugins=prefix_authorizer,syslog_audit",
+                        "plugin.prefix_authorizer.allow=User:ANON=topic:orders-;User:ANON=topic:audit-@create|describe;"
+                        "User:nobody=*",
+                        super_user ? "plugin.prefix_authorizer.super.users=User:root, User:ANONYMOUS"
+                                   : "plugin.prefix_authorizer.super.users=User:root",
+                        "plugin.syslog_audit.ident=cairn-test",
+                        "plugin.syslog_audit.facility=local3",
+                        "plugin.syslog_audit.events=AUTHORIZATION,ADMIN",
+                        sock_kv,
+                        NULL};
+    struct syslog_collector collector;
+    if (!syslog_collector_start(&collector, sock)) {
+        fprintf(stderr, "[sdk] %s appeared meanwhile: syslog(3) path not exercised\n", sock);
+        return;
+    }
+    struct test_broker b;
+    memset(&b, 0, sizeof b);
+    broker_start(&b, ov);
+    const char *bs = broker_bootstrap(&b);
+    char orders[64], audit[64], payments[64];
+    snprintf(orders, sizeof orders, "orders-%s", tag);
+    snprintf(audit, sizeof audit, "audit-%s", tag);
+    snprintf(payments, sizeof payments, "payments-%s", tag);
+
+    rd_kafka_resp_err_t denied = super_user ? RD_KAFKA_RESP_ERR_NO_ERROR : RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED;
+    assert_int_equal(create_topic(bs, orders), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(create_topic(bs, audit), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(create_topic(bs, payments), denied);
+    assert_int_equal(produce_one(bs, orders), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(produce_one(bs, audit), denied);
+    assert_int_equal(consume_first(bs, orders), RD_KAFKA_RESP_ERR_NO_ERROR);
+    if (super_user) {
+        assert_int_equal(produce_one(bs, payments), RD_KAFKA_RESP_ERR_NO_ERROR);
+        assert_int_equal(consume_first(bs, audit), RD_KAFKA_RESP_ERR_NO_ERROR);
+    } else {
+        assert_int_not_equal(produce_one(bs, payments), RD_KAFKA_RESP_ERR_NO_ERROR);
+        assert_int_equal(consume_first(bs, audit), RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    }
+    broker_stop(&b);
+    syslog_collector_stop(&collector);
+
+    /* local3 = 19: PRI 19 * 8 + 6 (info) = 158, + 4 (warning) = 156. */
+    char res[100];
+    snprintf(res, sizeof res, "resource=TOPIC:%s ", orders);
+    EXPECT_LINE(&collector, "<158>", " cairn-test[", "]: type=AUTHORIZATION principal=User:ANONYMOUS",
+                "operation=WRITE", res, "decision=ALLOWED");
+    EXPECT_LINE(&collector, "<158>", "type=AUTHORIZATION", "operation=READ", res, "decision=ALLOWED");
+    EXPECT_LINE(&collector, "<158>", "type=ADMIN principal=User:ANONYMOUS", "operation=CreateTopics", res,
+                "error_code=0", "\"partitions\":1");
+    snprintf(res, sizeof res, "resource=TOPIC:%s ", audit);
+    if (super_user) {
+        EXPECT_LINE(&collector, "type=AUTHORIZATION", "operation=WRITE", res, "decision=ALLOWED");
+    } else {
+        EXPECT_LINE(&collector, "<156>", "type=AUTHORIZATION", "operation=WRITE", res, "decision=DENIED");
+        EXPECT_LINE(&collector, "<156>", "type=AUTHORIZATION", "operation=READ", res, "decision=DENIED");
+        snprintf(res, sizeof res, "resource=TOPIC:%s ", payments);
+        EXPECT_LINE(&collector, "<156>", "type=AUTHORIZATION", "operation=CREATE", res, "decision=DENIED");
+    }
+    free(collector.text);
+    broker_mark_passed(&b);
+    broker_cleanup(&b);
+}
+
+/* cairnd must refuse to start when an example's config is invalid, and say why. */
+static void expect_startup_failure(const char *plugin_dir, const char *plugin, const char *setting,
+                                   const char *want)
+{
+    char cmd[3000];
+    snprintf(cmd, sizeof cmd,
+             "timeout 20 '%s' --override 'listeners=PLAINTEXT://127.0.0.1:0' --override 'log.dirs=%s/bad-data' "
+             "--override 'plugin.path=%s' --override 'plugins=%s' --override '%s' 2>&1; echo \"exit=$?\"",
+             broker_binary(), work, plugin_dir, plugin, setting);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char out[8192];
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    pclose(p);
+    if (!strstr(out, want) || !strstr(out, "exit=1")) fail_msg("'%s': expected exit 1 and '%s', got:\n%s", setting, want, out);
+}
+
+static void test_sdk_examples(void **state)
+{
+    (void)state;
+    char authz_pc[400], authz_cm[400], syslog_pc[400], syslog_cm[400];
+    build_example("prefix_authorizer", authz_pc, authz_cm, sizeof authz_pc);
+    build_example("syslog_audit", syslog_pc, syslog_cm, sizeof syslog_pc);
+    expect_startup_failure(authz_pc, "prefix_authorizer", "plugin.prefix_authorizer.allow=User:x=topic",
+                           "init failed: allow: bad grant 'topic'");
+    expect_startup_failure(authz_pc, "prefix_authorizer", "plugin.prefix_authorizer.allow=User:x=topic:a@fly",
+                           "init failed: allow: unknown operation 'fly'");
+    expect_startup_failure(syslog_cm, "syslog_audit", "plugin.syslog_audit.facility=kern2",
+                           "init failed: facility: unknown facility 'kern2'");
+    expect_startup_failure(syslog_cm, "syslog_audit", "plugin.syslog_audit.events=ADMIN,LOGIN",
+                           "init failed: events: unknown event type 'LOGIN'");
+    /* Each build of each example is loaded once. */
+    run_examples(authz_pc, syslog_cm, "a", false, false);
+    run_examples(authz_cm, syslog_pc, "b", true, false);
+    /* The syslog(3) path needs /dev/log: only when there is none and the
+     * test may create it (it removes it afterwards). */
+    if (access("/dev/log", F_OK) != 0 && access("/dev", W_OK) == 0)
+        run_examples(authz_pc, syslog_pc, "c", false, true);
+    else
+        fprintf(stderr, "[sdk] /dev/log exists or /dev is read-only: syslog(3) path not exercised\n");
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sdk_install_and_build),
+        cmocka_unit_test(test_sdk_examples),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

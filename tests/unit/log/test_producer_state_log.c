@@ -138,8 +138,9 @@ static void test_duplicates_and_errors(void **state)
 
     size_t len;
     struct log_append_result res;
-    uint8_t *txn = idem_batch(8, 0, 0, 1, RECORD_BATCH_TRANSACTIONAL_BIT, &len);
-    assert_int_equal(partition_log_append(f->log, txn, len, 0, &res), KAFKA_ERR_INVALID_TXN_STATE);
+    /* Control batches are the broker's own: a producer cannot send one. */
+    uint8_t *txn = idem_batch(8, 0, 0, 1, RECORD_BATCH_TRANSACTIONAL_BIT | RECORD_BATCH_CONTROL_BIT, &len);
+    assert_int_equal(partition_log_append(f->log, txn, len, 0, &res), KAFKA_ERR_INVALID_RECORD);
     free(txn);
     /* Two idempotent batches in one append are refused. */
     size_t l1, l2;

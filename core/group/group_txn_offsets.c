@@ -1,0 +1,256 @@
+/* Transactional offsets (TxnOffsetCommit): pending per producer until the
+ * transaction's marker in the group's __consumer_offsets partition commits
+ * or aborts them. Everything here runs under group_coordinator.lock. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "group/coordinator_partition.h"
+#include "group/group_internal.h"
+#include "protocol/generated/errors.h"
+#include "util/logger.h"
+
+static void txn_offset_release(struct group_txn_offset *t)
+{
+    free(t->offset.topic);
+    free(t->offset.metadata);
+}
+
+void group_txn_offsets_free(struct group *g)
+{
+    for (size_t i = 0; i < g->txn_offset_count; i++) txn_offset_release(&g->txn_offsets[i]);
+    free(g->txn_offsets);
+    g->txn_offsets = NULL;
+    g->txn_offset_count = g->txn_offset_cap = 0;
+}
+
+bool group_txn_offset_pending(const struct group *g, const char *topic, int32_t partition)
+{
+    for (size_t i = 0; i < g->txn_offset_count; i++) {
+        const struct group_offset *o = &g->txn_offsets[i].offset;
+        if (o->partition == partition && strcmp(o->topic, topic) == 0) return true;
+    }
+    return false;
+}
+
+static struct group_txn_offset *txn_offset_find(struct group *g, int64_t producer_id, const char *topic,
+                                                int32_t partition)
+{
+    for (size_t i = 0; i < g->txn_offset_count; i++) {
+        struct group_txn_offset *t = &g->txn_offsets[i];
+        if (t->producer_id == producer_id && t->offset.partition == partition && strcmp(t->offset.topic, topic) == 0)
+            return t;
+    }
+    return NULL;
+}
+
+/* Records (or replaces) the producer's pending offset for a partition.
+ * Returns 0, or -1 when out of memory. */
+static int txn_offset_put(struct group_coordinator *gc, struct group *g, int64_t producer_id,
+                          const struct group_offset_record *rec)
+{
+    char *metadata = NULL;
+    if (rec->metadata && !(metadata = strdup(rec->metadata))) return -1;
+    struct group_txn_offset *t = txn_offset_find(g, producer_id, rec->topic, rec->partition);
+    if (!t) {
+        if (g->txn_offset_count == g->txn_offset_cap) {
+            size_t cap = g->txn_offset_cap ? g->txn_offset_cap * 2 : 8;
+            struct group_txn_offset *n = realloc(g->txn_offsets, cap * sizeof *n);
+            if (!n) {
+                free(metadata);
+                return -1;
+            }
+            g->txn_offsets = n;
+            g->txn_offset_cap = cap;
+        }
+        char *topic = strdup(rec->topic);
+        if (!topic) {
+            free(metadata);
+            return -1;
+        }
+        t = &g->txn_offsets[g->txn_offset_count++];
+        *t = (struct group_txn_offset){.producer_id = producer_id, .offset = {.topic = topic}};
+    }
+    free(t->offset.metadata);
+    t->offset.metadata = metadata;
+    t->offset.partition = rec->partition;
+    t->offset.offset = rec->offset;
+    t->offset.leader_epoch = rec->leader_epoch;
+    t->offset.commit_timestamp = rec->commit_timestamp;
+    t->offset.expire_timestamp = rec->expire_timestamp;
+    t->offset.write_seq = ++gc->write_seq;
+    return 0;
+}
+
+/* Kafka's checks for TxnOffsetCommit: the member's identity and generation
+ * when given, but not the rebalance state (the producer keeps its
+ * transaction across a rebalance). A missing group counts as a new Empty one. */
+static int16_t txn_commit_check(const struct group *g, const struct group_txn_commit_params *p)
+{
+    const char *member_id = p->member_id ? p->member_id : "";
+    if (!g) {
+        if (member_id[0]) return KAFKA_ERR_UNKNOWN_MEMBER_ID;
+        if (p->generation_id >= 0 && p->generation_id != 0) return KAFKA_ERR_ILLEGAL_GENERATION;
+        return KAFKA_ERR_NONE;
+    }
+    if (g->state == GROUP_DEAD) return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
+    if (p->group_instance_id) {
+        struct group_member *by_instance = group_member_by_instance((struct group *)g, p->group_instance_id);
+        if (by_instance && strcmp(by_instance->member_id, member_id) != 0) return KAFKA_ERR_FENCED_INSTANCE_ID;
+    }
+    if (member_id[0] && !group_member_find((struct group *)g, member_id)) return KAFKA_ERR_UNKNOWN_MEMBER_ID;
+    if (p->generation_id >= 0 && p->generation_id != g->generation) return KAFKA_ERR_ILLEGAL_GENERATION;
+    return KAFKA_ERR_NONE;
+}
+
+void group_coordinator_txn_commit(struct group_coordinator *gc, const struct group_txn_commit_params *p,
+                                  struct group_offset_commit *offsets, size_t count)
+{
+    pthread_mutex_lock(&gc->lock);
+    int16_t err = group_coordinator_available(gc);
+    if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0])) err = KAFKA_ERR_INVALID_GROUP_ID;
+    /* The log refuses a transactional batch without a producer. */
+    if (err == KAFKA_ERR_NONE && p->producer_id < 0) err = KAFKA_ERR_INVALID_PRODUCER_ID_MAPPING;
+    if (err == KAFKA_ERR_NONE && p->producer_epoch < 0) err = KAFKA_ERR_INVALID_PRODUCER_EPOCH;
+    struct group *g = NULL;
+    if (err == KAFKA_ERR_NONE) {
+        g = group_find(gc, p->group_id);
+        err = txn_commit_check(g, p);
+    }
+    size_t valid = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (offsets[i].error_code != KAFKA_ERR_NONE) continue;
+        if (err != KAFKA_ERR_NONE) offsets[i].error_code = err;
+        else if (!offsets[i].topic) offsets[i].error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        else if (offsets[i].metadata && strlen(offsets[i].metadata) > (size_t)gc->opts.offset_metadata_max_bytes)
+            offsets[i].error_code = KAFKA_ERR_OFFSET_METADATA_TOO_LARGE;
+        else valid++;
+    }
+    if (valid == 0) goto out;
+
+    bool created = false;
+    if (!g) {
+        g = group_get_or_create(gc, p->group_id);
+        if (!g) {
+            err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+            goto fail;
+        }
+        created = true;
+    }
+    struct group_offset_record *recs = calloc(valid, sizeof *recs);
+    if (!recs) {
+        err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+        goto fail_group;
+    }
+    int64_t wall = group_wall_now(gc);
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (offsets[i].error_code != KAFKA_ERR_NONE) continue;
+        recs[n++] = (struct group_offset_record){
+            .topic = offsets[i].topic,
+            .partition = offsets[i].partition,
+            .offset = offsets[i].offset,
+            .leader_epoch = offsets[i].leader_epoch,
+            .metadata = offsets[i].metadata,
+            .commit_timestamp = wall,
+            .expire_timestamp = -1,
+        };
+    }
+    if (gc->opts.ops && gc->opts.ops->store_txn_offsets)
+        err = gc->opts.ops->store_txn_offsets(gc->opts.store, g->group_id, p->producer_id, p->producer_epoch, recs,
+                                              n);
+    else if (gc->opts.ops)
+        err = KAFKA_ERR_UNKNOWN_SERVER_ERROR; /* a store that cannot keep them must not ack them */
+    if (err == KAFKA_ERR_NONE) {
+        size_t k = 0;
+        for (size_t i = 0; i < count; i++) {
+            if (offsets[i].error_code != KAFKA_ERR_NONE) continue;
+            /* Written, but memory ran out: the reload will find it. */
+            if (txn_offset_put(gc, g, p->producer_id, &recs[k++]) != 0)
+                logger_warn("group", "group %s: out of memory keeping a pending transactional offset",
+                            g->group_id);
+        }
+    }
+    free(recs);
+    if (err == KAFKA_ERR_NONE) goto out;
+fail_group:
+    /* A group made only for this request does not outlive its failure. */
+    if (created && g->txn_offset_count == 0 && g->offsets.count == 0) group_remove(gc, g);
+fail:
+    for (size_t i = 0; i < count; i++)
+        if (offsets[i].error_code == KAFKA_ERR_NONE) offsets[i].error_code = err;
+out:
+    pthread_mutex_unlock(&gc->lock);
+}
+
+/* Moves t into g's committed offsets unless a later plain commit is there;
+ * releases t's strings either way. */
+static void txn_offset_apply(struct group *g, struct group_txn_offset *t)
+{
+    const struct group_offset *src = &t->offset;
+    struct group_offset *o = group_offset_table_find(&g->offsets, src->topic, src->partition);
+    if (o && o->write_seq > src->write_seq) {
+        txn_offset_release(t);
+        return;
+    }
+    if (!o) o = group_offset_table_add(&g->offsets, src->topic, src->partition);
+    if (!o) {
+        logger_warn("group", "group %s: out of memory committing a transactional offset", g->group_id);
+        txn_offset_release(t);
+        return;
+    }
+    free(o->metadata);
+    o->metadata = t->offset.metadata; /* takes it */
+    t->offset.metadata = NULL;
+    o->offset = src->offset;
+    o->leader_epoch = src->leader_epoch;
+    o->commit_timestamp = src->commit_timestamp;
+    o->expire_timestamp = src->expire_timestamp;
+    o->write_seq = src->write_seq;
+    txn_offset_release(t);
+}
+
+void group_coordinator_complete_txn(struct group_coordinator *gc, int32_t offsets_partition, int64_t producer_id,
+                                    bool commit)
+{
+    pthread_mutex_lock(&gc->lock);
+    int32_t partitions = gc->opts.offsets_topic_partitions;
+    for (size_t b = 0; b < GROUP_BUCKETS; b++) {
+        for (struct group *g = gc->buckets[b]; g; g = g->next) {
+            if (g->txn_offset_count == 0) continue;
+            if (partitions > 0 &&
+                coordinator_partition_for(g->group_id, strlen(g->group_id), partitions) != offsets_partition)
+                continue;
+            size_t kept = 0, done = 0;
+            for (size_t i = 0; i < g->txn_offset_count; i++) {
+                struct group_txn_offset *t = &g->txn_offsets[i];
+                if (t->producer_id != producer_id) {
+                    g->txn_offsets[kept++] = *t;
+                    continue;
+                }
+                done++;
+                if (commit) txn_offset_apply(g, t);
+                else txn_offset_release(t);
+            }
+            g->txn_offset_count = kept;
+            if (done > 0)
+                logger_debug("group", "group %s: %s %zu transactional offset(s) of producer %lld", g->group_id,
+                             commit ? "committed" : "aborted", done, (long long)producer_id);
+        }
+    }
+    pthread_mutex_unlock(&gc->lock);
+}
+
+void group_load_pending_offset(void *ctx, const char *group_id, int64_t producer_id, const char *topic,
+                               int32_t partition, const struct group_offset_record *record)
+{
+    struct group_coordinator *gc = ctx;
+    if (!record || !topic) return;
+    pthread_mutex_lock(&gc->lock);
+    struct group *g = group_get_or_create(gc, group_id);
+    struct group_offset_record rec = *record;
+    rec.topic = topic;
+    rec.partition = partition;
+    if (!g || txn_offset_put(gc, g, producer_id, &rec) != 0)
+        logger_warn("group", "group %s: out of memory loading a pending transactional offset", group_id);
+    pthread_mutex_unlock(&gc->lock);
+}

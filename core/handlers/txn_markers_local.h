@@ -1,0 +1,40 @@
+/* The partition side of transaction markers on this broker: the
+ * txn_marker_ops the transaction coordinator calls in process (ctx = a
+ * struct txn_markers_local), and the per-partition step the WriteTxnMarkers
+ * API shares with it.
+ *
+ * Thread-safety: every function may be called from any thread. */
+#ifndef CAIRN_HANDLERS_TXN_MARKERS_LOCAL_H
+#define CAIRN_HANDLERS_TXN_MARKERS_LOCAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "txn/txn_markers.h"
+
+struct group_coordinator;
+struct log_manager;
+struct partition_log;
+struct purgatory;
+
+/* What a marker touches besides the log. Owned by the broker; read-only
+ * once built, and outlives every marker call. */
+struct txn_markers_local {
+    struct log_manager *logs;
+    struct purgatory *fetch_purgatory;  /* fetches parked on a log wake when its LSO moves; may be NULL */
+    struct group_coordinator *groups;   /* completes TxnOffsetCommit offsets; may be NULL */
+};
+
+/* write_markers over the local logs; ctx is a struct txn_markers_local *. */
+const struct txn_marker_ops *txn_markers_local_ops(void);
+
+/* Append one marker to log (partition `partition` of `topic`), wake the
+ * fetches watching it, and on __consumer_offsets flush it and complete the
+ * producer's pending transactional offsets there. leader_epoch < 0: the
+ * log's latest epoch. Returns a Kafka error code. */
+int16_t txn_markers_write_partition(const struct txn_markers_local *local, struct partition_log *log,
+                                    const char *topic, int32_t partition, int64_t producer_id,
+                                    int16_t producer_epoch, int32_t coordinator_epoch, bool commit,
+                                    int32_t leader_epoch);
+
+#endif

@@ -1,0 +1,22 @@
+/* Compiled against the live SDK headers with the assertions abi_layout_gen
+ * wrote from the frozen v1.0 headers: it builds only while every v1.0 field
+ * keeps its offset and size, no v1.0 struct shrinks and no enum value is
+ * renumbered. Running it reports how many checks the build made. */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "cairn/plugin.h"
+
+#include "abi_v1_0_layout.h"
+
+int main(void)
+{
+    int fields = 0, enums = 0, structs = 0;
+#define ABI_STRUCT(s) structs++;
+#define ABI_FIELD(s, f) fields++;
+#define ABI_ENUM(e) enums++;
+#include "abi_v1_0.def"
+    printf("ABI v1.0 layout holds in the live headers: %d structs, %d fields, %d enum values\n", structs, fields,
+           enums);
+    return structs > 0 && fields > 0 && enums > 0 ? 0 : 1;
+}
