@@ -165,6 +165,12 @@ void group_membership_tick(struct group_coordinator *gc, struct group *g, int64_
 /* group_offsets.c */
 void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t wall_now);
 void group_offsets_free(struct group *g);
+/* Whether the store splits commits into append (under the lock) and sync. */
+bool group_store_split_commits(const struct group_coordinator *gc);
+/* Called without the lock after an append_* op: makes the append durable,
+ * or sets its error on every entry that has none. */
+void group_store_sync(struct group_coordinator *gc, const struct group_sync_point *sync_point,
+                      struct group_offset_commit *offsets, size_t count);
 
 /* group_txn_offsets.c */
 void group_txn_offsets_free(struct group *g);

@@ -11,6 +11,22 @@
 
 void group_offsets_free(struct group *g) { group_offset_table_free(&g->offsets); }
 
+bool group_store_split_commits(const struct group_coordinator *gc)
+{
+    const struct group_store_ops *ops = gc->opts.ops;
+    return ops && ops->append_offsets && ops->append_txn_offsets && ops->sync;
+}
+
+void group_store_sync(struct group_coordinator *gc, const struct group_sync_point *sync_point,
+                      struct group_offset_commit *offsets, size_t count)
+{
+    int16_t err = gc->opts.ops->sync(gc->opts.store, sync_point);
+    if (err == KAFKA_ERR_NONE) return;
+    /* The entries still without an error are the ones that were written. */
+    for (size_t i = 0; i < count; i++)
+        if (offsets[i].error_code == KAFKA_ERR_NONE) offsets[i].error_code = err;
+}
+
 /* Kafka's order: identity and generation first, then the group's state. */
 static int16_t commit_check(struct group_coordinator *gc, struct group *g, const struct group_commit_params *p)
 {
@@ -37,6 +53,8 @@ static int16_t commit_check(struct group_coordinator *gc, struct group *g, const
 void group_coordinator_commit(struct group_coordinator *gc, const struct group_commit_params *p,
                               struct group_offset_commit *offsets, size_t count)
 {
+    struct group_sync_point sync_point = {.partition = -1, .end_offset = -1};
+    bool need_sync = false;
     pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_available(gc);
     struct group *g = NULL;
@@ -79,7 +97,12 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
                     .expire_timestamp = expire,
                 };
             }
-            err = gc->opts.ops->store_offsets(gc->opts.store, g->group_id, recs, n);
+            if (group_store_split_commits(gc)) {
+                err = gc->opts.ops->append_offsets(gc->opts.store, g->group_id, recs, n, &sync_point);
+                need_sync = err == KAFKA_ERR_NONE;
+            } else {
+                err = gc->opts.ops->store_offsets(gc->opts.store, g->group_id, recs, n);
+            }
             free(recs);
         }
         if (err != KAFKA_ERR_NONE) {
@@ -106,6 +129,8 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
     }
 out:
     pthread_mutex_unlock(&gc->lock);
+    /* Outside the lock, so other groups' requests do not wait for the disk. */
+    if (need_sync) group_store_sync(gc, &sync_point, offsets, count);
 }
 
 static void fill_fetch(struct group_offset_fetch *f, const struct group *g, const char *topic, int32_t partition,

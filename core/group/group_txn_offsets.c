@@ -105,6 +105,8 @@ static int16_t txn_commit_check(const struct group *g, const struct group_txn_co
 void group_coordinator_txn_commit(struct group_coordinator *gc, const struct group_txn_commit_params *p,
                                   struct group_offset_commit *offsets, size_t count)
 {
+    struct group_sync_point sync_point = {.partition = -1, .end_offset = -1};
+    bool need_sync = false;
     pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_available(gc);
     if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0])) err = KAFKA_ERR_INVALID_GROUP_ID;
@@ -155,7 +157,11 @@ void group_coordinator_txn_commit(struct group_coordinator *gc, const struct gro
             .expire_timestamp = -1,
         };
     }
-    if (gc->opts.ops && gc->opts.ops->store_txn_offsets)
+    if (group_store_split_commits(gc)) {
+        err = gc->opts.ops->append_txn_offsets(gc->opts.store, g->group_id, p->producer_id, p->producer_epoch,
+                                               recs, n, &sync_point);
+        need_sync = err == KAFKA_ERR_NONE;
+    } else if (gc->opts.ops && gc->opts.ops->store_txn_offsets)
         err = gc->opts.ops->store_txn_offsets(gc->opts.store, g->group_id, p->producer_id, p->producer_epoch, recs,
                                               n);
     else if (gc->opts.ops)
@@ -180,6 +186,7 @@ fail:
         if (offsets[i].error_code == KAFKA_ERR_NONE) offsets[i].error_code = err;
 out:
     pthread_mutex_unlock(&gc->lock);
+    if (need_sync) group_store_sync(gc, &sync_point, offsets, count);
 }
 
 /* Moves t into g's committed offsets unless a later plain commit is there;

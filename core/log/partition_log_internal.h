@@ -30,6 +30,10 @@ struct partition_log {
     _Atomic int64_t recovery_point;
     int64_t unflushed_records;  /* write_lock */
     int64_t first_unflushed_ms; /* write_lock; -1 when all flushed */
+    /* Serialises partition_log_flush_to callers, which fdatasync without
+     * write_lock; taken before write_lock, never inside it. */
+    pthread_mutex_t flush_lock;
+    uint64_t truncations; /* write_lock; counts partition_log_truncate_to calls that cut */
     struct log_epoch_entry *epochs;
     size_t epoch_count, epoch_cap;
     struct producer_state *producers; /* write_lock */
