@@ -61,6 +61,12 @@ bench: build
 bench-txn: build
 	tools/bench/txn.sh $(BUILD)/core/server/cairnd --bench $(BUILD)/tools/bench/cairn-bench $(ARGS)
 
+# Consumer group rebalance: 20 members + 1 joining on 100 partitions, eager
+# vs cooperative-sticky (docs/benchmarks.md). REBALANCE_ARGS="--runs 3" etc.
+.PHONY: bench-rebalance
+bench-rebalance: build
+	$(BUILD)/tools/bench/cairn-rebalance-bench --cairnd $(BUILD)/core/server/cairnd $(REBALANCE_ARGS)
+
 conformance: build
 	tools/conformance/run.sh $(BUILD)/core/server/cairnd
 

@@ -296,33 +296,16 @@ static void load_offset(void *ctx, const char *group_id, const char *topic, int3
     pthread_mutex_lock(&gc->lock);
     struct group *g = rec ? group_get_or_create(gc, group_id) : group_find(gc, group_id);
     if (!g) goto out;
-    size_t i = 0;
-    while (i < g->offset_count && !(g->offsets[i].partition == partition && strcmp(g->offsets[i].topic, topic) == 0))
-        i++;
     if (!rec) {
-        if (i < g->offset_count) {
-            free(g->offsets[i].topic);
-            free(g->offsets[i].metadata);
-            g->offsets[i] = g->offsets[--g->offset_count];
-        }
-        if (g->offset_count == 0 && g->txn_offset_count == 0 && g->state == GROUP_EMPTY && g->generation == 0 &&
+        struct group_offset *gone = group_offset_table_find(&g->offsets, topic, partition);
+        if (gone) group_offset_table_remove(&g->offsets, gone);
+        if (g->offsets.count == 0 && g->txn_offset_count == 0 && g->state == GROUP_EMPTY && g->generation == 0 &&
             !g->protocol_type)
             group_remove(gc, g);
         goto out;
     }
-    if (i == g->offset_count) {
-        if (g->offset_count == g->offset_cap) {
-            size_t cap = g->offset_cap ? g->offset_cap * 2 : 8;
-            struct group_offset *n = realloc(g->offsets, cap * sizeof *n);
-            if (!n) goto out;
-            g->offsets = n;
-            g->offset_cap = cap;
-        }
-        g->offsets[i] = (struct group_offset){.topic = strdup(topic), .partition = partition};
-        if (!g->offsets[i].topic) goto out;
-        g->offset_count++;
-    }
-    struct group_offset *o = &g->offsets[i];
+    struct group_offset *o = group_offset_table_add(&g->offsets, topic, partition);
+    if (!o) goto out;
     free(o->metadata);
     o->offset = rec->offset;
     o->leader_epoch = rec->leader_epoch;

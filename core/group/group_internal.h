@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "group/group_coordinator.h"
+#include "group/group_offset_table.h"
 
 enum group_state {
     GROUP_EMPTY,
@@ -47,24 +48,11 @@ struct group_pending_member {
     int64_t deadline;
 };
 
-struct group_offset {
-    char *topic;
-    int32_t partition;
-    int64_t offset;
-    int32_t leader_epoch;
-    char *metadata; /* NULL: null */
-    int64_t commit_timestamp;
-    int64_t expire_timestamp; /* -1: by retention */
-    /* Order of the write in the group log (group_coordinator.write_seq):
-     * a committed transaction replaces only older commits (Kafka's rule). */
-    uint64_t write_seq;
-};
-
 /* An offset written by TxnOffsetCommit whose transaction has not ended:
  * invisible to OffsetFetch until its producer's COMMIT marker. */
 struct group_txn_offset {
     int64_t producer_id;
-    struct group_offset offset;
+    struct group_offset offset; /* hash and marked unused */
 };
 
 struct group {
@@ -80,8 +68,7 @@ struct group {
     size_t member_count, member_cap;
     struct group_pending_member *pending;
     size_t pending_count, pending_cap;
-    struct group_offset *offsets;
-    size_t offset_count, offset_cap;
+    struct group_offset_table offsets;
     /* At most one per (producer, topic, partition), in write order. */
     struct group_txn_offset *txn_offsets;
     size_t txn_offset_count, txn_offset_cap;
@@ -178,6 +165,12 @@ void group_membership_tick(struct group_coordinator *gc, struct group *g, int64_
 /* group_offsets.c */
 void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t wall_now);
 void group_offsets_free(struct group *g);
+/* Whether the store splits commits into append (under the lock) and sync. */
+bool group_store_split_commits(const struct group_coordinator *gc);
+/* Called without the lock after an append_* op: makes the append durable,
+ * or sets its error on every entry that has none. */
+void group_store_sync(struct group_coordinator *gc, const struct group_sync_point *sync_point,
+                      struct group_offset_commit *offsets, size_t count);
 
 /* group_txn_offsets.c */
 void group_txn_offsets_free(struct group *g);

@@ -10,6 +10,7 @@
 
 #include "group/group_log_codec.h"
 #include "group/group_log_internal.h"
+#include "group/coordinator_partition.h"
 #include "group/internal_topic.h"
 #include "log/partition_log.h"
 #include "protocol/generated/errors.h"
@@ -141,9 +142,10 @@ static void add_offset(struct batch_writer *bw, const char *group_id, const stru
     batch_writer_add(bw, rc, !tombstone);
 }
 
-/* Appends the batch to the group's partition and makes it durable. */
+/* Appends the batch to the group's partition and makes it durable, or with
+ * a sync_point only says what to make durable (group_log_sync). */
 static int16_t batch_writer_commit(struct batch_writer *bw, struct group_log *gl, const char *group_id,
-                                   bool offsets, const char *what)
+                                   bool offsets, const char *what, struct group_sync_point *sync_point)
 {
     struct partition_log *log;
     int16_t code = log_for_group(gl, group_id, &log);
@@ -157,14 +159,21 @@ static int16_t batch_writer_commit(struct batch_writer *bw, struct group_log *gl
     }
     char about[256];
     snprintf(about, sizeof about, "%s of group %s", what, group_id);
-    code = internal_topic_append(gl->topic, log, batch, len, true, false, about);
+    int64_t end_offset = -1;
+    code = internal_topic_append(gl->topic, log, batch, len, true,
+                                 sync_point ? INTERNAL_TOPIC_FLUSH_NONE : INTERNAL_TOPIC_FLUSH_ALL, &end_offset, about);
+    if (sync_point)
+        sync_point->end_offset = end_offset;
     free(batch);
+    if (code == KAFKA_ERR_NONE && sync_point)
+        sync_point->partition = coordinator_partition_for(group_id, strlen(group_id), group_log_partition_count(gl));
     /* A flush failure (a storage error) maps to UNKNOWN_SERVER_ERROR too. */
     return client_error_for(code, offsets);
 }
 
 static int16_t write_offsets(struct group_log *gl, const char *group_id, const struct group_offset_record *offsets,
-                             size_t count, bool tombstones, bool group_tombstone, const char *what)
+                             size_t count, bool tombstones, bool group_tombstone, const char *what,
+                             struct group_sync_point *sync_point)
 {
     struct partition_log *log;
     int16_t code = log_for_group(gl, group_id, &log);
@@ -181,7 +190,7 @@ static int16_t write_offsets(struct group_log *gl, const char *group_id, const s
         add_offset(&bw, group_id, &offsets[i], tombstones);
     if (group_tombstone)
         batch_writer_add(&bw, group_log_encode_group_key(&bw.key, group_id), false);
-    code = batch_writer_commit(&bw, gl, group_id, !group_tombstone, what);
+    code = batch_writer_commit(&bw, gl, group_id, !group_tombstone, what, sync_point);
     batch_writer_free(&bw);
     return code;
 }
@@ -189,23 +198,31 @@ static int16_t write_offsets(struct group_log *gl, const char *group_id, const s
 static int16_t store_offsets(void *store, const char *group_id, const struct group_offset_record *offsets,
                              size_t count)
 {
-    return write_offsets(store, group_id, offsets, count, false, false, "offsets");
+    return write_offsets(store, group_id, offsets, count, false, false, "offsets", NULL);
+}
+
+static int16_t append_offsets(void *store, const char *group_id, const struct group_offset_record *offsets,
+                              size_t count, struct group_sync_point *sync_point)
+{
+    *sync_point = (struct group_sync_point){.partition = -1, .end_offset = -1};
+    return write_offsets(store, group_id, offsets, count, false, false, "offsets", sync_point);
 }
 
 static int16_t delete_offsets(void *store, const char *group_id, const struct group_offset_record *offsets,
                               size_t count)
 {
-    return write_offsets(store, group_id, offsets, count, true, false, "offset deletions");
+    return write_offsets(store, group_id, offsets, count, true, false, "offset deletions", NULL);
 }
 
 static int16_t delete_group(void *store, const char *group_id, const struct group_offset_record *offsets,
                             size_t count)
 {
-    return write_offsets(store, group_id, offsets, count, true, true, "the deletion");
+    return write_offsets(store, group_id, offsets, count, true, true, "the deletion", NULL);
 }
 
-static int16_t store_txn_offsets(void *store, const char *group_id, int64_t producer_id, int16_t producer_epoch,
-                                 const struct group_offset_record *offsets, size_t count)
+static int16_t write_txn_offsets(void *store, const char *group_id, int64_t producer_id, int16_t producer_epoch,
+                                 const struct group_offset_record *offsets, size_t count,
+                                 struct group_sync_point *sync_point)
 {
     struct partition_log *log;
     int16_t code = log_for_group(store, group_id, &log);
@@ -226,9 +243,41 @@ static int16_t store_txn_offsets(void *store, const char *group_id, int64_t prod
     bw.builder.base_sequence = -1;
     for (size_t i = 0; i < count && !bw.failed; i++)
         add_offset(&bw, group_id, &offsets[i], false);
-    code = batch_writer_commit(&bw, store, group_id, true, "transactional offsets");
+    code = batch_writer_commit(&bw, store, group_id, true, "transactional offsets", sync_point);
     batch_writer_free(&bw);
     return code;
+}
+
+static int16_t store_txn_offsets(void *store, const char *group_id, int64_t producer_id, int16_t producer_epoch,
+                                 const struct group_offset_record *offsets, size_t count)
+{
+    return write_txn_offsets(store, group_id, producer_id, producer_epoch, offsets, count, NULL);
+}
+
+static int16_t append_txn_offsets(void *store, const char *group_id, int64_t producer_id, int16_t producer_epoch,
+                                  const struct group_offset_record *offsets, size_t count,
+                                  struct group_sync_point *sync_point)
+{
+    *sync_point = (struct group_sync_point){.partition = -1, .end_offset = -1};
+    return write_txn_offsets(store, group_id, producer_id, producer_epoch, offsets, count, sync_point);
+}
+
+/* The partition logs stay open for the group log's lifetime, so this needs
+ * no lock of the coordinator's. */
+static int16_t sync_appended(void *store, const struct group_sync_point *sync_point)
+{
+    struct group_log *gl = store;
+    if (!sync_point || sync_point->partition < 0)
+        return KAFKA_ERR_NONE; /* nothing was appended */
+    struct partition_log *log = gl ? internal_topic_partition_log(gl->topic, sync_point->partition) : NULL;
+    if (!log)
+        return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
+    int16_t code = partition_log_flush_to(log, sync_point->end_offset);
+    if (code != KAFKA_ERR_NONE) {
+        logger_error("group", "cannot flush offsets in %s: error %d", partition_log_dir(log), (int)code);
+        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    return KAFKA_ERR_NONE;
 }
 
 static int16_t store_group(void *store, const struct group_snapshot_record *group)
@@ -246,7 +295,7 @@ static int16_t store_group(void *store, const struct group_snapshot_record *grou
     if (rc == 0)
         rc = group_log_encode_group_value(&bw.value, group);
     batch_writer_add(&bw, rc, true);
-    code = batch_writer_commit(&bw, store, group->group_id, false, "the metadata");
+    code = batch_writer_commit(&bw, store, group->group_id, false, "the metadata", NULL);
     batch_writer_free(&bw);
     return code;
 }
@@ -257,6 +306,9 @@ static const struct group_store_ops group_log_ops = {
     .delete_group = delete_group,
     .delete_offsets = delete_offsets,
     .store_txn_offsets = store_txn_offsets,
+    .append_offsets = append_offsets,
+    .append_txn_offsets = append_txn_offsets,
+    .sync = sync_appended,
 };
 
 const struct group_store_ops *group_log_store_ops(void)

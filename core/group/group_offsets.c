@@ -9,29 +9,22 @@
 
 #define CONSUMER_PROTOCOL_TYPE "consumer"
 
-void group_offsets_free(struct group *g)
+void group_offsets_free(struct group *g) { group_offset_table_free(&g->offsets); }
+
+bool group_store_split_commits(const struct group_coordinator *gc)
 {
-    for (size_t i = 0; i < g->offset_count; i++) {
-        free(g->offsets[i].topic);
-        free(g->offsets[i].metadata);
-    }
-    free(g->offsets);
-    g->offsets = NULL;
-    g->offset_count = g->offset_cap = 0;
+    const struct group_store_ops *ops = gc->opts.ops;
+    return ops && ops->append_offsets && ops->append_txn_offsets && ops->sync;
 }
 
-static struct group_offset *offset_find(struct group *g, const char *topic, int32_t partition)
+void group_store_sync(struct group_coordinator *gc, const struct group_sync_point *sync_point,
+                      struct group_offset_commit *offsets, size_t count)
 {
-    for (size_t i = 0; i < g->offset_count; i++)
-        if (g->offsets[i].partition == partition && strcmp(g->offsets[i].topic, topic) == 0) return &g->offsets[i];
-    return NULL;
-}
-
-static void offset_remove(struct group *g, struct group_offset *o)
-{
-    free(o->topic);
-    free(o->metadata);
-    *o = g->offsets[--g->offset_count];
+    int16_t err = gc->opts.ops->sync(gc->opts.store, sync_point);
+    if (err == KAFKA_ERR_NONE) return;
+    /* The entries still without an error are the ones that were written. */
+    for (size_t i = 0; i < count; i++)
+        if (offsets[i].error_code == KAFKA_ERR_NONE) offsets[i].error_code = err;
 }
 
 /* Kafka's order: identity and generation first, then the group's state. */
@@ -60,6 +53,8 @@ static int16_t commit_check(struct group_coordinator *gc, struct group *g, const
 void group_coordinator_commit(struct group_coordinator *gc, const struct group_commit_params *p,
                               struct group_offset_commit *offsets, size_t count)
 {
+    struct group_sync_point sync_point = {.partition = -1, .end_offset = -1};
+    bool need_sync = false;
     pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_available(gc);
     struct group *g = NULL;
@@ -102,7 +97,12 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
                     .expire_timestamp = expire,
                 };
             }
-            err = gc->opts.ops->store_offsets(gc->opts.store, g->group_id, recs, n);
+            if (group_store_split_commits(gc)) {
+                err = gc->opts.ops->append_offsets(gc->opts.store, g->group_id, recs, n, &sync_point);
+                need_sync = err == KAFKA_ERR_NONE;
+            } else {
+                err = gc->opts.ops->store_offsets(gc->opts.store, g->group_id, recs, n);
+            }
             free(recs);
         }
         if (err != KAFKA_ERR_NONE) {
@@ -114,25 +114,10 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
     for (size_t i = 0; i < count; i++) {
         struct group_offset_commit *c = &offsets[i];
         if (c->error_code != KAFKA_ERR_NONE) continue;
-        struct group_offset *o = offset_find(g, c->topic, c->partition);
+        struct group_offset *o = group_offset_table_add(&g->offsets, c->topic, c->partition);
         if (!o) {
-            if (g->offset_count == g->offset_cap) {
-                size_t cap = g->offset_cap ? g->offset_cap * 2 : 8;
-                struct group_offset *n = realloc(g->offsets, cap * sizeof *n);
-                if (!n) {
-                    c->error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-                    continue;
-                }
-                g->offsets = n;
-                g->offset_cap = cap;
-            }
-            o = &g->offsets[g->offset_count];
-            *o = (struct group_offset){.topic = strdup(c->topic), .partition = c->partition};
-            if (!o->topic) {
-                c->error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-                continue;
-            }
-            g->offset_count++;
+            c->error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+            continue;
         }
         free(o->metadata);
         o->metadata = group_strdup(c->metadata);
@@ -144,12 +129,14 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
     }
 out:
     pthread_mutex_unlock(&gc->lock);
+    /* Outside the lock, so other groups' requests do not wait for the disk. */
+    if (need_sync) group_store_sync(gc, &sync_point, offsets, count);
 }
 
 static void fill_fetch(struct group_offset_fetch *f, const struct group *g, const char *topic, int32_t partition,
                        bool require_stable)
 {
-    const struct group_offset *o = g ? offset_find((struct group *)g, topic, partition) : NULL;
+    const struct group_offset *o = g ? group_offset_table_find(&g->offsets, topic, partition) : NULL;
     f->error_code = KAFKA_ERR_NONE;
     if (require_stable && g && group_txn_offset_pending(g, topic, partition)) {
         /* KIP-447: the client retries until the transaction has ended. */
@@ -195,18 +182,19 @@ int16_t group_coordinator_fetch_all_offsets_stable(struct group_coordinator *gc,
     pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_available(gc);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
-    if (g && g->offset_count > 0) {
-        struct group_offset_fetch *f = calloc(g->offset_count, sizeof *f);
+    if (g && g->offsets.count > 0) {
+        struct group_offset_fetch *f = calloc(g->offsets.count, sizeof *f);
         if (!f) {
             err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
         } else {
-            for (size_t i = 0; i < g->offset_count; i++) {
-                f[i].topic = strdup(g->offsets[i].topic);
-                f[i].partition = g->offsets[i].partition;
-                fill_fetch(&f[i], g, g->offsets[i].topic, g->offsets[i].partition, require_stable);
+            for (size_t i = 0; i < g->offsets.count; i++) {
+                const struct group_offset *o = &g->offsets.items[i];
+                f[i].topic = strdup(o->topic);
+                f[i].partition = o->partition;
+                fill_fetch(&f[i], g, o->topic, o->partition, require_stable);
             }
             *out = f;
-            *count = g->offset_count;
+            *count = g->offsets.count;
         }
     }
     pthread_mutex_unlock(&gc->lock);
@@ -294,23 +282,21 @@ int16_t group_coordinator_delete_offsets(struct group_coordinator *gc, const cha
             offsets[i].error_code = KAFKA_ERR_GROUP_SUBSCRIBED_TO_TOPIC;
             continue;
         }
-        struct group_offset *o = offset_find(g, offsets[i].topic, offsets[i].partition);
-        bool dup = false;
-        for (size_t k = 0; k < n; k++) dup |= del[k] == o;
-        if (o && !dup) del[n++] = o;
+        struct group_offset *o = group_offset_table_find(&g->offsets, offsets[i].topic, offsets[i].partition);
+        /* The mark drops a partition named twice. */
+        if (o && !o->marked) {
+            o->marked = true;
+            del[n++] = o;
+        }
     }
     int16_t serr = store_delete_offsets(gc, g, del, n, false);
     if (serr != KAFKA_ERR_NONE) {
+        for (size_t k = 0; k < n; k++) del[k]->marked = false;
         for (size_t i = 0; i < count; i++)
             if (offsets[i].error_code == KAFKA_ERR_NONE) offsets[i].error_code = serr;
         goto out;
     }
-    /* Remove back to front: offset_remove moves the last entry. */
-    for (size_t i = g->offset_count; i-- > 0;) {
-        bool hit = false;
-        for (size_t k = 0; k < n && !hit; k++) hit = del[k] == &g->offsets[i];
-        if (hit) offset_remove(g, &g->offsets[i]);
-    }
+    group_offset_table_remove_marked(&g->offsets);
 out:
     free(del);
     pthread_mutex_unlock(&gc->lock);
@@ -319,10 +305,11 @@ out:
 
 static int16_t delete_group_locked(struct group_coordinator *gc, struct group *g)
 {
-    struct group_offset **all = calloc(g->offset_count ? g->offset_count : 1, sizeof *all);
+    size_t n = g->offsets.count;
+    struct group_offset **all = calloc(n ? n : 1, sizeof *all);
     if (!all) return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-    for (size_t i = 0; i < g->offset_count; i++) all[i] = &g->offsets[i];
-    int16_t err = store_delete_offsets(gc, g, all, g->offset_count, true);
+    for (size_t i = 0; i < n; i++) all[i] = &g->offsets.items[i];
+    int16_t err = store_delete_offsets(gc, g, all, n, true);
     free(all);
     if (err != KAFKA_ERR_NONE) return err;
     g->state = GROUP_DEAD;
@@ -361,27 +348,27 @@ void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t
     bool stable_consumer = g->state == GROUP_STABLE && g->protocol_type &&
                            strcmp(g->protocol_type, CONSUMER_PROTOCOL_TYPE) == 0;
     if (g->state != GROUP_EMPTY && !stable_consumer) return;
-    if (g->state == GROUP_EMPTY && g->offset_count == 0 && g->pending_count == 0 && g->txn_offset_count == 0) {
+    if (g->state == GROUP_EMPTY && g->offsets.count == 0 && g->pending_count == 0 && g->txn_offset_count == 0) {
         /* Nothing left to keep (Kafka drops such groups too): this also
          * bounds the groups that stray JoinGroups leave behind. */
         if (delete_group_locked(gc, g) != KAFKA_ERR_NONE)
             logger_warn("group", "could not remove empty group %s", g->group_id);
         return;
     }
-    struct group_offset **del = calloc(g->offset_count ? g->offset_count : 1, sizeof *del);
+    struct group_offset **del = calloc(g->offsets.count ? g->offsets.count : 1, sizeof *del);
     if (!del) return;
     size_t n = 0;
-    for (size_t i = 0; i < g->offset_count; i++) {
-        const struct group_offset *o = &g->offsets[i];
+    for (size_t i = 0; i < g->offsets.count; i++) {
+        struct group_offset *o = &g->offsets.items[i];
         if (stable_consumer && group_subscribed_to(g, o->topic)) continue;
         int64_t base = o->commit_timestamp;
         if (!stable_consumer && g->state_timestamp > base) base = g->state_timestamp;
         int64_t deadline = o->expire_timestamp >= 0 ? o->expire_timestamp : base + gc->opts.offsets_retention_ms;
-        if (wall_now >= deadline) del[n++] = &g->offsets[i];
+        if (wall_now >= deadline) del[n++] = o;
     }
     /* Pending transactional offsets keep the group (not its expired
      * committed offsets) until their transaction ends. */
-    if (n > 0 && n == g->offset_count && g->state == GROUP_EMPTY && g->txn_offset_count == 0) {
+    if (n > 0 && n == g->offsets.count && g->state == GROUP_EMPTY && g->txn_offset_count == 0) {
         logger_info("group", "group %s: every committed offset expired; removing the group", g->group_id);
         if (delete_group_locked(gc, g) != KAFKA_ERR_NONE)
             logger_warn("group", "could not remove expired group %s", g->group_id);
@@ -389,11 +376,8 @@ void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t
         return;
     }
     if (n > 0 && store_delete_offsets(gc, g, del, n, false) == KAFKA_ERR_NONE) {
-        for (size_t i = g->offset_count; i-- > 0;) {
-            bool hit = false;
-            for (size_t k = 0; k < n && !hit; k++) hit = del[k] == &g->offsets[i];
-            if (hit) offset_remove(g, &g->offsets[i]);
-        }
+        for (size_t k = 0; k < n; k++) del[k]->marked = true;
+        group_offset_table_remove_marked(&g->offsets);
     }
     free(del);
 }

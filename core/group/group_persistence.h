@@ -49,6 +49,13 @@ struct group_snapshot_record {
     size_t member_count;
 };
 
+/* What a store must still make durable after an append: the partition of
+ * the group log written to and the offset just past the appended batch. */
+struct group_sync_point {
+    int32_t partition;
+    int64_t end_offset;
+};
+
 /* Durable store. Every function returns KAFKA_ERR_NONE or the Kafka error
  * to give the client (e.g. COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
  * UNKNOWN_SERVER_ERROR on an I/O failure). May block on disk; called from
@@ -69,6 +76,21 @@ struct group_store_ops {
      * INVALID_PRODUCER_EPOCH when a newer epoch of the producer wrote there. */
     int16_t (*store_txn_offsets)(void *store, const char *group_id, int64_t producer_id, int16_t producer_epoch,
                                  const struct group_offset_record *offsets, size_t count);
+
+    /* Split commits, so the coordinator lock is not held across a disk
+     * sync: the append_* ops write like store_offsets / store_txn_offsets
+     * but return before the data is durable, filling *sync_point; the
+     * coordinator then drops its lock and calls `sync` with that point
+     * before it answers the client. A store without them (any of the three
+     * NULL) gets the store_* ops under the lock. */
+    int16_t (*append_offsets)(void *store, const char *group_id, const struct group_offset_record *offsets,
+                              size_t count, struct group_sync_point *sync_point);
+    int16_t (*append_txn_offsets)(void *store, const char *group_id, int64_t producer_id,
+                                  int16_t producer_epoch, const struct group_offset_record *offsets, size_t count,
+                                  struct group_sync_point *sync_point);
+    /* Makes durable what an append_* reported; concurrent calls may share
+     * one disk sync. Any thread, no coordinator lock held. */
+    int16_t (*sync)(void *store, const struct group_sync_point *sync_point);
 };
 
 /* Replay targets, called in log order for each record found while loading.

@@ -105,6 +105,8 @@ static int16_t txn_commit_check(const struct group *g, const struct group_txn_co
 void group_coordinator_txn_commit(struct group_coordinator *gc, const struct group_txn_commit_params *p,
                                   struct group_offset_commit *offsets, size_t count)
 {
+    struct group_sync_point sync_point = {.partition = -1, .end_offset = -1};
+    bool need_sync = false;
     pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_available(gc);
     if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0])) err = KAFKA_ERR_INVALID_GROUP_ID;
@@ -155,7 +157,11 @@ void group_coordinator_txn_commit(struct group_coordinator *gc, const struct gro
             .expire_timestamp = -1,
         };
     }
-    if (gc->opts.ops && gc->opts.ops->store_txn_offsets)
+    if (group_store_split_commits(gc)) {
+        err = gc->opts.ops->append_txn_offsets(gc->opts.store, g->group_id, p->producer_id, p->producer_epoch,
+                                               recs, n, &sync_point);
+        need_sync = err == KAFKA_ERR_NONE;
+    } else if (gc->opts.ops && gc->opts.ops->store_txn_offsets)
         err = gc->opts.ops->store_txn_offsets(gc->opts.store, g->group_id, p->producer_id, p->producer_epoch, recs,
                                               n);
     else if (gc->opts.ops)
@@ -174,43 +180,40 @@ void group_coordinator_txn_commit(struct group_coordinator *gc, const struct gro
     if (err == KAFKA_ERR_NONE) goto out;
 fail_group:
     /* A group made only for this request does not outlive its failure. */
-    if (created && g->txn_offset_count == 0 && g->offset_count == 0) group_remove(gc, g);
+    if (created && g->txn_offset_count == 0 && g->offsets.count == 0) group_remove(gc, g);
 fail:
     for (size_t i = 0; i < count; i++)
         if (offsets[i].error_code == KAFKA_ERR_NONE) offsets[i].error_code = err;
 out:
     pthread_mutex_unlock(&gc->lock);
+    if (need_sync) group_store_sync(gc, &sync_point, offsets, count);
 }
 
-/* Moves t into g's committed offsets unless a later plain commit is there. */
+/* Moves t into g's committed offsets unless a later plain commit is there;
+ * releases t's strings either way. */
 static void txn_offset_apply(struct group *g, struct group_txn_offset *t)
 {
-    struct group_offset *o = NULL;
-    for (size_t i = 0; i < g->offset_count && !o; i++)
-        if (g->offsets[i].partition == t->offset.partition && strcmp(g->offsets[i].topic, t->offset.topic) == 0)
-            o = &g->offsets[i];
-    if (o && o->write_seq > t->offset.write_seq) {
+    const struct group_offset *src = &t->offset;
+    struct group_offset *o = group_offset_table_find(&g->offsets, src->topic, src->partition);
+    if (o && o->write_seq > src->write_seq) {
         txn_offset_release(t);
         return;
     }
+    if (!o) o = group_offset_table_add(&g->offsets, src->topic, src->partition);
     if (!o) {
-        if (g->offset_count == g->offset_cap) {
-            size_t cap = g->offset_cap ? g->offset_cap * 2 : 8;
-            struct group_offset *n = realloc(g->offsets, cap * sizeof *n);
-            if (!n) {
-                logger_warn("group", "group %s: out of memory committing a transactional offset", g->group_id);
-                txn_offset_release(t);
-                return;
-            }
-            g->offsets = n;
-            g->offset_cap = cap;
-        }
-        g->offsets[g->offset_count++] = t->offset; /* takes the strings */
+        logger_warn("group", "group %s: out of memory committing a transactional offset", g->group_id);
+        txn_offset_release(t);
         return;
     }
-    free(o->topic);
     free(o->metadata);
-    *o = t->offset;
+    o->metadata = t->offset.metadata; /* takes it */
+    t->offset.metadata = NULL;
+    o->offset = src->offset;
+    o->leader_epoch = src->leader_epoch;
+    o->commit_timestamp = src->commit_timestamp;
+    o->expire_timestamp = src->expire_timestamp;
+    o->write_seq = src->write_seq;
+    txn_offset_release(t);
 }
 
 void group_coordinator_complete_txn(struct group_coordinator *gc, int32_t offsets_partition, int64_t producer_id,

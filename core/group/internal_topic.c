@@ -183,8 +183,14 @@ int16_t internal_topic_log_for_key(struct internal_topic *t, const char *key, st
     return KAFKA_ERR_NONE;
 }
 
+struct partition_log *internal_topic_partition_log(const struct internal_topic *t, int32_t p)
+{
+    return t && p >= 0 && p < t->partition_count ? t->partitions[p] : NULL;
+}
+
 int16_t internal_topic_append(const struct internal_topic *t, struct partition_log *log, uint8_t *batch, size_t len,
-                              bool coordinator_origin, bool flush_records_only, const char *what)
+                              bool coordinator_origin, enum internal_topic_flush flush, int64_t *end_offset,
+                              const char *what)
 {
     int32_t epoch = partition_log_latest_epoch(log);
     struct log_append_result res;
@@ -197,7 +203,11 @@ int16_t internal_topic_append(const struct internal_topic *t, struct partition_l
                     res.error_message);
         return code;
     }
-    code = flush_records_only ? partition_log_flush_records(log) : partition_log_flush(log);
+    if (end_offset)
+        *end_offset = res.last_offset + 1;
+    if (flush == INTERNAL_TOPIC_FLUSH_NONE)
+        return KAFKA_ERR_NONE;
+    code = flush == INTERNAL_TOPIC_FLUSH_RECORDS ? partition_log_flush_records(log) : partition_log_flush(log);
     if (code != KAFKA_ERR_NONE)
         logger_error(t->component, "cannot flush %s in %s: error %d", what, partition_log_dir(log), (int)code);
     return code;

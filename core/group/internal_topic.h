@@ -59,15 +59,26 @@ int32_t internal_topic_partition_count(const struct internal_topic *t);
  * retained: it lives as long as the topic. */
 int16_t internal_topic_log_for_key(struct internal_topic *t, const char *key, struct partition_log **out);
 
+/* How internal_topic_append makes a batch durable before it returns. */
+enum internal_topic_flush {
+    INTERNAL_TOPIC_FLUSH_ALL,     /* partition_log_flush: records and indexes, recovery point moves */
+    INTERNAL_TOPIC_FLUSH_RECORDS, /* partition_log_flush_records: one fdatasync; recovery rebuilds indexes */
+    INTERNAL_TOPIC_FLUSH_NONE,    /* not at all: the caller syncs later with partition_log_flush_to(end) */
+};
+
 /* Appends one batch to log (from internal_topic_log_for_key) at the log's
- * latest leader epoch and flushes it, so it is durable when this returns.
+ * latest leader epoch and makes it durable as `flush` says.
  * coordinator_origin: partition_log_append_coordinator's rules (transactional
- * batches without a sequence). flush_records_only: sync the records alone
- * (partition_log_flush_records: one fdatasync, indexes rebuilt by recovery)
- * instead of partition_log_flush. Failures are logged naming `what` ("offsets
- * of group g"). Returns NONE, the append's error, or the flush's. */
+ * batches without a sequence). *end_offset (when not NULL) gets the offset
+ * after the batch. Failures are logged naming `what` ("offsets of group
+ * g"). Returns NONE, the append's error, or the flush's. */
 int16_t internal_topic_append(const struct internal_topic *t, struct partition_log *log, uint8_t *batch, size_t len,
-                              bool coordinator_origin, bool flush_records_only, const char *what);
+                              bool coordinator_origin, enum internal_topic_flush flush, int64_t *end_offset,
+                              const char *what);
+
+/* The log of partition p when this broker holds it (NULL otherwise). Not
+ * retained: it lives as long as the topic. */
+struct partition_log *internal_topic_partition_log(const struct internal_topic *t, int32_t p);
 
 /* One partition's replay as the callbacks see it; owned by the replaying
  * thread. */

@@ -97,6 +97,7 @@ static void log_free(struct partition_log *log)
     producer_state_free(log->producers);
     txn_index_free(&log->aborted);
     pthread_mutex_destroy(&log->write_lock);
+    pthread_mutex_destroy(&log->flush_lock);
     pthread_rwlock_destroy(&log->lock);
     free(log->dir);
     free(log);
@@ -171,6 +172,7 @@ int partition_log_open_from(const char *dir, const struct log_config *cfg,
     }
     log->cfg = *cfg;
     pthread_mutex_init(&log->write_lock, NULL);
+    pthread_mutex_init(&log->flush_lock, NULL);
     pthread_rwlock_init(&log->lock, NULL);
     atomic_init(&log->refcount, 1);
     atomic_init(&log->rolled_unflushed, -1);

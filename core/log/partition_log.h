@@ -125,6 +125,15 @@ int16_t partition_log_flush_rolled(struct partition_log *log);
  * their indexes. One fdatasync instead of three for small appends that must
  * be durable before an answer (coordinator state, transaction markers). */
 int16_t partition_log_flush_records(struct partition_log *log);
+/* Makes the records below end_offset durable (group commit): returns at
+ * once when the recovery point has reached end_offset; otherwise one caller
+ * at a time fdatasyncs up to the log end as it finds it, without holding
+ * the append lock, so appends go on meanwhile and callers that queued
+ * behind that sync usually find their records covered. NONE when the
+ * recovery point is >= end_offset on return; KAFKA_STORAGE_ERROR when the
+ * log is (or goes) offline; NOT_LEADER_OR_FOLLOWER when a truncation
+ * removed records below end_offset. */
+int16_t partition_log_flush_to(struct partition_log *log, int64_t end_offset);
 /* Flush when flush.ms has passed since the oldest unflushed append. */
 int16_t partition_log_flush_if_due(struct partition_log *log, int64_t now_ms);
 /* Drop every batch holding offsets >= offset (the log may end below it when

@@ -31,9 +31,12 @@ struct partition_log {
     /* Base offset of the newest segment rolled since the segments before it
      * were last flushed; -1 when none is waiting (see flush_rolled). */
     _Atomic int64_t rolled_unflushed;
-    uint64_t truncations;       /* write_lock; counts truncate_to calls */
+    uint64_t truncations;       /* write_lock; counts partition_log_truncate_to calls that cut */
     int64_t unflushed_records;  /* write_lock */
     int64_t first_unflushed_ms; /* write_lock; -1 when all flushed */
+    /* Serialises partition_log_flush_to callers, which fdatasync without
+     * write_lock; taken before write_lock, never inside it. */
+    pthread_mutex_t flush_lock;
     struct log_epoch_entry *epochs;
     size_t epoch_count, epoch_cap;
     struct producer_state *producers; /* write_lock */

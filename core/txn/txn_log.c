@@ -180,7 +180,7 @@ int16_t txn_log_write(struct txn_log *tl, const char *transactional_id, const st
     }
     char about[256];
     snprintf(about, sizeof about, "transactional id %s", transactional_id);
-    code = internal_topic_append(tl->topic, log, batch, len, false, true, about);
+    code = internal_topic_append(tl->topic, log, batch, len, false, INTERNAL_TOPIC_FLUSH_RECORDS, NULL, about);
     free(batch);
     return code == KAFKA_ERR_NONE ? KAFKA_ERR_NONE : KAFKA_ERR_UNKNOWN_SERVER_ERROR;
 }

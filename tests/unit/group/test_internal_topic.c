@@ -449,7 +449,7 @@ static void test_append_is_durable_and_replayed(void **state)
     assert_int_equal(internal_topic_log_for_key(f->topic, "writer", &log), KAFKA_ERR_NONE);
     size_t len;
     uint8_t *batch = build_batch("written#0", 9, &len);
-    assert_int_equal(internal_topic_append(f->topic, log, batch, len, false, false, "a test record"), KAFKA_ERR_NONE);
+    assert_int_equal(internal_topic_append(f->topic, log, batch, len, false, INTERNAL_TOPIC_FLUSH_ALL, NULL, "a test record"), KAFKA_ERR_NONE);
     free(batch);
     assert_int_equal(partition_log_end_offset(log), 1);
     assert_int_equal(partition_log_recovery_point(log), 1); /* flushed before returning */
@@ -459,7 +459,7 @@ static void test_append_is_durable_and_replayed(void **state)
     assert_non_null(big);
     batch = build_batch(big, big_len, &len);
     free(big);
-    assert_int_equal(internal_topic_append(f->topic, log, batch, len, true, false, "a large record"),
+    assert_int_equal(internal_topic_append(f->topic, log, batch, len, true, INTERNAL_TOPIC_FLUSH_ALL, NULL, "a large record"),
                      KAFKA_ERR_RECORD_LIST_TOO_LARGE);
     free(batch);
     assert_int_equal(partition_log_end_offset(log), 1);

@@ -1,0 +1,98 @@
+/* Group commit: partition_log_flush_to fdatasyncs outside write_lock so a
+ * slow disk sync does not hold up appends to the same partition. */
+#include "log/partition_log_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "protocol/generated/errors.h"
+
+/* The files of the segments that may hold unflushed data, dup()ed so that a
+ * roll, retention or truncation meanwhile cannot close them under the sync. */
+struct flush_files {
+    int *fds;
+    size_t count;
+};
+
+static void flush_files_close(struct flush_files *f)
+{
+    for (size_t i = 0; i < f->count; i++) close(f->fds[i]);
+    free(f->fds);
+    f->fds = NULL;
+    f->count = 0;
+}
+
+/* Caller holds write_lock. Returns 0 or errno. */
+static int flush_files_collect(struct partition_log *log, int64_t from, struct flush_files *out)
+{
+    size_t first = partition_log_segment_for(log, from);
+    size_t segments = log->segment_count - first;
+    out->count = 0;
+    out->fds = calloc(segments * 3, sizeof *out->fds);
+    if (!out->fds) return ENOMEM;
+    for (size_t i = first; i < log->segment_count; i++) {
+        const struct log_segment *seg = log->segments[i];
+        int wanted[3] = {seg->log_fd, seg->index_fd, seg->time_fd};
+        for (size_t k = 0; k < 3; k++) {
+            int fd = dup(wanted[k]);
+            if (fd < 0) {
+                int err = errno;
+                flush_files_close(out);
+                return err;
+            }
+            out->fds[out->count++] = fd;
+        }
+    }
+    return 0;
+}
+
+int16_t partition_log_flush_to(struct partition_log *log, int64_t end_offset)
+{
+    if (atomic_load(&log->recovery_point) >= end_offset) return KAFKA_ERR_NONE;
+    pthread_mutex_lock(&log->flush_lock);
+    int16_t code = KAFKA_ERR_NONE;
+    /* Whoever held flush_lock before us may have synced our records. */
+    if (atomic_load(&log->recovery_point) >= end_offset) goto out;
+
+    pthread_mutex_lock(&log->write_lock);
+    if (atomic_load(&log->offline)) {
+        pthread_mutex_unlock(&log->write_lock);
+        code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+        goto out;
+    }
+    int64_t from = atomic_load(&log->recovery_point);
+    int64_t end = atomic_load(&log->log_end_offset);
+    uint64_t truncations = log->truncations;
+    struct flush_files files = {0};
+    int rc = end > from ? flush_files_collect(log, from, &files) : 0;
+    pthread_mutex_unlock(&log->write_lock);
+    if (rc != 0) {
+        code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+        goto out;
+    }
+
+    for (size_t i = 0; i < files.count && rc == 0; i++)
+        if (fdatasync(files.fds[i]) != 0) rc = errno;
+    flush_files_close(&files);
+
+    pthread_mutex_lock(&log->write_lock);
+    bool truncated = log->truncations != truncations;
+    if (rc != 0) {
+        partition_log_mark_offline(log, "flushing", rc);
+    } else if (!truncated && atomic_load(&log->recovery_point) < end) {
+        /* A truncation meanwhile may have replaced what we synced: then the
+         * recovery point stays where the truncation left it. */
+        atomic_store(&log->recovery_point, end);
+        if (atomic_load(&log->log_end_offset) == end) {
+            log->unflushed_records = 0;
+            log->first_unflushed_ms = -1;
+        }
+    }
+    pthread_mutex_unlock(&log->write_lock);
+    if (rc != 0) code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    else if (truncated || end < end_offset) code = KAFKA_ERR_NOT_LEADER_OR_FOLLOWER; /* records cut away */
+out:
+    pthread_mutex_unlock(&log->flush_lock);
+    return code;
+}

@@ -1,0 +1,345 @@
+/* OffsetCommit and TxnOffsetCommit sync the group log after the
+ * coordinator lock is released: another request proceeds while a commit
+ * waits for its sync, the commit is answered only after that sync, a failed
+ * sync fails the entries that were written, and over the real group log the
+ * recovery point covers the commit's record when the call returns. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "config/topic_config.h"
+#include "group/coordinator_partition.h"
+#include "group/group_coordinator.h"
+#include "group/group_log.h"
+#include "log/log_manager.h"
+#include "log/partition_log.h"
+#include "metadata/metadata_store.h"
+#include "protocol/generated/errors.h"
+
+static int64_t fake_now = 1000000;
+static int64_t fake_clock(void *ctx)
+{
+    (void)ctx;
+    return fake_now;
+}
+
+/* A store whose sync blocks until the test releases it. Shared between the
+ * committing thread and the test thread; mu guards every field. */
+struct gated_store {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int appends;
+    int syncs_entered;
+    bool released;
+    int16_t sync_result;
+    int64_t next_end;
+    int64_t synced_end; /* end_offset of the last finished sync */
+};
+
+static int16_t gs_store_offsets(void *s, const char *g, const struct group_offset_record *o, size_t n)
+{
+    (void)s;
+    (void)g;
+    (void)o;
+    (void)n;
+    fail_msg("a store with sync must get append_offsets");
+    return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+}
+
+static int16_t gs_append(struct gated_store *gs, size_t n, struct group_sync_point *sp)
+{
+    pthread_mutex_lock(&gs->mu);
+    gs->appends++;
+    gs->next_end += (int64_t)n;
+    *sp = (struct group_sync_point){.partition = 0, .end_offset = gs->next_end};
+    pthread_mutex_unlock(&gs->mu);
+    return KAFKA_ERR_NONE;
+}
+
+static int16_t gs_append_offsets(void *s, const char *g, const struct group_offset_record *o, size_t n,
+                                 struct group_sync_point *sp)
+{
+    (void)g;
+    (void)o;
+    return gs_append(s, n, sp);
+}
+
+static int16_t gs_append_txn_offsets(void *s, const char *g, int64_t pid, int16_t epoch,
+                                     const struct group_offset_record *o, size_t n, struct group_sync_point *sp)
+{
+    (void)g;
+    (void)pid;
+    (void)epoch;
+    (void)o;
+    return gs_append(s, n, sp);
+}
+
+static int16_t gs_sync(void *s, const struct group_sync_point *sp)
+{
+    struct gated_store *gs = s;
+    pthread_mutex_lock(&gs->mu);
+    gs->syncs_entered++;
+    pthread_cond_broadcast(&gs->cond);
+    while (!gs->released) pthread_cond_wait(&gs->cond, &gs->mu);
+    gs->synced_end = sp->end_offset;
+    int16_t rc = gs->sync_result;
+    pthread_mutex_unlock(&gs->mu);
+    return rc;
+}
+
+static const struct group_store_ops gated_ops = {
+    .store_offsets = gs_store_offsets,
+    .append_offsets = gs_append_offsets,
+    .append_txn_offsets = gs_append_txn_offsets,
+    .sync = gs_sync,
+};
+
+static struct group_coordinator *gated_coordinator(struct gated_store *gs)
+{
+    memset(gs, 0, sizeof *gs);
+    pthread_mutex_init(&gs->mu, NULL);
+    pthread_cond_init(&gs->cond, NULL);
+    struct group_coordinator_options o;
+    group_coordinator_options_defaults(&o);
+    o.manual_time = true;
+    o.now_ms = fake_clock;
+    o.initial_rebalance_delay_ms = 0;
+    o.ops = &gated_ops;
+    o.store = gs;
+    struct group_coordinator *gc;
+    assert_int_equal(group_coordinator_create(&o, &gc), 0);
+    return gc;
+}
+
+static void gated_free(struct group_coordinator *gc, struct gated_store *gs)
+{
+    group_coordinator_destroy(gc);
+    pthread_mutex_destroy(&gs->mu);
+    pthread_cond_destroy(&gs->cond);
+}
+
+/* One commit run on its own thread; the result is read after join. */
+struct commit_job {
+    struct group_coordinator *gc;
+    struct gated_store *gs;
+    bool transactional;
+    struct group_offset_commit entry;
+    int64_t synced_end_at_return; /* what the store had synced when the call returned */
+};
+
+static void *commit_thread(void *p)
+{
+    struct commit_job *j = p;
+    if (j->transactional) {
+        struct group_txn_commit_params tp = {
+            .group_id = "g", .producer_id = 9, .producer_epoch = 0, .generation_id = -1, .member_id = ""};
+        group_coordinator_txn_commit(j->gc, &tp, &j->entry, 1);
+    } else {
+        struct group_commit_params cp = {.group_id = "g", .generation_id = -1, .member_id = "", .retention_ms = -1};
+        group_coordinator_commit(j->gc, &cp, &j->entry, 1);
+    }
+    pthread_mutex_lock(&j->gs->mu);
+    j->synced_end_at_return = j->gs->synced_end;
+    pthread_mutex_unlock(&j->gs->mu);
+    return NULL;
+}
+
+static void wait_sync_entered(struct gated_store *gs, int n)
+{
+    pthread_mutex_lock(&gs->mu);
+    while (gs->syncs_entered < n) pthread_cond_wait(&gs->cond, &gs->mu);
+    pthread_mutex_unlock(&gs->mu);
+}
+
+static void release_sync(struct gated_store *gs)
+{
+    pthread_mutex_lock(&gs->mu);
+    gs->released = true;
+    pthread_cond_broadcast(&gs->cond);
+    pthread_mutex_unlock(&gs->mu);
+}
+
+static void run_blocked_commit(bool transactional)
+{
+    struct gated_store gs;
+    struct group_coordinator *gc = gated_coordinator(&gs);
+    struct commit_job job = {.gc = gc, .gs = &gs, .transactional = transactional,
+                             .entry = {.topic = "t", .partition = 0, .offset = 42, .leader_epoch = 1}};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, commit_thread, &job), 0);
+    wait_sync_entered(&gs, 1);
+    /* The committing thread is inside sync: the coordinator must be free. */
+    struct group_offset_fetch f = {.topic = "t", .partition = 0};
+    assert_int_equal(group_coordinator_fetch_offsets(gc, "g", &f, 1), KAFKA_ERR_NONE);
+    free(f.metadata);
+    struct group_offset_fetch other = {.topic = "t", .partition = 1};
+    assert_int_equal(group_coordinator_fetch_offsets(gc, "other", &other, 1), KAFKA_ERR_NONE);
+    free(other.metadata);
+    release_sync(&gs);
+    pthread_join(t, NULL);
+    assert_int_equal(job.entry.error_code, KAFKA_ERR_NONE);
+    /* Answered only after its own sync finished. */
+    assert_int_equal(job.synced_end_at_return, 1);
+    assert_int_equal(gs.appends, 1);
+    assert_int_equal(gs.syncs_entered, 1);
+    gated_free(gc, &gs);
+}
+
+static void test_commit_syncs_outside_lock(void **state)
+{
+    (void)state;
+    run_blocked_commit(false);
+}
+
+static void test_txn_commit_syncs_outside_lock(void **state)
+{
+    (void)state;
+    run_blocked_commit(true);
+}
+
+static void test_failed_sync_fails_written_entries(void **state)
+{
+    (void)state;
+    struct gated_store gs;
+    struct group_coordinator *gc = gated_coordinator(&gs);
+    gs.released = true;
+    gs.sync_result = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    struct group_offset_commit c[2] = {
+        {.topic = "t", .partition = 0, .offset = 5},
+        /* Refused before the append: keeps its own error. */
+        {.topic = "t", .partition = 1, .offset = 6, .error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION},
+    };
+    struct group_commit_params cp = {.group_id = "g", .generation_id = -1, .member_id = "", .retention_ms = -1};
+    group_coordinator_commit(gc, &cp, c, 2);
+    assert_int_equal(c[0].error_code, KAFKA_ERR_UNKNOWN_SERVER_ERROR);
+    assert_int_equal(c[1].error_code, KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    assert_int_equal(gs.syncs_entered, 1);
+    gated_free(gc, &gs);
+}
+
+/* ---- over the real group log ---- */
+
+static int validate_topic_config(void *ctx, const char *key, const char *value, char *err, size_t errlen)
+{
+    (void)ctx;
+    return topic_config_validate(key, value, err, errlen);
+}
+
+#define PARTITIONS 3
+
+/* Owned by the test thread, except gc, which the committers share. */
+struct log_fixture {
+    char dir[64];
+    struct metadata_endpoint endpoint;
+    struct metadata_store *metadata;
+    struct log_manager *logs;
+    struct group_log *gl;
+    struct group_coordinator *gc;
+};
+
+static void log_fixture_open(struct log_fixture *f)
+{
+    snprintf(f->dir, sizeof f->dir, "/tmp/cairn-commit-sync-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    f->endpoint = (struct metadata_endpoint){"PLAINTEXT", "localhost", 9092, 0};
+    char err[256] = "";
+    struct metadata_store_options mopts = {
+        .dir = f->dir,
+        .node_id = 1,
+        .cluster_id = "q1Sh-9_ISia_zwGINzRvyQ",
+        .endpoints = &f->endpoint,
+        .endpoint_count = 1,
+        .default_num_partitions = 1,
+        .default_replication_factor = 1,
+        .validate_topic_config = validate_topic_config,
+    };
+    if (metadata_store_open(&mopts, &f->metadata, err, sizeof err) != 0) fail_msg("metadata store: %s", err);
+    struct log_config defaults;
+    log_config_defaults(&defaults);
+    struct log_manager_config mcfg;
+    log_manager_config_defaults(&mcfg);
+    mcfg.background_thread = false;
+    const char *dirs[] = {f->dir};
+    if (log_manager_open(dirs, 1, &defaults, &mcfg, &f->logs, err, sizeof err) != 0)
+        fail_msg("log manager: %s", err);
+    struct group_log_options gopts = {.logs = f->logs, .metadata = f->metadata, .num_partitions = PARTITIONS,
+                                      .replication_factor = 1, .segment_bytes = 1 << 20, .node_id = 1};
+    if (group_log_open(&gopts, &f->gl, err, sizeof err) != 0) fail_msg("group log: %s", err);
+    struct group_coordinator_options o;
+    group_coordinator_options_defaults(&o);
+    o.manual_time = true;
+    o.now_ms = fake_clock;
+    o.initial_rebalance_delay_ms = 0;
+    o.ops = group_log_store_ops();
+    o.store = f->gl;
+    o.offsets_topic_partitions = PARTITIONS;
+    assert_int_equal(group_coordinator_create(&o, &f->gc), 0);
+}
+
+static void log_fixture_close(struct log_fixture *f)
+{
+    group_coordinator_destroy(f->gc);
+    group_log_close(f->gl);
+    log_manager_close(f->logs, false);
+    metadata_store_close(f->metadata);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static struct partition_log *group_partition(struct log_fixture *f, const char *group)
+{
+    int32_t p = coordinator_partition_for(group, strlen(group), PARTITIONS);
+    struct partition_log *log = log_manager_get(f->logs, GROUP_LOG_TOPIC, p);
+    assert_non_null(log);
+    return log;
+}
+
+static void test_group_log_durable_on_return(void **state)
+{
+    (void)state;
+    struct log_fixture f;
+    log_fixture_open(&f);
+    struct partition_log *log = group_partition(&f, "durable");
+    for (int round = 0; round < 3; round++) {
+        int64_t before = partition_log_end_offset(log);
+        struct group_offset_commit c = {.topic = "t", .partition = round, .offset = 100 + round};
+        if (round < 2) {
+            struct group_commit_params cp = {
+                .group_id = "durable", .generation_id = -1, .member_id = "", .retention_ms = -1};
+            group_coordinator_commit(f.gc, &cp, &c, 1);
+        } else {
+            struct group_txn_commit_params tp = {.group_id = "durable", .producer_id = 77, .producer_epoch = 0,
+                                                 .generation_id = -1, .member_id = ""};
+            group_coordinator_txn_commit(f.gc, &tp, &c, 1);
+        }
+        assert_int_equal(c.error_code, KAFKA_ERR_NONE);
+        int64_t end = partition_log_end_offset(log);
+        assert_true(end > before); /* the record went to this partition */
+        /* Its record (the last one in the log) is synced. */
+        assert_true(partition_log_recovery_point(log) >= end);
+    }
+    partition_log_close(log);
+    log_fixture_close(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_commit_syncs_outside_lock),
+        cmocka_unit_test(test_txn_commit_syncs_outside_lock),
+        cmocka_unit_test(test_failed_sync_fails_written_entries),
+        cmocka_unit_test(test_group_log_durable_on_return),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
