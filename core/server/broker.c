@@ -392,8 +392,8 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         metrics_http_start(metrics_listen, &b->metrics_http, err, errlen) != 0)
         goto fail;
     if (start_groups(b, err, errlen) != 0) goto fail;
-    /* Complete before the coordinator loads: it may finish prepared
-     * transactions at once. */
+    /* Set before the transaction coordinator loads: loading may write the
+     * markers of prepared transactions at once. */
     b->markers = (struct txn_markers_local){.logs = b->logs, .fetch_purgatory = b->fetch_purgatory, .groups = b->groups};
     if (start_transactions(b, err, errlen) != 0) goto fail;
     if (start_network(b, err, errlen) != 0) goto fail;
