@@ -159,7 +159,7 @@ static rd_kafka_resp_err_t init_transactions(struct test_broker *b, const char *
         fprintf(stderr, "init_transactions(%s): %s\n", transactional_id, rd_kafka_error_string(error));
         rd_kafka_error_destroy(error);
     }
-    rd_kafka_destroy(rk);
+    rk_producer_destroy(rk);
     return code;
 }
 
