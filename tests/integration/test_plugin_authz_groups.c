@@ -13,7 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "harness.h"
+#include "raw_kafka.h"
 #include "rk_helpers.h"
 
 #define OPEN_GROUP "open-group"
@@ -119,6 +122,93 @@ static void check_offset_fetch_named(struct test_broker *b)
     rd_kafka_destroy(rk);
 }
 
+/* Sends one finished request frame and returns the response body past the
+ * correlation id (checked); *frame is to be freed by the caller. */
+static struct raw_reader raw_round_trip(struct test_broker *b, struct raw_writer *w, int32_t correlation_id,
+                                        uint8_t **frame)
+{
+    int fd = raw_connect(broker_port(b), 10000);
+    assert_true(fd >= 0);
+    assert_int_equal(raw_send_all(fd, w->data, w->len), 0);
+    raw_writer_free(w);
+    size_t len = 0;
+    assert_int_equal(raw_recv_frame(fd, 10000, 1 << 20, frame, &len), 0);
+    close(fd);
+    struct raw_reader r;
+    raw_reader_init(&r, *frame, len);
+    assert_int_equal(raw_get_i32(&r), correlation_id);
+    return r;
+}
+
+/* DescribeGroups v0 for one group: that group's error code. */
+static int16_t describe_group_error(struct test_broker *b, const char *group)
+{
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 15, 0, 41, "authz-groups-test");
+    raw_put_i32(&w, 1);
+    raw_put_string(&w, group);
+    raw_frame_finish(&w);
+    uint8_t *frame = NULL;
+    struct raw_reader r = raw_round_trip(b, &w, 41, &frame);
+    assert_int_equal(raw_get_i32(&r), 1);
+    int16_t error = raw_get_i16(&r);
+    assert_false(r.overflow);
+    free(frame);
+    return error;
+}
+
+/* DeleteGroups v0 for one group: that group's error code. */
+static int16_t delete_group_error(struct test_broker *b, const char *group)
+{
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 42, 0, 42, "authz-groups-test");
+    raw_put_i32(&w, 1);
+    raw_put_string(&w, group);
+    raw_frame_finish(&w);
+    uint8_t *frame = NULL;
+    struct raw_reader r = raw_round_trip(b, &w, 42, &frame);
+    raw_get_i32(&r); /* throttle_time_ms */
+    assert_int_equal(raw_get_i32(&r), 1);
+    raw_skip_string(&r);
+    int16_t error = raw_get_i16(&r);
+    assert_false(r.overflow);
+    free(frame);
+    return error;
+}
+
+/* WriteTxnMarkers v0 with one abort marker for partition 0 of topic: the
+ * partition's error code. */
+static int16_t write_marker_error(struct test_broker *b, const char *topic)
+{
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 27, 0, 43, "authz-groups-test");
+    raw_put_i32(&w, 1);
+    raw_put_i64(&w, 1000); /* producer_id */
+    raw_put_i16(&w, 0);    /* producer_epoch */
+    raw_put_i8(&w, 0);     /* abort */
+    raw_put_i32(&w, 1);
+    raw_put_string(&w, topic);
+    raw_put_i32(&w, 1);
+    raw_put_i32(&w, 0);
+    raw_put_i32(&w, 0); /* coordinator_epoch */
+    raw_frame_finish(&w);
+    uint8_t *frame = NULL;
+    struct raw_reader r = raw_round_trip(b, &w, 43, &frame);
+    assert_int_equal(raw_get_i32(&r), 1);
+    raw_get_i64(&r);
+    assert_int_equal(raw_get_i32(&r), 1);
+    raw_skip_string(&r);
+    assert_int_equal(raw_get_i32(&r), 1);
+    assert_int_equal(raw_get_i32(&r), 0);
+    int16_t error = raw_get_i16(&r);
+    assert_false(r.overflow);
+    free(frame);
+    return error;
+}
+
 /* A subscribing consumer in the denied group gets GROUP_AUTHORIZATION_FAILED. */
 static void check_denied_group_consumer(struct test_broker *b)
 {
@@ -189,6 +279,10 @@ static void test_group_and_transaction_denials(void **state)
     check_offset_fetch_all_topics(admin);
     rk_producer_destroy(admin);
     check_offset_fetch_named(&b);
+    assert_int_equal(describe_group_error(&b, OPEN_GROUP), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(describe_group_error(&b, SECRET_GROUP), RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED);
+    assert_int_equal(delete_group_error(&b, SECRET_GROUP), RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED);
+    assert_int_equal(write_marker_error(&b, OPEN_TOPIC), RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED);
     check_denied_group_consumer(&b);
     assert_int_equal(init_transactions(&b, "secret-txn"), RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
     assert_int_equal(init_transactions(&b, "open-txn"), RD_KAFKA_RESP_ERR_NO_ERROR);
