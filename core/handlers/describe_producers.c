@@ -75,8 +75,15 @@ enum handler_result handle_describe_producers(struct request_context *ctx, void 
         tout->partitions_count = tin->partition_indexes_count;
         const struct metadata_topic *topic =
             tin->name.len > 0 ? metadata_image_topic_by_name(img, tin->name.data, (size_t)tin->name.len) : NULL;
-        for (int32_t p = 0; p < tin->partition_indexes_count; p++)
+        bool readable = handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_TOPIC, tin->name, true);
+        for (int32_t p = 0; p < tin->partition_indexes_count; p++) {
+            if (!readable) {
+                tout->partitions[p].partition_index = tin->partition_indexes[p];
+                tout->partitions[p].error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
+                continue;
+            }
             describe_partition(ctx, topic, tin->partition_indexes[p], &tout->partitions[p]);
+        }
     }
 out:
     metadata_image_release(img);

@@ -42,6 +42,16 @@ static void find_one(struct request_context *ctx, const struct metadata_image *i
     out->node_id = -1;
     out->host = kafka_str_from_cstr("");
     out->port = -1;
+    /* DESCRIBE on the key's resource before revealing its coordinator. */
+    if (key_type == KEY_TYPE_GROUP || key_type == KEY_TYPE_TRANSACTION) {
+        bool group = key_type == KEY_TYPE_GROUP;
+        if (!handler_authorize_name(ctx, CAIRN_OP_DESCRIBE,
+                                    group ? CAIRN_RESOURCE_GROUP : CAIRN_RESOURCE_TRANSACTIONAL_ID, key, true)) {
+            out->error_code =
+                group ? KAFKA_ERR_GROUP_AUTHORIZATION_FAILED : KAFKA_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+            return;
+        }
+    }
     if (key_type == KEY_TYPE_TRANSACTION) {
         out->error_code = transaction_coordinator_error(ctx, key);
         if (out->error_code != KAFKA_ERR_NONE)

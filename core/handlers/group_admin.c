@@ -9,6 +9,10 @@ enum handler_result handle_heartbeat(struct request_context *ctx, void *request,
 {
     struct heartbeat_request *req = request;
     struct heartbeat_response *resp = response;
+    if (!handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_GROUP, req->group_id, true)) {
+        resp->error_code = KAFKA_ERR_GROUP_AUTHORIZATION_FAILED;
+        return HANDLER_RESPOND;
+    }
     resp->error_code = group_coordinator_heartbeat(
         ctx->env->groups, group_handler_cstr_or_empty(ctx, req->group_id), req->generation_id,
         group_handler_cstr_or_empty(ctx, req->member_id),
@@ -20,6 +24,10 @@ enum handler_result handle_leave_group(struct request_context *ctx, void *reques
 {
     struct leave_group_request *req = request;
     struct leave_group_response *resp = response;
+    if (!handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_GROUP, req->group_id, true)) {
+        resp->error_code = KAFKA_ERR_GROUP_AUTHORIZATION_FAILED;
+        return HANDLER_RESPOND;
+    }
     const char *group_id = group_handler_cstr_or_empty(ctx, req->group_id);
     if (ctx->api_version < 3) {
         struct group_leave_member m = {.member_id = group_handler_cstr_or_empty(ctx, req->member_id)};
@@ -59,6 +67,11 @@ enum handler_result handle_describe_groups(struct request_context *ctx, void *re
     resp->groups_count = n;
     for (int32_t i = 0; i < n; i++) {
         struct describe_groups_response_described_group *out = &resp->groups[i];
+        if (!handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_GROUP, req->groups[i], true)) {
+            out->group_id = req->groups[i];
+            out->error_code = KAFKA_ERR_GROUP_AUTHORIZATION_FAILED;
+            continue;
+        }
         struct group_description d;
         group_coordinator_describe(ctx->env->groups, group_handler_cstr_or_empty(ctx, req->groups[i]), &d);
         out->error_code = d.error_code;
@@ -101,12 +114,20 @@ enum handler_result handle_list_groups(struct request_context *ctx, void *reques
         group_listing_free(l, n);
         return HANDLER_CLOSE;
     }
-    resp->groups_count = (int32_t)n;
+    /* DESCRIBE on the cluster lists every group; otherwise only the groups
+     * the principal may DESCRIBE, without audit (an implicit listing). */
+    bool list_all = handler_authorize_resource(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE,
+                                                false);
+    int32_t out = 0;
     for (size_t i = 0; i < n; i++) {
-        resp->groups[i].group_id = kafka_arena_strdup(&ctx->arena, l[i].group_id);
-        resp->groups[i].protocol_type = kafka_arena_strdup(&ctx->arena, l[i].protocol_type);
-        if (ctx->api_version >= 4) resp->groups[i].group_state = kafka_arena_strdup(&ctx->arena, l[i].state);
+        if (!list_all && !handler_authorize_resource(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_GROUP, l[i].group_id, false))
+            continue;
+        resp->groups[out].group_id = kafka_arena_strdup(&ctx->arena, l[i].group_id);
+        resp->groups[out].protocol_type = kafka_arena_strdup(&ctx->arena, l[i].protocol_type);
+        if (ctx->api_version >= 4) resp->groups[out].group_state = kafka_arena_strdup(&ctx->arena, l[i].state);
+        out++;
     }
+    resp->groups_count = out;
     group_listing_free(l, n);
     return HANDLER_RESPOND;
 }
@@ -122,7 +143,10 @@ enum handler_result handle_delete_groups(struct request_context *ctx, void *requ
     for (int32_t i = 0; i < n; i++) {
         resp->results[i].group_id = req->groups_names[i];
         resp->results[i].error_code =
-            group_coordinator_delete_group(ctx->env->groups, group_handler_cstr_or_empty(ctx, req->groups_names[i]));
+            !handler_authorize_name(ctx, CAIRN_OP_DELETE, CAIRN_RESOURCE_GROUP, req->groups_names[i], true)
+                ? KAFKA_ERR_GROUP_AUTHORIZATION_FAILED
+                : group_coordinator_delete_group(ctx->env->groups,
+                                                 group_handler_cstr_or_empty(ctx, req->groups_names[i]));
     }
     return HANDLER_RESPOND;
 }

@@ -91,7 +91,10 @@ static void sync_done(void *arg, const struct group_sync_result *r)
 enum handler_result handle_sync_group(struct request_context *ctx, void *request, void *response)
 {
     struct sync_group_request *req = request;
-    (void)response;
+    if (!handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_GROUP, req->group_id, true)) {
+        ((struct sync_group_response *)response)->error_code = KAFKA_ERR_GROUP_AUTHORIZATION_FAILED;
+        return HANDLER_RESPOND;
+    }
     int32_t n = req->assignments_count > 0 ? req->assignments_count : 0;
     struct group_assignment *a = kafka_arena_alloc(&ctx->arena, (size_t)(n + 1) * sizeof *a);
     if (!a) return HANDLER_CLOSE;

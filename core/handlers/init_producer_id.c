@@ -165,6 +165,26 @@ static int16_t init_transactional(struct request_context *ctx, const struct init
     return txn_handler_fenced_error(code, ctx->api_version, 4);
 }
 
+/* Kafka accepts IDEMPOTENT_WRITE on the cluster or WRITE on any topic;
+ * plugins answer for named resources, so "any topic" means any topic that
+ * exists now. */
+static bool may_write_idempotently(struct request_context *ctx)
+{
+    if (!handler_has_authorizer(ctx)) return true;
+    if (handler_authorize_resource(ctx, CAIRN_OP_IDEMPOTENT_WRITE, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE,
+                                   true))
+        return true;
+    const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
+    if (!img) return false;
+    bool allowed = false;
+    for (int32_t i = 0; i < img->topic_count && !allowed; i++) {
+        if (img->topics[i]->is_internal) continue;
+        allowed = handler_authorize_resource(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TOPIC, img->topics[i]->name, false);
+    }
+    metadata_image_release(img);
+    return allowed;
+}
+
 enum handler_result handle_init_producer_id(struct request_context *ctx, void *request, void *response)
 {
     struct init_producer_id_request *req = request;
@@ -172,7 +192,14 @@ enum handler_result handle_init_producer_id(struct request_context *ctx, void *r
     resp->producer_id = -1;
     resp->producer_epoch = -1;
     if (req->transactional_id.len >= 0) {
-        resp->error_code = init_transactional(ctx, req, resp);
+        resp->error_code =
+            handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TRANSACTIONAL_ID, req->transactional_id, true)
+                ? init_transactional(ctx, req, resp)
+                : KAFKA_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+        return HANDLER_RESPOND;
+    }
+    if (!may_write_idempotently(ctx)) {
+        resp->error_code = KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED;
         return HANDLER_RESPOND;
     }
     int64_t pid = ctx->api_version >= 3 ? req->producer_id : -1;

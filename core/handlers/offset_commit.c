@@ -93,16 +93,25 @@ enum handler_result handle_offset_delete(struct request_context *ctx, void *requ
     HANDLER_NEW_ARRAY(ctx, resp->topics, nt, offset_delete_response_offset_delete_response_topic_init);
     if (!d || !pre || !resp->topics) return HANDLER_CLOSE;
     resp->topics_count = nt;
+    /* Kafka's order: DELETE on the group, then READ on each topic. */
+    if (!handler_authorize_name(ctx, CAIRN_OP_DELETE, CAIRN_RESOURCE_GROUP, req->group_id, true)) {
+        resp->error_code = KAFKA_ERR_GROUP_AUTHORIZATION_FAILED;
+        resp->topics_count = 0;
+        return HANDLER_RESPOND;
+    }
 
-    /* Unknown partitions are answered here; the rest go to the coordinator. */
+    /* Unknown and unauthorised partitions are answered here; the rest go to
+     * the coordinator. */
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
     size_t k = 0, n = 0;
     for (int32_t t = 0; t < nt; t++) {
         const char *topic = group_handler_cstr_or_empty(ctx, req->topics[t].name);
+        bool readable = handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_TOPIC, req->topics[t].name, true);
         for (int32_t p = 0; p < req->topics[t].partitions_count; p++, k++) {
             int32_t part = req->topics[t].partitions[p].partition_index;
-            pre[k] = partition_exists(img, req->topics[t].name, part) ? KAFKA_ERR_NONE
-                                                                      : KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            pre[k] = !readable ? KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED
+                     : partition_exists(img, req->topics[t].name, part) ? KAFKA_ERR_NONE
+                                                                        : KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             if (pre[k] == KAFKA_ERR_NONE) d[n++] = (struct group_offset_delete){.topic = topic, .partition = part};
         }
     }

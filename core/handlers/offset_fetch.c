@@ -39,6 +39,18 @@ static size_t group_by_topic(struct request_context *ctx, struct group_offset_fe
     return nt;
 }
 
+/* Keeps only the topics the principal may DESCRIBE; a fetch of every
+ * topic hides the others silently, as Kafka does. */
+static size_t filter_described_topics(struct request_context *ctx, struct fetched_topic *topics, size_t n)
+{
+    size_t kept = 0;
+    for (size_t t = 0; t < n; t++) {
+        if (!handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC, topics[t].name, false)) continue;
+        topics[kept++] = topics[t];
+    }
+    return kept;
+}
+
 /* Looks up one group; fills *topics in the request arena. The returned
  * entries' metadata strings are copied into the arena. */
 static int16_t fetch_group(struct request_context *ctx, const char *group_id, bool all_topics,
@@ -50,6 +62,10 @@ static int16_t fetch_group(struct request_context *ctx, const char *group_id, bo
     bool require_stable = ctx->api_version >= 7 && req->require_stable;
     *topics = NULL;
     *topic_count = 0;
+    /* DESCRIBE on the group first; v0-1 carry the error per partition, so
+     * those versions still list the requested partitions. */
+    bool group_allowed = handler_authorize_resource(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_GROUP, group_id, true);
+    if (!group_allowed && (all_topics || ctx->api_version >= 2)) return KAFKA_ERR_GROUP_AUTHORIZATION_FAILED;
     int16_t err;
     if (all_topics) {
         struct group_offset_fetch *all;
@@ -63,6 +79,7 @@ static int16_t fetch_group(struct request_context *ctx, const char *group_id, bo
                 copy[i].metadata = all[i].metadata ? (char *)kafka_arena_strdup(&ctx->arena, all[i].metadata).data : NULL;
             }
             *topic_count = group_by_topic(ctx, copy, n, topics);
+            *topic_count = filter_described_topics(ctx, *topics, *topic_count);
         }
         group_offset_fetch_free(all, n);
         return err;
@@ -78,14 +95,31 @@ static int16_t fetch_group(struct request_context *ctx, const char *group_id, bo
         out[t] = (struct fetched_topic){.name = names[t], .parts = &f[k], .count = pcounts[t] > 0 ? (size_t)pcounts[t] : 0};
         for (int32_t p = 0; p < pcounts[t]; p++) f[k++] = (struct group_offset_fetch){.topic = topic, .partition = partitions[t][p]};
     }
+    *topics = out;
+    *topic_count = (size_t)nt;
+    if (!group_allowed) {
+        for (size_t i = 0; i < total; i++) {
+            f[i].offset = -1;
+            f[i].leader_epoch = -1;
+            f[i].error_code = KAFKA_ERR_GROUP_AUTHORIZATION_FAILED;
+        }
+        return KAFKA_ERR_GROUP_AUTHORIZATION_FAILED;
+    }
     err = group_coordinator_fetch_offsets_stable(ctx->env->groups, group_id, require_stable, f, total);
     for (size_t i = 0; i < total; i++) {
         char *m = f[i].metadata;
         f[i].metadata = m ? (char *)kafka_arena_strdup(&ctx->arena, m).data : NULL;
         free(m);
     }
-    *topics = out;
-    *topic_count = (size_t)nt;
+    /* A named topic the principal may not DESCRIBE answers per partition. */
+    for (int32_t t = 0; t < nt; t++) {
+        if (handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC, names[t], true)) continue;
+        for (size_t p = 0; p < out[t].count; p++) {
+            struct group_offset_fetch *e = &out[t].parts[p];
+            *e = (struct group_offset_fetch){.topic = e->topic, .partition = e->partition, .offset = -1,
+                                             .leader_epoch = -1, .error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED};
+        }
+    }
     return err;
 }
 

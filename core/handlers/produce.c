@@ -91,6 +91,11 @@ enum handler_result handle_produce(struct request_context *ctx, void *request, v
     struct produce_request *req = request;
     struct produce_response *resp = response;
     bool valid_acks = req->acks == 0 || req->acks == 1 || req->acks == -1;
+    /* A transactional produce also needs WRITE on its transactional id;
+     * without it every partition fails. */
+    bool txn_allowed = ctx->api_version < 3 || req->transactional_id.len < 0 ||
+                       handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TRANSACTIONAL_ID,
+                                              req->transactional_id, true);
 
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
     if (!img) return HANDLER_CLOSE;
@@ -112,12 +117,14 @@ enum handler_result handle_produce(struct request_context *ctx, void *request, v
         tout->partition_responses_count = tin->partition_data_count;
         const struct metadata_topic *topic =
             tin->name.len > 0 ? metadata_image_topic_by_name(img, tin->name.data, (size_t)tin->name.len) : NULL;
-        bool allowed = handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TOPIC, tin->name, true);
+        bool allowed = txn_allowed && handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TOPIC, tin->name, true);
         for (int32_t i = 0; i < tin->partition_data_count; i++) {
             struct produce_response_partition_produce_response *pout = &tout->partition_responses[i];
             if (!valid_acks || !allowed) {
                 pout->index = tin->partition_data[i].index;
-                pout->error_code = allowed ? KAFKA_ERR_INVALID_REQUIRED_ACKS : KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
+                pout->error_code = !txn_allowed ? KAFKA_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                                   : allowed    ? KAFKA_ERR_INVALID_REQUIRED_ACKS
+                                                : KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
                 pout->base_offset = -1;
                 continue;
             }

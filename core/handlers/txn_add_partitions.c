@@ -36,6 +36,8 @@ static int add_one(struct request_context *ctx, struct kafka_str id_str, int64_t
     int16_t common = KAFKA_ERR_NONE;
     if (!id || !id[0])
         common = KAFKA_ERR_INVALID_REQUEST;
+    else if (!handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TRANSACTIONAL_ID, id_str, true))
+        common = KAFKA_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
     else if (!ctx->env->txn_coordinator)
         common = KAFKA_ERR_NOT_COORDINATOR;
     bool unknown = false;
@@ -51,11 +53,15 @@ static int add_one(struct request_context *ctx, struct kafka_str id_str, int64_t
             return -1;
         r->results_by_partition_count = pc;
         const char *topic = txn_handler_cstr(ctx, rt->name);
+        /* WRITE on each topic; a denied topic fails like an unknown one. */
+        bool writable = common != KAFKA_ERR_NONE ||
+                        handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TOPIC, rt->name, true);
         for (int32_t i = 0; i < pc; i++) {
             r->results_by_partition[i].partition_index = rt->partitions[i];
             parts[n].topic = (char *)(topic ? topic : "");
             parts[n].partition = rt->partitions[i];
-            codes[n] = topic && common == KAFKA_ERR_NONE
+            codes[n] = !writable ? KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED
+                       : topic && common == KAFKA_ERR_NONE
                            ? txn_handler_partition_exists(ctx, topic, rt->partitions[i])
                            : KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             unknown |= codes[n] != KAFKA_ERR_NONE;
@@ -92,6 +98,11 @@ enum handler_result handle_add_partitions_to_txn(struct request_context *ctx, vo
                     req->v3_and_below_producer_epoch, false, req->v3_and_below_topics, req->v3_and_below_topics_count,
                     &resp->results_by_topic_v3_and_below, &resp->results_by_topic_v3_and_below_count) != 0)
             return HANDLER_CLOSE;
+        return HANDLER_RESPOND;
+    }
+    /* v4 comes from other brokers: CLUSTER_ACTION on the cluster. */
+    if (!handler_authorize_one(ctx, CAIRN_OP_CLUSTER_ACTION, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE)) {
+        resp->error_code = KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED;
         return HANDLER_RESPOND;
     }
     int32_t count = req->transactions_count > 0 ? req->transactions_count : 0;

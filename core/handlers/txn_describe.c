@@ -72,6 +72,8 @@ enum handler_result handle_describe_transactions(struct request_context *ctx, vo
         struct describe_fill fill = {ctx, s, false};
         if (!id || !id[0])
             s->error_code = KAFKA_ERR_TRANSACTIONAL_ID_NOT_FOUND;
+        else if (!handler_authorize_resource(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TRANSACTIONAL_ID, id, true))
+            s->error_code = KAFKA_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
         else if (!ctx->env->txn_coordinator)
             s->error_code = KAFKA_ERR_NOT_COORDINATOR;
         else
@@ -158,7 +160,16 @@ enum handler_result handle_list_transactions(struct request_context *ctx, void *
     resp->error_code = txn_coordinator_list(ctx->env->txn_coordinator, collect, &fill);
     if (fill.failed)
         return HANDLER_CLOSE;
+    /* Only ids the principal may DESCRIBE; checked here rather than in
+     * collect so that plugins are not called under the coordinator's lock. */
+    int32_t kept = 0;
+    for (int32_t i = 0; i < fill.count; i++) {
+        if (!handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TRANSACTIONAL_ID,
+                                    fill.items[i].transactional_id, false))
+            continue;
+        fill.items[kept++] = fill.items[i];
+    }
     resp->transaction_states = fill.items;
-    resp->transaction_states_count = fill.count;
+    resp->transaction_states_count = kept;
     return HANDLER_RESPOND;
 }

@@ -19,6 +19,15 @@ enum handler_result handle_add_offsets_to_txn(struct request_context *ctx, void 
         resp->error_code = KAFKA_ERR_INVALID_REQUEST;
         return HANDLER_RESPOND;
     }
+    /* Kafka's order: WRITE on the transactional id, then READ on the group. */
+    if (!handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TRANSACTIONAL_ID, req->transactional_id, true)) {
+        resp->error_code = KAFKA_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+        return HANDLER_RESPOND;
+    }
+    if (!handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_GROUP, req->group_id, true)) {
+        resp->error_code = KAFKA_ERR_GROUP_AUTHORIZATION_FAILED;
+        return HANDLER_RESPOND;
+    }
     if (!ctx->env->txn_coordinator) {
         resp->error_code = KAFKA_ERR_NOT_COORDINATOR;
         return HANDLER_RESPOND;
@@ -38,6 +47,9 @@ enum handler_result handle_end_txn(struct request_context *ctx, void *request, v
     int16_t code;
     if (!id || !id[0])
         code = KAFKA_ERR_INVALID_REQUEST;
+    else if (!handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TRANSACTIONAL_ID, req->transactional_id,
+                                     true))
+        code = KAFKA_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
     else if (!ctx->env->txn_coordinator)
         code = KAFKA_ERR_NOT_COORDINATOR;
     else

@@ -30,12 +30,18 @@ enum handler_result handle_txn_offset_commit(struct request_context *ctx, void *
     HANDLER_NEW_ARRAY(ctx, resp->topics, nt, txn_offset_commit_response_txn_offset_commit_response_topic_init);
     if (!c || !resp->topics) return HANDLER_CLOSE;
     resp->topics_count = nt;
+    /* READ on the group fails every partition; then READ on each topic. */
+    bool group_allowed = handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_GROUP, req->group_id, true);
 
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
     size_t k = 0;
     for (int32_t t = 0; t < nt; t++) {
         const struct txn_offset_commit_request_txn_offset_commit_request_topic *rt = &req->topics[t];
         const char *topic = group_handler_cstr_or_empty(ctx, rt->name);
+        int16_t denied = !group_allowed ? KAFKA_ERR_GROUP_AUTHORIZATION_FAILED
+                         : !handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_TOPIC, rt->name, true)
+                             ? KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED
+                             : KAFKA_ERR_NONE;
         for (int32_t p = 0; p < rt->partitions_count; p++) {
             const struct txn_offset_commit_request_txn_offset_commit_request_partition *rp = &rt->partitions[p];
             c[k++] = (struct group_offset_commit){
@@ -44,7 +50,8 @@ enum handler_result handle_txn_offset_commit(struct request_context *ctx, void *
                 .offset = rp->committed_offset,
                 .leader_epoch = v >= 2 ? rp->committed_leader_epoch : -1,
                 .metadata = group_handler_cstr(ctx, rp->committed_metadata),
-                .error_code = txn_partition_exists(img, rt->name, rp->partition_index)
+                .error_code = denied != KAFKA_ERR_NONE ? denied
+                              : txn_partition_exists(img, rt->name, rp->partition_index)
                                   ? KAFKA_ERR_NONE
                                   : KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION,
             };
@@ -60,7 +67,7 @@ enum handler_result handle_txn_offset_commit(struct request_context *ctx, void *
         .member_id = v >= 3 ? group_handler_cstr_or_empty(ctx, req->member_id) : "",
         .group_instance_id = v >= 3 ? group_handler_cstr(ctx, req->group_instance_id) : NULL,
     };
-    group_coordinator_txn_commit(ctx->env->groups, &params, c, total);
+    if (group_allowed) group_coordinator_txn_commit(ctx->env->groups, &params, c, total);
 
     k = 0;
     for (int32_t t = 0; t < nt; t++) {

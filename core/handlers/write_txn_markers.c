@@ -32,6 +32,9 @@ enum handler_result handle_write_txn_markers(struct request_context *ctx, void *
 {
     struct write_txn_markers_request *req = request;
     struct write_txn_markers_response *resp = response;
+    /* Only brokers write markers: CLUSTER_ACTION on the cluster. Every
+     * partition of the request carries the error. */
+    bool allowed = handler_authorize_one(ctx, CAIRN_OP_CLUSTER_ACTION, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE);
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
     if (!img) return HANDLER_CLOSE;
     enum handler_result result = HANDLER_RESPOND;
@@ -66,7 +69,8 @@ enum handler_result handle_write_txn_markers(struct request_context *ctx, void *
                 tin->name.len > 0 ? metadata_image_topic_by_name(img, tin->name.data, (size_t)tin->name.len) : NULL;
             for (int32_t p = 0; p < tin->partition_indexes_count; p++) {
                 tout->partitions[p].partition_index = tin->partition_indexes[p];
-                tout->partitions[p].error_code = write_partition_marker(ctx, topic, m, tin->partition_indexes[p]);
+                tout->partitions[p].error_code = allowed ? write_partition_marker(ctx, topic, m, tin->partition_indexes[p])
+                                                         : KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED;
             }
         }
     }

@@ -1,5 +1,7 @@
 /* Test plugin: an authorizer that denies every operation on the topics in
- * plugin.test_authz.deny.topics, an audit sink that appends one line per
+ * plugin.test_authz.deny.topics, the groups in deny.groups, the
+ * transactional ids in deny.transactional.ids and, with deny.cluster=true,
+ * on the cluster; an audit sink that appends one line per
  * event to plugin.test_authz.audit.file, and a quota that asks for
  * plugin.test_authz.throttle.ms on every Produce. */
 #include <pthread.h>
@@ -11,10 +13,19 @@
 
 #define MAX_DENIED 16
 
+/* Names of one resource type every operation is denied on. */
+struct deny_list {
+    char names[MAX_DENIED][250];
+    int count;
+};
+
+/* Read-only after init; authorize runs on many threads at once. */
 struct test_authz {
     const struct cairn_host *host;
-    char denied[MAX_DENIED][250];
-    int denied_count;
+    struct deny_list topics;
+    struct deny_list groups;
+    struct deny_list transactional_ids;
+    int64_t deny_cluster;
     FILE *audit;
     pthread_mutex_t audit_lock;
     int64_t throttle_ms;
@@ -31,7 +42,34 @@ static const struct cairn_config_key key_throttle = {sizeof key_throttle, "throt
                                                      "Throttle asked for on every Produce."};
 static const struct cairn_config_key key_buffer = {sizeof key_buffer, "buffer.size", CAIRN_CONFIG_SIZE, "64KiB",
                                                    "Exercises the size parser."};
-static const struct cairn_config_key *const keys[] = {&key_deny, &key_audit, &key_throttle, &key_buffer};
+static const struct cairn_config_key key_deny_groups = {sizeof key_deny_groups, "deny.groups", CAIRN_CONFIG_LIST,
+                                                        "", "Groups every operation is denied on."};
+static const struct cairn_config_key key_deny_txn_ids = {sizeof key_deny_txn_ids, "deny.transactional.ids",
+                                                         CAIRN_CONFIG_LIST, "",
+                                                         "Transactional ids every operation is denied on."};
+static const struct cairn_config_key key_deny_cluster = {sizeof key_deny_cluster, "deny.cluster", CAIRN_CONFIG_INT,
+                                                         "0", "1: every operation on the cluster is denied."};
+static const struct cairn_config_key *const keys[] = {&key_deny,        &key_audit,        &key_throttle,
+                                                      &key_buffer,      &key_deny_groups,  &key_deny_txn_ids,
+                                                      &key_deny_cluster};
+
+static void deny_list_parse(struct deny_list *l, const char *csv)
+{
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", csv);
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok && l->count < MAX_DENIED; tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ') tok++;
+        if (*tok) snprintf(l->names[l->count++], sizeof l->names[0], "%s", tok);
+    }
+}
+
+static bool deny_list_has(const struct deny_list *l, const char *name)
+{
+    for (int d = 0; d < l->count; d++)
+        if (name && strcmp(name, l->names[d]) == 0) return true;
+    return false;
+}
 
 /* Runs on a host blocking-work thread: proves submit_blocking works. */
 static void count_blocking_run(void *arg)
@@ -49,22 +87,21 @@ static int authz_init(const struct cairn_host *host, void **instance, char *err,
     }
     t->host = host;
     pthread_mutex_init(&t->audit_lock, NULL);
-    const char *deny = "", *audit = "";
+    const char *deny = "", *audit = "", *deny_groups = "", *deny_txn_ids = "";
     uint64_t buffer = 0;
     if (host->config_string(host->ctx, "deny.topics", &deny, err, errlen) != CAIRN_OK ||
+        host->config_string(host->ctx, "deny.groups", &deny_groups, err, errlen) != CAIRN_OK ||
+        host->config_string(host->ctx, "deny.transactional.ids", &deny_txn_ids, err, errlen) != CAIRN_OK ||
+        host->config_int(host->ctx, "deny.cluster", &t->deny_cluster, err, errlen) != CAIRN_OK ||
         host->config_string(host->ctx, "audit.file", &audit, err, errlen) != CAIRN_OK ||
         host->config_int(host->ctx, "throttle.ms", &t->throttle_ms, err, errlen) != CAIRN_OK ||
         host->config_size(host->ctx, "buffer.size", &buffer, err, errlen) != CAIRN_OK) {
         free(t);
         return CAIRN_ERROR;
     }
-    char copy[4096];
-    snprintf(copy, sizeof copy, "%s", deny);
-    char *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok && t->denied_count < MAX_DENIED; tok = strtok_r(NULL, ",", &save)) {
-        while (*tok == ' ') tok++;
-        if (*tok) snprintf(t->denied[t->denied_count++], sizeof t->denied[0], "%s", tok);
-    }
+    deny_list_parse(&t->topics, deny);
+    deny_list_parse(&t->groups, deny_groups);
+    deny_list_parse(&t->transactional_ids, deny_txn_ids);
     if (audit[0] && !(t->audit = fopen(audit, "a"))) {
         snprintf(err, errlen, "cannot open audit.file %s", audit);
         free(t);
@@ -79,7 +116,7 @@ static int authz_init(const struct cairn_host *host, void **instance, char *err,
         free(t);
         return CAIRN_ERROR;
     }
-    host->log(host->ctx, CAIRN_LOG_INFO, "denying %d topic(s); buffer.size=%llu", t->denied_count,
+    host->log(host->ctx, CAIRN_LOG_INFO, "denying %d topic(s); buffer.size=%llu", t->topics.count,
               (unsigned long long)buffer);
     *instance = t;
     return CAIRN_OK;
@@ -100,9 +137,23 @@ static int authz_authorize(void *instance, const struct cairn_request_info *requ
     (void)request;
     for (size_t i = 0; i < count; i++) {
         results[i] = CAIRN_AUTHZ_ALLOWED;
-        if (actions[i]->resource_type != CAIRN_RESOURCE_TOPIC) continue;
-        for (int d = 0; d < t->denied_count; d++)
-            if (strcmp(actions[i]->resource_name, t->denied[d]) == 0) results[i] = CAIRN_AUTHZ_DENIED;
+        /* The metrics count topic decisions only, as before the other lists. */
+        switch (actions[i]->resource_type) {
+        case CAIRN_RESOURCE_GROUP:
+            if (deny_list_has(&t->groups, actions[i]->resource_name)) results[i] = CAIRN_AUTHZ_DENIED;
+            continue;
+        case CAIRN_RESOURCE_TRANSACTIONAL_ID:
+            if (deny_list_has(&t->transactional_ids, actions[i]->resource_name)) results[i] = CAIRN_AUTHZ_DENIED;
+            continue;
+        case CAIRN_RESOURCE_CLUSTER:
+            if (t->deny_cluster) results[i] = CAIRN_AUTHZ_DENIED;
+            continue;
+        case CAIRN_RESOURCE_TOPIC:
+            break;
+        default:
+            continue;
+        }
+        if (deny_list_has(&t->topics, actions[i]->resource_name)) results[i] = CAIRN_AUTHZ_DENIED;
         t->host->metric_add(t->decisions, 1);
         if (results[i] == CAIRN_AUTHZ_DENIED) t->host->metric_add(t->denials, 1);
     }
