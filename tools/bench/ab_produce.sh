@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Compares the produce CPU per record of two or more cairnd binaries on a
-# shared, noisy machine: runs alternate between the binaries (the order
-# rotates every round), each on a fresh data directory, and the medians are
-# printed per binary.
+# Compares the produce CPU per record and throughput of two or more cairnd
+# binaries (or librdkafka's mock cluster, named `mock`) on a shared, noisy
+# machine: runs alternate between them (the order rotates every round), each
+# cairnd on a fresh data directory, and the medians are printed per binary.
 #
 # usage: tools/bench/ab_produce.sh [--rounds R] [--records N] [--bench PATH]
-#            [--perf-stat] [--out DIR] [--override key=value]... CAIRND...
+#            [--perf-stat] [--out DIR] [--override key=value]... CAIRND|mock...
 #
 # Each run: cairnd on a free loopback port, `cairn-bench produce` of N
 # records of 1 KiB to one partition, acks=1, linger.ms=5, --broker-pid.
@@ -73,21 +73,35 @@ free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
+start_mock() { # tag; sets broker_pid and port
+    "$bench" mock-cluster --brokers 1 --topic ab --partitions 1 >"$out/$1.addr" 2>"$out/$1.log" &
+    broker_pid=$!
+    for _ in $(seq 1 200); do
+        [ -s "$out/$1.addr" ] && break
+        sleep 0.05
+    done
+    port="$(head -n1 "$out/$1.addr" | sed 's/.*://')"
+}
+
 run_one() { # binary-index round
     local idx="$1" round="$2" bin="${binaries[$1]}" port tag
     tag="b$idx-r$round"
-    port="$(free_port)"
-    data_dir="$(mktemp -d /tmp/cairn-ab-data.XXXXXX)"
-    "$bin" --override "listeners=PLAINTEXT://127.0.0.1:$port" \
-        --override "advertised.listeners=PLAINTEXT://127.0.0.1:$port" \
-        --override "log.dirs=$data_dir/data" --override "num.partitions=1" \
-        --override "offsets.topic.replication.factor=1" "${overrides[@]}" \
-        >"$out/$tag.log" 2>&1 &
-    broker_pid=$!
-    for _ in $(seq 1 200); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-        sleep 0.05
-    done
+    if [ "$bin" = mock ]; then
+        start_mock "$tag"
+    else
+        port="$(free_port)"
+        data_dir="$(mktemp -d /tmp/cairn-ab-data.XXXXXX)"
+        "$bin" --override "listeners=PLAINTEXT://127.0.0.1:$port" \
+            --override "advertised.listeners=PLAINTEXT://127.0.0.1:$port" \
+            --override "log.dirs=$data_dir/data" --override "num.partitions=1" \
+            --override "offsets.topic.replication.factor=1" "${overrides[@]}" \
+            >"$out/$tag.log" 2>&1 &
+        broker_pid=$!
+        for _ in $(seq 1 200); do
+            (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+            sleep 0.05
+        done
+    fi
     if [ "$perf_stat" = 1 ]; then
         perf stat -e task-clock,cycles,cycles:u,cycles:k,instructions -p "$broker_pid" \
             -o "$out/$tag.perfstat" &
@@ -119,12 +133,13 @@ import glob, json, os, statistics, sys
 out, n, bins = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 meds = []
 for i in range(n):
-    cpu, rate = [], []
+    cpu, rate, p99 = [], [], []
     for f in sorted(glob.glob(os.path.join(out, f"b{i}-r*.json"))):
         try:
             r = json.load(open(f))
             cpu.append(r["broker_cpu"]["us_per_record"])
             rate.append(r["msgs_per_sec"])
+            p99.append(r["latency_ms"]["p99"])
         except (ValueError, KeyError):
             pass
     if not cpu:
@@ -132,11 +147,13 @@ for i in range(n):
         meds.append(None)
         continue
     m = statistics.median(cpu)
-    meds.append(m)
+    meds.append((m, statistics.median(rate)))
     print(f"{bins[i]}: runs {len(cpu)}  broker us/record median {m:.3f} "
-          f"(min {min(cpu):.3f} max {max(cpu):.3f})  msgs/s median {statistics.median(rate):.0f}")
+          f"(min {min(cpu):.3f} max {max(cpu):.3f})  msgs/s median {statistics.median(rate):.0f} "
+          f"(min {min(rate):.0f} max {max(rate):.0f})  latency p99 ms median {statistics.median(p99):.1f}")
 if n > 1 and meds[0]:
     for i in range(1, n):
         if meds[i]:
-            print(f"ratio binary {i} / binary 0 (broker us/record): {meds[i] / meds[0]:.2f}")
+            print(f"ratio binary {i} / binary 0: broker us/record {meds[i][0] / meds[0][0]:.2f}, "
+                  f"msgs/s {meds[i][1] / meds[0][1]:.2f}")
 EOF
