@@ -194,6 +194,7 @@ struct fixture {
     struct group_log *gl;
     const struct group_store_ops *ops;
 };
+_Static_assert(offsetof(struct fixture, stores) == 0, "unit_fixture_setup needs the stores first");
 
 static void open_all(struct fixture *f, int32_t num_partitions, int32_t node_id)
 {
@@ -222,22 +223,13 @@ static void close_all(struct fixture *f)
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof *f);
-    if (!f || unit_fixture_init(&f->stores, "cairn-group-log") != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
+    return unit_fixture_setup(state, sizeof(struct fixture), "cairn-group-log");
 }
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    close_all(f);
-    int rc = unit_fixture_destroy(&f->stores);
-    free(f);
-    return rc;
+    close_all(*state);
+    return unit_fixture_teardown(*state);
 }
 
 static struct partition_log *partition_of(struct fixture *f, const char *group)

@@ -42,6 +42,7 @@ struct fixture {
     struct group_log *gl;
     struct group_coordinator *gc;
 };
+_Static_assert(offsetof(struct fixture, stores) == 0, "unit_fixture_setup needs the stores first");
 
 /* Opens the store and a coordinator that replays it, as the broker does. */
 static void open_all(struct fixture *f)
@@ -92,13 +93,9 @@ static void reopen(struct fixture *f)
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof *f);
-    if (!f || unit_fixture_init(&f->stores, "cairn-txn-offsets") != 0) {
-        free(f);
+    if (unit_fixture_setup(state, sizeof(struct fixture), "cairn-txn-offsets") != 0)
         return -1;
-    }
-    open_all(f);
-    *state = f;
+    open_all(*state);
     return 0;
 }
 
@@ -107,9 +104,7 @@ static int teardown(void **state)
     struct fixture *f = *state;
     if (f->gc)
         close_all(f);
-    int rc = unit_fixture_destroy(&f->stores);
-    free(f);
-    return rc;
+    return unit_fixture_teardown(*state);
 }
 
 /* ---- helpers ---- */

@@ -35,6 +35,7 @@ struct fixture {
     struct unit_fixture stores;
     struct internal_topic *topic;
 };
+_Static_assert(offsetof(struct fixture, stores) == 0, "unit_fixture_setup needs the stores first");
 
 static int open_topic(struct fixture *f, int32_t num_partitions, int32_t node_id, char *err, size_t errlen)
 {
@@ -69,22 +70,13 @@ static void close_all(struct fixture *f)
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof *f);
-    if (!f || unit_fixture_init(&f->stores, "cairn-internal-topic") != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
+    return unit_fixture_setup(state, sizeof(struct fixture), "cairn-internal-topic");
 }
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    close_all(f);
-    int rc = unit_fixture_destroy(&f->stores);
-    free(f);
-    return rc;
+    close_all(*state);
+    return unit_fixture_teardown(*state);
 }
 
 /* Appends one uncompressed batch with `count` records valued "<value>#i";

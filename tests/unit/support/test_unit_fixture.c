@@ -142,6 +142,33 @@ static void test_logs_in_another_dir(void **state)
     assert_int_equal(unit_fixture_destroy(&f), 0);
 }
 
+/* What a test's own fixture looks like: the shared part first. */
+struct outer_fixture {
+    struct unit_fixture stores;
+    int extra;
+};
+
+static void test_setup_and_teardown_for_cmocka(void **state)
+{
+    (void)state;
+    void *fixture = NULL;
+    assert_int_equal(unit_fixture_setup(&fixture, sizeof(struct outer_fixture), "cairn-unit-fixture"), 0);
+    struct outer_fixture *outer = fixture;
+    assert_non_null(outer);
+    assert_int_equal(outer->extra, 0);
+    char dir[sizeof outer->stores.dir];
+    snprintf(dir, sizeof dir, "%s", outer->stores.dir);
+    assert_true(path_exists(dir));
+    unit_fixture_open(&outer->stores);
+    assert_true(unit_fixture_is_open(&outer->stores));
+    assert_int_equal(unit_fixture_teardown(outer), 0);
+    assert_false(path_exists(dir));
+    /* A size too small to hold the shared part is refused. */
+    fixture = NULL;
+    assert_int_equal(unit_fixture_setup(&fixture, sizeof(struct unit_fixture) - 1, "cairn-unit-fixture"), -1);
+    assert_null(fixture);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -149,6 +176,7 @@ int main(void)
         cmocka_unit_test(test_store_checks_topic_configs),
         cmocka_unit_test(test_reopen_keeps_topics_and_logs),
         cmocka_unit_test(test_logs_in_another_dir),
+        cmocka_unit_test(test_setup_and_teardown_for_cmocka),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,3 +101,23 @@ int unit_fixture_destroy(struct unit_fixture *f)
     f->dir[0] = '\0';
     return rc == 0 ? 0 : -1;
 }
+
+int unit_fixture_setup(void **state, size_t size, const char *prefix)
+{
+    if (size < sizeof(struct unit_fixture))
+        return -1;
+    struct unit_fixture *f = calloc(1, size);
+    if (!f || unit_fixture_init(f, prefix) != 0) {
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+int unit_fixture_teardown(void *fixture)
+{
+    int rc = unit_fixture_destroy(fixture);
+    free(fixture);
+    return rc;
+}

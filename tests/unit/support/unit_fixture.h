@@ -8,6 +8,7 @@
 #define CAIRN_TESTS_UNIT_FIXTURE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "log/log_manager.h"
 #include "metadata/metadata_store.h"
@@ -47,5 +48,15 @@ bool unit_fixture_is_open(const struct unit_fixture *f);
 /* Closes and removes the dir with everything in it. 0, or -1 when some
  * entry could not be removed. */
 int unit_fixture_destroy(struct unit_fixture *f);
+
+/* For cmocka setups: allocates a zeroed test fixture of `size` bytes whose
+ * first member is a struct unit_fixture, initialises that member and stores
+ * the fixture in *state. 0, or -1 (nothing left allocated). */
+int unit_fixture_setup(void **state, size_t size, const char *prefix);
+
+/* For cmocka teardowns, after the test closed its own layers: destroys the
+ * fixture's first member and frees the fixture. 0, or -1 as
+ * unit_fixture_destroy. */
+int unit_fixture_teardown(void *fixture);
 
 #endif

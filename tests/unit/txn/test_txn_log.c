@@ -44,6 +44,7 @@ struct fixture {
     int64_t now;
     int64_t next_id;
 };
+_Static_assert(offsetof(struct fixture, stores) == 0, "unit_fixture_setup needs the stores first");
 
 static int16_t record_markers(void *ctx, int64_t producer_id, int16_t producer_epoch, int32_t coordinator_epoch,
                               bool commit, struct txn_marker_partition *parts, size_t count)
@@ -107,24 +108,18 @@ static void close_all(struct fixture *f)
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof *f);
-    if (!f || unit_fixture_init(&f->stores, "cairn-txn-log") != 0) {
-        free(f);
+    if (unit_fixture_setup(state, sizeof(struct fixture), "cairn-txn-log") != 0)
         return -1;
-    }
+    struct fixture *f = *state;
     f->now = 5000000;
     f->next_id = 1000;
-    *state = f;
     return 0;
 }
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    close_all(f);
-    int rc = unit_fixture_destroy(&f->stores);
-    free(f);
-    return rc;
+    close_all(*state);
+    return unit_fixture_teardown(*state);
 }
 
 struct seen {
