@@ -357,6 +357,60 @@ static bool *named_twice_flags(struct request_context *ctx, struct resource_key 
     return twice;
 }
 
+/* One resource of either request in a common form: the per-API difference,
+ * the operation of each change, is settled when the request is read. The
+ * result goes straight into the API's response entry. Lives in the request
+ * arena; only the handler thread serving the request touches it. */
+struct alter_resource {
+    int8_t type;
+    struct kafka_str name;
+    struct alter_config_change *changes;
+    int32_t change_count;
+    int16_t *error_code_out;
+    struct kafka_str *error_message_out;
+};
+
+/* Sets up r and returns its change array (room for config_count entries)
+ * for the caller to fill; NULL when out of memory. */
+static struct alter_config_change *alter_resource_init(struct request_context *ctx, struct alter_resource *r,
+                                                       int8_t type, struct kafka_str name, int32_t config_count,
+                                                       int16_t *error_code_out, struct kafka_str *error_message_out)
+{
+    r->type = type;
+    r->name = name;
+    r->change_count = config_count > 0 ? config_count : 0;
+    r->changes = kafka_arena_alloc(&ctx->arena, (size_t)(r->change_count + 1) * sizeof *r->changes);
+    r->error_code_out = error_code_out;
+    r->error_message_out = error_message_out;
+    return r->changes;
+}
+
+/* The part both APIs share: refuse resources named twice, then authorize,
+ * apply and audit each of the others, writing every result. replace_all
+ * selects AlterConfigs' semantics (see plan_topic_changes). Returns false
+ * when out of memory. */
+static bool alter_resources(struct request_context *ctx, const char *operation, bool replace_all, bool validate_only,
+                            const struct alter_resource *resources, int32_t count)
+{
+    struct resource_key *keys = kafka_arena_alloc(&ctx->arena, (size_t)(count + 1) * sizeof *keys);
+    if (!keys) return false;
+    for (int32_t i = 0; i < count; i++) keys[i] = (struct resource_key){resources[i].type, resources[i].name, i};
+    bool *twice = named_twice_flags(ctx, keys, count);
+    if (!twice) return false;
+    for (int32_t i = 0; i < count; i++) {
+        const struct alter_resource *r = &resources[i];
+        struct alter_result res = {0};
+        if (twice[i])
+            fail(&res, KAFKA_ERR_INVALID_REQUEST, "%s", "resource named more than once in the request");
+        else
+            alter_resource(ctx, operation, r->type, r->name, r->changes, r->change_count, replace_all, validate_only,
+                           &res);
+        *r->error_code_out = res.error_code;
+        *r->error_message_out = result_message(ctx, &res);
+    }
+    return true;
+}
+
 enum handler_result handle_alter_configs(struct request_context *ctx, void *request, void *response)
 {
     struct alter_configs_request *req = request;
@@ -365,35 +419,24 @@ enum handler_result handle_alter_configs(struct request_context *ctx, void *requ
                       alter_configs_response_alter_configs_resource_response_init);
     if (!resp->responses) return HANDLER_CLOSE;
     resp->responses_count = req->resources_count > 0 ? req->resources_count : 0;
-    struct resource_key *keys = kafka_arena_alloc(&ctx->arena, (size_t)(resp->responses_count + 1) * sizeof *keys);
-    if (!keys) return HANDLER_CLOSE;
-    for (int32_t i = 0; i < resp->responses_count; i++)
-        keys[i] = (struct resource_key){req->resources[i].resource_type, req->resources[i].resource_name, i};
-    bool *twice = named_twice_flags(ctx, keys, resp->responses_count);
-    if (!twice) return HANDLER_CLOSE;
+    struct alter_resource *resources =
+        kafka_arena_alloc(&ctx->arena, (size_t)(resp->responses_count + 1) * sizeof *resources);
+    if (!resources) return HANDLER_CLOSE;
     for (int32_t i = 0; i < resp->responses_count; i++) {
         const struct alter_configs_request_alter_configs_resource *in = &req->resources[i];
         struct alter_configs_response_alter_configs_resource_response *out = &resp->responses[i];
         out->resource_type = in->resource_type;
         out->resource_name = in->resource_name;
-        struct alter_result res = {0};
-        if (twice[i]) {
-            fail(&res, KAFKA_ERR_INVALID_REQUEST, "%s", "resource named more than once in the request");
-        } else {
-            int32_t n = in->configs_count > 0 ? in->configs_count : 0;
-            struct alter_config_change *changes = kafka_arena_alloc(&ctx->arena, (size_t)(n + 1) * sizeof *changes);
-            if (!changes) return HANDLER_CLOSE;
-            for (int32_t k = 0; k < n; k++) {
-                changes[k].name = in->configs[k].name;
-                changes[k].value = in->configs[k].value;
-                changes[k].op = ALTER_CONFIG_SET;
-            }
-            alter_resource(ctx, "AlterConfigs", in->resource_type, in->resource_name, changes, n, true,
-                           req->validate_only, &res);
-        }
-        out->error_code = res.error_code;
-        out->error_message = result_message(ctx, &res);
+        struct alter_config_change *changes = alter_resource_init(
+            ctx, &resources[i], in->resource_type, in->resource_name, in->configs_count, &out->error_code,
+            &out->error_message);
+        if (!changes) return HANDLER_CLOSE;
+        /* AlterConfigs sets every key it names (a null value unsets it). */
+        for (int32_t k = 0; k < resources[i].change_count; k++)
+            changes[k] = (struct alter_config_change){in->configs[k].name, in->configs[k].value, ALTER_CONFIG_SET};
     }
+    if (!alter_resources(ctx, "AlterConfigs", true, req->validate_only, resources, resp->responses_count))
+        return HANDLER_CLOSE;
     return HANDLER_RESPOND;
 }
 
@@ -405,34 +448,24 @@ enum handler_result handle_incremental_alter_configs(struct request_context *ctx
                       incremental_alter_configs_response_alter_configs_resource_response_init);
     if (!resp->responses) return HANDLER_CLOSE;
     resp->responses_count = req->resources_count > 0 ? req->resources_count : 0;
-    struct resource_key *keys = kafka_arena_alloc(&ctx->arena, (size_t)(resp->responses_count + 1) * sizeof *keys);
-    if (!keys) return HANDLER_CLOSE;
-    for (int32_t i = 0; i < resp->responses_count; i++)
-        keys[i] = (struct resource_key){req->resources[i].resource_type, req->resources[i].resource_name, i};
-    bool *twice = named_twice_flags(ctx, keys, resp->responses_count);
-    if (!twice) return HANDLER_CLOSE;
+    struct alter_resource *resources =
+        kafka_arena_alloc(&ctx->arena, (size_t)(resp->responses_count + 1) * sizeof *resources);
+    if (!resources) return HANDLER_CLOSE;
     for (int32_t i = 0; i < resp->responses_count; i++) {
         const struct incremental_alter_configs_request_alter_configs_resource *in = &req->resources[i];
         struct incremental_alter_configs_response_alter_configs_resource_response *out = &resp->responses[i];
         out->resource_type = in->resource_type;
         out->resource_name = in->resource_name;
-        struct alter_result res = {0};
-        if (twice[i]) {
-            fail(&res, KAFKA_ERR_INVALID_REQUEST, "%s", "resource named more than once in the request");
-        } else {
-            int32_t n = in->configs_count > 0 ? in->configs_count : 0;
-            struct alter_config_change *changes = kafka_arena_alloc(&ctx->arena, (size_t)(n + 1) * sizeof *changes);
-            if (!changes) return HANDLER_CLOSE;
-            for (int32_t k = 0; k < n; k++) {
-                changes[k].name = in->configs[k].name;
-                changes[k].value = in->configs[k].value;
-                changes[k].op = in->configs[k].config_operation;
-            }
-            alter_resource(ctx, "IncrementalAlterConfigs", in->resource_type, in->resource_name, changes, n, false,
-                           req->validate_only, &res);
-        }
-        out->error_code = res.error_code;
-        out->error_message = result_message(ctx, &res);
+        struct alter_config_change *changes = alter_resource_init(
+            ctx, &resources[i], in->resource_type, in->resource_name, in->configs_count, &out->error_code,
+            &out->error_message);
+        if (!changes) return HANDLER_CLOSE;
+        for (int32_t k = 0; k < resources[i].change_count; k++)
+            changes[k] = (struct alter_config_change){in->configs[k].name, in->configs[k].value,
+                                                      in->configs[k].config_operation};
     }
+    if (!alter_resources(ctx, "IncrementalAlterConfigs", false, req->validate_only, resources,
+                         resp->responses_count))
+        return HANDLER_CLOSE;
     return HANDLER_RESPOND;
 }

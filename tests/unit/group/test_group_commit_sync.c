@@ -17,7 +17,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "config/topic_config.h"
 #include "group/coordinator_partition.h"
 #include "group/group_coordinator.h"
 #include "group/group_log.h"
@@ -25,6 +24,7 @@
 #include "log/partition_log.h"
 #include "metadata/metadata_store.h"
 #include "protocol/generated/errors.h"
+#include "support/unit_fixture.h"
 
 static int64_t fake_now = 1000000;
 static int64_t fake_clock(void *ctx)
@@ -229,51 +229,23 @@ static void test_failed_sync_fails_written_entries(void **state)
 
 /* ---- over the real group log ---- */
 
-static int validate_topic_config(void *ctx, const char *key, const char *value, char *err, size_t errlen)
-{
-    (void)ctx;
-    return topic_config_validate(key, value, err, errlen);
-}
-
 #define PARTITIONS 3
 
 /* Owned by the test thread, except gc, which the committers share. */
 struct log_fixture {
-    char dir[64];
-    struct metadata_endpoint endpoint;
-    struct metadata_store *metadata;
-    struct log_manager *logs;
+    struct unit_fixture stores;
     struct group_log *gl;
     struct group_coordinator *gc;
 };
 
 static void log_fixture_open(struct log_fixture *f)
 {
-    snprintf(f->dir, sizeof f->dir, "/tmp/cairn-commit-sync-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    f->endpoint = (struct metadata_endpoint){"PLAINTEXT", "localhost", 9092, 0};
+    assert_int_equal(unit_fixture_init(&f->stores, "cairn-commit-sync"), 0);
+    unit_fixture_open(&f->stores);
     char err[256] = "";
-    struct metadata_store_options mopts = {
-        .dir = f->dir,
-        .node_id = 1,
-        .cluster_id = "q1Sh-9_ISia_zwGINzRvyQ",
-        .endpoints = &f->endpoint,
-        .endpoint_count = 1,
-        .default_num_partitions = 1,
-        .default_replication_factor = 1,
-        .validate_topic_config = validate_topic_config,
-    };
-    if (metadata_store_open(&mopts, &f->metadata, err, sizeof err) != 0) fail_msg("metadata store: %s", err);
-    struct log_config defaults;
-    log_config_defaults(&defaults);
-    struct log_manager_config mcfg;
-    log_manager_config_defaults(&mcfg);
-    mcfg.background_thread = false;
-    const char *dirs[] = {f->dir};
-    if (log_manager_open(dirs, 1, &defaults, &mcfg, &f->logs, err, sizeof err) != 0)
-        fail_msg("log manager: %s", err);
-    struct group_log_options gopts = {.logs = f->logs, .metadata = f->metadata, .num_partitions = PARTITIONS,
-                                      .replication_factor = 1, .segment_bytes = 1 << 20, .node_id = 1};
+    struct group_log_options gopts = {.logs = f->stores.logs, .metadata = f->stores.metadata,
+                                      .num_partitions = PARTITIONS, .replication_factor = 1,
+                                      .segment_bytes = 1 << 20, .node_id = 1};
     if (group_log_open(&gopts, &f->gl, err, sizeof err) != 0) fail_msg("group log: %s", err);
     struct group_coordinator_options o;
     group_coordinator_options_defaults(&o);
@@ -290,17 +262,13 @@ static void log_fixture_close(struct log_fixture *f)
 {
     group_coordinator_destroy(f->gc);
     group_log_close(f->gl);
-    log_manager_close(f->logs, false);
-    metadata_store_close(f->metadata);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(unit_fixture_destroy(&f->stores), 0);
 }
 
 static struct partition_log *group_partition(struct log_fixture *f, const char *group)
 {
     int32_t p = coordinator_partition_for(group, strlen(group), PARTITIONS);
-    struct partition_log *log = log_manager_get(f->logs, GROUP_LOG_TOPIC, p);
+    struct partition_log *log = log_manager_get(f->stores.logs, GROUP_LOG_TOPIC, p);
     assert_non_null(log);
     return log;
 }

@@ -14,7 +14,6 @@
 
 #include <cmocka.h>
 
-#include "config/topic_config.h"
 #include "group/coordinator_partition.h"
 #include "group/group_log.h"
 #include "group/group_log_codec.h"
@@ -23,6 +22,7 @@
 #include "metadata/metadata_store.h"
 #include "protocol/generated/errors.h"
 #include "protocol/record_batch.h"
+#include "support/unit_fixture.h"
 
 #define PARTITIONS 5
 
@@ -188,48 +188,21 @@ static const struct group_load_visitor visitor = {.offset = visit_offset, .group
 
 /* ---- fixture: metadata store + log manager + group log in a temp dir ---- */
 
-/* The broker's own topic config check, so the topic's configs must pass it. */
-static int validate_topic_config(void *ctx, const char *key, const char *value, char *err, size_t errlen)
-{
-    (void)ctx;
-    return topic_config_validate(key, value, err, errlen);
-}
-
+/* Only the test's thread touches it. */
 struct fixture {
-    char dir[64];
-    struct metadata_endpoint endpoint;
-    struct metadata_store *metadata;
-    struct log_manager *logs;
+    struct unit_fixture stores;
     struct group_log *gl;
     const struct group_store_ops *ops;
 };
+_Static_assert(offsetof(struct fixture, stores) == 0, "unit_fixture_setup needs the stores first");
 
 static void open_all(struct fixture *f, int32_t num_partitions, int32_t node_id)
 {
     char err[256] = "";
-    struct metadata_store_options mopts = {
-        .dir = f->dir,
-        .node_id = 1,
-        .cluster_id = "q1Sh-9_ISia_zwGINzRvyQ",
-        .endpoints = &f->endpoint,
-        .endpoint_count = 1,
-        .default_num_partitions = 1,
-        .default_replication_factor = 1,
-        .validate_topic_config = validate_topic_config,
-    };
-    if (metadata_store_open(&mopts, &f->metadata, err, sizeof err) != 0)
-        fail_msg("metadata store: %s", err);
-    struct log_config defaults;
-    log_config_defaults(&defaults);
-    struct log_manager_config mcfg;
-    log_manager_config_defaults(&mcfg);
-    mcfg.background_thread = false;
-    const char *dirs[] = {f->dir};
-    if (log_manager_open(dirs, 1, &defaults, &mcfg, &f->logs, err, sizeof err) != 0)
-        fail_msg("log manager: %s", err);
+    unit_fixture_open(&f->stores);
     struct group_log_options opts = {
-        .logs = f->logs,
-        .metadata = f->metadata,
+        .logs = f->stores.logs,
+        .metadata = f->stores.metadata,
         .num_partitions = num_partitions,
         .replication_factor = 3,
         .segment_bytes = 1 << 20,
@@ -245,39 +218,24 @@ static void close_all(struct fixture *f)
 {
     group_log_close(f->gl);
     f->gl = NULL;
-    log_manager_close(f->logs, false);
-    f->logs = NULL;
-    metadata_store_close(f->metadata);
-    f->metadata = NULL;
+    unit_fixture_close(&f->stores);
 }
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/cairn-group-log-XXXXXX");
-    if (!mkdtemp(f->dir))
-        return -1;
-    f->endpoint = (struct metadata_endpoint){"PLAINTEXT", "localhost", 9092, 0};
-    *state = f;
-    return 0;
+    return unit_fixture_setup(state, sizeof(struct fixture), "cairn-group-log");
 }
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    if (f->gl || f->logs || f->metadata)
-        close_all(f);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-    int rc = system(cmd);
-    free(f);
-    return rc == 0 ? 0 : -1;
+    close_all(*state);
+    return unit_fixture_teardown(*state);
 }
 
 static struct partition_log *partition_of(struct fixture *f, const char *group)
 {
     int32_t p = coordinator_partition_for(group, strlen(group), group_log_partition_count(f->gl));
-    struct partition_log *log = log_manager_get(f->logs, GROUP_LOG_TOPIC, p);
+    struct partition_log *log = log_manager_get(f->stores.logs, GROUP_LOG_TOPIC, p);
     assert_non_null(log);
     return log;
 }
@@ -289,7 +247,7 @@ static void test_open_creates_compacted_topic(void **state)
     struct fixture *f = *state;
     open_all(f, PARTITIONS, 1);
     assert_int_equal(group_log_partition_count(f->gl), PARTITIONS);
-    const struct metadata_image *img = metadata_image_acquire(f->metadata);
+    const struct metadata_image *img = metadata_image_acquire(f->stores.metadata);
     const struct metadata_topic *t = metadata_image_topic_by_name(img, GROUP_LOG_TOPIC, strlen(GROUP_LOG_TOPIC));
     assert_non_null(t);
     assert_true(t->is_internal);
@@ -302,7 +260,7 @@ static void test_open_creates_compacted_topic(void **state)
     assert_string_equal(metadata_topic_config(t, "retention.ms"), "-1");
     metadata_image_release(img);
     for (int32_t p = 0; p < PARTITIONS; p++) {
-        struct partition_log *log = log_manager_get(f->logs, GROUP_LOG_TOPIC, p);
+        struct partition_log *log = log_manager_get(f->stores.logs, GROUP_LOG_TOPIC, p);
         assert_non_null(log);
         partition_log_close(log);
     }
@@ -430,7 +388,7 @@ static void test_round_trip_through_reopen(void **state)
 /* Reads every record of a partition, checking each key's placement. */
 static int count_records_checking_placement(struct fixture *f, int32_t partition)
 {
-    struct partition_log *log = log_manager_get(f->logs, GROUP_LOG_TOPIC, partition);
+    struct partition_log *log = log_manager_get(f->stores.logs, GROUP_LOG_TOPIC, partition);
     assert_non_null(log);
     struct log_read_result rr;
     assert_int_equal(partition_log_read(log, 0, 1 << 20, INT64_MAX, &rr), KAFKA_ERR_NONE);
@@ -691,7 +649,7 @@ static void test_not_coordinator_without_replica(void **state)
 {
     struct fixture *f = *state;
     open_all(f, PARTITIONS, 2); /* replicas are on node 1 only */
-    assert_int_equal(log_manager_partition_count(f->logs), 0);
+    assert_int_equal(log_manager_partition_count(f->stores.logs), 0);
     struct group_offset_record r = {.topic = "t", .partition = 0, .leader_epoch = -1, .expire_timestamp = -1};
     assert_int_equal(f->ops->store_offsets(f->gl, "g", &r, 1), KAFKA_ERR_NOT_COORDINATOR);
     struct group_snapshot_record g = {.group_id = "g", .protocol_type = ""};

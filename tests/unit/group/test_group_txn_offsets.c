@@ -15,7 +15,6 @@
 
 #include <cmocka.h>
 
-#include "config/topic_config.h"
 #include "group/coordinator_partition.h"
 #include "group/group_coordinator.h"
 #include "group/group_log.h"
@@ -24,6 +23,7 @@
 #include "metadata/metadata_store.h"
 #include "protocol/generated/errors.h"
 #include "protocol/record_batch.h"
+#include "support/unit_fixture.h"
 
 #define PARTITIONS 3
 #define PID 4000
@@ -36,48 +36,22 @@ static int64_t fake_clock(void *ctx)
     return fake_now;
 }
 
-static int validate_topic_config(void *ctx, const char *key, const char *value, char *err, size_t errlen)
-{
-    (void)ctx;
-    return topic_config_validate(key, value, err, errlen);
-}
-
+/* Only the test's thread touches it. */
 struct fixture {
-    char dir[64];
-    struct metadata_endpoint endpoint;
-    struct metadata_store *metadata;
-    struct log_manager *logs;
+    struct unit_fixture stores;
     struct group_log *gl;
     struct group_coordinator *gc;
 };
+_Static_assert(offsetof(struct fixture, stores) == 0, "unit_fixture_setup needs the stores first");
 
 /* Opens the store and a coordinator that replays it, as the broker does. */
 static void open_all(struct fixture *f)
 {
     char err[256] = "";
-    struct metadata_store_options mopts = {
-        .dir = f->dir,
-        .node_id = 1,
-        .cluster_id = "q1Sh-9_ISia_zwGINzRvyQ",
-        .endpoints = &f->endpoint,
-        .endpoint_count = 1,
-        .default_num_partitions = 1,
-        .default_replication_factor = 1,
-        .validate_topic_config = validate_topic_config,
-    };
-    if (metadata_store_open(&mopts, &f->metadata, err, sizeof err) != 0)
-        fail_msg("metadata store: %s", err);
-    struct log_config defaults;
-    log_config_defaults(&defaults);
-    struct log_manager_config mcfg;
-    log_manager_config_defaults(&mcfg);
-    mcfg.background_thread = false;
-    const char *dirs[] = {f->dir};
-    if (log_manager_open(dirs, 1, &defaults, &mcfg, &f->logs, err, sizeof err) != 0)
-        fail_msg("log manager: %s", err);
+    unit_fixture_open(&f->stores);
     struct group_log_options gopts = {
-        .logs = f->logs,
-        .metadata = f->metadata,
+        .logs = f->stores.logs,
+        .metadata = f->stores.metadata,
         .num_partitions = PARTITIONS,
         .replication_factor = 1,
         .segment_bytes = 1 << 20,
@@ -108,10 +82,7 @@ static void close_all(struct fixture *f)
     f->gc = NULL;
     group_log_close(f->gl);
     f->gl = NULL;
-    log_manager_close(f->logs, false);
-    f->logs = NULL;
-    metadata_store_close(f->metadata);
-    f->metadata = NULL;
+    unit_fixture_close(&f->stores);
 }
 
 static void reopen(struct fixture *f)
@@ -122,13 +93,9 @@ static void reopen(struct fixture *f)
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/cairn-txn-offsets-XXXXXX");
-    if (!f || !mkdtemp(f->dir))
+    if (unit_fixture_setup(state, sizeof(struct fixture), "cairn-txn-offsets") != 0)
         return -1;
-    f->endpoint = (struct metadata_endpoint){"PLAINTEXT", "localhost", 9092, 0};
-    open_all(f);
-    *state = f;
+    open_all(*state);
     return 0;
 }
 
@@ -137,11 +104,7 @@ static int teardown(void **state)
     struct fixture *f = *state;
     if (f->gc)
         close_all(f);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-    int rc = system(cmd);
-    free(f);
-    return rc == 0 ? 0 : -1;
+    return unit_fixture_teardown(*state);
 }
 
 /* ---- helpers ---- */
@@ -202,7 +165,7 @@ static int64_t fetch_plain(struct fixture *f, const char *group, const char *top
  * partition through the partition log's marker path (coordinator epoch 7). */
 static void write_marker(struct fixture *f, const char *group, int64_t pid, int16_t epoch, bool commit)
 {
-    struct partition_log *log = log_manager_get(f->logs, GROUP_LOG_TOPIC, partition_for(group));
+    struct partition_log *log = log_manager_get(f->stores.logs, GROUP_LOG_TOPIC, partition_for(group));
     assert_non_null(log);
     int64_t offset = -1;
     assert_int_equal(partition_log_append_txn_marker(log, pid, epoch, 7, commit, 0, &offset), KAFKA_ERR_NONE);
@@ -523,39 +486,17 @@ static void test_loading_and_not_coordinator(void **state)
     close_all(f);
     /* Reopen as another node: the partitions stay replicated on node 1. */
     char err[256] = "";
-    struct metadata_store_options mopts = {
-        .dir = f->dir,
-        .node_id = 1,
-        .cluster_id = "q1Sh-9_ISia_zwGINzRvyQ",
-        .endpoints = &f->endpoint,
-        .endpoint_count = 1,
-        .default_num_partitions = 1,
-        .default_replication_factor = 1,
-        .validate_topic_config = validate_topic_config,
-    };
-    if (metadata_store_open(&mopts, &f->metadata, err, sizeof err) != 0)
-        fail_msg("metadata store: %s", err);
-    struct log_config defaults;
-    log_config_defaults(&defaults);
-    struct log_manager_config mcfg;
-    log_manager_config_defaults(&mcfg);
-    mcfg.background_thread = false;
-    char other[96];
-    snprintf(other, sizeof other, "%s/other", f->dir);
-    const char *dirs[] = {other};
-    if (log_manager_open(dirs, 1, &defaults, &mcfg, &f->logs, err, sizeof err) != 0)
-        fail_msg("log manager: %s", err);
+    char other[160];
+    snprintf(other, sizeof other, "%s/other", f->stores.dir);
+    unit_fixture_open_logs_in(&f->stores, other);
     struct group_log_options gopts = {
-        .logs = f->logs, .metadata = f->metadata, .num_partitions = PARTITIONS, .node_id = 2};
+        .logs = f->stores.logs, .metadata = f->stores.metadata, .num_partitions = PARTITIONS, .node_id = 2};
     if (group_log_open(&gopts, &f->gl, err, sizeof err) != 0)
         fail_msg("group log: %s", err);
     assert_int_equal(ops->store_txn_offsets(f->gl, "g11", PID, EPOCH, &r, 1), KAFKA_ERR_NOT_COORDINATOR);
     group_log_close(f->gl);
     f->gl = NULL;
-    log_manager_close(f->logs, false);
-    f->logs = NULL;
-    metadata_store_close(f->metadata);
-    f->metadata = NULL;
+    unit_fixture_close(&f->stores);
 }
 
 int main(void)

@@ -16,7 +16,6 @@
 
 #include <cmocka.h>
 
-#include "config/topic_config.h"
 #include "group/coordinator_partition.h"
 #include "group/internal_topic.h"
 #include "log/log_manager.h"
@@ -24,6 +23,7 @@
 #include "metadata/metadata_store.h"
 #include "protocol/generated/errors.h"
 #include "protocol/record_batch.h"
+#include "support/unit_fixture.h"
 
 #define TOPIC "__test_state"
 #define PARTITIONS 4
@@ -32,44 +32,10 @@
 
 /* Only the test's thread touches it. */
 struct fixture {
-    char dir[64];
-    struct metadata_endpoint endpoint;
-    struct metadata_store *metadata;
-    struct log_manager *logs;
+    struct unit_fixture stores;
     struct internal_topic *topic;
 };
-
-/* The broker's own topic config check, so the topic's configs must pass it. */
-static int validate_topic_config(void *ctx, const char *key, const char *value, char *err, size_t errlen)
-{
-    (void)ctx;
-    return topic_config_validate(key, value, err, errlen);
-}
-
-static void open_stores(struct fixture *f)
-{
-    char err[256] = "";
-    struct metadata_store_options mopts = {
-        .dir = f->dir,
-        .node_id = 1,
-        .cluster_id = "q1Sh-9_ISia_zwGINzRvyQ",
-        .endpoints = &f->endpoint,
-        .endpoint_count = 1,
-        .default_num_partitions = 1,
-        .default_replication_factor = 1,
-        .validate_topic_config = validate_topic_config,
-    };
-    if (metadata_store_open(&mopts, &f->metadata, err, sizeof err) != 0)
-        fail_msg("metadata store: %s", err);
-    struct log_config defaults;
-    log_config_defaults(&defaults);
-    struct log_manager_config mcfg;
-    log_manager_config_defaults(&mcfg);
-    mcfg.background_thread = false;
-    const char *dirs[] = {f->dir};
-    if (log_manager_open(dirs, 1, &defaults, &mcfg, &f->logs, err, sizeof err) != 0)
-        fail_msg("log manager: %s", err);
-}
+_Static_assert(offsetof(struct fixture, stores) == 0, "unit_fixture_setup needs the stores first");
 
 static int open_topic(struct fixture *f, int32_t num_partitions, int32_t node_id, char *err, size_t errlen)
 {
@@ -77,8 +43,8 @@ static int open_topic(struct fixture *f, int32_t num_partitions, int32_t node_id
         .name = TOPIC,
         .component = "test",
         .config_prefix = "test.topic",
-        .logs = f->logs,
-        .metadata = f->metadata,
+        .logs = f->stores.logs,
+        .metadata = f->stores.metadata,
         .num_partitions = num_partitions,
         .replication_factor = 3,
         .segment_bytes = 1 << 20,
@@ -90,7 +56,7 @@ static int open_topic(struct fixture *f, int32_t num_partitions, int32_t node_id
 static void open_all(struct fixture *f, int32_t num_partitions, int32_t node_id)
 {
     char err[256] = "";
-    open_stores(f);
+    unit_fixture_open(&f->stores);
     if (open_topic(f, num_partitions, node_id, err, sizeof err) != 0)
         fail_msg("internal topic: %s", err);
 }
@@ -99,33 +65,18 @@ static void close_all(struct fixture *f)
 {
     internal_topic_close(f->topic);
     f->topic = NULL;
-    log_manager_close(f->logs, false);
-    f->logs = NULL;
-    metadata_store_close(f->metadata);
-    f->metadata = NULL;
+    unit_fixture_close(&f->stores);
 }
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/cairn-internal-topic-XXXXXX");
-    if (!mkdtemp(f->dir))
-        return -1;
-    f->endpoint = (struct metadata_endpoint){"PLAINTEXT", "localhost", 9092, 0};
-    *state = f;
-    return 0;
+    return unit_fixture_setup(state, sizeof(struct fixture), "cairn-internal-topic");
 }
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    if (f->topic || f->logs || f->metadata)
-        close_all(f);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-    int rc = system(cmd);
-    free(f);
-    return rc == 0 ? 0 : -1;
+    close_all(*state);
+    return unit_fixture_teardown(*state);
 }
 
 /* Appends one uncompressed batch with `count` records valued "<value>#i";
@@ -147,7 +98,7 @@ static int64_t append_values(struct fixture *f, int32_t partition, const char *v
         batch[RECORD_BATCH_OFFSET_ATTRIBUTES + 1] |= RECORD_BATCH_COMPRESSION_GZIP;
         record_batch_update_crc(batch, len);
     }
-    struct partition_log *log = log_manager_get(f->logs, TOPIC, partition);
+    struct partition_log *log = log_manager_get(f->stores.logs, TOPIC, partition);
     assert_non_null(log);
     int64_t pos = partition_log_size_bytes(log);
     struct log_append_result res;
@@ -219,7 +170,7 @@ static void test_open_creates_compacted_topic_with_capped_replication(void **sta
     struct fixture *f = *state;
     open_all(f, PARTITIONS, 1);
     assert_int_equal(internal_topic_partition_count(f->topic), PARTITIONS);
-    const struct metadata_image *img = metadata_image_acquire(f->metadata);
+    const struct metadata_image *img = metadata_image_acquire(f->stores.metadata);
     const struct metadata_topic *t = metadata_image_topic_by_name(img, TOPIC, strlen(TOPIC));
     assert_non_null(t);
     assert_int_equal(t->partition_count, PARTITIONS);
@@ -233,8 +184,8 @@ static void test_open_creates_compacted_topic_with_capped_replication(void **sta
     assert_string_equal(metadata_topic_config(t, "retention.ms"), "-1");
     metadata_image_release(img);
     /* Every partition's log was created, with the topic's settings. */
-    assert_int_equal(log_manager_partition_count(f->logs), PARTITIONS);
-    struct partition_log *log = log_manager_get(f->logs, TOPIC, PARTITIONS - 1);
+    assert_int_equal(log_manager_partition_count(f->stores.logs), PARTITIONS);
+    struct partition_log *log = log_manager_get(f->stores.logs, TOPIC, PARTITIONS - 1);
     assert_non_null(log);
     struct log_config cfg;
     partition_log_get_config(log, &cfg);
@@ -248,21 +199,21 @@ static void test_open_creates_compacted_topic_with_capped_replication(void **sta
     char err[256] = "";
     assert_int_equal(open_topic(f, PARTITIONS * 2, 1, err, sizeof err), 0);
     assert_int_equal(internal_topic_partition_count(f->topic), PARTITIONS);
-    assert_int_equal(log_manager_partition_count(f->logs), PARTITIONS);
+    assert_int_equal(log_manager_partition_count(f->stores.logs), PARTITIONS);
 }
 
 static void test_open_refuses_incomplete_options(void **state)
 {
     struct fixture *f = *state;
-    open_stores(f);
+    unit_fixture_open(&f->stores);
     char err[256] = "";
     struct internal_topic_options opts = {.name = TOPIC, .component = "test", .config_prefix = "test.topic",
-                                          .logs = f->logs};
+                                          .logs = f->stores.logs};
     struct internal_topic *t = (struct internal_topic *)&opts;
     assert_int_equal(internal_topic_open(&opts, &t, err, sizeof err), -1);
     assert_null(t);
     assert_true(strlen(err) > 0);
-    const struct metadata_image *img = metadata_image_acquire(f->metadata);
+    const struct metadata_image *img = metadata_image_acquire(f->stores.metadata);
     assert_null(metadata_image_topic_by_name(img, TOPIC, strlen(TOPIC)));
     metadata_image_release(img);
 }
@@ -276,7 +227,7 @@ static void test_log_for_key_follows_placement(void **state)
         struct partition_log *got = NULL;
         assert_int_equal(internal_topic_log_for_key(f->topic, keys[i], &got), KAFKA_ERR_NONE);
         int32_t p = coordinator_partition_for(keys[i], strlen(keys[i]), PARTITIONS);
-        struct partition_log *want = log_manager_get(f->logs, TOPIC, p);
+        struct partition_log *want = log_manager_get(f->stores.logs, TOPIC, p);
         assert_non_null(want);
         assert_ptr_equal(got, want);
         partition_log_close(want);
@@ -294,7 +245,7 @@ static void test_log_for_key_without_replica(void **state)
 {
     struct fixture *f = *state;
     open_all(f, PARTITIONS, 2); /* replicas are placed on node 1 only */
-    assert_int_equal(log_manager_partition_count(f->logs), 0);
+    assert_int_equal(log_manager_partition_count(f->stores.logs), 0);
     struct partition_log *got = (struct partition_log *)f;
     assert_int_equal(internal_topic_log_for_key(f->topic, "g", &got), KAFKA_ERR_NOT_COORDINATOR);
     assert_null(got);
@@ -309,18 +260,18 @@ static void test_log_for_key_without_replica(void **state)
 static void test_log_for_key_with_missing_log(void **state)
 {
     struct fixture *f = *state;
-    open_stores(f);
+    unit_fixture_open(&f->stores);
     const char *key = "victim";
     int32_t victim = coordinator_partition_for(key, strlen(key), PARTITIONS);
     /* A plain file where the partition's directory must go. */
     char path[128];
-    snprintf(path, sizeof path, "%s/%s-%d", f->dir, TOPIC, (int)victim);
+    snprintf(path, sizeof path, "%s/%s-%d", f->stores.dir, TOPIC, (int)victim);
     int fd = open(path, O_CREAT | O_WRONLY, 0644);
     assert_true(fd >= 0);
     close(fd);
     char err[256] = "";
     assert_int_equal(open_topic(f, PARTITIONS, 1, err, sizeof err), 0);
-    assert_int_equal(log_manager_partition_count(f->logs), PARTITIONS - 1);
+    assert_int_equal(log_manager_partition_count(f->stores.logs), PARTITIONS - 1);
     struct partition_log *got = (struct partition_log *)f;
     assert_int_equal(internal_topic_log_for_key(f->topic, key, &got), KAFKA_ERR_COORDINATOR_NOT_AVAILABLE);
     assert_null(got);
@@ -382,7 +333,7 @@ static void test_replay_in_log_order(void **state)
 /* Flips one byte inside the CRC-covered part of the batch at pos. */
 static void damage_batch(struct fixture *f, int32_t partition, int64_t pos)
 {
-    struct partition_log *log = log_manager_get(f->logs, TOPIC, partition);
+    struct partition_log *log = log_manager_get(f->stores.logs, TOPIC, partition);
     assert_non_null(log);
     char path[256];
     snprintf(path, sizeof path, "%s/%020d.log", partition_log_dir(log), 0);

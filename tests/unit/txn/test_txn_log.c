@@ -14,13 +14,13 @@
 
 #include <cmocka.h>
 
-#include "config/topic_config.h"
 #include "group/coordinator_partition.h"
 #include "log/log_manager.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_store.h"
 #include "protocol/generated/errors.h"
 #include "protocol/wire.h"
+#include "support/unit_fixture.h"
 #include "txn/txn_coordinator.h"
 #include "txn/txn_log.h"
 
@@ -33,11 +33,10 @@ struct marker_call {
     size_t count;
 };
 
+/* Owned by the test's thread; the coordinator calls the marker, clock and id
+ * hooks (calls, now, next_id), possibly from its own thread. */
 struct fixture {
-    char dir[64];
-    struct metadata_endpoint endpoint;
-    struct metadata_store *metadata;
-    struct log_manager *logs;
+    struct unit_fixture stores;
     struct txn_log *tl;
     struct txn_coordinator *c;
     struct marker_call calls[8];
@@ -45,6 +44,7 @@ struct fixture {
     int64_t now;
     int64_t next_id;
 };
+_Static_assert(offsetof(struct fixture, stores) == 0, "unit_fixture_setup needs the stores first");
 
 static int16_t record_markers(void *ctx, int64_t producer_id, int16_t producer_epoch, int32_t coordinator_epoch,
                               bool commit, struct txn_marker_partition *parts, size_t count)
@@ -67,38 +67,13 @@ static int16_t fake_allocate(void *ctx, int64_t *id)
     return KAFKA_ERR_NONE;
 }
 
-static int validate_topic_config(void *ctx, const char *key, const char *value, char *err, size_t errlen)
-{
-    (void)ctx;
-    return topic_config_validate(key, value, err, errlen);
-}
-
 static void open_all(struct fixture *f, bool markers)
 {
     char err[256] = "";
-    struct metadata_store_options mopts = {
-        .dir = f->dir,
-        .node_id = 1,
-        .cluster_id = "q1Sh-9_ISia_zwGINzRvyQ",
-        .endpoints = &f->endpoint,
-        .endpoint_count = 1,
-        .default_num_partitions = 1,
-        .default_replication_factor = 1,
-        .validate_topic_config = validate_topic_config,
-    };
-    if (metadata_store_open(&mopts, &f->metadata, err, sizeof err) != 0)
-        fail_msg("metadata store: %s", err);
-    struct log_config defaults;
-    log_config_defaults(&defaults);
-    struct log_manager_config mcfg;
-    log_manager_config_defaults(&mcfg);
-    mcfg.background_thread = false;
-    const char *dirs[] = {f->dir};
-    if (log_manager_open(dirs, 1, &defaults, &mcfg, &f->logs, err, sizeof err) != 0)
-        fail_msg("log manager: %s", err);
+    unit_fixture_open(&f->stores);
     struct txn_log_options lopts = {
-        .logs = f->logs,
-        .metadata = f->metadata,
+        .logs = f->stores.logs,
+        .metadata = f->stores.metadata,
         .num_partitions = PARTITIONS,
         .replication_factor = 3,
         .segment_bytes = 1 << 20,
@@ -128,35 +103,23 @@ static void close_all(struct fixture *f)
     f->c = NULL;
     txn_log_close(f->tl);
     f->tl = NULL;
-    log_manager_close(f->logs, false);
-    f->logs = NULL;
-    metadata_store_close(f->metadata);
-    f->metadata = NULL;
+    unit_fixture_close(&f->stores);
 }
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/cairn-txn-log-XXXXXX");
-    if (!mkdtemp(f->dir))
+    if (unit_fixture_setup(state, sizeof(struct fixture), "cairn-txn-log") != 0)
         return -1;
-    f->endpoint = (struct metadata_endpoint){"PLAINTEXT", "localhost", 9092, 0};
+    struct fixture *f = *state;
     f->now = 5000000;
     f->next_id = 1000;
-    *state = f;
     return 0;
 }
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    if (f->c || f->tl || f->logs || f->metadata)
-        close_all(f);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-    int rc = system(cmd);
-    free(f);
-    return rc == 0 ? 0 : -1;
+    close_all(*state);
+    return unit_fixture_teardown(*state);
 }
 
 struct seen {
@@ -198,7 +161,7 @@ static void test_topic_created_and_placement(void **state)
     struct fixture *f = *state;
     open_all(f, true);
     assert_int_equal(txn_log_partition_count(f->tl), PARTITIONS);
-    const struct metadata_image *img = metadata_image_acquire(f->metadata);
+    const struct metadata_image *img = metadata_image_acquire(f->stores.metadata);
     const struct metadata_topic *t = metadata_image_topic_by_name(img, TXN_LOG_TOPIC, strlen(TXN_LOG_TOPIC));
     assert_non_null(t);
     assert_int_equal(t->partition_count, PARTITIONS);
@@ -210,7 +173,7 @@ static void test_topic_created_and_placement(void **state)
         assert_int_equal(txn_coordinator_init_producer(f->c, ids[i], 10000, -1, -1, &pid, &epoch), KAFKA_ERR_NONE);
     int64_t total = 0;
     for (int32_t p = 0; p < PARTITIONS; p++) {
-        struct partition_log *log = log_manager_get(f->logs, TXN_LOG_TOPIC, p);
+        struct partition_log *log = log_manager_get(f->stores.logs, TXN_LOG_TOPIC, p);
         assert_non_null(log);
         int64_t want = 0;
         for (int i = 0; i < 4; i++)
