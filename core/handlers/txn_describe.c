@@ -55,6 +55,21 @@ static void fill_description(void *arg, const struct txn_view *v)
     s->topics_count = topics;
 }
 
+/* Kafka leaves out the partitions of topics the principal may not
+ * DESCRIBE. An implicit filter, so not audited; checked here rather than in
+ * fill_description so that plugins are not called under the coordinator's
+ * lock. */
+static void drop_undescribable_topics(struct request_context *ctx, describe_state *s)
+{
+    int32_t kept = 0;
+    for (int32_t t = 0; t < s->topics_count; t++) {
+        if (!handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC, s->topics[t].topic, false))
+            continue;
+        s->topics[kept++] = s->topics[t];
+    }
+    s->topics_count = kept;
+}
+
 enum handler_result handle_describe_transactions(struct request_context *ctx, void *request, void *response)
 {
     struct describe_transactions_request *req = request;
@@ -80,6 +95,8 @@ enum handler_result handle_describe_transactions(struct request_context *ctx, vo
             s->error_code = txn_coordinator_describe(ctx->env->txn_coordinator, id, fill_description, &fill);
         if (fill.failed)
             return HANDLER_CLOSE;
+        if (s->error_code == KAFKA_ERR_NONE)
+            drop_undescribable_topics(ctx, s);
     }
     return HANDLER_RESPOND;
 }

@@ -30,15 +30,21 @@ enum handler_result handle_txn_offset_commit(struct request_context *ctx, void *
     HANDLER_NEW_ARRAY(ctx, resp->topics, nt, txn_offset_commit_response_txn_offset_commit_response_topic_init);
     if (!c || !resp->topics) return HANDLER_CLOSE;
     resp->topics_count = nt;
-    /* READ on the group fails every partition; then READ on each topic. */
-    bool group_allowed = handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_GROUP, req->group_id, true);
+    /* Kafka's order: WRITE on the transactional id and READ on the group
+     * fail every partition; then READ on each topic. */
+    int16_t request_denied =
+        !handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TRANSACTIONAL_ID, req->transactional_id, true)
+            ? KAFKA_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        : !handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_GROUP, req->group_id, true)
+            ? KAFKA_ERR_GROUP_AUTHORIZATION_FAILED
+            : KAFKA_ERR_NONE;
 
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
     size_t k = 0;
     for (int32_t t = 0; t < nt; t++) {
         const struct txn_offset_commit_request_txn_offset_commit_request_topic *rt = &req->topics[t];
         const char *topic = group_handler_cstr_or_empty(ctx, rt->name);
-        int16_t denied = !group_allowed ? KAFKA_ERR_GROUP_AUTHORIZATION_FAILED
+        int16_t denied = request_denied != KAFKA_ERR_NONE ? request_denied
                          : !handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_TOPIC, rt->name, true)
                              ? KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED
                              : KAFKA_ERR_NONE;
@@ -67,7 +73,7 @@ enum handler_result handle_txn_offset_commit(struct request_context *ctx, void *
         .member_id = v >= 3 ? group_handler_cstr_or_empty(ctx, req->member_id) : "",
         .group_instance_id = v >= 3 ? group_handler_cstr(ctx, req->group_instance_id) : NULL,
     };
-    if (group_allowed) group_coordinator_txn_commit(ctx->env->groups, &params, c, total);
+    if (request_denied == KAFKA_ERR_NONE) group_coordinator_txn_commit(ctx->env->groups, &params, c, total);
 
     k = 0;
     for (int32_t t = 0; t < nt; t++) {
