@@ -33,12 +33,16 @@ struct log_manager_config {
     int64_t roll_check_interval_ms;             /* how often segment.ms is checked */
     int64_t producer_expiration_check_interval_ms; /* producer.id.expiration.check.interval.ms */
     bool background_thread;                     /* false: caller drives log_manager_maintain */
+    int32_t recovery_threads_per_data_dir;      /* num.recovery.threads.per.data.dir (>= 1) */
 };
 
 void log_manager_config_defaults(struct log_manager_config *cfg);
 
-/* Open (creating missing dirs) and load every partition found. Partitions
- * that fail to open are logged and left out. Returns 0 or -1 with err. */
+/* Open (creating missing dirs) and load every partition found, opening the
+ * partitions of each dir with cfg->recovery_threads_per_data_dir threads
+ * (clean or unclean start alike; all are joined before the next dir).
+ * Partitions that fail to open are logged, in directory order, and left out.
+ * Returns 0 or -1 with err. */
 int log_manager_open(const char *const *dirs, size_t dir_count, const struct log_config *defaults,
                      const struct log_manager_config *cfg, struct log_manager **out, char *err,
                      size_t errlen);

@@ -334,6 +334,7 @@ static int start_logs(struct broker *b, const char *const *dirs, size_t dir_coun
     opts.producer_expiration_check_interval_ms =
         config_get_long(b->config, "producer.id.expiration.check.interval.ms");
     opts.background_thread = true;
+    opts.recovery_threads_per_data_dir = config_get_int(b->config, "num.recovery.threads.per.data.dir");
     struct log_config defaults;
     broker_log_defaults(b, NULL, &defaults);
     return log_manager_open(dirs, dir_count, &defaults, &opts, &b->logs, err, errlen);

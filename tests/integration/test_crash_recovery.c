@@ -191,7 +191,9 @@ static void test_kill9_under_load_keeps_acknowledged_records(void **state)
 static int cr_setup(void **state)
 {
     static struct test_broker broker;
-    const char *overrides[] = {"log.flush.interval.messages=1", NULL};
+    /* Several recovery threads: every other restarting test uses one. */
+    const char *overrides[] = {"log.flush.interval.messages=1", "num.recovery.threads.per.data.dir=4",
+                               NULL};
     *state = &broker;
     broker_start(&broker, overrides);
     return 0;
