@@ -23,7 +23,7 @@ static inline char *test_make_dir(void)
 
 static inline void test_remove_tree(const char *dir)
 {
-    char cmd[512];
+    char cmd[4200]; /* a path of up to PATH_MAX plus the command */
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
         fprintf(stderr, "cannot remove %s\n", dir);
