@@ -152,12 +152,15 @@ static struct log_segment *segment_alloc(const char *dir, int64_t base_offset, i
 
 /* Keep at least half a step reserved past end (the end of the write about to
  * happen), adding whole steps at step-aligned positions: one fallocate per
- * step of data, at most one and a half steps held past the end. A failed
- * fallocate only costs the saving, so it turns reservation off for this
- * segment instead of failing the write. */
+ * step of data, at most one and a half steps held past the end. Reservation
+ * starts once the segment holds a step of data, so partitions that see
+ * little traffic hold no blocks beyond their data. A failed fallocate only
+ * costs the saving, so it turns reservation off for this segment instead of
+ * failing the write. */
 static void reserve_ahead(struct log_segment *seg, int64_t end)
 {
-    if (!seg->reserve_steps || end + LOG_SEGMENT_RESERVE_STEP / 2 <= seg->reserved_end ||
+    if (!seg->reserve_steps || end < LOG_SEGMENT_RESERVE_STEP ||
+        end + LOG_SEGMENT_RESERVE_STEP / 2 <= seg->reserved_end ||
         seg->reserved_end >= seg->reserve_limit)
         return;
     int64_t from = seg->reserved_end > seg->size ? seg->reserved_end : seg->size;

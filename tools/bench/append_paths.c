@@ -7,10 +7,11 @@
  *           does: two copies, socket -> buffer -> page cache)
  *   write-fallocate  the same, blocks reserved first (FALLOC_FL_KEEP_SIZE, as
  *           log.preallocate does)
- *   write-reserve-steps  the same, blocks reserved in bounded steps: a
- *           --reserve-mib step past the write position, extended by one step
- *           when the position comes within half a step of the reserved end
- *           (the fallocate calls are part of the measured CPU)
+ *   write-reserve-steps  the same, blocks reserved in bounded steps as
+ *           cairnd's active segment does: from the first --reserve-mib step
+ *           of data on, extended by one step when the write position comes
+ *           within half a step of the reserved end (the fallocate calls are
+ *           part of the measured CPU)
  *   write-misaligned  as write, with the buffer address and the file position
  *           differing by 36 bytes modulo 64 (as a batch inside a request frame
  *           and its place in a segment usually do)
@@ -134,10 +135,13 @@ static int recv_full(int fd, uint8_t *dst, size_t len)
     return 0;
 }
 
-/* Keeps at least step/2 bytes reserved past end; *reserved is the end of the
- * reservation. 0 or -1. */
+/* Keeps at least step/2 bytes reserved past end once a step has been written,
+ * as cairnd's active segment does; *reserved is the end of the reservation.
+ * 0 or -1. */
 static int reserve_ahead(int file, size_t end, size_t step, size_t *reserved)
 {
+    if (end < step)
+        return 0;
     while (*reserved < end + step / 2) {
         if (fallocate(file, FALLOC_FL_KEEP_SIZE, (off_t)*reserved, (off_t)step) != 0) {
             fprintf(stderr, "fallocate: %s\n", strerror(errno));
