@@ -163,9 +163,12 @@ static void reserve_ahead(struct log_segment *seg, int64_t end)
         end + LOG_SEGMENT_RESERVE_STEP / 2 <= seg->reserved_end ||
         seg->reserved_end >= seg->reserve_limit)
         return;
-    int64_t from = seg->reserved_end > seg->size ? seg->reserved_end : seg->size;
-    from -= from % LOG_SEGMENT_RESERVE_STEP;
-    int64_t to = from + LOG_SEGMENT_RESERVE_STEP;
+    /* Start past the block holding the tail: written data keeps its
+     * delayed allocation. */
+    int64_t from = (seg->size + 4095) & ~(int64_t)4095;
+    if (from < seg->reserved_end)
+        from = seg->reserved_end;
+    int64_t to = (from / LOG_SEGMENT_RESERVE_STEP + 1) * LOG_SEGMENT_RESERVE_STEP;
     while (to < end + LOG_SEGMENT_RESERVE_STEP / 2)
         to += LOG_SEGMENT_RESERVE_STEP;
     if (to > seg->reserve_limit)
@@ -563,8 +566,12 @@ int log_segment_open(const char *dir, int64_t base_offset, const struct log_conf
                 seg->max_timestamp = (int64_t)st.st_mtime * 1000;
         }
     }
-    if (rc == 0 && is_last)
-        rc = start_reservation(seg, cfg);
+    if (rc == 0 && is_last) {
+        /* Only a saving: a full disk must not keep the log from opening. */
+        int prc = start_reservation(seg, cfg);
+        if (prc != 0)
+            logger_warn("log", "%s.log: cannot reserve blocks: %s", seg->path, strerror(prc));
+    }
     if (rc != 0) {
         snprintf(err, errlen, "cannot open segment %s: %s", seg->path, strerror(rc));
         log_segment_close(seg, false);

@@ -135,6 +135,11 @@ static void test_appends_keep_a_bounded_reservation(void **state)
     }
     assert_int_equal(seg->size, (int64_t)w.len);
     assert_file_holds(&w);
+    /* Read back from the disk, not the page cache: data written into
+     * reserved (unwritten) blocks must be converted on writeback. */
+    assert_int_equal(log_segment_flush_data(seg), 0);
+    assert_int_equal(posix_fadvise(seg->log_fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    assert_file_holds(&w);
     log_segment_close(seg, false);
     free(w.data);
 }
