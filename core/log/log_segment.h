@@ -13,10 +13,10 @@
  * end with fallocate(FALLOC_FL_KEEP_SIZE), so appends skip the filesystem's
  * delayed-allocation bookkeeping. With log.preallocate the whole segment.bytes
  * is reserved at creation; otherwise LOG_SEGMENT_RESERVE_STEP at a time, from
- * the point the segment holds one step of data. The
- * visible size never changes, so recovery (which reads the size) is
- * unaffected. The unused part is released when the segment is sealed, closed
- * or truncated: from then on the file holds no blocks past its size. */
+ * the point the segment holds one step of data. The visible size never
+ * changes, so recovery (which reads the size) is unaffected. The unused part
+ * is released when the segment is sealed, closed or truncated: from then on
+ * the file holds no blocks past its size. */
 #ifndef CAIRN_LOG_LOG_SEGMENT_H
 #define CAIRN_LOG_LOG_SEGMENT_H
 #include <stdbool.h>
