@@ -150,10 +150,82 @@ static struct log_segment *segment_alloc(const char *dir, int64_t base_offset, i
     return seg;
 }
 
+/* Keep at least half a step reserved past end (the end of the write about to
+ * happen), adding whole steps at step-aligned positions: one fallocate per
+ * step of data, at most one and a half steps held past the end. Reservation
+ * starts once the segment holds a step of data, so partitions that see
+ * little traffic hold no blocks beyond their data. A failed fallocate only
+ * costs the saving, so it turns reservation off for this segment instead of
+ * failing the write. */
+static void reserve_ahead(struct log_segment *seg, int64_t end)
+{
+    if (!seg->reserve_steps || end < LOG_SEGMENT_RESERVE_STEP ||
+        end + LOG_SEGMENT_RESERVE_STEP / 2 <= seg->reserved_end ||
+        seg->reserved_end >= seg->reserve_limit)
+        return;
+    /* Start past the block holding the tail: written data keeps its
+     * delayed allocation. */
+    int64_t from = (seg->size + 4095) & ~(int64_t)4095;
+    if (from < seg->reserved_end)
+        from = seg->reserved_end;
+    int64_t to = (from / LOG_SEGMENT_RESERVE_STEP + 1) * LOG_SEGMENT_RESERVE_STEP;
+    while (to < end + LOG_SEGMENT_RESERVE_STEP / 2)
+        to += LOG_SEGMENT_RESERVE_STEP;
+    if (to > seg->reserve_limit)
+        to = seg->reserve_limit;
+    if (to <= from)
+        return;
+    if (fallocate(seg->log_fd, FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) != 0) {
+        if (errno != EINTR) {
+            logger_debug("log", "%s.log: not reserving blocks ahead: %s", seg->path,
+                         strerror(errno));
+            seg->reserve_steps = false;
+        }
+        return;
+    }
+    seg->reserved_end = to;
+}
+
+int log_segment_release_reservation(struct log_segment *seg)
+{
+    seg->reserve_steps = false;
+    int64_t reserved = seg->reserved_end;
+    seg->reserved_end = 0;
+    if (seg->log_fd < 0 || reserved <= seg->size)
+        return 0;
+    struct stat before, after;
+    if (fstat(seg->log_fd, &before) != 0)
+        return errno;
+    /* ext4 (and most filesystems) free the blocks past EOF on a truncate to
+     * the current size; a hole punch past EOF is the fallback where that did
+     * not free anything (ext4 itself ignores punches past EOF). */
+    if (ftruncate(seg->log_fd, (off_t)seg->size) != 0)
+        return errno;
+    int rc = fstat(seg->log_fd, &after) != 0 ? errno : 0;
+    if (rc == 0 && after.st_blocks >= before.st_blocks && after.st_blocks > 0) {
+        int64_t from = (seg->size + 4095) & ~(int64_t)4095;
+        if (reserved > from &&
+            fallocate(seg->log_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from,
+                      (off_t)(reserved - from)) != 0 &&
+            errno != EOPNOTSUPP)
+            rc = errno;
+    }
+    /* The truncate stamps mtime, which stands in for the max timestamp of
+     * segments whose batches carry none (retention): keep the last write's. */
+    const struct timespec times[2] = {before.st_atim, before.st_mtim};
+    if (futimens(seg->log_fd, times) != 0 && rc == 0)
+        rc = errno;
+    return rc;
+}
+
 void log_segment_close(struct log_segment *seg, bool remove_files)
 {
     if (!seg)
         return;
+    int rc = remove_files ? 0 : log_segment_release_reservation(seg);
+    if (rc != 0)
+        logger_warn("log", "%s.log: cannot release reserved blocks: %s", seg->path,
+                    strerror(rc));
     if (seg->log_fd >= 0)
         close(seg->log_fd);
     if (seg->index_fd >= 0)
@@ -189,6 +261,23 @@ static int segment_open_files(struct log_segment *seg, int extra_flags)
     return 0;
 }
 
+/* Set up block reservation for a segment about to become the active one. */
+static int start_reservation(struct log_segment *seg, const struct log_config *cfg)
+{
+    if (cfg->segment_bytes <= 0)
+        return 0;
+    if (!cfg->preallocate) {
+        seg->reserve_steps = true;
+        seg->reserve_limit = cfg->segment_bytes;
+        return 0;
+    }
+    /* Reserve blocks without changing the visible size. */
+    if (fallocate(seg->log_fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)cfg->segment_bytes) != 0)
+        return errno == EOPNOTSUPP ? 0 : errno;
+    seg->reserved_end = cfg->segment_bytes;
+    return 0;
+}
+
 int log_segment_create(const char *dir, int64_t base_offset, const struct log_config *cfg,
                        int64_t now_ms, struct log_segment **out, char *err, size_t errlen)
 {
@@ -200,12 +289,8 @@ int log_segment_create(const char *dir, int64_t base_offset, const struct log_co
     /* O_TRUNC: a leftover file at this base offset belongs to data that was
      * truncated away. */
     int rc = segment_open_files(seg, O_TRUNC);
-    if (rc == 0 && cfg->preallocate && cfg->segment_bytes > 0) {
-        /* Reserve blocks without changing the visible size. */
-        int prc = fallocate(seg->log_fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)cfg->segment_bytes);
-        if (prc != 0 && errno != EOPNOTSUPP)
-            rc = errno;
-    }
+    if (rc == 0)
+        rc = start_reservation(seg, cfg);
     if (rc != 0) {
         snprintf(err, errlen, "cannot create segment %s: %s", seg->path, strerror(rc));
         log_segment_close(seg, false);
@@ -481,6 +566,12 @@ int log_segment_open(const char *dir, int64_t base_offset, const struct log_conf
                 seg->max_timestamp = (int64_t)st.st_mtime * 1000;
         }
     }
+    if (rc == 0 && is_last) {
+        /* Only a saving: a full disk must not keep the log from opening. */
+        int prc = start_reservation(seg, cfg);
+        if (prc != 0)
+            logger_warn("log", "%s.log: cannot reserve blocks: %s", seg->path, strerror(prc));
+    }
     if (rc != 0) {
         snprintf(err, errlen, "cannot open segment %s: %s", seg->path, strerror(rc));
         log_segment_close(seg, false);
@@ -492,12 +583,15 @@ int log_segment_open(const char *dir, int64_t base_offset, const struct log_conf
 
 int log_segment_write(struct log_segment *seg, const uint8_t *data, size_t len)
 {
+    reserve_ahead(seg, seg->size + (int64_t)len);
     int rc = pwrite_full(seg->log_fd, data, len, seg->size);
     if (rc != 0) {
-        /* Drop whatever part reached the file so the segment stays whole. */
+        /* Drop whatever part reached the file so the segment stays whole
+         * (this also frees what was reserved past it). */
         if (ftruncate(seg->log_fd, (off_t)seg->size) != 0)
             logger_error("log", "%s.log: cannot undo a failed write: %s", seg->path,
                          strerror(errno));
+        seg->reserved_end = 0;
     }
     return rc;
 }
@@ -524,6 +618,10 @@ int log_segment_commit(struct log_segment *seg, const uint8_t *data, size_t len,
 
 int log_segment_seal(struct log_segment *seg)
 {
+    int rc = log_segment_release_reservation(seg);
+    if (rc != 0) /* Costs disk space only: the records are intact. */
+        logger_warn("log", "%s.log: cannot release reserved blocks: %s", seg->path,
+                    strerror(rc));
     if (seg->max_timestamp < 0 || seg->offset_of_max_timestamp < 0)
         return 0;
     return add_time_entry(seg, seg->max_timestamp,
@@ -602,6 +700,8 @@ int log_segment_truncate_to(struct log_segment *seg, int64_t offset, const struc
     if (ftruncate(seg->log_fd, (off_t)pos) != 0)
         return errno;
     seg->size = pos;
+    /* The truncate freed the blocks past pos; the next write reserves again. */
+    seg->reserved_end = 0;
     bool truncated = false;
     return rebuild(seg, false, cfg, &truncated);
 }

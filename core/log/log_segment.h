@@ -7,7 +7,16 @@
  *   .index      relative offset uint32 BE + file position uint32 BE; the offset
  *               is the last offset of the batch that starts at that position.
  *   .timeindex  timestamp int64 BE + relative offset uint32 BE: the largest
- *               timestamp seen so far and the last offset of its batch. */
+ *               timestamp seen so far and the last offset of its batch.
+ *
+ * Block reservation: the active segment keeps disk blocks reserved past its
+ * end with fallocate(FALLOC_FL_KEEP_SIZE), so appends skip the filesystem's
+ * delayed-allocation bookkeeping. With log.preallocate the whole segment.bytes
+ * is reserved at creation; otherwise LOG_SEGMENT_RESERVE_STEP at a time, from
+ * the point the segment holds one step of data. The visible size never
+ * changes, so recovery (which reads the size) is unaffected. The unused part
+ * is released when the segment is sealed, closed or truncated: from then on
+ * the file holds no blocks past its size. */
 #ifndef CAIRN_LOG_LOG_SEGMENT_H
 #define CAIRN_LOG_LOG_SEGMENT_H
 #include <stdbool.h>
@@ -16,6 +25,13 @@
 
 #include "log/log_config.h"
 #include "protocol/record_batch.h"
+
+/* How far ahead of the write position blocks are reserved when
+ * log.preallocate is off. On ext4 this removes most of the per-write
+ * delayed-allocation work (docs/benchmarks.md, write-reserve-steps) while
+ * bounding the disk held per active segment; a step spans several ~1 MB
+ * produce requests, so the fallocate call itself is rare. */
+#define LOG_SEGMENT_RESERVE_STEP (4 * 1024 * 1024)
 
 struct log_offset_entry {
     uint32_t rel_offset;
@@ -44,6 +60,13 @@ struct log_segment {
     struct log_time_entry *time_index;
     size_t time_count, time_cap;
     char *path; /* "<dir>/<20-digit base>" without extension */
+    /* Written under the partition's append mutex only (writes, seal, close,
+     * truncate). reserved_end: end of the blocks reserved with KEEP_SIZE, 0
+     * when nothing is reserved past size. reserve_steps: extend it by
+     * LOG_SEGMENT_RESERVE_STEP ahead of writes, up to reserve_limit. */
+    int64_t reserved_end;
+    int64_t reserve_limit;
+    bool reserve_steps;
 };
 
 /* Buffered reader over a segment file, used to walk batch headers. */
@@ -83,8 +106,12 @@ int log_segment_write(struct log_segment *seg, const uint8_t *data, size_t len);
  * Returns 0 or an errno value from writing the index files. */
 int log_segment_commit(struct log_segment *seg, const uint8_t *data, size_t len,
                        const struct log_config *cfg);
-/* Add the final time-index entry when the segment stops being active. */
+/* Add the final time-index entry when the segment stops being active, and
+ * release the blocks reserved past its end. */
 int log_segment_seal(struct log_segment *seg);
+/* Free the blocks reserved past the segment's size and stop reserving ahead.
+ * Returns 0 or an errno value (the data is untouched either way). */
+int log_segment_release_reservation(struct log_segment *seg);
 bool log_segment_index_full(const struct log_segment *seg, const struct log_config *cfg);
 
 /* Position of the first batch whose last offset >= offset, scanning from the

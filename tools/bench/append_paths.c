@@ -7,6 +7,11 @@
  *           does: two copies, socket -> buffer -> page cache)
  *   write-fallocate  the same, blocks reserved first (FALLOC_FL_KEEP_SIZE, as
  *           log.preallocate does)
+ *   write-reserve-steps  the same, blocks reserved in bounded steps as
+ *           cairnd's active segment does: from the first --reserve-mib step
+ *           of data on, extended by one step when the write position comes
+ *           within half a step of the reserved end (the fallocate calls are
+ *           part of the measured CPU)
  *   write-misaligned  as write, with the buffer address and the file position
  *           differing by 36 bytes modulo 64 (as a batch inside a request frame
  *           and its place in a segment usually do)
@@ -15,9 +20,16 @@
  *           sized with ftruncate (sparse)
  *   mmap-fallocate  the same with the blocks allocated up front (fallocate)
  *
- * usage: cairn-append-paths [--mib N] [--chunk-kib K] [--dir D] MODE...
+ * usage: cairn-append-paths [--mib N] [--chunk-kib K] [--reserve-mib S] [--sync] [--dir D]
+ *            MODE...
  *
- * Only the receiving thread is measured: loopback transmit work done in the
+ * --sync ends each run with fdatasync and also reports the whole machine's
+ * busy CPU (from /proc/stat, steal excluded) over the run and the sync: block
+ * allocation and extent conversion that a mode moves out of write() into
+ * writeback show up there, not in the receiving thread.
+ *
+ * file_cpu_ns_per_kib is the part spent in pwrite and fallocate, which the
+ * socket's noise does not reach. Only the receiving thread is measured: loopback transmit work done in the
  * sender's context is the same for every mode. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -75,6 +87,23 @@ static int64_t thread_cpu_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Busy CPU of the whole machine in ns (user, nice, system, irq, softirq). */
+static int64_t machine_busy_ns(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[7] = {0};
+    if (!f)
+        return 0;
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                   &v[4], &v[5], &v[6]);
+    fclose(f);
+    if (n != 7)
+        return 0;
+    long hz = sysconf(_SC_CLK_TCK);
+    unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6];
+    return (int64_t)(busy * (1000000000ULL / (unsigned long long)(hz > 0 ? hz : 100)));
+}
+
 static int connect_pair(int *rx, int *tx)
 {
     int lfd = socket(AF_INET, SOCK_STREAM, 0);
@@ -106,7 +135,25 @@ static int recv_full(int fd, uint8_t *dst, size_t len)
     return 0;
 }
 
-static int run_mode(const char *mode, const char *dir, size_t total, size_t chunk)
+/* Keeps at least step/2 bytes reserved past end once a step has been written,
+ * as cairnd's active segment does; *reserved is the end of the reservation.
+ * 0 or -1. */
+static int reserve_ahead(int file, size_t end, size_t step, size_t *reserved)
+{
+    if (end < step)
+        return 0;
+    while (*reserved < end + step / 2) {
+        if (fallocate(file, FALLOC_FL_KEEP_SIZE, (off_t)*reserved, (off_t)step) != 0) {
+            fprintf(stderr, "fallocate: %s\n", strerror(errno));
+            return -1;
+        }
+        *reserved += step;
+    }
+    return 0;
+}
+
+static int run_mode(const char *mode, const char *dir, size_t total, size_t chunk,
+                    size_t reserve_step, bool sync_at_end)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/append-paths.%d.log", dir, (int)getpid());
@@ -144,10 +191,13 @@ static int run_mode(const char *mode, const char *dir, size_t total, size_t chun
     struct sender_args args = {tx, total, chunk};
     pthread_t sender;
     pthread_create(&sender, NULL, sender_main, &args);
+    int64_t busy0 = machine_busy_ns();
     int64_t cpu0 = thread_cpu_ns();
     struct timespec w0, w1;
     clock_gettime(CLOCK_MONOTONIC, &w0);
-    size_t done = 0, populated = 0;
+    size_t done = 0, populated = 0, reserved = 0;
+    int64_t file_cpu = 0; /* pwrite and fallocate alone, without recv */
+    bool reserve_steps = strcmp(mode, "write-reserve-steps") == 0;
     int rc = 0;
     while (rc == 0 && done < total) {
         size_t want = total - done < chunk ? total - done : chunk;
@@ -164,21 +214,34 @@ static int run_mode(const char *mode, const char *dir, size_t total, size_t chun
             rc = recv_full(rx, map + done, want);
         } else {
             rc = recv_full(rx, buf, want);
+            int64_t file0 = thread_cpu_ns();
+            if (rc == 0 && reserve_steps)
+                rc = reserve_ahead(file, done + want, reserve_step, &reserved);
             if (rc == 0 && strncmp(mode, "write", 5) == 0 &&
                 pwrite(file, buf, want, (off_t)done) != (ssize_t)want)
                 rc = -1;
+            file_cpu += thread_cpu_ns() - file0;
         }
         done += want;
     }
     int64_t cpu = thread_cpu_ns() - cpu0;
     clock_gettime(CLOCK_MONOTONIC, &w1);
     pthread_join(sender, NULL);
+    char synced[96] = "";
+    if (rc == 0 && sync_at_end) {
+        if (fdatasync(file) != 0) {
+            fprintf(stderr, "fdatasync: %s\n", strerror(errno));
+            rc = -1;
+        }
+        snprintf(synced, sizeof synced, ", \"machine_cpu_ns_per_kib_with_sync\": %.1f",
+                 (double)(machine_busy_ns() - busy0) / (double)(total >> 10));
+    }
     double wall = (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) / 1e9;
     if (rc == 0)
         printf("{\"mode\": \"%s\", \"mib\": %zu, \"chunk_kib\": %zu, \"receiver_cpu_ns_per_kib\": %.1f, "
-               "\"wall_mib_per_s\": %.0f}\n",
+               "\"file_cpu_ns_per_kib\": %.1f, \"wall_mib_per_s\": %.0f%s}\n",
                mode, total >> 20, chunk >> 10, (double)cpu / (double)(total >> 10),
-               (double)(total >> 20) / wall);
+               (double)file_cpu / (double)(total >> 10), (double)(total >> 20) / wall, synced);
     if (map)
         munmap(map, total);
     free(alloc);
@@ -191,7 +254,8 @@ static int run_mode(const char *mode, const char *dir, size_t total, size_t chun
 
 int main(int argc, char **argv)
 {
-    size_t mib = 1024, chunk_kib = 1024;
+    size_t mib = 1024, chunk_kib = 1024, reserve_mib = 8;
+    bool sync_at_end = false;
     const char *dir = "/tmp";
     int first_mode = argc;
     for (int i = 1; i < argc; i++) {
@@ -199,6 +263,10 @@ int main(int argc, char **argv)
             mib = strtoul(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--chunk-kib") == 0 && i + 1 < argc)
             chunk_kib = strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--reserve-mib") == 0 && i + 1 < argc)
+            reserve_mib = strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--sync") == 0)
+            sync_at_end = true;
         else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
             dir = argv[++i];
         else {
@@ -206,19 +274,21 @@ int main(int argc, char **argv)
             break;
         }
     }
-    if (first_mode >= argc || mib == 0 || chunk_kib == 0) {
-        fprintf(stderr, "usage: cairn-append-paths [--mib N] [--chunk-kib K] [--dir D] "
-                        "recv|write|write-fallocate|write-misaligned|mmap|mmap-fallocate...\n");
+    if (first_mode >= argc || mib == 0 || chunk_kib == 0 || reserve_mib == 0) {
+        fprintf(stderr, "usage: cairn-append-paths [--mib N] [--chunk-kib K] [--reserve-mib S] "
+                        "[--sync] [--dir D] recv|write|write-fallocate|write-reserve-steps|"
+                        "write-misaligned|mmap|mmap-fallocate...\n");
         return 2;
     }
     for (int i = first_mode; i < argc; i++) {
         if (strcmp(argv[i], "recv") != 0 && strcmp(argv[i], "write") != 0 &&
             strcmp(argv[i], "mmap") != 0 && strcmp(argv[i], "mmap-fallocate") != 0 &&
-            strcmp(argv[i], "write-fallocate") != 0 && strcmp(argv[i], "write-misaligned") != 0) {
+            strcmp(argv[i], "write-fallocate") != 0 && strcmp(argv[i], "write-misaligned") != 0 &&
+            strcmp(argv[i], "write-reserve-steps") != 0) {
             fprintf(stderr, "unknown mode %s\n", argv[i]);
             return 2;
         }
-        if (run_mode(argv[i], dir, mib << 20, chunk_kib << 10) != 0)
+        if (run_mode(argv[i], dir, mib << 20, chunk_kib << 10, reserve_mib << 20, sync_at_end) != 0)
             return 1;
     }
     return 0;
