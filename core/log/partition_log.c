@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log/log_cleaner.h"
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
 #include "util/logger.h"
@@ -109,6 +110,9 @@ static int load_segments(struct partition_log *log, int64_t recovery_point, char
     int64_t *bases = NULL;
     size_t n = 0;
     int64_t now = clock_wall_ms();
+    /* Finish or undo what a cleaner pass left behind before reading segments. */
+    if (partition_log_clean_recover_files(log->dir, &log->cfg, now, err, errlen) < 0)
+        return EIO;
     int rc = list_segments(log->dir, &bases, &n);
     if (rc != 0) {
         snprintf(err, errlen, "cannot list %s: %s", log->dir, strerror(rc));
