@@ -328,6 +328,20 @@ static bool roll_due(const struct partition_log *log, const struct log_segment *
            last_offset - seg->base_offset > (int64_t)UINT32_MAX;
 }
 
+/* Kafka refuses keyless records for compacted topics: the cleaner could
+ * never replace them. Compressed batches are not opened here. */
+static bool has_null_key(const uint8_t *batch, size_t len)
+{
+    struct record_batch_record_iter it;
+    struct record_batch_record rec;
+    if (record_batch_records_begin(&it, batch, len) != 0)
+        return false;
+    while (record_batch_records_next(&it, &rec) == 1)
+        if (rec.key_len < 0)
+            return true;
+    return false;
+}
+
 /* Validate every batch and count records; nothing is modified. */
 static int16_t validate_all(const struct partition_log *log, const uint8_t *batches, size_t len,
                             int32_t *records, int32_t *batch_count,
@@ -346,6 +360,11 @@ static int16_t validate_all(const struct partition_log *log, const uint8_t *batc
                                              res->error_message, sizeof res->error_message);
         if (code != KAFKA_ERR_NONE)
             return code;
+        if (log->cfg.cleanup_compact && !record_batch_is_control(&h) && has_null_key(batch, blen)) {
+            snprintf(res->error_message, sizeof res->error_message,
+                     "Compacted topic cannot accept message without key");
+            return KAFKA_ERR_INVALID_RECORD;
+        }
         total += h.record_count;
         (*batch_count)++;
     }

@@ -367,6 +367,32 @@ static void test_compacts_to_latest_per_key(void **state)
     partition_log_close(log);
 }
 
+static void test_null_key_refused(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    compact_config(&cfg);
+    struct partition_log *log = open_log(&cfg);
+    struct record_batch_builder b;
+    record_batch_builder_init(&b, clock_wall_ms());
+    record_batch_builder_add(&b, clock_wall_ms(), "k", 1, "v", 1, NULL, 0);
+    record_batch_builder_add(&b, clock_wall_ms(), NULL, -1, "v", 1, NULL, 0);
+    uint8_t *batch;
+    size_t len;
+    assert_int_equal(record_batch_builder_finish(&b, &batch, &len), 0);
+    struct log_append_result res;
+    assert_int_equal(partition_log_append(log, batch, len, 0, &res), KAFKA_ERR_INVALID_RECORD);
+    assert_string_equal(res.error_message, "Compacted topic cannot accept message without key");
+    assert_int_equal(partition_log_end_offset(log), 0);
+    /* The same batch is fine for a delete-policy topic. */
+    cfg.cleanup_compact = false;
+    partition_log_set_config(log, &cfg);
+    assert_int_equal(partition_log_append(log, batch, len, 0, &res), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_end_offset(log), 2);
+    free(batch);
+    partition_log_close(log);
+}
+
 static void test_dirty_ratio_gate(void **state)
 {
     (void)state;
@@ -693,6 +719,7 @@ int main(void)
         cmocka_unit_test(test_filter_batch),
         cmocka_unit_test_setup_teardown(test_compacts_to_latest_per_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dirty_ratio_gate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_null_key_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tombstones_expire, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keeps_last_producer_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_after_cleaned, setup, teardown),
