@@ -128,6 +128,36 @@ static void write_checkpoints(struct log_cleaner *c, const struct log_manager_pa
     free(out);
 }
 
+static bool stopping(struct log_cleaner *c)
+{
+    pthread_mutex_lock(&c->lock);
+    bool stop = c->stop;
+    pthread_mutex_unlock(&c->lock);
+    return stop;
+}
+
+/* Drop the entries of partitions no longer hosted: a topic created again
+ * under the same name must start with everything dirty. Caller holds
+ * run_lock. Returns true when any went. */
+static bool forget_missing(struct log_cleaner *c, const struct log_manager_partition *parts,
+                           size_t n)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < c->count; i++) {
+        bool present = false;
+        for (size_t j = 0; j < n && !present; j++)
+            present = parts[j].partition == c->entries[i].partition &&
+                      strcmp(parts[j].topic, c->entries[i].topic) == 0;
+        if (present)
+            c->entries[kept++] = c->entries[i];
+        else
+            free(c->entries[i].topic);
+    }
+    bool dropped = kept != c->count;
+    c->count = kept;
+    return dropped;
+}
+
 int log_cleaner_run_once(struct log_cleaner *c, int64_t now_ms, bool force)
 {
     struct log_manager_partition *parts;
@@ -143,7 +173,7 @@ int log_cleaner_run_once(struct log_cleaner *c, int64_t now_ms, bool force)
     int cleaned = 0;
     bool changed = false;
     pthread_mutex_lock(&c->run_lock);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && !stopping(c); i++) {
         struct log_config cfg;
         partition_log_get_config(parts[i].log, &cfg);
         if (!cfg.cleanup_compact || partition_log_is_offline(parts[i].log))
@@ -172,6 +202,7 @@ int log_cleaner_run_once(struct log_cleaner *c, int64_t now_ms, bool force)
                     res.bytes_before, res.bytes_after, res.segments_rewritten,
                     (double)(clock_mono_ns() - started) / 1e9);
     }
+    changed |= forget_missing(c, parts, n);
     if (changed)
         write_checkpoints(c, parts, n);
     pthread_mutex_unlock(&c->run_lock);
