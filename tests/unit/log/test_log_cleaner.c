@@ -23,6 +23,7 @@
 #define WRITES 200
 
 static char *g_dir;
+static int g_control_batches; /* counted by read_all */
 
 static int setup(void **state)
 {
@@ -85,6 +86,12 @@ static size_t read_all(struct partition_log *log, struct rec *out, size_t cap)
         record_batch_iter_init(&it, buf, (size_t)r.len);
         while (record_batch_iter_next(&it, &batch, &blen) == 1) {
             assert_true(record_batch_crc_ok(batch, blen));
+            struct record_batch_header bh;
+            record_batch_parse_header(batch, blen, &bh);
+            if (record_batch_is_control(&bh)) {
+                g_control_batches++;
+                continue;
+            }
             struct record_batch_record_iter ri;
             struct record_batch_record rec;
             assert_int_equal(record_batch_records_begin(&ri, batch, blen), 0);
@@ -390,6 +397,87 @@ static void test_null_key_refused(void **state)
     assert_int_equal(partition_log_append(log, batch, len, 0, &res), KAFKA_ERR_NONE);
     assert_int_equal(partition_log_end_offset(log), 2);
     free(batch);
+    partition_log_close(log);
+}
+
+static int64_t put_txn(struct partition_log *log, int64_t pid, int32_t seq, const char *key,
+                       const char *value)
+{
+    struct record_batch_builder b;
+    record_batch_builder_init(&b, clock_wall_ms());
+    b.producer_id = pid;
+    b.producer_epoch = 0;
+    b.base_sequence = seq;
+    b.attributes = RECORD_BATCH_TRANSACTIONAL_BIT;
+    record_batch_builder_add(&b, clock_wall_ms(), key, (int32_t)strlen(key), value,
+                             (int32_t)strlen(value), NULL, 0);
+    uint8_t *batch;
+    size_t len;
+    assert_int_equal(record_batch_builder_finish(&b, &batch, &len), 0);
+    struct log_append_result res;
+    assert_int_equal(partition_log_append(log, batch, len, 0, &res), KAFKA_ERR_NONE);
+    free(batch);
+    return res.base_offset;
+}
+
+static size_t count_key(const struct rec *recs, size_t n, const char *key, const char *value)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += strcmp(recs[i].key, key) == 0 && (!value || strcmp(recs[i].value, value) == 0);
+    return c;
+}
+
+static void test_transactions(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    compact_config(&cfg);
+    struct partition_log *log = open_log(&cfg);
+    char key[8];
+    put(log, "k1", "good");
+    int64_t txn_first = put_txn(log, 9, 0, "k1", "bad");
+    for (int i = 0; i < 60; i++) {
+        snprintf(key, sizeof key, "f%d", i % 3);
+        put(log, key, "filler");
+    }
+    /* The open transaction bounds the pass: nothing from it on is touched. */
+    struct log_clean_result res;
+    assert_int_equal(partition_log_clean(log, -1, clock_wall_ms(), &default_opts, &res), 0);
+    assert_true(res.first_dirty_offset <= txn_first);
+    struct rec *recs = calloc(200, sizeof *recs);
+    size_t n = read_all(log, recs, 200);
+    assert_int_equal(count_key(recs, n, "f0", NULL) + count_key(recs, n, "f1", NULL) +
+                         count_key(recs, n, "f2", NULL),
+                     60);
+
+    int64_t marker = -1;
+    assert_int_equal(partition_log_append_txn_marker(log, 9, 0, 0, false, 0, &marker),
+                     KAFKA_ERR_NONE);
+    assert_true(marker > txn_first);
+    for (int i = 0; i < 60; i++) {
+        snprintf(key, sizeof key, "f%d", i % 3);
+        put(log, key, "filler");
+    }
+    int64_t active = active_base(log);
+    assert_true(active > marker);
+    assert_int_equal(partition_log_clean(log, res.first_dirty_offset, clock_wall_ms(),
+                                         &default_opts, &res),
+                     0);
+    assert_true(res.cleaned);
+    assert_int_equal(res.first_dirty_offset, active);
+    g_control_batches = 0;
+    n = read_all(log, recs, 200);
+    /* The aborted write never hid the committed one; the marker stays. */
+    assert_int_equal(count_key(recs, n, "k1", "good"), 1);
+    assert_int_equal(g_control_batches, 1);
+    size_t below_active = 0;
+    for (size_t i = 0; i < n; i++)
+        below_active += recs[i].key[0] == 'f' && recs[i].offset < active;
+    assert_true(below_active <= 3);
+    /* read_committed still learns about the abort. */
+    assert_int_equal(partition_log_aborted_txns(log, 0, INT64_MAX, NULL, NULL), 1);
+    free(recs);
     partition_log_close(log);
 }
 
@@ -720,6 +808,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_compacts_to_latest_per_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dirty_ratio_gate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_null_key_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transactions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tombstones_expire, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keeps_last_producer_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_after_cleaned, setup, teardown),
