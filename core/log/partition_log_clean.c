@@ -588,6 +588,23 @@ static int swap_in(struct partition_log *log, struct clean_plan *plan, int64_t n
         log_segment_close(cs->seg, false);
         cs->seg = fresh;
     }
+    /* Segments cleaned down to nothing go (their files and open fds), so a
+     * compacted log does not pile up empty segments. The first stays: it
+     * anchors the log start offset. Newest first keeps indexes valid. */
+    for (size_t i = plan->count; rc == 0 && i-- > 0;) {
+        const struct clean_segment *cs = &plan->segs[i];
+        size_t j = cs->rewritten && cs->new_size == 0 ? find_live(log, cs) : SIZE_MAX;
+        if (j == SIZE_MAX || j == 0)
+            continue;
+        struct log_segment *gone = log->segments[j];
+        pthread_rwlock_wrlock(&log->lock);
+        log->segments[j - 1]->next_offset = gone->next_offset;
+        memmove(&log->segments[j], &log->segments[j + 1],
+                (log->segment_count - j - 1) * sizeof *log->segments);
+        log->segment_count--;
+        pthread_rwlock_unlock(&log->lock);
+        log_segment_close(gone, true);
+    }
     if (rc != 0)
         partition_log_mark_offline(log, "swapping in a cleaned segment", rc);
     return rc;

@@ -339,6 +339,8 @@ static void test_compacts_to_latest_per_key(void **state)
     assert_true(res.segments_rewritten > 0);
     assert_true(res.bytes_after < res.bytes_before);
     assert_true(partition_log_size_bytes(log) < size_before / 2);
+    /* Emptied segments are gone, not kept as empty files. */
+    assert_true(partition_log_segment_count(log) < segments_before / 2);
     assert_int_equal(partition_log_end_offset(log), end);
     assert_int_equal(partition_log_start_offset(log), 0);
 
