@@ -445,8 +445,13 @@ static int rewrite_segment(struct partition_log *log, const struct clean_plan *p
     }
     if (rc == 0 && scan.io_error)
         rc = EIO;
-    if (rc == 0 && pos != cs->size)
-        changed = true; /* bytes after the last whole batch are not carried over */
+    if (rc == 0 && pos != cs->size && changed) {
+        /* Unreadable bytes mid-segment: leave the segment as it is rather
+         * than lose whatever follows them. */
+        logger_warn("log", "%s: segment %" PRId64 " has unreadable data at position %" PRId64
+                    "; not cleaning it", log->dir, cs->base, pos);
+        changed = false;
+    }
     log_scanner_free(&scan);
     if (rc == 0)
         rc = out_flush(&o);

@@ -701,6 +701,59 @@ static void test_crash_after_swap(void **state)
     partition_log_close(log);
 }
 
+/* Base offset of the n-th segment file (0-based) of the test dir. */
+static int64_t nth_segment(int n)
+{
+    int64_t bases[256];
+    int count = 0;
+    DIR *d = opendir(g_dir);
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL && count < 256)
+        if (strlen(ent->d_name) == 24 && strcmp(ent->d_name + 20, ".log") == 0)
+            bases[count++] = atoll(ent->d_name);
+    closedir(d);
+    for (int i = 0; i < count; i++)
+        for (int j = i + 1; j < count; j++)
+            if (bases[j] < bases[i]) {
+                int64_t t = bases[i];
+                bases[i] = bases[j];
+                bases[j] = t;
+            }
+    assert_true(n < count);
+    return bases[n];
+}
+
+static void test_unreadable_segment_left_alone(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    compact_config(&cfg);
+    struct partition_log *log = open_log(&cfg);
+    write_overwrites(log);
+    partition_log_close(log);
+    /* Break the magic byte of the second batch of the second segment. */
+    char path[600];
+    snprintf(path, sizeof path, "%s/%020lld.log", g_dir, (long long)nth_segment(1));
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    uint8_t hdr[12];
+    assert_int_equal(pread(fd, hdr, sizeof hdr, 0), (ssize_t)sizeof hdr);
+    int64_t second = 12 + ((int64_t)hdr[8] << 24 | hdr[9] << 16 | hdr[10] << 8 | hdr[11]);
+    uint8_t bad = 9;
+    assert_int_equal(pwrite(fd, &bad, 1, second + RECORD_BATCH_OFFSET_MAGIC), 1);
+    close(fd);
+    int64_t size = test_file_size(path);
+
+    log = open_log(&cfg);
+    struct log_clean_result res;
+    assert_int_equal(partition_log_clean(log, -1, clock_wall_ms(), &default_opts, &res), 0);
+    assert_true(res.cleaned);
+    assert_true(res.segments_rewritten > 0);
+    /* That segment is untouched (bytes after the damage are not lost). */
+    assert_int_equal(test_file_size(path), size);
+    partition_log_close(log);
+}
+
 static void test_dedupe_buffer_limit(void **state)
 {
     (void)state;
@@ -816,6 +869,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_crash_after_cleaned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_after_swap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dedupe_buffer_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unreadable_segment_left_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manager_checkpoint, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
