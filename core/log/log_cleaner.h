@@ -13,7 +13,9 @@
  * never shadow older records of their key; the last batch of every known
  * producer id is kept (empty if all its records go) so producer state can
  * be rebuilt from the log. Compressed batches are kept whole: their keys
- * are not read, so they neither shadow nor get shadowed.
+ * are not read, so they neither shadow nor get shadowed. A segment cleaned
+ * down to nothing is deleted unless it is the first one; segments are not
+ * merged otherwise.
  *
  * Each rewritten segment goes through Kafka's files: <base>.log.cleaned,
  * renamed to <base>.log.swap once durable, then over <base>.log, with the
