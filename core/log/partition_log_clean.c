@@ -540,12 +540,12 @@ static int swap_in(struct partition_log *log, struct clean_plan *plan, int64_t n
     if (stop_after == LOG_CLEAN_STOP_AFTER_CLEANED)
         return 0;
     /* Oldest first: after a crash the completed swaps form a prefix, so a
-     * dropped tombstone never outlives the older records it hid. */
+     * tombstone is never gone while older records of its key remain. */
     int rc = 0;
-    size_t renamed = 0;
-    for (size_t i = 0; rc == 0 && i < plan->count; i++, renamed = i)
-        if (plan->segs[i].rewritten)
-            rc = rename_ext(log->dir, plan->segs[i].base, ".log.cleaned", ".log.swap");
+    size_t renamed = 0; /* segments up to here may have a .swap file */
+    for (; rc == 0 && renamed < plan->count; renamed++)
+        if (plan->segs[renamed].rewritten)
+            rc = rename_ext(log->dir, plan->segs[renamed].base, ".log.cleaned", ".log.swap");
     if (rc == 0)
         rc = fsync_dir(log->dir);
     if (rc != 0) {
