@@ -105,6 +105,8 @@ static int open_partitions(struct internal_topic *t, const struct internal_topic
     log_config_defaults(&cfg);
     cfg.segment_bytes = segment_bytes;
     cfg.retention_ms = -1;
+    cfg.cleanup_compact = true;
+    cfg.cleanup_delete = false;
     for (int32_t p = 0; p < t->partition_count; p++) {
         struct partition_log *log = log_manager_get(opts->logs, t->name, p);
         bool here = log != NULL;

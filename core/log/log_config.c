@@ -14,4 +14,10 @@ void log_config_defaults(struct log_config *cfg)
     cfg->message_timestamp_type = LOG_TIMESTAMP_CREATE_TIME;
     cfg->preallocate = false;
     cfg->producer_id_expiration_ms = 86400000;
+    cfg->cleanup_delete = true;
+    cfg->cleanup_compact = false;
+    cfg->delete_retention_ms = 86400000;
+    cfg->min_compaction_lag_ms = 0;
+    cfg->max_compaction_lag_ms = INT64_MAX;
+    cfg->min_cleanable_dirty_ratio = 0.5;
 }

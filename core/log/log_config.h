@@ -24,6 +24,14 @@ struct log_config {
     enum log_timestamp_type message_timestamp_type; /* message.timestamp.type */
     bool preallocate;             /* preallocate: reserve segment_bytes on roll */
     int64_t producer_id_expiration_ms; /* producer.id.expiration.ms: drop idle producer state */
+    /* cleanup.policy: delete (retention.ms / retention.bytes apply) and/or
+     * compact (the log cleaner keeps the latest record per key). */
+    bool cleanup_delete;
+    bool cleanup_compact;
+    int64_t delete_retention_ms;      /* delete.retention.ms: how long tombstones survive cleaning */
+    int64_t min_compaction_lag_ms;    /* min.compaction.lag.ms: records younger stay uncleaned */
+    int64_t max_compaction_lag_ms;    /* max.compaction.lag.ms: dirty data older forces a clean */
+    double min_cleanable_dirty_ratio; /* min.cleanable.dirty.ratio */
 };
 
 void log_config_defaults(struct log_config *cfg);

@@ -50,6 +50,7 @@ struct log_manager {
     int64_t last_retention_ms, last_flush_ms, last_recovery_ckpt_ms, last_start_ckpt_ms,
         last_roll_ms;
     int64_t last_producer_expiry_ms;
+    struct log_cleaner *cleaner;
 };
 
 void log_manager_config_defaults(struct log_manager_config *cfg)
@@ -62,6 +63,7 @@ void log_manager_config_defaults(struct log_manager_config *cfg)
     cfg->producer_expiration_check_interval_ms = 600000;
     cfg->background_thread = true;
     cfg->recovery_threads_per_data_dir = 1;
+    log_cleaner_config_defaults(&cfg->cleaner);
 }
 
 static size_t bucket_of(const char *topic, int32_t partition)
@@ -396,6 +398,58 @@ static int write_checkpoint_files(struct log_manager *m, bool recovery, bool sta
     return result;
 }
 
+int log_manager_list(struct log_manager *m, struct log_manager_partition **out, size_t *n)
+{
+    size_t *dir_of;
+    char **topics;
+    int32_t *partitions;
+    struct partition_log **logs = snapshot(m, &dir_of, &topics, &partitions, n);
+    *out = calloc(*n + 1, sizeof **out);
+    if (!logs || !*out) {
+        snapshot_free(logs, dir_of, topics, partitions, logs ? *n : 0);
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        return ENOMEM;
+    }
+    for (size_t i = 0; i < *n; i++)
+        (*out)[i] = (struct log_manager_partition){topics[i], partitions[i], dir_of[i], logs[i]};
+    free(logs);
+    free(dir_of);
+    free(topics);
+    free(partitions);
+    return 0;
+}
+
+void log_manager_list_free(struct log_manager_partition *parts, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        partition_log_close(parts[i].log);
+        free(parts[i].topic);
+    }
+    free(parts);
+}
+
+size_t log_manager_dir_count(const struct log_manager *m)
+{
+    return m->dir_count;
+}
+
+const char *log_manager_dir_path(const struct log_manager *m, size_t dir_index)
+{
+    return dir_index < m->dir_count ? m->dirs[dir_index] : NULL;
+}
+
+int log_manager_clean(struct log_manager *m, int64_t now_ms, bool force)
+{
+    return m->cleaner ? log_cleaner_run_once(m->cleaner, now_ms, force) : 0;
+}
+
+struct log_cleaner *log_manager_cleaner(struct log_manager *m)
+{
+    return m->cleaner;
+}
+
 int log_manager_write_checkpoints(struct log_manager *m)
 {
     return write_checkpoint_files(m, true, true);
@@ -527,6 +581,11 @@ int log_manager_open(const char *const *dirs, size_t dir_count, const struct log
     /* Record the recovery points as loaded (unchanged by a rescan, which
      * does not flush) and the start offsets. */
     write_checkpoint_files(m, true, true);
+    if (log_cleaner_create(m, &cfg->cleaner, cfg->background_thread, &m->cleaner) != 0) {
+        snprintf(err, errlen, "cannot start the log cleaner");
+        log_manager_close(m, false);
+        return -1;
+    }
     if (cfg->background_thread) {
         if (pthread_create(&m->thread, NULL, maintenance_thread, m) != 0) {
             snprintf(err, errlen, "cannot start the log maintenance thread");
@@ -653,6 +712,7 @@ void log_manager_close(struct log_manager *m, bool clean)
         pthread_mutex_unlock(&m->lock);
         pthread_join(m->thread, NULL);
     }
+    log_cleaner_destroy(m->cleaner);
     bool all_flushed = true;
     if (clean) {
         for (size_t b = 0; b < LOG_MANAGER_BUCKETS; b++)

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "log/log_cleaner.h"
 #include "log/log_config.h"
 #include "log/partition_log.h"
 
@@ -34,6 +35,8 @@ struct log_manager_config {
     int64_t producer_expiration_check_interval_ms; /* producer.id.expiration.check.interval.ms */
     bool background_thread;                     /* false: caller drives log_manager_maintain */
     int32_t recovery_threads_per_data_dir;      /* num.recovery.threads.per.data.dir (>= 1) */
+    struct log_cleaner_config cleaner;          /* log.cleaner.*; its thread runs when enabled
+                                                 * and background_thread is set */
 };
 
 void log_manager_config_defaults(struct log_manager_config *cfg);
@@ -68,6 +71,26 @@ size_t log_manager_partition_count(struct log_manager *m);
 /* One maintenance pass as the background thread runs it; force=true runs
  * every task regardless of its interval (tests, shutdown). */
 void log_manager_maintain(struct log_manager *m, int64_t now_ms, bool force);
+
+/* One log cleaner pass over the compacted logs, on the caller's thread;
+ * force ignores min.cleanable.dirty.ratio. Returns the number of logs cleaned. */
+int log_manager_clean(struct log_manager *m, int64_t now_ms, bool force);
+/* The manager's cleaner (checkpointed first dirty offsets). */
+struct log_cleaner *log_manager_cleaner(struct log_manager *m);
+
+/* A reference to every log with where it lives, for work done outside the
+ * manager's lock. */
+struct log_manager_partition {
+    char *topic;
+    int32_t partition;
+    size_t dir_index;
+    struct partition_log *log;
+};
+/* Returns 0 or ENOMEM; free with log_manager_list_free. */
+int log_manager_list(struct log_manager *m, struct log_manager_partition **out, size_t *n);
+void log_manager_list_free(struct log_manager_partition *parts, size_t n);
+size_t log_manager_dir_count(const struct log_manager *m);
+const char *log_manager_dir_path(const struct log_manager *m, size_t dir_index);
 
 /* Write both offset checkpoints in every log dir. Returns 0 or an errno. */
 int log_manager_write_checkpoints(struct log_manager *m);

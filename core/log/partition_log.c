@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log/log_cleaner.h"
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
 #include "util/logger.h"
@@ -109,6 +110,9 @@ static int load_segments(struct partition_log *log, int64_t recovery_point, char
     int64_t *bases = NULL;
     size_t n = 0;
     int64_t now = clock_wall_ms();
+    /* Finish or undo what a cleaner pass left behind before reading segments. */
+    if (partition_log_clean_recover_files(log->dir, &log->cfg, now, err, errlen) < 0)
+        return EIO;
     int rc = list_segments(log->dir, &bases, &n);
     if (rc != 0) {
         snprintf(err, errlen, "cannot list %s: %s", log->dir, strerror(rc));
@@ -324,6 +328,20 @@ static bool roll_due(const struct partition_log *log, const struct log_segment *
            last_offset - seg->base_offset > (int64_t)UINT32_MAX;
 }
 
+/* Kafka refuses keyless records for compacted topics: the cleaner could
+ * never replace them. Compressed batches are not opened here. */
+static bool has_null_key(const uint8_t *batch, size_t len)
+{
+    struct record_batch_record_iter it;
+    struct record_batch_record rec;
+    if (record_batch_records_begin(&it, batch, len) != 0)
+        return false;
+    while (record_batch_records_next(&it, &rec) == 1)
+        if (rec.key_len < 0)
+            return true;
+    return false;
+}
+
 /* Validate every batch and count records; nothing is modified. */
 static int16_t validate_all(const struct partition_log *log, const uint8_t *batches, size_t len,
                             int32_t *records, int32_t *batch_count,
@@ -342,6 +360,11 @@ static int16_t validate_all(const struct partition_log *log, const uint8_t *batc
                                              res->error_message, sizeof res->error_message);
         if (code != KAFKA_ERR_NONE)
             return code;
+        if (log->cfg.cleanup_compact && !record_batch_is_control(&h) && has_null_key(batch, blen)) {
+            snprintf(res->error_message, sizeof res->error_message,
+                     "Compacted topic cannot accept message without key");
+            return KAFKA_ERR_INVALID_RECORD;
+        }
         total += h.record_count;
         (*batch_count)++;
     }

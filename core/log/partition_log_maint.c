@@ -53,9 +53,14 @@ int partition_log_apply_retention(struct partition_log *log, int64_t now_ms)
         total += log->segments[i]->size;
     while (log->segment_count > 1 && !atomic_load(&log->offline)) {
         struct log_segment *oldest = log->segments[0];
-        bool by_time = log->cfg.retention_ms >= 0 && oldest->max_timestamp >= 0 &&
-                       now_ms - oldest->max_timestamp > log->cfg.retention_ms;
-        bool by_size = log->cfg.retention_bytes >= 0 &&
+        /* A compact-only topic keeps every segment; the cleaner shrinks them. */
+        bool delete_policy = log->cfg.cleanup_delete;
+        /* An empty closed segment (everything cleaned away) has no timestamp. */
+        bool by_time = delete_policy && log->cfg.retention_ms >= 0 &&
+                       ((oldest->max_timestamp >= 0 &&
+                         now_ms - oldest->max_timestamp > log->cfg.retention_ms) ||
+                        oldest->size == 0);
+        bool by_size = delete_policy && log->cfg.retention_bytes >= 0 &&
                        total - oldest->size >= log->cfg.retention_bytes;
         /* Segments wholly below a DeleteRecords start offset go too. */
         bool below_start = log->segments[1]->base_offset <= atomic_load(&log->log_start_offset);

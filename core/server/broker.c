@@ -99,6 +99,12 @@ static void broker_log_defaults(struct broker *b, const struct metadata_topic *t
     out->max_message_bytes = v.max_message_bytes;
     out->producer_id_expiration_ms = config_get_long(b->config, "producer.id.expiration.ms");
     out->preallocate = v.preallocate;
+    out->cleanup_delete = v.cleanup_delete;
+    out->cleanup_compact = v.cleanup_compact;
+    out->delete_retention_ms = v.delete_retention_ms;
+    out->min_compaction_lag_ms = v.min_compaction_lag_ms;
+    out->max_compaction_lag_ms = v.max_compaction_lag_ms;
+    out->min_cleanable_dirty_ratio = v.min_cleanable_dirty_ratio;
     out->message_timestamp_type = v.message_timestamp_type == TOPIC_TIMESTAMP_LOG_APPEND_TIME
                                       ? LOG_TIMESTAMP_LOG_APPEND_TIME
                                       : LOG_TIMESTAMP_CREATE_TIME;
@@ -335,6 +341,10 @@ static int start_logs(struct broker *b, const char *const *dirs, size_t dir_coun
         config_get_long(b->config, "producer.id.expiration.check.interval.ms");
     opts.background_thread = true;
     opts.recovery_threads_per_data_dir = config_get_int(b->config, "num.recovery.threads.per.data.dir");
+    opts.cleaner.enable = config_get_bool(b->config, "log.cleaner.enable");
+    opts.cleaner.backoff_ms = config_get_long(b->config, "log.cleaner.backoff.ms");
+    opts.cleaner.dedupe_buffer_bytes = config_get_long(b->config, "log.cleaner.dedupe.buffer.size");
+    opts.cleaner.load_factor = config_get_double(b->config, "log.cleaner.io.buffer.load.factor");
     struct log_config defaults;
     broker_log_defaults(b, NULL, &defaults);
     return log_manager_open(dirs, dir_count, &defaults, &opts, &b->logs, err, errlen);

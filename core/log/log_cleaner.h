@@ -1,0 +1,126 @@
+/* The log cleaner: Kafka's compaction (cleanup.policy=compact) for the
+ * partition logs of one broker.
+ *
+ * A pass over a log keeps, for every key, the record with the greatest
+ * offset, below the active segment, the first unstable offset (open
+ * transactions) and min.compaction.lag.ms. A log is cleaned when the bytes
+ * after its first dirty offset make up at least min.cleanable.dirty.ratio
+ * of its closed segments, or when dirty data is older than
+ * max.compaction.lag.ms. Tombstones (null values) outlive the first clean
+ * of their segment by delete.retention.ms, measured from the segment file's
+ * modification time as Kafka does. Offsets never change: a cleaned log has
+ * gaps. Control batches are always kept; records of aborted transactions
+ * never shadow older records of their key; the last batch of every known
+ * producer id is kept (empty if all its records go) so producer state can
+ * be rebuilt from the log. Compressed batches are kept whole: their keys
+ * are not read, so they neither shadow nor get shadowed. A segment cleaned
+ * down to nothing is deleted unless it is the first one; segments are not
+ * merged otherwise.
+ *
+ * Each rewritten segment goes through Kafka's files: <base>.log.cleaned,
+ * renamed to <base>.log.swap once durable, then over <base>.log, with the
+ * indexes rebuilt. Start-up (partition_log_clean_recover_files) deletes
+ * .cleaned leftovers and completes .swap files. Fetches keep reading the
+ * old file through their dup()ed descriptors.
+ *
+ * Per log dir, cleaner-offset-checkpoint (Kafka's offset checkpoint format)
+ * records each compacted partition's first dirty offset.
+ *
+ * Thread-safety: partition_log_clean may run beside appends, reads,
+ * retention and truncation of the same log; two passes on one log must not
+ * overlap (struct log_cleaner serialises its passes). */
+#ifndef CAIRN_LOG_LOG_CLEANER_H
+#define CAIRN_LOG_LOG_CLEANER_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log/log_config.h"
+#include "protocol/record_batch.h"
+
+struct log_manager;
+struct partition_log;
+
+#define LOG_CLEANER_CHECKPOINT_FILE "cleaner-offset-checkpoint"
+
+/* Where a pass stops early, for crash tests: the files are left as a crash
+ * at that point would leave them and the in-memory log is not changed. */
+enum log_clean_stop {
+    LOG_CLEAN_STOP_NONE = 0,
+    LOG_CLEAN_STOP_AFTER_CLEANED, /* .cleaned files written */
+    LOG_CLEAN_STOP_AFTER_SWAP,    /* renamed to .swap */
+};
+
+struct log_clean_options {
+    size_t dedupe_buffer_bytes; /* log.cleaner.dedupe.buffer.size */
+    double load_factor;         /* fill of the dedupe map that counts as full */
+    bool force;                 /* ignore min.cleanable.dirty.ratio (tests, tools) */
+    enum log_clean_stop stop_after;
+};
+
+struct log_clean_result {
+    bool cleaned;               /* a pass ran over the log */
+    int64_t first_dirty_offset; /* where the next pass starts */
+    double dirty_ratio;         /* as found before the pass */
+    int segments_rewritten;
+    int64_t bytes_before; /* of the segments the pass covered */
+    int64_t bytes_after;
+};
+
+/* One pass over log if it is eligible. first_dirty: the checkpointed first
+ * dirty offset (-1 or out of range: the log start). Returns 0 (see *out) or
+ * an errno value; on error the log is unchanged unless it went offline. */
+int partition_log_clean(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
+                        const struct log_clean_options *opt, struct log_clean_result *out);
+
+/* Delete *.cleaned files in a partition dir and complete *.swap ones
+ * (replace the .log, rebuild its indexes). Runs before the segments are
+ * opened. Returns how many swaps were completed, or -1 with err. */
+int partition_log_clean_recover_files(const char *dir, const struct log_config *cfg,
+                                      int64_t now_ms, char *err, size_t errlen);
+
+/* ---- batch rewriting ---- */
+
+enum log_clean_batch_outcome {
+    LOG_CLEAN_BATCH_ALL = 0,  /* every record kept: copy the batch as it is */
+    LOG_CLEAN_BATCH_SOME = 1, /* a smaller batch was written to out */
+    LOG_CLEAN_BATCH_NONE = 2, /* no record kept: drop the batch */
+};
+
+typedef bool (*log_clean_keep_fn)(void *arg, const struct record_batch_record *rec);
+
+/* Filter the records of one uncompressed v2 batch (len = its total size).
+ * The new batch keeps base offset, lastOffsetDelta, producer id/epoch, base
+ * sequence, attributes and timestamps; recordCount, batchLength and the
+ * CRC32C are recomputed. With keep_empty a batch losing every record is
+ * written with no records instead of dropped. out needs len bytes.
+ * Returns an outcome, or -1 when the batch is compressed or malformed. */
+int log_clean_filter_batch(const uint8_t *batch, size_t len, log_clean_keep_fn keep, void *arg,
+                           bool keep_empty, uint8_t *out, size_t *out_len);
+
+/* ---- the cleaner of a log manager ---- */
+
+struct log_cleaner_config {
+    bool enable;                 /* log.cleaner.enable: run the background thread */
+    int64_t backoff_ms;          /* log.cleaner.backoff.ms: sleep when nothing is due */
+    int64_t dedupe_buffer_bytes; /* log.cleaner.dedupe.buffer.size */
+    double load_factor;          /* log.cleaner.io.buffer.load.factor */
+};
+
+void log_cleaner_config_defaults(struct log_cleaner_config *cfg);
+
+struct log_cleaner;
+
+/* Read the checkpoints of every log dir of m and, when cfg->enable and
+ * start_thread, start the cleaner thread. Returns 0 or an errno value. */
+int log_cleaner_create(struct log_manager *m, const struct log_cleaner_config *cfg,
+                       bool start_thread, struct log_cleaner **out);
+/* One pass over every compacted log; force ignores the dirty ratio.
+ * Returns the number of logs cleaned. */
+int log_cleaner_run_once(struct log_cleaner *c, int64_t now_ms, bool force);
+/* Checkpointed first dirty offset of a partition, or -1. */
+int64_t log_cleaner_first_dirty(struct log_cleaner *c, const char *topic, int32_t partition);
+/* Stop the thread, write the checkpoints, free. */
+void log_cleaner_destroy(struct log_cleaner *c);
+
+#endif

@@ -1,0 +1,742 @@
+/* Compaction of one partition log: choosing the cleanable range, the
+ * dedupe map, rewriting segments and swapping them in (see log_cleaner.h). */
+#include "log/partition_log_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log/log_cleaner.h"
+#include "log/log_offset_map.h"
+#include "util/logger.h"
+
+#define CLEAN_READ_BUF (1024 * 1024)
+#define CLEAN_WRITE_BUF (1024 * 1024)
+
+/* ---- batch rewriting ---- */
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+int log_clean_filter_batch(const uint8_t *batch, size_t len, log_clean_keep_fn keep, void *arg,
+                           bool keep_empty, uint8_t *out, size_t *out_len)
+{
+    struct record_batch_header h;
+    if (record_batch_parse_header(batch, len, &h) != 0 || h.batch_length < 0 ||
+        record_batch_total_size(&h) != len)
+        return -1;
+    struct record_batch_record_iter it;
+    if (record_batch_records_begin(&it, batch, len) != 0)
+        return -1;
+    size_t out_pos = RECORD_BATCH_HEADER_SIZE;
+    int32_t kept = 0, seen = 0;
+    struct record_batch_record rec;
+    const uint8_t *start = it.pos;
+    int rc;
+    while ((rc = record_batch_records_next(&it, &rec)) == 1) {
+        seen++;
+        if (keep(arg, &rec)) {
+            /* Deltas are relative to the unchanged base offset and base
+             * timestamp, so a kept record's bytes stay valid as they are. */
+            size_t n = (size_t)(it.pos - start);
+            memcpy(out + out_pos, start, n);
+            out_pos += n;
+            kept++;
+        }
+        start = it.pos;
+    }
+    if (rc < 0)
+        return -1;
+    if (kept == seen)
+        return LOG_CLEAN_BATCH_ALL;
+    if (kept == 0 && !keep_empty)
+        return LOG_CLEAN_BATCH_NONE;
+    memcpy(out, batch, RECORD_BATCH_HEADER_SIZE);
+    put_be32(out + RECORD_BATCH_OFFSET_BATCH_LENGTH,
+             (uint32_t)(out_pos - RECORD_BATCH_LOG_OVERHEAD));
+    put_be32(out + 57, (uint32_t)kept); /* recordCount */
+    record_batch_update_crc(out, out_pos);
+    *out_len = out_pos;
+    return LOG_CLEAN_BATCH_SOME;
+}
+
+/* ---- what a pass works on, captured under write_lock ---- */
+
+struct clean_segment {
+    struct log_segment *seg; /* identity check at swap time only */
+    int64_t base;
+    int64_t next_base; /* base offset of the following segment */
+    int64_t size;
+    int fd;            /* dup() of the .log */
+    struct timespec mtime;
+    bool rewritten;    /* a .cleaned file exists */
+    int64_t new_size;
+};
+
+struct producer_last {
+    int64_t producer_id;
+    int64_t last_offset;
+};
+
+struct clean_plan {
+    struct log_config cfg;
+    struct clean_segment *segs; /* [0, count) cleanable, ascending */
+    size_t count;
+    size_t first_dirty_index; /* first segment holding dirty offsets */
+    int64_t first_dirty;
+    uint64_t truncations;
+    struct producer_last *producers;
+    size_t producer_count, producer_cap;
+    struct txn_index_entry *aborted;
+    size_t aborted_count;
+};
+
+static void plan_free(struct clean_plan *p)
+{
+    for (size_t i = 0; i < p->count; i++)
+        if (p->segs[i].fd >= 0)
+            close(p->segs[i].fd);
+    free(p->segs);
+    free(p->producers);
+    free(p->aborted);
+}
+
+static void collect_producer(void *arg, const struct producer_entry *e)
+{
+    struct clean_plan *p = arg;
+    if (e->batch_count <= 0 || p->producer_count == p->producer_cap)
+        return;
+    p->producers[p->producer_count++] = (struct producer_last){
+        e->producer_id, e->batches[e->batch_count - 1].last_offset};
+}
+
+static int cmp_producer(const void *a, const void *b)
+{
+    int64_t x = ((const struct producer_last *)a)->producer_id;
+    int64_t y = ((const struct producer_last *)b)->producer_id;
+    return (x > y) - (x < y);
+}
+
+static bool is_last_of_producer(const struct clean_plan *p, int64_t producer_id,
+                                int64_t last_offset)
+{
+    struct producer_last key = {producer_id, 0};
+    const struct producer_last *hit =
+        p->producer_count ? bsearch(&key, p->producers, p->producer_count, sizeof key,
+                                    cmp_producer)
+                          : NULL;
+    return hit && hit->last_offset == last_offset;
+}
+
+static bool is_aborted(const struct clean_plan *p, int64_t producer_id, int64_t offset)
+{
+    for (size_t i = 0; i < p->aborted_count; i++)
+        if (p->aborted[i].producer_id == producer_id && p->aborted[i].first_offset <= offset &&
+            offset < p->aborted[i].last_offset)
+            return true;
+    return false;
+}
+
+/* Decide under write_lock whether the log is due and capture what the pass
+ * needs. Returns 0 (plan->count 0: nothing to do) or an errno value. */
+static int make_plan(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
+                     const struct log_clean_options *opt, struct clean_plan *plan,
+                     struct log_clean_result *out)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->cfg = log->cfg;
+    const struct log_config *cfg = &plan->cfg;
+    size_t n = log->segment_count;
+    int64_t start = atomic_load(&log->log_start_offset);
+    int64_t end = atomic_load(&log->log_end_offset);
+    if (first_dirty < start || first_dirty > end)
+        first_dirty = start;
+    out->first_dirty_offset = first_dirty;
+    plan->first_dirty = first_dirty;
+    if (!cfg->cleanup_compact || n < 2 || atomic_load(&log->offline) ||
+        atomic_load(&log->deleted))
+        return 0;
+
+    /* Never the active segment, nor offsets of open transactions, nor
+     * records younger than min.compaction.lag.ms. */
+    int64_t uncleanable = log->segments[n - 1]->base_offset;
+    int64_t unstable = atomic_load(&log->first_unstable_offset);
+    if (unstable >= 0 && unstable < uncleanable)
+        uncleanable = unstable;
+    if (cfg->min_compaction_lag_ms > 0) {
+        for (size_t i = 0; i + 1 < n; i++) {
+            const struct log_segment *s = log->segments[i];
+            if (log->segments[i + 1]->base_offset <= first_dirty)
+                continue;
+            if (s->max_timestamp > now_ms - cfg->min_compaction_lag_ms) {
+                if (s->base_offset < uncleanable)
+                    uncleanable = s->base_offset;
+                break;
+            }
+        }
+    }
+    size_t k = 0;
+    while (k + 1 < n && log->segments[k + 1]->base_offset <= uncleanable)
+        k++;
+    if (k == 0)
+        return 0;
+
+    int64_t clean_bytes = 0, dirty_bytes = 0;
+    bool overdue = false;
+    size_t d0 = k;
+    for (size_t i = 0; i < k; i++) {
+        const struct log_segment *s = log->segments[i];
+        if (log->segments[i + 1]->base_offset <= first_dirty) {
+            clean_bytes += s->size;
+            continue;
+        }
+        if (d0 == k)
+            d0 = i;
+        dirty_bytes += s->size;
+        int64_t ts = s->first_batch_timestamp >= 0 ? s->first_batch_timestamp : s->max_timestamp;
+        if (ts >= 0 && cfg->max_compaction_lag_ms < INT64_MAX &&
+            now_ms - ts > cfg->max_compaction_lag_ms)
+            overdue = true;
+    }
+    out->dirty_ratio =
+        clean_bytes + dirty_bytes > 0 ? (double)dirty_bytes / (double)(clean_bytes + dirty_bytes)
+                                      : 0.0;
+    bool due = dirty_bytes > 0 &&
+               (out->dirty_ratio >= cfg->min_cleanable_dirty_ratio || overdue);
+    if (!due && !opt->force)
+        return 0;
+
+    plan->segs = calloc(k, sizeof *plan->segs);
+    plan->producer_cap = log->producers ? producer_state_count(log->producers) : 0;
+    plan->producers = calloc(plan->producer_cap + 1, sizeof *plan->producers);
+    if (!plan->segs || !plan->producers)
+        return ENOMEM;
+    for (size_t i = 0; i < k; i++) {
+        struct clean_segment *cs = &plan->segs[i];
+        struct log_segment *s = log->segments[i];
+        struct stat st;
+        cs->seg = s;
+        cs->base = s->base_offset;
+        cs->next_base = log->segments[i + 1]->base_offset;
+        cs->size = s->size;
+        cs->fd = dup(s->log_fd);
+        plan->count = i + 1;
+        if (cs->fd < 0 || fstat(cs->fd, &st) != 0)
+            return errno;
+        cs->mtime = st.st_mtim;
+    }
+    plan->first_dirty_index = d0;
+    plan->truncations = log->truncations;
+    if (log->producers)
+        producer_state_foreach(log->producers, collect_producer, plan);
+    qsort(plan->producers, plan->producer_count, sizeof *plan->producers, cmp_producer);
+    int64_t range_end = plan->segs[k - 1].next_base;
+    size_t na = 0;
+    for (size_t i = 0; i < log->aborted.count; i++)
+        if (log->aborted.entries[i].first_offset < range_end)
+            na++;
+    plan->aborted = calloc(na + 1, sizeof *plan->aborted);
+    if (!plan->aborted)
+        return ENOMEM;
+    for (size_t i = 0; i < log->aborted.count; i++)
+        if (log->aborted.entries[i].first_offset < range_end)
+            plan->aborted[plan->aborted_count++] = log->aborted.entries[i];
+    return 0;
+}
+
+/* ---- the dedupe map ---- */
+
+/* Batch at pos of a segment, bounds-checked; NULL at the end or when the
+ * bytes do not hold a whole batch. */
+static const uint8_t *next_batch(struct log_scanner *scan, int64_t pos, int64_t size,
+                                 struct record_batch_header *h)
+{
+    if (pos >= size)
+        return NULL;
+    const uint8_t *p = log_scanner_get(scan, pos, RECORD_BATCH_HEADER_SIZE);
+    if (!p)
+        return NULL;
+    record_batch_parse_header(p, RECORD_BATCH_HEADER_SIZE, h);
+    if (h->magic != RECORD_BATCH_MAGIC ||
+        h->batch_length < RECORD_BATCH_HEADER_SIZE - RECORD_BATCH_LOG_OVERHEAD ||
+        (int64_t)record_batch_total_size(h) > size - pos)
+        return NULL;
+    return log_scanner_get(scan, pos, record_batch_total_size(h));
+}
+
+/* Add the keys of segments [from, to) to map; *end is the first segment not
+ * wholly added (the map filled up inside it). Returns 0 or an errno value. */
+static int build_map(const struct clean_plan *plan, size_t from, size_t to,
+                     struct log_offset_map *map, size_t *end)
+{
+    *end = to;
+    for (size_t i = from; i < to; i++) {
+        const struct clean_segment *cs = &plan->segs[i];
+        struct log_scanner scan;
+        struct record_batch_header h;
+        const uint8_t *p;
+        int64_t pos = 0;
+        int rc = 0;
+        log_scanner_init(&scan, cs->fd, cs->size, CLEAN_READ_BUF);
+        while (rc == 0 && (p = next_batch(&scan, pos, cs->size, &h)) != NULL) {
+            size_t total = record_batch_total_size(&h);
+            pos += (int64_t)total;
+            if (record_batch_is_control(&h) ||
+                record_batch_compression(&h) != RECORD_BATCH_COMPRESSION_NONE ||
+                (record_batch_is_transactional(&h) &&
+                 is_aborted(plan, h.producer_id, h.base_offset)))
+                continue;
+            struct record_batch_record_iter it;
+            struct record_batch_record rec;
+            if (record_batch_records_begin(&it, p, total) != 0)
+                continue;
+            while (rc == 0 && record_batch_records_next(&it, &rec) == 1)
+                if (rec.key_len >= 0)
+                    rc = log_offset_map_put(map, rec.key, (size_t)rec.key_len, rec.offset);
+        }
+        bool io_error = scan.io_error;
+        log_scanner_free(&scan);
+        if (io_error)
+            return EIO;
+        if (rc == 1) {
+            *end = i;
+            return 0;
+        }
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- rewriting one segment ---- */
+
+struct keep_ctx {
+    const struct log_offset_map *map;
+    bool drop_tombstones;
+};
+
+static bool keep_record(void *arg, const struct record_batch_record *rec)
+{
+    const struct keep_ctx *k = arg;
+    if (rec->key_len < 0)
+        return true;
+    if (log_offset_map_get(k->map, rec->key, (size_t)rec->key_len) > rec->offset)
+        return false; /* a later record of the key exists */
+    return !(rec->value_len < 0 && k->drop_tombstones);
+}
+
+struct out_file {
+    int fd;
+    int64_t written;
+    uint8_t *buf;
+    size_t len;
+};
+
+static int out_flush(struct out_file *o)
+{
+    size_t done = 0;
+    while (done < o->len) {
+        ssize_t n = write(o->fd, o->buf + done, o->len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? errno : EIO;
+        done += (size_t)n;
+    }
+    o->written += (int64_t)o->len;
+    o->len = 0;
+    return 0;
+}
+
+static int out_append(struct out_file *o, const uint8_t *data, size_t len)
+{
+    if (o->len + len > CLEAN_WRITE_BUF) {
+        int rc = out_flush(o);
+        if (rc != 0)
+            return rc;
+    }
+    if (len > CLEAN_WRITE_BUF) {
+        const uint8_t *saved = o->buf;
+        o->buf = (uint8_t *)data;
+        o->len = len;
+        int rc = out_flush(o);
+        o->buf = (uint8_t *)saved;
+        return rc;
+    }
+    memcpy(o->buf + o->len, data, len);
+    o->len += len;
+    return 0;
+}
+
+static int64_t timespec_ms(struct timespec t)
+{
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Write <base>.log.cleaned with what survives of segment i; sets
+ * cs->rewritten when anything changed (the file is removed otherwise).
+ * Returns 0 or an errno value. */
+static int rewrite_segment(struct partition_log *log, const struct clean_plan *plan, size_t i,
+                           const struct log_offset_map *map, int64_t now_ms)
+{
+    struct clean_segment *cs = &plan->segs[i];
+    /* Tombstones go once delete.retention.ms has passed since their segment
+     * was first cleaned: the file's mtime, set by that first rewrite. */
+    bool was_clean = cs->next_base <= plan->first_dirty;
+    struct keep_ctx keep = {
+        .map = map,
+        .drop_tombstones = was_clean && plan->cfg.delete_retention_ms < INT64_MAX &&
+                           timespec_ms(cs->mtime) + plan->cfg.delete_retention_ms < now_ms,
+    };
+    char *path = log_segment_path(log->dir, cs->base, ".log.cleaned");
+    struct out_file o = {.fd = -1, .buf = malloc(CLEAN_WRITE_BUF)};
+    uint8_t *scratch = NULL;
+    size_t scratch_cap = 0;
+    int rc = (path && o.buf) ? 0 : ENOMEM;
+    if (rc == 0 && (o.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+        rc = errno;
+    bool changed = false;
+    struct log_scanner scan;
+    log_scanner_init(&scan, cs->fd, cs->size, CLEAN_READ_BUF);
+    int64_t pos = 0;
+    struct record_batch_header h;
+    const uint8_t *p;
+    while (rc == 0 && (p = next_batch(&scan, pos, cs->size, &h)) != NULL) {
+        size_t total = record_batch_total_size(&h);
+        pos += (int64_t)total;
+        if (record_batch_is_control(&h) ||
+            record_batch_compression(&h) != RECORD_BATCH_COMPRESSION_NONE) {
+            rc = out_append(&o, p, total);
+            continue;
+        }
+        if (scratch_cap < total) {
+            uint8_t *grown = realloc(scratch, total);
+            if (!grown) {
+                rc = ENOMEM;
+                break;
+            }
+            scratch = grown;
+            scratch_cap = total;
+        }
+        bool keep_empty = h.producer_id >= 0 &&
+                          is_last_of_producer(plan, h.producer_id, record_batch_last_offset(&h));
+        size_t new_len = 0;
+        int outcome =
+            log_clean_filter_batch(p, total, keep_record, &keep, keep_empty, scratch, &new_len);
+        if (outcome == LOG_CLEAN_BATCH_SOME) {
+            changed = true;
+            rc = out_append(&o, scratch, new_len);
+        } else if (outcome == LOG_CLEAN_BATCH_NONE) {
+            changed = true;
+        } else {
+            rc = out_append(&o, p, total); /* all kept, or unreadable: keep it */
+        }
+    }
+    if (rc == 0 && scan.io_error)
+        rc = EIO;
+    if (rc == 0 && pos != cs->size && changed) {
+        /* Unreadable bytes mid-segment: leave the segment as it is rather
+         * than lose whatever follows them. */
+        logger_warn("log", "%s: segment %" PRId64 " has unreadable data at position %" PRId64
+                    "; not cleaning it", log->dir, cs->base, pos);
+        changed = false;
+    }
+    log_scanner_free(&scan);
+    if (rc == 0)
+        rc = out_flush(&o);
+    if (rc == 0 && changed && was_clean) {
+        /* Keep the first-clean time as the tombstone clock. */
+        struct timespec times[2] = {{.tv_sec = 0, .tv_nsec = UTIME_OMIT}, cs->mtime};
+        if (futimens(o.fd, times) != 0)
+            rc = errno;
+    }
+    if (rc == 0 && changed && fsync(o.fd) != 0)
+        rc = errno;
+    if (o.fd >= 0)
+        close(o.fd);
+    if (path && (rc != 0 || !changed))
+        unlink(path);
+    cs->rewritten = rc == 0 && changed;
+    cs->new_size = cs->rewritten ? o.written : cs->size;
+    free(scratch);
+    free(o.buf);
+    free(path);
+    return rc;
+}
+
+/* ---- swapping the rewritten segments in ---- */
+
+static int fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    int rc = fsync(fd) == 0 ? 0 : errno;
+    close(fd);
+    return rc;
+}
+
+static void remove_cleaned(struct partition_log *log, const struct clean_plan *plan,
+                           const char *ext)
+{
+    for (size_t i = 0; i < plan->count; i++) {
+        if (!plan->segs[i].rewritten)
+            continue;
+        char *path = log_segment_path(log->dir, plan->segs[i].base, ext);
+        if (path)
+            unlink(path);
+        free(path);
+    }
+}
+
+static int rename_ext(const char *dir, int64_t base, const char *from, const char *to)
+{
+    char *a = log_segment_path(dir, base, from), *b = log_segment_path(dir, base, to);
+    int rc = (a && b) ? (rename(a, b) == 0 ? 0 : errno) : ENOMEM;
+    free(a);
+    free(b);
+    return rc;
+}
+
+static void unlink_ext(const char *dir, int64_t base, const char *ext)
+{
+    char *path = log_segment_path(dir, base, ext);
+    if (path && unlink(path) != 0 && errno != ENOENT)
+        logger_warn("log", "cannot remove %s: %s", path, strerror(errno));
+    free(path);
+}
+
+/* Index of the live segment that cs captured, or SIZE_MAX when it is gone. */
+static size_t find_live(const struct partition_log *log, const struct clean_segment *cs)
+{
+    for (size_t j = 0; j + 1 < log->segment_count; j++)
+        if (log->segments[j] == cs->seg && log->segments[j]->base_offset == cs->base)
+            return j;
+    return SIZE_MAX;
+}
+
+/* Caller holds write_lock. Returns 0, ESTALE when the log changed under the
+ * pass (nothing swapped), or another errno value. */
+static int swap_in(struct partition_log *log, struct clean_plan *plan, int64_t now_ms,
+                   enum log_clean_stop stop_after)
+{
+    if (atomic_load(&log->offline) || atomic_load(&log->deleted) ||
+        log->truncations != plan->truncations)
+        return ESTALE;
+    for (size_t i = 0; i < plan->count; i++)
+        if (plan->segs[i].rewritten && find_live(log, &plan->segs[i]) == SIZE_MAX)
+            return ESTALE;
+    if (stop_after == LOG_CLEAN_STOP_AFTER_CLEANED)
+        return 0;
+    /* Oldest first: after a crash the completed swaps form a prefix, so a
+     * tombstone is never gone while older records of its key remain. */
+    int rc = 0;
+    size_t renamed = 0; /* segments up to here may have a .swap file */
+    for (; rc == 0 && renamed < plan->count; renamed++)
+        if (plan->segs[renamed].rewritten)
+            rc = rename_ext(log->dir, plan->segs[renamed].base, ".log.cleaned", ".log.swap");
+    if (rc == 0)
+        rc = fsync_dir(log->dir);
+    if (rc != 0) {
+        for (size_t i = 0; i < renamed; i++)
+            if (plan->segs[i].rewritten)
+                unlink_ext(log->dir, plan->segs[i].base, ".log.swap");
+        return rc;
+    }
+    if (stop_after == LOG_CLEAN_STOP_AFTER_SWAP)
+        return 0;
+    for (size_t i = 0; rc == 0 && i < plan->count; i++) {
+        struct clean_segment *cs = &plan->segs[i];
+        if (!cs->rewritten)
+            continue;
+        /* Stale indexes must not outlive their .log; a crash before the
+         * rebuild below leaves none, which readers treat as "scan". */
+        unlink_ext(log->dir, cs->base, ".index");
+        unlink_ext(log->dir, cs->base, ".timeindex");
+        rc = rename_ext(log->dir, cs->base, ".log.swap", ".log");
+    }
+    if (rc == 0)
+        rc = fsync_dir(log->dir);
+    for (size_t i = 0; rc == 0 && i < plan->count; i++) {
+        struct clean_segment *cs = &plan->segs[i];
+        if (!cs->rewritten)
+            continue;
+        size_t j = find_live(log, cs);
+        struct log_segment *fresh;
+        bool truncated = false;
+        char err[256];
+        rc = log_segment_open(log->dir, cs->base, &log->cfg, true, false, now_ms, &fresh,
+                              &truncated, err, sizeof err);
+        if (rc != 0) {
+            logger_error("log", "%s", err);
+            break;
+        }
+        fresh->next_offset = cs->seg->next_offset;
+        if (log_segment_flush(fresh) != 0)
+            logger_warn("log", "%s: cannot sync the indexes of cleaned segment %" PRId64,
+                        log->dir, cs->base);
+        pthread_rwlock_wrlock(&log->lock);
+        log->segments[j] = fresh;
+        pthread_rwlock_unlock(&log->lock);
+        /* The paths now name the new files: close the old ones only. */
+        log_segment_close(cs->seg, false);
+        cs->seg = fresh;
+    }
+    /* Segments cleaned down to nothing go (their files and open fds), so a
+     * compacted log does not pile up empty segments. The first stays: it
+     * anchors the log start offset. Newest first keeps indexes valid. */
+    for (size_t i = plan->count; rc == 0 && i-- > 0;) {
+        const struct clean_segment *cs = &plan->segs[i];
+        size_t j = cs->rewritten && cs->new_size == 0 ? find_live(log, cs) : SIZE_MAX;
+        if (j == SIZE_MAX || j == 0)
+            continue;
+        struct log_segment *gone = log->segments[j];
+        pthread_rwlock_wrlock(&log->lock);
+        log->segments[j - 1]->next_offset = gone->next_offset;
+        memmove(&log->segments[j], &log->segments[j + 1],
+                (log->segment_count - j - 1) * sizeof *log->segments);
+        log->segment_count--;
+        pthread_rwlock_unlock(&log->lock);
+        log_segment_close(gone, true);
+    }
+    if (rc != 0)
+        partition_log_mark_offline(log, "swapping in a cleaned segment", rc);
+    return rc;
+}
+
+int partition_log_clean(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
+                        const struct log_clean_options *opt, struct log_clean_result *out)
+{
+    memset(out, 0, sizeof *out);
+    struct clean_plan plan;
+    pthread_mutex_lock(&log->write_lock);
+    int rc = make_plan(log, first_dirty, now_ms, opt, &plan, out);
+    pthread_mutex_unlock(&log->write_lock);
+    if (rc != 0 || plan.count == 0) {
+        plan_free(&plan);
+        return rc;
+    }
+
+    struct log_offset_map map;
+    size_t end = plan.count;
+    rc = log_offset_map_init(&map, opt->dedupe_buffer_bytes, opt->load_factor);
+    if (rc == 0)
+        rc = build_map(&plan, plan.first_dirty_index, plan.count, &map, &end);
+    if (rc == 0 && end <= plan.first_dirty_index && plan.first_dirty_index < plan.count) {
+        logger_warn("log",
+                    "%s: the dedupe buffer cannot hold the keys of segment %" PRId64
+                    "; raise log.cleaner.dedupe.buffer.size",
+                    log->dir, plan.segs[plan.first_dirty_index].base);
+        log_offset_map_free(&map);
+        plan_free(&plan);
+        return 0;
+    }
+    /* Segments past where the map filled stay dirty for the next pass. */
+    for (size_t i = end; i < plan.count; i++) {
+        close(plan.segs[i].fd);
+        plan.segs[i].fd = -1;
+    }
+    plan.count = end;
+    for (size_t i = 0; rc == 0 && i < plan.count; i++) {
+        rc = rewrite_segment(log, &plan, i, &map, now_ms);
+        out->bytes_before += plan.segs[i].size;
+        out->bytes_after += plan.segs[i].new_size;
+        out->segments_rewritten += plan.segs[i].rewritten ? 1 : 0;
+    }
+    log_offset_map_free(&map);
+    if (rc != 0) {
+        remove_cleaned(log, &plan, ".log.cleaned");
+        plan_free(&plan);
+        return rc;
+    }
+
+    pthread_mutex_lock(&log->write_lock);
+    rc = swap_in(log, &plan, now_ms, opt->stop_after);
+    pthread_mutex_unlock(&log->write_lock);
+    if (rc != 0)
+        remove_cleaned(log, &plan, ".log.cleaned");
+    if (rc == ESTALE) {
+        /* Retention, truncation or deletion got there first: try again later. */
+        out->segments_rewritten = 0;
+        out->bytes_after = out->bytes_before;
+        rc = 0;
+    } else if (rc == 0) {
+        out->cleaned = true;
+        if (opt->stop_after == LOG_CLEAN_STOP_NONE)
+            out->first_dirty_offset = plan.segs[plan.count - 1].next_base;
+    }
+    plan_free(&plan);
+    return rc;
+}
+
+/* ---- start-up ---- */
+
+static bool parse_base(const char *name, const char *suffix, int64_t *base)
+{
+    size_t len = strlen(name), slen = strlen(suffix);
+    if (len != 20 + slen || strcmp(name + 20, suffix) != 0)
+        return false;
+    int64_t v = 0;
+    for (int i = 0; i < 20; i++) {
+        if (name[i] < '0' || name[i] > '9' || v > (INT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (name[i] - '0');
+    }
+    *base = v;
+    return true;
+}
+
+int partition_log_clean_recover_files(const char *dir, const struct log_config *cfg,
+                                      int64_t now_ms, char *err, size_t errlen)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT)
+            return 0;
+        snprintf(err, errlen, "cannot list %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    int completed = 0, rc = 0;
+    struct dirent *ent;
+    while (rc == 0 && (ent = readdir(d)) != NULL) {
+        int64_t base;
+        if (parse_base(ent->d_name, ".log.cleaned", &base)) {
+            logger_info("log", "%s: removing unfinished cleaner output %s", dir, ent->d_name);
+            unlink_ext(dir, base, ".log.cleaned");
+        } else if (parse_base(ent->d_name, ".log.swap", &base)) {
+            /* Durable and complete before it was renamed: finish the swap.
+             * The old indexes describe the old file; opening the segment
+             * rebuilds them. */
+            logger_info("log", "%s: completing the swap of cleaned segment %s", dir,
+                        ent->d_name);
+            unlink_ext(dir, base, ".index");
+            unlink_ext(dir, base, ".timeindex");
+            rc = rename_ext(dir, base, ".log.swap", ".log");
+            struct log_segment *seg;
+            bool truncated = false;
+            if (rc != 0)
+                snprintf(err, errlen, "cannot complete %s/%s: %s", dir, ent->d_name,
+                         strerror(rc));
+            else if ((rc = log_segment_open(dir, base, cfg, true, false, now_ms, &seg,
+                                            &truncated, err, errlen)) == 0)
+                log_segment_close(seg, false);
+            if (rc == 0)
+                completed++;
+        }
+    }
+    closedir(d);
+    if (rc == 0 && completed > 0 && (rc = fsync_dir(dir)) != 0)
+        snprintf(err, errlen, "cannot sync %s: %s", dir, strerror(rc));
+    return rc == 0 ? completed : -1;
+}

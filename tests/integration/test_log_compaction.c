@@ -1,0 +1,271 @@
+/* Log compaction against a real broker: a compacted topic overwritten many
+ * times shrinks on disk and reads back as the latest value per key with
+ * the original offsets; a tombstone goes once delete.retention.ms has
+ * passed; a restart reads the same; __consumer_offsets shrinks under
+ * repeated commits and the group's offsets survive a restart. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "rk_helpers.h"
+
+#define TOPIC "compacted"
+#define KEYS 10
+#define WRITES 1500
+#define COMMITS 400
+
+/* Bytes of the .log files of one partition dir. */
+static long long log_bytes(const struct test_broker *b, const char *partition_dir)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", b->data_dir, partition_dir);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    long long total = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        size_t len = strlen(ent->d_name);
+        if (len < 4 || strcmp(ent->d_name + len - 4, ".log") != 0)
+            continue;
+        char file[1400];
+        struct stat st;
+        snprintf(file, sizeof file, "%s/%s", path, ent->d_name);
+        if (stat(file, &st) == 0)
+            total += (long long)st.st_size;
+    }
+    closedir(d);
+    return total;
+}
+
+/* Waits until the partition's .log bytes drop below limit. */
+static bool wait_shrunk(const struct test_broker *b, const char *partition_dir, long long limit,
+                        int timeout_ms)
+{
+    long long deadline = harness_now_ms() + timeout_ms;
+    while (harness_now_ms() < deadline) {
+        long long n = log_bytes(b, partition_dir);
+        if (n >= 0 && n < limit)
+            return true;
+        usleep(100000);
+    }
+    return false;
+}
+
+/* Greatest segment base offset in a partition dir: the active segment's,
+ * proof of how much was written whatever the cleaner did meanwhile. */
+static long long active_base(const struct test_broker *b, const char *partition_dir)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", b->data_dir, partition_dir);
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    long long best = -1;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        size_t len = strlen(ent->d_name);
+        if (len == 24 && strcmp(ent->d_name + 20, ".log") == 0 && atoll(ent->d_name) > best)
+            best = atoll(ent->d_name);
+    }
+    closedir(d);
+    return best;
+}
+
+/* Writes v<i> for i in [from, to) to key k<i % KEYS>. k0 is written only
+ * with tombstone: then its last write is a tombstone 300 records before the
+ * end and it is not written after that. */
+static void produce_range(const char *bootstrap, int from, int to, bool tombstone)
+{
+    const char *conf[] = {"linger.ms", "0", "batch.num.messages", "20", NULL};
+    rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
+    char key[16], value[32];
+    for (int i = from; i < to; i++) {
+        int k = i % KEYS;
+        if (tombstone && i == to - 300)
+            assert_int_equal(rk_produce_blocking(rk, TOPIC, 0, "k0", 2, NULL, 0, 0, NULL, NULL),
+                             RD_KAFKA_RESP_ERR_NO_ERROR);
+        if (k == 0 && (!tombstone || i >= to - 300))
+            continue;
+        snprintf(key, sizeof key, "k%d", k);
+        snprintf(value, sizeof value, "v%d", i);
+        assert_int_equal(rk_produce_blocking(rk, TOPIC, 0, key, strlen(key), value, strlen(value), 0,
+                                             NULL, NULL),
+                         RD_KAFKA_RESP_ERR_NO_ERROR);
+    }
+    assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(rk_producer_stats(rk)->failed, 0);
+    rk_producer_destroy(rk);
+}
+
+/* Reads the partition from the beginning and checks it: offsets grow, each
+ * key k1..k9 ends with value v<last write>, k0 ends deleted (a tombstone or
+ * no record at all). Returns the record count; *k0_records counts k0's. */
+static long check_latest(const char *bootstrap, int last_write, struct rk_record_set *set,
+                         int *k0_records)
+{
+    memset(set, 0, sizeof *set);
+    long n = rk_consume_all(bootstrap, TOPIC, 1, NULL, 20000, set);
+    assert_true(n > 0);
+    char last[KEYS][32];
+    memset(last, 0, sizeof last);
+    *k0_records = 0;
+    for (size_t i = 0; i < set->count; i++) {
+        const struct rk_record *r = &set->records[i];
+        if (i > 0)
+            assert_true(r->offset > set->records[i - 1].offset);
+        assert_non_null(r->key);
+        int k = atoi(r->key + 1);
+        assert_true(k >= 0 && k < KEYS);
+        if (k == 0)
+            (*k0_records)++;
+        snprintf(last[k], sizeof last[k], "%.*s", r->value ? (int)r->value_len : 0,
+                 r->value ? r->value : "");
+    }
+    assert_string_equal(last[0], "");
+    for (int k = 1; k < KEYS; k++) {
+        int want = last_write - 1 - ((last_write - 1 - k) % KEYS);
+        char expect[32];
+        snprintf(expect, sizeof expect, "v%d", want);
+        assert_string_equal(last[k], expect);
+    }
+    return n;
+}
+
+static void test_compacted_topic(void **state)
+{
+    (void)state;
+    static struct test_broker broker;
+    memset(&broker, 0, sizeof broker);
+    const char *overrides[] = {"log.cleaner.backoff.ms=200", NULL};
+    broker_start(&broker, overrides);
+    const char *bootstrap = broker_bootstrap(&broker);
+    const char *configs[] = {"cleanup.policy", "compact", "segment.bytes", "4096",
+                             "min.cleanable.dirty.ratio", "0.01", "delete.retention.ms", "2000",
+                             NULL};
+    rk_create_topic(bootstrap, TOPIC, 1, configs);
+    produce_range(bootstrap, 0, WRITES, true);
+    long long before = log_bytes(&broker, TOPIC "-0");
+    fprintf(stderr, "[compaction] %d writes: %lld bytes of segments, active segment at %lld\n",
+            WRITES, before, active_base(&broker, TOPIC "-0"));
+    /* Dozens of 4 KiB segments were written... */
+    assert_true(active_base(&broker, TOPIC "-0") > WRITES / 2);
+    /* ...and shrink to a few records beside the active segment. */
+    assert_true(wait_shrunk(&broker, TOPIC "-0", 8192, 20000));
+
+    struct rk_record_set set;
+    int k0 = 0;
+    long n = check_latest(bootstrap, WRITES, &set, &k0);
+    fprintf(stderr, "[compaction] after cleaning: %lld bytes, %ld records, k0 records %d\n",
+            log_bytes(&broker, TOPIC "-0"), n, k0);
+    assert_true(n < WRITES / 4);
+    assert_true(k0 <= 1); /* the tombstone at most */
+    rk_record_set_free(&set);
+
+    /* Past delete.retention.ms, the next clean (more dirty data) drops the
+     * tombstone and every k0 record before it. */
+    sleep(3);
+    produce_range(bootstrap, WRITES, WRITES + 400, false);
+    long long deadline = harness_now_ms() + 20000;
+    do {
+        usleep(300000);
+        n = check_latest(bootstrap, WRITES + 400, &set, &k0);
+        if (k0 == 0)
+            break;
+        rk_record_set_free(&set);
+    } while (harness_now_ms() < deadline);
+    assert_int_equal(k0, 0);
+
+    /* Let the cleaner settle, then a restart reads the same records. */
+    sleep(1);
+    rk_record_set_free(&set);
+    check_latest(bootstrap, WRITES + 400, &set, &k0);
+    broker_stop(&broker);
+    broker_restart(&broker);
+    bootstrap = broker_bootstrap(&broker);
+    struct rk_record_set again;
+    check_latest(bootstrap, WRITES + 400, &again, &k0);
+    assert_int_equal(again.count, set.count);
+    for (size_t i = 0; i < set.count; i++) {
+        assert_int_equal(again.records[i].offset, set.records[i].offset);
+        assert_int_equal(again.records[i].value_len, set.records[i].value_len);
+        if (set.records[i].value)
+            assert_memory_equal(again.records[i].value, set.records[i].value,
+                                set.records[i].value_len);
+    }
+    rk_record_set_free(&set);
+    rk_record_set_free(&again);
+    char checkpoint[800];
+    snprintf(checkpoint, sizeof checkpoint, "%s/cleaner-offset-checkpoint", broker.data_dir);
+    assert_int_equal(access(checkpoint, F_OK), 0);
+    broker_mark_passed(&broker);
+    broker_cleanup(&broker);
+}
+
+static int64_t committed_offset(const char *bootstrap, const char *group)
+{
+    const char *conf[] = {"group.id", group, "enable.auto.commit", "false", NULL};
+    rd_kafka_t *rk = rk_consumer_new(bootstrap, conf);
+    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(parts, TOPIC, 0);
+    assert_int_equal(rd_kafka_committed(rk, parts, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    int64_t offset = parts->elems[0].offset;
+    rd_kafka_topic_partition_list_destroy(parts);
+    rd_kafka_destroy(rk);
+    return offset;
+}
+
+static void test_consumer_offsets_compacted(void **state)
+{
+    (void)state;
+    static struct test_broker broker;
+    memset(&broker, 0, sizeof broker);
+    const char *overrides[] = {"log.cleaner.backoff.ms=200", "offsets.topic.num.partitions=1",
+                               "offsets.topic.segment.bytes=4096", NULL};
+    broker_start(&broker, overrides);
+    const char *bootstrap = broker_bootstrap(&broker);
+    rk_create_topic(bootstrap, TOPIC, 1, NULL);
+
+    const char *conf[] = {"group.id", "offsets-many", "enable.auto.commit", "false", NULL};
+    rd_kafka_t *rk = rk_consumer_new(bootstrap, conf);
+    for (int i = 1; i <= COMMITS; i++) {
+        rd_kafka_topic_partition_list_t *offsets = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(offsets, TOPIC, 0)->offset = i;
+        assert_int_equal(rd_kafka_commit(rk, offsets, 0), RD_KAFKA_RESP_ERR_NO_ERROR);
+        rd_kafka_topic_partition_list_destroy(offsets);
+    }
+    rd_kafka_destroy(rk);
+    fprintf(stderr, "[compaction] __consumer_offsets after %d commits: %lld bytes, active at %lld\n",
+            COMMITS, log_bytes(&broker, "__consumer_offsets-0"),
+            active_base(&broker, "__consumer_offsets-0"));
+    /* One record per commit went through many 4 KiB segments. */
+    assert_true(active_base(&broker, "__consumer_offsets-0") > COMMITS / 2);
+    assert_true(wait_shrunk(&broker, "__consumer_offsets-0", 8192, 20000));
+    assert_int_equal(committed_offset(bootstrap, "offsets-many"), COMMITS);
+
+    broker_stop(&broker);
+    broker_restart(&broker);
+    bootstrap = broker_bootstrap(&broker);
+    assert_true(log_bytes(&broker, "__consumer_offsets-0") < 8192);
+    assert_int_equal(committed_offset(bootstrap, "offsets-many"), COMMITS);
+    broker_mark_passed(&broker);
+    broker_cleanup(&broker);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_compacted_topic),
+        cmocka_unit_test(test_consumer_offsets_compacted),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

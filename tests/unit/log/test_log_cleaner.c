@@ -1,0 +1,876 @@
+/* Log cleaner: the dedupe map, batch rewriting, compaction of a partition
+ * log (latest value per key, offsets kept, tombstones, producer batches),
+ * crash leftovers (.cleaned / .swap) and the cleaner-offset-checkpoint. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "log/log_checkpoint.h"
+#include "log/log_cleaner.h"
+#include "log/log_manager.h"
+#include "log/log_offset_map.h"
+#include "log/producer_state.h"
+#include "log_test_util.h"
+#include "protocol/generated/errors.h"
+#include "util/clock.h"
+
+#define KEYS 5
+#define WRITES 200
+
+static char *g_dir;
+static int g_control_batches; /* counted by read_all */
+
+static int setup(void **state)
+{
+    (void)state;
+    g_dir = test_make_dir();
+    return g_dir ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    test_remove_tree(g_dir);
+    free(g_dir);
+    return 0;
+}
+
+struct rec {
+    int64_t offset;
+    char key[32];
+    char value[32];
+    bool tombstone;
+};
+
+static uint8_t *one_record_batch(const char *key, const char *value, size_t *len)
+{
+    struct record_batch_builder b;
+    record_batch_builder_init(&b, clock_wall_ms());
+    record_batch_builder_add(&b, clock_wall_ms(), key, (int32_t)strlen(key), value,
+                             value ? (int32_t)strlen(value) : -1, NULL, 0);
+    uint8_t *out = NULL;
+    assert_int_equal(record_batch_builder_finish(&b, &out, len), 0);
+    return out;
+}
+
+static int64_t put(struct partition_log *log, const char *key, const char *value)
+{
+    size_t len;
+    uint8_t *b = one_record_batch(key, value, &len);
+    struct log_append_result res;
+    assert_int_equal(partition_log_append(log, b, len, 0, &res), KAFKA_ERR_NONE);
+    free(b);
+    return res.base_offset;
+}
+
+/* Every record from the log start, in order. Returns the count. */
+static size_t read_all(struct partition_log *log, struct rec *out, size_t cap)
+{
+    size_t n = 0;
+    int64_t offset = partition_log_start_offset(log);
+    while (offset < partition_log_end_offset(log)) {
+        struct log_read_result r;
+        assert_int_equal(partition_log_read(log, offset, 1 << 20, INT64_MAX, &r), KAFKA_ERR_NONE);
+        if (r.len == 0)
+            break;
+        uint8_t *buf = test_read_region(&r);
+        assert_non_null(buf);
+        struct record_batch_iter it;
+        const uint8_t *batch;
+        size_t blen;
+        record_batch_iter_init(&it, buf, (size_t)r.len);
+        while (record_batch_iter_next(&it, &batch, &blen) == 1) {
+            assert_true(record_batch_crc_ok(batch, blen));
+            struct record_batch_header bh;
+            record_batch_parse_header(batch, blen, &bh);
+            if (record_batch_is_control(&bh)) {
+                g_control_batches++;
+                continue;
+            }
+            struct record_batch_record_iter ri;
+            struct record_batch_record rec;
+            assert_int_equal(record_batch_records_begin(&ri, batch, blen), 0);
+            int rc;
+            while ((rc = record_batch_records_next(&ri, &rec)) == 1) {
+                assert_true(n < cap);
+                out[n].offset = rec.offset;
+                snprintf(out[n].key, sizeof out[n].key, "%.*s", rec.key_len, (const char *)rec.key);
+                out[n].tombstone = rec.value_len < 0;
+                snprintf(out[n].value, sizeof out[n].value, "%.*s",
+                         rec.value_len < 0 ? 0 : rec.value_len, (const char *)rec.value);
+                n++;
+            }
+            assert_int_equal(rc, 0);
+        }
+        free(buf);
+        assert_true(r.next_offset > offset);
+        offset = r.next_offset;
+    }
+    return n;
+}
+
+static struct partition_log *open_log(const struct log_config *cfg)
+{
+    struct partition_log *log = NULL;
+    char err[256] = "";
+    if (partition_log_open(g_dir, cfg, false, &log, err, sizeof err) != KAFKA_ERR_NONE)
+        fail_msg("open: %s", err);
+    return log;
+}
+
+static void compact_config(struct log_config *cfg)
+{
+    log_config_defaults(cfg);
+    cfg->segment_bytes = 1024;
+    cfg->cleanup_compact = true;
+    cfg->cleanup_delete = false;
+    cfg->min_cleanable_dirty_ratio = 0.1;
+}
+
+static const struct log_clean_options default_opts = {
+    .dedupe_buffer_bytes = 1 << 20,
+    .load_factor = 0.9,
+};
+
+/* Overwrite KEYS keys WRITES times; returns the active segment's base. */
+static int64_t write_overwrites(struct partition_log *log)
+{
+    char key[16], value[32];
+    for (int i = 0; i < WRITES; i++) {
+        snprintf(key, sizeof key, "k%d", i % KEYS);
+        snprintf(value, sizeof value, "v%d", i);
+        put(log, key, value);
+    }
+    return partition_log_end_offset(log);
+}
+
+/* Records below the active segment hold each key at most once, the last
+ * record per key is its latest value and offsets only grow. */
+static void check_compacted(const struct rec *recs, size_t n, int64_t active_base)
+{
+    int per_key[KEYS] = {0};
+    char last[KEYS][32] = {{0}};
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            assert_true(recs[i].offset > recs[i - 1].offset);
+        int k = atoi(recs[i].key + 1);
+        assert_true(k >= 0 && k < KEYS);
+        if (recs[i].offset < active_base)
+            per_key[k]++;
+        snprintf(last[k], sizeof last[k], "%s", recs[i].value);
+    }
+    for (int k = 0; k < KEYS; k++) {
+        assert_true(per_key[k] <= 1);
+        char want[32];
+        snprintf(want, sizeof want, "v%d", WRITES - KEYS + k);
+        assert_string_equal(last[k], want);
+    }
+}
+
+static int64_t active_base(struct partition_log *log)
+{
+    /* The active segment starts at the greatest base offset among the files. */
+    int64_t best = -1;
+    for (int64_t off = partition_log_end_offset(log); off >= 0 && best < 0; off--) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/%020lld.log", g_dir, (long long)off);
+        if (access(path, F_OK) == 0)
+            best = off;
+    }
+    return best;
+}
+
+static void test_offset_map(void **state)
+{
+    (void)state;
+    struct log_offset_map m;
+    assert_int_equal(log_offset_map_init(&m, 1 << 20, 0.9), 0);
+    assert_int_equal(log_offset_map_get(&m, (const uint8_t *)"a", 1), -1);
+    assert_int_equal(log_offset_map_put(&m, (const uint8_t *)"a", 1, 5), 0);
+    assert_int_equal(log_offset_map_put(&m, (const uint8_t *)"a", 1, 3), 0);
+    assert_int_equal(log_offset_map_get(&m, (const uint8_t *)"a", 1), 5);
+    assert_int_equal(log_offset_map_put(&m, (const uint8_t *)"", 0, 9), 0);
+    assert_int_equal(log_offset_map_get(&m, (const uint8_t *)"", 0), 9);
+    char key[32];
+    for (int i = 0; i < 5000; i++) {
+        int n = snprintf(key, sizeof key, "key-%d", i);
+        assert_int_equal(log_offset_map_put(&m, (const uint8_t *)key, (size_t)n, i), 0);
+    }
+    for (int i = 0; i < 5000; i++) {
+        int n = snprintf(key, sizeof key, "key-%d", i);
+        assert_int_equal(log_offset_map_get(&m, (const uint8_t *)key, (size_t)n), i);
+    }
+    log_offset_map_free(&m);
+
+    /* 64 slots at most: it reports full instead of growing past the cap. */
+    assert_int_equal(log_offset_map_init(&m, 64 * LOG_OFFSET_MAP_SLOT_BYTES, 0.5), 0);
+    size_t cap = log_offset_map_capacity(&m);
+    assert_int_equal(cap, 32);
+    int full_at = -1;
+    for (int i = 0; i < 100 && full_at < 0; i++) {
+        int n = snprintf(key, sizeof key, "key-%d", i);
+        int rc = log_offset_map_put(&m, (const uint8_t *)key, (size_t)n, i);
+        if (rc == 1)
+            full_at = i;
+        else
+            assert_int_equal(rc, 0);
+    }
+    assert_int_equal(full_at, (int)cap);
+    /* A known key still updates when full. */
+    assert_int_equal(log_offset_map_put(&m, (const uint8_t *)"key-0", 5, 1000), 0);
+    assert_int_equal(log_offset_map_get(&m, (const uint8_t *)"key-0", 5), 1000);
+    log_offset_map_free(&m);
+}
+
+static bool keep_odd(void *arg, const struct record_batch_record *rec)
+{
+    (void)arg;
+    return rec->offset_delta % 2 == 1;
+}
+
+static bool keep_all(void *arg, const struct record_batch_record *rec)
+{
+    (void)arg;
+    (void)rec;
+    return true;
+}
+
+static bool keep_none(void *arg, const struct record_batch_record *rec)
+{
+    (void)arg;
+    (void)rec;
+    return false;
+}
+
+static void test_filter_batch(void **state)
+{
+    (void)state;
+    struct record_batch_builder b;
+    record_batch_builder_init(&b, 1000);
+    b.producer_id = 77;
+    b.producer_epoch = 3;
+    b.base_sequence = 40;
+    for (int i = 0; i < 5; i++) {
+        char key[8], value[8];
+        snprintf(key, sizeof key, "k%d", i);
+        snprintf(value, sizeof value, "v%d", i);
+        record_batch_builder_add(&b, 1000 + i, key, 2, value, 2, NULL, 0);
+    }
+    uint8_t *batch;
+    size_t len;
+    assert_int_equal(record_batch_builder_finish(&b, &batch, &len), 0);
+    record_batch_set_base_offset(batch, 500);
+    struct record_batch_header orig;
+    record_batch_parse_header(batch, len, &orig);
+
+    uint8_t *out = malloc(len);
+    size_t out_len = 0;
+    assert_int_equal(log_clean_filter_batch(batch, len, keep_all, NULL, false, out, &out_len),
+                     LOG_CLEAN_BATCH_ALL);
+    assert_int_equal(log_clean_filter_batch(batch, len, keep_none, NULL, false, out, &out_len),
+                     LOG_CLEAN_BATCH_NONE);
+
+    assert_int_equal(log_clean_filter_batch(batch, len, keep_odd, NULL, false, out, &out_len),
+                     LOG_CLEAN_BATCH_SOME);
+    assert_true(out_len < len);
+    struct record_batch_header h;
+    record_batch_parse_header(out, out_len, &h);
+    assert_int_equal(record_batch_total_size(&h), out_len);
+    assert_true(record_batch_crc_ok(out, out_len));
+    assert_int_equal(h.base_offset, 500);
+    assert_int_equal(h.last_offset_delta, 4);
+    assert_int_equal(h.record_count, 2);
+    assert_int_equal(h.producer_id, 77);
+    assert_int_equal(h.producer_epoch, 3);
+    assert_int_equal(h.base_sequence, 40);
+    assert_int_equal(h.attributes, orig.attributes);
+    assert_int_equal(h.base_timestamp, orig.base_timestamp);
+    assert_int_equal(h.max_timestamp, orig.max_timestamp);
+    struct record_batch_record_iter it;
+    struct record_batch_record rec;
+    assert_int_equal(record_batch_records_begin(&it, out, out_len), 0);
+    int64_t want[] = {501, 503};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(record_batch_records_next(&it, &rec), 1);
+        assert_int_equal(rec.offset, want[i]);
+        assert_int_equal(rec.timestamp, 1000 + (want[i] - 500));
+        assert_memory_equal(rec.value, i == 0 ? "v1" : "v3", 2);
+    }
+    assert_int_equal(record_batch_records_next(&it, &rec), 0);
+
+    /* keep_empty: the batch survives with its offsets and no records. */
+    assert_int_equal(log_clean_filter_batch(batch, len, keep_none, NULL, true, out, &out_len),
+                     LOG_CLEAN_BATCH_SOME);
+    assert_int_equal(out_len, RECORD_BATCH_HEADER_SIZE);
+    record_batch_parse_header(out, out_len, &h);
+    assert_true(record_batch_crc_ok(out, out_len));
+    assert_int_equal(h.record_count, 0);
+    assert_int_equal(h.last_offset_delta, 4);
+
+    /* A corrupt record length is refused, not copied. */
+    batch[RECORD_BATCH_HEADER_SIZE] = 0x7f;
+    assert_int_equal(log_clean_filter_batch(batch, len, keep_odd, NULL, false, out, &out_len), -1);
+    free(out);
+    free(batch);
+}
+
+static void test_compacts_to_latest_per_key(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    compact_config(&cfg);
+    struct partition_log *log = open_log(&cfg);
+    int64_t end = write_overwrites(log);
+    int64_t size_before = partition_log_size_bytes(log);
+    int segments_before = partition_log_segment_count(log);
+    assert_true(segments_before > 3);
+    int64_t active = active_base(log);
+
+    struct log_clean_result res;
+    assert_int_equal(partition_log_clean(log, -1, clock_wall_ms(), &default_opts, &res), 0);
+    assert_true(res.cleaned);
+    assert_true(res.dirty_ratio > 0.99);
+    assert_int_equal(res.first_dirty_offset, active);
+    assert_true(res.segments_rewritten > 0);
+    assert_true(res.bytes_after < res.bytes_before);
+    assert_true(partition_log_size_bytes(log) < size_before / 2);
+    /* Emptied segments are gone, not kept as empty files. */
+    assert_true(partition_log_segment_count(log) < segments_before / 2);
+    assert_int_equal(partition_log_end_offset(log), end);
+    assert_int_equal(partition_log_start_offset(log), 0);
+
+    struct rec *recs = calloc(WRITES, sizeof *recs);
+    size_t n = read_all(log, recs, WRITES);
+    check_compacted(recs, n, active);
+    assert_true(n < (size_t)WRITES / 2);
+
+    /* Nothing dirty left: a second pass is not due. */
+    assert_int_equal(partition_log_clean(log, res.first_dirty_offset, clock_wall_ms(),
+                                         &default_opts, &res),
+                     0);
+    assert_false(res.cleaned);
+
+    /* The cleaned files are what a reopen finds, indexes included. */
+    partition_log_close(log);
+    log = open_log(&cfg);
+    struct rec *again = calloc(WRITES, sizeof *again);
+    assert_int_equal(read_all(log, again, WRITES), n);
+    assert_memory_equal(recs, again, n * sizeof *recs);
+    /* A lookup through the rebuilt index lands on the surviving record. */
+    struct log_read_result r;
+    assert_int_equal(partition_log_read(log, recs[n / 2].offset, 1, INT64_MAX, &r), KAFKA_ERR_NONE);
+    assert_true(r.len > 0);
+    uint8_t *buf = test_read_region(&r);
+    struct record_batch_header h;
+    record_batch_parse_header(buf, (size_t)r.len, &h);
+    assert_true(record_batch_last_offset(&h) >= recs[n / 2].offset);
+    assert_true(h.base_offset <= recs[n / 2].offset);
+    free(buf);
+    free(again);
+    free(recs);
+    partition_log_close(log);
+}
+
+static void test_null_key_refused(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    compact_config(&cfg);
+    struct partition_log *log = open_log(&cfg);
+    struct record_batch_builder b;
+    record_batch_builder_init(&b, clock_wall_ms());
+    record_batch_builder_add(&b, clock_wall_ms(), "k", 1, "v", 1, NULL, 0);
+    record_batch_builder_add(&b, clock_wall_ms(), NULL, -1, "v", 1, NULL, 0);
+    uint8_t *batch;
+    size_t len;
+    assert_int_equal(record_batch_builder_finish(&b, &batch, &len), 0);
+    struct log_append_result res;
+    assert_int_equal(partition_log_append(log, batch, len, 0, &res), KAFKA_ERR_INVALID_RECORD);
+    assert_string_equal(res.error_message, "Compacted topic cannot accept message without key");
+    assert_int_equal(partition_log_end_offset(log), 0);
+    /* The same batch is fine for a delete-policy topic. */
+    cfg.cleanup_compact = false;
+    partition_log_set_config(log, &cfg);
+    assert_int_equal(partition_log_append(log, batch, len, 0, &res), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_end_offset(log), 2);
+    free(batch);
+    partition_log_close(log);
+}
+
+static int64_t put_txn(struct partition_log *log, int64_t pid, int32_t seq, const char *key,
+                       const char *value)
+{
+    struct record_batch_builder b;
+    record_batch_builder_init(&b, clock_wall_ms());
+    b.producer_id = pid;
+    b.producer_epoch = 0;
+    b.base_sequence = seq;
+    b.attributes = RECORD_BATCH_TRANSACTIONAL_BIT;
+    record_batch_builder_add(&b, clock_wall_ms(), key, (int32_t)strlen(key), value,
+                             (int32_t)strlen(value), NULL, 0);
+    uint8_t *batch;
+    size_t len;
+    assert_int_equal(record_batch_builder_finish(&b, &batch, &len), 0);
+    struct log_append_result res;
+    assert_int_equal(partition_log_append(log, batch, len, 0, &res), KAFKA_ERR_NONE);
+    free(batch);
+    return res.base_offset;
+}
+
+static size_t count_key(const struct rec *recs, size_t n, const char *key, const char *value)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += strcmp(recs[i].key, key) == 0 && (!value || strcmp(recs[i].value, value) == 0);
+    return c;
+}
+
+static void test_transactions(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    compact_config(&cfg);
+    struct partition_log *log = open_log(&cfg);
+    char key[8];
+    put(log, "k1", "good");
+    int64_t txn_first = put_txn(log, 9, 0, "k1", "bad");
+    for (int i = 0; i < 60; i++) {
+        snprintf(key, sizeof key, "f%d", i % 3);
+        put(log, key, "filler");
+    }
+    /* The open transaction bounds the pass: nothing from it on is touched. */
+    struct log_clean_result res;
+    assert_int_equal(partition_log_clean(log, -1, clock_wall_ms(), &default_opts, &res), 0);
+    assert_true(res.first_dirty_offset <= txn_first);
+    struct rec *recs = calloc(200, sizeof *recs);
+    size_t n = read_all(log, recs, 200);
+    assert_int_equal(count_key(recs, n, "f0", NULL) + count_key(recs, n, "f1", NULL) +
+                         count_key(recs, n, "f2", NULL),
+                     60);
+
+    int64_t marker = -1;
+    assert_int_equal(partition_log_append_txn_marker(log, 9, 0, 0, false, 0, &marker),
+                     KAFKA_ERR_NONE);
+    assert_true(marker > txn_first);
+    for (int i = 0; i < 60; i++) {
+        snprintf(key, sizeof key, "f%d", i % 3);
+        put(log, key, "filler");
+    }
+    int64_t active = active_base(log);
+    assert_true(active > marker);
+    assert_int_equal(partition_log_clean(log, res.first_dirty_offset, clock_wall_ms(),
+                                         &default_opts, &res),
+                     0);
+    assert_true(res.cleaned);
+    assert_int_equal(res.first_dirty_offset, active);
+    g_control_batches = 0;
+    n = read_all(log, recs, 200);
+    /* The aborted write never hid the committed one; the marker stays. */
+    assert_int_equal(count_key(recs, n, "k1", "good"), 1);
+    assert_int_equal(g_control_batches, 1);
+    size_t below_active = 0;
+    for (size_t i = 0; i < n; i++)
+        below_active += recs[i].key[0] == 'f' && recs[i].offset < active;
+    assert_true(below_active <= 3);
+    /* read_committed still learns about the abort. */
+    assert_int_equal(partition_log_aborted_txns(log, 0, INT64_MAX, NULL, NULL), 1);
+    free(recs);
+    partition_log_close(log);
+}
+
+static void test_dirty_ratio_gate(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    compact_config(&cfg);
+    cfg.min_cleanable_dirty_ratio = 0.99;
+    struct partition_log *log = open_log(&cfg);
+    write_overwrites(log);
+    struct log_clean_result res;
+    assert_int_equal(partition_log_clean(log, -1, clock_wall_ms(), &default_opts, &res), 0);
+    assert_true(res.cleaned);
+    int64_t first_dirty = res.first_dirty_offset;
+    /* New dirty data beside the clean part: below 0.99. */
+    for (int i = 0; i < 30; i++)
+        put(log, "k0", "again");
+    assert_int_equal(partition_log_clean(log, first_dirty, clock_wall_ms(), &default_opts, &res),
+                     0);
+    assert_false(res.cleaned);
+    assert_true(res.dirty_ratio > 0.0 && res.dirty_ratio < 0.99);
+    /* min.compaction.lag.ms keeps young records out of reach. */
+    cfg.min_cleanable_dirty_ratio = 0.0;
+    cfg.min_compaction_lag_ms = 3600000;
+    partition_log_set_config(log, &cfg);
+    assert_int_equal(partition_log_clean(log, first_dirty, clock_wall_ms(), &default_opts, &res),
+                     0);
+    assert_false(res.cleaned);
+    cfg.min_compaction_lag_ms = 0;
+    partition_log_set_config(log, &cfg);
+    assert_int_equal(partition_log_clean(log, first_dirty, clock_wall_ms(), &default_opts, &res),
+                     0);
+    assert_true(res.cleaned);
+    assert_true(res.first_dirty_offset > first_dirty);
+    /* Not a compacted topic: never cleaned. */
+    cfg.cleanup_compact = false;
+    cfg.cleanup_delete = true;
+    partition_log_set_config(log, &cfg);
+    for (int i = 0; i < 30; i++)
+        put(log, "k1", "more");
+    struct log_clean_options force = default_opts;
+    force.force = true;
+    assert_int_equal(partition_log_clean(log, -1, clock_wall_ms(), &force, &res), 0);
+    assert_false(res.cleaned);
+    partition_log_close(log);
+}
+
+static void test_tombstones_expire(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    compact_config(&cfg);
+    cfg.delete_retention_ms = 60000;
+    struct partition_log *log = open_log(&cfg);
+    write_overwrites(log);
+    put(log, "k0", NULL);
+    for (int i = 0; i < 40; i++)
+        put(log, "k1", "filler"); /* rolls past the tombstone */
+    struct log_clean_result res;
+    int64_t now = clock_wall_ms();
+    assert_int_equal(partition_log_clean(log, -1, now, &default_opts, &res), 0);
+    assert_true(res.cleaned);
+    struct rec *recs = calloc(WRITES + 64, sizeof *recs);
+    size_t n = read_all(log, recs, WRITES + 64);
+    bool tombstone = false, k0_value = false;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(recs[i].key, "k0") == 0) {
+            tombstone |= recs[i].tombstone;
+            k0_value |= !recs[i].tombstone;
+        }
+    }
+    assert_true(tombstone);  /* kept through the first clean */
+    assert_false(k0_value);  /* the older values of k0 are gone */
+
+    /* Within delete.retention.ms of that clean: still there. */
+    struct log_clean_options force = default_opts;
+    force.force = true;
+    assert_int_equal(partition_log_clean(log, res.first_dirty_offset, now + 1000, &force, &res),
+                     0);
+    n = read_all(log, recs, WRITES + 64);
+    tombstone = false;
+    for (size_t i = 0; i < n; i++)
+        tombstone |= strcmp(recs[i].key, "k0") == 0;
+    assert_true(tombstone);
+    /* Past it: the next clean drops it. */
+    assert_int_equal(partition_log_clean(log, res.first_dirty_offset, now + 120000, &force, &res),
+                     0);
+    assert_true(res.cleaned);
+    n = read_all(log, recs, WRITES + 64);
+    for (size_t i = 0; i < n; i++)
+        assert_string_not_equal(recs[i].key, "k0");
+    free(recs);
+    partition_log_close(log);
+}
+
+static void test_keeps_last_producer_batch(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    compact_config(&cfg);
+    struct partition_log *log = open_log(&cfg);
+    /* Producer 42 writes key "p" once; later plain writes shadow it. */
+    struct record_batch_builder b;
+    record_batch_builder_init(&b, clock_wall_ms());
+    b.producer_id = 42;
+    b.producer_epoch = 0;
+    b.base_sequence = 0;
+    record_batch_builder_add(&b, clock_wall_ms(), "p", 1, "first", 5, NULL, 0);
+    uint8_t *batch;
+    size_t len;
+    assert_int_equal(record_batch_builder_finish(&b, &batch, &len), 0);
+    struct log_append_result res;
+    assert_int_equal(partition_log_append(log, batch, len, 0, &res), KAFKA_ERR_NONE);
+    free(batch);
+    int64_t producer_offset = res.base_offset;
+    for (int i = 0; i < 60; i++)
+        put(log, "p", "later");
+    struct log_clean_result cres;
+    assert_int_equal(partition_log_clean(log, -1, clock_wall_ms(), &default_opts, &cres), 0);
+    assert_true(cres.cleaned);
+
+    /* The batch is still there, empty, CRC valid. */
+    struct log_read_result r;
+    assert_int_equal(partition_log_read(log, 0, 1, INT64_MAX, &r), KAFKA_ERR_NONE);
+    uint8_t *buf = test_read_region(&r);
+    assert_non_null(buf);
+    struct record_batch_header h;
+    record_batch_parse_header(buf, (size_t)r.len, &h);
+    assert_int_equal(h.base_offset, producer_offset);
+    assert_int_equal(h.producer_id, 42);
+    assert_int_equal(h.record_count, 0);
+    assert_true(record_batch_crc_ok(buf, record_batch_total_size(&h)));
+    free(buf);
+
+    /* Producer state rebuilt from the log alone still knows producer 42. */
+    partition_log_close(log);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -f %s/*.snapshot", g_dir);
+    assert_int_equal(system(cmd), 0);
+    log = open_log(&cfg);
+    struct producer_entry e;
+    assert_true(partition_log_producer_lookup(log, 42, &e));
+    partition_log_close(log);
+}
+
+static size_t count_files(const char *suffix)
+{
+    DIR *d = opendir(g_dir);
+    assert_non_null(d);
+    size_t n = 0, slen = strlen(suffix);
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        size_t len = strlen(ent->d_name);
+        if (len > slen && strcmp(ent->d_name + len - slen, suffix) == 0)
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void test_crash_after_cleaned(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    compact_config(&cfg);
+    struct partition_log *log = open_log(&cfg);
+    write_overwrites(log);
+    int64_t size_before = partition_log_size_bytes(log);
+    struct log_clean_options opt = default_opts;
+    opt.stop_after = LOG_CLEAN_STOP_AFTER_CLEANED;
+    struct log_clean_result res;
+    assert_int_equal(partition_log_clean(log, -1, clock_wall_ms(), &opt, &res), 0);
+    assert_true(count_files(".log.cleaned") > 0);
+    assert_int_equal(partition_log_size_bytes(log), size_before);
+    partition_log_close(log);
+
+    /* Unfinished output is thrown away; the log is the original one. */
+    log = open_log(&cfg);
+    assert_int_equal(count_files(".log.cleaned"), 0);
+    assert_int_equal(partition_log_size_bytes(log), size_before);
+    struct rec *recs = calloc(WRITES, sizeof *recs);
+    assert_int_equal(read_all(log, recs, WRITES), WRITES);
+    free(recs);
+    partition_log_close(log);
+}
+
+static void test_crash_after_swap(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    compact_config(&cfg);
+    struct partition_log *log = open_log(&cfg);
+    write_overwrites(log);
+    int64_t active = active_base(log);
+    int64_t size_before = partition_log_size_bytes(log);
+    struct log_clean_options opt = default_opts;
+    opt.stop_after = LOG_CLEAN_STOP_AFTER_SWAP;
+    struct log_clean_result res;
+    assert_int_equal(partition_log_clean(log, -1, clock_wall_ms(), &opt, &res), 0);
+    size_t swaps = count_files(".log.swap");
+    assert_true(swaps > 0);
+    assert_int_equal(count_files(".log.cleaned"), 0);
+    /* Not yet visible: the in-memory log still reads the old files. */
+    struct rec *recs = calloc(WRITES, sizeof *recs);
+    assert_int_equal(read_all(log, recs, WRITES), WRITES);
+    partition_log_close(log);
+
+    /* Reopening completes the swaps and rebuilds their indexes. */
+    log = open_log(&cfg);
+    assert_int_equal(count_files(".log.swap"), 0);
+    assert_true(partition_log_size_bytes(log) < size_before);
+    size_t n = read_all(log, recs, WRITES);
+    check_compacted(recs, n, active);
+    char path[600];
+    snprintf(path, sizeof path, "%s/%020d.index", g_dir, 0);
+    assert_true(access(path, F_OK) == 0);
+    free(recs);
+    partition_log_close(log);
+}
+
+/* Base offset of the n-th segment file (0-based) of the test dir. */
+static int64_t nth_segment(int n)
+{
+    int64_t bases[256];
+    int count = 0;
+    DIR *d = opendir(g_dir);
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL && count < 256)
+        if (strlen(ent->d_name) == 24 && strcmp(ent->d_name + 20, ".log") == 0)
+            bases[count++] = atoll(ent->d_name);
+    closedir(d);
+    for (int i = 0; i < count; i++)
+        for (int j = i + 1; j < count; j++)
+            if (bases[j] < bases[i]) {
+                int64_t t = bases[i];
+                bases[i] = bases[j];
+                bases[j] = t;
+            }
+    assert_true(n < count);
+    return bases[n];
+}
+
+static void test_unreadable_segment_left_alone(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    compact_config(&cfg);
+    struct partition_log *log = open_log(&cfg);
+    write_overwrites(log);
+    partition_log_close(log);
+    /* Break the magic byte of the second batch of the second segment. */
+    char path[600];
+    snprintf(path, sizeof path, "%s/%020lld.log", g_dir, (long long)nth_segment(1));
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    uint8_t hdr[12];
+    assert_int_equal(pread(fd, hdr, sizeof hdr, 0), (ssize_t)sizeof hdr);
+    int64_t second = 12 + ((int64_t)hdr[8] << 24 | hdr[9] << 16 | hdr[10] << 8 | hdr[11]);
+    uint8_t bad = 9;
+    assert_int_equal(pwrite(fd, &bad, 1, second + RECORD_BATCH_OFFSET_MAGIC), 1);
+    close(fd);
+    int64_t size = test_file_size(path);
+
+    log = open_log(&cfg);
+    struct log_clean_result res;
+    assert_int_equal(partition_log_clean(log, -1, clock_wall_ms(), &default_opts, &res), 0);
+    assert_true(res.cleaned);
+    assert_true(res.segments_rewritten > 0);
+    /* That segment is untouched (bytes after the damage are not lost). */
+    assert_int_equal(test_file_size(path), size);
+    partition_log_close(log);
+}
+
+static void test_dedupe_buffer_limit(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    compact_config(&cfg);
+    struct partition_log *log = open_log(&cfg);
+    /* 300 distinct keys, each written twice far apart. */
+    char key[16];
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 300; i++) {
+            snprintf(key, sizeof key, "x%d", i);
+            put(log, key, round == 0 ? "old" : "new");
+        }
+    int64_t active = active_base(log);
+    struct log_clean_options opt = default_opts;
+    opt.dedupe_buffer_bytes = 256 * LOG_OFFSET_MAP_SLOT_BYTES; /* ~230 keys */
+    struct log_clean_result res;
+    assert_int_equal(partition_log_clean(log, -1, clock_wall_ms(), &opt, &res), 0);
+    assert_true(res.cleaned);
+    assert_true(res.first_dirty_offset > 0 && res.first_dirty_offset < active);
+    /* The rest comes with the next passes. */
+    int passes = 0;
+    while (res.first_dirty_offset < active && passes++ < 10)
+        assert_int_equal(
+            partition_log_clean(log, res.first_dirty_offset, clock_wall_ms(), &opt, &res), 0);
+    assert_int_equal(res.first_dirty_offset, active);
+    struct rec *recs = calloc(600, sizeof *recs);
+    size_t n = read_all(log, recs, 600);
+    int below_active[300] = {0};
+    const char *last[300] = {0};
+    for (size_t i = 0; i < n; i++) {
+        int k = atoi(recs[i].key + 1);
+        assert_true(k >= 0 && k < 300);
+        below_active[k] += recs[i].offset < active;
+        last[k] = recs[i].value;
+    }
+    for (int k = 0; k < 300; k++) {
+        assert_true(below_active[k] <= 1);
+        assert_non_null(last[k]);
+        assert_string_equal(last[k], "new");
+    }
+    assert_true(n < 400);
+    free(recs);
+    partition_log_close(log);
+}
+
+static void test_manager_checkpoint(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    compact_config(&cfg);
+    struct log_manager_config mcfg;
+    log_manager_config_defaults(&mcfg);
+    mcfg.background_thread = false;
+    const char *dirs[] = {g_dir};
+    struct log_manager *m;
+    char err[256];
+    assert_int_equal(log_manager_open(dirs, 1, &cfg, &mcfg, &m, err, sizeof err), 0);
+    struct partition_log *log;
+    assert_int_equal(log_manager_create(m, "compacted", 0, NULL, &cfg, &log, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    struct log_config plain;
+    log_config_defaults(&plain);
+    plain.segment_bytes = 1024;
+    struct partition_log *other;
+    assert_int_equal(log_manager_create(m, "plain", 0, NULL, &plain, &other, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    for (int i = 0; i < 100; i++) {
+        put(log, "same", "value");
+        put(other, "same", "value");
+    }
+    int64_t plain_size = partition_log_size_bytes(other);
+    assert_int_equal(log_manager_clean(m, clock_wall_ms(), false), 1);
+    int64_t first_dirty = log_cleaner_first_dirty(log_manager_cleaner(m), "compacted", 0);
+    assert_true(first_dirty > 0);
+    assert_int_equal(log_cleaner_first_dirty(log_manager_cleaner(m), "plain", 0), -1);
+    assert_int_equal(partition_log_size_bytes(other), plain_size);
+    partition_log_close(log);
+    partition_log_close(other);
+    log_manager_close(m, true);
+
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", g_dir, LOG_CLEANER_CHECKPOINT_FILE);
+    struct log_offset_checkpoint_entry *e;
+    size_t n;
+    assert_int_equal(log_offset_checkpoint_read(path, &e, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(e[0].topic, "compacted");
+    assert_int_equal(e[0].offset, first_dirty);
+    log_offset_checkpoint_free(e, n);
+
+    assert_int_equal(log_manager_open(dirs, 1, &cfg, &mcfg, &m, err, sizeof err), 0);
+    assert_int_equal(log_cleaner_first_dirty(log_manager_cleaner(m), "compacted", 0), first_dirty);
+    /* Reopened with compacting defaults, "plain" now gets cleaned while the
+     * checkpoint keeps "compacted" (nothing new) from being redone. */
+    assert_int_equal(log_manager_clean(m, clock_wall_ms(), false), 1);
+    assert_int_equal(log_cleaner_first_dirty(log_manager_cleaner(m), "compacted", 0), first_dirty);
+    assert_true(log_cleaner_first_dirty(log_manager_cleaner(m), "plain", 0) > 0);
+    log_manager_close(m, true);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_offset_map),
+        cmocka_unit_test(test_filter_batch),
+        cmocka_unit_test_setup_teardown(test_compacts_to_latest_per_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dirty_ratio_gate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_null_key_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transactions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tombstones_expire, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keeps_last_producer_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_crash_after_cleaned, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_crash_after_swap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dedupe_buffer_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unreadable_segment_left_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_manager_checkpoint, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
