@@ -19,6 +19,14 @@
  *           writable ahead with MADV_POPULATE_WRITE (one copy); the file is
  *           sized with ftruncate (sparse)
  *   mmap-fallocate  the same with the blocks allocated up front (fallocate)
+ *   splice  splice() from the socket into a pipe and from the pipe into the
+ *           file: no copy to user space, one copy into the page cache (but no
+ *           user-space view of the bytes to validate before they are written)
+ *   direct  recv() into an aligned buffer, pwrite() through an O_DIRECT
+ *           descriptor: the device copies from user memory (DMA), the page
+ *           cache is bypassed (a later read goes to the disk)
+ *   direct-staged  as direct, with a memcpy into an aligned staging buffer
+ *           first, as a log appending batches at arbitrary positions would need
  *
  * usage: cairn-append-paths [--mib N] [--chunk-kib K] [--reserve-mib S] [--sync] [--dir D]
  *            MODE...
@@ -28,9 +36,11 @@
  * allocation and extent conversion that a mode moves out of write() into
  * writeback show up there, not in the receiving thread.
  *
- * file_cpu_ns_per_kib is the part spent in pwrite and fallocate, which the
- * socket's noise does not reach. Only the receiving thread is measured: loopback transmit work done in the
- * sender's context is the same for every mode. */
+ * file_cpu_ns_per_kib is the part spent in pwrite and fallocate (splice: the
+ * pipe-to-file half; direct-staged: with the staging copy), which the
+ * socket's noise does not reach. Only the receiving thread is measured:
+ * loopback transmit work done in the sender's context is the same for every
+ * mode. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,6 +62,8 @@
 #endif
 
 #define POPULATE_AHEAD (4u << 20)
+/* O_DIRECT needs buffer, offset and length aligned to the logical block. */
+#define DIRECT_ALIGN 4096
 
 struct sender_args {
     int fd;
@@ -152,6 +165,31 @@ static int reserve_ahead(int file, size_t end, size_t step, size_t *reserved)
     return 0;
 }
 
+/* Moves len bytes socket -> pipe -> file at pos; *file_cpu gets the time of
+ * the pipe -> file half. 0 or -1. */
+static int splice_chunk(int sock, const int pipe_fds[2], int file, loff_t pos, size_t len,
+                        int64_t *file_cpu)
+{
+    while (len > 0) {
+        ssize_t in = splice(sock, NULL, pipe_fds[1], NULL, len, SPLICE_F_MOVE);
+        if (in < 0 && errno == EINTR)
+            continue;
+        if (in <= 0)
+            return -1;
+        int64_t t0 = thread_cpu_ns();
+        size_t left = (size_t)in;
+        while (left > 0) {
+            ssize_t out = splice(pipe_fds[0], NULL, file, &pos, left, SPLICE_F_MOVE);
+            if (out <= 0)
+                return -1;
+            left -= (size_t)out;
+        }
+        *file_cpu += thread_cpu_ns() - t0;
+        len -= (size_t)in;
+    }
+    return 0;
+}
+
 static int run_mode(const char *mode, const char *dir, size_t total, size_t chunk,
                     size_t reserve_step, bool sync_at_end)
 {
@@ -169,9 +207,33 @@ static int run_mode(const char *mode, const char *dir, size_t total, size_t chun
         unlink(path);
         return -1;
     }
-    /* 64 bytes of slack so the misaligned mode can start inside the buffer. */
-    uint8_t *alloc = malloc(chunk + 64);
+    /* 64 bytes of slack so the misaligned mode can start inside the buffer;
+     * aligned for the direct modes. */
+    uint8_t *alloc = aligned_alloc(DIRECT_ALIGN, chunk + DIRECT_ALIGN);
+    uint8_t *staging = NULL;
     uint8_t *buf = strcmp(mode, "write-misaligned") == 0 ? alloc + 36 : alloc;
+    bool use_direct = strncmp(mode, "direct", 6) == 0;
+    bool use_splice = strcmp(mode, "splice") == 0;
+    int direct_fd = -1, pipe_fds[2] = {-1, -1};
+    if (use_direct) {
+        if (chunk % DIRECT_ALIGN != 0 || total % chunk != 0) {
+            fprintf(stderr, "direct modes need --chunk-kib a multiple of 4 dividing --mib\n");
+            return -1;
+        }
+        direct_fd = open(path, O_WRONLY | O_DIRECT);
+        if (direct_fd < 0) {
+            fprintf(stderr, "O_DIRECT: %s\n", strerror(errno));
+            return -1;
+        }
+        if (strcmp(mode, "direct-staged") == 0)
+            staging = aligned_alloc(DIRECT_ALIGN, chunk);
+    }
+    if (use_splice) {
+        if (pipe(pipe_fds) != 0 || fcntl(pipe_fds[1], F_SETPIPE_SZ, (int)chunk) < 0) {
+            fprintf(stderr, "pipe of %zu bytes: %s\n", chunk, strerror(errno));
+            return -1;
+        }
+    }
     uint8_t *map = NULL;
     if (strcmp(mode, "write-fallocate") == 0 &&
         fallocate(file, FALLOC_FL_KEEP_SIZE, 0, (off_t)total) != 0) {
@@ -212,6 +274,23 @@ static int run_mode(const char *mode, const char *dir, size_t total, size_t chun
                 populated += span;
             }
             rc = recv_full(rx, map + done, want);
+        } else if (use_splice) {
+            int64_t spliced_cpu = 0;
+            rc = splice_chunk(rx, pipe_fds, file, (loff_t)done, want, &spliced_cpu);
+            file_cpu += spliced_cpu;
+        } else if (use_direct) {
+            rc = recv_full(rx, buf, want);
+            int64_t file0 = thread_cpu_ns();
+            const uint8_t *src = buf;
+            if (rc == 0 && staging) {
+                memcpy(staging, buf, want);
+                src = staging;
+            }
+            if (rc == 0 && pwrite(direct_fd, src, want, (off_t)done) != (ssize_t)want) {
+                fprintf(stderr, "O_DIRECT pwrite: %s\n", strerror(errno));
+                rc = -1;
+            }
+            file_cpu += thread_cpu_ns() - file0;
         } else {
             rc = recv_full(rx, buf, want);
             int64_t file0 = thread_cpu_ns();
@@ -244,6 +323,13 @@ static int run_mode(const char *mode, const char *dir, size_t total, size_t chun
                (double)file_cpu / (double)(total >> 10), (double)(total >> 20) / wall, synced);
     if (map)
         munmap(map, total);
+    if (direct_fd >= 0)
+        close(direct_fd);
+    if (pipe_fds[0] >= 0) {
+        close(pipe_fds[0]);
+        close(pipe_fds[1]);
+    }
+    free(staging);
     free(alloc);
     close(rx);
     close(tx);
@@ -277,14 +363,15 @@ int main(int argc, char **argv)
     if (first_mode >= argc || mib == 0 || chunk_kib == 0 || reserve_mib == 0) {
         fprintf(stderr, "usage: cairn-append-paths [--mib N] [--chunk-kib K] [--reserve-mib S] "
                         "[--sync] [--dir D] recv|write|write-fallocate|write-reserve-steps|"
-                        "write-misaligned|mmap|mmap-fallocate...\n");
+                        "write-misaligned|mmap|mmap-fallocate|splice|direct|direct-staged...\n");
         return 2;
     }
     for (int i = first_mode; i < argc; i++) {
         if (strcmp(argv[i], "recv") != 0 && strcmp(argv[i], "write") != 0 &&
             strcmp(argv[i], "mmap") != 0 && strcmp(argv[i], "mmap-fallocate") != 0 &&
             strcmp(argv[i], "write-fallocate") != 0 && strcmp(argv[i], "write-misaligned") != 0 &&
-            strcmp(argv[i], "write-reserve-steps") != 0) {
+            strcmp(argv[i], "write-reserve-steps") != 0 && strcmp(argv[i], "splice") != 0 &&
+            strcmp(argv[i], "direct") != 0 && strcmp(argv[i], "direct-staged") != 0) {
             fprintf(stderr, "unknown mode %s\n", argv[i]);
             return 2;
         }
