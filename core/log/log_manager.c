@@ -640,27 +640,60 @@ int16_t log_manager_create(struct log_manager *m, const char *topic, int32_t par
         pthread_mutex_unlock(&m->lock);
         return KAFKA_ERR_NONE;
     }
+    /* A directory already on disk for a partition not in the table did not
+     * load at start-up (the error was logged then): open that one, with a
+     * full rescan since nothing vouches for its tail, rather than start an
+     * empty log in another dir beside it. */
     size_t dir_index = 0;
-    for (size_t i = 1; i < m->dir_count; i++)
-        if (m->dir_partitions[i] < m->dir_partitions[dir_index])
-            dir_index = i;
+    bool existed = false;
     char *pdir = NULL;
+    for (size_t i = 0; i < m->dir_count && !existed; i++) {
+        char *candidate = NULL;
+        struct stat st;
+        if (asprintf(&candidate, "%s/%s-%" PRId32, m->dirs[i], topic, partition) < 0)
+            break;
+        if (stat(candidate, &st) == 0 && S_ISDIR(st.st_mode)) {
+            existed = true;
+            dir_index = i;
+        }
+        free(candidate);
+    }
+    if (!existed)
+        for (size_t i = 1; i < m->dir_count; i++)
+            if (m->dir_partitions[i] < m->dir_partitions[dir_index])
+                dir_index = i;
     if (asprintf(&pdir, "%s/%s-%" PRId32, m->dirs[dir_index], topic, partition) < 0) {
         pthread_mutex_unlock(&m->lock);
         snprintf(err, errlen, "out of memory");
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
+    if (existed)
+        logger_warn("log", "%s: opening a partition dir that was not loaded at start-up; "
+                    "rescanning all of it", pdir);
     struct partition_log *log;
-    int16_t code = (int16_t)partition_log_open(pdir, cfg ? cfg : &m->defaults, false, &log, err,
-                                               errlen);
+    int16_t code = (int16_t)partition_log_open(pdir, cfg ? cfg : &m->defaults, existed, &log,
+                                               err, errlen);
+    uint8_t on_disk_id[16];
+    if (code == KAFKA_ERR_NONE && existed && topic_id &&
+        partition_log_topic_id(log, on_disk_id) == 0 && memcmp(on_disk_id, topic_id, 16) != 0) {
+        /* Another incarnation of the topic (Kafka's inconsistent topic id):
+         * neither serve its records nor delete them. */
+        snprintf(err, errlen, "%s holds the log of another topic with this name (topic id differs)",
+                 pdir);
+        partition_log_close(log);
+        code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
+    /* A directory found on disk is left in place on failure: it may hold
+     * the only copy of its records. */
+    void (*discard)(struct partition_log *) = existed ? partition_log_close : partition_log_delete;
     free(pdir);
     if (code == KAFKA_ERR_NONE && topic_id && partition_log_write_metadata(log, topic_id) != 0) {
         snprintf(err, errlen, "cannot write partition.metadata");
-        partition_log_delete(log);
+        discard(log);
         code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
     if (code == KAFKA_ERR_NONE && insert_locked(m, topic, partition, dir_index, log) != 0) {
-        partition_log_delete(log);
+        discard(log);
         snprintf(err, errlen, "out of memory");
         code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -61,7 +62,7 @@ static void append(struct partition_log *log, int batches)
 
 static bool exists(const char *dir, const char *name)
 {
-    char path[1024];
+    char path[2048];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     return access(path, F_OK) == 0;
 }
@@ -272,6 +273,89 @@ static void test_roll_flush_checkpointed(void **state)
     log_manager_close(m, true);
 }
 
+/* Where a partition's dir lives (g_dirs index), or -1. */
+static int dir_of(const char *name)
+{
+    for (int i = 0; i < 2; i++)
+        if (exists(g_dirs[i], name))
+            return i;
+    return -1;
+}
+
+static int64_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
+}
+
+/* A partition dir on disk that is not in the table (it failed to load at
+ * start-up) is reopened where it is, with its tail rescanned; a dir holding
+ * another topic id is refused and left alone. */
+static void test_create_over_unloaded_dir(void **state)
+{
+    (void)state;
+    struct log_config defaults;
+    log_config_defaults(&defaults);
+    uint8_t id[16] = {7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7};
+    uint8_t other_id[16] = {9};
+    char err[256];
+    struct log_manager *m = open_manager(&defaults);
+    struct partition_log *log;
+    /* Put "orders-3" in the second dir by loading the first one. */
+    assert_int_equal(log_manager_create(m, "filler", 0, id, NULL, &log, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    partition_log_close(log);
+    assert_int_equal(log_manager_create(m, "orders", 3, id, NULL, &log, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    append(log, 3);
+    partition_log_close(log);
+    log_manager_close(m, true);
+    int home = dir_of("orders-3");
+    assert_int_equal(home, 1);
+
+    /* Hide it while the manager opens, then put it back with a torn tail.
+     * The filler goes too, so the first dir is the emptier one and a new
+     * log would be placed there. */
+    char pdir[1100], hidden[1100], seg[1200], filler[1100], filler_hidden[1100];
+    snprintf(pdir, sizeof pdir, "%s/orders-3", g_dirs[home]);
+    snprintf(hidden, sizeof hidden, "%s/hidden", g_root);
+    snprintf(seg, sizeof seg, "%s/%020d.log", pdir, 0);
+    snprintf(filler, sizeof filler, "%s/filler-0", g_dirs[0]);
+    snprintf(filler_hidden, sizeof filler_hidden, "%s/filler-hidden", g_root);
+    assert_int_equal(rename(pdir, hidden), 0);
+    assert_int_equal(rename(filler, filler_hidden), 0);
+    m = open_manager(&defaults);
+    assert_null(log_manager_get(m, "orders", 3));
+    assert_int_equal(rename(hidden, pdir), 0);
+    int64_t whole = file_size(seg);
+    FILE *fp = fopen(seg, "ab");
+    assert_non_null(fp);
+    fputs("half a batch", fp);
+    fclose(fp);
+
+    assert_int_equal(log_manager_create(m, "orders", 3, id, NULL, &log, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_end_offset(log), 6);
+    assert_int_equal(file_size(seg), whole);
+    append(log, 1);
+    assert_int_equal(partition_log_end_offset(log), 8);
+    partition_log_close(log);
+    /* Reopened in place: no second copy in the emptier dir. */
+    assert_false(exists(g_dirs[0], "orders-3"));
+
+    /* The same dir under another topic id (a recreated topic) is refused. */
+    log_manager_close(m, true);
+    assert_int_equal(rename(pdir, hidden), 0);
+    m = open_manager(&defaults);
+    assert_int_equal(rename(hidden, pdir), 0);
+    assert_int_equal(log_manager_create(m, "orders", 3, other_id, NULL, &log, err, sizeof err),
+                     KAFKA_ERR_KAFKA_STORAGE_ERROR);
+    assert_non_null(strstr(err, "topic id"));
+    assert_true(exists(g_dirs[home], "orders-3"));
+    assert_true(file_size(seg) > 0);
+    log_manager_close(m, true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -280,6 +364,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_delete_and_retention, setup, teardown),
         cmocka_unit_test_setup_teardown(test_background_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roll_flush_checkpointed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_create_over_unloaded_dir, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
