@@ -1,4 +1,5 @@
-/* Codec round trips, frames written independently of the module (gzip
+/* Codec round trips, batches a real client compressed (librdkafka, see
+ * golden_librdkafka.inc), frames written independently of the module (gzip
  * members, raw snappy, LZ4 frames with content size and checksums, zstd
  * frames without a content size), and malformed, truncated and oversized
  * inputs, which must fail cleanly. */
@@ -19,6 +20,8 @@
 #include "codec/record_codec.h"
 #include "protocol/generated/errors.h"
 #include "protocol/record_batch.h"
+
+#include "golden_librdkafka.inc"
 
 static const int codecs[] = {RECORD_BATCH_COMPRESSION_GZIP, RECORD_BATCH_COMPRESSION_SNAPPY,
                              RECORD_BATCH_COMPRESSION_LZ4, RECORD_BATCH_COMPRESSION_ZSTD};
@@ -158,6 +161,92 @@ static void test_foreign_frames(void **state)
     expect_plain(RECORD_BATCH_COMPRESSION_ZSTD, buf, ob.pos, in, n);
     free(buf);
     free(in);
+}
+
+/* The eight golden records: keys k0..k7 with their values, in order. */
+static void check_golden_records(const uint8_t *plain, size_t len)
+{
+    struct record_batch_record_iter it;
+    struct record_batch_record rec;
+    assert_int_equal(record_batch_records_begin(&it, plain, len), 0);
+    int i = 0, rc;
+    while ((rc = record_batch_records_next(&it, &rec)) == 1) {
+        char key[16], value[64];
+        snprintf(key, sizeof key, "k%d", i);
+        snprintf(value, sizeof value, "golden value %d from a compressing producer", i);
+        assert_int_equal(rec.offset, i);
+        assert_int_equal(rec.key_len, strlen(key));
+        assert_memory_equal(rec.key, key, strlen(key));
+        assert_int_equal(rec.value_len, strlen(value));
+        assert_memory_equal(rec.value, value, strlen(value));
+        i++;
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(i, 8);
+}
+
+static void test_librdkafka_batches(void **state)
+{
+    (void)state;
+    const struct {
+        const uint8_t *batch;
+        size_t len;
+        int codec;
+    } golden[] = {
+        {golden_gzip, sizeof golden_gzip, RECORD_BATCH_COMPRESSION_GZIP},
+        {golden_snappy, sizeof golden_snappy, RECORD_BATCH_COMPRESSION_SNAPPY},
+        {golden_lz4, sizeof golden_lz4, RECORD_BATCH_COMPRESSION_LZ4},
+        {golden_zstd, sizeof golden_zstd, RECORD_BATCH_COMPRESSION_ZSTD},
+    };
+    char err[200];
+    for (size_t g = 0; g < sizeof golden / sizeof golden[0]; g++) {
+        struct record_batch_header h;
+        assert_int_equal(record_batch_validate(golden[g].batch, golden[g].len, -1, &h, err,
+                                               sizeof err),
+                         KAFKA_ERR_NONE);
+        assert_int_equal(record_batch_compression(&h), golden[g].codec);
+        uint8_t *plain, *again, *reopened;
+        size_t plain_len, again_len, reopened_len;
+        if (record_codec_inflate_batch(golden[g].batch, golden[g].len, 1 << 20, &plain,
+                                       &plain_len, err, sizeof err) != 0)
+            fail_msg("codec %d: %s", golden[g].codec, err);
+        check_golden_records(plain, plain_len);
+        /* Rewritten with our writer, the batch reads the same. */
+        assert_int_equal(record_codec_deflate_batch(plain, plain_len, golden[g].codec, &again,
+                                                    &again_len, err, sizeof err),
+                         0);
+        assert_int_equal(record_batch_validate(again, again_len, -1, NULL, err, sizeof err),
+                         KAFKA_ERR_NONE);
+        /* Header fields as the client wrote them, but for length and CRC. */
+        assert_memory_equal(again, golden[g].batch, RECORD_BATCH_OFFSET_BATCH_LENGTH);
+        assert_memory_equal(again + RECORD_BATCH_OFFSET_LEADER_EPOCH,
+                            golden[g].batch + RECORD_BATCH_OFFSET_LEADER_EPOCH,
+                            RECORD_BATCH_OFFSET_CRC - RECORD_BATCH_OFFSET_LEADER_EPOCH);
+        assert_memory_equal(again + RECORD_BATCH_OFFSET_ATTRIBUTES,
+                            golden[g].batch + RECORD_BATCH_OFFSET_ATTRIBUTES,
+                            RECORD_BATCH_HEADER_SIZE - RECORD_BATCH_OFFSET_ATTRIBUTES);
+        assert_int_equal(record_codec_inflate_batch(again, again_len, 1 << 20, &reopened,
+                                                    &reopened_len, err, sizeof err),
+                         0);
+        assert_int_equal(reopened_len, plain_len);
+        assert_memory_equal(reopened + RECORD_BATCH_OFFSET_ATTRIBUTES,
+                            plain + RECORD_BATCH_OFFSET_ATTRIBUTES,
+                            plain_len - RECORD_BATCH_OFFSET_ATTRIBUTES);
+        /* Cut anywhere, the client's batch is refused, never overrun. */
+        for (size_t cut = RECORD_BATCH_HEADER_SIZE; cut < golden[g].len; cut++) {
+            uint8_t *out;
+            size_t out_len;
+            if (record_codec_decompress(golden[g].codec, golden[g].batch + RECORD_BATCH_HEADER_SIZE,
+                                        cut - RECORD_BATCH_HEADER_SIZE, 1 << 20, &out, &out_len,
+                                        err, sizeof err) == 0) {
+                assert_true(out_len < plain_len - RECORD_BATCH_HEADER_SIZE);
+                free(out);
+            }
+        }
+        free(plain);
+        free(again);
+        free(reopened);
+    }
 }
 
 static void test_truncated_and_damaged(void **state)
@@ -308,6 +397,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_all_codecs),
         cmocka_unit_test(test_foreign_frames),
+        cmocka_unit_test(test_librdkafka_batches),
         cmocka_unit_test(test_truncated_and_damaged),
         cmocka_unit_test(test_oversized_claims),
         cmocka_unit_test(test_batches),
