@@ -37,8 +37,9 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-/* Output under construction; limit is max_out + 1 so that data exactly
- * max_out long is told apart from data that would go further. */
+/* Output under construction, owned by the one call that builds it; limit
+ * is max_out + 1 so that data exactly max_out long is told apart from data
+ * that would go further. */
 struct codec_out {
     uint8_t *buf;
     size_t len;
