@@ -303,7 +303,7 @@ static int count_codec_batches(const struct test_broker *b, const char *partitio
 
 #define Z_KEYS 10
 #define Z_WRITES 1000
-#define Z_FILLERS 200
+#define Z_FILLERS 100 /* rounds of 10 at most */
 
 static void compacted_with_codec(const char *codec_name, int codec)
 {
@@ -324,26 +324,31 @@ static void compacted_with_codec(const char *codec_name, int codec)
                           codec_name, NULL};
     rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
     char key[16], value[160];
+    uint64_t noise = 88172645463325252ull;
     for (int i = 0; i < Z_WRITES; i++) {
+        /* Half noise, so the compressed log is tens of KiB before cleaning. */
+        noise ^= noise << 13;
+        noise ^= noise >> 7;
+        noise ^= noise << 17;
         snprintf(key, sizeof key, "k%d", i % Z_KEYS);
-        snprintf(value, sizeof value, "v%d %s", i,
-                 "the quick brown fox jumps over the lazy dog, again and again and again");
+        snprintf(value, sizeof value, "v%d %016llx%016llx the quick brown fox jumps", i,
+                 (unsigned long long)noise, (unsigned long long)(noise * 2654435761u));
         assert_int_equal(rk_produce_blocking(rk, topic, 0, key, strlen(key), value,
                                              strlen(value), 0, NULL, NULL),
                          RD_KAFKA_RESP_ERR_NO_ERROR);
     }
     assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
-    /* The keyed records no longer in the active segment: fillers of one
-     * other key follow them, one per batch. */
-    for (int i = 0; i < Z_FILLERS; i++) {
-        snprintf(value, sizeof value, "filler %d", i);
-        assert_int_equal(rk_produce_blocking(rk, topic, 0, "filler", 6, value, strlen(value), 0,
-                                             NULL, NULL),
-                         RD_KAFKA_RESP_ERR_NO_ERROR);
-        if (i % 10 == 9)
-            assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    /* Fillers of one other key until the active segment starts past the
+     * keyed records, so that all of them are cleanable. */
+    for (int i = 0; i < Z_FILLERS && active_base(&broker, dir) < Z_WRITES; i++) {
+        for (int j = 0; j < 10; j++) {
+            snprintf(value, sizeof value, "filler %d", i * 10 + j);
+            assert_int_equal(rk_produce_blocking(rk, topic, 0, "filler", 6, value,
+                                                 strlen(value), 0, NULL, NULL),
+                             RD_KAFKA_RESP_ERR_NO_ERROR);
+        }
+        assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
     }
-    assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
     assert_int_equal(rk_producer_stats(rk)->failed, 0);
     assert_true(count_codec_batches(&broker, dir, codec, Z_WRITES) > 0);
     long long before = log_bytes(&broker, dir);
@@ -363,10 +368,11 @@ static void compacted_with_codec(const char *codec_name, int codec)
     rk_producer_destroy(rk);
 
     long long active = active_base(&broker, dir);
-    assert_true(active > Z_WRITES);
-    /* Everything but the last segments is cleanable: the partition shrinks
-     * to the latest record per key, a few fillers and the active segment. */
-    bool shrunk = wait_shrunk(&broker, dir, 12288, 20000);
+    assert_true(active >= Z_WRITES);
+    /* 1000 records with 16 random bytes each cannot fit in 8 KiB, however
+     * compressed: the partition shrinks to the latest record per key, a few
+     * fillers and the active segment only by being cleaned. */
+    bool shrunk = wait_shrunk(&broker, dir, 8192, 20000);
     fprintf(stderr, "[compaction %s] active segment at %lld, %lld bytes, %lld after cleaning\n",
             codec_name, active, before, log_bytes(&broker, dir));
     assert_true(shrunk);
