@@ -13,6 +13,7 @@ packages=(
   build-essential cmake pkg-config python3
   libuv1-dev libjansson-dev libzstd-dev libssl-dev libsasl2-dev
   libcmocka-dev librdkafka-dev kcat
+  liblz4-dev libsnappy-dev zlib1g-dev
   clang libclang-rt-14-dev
 )
 if [ "$clients" = 1 ]; then

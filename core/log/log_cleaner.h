@@ -12,8 +12,10 @@
  * gaps. Control batches are always kept; records of aborted transactions
  * never shadow older records of their key; the last batch of every known
  * producer id is kept (empty if all its records go) so producer state can
- * be rebuilt from the log. Compressed batches are kept whole: their keys
- * are not read, so they neither shadow nor get shadowed. A segment cleaned
+ * be rebuilt from the log. Compressed batches are decompressed (codec/
+ * record_codec.h), filtered by the same rules and recompressed with their
+ * codec; one that cannot be decompressed is kept whole and maps no keys;
+ * one emptied but kept for its producer is written uncompressed. A segment cleaned
  * down to nothing is deleted unless it is the first one; segments are not
  * merged otherwise.
  *

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "codec/record_codec.h"
 #include "log/log_cleaner.h"
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
@@ -329,17 +330,44 @@ static bool roll_due(const struct partition_log *log, const struct log_segment *
 }
 
 /* Kafka refuses keyless records for compacted topics: the cleaner could
- * never replace them. Compressed batches are not opened here. */
-static bool has_null_key(const uint8_t *batch, size_t len)
+ * never replace them. Compressed batches are opened for the check (only
+ * for compacted topics: callers skip it otherwise). Returns
+ * KAFKA_ERR_NONE, INVALID_RECORD (a keyless record) or CORRUPT_MESSAGE
+ * (records that cannot be read), with a message in err. */
+static int16_t check_keys(const struct log_config *cfg, const uint8_t *batch, size_t len,
+                          const struct record_batch_header *h, char *err, size_t errlen)
 {
+    uint8_t *plain = NULL;
+    size_t plain_len = len;
+    const uint8_t *records = batch;
+    if (record_batch_compression(h) != RECORD_BATCH_COMPRESSION_NONE) {
+        char why[160];
+        if (record_codec_inflate_batch(batch, len, log_decompressed_limit(cfg), &plain,
+                                       &plain_len, why, sizeof why) != 0) {
+            snprintf(err, errlen, "cannot decompress the records: %s", why);
+            return KAFKA_ERR_CORRUPT_MESSAGE;
+        }
+        records = plain;
+    }
     struct record_batch_record_iter it;
     struct record_batch_record rec;
-    if (record_batch_records_begin(&it, batch, len) != 0)
-        return false;
-    while (record_batch_records_next(&it, &rec) == 1)
-        if (rec.key_len < 0)
-            return true;
-    return false;
+    int16_t code = KAFKA_ERR_NONE;
+    int rc = record_batch_records_begin(&it, records, plain_len);
+    while (rc == 0 && (rc = record_batch_records_next(&it, &rec)) == 1) {
+        rc = 0;
+        if (rec.key_len < 0) {
+            snprintf(err, errlen, "Compacted topic cannot accept message without key");
+            code = KAFKA_ERR_INVALID_RECORD;
+            break;
+        }
+    }
+    if (code == KAFKA_ERR_NONE && rc < 0 && plain) {
+        /* Uncompressed records were already checked by validate. */
+        snprintf(err, errlen, "malformed records in a compressed batch: %s", it.err);
+        code = KAFKA_ERR_CORRUPT_MESSAGE;
+    }
+    free(plain);
+    return code;
 }
 
 /* Validate every batch and count records; nothing is modified. */
@@ -360,10 +388,11 @@ static int16_t validate_all(const struct partition_log *log, const uint8_t *batc
                                              res->error_message, sizeof res->error_message);
         if (code != KAFKA_ERR_NONE)
             return code;
-        if (log->cfg.cleanup_compact && !record_batch_is_control(&h) && has_null_key(batch, blen)) {
-            snprintf(res->error_message, sizeof res->error_message,
-                     "Compacted topic cannot accept message without key");
-            return KAFKA_ERR_INVALID_RECORD;
+        if (log->cfg.cleanup_compact && !record_batch_is_control(&h)) {
+            code = check_keys(&log->cfg, batch, blen, &h, res->error_message,
+                              sizeof res->error_message);
+            if (code != KAFKA_ERR_NONE)
+                return code;
         }
         total += h.record_count;
         (*batch_count)++;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "codec/record_codec.h"
 #include "log/log_cleaner.h"
 #include "log/log_offset_map.h"
 #include "util/logger.h"
@@ -293,17 +294,25 @@ static int build_map(const struct clean_plan *plan, size_t from, size_t to,
             size_t total = record_batch_total_size(&h);
             pos += (int64_t)total;
             if (record_batch_is_control(&h) ||
-                record_batch_compression(&h) != RECORD_BATCH_COMPRESSION_NONE ||
                 (record_batch_is_transactional(&h) &&
                  is_aborted(plan, h.producer_id, h.base_offset)))
                 continue;
+            /* An unreadable compressed batch maps nothing: it is kept
+             * whole by the rewrite too. */
+            uint8_t *plain = NULL;
+            size_t plain_len = total;
+            char why[160];
+            if (record_batch_compression(&h) != RECORD_BATCH_COMPRESSION_NONE &&
+                record_codec_inflate_batch(p, total, log_decompressed_limit(&plan->cfg), &plain,
+                                           &plain_len, why, sizeof why) != 0)
+                continue;
             struct record_batch_record_iter it;
             struct record_batch_record rec;
-            if (record_batch_records_begin(&it, p, total) != 0)
-                continue;
-            while (rc == 0 && record_batch_records_next(&it, &rec) == 1)
-                if (rec.key_len >= 0)
-                    rc = log_offset_map_put(map, rec.key, (size_t)rec.key_len, rec.offset);
+            if (record_batch_records_begin(&it, plain ? plain : p, plain_len) == 0)
+                while (rc == 0 && record_batch_records_next(&it, &rec) == 1)
+                    if (rec.key_len >= 0)
+                        rc = log_offset_map_put(map, rec.key, (size_t)rec.key_len, rec.offset);
+            free(plain);
         }
         bool io_error = scan.io_error;
         log_scanner_free(&scan);
@@ -415,33 +424,56 @@ static int rewrite_segment(struct partition_log *log, const struct clean_plan *p
     while (rc == 0 && (p = next_batch(&scan, pos, cs->size, &h)) != NULL) {
         size_t total = record_batch_total_size(&h);
         pos += (int64_t)total;
-        if (record_batch_is_control(&h) ||
-            record_batch_compression(&h) != RECORD_BATCH_COMPRESSION_NONE) {
+        if (record_batch_is_control(&h)) {
             rc = out_append(&o, p, total);
             continue;
         }
-        if (scratch_cap < total) {
-            uint8_t *grown = realloc(scratch, total);
+        int codec = record_batch_compression(&h);
+        uint8_t *plain = NULL, *packed = NULL;
+        size_t plain_len = total;
+        char why[160];
+        if (codec != RECORD_BATCH_COMPRESSION_NONE &&
+            record_codec_inflate_batch(p, total, log_decompressed_limit(&plan->cfg), &plain,
+                                       &plain_len, why, sizeof why) != 0) {
+            logger_warn("log", "%s: keeping an unreadable compressed batch at offset %" PRId64
+                        ": %s", log->dir, h.base_offset, why);
+            rc = out_append(&o, p, total);
+            continue;
+        }
+        if (scratch_cap < plain_len) {
+            uint8_t *grown = realloc(scratch, plain_len);
             if (!grown) {
+                free(plain);
                 rc = ENOMEM;
                 break;
             }
             scratch = grown;
-            scratch_cap = total;
+            scratch_cap = plain_len;
         }
         bool keep_empty = h.producer_id >= 0 &&
                           is_last_of_producer(plan, h.producer_id, record_batch_last_offset(&h));
         size_t new_len = 0;
-        int outcome =
-            log_clean_filter_batch(p, total, keep_record, &keep, keep_empty, scratch, &new_len);
+        int outcome = log_clean_filter_batch(plain ? plain : p, plain_len, keep_record, &keep,
+                                             keep_empty, scratch, &new_len);
+        if (outcome == LOG_CLEAN_BATCH_SOME && plain && new_len > RECORD_BATCH_HEADER_SIZE &&
+            record_codec_deflate_batch(scratch, new_len, codec, &packed, &new_len, why,
+                                       sizeof why) != 0) {
+            logger_warn("log", "%s: cannot recompress the batch at offset %" PRId64 ": %s",
+                        log->dir, h.base_offset, why);
+            outcome = LOG_CLEAN_BATCH_ALL;
+        }
+        /* An emptied batch kept for its producer is written uncompressed,
+         * as Kafka writes it: there is nothing to compress. */
         if (outcome == LOG_CLEAN_BATCH_SOME) {
             changed = true;
-            rc = out_append(&o, scratch, new_len);
+            rc = out_append(&o, packed ? packed : scratch, new_len);
         } else if (outcome == LOG_CLEAN_BATCH_NONE) {
             changed = true;
         } else {
             rc = out_append(&o, p, total); /* all kept, or unreadable: keep it */
         }
+        free(packed);
+        free(plain);
     }
     if (rc == 0 && scan.io_error)
         rc = EIO;

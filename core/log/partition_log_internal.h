@@ -111,4 +111,13 @@ int partition_log_replay_marker_locked(struct partition_log *log, const uint8_t 
 /* Remove segments[0], which must not be the active one; under both locks. */
 void partition_log_remove_first_segment(struct partition_log *log);
 
+/* Most bytes the records of one compressed batch may decompress to:
+ * well above any honest compression ratio of a max.message.bytes batch,
+ * low enough that a crafted batch cannot exhaust memory. */
+static inline size_t log_decompressed_limit(const struct log_config *cfg)
+{
+    size_t limit = cfg->max_message_bytes > 0 ? (size_t)cfg->max_message_bytes * 16 : 0;
+    return limit < 64u * 1024 * 1024 ? 64u * 1024 * 1024 : limit;
+}
+
 #endif

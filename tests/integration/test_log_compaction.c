@@ -2,7 +2,9 @@
  * times shrinks on disk and reads back as the latest value per key with
  * the original offsets; a tombstone goes once delete.retention.ms has
  * passed; a restart reads the same; __consumer_offsets shrinks under
- * repeated commits and the group's offsets survive a restart. */
+ * repeated commits and the group's offsets survive a restart; topics
+ * written by compressing producers (gzip, snappy, lz4, zstd) shrink too,
+ * and refuse keyless records. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -261,11 +263,187 @@ static void test_consumer_offsets_compacted(void **state)
     broker_cleanup(&broker);
 }
 
+/* Batches compressed with `codec` and based below max_base in the .log
+ * files of a partition dir. */
+static int count_codec_batches(const struct test_broker *b, const char *partition_dir, int codec,
+                               long long max_base)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", b->data_dir, partition_dir);
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    int count = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        size_t len = strlen(ent->d_name);
+        if (len != 24 || strcmp(ent->d_name + 20, ".log") != 0)
+            continue;
+        char file[1400];
+        snprintf(file, sizeof file, "%s/%s", path, ent->d_name);
+        FILE *f = fopen(file, "rb");
+        if (!f)
+            continue;
+        uint8_t hdr[61];
+        while (fread(hdr, 1, sizeof hdr, f) == sizeof hdr) {
+            long batch_len = ((long)hdr[8] << 24) | ((long)hdr[9] << 16) | ((long)hdr[10] << 8) |
+                             hdr[11];
+            long long base = 0;
+            for (int i = 0; i < 8; i++)
+                base = (base << 8) | hdr[i];
+            if ((hdr[22] & 0x07) == codec && base < max_base)
+                count++;
+            if (batch_len < 49 || fseek(f, batch_len + 12 - (long)sizeof hdr, SEEK_CUR) != 0)
+                break;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return count;
+}
+
+#define Z_KEYS 10
+#define Z_WRITES 1000
+#define Z_FILLERS 100 /* rounds of 10 at most */
+
+static void compacted_with_codec(const char *codec_name, int codec)
+{
+    static struct test_broker broker;
+    memset(&broker, 0, sizeof broker);
+    const char *overrides[] = {"log.cleaner.backoff.ms=200", NULL};
+    broker_start(&broker, overrides);
+    const char *bootstrap = broker_bootstrap(&broker);
+    char topic[64], dir[80];
+    snprintf(topic, sizeof topic, "compressed-%s", codec_name);
+    snprintf(dir, sizeof dir, "%s-0", topic);
+    const char *configs[] = {"cleanup.policy", "compact", "segment.bytes", "4096",
+                             "min.cleanable.dirty.ratio", "0.01", NULL};
+    rk_create_topic(bootstrap, topic, 1, configs);
+
+    /* Batches of up to 50 compressible records over 10 keys. */
+    const char *conf[] = {"linger.ms", "20", "batch.num.messages", "50", "compression.codec",
+                          codec_name, NULL};
+    rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
+    char key[16], value[160];
+    uint64_t noise = 88172645463325252ull;
+    for (int i = 0; i < Z_WRITES; i++) {
+        /* Half noise, so the compressed log is tens of KiB before cleaning. */
+        noise ^= noise << 13;
+        noise ^= noise >> 7;
+        noise ^= noise << 17;
+        snprintf(key, sizeof key, "k%d", i % Z_KEYS);
+        snprintf(value, sizeof value, "v%d %016llx%016llx the quick brown fox jumps", i,
+                 (unsigned long long)noise, (unsigned long long)(noise * 2654435761u));
+        assert_int_equal(rk_produce_blocking(rk, topic, 0, key, strlen(key), value,
+                                             strlen(value), 0, NULL, NULL),
+                         RD_KAFKA_RESP_ERR_NO_ERROR);
+    }
+    assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    /* Fillers of one other key until the active segment starts past the
+     * keyed records, so that all of them are cleanable. */
+    for (int i = 0; i < Z_FILLERS && active_base(&broker, dir) < Z_WRITES; i++) {
+        for (int j = 0; j < 10; j++) {
+            snprintf(value, sizeof value, "filler %d", i * 10 + j);
+            assert_int_equal(rk_produce_blocking(rk, topic, 0, "filler", 6, value,
+                                                 strlen(value), 0, NULL, NULL),
+                             RD_KAFKA_RESP_ERR_NO_ERROR);
+        }
+        assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    }
+    assert_int_equal(rk_producer_stats(rk)->failed, 0);
+    assert_true(count_codec_batches(&broker, dir, codec, Z_WRITES) > 0);
+    long long before = log_bytes(&broker, dir);
+
+    /* A keyless record in a compressed batch is refused. */
+    struct rk_delivery_slot slot = {0};
+    char big[600];
+    memset(big, 'x', sizeof big);
+    assert_int_equal(
+        rk_produce_blocking(rk, topic, 0, NULL, 0, big, sizeof big, 0, NULL, &slot),
+        RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(rk_produce_blocking(rk, topic, 0, "fine", 4, big, sizeof big, 0, NULL, NULL),
+                     RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_flush(rk, 15000);
+    assert_true(slot.done);
+    assert_int_equal(slot.err, RD_KAFKA_RESP_ERR_INVALID_RECORD);
+    rk_producer_destroy(rk);
+
+    long long active = active_base(&broker, dir);
+    assert_true(active >= Z_WRITES);
+    /* 1000 records with 16 random bytes each cannot fit in 8 KiB, however
+     * compressed: the partition shrinks to the latest record per key, a few
+     * fillers and the active segment only by being cleaned. */
+    bool shrunk = wait_shrunk(&broker, dir, 8192, 20000);
+    fprintf(stderr, "[compaction %s] active segment at %lld, %lld bytes, %lld after cleaning\n",
+            codec_name, active, before, log_bytes(&broker, dir));
+    assert_true(shrunk);
+    /* The survivors of the keyed batches were recompressed, not inflated. */
+    assert_true(count_codec_batches(&broker, dir, codec, Z_WRITES) > 0);
+
+    struct rk_record_set set;
+    memset(&set, 0, sizeof set);
+    long n = rk_consume_all(bootstrap, topic, 1, NULL, 20000, &set);
+    assert_true(n > 0);
+    int seen[Z_KEYS] = {0};
+    for (size_t i = 0; i < set.count; i++) {
+        const struct rk_record *r = &set.records[i];
+        assert_non_null(r->key);
+        if (i > 0)
+            assert_true(r->offset > set.records[i - 1].offset);
+        if (r->key_len == 6 && memcmp(r->key, "filler", 6) == 0)
+            continue;
+        if (r->key_len == 4 && memcmp(r->key, "fine", 4) == 0)
+            continue;
+        int k = atoi(r->key + 1);
+        assert_true(k >= 0 && k < Z_KEYS);
+        seen[k]++;
+        /* The one record left of a key is its last write. */
+        int want = Z_WRITES - Z_KEYS + k;
+        char expect[16];
+        snprintf(expect, sizeof expect, "v%d ", want);
+        assert_true(r->value_len > strlen(expect));
+        assert_memory_equal(r->value, expect, strlen(expect));
+        assert_int_equal(r->offset, want);
+    }
+    for (int k = 0; k < Z_KEYS; k++)
+        assert_int_equal(seen[k], 1);
+    rk_record_set_free(&set);
+    broker_mark_passed(&broker);
+    broker_cleanup(&broker);
+}
+
+static void test_compressed_gzip(void **state)
+{
+    (void)state;
+    compacted_with_codec("gzip", 1);
+}
+
+static void test_compressed_snappy(void **state)
+{
+    (void)state;
+    compacted_with_codec("snappy", 2);
+}
+
+static void test_compressed_lz4(void **state)
+{
+    (void)state;
+    compacted_with_codec("lz4", 3);
+}
+
+static void test_compressed_zstd(void **state)
+{
+    (void)state;
+    compacted_with_codec("zstd", 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compacted_topic),
         cmocka_unit_test(test_consumer_offsets_compacted),
+        cmocka_unit_test(test_compressed_gzip),
+        cmocka_unit_test(test_compressed_snappy),
+        cmocka_unit_test(test_compressed_lz4),
+        cmocka_unit_test(test_compressed_zstd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

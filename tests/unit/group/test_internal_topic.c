@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "codec/record_codec.h"
 #include "group/coordinator_partition.h"
 #include "group/internal_topic.h"
 #include "log/log_manager.h"
@@ -79,7 +80,7 @@ static int teardown(void **state)
     return unit_fixture_teardown(*state);
 }
 
-/* Appends one uncompressed batch with `count` records valued "<value>#i";
+/* Appends one batch (gzip when compressed) with `count` records valued "<value>#i";
  * returns the log's size in bytes before it (where the batch starts). */
 static int64_t append_values(struct fixture *f, int32_t partition, const char *value, int count, bool compressed)
 {
@@ -95,8 +96,14 @@ static int64_t append_values(struct fixture *f, int32_t partition, const char *v
     assert_int_equal(record_batch_builder_finish(&b, &batch, &len), 0);
     record_batch_builder_free(&b);
     if (compressed) {
-        batch[RECORD_BATCH_OFFSET_ATTRIBUTES + 1] |= RECORD_BATCH_COMPRESSION_GZIP;
-        record_batch_update_crc(batch, len);
+        /* Really gzip: the log opens compressed batches of compacted topics. */
+        uint8_t *packed;
+        char err[200];
+        assert_int_equal(record_codec_deflate_batch(batch, len, RECORD_BATCH_COMPRESSION_GZIP,
+                                                    &packed, &len, err, sizeof err),
+                         0);
+        free(batch);
+        batch = packed;
     }
     struct partition_log *log = log_manager_get(f->stores.logs, TOPIC, partition);
     assert_non_null(log);
