@@ -344,7 +344,7 @@ static int16_t check_keys(const struct log_config *cfg, const uint8_t *batch, si
         char why[160];
         if (record_codec_inflate_batch(batch, len, log_decompressed_limit(cfg), &plain,
                                        &plain_len, why, sizeof why) != 0) {
-            snprintf(err, errlen, "cannot decompress the records: %s", why);
+            snprintf(err, errlen, "cannot decompress the records: %.96s", why);
             return KAFKA_ERR_CORRUPT_MESSAGE;
         }
         records = plain;
@@ -363,7 +363,7 @@ static int16_t check_keys(const struct log_config *cfg, const uint8_t *batch, si
     }
     if (code == KAFKA_ERR_NONE && rc < 0 && plain) {
         /* Uncompressed records were already checked by validate. */
-        snprintf(err, errlen, "malformed records in a compressed batch: %s", it.err);
+        snprintf(err, errlen, "malformed records in a compressed batch: %.76s", it.err);
         code = KAFKA_ERR_CORRUPT_MESSAGE;
     }
     free(plain);
