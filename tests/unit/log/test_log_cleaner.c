@@ -11,34 +11,17 @@
 #include <cmocka.h>
 
 #include "log/log_checkpoint.h"
-#include "log/log_cleaner.h"
 #include "log/log_manager.h"
 #include "log/log_offset_map.h"
 #include "log/producer_state.h"
-#include "log_test_util.h"
+#include "cleaner_test_util.h"
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
 
 #define KEYS 5
 #define WRITES 200
 
-static char *g_dir;
 static int g_control_batches; /* counted by read_all */
-
-static int setup(void **state)
-{
-    (void)state;
-    g_dir = test_make_dir();
-    return g_dir ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    test_remove_tree(g_dir);
-    free(g_dir);
-    return 0;
-}
 
 struct rec {
     int64_t offset;
@@ -113,29 +96,6 @@ static size_t read_all(struct partition_log *log, struct rec *out, size_t cap)
     }
     return n;
 }
-
-static struct partition_log *open_log(const struct log_config *cfg)
-{
-    struct partition_log *log = NULL;
-    char err[256] = "";
-    if (partition_log_open(g_dir, cfg, false, &log, err, sizeof err) != KAFKA_ERR_NONE)
-        fail_msg("open: %s", err);
-    return log;
-}
-
-static void compact_config(struct log_config *cfg)
-{
-    log_config_defaults(cfg);
-    cfg->segment_bytes = 1024;
-    cfg->cleanup_compact = true;
-    cfg->cleanup_delete = false;
-    cfg->min_cleanable_dirty_ratio = 0.1;
-}
-
-static const struct log_clean_options default_opts = {
-    .dedupe_buffer_bytes = 1 << 20,
-    .load_factor = 0.9,
-};
 
 /* Overwrite KEYS keys WRITES times; returns the active segment's base. */
 static int64_t write_overwrites(struct partition_log *log)

@@ -12,54 +12,13 @@
 #include <cmocka.h>
 
 #include "codec/record_codec.h"
-#include "log/log_cleaner.h"
-#include "log_test_util.h"
+#include "cleaner_test_util.h"
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
 
 #define KEYS 5
 #define BATCHES 40
 #define PER_BATCH 10
-
-static char *g_dir;
-
-static int setup(void **state)
-{
-    (void)state;
-    g_dir = test_make_dir();
-    return g_dir ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    test_remove_tree(g_dir);
-    free(g_dir);
-    return 0;
-}
-
-static struct partition_log *open_log(const struct log_config *cfg)
-{
-    struct partition_log *log = NULL;
-    char err[256] = "";
-    if (partition_log_open(g_dir, cfg, false, &log, err, sizeof err) != KAFKA_ERR_NONE)
-        fail_msg("open: %s", err);
-    return log;
-}
-
-static void compact_config(struct log_config *cfg)
-{
-    log_config_defaults(cfg);
-    cfg->segment_bytes = 1024;
-    cfg->cleanup_compact = true;
-    cfg->cleanup_delete = false;
-    cfg->min_cleanable_dirty_ratio = 0.1;
-}
-
-static const struct log_clean_options default_opts = {
-    .dedupe_buffer_bytes = 1 << 20,
-    .load_factor = 0.9,
-};
 
 /* A batch of count records with keys k<(first+i) % KEYS> (NULL key where
  * i == null_at) and values v<first+i>, compressed with codec. */

@@ -1,0 +1,52 @@
+/* Fixture of the cleaner tests: one partition log in a temporary directory,
+ * a compacted-topic config with small segments and the cleaner options.
+ * Include from one test file each (it defines that file's g_dir). */
+#ifndef CAIRN_TEST_CLEANER_TEST_UTIL_H
+#define CAIRN_TEST_CLEANER_TEST_UTIL_H
+
+#include "log/log_cleaner.h"
+#include "log_test_util.h"
+#include "protocol/generated/errors.h"
+
+static char *g_dir;
+
+static inline int setup(void **state)
+{
+    (void)state;
+    g_dir = test_make_dir();
+    return g_dir ? 0 : -1;
+}
+
+static inline int teardown(void **state)
+{
+    (void)state;
+    test_remove_tree(g_dir);
+    free(g_dir);
+    return 0;
+}
+
+static inline struct partition_log *open_log(const struct log_config *cfg)
+{
+    struct partition_log *log = NULL;
+    char err[256] = "";
+    if (partition_log_open(g_dir, cfg, false, &log, err, sizeof err) != KAFKA_ERR_NONE)
+        fail_msg("open: %s", err);
+    return log;
+}
+
+/* cleanup.policy=compact, 1 KiB segments, cleanable from 10 % dirty. */
+static inline void compact_config(struct log_config *cfg)
+{
+    log_config_defaults(cfg);
+    cfg->segment_bytes = 1024;
+    cfg->cleanup_compact = true;
+    cfg->cleanup_delete = false;
+    cfg->min_cleanable_dirty_ratio = 0.1;
+}
+
+static const struct log_clean_options default_opts = {
+    .dedupe_buffer_bytes = 1 << 20,
+    .load_factor = 0.9,
+};
+
+#endif
