@@ -32,6 +32,9 @@
 #define DF_MAX_MESSAGES 60000L /* ~60 MB: well past a 24 MiB tmpfs */
 #define DF_ROUND 500           /* messages produced before waiting for reports */
 #define DF_AFTER_RESTART 200
+#define DF_REFILL_LIMIT 50000L /* records tried after a restart on the full disk */
+/* Every record the test produces, with slack for the short rounds. */
+#define DF_ACKED_CAPACITY (DF_MAX_MESSAGES + DF_REFILL_LIMIT + DF_AFTER_RESTART + 1000)
 
 /* The mount the whole group shares; touched only by the main thread. */
 static char df_mount_dir[256];
@@ -229,16 +232,15 @@ static void test_disk_full_keeps_acknowledged_records(void **state)
     snprintf(data_dir, sizeof data_dir, "%s/data", df_mount_dir);
     assert_int_equal(mkdir(data_dir, 0755), 0);
     snprintf(log_dirs, sizeof log_dirs, "log.dirs=%s", data_dir);
-    const char *overrides[] = {log_dirs, "log.segment.bytes=1048576",
-                               "log.index.size.max.bytes=65536", NULL};
+    const char *overrides[] = {log_dirs, "log.segment.bytes=1048576", NULL};
     broker_start(&df_broker, overrides);
     rk_create_topic(broker_bootstrap(&df_broker), DF_TOPIC, 1, NULL);
     rk_create_topic(broker_bootstrap(&df_broker), DF_SIDE_TOPIC, 1, NULL);
     df_produce_side_topic(&df_broker);
 
     struct df_acked acked = {
-        .seqs = calloc(DF_MAX_MESSAGES + DF_AFTER_RESTART + 1000, sizeof(long)),
-        .offsets = calloc(DF_MAX_MESSAGES + DF_AFTER_RESTART + 1000, sizeof(int64_t)),
+        .seqs = calloc(DF_ACKED_CAPACITY, sizeof(long)),
+        .offsets = calloc(DF_ACKED_CAPACITY, sizeof(int64_t)),
     };
     assert_non_null(acked.seqs);
     assert_non_null(acked.offsets);
@@ -288,6 +290,27 @@ static void test_disk_full_keeps_acknowledged_records(void **state)
     assert_int_equal(rk_consume_all(broker_bootstrap(&df_broker), DF_SIDE_TOPIC, 1, &side_want, 20000, &side),
                      DF_SIDE_RECORDS);
     rk_record_set_free(&side);
+
+    /* A restart on the still-full disk: the log loads and serves reads;
+     * writes take what little space the undone write left, then fail the
+     * same way. */
+    broker_kill9(&df_broker);
+    broker_restart(&df_broker);
+    df_expect_exactly_acked(&df_broker, &acked);
+    rk = df_producer(&df_broker);
+    first_err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    failed = 0;
+    long full_again_at = next_seq + DF_REFILL_LIMIT;
+    while (failed == 0 && next_seq < full_again_at) {
+        failed = df_produce_round(rk, next_seq, 20, &acked, &first_err, &other_errors);
+        next_seq += 20;
+    }
+    rk_producer_destroy(rk);
+    if (failed == 0)
+        fail_msg("%ld more records fit on the full disk", DF_REFILL_LIMIT);
+    assert_int_equal(other_errors, 0);
+    assert_int_equal(first_err, RD_KAFKA_RESP_ERR_KAFKA_STORAGE_ERROR);
+    assert_true(broker_alive(&df_broker));
 
     /* The operator adds space and restarts: everything acknowledged, and
      * nothing else, is there; the partition takes writes again. */
