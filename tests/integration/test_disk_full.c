@@ -225,8 +225,10 @@ static void df_produce_side_topic(struct test_broker *b)
 static void test_disk_full_keeps_acknowledged_records(void **state)
 {
     (void)state;
-    if (df_mount_denied)
-        skip(); /* mounting a tmpfs needs root */
+    if (df_mount_denied) {
+        fprintf(stderr, "skipped: mounting a tmpfs needs root (mount: EPERM)\n");
+        skip();
+    }
 
     char data_dir[400], log_dirs[420];
     snprintf(data_dir, sizeof data_dir, "%s/data", df_mount_dir);
