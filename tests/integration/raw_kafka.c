@@ -372,6 +372,29 @@ static int raw_recv_exact(int fd, uint8_t *buf, size_t n, int64_t deadline)
     return 0;
 }
 
+int raw_exchange(int port, struct raw_writer *w, int32_t correlation_id, bool flexible_header,
+                 int timeout_ms, uint8_t **frame, struct raw_reader *r)
+{
+    *frame = NULL;
+    raw_frame_finish(w);
+    int fd = raw_connect(port, timeout_ms);
+    int rc = fd >= 0 && raw_send_all(fd, w->data, w->len) == 0 ? 0 : -1;
+    raw_writer_free(w);
+    size_t len = 0;
+    if (rc == 0)
+        rc = raw_recv_frame(fd, timeout_ms, 1 << 20, frame, &len);
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0)
+        return rc;
+    raw_reader_init(r, *frame, len);
+    if (raw_get_i32(r) != correlation_id || r->overflow)
+        return -1;
+    if (flexible_header)
+        raw_skip_tagged_fields(r);
+    return 0;
+}
+
 int raw_recv_frame(int fd, int timeout_ms, size_t max_len, uint8_t **out, size_t *out_len)
 {
     *out = NULL;

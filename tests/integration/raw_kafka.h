@@ -87,6 +87,13 @@ int raw_send_all(int fd, const void *data, size_t len);
  * Returns 0 on success, 1 if the peer closed/reset the connection,
  * -1 on timeout or a frame above max_len. *out is malloc()ed. */
 int raw_recv_frame(int fd, int timeout_ms, size_t max_len, uint8_t **out, size_t *out_len);
+/* One request on a new connection: finishes and sends the frame in w (then
+ * frees w) and reads the answer into *frame (malloc()ed). On 0, r reads
+ * the body past the correlation id, which matched, and past the tagged
+ * fields of a flexible response header. Returns 1 if the peer closed, -1 on
+ * timeout, a failed connect or send, or another correlation id. */
+int raw_exchange(int port, struct raw_writer *w, int32_t correlation_id, bool flexible_header,
+                 int timeout_ms, uint8_t **frame, struct raw_reader *r);
 /* Waits until the peer closes or resets the connection, discarding
  * anything it sends. Returns true if it closed within timeout_ms. */
 bool raw_wait_closed(int fd, int timeout_ms);

@@ -122,21 +122,13 @@ static void check_offset_fetch_named(struct test_broker *b)
     rd_kafka_destroy(rk);
 }
 
-/* Sends one finished request frame and returns the response body past the
+/* Sends one request frame and returns the response body past the
  * correlation id (checked); *frame is to be freed by the caller. */
 static struct raw_reader raw_round_trip(struct test_broker *b, struct raw_writer *w, int32_t correlation_id,
                                         uint8_t **frame)
 {
-    int fd = raw_connect(broker_port(b), 10000);
-    assert_true(fd >= 0);
-    assert_int_equal(raw_send_all(fd, w->data, w->len), 0);
-    raw_writer_free(w);
-    size_t len = 0;
-    assert_int_equal(raw_recv_frame(fd, 10000, 1 << 20, frame, &len), 0);
-    close(fd);
     struct raw_reader r;
-    raw_reader_init(&r, *frame, len);
-    assert_int_equal(raw_get_i32(&r), correlation_id);
+    assert_int_equal(raw_exchange(broker_port(b), w, correlation_id, false, 10000, frame, &r), 0);
     return r;
 }
 

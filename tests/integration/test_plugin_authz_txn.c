@@ -94,19 +94,9 @@ static void begin(struct raw_writer *w, int16_t api, int16_t version, const char
  * with r placed after the response header; the caller frees the frame. */
 static uint8_t *exchange(struct test_broker *b, struct raw_writer *w, bool flexible, struct raw_reader *r)
 {
-    raw_frame_finish(w);
-    int fd = raw_connect(broker_port(b), 10000);
-    assert_true(fd >= 0);
-    assert_int_equal(raw_send_all(fd, w->data, w->len), 0);
-    raw_writer_free(w);
     uint8_t *frame = NULL;
-    size_t len = 0;
-    int rc = raw_recv_frame(fd, 15000, 1 << 20, &frame, &len);
-    close(fd);
-    if (rc != 0) fail_msg("no answer (%s)", rc == 1 ? "connection closed" : "timeout");
-    raw_reader_init(r, frame, len);
-    assert_int_equal(raw_get_i32(r), correlation);
-    if (flexible) raw_skip_tagged_fields(r);
+    int rc = raw_exchange(broker_port(b), w, correlation, flexible, 15000, &frame, r);
+    if (rc != 0) fail_msg("no answer (%s)", rc == 1 ? "connection closed" : "timeout or wrong correlation id");
     return frame;
 }
 
