@@ -69,6 +69,13 @@ static int64_t allocated_bytes(void)
     return (int64_t)st.st_blocks * 512;
 }
 
+/* True when the file holds no blocks past its data (rounded to a block),
+ * beyond the extent tree's own. */
+static bool holds_only_data(int64_t len)
+{
+    return allocated_bytes() <= round_up(len, 4096) + METADATA_SLACK;
+}
+
 /* Everything written so far, to compare with the file. */
 struct written {
     uint8_t *data;
@@ -160,6 +167,16 @@ static void test_appends_keep_a_bounded_reservation(void **state)
     free(w.data);
 }
 
+/* Twenty 260 KiB batches: past the first step, so blocks are reserved
+ * beyond the data. */
+static void append_past_a_step(struct log_segment *seg, const struct log_config *cfg,
+                               struct written *w)
+{
+    for (int i = 0; i < 20; i++)
+        append_batch(seg, cfg, w);
+    assert_false(holds_only_data((int64_t)w->len));
+}
+
 static void test_seal_releases_and_keeps_mtime(void **state)
 {
     if (!g_can_fallocate)
@@ -168,14 +185,12 @@ static void test_seal_releases_and_keeps_mtime(void **state)
     struct log_config cfg = reserve_config(1 << 30, false);
     struct log_segment *seg = create_or_fail(&cfg);
     struct written w = {0};
-    for (int i = 0; i < 20; i++)
-        append_batch(seg, &cfg, &w);
-    assert_true(allocated_bytes() > round_up((int64_t)w.len, 4096) + METADATA_SLACK);
+    append_past_a_step(seg, &cfg, &w);
     const struct timespec old[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
     assert_int_equal(futimens(seg->log_fd, old), 0);
 
     assert_int_equal(log_segment_seal(seg), 0);
-    assert_true(allocated_bytes() <= round_up((int64_t)w.len, 4096) + METADATA_SLACK);
+    assert_true(holds_only_data((int64_t)w.len));
     struct stat st;
     assert_int_equal(fstat(seg->log_fd, &st), 0);
     assert_int_equal(st.st_mtim.tv_sec, 1000000000);
@@ -192,11 +207,9 @@ static void test_close_releases(void **state)
     struct log_config cfg = reserve_config(1 << 30, false);
     struct log_segment *seg = create_or_fail(&cfg);
     struct written w = {0};
-    for (int i = 0; i < 20; i++)
-        append_batch(seg, &cfg, &w);
-    assert_true(allocated_bytes() > round_up((int64_t)w.len, 4096) + METADATA_SLACK);
+    append_past_a_step(seg, &cfg, &w);
     log_segment_close(seg, false);
-    assert_true(allocated_bytes() <= round_up((int64_t)w.len, 4096) + METADATA_SLACK);
+    assert_true(holds_only_data((int64_t)w.len));
     assert_file_holds(&w);
     free(w.data);
 }
@@ -215,7 +228,7 @@ static void test_truncate_releases_then_reserves_again(void **state)
     assert_int_equal(log_segment_truncate_to(seg, 20 * 64, &cfg), 0);
     w.len = (size_t)seg->size;
     assert_int_equal(seg->next_offset, 20 * 64);
-    assert_true(allocated_bytes() <= round_up((int64_t)w.len, 4096) + METADATA_SLACK);
+    assert_true(holds_only_data((int64_t)w.len));
     assert_file_holds(&w);
 
     append_batch(seg, &cfg, &w);
@@ -235,7 +248,7 @@ static void test_reservation_stops_at_segment_bytes(void **state)
     while (seg->size < STEP) {
         append_batch(seg, &cfg, NULL);
         if (seg->size < STEP)
-            assert_true(allocated_bytes() <= round_up(seg->size, 4096) + METADATA_SLACK);
+            assert_true(holds_only_data(seg->size));
     }
     assert_true(allocated_bytes() <= cfg.segment_bytes + METADATA_SLACK);
     assert_true(allocated_bytes() >= cfg.segment_bytes);
@@ -253,7 +266,7 @@ static void test_preallocate_reserves_whole_segment_until_seal(void **state)
     append_batch(seg, &cfg, &w);
     assert_true(allocated_bytes() >= cfg.segment_bytes);
     assert_int_equal(log_segment_seal(seg), 0);
-    assert_true(allocated_bytes() <= round_up((int64_t)w.len, 4096) + METADATA_SLACK);
+    assert_true(holds_only_data((int64_t)w.len));
     assert_file_holds(&w);
     log_segment_close(seg, false);
     free(w.data);
@@ -316,7 +329,7 @@ static void crash_and_recover(bool torn)
     append_batch(seg, &cfg, &w);
     log_segment_close(seg, false);
     assert_file_holds(&w);
-    assert_true(allocated_bytes() <= round_up((int64_t)w.len, 4096) + METADATA_SLACK);
+    assert_true(holds_only_data((int64_t)w.len));
     free(w.data);
 }
 
