@@ -44,6 +44,35 @@ static inline void compact_config(struct log_config *cfg)
     cfg->min_cleanable_dirty_ratio = 0.1;
 }
 
+/* Calls fn for every batch from the log start to its end, read as a fetch
+ * reads them, each with its CRC checked (not validated: a cleaned batch
+ * holds fewer records than its offset span, as in Kafka). */
+static inline void for_each_batch(struct partition_log *log,
+                                  void (*fn)(void *arg, const uint8_t *batch, size_t len),
+                                  void *arg)
+{
+    int64_t offset = partition_log_start_offset(log);
+    while (offset < partition_log_end_offset(log)) {
+        struct log_read_result r;
+        assert_int_equal(partition_log_read(log, offset, 1 << 20, INT64_MAX, &r), KAFKA_ERR_NONE);
+        if (r.len == 0)
+            break;
+        uint8_t *buf = test_read_region(&r);
+        assert_non_null(buf);
+        struct record_batch_iter it;
+        const uint8_t *batch;
+        size_t blen;
+        record_batch_iter_init(&it, buf, (size_t)r.len);
+        while (record_batch_iter_next(&it, &batch, &blen) == 1) {
+            assert_true(record_batch_crc_ok(batch, blen));
+            fn(arg, batch, blen);
+        }
+        free(buf);
+        assert_true(r.next_offset > offset);
+        offset = r.next_offset;
+    }
+}
+
 static const struct log_clean_options default_opts = {
     .dedupe_buffer_bytes = 1 << 20,
     .load_factor = 0.9,

@@ -51,50 +51,42 @@ static int64_t put(struct partition_log *log, const char *key, const char *value
     return res.base_offset;
 }
 
+struct read_all_ctx {
+    struct rec *out;
+    size_t n, cap;
+};
+
+static void collect_records(void *arg, const uint8_t *batch, size_t blen)
+{
+    struct read_all_ctx *c = arg;
+    struct record_batch_header bh;
+    record_batch_parse_header(batch, blen, &bh);
+    if (record_batch_is_control(&bh)) {
+        g_control_batches++;
+        return;
+    }
+    struct record_batch_record_iter ri;
+    struct record_batch_record rec;
+    assert_int_equal(record_batch_records_begin(&ri, batch, blen), 0);
+    int rc;
+    while ((rc = record_batch_records_next(&ri, &rec)) == 1) {
+        assert_true(c->n < c->cap);
+        struct rec *o = &c->out[c->n++];
+        o->offset = rec.offset;
+        snprintf(o->key, sizeof o->key, "%.*s", rec.key_len, (const char *)rec.key);
+        o->tombstone = rec.value_len < 0;
+        snprintf(o->value, sizeof o->value, "%.*s", rec.value_len < 0 ? 0 : rec.value_len,
+                 (const char *)rec.value);
+    }
+    assert_int_equal(rc, 0);
+}
+
 /* Every record from the log start, in order. Returns the count. */
 static size_t read_all(struct partition_log *log, struct rec *out, size_t cap)
 {
-    size_t n = 0;
-    int64_t offset = partition_log_start_offset(log);
-    while (offset < partition_log_end_offset(log)) {
-        struct log_read_result r;
-        assert_int_equal(partition_log_read(log, offset, 1 << 20, INT64_MAX, &r), KAFKA_ERR_NONE);
-        if (r.len == 0)
-            break;
-        uint8_t *buf = test_read_region(&r);
-        assert_non_null(buf);
-        struct record_batch_iter it;
-        const uint8_t *batch;
-        size_t blen;
-        record_batch_iter_init(&it, buf, (size_t)r.len);
-        while (record_batch_iter_next(&it, &batch, &blen) == 1) {
-            assert_true(record_batch_crc_ok(batch, blen));
-            struct record_batch_header bh;
-            record_batch_parse_header(batch, blen, &bh);
-            if (record_batch_is_control(&bh)) {
-                g_control_batches++;
-                continue;
-            }
-            struct record_batch_record_iter ri;
-            struct record_batch_record rec;
-            assert_int_equal(record_batch_records_begin(&ri, batch, blen), 0);
-            int rc;
-            while ((rc = record_batch_records_next(&ri, &rec)) == 1) {
-                assert_true(n < cap);
-                out[n].offset = rec.offset;
-                snprintf(out[n].key, sizeof out[n].key, "%.*s", rec.key_len, (const char *)rec.key);
-                out[n].tombstone = rec.value_len < 0;
-                snprintf(out[n].value, sizeof out[n].value, "%.*s",
-                         rec.value_len < 0 ? 0 : rec.value_len, (const char *)rec.value);
-                n++;
-            }
-            assert_int_equal(rc, 0);
-        }
-        free(buf);
-        assert_true(r.next_offset > offset);
-        offset = r.next_offset;
-    }
-    return n;
+    struct read_all_ctx c = {out, 0, cap};
+    for_each_batch(log, collect_records, &c);
+    return c.n;
 }
 
 /* Overwrite KEYS keys WRITES times; returns the active segment's base. */

@@ -58,71 +58,61 @@ struct seen {
     size_t records;
 };
 
+struct read_all_ctx {
+    int codec;
+    int64_t active, last_offset;
+    struct seen *s;
+};
+
+static void tally_batch(void *arg, const uint8_t *batch, size_t blen)
+{
+    struct read_all_ctx *c = arg;
+    struct seen *s = c->s;
+    struct record_batch_header h;
+    char err[200];
+    assert_int_equal(record_batch_parse_header(batch, blen, &h), 0);
+    uint8_t *plain = NULL;
+    size_t plain_len = blen;
+    if (record_batch_compression(&h) != RECORD_BATCH_COMPRESSION_NONE) {
+        assert_int_equal(record_batch_compression(&h), c->codec);
+        if (h.record_count < PER_BATCH)
+            s->partial_compressed++;
+        assert_int_equal(
+            record_codec_inflate_batch(batch, blen, 1 << 20, &plain, &plain_len, err, sizeof err),
+            0);
+    }
+    struct record_batch_record_iter ri;
+    struct record_batch_record rec;
+    assert_int_equal(record_batch_records_begin(&ri, plain ? plain : batch, plain_len), 0);
+    int rc;
+    while ((rc = record_batch_records_next(&ri, &rec)) == 1) {
+        assert_true(rec.offset > c->last_offset);
+        c->last_offset = rec.offset;
+        /* Keys and values are not NUL-terminated in the batch. */
+        char text[64];
+        assert_true(rec.key_len >= 2 && rec.key_len < 16);
+        snprintf(text, sizeof text, "%.*s", rec.key_len - 1, (const char *)rec.key + 1);
+        int k = atoi(text);
+        assert_true(k >= 0 && k < KEYS);
+        if (rec.offset < c->active)
+            s->per_key[k]++;
+        assert_true(rec.value_len >= 2);
+        snprintf(text, sizeof text, "%.*s", rec.value_len - 1, (const char *)rec.value + 1);
+        s->last_value[k] = atoi(text);
+        s->records++;
+    }
+    assert_int_equal(rc, 0);
+    free(plain);
+}
+
 /* Reads every batch from the log start, opening compressed ones. */
 static void read_all(struct partition_log *log, int codec, int64_t active, struct seen *s)
 {
     memset(s, 0, sizeof *s);
     for (int k = 0; k < KEYS; k++)
         s->last_value[k] = -1;
-    int64_t offset = partition_log_start_offset(log), last_offset = -1;
-    while (offset < partition_log_end_offset(log)) {
-        struct log_read_result r;
-        assert_int_equal(partition_log_read(log, offset, 1 << 20, INT64_MAX, &r),
-                         KAFKA_ERR_NONE);
-        if (r.len == 0)
-            break;
-        uint8_t *buf = test_read_region(&r);
-        assert_non_null(buf);
-        struct record_batch_iter it;
-        const uint8_t *batch;
-        size_t blen;
-        record_batch_iter_init(&it, buf, (size_t)r.len);
-        while (record_batch_iter_next(&it, &batch, &blen) == 1) {
-            struct record_batch_header h;
-            char err[200];
-            /* Not validate: a cleaned batch holds fewer records than its
-             * offset span, as in Kafka. */
-            assert_true(record_batch_crc_ok(batch, blen));
-            assert_int_equal(record_batch_parse_header(batch, blen, &h), 0);
-            uint8_t *plain = NULL;
-            size_t plain_len = blen;
-            if (record_batch_compression(&h) != RECORD_BATCH_COMPRESSION_NONE) {
-                assert_int_equal(record_batch_compression(&h), codec);
-                if (h.record_count < PER_BATCH)
-                    s->partial_compressed++;
-                assert_int_equal(record_codec_inflate_batch(batch, blen, 1 << 20, &plain,
-                                                            &plain_len, err, sizeof err),
-                                 0);
-            }
-            struct record_batch_record_iter ri;
-            struct record_batch_record rec;
-            assert_int_equal(record_batch_records_begin(&ri, plain ? plain : batch, plain_len),
-                             0);
-            int rc;
-            while ((rc = record_batch_records_next(&ri, &rec)) == 1) {
-                assert_true(rec.offset > last_offset);
-                last_offset = rec.offset;
-                /* Keys and values are not NUL-terminated in the batch. */
-                char text[64];
-                assert_true(rec.key_len >= 2 && rec.key_len < 16);
-                snprintf(text, sizeof text, "%.*s", rec.key_len - 1, (const char *)rec.key + 1);
-                int k = atoi(text);
-                assert_true(k >= 0 && k < KEYS);
-                if (rec.offset < active)
-                    s->per_key[k]++;
-                assert_true(rec.value_len >= 2);
-                snprintf(text, sizeof text, "%.*s", rec.value_len - 1,
-                         (const char *)rec.value + 1);
-                s->last_value[k] = atoi(text);
-                s->records++;
-            }
-            assert_int_equal(rc, 0);
-            free(plain);
-        }
-        free(buf);
-        assert_true(r.next_offset > offset);
-        offset = r.next_offset;
-    }
+    struct read_all_ctx c = {codec, active, -1, s};
+    for_each_batch(log, tally_batch, &c);
 }
 
 static int64_t active_base(struct partition_log *log)
