@@ -4,6 +4,8 @@
 #ifndef CAIRN_TEST_CLEANER_TEST_UTIL_H
 #define CAIRN_TEST_CLEANER_TEST_UTIL_H
 
+#include <unistd.h>
+
 #include "log/log_cleaner.h"
 #include "log_test_util.h"
 #include "protocol/generated/errors.h"
@@ -71,6 +73,20 @@ static inline void for_each_batch(struct partition_log *log,
         assert_true(r.next_offset > offset);
         offset = r.next_offset;
     }
+}
+
+/* Base offset of the active segment: the greatest base offset among the
+ * segment files. */
+static inline int64_t active_base(struct partition_log *log)
+{
+    int64_t best = -1;
+    for (int64_t off = partition_log_end_offset(log); off >= 0 && best < 0; off--) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/%020lld.log", g_dir, (long long)off);
+        if (access(path, F_OK) == 0)
+            best = off;
+    }
+    return best;
 }
 
 static const struct log_clean_options default_opts = {

@@ -124,19 +124,6 @@ static void check_compacted(const struct rec *recs, size_t n, int64_t active_bas
     }
 }
 
-static int64_t active_base(struct partition_log *log)
-{
-    /* The active segment starts at the greatest base offset among the files. */
-    int64_t best = -1;
-    for (int64_t off = partition_log_end_offset(log); off >= 0 && best < 0; off--) {
-        char path[600];
-        snprintf(path, sizeof path, "%s/%020lld.log", g_dir, (long long)off);
-        if (access(path, F_OK) == 0)
-            best = off;
-    }
-    return best;
-}
-
 static void test_offset_map(void **state)
 {
     (void)state;

@@ -115,18 +115,6 @@ static void read_all(struct partition_log *log, int codec, int64_t active, struc
     for_each_batch(log, tally_batch, &c);
 }
 
-static int64_t active_base(struct partition_log *log)
-{
-    int64_t best = -1;
-    for (int64_t off = partition_log_end_offset(log); off >= 0 && best < 0; off--) {
-        char path[600];
-        snprintf(path, sizeof path, "%s/%020lld.log", g_dir, (long long)off);
-        if (access(path, F_OK) == 0)
-            best = off;
-    }
-    return best;
-}
-
 static void compacts_codec(int codec)
 {
     struct log_config cfg;
