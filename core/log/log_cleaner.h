@@ -75,12 +75,6 @@ struct log_clean_result {
 int partition_log_clean(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
                         const struct log_clean_options *opt, struct log_clean_result *out);
 
-/* Delete *.cleaned files in a partition dir and complete *.swap ones
- * (replace the .log, rebuild its indexes). Runs before the segments are
- * opened. Returns how many swaps were completed, or -1 with err. */
-int partition_log_clean_recover_files(const char *dir, const struct log_config *cfg,
-                                      int64_t now_ms, char *err, size_t errlen);
-
 /* ---- batch rewriting ---- */
 
 enum log_clean_batch_outcome {

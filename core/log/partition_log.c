@@ -27,55 +27,6 @@ void partition_log_mark_offline(struct partition_log *log, const char *what, int
                      strerror(err));
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Base offsets of the "<20 digits>.log" files in dir, sorted. */
-static int list_segments(const char *dir, int64_t **out, size_t *n_out)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return errno;
-    int64_t *bases = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *ent;
-    while ((ent = readdir(d)) != NULL) {
-        const char *name = ent->d_name;
-        if (strlen(name) != 24 || strcmp(name + 20, ".log") != 0)
-            continue;
-        int64_t base = 0;
-        bool digits = true;
-        for (int i = 0; i < 20 && digits; i++) {
-            if (name[i] < '0' || name[i] > '9' || base > (INT64_MAX - 9) / 10)
-                digits = false;
-            else
-                base = base * 10 + (name[i] - '0');
-        }
-        if (!digits)
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            int64_t *grown = realloc(bases, cap * sizeof *bases);
-            if (!grown) {
-                free(bases);
-                closedir(d);
-                return ENOMEM;
-            }
-            bases = grown;
-        }
-        bases[n++] = base;
-    }
-    closedir(d);
-    if (n > 0)
-        qsort(bases, n, sizeof *bases, cmp_i64);
-    *out = bases;
-    *n_out = n;
-    return 0;
-}
-
 static int push_segment(struct partition_log *log, struct log_segment *seg)
 {
     if (log->segment_count == log->segment_cap) {
@@ -108,17 +59,20 @@ static void log_free(struct partition_log *log)
 static int load_segments(struct partition_log *log, int64_t recovery_point, char *err,
                          size_t errlen)
 {
-    int64_t *bases = NULL;
-    size_t n = 0;
     int64_t now = clock_wall_ms();
-    /* Finish or undo what a cleaner pass left behind before reading segments. */
-    if (partition_log_clean_recover_files(log->dir, &log->cfg, now, err, errlen) < 0)
-        return EIO;
-    int rc = list_segments(log->dir, &bases, &n);
+    struct partition_dir_scan scan;
+    int rc = partition_dir_scan(log->dir, &scan);
     if (rc != 0) {
         snprintf(err, errlen, "cannot list %s: %s", log->dir, strerror(rc));
         return rc;
     }
+    /* Finish or undo what a cleaner pass left behind before reading segments. */
+    if (partition_log_clean_recover_files(log->dir, &scan, &log->cfg, now, err, errlen) < 0) {
+        partition_dir_scan_free(&scan);
+        return EIO;
+    }
+    const int64_t *bases = scan.segments.bases;
+    size_t n = scan.segments.count;
     for (size_t i = 0; i < n; i++) {
         bool is_last = i + 1 == n;
         bool rebuild = recovery_point >= 0 && (is_last || bases[i + 1] > recovery_point);
@@ -149,7 +103,7 @@ static int load_segments(struct partition_log *log, int64_t recovery_point, char
             break;
         }
     }
-    free(bases);
+    partition_dir_scan_free(&scan);
     if (rc != 0)
         return rc;
     if (log->segment_count == 0) {

@@ -2,7 +2,6 @@
  * dedupe map, rewriting segments and swapping them in (see log_cleaner.h). */
 #include "log/partition_log_internal.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -714,60 +713,39 @@ int partition_log_clean(struct partition_log *log, int64_t first_dirty, int64_t 
 
 /* ---- start-up ---- */
 
-static bool parse_base(const char *name, const char *suffix, int64_t *base)
+int partition_log_clean_recover_files(const char *dir, struct partition_dir_scan *scan,
+                                      const struct log_config *cfg, int64_t now_ms, char *err,
+                                      size_t errlen)
 {
-    size_t len = strlen(name), slen = strlen(suffix);
-    if (len != 20 + slen || strcmp(name + 20, suffix) != 0)
-        return false;
-    int64_t v = 0;
-    for (int i = 0; i < 20; i++) {
-        if (name[i] < '0' || name[i] > '9' || v > (INT64_MAX - 9) / 10)
-            return false;
-        v = v * 10 + (name[i] - '0');
-    }
-    *base = v;
-    return true;
-}
-
-int partition_log_clean_recover_files(const char *dir, const struct log_config *cfg,
-                                      int64_t now_ms, char *err, size_t errlen)
-{
-    DIR *d = opendir(dir);
-    if (!d) {
-        if (errno == ENOENT)
-            return 0;
-        snprintf(err, errlen, "cannot list %s: %s", dir, strerror(errno));
-        return -1;
+    for (size_t i = 0; i < scan->cleaned.count; i++) {
+        logger_info("log", "%s: removing unfinished cleaner output %020" PRId64 ".log.cleaned",
+                    dir, scan->cleaned.bases[i]);
+        unlink_ext(dir, scan->cleaned.bases[i], ".log.cleaned");
     }
     int completed = 0, rc = 0;
-    struct dirent *ent;
-    while (rc == 0 && (ent = readdir(d)) != NULL) {
-        int64_t base;
-        if (parse_base(ent->d_name, ".log.cleaned", &base)) {
-            logger_info("log", "%s: removing unfinished cleaner output %s", dir, ent->d_name);
-            unlink_ext(dir, base, ".log.cleaned");
-        } else if (parse_base(ent->d_name, ".log.swap", &base)) {
-            /* Durable and complete before it was renamed: finish the swap.
-             * The old indexes describe the old file; opening the segment
-             * rebuilds them. */
-            logger_info("log", "%s: completing the swap of cleaned segment %s", dir,
-                        ent->d_name);
-            unlink_ext(dir, base, ".index");
-            unlink_ext(dir, base, ".timeindex");
-            rc = rename_ext(dir, base, ".log.swap", ".log");
-            struct log_segment *seg;
-            bool truncated = false;
-            if (rc != 0)
-                snprintf(err, errlen, "cannot complete %s/%s: %s", dir, ent->d_name,
-                         strerror(rc));
-            else if ((rc = log_segment_open(dir, base, cfg, true, false, now_ms, &seg,
-                                            &truncated, err, errlen)) == 0)
-                log_segment_close(seg, false);
-            if (rc == 0)
-                completed++;
-        }
+    for (size_t i = 0; rc == 0 && i < scan->swaps.count; i++) {
+        int64_t base = scan->swaps.bases[i];
+        /* Durable and complete before it was renamed: finish the swap.
+         * The old indexes describe the old file; opening the segment
+         * rebuilds them. */
+        logger_info("log", "%s: completing the swap of cleaned segment %020" PRId64 ".log.swap",
+                    dir, base);
+        unlink_ext(dir, base, ".index");
+        unlink_ext(dir, base, ".timeindex");
+        rc = rename_ext(dir, base, ".log.swap", ".log");
+        struct log_segment *seg;
+        bool truncated = false;
+        if (rc != 0)
+            snprintf(err, errlen, "cannot complete %s/%020" PRId64 ".log.swap: %s", dir, base,
+                     strerror(rc));
+        else if ((rc = log_segment_open(dir, base, cfg, true, false, now_ms, &seg, &truncated,
+                                        err, errlen)) == 0)
+            log_segment_close(seg, false);
+        if (rc == 0 && (rc = partition_dir_scan_add_segment(scan, base)) != 0)
+            snprintf(err, errlen, "out of memory listing %s", dir);
+        if (rc == 0)
+            completed++;
     }
-    closedir(d);
     if (rc == 0 && completed > 0 && (rc = fsync_dir(dir)) != 0)
         snprintf(err, errlen, "cannot sync %s: %s", dir, strerror(rc));
     return rc == 0 ? completed : -1;

@@ -108,6 +108,35 @@ int partition_log_load_aborted_locked(struct partition_log *log, int64_t from);
 int partition_log_replay_marker_locked(struct partition_log *log, const uint8_t *batch,
                                        size_t len);
 
+/* What one read of a partition dir at open finds (partition_log_dir.c):
+ * base offsets of <base>.log, <base>.log.cleaned and <base>.log.swap, each
+ * ascending. Owned by the thread opening the log. */
+struct partition_dir_offsets {
+    int64_t *bases;
+    size_t count, cap;
+};
+
+struct partition_dir_scan {
+    struct partition_dir_offsets segments;
+    struct partition_dir_offsets cleaned;
+    struct partition_dir_offsets swaps;
+};
+
+/* Returns 0 or an errno value (out is then empty). */
+int partition_dir_scan(const char *dir, struct partition_dir_scan *out);
+/* Add a segment a completed swap created, keeping the list sorted and
+ * without duplicates. Returns 0 or ENOMEM. */
+int partition_dir_scan_add_segment(struct partition_dir_scan *scan, int64_t base);
+void partition_dir_scan_free(struct partition_dir_scan *scan);
+
+/* Delete the scan's *.cleaned files and complete its *.swap ones (replace
+ * the .log, rebuild its indexes), adding each completed one to the scan's
+ * segments. Runs before the segments are opened. Returns how many swaps
+ * were completed, or -1 with err. */
+int partition_log_clean_recover_files(const char *dir, struct partition_dir_scan *scan,
+                                      const struct log_config *cfg, int64_t now_ms, char *err,
+                                      size_t errlen);
+
 /* Remove segments[0], which must not be the active one; under both locks. */
 void partition_log_remove_first_segment(struct partition_log *log);
 

@@ -662,6 +662,92 @@ static int64_t nth_segment(int n)
     return bases[n];
 }
 
+/* Greatest base offset among the files named <base><suffix>, -1 if none. */
+static int64_t last_base_with(const char *suffix)
+{
+    DIR *d = opendir(g_dir);
+    assert_non_null(d);
+    int64_t best = -1;
+    size_t slen = strlen(suffix);
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL)
+        if (strlen(ent->d_name) == 20 + slen && strcmp(ent->d_name + 20, suffix) == 0 &&
+            atoll(ent->d_name) > best)
+            best = atoll(ent->d_name);
+    closedir(d);
+    return best;
+}
+
+static void test_swap_without_its_log(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    compact_config(&cfg);
+    struct partition_log *log = open_log(&cfg);
+    /* Every segment holds keys written once (kept) beside overwritten ones
+     * (dropped), so each is rewritten with records left in it. */
+    char key[16];
+    for (int i = 0; i < 60; i++) {
+        snprintf(key, sizeof key, "u%d", i);
+        put(log, key, "once");
+        snprintf(key, sizeof key, "k%d", i % KEYS);
+        put(log, key, "again");
+    }
+    struct log_clean_options opt = default_opts;
+    opt.stop_after = LOG_CLEAN_STOP_AFTER_SWAP;
+    struct log_clean_result res;
+    assert_int_equal(partition_log_clean(log, -1, clock_wall_ms(), &opt, &res), 0);
+    partition_log_close(log);
+
+    /* A crash between removing the old .log and the rename leaves only the
+     * .swap: opening must still take it in as a segment. */
+    int64_t base = last_base_with(".log.swap");
+    assert_true(base > 0);
+    char path[600];
+    snprintf(path, sizeof path, "%s/%020lld.log.swap", g_dir, (long long)base);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    size_t len = (size_t)test_file_size(path);
+    uint8_t *buf = malloc(len);
+    assert_int_equal(pread(fd, buf, len, 0), (ssize_t)len);
+    close(fd);
+    size_t swapped = 0;
+    struct record_batch_iter it;
+    const uint8_t *batch;
+    size_t blen;
+    record_batch_iter_init(&it, buf, len);
+    while (record_batch_iter_next(&it, &batch, &blen) == 1) {
+        struct record_batch_header h;
+        assert_int_equal(record_batch_parse_header(batch, blen, &h), 0);
+        swapped += (size_t)h.record_count;
+    }
+    free(buf);
+    assert_true(swapped > 0);
+    snprintf(path, sizeof path, "%s/%020lld.log", g_dir, (long long)base);
+    assert_int_equal(unlink(path), 0);
+
+    log = open_log(&cfg);
+    assert_int_equal(count_files(".log.swap"), 0);
+    assert_true(access(path, F_OK) == 0);
+    assert_int_equal((size_t)partition_log_segment_count(log), count_files(".log"));
+    struct rec *recs = calloc(120, sizeof *recs);
+    size_t n = read_all(log, recs, 120);
+    size_t in_swapped = 0, once = 0;
+    int64_t next = -1; /* base offset of the segment after it */
+    for (int i = 0; i + 1 < partition_log_segment_count(log); i++)
+        if (nth_segment(i) == base)
+            next = nth_segment(i + 1);
+    assert_true(next > base);
+    for (size_t i = 0; i < n; i++) {
+        in_swapped += recs[i].offset >= base && recs[i].offset < next;
+        once += recs[i].key[0] == 'u';
+    }
+    assert_int_equal(in_swapped, swapped);
+    assert_int_equal(once, 60);
+    free(recs);
+    partition_log_close(log);
+}
+
 static void test_unreadable_segment_left_alone(void **state)
 {
     (void)state;
@@ -807,6 +893,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_keeps_last_producer_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_after_cleaned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_after_swap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_swap_without_its_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dedupe_buffer_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreadable_segment_left_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manager_checkpoint, setup, teardown),
