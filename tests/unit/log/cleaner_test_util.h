@@ -1,5 +1,7 @@
 /* Fixture of the cleaner tests: one partition log in a temporary directory,
- * a compacted-topic config with small segments and the cleaner options.
+ * a compacted-topic config with small segments and the cleaner options,
+ * plus the single-record writes (KEYS keys overwritten WRITES times) and
+ * the record reader the plain-batch cleaner tests check compaction with.
  * Include from one test file each (it defines that file's g_dir). */
 #ifndef CAIRN_TEST_CLEANER_TEST_UTIL_H
 #define CAIRN_TEST_CLEANER_TEST_UTIL_H
@@ -9,6 +11,7 @@
 #include "log/log_cleaner.h"
 #include "log_test_util.h"
 #include "protocol/generated/errors.h"
+#include "util/clock.h"
 
 static char *g_dir;
 
@@ -93,5 +96,113 @@ static const struct log_clean_options default_opts = {
     .dedupe_buffer_bytes = 1 << 20,
     .load_factor = 0.9,
 };
+
+/* ---- single-record writes and reading them back ---- */
+
+#define KEYS 5
+#define WRITES 200
+
+static int g_control_batches; /* counted by read_all */
+
+struct rec {
+    int64_t offset;
+    char key[32];
+    char value[32];
+    bool tombstone;
+};
+
+static inline uint8_t *one_record_batch(const char *key, const char *value, size_t *len)
+{
+    struct record_batch_builder b;
+    record_batch_builder_init(&b, clock_wall_ms());
+    record_batch_builder_add(&b, clock_wall_ms(), key, (int32_t)strlen(key), value,
+                             value ? (int32_t)strlen(value) : -1, NULL, 0);
+    uint8_t *out = NULL;
+    assert_int_equal(record_batch_builder_finish(&b, &out, len), 0);
+    return out;
+}
+
+static inline int64_t put(struct partition_log *log, const char *key, const char *value)
+{
+    size_t len;
+    uint8_t *b = one_record_batch(key, value, &len);
+    struct log_append_result res;
+    assert_int_equal(partition_log_append(log, b, len, 0, &res), KAFKA_ERR_NONE);
+    free(b);
+    return res.base_offset;
+}
+
+struct read_all_ctx {
+    struct rec *out;
+    size_t n, cap;
+};
+
+static inline void collect_records(void *arg, const uint8_t *batch, size_t blen)
+{
+    struct read_all_ctx *c = arg;
+    struct record_batch_header bh;
+    record_batch_parse_header(batch, blen, &bh);
+    if (record_batch_is_control(&bh)) {
+        g_control_batches++;
+        return;
+    }
+    struct record_batch_record_iter ri;
+    struct record_batch_record rec;
+    assert_int_equal(record_batch_records_begin(&ri, batch, blen), 0);
+    int rc;
+    while ((rc = record_batch_records_next(&ri, &rec)) == 1) {
+        assert_true(c->n < c->cap);
+        struct rec *o = &c->out[c->n++];
+        o->offset = rec.offset;
+        snprintf(o->key, sizeof o->key, "%.*s", rec.key_len, (const char *)rec.key);
+        o->tombstone = rec.value_len < 0;
+        snprintf(o->value, sizeof o->value, "%.*s", rec.value_len < 0 ? 0 : rec.value_len,
+                 (const char *)rec.value);
+    }
+    assert_int_equal(rc, 0);
+}
+
+/* Every record from the log start, in order. Returns the count. */
+static inline size_t read_all(struct partition_log *log, struct rec *out, size_t cap)
+{
+    struct read_all_ctx c = {out, 0, cap};
+    for_each_batch(log, collect_records, &c);
+    return c.n;
+}
+
+/* Overwrite KEYS keys WRITES times; returns the active segment's base. */
+static inline int64_t write_overwrites(struct partition_log *log)
+{
+    char key[16], value[32];
+    for (int i = 0; i < WRITES; i++) {
+        snprintf(key, sizeof key, "k%d", i % KEYS);
+        snprintf(value, sizeof value, "v%d", i);
+        put(log, key, value);
+    }
+    return partition_log_end_offset(log);
+}
+
+/* Records below the active segment hold each key at most once, the last
+ * record per key is its latest value and offsets only grow. */
+static inline void check_compacted(const struct rec *recs, size_t n, int64_t active_base)
+{
+    int per_key[KEYS] = {0};
+    char last[KEYS][32] = {{0}};
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            assert_true(recs[i].offset > recs[i - 1].offset);
+        int k = atoi(recs[i].key + 1);
+        assert_true(k >= 0 && k < KEYS);
+        if (recs[i].offset < active_base)
+            per_key[k]++;
+        snprintf(last[k], sizeof last[k], "%s", recs[i].value);
+    }
+    for (int k = 0; k < KEYS; k++) {
+        assert_true(per_key[k] <= 1);
+        char want[32];
+        snprintf(want, sizeof want, "v%d", WRITES - KEYS + k);
+        assert_string_equal(last[k], want);
+    }
+}
 
 #endif

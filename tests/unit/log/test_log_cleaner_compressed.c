@@ -16,7 +16,6 @@
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
 
-#define KEYS 5
 #define BATCHES 40
 #define PER_BATCH 10
 
@@ -58,7 +57,7 @@ struct seen {
     size_t records;
 };
 
-struct read_all_ctx {
+struct tally_ctx {
     int codec;
     int64_t active, last_offset;
     struct seen *s;
@@ -66,7 +65,7 @@ struct read_all_ctx {
 
 static void tally_batch(void *arg, const uint8_t *batch, size_t blen)
 {
-    struct read_all_ctx *c = arg;
+    struct tally_ctx *c = arg;
     struct seen *s = c->s;
     struct record_batch_header h;
     char err[200];
@@ -106,12 +105,12 @@ static void tally_batch(void *arg, const uint8_t *batch, size_t blen)
 }
 
 /* Reads every batch from the log start, opening compressed ones. */
-static void read_all(struct partition_log *log, int codec, int64_t active, struct seen *s)
+static void tally_all(struct partition_log *log, int codec, int64_t active, struct seen *s)
 {
     memset(s, 0, sizeof *s);
     for (int k = 0; k < KEYS; k++)
         s->last_value[k] = -1;
-    struct read_all_ctx c = {codec, active, -1, s};
+    struct tally_ctx c = {codec, active, -1, s};
     for_each_batch(log, tally_batch, &c);
 }
 
@@ -133,7 +132,7 @@ static void compacts_codec(int codec)
     int64_t active = active_base(log);
     assert_true(partition_log_segment_count(log) > 3);
     struct seen s;
-    read_all(log, codec, active, &s);
+    tally_all(log, codec, active, &s);
     assert_int_equal(s.records, BATCHES * PER_BATCH);
 
     struct log_clean_result res;
@@ -143,7 +142,7 @@ static void compacts_codec(int codec)
     assert_true(partition_log_size_bytes(log) < size_before / 2);
     assert_int_equal(partition_log_end_offset(log), BATCHES * PER_BATCH);
 
-    read_all(log, codec, active, &s);
+    tally_all(log, codec, active, &s);
     assert_true(s.records < BATCHES * PER_BATCH / 4);
     for (int k = 0; k < KEYS; k++) {
         assert_true(s.per_key[k] <= 1);
@@ -157,7 +156,7 @@ static void compacts_codec(int codec)
     partition_log_close(log);
     log = open_log(&cfg);
     struct seen again;
-    read_all(log, codec, active, &again);
+    tally_all(log, codec, active, &again);
     assert_memory_equal(&again, &s, sizeof s);
     partition_log_close(log);
 }
