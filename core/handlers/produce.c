@@ -1,6 +1,7 @@
 /* Produce: validate and append record batches to the partitions this broker
  * leads. With one in-sync replica the high watermark moves with the append,
  * so acks=all answers at once; acks=0 sends no response at all. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,16 @@ static void produce_partition(struct request_context *ctx, const struct metadata
     out->log_start_offset = -1;
     if (!topic) {
         out->error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        return;
+    }
+    if (topic->is_internal) {
+        /* Group offsets and transaction state are written by their
+         * coordinators only; records from a client would be replayed as
+         * coordinator state. */
+        out->error_code = KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
+        char msg[96];
+        snprintf(msg, sizeof msg, "Cannot append to internal topic %s", topic->name);
+        out->error_message = kafka_arena_strdup(&ctx->arena, msg);
         return;
     }
     struct partition_log *log;

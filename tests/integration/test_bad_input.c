@@ -24,6 +24,7 @@
 #define BAD_BG_PARTITIONS 2
 #define BAD_RAW_TOPIC "bad-raw"
 #define KAFKA_ERR_CORRUPT_MESSAGE 2
+#define KAFKA_ERR_INVALID_TOPIC_EXCEPTION 17
 #define KAFKA_ERR_UNSUPPORTED_VERSION 35
 
 /* Background producer; `stop` and `enqueued` cross threads (atomics),
@@ -211,10 +212,10 @@ static void test_unknown_api_and_versions(void **state)
     st->passed++;
 }
 
-/* Sends one Produce with `batch` to BAD_RAW_TOPIC[0] and returns the
+/* Sends one Produce with `batch` to partition 0 of `topic` and returns the
  * partition's error code; *base_offset receives the assigned offset. */
-static int16_t bad_produce_raw(struct bad_state *st, int16_t version, const struct raw_writer *batch,
-                               int64_t *base_offset)
+static int16_t bad_produce_raw_to(struct bad_state *st, const char *topic, int16_t version,
+                                  const struct raw_writer *batch, int64_t *base_offset)
 {
     static int32_t correlation = 100;
     correlation++;
@@ -225,7 +226,7 @@ static int16_t bad_produce_raw(struct bad_state *st, int16_t version, const stru
     raw_put_i16(&w, 1);       /* acks */
     raw_put_i32(&w, 10000);
     raw_put_i32(&w, 1);
-    raw_put_string(&w, BAD_RAW_TOPIC);
+    raw_put_string(&w, topic);
     raw_put_i32(&w, 1);
     raw_put_i32(&w, 0);
     raw_put_i32(&w, (int32_t)batch->len);
@@ -258,9 +259,16 @@ static int16_t bad_produce_raw(struct bad_state *st, int16_t version, const stru
     return error;
 }
 
-static void test_produce_with_corrupt_crc(void **state)
+static int16_t bad_produce_raw(struct bad_state *st, int16_t version, const struct raw_writer *batch,
+                               int64_t *base_offset)
 {
-    struct bad_state *st = *state;
+    return bad_produce_raw_to(st, BAD_RAW_TOPIC, version, batch, base_offset);
+}
+
+/* The newest Produce version before flexible encoding, which keeps the raw
+ * writer simple. */
+static int16_t bad_produce_version(struct bad_state *st)
+{
     int fd = raw_connect(broker_port(&st->broker), 5000);
     assert_true(fd >= 0);
     struct raw_api_versions versions;
@@ -269,8 +277,13 @@ static void test_produce_with_corrupt_crc(void **state)
     const struct raw_api_range *produce = raw_api_versions_find(&versions, 0);
     if (!produce || produce->max_version < 3 || produce->min_version > 8)
         fail_msg("broker has no non-flexible Produce version with record batch v2");
-    /* The newest version before flexible encoding keeps this writer simple. */
-    int16_t version = produce->max_version < 8 ? produce->max_version : 8;
+    return produce->max_version < 8 ? produce->max_version : 8;
+}
+
+static void test_produce_with_corrupt_crc(void **state)
+{
+    struct bad_state *st = *state;
+    int16_t version = bad_produce_version(st);
 
     const struct raw_record records[] = {{"k0", "first"}, {"k1", "second"}, {NULL, "third"}};
     struct raw_writer good;
@@ -321,6 +334,29 @@ static void test_produce_with_corrupt_crc(void **state)
         assert_string_equal(set.records[i].value, expected->value);
     }
     rk_record_set_free(&set);
+    st->passed++;
+}
+
+/* Only the coordinators write the internal topics: a client's records there
+ * would be replayed as group or transaction state. */
+static void test_produce_to_internal_topics_refused(void **state)
+{
+    struct bad_state *st = *state;
+    int16_t version = bad_produce_version(st);
+    const struct raw_record records[] = {{"group", "not an offset commit"}};
+    struct raw_writer batch;
+    raw_writer_init(&batch);
+    raw_build_record_batch(&batch, 1700000000000, records, 1);
+    int64_t base_offset = -2;
+    assert_int_equal(bad_produce_raw_to(st, "__consumer_offsets", version, &batch, &base_offset),
+                     KAFKA_ERR_INVALID_TOPIC_EXCEPTION);
+    assert_int_equal(base_offset, -1);
+    assert_int_equal(bad_produce_raw_to(st, "__transaction_state", version, &batch, &base_offset),
+                     KAFKA_ERR_INVALID_TOPIC_EXCEPTION);
+    /* The same batch is fine for an ordinary topic. */
+    assert_int_equal(bad_produce_raw(st, version, &batch, &base_offset), 0);
+    raw_writer_free(&batch);
+    bad_assert_broker_serves(st, "produce to internal topics");
     st->passed++;
 }
 
@@ -394,7 +430,7 @@ static void test_background_producer_unharmed(void **state)
     st->passed++;
 }
 
-#define BAD_TESTS 6
+#define BAD_TESTS 7
 
 static int bad_setup(void **state)
 {
@@ -436,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_oversized_and_negative_lengths),
         cmocka_unit_test(test_unknown_api_and_versions),
         cmocka_unit_test(test_produce_with_corrupt_crc),
+        cmocka_unit_test(test_produce_to_internal_topics_refused),
         cmocka_unit_test(test_background_producer_unharmed),
     };
     return cmocka_run_group_tests(tests, bad_setup, bad_teardown);
