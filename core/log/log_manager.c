@@ -630,6 +630,11 @@ int16_t log_manager_create(struct log_manager *m, const char *topic, int32_t par
         snprintf(err, errlen, "invalid topic partition %s-%" PRId32, topic, partition);
         return KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
     }
+    if (strcmp(topic, LOG_MANAGER_METADATA_TOPIC) == 0) {
+        /* Its partition 0 would be opened on the cluster metadata log. */
+        snprintf(err, errlen, "%s names the cluster metadata log", topic);
+        return KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
+    }
     pthread_mutex_lock(&m->lock);
     struct log_manager_entry *e = find_locked(m, topic, partition);
     if (e) {

@@ -23,8 +23,10 @@
 
 struct log_manager;
 
-/* The directory of the cluster metadata log; the manager never loads it. */
-#define LOG_MANAGER_METADATA_DIR "__cluster_metadata-0"
+/* The cluster metadata log and its directory: the manager never loads or
+ * creates a partition log there. */
+#define LOG_MANAGER_METADATA_TOPIC "__cluster_metadata"
+#define LOG_MANAGER_METADATA_DIR LOG_MANAGER_METADATA_TOPIC "-0"
 
 struct log_manager_config {
     int64_t retention_check_interval_ms;        /* log.retention.check.interval.ms */

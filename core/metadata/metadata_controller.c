@@ -8,6 +8,7 @@
 #include <sys/random.h>
 
 #include "config/uuid.h"
+#include "log/log_manager.h"
 #include "metadata/metadata_records.h"
 #include "metadata/metadata_store.h"
 #include "metadata/metadata_store_internal.h"
@@ -272,6 +273,9 @@ int16_t metadata_create_topic(struct metadata_store *store, const char *name, in
     int16_t rc = metadata_validate_topic_name(name, err, errlen);
     if (rc != KAFKA_ERR_NONE)
         return rc;
+    if (strcmp(name, LOG_MANAGER_METADATA_TOPIC) == 0)
+        return error_out(KAFKA_ERR_INVALID_REQUEST, err, errlen,
+                         "Creation of internal topic %s is prohibited.", name);
     if (assignments && assignment_count > 0) {
         if (num_partitions != -1 || replication_factor != -1)
             return error_out(KAFKA_ERR_INVALID_REQUEST, err, errlen,

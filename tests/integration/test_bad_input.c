@@ -339,7 +339,7 @@ static void test_produce_with_corrupt_crc(void **state)
 
 /* Only the coordinators write the internal topics: a client's records there
  * would be replayed as group or transaction state. */
-static void test_produce_to_internal_topics_refused(void **state)
+static void test_internal_topics_refused(void **state)
 {
     struct bad_state *st = *state;
     int16_t version = bad_produce_version(st);
@@ -355,6 +355,25 @@ static void test_produce_to_internal_topics_refused(void **state)
                      KAFKA_ERR_INVALID_TOPIC_EXCEPTION);
     /* The same batch is fine for an ordinary topic. */
     assert_int_equal(bad_produce_raw(st, version, &batch, &base_offset), 0);
+
+    /* __cluster_metadata-0 is the metadata log's directory: the topic can
+     * be neither created nor auto-created, nor written. */
+    rd_kafka_t *rk = rk_producer_new(broker_bootstrap(&st->broker), NULL);
+    char errstr[512] = "";
+    assert_int_equal(rk_create_topic_result(rk, "__cluster_metadata", 1, 1, NULL, false, errstr,
+                                            sizeof errstr),
+                     RD_KAFKA_RESP_ERR_INVALID_REQUEST);
+    assert_non_null(strstr(errstr, "prohibited"));
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, "__cluster_metadata", NULL);
+    const struct rd_kafka_metadata *md = NULL;
+    assert_int_equal(rd_kafka_metadata(rk, 0, rkt, &md, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(md->topic_cnt, 1);
+    assert_int_equal(md->topics[0].err, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
+    rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+    rk_producer_destroy(rk);
+    assert_int_equal(bad_produce_raw_to(st, "__cluster_metadata", version, &batch, &base_offset),
+                     RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
     raw_writer_free(&batch);
     bad_assert_broker_serves(st, "produce to internal topics");
     st->passed++;
@@ -472,7 +491,7 @@ int main(void)
         cmocka_unit_test(test_oversized_and_negative_lengths),
         cmocka_unit_test(test_unknown_api_and_versions),
         cmocka_unit_test(test_produce_with_corrupt_crc),
-        cmocka_unit_test(test_produce_to_internal_topics_refused),
+        cmocka_unit_test(test_internal_topics_refused),
         cmocka_unit_test(test_background_producer_unharmed),
     };
     return cmocka_run_group_tests(tests, bad_setup, bad_teardown);

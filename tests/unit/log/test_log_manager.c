@@ -99,6 +99,9 @@ static void test_create_reopen_clean(void **state)
     assert_int_equal(in0, 6);
     assert_int_equal(log_manager_create(m, "bad/topic", 0, NULL, NULL, NULL, err, sizeof err),
                      KAFKA_ERR_INVALID_TOPIC_EXCEPTION);
+    assert_int_equal(log_manager_create(m, "__cluster_metadata", 0, NULL, NULL, NULL, err, sizeof err),
+                     KAFKA_ERR_INVALID_TOPIC_EXCEPTION);
+    assert_false(exists(g_dirs[0], "__cluster_metadata-0") || exists(g_dirs[1], "__cluster_metadata-0"));
     assert_null(log_manager_get(m, "orders", 1));
     log_manager_close(m, true);
     assert_true(exists(g_dirs[0], ".kafka_cleanshutdown"));

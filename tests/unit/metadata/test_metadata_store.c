@@ -160,6 +160,8 @@ static void test_create_topic_errors(void **state)
     expect_create_error(f, long_name, 1, 1, NULL, 0, KAFKA_ERR_NONE);
     expect_create_error(f, "has space", 1, 1, NULL, 0, KAFKA_ERR_INVALID_TOPIC_EXCEPTION);
     expect_create_error(f, "slash/name", 1, 1, NULL, 0, KAFKA_ERR_INVALID_TOPIC_EXCEPTION);
+    /* Its partition 0 would be the metadata log's own directory. */
+    expect_create_error(f, "__cluster_metadata", 1, 1, NULL, 0, KAFKA_ERR_INVALID_REQUEST);
     expect_create_error(f, "ok.Name_1-x", 1, 1, NULL, 0, KAFKA_ERR_NONE);
     expect_create_error(f, "ok.Name_1-x", 1, 1, NULL, 0, KAFKA_ERR_TOPIC_ALREADY_EXISTS);
     expect_create_error(f, "ok_Name.1-x", 1, 1, NULL, 0, KAFKA_ERR_INVALID_TOPIC_EXCEPTION); /* collides */
