@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "codec/record_codec.h"
+#include "log/log_clean_txn.h"
 #include "log/log_cleaner.h"
 #include "log/log_offset_map.h"
 #include "util/logger.h"
@@ -332,11 +333,14 @@ static int build_map(const struct clean_plan *plan, size_t from, size_t to,
 struct keep_ctx {
     const struct log_offset_map *map;
     bool drop_tombstones;
+    bool drop_all; /* a batch of an aborted transaction */
 };
 
 static bool keep_record(void *arg, const struct record_batch_record *rec)
 {
     const struct keep_ctx *k = arg;
+    if (k->drop_all)
+        return false;
     if (rec->key_len < 0)
         return true;
     if (log_offset_map_get(k->map, rec->key, (size_t)rec->key_len) > rec->offset)
@@ -396,7 +400,8 @@ static int64_t timespec_ms(struct timespec t)
  * cs->rewritten when anything changed (the file is removed otherwise).
  * Returns 0 or an errno value. */
 static int rewrite_segment(struct partition_log *log, const struct clean_plan *plan, size_t i,
-                           const struct log_offset_map *map, int64_t now_ms)
+                           const struct log_offset_map *map, struct clean_txn *txn,
+                           int64_t now_ms)
 {
     struct clean_segment *cs = &plan->segs[i];
     /* Tombstones go once delete.retention.ms has passed since their segment
@@ -415,6 +420,7 @@ static int rewrite_segment(struct partition_log *log, const struct clean_plan *p
     if (rc == 0 && (o.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
         rc = errno;
     bool changed = false;
+    size_t gone_mark = txn->gone.count;
     struct log_scanner scan;
     log_scanner_init(&scan, cs->fd, cs->size, CLEAN_READ_BUF);
     int64_t pos = 0;
@@ -424,7 +430,21 @@ static int rewrite_segment(struct partition_log *log, const struct clean_plan *p
         size_t total = record_batch_total_size(&h);
         pos += (int64_t)total;
         if (record_batch_is_control(&h)) {
-            rc = out_append(&o, p, total);
+            bool drop = false;
+            rc = clean_txn_control_batch(txn, &h, p, total, keep.drop_tombstones, &drop);
+            if (rc == 0 && drop)
+                changed = true;
+            else if (rc == 0)
+                rc = out_append(&o, p, total);
+            continue;
+        }
+        bool keep_empty = h.producer_id >= 0 &&
+                          is_last_of_producer(plan, h.producer_id, record_batch_last_offset(&h));
+        rc = clean_txn_data_batch(txn, &h, &keep.drop_all);
+        if (rc != 0)
+            break;
+        if (keep.drop_all && !keep_empty) {
+            changed = true; /* aborted: records and all */
             continue;
         }
         int codec = record_batch_compression(&h);
@@ -449,8 +469,6 @@ static int rewrite_segment(struct partition_log *log, const struct clean_plan *p
             scratch = grown;
             scratch_cap = plain_len;
         }
-        bool keep_empty = h.producer_id >= 0 &&
-                          is_last_of_producer(plan, h.producer_id, record_batch_last_offset(&h));
         size_t new_len = 0;
         int outcome = log_clean_filter_batch(plain ? plain : p, plain_len, keep_record, &keep,
                                              keep_empty, scratch, &new_len);
@@ -483,6 +501,8 @@ static int rewrite_segment(struct partition_log *log, const struct clean_plan *p
                     "; not cleaning it", log->dir, cs->base, pos);
         changed = false;
     }
+    if (!changed)
+        clean_txn_segment_kept(txn, gone_mark, rc == 0 && pos != cs->size);
     log_scanner_free(&scan);
     if (rc == 0)
         rc = out_flush(&o);
@@ -559,8 +579,8 @@ static size_t find_live(const struct partition_log *log, const struct clean_segm
 
 /* Caller holds write_lock. Returns 0, ESTALE when the log changed under the
  * pass (nothing swapped), or another errno value. */
-static int swap_in(struct partition_log *log, struct clean_plan *plan, int64_t now_ms,
-                   enum log_clean_stop stop_after)
+static int swap_in(struct partition_log *log, struct clean_plan *plan,
+                   const struct clean_txn *txn, int64_t now_ms, enum log_clean_stop stop_after)
 {
     if (atomic_load(&log->offline) || atomic_load(&log->deleted) ||
         log->truncations != plan->truncations)
@@ -570,9 +590,17 @@ static int swap_in(struct partition_log *log, struct clean_plan *plan, int64_t n
             return ESTALE;
     if (stop_after == LOG_CLEAN_STOP_AFTER_CLEANED)
         return 0;
+    /* Entries of dropped ABORT markers go before any marker does: an entry
+     * without its marker would make read_committed skip the producer's
+     * later batches, a marker without an entry (its data is gone) is
+     * harmless. */
+    int rc = txn->gone.count > 0
+                 ? partition_log_forget_aborted_locked(log, txn->gone.entries, txn->gone.count)
+                 : 0;
+    if (rc != 0)
+        return rc;
     /* Oldest first: after a crash the completed swaps form a prefix, so a
      * tombstone is never gone while older records of its key remain. */
-    int rc = 0;
     size_t renamed = 0; /* segments up to here may have a .swap file */
     for (; rc == 0 && renamed < plan->count; renamed++)
         if (plan->segs[renamed].rewritten)
@@ -679,8 +707,13 @@ int partition_log_clean(struct partition_log *log, int64_t first_dirty, int64_t 
         plan.segs[i].fd = -1;
     }
     plan.count = end;
+    struct clean_txn txn;
+    if (rc == 0)
+        rc = clean_txn_init(&txn, plan.aborted, plan.aborted_count);
+    else
+        memset(&txn, 0, sizeof txn);
     for (size_t i = 0; rc == 0 && i < plan.count; i++) {
-        rc = rewrite_segment(log, &plan, i, &map, now_ms);
+        rc = rewrite_segment(log, &plan, i, &map, &txn, now_ms);
         out->bytes_before += plan.segs[i].size;
         out->bytes_after += plan.segs[i].new_size;
         out->segments_rewritten += plan.segs[i].rewritten ? 1 : 0;
@@ -688,13 +721,15 @@ int partition_log_clean(struct partition_log *log, int64_t first_dirty, int64_t 
     log_offset_map_free(&map);
     if (rc != 0) {
         remove_cleaned(log, &plan, ".log.cleaned");
+        clean_txn_free(&txn);
         plan_free(&plan);
         return rc;
     }
 
     pthread_mutex_lock(&log->write_lock);
-    rc = swap_in(log, &plan, now_ms, opt->stop_after);
+    rc = swap_in(log, &plan, &txn, now_ms, opt->stop_after);
     pthread_mutex_unlock(&log->write_lock);
+    clean_txn_free(&txn);
     if (rc != 0)
         remove_cleaned(log, &plan, ".log.cleaned");
     if (rc == ESTALE) {

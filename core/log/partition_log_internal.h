@@ -104,6 +104,24 @@ void partition_log_refresh_unstable_locked(struct partition_log *log);
  * from the files) entries whose marker is at or after from: the replay of
  * the batches from there re-adds them. Returns 0 or an errno value. */
 int partition_log_load_aborted_locked(struct partition_log *log, int64_t from);
+/* What a control batch holds: a COMMIT or ABORT marker, no record at all
+ * (emptied), or something else. *coordinator_epoch (may be NULL) is the
+ * marker's, -1 when unknown. Needs no lock. */
+enum log_marker_kind {
+    LOG_MARKER_OTHER,
+    LOG_MARKER_ABORT,
+    LOG_MARKER_COMMIT,
+    LOG_MARKER_EMPTY,
+};
+enum log_marker_kind partition_log_marker_kind(const uint8_t *batch, size_t len,
+                                               int32_t *coordinator_epoch);
+/* The cleaner drops the ABORT markers of gone[0..n) (ascending marker
+ * offset): remove their entries from the .txnindex files of the segments
+ * holding the markers, then from the aborted list. Returns 0 or an errno
+ * value (the list is then unchanged; files may have lost entries, which
+ * only ever name markers without data). */
+int partition_log_forget_aborted_locked(struct partition_log *log,
+                                        const struct txn_index_entry *gone, size_t n);
 /* Replay a control batch found by the recovery scan (batch bytes of size len). */
 int partition_log_replay_marker_locked(struct partition_log *log, const uint8_t *batch,
                                        size_t len);

@@ -136,27 +136,92 @@ int16_t partition_log_append_txn_marker(struct partition_log *log, int64_t produ
     return code;
 }
 
-int partition_log_replay_marker_locked(struct partition_log *log, const uint8_t *batch,
-                                       size_t len)
+enum log_marker_kind partition_log_marker_kind(const uint8_t *batch, size_t len,
+                                               int32_t *coordinator_epoch)
 {
     struct record_batch_header h;
     struct record_batch_record_iter it;
     struct record_batch_record rec;
-    if (record_batch_parse_header(batch, len, &h) != 0 || h.producer_id < 0 ||
-        record_batch_records_begin(&it, batch, len) != 0 || record_batch_records_next(&it, &rec) != 1)
-        return 0; /* not a marker we understand: nothing to replay */
-    if (rec.key_len < TXN_MARKER_KEY_SIZE || rec.key[0] != 0 || rec.key[1] != TXN_MARKER_VERSION)
-        return 0;
+    if (coordinator_epoch)
+        *coordinator_epoch = -1;
+    if (record_batch_parse_header(batch, len, &h) != 0 ||
+        record_batch_records_begin(&it, batch, len) != 0)
+        return LOG_MARKER_OTHER;
+    int rc = record_batch_records_next(&it, &rec);
+    if (rc == 0 && h.record_count == 0)
+        return LOG_MARKER_EMPTY;
+    if (rc != 1 || rec.key_len < TXN_MARKER_KEY_SIZE || rec.key[0] != 0 ||
+        rec.key[1] != TXN_MARKER_VERSION)
+        return LOG_MARKER_OTHER;
     int type = rec.key[2] << 8 | rec.key[3];
     if (type != TXN_MARKER_ABORT && type != TXN_MARKER_COMMIT)
+        return LOG_MARKER_OTHER;
+    if (coordinator_epoch && rec.value_len >= TXN_MARKER_VALUE_SIZE)
+        *coordinator_epoch = (int32_t)((uint32_t)rec.value[2] << 24 | (uint32_t)rec.value[3] << 16 |
+                                       (uint32_t)rec.value[4] << 8 | rec.value[5]);
+    return type == TXN_MARKER_COMMIT ? LOG_MARKER_COMMIT : LOG_MARKER_ABORT;
+}
+
+int partition_log_replay_marker_locked(struct partition_log *log, const uint8_t *batch,
+                                       size_t len)
+{
+    struct record_batch_header h;
+    int32_t coordinator_epoch;
+    if (record_batch_parse_header(batch, len, &h) != 0 || h.producer_id < 0)
+        return 0; /* not a marker we understand: nothing to replay */
+    enum log_marker_kind kind = partition_log_marker_kind(batch, len, &coordinator_epoch);
+    if (kind != LOG_MARKER_ABORT && kind != LOG_MARKER_COMMIT)
         return 0;
-    int32_t coordinator_epoch = -1;
-    if (rec.value_len >= TXN_MARKER_VALUE_SIZE)
-        coordinator_epoch = (int32_t)((uint32_t)rec.value[2] << 24 | (uint32_t)rec.value[3] << 16 |
-                                      (uint32_t)rec.value[4] << 8 | rec.value[5]);
     return partition_log_complete_txn_locked(log, h.producer_id, h.producer_epoch, coordinator_epoch,
-                                             type == TXN_MARKER_COMMIT, h.base_offset,
+                                             kind == LOG_MARKER_COMMIT, h.base_offset,
                                              h.max_timestamp);
+}
+
+/* Keep the entries of idx that are not in set[0..n); both are in ascending
+ * marker order, so one merge walk finds them. Returns how many went. */
+static size_t filter_out(struct txn_index *idx, const struct txn_index_entry *set, size_t n)
+{
+    size_t kept = 0, s = 0;
+    for (size_t i = 0; i < idx->count; i++) {
+        const struct txn_index_entry *e = &idx->entries[i];
+        while (s < n && set[s].last_offset < e->last_offset)
+            s++;
+        bool gone = false;
+        for (size_t t = s; t < n && set[t].last_offset == e->last_offset && !gone; t++)
+            gone = set[t].producer_id == e->producer_id;
+        if (!gone)
+            idx->entries[kept++] = *e;
+    }
+    size_t removed = idx->count - kept;
+    idx->count = kept;
+    return removed;
+}
+
+int partition_log_forget_aborted_locked(struct partition_log *log,
+                                        const struct txn_index_entry *gone, size_t n)
+{
+    int rc = 0;
+    /* gone is in marker order: take it one segment at a time. */
+    for (size_t i = 0; i < n && rc == 0;) {
+        size_t seg_index = partition_log_segment_for(log, gone[i].last_offset);
+        size_t j = i;
+        while (j < n && partition_log_segment_for(log, gone[j].last_offset) == seg_index)
+            j++;
+        char *path = txn_index_path(log->segments[seg_index]);
+        struct txn_index part = {0};
+        rc = path ? txn_index_load_file(&part, path) : ENOMEM;
+        if (rc == 0 && filter_out(&part, gone + i, j - i) > 0)
+            rc = txn_index_write_file(path, part.entries, part.count);
+        txn_index_free(&part);
+        free(path);
+        i = j;
+    }
+    if (rc != 0)
+        return rc;
+    pthread_rwlock_wrlock(&log->lock);
+    filter_out(&log->aborted, gone, n);
+    pthread_rwlock_unlock(&log->lock);
+    return 0;
 }
 
 int partition_log_load_aborted_locked(struct partition_log *log, int64_t from)
