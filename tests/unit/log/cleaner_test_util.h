@@ -205,4 +205,35 @@ static inline void check_compacted(const struct rec *recs, size_t n, int64_t act
     }
 }
 
+/* One transactional record of producer pid (epoch 0, sequence seq). */
+static inline int64_t put_txn(struct partition_log *log, int64_t pid, int32_t seq,
+                              const char *key, const char *value)
+{
+    struct record_batch_builder b;
+    record_batch_builder_init(&b, clock_wall_ms());
+    b.producer_id = pid;
+    b.producer_epoch = 0;
+    b.base_sequence = seq;
+    b.attributes = RECORD_BATCH_TRANSACTIONAL_BIT;
+    record_batch_builder_add(&b, clock_wall_ms(), key, (int32_t)strlen(key), value,
+                             (int32_t)strlen(value), NULL, 0);
+    uint8_t *batch;
+    size_t len;
+    assert_int_equal(record_batch_builder_finish(&b, &batch, &len), 0);
+    struct log_append_result res;
+    assert_int_equal(partition_log_append(log, batch, len, 0, &res), KAFKA_ERR_NONE);
+    free(batch);
+    return res.base_offset;
+}
+
+/* Records of key (with value, unless NULL) among recs[0..n). */
+static inline size_t count_key(const struct rec *recs, size_t n, const char *key,
+                               const char *value)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += strcmp(recs[i].key, key) == 0 && (!value || strcmp(recs[i].value, value) == 0);
+    return c;
+}
+
 #endif
