@@ -9,8 +9,10 @@
  * max.compaction.lag.ms. Tombstones (null values) outlive the first clean
  * of their segment by delete.retention.ms, measured from the segment file's
  * modification time as Kafka does. Offsets never change: a cleaned log has
- * gaps. Control batches are always kept; records of aborted transactions
- * never shadow older records of their key; the last batch of every known
+ * gaps. Batches of aborted transactions go whole and never shadow older
+ * records of their key; COMMIT/ABORT markers go once the pass meets no data
+ * of their transaction and delete.retention.ms has passed, their .txnindex
+ * entries with them (log_clean_txn.h); the last batch of every known
  * producer id is kept (empty if all its records go) so producer state can
  * be rebuilt from the log. Compressed batches are decompressed (codec/
  * record_codec.h), filtered by the same rules and recompressed with their
