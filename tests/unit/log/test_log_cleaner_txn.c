@@ -239,6 +239,24 @@ static void test_aborted_records_go(void **state)
     partition_log_close(log);
 }
 
+/* Producer 9 aborts k1 and then commits k2; fillers roll both below the
+ * active segment. */
+struct abort_then_commit {
+    int64_t bad, abort_at, commit_at;
+};
+
+static struct abort_then_commit write_abort_then_commit(struct partition_log *log)
+{
+    struct abort_then_commit w;
+    w.bad = put_txn(log, 9, 0, "k1", "bad");
+    w.abort_at = marker(log, 9, false);
+    put_txn(log, 9, 1, "k2", "kept");
+    w.commit_at = marker(log, 9, true);
+    fill(log, 60);
+    assert_int_equal(txnindex_file_entries(), 1);
+    return w;
+}
+
 static void test_abort_marker_expires(void **state)
 {
     (void)state;
@@ -246,12 +264,8 @@ static void test_abort_marker_expires(void **state)
     compact_config(&cfg);
     cfg.delete_retention_ms = RETENTION_MS;
     struct partition_log *log = open_log(&cfg);
-    int64_t bad = put_txn(log, 9, 0, "k1", "bad");
-    int64_t abort_at = marker(log, 9, false);
-    put_txn(log, 9, 1, "k2", "kept");
-    int64_t commit_at = marker(log, 9, true);
-    fill(log, 60);
-    assert_int_equal(txnindex_file_entries(), 1);
+    struct abort_then_commit w = write_abort_then_commit(log);
+    int64_t bad = w.bad, abort_at = w.abort_at, commit_at = w.commit_at;
 
     int64_t now = clock_wall_ms();
     struct log_clean_result res;
@@ -291,6 +305,53 @@ static void test_abort_marker_expires(void **state)
     list_batches(log, l);
     assert_null(batch_at(l, abort_at));
     assert_int_equal(count_markers(l, false), 1);
+    struct rec recs[128];
+    size_t n = read_committed(log, recs, 128);
+    assert_int_equal(count_key(recs, n, "k2", "kept"), 1);
+    free(l);
+    partition_log_close(log);
+}
+
+/* A crash once the .swap files exist: the abort's entry is already gone
+ * from the .txnindex, and reopening completes the swap that drops its
+ * marker. A crash before that point leaves both. */
+static void test_abort_marker_crash(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    compact_config(&cfg);
+    cfg.delete_retention_ms = RETENTION_MS;
+    struct partition_log *log = open_log(&cfg);
+    struct abort_then_commit w = write_abort_then_commit(log);
+    int64_t now = clock_wall_ms();
+    struct log_clean_result res;
+    assert_int_equal(partition_log_clean(log, -1, now, &default_opts, &res), 0);
+    assert_true(res.cleaned);
+    int64_t first_dirty = res.first_dirty_offset;
+
+    struct log_clean_options opt = default_opts;
+    opt.force = true;
+    opt.stop_after = LOG_CLEAN_STOP_AFTER_CLEANED;
+    assert_int_equal(partition_log_clean(log, first_dirty, now + 2 * RETENTION_MS, &opt, &res),
+                     0);
+    assert_int_equal(txnindex_file_entries(), 1);
+    partition_log_close(log);
+    log = open_log(&cfg);
+    struct batch_list *l = calloc(1, sizeof *l);
+    list_batches(log, l);
+    assert_non_null(batch_at(l, w.abort_at));
+    assert_int_equal(partition_log_aborted_txns(log, 0, INT64_MAX, NULL, NULL), 1);
+
+    opt.stop_after = LOG_CLEAN_STOP_AFTER_SWAP;
+    assert_int_equal(partition_log_clean(log, first_dirty, now + 2 * RETENTION_MS, &opt, &res),
+                     0);
+    assert_int_equal(txnindex_file_entries(), 0);
+    partition_log_close(log);
+    log = open_log(&cfg);
+    list_batches(log, l);
+    assert_null(batch_at(l, w.abort_at));
+    assert_non_null(batch_at(l, w.commit_at));
+    assert_int_equal(partition_log_aborted_txns(log, 0, INT64_MAX, NULL, NULL), 0);
     struct rec recs[128];
     size_t n = read_committed(log, recs, 128);
     assert_int_equal(count_key(recs, n, "k2", "kept"), 1);
@@ -400,6 +461,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_aborted_records_go, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abort_marker_expires, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abort_marker_crash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_commit_marker_expires, setup, teardown),
         cmocka_unit_test_setup_teardown(test_aborted_last_batch_kept_empty, setup, teardown),
     };
