@@ -4,8 +4,8 @@
  * aborted transaction (keys written only by aborted transactions are gone)
  * and the latest committed value of every key exactly once, a
  * read_committed consumer sees the same, the COMMIT/ABORT markers whose
- * data went leave the segments after delete.retention.ms, and a restart
- * reads the same. */
+ * data went leave the segments after delete.retention.ms, a restart reads
+ * the same, and the producer's later transactions read right over it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -102,6 +102,27 @@ static void produce_transactions(const char *bootstrap)
     rk_producer_destroy(rk);
 }
 
+/* After the restart: the same transactional id aborts one record and
+ * commits another. */
+static void produce_late_transactions(const char *bootstrap)
+{
+    const char *conf[] = {"transactional.id", "txn-compact", "transaction.timeout.ms", "30000",
+                          "linger.ms", "5", NULL};
+    rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
+    expect_ok(rd_kafka_init_transactions(rk, 30000), "init_transactions (late)");
+    expect_ok(rd_kafka_begin_transaction(rk), "begin_transaction (late abort)");
+    assert_int_equal(rk_produce_blocking(rk, TOPIC, 0, "ab-late", 7, "a late", 6, 0, NULL, NULL),
+                     RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    expect_ok(rd_kafka_abort_transaction(rk, 30000), "abort_transaction (late)");
+    expect_ok(rd_kafka_begin_transaction(rk), "begin_transaction (late commit)");
+    assert_int_equal(rk_produce_blocking(rk, TOPIC, 0, "late", 4, "c late", 6, 0, NULL, NULL),
+                     RD_KAFKA_RESP_ERR_NO_ERROR);
+    expect_ok(rd_kafka_commit_transaction(rk, 30000), "commit_transaction (late)");
+    assert_int_equal(rk_producer_stats(rk)->failed, 0);
+    rk_producer_destroy(rk);
+}
+
 /* Greatest segment base offset: the active segment's. */
 static long long active_base(const struct test_broker *b)
 {
@@ -193,6 +214,7 @@ static void read_view(const char *bootstrap, const char *isolation, struct view 
 /* What a view holds of the transactional keys. */
 struct view_summary {
     int aborted_values;   /* records of aborted transactions */
+    int late;             /* records of the transaction committed after the restart */
     int copies[SHARED_KEYS];
     bool latest_ok[SHARED_KEYS]; /* the key's last record is its last committed value */
 };
@@ -208,6 +230,10 @@ static void summarize(const struct view *v, struct view_summary *s)
             continue;
         if (strncmp(v->keys[i], "ab", 2) == 0 || v->values[i][0] == 'a') {
             s->aborted_values++;
+            continue;
+        }
+        if (strcmp(v->keys[i], "late") == 0) {
+            s->late++;
             continue;
         }
         assert_true(v->keys[i][0] == 'k');
@@ -439,6 +465,21 @@ static void test_compacted_transactions(void **state)
     assert_views_equal(&again, &committed);
     read_view(bootstrap, "read_uncommitted", &again);
     assert_views_equal(&again, &uncommitted);
+    /* The same producer aborts and commits again over the reloaded log
+     * whose old markers are gone: read_committed shows the new commit and
+     * nothing of the new abort. */
+    produce_late_transactions(bootstrap);
+    struct view_summary late;
+    deadline = harness_now_ms() + 10000;
+    for (;;) {
+        read_view(bootstrap, "read_committed", &again);
+        summarize(&again, &late);
+        if (late.late > 0 || harness_now_ms() >= deadline)
+            break;
+        usleep(100000);
+    }
+    assert_int_equal(late.late, 1);
+    assert_view_clean(&again, "read_committed after a later commit");
     fprintf(stderr, "[txn-compaction] done in %lld ms\n", harness_now_ms() - started);
     broker_mark_passed(&broker);
     broker_cleanup(&broker);
