@@ -27,7 +27,7 @@
 #define ROUNDS 9            /* even rounds commit, odd rounds abort */
 #define LAST_ROUND_KEYS 6   /* the last (committed) round writes k0..k5 only */
 #define ABORTED_ONLY_KEYS 4 /* per aborted round, keys no commit ever writes */
-#define RETENTION_MS 4000   /* delete.retention.ms of the topic */
+#define RETENTION_MS 5000   /* delete.retention.ms of the topic */
 #define MAX_VIEW 4096
 
 static bool round_commits(int round)
@@ -40,20 +40,33 @@ static int keys_of_round(int round)
     return round == ROUNDS - 1 ? LAST_ROUND_KEYS : SHARED_KEYS;
 }
 
-/* Values are padded so that a few rounds fill a 4 KiB segment. */
-static void shared_value(int round, int key, char *buf, size_t len)
+/* Values are padded so that a few rounds fill a 4 KiB segment; "c" or
+ * "a" says whether their transaction commits. */
+static void txn_value(bool commits, int round, int key, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s r%d k%d %0100d", round_commits(round) ? "c" : "a", round, key, 0);
+    snprintf(buf, len, "%s r%d k%d %0100d", commits ? "c" : "a", round, key, 0);
 }
 
-/* The last committed round that wrote `key`. */
-static int committed_round_of(int key)
+static void shared_value(int round, int key, char *buf, size_t len)
 {
-    for (int round = ROUNDS - 1; round >= 0; round--)
-        if (round_commits(round) && key < keys_of_round(round))
-            return round;
-    return -1;
+    txn_value(round_commits(round), round, key, buf, len);
 }
+
+/* The last committed value of `key` in the single-producer scenario. */
+static void single_expected(int key, char *buf, size_t len)
+{
+    for (int round = ROUNDS - 1; round >= 0; round--) {
+        if (round_commits(round) && key < keys_of_round(round)) {
+            shared_value(round, key, buf, len);
+            return;
+        }
+    }
+    buf[0] = '\0';
+}
+
+/* The last committed value of each key k0..k<SHARED_KEYS-1> in the
+ * scenario under test. */
+static void (*expected_value)(int key, char *buf, size_t len) = single_expected;
 
 static void expect_ok(rd_kafka_error_t *err, const char *what)
 {
@@ -240,7 +253,7 @@ static void summarize(const struct view *v, struct view_summary *s)
         int k = atoi(v->keys[i] + 1);
         assert_true(k >= 0 && k < SHARED_KEYS);
         s->copies[k]++;
-        shared_value(committed_round_of(k), k, want, sizeof want);
+        expected_value(k, want, sizeof want);
         s->latest_ok[k] = strcmp(v->values[i], want) == 0;
     }
 }
@@ -369,11 +382,12 @@ static struct marker_count count_markers(const struct test_broker *b)
     return c;
 }
 
-static void test_compacted_transactions(void **state)
+static struct test_broker broker;
+static struct view committed, uncommitted, again;
+
+/* Starts the broker and creates the compacted topic; returns its bootstrap. */
+static const char *start_compacted(void)
 {
-    (void)state;
-    static struct test_broker broker;
-    static struct view committed, uncommitted, again;
     memset(&broker, 0, sizeof broker);
     const char *overrides[] = {"log.cleaner.backoff.ms=200",
                                "transaction.state.log.num.partitions=1", NULL};
@@ -385,10 +399,17 @@ static void test_compacted_transactions(void **state)
                              "min.cleanable.dirty.ratio", "0.01", "delete.retention.ms",
                              retention, NULL};
     rk_create_topic(bootstrap, TOPIC, 1, configs);
+    return bootstrap;
+}
 
-    long long started = harness_now_ms();
-    produce_transactions(bootstrap);
-
+/* Once the transactions written since `started` are complete: fills the
+ * log until they are cleanable, checks both views once cleaned, that every
+ * marker stays before delete.retention.ms (`all` of them) and only `kept`
+ * after it, and that a restart reads the same. Returns the new bootstrap. */
+static const char *check_cleaned(long long started, struct marker_count all,
+                                 struct marker_count kept)
+{
+    const char *bootstrap = broker_bootstrap(&broker);
     /* The markers follow EndTxn asynchronously: wait until read_committed
      * shows the last commit, then check it, cleaned or not. */
     struct view_summary s;
@@ -428,13 +449,12 @@ static void test_compacted_transactions(void **state)
     /* No segment has been clean for delete.retention.ms yet: every
      * marker stays, though the data of most went. */
     if (elapsed < RETENTION_MS - 100) {
-        assert_int_equal(markers.commits, (ROUNDS + 1) / 2);
-        assert_int_equal(markers.aborts, ROUNDS / 2);
+        assert_int_equal(markers.commits, all.commits);
+        assert_int_equal(markers.aborts, all.aborts);
     }
 
     /* Past the horizon, more dirty data make the cleaner run again: the
-     * markers whose data are gone go, those of rounds with surviving data
-     * (the last two commits) stay. */
+     * markers whose data are gone go, the others stay. */
     sleep(RETENTION_MS / 1000 + 1);
     deadline = harness_now_ms() + 20000;
     do {
@@ -442,11 +462,12 @@ static void test_compacted_transactions(void **state)
         fillers += 10;
         usleep(500000);
         markers = count_markers(&broker);
-    } while ((markers.commits != 2 || markers.aborts != 0) && harness_now_ms() < deadline);
+    } while ((markers.commits != kept.commits || markers.aborts != kept.aborts) &&
+             harness_now_ms() < deadline);
     fprintf(stderr, "[txn-compaction] past the horizon: %d COMMIT and %d ABORT markers left\n",
             markers.commits, markers.aborts);
-    assert_int_equal(markers.aborts, 0);
-    assert_int_equal(markers.commits, 2);
+    assert_int_equal(markers.aborts, kept.aborts);
+    assert_int_equal(markers.commits, kept.commits);
 
     /* Let the cleaner settle, then both views agree with each other. */
     sleep(1);
@@ -465,12 +486,28 @@ static void test_compacted_transactions(void **state)
     assert_views_equal(&again, &committed);
     read_view(bootstrap, "read_uncommitted", &again);
     assert_views_equal(&again, &uncommitted);
+    return bootstrap;
+}
+
+static void test_compacted_transactions(void **state)
+{
+    (void)state;
+    expected_value = single_expected;
+    const char *bootstrap = start_compacted();
+    long long started = harness_now_ms();
+    produce_transactions(bootstrap);
+    /* Past the horizon the markers of the last two commits stay: k6..k11
+     * keep their values of round ROUNDS - 3. */
+    struct marker_count all = {(ROUNDS + 1) / 2, ROUNDS / 2};
+    struct marker_count kept = {2, 0};
+    bootstrap = check_cleaned(started, all, kept);
+
     /* The same producer aborts and commits again over the reloaded log
      * whose old markers are gone: read_committed shows the new commit and
      * nothing of the new abort. */
     produce_late_transactions(bootstrap);
     struct view_summary late;
-    deadline = harness_now_ms() + 10000;
+    long long deadline = harness_now_ms() + 10000;
     for (;;) {
         read_view(bootstrap, "read_committed", &again);
         summarize(&again, &late);
@@ -485,10 +522,77 @@ static void test_compacted_transactions(void **state)
     broker_cleanup(&broker);
 }
 
+#define INTERLEAVED_ROUNDS 6
+
+/* Two producers, each round one commits and the other aborts, taking
+ * turns; the last round's committer is the second producer. */
+static void interleaved_expected(int key, char *buf, size_t len)
+{
+    txn_value(true, INTERLEAVED_ROUNDS - 1, key, buf, len);
+}
+
+/* Each round both producers have a transaction open at once and write
+ * every key, one record per batch, the committer first: the aborted value
+ * of a key is the later one and must not hide the committed one. */
+static void produce_interleaved(const char *bootstrap)
+{
+    rd_kafka_t *producers[2];
+    const char *ids[2] = {"txn-first", "txn-second"};
+    for (int p = 0; p < 2; p++) {
+        const char *conf[] = {"transactional.id", ids[p], "transaction.timeout.ms", "30000",
+                              "linger.ms", "0", NULL};
+        producers[p] = rk_producer_new(bootstrap, conf);
+        expect_ok(rd_kafka_init_transactions(producers[p], 30000), "init_transactions");
+    }
+    char key[32], value[160];
+    for (int round = 0; round < INTERLEAVED_ROUNDS; round++) {
+        rd_kafka_t *committer = producers[round % 2 == 0 ? 0 : 1];
+        rd_kafka_t *aborter = producers[round % 2 == 0 ? 1 : 0];
+        expect_ok(rd_kafka_begin_transaction(committer), "begin_transaction (committer)");
+        expect_ok(rd_kafka_begin_transaction(aborter), "begin_transaction (aborter)");
+        for (int k = 0; k < SHARED_KEYS; k++) {
+            snprintf(key, sizeof key, "k%d", k);
+            for (int side = 0; side < 2; side++) {
+                rd_kafka_t *rk = side == 0 ? committer : aborter;
+                txn_value(side == 0, round, k, value, sizeof value);
+                assert_int_equal(rk_produce_blocking(rk, TOPIC, 0, key, strlen(key), value,
+                                                     strlen(value), 0, NULL, NULL),
+                                 RD_KAFKA_RESP_ERR_NO_ERROR);
+                assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
+            }
+        }
+        expect_ok(rd_kafka_commit_transaction(committer, 30000), "commit_transaction");
+        expect_ok(rd_kafka_abort_transaction(aborter, 30000), "abort_transaction");
+    }
+    for (int p = 0; p < 2; p++) {
+        assert_int_equal(rk_producer_stats(producers[p])->failed, 0);
+        rk_producer_destroy(producers[p]);
+    }
+}
+
+static void test_interleaved_producers(void **state)
+{
+    (void)state;
+    expected_value = interleaved_expected;
+    const char *bootstrap = start_compacted();
+    long long started = harness_now_ms();
+    produce_interleaved(bootstrap);
+    /* Past the horizon the last commit stays (its data are the latest
+     * values) and so does the first producer's last ABORT: that producer's
+     * last batch is kept, emptied, for its producer state. */
+    struct marker_count all = {INTERLEAVED_ROUNDS, INTERLEAVED_ROUNDS};
+    struct marker_count kept = {1, 1};
+    check_cleaned(started, all, kept);
+    fprintf(stderr, "[txn-compaction] interleaved done in %lld ms\n", harness_now_ms() - started);
+    broker_mark_passed(&broker);
+    broker_cleanup(&broker);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compacted_transactions),
+        cmocka_unit_test(test_interleaved_producers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
