@@ -363,7 +363,7 @@ static struct marker_count count_markers(const struct test_broker *b)
             if (!(batch[22] & 0x20) || read_be32(batch + 57) == 0)
                 continue;
             size_t pos = 61;
-            int64_t record_len, ts_delta, offset_delta, key_len;
+            int64_t record_len = 0, ts_delta = 0, offset_delta = 0, key_len = 0;
             assert_true(read_varint(batch, total, &pos, &record_len));
             pos++; /* record attributes */
             assert_true(read_varint(batch, total, &pos, &ts_delta));
