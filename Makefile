@@ -71,7 +71,7 @@ bench-rebalance: build
 	$(BUILD)/tools/bench/cairn-rebalance-bench --cairnd $(BUILD)/core/server/cairnd $(REBALANCE_ARGS)
 
 conformance: build
-	tools/conformance/run.sh $(BUILD)/core/server/cairnd
+	tools/conformance/run.sh --cairnd $(BUILD)/core/server/cairnd
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
