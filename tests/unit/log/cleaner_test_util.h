@@ -1,7 +1,9 @@
 /* Fixture of the cleaner tests: one partition log in a temporary directory,
  * a compacted-topic config with small segments and the cleaner options,
  * plus the single-record writes (KEYS keys overwritten WRITES times) and
- * the record reader the plain-batch cleaner tests check compaction with.
+ * the record reader the plain-batch cleaner tests check compaction with,
+ * and the file counters and read_committed reader of the transaction,
+ * recovery and merge tests.
  * Include from one test file each (it defines that file's g_dir). */
 #ifndef CAIRN_TEST_CLEANER_TEST_UTIL_H
 #define CAIRN_TEST_CLEANER_TEST_UTIL_H
