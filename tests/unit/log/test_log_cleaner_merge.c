@@ -354,6 +354,73 @@ static void test_crash_after_members(void **state)
     crash_at(LOG_CLEAN_STOP_AFTER_MEMBERS);
 }
 
+/* The last cleanable segment holds only tombstones, which a second pass
+ * past delete.retention.ms drops: cleaned to nothing, it leaves the group. */
+static void emptied_tail(enum log_clean_stop stop)
+{
+    struct log_config cfg;
+    compact_config(&cfg);
+    cfg.delete_retention_ms = 0;
+    struct partition_log *log = open_log(&cfg);
+    struct written w = {0};
+    write_uniques(log, &w, 40);
+    char key[16];
+    int tombstones = 0;
+    int64_t b0 = active_base(log);
+    while (active_base(log) == b0) {
+        snprintf(key, sizeof key, "t%d", tombstones++);
+        put(log, key, NULL);
+    }
+    int64_t b1 = active_base(log);
+    while (active_base(log) == b1) {
+        snprintf(key, sizeof key, "t%d", tombstones++);
+        put(log, key, NULL);
+    }
+    int64_t end = partition_log_end_offset(log);
+    /* The first pass keeps the tombstones and starts their clock. */
+    struct log_clean_options opt = default_opts;
+    opt.force = true;
+    struct log_clean_result res;
+    assert_int_equal(partition_log_clean(log, -1, clock_wall_ms(), &opt, &res), 0);
+    assert_true(res.cleaned);
+
+    cfg.segment_bytes = 1 << 20;
+    log = reopen(log, &cfg);
+    opt.stop_after = stop;
+    assert_int_equal(
+        partition_log_clean(log, res.first_dirty_offset, clock_wall_ms() + 1000, &opt, &res), 0);
+    assert_true(res.cleaned);
+    if (stop == LOG_CLEAN_STOP_AFTER_SWAP)
+        assert_int_equal(count_files(".log.swap"), 2); /* the merged and the emptied */
+    log = reopen(log, &cfg);
+    assert_int_equal(count_files(".log.swap"), 0);
+    assert_int_equal(partition_log_end_offset(log), end);
+    check_uniques(log, &w);
+    struct rec *recs = calloc(MAX_RECORDS, sizeof *recs);
+    assert_non_null(recs);
+    size_t n = read_all(log, recs, MAX_RECORDS);
+    size_t left = 0;
+    for (size_t i = 0; i < n; i++)
+        left += recs[i].tombstone;
+    assert_int_equal(left, 1); /* the active segment's */
+    free(recs);
+    /* The segment cleaned to nothing is gone, or left empty by the crash. */
+    assert_int_equal(partition_log_segment_count(log), stop == LOG_CLEAN_STOP_NONE ? 2 : 3);
+    partition_log_close(log);
+}
+
+static void test_emptied_tail(void **state)
+{
+    (void)state;
+    emptied_tail(LOG_CLEAN_STOP_NONE);
+}
+
+static void test_emptied_tail_crash(void **state)
+{
+    (void)state;
+    emptied_tail(LOG_CLEAN_STOP_AFTER_SWAP);
+}
+
 /* ---- transactions across merged members ---- */
 
 /* Two aborted and two committed transactions whose batches and markers lie
@@ -445,6 +512,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_crash_after_cleaned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_after_swap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_after_members, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_emptied_tail, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_emptied_tail_crash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_txn_entries_follow_merge, setup, teardown),
         cmocka_unit_test_setup_teardown(test_txn_entries_after_crash, setup, teardown),
     };
