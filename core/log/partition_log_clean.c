@@ -1,5 +1,6 @@
 /* Compaction of one partition log: choosing the cleanable range, the
- * dedupe map, rewriting segments and swapping them in (see log_cleaner.h). */
+ * dedupe map, grouping segments and rewriting each group into one cleaned
+ * file (see log_cleaner.h); partition_log_clean_swap.c swaps them in. */
 #include "log/partition_log_clean_internal.h"
 
 #include <errno.h>

@@ -126,11 +126,13 @@ static int merge_txn_indexes(const char *dir, int64_t base, const int64_t *membe
     return rc;
 }
 
+/* The .log goes last: a crash part way leaves a .log that start-up finds
+ * inside the swap's offsets and removes, never side files without it. */
 static void unlink_segment_files(const char *dir, int64_t base)
 {
-    unlink_ext(dir, base, ".log");
     for (size_t e = 0; e < sizeof segment_side_exts / sizeof *segment_side_exts; e++)
         unlink_ext(dir, base, segment_side_exts[e]);
+    unlink_ext(dir, base, ".log");
 }
 
 /* Members of g after the first: their entries move to the group's
