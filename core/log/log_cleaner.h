@@ -53,6 +53,7 @@ enum log_clean_stop {
     LOG_CLEAN_STOP_NONE = 0,
     LOG_CLEAN_STOP_AFTER_CLEANED, /* .cleaned files written */
     LOG_CLEAN_STOP_AFTER_SWAP,    /* renamed to .swap */
+    LOG_CLEAN_STOP_AFTER_MEMBERS, /* merged members' files deleted, .swap not yet .log */
 };
 
 struct log_clean_options {

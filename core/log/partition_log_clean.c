@@ -1,6 +1,7 @@
 /* Compaction of one partition log: choosing the cleanable range, the
- * dedupe map, rewriting segments and swapping them in (see log_cleaner.h). */
-#include "log/partition_log_internal.h"
+ * dedupe map, grouping segments and rewriting each group into one cleaned
+ * file (see log_cleaner.h); partition_log_clean_swap.c swaps them in. */
+#include "log/partition_log_clean_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -74,41 +75,13 @@ int log_clean_filter_batch(const uint8_t *batch, size_t len, log_clean_keep_fn k
 
 /* ---- what a pass works on, captured under write_lock ---- */
 
-struct clean_segment {
-    struct log_segment *seg; /* identity check at swap time only */
-    int64_t base;
-    int64_t next_base; /* base offset of the following segment */
-    int64_t size;
-    int fd;            /* dup() of the .log */
-    struct timespec mtime;
-    bool rewritten;    /* a .cleaned file exists */
-    int64_t new_size;
-};
-
-struct producer_last {
-    int64_t producer_id;
-    int64_t last_offset;
-};
-
-struct clean_plan {
-    struct log_config cfg;
-    struct clean_segment *segs; /* [0, count) cleanable, ascending */
-    size_t count;
-    size_t first_dirty_index; /* first segment holding dirty offsets */
-    int64_t first_dirty;
-    uint64_t truncations;
-    struct producer_last *producers;
-    size_t producer_count, producer_cap;
-    struct txn_index_entry *aborted;
-    size_t aborted_count;
-};
-
 static void plan_free(struct clean_plan *p)
 {
     for (size_t i = 0; i < p->count; i++)
         if (p->segs[i].fd >= 0)
             close(p->segs[i].fd);
     free(p->segs);
+    free(p->groups);
     free(p->producers);
     free(p->aborted);
 }
@@ -219,9 +192,10 @@ static int make_plan(struct partition_log *log, int64_t first_dirty, int64_t now
         return 0;
 
     plan->segs = calloc(k, sizeof *plan->segs);
+    plan->groups = calloc(k, sizeof *plan->groups);
     plan->producer_cap = log->producers ? producer_state_count(log->producers) : 0;
     plan->producers = calloc(plan->producer_cap + 1, sizeof *plan->producers);
-    if (!plan->segs || !plan->producers)
+    if (!plan->segs || !plan->groups || !plan->producers)
         return ENOMEM;
     for (size_t i = 0; i < k; i++) {
         struct clean_segment *cs = &plan->segs[i];
@@ -231,6 +205,7 @@ static int make_plan(struct partition_log *log, int64_t first_dirty, int64_t now
         cs->base = s->base_offset;
         cs->next_base = log->segments[i + 1]->base_offset;
         cs->size = s->size;
+        cs->index_bytes = (int64_t)(s->index_count * sizeof(struct log_offset_entry));
         cs->fd = dup(s->log_fd);
         plan->count = i + 1;
         if (cs->fd < 0 || fstat(cs->fd, &st) != 0)
@@ -396,12 +371,38 @@ static int64_t timespec_ms(struct timespec t)
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* Write <base>.log.cleaned with what survives of segment i; sets
- * cs->rewritten when anything changed (the file is removed otherwise).
- * Returns 0 or an errno value. */
-static int rewrite_segment(struct partition_log *log, const struct clean_plan *plan, size_t i,
-                           const struct log_offset_map *map, struct clean_txn *txn,
-                           int64_t now_ms)
+/* Group consecutive segments as Kafka's groupSegmentsBySize does: a group
+ * grows while its members' .log bytes stay within segment.bytes, their
+ * offset indexes within segment.index.bytes, and its offsets relative to
+ * its base fit the index's int32. A segment over a bound alone is a group. */
+static void plan_groups(struct clean_plan *plan)
+{
+    const struct log_config *cfg = &plan->cfg;
+    plan->group_count = 0;
+    for (size_t i = 0; i < plan->count;) {
+        size_t first = i;
+        int64_t bytes = plan->segs[i].size, index_bytes = plan->segs[i].index_bytes;
+        for (i++; i < plan->count; i++) {
+            const struct clean_segment *cs = &plan->segs[i];
+            if (bytes + cs->size > cfg->segment_bytes ||
+                (cfg->segment_index_bytes > 0 &&
+                 index_bytes + cs->index_bytes > cfg->segment_index_bytes) ||
+                cs->next_base - 1 - plan->segs[first].base > INT32_MAX)
+                break;
+            bytes += cs->size;
+            index_bytes += cs->index_bytes;
+        }
+        plan->groups[plan->group_count++] = (struct clean_group){.first = first,
+                                                                 .count = i - first};
+    }
+}
+
+/* Append what survives of segment i to o. *changed is set when a record or
+ * batch went, *unwalked when bytes the walk could not read remain. Sets
+ * cs->out_bytes. Returns 0 or an errno value. */
+static int rewrite_member(struct partition_log *log, struct clean_plan *plan, size_t i,
+                          const struct log_offset_map *map, struct clean_txn *txn,
+                          int64_t now_ms, struct out_file *o, bool *changed, bool *unwalked)
 {
     struct clean_segment *cs = &plan->segs[i];
     /* Tombstones go once delete.retention.ms has passed since their segment
@@ -412,15 +413,10 @@ static int rewrite_segment(struct partition_log *log, const struct clean_plan *p
         .drop_tombstones = was_clean && plan->cfg.delete_retention_ms < INT64_MAX &&
                            timespec_ms(cs->mtime) + plan->cfg.delete_retention_ms < now_ms,
     };
-    char *path = log_segment_path(log->dir, cs->base, ".log.cleaned");
-    struct out_file o = {.fd = -1, .buf = malloc(CLEAN_WRITE_BUF)};
+    int64_t out_start = o->written + (int64_t)o->len;
     uint8_t *scratch = NULL;
     size_t scratch_cap = 0;
-    int rc = (path && o.buf) ? 0 : ENOMEM;
-    if (rc == 0 && (o.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
-        rc = errno;
-    bool changed = false;
-    size_t gone_mark = txn->gone.count;
+    int rc = 0;
     struct log_scanner scan;
     log_scanner_init(&scan, cs->fd, cs->size, CLEAN_READ_BUF);
     int64_t pos = 0;
@@ -433,9 +429,9 @@ static int rewrite_segment(struct partition_log *log, const struct clean_plan *p
             bool drop = false;
             rc = clean_txn_control_batch(txn, &h, p, total, keep.drop_tombstones, &drop);
             if (rc == 0 && drop)
-                changed = true;
+                *changed = true;
             else if (rc == 0)
-                rc = out_append(&o, p, total);
+                rc = out_append(o, p, total);
             continue;
         }
         bool keep_empty = h.producer_id >= 0 &&
@@ -444,7 +440,7 @@ static int rewrite_segment(struct partition_log *log, const struct clean_plan *p
         if (rc != 0)
             break;
         if (keep.drop_all && !keep_empty) {
-            changed = true; /* aborted: records and all */
+            *changed = true; /* aborted: records and all */
             continue;
         }
         int codec = record_batch_compression(&h);
@@ -456,7 +452,7 @@ static int rewrite_segment(struct partition_log *log, const struct clean_plan *p
                                        &plain_len, why, sizeof why) != 0) {
             logger_warn("log", "%s: keeping an unreadable compressed batch at offset %" PRId64
                         ": %s", log->dir, h.base_offset, why);
-            rc = out_append(&o, p, total);
+            rc = out_append(o, p, total);
             continue;
         }
         if (scratch_cap < plain_len) {
@@ -482,195 +478,134 @@ static int rewrite_segment(struct partition_log *log, const struct clean_plan *p
         /* An emptied batch kept for its producer is written uncompressed,
          * as Kafka writes it: there is nothing to compress. */
         if (outcome == LOG_CLEAN_BATCH_SOME) {
-            changed = true;
-            rc = out_append(&o, packed ? packed : scratch, new_len);
+            *changed = true;
+            rc = out_append(o, packed ? packed : scratch, new_len);
         } else if (outcome == LOG_CLEAN_BATCH_NONE) {
-            changed = true;
+            *changed = true;
         } else {
-            rc = out_append(&o, p, total); /* all kept, or unreadable: keep it */
+            rc = out_append(o, p, total); /* all kept, or unreadable: keep it */
         }
         free(packed);
         free(plain);
     }
     if (rc == 0 && scan.io_error)
         rc = EIO;
-    if (rc == 0 && pos != cs->size && changed) {
-        /* Unreadable bytes mid-segment: leave the segment as it is rather
-         * than lose whatever follows them. */
+    if (rc == 0 && pos != cs->size) {
         logger_warn("log", "%s: segment %" PRId64 " has unreadable data at position %" PRId64
                     "; not cleaning it", log->dir, cs->base, pos);
-        changed = false;
+        *unwalked = true;
     }
-    if (!changed)
-        clean_txn_segment_kept(txn, gone_mark, rc == 0 && pos != cs->size);
     log_scanner_free(&scan);
+    free(scratch);
+    cs->out_bytes = o->written + (int64_t)o->len - out_start;
+    return rc;
+}
+
+/* An empty, synced <base>.log.cleaned: the segment was cleaned to nothing. */
+static int write_empty_cleaned(const char *dir, int64_t base)
+{
+    char *path = log_segment_path(dir, base, ".log.cleaned");
+    if (!path)
+        return ENOMEM;
+    int rc = 0, fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        rc = errno;
+    else if (fsync(fd) != 0)
+        rc = errno;
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0)
+        unlink(path);
+    free(path);
+    return rc;
+}
+
+/* Members at the end of group gi that kept nothing leave it, each as its
+ * own empty group: a .swap then always covers its members with its own
+ * offsets, which is how start-up finds them (see the swap code). */
+static int split_empty_tail(struct partition_log *log, struct clean_plan *plan, size_t gi)
+{
+    struct clean_group *g = &plan->groups[gi];
+    size_t keep = g->count;
+    while (keep > 1 && plan->segs[g->first + keep - 1].out_bytes == 0)
+        keep--;
+    size_t tail = g->count - keep;
+    if (tail == 0)
+        return 0;
+    size_t first = g->first;
+    memmove(&plan->groups[gi + 1 + tail], &plan->groups[gi + 1],
+            (plan->group_count - gi - 1) * sizeof *plan->groups);
+    plan->group_count += tail;
+    g->count = keep;
+    int rc = 0;
+    for (size_t t = 0; t < tail; t++) {
+        size_t s = first + keep + t;
+        plan->groups[gi + 1 + t] = (struct clean_group){.first = s, .count = 1};
+        if (rc == 0 && (rc = write_empty_cleaned(log->dir, plan->segs[s].base)) == 0)
+            plan->groups[gi + 1 + t].rewritten = true;
+    }
+    return rc;
+}
+
+/* Write <group base>.log.cleaned with what survives of the members of
+ * group gi; it is kept (group->rewritten) when anything changed or members
+ * merge, removed otherwise. *next: the group after it (split_empty_tail
+ * may add some). Returns 0 or an errno value. */
+static int rewrite_group(struct partition_log *log, struct clean_plan *plan, size_t gi,
+                         const struct log_offset_map *map, struct clean_txn *txn,
+                         int64_t now_ms, size_t *next)
+{
+    struct clean_group *g = &plan->groups[gi];
+    *next = gi + 1;
+    char *path = log_segment_path(log->dir, plan->segs[g->first].base, ".log.cleaned");
+    struct out_file o = {.fd = -1, .buf = malloc(CLEAN_WRITE_BUF)};
+    int rc = (path && o.buf) ? 0 : ENOMEM;
+    if (rc == 0 && (o.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+        rc = errno;
+    bool changed = false, unwalked = false, all_clean = true;
+    struct timespec newest = {0};
+    size_t gone_mark = txn->gone.count;
+    int64_t size = 0;
+    for (size_t k = 0; k < g->count; k++) {
+        const struct clean_segment *cs = &plan->segs[g->first + k];
+        size += cs->size;
+        all_clean = all_clean && cs->next_base <= plan->first_dirty;
+        if (cs->mtime.tv_sec > newest.tv_sec ||
+            (cs->mtime.tv_sec == newest.tv_sec && cs->mtime.tv_nsec > newest.tv_nsec))
+            newest = cs->mtime;
+        if (rc == 0)
+            rc = rewrite_member(log, plan, g->first + k, map, txn, now_ms, &o, &changed,
+                                &unwalked);
+    }
+    /* Unreadable bytes: leave the members as they are rather than lose
+     * whatever follows them. */
+    bool write = rc == 0 && !unwalked && (changed || g->count > 1);
+    if (!write)
+        clean_txn_segment_kept(txn, gone_mark, rc == 0 && unwalked);
     if (rc == 0)
         rc = out_flush(&o);
-    if (rc == 0 && changed && was_clean) {
-        /* Keep the first-clean time as the tombstone clock. */
-        struct timespec times[2] = {{.tv_sec = 0, .tv_nsec = UTIME_OMIT}, cs->mtime};
+    if (rc == 0 && write && all_clean) {
+        /* Keep the first-clean time as the tombstone clock; of several
+         * members the newest, so no tombstone goes early. */
+        struct timespec times[2] = {{.tv_sec = 0, .tv_nsec = UTIME_OMIT}, newest};
         if (futimens(o.fd, times) != 0)
             rc = errno;
     }
-    if (rc == 0 && changed && fsync(o.fd) != 0)
+    if (rc == 0 && write && fsync(o.fd) != 0)
         rc = errno;
     if (o.fd >= 0)
         close(o.fd);
-    if (path && (rc != 0 || !changed))
+    if (path && (rc != 0 || !write))
         unlink(path);
-    cs->rewritten = rc == 0 && changed;
-    cs->new_size = cs->rewritten ? o.written : cs->size;
-    free(scratch);
+    g->rewritten = rc == 0 && write;
+    g->new_size = g->rewritten ? o.written : size;
     free(o.buf);
     free(path);
-    return rc;
-}
-
-/* ---- swapping the rewritten segments in ---- */
-
-static int fsync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return errno;
-    int rc = fsync(fd) == 0 ? 0 : errno;
-    close(fd);
-    return rc;
-}
-
-static void remove_cleaned(struct partition_log *log, const struct clean_plan *plan,
-                           const char *ext)
-{
-    for (size_t i = 0; i < plan->count; i++) {
-        if (!plan->segs[i].rewritten)
-            continue;
-        char *path = log_segment_path(log->dir, plan->segs[i].base, ext);
-        if (path)
-            unlink(path);
-        free(path);
+    if (rc == 0 && g->rewritten && g->count > 1) {
+        size_t before = plan->group_count;
+        rc = split_empty_tail(log, plan, gi);
+        *next = gi + 1 + (plan->group_count - before);
     }
-}
-
-static int rename_ext(const char *dir, int64_t base, const char *from, const char *to)
-{
-    char *a = log_segment_path(dir, base, from), *b = log_segment_path(dir, base, to);
-    int rc = (a && b) ? (rename(a, b) == 0 ? 0 : errno) : ENOMEM;
-    free(a);
-    free(b);
-    return rc;
-}
-
-static void unlink_ext(const char *dir, int64_t base, const char *ext)
-{
-    char *path = log_segment_path(dir, base, ext);
-    if (path && unlink(path) != 0 && errno != ENOENT)
-        logger_warn("log", "cannot remove %s: %s", path, strerror(errno));
-    free(path);
-}
-
-/* Index of the live segment that cs captured, or SIZE_MAX when it is gone. */
-static size_t find_live(const struct partition_log *log, const struct clean_segment *cs)
-{
-    for (size_t j = 0; j + 1 < log->segment_count; j++)
-        if (log->segments[j] == cs->seg && log->segments[j]->base_offset == cs->base)
-            return j;
-    return SIZE_MAX;
-}
-
-/* Caller holds write_lock. Returns 0, ESTALE when the log changed under the
- * pass (nothing swapped), or another errno value. */
-static int swap_in(struct partition_log *log, struct clean_plan *plan,
-                   const struct clean_txn *txn, int64_t now_ms, enum log_clean_stop stop_after)
-{
-    if (atomic_load(&log->offline) || atomic_load(&log->deleted) ||
-        log->truncations != plan->truncations)
-        return ESTALE;
-    for (size_t i = 0; i < plan->count; i++)
-        if (plan->segs[i].rewritten && find_live(log, &plan->segs[i]) == SIZE_MAX)
-            return ESTALE;
-    if (stop_after == LOG_CLEAN_STOP_AFTER_CLEANED)
-        return 0;
-    /* Entries of dropped ABORT markers go before any marker does: an entry
-     * without its marker would make read_committed skip the producer's
-     * later batches, a marker without an entry (its data is gone) is
-     * harmless. */
-    int rc = txn->gone.count > 0
-                 ? partition_log_forget_aborted_locked(log, txn->gone.entries, txn->gone.count)
-                 : 0;
-    if (rc != 0)
-        return rc;
-    /* Oldest first: after a crash the completed swaps form a prefix, so a
-     * tombstone is never gone while older records of its key remain. */
-    size_t renamed = 0; /* segments up to here may have a .swap file */
-    for (; rc == 0 && renamed < plan->count; renamed++)
-        if (plan->segs[renamed].rewritten)
-            rc = rename_ext(log->dir, plan->segs[renamed].base, ".log.cleaned", ".log.swap");
-    if (rc == 0)
-        rc = fsync_dir(log->dir);
-    if (rc != 0) {
-        for (size_t i = 0; i < renamed; i++)
-            if (plan->segs[i].rewritten)
-                unlink_ext(log->dir, plan->segs[i].base, ".log.swap");
-        return rc;
-    }
-    if (stop_after == LOG_CLEAN_STOP_AFTER_SWAP)
-        return 0;
-    for (size_t i = 0; rc == 0 && i < plan->count; i++) {
-        struct clean_segment *cs = &plan->segs[i];
-        if (!cs->rewritten)
-            continue;
-        /* Stale indexes must not outlive their .log; a crash before the
-         * rebuild below leaves none, which readers treat as "scan". */
-        unlink_ext(log->dir, cs->base, ".index");
-        unlink_ext(log->dir, cs->base, ".timeindex");
-        rc = rename_ext(log->dir, cs->base, ".log.swap", ".log");
-    }
-    if (rc == 0)
-        rc = fsync_dir(log->dir);
-    for (size_t i = 0; rc == 0 && i < plan->count; i++) {
-        struct clean_segment *cs = &plan->segs[i];
-        if (!cs->rewritten)
-            continue;
-        size_t j = find_live(log, cs);
-        struct log_segment *fresh;
-        bool truncated = false;
-        char err[256];
-        rc = log_segment_open(log->dir, cs->base, &log->cfg, true, false, now_ms, &fresh,
-                              &truncated, err, sizeof err);
-        if (rc != 0) {
-            logger_error("log", "%s", err);
-            break;
-        }
-        fresh->next_offset = cs->seg->next_offset;
-        if (log_segment_flush(fresh) != 0)
-            logger_warn("log", "%s: cannot sync the indexes of cleaned segment %" PRId64,
-                        log->dir, cs->base);
-        pthread_rwlock_wrlock(&log->lock);
-        log->segments[j] = fresh;
-        pthread_rwlock_unlock(&log->lock);
-        /* The paths now name the new files: close the old ones only. */
-        log_segment_close(cs->seg, false);
-        cs->seg = fresh;
-    }
-    /* Segments cleaned down to nothing go (their files and open fds), so a
-     * compacted log does not pile up empty segments. The first stays: it
-     * anchors the log start offset. Newest first keeps indexes valid. */
-    for (size_t i = plan->count; rc == 0 && i-- > 0;) {
-        const struct clean_segment *cs = &plan->segs[i];
-        size_t j = cs->rewritten && cs->new_size == 0 ? find_live(log, cs) : SIZE_MAX;
-        if (j == SIZE_MAX || j == 0)
-            continue;
-        struct log_segment *gone = log->segments[j];
-        pthread_rwlock_wrlock(&log->lock);
-        log->segments[j - 1]->next_offset = gone->next_offset;
-        memmove(&log->segments[j], &log->segments[j + 1],
-                (log->segment_count - j - 1) * sizeof *log->segments);
-        log->segment_count--;
-        pthread_rwlock_unlock(&log->lock);
-        log_segment_close(gone, true);
-    }
-    if (rc != 0)
-        partition_log_mark_offline(log, "swapping in a cleaned segment", rc);
     return rc;
 }
 
@@ -707,31 +642,37 @@ int partition_log_clean(struct partition_log *log, int64_t first_dirty, int64_t 
         plan.segs[i].fd = -1;
     }
     plan.count = end;
+    plan_groups(&plan);
     struct clean_txn txn;
     if (rc == 0)
         rc = clean_txn_init(&txn, plan.aborted, plan.aborted_count);
     else
         memset(&txn, 0, sizeof txn);
-    for (size_t i = 0; rc == 0 && i < plan.count; i++) {
-        rc = rewrite_segment(log, &plan, i, &map, &txn, now_ms);
-        out->bytes_before += plan.segs[i].size;
-        out->bytes_after += plan.segs[i].new_size;
-        out->segments_rewritten += plan.segs[i].rewritten ? 1 : 0;
+    for (size_t g = 0, next; rc == 0 && g < plan.group_count; g = next)
+        rc = rewrite_group(log, &plan, g, &map, &txn, now_ms, &next);
+    for (size_t g = 0; rc == 0 && g < plan.group_count; g++) {
+        const struct clean_group *grp = &plan.groups[g];
+        int64_t size = 0;
+        for (size_t k = 0; k < grp->count; k++)
+            size += plan.segs[grp->first + k].size;
+        out->bytes_before += size;
+        out->bytes_after += grp->new_size;
+        out->segments_rewritten += grp->rewritten ? (int)grp->count : 0;
     }
     log_offset_map_free(&map);
     if (rc != 0) {
-        remove_cleaned(log, &plan, ".log.cleaned");
+        clean_remove_output(log->dir, &plan, ".log.cleaned");
         clean_txn_free(&txn);
         plan_free(&plan);
         return rc;
     }
 
     pthread_mutex_lock(&log->write_lock);
-    rc = swap_in(log, &plan, &txn, now_ms, opt->stop_after);
+    rc = clean_swap_in(log, &plan, &txn, now_ms, opt->stop_after);
     pthread_mutex_unlock(&log->write_lock);
     clean_txn_free(&txn);
     if (rc != 0)
-        remove_cleaned(log, &plan, ".log.cleaned");
+        clean_remove_output(log->dir, &plan, ".log.cleaned");
     if (rc == ESTALE) {
         /* Retention, truncation or deletion got there first: try again later. */
         out->segments_rewritten = 0;
@@ -744,44 +685,4 @@ int partition_log_clean(struct partition_log *log, int64_t first_dirty, int64_t 
     }
     plan_free(&plan);
     return rc;
-}
-
-/* ---- start-up ---- */
-
-int partition_log_clean_recover_files(const char *dir, struct partition_dir_scan *scan,
-                                      const struct log_config *cfg, int64_t now_ms, char *err,
-                                      size_t errlen)
-{
-    for (size_t i = 0; i < scan->cleaned.count; i++) {
-        logger_info("log", "%s: removing unfinished cleaner output %020" PRId64 ".log.cleaned",
-                    dir, scan->cleaned.bases[i]);
-        unlink_ext(dir, scan->cleaned.bases[i], ".log.cleaned");
-    }
-    int completed = 0, rc = 0;
-    for (size_t i = 0; rc == 0 && i < scan->swaps.count; i++) {
-        int64_t base = scan->swaps.bases[i];
-        /* Durable and complete before it was renamed: finish the swap.
-         * The old indexes describe the old file; opening the segment
-         * rebuilds them. */
-        logger_info("log", "%s: completing the swap of cleaned segment %020" PRId64 ".log.swap",
-                    dir, base);
-        unlink_ext(dir, base, ".index");
-        unlink_ext(dir, base, ".timeindex");
-        rc = rename_ext(dir, base, ".log.swap", ".log");
-        struct log_segment *seg;
-        bool truncated = false;
-        if (rc != 0)
-            snprintf(err, errlen, "cannot complete %s/%020" PRId64 ".log.swap: %s", dir, base,
-                     strerror(rc));
-        else if ((rc = log_segment_open(dir, base, cfg, true, false, now_ms, &seg, &truncated,
-                                        err, errlen)) == 0)
-            log_segment_close(seg, false);
-        if (rc == 0 && (rc = partition_dir_scan_add_segment(scan, base)) != 0)
-            snprintf(err, errlen, "out of memory listing %s", dir);
-        if (rc == 0)
-            completed++;
-    }
-    if (rc == 0 && completed > 0 && (rc = fsync_dir(dir)) != 0)
-        snprintf(err, errlen, "cannot sync %s: %s", dir, strerror(rc));
-    return rc == 0 ? completed : -1;
 }

@@ -147,9 +147,9 @@ int partition_dir_scan(const char *dir, struct partition_dir_scan *out);
 int partition_dir_scan_add_segment(struct partition_dir_scan *scan, int64_t base);
 void partition_dir_scan_free(struct partition_dir_scan *scan);
 
-/* Delete the scan's *.cleaned files and complete its *.swap ones (replace
- * the .log, rebuild its indexes), adding each completed one to the scan's
- * segments. Runs before the segments are opened. Returns how many swaps
+/* Delete the scan's *.cleaned files and complete its *.swap ones (retire
+ * the segments merged into each, replace the .log, rebuild its indexes),
+ * keeping the scan's segments in step. Runs before the segments are opened. Returns how many swaps
  * were completed, or -1 with err. */
 int partition_log_clean_recover_files(const char *dir, struct partition_dir_scan *scan,
                                       const struct log_config *cfg, int64_t now_ms, char *err,

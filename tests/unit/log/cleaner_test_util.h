@@ -1,14 +1,19 @@
 /* Fixture of the cleaner tests: one partition log in a temporary directory,
  * a compacted-topic config with small segments and the cleaner options,
  * plus the single-record writes (KEYS keys overwritten WRITES times) and
- * the record reader the plain-batch cleaner tests check compaction with.
+ * the record reader the plain-batch cleaner tests check compaction with,
+ * and the file counters and read_committed reader of the transaction,
+ * recovery and merge tests.
  * Include from one test file each (it defines that file's g_dir). */
 #ifndef CAIRN_TEST_CLEANER_TEST_UTIL_H
 #define CAIRN_TEST_CLEANER_TEST_UTIL_H
 
+#include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log/log_cleaner.h"
+#include "log/txn_index.h"
 #include "log_test_util.h"
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
@@ -234,6 +239,130 @@ static inline size_t count_key(const struct rec *recs, size_t n, const char *key
     for (size_t i = 0; i < n; i++)
         c += strcmp(recs[i].key, key) == 0 && (!value || strcmp(recs[i].value, value) == 0);
     return c;
+}
+
+/* ---- files, transactions and a read_committed reader ---- */
+
+/* Files of the test dir whose names end with suffix. */
+static inline size_t count_files(const char *suffix)
+{
+    DIR *d = opendir(g_dir);
+    assert_non_null(d);
+    size_t n = 0, slen = strlen(suffix);
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        size_t len = strlen(ent->d_name);
+        if (len > slen && strcmp(ent->d_name + len - slen, suffix) == 0)
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Entries of all .txnindex files of the log. */
+static inline size_t txnindex_file_entries(void)
+{
+    DIR *d = opendir(g_dir);
+    assert_non_null(d);
+    size_t entries = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len < 9 || strcmp(de->d_name + len - 9, ".txnindex") != 0)
+            continue;
+        char path[600];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", g_dir, de->d_name);
+        assert_int_equal(stat(path, &st), 0);
+        entries += (size_t)st.st_size / TXN_INDEX_ENTRY_SIZE;
+    }
+    closedir(d);
+    return entries;
+}
+
+/* ---- a read_committed consumer, as clients apply the aborted list ---- */
+
+struct aborted_list {
+    int64_t producer_id[64];
+    int64_t first_offset[64];
+    bool consumed[64];
+    size_t n;
+};
+
+static inline void collect_aborted(void *arg, int64_t producer_id, int64_t first_offset)
+{
+    struct aborted_list *a = arg;
+    assert_true(a->n < 64);
+    a->producer_id[a->n] = producer_id;
+    a->first_offset[a->n++] = first_offset;
+}
+
+struct committed_read {
+    struct aborted_list aborted;
+    int64_t skipping[64]; /* producers inside an aborted transaction */
+    size_t skipping_count;
+    struct read_all_ctx records;
+};
+
+static inline bool is_skipping(const struct committed_read *c, int64_t pid)
+{
+    for (size_t i = 0; i < c->skipping_count; i++)
+        if (c->skipping[i] == pid)
+            return true;
+    return false;
+}
+
+/* As Kafka clients read: a transactional batch of a producer with an
+ * unconsumed aborted entry starting at or before it opens an aborted
+ * transaction, whose batches are not delivered; an ABORT marker consumes
+ * its producer's entries up to it and closes the transaction. */
+static inline void read_committed_batch(void *arg, const uint8_t *batch, size_t len)
+{
+    struct committed_read *c = arg;
+    struct record_batch_header h;
+    record_batch_parse_header(batch, len, &h);
+    bool control = record_batch_is_control(&h);
+    if (!record_batch_is_transactional(&h)) {
+        collect_records(&c->records, batch, len);
+        return;
+    }
+    for (size_t i = 0; i < c->aborted.n; i++)
+        if (!c->aborted.consumed[i] && c->aborted.producer_id[i] == h.producer_id &&
+            c->aborted.first_offset[i] <= h.base_offset) {
+            c->aborted.consumed[i] = true;
+            if (!control && !is_skipping(c, h.producer_id))
+                c->skipping[c->skipping_count++] = h.producer_id;
+        }
+    if (control) {
+        for (size_t i = 0; i < c->skipping_count; i++)
+            if (c->skipping[i] == h.producer_id)
+                c->skipping[i--] = c->skipping[--c->skipping_count];
+        return;
+    }
+    if (!is_skipping(c, h.producer_id))
+        collect_records(&c->records, batch, len);
+}
+
+/* What a read_committed consumer reading from the log start gets. */
+static inline size_t read_committed(struct partition_log *log, struct rec *out, size_t cap)
+{
+    struct committed_read *c = calloc(1, sizeof *c);
+    assert_non_null(c);
+    partition_log_aborted_txns(log, partition_log_start_offset(log), INT64_MAX, collect_aborted,
+                               &c->aborted);
+    c->records = (struct read_all_ctx){out, 0, cap};
+    for_each_batch(log, read_committed_batch, c);
+    size_t n = c->records.n;
+    free(c);
+    return n;
+}
+
+static inline int64_t marker(struct partition_log *log, int64_t pid, bool commit)
+{
+    int64_t offset = -1;
+    assert_int_equal(partition_log_append_txn_marker(log, pid, 0, 0, commit, 0, &offset),
+                     KAFKA_ERR_NONE);
+    return offset;
 }
 
 #endif

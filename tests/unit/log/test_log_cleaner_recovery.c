@@ -16,21 +16,6 @@
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
 
-static size_t count_files(const char *suffix)
-{
-    DIR *d = opendir(g_dir);
-    assert_non_null(d);
-    size_t n = 0, slen = strlen(suffix);
-    struct dirent *ent;
-    while ((ent = readdir(d)) != NULL) {
-        size_t len = strlen(ent->d_name);
-        if (len > slen && strcmp(ent->d_name + len - slen, suffix) == 0)
-            n++;
-    }
-    closedir(d);
-    return n;
-}
-
 static void test_crash_after_cleaned(void **state)
 {
     (void)state;

@@ -67,104 +67,6 @@ static size_t count_markers(const struct batch_list *l, bool abort)
     return c;
 }
 
-/* Entries of all .txnindex files of the log. */
-static size_t txnindex_file_entries(void)
-{
-    DIR *d = opendir(g_dir);
-    assert_non_null(d);
-    size_t entries = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        size_t len = strlen(de->d_name);
-        if (len < 9 || strcmp(de->d_name + len - 9, ".txnindex") != 0)
-            continue;
-        char path[600];
-        struct stat st;
-        snprintf(path, sizeof path, "%s/%s", g_dir, de->d_name);
-        assert_int_equal(stat(path, &st), 0);
-        entries += (size_t)st.st_size / TXN_INDEX_ENTRY_SIZE;
-    }
-    closedir(d);
-    return entries;
-}
-
-/* ---- a read_committed consumer, as clients apply the aborted list ---- */
-
-struct aborted_list {
-    int64_t producer_id[64];
-    int64_t first_offset[64];
-    bool consumed[64];
-    size_t n;
-};
-
-static void collect_aborted(void *arg, int64_t producer_id, int64_t first_offset)
-{
-    struct aborted_list *a = arg;
-    assert_true(a->n < 64);
-    a->producer_id[a->n] = producer_id;
-    a->first_offset[a->n++] = first_offset;
-}
-
-struct committed_read {
-    struct aborted_list aborted;
-    int64_t skipping[64]; /* producers inside an aborted transaction */
-    size_t skipping_count;
-    struct read_all_ctx records;
-};
-
-static bool is_skipping(const struct committed_read *c, int64_t pid)
-{
-    for (size_t i = 0; i < c->skipping_count; i++)
-        if (c->skipping[i] == pid)
-            return true;
-    return false;
-}
-
-/* As Kafka clients read: a transactional batch of a producer with an
- * unconsumed aborted entry starting at or before it opens an aborted
- * transaction, whose batches are not delivered; an ABORT marker consumes
- * its producer's entries up to it and closes the transaction. */
-static void read_committed_batch(void *arg, const uint8_t *batch, size_t len)
-{
-    struct committed_read *c = arg;
-    struct record_batch_header h;
-    record_batch_parse_header(batch, len, &h);
-    bool control = record_batch_is_control(&h);
-    if (!record_batch_is_transactional(&h)) {
-        collect_records(&c->records, batch, len);
-        return;
-    }
-    for (size_t i = 0; i < c->aborted.n; i++)
-        if (!c->aborted.consumed[i] && c->aborted.producer_id[i] == h.producer_id &&
-            c->aborted.first_offset[i] <= h.base_offset) {
-            c->aborted.consumed[i] = true;
-            if (!control && !is_skipping(c, h.producer_id))
-                c->skipping[c->skipping_count++] = h.producer_id;
-        }
-    if (control) {
-        for (size_t i = 0; i < c->skipping_count; i++)
-            if (c->skipping[i] == h.producer_id)
-                c->skipping[i--] = c->skipping[--c->skipping_count];
-        return;
-    }
-    if (!is_skipping(c, h.producer_id))
-        collect_records(&c->records, batch, len);
-}
-
-/* What a read_committed consumer reading from the log start gets. */
-static size_t read_committed(struct partition_log *log, struct rec *out, size_t cap)
-{
-    struct committed_read *c = calloc(1, sizeof *c);
-    assert_non_null(c);
-    partition_log_aborted_txns(log, partition_log_start_offset(log), INT64_MAX, collect_aborted,
-                               &c->aborted);
-    c->records = (struct read_all_ctx){out, 0, cap};
-    for_each_batch(log, read_committed_batch, c);
-    size_t n = c->records.n;
-    free(c);
-    return n;
-}
-
 static void fill(struct partition_log *log, int count)
 {
     char key[8];
@@ -172,14 +74,6 @@ static void fill(struct partition_log *log, int count)
         snprintf(key, sizeof key, "f%d", i % 3);
         put(log, key, "filler");
     }
-}
-
-static int64_t marker(struct partition_log *log, int64_t pid, bool commit)
-{
-    int64_t offset = -1;
-    assert_int_equal(partition_log_append_txn_marker(log, pid, 0, 0, commit, 0, &offset),
-                     KAFKA_ERR_NONE);
-    return offset;
 }
 
 static void test_aborted_records_go(void **state)
