@@ -8,6 +8,7 @@
 #include "raw_kafka.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -91,6 +92,24 @@ long long harness_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+long long broker_active_segment_base(const struct test_broker *b, const char *partition_dir)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", b->data_dir, partition_dir);
+    DIR *d = opendir(path);
+    if (!d)
+        fail_msg("cannot list %s: %s", path, strerror(errno));
+    long long best = -1;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        size_t len = strlen(ent->d_name);
+        if (len == 24 && strcmp(ent->d_name + 20, ".log") == 0 && atoll(ent->d_name) > best)
+            best = atoll(ent->d_name);
+    }
+    closedir(d);
+    return best;
 }
 
 static void harness_sleep_ms(int ms)

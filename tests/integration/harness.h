@@ -68,4 +68,10 @@ const char *broker_binary(void);
 /* Milliseconds on a monotonic clock. */
 long long harness_now_ms(void);
 
+/* Greatest segment base offset in one of the broker's partition dirs
+ * ("topic-0"): the active segment's, which shows how much was written
+ * whatever the log cleaner did meanwhile. Fails the test when the dir
+ * cannot be read. */
+long long broker_active_segment_base(const struct test_broker *b, const char *partition_dir);
+
 #endif

@@ -64,25 +64,6 @@ static bool wait_shrunk(const struct test_broker *b, const char *partition_dir, 
     return false;
 }
 
-/* Greatest segment base offset in a partition dir: the active segment's,
- * proof of how much was written whatever the cleaner did meanwhile. */
-static long long active_base(const struct test_broker *b, const char *partition_dir)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", b->data_dir, partition_dir);
-    DIR *d = opendir(path);
-    assert_non_null(d);
-    long long best = -1;
-    struct dirent *ent;
-    while ((ent = readdir(d)) != NULL) {
-        size_t len = strlen(ent->d_name);
-        if (len == 24 && strcmp(ent->d_name + 20, ".log") == 0 && atoll(ent->d_name) > best)
-            best = atoll(ent->d_name);
-    }
-    closedir(d);
-    return best;
-}
-
 /* Writes v<i> for i in [from, to) to key k<i % KEYS>. k0 is written only
  * with tombstone: then its last write is a tombstone 300 records before the
  * end and it is not written after that. */
@@ -158,9 +139,9 @@ static void test_compacted_topic(void **state)
     produce_range(bootstrap, 0, WRITES, true);
     long long before = log_bytes(&broker, TOPIC "-0");
     fprintf(stderr, "[compaction] %d writes: %lld bytes of segments, active segment at %lld\n",
-            WRITES, before, active_base(&broker, TOPIC "-0"));
+            WRITES, before, broker_active_segment_base(&broker, TOPIC "-0"));
     /* Dozens of 4 KiB segments were written... */
-    assert_true(active_base(&broker, TOPIC "-0") > WRITES / 2);
+    assert_true(broker_active_segment_base(&broker, TOPIC "-0") > WRITES / 2);
     /* ...and shrink to a few records beside the active segment. */
     assert_true(wait_shrunk(&broker, TOPIC "-0", 8192, 20000));
 
@@ -248,9 +229,9 @@ static void test_consumer_offsets_compacted(void **state)
     rd_kafka_destroy(rk);
     fprintf(stderr, "[compaction] __consumer_offsets after %d commits: %lld bytes, active at %lld\n",
             COMMITS, log_bytes(&broker, "__consumer_offsets-0"),
-            active_base(&broker, "__consumer_offsets-0"));
+            broker_active_segment_base(&broker, "__consumer_offsets-0"));
     /* One record per commit went through many 4 KiB segments. */
-    assert_true(active_base(&broker, "__consumer_offsets-0") > COMMITS / 2);
+    assert_true(broker_active_segment_base(&broker, "__consumer_offsets-0") > COMMITS / 2);
     assert_true(wait_shrunk(&broker, "__consumer_offsets-0", 8192, 20000));
     assert_int_equal(committed_offset(bootstrap, "offsets-many"), COMMITS);
 
@@ -340,7 +321,7 @@ static void compacted_with_codec(const char *codec_name, int codec)
     assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
     /* Fillers of one other key until the active segment starts past the
      * keyed records, so that all of them are cleanable. */
-    for (int i = 0; i < Z_FILLERS && active_base(&broker, dir) < Z_WRITES; i++) {
+    for (int i = 0; i < Z_FILLERS && broker_active_segment_base(&broker, dir) < Z_WRITES; i++) {
         for (int j = 0; j < 10; j++) {
             snprintf(value, sizeof value, "filler %d", i * 10 + j);
             assert_int_equal(rk_produce_blocking(rk, topic, 0, "filler", 6, value,
@@ -367,7 +348,7 @@ static void compacted_with_codec(const char *codec_name, int codec)
     assert_int_equal(slot.err, RD_KAFKA_RESP_ERR_INVALID_RECORD);
     rk_producer_destroy(rk);
 
-    long long active = active_base(&broker, dir);
+    long long active = broker_active_segment_base(&broker, dir);
     assert_true(active >= Z_WRITES);
     /* 1000 records with 16 random bytes each cannot fit in 8 KiB, however
      * compressed: the partition shrinks to the latest record per key, a few

@@ -136,24 +136,6 @@ static void produce_late_transactions(const char *bootstrap)
     rk_producer_destroy(rk);
 }
 
-/* Greatest segment base offset: the active segment's. */
-static long long active_base(const struct test_broker *b)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", b->data_dir, PARTITION_DIR);
-    DIR *d = opendir(path);
-    assert_non_null(d);
-    long long best = -1;
-    struct dirent *ent;
-    while ((ent = readdir(d)) != NULL) {
-        size_t len = strlen(ent->d_name);
-        if (len == 24 && strcmp(ent->d_name + 20, ".log") == 0 && atoll(ent->d_name) > best)
-            best = atoll(ent->d_name);
-    }
-    closedir(d);
-    return best;
-}
-
 /* Writes `rounds` x 10 non-transactional records of one key; returns the
  * offset of the first. */
 static int64_t produce_fillers(const char *bootstrap, int first, int rounds)
@@ -430,9 +412,10 @@ static const char *check_cleaned(long long started, struct marker_count all,
     int fillers = 0;
     int64_t first_filler = produce_fillers(bootstrap, fillers, 1);
     fillers += 10;
-    for (int i = 0; i < 100 && active_base(&broker) <= first_filler; i++, fillers += 10)
+    for (int i = 0; i < 100 && broker_active_segment_base(&broker, PARTITION_DIR) <= first_filler;
+         i++, fillers += 10)
         produce_fillers(bootstrap, fillers, 1);
-    assert_true(active_base(&broker) > first_filler);
+    assert_true(broker_active_segment_base(&broker, PARTITION_DIR) > first_filler);
 
     /* The cleaner drops the aborted batches and older committed copies. */
     deadline = harness_now_ms() + 20000;

@@ -45,6 +45,18 @@ static inline struct partition_log *open_log(const struct log_config *cfg)
 }
 
 /* cleanup.policy=compact, 1 KiB segments, cleanable from 10 % dirty. */
+/* Closes log, removes the producer snapshots and reopens it, so the
+ * producer state is rebuilt from the log alone. */
+static inline struct partition_log *reopen_without_snapshots(struct partition_log *log,
+                                                             const struct log_config *cfg)
+{
+    partition_log_close(log);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -f %s/*.snapshot", g_dir);
+    assert_int_equal(system(cmd), 0);
+    return open_log(cfg);
+}
+
 static inline void compact_config(struct log_config *cfg)
 {
     log_config_defaults(cfg);
