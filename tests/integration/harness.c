@@ -112,6 +112,50 @@ long long broker_active_segment_base(const struct test_broker *b, const char *pa
     return best;
 }
 
+int broker_each_stored_batch(const struct test_broker *b, const char *partition_dir,
+                             broker_batch_fn fn, void *ctx)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", b->data_dir, partition_dir);
+    DIR *d = opendir(path);
+    if (!d)
+        fail_msg("cannot list %s: %s", path, strerror(errno));
+    size_t cap = 1 << 16;
+    uint8_t *batch = malloc(cap);
+    assert_non_null(batch);
+    int seen = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        size_t len = strlen(ent->d_name);
+        if (len != 24 || strcmp(ent->d_name + 20, ".log") != 0)
+            continue;
+        char file[1400];
+        snprintf(file, sizeof file, "%s/%s", path, ent->d_name);
+        FILE *f = fopen(file, "rb");
+        if (!f)
+            continue;
+        while (fread(batch, 1, 12, f) == 12) {
+            size_t batch_len = (size_t)batch[8] << 24 | (size_t)batch[9] << 16 |
+                               (size_t)batch[10] << 8 | batch[11];
+            if (batch_len < 49 || batch_len > (64u << 20))
+                break;
+            if (12 + batch_len > cap) {
+                cap = 12 + batch_len;
+                batch = realloc(batch, cap);
+                assert_non_null(batch);
+            }
+            if (fread(batch + 12, 1, batch_len, f) != batch_len)
+                break;
+            fn(batch, 12 + batch_len, ctx);
+            seen++;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    free(batch);
+    return seen;
+}
+
 static void harness_sleep_ms(int ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};

@@ -74,4 +74,11 @@ long long harness_now_ms(void);
  * cannot be read. */
 long long broker_active_segment_base(const struct test_broker *b, const char *partition_dir);
 
+/* Calls fn for every whole record batch (log overhead included) stored in
+ * the .log files of one of the broker's partition dirs, file by file in
+ * directory order; a torn tail ends its file. Returns the batches seen. */
+typedef void (*broker_batch_fn)(const uint8_t *batch, size_t len, void *ctx);
+int broker_each_stored_batch(const struct test_broker *b, const char *partition_dir,
+                             broker_batch_fn fn, void *ctx);
+
 #endif

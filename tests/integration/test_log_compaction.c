@@ -244,42 +244,31 @@ static void test_consumer_offsets_compacted(void **state)
     broker_cleanup(&broker);
 }
 
+struct codec_count {
+    int codec;
+    long long max_base;
+    int count;
+};
+
+static void count_codec_batch(const uint8_t *batch, size_t len, void *arg)
+{
+    struct codec_count *c = arg;
+    (void)len;
+    long long base = 0;
+    for (int i = 0; i < 8; i++)
+        base = (base << 8) | batch[i];
+    if ((batch[22] & 0x07) == c->codec && base < c->max_base)
+        c->count++;
+}
+
 /* Batches compressed with `codec` and based below max_base in the .log
  * files of a partition dir. */
 static int count_codec_batches(const struct test_broker *b, const char *partition_dir, int codec,
                                long long max_base)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", b->data_dir, partition_dir);
-    DIR *d = opendir(path);
-    assert_non_null(d);
-    int count = 0;
-    struct dirent *ent;
-    while ((ent = readdir(d)) != NULL) {
-        size_t len = strlen(ent->d_name);
-        if (len != 24 || strcmp(ent->d_name + 20, ".log") != 0)
-            continue;
-        char file[1400];
-        snprintf(file, sizeof file, "%s/%s", path, ent->d_name);
-        FILE *f = fopen(file, "rb");
-        if (!f)
-            continue;
-        uint8_t hdr[61];
-        while (fread(hdr, 1, sizeof hdr, f) == sizeof hdr) {
-            long batch_len = ((long)hdr[8] << 24) | ((long)hdr[9] << 16) | ((long)hdr[10] << 8) |
-                             hdr[11];
-            long long base = 0;
-            for (int i = 0; i < 8; i++)
-                base = (base << 8) | hdr[i];
-            if ((hdr[22] & 0x07) == codec && base < max_base)
-                count++;
-            if (batch_len < 49 || fseek(f, batch_len + 12 - (long)sizeof hdr, SEEK_CUR) != 0)
-                break;
-        }
-        fclose(f);
-    }
-    closedir(d);
-    return count;
+    struct codec_count c = {codec, max_base, 0};
+    broker_each_stored_batch(b, partition_dir, count_codec_batch, &c);
+    return c.count;
 }
 
 #define Z_KEYS 10

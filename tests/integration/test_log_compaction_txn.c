@@ -315,52 +315,33 @@ struct marker_count {
     int aborts;
 };
 
-/* Counts the COMMIT and ABORT markers (control batches, attributes bit 5)
- * in the partition's .log files by reading each batch's first record key:
- * version int16, type int16 (0 abort, 1 commit). */
+/* A COMMIT or ABORT marker (control batch, attributes bit 5) counted by its
+ * first record's key: version int16, type int16 (0 abort, 1 commit). */
+static void count_marker(const uint8_t *batch, size_t total, void *arg)
+{
+    struct marker_count *c = arg;
+    if (!(batch[22] & 0x20) || read_be32(batch + 57) == 0)
+        return;
+    size_t pos = 61;
+    int64_t record_len = 0, ts_delta = 0, offset_delta = 0, key_len = 0;
+    assert_true(read_varint(batch, total, &pos, &record_len));
+    pos++; /* record attributes */
+    assert_true(read_varint(batch, total, &pos, &ts_delta));
+    assert_true(read_varint(batch, total, &pos, &offset_delta));
+    assert_true(read_varint(batch, total, &pos, &key_len));
+    assert_true(key_len >= 4 && pos + 4 <= total);
+    int type = (batch[pos + 2] << 8) | batch[pos + 3];
+    if (type == 1)
+        c->commits++;
+    else if (type == 0)
+        c->aborts++;
+}
+
+/* The markers left in the partition's .log files. */
 static struct marker_count count_markers(const struct test_broker *b)
 {
     struct marker_count c = {0, 0};
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", b->data_dir, PARTITION_DIR);
-    DIR *d = opendir(path);
-    assert_non_null(d);
-    struct dirent *ent;
-    static uint8_t batch[1 << 16];
-    while ((ent = readdir(d)) != NULL) {
-        size_t len = strlen(ent->d_name);
-        if (len != 24 || strcmp(ent->d_name + 20, ".log") != 0)
-            continue;
-        char file[1400];
-        snprintf(file, sizeof file, "%s/%s", path, ent->d_name);
-        FILE *f = fopen(file, "rb");
-        if (!f)
-            continue;
-        while (fread(batch, 1, 12, f) == 12) {
-            uint32_t batch_len = read_be32(batch + 8);
-            if (batch_len < 49 || batch_len > sizeof batch - 12 ||
-                fread(batch + 12, 1, batch_len, f) != batch_len)
-                break;
-            size_t total = 12 + (size_t)batch_len;
-            if (!(batch[22] & 0x20) || read_be32(batch + 57) == 0)
-                continue;
-            size_t pos = 61;
-            int64_t record_len = 0, ts_delta = 0, offset_delta = 0, key_len = 0;
-            assert_true(read_varint(batch, total, &pos, &record_len));
-            pos++; /* record attributes */
-            assert_true(read_varint(batch, total, &pos, &ts_delta));
-            assert_true(read_varint(batch, total, &pos, &offset_delta));
-            assert_true(read_varint(batch, total, &pos, &key_len));
-            assert_true(key_len >= 4 && pos + 4 <= total);
-            int type = (batch[pos + 2] << 8) | batch[pos + 3];
-            if (type == 1)
-                c.commits++;
-            else if (type == 0)
-                c.aborts++;
-        }
-        fclose(f);
-    }
-    closedir(d);
+    broker_each_stored_batch(b, PARTITION_DIR, count_marker, &c);
     return c;
 }
 
