@@ -151,6 +151,20 @@ static struct abort_then_commit write_abort_then_commit(struct partition_log *lo
     return w;
 }
 
+/* After the ABORT marker of write_abort_then_commit went: its batch and
+ * entry are gone, the COMMIT stays, and read_committed still sees k2. */
+static void assert_abort_dropped(struct partition_log *log, struct batch_list *l,
+                                 const struct abort_then_commit *w)
+{
+    list_batches(log, l);
+    assert_null(batch_at(l, w->abort_at));
+    assert_non_null(batch_at(l, w->commit_at));
+    assert_int_equal(partition_log_aborted_txns(log, 0, INT64_MAX, NULL, NULL), 0);
+    struct rec recs[128];
+    size_t n = read_committed(log, recs, 128);
+    assert_int_equal(count_key(recs, n, "k2", "kept"), 1);
+}
+
 static void test_abort_marker_expires(void **state)
 {
     (void)state;
@@ -159,7 +173,7 @@ static void test_abort_marker_expires(void **state)
     cfg.delete_retention_ms = RETENTION_MS;
     struct partition_log *log = open_log(&cfg);
     struct abort_then_commit w = write_abort_then_commit(log);
-    int64_t bad = w.bad, abort_at = w.abort_at, commit_at = w.commit_at;
+    int64_t bad = w.bad, abort_at = w.abort_at;
 
     int64_t now = clock_wall_ms();
     struct log_clean_result res;
@@ -186,22 +200,14 @@ static void test_abort_marker_expires(void **state)
     assert_int_equal(partition_log_clean(log, first_dirty, now + 2 * RETENTION_MS, &force, &res),
                      0);
     assert_true(res.cleaned);
-    list_batches(log, l);
-    assert_null(batch_at(l, abort_at));
-    assert_non_null(batch_at(l, commit_at));
+    assert_abort_dropped(log, l, &w);
     assert_int_equal(count_markers(l, true), 0);
-    assert_int_equal(partition_log_aborted_txns(log, 0, INT64_MAX, NULL, NULL), 0);
     assert_int_equal(txnindex_file_entries(), 0);
 
     partition_log_close(log);
     log = open_log(&cfg);
-    assert_int_equal(partition_log_aborted_txns(log, 0, INT64_MAX, NULL, NULL), 0);
-    list_batches(log, l);
-    assert_null(batch_at(l, abort_at));
+    assert_abort_dropped(log, l, &w);
     assert_int_equal(count_markers(l, false), 1);
-    struct rec recs[128];
-    size_t n = read_committed(log, recs, 128);
-    assert_int_equal(count_key(recs, n, "k2", "kept"), 1);
     free(l);
     partition_log_close(log);
 }
@@ -242,13 +248,7 @@ static void test_abort_marker_crash(void **state)
     assert_int_equal(txnindex_file_entries(), 0);
     partition_log_close(log);
     log = open_log(&cfg);
-    list_batches(log, l);
-    assert_null(batch_at(l, w.abort_at));
-    assert_non_null(batch_at(l, w.commit_at));
-    assert_int_equal(partition_log_aborted_txns(log, 0, INT64_MAX, NULL, NULL), 0);
-    struct rec recs[128];
-    size_t n = read_committed(log, recs, 128);
-    assert_int_equal(count_key(recs, n, "k2", "kept"), 1);
+    assert_abort_dropped(log, l, &w);
     free(l);
     partition_log_close(log);
 }
