@@ -91,6 +91,16 @@ rd_kafka_t *rk_consumer_new(const char *bootstrap, const char *const *conf_pairs
     return rk;
 }
 
+void rk_expect_ok(rd_kafka_error_t *err, const char *what)
+{
+    if (err) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s: %s", what, rd_kafka_error_string(err));
+        rd_kafka_error_destroy(err);
+        fail_msg("%s", msg);
+    }
+}
+
 rd_kafka_resp_err_t rk_produce_blocking(rd_kafka_t *rk, const char *topic, int32_t partition,
                                         const void *key, size_t key_len, const void *value,
                                         size_t value_len, int64_t timestamp,

@@ -89,6 +89,10 @@ struct rk_delivery_slot {
     bool done;
 };
 
+/* Fails the test with `what` and librdkafka's message when err is set
+ * (and destroys it); nothing when err is NULL. */
+void rk_expect_ok(rd_kafka_error_t *err, const char *what);
+
 /* Produces one message, waiting (polling) while the local queue is full.
  * Returns librdkafka's error for the enqueue. */
 rd_kafka_resp_err_t rk_produce_blocking(rd_kafka_t *rk, const char *topic, int32_t partition,

@@ -68,16 +68,6 @@ static void single_expected(int key, char *buf, size_t len)
  * scenario under test. */
 static void (*expected_value)(int key, char *buf, size_t len) = single_expected;
 
-static void expect_ok(rd_kafka_error_t *err, const char *what)
-{
-    if (err) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s: %s", what, rd_kafka_error_string(err));
-        rd_kafka_error_destroy(err);
-        fail_msg("%s", msg);
-    }
-}
-
 /* Runs every round in its own transaction; batches of a few records so a
  * transaction spans several batches. */
 static void produce_transactions(const char *bootstrap)
@@ -85,10 +75,10 @@ static void produce_transactions(const char *bootstrap)
     const char *conf[] = {"transactional.id", "txn-compact", "transaction.timeout.ms", "30000",
                           "linger.ms", "5", "batch.num.messages", "4", NULL};
     rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
-    expect_ok(rd_kafka_init_transactions(rk, 30000), "init_transactions");
+    rk_expect_ok(rd_kafka_init_transactions(rk, 30000), "init_transactions");
     char key[32], value[160];
     for (int round = 0; round < ROUNDS; round++) {
-        expect_ok(rd_kafka_begin_transaction(rk), "begin_transaction");
+        rk_expect_ok(rd_kafka_begin_transaction(rk), "begin_transaction");
         for (int k = 0; k < keys_of_round(round); k++) {
             snprintf(key, sizeof key, "k%d", k);
             shared_value(round, k, value, sizeof value);
@@ -97,7 +87,7 @@ static void produce_transactions(const char *bootstrap)
                              RD_KAFKA_RESP_ERR_NO_ERROR);
         }
         if (round_commits(round)) {
-            expect_ok(rd_kafka_commit_transaction(rk, 30000), "commit_transaction");
+            rk_expect_ok(rd_kafka_commit_transaction(rk, 30000), "commit_transaction");
             continue;
         }
         for (int j = 0; j < ABORTED_ONLY_KEYS; j++) {
@@ -109,7 +99,7 @@ static void produce_transactions(const char *bootstrap)
         }
         /* Aborted data reaches the log before the ABORT marker. */
         assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
-        expect_ok(rd_kafka_abort_transaction(rk, 30000), "abort_transaction");
+        rk_expect_ok(rd_kafka_abort_transaction(rk, 30000), "abort_transaction");
     }
     assert_int_equal(rk_producer_stats(rk)->failed, 0);
     rk_producer_destroy(rk);
@@ -122,16 +112,16 @@ static void produce_late_transactions(const char *bootstrap)
     const char *conf[] = {"transactional.id", "txn-compact", "transaction.timeout.ms", "30000",
                           "linger.ms", "5", NULL};
     rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
-    expect_ok(rd_kafka_init_transactions(rk, 30000), "init_transactions (late)");
-    expect_ok(rd_kafka_begin_transaction(rk), "begin_transaction (late abort)");
+    rk_expect_ok(rd_kafka_init_transactions(rk, 30000), "init_transactions (late)");
+    rk_expect_ok(rd_kafka_begin_transaction(rk), "begin_transaction (late abort)");
     assert_int_equal(rk_produce_blocking(rk, TOPIC, 0, "ab-late", 7, "a late", 6, 0, NULL, NULL),
                      RD_KAFKA_RESP_ERR_NO_ERROR);
     assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
-    expect_ok(rd_kafka_abort_transaction(rk, 30000), "abort_transaction (late)");
-    expect_ok(rd_kafka_begin_transaction(rk), "begin_transaction (late commit)");
+    rk_expect_ok(rd_kafka_abort_transaction(rk, 30000), "abort_transaction (late)");
+    rk_expect_ok(rd_kafka_begin_transaction(rk), "begin_transaction (late commit)");
     assert_int_equal(rk_produce_blocking(rk, TOPIC, 0, "late", 4, "c late", 6, 0, NULL, NULL),
                      RD_KAFKA_RESP_ERR_NO_ERROR);
-    expect_ok(rd_kafka_commit_transaction(rk, 30000), "commit_transaction (late)");
+    rk_expect_ok(rd_kafka_commit_transaction(rk, 30000), "commit_transaction (late)");
     assert_int_equal(rk_producer_stats(rk)->failed, 0);
     rk_producer_destroy(rk);
 }
@@ -506,14 +496,14 @@ static void produce_interleaved(const char *bootstrap)
         const char *conf[] = {"transactional.id", ids[p], "transaction.timeout.ms", "30000",
                               "linger.ms", "0", NULL};
         producers[p] = rk_producer_new(bootstrap, conf);
-        expect_ok(rd_kafka_init_transactions(producers[p], 30000), "init_transactions");
+        rk_expect_ok(rd_kafka_init_transactions(producers[p], 30000), "init_transactions");
     }
     char key[32], value[160];
     for (int round = 0; round < INTERLEAVED_ROUNDS; round++) {
         rd_kafka_t *committer = producers[round % 2 == 0 ? 0 : 1];
         rd_kafka_t *aborter = producers[round % 2 == 0 ? 1 : 0];
-        expect_ok(rd_kafka_begin_transaction(committer), "begin_transaction (committer)");
-        expect_ok(rd_kafka_begin_transaction(aborter), "begin_transaction (aborter)");
+        rk_expect_ok(rd_kafka_begin_transaction(committer), "begin_transaction (committer)");
+        rk_expect_ok(rd_kafka_begin_transaction(aborter), "begin_transaction (aborter)");
         for (int k = 0; k < SHARED_KEYS; k++) {
             snprintf(key, sizeof key, "k%d", k);
             for (int side = 0; side < 2; side++) {
@@ -525,8 +515,8 @@ static void produce_interleaved(const char *bootstrap)
                 assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
             }
         }
-        expect_ok(rd_kafka_commit_transaction(committer, 30000), "commit_transaction");
-        expect_ok(rd_kafka_abort_transaction(aborter, 30000), "abort_transaction");
+        rk_expect_ok(rd_kafka_commit_transaction(committer, 30000), "commit_transaction");
+        rk_expect_ok(rd_kafka_abort_transaction(aborter, 30000), "abort_transaction");
     }
     for (int p = 0; p < 2; p++) {
         assert_int_equal(rk_producer_stats(producers[p])->failed, 0);

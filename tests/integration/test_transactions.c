@@ -427,29 +427,19 @@ static rd_kafka_t *txn_producer(struct test_broker *b, const char *txn_id)
     return rk_producer_new(broker_bootstrap(b), conf);
 }
 
-static void expect_ok(rd_kafka_error_t *err, const char *what)
-{
-    if (err) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s: %s", what, rd_kafka_error_string(err));
-        rd_kafka_error_destroy(err);
-        fail_msg("%s", msg);
-    }
-}
-
 static void test_zombie_fencing(void **state)
 {
     struct txn_fixture *f = *state;
     struct test_broker *b = &f->broker;
     rk_create_topic(broker_bootstrap(b), "zombie-txn", 1, NULL);
     rd_kafka_t *zombie = txn_producer(b, "zombie-id");
-    expect_ok(rd_kafka_init_transactions(zombie, 30000), "init_transactions (first)");
+    rk_expect_ok(rd_kafka_init_transactions(zombie, 30000), "init_transactions (first)");
     rd_kafka_t *fresh = txn_producer(b, "zombie-id");
-    expect_ok(rd_kafka_init_transactions(fresh, 30000), "init_transactions (second)");
+    rk_expect_ok(rd_kafka_init_transactions(fresh, 30000), "init_transactions (second)");
 
     /* The first instance's epoch is stale: registering a partition fails
      * and the producer is fenced for good. */
-    expect_ok(rd_kafka_begin_transaction(zombie), "begin_transaction");
+    rk_expect_ok(rd_kafka_begin_transaction(zombie), "begin_transaction");
     assert_int_equal(rk_produce_blocking(zombie, "zombie-txn", 0, "k", 1, "zombie", 6, 0, NULL, NULL),
                      RD_KAFKA_RESP_ERR_NO_ERROR);
     rd_kafka_error_t *err = rd_kafka_commit_transaction(zombie, 30000);
@@ -543,9 +533,9 @@ static void test_commit_abort_read_committed(void **state)
     for (int t = 0; t < TOPICS; t++)
         rk_create_topic(broker_bootstrap(b), topic_names[t], PARTS, NULL);
     rd_kafka_t *rk = txn_producer(b, "txn-main");
-    expect_ok(rd_kafka_init_transactions(rk, 30000), "init_transactions");
+    rk_expect_ok(rd_kafka_init_transactions(rk, 30000), "init_transactions");
 
-    expect_ok(rd_kafka_begin_transaction(rk), "begin (commit)");
+    rk_expect_ok(rd_kafka_begin_transaction(rk), "begin (commit)");
     produce_round(rk, "c", 120);
     rd_kafka_error_t *err = rd_kafka_commit_transaction(rk, 30000);
     if (err && !partition_side_merged && strstr(rd_kafka_error_string(err), "ProduceRequest") &&
@@ -559,16 +549,16 @@ static void test_commit_abort_read_committed(void **state)
         broker_mark_passed(b);
         skip();
     }
-    expect_ok(err, "commit_transaction");
+    rk_expect_ok(err, "commit_transaction");
 
-    expect_ok(rd_kafka_begin_transaction(rk), "begin (abort)");
+    rk_expect_ok(rd_kafka_begin_transaction(rk), "begin (abort)");
     produce_round(rk, "a", 60);
     assert_int_equal(rd_kafka_flush(rk, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
-    expect_ok(rd_kafka_abort_transaction(rk, 30000), "abort_transaction");
+    rk_expect_ok(rd_kafka_abort_transaction(rk, 30000), "abort_transaction");
 
-    expect_ok(rd_kafka_begin_transaction(rk), "begin (second commit)");
+    rk_expect_ok(rd_kafka_begin_transaction(rk), "begin (second commit)");
     produce_round(rk, "c2", 12);
-    expect_ok(rd_kafka_commit_transaction(rk, 30000), "second commit_transaction");
+    rk_expect_ok(rd_kafka_commit_transaction(rk, 30000), "second commit_transaction");
     rk_producer_destroy(rk);
 
     /* EndTxn answers once PrepareCommit is durable; the markers and

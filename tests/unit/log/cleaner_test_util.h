@@ -57,6 +57,17 @@ static inline struct partition_log *reopen_without_snapshots(struct partition_lo
     return open_log(cfg);
 }
 
+/* The log's first stored batch (caller frees) and its header. */
+static inline uint8_t *read_first_batch(struct partition_log *log, struct record_batch_header *h)
+{
+    struct log_read_result r;
+    assert_int_equal(partition_log_read(log, 0, 1, INT64_MAX, &r), KAFKA_ERR_NONE);
+    uint8_t *buf = test_read_region(&r);
+    assert_non_null(buf);
+    assert_int_equal(record_batch_parse_header(buf, (size_t)r.len, h), 0);
+    return buf;
+}
+
 static inline void compact_config(struct log_config *cfg)
 {
     log_config_defaults(cfg);

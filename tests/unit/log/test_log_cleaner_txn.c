@@ -165,20 +165,33 @@ static void assert_abort_dropped(struct partition_log *log, struct batch_list *l
     assert_int_equal(count_key(recs, n, "k2", "kept"), 1);
 }
 
+/* write_abort_then_commit on a fresh compacted log with delete.retention.ms
+ * RETENTION_MS, then a first clean at *now, which removes the aborted data;
+ * *res is its result. */
+static struct partition_log *open_cleaned_abort_then_commit(struct log_config *cfg,
+                                                            struct abort_then_commit *w,
+                                                            int64_t *now,
+                                                            struct log_clean_result *res)
+{
+    compact_config(cfg);
+    cfg->delete_retention_ms = RETENTION_MS;
+    struct partition_log *log = open_log(cfg);
+    *w = write_abort_then_commit(log);
+    *now = clock_wall_ms();
+    assert_int_equal(partition_log_clean(log, -1, *now, &default_opts, res), 0);
+    assert_true(res->cleaned);
+    return log;
+}
+
 static void test_abort_marker_expires(void **state)
 {
     (void)state;
     struct log_config cfg;
-    compact_config(&cfg);
-    cfg.delete_retention_ms = RETENTION_MS;
-    struct partition_log *log = open_log(&cfg);
-    struct abort_then_commit w = write_abort_then_commit(log);
-    int64_t bad = w.bad, abort_at = w.abort_at;
-
-    int64_t now = clock_wall_ms();
+    struct abort_then_commit w;
+    int64_t now;
     struct log_clean_result res;
-    assert_int_equal(partition_log_clean(log, -1, now, &default_opts, &res), 0);
-    assert_true(res.cleaned);
+    struct partition_log *log = open_cleaned_abort_then_commit(&cfg, &w, &now, &res);
+    int64_t bad = w.bad, abort_at = w.abort_at;
     struct batch_list *l = calloc(1, sizeof *l);
     list_batches(log, l);
     assert_null(batch_at(l, bad));
@@ -219,14 +232,10 @@ static void test_abort_marker_crash(void **state)
 {
     (void)state;
     struct log_config cfg;
-    compact_config(&cfg);
-    cfg.delete_retention_ms = RETENTION_MS;
-    struct partition_log *log = open_log(&cfg);
-    struct abort_then_commit w = write_abort_then_commit(log);
-    int64_t now = clock_wall_ms();
+    struct abort_then_commit w;
+    int64_t now;
     struct log_clean_result res;
-    assert_int_equal(partition_log_clean(log, -1, now, &default_opts, &res), 0);
-    assert_true(res.cleaned);
+    struct partition_log *log = open_cleaned_abort_then_commit(&cfg, &w, &now, &res);
     int64_t first_dirty = res.first_dirty_offset;
 
     struct log_clean_options opt = default_opts;
