@@ -1,7 +1,8 @@
 /* FindCoordinator: with a single node, this broker coordinates every group
  * once its group store is loaded. A transactional id is coordinated here
  * when this broker holds its __transaction_state partition and has loaded
- * it. */
+ * it. v5 only lets the answer carry TRANSACTION_ABORTABLE, which a
+ * lookup here never needs. */
 #include <string.h>
 
 #include "group/group_coordinator.h"

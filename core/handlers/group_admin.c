@@ -1,6 +1,8 @@
 /* Heartbeat, LeaveGroup, DescribeGroups, ListGroups and DeleteGroups:
  * answered at once from the group coordinator. */
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 #include "group/group_coordinator.h"
 #include "handlers/group_handlers.h"
@@ -98,6 +100,20 @@ enum handler_result handle_describe_groups(struct request_context *ctx, void *re
     return HANDLER_RESPOND;
 }
 
+#define LIST_GROUPS_TYPE_CLASSIC "classic"
+
+/* Kafka matches group types case-insensitively; an unknown name matches nothing. */
+static bool list_groups_types_include_classic(const struct list_groups_request *req)
+{
+    size_t want = strlen(LIST_GROUPS_TYPE_CLASSIC);
+    for (int32_t i = 0; i < req->types_filter_count; i++) {
+        struct kafka_str t = req->types_filter[i];
+        if (t.len == (int32_t)want && strncasecmp(t.data, LIST_GROUPS_TYPE_CLASSIC, want) == 0)
+            return true;
+    }
+    return false;
+}
+
 enum handler_result handle_list_groups(struct request_context *ctx, void *request, void *response)
 {
     struct list_groups_request *req = request;
@@ -106,9 +122,15 @@ enum handler_result handle_list_groups(struct request_context *ctx, void *reques
     const char **states = kafka_arena_alloc(&ctx->arena, (size_t)(ns + 1) * sizeof *states);
     if (!states) return HANDLER_CLOSE;
     for (int32_t i = 0; i < ns; i++) states[i] = group_handler_cstr_or_empty(ctx, req->states_filter[i]);
-    struct group_listing *l;
-    size_t n;
+    struct group_listing *l = NULL;
+    size_t n = 0;
     resp->error_code = group_coordinator_list(ctx->env->groups, states, (size_t)ns, &l, &n);
+    /* Every Cairn group is a classic group: a types filter without "classic" lists none. */
+    if (ctx->api_version >= 5 && req->types_filter_count > 0 && !list_groups_types_include_classic(req)) {
+        group_listing_free(l, n);
+        l = NULL;
+        n = 0;
+    }
     HANDLER_NEW_ARRAY(ctx, resp->groups, (int32_t)n, list_groups_response_listed_group_init);
     if (!resp->groups) {
         group_listing_free(l, n);
@@ -125,6 +147,7 @@ enum handler_result handle_list_groups(struct request_context *ctx, void *reques
         resp->groups[out].group_id = kafka_arena_strdup(&ctx->arena, l[i].group_id);
         resp->groups[out].protocol_type = kafka_arena_strdup(&ctx->arena, l[i].protocol_type);
         if (ctx->api_version >= 4) resp->groups[out].group_state = kafka_arena_strdup(&ctx->arena, l[i].state);
+        if (ctx->api_version >= 5) resp->groups[out].group_type = kafka_str_from_cstr(LIST_GROUPS_TYPE_CLASSIC);
         out++;
     }
     resp->groups_count = out;

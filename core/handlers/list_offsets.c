@@ -1,4 +1,6 @@
-/* ListOffsets: earliest, latest, by timestamp and max timestamp. */
+/* ListOffsets: earliest, latest, by timestamp, max timestamp, earliest local
+ * and latest tiered. v10's TimeoutMs only bounds remote-storage lookups,
+ * which Cairn does not have. */
 #include "handlers/handler_util.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_image.h"
@@ -8,6 +10,26 @@
 #define LIST_OFFSETS_EARLIEST (-2)
 #define LIST_OFFSETS_MAX_TIMESTAMP (-3)
 #define LIST_OFFSETS_EARLIEST_LOCAL (-4)
+#define LIST_OFFSETS_LATEST_TIERED (-5)
+
+/* Kafka answers UNSUPPORTED_VERSION for a negative timestamp it does not
+ * know or that the request's version predates. */
+static bool list_offsets_timestamp_supported(int64_t timestamp, int16_t version)
+{
+    switch (timestamp) {
+    case LIST_OFFSETS_LATEST:
+    case LIST_OFFSETS_EARLIEST:
+        return true;
+    case LIST_OFFSETS_MAX_TIMESTAMP:
+        return version >= 7;
+    case LIST_OFFSETS_EARLIEST_LOCAL:
+        return version >= 8;
+    case LIST_OFFSETS_LATEST_TIERED:
+        return version >= 9;
+    default:
+        return timestamp >= 0;
+    }
+}
 
 static void lookup_offset(struct partition_log *log, const struct metadata_partition *p, int16_t version,
                           bool read_committed, const struct list_offsets_request_list_offsets_partition *in,
@@ -21,6 +43,10 @@ static void list_partition(struct request_context *ctx, const struct metadata_to
     out->timestamp = -1;
     out->offset = -1;
     out->leader_epoch = -1;
+    if (!list_offsets_timestamp_supported(in->timestamp, ctx->api_version)) {
+        out->error_code = KAFKA_ERR_UNSUPPORTED_VERSION;
+        return;
+    }
     struct partition_log *log;
     out->error_code = handler_leader_log(ctx, topic, in->partition_index, &log);
     if (out->error_code != KAFKA_ERR_NONE) return;
@@ -56,11 +82,13 @@ static void lookup_offset(struct partition_log *log, const struct metadata_parti
             out->timestamp = -1;
         }
         break;
+    case LIST_OFFSETS_LATEST_TIERED:
+        /* Nothing is tiered: Kafka answers offset -1 with leader epoch -1. */
+        out->offset = -1;
+        out->timestamp = -1;
+        out->leader_epoch = -1;
+        break;
     default:
-        if (in->timestamp < 0) {
-            out->error_code = KAFKA_ERR_INVALID_REQUEST;
-            return;
-        }
         if (partition_log_offset_for_timestamp(log, in->timestamp, &out->offset, &out->timestamp) != 0 ||
             out->offset >= visible_end) {
             out->offset = -1;

@@ -1,5 +1,6 @@
 /* OffsetCommit and OffsetDelete: check topics against the metadata image,
- * then hand the partitions to the group coordinator. */
+ * then hand the partitions to the group coordinator. v9 (KIP-848) is the
+ * same request; a classic group checks it exactly as v8. */
 #include <stdlib.h>
 
 #include "group/group_coordinator.h"

@@ -1,6 +1,8 @@
 /* OffsetFetch: committed offsets of one group (v0-7) or several (v8+), for
  * the listed partitions or, with a null topic list, every partition the
- * group has committed. */
+ * group has committed. v9's member id and epoch are only checked for
+ * KIP-848 consumer groups; Kafka ignores them for classic groups, the only
+ * kind Cairn has, so any member (or none, epoch -1) may read. */
 #include <stdlib.h>
 
 #include "group/group_coordinator.h"

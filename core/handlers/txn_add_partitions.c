@@ -100,7 +100,8 @@ enum handler_result handle_add_partitions_to_txn(struct request_context *ctx, vo
             return HANDLER_CLOSE;
         return HANDLER_RESPOND;
     }
-    /* v4 comes from other brokers: CLUSTER_ACTION on the cluster. */
+    /* v4+ comes from other brokers: CLUSTER_ACTION on the cluster. v5 differs
+     * only in letting the answer carry TRANSACTION_ABORTABLE. */
     if (!handler_authorize_one(ctx, CAIRN_OP_CLUSTER_ACTION, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE)) {
         resp->error_code = KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED;
         return HANDLER_RESPOND;
