@@ -176,6 +176,9 @@ struct group_commit_params {
     const char *member_id;
     const char *group_instance_id;
     int64_t retention_ms; /* -1: the broker's retention */
+    /* OffsetCommit v9+: a member commit to a group that does not exist gets
+     * GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION. */
+    bool unknown_group_not_found;
 };
 
 /* Fills every entry's error_code. */

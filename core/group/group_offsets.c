@@ -31,7 +31,9 @@ void group_store_sync(struct group_coordinator *gc, const struct group_sync_poin
 static int16_t commit_check(struct group_coordinator *gc, struct group *g, const struct group_commit_params *p)
 {
     const char *member_id = p->member_id ? p->member_id : "";
-    if (!g) return p->generation_id < 0 ? KAFKA_ERR_NONE : KAFKA_ERR_ILLEGAL_GENERATION;
+    if (!g && p->generation_id >= 0)
+        return p->unknown_group_not_found ? KAFKA_ERR_GROUP_ID_NOT_FOUND : KAFKA_ERR_ILLEGAL_GENERATION;
+    if (!g) return KAFKA_ERR_NONE;
     if (g->state == GROUP_DEAD) return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
     struct group_member *m = NULL;
     if (p->generation_id >= 0 || member_id[0] || p->group_instance_id) {

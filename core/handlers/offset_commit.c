@@ -1,6 +1,8 @@
 /* OffsetCommit and OffsetDelete: check topics against the metadata image,
  * then hand the partitions to the group coordinator. v9 (KIP-848) is the
- * same request; a classic group checks it exactly as v8. */
+ * same request; a classic group checks it as v8 does, and only a member
+ * commit to a group that does not exist answers differently
+ * (GROUP_ID_NOT_FOUND rather than ILLEGAL_GENERATION), as in Kafka. */
 #include <stdlib.h>
 
 #include "group/group_coordinator.h"
@@ -63,6 +65,7 @@ enum handler_result handle_offset_commit(struct request_context *ctx, void *requ
         .member_id = v >= 1 ? group_handler_cstr_or_empty(ctx, req->member_id) : "",
         .group_instance_id = v >= 7 ? group_handler_cstr(ctx, req->group_instance_id) : NULL,
         .retention_ms = v >= 2 && v <= 4 ? req->retention_time_ms : -1,
+        .unknown_group_not_found = v >= 9,
     };
     if (group_allowed) group_coordinator_commit(ctx->env->groups, &params, c, total);
 

@@ -1,7 +1,8 @@
 /* The newest request versions Cairn serves, byte by byte, as current Java
  * clients send them: ApiVersions advertises them, Fetch v17 returns
  * records, ListOffsets v9/v10 (latest tiered -5, TimeoutMs), OffsetCommit
- * v9 and OffsetFetch v9 on classic groups (simple and with a live member),
+ * v9 and OffsetFetch v9 on classic groups (simple, unknown and with a live
+ * member),
  * ListGroups v5 type filters, FindCoordinator v5, and one transaction
  * driven through InitProducerId v5, AddPartitionsToTxn v5, AddOffsetsToTxn
  * v4, TxnOffsetCommit v4 and EndTxn v4 whose records and offsets become
@@ -24,6 +25,7 @@
 #define ERR_ILLEGAL_GENERATION 22
 #define ERR_UNKNOWN_MEMBER_ID 25
 #define ERR_UNSUPPORTED_VERSION 35
+#define ERR_GROUP_ID_NOT_FOUND 69
 #define ERR_MEMBER_ID_REQUIRED 79
 #define ERR_UNSTABLE_OFFSET_COMMIT 88
 
@@ -393,12 +395,13 @@ static void test_list_offsets_v9_v10(void **state)
     assert_int_equal(a.offset, 0);
 }
 
-/* OffsetCommit v9 of one offset for TOPIC partition 0; returns its error. */
-static int16_t offset_commit_v9(struct nv_state *st, const char *group, int32_t generation, const char *member,
-                                int64_t offset)
+/* OffsetCommit (v8 or v9, same layout) of one offset for TOPIC partition 0;
+ * returns its error. */
+static int16_t offset_commit_at(struct nv_state *st, int16_t version, const char *group, int32_t generation,
+                                const char *member, int64_t offset)
 {
     struct raw_writer w;
-    begin(st, &w, 8, 9);
+    begin(st, &w, 8, version);
     raw_put_compact_string(&w, group);
     raw_put_i32(&w, generation);
     raw_put_compact_string(&w, member);
@@ -428,6 +431,12 @@ static int16_t offset_commit_v9(struct nv_state *st, const char *group, int32_t 
     finish_read(&r, frame);
     assert_string_equal(name, TOPIC);
     return err;
+}
+
+static int16_t offset_commit_v9(struct nv_state *st, const char *group, int32_t generation, const char *member,
+                                int64_t offset)
+{
+    return offset_commit_at(st, 9, group, generation, member, offset);
 }
 
 struct fetched_offset {
@@ -530,7 +539,16 @@ static void test_simple_group_offsets_and_list_groups(void **state)
     assert_int_equal(f.group_error, ERR_NONE);
     assert_int_equal(f.offset, 2);
 
+    /* A member commit to a group nobody created: GROUP_ID_NOT_FOUND from
+     * v9, ILLEGAL_GENERATION before; neither creates the group. */
+    assert_int_equal(offset_commit_v9(st, "nv-nobody", 3, "ghost", 5), ERR_GROUP_ID_NOT_FOUND);
+    assert_int_equal(offset_commit_at(st, 8, "nv-nobody", 3, "ghost", 5), ERR_ILLEGAL_GENERATION);
+    offset_fetch_v9(st, "nv-nobody", NULL, -1, TOPIC, false, &f);
+    assert_int_equal(f.group_error, ERR_NONE);
+    assert_int_equal(f.offset, -1);
+
     char gstate[32] = "", gtype[32] = "";
+    assert_false(list_groups_v5(st, NULL, 0, "nv-nobody", gstate, gtype));
     const char *classic[] = {"classic"};
     assert_true(list_groups_v5(st, classic, 1, "nv-simple", gstate, gtype));
     assert_string_equal(gstate, "Empty");
