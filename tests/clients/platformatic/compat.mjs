@@ -96,13 +96,25 @@ function messageFor(i) {
   }
 }
 
-async function createTopic(admin, topic, partitions, bootstrap) {
-  const created = await admin.createTopics({ topics: [topic], partitions, replicas: 1 })
+// Creates the topic with `configs` ({name: value}) and checks it the ways
+// the admin client can see it.
+async function createTopic(admin, topic, partitions, bootstrap, configs = {}) {
+  const created = await admin.createTopics({
+    topics: [topic],
+    partitions,
+    replicas: 1,
+    configs: Object.entries(configs).map(([name, value]) => ({ name, value })),
+  })
   if (created.length !== 1 || created[0].name !== topic) fail(`createTopics returned ${JSON.stringify(created)}`)
-  const { id } = created[0]
+  const { id, configuration } = created[0]
   if (!/^[0-9a-f-]{36}$/.test(id) || /^[0-]+$/.test(id)) fail(`createTopics: topic id ${id}`)
   if (created[0].partitions !== partitions || created[0].replicas !== 1) {
     fail(`createTopics: ${created[0].partitions} partitions, ${created[0].replicas} replicas`)
+  }
+  // CreateTopics v5+ answers with the topic's effective configuration.
+  const want = { 'cleanup.policy': 'delete', 'segment.bytes': '1073741824', ...configs }
+  for (const [name, value] of Object.entries(want)) {
+    if (configuration[name] !== value) fail(`createTopics: configuration ${name} is ${configuration[name]}, expected ${value}`)
   }
 
   const topics = await admin.listTopics()
@@ -143,6 +155,7 @@ async function topicConfig(admin, topic, names) {
 async function checkConfigs(admin, topic) {
   const all = await topicConfig(admin, topic, null)
   if (all.get('cleanup.policy') !== 'delete') fail(`describeConfigs: cleanup.policy is ${all.get('cleanup.policy')}`)
+  if (all.get('retention.ms') !== '86400000') fail(`describeConfigs: retention.ms set at creation reads ${all.get('retention.ms')}`)
   if (!all.has('retention.ms') || !all.has('segment.bytes')) fail('describeConfigs: retention.ms or segment.bytes missing')
 
   await admin.alterConfigs({
@@ -273,7 +286,7 @@ async function basic(bootstrap) {
   const PARTITIONS = 3
   const admin = new Admin(baseOptions(bootstrap))
   const topic = `platformatic-basic-${Date.now()}`
-  const { id: topicId, nodeId } = await createTopic(admin, topic, PARTITIONS, bootstrap)
+  const { id: topicId, nodeId } = await createTopic(admin, topic, PARTITIONS, bootstrap, { 'retention.ms': '86400000' })
   await checkConfigs(admin, topic)
 
   const t0 = Date.now()
