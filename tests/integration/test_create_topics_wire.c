@@ -21,7 +21,8 @@
 #define SOURCE_DYNAMIC_TOPIC_CONFIG 1
 #define SOURCE_DEFAULT_CONFIG 5
 #define MAX_CONFIGS 128
-#define WIRE_TESTS 4
+#define WIRE_TESTS 5
+#define ERR_TOPIC_AUTHORIZATION_FAILED 29
 
 /* Owned by the test's main thread. */
 struct wire_state {
@@ -251,6 +252,34 @@ static void test_v4_keeps_its_layout(void **state)
     st->passed++;
 }
 
+/* With DESCRIBE_CONFIGS on the topic denied (the test authorizer denies
+ * every operation on its deny list; CREATE on the cluster is allowed) the
+ * topic is created but its configuration and counts are withheld. */
+static void test_denied_describe_configs_withholds_configs(void **state)
+{
+    struct wire_state *st = *state;
+    struct wire_state denied;
+    memset(&denied, 0, sizeof denied);
+    const char *ov[] = {"plugin.path=" TEST_PLUGIN_DIR, "plugins=test_authz",
+                        "plugin.test_authz.deny.topics=wire-hidden", NULL};
+    broker_start(&denied.broker, ov);
+    struct created_topic t;
+    create_topic(&denied, 7, "wire-hidden", 2, overrides, 2, false, &t);
+    assert_int_equal(t.error_code, 0);
+    assert_int_equal(t.topic_config_error_code, ERR_TOPIC_AUTHORIZATION_FAILED);
+    assert_int_equal(t.num_partitions, -1);
+    assert_int_equal(t.replication_factor, -1);
+    assert_true(t.configs_count <= 0);
+    create_topic(&denied, 7, "wire-open", 2, overrides, 2, false, &t);
+    assert_int_equal(t.error_code, 0);
+    assert_int_equal(t.num_partitions, 2);
+    expect_effective_configs(&t);
+    broker_stop(&denied.broker);
+    broker_mark_passed(&denied.broker);
+    broker_cleanup(&denied.broker);
+    st->passed++;
+}
+
 static int wire_setup(void **state)
 {
     static struct wire_state st;
@@ -276,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_validate_only_answers_configs_without_creating),
         cmocka_unit_test(test_defaults_without_overrides),
         cmocka_unit_test(test_v4_keeps_its_layout),
+        cmocka_unit_test(test_denied_describe_configs_withholds_configs),
     };
     return cmocka_run_group_tests(tests, wire_setup, wire_teardown);
 }
