@@ -3,10 +3,11 @@
 //   node compat.mjs <bootstrap host:port> [basic|group]
 //
 // basic: admin (createTopics, listTopics, metadata, describe/alter/
-//   incrementalAlter configs, listOffsets), a producer sending 10,000 keyed
-//   messages with headers to 3 partitions in every codec the client has
-//   (none, gzip, snappy, lz4, zstd), acks=all, and a read-back through the
-//   consumer's group-less fetch() comparing every record with what was sent.
+//   incrementalAlter configs, listOffsets), two producers (one idempotent)
+//   sending 10,000 keyed messages with headers to 3 partitions in every
+//   codec the client has (none, gzip, snappy, lz4, zstd), acks=all, and a
+//   read-back through the consumer's group-less fetch() comparing every
+//   record and batch with what was sent.
 // group: two consumers of one group share 4 partitions, commit, one leaves,
 //   the other takes over from the committed offsets.
 //
@@ -188,10 +189,12 @@ async function checkConfigs(admin, topic) {
 }
 
 // Sends messages [from, to) in sends of SEND_SIZE, each send with the codec
-// of its messages; returns, per send, the base offset of each partition.
-async function produceRange(producer, topic, from, to) {
+// of its messages, the producers taking turns; returns, per send, the base
+// offset of each partition.
+async function produceRange(producers, topic, from, to) {
   const sends = []
   for (let start = from; start < to; start += SEND_SIZE) {
+    const producer = producers[Math.floor(start / SEND_SIZE) % producers.length]
     const end = Math.min(start + SEND_SIZE, to)
     const messages = []
     for (let i = start; i < end; i++) {
@@ -224,9 +227,10 @@ function checkRecord(rec, where, total) {
 
 // Reads partition `partition` from offset 0 to `high` with the consumer's
 // group-less fetch(); returns the seqs in offset order.
-async function readPartition(consumer, nodeId, topic, topicId, partition, high, total) {
+async function readPartition(consumer, nodeId, topic, topicId, partition, high, total, producerId) {
   const seqs = []
   let next = 0n
+  let nextSequence = 0
   while (next < high) {
     const res = await consumer.fetch({
       node: nodeId,
@@ -262,6 +266,15 @@ async function readPartition(consumer, nodeId, topic, topicId, partition, high, 
         if ((batch.attributes & 7) !== CODEC_BITS[codec]) {
           fail(`${topic}-${partition}@${off}: batch codec bits ${batch.attributes & 7} for a ${codec} message`)
         }
+        const fromIdempotent = Math.floor(seq / SEND_SIZE) % 2 === 1
+        if (batch.producerId !== (fromIdempotent ? producerId : -1n)) {
+          fail(`${topic}-${partition}@${off}: producer id ${batch.producerId} for seq ${seq}`)
+        }
+        // The idempotent producer numbers its records per partition from 0.
+        if (fromIdempotent && rec.offsetDelta === 0) {
+          if (batch.firstSequence !== nextSequence) fail(`${topic}-${partition}@${off}: first sequence ${batch.firstSequence}, expected ${nextSequence}`)
+          nextSequence += batch.records.length
+        }
         seqs.push(seq)
         next++
       }
@@ -290,9 +303,15 @@ async function basic(bootstrap) {
   await checkConfigs(admin, topic)
 
   const t0 = Date.now()
-  const producer = new Producer({ ...baseOptions(bootstrap), serializers: stringSerializers })
-  const sends = await produceRange(producer, topic, 0, TOTAL)
-  await producer.close()
+  // Every other send comes from an idempotent producer (InitProducerId,
+  // sequence numbers in the batches).
+  const plain = new Producer({ ...baseOptions(bootstrap), serializers: stringSerializers })
+  const idempotent = new Producer({ ...baseOptions(bootstrap), serializers: stringSerializers, idempotent: true })
+  const sends = await produceRange([plain, idempotent], topic, 0, TOTAL)
+  const producerId = idempotent.producerId
+  if (typeof producerId !== 'bigint' || producerId < 0n) fail(`idempotent producer id ${producerId}`)
+  await plain.close()
+  await idempotent.close()
   const t1 = Date.now()
 
   const earliest = await listOffsets(admin, topic, PARTITIONS, ListOffsetTimestamps.EARLIEST)
@@ -310,7 +329,7 @@ async function basic(bootstrap) {
   const seen = new Uint8Array(TOTAL)
   const byPartition = []
   for (let p = 0; p < PARTITIONS; p++) {
-    const seqs = await readPartition(consumer, nodeId, topic, topicId, p, latest[p], TOTAL)
+    const seqs = await readPartition(consumer, nodeId, topic, topicId, p, latest[p], TOTAL, producerId)
     // Sends were sequential, so each partition holds increasing seqs.
     for (let i = 1; i < seqs.length; i++) {
       if (seqs[i] <= seqs[i - 1]) fail(`${topic}-${p}: seq ${seqs[i]} at offset ${i} after ${seqs[i - 1]}`)
@@ -450,7 +469,7 @@ async function group(bootstrap) {
     )
   })
 
-  await produceRange(producer, topic, 0, FIRST)
+  await produceRange([producer], topic, 0, FIRST)
   await waitFor(`${FIRST} records between A and B`, 15000, () => {
     checkErrors()
     return a.count + b.count >= FIRST
@@ -463,6 +482,8 @@ async function group(bootstrap) {
   const listed = await admin.listGroups()
   const g0 = listed.get(groupId)
   if (!g0 || g0.state !== 'Stable' || g0.protocolType !== 'consumer') fail(`listGroups: ${JSON.stringify(g0)}`)
+  if (!(await admin.listGroups({ states: ['Stable'] })).has(groupId)) fail('listGroups(Stable) leaves the group out')
+  if ((await admin.listGroups({ states: ['Empty'] })).has(groupId)) fail('listGroups(Empty) lists the Stable group')
   const described = await describeGroup(admin, groupId)
   if (described.state !== 'Stable' || described.members.size !== 2) fail(`describeGroups: ${described.state}, ${described.members.size} members`)
   for (const m of [a, b]) {
@@ -485,7 +506,7 @@ async function group(bootstrap) {
     checkErrors()
     return assignedPartitions(b.consumer, topic).length === PARTITIONS
   })
-  await produceRange(producer, topic, FIRST, total)
+  await produceRange([producer], topic, FIRST, total)
   await waitFor(`${SECOND} new records read by B`, 15000, () => {
     checkErrors()
     return b.count - bBefore >= SECOND
@@ -506,6 +527,7 @@ async function group(bootstrap) {
   await producer.close()
   const empty = await describeGroup(admin, groupId)
   if (empty.state !== 'Empty' || empty.members.size !== 0) fail(`describeGroups after both left: ${empty.state}, ${empty.members.size} members`)
+  if (!(await admin.listGroups({ states: ['Empty'] })).has(groupId)) fail('listGroups(Empty) leaves the empty group out')
   await checkCommitted(admin, groupId, topic, latest)
   await admin.deleteGroups({ groups: [groupId] })
   if ((await admin.listGroups()).has(groupId)) fail(`${groupId} still listed after deleteGroups`)
