@@ -7,7 +7,8 @@
 //   sending 10,000 keyed messages with headers to 3 partitions in every
 //   codec the client has (none, gzip, snappy, lz4, zstd), acks=all, and a
 //   read-back through the consumer's group-less fetch() comparing every
-//   record and batch with what was sent.
+//   record and batch with what was sent; then a transactional producer
+//   (commit, abort, commit) read back with read_committed.
 // group: two consumers of one group share 4 partitions, commit, one leaves,
 //   the other takes over from the committed offsets.
 //
@@ -23,6 +24,7 @@ import {
   Producer,
   ProduceAcks,
   ConfigResourceTypes,
+  FetchIsolationLevels,
   IncrementalAlterConfigOperationTypes,
   ListOffsetTimestamps,
   stringSerializers,
@@ -295,6 +297,91 @@ async function listOffsets(admin, topic, partitions, timestamp) {
   return out
 }
 
+// Three transactions of one transactional producer on a 1-partition topic,
+// committed, aborted, committed, then read with read_committed Fetch: the
+// batches come back as written, with a COMMIT/ABORT marker after each
+// transaction and the aborted one named in aborted_transactions, which the
+// client's fetch() uses to drop the aborted records.
+async function transactions(bootstrap, admin, consumer, nodeId, topic) {
+  const PER_TXN = 50
+  const outcomes = [true, false, true]
+  const { id: topicId } = await createTopic(admin, topic, 1, bootstrap)
+  const producer = new Producer({
+    ...baseOptions(bootstrap),
+    serializers: stringSerializers,
+    idempotent: true,
+    transactionalId: `cairn-platformatic-${Date.now()}`,
+  })
+  for (let t = 0; t < outcomes.length; t++) {
+    const tx = await producer.beginTransaction()
+    const messages = []
+    for (let j = 0; j < PER_TXN; j++) messages.push({ topic, key: `k-${j}`, value: `txn-${t}-${j}` })
+    await tx.send({ messages, acks: ProduceAcks.ALL })
+    await (outcomes[t] ? tx.commit() : tx.abort())
+  }
+  const producerId = producer.producerId
+  await producer.close()
+
+  const [high] = await listOffsets(admin, topic, 1, ListOffsetTimestamps.LATEST)
+  const expectedHigh = BigInt(outcomes.length * (PER_TXN + 1))
+  if (high !== expectedHigh) fail(`${topic}: latest offset ${high}, expected ${expectedHigh} (records and markers)`)
+  const stable = await admin.listOffsets({
+    topics: [{ name: topic, partitions: [{ partitionIndex: 0, timestamp: ListOffsetTimestamps.LATEST }] }],
+    isolationLevel: FetchIsolationLevels.READ_COMMITTED,
+  })
+  if (stable[0].partitions[0].offset !== high) fail(`${topic}: read_committed latest ${stable[0].partitions[0].offset}, expected ${high}`)
+
+  const data = [] // [offset, value]
+  const markers = [] // [offset, type]
+  const aborted = new Map() // first offset -> producer id
+  let next = 0n
+  while (next < high) {
+    const res = await consumer.fetch({
+      node: nodeId,
+      maxWaitTime: 500,
+      minBytes: 1,
+      maxBytes: 1 << 20,
+      isolationLevel: FetchIsolationLevels.READ_COMMITTED,
+      topics: [{ topicId, partitions: [{ partition: 0, fetchOffset: next, partitionMaxBytes: 1 << 20, currentLeaderEpoch: -1, lastFetchedEpoch: -1 }] }],
+    })
+    const p = res.responses[0]?.partitions[0]
+    if (!p || p.errorCode !== 0) fail(`read_committed fetch of ${topic} at ${next}: ${p ? 'error ' + p.errorCode : 'no partition'}`)
+    if (p.lastStableOffset !== high) fail(`${topic}: last stable offset ${p.lastStableOffset}, expected ${high}`)
+    for (const a of p.abortedTransactions || []) aborted.set(a.firstOffset, a.producerId)
+    const before = next
+    for (const batch of p.records || []) {
+      if (batch.producerId !== producerId) fail(`${topic}@${batch.firstOffset}: producer id ${batch.producerId}, expected ${producerId}`)
+      for (const rec of batch.records) {
+        const off = batch.firstOffset + BigInt(rec.offsetDelta)
+        if (off < next) continue
+        // The client drops the batches of an aborted range itself.
+        const skipsAborted = aborted.has(next) && off === next + BigInt(PER_TXN)
+        if (off !== next && !skipsAborted) fail(`${topic}: offset ${off} where ${next} was expected`)
+        next = off
+        if (batch.attributes & 0x20) markers.push([off, rec.key.readInt16BE(2)]) // key: version, type
+        else data.push([off, rec.value.toString()])
+        next++
+      }
+    }
+    if (next === before) fail(`read_committed fetch of ${topic} at ${next}: no records below ${high}`)
+  }
+
+  // Each transaction: PER_TXN records, then its marker (1 commit, 0 abort).
+  const wantMarkers = outcomes.map((commit, t) => `${(t + 1) * (PER_TXN + 1) - 1}:${commit ? 1 : 0}`)
+  if (markers.map(([o, type]) => `${o}:${type}`).join() !== wantMarkers.join()) fail(`${topic}: markers ${JSON.stringify(markers.map(String))}, expected ${wantMarkers}`)
+  const abortedFirst = BigInt(PER_TXN + 1)
+  if (aborted.size !== 1 || aborted.get(abortedFirst) !== producerId) {
+    fail(`${topic}: aborted transactions ${JSON.stringify([...aborted].map(String))}, expected producer ${producerId} from ${abortedFirst}`)
+  }
+  const visible = data.map(([, v]) => v)
+  const wantVisible = []
+  outcomes.forEach((commit, t) => {
+    if (commit) for (let j = 0; j < PER_TXN; j++) wantVisible.push(`txn-${t}-${j}`)
+  })
+  if (visible.join() !== wantVisible.join()) fail(`${topic}: committed records read back differ from those sent`)
+  await admin.deleteTopics({ topics: [topic] })
+}
+
 async function basic(bootstrap) {
   const PARTITIONS = 3
   const admin = new Admin(baseOptions(bootstrap))
@@ -342,7 +429,6 @@ async function basic(bootstrap) {
   }
   const missing = seen.indexOf(0)
   if (missing >= 0) fail(`seq ${missing} was never read`)
-  await consumer.close()
 
   // Each send's base offset per partition is where its first message there landed.
   for (const { start, end, offsets } of sends) {
@@ -355,13 +441,15 @@ async function basic(bootstrap) {
   }
   const t2 = Date.now()
 
+  await transactions(bootstrap, admin, consumer, nodeId, `${topic}-txn`)
+  await consumer.close()
   await checkVersionsAdvertised(admin)
   await admin.deleteTopics({ topics: [topic] })
   const after = await admin.listTopics()
   if (after.includes(topic)) fail(`${topic} still listed after deleteTopics`)
   await admin.close()
   const counts = byPartition.map(s => s.length).join('/')
-  console.log(`platformatic basic: ${TOTAL} messages (${CODECS.join(', ')}) produced in ${t1 - t0} ms to partitions ${counts}, read back and checked in ${t2 - t1} ms`)
+  console.log(`platformatic basic: ${TOTAL} messages (${CODECS.join(', ')}) produced in ${t1 - t0} ms to partitions ${counts}, read back and checked in ${t2 - t1} ms; transactions checked in ${Date.now() - t2} ms`)
 }
 
 // Polls `cond` every 50 ms until it holds; fails with `what` after `ms`.
