@@ -8,7 +8,8 @@
 //   codec the client has (none, gzip, snappy, lz4, zstd), acks=all, and a
 //   read-back through the consumer's group-less fetch() comparing every
 //   record and batch with what was sent; then a transactional producer
-//   (commit, abort, commit) read back with read_committed.
+//   (commit, abort, commit) read back with read_committed, and offsets by
+//   timestamp inside compressed batches.
 // group: two consumers of one group share 4 partitions, commit, one leaves,
 //   the other takes over from the committed offsets.
 //
@@ -382,6 +383,39 @@ async function transactions(bootstrap, admin, consumer, nodeId, topic) {
   await admin.deleteTopics({ topics: [topic] })
 }
 
+// Offsets by timestamp land on the exact record inside compressed batches,
+// and the max-timestamp offset is the first record holding it, as Kafka
+// answers (a gzip send of ten records one second apart, then a zstd send
+// peaking on its third and sixth records).
+async function timestamps(bootstrap, admin, topic) {
+  await createTopic(admin, topic, 1, bootstrap)
+  const producer = new Producer({ ...baseOptions(bootstrap), serializers: stringSerializers })
+  const t0 = BigInt(Date.now() - 60000)
+  const ramp = [...Array(10).keys()].map(i => t0 + BigInt(i * 1000))
+  const peak = [0, 1, 9, 2, 3, 9, 4, 5, 6, 7].map(i => t0 + 20000n + BigInt(i * 1000))
+  for (const [codec, stamps] of [['gzip', ramp], ['zstd', peak]]) {
+    const messages = stamps.map((timestamp, i) => ({ topic, key: `k${i}`, value: `v${i}`, timestamp }))
+    await producer.send({ messages, acks: ProduceAcks.ALL, compression: codec })
+  }
+  await producer.close()
+  const at = async timestamp => {
+    const res = await admin.listOffsets({ topics: [{ name: topic, partitions: [{ partitionIndex: 0, timestamp }] }] })
+    const p = res[0].partitions[0]
+    return `${p.offset}@${p.timestamp}`
+  }
+  const cases = [
+    [t0 + 4500n, `5@${t0 + 5000n}`],
+    [t0 + 10000n, `10@${t0 + 20000n}`],
+    [t0 + 28500n, `12@${t0 + 29000n}`],
+    [ListOffsetTimestamps.MAX, `12@${t0 + 29000n}`],
+  ]
+  for (const [timestamp, want] of cases) {
+    const got = await at(timestamp)
+    if (got !== want) fail(`${topic}: listOffsets(${timestamp}) is ${got}, expected ${want}`)
+  }
+  await admin.deleteTopics({ topics: [topic] })
+}
+
 async function basic(bootstrap) {
   const PARTITIONS = 3
   const admin = new Admin(baseOptions(bootstrap))
@@ -442,6 +476,7 @@ async function basic(bootstrap) {
   const t2 = Date.now()
 
   await transactions(bootstrap, admin, consumer, nodeId, `${topic}-txn`)
+  await timestamps(bootstrap, admin, `${topic}-ts`)
   await consumer.close()
   await checkVersionsAdvertised(admin)
   await admin.deleteTopics({ topics: [topic] })
@@ -449,7 +484,7 @@ async function basic(bootstrap) {
   if (after.includes(topic)) fail(`${topic} still listed after deleteTopics`)
   await admin.close()
   const counts = byPartition.map(s => s.length).join('/')
-  console.log(`platformatic basic: ${TOTAL} messages (${CODECS.join(', ')}) produced in ${t1 - t0} ms to partitions ${counts}, read back and checked in ${t2 - t1} ms; transactions checked in ${Date.now() - t2} ms`)
+  console.log(`platformatic basic: ${TOTAL} messages (${CODECS.join(', ')}) produced in ${t1 - t0} ms to partitions ${counts}, read back and checked in ${t2 - t1} ms; transactions and timestamps checked in ${Date.now() - t2} ms`)
 }
 
 // Polls `cond` every 50 ms until it holds; fails with `what` after `ms`.
