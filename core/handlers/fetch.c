@@ -84,6 +84,15 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
     struct partition_log *log;
     ans->error_code = handler_leader_log(ctx, topic, ps->partition, &log);
     if (ans->error_code != KAFKA_ERR_NONE) return;
+    /* KIP-320: a consumer that knows another leader epoch is told which way
+     * it is off, and refreshes its metadata, as with ListOffsets. */
+    const struct metadata_partition *mp = metadata_topic_partition(topic, ps->partition);
+    if (ps->current_leader_epoch >= 0 && mp && ps->current_leader_epoch != mp->leader_epoch) {
+        ans->error_code = ps->current_leader_epoch < mp->leader_epoch ? KAFKA_ERR_FENCED_LEADER_EPOCH
+                                                                       : KAFKA_ERR_UNKNOWN_LEADER_EPOCH;
+        partition_log_close(log);
+        return;
+    }
     /* LSO before HW: a marker landing in between only makes the LSO look older. */
     int64_t lso = partition_log_last_stable_offset(log);
     ans->high_watermark = handler_high_watermark(log);
@@ -286,6 +295,7 @@ static int collect_partitions(struct request_context *ctx, const struct metadata
             ps->fetch_offset = ft->partitions[p].fetch_offset;
             ps->log_start_offset = ft->partitions[p].log_start_offset;
             ps->max_bytes = ft->partitions[p].partition_max_bytes;
+            ps->current_leader_epoch = ctx->api_version >= 9 ? ft->partitions[p].current_leader_epoch : -1;
             ps->last_high_watermark = -1;
             ps->last_log_start_offset = -1;
         }

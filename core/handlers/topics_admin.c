@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/topic_config.h"
 #include "handlers/handler_util.h"
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"
@@ -41,6 +42,67 @@ static bool may_create_topic(struct request_context *ctx, struct kafka_str name)
     if (!handler_has_authorizer(ctx)) return true;
     return handler_authorize_resource(ctx, CAIRN_OP_CREATE, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE, false) ||
            handler_authorize_name(ctx, CAIRN_OP_CREATE, CAIRN_RESOURCE_TOPIC, name, true);
+}
+
+typedef struct create_topics_response_creatable_topic_configs created_config;
+
+static int created_config_by_name(const void *a, const void *b)
+{
+    const struct kafka_str *x = &((const created_config *)a)->name, *y = &((const created_config *)b)->name;
+    int n = memcmp(x->data, y->data, (size_t)(x->len < y->len ? x->len : y->len));
+    return n ? n : (x->len > y->len) - (x->len < y->len);
+}
+
+/* CreateTopics v5+ (KIP-525) answers with the new topic's whole effective
+ * configuration, sorted by name, as Kafka does (a validate_only request
+ * too), unless DESCRIBE_CONFIGS on the topic is denied: then
+ * topic_config_error_code says so and the counts stay -1. */
+static void describe_created_topic(struct request_context *ctx, const struct metadata_config_kv *configs,
+                                   int32_t config_count, struct create_topics_response_creatable_topic_result *out)
+{
+    if (!handler_authorize_name(ctx, CAIRN_OP_DESCRIBE_CONFIGS, CAIRN_RESOURCE_TOPIC, out->name, false)) {
+        out->topic_config_error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
+        out->num_partitions = -1;
+        out->replication_factor = -1;
+        return;
+    }
+    struct config_kv *overrides = NULL;
+    if (config_count > 0) {
+        overrides = kafka_arena_alloc(&ctx->arena, (size_t)config_count * sizeof *overrides);
+        if (!overrides) goto no_memory;
+        for (int32_t i = 0; i < config_count; i++) {
+            overrides[i].key = configs[i].key;
+            overrides[i].value = configs[i].value;
+        }
+    }
+    size_t total = topic_config_key_count();
+    HANDLER_NEW_ARRAY(ctx, out->configs, (int32_t)total, create_topics_response_creatable_topic_configs_init);
+    if (!out->configs) goto no_memory;
+    int32_t count = 0;
+    struct topic_config_describe_entry e;
+    for (size_t i = 0; i < total; i++) {
+        if (topic_config_describe(ctx->env->config, overrides, config_count > 0 ? (size_t)config_count : 0, i, &e) != 0)
+            continue;
+        created_config *c = &out->configs[count++];
+        c->name = kafka_arena_strdup(&ctx->arena, e.name);
+        if (!c->name.data) goto no_memory;
+        c->value = (struct kafka_str){NULL, -1};
+        if (!e.is_sensitive && e.value) {
+            c->value = kafka_arena_strdup(&ctx->arena, e.value);
+            if (!c->value.data) goto no_memory;
+        }
+        c->read_only = e.read_only;
+        c->config_source = (int8_t)e.source;
+        c->is_sensitive = e.is_sensitive;
+    }
+    qsort(out->configs, (size_t)count, sizeof *out->configs, created_config_by_name);
+    out->configs_count = count;
+    return;
+no_memory:
+    /* The topic exists; only its description is missing. */
+    out->configs = NULL;
+    out->configs_count = -1;
+    out->topic_config_error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
 }
 
 static void create_one(struct request_context *ctx, bool validate_only,
@@ -115,6 +177,8 @@ static void create_one(struct request_context *ctx, bool validate_only,
     if (out->error_code == KAFKA_ERR_NONE) {
         out->num_partitions = partitions;
         out->replication_factor = (int16_t)replication;
+        if (ctx->api_version >= 5)
+            describe_created_topic(ctx, configs, in->configs_count, out);
         if (!validate_only)
             logger_info("admin", "created topic '%s' (%d partitions, replication factor %d) for %s", name,
                         partitions, replication, ctx->net->peer);

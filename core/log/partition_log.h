@@ -105,10 +105,12 @@ bool partition_log_set_config(struct partition_log *log, const struct log_config
 void partition_log_get_config(struct partition_log *log, struct log_config *out);
 
 /* First record with timestamp >= ts: its offset and timestamp, or -1/-1.
- * For compressed batches the batch's base offset and max timestamp. */
+ * Compressed batches are opened; one whose records cannot be read answers
+ * with its base offset and max timestamp. */
 int16_t partition_log_offset_for_timestamp(struct partition_log *log, int64_t ts,
                                            int64_t *offset, int64_t *timestamp);
-/* Largest timestamp in the log and the offset of its batch, or -1/-1. */
+/* Largest timestamp in the log and the offset of the first record holding
+ * it (of the first batch reaching it), or -1/-1. */
 int16_t partition_log_max_timestamp(struct partition_log *log, int64_t *offset,
                                     int64_t *timestamp);
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/record_codec.h"
 #include "log/log_checkpoint.h"
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
@@ -164,29 +165,64 @@ int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset)
     return rc == 0 ? KAFKA_ERR_NONE : KAFKA_ERR_KAFKA_STORAGE_ERROR;
 }
 
-/* Within one batch at pos: the first record with timestamp >= ts. */
-static bool match_in_batch(struct log_scanner *scan, int64_t pos,
-                           const struct record_batch_header *h, int64_t ts, int64_t min_offset,
-                           int64_t *offset, int64_t *timestamp)
+/* The records of the batch at pos, decompressed (at most limit bytes) when
+ * the batch is compressed; *plain is the heap copy to free, if any. NULL
+ * when the bytes cannot be read or decompressed. */
+static const uint8_t *batch_records(struct log_scanner *scan, int64_t pos,
+                                    const struct record_batch_header *h, size_t limit,
+                                    uint8_t **plain, size_t *len)
 {
-    if (record_batch_compression(h) != RECORD_BATCH_COMPRESSION_NONE) {
-        *offset = h->base_offset > min_offset ? h->base_offset : min_offset;
-        *timestamp = h->max_timestamp;
-        return true;
-    }
     size_t total = record_batch_total_size(h);
     const uint8_t *p = log_scanner_get(scan, pos, total);
+    *plain = NULL;
+    *len = total;
+    if (!p || record_batch_compression(h) == RECORD_BATCH_COMPRESSION_NONE)
+        return p;
+    char err[160];
+    if (record_codec_inflate_batch(p, total, limit, plain, len, err, sizeof err) != 0) {
+        free(*plain);
+        *plain = NULL;
+        return NULL;
+    }
+    return *plain;
+}
+
+/* Within one batch at pos: the first record with timestamp >= ts, also
+ * inside compressed batches, as Kafka answers. A compressed batch whose
+ * records cannot be opened answers as a whole (its base offset and max
+ * timestamp) when whole_batch_ok, else not at all. */
+static bool match_in_batch(struct log_scanner *scan, int64_t pos,
+                           const struct record_batch_header *h, int64_t ts, int64_t min_offset,
+                           size_t limit, bool whole_batch_ok, int64_t *offset, int64_t *timestamp)
+{
+    uint8_t *plain;
+    size_t len;
+    const uint8_t *p = batch_records(scan, pos, h, limit, &plain, &len);
     struct record_batch_record_iter it;
     struct record_batch_record rec;
-    if (!p || record_batch_records_begin(&it, p, total) != 0)
-        return false;
-    while (record_batch_records_next(&it, &rec) == 1)
-        if (rec.timestamp >= ts && rec.offset >= min_offset) {
-            *offset = rec.offset;
-            *timestamp = rec.timestamp;
-            return true;
-        }
-    return false;
+    bool found = false;
+    if (p && record_batch_records_begin(&it, p, len) == 0) {
+        while (!found && record_batch_records_next(&it, &rec) == 1)
+            if (rec.timestamp >= ts && rec.offset >= min_offset) {
+                *offset = rec.offset;
+                *timestamp = rec.timestamp;
+                found = true;
+            }
+    } else if (whole_batch_ok && record_batch_compression(h) != RECORD_BATCH_COMPRESSION_NONE) {
+        *offset = h->base_offset > min_offset ? h->base_offset : min_offset;
+        *timestamp = h->max_timestamp;
+        found = true;
+    }
+    free(plain);
+    return found;
+}
+
+/* Most bytes a compressed batch of this log may open to. */
+static size_t decompressed_limit(struct partition_log *log)
+{
+    struct log_config cfg;
+    partition_log_get_config(log, &cfg);
+    return log_decompressed_limit(&cfg);
 }
 
 int16_t partition_log_offset_for_timestamp(struct partition_log *log, int64_t ts,
@@ -196,6 +232,7 @@ int16_t partition_log_offset_for_timestamp(struct partition_log *log, int64_t ts
     *timestamp = -1;
     if (atomic_load(&log->offline))
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    size_t limit = decompressed_limit(log);
     pthread_rwlock_rdlock(&log->lock);
     int64_t start = atomic_load(&log->log_start_offset);
     bool done = false;
@@ -213,7 +250,7 @@ int16_t partition_log_offset_for_timestamp(struct partition_log *log, int64_t ts
         int found = log_segment_find(seg, from, &scan, &pos, &h);
         while (found == 1 && !done) {
             if (h.max_timestamp >= ts)
-                done = match_in_batch(&scan, pos, &h, ts, start, offset, timestamp);
+                done = match_in_batch(&scan, pos, &h, ts, start, limit, true, offset, timestamp);
             pos += (int64_t)record_batch_total_size(&h);
             if (done || pos >= seg->size)
                 break;
@@ -233,13 +270,31 @@ int16_t partition_log_max_timestamp(struct partition_log *log, int64_t *offset,
 {
     *offset = -1;
     *timestamp = -1;
+    size_t limit = decompressed_limit(log);
     pthread_rwlock_rdlock(&log->lock);
+    struct log_segment *holder = NULL;
     for (size_t i = 0; i < log->segment_count; i++) {
         struct log_segment *seg = log->segments[i];
         if (seg->size > 0 && seg->offset_of_max_timestamp >= 0 && seg->max_timestamp > *timestamp) {
             *timestamp = seg->max_timestamp;
             *offset = seg->offset_of_max_timestamp;
+            holder = seg;
         }
+    }
+    /* The segment knows the batch (by its last offset); the answer is the
+     * batch's first record with that timestamp, as Kafka gives it. */
+    if (holder) {
+        struct log_scanner scan;
+        struct record_batch_header h;
+        int64_t pos, ts = *timestamp, found_ts = -1;
+        log_scanner_init(&scan, holder->log_fd, holder->size, LOG_TS_SCAN_BUF);
+        if (log_segment_find(holder, *offset, &scan, &pos, &h) == 1 && h.max_timestamp == ts &&
+            record_batch_last_offset(&h) == *offset) {
+            int64_t first = -1;
+            if (match_in_batch(&scan, pos, &h, ts, h.base_offset, limit, false, &first, &found_ts))
+                *offset = first;
+        }
+        log_scanner_free(&scan);
     }
     pthread_rwlock_unlock(&log->lock);
     return KAFKA_ERR_NONE;
