@@ -122,25 +122,22 @@ static bool is_aborted(const struct clean_plan *p, int64_t producer_id, int64_t 
     return false;
 }
 
-/* Decide under write_lock whether the log is due and capture what the pass
- * needs. Returns 0 (plan->count 0: nothing to do) or an errno value. */
-static int make_plan(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
-                     const struct log_clean_options *opt, struct clean_plan *plan,
-                     struct log_clean_result *out)
+/* Caller holds write_lock. Metadata only: no file is read. */
+static void dirtiness_locked(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
+                             struct log_clean_dirtiness *d)
 {
-    memset(plan, 0, sizeof *plan);
-    plan->cfg = log->cfg;
-    const struct log_config *cfg = &plan->cfg;
+    memset(d, 0, sizeof *d);
+    const struct log_config *cfg = &log->cfg;
     size_t n = log->segment_count;
     int64_t start = atomic_load(&log->log_start_offset);
     int64_t end = atomic_load(&log->log_end_offset);
     if (first_dirty < start || first_dirty > end)
         first_dirty = start;
-    out->first_dirty_offset = first_dirty;
-    plan->first_dirty = first_dirty;
+    d->first_dirty_offset = first_dirty;
+    d->cleanable_end = first_dirty;
     if (!cfg->cleanup_compact || n < 2 || atomic_load(&log->offline) ||
         atomic_load(&log->deleted))
-        return 0;
+        return;
 
     /* Never the active segment, nor offsets of open transactions, nor
      * records younger than min.compaction.lag.ms. */
@@ -163,32 +160,55 @@ static int make_plan(struct partition_log *log, int64_t first_dirty, int64_t now
     size_t k = 0;
     while (k + 1 < n && log->segments[k + 1]->base_offset <= uncleanable)
         k++;
+    d->cleanable_segments = k;
+    d->first_dirty_segment = k;
     if (k == 0)
-        return 0;
+        return;
+    d->cleanable_end = log->segments[k]->base_offset;
 
-    int64_t clean_bytes = 0, dirty_bytes = 0;
-    bool overdue = false;
-    size_t d0 = k;
     for (size_t i = 0; i < k; i++) {
         const struct log_segment *s = log->segments[i];
         if (log->segments[i + 1]->base_offset <= first_dirty) {
-            clean_bytes += s->size;
+            d->clean_bytes += s->size;
             continue;
         }
-        if (d0 == k)
-            d0 = i;
-        dirty_bytes += s->size;
+        if (d->first_dirty_segment == k)
+            d->first_dirty_segment = i;
+        d->dirty_bytes += s->size;
         int64_t ts = s->first_batch_timestamp >= 0 ? s->first_batch_timestamp : s->max_timestamp;
         if (ts >= 0 && cfg->max_compaction_lag_ms < INT64_MAX &&
             now_ms - ts > cfg->max_compaction_lag_ms)
-            overdue = true;
+            d->overdue = true;
     }
-    out->dirty_ratio =
-        clean_bytes + dirty_bytes > 0 ? (double)dirty_bytes / (double)(clean_bytes + dirty_bytes)
-                                      : 0.0;
-    bool due = dirty_bytes > 0 &&
-               (out->dirty_ratio >= cfg->min_cleanable_dirty_ratio || overdue);
-    if (!due && !opt->force)
+    int64_t total = d->clean_bytes + d->dirty_bytes;
+    d->dirty_ratio = total > 0 ? (double)d->dirty_bytes / (double)total : 0.0;
+    d->due = d->dirty_bytes > 0 &&
+             (d->dirty_ratio >= cfg->min_cleanable_dirty_ratio || d->overdue);
+}
+
+void partition_log_dirtiness(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
+                             struct log_clean_dirtiness *out)
+{
+    pthread_mutex_lock(&log->write_lock);
+    dirtiness_locked(log, first_dirty, now_ms, out);
+    pthread_mutex_unlock(&log->write_lock);
+}
+
+/* Decide under write_lock whether the log is due and capture what the pass
+ * needs. Returns 0 (plan->count 0: nothing to do) or an errno value. */
+static int make_plan(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
+                     const struct log_clean_options *opt, struct clean_plan *plan,
+                     struct log_clean_result *out)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->cfg = log->cfg;
+    struct log_clean_dirtiness d;
+    dirtiness_locked(log, first_dirty, now_ms, &d);
+    out->first_dirty_offset = d.first_dirty_offset;
+    out->dirty_ratio = d.dirty_ratio;
+    plan->first_dirty = d.first_dirty_offset;
+    size_t k = d.cleanable_segments;
+    if (k == 0 || (!d.due && !opt->force))
         return 0;
 
     plan->segs = calloc(k, sizeof *plan->segs);
@@ -212,7 +232,7 @@ static int make_plan(struct partition_log *log, int64_t first_dirty, int64_t now
             return errno;
         cs->mtime = st.st_mtim;
     }
-    plan->first_dirty_index = d0;
+    plan->first_dirty_index = d.first_dirty_segment;
     plan->truncations = log->truncations;
     if (log->producers)
         producer_state_foreach(log->producers, collect_producer, plan);
