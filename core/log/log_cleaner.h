@@ -123,8 +123,9 @@ int log_clean_filter_batch(const uint8_t *batch, size_t len, log_clean_keep_fn k
 
 /* ---- the cleaner of a log manager ---- */
 
-/* Tests: called on the thread running a pass, right before (starting) and
- * right after it, while the log is marked in progress. */
+/* Tests: called on the thread calling partition_log_clean for a log, right
+ * before (starting) and right after the call, while the log is marked in
+ * progress. run_once calls it for every compacted log, due or not. */
 typedef void (*log_cleaner_pass_hook)(void *arg, const char *topic, int32_t partition,
                                       bool starting);
 
