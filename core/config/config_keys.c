@@ -3,6 +3,7 @@
  * another (process.roles, listeners, log.dir). */
 #include "config/config_registry.h"
 
+#include <float.h>
 #include <string.h>
 
 #define I32 INT32_MAX
@@ -178,6 +179,10 @@ static const struct config_key_def broker_keys[] = {
     {KEY_INT("log.cleaner.threads", "1", 0, I32), MEDIUM, IN(LOG),
      .doc = "Threads compacting logs, each taking the dirtiest log no other is cleaning; 0 runs "
             "none. Read at start-up only."},
+    {KEY_DOUBLE("log.cleaner.io.max.bytes.per.second", "1.7976931348623157E308", 1.0, DBL_MAX), MEDIUM,
+     IN(LOG),
+     .doc = "Bytes per second all cleaner threads together read and write at most; the default "
+            "throttles nothing."},
     {KEY_LONG("log.cleaner.backoff.ms", "15000", 0, I64), MEDIUM, IN(LOG),
      .doc = "Sleep of the cleaner when nothing needs cleaning."},
     {KEY_LONG("log.cleaner.dedupe.buffer.size", "134217728", 0, I64), MEDIUM, IN(LOG),

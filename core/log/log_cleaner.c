@@ -4,6 +4,7 @@
 #include "log/log_cleaner.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include "log/log_checkpoint.h"
 #include "log/log_manager.h"
+#include "log/log_throttler.h"
 #include "log/partition_log.h"
 #include "util/clock.h"
 #include "util/logger.h"
@@ -43,6 +45,7 @@ struct log_cleaner {
     pthread_mutex_t ckpt_lock;
     pthread_t *threads;
     size_t thread_count;
+    struct log_throttler throttle; /* shared by every pass */
 };
 
 void log_cleaner_config_defaults(struct log_cleaner_config *cfg)
@@ -53,6 +56,7 @@ void log_cleaner_config_defaults(struct log_cleaner_config *cfg)
     cfg->backoff_ms = 15000;
     cfg->dedupe_buffer_bytes = 134217728;
     cfg->load_factor = 0.9;
+    cfg->io_max_bytes_per_second = DBL_MAX;
 }
 
 /* ---- entries (caller holds lock) ---- */
@@ -199,6 +203,7 @@ static bool clean_held(struct log_cleaner *c, const struct log_manager_partition
         .dedupe_buffer_bytes = log_cleaner_dedupe_bytes_per_pass(c),
         .load_factor = c->cfg.load_factor,
         .force = force,
+        .throttler = c->throttle.enabled ? &c->throttle : NULL,
     };
     pthread_mutex_lock(&c->lock);
     log_cleaner_pass_hook hook = c->cfg.pass_hook;
@@ -383,6 +388,7 @@ static void stop_threads(struct log_cleaner *c)
     pthread_cond_broadcast(&c->wake);
     pthread_cond_broadcast(&c->released);
     pthread_mutex_unlock(&c->lock);
+    log_throttler_cancel(&c->throttle);
     for (size_t i = 0; i < c->thread_count; i++)
         pthread_join(c->threads[i], NULL);
     c->thread_count = 0;
@@ -400,6 +406,7 @@ int log_cleaner_create(struct log_manager *m, const struct log_cleaner_config *c
     pthread_cond_init(&c->released, NULL);
     pthread_cond_init(&c->wake, NULL);
     pthread_mutex_init(&c->ckpt_lock, NULL);
+    log_throttler_init(&c->throttle, cfg->io_max_bytes_per_second);
     load_checkpoints(c);
     size_t want = cfg->enable && start_thread && cfg->threads > 0 ? (size_t)cfg->threads : 0;
     if (want > 0 && !(c->threads = calloc(want, sizeof *c->threads))) {
@@ -430,6 +437,7 @@ void log_cleaner_destroy(struct log_cleaner *c)
     for (size_t i = 0; i < c->count; i++)
         free(c->entries[i].topic);
     free(c->entries);
+    log_throttler_destroy(&c->throttle);
     pthread_mutex_destroy(&c->ckpt_lock);
     pthread_cond_destroy(&c->wake);
     pthread_cond_destroy(&c->released);

@@ -48,6 +48,7 @@
 #include "protocol/record_batch.h"
 
 struct log_manager;
+struct log_throttler;
 struct partition_log;
 
 #define LOG_CLEANER_CHECKPOINT_FILE "cleaner-offset-checkpoint"
@@ -65,6 +66,7 @@ struct log_clean_options {
     size_t dedupe_buffer_bytes; /* log.cleaner.dedupe.buffer.size */
     double load_factor;         /* fill of the dedupe map that counts as full */
     bool force;                 /* ignore min.cleanable.dirty.ratio (tests, tools) */
+    struct log_throttler *throttler; /* bytes read and written go through it; NULL: none */
     enum log_clean_stop stop_after;
 };
 
@@ -135,6 +137,7 @@ struct log_cleaner_config {
     int64_t backoff_ms;          /* log.cleaner.backoff.ms: sleep when nothing is due */
     int64_t dedupe_buffer_bytes; /* log.cleaner.dedupe.buffer.size, split between the threads */
     double load_factor;          /* log.cleaner.io.buffer.load.factor */
+    double io_max_bytes_per_second; /* log.cleaner.io.max.bytes.per.second, all threads */
     log_cleaner_pass_hook pass_hook;
     void *pass_hook_arg;
 };

@@ -16,10 +16,12 @@
 #include "log/log_clean_txn.h"
 #include "log/log_cleaner.h"
 #include "log/log_offset_map.h"
+#include "log/log_throttler.h"
 #include "util/logger.h"
 
 #define CLEAN_READ_BUF (1024 * 1024)
 #define CLEAN_WRITE_BUF (1024 * 1024)
+#define CLEAN_THROTTLE_CHUNK (64 * 1024) /* reads reported to the throttler at once */
 
 /* ---- batch rewriting ---- */
 
@@ -253,6 +255,18 @@ static int make_plan(struct partition_log *log, int64_t first_dirty, int64_t now
 
 /* ---- the dedupe map ---- */
 
+/* Count bytes a pass read, reporting them to the throttler in chunks. */
+static void count_read(struct clean_plan *plan, int64_t bytes, bool flush)
+{
+    if (!plan->throttler)
+        return;
+    plan->unthrottled_reads += bytes;
+    if (flush || plan->unthrottled_reads >= CLEAN_THROTTLE_CHUNK) {
+        log_throttler_observe(plan->throttler, plan->unthrottled_reads);
+        plan->unthrottled_reads = 0;
+    }
+}
+
 /* Batch at pos of a segment, bounds-checked; NULL at the end or when the
  * bytes do not hold a whole batch. */
 static const uint8_t *next_batch(struct log_scanner *scan, int64_t pos, int64_t size,
@@ -273,7 +287,7 @@ static const uint8_t *next_batch(struct log_scanner *scan, int64_t pos, int64_t 
 
 /* Add the keys of segments [from, to) to map; *end is the first segment not
  * wholly added (the map filled up inside it). Returns 0 or an errno value. */
-static int build_map(const struct clean_plan *plan, size_t from, size_t to,
+static int build_map(struct clean_plan *plan, size_t from, size_t to,
                      struct log_offset_map *map, size_t *end)
 {
     *end = to;
@@ -288,6 +302,7 @@ static int build_map(const struct clean_plan *plan, size_t from, size_t to,
         while (rc == 0 && (p = next_batch(&scan, pos, cs->size, &h)) != NULL) {
             size_t total = record_batch_total_size(&h);
             pos += (int64_t)total;
+            count_read(plan, (int64_t)total, false);
             if (record_batch_is_control(&h) ||
                 (record_batch_is_transactional(&h) &&
                  is_aborted(plan, h.producer_id, h.base_offset)))
@@ -345,6 +360,7 @@ static bool keep_record(void *arg, const struct record_batch_record *rec)
 
 struct out_file {
     int fd;
+    struct log_throttler *throttler; /* NULL: unthrottled */
     int64_t written;
     uint8_t *buf;
     size_t len;
@@ -362,6 +378,8 @@ static int out_flush(struct out_file *o)
         done += (size_t)n;
     }
     o->written += (int64_t)o->len;
+    if (o->throttler)
+        log_throttler_observe(o->throttler, (int64_t)o->len);
     o->len = 0;
     return 0;
 }
@@ -445,6 +463,7 @@ static int rewrite_member(struct partition_log *log, struct clean_plan *plan, si
     while (rc == 0 && (p = next_batch(&scan, pos, cs->size, &h)) != NULL) {
         size_t total = record_batch_total_size(&h);
         pos += (int64_t)total;
+        count_read(plan, (int64_t)total, false);
         if (record_batch_is_control(&h)) {
             bool drop = false;
             rc = clean_txn_control_batch(txn, &h, p, total, keep.drop_tombstones, &drop);
@@ -578,7 +597,7 @@ static int rewrite_group(struct partition_log *log, struct clean_plan *plan, siz
     struct clean_group *g = &plan->groups[gi];
     *next = gi + 1;
     char *path = log_segment_path(log->dir, plan->segs[g->first].base, ".log.cleaned");
-    struct out_file o = {.fd = -1, .buf = malloc(CLEAN_WRITE_BUF)};
+    struct out_file o = {.fd = -1, .throttler = plan->throttler, .buf = malloc(CLEAN_WRITE_BUF)};
     int rc = (path && o.buf) ? 0 : ENOMEM;
     if (rc == 0 && (o.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
         rc = errno;
@@ -641,6 +660,7 @@ int partition_log_clean(struct partition_log *log, int64_t first_dirty, int64_t 
         plan_free(&plan);
         return rc;
     }
+    plan.throttler = opt->throttler;
 
     struct log_offset_map map;
     size_t end = plan.count;
@@ -670,6 +690,7 @@ int partition_log_clean(struct partition_log *log, int64_t first_dirty, int64_t 
         memset(&txn, 0, sizeof txn);
     for (size_t g = 0, next; rc == 0 && g < plan.group_count; g = next)
         rc = rewrite_group(log, &plan, g, &map, &txn, now_ms, &next);
+    count_read(&plan, 0, true);
     for (size_t g = 0; rc == 0 && g < plan.group_count; g++) {
         const struct clean_group *grp = &plan.groups[g];
         int64_t size = 0;
