@@ -311,12 +311,26 @@ bool log_cleaner_clean_filthiest(struct log_cleaner *c, int64_t now_ms, bool *cl
     size_t n;
     if (log_manager_list(c->manager, &parts, &n) != 0)
         return false;
+    /* Only compacted logs are looked at under the lock: the dirtiness
+     * check takes each log's append lock. */
+    bool *compacted = calloc(n + 1, sizeof *compacted);
+    if (!compacted) {
+        log_manager_list_free(parts, n);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct log_config cfg;
+        partition_log_get_config(parts[i].log, &cfg);
+        compacted[i] = cfg.cleanup_compact;
+    }
     pthread_mutex_lock(&c->lock);
     bool changed = forget_missing(c, parts, n);
     int64_t mono = clock_mono_ms();
     size_t best = n;
     struct log_clean_dirtiness best_dirt = {0};
     for (size_t i = 0; i < n && !c->stop; i++) {
+        if (!compacted[i])
+            continue;
         const struct cleaner_entry *e = entry_find(c, parts[i].topic, parts[i].partition);
         if (e && (e->in_progress || e->retry_after_ms > mono))
             continue;
@@ -335,6 +349,7 @@ bool log_cleaner_clean_filthiest(struct log_cleaner *c, int64_t now_ms, bool *cl
         first_dirty = e->first_dirty;
     }
     pthread_mutex_unlock(&c->lock);
+    free(compacted);
     bool done = false;
     if (e)
         changed |= clean_held(c, &parts[best], first_dirty, now_ms, false, &done);
