@@ -26,13 +26,15 @@ struct cleaner_entry {
     int64_t first_dirty;    /* -1: never cleaned (not checkpointed) */
     bool in_progress;       /* a pass holds the log */
     int64_t retry_after_ms; /* monotonic; threads skip the log until then */
+    uint64_t born;          /* entries_made when it was added */
 };
 
-/* lock guards entries, stop and the pass hook; `released` is signalled when
- * a pass gives a log back, `wake` ends a thread's backoff early (stop).
- * ckpt_lock serialises checkpoint writes, so the file written last holds
- * every entry as of its writing (writers snapshot under it). Lock order:
- * ckpt_lock, then the manager's lock, then lock, then a log's write lock. */
+/* cfg and manager are set once by create. lock guards entries and stop;
+ * `released` is signalled when a pass gives a log back, `wake` ends a
+ * thread's backoff early (stop). ckpt_lock serialises checkpoint writes, so
+ * the file written last holds every entry as of its writing (writers copy
+ * the entries under it). Lock order: ckpt_lock before lock, lock before a
+ * log's write lock; the manager's lock is never taken under lock. */
 struct log_cleaner {
     struct log_manager *manager;
     struct log_cleaner_config cfg;
@@ -41,6 +43,7 @@ struct log_cleaner {
     pthread_cond_t wake;
     struct cleaner_entry *entries;
     size_t count, cap;
+    uint64_t entries_made; /* entries ever added */
     bool stop;
     pthread_mutex_t ckpt_lock;
     pthread_t *threads;
@@ -89,19 +92,22 @@ static struct cleaner_entry *entry_get(struct log_cleaner *c, const char *topic,
     if (!copy)
         return NULL;
     e = &c->entries[c->count++];
-    *e = (struct cleaner_entry){.topic = copy, .partition = partition, .first_dirty = -1};
+    *e = (struct cleaner_entry){
+        .topic = copy, .partition = partition, .first_dirty = -1, .born = c->entries_made++};
     return e;
 }
 
 /* Drop the entries of partitions no longer hosted: a topic created again
- * under the same name must start with everything dirty. A log in a pass
- * keeps its entry until the pass ends. Returns true when any went. */
+ * under the same name must start with everything dirty. parts was listed
+ * after entries_made was `listed_at`: an entry added since may be of a
+ * partition created after the listing, and stays. A log in a pass keeps
+ * its entry until the pass ends. Returns true when any went. */
 static bool forget_missing(struct log_cleaner *c, const struct log_manager_partition *parts,
-                           size_t n)
+                           size_t n, uint64_t listed_at)
 {
     size_t kept = 0;
     for (size_t i = 0; i < c->count; i++) {
-        bool present = c->entries[i].in_progress;
+        bool present = c->entries[i].in_progress || c->entries[i].born >= listed_at;
         for (size_t j = 0; j < n && !present; j++)
             present = parts[j].partition == c->entries[i].partition &&
                       strcmp(parts[j].topic, c->entries[i].topic) == 0;
@@ -113,6 +119,16 @@ static bool forget_missing(struct log_cleaner *c, const struct log_manager_parti
     bool dropped = kept != c->count;
     c->count = kept;
     return dropped;
+}
+
+/* The manager's partitions, and entries_made just before they were listed. */
+static int list_partitions(struct log_cleaner *c, struct log_manager_partition **parts, size_t *n,
+                           uint64_t *listed_at)
+{
+    pthread_mutex_lock(&c->lock);
+    *listed_at = c->entries_made;
+    pthread_mutex_unlock(&c->lock);
+    return log_manager_list(c->manager, parts, n);
 }
 
 /* ---- checkpoints ---- */
@@ -193,11 +209,13 @@ size_t log_cleaner_dedupe_bytes_per_pass(const struct log_cleaner *c)
     return share > (int64_t)(SIZE_MAX / 2) ? SIZE_MAX / 2 : (size_t)share;
 }
 
-/* Clean the log of parts[i], which the caller marked in progress, and give
- * it back. Returns true when the pass moved the first dirty offset (the
- * checkpoint needs writing); *cleaned tells whether it rewrote the log. */
+/* Clean the log of part, which the caller marked in progress, and give it
+ * back. was_due: the caller took it as due. Returns true when the pass
+ * moved the first dirty offset (the checkpoint needs writing); *cleaned
+ * tells whether it rewrote the log. */
 static bool clean_held(struct log_cleaner *c, const struct log_manager_partition *part,
-                       int64_t first_dirty, int64_t now_ms, bool force, bool *cleaned)
+                       int64_t first_dirty, int64_t now_ms, bool force, bool was_due,
+                       bool *cleaned)
 {
     struct log_clean_options opt = {
         .dedupe_buffer_bytes = log_cleaner_dedupe_bytes_per_pass(c),
@@ -205,10 +223,8 @@ static bool clean_held(struct log_cleaner *c, const struct log_manager_partition
         .force = force,
         .throttler = c->throttle.enabled ? &c->throttle : NULL,
     };
-    pthread_mutex_lock(&c->lock);
-    log_cleaner_pass_hook hook = c->cfg.pass_hook;
+    log_cleaner_pass_hook hook = c->cfg.pass_hook; /* cfg never changes after create */
     void *hook_arg = c->cfg.pass_hook_arg;
-    pthread_mutex_unlock(&c->lock);
     if (hook)
         hook(hook_arg, part->topic, part->partition, true);
     struct log_clean_result res;
@@ -239,7 +255,7 @@ static bool clean_held(struct log_cleaner *c, const struct log_manager_partition
         /* A failed pass, or one that found it could do nothing (dedupe
          * buffer too small, the log changed under it), must not keep the
          * threads from the other logs. */
-        if (!*cleaned)
+        if (rc != 0 || (was_due && !*cleaned))
             e->retry_after_ms = clock_mono_ms() + (c->cfg.backoff_ms > 0 ? c->cfg.backoff_ms : 1);
         e->in_progress = false;
     }
@@ -260,7 +276,8 @@ int log_cleaner_run_once(struct log_cleaner *c, int64_t now_ms, bool force)
 {
     struct log_manager_partition *parts;
     size_t n;
-    if (log_manager_list(c->manager, &parts, &n) != 0)
+    uint64_t listed_at;
+    if (list_partitions(c, &parts, &n, &listed_at) != 0)
         return 0;
     int cleaned = 0;
     bool changed = false;
@@ -283,11 +300,11 @@ int log_cleaner_run_once(struct log_cleaner *c, int64_t now_ms, bool force)
         if (skip)
             continue;
         bool done = false;
-        changed |= clean_held(c, &parts[i], first_dirty, now_ms, force, &done);
+        changed |= clean_held(c, &parts[i], first_dirty, now_ms, force, false, &done);
         cleaned += done;
     }
     pthread_mutex_lock(&c->lock);
-    changed |= forget_missing(c, parts, n);
+    changed |= forget_missing(c, parts, n, listed_at);
     pthread_mutex_unlock(&c->lock);
     log_manager_list_free(parts, n);
     if (changed)
@@ -309,7 +326,8 @@ bool log_cleaner_clean_filthiest(struct log_cleaner *c, int64_t now_ms, bool *cl
         *cleaned = false;
     struct log_manager_partition *parts;
     size_t n;
-    if (log_manager_list(c->manager, &parts, &n) != 0)
+    uint64_t listed_at;
+    if (list_partitions(c, &parts, &n, &listed_at) != 0)
         return false;
     /* Only compacted logs are looked at under the lock: the dirtiness
      * check takes each log's append lock. */
@@ -324,7 +342,7 @@ bool log_cleaner_clean_filthiest(struct log_cleaner *c, int64_t now_ms, bool *cl
         compacted[i] = cfg.cleanup_compact;
     }
     pthread_mutex_lock(&c->lock);
-    bool changed = forget_missing(c, parts, n);
+    bool changed = forget_missing(c, parts, n, listed_at);
     int64_t mono = clock_mono_ms();
     size_t best = n;
     struct log_clean_dirtiness best_dirt = {0};
@@ -352,7 +370,7 @@ bool log_cleaner_clean_filthiest(struct log_cleaner *c, int64_t now_ms, bool *cl
     free(compacted);
     bool done = false;
     if (e)
-        changed |= clean_held(c, &parts[best], first_dirty, now_ms, false, &done);
+        changed |= clean_held(c, &parts[best], first_dirty, now_ms, false, true, &done);
     log_manager_list_free(parts, n);
     if (changed)
         write_checkpoints(c);
