@@ -3,6 +3,7 @@
  * another (process.roles, listeners, log.dir). */
 #include "config/config_registry.h"
 
+#include <float.h>
 #include <string.h>
 
 #define I32 INT32_MAX
@@ -175,12 +176,18 @@ static const struct config_key_def broker_keys[] = {
      .doc = "Default cleanup of old segments: delete, compact, or both."},
     {KEY_BOOL("log.cleaner.enable", "true"), MEDIUM, IN(LOG),
      .doc = "Run the log cleaner for compacted topics."},
-    {KEY_INT("log.cleaner.threads", "1", 0, I32), MEDIUM, IN(LOG), .flags = DYN | LATER,
-     .doc = "Log cleaner threads; Cairn runs one cleaner thread."},
+    {KEY_INT("log.cleaner.threads", "1", 0, I32), MEDIUM, IN(LOG),
+     .doc = "Threads compacting logs, each taking the dirtiest log no other is cleaning; 0 runs "
+            "none. Read at start-up only."},
+    {KEY_DOUBLE("log.cleaner.io.max.bytes.per.second", "1.7976931348623157E308", 1.0, DBL_MAX), MEDIUM,
+     IN(LOG),
+     .doc = "Bytes per second all cleaner threads together read and write at most; the default "
+            "throttles nothing."},
     {KEY_LONG("log.cleaner.backoff.ms", "15000", 0, I64), MEDIUM, IN(LOG),
      .doc = "Sleep of the cleaner when nothing needs cleaning."},
     {KEY_LONG("log.cleaner.dedupe.buffer.size", "134217728", 0, I64), MEDIUM, IN(LOG),
-     .doc = "Memory for the cleaner's key-to-offset map; a pass stops where it fills."},
+     .doc = "Memory for the cleaners' key-to-offset maps, split evenly between the cleaner threads; "
+            "a pass stops where its map fills."},
     {KEY_DOUBLE("log.cleaner.io.buffer.load.factor", "0.9", 0.0, 1.0), MEDIUM, IN(LOG),
      .doc = "Fill of the dedupe map at which it counts as full."},
     {KEY_LONG("log.cleaner.delete.retention.ms", "86400000", 0, I64), MEDIUM, IN(LOG), .flags = DYN,

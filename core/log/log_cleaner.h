@@ -30,9 +30,14 @@
  * Per log dir, cleaner-offset-checkpoint (Kafka's offset checkpoint format)
  * records each compacted partition's first dirty offset.
  *
+ * log.cleaner.threads threads each take the filthiest due log that no other
+ * pass holds, as Kafka's LogCleanerManager does; each pass gets an even
+ * share of log.cleaner.dedupe.buffer.size.
+ *
  * Thread-safety: partition_log_clean may run beside appends, reads,
  * retention and truncation of the same log; two passes on one log must not
- * overlap (struct log_cleaner serialises its passes). */
+ * overlap (struct log_cleaner marks a log in progress for its pass). The
+ * log_cleaner_* functions may be called from any thread. */
 #ifndef CAIRN_LOG_LOG_CLEANER_H
 #define CAIRN_LOG_LOG_CLEANER_H
 #include <stdbool.h>
@@ -43,6 +48,7 @@
 #include "protocol/record_batch.h"
 
 struct log_manager;
+struct log_throttler;
 struct partition_log;
 
 #define LOG_CLEANER_CHECKPOINT_FILE "cleaner-offset-checkpoint"
@@ -60,6 +66,7 @@ struct log_clean_options {
     size_t dedupe_buffer_bytes; /* log.cleaner.dedupe.buffer.size */
     double load_factor;         /* fill of the dedupe map that counts as full */
     bool force;                 /* ignore min.cleanable.dirty.ratio (tests, tools) */
+    struct log_throttler *throttler; /* bytes read and written go through it; NULL: none */
     enum log_clean_stop stop_after;
 };
 
@@ -77,6 +84,25 @@ struct log_clean_result {
  * an errno value; on error the log is unchanged unless it went offline. */
 int partition_log_clean(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
                         const struct log_clean_options *opt, struct log_clean_result *out);
+
+/* How dirty a log is, from its segment list alone (no file is read), as
+ * partition_log_clean would find it: what the cleaner threads rank logs by. */
+struct log_clean_dirtiness {
+    int64_t first_dirty_offset; /* the checkpointed one, or the log start */
+    int64_t cleanable_end;      /* first offset a pass may not touch */
+    size_t cleanable_segments;  /* segments below cleanable_end */
+    size_t first_dirty_segment; /* index of the first one holding dirty offsets */
+    int64_t clean_bytes;        /* cleanable bytes below the first dirty offset */
+    int64_t dirty_bytes;        /* cleanable bytes from it on */
+    double dirty_ratio;         /* dirty_bytes / (clean_bytes + dirty_bytes), 0 if none */
+    bool overdue;               /* dirty data older than max.compaction.lag.ms */
+    bool due;                   /* dirty, and ratio >= min.cleanable.dirty.ratio or overdue */
+};
+
+/* Takes the log's write lock briefly; a log that is not compacted, offline,
+ * deleted or has a single segment is never due. */
+void partition_log_dirtiness(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
+                             struct log_clean_dirtiness *out);
 
 /* ---- batch rewriting ---- */
 
@@ -99,11 +125,21 @@ int log_clean_filter_batch(const uint8_t *batch, size_t len, log_clean_keep_fn k
 
 /* ---- the cleaner of a log manager ---- */
 
+/* Tests: called on the thread calling partition_log_clean for a log, right
+ * before (starting) and right after the call, while the log is marked in
+ * progress. run_once calls it for every compacted log, due or not. */
+typedef void (*log_cleaner_pass_hook)(void *arg, const char *topic, int32_t partition,
+                                      bool starting);
+
 struct log_cleaner_config {
-    bool enable;                 /* log.cleaner.enable: run the background thread */
+    bool enable;                 /* log.cleaner.enable: run the background threads */
+    int32_t threads;             /* log.cleaner.threads; 0 starts none */
     int64_t backoff_ms;          /* log.cleaner.backoff.ms: sleep when nothing is due */
-    int64_t dedupe_buffer_bytes; /* log.cleaner.dedupe.buffer.size */
+    int64_t dedupe_buffer_bytes; /* log.cleaner.dedupe.buffer.size, split between the threads */
     double load_factor;          /* log.cleaner.io.buffer.load.factor */
+    double io_max_bytes_per_second; /* log.cleaner.io.max.bytes.per.second, all threads */
+    log_cleaner_pass_hook pass_hook;
+    void *pass_hook_arg;
 };
 
 void log_cleaner_config_defaults(struct log_cleaner_config *cfg);
@@ -111,15 +147,24 @@ void log_cleaner_config_defaults(struct log_cleaner_config *cfg);
 struct log_cleaner;
 
 /* Read the checkpoints of every log dir of m and, when cfg->enable and
- * start_thread, start the cleaner thread. Returns 0 or an errno value. */
+ * start_thread, start cfg->threads cleaner threads. Returns 0 or an errno
+ * value. */
 int log_cleaner_create(struct log_manager *m, const struct log_cleaner_config *cfg,
                        bool start_thread, struct log_cleaner **out);
-/* One pass over every compacted log; force ignores the dirty ratio.
- * Returns the number of logs cleaned. */
+/* One pass over every compacted log that is due, in list order, on the
+ * caller's thread (waiting for a log a cleaner thread holds); force ignores
+ * the dirty ratio. Returns the number of logs cleaned. */
 int log_cleaner_run_once(struct log_cleaner *c, int64_t now_ms, bool force);
+/* What each cleaner thread does in a loop: take the filthiest due log no
+ * other pass holds (logs overdue by max.compaction.lag.ms first, then the
+ * highest dirty ratio), clean it, release it. Returns false when no log was
+ * due; *cleaned (may be NULL) tells whether the pass rewrote the log. */
+bool log_cleaner_clean_filthiest(struct log_cleaner *c, int64_t now_ms, bool *cleaned);
+/* Bytes of dedupe map each pass may use: the buffer split between threads. */
+size_t log_cleaner_dedupe_bytes_per_pass(const struct log_cleaner *c);
 /* Checkpointed first dirty offset of a partition, or -1. */
 int64_t log_cleaner_first_dirty(struct log_cleaner *c, const char *topic, int32_t partition);
-/* Stop the thread, write the checkpoints, free. */
+/* Stop the threads, free. */
 void log_cleaner_destroy(struct log_cleaner *c);
 
 #endif

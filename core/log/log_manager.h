@@ -37,7 +37,7 @@ struct log_manager_config {
     int64_t producer_expiration_check_interval_ms; /* producer.id.expiration.check.interval.ms */
     bool background_thread;                     /* false: caller drives log_manager_maintain */
     int32_t recovery_threads_per_data_dir;      /* num.recovery.threads.per.data.dir (>= 1) */
-    struct log_cleaner_config cleaner;          /* log.cleaner.*; its thread runs when enabled
+    struct log_cleaner_config cleaner;          /* log.cleaner.*; its threads run when enabled
                                                  * and background_thread is set */
 };
 

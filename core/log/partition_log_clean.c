@@ -16,10 +16,12 @@
 #include "log/log_clean_txn.h"
 #include "log/log_cleaner.h"
 #include "log/log_offset_map.h"
+#include "log/log_throttler.h"
 #include "util/logger.h"
 
 #define CLEAN_READ_BUF (1024 * 1024)
 #define CLEAN_WRITE_BUF (1024 * 1024)
+#define CLEAN_THROTTLE_CHUNK (64 * 1024) /* reads reported to the throttler at once */
 
 /* ---- batch rewriting ---- */
 
@@ -122,25 +124,22 @@ static bool is_aborted(const struct clean_plan *p, int64_t producer_id, int64_t 
     return false;
 }
 
-/* Decide under write_lock whether the log is due and capture what the pass
- * needs. Returns 0 (plan->count 0: nothing to do) or an errno value. */
-static int make_plan(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
-                     const struct log_clean_options *opt, struct clean_plan *plan,
-                     struct log_clean_result *out)
+/* Caller holds write_lock. Metadata only: no file is read. */
+static void dirtiness_locked(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
+                             struct log_clean_dirtiness *d)
 {
-    memset(plan, 0, sizeof *plan);
-    plan->cfg = log->cfg;
-    const struct log_config *cfg = &plan->cfg;
+    memset(d, 0, sizeof *d);
+    const struct log_config *cfg = &log->cfg;
     size_t n = log->segment_count;
     int64_t start = atomic_load(&log->log_start_offset);
     int64_t end = atomic_load(&log->log_end_offset);
     if (first_dirty < start || first_dirty > end)
         first_dirty = start;
-    out->first_dirty_offset = first_dirty;
-    plan->first_dirty = first_dirty;
+    d->first_dirty_offset = first_dirty;
+    d->cleanable_end = first_dirty;
     if (!cfg->cleanup_compact || n < 2 || atomic_load(&log->offline) ||
         atomic_load(&log->deleted))
-        return 0;
+        return;
 
     /* Never the active segment, nor offsets of open transactions, nor
      * records younger than min.compaction.lag.ms. */
@@ -163,32 +162,55 @@ static int make_plan(struct partition_log *log, int64_t first_dirty, int64_t now
     size_t k = 0;
     while (k + 1 < n && log->segments[k + 1]->base_offset <= uncleanable)
         k++;
+    d->cleanable_segments = k;
+    d->first_dirty_segment = k;
     if (k == 0)
-        return 0;
+        return;
+    d->cleanable_end = log->segments[k]->base_offset;
 
-    int64_t clean_bytes = 0, dirty_bytes = 0;
-    bool overdue = false;
-    size_t d0 = k;
     for (size_t i = 0; i < k; i++) {
         const struct log_segment *s = log->segments[i];
         if (log->segments[i + 1]->base_offset <= first_dirty) {
-            clean_bytes += s->size;
+            d->clean_bytes += s->size;
             continue;
         }
-        if (d0 == k)
-            d0 = i;
-        dirty_bytes += s->size;
+        if (d->first_dirty_segment == k)
+            d->first_dirty_segment = i;
+        d->dirty_bytes += s->size;
         int64_t ts = s->first_batch_timestamp >= 0 ? s->first_batch_timestamp : s->max_timestamp;
         if (ts >= 0 && cfg->max_compaction_lag_ms < INT64_MAX &&
             now_ms - ts > cfg->max_compaction_lag_ms)
-            overdue = true;
+            d->overdue = true;
     }
-    out->dirty_ratio =
-        clean_bytes + dirty_bytes > 0 ? (double)dirty_bytes / (double)(clean_bytes + dirty_bytes)
-                                      : 0.0;
-    bool due = dirty_bytes > 0 &&
-               (out->dirty_ratio >= cfg->min_cleanable_dirty_ratio || overdue);
-    if (!due && !opt->force)
+    int64_t total = d->clean_bytes + d->dirty_bytes;
+    d->dirty_ratio = total > 0 ? (double)d->dirty_bytes / (double)total : 0.0;
+    d->due = d->dirty_bytes > 0 &&
+             (d->dirty_ratio >= cfg->min_cleanable_dirty_ratio || d->overdue);
+}
+
+void partition_log_dirtiness(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
+                             struct log_clean_dirtiness *out)
+{
+    pthread_mutex_lock(&log->write_lock);
+    dirtiness_locked(log, first_dirty, now_ms, out);
+    pthread_mutex_unlock(&log->write_lock);
+}
+
+/* Decide under write_lock whether the log is due and capture what the pass
+ * needs. Returns 0 (plan->count 0: nothing to do) or an errno value. */
+static int make_plan(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
+                     const struct log_clean_options *opt, struct clean_plan *plan,
+                     struct log_clean_result *out)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->cfg = log->cfg;
+    struct log_clean_dirtiness d;
+    dirtiness_locked(log, first_dirty, now_ms, &d);
+    out->first_dirty_offset = d.first_dirty_offset;
+    out->dirty_ratio = d.dirty_ratio;
+    plan->first_dirty = d.first_dirty_offset;
+    size_t k = d.cleanable_segments;
+    if (k == 0 || (!d.due && !opt->force))
         return 0;
 
     plan->segs = calloc(k, sizeof *plan->segs);
@@ -212,7 +234,7 @@ static int make_plan(struct partition_log *log, int64_t first_dirty, int64_t now
             return errno;
         cs->mtime = st.st_mtim;
     }
-    plan->first_dirty_index = d0;
+    plan->first_dirty_index = d.first_dirty_segment;
     plan->truncations = log->truncations;
     if (log->producers)
         producer_state_foreach(log->producers, collect_producer, plan);
@@ -232,6 +254,18 @@ static int make_plan(struct partition_log *log, int64_t first_dirty, int64_t now
 }
 
 /* ---- the dedupe map ---- */
+
+/* Count bytes a pass read, reporting them to the throttler in chunks. */
+static void count_read(struct clean_plan *plan, int64_t bytes, bool flush)
+{
+    if (!plan->throttler)
+        return;
+    plan->unthrottled_reads += bytes;
+    if (flush || plan->unthrottled_reads >= CLEAN_THROTTLE_CHUNK) {
+        log_throttler_observe(plan->throttler, plan->unthrottled_reads);
+        plan->unthrottled_reads = 0;
+    }
+}
 
 /* Batch at pos of a segment, bounds-checked; NULL at the end or when the
  * bytes do not hold a whole batch. */
@@ -253,7 +287,7 @@ static const uint8_t *next_batch(struct log_scanner *scan, int64_t pos, int64_t 
 
 /* Add the keys of segments [from, to) to map; *end is the first segment not
  * wholly added (the map filled up inside it). Returns 0 or an errno value. */
-static int build_map(const struct clean_plan *plan, size_t from, size_t to,
+static int build_map(struct clean_plan *plan, size_t from, size_t to,
                      struct log_offset_map *map, size_t *end)
 {
     *end = to;
@@ -268,6 +302,7 @@ static int build_map(const struct clean_plan *plan, size_t from, size_t to,
         while (rc == 0 && (p = next_batch(&scan, pos, cs->size, &h)) != NULL) {
             size_t total = record_batch_total_size(&h);
             pos += (int64_t)total;
+            count_read(plan, (int64_t)total, false);
             if (record_batch_is_control(&h) ||
                 (record_batch_is_transactional(&h) &&
                  is_aborted(plan, h.producer_id, h.base_offset)))
@@ -325,6 +360,7 @@ static bool keep_record(void *arg, const struct record_batch_record *rec)
 
 struct out_file {
     int fd;
+    struct log_throttler *throttler; /* NULL: unthrottled */
     int64_t written;
     uint8_t *buf;
     size_t len;
@@ -342,6 +378,8 @@ static int out_flush(struct out_file *o)
         done += (size_t)n;
     }
     o->written += (int64_t)o->len;
+    if (o->throttler)
+        log_throttler_observe(o->throttler, (int64_t)o->len);
     o->len = 0;
     return 0;
 }
@@ -425,6 +463,7 @@ static int rewrite_member(struct partition_log *log, struct clean_plan *plan, si
     while (rc == 0 && (p = next_batch(&scan, pos, cs->size, &h)) != NULL) {
         size_t total = record_batch_total_size(&h);
         pos += (int64_t)total;
+        count_read(plan, (int64_t)total, false);
         if (record_batch_is_control(&h)) {
             bool drop = false;
             rc = clean_txn_control_batch(txn, &h, p, total, keep.drop_tombstones, &drop);
@@ -558,7 +597,7 @@ static int rewrite_group(struct partition_log *log, struct clean_plan *plan, siz
     struct clean_group *g = &plan->groups[gi];
     *next = gi + 1;
     char *path = log_segment_path(log->dir, plan->segs[g->first].base, ".log.cleaned");
-    struct out_file o = {.fd = -1, .buf = malloc(CLEAN_WRITE_BUF)};
+    struct out_file o = {.fd = -1, .throttler = plan->throttler, .buf = malloc(CLEAN_WRITE_BUF)};
     int rc = (path && o.buf) ? 0 : ENOMEM;
     if (rc == 0 && (o.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
         rc = errno;
@@ -621,6 +660,7 @@ int partition_log_clean(struct partition_log *log, int64_t first_dirty, int64_t 
         plan_free(&plan);
         return rc;
     }
+    plan.throttler = opt->throttler;
 
     struct log_offset_map map;
     size_t end = plan.count;
@@ -650,6 +690,7 @@ int partition_log_clean(struct partition_log *log, int64_t first_dirty, int64_t 
         memset(&txn, 0, sizeof txn);
     for (size_t g = 0, next; rc == 0 && g < plan.group_count; g = next)
         rc = rewrite_group(log, &plan, g, &map, &txn, now_ms, &next);
+    count_read(&plan, 0, true);
     for (size_t g = 0; rc == 0 && g < plan.group_count; g++) {
         const struct clean_group *grp = &plan.groups[g];
         int64_t size = 0;

@@ -54,6 +54,8 @@ struct clean_plan {
     size_t producer_count, producer_cap;
     struct txn_index_entry *aborted;
     size_t aborted_count;
+    struct log_throttler *throttler; /* NULL: unthrottled */
+    int64_t unthrottled_reads;       /* bytes read not yet reported to it */
 };
 
 /* Caller holds write_lock. Replace the members of every rewritten group by

@@ -343,6 +343,9 @@ static int start_logs(struct broker *b, const char *const *dirs, size_t dir_coun
     opts.recovery_threads_per_data_dir = config_get_int(b->config, "num.recovery.threads.per.data.dir");
     opts.cleaner.enable = config_get_bool(b->config, "log.cleaner.enable");
     opts.cleaner.backoff_ms = config_get_long(b->config, "log.cleaner.backoff.ms");
+    opts.cleaner.threads = config_get_int(b->config, "log.cleaner.threads");
+    opts.cleaner.io_max_bytes_per_second =
+        config_get_double(b->config, "log.cleaner.io.max.bytes.per.second");
     opts.cleaner.dedupe_buffer_bytes = config_get_long(b->config, "log.cleaner.dedupe.buffer.size");
     opts.cleaner.load_factor = config_get_double(b->config, "log.cleaner.io.buffer.load.factor");
     struct log_config defaults;
