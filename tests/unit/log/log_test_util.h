@@ -72,4 +72,58 @@ static inline int64_t test_file_size(const char *path)
     return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
 }
 
+/* One partition log in a temp dir, for cmocka setups and teardowns. Owned
+ * by the test running. */
+struct log_fixture {
+    char *dir;
+    struct log_config cfg;     /* the defaults until the test changes them */
+    struct partition_log *log; /* NULL until opened */
+};
+
+/* cmocka setup: a fresh dir and the default config; the log is not opened. */
+static inline int log_fixture_setup(void **state)
+{
+    struct log_fixture *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    f->dir = test_make_dir();
+    log_config_defaults(&f->cfg);
+    *state = f;
+    return f->dir ? 0 : -1;
+}
+
+/* cmocka setup that also opens the log (no recovery). */
+static inline int log_fixture_setup_open(void **state)
+{
+    if (log_fixture_setup(state) != 0)
+        return -1;
+    struct log_fixture *f = *state;
+    char err[256] = "";
+    if (partition_log_open(f->dir, &f->cfg, false, &f->log, err, sizeof err) != 0) {
+        fprintf(stderr, "open failed: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+static inline int log_fixture_teardown(void **state)
+{
+    struct log_fixture *f = *state;
+    if (!f)
+        return 0;
+    if (f->log)
+        partition_log_close(f->log);
+    if (f->dir) {
+        test_remove_tree(f->dir);
+        free(f->dir);
+    }
+    free(f);
+    return 0;
+}
+
+/* A cmocka test entry on a fixture whose log is closed / open. */
+#define LOG_FIXTURE_TEST(fn) cmocka_unit_test_setup_teardown(fn, log_fixture_setup, log_fixture_teardown)
+#define LOG_FIXTURE_TEST_OPEN(fn) \
+    cmocka_unit_test_setup_teardown(fn, log_fixture_setup_open, log_fixture_teardown)
+
 #endif

@@ -17,35 +17,16 @@
 
 #define PER_BATCH 10
 
-/* Owned by one test at a time. */
-struct fixture {
-    char *dir;
-    struct log_config cfg;
-    struct partition_log *log;
-};
-
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof *f);
-    f->dir = test_make_dir();
-    log_config_defaults(&f->cfg);
+    if (log_fixture_setup(state) != 0)
+        return -1;
+    struct log_fixture *f = *state;
     f->cfg.index_interval_bytes = 64;
-    *state = f;
-    return f->dir ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-    if (f->log)
-        partition_log_close(f->log);
-    test_remove_tree(f->dir);
-    free(f->dir);
-    free(f);
     return 0;
 }
 
-static void open_log(struct fixture *f)
+static void open_log(struct log_fixture *f)
 {
     char err[256] = "";
     if (f->log)
@@ -57,7 +38,7 @@ static void open_log(struct fixture *f)
 
 /* Appends one batch of PER_BATCH records with these timestamps, compressed
  * with codec (or not, for NONE). */
-static void append_batch(struct fixture *f, int codec, const int64_t *timestamps)
+static void append_batch(struct log_fixture *f, int codec, const int64_t *timestamps)
 {
     struct record_batch_builder b;
     record_batch_builder_init(&b, timestamps[0]);
@@ -84,7 +65,7 @@ static void append_batch(struct fixture *f, int codec, const int64_t *timestamps
     free(batch);
 }
 
-static void expect_for_timestamp(struct fixture *f, int64_t target, int64_t offset, int64_t timestamp)
+static void expect_for_timestamp(struct log_fixture *f, int64_t target, int64_t offset, int64_t timestamp)
 {
     int64_t off, ts;
     assert_int_equal(partition_log_offset_for_timestamp(f->log, target, &off, &ts), KAFKA_ERR_NONE);
@@ -93,7 +74,7 @@ static void expect_for_timestamp(struct fixture *f, int64_t target, int64_t offs
                  (long long)off, (long long)ts, (long long)offset, (long long)timestamp);
 }
 
-static void expect_answers(struct fixture *f)
+static void expect_answers(struct log_fixture *f)
 {
     /* Batch 0 (offsets 0-9) at 1000..1009; batch 1 (10-19) peaks at 2009
      * on offsets 12 and 15; batch 2 (20-29) at 1500..1509, below the peak. */
@@ -110,7 +91,7 @@ static void expect_answers(struct fixture *f)
 
 static void check_codec(void **state, int codec)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     open_log(f);
     int64_t first[PER_BATCH], peak[PER_BATCH] = {2000, 2001, 2009, 2002, 2003, 2009, 2004, 2005, 2006, 2007},
                               after[PER_BATCH];
@@ -136,11 +117,11 @@ static void test_zstd(void **state) { check_codec(state, RECORD_BATCH_COMPRESSIO
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_none, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gzip, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_snappy, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lz4, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_zstd, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_none, setup, log_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_gzip, setup, log_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_snappy, setup, log_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_lz4, setup, log_fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_zstd, setup, log_fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

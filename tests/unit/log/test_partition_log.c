@@ -11,33 +11,7 @@
 #include "log_test_util.h"
 #include "protocol/generated/errors.h"
 
-struct fixture {
-    char *dir;
-    struct log_config cfg;
-    struct partition_log *log;
-};
-
-static int setup(void **state)
-{
-    struct fixture *f = calloc(1, sizeof *f);
-    f->dir = test_make_dir();
-    log_config_defaults(&f->cfg);
-    *state = f;
-    return f->dir ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-    if (f->log)
-        partition_log_close(f->log);
-    test_remove_tree(f->dir);
-    free(f->dir);
-    free(f);
-    return 0;
-}
-
-static void open_log(struct fixture *f, bool recover)
+static void open_log(struct log_fixture *f, bool recover)
 {
     char err[256] = "";
     if (f->log)
@@ -49,7 +23,7 @@ static void open_log(struct fixture *f, bool recover)
 }
 
 /* Append `count` batches of `records` records each; returns total bytes. */
-static size_t append_batches(struct fixture *f, int count, int records, int64_t base_ts,
+static size_t append_batches(struct log_fixture *f, int count, int records, int64_t base_ts,
                              size_t value_size, int32_t epoch)
 {
     size_t total = 0;
@@ -70,7 +44,7 @@ static size_t append_batches(struct fixture *f, int count, int records, int64_t 
 
 /* Read at offset with max_bytes; check the region is whole, CRC-valid batches
  * in offset order starting with the batch holding offset. Returns batches. */
-static int check_read(struct fixture *f, int64_t offset, int32_t max_bytes, int64_t hw,
+static int check_read(struct log_fixture *f, int64_t offset, int32_t max_bytes, int64_t hw,
                       int64_t *last_offset)
 {
     struct log_read_result r;
@@ -112,7 +86,7 @@ static int check_read(struct fixture *f, int64_t offset, int32_t max_bytes, int6
 
 static void test_append_read(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     open_log(f, false);
     assert_int_equal(partition_log_end_offset(f->log), 0);
     append_batches(f, 10, 3, 1000, 50, 4);
@@ -139,7 +113,7 @@ static void test_append_read(void **state)
 
 static void test_max_bytes_and_high_watermark(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     open_log(f, false);
     append_batches(f, 20, 5, 0, 100, -1);
     /* A tiny max_bytes still returns one whole batch. */
@@ -160,7 +134,7 @@ static void test_max_bytes_and_high_watermark(void **state)
 
 static void test_roll_by_size_and_index_lookup(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     f->cfg.segment_bytes = 8192;
     f->cfg.index_interval_bytes = 512;
     open_log(f, false);
@@ -193,7 +167,7 @@ static void test_roll_by_size_and_index_lookup(void **state)
 
 static void test_timestamps(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     f->cfg.index_interval_bytes = 256;
     open_log(f, false);
     /* Batch i has records at 1000*i + 10000 and +1 .. +3. */
@@ -225,7 +199,7 @@ static void test_timestamps(void **state)
 
 static void test_log_append_time(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     f->cfg.message_timestamp_type = LOG_TIMESTAMP_LOG_APPEND_TIME;
     open_log(f, false);
     size_t len;
@@ -247,7 +221,7 @@ static void test_log_append_time(void **state)
 
 static void test_rejects_whole_request(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     f->cfg.max_message_bytes = 2000;
     open_log(f, false);
     append_batches(f, 1, 2, 0, 10, -1);
@@ -279,7 +253,7 @@ static void test_rejects_whole_request(void **state)
 
 static void test_truncate_and_delete_records(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     f->cfg.segment_bytes = 4096;
     open_log(f, false);
     append_batches(f, 40, 3, 0, 100, 1);
@@ -315,7 +289,7 @@ static void test_truncate_and_delete_records(void **state)
 
 static void test_metadata_and_epoch_files(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     open_log(f, false);
     uint8_t id[16], back[16];
     for (int i = 0; i < 16; i++)
@@ -341,14 +315,14 @@ static void test_metadata_and_epoch_files(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_append_read, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_max_bytes_and_high_watermark, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_roll_by_size_and_index_lookup, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_timestamps, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_log_append_time, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_rejects_whole_request, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_truncate_and_delete_records, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_metadata_and_epoch_files, setup, teardown),
+        LOG_FIXTURE_TEST(test_append_read),
+        LOG_FIXTURE_TEST(test_max_bytes_and_high_watermark),
+        LOG_FIXTURE_TEST(test_roll_by_size_and_index_lookup),
+        LOG_FIXTURE_TEST(test_timestamps),
+        LOG_FIXTURE_TEST(test_log_append_time),
+        LOG_FIXTURE_TEST(test_rejects_whole_request),
+        LOG_FIXTURE_TEST(test_truncate_and_delete_records),
+        LOG_FIXTURE_TEST(test_metadata_and_epoch_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

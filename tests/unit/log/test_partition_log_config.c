@@ -11,37 +11,7 @@
 #include "log_test_util.h"
 #include "protocol/generated/errors.h"
 
-struct fixture {
-    char *dir;
-    struct log_config cfg;
-    struct partition_log *log;
-};
-
-static int setup(void **state)
-{
-    struct fixture *f = calloc(1, sizeof *f);
-    f->dir = test_make_dir();
-    log_config_defaults(&f->cfg);
-    char err[256] = "";
-    if (!f->dir || partition_log_open(f->dir, &f->cfg, false, &f->log, err, sizeof err) != 0) {
-        fprintf(stderr, "open failed: %s\n", err);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-    partition_log_close(f->log);
-    test_remove_tree(f->dir);
-    free(f->dir);
-    free(f);
-    return 0;
-}
-
-static int16_t append_one(struct fixture *f, int records, int64_t ts, size_t value_size)
+static int16_t append_one(struct log_fixture *f, int records, int64_t ts, size_t value_size)
 {
     size_t len;
     uint8_t *batch = test_batch(records, ts, value_size, &len);
@@ -54,7 +24,7 @@ static int16_t append_one(struct fixture *f, int records, int64_t ts, size_t val
 
 static void test_set_config_reports_change_and_copies(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     struct log_config now;
     partition_log_get_config(f->log, &now);
     assert_int_equal(now.segment_bytes, f->cfg.segment_bytes);
@@ -72,7 +42,7 @@ static void test_set_config_reports_change_and_copies(void **state)
 
 static void test_smaller_segment_bytes_rolls_next_appends(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     int64_t ts = 1000000;
     for (int i = 0; i < 10; i++) assert_int_equal(append_one(f, 5, ts, 200), KAFKA_ERR_NONE);
     assert_int_equal(partition_log_segment_count(f->log), 1); /* 1 GiB segments: no roll */
@@ -96,7 +66,7 @@ static void test_smaller_segment_bytes_rolls_next_appends(void **state)
 
 static void test_retention_ms_change_deletes_old_segments(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     struct log_config cfg = f->cfg;
     cfg.segment_bytes = 2048;
     partition_log_set_config(f->log, &cfg);
@@ -118,7 +88,7 @@ static void test_retention_ms_change_deletes_old_segments(void **state)
 
 static void test_max_message_bytes_change_applies(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     assert_int_equal(append_one(f, 1, 1000, 2000), KAFKA_ERR_NONE);
     struct log_config cfg = f->cfg;
     cfg.max_message_bytes = 1000;
@@ -130,10 +100,10 @@ static void test_max_message_bytes_change_applies(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_set_config_reports_change_and_copies, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_smaller_segment_bytes_rolls_next_appends, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retention_ms_change_deletes_old_segments, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_max_message_bytes_change_applies, setup, teardown),
+        LOG_FIXTURE_TEST_OPEN(test_set_config_reports_change_and_copies),
+        LOG_FIXTURE_TEST_OPEN(test_smaller_segment_bytes_rolls_next_appends),
+        LOG_FIXTURE_TEST_OPEN(test_retention_ms_change_deletes_old_segments),
+        LOG_FIXTURE_TEST_OPEN(test_max_message_bytes_change_applies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

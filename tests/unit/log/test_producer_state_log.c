@@ -16,40 +16,14 @@
 #include "log_test_util.h"
 #include "protocol/generated/errors.h"
 
-struct fixture {
-    char *dir;
-    struct log_config cfg;
-    struct partition_log *log;
-};
-
-static int setup(void **state)
-{
-    struct fixture *f = calloc(1, sizeof *f);
-    f->dir = test_make_dir();
-    log_config_defaults(&f->cfg);
-    *state = f;
-    return f->dir ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-    if (f->log)
-        partition_log_close(f->log);
-    test_remove_tree(f->dir);
-    free(f->dir);
-    free(f);
-    return 0;
-}
-
-static void open_log(struct fixture *f, bool recover)
+static void open_log(struct log_fixture *f, bool recover)
 {
     char err[256];
     assert_int_equal(partition_log_open(f->dir, &f->cfg, recover, &f->log, err, sizeof err),
                      KAFKA_ERR_NONE);
 }
 
-static void reopen(struct fixture *f, bool recover)
+static void reopen(struct log_fixture *f, bool recover)
 {
     partition_log_close(f->log);
     f->log = NULL;
@@ -77,7 +51,7 @@ static uint8_t *idem_batch(int64_t pid, int16_t epoch, int32_t seq, int records,
 }
 
 /* Append and return the error; *base gets the base offset. */
-static int16_t produce(struct fixture *f, int64_t pid, int16_t epoch, int32_t seq, int records,
+static int16_t produce(struct log_fixture *f, int64_t pid, int16_t epoch, int32_t seq, int records,
                        int64_t *base)
 {
     size_t len;
@@ -118,7 +92,7 @@ static void remove_snapshots(const char *dir)
 
 static void test_duplicates_and_errors(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     open_log(f, false);
     int64_t base;
     assert_int_equal(produce(f, 5, 0, 0, 3, &base), KAFKA_ERR_NONE);
@@ -163,7 +137,7 @@ static void test_duplicates_and_errors(void **state)
 
 static void test_snapshot_on_roll_and_close(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     f->cfg.segment_bytes = 400;
     open_log(f, false);
     int64_t base, latest;
@@ -190,7 +164,7 @@ static void test_snapshot_on_roll_and_close(void **state)
  * stop replays from the last one instead of scanning the whole log. */
 static void test_plain_log_gets_snapshots(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     f->cfg.segment_bytes = 400;
     open_log(f, false);
     int64_t latest;
@@ -212,7 +186,7 @@ static void test_plain_log_gets_snapshots(void **state)
 
 static void test_rebuild_without_snapshots(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     f->cfg.segment_bytes = 500;
     open_log(f, false);
     int64_t base, latest;
@@ -258,7 +232,7 @@ static void test_rebuild_without_snapshots(void **state)
 
 static void test_corrupt_snapshot_falls_back(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     f->cfg.segment_bytes = 400;
     open_log(f, false);
     int64_t base, latest;
@@ -289,7 +263,7 @@ static void test_corrupt_snapshot_falls_back(void **state)
 
 static void test_truncate_rebuilds_state(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     f->cfg.segment_bytes = 300;
     open_log(f, false);
     int64_t base, latest;
@@ -310,7 +284,7 @@ static void test_truncate_rebuilds_state(void **state)
 
 static void test_retention_and_expiry(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     f->cfg.segment_bytes = 300;
     f->cfg.retention_bytes = 600;
     f->cfg.producer_id_expiration_ms = 60000;
@@ -335,7 +309,7 @@ static void test_retention_and_expiry(void **state)
 /* The log manager's maintenance pass expires idle producers. */
 static void test_manager_expires_producers(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     f->cfg.producer_id_expiration_ms = 1000;
     struct log_manager_config mcfg;
     log_manager_config_defaults(&mcfg);
@@ -361,7 +335,7 @@ static void test_manager_expires_producers(void **state)
 #define RACE_BATCHES 400
 
 struct race_ctx {
-    struct fixture *f;
+    struct log_fixture *f;
     int accepted, duplicates, behind;
     int unexpected; /* any other outcome */
 };
@@ -391,7 +365,7 @@ static void *race_main(void *arg)
 
 static void test_concurrent_retries_land_once(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     open_log(f, false);
     pthread_t threads[RACE_THREADS];
     struct race_ctx ctx[RACE_THREADS];
@@ -430,15 +404,15 @@ static void test_concurrent_retries_land_once(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_duplicates_and_errors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_snapshot_on_roll_and_close, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_plain_log_gets_snapshots, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_rebuild_without_snapshots, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_corrupt_snapshot_falls_back, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_truncate_rebuilds_state, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retention_and_expiry, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_concurrent_retries_land_once, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_manager_expires_producers, setup, teardown),
+        LOG_FIXTURE_TEST(test_duplicates_and_errors),
+        LOG_FIXTURE_TEST(test_snapshot_on_roll_and_close),
+        LOG_FIXTURE_TEST(test_plain_log_gets_snapshots),
+        LOG_FIXTURE_TEST(test_rebuild_without_snapshots),
+        LOG_FIXTURE_TEST(test_corrupt_snapshot_falls_back),
+        LOG_FIXTURE_TEST(test_truncate_rebuilds_state),
+        LOG_FIXTURE_TEST(test_retention_and_expiry),
+        LOG_FIXTURE_TEST(test_concurrent_retries_land_once),
+        LOG_FIXTURE_TEST(test_manager_expires_producers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

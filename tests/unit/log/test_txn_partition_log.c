@@ -16,36 +16,7 @@
 #include "log_test_util.h"
 #include "protocol/generated/errors.h"
 
-struct fixture {
-    char *dir;
-    struct log_config cfg;
-    struct partition_log *log;
-};
-
-static int setup(void **state)
-{
-    struct fixture *f = calloc(1, sizeof *f);
-    f->dir = test_make_dir();
-    log_config_defaults(&f->cfg);
-    *state = f;
-    char err[256];
-    if (!f->dir || partition_log_open(f->dir, &f->cfg, false, &f->log, err, sizeof err) != 0)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fixture *f = *state;
-    if (f->log)
-        partition_log_close(f->log);
-    test_remove_tree(f->dir);
-    free(f->dir);
-    free(f);
-    return 0;
-}
-
-static void reopen(struct fixture *f, bool recover)
+static void reopen(struct log_fixture *f, bool recover)
 {
     partition_log_close(f->log);
     f->log = NULL;
@@ -55,7 +26,7 @@ static void reopen(struct fixture *f, bool recover)
 }
 
 /* Append `records` records from pid/epoch at seq; returns the base offset. */
-static int64_t produce_full(struct fixture *f, int64_t pid, int16_t epoch, int32_t seq, int records,
+static int64_t produce_full(struct log_fixture *f, int64_t pid, int16_t epoch, int32_t seq, int records,
                             bool transactional, int64_t ts, int16_t expect)
 {
     struct record_batch_builder b;
@@ -75,12 +46,12 @@ static int64_t produce_full(struct fixture *f, int64_t pid, int16_t epoch, int32
     return res.base_offset;
 }
 
-static int64_t produce_txn(struct fixture *f, int64_t pid, int16_t epoch, int32_t seq, int records)
+static int64_t produce_txn(struct log_fixture *f, int64_t pid, int16_t epoch, int32_t seq, int records)
 {
     return produce_full(f, pid, epoch, seq, records, true, 1000, KAFKA_ERR_NONE);
 }
 
-static int64_t marker(struct fixture *f, int64_t pid, int16_t epoch, bool commit)
+static int64_t marker(struct log_fixture *f, int64_t pid, int16_t epoch, bool commit)
 {
     int64_t offset = -2;
     assert_int_equal(partition_log_append_txn_marker(f->log, pid, epoch, 0, commit, 0, &offset),
@@ -104,7 +75,7 @@ static void collect(void *arg, int64_t pid, int64_t first)
     l->n++;
 }
 
-static struct aborted_list aborted(struct fixture *f, int64_t from, int64_t upper)
+static struct aborted_list aborted(struct log_fixture *f, int64_t from, int64_t upper)
 {
     struct aborted_list l = {0};
     size_t n = partition_log_aborted_txns(f->log, from, upper, collect, &l);
@@ -112,7 +83,7 @@ static struct aborted_list aborted(struct fixture *f, int64_t from, int64_t uppe
     return l;
 }
 
-static char *seg_file(struct fixture *f, int64_t base, const char *ext)
+static char *seg_file(struct log_fixture *f, int64_t base, const char *ext)
 {
     char *path = NULL;
     assert_true(asprintf(&path, "%s/%020lld%s", f->dir, (long long)base, ext) > 0);
@@ -120,7 +91,7 @@ static char *seg_file(struct fixture *f, int64_t base, const char *ext)
 }
 
 /* Entries of the .txnindex of the segment at base. */
-static size_t read_txnindex(struct fixture *f, int64_t base, struct txn_index_entry *out, size_t max)
+static size_t read_txnindex(struct log_fixture *f, int64_t base, struct txn_index_entry *out, size_t max)
 {
     char *path = seg_file(f, base, ".txnindex");
     struct txn_index idx = {0};
@@ -136,7 +107,7 @@ static size_t read_txnindex(struct fixture *f, int64_t base, struct txn_index_en
 }
 
 /* Remove every file of the directory ending in ext. */
-static void remove_files(struct fixture *f, const char *ext)
+static void remove_files(struct log_fixture *f, const char *ext)
 {
     DIR *d = opendir(f->dir);
     struct dirent *ent;
@@ -153,7 +124,7 @@ static void remove_files(struct fixture *f, const char *ext)
 
 /* Entries in all .txnindex files; each must sit in the file of the segment
  * holding its marker. */
-static size_t count_on_disk(struct fixture *f)
+static size_t count_on_disk(struct log_fixture *f)
 {
     size_t on_disk = 0;
     DIR *d = opendir(f->dir);
@@ -174,7 +145,7 @@ static size_t count_on_disk(struct fixture *f)
 
 static void test_open_txn_holds_lso_until_commit(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     assert_int_equal(produce_full(f, -1, -1, -1, 2, false, 1000, KAFKA_ERR_NONE), 0);
     assert_int_equal(produce_txn(f, 7, 0, 0, 3), 2);
     assert_int_equal(partition_log_last_stable_offset(f->log), 2);
@@ -226,7 +197,7 @@ static void test_open_txn_holds_lso_until_commit(void **state)
 
 static void test_abort_writes_txnindex(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     produce_txn(f, 1, 0, 0, 2);         /* 0-1 */
     assert_int_equal(marker(f, 1, 0, true), 2);
     produce_txn(f, 2, 0, 0, 2);         /* 3-4 */
@@ -251,7 +222,7 @@ static void test_abort_writes_txnindex(void **state)
 
 static void test_interleaved_producers(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     produce_txn(f, 10, 0, 0, 1); /* 0 */
     produce_txn(f, 11, 0, 0, 1); /* 1 */
     produce_txn(f, 10, 0, 1, 1); /* 2 */
@@ -284,7 +255,7 @@ static void test_interleaved_producers(void **state)
 
 static void test_snapshot_reopen_keeps_open_txn(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     produce_txn(f, 3, 1, 0, 2);   /* 0-1, left open */
     produce_txn(f, 4, 0, 0, 1);   /* 2 */
     marker(f, 4, 0, false);       /* 3 */
@@ -304,7 +275,7 @@ static void test_snapshot_reopen_keeps_open_txn(void **state)
 
 static void test_unclean_reopen_rebuilds(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     partition_log_close(f->log);
     f->log = NULL;
     f->cfg.segment_bytes = 300; /* a few batches per segment */
@@ -360,7 +331,7 @@ static void test_unclean_reopen_rebuilds(void **state)
 
 static void test_truncate_drops_aborts(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     produce_txn(f, 30, 0, 0, 2); /* 0-1 */
     marker(f, 30, 0, false);     /* 2 */
     produce_txn(f, 31, 0, 0, 2); /* 3-4 */
@@ -377,7 +348,7 @@ static void test_truncate_drops_aborts(void **state)
 
 static void test_expiry_skips_open_txn(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     produce_full(f, 40, 0, 0, 1, true, 1000, KAFKA_ERR_NONE);
     produce_full(f, 41, 0, 0, 1, false, 1000, KAFKA_ERR_NONE);
     int64_t far = 1000 + f->cfg.producer_id_expiration_ms + 10;
@@ -390,7 +361,7 @@ static void test_expiry_skips_open_txn(void **state)
 
 static void test_marker_epochs(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     produce_full(f, 50, 2, 0, 1, true, 1000, KAFKA_ERR_NONE);
     int64_t offset;
     assert_int_equal(partition_log_append_txn_marker(f->log, 50, 1, 0, true, 0, &offset),
@@ -419,7 +390,7 @@ static void test_marker_epochs(void **state)
 
 static void test_plain_batch_inside_txn_refused(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     produce_full(f, 60, 0, 0, 1, true, 1000, KAFKA_ERR_NONE);
     produce_full(f, 60, 0, 1, 1, false, 1000, KAFKA_ERR_INVALID_TXN_STATE);
     /* Transactional batches need a producer id. */
@@ -429,7 +400,7 @@ static void test_plain_batch_inside_txn_refused(void **state)
 
 static void test_retention_drops_index_entries(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     partition_log_close(f->log);
     f->log = NULL;
     f->cfg.segment_bytes = 300;
@@ -451,7 +422,7 @@ static void test_retention_drops_index_entries(void **state)
 }
 
 struct race {
-    struct fixture *f;
+    struct log_fixture *f;
     atomic_bool done;
     int rounds;
 };
@@ -472,7 +443,7 @@ static void *race_writer(void *arg)
 
 static void test_readers_never_see_aborted_data_uncovered(void **state)
 {
-    struct fixture *f = *state;
+    struct log_fixture *f = *state;
     struct race r = {.f = f, .rounds = 400};
     pthread_t writer;
     assert_int_equal(pthread_create(&writer, NULL, race_writer, &r), 0);
@@ -519,17 +490,17 @@ static void test_readers_never_see_aborted_data_uncovered(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_open_txn_holds_lso_until_commit, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_abort_writes_txnindex, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_interleaved_producers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_snapshot_reopen_keeps_open_txn, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unclean_reopen_rebuilds, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_truncate_drops_aborts, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_expiry_skips_open_txn, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_marker_epochs, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_plain_batch_inside_txn_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_retention_drops_index_entries, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_readers_never_see_aborted_data_uncovered, setup, teardown),
+        LOG_FIXTURE_TEST_OPEN(test_open_txn_holds_lso_until_commit),
+        LOG_FIXTURE_TEST_OPEN(test_abort_writes_txnindex),
+        LOG_FIXTURE_TEST_OPEN(test_interleaved_producers),
+        LOG_FIXTURE_TEST_OPEN(test_snapshot_reopen_keeps_open_txn),
+        LOG_FIXTURE_TEST_OPEN(test_unclean_reopen_rebuilds),
+        LOG_FIXTURE_TEST_OPEN(test_truncate_drops_aborts),
+        LOG_FIXTURE_TEST_OPEN(test_expiry_skips_open_txn),
+        LOG_FIXTURE_TEST_OPEN(test_marker_epochs),
+        LOG_FIXTURE_TEST_OPEN(test_plain_batch_inside_txn_refused),
+        LOG_FIXTURE_TEST_OPEN(test_retention_drops_index_entries),
+        LOG_FIXTURE_TEST_OPEN(test_readers_never_see_aborted_data_uncovered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
