@@ -307,3 +307,22 @@ void raw_find_coordinator_v5(struct raw_session *s, int8_t key_type, const char 
     raw_skip_tagged_fields(&r);
     raw_session_finish_read(&r, frame);
 }
+
+int16_t raw_session_commit_roundtrip(struct raw_session *s, struct raw_writer *w, const char *topic)
+{
+    struct raw_reader r;
+    uint8_t *frame = raw_session_roundtrip(s, w, &r, true);
+    raw_get_i32(&r); /* throttle */
+    assert_int_equal(raw_get_uvarint(&r), 2);
+    char name[256];
+    raw_get_compact_string(&r, name, sizeof name);
+    assert_int_equal(raw_get_uvarint(&r), 2);
+    assert_int_equal(raw_get_i32(&r), 0);
+    int16_t err = raw_get_i16(&r);
+    raw_skip_tagged_fields(&r); /* partition */
+    raw_skip_tagged_fields(&r); /* topic */
+    raw_skip_tagged_fields(&r); /* answer */
+    raw_session_finish_read(&r, frame);
+    assert_string_equal(name, topic);
+    return err;
+}

@@ -38,6 +38,11 @@ uint8_t *raw_session_roundtrip(struct raw_session *s, struct raw_writer *w, stru
 /* Frees the frame and fails the test unless r read it exactly. */
 void raw_session_finish_read(struct raw_reader *r, uint8_t *frame);
 
+/* Sends a built OffsetCommit (v8+) or TxnOffsetCommit (v3+) of one
+ * partition of `topic` and returns that partition's error; both answers have
+ * the same layout. */
+int16_t raw_session_commit_roundtrip(struct raw_session *s, struct raw_writer *w, const char *topic);
+
 /* CreateTopics v7 of one topic (replication factor 1); returns its id. */
 void raw_create_topic_v7(struct raw_session *s, const char *name, int partitions, uint8_t id[16]);
 
