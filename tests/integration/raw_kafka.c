@@ -92,6 +92,20 @@ void raw_put_string(struct raw_writer *w, const char *s)
     raw_put_bytes(w, s, n);
 }
 
+void raw_put_produce_body(struct raw_writer *w, const char *txn_id, int16_t acks, const char *topic,
+                          int32_t partition, const void *batch, size_t batch_len)
+{
+    raw_put_string(w, txn_id);
+    raw_put_i16(w, acks);
+    raw_put_i32(w, 10000); /* timeout_ms */
+    raw_put_i32(w, 1);
+    raw_put_string(w, topic);
+    raw_put_i32(w, 1);
+    raw_put_i32(w, partition);
+    raw_put_i32(w, (int32_t)batch_len);
+    raw_put_bytes(w, batch, batch_len);
+}
+
 void raw_put_compact_string(struct raw_writer *w, const char *s)
 {
     if (!s) {

@@ -33,6 +33,10 @@ void raw_put_string(struct raw_writer *w, const char *s);
 void raw_put_compact_string(struct raw_writer *w, const char *s);
 /* Overwrite 4 bytes at pos with a big-endian int32. */
 void raw_patch_i32(struct raw_writer *w, size_t pos, int32_t v);
+/* The body of a non-flexible Produce request (v3-v8) carrying one batch
+ * for one partition, with a 10 s timeout. txn_id NULL: not transactional. */
+void raw_put_produce_body(struct raw_writer *w, const char *txn_id, int16_t acks, const char *topic,
+                          int32_t partition, const void *batch, size_t batch_len);
 
 struct raw_reader {
     const uint8_t *data;

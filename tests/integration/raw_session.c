@@ -133,15 +133,7 @@ int16_t raw_produce_v7(struct raw_session *s, const char *topic, const char *txn
     struct raw_writer w;
     raw_writer_init(&w);
     raw_frame_begin(&w, 0, 7, ++s->correlation, "nv-client");
-    raw_put_string(&w, txn_id);
-    raw_put_i16(&w, -1);
-    raw_put_i32(&w, 10000);
-    raw_put_i32(&w, 1);
-    raw_put_string(&w, topic);
-    raw_put_i32(&w, 1);
-    raw_put_i32(&w, 0);
-    raw_put_i32(&w, (int32_t)batch.len);
-    raw_put_bytes(&w, batch.data, batch.len);
+    raw_put_produce_body(&w, txn_id, -1, topic, 0, batch.data, batch.len);
     raw_writer_free(&batch);
     struct raw_reader r;
     uint8_t *frame = raw_session_roundtrip(s, &w, &r, false);

@@ -222,15 +222,7 @@ static int16_t bad_produce_raw_to(struct bad_state *st, const char *topic, int16
     struct raw_writer w;
     raw_writer_init(&w);
     raw_frame_begin(&w, 0, version, correlation, "raw-producer");
-    raw_put_string(&w, NULL); /* transactional id */
-    raw_put_i16(&w, 1);       /* acks */
-    raw_put_i32(&w, 10000);
-    raw_put_i32(&w, 1);
-    raw_put_string(&w, topic);
-    raw_put_i32(&w, 1);
-    raw_put_i32(&w, 0);
-    raw_put_i32(&w, (int32_t)batch->len);
-    raw_put_bytes(&w, batch->data, batch->len);
+    raw_put_produce_body(&w, NULL, 1, topic, 0, batch->data, batch->len);
     raw_frame_finish(&w);
     int fd = raw_connect(broker_port(&st->broker), 10000);
     assert_true(fd >= 0);

@@ -144,15 +144,7 @@ static int16_t produce_batch(int port, int64_t pid, int16_t epoch, int32_t seq, 
     struct raw_writer w;
     raw_writer_init(&w);
     raw_frame_begin(&w, API_PRODUCE, 7, next_correlation++, "idem-raw");
-    raw_put_string(&w, NULL);
-    raw_put_i16(&w, -1);
-    raw_put_i32(&w, 10000);
-    raw_put_i32(&w, 1);
-    raw_put_string(&w, RAW_TOPIC);
-    raw_put_i32(&w, 1);
-    raw_put_i32(&w, 0);
-    raw_put_i32(&w, (int32_t)batch.len);
-    raw_put_bytes(&w, batch.data, batch.len);
+    raw_put_produce_body(&w, NULL, -1, RAW_TOPIC, 0, batch.data, batch.len);
     raw_frame_finish(&w);
     raw_writer_free(&batch);
     struct raw_reader r;

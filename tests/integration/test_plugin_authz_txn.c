@@ -281,15 +281,7 @@ static int16_t produce_transactional(struct test_broker *b, const char *client, 
 
     struct raw_writer w;
     begin(&w, API_PRODUCE, 3, client, false);
-    raw_put_string(&w, txn_id);
-    raw_put_i16(&w, -1);
-    raw_put_i32(&w, 10000);
-    raw_put_i32(&w, 1);
-    raw_put_string(&w, topic);
-    raw_put_i32(&w, 1);
-    raw_put_i32(&w, 0);
-    raw_put_i32(&w, (int32_t)batch.len);
-    raw_put_bytes(&w, batch.data, batch.len);
+    raw_put_produce_body(&w, txn_id, -1, topic, 0, batch.data, batch.len);
     raw_writer_free(&batch);
     struct raw_reader r;
     uint8_t *frame = exchange(b, &w, false, &r);

@@ -52,15 +52,7 @@ static void produce_raw(int fd, const char *topic, struct produce_answer *out)
     raw_build_record_batch(&batch, (int64_t)now.tv_sec * 1000, records, 1);
     raw_writer_init(&w);
     raw_frame_begin(&w, 0, 3, correlation, "pipeline-test");
-    raw_put_string(&w, NULL);
-    raw_put_i16(&w, 1);
-    raw_put_i32(&w, 10000);
-    raw_put_i32(&w, 1);
-    raw_put_string(&w, topic);
-    raw_put_i32(&w, 1);
-    raw_put_i32(&w, 0);
-    raw_put_i32(&w, (int32_t)batch.len);
-    raw_put_bytes(&w, batch.data, batch.len);
+    raw_put_produce_body(&w, NULL, 1, topic, 0, batch.data, batch.len);
     raw_frame_finish(&w);
     assert_int_equal(raw_send_all(fd, w.data, w.len), 0);
     raw_writer_free(&w);
