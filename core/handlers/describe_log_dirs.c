@@ -17,7 +17,8 @@ typedef struct describe_log_dirs_response_describe_log_dirs_result log_dir_resul
 typedef struct describe_log_dirs_response_describe_log_dirs_topic log_dir_topic;
 typedef struct describe_log_dirs_response_describe_log_dirs_partition log_dir_partition;
 
-/* One requested (topic, partition); names point into the request. */
+/* One requested (topic, partition); names point into the request. Lives in
+ * the request arena, used by the handler's thread only. */
 struct wanted_partition {
     struct kafka_str topic;
     int32_t partition;

@@ -46,6 +46,7 @@ struct dr_state {
 
 /* ---- raw DeleteRecords (one partition) ---- */
 
+/* Answers below are plain values filled by the parsers, owned by the caller. */
 struct delete_answer {
     int16_t error;
     int64_t low_watermark;
