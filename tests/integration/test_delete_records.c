@@ -3,8 +3,8 @@
  * segment files gone, consumers and ListOffsets starting at the new
  * offset, the offset kept over a clean restart and a kill -9), the error
  * cases at v0 and v2, DescribeLogDirs v0/v4 compared with the files and
- * the file system, and both APIs' authorization and audit with the test
- * authorizer plugin. */
+ * the file system (one and two log dirs), and both APIs' authorization
+ * and audit with the test authorizer plugin. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -570,25 +570,38 @@ static bool file_has_line(const char *path, const char *a, const char *b)
     return found;
 }
 
-/* The test authorizer denies everything on "dr-secret" and on the cluster,
- * for the client id "dr-denied" only. */
-static void test_authorization_and_audit(void **state)
+static void add_override(struct test_broker *b, const char *kv)
+{
+    assert_true(b->override_count < BROKER_MAX_OVERRIDES);
+    b->overrides[b->override_count] = strdup(kv);
+    assert_non_null(b->overrides[b->override_count]);
+    b->override_count++;
+}
+
+/* A broker with two log dirs, the second added on a restart so that it
+ * takes the next new partition. The test authorizer denies everything on
+ * "dr-secret" and on the cluster, for the client id "dr-denied" only. */
+static void test_two_dirs_authorization_and_audit(void **state)
 {
     (void)state;
     struct test_broker b;
     memset(&b, 0, sizeof b);
-    char audit_path[1200];
+    char audit_path[1200], second_dir[700];
     const char *ov[] = {"plugin.path=" TEST_PLUGIN_DIR,
                         "plugins=test_authz",
                         "plugin.test_authz.deny.topics=dr-secret",
                         "plugin.test_authz.deny.cluster=1",
                         "plugin.test_authz.deny.client.id=dr-denied",
                         NULL};
-    /* The audit file lives in the broker's own temp dir: start once to learn it. */
+    /* The audit file and the second dir live in the broker's own temp dir:
+     * start once to learn it. */
     broker_start(&b, ov);
     snprintf(audit_path, sizeof audit_path, "plugin.test_authz.audit.file=%s/audit.log", b.dir);
-    assert_true(b.override_count < BROKER_MAX_OVERRIDES);
-    b.overrides[b.override_count++] = strdup(audit_path);
+    add_override(&b, audit_path);
+    snprintf(second_dir, sizeof second_dir, "%s/data2", b.dir);
+    char dirs[1400];
+    snprintf(dirs, sizeof dirs, "log.dirs=%s,%s", b.data_dir, second_dir);
+    add_override(&b, dirs);
     broker_stop(&b);
     broker_restart(&b);
     snprintf(audit_path, sizeof audit_path, "%s/audit.log", b.dir);
@@ -608,11 +621,30 @@ static void test_authorization_and_audit(void **state)
     raw_describe_log_dirs(&b, "dr-denied", 0, NULL, 0, &a);
     assert_int_equal(a.dir_count, 0);
 
-    /* Another client may; the deletion is audited with its outcome. */
-    raw_describe_log_dirs(&b, "dr-allowed", 3, NULL, 0, &a);
+    /* Another client may: both dirs, the new partition in the second. */
+    raw_describe_log_dirs(&b, "dr-allowed", 4, NULL, 0, &a);
     assert_int_equal(a.error, ERR_NONE);
-    assert_int_equal(a.dir_count, 1);
-    assert_non_null(find_partition(&a.dirs[0], "dr-secret", 0));
+    assert_int_equal(a.dir_count, 2);
+    char real[PATH_MAX];
+    assert_non_null(realpath(b.data_dir, real));
+    assert_string_equal(a.dirs[0].path, real);
+    assert_non_null(realpath(second_dir, real));
+    assert_string_equal(a.dirs[1].path, real);
+    assert_int_equal(a.dirs[0].error, ERR_NONE);
+    assert_int_equal(a.dirs[1].error, ERR_NONE);
+    assert_true(a.dirs[1].total_bytes > 0);
+    assert_null(find_partition(&a.dirs[0], "dr-secret", 0));
+    assert_int_equal(a.dirs[1].all_partitions, 1);
+    const struct dir_partition *p = find_partition(&a.dirs[1], "dr-secret", 0);
+    assert_non_null(p);
+    struct stat seg;
+    char seg_path[1400];
+    snprintf(seg_path, sizeof seg_path, "%s/dr-secret-0/00000000000000000000.log", second_dir);
+    assert_int_equal(stat(seg_path, &seg), 0);
+    assert_int_equal(p->size, seg.st_size);
+
+    /* The deletion is audited with its outcome, and the second dir's
+     * checkpoint keeps it over a kill -9. */
     d = raw_delete_records(&b, "dr-allowed", 2, "dr-secret", 0, 2);
     assert_int_equal(d.error, ERR_NONE);
     assert_int_equal(d.low_watermark, 2);
@@ -620,6 +652,12 @@ static void test_authorization_and_audit(void **state)
     assert_int_equal(d.error, ERR_OFFSET_OUT_OF_RANGE);
     assert_true(file_has_line(audit_path, "ADMIN op=DeleteRecords res=dr-secret allowed=1", "\"low_watermark\":2"));
     assert_true(file_has_line(audit_path, "ADMIN op=DeleteRecords res=dr-secret", "error=1 "));
+    broker_kill9(&b);
+    broker_restart(&b);
+    int64_t lo, hi;
+    watermarks(&b, "dr-secret", &lo, &hi);
+    assert_int_equal(lo, 2);
+    assert_int_equal(hi, 4);
     broker_stop(&b);
     broker_mark_passed(&b);
     broker_cleanup(&b);
@@ -654,7 +692,7 @@ int main(void)
         cmocka_unit_test(test_delete_records_segments_and_restarts),
         cmocka_unit_test(test_delete_records_errors),
         cmocka_unit_test(test_describe_log_dirs),
-        cmocka_unit_test(test_authorization_and_audit),
+        cmocka_unit_test(test_two_dirs_authorization_and_audit),
     };
     return cmocka_run_group_tests(tests, dr_setup, dr_teardown);
 }
