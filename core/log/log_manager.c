@@ -41,6 +41,10 @@ struct log_manager {
     struct log_config defaults;
     struct log_manager_config cfg;
     pthread_mutex_t lock;
+    /* Serialises checkpoint writers (maintenance thread, DeleteRecords
+     * handlers): each takes its snapshot and writes under it, so an older
+     * snapshot never overwrites a newer file. Taken before lock, never inside it. */
+    pthread_mutex_t checkpoint_lock;
     pthread_cond_t wake;
     bool stop;
     bool thread_running;
@@ -362,6 +366,7 @@ static void snapshot_free(struct partition_log **logs, size_t *dir_of, char **to
 
 static int write_checkpoint_files(struct log_manager *m, bool recovery, bool starts)
 {
+    pthread_mutex_lock(&m->checkpoint_lock);
     size_t *dir_of, n;
     char **topics;
     int32_t *partitions;
@@ -395,6 +400,7 @@ static int write_checkpoint_files(struct log_manager *m, bool recovery, bool sta
     }
     free(entries);
     snapshot_free(logs, dir_of, topics, partitions, n);
+    pthread_mutex_unlock(&m->checkpoint_lock);
     return result;
 }
 
@@ -453,6 +459,11 @@ struct log_cleaner *log_manager_cleaner(struct log_manager *m)
 int log_manager_write_checkpoints(struct log_manager *m)
 {
     return write_checkpoint_files(m, true, true);
+}
+
+int log_manager_write_start_offsets(struct log_manager *m)
+{
+    return write_checkpoint_files(m, false, true);
 }
 
 static bool due(int64_t *last, int64_t interval, int64_t now, bool force)
@@ -562,6 +573,7 @@ int log_manager_open(const char *const *dirs, size_t dir_count, const struct log
     m->cfg = *cfg;
     m->dir_count = dir_count;
     pthread_mutex_init(&m->lock, NULL);
+    pthread_mutex_init(&m->checkpoint_lock, NULL);
     pthread_cond_init(&m->wake, NULL);
     int64_t mono = clock_mono_ms();
     m->last_retention_ms = m->last_flush_ms = m->last_recovery_ckpt_ms = m->last_start_ckpt_ms =
@@ -781,6 +793,7 @@ void log_manager_close(struct log_manager *m, bool clean)
     }
     pthread_cond_destroy(&m->wake);
     pthread_mutex_destroy(&m->lock);
+    pthread_mutex_destroy(&m->checkpoint_lock);
     free(m->dirs);
     free(m->dir_partitions);
     free(m);

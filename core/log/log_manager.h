@@ -96,6 +96,9 @@ const char *log_manager_dir_path(const struct log_manager *m, size_t dir_index);
 
 /* Write both offset checkpoints in every log dir. Returns 0 or an errno. */
 int log_manager_write_checkpoints(struct log_manager *m);
+/* Write log-start-offset-checkpoint in every log dir now (DeleteRecords:
+ * a moved start offset must survive a crash). Returns 0 or an errno. */
+int log_manager_write_start_offsets(struct log_manager *m);
 
 /* Stop the thread and close every log. clean=true flushes, writes the
  * checkpoints and the clean-shutdown markers. */

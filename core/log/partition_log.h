@@ -142,7 +142,8 @@ int16_t partition_log_flush_if_due(struct partition_log *log, int64_t now_ms);
  * offset falls inside a batch). */
 int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset);
 /* Move the log start offset forward (DeleteRecords); removes whole segments
- * below it. OFFSET_OUT_OF_RANGE when offset > log end. */
+ * below it, as retention does. OFFSET_OUT_OF_RANGE when offset > log end or
+ * negative; an offset at or below the start changes nothing. */
 int16_t partition_log_delete_records_before(struct partition_log *log, int64_t offset);
 /* Delete closed segments past retention.ms / retention.bytes; returns the
  * number of segments deleted. */
@@ -188,8 +189,9 @@ int partition_log_list_producers(struct partition_log *log, struct producer_entr
 int16_t partition_log_append_txn_marker(struct partition_log *log, int64_t producer_id,
                                         int16_t producer_epoch, int32_t coordinator_epoch,
                                         bool commit, int32_t leader_epoch, int64_t *offset_out);
-/* Last stable offset: the first offset of the oldest open transaction, else
- * the log end (the high watermark on a single node). */
+/* Last stable offset: the first offset of the oldest open transaction (but
+ * not below the log start), else the log end (the high watermark on a
+ * single node). */
 int64_t partition_log_last_stable_offset(struct partition_log *log);
 /* Kafka's collectAbortedTransactions: aborted transactions whose marker is
  * at or after fetch_offset and whose first offset is below

@@ -96,8 +96,11 @@ int16_t partition_log_delete_records_before(struct partition_log *log, int64_t o
     } else if (offset > atomic_load(&log->log_start_offset)) {
         pthread_rwlock_wrlock(&log->lock);
         atomic_store(&log->log_start_offset, offset);
-        while (log->segment_count > 1 && log->segments[1]->base_offset <= offset)
+        while (log->segment_count > 1 && log->segments[1]->base_offset <= offset) {
+            logger_info("log", "%s: deleting segment %" PRId64 " (log start offset %" PRId64 ")",
+                        log->dir, log->segments[0]->base_offset, offset);
             partition_log_remove_first_segment(log);
+        }
         truncate_epochs_from_start(log, offset);
         pthread_rwlock_unlock(&log->lock);
         partition_log_write_epochs(log);

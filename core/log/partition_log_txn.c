@@ -273,6 +273,11 @@ int64_t partition_log_last_stable_offset(struct partition_log *log)
 {
     int64_t end = atomic_load(&log->log_end_offset);
     int64_t unstable = atomic_load(&log->first_unstable_offset);
+    /* DeleteRecords may move the start past an open transaction's first
+     * offset: as in Kafka, the LSO then never lags the log start. */
+    int64_t start = atomic_load(&log->log_start_offset);
+    if (unstable >= 0 && unstable < start)
+        unstable = start;
     return unstable >= 0 && unstable < end ? unstable : end;
 }
 

@@ -207,6 +207,15 @@ static void test_delete_and_retention(void **state)
     log = log_manager_get(m, "kept", 0);
     assert_non_null(log);
     assert_int_equal(partition_log_start_offset(log), 7);
+    /* Written at once, a moved start offset survives an unclean stop too. */
+    assert_int_equal(partition_log_delete_records_before(log, 12), 0);
+    assert_int_equal(log_manager_write_start_offsets(m), 0);
+    partition_log_close(log);
+    log_manager_close(m, false);
+    m = open_manager(&defaults);
+    log = log_manager_get(m, "kept", 0);
+    assert_non_null(log);
+    assert_int_equal(partition_log_start_offset(log), 12);
     partition_log_close(log);
     log_manager_close(m, true);
     (void)start;

@@ -421,6 +421,36 @@ static void test_retention_drops_index_entries(void **state)
     assert_int_equal(l.firsts[l.n - 1], end - 2);
 }
 
+/* DeleteRecords past the first offset of an open transaction: the LSO
+ * follows the log start (never below it), the producer keeps its
+ * transaction, and its abort still hides the records after the start. */
+static void test_delete_records_past_open_txn(void **state)
+{
+    struct log_fixture *f = *state;
+    produce_txn(f, 90, 0, 0, 3); /* 0-2, left open */
+    produce_full(f, -1, -1, -1, 4, false, 1000, KAFKA_ERR_NONE); /* 3-6 */
+    assert_int_equal(partition_log_last_stable_offset(f->log), 0);
+    assert_int_equal(partition_log_delete_records_before(f->log, 2), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_start_offset(f->log), 2);
+    assert_int_equal(partition_log_last_stable_offset(f->log), 2);
+    assert_int_equal(partition_log_delete_records_before(f->log, 5), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_last_stable_offset(f->log), 5);
+    struct producer_entry e;
+    assert_true(partition_log_producer_lookup(f->log, 90, &e));
+    assert_int_equal(e.current_txn_first_offset, 0);
+    /* Start offsets never move back; past the end is out of range. */
+    assert_int_equal(partition_log_delete_records_before(f->log, 4), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_start_offset(f->log), 5);
+    assert_int_equal(partition_log_delete_records_before(f->log, 8), KAFKA_ERR_OFFSET_OUT_OF_RANGE);
+    assert_int_equal(partition_log_delete_records_before(f->log, -1), KAFKA_ERR_OFFSET_OUT_OF_RANGE);
+    assert_int_equal(marker(f, 90, 0, false), 7);
+    assert_int_equal(partition_log_last_stable_offset(f->log), 8);
+    struct aborted_list l = aborted(f, 5, 8);
+    assert_int_equal(l.n, 1);
+    assert_int_equal(l.pids[0], 90);
+    assert_int_equal(l.firsts[0], 0);
+}
+
 struct race {
     struct log_fixture *f;
     atomic_bool done;
@@ -500,6 +530,7 @@ int main(void)
         LOG_FIXTURE_TEST_OPEN(test_marker_epochs),
         LOG_FIXTURE_TEST_OPEN(test_plain_batch_inside_txn_refused),
         LOG_FIXTURE_TEST_OPEN(test_retention_drops_index_entries),
+        LOG_FIXTURE_TEST_OPEN(test_delete_records_past_open_txn),
         LOG_FIXTURE_TEST_OPEN(test_readers_never_see_aborted_data_uncovered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
