@@ -121,41 +121,59 @@ int16_t partition_log_assign_leader_epoch(struct partition_log *log, int32_t lea
     return code;
 }
 
+static int assign_if_newer(struct partition_log *log, int32_t epoch, int64_t base_offset,
+                           bool *dirty)
+{
+    if (epoch < 0 || epoch <= leader_epoch_cache_latest_epoch(&log->epochs))
+        return 0;
+    bool changed = false;
+    int rc = leader_epoch_cache_assign(&log->epochs, epoch, base_offset, &changed);
+    *dirty |= changed;
+    return rc;
+}
+
+/* Read the batch headers of one segment, assigning as recovery does. */
+static int walk_segment_epochs(struct partition_log *log, const struct log_segment *seg,
+                               bool *dirty)
+{
+    struct log_scanner scan;
+    log_scanner_init(&scan, seg->log_fd, seg->size, EPOCH_SCAN_BUF);
+    int rc = 0;
+    int64_t pos = 0;
+    while (rc == 0 && pos < seg->size) {
+        const uint8_t *p = log_scanner_get(&scan, pos, RECORD_BATCH_HEADER_SIZE);
+        if (!p)
+            break;
+        struct record_batch_header h;
+        record_batch_parse_header(p, RECORD_BATCH_HEADER_SIZE, &h);
+        int64_t total = (int64_t)record_batch_total_size(&h);
+        /* The open validated every batch; stop at anything odd, never loop. */
+        if (h.batch_length <= 0 || total > seg->size - pos)
+            break;
+        rc = assign_if_newer(log, h.partition_leader_epoch, h.base_offset, dirty);
+        pos += total;
+    }
+    if (rc == 0 && scan.io_error)
+        rc = EIO;
+    log_scanner_free(&scan);
+    return rc;
+}
+
 /* Kafka's recovery rule: a batch whose epoch is newer than the latest known
- * one starts that epoch. Walks the batch headers of segments[first..]. */
-static int scan_epochs(struct partition_log *log, size_t first, bool *dirty)
+ * one starts that epoch. Segments from rescanned_from on were rescanned by
+ * the open, which noted their epoch rises; earlier ones are read here. */
+static int scan_epochs(struct partition_log *log, size_t first, size_t rescanned_from, bool *dirty)
 {
     int rc = 0;
     for (size_t i = first; rc == 0 && i < log->segment_count; i++) {
         const struct log_segment *seg = log->segments[i];
-        struct log_scanner scan;
-        log_scanner_init(&scan, seg->log_fd, seg->size, EPOCH_SCAN_BUF);
-        int64_t pos = 0;
-        while (pos < seg->size) {
-            const uint8_t *p = log_scanner_get(&scan, pos, RECORD_BATCH_HEADER_SIZE);
-            if (!p)
-                break;
-            struct record_batch_header h;
-            record_batch_parse_header(p, RECORD_BATCH_HEADER_SIZE, &h);
-            int64_t total = (int64_t)record_batch_total_size(&h);
-            /* The open already validated every batch; stop at anything odd
-             * rather than loop. */
-            if (h.batch_length <= 0 || total > seg->size - pos)
-                break;
-            if (h.partition_leader_epoch >= 0 &&
-                h.partition_leader_epoch > leader_epoch_cache_latest_epoch(&log->epochs)) {
-                bool changed = false;
-                rc = leader_epoch_cache_assign(&log->epochs, h.partition_leader_epoch,
-                                               h.base_offset, &changed);
-                *dirty |= changed;
-                if (rc != 0)
-                    break;
-            }
-            pos += total;
+        if (i < rescanned_from) {
+            rc = walk_segment_epochs(log, seg, dirty);
+            continue;
         }
-        if (rc == 0 && scan.io_error)
-            rc = EIO;
-        log_scanner_free(&scan);
+        for (size_t m = 0; rc == 0 && m < seg->epoch_mark_count; m++)
+            rc = assign_if_newer(log, seg->epoch_marks[m].epoch, seg->epoch_marks[m].base_offset,
+                                 dirty);
     }
     return rc;
 }
@@ -172,8 +190,12 @@ int partition_log_open_epochs_locked(struct partition_log *log, int64_t recovery
     int64_t end = atomic_load(&log->log_end_offset);
     bool has_data = end > log->segments[0]->base_offset;
     int rc = leader_epoch_checkpoint_read(path, &log->epochs, why, sizeof why);
-    bool dirty = false;
+    bool dirty = false, rebuilding = false;
     size_t scan_from = SIZE_MAX;
+    /* Segments the open rescanned (an unclean stop): their epoch rises are
+     * already noted. */
+    size_t rescanned_from =
+        recovery_point >= 0 ? partition_log_segment_for(log, recovery_point) : SIZE_MAX;
     if (rc != 0) {
         /* Kafka rebuilds a lost cache from the batches during recovery. A
          * log without the file and without data is a fresh one: nothing
@@ -190,6 +212,7 @@ int partition_log_open_epochs_locked(struct partition_log *log, int64_t recovery
         leader_epoch_cache_clear(&log->epochs);
         if (has_data) {
             scan_from = 0;
+            rebuilding = true;
             dirty = true;
         }
     } else if (recovery_point >= 0) {
@@ -197,20 +220,22 @@ int partition_log_open_epochs_locked(struct partition_log *log, int64_t recovery
          * (its entries are written before the data), and the rescanned
          * batches may start an epoch it lacks: drop the first, then let
          * the rescanned batches add the second, as Kafka's recovery does. */
-        scan_from = partition_log_segment_for(log, recovery_point);
+        scan_from = rescanned_from;
         dirty = leader_epoch_cache_truncate_from_end(&log->epochs, end);
     }
     rc = 0;
     if (scan_from != SIZE_MAX) {
         int64_t t0 = clock_mono_ns();
-        rc = scan_epochs(log, scan_from, &dirty);
+        rc = scan_epochs(log, scan_from, rescanned_from, &dirty);
         if (rc != 0)
             snprintf(err, errlen, "cannot rebuild the leader epochs of %s: %s", log->dir,
                      strerror(rc));
-        else if (scan_from == 0 && has_data)
+        else if (rebuilding)
             logger_info("log", "%s: leader epochs rebuilt: %zu entries in %.1f ms", log->dir,
                         log->epochs.count, (double)(clock_mono_ns() - t0) / 1e6);
     }
+    for (size_t i = 0; i < log->segment_count; i++)
+        log_segment_drop_epoch_marks(log->segments[i]);
     dirty |= leader_epoch_cache_truncate_from_end(&log->epochs, end);
     if (rc == 0 && dirty && (rc = leader_epoch_checkpoint_write(path, &log->epochs)) != 0)
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(rc));

@@ -134,6 +134,7 @@ int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset)
         }
     } else {
         rc = log_segment_truncate_to(last, offset, &log->cfg);
+        log_segment_drop_epoch_marks(last);
     }
     if (rc == 0) {
         int64_t end = log->segments[log->segment_count - 1]->next_offset;

@@ -1,8 +1,8 @@
 /* The partition log's leader epoch cache: appends start epochs, the
  * leader-epoch-checkpoint file follows every change, truncation and
  * start-offset moves trim it, and opening the log reloads it, rebuilds a
- * missing or malformed file from the batches, and re-derives the entries
- * of segments rescanned after an unclean stop. */
+ * missing or malformed file from the batches, and adds the epochs that
+ * segments rescanned after an unclean stop start. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -281,7 +281,7 @@ static void test_missing_or_malformed_file_rebuilt(void **state)
     free(empty);
 }
 
-static void test_unclean_open_rederives_rescanned(void **state)
+static void test_unclean_open_fixes_stale_file(void **state)
 {
     struct fixture *f = *state;
     open_log(f, false);
@@ -306,6 +306,39 @@ static void test_unclean_open_rederives_rescanned(void **state)
     expect_checkpoint(f, "0\n2\n1 0\n3 10\n");
 }
 
+/* Recovery from a checkpoint in the middle of the log: the segments from
+ * there were rescanned by the open (their epochs come from that scan), the
+ * ones before it are read only when the file has to be rebuilt. */
+static void test_partial_recovery(void **state)
+{
+    struct fixture *f = *state;
+    f->cfg.segment_bytes = 1024; /* one batch per segment: bases 0, 5, 10, 15 */
+    open_log(f, false);
+    append_three_epochs(f, false);
+    assert_int_equal(partition_log_segment_count(f->log), 4);
+    partition_log_close(f->log);
+    f->log = NULL;
+
+    char err[256];
+    static const char *const files[] = {"0\n1\n1 0\n", NULL, "0\n2\n1 0\n3 10\n", "bad"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        if (files[i])
+            write_checkpoint(f, files[i]);
+        else
+            unlink(f->path);
+        if (partition_log_open_from(f->dir, &f->cfg, 10, &f->log, err, sizeof err) != 0)
+            fail_msg("open failed: %s", err);
+        struct partition_log_recovery_stats st;
+        partition_log_recovery_stats(f->log, &st);
+        assert_true(st.scanned_bytes > 0);
+        expect_checkpoint(f, THREE_EPOCHS);
+        expect_end(f, 1, 1, 10);
+        expect_end(f, 4, 4, 20);
+        partition_log_close(f->log);
+        f->log = NULL;
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -314,7 +347,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_follower_appends_keep_batch_epochs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncation_trims, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_or_malformed_file_rebuilt, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unclean_open_rederives_rescanned, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unclean_open_fixes_stale_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partial_recovery, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
