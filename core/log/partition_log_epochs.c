@@ -221,7 +221,7 @@ int partition_log_open_epochs_locked(struct partition_log *log, int64_t recovery
          * batches may start an epoch it lacks: drop the first, then let
          * the rescanned batches add the second, as Kafka's recovery does. */
         scan_from = rescanned_from;
-        dirty = leader_epoch_cache_truncate_from_end(&log->epochs, end);
+        dirty = leader_epoch_cache_truncate_from_end(&log->epochs, end + 1);
     }
     rc = 0;
     if (scan_from != SIZE_MAX) {
@@ -236,7 +236,11 @@ int partition_log_open_epochs_locked(struct partition_log *log, int64_t recovery
     }
     for (size_t i = 0; i < log->segment_count; i++)
         log_segment_drop_epoch_marks(log->segments[i]);
-    dirty |= leader_epoch_cache_truncate_from_end(&log->epochs, end);
+    /* Entries past the log end go. Kafka drops one starting at the end as
+     * well and assigns it again when the replica leads; keeping it (an
+     * epoch begun with no record yet, which is what every empty partition
+     * has) saves two file writes per such partition at every start. */
+    dirty |= leader_epoch_cache_truncate_from_end(&log->epochs, end + 1);
     if (rc == 0 && dirty && (rc = leader_epoch_checkpoint_write(path, &log->epochs)) != 0)
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(rc));
     free(path);

@@ -63,7 +63,7 @@ int16_t partition_log_assign_epochs_locked(struct partition_log *log, const uint
                                            size_t len, int32_t leader_epoch);
 /* At open, once the segments are loaded and the log end is known: read the
  * file; rebuild it from the batches when it is missing or malformed on a log
- * holding data; drop entries past the log end; after an unclean stop
+ * holding data; drop entries starting past the log end; after an unclean stop
  * (recovery_point >= 0), add the epochs the rescanned batches start.
  * Returns 0 or an errno value with err. */
 int partition_log_open_epochs_locked(struct partition_log *log, int64_t recovery_point, char *err,

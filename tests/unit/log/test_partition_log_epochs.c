@@ -162,6 +162,16 @@ static void test_leader_epoch_starts_at_log_end(void **state)
     assert_int_equal(partition_log_assign_leader_epoch(f->log, 0), KAFKA_ERR_NONE);
     expect_checkpoint(f, "0\n1\n0 0\n");
     expect_end(f, 0, 0, 0);
+    /* A restart of the still empty log neither drops nor rewrites it (every
+     * rewrite is a new file): starting many empty partitions writes
+     * nothing. */
+    struct stat before, after;
+    assert_int_equal(stat(f->path, &before), 0);
+    open_log(f, false);
+    expect_end(f, 0, 0, 0);
+    assert_int_equal(partition_log_assign_leader_epoch(f->log, 0), KAFKA_ERR_NONE);
+    assert_int_equal(stat(f->path, &after), 0);
+    assert_int_equal(before.st_ino, after.st_ino);
     append(f, 5, 0, false);
     /* Leading again at the same epoch (a restart) changes nothing. */
     assert_int_equal(partition_log_assign_leader_epoch(f->log, 0), KAFKA_ERR_NONE);
