@@ -3,7 +3,8 @@
  * undefined, current_leader_epoch is fenced as Kafka does, unknown topics
  * and partitions are named, an empty partition's epoch starts when its
  * leader does, and the leader epoch cache survives a clean
- * stop, a kill -9 and the loss of its leader-epoch-checkpoint file. A
+ * stop, a kill -9 and the loss of its leader-epoch-checkpoint file. With
+ * the test authorizer, CLUSTER_ACTION or DESCRIBE decide as in Kafka. A
  * librdkafka consumer still reads everything. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +23,7 @@
 
 #define ERR_NONE 0
 #define ERR_UNKNOWN_TOPIC_OR_PARTITION 3
+#define ERR_TOPIC_AUTHORIZATION_FAILED 29
 #define ERR_FENCED_LEADER_EPOCH 74
 #define ERR_UNKNOWN_LEADER_EPOCH 75
 
@@ -311,6 +313,52 @@ static void test_cache_survives_restarts(void **state)
     expect_current_epoch_everywhere(st);
 }
 
+/* Kafka's rule: CLUSTER_ACTION covers every topic; without it each topic
+ * needs DESCRIBE, and refused topics come after the allowed ones. */
+static void authz_broker_answers(bool deny_cluster, int16_t hidden_error, bool hidden_first)
+{
+    struct test_broker b;
+    memset(&b, 0, sizeof b);
+    const char *ov[] = {"plugin.path=" TEST_PLUGIN_DIR, "plugins=test_authz",
+                        "plugin.test_authz.deny.topics=ofle-hidden",
+                        deny_cluster ? "plugin.test_authz.deny.cluster=1" : "plugin.test_authz.deny.cluster=0",
+                        NULL};
+    broker_start(&b, ov);
+    struct raw_session s = {raw_connect(broker_port(&b), 10000), 0};
+    assert_true(s.fd >= 0);
+    uint8_t id[16];
+    raw_create_topic_v7(&s, TOPIC, 1, id);
+    const struct ofle_query q[] = {{"ofle-hidden", 0, -1, 0}, {TOPIC, 0, -1, 0}};
+    struct ofle_answer a[2];
+    const struct ofle_answer *hidden = &a[hidden_first ? 0 : 1], *open = &a[hidden_first ? 1 : 0];
+    long long deadline = harness_now_ms() + 10000;
+    do {
+        offset_for_leader_epoch(&s, 4, -1, q, 2, a);
+        /* Leadership may take a moment after creation. */
+    } while (strcmp(open->topic, TOPIC) == 0 && open->error != ERR_NONE && harness_now_ms() < deadline &&
+             usleep(100 * 1000) == 0);
+    assert_string_equal(hidden->topic, "ofle-hidden");
+    assert_int_equal(hidden->error, hidden_error);
+    assert_int_equal(hidden->end_offset, -1);
+    assert_string_equal(open->topic, TOPIC);
+    assert_int_equal(open->error, ERR_NONE);
+    assert_int_equal(open->leader_epoch, 0);
+    assert_int_equal(open->end_offset, 0);
+    close(s.fd);
+    broker_stop(&b);
+    broker_mark_passed(&b);
+    broker_cleanup(&b);
+}
+
+static void test_authorization(void **state)
+{
+    (void)state;
+    /* No CLUSTER_ACTION: the hidden topic is refused and listed last. */
+    authz_broker_answers(true, ERR_TOPIC_AUTHORIZATION_FAILED, false);
+    /* CLUSTER_ACTION (a follower's right) answers for every topic. */
+    authz_broker_answers(false, ERR_UNKNOWN_TOPIC_OR_PARTITION, true);
+}
+
 static void test_librdkafka_consumer_reads_all(void **state)
 {
     struct ofle_state *st = *state;
@@ -357,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_unknown_epochs_and_fencing),
         cmocka_unit_test(test_unknown_topics_and_partitions),
         cmocka_unit_test(test_cache_survives_restarts),
+        cmocka_unit_test(test_authorization),
         cmocka_unit_test(test_librdkafka_consumer_reads_all),
     };
     return cmocka_run_group_tests(tests, ofle_setup, ofle_teardown);
