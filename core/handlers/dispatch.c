@@ -32,6 +32,7 @@ static const struct api_handler_entry handler_table[] = {
     {20, 1, 6, handle_delete_topics},
     {21, 0, 2, handle_delete_records},
     {22, 0, 5, handle_init_producer_id},
+    {23, 0, 4, handle_offset_for_leader_epoch},
     {24, 0, 5, handle_add_partitions_to_txn},
     {25, 0, 4, handle_add_offsets_to_txn},
     /* EndTxn v5 (an epoch bump on every transaction) is not served. */

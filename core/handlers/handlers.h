@@ -104,6 +104,7 @@ enum handler_result handle_metadata(struct request_context *, void *, void *);
 enum handler_result handle_produce(struct request_context *, void *, void *);
 enum handler_result handle_fetch(struct request_context *, void *, void *);
 enum handler_result handle_list_offsets(struct request_context *, void *, void *);
+enum handler_result handle_offset_for_leader_epoch(struct request_context *, void *, void *);
 enum handler_result handle_create_topics(struct request_context *, void *, void *);
 enum handler_result handle_delete_topics(struct request_context *, void *, void *);
 enum handler_result handle_create_partitions(struct request_context *, void *, void *);

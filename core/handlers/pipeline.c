@@ -95,6 +95,7 @@ static const struct throttle_field throttle_fields[] = {
     {18, 1, offsetof(struct api_versions_response, throttle_time_ms)},
     {19, 2, offsetof(struct create_topics_response, throttle_time_ms)},
     {20, 1, offsetof(struct delete_topics_response, throttle_time_ms)},
+    {23, 2, offsetof(struct offset_for_leader_epoch_response, throttle_time_ms)},
     {32, 0, offsetof(struct describe_configs_response, throttle_time_ms)},
     {37, 0, offsetof(struct create_partitions_response, throttle_time_ms)},
     {60, 0, offsetof(struct describe_cluster_response, throttle_time_ms)},

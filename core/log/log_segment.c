@@ -243,6 +243,7 @@ void log_segment_close(struct log_segment *seg, bool remove_files)
     }
     free(seg->index);
     free(seg->time_index);
+    free(seg->epoch_marks);
     free(seg->path);
     free(seg);
 }
@@ -378,8 +379,37 @@ static int index_batch(struct log_segment *seg, int64_t pos, const struct record
     return 0;
 }
 
+void log_segment_drop_epoch_marks(struct log_segment *seg)
+{
+    free(seg->epoch_marks);
+    seg->epoch_marks = NULL;
+    seg->epoch_mark_count = seg->epoch_mark_cap = 0;
+}
+
+/* Note a batch that raises the segment's leader epoch. Returns 0 or ENOMEM. */
+static int mark_epoch(struct log_segment *seg, const struct record_batch_header *h)
+{
+    int32_t epoch = h->partition_leader_epoch;
+    if (epoch < 0 ||
+        (seg->epoch_mark_count > 0 && epoch <= seg->epoch_marks[seg->epoch_mark_count - 1].epoch))
+        return 0;
+    if (seg->epoch_mark_count == seg->epoch_mark_cap) {
+        /* Usually one epoch per segment: start small. */
+        size_t cap = seg->epoch_mark_cap ? seg->epoch_mark_cap * 2 : 2;
+        struct log_segment_epoch_mark *grown = realloc(seg->epoch_marks, cap * sizeof *grown);
+        if (!grown)
+            return ENOMEM;
+        seg->epoch_marks = grown;
+        seg->epoch_mark_cap = cap;
+    }
+    seg->epoch_marks[seg->epoch_mark_count++] =
+        (struct log_segment_epoch_mark){epoch, h->base_offset};
+    return 0;
+}
+
 static void reset_indexes(struct log_segment *seg)
 {
+    seg->epoch_mark_count = 0;
     seg->index_count = 0;
     seg->time_count = 0;
     seg->bytes_since_index = 0;
@@ -442,6 +472,8 @@ static int scan_from(struct log_segment *seg, int64_t pos, bool verify_crc,
                 break;
         }
         rc = index_batch(seg, pos, &h, cfg, false);
+        if (rc == 0)
+            rc = mark_epoch(seg, &h);
         if (rc != 0)
             break;
         pos += (int64_t)total;

@@ -43,6 +43,13 @@ struct log_time_entry {
     uint32_t rel_offset;
 };
 
+/* A batch whose partitionLeaderEpoch is above every earlier batch's in a
+ * scan of the segment: where the leader epoch cache's recovery assigns. */
+struct log_segment_epoch_mark {
+    int32_t epoch;
+    int64_t base_offset;
+};
+
 struct log_segment {
     int64_t base_offset;
     int log_fd;
@@ -67,6 +74,11 @@ struct log_segment {
     int64_t reserved_end;
     int64_t reserve_limit;
     bool reserve_steps;
+    /* Epoch rises seen by the last full rescan (open with rebuild, or a
+     * rebuild), so recovery need not read the batches again; the partition
+     * log frees them once it has used them. */
+    struct log_segment_epoch_mark *epoch_marks;
+    size_t epoch_mark_count, epoch_mark_cap;
 };
 
 /* Buffered reader over a segment file, used to walk batch headers. */
@@ -98,6 +110,8 @@ int log_segment_open(const char *dir, int64_t base_offset, const struct log_conf
                      bool rebuild, bool is_last, int64_t now_ms, struct log_segment **out,
                      bool *truncated, char *err, size_t errlen);
 void log_segment_close(struct log_segment *seg, bool remove_files);
+/* Release epoch_marks (they matter only while the log is opened). */
+void log_segment_drop_epoch_marks(struct log_segment *seg);
 
 /* Write the batches (already offset-assigned) at the end of the segment.
  * Returns 0 or an errno value; on failure the segment is unchanged. */

@@ -46,7 +46,7 @@ static void log_free(struct partition_log *log)
     for (size_t i = 0; i < log->segment_count; i++)
         log_segment_close(log->segments[i], false);
     free(log->segments);
-    free(log->epochs);
+    leader_epoch_cache_free(&log->epochs);
     producer_state_free(log->producers);
     txn_index_free(&log->aborted);
     pthread_mutex_destroy(&log->write_lock);
@@ -163,8 +163,10 @@ int partition_log_open_from(const char *dir, const struct log_config *cfg,
     } else {
         atomic_store(&log->recovery_point, end);
     }
-    partition_log_load_epochs(log);
-    partition_log_truncate_epochs(log, active->next_offset);
+    if (partition_log_open_epochs_locked(log, recovery_point, err, errlen) != 0) {
+        log_free(log);
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
     int rc = partition_log_load_producers_locked(log);
     if (recovery_point >= 0)
         log->recovery.producers_ns = clock_mono_ns() - t1;
@@ -439,6 +441,14 @@ int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches,
             record_batch_set_log_append_time(batch, blen, now);
         next += (int64_t)h.last_offset_delta + 1;
     }
+    /* Before the data, as Kafka does: a reader never sees records of an
+     * epoch the cache does not know yet. */
+    code = partition_log_assign_epochs_locked(log, batches, len, leader_epoch);
+    if (code != KAFKA_ERR_NONE) {
+        snprintf(res->error_message, sizeof res->error_message,
+                 "cannot record the leader epoch");
+        return code;
+    }
 
     struct log_segment *active = log->segments[log->segment_count - 1];
     if (roll_due(log, active, len, next - 1, now)) {
@@ -461,25 +471,6 @@ int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches,
     if (rc != 0) /* The data is durable-able; only the sparse index lost an entry. */
         logger_warn("log", "%s: index write failed: %s", log->dir, strerror(rc));
     partition_log_update_producers_locked(log, batches, len);
-
-    if (leader_epoch >= 0 &&
-        (log->epoch_count == 0 || log->epochs[log->epoch_count - 1].epoch < leader_epoch)) {
-        pthread_rwlock_wrlock(&log->lock);
-        if (log->epoch_count == log->epoch_cap) {
-            size_t cap = log->epoch_cap ? log->epoch_cap * 2 : 8;
-            struct log_epoch_entry *grown = realloc(log->epochs, cap * sizeof *grown);
-            if (grown) {
-                log->epochs = grown;
-                log->epoch_cap = cap;
-            }
-        }
-        if (log->epoch_count < log->epoch_cap)
-            log->epochs[log->epoch_count++] = (struct log_epoch_entry){leader_epoch, base};
-        pthread_rwlock_unlock(&log->lock);
-        if ((rc = partition_log_write_epochs(log)) != 0)
-            logger_warn("log", "%s: cannot write leader-epoch-checkpoint: %s", log->dir,
-                        strerror(rc));
-    }
 
     log->unflushed_records += records;
     if (log->first_unflushed_ms < 0)

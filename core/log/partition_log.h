@@ -74,7 +74,8 @@ void partition_log_delete(struct partition_log *log);
 
 /* Validate, assign offsets in place, append. Returns KAFKA_ERR_NONE or the
  * Kafka error that rejected the whole request (nothing is written then).
- * leader_epoch < 0: leave partitionLeaderEpoch as sent. */
+ * leader_epoch < 0: leave partitionLeaderEpoch as sent (the epoch cache
+ * then follows the batches' own epochs, as for a follower's copy). */
 int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t len,
                              int32_t leader_epoch, struct log_append_result *res);
 /* The same for the broker's own coordinators (Kafka's coordinator append
@@ -158,13 +159,27 @@ int partition_log_write_metadata(struct partition_log *log, const uint8_t topic_
 /* 0 and the id, or -1 when the file is missing or malformed. */
 int partition_log_topic_id(struct partition_log *log, uint8_t topic_id[16]);
 
-/* Leader-epoch cache (leader-epoch-checkpoint). */
+/* Leader epoch cache (log/leader_epoch_cache.h, kept in
+ * leader-epoch-checkpoint). Appends add an entry when a batch starts a newer
+ * epoch; truncation and start-offset moves trim it. */
+/* The latest epoch with data, -1 when none. */
 int32_t partition_log_latest_epoch(struct partition_log *log);
-/* End offset of epoch (start of the next larger epoch, or log end for the
- * latest); -1 when epoch precedes every known one. *found_epoch is the largest
- * known epoch <= epoch. For OffsetForLeaderEpoch. */
+/* Kafka's endOffsetFor against the log end (see
+ * leader_epoch_cache_end_offset_for): the end offset of epoch, and in
+ * *found_epoch the epoch it belongs to; -1 and -1 when undefined. For
+ * OffsetForLeaderEpoch. */
 int64_t partition_log_end_offset_for_epoch(struct partition_log *log, int32_t epoch,
                                            int32_t *found_epoch);
+/* This broker leads the partition at leader_epoch: as Kafka does when a
+ * replica becomes leader, the epoch starts at the log end, so
+ * OffsetForLeaderEpoch knows it before any record is written in it.
+ * Nothing changes (and nothing is written) when it is already the latest
+ * epoch. Returns KAFKA_ERR_NONE or KAFKA_STORAGE_ERROR. */
+int16_t partition_log_assign_leader_epoch(struct partition_log *log, int32_t leader_epoch);
+/* A copy of the cache's entries (free() *out). Returns 0 or ENOMEM. */
+struct leader_epoch_entry;
+int partition_log_epoch_entries(struct partition_log *log, struct leader_epoch_entry **out,
+                                size_t *count);
 
 /* Idempotent producer state (see log/producer_state.h). Appends check it:
  * a retried batch is answered with its original offsets and not written. */

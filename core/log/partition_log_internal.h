@@ -4,15 +4,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "log/leader_epoch_cache.h"
 #include "log/log_segment.h"
 #include "log/producer_state.h"
 #include "log/partition_log.h"
 #include "log/txn_index.h"
-
-struct log_epoch_entry {
-    int32_t epoch;
-    int64_t start_offset;
-};
 
 /* Locking: write_lock serialises every mutation; lock (rwlock) guards the
  * segment array, each segment's index arrays/size and the epoch array, and
@@ -37,8 +33,9 @@ struct partition_log {
     /* Serialises partition_log_flush_to callers, which fdatasync without
      * write_lock; taken before write_lock, never inside it. */
     pthread_mutex_t flush_lock;
-    struct log_epoch_entry *epochs;
-    size_t epoch_count, epoch_cap;
+    /* write_lock + lock exclusive to change; lock shared to read (write_lock
+     * holders may read it without lock). */
+    struct leader_epoch_cache epochs;
     struct producer_state *producers; /* write_lock */
     /* Smallest first offset of an open transaction, -1 when none: the LSO
      * bound. Written under write_lock, read without a lock. */
@@ -54,10 +51,28 @@ struct partition_log {
 int partition_log_roll_locked(struct partition_log *log, int64_t now_ms);
 int16_t partition_log_flush_locked(struct partition_log *log);
 void partition_log_mark_offline(struct partition_log *log, const char *what, int err);
+/* Leader epoch cache (partition_log_epochs.c). */
+/* Write leader-epoch-checkpoint from the cache. Returns 0 or an errno value. */
 int partition_log_write_epochs(struct partition_log *log);
-void partition_log_load_epochs(struct partition_log *log);
-/* Drop epoch entries starting at or after end_offset. Caller holds both locks. */
-void partition_log_truncate_epochs(struct partition_log *log, int64_t end_offset);
+/* The same; a failure takes the log offline (KAFKA_STORAGE_ERROR). */
+int16_t partition_log_save_epochs_locked(struct partition_log *log);
+/* Record the epochs of batches about to be written (offsets assigned, epochs
+ * stamped when leader_epoch >= 0), before the log end moves past them, and
+ * write the file when an epoch starts. Returns a Kafka error. */
+int16_t partition_log_assign_epochs_locked(struct partition_log *log, const uint8_t *batches,
+                                           size_t len, int32_t leader_epoch);
+/* At open, once the segments are loaded and the log end is known: read the
+ * file; rebuild it from the batches when it is missing or malformed on a log
+ * holding data; drop entries starting past the log end; after an unclean stop
+ * (recovery_point >= 0), add the epochs the rescanned batches start.
+ * Returns 0 or an errno value with err. */
+int partition_log_open_epochs_locked(struct partition_log *log, int64_t recovery_point, char *err,
+                                     size_t errlen);
+/* The log end moved back to end_offset / the log start moved forward to
+ * start_offset. Callers hold both locks, and save the file (after
+ * releasing lock) when these return true. */
+bool partition_log_epochs_end_moved(struct partition_log *log, int64_t end_offset);
+bool partition_log_epochs_start_moved(struct partition_log *log, int64_t start_offset);
 /* Producer state (partition_log_producers.c); callers hold write_lock. */
 /* Replace the state with the latest snapshot <= log end plus a scan of the
  * batches after it; removes snapshots past the log end. Returns 0 or errno. */

@@ -1,5 +1,6 @@
 /* Partition log maintenance: retention, start-offset moves, truncation,
- * timestamp lookups, the leader-epoch cache and partition.metadata. */
+ * timestamp lookups and partition.metadata. The leader epoch cache is in
+ * partition_log_epochs.c. */
 #include "log/partition_log_internal.h"
 
 #include <errno.h>
@@ -30,24 +31,10 @@ void partition_log_remove_first_segment(struct partition_log *log)
     log_segment_close(seg, true);
 }
 
-/* Keep one epoch entry covering the new start offset (Kafka's truncate-from-start). */
-static void truncate_epochs_from_start(struct partition_log *log, int64_t start)
-{
-    size_t keep_from = 0;
-    while (keep_from + 1 < log->epoch_count && log->epochs[keep_from + 1].start_offset <= start)
-        keep_from++;
-    if (keep_from == 0 && (log->epoch_count == 0 || log->epochs[0].start_offset >= start))
-        return;
-    memmove(log->epochs, log->epochs + keep_from,
-            (log->epoch_count - keep_from) * sizeof *log->epochs);
-    log->epoch_count -= keep_from;
-    if (log->epochs[0].start_offset < start)
-        log->epochs[0].start_offset = start;
-}
-
 int partition_log_apply_retention(struct partition_log *log, int64_t now_ms)
 {
     int deleted = 0;
+    bool epochs_moved = false;
     pthread_mutex_lock(&log->write_lock);
     int64_t total = 0;
     for (size_t i = 0; i < log->segment_count; i++)
@@ -73,14 +60,14 @@ int partition_log_apply_retention(struct partition_log *log, int64_t now_ms)
                     by_time ? "retention.ms" : by_size ? "retention.bytes" : "log start offset");
         pthread_rwlock_wrlock(&log->lock);
         partition_log_remove_first_segment(log);
-        truncate_epochs_from_start(log, atomic_load(&log->log_start_offset));
+        epochs_moved |= partition_log_epochs_start_moved(log, atomic_load(&log->log_start_offset));
         pthread_rwlock_unlock(&log->lock);
         deleted++;
     }
-    if (deleted > 0) {
-        partition_log_write_epochs(log);
+    if (epochs_moved)
+        partition_log_save_epochs_locked(log);
+    if (deleted > 0)
         partition_log_remove_old_snapshots_locked(log);
-    }
     pthread_mutex_unlock(&log->write_lock);
     return deleted;
 }
@@ -101,9 +88,10 @@ int16_t partition_log_delete_records_before(struct partition_log *log, int64_t o
                         log->dir, log->segments[0]->base_offset, offset);
             partition_log_remove_first_segment(log);
         }
-        truncate_epochs_from_start(log, offset);
+        bool epochs_moved = partition_log_epochs_start_moved(log, offset);
         pthread_rwlock_unlock(&log->lock);
-        partition_log_write_epochs(log);
+        if (epochs_moved)
+            code = partition_log_save_epochs_locked(log);
         partition_log_remove_old_snapshots_locked(log);
     }
     pthread_mutex_unlock(&log->write_lock);
@@ -129,6 +117,7 @@ int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset)
         return KAFKA_ERR_NONE;
     }
     int rc = 0;
+    bool epochs_cut = false;
     log->truncations++;
     pthread_rwlock_wrlock(&log->lock);
     while (log->segment_count > 1 && log->segments[log->segment_count - 1]->base_offset >= offset)
@@ -148,17 +137,19 @@ int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset)
         }
     } else {
         rc = log_segment_truncate_to(last, offset, &log->cfg);
+        log_segment_drop_epoch_marks(last);
     }
     if (rc == 0) {
         int64_t end = log->segments[log->segment_count - 1]->next_offset;
         atomic_store(&log->log_end_offset, end);
         if (atomic_load(&log->recovery_point) > end)
             atomic_store(&log->recovery_point, end);
-        partition_log_truncate_epochs(log, end);
+        epochs_cut = partition_log_epochs_end_moved(log, end);
     }
     pthread_rwlock_unlock(&log->lock);
+    if (epochs_cut && partition_log_save_epochs_locked(log) != KAFKA_ERR_NONE)
+        rc = EIO;
     if (rc == 0) {
-        partition_log_write_epochs(log);
         /* Forget the cut batches: snapshots past the end go, the state is rebuilt. */
         rc = partition_log_load_producers_locked(log);
     }
@@ -303,7 +294,7 @@ int16_t partition_log_max_timestamp(struct partition_log *log, int64_t *offset,
     return KAFKA_ERR_NONE;
 }
 
-/* ---- leader-epoch-checkpoint ---- */
+/* ---- partition.metadata ---- */
 
 static char *dir_file(const struct partition_log *log, const char *name)
 {
@@ -312,95 +303,6 @@ static char *dir_file(const struct partition_log *log, const char *name)
         return NULL;
     return path;
 }
-
-int partition_log_write_epochs(struct partition_log *log)
-{
-    char *path = dir_file(log, "leader-epoch-checkpoint");
-    char *text = NULL;
-    size_t text_len = 0;
-    FILE *mem = path ? open_memstream(&text, &text_len) : NULL;
-    if (!mem) {
-        free(path);
-        return ENOMEM;
-    }
-    pthread_rwlock_rdlock(&log->lock);
-    fprintf(mem, "0\n%zu\n", log->epoch_count);
-    for (size_t i = 0; i < log->epoch_count; i++)
-        fprintf(mem, "%" PRId32 " %" PRId64 "\n", log->epochs[i].epoch,
-                log->epochs[i].start_offset);
-    pthread_rwlock_unlock(&log->lock);
-    int rc = fclose(mem) == 0 ? log_file_write_atomic(path, text, text_len) : ENOMEM;
-    free(text);
-    free(path);
-    return rc;
-}
-
-void partition_log_load_epochs(struct partition_log *log)
-{
-    char *path = dir_file(log, "leader-epoch-checkpoint");
-    char *text;
-    size_t len;
-    if (!path || log_file_read_all(path, 16u * 1024 * 1024, &text, &len) != 0) {
-        free(path);
-        return;
-    }
-    char *save = NULL, *line = strtok_r(text, "\n", &save);
-    long long count = -1;
-    if (line && strcmp(line, "0") == 0 && (line = strtok_r(NULL, "\n", &save)) &&
-        sscanf(line, "%lld", &count) == 1 && count >= 0 && (size_t)count <= len) {
-        log->epochs = calloc((size_t)count + 1, sizeof *log->epochs);
-        log->epoch_cap = log->epochs ? (size_t)count + 1 : 0;
-        while (log->epochs && log->epoch_count < (size_t)count &&
-               (line = strtok_r(NULL, "\n", &save))) {
-            int32_t epoch;
-            int64_t start;
-            if (sscanf(line, "%" SCNd32 " %" SCNd64, &epoch, &start) != 2 ||
-                (log->epoch_count > 0 && (epoch <= log->epochs[log->epoch_count - 1].epoch ||
-                                          start < log->epochs[log->epoch_count - 1].start_offset)))
-                break;
-            log->epochs[log->epoch_count++] = (struct log_epoch_entry){epoch, start};
-        }
-    }
-    if (log->epoch_count != (size_t)count)
-        logger_warn("log", "%s: malformed leader-epoch-checkpoint, kept %zu entries", path,
-                    log->epoch_count);
-    free(text);
-    free(path);
-}
-
-void partition_log_truncate_epochs(struct partition_log *log, int64_t end_offset)
-{
-    while (log->epoch_count > 0 && log->epochs[log->epoch_count - 1].start_offset >= end_offset)
-        log->epoch_count--;
-}
-
-int32_t partition_log_latest_epoch(struct partition_log *log)
-{
-    pthread_rwlock_rdlock(&log->lock);
-    int32_t epoch = log->epoch_count ? log->epochs[log->epoch_count - 1].epoch : -1;
-    pthread_rwlock_unlock(&log->lock);
-    return epoch;
-}
-
-int64_t partition_log_end_offset_for_epoch(struct partition_log *log, int32_t epoch,
-                                           int32_t *found_epoch)
-{
-    int64_t result = -1;
-    *found_epoch = -1;
-    pthread_rwlock_rdlock(&log->lock);
-    for (size_t i = log->epoch_count; i-- > 0;) {
-        if (log->epochs[i].epoch <= epoch) {
-            *found_epoch = log->epochs[i].epoch;
-            result = i + 1 < log->epoch_count ? log->epochs[i + 1].start_offset
-                                              : atomic_load(&log->log_end_offset);
-            break;
-        }
-    }
-    pthread_rwlock_unlock(&log->lock);
-    return result;
-}
-
-/* ---- partition.metadata ---- */
 
 static const char base64url[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";

@@ -151,6 +151,8 @@ static void sync_partition_logs(struct broker *b, const struct metadata_image *o
                  * topic) still carries the settings it was opened with. */
                 if (log && partition_log_set_config(log, &cfg))
                     logger_info("server", "%s-%d: applied the topic's current configs", t->name, p);
+                /* As Kafka on becoming leader: the epoch starts at the log end. */
+                if (log && part->leader == b->env.node_id) partition_log_assign_leader_epoch(log, part->leader_epoch);
                 if (log) partition_log_close(log);
             }
         }
