@@ -136,6 +136,12 @@ struct handler_authz_memo {
 bool handler_authorize_resource(struct request_context *ctx, int32_t operation, int32_t resource_type,
                                 const char *name, bool audit)
 {
+    return handler_authorize_logged(ctx, operation, resource_type, name, audit, audit);
+}
+
+bool handler_authorize_logged(struct request_context *ctx, int32_t operation, int32_t resource_type,
+                              const char *name, bool log_if_allowed, bool log_if_denied)
+{
     if (!handler_has_authorizer(ctx)) return true;
     int memo_count = 0;
     for (struct handler_authz_memo *m = ctx->authz_memo; m; m = m->next, memo_count++)
@@ -148,8 +154,8 @@ bool handler_authorize_resource(struct request_context *ctx, int32_t operation, 
         .resource_name = name,
         .pattern_type = CAIRN_PATTERN_LITERAL,
         .resource_reference_count = 1,
-        .log_if_allowed = audit,
-        .log_if_denied = audit,
+        .log_if_allowed = log_if_allowed,
+        .log_if_denied = log_if_denied,
     };
     const struct cairn_authz_action *list[1] = {&action};
     uint8_t result = CAIRN_AUTHZ_DENIED;

@@ -59,6 +59,10 @@ void handler_authorize(struct request_context *ctx, const struct cairn_authz_act
  * logged (explicit resources of a request: true). True when allowed. */
 bool handler_authorize_resource(struct request_context *ctx, int32_t operation, int32_t resource_type,
                                 const char *resource_name, bool audit);
+/* The same, logging each outcome as asked: a check whose refusal is
+ * normal (a fallback follows) logs only when allowed, as Kafka does. */
+bool handler_authorize_logged(struct request_context *ctx, int32_t operation, int32_t resource_type,
+                              const char *resource_name, bool log_if_allowed, bool log_if_denied);
 /* One action on a LITERAL resource, audited when allowed and when denied
  * (an explicit request for that resource). True when allowed. */
 bool handler_authorize_one(struct request_context *ctx, int32_t operation, int32_t resource_type,

@@ -39,27 +39,6 @@ static void end_offset_for_partition(struct request_context *ctx, const struct m
     partition_log_close(log);
 }
 
-/* CLUSTER_ACTION, audited when allowed only: being refused is the normal
- * case for a consumer, which then falls back to DESCRIBE. */
-static bool cluster_action_allowed(struct request_context *ctx)
-{
-    if (!handler_has_authorizer(ctx)) return true;
-    struct cairn_authz_action action = {
-        .struct_size = sizeof action,
-        .operation = CAIRN_OP_CLUSTER_ACTION,
-        .resource_type = CAIRN_RESOURCE_CLUSTER,
-        .resource_name = HANDLER_CLUSTER_RESOURCE,
-        .pattern_type = CAIRN_PATTERN_LITERAL,
-        .resource_reference_count = 1,
-        .log_if_allowed = true,
-        .log_if_denied = false,
-    };
-    const struct cairn_authz_action *list[1] = {&action};
-    uint8_t result = CAIRN_AUTHZ_DENIED;
-    handler_authorize(ctx, list, 1, &result);
-    return result == CAIRN_AUTHZ_ALLOWED;
-}
-
 static bool answer_topic(struct request_context *ctx, const struct metadata_image *img, bool allowed,
                          const struct offset_for_leader_epoch_request_offset_for_leader_topic *tin,
                          struct offset_for_leader_epoch_response_offset_for_leader_topic_result *tout)
@@ -88,7 +67,10 @@ enum handler_result handle_offset_for_leader_epoch(struct request_context *ctx, 
     struct offset_for_leader_epoch_request *req = request;
     struct offset_for_leader_epoch_response *resp = response;
     int32_t count = req->topics_count > 0 ? req->topics_count : 0;
-    bool cluster = cluster_action_allowed(ctx);
+    /* CLUSTER_ACTION is logged only when allowed: being refused is the
+     * normal case for a consumer, which then falls back to DESCRIBE. */
+    bool cluster = handler_authorize_logged(ctx, CAIRN_OP_CLUSTER_ACTION, CAIRN_RESOURCE_CLUSTER,
+                                            HANDLER_CLUSTER_RESOURCE, true, false);
     bool *allowed = kafka_arena_alloc(&ctx->arena, (size_t)count + 1);
     if (!allowed) return HANDLER_CLOSE;
     for (int32_t t = 0; t < count; t++)
