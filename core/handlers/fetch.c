@@ -86,10 +86,9 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
     if (ans->error_code != KAFKA_ERR_NONE) return;
     /* KIP-320: a consumer that knows another leader epoch is told which way
      * it is off, and refreshes its metadata, as with ListOffsets. */
-    const struct metadata_partition *mp = metadata_topic_partition(topic, ps->partition);
-    if (ps->current_leader_epoch >= 0 && mp && ps->current_leader_epoch != mp->leader_epoch) {
-        ans->error_code = ps->current_leader_epoch < mp->leader_epoch ? KAFKA_ERR_FENCED_LEADER_EPOCH
-                                                                       : KAFKA_ERR_UNKNOWN_LEADER_EPOCH;
+    ans->error_code = handler_check_leader_epoch(metadata_topic_partition(topic, ps->partition),
+                                                 ps->current_leader_epoch);
+    if (ans->error_code != KAFKA_ERR_NONE) {
         partition_log_close(log);
         return;
     }

@@ -201,3 +201,9 @@ void handler_audit_admin(struct request_context *ctx, const char *operation, int
     plugin_host_audit_admin(ctx->env->plugins, handler_request_info(ctx), operation, resource_type, resource_name,
                             error_code, details_json);
 }
+
+int16_t handler_check_leader_epoch(const struct metadata_partition *p, int32_t current_leader_epoch)
+{
+    if (current_leader_epoch == -1 || !p || current_leader_epoch == p->leader_epoch) return KAFKA_ERR_NONE;
+    return current_leader_epoch < p->leader_epoch ? KAFKA_ERR_FENCED_LEADER_EPOCH : KAFKA_ERR_UNKNOWN_LEADER_EPOCH;
+}

@@ -8,6 +8,7 @@
 
 struct metadata_broker;
 struct metadata_endpoint;
+struct metadata_partition;
 struct metadata_topic;
 struct partition_log;
 
@@ -31,6 +32,12 @@ int16_t handler_auto_create_topic(struct request_context *ctx, const char *name)
  * UNKNOWN_TOPIC_OR_PARTITION, or NOT_LEADER_OR_FOLLOWER. */
 int16_t handler_leader_log(struct request_context *ctx, const struct metadata_topic *topic,
                            int32_t partition, struct partition_log **log_out);
+
+/* KIP-320: the client's current leader epoch against the partition's.
+ * -1 means the client named none (Kafka's NO_PARTITION_LEADER_EPOCH); any
+ * other older value is FENCED_LEADER_EPOCH, a newer one
+ * UNKNOWN_LEADER_EPOCH. */
+int16_t handler_check_leader_epoch(const struct metadata_partition *p, int32_t current_leader_epoch);
 
 /* The high watermark of a partition this broker leads. With a single
  * in-sync replica it is the log end offset. */

@@ -51,10 +51,8 @@ static void list_partition(struct request_context *ctx, const struct metadata_to
     out->error_code = handler_leader_log(ctx, topic, in->partition_index, &log);
     if (out->error_code != KAFKA_ERR_NONE) return;
     const struct metadata_partition *p = metadata_topic_partition(topic, in->partition_index);
-    if (in->current_leader_epoch >= 0 && in->current_leader_epoch != p->leader_epoch) {
-        out->error_code = in->current_leader_epoch < p->leader_epoch ? KAFKA_ERR_FENCED_LEADER_EPOCH
-                                                                      : KAFKA_ERR_UNKNOWN_LEADER_EPOCH;
-    } else {
+    out->error_code = handler_check_leader_epoch(p, in->current_leader_epoch);
+    if (out->error_code == KAFKA_ERR_NONE) {
         lookup_offset(log, p, ctx->api_version, read_committed, in, out);
     }
     partition_log_close(log);

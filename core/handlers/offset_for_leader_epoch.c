@@ -12,9 +12,6 @@
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"
 
-/* Kafka's NO_PARTITION_LEADER_EPOCH: the client did not name its epoch. */
-#define OFFSET_FOR_EPOCH_NO_CURRENT_EPOCH (-1)
-
 static void end_offset_for_partition(struct request_context *ctx, const struct metadata_topic *topic,
                                      const struct offset_for_leader_epoch_request_offset_for_leader_partition *in,
                                      struct offset_for_leader_epoch_response_epoch_end_offset *out)
@@ -25,12 +22,10 @@ static void end_offset_for_partition(struct request_context *ctx, const struct m
     if (out->error_code != KAFKA_ERR_NONE) return;
     const struct metadata_partition *p = metadata_topic_partition(topic, in->partition);
     /* current_leader_epoch is -1 (absent) before v2. */
-    int32_t current = in->current_leader_epoch;
-    if (current != OFFSET_FOR_EPOCH_NO_CURRENT_EPOCH && current != p->leader_epoch) {
-        out->error_code = current < p->leader_epoch ? KAFKA_ERR_FENCED_LEADER_EPOCH : KAFKA_ERR_UNKNOWN_LEADER_EPOCH;
-    } else if (partition_log_is_offline(log)) {
+    out->error_code = handler_check_leader_epoch(p, in->current_leader_epoch);
+    if (out->error_code == KAFKA_ERR_NONE && partition_log_is_offline(log))
         out->error_code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
-    } else {
+    if (out->error_code == KAFKA_ERR_NONE) {
         int32_t found_epoch;
         out->end_offset = partition_log_end_offset_for_epoch(log, in->leader_epoch, &found_epoch);
         /* v0 answers carry no epoch (and a set one cannot be encoded). */
