@@ -314,6 +314,15 @@ void raw_frame_begin_flexible(struct raw_writer *w, int16_t api_key, int16_t api
     raw_put_uvarint(w, 0);
 }
 
+void raw_frame_begin_as(struct raw_writer *w, int16_t api_key, int16_t api_version, bool flexible,
+                        int32_t correlation_id, const char *client_id)
+{
+    if (flexible)
+        raw_frame_begin_flexible(w, api_key, api_version, correlation_id, client_id);
+    else
+        raw_frame_begin(w, api_key, api_version, correlation_id, client_id);
+}
+
 void raw_frame_finish(struct raw_writer *w)
 {
     raw_patch_i32(w, 0, (int32_t)(w->len - 4));

@@ -81,6 +81,9 @@ void raw_frame_begin(struct raw_writer *w, int16_t api_key, int16_t api_version,
 /* Same with request header v2 (adds an empty tagged-field section). */
 void raw_frame_begin_flexible(struct raw_writer *w, int16_t api_key, int16_t api_version,
                               int32_t correlation_id, const char *client_id);
+/* raw_frame_begin_flexible when flexible, else raw_frame_begin. */
+void raw_frame_begin_as(struct raw_writer *w, int16_t api_key, int16_t api_version, bool flexible,
+                        int32_t correlation_id, const char *client_id);
 void raw_frame_finish(struct raw_writer *w);
 
 /* Blocking TCP connection to 127.0.0.1:port with a receive timeout;

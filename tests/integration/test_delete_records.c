@@ -100,10 +100,7 @@ static struct delete_answer raw_delete_records(const struct test_broker *b, cons
     int32_t corr = ++correlation;
     struct raw_writer w;
     raw_writer_init(&w);
-    if (flexible)
-        raw_frame_begin_flexible(&w, 21, version, corr, client_id);
-    else
-        raw_frame_begin(&w, 21, version, corr, client_id);
+    raw_frame_begin_as(&w, 21, version, flexible, corr, client_id);
     put_array_len(&w, flexible, 1);
     put_string(&w, flexible, topic);
     put_array_len(&w, flexible, 1);
@@ -166,10 +163,7 @@ static void raw_describe_log_dirs(const struct test_broker *b, const char *clien
     int32_t corr = ++correlation;
     struct raw_writer w;
     raw_writer_init(&w);
-    if (flexible)
-        raw_frame_begin_flexible(&w, 35, version, corr, client_id);
-    else
-        raw_frame_begin(&w, 35, version, corr, client_id);
+    raw_frame_begin_as(&w, 35, version, flexible, corr, client_id);
     if (!topic) {
         put_array_len(&w, flexible, -1);
     } else {

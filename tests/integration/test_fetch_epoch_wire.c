@@ -55,10 +55,7 @@ static void fetch(struct wire_state *st, int16_t version, int32_t session_id, in
     int32_t correlation = ++st->correlation;
     struct raw_writer w;
     raw_writer_init(&w);
-    if (flexible)
-        raw_frame_begin_flexible(&w, API_FETCH, version, correlation, "cairn-it");
-    else
-        raw_frame_begin(&w, API_FETCH, version, correlation, "cairn-it");
+    raw_frame_begin_as(&w, API_FETCH, version, flexible, correlation, "cairn-it");
     raw_put_i32(&w, -1);      /* replica_id */
     raw_put_i32(&w, 0);       /* max_wait_ms */
     raw_put_i32(&w, 1);       /* min_bytes */

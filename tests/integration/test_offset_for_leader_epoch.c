@@ -76,10 +76,7 @@ static void offset_for_leader_epoch(struct raw_session *s, int16_t version, int3
     bool flexible = version >= 4;
     struct raw_writer w;
     raw_writer_init(&w);
-    if (flexible)
-        raw_frame_begin_flexible(&w, API_OFFSET_FOR_LEADER_EPOCH, version, ++s->correlation, "ofle-client");
-    else
-        raw_frame_begin(&w, API_OFFSET_FOR_LEADER_EPOCH, version, ++s->correlation, "ofle-client");
+    raw_frame_begin_as(&w, API_OFFSET_FOR_LEADER_EPOCH, version, flexible, ++s->correlation, "ofle-client");
     if (version >= 3) raw_put_i32(&w, replica_id);
     if (flexible)
         raw_put_compact_array_len(&w, n);

@@ -84,10 +84,7 @@ static void stop_broker(struct test_broker *b)
 static void begin(struct raw_writer *w, int16_t api, int16_t version, const char *client, bool flexible)
 {
     raw_writer_init(w);
-    if (flexible)
-        raw_frame_begin_flexible(w, api, version, ++correlation, client);
-    else
-        raw_frame_begin(w, api, version, ++correlation, client);
+    raw_frame_begin_as(w, api, version, flexible, ++correlation, client);
 }
 
 /* Finishes and sends w (then frees it) and returns the response frame,
