@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void raw_put_compact_array_len(struct raw_writer *w, int n) { raw_put_uvarint(w, (uint64_t)n + 1); }
 
@@ -317,4 +318,23 @@ int16_t raw_session_commit_roundtrip(struct raw_session *s, struct raw_writer *w
     raw_session_finish_read(&r, frame);
     assert_string_equal(name, topic);
     return err;
+}
+
+int raw_broker_fixture_start(struct raw_broker_fixture *f, const char *topic)
+{
+    memset(f, 0, sizeof *f);
+    f->session.fd = -1;
+    const char *overrides[] = {"group.initial.rebalance.delay.ms=50", NULL};
+    broker_start(&f->broker, overrides);
+    f->session.fd = raw_connect(broker_port(&f->broker), 10000);
+    if (f->session.fd < 0) return -1;
+    raw_create_topic_v7(&f->session, topic, 1, f->topic_id);
+    return 0;
+}
+
+void raw_broker_fixture_stop(struct raw_broker_fixture *f)
+{
+    if (f->session.fd >= 0) close(f->session.fd);
+    f->session.fd = -1;
+    broker_cleanup(&f->broker);
 }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "harness.h"
 #include "raw_kafka.h"
 
 /* Timestamp of the first record of every batch raw_produce_v7 sends. */
@@ -28,6 +29,20 @@ struct raw_session {
 void raw_put_compact_array_len(struct raw_writer *w, int n);
 void raw_put_compact_bytes(struct raw_writer *w, const void *p, size_t n);
 void raw_get_uuid(struct raw_reader *r, uint8_t out[16]);
+
+/* A cairnd (group.initial.rebalance.delay.ms=50) with one single-partition
+ * topic and a raw session to it: the group fixture of the raw version
+ * tests. Owned by the test thread. */
+struct raw_broker_fixture {
+    struct test_broker broker;
+    struct raw_session session;
+    uint8_t topic_id[16];
+};
+
+/* Starts the broker, connects and creates `topic`. 0, or -1. */
+int raw_broker_fixture_start(struct raw_broker_fixture *f, const char *topic);
+/* Closes the session and cleans the broker up. */
+void raw_broker_fixture_stop(struct raw_broker_fixture *f);
 
 /* Starts a request with header v2 and the session's next correlation id. */
 void raw_session_begin(struct raw_session *s, struct raw_writer *w, int16_t api, int16_t version);

@@ -30,16 +30,9 @@
 #define BASE_TS RAW_SESSION_BATCH_TS
 
 /* Owned by the test's main thread. */
-struct nv_state {
-    struct test_broker broker;
-    struct raw_session session;
-    uint8_t topic_id[16];
-};
-
-
 static void test_api_versions_advertise_new_maxima(void **state)
 {
-    struct nv_state *st = *state;
+    struct raw_broker_fixture *st = *state;
     struct raw_api_versions v;
     assert_int_equal(raw_api_versions(st->session.fd, 3, ++st->session.correlation, &v), 0);
     assert_int_equal(v.error_code, ERR_NONE);
@@ -55,7 +48,7 @@ static void test_api_versions_advertise_new_maxima(void **state)
 
 static void test_fetch_v17_returns_records(void **state)
 {
-    struct nv_state *st = *state;
+    struct raw_broker_fixture *st = *state;
     struct raw_fetch_answer a;
     for (int tagged = 0; tagged < 2; tagged++) {
         raw_fetch_v17(&st->session, st->topic_id, 0, tagged == 1, &a);
@@ -79,10 +72,7 @@ static void list_offsets(struct raw_session *s, int16_t version, int64_t timesta
     bool flexible = version >= 6;
     struct raw_writer w;
     raw_writer_init(&w);
-    if (flexible)
-        raw_frame_begin_flexible(&w, 2, version, ++s->correlation, "nv-client");
-    else
-        raw_frame_begin(&w, 2, version, ++s->correlation, "nv-client");
+    raw_frame_begin_as(&w, 2, version, flexible, ++s->correlation, "nv-client");
     raw_put_i32(&w, -1);
     raw_put_i8(&w, 0);
     if (flexible) {
@@ -131,7 +121,7 @@ static void list_offsets(struct raw_session *s, int16_t version, int64_t timesta
 
 static void test_list_offsets_v9_v10(void **state)
 {
-    struct nv_state *st = *state;
+    struct raw_broker_fixture *st = *state;
     struct offsets_answer a;
     /* -5 (latest tiered) with nothing tiered: offset -1, timestamp -1, epoch -1. */
     list_offsets(&st->session, 9, -5, &a);
@@ -235,7 +225,7 @@ static bool list_groups_v5(struct raw_session *s, const char *const *types, int 
 
 static void test_simple_group_offsets_and_list_groups(void **state)
 {
-    struct nv_state *st = *state;
+    struct raw_broker_fixture *st = *state;
     /* A commit outside group management (generation -1, no member). */
     assert_int_equal(offset_commit_v9(&st->session, "nv-simple", -1, "", 2), ERR_NONE);
     struct raw_fetched_offset f;
@@ -312,7 +302,7 @@ static int16_t join_v9(struct raw_session *s, const char *member_in, char member
 
 static void test_live_member_offsets_v9(void **state)
 {
-    struct nv_state *st = *state;
+    struct raw_broker_fixture *st = *state;
     char member[256];
     int32_t generation;
     assert_int_equal(join_v9(&st->session, "", member, &generation), ERR_MEMBER_ID_REQUIRED);
@@ -372,7 +362,7 @@ static void test_live_member_offsets_v9(void **state)
 
 static void test_find_coordinator_v5(void **state)
 {
-    struct nv_state *st = *state;
+    struct raw_broker_fixture *st = *state;
     struct raw_coordinator_answer a[2];
     raw_find_coordinator_v5(&st->session, 0, "nv-g1", "nv-g2", a);
     for (int i = 0; i < 2; i++) {
@@ -395,14 +385,9 @@ static void test_find_coordinator_v5(void **state)
 
 static int nv_setup(void **state)
 {
-    static struct nv_state st;
-    memset(&st, 0, sizeof st);
+    static struct raw_broker_fixture st;
     *state = &st;
-    const char *overrides[] = {"group.initial.rebalance.delay.ms=50", NULL};
-    broker_start(&st.broker, overrides);
-    st.session.fd = raw_connect(broker_port(&st.broker), 10000);
-    if (st.session.fd < 0) return -1;
-    raw_create_topic_v7(&st.session, TOPIC, 1, st.topic_id);
+    if (raw_broker_fixture_start(&st, TOPIC) != 0) return -1;
     /* Leadership may take a moment after creation. */
     int16_t err = -1;
     long long deadline = harness_now_ms() + 10000;
@@ -413,9 +398,7 @@ static int nv_setup(void **state)
 
 static int nv_teardown(void **state)
 {
-    struct nv_state *st = *state;
-    if (st->session.fd >= 0) close(st->session.fd);
-    broker_cleanup(&st->broker);
+    raw_broker_fixture_stop(*state);
     return 0;
 }
 

@@ -23,12 +23,6 @@
 #define TXN_TOPIC "nv-txn-t"
 
 /* Owned by the test's main thread. */
-struct nv_state {
-    struct test_broker broker;
-    struct raw_session session;
-    uint8_t topic_id[16];
-};
-
 /* One request whose answer is throttle time + error code (AddOffsetsToTxn,
  * EndTxn): returns the error. */
 static int16_t error_only_answer(struct raw_session *s, struct raw_writer *w)
@@ -133,7 +127,7 @@ static int16_t txn_offset_commit_v4(struct raw_session *s, const char *txn_id, c
 
 static void test_transaction_at_new_versions(void **state)
 {
-    struct nv_state *st = *state;
+    struct raw_broker_fixture *st = *state;
     const char *txn_id = "nv-txn";
     const char *group = "nv-txn-group";
     struct raw_coordinator_answer c[2];
@@ -200,25 +194,17 @@ static void test_transaction_at_new_versions(void **state)
     broker_mark_passed(&st->broker);
 }
 
-
 static int nv_setup(void **state)
 {
-    static struct nv_state st;
-    memset(&st, 0, sizeof st);
+    static struct raw_broker_fixture st;
     *state = &st;
-    const char *overrides[] = {"group.initial.rebalance.delay.ms=50", NULL};
-    broker_start(&st.broker, overrides);
-    st.session.fd = raw_connect(broker_port(&st.broker), 10000);
-    if (st.session.fd < 0) return -1;
-    raw_create_topic_v7(&st.session, TXN_TOPIC, 1, st.topic_id);
+    if (raw_broker_fixture_start(&st, TXN_TOPIC) != 0) return -1;
     return 0;
 }
 
 static int nv_teardown(void **state)
 {
-    struct nv_state *st = *state;
-    if (st->session.fd >= 0) close(st->session.fd);
-    broker_cleanup(&st->broker);
+    raw_broker_fixture_stop(*state);
     return 0;
 }
 
