@@ -11,6 +11,10 @@
 # records of 1 KiB to one partition, acks=1, linger.ms=5, --broker-pid.
 # --perf-stat also wraps each run's broker in `perf stat -p` (cycles,
 # user/kernel split) and keeps the output next to the JSON reports.
+# On a VM whose kernel hands free memory back to the host
+# (/sys/module/page_reporting), the setting and the amount handed back
+# during the series are printed: page cache built on memory the host took
+# back costs the broker several times more to write (docs/benchmarks.md).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -32,7 +36,7 @@ while [ $# -gt 0 ]; do
         --perf-stat) perf_stat=1 ;;
         --out) out="$2"; shift ;;
         --override) overrides+=(--override "$2"); shift ;;
-        -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) binaries+=("$1") ;;
     esac
@@ -68,6 +72,11 @@ stop_broker() {
 }
 trap stop_broker EXIT
 trap 'exit 130' INT TERM
+
+reporting=/sys/module/page_reporting/parameters
+reported_kib() {
+    cat "$reporting/reported_kib" 2>/dev/null || echo 0
+}
 
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
@@ -121,6 +130,11 @@ EOF
 }
 
 echo "results in $out" >&2
+reported_at_start="$(reported_kib)"
+if [ -r "$reporting/reported_kib" ]; then
+    echo "free page reporting to the host is on (order $(cat "$reporting/page_reporting_order")$(
+        [ -r "$reporting/min_free_ms" ] && echo ", min_free_ms $(cat "$reporting/min_free_ms")"))" >&2
+fi
 n=${#binaries[@]}
 for round in $(seq 1 "$rounds"); do
     for k in $(seq 0 $((n - 1))); do
@@ -128,6 +142,9 @@ for round in $(seq 1 "$rounds"); do
     done
 done
 
+if [ -r "$reporting/reported_kib" ]; then
+    echo "memory handed back to the host during the series: $((($(reported_kib) - reported_at_start) / 1024)) MiB"
+fi
 python3 - "$out" "$n" "${binaries[@]}" <<'EOF'
 import glob, json, os, statistics, sys
 out, n, bins = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
