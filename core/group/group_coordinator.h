@@ -84,6 +84,7 @@ struct group_join_params {
     int32_t session_timeout_ms;
     int32_t rebalance_timeout_ms;
     bool require_known_member_id; /* JoinGroup v4+ (KIP-394) */
+    bool supports_skip_assignment; /* JoinGroup v9+ (KIP-814) */
 };
 
 struct group_join_member {

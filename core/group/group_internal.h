@@ -145,6 +145,9 @@ void group_sync_respond_error(group_sync_cb cb, void *arg, int16_t err);
 /* The current generation; the leader also gets every member's metadata. */
 void group_join_respond_current(struct group *g, struct group_member *m, group_join_cb cb, void *arg,
                                 bool skip_assignment);
+/* The current generation with leader_id as leader and no member list. */
+void group_join_respond_follower(const struct group *g, const struct group_member *m, group_join_cb cb, void *arg,
+                                 const char *leader_id);
 /* Answers every parked request of the group with err (shutdown). */
 void group_fail_parked(struct group *g, int16_t err);
 

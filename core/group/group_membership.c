@@ -196,6 +196,21 @@ void group_join_respond_current(struct group *g, struct group_member *m, group_j
     free(list);
 }
 
+/* Answers m with the current generation as a follower of leader_id. */
+void group_join_respond_follower(const struct group *g, const struct group_member *m, group_join_cb cb, void *arg,
+                                 const char *leader_id)
+{
+    struct group_join_result r = {
+        .error_code = KAFKA_ERR_NONE,
+        .generation_id = g->generation,
+        .protocol_type = g->protocol_type,
+        .protocol_name = g->protocol,
+        .leader = leader_id,
+        .member_id = m->member_id,
+    };
+    cb(arg, &r);
+}
+
 void group_fail_parked(struct group *g, int16_t err)
 {
     for (size_t i = 0; i < g->member_count; i++) {

@@ -32,11 +32,14 @@ static void join_new_member(struct group_coordinator *gc, struct group *g, const
             group_sync_respond_error(known->sync_cb, known->sync_arg, KAFKA_ERR_FENCED_INSTANCE_ID);
             known->sync_cb = NULL;
         }
-        if (g->leader && strcmp(g->leader, known->member_id) == 0) {
+        /* Kept until the answer is sent: a leader that cannot skip the
+         * assignment is told the old id leads (below). */
+        char *old_id = known->member_id;
+        bool was_leader = g->leader && strcmp(g->leader, old_id) == 0;
+        if (was_leader) {
             free(g->leader);
             g->leader = group_strdup(new_id);
         }
-        free(known->member_id);
         known->member_id = new_id;
         known->session_deadline = now + p->session_timeout_ms;
         /* Kafka's rule: a Stable group skips the rebalance when the protocol
@@ -53,9 +56,17 @@ static void join_new_member(struct group_coordinator *gc, struct group *g, const
             logger_info("group", "group %s: static member %s rejoined as %s without a rebalance", g->group_id,
                         p->group_instance_id, new_id);
             group_snapshot_store(gc, g);
-            group_join_respond_current(g, known, cb, arg, true);
+            /* KIP-814: before JoinGroup v9 a client named leader would run
+             * an assignment the Stable group ignores, so, as Kafka does, it
+             * hears the old id lead and acts as a follower. */
+            if (was_leader && !p->supports_skip_assignment)
+                group_join_respond_follower(g, known, cb, arg, old_id);
+            else
+                group_join_respond_current(g, known, cb, arg, true);
+            free(old_id);
             return;
         }
+        free(old_id);
         group_member_update_and_park(gc, g, known, p, cb, arg, now);
         return;
     }

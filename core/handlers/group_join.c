@@ -70,6 +70,7 @@ enum handler_result handle_join_group(struct request_context *ctx, void *request
         /* v0 has no rebalance timeout: the session timeout serves. */
         .rebalance_timeout_ms = ctx->api_version >= 1 ? req->rebalance_timeout_ms : req->session_timeout_ms,
         .require_known_member_id = ctx->api_version >= 4,
+        .supports_skip_assignment = ctx->api_version >= 9,
     };
     group_coordinator_join(ctx->env->groups, &p, join_done, ctx);
     return HANDLER_DEFERRED;

@@ -1,5 +1,5 @@
 /* The group coordinator's state machine, driven through its C API with a
- * fake clock: joins, syncs, heartbeats, leaves, timeouts, static members,
+ * fake clock: joins, syncs, heartbeats, leaves, timeouts,
  * offsets, and the store/load seam. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,120 +13,7 @@
 
 #include "group/group_coordinator.h"
 #include "protocol/generated/errors.h"
-
-static int64_t fake_now;
-static int64_t fake_clock(void *ctx)
-{
-    (void)ctx;
-    return fake_now;
-}
-
-/* A captured JoinGroup answer. */
-struct join_box {
-    bool done;
-    int16_t error;
-    int32_t generation;
-    char member_id[256];
-    char leader[256];
-    char protocol[64];
-    size_t member_count;
-    bool skip_assignment;
-};
-
-static void join_cb(void *arg, const struct group_join_result *r)
-{
-    struct join_box *b = arg;
-    assert_false(b->done); /* exactly one answer per request */
-    b->done = true;
-    b->error = r->error_code;
-    b->generation = r->generation_id;
-    snprintf(b->member_id, sizeof b->member_id, "%s", r->member_id ? r->member_id : "");
-    snprintf(b->leader, sizeof b->leader, "%s", r->leader ? r->leader : "");
-    snprintf(b->protocol, sizeof b->protocol, "%s", r->protocol_name ? r->protocol_name : "");
-    b->member_count = r->member_count;
-    b->skip_assignment = r->skip_assignment;
-}
-
-struct sync_box {
-    bool done;
-    int16_t error;
-    char assignment[64];
-};
-
-static void sync_cb(void *arg, const struct group_sync_result *r)
-{
-    struct sync_box *b = arg;
-    assert_false(b->done);
-    b->done = true;
-    b->error = r->error_code;
-    size_t n = r->assignment_len < sizeof b->assignment - 1 ? r->assignment_len : sizeof b->assignment - 1;
-    if (n) memcpy(b->assignment, r->assignment, n);
-    b->assignment[n] = '\0';
-}
-
-static struct group_coordinator *make_gc(int32_t initial_delay)
-{
-    struct group_coordinator_options o;
-    group_coordinator_options_defaults(&o);
-    o.manual_time = true;
-    o.now_ms = fake_clock;
-    o.initial_rebalance_delay_ms = initial_delay;
-    fake_now = 1000000;
-    struct group_coordinator *gc;
-    assert_int_equal(group_coordinator_create(&o, &gc), 0);
-    return gc;
-}
-
-static const struct group_protocol range_proto[] = {{"range", (const uint8_t *)"sub-A", 5}};
-static const struct group_protocol rr_range[] = {{"roundrobin", (const uint8_t *)"r", 1},
-                                                 {"range", (const uint8_t *)"x", 1}};
-
-static void join(struct group_coordinator *gc, const char *member, const char *instance,
-                 const struct group_protocol *protos, size_t n, struct join_box *box)
-{
-    memset(box, 0, sizeof *box);
-    struct group_join_params p = {
-        .group_id = "g",
-        .member_id = member,
-        .group_instance_id = instance,
-        .client_id = "c",
-        .client_host = "/127.0.0.1",
-        .protocol_type = "consumer",
-        .protocols = protos,
-        .protocol_count = n,
-        .session_timeout_ms = 10000,
-        .rebalance_timeout_ms = 30000,
-        .require_known_member_id = instance == NULL,
-    };
-    group_coordinator_join(gc, &p, join_cb, box);
-}
-
-static void do_sync(struct group_coordinator *gc, const char *member, int32_t gen, const struct group_assignment *a,
-                 size_t n, struct sync_box *box)
-{
-    memset(box, 0, sizeof *box);
-    struct group_sync_params p = {
-        .group_id = "g", .generation_id = gen, .member_id = member, .assignments = a, .assignment_count = n};
-    group_coordinator_sync(gc, &p, sync_cb, box);
-}
-
-static void advance(struct group_coordinator *gc, int64_t ms)
-{
-    fake_now += ms;
-    group_coordinator_tick(gc);
-}
-
-/* Joins one dynamic member through MEMBER_ID_REQUIRED; returns its id in box. */
-static void join_dynamic(struct group_coordinator *gc, struct join_box *box)
-{
-    join(gc, "", NULL, range_proto, 1, box);
-    assert_true(box->done);
-    assert_int_equal(box->error, KAFKA_ERR_MEMBER_ID_REQUIRED);
-    char id[256];
-    snprintf(id, sizeof id, "%s", box->member_id);
-    assert_true(strlen(id) > 2);
-    join(gc, id, NULL, range_proto, 1, box);
-}
+#include "group_test_driver.h"
 
 static void test_single_member_lifecycle(void **state)
 {
@@ -282,51 +169,6 @@ static void test_session_timeout(void **state)
     assert_string_equal(d.state, "Empty");
     assert_int_equal(d.member_count, 0);
     group_description_free(&d);
-    group_coordinator_destroy(gc);
-}
-
-static void test_static_member_rejoin(void **state)
-{
-    (void)state;
-    struct group_coordinator *gc = make_gc(0);
-    struct join_box a, b;
-    join(gc, "", "inst-1", range_proto, 1, &a);
-    join(gc, "", "inst-2", range_proto, 1, &b);
-    advance(gc, 10);
-    assert_true(a.done && b.done);
-    assert_int_equal(a.generation, 1);
-    struct sync_box sa, sb;
-    bool a_leads = strcmp(a.leader, a.member_id) == 0;
-    struct group_assignment as[] = {{a.member_id, (const uint8_t *)"A", 1}, {b.member_id, (const uint8_t *)"B", 1}};
-    /* The follower first: it waits for the leader's assignment. */
-    do_sync(gc, a_leads ? b.member_id : a.member_id, 1, NULL, 0, a_leads ? &sb : &sa);
-    do_sync(gc, a_leads ? a.member_id : b.member_id, 1, as, 2, a_leads ? &sa : &sb);
-    assert_true(sa.done && sb.done);
-    assert_string_equal(sa.assignment, "A");
-    assert_string_equal(sb.assignment, "B");
-
-    /* inst-2 restarts: a new member id, no rebalance, same generation, even
-     * though its subscription bytes changed (the chosen protocol did not). */
-    char old_b[256];
-    snprintf(old_b, sizeof old_b, "%s", b.member_id);
-    static const struct group_protocol range_v2[] = {{"range", (const uint8_t *)"sub-B", 5}};
-    join(gc, "", "inst-2", range_v2, 1, &b);
-    assert_true(b.done);
-    assert_int_equal(b.error, KAFKA_ERR_NONE);
-    assert_int_equal(b.generation, 1);
-    assert_string_not_equal(b.member_id, old_b);
-    struct group_description d;
-    group_coordinator_describe(gc, "g", &d);
-    assert_string_equal(d.state, "Stable");
-    group_description_free(&d);
-    do_sync(gc, b.member_id, 1, NULL, 0, &sb);
-    assert_int_equal(sb.error, KAFKA_ERR_NONE);
-    assert_string_equal(sb.assignment, "B");
-    /* The old incarnation is fenced. */
-    assert_int_equal(group_coordinator_heartbeat(gc, "g", 1, old_b, "inst-2"), KAFKA_ERR_FENCED_INSTANCE_ID);
-    struct join_box z;
-    join(gc, old_b, "inst-2", range_proto, 1, &z);
-    assert_int_equal(z.error, KAFKA_ERR_FENCED_INSTANCE_ID);
     group_coordinator_destroy(gc);
 }
 
@@ -621,32 +463,6 @@ static void test_offset_expiry_stable_group(void **state)
     group_coordinator_destroy(gc);
 }
 
-static void test_leave_by_instance(void **state)
-{
-    (void)state;
-    struct group_coordinator *gc = make_gc(0);
-    struct join_box a, b;
-    join(gc, "", "i1", range_proto, 1, &a);
-    join(gc, "", "i2", range_proto, 1, &b);
-    advance(gc, 10);
-    struct group_leave_member lm[] = {
-        {.member_id = "wrong-id", .group_instance_id = "i1"},
-        {.member_id = "", .group_instance_id = "i2"},
-        {.member_id = "nobody"},
-    };
-    assert_int_equal(group_coordinator_leave(gc, "g", lm, 3), KAFKA_ERR_NONE);
-    assert_int_equal(lm[0].error_code, KAFKA_ERR_FENCED_INSTANCE_ID);
-    assert_int_equal(lm[1].error_code, KAFKA_ERR_NONE);
-    assert_int_equal(lm[2].error_code, KAFKA_ERR_UNKNOWN_MEMBER_ID);
-    struct group_description d;
-    group_coordinator_describe(gc, "g", &d);
-    assert_int_equal(d.member_count, 1);
-    assert_string_equal(d.members[0].group_instance_id, "i1");
-    assert_string_equal(d.state, "PreparingRebalance");
-    group_description_free(&d);
-    group_coordinator_destroy(gc);
-}
-
 /* A store that records what it was asked to write. */
 struct fake_store {
     int offsets_calls;
@@ -772,7 +588,6 @@ int main(void)
         cmocka_unit_test(test_two_members_rebalance),
         cmocka_unit_test(test_rebalance_timeout_removes_laggard),
         cmocka_unit_test(test_session_timeout),
-        cmocka_unit_test(test_static_member_rejoin),
         cmocka_unit_test(test_join_validation),
         cmocka_unit_test(test_protocol_vote),
         cmocka_unit_test(test_list_filter),
@@ -780,7 +595,6 @@ int main(void)
         cmocka_unit_test(test_offset_delete_subscribed),
         cmocka_unit_test(test_offset_expiry),
         cmocka_unit_test(test_offset_expiry_stable_group),
-        cmocka_unit_test(test_leave_by_instance),
         cmocka_unit_test(test_store_and_load),
         cmocka_unit_test(test_shutdown_answers_parked),
     };

@@ -1,0 +1,155 @@
+/* Static membership (KIP-345) in the group coordinator: a restarted static
+ * member takes over its identity without a rebalance, the leader's rejoin
+ * per JoinGroup version (KIP-814), and LeaveGroup by instance id. */
+#include "group_test_driver.h"
+
+static void test_static_member_rejoin(void **state)
+{
+    (void)state;
+    struct group_coordinator *gc = make_gc(0);
+    struct join_box a, b;
+    join(gc, "", "inst-1", range_proto, 1, &a);
+    join(gc, "", "inst-2", range_proto, 1, &b);
+    advance(gc, 10);
+    assert_true(a.done && b.done);
+    assert_int_equal(a.generation, 1);
+    struct sync_box sa, sb;
+    bool a_leads = strcmp(a.leader, a.member_id) == 0;
+    struct group_assignment as[] = {{a.member_id, (const uint8_t *)"A", 1}, {b.member_id, (const uint8_t *)"B", 1}};
+    /* The follower first: it waits for the leader's assignment. */
+    do_sync(gc, a_leads ? b.member_id : a.member_id, 1, NULL, 0, a_leads ? &sb : &sa);
+    do_sync(gc, a_leads ? a.member_id : b.member_id, 1, as, 2, a_leads ? &sa : &sb);
+    assert_true(sa.done && sb.done);
+    assert_string_equal(sa.assignment, "A");
+    assert_string_equal(sb.assignment, "B");
+
+    /* inst-2 restarts: a new member id, no rebalance, same generation, even
+     * though its subscription bytes changed (the chosen protocol did not). */
+    char old_b[256];
+    snprintf(old_b, sizeof old_b, "%s", b.member_id);
+    static const struct group_protocol range_v2[] = {{"range", (const uint8_t *)"sub-B", 5}};
+    join(gc, "", "inst-2", range_v2, 1, &b);
+    assert_true(b.done);
+    assert_int_equal(b.error, KAFKA_ERR_NONE);
+    assert_int_equal(b.generation, 1);
+    assert_string_not_equal(b.member_id, old_b);
+    struct group_description d;
+    group_coordinator_describe(gc, "g", &d);
+    assert_string_equal(d.state, "Stable");
+    group_description_free(&d);
+    do_sync(gc, b.member_id, 1, NULL, 0, &sb);
+    assert_int_equal(sb.error, KAFKA_ERR_NONE);
+    assert_string_equal(sb.assignment, "B");
+    /* The old incarnation is fenced. */
+    assert_int_equal(group_coordinator_heartbeat(gc, "g", 1, old_b, "inst-2"), KAFKA_ERR_FENCED_INSTANCE_ID);
+    struct join_box z;
+    join(gc, old_b, "inst-2", range_proto, 1, &z);
+    assert_int_equal(z.error, KAFKA_ERR_FENCED_INSTANCE_ID);
+    group_coordinator_destroy(gc);
+}
+
+static void test_leave_by_instance(void **state)
+{
+    (void)state;
+    struct group_coordinator *gc = make_gc(0);
+    struct join_box a, b;
+    join(gc, "", "i1", range_proto, 1, &a);
+    join(gc, "", "i2", range_proto, 1, &b);
+    advance(gc, 10);
+    struct group_leave_member lm[] = {
+        {.member_id = "wrong-id", .group_instance_id = "i1"},
+        {.member_id = "", .group_instance_id = "i2"},
+        {.member_id = "nobody"},
+    };
+    assert_int_equal(group_coordinator_leave(gc, "g", lm, 3), KAFKA_ERR_NONE);
+    assert_int_equal(lm[0].error_code, KAFKA_ERR_FENCED_INSTANCE_ID);
+    assert_int_equal(lm[1].error_code, KAFKA_ERR_NONE);
+    assert_int_equal(lm[2].error_code, KAFKA_ERR_UNKNOWN_MEMBER_ID);
+    struct group_description d;
+    group_coordinator_describe(gc, "g", &d);
+    assert_int_equal(d.member_count, 1);
+    assert_string_equal(d.members[0].group_instance_id, "i1");
+    assert_string_equal(d.state, "PreparingRebalance");
+    group_description_free(&d);
+    group_coordinator_destroy(gc);
+}
+
+/* Two static members, synced; returns the leader's and the follower's boxes. */
+static void static_pair_stable(struct group_coordinator *gc, struct join_box *leader, struct join_box *follower)
+{
+    struct join_box a, b;
+    join(gc, "", "inst-1", range_proto, 1, &a);
+    join(gc, "", "inst-2", range_proto, 1, &b);
+    advance(gc, 10);
+    assert_true(a.done && b.done);
+    bool a_leads = strcmp(a.leader, a.member_id) == 0;
+    *leader = a_leads ? a : b;
+    *follower = a_leads ? b : a;
+    struct group_assignment as[] = {{leader->member_id, (const uint8_t *)"L", 1},
+                                    {follower->member_id, (const uint8_t *)"F", 1}};
+    struct sync_box sl, sf;
+    do_sync(gc, follower->member_id, 1, NULL, 0, &sf);
+    do_sync(gc, leader->member_id, 1, as, 2, &sl);
+    assert_true(sl.done && sf.done);
+    assert_string_equal(sl.assignment, "L");
+}
+
+/* The leader restarts. From JoinGroup v9 on it hears that it leads, gets
+ * every member and skip_assignment; before v9 it is told the old id leads
+ * and gets no members, so it does not run an assignment the Stable group
+ * would ignore. Either way the generation and its assignment stay. */
+static void test_static_leader_rejoin(void **state)
+{
+    (void)state;
+    for (int16_t version = 5; version <= 9; version += 4) {
+        join_version = version;
+        struct group_coordinator *gc = make_gc(0);
+        struct join_box leader, follower, again;
+        static_pair_stable(gc, &leader, &follower);
+        char leader_instance[32] = "";
+        struct group_description d;
+        group_coordinator_describe(gc, "g", &d);
+        for (size_t i = 0; i < d.member_count; i++)
+            if (strcmp(d.members[i].member_id, leader.member_id) == 0)
+                snprintf(leader_instance, sizeof leader_instance, "%s", d.members[i].group_instance_id);
+        group_description_free(&d);
+        assert_true(leader_instance[0] != '\0');
+
+        join(gc, "", leader_instance, range_proto, 1, &again);
+        assert_true(again.done);
+        assert_int_equal(again.error, KAFKA_ERR_NONE);
+        assert_int_equal(again.generation, 1);
+        assert_string_not_equal(again.member_id, leader.member_id);
+        if (version >= 9) {
+            assert_string_equal(again.leader, again.member_id);
+            assert_int_equal(again.member_count, 2);
+            assert_true(again.skip_assignment);
+        } else {
+            assert_string_equal(again.leader, leader.member_id);
+            assert_int_equal(again.member_count, 0);
+            assert_false(again.skip_assignment);
+        }
+        /* No rebalance: the new id syncs straight to the old assignment. */
+        group_coordinator_describe(gc, "g", &d);
+        assert_string_equal(d.state, "Stable");
+        group_description_free(&d);
+        struct sync_box s;
+        do_sync(gc, again.member_id, 1, NULL, 0, &s);
+        assert_int_equal(s.error, KAFKA_ERR_NONE);
+        assert_string_equal(s.assignment, "L");
+        assert_int_equal(group_coordinator_heartbeat(gc, "g", 1, leader.member_id, leader_instance),
+                         KAFKA_ERR_FENCED_INSTANCE_ID);
+        group_coordinator_destroy(gc);
+    }
+    join_version = 9;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_static_member_rejoin),
+        cmocka_unit_test(test_static_leader_rejoin),
+        cmocka_unit_test(test_leave_by_instance),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
