@@ -1,7 +1,10 @@
 /* The input layout of fuzz_broker_requests, shared with its seed writer.
  *
- * Input: byte 0 picks the API, byte 1 the version, byte 2 holds flags, the
- * rest is the request body (what follows the request header).
+ * Input: up to BROKER_FUZZ_MAX_REQUESTS requests separated by
+ * BROKER_FUZZ_SEPARATOR, sent in order on one connection, so one input can
+ * replay a whole flow (join then sync, begin then commit a transaction).
+ * Each request: byte 0 picks the API, byte 1 the version, byte 2 holds
+ * flags, the rest is the request body (what follows the request header).
  *  - byte 0: an API key the broker serves is taken as is; any other value
  *    picks handlers_table()[byte % count].
  *  - byte 1: a version in the API's served range is taken as is; any other
@@ -23,20 +26,28 @@
 
 #define BROKER_FUZZ_PREFIX_LEN 3
 #define BROKER_FUZZ_FLAG_FIX_CRC 0x01
+#define BROKER_FUZZ_SEPARATOR "\xfe\xedRQ"
+#define BROKER_FUZZ_SEPARATOR_LEN 4
+#define BROKER_FUZZ_MAX_REQUESTS 8
 
 /* Topics the harness creates before the first input; seeds name them. */
 #define BROKER_FUZZ_TOPIC "fuzz-a"          /* 2 partitions */
 #define BROKER_FUZZ_COMPACTED_TOPIC "fuzz-c" /* 1 partition, cleanup.policy=compact */
 #define BROKER_FUZZ_GROUP "fuzz-group"
 #define BROKER_FUZZ_TXN_ID "fuzz-txn"
-/* The harness gives BROKER_FUZZ_TXN_ID its producer id at start: on a new
- * broker the first one handed out. */
-#define BROKER_FUZZ_PRODUCER_ID 0
-/* Topic ids are random per broker: 16 bytes in a body equal to one of these
- * are replaced with the id of that topic before sending (Fetch v13+,
- * DeleteTopics v6, Metadata v10+ name topics by id). */
+/* Values only the broker knows, which the harness writes over these
+ * placeholders in a body before sending it:
+ *  - topic ids (random per broker) of the two topics made at start;
+ *  - the member id and generation of the last JoinGroup answer (member ids
+ *    are "fuzz-" and a uuid: 41 bytes);
+ *  - the producer id and epoch (8 + 2 bytes, contiguous in every request
+ *    and record batch that carries them) of the last InitProducerId answer. */
 #define BROKER_FUZZ_TOPIC_ID_PLACEHOLDER "fuzz-a topic id!"
 #define BROKER_FUZZ_COMPACTED_TOPIC_ID_PLACEHOLDER "fuzz-c topic id!"
+#define BROKER_FUZZ_MEMBER_ID_PLACEHOLDER "fuzz-member-id-from-the-last-joingroup!!!"
+#define BROKER_FUZZ_MEMBER_ID_LEN 41
+#define BROKER_FUZZ_GENERATION_PLACEHOLDER "GEN!"
+#define BROKER_FUZZ_PRODUCER_PLACEHOLDER "PID+EPOCH!"
 
 struct broker_fuzz_pick {
     const struct api_handler_entry *entry;
@@ -45,6 +56,17 @@ struct broker_fuzz_pick {
     const uint8_t *body;
     size_t body_len;
 };
+
+/* The placeholders as the integers a seed writer puts in a request. */
+static inline int64_t broker_fuzz_placeholder_be(const char *bytes, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++) v = v << 8 | (uint8_t)bytes[i];
+    return n == 8 ? (int64_t)v : n == 4 ? (int32_t)(uint32_t)v : (int16_t)(uint16_t)v;
+}
+#define BROKER_FUZZ_PLACEHOLDER_GENERATION ((int32_t)broker_fuzz_placeholder_be(BROKER_FUZZ_GENERATION_PLACEHOLDER, 4))
+#define BROKER_FUZZ_PLACEHOLDER_PRODUCER_ID broker_fuzz_placeholder_be(BROKER_FUZZ_PRODUCER_PLACEHOLDER, 8)
+#define BROKER_FUZZ_PLACEHOLDER_EPOCH ((int16_t)broker_fuzz_placeholder_be(&BROKER_FUZZ_PRODUCER_PLACEHOLDER[8], 2))
 
 static inline bool broker_fuzz_pick(const uint8_t *data, size_t size, struct broker_fuzz_pick *out)
 {

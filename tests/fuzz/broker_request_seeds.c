@@ -52,16 +52,19 @@ static const uint8_t assignment_v0[] = {0, 0, 0, 0, 0, 1, 0, 6, 'f', 'u', 'z', '
                                         0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff};
 
 /* Produce: kind 0 a plain batch with headers, 1 a transactional batch of
- * the harness's producer, 2-5 librdkafka's compressed batches, 6 acks=0. */
-static uint8_t *plain_batch(size_t *len, bool transactional)
+ * the last initialised producer, 2-5 librdkafka's compressed batches,
+ * 6 acks=0, 7 an idempotent batch of the last initialised producer. */
+enum { PRODUCE_TRANSACTIONAL = 1, PRODUCE_ACKS_0 = 6, PRODUCE_IDEMPOTENT = 7, PRODUCE_KINDS = 8 };
+
+static uint8_t *plain_batch(size_t *len, int kind)
 {
     struct record_batch_builder b;
     record_batch_builder_init(&b, 1700000000000);
-    if (transactional) {
-        b.producer_id = BROKER_FUZZ_PRODUCER_ID;
-        b.producer_epoch = 0;
+    if (kind == PRODUCE_TRANSACTIONAL || kind == PRODUCE_IDEMPOTENT) {
+        b.producer_id = BROKER_FUZZ_PLACEHOLDER_PRODUCER_ID;
+        b.producer_epoch = BROKER_FUZZ_PLACEHOLDER_EPOCH;
         b.base_sequence = 0;
-        b.attributes = RECORD_BATCH_TRANSACTIONAL_BIT;
+        if (kind == PRODUCE_TRANSACTIONAL) b.attributes = RECORD_BATCH_TRANSACTIONAL_BIT;
     }
     const struct record_batch_header_field headers[] = {{(const uint8_t *)"h", 1, (const uint8_t *)"v", 1}};
     record_batch_builder_add(&b, 1700000000000, "k0", 2, "value zero", 10, headers, 1);
@@ -82,12 +85,12 @@ static void fill_produce(struct seed *s, struct produce_request *m, int kind, ui
         batch = golden[kind - 2];
         len = golden_len[kind - 2];
     } else {
-        *owned = plain_batch(&len, kind == 1);
+        *owned = plain_batch(&len, kind);
         batch = *owned;
     }
-    m->acks = kind == 6 ? 0 : -1;
+    m->acks = kind == PRODUCE_ACKS_0 ? 0 : -1;
     m->timeout_ms = 1000;
-    if (kind == 1 && s->version >= 3) m->transactional_id = str(BROKER_FUZZ_TXN_ID);
+    if (kind == PRODUCE_TRANSACTIONAL && s->version >= 3) m->transactional_id = str(BROKER_FUZZ_TXN_ID);
     struct produce_request_topic_produce_data *t = ARENA_NEW(s->arena, struct produce_request_topic_produce_data, 1);
     struct produce_request_partition_produce_data *p =
         ARENA_NEW(s->arena, struct produce_request_partition_produce_data, 1);
@@ -103,9 +106,11 @@ static void fill_produce(struct seed *s, struct produce_request *m, int kind, ui
     m->topic_data_count = 1;
 }
 
-static void fill_fetch(struct seed *s, struct fetch_request *m)
+/* Variant 1 reads committed records only (v4+). */
+static void fill_fetch(struct seed *s, struct fetch_request *m, int variant)
 {
     m->max_wait_ms = 50; /* under the harness's wait, so answers arrive */
+    if (variant == 1 && s->version >= 4) m->isolation_level = 1;
     m->min_bytes = 1;
     m->max_bytes = 1 << 20;
     m->session_epoch = -1;
@@ -161,12 +166,14 @@ static void fill_create_topics(struct seed *s, struct create_topics_request *m)
     m->timeout_ms = 1000;
 }
 
-static void fill_join_group(struct seed *s, struct join_group_request *m)
+/* Variant 0 joins without a member id (v4+ then answers
+ * MEMBER_ID_REQUIRED with one), variant 1 with the last one handed out. */
+static void fill_join_group(struct seed *s, struct join_group_request *m, int variant)
 {
     m->group_id = str(BROKER_FUZZ_GROUP);
     m->session_timeout_ms = 10000;
     if (s->version >= 1) m->rebalance_timeout_ms = 100;
-    m->member_id = str("");
+    m->member_id = str(variant == 1 ? BROKER_FUZZ_MEMBER_ID_PLACEHOLDER : "");
     m->protocol_type = str("consumer");
     struct join_group_request_join_group_request_protocol *p =
         ARENA_NEW(s->arena, struct join_group_request_join_group_request_protocol, 1);
@@ -181,8 +188,8 @@ static void fill_join_group(struct seed *s, struct join_group_request *m)
 static void fill_sync_group(struct seed *s, struct sync_group_request *m)
 {
     m->group_id = str(BROKER_FUZZ_GROUP);
-    m->generation_id = 1;
-    m->member_id = str("fuzz-member");
+    m->generation_id = BROKER_FUZZ_PLACEHOLDER_GENERATION;
+    m->member_id = str(BROKER_FUZZ_MEMBER_ID_PLACEHOLDER);
     if (s->version >= 5) {
         m->protocol_type = str("consumer");
         m->protocol_name = str("range");
@@ -191,18 +198,19 @@ static void fill_sync_group(struct seed *s, struct sync_group_request *m)
         ARENA_NEW(s->arena, struct sync_group_request_sync_group_request_assignment, 1);
     if (!a) return;
     sync_group_request_sync_group_request_assignment_init(a);
-    a->member_id = str("fuzz-member");
+    a->member_id = str(BROKER_FUZZ_MEMBER_ID_PLACEHOLDER);
     a->assignment = (struct kafka_bytes){assignment_v0, (int32_t)sizeof assignment_v0};
     m->assignments = a;
     m->assignments_count = 1;
 }
 
-static void fill_offset_commit(struct seed *s, struct offset_commit_request *m)
+/* Variant 0 commits outside any generation, variant 1 as the last member. */
+static void fill_offset_commit(struct seed *s, struct offset_commit_request *m, int variant)
 {
     m->group_id = str(BROKER_FUZZ_GROUP);
     if (s->version >= 1) {
-        m->generation_id_or_member_epoch = -1;
-        m->member_id = str("");
+        m->generation_id_or_member_epoch = variant == 1 ? BROKER_FUZZ_PLACEHOLDER_GENERATION : -1;
+        m->member_id = str(variant == 1 ? BROKER_FUZZ_MEMBER_ID_PLACEHOLDER : "");
     }
     struct offset_commit_request_offset_commit_request_topic *t =
         ARENA_NEW(s->arena, struct offset_commit_request_offset_commit_request_topic, 1);
@@ -276,8 +284,8 @@ static void fill_add_partitions_to_txn(struct seed *s, struct add_partitions_to_
     t->partitions_count = 2;
     if (s->version <= 3) {
         m->v3_and_below_transactional_id = str(BROKER_FUZZ_TXN_ID);
-        m->v3_and_below_producer_id = BROKER_FUZZ_PRODUCER_ID;
-        m->v3_and_below_producer_epoch = 0;
+        m->v3_and_below_producer_id = BROKER_FUZZ_PLACEHOLDER_PRODUCER_ID;
+        m->v3_and_below_producer_epoch = BROKER_FUZZ_PLACEHOLDER_EPOCH;
         m->v3_and_below_topics = t;
         m->v3_and_below_topics_count = 1;
         return;
@@ -287,8 +295,8 @@ static void fill_add_partitions_to_txn(struct seed *s, struct add_partitions_to_
     if (!x) return;
     add_partitions_to_txn_request_add_partitions_to_txn_transaction_init(x);
     x->transactional_id = str(BROKER_FUZZ_TXN_ID);
-    x->producer_id = BROKER_FUZZ_PRODUCER_ID;
-    x->producer_epoch = 0;
+    x->producer_id = BROKER_FUZZ_PLACEHOLDER_PRODUCER_ID;
+    x->producer_epoch = BROKER_FUZZ_PLACEHOLDER_EPOCH;
     x->topics = t;
     x->topics_count = 1;
     m->transactions = x;
@@ -299,8 +307,8 @@ static void fill_txn_offset_commit(struct seed *s, struct txn_offset_commit_requ
 {
     m->transactional_id = str(BROKER_FUZZ_TXN_ID);
     m->group_id = str(BROKER_FUZZ_GROUP);
-    m->producer_id = BROKER_FUZZ_PRODUCER_ID;
-    m->producer_epoch = 0;
+    m->producer_id = BROKER_FUZZ_PLACEHOLDER_PRODUCER_ID;
+    m->producer_epoch = BROKER_FUZZ_PLACEHOLDER_EPOCH;
     struct txn_offset_commit_request_txn_offset_commit_request_topic *t =
         ARENA_NEW(s->arena, struct txn_offset_commit_request_txn_offset_commit_request_topic, 1);
     struct txn_offset_commit_request_txn_offset_commit_request_partition *p =
@@ -328,7 +336,8 @@ static void fill_write_txn_markers(struct seed *s, struct write_txn_markers_requ
     t->name = str(BROKER_FUZZ_TOPIC);
     t->partition_indexes = int_array(s, 1);
     t->partition_indexes_count = 1;
-    x->producer_id = BROKER_FUZZ_PRODUCER_ID;
+    x->producer_id = BROKER_FUZZ_PLACEHOLDER_PRODUCER_ID;
+    x->producer_epoch = BROKER_FUZZ_PLACEHOLDER_EPOCH;
     x->transaction_result = true;
     x->topics = t;
     x->topics_count = 1;
@@ -489,21 +498,21 @@ static void fill_group_by_name(struct seed *s, int16_t api_key, void *msg)
     case 12: {
         struct heartbeat_request *m = msg;
         m->group_id = str(BROKER_FUZZ_GROUP);
-        m->generation_id = 1;
-        m->member_id = str("fuzz-member");
+        m->generation_id = BROKER_FUZZ_PLACEHOLDER_GENERATION;
+        m->member_id = str(BROKER_FUZZ_MEMBER_ID_PLACEHOLDER);
         break;
     }
     case 13: {
         struct leave_group_request *m = msg;
         m->group_id = str(BROKER_FUZZ_GROUP);
         if (s->version <= 2) {
-            m->member_id = str("fuzz-member");
+            m->member_id = str(BROKER_FUZZ_MEMBER_ID_PLACEHOLDER);
         } else {
             struct leave_group_request_member_identity *id =
                 ARENA_NEW(s->arena, struct leave_group_request_member_identity, 1);
             if (!id) return;
             leave_group_request_member_identity_init(id);
-            id->member_id = str("fuzz-member");
+            id->member_id = str(BROKER_FUZZ_MEMBER_ID_PLACEHOLDER);
             m->members = id;
             m->members_count = 1;
         }
@@ -541,28 +550,31 @@ static void fill_group_by_name(struct seed *s, int16_t api_key, void *msg)
     }
 }
 
-static void fill_txn_simple(struct seed *s, int16_t api_key, void *msg)
+/* InitProducerId: variant 0 for the transactional id, 1 idempotent only.
+ * EndTxn: variant 0 commits, 1 aborts. */
+static void fill_txn_simple(struct seed *s, int16_t api_key, void *msg, int variant)
 {
-    (void)s;
     switch (api_key) {
     case 22: {
         struct init_producer_id_request *m = msg;
-        m->transactional_id = str(BROKER_FUZZ_TXN_ID);
+        m->transactional_id = variant == 0 ? str(BROKER_FUZZ_TXN_ID) : (struct kafka_str){NULL, -1};
         m->transaction_timeout_ms = 60000;
         break;
     }
     case 25: {
         struct add_offsets_to_txn_request *m = msg;
         m->transactional_id = str(BROKER_FUZZ_TXN_ID);
-        m->producer_id = BROKER_FUZZ_PRODUCER_ID;
+        m->producer_id = BROKER_FUZZ_PLACEHOLDER_PRODUCER_ID;
+        m->producer_epoch = BROKER_FUZZ_PLACEHOLDER_EPOCH;
         m->group_id = str(BROKER_FUZZ_GROUP);
         break;
     }
     case 26: {
         struct end_txn_request *m = msg;
         m->transactional_id = str(BROKER_FUZZ_TXN_ID);
-        m->producer_id = BROKER_FUZZ_PRODUCER_ID;
-        m->committed = true;
+        m->producer_id = BROKER_FUZZ_PLACEHOLDER_PRODUCER_ID;
+        m->producer_epoch = BROKER_FUZZ_PLACEHOLDER_EPOCH;
+        m->committed = variant == 0;
         break;
     }
     case 61: {
@@ -592,14 +604,14 @@ static void fill_txn_simple(struct seed *s, int16_t api_key, void *msg)
 static int fill_request(struct seed *s, int16_t api_key, void *msg, int variant, uint8_t **owned)
 {
     switch (api_key) {
-    case 0: fill_produce(s, msg, variant, owned); return 7;
-    case 1: fill_fetch(s, msg); return 1;
+    case 0: fill_produce(s, msg, variant, owned); return PRODUCE_KINDS;
+    case 1: fill_fetch(s, msg, variant); return 2;
     case 2: fill_list_offsets(s, msg); return 1;
     case 3: fill_metadata(s, msg); return 1;
-    case 8: fill_offset_commit(s, msg); return 1;
+    case 8: fill_offset_commit(s, msg, variant); return 2;
     case 9: fill_offset_fetch(s, msg); return 1;
     case 10: fill_find_coordinator(s, msg, variant == 1); return 2;
-    case 11: fill_join_group(s, msg); return 1;
+    case 11: fill_join_group(s, msg, variant); return 2;
     case 12: case 13: case 15: case 42: case 47: fill_group_by_name(s, api_key, msg); return 1;
     case 14: fill_sync_group(s, msg); return 1;
     case 18:
@@ -612,7 +624,8 @@ static int fill_request(struct seed *s, int16_t api_key, void *msg, int variant,
     case 19: fill_create_topics(s, msg); return 1;
     case 20: fill_delete_topics(s, msg); return 1;
     case 21: fill_delete_records(s, msg); return 1;
-    case 22: case 25: case 26: case 61: case 65: fill_txn_simple(s, api_key, msg); return 1;
+    case 22: case 26: fill_txn_simple(s, api_key, msg, variant); return 2;
+    case 25: case 61: case 65: fill_txn_simple(s, api_key, msg, variant); return 1;
     case 23: fill_offset_for_leader_epoch(s, msg); return 1;
     case 24: fill_add_partitions_to_txn(s, msg); return 1;
     case 27: fill_write_txn_markers(s, msg); return 1;
@@ -625,30 +638,10 @@ static int fill_request(struct seed *s, int16_t api_key, void *msg, int variant,
     }
 }
 
-static int write_seed(const char *dir, const struct kafka_api_desc *desc, int16_t version, int variant,
-                      uint8_t flags, const struct kafka_writer *body)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s-v%d-%d-%u", dir, desc->name, version, variant, flags);
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        perror(path);
-        return -1;
-    }
-    const uint8_t prefix[BROKER_FUZZ_PREFIX_LEN] = {(uint8_t)desc->api_key, (uint8_t)version, flags};
-    int ok = fwrite(prefix, 1, sizeof prefix, f) == sizeof prefix;
-    if (ok && body->len) ok = fwrite(body->buf, 1, body->len, f) == body->len;
-    if (fclose(f) != 0 || !ok) {
-        fprintf(stderr, "%s: write failed\n", path);
-        return -1;
-    }
-    return 0;
-}
-
-/* Encodes one seed; a filled request the version cannot carry is a bug in
- * this file, reported and counted as a failure. */
-static int write_one(const char *dir, const struct kafka_api_desc *desc, int16_t version, int variant,
-                     int *variants)
+/* Appends one request of a seed (prefix and body) to out; a filled request
+ * the version cannot carry is a bug in this file, reported as -1. */
+static int append_request(struct kafka_writer *out, const struct kafka_api_desc *desc, int16_t version, int variant,
+                          uint8_t flags, int *variants)
 {
     struct kafka_arena arena;
     kafka_arena_init(&arena);
@@ -658,20 +651,103 @@ static int write_one(const char *dir, const struct kafka_api_desc *desc, int16_t
     desc->request_init(msg);
     uint8_t *owned = NULL;
     *variants = fill_request(&s, desc->api_key, msg, variant, &owned);
-    struct kafka_writer w;
-    int rc = -1;
-    if (kafka_writer_init(&w, 256) == 0) {
-        if (desc->request_encode(msg, &w, version) == 0 && !w.failed) {
-            rc = write_seed(dir, desc, version, variant, 0, &w);
-            if (rc == 0 && desc->api_key == 0) rc = write_seed(dir, desc, version, variant, 1, &w);
-        } else {
-            fprintf(stderr, "broker_request_seeds: %s v%d variant %d does not encode\n", desc->name, version,
-                    variant);
-        }
-        kafka_writer_free(&w);
-    }
+    const uint8_t prefix[BROKER_FUZZ_PREFIX_LEN] = {(uint8_t)desc->api_key, (uint8_t)version, flags};
+    kafka_write_raw(out, prefix, sizeof prefix);
+    int rc = desc->request_encode(msg, out, version);
+    if (rc != 0 || out->failed)
+        fprintf(stderr, "broker_request_seeds: %s v%d variant %d does not encode\n", desc->name, version, variant);
     free(owned);
     kafka_arena_free(&arena);
+    return rc == 0 && !out->failed ? 0 : -1;
+}
+
+static int write_file(const char *dir, const char *name, const struct kafka_writer *w)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        perror(path);
+        return -1;
+    }
+    int ok = fwrite(w->buf, 1, w->len, f) == w->len;
+    if (fclose(f) != 0 || !ok) {
+        fprintf(stderr, "%s: write failed\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* One request per file: every served (api, version, variant), and each
+ * Produce once more with the fix-the-CRC flag. */
+static int write_single(const char *dir, const struct kafka_api_desc *desc, int16_t version, int variant,
+                        int *variants)
+{
+    int rc = 0;
+    for (uint8_t flags = 0; flags <= (desc->api_key == 0 ? 1 : 0) && rc == 0; flags++) {
+        struct kafka_writer w;
+        if (kafka_writer_init(&w, 256) != 0) return -1;
+        rc = append_request(&w, desc, version, variant, flags, variants);
+        char name[128];
+        snprintf(name, sizeof name, "%s-v%d-%d-%u", desc->name, version, variant, flags);
+        if (rc == 0) rc = write_file(dir, name, &w);
+        kafka_writer_free(&w);
+    }
+    return rc;
+}
+
+/* Flows of several requests in one input, the order real clients use (and
+ * a few out of order); placeholders carry ids from answer to request. */
+struct flow_step {
+    int16_t api_key, version;
+    int variant;
+    uint8_t flags;
+};
+
+struct flow {
+    const char *name;
+    struct flow_step steps[BROKER_FUZZ_MAX_REQUESTS];
+    int count;
+};
+
+static const struct flow flows[] = {
+    {"flow-txn-commit", {{22, 2, 0, 0}, {24, 3, 0, 0}, {0, 8, PRODUCE_TRANSACTIONAL, 1}, {25, 3, 0, 0},
+                         {28, 3, 0, 0}, {26, 3, 0, 0}, {1, 11, 1, 0}}, 7},
+    {"flow-txn-abort", {{22, 4, 0, 0}, {24, 5, 0, 0}, {0, 9, PRODUCE_TRANSACTIONAL, 1}, {26, 4, 1, 0},
+                        {1, 12, 1, 0}, {61, 0, 0, 0}, {65, 0, 0, 0}}, 7},
+    {"flow-txn-out-of-order", {{22, 3, 0, 0}, {26, 3, 0, 0}, {0, 8, PRODUCE_TRANSACTIONAL, 1}, {28, 3, 0, 0},
+                               {24, 3, 0, 0}, {26, 3, 1, 0}, {27, 1, 0, 0}}, 7},
+    {"flow-idempotent", {{22, 4, 1, 0}, {0, 9, PRODUCE_IDEMPOTENT, 1}, {0, 9, PRODUCE_IDEMPOTENT, 1}, {2, 7, 0, 0},
+                         {61, 0, 0, 0}}, 5},
+    {"flow-group", {{10, 4, 0, 0}, {11, 5, 0, 0}, {11, 5, 1, 0}, {14, 5, 0, 0}, {12, 4, 0, 0}, {8, 8, 1, 0},
+                    {9, 8, 0, 0}, {13, 4, 0, 0}}, 8},
+    {"flow-group-old", {{11, 2, 0, 0}, {14, 2, 0, 0}, {12, 2, 0, 0}, {8, 5, 1, 0}, {15, 4, 0, 0}, {13, 2, 0, 0},
+                        {47, 0, 0, 0}, {42, 2, 0, 0}}, 8},
+    {"flow-topic-admin", {{19, 7, 0, 0}, {37, 3, 0, 0}, {33, 2, 0, 0}, {32, 4, 0, 0}, {21, 2, 0, 0},
+                          {35, 4, 0, 0}, {20, 6, 0, 0}}, 7},
+};
+
+static int write_flow(const char *dir, const struct flow *flow)
+{
+    struct kafka_writer w;
+    if (kafka_writer_init(&w, 1024) != 0) return -1;
+    int rc = 0;
+    for (int i = 0; i < flow->count && rc == 0; i++) {
+        const struct flow_step *step = &flow->steps[i];
+        const struct kafka_api_desc *desc = kafka_api_lookup(step->api_key);
+        const struct api_handler_entry *entry = handlers_find(step->api_key);
+        if (!desc || !entry || step->version < entry->min_version || step->version > entry->max_version) {
+            fprintf(stderr, "broker_request_seeds: %s: api %d v%d is not served\n", flow->name, step->api_key,
+                    step->version);
+            rc = -1;
+            break;
+        }
+        if (i > 0) kafka_write_raw(&w, BROKER_FUZZ_SEPARATOR, BROKER_FUZZ_SEPARATOR_LEN);
+        int variants;
+        rc = append_request(&w, desc, step->version, step->variant, step->flags, &variants);
+    }
+    if (rc == 0) rc = write_file(dir, flow->name, &w);
+    kafka_writer_free(&w);
     return rc;
 }
 
@@ -690,10 +766,14 @@ int main(int argc, char **argv)
         for (int16_t v = table[i].min_version; v <= table[i].max_version; v++) {
             int variants = 1;
             for (int variant = 0; variant < variants; variant++) {
-                if (write_one(argv[1], desc, v, variant, &variants) != 0) failures++;
+                if (write_single(argv[1], desc, v, variant, &variants) != 0) failures++;
                 else written++;
             }
         }
+    }
+    for (size_t i = 0; i < sizeof flows / sizeof flows[0]; i++) {
+        if (write_flow(argv[1], &flows[i]) != 0) failures++;
+        else written++;
     }
     fprintf(stderr, "broker_request_seeds: %d seeds written, %d failed\n", written, failures);
     return failures ? 1 : 0;

@@ -16,11 +16,14 @@
  *    connection: the broker closes only on bodies it cannot decode (or
  *    when out of memory), so a close here means a handler built an answer
  *    the response encoder refused, or gave up on valid input;
- *  - after a request times out, a fresh connection still gets an
- *    ApiVersions answer within BROKER_FUZZ_ALIVE_MS (the broker is not
- *    hung or wedged).
+ *  - a request that cannot park (all but Fetch, JoinGroup and SyncGroup)
+ *    is answered within BROKER_FUZZ_ALIVE_MS; one that may park is given
+ *    BROKER_FUZZ_ANSWER_MS, after which the harness drops the connection and
+ *    a fresh connection must still get ApiVersions answered within
+ *    BROKER_FUZZ_ALIVE_MS (the broker is not hung or wedged).
  *
- * CAIRN_FUZZ_BROKER_STATS=1 prints per-API counts at exit; CAIRN_LOG_LEVEL
+ * CAIRN_FUZZ_BROKER_STATS=1 prints per-API counts at exit,
+ * CAIRN_FUZZ_BROKER_TRACE=1 each request and its answer's first bytes; CAIRN_LOG_LEVEL
  * (default error here) sets the broker's log level. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -45,7 +48,7 @@
 #include "server/broker.h"
 #include "util/logger.h"
 
-#define BROKER_FUZZ_ANSWER_MS 250
+#define BROKER_FUZZ_ANSWER_MS 100
 #define BROKER_FUZZ_ALIVE_MS 10000
 #define BROKER_FUZZ_MAX_RESPONSE (64u << 20)
 #define BROKER_FUZZ_API_SLOTS 128
@@ -66,8 +69,14 @@ static struct {
     int fd; /* -1 when not connected */
     int32_t correlation_id;
     struct kafka_uuid topic_id, compacted_topic_id;
+    /* Learnt from answers, written over placeholders (broker_fuzz_input.h). */
+    char member_id[BROKER_FUZZ_MEMBER_ID_LEN];
+    bool have_member_id;
+    uint8_t generation[4];
+    uint8_t producer[10]; /* producer id and epoch, big-endian */
     bool after_unanswered; /* the last request on fd expected no answer */
     bool stats;
+    bool trace;
     struct broker_fuzz_api_stats api[BROKER_FUZZ_API_SLOTS];
 } fuzz = {.fd = -1};
 
@@ -234,6 +243,30 @@ static int build_frame(struct kafka_writer *w, int16_t api_key, int16_t version,
     return 0;
 }
 
+static void put_be(uint8_t *out, uint64_t v, int n)
+{
+    for (int i = n - 1; i >= 0; i--, v >>= 8) out[i] = (uint8_t)v;
+}
+
+/* Keeps what later requests of a flow need from an answer. */
+static void learn_from_answer(int16_t api_key, const void *msg)
+{
+    if (api_key == 11) {
+        const struct join_group_response *join = msg;
+        if (join->member_id.len == BROKER_FUZZ_MEMBER_ID_LEN) {
+            memcpy(fuzz.member_id, join->member_id.data, BROKER_FUZZ_MEMBER_ID_LEN);
+            fuzz.have_member_id = true;
+        }
+        if (join->error_code == KAFKA_ERR_NONE) put_be(fuzz.generation, (uint32_t)join->generation_id, 4);
+    } else if (api_key == 22) {
+        const struct init_producer_id_response *init = msg;
+        if (init->error_code == KAFKA_ERR_NONE) {
+            put_be(fuzz.producer, (uint64_t)init->producer_id, 8);
+            put_be(fuzz.producer + 8, (uint16_t)init->producer_epoch, 2);
+        }
+    }
+}
+
 /* Checks a response frame: correlation id, header, body decode. */
 static void check_response(const uint8_t *frame, size_t len, const struct kafka_api_desc *desc, int16_t version,
                            int32_t correlation_id)
@@ -251,6 +284,7 @@ static void check_response(const uint8_t *frame, size_t len, const struct kafka_
     desc->response_init(msg);
     if (r.failed || desc->response_decode(msg, &r, version, &arena) != 0)
         broker_failed("%s v%d response does not decode: %s", desc->name, version, r.error);
+    learn_from_answer(desc->api_key, msg);
     kafka_arena_free(&arena);
 }
 
@@ -332,15 +366,26 @@ static bool request_decodes(const struct kafka_api_desc *desc, int16_t version, 
     return ok;
 }
 
-/* Replaces the topic id placeholders in a body with the real ids. */
-static void put_topic_ids(uint8_t *body, size_t len)
+static bool placeholder_at(const uint8_t *body, size_t len, size_t i, const char *placeholder, size_t n)
 {
-    for (size_t i = 0; i + 16 <= len; i++) {
-        if (body[i] != 'f') continue;
-        if (memcmp(body + i, BROKER_FUZZ_TOPIC_ID_PLACEHOLDER, 16) == 0)
+    return len - i >= n && memcmp(body + i, placeholder, n) == 0;
+}
+
+/* Writes what only the broker knows over the placeholders in a body. */
+static void put_placeholders(uint8_t *body, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (placeholder_at(body, len, i, BROKER_FUZZ_TOPIC_ID_PLACEHOLDER, 16))
             memcpy(body + i, fuzz.topic_id.bytes, 16);
-        else if (memcmp(body + i, BROKER_FUZZ_COMPACTED_TOPIC_ID_PLACEHOLDER, 16) == 0)
+        else if (placeholder_at(body, len, i, BROKER_FUZZ_COMPACTED_TOPIC_ID_PLACEHOLDER, 16))
             memcpy(body + i, fuzz.compacted_topic_id.bytes, 16);
+        else if (fuzz.have_member_id &&
+                 placeholder_at(body, len, i, BROKER_FUZZ_MEMBER_ID_PLACEHOLDER, BROKER_FUZZ_MEMBER_ID_LEN))
+            memcpy(body + i, fuzz.member_id, BROKER_FUZZ_MEMBER_ID_LEN);
+        else if (placeholder_at(body, len, i, BROKER_FUZZ_GENERATION_PLACEHOLDER, 4))
+            memcpy(body + i, fuzz.generation, 4);
+        else if (placeholder_at(body, len, i, BROKER_FUZZ_PRODUCER_PLACEHOLDER, 10))
+            memcpy(body + i, fuzz.producer, 10);
     }
 }
 
@@ -402,7 +447,7 @@ static void *setup_request(int16_t api_key, int16_t version, const void *msg, st
 }
 
 /* The harness's topics (their ids replace the placeholders in inputs) and
- * the transactional id's producer, which seeds name. */
+ * the transactional id's producer (the first producer placeholder value). */
 static void create_fixtures(void)
 {
     struct kafka_arena arena;
@@ -440,9 +485,6 @@ static void create_fixtures(void)
     init.transaction_timeout_ms = 60000;
     struct init_producer_id_response *producer = setup_request(22, 4, &init, &arena);
     if (producer->error_code != KAFKA_ERR_NONE) die("cannot initialise the fuzzing producer");
-    if (producer->producer_id != BROKER_FUZZ_PRODUCER_ID)
-        fprintf(stderr, "fuzz_broker_requests: %s got producer id %lld, seeds use %d\n", BROKER_FUZZ_TXN_ID,
-                (long long)producer->producer_id, BROKER_FUZZ_PRODUCER_ID);
     kafka_arena_free(&arena);
 }
 
@@ -452,6 +494,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     signal(SIGPIPE, SIG_IGN);
     fuzz.stats = getenv("CAIRN_FUZZ_BROKER_STATS") != NULL;
+    fuzz.trace = getenv("CAIRN_FUZZ_BROKER_TRACE") != NULL;
     if (!getenv("CAIRN_LOG_LEVEL")) logger_set_level(LOGGER_ERROR);
     snprintf(fuzz.dir, sizeof fuzz.dir, "/tmp/cairn-fuzz-broker-XXXXXX");
     if (!mkdtemp(fuzz.dir)) die("cannot create a temp dir");
@@ -485,18 +528,19 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* Sends one request of an input and checks what comes back. */
+static void run_request(const uint8_t *data, size_t size)
 {
     struct broker_fuzz_pick pick;
-    if (!broker_fuzz_pick(data, size, &pick)) return 0;
+    if (!broker_fuzz_pick(data, size, &pick)) return;
     int16_t api_key = pick.entry->api_key;
     const struct kafka_api_desc *desc = kafka_api_lookup(api_key);
-    if (!desc) return 0;
+    if (!desc) return;
     struct broker_fuzz_api_stats *stats = &fuzz.api[api_key % BROKER_FUZZ_API_SLOTS];
     uint8_t *body = malloc(pick.body_len ? pick.body_len : 1);
     if (!body) die("out of memory");
     if (pick.body_len) memcpy(body, pick.body, pick.body_len);
-    put_topic_ids(body, pick.body_len);
+    put_placeholders(body, pick.body_len);
     bool answer = api_key != 0 || produce_expects_answer(body, pick.body_len, pick.version, pick.flags);
     bool decodes = request_decodes(desc, pick.version, body, pick.body_len);
 
@@ -520,11 +564,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz.after_unanswered = !answer;
     if (!answer) {
         stats->no_answer_expected++;
-        return 0;
+        return;
     }
     uint8_t *frame = NULL;
     size_t len = 0;
-    int rc = recv_frame(fuzz.fd, BROKER_FUZZ_ANSWER_MS, &frame, &len);
+    /* Only Fetch, JoinGroup and SyncGroup may park; anything else must
+     * answer at once, give or take a slow disk under the sanitizers. */
+    bool long_poll = api_key == 1 || api_key == 11 || api_key == 14;
+    int rc = recv_frame(fuzz.fd, long_poll ? BROKER_FUZZ_ANSWER_MS : BROKER_FUZZ_ALIVE_MS, &frame, &len);
+    if (fuzz.trace) {
+        fprintf(stderr, "fuzz_broker_requests: %s v%d: %s", desc->name, pick.version,
+                rc == 0 ? "answer" : rc > 0 ? "closed" : "no answer");
+        for (size_t i = 0; rc == 0 && i < len && i < 48; i++) fprintf(stderr, " %02x", frame[i]);
+        fputc('\n', stderr);
+    }
     if (rc == 0) {
         stats->answered++;
         check_response(frame, len, desc, pick.version, correlation_id);
@@ -535,11 +588,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (decodes && !excused)
             broker_failed("%s v%d decodes but the broker closed the connection", desc->name, pick.version);
     } else {
+        if (!long_poll)
+            broker_failed("%s v%d not answered within %d ms", desc->name, pick.version, BROKER_FUZZ_ALIVE_MS);
         /* Parked (a long Fetch wait, a JoinGroup) or stuck: drop it and
          * make sure the broker still serves others. */
         stats->timed_out++;
         disconnect();
         check_alive();
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const uint8_t *end = data + size;
+    for (int n = 0; n < BROKER_FUZZ_MAX_REQUESTS; n++) {
+        const uint8_t *sep = memmem(data, (size_t)(end - data), BROKER_FUZZ_SEPARATOR, BROKER_FUZZ_SEPARATOR_LEN);
+        run_request(data, (size_t)((sep ? sep : end) - data));
+        if (!sep) break;
+        data = sep + BROKER_FUZZ_SEPARATOR_LEN;
     }
     return 0;
 }
