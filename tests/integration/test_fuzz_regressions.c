@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #define ERR_NONE 0
+#define ERR_UNKNOWN_TOPIC_OR_PARTITION 3
 #define ERR_INVALID_REQUEST 42
+#define ERR_POLICY_VIOLATION 44
 
 #define TOPIC "fz-t"
 
@@ -132,7 +134,139 @@ static void test_metadata_topic_ids_before_v12(void **state)
     passed_tests++;
 }
 
-#define FZ_TEST_COUNT 1
+#define FZ_TEST_COUNT 3
+
+/* An int16-length string that may hold NUL bytes. */
+static void put_raw_string(struct raw_writer *w, const char *bytes, size_t len)
+{
+    raw_put_i16(w, (int16_t)len);
+    raw_put_bytes(w, bytes, len);
+}
+
+/* Errors of a CreateTopics v2 or CreatePartitions v0 answer (same layout:
+ * name, error, message per topic) into errors; returns the topic count. */
+static int admin_errors(struct raw_session *s, struct raw_writer *w, int16_t *errors, int max)
+{
+    struct raw_reader r;
+    uint8_t *frame = raw_session_roundtrip(s, w, &r, false);
+    raw_get_i32(&r);
+    int n = raw_get_i32(&r);
+    assert_true(n >= 0 && n <= max);
+    for (int i = 0; i < n; i++) {
+        raw_skip_string(&r);
+        errors[i] = raw_get_i16(&r);
+        raw_skip_string(&r);
+    }
+    raw_session_finish_read(&r, frame);
+    return n;
+}
+
+/* CreateTopics v2 of `count` topics "<prefix>-<i>" with `partitions` each. */
+static int create_topics(struct raw_session *s, const char *prefix, int count, int32_t partitions, int16_t *errors)
+{
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 19, 2, ++s->correlation, "fz-client");
+    raw_put_i32(&w, count);
+    for (int i = 0; i < count; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s-%d", prefix, i);
+        raw_put_string(&w, name);
+        raw_put_i32(&w, partitions);
+        raw_put_i16(&w, 1);
+        raw_put_i32(&w, 0); /* assignments */
+        raw_put_i32(&w, 0); /* configs */
+    }
+    raw_put_i32(&w, 30000);
+    raw_put_i8(&w, 0);
+    return admin_errors(s, &w, errors, count);
+}
+
+/* CreatePartitions v0 of one topic (name may hold NUL bytes) to `count`. */
+static int16_t create_partitions(struct raw_session *s, const char *name, size_t name_len, int32_t count)
+{
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 37, 0, ++s->correlation, "fz-client");
+    raw_put_i32(&w, 1);
+    put_raw_string(&w, name, name_len);
+    raw_put_i32(&w, count);
+    raw_put_i32(&w, -1); /* no assignments */
+    raw_put_i32(&w, 30000);
+    raw_put_i8(&w, 0);
+    int16_t error = -1;
+    assert_int_equal(admin_errors(s, &w, &error, 1), 1);
+    return error;
+}
+
+/* DeleteTopics v1 of one name (may hold NUL bytes); returns its error. */
+static int16_t delete_topic(struct raw_session *s, const char *name, size_t name_len)
+{
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 20, 1, ++s->correlation, "fz-client");
+    raw_put_i32(&w, 1);
+    put_raw_string(&w, name, name_len);
+    raw_put_i32(&w, 30000);
+    struct raw_reader r;
+    uint8_t *frame = raw_session_roundtrip(s, &w, &r, false);
+    raw_get_i32(&r);
+    assert_int_equal(raw_get_i32(&r), 1);
+    raw_skip_string(&r);
+    int16_t error = raw_get_i16(&r);
+    raw_session_finish_read(&r, frame);
+    return error;
+}
+
+/* Partitions of a topic by Metadata v12 (by name); -1 when unknown. */
+static int partition_count(struct raw_session *s, const char *topic)
+{
+    const char *names[] = {topic};
+    const uint8_t ids[1][16] = {{0}};
+    struct md_topic out[4];
+    memset(out, 0, sizeof out);
+    assert_int_equal(metadata_by_id(s, 12, names, ids, 1, out), 1);
+    return out[0].error == ERR_NONE ? out[0].partitions : -1;
+}
+
+/* A CreatePartitions of 66560 partitions kept the broker busy past the
+ * fuzzer's 10 s deadline (the per-topic bound was 100000, and nothing
+ * bounded a request of many topics). Now, as in Kafka, a CreateTopics or
+ * CreatePartitions request adding more than 10000 partitions in all is
+ * refused with POLICY_VIOLATION on every topic, before anything is made. */
+static void test_partitions_per_request_bounded(void **state)
+{
+    struct raw_broker_fixture *st = *state;
+    int16_t errors[8];
+    /* Two topics of 6000: each under any per-topic bound, 12000 together. */
+    assert_int_equal(create_topics(&st->session, "fz-many", 2, 6000, errors), 2);
+    assert_int_equal(errors[0], ERR_POLICY_VIOLATION);
+    assert_int_equal(errors[1], ERR_POLICY_VIOLATION);
+    assert_int_equal(partition_count(&st->session, "fz-many-0"), -1);
+    assert_int_equal(create_topics(&st->session, "fz-big", 1, 10001, errors), 1);
+    assert_int_equal(errors[0], ERR_POLICY_VIOLATION);
+    assert_int_equal(create_topics(&st->session, "fz-grow", 1, 1, errors), 1);
+    assert_int_equal(errors[0], ERR_NONE);
+    assert_int_equal(create_partitions(&st->session, "fz-grow-0", 9, 66560), ERR_POLICY_VIOLATION);
+    assert_int_equal(partition_count(&st->session, "fz-grow-0"), 1);
+    assert_int_equal(create_partitions(&st->session, "fz-grow-0", 9, 3), ERR_NONE);
+    assert_int_equal(partition_count(&st->session, "fz-grow-0"), 3);
+    passed_tests++;
+}
+
+/* The input that found the above named its topic "fuzz\0\0\0&": names were
+ * cut at the first NUL, so CreatePartitions and DeleteTopics acted on
+ * another topic ("fuzz"). A name with a NUL names no topic. */
+static void test_nul_in_topic_name(void **state)
+{
+    struct raw_broker_fixture *st = *state;
+    static const char name[] = TOPIC "\0\0\0&";
+    assert_int_equal(create_partitions(&st->session, name, sizeof name - 1, 2), ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    assert_int_equal(partition_count(&st->session, TOPIC), 1);
+    assert_int_equal(delete_topic(&st->session, name, sizeof name - 1), ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    assert_int_equal(partition_count(&st->session, TOPIC), 1);
+    passed_tests++;
+}
 
 static int fz_setup(void **state)
 {
@@ -153,6 +287,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_metadata_topic_ids_before_v12),
+        cmocka_unit_test(test_nul_in_topic_name),
+        cmocka_unit_test(test_partitions_per_request_bounded),
     };
     return cmocka_run_group_tests(tests, fz_setup, fz_teardown);
 }
