@@ -69,11 +69,41 @@ static int fill_topic(struct request_context *ctx, const struct metadata_image *
     return fill_partitions(ctx, img, topic, out);
 }
 
+/* Versions 10 and 11 carry topic ids in requests, but only 12+ may use them:
+ * as Kafka, a null name or a set id below 12 refuses the whole request with
+ * INVALID_REQUEST on every topic. The answer's names are not nullable
+ * below 12, so a null one is echoed as "". */
+static bool refuse_ids_before_v12(struct request_context *ctx, const struct metadata_request *req,
+                                  struct metadata_response *resp, enum handler_result *result)
+{
+    if (ctx->api_version < 10 || ctx->api_version >= 12 || req->topics_count <= 0) return false;
+    bool uses_ids = false;
+    for (int32_t i = 0; i < req->topics_count; i++)
+        uses_ids |= req->topics[i].name.len < 0 || !kafka_uuid_is_zero(req->topics[i].topic_id);
+    if (!uses_ids) return false;
+    HANDLER_NEW_ARRAY(ctx, resp->topics, req->topics_count, metadata_response_metadata_response_topic_init);
+    if (!resp->topics) {
+        *result = HANDLER_CLOSE;
+        return true;
+    }
+    resp->topics_count = req->topics_count;
+    for (int32_t i = 0; i < req->topics_count; i++) {
+        struct metadata_response_metadata_response_topic *out = &resp->topics[i];
+        out->error_code = KAFKA_ERR_INVALID_REQUEST;
+        out->name = req->topics[i].name.len < 0 ? kafka_str_from_cstr("") : req->topics[i].name;
+        out->topic_id = req->topics[i].topic_id;
+    }
+    *result = HANDLER_RESPOND;
+    return true;
+}
+
 enum handler_result handle_metadata(struct request_context *ctx, void *request, void *response)
 {
     struct metadata_request *req = request;
     struct metadata_response *resp = response;
     struct handler_env *env = ctx->env;
+    enum handler_result refused;
+    if (refuse_ids_before_v12(ctx, req, resp, &refused)) return refused;
 
     const struct metadata_image *img = metadata_image_acquire(env->metadata);
     if (!img) return HANDLER_CLOSE;
@@ -161,7 +191,7 @@ enum handler_result handle_metadata(struct request_context *ctx, void *request, 
         const struct metadata_topic *topic = NULL;
         if (rt->name.len >= 0)
             topic = metadata_image_topic_by_name(img, rt->name.data, (size_t)rt->name.len);
-        else if (ctx->api_version >= 10)
+        else
             topic = metadata_image_topic_by_id(img, &rt->topic_id);
         out->name = rt->name;
         out->topic_id = rt->topic_id;

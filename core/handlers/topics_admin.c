@@ -199,6 +199,25 @@ static void create_one(struct request_context *ctx, bool validate_only,
     }
 }
 
+/* Kafka's bound on the partitions one CreateTopics or CreatePartitions
+ * request may add, whatever its topic count: every partition is a log
+ * directory made while the request holds the metadata store, so a few
+ * hostile requests could otherwise stall the broker for minutes. */
+#define MAX_PARTITIONS_PER_REQUEST 10000
+#define TOO_MANY_PARTITIONS_MESSAGE "Excessively large number of partitions per request."
+
+static bool create_topics_too_large(struct request_context *ctx, const struct create_topics_request *req)
+{
+    int64_t total = 0;
+    for (int32_t i = 0; i < req->topics_count; i++) {
+        const struct create_topics_request_creatable_topic *t = &req->topics[i];
+        if (t->assignments_count > 0) total += t->assignments_count;
+        else if (t->num_partitions == -1) total += ctx->env->default_num_partitions;
+        else if (t->num_partitions > 0) total += t->num_partitions;
+    }
+    return total > MAX_PARTITIONS_PER_REQUEST;
+}
+
 enum handler_result handle_create_topics(struct request_context *ctx, void *request, void *response)
 {
     struct create_topics_request *req = request;
@@ -206,6 +225,18 @@ enum handler_result handle_create_topics(struct request_context *ctx, void *requ
     HANDLER_NEW_ARRAY(ctx, resp->topics, req->topics_count, create_topics_response_creatable_topic_result_init);
     if (!resp->topics) return HANDLER_CLOSE;
     resp->topics_count = req->topics_count;
+    if (create_topics_too_large(ctx, req)) {
+        for (int32_t i = 0; i < req->topics_count; i++) {
+            struct create_topics_response_creatable_topic_result *out = &resp->topics[i];
+            out->name = req->topics[i].name;
+            out->error_code = KAFKA_ERR_POLICY_VIOLATION;
+            out->error_message = kafka_arena_strdup(&ctx->arena, TOO_MANY_PARTITIONS_MESSAGE);
+            out->num_partitions = -1;
+            out->replication_factor = -1;
+            out->configs_count = -1;
+        }
+        return HANDLER_RESPOND;
+    }
     for (int32_t i = 0; i < req->topics_count; i++) {
         struct create_topics_response_creatable_topic_result *out = &resp->topics[i];
         /* A name given twice in one request is an error for both (Kafka's rule). */
@@ -235,7 +266,8 @@ static void delete_one(struct request_context *ctx, struct kafka_str name, struc
     out->name = name;
     out->topic_id = id;
     if (name.len >= 0) {
-        if (name.len == 0 || (size_t)name.len >= sizeof topic) {
+        /* A name with a NUL in it names no topic (its C string would name another). */
+        if (name.len == 0 || (size_t)name.len >= sizeof topic || memchr(name.data, '\0', (size_t)name.len)) {
             out->error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             out->error_message = error_message(ctx, out->error_code, err);
             return;
@@ -293,6 +325,22 @@ enum handler_result handle_delete_topics(struct request_context *ctx, void *requ
     return HANDLER_RESPOND;
 }
 
+/* The partitions a CreatePartitions request would add, by today's counts. */
+static bool create_partitions_too_large(struct request_context *ctx, const struct create_partitions_request *req)
+{
+    const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
+    if (!img) return false;
+    int64_t total = 0;
+    for (int32_t i = 0; i < req->topics_count; i++) {
+        const struct create_partitions_request_create_partitions_topic *in = &req->topics[i];
+        if (in->name.len <= 0) continue;
+        const struct metadata_topic *t = metadata_image_topic_by_name(img, in->name.data, (size_t)in->name.len);
+        if (t && in->count > t->partition_count) total += in->count - t->partition_count;
+    }
+    metadata_image_release(img);
+    return total > MAX_PARTITIONS_PER_REQUEST;
+}
+
 enum handler_result handle_create_partitions(struct request_context *ctx, void *request, void *response)
 {
     struct create_partitions_request *req = request;
@@ -300,12 +348,21 @@ enum handler_result handle_create_partitions(struct request_context *ctx, void *
     HANDLER_NEW_ARRAY(ctx, resp->results, req->topics_count, create_partitions_response_create_partitions_topic_result_init);
     if (!resp->results) return HANDLER_CLOSE;
     resp->results_count = req->topics_count;
+    if (create_partitions_too_large(ctx, req)) {
+        for (int32_t i = 0; i < req->topics_count; i++) {
+            resp->results[i].name = req->topics[i].name;
+            resp->results[i].error_code = KAFKA_ERR_POLICY_VIOLATION;
+            resp->results[i].error_message = kafka_arena_strdup(&ctx->arena, TOO_MANY_PARTITIONS_MESSAGE);
+        }
+        return HANDLER_RESPOND;
+    }
     for (int32_t i = 0; i < req->topics_count; i++) {
         struct create_partitions_request_create_partitions_topic *in = &req->topics[i];
         struct create_partitions_response_create_partitions_topic_result *out = &resp->results[i];
         char name[256], err[512] = "";
         out->name = in->name;
-        if (in->name.len <= 0 || (size_t)in->name.len >= sizeof name) {
+        if (in->name.len <= 0 || (size_t)in->name.len >= sizeof name ||
+            memchr(in->name.data, '\0', (size_t)in->name.len)) {
             out->error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             out->error_message = error_message(ctx, out->error_code, err);
             continue;
