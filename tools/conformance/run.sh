@@ -68,6 +68,7 @@ case "$suite" in
         mkdir -p "$work"
         conformance_prepare_npm_source "$work"
         conformance_build_npm_suite "$work"
+        conformance_initial_rebalance_delay_ms=3000
         ;;
     *) echo "--suite must be debian or npm" >&2; exit 2 ;;
 esac
