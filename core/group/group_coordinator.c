@@ -36,6 +36,16 @@ int64_t group_wall_now(struct group_coordinator *gc)
 
 char *group_strdup(const char *s) { return s ? strdup(s) : NULL; }
 
+char *group_strndup_bytes(const char *s, size_t n)
+{
+    if (!s) return NULL;
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return out;
+}
+
 uint8_t *group_memdup(const uint8_t *p, size_t n)
 {
     uint8_t *out = malloc(n ? n : 1);
@@ -309,7 +319,8 @@ static void load_offset(void *ctx, const char *group_id, const char *topic, int3
     free(o->metadata);
     o->offset = rec->offset;
     o->leader_epoch = rec->leader_epoch;
-    o->metadata = group_strdup(rec->metadata);
+    o->metadata = group_strndup_bytes(rec->metadata, rec->metadata_len);
+    o->metadata_len = o->metadata ? rec->metadata_len : 0;
     o->commit_timestamp = rec->commit_timestamp;
     o->expire_timestamp = rec->expire_timestamp;
     o->write_seq = ++gc->write_seq;

@@ -167,7 +167,8 @@ struct group_offset_commit {
     int32_t partition;
     int64_t offset;
     int32_t leader_epoch;
-    const char *metadata; /* NULL: null */
+    const char *metadata; /* NULL: null; may hold NUL bytes (a Kafka string) */
+    size_t metadata_len;
     int16_t error_code;   /* in: a non-zero error skips the entry; out: result */
 };
 
@@ -192,7 +193,8 @@ struct group_offset_fetch {
     /* out */
     int64_t offset; /* -1 when none */
     int32_t leader_epoch;
-    char *metadata; /* malloc'd copy or NULL; the caller frees */
+    char *metadata; /* malloc'd copy (NUL-terminated past metadata_len) or NULL; the caller frees */
+    size_t metadata_len;
     int16_t error_code; /* UNSTABLE_OFFSET_COMMIT (require_stable only) or NONE */
 };
 

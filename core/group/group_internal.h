@@ -112,6 +112,9 @@ struct group *group_get_or_create(struct group_coordinator *gc, const char *grou
 void group_remove(struct group_coordinator *gc, struct group *g);
 const char *group_state_name(enum group_state s);
 char *group_strdup(const char *s);
+/* A Kafka string of n bytes (NUL bytes are data), NUL-terminated past n;
+ * NULL for NULL. */
+char *group_strndup_bytes(const char *s, size_t n);
 uint8_t *group_memdup(const uint8_t *p, size_t n);
 void group_set_state(struct group_coordinator *gc, struct group *g, enum group_state s);
 void group_snapshot_store(struct group_coordinator *gc, struct group *g);

@@ -50,7 +50,9 @@ int group_log_encode_offset_value(struct kafka_writer *w, const struct group_off
     struct offset_commit_value v;
     offset_commit_value_init(&v);
     v.offset = rec->offset;
-    v.metadata = str_of(rec->metadata, 0);
+    v.metadata = rec->metadata_len > INT16_MAX ? (struct kafka_str){NULL, -2}
+                 : rec->metadata    ? (struct kafka_str){rec->metadata, (int32_t)rec->metadata_len}
+                                    : (struct kafka_str){"", 0};
     v.commit_timestamp = rec->commit_timestamp;
     if (!str_ok(v.metadata))
         return -1;
@@ -230,6 +232,7 @@ int group_log_decode_offset_value(const uint8_t *value, size_t len, struct kafka
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    out->metadata_len = v.metadata.len > 0 ? (size_t)v.metadata.len : 0;
     return 0;
 }
 

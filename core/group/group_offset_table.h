@@ -20,7 +20,8 @@ struct group_offset {
     int32_t partition;
     int64_t offset;
     int32_t leader_epoch;
-    char *metadata; /* NULL: null */
+    char *metadata; /* NULL: null; NUL-terminated past metadata_len, may hold NUL bytes */
+    size_t metadata_len;
     int64_t commit_timestamp;
     int64_t expire_timestamp; /* -1: by retention */
     /* Order of the write in the group log (group_coordinator.write_seq):

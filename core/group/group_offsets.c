@@ -73,7 +73,7 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
     for (size_t i = 0; i < count; i++) {
         if (offsets[i].error_code != KAFKA_ERR_NONE) continue;
         if (err != KAFKA_ERR_NONE) offsets[i].error_code = err;
-        else if (offsets[i].metadata && strlen(offsets[i].metadata) > (size_t)gc->opts.offset_metadata_max_bytes)
+        else if (offsets[i].metadata && offsets[i].metadata_len > (size_t)gc->opts.offset_metadata_max_bytes)
             offsets[i].error_code = KAFKA_ERR_OFFSET_METADATA_TOO_LARGE;
         else valid++;
     }
@@ -95,6 +95,7 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
                     .offset = offsets[i].offset,
                     .leader_epoch = offsets[i].leader_epoch,
                     .metadata = offsets[i].metadata,
+                    .metadata_len = offsets[i].metadata_len,
                     .commit_timestamp = wall,
                     .expire_timestamp = expire,
                 };
@@ -122,7 +123,8 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
             continue;
         }
         free(o->metadata);
-        o->metadata = group_strdup(c->metadata);
+        o->metadata = group_strndup_bytes(c->metadata, c->metadata_len);
+        o->metadata_len = o->metadata ? c->metadata_len : 0;
         o->offset = c->offset;
         o->leader_epoch = c->leader_epoch;
         o->commit_timestamp = wall;
@@ -147,7 +149,8 @@ static void fill_fetch(struct group_offset_fetch *f, const struct group *g, cons
     }
     f->offset = o ? o->offset : -1;
     f->leader_epoch = o ? o->leader_epoch : -1;
-    f->metadata = o && o->metadata ? strdup(o->metadata) : NULL;
+    f->metadata = o && o->metadata ? group_strndup_bytes(o->metadata, o->metadata_len) : NULL;
+    f->metadata_len = f->metadata ? o->metadata_len : 0;
 }
 
 int16_t group_coordinator_fetch_offsets(struct group_coordinator *gc, const char *group_id,
@@ -252,6 +255,7 @@ static int16_t store_delete_offsets(struct group_coordinator *gc, struct group *
         recs[i] = (struct group_offset_record){.topic = list[i]->topic, .partition = list[i]->partition,
                                                .offset = list[i]->offset, .leader_epoch = list[i]->leader_epoch,
                                                .metadata = list[i]->metadata,
+                                               .metadata_len = list[i]->metadata_len,
                                                .commit_timestamp = list[i]->commit_timestamp,
                                                .expire_timestamp = list[i]->expire_timestamp};
     int16_t err = KAFKA_ERR_NONE;

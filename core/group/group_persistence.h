@@ -18,6 +18,7 @@ struct group_offset_record {
     int64_t offset;
     int32_t leader_epoch;     /* -1 when unknown */
     const char *metadata;     /* NULL when the client sent null */
+    size_t metadata_len;      /* a Kafka string: NUL bytes are data */
     int64_t commit_timestamp; /* wall ms */
     int64_t expire_timestamp; /* -1: by offsets.retention.minutes */
 };

@@ -49,7 +49,7 @@ static int txn_offset_put(struct group_coordinator *gc, struct group *g, int64_t
                           const struct group_offset_record *rec)
 {
     char *metadata = NULL;
-    if (rec->metadata && !(metadata = strdup(rec->metadata))) return -1;
+    if (rec->metadata && !(metadata = group_strndup_bytes(rec->metadata, rec->metadata_len))) return -1;
     struct group_txn_offset *t = txn_offset_find(g, producer_id, rec->topic, rec->partition);
     if (!t) {
         if (g->txn_offset_count == g->txn_offset_cap) {
@@ -72,6 +72,7 @@ static int txn_offset_put(struct group_coordinator *gc, struct group *g, int64_t
     }
     free(t->offset.metadata);
     t->offset.metadata = metadata;
+    t->offset.metadata_len = metadata ? rec->metadata_len : 0;
     t->offset.partition = rec->partition;
     t->offset.offset = rec->offset;
     t->offset.leader_epoch = rec->leader_epoch;
@@ -123,7 +124,7 @@ void group_coordinator_txn_commit(struct group_coordinator *gc, const struct gro
         if (offsets[i].error_code != KAFKA_ERR_NONE) continue;
         if (err != KAFKA_ERR_NONE) offsets[i].error_code = err;
         else if (!offsets[i].topic) offsets[i].error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        else if (offsets[i].metadata && strlen(offsets[i].metadata) > (size_t)gc->opts.offset_metadata_max_bytes)
+        else if (offsets[i].metadata && offsets[i].metadata_len > (size_t)gc->opts.offset_metadata_max_bytes)
             offsets[i].error_code = KAFKA_ERR_OFFSET_METADATA_TOO_LARGE;
         else valid++;
     }
@@ -153,6 +154,7 @@ void group_coordinator_txn_commit(struct group_coordinator *gc, const struct gro
             .offset = offsets[i].offset,
             .leader_epoch = offsets[i].leader_epoch,
             .metadata = offsets[i].metadata,
+            .metadata_len = offsets[i].metadata_len,
             .commit_timestamp = wall,
             .expire_timestamp = -1,
         };
@@ -207,6 +209,7 @@ static void txn_offset_apply(struct group *g, struct group_txn_offset *t)
     }
     free(o->metadata);
     o->metadata = t->offset.metadata; /* takes it */
+    o->metadata_len = t->offset.metadata_len;
     t->offset.metadata = NULL;
     o->offset = src->offset;
     o->leader_epoch = src->leader_epoch;

@@ -17,6 +17,24 @@ struct fetched_topic {
 
 /* Groups the entries by topic name (entries of one topic need not be
  * adjacent in the coordinator's answer). Returns the number of topics. */
+/* Committed metadata is a Kafka string: NUL bytes are data, so it is
+ * copied and answered by length. */
+static char *arena_metadata(struct request_context *ctx, const char *m, size_t len)
+{
+    if (!m) return NULL;
+    char *out = kafka_arena_alloc(&ctx->arena, len + 1);
+    if (!out) return NULL;
+    memcpy(out, m, len);
+    out[len] = '\0';
+    return out;
+}
+
+static struct kafka_str metadata_str(const struct group_offset_fetch *f)
+{
+    if (!f->metadata) return (struct kafka_str){"", 0};
+    return (struct kafka_str){f->metadata, (int32_t)f->metadata_len};
+}
+
 static size_t group_by_topic(struct request_context *ctx, struct group_offset_fetch *all, size_t n,
                              struct fetched_topic **out)
 {
@@ -78,7 +96,7 @@ static int16_t fetch_group(struct request_context *ctx, const char *group_id, bo
             for (size_t i = 0; i < n; i++) {
                 copy[i] = all[i];
                 copy[i].topic = kafka_arena_strdup(&ctx->arena, all[i].topic ? all[i].topic : "").data;
-                copy[i].metadata = all[i].metadata ? (char *)kafka_arena_strdup(&ctx->arena, all[i].metadata).data : NULL;
+                copy[i].metadata = arena_metadata(ctx, all[i].metadata, all[i].metadata_len);
             }
             *topic_count = group_by_topic(ctx, copy, n, topics);
             *topic_count = filter_described_topics(ctx, *topics, *topic_count);
@@ -110,7 +128,7 @@ static int16_t fetch_group(struct request_context *ctx, const char *group_id, bo
     err = group_coordinator_fetch_offsets_stable(ctx->env->groups, group_id, require_stable, f, total);
     for (size_t i = 0; i < total; i++) {
         char *m = f[i].metadata;
-        f[i].metadata = m ? (char *)kafka_arena_strdup(&ctx->arena, m).data : NULL;
+        f[i].metadata = arena_metadata(ctx, m, f[i].metadata_len);
         free(m);
     }
     /* A named topic the principal may not DESCRIBE answers per partition. */
@@ -161,7 +179,7 @@ static enum handler_result answer_single(struct request_context *ctx, struct off
             op->partition_index = f->partition;
             op->committed_offset = f->offset;
             if (v >= 5) op->committed_leader_epoch = f->leader_epoch;
-            op->metadata = kafka_str_from_cstr(f->metadata ? f->metadata : "");
+            op->metadata = metadata_str(f);
             op->error_code = err != KAFKA_ERR_NONE ? err : f->error_code;
         }
     }
@@ -208,7 +226,7 @@ static enum handler_result answer_groups(struct request_context *ctx, struct off
                 ot->partitions[p].partition_index = f->partition;
                 ot->partitions[p].committed_offset = f->offset;
                 ot->partitions[p].committed_leader_epoch = f->leader_epoch;
-                ot->partitions[p].metadata = kafka_str_from_cstr(f->metadata ? f->metadata : "");
+                ot->partitions[p].metadata = metadata_str(f);
                 ot->partitions[p].error_code = f->error_code;
             }
         }

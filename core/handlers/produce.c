@@ -63,6 +63,42 @@ static void produce_partition(struct request_context *ctx, const struct metadata
     partition_log_close(log);
 }
 
+/* Kafka names each keyless record of a compacted topic (Produce v8+,
+ * KIP-467), so a client fails those records with INVALID_RECORD and may
+ * retry the others of the batch. Returns false when there is nothing to
+ * name (the append failed for another reason). */
+static bool add_record_errors(struct request_context *ctx, const struct metadata_topic *topic,
+                              struct partition_log *log,
+                              const struct produce_request_partition_produce_data *in,
+                              struct produce_response_partition_produce_response *out)
+{
+    const uint8_t *records = (const uint8_t *)in->records.data;
+    size_t len = (size_t)in->records.len;
+    int32_t count = partition_log_keyless_records(log, records, len, NULL, 0);
+    if (count <= 0) return false;
+    int32_t *indexes = kafka_arena_alloc(&ctx->arena, (size_t)count * sizeof *indexes);
+    if (!indexes || partition_log_keyless_records(log, records, len, indexes, count) != count)
+        return false;
+    HANDLER_NEW_ARRAY(ctx, out->record_errors, count, produce_response_batch_index_and_error_message_init);
+    if (!out->record_errors) return false;
+    char msg[320];
+    snprintf(msg, sizeof msg, "Compacted topic cannot accept message without key in topic partition %s-%d.",
+             topic->name, in->index);
+    struct kafka_str per_record = kafka_arena_strdup(&ctx->arena, msg);
+    for (int32_t i = 0; i < count; i++) {
+        out->record_errors[i].batch_index = indexes[i];
+        out->record_errors[i].batch_index_error_message = per_record;
+    }
+    out->record_errors_count = count;
+    snprintf(msg, sizeof msg, "%d record(s) rejected; the first at batch index %d: "
+             "Compacted topic cannot accept message without key in topic partition %s-%d.",
+             count, indexes[0], topic->name, in->index);
+    out->error_message = kafka_arena_strdup(&ctx->arena, msg);
+    logger_debug("produce", "append to %s-%d from %s failed: %d keyless record(s) in a compacted topic",
+                 topic->name, in->index, ctx->net->peer, count);
+    return true;
+}
+
 static void append_records(struct request_context *ctx, const struct metadata_topic *topic,
                            const struct metadata_partition *p, struct partition_log *log,
                            struct produce_request_partition_produce_data *in,
@@ -78,6 +114,9 @@ static void append_records(struct request_context *ctx, const struct metadata_to
         /* Produce answers fencing with the epoch error every client version knows. */
         out->error_code = KAFKA_ERR_INVALID_PRODUCER_EPOCH;
     }
+    if (out->error_code == KAFKA_ERR_INVALID_RECORD && ctx->api_version >= 8 &&
+        add_record_errors(ctx, topic, log, in, out))
+        return;
     if (out->error_code != KAFKA_ERR_NONE) {
         if (res.error_message[0]) out->error_message = kafka_arena_strdup(&ctx->arena, res.error_message);
         logger_debug("produce", "append to %s-%d from %s failed: %s (%s)", topic->name, in->index,

@@ -56,6 +56,7 @@ enum handler_result handle_txn_offset_commit(struct request_context *ctx, void *
                 .offset = rp->committed_offset,
                 .leader_epoch = v >= 2 ? rp->committed_leader_epoch : -1,
                 .metadata = group_handler_cstr(ctx, rp->committed_metadata),
+                .metadata_len = rp->committed_metadata.len > 0 ? (size_t)rp->committed_metadata.len : 0,
                 .error_code = denied != KAFKA_ERR_NONE ? denied
                               : txn_partition_exists(img, rt->name, rp->partition_index)
                                   ? KAFKA_ERR_NONE

@@ -285,13 +285,23 @@ static bool roll_due(const struct partition_log *log, const struct log_segment *
            last_offset - seg->base_offset > (int64_t)UINT32_MAX;
 }
 
+/* Where check_keys notes keyless records: the index of each within its
+ * batch, at most cap of them, and how many there are. NULL: stop at the
+ * first. */
+struct keyless_scan {
+    int32_t *indexes;
+    int32_t cap;
+    int32_t count;
+};
+
 /* Kafka refuses keyless records for compacted topics: the cleaner could
  * never replace them. Compressed batches are opened for the check (only
  * for compacted topics: callers skip it otherwise). Returns
  * KAFKA_ERR_NONE, INVALID_RECORD (a keyless record) or CORRUPT_MESSAGE
  * (records that cannot be read), with a message in err. */
 static int16_t check_keys(const struct log_config *cfg, const uint8_t *batch, size_t len,
-                          const struct record_batch_header *h, char *err, size_t errlen)
+                          const struct record_batch_header *h, struct keyless_scan *scan,
+                          char *err, size_t errlen)
 {
     uint8_t *plain = NULL;
     size_t plain_len = len;
@@ -308,14 +318,20 @@ static int16_t check_keys(const struct log_config *cfg, const uint8_t *batch, si
     struct record_batch_record_iter it;
     struct record_batch_record rec;
     int16_t code = KAFKA_ERR_NONE;
+    int32_t index = 0;
     int rc = record_batch_records_begin(&it, records, plain_len);
     while (rc == 0 && (rc = record_batch_records_next(&it, &rec)) == 1) {
         rc = 0;
         if (rec.key_len < 0) {
             snprintf(err, errlen, "Compacted topic cannot accept message without key");
             code = KAFKA_ERR_INVALID_RECORD;
-            break;
+            if (!scan)
+                break;
+            if (scan->count < scan->cap)
+                scan->indexes[scan->count] = index;
+            scan->count++;
         }
+        index++;
     }
     if (code == KAFKA_ERR_NONE && rc < 0 && plain) {
         /* Uncompressed records were already checked by validate. */
@@ -324,6 +340,32 @@ static int16_t check_keys(const struct log_config *cfg, const uint8_t *batch, si
     }
     free(plain);
     return code;
+}
+
+int32_t partition_log_keyless_records(const struct partition_log *log, const uint8_t *batches,
+                                      size_t len, int32_t *indexes, int32_t cap)
+{
+    struct keyless_scan scan = {.indexes = indexes, .cap = cap, .count = 0};
+    struct record_batch_iter it;
+    const uint8_t *batch;
+    size_t blen;
+    char err[160];
+    int rc;
+    if (!log->cfg.cleanup_compact)
+        return 0;
+    record_batch_iter_init(&it, batches, len);
+    while ((rc = record_batch_iter_next(&it, &batch, &blen)) == 1) {
+        struct record_batch_header h;
+        if (record_batch_validate(batch, blen, log->cfg.max_message_bytes, &h, err, sizeof err) !=
+            KAFKA_ERR_NONE)
+            return -1;
+        if (record_batch_is_control(&h))
+            continue;
+        int16_t code = check_keys(&log->cfg, batch, blen, &h, &scan, err, sizeof err);
+        if (code != KAFKA_ERR_NONE && code != KAFKA_ERR_INVALID_RECORD)
+            return -1;
+    }
+    return rc < 0 ? -1 : scan.count;
 }
 
 /* Validate every batch and count records; nothing is modified. */
@@ -345,7 +387,7 @@ static int16_t validate_all(const struct partition_log *log, const uint8_t *batc
         if (code != KAFKA_ERR_NONE)
             return code;
         if (log->cfg.cleanup_compact && !record_batch_is_control(&h)) {
-            code = check_keys(&log->cfg, batch, blen, &h, res->error_message,
+            code = check_keys(&log->cfg, batch, blen, &h, NULL, res->error_message,
                               sizeof res->error_message);
             if (code != KAFKA_ERR_NONE)
                 return code;

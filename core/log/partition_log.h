@@ -85,6 +85,13 @@ int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t
 int16_t partition_log_append_coordinator(struct partition_log *log, uint8_t *batches, size_t len,
                                          int32_t leader_epoch, struct log_append_result *res);
 
+/* For Produce's per-record errors after an append to a compacted topic
+ * failed with INVALID_RECORD: the number of keyless records in batches,
+ * writing the index of each within its batch to indexes (at most cap).
+ * 0 when the topic is not compacted, -1 when the batches cannot be read. */
+int32_t partition_log_keyless_records(const struct partition_log *log, const uint8_t *batches,
+                                      size_t len, int32_t *indexes, int32_t cap);
+
 /* Whole batches from the one holding fetch_offset, up to max_bytes (at least
  * one batch), none with an offset >= max_offset_exclusive. */
 int16_t partition_log_read(struct partition_log *log, int64_t fetch_offset, int32_t max_bytes,

@@ -88,7 +88,7 @@ static void offsets_seed(struct seed *s)
         group_log_encode_offset_key(&w, "group-a", "events", p);
         seed_item(s, &w);
         struct group_offset_record rec = {.topic = "events", .partition = p, .offset = 42 + p,
-                                          .leader_epoch = 3, .metadata = "m",
+                                          .leader_epoch = 3, .metadata = "m", .metadata_len = 1,
                                           .commit_timestamp = 1700000000000,
                                           .expire_timestamp = -1};
         group_log_encode_offset_value(&w, &rec);

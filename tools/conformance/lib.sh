@@ -49,6 +49,60 @@ conformance_prepare_source() {
     (cd "$work" && apt-get source -qq librdkafka)
 }
 
+# The current librdkafka comes from npm: node-rdkafka bundles its source,
+# tests/ included, under package/deps/librdkafka/. Pinned, and the version
+# in src/rdkafka.h checked, so a run names exactly what it tested.
+CONFORMANCE_NPM_PACKAGE=node-rdkafka@3.6.1
+CONFORMANCE_NPM_LIBRDKAFKA=2.12.0
+
+# Prints "major.minor.revision" from RD_KAFKA_VERSION in src/rdkafka.h.
+conformance_header_version() {
+    local hex
+    hex="$(awk '$1 == "#define" && $2 == "RD_KAFKA_VERSION" { print $3; exit }' "$1/src/rdkafka.h")"
+    [ -n "$hex" ] || return 1
+    echo "$(( (hex >> 24) & 255 )).$(( (hex >> 16) & 255 )).$(( (hex >> 8) & 255 ))"
+}
+
+conformance_prepare_npm_source() {
+    local work="$1" dest="$1/librdkafka-$CONFORMANCE_NPM_LIBRDKAFKA" got tarball
+    if [ ! -d "$dest" ]; then
+        command -v npm >/dev/null || { echo "npm is needed for --suite npm" >&2; return 1; }
+        echo "fetching $CONFORMANCE_NPM_PACKAGE (librdkafka $CONFORMANCE_NPM_LIBRDKAFKA) into $work"
+        rm -rf "$work/npm"
+        mkdir -p "$work/npm"
+        tarball="$(cd "$work/npm" && npm pack --silent "$CONFORMANCE_NPM_PACKAGE" | tail -n1)"
+        tar -xzf "$work/npm/$tarball" -C "$work/npm" package/deps/librdkafka
+        mv "$work/npm/package/deps/librdkafka" "$dest"
+        rm -rf "$work/npm"
+    fi
+    got="$(conformance_header_version "$dest")"
+    if [ "$got" != "$CONFORMANCE_NPM_LIBRDKAFKA" ]; then
+        echo "$dest/src/rdkafka.h says librdkafka $got, expected $CONFORMANCE_NPM_LIBRDKAFKA" >&2
+        return 1
+    fi
+}
+
+# Builds the npm source against Debian's -dev packages. mklove would fetch
+# missing libraries only with --install-deps/--source-deps-only (not given);
+# --no-download keeps it from fetching its own modules, and libcurl (OIDC
+# only, no -dev package installed) is left out.
+conformance_build_npm_suite() {
+    local work="$1" src="$1/librdkafka-$CONFORMANCE_NPM_LIBRDKAFKA"
+    if [ -x "$src/tests/test-runner" ]; then
+        return 0
+    fi
+    echo "building librdkafka $CONFORMANCE_NPM_LIBRDKAFKA and its tests in $src (several minutes)"
+    (
+        cd "$src"
+        [ -f Makefile.config ] || ./configure --no-download --disable-curl --disable-valgrind \
+            --enable-zlib --enable-zstd --enable-ssl --enable-gssapi --enable-lz4-ext \
+            >"$work/configure.log" 2>&1 \
+            || { tail -n 30 "$work/configure.log"; exit 1; }
+        make -j2 libs >"$work/build-libs.log" 2>&1 || { tail -n 30 "$work/build-libs.log"; exit 1; }
+        make -j2 -C tests build >"$work/build-tests.log" 2>&1 || { tail -n 30 "$work/build-tests.log"; exit 1; }
+    )
+}
+
 conformance_build_suite() {
     local work="$1" src
     src="$(conformance_src_dir "$work")"
@@ -144,8 +198,14 @@ conformance_start_mock() {
 }
 
 # Settings the suite relies on: topics appear on first use, groups and
-# transactions work on a single node, rebalances do not wait.
+# transactions work on a single node. The 2.0.2 runs use rebalances that do
+# not wait; librdkafka 2.12's group tests (0102, 0113) assume Kafka's default
+# initial rebalance delay (3 s): consumers that subscribe together join one
+# generation.
+conformance_initial_rebalance_delay_ms=0
+
 conformance_cairnd_settings() {
+    echo "group.initial.rebalance.delay.ms=$conformance_initial_rebalance_delay_ms"
     cat <<'EOF_SETTINGS'
 auto.create.topics.enable=true
 num.partitions=4
@@ -154,7 +214,6 @@ offsets.topic.replication.factor=1
 offsets.topic.num.partitions=4
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
-group.initial.rebalance.delay.ms=0
 delete.topic.enable=true
 message.max.bytes=10485760
 EOF_SETTINGS

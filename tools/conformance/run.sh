@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Runs librdkafka's own test suite (the numbered tests that need a real
 # broker) against cairnd, or against librdkafka's mock cluster to check the
-# runner itself. Results go to tools/conformance/work/results.txt.
+# runner itself. Results go to tools/conformance/work/results.txt, or with
+# --suite npm (librdkafka 2.12.0 from node-rdkafka's npm package) to
+# tools/conformance/work-2.12/results.txt.
 #
-# usage: tools/conformance/run.sh [--quick] [--target cairnd|mock]
+# usage: tools/conformance/run.sh [--suite debian|npm] [--quick] [--target cairnd|mock]
 #            [--cairnd PATH] [--bootstrap H:P] [--tests 0001,0002,...]
 #            [--timeout SECONDS] [--jobs N] [--kafka-version V] [--prepare-only]
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-work="$here/work"
 # shellcheck source=lib.sh
 . "$here/lib.sh"
 
@@ -24,14 +25,16 @@ jobs=2
 kafka_version=3.9.0
 mock_brokers=1
 prepare_only=0
+suite=debian
 
 usage() {
-    sed -n '6,8p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '8,10p' "$0" | sed 's/^# \{0,1\}//'
     exit "${1:-0}"
 }
 
 while [ $# -gt 0 ]; do
     case "$1" in
+        --suite) suite="$2"; shift ;;
         --quick) quick=1 ;;
         --target) target="$2"; shift ;;
         --cairnd) cairnd="$2"; shift ;;
@@ -53,9 +56,22 @@ case "$target" in
     *) echo "--target must be cairnd or mock" >&2; exit 2 ;;
 esac
 
-mkdir -p "$work"
-conformance_prepare_source "$work"
-conformance_build_suite "$work"
+case "$suite" in
+    debian)
+        work="$here/work"
+        mkdir -p "$work"
+        conformance_prepare_source "$work"
+        conformance_build_suite "$work"
+        ;;
+    npm)
+        work="$here/work-2.12"
+        mkdir -p "$work"
+        conformance_prepare_npm_source "$work"
+        conformance_build_npm_suite "$work"
+        conformance_initial_rebalance_delay_ms=3000
+        ;;
+    *) echo "--suite must be debian or npm" >&2; exit 2 ;;
+esac
 [ "$prepare_only" = 1 ] && { echo "suite ready in $(conformance_src_dir "$work")/tests"; exit 0; }
 
 src="$(conformance_src_dir "$work")"
@@ -80,7 +96,10 @@ esac
 
 printf 'metadata.broker.list=%s\n' "$bootstrap" >"$work/test.conf"
 if [ -z "$per_test_timeout" ]; then
-    if [ "$quick" = 1 ]; then per_test_timeout=60; else per_test_timeout=150; fi
+    # 2.12's 0113 (cooperative rebalancing, 40 subtests) alone runs ~12 min.
+    if [ "$quick" = 1 ]; then per_test_timeout=60
+    elif [ "$suite" = npm ]; then per_test_timeout=900
+    else per_test_timeout=150; fi
 fi
 runner_args=(--suite "$src/tests" --conf "$work/test.conf" --results "$work/results.txt"
     --target "$label" --kafka-version "$kafka_version" --timeout "$per_test_timeout"

@@ -270,7 +270,7 @@ static void test_offsets(void **state)
     struct group_coordinator *gc = make_gc(0);
     struct group_commit_params simple = {.group_id = "g", .generation_id = -1, .member_id = "", .retention_ms = -1};
     struct group_offset_commit c[] = {
-        {.topic = "t", .partition = 0, .offset = 42, .leader_epoch = 3, .metadata = "meta"},
+        {.topic = "t", .partition = 0, .offset = 42, .leader_epoch = 3, .metadata = "meta", .metadata_len = 4},
         {.topic = "t", .partition = 1, .offset = 7, .leader_epoch = -1, .metadata = NULL},
         {.topic = "gone", .partition = 0, .offset = 1, .error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION},
     };
@@ -282,7 +282,8 @@ static void test_offsets(void **state)
     char big[5000];
     memset(big, 'x', sizeof big - 1);
     big[sizeof big - 1] = '\0';
-    struct group_offset_commit too_big = {.topic = "t", .partition = 2, .offset = 1, .metadata = big};
+    struct group_offset_commit too_big = {.topic = "t", .partition = 2, .offset = 1, .metadata = big,
+                                          .metadata_len = strlen(big)};
     group_coordinator_commit(gc, &simple, &too_big, 1);
     assert_int_equal(too_big.error_code, KAFKA_ERR_OFFSET_METADATA_TOO_LARGE);
 
@@ -515,7 +516,7 @@ static void test_store_and_load(void **state)
     /* Replay: an offset, a tombstoned offset, and a stable generation. */
     const struct group_load_visitor *v = group_coordinator_load_visitor();
     struct group_offset_record r = {.topic = "t", .partition = 0, .offset = 77, .leader_epoch = 2,
-                                    .metadata = "m", .commit_timestamp = fake_now, .expire_timestamp = -1};
+                                    .metadata = "m", .metadata_len = 1, .commit_timestamp = fake_now, .expire_timestamp = -1};
     v->offset(gc, "loaded", "t", 0, &r);
     v->offset(gc, "loaded", "t", 1, &r);
     v->offset(gc, "loaded", "t", 1, NULL);

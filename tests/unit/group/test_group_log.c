@@ -278,11 +278,11 @@ static void test_round_trip_through_reopen(void **state)
     open_all(f, PARTITIONS, 1);
 
     const struct group_offset_record g1[] = {
-        {.topic = "orders", .partition = 0, .offset = 10, .leader_epoch = 3, .metadata = "m1",
+        {.topic = "orders", .partition = 0, .offset = 10, .leader_epoch = 3, .metadata = "m1", .metadata_len = 2,
          .commit_timestamp = 1700000000000, .expire_timestamp = -1},
         {.topic = "orders", .partition = 1, .offset = 20, .leader_epoch = -1, .metadata = NULL,
          .commit_timestamp = 1700000000001, .expire_timestamp = -1},
-        {.topic = "audit", .partition = 0, .offset = 5, .leader_epoch = 0, .metadata = "",
+        {.topic = "audit", .partition = 0, .offset = 5, .leader_epoch = 0, .metadata = "", .metadata_len = 0,
          .commit_timestamp = 1700000000002, .expire_timestamp = -1},
     };
     assert_int_equal(f->ops->store_offsets(f->gl, "g1", g1, 3), KAFKA_ERR_NONE);
@@ -290,20 +290,20 @@ static void test_round_trip_through_reopen(void **state)
         model_offset(&want, "g1", &g1[i]);
 
     const struct group_offset_record g2_first = {.topic = "orders", .partition = 0, .offset = 100,
-                                                 .leader_epoch = 1, .metadata = "a", .commit_timestamp = 1,
+                                                 .leader_epoch = 1, .metadata = "a", .metadata_len = 1, .commit_timestamp = 1,
                                                  .expire_timestamp = -1};
     const struct group_offset_record g2_later = {.topic = "orders", .partition = 0, .offset = 150,
-                                                 .leader_epoch = 2, .metadata = "later", .commit_timestamp = 2,
+                                                 .leader_epoch = 2, .metadata = "later", .metadata_len = 5, .commit_timestamp = 2,
                                                  .expire_timestamp = -1};
     const struct group_offset_record g2_other = {.topic = "audit", .partition = 3, .offset = 1,
-                                                 .leader_epoch = 2, .metadata = "x", .commit_timestamp = 3,
+                                                 .leader_epoch = 2, .metadata = "x", .metadata_len = 1, .commit_timestamp = 3,
                                                  .expire_timestamp = -1};
     assert_int_equal(f->ops->store_offsets(f->gl, "g2", &g2_first, 1), KAFKA_ERR_NONE);
     assert_int_equal(f->ops->store_offsets(f->gl, "g2", &g2_later, 1), KAFKA_ERR_NONE);
     assert_int_equal(f->ops->store_offsets(f->gl, "g2", &g2_other, 1), KAFKA_ERR_NONE);
 
     const struct group_offset_record g3 = {.topic = "orders", .partition = 2, .offset = 7, .leader_epoch = 4,
-                                           .metadata = "keep", .commit_timestamp = 50, .expire_timestamp = 9999};
+                                           .metadata = "keep", .metadata_len = 4, .commit_timestamp = 50, .expire_timestamp = 9999};
     assert_int_equal(f->ops->store_offsets(f->gl, "g3", &g3, 1), KAFKA_ERR_NONE);
     model_offset(&want, "g3", &g3);
 
@@ -358,7 +358,7 @@ static void test_round_trip_through_reopen(void **state)
     assert_int_equal(f->ops->delete_group(f->gl, "g2", g2_all, 2), KAFKA_ERR_NONE);
     /* An offset committed again after a deletion comes back. */
     const struct group_offset_record g1_again = {.topic = "audit", .partition = 0, .offset = 6,
-                                                 .leader_epoch = 0, .metadata = "back", .commit_timestamp = 9,
+                                                 .leader_epoch = 0, .metadata = "back", .metadata_len = 4, .commit_timestamp = 9,
                                                  .expire_timestamp = -1};
     assert_int_equal(f->ops->store_offsets(f->gl, "g1", &g1_again, 1), KAFKA_ERR_NONE);
     model_offset(&want, "g1", &g1_again);
@@ -368,7 +368,7 @@ static void test_round_trip_through_reopen(void **state)
         snprintf(group, sizeof group, "bulk-%d", i);
         snprintf(topic, sizeof topic, "t%d", i % 4);
         struct group_offset_record r = {.topic = topic, .partition = i, .offset = i * 1000, .leader_epoch = i,
-                                        .metadata = i % 2 ? "odd" : NULL, .commit_timestamp = i,
+                                        .metadata = i % 2 ? "odd" : NULL, .metadata_len = i % 2 ? 3 : 0, .commit_timestamp = i,
                                         .expire_timestamp = -1};
         assert_int_equal(f->ops->store_offsets(f->gl, group, &r, 1), KAFKA_ERR_NONE);
         model_offset(&want, group, &r);
@@ -527,7 +527,7 @@ static void test_corrupt_records_are_skipped(void **state)
     struct state want = {0};
     open_all(f, PARTITIONS, 1);
     const struct group_offset_record before = {.topic = "t", .partition = 0, .offset = 1, .leader_epoch = 1,
-                                               .metadata = "before", .commit_timestamp = 1, .expire_timestamp = -1};
+                                               .metadata = "before", .metadata_len = 6, .commit_timestamp = 1, .expire_timestamp = -1};
     assert_int_equal(f->ops->store_offsets(f->gl, "victim", &before, 1), KAFKA_ERR_NONE);
     model_offset(&want, "victim", &before);
 
@@ -554,7 +554,7 @@ static void test_corrupt_records_are_skipped(void **state)
     append_raw(f, "victim", gk, gkl, sv, svl, 1, true);
 
     const struct group_offset_record after = {.topic = "t", .partition = 1, .offset = 2, .leader_epoch = 1,
-                                              .metadata = "after", .commit_timestamp = 2, .expire_timestamp = -1};
+                                              .metadata = "after", .metadata_len = 5, .commit_timestamp = 2, .expire_timestamp = -1};
     assert_int_equal(f->ops->store_offsets(f->gl, "victim", &after, 1), KAFKA_ERR_NONE);
     model_offset(&want, "victim", &after);
     kafka_writer_free(&good_key);
@@ -576,7 +576,8 @@ static void test_store_errors(void **state)
     struct group_offset_record many[40];
     for (int i = 0; i < 40; i++)
         many[i] = (struct group_offset_record){.topic = "t", .partition = i, .offset = i, .leader_epoch = -1,
-                                               .metadata = metadata, .expire_timestamp = -1};
+                                               .metadata = metadata, .metadata_len = strlen(metadata),
+                                               .expire_timestamp = -1};
     assert_int_equal(f->ops->store_offsets(f->gl, "big", many, 40), KAFKA_ERR_INVALID_COMMIT_OFFSET_SIZE);
     uint8_t *blob = calloc(1, 2 << 20);
     struct group_member_record m = {.member_id = "m", .client_id = "c", .client_host = "h",
@@ -615,7 +616,7 @@ static void *commit_loop(void *p)
         char group[32];
         snprintf(group, sizeof group, "w%d-g%d", a->id, i % 10);
         struct group_offset_record r = {.topic = "t", .partition = a->id, .offset = i, .leader_epoch = -1,
-                                        .metadata = "", .commit_timestamp = i, .expire_timestamp = -1};
+                                        .metadata = "", .metadata_len = 0, .commit_timestamp = i, .expire_timestamp = -1};
         if (a->f->ops->store_offsets(a->f->gl, group, &r, 1) != KAFKA_ERR_NONE)
             a->failures++;
     }
@@ -642,7 +643,7 @@ static void test_concurrent_writers(void **state)
             char group[32];
             snprintf(group, sizeof group, "w%d-g%d", w, i % 10);
             struct group_offset_record r = {.topic = "t", .partition = w, .offset = i, .leader_epoch = -1,
-                                            .metadata = "", .commit_timestamp = i, .expire_timestamp = -1};
+                                            .metadata = "", .metadata_len = 0, .commit_timestamp = i, .expire_timestamp = -1};
             model_offset(&want, group, &r);
         }
     struct loaded got = {0};

@@ -53,7 +53,7 @@ static void test_offset_value_v3_bytes(void **state)
     assert_int_equal(kafka_writer_init(&w, 16), 0);
     struct group_offset_record rec = {
         .topic = "tp", .partition = 0, .offset = 0x0102030405060708LL, .leader_epoch = 7,
-        .metadata = "md", .commit_timestamp = 1000, .expire_timestamp = -1,
+        .metadata = "md", .metadata_len = 2, .commit_timestamp = 1000, .expire_timestamp = -1,
     };
     assert_int_equal(group_log_encode_offset_value(&w, &rec), 0);
     const uint8_t want[] = {
@@ -268,7 +268,8 @@ static void test_bad_input_is_refused(void **state)
     struct kafka_writer w;
     assert_int_equal(kafka_writer_init(&w, 16), 0);
     assert_int_equal(group_log_encode_group_key(&w, huge), -1);
-    struct group_offset_record rec = {.topic = "t", .metadata = huge, .expire_timestamp = -1};
+    struct group_offset_record rec = {.topic = "t", .metadata = huge, .metadata_len = strlen(huge),
+                                     .expire_timestamp = -1};
     assert_int_equal(group_log_encode_offset_value(&w, &rec), -1);
     kafka_writer_free(&w);
 }

@@ -68,7 +68,7 @@ static void commit_all(struct group_coordinator *gc, struct group_offset_commit 
         for (int t = 0; t < SCALE_TOPICS; t++, i++)
             c[i] = (struct group_offset_commit){.topic = topic_names[t], .partition = p,
                                                 .offset = expected_offset(round, t, p), .leader_epoch = round,
-                                                .metadata = (p % 2) ? "m" : NULL};
+                                                .metadata = (p % 2) ? "m" : NULL, .metadata_len = (p % 2) ? 1 : 0};
     struct group_commit_params params = {.group_id = "scale-group", .generation_id = -1, .member_id = "",
                                          .retention_ms = -1};
     group_coordinator_commit(gc, &params, c, SCALE_TOTAL);

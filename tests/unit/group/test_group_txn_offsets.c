@@ -118,7 +118,8 @@ static int16_t txn_commit_full(struct fixture *f, const struct group_txn_commit_
                                int32_t partition, int64_t offset, const char *metadata)
 {
     struct group_offset_commit c = {
-        .topic = topic, .partition = partition, .offset = offset, .leader_epoch = 1, .metadata = metadata};
+        .topic = topic, .partition = partition, .offset = offset, .leader_epoch = 1, .metadata = metadata,
+        .metadata_len = metadata ? strlen(metadata) : 0};
     group_coordinator_txn_commit(f->gc, p, &c, 1);
     return c.error_code;
 }
