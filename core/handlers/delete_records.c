@@ -90,9 +90,8 @@ enum handler_result handle_delete_records(struct request_context *ctx, void *req
             break;
         }
         tout->partitions_count = n;
-        char name[256] = "";
-        bool name_ok = tin->name.len > 0 && (size_t)tin->name.len < sizeof name;
-        if (name_ok) kafka_str_to_cstr(tin->name, name, sizeof name);
+        char name[256];
+        bool name_ok = handler_name_cstr(tin->name, name, sizeof name);
         bool allowed = handler_authorize_name(ctx, CAIRN_OP_DELETE, CAIRN_RESOURCE_TOPIC, tin->name, true);
         const struct metadata_topic *topic = name_ok ? metadata_image_topic_by_name(img, name, strlen(name)) : NULL;
         for (int32_t i = 0; i < n; i++) {

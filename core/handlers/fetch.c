@@ -78,7 +78,9 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
                                              ? metadata_image_topic_by_name(img, ps->topic, strlen(ps->topic))
                                              : NULL;
     if (!topic) {
-        ans->error_code = ps->topic[0] ? KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION : KAFKA_ERR_UNKNOWN_TOPIC_ID;
+        /* From v13 topics come by id, and an empty name is an unknown id. */
+        ans->error_code = ps->topic[0] || ctx->api_version < 13 ? KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION
+                                                                : KAFKA_ERR_UNKNOWN_TOPIC_ID;
         return;
     }
     struct partition_log *log;
@@ -259,13 +261,13 @@ static void fetch_op_free(struct delayed_op *op)
 }
 
 /* The topic's name: given by the request before v13, looked up by id from
- * v13 ("" when the id is unknown). */
+ * v13 ("" when the id is unknown or the name can name no topic). */
 static void topic_name_of(struct request_context *ctx, const struct metadata_image *img, struct kafka_str name,
                           const struct kafka_uuid *id, char out[256])
 {
     out[0] = '\0';
     if (ctx->api_version < 13) {
-        kafka_str_to_cstr(name, out, 256);
+        handler_name_cstr(name, out, 256);
         return;
     }
     const struct metadata_topic *topic = metadata_image_topic_by_id(img, id);

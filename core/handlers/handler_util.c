@@ -43,6 +43,14 @@ int16_t handler_topic_name_error(struct kafka_str name)
     return KAFKA_ERR_NONE;
 }
 
+bool handler_name_cstr(struct kafka_str name, char *buf, size_t buflen)
+{
+    if (buflen) buf[0] = '\0';
+    if (name.len <= 0 || (size_t)name.len >= buflen || memchr(name.data, '\0', (size_t)name.len)) return false;
+    kafka_str_to_cstr(name, buf, buflen);
+    return true;
+}
+
 int16_t handler_auto_create_topic(struct request_context *ctx, const char *name)
 {
     if (handler_topic_name_error(kafka_str_from_cstr(name)) != KAFKA_ERR_NONE)

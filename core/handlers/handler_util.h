@@ -24,6 +24,11 @@ int32_t *handler_copy_int32s(struct request_context *ctx, const int32_t *src, in
  * otherwise KAFKA_ERR_INVALID_TOPIC_EXCEPTION. */
 int16_t handler_topic_name_error(struct kafka_str name);
 
+/* Copies a name the request gives (a topic's) into buf as a C string. False,
+ * with buf "", when it is null or empty, does not fit, or holds a NUL byte:
+ * such a name can name no topic here, and its C string would name another. */
+bool handler_name_cstr(struct kafka_str name, char *buf, size_t buflen);
+
 /* Creates a topic with the broker defaults (auto.create.topics.enable path). */
 int16_t handler_auto_create_topic(struct request_context *ctx, const char *name);
 

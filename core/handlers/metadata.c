@@ -133,8 +133,7 @@ enum handler_result handle_metadata(struct request_context *ctx, void *request, 
             if (name.len <= 0 || (describable && !describable[i])) continue;
             if (metadata_image_topic_by_name(img, name.data, (size_t)name.len)) continue;
             char topic[256];
-            if ((size_t)name.len >= sizeof topic) continue;
-            kafka_str_to_cstr(name, topic, sizeof topic);
+            if (!handler_name_cstr(name, topic, sizeof topic)) continue;
             /* Kafka's rule: CREATE on the cluster, else CREATE on the topic. */
             if (handler_has_authorizer(ctx) &&
                 !handler_authorize_resource(ctx, CAIRN_OP_CREATE, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE,

@@ -266,13 +266,11 @@ static void delete_one(struct request_context *ctx, struct kafka_str name, struc
     out->name = name;
     out->topic_id = id;
     if (name.len >= 0) {
-        /* A name with a NUL in it names no topic (its C string would name another). */
-        if (name.len == 0 || (size_t)name.len >= sizeof topic || memchr(name.data, '\0', (size_t)name.len)) {
+        if (!handler_name_cstr(name, topic, sizeof topic)) {
             out->error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             out->error_message = error_message(ctx, out->error_code, err);
             return;
         }
-        kafka_str_to_cstr(name, topic, sizeof topic);
         if (!handler_authorize_resource(ctx, CAIRN_OP_DELETE, CAIRN_RESOURCE_TOPIC, topic, true)) {
             out->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
             out->error_message = error_message(ctx, out->error_code, err);
@@ -361,13 +359,11 @@ enum handler_result handle_create_partitions(struct request_context *ctx, void *
         struct create_partitions_response_create_partitions_topic_result *out = &resp->results[i];
         char name[256], err[512] = "";
         out->name = in->name;
-        if (in->name.len <= 0 || (size_t)in->name.len >= sizeof name ||
-            memchr(in->name.data, '\0', (size_t)in->name.len)) {
+        if (!handler_name_cstr(in->name, name, sizeof name)) {
             out->error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             out->error_message = error_message(ctx, out->error_code, err);
             continue;
         }
-        kafka_str_to_cstr(in->name, name, sizeof name);
         if (!handler_authorize_resource(ctx, CAIRN_OP_ALTER, CAIRN_RESOURCE_TOPIC, name, true)) {
             out->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
             out->error_message = error_message(ctx, out->error_code, err);

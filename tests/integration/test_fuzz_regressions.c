@@ -257,6 +257,80 @@ static void test_partitions_per_request_bounded(void **state)
 /* The input that found the above named its topic "fuzz\0\0\0&": names were
  * cut at the first NUL, so CreatePartitions and DeleteTopics acted on
  * another topic ("fuzz"). A name with a NUL names no topic. */
+/* Metadata v4 naming one topic (may hold NUL bytes), auto-creation allowed;
+ * the answer is read and dropped. */
+static void metadata_auto_create(struct raw_session *s, const char *name, size_t name_len)
+{
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 3, 4, ++s->correlation, "fz-client");
+    raw_put_i32(&w, 1);
+    put_raw_string(&w, name, name_len);
+    raw_put_i8(&w, 1);
+    struct raw_reader r;
+    free(raw_session_roundtrip(s, &w, &r, false));
+}
+
+/* DeleteRecords v0 of partition 0 up to the high watermark; its error. */
+static int16_t delete_records(struct raw_session *s, const char *name, size_t name_len)
+{
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 21, 0, ++s->correlation, "fz-client");
+    raw_put_i32(&w, 1);
+    put_raw_string(&w, name, name_len);
+    raw_put_i32(&w, 1);
+    raw_put_i32(&w, 0);
+    raw_put_i64(&w, -1);
+    raw_put_i32(&w, 30000);
+    struct raw_reader r;
+    uint8_t *frame = raw_session_roundtrip(s, &w, &r, false);
+    raw_get_i32(&r);
+    assert_int_equal(raw_get_i32(&r), 1);
+    raw_skip_string(&r);
+    assert_int_equal(raw_get_i32(&r), 1);
+    assert_int_equal(raw_get_i32(&r), 0);
+    raw_get_i64(&r);
+    int16_t error = raw_get_i16(&r);
+    raw_session_finish_read(&r, frame);
+    return error;
+}
+
+/* Fetch v4 of partition 0 from offset 0 without waiting; its error. */
+static int16_t fetch_partition_error(struct raw_session *s, const char *name, size_t name_len)
+{
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 1, 4, ++s->correlation, "fz-client");
+    raw_put_i32(&w, -1);      /* replica id */
+    raw_put_i32(&w, 0);       /* max wait */
+    raw_put_i32(&w, 1);       /* min bytes */
+    raw_put_i32(&w, 1 << 20); /* max bytes */
+    raw_put_i8(&w, 0);
+    raw_put_i32(&w, 1);
+    put_raw_string(&w, name, name_len);
+    raw_put_i32(&w, 1);
+    raw_put_i32(&w, 0);
+    raw_put_i64(&w, 0);
+    raw_put_i32(&w, 1 << 20);
+    struct raw_reader r;
+    uint8_t *frame = raw_session_roundtrip(s, &w, &r, false);
+    raw_get_i32(&r);
+    assert_int_equal(raw_get_i32(&r), 1);
+    raw_skip_string(&r);
+    assert_int_equal(raw_get_i32(&r), 1);
+    assert_int_equal(raw_get_i32(&r), 0);
+    int16_t error = raw_get_i16(&r);
+    assert_false(r.overflow);
+    free(frame); /* the rest (watermarks, records) does not matter here */
+    return error;
+}
+
+/* A name with a NUL byte in it used to be cut at the NUL, so requests for
+ * "fz-t\0..." acted on "fz-t": CreatePartitions grew it, DeleteTopics
+ * deleted it, DeleteRecords and Fetch (before v13) reached its partitions,
+ * and Metadata auto-created the name before the NUL. Such a name now names
+ * no topic. */
 static void test_nul_in_topic_name(void **state)
 {
     struct raw_broker_fixture *st = *state;
@@ -265,6 +339,15 @@ static void test_nul_in_topic_name(void **state)
     assert_int_equal(partition_count(&st->session, TOPIC), 1);
     assert_int_equal(delete_topic(&st->session, name, sizeof name - 1), ERR_UNKNOWN_TOPIC_OR_PARTITION);
     assert_int_equal(partition_count(&st->session, TOPIC), 1);
+    assert_int_equal(delete_records(&st->session, name, sizeof name - 1), ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    assert_int_equal(delete_records(&st->session, TOPIC, strlen(TOPIC)), ERR_NONE);
+    assert_int_equal(fetch_partition_error(&st->session, name, sizeof name - 1), ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    assert_int_equal(fetch_partition_error(&st->session, TOPIC, strlen(TOPIC)), ERR_NONE);
+    static const char fresh[] = "fz-auto\0x";
+    metadata_auto_create(&st->session, fresh, sizeof fresh - 1);
+    assert_int_equal(partition_count(&st->session, "fz-auto"), -1);
+    metadata_auto_create(&st->session, "fz-auto", strlen("fz-auto"));
+    assert_true(partition_count(&st->session, "fz-auto") > 0);
     passed_tests++;
 }
 
