@@ -9,6 +9,7 @@
 
 #include "group/group_log.h"
 #include "group/group_log_codec.h"
+#include "group/group_internal.h"
 #include "group/group_log_internal.h"
 #include "group/internal_topic.h"
 #include "protocol/record_batch.h"
@@ -39,17 +40,6 @@ struct partition_loader {
 static void loader_skip(struct partition_loader *l, int64_t offset, const char *why)
 {
     internal_topic_replay_skip(l->replay, offset, why);
-}
-
-/* A Kafka string may hold NUL bytes: copied by length, NUL-terminated. */
-static char *copy_metadata(const char *s, size_t n)
-{
-    if (!s) return NULL;
-    char *out = malloc(n + 1);
-    if (!out) return NULL;
-    memcpy(out, s, n);
-    out[n] = '\0';
-    return out;
 }
 
 static void pending_free(struct pending_txn_offset *p)
@@ -110,7 +100,7 @@ static void pending_put(struct partition_loader *l, int64_t producer_id, const c
     p.group_id = strdup(group_id);
     p.record.topic = strdup(topic);
     p.record.partition = partition;
-    p.record.metadata = copy_metadata(value_or_null->metadata, value_or_null->metadata_len);
+    p.record.metadata = group_strndup_bytes(value_or_null->metadata, value_or_null->metadata_len);
     if (!p.group_id || !p.record.topic || (value_or_null->metadata && !p.record.metadata)) {
         pending_free(&p);
         loader_skip(l, offset, "out of memory holding a transactional offset");

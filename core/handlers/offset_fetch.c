@@ -15,8 +15,6 @@ struct fetched_topic {
     size_t count;
 };
 
-/* Groups the entries by topic name (entries of one topic need not be
- * adjacent in the coordinator's answer). Returns the number of topics. */
 /* Committed metadata is a Kafka string: NUL bytes are data, so it is
  * copied and answered by length. */
 static char *arena_metadata(struct request_context *ctx, const char *m, size_t len)
@@ -35,6 +33,8 @@ static struct kafka_str metadata_str(const struct group_offset_fetch *f)
     return (struct kafka_str){f->metadata, (int32_t)f->metadata_len};
 }
 
+/* Groups the entries by topic name (entries of one topic need not be
+ * adjacent in the coordinator's answer). Returns the number of topics. */
 static size_t group_by_topic(struct request_context *ctx, struct group_offset_fetch *all, size_t n,
                              struct fetched_topic **out)
 {
