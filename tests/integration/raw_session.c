@@ -63,6 +63,14 @@ void raw_session_finish_read(struct raw_reader *r, uint8_t *frame)
     assert_int_equal(pos, len);
 }
 
+void raw_expect_one_partition(struct raw_reader *r, int32_t partition)
+{
+    assert_int_equal(raw_get_i32(r), 1);
+    raw_skip_string(r);
+    assert_int_equal(raw_get_i32(r), 1);
+    assert_int_equal(raw_get_i32(r), partition);
+}
+
 /* CreateTopics v7 for one topic; returns its id. */
 void raw_create_topic_v7(struct raw_session *s, const char *name, int partitions, uint8_t id[16])
 {

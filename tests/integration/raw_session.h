@@ -53,6 +53,11 @@ uint8_t *raw_session_roundtrip(struct raw_session *s, struct raw_writer *w, stru
 /* Frees the frame and fails the test unless r read it exactly. */
 void raw_session_finish_read(struct raw_reader *r, uint8_t *frame);
 
+/* Reads, in a non-flexible answer, a topic array that must hold one topic
+ * with one partition numbered `partition`: the two counts, the topic name
+ * and the partition index. r is left at that partition's next field. */
+void raw_expect_one_partition(struct raw_reader *r, int32_t partition);
+
 /* Sends a built OffsetCommit (v8+) or TxnOffsetCommit (v3+) of one
  * partition of `topic` and returns that partition's error; both answers have
  * the same layout. */

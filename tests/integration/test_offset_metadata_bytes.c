@@ -11,6 +11,7 @@
 
 #include "harness.h"
 #include "raw_kafka.h"
+#include "raw_session.h"
 #include "rk_helpers.h"
 
 #include <stdio.h>
@@ -47,10 +48,7 @@ static int16_t commit(int port, int32_t correlation)
     uint8_t *frame = NULL;
     struct raw_reader r;
     assert_int_equal(raw_exchange(port, &w, correlation, false, 10000, &frame, &r), 0);
-    assert_int_equal(raw_get_i32(&r), 1);
-    raw_skip_string(&r);
-    assert_int_equal(raw_get_i32(&r), 1);
-    assert_int_equal(raw_get_i32(&r), 0);
+    raw_expect_one_partition(&r, 0);
     int16_t error = raw_get_i16(&r);
     assert_false(r.overflow);
     assert_int_equal(r.pos, r.len);
@@ -74,10 +72,7 @@ static void fetch(int port, int32_t correlation, int64_t *offset, char *metadata
     uint8_t *frame = NULL;
     struct raw_reader r;
     assert_int_equal(raw_exchange(port, &w, correlation, false, 10000, &frame, &r), 0);
-    assert_int_equal(raw_get_i32(&r), 1);
-    raw_skip_string(&r);
-    assert_int_equal(raw_get_i32(&r), 1);
-    assert_int_equal(raw_get_i32(&r), 0);
+    raw_expect_one_partition(&r, 0);
     *offset = raw_get_i64(&r);
     int16_t n = raw_get_i16(&r);
     *metadata_len = n;
