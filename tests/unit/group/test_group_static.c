@@ -3,47 +3,68 @@
  * per JoinGroup version (KIP-814), and LeaveGroup by instance id. */
 #include "group_test_driver.h"
 
-static void test_static_member_rejoin(void **state)
+/* Two static members, inst-1 and inst-2, synced at generation 1; the
+ * leader is assigned "L", the follower "F". */
+struct static_pair {
+    struct join_box leader, follower;
+    const char *leader_instance, *follower_instance;
+};
+
+static void static_pair_stable(struct group_coordinator *gc, struct static_pair *pair)
 {
-    (void)state;
-    struct group_coordinator *gc = make_gc(0);
     struct join_box a, b;
     join(gc, "", "inst-1", range_proto, 1, &a);
     join(gc, "", "inst-2", range_proto, 1, &b);
     advance(gc, 10);
     assert_true(a.done && b.done);
     assert_int_equal(a.generation, 1);
-    struct sync_box sa, sb;
     bool a_leads = strcmp(a.leader, a.member_id) == 0;
-    struct group_assignment as[] = {{a.member_id, (const uint8_t *)"A", 1}, {b.member_id, (const uint8_t *)"B", 1}};
+    pair->leader = a_leads ? a : b;
+    pair->follower = a_leads ? b : a;
+    pair->leader_instance = a_leads ? "inst-1" : "inst-2";
+    pair->follower_instance = a_leads ? "inst-2" : "inst-1";
+    struct group_assignment as[] = {{pair->leader.member_id, (const uint8_t *)"L", 1},
+                                    {pair->follower.member_id, (const uint8_t *)"F", 1}};
+    struct sync_box sl, sf;
     /* The follower first: it waits for the leader's assignment. */
-    do_sync(gc, a_leads ? b.member_id : a.member_id, 1, NULL, 0, a_leads ? &sb : &sa);
-    do_sync(gc, a_leads ? a.member_id : b.member_id, 1, as, 2, a_leads ? &sa : &sb);
-    assert_true(sa.done && sb.done);
-    assert_string_equal(sa.assignment, "A");
-    assert_string_equal(sb.assignment, "B");
+    do_sync(gc, pair->follower.member_id, 1, NULL, 0, &sf);
+    do_sync(gc, pair->leader.member_id, 1, as, 2, &sl);
+    assert_true(sl.done && sf.done);
+    assert_string_equal(sl.assignment, "L");
+    assert_string_equal(sf.assignment, "F");
+}
 
-    /* inst-2 restarts: a new member id, no rebalance, same generation, even
-     * though its subscription bytes changed (the chosen protocol did not). */
-    char old_b[256];
-    snprintf(old_b, sizeof old_b, "%s", b.member_id);
+static void test_static_member_rejoin(void **state)
+{
+    (void)state;
+    struct group_coordinator *gc = make_gc(0);
+    struct static_pair pair;
+    static_pair_stable(gc, &pair);
+
+    /* The follower restarts: a new member id, no rebalance, same generation,
+     * even though its subscription bytes changed (the chosen protocol did
+     * not). */
+    const char *old_id = pair.follower.member_id;
     static const struct group_protocol range_v2[] = {{"range", (const uint8_t *)"sub-B", 5}};
-    join(gc, "", "inst-2", range_v2, 1, &b);
-    assert_true(b.done);
-    assert_int_equal(b.error, KAFKA_ERR_NONE);
-    assert_int_equal(b.generation, 1);
-    assert_string_not_equal(b.member_id, old_b);
+    struct join_box again;
+    join(gc, "", pair.follower_instance, range_v2, 1, &again);
+    assert_true(again.done);
+    assert_int_equal(again.error, KAFKA_ERR_NONE);
+    assert_int_equal(again.generation, 1);
+    assert_string_not_equal(again.member_id, old_id);
     struct group_description d;
     group_coordinator_describe(gc, "g", &d);
     assert_string_equal(d.state, "Stable");
     group_description_free(&d);
-    do_sync(gc, b.member_id, 1, NULL, 0, &sb);
-    assert_int_equal(sb.error, KAFKA_ERR_NONE);
-    assert_string_equal(sb.assignment, "B");
+    struct sync_box s;
+    do_sync(gc, again.member_id, 1, NULL, 0, &s);
+    assert_int_equal(s.error, KAFKA_ERR_NONE);
+    assert_string_equal(s.assignment, "F");
     /* The old incarnation is fenced. */
-    assert_int_equal(group_coordinator_heartbeat(gc, "g", 1, old_b, "inst-2"), KAFKA_ERR_FENCED_INSTANCE_ID);
+    assert_int_equal(group_coordinator_heartbeat(gc, "g", 1, old_id, pair.follower_instance),
+                     KAFKA_ERR_FENCED_INSTANCE_ID);
     struct join_box z;
-    join(gc, old_b, "inst-2", range_proto, 1, &z);
+    join(gc, old_id, pair.follower_instance, range_proto, 1, &z);
     assert_int_equal(z.error, KAFKA_ERR_FENCED_INSTANCE_ID);
     group_coordinator_destroy(gc);
 }
@@ -74,26 +95,6 @@ static void test_leave_by_instance(void **state)
     group_coordinator_destroy(gc);
 }
 
-/* Two static members, synced; returns the leader's and the follower's boxes. */
-static void static_pair_stable(struct group_coordinator *gc, struct join_box *leader, struct join_box *follower)
-{
-    struct join_box a, b;
-    join(gc, "", "inst-1", range_proto, 1, &a);
-    join(gc, "", "inst-2", range_proto, 1, &b);
-    advance(gc, 10);
-    assert_true(a.done && b.done);
-    bool a_leads = strcmp(a.leader, a.member_id) == 0;
-    *leader = a_leads ? a : b;
-    *follower = a_leads ? b : a;
-    struct group_assignment as[] = {{leader->member_id, (const uint8_t *)"L", 1},
-                                    {follower->member_id, (const uint8_t *)"F", 1}};
-    struct sync_box sl, sf;
-    do_sync(gc, follower->member_id, 1, NULL, 0, &sf);
-    do_sync(gc, leader->member_id, 1, as, 2, &sl);
-    assert_true(sl.done && sf.done);
-    assert_string_equal(sl.assignment, "L");
-}
-
 /* The leader restarts. From JoinGroup v9 on it hears that it leads, gets
  * every member and skip_assignment; before v9 it is told the old id leads
  * and gets no members, so it does not run an assignment the Stable group
@@ -104,32 +105,26 @@ static void test_static_leader_rejoin(void **state)
     for (int16_t version = 5; version <= 9; version += 4) {
         join_version = version;
         struct group_coordinator *gc = make_gc(0);
-        struct join_box leader, follower, again;
-        static_pair_stable(gc, &leader, &follower);
-        char leader_instance[32] = "";
-        struct group_description d;
-        group_coordinator_describe(gc, "g", &d);
-        for (size_t i = 0; i < d.member_count; i++)
-            if (strcmp(d.members[i].member_id, leader.member_id) == 0)
-                snprintf(leader_instance, sizeof leader_instance, "%s", d.members[i].group_instance_id);
-        group_description_free(&d);
-        assert_true(leader_instance[0] != '\0');
-
-        join(gc, "", leader_instance, range_proto, 1, &again);
+        struct static_pair pair;
+        static_pair_stable(gc, &pair);
+        const struct join_box *leader = &pair.leader;
+        struct join_box again;
+        join(gc, "", pair.leader_instance, range_proto, 1, &again);
         assert_true(again.done);
         assert_int_equal(again.error, KAFKA_ERR_NONE);
         assert_int_equal(again.generation, 1);
-        assert_string_not_equal(again.member_id, leader.member_id);
+        assert_string_not_equal(again.member_id, leader->member_id);
         if (version >= 9) {
             assert_string_equal(again.leader, again.member_id);
             assert_int_equal(again.member_count, 2);
             assert_true(again.skip_assignment);
         } else {
-            assert_string_equal(again.leader, leader.member_id);
+            assert_string_equal(again.leader, leader->member_id);
             assert_int_equal(again.member_count, 0);
             assert_false(again.skip_assignment);
         }
         /* No rebalance: the new id syncs straight to the old assignment. */
+        struct group_description d;
         group_coordinator_describe(gc, "g", &d);
         assert_string_equal(d.state, "Stable");
         group_description_free(&d);
@@ -137,7 +132,7 @@ static void test_static_leader_rejoin(void **state)
         do_sync(gc, again.member_id, 1, NULL, 0, &s);
         assert_int_equal(s.error, KAFKA_ERR_NONE);
         assert_string_equal(s.assignment, "L");
-        assert_int_equal(group_coordinator_heartbeat(gc, "g", 1, leader.member_id, leader_instance),
+        assert_int_equal(group_coordinator_heartbeat(gc, "g", 1, leader->member_id, pair.leader_instance),
                          KAFKA_ERR_FENCED_INSTANCE_ID);
         group_coordinator_destroy(gc);
     }
