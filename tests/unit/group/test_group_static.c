@@ -34,6 +34,27 @@ static void static_pair_stable(struct group_coordinator *gc, struct static_pair 
     assert_string_equal(sf.assignment, "F");
 }
 
+/* After a static member rejoined as new_id: the group stayed Stable at
+ * generation 1, new_id syncs straight to the old assignment, and the old
+ * incarnation is fenced. */
+static void assert_took_over(struct group_coordinator *gc, const struct join_box *again, const char *old_id,
+                             const char *instance, const char *assignment)
+{
+    assert_true(again->done);
+    assert_int_equal(again->error, KAFKA_ERR_NONE);
+    assert_int_equal(again->generation, 1);
+    assert_string_not_equal(again->member_id, old_id);
+    struct group_description d;
+    group_coordinator_describe(gc, "g", &d);
+    assert_string_equal(d.state, "Stable");
+    group_description_free(&d);
+    struct sync_box s;
+    do_sync(gc, again->member_id, 1, NULL, 0, &s);
+    assert_int_equal(s.error, KAFKA_ERR_NONE);
+    assert_string_equal(s.assignment, assignment);
+    assert_int_equal(group_coordinator_heartbeat(gc, "g", 1, old_id, instance), KAFKA_ERR_FENCED_INSTANCE_ID);
+}
+
 static void test_static_member_rejoin(void **state)
 {
     (void)state;
@@ -48,21 +69,7 @@ static void test_static_member_rejoin(void **state)
     static const struct group_protocol range_v2[] = {{"range", (const uint8_t *)"sub-B", 5}};
     struct join_box again;
     join(gc, "", pair.follower_instance, range_v2, 1, &again);
-    assert_true(again.done);
-    assert_int_equal(again.error, KAFKA_ERR_NONE);
-    assert_int_equal(again.generation, 1);
-    assert_string_not_equal(again.member_id, old_id);
-    struct group_description d;
-    group_coordinator_describe(gc, "g", &d);
-    assert_string_equal(d.state, "Stable");
-    group_description_free(&d);
-    struct sync_box s;
-    do_sync(gc, again.member_id, 1, NULL, 0, &s);
-    assert_int_equal(s.error, KAFKA_ERR_NONE);
-    assert_string_equal(s.assignment, "F");
-    /* The old incarnation is fenced. */
-    assert_int_equal(group_coordinator_heartbeat(gc, "g", 1, old_id, pair.follower_instance),
-                     KAFKA_ERR_FENCED_INSTANCE_ID);
+    assert_took_over(gc, &again, old_id, pair.follower_instance, "F");
     struct join_box z;
     join(gc, old_id, pair.follower_instance, range_proto, 1, &z);
     assert_int_equal(z.error, KAFKA_ERR_FENCED_INSTANCE_ID);
@@ -98,7 +105,7 @@ static void test_leave_by_instance(void **state)
 /* The leader restarts. From JoinGroup v9 on it hears that it leads, gets
  * every member and skip_assignment; before v9 it is told the old id leads
  * and gets no members, so it does not run an assignment the Stable group
- * would ignore. Either way the generation and its assignment stay. */
+ * would ignore. */
 static void test_static_leader_rejoin(void **state)
 {
     (void)state;
@@ -110,10 +117,8 @@ static void test_static_leader_rejoin(void **state)
         const struct join_box *leader = &pair.leader;
         struct join_box again;
         join(gc, "", pair.leader_instance, range_proto, 1, &again);
-        assert_true(again.done);
-        assert_int_equal(again.error, KAFKA_ERR_NONE);
-        assert_int_equal(again.generation, 1);
-        assert_string_not_equal(again.member_id, leader->member_id);
+        /* No rebalance either way: the generation and its assignment stay. */
+        assert_took_over(gc, &again, leader->member_id, pair.leader_instance, "L");
         if (version >= 9) {
             assert_string_equal(again.leader, again.member_id);
             assert_int_equal(again.member_count, 2);
@@ -123,17 +128,6 @@ static void test_static_leader_rejoin(void **state)
             assert_int_equal(again.member_count, 0);
             assert_false(again.skip_assignment);
         }
-        /* No rebalance: the new id syncs straight to the old assignment. */
-        struct group_description d;
-        group_coordinator_describe(gc, "g", &d);
-        assert_string_equal(d.state, "Stable");
-        group_description_free(&d);
-        struct sync_box s;
-        do_sync(gc, again.member_id, 1, NULL, 0, &s);
-        assert_int_equal(s.error, KAFKA_ERR_NONE);
-        assert_string_equal(s.assignment, "L");
-        assert_int_equal(group_coordinator_heartbeat(gc, "g", 1, leader->member_id, pair.leader_instance),
-                         KAFKA_ERR_FENCED_INSTANCE_ID);
         group_coordinator_destroy(gc);
     }
     join_version = 9;
