@@ -96,7 +96,7 @@ esac
 
 printf 'metadata.broker.list=%s\n' "$bootstrap" >"$work/test.conf"
 if [ -z "$per_test_timeout" ]; then
-    # 2.12's 0113 (cooperative rebalancing, 40 subtests) alone runs ~12 min.
+    # 2.12's 0113 (cooperative rebalancing, 40 subtests) alone runs ~10 min.
     if [ "$quick" = 1 ]; then per_test_timeout=60
     elif [ "$suite" = npm ]; then per_test_timeout=900
     else per_test_timeout=150; fi
