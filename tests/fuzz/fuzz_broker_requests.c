@@ -2,10 +2,10 @@
  *
  * One broker runs in this process for the whole fuzzing run (temp log
  * dir, loopback listener, group and transaction coordinators, two topics
- * and a transactional producer made at start). Each input is one request
- * (layout in broker_fuzz_input.h): the harness frames it with the right
- * request header, sends it on a loopback connection and waits briefly for
- * the answer, so ASan and UBSan watch the broker's own threads decode,
+ * and a transactional producer made at start). Each input holds up to 8
+ * requests (layout in broker_fuzz_input.h): the harness frames each with the
+ * right request header, sends them in order on one loopback connection and
+ * waits briefly for each answer, so ASan and UBSan watch the broker's own threads decode,
  * handle and answer it. Broker state carries over from input to input.
  *
  * Invariants (a violation traps):
