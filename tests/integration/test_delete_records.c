@@ -92,15 +92,24 @@ static void put_string(struct raw_writer *w, bool flexible, const char *s)
         raw_put_string(w, s);
 }
 
+/* Starts a request with the next correlation id of this test's
+ * connections (header v2 when flexible) and returns that id. */
+static int32_t begin_request(struct raw_writer *w, int16_t api, int16_t version, bool flexible,
+                             const char *client_id)
+{
+    static int32_t correlation = 100;
+    int32_t corr = ++correlation;
+    raw_writer_init(w);
+    raw_frame_begin_as(w, api, version, flexible, corr, client_id);
+    return corr;
+}
+
 static struct delete_answer raw_delete_records(const struct test_broker *b, const char *client_id, int16_t version,
                                                const char *topic, int32_t partition, int64_t offset)
 {
     bool flexible = version >= 2;
-    static int32_t correlation = 100;
-    int32_t corr = ++correlation;
     struct raw_writer w;
-    raw_writer_init(&w);
-    raw_frame_begin_as(&w, 21, version, flexible, corr, client_id);
+    int32_t corr = begin_request(&w, 21, version, flexible, client_id);
     put_array_len(&w, flexible, 1);
     put_string(&w, flexible, topic);
     put_array_len(&w, flexible, 1);
@@ -159,11 +168,8 @@ static void raw_describe_log_dirs(const struct test_broker *b, const char *clien
                                   const char *topic, int32_t partition, struct log_dirs_answer *out)
 {
     bool flexible = version >= 2;
-    static int32_t correlation = 500;
-    int32_t corr = ++correlation;
     struct raw_writer w;
-    raw_writer_init(&w);
-    raw_frame_begin_as(&w, 35, version, flexible, corr, client_id);
+    int32_t corr = begin_request(&w, 35, version, flexible, client_id);
     if (!topic) {
         put_array_len(&w, flexible, -1);
     } else {

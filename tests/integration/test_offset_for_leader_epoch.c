@@ -15,6 +15,7 @@
 #include "harness.h"
 #include "raw_session.h"
 #include "rk_helpers.h"
+#include "../common/test_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,13 +184,7 @@ static char *read_checkpoint(const struct ofle_state *st)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/" TOPIC "-0/leader-epoch-checkpoint", st->broker.data_dir);
-    FILE *fp = fopen(path, "r");
-    if (!fp) return NULL;
-    char *text = calloc(1, 256);
-    size_t n = fread(text, 1, 255, fp);
-    fclose(fp);
-    text[n] = '\0';
-    return text;
+    return test_read_file(path, NULL);
 }
 
 static void expect_checkpoint(const struct ofle_state *st, const char *want)

@@ -19,6 +19,7 @@
 #include "harness.h"
 #include "raw_kafka.h"
 #include "rk_helpers.h"
+#include "../common/test_file.h"
 
 static int free_port(void)
 {
@@ -280,15 +281,11 @@ static long long metric_value(const char *page, const char *series)
     return -1;
 }
 
+/* The file's text; "" when it cannot be read, so a search in it just fails. */
 static char *read_file(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return strdup("");
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return strdup(buf);
+    char *text = test_read_file(path, NULL);
+    return text ? text : strdup("");
 }
 
 static void test_authorizer_audit_and_metrics(void **state)

@@ -12,6 +12,7 @@
 
 #include "log/leader_epoch_cache.h"
 #include "log_test_util.h"
+#include "../../common/test_file.h"
 #include "protocol/generated/errors.h"
 
 struct fixture {
@@ -69,21 +70,9 @@ static void append(struct fixture *f, int records, int32_t epoch, bool as_follow
     free(batch);
 }
 
-static char *read_checkpoint(const struct fixture *f)
-{
-    FILE *fp = fopen(f->path, "r");
-    if (!fp)
-        return NULL;
-    char *text = calloc(1, 4096);
-    size_t n = fread(text, 1, 4095, fp);
-    fclose(fp);
-    text[n] = '\0';
-    return text;
-}
-
 static void expect_checkpoint(const struct fixture *f, const char *want)
 {
-    char *text = read_checkpoint(f);
+    char *text = test_read_file(f->path, NULL);
     if (!text)
         fail_msg("no %s", f->path);
     if (strcmp(text, want) != 0)
@@ -126,7 +115,7 @@ static void test_appends_start_epochs(void **state)
     /* A fresh log has no entry and no file yet. */
     assert_int_equal(partition_log_latest_epoch(f->log), -1);
     expect_end(f, 0, -1, -1);
-    assert_null(read_checkpoint(f));
+    assert_null(test_read_file(f->path, NULL));
     append_three_epochs(f, false);
     expect_checkpoint(f, THREE_EPOCHS);
     assert_int_equal(partition_log_latest_epoch(f->log), 4);

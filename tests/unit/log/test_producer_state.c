@@ -10,6 +10,7 @@
 
 #include "log/producer_state.h"
 #include "log_test_util.h"
+#include "../../common/test_file.h"
 #include "protocol/generated/errors.h"
 
 static struct record_batch_header hdr(int64_t pid, int16_t epoch, int32_t seq, int32_t records,
@@ -217,23 +218,6 @@ static void test_snapshot_round_trip(void **state)
     free(dir);
 }
 
-static char *read_file(const char *path, long *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    *len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)*len + 1);
-    if (buf && fread(buf, 1, (size_t)*len, f) != (size_t)*len) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    return buf;
-}
-
 /* The unsynced writer (used at open after an unclean stop) writes the same
  * bytes; what a crash may leave instead (an empty file) is refused, not
  * loaded. */
@@ -251,12 +235,12 @@ static void test_unsynced_snapshot(void **state)
         assert_int_equal(append(ps, hdr(21, 0, i, 1, 50 + i), &next, &res), KAFKA_ERR_NONE);
     assert_int_equal(producer_state_write_snapshot(ps, synced), 0);
     assert_int_equal(producer_state_write_snapshot_unsynced(ps, unsynced), 0);
-    long a_len = 0, b_len = 0;
-    char *a = read_file(synced, &a_len), *b = read_file(unsynced, &b_len);
+    size_t a_len = 0, b_len = 0;
+    char *a = test_read_file(synced, &a_len), *b = test_read_file(unsynced, &b_len);
     assert_non_null(a);
     assert_non_null(b);
     assert_int_equal(a_len, b_len);
-    assert_memory_equal(a, b, (size_t)a_len);
+    assert_memory_equal(a, b, a_len);
     free(a);
     free(b);
     struct producer_state *loaded = producer_state_new();
