@@ -286,11 +286,10 @@ static void alter_resource_checked(struct request_context *ctx, int8_t resource_
         return;
     }
     char name[256];
-    if (resource_name.len <= 0 || (size_t)resource_name.len >= sizeof name) {
+    if (!handler_name_cstr(resource_name, name, sizeof name)) {
         fail(res, KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION, "%s", "topic does not exist");
         return;
     }
-    kafka_str_to_cstr(resource_name, name, sizeof name);
 
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
     const struct metadata_topic *topic = img ? metadata_image_topic_by_name(img, name, strlen(name)) : NULL;

@@ -316,10 +316,37 @@ static int16_t fetch_partition_error(struct raw_session *s, const char *name, si
     return error;
 }
 
+/* AlterConfigs v0 (validate only) setting retention.ms on one topic (name
+ * may hold NUL bytes); returns its error. */
+static int16_t validate_alter_configs(struct raw_session *s, const char *name, size_t name_len)
+{
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 33, 0, ++s->correlation, "fz-client");
+    raw_put_i32(&w, 1);
+    raw_put_i8(&w, 2); /* TOPIC */
+    put_raw_string(&w, name, name_len);
+    raw_put_i32(&w, 1);
+    raw_put_string(&w, "retention.ms");
+    raw_put_string(&w, "60000");
+    raw_put_i8(&w, 1); /* validate only */
+    struct raw_reader r;
+    uint8_t *frame = raw_session_roundtrip(s, &w, &r, false);
+    raw_get_i32(&r); /* throttle */
+    assert_int_equal(raw_get_i32(&r), 1);
+    int16_t error = raw_get_i16(&r);
+    raw_skip_string(&r); /* message */
+    assert_int_equal(raw_get_i8(&r), 2);
+    raw_skip_string(&r);
+    raw_session_finish_read(&r, frame);
+    return error;
+}
+
 /* The input that found the above named its topic "fuzz\0\0\0&". A name
  * with a NUL byte in it used to be cut at the NUL, so requests for
  * "fz-t\0..." acted on "fz-t": CreatePartitions grew it, DeleteTopics
- * deleted it, DeleteRecords and Fetch (before v13) reached its partitions,
+ * deleted it, AlterConfigs changed it, DeleteRecords and Fetch (before
+ * v13) reached its partitions,
  * and Metadata auto-created the name before the NUL. Such a name now names
  * no topic. */
 static void test_nul_in_topic_name(void **state)
@@ -334,6 +361,8 @@ static void test_nul_in_topic_name(void **state)
     assert_int_equal(delete_records(&st->session, TOPIC, strlen(TOPIC)), ERR_NONE);
     assert_int_equal(fetch_partition_error(&st->session, name, sizeof name - 1), ERR_UNKNOWN_TOPIC_OR_PARTITION);
     assert_int_equal(fetch_partition_error(&st->session, TOPIC, strlen(TOPIC)), ERR_NONE);
+    assert_int_equal(validate_alter_configs(&st->session, name, sizeof name - 1), ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    assert_int_equal(validate_alter_configs(&st->session, TOPIC, strlen(TOPIC)), ERR_NONE);
     static const char fresh[] = "fz-auto\0x";
     metadata_auto_create(&st->session, fresh, sizeof fresh - 1);
     assert_int_equal(partition_count(&st->session, "fz-auto"), -1);
