@@ -37,12 +37,21 @@ static void conn_format_peer(int fd, char *out, size_t outlen)
 struct net_connection *net_connection_open(struct net_loop *loop, int fd, int listener_index)
 {
     struct net_server *server = loop->server;
+    const struct net_listener_config *lc = &server->cfg.listeners[listener_index];
     struct net_connection *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;
+    c->transport = (struct net_transport){&net_plain_transport_ops, NULL, fd};
+    if (lc->transport_init && lc->transport_init(lc->transport_ctx, &c->transport) != 0) {
+        logger_warn(NET_LOG, "listener %s refused a connection: its transport did not start",
+                    lc->name);
+        free(c);
+        return NULL;
+    }
     c->in_buf = malloc(NET_INPUT_BUFFER_BYTES);
     if (!c->in_buf || uv_poll_init_socket(&loop->uv, &c->poll, fd) != 0) {
         logger_warn(NET_LOG, "cannot set up a new connection on network thread %d", loop->index);
+        net_transport_release(c->transport.ops, c->transport.state, fd);
         free(c->in_buf);
         free(c);
         return NULL;
@@ -54,7 +63,8 @@ struct net_connection *net_connection_open(struct net_loop *loop, int fd, int li
     c->loop = loop;
     c->fd = fd;
     c->id = atomic_fetch_add(&server->next_connection_id, 1) + 1;
-    c->listener_name = server->cfg.listeners[listener_index].name;
+    c->listener_name = lc->name;
+    c->security_protocol = lc->security_protocol;
     snprintf(c->principal_type, sizeof c->principal_type, "User");
     snprintf(c->principal_name, sizeof c->principal_name, "ANONYMOUS");
     conn_format_peer(fd, c->peer, sizeof(c->peer));
@@ -142,17 +152,46 @@ void net_connection_close(struct net_connection *c, const char *why)
         c->reading = NULL;
     }
     net_connection_drop_response(c);
+    /* While the socket is still open, so a transport may say goodbye. */
+    net_transport_release(c->transport.ops, c->transport.state, c->fd);
+    c->transport.ops = &net_plain_transport_ops;
+    c->transport.state = NULL;
+    net_transport_release(c->next_transport_ops, c->next_transport_state, c->fd);
+    c->next_transport_ops = NULL;
+    c->next_transport_state = NULL;
     uv_timer_stop(&c->throttle_timer);
     uv_close((uv_handle_t *)&c->throttle_timer, conn_on_handle_closed);
     uv_close((uv_handle_t *)&c->poll, conn_on_handle_closed);
     net_loop_connection_closed(loop);
 }
 
-static void conn_frame_complete(struct net_connection *c, struct net_request_impl *req)
+bool net_session_expired_for(int64_t expiry_ms, int64_t now_ms, const uint8_t *frame,
+                             size_t frame_len)
 {
+    if (expiry_ms <= 0 || now_ms < expiry_ms)
+        return false;
+    if (frame_len < 2)
+        return true;
+    int api_key = (int16_t)(((uint16_t)frame[0] << 8) | frame[1]);
+    return api_key != NET_API_SASL_HANDSHAKE && api_key != NET_API_SASL_AUTHENTICATE;
+}
+
+/* Returns -1 if the connection was closed instead of dispatching. */
+static int conn_frame_complete(struct net_connection *c, struct net_request_impl *req)
+{
+    if (c->session_expiry_ms > 0 &&
+        net_session_expired_for(c->session_expiry_ms, clock_mono_ms(), req->pub.frame,
+                                req->pub.frame_len)) {
+        net_request_free(req);
+        logger_info(NET_LOG, "closing connection %" PRIu64 " from %s (%s:%s): its session expired",
+                    c->id, c->peer, c->principal_type, c->principal_name);
+        net_connection_close(c, "session expired");
+        return -1;
+    }
     req->pub.received_mono_ns = clock_mono_ns();
     c->in_flight = req;
     net_loop_dispatch(c->loop, c);
+    return 0;
 }
 
 /* Looks at buffered input for the next frame. Returns -1 if the connection
@@ -194,8 +233,7 @@ static int conn_parse(struct net_connection *c)
         c->in_start += 4 + frame_len;
         if (c->in_start == c->in_end)
             c->in_start = c->in_end = 0;
-        conn_frame_complete(c, req);
-        return 0;
+        return conn_frame_complete(c, req);
     }
     if (4 + frame_len <= NET_INPUT_BUFFER_BYTES) {
         if (c->in_start > 0) {
@@ -226,7 +264,7 @@ static int conn_parse(struct net_connection *c)
 static ssize_t conn_recv(struct net_connection *c, void *buf, size_t len)
 {
     for (;;) {
-        ssize_t n = recv(c->fd, buf, len, 0);
+        ssize_t n = c->transport.ops->recv(&c->transport, buf, len);
         if (n > 0) {
             c->last_activity_ms = clock_mono_ms();
             return n;
@@ -279,7 +317,8 @@ static void conn_read(struct net_connection *c)
             c->reading_got += (size_t)n;
             if (c->reading_got == req->pub.frame_len) {
                 c->reading = NULL;
-                conn_frame_complete(c, req);
+                if (conn_frame_complete(c, req) < 0)
+                    return;
             }
         } else {
             if (c->in_end == NET_INPUT_BUFFER_BYTES) {
@@ -347,9 +386,38 @@ static void conn_on_poll(uv_poll_t *handle, int status, int events)
         conn_read(c);
 }
 
+/* Installs the transport a completion asked for, now that the response
+ * before it is written. Returns -1 if the connection was closed. */
+static int conn_swap_transport(struct net_connection *c)
+{
+    const struct net_transport_ops *ops = c->next_transport_ops;
+    void *state = c->next_transport_state;
+    c->next_transport_ops = NULL;
+    c->next_transport_state = NULL;
+    if (c->reading || c->in_end > c->in_start) {
+        /* Those bytes were read through the old transport but belong to
+         * the new one: interpreting them either way is unsafe. */
+        net_transport_release(ops, state, c->fd);
+        logger_warn(NET_LOG,
+                    "closing connection %" PRIu64 " from %s: bytes sent before its transport "
+                    "changed",
+                    c->id, c->peer);
+        net_connection_close(c, "bytes pipelined across a transport change");
+        return -1;
+    }
+    net_transport_release(c->transport.ops, c->transport.state, c->fd);
+    c->transport.ops = ops;
+    c->transport.state = state;
+    logger_debug(NET_LOG, "connection %" PRIu64 " from %s now uses transport %s", c->id, c->peer,
+                 ops->name ? ops->name : "?");
+    return 0;
+}
+
 void net_connection_resume(struct net_connection *c)
 {
     if (c->closed)
+        return;
+    if (c->next_transport_ops && !c->out_active && conn_swap_transport(c) < 0)
         return;
     if (!c->in_flight && !c->out_active && !c->throttled && !c->reading) {
         if (c->loop->phase == NET_LOOP_CLOSING) {
@@ -361,6 +429,10 @@ void net_connection_resume(struct net_connection *c)
             return;
     }
     net_connection_update_poll(c);
+    /* Bytes the transport holds will not make the socket readable. */
+    if ((c->poll_events & UV_READABLE) && c->transport.ops->pending &&
+        c->transport.ops->pending(&c->transport) > 0)
+        conn_read(c);
 }
 
 static void conn_on_throttle_end(uv_timer_t *timer)
@@ -368,6 +440,26 @@ static void conn_on_throttle_end(uv_timer_t *timer)
     struct net_connection *c = timer->data;
     c->throttled = false;
     net_connection_resume(c);
+}
+
+/* Takes what a completion changes; the transport waits for its response. */
+static void conn_apply_change(struct net_connection *c, struct net_conn_change *change)
+{
+    if (change->set_principal) {
+        memcpy(c->principal_type, change->principal_type, sizeof(c->principal_type));
+        memcpy(c->principal_name, change->principal_name, sizeof(c->principal_name));
+        logger_debug(NET_LOG, "connection %" PRIu64 " from %s now acts as %s:%s", c->id, c->peer,
+                     c->principal_type, c->principal_name);
+    }
+    if (change->set_session_expiry)
+        c->session_expiry_ms = change->session_expiry_ms;
+    if (change->transport_ops) {
+        net_transport_release(c->next_transport_ops, c->next_transport_state, c->fd);
+        c->next_transport_ops = change->transport_ops;
+        c->next_transport_state = change->transport_state;
+        change->transport_ops = NULL;
+        change->transport_state = NULL;
+    }
 }
 
 void net_connection_on_completed(struct net_request_impl *req)
@@ -380,6 +472,8 @@ void net_connection_on_completed(struct net_request_impl *req)
         return;
     }
     c->last_activity_ms = clock_mono_ms();
+    if (req->change)
+        conn_apply_change(c, req->change);
     if (req->has_response) {
         req->has_response = false;
         if (net_connection_set_response(c, &req->response) != 0) {

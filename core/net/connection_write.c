@@ -1,12 +1,11 @@
 /* The write path: a response is its buffer bytes interleaved with file
- * regions (splices). Buffer pieces go out with send(), file regions with
- * sendfile(); on EAGAIN the position is kept exactly where it stopped. */
+ * regions (splices). Buffer pieces go out with the transport's send, file
+ * regions with its send_file (send() and sendfile() for the plain one); on
+ * EAGAIN the position is kept exactly where it stopped. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/sendfile.h>
-#include <sys/socket.h>
 
 #include "net/net_internal.h"
 #include "util/clock.h"
@@ -92,10 +91,12 @@ int net_connection_write(struct net_connection *c)
             size_t n = next_at - c->out_pos;
             if (n > budget)
                 n = budget;
-            /* MSG_MORE lets a small header share a segment with the file
+            /* MORE lets a small header share a segment with the file
              * bytes that follow it. */
-            int flags = MSG_NOSIGNAL | (c->out_splice < w->splice_count ? MSG_MORE : 0);
-            ssize_t sent = write_result(c, send(c->fd, w->buf + c->out_pos, n, flags), "send");
+            int flags = c->out_splice < w->splice_count ? NET_TRANSPORT_MORE : 0;
+            struct iovec iov = {w->buf + c->out_pos, n};
+            ssize_t sent = write_result(c, c->transport.ops->send(&c->transport, &iov, 1, flags),
+                                        "send");
             if (sent < 0)
                 return -1;
             if (sent == 0)
@@ -116,15 +117,15 @@ int net_connection_write(struct net_connection *c)
             continue;
         }
         size_t n = remaining < (int64_t)budget ? (size_t)remaining : budget;
-        off_t offset = (off_t)(s->pos + c->out_splice_sent);
-        ssize_t sent = sendfile(c->fd, s->fd, &offset, n);
+        int64_t offset = s->pos + c->out_splice_sent;
+        ssize_t sent = c->transport.ops->send_file(&c->transport, s->fd, offset, n);
         if (sent == 0 && n > 0) {
             /* The file is shorter than the region promised: the frame can
              * no longer be completed, so the stream is unusable. */
             logger_warn(NET_LOG,
                         "connection %" PRIu64 " (%s): file region ended early (fd %d, pos %" PRId64
                         ", %" PRId64 " bytes missing)",
-                        c->id, c->peer, s->fd, (int64_t)offset, remaining);
+                        c->id, c->peer, s->fd, offset, remaining);
             return -1;
         }
         sent = write_result(c, sent, "sendfile");

@@ -20,8 +20,29 @@
  * cannot starve the others sharing its loop. */
 #define NET_IO_BUDGET_BYTES (4 * 1024 * 1024)
 
+/* Sizes of a connection's principal strings, terminator included. */
+#define NET_PRINCIPAL_TYPE_MAX 64
+#define NET_PRINCIPAL_NAME_MAX 512
+
+/* Kafka api keys that stay allowed after a session expired (KIP-368). */
+#define NET_API_SASL_HANDSHAKE 17
+#define NET_API_SASL_AUTHENTICATE 36
+
 struct net_connection;
 struct net_loop;
+
+/* Connection changes a completion carries (net_request_set_principal and
+ * friends). Allocated only when a handler asks for one; written by the
+ * completing thread, applied and freed on the loop thread. */
+struct net_conn_change {
+    bool set_principal;
+    char principal_type[NET_PRINCIPAL_TYPE_MAX];
+    char principal_name[NET_PRINCIPAL_NAME_MAX];
+    bool set_session_expiry;
+    int64_t session_expiry_ms;
+    const struct net_transport_ops *transport_ops; /* NULL: keep the transport */
+    void *transport_state;
+};
 
 /* A request as allocated by the network layer. Created and filled by the
  * owning loop; read by one io thread while handled; the completion fields are
@@ -36,6 +57,8 @@ struct net_request_impl {
     bool has_response;
     int32_t throttle_ms;
     bool close_after;
+    struct net_conn_change *change; /* NULL unless the handler asked for one */
+    bool close_on_oom; /* a change could not be recorded: close rather than ignore it */
 };
 
 /* One client socket. Owned by its loop thread; never touched elsewhere. */
@@ -46,12 +69,19 @@ struct net_connection {
     uv_timer_t throttle_timer;
     int handles_open;
     int fd;
+    /* Every read and write goes through it; transport.fd == fd. */
+    struct net_transport transport;
+    /* Installed once the current response is written (net_request_set_transport). */
+    const struct net_transport_ops *next_transport_ops;
+    void *next_transport_state;
     uint64_t id;
     char peer[64];
     const char *listener_name;
-    /* Who the connection acts as; SASL/TLS authentication will set it. */
-    char principal_type[64];
-    char principal_name[512];
+    int16_t security_protocol;
+    /* Who the connection acts as; a completion may change it (SASL). */
+    char principal_type[NET_PRINCIPAL_TYPE_MAX];
+    char principal_name[NET_PRINCIPAL_NAME_MAX];
+    int64_t session_expiry_ms; /* clock_mono_ms() deadline, 0 = none (KIP-368) */
     bool closed; /* socket closed; the struct may wait for its in-flight request */
     int poll_events; /* events currently registered with uv_poll */
 
@@ -172,7 +202,16 @@ void net_loop_unlink_blocked(struct net_loop *loop, struct net_connection *conn)
 /* A connection's socket was closed; lets a closing loop finish. */
 void net_loop_connection_closed(struct net_loop *loop);
 
+/* transport.c */
+/* Runs a transport's close op, if it has one (fd may be -1 when the
+ * transport was never installed). */
+void net_transport_release(const struct net_transport_ops *ops, void *state, int fd);
+
 /* connection.c */
+/* KIP-368: true when a request (its frame, header first) must close the
+ * connection because the session expired at expiry_ms (0 = never). */
+bool net_session_expired_for(int64_t expiry_ms, int64_t now_ms, const uint8_t *frame,
+                             size_t frame_len);
 struct net_connection *net_connection_open(struct net_loop *loop, int fd, int listener_index);
 void net_connection_close(struct net_connection *conn, const char *why);
 void net_connection_update_poll(struct net_connection *conn);

@@ -34,6 +34,22 @@ void net_config_defaults(struct net_config *cfg)
     cfg->socket_receive_buffer_bytes = 102400;
 }
 
+const char *net_security_protocol_name(int protocol)
+{
+    switch (protocol) {
+    case NET_SECURITY_PLAINTEXT:
+        return "PLAINTEXT";
+    case NET_SECURITY_SSL:
+        return "SSL";
+    case NET_SECURITY_SASL_PLAINTEXT:
+        return "SASL_PLAINTEXT";
+    case NET_SECURITY_SASL_SSL:
+        return "SASL_SSL";
+    default:
+        return "UNKNOWN";
+    }
+}
+
 static int config_check(const struct net_config *cfg, char *err, size_t errlen)
 {
     if (cfg->listener_count < 1 || cfg->listener_count > NET_MAX_LISTENERS) {
@@ -50,6 +66,15 @@ static int config_check(const struct net_config *cfg, char *err, size_t errlen)
         }
         if (lc->port < 0 || lc->port > 65535) {
             snprintf(err, errlen, "listener %s: port %d must be 0..65535", lc->name, lc->port);
+            return -1;
+        }
+        /* Serving TLS or SASL listeners as plaintext would be a silent
+         * security hole: without a transport for them, refuse. */
+        if (lc->security_protocol != NET_SECURITY_PLAINTEXT && !lc->transport_init) {
+            snprintf(err, errlen,
+                     "listener %s: security protocol %s is not supported (only PLAINTEXT "
+                     "listeners can be served)",
+                     lc->name, net_security_protocol_name(lc->security_protocol));
             return -1;
         }
     }
@@ -92,6 +117,7 @@ struct net_request_impl *net_request_new(struct net_connection *conn, size_t fra
     req->pub.connection_id = conn->id;
     memcpy(req->pub.peer, conn->peer, sizeof(req->pub.peer));
     req->pub.listener_name = conn->listener_name;
+    req->pub.security_protocol = conn->security_protocol;
     req->pub.principal_type = conn->principal_type;
     req->pub.principal_name = conn->principal_name;
     req->conn = conn;
@@ -105,6 +131,11 @@ void net_request_free(struct net_request_impl *req)
         return;
     if (req->has_response)
         kafka_writer_free(&req->response);
+    if (req->change) {
+        /* A transport that never got installed still owns its state. */
+        net_transport_release(req->change->transport_ops, req->change->transport_state, -1);
+        free(req->change);
+    }
     free(req->pub.frame);
     free(req);
 }
@@ -118,6 +149,57 @@ void net_server_request_done(struct net_server *server)
     pthread_mutex_unlock(&server->state_mutex);
 }
 
+/* The change record of a request, allocated on first use; NULL when out of
+ * memory. */
+static struct net_conn_change *request_change(struct net_request *pub)
+{
+    struct net_request_impl *req = (struct net_request_impl *)pub;
+    if (!req->change)
+        req->change = calloc(1, sizeof(*req->change));
+    return req->change;
+}
+
+int net_request_set_principal(struct net_request *pub, const char *type, const char *name)
+{
+    if (!type || !name || type[0] == '\0' || name[0] == '\0' ||
+        strlen(type) >= NET_PRINCIPAL_TYPE_MAX || strlen(name) >= NET_PRINCIPAL_NAME_MAX)
+        return -1;
+    struct net_conn_change *change = request_change(pub);
+    if (!change)
+        return -1;
+    memcpy(change->principal_type, type, strlen(type) + 1);
+    memcpy(change->principal_name, name, strlen(name) + 1);
+    change->set_principal = true;
+    return 0;
+}
+
+void net_request_set_session_expiry(struct net_request *pub, int64_t expiry_mono_ms)
+{
+    struct net_conn_change *change = request_change(pub);
+    if (!change) {
+        /* Cannot record it: make the request close its connection instead
+         * of leaving a session that should expire without a deadline. */
+        ((struct net_request_impl *)pub)->close_on_oom = true;
+        return;
+    }
+    change->session_expiry_ms = expiry_mono_ms > 0 ? expiry_mono_ms : 0;
+    change->set_session_expiry = true;
+}
+
+void net_request_set_transport(struct net_request *pub, const struct net_transport_ops *ops,
+                               void *state)
+{
+    struct net_conn_change *change = request_change(pub);
+    if (!change) {
+        net_transport_release(ops, state, -1);
+        ((struct net_request_impl *)pub)->close_on_oom = true;
+        return;
+    }
+    net_transport_release(change->transport_ops, change->transport_state, -1);
+    change->transport_ops = ops;
+    change->transport_state = state;
+}
+
 void net_request_complete(struct net_request *pub, struct kafka_writer *response,
                           int32_t throttle_ms, bool close_after)
 {
@@ -128,7 +210,7 @@ void net_request_complete(struct net_request *pub, struct kafka_writer *response
         req->has_response = true;
     }
     req->throttle_ms = throttle_ms > 0 ? throttle_ms : 0;
-    req->close_after = close_after;
+    req->close_after = close_after || req->close_on_oom;
 
     struct net_loop *loop = req->loop;
     /* Counted done while the loop lock is held, so a stopping server sees

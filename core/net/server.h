@@ -15,14 +15,32 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/transport.h"
 #include "protocol/wire.h"
 
 #define NET_MAX_LISTENERS 8
+
+/* Kafka's SecurityProtocol ids, as sent in metadata endpoints. */
+enum net_security_protocol {
+    NET_SECURITY_PLAINTEXT = 0,
+    NET_SECURITY_SSL = 1,
+    NET_SECURITY_SASL_PLAINTEXT = 2,
+    NET_SECURITY_SASL_SSL = 3,
+};
+
+/* "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", or "UNKNOWN". */
+const char *net_security_protocol_name(int protocol);
 
 struct net_listener_config {
     char name[32];  /* "PLAINTEXT" */
     char host[256]; /* "", "0.0.0.0", "::", an IP or a host name */
     int port;       /* 0 = ephemeral, see net_server_bound_port */
+    int16_t security_protocol; /* enum net_security_protocol; default PLAINTEXT */
+    /* Installs the transport of each connection of this listener; NULL
+     * keeps the plain one. A listener whose protocol is not PLAINTEXT is
+     * refused unless it has one (no TLS layer exists yet). */
+    net_transport_init_fn transport_init;
+    void *transport_ctx; /* passed to transport_init; outlives the server */
 };
 
 /* Plain data; copied by net_server_start. */
@@ -45,6 +63,7 @@ struct net_request {
     uint64_t connection_id;
     char peer[64];             /* "127.0.0.1:53422" or "[::1]:53422" */
     const char *listener_name; /* lives as long as the server */
+    int16_t security_protocol; /* the listener's, enum net_security_protocol */
     /* The connection's principal ("User", "ANONYMOUS" until authenticated);
      * valid until net_request_complete. */
     const char *principal_type;
@@ -83,6 +102,29 @@ int net_server_bound_port(struct net_server *server, int listener_index);
  * be completed before net_server_free. */
 void net_request_complete(struct net_request *req, struct kafka_writer *response,
                           int32_t throttle_ms, bool close_after);
+
+/* Changes to the connection that a request's completion carries, for
+ * authentication (SASL). Called by the handler before net_request_complete,
+ * from the thread that completes; applied on the connection's loop thread
+ * when the completion is processed, before its next request is read. */
+
+/* From then on the connection acts as type:name (e.g. "User", "alice").
+ * Returns -1, changing nothing, if either is empty or too long (a name is
+ * never truncated into another one). */
+int net_request_set_principal(struct net_request *req, const char *type, const char *name);
+
+/* KIP-368: once clock_mono_ms() reaches expiry_mono_ms, the connection is
+ * closed on its next request that is not SaslHandshake or SaslAuthenticate.
+ * 0 means the session never expires (the default). */
+void net_request_set_session_expiry(struct net_request *req, int64_t expiry_mono_ms);
+
+/* Replaces the connection's transport once this request's response is
+ * written: the old one's close runs, then ops/state take over (ops->close
+ * frees state, also when the connection closes before the swap). A client
+ * must wait for that response before using the new transport; bytes it
+ * pipelined past it close the connection. */
+void net_request_set_transport(struct net_request *req, const struct net_transport_ops *ops,
+                               void *state);
 
 /* Stops accepting, stops reading new requests, waits up to grace_ms for
  * in-flight requests to complete, writes out pending responses, closes every

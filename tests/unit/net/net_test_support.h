@@ -66,6 +66,22 @@ static inline void test_put_be32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)v;
 }
 
+/* The body (after the correlation id) TEST_CMD_SPLICE sends for file
+ * regions (pos1, len1) and (pos2, len2) of content; returns its length. */
+static inline size_t test_splice_body(uint8_t *out, const uint8_t *content, int32_t pos1,
+                                      int32_t len1, int32_t pos2, int32_t len2)
+{
+    size_t at = 0;
+    memcpy(out + at, "HDR", 3), at += 3;
+    test_put_be32(out + at, (uint32_t)len1), at += 4;
+    memcpy(out + at, content + pos1, (size_t)len1), at += (size_t)len1;
+    memcpy(out + at, "MID", 3), at += 3;
+    test_put_be32(out + at, (uint32_t)len2), at += 4;
+    memcpy(out + at, content + pos2, (size_t)len2), at += (size_t)len2;
+    memcpy(out + at, "END", 3), at += 3;
+    return at;
+}
+
 static inline void test_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};

@@ -7,29 +7,11 @@
 #include <cmocka.h>
 
 #include "net_test_support.h"
-
-struct fixture {
-    struct test_ctx ctx;
-    struct net_server *server;
-    int port;
-};
+#include "net_test_fixture.h"
 
 static void fixture_start(struct fixture *f, const struct net_config *cfg)
 {
-    char err[256] = "";
-    test_ctx_init(&f->ctx);
-    int rc = net_server_start(cfg, test_handler, &f->ctx, &f->server, err, sizeof(err));
-    if (rc != 0)
-        fail_msg("net_server_start: %s", err);
-    f->port = net_server_bound_port(f->server, 0);
-    assert_true(f->port > 0);
-}
-
-static void fixture_finish(struct fixture *f)
-{
-    net_server_stop(f->server, 5000);
-    test_ctx_finish(&f->ctx);
-    net_server_free(f->server);
+    fixture_start_with(f, cfg, test_handler);
 }
 
 static void expect_echo(int fd, int32_t correlation_id, const void *payload, size_t payload_len)
@@ -141,15 +123,7 @@ static void test_splice_response_is_byte_exact(void **state)
 
     size_t body_len = 3 + 4 + (size_t)len1 + 3 + 4 + (size_t)len2 + 3;
     uint8_t *expected = malloc(body_len);
-    size_t at = 0;
-    memcpy(expected + at, "HDR", 3), at += 3;
-    test_put_be32(expected + at, (uint32_t)len1), at += 4;
-    memcpy(expected + at, content + pos1, (size_t)len1), at += (size_t)len1;
-    memcpy(expected + at, "MID", 3), at += 3;
-    test_put_be32(expected + at, (uint32_t)len2), at += 4;
-    memcpy(expected + at, content + pos2, (size_t)len2), at += (size_t)len2;
-    memcpy(expected + at, "END", 3), at += 3;
-    assert_int_equal(at, body_len);
+    assert_int_equal(test_splice_body(expected, content, pos1, len1, pos2, len2), body_len);
 
     uint8_t *body = malloc(body_len);
     int32_t id = 0;
