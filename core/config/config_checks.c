@@ -77,9 +77,17 @@ static int check_listener_list(struct broker_config *cfg, const char *key, bool 
     if (n < 0) return bad_value(cfg, key, why, err, errlen);
     if (n == 0) return bad_value(cfg, key, "expected at least one NAME://host:port", err, errlen);
     for (int i = 0; i < n; i++) {
-        if (!config_listener_security_protocol(cfg, specs[i].name)) {
+        const char *protocol = config_listener_security_protocol(cfg, specs[i].name);
+        if (!protocol) {
             snprintf(why, sizeof why, "listener name %.63s has no entry in listener.security.protocol.map",
                      specs[i].name);
+            return bad_value(cfg, key, why, err, errlen);
+        }
+        /* Served as plaintext, a TLS or SASL listener would be a silent hole. */
+        if (!advertised && !config_security_protocol_served(config_security_protocol_id(protocol))) {
+            snprintf(why, sizeof why,
+                     "listener %.63s has security protocol %s, which is not supported yet (only PLAINTEXT)",
+                     specs[i].name, protocol);
             return bad_value(cfg, key, why, err, errlen);
         }
         if (advertised && (strcmp(specs[i].host, "0.0.0.0") == 0 || strcmp(specs[i].host, "::") == 0)) {

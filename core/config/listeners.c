@@ -123,6 +123,19 @@ int config_parse_listeners(const char *value, struct listener_spec *out, int max
     return count;
 }
 
+int config_security_protocol_id(const char *name)
+{
+    static const char *const names[] = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"};
+    for (int i = 0; name && i < (int)(sizeof names / sizeof names[0]); i++)
+        if (strcasecmp(name, names[i]) == 0) return i;
+    return -1;
+}
+
+int config_security_protocol_served(int id)
+{
+    return id == 0;
+}
+
 int config_parse_quorum_voters(const char *value, struct quorum_voter *out, int max, char *err, size_t errlen)
 {
     char entry[ENTRY_MAX];

@@ -183,7 +183,8 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
         endpoints[i].listener = listeners[i].name;
         endpoints[i].host = listeners[i].host[0] ? listeners[i].host : "localhost";
         endpoints[i].port = (uint16_t)listeners[i].port;
-        endpoints[i].security_protocol = 0;
+        int protocol = config_security_protocol_id(config_listener_security_protocol(b->config, listeners[i].name));
+        endpoints[i].security_protocol = (int16_t)(protocol >= 0 ? protocol : 0);
     }
     struct metadata_store_options opts = {
         .dir = dir,
@@ -268,6 +269,13 @@ static int start_network(struct broker *b, char *err, size_t errlen)
         snprintf(net.listeners[i].name, sizeof net.listeners[i].name, "%.31s", listeners[i].name);
         snprintf(net.listeners[i].host, sizeof net.listeners[i].host, "%s", listeners[i].host);
         net.listeners[i].port = listeners[i].port;
+        const char *protocol = config_listener_security_protocol(b->config, listeners[i].name);
+        int id = config_security_protocol_id(protocol);
+        if (id < 0) {
+            snprintf(err, errlen, "listener %s has no entry in listener.security.protocol.map", listeners[i].name);
+            return -1;
+        }
+        net.listeners[i].security_protocol = (int16_t)id;
     }
     net.listener_count = n;
     net.num_network_threads = config_get_int(b->config, "num.network.threads");

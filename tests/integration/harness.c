@@ -198,7 +198,7 @@ void broker_print_log_tail(const struct test_broker *b, int lines)
     free(ring);
 }
 
-static int harness_free_port(void)
+int harness_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)

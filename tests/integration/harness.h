@@ -65,6 +65,9 @@ void broker_print_log_tail(const struct test_broker *b, int lines);
 /* Path of the cairnd binary in use (env CAIRND, else the build's). */
 const char *broker_binary(void);
 
+/* A loopback port nobody listens on right now, or -1. */
+int harness_free_port(void);
+
 /* Milliseconds on a monotonic clock. */
 long long harness_now_ms(void);
 

@@ -160,6 +160,43 @@ static void test_listener_errors(void **state)
     assert_non_null(strstr(e, "entry 'PLAINTEXT:TLS'"));
 }
 
+/* Each listener resolves through listener.security.protocol.map; only
+ * PLAINTEXT ones can be served until TLS and SASL exist. */
+static void test_listener_security_protocols(void **state)
+{
+    (void)state;
+    const char *keys[] = {"listeners", "advertised.listeners", "listener.security.protocol.map"};
+    const char *values[] = {"CLIENT://:9092,REPLICATION://:9093", "CLIENT://host1:9092,REPLICATION://host1:9093",
+                            "client:plaintext,REPLICATION:PLAINTEXT,EXTERNAL:SASL_SSL"};
+    struct broker_config *cfg = build_ok(keys, values, ARRAY_LEN(keys));
+    assert_string_equal(config_listener_security_protocol(cfg, "CLIENT"), "PLAINTEXT");
+    assert_string_equal(config_listener_security_protocol(cfg, "external"), "SASL_SSL");
+    assert_null(config_listener_security_protocol(cfg, "OTHER"));
+    config_free(cfg);
+
+    /* Kafka's default map names the four protocols after themselves, so a
+     * listener called SSL is an SSL listener, and refused. */
+    assert_string_equal(build_error("listeners", "SSL://:9093"),
+                        "invalid value 'SSL://:9093' for 'listeners': listener SSL has security protocol SSL, "
+                        "which is not supported yet (only PLAINTEXT)");
+    assert_non_null(strstr(build_error("listeners", "PLAINTEXT://:9092,SASL_PLAINTEXT://:9094"),
+                           "listener SASL_PLAINTEXT has security protocol SASL_PLAINTEXT, which is not supported"));
+    assert_non_null(strstr(build_error("listener.security.protocol.map", "PLAINTEXT:SASL_SSL"),
+                           "listener PLAINTEXT has security protocol SASL_SSL, which is not supported"));
+    /* The map must name the default PLAINTEXT listener too. */
+    assert_non_null(strstr(build_error("listener.security.protocol.map", "CLIENT:PLAINTEXT"),
+                           "listener name PLAINTEXT has no entry in listener.security.protocol.map"));
+
+    assert_int_equal(config_security_protocol_id("PLAINTEXT"), 0);
+    assert_int_equal(config_security_protocol_id("ssl"), 1);
+    assert_int_equal(config_security_protocol_id("SASL_PLAINTEXT"), 2);
+    assert_int_equal(config_security_protocol_id("SASL_SSL"), 3);
+    assert_int_equal(config_security_protocol_id("TLS"), -1);
+    assert_int_equal(config_security_protocol_id(NULL), -1);
+    assert_true(config_security_protocol_served(0));
+    assert_false(config_security_protocol_served(1));
+}
+
 static void test_parse_listeners(void **state)
 {
     (void)state;
@@ -457,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_wrong_type_getter_returns_zero),
         cmocka_unit_test(test_error_messages),
         cmocka_unit_test(test_listener_errors),
+        cmocka_unit_test(test_listener_security_protocols),
         cmocka_unit_test(test_parse_listeners),
         cmocka_unit_test(test_quorum_voters),
         cmocka_unit_test(test_node_id_and_broker_id),
