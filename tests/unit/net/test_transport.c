@@ -70,9 +70,10 @@ static ssize_t xor_send_plain(int fd, const uint8_t *src, size_t len, int flags)
     return send(fd, out, len, MSG_NOSIGNAL | flags);
 }
 
+/* Sends from the first iovec only: a short send is always allowed. */
 static ssize_t xor_send(struct net_transport *t, const struct iovec *iov, int iovcnt, int flags)
 {
-    assert_int_equal(iovcnt, 1);
+    (void)iovcnt;
     ssize_t n = xor_send_plain(t->fd, iov[0].iov_base, iov[0].iov_len,
                                (flags & NET_TRANSPORT_MORE) ? MSG_MORE : 0);
     if (n > 0)
@@ -127,7 +128,8 @@ static void *xor_state_new(void)
 static int xor_init(void *ctx, struct net_transport *t)
 {
     (void)ctx;
-    assert_ptr_equal(t->ops, &net_plain_transport_ops);
+    if (t->ops != &net_plain_transport_ops)
+        return -1; /* refuses the connection, which fails the test */
     t->ops = &xor_ops;
     t->state = xor_state_new();
     return t->state ? 0 : -1;
@@ -139,7 +141,10 @@ static void transport_test_handler(struct net_request *req, void *arg)
     if (command == CMD_SWAP) {
         net_request_set_transport(req, &xor_ops, xor_state_new());
     } else if (command == CMD_LOGIN) {
-        assert_int_equal(net_request_set_principal(req, "User", "alice"), 0);
+        if (net_request_set_principal(req, "User", "alice") != 0) {
+            net_request_complete(req, NULL, 0, true); /* the test sees the close */
+            return;
+        }
         int32_t session_ms = test_arg(req, 0);
         if (session_ms > 0)
             net_request_set_session_expiry(req, clock_mono_ms() + session_ms);
@@ -385,13 +390,13 @@ static void test_expired_session_closes_on_next_request(void **state)
     (void)state;
     struct fixture f;
     int fd = start_and_connect(&f);
-    int32_t session_ms = 150;
+    int32_t session_ms = 1000; /* long enough for a loaded machine to ask once in time */
     assert_int_equal(test_send_request(fd, 1, CMD_LOGIN, &session_ms, 1), 0);
     uint8_t body[64];
     int32_t id = 0;
     assert_int_equal(test_read_response(fd, &id, body, sizeof(body)), 4);
     expect_whoami(fd, 2, "User:alice/0"); /* not expired yet */
-    test_sleep_ms(300);
+    test_sleep_ms(1300);
     expect_whoami(fd, SASL_HANDSHAKE_ID, "User:alice/0");
     expect_whoami(fd, SASL_AUTHENTICATE_ID, "User:alice/0");
     assert_int_equal(test_send_request(fd, 3, CMD_WHOAMI, NULL, 0), 0);
