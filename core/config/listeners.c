@@ -131,7 +131,7 @@ int config_security_protocol_id(const char *name)
     return -1;
 }
 
-int config_security_protocol_served(int id)
+bool config_security_protocol_served(int id)
 {
     return id == 0;
 }

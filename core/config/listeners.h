@@ -3,6 +3,7 @@
  * Pure functions on caller-provided storage: thread-safe. */
 #ifndef CAIRN_CONFIG_LISTENERS_H
 #define CAIRN_CONFIG_LISTENERS_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,7 +27,7 @@ int config_security_protocol_id(const char *name);
 
 /* Whether this broker can serve listeners of that protocol id: only
  * PLAINTEXT until a TLS layer and SASL exist. */
-int config_security_protocol_served(int id);
+bool config_security_protocol_served(int id);
 
 struct quorum_voter {
     int32_t node_id;
