@@ -10,7 +10,10 @@
 
 #include "net/client_internal.h"
 #include "protocol/generated/errors.h"
+#include "protocol/generated/produce_request.h"
 #include "util/clock.h"
+
+#define PRODUCE_KEY 0
 
 void net_client_config_defaults(struct net_client_config *cfg)
 {
@@ -356,6 +359,8 @@ int net_client_send(struct net_client *c, const struct net_client_request *req, 
     call->encode_ctx = req->encode_ctx;
     call->done = req->done;
     call->ctx = req->ctx;
+    call->no_response = req->no_response || (req->api_key == PRODUCE_KEY && !req->encode &&
+                                             ((const struct produce_request *)req->body)->acks == 0);
     int64_t timeout = req->timeout_ms > 0 ? req->timeout_ms : c->cfg.request_timeout_ms;
     call->deadline_ms = client_now_ms() + timeout;
     pthread_mutex_lock(&c->mutex);

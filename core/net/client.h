@@ -66,7 +66,8 @@ struct net_client_result {
     int32_t node_id;
     int16_t api_key;
     int16_t api_version;   /* version sent (-1 if never sent) */
-    void *response;        /* decoded response struct (e.g. struct metadata_response *), NULL unless OK */
+    void *response;        /* decoded response struct (e.g. struct metadata_response *); NULL unless OK,
+                            * and NULL for a no_response request */
     /* private */
     uint8_t *frame_;
     struct kafka_arena arena_;
@@ -93,6 +94,10 @@ struct net_client_request {
     int64_t timeout_ms;
     net_client_done_fn done;  /* required; called exactly once */
     void *ctx;
+    /* The broker sends no answer (Produce with acks=0): done runs with OK
+     * and no response once the request is written. Set automatically for a
+     * Produce body with acks 0; set it for an encode callback that writes one. */
+    bool no_response;
 };
 
 /* Live counters of one node's connection, for monitoring and tests. */

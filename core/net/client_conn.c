@@ -104,6 +104,18 @@ void client_node_fail_all(struct client_node *n, enum net_client_status status, 
 
 /* ---- writing ---- */
 
+/* Requests the broker never answers are done once written; they leave the
+ * in-flight list wherever they stand, so responses still match its head. */
+static void complete_unanswered(struct client_node *n)
+{
+    struct client_call_list keep = {0}, done = {0};
+    for (struct client_call *call; (call = client_list_pop(&n->in_flight));)
+        client_list_push(call->no_response && call->written == call->frame.len ? &done : &keep, call);
+    n->in_flight = keep;
+    for (struct client_call *call; (call = client_list_pop(&done));)
+        client_call_finish(call, NET_CLIENT_OK, call->version, NULL);
+}
+
 static void flush(struct client_node *n)
 {
     while (n->state != CLIENT_NODE_IDLE) {
@@ -132,6 +144,7 @@ static void flush(struct client_node *n)
             c->written += step;
             left -= step;
         }
+        complete_unanswered(n);
     }
     update_poll(n);
 }

@@ -58,6 +58,7 @@ struct client_call {
     int64_t deadline_ms;      /* monotonic */
     int32_t correlation_id;
     bool internal;            /* the connection's own ApiVersions */
+    bool no_response;         /* complete once written (Produce acks=0) */
     struct kafka_writer frame; /* encoded request while in flight */
     size_t written;           /* bytes of frame already on the socket */
 };

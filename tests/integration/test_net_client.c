@@ -222,8 +222,9 @@ static void fetch_body_init(struct fetch_body *f, const char *topic, struct kafk
 }
 
 /* Produces one batch of `count` records "v<i>" (value_size bytes each when
- * value_size > 0) to partition 0; returns the base offset. */
-static int64_t produce(struct net_client *c, const char *topic, int count, size_t value_size)
+ * value_size > 0) to partition 0; returns the base offset (-1 for acks 0,
+ * which gets no answer). */
+static int64_t produce(struct net_client *c, const char *topic, int count, size_t value_size, int16_t acks)
 {
     struct record_batch_builder bb;
     record_batch_builder_init(&bb, 1700000000000LL);
@@ -257,12 +258,18 @@ static int64_t produce(struct net_client *c, const char *topic, int count, size_
     struct produce_request req;
     produce_request_init(&req);
     req.transactional_id.len = -1;
-    req.acks = -1;
+    req.acks = acks;
     req.timeout_ms = 10000;
     req.topic_data = &td;
     req.topic_data_count = 1;
     struct done_slot s;
     struct produce_response *resp = call_ok(c, KEY_PRODUCE, &req, &s);
+    if (acks == 0) {
+        assert_null(resp);
+        slot_free(&s);
+        free(batch);
+        return -1;
+    }
     assert_int_equal(resp->responses_count, 1);
     assert_int_equal(resp->responses[0].partition_responses_count, 1);
     assert_int_equal(resp->responses[0].partition_responses[0].error_code, 0);
@@ -303,6 +310,21 @@ static void finish(struct net_client *c, struct test_broker *b)
     net_client_destroy(c);
     broker_mark_passed(b);
     broker_cleanup(b);
+}
+
+struct custom_encode {
+    const struct metadata_request *body;
+    int16_t version;
+    int calls;
+};
+
+/* Runs on the client's thread, once the version is known. */
+static int encode_metadata(struct kafka_writer *w, int16_t version, void *ctx)
+{
+    struct custom_encode *ce = ctx;
+    ce->version = version;
+    ce->calls++;
+    return metadata_request_encode(ce->body, w, version);
 }
 
 /* ---- tests ---- */
@@ -357,6 +379,21 @@ static void test_api_versions_negotiation(void **state)
     send_req(c, KEY_METADATA, 4, &md, 0, &m2);
     slot_expect(&m2, 10000, NET_CLIENT_OK);
     assert_int_equal(m2.version, 4);
+
+    /* A caller's own encoder gets the negotiated version. */
+    struct custom_encode ce = {.body = &md, .version = -1};
+    struct done_slot m4;
+    slot_init(&m4);
+    struct net_client_request creq = {
+        .node_id = NODE, .api_key = KEY_METADATA, .pinned_version = -1,
+        .encode = encode_metadata, .encode_ctx = &ce, .done = on_done, .ctx = &m4,
+    };
+    char err[160];
+    assert_int_equal(net_client_send(c, &creq, err, sizeof err), 0);
+    slot_expect(&m4, 10000, NET_CLIENT_OK);
+    assert_int_equal(ce.version, m1.version);
+    assert_int_equal(ce.calls, 1);
+    slot_free(&m4);
 
     /* A pin above what the broker serves, and an API it does not serve. */
     if (broker_metadata_max < codec_max(KEY_METADATA)) {
@@ -420,18 +457,28 @@ static void test_create_produce_fetch_round_trip(void **state)
     broker_start(&b, NULL);
     struct net_client *c = client_for(&b, NULL);
     struct kafka_uuid id = create_topic(c, "nc-orders");
-    assert_int_equal(produce(c, "nc-orders", 5, 0), 0);
-    assert_int_equal(produce(c, "nc-orders", 3, 0), 5);
+    assert_int_equal(produce(c, "nc-orders", 5, 0, -1), 0);
+    assert_int_equal(produce(c, "nc-orders", 3, 0, 1), 5);
+    /* acks=0: done once written; the records still land (offsets 8, 9). */
+    assert_int_equal(produce(c, "nc-orders", 2, 0, 0), -1);
 
     struct fetch_body f;
     fetch_body_init(&f, "nc-orders", id, 0, 500);
     struct done_slot s;
-    struct fetch_response *resp = call_ok(c, KEY_FETCH, &f.req, &s);
-    assert_int_equal(resp->error_code, 0);
-    assert_int_equal(resp->responses_count, 1);
-    struct fetch_response_partition_data *p = &resp->responses[0].partitions[0];
-    assert_int_equal(p->error_code, 0);
-    assert_int_equal(p->high_watermark, 8);
+    struct fetch_response *resp = NULL;
+    struct fetch_response_partition_data *p = NULL;
+    for (int attempt = 0; attempt < 50; attempt++) { /* until the acks=0 batch is in */
+        resp = call_ok(c, KEY_FETCH, &f.req, &s);
+        assert_int_equal(resp->error_code, 0);
+        assert_int_equal(resp->responses_count, 1);
+        p = &resp->responses[0].partitions[0];
+        assert_int_equal(p->error_code, 0);
+        if (p->high_watermark == 10)
+            break;
+        slot_free(&s);
+        usleep(100 * 1000);
+    }
+    assert_int_equal(p->high_watermark, 10);
     assert_true(p->records.len > 0);
 
     struct record_batch_iter it;
@@ -446,7 +493,7 @@ static void test_create_produce_fetch_round_trip(void **state)
         struct record_batch_record rec;
         while (record_batch_records_next(&ri, &rec) == 1) {
             char want[32];
-            int64_t i = next < 5 ? next : next - 5;
+            int64_t i = next < 5 ? next : next < 8 ? next - 5 : next - 8;
             snprintf(want, sizeof want, "v%lld", (long long)i);
             assert_int_equal(rec.offset, next);
             assert_int_equal(rec.value_len, (int32_t)strlen(want));
@@ -454,7 +501,7 @@ static void test_create_produce_fetch_round_trip(void **state)
             next++;
         }
     }
-    assert_int_equal(next, 8);
+    assert_int_equal(next, 10);
     slot_free(&s);
     finish(c, &b);
 }
@@ -632,7 +679,7 @@ static void test_response_size_cap(void **state)
     broker_start(&b, NULL);
     struct net_client *c = client_for(&b, NULL);
     struct kafka_uuid id = create_topic(c, "nc-big");
-    produce(c, "nc-big", 4, 16384);
+    produce(c, "nc-big", 4, 16384, -1);
     net_client_destroy(c);
 
     struct net_client_config cfg;
