@@ -491,12 +491,15 @@ int net_client_create(const struct net_client_config *cfg, struct net_client **o
     c->rng = (uint32_t)clock_mono_ns() | 1u;
     pthread_mutex_init(&c->mutex, NULL);
     int rc = uv_loop_init(&c->loop);
-    if (rc == 0) {
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start the client loop: %s", uv_strerror(rc));
+    } else {
         uv_async_init(&c->loop, &c->wakeup, on_wakeup);
         uv_timer_init(&c->loop, &c->timer);
         c->wakeup.data = c;
         c->timer.data = c;
         if (pthread_create(&c->thread, NULL, client_thread_main, c) != 0) {
+            snprintf(err, errlen, "cannot start the client thread");
             uv_close((uv_handle_t *)&c->wakeup, NULL);
             uv_close((uv_handle_t *)&c->timer, NULL);
             uv_run(&c->loop, UV_RUN_DEFAULT);
@@ -505,7 +508,6 @@ int net_client_create(const struct net_client_config *cfg, struct net_client **o
         }
     }
     if (rc != 0) {
-        snprintf(err, errlen, "cannot start the client loop: %s", rc < 0 && rc != -1 ? uv_strerror(rc) : "");
         pthread_mutex_destroy(&c->mutex);
         free(c);
         return -1;
