@@ -51,18 +51,39 @@ static void update_poll(struct client_node *n)
     }
 }
 
-void client_node_disconnect(struct client_node *n, enum net_client_status status, bool count_failure,
-                            const char *why)
+/* A host name lookup on libuv's threadpool, so DNS never blocks the loop. */
+struct client_resolve {
+    uv_getaddrinfo_t req; /* first: the callback casts back */
+    struct client_node *node;
+    uint64_t attempt;
+};
+
+static void close_socket(struct client_node *n)
 {
-    if (n->state == CLIENT_NODE_IDLE)
-        return;
-    bool was_ready = n->state == CLIENT_NODE_READY;
     if (n->poll) {
         uv_close((uv_handle_t *)n->poll, free_handle);
         n->poll = NULL;
         n->poll_events = 0;
     }
     n->transport.ops->close(&n->transport);
+}
+
+void client_node_disconnect(struct client_node *n, enum net_client_status status, bool count_failure,
+                            const char *why)
+{
+    if (n->state == CLIENT_NODE_IDLE)
+        return;
+    bool was_ready = n->state == CLIENT_NODE_READY;
+    close_socket(n);
+    if (n->resolve) {
+        /* Its callback still runs (cancelled or not) and sees it is stale. */
+        uv_cancel((uv_req_t *)n->resolve);
+        n->resolve = NULL;
+    }
+    if (n->addrs)
+        freeaddrinfo(n->addrs);
+    n->addrs = NULL;
+    n->next_addr = NULL;
     client_frame_reader_free(&n->reader);
     n->state = CLIENT_NODE_IDLE;
     int64_t backoff = 0;
@@ -193,6 +214,56 @@ static void send_api_versions(struct client_node *n, int16_t version)
 
 /* ---- connecting ---- */
 
+/* Connects to the next address of this attempt (Kafka's use_all_dns_ips):
+ * a refused address moves on to the next one within the same setup
+ * deadline; only the last failure counts for backoff. */
+static void try_next_address(struct client_node *n, int last_error)
+{
+    while (n->next_addr) {
+        const struct addrinfo *a = n->next_addr;
+        n->next_addr = a->ai_next;
+        int rc = n->transport.ops->connect(&n->transport, a->ai_addr, a->ai_addrlen);
+        if (rc != 0) {
+            last_error = -rc;
+            continue;
+        }
+        n->poll = malloc(sizeof *n->poll);
+        if (!n->poll || uv_poll_init(&n->client->loop, n->poll, n->transport.fd) != 0) {
+            free(n->poll);
+            n->poll = NULL;
+            connection_failed(n, "cannot poll the socket");
+            return;
+        }
+        n->poll->data = n;
+        n->poll_events = 0;
+        update_poll(n);
+        return;
+    }
+    connection_failed(n, "connect failed: %s", strerror(last_error));
+}
+
+static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *ai)
+{
+    struct client_resolve *r = (struct client_resolve *)req;
+    struct client_node *n = r->node;
+    bool current = n->resolve == r && n->attempt == r->attempt;
+    free(r);
+    if (!current) {
+        if (ai)
+            uv_freeaddrinfo(ai);
+        return;
+    }
+    n->resolve = NULL;
+    if (status != 0 || !ai) {
+        connection_failed(n, "cannot resolve %s: %s", n->host, uv_strerror(status ? status : UV_EAI_NONAME));
+    } else {
+        n->addrs = ai;
+        n->next_addr = ai;
+        try_next_address(n, ECONNREFUSED);
+    }
+    client_rearm_timer(n->client);
+}
+
 static void start_connect(struct client_node *n)
 {
     struct net_client *c = n->client;
@@ -200,6 +271,7 @@ static void start_connect(struct client_node *n)
     n->stats.connect_attempts++;
     pthread_mutex_unlock(&c->mutex);
     n->state = CLIENT_NODE_CONNECTING;
+    n->attempt++;
     n->setup_deadline_ms = client_now_ms() + c->cfg.connection_setup_timeout_ms;
     client_frame_reader_init(&n->reader, c->cfg.max_response_bytes);
 
@@ -209,29 +281,29 @@ static void start_connect(struct client_node *n)
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV | AI_NUMERICHOST;
+    /* An address literal resolves at once, without touching DNS. */
+    if (getaddrinfo(n->host, port, &hints, &ai) == 0 && ai) {
+        n->addrs = ai;
+        n->next_addr = ai;
+        try_next_address(n, ECONNREFUSED);
+        return;
+    }
+    struct client_resolve *r = calloc(1, sizeof *r);
+    if (!r) {
+        connection_failed(n, "out of memory");
+        return;
+    }
+    r->node = n;
+    r->attempt = n->attempt;
     hints.ai_flags = AI_NUMERICSERV;
-    /* Blocking for host names; peers are IPs or names in /etc/hosts today. */
-    int gai = getaddrinfo(n->host, port, &hints, &ai);
-    if (gai != 0 || !ai) {
-        connection_failed(n, "cannot resolve %s: %s", n->host, gai_strerror(gai));
-        return;
-    }
-    int rc = n->transport.ops->connect(&n->transport, ai->ai_addr, ai->ai_addrlen);
-    freeaddrinfo(ai);
+    int rc = uv_getaddrinfo(&c->loop, &r->req, on_resolved, n->host, port, &hints);
     if (rc != 0) {
-        connection_failed(n, "connect failed: %s", strerror(-rc));
+        free(r);
+        connection_failed(n, "cannot resolve %s: %s", n->host, uv_strerror(rc));
         return;
     }
-    n->poll = malloc(sizeof *n->poll);
-    if (!n->poll || uv_poll_init(&c->loop, n->poll, n->transport.fd) != 0) {
-        free(n->poll);
-        n->poll = NULL;
-        connection_failed(n, "cannot poll the socket");
-        return;
-    }
-    n->poll->data = n;
-    n->poll_events = 0;
-    update_poll(n);
+    n->resolve = r;
 }
 
 static void finish_connect(struct client_node *n)
@@ -240,7 +312,8 @@ static void finish_connect(struct client_node *n)
     if (rc == -EAGAIN)
         return;
     if (rc != 0) {
-        connection_failed(n, "connect failed: %s", strerror(-rc));
+        close_socket(n);
+        try_next_address(n, -rc);
         return;
     }
     send_api_versions(n, API_VERSIONS_FIRST_TRY);

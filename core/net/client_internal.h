@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <netdb.h>
 #include <uv.h>
 
 #include "net/client.h"
@@ -92,6 +93,10 @@ struct client_node {
     struct client_transport transport;
     uv_poll_t *poll;         /* per connection; freed by its close callback */
     int poll_events;
+    uint64_t attempt;        /* counts connection attempts; tells a stale lookup */
+    struct client_resolve *resolve; /* host name lookup in progress, or NULL */
+    struct addrinfo *addrs;  /* this attempt's addresses (freed on disconnect) */
+    const struct addrinfo *next_addr; /* tried when the current one fails */
     int64_t setup_deadline_ms;
     int64_t backoff_until_ms;
     uint32_t failures;       /* consecutive, reset once ready */
