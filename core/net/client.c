@@ -12,6 +12,7 @@
 #include "protocol/generated/errors.h"
 #include "protocol/generated/produce_request.h"
 #include "util/clock.h"
+#include "util/logger.h"
 
 #define PRODUCE_KEY 0
 
@@ -520,6 +521,11 @@ void net_client_destroy(struct net_client *c)
 {
     if (!c)
         return;
+    if (pthread_equal(pthread_self(), c->thread)) {
+        /* Joining itself would deadlock; leaking is the lesser harm. */
+        logger_error("net_client", "net_client_destroy called from a completion callback; ignored");
+        return;
+    }
     pthread_mutex_lock(&c->mutex);
     c->stopping = true;
     pthread_mutex_unlock(&c->mutex);

@@ -146,7 +146,8 @@ void net_client_kept_free(struct net_client_kept *k);
 
 /* Completes every request not yet completed with CANCELLED (each exactly
  * once, on the client's thread), closes every connection, joins the thread
- * and frees the client. */
+ * and frees the client. Called from a completion callback it only logs an
+ * error and returns (the thread cannot join itself). */
 void net_client_destroy(struct net_client *c);
 
 #endif

@@ -313,12 +313,48 @@ static void test_setup_timeout_when_the_peer_stays_silent(void **state)
     close(fd);
 }
 
+struct misuse {
+    struct net_client *client;
+    struct outcome outcome;
+};
+
+static void destroy_from_callback(struct net_client_result *r, void *ctx)
+{
+    struct misuse *m = ctx;
+    net_client_destroy(m->client); /* refused: this is the client's own thread */
+    on_done(r, &m->outcome);
+}
+
+static void test_destroy_from_a_callback_is_refused(void **state)
+{
+    (void)state;
+    int port;
+    close(listen_loopback(&port)); /* nothing listens there now */
+    struct net_client_config cfg;
+    net_client_config_defaults(&cfg);
+    struct misuse m = {.outcome = {.mu = PTHREAD_MUTEX_INITIALIZER}};
+    m.client = client_to("127.0.0.1", port, &cfg);
+    struct metadata_request md;
+    metadata_request_init(&md);
+    struct net_client_request req = {
+        .node_id = 7, .api_key = KEY_METADATA, .pinned_version = -1,
+        .body = &md, .timeout_ms = 100, .done = destroy_from_callback, .ctx = &m,
+    };
+    char err[160];
+    assert_int_equal(net_client_send(m.client, &req, err, sizeof err), 0);
+    wait_outcome(&m.outcome, 5000);
+    assert_int_equal(m.outcome.status, NET_CLIENT_TIMED_OUT);
+    net_client_destroy(m.client);
+    assert_int_equal(m.outcome.completions, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_api_versions_falls_back_to_the_listed_version),
         cmocka_unit_test(test_wrong_correlation_id_fails_the_request),
         cmocka_unit_test(test_setup_timeout_when_the_peer_stays_silent),
+        cmocka_unit_test(test_destroy_from_a_callback_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
