@@ -106,6 +106,7 @@ struct net_client_node_stats {
     uint64_t connect_failures;  /* refused, setup timeout, negotiation failure */
     uint64_t connections;       /* connections that finished ApiVersions */
     int64_t last_backoff_ms;    /* delay chosen after the last failure */
+    int peak_in_flight;         /* most requests on the wire at once */
     bool ready;                 /* connected and negotiated now */
     int16_t api_versions_version; /* ApiVersions version that succeeded, -1 before */
 };

@@ -182,6 +182,11 @@ static int put_in_flight(struct client_node *n, struct client_call *call, int16_
         return -1;
     call->written = 0;
     client_list_push(&n->in_flight, call);
+    if (n->in_flight.count > n->stats.peak_in_flight) { /* rare: lock only then */
+        pthread_mutex_lock(&n->client->mutex);
+        n->stats.peak_in_flight = n->in_flight.count;
+        pthread_mutex_unlock(&n->client->mutex);
+    }
     return 0;
 }
 

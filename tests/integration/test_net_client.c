@@ -573,6 +573,8 @@ static void test_thousand_pipelined_requests_in_order(void **state)
     struct net_client_node_stats st;
     assert_int_equal(net_client_node_stats(c, NODE, &st), 0);
     assert_int_equal(st.connections, 1); /* one connection carried them all */
+    assert_true(st.peak_in_flight > 1);  /* pipelined, not one by one */
+    assert_true(st.peak_in_flight <= 64);
     finish(c, &b);
 }
 
@@ -729,6 +731,9 @@ static void test_destroy_completes_each_pending_once(void **state)
         assert_int_equal(net_client_send(c, &req, err, sizeof err), 0);
     }
     usleep(300 * 1000);
+    struct net_client_node_stats st;
+    assert_int_equal(net_client_node_stats(c, NODE, &st), 0);
+    assert_int_equal(st.peak_in_flight, 1); /* max_in_flight held the rest back */
     net_client_destroy(c);
     for (int i = 0; i < PENDING; i++) {
         assert_int_equal(slots[i].completions, 1);
