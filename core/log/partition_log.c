@@ -413,36 +413,6 @@ static int16_t validate_all(const struct partition_log *log, enum log_append_ori
     return KAFKA_ERR_NONE;
 }
 
-/* The replication origin's offset rule (Kafka's UnexpectedAppendOffset and
- * OffsetsOutOfOrder checks): the batches start at or past the log end and
- * each starts past the one before. *last gets the last offset. */
-static int16_t check_follower_offsets(struct partition_log *log, const uint8_t *batches,
-                                      size_t len, int64_t *last, struct log_append_result *res)
-{
-    struct record_batch_iter it;
-    const uint8_t *batch;
-    size_t blen;
-    int64_t next = atomic_load(&log->log_end_offset);
-    record_batch_iter_init(&it, batches, len);
-    while (record_batch_iter_next(&it, &batch, &blen) == 1) {
-        struct record_batch_header h;
-        record_batch_parse_header(batch, blen, &h);
-        if (h.base_offset < next || h.base_offset > INT64_MAX - 1 - h.last_offset_delta ||
-            h.last_offset_delta < 0) {
-            snprintf(res->error_message, sizeof res->error_message,
-                     "batch at offset %" PRId64 " does not follow offset %" PRId64,
-                     h.base_offset, next - 1);
-            return KAFKA_ERR_OFFSET_OUT_OF_RANGE;
-        }
-        next = record_batch_last_offset(&h) + 1;
-    }
-    *last = next - 1;
-    return KAFKA_ERR_NONE;
-}
-
-static int16_t append_follower_locked(struct partition_log *log, uint8_t *batches, size_t len,
-                                      int32_t records, struct log_append_result *res);
-
 int16_t partition_log_append_as(struct partition_log *log, enum log_append_origin origin,
                                 uint8_t *batches, size_t len, int32_t leader_epoch,
                                 struct log_append_result *res)
@@ -470,7 +440,7 @@ int16_t partition_log_append_as(struct partition_log *log, enum log_append_origi
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
     if (origin == LOG_APPEND_REPLICATION) {
-        code = append_follower_locked(log, batches, len, records, res);
+        code = partition_log_append_follower_locked(log, batches, len, records, res);
         pthread_mutex_unlock(&log->write_lock);
         return code;
     }
@@ -501,14 +471,10 @@ int16_t partition_log_append_coordinator(struct partition_log *log, uint8_t *bat
     return partition_log_append_as(log, LOG_APPEND_COORDINATOR, batches, len, leader_epoch, res);
 }
 
-/* The common tail of both append paths, for batches whose offsets and
- * epochs are final: roll when due, write, publish the new log end and keep
- * the producer state in step. follower: the state follows the batches
- * (markers included) as recovery would rebuild it; otherwise the leader's
- * checks have run and the state is updated as for a produce. */
-static int16_t write_batches_locked(struct partition_log *log, const uint8_t *batches, size_t len,
-                                    int64_t last_offset, int32_t records, int64_t now,
-                                    bool follower, struct log_append_result *res)
+int16_t partition_log_write_batches_locked(struct partition_log *log, const uint8_t *batches,
+                                           size_t len, int64_t last_offset, int32_t records,
+                                           int64_t now, bool follower,
+                                           struct log_append_result *res)
 {
     struct log_segment *active = log->segments[log->segment_count - 1];
     if (roll_due(log, active, len, last_offset, now)) {
@@ -557,23 +523,6 @@ static int16_t write_batches_locked(struct partition_log *log, const uint8_t *ba
     return code;
 }
 
-static int16_t append_follower_locked(struct partition_log *log, uint8_t *batches, size_t len,
-                                      int32_t records, struct log_append_result *res)
-{
-    int64_t last;
-    int16_t code = check_follower_offsets(log, batches, len, &last, res);
-    if (code != KAFKA_ERR_NONE)
-        return code;
-    /* Before the data, as on the leader. */
-    code = partition_log_assign_epochs_locked(log, batches, len, -1);
-    if (code != KAFKA_ERR_NONE) {
-        snprintf(res->error_message, sizeof res->error_message,
-                 "cannot record the leader epoch");
-        return code;
-    }
-    return write_batches_locked(log, batches, len, last, records, clock_wall_ms(), true, res);
-}
-
 int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches, size_t len,
                                     int32_t leader_epoch, int32_t records,
                                     struct log_append_result *res)
@@ -604,7 +553,8 @@ int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches,
                  "cannot record the leader epoch");
         return code;
     }
-    code = write_batches_locked(log, batches, len, next - 1, records, now, false, res);
+    code = partition_log_write_batches_locked(log, batches, len, next - 1, records, now, false,
+                                              res);
     if (res->base_offset >= 0)
         res->log_append_time = append_time ? now : -1;
     return code;
@@ -698,47 +648,6 @@ int64_t partition_log_start_offset(struct partition_log *log)
 int64_t partition_log_end_offset(struct partition_log *log)
 {
     return atomic_load(&log->log_end_offset);
-}
-
-int64_t partition_log_high_watermark(struct partition_log *log)
-{
-    int64_t end = atomic_load(&log->log_end_offset);
-    if (atomic_load_explicit(&log->hw_tracks_end, memory_order_relaxed))
-        return end;
-    int64_t hw = atomic_load(&log->high_watermark);
-    int64_t start = atomic_load(&log->log_start_offset);
-    /* The start may have moved past it (DeleteRecords, retention). */
-    if (hw > end)
-        hw = end;
-    return hw < start ? start : hw;
-}
-
-int64_t partition_log_update_high_watermark(struct partition_log *log, int64_t offset)
-{
-    pthread_mutex_lock(&log->write_lock);
-    if (!atomic_load(&log->hw_tracks_end)) {
-        int64_t end = atomic_load(&log->log_end_offset);
-        if (offset > end)
-            offset = end;
-        if (offset > atomic_load(&log->high_watermark))
-            atomic_store(&log->high_watermark, offset);
-    }
-    pthread_mutex_unlock(&log->write_lock);
-    return partition_log_high_watermark(log);
-}
-
-void partition_log_set_high_watermark_tracks_end(struct partition_log *log, bool track)
-{
-    pthread_mutex_lock(&log->write_lock);
-    if (!track && atomic_load(&log->hw_tracks_end))
-        atomic_store(&log->high_watermark, atomic_load(&log->log_end_offset));
-    atomic_store(&log->hw_tracks_end, track);
-    pthread_mutex_unlock(&log->write_lock);
-}
-
-bool partition_log_high_watermark_tracks_end(struct partition_log *log)
-{
-    return atomic_load(&log->hw_tracks_end);
 }
 
 int64_t partition_log_recovery_point(struct partition_log *log)

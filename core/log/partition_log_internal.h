@@ -121,6 +121,22 @@ int partition_log_replay_batches_locked(struct partition_log *log, const uint8_t
 int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches, size_t len,
                                     int32_t leader_epoch, int32_t records,
                                     struct log_append_result *res);
+/* The common tail of both append paths, for batches whose offsets and
+ * epochs are final: roll when due, write, publish the new log end and keep
+ * the producer state in step. follower: the state follows the batches
+ * (markers included) as recovery would rebuild it; otherwise the leader's
+ * checks have run and the state is updated as for a produce. Fills res's
+ * offsets once the batches are published. Caller holds write_lock. */
+int16_t partition_log_write_batches_locked(struct partition_log *log, const uint8_t *batches,
+                                           size_t len, int64_t last_offset, int32_t records,
+                                           int64_t now, bool follower,
+                                           struct log_append_result *res);
+/* The replication origin (partition_log_follower.c), after validation:
+ * check the offsets follow the log end, record the batches' epochs, write.
+ * Caller holds write_lock. */
+int16_t partition_log_append_follower_locked(struct partition_log *log, const uint8_t *batches,
+                                              size_t len, int32_t records,
+                                              struct log_append_result *res);
 /* Index of the last segment with base_offset <= offset (0 if none); under
  * write_lock or lock. */
 size_t partition_log_segment_for(const struct partition_log *log, int64_t offset);
