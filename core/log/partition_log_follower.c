@@ -32,6 +32,13 @@ static int16_t check_offsets(struct partition_log *log, const uint8_t *batches, 
         }
         next = record_batch_last_offset(&h) + 1;
     }
+    /* A segment indexes offsets relative to its base, which is at most the
+     * log end: a wider gap needs the fetcher to start the log over there. */
+    if (next - 1 - atomic_load(&log->log_end_offset) > INT32_MAX) {
+        snprintf(res->error_message, sizeof res->error_message,
+                 "offset %" PRId64 " is too far past the log end", next - 1);
+        return KAFKA_ERR_OFFSET_OUT_OF_RANGE;
+    }
     *last = next - 1;
     return KAFKA_ERR_NONE;
 }

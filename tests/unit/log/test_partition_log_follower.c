@@ -329,6 +329,11 @@ static void test_follower_refuses_offsets_that_do_not_follow(void **state)
     uint8_t *copy = read_all(log, 4, &len);
     assert_int_equal(len, len45);
     assert_memory_equal(copy, b45, len45);
+    /* A gap no segment index could span is left to the fetcher. */
+    record_batch_set_base_offset(b45, 6 + (int64_t)INT32_MAX + 10);
+    assert_int_equal(partition_log_append_as(log, LOG_APPEND_REPLICATION, b45, len45, -1, &res),
+                     KAFKA_ERR_OFFSET_OUT_OF_RANGE);
+    assert_int_equal(partition_log_end_offset(log), 6);
     /* And now the hole is behind the log end. */
     assert_int_equal(partition_log_append_as(log, LOG_APPEND_REPLICATION, b23, len23, -1, &res),
                      KAFKA_ERR_OFFSET_OUT_OF_RANGE);
