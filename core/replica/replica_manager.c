@@ -3,6 +3,7 @@
 #include "replica/replica_manager.h"
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,10 @@ struct replica_manager {
     struct log_manager *logs;
     const struct broker_config *config;
     int32_t node_id;
+    /* Serialises applying metadata with registering a listener, so a new
+     * listener hears the state as of its registration, then every change
+     * after it, in order. Taken before lock, never inside it. */
+    pthread_mutex_t apply_lock;
     pthread_mutex_t lock; /* guards everything below */
     struct hosted_partition **buckets;
     size_t bucket_count; /* a power of two */
@@ -62,6 +67,7 @@ int replica_manager_create(const struct replica_manager_options *opts, struct re
     rm->config = opts->config;
     rm->node_id = opts->node_id;
     rm->next_listener_id = 1;
+    pthread_mutex_init(&rm->apply_lock, NULL);
     pthread_mutex_init(&rm->lock, NULL);
     *out = rm;
     return 0;
@@ -94,6 +100,7 @@ void replica_manager_destroy(struct replica_manager *rm)
     free(rm->buckets);
     free(rm->listeners);
     pthread_mutex_destroy(&rm->lock);
+    pthread_mutex_destroy(&rm->apply_lock);
     free(rm);
 }
 
@@ -318,6 +325,7 @@ void replica_manager_on_metadata(void *ctx, const struct metadata_image *old_ima
         logger_error("replica", "out of memory computing a metadata delta");
         return;
     }
+    pthread_mutex_lock(&rm->apply_lock);
     for (int32_t i = 0; i < delta.deleted_count; i++) {
         const struct metadata_topic *t = delta.deleted[i];
         for (int32_t p = 0; p < t->partition_count; p++)
@@ -336,6 +344,7 @@ void replica_manager_on_metadata(void *ctx, const struct metadata_image *old_ima
                     apply_partition(rm, t, &t->partitions[p], &cfg);
         }
     }
+    pthread_mutex_unlock(&rm->apply_lock);
     metadata_delta_free(&delta);
 }
 
@@ -397,28 +406,76 @@ int64_t replica_manager_update_high_watermark(struct replica_manager *rm, const 
     return hw;
 }
 
+/* What a new listener is told of one hosted partition. */
+struct leadership_snapshot {
+    char *topic;
+    int32_t partition;
+    bool leader;
+    int32_t leader_epoch;
+};
+
+/* Under lock: the leadership of every hosted partition (free each topic
+ * and the array). Returns the count, or -1 when out of memory. */
+static ssize_t snapshot_leadership(struct replica_manager *rm, struct leadership_snapshot **out)
+{
+    struct leadership_snapshot *snap = calloc(rm->hosted ? rm->hosted : 1, sizeof *snap);
+    if (!snap)
+        return -1;
+    size_t n = 0;
+    for (size_t b = 0; b < rm->bucket_count; b++) {
+        for (struct hosted_partition *hp = rm->buckets[b]; hp; hp = hp->next) {
+            if (!(snap[n].topic = strdup(hp->topic))) {
+                for (size_t i = 0; i < n; i++)
+                    free(snap[i].topic);
+                free(snap);
+                return -1;
+            }
+            snap[n].partition = hp->partition;
+            snap[n].leader = hp->role == REPLICA_ROLE_LEADER;
+            snap[n].leader_epoch = hp->leader_epoch;
+            n++;
+        }
+    }
+    *out = snap;
+    return (ssize_t)n;
+}
+
 int replica_manager_add_leadership_listener(struct replica_manager *rm, replica_leadership_fn fn,
                                             void *ctx)
 {
+    pthread_mutex_lock(&rm->apply_lock);
     pthread_mutex_lock(&rm->lock);
-    if (rm->listener_count == rm->listener_cap) {
+    struct leadership_snapshot *snap = NULL;
+    ssize_t n = snapshot_leadership(rm, &snap);
+    if (n >= 0 && rm->listener_count == rm->listener_cap) {
         size_t cap = rm->listener_cap ? rm->listener_cap * 2 : 4;
         struct leadership_listener *grown = realloc(rm->listeners, cap * sizeof *grown);
-        if (!grown) {
-            pthread_mutex_unlock(&rm->lock);
-            return -1;
+        if (grown) {
+            rm->listeners = grown;
+            rm->listener_cap = cap;
         }
-        rm->listeners = grown;
-        rm->listener_cap = cap;
     }
-    int id = rm->next_listener_id++;
-    rm->listeners[rm->listener_count++] = (struct leadership_listener){id, fn, ctx};
+    int id = -1;
+    if (n >= 0 && rm->listener_count < rm->listener_cap) {
+        id = rm->next_listener_id++;
+        rm->listeners[rm->listener_count++] = (struct leadership_listener){id, fn, ctx};
+    }
     pthread_mutex_unlock(&rm->lock);
+    /* The partitions hosted already, as if they had just appeared. */
+    for (ssize_t i = 0; i < n; i++) {
+        if (id > 0)
+            fn(ctx, snap[i].topic, snap[i].partition, snap[i].leader, snap[i].leader_epoch);
+        free(snap[i].topic);
+    }
+    free(snap);
+    pthread_mutex_unlock(&rm->apply_lock);
     return id;
 }
 
 void replica_manager_remove_leadership_listener(struct replica_manager *rm, int id)
 {
+    /* Waits out an apply in progress: no call follows the return. */
+    pthread_mutex_lock(&rm->apply_lock);
     pthread_mutex_lock(&rm->lock);
     for (size_t i = 0; i < rm->listener_count; i++) {
         if (rm->listeners[i].id == id) {
@@ -429,4 +486,5 @@ void replica_manager_remove_leadership_listener(struct replica_manager *rm, int 
         }
     }
     pthread_mutex_unlock(&rm->lock);
+    pthread_mutex_unlock(&rm->apply_lock);
 }

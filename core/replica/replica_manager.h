@@ -15,8 +15,9 @@
  * Thread-safety: every function may be called from any thread. Metadata
  * changes are applied one at a time (the store calls its listeners under
  * its mutation lock); lookups take an internal mutex briefly and never wait
- * for disk. Leadership listeners run on the thread applying the change,
- * after the partition's log exists, without the manager's mutex held. */
+ * for disk. Leadership listeners run on the thread applying the change (or
+ * registering the listener), after the partition's log exists, without
+ * the mutex lookups take. */
 #ifndef CAIRN_REPLICA_REPLICA_MANAGER_H
 #define CAIRN_REPLICA_REPLICA_MANAGER_H
 #include <stdbool.h>
@@ -91,16 +92,20 @@ int64_t replica_manager_update_high_watermark(struct replica_manager *rm, const 
 
 /* Told when this broker becomes leader of a hosted partition (became_leader
  * true) or stops leading it: becomes follower, or the partition goes away
- * (false). Called once per hosted partition as it is first seen, and again
- * whenever its leader epoch changes; the log exists at the call. The
- * coordinator runtime loads and unloads __consumer_offsets and
- * __transaction_state partitions here. Must not call back into metadata
- * store mutations (it runs under the store's lock). */
+ * (false). Called once per hosted partition as it is first seen (for a
+ * listener added later: at registration, for the partitions hosted then),
+ * and again whenever its leader epoch changes; the log exists at the call.
+ * The coordinator runtime loads and unloads __consumer_offsets and
+ * __transaction_state partitions here. Calls are serialised. A listener
+ * must not add or remove listeners nor call metadata store mutations (it
+ * may run under the store's lock); lookups are fine. */
 typedef void (*replica_leadership_fn)(void *ctx, const char *topic, int32_t partition,
                                       bool became_leader, int32_t leader_epoch);
-/* Returns a listener id (> 0), or -1 when out of memory. */
+/* Returns a listener id (> 0), or -1 when out of memory. Before returning,
+ * calls fn for every partition hosted now, on the caller's thread. */
 int replica_manager_add_leadership_listener(struct replica_manager *rm, replica_leadership_fn fn,
                                             void *ctx);
+/* No call to the listener follows the return. */
 void replica_manager_remove_leadership_listener(struct replica_manager *rm, int id);
 
 #endif

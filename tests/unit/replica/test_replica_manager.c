@@ -357,6 +357,22 @@ static void test_unregistered_listener_is_not_called(void **state)
     assert_int_equal(f->call_count, 1);
 }
 
+/* A listener added once partitions are hosted (the coordinator runtime
+ * starts after the metadata) hears of them at once. */
+static void test_late_listener_hears_hosted_partitions(void **state)
+{
+    struct fixture *f = *state;
+    apply(f, two_topics());
+    f->call_count = 0;
+    int late = replica_manager_add_leadership_listener(f->rm, on_leadership, f);
+    assert_true(late > 0);
+    assert_int_equal(f->call_count, 3);
+    assert_true(find_call(f, "a", 0)->became_leader);
+    assert_false(find_call(f, "a", 1)->became_leader);
+    assert_true(find_call(f, "b", 0)->became_leader);
+    assert_null(find_call(f, "a", 2));
+}
+
 /* The broker's wiring: a real store publishes, the manager follows. */
 static void test_follows_a_metadata_store(void **state)
 {
@@ -423,6 +439,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reassignment_away_unhosts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_high_watermark_by_role, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unregistered_listener_is_not_called, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_late_listener_hears_hosted_partitions, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_follows_a_metadata_store, setup, teardown),
     };
