@@ -80,7 +80,7 @@ int16_t handler_leader_log(struct request_context *ctx, const struct metadata_to
     return KAFKA_ERR_NONE;
 }
 
-int64_t handler_high_watermark(struct partition_log *log) { return partition_log_end_offset(log); }
+int64_t handler_high_watermark(struct partition_log *log) { return partition_log_high_watermark(log); }
 
 /* "127.0.0.1:53422" or "[::1]:53422" -> host and port. */
 static void split_peer(const char *peer, char *host, size_t hostlen, uint16_t *port)

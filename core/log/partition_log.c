@@ -137,6 +137,7 @@ int partition_log_open_from(const char *dir, const struct log_config *cfg,
     atomic_init(&log->rolled_unflushed, -1);
     log->first_unflushed_ms = -1;
     atomic_init(&log->first_unstable_offset, -1);
+    atomic_init(&log->hw_tracks_end, true);
     int64_t t0 = clock_mono_ns();
     if (load_segments(log, recovery_point, err, errlen) != 0) {
         log_free(log);
@@ -369,9 +370,9 @@ int32_t partition_log_keyless_records(const struct partition_log *log, const uin
 }
 
 /* Validate every batch and count records; nothing is modified. */
-static int16_t validate_all(const struct partition_log *log, const uint8_t *batches, size_t len,
-                            int32_t *records, int32_t *batch_count,
-                            struct log_append_result *res)
+static int16_t validate_all(const struct partition_log *log, enum log_append_origin origin,
+                            const uint8_t *batches, size_t len, int32_t *records,
+                            int32_t *batch_count, struct log_append_result *res)
 {
     struct record_batch_iter it;
     const uint8_t *batch;
@@ -386,7 +387,9 @@ static int16_t validate_all(const struct partition_log *log, const uint8_t *batc
                                              res->error_message, sizeof res->error_message);
         if (code != KAFKA_ERR_NONE)
             return code;
-        if (log->cfg.cleanup_compact && !record_batch_is_control(&h)) {
+        /* A follower keeps what its leader accepted. */
+        if (log->cfg.cleanup_compact && origin != LOG_APPEND_REPLICATION &&
+            !record_batch_is_control(&h)) {
             code = check_keys(&log->cfg, batch, blen, &h, NULL, res->error_message,
                               sizeof res->error_message);
             if (code != KAFKA_ERR_NONE)
@@ -410,8 +413,9 @@ static int16_t validate_all(const struct partition_log *log, const uint8_t *batc
     return KAFKA_ERR_NONE;
 }
 
-static int16_t append_from(struct partition_log *log, uint8_t *batches, size_t len, int32_t leader_epoch,
-                           bool from_coordinator, struct log_append_result *res)
+int16_t partition_log_append_as(struct partition_log *log, enum log_append_origin origin,
+                                uint8_t *batches, size_t len, int32_t leader_epoch,
+                                struct log_append_result *res)
 {
     memset(res, 0, sizeof *res);
     res->base_offset = res->last_offset = res->log_append_time = -1;
@@ -426,7 +430,7 @@ static int16_t append_from(struct partition_log *log, uint8_t *batches, size_t l
         return KAFKA_ERR_RECORD_LIST_TOO_LARGE;
     }
     int32_t records = 0, batch_count = 0;
-    int16_t code = validate_all(log, batches, len, &records, &batch_count, res);
+    int16_t code = validate_all(log, origin, batches, len, &records, &batch_count, res);
     if (code != KAFKA_ERR_NONE || batch_count == 0)
         return code;
 
@@ -435,8 +439,14 @@ static int16_t append_from(struct partition_log *log, uint8_t *batches, size_t l
         pthread_mutex_unlock(&log->write_lock);
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
+    if (origin == LOG_APPEND_REPLICATION) {
+        code = partition_log_append_follower_locked(log, batches, len, records, res);
+        pthread_mutex_unlock(&log->write_lock);
+        return code;
+    }
     bool duplicate = false;
-    code = partition_log_check_producers_locked(log, batches, len, from_coordinator, &duplicate, res);
+    code = partition_log_check_producers_locked(log, batches, len,
+                                                origin == LOG_APPEND_COORDINATOR, &duplicate, res);
     if (code != KAFKA_ERR_NONE || duplicate) {
         pthread_mutex_unlock(&log->write_lock);
         /* A retried batch: answer with where it already is, write nothing. */
@@ -452,13 +462,65 @@ static int16_t append_from(struct partition_log *log, uint8_t *batches, size_t l
 int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t len,
                              int32_t leader_epoch, struct log_append_result *res)
 {
-    return append_from(log, batches, len, leader_epoch, false, res);
+    return partition_log_append_as(log, LOG_APPEND_CLIENT, batches, len, leader_epoch, res);
 }
 
 int16_t partition_log_append_coordinator(struct partition_log *log, uint8_t *batches, size_t len,
                                          int32_t leader_epoch, struct log_append_result *res)
 {
-    return append_from(log, batches, len, leader_epoch, true, res);
+    return partition_log_append_as(log, LOG_APPEND_COORDINATOR, batches, len, leader_epoch, res);
+}
+
+int16_t partition_log_write_batches_locked(struct partition_log *log, const uint8_t *batches,
+                                           size_t len, int64_t last_offset, int32_t records,
+                                           int64_t now, bool follower,
+                                           struct log_append_result *res)
+{
+    struct log_segment *active = log->segments[log->segment_count - 1];
+    if (roll_due(log, active, len, last_offset, now)) {
+        if (partition_log_roll_locked(log, now) != 0)
+            return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+        active = log->segments[log->segment_count - 1];
+    }
+    int rc = log_segment_write(active, batches, len);
+    if (rc != 0) {
+        partition_log_mark_offline(log, "writing the log", rc);
+        snprintf(res->error_message, sizeof res->error_message, "write failed: %s",
+                 strerror(rc));
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
+    if (!follower) {
+        partition_log_note_open_txns_locked(log, batches, len);
+    } else if ((rc = partition_log_replay_batches_locked(log, batches, len)) != 0) {
+        /* Written but not published: the log end stays, the log goes offline. */
+        partition_log_mark_offline(log, "recording the producer state", rc);
+        snprintf(res->error_message, sizeof res->error_message,
+                 "cannot record the producer state: %s", strerror(rc));
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
+    pthread_rwlock_wrlock(&log->lock);
+    rc = log_segment_commit(active, batches, len, &log->cfg);
+    atomic_store(&log->log_end_offset, last_offset + 1);
+    pthread_rwlock_unlock(&log->lock);
+    if (rc != 0) /* The data is durable-able; only the sparse index lost an entry. */
+        logger_warn("log", "%s: index write failed: %s", log->dir, strerror(rc));
+    if (!follower)
+        partition_log_update_producers_locked(log, batches, len);
+
+    log->unflushed_records += records;
+    if (log->first_unflushed_ms < 0)
+        log->first_unflushed_ms = now;
+    int16_t code = KAFKA_ERR_NONE;
+    if (log->unflushed_records >= log->cfg.flush_messages)
+        code = partition_log_flush_locked(log);
+    /* Published: the offsets hold even when the flush failed. */
+    struct record_batch_header first;
+    record_batch_parse_header(batches, len, &first);
+    res->base_offset = first.base_offset;
+    res->last_offset = last_offset;
+    res->log_start_offset = atomic_load(&log->log_start_offset);
+    res->record_count = records;
+    return code;
 }
 
 int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches, size_t len,
@@ -491,41 +553,10 @@ int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches,
                  "cannot record the leader epoch");
         return code;
     }
-
-    struct log_segment *active = log->segments[log->segment_count - 1];
-    if (roll_due(log, active, len, next - 1, now)) {
-        if (partition_log_roll_locked(log, now) != 0)
-            return KAFKA_ERR_KAFKA_STORAGE_ERROR;
-        active = log->segments[log->segment_count - 1];
-    }
-    int rc = log_segment_write(active, batches, len);
-    if (rc != 0) {
-        partition_log_mark_offline(log, "writing the log", rc);
-        snprintf(res->error_message, sizeof res->error_message, "write failed: %s",
-                 strerror(rc));
-        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
-    }
-    partition_log_note_open_txns_locked(log, batches, len);
-    pthread_rwlock_wrlock(&log->lock);
-    rc = log_segment_commit(active, batches, len, &log->cfg);
-    atomic_store(&log->log_end_offset, next);
-    pthread_rwlock_unlock(&log->lock);
-    if (rc != 0) /* The data is durable-able; only the sparse index lost an entry. */
-        logger_warn("log", "%s: index write failed: %s", log->dir, strerror(rc));
-    partition_log_update_producers_locked(log, batches, len);
-
-    log->unflushed_records += records;
-    if (log->first_unflushed_ms < 0)
-        log->first_unflushed_ms = now;
-    code = KAFKA_ERR_NONE;
-    if (log->unflushed_records >= log->cfg.flush_messages)
-        code = partition_log_flush_locked(log);
-
-    res->base_offset = base;
-    res->last_offset = next - 1;
-    res->log_append_time = append_time ? now : -1;
-    res->log_start_offset = atomic_load(&log->log_start_offset);
-    res->record_count = records;
+    code = partition_log_write_batches_locked(log, batches, len, next - 1, records, now, false,
+                                              res);
+    if (res->base_offset >= 0)
+        res->log_append_time = append_time ? now : -1;
     return code;
 }
 

@@ -72,16 +72,40 @@ void partition_log_close(struct partition_log *log);
  * drops the caller's reference. Appends and reads fail from now on. */
 void partition_log_delete(struct partition_log *log);
 
-/* Validate, assign offsets in place, append. Returns KAFKA_ERR_NONE or the
- * Kafka error that rejected the whole request (nothing is written then).
- * leader_epoch < 0: leave partitionLeaderEpoch as sent (the epoch cache
- * then follows the batches' own epochs, as for a follower's copy). */
+/* Who wrote the batches of an append (Kafka's AppendOrigin, and the split
+ * between UnifiedLog.appendAsLeader and appendAsFollower). */
+enum log_append_origin {
+    /* A client's Produce on the leader: offsets assigned, partitionLeaderEpoch
+     * stamped (leader_epoch >= 0), producer sequences checked, control
+     * batches refused, keyless records refused on compacted topics. */
+    LOG_APPEND_CLIENT,
+    /* The broker's own coordinators on the leader: as CLIENT, but a
+     * transactional batch without a sequence (TxnOffsetCommit records) is
+     * accepted, checked only against the producer's epoch. Never for bytes
+     * a client sent. */
+    LOG_APPEND_COORDINATOR,
+    /* A follower copying the leader's batches: offsets, partitionLeaderEpoch
+     * and timestamps are kept as they are (leader_epoch is ignored). The
+     * first batch must start at or past the log end and offsets must
+     * increase from batch to batch (OFFSET_OUT_OF_RANGE otherwise, nothing
+     * written); a gap is allowed, as a compacted leader log has them. The
+     * epoch cache follows the batches' epochs; producer state, transactions
+     * and the .txnindex follow the batches, markers included, without
+     * checking sequences. */
+    LOG_APPEND_REPLICATION,
+};
+
+/* Validate (framing, magic 2, CRC, sizes) and append; see the origins.
+ * Returns KAFKA_ERR_NONE or the Kafka error that rejected the whole request
+ * (nothing is written then). For CLIENT and COORDINATOR, leader_epoch < 0
+ * leaves partitionLeaderEpoch as sent (the epoch cache then follows the
+ * batches' own epochs). */
+int16_t partition_log_append_as(struct partition_log *log, enum log_append_origin origin,
+                                uint8_t *batches, size_t len, int32_t leader_epoch,
+                                struct log_append_result *res);
+/* partition_log_append_as with LOG_APPEND_CLIENT / LOG_APPEND_COORDINATOR. */
 int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t len,
                              int32_t leader_epoch, struct log_append_result *res);
-/* The same for the broker's own coordinators (Kafka's coordinator append
- * origin): a transactional batch without a sequence (TxnOffsetCommit
- * records) is accepted, checked only against the producer's epoch. Never
- * for bytes a client sent. */
 int16_t partition_log_append_coordinator(struct partition_log *log, uint8_t *batches, size_t len,
                                          int32_t leader_epoch, struct log_append_result *res);
 
@@ -99,6 +123,22 @@ int16_t partition_log_read(struct partition_log *log, int64_t fetch_offset, int3
 
 int64_t partition_log_start_offset(struct partition_log *log);
 int64_t partition_log_end_offset(struct partition_log *log);
+
+/* High watermark: the offset below which every record is replicated to the
+ * ISR, so consumers read up to it. Always within [log start, log end]. Moved
+ * by the replica layer (core/replica); it never goes backward except when
+ * truncation cuts the log below it. While the log "tracks its end" (the
+ * default, and a leader whose ISR is itself alone) it is the log end, so an
+ * append costs nothing extra. */
+int64_t partition_log_high_watermark(struct partition_log *log);
+/* Move it to offset (clamped to the log end); a lower value than the
+ * current one changes nothing. Returns the high watermark after the call. */
+int64_t partition_log_update_high_watermark(struct partition_log *log, int64_t offset);
+/* track=true: the high watermark follows the log end from now on. false: it
+ * stays where it is (the log end at the time of the call, when it was
+ * tracking) until partition_log_update_high_watermark moves it. */
+void partition_log_set_high_watermark_tracks_end(struct partition_log *log, bool track);
+bool partition_log_high_watermark_tracks_end(struct partition_log *log);
 int64_t partition_log_size_bytes(struct partition_log *log);
 int64_t partition_log_recovery_point(struct partition_log *log);
 int partition_log_segment_count(struct partition_log *log);
@@ -212,8 +252,7 @@ int16_t partition_log_append_txn_marker(struct partition_log *log, int64_t produ
                                         int16_t producer_epoch, int32_t coordinator_epoch,
                                         bool commit, int32_t leader_epoch, int64_t *offset_out);
 /* Last stable offset: the first offset of the oldest open transaction (but
- * not below the log start), else the log end (the high watermark on a
- * single node). */
+ * not below the log start), else the high watermark; never above it. */
 int64_t partition_log_last_stable_offset(struct partition_log *log);
 /* Kafka's collectAbortedTransactions: aborted transactions whose marker is
  * at or after fetch_offset and whose first offset is below

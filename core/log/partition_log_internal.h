@@ -23,6 +23,11 @@ struct partition_log {
     size_t segment_count, segment_cap;
     _Atomic int64_t log_start_offset;
     _Atomic int64_t log_end_offset;
+    /* While hw_tracks_end the high watermark is log_end_offset and
+     * high_watermark is unused; otherwise high_watermark holds it. Changed
+     * under write_lock, read without a lock (see partition_log_high_watermark). */
+    _Atomic int64_t high_watermark;
+    atomic_bool hw_tracks_end;
     _Atomic int64_t recovery_point;
     /* Base offset of the newest segment rolled since the segments before it
      * were last flushed; -1 when none is waiting (see flush_rolled). */
@@ -96,12 +101,42 @@ void partition_log_note_open_txns_locked(struct partition_log *log, const uint8_
 /* Record the batches just appended (offsets already assigned). */
 void partition_log_update_producers_locked(struct partition_log *log, const uint8_t *batches,
                                            size_t len);
+/* Apply one batch of the log to the producer state as recovery does: a data
+ * batch records its producer (no sequence check), a COMMIT/ABORT marker ends
+ * the transaction and fills the aborted list and .txnindex. batch is needed
+ * for control batches only. Returns 0 or an errno value. */
+int partition_log_replay_batch_locked(struct partition_log *log, const struct record_batch_header *h,
+                                      const uint8_t *batch, size_t size);
+/* The replication origin's producer side: replay every batch of a
+ * follower append (offsets as the leader gave them), in order, then
+ * recompute the LSO bound. Runs before the log end moves past them. Returns
+ * 0 or an errno value. */
+int partition_log_replay_batches_locked(struct partition_log *log, const uint8_t *batches,
+                                        size_t len);
 
 /* Validate nothing, assign offsets and write batches that passed every
- * check (records: their record count). Caller holds write_lock. */
+ * check (records: their record count). Caller holds write_lock. The
+ * leader's path; partition_log_append_as(LOG_APPEND_REPLICATION) writes a
+ * follower's copy without assigning anything. */
 int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches, size_t len,
                                     int32_t leader_epoch, int32_t records,
                                     struct log_append_result *res);
+/* The common tail of both append paths, for batches whose offsets and
+ * epochs are final: roll when due, write, publish the new log end and keep
+ * the producer state in step. follower: the state follows the batches
+ * (markers included) as recovery would rebuild it; otherwise the leader's
+ * checks have run and the state is updated as for a produce. Fills res's
+ * offsets once the batches are published. Caller holds write_lock. */
+int16_t partition_log_write_batches_locked(struct partition_log *log, const uint8_t *batches,
+                                           size_t len, int64_t last_offset, int32_t records,
+                                           int64_t now, bool follower,
+                                           struct log_append_result *res);
+/* The replication origin (partition_log_follower.c), after validation:
+ * check the offsets follow the log end, record the batches' epochs, write.
+ * Caller holds write_lock. */
+int16_t partition_log_append_follower_locked(struct partition_log *log, const uint8_t *batches,
+                                              size_t len, int32_t records,
+                                              struct log_append_result *res);
 /* Index of the last segment with base_offset <= offset (0 if none); under
  * write_lock or lock. */
 size_t partition_log_segment_for(const struct partition_log *log, int64_t offset);

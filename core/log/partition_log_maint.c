@@ -142,6 +142,9 @@ int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset)
     if (rc == 0) {
         int64_t end = log->segments[log->segment_count - 1]->next_offset;
         atomic_store(&log->log_end_offset, end);
+        /* The one way the high watermark moves back. */
+        if (atomic_load(&log->high_watermark) > end)
+            atomic_store(&log->high_watermark, end);
         if (atomic_load(&log->recovery_point) > end)
             atomic_store(&log->recovery_point, end);
         epochs_cut = partition_log_epochs_end_moved(log, end);

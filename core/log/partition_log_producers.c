@@ -109,18 +109,13 @@ static int replay_from(struct partition_log *log, int64_t from, int64_t *batches
         int found = log_segment_find(seg, from, &scan, &pos, &h);
         while (found == 1) {
             if (h.producer_id >= 0 && h.base_offset >= from) {
+                size_t size = record_batch_total_size(&h);
+                const uint8_t *batch = NULL;
                 int rc = 0;
-                if (!record_batch_is_control(&h)) {
-                    rc = producer_state_update(log->producers, &h, h.base_offset,
-                                               record_batch_last_offset(&h)) != 0
-                             ? ENOMEM
-                             : 0;
-                } else {
-                    /* Markers end transactions and rebuild the aborted index. */
-                    size_t size = record_batch_total_size(&h);
-                    const uint8_t *batch = log_scanner_get(&scan, pos, size);
-                    rc = batch ? partition_log_replay_marker_locked(log, batch, size) : EIO;
-                }
+                if (record_batch_is_control(&h) && !(batch = log_scanner_get(&scan, pos, size)))
+                    rc = EIO;
+                if (rc == 0)
+                    rc = partition_log_replay_batch_locked(log, &h, batch, size);
                 if (rc != 0) {
                     log_scanner_free(&scan);
                     return rc;
@@ -143,6 +138,41 @@ static int replay_from(struct partition_log *log, int64_t from, int64_t *batches
     }
     *batches_out = replayed;
     return 0;
+}
+
+int partition_log_replay_batch_locked(struct partition_log *log, const struct record_batch_header *h,
+                                      const uint8_t *batch, size_t size)
+{
+    if (h->producer_id < 0)
+        return 0;
+    if (!record_batch_is_control(h))
+        return producer_state_update(log->producers, h, h->base_offset,
+                                     record_batch_last_offset(h)) != 0
+                   ? ENOMEM
+                   : 0;
+    /* Markers end transactions and rebuild the aborted index. */
+    return partition_log_replay_marker_locked(log, batch, size);
+}
+
+int partition_log_replay_batches_locked(struct partition_log *log, const uint8_t *batches,
+                                        size_t len)
+{
+    struct record_batch_iter it;
+    const uint8_t *batch;
+    size_t blen;
+    int rc = 0;
+    record_batch_iter_init(&it, batches, len);
+    while (rc == 0 && record_batch_iter_next(&it, &batch, &blen) == 1) {
+        struct record_batch_header h;
+        record_batch_parse_header(batch, blen, &h);
+        rc = partition_log_replay_batch_locked(log, &h, batch, blen);
+    }
+    /* A marker in the middle may have set the bound without transactions
+     * opened later in the same append: recompute it from the whole state
+     * (on failure the log goes offline with the bound where it is). */
+    if (rc == 0)
+        partition_log_refresh_unstable_locked(log);
+    return rc;
 }
 
 static void snapshot_producers(struct partition_log *log, bool sync);

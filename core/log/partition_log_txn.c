@@ -271,7 +271,7 @@ static void adapt_aborted(void *arg, const struct txn_index_entry *e)
 
 int64_t partition_log_last_stable_offset(struct partition_log *log)
 {
-    int64_t end = atomic_load(&log->log_end_offset);
+    int64_t end = partition_log_high_watermark(log);
     int64_t unstable = atomic_load(&log->first_unstable_offset);
     /* DeleteRecords may move the start past an open transaction's first
      * offset: as in Kafka, the LSO then never lags the log start. */

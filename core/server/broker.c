@@ -21,6 +21,7 @@
 #include "metrics/metrics.h"
 #include "net/server.h"
 #include "plugin/plugin_host.h"
+#include "replica/replica_manager.h"
 #include "txn/txn_coordinator.h"
 #include "txn/txn_log.h"
 #include "util/clock.h"
@@ -30,6 +31,7 @@
 struct broker {
     struct broker_config *config;
     struct log_manager *logs;
+    struct replica_manager *replicas; /* hosted partitions, driven by metadata */
     struct metadata_store *metadata;
     int metadata_subscription;
     struct purgatory *fetch_purgatory;
@@ -69,103 +71,6 @@ static int make_dirs(const char *path, char *err, size_t errlen)
     return 0;
 }
 
-/* The effective log settings of a topic (NULL: the broker's defaults): its
- * dynamic configs over the broker's. */
-static void broker_log_defaults(struct broker *b, const struct metadata_topic *topic, struct log_config *out)
-{
-    struct config_kv overrides[64] = {{0}};
-    int32_t n = 0;
-    for (int32_t i = 0; topic && i < topic->config_count && n < 64; i++) {
-        overrides[n].key = topic->configs[i].name;
-        overrides[n].value = topic->configs[i].value;
-        n++;
-    }
-    struct topic_config_values v;
-    char err[256];
-    if (topic_config_resolve(b->config, overrides, (size_t)n, &v, err, sizeof err) != 0) {
-        logger_warn("server", "topic %s has an invalid config (%s); using broker defaults for it",
-                    topic ? topic->name : "(defaults)", err);
-        topic_config_resolve(b->config, NULL, 0, &v, err, sizeof err);
-    }
-    log_config_defaults(out);
-    out->segment_bytes = v.segment_bytes;
-    out->segment_ms = v.segment_ms;
-    out->retention_ms = v.retention_ms;
-    out->retention_bytes = v.retention_bytes;
-    out->index_interval_bytes = v.index_interval_bytes;
-    out->segment_index_bytes = v.segment_index_bytes;
-    out->flush_messages = v.flush_messages;
-    out->flush_ms = v.flush_ms;
-    out->max_message_bytes = v.max_message_bytes;
-    out->producer_id_expiration_ms = config_get_long(b->config, "producer.id.expiration.ms");
-    out->preallocate = v.preallocate;
-    out->cleanup_delete = v.cleanup_delete;
-    out->cleanup_compact = v.cleanup_compact;
-    out->delete_retention_ms = v.delete_retention_ms;
-    out->min_compaction_lag_ms = v.min_compaction_lag_ms;
-    out->max_compaction_lag_ms = v.max_compaction_lag_ms;
-    out->min_cleanable_dirty_ratio = v.min_cleanable_dirty_ratio;
-    out->message_timestamp_type = v.message_timestamp_type == TOPIC_TIMESTAMP_LOG_APPEND_TIME
-                                      ? LOG_TIMESTAMP_LOG_APPEND_TIME
-                                      : LOG_TIMESTAMP_CREATE_TIME;
-}
-
-/* Creates the logs of partitions this broker now hosts, deletes those of
- * deleted topics, applies config changes. Runs under the store's lock. */
-static void sync_partition_logs(struct broker *b, const struct metadata_image *old_image,
-                                const struct metadata_image *new_image)
-{
-    struct metadata_delta delta;
-    if (metadata_delta_compute(old_image, new_image, &delta) != 0) {
-        logger_error("server", "out of memory computing a metadata delta");
-        return;
-    }
-    for (int32_t i = 0; i < delta.deleted_count; i++) {
-        const struct metadata_topic *t = delta.deleted[i];
-        for (int32_t p = 0; p < t->partition_count; p++) {
-            if (!t->partitions[p].present) continue;
-            log_manager_delete(b->logs, t->name, p);
-        }
-    }
-    const struct metadata_topic **lists[2] = {delta.created, delta.changed};
-    int32_t counts[2] = {delta.created_count, delta.changed_count};
-    for (int l = 0; l < 2; l++) {
-        for (int32_t i = 0; i < counts[l]; i++) {
-            const struct metadata_topic *t = lists[l][i];
-            struct log_config cfg;
-            broker_log_defaults(b, t, &cfg);
-            for (int32_t p = 0; p < t->partition_count; p++) {
-                const struct metadata_partition *part = &t->partitions[p];
-                if (!part->present) continue;
-                bool hosted = false;
-                for (int32_t r = 0; r < part->replica_count; r++) hosted |= part->replicas[r] == b->env.node_id;
-                if (!hosted) continue;
-                char err[256] = "";
-                struct partition_log *log = NULL;
-                if (log_manager_create(b->logs, t->name, p, t->topic_id.bytes, &cfg, &log, err, sizeof err) !=
-                    KAFKA_ERR_NONE) {
-                    logger_error("server", "cannot create the log of %s-%d: %s", t->name, p, err);
-                    continue;
-                }
-                /* A log that already existed (loaded at start, or a changed
-                 * topic) still carries the settings it was opened with. */
-                if (log && partition_log_set_config(log, &cfg))
-                    logger_info("server", "%s-%d: applied the topic's current configs", t->name, p);
-                /* As Kafka on becoming leader: the epoch starts at the log end. */
-                if (log && part->leader == b->env.node_id) partition_log_assign_leader_epoch(log, part->leader_epoch);
-                if (log) partition_log_close(log);
-            }
-        }
-    }
-    metadata_delta_free(&delta);
-}
-
-static void on_metadata_change(void *ctx, const struct metadata_image *old_image,
-                               const struct metadata_image *new_image)
-{
-    sync_partition_logs(ctx, old_image, new_image);
-}
-
 static int validate_topic_config(void *ctx, const char *key, const char *value, char *err, size_t errlen)
 {
     (void)ctx;
@@ -197,11 +102,16 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
         .validate_topic_config = validate_topic_config,
     };
     if (metadata_store_open(&opts, &b->metadata, err, errlen) != 0) return -1;
-    /* Bring the logs in line with the replayed image, then follow changes. */
+    struct replica_manager_options ropts = {.logs = b->logs, .config = b->config, .node_id = b->env.node_id};
+    if (replica_manager_create(&ropts, &b->replicas) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    /* Bring the hosted partitions in line with the replayed image, then follow changes. */
     const struct metadata_image *img = metadata_image_acquire(b->metadata);
-    sync_partition_logs(b, NULL, img);
+    replica_manager_on_metadata(b->replicas, NULL, img);
     metadata_image_release(img);
-    b->metadata_subscription = metadata_store_subscribe(b->metadata, on_metadata_change, b);
+    b->metadata_subscription = metadata_store_subscribe(b->metadata, replica_manager_on_metadata, b->replicas);
     return b->metadata_subscription > 0 ? 0 : -1;
 }
 
@@ -359,7 +269,7 @@ static int start_logs(struct broker *b, const char *const *dirs, size_t dir_coun
     opts.cleaner.dedupe_buffer_bytes = config_get_long(b->config, "log.cleaner.dedupe.buffer.size");
     opts.cleaner.load_factor = config_get_double(b->config, "log.cleaner.io.buffer.load.factor");
     struct log_config defaults;
-    broker_log_defaults(b, NULL, &defaults);
+    replica_log_config(b->config, NULL, &defaults);
     return log_manager_open(dirs, dir_count, &defaults, &opts, &b->logs, err, errlen);
 }
 
@@ -454,6 +364,7 @@ void broker_stop(struct broker *b)
         if (b->metadata_subscription > 0) metadata_store_unsubscribe(b->metadata, b->metadata_subscription);
         metadata_store_close(b->metadata);
     }
+    replica_manager_destroy(b->replicas);
     if (b->logs) log_manager_close(b->logs, true);
     fetch_session_cache_destroy(b->fetch_sessions);
     config_free(b->config);

@@ -1,0 +1,104 @@
+/* The follower's side of a partition log: appending a copy of the leader's
+ * batches as they are (the replication append origin), and the high
+ * watermark the replica layer moves. */
+#include "log/partition_log_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "protocol/generated/errors.h"
+#include "util/clock.h"
+
+/* The replication origin's offset rule (Kafka's UnexpectedAppendOffset and
+ * OffsetsOutOfOrder checks): the batches start at or past the log end and
+ * each starts past the one before. *last gets the last offset. */
+static int16_t check_offsets(struct partition_log *log, const uint8_t *batches, size_t len,
+                             int64_t *last, struct log_append_result *res)
+{
+    struct record_batch_iter it;
+    const uint8_t *batch;
+    size_t blen;
+    int64_t next = atomic_load(&log->log_end_offset);
+    record_batch_iter_init(&it, batches, len);
+    while (record_batch_iter_next(&it, &batch, &blen) == 1) {
+        struct record_batch_header h;
+        record_batch_parse_header(batch, blen, &h);
+        if (h.base_offset < next || h.base_offset > INT64_MAX - 1 - h.last_offset_delta ||
+            h.last_offset_delta < 0) {
+            snprintf(res->error_message, sizeof res->error_message,
+                     "batch at offset %" PRId64 " does not follow offset %" PRId64,
+                     h.base_offset, next - 1);
+            return KAFKA_ERR_OFFSET_OUT_OF_RANGE;
+        }
+        next = record_batch_last_offset(&h) + 1;
+    }
+    /* A segment indexes offsets relative to its base, which is at most the
+     * log end: a wider gap needs the fetcher to start the log over there. */
+    if (next - 1 - atomic_load(&log->log_end_offset) > INT32_MAX) {
+        snprintf(res->error_message, sizeof res->error_message,
+                 "offset %" PRId64 " is too far past the log end", next - 1);
+        return KAFKA_ERR_OFFSET_OUT_OF_RANGE;
+    }
+    *last = next - 1;
+    return KAFKA_ERR_NONE;
+}
+
+int16_t partition_log_append_follower_locked(struct partition_log *log, const uint8_t *batches,
+                                              size_t len, int32_t records,
+                                              struct log_append_result *res)
+{
+    int64_t last;
+    int16_t code = check_offsets(log, batches, len, &last, res);
+    if (code != KAFKA_ERR_NONE)
+        return code;
+    /* Before the data, as on the leader. */
+    code = partition_log_assign_epochs_locked(log, batches, len, -1);
+    if (code != KAFKA_ERR_NONE) {
+        snprintf(res->error_message, sizeof res->error_message,
+                 "cannot record the leader epoch");
+        return code;
+    }
+    return partition_log_write_batches_locked(log, batches, len, last, records, clock_wall_ms(),
+                                              true, res);
+}
+
+int64_t partition_log_high_watermark(struct partition_log *log)
+{
+    int64_t end = atomic_load(&log->log_end_offset);
+    if (atomic_load_explicit(&log->hw_tracks_end, memory_order_relaxed))
+        return end;
+    int64_t hw = atomic_load(&log->high_watermark);
+    int64_t start = atomic_load(&log->log_start_offset);
+    /* The start may have moved past it (DeleteRecords, retention). */
+    if (hw > end)
+        hw = end;
+    return hw < start ? start : hw;
+}
+
+int64_t partition_log_update_high_watermark(struct partition_log *log, int64_t offset)
+{
+    pthread_mutex_lock(&log->write_lock);
+    if (!atomic_load(&log->hw_tracks_end)) {
+        int64_t end = atomic_load(&log->log_end_offset);
+        if (offset > end)
+            offset = end;
+        if (offset > atomic_load(&log->high_watermark))
+            atomic_store(&log->high_watermark, offset);
+    }
+    pthread_mutex_unlock(&log->write_lock);
+    return partition_log_high_watermark(log);
+}
+
+void partition_log_set_high_watermark_tracks_end(struct partition_log *log, bool track)
+{
+    pthread_mutex_lock(&log->write_lock);
+    if (!track && atomic_load(&log->hw_tracks_end))
+        atomic_store(&log->high_watermark, atomic_load(&log->log_end_offset));
+    atomic_store(&log->hw_tracks_end, track);
+    pthread_mutex_unlock(&log->write_lock);
+}
+
+bool partition_log_high_watermark_tracks_end(struct partition_log *log)
+{
+    return atomic_load(&log->hw_tracks_end);
+}
