@@ -10,8 +10,8 @@
 
 #include "group/group_log_codec.h"
 #include "group/group_log_internal.h"
-#include "group/coordinator_partition.h"
-#include "group/internal_topic.h"
+#include "coordinator/coordinator_partition.h"
+#include "coordinator/internal_topic.h"
 #include "log/partition_log.h"
 #include "protocol/generated/errors.h"
 #include "protocol/record_batch.h"

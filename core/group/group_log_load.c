@@ -11,7 +11,7 @@
 #include "group/group_log_codec.h"
 #include "group/group_internal.h"
 #include "group/group_log_internal.h"
-#include "group/internal_topic.h"
+#include "coordinator/internal_topic.h"
 #include "protocol/record_batch.h"
 #include "util/logger.h"
 

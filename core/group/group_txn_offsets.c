@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "group/coordinator_partition.h"
+#include "coordinator/coordinator_partition.h"
 #include "group/group_internal.h"
 #include "protocol/generated/errors.h"
 #include "util/logger.h"

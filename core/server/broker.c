@@ -14,7 +14,7 @@
 #include "group/group_log.h"
 #include "handlers/fetch_session.h"
 #include "handlers/handlers.h"
-#include "handlers/purgatory.h"
+#include "coordinator/purgatory.h"
 #include "handlers/txn_markers_local.h"
 #include "log/log_manager.h"
 #include "metadata/metadata_store.h"

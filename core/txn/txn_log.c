@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "group/internal_topic.h"
+#include "coordinator/internal_topic.h"
 #include "log/partition_log.h"
 #include "protocol/generated/errors.h"
 #include "protocol/generated/transaction_log_key.h"

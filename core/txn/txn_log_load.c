@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "group/internal_topic.h"
+#include "coordinator/internal_topic.h"
 #include "protocol/generated/transaction_log_key.h"
 #include "protocol/generated/transaction_log_value.h"
 #include "protocol/record_batch.h"

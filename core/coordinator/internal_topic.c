@@ -1,6 +1,6 @@
 /* Creation, partition logs, key placement and replay of an internal
  * compacted topic; see internal_topic.h. */
-#include "group/internal_topic.h"
+#include "coordinator/internal_topic.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "group/coordinator_partition.h"
+#include "coordinator/coordinator_partition.h"
 #include "log/log_manager.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_store.h"
