@@ -111,4 +111,9 @@ typedef void (*internal_topic_partition_fn)(void *ctx, struct internal_topic_rep
 int internal_topic_replay(struct internal_topic *t, size_t read_size, internal_topic_batch_fn batch_fn,
                           internal_topic_partition_fn partition_done, void *ctx, char *err, size_t errlen);
 
+/* The same for one partition; -1 with err also when it is not held here. */
+int internal_topic_replay_partition(struct internal_topic *t, int32_t partition, size_t read_size,
+                                    internal_topic_batch_fn batch_fn, internal_topic_partition_fn partition_done,
+                                    void *ctx, char *err, size_t errlen);
+
 #endif

@@ -83,6 +83,7 @@ struct group {
     /* CompletingRebalance: members that have not synced by then are dropped. */
     int64_t sync_deadline;
 
+    int32_t partition; /* of __consumer_offsets when the coordinator has shards; -1 otherwise */
     struct group *next; /* hash chain */
 };
 
@@ -118,8 +119,11 @@ char *group_strndup_bytes(const char *s, size_t n);
 uint8_t *group_memdup(const uint8_t *p, size_t n);
 void group_set_state(struct group_coordinator *gc, struct group *g, enum group_state s);
 void group_snapshot_store(struct group_coordinator *gc, struct group *g);
-/* Common request preconditions: NONE, or the error to answer with. */
-int16_t group_coordinator_available(struct group_coordinator *gc);
+/* Common request preconditions for a request on group_id: NONE, or the
+ * error to answer with (shut down, loading, its partition not served). */
+int16_t group_coordinator_serving(struct group_coordinator *gc, const char *group_id);
+/* Whether g's partition is served (always, without shards). */
+bool group_partition_active(struct group_coordinator *gc, const struct group *g);
 
 /* group_membership.c: members */
 struct group_member *group_member_find(struct group *g, const char *member_id);

@@ -109,7 +109,7 @@ void group_coordinator_txn_commit(struct group_coordinator *gc, const struct gro
     struct group_sync_point sync_point = {.partition = -1, .end_offset = -1};
     bool need_sync = false;
     pthread_mutex_lock(&gc->lock);
-    int16_t err = group_coordinator_available(gc);
+    int16_t err = group_coordinator_serving(gc, p->group_id);
     if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0])) err = KAFKA_ERR_INVALID_GROUP_ID;
     /* The log refuses a transactional batch without a producer. */
     if (err == KAFKA_ERR_NONE && p->producer_id < 0) err = KAFKA_ERR_INVALID_PRODUCER_ID_MAPPING;

@@ -65,6 +65,8 @@ int32_t txn_log_partition_count(const struct txn_log *tl)
     return tl ? internal_topic_partition_count(tl->topic) : 0;
 }
 
+struct internal_topic *txn_log_topic(const struct txn_log *tl) { return tl ? tl->topic : NULL; }
+
 static int16_t log_for_id(struct txn_log *tl, const char *id, struct partition_log **out)
 {
     return internal_topic_log_for_key(tl ? tl->topic : NULL, id, out);
