@@ -83,7 +83,8 @@ int txn_coordinator_complete_pending(struct txn_coordinator *c)
         struct txn_entry *e = NULL;
         for (size_t i = 0; i < c->count && !e; i++) {
             struct txn_entry *cand = c->entries[i];
-            if (!cand->markers_pending || cand->markers_in_flight)
+            /* A partition no longer led here: its unload is on the way. */
+            if (!cand->markers_pending || cand->markers_in_flight || !txn_entry_active(c, cand))
                 continue;
             bool seen = false;
             for (size_t j = 0; j < tried_n && !seen; j++)

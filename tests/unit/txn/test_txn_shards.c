@@ -231,6 +231,25 @@ static void test_markers_carry_partition_epoch(void **state)
     assert_int_equal(f->last_coordinator_epoch, FIRST_EPOCH);
 }
 
+/* Between losing leadership and the unload, a prepared transaction of the
+ * partition gets no markers (the loader is held busy with another load). */
+static void test_no_markers_once_not_leader(void **state)
+{
+    struct fixture *f = *state;
+    int64_t pid_a;
+    int16_t epoch_a;
+    assert_int_equal(init(f, f->ids.a, &pid_a, &epoch_a), KAFKA_ERR_NONE);
+    commit_txn(f, f->ids.a, pid_a, epoch_a);
+    shard_gate_hold_reload(&f->gate, f->rt, TXN_LOG_TOPIC, f->ids.part_b, FIRST_EPOCH + 1);
+    lead(f, f->ids.part_a, false, -1);
+    assert_int_equal(txn_coordinator_complete_pending(f->c), 0);
+    assert_int_equal(f->marker_calls, 0);
+    shard_gate_set_closed(&f->gate, false);
+    wait_idle(f);
+    struct seen s;
+    assert_int_equal(describe(f, f->ids.a, &s), KAFKA_ERR_NOT_COORDINATOR);
+}
+
 static void test_load_in_progress(void **state)
 {
     struct fixture *f = *state;
@@ -259,6 +278,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_unload_then_load_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(test_markers_carry_partition_epoch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_markers_once_not_leader, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_in_progress, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
