@@ -155,8 +155,8 @@ static void run_event(struct coordinator_runtime *rt, const struct shard_event *
         s->state[ev->partition] = rc == 0 ? COORDINATOR_SHARD_ACTIVE : COORDINATOR_SHARD_FAILED;
     pthread_mutex_unlock(&s->lock);
     if (rc == 0) {
-        logger_info("coordinator", "%s-%d loaded at coordinator epoch %d", reg->topic, (int)ev->partition,
-                    (int)ev->epoch);
+        logger_debug("coordinator", "%s-%d loaded at coordinator epoch %d", reg->topic, (int)ev->partition,
+                     (int)ev->epoch);
         return;
     }
     logger_error("coordinator", "cannot load %s-%d: %s", reg->topic, (int)ev->partition, err);

@@ -1,7 +1,7 @@
 /* FindCoordinator: with a single node, this broker coordinates every group
- * once the group's __consumer_offsets partition is loaded. A transactional id is coordinated here
- * when this broker holds its __transaction_state partition and has loaded
- * it. v5 only lets the answer carry TRANSACTION_ABORTABLE, which a
+ * once the group's __consumer_offsets partition is loaded. A transactional
+ * id is coordinated here when this broker holds its __transaction_state
+ * partition and has loaded it. v5 only lets the answer carry TRANSACTION_ABORTABLE, which a
  * lookup here never needs. */
 #include <string.h>
 

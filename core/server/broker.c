@@ -223,9 +223,9 @@ static int16_t allocate_producer_id(void *ctx, int64_t *id)
     return KAFKA_ERR_NONE;
 }
 
-/* Opens __transaction_state and loads the transaction coordinator. Marker
- * ops stay NULL until the partition side is wired: transactions then stop in
- * PrepareCommit/PrepareAbort. */
+/* Opens __transaction_state and creates the transaction coordinator, whose
+ * markers go to the local partitions (txn_markers_local);
+ * load_coordinators loads its partitions. */
 static int start_transactions(struct broker *b, char *err, size_t errlen)
 {
     struct txn_log_options lopts = {
@@ -331,8 +331,8 @@ static int start_network(struct broker *b, char *err, size_t errlen)
     return 0;
 }
 
-/* Opens __consumer_offsets and creates the group coordinator, its
- * partitions loaded later by the coordinator runtime. */
+/* Starts the coordinator runtime, opens __consumer_offsets and creates the
+ * group coordinator; load_coordinators loads its partitions. */
 static int start_groups(struct broker *b, char *err, size_t errlen)
 {
     if (coordinator_runtime_create(&b->coordinators) != 0) {

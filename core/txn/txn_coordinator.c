@@ -303,8 +303,10 @@ static void settle_loaded(struct txn_coordinator *c, int32_t partition, const ch
     }
     if (pending > 0)
         txn_signal(c);
-    logger_info("txn", "loaded %zu transactional id(s) of %s: %zu to complete, %zu open", count, what, pending,
-                ongoing);
+    /* Per partition, only a partition with ids is worth a line. */
+    if (partition < 0 || count > 0)
+        logger_info("txn", "loaded %zu transactional id(s) of %s: %zu to complete, %zu open", count, what, pending,
+                    ongoing);
 }
 
 int txn_coordinator_load(struct txn_coordinator *c, char *err, size_t errlen)
