@@ -297,6 +297,7 @@ void group_coordinator_destroy(struct group_coordinator *gc)
             group_free(g);
         }
     }
+    free(gc->deferred);
     pthread_cond_destroy(&gc->cond);
     pthread_mutex_destroy(&gc->lock);
     free(gc);
@@ -446,6 +447,7 @@ static int shard_load(void *coordinator, int32_t partition, int32_t epoch, char 
     int64_t started = group_now(gc);
     if (gc->opts.ops->load_partition(gc->opts.store, partition, &load_visitor, gc, err, errlen) != 0) return -1;
     pthread_mutex_lock(&gc->lock);
+    group_txn_ends_replay(gc, partition, true);
     restart_sessions(gc, partition);
     pthread_mutex_unlock(&gc->lock);
     logger_debug("group", "loaded __consumer_offsets-%d (coordinator epoch %d) in %lld ms", (int)partition,
@@ -457,6 +459,7 @@ static void shard_unload(void *coordinator, int32_t partition)
 {
     struct group_coordinator *gc = coordinator;
     pthread_mutex_lock(&gc->lock);
+    group_txn_ends_replay(gc, partition, false); /* of a load that did not finish */
     size_t dropped = 0;
     for (size_t b = 0; b < GROUP_BUCKETS; b++) {
         struct group *g = gc->buckets[b];

@@ -3,7 +3,8 @@
  * one partition leaves the others alone and answers its parked JoinGroup,
  * loading it again brings its offsets back from the log, a partition
  * answers LOAD_IN_PROGRESS while it loads, a load overtaken by an unload
- * leaves nothing behind, and a failed load answers NOT_COORDINATOR. */
+ * leaves nothing behind, a transaction end arriving mid-load is not lost,
+ * and a failed load answers NOT_COORDINATOR. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -263,6 +264,37 @@ static void test_load_overtaken_by_unload(void **state)
     assert_int_equal(fetch(f, f->groups.a, 100), KAFKA_ERR_NONE);
 }
 
+/* A transaction's end that reaches a partition while it loads, with its
+ * marker past what the load reads (here: no marker in the log at all),
+ * still commits the pending offset once the load is done. */
+static void test_txn_end_during_load(void **state)
+{
+    struct fixture *f = *state;
+    struct group_offset_commit c = {.topic = "t", .partition = 0, .offset = 42, .leader_epoch = -1};
+    struct group_txn_commit_params p = {
+        .group_id = f->groups.a, .producer_id = 7000, .producer_epoch = 0, .generation_id = -1, .member_id = ""};
+    group_coordinator_txn_commit(f->gc, &p, &c, 1);
+    assert_int_equal(c.error_code, KAFKA_ERR_NONE);
+    struct group_offset_fetch o = {.topic = "t", .partition = 0};
+
+    shard_gate_hold_reload(&f->gate, f->rt, GROUP_LOG_TOPIC, f->groups.part_a, FIRST_EPOCH + 1);
+    group_coordinator_complete_txn(f->gc, f->groups.part_a, 7000, true);
+    shard_gate_set_closed(&f->gate, false);
+    wait_idle(f);
+    assert_int_equal(group_coordinator_fetch_offsets_stable(f->gc, f->groups.a, true, &o, 1), KAFKA_ERR_NONE);
+    assert_int_equal(o.error_code, KAFKA_ERR_NONE);
+    assert_int_equal(o.offset, 42);
+    free(o.metadata);
+
+    /* Kept for that load only: a later reload finds the offset pending, as
+     * the log says. */
+    lead(f, f->groups.part_a, true, FIRST_EPOCH + 2);
+    wait_idle(f);
+    assert_int_equal(group_coordinator_fetch_offsets_stable(f->gc, f->groups.a, true, &o, 1), KAFKA_ERR_NONE);
+    assert_int_equal(o.error_code, KAFKA_ERR_UNSTABLE_OFFSET_COMMIT);
+    free(o.metadata);
+}
+
 static void test_failed_load(void **state)
 {
     struct fixture *f = *state;
@@ -288,6 +320,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unload_answers_parked_join, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_in_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_overtaken_by_unload, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_txn_end_during_load, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_load, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
