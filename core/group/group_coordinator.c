@@ -1,9 +1,11 @@
 /* Group coordinator lifetime, the group table, timers and loading. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "coordinator/coordinator_runtime.h"
 #include "group/group_internal.h"
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
@@ -92,6 +94,7 @@ struct group *group_get_or_create(struct group_coordinator *gc, const char *grou
     }
     g->state = GROUP_EMPTY;
     g->state_timestamp = group_wall_now(gc);
+    g->partition = gc->opts.shards ? coordinator_shards_partition_of(gc->opts.shards, group_id) : -1;
     uint32_t b = group_hash(group_id) % GROUP_BUCKETS;
     g->next = gc->buckets[b];
     gc->buckets[b] = g;
@@ -166,11 +169,30 @@ void group_snapshot_store(struct group_coordinator *gc, struct group *g)
     free(recs);
 }
 
-int16_t group_coordinator_available(struct group_coordinator *gc)
+int16_t group_coordinator_serving(struct group_coordinator *gc, const char *group_id)
 {
     if (gc->shut_down) return KAFKA_ERR_NOT_COORDINATOR;
     if (gc->loading) return KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS;
-    return KAFKA_ERR_NONE;
+    if (!gc->opts.shards) return KAFKA_ERR_NONE;
+    /* NULL: a request over every group (ListGroups), which waits for loads. */
+    if (!group_id)
+        return coordinator_shards_any_loading(gc->opts.shards) ? KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS
+                                                               : KAFKA_ERR_NONE;
+    return coordinator_shards_serving_key(gc->opts.shards, group_id);
+}
+
+bool group_partition_active(struct group_coordinator *gc, const struct group *g)
+{
+    return !gc->opts.shards || coordinator_shards_state(gc->opts.shards, g->partition) == COORDINATOR_SHARD_ACTIVE;
+}
+
+int16_t group_coordinator_ownership(struct group_coordinator *gc, const char *group_id)
+{
+    if (!gc) return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
+    pthread_mutex_lock(&gc->lock);
+    int16_t err = group_coordinator_serving(gc, group_id ? group_id : "");
+    pthread_mutex_unlock(&gc->lock);
+    return err == KAFKA_ERR_NONE ? KAFKA_ERR_NONE : KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
 }
 
 static void tick_locked(struct group_coordinator *gc)
@@ -184,6 +206,10 @@ static void tick_locked(struct group_coordinator *gc)
         struct group *g = gc->buckets[b];
         while (g) {
             struct group *next = g->next;
+            if (!group_partition_active(gc, g)) {
+                g = next; /* loading: its members get a full session once loaded */
+                continue;
+            }
             group_membership_tick(gc, g, now);
             if (check_expiry) group_offsets_expire(gc, g, wall);
             g = next;
@@ -271,21 +297,28 @@ void group_coordinator_destroy(struct group_coordinator *gc)
             group_free(g);
         }
     }
+    free(gc->deferred);
     pthread_cond_destroy(&gc->cond);
     pthread_mutex_destroy(&gc->lock);
     free(gc);
+}
+
+/* Loaded members get a full session from now to show up again. Partition
+ * -1: every group. Caller holds the lock. */
+static void restart_sessions(struct group_coordinator *gc, int32_t partition)
+{
+    int64_t now = group_now(gc);
+    for (size_t b = 0; b < GROUP_BUCKETS; b++)
+        for (struct group *g = gc->buckets[b]; g; g = g->next)
+            for (size_t i = 0; (partition < 0 || g->partition == partition) && i < g->member_count; i++)
+                g->members[i]->session_deadline = now + g->members[i]->session_timeout_ms;
 }
 
 void group_coordinator_set_loaded(struct group_coordinator *gc)
 {
     pthread_mutex_lock(&gc->lock);
     gc->loading = false;
-    /* Loaded members get a full session from now to show up again. */
-    int64_t now = group_now(gc);
-    for (size_t b = 0; b < GROUP_BUCKETS; b++)
-        for (struct group *g = gc->buckets[b]; g; g = g->next)
-            for (size_t i = 0; i < g->member_count; i++)
-                g->members[i]->session_deadline = now + g->members[i]->session_timeout_ms;
+    restart_sessions(gc, -1);
     pthread_mutex_unlock(&gc->lock);
 }
 
@@ -401,3 +434,49 @@ static const struct group_load_visitor load_visitor = {
 };
 
 const struct group_load_visitor *group_coordinator_load_visitor(void) { return &load_visitor; }
+
+/* ---- per-partition loading (the coordinator runtime's hooks) ---- */
+
+static int shard_load(void *coordinator, int32_t partition, int32_t epoch, char *err, size_t errlen)
+{
+    struct group_coordinator *gc = coordinator;
+    if (!gc->opts.ops || !gc->opts.ops->load_partition) {
+        snprintf(err, errlen, "the group store cannot load one partition");
+        return -1;
+    }
+    int64_t started = group_now(gc);
+    if (gc->opts.ops->load_partition(gc->opts.store, partition, &load_visitor, gc, err, errlen) != 0) return -1;
+    pthread_mutex_lock(&gc->lock);
+    group_txn_ends_replay(gc, partition, true);
+    restart_sessions(gc, partition);
+    pthread_mutex_unlock(&gc->lock);
+    logger_debug("group", "loaded __consumer_offsets-%d (coordinator epoch %d) in %lld ms", (int)partition,
+                 (int)epoch, (long long)(group_now(gc) - started));
+    return 0;
+}
+
+static void shard_unload(void *coordinator, int32_t partition)
+{
+    struct group_coordinator *gc = coordinator;
+    pthread_mutex_lock(&gc->lock);
+    group_txn_ends_replay(gc, partition, false); /* of a load that did not finish */
+    size_t dropped = 0;
+    for (size_t b = 0; b < GROUP_BUCKETS; b++) {
+        struct group *g = gc->buckets[b];
+        while (g) {
+            struct group *next = g->next;
+            if (g->partition == partition) {
+                group_fail_parked(g, KAFKA_ERR_NOT_COORDINATOR);
+                group_remove(gc, g);
+                dropped++;
+            }
+            g = next;
+        }
+    }
+    pthread_mutex_unlock(&gc->lock);
+    if (dropped > 0) logger_debug("group", "dropped %zu group(s) of __consumer_offsets-%d", dropped, (int)partition);
+}
+
+static const struct coordinator_shard_ops shard_ops = {.load = shard_load, .unload = shard_unload};
+
+const struct coordinator_shard_ops *group_coordinator_shard_ops(void) { return &shard_ops; }

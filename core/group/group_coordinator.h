@@ -21,6 +21,8 @@
 
 #include "group/group_persistence.h"
 
+struct coordinator_shards;
+struct coordinator_shard_ops;
 struct group_coordinator;
 
 struct group_coordinator_options {
@@ -44,6 +46,11 @@ struct group_coordinator_options {
     /* Partitions of __consumer_offsets, to find a group's partition when a
      * transaction marker completes it; 0: every group matches. */
     int32_t offsets_topic_partitions;
+    /* Which __consumer_offsets partitions are served here (the coordinator
+     * runtime loads and unloads them through group_coordinator_shard_ops;
+     * the store needs load_partition). NULL: every group is served once
+     * loaded, as without a runtime. Not owned. */
+    struct coordinator_shards *shards;
 };
 
 void group_coordinator_options_defaults(struct group_coordinator_options *opts);
@@ -59,6 +66,16 @@ void group_coordinator_destroy(struct group_coordinator *gc);
 const struct group_load_visitor *group_coordinator_load_visitor(void);
 void group_coordinator_set_loaded(struct group_coordinator *gc);
 bool group_coordinator_is_loading(struct group_coordinator *gc);
+
+/* The coordinator runtime's hooks (ctx = the coordinator): load replays one
+ * __consumer_offsets partition through the store's load_partition; unload
+ * drops that partition's groups and offsets and answers their parked
+ * JoinGroup/SyncGroup with NOT_COORDINATOR. */
+const struct coordinator_shard_ops *group_coordinator_shard_ops(void);
+
+/* FindCoordinator: NONE when this coordinator serves group_id, else
+ * COORDINATOR_NOT_AVAILABLE (loading, not led here, shut down). */
+int16_t group_coordinator_ownership(struct group_coordinator *gc, const char *group_id);
 
 /* Runs timers due at now (session and rebalance timeouts, delayed joins,
  * offset expiry). The timer thread calls it; tests call it directly. */

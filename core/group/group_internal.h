@@ -83,10 +83,20 @@ struct group {
     /* CompletingRebalance: members that have not synced by then are dropped. */
     int64_t sync_deadline;
 
+    int32_t partition; /* of __consumer_offsets when the coordinator has shards; -1 otherwise */
     struct group *next; /* hash chain */
 };
 
 #define GROUP_BUCKETS 1024
+
+/* A transaction end that reached a __consumer_offsets partition while it
+ * loaded: replayed after the load, in case its marker landed past the end
+ * the load read to. */
+struct group_deferred_txn_end {
+    int32_t partition;
+    int64_t producer_id;
+    bool commit;
+};
 
 /* Thread-safety: lock guards every group; the timer thread waits on cond. */
 struct group_coordinator {
@@ -102,6 +112,8 @@ struct group_coordinator {
     struct group *buckets[GROUP_BUCKETS];
     size_t group_count;
     uint64_t write_seq; /* last order number given to an offset write */
+    struct group_deferred_txn_end *deferred;
+    size_t deferred_count, deferred_cap;
 };
 
 /* group_coordinator.c */
@@ -118,8 +130,11 @@ char *group_strndup_bytes(const char *s, size_t n);
 uint8_t *group_memdup(const uint8_t *p, size_t n);
 void group_set_state(struct group_coordinator *gc, struct group *g, enum group_state s);
 void group_snapshot_store(struct group_coordinator *gc, struct group *g);
-/* Common request preconditions: NONE, or the error to answer with. */
-int16_t group_coordinator_available(struct group_coordinator *gc);
+/* Common request preconditions for a request on group_id: NONE, or the
+ * error to answer with (shut down, loading, its partition not served). */
+int16_t group_coordinator_serving(struct group_coordinator *gc, const char *group_id);
+/* Whether g's partition is served (always, without shards). */
+bool group_partition_active(struct group_coordinator *gc, const struct group *g);
 
 /* group_membership.c: members */
 struct group_member *group_member_find(struct group *g, const char *member_id);
@@ -182,6 +197,9 @@ void group_store_sync(struct group_coordinator *gc, const struct group_sync_poin
 void group_txn_offsets_free(struct group *g);
 /* Whether any producer has a pending offset for the partition. */
 bool group_txn_offset_pending(const struct group *g, const char *topic, int32_t partition);
+/* Applies (then forgets) the transaction ends deferred while partition
+ * loaded; apply=false only forgets them. */
+void group_txn_ends_replay(struct group_coordinator *gc, int32_t partition, bool apply);
 /* Load visitor target for offsets still pending at the end of the log. */
 void group_load_pending_offset(void *ctx, const char *group_id, int64_t producer_id, const char *topic,
                                int32_t partition, const struct group_offset_record *record);

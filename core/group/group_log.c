@@ -10,8 +10,8 @@
 
 #include "group/group_log_codec.h"
 #include "group/group_log_internal.h"
-#include "group/coordinator_partition.h"
-#include "group/internal_topic.h"
+#include "coordinator/coordinator_partition.h"
+#include "coordinator/internal_topic.h"
 #include "log/partition_log.h"
 #include "protocol/generated/errors.h"
 #include "protocol/record_batch.h"
@@ -300,6 +300,12 @@ static int16_t store_group(void *store, const struct group_snapshot_record *grou
     return code;
 }
 
+static int load_partition(void *store, int32_t partition, const struct group_load_visitor *visitor, void *ctx,
+                          char *err, size_t errlen)
+{
+    return group_log_load_partition(store, partition, visitor, ctx, err, errlen);
+}
+
 static const struct group_store_ops group_log_ops = {
     .store_offsets = store_offsets,
     .store_group = store_group,
@@ -309,6 +315,7 @@ static const struct group_store_ops group_log_ops = {
     .append_offsets = append_offsets,
     .append_txn_offsets = append_txn_offsets,
     .sync = sync_appended,
+    .load_partition = load_partition,
 };
 
 const struct group_store_ops *group_log_store_ops(void)

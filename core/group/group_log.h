@@ -48,6 +48,14 @@ int group_log_open(const struct group_log_options *opts, struct group_log **out,
  * schema has no null; Kafka answers OffsetFetch with "" for it too). */
 int group_log_load(struct group_log *gl, const struct group_load_visitor *visitor, void *ctx, char *err,
                    size_t errlen);
+/* The same for one partition (partition < 0: every partition held here);
+ * -1 with err also when the partition is not held here. */
+int group_log_load_partition(struct group_log *gl, int32_t partition, const struct group_load_visitor *visitor,
+                             void *ctx, char *err, size_t errlen);
+
+/* The topic under the store, for the partitions held here. */
+struct internal_topic;
+struct internal_topic *group_log_topic(const struct group_log *gl);
 
 /* The store ops; pass gl as their `store` argument. Each call appends one
  * batch (so a multi-partition commit is atomic on disk) and flushes it.

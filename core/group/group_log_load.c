@@ -11,7 +11,7 @@
 #include "group/group_log_codec.h"
 #include "group/group_internal.h"
 #include "group/group_log_internal.h"
-#include "group/internal_topic.h"
+#include "coordinator/internal_topic.h"
 #include "protocol/record_batch.h"
 #include "util/logger.h"
 
@@ -258,11 +258,22 @@ static void load_partition_done(void *ctx, struct internal_topic_replay *r, bool
 int group_log_load(struct group_log *gl, const struct group_load_visitor *visitor, void *ctx, char *err,
                    size_t errlen)
 {
+    return group_log_load_partition(gl, -1, visitor, ctx, err, errlen);
+}
+
+int group_log_load_partition(struct group_log *gl, int32_t partition, const struct group_load_visitor *visitor,
+                             void *ctx, char *err, size_t errlen)
+{
     if (!gl || !visitor) {
         snprintf(err, errlen, "group_log_load needs a group log and a visitor");
         return -1;
     }
     struct partition_loader l = {.visitor = visitor, .ctx = ctx};
-    return internal_topic_replay(gl->topic, gl->load_buffer_size, load_batch, load_partition_done, &l, err,
-                                 errlen);
+    if (partition < 0)
+        return internal_topic_replay(gl->topic, gl->load_buffer_size, load_batch, load_partition_done, &l, err,
+                                     errlen);
+    return internal_topic_replay_partition(gl->topic, partition, gl->load_buffer_size, load_batch,
+                                           load_partition_done, &l, err, errlen);
 }
+
+struct internal_topic *group_log_topic(const struct group_log *gl) { return gl ? gl->topic : NULL; }

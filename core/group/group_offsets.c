@@ -58,7 +58,7 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
     struct group_sync_point sync_point = {.partition = -1, .end_offset = -1};
     bool need_sync = false;
     pthread_mutex_lock(&gc->lock);
-    int16_t err = group_coordinator_available(gc);
+    int16_t err = group_coordinator_serving(gc, p->group_id);
     struct group *g = NULL;
     if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0])) err = KAFKA_ERR_INVALID_GROUP_ID;
     if (err == KAFKA_ERR_NONE) {
@@ -164,7 +164,7 @@ int16_t group_coordinator_fetch_offsets_stable(struct group_coordinator *gc, con
                                                size_t count)
 {
     pthread_mutex_lock(&gc->lock);
-    int16_t err = group_coordinator_available(gc);
+    int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
     for (size_t i = 0; i < count; i++)
         fill_fetch(&offsets[i], g, offsets[i].topic, offsets[i].partition, require_stable);
@@ -185,7 +185,7 @@ int16_t group_coordinator_fetch_all_offsets_stable(struct group_coordinator *gc,
     *out = NULL;
     *count = 0;
     pthread_mutex_lock(&gc->lock);
-    int16_t err = group_coordinator_available(gc);
+    int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
     if (g && g->offsets.count > 0) {
         struct group_offset_fetch *f = calloc(g->offsets.count, sizeof *f);
@@ -270,7 +270,7 @@ int16_t group_coordinator_delete_offsets(struct group_coordinator *gc, const cha
                                          struct group_offset_delete *offsets, size_t count)
 {
     pthread_mutex_lock(&gc->lock);
-    int16_t err = group_coordinator_available(gc);
+    int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
     if (err == KAFKA_ERR_NONE && (!g || g->state == GROUP_DEAD)) err = KAFKA_ERR_GROUP_ID_NOT_FOUND;
     bool consumer = g && g->protocol_type && strcmp(g->protocol_type, CONSUMER_PROTOCOL_TYPE) == 0;
@@ -326,7 +326,7 @@ static int16_t delete_group_locked(struct group_coordinator *gc, struct group *g
 int16_t group_coordinator_delete_group(struct group_coordinator *gc, const char *group_id)
 {
     pthread_mutex_lock(&gc->lock);
-    int16_t err = group_coordinator_available(gc);
+    int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = NULL;
     if (err == KAFKA_ERR_NONE && (!group_id || !group_id[0])) err = KAFKA_ERR_INVALID_GROUP_ID;
     if (err == KAFKA_ERR_NONE) {
@@ -396,7 +396,7 @@ void group_coordinator_describe(struct group_coordinator *gc, const char *group_
     out->protocol_type = strdup("");
     out->protocol = strdup("");
     pthread_mutex_lock(&gc->lock);
-    out->error_code = group_coordinator_available(gc);
+    out->error_code = group_coordinator_serving(gc, group_id);
     struct group *g = out->error_code == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
     if (g) {
         out->state = group_state_name(g->state);
@@ -462,7 +462,7 @@ int16_t group_coordinator_list(struct group_coordinator *gc, const char *const *
     *out = NULL;
     *count = 0;
     pthread_mutex_lock(&gc->lock);
-    int16_t err = group_coordinator_available(gc);
+    int16_t err = group_coordinator_serving(gc, NULL);
     if (err == KAFKA_ERR_NONE && gc->group_count > 0) {
         struct group_listing *l = calloc(gc->group_count, sizeof *l);
         size_t n = 0;

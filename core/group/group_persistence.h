@@ -1,8 +1,9 @@
 /* The seam between the group coordinator (membership and offsets in memory)
  * and the durable group log (__consumer_offsets). The coordinator calls the
  * store functions before it answers a request, so what a client was told is
- * on disk; at start-up the group log replays what it holds through the load
- * callbacks, before the coordinator serves its first request.
+ * on disk; when a partition is loaded (at start-up, or when this broker
+ * becomes its leader) the group log replays it through the load callbacks
+ * before the coordinator serves the partition's groups.
  *
  * Plain data only: every pointer is borrowed for the duration of the call. */
 #ifndef CAIRN_GROUP_GROUP_PERSISTENCE_H
@@ -57,6 +58,8 @@ struct group_sync_point {
     int64_t end_offset;
 };
 
+struct group_load_visitor;
+
 /* Durable store. Every function returns KAFKA_ERR_NONE or the Kafka error
  * to give the client (e.g. COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
  * UNKNOWN_SERVER_ERROR on an I/O failure). May block on disk; called from
@@ -92,6 +95,12 @@ struct group_store_ops {
     /* Makes durable what an append_* reported; concurrent calls may share
      * one disk sync. Any thread, no coordinator lock held. */
     int16_t (*sync)(void *store, const struct group_sync_point *sync_point);
+
+    /* Replays one partition of the store into the visitor (per-partition
+     * loading by the coordinator runtime). Returns 0, or -1 with err. NULL:
+     * the store cannot load one partition. */
+    int (*load_partition)(void *store, int32_t partition, const struct group_load_visitor *visitor, void *ctx,
+                          char *err, size_t errlen);
 };
 
 /* Replay targets, called in log order for each record found while loading.

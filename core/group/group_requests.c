@@ -107,7 +107,7 @@ void group_coordinator_join(struct group_coordinator *gc, const struct group_joi
     pthread_mutex_lock(&gc->lock);
     int64_t now = group_now(gc);
     const char *member_id = p->member_id ? p->member_id : "";
-    int16_t err = group_coordinator_available(gc);
+    int16_t err = group_coordinator_serving(gc, p->group_id);
     if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0])) err = KAFKA_ERR_INVALID_GROUP_ID;
     if (err == KAFKA_ERR_NONE) err = check_timeouts(gc, p);
     if (err != KAFKA_ERR_NONE) {
@@ -209,7 +209,7 @@ void group_coordinator_sync(struct group_coordinator *gc, const struct group_syn
 {
     pthread_mutex_lock(&gc->lock);
     int64_t now = group_now(gc);
-    int16_t err = group_coordinator_available(gc);
+    int16_t err = group_coordinator_serving(gc, p->group_id);
     struct group *g = NULL;
     struct group_member *m = NULL;
     if (err == KAFKA_ERR_NONE) {
@@ -274,7 +274,7 @@ int16_t group_coordinator_heartbeat(struct group_coordinator *gc, const char *gr
                                     const char *member_id, const char *group_instance_id)
 {
     pthread_mutex_lock(&gc->lock);
-    int16_t err = group_coordinator_available(gc);
+    int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = NULL;
     struct group_member *m = NULL;
     if (err == KAFKA_ERR_NONE) {
@@ -298,7 +298,7 @@ int16_t group_coordinator_leave(struct group_coordinator *gc, const char *group_
 {
     pthread_mutex_lock(&gc->lock);
     int64_t now = group_now(gc);
-    int16_t err = group_coordinator_available(gc);
+    int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
     if (err == KAFKA_ERR_NONE && g && g->state == GROUP_DEAD) err = KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
     if (err != KAFKA_ERR_NONE) goto out;

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "group/coordinator_partition.h"
+#include "coordinator/coordinator_partition.h"
+#include "coordinator/coordinator_runtime.h"
 #include "group/group_internal.h"
 #include "protocol/generated/errors.h"
 #include "util/logger.h"
@@ -109,7 +110,7 @@ void group_coordinator_txn_commit(struct group_coordinator *gc, const struct gro
     struct group_sync_point sync_point = {.partition = -1, .end_offset = -1};
     bool need_sync = false;
     pthread_mutex_lock(&gc->lock);
-    int16_t err = group_coordinator_available(gc);
+    int16_t err = group_coordinator_serving(gc, p->group_id);
     if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0])) err = KAFKA_ERR_INVALID_GROUP_ID;
     /* The log refuses a transactional batch without a producer. */
     if (err == KAFKA_ERR_NONE && p->producer_id < 0) err = KAFKA_ERR_INVALID_PRODUCER_ID_MAPPING;
@@ -219,10 +220,10 @@ static void txn_offset_apply(struct group *g, struct group_txn_offset *t)
     txn_offset_release(t);
 }
 
-void group_coordinator_complete_txn(struct group_coordinator *gc, int32_t offsets_partition, int64_t producer_id,
-                                    bool commit)
+/* Caller holds the lock. */
+static void complete_txn_locked(struct group_coordinator *gc, int32_t offsets_partition, int64_t producer_id,
+                                bool commit)
 {
-    pthread_mutex_lock(&gc->lock);
     int32_t partitions = gc->opts.offsets_topic_partitions;
     for (size_t b = 0; b < GROUP_BUCKETS; b++) {
         for (struct group *g = gc->buckets[b]; g; g = g->next) {
@@ -247,6 +248,52 @@ void group_coordinator_complete_txn(struct group_coordinator *gc, int32_t offset
                              commit ? "committed" : "aborted", done, (long long)producer_id);
         }
     }
+}
+
+/* A load may have read its partition up to an end before this marker, and
+ * hands over that partition's pending offsets only when it finishes; so
+ * the end is kept and applied again then. That is idempotent when the load
+ * saw the marker: the producer's next transaction cannot have offsets in
+ * the partition yet, as TxnOffsetCommit answers LOAD_IN_PROGRESS there.
+ * Caller holds the lock. */
+static void defer_txn_end(struct group_coordinator *gc, int32_t partition, int64_t producer_id, bool commit)
+{
+    if (gc->deferred_count == gc->deferred_cap) {
+        size_t cap = gc->deferred_cap ? gc->deferred_cap * 2 : 8;
+        struct group_deferred_txn_end *grown = realloc(gc->deferred, cap * sizeof *grown);
+        if (!grown) {
+            logger_warn("group", "out of memory keeping a transaction end for __consumer_offsets-%d", (int)partition);
+            return;
+        }
+        gc->deferred = grown;
+        gc->deferred_cap = cap;
+    }
+    gc->deferred[gc->deferred_count++] =
+        (struct group_deferred_txn_end){.partition = partition, .producer_id = producer_id, .commit = commit};
+}
+
+void group_txn_ends_replay(struct group_coordinator *gc, int32_t partition, bool apply)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < gc->deferred_count; i++) {
+        struct group_deferred_txn_end d = gc->deferred[i];
+        if (d.partition != partition) {
+            gc->deferred[kept++] = d;
+            continue;
+        }
+        if (apply) complete_txn_locked(gc, d.partition, d.producer_id, d.commit);
+    }
+    gc->deferred_count = kept;
+}
+
+void group_coordinator_complete_txn(struct group_coordinator *gc, int32_t offsets_partition, int64_t producer_id,
+                                    bool commit)
+{
+    pthread_mutex_lock(&gc->lock);
+    complete_txn_locked(gc, offsets_partition, producer_id, commit);
+    if (gc->opts.shards &&
+        coordinator_shards_state(gc->opts.shards, offsets_partition) == COORDINATOR_SHARD_LOADING)
+        defer_txn_end(gc, offsets_partition, producer_id, commit);
     pthread_mutex_unlock(&gc->lock);
 }
 

@@ -8,7 +8,7 @@
 
 #include "handlers/fetch_session.h"
 #include "handlers/handler_util.h"
-#include "handlers/purgatory.h"
+#include "coordinator/purgatory.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"

@@ -1,7 +1,7 @@
 /* FindCoordinator: with a single node, this broker coordinates every group
- * once its group store is loaded. A transactional id is coordinated here
- * when this broker holds its __transaction_state partition and has loaded
- * it. v5 only lets the answer carry TRANSACTION_ABORTABLE, which a
+ * once the group's __consumer_offsets partition is loaded. A transactional
+ * id is coordinated here when this broker holds its __transaction_state
+ * partition and has loaded it. v5 only lets the answer carry TRANSACTION_ABORTABLE, which a
  * lookup here never needs. */
 #include <string.h>
 
@@ -22,16 +22,27 @@ struct coordinator_answer {
     int32_t port;
 };
 
+/* The key as a C string in the request's arena; NULL when out of memory. */
+static char *key_cstr(struct request_context *ctx, struct kafka_str key)
+{
+    size_t len = key.len > 0 ? (size_t)key.len : 0;
+    char *s = kafka_arena_alloc(&ctx->arena, len + 1);
+    if (!s)
+        return NULL;
+    if (len)
+        memcpy(s, key.data, len);
+    s[len] = '\0';
+    return s;
+}
+
 /* NONE when this broker coordinates the transactional id. */
 static int16_t transaction_coordinator_error(struct request_context *ctx, struct kafka_str key)
 {
     if (key.len <= 0 || memchr(key.data, '\0', (size_t)key.len))
         return KAFKA_ERR_INVALID_REQUEST;
-    char *id = kafka_arena_alloc(&ctx->arena, (size_t)key.len + 1);
+    char *id = key_cstr(ctx, key);
     if (!id)
         return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
-    memcpy(id, key.data, (size_t)key.len);
-    id[key.len] = '\0';
     int16_t code = txn_coordinator_ownership(ctx->env->txn_coordinator, id);
     /* With one broker there is nobody else to point at. */
     return code == KAFKA_ERR_NOT_COORDINATOR ? KAFKA_ERR_COORDINATOR_NOT_AVAILABLE : code;
@@ -61,10 +72,13 @@ static void find_one(struct request_context *ctx, const struct metadata_image *i
         out->error_code = KAFKA_ERR_INVALID_REQUEST;
         return;
     }
-    /* Until the group store is loaded, clients must retry elsewhere/later. */
-    if (key_type == KEY_TYPE_GROUP && (!ctx->env->groups || group_coordinator_is_loading(ctx->env->groups))) {
-        out->error_code = KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
-        return;
+    /* Until the group's partition is loaded, clients must retry elsewhere/later. */
+    if (key_type == KEY_TYPE_GROUP) {
+        char *group_id = key_cstr(ctx, key);
+        out->error_code = group_id ? group_coordinator_ownership(ctx->env->groups, group_id)
+                                   : KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
+        if (out->error_code != KAFKA_ERR_NONE)
+            return;
     }
     const struct metadata_broker *self = metadata_image_broker(img, ctx->env->node_id);
     const struct metadata_endpoint *ep = self && !self->fenced ? handler_endpoint_for_request(ctx, self) : NULL;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "handlers/handler_util.h"
-#include "handlers/purgatory.h"
+#include "coordinator/purgatory.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"

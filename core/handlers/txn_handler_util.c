@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "config/config.h"
-#include "group/coordinator_partition.h"
+#include "coordinator/coordinator_partition.h"
 #include "group/group_log.h"
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"

@@ -8,7 +8,7 @@
 
 #include "group/group_coordinator.h"
 #include "group/group_log.h"
-#include "handlers/purgatory.h"
+#include "coordinator/purgatory.h"
 #include "log/log_manager.h"
 #include "log/partition_log.h"
 #include "protocol/generated/errors.h"

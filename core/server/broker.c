@@ -10,11 +10,13 @@
 #include "config/listeners.h"
 #include "config/meta_properties.h"
 #include "config/topic_config.h"
+#include "coordinator/coordinator_runtime.h"
+#include "coordinator/internal_topic.h"
+#include "coordinator/purgatory.h"
 #include "group/group_coordinator.h"
 #include "group/group_log.h"
 #include "handlers/fetch_session.h"
 #include "handlers/handlers.h"
-#include "handlers/purgatory.h"
 #include "handlers/txn_markers_local.h"
 #include "log/log_manager.h"
 #include "metadata/metadata_store.h"
@@ -44,6 +46,11 @@ struct broker {
     struct txn_log *txn_log;
     struct txn_coordinator *txn_coordinator;
     struct txn_markers_local markers; /* ctx of the coordinator's marker ops */
+    /* Loads and unloads the partitions of __consumer_offsets and
+     * __transaction_state; the shards are freed after the coordinators. */
+    struct coordinator_runtime *coordinators;
+    struct coordinator_shards *group_shards;
+    struct coordinator_shards *txn_shards;
     struct handler_env env;
     char cluster_id[64];
 };
@@ -127,9 +134,9 @@ static int16_t allocate_producer_id(void *ctx, int64_t *id)
     return KAFKA_ERR_NONE;
 }
 
-/* Opens __transaction_state and loads the transaction coordinator. Marker
- * ops stay NULL until the partition side is wired: transactions then stop in
- * PrepareCommit/PrepareAbort. */
+/* Opens __transaction_state and creates the transaction coordinator, whose
+ * markers go to the local partitions (txn_markers_local);
+ * load_coordinators loads its partitions. */
 static int start_transactions(struct broker *b, char *err, size_t errlen)
 {
     struct txn_log_options lopts = {
@@ -157,10 +164,50 @@ static int start_transactions(struct broker *b, char *err, size_t errlen)
             config_get_int(b->config, "transaction.remove.expired.transaction.cleanup.interval.ms"),
         .background_thread = true,
     };
-    if (txn_coordinator_create(&copts, &b->txn_coordinator, err, errlen) != 0 ||
-        txn_coordinator_load(b->txn_coordinator, err, errlen) != 0)
+    b->txn_shards = coordinator_shards_create(txn_log_partition_count(b->txn_log));
+    if (!b->txn_shards) {
+        snprintf(err, errlen, "cannot track the partitions of %s", TXN_LOG_TOPIC);
         return -1;
+    }
+    copts.shards = b->txn_shards;
+    if (txn_coordinator_create(&copts, &b->txn_coordinator, err, errlen) != 0)
+        return -1;
+    if (coordinator_runtime_register(b->coordinators, TXN_LOG_TOPIC, b->txn_shards, txn_coordinator_shard_ops(),
+                                     b->txn_coordinator) != 0) {
+        snprintf(err, errlen, "cannot register the transaction coordinator");
+        return -1;
+    }
     b->env.txn_coordinator = b->txn_coordinator;
+    return 0;
+}
+
+/* This broker leads every partition of the internal topics it holds (one
+ * node), at the leader epoch of the metadata image. */
+static void lead_held_partitions(struct broker *b, const char *name, struct internal_topic *t)
+{
+    const struct metadata_image *img = metadata_image_acquire(b->metadata);
+    const struct metadata_topic *topic = metadata_image_topic_by_name(img, name, strlen(name));
+    for (int32_t p = 0; p < internal_topic_partition_count(t); p++) {
+        if (!internal_topic_partition_log(t, p)) continue;
+        const struct metadata_partition *part = topic ? metadata_topic_partition(topic, p) : NULL;
+        int32_t epoch = part && part->present && part->leader_epoch >= 0 ? part->leader_epoch : 0;
+        coordinator_runtime_on_leadership(b->coordinators, name, p, true, epoch);
+    }
+    metadata_image_release(img);
+}
+
+/* Loads the group and transaction state of every held partition, groups
+ * first (transaction markers written at load complete group offsets), and
+ * waits for it, so the listeners open on loaded coordinators. The replica
+ * layer's leadership listener takes over from here. */
+static int load_coordinators(struct broker *b, char *err, size_t errlen)
+{
+    int64_t started = clock_mono_ms();
+    lead_held_partitions(b, GROUP_LOG_TOPIC, group_log_topic(b->group_log));
+    lead_held_partitions(b, TXN_LOG_TOPIC, txn_log_topic(b->txn_log));
+    if (coordinator_runtime_wait_idle(b->coordinators, err, errlen) != 0) return -1;
+    logger_info("server", "loaded %s and %s in %lld ms", GROUP_LOG_TOPIC, TXN_LOG_TOPIC,
+                (long long)(clock_mono_ms() - started));
     return 0;
 }
 
@@ -202,10 +249,14 @@ static int start_network(struct broker *b, char *err, size_t errlen)
     return 0;
 }
 
-/* Groups are kept in memory only until the durable group log is wired in
- * (pass its store ops here and replay it through the load visitor). */
+/* Starts the coordinator runtime, opens __consumer_offsets and creates the
+ * group coordinator; load_coordinators loads its partitions. */
 static int start_groups(struct broker *b, char *err, size_t errlen)
 {
+    if (coordinator_runtime_create(&b->coordinators) != 0) {
+        snprintf(err, errlen, "cannot start the coordinator runtime");
+        return -1;
+    }
     struct group_coordinator_options opts;
     group_coordinator_options_defaults(&opts);
     opts.min_session_timeout_ms = config_get_int(b->config, "group.min.session.timeout.ms");
@@ -232,20 +283,14 @@ static int start_groups(struct broker *b, char *err, size_t errlen)
     opts.ops = group_log_store_ops();
     opts.store = b->group_log;
     opts.offsets_topic_partitions = group_log_partition_count(b->group_log);
-    opts.start_loading = true;
-    if (group_coordinator_create(&opts, &b->groups) != 0) {
+    b->group_shards = coordinator_shards_create(opts.offsets_topic_partitions);
+    opts.shards = b->group_shards;
+    if (!b->group_shards || group_coordinator_create(&opts, &b->groups) != 0 ||
+        coordinator_runtime_register(b->coordinators, GROUP_LOG_TOPIC, b->group_shards,
+                                     group_coordinator_shard_ops(), b->groups) != 0) {
         snprintf(err, errlen, "cannot start the group coordinator");
         return -1;
     }
-    /* Loaded before the listeners open, so no client sees a half-loaded group. */
-    int64_t load_started = clock_mono_ms();
-    if (group_log_load(b->group_log, group_coordinator_load_visitor(), b->groups, log_err, sizeof log_err) != 0) {
-        snprintf(err, errlen, "cannot load %s: %s", GROUP_LOG_TOPIC, log_err);
-        return -1;
-    }
-    group_coordinator_set_loaded(b->groups);
-    logger_info("server", "loaded groups and offsets from %s in %lld ms", GROUP_LOG_TOPIC,
-                (long long)(clock_mono_ms() - load_started));
     b->env.groups = b->groups;
     return 0;
 }
@@ -330,6 +375,7 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
      * markers of prepared transactions at once. */
     b->markers = (struct txn_markers_local){.logs = b->logs, .fetch_purgatory = b->fetch_purgatory, .groups = b->groups};
     if (start_transactions(b, err, errlen) != 0) goto fail;
+    if (load_coordinators(b, err, errlen) != 0) goto fail;
     if (start_network(b, err, errlen) != 0) goto fail;
     logger_info("server", "cairnd started: node %d, cluster %s, data in %s, %lld ms", b->env.node_id,
                 b->cluster_id, dirs[0], (long long)(clock_mono_ms() - started));
@@ -348,6 +394,8 @@ void broker_stop(struct broker *b)
     /* Parked JoinGroup/SyncGroup requests answer NOT_COORDINATOR now, so
      * the network layer's drain does not wait out rebalance timeouts. */
     group_coordinator_shutdown(b->groups);
+    /* No load or unload runs past here (one in progress finishes first). */
+    coordinator_runtime_destroy(b->coordinators);
     if (b->net) net_server_stop(b->net, 10000);
     /* Its thread writes markers, which wake the purgatory and complete
      * group offsets: stop it before either goes. */
@@ -360,6 +408,8 @@ void broker_stop(struct broker *b)
     plugin_host_stop(b->plugins);
     group_coordinator_destroy(b->groups);
     if (b->group_log) group_log_close(b->group_log);
+    coordinator_shards_free(b->group_shards);
+    coordinator_shards_free(b->txn_shards);
     if (b->metadata) {
         if (b->metadata_subscription > 0) metadata_store_unsubscribe(b->metadata, b->metadata_subscription);
         metadata_store_close(b->metadata);

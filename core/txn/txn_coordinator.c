@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coordinator/coordinator_runtime.h"
 #include "protocol/generated/errors.h"
 #include "txn/txn_coordinator_internal.h"
 #include "util/clock.h"
@@ -97,6 +98,7 @@ static struct txn_entry *txn_insert(struct txn_coordinator *c, const char *id)
     e->producer_epoch = -1;
     e->last_producer_epoch = -1;
     e->start_ms = -1;
+    e->partition = c->opts.shards ? coordinator_shards_partition_of(c->opts.shards, id) : -1;
     memmove(c->entries + at + 1, c->entries + at, (c->count - at) * sizeof *c->entries);
     c->entries[at] = e;
     c->count++;
@@ -200,6 +202,9 @@ int txn_coordinator_create(const struct txn_coordinator_options *opts, struct tx
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&c->wake, &attr);
     pthread_condattr_destroy(&attr);
+    pthread_cond_init(&c->marker_done, NULL);
+    /* With shards, each partition has its own load state. */
+    c->loaded = c->opts.shards != NULL;
     if (c->opts.background_thread && txn_thread_start(c, err, errlen) != 0) {
         txn_coordinator_destroy(c);
         return -1;
@@ -217,6 +222,7 @@ void txn_coordinator_destroy(struct txn_coordinator *c)
         txn_entry_free(c->entries[i]);
     free(c->entries);
     pthread_cond_destroy(&c->wake);
+    pthread_cond_destroy(&c->marker_done);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
@@ -270,13 +276,16 @@ static void load_visit(void *ctx, const char *id, const struct txn_log_record *r
         logger_error("txn", "out of memory loading the partitions of transactional id %s", id);
 }
 
-int txn_coordinator_load(struct txn_coordinator *c, char *err, size_t errlen)
+/* After a load: drops Dead ids, reopens interrupted fences and queues the
+ * markers of prepared transactions, for ids of partition (-1: all).
+ * Caller holds the lock. */
+static void settle_loaded(struct txn_coordinator *c, int32_t partition, const char *what)
 {
-    pthread_mutex_lock(&c->lock);
-    int rc = c->opts.log ? txn_log_load(c->opts.log, load_visit, c, err, errlen) : 0;
-    size_t pending = 0, ongoing = 0;
-    for (size_t i = 0; rc == 0 && i < c->count; i++) {
+    size_t pending = 0, ongoing = 0, count = 0;
+    for (size_t i = 0; i < c->count; i++) {
         struct txn_entry *e = c->entries[i];
+        if (partition >= 0 && e->partition != partition)
+            continue;
         if (e->state == TXN_STATE_DEAD) {
             txn_remove_at(c, i--);
             continue;
@@ -290,15 +299,96 @@ int txn_coordinator_load(struct txn_coordinator *c, char *err, size_t errlen)
             pending++;
         }
         ongoing += e->state == TXN_STATE_ONGOING;
+        count++;
     }
+    if (pending > 0)
+        txn_signal(c);
+    /* Per partition, only a partition with ids is worth a line. */
+    if (partition < 0 || count > 0)
+        logger_info("txn", "loaded %zu transactional id(s) of %s: %zu to complete, %zu open", count, what, pending,
+                    ongoing);
+}
+
+int txn_coordinator_load(struct txn_coordinator *c, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&c->lock);
+    int rc = c->opts.log ? txn_log_load(c->opts.log, load_visit, c, err, errlen) : 0;
     if (rc == 0) {
+        settle_loaded(c, -1, TXN_LOG_TOPIC);
         c->loaded = true;
-        if (pending > 0)
-            txn_signal(c);
-        logger_info("txn", "loaded %zu transactional id(s): %zu to complete, %zu open", c->count, pending, ongoing);
     }
     pthread_mutex_unlock(&c->lock);
     return rc;
+}
+
+/* ---- per-partition loading (the coordinator runtime's hooks) ---- */
+
+/* The lock is taken per record, so requests on other partitions go on
+ * while one partition replays (its own ids answer LOAD_IN_PROGRESS). */
+static void load_visit_locked(void *ctx, const char *id, const struct txn_log_record *rec)
+{
+    struct txn_coordinator *c = ctx;
+    pthread_mutex_lock(&c->lock);
+    load_visit(c, id, rec);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static int shard_load(void *coordinator, int32_t partition, int32_t epoch, char *err, size_t errlen)
+{
+    struct txn_coordinator *c = coordinator;
+    if (c->opts.log && txn_log_load_partition(c->opts.log, partition, load_visit_locked, c, err, errlen) != 0)
+        return -1;
+    char what[64];
+    snprintf(what, sizeof what, "%s-%d (coordinator epoch %d)", TXN_LOG_TOPIC, (int)partition, (int)epoch);
+    pthread_mutex_lock(&c->lock);
+    settle_loaded(c, partition, what);
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+static void shard_unload(void *coordinator, int32_t partition)
+{
+    struct txn_coordinator *c = coordinator;
+    pthread_mutex_lock(&c->lock);
+    /* A marker write in flight holds its entry: wait for it to return. */
+    for (size_t i = 0; i < c->count; i++) {
+        if (c->entries[i]->partition == partition && c->entries[i]->markers_in_flight) {
+            pthread_cond_wait(&c->marker_done, &c->lock);
+            i = (size_t)-1; /* the table may have changed meanwhile: look again */
+        }
+    }
+    size_t dropped = 0;
+    for (size_t i = 0; i < c->count; i++) {
+        if (c->entries[i]->partition != partition)
+            continue;
+        txn_remove_at(c, i--);
+        dropped++;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (dropped > 0)
+        logger_debug("txn", "dropped %zu transactional id(s) of %s-%d", dropped, TXN_LOG_TOPIC, (int)partition);
+}
+
+static const struct coordinator_shard_ops shard_ops = {.load = shard_load, .unload = shard_unload};
+
+const struct coordinator_shard_ops *txn_coordinator_shard_ops(void) { return &shard_ops; }
+
+bool txn_entry_active(struct txn_coordinator *c, const struct txn_entry *e)
+{
+    return !c->opts.shards || coordinator_shards_state(c->opts.shards, e->partition) == COORDINATOR_SHARD_ACTIVE;
+}
+
+int32_t txn_entry_epoch(struct txn_coordinator *c, const struct txn_entry *e)
+{
+    return c->opts.shards ? coordinator_shards_epoch(c->opts.shards, e->partition) : c->opts.coordinator_epoch;
+}
+
+int32_t txn_coordinator_epoch_for(struct txn_coordinator *c, const char *transactional_id)
+{
+    if (!c->opts.shards)
+        return c->opts.coordinator_epoch;
+    return coordinator_shards_epoch(c->opts.shards,
+                                    coordinator_shards_partition_of(c->opts.shards, transactional_id));
 }
 
 int16_t txn_coordinator_ownership(struct txn_coordinator *c, const char *transactional_id)
@@ -310,15 +400,23 @@ int16_t txn_coordinator_ownership(struct txn_coordinator *c, const char *transac
     pthread_mutex_unlock(&c->lock);
     if (!loaded)
         return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
-    return c->opts.log ? txn_log_check(c->opts.log, transactional_id) : KAFKA_ERR_NONE;
+    int16_t code = c->opts.log ? txn_log_check(c->opts.log, transactional_id) : KAFKA_ERR_NONE;
+    /* Loading, or not led here: retry later (or elsewhere). */
+    if (code == KAFKA_ERR_NONE && c->opts.shards &&
+        coordinator_shards_serving_key(c->opts.shards, transactional_id) != KAFKA_ERR_NONE)
+        code = KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
+    return code;
 }
 
 /* Checks shared by every request; caller holds the lock. */
-static int16_t serving(struct txn_coordinator *c, const char *id)
+int16_t txn_serving(struct txn_coordinator *c, const char *id)
 {
     if (!c->loaded)
         return KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS;
-    return c->opts.log ? txn_log_check(c->opts.log, id) : KAFKA_ERR_NONE;
+    int16_t code = c->opts.shards ? coordinator_shards_serving_key(c->opts.shards, id) : KAFKA_ERR_NONE;
+    if (code == KAFKA_ERR_NONE && c->opts.log)
+        code = txn_log_check(c->opts.log, id);
+    return code;
 }
 
 static bool completing(const struct txn_entry *e)
@@ -397,7 +495,7 @@ int16_t txn_coordinator_init_producer(struct txn_coordinator *c, const char *tra
     if (!transactional_id || !transactional_id[0])
         return KAFKA_ERR_INVALID_REQUEST;
     pthread_mutex_lock(&c->lock);
-    int16_t code = serving(c, transactional_id);
+    int16_t code = txn_serving(c, transactional_id);
     if (code == KAFKA_ERR_NONE && (timeout_ms <= 0 || timeout_ms > c->opts.max_timeout_ms))
         code = KAFKA_ERR_INVALID_TRANSACTION_TIMEOUT;
     if (code != KAFKA_ERR_NONE) {
@@ -443,7 +541,7 @@ static int16_t entry_for(struct txn_coordinator *c, const char *id, int64_t prod
     *out = NULL;
     if (!id || !id[0])
         return KAFKA_ERR_INVALID_REQUEST;
-    int16_t code = serving(c, id);
+    int16_t code = txn_serving(c, id);
     if (code != KAFKA_ERR_NONE)
         return code;
     struct txn_entry *e = txn_find(c, id, NULL);

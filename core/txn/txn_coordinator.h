@@ -28,6 +28,8 @@
 #include "txn/txn_log.h"
 #include "txn/txn_markers.h"
 
+struct coordinator_shards;
+struct coordinator_shard_ops;
 struct txn_coordinator;
 
 struct txn_coordinator_options {
@@ -45,7 +47,12 @@ struct txn_coordinator_options {
     int64_t id_expiration_ms;            /* transactional.id.expiration.ms; <= 0 means 604800000 */
     int64_t abort_check_interval_ms;     /* transaction.abort.timed.out.transaction.cleanup.interval.ms */
     int64_t expiration_check_interval_ms; /* transaction.remove.expired.transaction.cleanup.interval.ms */
-    int32_t coordinator_epoch;           /* passed to write_markers */
+    int32_t coordinator_epoch;           /* passed to write_markers when shards is NULL */
+    /* Which __transaction_state partitions are served here (the coordinator
+     * runtime loads and unloads them through txn_coordinator_shard_ops; an
+     * id's markers carry its partition's coordinator epoch). NULL: every id
+     * is served after txn_coordinator_load. Not owned. */
+    struct coordinator_shards *shards;
     /* true: a thread completes markers as soon as a transaction ends and
      * runs the timeout and expiration checks at their intervals. false: the
      * caller drives txn_coordinator_complete_pending and friends (tests). */
@@ -59,6 +66,16 @@ int txn_coordinator_create(const struct txn_coordinator_options *opts, struct tx
  * serves requests; transactions found in Prepare* get their markers. Until
  * it returns, requests answer COORDINATOR_LOAD_IN_PROGRESS. */
 int txn_coordinator_load(struct txn_coordinator *c, char *err, size_t errlen);
+
+/* The coordinator runtime's hooks (ctx = the coordinator): load replays one
+ * __transaction_state partition, then queues the markers of its prepared
+ * transactions; unload drops that partition's ids (after any marker write
+ * in flight for one of them returns). */
+const struct coordinator_shard_ops *txn_coordinator_shard_ops(void);
+
+/* The coordinator epoch the id's markers carry: its partition's leader
+ * epoch (-1 when not led here), or opts.coordinator_epoch without shards. */
+int32_t txn_coordinator_epoch_for(struct txn_coordinator *c, const char *transactional_id);
 
 /* Stops the thread and frees everything; the log stays the caller's. */
 void txn_coordinator_destroy(struct txn_coordinator *c);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "coordinator/coordinator_runtime.h"
 #include "protocol/generated/errors.h"
 #include "txn/txn_coordinator_internal.h"
 #include "util/clock.h"
@@ -82,7 +83,8 @@ int txn_coordinator_complete_pending(struct txn_coordinator *c)
         struct txn_entry *e = NULL;
         for (size_t i = 0; i < c->count && !e; i++) {
             struct txn_entry *cand = c->entries[i];
-            if (!cand->markers_pending || cand->markers_in_flight)
+            /* A partition no longer led here: its unload is on the way. */
+            if (!cand->markers_pending || cand->markers_in_flight || !txn_entry_active(c, cand))
                 continue;
             bool seen = false;
             for (size_t j = 0; j < tried_n && !seen; j++)
@@ -100,12 +102,14 @@ int txn_coordinator_complete_pending(struct txn_coordinator *c)
         int64_t producer_id = e->producer_id;
         int16_t epoch = e->producer_epoch;
         bool commit = e->state == TXN_STATE_PREPARE_COMMIT;
+        int32_t coordinator_epoch = txn_entry_epoch(c, e);
         e->markers_in_flight = true;
         pthread_mutex_unlock(&c->lock);
-        int16_t rc = c->opts.markers->write_markers(c->opts.markers_ctx, producer_id, epoch,
-                                                    c->opts.coordinator_epoch, commit, parts, count);
+        int16_t rc = c->opts.markers->write_markers(c->opts.markers_ctx, producer_id, epoch, coordinator_epoch,
+                                                    commit, parts, count);
         pthread_mutex_lock(&c->lock);
         e->markers_in_flight = false;
+        pthread_cond_broadcast(&c->marker_done);
         bool all = true;
         for (size_t i = 0; i < count; i++)
             all &= parts[i].error_code == KAFKA_ERR_NONE || parts[i].error_code == KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -130,7 +134,7 @@ int txn_coordinator_abort_timed_out(struct txn_coordinator *c)
     int64_t now = txn_now(c);
     for (size_t i = 0; c->loaded && i < c->count; i++) {
         struct txn_entry *e = c->entries[i];
-        if (e->state != TXN_STATE_ONGOING || e->markers_in_flight || e->start_ms < 0 ||
+        if (e->state != TXN_STATE_ONGOING || e->markers_in_flight || e->start_ms < 0 || !txn_entry_active(c, e) ||
             now - e->start_ms <= (int64_t)e->timeout_ms)
             continue;
         logger_info("txn", "%s: transaction of producer %" PRId64 " epoch %d timed out after %" PRId64 " ms: aborting",
@@ -151,7 +155,8 @@ int txn_coordinator_expire_ids(struct txn_coordinator *c)
         struct txn_entry *e = c->entries[i];
         bool idle = e->state == TXN_STATE_EMPTY || e->state == TXN_STATE_COMPLETE_COMMIT ||
                     e->state == TXN_STATE_COMPLETE_ABORT;
-        if (!idle || e->markers_pending || e->markers_in_flight || now - e->last_update_ms < c->opts.id_expiration_ms)
+        if (!idle || e->markers_pending || e->markers_in_flight || !txn_entry_active(c, e) ||
+            now - e->last_update_ms < c->opts.id_expiration_ms)
             continue;
         int16_t code = c->opts.log ? txn_log_write(c->opts.log, e->transactional_id, NULL) : KAFKA_ERR_NONE;
         if (code != KAFKA_ERR_NONE) {
@@ -185,9 +190,7 @@ int16_t txn_coordinator_describe(struct txn_coordinator *c, const char *transact
                                  void *ctx)
 {
     pthread_mutex_lock(&c->lock);
-    int16_t code = !c->loaded ? KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS
-                   : c->opts.log ? txn_log_check(c->opts.log, transactional_id)
-                                 : KAFKA_ERR_NONE;
+    int16_t code = txn_serving(c, transactional_id);
     struct txn_entry *e = code == KAFKA_ERR_NONE ? txn_find(c, transactional_id, NULL) : NULL;
     if (code == KAFKA_ERR_NONE && !e)
         code = KAFKA_ERR_TRANSACTIONAL_ID_NOT_FOUND;
@@ -203,7 +206,7 @@ int16_t txn_coordinator_describe(struct txn_coordinator *c, const char *transact
 int16_t txn_coordinator_list(struct txn_coordinator *c, txn_view_fn visit, void *ctx)
 {
     pthread_mutex_lock(&c->lock);
-    if (!c->loaded) {
+    if (!c->loaded || (c->opts.shards && coordinator_shards_any_loading(c->opts.shards))) {
         pthread_mutex_unlock(&c->lock);
         return KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS;
     }

@@ -24,12 +24,14 @@ struct txn_entry {
     int64_t last_update_ms;
     bool markers_pending; /* Prepare*: markers still to write */
     bool markers_in_flight; /* being written with the lock dropped */
+    int32_t partition;      /* of __transaction_state with shards; -1 otherwise */
 };
 
 struct txn_coordinator {
     struct txn_coordinator_options opts;
     pthread_mutex_t lock;
     pthread_cond_t wake; /* signalled when markers are due or on stop */
+    pthread_cond_t marker_done; /* broadcast when an entry leaves markers_in_flight */
     bool loaded;
     bool stopping;
     bool work_due;
@@ -40,6 +42,12 @@ struct txn_coordinator {
 };
 
 int64_t txn_now(struct txn_coordinator *c);
+/* Whether e's partition is served (always, without shards). */
+bool txn_entry_active(struct txn_coordinator *c, const struct txn_entry *e);
+int32_t txn_entry_epoch(struct txn_coordinator *c, const struct txn_entry *e);
+/* Checks shared by every request on id: NONE or the error to answer with.
+ * Caller holds the lock. */
+int16_t txn_serving(struct txn_coordinator *c, const char *id);
 struct txn_entry *txn_find(struct txn_coordinator *c, const char *id, size_t *at);
 void txn_remove_at(struct txn_coordinator *c, size_t at);
 /* Persists the entry as it would be with these fields changed. */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "group/internal_topic.h"
+#include "coordinator/internal_topic.h"
 #include "log/partition_log.h"
 #include "protocol/generated/errors.h"
 #include "protocol/generated/transaction_log_key.h"
@@ -64,6 +64,8 @@ int32_t txn_log_partition_count(const struct txn_log *tl)
 {
     return tl ? internal_topic_partition_count(tl->topic) : 0;
 }
+
+struct internal_topic *txn_log_topic(const struct txn_log *tl) { return tl ? tl->topic : NULL; }
 
 static int16_t log_for_id(struct txn_log *tl, const char *id, struct partition_log **out)
 {

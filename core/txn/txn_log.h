@@ -82,6 +82,14 @@ int16_t txn_log_write(struct txn_log *tl, const char *transactional_id, const st
  * with err on an I/O failure. */
 typedef void (*txn_log_visit_fn)(void *ctx, const char *transactional_id, const struct txn_log_record *rec);
 int txn_log_load(struct txn_log *tl, txn_log_visit_fn visit, void *ctx, char *err, size_t errlen);
+/* The same for one partition (partition < 0: every partition held here);
+ * -1 with err also when the partition is not held here. */
+int txn_log_load_partition(struct txn_log *tl, int32_t partition, txn_log_visit_fn visit, void *ctx, char *err,
+                           size_t errlen);
+
+/* The topic under the store, for the partitions held here. */
+struct internal_topic;
+struct internal_topic *txn_log_topic(const struct txn_log *tl);
 
 /* Record codec, exposed for tests: key and value with their version prefix. */
 struct kafka_writer;

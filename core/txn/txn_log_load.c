@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "group/internal_topic.h"
+#include "coordinator/internal_topic.h"
 #include "protocol/generated/transaction_log_key.h"
 #include "protocol/generated/transaction_log_value.h"
 #include "protocol/record_batch.h"
@@ -154,10 +154,19 @@ static void load_batch(void *ctx, struct internal_topic_replay *r, const uint8_t
 
 int txn_log_load(struct txn_log *tl, txn_log_visit_fn visit, void *ctx, char *err, size_t errlen)
 {
+    return txn_log_load_partition(tl, -1, visit, ctx, err, errlen);
+}
+
+int txn_log_load_partition(struct txn_log *tl, int32_t partition, txn_log_visit_fn visit, void *ctx, char *err,
+                           size_t errlen)
+{
     if (!tl || !visit) {
         snprintf(err, errlen, "txn_log_load needs a transaction log and a visitor");
         return -1;
     }
     struct txn_loader l = {.visit = visit, .ctx = ctx};
-    return internal_topic_replay(tl->topic, tl->load_buffer_size, load_batch, NULL, &l, err, errlen);
+    if (partition < 0)
+        return internal_topic_replay(tl->topic, tl->load_buffer_size, load_batch, NULL, &l, err, errlen);
+    return internal_topic_replay_partition(tl->topic, partition, tl->load_buffer_size, load_batch, NULL, &l, err,
+                                           errlen);
 }

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "group/coordinator_partition.h"
+#include "coordinator/coordinator_partition.h"
 #include "group/group_log.h"
 #include "group/group_log_codec.h"
 #include "log/log_manager.h"

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "group/coordinator_partition.h"
+#include "coordinator/coordinator_partition.h"
 #include "group/group_coordinator.h"
 #include "group/group_log.h"
 #include "log/log_manager.h"

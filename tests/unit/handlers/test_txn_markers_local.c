@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "handlers/purgatory.h"
+#include "coordinator/purgatory.h"
 #include "handlers/txn_markers_local.h"
 #include "log/log_manager.h"
 #include "protocol/generated/errors.h"

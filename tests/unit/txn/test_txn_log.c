@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "group/coordinator_partition.h"
+#include "coordinator/coordinator_partition.h"
 #include "log/log_manager.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_store.h"

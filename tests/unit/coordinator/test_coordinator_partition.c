@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "group/coordinator_partition.h"
+#include "coordinator/coordinator_partition.h"
 
 static int32_t hash_of(const char *s) { return coordinator_key_hash(s, strlen(s)); }
 

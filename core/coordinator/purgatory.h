@@ -4,8 +4,8 @@
  * Thread-safety: every function may be called from any thread. An
  * operation's try_complete runs with the operation's lock held, so it runs
  * for one caller at a time and never after it has returned true. */
-#ifndef CAIRN_HANDLERS_PURGATORY_H
-#define CAIRN_HANDLERS_PURGATORY_H
+#ifndef CAIRN_COORDINATOR_PURGATORY_H
+#define CAIRN_COORDINATOR_PURGATORY_H
 
 #include <pthread.h>
 #include <stdbool.h>

@@ -2,8 +2,8 @@
  * __transaction_state) holds a coordinator key. Kafka places a key by the
  * Java String hashCode of the key, masked to non-negative, modulo the
  * partition count; clients and tools rely on the same placement. */
-#ifndef CAIRN_GROUP_COORDINATOR_PARTITION_H
-#define CAIRN_GROUP_COORDINATOR_PARTITION_H
+#ifndef CAIRN_COORDINATOR_COORDINATOR_PARTITION_H
+#define CAIRN_COORDINATOR_COORDINATOR_PARTITION_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "handlers/purgatory.h"
+#include "coordinator/purgatory.h"
 #include "util/clock.h"
 
 struct test_op {

@@ -1,4 +1,4 @@
-#include "group/coordinator_partition.h"
+#include "coordinator/coordinator_partition.h"
 
 /* Decodes one UTF-8 code point at s[*i]; advances *i. Malformed input gives
  * U+FFFD and consumes one byte. */

@@ -1,6 +1,6 @@
 /* Creation, partition logs, key placement and replay of an internal
  * compacted topic; see internal_topic.h. */
-#include "group/internal_topic.h"
+#include "coordinator/internal_topic.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "group/coordinator_partition.h"
+#include "coordinator/coordinator_partition.h"
 #include "log/log_manager.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_store.h"
@@ -326,11 +326,31 @@ static int replay_partition(struct internal_topic_replay *r, struct partition_lo
     return 0;
 }
 
-int internal_topic_replay(struct internal_topic *t, size_t read_size, internal_topic_batch_fn batch_fn,
-                          internal_topic_partition_fn partition_done, void *ctx, char *err, size_t errlen)
+/* Replays partition p with the caller's buffer; see internal_topic_replay. */
+static int replay_one(struct internal_topic *t, int32_t p, uint8_t **buf, size_t *cap, size_t read_size,
+                      internal_topic_batch_fn batch_fn, internal_topic_partition_fn partition_done, void *ctx,
+                      char *err, size_t errlen)
+{
+    struct internal_topic_replay r = {.topic = t, .partition = p};
+    int rc = replay_partition(&r, t->partitions[p], buf, cap, read_size, batch_fn, ctx, err, errlen);
+    if (r.skipped > 0)
+        logger_warn(t->component, "%s-%d: skipped %" PRId64 " unreadable record(s) or batch(es)", t->name, (int)p,
+                    r.skipped);
+    if (partition_done)
+        partition_done(ctx, &r, rc == 0);
+    return rc;
+}
+
+/* One partition (p >= 0) or all held here (p < 0). */
+static int replay(struct internal_topic *t, int32_t only, size_t read_size, internal_topic_batch_fn batch_fn,
+                  internal_topic_partition_fn partition_done, void *ctx, char *err, size_t errlen)
 {
     if (!t || !batch_fn || read_size == 0) {
         snprintf(err, errlen, "a replay needs a topic, a batch callback and a read size");
+        return -1;
+    }
+    if (only >= t->partition_count || (only >= 0 && !t->partitions[only])) {
+        snprintf(err, errlen, "%s-%d is not held here", t->name, (int)only);
         return -1;
     }
     size_t cap = read_size;
@@ -340,17 +360,29 @@ int internal_topic_replay(struct internal_topic *t, size_t read_size, internal_t
         return -1;
     }
     int rc = 0;
-    for (int32_t p = 0; p < t->partition_count && rc == 0; p++) {
-        if (!t->partitions[p])
-            continue;
-        struct internal_topic_replay r = {.topic = t, .partition = p};
-        rc = replay_partition(&r, t->partitions[p], &buf, &cap, read_size, batch_fn, ctx, err, errlen);
-        if (r.skipped > 0)
-            logger_warn(t->component, "%s-%d: skipped %" PRId64 " unreadable record(s) or batch(es)", t->name,
-                        (int)p, r.skipped);
-        if (partition_done)
-            partition_done(ctx, &r, rc == 0);
+    for (int32_t p = only >= 0 ? only : 0; p < t->partition_count && rc == 0; p++) {
+        if (t->partitions[p])
+            rc = replay_one(t, p, &buf, &cap, read_size, batch_fn, partition_done, ctx, err, errlen);
+        if (only >= 0)
+            break;
     }
     free(buf);
     return rc;
+}
+
+int internal_topic_replay(struct internal_topic *t, size_t read_size, internal_topic_batch_fn batch_fn,
+                          internal_topic_partition_fn partition_done, void *ctx, char *err, size_t errlen)
+{
+    return replay(t, -1, read_size, batch_fn, partition_done, ctx, err, errlen);
+}
+
+int internal_topic_replay_partition(struct internal_topic *t, int32_t partition, size_t read_size,
+                                    internal_topic_batch_fn batch_fn, internal_topic_partition_fn partition_done,
+                                    void *ctx, char *err, size_t errlen)
+{
+    if (partition < 0) {
+        snprintf(err, errlen, "no partition %d", (int)partition);
+        return -1;
+    }
+    return replay(t, partition, read_size, batch_fn, partition_done, ctx, err, errlen);
 }

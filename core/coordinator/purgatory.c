@@ -1,4 +1,4 @@
-#include "handlers/purgatory.h"
+#include "coordinator/purgatory.h"
 
 #include <errno.h>
 #include <stdio.h>

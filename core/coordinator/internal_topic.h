@@ -4,17 +4,20 @@
  * replay of every held partition in log order. Record layouts and what the
  * records mean stay with the coordinator that owns the topic.
  *
- * The topic is created with cleanup.policy=compact. The partition log does
- * not compact yet and applies retention.ms whatever the policy, so the topic
- * also gets retention.ms=-1 (which Kafka ignores for a compact-only topic)
- * to keep retention from dropping live state.
+ * The topic is created with cleanup.policy=compact: the log cleaner keeps
+ * the latest record of each key and drops tombstones after
+ * delete.retention.ms. Time and size retention apply only under a delete
+ * policy, so the retention.ms=-1 also set at creation changes nothing while
+ * the policy is compact; it stays so that topics created before the cleaner
+ * existed and topics created now carry the same configs, and so that an
+ * operator adding "delete" to the policy does not lose live state to time.
  *
  * Thread-safety: after internal_topic_open, internal_topic_log_for_key and
  * internal_topic_replay may be called from any thread (the partition logs
  * serialise appends and reads). internal_topic_close runs once, after the
  * last call. */
-#ifndef CAIRN_GROUP_INTERNAL_TOPIC_H
-#define CAIRN_GROUP_INTERNAL_TOPIC_H
+#ifndef CAIRN_COORDINATOR_INTERNAL_TOPIC_H
+#define CAIRN_COORDINATOR_INTERNAL_TOPIC_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -107,5 +110,10 @@ typedef void (*internal_topic_partition_fn)(void *ctx, struct internal_topic_rep
  * batch framing on disk is damaged. */
 int internal_topic_replay(struct internal_topic *t, size_t read_size, internal_topic_batch_fn batch_fn,
                           internal_topic_partition_fn partition_done, void *ctx, char *err, size_t errlen);
+
+/* The same for one partition; -1 with err also when it is not held here. */
+int internal_topic_replay_partition(struct internal_topic *t, int32_t partition, size_t read_size,
+                                    internal_topic_batch_fn batch_fn, internal_topic_partition_fn partition_done,
+                                    void *ctx, char *err, size_t errlen);
 
 #endif

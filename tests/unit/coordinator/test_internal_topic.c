@@ -17,8 +17,8 @@
 #include <cmocka.h>
 
 #include "codec/record_codec.h"
-#include "group/coordinator_partition.h"
-#include "group/internal_topic.h"
+#include "coordinator/coordinator_partition.h"
+#include "coordinator/internal_topic.h"
 #include "log/log_manager.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_store.h"
