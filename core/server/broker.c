@@ -49,6 +49,7 @@ struct broker {
     /* Loads and unloads the partitions of __consumer_offsets and
      * __transaction_state; the shards are freed after the coordinators. */
     struct coordinator_runtime *coordinators;
+    int leadership_listener; /* the runtime's registration with the replica manager */
     struct coordinator_shards *group_shards;
     struct coordinator_shards *txn_shards;
     struct handler_env env;
@@ -198,8 +199,8 @@ static void lead_held_partitions(struct broker *b, const char *name, struct inte
 
 /* Loads the group and transaction state of every held partition, groups
  * first (transaction markers written at load complete group offsets), and
- * waits for it, so the listeners open on loaded coordinators. The replica
- * layer's leadership listener takes over from here. */
+ * waits for it, so the listeners open on loaded coordinators, then hands
+ * later leadership changes to the runtime through the replica layer. */
 static int load_coordinators(struct broker *b, char *err, size_t errlen)
 {
     int64_t started = clock_mono_ms();
@@ -208,6 +209,14 @@ static int load_coordinators(struct broker *b, char *err, size_t errlen)
     if (coordinator_runtime_wait_idle(b->coordinators, err, errlen) != 0) return -1;
     logger_info("server", "loaded %s and %s in %lld ms", GROUP_LOG_TOPIC, TXN_LOG_TOPIC,
                 (long long)(clock_mono_ms() - started));
+    /* From here the replica layer tells the runtime of leadership changes;
+     * registering repeats the current leaders, which the runtime ignores. */
+    b->leadership_listener =
+        replica_manager_add_leadership_listener(b->replicas, coordinator_runtime_on_leadership, b->coordinators);
+    if (b->leadership_listener < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -394,7 +403,9 @@ void broker_stop(struct broker *b)
     /* Parked JoinGroup/SyncGroup requests answer NOT_COORDINATOR now, so
      * the network layer's drain does not wait out rebalance timeouts. */
     group_coordinator_shutdown(b->groups);
-    /* No load or unload runs past here (one in progress finishes first). */
+    /* No leadership change reaches the runtime, and no load or unload runs
+     * past here (one in progress finishes first). */
+    if (b->leadership_listener > 0) replica_manager_remove_leadership_listener(b->replicas, b->leadership_listener);
     coordinator_runtime_destroy(b->coordinators);
     if (b->net) net_server_stop(b->net, 10000);
     /* Its thread writes markers, which wake the purgatory and complete
