@@ -31,8 +31,8 @@ int16_t txn_check_transition(const struct txn_entry *e, enum txn_state to)
 {
     if (txn_state_can_follow(e->state, to))
         return KAFKA_ERR_NONE;
-    logger_error("txn", "%s: refused the illegal state change %s -> %s", e->transactional_id,
-                 txn_state_name(e->state), txn_state_name(to));
+    logger_error("txn", "%s: refused the illegal state change %s -> %s", e->transactional_id, txn_state_name(e->state),
+                 txn_state_name(to));
     assert(!"illegal transaction state change");
     return KAFKA_ERR_INVALID_TXN_STATE;
 }

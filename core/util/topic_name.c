@@ -25,8 +25,7 @@ bool topic_name_valid(const char *name, size_t len, char *err, size_t errlen)
     }
     if (len > TOPIC_NAME_MAX_LEN) {
         if (err && errlen)
-            snprintf(err, errlen, "Topic name is illegal, it can't be longer than %d characters",
-                     TOPIC_NAME_MAX_LEN);
+            snprintf(err, errlen, "Topic name is illegal, it can't be longer than %d characters", TOPIC_NAME_MAX_LEN);
         return false;
     }
     for (size_t i = 0; i < len; i++) {

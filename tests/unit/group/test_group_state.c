@@ -55,8 +55,12 @@ static void test_set_state(void **state)
     gc.opts.clock_ctx = &now;
     struct group g = {.group_id = "g", .state = GROUP_EMPTY};
     /* A whole rebalance, then a member leaves and the group empties. */
-    const enum group_state path[] = {GROUP_PREPARING_REBALANCE, GROUP_COMPLETING_REBALANCE, GROUP_STABLE,
-                                     GROUP_PREPARING_REBALANCE, GROUP_EMPTY, GROUP_DEAD};
+    const enum group_state path[] = {GROUP_PREPARING_REBALANCE,
+                                     GROUP_COMPLETING_REBALANCE,
+                                     GROUP_STABLE,
+                                     GROUP_PREPARING_REBALANCE,
+                                     GROUP_EMPTY,
+                                     GROUP_DEAD};
     for (size_t i = 0; i < sizeof path / sizeof path[0]; i++) {
         now += 10;
         assert_true(group_set_state(&gc, &g, path[i]));

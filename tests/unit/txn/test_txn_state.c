@@ -52,9 +52,14 @@ static void test_set_state(void **state)
     (void)state;
     struct txn_entry e = {.transactional_id = "t", .state = TXN_STATE_EMPTY};
     /* A commit, an abort after a fence, then expiry. */
-    const enum txn_state path[] = {TXN_STATE_ONGOING,         TXN_STATE_PREPARE_COMMIT, TXN_STATE_COMPLETE_COMMIT,
-                                   TXN_STATE_ONGOING,         TXN_STATE_PREPARE_EPOCH_FENCE,
-                                   TXN_STATE_PREPARE_ABORT,   TXN_STATE_COMPLETE_ABORT, TXN_STATE_EMPTY,
+    const enum txn_state path[] = {TXN_STATE_ONGOING,
+                                   TXN_STATE_PREPARE_COMMIT,
+                                   TXN_STATE_COMPLETE_COMMIT,
+                                   TXN_STATE_ONGOING,
+                                   TXN_STATE_PREPARE_EPOCH_FENCE,
+                                   TXN_STATE_PREPARE_ABORT,
+                                   TXN_STATE_COMPLETE_ABORT,
+                                   TXN_STATE_EMPTY,
                                    TXN_STATE_DEAD};
     for (size_t i = 0; i < sizeof path / sizeof path[0]; i++) {
         assert_int_equal(txn_set_state(&e, path[i]), KAFKA_ERR_NONE);
@@ -67,8 +72,7 @@ static void test_set_state(void **state)
     assert_int_equal(txn_persist(&c, &e, 1, 0, TXN_STATE_EMPTY, NULL, 0, -1, 0), KAFKA_ERR_NONE);
 #ifdef NDEBUG
     /* Release builds refuse and log; debug builds assert instead. */
-    assert_int_equal(txn_persist(&c, &e, 1, 0, TXN_STATE_PREPARE_ABORT, NULL, 0, -1, 0),
-                     KAFKA_ERR_INVALID_TXN_STATE);
+    assert_int_equal(txn_persist(&c, &e, 1, 0, TXN_STATE_PREPARE_ABORT, NULL, 0, -1, 0), KAFKA_ERR_INVALID_TXN_STATE);
     e.state = TXN_STATE_EMPTY;
     assert_int_equal(txn_check_transition(&e, TXN_STATE_PREPARE_COMMIT), KAFKA_ERR_INVALID_TXN_STATE);
     assert_int_equal(txn_set_state(&e, TXN_STATE_COMPLETE_COMMIT), KAFKA_ERR_INVALID_TXN_STATE);
