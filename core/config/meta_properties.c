@@ -1,15 +1,14 @@
 #include "config/meta_properties.h"
 
 #include "config/properties.h"
+#include "util/fs_util.h"
 #include "util/logger.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static int meta_path(const char *dir, const char *file, char *out, size_t outlen, char *err, size_t errlen)
@@ -66,83 +65,15 @@ int meta_properties_read(const char *dir, struct meta_properties *out, char *err
     return rc;
 }
 
-static int fsync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 int meta_properties_write(const char *dir, const struct meta_properties *props, char *err, size_t errlen)
 {
-    char path[PATH_MAX], tmp[PATH_MAX], content[512];
+    char path[PATH_MAX], content[512];
     if (meta_path(dir, META_PROPERTIES_FILE, path, sizeof path, err, errlen) < 0) return -1;
-    if (meta_path(dir, META_PROPERTIES_FILE ".tmp", tmp, sizeof tmp, err, errlen) < 0) return -1;
     int len = snprintf(content, sizeof content,
                        "#\n# Identity of this data directory, written by cairnd on first start.\n"
                        "node.id=%d\ndirectory.id=%s\nversion=%d\ncluster.id=%s\n",
                        props->node_id, props->directory_id, props->version, props->cluster_id);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot create '%s': %s", tmp, strerror(errno));
-        return -1;
-    }
-    ssize_t written = 0;
-    while (written < len) {
-        ssize_t n = write(fd, content + written, (size_t)(len - written));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        written += n;
-    }
-    int saved_errno = errno;
-    if (written != len || fsync(fd) != 0) {
-        if (written == len) saved_errno = errno;
-        close(fd);
-        unlink(tmp);
-        snprintf(err, errlen, "cannot write '%s': %s", tmp, strerror(saved_errno));
-        return -1;
-    }
-    close(fd);
-    if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    /* The rename is durable only once the directory entry is synced. */
-    if (fsync_dir(dir) != 0) {
-        snprintf(err, errlen, "cannot sync directory '%s': %s", dir, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-static int make_dirs(const char *dir, char *err, size_t errlen)
-{
-    char path[PATH_MAX];
-    size_t len = strlen(dir);
-    if (len == 0 || len >= sizeof path) {
-        snprintf(err, errlen, "invalid data directory '%s'", dir);
-        return -1;
-    }
-    memcpy(path, dir, len + 1);
-    for (size_t i = 1; i <= len; i++) {
-        if (path[i] != '/' && path[i] != '\0') continue;
-        char saved = path[i];
-        path[i] = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-            snprintf(err, errlen, "cannot create data directory '%s': %s", path, strerror(errno));
-            return -1;
-        }
-        path[i] = saved;
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "data directory '%s' is not a directory", dir);
-        return -1;
-    }
-    return 0;
+    return fs_replace_file(path, content, (size_t)len, true, err, errlen) == 0 ? 0 : -1;
 }
 
 static int new_uuid_text(char out[UUID_BASE64URL_LEN + 1], char *err, size_t errlen)
@@ -181,7 +112,7 @@ int meta_properties_ensure(const char *const *dirs, size_t count, int32_t node_i
     const char *cluster_id = expected_cluster_id;
     const char *cluster_origin = "the configuration";
     for (size_t i = 0; i < count; i++) {
-        if (make_dirs(dirs[i], err, errlen) < 0) goto done;
+        if (fs_mkdir_p(dirs[i], err, errlen) != 0) goto done;
         int read_rc = meta_properties_read(dirs[i], &found[i], err, errlen);
         if (read_rc < 0) goto done;
         present[i] = read_rc == 0;

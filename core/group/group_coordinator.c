@@ -9,6 +9,7 @@
 #include "group/group_internal.h"
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
+#include "util/lock_check.h"
 #include "util/logger.h"
 
 /* Timers are checked at this granularity; session timeouts are seconds. */
@@ -126,12 +127,6 @@ void group_remove(struct group_coordinator *gc, struct group *g)
     group_free(g);
 }
 
-void group_set_state(struct group_coordinator *gc, struct group *g, enum group_state s)
-{
-    g->state = s;
-    g->state_timestamp = group_wall_now(gc);
-}
-
 void group_snapshot_store(struct group_coordinator *gc, struct group *g)
 {
     if (!gc->opts.ops || !gc->opts.ops->store_group) return;
@@ -197,6 +192,7 @@ int16_t group_coordinator_ownership(struct group_coordinator *gc, const char *gr
 
 static void tick_locked(struct group_coordinator *gc)
 {
+    LOCK_ASSERT_HELD(&gc->lock);
     if (gc->shut_down || gc->loading) return;
     int64_t now = group_now(gc);
     bool check_expiry = now >= gc->next_expiry_check;

@@ -128,13 +128,18 @@ char *group_strdup(const char *s);
  * NULL for NULL. */
 char *group_strndup_bytes(const char *s, size_t n);
 uint8_t *group_memdup(const uint8_t *p, size_t n);
-void group_set_state(struct group_coordinator *gc, struct group *g, enum group_state s);
 void group_snapshot_store(struct group_coordinator *gc, struct group *g);
 /* Common request preconditions for a request on group_id: NONE, or the
  * error to answer with (shut down, loading, its partition not served). */
 int16_t group_coordinator_serving(struct group_coordinator *gc, const char *group_id);
 /* Whether g's partition is served (always, without shards). */
 bool group_partition_active(struct group_coordinator *gc, const struct group *g);
+
+/* group_state.c: transitions, checked against Kafka's table of valid
+ * previous states. An illegal one is refused (false, state unchanged) with
+ * an error log, and asserts in debug builds. */
+bool group_state_can_follow(enum group_state from, enum group_state to);
+bool group_set_state(struct group_coordinator *gc, struct group *g, enum group_state s);
 
 /* group_membership.c: members */
 struct group_member *group_member_find(struct group *g, const char *member_id);

@@ -5,6 +5,7 @@
 
 #include "group/group_internal.h"
 #include "protocol/generated/errors.h"
+#include "util/lock_check.h"
 #include "util/logger.h"
 
 #define CONSUMER_PROTOCOL_TYPE "consumer"
@@ -311,6 +312,7 @@ out:
 
 static int16_t delete_group_locked(struct group_coordinator *gc, struct group *g)
 {
+    LOCK_ASSERT_HELD(&gc->lock);
     size_t n = g->offsets.count;
     struct group_offset **all = calloc(n ? n : 1, sizeof *all);
     if (!all) return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
@@ -318,7 +320,7 @@ static int16_t delete_group_locked(struct group_coordinator *gc, struct group *g
     int16_t err = store_delete_offsets(gc, g, all, n, true);
     free(all);
     if (err != KAFKA_ERR_NONE) return err;
-    g->state = GROUP_DEAD;
+    group_set_state(gc, g, GROUP_DEAD);
     group_remove(gc, g);
     return KAFKA_ERR_NONE;
 }

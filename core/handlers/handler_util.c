@@ -11,6 +11,7 @@
 #include "metadata/metadata_store.h"
 #include "net/server.h"
 #include "util/logger.h"
+#include "util/topic_name.h"
 
 int32_t *handler_copy_int32s(struct request_context *ctx, const int32_t *src, int32_t n)
 {
@@ -31,16 +32,8 @@ const struct metadata_endpoint *handler_endpoint_for_request(struct request_cont
 
 int16_t handler_topic_name_error(struct kafka_str name)
 {
-    if (name.len <= 0 || name.len > 249) return KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
-    if ((name.len == 1 && name.data[0] == '.') || (name.len == 2 && !memcmp(name.data, "..", 2)))
-        return KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
-    for (int32_t i = 0; i < name.len; i++) {
-        char c = name.data[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                  c == '_' || c == '-';
-        if (!ok) return KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
-    }
-    return KAFKA_ERR_NONE;
+    bool ok = name.len > 0 && topic_name_valid(name.data, (size_t)name.len, NULL, 0);
+    return ok ? KAFKA_ERR_NONE : KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
 }
 
 bool handler_name_cstr(struct kafka_str name, char *buf, size_t buflen)

@@ -1,9 +1,14 @@
 /* Request handling: decode a request frame, run the API handler, encode and
  * send the response. Runs on the network layer's io threads.
  *
- * The pipeline per request: header -> version check -> body decode ->
- * handler -> response encode -> net_request_complete. Later stages
- * (authentication, authorization, quota, audit) slot in around the handler. */
+ * The path of one request (dispatch.c): header -> version check -> body
+ * decode -> handler -> response encode -> net_request_complete. Around the
+ * handler, pipeline.c counts request metrics and, with a quota plugin
+ * loaded, measures io time and sets the response's throttle. Authorization
+ * and audit are not stages around it: each handler authorizes per resource
+ * (handler_authorize_*, as Kafka does) and the admin handlers emit audit
+ * events (handler_audit_admin). The principal is the connection's, set by
+ * net/ (User:ANONYMOUS unless the connection authenticated). */
 #ifndef CAIRN_HANDLERS_HANDLERS_H
 #define CAIRN_HANDLERS_HANDLERS_H
 

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,61 +11,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int fsync_parent_dir(const char *path)
-{
-    char *copy = strdup(path);
-    if (!copy)
-        return ENOMEM;
-    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    free(copy);
-    if (fd < 0)
-        return errno;
-    int rc = fsync(fd) == 0 ? 0 : errno;
-    close(fd);
-    return rc;
-}
-
-static int write_atomic(const char *path, const char *data, size_t len, bool sync)
-{
-    char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
-        return ENAMETOOLONG;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return errno;
-    int rc = 0;
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = write(fd, data + done, len - done);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            rc = errno;
-            break;
-        }
-        done += (size_t)n;
-    }
-    if (rc == 0 && sync && fsync(fd) != 0)
-        rc = errno;
-    if (close(fd) != 0 && rc == 0)
-        rc = errno;
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = errno;
-    if (rc != 0) {
-        unlink(tmp);
-        return rc;
-    }
-    return sync ? fsync_parent_dir(path) : 0;
-}
+#include "util/fs_util.h"
 
 int log_file_write_atomic(const char *path, const char *data, size_t len)
 {
-    return write_atomic(path, data, len, true);
+    return fs_replace_file(path, data, len, true, NULL, 0);
 }
 
 int log_file_write_atomic_unsynced(const char *path, const char *data, size_t len)
 {
-    return write_atomic(path, data, len, false);
+    return fs_replace_file(path, data, len, false, NULL, 0);
 }
 
 int log_file_read_all(const char *path, size_t max, char **out, size_t *out_len)

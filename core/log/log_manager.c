@@ -18,7 +18,10 @@
 #include "log/log_checkpoint.h"
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
+#include "util/fs_util.h"
+#include "util/lock_check.h"
 #include "util/logger.h"
+#include "util/topic_name.h"
 
 #define LOG_MANAGER_BUCKETS 1024
 #define CLEAN_SHUTDOWN_FILE ".kafka_cleanshutdown"
@@ -82,6 +85,7 @@ static size_t bucket_of(const char *topic, int32_t partition)
 static struct log_manager_entry *find_locked(struct log_manager *m, const char *topic,
                                              int32_t partition)
 {
+    LOCK_ASSERT_HELD(&m->lock);
     for (struct log_manager_entry *e = m->buckets[bucket_of(topic, partition)]; e; e = e->next)
         if (e->partition == partition && strcmp(e->topic, topic) == 0)
             return e;
@@ -91,6 +95,7 @@ static struct log_manager_entry *find_locked(struct log_manager *m, const char *
 static int insert_locked(struct log_manager *m, const char *topic, int32_t partition,
                          size_t dir_index, struct partition_log *log)
 {
+    LOCK_ASSERT_HELD(&m->lock);
     struct log_manager_entry *e = calloc(1, sizeof *e);
     if (!e || !(e->topic = strdup(topic))) {
         free(e);
@@ -104,24 +109,6 @@ static int insert_locked(struct log_manager *m, const char *topic, int32_t parti
     m->buckets[b] = e;
     m->count++;
     m->dir_partitions[dir_index]++;
-    return 0;
-}
-
-static int mkdir_p(const char *path)
-{
-    char buf[4096];
-    if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf)
-        return ENAMETOOLONG;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return errno;
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return errno;
     return 0;
 }
 
@@ -295,7 +282,10 @@ static void load_dir(struct log_manager *m, size_t dir_index)
             int64_t start = checkpoint_lookup(starts, n_starts, job->topic, job->partition, -1);
             if (start >= 0)
                 partition_log_restore_start_offset(job->log, start);
-            if (insert_locked(m, job->topic, job->partition, dir_index, job->log) != 0)
+            pthread_mutex_lock(&m->lock);
+            int rc = insert_locked(m, job->topic, job->partition, dir_index, job->log);
+            pthread_mutex_unlock(&m->lock);
+            if (rc != 0)
                 partition_log_close(job->log);
         }
         free(job->pdir);
@@ -580,10 +570,9 @@ int log_manager_open(const char *const *dirs, size_t dir_count, const struct log
         m->last_roll_ms = mono;
     m->last_producer_expiry_ms = mono;
     for (size_t i = 0; i < dir_count; i++) {
-        int rc;
-        if (!(m->dirs[i] = strdup(dirs[i])) || (rc = mkdir_p(dirs[i])) != 0) {
-            snprintf(err, errlen, "cannot create log dir %s: %s", dirs[i],
-                     m->dirs[i] ? strerror(rc) : "out of memory");
+        if (!(m->dirs[i] = strdup(dirs[i])))
+            snprintf(err, errlen, "cannot create log dir %s: out of memory", dirs[i]);
+        if (!m->dirs[i] || fs_mkdir_p(dirs[i], err, errlen) != 0) {
             log_manager_close(m, false);
             return -1;
         }
@@ -622,23 +611,11 @@ struct partition_log *log_manager_get(struct log_manager *m, const char *topic, 
     return log;
 }
 
-static bool valid_topic(const char *topic)
-{
-    size_t len = strlen(topic);
-    if (len == 0 || len > 249 || strcmp(topic, ".") == 0 || strcmp(topic, "..") == 0)
-        return false;
-    for (const char *p = topic; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-              *p == '.' || *p == '_' || *p == '-'))
-            return false;
-    return true;
-}
-
 int16_t log_manager_create(struct log_manager *m, const char *topic, int32_t partition,
                            const uint8_t *topic_id, const struct log_config *cfg,
                            struct partition_log **out, char *err, size_t errlen)
 {
-    if (!valid_topic(topic) || partition < 0) {
+    if (!topic_name_valid(topic, strlen(topic), NULL, 0) || partition < 0) {
         snprintf(err, errlen, "invalid topic partition %s-%" PRId32, topic, partition);
         return KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
     }

@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include "util/clock.h"
+#include "util/lock_check.h"
 
 void log_throttler_init(struct log_throttler *t, double bytes_per_second)
 {
@@ -25,6 +26,7 @@ void log_throttler_init(struct log_throttler *t, double bytes_per_second)
  * cancel_lock. Sleep ns unless cancelled. */
 static void sleep_locked(struct log_throttler *t, int64_t ns)
 {
+    LOCK_ASSERT_HELD(&t->lock);
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     int64_t total = (int64_t)until.tv_nsec + ns % 1000000000;

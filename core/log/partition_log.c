@@ -16,6 +16,7 @@
 #include "log/log_cleaner.h"
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
+#include "util/lock_check.h"
 #include "util/logger.h"
 
 #define LOG_READ_SCAN_BUF (16 * 1024)
@@ -164,11 +165,17 @@ int partition_log_open_from(const char *dir, const struct log_config *cfg,
     } else {
         atomic_store(&log->recovery_point, end);
     }
-    if (partition_log_open_epochs_locked(log, recovery_point, err, errlen) != 0) {
+    /* Nobody else sees the log yet; the lock is taken for the *_locked
+     * contracts, which debug builds check. */
+    pthread_mutex_lock(&log->write_lock);
+    int rc = partition_log_open_epochs_locked(log, recovery_point, err, errlen);
+    if (rc != 0) {
+        pthread_mutex_unlock(&log->write_lock);
         log_free(log);
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
-    int rc = partition_log_load_producers_locked(log);
+    rc = partition_log_load_producers_locked(log);
+    pthread_mutex_unlock(&log->write_lock);
     if (recovery_point >= 0)
         log->recovery.producers_ns = clock_mono_ns() - t1;
     if (rc != 0) {
@@ -242,6 +249,7 @@ void partition_log_delete(struct partition_log *log)
 
 int partition_log_roll_locked(struct partition_log *log, int64_t now_ms)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     struct log_segment *old = log->segments[log->segment_count - 1];
     int64_t base = atomic_load(&log->log_end_offset);
     if (old->size == 0)
@@ -527,6 +535,7 @@ int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches,
                                     int32_t leader_epoch, int32_t records,
                                     struct log_append_result *res)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     int16_t code;
     int64_t now = clock_wall_ms();
     bool append_time = log->cfg.message_timestamp_type == LOG_TIMESTAMP_LOG_APPEND_TIME;
@@ -685,6 +694,7 @@ bool partition_log_is_offline(struct partition_log *log)
 
 int16_t partition_log_flush_locked(struct partition_log *log)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     int64_t end = atomic_load(&log->log_end_offset);
     int64_t from = atomic_load(&log->recovery_point);
     if (end == from && log->first_unflushed_ms < 0)

@@ -17,6 +17,7 @@
 #include "log/log_cleaner.h"
 #include "log/log_offset_map.h"
 #include "log/log_throttler.h"
+#include "util/lock_check.h"
 #include "util/logger.h"
 
 #define CLEAN_READ_BUF (1024 * 1024)
@@ -128,6 +129,7 @@ static bool is_aborted(const struct clean_plan *p, int64_t producer_id, int64_t 
 static void dirtiness_locked(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
                              struct log_clean_dirtiness *d)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     memset(d, 0, sizeof *d);
     const struct log_config *cfg = &log->cfg;
     size_t n = log->segment_count;

@@ -66,6 +66,5 @@ int clean_swap_in(struct partition_log *log, struct clean_plan *plan, const stru
                   int64_t now_ms, enum log_clean_stop stop_after);
 /* Remove <group base><ext> of every rewritten group. */
 void clean_remove_output(const char *dir, const struct clean_plan *plan, const char *ext);
-int clean_fsync_dir(const char *dir);
 
 #endif

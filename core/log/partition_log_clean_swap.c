@@ -12,20 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/fs_util.h"
 #include "util/logger.h"
 
 /* The files one segment owns besides its .log. */
 static const char *const segment_side_exts[] = {".index", ".timeindex", ".txnindex"};
-
-int clean_fsync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return errno;
-    int rc = fsync(fd) == 0 ? 0 : errno;
-    close(fd);
-    return rc;
-}
 
 static int rename_ext(const char *dir, int64_t base, const char *from, const char *to)
 {
@@ -217,7 +208,7 @@ int clean_swap_in(struct partition_log *log, struct clean_plan *plan, const stru
             rc = rename_ext(log->dir, plan->segs[plan->groups[renamed].first].base,
                             ".log.cleaned", ".log.swap");
     if (rc == 0)
-        rc = clean_fsync_dir(log->dir);
+        rc = fs_fsync_dir(log->dir);
     if (rc != 0) {
         for (size_t g = 0; g < renamed; g++)
             if (plan->groups[g].rewritten)
@@ -232,7 +223,7 @@ int clean_swap_in(struct partition_log *log, struct clean_plan *plan, const stru
     /* The members must be gone for good before a .swap becomes a .log:
      * otherwise a power cut could leave both, with the same offsets. */
     if (rc == 0)
-        rc = clean_fsync_dir(log->dir);
+        rc = fs_fsync_dir(log->dir);
     if (rc == 0 && stop_after == LOG_CLEAN_STOP_AFTER_MEMBERS)
         return 0;
     for (size_t g = 0; rc == 0 && g < plan->group_count; g++) {
@@ -246,7 +237,7 @@ int clean_swap_in(struct partition_log *log, struct clean_plan *plan, const stru
         rc = rename_ext(log->dir, base, ".log.swap", ".log");
     }
     if (rc == 0)
-        rc = clean_fsync_dir(log->dir);
+        rc = fs_fsync_dir(log->dir);
     /* Newest first keeps the live indexes of older groups valid. */
     for (size_t g = plan->group_count; rc == 0 && g-- > 0;)
         if (plan->groups[g].rewritten)
@@ -341,7 +332,7 @@ static int recover_swap_members(const char *dir, struct partition_dir_scan *scan
     memmove(scan->segments.bases + from, scan->segments.bases + to,
             (scan->segments.count - to) * sizeof *scan->segments.bases);
     scan->segments.count -= to - from;
-    if ((rc = clean_fsync_dir(dir)) != 0)
+    if ((rc = fs_fsync_dir(dir)) != 0)
         snprintf(err, errlen, "cannot sync %s: %s", dir, strerror(rc));
     return rc;
 }
@@ -382,7 +373,7 @@ int partition_log_clean_recover_files(const char *dir, struct partition_dir_scan
         if (rc == 0)
             completed++;
     }
-    if (rc == 0 && completed > 0 && (rc = clean_fsync_dir(dir)) != 0)
+    if (rc == 0 && completed > 0 && (rc = fs_fsync_dir(dir)) != 0)
         snprintf(err, errlen, "cannot sync %s: %s", dir, strerror(rc));
     return rc == 0 ? completed : -1;
 }

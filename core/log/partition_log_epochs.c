@@ -12,6 +12,7 @@
 #include "protocol/generated/errors.h"
 #include "protocol/record_batch.h"
 #include "util/clock.h"
+#include "util/lock_check.h"
 #include "util/logger.h"
 
 #define EPOCH_SCAN_BUF (64 * 1024)
@@ -37,6 +38,7 @@ int partition_log_write_epochs(struct partition_log *log)
 
 int16_t partition_log_save_epochs_locked(struct partition_log *log)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     int rc = partition_log_write_epochs(log);
     if (rc == 0)
         return KAFKA_ERR_NONE;
@@ -60,6 +62,7 @@ static int assign_published(struct partition_log *log, int32_t epoch, int64_t st
 int16_t partition_log_assign_epochs_locked(struct partition_log *log, const uint8_t *batches,
                                            size_t len, int32_t leader_epoch)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     bool dirty = false;
     int rc = 0;
     if (leader_epoch >= 0) {
@@ -181,6 +184,7 @@ static int scan_epochs(struct partition_log *log, size_t first, size_t rescanned
 int partition_log_open_epochs_locked(struct partition_log *log, int64_t recovery_point, char *err,
                                      size_t errlen)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     char *path = epoch_path(log);
     if (!path) {
         snprintf(err, errlen, "out of memory");

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "protocol/generated/errors.h"
+#include "util/lock_check.h"
 #include "util/logger.h"
 
 #define SNAPSHOT_SUFFIX ".snapshot"
@@ -179,6 +180,7 @@ static void snapshot_producers(struct partition_log *log, bool sync);
 
 int partition_log_load_producers_locked(struct partition_log *log)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     if (!log->producers && !(log->producers = producer_state_new()))
         return ENOMEM;
     int64_t end = atomic_load(&log->log_end_offset);
@@ -238,11 +240,13 @@ static void snapshot_producers(struct partition_log *log, bool sync)
 
 void partition_log_snapshot_producers_locked(struct partition_log *log)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     snapshot_producers(log, true);
 }
 
 void partition_log_remove_old_snapshots_locked(struct partition_log *log)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     prune_snapshots(log, log->segments[0]->base_offset, INT64_MAX);
 }
 
@@ -250,6 +254,7 @@ int16_t partition_log_check_producers_locked(struct partition_log *log, const ui
                                              size_t len, bool from_coordinator, bool *duplicate,
                                              struct log_append_result *res)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     *duplicate = false;
     struct record_batch_iter it;
     const uint8_t *batch;
@@ -334,6 +339,7 @@ int16_t partition_log_check_producers_locked(struct partition_log *log, const ui
 void partition_log_note_open_txns_locked(struct partition_log *log, const uint8_t *batches,
                                          size_t len)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     struct record_batch_iter it;
     const uint8_t *batch;
     size_t blen;
@@ -355,6 +361,7 @@ void partition_log_note_open_txns_locked(struct partition_log *log, const uint8_
 void partition_log_update_producers_locked(struct partition_log *log, const uint8_t *batches,
                                            size_t len)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     struct record_batch_iter it;
     const uint8_t *batch;
     size_t blen;

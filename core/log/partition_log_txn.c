@@ -11,6 +11,7 @@
 
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
+#include "util/lock_check.h"
 #include "util/logger.h"
 
 #define TXN_MARKER_VERSION 0
@@ -29,6 +30,7 @@ static char *txn_index_path(const struct log_segment *seg)
 
 void partition_log_refresh_unstable_locked(struct partition_log *log)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     atomic_store(&log->first_unstable_offset,
                  log->producers ? producer_state_first_open_txn(log->producers) : -1);
 }
@@ -37,6 +39,7 @@ int partition_log_complete_txn_locked(struct partition_log *log, int64_t produce
                                       int16_t epoch, int32_t coordinator_epoch, bool commit,
                                       int64_t marker_offset, int64_t timestamp)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     const struct producer_entry *e = producer_state_get(log->producers, producer_id);
     int64_t first = e ? e->current_txn_first_offset : -1;
     if (producer_state_end_txn(log->producers, producer_id, epoch, coordinator_epoch, timestamp) != 0)
@@ -165,6 +168,7 @@ enum log_marker_kind partition_log_marker_kind(const uint8_t *batch, size_t len,
 int partition_log_replay_marker_locked(struct partition_log *log, const uint8_t *batch,
                                        size_t len)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     struct record_batch_header h;
     int32_t coordinator_epoch;
     if (record_batch_parse_header(batch, len, &h) != 0 || h.producer_id < 0)
@@ -200,6 +204,7 @@ static size_t filter_out(struct txn_index *idx, const struct txn_index_entry *se
 int partition_log_forget_aborted_locked(struct partition_log *log,
                                         const struct txn_index_entry *gone, size_t n)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     int rc = 0;
     /* gone is in marker order: take it one segment at a time. */
     for (size_t i = 0; i < n && rc == 0;) {
@@ -226,6 +231,7 @@ int partition_log_forget_aborted_locked(struct partition_log *log,
 
 int partition_log_load_aborted_locked(struct partition_log *log, int64_t from)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     struct txn_index loaded = {0};
     int rc = 0;
     for (size_t i = 0; i < log->segment_count && rc == 0; i++) {

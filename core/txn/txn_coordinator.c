@@ -133,8 +133,9 @@ int16_t txn_persist(struct txn_coordinator *c, const struct txn_entry *e, int64_
                     enum txn_state state, const struct txn_topic_partition *parts, size_t part_count, int64_t start_ms,
                     int64_t now)
 {
-    if (!c->opts.log)
-        return KAFKA_ERR_NONE;
+    int16_t code = txn_check_transition(e, state);
+    if (code != KAFKA_ERR_NONE || !c->opts.log)
+        return code;
     struct txn_log_record rec = {
         .producer_id = producer_id,
         .previous_producer_id = e->last_producer_id,
@@ -167,7 +168,7 @@ int16_t txn_fence_and_abort(struct txn_coordinator *c, struct txn_entry *e, int6
     if (epoch != e->producer_epoch)
         e->last_producer_epoch = e->producer_epoch;
     e->producer_epoch = epoch;
-    e->state = TXN_STATE_PREPARE_ABORT;
+    txn_set_state(e, TXN_STATE_PREPARE_ABORT);
     e->last_update_ms = now;
     e->markers_pending = true;
     txn_signal(c);
@@ -521,7 +522,7 @@ int16_t txn_coordinator_init_producer(struct txn_coordinator *c, const char *tra
         code = init_existing(c, e, timeout_ms, expected_producer_id, expected_epoch, now);
     }
     if (code == KAFKA_ERR_NONE) {
-        e->state = TXN_STATE_EMPTY;
+        txn_set_state(e, TXN_STATE_EMPTY);
         txn_clear_parts(e);
         e->start_ms = -1;
         e->last_update_ms = now;
@@ -627,7 +628,7 @@ int16_t txn_coordinator_add_partitions(struct txn_coordinator *c, const char *tr
             logger_error("txn", "%s: out of memory recording partitions", transactional_id);
             code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
         }
-        e->state = TXN_STATE_ONGOING;
+        txn_set_state(e, TXN_STATE_ONGOING);
         e->start_ms = start;
         e->last_update_ms = now;
     }
@@ -675,7 +676,7 @@ int16_t txn_coordinator_end(struct txn_coordinator *c, const char *transactional
                            now);
         if (code != KAFKA_ERR_NONE)
             break;
-        e->state = prepare;
+        txn_set_state(e, prepare);
         e->last_update_ms = now;
         e->markers_pending = true;
         txn_signal(c);

@@ -56,7 +56,7 @@ static bool finish(struct txn_coordinator *c, struct txn_entry *e)
                     txn_state_name(done), (int)code);
         return false;
     }
-    e->state = done;
+    txn_set_state(e, done);
     txn_clear_parts(e);
     e->last_update_ms = now;
     e->markers_pending = false;
@@ -164,6 +164,7 @@ int txn_coordinator_expire_ids(struct txn_coordinator *c)
             continue;
         }
         logger_info("txn", "%s: expired after %" PRId64 " ms idle", e->transactional_id, now - e->last_update_ms);
+        txn_set_state(e, TXN_STATE_DEAD);
         txn_remove_at(c, i--);
         removed++;
     }

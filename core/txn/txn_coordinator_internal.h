@@ -61,6 +61,15 @@ void txn_entry_free(struct txn_entry *e);
 int16_t txn_fence_and_abort(struct txn_coordinator *c, struct txn_entry *e, int64_t now);
 void txn_signal(struct txn_coordinator *c);
 
+/* txn_state.c: transitions, checked against Kafka's table of valid previous
+ * states. txn_check_transition answers NONE, or INVALID_TXN_STATE with an
+ * error log (and an assert in debug builds); txn_persist asks it before
+ * writing, so an illegal state never reaches the log. txn_set_state is the
+ * one way an entry's state changes (callers hold the lock). */
+bool txn_state_can_follow(enum txn_state from, enum txn_state to);
+int16_t txn_check_transition(const struct txn_entry *e, enum txn_state to);
+int16_t txn_set_state(struct txn_entry *e, enum txn_state to);
+
 int txn_thread_start(struct txn_coordinator *c, char *err, size_t errlen);
 void txn_thread_stop(struct txn_coordinator *c);
 
