@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "util/clock.h"
+#include "util/lock_check.h"
 #include "util/logger.h"
 
 #define WATCH_BUCKETS 1024
@@ -125,9 +126,9 @@ void delayed_op_release_keys(struct delayed_op *op)
     op->watch_key_cap = 0;
 }
 
-/* Caller holds p->lock. */
-static void op_unref_locked(struct delayed_op *op)
+static void op_unref_locked(struct purgatory *p, struct delayed_op *op)
 {
+    LOCK_ASSERT_HELD(&p->lock);
     if (--op->refs == 0) {
         delayed_op_release_keys(op);
         pthread_mutex_destroy(&op->lock);
@@ -150,7 +151,7 @@ static void op_attempt(struct purgatory *p, struct delayed_op *op, bool expired)
         watch_remove(p, op);
         if (op->heap_index >= 0) {
             heap_remove(p, op);
-            op_unref_locked(op); /* the purgatory's reference */
+            op_unref_locked(p, op); /* the purgatory's reference */
         }
         pthread_mutex_unlock(&p->lock);
     }
@@ -169,7 +170,7 @@ static void *expiry_main(void *arg)
             pthread_mutex_unlock(&p->lock);
             op_attempt(p, op, true);
             pthread_mutex_lock(&p->lock);
-            op_unref_locked(op);
+            op_unref_locked(p, op);
             continue;
         }
         if (p->heap_len == 0) {
@@ -288,13 +289,13 @@ void purgatory_add(struct purgatory *p, struct delayed_op *op)
         op->done = true;
         pthread_mutex_unlock(&op->lock);
         pthread_mutex_lock(&p->lock);
-        op_unref_locked(op);
+        op_unref_locked(p, op);
         pthread_mutex_unlock(&p->lock);
         return;
     }
     op_attempt(p, op, false);
     pthread_mutex_lock(&p->lock);
-    op_unref_locked(op);
+    op_unref_locked(p, op);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -325,7 +326,7 @@ void purgatory_notify(struct purgatory *p, uintptr_t key)
     for (int i = 0; i < n; i++) op_attempt(p, ops[i], false);
 
     pthread_mutex_lock(&p->lock);
-    for (int i = 0; i < n; i++) op_unref_locked(ops[i]);
+    for (int i = 0; i < n; i++) op_unref_locked(p, ops[i]);
     pthread_mutex_unlock(&p->lock);
     if (ops != local) free(ops);
 }

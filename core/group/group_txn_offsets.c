@@ -8,6 +8,7 @@
 #include "coordinator/coordinator_runtime.h"
 #include "group/group_internal.h"
 #include "protocol/generated/errors.h"
+#include "util/lock_check.h"
 #include "util/logger.h"
 
 static void txn_offset_release(struct group_txn_offset *t)
@@ -224,6 +225,7 @@ static void txn_offset_apply(struct group *g, struct group_txn_offset *t)
 static void complete_txn_locked(struct group_coordinator *gc, int32_t offsets_partition, int64_t producer_id,
                                 bool commit)
 {
+    LOCK_ASSERT_HELD(&gc->lock);
     int32_t partitions = gc->opts.offsets_topic_partitions;
     for (size_t b = 0; b < GROUP_BUCKETS; b++) {
         for (struct group *g = gc->buckets[b]; g; g = g->next) {

@@ -484,6 +484,7 @@ int16_t partition_log_write_batches_locked(struct partition_log *log, const uint
                                            int64_t now, bool follower,
                                            struct log_append_result *res)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     struct log_segment *active = log->segments[log->segment_count - 1];
     if (roll_due(log, active, len, last_offset, now)) {
         if (partition_log_roll_locked(log, now) != 0)

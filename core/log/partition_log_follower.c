@@ -8,6 +8,7 @@
 
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
+#include "util/lock_check.h"
 
 /* The replication origin's offset rule (Kafka's UnexpectedAppendOffset and
  * OffsetsOutOfOrder checks): the batches start at or past the log end and
@@ -47,6 +48,7 @@ int16_t partition_log_append_follower_locked(struct partition_log *log, const ui
                                               size_t len, int32_t records,
                                               struct log_append_result *res)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     int64_t last;
     int16_t code = check_offsets(log, batches, len, &last, res);
     if (code != KAFKA_ERR_NONE)

@@ -144,6 +144,7 @@ static int replay_from(struct partition_log *log, int64_t from, int64_t *batches
 int partition_log_replay_batch_locked(struct partition_log *log, const struct record_batch_header *h,
                                       const uint8_t *batch, size_t size)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     if (h->producer_id < 0)
         return 0;
     if (!record_batch_is_control(h))
@@ -158,6 +159,7 @@ int partition_log_replay_batch_locked(struct partition_log *log, const struct re
 int partition_log_replay_batches_locked(struct partition_log *log, const uint8_t *batches,
                                         size_t len)
 {
+    LOCK_ASSERT_HELD(&log->write_lock);
     struct record_batch_iter it;
     const uint8_t *batch;
     size_t blen;

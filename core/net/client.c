@@ -12,6 +12,7 @@
 #include "protocol/generated/errors.h"
 #include "protocol/generated/produce_request.h"
 #include "util/clock.h"
+#include "util/lock_check.h"
 #include "util/logger.h"
 
 #define PRODUCE_KEY 0
@@ -229,6 +230,7 @@ static struct client_node *node_new(struct net_client *c, int32_t id, const char
  * order they were added, the ones that change a known node's address. */
 static struct client_node *adopt_new_nodes_locked(struct net_client *c)
 {
+    LOCK_ASSERT_HELD(&c->mutex);
     struct client_node *added = NULL; /* new_nodes is newest first: reverse */
     while (c->new_nodes) {
         struct client_node *n = c->new_nodes;
@@ -292,6 +294,7 @@ int net_client_add_node(struct net_client *c, int32_t node_id, const char *host,
  * (so a caller can ask right after net_client_add_node). */
 static const struct client_node *find_locked(const struct net_client *c, int32_t id)
 {
+    LOCK_ASSERT_HELD((pthread_mutex_t *)&c->mutex);
     for (const struct client_node *n = c->nodes; n; n = n->next)
         if (n->id == id)
             return n;

@@ -27,6 +27,7 @@
 #include "txn/txn_coordinator.h"
 #include "txn/txn_log.h"
 #include "util/clock.h"
+#include "util/fs_util.h"
 #include "util/logger.h"
 
 /* Owned by the main thread; the parts it points to are thread-safe. */
@@ -55,29 +56,6 @@ struct broker {
     struct handler_env env;
     char cluster_id[64];
 };
-
-static int make_dirs(const char *path, char *err, size_t errlen)
-{
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
-        snprintf(err, errlen, "log directory path too long: %s", path);
-        return -1;
-    }
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-            snprintf(err, errlen, "cannot create log directory %s: %s", buf, strerror(errno));
-            return -1;
-        }
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-        snprintf(err, errlen, "cannot create log directory %s: %s", buf, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
 
 static int validate_topic_config(void *ctx, const char *key, const char *value, char *err, size_t errlen)
 {
@@ -352,7 +330,7 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         goto fail;
     }
     for (size_t i = 0; i < dir_count; i++)
-        if (make_dirs(dirs[i], err, errlen) != 0) goto fail;
+        if (fs_mkdir_p(dirs[i], err, errlen) != 0) goto fail;
     if (meta_properties_ensure(dirs, dir_count, b->env.node_id, config_get_string(cfg, "cluster.id"),
                                b->cluster_id, err, errlen) != 0)
         goto fail;

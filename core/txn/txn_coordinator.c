@@ -326,7 +326,7 @@ int txn_coordinator_load(struct txn_coordinator *c, char *err, size_t errlen)
 
 /* The lock is taken per record, so requests on other partitions go on
  * while one partition replays (its own ids answer LOAD_IN_PROGRESS). */
-static void load_visit_locked(void *ctx, const char *id, const struct txn_log_record *rec)
+static void load_visit_taking_lock(void *ctx, const char *id, const struct txn_log_record *rec)
 {
     struct txn_coordinator *c = ctx;
     pthread_mutex_lock(&c->lock);
@@ -337,7 +337,7 @@ static void load_visit_locked(void *ctx, const char *id, const struct txn_log_re
 static int shard_load(void *coordinator, int32_t partition, int32_t epoch, char *err, size_t errlen)
 {
     struct txn_coordinator *c = coordinator;
-    if (c->opts.log && txn_log_load_partition(c->opts.log, partition, load_visit_locked, c, err, errlen) != 0)
+    if (c->opts.log && txn_log_load_partition(c->opts.log, partition, load_visit_taking_lock, c, err, errlen) != 0)
         return -1;
     char what[64];
     snprintf(what, sizeof what, "%s-%d (coordinator epoch %d)", TXN_LOG_TOPIC, (int)partition, (int)epoch);
