@@ -128,6 +128,7 @@ void delayed_op_release_keys(struct delayed_op *op)
 
 static void op_unref_locked(struct purgatory *p, struct delayed_op *op)
 {
+    (void)p; /* read by the debug-build check only */
     LOCK_ASSERT_HELD(&p->lock);
     if (--op->refs == 0) {
         delayed_op_release_keys(op);
