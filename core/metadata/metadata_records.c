@@ -7,6 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/generated/access_control_entry_record.h"
+#include "protocol/generated/feature_level_record.h"
+#include "protocol/generated/fence_broker_record.h"
+#include "protocol/generated/producer_ids_record.h"
+#include "protocol/generated/remove_access_control_entry_record.h"
+#include "protocol/generated/remove_topic_record.h"
+#include "protocol/generated/topic_record.h"
+#include "protocol/generated/unfence_broker_record.h"
+#include "protocol/generated/unregister_broker_record.h"
+
 /* Latest versions this file writes and the highest it reads. */
 #define REGISTER_BROKER_MAX_VERSION 3
 #define PARTITION_MAX_VERSION 2
@@ -51,12 +61,17 @@ void metadata_record_write_raw(struct kafka_writer *w, uint32_t type, uint32_t v
     kafka_write_raw(w, body, body_len);
 }
 
+/* Strings the generated encoders read; never NULL (the records' strings are not nullable). */
+static struct kafka_str str_of(const char *s)
+{
+    return kafka_str_from_cstr(s ? s : "");
+}
+
 void metadata_record_write_feature_level(struct kafka_writer *w, const char *name, int16_t level)
 {
     write_frame(w, METADATA_RECORD_FEATURE_LEVEL, 0);
-    write_cstr(w, name);
-    kafka_write_int16(w, level);
-    write_no_tags(w);
+    struct feature_level_record m = { .name = str_of(name), .feature_level = level };
+    feature_level_record_encode(&m, w, 0);
 }
 
 void metadata_record_write_register_broker(struct kafka_writer *w, const struct metadata_broker *broker,
@@ -87,47 +102,64 @@ void metadata_record_write_register_broker(struct kafka_writer *w, const struct 
     write_no_tags(w); /* LogDirs (tag 0) left at its empty default */
 }
 
-static void write_broker_epoch_record(struct kafka_writer *w, uint32_t type, int32_t node_id, int64_t epoch)
-{
-    write_frame(w, type, 0);
-    kafka_write_int32(w, node_id);
-    kafka_write_int64(w, epoch);
-    write_no_tags(w);
-}
-
 void metadata_record_write_unfence_broker(struct kafka_writer *w, int32_t node_id, int64_t epoch)
 {
-    write_broker_epoch_record(w, METADATA_RECORD_UNFENCE_BROKER, node_id, epoch);
+    write_frame(w, METADATA_RECORD_UNFENCE_BROKER, 0);
+    struct unfence_broker_record m = { .id = node_id, .epoch = epoch };
+    unfence_broker_record_encode(&m, w, 0);
 }
 
 void metadata_record_write_fence_broker(struct kafka_writer *w, int32_t node_id, int64_t epoch)
 {
-    write_broker_epoch_record(w, METADATA_RECORD_FENCE_BROKER, node_id, epoch);
+    write_frame(w, METADATA_RECORD_FENCE_BROKER, 0);
+    struct fence_broker_record m = { .id = node_id, .epoch = epoch };
+    fence_broker_record_encode(&m, w, 0);
 }
 
 void metadata_record_write_topic(struct kafka_writer *w, const char *name, const struct kafka_uuid *id)
 {
     write_frame(w, METADATA_RECORD_TOPIC, 0);
-    write_cstr(w, name);
-    kafka_write_uuid(w, *id);
-    write_no_tags(w);
+    struct topic_record m = { .name = str_of(name), .topic_id = *id };
+    topic_record_encode(&m, w, 0);
 }
 
 void metadata_record_write_producer_ids(struct kafka_writer *w, int32_t broker_id, int64_t broker_epoch,
                                         int64_t next_producer_id)
 {
     write_frame(w, METADATA_RECORD_PRODUCER_IDS, 0);
-    kafka_write_int32(w, broker_id);
-    kafka_write_int64(w, broker_epoch);
-    kafka_write_int64(w, next_producer_id);
-    write_no_tags(w);
+    struct producer_ids_record m = { .broker_id = broker_id, .broker_epoch = broker_epoch,
+                                     .next_producer_id = next_producer_id };
+    producer_ids_record_encode(&m, w, 0);
 }
 
 void metadata_record_write_remove_topic(struct kafka_writer *w, const struct kafka_uuid *id)
 {
     write_frame(w, METADATA_RECORD_REMOVE_TOPIC, 0);
-    kafka_write_uuid(w, *id);
-    write_no_tags(w);
+    struct remove_topic_record m = { .topic_id = *id };
+    remove_topic_record_encode(&m, w, 0);
+}
+
+void metadata_record_write_acl(struct kafka_writer *w, const struct metadata_acl *acl)
+{
+    write_frame(w, METADATA_RECORD_ACCESS_CONTROL_ENTRY, 0);
+    struct access_control_entry_record m = {
+        .id = acl->id,
+        .resource_type = acl->resource_type,
+        .resource_name = str_of(acl->resource_name),
+        .pattern_type = acl->pattern_type,
+        .principal = str_of(acl->principal),
+        .host = str_of(acl->host),
+        .operation = acl->operation,
+        .permission_type = acl->permission_type,
+    };
+    access_control_entry_record_encode(&m, w, 0);
+}
+
+void metadata_record_write_remove_acl(struct kafka_writer *w, const struct kafka_uuid *id)
+{
+    write_frame(w, METADATA_RECORD_REMOVE_ACCESS_CONTROL_ENTRY, 0);
+    struct remove_access_control_entry_record m = { .id = *id };
+    remove_access_control_entry_record_encode(&m, w, 0);
 }
 
 void metadata_record_write_partition(struct kafka_writer *w, const struct kafka_uuid *topic_id,
@@ -447,34 +479,75 @@ static enum metadata_apply_result apply_config(struct metadata_builder *b, struc
                                                err, errlen));
 }
 
-static enum metadata_apply_result apply_body(struct metadata_builder *b, uint32_t type, uint32_t version,
-                                             struct kafka_reader *r, int64_t offset, char *err, size_t errlen)
+/* After a generated decode: the record must end where its bytes end. */
+static int decoded(int rc, struct kafka_reader *r)
 {
-    (void)offset;
+    if (rc == 0 && !r->failed && kafka_reader_remaining(r) > 0)
+        kafka_reader_fail(r, "%zu trailing bytes", kafka_reader_remaining(r));
+    return rc != 0 || r->failed ? -1 : 0;
+}
+
+/* A NUL-terminated arena copy of a decoded string (NULL on no memory). */
+static char *arena_cstr(struct kafka_arena *arena, struct kafka_str s)
+{
+    size_t n = s.len > 0 ? (size_t)s.len : 0;
+    char *p = kafka_arena_alloc(arena, n + 1);
+    if (p) {
+        if (n)
+            memcpy(p, s.data, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+static enum metadata_apply_result apply_acl(struct metadata_builder *b, struct kafka_reader *r,
+                                            struct kafka_arena *arena, char *err, size_t errlen)
+{
+    struct access_control_entry_record m;
+    if (decoded(access_control_entry_record_decode(&m, r, 0, arena), r) != 0)
+        return invalid(err, errlen, "AccessControlEntryRecord", r);
+    struct metadata_acl acl = {
+        .id = m.id,
+        .resource_type = m.resource_type,
+        .resource_name = arena_cstr(arena, m.resource_name),
+        .pattern_type = m.pattern_type,
+        .principal = arena_cstr(arena, m.principal),
+        .host = arena_cstr(arena, m.host),
+        .operation = m.operation,
+        .permission_type = m.permission_type,
+    };
+    if (!acl.resource_name || !acl.principal || !acl.host) {
+        snprintf(err, errlen, "out of memory");
+        return METADATA_APPLY_INVALID;
+    }
+    return applied(metadata_builder_add_acl(b, &acl, err, errlen));
+}
+
+static enum metadata_apply_result apply_body(struct metadata_builder *b, uint32_t type, uint32_t version,
+                                             struct kafka_reader *r, struct kafka_arena *arena, char *err,
+                                             size_t errlen)
+{
     switch (type) {
     case METADATA_RECORD_REGISTER_BROKER:
         if (version > REGISTER_BROKER_MAX_VERSION)
             break;
         return apply_register_broker(b, r, version, err, errlen);
     case METADATA_RECORD_UNREGISTER_BROKER: {
+        struct unregister_broker_record m;
         if (version > 0)
             break;
-        int32_t id = kafka_read_int32(r);
-        (void)kafka_read_int64(r);
-        end_record(r);
-        if (r->failed)
+        if (decoded(unregister_broker_record_decode(&m, r, 0, arena), r) != 0)
             return invalid(err, errlen, "UnregisterBrokerRecord", r);
-        return applied(metadata_builder_unregister_broker(b, id, err, errlen));
+        return applied(metadata_builder_unregister_broker(b, m.broker_id, err, errlen));
     }
     case METADATA_RECORD_TOPIC: {
+        struct topic_record m;
         if (version > 0)
             break;
-        struct kafka_str name = kafka_read_compact_string(r);
-        struct kafka_uuid id = kafka_read_uuid(r);
-        end_record(r);
-        if (r->failed)
+        if (decoded(topic_record_decode(&m, r, 0, arena), r) != 0)
             return invalid(err, errlen, "TopicRecord", r);
-        return applied(metadata_builder_add_topic(b, name.data ? name.data : "", (size_t)name.len, &id, err, errlen));
+        return applied(metadata_builder_add_topic(b, m.name.data ? m.name.data : "", (size_t)m.name.len,
+                                                  &m.topic_id, err, errlen));
     }
     case METADATA_RECORD_PARTITION:
         if (version > PARTITION_MAX_VERSION)
@@ -488,48 +561,58 @@ static enum metadata_apply_result apply_body(struct metadata_builder *b, uint32_
         if (version > PARTITION_CHANGE_MAX_VERSION)
             break;
         return apply_partition_change(b, r, err, errlen);
-    case METADATA_RECORD_FENCE_BROKER:
-    case METADATA_RECORD_UNFENCE_BROKER: {
+    case METADATA_RECORD_FENCE_BROKER: {
+        struct fence_broker_record m;
         if (version > 0)
             break;
-        int32_t id = kafka_read_int32(r);
-        int64_t epoch = kafka_read_int64(r);
-        end_record(r);
-        if (r->failed)
+        if (decoded(fence_broker_record_decode(&m, r, 0, arena), r) != 0)
             return invalid(err, errlen, "FenceBrokerRecord", r);
-        int fenced = type == METADATA_RECORD_FENCE_BROKER ? 1 : 0;
-        return applied(metadata_builder_change_broker(b, id, epoch, fenced, -1, err, errlen));
+        return applied(metadata_builder_change_broker(b, m.id, m.epoch, 1, -1, err, errlen));
+    }
+    case METADATA_RECORD_UNFENCE_BROKER: {
+        struct unfence_broker_record m;
+        if (version > 0)
+            break;
+        if (decoded(unfence_broker_record_decode(&m, r, 0, arena), r) != 0)
+            return invalid(err, errlen, "UnfenceBrokerRecord", r);
+        return applied(metadata_builder_change_broker(b, m.id, m.epoch, 0, -1, err, errlen));
     }
     case METADATA_RECORD_REMOVE_TOPIC: {
+        struct remove_topic_record m;
         if (version > 0)
             break;
-        struct kafka_uuid id = kafka_read_uuid(r);
-        end_record(r);
-        if (r->failed)
+        if (decoded(remove_topic_record_decode(&m, r, 0, arena), r) != 0)
             return invalid(err, errlen, "RemoveTopicRecord", r);
-        return applied(metadata_builder_remove_topic(b, &id, err, errlen));
+        return applied(metadata_builder_remove_topic(b, &m.topic_id, err, errlen));
     }
     case METADATA_RECORD_FEATURE_LEVEL: {
+        struct feature_level_record m;
         if (version > 0)
             break;
-        struct kafka_str name = kafka_read_compact_string(r);
-        int16_t level = kafka_read_int16(r);
-        end_record(r);
-        if (r->failed)
+        if (decoded(feature_level_record_decode(&m, r, 0, arena), r) != 0)
             return invalid(err, errlen, "FeatureLevelRecord", r);
-        return applied(metadata_builder_set_feature(b, name.data ? name.data : "", (size_t)name.len, level, err,
-                                                    errlen));
+        return applied(metadata_builder_set_feature(b, m.name.data ? m.name.data : "", (size_t)m.name.len,
+                                                    m.feature_level, err, errlen));
     }
     case METADATA_RECORD_PRODUCER_IDS: {
+        struct producer_ids_record m;
         if (version > 0)
             break;
-        (void)kafka_read_int32(r); /* broker id */
-        (void)kafka_read_int64(r); /* broker epoch */
-        int64_t next = kafka_read_int64(r);
-        end_record(r);
-        if (r->failed)
+        if (decoded(producer_ids_record_decode(&m, r, 0, arena), r) != 0)
             return invalid(err, errlen, "ProducerIdsRecord", r);
-        return applied(metadata_builder_set_next_producer_id(b, next, err, errlen));
+        return applied(metadata_builder_set_next_producer_id(b, m.next_producer_id, err, errlen));
+    }
+    case METADATA_RECORD_ACCESS_CONTROL_ENTRY:
+        if (version > 0)
+            break;
+        return apply_acl(b, r, arena, err, errlen);
+    case METADATA_RECORD_REMOVE_ACCESS_CONTROL_ENTRY: {
+        struct remove_access_control_entry_record m;
+        if (version > 0)
+            break;
+        if (decoded(remove_access_control_entry_record_decode(&m, r, 0, arena), r) != 0)
+            return invalid(err, errlen, "RemoveAccessControlEntryRecord", r);
+        return applied(metadata_builder_remove_acl(b, &m.id, err, errlen));
     }
     case METADATA_RECORD_BROKER_REGISTRATION_CHANGE:
         if (version > BROKER_REGISTRATION_CHANGE_MAX_VERSION)
@@ -562,5 +645,10 @@ enum metadata_apply_result metadata_record_apply(struct metadata_builder *b, con
             snprintf(err, errlen, "unsupported metadata record frame version %u", frame);
         return METADATA_APPLY_SKIPPED;
     }
-    return apply_body(b, type, version, &r, offset, err, errlen);
+    (void)offset;
+    struct kafka_arena arena;
+    kafka_arena_init(&arena);
+    enum metadata_apply_result res = apply_body(b, type, version, &r, &arena, err, errlen);
+    kafka_arena_free(&arena);
+    return res;
 }
