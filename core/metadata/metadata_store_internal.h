@@ -72,6 +72,14 @@ void metadata_record_list_free(struct metadata_record_list *l);
 int16_t metadata_store_commit_locked(struct metadata_store *store, struct metadata_record_list *records,
                                      char *err, size_t errlen);
 
+/* The two halves of metadata_create_topic, apart: validate and encode the
+ * batch (the image is not touched), then commit it. Each takes write_lock. */
+int16_t metadata_controller_prepare_create_topic(struct metadata_store *store, const char *name,
+                                                 int32_t num_partitions, int16_t replication_factor,
+                                                 struct metadata_record_list *records, char *err, size_t errlen);
+int16_t metadata_controller_submit(struct metadata_store *store, struct metadata_record_list *records, char *err,
+                                   size_t errlen);
+
 /* ---- loader (metadata_loader.c) ---- */
 
 /* The listener the store registers with its log; ctx is the store. */
