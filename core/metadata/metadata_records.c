@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "protocol/generated/access_control_entry_record.h"
+#include "protocol/generated/config_record.h"
+#include "protocol/generated/partition_record.h"
 #include "protocol/generated/feature_level_record.h"
 #include "protocol/generated/fence_broker_record.h"
 #include "protocol/generated/producer_ids_record.h"
@@ -211,11 +213,13 @@ void metadata_record_write_config(struct kafka_writer *w, int8_t resource_type, 
                                   const char *name, const char *value)
 {
     write_frame(w, METADATA_RECORD_CONFIG, 0);
-    kafka_write_int8(w, resource_type);
-    write_cstr(w, resource);
-    write_cstr(w, name);
-    write_cstr(w, value);
-    write_no_tags(w);
+    struct config_record m = {
+        .resource_type = resource_type,
+        .resource_name = str_of(resource),
+        .name = str_of(name),
+        .value = value ? kafka_str_from_cstr(value) : (struct kafka_str){ NULL, -1 },
+    };
+    config_record_encode(&m, w, 0);
 }
 
 /* ---- decoding ---- */
@@ -225,6 +229,14 @@ static enum metadata_apply_result invalid(char *err, size_t errlen, const char *
     if (err && errlen)
         snprintf(err, errlen, "%s: %s", what, r && r->failed ? r->error : "malformed");
     return METADATA_APPLY_INVALID;
+}
+
+/* After a generated decode: the record must end where its bytes end. */
+static int decoded(int rc, struct kafka_reader *r)
+{
+    if (rc == 0 && !r->failed && kafka_reader_remaining(r) > 0)
+        kafka_reader_fail(r, "%zu trailing bytes", kafka_reader_remaining(r));
+    return rc != 0 || r->failed ? -1 : 0;
 }
 
 static enum metadata_apply_result applied(int rc)
@@ -250,13 +262,6 @@ static int32_t read_int_array(struct kafka_reader *r, int32_t **out)
         v[i] = kafka_read_int32(r);
     *out = v;
     return n;
-}
-
-static void skip_uuid_array(struct kafka_reader *r)
-{
-    int32_t n = kafka_read_compact_array_len(r, 16);
-    if (n > 0)
-        kafka_reader_skip(r, (size_t)n * 16);
 }
 
 /* Ends a top-level record: its tagged fields, then nothing may follow. */
@@ -371,32 +376,25 @@ out:
 }
 
 static enum metadata_apply_result apply_partition(struct metadata_builder *b, struct kafka_reader *r,
-                                                  uint32_t version, char *err, size_t errlen)
+                                                  uint32_t version, struct kafka_arena *arena, char *err,
+                                                  size_t errlen)
 {
-    struct metadata_partition p = { 0 };
-    int32_t *removing = NULL, *adding = NULL;
-    p.partition_index = kafka_read_int32(r);
-    struct kafka_uuid topic_id = kafka_read_uuid(r);
-    p.replica_count = read_int_array(r, &p.replicas);
-    p.isr_count = read_int_array(r, &p.isr);
-    (void)read_int_array(r, &removing);
-    (void)read_int_array(r, &adding);
-    p.leader = kafka_read_int32(r);
-    p.leader_epoch = kafka_read_int32(r);
-    p.partition_epoch = kafka_read_int32(r);
-    if (version >= 1)
-        skip_uuid_array(r);
-    end_record(r); /* recovery state and ELR are not tracked */
-    enum metadata_apply_result res;
-    if (r->failed || p.replica_count < 0 || p.isr_count < 0)
-        res = invalid(err, errlen, "PartitionRecord", r);
-    else
-        res = applied(metadata_builder_set_partition(b, &topic_id, &p, err, errlen));
-    free(p.replicas);
-    free(p.isr);
-    free(removing);
-    free(adding);
-    return res;
+    struct partition_record m;
+    /* Recovery state, directories and ELR are decoded but not tracked. */
+    if (decoded(partition_record_decode(&m, r, (int16_t)version, arena), r) != 0 || m.replicas_count < 0 ||
+        m.isr_count < 0)
+        return invalid(err, errlen, "PartitionRecord", r);
+    struct metadata_partition p = {
+        .partition_index = m.partition_id,
+        .leader = m.leader,
+        .leader_epoch = m.leader_epoch,
+        .partition_epoch = m.partition_epoch,
+        .replicas = m.replicas,
+        .replica_count = m.replicas_count,
+        .isr = m.isr,
+        .isr_count = m.isr_count,
+    };
+    return applied(metadata_builder_set_partition(b, &m.topic_id, &p, err, errlen));
 }
 
 static enum metadata_apply_result apply_partition_change(struct metadata_builder *b, struct kafka_reader *r,
@@ -463,28 +461,17 @@ static enum metadata_apply_result apply_broker_registration_change(struct metada
     return applied(metadata_builder_change_broker(b, node_id, epoch, fenced, shutdown, err, errlen));
 }
 
-static enum metadata_apply_result apply_config(struct metadata_builder *b, struct kafka_reader *r, char *err,
-                                               size_t errlen)
+static enum metadata_apply_result apply_config(struct metadata_builder *b, struct kafka_reader *r,
+                                               struct kafka_arena *arena, char *err, size_t errlen)
 {
-    int8_t type = kafka_read_int8(r);
-    struct kafka_str resource = kafka_read_compact_string(r);
-    struct kafka_str name = kafka_read_compact_string(r);
-    struct kafka_str value = kafka_read_compact_nullable_string(r);
-    end_record(r);
-    if (r->failed)
+    struct config_record m;
+    if (decoded(config_record_decode(&m, r, 0, arena), r) != 0)
         return invalid(err, errlen, "ConfigRecord", r);
-    return applied(metadata_builder_set_config(b, type, resource.data ? resource.data : "", (size_t)resource.len,
-                                               name.data ? name.data : "", (size_t)name.len,
-                                               value.len >= 0 ? (value.data ? value.data : "") : NULL, value.len,
-                                               err, errlen));
-}
-
-/* After a generated decode: the record must end where its bytes end. */
-static int decoded(int rc, struct kafka_reader *r)
-{
-    if (rc == 0 && !r->failed && kafka_reader_remaining(r) > 0)
-        kafka_reader_fail(r, "%zu trailing bytes", kafka_reader_remaining(r));
-    return rc != 0 || r->failed ? -1 : 0;
+    return applied(metadata_builder_set_config(b, m.resource_type, m.resource_name.data ? m.resource_name.data : "",
+                                               (size_t)m.resource_name.len, m.name.data ? m.name.data : "",
+                                               (size_t)m.name.len,
+                                               m.value.len >= 0 ? (m.value.data ? m.value.data : "") : NULL,
+                                               m.value.len, err, errlen));
 }
 
 /* A NUL-terminated arena copy of a decoded string (NULL on no memory). */
@@ -552,11 +539,11 @@ static enum metadata_apply_result apply_body(struct metadata_builder *b, uint32_
     case METADATA_RECORD_PARTITION:
         if (version > PARTITION_MAX_VERSION)
             break;
-        return apply_partition(b, r, version, err, errlen);
+        return apply_partition(b, r, version, arena, err, errlen);
     case METADATA_RECORD_CONFIG:
         if (version > 0)
             break;
-        return apply_config(b, r, err, errlen);
+        return apply_config(b, r, arena, err, errlen);
     case METADATA_RECORD_PARTITION_CHANGE:
         if (version > PARTITION_CHANGE_MAX_VERSION)
             break;

@@ -25,6 +25,7 @@
 #include "metadata/metadata_store_internal.h"
 #include "metadata_store_fixture.h"
 #include "protocol/generated/errors.h"
+#include "protocol/record_batch.h"
 
 static void reopen_store(struct fixture *f, int64_t snapshot_bytes)
 {
@@ -225,6 +226,53 @@ static void test_loader_builds_the_image_of_a_direct_replay(void **state)
     open_store(f);
 }
 
+/* Kafka's layout: a header control batch at offset 0, data batches, and a
+ * footer control batch, all at the snapshot's epoch; returns data records. */
+static int64_t check_snapshot_layout(const char *path, int32_t epoch)
+{
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    uint8_t *buf = malloc((size_t)st.st_size);
+    assert_int_equal(read(fd, buf, (size_t)st.st_size), st.st_size);
+    close(fd);
+    struct record_batch_iter it;
+    record_batch_iter_init(&it, buf, (size_t)st.st_size);
+    const uint8_t *batch;
+    size_t len;
+    int batches = 0;
+    int64_t next_offset = 0, data_records = 0;
+    int16_t last_control = -1;
+    while (record_batch_iter_next(&it, &batch, &len) == 1) {
+        struct record_batch_header h;
+        assert_int_equal(record_batch_parse_header(batch, len, &h), 0);
+        assert_true(record_batch_crc_ok(batch, len));
+        assert_int_equal(h.base_offset, next_offset);
+        assert_int_equal(h.partition_leader_epoch, epoch);
+        next_offset = record_batch_last_offset(&h) + 1;
+        struct record_batch_record_iter ri;
+        struct record_batch_record rec;
+        assert_int_equal(record_batch_records_begin(&ri, batch, len), 0);
+        if (record_batch_is_control(&h)) {
+            assert_int_equal(record_batch_records_next(&ri, &rec), 1);
+            assert_int_equal(rec.key_len, 4);
+            last_control = (int16_t)((rec.key[2] << 8) | rec.key[3]);
+            if (batches == 0)
+                assert_int_equal(last_control, 3); /* SnapshotHeaderRecord */
+        } else {
+            assert_true(batches > 0);
+            last_control = -1;
+            while (record_batch_records_next(&ri, &rec) == 1)
+                data_records++;
+        }
+        batches++;
+    }
+    assert_int_equal(last_control, 4); /* SnapshotFooterRecord */
+    free(buf);
+    return data_records;
+}
+
 static void test_snapshot_load_equals_full_replay(void **state)
 {
     struct fixture *f = *state;
@@ -241,6 +289,9 @@ static void test_snapshot_load_equals_full_replay(void **state)
     char expect[64];
     snprintf(expect, sizeof(expect), "%020lld-%010d.checkpoint", (long long)live->last_offset + 1, 1);
     assert_string_equal(names[1], expect);
+    char path[1200];
+    snprintf(path, sizeof(path), "%s/%s", f->log_dir, names[1]);
+    assert_true(check_snapshot_layout(path, 1) > 10);
 
     reopen_store(f, -1);
     metadata_store_load_stats(f->store, &stats);
