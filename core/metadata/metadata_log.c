@@ -31,7 +31,6 @@ struct metadata_log {
     struct partition_log *log;
     char dir[PATH_MAX];
     struct metadata_log_listener listener; /* handle_commit NULL until registered */
-    int64_t replayed;                      /* records the last catch-up read from the log */
 };
 
 typedef int (*batch_fn)(void *ctx, const struct metadata_batch *batch);
@@ -95,7 +94,7 @@ struct entry_buf {
 /* Hands the records of one batch at or after from to fn; returns fn's
  * non-zero result, -1 on OOM, or 0 (damaged batches are skipped, as before). */
 static int replay_batch(const uint8_t *batch, size_t len, int64_t from, struct entry_buf *eb, batch_fn fn,
-                        void *ctx, int64_t *replayed)
+                        void *ctx)
 {
     struct record_batch_header h;
     if (record_batch_parse_header(batch, len, &h) != 0)
@@ -143,7 +142,6 @@ static int replay_batch(const uint8_t *batch, size_t len, int64_t from, struct e
         if (n == 0)
             mb.base_offset = rec.offset;
         eb->v[n++] = (struct metadata_log_entry){ rec.value, (size_t)rec.value_len };
-        (*replayed)++;
     }
     if (more < 0)
         logger_warn(LOG_COMPONENT, "metadata batch at offset %lld is malformed: %s", (long long)h.base_offset, it.err);
@@ -165,7 +163,6 @@ static int replay_from(struct metadata_log *log, int64_t from, batch_fn fn, void
     size_t cap = 0;
     struct entry_buf eb = { 0 };
     int result = 0;
-    log->replayed = 0;
     while (offset < end) {
         struct log_read_result rd;
         int16_t code = partition_log_read(log->log, offset, REPLAY_READ_BYTES, INT64_MAX, &rd);
@@ -218,7 +215,7 @@ static int replay_from(struct metadata_log *log, int64_t from, batch_fn fn, void
             int64_t last = record_batch_last_offset(&h);
             /* A read may begin at a batch holding offsets already replayed. */
             if (last >= offset &&
-                (result = replay_batch(batch, batch_len, offset, &eb, fn, ctx, &log->replayed)) != 0) {
+                (result = replay_batch(batch, batch_len, offset, &eb, fn, ctx)) != 0) {
                 snprintf(err, errlen, "replaying the metadata log stopped at offset %lld",
                          (long long)h.base_offset);
                 break;
@@ -288,11 +285,6 @@ int metadata_log_append(struct metadata_log *log, const struct metadata_log_entr
         log->listener.handle_commit(log->listener.ctx, &mb);
     }
     return 0;
-}
-
-int64_t metadata_log_replayed_records(const struct metadata_log *log)
-{
-    return log->replayed;
 }
 
 /* ---- metadata_log_ops of the single voter ---- */

@@ -97,7 +97,4 @@ int64_t metadata_log_end_offset(struct metadata_log *log);
 int metadata_log_append(struct metadata_log *log, const struct metadata_log_entry *entries, int32_t count,
                         int32_t leader_epoch, int64_t *base_offset_out, char *err, size_t errlen);
 
-/* Records replayed from the log (not the snapshot) by the last catch-up. */
-int64_t metadata_log_replayed_records(const struct metadata_log *log);
-
 #endif

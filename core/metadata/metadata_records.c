@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include "protocol/generated/access_control_entry_record.h"
+#include "protocol/generated/broker_registration_change_record.h"
+#include "protocol/generated/partition_change_record.h"
+#include "protocol/generated/register_broker_record.h"
 #include "protocol/generated/config_record.h"
 #include "protocol/generated/partition_record.h"
 #include "protocol/generated/feature_level_record.h"
@@ -239,140 +242,61 @@ static int decoded(int rc, struct kafka_reader *r)
     return rc != 0 || r->failed ? -1 : 0;
 }
 
+/* A NUL-terminated arena copy of a decoded string (NULL on no memory). */
+static char *arena_cstr(struct kafka_arena *arena, struct kafka_str s)
+{
+    size_t n = s.len > 0 ? (size_t)s.len : 0;
+    char *p = kafka_arena_alloc(arena, n + 1);
+    if (p) {
+        if (n)
+            memcpy(p, s.data, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
 static enum metadata_apply_result applied(int rc)
 {
     return rc == 0 ? METADATA_APPLY_OK : METADATA_APPLY_INVALID;
 }
 
-/* Reads a compact int32 array into a malloc'd buffer (*out NULL when empty or
- * null); returns the count, -1 for null. The reader bounds the count by the
- * bytes left, so the allocation is bounded by the input size. */
-static int32_t read_int_array(struct kafka_reader *r, int32_t **out)
-{
-    *out = NULL;
-    int32_t n = kafka_read_compact_array_len(r, 4);
-    if (r->failed || n <= 0)
-        return n;
-    int32_t *v = malloc((size_t)n * sizeof(*v));
-    if (!v) {
-        kafka_reader_fail(r, "out of memory");
-        return 0;
-    }
-    for (int32_t i = 0; i < n; i++)
-        v[i] = kafka_read_int32(r);
-    *out = v;
-    return n;
-}
-
-/* Ends a top-level record: its tagged fields, then nothing may follow. */
-static void end_record(struct kafka_reader *r)
-{
-    kafka_reader_skip_tagged_fields(r);
-    if (!r->failed && kafka_reader_remaining(r) > 0)
-        kafka_reader_fail(r, "%zu trailing bytes", kafka_reader_remaining(r));
-}
-
-static void copy_str(char *strings, size_t *used, struct kafka_str s)
-{
-    if (s.len > 0)
-        memcpy(strings + *used, s.data, (size_t)s.len);
-    *used += (size_t)(s.len > 0 ? s.len : 0);
-    strings[(*used)++] = '\0';
-}
-
-/* Iterates a tagged-field section: returns 1 with *tag and a sub-reader over
- * the field, 0 at the end (or on error: check r->failed). */
-struct tag_iter {
-    uint32_t remaining;
-};
-
-static void tags_begin(struct kafka_reader *r, struct tag_iter *it)
-{
-    it->remaining = kafka_read_uvarint(r);
-}
-
-static int tags_next(struct kafka_reader *r, struct tag_iter *it, uint32_t *tag, struct kafka_reader *field)
-{
-    if (r->failed || it->remaining == 0)
-        return 0;
-    it->remaining--;
-    *tag = kafka_read_uvarint(r);
-    uint32_t size = kafka_read_uvarint(r);
-    if (r->failed)
-        return 0;
-    if (size > kafka_reader_remaining(r)) {
-        kafka_reader_fail(r, "tagged field %u longer than the record", *tag);
-        return 0;
-    }
-    kafka_reader_init(field, r->data + r->pos, size);
-    kafka_reader_skip(r, size);
-    return 1;
-}
-
 static enum metadata_apply_result apply_register_broker(struct metadata_builder *b, struct kafka_reader *r,
-                                                        uint32_t version, char *err, size_t errlen)
+                                                        uint32_t version, struct kafka_arena *arena, char *err,
+                                                        size_t errlen)
 {
-    struct metadata_broker br = { 0 };
-    struct metadata_endpoint *eps = NULL;
-    char *strings = NULL;
-    enum metadata_apply_result res = METADATA_APPLY_INVALID;
-
-    br.node_id = kafka_read_int32(r);
-    if (version >= 2)
-        (void)kafka_read_bool(r);
-    br.incarnation_id = kafka_read_uuid(r);
-    br.epoch = kafka_read_int64(r);
-    /* Endpoint strings are copied into one buffer sized by the record, so a
-     * hostile record cannot make this allocate beyond its own length. */
-    int32_t n = kafka_read_compact_array_len(r, 6);
-    if (r->failed)
-        goto out;
-    size_t strings_cap = kafka_reader_remaining(r) + 2 * (size_t)(n > 0 ? n : 0) + 1;
-    strings = malloc(strings_cap);
-    eps = n > 0 ? calloc((size_t)n, sizeof(*eps)) : NULL;
-    if (!strings || (n > 0 && !eps))
-        goto out;
-    size_t used = 0;
-    for (int32_t i = 0; i < n && !r->failed; i++) {
-        struct kafka_str name = kafka_read_compact_string(r);
-        struct kafka_str host = kafka_read_compact_string(r);
-        eps[i].port = kafka_read_uint16(r);
-        eps[i].security_protocol = kafka_read_int16(r);
-        kafka_reader_skip_tagged_fields(r);
-        if (r->failed)
-            break;
-        eps[i].listener = strings + used;
-        copy_str(strings, &used, name);
-        eps[i].host = strings + used;
-        copy_str(strings, &used, host);
+    struct register_broker_record m;
+    /* Arrays and strings land in the arena, bounded by the record's own length. */
+    if (decoded(register_broker_record_decode(&m, r, (int16_t)version, arena), r) != 0)
+        return invalid(err, errlen, "RegisterBrokerRecord", r);
+    int32_t n = m.end_points_count > 0 ? m.end_points_count : 0;
+    struct metadata_endpoint *eps = n > 0 ? kafka_arena_alloc(arena, (size_t)n * sizeof(*eps)) : NULL;
+    if (n > 0 && !eps)
+        goto oom;
+    for (int32_t i = 0; i < n; i++) {
+        eps[i].listener = arena_cstr(arena, m.end_points[i].name);
+        eps[i].host = arena_cstr(arena, m.end_points[i].host);
+        eps[i].port = m.end_points[i].port;
+        eps[i].security_protocol = m.end_points[i].security_protocol;
+        if (!eps[i].listener || !eps[i].host)
+            goto oom;
     }
-    int32_t features = kafka_read_compact_array_len(r, 6);
-    for (int32_t i = 0; i < features && !r->failed; i++) {
-        (void)kafka_read_compact_string(r);
-        (void)kafka_read_int16(r);
-        (void)kafka_read_int16(r);
-        kafka_reader_skip_tagged_fields(r);
-    }
-    struct kafka_str rack = kafka_read_compact_nullable_string(r);
-    br.fenced = kafka_read_bool(r);
-    if (version >= 1)
-        br.in_controlled_shutdown = kafka_read_bool(r);
-    end_record(r);
-    if (r->failed) {
-        res = invalid(err, errlen, "RegisterBrokerRecord", r);
-        goto out;
-    }
-    if (rack.len >= 0) {
-        br.rack = strings + used;
-        copy_str(strings, &used, rack);
-    }
-    br.endpoints = eps;
-    br.endpoint_count = n > 0 ? n : 0;
-    res = applied(metadata_builder_register_broker(b, &br, err, errlen));
-out:
-    free(eps);
-    free(strings);
-    return res;
+    struct metadata_broker br = {
+        .node_id = m.broker_id,
+        .epoch = m.broker_epoch,
+        .incarnation_id = m.incarnation_id,
+        .rack = m.rack.len >= 0 ? arena_cstr(arena, m.rack) : NULL,
+        .endpoints = eps,
+        .endpoint_count = n,
+        .fenced = m.fenced,
+        .in_controlled_shutdown = m.in_controlled_shutdown,
+    };
+    if (m.rack.len >= 0 && !br.rack)
+        goto oom;
+    return applied(metadata_builder_register_broker(b, &br, err, errlen));
+oom:
+    if (err && errlen)
+        snprintf(err, errlen, "out of memory");
+    return METADATA_APPLY_INVALID;
 }
 
 static enum metadata_apply_result apply_partition(struct metadata_builder *b, struct kafka_reader *r,
@@ -397,68 +321,44 @@ static enum metadata_apply_result apply_partition(struct metadata_builder *b, st
     return applied(metadata_builder_set_partition(b, &m.topic_id, &p, err, errlen));
 }
 
-static enum metadata_apply_result apply_partition_change(struct metadata_builder *b, struct kafka_reader *r,
-                                                         char *err, size_t errlen)
+/* An empty array must still read as "changed": NULL means unchanged. */
+static const int32_t *present_array(const int32_t *v, int32_t count)
 {
-    struct metadata_partition_change c = { .leader = -2 };
-    int32_t *isr = NULL, *replicas = NULL;
-    c.partition_index = kafka_read_int32(r);
-    struct kafka_uuid topic_id = kafka_read_uuid(r);
-    struct tag_iter it;
-    struct kafka_reader field;
-    uint32_t tag;
-    tags_begin(r, &it);
-    while (tags_next(r, &it, &tag, &field)) {
-        if (tag == 0 && !isr) {
-            c.isr_count = read_int_array(&field, &isr);
-            c.isr = isr ? isr : (c.isr_count == 0 ? (const int32_t *)&c : NULL);
-        } else if (tag == 1) {
-            c.leader = kafka_read_int32(&field);
-        } else if (tag == 2 && !replicas) {
-            c.replica_count = read_int_array(&field, &replicas);
-            c.replicas = replicas ? replicas : (c.replica_count == 0 ? (const int32_t *)&c : NULL);
-        }
-        if (field.failed) {
-            kafka_reader_fail(r, "tag %u: %s", tag, field.error);
-            break;
-        }
-    }
-    if (!r->failed && kafka_reader_remaining(r) > 0)
-        kafka_reader_fail(r, "%zu trailing bytes", kafka_reader_remaining(r));
-    enum metadata_apply_result res;
-    if (r->failed || c.isr_count < 0 || c.replica_count < 0)
-        res = invalid(err, errlen, "PartitionChangeRecord", r);
-    else
-        res = applied(metadata_builder_change_partition(b, &topic_id, &c, err, errlen));
-    free(isr);
-    free(replicas);
-    return res;
+    static const int32_t empty;
+    return count < 0 ? NULL : (v ? v : &empty);
+}
+
+static enum metadata_apply_result apply_partition_change(struct metadata_builder *b, struct kafka_reader *r,
+                                                         uint32_t version, struct kafka_arena *arena, char *err,
+                                                         size_t errlen)
+{
+    struct partition_change_record m;
+    if (decoded(partition_change_record_decode(&m, r, (int16_t)version, arena), r) != 0)
+        return invalid(err, errlen, "PartitionChangeRecord", r);
+    /* Absent (null) tagged fields mean unchanged; the rest are not tracked. */
+    struct metadata_partition_change c = {
+        .partition_index = m.partition_id,
+        .leader = m.leader,
+        .isr = present_array(m.isr, m.isr_count),
+        .isr_count = m.isr_count > 0 ? m.isr_count : 0,
+        .replicas = present_array(m.replicas, m.replicas_count),
+        .replica_count = m.replicas_count > 0 ? m.replicas_count : 0,
+    };
+    return applied(metadata_builder_change_partition(b, &m.topic_id, &c, err, errlen));
 }
 
 static enum metadata_apply_result apply_broker_registration_change(struct metadata_builder *b,
-                                                                   struct kafka_reader *r, char *err,
+                                                                   struct kafka_reader *r, uint32_t version,
+                                                                   struct kafka_arena *arena, char *err,
                                                                    size_t errlen)
 {
-    int32_t node_id = kafka_read_int32(r);
-    int64_t epoch = kafka_read_int64(r);
-    int fenced = -1, shutdown = -1;
-    struct tag_iter it;
-    struct kafka_reader field;
-    uint32_t tag;
-    tags_begin(r, &it);
-    while (tags_next(r, &it, &tag, &field)) {
-        int8_t v = tag <= 1 ? kafka_read_int8(&field) : 0;
-        /* Fencing change: 1 fence, -1 unfence, 0 none. */
-        if (tag == 0 && v != 0)
-            fenced = v > 0 ? 1 : 0;
-        else if (tag == 1 && v == 1)
-            shutdown = 1;
-    }
-    if (!r->failed && kafka_reader_remaining(r) > 0)
-        kafka_reader_fail(r, "%zu trailing bytes", kafka_reader_remaining(r));
-    if (r->failed)
+    struct broker_registration_change_record m;
+    if (decoded(broker_registration_change_record_decode(&m, r, (int16_t)version, arena), r) != 0)
         return invalid(err, errlen, "BrokerRegistrationChangeRecord", r);
-    return applied(metadata_builder_change_broker(b, node_id, epoch, fenced, shutdown, err, errlen));
+    /* Fencing change: 1 fence, -1 unfence, 0 none; shutdown only turns on. */
+    int fenced = m.fenced == 0 ? -1 : (m.fenced > 0 ? 1 : 0);
+    int shutdown = m.in_controlled_shutdown == 1 ? 1 : -1;
+    return applied(metadata_builder_change_broker(b, m.broker_id, m.broker_epoch, fenced, shutdown, err, errlen));
 }
 
 static enum metadata_apply_result apply_config(struct metadata_builder *b, struct kafka_reader *r,
@@ -472,19 +372,6 @@ static enum metadata_apply_result apply_config(struct metadata_builder *b, struc
                                                (size_t)m.name.len,
                                                m.value.len >= 0 ? (m.value.data ? m.value.data : "") : NULL,
                                                m.value.len, err, errlen));
-}
-
-/* A NUL-terminated arena copy of a decoded string (NULL on no memory). */
-static char *arena_cstr(struct kafka_arena *arena, struct kafka_str s)
-{
-    size_t n = s.len > 0 ? (size_t)s.len : 0;
-    char *p = kafka_arena_alloc(arena, n + 1);
-    if (p) {
-        if (n)
-            memcpy(p, s.data, n);
-        p[n] = '\0';
-    }
-    return p;
 }
 
 static enum metadata_apply_result apply_acl(struct metadata_builder *b, struct kafka_reader *r,
@@ -518,7 +405,7 @@ static enum metadata_apply_result apply_body(struct metadata_builder *b, uint32_
     case METADATA_RECORD_REGISTER_BROKER:
         if (version > REGISTER_BROKER_MAX_VERSION)
             break;
-        return apply_register_broker(b, r, version, err, errlen);
+        return apply_register_broker(b, r, version, arena, err, errlen);
     case METADATA_RECORD_UNREGISTER_BROKER: {
         struct unregister_broker_record m;
         if (version > 0)
@@ -547,7 +434,7 @@ static enum metadata_apply_result apply_body(struct metadata_builder *b, uint32_
     case METADATA_RECORD_PARTITION_CHANGE:
         if (version > PARTITION_CHANGE_MAX_VERSION)
             break;
-        return apply_partition_change(b, r, err, errlen);
+        return apply_partition_change(b, r, version, arena, err, errlen);
     case METADATA_RECORD_FENCE_BROKER: {
         struct fence_broker_record m;
         if (version > 0)
@@ -604,7 +491,7 @@ static enum metadata_apply_result apply_body(struct metadata_builder *b, uint32_
     case METADATA_RECORD_BROKER_REGISTRATION_CHANGE:
         if (version > BROKER_REGISTRATION_CHANGE_MAX_VERSION)
             break;
-        return apply_broker_registration_change(b, r, err, errlen);
+        return apply_broker_registration_change(b, r, version, arena, err, errlen);
     case METADATA_RECORD_NO_OP:
         return METADATA_APPLY_OK;
     default:
