@@ -1,6 +1,7 @@
-/* Metadata record codec: framed encoding at the latest versions, and
- * decoding of every valid version into builder changes. Field layouts follow
- * Kafka's metadata record schemas (all flexible). */
+/* Metadata record codec: the frame, and the mapping between the generated
+ * record codecs (Kafka's metadata record schemas, all flexible) and the
+ * image: encoding at the latest versions, decoding every valid version into
+ * builder changes. */
 #include "metadata/metadata_records.h"
 
 #include <stdio.h>
@@ -9,13 +10,13 @@
 
 #include "protocol/generated/access_control_entry_record.h"
 #include "protocol/generated/broker_registration_change_record.h"
-#include "protocol/generated/partition_change_record.h"
-#include "protocol/generated/register_broker_record.h"
 #include "protocol/generated/config_record.h"
-#include "protocol/generated/partition_record.h"
 #include "protocol/generated/feature_level_record.h"
 #include "protocol/generated/fence_broker_record.h"
+#include "protocol/generated/partition_change_record.h"
+#include "protocol/generated/partition_record.h"
 #include "protocol/generated/producer_ids_record.h"
+#include "protocol/generated/register_broker_record.h"
 #include "protocol/generated/remove_access_control_entry_record.h"
 #include "protocol/generated/remove_topic_record.h"
 #include "protocol/generated/topic_record.h"
@@ -35,28 +36,6 @@ static void write_frame(struct kafka_writer *w, uint32_t type, uint32_t version)
     kafka_write_uvarint(w, METADATA_RECORD_FRAME_VERSION);
     kafka_write_uvarint(w, type);
     kafka_write_uvarint(w, version);
-}
-
-static void write_cstr(struct kafka_writer *w, const char *s)
-{
-    kafka_write_compact_string(w, s ? kafka_str_from_cstr(s) : (struct kafka_str){ NULL, -1 });
-}
-
-static void write_int_array(struct kafka_writer *w, const int32_t *v, int32_t n)
-{
-    kafka_write_compact_array_len(w, n);
-    for (int32_t i = 0; i < n; i++)
-        kafka_write_int32(w, v[i]);
-}
-
-static size_t int_array_size(int32_t n)
-{
-    return kafka_uvarint_size((uint32_t)n + 1) + (size_t)n * 4;
-}
-
-static void write_no_tags(struct kafka_writer *w)
-{
-    kafka_write_uvarint(w, 0);
 }
 
 void metadata_record_write_raw(struct kafka_writer *w, uint32_t type, uint32_t version, const void *body,
@@ -83,28 +62,36 @@ void metadata_record_write_register_broker(struct kafka_writer *w, const struct 
                                            int16_t supported_max)
 {
     write_frame(w, METADATA_RECORD_REGISTER_BROKER, REGISTER_BROKER_MAX_VERSION);
-    kafka_write_int32(w, broker->node_id);
-    kafka_write_bool(w, false); /* IsMigratingZkBroker */
-    kafka_write_uuid(w, broker->incarnation_id);
-    kafka_write_int64(w, broker->epoch);
-    kafka_write_compact_array_len(w, broker->endpoint_count);
+    struct register_broker_record m;
+    register_broker_record_init(&m);
+    struct register_broker_record_broker_endpoint *eps =
+        calloc(broker->endpoint_count > 0 ? (size_t)broker->endpoint_count : 1, sizeof(*eps));
+    if (!eps) {
+        w->failed = true;
+        return;
+    }
     for (int32_t i = 0; i < broker->endpoint_count; i++) {
         const struct metadata_endpoint *e = &broker->endpoints[i];
-        write_cstr(w, e->listener);
-        write_cstr(w, e->host);
-        kafka_write_uint16(w, e->port);
-        kafka_write_int16(w, e->security_protocol);
-        write_no_tags(w);
+        eps[i] = (struct register_broker_record_broker_endpoint){ .name = str_of(e->listener),
+                                                                   .host = str_of(e->host),
+                                                                   .port = e->port,
+                                                                   .security_protocol = e->security_protocol };
     }
-    kafka_write_compact_array_len(w, 1); /* supported features */
-    write_cstr(w, "metadata.version");
-    kafka_write_int16(w, 1);
-    kafka_write_int16(w, supported_max);
-    write_no_tags(w);
-    write_cstr(w, broker->rack);
-    kafka_write_bool(w, broker->fenced);
-    kafka_write_bool(w, broker->in_controlled_shutdown);
-    write_no_tags(w); /* LogDirs (tag 0) left at its empty default */
+    struct register_broker_record_broker_feature feature = { .name = str_of("metadata.version"),
+                                                             .min_supported_version = 1,
+                                                             .max_supported_version = supported_max };
+    m.broker_id = broker->node_id;
+    m.incarnation_id = broker->incarnation_id;
+    m.broker_epoch = broker->epoch;
+    m.end_points = eps;
+    m.end_points_count = broker->endpoint_count;
+    m.features = &feature;
+    m.features_count = 1;
+    m.rack = broker->rack ? kafka_str_from_cstr(broker->rack) : (struct kafka_str){ NULL, -1 };
+    m.fenced = broker->fenced;
+    m.in_controlled_shutdown = broker->in_controlled_shutdown;
+    register_broker_record_encode(&m, w, REGISTER_BROKER_MAX_VERSION); /* LogDirs left at its empty default */
+    free(eps);
 }
 
 void metadata_record_write_unfence_broker(struct kafka_writer *w, int32_t node_id, int64_t epoch)
@@ -171,45 +158,50 @@ void metadata_record_write_partition(struct kafka_writer *w, const struct kafka_
                                      const struct metadata_partition *p)
 {
     write_frame(w, METADATA_RECORD_PARTITION, PARTITION_MAX_VERSION);
-    kafka_write_int32(w, p->partition_index);
-    kafka_write_uuid(w, *topic_id);
-    write_int_array(w, p->replicas, p->replica_count);
-    write_int_array(w, p->isr, p->isr_count);
-    write_int_array(w, NULL, 0); /* removing replicas */
-    write_int_array(w, NULL, 0); /* adding replicas */
-    kafka_write_int32(w, p->leader);
-    kafka_write_int32(w, p->leader_epoch);
-    kafka_write_int32(w, p->partition_epoch);
+    struct partition_record m;
+    partition_record_init(&m);
     /* Directories (v1+): one unassigned (zero) directory id per replica. */
-    kafka_write_compact_array_len(w, p->replica_count);
-    for (int32_t i = 0; i < p->replica_count; i++)
-        kafka_write_uuid(w, (struct kafka_uuid){ { 0 } });
-    write_no_tags(w); /* recovery state RECOVERED and null ELR are the defaults */
+    struct kafka_uuid *dirs = calloc(p->replica_count > 0 ? (size_t)p->replica_count : 1, sizeof(*dirs));
+    if (!dirs) {
+        w->failed = true;
+        return;
+    }
+    m.partition_id = p->partition_index;
+    m.topic_id = *topic_id;
+    m.replicas = p->replicas;
+    m.replicas_count = p->replica_count;
+    m.isr = p->isr;
+    m.isr_count = p->isr_count;
+    m.removing_replicas_count = 0;
+    m.adding_replicas_count = 0;
+    m.leader = p->leader;
+    m.leader_epoch = p->leader_epoch;
+    m.partition_epoch = p->partition_epoch;
+    m.directories = dirs;
+    m.directories_count = p->replica_count;
+    /* Recovery state RECOVERED and null ELR are the defaults, left out. */
+    partition_record_encode(&m, w, PARTITION_MAX_VERSION);
+    free(dirs);
 }
 
 void metadata_record_write_partition_change(struct kafka_writer *w, const struct kafka_uuid *topic_id,
                                             const struct metadata_partition_change *c)
 {
     write_frame(w, METADATA_RECORD_PARTITION_CHANGE, PARTITION_CHANGE_MAX_VERSION);
-    kafka_write_int32(w, c->partition_index);
-    kafka_write_uuid(w, *topic_id);
-    uint32_t tags = (c->isr ? 1u : 0u) + (c->leader != -2 ? 1u : 0u) + (c->replicas ? 1u : 0u);
-    kafka_write_uvarint(w, tags);
+    struct partition_change_record m;
+    partition_change_record_init(&m); /* absent tagged fields: unchanged */
+    m.partition_id = c->partition_index;
+    m.topic_id = *topic_id;
     if (c->isr) {
-        kafka_write_uvarint(w, 0);
-        kafka_write_uvarint(w, (uint32_t)int_array_size(c->isr_count));
-        write_int_array(w, c->isr, c->isr_count);
+        m.isr = (int32_t *)c->isr;
+        m.isr_count = c->isr_count;
     }
-    if (c->leader != -2) {
-        kafka_write_uvarint(w, 1);
-        kafka_write_uvarint(w, 4);
-        kafka_write_int32(w, c->leader);
-    }
+    m.leader = c->leader;
     if (c->replicas) {
-        kafka_write_uvarint(w, 2);
-        kafka_write_uvarint(w, (uint32_t)int_array_size(c->replica_count));
-        write_int_array(w, c->replicas, c->replica_count);
+        m.replicas = (int32_t *)c->replicas;
+        m.replicas_count = c->replica_count;
     }
+    partition_change_record_encode(&m, w, PARTITION_CHANGE_MAX_VERSION);
 }
 
 void metadata_record_write_config(struct kafka_writer *w, int8_t resource_type, const char *resource,

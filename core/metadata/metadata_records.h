@@ -1,6 +1,8 @@
 /* Kafka metadata records (the values of __cluster_metadata records):
  * framing, encoding at the latest version, and decoding any valid version
- * straight into an image builder.
+ * straight into an image builder. The bodies go through the generated
+ * codecs (the *_record.h files of protocol/generated); this file maps them
+ * to the image.
  *
  * Framing: unsigned varint frame version (1, as Kafka writes it; 0 was the
  * 2.8 preview format), unsigned varint record type (the schema's apiKey),
