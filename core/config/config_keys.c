@@ -54,6 +54,9 @@ static const struct config_key_def broker_keys[] = {
      .doc = "Expected cluster id (22-char base64url); generated on first start when not set."},
     {KEY_STRING("metadata.log.dir", NULL), HIGH, IN(SERVER), .flags = LATER,
      .doc = "Directory of the metadata log; by default the first log directory."},
+    {KEY_LONG("metadata.log.max.record.bytes.between.snapshots", "20971520", 1, I64), HIGH, IN(SERVER),
+     .doc = "Bytes of new metadata records after which the loader writes a metadata snapshot; a start loads "
+            "the newest snapshot and replays only the records after it."},
     {KEY_BOOL("auto.create.topics.enable", "true"), HIGH, IN(SERVER),
      .doc = "Create a topic when a client asks for metadata of an unknown one."},
     {KEY_BOOL("delete.topic.enable", "true"), HIGH, IN(SERVER), .doc = "Allow DeleteTopics requests."},

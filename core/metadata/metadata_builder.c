@@ -167,6 +167,8 @@ struct metadata_builder *metadata_builder_new(const struct metadata_image *base)
                 goto oom;
         }
     }
+    if (metadata_acls_copy(img, base) != 0)
+        goto oom;
     int32_t cap = base->topic_count > 16 ? base->topic_count + base->topic_count / 4 : 16;
     img->topics = malloc((size_t)cap * sizeof(*img->topics));
     b->owned = calloc((size_t)cap, sizeof(*b->owned));
@@ -192,6 +194,11 @@ void metadata_builder_free(struct metadata_builder *b)
     metadata_image_free(b->img);
     free(b->owned);
     free(b);
+}
+
+struct metadata_image *metadata_builder_image_mut(struct metadata_builder *b)
+{
+    return b->img;
 }
 
 const struct metadata_image *metadata_builder_peek(struct metadata_builder *b)

@@ -59,6 +59,12 @@ int metadata_builder_set_config(struct metadata_builder *b, int8_t resource_type
                                 size_t resource_len, const char *name, size_t name_len, const char *value,
                                 int32_t value_len, char *err, size_t errlen);
 
+/* AccessControlEntryRecord: adds (deep-copies) a binding; an id already
+ * present is replaced, as a replayed record wins. */
+int metadata_builder_add_acl(struct metadata_builder *b, const struct metadata_acl *acl, char *err, size_t errlen);
+/* RemoveAccessControlEntryRecord: an unknown id is an error. */
+int metadata_builder_remove_acl(struct metadata_builder *b, const struct kafka_uuid *id, char *err, size_t errlen);
+
 /* Finishes the image (indexes it) and frees the builder. Returns NULL on
  * allocation failure (the builder is freed either way). */
 struct metadata_image *metadata_builder_finish(struct metadata_builder *b, int64_t last_offset);

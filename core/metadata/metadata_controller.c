@@ -262,14 +262,17 @@ static int16_t check_configs(struct metadata_store *store, const struct metadata
     return KAFKA_ERR_NONE;
 }
 
-int16_t metadata_create_topic(struct metadata_store *store, const char *name, int32_t num_partitions,
-                              int16_t replication_factor, const struct metadata_replica_assignment *assignments,
-                              int32_t assignment_count, const struct metadata_config_kv *configs,
-                              int32_t config_count, bool validate_only, struct kafka_uuid *topic_id_out,
-                              char *err, size_t errlen)
+/* Validates a topic creation against the current image and, unless
+ * validate_only, encodes its batch into records (initialized by the caller)
+ * and its id into *id. Caller holds write_lock. */
+static int16_t prepare_create_topic_locked(struct metadata_store *store, const char *name, int32_t num_partitions,
+                                           int16_t replication_factor,
+                                           const struct metadata_replica_assignment *assignments,
+                                           int32_t assignment_count, const struct metadata_config_kv *configs,
+                                           int32_t config_count, bool validate_only,
+                                           struct metadata_record_list *records, struct kafka_uuid *id_out,
+                                           char *err, size_t errlen)
 {
-    if (topic_id_out)
-        memset(topic_id_out, 0, sizeof(*topic_id_out));
     int16_t rc = metadata_validate_topic_name(name, err, errlen);
     if (rc != KAFKA_ERR_NONE)
         return rc;
@@ -303,7 +306,6 @@ int16_t metadata_create_topic(struct metadata_store *store, const char *name, in
     if (config_count < 0 || (config_count > 0 && !configs))
         return error_out(KAFKA_ERR_INVALID_REQUEST, err, errlen, "Invalid config list");
 
-    pthread_mutex_lock(&store->write_lock);
     const struct metadata_image *img = metadata_store_current_locked(store);
     const struct metadata_topic *clash;
     int32_t *replica_ids = NULL;
@@ -333,28 +335,65 @@ int16_t metadata_create_topic(struct metadata_store *store, const char *name, in
             goto out;
         }
     } while (metadata_image_topic_by_id(img, &id));
-    struct metadata_record_list records;
-    if (metadata_record_list_init(&records) != 0) {
-        rc = error_out(KAFKA_ERR_UNKNOWN_SERVER_ERROR, err, errlen, "out of memory");
-        goto out;
-    }
-    metadata_record_write_topic(&records.w, name, &id);
-    metadata_record_list_mark(&records);
+    metadata_record_write_topic(&records->w, name, &id);
+    metadata_record_list_mark(records);
     for (int32_t i = 0; i < config_count; i++) {
-        metadata_record_write_config(&records.w, METADATA_CONFIG_RESOURCE_TOPIC, name, configs[i].key,
+        metadata_record_write_config(&records->w, METADATA_CONFIG_RESOURCE_TOPIC, name, configs[i].key,
                                      configs[i].value);
-        metadata_record_list_mark(&records);
+        metadata_record_list_mark(records);
     }
-    if (write_new_partitions(img, &records, &id, 0, count, rf, replica_ids) != 0)
+    if (write_new_partitions(img, records, &id, 0, count, rf, replica_ids) != 0)
         rc = error_out(KAFKA_ERR_UNKNOWN_SERVER_ERROR, err, errlen, "out of memory");
     else
-        rc = metadata_store_commit_locked(store, &records, err, errlen);
-    metadata_record_list_free(&records);
-    if (rc == KAFKA_ERR_NONE && topic_id_out)
-        *topic_id_out = id;
+        *id_out = id;
 out:
-    pthread_mutex_unlock(&store->write_lock);
     free(replica_ids);
+    return rc;
+}
+
+int16_t metadata_controller_prepare_create_topic(struct metadata_store *store, const char *name,
+                                                 int32_t num_partitions, int16_t replication_factor,
+                                                 struct metadata_record_list *records, char *err, size_t errlen)
+{
+    struct kafka_uuid id;
+    pthread_mutex_lock(&store->write_lock);
+    int16_t rc = prepare_create_topic_locked(store, name, num_partitions, replication_factor, NULL, 0, NULL, 0,
+                                             false, records, &id, err, errlen);
+    pthread_mutex_unlock(&store->write_lock);
+    return rc;
+}
+
+int16_t metadata_controller_submit(struct metadata_store *store, struct metadata_record_list *records, char *err,
+                                   size_t errlen)
+{
+    pthread_mutex_lock(&store->write_lock);
+    int16_t rc = metadata_store_commit_locked(store, records, err, errlen);
+    pthread_mutex_unlock(&store->write_lock);
+    return rc;
+}
+
+int16_t metadata_create_topic(struct metadata_store *store, const char *name, int32_t num_partitions,
+                              int16_t replication_factor, const struct metadata_replica_assignment *assignments,
+                              int32_t assignment_count, const struct metadata_config_kv *configs,
+                              int32_t config_count, bool validate_only, struct kafka_uuid *topic_id_out,
+                              char *err, size_t errlen)
+{
+    if (topic_id_out)
+        memset(topic_id_out, 0, sizeof(*topic_id_out));
+    struct metadata_record_list records;
+    if (metadata_record_list_init(&records) != 0)
+        return error_out(KAFKA_ERR_UNKNOWN_SERVER_ERROR, err, errlen, "out of memory");
+    struct kafka_uuid id;
+    pthread_mutex_lock(&store->write_lock);
+    int16_t rc = prepare_create_topic_locked(store, name, num_partitions, replication_factor, assignments,
+                                             assignment_count, configs, config_count, validate_only, &records, &id,
+                                             err, errlen);
+    if (rc == KAFKA_ERR_NONE && !validate_only)
+        rc = metadata_store_commit_locked(store, &records, err, errlen);
+    pthread_mutex_unlock(&store->write_lock);
+    metadata_record_list_free(&records);
+    if (rc == KAFKA_ERR_NONE && !validate_only && topic_id_out)
+        *topic_id_out = id;
     return rc;
 }
 

@@ -84,6 +84,7 @@ void metadata_image_free(struct metadata_image *img)
         free(img->broker_configs[i].value);
     }
     free(img->broker_configs);
+    metadata_acls_free(img);
     free(img->name_table);
     free(img->id_table);
     free(img->cluster_id);
@@ -301,5 +302,5 @@ bool metadata_image_equal(const struct metadata_image *a, const struct metadata_
         if (!str_equal(x->resource, y->resource) || !str_equal(x->name, y->name) || !str_equal(x->value, y->value))
             return false;
     }
-    return true;
+    return metadata_acls_equal(a, b);
 }

@@ -68,6 +68,20 @@ struct metadata_topic {
     int32_t config_count;
 };
 
+/* One ACL binding (AccessControlEntryRecord), kept by id for the ACL APIs.
+ * Numbers are Kafka's (ResourceType, PatternType, AclOperation,
+ * AclPermissionType). */
+struct metadata_acl {
+    struct kafka_uuid id;
+    int8_t resource_type;
+    char *resource_name;
+    int8_t pattern_type;
+    char *principal;
+    char *host;
+    int8_t operation;
+    int8_t permission_type;
+};
+
 /* A dynamic broker config: resource "" is the cluster-wide default, "<id>" one broker. */
 struct metadata_broker_config {
     char *resource;
@@ -88,6 +102,8 @@ struct metadata_image {
     struct metadata_broker_config *broker_configs;
     int32_t broker_config_count;
     int64_t next_producer_id;     /* first id of the next producer id block (ProducerIdsRecord) */
+    struct metadata_acl *acls;    /* sorted by id */
+    int32_t acl_count;
     /* Open-addressing tables of (topic index + 1), 0 = empty; size is a power of two. */
     uint32_t *name_table;
     uint32_t *id_table;
@@ -104,6 +120,7 @@ const struct metadata_topic *metadata_image_topic_by_name(const struct metadata_
 const struct metadata_topic *metadata_image_topic_by_id(const struct metadata_image *img,
                                                         const struct kafka_uuid *id);
 const struct metadata_broker *metadata_image_broker(const struct metadata_image *img, int32_t node_id);
+const struct metadata_acl *metadata_image_acl(const struct metadata_image *img, const struct kafka_uuid *id);
 const struct metadata_partition *metadata_topic_partition(const struct metadata_topic *topic,
                                                           int32_t partition);
 /* Value of a topic's dynamic config, NULL when not set. */

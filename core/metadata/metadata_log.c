@@ -1,5 +1,6 @@
-/* __cluster_metadata-0 on top of the partition log: batch building, durable
- * append, and replay by reading the segments back. */
+/* The single-voter metadata log: __cluster_metadata-0 on top of the
+ * partition log (batch building, durable append, replay by reading the
+ * segments back) plus its snapshot files, behind metadata_log_ops. */
 #include "metadata/metadata_log.h"
 
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "log/partition_log.h"
+#include "metadata/metadata_snapshot.h"
 #include "protocol/generated/errors.h"
 #include "protocol/record_batch.h"
 #include "util/clock.h"
@@ -21,9 +23,17 @@
 #define METADATA_MAX_BATCH_BYTES (64 * 1024 * 1024)
 #define REPLAY_READ_BYTES (1024 * 1024)
 
+/* The single voter's first term, stamped on batches before any epoch was
+ * recorded; existing logs keep whatever epoch their batches carry. */
+#define SINGLE_VOTER_FIRST_EPOCH 1
+
 struct metadata_log {
     struct partition_log *log;
+    char dir[PATH_MAX];
+    struct metadata_log_listener listener; /* handle_commit NULL until registered */
 };
+
+typedef int (*batch_fn)(void *ctx, const struct metadata_batch *batch);
 
 int metadata_log_open(const char *parent_dir, struct metadata_log **out, char *err, size_t errlen)
 {
@@ -46,6 +56,7 @@ int metadata_log_open(const char *parent_dir, struct metadata_log **out, char *e
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    memcpy(ml->dir, path, sizeof(ml->dir));
     struct log_config cfg;
     log_config_defaults(&cfg);
     cfg.max_message_bytes = METADATA_MAX_BATCH_BYTES;
@@ -74,8 +85,16 @@ int64_t metadata_log_end_offset(struct metadata_log *log)
     return partition_log_end_offset(log->log);
 }
 
-/* Feeds the records of one batch to fn; returns fn's non-zero result or 0. */
-static int replay_batch(const uint8_t *batch, size_t len, metadata_log_record_fn fn, void *ctx)
+/* Entries of one batch, reused across batches of a replay. */
+struct entry_buf {
+    struct metadata_log_entry *v;
+    int32_t cap;
+};
+
+/* Hands the records of one batch at or after from to fn; returns fn's
+ * non-zero result, -1 on OOM, or 0 (damaged batches are skipped, as before). */
+static int replay_batch(const uint8_t *batch, size_t len, int64_t from, struct entry_buf *eb, batch_fn fn,
+                        void *ctx)
 {
     struct record_batch_header h;
     if (record_batch_parse_header(batch, len, &h) != 0)
@@ -91,28 +110,58 @@ static int replay_batch(const uint8_t *batch, size_t len, metadata_log_record_fn
         logger_warn(LOG_COMPONENT, "skipping metadata batch at offset %lld: %s", (long long)h.base_offset, it.err);
         return 0;
     }
+    struct metadata_batch mb = { .base_offset = -1, .epoch = h.partition_leader_epoch,
+                                 .append_time_ms = h.max_timestamp, .records = NULL, .bytes = len };
+    int32_t n = 0;
     struct record_batch_record rec;
     int more;
     while ((more = record_batch_records_next(&it, &rec)) == 1) {
+        if (rec.offset < from)
+            continue;
         if (rec.value_len < 0) {
             logger_warn(LOG_COMPONENT, "metadata record at offset %lld has no value", (long long)rec.offset);
             continue;
         }
-        int rc = fn(ctx, rec.offset, rec.value, (size_t)rec.value_len);
-        if (rc != 0)
-            return rc;
+        /* A record skipped in the middle would shift offsets: deliver what came before it. */
+        if (n > 0 && rec.offset != mb.base_offset + n) {
+            mb.records = eb->v;
+            mb.count = n;
+            int rc = fn(ctx, &mb);
+            if (rc != 0)
+                return rc;
+            n = 0;
+        }
+        if (n == eb->cap) {
+            int32_t cap = eb->cap ? eb->cap * 2 : 64;
+            struct metadata_log_entry *grown = realloc(eb->v, (size_t)cap * sizeof(*grown));
+            if (!grown)
+                return -1;
+            eb->v = grown;
+            eb->cap = cap;
+        }
+        if (n == 0)
+            mb.base_offset = rec.offset;
+        eb->v[n++] = (struct metadata_log_entry){ rec.value, (size_t)rec.value_len };
     }
     if (more < 0)
         logger_warn(LOG_COMPONENT, "metadata batch at offset %lld is malformed: %s", (long long)h.base_offset, it.err);
-    return 0;
+    if (n == 0)
+        return 0;
+    mb.records = eb->v;
+    mb.count = n;
+    return fn(ctx, &mb);
 }
 
-int metadata_log_replay(struct metadata_log *log, metadata_log_record_fn fn, void *ctx, char *err, size_t errlen)
+/* Calls fn for every batch holding records at or after from, in offset order. */
+static int replay_from(struct metadata_log *log, int64_t from, batch_fn fn, void *ctx, char *err, size_t errlen)
 {
     int64_t offset = partition_log_start_offset(log->log);
+    if (from > offset)
+        offset = from;
     int64_t end = partition_log_end_offset(log->log);
     uint8_t *buf = NULL;
     size_t cap = 0;
+    struct entry_buf eb = { 0 };
     int result = 0;
     while (offset < end) {
         struct log_read_result rd;
@@ -165,8 +214,12 @@ int metadata_log_replay(struct metadata_log *log, metadata_log_record_fn fn, voi
                 break;
             int64_t last = record_batch_last_offset(&h);
             /* A read may begin at a batch holding offsets already replayed. */
-            if (last >= offset && (result = replay_batch(batch, batch_len, fn, ctx)) != 0)
+            if (last >= offset &&
+                (result = replay_batch(batch, batch_len, offset, &eb, fn, ctx)) != 0) {
+                snprintf(err, errlen, "replaying the metadata log stopped at offset %lld",
+                         (long long)h.base_offset);
                 break;
+            }
             if (last + 1 > next)
                 next = last + 1;
         }
@@ -180,6 +233,7 @@ int metadata_log_replay(struct metadata_log *log, metadata_log_record_fn fn, voi
         offset = next;
     }
     free(buf);
+    free(eb.v);
     return result;
 }
 
@@ -223,5 +277,96 @@ int metadata_log_append(struct metadata_log *log, const struct metadata_log_entr
         return -1;
     }
     *base_offset_out = res.base_offset;
+    if (log->listener.handle_commit) {
+        /* Appended and synced: committed, for a single voter. */
+        struct metadata_batch mb = { .base_offset = res.base_offset, .epoch = leader_epoch,
+                                     .append_time_ms = now, .records = entries, .count = count,
+                                     .bytes = batch_len };
+        log->listener.handle_commit(log->listener.ctx, &mb);
+    }
     return 0;
 }
+
+/* ---- metadata_log_ops of the single voter ---- */
+
+static int local_register_listener(void *ctx, const struct metadata_log_listener *listener, char *err,
+                                   size_t errlen)
+{
+    struct metadata_log *log = ctx;
+    struct metadata_snapshot_id id = { .end_offset = 0, .epoch = 0 };
+    int found = metadata_snapshot_latest(log->dir, &id, err, errlen);
+    if (found < 0)
+        return -1;
+    if (found) {
+        int64_t end = partition_log_end_offset(log->log);
+        if (id.end_offset > end) {
+            snprintf(err, errlen,
+                     "metadata snapshot at offset %lld is ahead of the metadata log, which ends at %lld",
+                     (long long)id.end_offset, (long long)end);
+            return -1;
+        }
+        struct metadata_snapshot_contents snap;
+        if (metadata_snapshot_read(log->dir, &id, &snap, err, errlen) != 0)
+            return -1;
+        int rc = listener->handle_load_snapshot(listener->ctx, &id, snap.records, snap.count);
+        metadata_snapshot_contents_free(&snap);
+        if (rc != 0) {
+            snprintf(err, errlen, "loading the metadata snapshot at offset %lld failed", (long long)id.end_offset);
+            return -1;
+        }
+    }
+    if (replay_from(log, id.end_offset, listener->handle_commit, listener->ctx, err, errlen) != 0)
+        return -1;
+    log->listener = *listener;
+    return 0;
+}
+
+static int local_append(void *ctx, int32_t epoch, const struct metadata_log_entry *records, int32_t count,
+                        int64_t *last_offset, char *err, size_t errlen)
+{
+    int64_t base = -1;
+    if (metadata_log_append(ctx, records, count, epoch, &base, err, errlen) != 0)
+        return -1;
+    *last_offset = base + count - 1;
+    return 0;
+}
+
+static int32_t local_leader_epoch(void *ctx)
+{
+    struct metadata_log *log = ctx;
+    int32_t epoch = partition_log_latest_epoch(log->log);
+    return epoch >= 0 ? epoch : SINGLE_VOTER_FIRST_EPOCH;
+}
+
+static int64_t local_end_offset(void *ctx)
+{
+    return metadata_log_end_offset(ctx);
+}
+
+static bool local_latest_snapshot(void *ctx, struct metadata_snapshot_id *out)
+{
+    struct metadata_log *log = ctx;
+    char err[256];
+    return metadata_snapshot_latest(log->dir, out, err, sizeof(err)) == 1;
+}
+
+static int local_create_snapshot(void *ctx, const struct metadata_snapshot_id *id, int64_t last_timestamp_ms,
+                                 const struct metadata_log_entry *records, int32_t count, char *err, size_t errlen)
+{
+    struct metadata_log *log = ctx;
+    if (metadata_snapshot_write(log->dir, id, last_timestamp_ms, records, count, err, errlen) != 0)
+        return -1;
+    /* Log segments behind the snapshot stay for now: they are small, and
+     * deleting them waits for the log start offset to follow snapshots. */
+    metadata_snapshot_prune(log->dir, METADATA_SNAPSHOTS_KEPT);
+    return 0;
+}
+
+const struct metadata_log_ops metadata_local_log_ops = {
+    .register_listener = local_register_listener,
+    .append = local_append,
+    .leader_epoch = local_leader_epoch,
+    .end_offset = local_end_offset,
+    .latest_snapshot = local_latest_snapshot,
+    .create_snapshot = local_create_snapshot,
+};

@@ -1,42 +1,99 @@
-/* The __cluster_metadata log as the store sees it: replay every record value
- * in order, and append one batch of record values durably. This is the seam
- * where a Raft layer replaces the local append (a quorum commit) later; the
- * store needs nothing else from the log.
+/* The metadata log as the controller and the loader see it: a log they do
+ * not own. The controller appends batches of record values at the leader
+ * epoch; the log tells a listener about every committed batch in offset
+ * order (Kafka's RaftClient.Listener.handleCommit) and about a snapshot to
+ * start from (handleLoadSnapshot). The loader is that listener.
  *
- * Thread-safety: not thread-safe; the store calls it under its write mutex
- * (and during open, before the store is shared). */
+ * Today's implementation is the single-voter local log below: append +
+ * fsync is the commit, and the listener hears about the batch before append
+ * returns. A Raft quorum implements the same ops later: append then returns
+ * once the leader has the batch, and handle_commit runs when the high
+ * watermark passes it (on the Raft thread); the controller already waits for
+ * the loader to reach its offset rather than for append to return.
+ *
+ * Thread-safety: the local log is not thread-safe; the store calls it under
+ * its write mutex (and during open, before the store is shared). */
 #ifndef CAIRN_METADATA_METADATA_LOG_H
 #define CAIRN_METADATA_METADATA_LOG_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define METADATA_LOG_TOPIC_DIR "__cluster_metadata-0"
+#include "log/log_manager.h"
+
+/* The one place that names the metadata log's directory. */
+#define METADATA_LOG_TOPIC_DIR LOG_MANAGER_METADATA_TOPIC "-0"
+
+/* One record value of a batch. */
+struct metadata_log_entry {
+    const uint8_t *value;
+    size_t len;
+};
+
+/* A committed batch: records at base_offset, base_offset + 1, ... */
+struct metadata_batch {
+    int64_t base_offset;
+    int32_t epoch;               /* leader epoch the batch was written at */
+    int64_t append_time_ms;
+    const struct metadata_log_entry *records;
+    int32_t count;
+    size_t bytes;                /* size of the batch in the log */
+};
+
+/* Kafka's snapshot id: every record below end_offset is in the snapshot;
+ * epoch is the leader epoch of the last one. */
+struct metadata_snapshot_id {
+    int64_t end_offset;
+    int32_t epoch;
+};
+
+/* Callbacks from the log; ctx is the listener's. A non-zero return stops a
+ * catch-up replay at open (the log reports it) and is otherwise logged. */
+struct metadata_log_listener {
+    void *ctx;
+    int (*handle_commit)(void *ctx, const struct metadata_batch *batch);
+    /* The records rebuild the whole state as of id; later commits follow. */
+    int (*handle_load_snapshot)(void *ctx, const struct metadata_snapshot_id *id,
+                                const struct metadata_log_entry *records, int32_t count);
+};
+
+struct metadata_log_ops {
+    /* Registers the one listener and catches it up: the newest snapshot (if
+     * any), then every committed batch after it. Returns 0, or -1 with err
+     * (a corrupt newest snapshot, an unreadable log). */
+    int (*register_listener)(void *log, const struct metadata_log_listener *listener, char *err, size_t errlen);
+    /* Hands one batch to the log at epoch (the current leader epoch). On 0,
+     * *last_offset is the offset its last record gets; the listener hears of
+     * the commit. Returns -1 with err when nothing was appended. */
+    int (*append)(void *log, int32_t epoch, const struct metadata_log_entry *records, int32_t count,
+                  int64_t *last_offset, char *err, size_t errlen);
+    int32_t (*leader_epoch)(void *log);
+    int64_t (*end_offset)(void *log);
+    /* Snapshot hooks: the newest snapshot's id (false when none), and
+     * storing a snapshot of the state at id (records that rebuild it). */
+    bool (*latest_snapshot)(void *log, struct metadata_snapshot_id *out);
+    int (*create_snapshot)(void *log, const struct metadata_snapshot_id *id, int64_t last_timestamp_ms,
+                           const struct metadata_log_entry *records, int32_t count, char *err, size_t errlen);
+};
+
+/* ---- the single-voter local log: <parent_dir>/__cluster_metadata-0 ---- */
 
 struct metadata_log;
 
-/* Opens (creating when missing) <parent_dir>/__cluster_metadata-0, running
- * recovery: a torn or corrupt tail is truncated. */
+extern const struct metadata_log_ops metadata_local_log_ops;
+
+/* Opens (creating when missing) the log directory, running recovery: a torn
+ * or corrupt tail is truncated. Snapshots are read at register_listener. */
 int metadata_log_open(const char *parent_dir, struct metadata_log **out, char *err, size_t errlen);
 void metadata_log_close(struct metadata_log *log);
 
 /* Offset the next appended record gets. */
 int64_t metadata_log_end_offset(struct metadata_log *log);
 
-/* Calls fn for every record value from the start, in offset order. A non-zero
- * return from fn stops the replay and is returned. Returns 0, or -1 with err
- * on a read error. */
-typedef int (*metadata_log_record_fn)(void *ctx, int64_t offset, const uint8_t *value, size_t len);
-int metadata_log_replay(struct metadata_log *log, metadata_log_record_fn fn, void *ctx, char *err, size_t errlen);
-
-/* One batch of record values to append together. */
-struct metadata_log_entry {
-    const uint8_t *value;
-    size_t len;
-};
-
 /* Appends the values as one batch (null keys) stamped with leader_epoch,
- * then fsyncs. *base_offset_out gets the first record's offset. Returns 0,
- * or -1 with err (nothing is appended on error). */
+ * then fsyncs (the single voter's commit) and tells the listener, if any.
+ * *base_offset_out gets the first record's offset. Returns 0, or -1 with
+ * err (nothing is appended on error). */
 int metadata_log_append(struct metadata_log *log, const struct metadata_log_entry *entries, int32_t count,
                         int32_t leader_epoch, int64_t *base_offset_out, char *err, size_t errlen);
 

@@ -1,11 +1,27 @@
-/* Metadata record codec: framed encoding at the latest versions, and
- * decoding of every valid version into builder changes. Field layouts follow
- * Kafka's metadata record schemas (all flexible). */
+/* Metadata record codec: the frame, and the mapping between the generated
+ * record codecs (Kafka's metadata record schemas, all flexible) and the
+ * image: encoding at the latest versions, decoding every valid version into
+ * builder changes. */
 #include "metadata/metadata_records.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "protocol/generated/access_control_entry_record.h"
+#include "protocol/generated/broker_registration_change_record.h"
+#include "protocol/generated/config_record.h"
+#include "protocol/generated/feature_level_record.h"
+#include "protocol/generated/fence_broker_record.h"
+#include "protocol/generated/partition_change_record.h"
+#include "protocol/generated/partition_record.h"
+#include "protocol/generated/producer_ids_record.h"
+#include "protocol/generated/register_broker_record.h"
+#include "protocol/generated/remove_access_control_entry_record.h"
+#include "protocol/generated/remove_topic_record.h"
+#include "protocol/generated/topic_record.h"
+#include "protocol/generated/unfence_broker_record.h"
+#include "protocol/generated/unregister_broker_record.h"
 
 /* Latest versions this file writes and the highest it reads. */
 #define REGISTER_BROKER_MAX_VERSION 3
@@ -22,28 +38,6 @@ static void write_frame(struct kafka_writer *w, uint32_t type, uint32_t version)
     kafka_write_uvarint(w, version);
 }
 
-static void write_cstr(struct kafka_writer *w, const char *s)
-{
-    kafka_write_compact_string(w, s ? kafka_str_from_cstr(s) : (struct kafka_str){ NULL, -1 });
-}
-
-static void write_int_array(struct kafka_writer *w, const int32_t *v, int32_t n)
-{
-    kafka_write_compact_array_len(w, n);
-    for (int32_t i = 0; i < n; i++)
-        kafka_write_int32(w, v[i]);
-}
-
-static size_t int_array_size(int32_t n)
-{
-    return kafka_uvarint_size((uint32_t)n + 1) + (size_t)n * 4;
-}
-
-static void write_no_tags(struct kafka_writer *w)
-{
-    kafka_write_uvarint(w, 0);
-}
-
 void metadata_record_write_raw(struct kafka_writer *w, uint32_t type, uint32_t version, const void *body,
                                size_t body_len)
 {
@@ -51,139 +45,176 @@ void metadata_record_write_raw(struct kafka_writer *w, uint32_t type, uint32_t v
     kafka_write_raw(w, body, body_len);
 }
 
+/* Strings the generated encoders read; never NULL (the records' strings are not nullable). */
+static struct kafka_str str_of(const char *s)
+{
+    return kafka_str_from_cstr(s ? s : "");
+}
+
 void metadata_record_write_feature_level(struct kafka_writer *w, const char *name, int16_t level)
 {
     write_frame(w, METADATA_RECORD_FEATURE_LEVEL, 0);
-    write_cstr(w, name);
-    kafka_write_int16(w, level);
-    write_no_tags(w);
+    struct feature_level_record m = { .name = str_of(name), .feature_level = level };
+    feature_level_record_encode(&m, w, 0);
 }
 
 void metadata_record_write_register_broker(struct kafka_writer *w, const struct metadata_broker *broker,
                                            int16_t supported_max)
 {
     write_frame(w, METADATA_RECORD_REGISTER_BROKER, REGISTER_BROKER_MAX_VERSION);
-    kafka_write_int32(w, broker->node_id);
-    kafka_write_bool(w, false); /* IsMigratingZkBroker */
-    kafka_write_uuid(w, broker->incarnation_id);
-    kafka_write_int64(w, broker->epoch);
-    kafka_write_compact_array_len(w, broker->endpoint_count);
+    struct register_broker_record m;
+    register_broker_record_init(&m);
+    struct register_broker_record_broker_endpoint *eps =
+        calloc(broker->endpoint_count > 0 ? (size_t)broker->endpoint_count : 1, sizeof(*eps));
+    if (!eps) {
+        w->failed = true;
+        return;
+    }
     for (int32_t i = 0; i < broker->endpoint_count; i++) {
         const struct metadata_endpoint *e = &broker->endpoints[i];
-        write_cstr(w, e->listener);
-        write_cstr(w, e->host);
-        kafka_write_uint16(w, e->port);
-        kafka_write_int16(w, e->security_protocol);
-        write_no_tags(w);
+        eps[i] = (struct register_broker_record_broker_endpoint){ .name = str_of(e->listener),
+                                                                   .host = str_of(e->host),
+                                                                   .port = e->port,
+                                                                   .security_protocol = e->security_protocol };
     }
-    kafka_write_compact_array_len(w, 1); /* supported features */
-    write_cstr(w, "metadata.version");
-    kafka_write_int16(w, 1);
-    kafka_write_int16(w, supported_max);
-    write_no_tags(w);
-    write_cstr(w, broker->rack);
-    kafka_write_bool(w, broker->fenced);
-    kafka_write_bool(w, broker->in_controlled_shutdown);
-    write_no_tags(w); /* LogDirs (tag 0) left at its empty default */
-}
-
-static void write_broker_epoch_record(struct kafka_writer *w, uint32_t type, int32_t node_id, int64_t epoch)
-{
-    write_frame(w, type, 0);
-    kafka_write_int32(w, node_id);
-    kafka_write_int64(w, epoch);
-    write_no_tags(w);
+    struct register_broker_record_broker_feature feature = { .name = str_of("metadata.version"),
+                                                             .min_supported_version = 1,
+                                                             .max_supported_version = supported_max };
+    m.broker_id = broker->node_id;
+    m.incarnation_id = broker->incarnation_id;
+    m.broker_epoch = broker->epoch;
+    m.end_points = eps;
+    m.end_points_count = broker->endpoint_count;
+    m.features = &feature;
+    m.features_count = 1;
+    m.rack = broker->rack ? kafka_str_from_cstr(broker->rack) : (struct kafka_str){ NULL, -1 };
+    m.fenced = broker->fenced;
+    m.in_controlled_shutdown = broker->in_controlled_shutdown;
+    register_broker_record_encode(&m, w, REGISTER_BROKER_MAX_VERSION); /* LogDirs left at its empty default */
+    free(eps);
 }
 
 void metadata_record_write_unfence_broker(struct kafka_writer *w, int32_t node_id, int64_t epoch)
 {
-    write_broker_epoch_record(w, METADATA_RECORD_UNFENCE_BROKER, node_id, epoch);
+    write_frame(w, METADATA_RECORD_UNFENCE_BROKER, 0);
+    struct unfence_broker_record m = { .id = node_id, .epoch = epoch };
+    unfence_broker_record_encode(&m, w, 0);
 }
 
 void metadata_record_write_fence_broker(struct kafka_writer *w, int32_t node_id, int64_t epoch)
 {
-    write_broker_epoch_record(w, METADATA_RECORD_FENCE_BROKER, node_id, epoch);
+    write_frame(w, METADATA_RECORD_FENCE_BROKER, 0);
+    struct fence_broker_record m = { .id = node_id, .epoch = epoch };
+    fence_broker_record_encode(&m, w, 0);
 }
 
 void metadata_record_write_topic(struct kafka_writer *w, const char *name, const struct kafka_uuid *id)
 {
     write_frame(w, METADATA_RECORD_TOPIC, 0);
-    write_cstr(w, name);
-    kafka_write_uuid(w, *id);
-    write_no_tags(w);
+    struct topic_record m = { .name = str_of(name), .topic_id = *id };
+    topic_record_encode(&m, w, 0);
 }
 
 void metadata_record_write_producer_ids(struct kafka_writer *w, int32_t broker_id, int64_t broker_epoch,
                                         int64_t next_producer_id)
 {
     write_frame(w, METADATA_RECORD_PRODUCER_IDS, 0);
-    kafka_write_int32(w, broker_id);
-    kafka_write_int64(w, broker_epoch);
-    kafka_write_int64(w, next_producer_id);
-    write_no_tags(w);
+    struct producer_ids_record m = { .broker_id = broker_id, .broker_epoch = broker_epoch,
+                                     .next_producer_id = next_producer_id };
+    producer_ids_record_encode(&m, w, 0);
 }
 
 void metadata_record_write_remove_topic(struct kafka_writer *w, const struct kafka_uuid *id)
 {
     write_frame(w, METADATA_RECORD_REMOVE_TOPIC, 0);
-    kafka_write_uuid(w, *id);
-    write_no_tags(w);
+    struct remove_topic_record m = { .topic_id = *id };
+    remove_topic_record_encode(&m, w, 0);
+}
+
+void metadata_record_write_acl(struct kafka_writer *w, const struct metadata_acl *acl)
+{
+    write_frame(w, METADATA_RECORD_ACCESS_CONTROL_ENTRY, 0);
+    struct access_control_entry_record m = {
+        .id = acl->id,
+        .resource_type = acl->resource_type,
+        .resource_name = str_of(acl->resource_name),
+        .pattern_type = acl->pattern_type,
+        .principal = str_of(acl->principal),
+        .host = str_of(acl->host),
+        .operation = acl->operation,
+        .permission_type = acl->permission_type,
+    };
+    access_control_entry_record_encode(&m, w, 0);
+}
+
+void metadata_record_write_remove_acl(struct kafka_writer *w, const struct kafka_uuid *id)
+{
+    write_frame(w, METADATA_RECORD_REMOVE_ACCESS_CONTROL_ENTRY, 0);
+    struct remove_access_control_entry_record m = { .id = *id };
+    remove_access_control_entry_record_encode(&m, w, 0);
 }
 
 void metadata_record_write_partition(struct kafka_writer *w, const struct kafka_uuid *topic_id,
                                      const struct metadata_partition *p)
 {
     write_frame(w, METADATA_RECORD_PARTITION, PARTITION_MAX_VERSION);
-    kafka_write_int32(w, p->partition_index);
-    kafka_write_uuid(w, *topic_id);
-    write_int_array(w, p->replicas, p->replica_count);
-    write_int_array(w, p->isr, p->isr_count);
-    write_int_array(w, NULL, 0); /* removing replicas */
-    write_int_array(w, NULL, 0); /* adding replicas */
-    kafka_write_int32(w, p->leader);
-    kafka_write_int32(w, p->leader_epoch);
-    kafka_write_int32(w, p->partition_epoch);
+    struct partition_record m;
+    partition_record_init(&m);
     /* Directories (v1+): one unassigned (zero) directory id per replica. */
-    kafka_write_compact_array_len(w, p->replica_count);
-    for (int32_t i = 0; i < p->replica_count; i++)
-        kafka_write_uuid(w, (struct kafka_uuid){ { 0 } });
-    write_no_tags(w); /* recovery state RECOVERED and null ELR are the defaults */
+    struct kafka_uuid *dirs = calloc(p->replica_count > 0 ? (size_t)p->replica_count : 1, sizeof(*dirs));
+    if (!dirs) {
+        w->failed = true;
+        return;
+    }
+    m.partition_id = p->partition_index;
+    m.topic_id = *topic_id;
+    m.replicas = p->replicas;
+    m.replicas_count = p->replica_count;
+    m.isr = p->isr;
+    m.isr_count = p->isr_count;
+    m.removing_replicas_count = 0;
+    m.adding_replicas_count = 0;
+    m.leader = p->leader;
+    m.leader_epoch = p->leader_epoch;
+    m.partition_epoch = p->partition_epoch;
+    m.directories = dirs;
+    m.directories_count = p->replica_count;
+    /* Recovery state RECOVERED and null ELR are the defaults, left out. */
+    partition_record_encode(&m, w, PARTITION_MAX_VERSION);
+    free(dirs);
 }
 
 void metadata_record_write_partition_change(struct kafka_writer *w, const struct kafka_uuid *topic_id,
                                             const struct metadata_partition_change *c)
 {
     write_frame(w, METADATA_RECORD_PARTITION_CHANGE, PARTITION_CHANGE_MAX_VERSION);
-    kafka_write_int32(w, c->partition_index);
-    kafka_write_uuid(w, *topic_id);
-    uint32_t tags = (c->isr ? 1u : 0u) + (c->leader != -2 ? 1u : 0u) + (c->replicas ? 1u : 0u);
-    kafka_write_uvarint(w, tags);
+    struct partition_change_record m;
+    partition_change_record_init(&m); /* absent tagged fields: unchanged */
+    m.partition_id = c->partition_index;
+    m.topic_id = *topic_id;
     if (c->isr) {
-        kafka_write_uvarint(w, 0);
-        kafka_write_uvarint(w, (uint32_t)int_array_size(c->isr_count));
-        write_int_array(w, c->isr, c->isr_count);
+        m.isr = (int32_t *)c->isr;
+        m.isr_count = c->isr_count;
     }
-    if (c->leader != -2) {
-        kafka_write_uvarint(w, 1);
-        kafka_write_uvarint(w, 4);
-        kafka_write_int32(w, c->leader);
-    }
+    m.leader = c->leader;
     if (c->replicas) {
-        kafka_write_uvarint(w, 2);
-        kafka_write_uvarint(w, (uint32_t)int_array_size(c->replica_count));
-        write_int_array(w, c->replicas, c->replica_count);
+        m.replicas = (int32_t *)c->replicas;
+        m.replicas_count = c->replica_count;
     }
+    partition_change_record_encode(&m, w, PARTITION_CHANGE_MAX_VERSION);
 }
 
 void metadata_record_write_config(struct kafka_writer *w, int8_t resource_type, const char *resource,
                                   const char *name, const char *value)
 {
     write_frame(w, METADATA_RECORD_CONFIG, 0);
-    kafka_write_int8(w, resource_type);
-    write_cstr(w, resource);
-    write_cstr(w, name);
-    write_cstr(w, value);
-    write_no_tags(w);
+    struct config_record m = {
+        .resource_type = resource_type,
+        .resource_name = str_of(resource),
+        .name = str_of(name),
+        .value = value ? kafka_str_from_cstr(value) : (struct kafka_str){ NULL, -1 },
+    };
+    config_record_encode(&m, w, 0);
 }
 
 /* ---- decoding ---- */
@@ -195,346 +226,264 @@ static enum metadata_apply_result invalid(char *err, size_t errlen, const char *
     return METADATA_APPLY_INVALID;
 }
 
+/* After a generated decode: the record must end where its bytes end. */
+static int decoded(int rc, struct kafka_reader *r)
+{
+    if (rc == 0 && !r->failed && kafka_reader_remaining(r) > 0)
+        kafka_reader_fail(r, "%zu trailing bytes", kafka_reader_remaining(r));
+    return rc != 0 || r->failed ? -1 : 0;
+}
+
+/* A NUL-terminated arena copy of a decoded string (NULL on no memory). */
+static char *arena_cstr(struct kafka_arena *arena, struct kafka_str s)
+{
+    size_t n = s.len > 0 ? (size_t)s.len : 0;
+    char *p = kafka_arena_alloc(arena, n + 1);
+    if (p) {
+        if (n)
+            memcpy(p, s.data, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
 static enum metadata_apply_result applied(int rc)
 {
     return rc == 0 ? METADATA_APPLY_OK : METADATA_APPLY_INVALID;
 }
 
-/* Reads a compact int32 array into a malloc'd buffer (*out NULL when empty or
- * null); returns the count, -1 for null. The reader bounds the count by the
- * bytes left, so the allocation is bounded by the input size. */
-static int32_t read_int_array(struct kafka_reader *r, int32_t **out)
-{
-    *out = NULL;
-    int32_t n = kafka_read_compact_array_len(r, 4);
-    if (r->failed || n <= 0)
-        return n;
-    int32_t *v = malloc((size_t)n * sizeof(*v));
-    if (!v) {
-        kafka_reader_fail(r, "out of memory");
-        return 0;
-    }
-    for (int32_t i = 0; i < n; i++)
-        v[i] = kafka_read_int32(r);
-    *out = v;
-    return n;
-}
-
-static void skip_uuid_array(struct kafka_reader *r)
-{
-    int32_t n = kafka_read_compact_array_len(r, 16);
-    if (n > 0)
-        kafka_reader_skip(r, (size_t)n * 16);
-}
-
-/* Ends a top-level record: its tagged fields, then nothing may follow. */
-static void end_record(struct kafka_reader *r)
-{
-    kafka_reader_skip_tagged_fields(r);
-    if (!r->failed && kafka_reader_remaining(r) > 0)
-        kafka_reader_fail(r, "%zu trailing bytes", kafka_reader_remaining(r));
-}
-
-static void copy_str(char *strings, size_t *used, struct kafka_str s)
-{
-    if (s.len > 0)
-        memcpy(strings + *used, s.data, (size_t)s.len);
-    *used += (size_t)(s.len > 0 ? s.len : 0);
-    strings[(*used)++] = '\0';
-}
-
-/* Iterates a tagged-field section: returns 1 with *tag and a sub-reader over
- * the field, 0 at the end (or on error: check r->failed). */
-struct tag_iter {
-    uint32_t remaining;
-};
-
-static void tags_begin(struct kafka_reader *r, struct tag_iter *it)
-{
-    it->remaining = kafka_read_uvarint(r);
-}
-
-static int tags_next(struct kafka_reader *r, struct tag_iter *it, uint32_t *tag, struct kafka_reader *field)
-{
-    if (r->failed || it->remaining == 0)
-        return 0;
-    it->remaining--;
-    *tag = kafka_read_uvarint(r);
-    uint32_t size = kafka_read_uvarint(r);
-    if (r->failed)
-        return 0;
-    if (size > kafka_reader_remaining(r)) {
-        kafka_reader_fail(r, "tagged field %u longer than the record", *tag);
-        return 0;
-    }
-    kafka_reader_init(field, r->data + r->pos, size);
-    kafka_reader_skip(r, size);
-    return 1;
-}
-
 static enum metadata_apply_result apply_register_broker(struct metadata_builder *b, struct kafka_reader *r,
-                                                        uint32_t version, char *err, size_t errlen)
+                                                        uint32_t version, struct kafka_arena *arena, char *err,
+                                                        size_t errlen)
 {
-    struct metadata_broker br = { 0 };
-    struct metadata_endpoint *eps = NULL;
-    char *strings = NULL;
-    enum metadata_apply_result res = METADATA_APPLY_INVALID;
-
-    br.node_id = kafka_read_int32(r);
-    if (version >= 2)
-        (void)kafka_read_bool(r);
-    br.incarnation_id = kafka_read_uuid(r);
-    br.epoch = kafka_read_int64(r);
-    /* Endpoint strings are copied into one buffer sized by the record, so a
-     * hostile record cannot make this allocate beyond its own length. */
-    int32_t n = kafka_read_compact_array_len(r, 6);
-    if (r->failed)
-        goto out;
-    size_t strings_cap = kafka_reader_remaining(r) + 2 * (size_t)(n > 0 ? n : 0) + 1;
-    strings = malloc(strings_cap);
-    eps = n > 0 ? calloc((size_t)n, sizeof(*eps)) : NULL;
-    if (!strings || (n > 0 && !eps))
-        goto out;
-    size_t used = 0;
-    for (int32_t i = 0; i < n && !r->failed; i++) {
-        struct kafka_str name = kafka_read_compact_string(r);
-        struct kafka_str host = kafka_read_compact_string(r);
-        eps[i].port = kafka_read_uint16(r);
-        eps[i].security_protocol = kafka_read_int16(r);
-        kafka_reader_skip_tagged_fields(r);
-        if (r->failed)
-            break;
-        eps[i].listener = strings + used;
-        copy_str(strings, &used, name);
-        eps[i].host = strings + used;
-        copy_str(strings, &used, host);
+    struct register_broker_record m;
+    /* Arrays and strings land in the arena, bounded by the record's own length. */
+    if (decoded(register_broker_record_decode(&m, r, (int16_t)version, arena), r) != 0)
+        return invalid(err, errlen, "RegisterBrokerRecord", r);
+    int32_t n = m.end_points_count > 0 ? m.end_points_count : 0;
+    struct metadata_endpoint *eps = n > 0 ? kafka_arena_alloc(arena, (size_t)n * sizeof(*eps)) : NULL;
+    if (n > 0 && !eps)
+        goto oom;
+    for (int32_t i = 0; i < n; i++) {
+        eps[i].listener = arena_cstr(arena, m.end_points[i].name);
+        eps[i].host = arena_cstr(arena, m.end_points[i].host);
+        eps[i].port = m.end_points[i].port;
+        eps[i].security_protocol = m.end_points[i].security_protocol;
+        if (!eps[i].listener || !eps[i].host)
+            goto oom;
     }
-    int32_t features = kafka_read_compact_array_len(r, 6);
-    for (int32_t i = 0; i < features && !r->failed; i++) {
-        (void)kafka_read_compact_string(r);
-        (void)kafka_read_int16(r);
-        (void)kafka_read_int16(r);
-        kafka_reader_skip_tagged_fields(r);
-    }
-    struct kafka_str rack = kafka_read_compact_nullable_string(r);
-    br.fenced = kafka_read_bool(r);
-    if (version >= 1)
-        br.in_controlled_shutdown = kafka_read_bool(r);
-    end_record(r);
-    if (r->failed) {
-        res = invalid(err, errlen, "RegisterBrokerRecord", r);
-        goto out;
-    }
-    if (rack.len >= 0) {
-        br.rack = strings + used;
-        copy_str(strings, &used, rack);
-    }
-    br.endpoints = eps;
-    br.endpoint_count = n > 0 ? n : 0;
-    res = applied(metadata_builder_register_broker(b, &br, err, errlen));
-out:
-    free(eps);
-    free(strings);
-    return res;
+    struct metadata_broker br = {
+        .node_id = m.broker_id,
+        .epoch = m.broker_epoch,
+        .incarnation_id = m.incarnation_id,
+        .rack = m.rack.len >= 0 ? arena_cstr(arena, m.rack) : NULL,
+        .endpoints = eps,
+        .endpoint_count = n,
+        .fenced = m.fenced,
+        .in_controlled_shutdown = m.in_controlled_shutdown,
+    };
+    if (m.rack.len >= 0 && !br.rack)
+        goto oom;
+    return applied(metadata_builder_register_broker(b, &br, err, errlen));
+oom:
+    if (err && errlen)
+        snprintf(err, errlen, "out of memory");
+    return METADATA_APPLY_INVALID;
 }
 
 static enum metadata_apply_result apply_partition(struct metadata_builder *b, struct kafka_reader *r,
-                                                  uint32_t version, char *err, size_t errlen)
+                                                  uint32_t version, struct kafka_arena *arena, char *err,
+                                                  size_t errlen)
 {
-    struct metadata_partition p = { 0 };
-    int32_t *removing = NULL, *adding = NULL;
-    p.partition_index = kafka_read_int32(r);
-    struct kafka_uuid topic_id = kafka_read_uuid(r);
-    p.replica_count = read_int_array(r, &p.replicas);
-    p.isr_count = read_int_array(r, &p.isr);
-    (void)read_int_array(r, &removing);
-    (void)read_int_array(r, &adding);
-    p.leader = kafka_read_int32(r);
-    p.leader_epoch = kafka_read_int32(r);
-    p.partition_epoch = kafka_read_int32(r);
-    if (version >= 1)
-        skip_uuid_array(r);
-    end_record(r); /* recovery state and ELR are not tracked */
-    enum metadata_apply_result res;
-    if (r->failed || p.replica_count < 0 || p.isr_count < 0)
-        res = invalid(err, errlen, "PartitionRecord", r);
-    else
-        res = applied(metadata_builder_set_partition(b, &topic_id, &p, err, errlen));
-    free(p.replicas);
-    free(p.isr);
-    free(removing);
-    free(adding);
-    return res;
+    struct partition_record m;
+    /* Recovery state, directories and ELR are decoded but not tracked. */
+    if (decoded(partition_record_decode(&m, r, (int16_t)version, arena), r) != 0 || m.replicas_count < 0 ||
+        m.isr_count < 0)
+        return invalid(err, errlen, "PartitionRecord", r);
+    struct metadata_partition p = {
+        .partition_index = m.partition_id,
+        .leader = m.leader,
+        .leader_epoch = m.leader_epoch,
+        .partition_epoch = m.partition_epoch,
+        .replicas = m.replicas,
+        .replica_count = m.replicas_count,
+        .isr = m.isr,
+        .isr_count = m.isr_count,
+    };
+    return applied(metadata_builder_set_partition(b, &m.topic_id, &p, err, errlen));
+}
+
+/* An empty array must still read as "changed": NULL means unchanged. */
+static const int32_t *present_array(const int32_t *v, int32_t count)
+{
+    static const int32_t empty;
+    return count < 0 ? NULL : (v ? v : &empty);
 }
 
 static enum metadata_apply_result apply_partition_change(struct metadata_builder *b, struct kafka_reader *r,
-                                                         char *err, size_t errlen)
+                                                         uint32_t version, struct kafka_arena *arena, char *err,
+                                                         size_t errlen)
 {
-    struct metadata_partition_change c = { .leader = -2 };
-    int32_t *isr = NULL, *replicas = NULL;
-    c.partition_index = kafka_read_int32(r);
-    struct kafka_uuid topic_id = kafka_read_uuid(r);
-    struct tag_iter it;
-    struct kafka_reader field;
-    uint32_t tag;
-    tags_begin(r, &it);
-    while (tags_next(r, &it, &tag, &field)) {
-        if (tag == 0 && !isr) {
-            c.isr_count = read_int_array(&field, &isr);
-            c.isr = isr ? isr : (c.isr_count == 0 ? (const int32_t *)&c : NULL);
-        } else if (tag == 1) {
-            c.leader = kafka_read_int32(&field);
-        } else if (tag == 2 && !replicas) {
-            c.replica_count = read_int_array(&field, &replicas);
-            c.replicas = replicas ? replicas : (c.replica_count == 0 ? (const int32_t *)&c : NULL);
-        }
-        if (field.failed) {
-            kafka_reader_fail(r, "tag %u: %s", tag, field.error);
-            break;
-        }
-    }
-    if (!r->failed && kafka_reader_remaining(r) > 0)
-        kafka_reader_fail(r, "%zu trailing bytes", kafka_reader_remaining(r));
-    enum metadata_apply_result res;
-    if (r->failed || c.isr_count < 0 || c.replica_count < 0)
-        res = invalid(err, errlen, "PartitionChangeRecord", r);
-    else
-        res = applied(metadata_builder_change_partition(b, &topic_id, &c, err, errlen));
-    free(isr);
-    free(replicas);
-    return res;
+    struct partition_change_record m;
+    if (decoded(partition_change_record_decode(&m, r, (int16_t)version, arena), r) != 0)
+        return invalid(err, errlen, "PartitionChangeRecord", r);
+    /* Absent (null) tagged fields mean unchanged; the rest are not tracked. */
+    struct metadata_partition_change c = {
+        .partition_index = m.partition_id,
+        .leader = m.leader,
+        .isr = present_array(m.isr, m.isr_count),
+        .isr_count = m.isr_count > 0 ? m.isr_count : 0,
+        .replicas = present_array(m.replicas, m.replicas_count),
+        .replica_count = m.replicas_count > 0 ? m.replicas_count : 0,
+    };
+    return applied(metadata_builder_change_partition(b, &m.topic_id, &c, err, errlen));
 }
 
 static enum metadata_apply_result apply_broker_registration_change(struct metadata_builder *b,
-                                                                   struct kafka_reader *r, char *err,
+                                                                   struct kafka_reader *r, uint32_t version,
+                                                                   struct kafka_arena *arena, char *err,
                                                                    size_t errlen)
 {
-    int32_t node_id = kafka_read_int32(r);
-    int64_t epoch = kafka_read_int64(r);
-    int fenced = -1, shutdown = -1;
-    struct tag_iter it;
-    struct kafka_reader field;
-    uint32_t tag;
-    tags_begin(r, &it);
-    while (tags_next(r, &it, &tag, &field)) {
-        int8_t v = tag <= 1 ? kafka_read_int8(&field) : 0;
-        /* Fencing change: 1 fence, -1 unfence, 0 none. */
-        if (tag == 0 && v != 0)
-            fenced = v > 0 ? 1 : 0;
-        else if (tag == 1 && v == 1)
-            shutdown = 1;
-    }
-    if (!r->failed && kafka_reader_remaining(r) > 0)
-        kafka_reader_fail(r, "%zu trailing bytes", kafka_reader_remaining(r));
-    if (r->failed)
+    struct broker_registration_change_record m;
+    if (decoded(broker_registration_change_record_decode(&m, r, (int16_t)version, arena), r) != 0)
         return invalid(err, errlen, "BrokerRegistrationChangeRecord", r);
-    return applied(metadata_builder_change_broker(b, node_id, epoch, fenced, shutdown, err, errlen));
+    /* Fencing change: 1 fence, -1 unfence, 0 none; shutdown only turns on. */
+    int fenced = m.fenced == 0 ? -1 : (m.fenced > 0 ? 1 : 0);
+    int shutdown = m.in_controlled_shutdown == 1 ? 1 : -1;
+    return applied(metadata_builder_change_broker(b, m.broker_id, m.broker_epoch, fenced, shutdown, err, errlen));
 }
 
-static enum metadata_apply_result apply_config(struct metadata_builder *b, struct kafka_reader *r, char *err,
-                                               size_t errlen)
+static enum metadata_apply_result apply_config(struct metadata_builder *b, struct kafka_reader *r,
+                                               struct kafka_arena *arena, char *err, size_t errlen)
 {
-    int8_t type = kafka_read_int8(r);
-    struct kafka_str resource = kafka_read_compact_string(r);
-    struct kafka_str name = kafka_read_compact_string(r);
-    struct kafka_str value = kafka_read_compact_nullable_string(r);
-    end_record(r);
-    if (r->failed)
+    struct config_record m;
+    if (decoded(config_record_decode(&m, r, 0, arena), r) != 0)
         return invalid(err, errlen, "ConfigRecord", r);
-    return applied(metadata_builder_set_config(b, type, resource.data ? resource.data : "", (size_t)resource.len,
-                                               name.data ? name.data : "", (size_t)name.len,
-                                               value.len >= 0 ? (value.data ? value.data : "") : NULL, value.len,
-                                               err, errlen));
+    return applied(metadata_builder_set_config(b, m.resource_type, m.resource_name.data ? m.resource_name.data : "",
+                                               (size_t)m.resource_name.len, m.name.data ? m.name.data : "",
+                                               (size_t)m.name.len,
+                                               m.value.len >= 0 ? (m.value.data ? m.value.data : "") : NULL,
+                                               m.value.len, err, errlen));
+}
+
+static enum metadata_apply_result apply_acl(struct metadata_builder *b, struct kafka_reader *r,
+                                            struct kafka_arena *arena, char *err, size_t errlen)
+{
+    struct access_control_entry_record m;
+    if (decoded(access_control_entry_record_decode(&m, r, 0, arena), r) != 0)
+        return invalid(err, errlen, "AccessControlEntryRecord", r);
+    struct metadata_acl acl = {
+        .id = m.id,
+        .resource_type = m.resource_type,
+        .resource_name = arena_cstr(arena, m.resource_name),
+        .pattern_type = m.pattern_type,
+        .principal = arena_cstr(arena, m.principal),
+        .host = arena_cstr(arena, m.host),
+        .operation = m.operation,
+        .permission_type = m.permission_type,
+    };
+    if (!acl.resource_name || !acl.principal || !acl.host) {
+        snprintf(err, errlen, "out of memory");
+        return METADATA_APPLY_INVALID;
+    }
+    return applied(metadata_builder_add_acl(b, &acl, err, errlen));
 }
 
 static enum metadata_apply_result apply_body(struct metadata_builder *b, uint32_t type, uint32_t version,
-                                             struct kafka_reader *r, int64_t offset, char *err, size_t errlen)
+                                             struct kafka_reader *r, struct kafka_arena *arena, char *err,
+                                             size_t errlen)
 {
-    (void)offset;
     switch (type) {
     case METADATA_RECORD_REGISTER_BROKER:
         if (version > REGISTER_BROKER_MAX_VERSION)
             break;
-        return apply_register_broker(b, r, version, err, errlen);
+        return apply_register_broker(b, r, version, arena, err, errlen);
     case METADATA_RECORD_UNREGISTER_BROKER: {
+        struct unregister_broker_record m;
         if (version > 0)
             break;
-        int32_t id = kafka_read_int32(r);
-        (void)kafka_read_int64(r);
-        end_record(r);
-        if (r->failed)
+        if (decoded(unregister_broker_record_decode(&m, r, 0, arena), r) != 0)
             return invalid(err, errlen, "UnregisterBrokerRecord", r);
-        return applied(metadata_builder_unregister_broker(b, id, err, errlen));
+        return applied(metadata_builder_unregister_broker(b, m.broker_id, err, errlen));
     }
     case METADATA_RECORD_TOPIC: {
+        struct topic_record m;
         if (version > 0)
             break;
-        struct kafka_str name = kafka_read_compact_string(r);
-        struct kafka_uuid id = kafka_read_uuid(r);
-        end_record(r);
-        if (r->failed)
+        if (decoded(topic_record_decode(&m, r, 0, arena), r) != 0)
             return invalid(err, errlen, "TopicRecord", r);
-        return applied(metadata_builder_add_topic(b, name.data ? name.data : "", (size_t)name.len, &id, err, errlen));
+        return applied(metadata_builder_add_topic(b, m.name.data ? m.name.data : "", (size_t)m.name.len,
+                                                  &m.topic_id, err, errlen));
     }
     case METADATA_RECORD_PARTITION:
         if (version > PARTITION_MAX_VERSION)
             break;
-        return apply_partition(b, r, version, err, errlen);
+        return apply_partition(b, r, version, arena, err, errlen);
     case METADATA_RECORD_CONFIG:
         if (version > 0)
             break;
-        return apply_config(b, r, err, errlen);
+        return apply_config(b, r, arena, err, errlen);
     case METADATA_RECORD_PARTITION_CHANGE:
         if (version > PARTITION_CHANGE_MAX_VERSION)
             break;
-        return apply_partition_change(b, r, err, errlen);
-    case METADATA_RECORD_FENCE_BROKER:
-    case METADATA_RECORD_UNFENCE_BROKER: {
+        return apply_partition_change(b, r, version, arena, err, errlen);
+    case METADATA_RECORD_FENCE_BROKER: {
+        struct fence_broker_record m;
         if (version > 0)
             break;
-        int32_t id = kafka_read_int32(r);
-        int64_t epoch = kafka_read_int64(r);
-        end_record(r);
-        if (r->failed)
+        if (decoded(fence_broker_record_decode(&m, r, 0, arena), r) != 0)
             return invalid(err, errlen, "FenceBrokerRecord", r);
-        int fenced = type == METADATA_RECORD_FENCE_BROKER ? 1 : 0;
-        return applied(metadata_builder_change_broker(b, id, epoch, fenced, -1, err, errlen));
+        return applied(metadata_builder_change_broker(b, m.id, m.epoch, 1, -1, err, errlen));
+    }
+    case METADATA_RECORD_UNFENCE_BROKER: {
+        struct unfence_broker_record m;
+        if (version > 0)
+            break;
+        if (decoded(unfence_broker_record_decode(&m, r, 0, arena), r) != 0)
+            return invalid(err, errlen, "UnfenceBrokerRecord", r);
+        return applied(metadata_builder_change_broker(b, m.id, m.epoch, 0, -1, err, errlen));
     }
     case METADATA_RECORD_REMOVE_TOPIC: {
+        struct remove_topic_record m;
         if (version > 0)
             break;
-        struct kafka_uuid id = kafka_read_uuid(r);
-        end_record(r);
-        if (r->failed)
+        if (decoded(remove_topic_record_decode(&m, r, 0, arena), r) != 0)
             return invalid(err, errlen, "RemoveTopicRecord", r);
-        return applied(metadata_builder_remove_topic(b, &id, err, errlen));
+        return applied(metadata_builder_remove_topic(b, &m.topic_id, err, errlen));
     }
     case METADATA_RECORD_FEATURE_LEVEL: {
+        struct feature_level_record m;
         if (version > 0)
             break;
-        struct kafka_str name = kafka_read_compact_string(r);
-        int16_t level = kafka_read_int16(r);
-        end_record(r);
-        if (r->failed)
+        if (decoded(feature_level_record_decode(&m, r, 0, arena), r) != 0)
             return invalid(err, errlen, "FeatureLevelRecord", r);
-        return applied(metadata_builder_set_feature(b, name.data ? name.data : "", (size_t)name.len, level, err,
-                                                    errlen));
+        return applied(metadata_builder_set_feature(b, m.name.data ? m.name.data : "", (size_t)m.name.len,
+                                                    m.feature_level, err, errlen));
     }
     case METADATA_RECORD_PRODUCER_IDS: {
+        struct producer_ids_record m;
         if (version > 0)
             break;
-        (void)kafka_read_int32(r); /* broker id */
-        (void)kafka_read_int64(r); /* broker epoch */
-        int64_t next = kafka_read_int64(r);
-        end_record(r);
-        if (r->failed)
+        if (decoded(producer_ids_record_decode(&m, r, 0, arena), r) != 0)
             return invalid(err, errlen, "ProducerIdsRecord", r);
-        return applied(metadata_builder_set_next_producer_id(b, next, err, errlen));
+        return applied(metadata_builder_set_next_producer_id(b, m.next_producer_id, err, errlen));
+    }
+    case METADATA_RECORD_ACCESS_CONTROL_ENTRY:
+        if (version > 0)
+            break;
+        return apply_acl(b, r, arena, err, errlen);
+    case METADATA_RECORD_REMOVE_ACCESS_CONTROL_ENTRY: {
+        struct remove_access_control_entry_record m;
+        if (version > 0)
+            break;
+        if (decoded(remove_access_control_entry_record_decode(&m, r, 0, arena), r) != 0)
+            return invalid(err, errlen, "RemoveAccessControlEntryRecord", r);
+        return applied(metadata_builder_remove_acl(b, &m.id, err, errlen));
     }
     case METADATA_RECORD_BROKER_REGISTRATION_CHANGE:
         if (version > BROKER_REGISTRATION_CHANGE_MAX_VERSION)
             break;
-        return apply_broker_registration_change(b, r, err, errlen);
+        return apply_broker_registration_change(b, r, version, arena, err, errlen);
     case METADATA_RECORD_NO_OP:
         return METADATA_APPLY_OK;
     default:
@@ -562,5 +511,10 @@ enum metadata_apply_result metadata_record_apply(struct metadata_builder *b, con
             snprintf(err, errlen, "unsupported metadata record frame version %u", frame);
         return METADATA_APPLY_SKIPPED;
     }
-    return apply_body(b, type, version, &r, offset, err, errlen);
+    (void)offset;
+    struct kafka_arena arena;
+    kafka_arena_init(&arena);
+    enum metadata_apply_result res = apply_body(b, type, version, &r, &arena, err, errlen);
+    kafka_arena_free(&arena);
+    return res;
 }

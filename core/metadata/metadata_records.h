@@ -1,6 +1,8 @@
 /* Kafka metadata records (the values of __cluster_metadata records):
  * framing, encoding at the latest version, and decoding any valid version
- * straight into an image builder.
+ * straight into an image builder. The bodies go through the generated
+ * codecs (the *_record.h files of protocol/generated); this file maps them
+ * to the image.
  *
  * Framing: unsigned varint frame version (1, as Kafka writes it; 0 was the
  * 2.8 preview format), unsigned varint record type (the schema's apiKey),
@@ -30,6 +32,8 @@ enum metadata_record_type {
     METADATA_RECORD_REMOVE_TOPIC = 9,
     METADATA_RECORD_FEATURE_LEVEL = 12,
     METADATA_RECORD_PRODUCER_IDS = 15,
+    METADATA_RECORD_ACCESS_CONTROL_ENTRY = 18,
+    METADATA_RECORD_REMOVE_ACCESS_CONTROL_ENTRY = 19,
     METADATA_RECORD_BROKER_REGISTRATION_CHANGE = 17,
     METADATA_RECORD_NO_OP = 20,
 };
@@ -55,6 +59,9 @@ void metadata_record_write_partition_change(struct kafka_writer *w, const struct
 /* ProducerIdsRecord: a block ending before next_producer_id went to broker_id. */
 void metadata_record_write_producer_ids(struct kafka_writer *w, int32_t broker_id, int64_t broker_epoch,
                                         int64_t next_producer_id);
+/* AccessControlEntryRecord / RemoveAccessControlEntryRecord. */
+void metadata_record_write_acl(struct kafka_writer *w, const struct metadata_acl *acl);
+void metadata_record_write_remove_acl(struct kafka_writer *w, const struct kafka_uuid *id);
 /* value NULL writes a null value (delete). */
 void metadata_record_write_config(struct kafka_writer *w, int8_t resource_type, const char *resource,
                                   const char *name, const char *value);

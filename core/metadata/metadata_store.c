@@ -61,21 +61,9 @@ const struct metadata_image *metadata_store_current_locked(struct metadata_store
     return store->current;
 }
 
-/* Swaps in the new image (taking over its reference) and notifies listeners. */
-static void publish_locked(struct metadata_store *store, struct metadata_image *img)
-{
-    pthread_mutex_lock(&store->image_lock);
-    const struct metadata_image *old = store->current;
-    store->current = img;
-    pthread_mutex_unlock(&store->image_lock);
-    for (int32_t i = 0; i < store->sub_count; i++)
-        store->subs[i].fn(store->subs[i].ctx, old, img);
-    metadata_image_release(old);
-}
-
 int metadata_store_subscribe(struct metadata_store *store, metadata_listener_fn fn, void *ctx)
 {
-    pthread_mutex_lock(&store->write_lock);
+    pthread_mutex_lock(&store->publish_lock);
     struct metadata_subscription *subs = realloc(store->subs, (size_t)(store->sub_count + 1) * sizeof(*subs));
     int id = -1;
     if (subs) {
@@ -83,13 +71,13 @@ int metadata_store_subscribe(struct metadata_store *store, metadata_listener_fn 
         id = ++store->next_sub_id;
         subs[store->sub_count++] = (struct metadata_subscription){ .id = id, .fn = fn, .ctx = ctx };
     }
-    pthread_mutex_unlock(&store->write_lock);
+    pthread_mutex_unlock(&store->publish_lock);
     return id;
 }
 
 void metadata_store_unsubscribe(struct metadata_store *store, int id)
 {
-    pthread_mutex_lock(&store->write_lock);
+    pthread_mutex_lock(&store->publish_lock);
     for (int32_t i = 0; i < store->sub_count; i++) {
         if (store->subs[i].id == id) {
             memmove(&store->subs[i], &store->subs[i + 1], (size_t)(store->sub_count - i - 1) * sizeof(*store->subs));
@@ -97,7 +85,7 @@ void metadata_store_unsubscribe(struct metadata_store *store, int id)
             break;
         }
     }
-    pthread_mutex_unlock(&store->write_lock);
+    pthread_mutex_unlock(&store->publish_lock);
 }
 
 static int delta_push(const struct metadata_topic ***list, int32_t *count, const struct metadata_topic *t)
@@ -147,6 +135,45 @@ void metadata_delta_free(struct metadata_delta *delta)
 
 /* ---- commit ---- */
 
+/* Entries over the encoded records; NULL on OOM. */
+static struct metadata_log_entry *record_entries(const struct metadata_record_list *records)
+{
+    struct metadata_log_entry *entries = calloc((size_t)records->count, sizeof(*entries));
+    size_t start = 0;
+    for (int32_t i = 0; entries && i < records->count; i++) {
+        entries[i] = (struct metadata_log_entry){ records->w.buf + start, records->ends[i] - start };
+        start = records->ends[i];
+    }
+    return entries;
+}
+
+/* Applies the records to a scratch copy of the current image: a record the
+ * image cannot take never reaches the log. The image itself is untouched. */
+static int16_t check_records_apply(struct metadata_store *store, const struct metadata_log_entry *entries,
+                                   int32_t count, char *err, size_t errlen)
+{
+    const struct metadata_image *img = metadata_image_acquire(store);
+    struct metadata_builder *b = metadata_builder_new(img);
+    metadata_image_release(img);
+    if (!b) {
+        snprintf(err, errlen, "out of memory");
+        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    }
+    int64_t base = store->log_ops->end_offset(store->log);
+    int16_t rc = KAFKA_ERR_NONE;
+    for (int32_t i = 0; i < count && rc == KAFKA_ERR_NONE; i++) {
+        char why[256] = "";
+        if (metadata_record_apply(b, entries[i].value, entries[i].len, base + i, why, sizeof(why)) !=
+            METADATA_APPLY_OK) {
+            snprintf(err, errlen, "internal error applying a metadata record: %s", why);
+            logger_error(LOG_COMPONENT, "%s", err);
+            rc = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+        }
+    }
+    metadata_builder_free(b);
+    return rc;
+}
+
 int16_t metadata_store_commit_locked(struct metadata_store *store, struct metadata_record_list *records,
                                      char *err, size_t errlen)
 {
@@ -154,77 +181,36 @@ int16_t metadata_store_commit_locked(struct metadata_store *store, struct metada
         snprintf(err, errlen, "could not encode metadata records");
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
-    struct metadata_log_entry *entries = calloc((size_t)records->count, sizeof(*entries));
-    struct metadata_builder *b = metadata_builder_new(store->current);
-    if (!entries || !b) {
-        free(entries);
-        metadata_builder_free(b);
+    struct metadata_log_entry *entries = record_entries(records);
+    if (!entries) {
         snprintf(err, errlen, "out of memory");
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
-    /* Apply before appending: a record the image cannot take never reaches the log. */
-    int64_t base = metadata_log_end_offset(store->log);
-    size_t start = 0;
-    for (int32_t i = 0; i < records->count; i++) {
-        entries[i].value = records->w.buf + start;
-        entries[i].len = records->ends[i] - start;
-        char why[256] = "";
-        if (metadata_record_apply(b, entries[i].value, entries[i].len, base + i, why, sizeof(why)) !=
-            METADATA_APPLY_OK) {
-            snprintf(err, errlen, "internal error applying a metadata record: %s", why);
-            logger_error(LOG_COMPONENT, "%s", err);
-            free(entries);
-            metadata_builder_free(b);
-            return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-        }
-        start = records->ends[i];
-    }
-    int64_t appended_at = -1;
-    int rc = metadata_log_append(store->log, entries, records->count, METADATA_CONTROLLER_EPOCH, &appended_at,
-                                 err, errlen);
-    free(entries);
-    if (rc != 0) {
-        metadata_builder_free(b);
+    int16_t rc = check_records_apply(store, entries, records->count, err, errlen);
+    int64_t last = -1;
+    if (rc == KAFKA_ERR_NONE &&
+        store->log_ops->append(store->log, store->log_ops->leader_epoch(store->log), entries, records->count,
+                               &last, err, errlen) != 0) {
         logger_error(LOG_COMPONENT, "metadata log append failed: %s", err);
-        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+        rc = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
-    if (appended_at != base)
-        logger_warn(LOG_COMPONENT, "metadata batch landed at offset %lld, expected %lld", (long long)appended_at,
-                    (long long)base);
-    struct metadata_image *img = metadata_builder_finish(b, appended_at + records->count - 1);
-    if (!img) {
-        /* The log has the records; the next open replays them. */
+    free(entries);
+    if (rc != KAFKA_ERR_NONE)
+        return rc;
+    /* Answer only once the loader has applied the commit (read your writes). */
+    pthread_mutex_lock(&store->publish_lock);
+    while (store->applied_offset < last)
+        pthread_cond_wait(&store->applied_cond, &store->publish_lock);
+    bool failed = store->failed_offset > last - records->count;
+    pthread_mutex_unlock(&store->publish_lock);
+    if (failed) {
         snprintf(err, errlen, "out of memory publishing metadata");
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
-    publish_locked(store, img);
     return KAFKA_ERR_NONE;
 }
 
-/* ---- open: replay and bootstrap ---- */
-
-struct replay_state {
-    struct metadata_builder *builder;
-    int64_t last_offset;
-    int64_t applied;
-    int64_t skipped;
-};
-
-static int replay_record(void *ctx, int64_t offset, const uint8_t *value, size_t len)
-{
-    struct replay_state *st = ctx;
-    char why[256] = "";
-    enum metadata_apply_result res = metadata_record_apply(st->builder, value, len, offset, why, sizeof(why));
-    if (res == METADATA_APPLY_OK) {
-        st->applied++;
-    } else {
-        st->skipped++;
-        logger_warn(LOG_COMPONENT, "metadata record at offset %lld %s: %s", (long long)offset,
-                    res == METADATA_APPLY_SKIPPED ? "skipped" : "ignored as invalid", why);
-    }
-    st->last_offset = offset;
-    return 0;
-}
+/* ---- open: load and bootstrap ---- */
 
 static bool endpoints_match(const struct metadata_broker *br, const struct metadata_store_options *opts)
 {
@@ -259,7 +245,7 @@ static int bootstrap(struct metadata_store *store, const struct metadata_store_o
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    int64_t next = metadata_log_end_offset(store->log);
+    int64_t next = store->log_ops->end_offset(store->log);
     if (need_feature) {
         metadata_record_write_feature_level(&records.w, "metadata.version", METADATA_VERSION_LEVEL);
         metadata_record_list_mark(&records);
@@ -316,34 +302,38 @@ int metadata_store_open(const struct metadata_store_options *opts, struct metada
         return -1;
     }
     pthread_mutex_init(&store->write_lock, NULL);
+    pthread_mutex_init(&store->publish_lock, NULL);
+    pthread_cond_init(&store->applied_cond, NULL);
     pthread_mutex_init(&store->image_lock, NULL);
     store->node_id = opts->node_id;
     store->default_num_partitions = opts->default_num_partitions > 0 ? opts->default_num_partitions : 1;
     store->default_replication_factor = opts->default_replication_factor > 0 ? opts->default_replication_factor : 1;
     store->validate_topic_config = opts->validate_topic_config;
     store->validate_ctx = opts->validate_ctx;
+    store->snapshot_bytes = opts->snapshot_bytes == 0 ? METADATA_SNAPSHOT_BYTES_DEFAULT : opts->snapshot_bytes;
+    store->applied_offset = -1;
+    store->failed_offset = -1;
+    store->stats.snapshot_end_offset = -1;
 
     int64_t started = clock_mono_ns();
-    if (metadata_log_open(opts->dir, &store->log, err, errlen) != 0)
+    if (metadata_log_open(opts->dir, &store->local_log, err, errlen) != 0)
         goto fail;
-    struct replay_state st = { .builder = metadata_builder_new(NULL), .last_offset = -1 };
-    if (!st.builder) {
+    store->log_ops = &metadata_local_log_ops;
+    store->log = store->local_log;
+    if (!(store->catch_up = metadata_builder_new(NULL))) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    if (metadata_log_replay(store->log, replay_record, &st, err, errlen) != 0 ||
-        metadata_builder_set_cluster(st.builder, opts->cluster_id, opts->node_id, err, errlen) != 0) {
-        metadata_builder_free(st.builder);
+    struct metadata_log_listener listener = metadata_loader_listener(store);
+    if (store->log_ops->register_listener(store->log, &listener, err, errlen) != 0 ||
+        metadata_loader_finish_catch_up(store, opts->cluster_id, opts->node_id, err, errlen) != 0)
         goto fail;
-    }
-    struct metadata_image *img = metadata_builder_finish(st.builder, st.last_offset);
-    if (!img) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
-    }
-    store->current = img;
-    logger_info(LOG_COMPONENT, "replayed %lld metadata records (%lld skipped): %d topics, %d brokers in %.1f ms",
-                (long long)st.applied, (long long)st.skipped, (int)img->topic_count, (int)img->broker_count,
+    const struct metadata_image *img = store->current;
+    if (store->stats.snapshot_end_offset >= 0)
+        logger_info(LOG_COMPONENT, "loaded the metadata snapshot at offset %lld (%lld records)",
+                    (long long)store->stats.snapshot_end_offset, (long long)store->stats.snapshot_records);
+    logger_info(LOG_COMPONENT, "replayed %lld metadata log records: %d topics, %d brokers in %.1f ms",
+                (long long)store->stats.log_records, (int)img->topic_count, (int)img->broker_count,
                 (double)(clock_mono_ns() - started) / 1e6);
 
     pthread_mutex_lock(&store->write_lock);
@@ -358,14 +348,24 @@ fail:
     return -1;
 }
 
+void metadata_store_load_stats(struct metadata_store *store, struct metadata_load_stats *out)
+{
+    pthread_mutex_lock(&store->publish_lock);
+    *out = store->stats;
+    pthread_mutex_unlock(&store->publish_lock);
+}
+
 void metadata_store_close(struct metadata_store *store)
 {
     if (!store)
         return;
+    metadata_builder_free(store->catch_up);
     metadata_image_release(store->current);
-    metadata_log_close(store->log);
+    metadata_log_close(store->local_log);
     free(store->subs);
     pthread_mutex_destroy(&store->write_lock);
+    pthread_mutex_destroy(&store->publish_lock);
+    pthread_cond_destroy(&store->applied_cond);
     pthread_mutex_destroy(&store->image_lock);
     free(store);
 }

@@ -1,15 +1,20 @@
-/* The metadata store: owns the __cluster_metadata log, replays it into an
- * image at open, and runs the controller operations of this (single-voter)
- * controller. Each operation validates against the current image, appends
- * one batch of metadata records, applies them to a new image and publishes
- * it atomically, then tells subscribers.
+/* The metadata store: the controller of this (single-voter) node and the
+ * loader of its metadata log. A controller operation validates against the
+ * current image and prepares one batch of metadata records, which it hands
+ * to the metadata log (metadata_log.h); the log tells the loader about the
+ * commit, and the loader applies the records to a new image, publishes it
+ * atomically, tells subscribers and, every
+ * metadata.log.max.record.bytes.between.snapshots bytes, writes a snapshot.
+ * An operation answers only once its commit is applied. At open the newest
+ * snapshot is loaded and only the records after it are replayed.
  *
- * Thread-safety: every function may be called from any thread. Mutations
- * are serialized by an internal mutex; readers take an immutable image with
- * metadata_image_acquire and never block writers for long. Subscriber
- * callbacks run on the mutating thread, after the new image is published,
- * with the store's mutation lock held: they must not call mutating store
- * functions (they may acquire images). */
+ * Thread-safety: every function may be called from any thread. Controller
+ * operations are serialized by an internal mutex; readers take an immutable
+ * image with metadata_image_acquire and never block writers for long.
+ * Subscriber callbacks run on the thread that delivers the commit (today the
+ * operation's), after the new image is published, with the loader's lock
+ * held: they must not call mutating store functions (they may acquire
+ * images). */
 #ifndef CAIRN_METADATA_METADATA_STORE_H
 #define CAIRN_METADATA_METADATA_STORE_H
 #include <stdbool.h>
@@ -36,11 +41,26 @@ struct metadata_store_options {
     int16_t default_replication_factor; /* default.replication.factor; <= 0 means 1 */
     metadata_config_validator validate_topic_config; /* NULL: accept any key/value */
     void *validate_ctx;
+    /* metadata.log.max.record.bytes.between.snapshots: a snapshot after this
+     * many bytes of new records; 0 means Kafka's default, < 0 never. */
+    int64_t snapshot_bytes;
+};
+
+#define METADATA_SNAPSHOT_BYTES_DEFAULT 20971520
+
+/* What the last open loaded, and snapshots written since. */
+struct metadata_load_stats {
+    int64_t snapshot_end_offset;  /* -1 when no snapshot was loaded */
+    int64_t snapshot_records;     /* records read from that snapshot */
+    int64_t log_records;          /* records replayed from the log after it */
+    int64_t snapshots_written;
 };
 
 int metadata_store_open(const struct metadata_store_options *opts, struct metadata_store **out, char *err,
                         size_t errlen);
 void metadata_store_close(struct metadata_store *store);
+
+void metadata_store_load_stats(struct metadata_store *store, struct metadata_load_stats *out);
 
 /* The current image, retained; pair with metadata_image_release. Never NULL
  * for an open store. */

@@ -4,13 +4,10 @@
 #define CAIRN_METADATA_METADATA_STORE_INTERNAL_H
 #include <pthread.h>
 
+#include "metadata/metadata_builder.h"
 #include "metadata/metadata_log.h"
 #include "metadata/metadata_store.h"
 #include "protocol/wire.h"
-
-/* Epoch stamped on metadata batches: the single voter's first term. A Raft
- * layer will supply the real leader epoch. */
-#define METADATA_CONTROLLER_EPOCH 1
 
 struct metadata_subscription {
     int id;
@@ -18,14 +15,30 @@ struct metadata_subscription {
     void *ctx;
 };
 
-/* Thread-safety: write_lock serializes mutations (log appends, publishes,
- * subscription changes); image_lock guards only the current pointer so that
- * acquiring an image never waits for a log fsync. */
+/* Thread-safety: write_lock serializes controller operations (validate,
+ * append, wait for the commit); publish_lock serializes the loader (apply,
+ * publish, subscribers, snapshots) and guards the loader fields and the
+ * subscriptions; image_lock guards only the current pointer so that
+ * acquiring an image never waits for a log fsync. Lock order: write_lock,
+ * then publish_lock, then image_lock. */
 struct metadata_store {
     pthread_mutex_t write_lock;
+    pthread_mutex_t publish_lock;
+    pthread_cond_t applied_cond;     /* signalled when applied_offset moves */
     pthread_mutex_t image_lock;
     const struct metadata_image *current;
-    struct metadata_log *log;
+    const struct metadata_log_ops *log_ops;
+    void *log;                       /* the ops' context */
+    struct metadata_log *local_log;  /* the single voter's log, closed with the store */
+    /* loader state (publish_lock) */
+    struct metadata_builder *catch_up;   /* replay at open: one builder, published once */
+    int64_t applied_offset;          /* last committed offset handed to the loader */
+    int64_t failed_offset;           /* last offset whose batch could not be applied, -1 */
+    int32_t last_epoch;              /* epoch of the last applied batch */
+    int64_t last_append_time_ms;
+    int64_t snapshot_bytes;          /* metadata.log.max.record.bytes.between.snapshots; <= 0: never */
+    int64_t bytes_since_snapshot;
+    struct metadata_load_stats stats;
     int32_t node_id;
     int32_t default_num_partitions;
     int16_t default_replication_factor;
@@ -51,14 +64,38 @@ int metadata_record_list_init(struct metadata_record_list *l);
 int metadata_record_list_mark(struct metadata_record_list *l);
 void metadata_record_list_free(struct metadata_record_list *l);
 
-/* Applies the records to a copy of the current image, appends them as one
- * batch, and publishes the new image. Caller holds write_lock. Returns a
- * Kafka error code (UNKNOWN_SERVER_ERROR with err on a failed append). */
+/* The controller's hand-off: checks that the records apply to the current
+ * image (on a scratch builder, leaving the image alone), appends them as one
+ * batch at the log's leader epoch, and waits until the loader has applied
+ * the commit, so the caller sees its own write. Caller holds write_lock.
+ * Returns a Kafka error code (UNKNOWN_SERVER_ERROR with err on failure). */
 int16_t metadata_store_commit_locked(struct metadata_store *store, struct metadata_record_list *records,
                                      char *err, size_t errlen);
 
-/* Current image without taking a reference; caller holds write_lock (the
- * pointer only changes under it). */
+/* The two halves of metadata_create_topic, apart: validate and encode the
+ * batch (the image is not touched), then commit it. Each takes write_lock. */
+int16_t metadata_controller_prepare_create_topic(struct metadata_store *store, const char *name,
+                                                 int32_t num_partitions, int16_t replication_factor,
+                                                 struct metadata_record_list *records, char *err, size_t errlen);
+int16_t metadata_controller_submit(struct metadata_store *store, struct metadata_record_list *records, char *err,
+                                   size_t errlen);
+
+/* ---- loader (metadata_loader.c) ---- */
+
+/* The listener the store registers with its log; ctx is the store. */
+struct metadata_log_listener metadata_loader_listener(struct metadata_store *store);
+/* Ends the catch-up of open: publishes the image built so far with the
+ * cluster id and controller id. Returns 0, or -1 with err. */
+int metadata_loader_finish_catch_up(struct metadata_store *store, const char *cluster_id, int32_t controller_id,
+                                    char *err, size_t errlen);
+/* Records that rebuild img (a snapshot's data records), appended to out.
+ * Returns 0, or -1 on allocation failure. */
+int metadata_image_to_records(const struct metadata_image *img, struct metadata_record_list *out);
+
+/* Current image without taking a reference; caller holds write_lock. With
+ * the single-voter log the pointer changes only inside the controller's own
+ * append; a Raft log delivering commits on its own thread needs the
+ * controller to retain the image instead. */
 const struct metadata_image *metadata_store_current_locked(struct metadata_store *store);
 
 #endif

@@ -86,6 +86,7 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
         .default_num_partitions = b->env.default_num_partitions,
         .default_replication_factor = b->env.default_replication_factor,
         .validate_topic_config = validate_topic_config,
+        .snapshot_bytes = config_get_long(b->config, "metadata.log.max.record.bytes.between.snapshots"),
     };
     if (metadata_store_open(&opts, &b->metadata, err, errlen) != 0) return -1;
     struct replica_manager_options ropts = {.logs = b->logs, .config = b->config, .node_id = b->env.node_id};

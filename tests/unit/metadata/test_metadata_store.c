@@ -18,15 +18,9 @@
 #include "metadata/metadata_log.h"
 #include "metadata/metadata_records.h"
 #include "metadata/metadata_store.h"
+#include "metadata_store_fixture.h"
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
-
-struct fixture {
-    char dir[64];
-    struct metadata_endpoint endpoints[1];
-    struct metadata_store_options opts;
-    struct metadata_store *store;
-};
 
 static int validate_numeric_retention(void *ctx, const char *key, const char *value, char *err, size_t errlen)
 {
@@ -46,14 +40,6 @@ static int validate_numeric_retention(void *ctx, const char *key, const char *va
     return -1;
 }
 
-static void open_store(struct fixture *f)
-{
-    char err[256] = "";
-    int rc = metadata_store_open(&f->opts, &f->store, err, sizeof(err));
-    if (rc != 0)
-        fail_msg("open failed: %s", err);
-}
-
 static void reopen_store(struct fixture *f)
 {
     metadata_store_close(f->store);
@@ -63,21 +49,12 @@ static void reopen_store(struct fixture *f)
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-    snprintf(f->dir, sizeof(f->dir), "/tmp/cairn-metadata-XXXXXX");
-    if (!mkdtemp(f->dir))
+    struct fixture *f = fixture_new("/tmp/cairn-metadata-XXXXXX");
+    if (!f)
         return -1;
-    f->endpoints[0] = (struct metadata_endpoint){ "PLAINTEXT", "localhost", 9092, 0 };
-    f->opts = (struct metadata_store_options){
-        .dir = f->dir,
-        .node_id = 1,
-        .cluster_id = "q1Sh-9_ISia_zwGINzRvyQ",
-        .endpoints = f->endpoints,
-        .endpoint_count = 1,
-        .default_num_partitions = 3,
-        .default_replication_factor = 1,
-        .validate_topic_config = validate_numeric_retention,
-    };
+    f->opts.default_num_partitions = 3;
+    f->opts.default_replication_factor = 1;
+    f->opts.validate_topic_config = validate_numeric_retention;
     open_store(f);
     *state = f;
     return 0;
@@ -85,14 +62,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    metadata_store_close(f->store);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-    if (system(cmd) != 0)
-        return -1;
-    free(f);
-    return 0;
+    return fixture_free(*state);
 }
 
 static void test_bootstrap_registers_this_broker(void **state)
@@ -161,7 +131,7 @@ static void test_create_topic_errors(void **state)
     expect_create_error(f, "has space", 1, 1, NULL, 0, KAFKA_ERR_INVALID_TOPIC_EXCEPTION);
     expect_create_error(f, "slash/name", 1, 1, NULL, 0, KAFKA_ERR_INVALID_TOPIC_EXCEPTION);
     /* Its partition 0 would be the metadata log's own directory. */
-    expect_create_error(f, "__cluster_metadata", 1, 1, NULL, 0, KAFKA_ERR_INVALID_REQUEST);
+    expect_create_error(f, LOG_MANAGER_METADATA_TOPIC, 1, 1, NULL, 0, KAFKA_ERR_INVALID_REQUEST);
     expect_create_error(f, "ok.Name_1-x", 1, 1, NULL, 0, KAFKA_ERR_NONE);
     expect_create_error(f, "ok.Name_1-x", 1, 1, NULL, 0, KAFKA_ERR_TOPIC_ALREADY_EXISTS);
     expect_create_error(f, "ok_Name.1-x", 1, 1, NULL, 0, KAFKA_ERR_INVALID_TOPIC_EXCEPTION); /* collides */

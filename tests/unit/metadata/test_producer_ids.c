@@ -13,36 +13,14 @@
 #include "metadata/metadata_builder.h"
 #include "metadata/metadata_records.h"
 #include "metadata/metadata_store.h"
+#include "metadata_store_fixture.h"
 #include "protocol/generated/errors.h"
-
-struct fixture {
-    char dir[64];
-    struct metadata_endpoint endpoints[1];
-    struct metadata_store_options opts;
-    struct metadata_store *store;
-};
-
-static void open_store(struct fixture *f)
-{
-    char err[256] = "";
-    if (metadata_store_open(&f->opts, &f->store, err, sizeof(err)) != 0)
-        fail_msg("open failed: %s", err);
-}
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-    snprintf(f->dir, sizeof(f->dir), "/tmp/cairn-pids-XXXXXX");
-    if (!mkdtemp(f->dir))
+    struct fixture *f = fixture_new("/tmp/cairn-pids-XXXXXX");
+    if (!f)
         return -1;
-    f->endpoints[0] = (struct metadata_endpoint){ "PLAINTEXT", "localhost", 9092, 0 };
-    f->opts = (struct metadata_store_options){
-        .dir = f->dir,
-        .node_id = 1,
-        .cluster_id = "q1Sh-9_ISia_zwGINzRvyQ",
-        .endpoints = f->endpoints,
-        .endpoint_count = 1,
-    };
     open_store(f);
     *state = f;
     return 0;
@@ -50,14 +28,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    metadata_store_close(f->store);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-    if (system(cmd) != 0)
-        return -1;
-    free(f);
-    return 0;
+    return fixture_free(*state);
 }
 
 static int64_t next_id(struct fixture *f)
