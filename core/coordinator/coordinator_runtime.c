@@ -131,7 +131,7 @@ struct coordinator_runtime {
     struct registration *regs;
     size_t reg_count;
     struct shard_event *head, *tail;
-    char first_error[256]; /* "" when no load failed since the last wait_idle */
+    char first_error[512]; /* "" when no load failed since the last wait_idle */
 };
 
 static void run_event(struct coordinator_runtime *rt, const struct shard_event *ev)
