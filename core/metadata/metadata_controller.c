@@ -13,8 +13,8 @@
 #include "metadata/metadata_store.h"
 #include "metadata/metadata_store_internal.h"
 #include "protocol/generated/errors.h"
+#include "util/topic_name.h"
 
-#define TOPIC_NAME_MAX 249
 /* A bound on one request, so a hostile count cannot drive a huge batch. */
 #define MAX_PARTITIONS_PER_REQUEST 100000
 
@@ -34,25 +34,8 @@ static int16_t error_out(int16_t code, char *err, size_t errlen, const char *fmt
 
 int16_t metadata_validate_topic_name(const char *name, char *err, size_t errlen)
 {
-    if (!name || name[0] == '\0')
-        return error_out(KAFKA_ERR_INVALID_TOPIC_EXCEPTION, err, errlen, "Topic name is illegal, it can't be empty");
-    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-        return error_out(KAFKA_ERR_INVALID_TOPIC_EXCEPTION, err, errlen, "Topic name cannot be \".\" or \"..\"");
-    size_t len = strlen(name);
-    if (len > TOPIC_NAME_MAX)
-        return error_out(KAFKA_ERR_INVALID_TOPIC_EXCEPTION, err, errlen,
-                         "Topic name is illegal, it can't be longer than %d characters", TOPIC_NAME_MAX);
-    for (size_t i = 0; i < len; i++) {
-        char c = name[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                  c == '_' || c == '-';
-        if (!ok)
-            return error_out(KAFKA_ERR_INVALID_TOPIC_EXCEPTION, err, errlen,
-                             "Topic name \"%s\" is illegal, it contains a character other than ASCII "
-                             "alphanumerics, '.', '_' and '-'",
-                             name);
-    }
-    return KAFKA_ERR_NONE;
+    return topic_name_valid(name, name ? strlen(name) : 0, err, errlen) ? KAFKA_ERR_NONE
+                                                                       : KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
 }
 
 /* '.' and '_' collide in metric names, so Kafka refuses names equal up to them. */

@@ -16,6 +16,7 @@
 #include "protocol/generated/errors.h"
 #include "protocol/record_batch.h"
 #include "util/clock.h"
+#include "util/fs_util.h"
 #include "util/logger.h"
 
 #define LOG_COMPONENT "metadata"
@@ -43,14 +44,7 @@ int metadata_log_open(const char *parent_dir, struct metadata_log **out, char *e
         snprintf(err, errlen, "metadata log path too long under %s", parent_dir);
         return -1;
     }
-    if (mkdir(parent_dir, 0755) != 0 && errno != EEXIST) {
-        snprintf(err, errlen, "cannot create %s: %s", parent_dir, strerror(errno));
-        return -1;
-    }
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-        snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
-        return -1;
-    }
+    if (fs_mkdir_p(path, err, errlen) != 0) return -1;
     struct metadata_log *ml = calloc(1, sizeof(*ml));
     if (!ml) {
         snprintf(err, errlen, "out of memory");

@@ -18,6 +18,7 @@
 #include "protocol/record_batch.h"
 #include "protocol/wire.h"
 #include "util/clock.h"
+#include "util/fs_util.h"
 
 /* Kafka's ControlRecordType ids for the snapshot's first and last record. */
 #define CONTROL_SNAPSHOT_HEADER 3
@@ -213,16 +214,6 @@ static int write_body(int fd, const struct metadata_snapshot_id *id, int64_t las
     return rc;
 }
 
-static int fsync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 int metadata_snapshot_write(const char *log_dir, const struct metadata_snapshot_id *id, int64_t last_timestamp_ms,
                             const struct metadata_log_entry *records, int32_t count, char *err, size_t errlen)
 {
@@ -256,8 +247,8 @@ int metadata_snapshot_write(const char *log_dir, const struct metadata_snapshot_
         return -1;
     }
     /* The rename is durable only once the directory is. */
-    if (fsync_dir(log_dir) != 0) {
-        snprintf(err, errlen, "cannot fsync %s: %s", log_dir, strerror(errno));
+    if ((rc = fs_fsync_dir(log_dir)) != 0) {
+        snprintf(err, errlen, "cannot fsync %s: %s", log_dir, strerror(rc));
         return -1;
     }
     return 0;

@@ -11,6 +11,7 @@
 #include "metadata/metadata_store_internal.h"
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
+#include "util/lock_check.h"
 #include "util/logger.h"
 
 #define LOG_COMPONENT "metadata"
@@ -58,6 +59,7 @@ const struct metadata_image *metadata_image_acquire(struct metadata_store *store
 
 const struct metadata_image *metadata_store_current_locked(struct metadata_store *store)
 {
+    LOCK_ASSERT_HELD(&store->write_lock);
     return store->current;
 }
 
@@ -177,6 +179,7 @@ static int16_t check_records_apply(struct metadata_store *store, const struct me
 int16_t metadata_store_commit_locked(struct metadata_store *store, struct metadata_record_list *records,
                                      char *err, size_t errlen)
 {
+    LOCK_ASSERT_HELD(&store->write_lock);
     if (records->w.failed || records->count == 0) {
         snprintf(err, errlen, "could not encode metadata records");
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;

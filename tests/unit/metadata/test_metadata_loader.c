@@ -106,7 +106,7 @@ static int list_snapshots(struct fixture *f, char names[][64], int max)
         size_t len = strlen(e->d_name);
         size_t suffix = strlen(METADATA_SNAPSHOT_SUFFIX);
         if (len > suffix && strcmp(e->d_name + len - suffix, METADATA_SNAPSHOT_SUFFIX) == 0 && n < max)
-            snprintf(names[n++], 64, "%s", e->d_name);
+            snprintf(names[n++], 64, "%.63s", e->d_name); /* snapshot names are 42 bytes */
     }
     closedir(d);
     for (int i = 1; i < n; i++)
