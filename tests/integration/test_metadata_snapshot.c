@@ -46,7 +46,7 @@ static void expect_topics(const struct test_broker *b, const char *const *names,
     for (int i = 0; i < count; i++)
         if (!rk_wait_topic(rk, names[i], partitions[i], 10000))
             fail_msg("topic %s with %d partitions is missing after the restart", names[i], partitions[i]);
-    rd_kafka_destroy(rk);
+    rk_producer_destroy(rk);
 }
 
 static void test_restart_from_snapshot_keeps_topics(void **state)
