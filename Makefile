@@ -3,6 +3,8 @@
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
+# ctest jobs; tests that assert time bounds run alone (tests/CMakeLists.txt)
+TEST_JOBS ?= 2
 
 .PHONY: all deps client-deps test-clients build run test test-unit test-integration test-asan fuzz bench bench-txn conformance clean
 
@@ -28,7 +30,7 @@ run: build
 # unit and integration tests again under ASan+UBSan, then a short fuzz run.
 # The other-language client tests (tests/clients) run in the first pass.
 test: build client-deps
-	cd $(BUILD) && ctest --output-on-failure -j 1
+	cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS)
 	$(MAKE) test-asan
 	$(MAKE) fuzz FUZZ_SECONDS=30
 
@@ -45,7 +47,7 @@ test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCAIRN_SANITIZE=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest --output-on-failure -j 1 -LE slow
+		ctest --output-on-failure -j $(TEST_JOBS) -LE slow
 
 FUZZ_SECONDS ?= 300
 fuzz: deps

@@ -20,6 +20,7 @@ void log_throttler_init(struct log_throttler *t, double bytes_per_second)
     t->cancelled = false;
     t->period_start_ns = clock_mono_ns();
     t->observed = 0;
+    t->observed_total = 0;
 }
 
 /* Caller holds lock, and keeps it while asleep: the wait is on
@@ -45,6 +46,7 @@ void log_throttler_observe(struct log_throttler *t, int64_t bytes)
         return;
     pthread_mutex_lock(&t->lock);
     t->observed += bytes;
+    t->observed_total += bytes;
     int64_t now = clock_mono_ns();
     int64_t elapsed = now - t->period_start_ns;
     /* Kafka checks once the period outgrows the interval; a burst of more

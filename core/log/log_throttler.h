@@ -27,6 +27,7 @@ struct log_throttler {
     bool cancelled;          /* under cancel_lock: sleeps end at once */
     int64_t period_start_ns; /* under lock, monotonic */
     int64_t observed;        /* under lock: bytes since period_start_ns */
+    int64_t observed_total;  /* under lock: every byte observed since init */
 };
 
 /* bytes_per_second at or above 1e300 (Kafka's Double.MaxValue default), or

@@ -109,7 +109,10 @@ static void test_cancel_ends_sleep(void **state)
 
 /* A pass reads the dirty segments twice (map, rewrite) and writes what
  * survives: at 256 KiB/s over some 220 KB of segments it cannot finish in
- * much under 1.7 s less a check interval; unthrottled it takes a blink. */
+ * much under 1.7 s less a check interval. The wall-clock bound is a lower
+ * one (a busy machine only makes the pass slower); that the time comes from
+ * the throttle is shown by the throttle having seen every byte of the
+ * pass's I/O, and test_rate_holds shows what it does with them. */
 static void test_cleaner_pass_throttled(void **state)
 {
     (void)state;
@@ -136,30 +139,12 @@ static void test_cleaner_pass_throttled(void **state)
     assert_true(res.cleaned);
     int64_t io = 2 * res.bytes_before + res.bytes_after;
     int64_t least = io * 1000 / (256 * 1024) - LOG_THROTTLER_CHECK_INTERVAL_MS - 100;
-    fprintf(stderr, "throttled pass: %lld bytes of I/O in %lld ms (at least %lld)\n",
-            (long long)io, (long long)ms, (long long)least);
+    fprintf(stderr, "throttled pass: %lld bytes of I/O in %lld ms (at least %lld), throttle saw %lld\n",
+            (long long)io, (long long)ms, (long long)least, (long long)t.observed_total);
     assert_true(least > 1000);
     assert_true(ms >= least);
+    assert_true(t.observed_total >= io);
     log_throttler_destroy(&t);
-
-    /* More dirt, no throttle: well under what the throttle would have
-     * taken for the same bytes (a fixed bound would trip on slow fsyncs
-     * of a busy machine). */
-    for (int i = 0; i < 3000; i++) {
-        snprintf(key, sizeof key, "k%d", i % 50);
-        put(log, key, "again");
-    }
-    started = clock_mono_ms();
-    assert_int_equal(partition_log_clean(log, res.first_dirty_offset, clock_wall_ms(),
-                                         &default_opts, &res),
-                     0);
-    ms = clock_mono_ms() - started;
-    assert_true(res.cleaned);
-    io = 2 * res.bytes_before + res.bytes_after;
-    least = io * 1000 / (256 * 1024) - LOG_THROTTLER_CHECK_INTERVAL_MS - 100;
-    fprintf(stderr, "unthrottled pass: %lld bytes of I/O in %lld ms (throttled: at least %lld)\n",
-            (long long)io, (long long)ms, (long long)least);
-    assert_true(ms < least);
     partition_log_close(log);
 }
 
