@@ -7,6 +7,7 @@
 #define CAIRN_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "net/client.h"
@@ -58,6 +59,8 @@ int cli_parse(int argc, char **argv, const char *usage, const char *own_short, c
 /* Reads a "key=value" profile (librdkafka property names) into s. Returns
  * 0, or CLI_EXIT_USAGE with the reason printed. */
 int cli_profile_load(const char *path, struct cli_settings *s);
+/* Splits "host:port" (or "[v6addr]:port"); returns 0 or -1. */
+int cli_split_host_port(const char *hp, char *host, size_t hostlen, int *port);
 /* Parses a decimal integer in [min, max]; returns 0 or -1. */
 int cli_parse_int(const char *text, long long min, long long max, long long *out);
 
@@ -125,6 +128,14 @@ int cli_metadata(struct cli_conn *c, const char *const *topics, int n, struct cl
 /* The group's coordinator (FindCoordinator), registered as a node. Returns
  * 0 or an exit code (message printed). */
 int cli_coordinator(struct cli_conn *c, const char *group, int32_t *node);
+
+/* ---- group.c ---- */
+
+/* Walks a consumer protocol assignment (ConsumerProtocolAssignment: a
+ * version, topics with their partitions, user data), calling fn per
+ * partition. Returns 0, or -1 when the bytes do not decode. */
+typedef void (*cli_assignment_fn)(struct kafka_str topic, int32_t partition, void *ctx);
+int cli_assignment_each(struct kafka_bytes b, cli_assignment_fn fn, void *ctx);
 
 /* ---- command families ---- */
 int cli_topic_main(int argc, char **argv);

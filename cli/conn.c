@@ -153,8 +153,7 @@ int cli_metadata(struct cli_conn *c, const char *const *topics, int n, struct cl
     return cli_call(c, c->any_node, KAFKA_API_KEY_METADATA, build_metadata, &mc, out);
 }
 
-/* Splits "host:port" (or "[v6]:port"); returns 0 or -1. */
-static int split_host_port(const char *hp, char *host, size_t hostlen, int *port)
+int cli_split_host_port(const char *hp, char *host, size_t hostlen, int *port)
 {
     const char *colon = strrchr(hp, ':');
     if (!colon || colon == hp)
@@ -227,7 +226,7 @@ int cli_connect(struct cli_conn *c, const struct cli_settings *s)
             tok++;
         char host[256];
         int port;
-        if (split_host_port(tok, host, sizeof(host), &port) < 0) {
+        if (cli_split_host_port(tok, host, sizeof(host), &port) < 0) {
             cli_close(c);
             return cli_fail(CLI_EXIT_USAGE, "bad broker address '%s': want host:port", tok);
         }

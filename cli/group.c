@@ -53,41 +53,55 @@ static int row_cmp(const void *a, const void *b)
     return c ? c : (x->partition > y->partition) - (x->partition < y->partition);
 }
 
-/* Decodes a consumer protocol assignment (ConsumerProtocolAssignment: a
- * version, then topics with their partitions, then user data), calling
- * back per partition. Returns 0, or -1 when the bytes do not decode (then
- * the member's assignment is shown as raw). */
-static int decode_assignment(struct kafka_bytes b, struct group_rows *rs, const char *member, json_t *jassign,
-                             char *text, size_t textlen)
+int cli_assignment_each(struct kafka_bytes b, cli_assignment_fn fn, void *ctx)
 {
-    struct kafka_reader r;
-    kafka_reader_init(&r, b.data, b.len < 0 ? 0 : (size_t)b.len);
-    size_t used = 0;
-    text[0] = '\0';
     if (b.len <= 0)
         return 0;
-    (void)kafka_read_int16(&r);
+    struct kafka_reader r;
+    kafka_reader_init(&r, b.data, (size_t)b.len);
+    (void)kafka_read_int16(&r); /* every version starts with the same topic list */
     int32_t nt = kafka_read_array_len(&r, 6);
     for (int32_t t = 0; t < nt && !r.failed; t++) {
         struct kafka_str topic = kafka_read_string(&r);
         int32_t np = kafka_read_array_len(&r, 4);
-        json_t *jp = json_array();
-        if (used < textlen)
-            used += (size_t)snprintf(text + used, textlen - used, "%s%s:", t ? " " : "", cli_str(topic));
         for (int32_t p = 0; p < np && !r.failed; p++) {
             int32_t part = kafka_read_int32(&r);
-            if (r.failed)
-                break;
-            json_array_append_new(jp, json_integer(part));
-            if (used < textlen)
-                used += (size_t)snprintf(text + used, textlen - used, "%s%d", p ? "," : "", (int)part);
-            struct group_row *row = row_find_or_add(rs, topic, part);
-            if (row)
-                row->member = member;
+            if (!r.failed)
+                fn(topic, part, ctx);
         }
-        json_object_set_new(jassign, cli_str(topic), jp);
     }
-    return r.failed ? -1 : 0;
+    return r.failed || nt < 0 ? -1 : 0;
+}
+
+/* Collects one member's assignment into the rows, its JSON and its text. */
+struct member_assignment {
+    struct group_rows *rs;
+    const char *member;
+    json_t *json; /* {"topic": [partitions]} */
+    char text[1024];
+    size_t used;
+    char last_topic[256];
+};
+
+static void on_assigned(struct kafka_str topic, int32_t partition, void *ctx)
+{
+    struct member_assignment *ma = ctx;
+    const char *name = cli_str(topic);
+    bool same = !strcmp(name, ma->last_topic);
+    if (ma->used < sizeof(ma->text))
+        ma->used += (size_t)snprintf(ma->text + ma->used, sizeof(ma->text) - ma->used, "%s%s%s%d",
+                                     same ? "" : (ma->used ? " " : ""), same ? "" : name, same ? "," : ":",
+                                     (int)partition);
+    snprintf(ma->last_topic, sizeof(ma->last_topic), "%s", name);
+    json_t *parts = json_object_get(ma->json, name);
+    if (!parts) {
+        parts = json_array();
+        json_object_set_new(ma->json, name, parts);
+    }
+    json_array_append_new(parts, json_integer(partition));
+    struct group_row *row = row_find_or_add(ma->rs, topic, partition);
+    if (row)
+        row->member = ma->member;
 }
 
 static int build_describe_groups(void *req, int16_t version, struct kafka_arena *a, void *ctx)
@@ -322,17 +336,16 @@ static int group_describe(struct cli_conn *c, const char *group, bool json)
     char **owned = calloc((size_t)g->members_count + 1, sizeof(char *));
     for (int32_t i = 0; owned && i < g->members_count; i++) {
         const struct describe_groups_response_described_group_member *mem = &g->members[i];
-        char text[1024] = "";
-        json_t *jassign = json_object();
         owned[i] = strdup(cli_str(mem->member_id));
-        if (consumer && decode_assignment(mem->member_assignment, &rs, owned[i], jassign, text, sizeof(text)) < 0)
-            snprintf(text, sizeof(text), "(undecodable, %d bytes)", (int)mem->member_assignment.len);
+        struct member_assignment ma = {.rs = &rs, .member = owned[i], .json = json_object()};
+        if (consumer && cli_assignment_each(mem->member_assignment, on_assigned, &ma) < 0)
+            snprintf(ma.text, sizeof(ma.text), "(undecodable, %d bytes)", (int)mem->member_assignment.len);
         else if (!consumer)
-            snprintf(text, sizeof(text), "(%d bytes)", (int)mem->member_assignment.len);
+            snprintf(ma.text, sizeof(ma.text), "(%d bytes)", (int)mem->member_assignment.len);
         json_array_append_new(jmembers, json_pack("{s:s?, s:s, s:s, s:o}", "member_id", owned[i], "client_id",
                                                   cli_str(mem->client_id), "host", cli_str(mem->client_host),
-                                                  "assignment", jassign));
-        cli_table_add(mt, owned[i] ? owned[i] : "", cli_str(mem->client_id), cli_str(mem->client_host), text);
+                                                  "assignment", ma.json));
+        cli_table_add(mt, owned[i] ? owned[i] : "", cli_str(mem->client_id), cli_str(mem->client_host), ma.text);
     }
     rc = owned ? cli_call(c, coord, KAFKA_API_KEY_OFFSET_FETCH, build_offset_fetch, (void *)group, &fr)
                : cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
