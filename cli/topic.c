@@ -148,6 +148,14 @@ static int topic_create(struct cli_conn *c, struct named *nm)
 
 /* ---- list ---- */
 
+static int by_name(const void *a, const void *b)
+{
+    const struct metadata_response_metadata_response_topic *x = *(const void *const *)a, *y = *(const void *const *)b;
+    int32_t n = x->name.len < y->name.len ? x->name.len : y->name.len;
+    int c = n > 0 ? memcmp(x->name.data, y->name.data, (size_t)n) : 0;
+    return c ? c : (x->name.len > y->name.len) - (x->name.len < y->name.len);
+}
+
 static int topic_list(struct cli_conn *c, const struct topic_flags *f, bool json)
 {
     struct cli_reply r;
@@ -158,8 +166,20 @@ static int topic_list(struct cli_conn *c, const struct topic_flags *f, bool json
     static const char *const headers[] = {"NAME", "PARTITIONS", "REPLICAS"};
     struct cli_table *t = json ? NULL : cli_table_new(3, headers);
     json_t *arr = json ? json_array() : NULL;
+    /* Sorted by name, as the broker lists topics in no particular order. */
+    const struct metadata_response_metadata_response_topic **sorted =
+        calloc((size_t)m->topics_count + 1, sizeof(*sorted));
+    if (!sorted) {
+        cli_reply_free(&r);
+        json_decref(arr);
+        cli_table_free(t);
+        return cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
+    }
+    for (int32_t i = 0; i < m->topics_count; i++)
+        sorted[i] = &m->topics[i];
+    qsort(sorted, (size_t)m->topics_count, sizeof(*sorted), by_name);
     for (int32_t i = 0; i < m->topics_count; i++) {
-        const struct metadata_response_metadata_response_topic *tp = &m->topics[i];
+        const struct metadata_response_metadata_response_topic *tp = sorted[i];
         if ((tp->is_internal && !f->internal) || tp->error_code != KAFKA_ERR_NONE)
             continue;
         int32_t rf = tp->partitions_count ? tp->partitions[0].replica_nodes_count : 0;
@@ -174,6 +194,7 @@ static int topic_list(struct cli_conn *c, const struct topic_flags *f, bool json
             cli_table_add(t, cli_str(tp->name), np, nr);
         }
     }
+    free(sorted);
     cli_reply_free(&r);
     if (json)
         return cli_json_print(arr);

@@ -148,15 +148,22 @@ static void test_topic_lifecycle(void **state)
     expect(&r, 1, NULL, "TOPIC_ALREADY_EXISTS: topic 'orders' already exists");
     expect(&r, 1, NULL, "use `cairn topic describe orders`");
 
+    RUN(&r, "topic", "create", "audit", "-b", bs);
+    expect(&r, 0, "created topic 'audit' (1 partitions", NULL);
+
     RUN(&r, "topic", "list", "-b", bs);
     expect(&r, 0, "orders", NULL);
     expect(&r, 0, "NAME", NULL);
+    assert_true(strstr(r.out, "audit") < strstr(r.out, "orders")); /* sorted by name */
     RUN(&r, "topic", "list", "-b", bs, "--format", "json");
     json_t *list = parse_json(&r);
-    assert_int_equal(json_array_size(list), 1);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(list, 0), "name")), "orders");
-    assert_int_equal(json_integer_value(json_object_get(json_array_get(list, 0), "partitions")), 3);
+    assert_int_equal(json_array_size(list), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(list, 0), "name")), "audit");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(list, 1), "name")), "orders");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(list, 1), "partitions")), 3);
     json_decref(list);
+    RUN(&r, "topic", "list", "-b", bs, "--internal");
+    expect(&r, 0, "__consumer_offsets", NULL);
 
     RUN(&r, "topic", "describe", "orders", "-b", bs);
     expect(&r, 0, "DYNAMIC_TOPIC_CONFIG", NULL);
@@ -191,13 +198,15 @@ static void test_topic_lifecycle(void **state)
     assert_int_equal(json_integer_value(json_object_get(d, "partition_count")), 5);
     json_decref(d);
 
-    RUN(&r, "topic", "delete", "orders", "-b", bs);
+    RUN(&r, "topic", "delete", "orders", "audit", "-b", bs);
     expect(&r, 0, "deleted topic 'orders'", NULL);
+    expect(&r, 0, "deleted topic 'audit'", NULL);
     RUN(&r, "topic", "describe", "orders", "-b", bs);
     expect(&r, 1, NULL, "UNKNOWN_TOPIC_OR_PARTITION: topic 'orders' does not exist");
     RUN(&r, "topic", "list", "-b", bs);
     expect(&r, 0, NULL, NULL);
     assert_null(strstr(r.out, "orders"));
+    assert_null(strstr(r.out, "audit"));
     broker_mark_passed(b);
 }
 
