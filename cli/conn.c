@@ -244,7 +244,14 @@ int cli_connect(struct cli_conn *c, const struct cli_settings *s)
         c->meta = r.response;
         c->meta_version = r.version;
         c->any_node = id;
-        return register_brokers(c);
+        int rc = register_brokers(c);
+        if (rc)
+            cli_close(c);
+        return rc;
+    }
+    if (idx == 0) {
+        cli_close(c);
+        return cli_fail(CLI_EXIT_USAGE, "no brokers given; use -b host:port, CAIRN_BROKERS or a profile");
     }
     cli_close(c);
     return cli_fail(CLI_EXIT_UNREACHABLE, "no broker reachable (%s); check -b/--brokers, CAIRN_BROKERS or the profile",

@@ -240,6 +240,10 @@ static void test_bad_input(void **state)
     expect(&r, 2, NULL, "--format");
     RUN(&r, "nonsense");
     expect(&r, 2, NULL, "unknown command");
+    RUN(&r, "cluster", "info", "-b", "");
+    expect(&r, 2, NULL, "no brokers given");
+    RUN(&r, "cluster", "info", "-b", "nocolon");
+    expect(&r, 2, NULL, "bad broker address 'nocolon'");
 
     const char *const helps[][3] = {{"topic", "create", "--help"},       {"topic", "list", "--help"},
                                     {"topic", "describe", "--help"},     {"topic", "delete", "--help"},
