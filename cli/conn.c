@@ -1,0 +1,318 @@
+/* Connection and routing: a blocking call helper over the outbound client,
+ * bootstrap through Metadata, and the group coordinator lookup. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* One request in flight: the main thread waits on it, the client's thread
+ * completes it. Lives on the main thread's stack for the call. */
+struct cli_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    enum net_client_status status;
+    char error[160];
+    int16_t version;
+    struct net_client_kept *kept;
+    /* the encode side */
+    const struct kafka_api_desc *desc;
+    cli_build_fn build;
+    void *build_ctx;
+};
+
+static void on_done(struct net_client_result *r, void *ctx)
+{
+    struct cli_wait *w = ctx;
+    struct net_client_kept *kept = NULL;
+    if (r->status == NET_CLIENT_OK && r->response)
+        kept = net_client_result_keep(r);
+    pthread_mutex_lock(&w->mu);
+    w->status = r->status;
+    if (r->status == NET_CLIENT_OK && !kept) {
+        w->status = NET_CLIENT_BAD_RESPONSE;
+        snprintf(w->error, sizeof(w->error), "out of memory keeping the response");
+    } else {
+        snprintf(w->error, sizeof(w->error), "%s", r->error);
+    }
+    w->version = r->api_version;
+    w->kept = kept;
+    w->done = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Runs on the client's thread once the version is known: the request is
+ * built for exactly that version, since the codecs refuse fields a version
+ * does not carry. */
+static int encode_request(struct kafka_writer *wr, int16_t version, void *ctx)
+{
+    struct cli_wait *w = ctx;
+    struct kafka_arena arena;
+    kafka_arena_init(&arena);
+    int rc = -1;
+    void *req = kafka_arena_alloc(&arena, w->desc->request_size_of);
+    if (req) {
+        w->desc->request_init(req);
+        if (w->build(req, version, &arena, w->build_ctx) == 0)
+            rc = w->desc->request_encode(req, wr, version);
+    }
+    kafka_arena_free(&arena);
+    return rc;
+}
+
+static int call_quiet(struct cli_conn *c, int32_t node, int16_t api_key, cli_build_fn build, void *ctx,
+                      int64_t timeout_ms, struct cli_reply *out, char *err, size_t errlen)
+{
+    struct cli_wait w = {.desc = kafka_api_lookup(api_key), .build = build, .build_ctx = ctx};
+    memset(out, 0, sizeof(*out));
+    if (!w.desc) {
+        snprintf(err, errlen, "unknown API key %d", api_key);
+        return -1;
+    }
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    struct net_client_request req = {
+        .node_id = node,
+        .api_key = api_key,
+        .pinned_version = -1,
+        .encode = encode_request,
+        .encode_ctx = &w,
+        .timeout_ms = timeout_ms,
+        .done = on_done,
+        .ctx = &w,
+    };
+    int rc = -1;
+    if (net_client_send(c->client, &req, err, errlen) == 0) {
+        pthread_mutex_lock(&w.mu);
+        while (!w.done)
+            pthread_cond_wait(&w.cv, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+        if (w.status == NET_CLIENT_OK) {
+            out->kept = w.kept;
+            out->response = net_client_kept_response(w.kept);
+            out->version = w.version;
+            rc = 0;
+        } else {
+            snprintf(err, errlen, "%s%s%s", net_client_status_name(w.status), w.error[0] ? ": " : "", w.error);
+        }
+    }
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
+    return rc;
+}
+
+int cli_call(struct cli_conn *c, int32_t node, int16_t api_key, cli_build_fn build, void *ctx, struct cli_reply *out)
+{
+    char err[256];
+    if (call_quiet(c, node, api_key, build, ctx, c->timeout_ms, out, err, sizeof(err)) == 0)
+        return 0;
+    const struct kafka_api_desc *d = kafka_api_lookup(api_key);
+    return cli_fail(CLI_EXIT_UNREACHABLE, "%s request to broker %d failed: %s; check the broker is up or raise --timeout",
+                    d ? d->name : "?", (int)node, err);
+}
+
+void cli_reply_free(struct cli_reply *r)
+{
+    if (r->kept)
+        net_client_kept_free(r->kept);
+    memset(r, 0, sizeof(*r));
+}
+
+struct metadata_ctx {
+    const char *const *topics;
+    int n;
+};
+
+static int build_metadata(void *req, int16_t version, struct kafka_arena *a, void *ctx)
+{
+    struct metadata_request *m = req;
+    struct metadata_ctx *mc = ctx;
+    (void)version;
+    m->allow_auto_topic_creation = version <= 3;
+    if (mc->n < 0) {
+        m->topics_count = version >= 1 ? -1 : 0;
+        return 0;
+    }
+    m->topics = kafka_arena_alloc(a, sizeof(*m->topics) * (size_t)(mc->n ? mc->n : 1));
+    if (!m->topics)
+        return -1;
+    for (int i = 0; i < mc->n; i++) {
+        metadata_request_metadata_request_topic_init(&m->topics[i]);
+        m->topics[i].name = kafka_str_from_cstr(mc->topics[i]);
+    }
+    m->topics_count = mc->n;
+    return 0;
+}
+
+int cli_metadata(struct cli_conn *c, const char *const *topics, int n, struct cli_reply *out)
+{
+    struct metadata_ctx mc = {topics, n};
+    return cli_call(c, c->any_node, KAFKA_API_KEY_METADATA, build_metadata, &mc, out);
+}
+
+int cli_split_host_port(const char *hp, char *host, size_t hostlen, int *port)
+{
+    const char *colon = strrchr(hp, ':');
+    if (!colon || colon == hp)
+        return -1;
+    long long p;
+    if (cli_parse_int(colon + 1, 1, 65535, &p) < 0)
+        return -1;
+    const char *h = hp;
+    size_t len = (size_t)(colon - hp);
+    if (h[0] == '[' && len >= 2 && h[len - 1] == ']') {
+        h++;
+        len -= 2;
+    }
+    if (len == 0 || len >= hostlen)
+        return -1;
+    memcpy(host, h, len);
+    host[len] = '\0';
+    *port = (int)p;
+    return 0;
+}
+
+static int register_brokers(struct cli_conn *c)
+{
+    const struct metadata_response *m = c->meta;
+    for (int32_t i = 0; i < m->brokers_count; i++) {
+        const struct metadata_response_metadata_response_broker *b = &m->brokers[i];
+        if (net_client_add_node(c->client, b->node_id, cli_str(b->host), b->port) < 0)
+            return cli_fail(CLI_EXIT_UNREACHABLE, "cannot register broker %d", (int)b->node_id);
+    }
+    c->controller_id = m->controller_id;
+    if (c->controller_id < 0 && m->brokers_count > 0)
+        c->controller_id = m->brokers[0].node_id;
+    return 0;
+}
+
+/* Bootstrap entries get ids below any real node id. */
+#define CLI_BOOTSTRAP_ID_BASE (-1000)
+
+int cli_connect(struct cli_conn *c, const struct cli_settings *s)
+{
+    memset(c, 0, sizeof(*c));
+    c->timeout_ms = s->timeout_ms;
+    struct net_client_config cfg;
+    net_client_config_defaults(&cfg);
+    snprintf(cfg.client_id, sizeof(cfg.client_id), "%s", s->client_id[0] ? s->client_id : "cairn-cli");
+    snprintf(cfg.software_name, sizeof(cfg.software_name), "cairn-cli");
+    snprintf(cfg.software_version, sizeof(cfg.software_version), "0.1.0");
+    cfg.request_timeout_ms = s->timeout_ms;
+    cfg.connection_setup_timeout_ms = s->timeout_ms;
+    char err[256];
+    if (net_client_create(&cfg, &c->client, err, sizeof(err)) < 0)
+        return cli_fail(CLI_EXIT_UNREACHABLE, "cannot start the client: %s", err);
+
+    char list[sizeof(s->brokers)];
+    snprintf(list, sizeof(list), "%s", s->brokers);
+    int count = 0;
+    for (char *p = list; *p; p++)
+        count += *p == ',';
+    count++;
+    /* Each bootstrap broker gets a share of the timeout, so the whole
+     * bootstrap stays within --timeout. */
+    int64_t share = s->timeout_ms / count;
+    if (share < 1)
+        share = 1;
+    char last_err[600] = "no brokers given";
+    int idx = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save), idx++) {
+        while (*tok == ' ')
+            tok++;
+        char host[256];
+        int port;
+        if (cli_split_host_port(tok, host, sizeof(host), &port) < 0) {
+            cli_close(c);
+            return cli_fail(CLI_EXIT_USAGE, "bad broker address '%s': want host:port", tok);
+        }
+        int32_t id = CLI_BOOTSTRAP_ID_BASE - idx;
+        if (net_client_add_node(c->client, id, host, port) < 0)
+            continue;
+        struct metadata_ctx mc = {NULL, 0};
+        struct cli_reply r;
+        char e[256];
+        if (call_quiet(c, id, KAFKA_API_KEY_METADATA, build_metadata, &mc, share, &r, e, sizeof(e)) < 0) {
+            snprintf(last_err, sizeof(last_err), "%s: %s", tok, e);
+            continue;
+        }
+        c->meta_kept = r.kept;
+        c->meta = r.response;
+        c->meta_version = r.version;
+        c->any_node = id;
+        int rc = register_brokers(c);
+        if (rc)
+            cli_close(c);
+        return rc;
+    }
+    if (idx == 0) {
+        cli_close(c);
+        return cli_fail(CLI_EXIT_USAGE, "no brokers given; use -b host:port, CAIRN_BROKERS or a profile");
+    }
+    cli_close(c);
+    return cli_fail(CLI_EXIT_UNREACHABLE, "no broker reachable (%s); check -b/--brokers, CAIRN_BROKERS or the profile",
+                    last_err);
+}
+
+void cli_close(struct cli_conn *c)
+{
+    if (c->meta_kept)
+        net_client_kept_free(c->meta_kept);
+    c->meta_kept = NULL;
+    c->meta = NULL;
+    if (c->client)
+        net_client_destroy(c->client);
+    c->client = NULL;
+}
+
+static int build_find_coordinator(void *req, int16_t version, struct kafka_arena *a, void *ctx)
+{
+    struct find_coordinator_request *m = req;
+    if (version >= 4) {
+        m->coordinator_keys = kafka_arena_alloc(a, sizeof(*m->coordinator_keys));
+        if (!m->coordinator_keys)
+            return -1;
+        m->coordinator_keys[0] = kafka_str_from_cstr(ctx);
+        m->coordinator_keys_count = 1;
+    } else {
+        m->key = kafka_str_from_cstr(ctx);
+    }
+    m->key_type = 0; /* group */
+    return 0;
+}
+
+int cli_coordinator(struct cli_conn *c, const char *group, int32_t *node)
+{
+    struct cli_reply r;
+    int rc = cli_call(c, c->any_node, KAFKA_API_KEY_FIND_COORDINATOR, build_find_coordinator, (void *)group, &r);
+    if (rc)
+        return rc;
+    const struct find_coordinator_response *m = r.response;
+    int16_t code = m->error_code;
+    struct kafka_str msg = m->error_message, host = m->host;
+    int32_t id = m->node_id, port = m->port;
+    if (r.version >= 4) {
+        if (m->coordinators_count < 1) {
+            cli_reply_free(&r);
+            return cli_fail(CLI_EXIT_KAFKA, "FindCoordinator for group '%s' returned no coordinator", group);
+        }
+        code = m->coordinators[0].error_code;
+        msg = m->coordinators[0].error_message;
+        host = m->coordinators[0].host;
+        id = m->coordinators[0].node_id;
+        port = m->coordinators[0].port;
+    }
+    if (code != KAFKA_ERR_NONE) {
+        rc = cli_kafka_fail(code, msg, "finding the group coordinator", "retry shortly, or check the broker log");
+    } else if (net_client_add_node(c->client, id, cli_str(host), port) < 0) {
+        rc = cli_fail(CLI_EXIT_UNREACHABLE, "cannot register coordinator %d", (int)id);
+    } else {
+        *node = id;
+    }
+    cli_reply_free(&r);
+    return rc;
+}

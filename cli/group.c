@@ -1,0 +1,455 @@
+/* cairn group: list, and describe with members, assignments and lag. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+
+/* One partition the group committed to or has assigned; main thread only. */
+struct group_row {
+    char topic[256];
+    int32_t partition;
+    int64_t committed; /* -1: none */
+    int64_t log_end;   /* -1: unknown */
+    int32_t leader;
+    const char *member; /* points into the DescribeGroups reply */
+};
+
+struct group_rows {
+    struct group_row *v;
+    int n, cap;
+};
+
+static struct group_row *row_find_or_add(struct group_rows *rs, struct kafka_str topic, int32_t partition)
+{
+    for (int i = 0; i < rs->n; i++)
+        if (rs->v[i].partition == partition && (int32_t)strlen(rs->v[i].topic) == topic.len &&
+            !memcmp(rs->v[i].topic, topic.data, (size_t)topic.len))
+            return &rs->v[i];
+    if (rs->n == rs->cap) {
+        int cap = rs->cap ? rs->cap * 2 : 16;
+        struct group_row *grown = realloc(rs->v, sizeof(*grown) * (size_t)cap);
+        if (!grown)
+            return NULL;
+        rs->v = grown;
+        rs->cap = cap;
+    }
+    struct group_row *r = &rs->v[rs->n++];
+    memset(r, 0, sizeof(*r));
+    snprintf(r->topic, sizeof(r->topic), "%s", cli_str(topic));
+    r->partition = partition;
+    r->committed = -1;
+    r->log_end = -1;
+    r->leader = -1;
+    return r;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+    const struct group_row *x = a, *y = b;
+    int c = strcmp(x->topic, y->topic);
+    return c ? c : (x->partition > y->partition) - (x->partition < y->partition);
+}
+
+int cli_assignment_each(struct kafka_bytes b, cli_assignment_fn fn, void *ctx)
+{
+    if (b.len <= 0)
+        return 0;
+    struct kafka_reader r;
+    kafka_reader_init(&r, b.data, (size_t)b.len);
+    (void)kafka_read_int16(&r); /* every version starts with the same topic list */
+    int32_t nt = kafka_read_array_len(&r, 6);
+    for (int32_t t = 0; t < nt && !r.failed; t++) {
+        struct kafka_str topic = kafka_read_string(&r);
+        int32_t np = kafka_read_array_len(&r, 4);
+        for (int32_t p = 0; p < np && !r.failed; p++) {
+            int32_t part = kafka_read_int32(&r);
+            if (!r.failed)
+                fn(topic, part, ctx);
+        }
+    }
+    return r.failed || nt < 0 ? -1 : 0;
+}
+
+/* Collects one member's assignment into the rows, its JSON and its text. */
+struct member_assignment {
+    struct group_rows *rs;
+    const char *member;
+    json_t *json; /* {"topic": [partitions]} */
+    char text[1024];
+    size_t used;
+    char last_topic[256];
+};
+
+static void on_assigned(struct kafka_str topic, int32_t partition, void *ctx)
+{
+    struct member_assignment *ma = ctx;
+    const char *name = cli_str(topic);
+    bool same = !strcmp(name, ma->last_topic);
+    if (ma->used < sizeof(ma->text))
+        ma->used += (size_t)snprintf(ma->text + ma->used, sizeof(ma->text) - ma->used, "%s%s%s%d",
+                                     same ? "" : (ma->used ? " " : ""), same ? "" : name, same ? "," : ":",
+                                     (int)partition);
+    snprintf(ma->last_topic, sizeof(ma->last_topic), "%s", name);
+    json_t *parts = json_object_get(ma->json, name);
+    if (!parts) {
+        parts = json_array();
+        json_object_set_new(ma->json, name, parts);
+    }
+    json_array_append_new(parts, json_integer(partition));
+    struct group_row *row = row_find_or_add(ma->rs, topic, partition);
+    if (row)
+        row->member = ma->member;
+}
+
+static int build_describe_groups(void *req, int16_t version, struct kafka_arena *a, void *ctx)
+{
+    struct describe_groups_request *m = req;
+    (void)version;
+    m->groups = kafka_arena_alloc(a, sizeof(*m->groups));
+    if (!m->groups)
+        return -1;
+    m->groups[0] = kafka_str_from_cstr(ctx);
+    m->groups_count = 1;
+    return 0;
+}
+
+static int build_offset_fetch(void *req, int16_t version, struct kafka_arena *a, void *ctx)
+{
+    struct offset_fetch_request *m = req;
+    if (version < 2)
+        return -1; /* "all topics" needs v2 */
+    if (version >= 8) {
+        m->groups = kafka_arena_alloc(a, sizeof(*m->groups));
+        if (!m->groups)
+            return -1;
+        offset_fetch_request_offset_fetch_request_group_init(&m->groups[0]);
+        m->groups[0].group_id = kafka_str_from_cstr(ctx);
+        m->groups[0].topics_count = -1;
+        m->groups_count = 1;
+    } else {
+        m->group_id = kafka_str_from_cstr(ctx);
+        m->topics_count = -1;
+    }
+    return 0;
+}
+
+/* Rows led by one broker, for one ListOffsets. */
+struct list_offsets_ctx {
+    struct group_rows *rs;
+    int32_t leader;
+};
+
+static int build_list_offsets(void *req, int16_t version, struct kafka_arena *a, void *ctx)
+{
+    struct list_offsets_request *m = req;
+    const struct list_offsets_ctx *lc = ctx;
+    (void)version;
+    m->replica_id = -1;
+    m->topics = kafka_arena_alloc(a, sizeof(*m->topics) * (size_t)lc->rs->n);
+    if (!m->topics)
+        return -1;
+    for (int i = 0; i < lc->rs->n; i++) {
+        const struct group_row *row = &lc->rs->v[i];
+        if (row->leader != lc->leader)
+            continue;
+        /* One topic entry per partition keeps this simple; brokers accept repeats. */
+        struct list_offsets_request_list_offsets_topic *t = &m->topics[m->topics_count++];
+        list_offsets_request_list_offsets_topic_init(t);
+        t->name = kafka_str_from_cstr(row->topic);
+        t->partitions = kafka_arena_alloc(a, sizeof(*t->partitions));
+        if (!t->partitions)
+            return -1;
+        list_offsets_request_list_offsets_partition_init(&t->partitions[0]);
+        t->partitions[0].partition_index = row->partition;
+        t->partitions[0].timestamp = -1; /* latest */
+        t->partitions_count = 1;
+    }
+    m->timeout_ms = 30000;
+    return 0;
+}
+
+/* Reads the leader of every row from Metadata, then each leader's log end
+ * offsets. Rows whose leader is unknown keep log_end -1. */
+static int fill_log_ends(struct cli_conn *c, struct group_rows *rs)
+{
+    if (!rs->n)
+        return 0;
+    const char **names = calloc((size_t)rs->n, sizeof(*names));
+    if (!names)
+        return cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
+    int nn = 0;
+    for (int i = 0; i < rs->n; i++)
+        if (i == 0 || strcmp(rs->v[i].topic, rs->v[i - 1].topic)) /* rows are sorted */
+            names[nn++] = rs->v[i].topic;
+    struct cli_reply mr;
+    int rc = cli_metadata(c, names, nn, &mr);
+    free(names);
+    if (rc)
+        return rc;
+    const struct metadata_response *m = mr.response;
+    for (int i = 0; i < rs->n; i++)
+        for (int32_t t = 0; t < m->topics_count; t++) {
+            if (strcmp(cli_str(m->topics[t].name), rs->v[i].topic))
+                continue;
+            for (int32_t p = 0; p < m->topics[t].partitions_count; p++)
+                if (m->topics[t].partitions[p].partition_index == rs->v[i].partition)
+                    rs->v[i].leader = m->topics[t].partitions[p].leader_id;
+        }
+    cli_reply_free(&mr);
+    for (int i = 0; i < rs->n && rc == 0; i++) {
+        int32_t leader = rs->v[i].leader;
+        bool seen = leader < 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = rs->v[j].leader == leader;
+        if (seen)
+            continue;
+        struct list_offsets_ctx lc = {rs, leader};
+        struct cli_reply r;
+        rc = cli_call(c, leader, KAFKA_API_KEY_LIST_OFFSETS, build_list_offsets, &lc, &r);
+        if (rc)
+            break;
+        const struct list_offsets_response *lo = r.response;
+        for (int32_t t = 0; t < lo->topics_count; t++)
+            for (int32_t p = 0; p < lo->topics[t].partitions_count; p++) {
+                const struct list_offsets_response_list_offsets_partition_response *pr = &lo->topics[t].partitions[p];
+                if (pr->error_code != KAFKA_ERR_NONE)
+                    continue;
+                int64_t off = r.version >= 1 ? pr->offset : pr->old_style_offsets_count ? pr->old_style_offsets[0] : -1;
+                struct group_row *row = row_find_or_add(rs, lo->topics[t].name, pr->partition_index);
+                if (row)
+                    row->log_end = off;
+            }
+        cli_reply_free(&r);
+    }
+    return rc;
+}
+
+/* Adds the committed offsets from an OffsetFetch reply to rs. */
+static int read_committed(const struct cli_reply *r, const char *group, struct group_rows *rs)
+{
+    const struct offset_fetch_response *m = r->response;
+    int16_t code = m->error_code;
+    if (r->version >= 8)
+        code = m->groups_count ? m->groups[0].error_code : KAFKA_ERR_NONE;
+    if (code != KAFKA_ERR_NONE) {
+        char what[400];
+        snprintf(what, sizeof(what), "cannot read committed offsets of group '%s'", group);
+        return cli_kafka_fail(code, (struct kafka_str){NULL, -1}, what, NULL);
+    }
+    if (r->version >= 8) {
+        for (int32_t g = 0; g < m->groups_count; g++)
+            for (int32_t t = 0; t < m->groups[g].topics_count; t++)
+                for (int32_t p = 0; p < m->groups[g].topics[t].partitions_count; p++) {
+                    const struct offset_fetch_response_offset_fetch_response_partitions *pp =
+                        &m->groups[g].topics[t].partitions[p];
+                    struct group_row *row = row_find_or_add(rs, m->groups[g].topics[t].name, pp->partition_index);
+                    if (row)
+                        row->committed = pp->committed_offset;
+                }
+        return 0;
+    }
+    for (int32_t t = 0; t < m->topics_count; t++)
+        for (int32_t p = 0; p < m->topics[t].partitions_count; p++) {
+            const struct offset_fetch_response_offset_fetch_response_partition *pp = &m->topics[t].partitions[p];
+            struct group_row *row = row_find_or_add(rs, m->topics[t].name, pp->partition_index);
+            if (row)
+                row->committed = pp->committed_offset;
+        }
+    return 0;
+}
+
+static void print_group(const char *group, const struct describe_groups_response_described_group *g,
+                        json_t *jmembers, struct cli_table *mt, struct group_rows *rs, bool json)
+{
+    static const char *const oh[] = {"TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG", "MEMBER"};
+    json_t *joff = json_array();
+    struct cli_table *ot = json ? NULL : cli_table_new(6, oh);
+    int64_t total = 0;
+    for (int i = 0; i < rs->n; i++) {
+        const struct group_row *row = &rs->v[i];
+        int64_t lag = row->committed >= 0 && row->log_end >= 0 ? row->log_end - row->committed : -1;
+        if (lag > 0)
+            total += lag;
+        json_array_append_new(joff, json_pack("{s:s, s:i, s:I, s:I, s:I, s:s?}", "topic", row->topic, "partition",
+                                              (int)row->partition, "committed", (json_int_t)row->committed,
+                                              "log_end", (json_int_t)row->log_end, "lag", (json_int_t)lag, "member",
+                                              row->member));
+        char p[16], co[24], le[24], lg[24];
+        snprintf(p, sizeof(p), "%d", (int)row->partition);
+        snprintf(co, sizeof(co), row->committed >= 0 ? "%lld" : "-", (long long)row->committed);
+        snprintf(le, sizeof(le), row->log_end >= 0 ? "%lld" : "-", (long long)row->log_end);
+        snprintf(lg, sizeof(lg), lag >= 0 ? "%lld" : "-", (long long)lag);
+        cli_table_add(ot, row->topic, p, co, le, lg, row->member ? row->member : "-");
+    }
+    if (json) {
+        cli_json_print(json_pack("{s:s, s:s, s:s, s:s, s:I, s:o, s:o}", "group", group, "state",
+                                 cli_str(g->group_state), "protocol_type", cli_str(g->protocol_type), "protocol",
+                                 cli_str(g->protocol_data), "total_lag", (json_int_t)total, "members", jmembers,
+                                 "offsets", joff));
+        return;
+    }
+    json_decref(jmembers);
+    json_decref(joff);
+    printf("GROUP       %s\nSTATE       %s\nPROTOCOL    %s %s\nTOTAL LAG   %lld\n\nMEMBERS\n", group,
+           cli_str(g->group_state), cli_str(g->protocol_type), cli_str(g->protocol_data), (long long)total);
+    cli_table_print(mt);
+    printf("\nOFFSETS\n");
+    cli_table_print(ot);
+}
+
+static int group_describe(struct cli_conn *c, const char *group, bool json)
+{
+    int32_t coord;
+    int rc = cli_coordinator(c, group, &coord);
+    if (rc)
+        return rc;
+    struct cli_reply dr, fr;
+    rc = cli_call(c, coord, KAFKA_API_KEY_DESCRIBE_GROUPS, build_describe_groups, (void *)group, &dr);
+    if (rc)
+        return rc;
+    const struct describe_groups_response *d = dr.response;
+    const struct describe_groups_response_described_group *g = d->groups_count ? &d->groups[0] : NULL;
+    if (!g || g->error_code != KAFKA_ERR_NONE) {
+        char what[400];
+        snprintf(what, sizeof(what), "cannot describe group '%s'", group);
+        rc = cli_kafka_fail(g ? g->error_code : KAFKA_ERR_GROUP_ID_NOT_FOUND, (struct kafka_str){NULL, -1}, what,
+                            "see `cairn group list`");
+        cli_reply_free(&dr);
+        return rc;
+    }
+    if (!strcmp(cli_str(g->group_state), "Dead")) {
+        char what[400];
+        snprintf(what, sizeof(what), "group '%s' does not exist", group);
+        rc = cli_kafka_fail(KAFKA_ERR_GROUP_ID_NOT_FOUND, (struct kafka_str){NULL, -1}, what, "see `cairn group list`");
+        cli_reply_free(&dr);
+        return rc;
+    }
+    struct group_rows rs = {0};
+    json_t *jmembers = json_array();
+    static const char *const mh[] = {"MEMBER", "CLIENT-ID", "HOST", "ASSIGNMENT"};
+    struct cli_table *mt = json ? NULL : cli_table_new(4, mh);
+    bool consumer = !strcmp(cli_str(g->protocol_type), "consumer");
+    /* Member ids outlive cli_str's ring: rows point at them until printed. */
+    char **owned = calloc((size_t)g->members_count + 1, sizeof(char *));
+    for (int32_t i = 0; owned && i < g->members_count; i++) {
+        const struct describe_groups_response_described_group_member *mem = &g->members[i];
+        owned[i] = strdup(cli_str(mem->member_id));
+        struct member_assignment ma = {.rs = &rs, .member = owned[i], .json = json_object()};
+        if (consumer && cli_assignment_each(mem->member_assignment, on_assigned, &ma) < 0)
+            snprintf(ma.text, sizeof(ma.text), "(undecodable, %d bytes)", (int)mem->member_assignment.len);
+        else if (!consumer)
+            snprintf(ma.text, sizeof(ma.text), "(%d bytes)", (int)mem->member_assignment.len);
+        json_array_append_new(jmembers, json_pack("{s:s?, s:s, s:s, s:o}", "member_id", owned[i], "client_id",
+                                                  cli_str(mem->client_id), "host", cli_str(mem->client_host),
+                                                  "assignment", ma.json));
+        cli_table_add(mt, owned[i] ? owned[i] : "", cli_str(mem->client_id), cli_str(mem->client_host), ma.text);
+    }
+    rc = owned ? cli_call(c, coord, KAFKA_API_KEY_OFFSET_FETCH, build_offset_fetch, (void *)group, &fr)
+               : cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
+    if (rc == 0) {
+        rc = read_committed(&fr, group, &rs);
+        cli_reply_free(&fr);
+    }
+    if (rs.n)
+        qsort(rs.v, (size_t)rs.n, sizeof(rs.v[0]), row_cmp);
+    if (rc == 0)
+        rc = fill_log_ends(c, &rs);
+    if (rc == 0) {
+        print_group(group, g, jmembers, mt, &rs, json);
+    } else {
+        json_decref(jmembers);
+        cli_table_free(mt);
+    }
+    for (int32_t i = 0; owned && i < g->members_count; i++)
+        free(owned[i]);
+    free(owned);
+    free(rs.v);
+    cli_reply_free(&dr);
+    return rc;
+}
+
+static int build_list_groups(void *req, int16_t version, struct kafka_arena *a, void *ctx)
+{
+    (void)req;
+    (void)version;
+    (void)a;
+    (void)ctx;
+    return 0;
+}
+
+/* ListGroups goes to every broker: each lists the groups it coordinates. */
+static int group_list(struct cli_conn *c, bool json)
+{
+    static const char *const headers[] = {"GROUP", "STATE", "PROTOCOL-TYPE", "COORDINATOR"};
+    struct cli_table *t = json ? NULL : cli_table_new(4, headers);
+    json_t *arr = json_array();
+    int rc = 0;
+    for (int32_t b = 0; b < c->meta->brokers_count && rc == 0; b++) {
+        int32_t node = c->meta->brokers[b].node_id;
+        struct cli_reply r;
+        rc = cli_call(c, node, KAFKA_API_KEY_LIST_GROUPS, build_list_groups, NULL, &r);
+        if (rc)
+            break;
+        const struct list_groups_response *m = r.response;
+        if (m->error_code != KAFKA_ERR_NONE) {
+            rc = cli_kafka_fail(m->error_code, (struct kafka_str){NULL, -1}, "cannot list groups",
+                                "retry shortly, or check the broker log");
+        }
+        for (int32_t i = 0; rc == 0 && i < m->groups_count; i++) {
+            const struct list_groups_response_listed_group *g = &m->groups[i];
+            char node_txt[16];
+            snprintf(node_txt, sizeof(node_txt), "%d", (int)node);
+            json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:i}", "group", cli_str(g->group_id), "state",
+                                                 cli_str(g->group_state), "protocol_type", cli_str(g->protocol_type),
+                                                 "coordinator", (int)node));
+            cli_table_add(t, cli_str(g->group_id), g->group_state.len < 0 ? "-" : cli_str(g->group_state),
+                          cli_str(g->protocol_type), node_txt);
+        }
+        cli_reply_free(&r);
+    }
+    if (rc) {
+        json_decref(arr);
+        cli_table_free(t);
+        return rc;
+    }
+    if (json)
+        return cli_json_print(arr);
+    json_decref(arr);
+    cli_table_print(t);
+    return CLI_EXIT_OK;
+}
+
+static const char group_usage[] =
+    "usage: cairn group <subcommand> [flags]\n"
+    "  list [--format json]             groups on every broker, with state and protocol type\n"
+    "  describe GROUP [--format json]   members, their assignments, committed offsets, log end and lag\n"
+    "common flags: -b/--brokers, --profile, --format, --timeout MS, -h/--help (see cairn --help)\n";
+
+int cli_group_main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        fputs(group_usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+    }
+    bool list = !strcmp(argv[1], "list"), describe = !strcmp(argv[1], "describe");
+    if (!list && !describe)
+        return cli_fail(CLI_EXIT_USAGE, "unknown subcommand 'group %s'\n%s", argv[1], group_usage);
+    struct cli_settings s;
+    char *pos[1];
+    int npos;
+    int rc = cli_parse(argc - 1, argv + 1, group_usage, "", NULL, NULL, NULL, &s, pos, &npos, describe ? 1 : 0);
+    if (rc >= 0)
+        return rc;
+    if (describe && npos != 1)
+        return cli_fail(CLI_EXIT_USAGE, "group describe wants one group id\n%s", group_usage);
+    struct cli_conn c;
+    rc = cli_connect(&c, &s);
+    if (rc)
+        return rc;
+    rc = list ? group_list(&c, s.json) : group_describe(&c, pos[0], s.json);
+    cli_close(&c);
+    return rc;
+}

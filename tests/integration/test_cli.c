@@ -1,0 +1,445 @@
+/* The `cairn` command-line tool run as a real process against a real
+ * cairnd: every subcommand's output and exit code, JSON output parsed back,
+ * consumer group lag from a librdkafka group, bad input, and the profile
+ * file and environment. The commands here are the examples in docs/cli.md. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "rk_helpers.h"
+
+#define OUT_MAX 65536
+
+/* One run's captured output; main thread only. */
+struct run {
+    int code;
+    char out[OUT_MAX];
+    char err[OUT_MAX];
+};
+
+static char g_home[512]; /* HOME for the tool: no stray profile from the real one */
+
+static void read_file(const char *path, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    size_t n = fread(buf, 1, len - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+/* Runs cairn with the NULL-terminated args; env is "NAME=value" or NULL. */
+static void run_env(struct run *r, const char *env, const char *const *args)
+{
+    char out_path[600], err_path[600];
+    snprintf(out_path, sizeof(out_path), "%s/out", g_home);
+    snprintf(err_path, sizeof(err_path), "%s/err", g_home);
+    const char *argv[40] = {CAIRN_CLI_PATH};
+    int n = 1;
+    for (int i = 0; args[i] && n < 39; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (o < 0 || e < 0)
+            _exit(127);
+        dup2(o, 1);
+        dup2(e, 2);
+        setenv("HOME", g_home, 1);
+        unsetenv("CAIRN_BROKERS");
+        if (env)
+            putenv((char *)env);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    r->code = WEXITSTATUS(status);
+    read_file(out_path, r->out, sizeof(r->out));
+    read_file(err_path, r->err, sizeof(r->err));
+}
+
+#define RUN(r, ...) run_env((r), NULL, (const char *const[]){__VA_ARGS__, NULL})
+#define RUN_ENV(r, env, ...) run_env((r), (env), (const char *const[]){__VA_ARGS__, NULL})
+
+static void expect(const struct run *r, int code, const char *in_out, const char *in_err)
+{
+    if (r->code != code || (in_out && !strstr(r->out, in_out)) || (in_err && !strstr(r->err, in_err)))
+        fail_msg("exit %d (want %d), want stdout with '%s', stderr with '%s'\nstdout:\n%s\nstderr:\n%s", r->code, code,
+                 in_out ? in_out : "", in_err ? in_err : "", r->out, r->err);
+}
+
+static json_t *parse_json(const struct run *r)
+{
+    json_error_t e;
+    json_t *v = json_loads(r->out, 0, &e);
+    if (!v)
+        fail_msg("not JSON (%s): %s", e.text, r->out);
+    return v;
+}
+
+/* The configs entry named key in `cairn topic describe --format json`. */
+static json_t *config_entry(json_t *desc, const char *key)
+{
+    json_t *configs = json_object_get(desc, "configs"), *e;
+    size_t i;
+    json_array_foreach(configs, i, e)
+    {
+        if (!strcmp(json_string_value(json_object_get(e, "name")), key))
+            return e;
+    }
+    fail_msg("no config %s", key);
+    return NULL;
+}
+
+static const char *source_of(json_t *desc, const char *key)
+{
+    return json_string_value(json_object_get(config_entry(desc, key), "source"));
+}
+
+static int setup(void **state)
+{
+    snprintf(g_home, sizeof(g_home), "/tmp/cairn-cli-home-XXXXXX");
+    if (!mkdtemp(g_home))
+        return -1;
+    struct test_broker *b = calloc(1, sizeof(*b));
+    *state = b;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct test_broker *b = *state;
+    broker_cleanup(b);
+    free(b);
+    char cmd[700];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_home);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_topic_lifecycle(void **state)
+{
+    struct test_broker *b = *state;
+    broker_start(b, NULL);
+    const char *bs = broker_bootstrap(b);
+    struct run r;
+
+    RUN(&r, "topic", "create", "orders", "-b", bs, "--partitions", "3", "-c", "retention.ms=3600000");
+    expect(&r, 0, "created topic 'orders'", NULL);
+    RUN(&r, "topic", "create", "orders", "-b", bs);
+    expect(&r, 1, NULL, "TOPIC_ALREADY_EXISTS: topic 'orders' already exists");
+    expect(&r, 1, NULL, "use `cairn topic describe orders`");
+
+    RUN(&r, "topic", "create", "audit", "-b", bs);
+    expect(&r, 0, "created topic 'audit' (1 partitions", NULL);
+
+    RUN(&r, "topic", "list", "-b", bs);
+    expect(&r, 0, "orders", NULL);
+    expect(&r, 0, "NAME", NULL);
+    assert_true(strstr(r.out, "audit") < strstr(r.out, "orders")); /* sorted by name */
+    RUN(&r, "topic", "list", "-b", bs, "--format", "json");
+    json_t *list = parse_json(&r);
+    assert_int_equal(json_array_size(list), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(list, 0), "name")), "audit");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(list, 1), "name")), "orders");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(list, 1), "partitions")), 3);
+    json_decref(list);
+    RUN(&r, "topic", "list", "-b", bs, "--internal");
+    expect(&r, 0, "__consumer_offsets", NULL);
+
+    RUN(&r, "topic", "describe", "orders", "-b", bs);
+    expect(&r, 0, "DYNAMIC_TOPIC_CONFIG", NULL);
+    expect(&r, 0, "DEFAULT_CONFIG", NULL);
+    expect(&r, 0, "ISR", NULL);
+    RUN(&r, "topic", "describe", "orders", "-b", bs, "--format", "json");
+    json_t *d = parse_json(&r);
+    assert_int_equal(json_integer_value(json_object_get(d, "partition_count")), 3);
+    json_t *parts = json_object_get(d, "partitions");
+    assert_int_equal(json_array_size(parts), 3);
+    json_t *p0 = json_array_get(parts, 0);
+    assert_true(json_integer_value(json_object_get(p0, "leader")) >= 0);
+    assert_int_equal(json_array_size(json_object_get(p0, "isr")), 1);
+    assert_string_equal(source_of(d, "retention.ms"), "DYNAMIC_TOPIC_CONFIG");
+    assert_string_equal(json_string_value(json_object_get(config_entry(d, "retention.ms"), "value")), "3600000");
+    assert_string_equal(source_of(d, "cleanup.policy"), "DEFAULT_CONFIG");
+    json_decref(d);
+
+    RUN(&r, "topic", "alter-config", "orders", "-b", bs, "--set", "cleanup.policy=compact", "--delete",
+        "retention.ms");
+    expect(&r, 0, "altered 2 config(s) of topic 'orders'", NULL);
+    RUN(&r, "topic", "describe", "orders", "-b", bs, "--format", "json");
+    d = parse_json(&r);
+    assert_string_equal(source_of(d, "cleanup.policy"), "DYNAMIC_TOPIC_CONFIG");
+    assert_string_equal(source_of(d, "retention.ms"), "DEFAULT_CONFIG");
+    json_decref(d);
+
+    RUN(&r, "topic", "add-partitions", "orders", "-b", bs, "--num", "2");
+    expect(&r, 0, "topic 'orders' now has 5 partitions", NULL);
+    RUN(&r, "topic", "describe", "orders", "-b", bs, "--format", "json");
+    d = parse_json(&r);
+    assert_int_equal(json_integer_value(json_object_get(d, "partition_count")), 5);
+    json_decref(d);
+
+    RUN(&r, "topic", "delete", "orders", "audit", "-b", bs);
+    expect(&r, 0, "deleted topic 'orders'", NULL);
+    expect(&r, 0, "deleted topic 'audit'", NULL);
+    RUN(&r, "topic", "describe", "orders", "-b", bs);
+    expect(&r, 1, NULL, "UNKNOWN_TOPIC_OR_PARTITION: topic 'orders' does not exist");
+    RUN(&r, "topic", "list", "-b", bs);
+    expect(&r, 0, NULL, NULL);
+    assert_null(strstr(r.out, "orders"));
+    assert_null(strstr(r.out, "audit"));
+    broker_mark_passed(b);
+}
+
+static void test_bad_input(void **state)
+{
+    struct test_broker *b = *state;
+    broker_start(b, NULL);
+    const char *bs = broker_bootstrap(b);
+    struct run r;
+
+    RUN(&r, "topic", "describe", "nosuch", "-b", bs);
+    expect(&r, 1, NULL, "UNKNOWN_TOPIC_OR_PARTITION");
+    RUN(&r, "topic", "delete", "nosuch", "-b", bs);
+    expect(&r, 1, NULL, "UNKNOWN_TOPIC_OR_PARTITION");
+    RUN(&r, "topic", "create", "badcfg", "-b", bs, "-c", "retention.ms=soon");
+    expect(&r, 1, NULL, "INVALID_CONFIG");
+    RUN(&r, "topic", "create", "t1", "-b", bs);
+    expect(&r, 0, NULL, NULL);
+    RUN(&r, "topic", "alter-config", "t1", "-b", bs, "--set", "retention.ms=soon");
+    expect(&r, 1, NULL, "INVALID_CONFIG");
+
+    RUN(&r, "topic", "list", "-b", bs, "--bogus");
+    expect(&r, 2, NULL, "--bogus");
+    RUN(&r, "topic", "describe", "-b", bs);
+    expect(&r, 2, NULL, "one topic name");
+    RUN(&r, "topic", "frobnicate", "-b", bs);
+    expect(&r, 2, NULL, "unknown subcommand");
+    RUN(&r, "topic", "add-partitions", "t1", "-b", bs);
+    expect(&r, 2, NULL, "--num");
+    RUN(&r, "topic", "list", "--format", "yaml", "-b", bs);
+    expect(&r, 2, NULL, "--format");
+    RUN(&r, "nonsense");
+    expect(&r, 2, NULL, "unknown command");
+    RUN(&r, "cluster", "info", "-b", "");
+    expect(&r, 2, NULL, "no brokers given");
+    RUN(&r, "cluster", "info", "-b", "nocolon");
+    expect(&r, 2, NULL, "bad broker address 'nocolon'");
+
+    const char *const helps[][3] = {{"topic", "create", "--help"},       {"topic", "list", "--help"},
+                                    {"topic", "describe", "--help"},     {"topic", "delete", "--help"},
+                                    {"topic", "add-partitions", "--help"}, {"topic", "alter-config", "--help"},
+                                    {"cluster", "info", "--help"},       {"group", "list", "--help"},
+                                    {"group", "describe", "--help"}};
+    for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++) {
+        RUN(&r, helps[i][0], helps[i][1], helps[i][2]);
+        expect(&r, 0, "usage: cairn", NULL);
+    }
+
+    /* Nobody listens: exit 3 within the timeout (plus process start). */
+    char dead[64];
+    snprintf(dead, sizeof(dead), "127.0.0.1:%d", harness_free_port());
+    long long t0 = harness_now_ms();
+    RUN(&r, "cluster", "info", "-b", dead, "--timeout", "1500");
+    long long took = harness_now_ms() - t0;
+    expect(&r, 3, NULL, "no broker reachable");
+    assert_true(took < 4000);
+    broker_mark_passed(b);
+}
+
+static void test_cluster_info(void **state)
+{
+    struct test_broker *b = *state;
+    broker_start(b, NULL);
+    struct run r;
+    char hp[64];
+    snprintf(hp, sizeof(hp), "127.0.0.1:%d", broker_port(b));
+    RUN(&r, "cluster", "info", "-b", broker_bootstrap(b));
+    expect(&r, 0, hp, NULL);
+    expect(&r, 0, "CONTROLLER", NULL);
+    RUN(&r, "cluster", "info", "-b", broker_bootstrap(b), "--format", "json");
+    json_t *v = parse_json(&r);
+    assert_true(strlen(json_string_value(json_object_get(v, "cluster_id"))) > 0);
+    json_t *brokers = json_object_get(v, "brokers");
+    assert_int_equal(json_array_size(brokers), 1);
+    json_t *b0 = json_array_get(brokers, 0);
+    assert_int_equal(json_integer_value(json_object_get(b0, "port")), broker_port(b));
+    assert_int_equal(json_integer_value(json_object_get(v, "controller_id")),
+                     json_integer_value(json_object_get(b0, "id")));
+    json_decref(v);
+    broker_mark_passed(b);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_profile_and_env(void **state)
+{
+    struct test_broker *b = *state;
+    broker_start(b, NULL);
+    struct run r;
+    char text[256], path[700], env[128], dead[64];
+    snprintf(dead, sizeof(dead), "127.0.0.1:%d", harness_free_port());
+
+    /* --profile FILE, with settings other tools use left alone. */
+    snprintf(path, sizeof(path), "%s/kcat.conf", g_home);
+    snprintf(text, sizeof(text), "# shared with kcat\nbootstrap.servers=%s\ngroup.id=x\nclient.id=ops\n",
+             broker_bootstrap(b));
+    write_text(path, text);
+    RUN(&r, "cluster", "info", "--profile", path);
+    expect(&r, 0, "CONTROLLER", NULL);
+
+    /* Unsupported security settings are refused, not ignored. */
+    snprintf(path, sizeof(path), "%s/ssl.conf", g_home);
+    snprintf(text, sizeof(text), "bootstrap.servers=%s\nsecurity.protocol=SSL\n", broker_bootstrap(b));
+    write_text(path, text);
+    RUN(&r, "cluster", "info", "--profile", path);
+    expect(&r, 2, NULL, "security.protocol=SSL is not supported");
+
+    /* CAIRN_BROKERS, with no flag and no profile. */
+    snprintf(env, sizeof(env), "CAIRN_BROKERS=%s", broker_bootstrap(b));
+    RUN_ENV(&r, env, "cluster", "info");
+    expect(&r, 0, "CONTROLLER", NULL);
+
+    /* ~/.config/cairn/profile when present; the environment beats it and a flag beats both. */
+    snprintf(path, sizeof(path), "%s/.config", g_home);
+    mkdir(path, 0700);
+    snprintf(path, sizeof(path), "%s/.config/cairn", g_home);
+    mkdir(path, 0700);
+    snprintf(path, sizeof(path), "%s/.config/cairn/profile", g_home);
+    snprintf(text, sizeof(text), "bootstrap.servers=%s\n", broker_bootstrap(b));
+    write_text(path, text);
+    RUN(&r, "cluster", "info");
+    expect(&r, 0, "CONTROLLER", NULL);
+    RUN(&r, "cluster", "info", "-b", dead, "--timeout", "1000");
+    expect(&r, 3, NULL, "no broker reachable");
+    snprintf(text, sizeof(text), "bootstrap.servers=%s\n", dead);
+    write_text(path, text);
+    RUN_ENV(&r, env, "cluster", "info");
+    expect(&r, 0, "CONTROLLER", NULL);
+    unlink(path);
+    broker_mark_passed(b);
+}
+
+static void test_group_lag(void **state)
+{
+    struct test_broker *b = *state;
+    broker_start(b, NULL);
+    const char *bs = broker_bootstrap(b);
+    rk_create_topic(bs, "events", 2, NULL);
+    rd_kafka_t *p = rk_producer_new(bs, NULL);
+    for (int i = 0; i < 15; i++)
+        assert_int_equal(rk_produce_blocking(p, "events", i < 10 ? 0 : 1, NULL, 0, "v", 1, 0, NULL, NULL), 0);
+    rd_kafka_flush(p, 10000);
+    assert_int_equal(rk_producer_stats(p)->delivered, 15);
+    rk_producer_destroy(p);
+
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    const char *kv[] = {"bootstrap.servers", bs, "group.id", "billing", "client.id", "billing-1",
+                        "enable.auto.commit", "false", "session.timeout.ms", "6000", NULL};
+    for (int i = 0; kv[i]; i += 2)
+        assert_int_equal(rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof errstr), RD_KAFKA_CONF_OK);
+    rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+    assert_non_null(c);
+    rd_kafka_poll_set_consumer(c);
+    rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(sub, "events", RD_KAFKA_PARTITION_UA);
+    assert_int_equal(rd_kafka_subscribe(c, sub), 0);
+    rd_kafka_topic_partition_list_destroy(sub);
+    long long deadline = harness_now_ms() + 20000;
+    bool assigned = false;
+    while (!assigned && harness_now_ms() < deadline) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 100);
+        if (m)
+            rd_kafka_message_destroy(m);
+        rd_kafka_topic_partition_list_t *a = NULL;
+        if (rd_kafka_assignment(c, &a) == 0) {
+            assigned = a->cnt == 2;
+            rd_kafka_topic_partition_list_destroy(a);
+        }
+    }
+    assert_true(assigned);
+    rd_kafka_topic_partition_list_t *offs = rd_kafka_topic_partition_list_new(2);
+    rd_kafka_topic_partition_list_add(offs, "events", 0)->offset = 4;
+    rd_kafka_topic_partition_list_add(offs, "events", 1)->offset = 5;
+    assert_int_equal(rd_kafka_commit(c, offs, 0), 0);
+    rd_kafka_topic_partition_list_destroy(offs);
+
+    struct run r;
+    RUN(&r, "group", "list", "-b", bs);
+    expect(&r, 0, "billing", NULL);
+    RUN(&r, "group", "list", "-b", bs, "--format", "json");
+    json_t *l = parse_json(&r);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(l, 0), "group")), "billing");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(l, 0), "protocol_type")), "consumer");
+    json_decref(l);
+
+    RUN(&r, "group", "describe", "billing", "-b", bs);
+    expect(&r, 0, "TOTAL LAG   6", NULL);
+    expect(&r, 0, "billing-1", NULL);
+    expect(&r, 0, "events:0,1", NULL);
+    RUN(&r, "group", "describe", "billing", "-b", bs, "--format", "json");
+    json_t *d = parse_json(&r);
+    assert_string_equal(json_string_value(json_object_get(d, "state")), "Stable");
+    assert_int_equal(json_integer_value(json_object_get(d, "total_lag")), 6);
+    json_t *members = json_object_get(d, "members");
+    assert_int_equal(json_array_size(members), 1);
+    json_t *assign = json_object_get(json_object_get(json_array_get(members, 0), "assignment"), "events");
+    assert_int_equal(json_array_size(assign), 2);
+    json_t *offsets = json_object_get(d, "offsets");
+    assert_int_equal(json_array_size(offsets), 2);
+    const long long want[2][3] = {{4, 10, 6}, {5, 5, 0}};
+    for (int i = 0; i < 2; i++) {
+        json_t *o = json_array_get(offsets, (size_t)i);
+        assert_int_equal(json_integer_value(json_object_get(o, "partition")), i);
+        assert_int_equal(json_integer_value(json_object_get(o, "committed")), want[i][0]);
+        assert_int_equal(json_integer_value(json_object_get(o, "log_end")), want[i][1]);
+        assert_int_equal(json_integer_value(json_object_get(o, "lag")), want[i][2]);
+        assert_non_null(json_string_value(json_object_get(o, "member")));
+    }
+    json_decref(d);
+
+    RUN(&r, "group", "describe", "nobody", "-b", bs);
+    expect(&r, 1, NULL, "GROUP_ID_NOT_FOUND");
+
+    rd_kafka_consumer_close(c);
+    rd_kafka_destroy(c);
+    broker_mark_passed(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_topic_lifecycle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_info, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_profile_and_env, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_lag, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
