@@ -30,8 +30,10 @@ void raft_become_unattached(struct raft_node *n, int32_t epoch, int64_t deadline
 
 void raft_become_follower(struct raft_node *n, int32_t epoch, int32_t leader)
 {
-    if (epoch != n->epoch || leader != n->leader_id)
+    if (epoch != n->epoch || leader != n->leader_id) {
         n->leader_hw = 0;
+        n->leader_contact = n->now - n->cfg.fetch_timeout_ms;
+    }
     int32_t voted = epoch > n->epoch ? RAFT_NO_ID : n->voted_id;
     raft_set_qs(n, epoch, voted, leader);
     n->fetch_deadline = n->now + n->cfg.fetch_timeout_ms;
@@ -52,9 +54,8 @@ bool raft_observe_epoch(struct raft_node *n, int32_t epoch, int32_t leader)
             raft_become_unattached(n, epoch, n->now + raft_election_timeout(n));
         return true;
     }
-    if (epoch == n->epoch && leader >= 0 && leader != self && n->role != RAFT_LEADER &&
-        (n->leader_id == RAFT_NO_ID || n->role != RAFT_FOLLOWER) &&
-        (n->leader_id == RAFT_NO_ID || n->leader_id == leader))
+    if (epoch == n->epoch && leader >= 0 && leader != self && n->leader_id == RAFT_NO_ID &&
+        n->role != RAFT_LEADER)
         raft_become_follower(n, epoch, leader);
     return false;
 }
@@ -126,9 +127,12 @@ static void become_leader(struct raft_node *n)
  * election backs off before the next pre-vote. */
 static void election_lost(struct raft_node *n)
 {
-    if (n->role == RAFT_PROSPECTIVE && n->leader_id >= 0)
+    if (n->role == RAFT_PROSPECTIVE && n->leader_id >= 0) {
+        /* Others still hear from that leader. Ask again after a backoff,
+         * not a whole fetch timeout, in case they stop hearing too. */
         raft_become_follower(n, n->epoch, n->leader_id);
-    else
+        n->fetch_deadline = n->now + election_backoff(n);
+    } else
         raft_become_unattached(n, n->epoch, n->now + election_backoff(n));
 }
 
@@ -201,7 +205,7 @@ static bool grant_pre_vote(const struct raft_node *n, const struct raft_vote_req
      * replica cannot disrupt a working quorum. */
     if (n->role == RAFT_LEADER)
         return false;
-    if (n->role == RAFT_FOLLOWER && n->now < n->fetch_deadline)
+    if (n->role == RAFT_FOLLOWER && n->now - n->leader_contact < n->cfg.fetch_timeout_ms)
         return false;
     return log_up_to_date(n, r);
 }
@@ -292,6 +296,8 @@ void raft_on_begin_req(struct raft_node *n, const struct raft_msg *m)
     else if (n->role != RAFT_FOLLOWER || n->epoch != r->leader_epoch ||
              n->leader_id != r->leader_id)
         raft_become_follower(n, r->leader_epoch, r->leader_id);
+    if (error == RAFT_OK)
+        n->leader_contact = n->now;
     send_epoch_resp(n, m, RAFT_MSG_BEGIN_EPOCH_RESP, error);
 }
 
@@ -308,6 +314,7 @@ void raft_on_end_req(struct raft_node *n, const struct raft_msg *m)
         /* The leader stepped down: elect soon instead of after a fetch timeout. */
         if (n->fetch_deadline > soon)
             n->fetch_deadline = soon;
+        n->leader_contact = n->now - n->cfg.fetch_timeout_ms;
     }
     send_epoch_resp(n, m, RAFT_MSG_END_EPOCH_RESP, error);
 }

@@ -35,6 +35,7 @@ struct raft_node {
     /* timers (local milliseconds) */
     int64_t election_deadline; /* unattached, prospective, candidate */
     int64_t fetch_deadline;    /* follower: leader silence limit */
+    int64_t leader_contact;    /* follower: last answer from the leader */
     int64_t next_fetch_at;
     int64_t fetch_sent_at;
     bool fetch_inflight;

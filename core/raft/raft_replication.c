@@ -197,6 +197,11 @@ void raft_on_fetch_resp(struct raft_node *n, const struct raft_msg *m)
             n->fetch_inflight = false;
         return;
     }
+    if (r->current_leader_epoch == n->epoch && r->current_leader_id != n->leader_id) {
+        /* The leader restarted or resigned: it no longer leads this epoch. */
+        raft_become_unattached(n, n->epoch, n->now + raft_election_timeout(n));
+        return;
+    }
     if (r->error_code != RAFT_OK || r->current_leader_epoch != n->epoch) {
         n->fetch_inflight = false;
         n->next_fetch_at = n->now + n->cfg.fetch_idle_ms;
@@ -207,6 +212,7 @@ void raft_on_fetch_resp(struct raft_node *n, const struct raft_msg *m)
         return;
     n->fetch_inflight = false;
     n->fetch_deadline = n->now + n->cfg.fetch_timeout_ms;
+    n->leader_contact = n->now;
     if (r->diverging_end_offset >= 0) {
         int32_t epoch;
         int64_t end;

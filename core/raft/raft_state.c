@@ -275,9 +275,12 @@ int raft_node_create(struct raft_node **out, const struct raft_config *cfg,
         raft_output_clear(&n->out[n->out_head + i]);
     n->out_len = 0;
     n->flushed_end = n->log_len;
-    /* A leader that restarts resigns: it never leads its old epoch again. */
+    /* A leader that restarts resigns: it never leads its old epoch again,
+     * and tells the voters so they need not wait out a fetch timeout. */
     if (n->leader_id >= 0 && n->leader_id != cfg->node_id)
         raft_become_follower(n, n->epoch, n->leader_id);
+    else if (n->leader_id == cfg->node_id && n->self_index >= 0)
+        raft_resign(n);
     else
         raft_become_unattached(n, n->epoch, now_ms + raft_election_timeout(n));
     *out = n;
