@@ -275,6 +275,7 @@ int raft_node_create(struct raft_node **out, const struct raft_config *cfg,
         raft_output_clear(&n->out[n->out_head + i]);
     n->out_len = 0;
     n->flushed_end = n->log_len;
+    n->leader_contact = now_ms - cfg->fetch_timeout_ms; /* not heard since the restart */
     /* A leader that restarts resigns: it never leads its old epoch again,
      * and tells the voters so they need not wait out a fetch timeout. */
     if (n->leader_id >= 0 && n->leader_id != cfg->node_id)
