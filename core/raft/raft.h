@@ -120,7 +120,7 @@ struct raft_fetch_resp {
     int64_t diverging_end_offset; /* -1: none */
     int32_t current_leader_id;
     int32_t current_leader_epoch;
-    int64_t fetch_offset;         /* echo; the shell keeps it per in-flight request */
+    int64_t fetch_offset;         /* the request's; records start here */
     struct raft_entry *records;   /* owned, consecutive from fetch_offset */
     int32_t n_records;
 };
@@ -129,6 +129,11 @@ struct raft_msg {
     enum raft_msg_type type;
     int32_t src;
     int32_t dst;
+    /* The request header's correlation id; a response carries its request's.
+     * A follower accepts only the answer to its fetch in flight: a late or
+     * duplicated answer could otherwise match a log truncated and regrown
+     * to the same length. */
+    int32_t correlation_id;
     union {
         struct raft_vote_req vote_req;
         struct raft_vote_resp vote_resp;

@@ -230,7 +230,8 @@ static bool grant_vote(struct raft_node *n, const struct raft_vote_req *r)
 void raft_on_vote_req(struct raft_node *n, const struct raft_msg *m)
 {
     const struct raft_vote_req *r = &m->u.vote_req;
-    struct raft_msg resp = {.type = RAFT_MSG_VOTE_RESP, .dst = m->src};
+    struct raft_msg resp = {.type = RAFT_MSG_VOTE_RESP, .dst = m->src,
+                            .correlation_id = m->correlation_id};
     bool granted = false;
 
     resp.u.vote_resp.pre_vote = r->pre_vote;
@@ -278,7 +279,7 @@ void raft_on_vote_resp(struct raft_node *n, const struct raft_msg *m)
 static void send_epoch_resp(struct raft_node *n, const struct raft_msg *m,
                             enum raft_msg_type type, int16_t error)
 {
-    struct raft_msg resp = {.type = type, .dst = m->src};
+    struct raft_msg resp = {.type = type, .dst = m->src, .correlation_id = m->correlation_id};
     resp.u.epoch_resp = (struct raft_epoch_resp){
         .error_code = error, .leader_id = n->leader_id, .leader_epoch = n->epoch,
     };

@@ -39,6 +39,7 @@ struct raft_node {
     int64_t next_fetch_at;
     int64_t fetch_sent_at;
     bool fetch_inflight;
+    int32_t fetch_correlation; /* of the fetch in flight */
     int32_t discover_next; /* observer without leader: voter index to ask */
 
     /* election */

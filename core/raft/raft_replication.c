@@ -78,6 +78,7 @@ static void send_fetch(struct raft_node *n, int32_t to)
         .fetch_offset = n->log_len,
         .last_fetched_epoch = raft_last_epoch(n),
     };
+    m.correlation_id = ++n->fetch_correlation;
     n->fetch_inflight = true;
     n->fetch_sent_at = n->now;
     raft_send(n, &m);
@@ -146,7 +147,8 @@ static void attach_records(const struct raft_node *n, struct raft_fetch_resp *re
 void raft_on_fetch_req(struct raft_node *n, const struct raft_msg *m)
 {
     const struct raft_fetch_req *r = &m->u.fetch_req;
-    struct raft_msg resp = {.type = RAFT_MSG_FETCH_RESP, .dst = m->src};
+    struct raft_msg resp = {.type = RAFT_MSG_FETCH_RESP, .dst = m->src,
+                            .correlation_id = m->correlation_id};
     struct raft_fetch_resp *fr = &resp.u.fetch_resp;
     fr->error_code = fetch_error(n, r);
     fr->high_watermark = -1;
@@ -190,6 +192,9 @@ void raft_on_fetch_req(struct raft_node *n, const struct raft_msg *m)
 void raft_on_fetch_resp(struct raft_node *n, const struct raft_msg *m)
 {
     const struct raft_fetch_resp *r = &m->u.fetch_resp;
+    /* An answer to an older fetch is dropped. */
+    if (!n->fetch_inflight || m->correlation_id != n->fetch_correlation)
+        return;
     if (raft_observe_epoch(n, r->current_leader_epoch, r->current_leader_id))
         return;
     if (n->role != RAFT_FOLLOWER || m->src != n->leader_id) {
@@ -207,7 +212,6 @@ void raft_on_fetch_resp(struct raft_node *n, const struct raft_msg *m)
         n->next_fetch_at = n->now + n->cfg.fetch_idle_ms;
         return;
     }
-    /* A duplicate or late answer to an older fetch is dropped. */
     if (r->fetch_offset != n->log_len)
         return;
     n->fetch_inflight = false;

@@ -86,6 +86,7 @@ struct sim_world {
     bool blocked[SIM_MAX_NODES][SIM_MAX_NODES]; /* [from][to] */
     uint32_t loss_pct, dup_pct;
     int64_t max_delay_ms;
+    int64_t election_timeout_ms; /* fetch timeout and backoff follow it */
 
     /* schedule */
     int64_t fault_end;

@@ -242,6 +242,9 @@ static struct raft_config node_config(const struct sim_world *w, int node)
     cfg.n_voters = w->n_voters;
     for (int i = 0; i < w->n_voters; i++)
         cfg.voters[i] = i;
+    cfg.election_timeout_ms = w->election_timeout_ms;
+    cfg.fetch_timeout_ms = 2 * w->election_timeout_ms;
+    cfg.election_backoff_max_ms = w->election_timeout_ms;
     cfg.seed = w->seed * 1000003ULL + (uint64_t)node * 7919ULL + w->nodes[node].incarnation;
     return cfg;
 }
@@ -393,6 +396,9 @@ int sim_world_init(struct sim_world *w, uint64_t seed, bool trace)
     w->dup_pct = (uint32_t)sim_below(&w->rng, 10);
     w->loss_pct = (uint32_t)sim_below(&w->rng, 15);
     w->max_delay_ms = 1 + (int64_t)sim_below(&w->rng, 40);
+    /* Half the seeds run Kafka's timeouts; the rest timeouts as short as a
+     * few message delays, where elections race and collide. */
+    w->election_timeout_ms = sim_below(&w->rng, 2) ? 1000 : 20 + (int64_t)sim_below(&w->rng, 300);
     w->fault_end = 2000 + (int64_t)sim_below(&w->rng, 18000);
     for (int i = 0; i < w->n_nodes; i++) {
         /* Clocks run up to 5% fast or slow and start anywhere. */
@@ -400,9 +406,9 @@ int sim_world_init(struct sim_world *w, uint64_t seed, bool trace)
         w->nodes[i].clock_offset = (int64_t)sim_below(&w->rng, 1000000);
     }
     sim_trace(w, "seed %llu: %d voters, %d observers, loss %u%%, dup %u%%, delay <= %lldms, "
-              "faults until %lldms", (unsigned long long)seed, w->n_voters,
+              "election timeout %lldms, faults until %lldms", (unsigned long long)seed, w->n_voters,
               w->n_nodes - w->n_voters, w->loss_pct, w->dup_pct, (long long)w->max_delay_ms,
-              (long long)w->fault_end);
+              (long long)w->election_timeout_ms, (long long)w->fault_end);
     for (int i = 0; i < w->n_nodes; i++)
         start_node(w, i);
     struct sim_event fault = {.time = 100 + (int64_t)sim_below(&w->rng, 400), .type = SIM_EV_FAULT};

@@ -345,9 +345,11 @@ static void test_follower_truncates_on_divergence(void **state)
     assert_non_null(req);
     assert_int_equal(req->msg.u.fetch_req.fetch_offset, 4);
     assert_int_equal(req->msg.u.fetch_req.last_fetched_epoch, 2);
+    int32_t correlation = req->msg.correlation_id;
     outs_free(&outs);
 
-    struct raft_msg m = {.type = RAFT_MSG_FETCH_RESP, .src = 2, .dst = 0};
+    struct raft_msg m = {.type = RAFT_MSG_FETCH_RESP, .src = 2, .dst = 0,
+                         .correlation_id = correlation};
     m.u.fetch_resp = (struct raft_fetch_resp){
         .high_watermark = 2, .diverging_epoch = 1, .diverging_end_offset = 3,
         .current_leader_id = 2, .current_leader_epoch = 3, .fetch_offset = 4,
@@ -363,6 +365,18 @@ static void test_follower_truncates_on_divergence(void **state)
     assert_non_null(req);
     assert_int_equal(req->msg.u.fetch_req.fetch_offset, 2);
     assert_int_equal(req->msg.u.fetch_req.last_fetched_epoch, 1);
+    m.correlation_id = req->msg.correlation_id;
+    outs_free(&outs);
+
+    /* A late answer to the first fetch, even one that fits the log as it is
+     * now, no longer matches the fetch in flight and is dropped. */
+    struct raft_msg late = m;
+    late.correlation_id = correlation;
+    late.u.fetch_resp.fetch_offset = 2;
+    late.u.fetch_resp.diverging_end_offset = 1;
+    raft_node_receive(node, 2, &late);
+    drain(node, &outs);
+    assert_int_equal(count_type(&outs, RAFT_OUT_TRUNCATE), 0);
     outs_free(&outs);
 
     /* The matching answer brings the leader's entry; the HW follows only
