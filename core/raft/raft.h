@@ -228,6 +228,9 @@ int32_t raft_node_leader(const struct raft_node *node);
 int64_t raft_node_high_watermark(const struct raft_node *node);
 int64_t raft_node_end_offset(const struct raft_node *node);
 bool raft_node_is_voter(const struct raft_node *node);
+/* Out of memory once: the node ignores every input from then on and must
+ * be restarted from what is durable. */
+bool raft_node_failed(const struct raft_node *node);
 /* The entry at offset, or NULL past the end. Valid until the next input. */
 const struct raft_entry *raft_node_entry(const struct raft_node *node, int64_t offset);
 

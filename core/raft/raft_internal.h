@@ -23,6 +23,7 @@ struct raft_node {
     uint64_t qs_version;
     uint64_t qs_persisted;
     enum raft_role role;
+    bool failed; /* an output could not be queued: inputs are ignored */
 
     /* log: entry i has offset i */
     struct raft_entry *log;

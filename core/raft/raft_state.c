@@ -116,11 +116,15 @@ int32_t raft_last_epoch(const struct raft_node *n)
     return n->log_len ? n->log[n->log_len - 1].epoch : 0;
 }
 
-/* Outputs are few and small; an allocation failure drops the output, which
- * the protocol tolerates as a lost message (timers retry). Losing a persist
- * or append would not be tolerable, so those grow the queue first. */
+/* Outputs are few and small. If one cannot be queued the node stops for
+ * good (raft_node_failed): going on without a persist or an append the
+ * caller never saw could break the protocol's promises. */
 void raft_emit(struct raft_node *n, struct raft_output *o)
 {
+    if (n->failed) {
+        raft_output_clear(o);
+        return;
+    }
     if (n->out_head + n->out_len == n->out_cap) {
         if (n->out_head > 0) {
             memmove(n->out, n->out + n->out_head, n->out_len * sizeof *n->out);
@@ -130,6 +134,7 @@ void raft_emit(struct raft_node *n, struct raft_output *o)
             struct raft_output *grown = realloc(n->out, cap * sizeof *grown);
             if (!grown) {
                 raft_output_clear(o);
+                n->failed = true;
                 return;
             }
             n->out = grown;
@@ -152,6 +157,7 @@ void raft_send(struct raft_node *n, struct raft_msg *msg)
         struct raft_held_msg *grown = realloc(n->held, cap * sizeof *grown);
         if (!grown) {
             raft_msg_clear(msg);
+            n->failed = true;
             return;
         }
         n->held = grown;
@@ -284,6 +290,10 @@ int raft_node_create(struct raft_node **out, const struct raft_config *cfg,
         raft_resign(n);
     else
         raft_become_unattached(n, n->epoch, now_ms + raft_election_timeout(n));
+    if (n->failed) {
+        raft_node_destroy(n);
+        return RAFT_ERR_NOMEM;
+    }
     *out = n;
     return RAFT_OK;
 }
@@ -304,23 +314,27 @@ void raft_node_destroy(struct raft_node *n)
     free(n);
 }
 
-static void advance_clock(struct raft_node *n, int64_t now_ms)
+/* Returns false once the node has failed: then inputs are ignored. */
+static bool advance_clock(struct raft_node *n, int64_t now_ms)
 {
     /* A caller's clock that steps back is treated as standing still. */
     if (now_ms > n->now)
         n->now = now_ms;
+    return !n->failed;
 }
 
 void raft_node_tick(struct raft_node *n, int64_t now_ms)
 {
-    advance_clock(n, now_ms);
+    if (!advance_clock(n, now_ms))
+        return;
     raft_election_tick(n);
     raft_replication_tick(n);
 }
 
 void raft_node_receive(struct raft_node *n, int64_t now_ms, const struct raft_msg *m)
 {
-    advance_clock(n, now_ms);
+    if (!advance_clock(n, now_ms))
+        return;
     if (m->dst != n->cfg.node_id)
         return;
     switch (m->type) {
@@ -339,7 +353,8 @@ void raft_node_receive(struct raft_node *n, int64_t now_ms, const struct raft_ms
 int raft_node_append(struct raft_node *n, int64_t now_ms, const void *data, uint32_t len,
                      int64_t *offset_out)
 {
-    advance_clock(n, now_ms);
+    if (!advance_clock(n, now_ms))
+        return RAFT_ERR_NOMEM;
     if (n->role != RAFT_LEADER)
         return RAFT_ERR_NOT_LEADER;
     int64_t offset = n->log_len;
@@ -353,7 +368,8 @@ int raft_node_append(struct raft_node *n, int64_t now_ms, const void *data, uint
 
 void raft_node_flushed(struct raft_node *n, int64_t now_ms, int64_t offset)
 {
-    advance_clock(n, now_ms);
+    if (!advance_clock(n, now_ms))
+        return;
     if (offset > n->log_len)
         offset = n->log_len;
     if (offset > n->flushed_end)
@@ -364,7 +380,8 @@ void raft_node_flushed(struct raft_node *n, int64_t now_ms, int64_t offset)
 
 void raft_node_qs_persisted(struct raft_node *n, int64_t now_ms, uint64_t version)
 {
-    advance_clock(n, now_ms);
+    if (!advance_clock(n, now_ms))
+        return;
     if (version > n->qs_persisted)
         n->qs_persisted = version;
     size_t kept = 0;
@@ -381,7 +398,8 @@ void raft_node_qs_persisted(struct raft_node *n, int64_t now_ms, uint64_t versio
 
 void raft_node_resign(struct raft_node *n, int64_t now_ms)
 {
-    advance_clock(n, now_ms);
+    if (!advance_clock(n, now_ms))
+        return;
     if (n->role == RAFT_LEADER)
         raft_resign(n);
 }
@@ -403,6 +421,7 @@ int32_t raft_node_leader(const struct raft_node *n) { return n->leader_id; }
 int64_t raft_node_high_watermark(const struct raft_node *n) { return n->hw; }
 int64_t raft_node_end_offset(const struct raft_node *n) { return n->log_len; }
 bool raft_node_is_voter(const struct raft_node *n) { return n->self_index >= 0; }
+bool raft_node_failed(const struct raft_node *n) { return n->failed; }
 
 const struct raft_entry *raft_node_entry(const struct raft_node *n, int64_t offset)
 {

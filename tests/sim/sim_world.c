@@ -226,6 +226,8 @@ static void drain(struct sim_world *w, int node)
         }
         raft_output_clear(&o);
     }
+    if (sn->raft && raft_node_failed(sn->raft))
+        sim_violation(w, "node %d failed (out of memory)", node);
     if (wrote) {
         struct sim_event ev = {.time = disk_completion(w, &sn->disk), .type = SIM_EV_FSYNC,
                                .node = node, .incarnation = sn->incarnation,
