@@ -180,6 +180,31 @@ static void test_pre_vote_keeps_epoch(void **state)
     raft_node_destroy(node);
 }
 
+static void test_observer_never_votes(void **state)
+{
+    (void)state;
+    struct raft_node *node = make_node(5, NULL, NULL, 0);
+    assert_false(raft_node_is_voter(node));
+    struct raft_msg req = vote_req(1, 5, 1, 0, 0, false);
+    struct outs outs;
+    raft_node_receive(node, 1, &req);
+    drain(node, &outs);
+    assert_int_equal(count_type(&outs, RAFT_OUT_PERSIST_QS), 0);
+    const struct raft_output *resp = find_send(&outs, RAFT_MSG_VOTE_RESP, 1);
+    assert_non_null(resp);
+    assert_false(resp->msg.u.vote_resp.vote_granted);
+    outs_free(&outs);
+    /* Nor does it ever stand: long past any timeout it only asks voters
+     * who leads. */
+    raft_node_tick(node, 100000);
+    drain(node, &outs);
+    assert_int_equal(raft_node_role(node), RAFT_UNATTACHED);
+    assert_null(find_send(&outs, RAFT_MSG_VOTE_REQ, -1));
+    assert_non_null(find_send(&outs, RAFT_MSG_FETCH_REQ, -1));
+    outs_free(&outs);
+    raft_node_destroy(node);
+}
+
 static void test_begin_epoch_makes_follower(void **state)
 {
     (void)state;
@@ -411,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_vote_log_check),
         cmocka_unit_test(test_vote_once_per_epoch),
         cmocka_unit_test(test_pre_vote_keeps_epoch),
+        cmocka_unit_test(test_observer_never_votes),
         cmocka_unit_test(test_begin_epoch_makes_follower),
         cmocka_unit_test(test_hw_waits_for_own_epoch),
         cmocka_unit_test(test_leader_answers_divergence),
