@@ -158,21 +158,31 @@ static void test_vote_once_per_epoch(void **state)
     raft_node_destroy(node);
 }
 
+/* Delivers a vote request that must be answered without persisting
+ * anything; returns the answer. */
+static struct raft_vote_resp answer_unpersisted(struct raft_node *node, struct raft_msg *req,
+                                                int64_t now)
+{
+    struct outs outs;
+    raft_node_receive(node, now, req);
+    drain(node, &outs);
+    assert_int_equal(count_type(&outs, RAFT_OUT_PERSIST_QS), 0);
+    const struct raft_output *resp = find_send(&outs, RAFT_MSG_VOTE_RESP, req->src);
+    assert_non_null(resp);
+    struct raft_vote_resp answer = resp->msg.u.vote_resp;
+    outs_free(&outs);
+    return answer;
+}
+
 static void test_pre_vote_keeps_epoch(void **state)
 {
     (void)state;
     struct raft_quorum_state qs = {.leader_epoch = 4, .voted_id = RAFT_NO_ID, .leader_id = RAFT_NO_ID};
     struct raft_node *node = make_node(0, &qs, NULL, 0);
     struct raft_msg req = vote_req(1, 0, 5, 0, 0, true);
-    struct outs outs;
-    raft_node_receive(node, 1, &req);
-    drain(node, &outs);
-    assert_int_equal(count_type(&outs, RAFT_OUT_PERSIST_QS), 0);
-    const struct raft_output *resp = find_send(&outs, RAFT_MSG_VOTE_RESP, 1);
-    assert_non_null(resp);
-    assert_true(resp->msg.u.vote_resp.vote_granted);
-    assert_int_equal(resp->msg.u.vote_resp.leader_epoch, 4);
-    outs_free(&outs);
+    struct raft_vote_resp answer = answer_unpersisted(node, &req, 1);
+    assert_true(answer.vote_granted);
+    assert_int_equal(answer.leader_epoch, 4);
     assert_int_equal(raft_node_epoch(node), 4);
     /* A pre-vote is no vote: a real vote for another candidate still goes. */
     req = vote_req(2, 0, 5, 0, 0, false);
@@ -186,14 +196,8 @@ static void test_observer_never_votes(void **state)
     struct raft_node *node = make_node(5, NULL, NULL, 0);
     assert_false(raft_node_is_voter(node));
     struct raft_msg req = vote_req(1, 5, 1, 0, 0, false);
+    assert_false(answer_unpersisted(node, &req, 1).vote_granted);
     struct outs outs;
-    raft_node_receive(node, 1, &req);
-    drain(node, &outs);
-    assert_int_equal(count_type(&outs, RAFT_OUT_PERSIST_QS), 0);
-    const struct raft_output *resp = find_send(&outs, RAFT_MSG_VOTE_RESP, 1);
-    assert_non_null(resp);
-    assert_false(resp->msg.u.vote_resp.vote_granted);
-    outs_free(&outs);
     /* Nor does it ever stand: long past any timeout it only asks voters
      * who leads. */
     raft_node_tick(node, 100000);
