@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 # ctest jobs; tests that assert time bounds run alone (tests/CMakeLists.txt)
 TEST_JOBS ?= 2
 
-.PHONY: all deps client-deps test-clients build run test test-unit test-integration test-asan fuzz bench bench-txn conformance clean
+.PHONY: all deps client-deps test-clients build run test test-unit test-integration test-asan fuzz bench bench-txn conformance sim clean
 
 all: build
 
@@ -48,6 +48,14 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --output-on-failure -j $(TEST_JOBS) -LE slow
+
+# The KRaft quorum simulator over SEEDS seeds from SEED_FIRST; a failing
+# seed prints the command that replays it with a trace.
+SEEDS ?= 500
+SEED_FIRST ?= 1
+sim: $(BUILD)/Makefile
+	cmake --build $(BUILD) -j $(JOBS) --target raft_sim
+	$(BUILD)/tests/sim/raft_sim --seeds $(SEEDS) --first $(SEED_FIRST)
 
 FUZZ_SECONDS ?= 300
 fuzz: deps

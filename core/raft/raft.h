@@ -1,0 +1,237 @@
+/* KRaft quorum core: one replica of the controller quorum as a pure state
+ * machine. It reads no clock, does no I/O and starts no thread: the time,
+ * received messages, client appends and disk completions come in as calls,
+ * and everything it wants done (send a message, write or truncate the log,
+ * persist the quorum state, tell the listener about a new high watermark or
+ * role) goes out as raft_output values the caller drains with
+ * raft_node_poll() after each call, in order.
+ *
+ * Behaviour follows Kafka's KRaft (KIP-595, pre-vote KIP-996): Vote (with
+ * PreVote), BeginQuorumEpoch, EndQuorumEpoch and Fetch, where followers and
+ * observers pull from the leader. Message structs name their fields after
+ * the Kafka RPC fields so the networked shell can map them to the generated
+ * codecs.
+ *
+ * Durability: a message produced after a quorum-state change is held until
+ * the caller reports that state persisted (raft_node_qs_persisted), so no
+ * vote is granted and no epoch is acted on before it is durable; log
+ * entries count towards the high watermark, and followers fetch again, only
+ * once the caller reports them fsynced (raft_node_flushed).
+ *
+ * Ownership: a raft_node is owned by one thread (the caller's); it owns its
+ * in-memory copy of the log. Messages and outputs own their entries' bytes
+ * and are released with raft_msg_clear / raft_output_clear. */
+#ifndef CAIRN_RAFT_H
+#define CAIRN_RAFT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RAFT_MAX_VOTERS 9
+#define RAFT_NO_ID (-1)
+
+enum raft_error {
+    RAFT_OK = 0,
+    RAFT_ERR_NOT_LEADER = 6,          /* NOT_LEADER_OR_FOLLOWER */
+    RAFT_ERR_FENCED_LEADER_EPOCH = 74,
+    RAFT_ERR_UNKNOWN_LEADER_EPOCH = 75,
+    RAFT_ERR_INCONSISTENT_VOTER_SET = 94,
+    RAFT_ERR_INVALID = 87,            /* bad argument from the caller */
+    RAFT_ERR_NOMEM = -1,
+};
+
+enum raft_role {
+    RAFT_UNATTACHED = 0, /* no known leader in this epoch */
+    RAFT_FOLLOWER,
+    RAFT_PROSPECTIVE,    /* asking for pre-votes; epoch unchanged */
+    RAFT_CANDIDATE,
+    RAFT_LEADER,
+};
+
+const char *raft_role_name(enum raft_role role);
+
+struct raft_entry {
+    int64_t offset;
+    int32_t epoch;
+    uint32_t len;
+    uint8_t *data; /* owned */
+};
+
+/* The first entry a new leader writes at its epoch (LeaderChange control
+ * record); the caller sees it as any other entry with this one-byte body. */
+#define RAFT_LEADER_CHANGE_BYTE 0xC0
+
+enum raft_msg_type {
+    RAFT_MSG_VOTE_REQ = 1,
+    RAFT_MSG_VOTE_RESP,
+    RAFT_MSG_BEGIN_EPOCH_REQ,
+    RAFT_MSG_BEGIN_EPOCH_RESP,
+    RAFT_MSG_END_EPOCH_REQ,
+    RAFT_MSG_END_EPOCH_RESP,
+    RAFT_MSG_FETCH_REQ,
+    RAFT_MSG_FETCH_RESP,
+};
+
+struct raft_vote_req {
+    int32_t candidate_epoch;
+    int32_t candidate_id;
+    int32_t last_offset_epoch;
+    int64_t last_offset; /* the candidate's log end offset */
+    bool pre_vote;
+};
+
+struct raft_vote_resp {
+    int16_t error_code;
+    int32_t leader_id;
+    int32_t leader_epoch;
+    bool vote_granted;
+    bool pre_vote; /* echo of the request's flag; the shell keeps it per in-flight request */
+};
+
+struct raft_begin_epoch_req {
+    int32_t leader_id;
+    int32_t leader_epoch;
+};
+
+struct raft_end_epoch_req {
+    int32_t leader_id;
+    int32_t leader_epoch;
+};
+
+/* BeginQuorumEpoch and EndQuorumEpoch responses share a shape. */
+struct raft_epoch_resp {
+    int16_t error_code;
+    int32_t leader_id;
+    int32_t leader_epoch;
+};
+
+struct raft_fetch_req {
+    int32_t replica_id;
+    int32_t current_leader_epoch;
+    int64_t fetch_offset;
+    int32_t last_fetched_epoch;
+};
+
+struct raft_fetch_resp {
+    int16_t error_code;
+    int64_t high_watermark;
+    int32_t diverging_epoch;      /* -1: none */
+    int64_t diverging_end_offset; /* -1: none */
+    int32_t current_leader_id;
+    int32_t current_leader_epoch;
+    int64_t fetch_offset;         /* the request's; records start here */
+    struct raft_entry *records;   /* owned, consecutive from fetch_offset */
+    int32_t n_records;
+};
+
+struct raft_msg {
+    enum raft_msg_type type;
+    int32_t src;
+    int32_t dst;
+    /* The request header's correlation id; a response carries its request's.
+     * A follower accepts only the answer to its fetch in flight: a late or
+     * duplicated answer could otherwise match a log truncated and regrown
+     * to the same length. */
+    int32_t correlation_id;
+    union {
+        struct raft_vote_req vote_req;
+        struct raft_vote_resp vote_resp;
+        struct raft_begin_epoch_req begin_req;
+        struct raft_end_epoch_req end_req;
+        struct raft_epoch_resp epoch_resp;
+        struct raft_fetch_req fetch_req;
+        struct raft_fetch_resp fetch_resp;
+    } u;
+};
+
+void raft_msg_clear(struct raft_msg *msg);
+/* Deep copy (records included). Returns RAFT_OK or RAFT_ERR_NOMEM. */
+int raft_msg_copy(struct raft_msg *dst, const struct raft_msg *src);
+
+/* The quorum-state record: what must survive a restart. */
+struct raft_quorum_state {
+    int32_t leader_epoch;
+    int32_t voted_id;
+    int32_t leader_id;
+};
+
+enum raft_output_type {
+    RAFT_OUT_SEND = 1,    /* msg */
+    RAFT_OUT_APPEND,      /* entry: write it at entry.offset */
+    RAFT_OUT_TRUNCATE,    /* offset: drop every entry at or past it */
+    RAFT_OUT_PERSIST_QS,  /* qs, qs_version: report back with raft_node_qs_persisted */
+    RAFT_OUT_HIGH_WATERMARK, /* offset: entries below it are committed */
+    RAFT_OUT_ROLE,        /* role, epoch, leader_id */
+};
+
+struct raft_output {
+    enum raft_output_type type;
+    struct raft_msg msg;
+    struct raft_entry entry;
+    int64_t offset;
+    struct raft_quorum_state qs;
+    uint64_t qs_version;
+    enum raft_role role;
+    int32_t epoch;
+    int32_t leader_id;
+};
+
+void raft_output_clear(struct raft_output *out);
+
+struct raft_config {
+    int32_t node_id;
+    int32_t voters[RAFT_MAX_VOTERS];
+    int n_voters;
+    int64_t election_timeout_ms;     /* controller.quorum.election.timeout.ms */
+    int64_t fetch_timeout_ms;        /* controller.quorum.fetch.timeout.ms */
+    int64_t election_backoff_max_ms; /* controller.quorum.election.backoff.max.ms */
+    int64_t fetch_idle_ms;           /* wait before re-fetching after an empty answer */
+    int32_t fetch_max_records;
+    uint64_t seed;                   /* randomizes timeouts; no global PRNG */
+};
+
+/* Kafka's defaults (1000, 2000, 1000 ms) and the rest. */
+void raft_config_defaults(struct raft_config *cfg);
+
+struct raft_node;
+
+/* Starts a replica from what is durable: the last persisted quorum state
+ * (NULL: none) and the fsynced log entries (copied). node_id need not be a
+ * voter: then the replica is an observer. */
+int raft_node_create(struct raft_node **out, const struct raft_config *cfg,
+                     const struct raft_quorum_state *qs,
+                     const struct raft_entry *entries, int64_t n_entries,
+                     int64_t now_ms);
+void raft_node_destroy(struct raft_node *node);
+
+/* Inputs. Each may queue outputs. */
+void raft_node_tick(struct raft_node *node, int64_t now_ms);
+void raft_node_receive(struct raft_node *node, int64_t now_ms, const struct raft_msg *msg);
+/* Appends a client entry at the leader; *offset_out gets its offset.
+ * RAFT_ERR_NOT_LEADER when this replica is not the leader. */
+int raft_node_append(struct raft_node *node, int64_t now_ms, const void *data,
+                     uint32_t len, int64_t *offset_out);
+/* Every entry now in the log below `offset` is fsynced. */
+void raft_node_flushed(struct raft_node *node, int64_t now_ms, int64_t offset);
+void raft_node_qs_persisted(struct raft_node *node, int64_t now_ms, uint64_t version);
+/* Graceful resignation of a leader: EndQuorumEpoch to the other voters. */
+void raft_node_resign(struct raft_node *node, int64_t now_ms);
+
+/* Takes the next output; false when none is queued. */
+bool raft_node_poll(struct raft_node *node, struct raft_output *out);
+
+/* Read-only views. */
+enum raft_role raft_node_role(const struct raft_node *node);
+int32_t raft_node_epoch(const struct raft_node *node);
+int32_t raft_node_leader(const struct raft_node *node);
+int64_t raft_node_high_watermark(const struct raft_node *node);
+int64_t raft_node_end_offset(const struct raft_node *node);
+bool raft_node_is_voter(const struct raft_node *node);
+/* Out of memory once: the node ignores every input from then on and must
+ * be restarted from what is durable. */
+bool raft_node_failed(const struct raft_node *node);
+/* The entry at offset, or NULL past the end. Valid until the next input. */
+const struct raft_entry *raft_node_entry(const struct raft_node *node, int64_t offset);
+
+#endif

@@ -1,0 +1,238 @@
+/* Replication: followers and observers pull with Fetch; the leader checks
+ * each fetch against its log (answering a divergence with the end offset of
+ * the fetcher's last epoch) and moves the high watermark to what a majority
+ * of voters has fetched past, counting only entries of its own epoch. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "raft/raft_internal.h"
+
+static int64_t begin_retry_ms(const struct raft_node *n)
+{
+    return n->cfg.election_timeout_ms / 5 + 1;
+}
+
+static int64_t request_timeout_ms(const struct raft_node *n)
+{
+    return n->cfg.election_timeout_ms / 2 + 1;
+}
+
+static void send_begin(struct raft_node *n, int i)
+{
+    struct raft_msg m = {.type = RAFT_MSG_BEGIN_EPOCH_REQ, .dst = n->cfg.voters[i]};
+    m.u.begin_req = (struct raft_begin_epoch_req){.leader_id = n->cfg.node_id,
+                                                 .leader_epoch = n->epoch};
+    raft_send(n, &m);
+}
+
+void raft_leader_start(struct raft_node *n)
+{
+    n->epoch_start_offset = n->log_len;
+    for (int i = 0; i < n->cfg.n_voters; i++) {
+        n->voter_end[i] = 0;
+        n->voter_last_fetch[i] = n->now;
+        n->begin_acked[i] = i == n->self_index;
+    }
+    /* The LeaderChange control entry: the first entry of the new epoch,
+     * whose commit also commits everything before it. */
+    uint8_t body[5] = {RAFT_LEADER_CHANGE_BYTE};
+    memcpy(body + 1, &n->cfg.node_id, sizeof n->cfg.node_id);
+    raft_log_append(n, n->epoch, body, sizeof body);
+    for (int i = 0; i < n->cfg.n_voters; i++)
+        if (i != n->self_index)
+            send_begin(n, i);
+    n->next_begin_at = n->now + begin_retry_ms(n);
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x < y) - (x > y);
+}
+
+void raft_update_hw(struct raft_node *n)
+{
+    if (n->role == RAFT_FOLLOWER) {
+        /* Only what is fsynced here and committed at the leader. */
+        raft_raise_hw(n, n->leader_hw < n->flushed_end ? n->leader_hw : n->flushed_end);
+        return;
+    }
+    if (n->role != RAFT_LEADER)
+        return;
+    int64_t ends[RAFT_MAX_VOTERS];
+    for (int i = 0; i < n->cfg.n_voters; i++)
+        ends[i] = i == n->self_index ? n->flushed_end : n->voter_end[i];
+    qsort(ends, (size_t)n->cfg.n_voters, sizeof ends[0], cmp_desc);
+    int64_t majority_end = ends[raft_majority(n) - 1];
+    /* Entries of older epochs commit only under one of this epoch. */
+    if (majority_end > n->epoch_start_offset)
+        raft_raise_hw(n, majority_end);
+}
+
+static void send_fetch(struct raft_node *n, int32_t to)
+{
+    struct raft_msg m = {.type = RAFT_MSG_FETCH_REQ, .dst = to};
+    m.u.fetch_req = (struct raft_fetch_req){
+        .replica_id = n->cfg.node_id,
+        .current_leader_epoch = n->epoch,
+        .fetch_offset = n->log_len,
+        .last_fetched_epoch = raft_last_epoch(n),
+    };
+    m.correlation_id = ++n->fetch_correlation;
+    n->fetch_inflight = true;
+    n->fetch_sent_at = n->now;
+    raft_send(n, &m);
+}
+
+void raft_replication_tick(struct raft_node *n)
+{
+    if (n->role == RAFT_LEADER) {
+        if (n->now < n->next_begin_at)
+            return;
+        for (int i = 0; i < n->cfg.n_voters; i++)
+            if (!n->begin_acked[i])
+                send_begin(n, i);
+        n->next_begin_at = n->now + begin_retry_ms(n);
+        return;
+    }
+    bool discovering = n->self_index < 0 && n->role == RAFT_UNATTACHED;
+    if (n->role != RAFT_FOLLOWER && !discovering)
+        return;
+    if (n->fetch_inflight && n->now - n->fetch_sent_at >= request_timeout_ms(n))
+        n->fetch_inflight = false;
+    if (n->fetch_inflight || n->now < n->next_fetch_at)
+        return;
+    if (discovering) {
+        /* An observer asks the voters in turn who leads. */
+        int i = n->discover_next++ % n->cfg.n_voters;
+        n->next_fetch_at = n->now + n->cfg.fetch_idle_ms;
+        send_fetch(n, n->cfg.voters[i]);
+        return;
+    }
+    /* Fetching at the log end tells the leader this replica has everything
+     * below it, so fetch only once all of it is fsynced. */
+    if (n->flushed_end == n->log_len)
+        send_fetch(n, n->leader_id);
+}
+
+static int16_t fetch_error(const struct raft_node *n, const struct raft_fetch_req *r)
+{
+    if (n->role != RAFT_LEADER)
+        return RAFT_ERR_NOT_LEADER;
+    if (r->current_leader_epoch < n->epoch)
+        return RAFT_ERR_FENCED_LEADER_EPOCH;
+    if (r->current_leader_epoch > n->epoch)
+        return RAFT_ERR_UNKNOWN_LEADER_EPOCH;
+    return RAFT_OK;
+}
+
+static void attach_records(const struct raft_node *n, struct raft_fetch_resp *resp)
+{
+    int64_t end = n->log_len;
+    if (end - resp->fetch_offset > n->cfg.fetch_max_records)
+        end = resp->fetch_offset + n->cfg.fetch_max_records;
+    if (end <= resp->fetch_offset)
+        return;
+    struct raft_msg view = {.type = RAFT_MSG_FETCH_RESP};
+    view.u.fetch_resp.records = &n->log[resp->fetch_offset];
+    view.u.fetch_resp.n_records = (int32_t)(end - resp->fetch_offset);
+    struct raft_msg copy;
+    /* Without memory the answer goes out empty; the follower fetches again. */
+    if (raft_msg_copy(&copy, &view) == RAFT_OK) {
+        resp->records = copy.u.fetch_resp.records;
+        resp->n_records = copy.u.fetch_resp.n_records;
+    }
+}
+
+void raft_on_fetch_req(struct raft_node *n, const struct raft_msg *m)
+{
+    const struct raft_fetch_req *r = &m->u.fetch_req;
+    struct raft_msg resp = {.type = RAFT_MSG_FETCH_RESP, .dst = m->src,
+                            .correlation_id = m->correlation_id};
+    struct raft_fetch_resp *fr = &resp.u.fetch_resp;
+    fr->error_code = fetch_error(n, r);
+    fr->high_watermark = -1;
+    fr->diverging_epoch = -1;
+    fr->diverging_end_offset = -1;
+    fr->current_leader_id = n->leader_id;
+    fr->current_leader_epoch = n->epoch;
+    fr->fetch_offset = r->fetch_offset;
+    if (fr->error_code != RAFT_OK || r->fetch_offset < 0) {
+        raft_send(n, &resp);
+        return;
+    }
+    int idx = raft_voter_index(n, r->replica_id);
+    if (idx >= 0 && idx != n->self_index) {
+        n->voter_last_fetch[idx] = n->now;
+        n->begin_acked[idx] = true;
+    }
+    if (r->fetch_offset > 0) {
+        int32_t epoch;
+        int64_t end;
+        raft_end_offset_for_epoch(n, r->last_fetched_epoch, &epoch, &end);
+        if (epoch != r->last_fetched_epoch || end < r->fetch_offset) {
+            fr->diverging_epoch = epoch;
+            fr->diverging_end_offset = end;
+            fr->high_watermark = n->hw;
+            raft_send(n, &resp);
+            return;
+        }
+    }
+    /* The fetcher's log matches this one below fetch_offset. Observers
+     * never count towards the high watermark. */
+    if (idx >= 0 && idx != n->self_index) {
+        n->voter_end[idx] = r->fetch_offset;
+        raft_update_hw(n);
+    }
+    fr->high_watermark = n->hw;
+    attach_records(n, fr);
+    raft_send(n, &resp);
+}
+
+void raft_on_fetch_resp(struct raft_node *n, const struct raft_msg *m)
+{
+    const struct raft_fetch_resp *r = &m->u.fetch_resp;
+    /* An answer to an older fetch is dropped. */
+    if (!n->fetch_inflight || m->correlation_id != n->fetch_correlation)
+        return;
+    if (raft_observe_epoch(n, r->current_leader_epoch, r->current_leader_id))
+        return;
+    if (n->role != RAFT_FOLLOWER || m->src != n->leader_id) {
+        if (n->role == RAFT_UNATTACHED)
+            n->fetch_inflight = false;
+        return;
+    }
+    if (r->current_leader_epoch == n->epoch && r->current_leader_id != n->leader_id) {
+        /* The leader restarted or resigned: it no longer leads this epoch. */
+        raft_become_unattached(n, n->epoch, n->now + raft_election_timeout(n));
+        return;
+    }
+    if (r->error_code != RAFT_OK || r->current_leader_epoch != n->epoch) {
+        n->fetch_inflight = false;
+        n->next_fetch_at = n->now + n->cfg.fetch_idle_ms;
+        return;
+    }
+    if (r->fetch_offset != n->log_len)
+        return;
+    n->fetch_inflight = false;
+    n->fetch_deadline = n->now + n->cfg.fetch_timeout_ms;
+    n->leader_contact = n->now;
+    if (r->diverging_end_offset >= 0) {
+        int32_t epoch;
+        int64_t end;
+        raft_end_offset_for_epoch(n, r->diverging_epoch, &epoch, &end);
+        raft_log_truncate(n, end < r->diverging_end_offset ? end : r->diverging_end_offset);
+        n->next_fetch_at = n->now;
+        return;
+    }
+    for (int32_t i = 0; i < r->n_records; i++) {
+        const struct raft_entry *e = &r->records[i];
+        if (e->offset != n->log_len ||
+            raft_log_append(n, e->epoch, e->data, e->len) != RAFT_OK)
+            break;
+    }
+    if (r->high_watermark > n->leader_hw)
+        n->leader_hw = r->high_watermark;
+    raft_update_hw(n);
+    n->next_fetch_at = r->n_records ? n->now : n->now + n->cfg.fetch_idle_ms;
+}

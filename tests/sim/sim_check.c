@@ -1,0 +1,125 @@
+/* The safety invariants, checked as each node reports them: one leader per
+ * epoch, and one committed sequence of which every node's committed prefix
+ * is a prefix, never truncated or changed afterwards. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+void sim_violation(struct sim_world *w, const char *fmt, ...)
+{
+    if (w->violation[0])
+        return; /* the first one is the one to replay */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->violation, sizeof w->violation, fmt, ap);
+    va_end(ap);
+    sim_trace(w, "VIOLATION: %s", w->violation);
+}
+
+void sim_check_role(struct sim_world *w, int node, enum raft_role role, int32_t epoch)
+{
+    if (epoch > w->max_epoch)
+        w->max_epoch = epoch;
+    if (role != RAFT_LEADER)
+        return;
+    if (epoch >= w->n_epochs) {
+        int32_t n = w->n_epochs ? w->n_epochs : 16;
+        while (n <= epoch)
+            n *= 2;
+        int32_t *grown = realloc(w->leader_of_epoch, (size_t)n * sizeof *grown);
+        if (!grown) {
+            sim_violation(w, "simulator out of memory");
+            return;
+        }
+        for (int32_t i = w->n_epochs; i < n; i++)
+            grown[i] = RAFT_NO_ID;
+        w->leader_of_epoch = grown;
+        w->n_epochs = n;
+    }
+    if (w->leader_of_epoch[epoch] != RAFT_NO_ID && w->leader_of_epoch[epoch] != node)
+        sim_violation(w, "two leaders in epoch %d: node %d and node %d", epoch,
+                      w->leader_of_epoch[epoch], node);
+    w->leader_of_epoch[epoch] = node;
+}
+
+static bool push_committed(struct sim_world *w, const struct raft_entry *e)
+{
+    if (w->n_committed == w->committed_cap) {
+        int64_t cap = w->committed_cap ? w->committed_cap * 2 : 256;
+        struct sim_committed *grown = realloc(w->committed, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return false;
+        w->committed = grown;
+        w->committed_cap = cap;
+    }
+    struct sim_committed *c = &w->committed[w->n_committed++];
+    memset(c, 0, sizeof *c);
+    c->epoch = e->epoch;
+    c->len = e->len;
+    memcpy(c->data, e->data, e->len < sizeof c->data ? e->len : sizeof c->data);
+    return true;
+}
+
+static bool same_entry(const struct sim_committed *c, const struct raft_entry *e)
+{
+    size_t n = e->len < sizeof c->data ? e->len : sizeof c->data;
+    return c->epoch == e->epoch && c->len == e->len && memcmp(c->data, e->data, n) == 0;
+}
+
+static uint64_t client_seq_of(const struct raft_entry *e)
+{
+    uint64_t seq = 0;
+    if (e->len != SIM_CLIENT_ENTRY_LEN || e->data[0] != 'C')
+        return UINT64_MAX;
+    memcpy(&seq, e->data + 1, sizeof seq);
+    return seq;
+}
+
+void sim_check_hw(struct sim_world *w, int node, int64_t hw)
+{
+    struct sim_node *sn = &w->nodes[node];
+    for (int64_t off = sn->checked_upto; off < hw; off++) {
+        const struct raft_entry *e = raft_node_entry(sn->raft, off);
+        if (!e) {
+            sim_violation(w, "node %d reports HW %lld past its log end %lld", node,
+                          (long long)hw, (long long)raft_node_end_offset(sn->raft));
+            return;
+        }
+        if (off == w->n_committed) {
+            if (!push_committed(w, e)) {
+                sim_violation(w, "simulator out of memory");
+                return;
+            }
+            uint64_t seq = client_seq_of(e);
+            if (w->healed && seq != UINT64_MAX && seq >= w->heal_seq && w->live_at < 0) {
+                w->live_at = w->now;
+                sim_trace(w, "liveness: client entry %llu committed at offset %lld",
+                          (unsigned long long)seq, (long long)off);
+            }
+        } else if (!same_entry(&w->committed[off], e)) {
+            sim_violation(w, "node %d committed offset %lld as epoch %d, but epoch %d "
+                          "was committed there before", node, (long long)off, e->epoch,
+                          w->committed[off].epoch);
+            return;
+        }
+    }
+    if (hw > sn->checked_upto)
+        sn->checked_upto = hw;
+}
+
+void sim_check_truncate(struct sim_world *w, int node, int64_t offset)
+{
+    if (offset < w->nodes[node].checked_upto)
+        sim_violation(w, "node %d truncated its log to %lld below its own HW %lld", node,
+                      (long long)offset, (long long)w->nodes[node].checked_upto);
+}
+
+void sim_check_free(struct sim_world *w)
+{
+    free(w->leader_of_epoch);
+    free(w->committed);
+    w->leader_of_epoch = NULL;
+    w->committed = NULL;
+}

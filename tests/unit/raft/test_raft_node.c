@@ -1,0 +1,450 @@
+/* Single steps of the quorum state machine: vote rules, pre-vote, the
+ * quorum state persisted before a vote leaves, BeginQuorumEpoch, the high
+ * watermark rules and divergence truncation. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "raft/raft.h"
+
+#define MAX_OUT 64
+
+struct outs {
+    struct raft_output o[MAX_OUT];
+    int n;
+};
+
+static void drain(struct raft_node *node, struct outs *outs)
+{
+    struct raft_output o;
+    outs->n = 0;
+    while (raft_node_poll(node, &o)) {
+        assert_true(outs->n < MAX_OUT);
+        outs->o[outs->n++] = o;
+    }
+}
+
+static void outs_free(struct outs *outs)
+{
+    for (int i = 0; i < outs->n; i++)
+        raft_output_clear(&outs->o[i]);
+    outs->n = 0;
+}
+
+static int count_type(const struct outs *outs, enum raft_output_type t)
+{
+    int c = 0;
+    for (int i = 0; i < outs->n; i++)
+        c += outs->o[i].type == t;
+    return c;
+}
+
+static const struct raft_output *find_send(const struct outs *outs, enum raft_msg_type t, int dst)
+{
+    for (int i = 0; i < outs->n; i++)
+        if (outs->o[i].type == RAFT_OUT_SEND && outs->o[i].msg.type == t &&
+            (dst < 0 || outs->o[i].msg.dst == dst))
+            return &outs->o[i];
+    return NULL;
+}
+
+/* The last output of a type: for PERSIST_QS, the newest quorum state. */
+static const struct raft_output *find_type(const struct outs *outs, enum raft_output_type t)
+{
+    for (int i = outs->n - 1; i >= 0; i--)
+        if (outs->o[i].type == t)
+            return &outs->o[i];
+    return NULL;
+}
+
+/* A node of a 3-voter quorum {0,1,2} whose log holds one entry per epoch
+ * in `epochs`, all durable. */
+static struct raft_node *make_node(int32_t id, const struct raft_quorum_state *qs,
+                                   const int32_t *epochs, int n_entries)
+{
+    struct raft_config cfg;
+    raft_config_defaults(&cfg);
+    cfg.node_id = id;
+    cfg.n_voters = 3;
+    for (int i = 0; i < 3; i++)
+        cfg.voters[i] = i;
+    struct raft_entry entries[16];
+    uint8_t body = 'x';
+    for (int i = 0; i < n_entries; i++)
+        entries[i] = (struct raft_entry){.offset = i, .epoch = epochs[i], .len = 1, .data = &body};
+    struct raft_node *node;
+    assert_int_equal(raft_node_create(&node, &cfg, qs, entries, n_entries, 0), RAFT_OK);
+    struct outs outs;
+    drain(node, &outs);
+    outs_free(&outs);
+    return node;
+}
+
+static struct raft_msg vote_req(int32_t from, int32_t to, int32_t epoch, int32_t last_epoch,
+                                int64_t last_offset, bool pre_vote)
+{
+    struct raft_msg m = {.type = RAFT_MSG_VOTE_REQ, .src = from, .dst = to};
+    m.u.vote_req = (struct raft_vote_req){.candidate_epoch = epoch, .candidate_id = from,
+                                          .last_offset_epoch = last_epoch,
+                                          .last_offset = last_offset, .pre_vote = pre_vote};
+    return m;
+}
+
+/* Delivers a vote request and persists whatever quorum state it produced;
+ * returns whether the vote was granted. */
+static bool ask_vote(struct raft_node *node, struct raft_msg *req, int64_t now)
+{
+    struct outs outs;
+    raft_node_receive(node, now, req);
+    drain(node, &outs);
+    const struct raft_output *persist = find_type(&outs, RAFT_OUT_PERSIST_QS);
+    const struct raft_output *resp = find_send(&outs, RAFT_MSG_VOTE_RESP, req->src);
+    if (persist) {
+        /* Nothing answers before the vote is durable. */
+        assert_null(resp);
+        uint64_t version = persist->qs_version;
+        outs_free(&outs);
+        raft_node_qs_persisted(node, now, version);
+        drain(node, &outs);
+        resp = find_send(&outs, RAFT_MSG_VOTE_RESP, req->src);
+    }
+    assert_non_null(resp);
+    bool granted = resp->msg.u.vote_resp.vote_granted;
+    outs_free(&outs);
+    return granted;
+}
+
+static void test_vote_log_check(void **state)
+{
+    (void)state;
+    int32_t epochs[] = {1, 1, 2};
+    struct raft_quorum_state qs = {.leader_epoch = 2, .voted_id = RAFT_NO_ID, .leader_id = RAFT_NO_ID};
+    struct raft_node *node = make_node(0, &qs, epochs, 3);
+
+    /* Behind by last epoch, then by end offset: refused. */
+    struct raft_msg req = vote_req(1, 0, 3, 1, 10, false);
+    assert_false(ask_vote(node, &req, 1));
+    assert_int_equal(raft_node_epoch(node), 3); /* the epoch moved on all the same */
+    req = vote_req(2, 0, 3, 2, 2, false);
+    assert_false(ask_vote(node, &req, 2));
+    /* As up to date: granted. */
+    req = vote_req(2, 0, 3, 2, 3, false);
+    assert_true(ask_vote(node, &req, 3));
+    raft_node_destroy(node);
+}
+
+static void test_vote_once_per_epoch(void **state)
+{
+    (void)state;
+    struct raft_node *node = make_node(0, NULL, NULL, 0);
+    struct raft_msg req = vote_req(1, 0, 1, 0, 0, false);
+    assert_true(ask_vote(node, &req, 1));
+    req = vote_req(2, 0, 1, 0, 0, false);
+    assert_false(ask_vote(node, &req, 2));
+    req = vote_req(1, 0, 1, 0, 0, false); /* a retry from the same candidate */
+    assert_true(ask_vote(node, &req, 3));
+    raft_node_destroy(node);
+
+    /* The vote survives a restart through the persisted quorum state. */
+    struct raft_quorum_state qs = {.leader_epoch = 1, .voted_id = 1, .leader_id = RAFT_NO_ID};
+    node = make_node(0, &qs, NULL, 0);
+    req = vote_req(2, 0, 1, 0, 0, false);
+    assert_false(ask_vote(node, &req, 1));
+    raft_node_destroy(node);
+}
+
+/* Delivers a vote request that must be answered without persisting
+ * anything; returns the answer. */
+static struct raft_vote_resp answer_unpersisted(struct raft_node *node, struct raft_msg *req,
+                                                int64_t now)
+{
+    struct outs outs;
+    raft_node_receive(node, now, req);
+    drain(node, &outs);
+    assert_int_equal(count_type(&outs, RAFT_OUT_PERSIST_QS), 0);
+    const struct raft_output *resp = find_send(&outs, RAFT_MSG_VOTE_RESP, req->src);
+    assert_non_null(resp);
+    struct raft_vote_resp answer = resp->msg.u.vote_resp;
+    outs_free(&outs);
+    return answer;
+}
+
+static void test_pre_vote_keeps_epoch(void **state)
+{
+    (void)state;
+    struct raft_quorum_state qs = {.leader_epoch = 4, .voted_id = RAFT_NO_ID, .leader_id = RAFT_NO_ID};
+    struct raft_node *node = make_node(0, &qs, NULL, 0);
+    struct raft_msg req = vote_req(1, 0, 5, 0, 0, true);
+    struct raft_vote_resp answer = answer_unpersisted(node, &req, 1);
+    assert_true(answer.vote_granted);
+    assert_int_equal(answer.leader_epoch, 4);
+    assert_int_equal(raft_node_epoch(node), 4);
+    /* A pre-vote is no vote: a real vote for another candidate still goes. */
+    req = vote_req(2, 0, 5, 0, 0, false);
+    assert_true(ask_vote(node, &req, 2));
+    raft_node_destroy(node);
+}
+
+static void test_observer_never_votes(void **state)
+{
+    (void)state;
+    struct raft_node *node = make_node(5, NULL, NULL, 0);
+    assert_false(raft_node_is_voter(node));
+    struct raft_msg req = vote_req(1, 5, 1, 0, 0, false);
+    assert_false(answer_unpersisted(node, &req, 1).vote_granted);
+    struct outs outs;
+    /* Nor does it ever stand: long past any timeout it only asks voters
+     * who leads. */
+    raft_node_tick(node, 100000);
+    drain(node, &outs);
+    assert_int_equal(raft_node_role(node), RAFT_UNATTACHED);
+    assert_null(find_send(&outs, RAFT_MSG_VOTE_REQ, -1));
+    assert_non_null(find_send(&outs, RAFT_MSG_FETCH_REQ, -1));
+    outs_free(&outs);
+    raft_node_destroy(node);
+}
+
+static void test_begin_epoch_makes_follower(void **state)
+{
+    (void)state;
+    struct raft_node *node = make_node(0, NULL, NULL, 0);
+    struct raft_msg m = {.type = RAFT_MSG_BEGIN_EPOCH_REQ, .src = 2, .dst = 0};
+    m.u.begin_req = (struct raft_begin_epoch_req){.leader_id = 2, .leader_epoch = 7};
+    struct outs outs;
+    raft_node_receive(node, 1, &m);
+    drain(node, &outs);
+    assert_int_equal(raft_node_role(node), RAFT_FOLLOWER);
+    assert_int_equal(raft_node_epoch(node), 7);
+    assert_int_equal(raft_node_leader(node), 2);
+    const struct raft_output *persist = find_type(&outs, RAFT_OUT_PERSIST_QS);
+    assert_non_null(persist);
+    assert_int_equal(persist->qs.leader_epoch, 7);
+    assert_int_equal(persist->qs.leader_id, 2);
+    uint64_t version = persist->qs_version;
+    outs_free(&outs);
+    raft_node_qs_persisted(node, 1, version);
+    drain(node, &outs);
+    assert_non_null(find_send(&outs, RAFT_MSG_BEGIN_EPOCH_RESP, 2));
+    assert_non_null(find_send(&outs, RAFT_MSG_FETCH_REQ, 2));
+    outs_free(&outs);
+
+    /* A follower still hearing from its leader refuses pre-votes. */
+    struct raft_msg req = vote_req(1, 0, 8, 9, 100, true);
+    assert_false(ask_vote(node, &req, 2));
+    raft_node_destroy(node);
+}
+
+/* Elects node 0 of a 3-voter quorum with node 1's votes; returns the time. */
+static int64_t elect(struct raft_node *node)
+{
+    struct outs outs;
+    int64_t now = 2001; /* past any randomized election timeout */
+    raft_node_tick(node, now);
+    drain(node, &outs);
+    assert_int_equal(raft_node_role(node), RAFT_PROSPECTIVE);
+    outs_free(&outs);
+    struct raft_msg resp = {.type = RAFT_MSG_VOTE_RESP, .src = 1, .dst = 0};
+    resp.u.vote_resp = (struct raft_vote_resp){.leader_id = RAFT_NO_ID,
+                                               .leader_epoch = raft_node_epoch(node),
+                                               .vote_granted = true, .pre_vote = true};
+    raft_node_receive(node, now, &resp);
+    drain(node, &outs);
+    assert_int_equal(raft_node_role(node), RAFT_CANDIDATE);
+    const struct raft_output *persist = find_type(&outs, RAFT_OUT_PERSIST_QS);
+    assert_non_null(persist);
+    assert_null(find_send(&outs, RAFT_MSG_VOTE_REQ, -1));
+    uint64_t version = persist->qs_version;
+    outs_free(&outs);
+    raft_node_qs_persisted(node, now, version);
+    drain(node, &outs);
+    assert_non_null(find_send(&outs, RAFT_MSG_VOTE_REQ, 1));
+    outs_free(&outs);
+    resp.u.vote_resp.pre_vote = false;
+    resp.u.vote_resp.leader_epoch = raft_node_epoch(node);
+    raft_node_receive(node, now, &resp);
+    drain(node, &outs);
+    assert_int_equal(raft_node_role(node), RAFT_LEADER);
+    persist = find_type(&outs, RAFT_OUT_PERSIST_QS);
+    if (persist)
+        raft_node_qs_persisted(node, now, persist->qs_version);
+    outs_free(&outs);
+    drain(node, &outs);
+    outs_free(&outs);
+    return now;
+}
+
+static struct raft_msg fetch_req(int32_t from, int32_t epoch, int64_t offset, int32_t last_epoch)
+{
+    struct raft_msg m = {.type = RAFT_MSG_FETCH_REQ, .src = from, .dst = 0};
+    m.u.fetch_req = (struct raft_fetch_req){.replica_id = from, .current_leader_epoch = epoch,
+                                            .fetch_offset = offset,
+                                            .last_fetched_epoch = last_epoch};
+    return m;
+}
+
+static void test_hw_waits_for_own_epoch(void **state)
+{
+    (void)state;
+    int32_t epochs[] = {1, 1, 1};
+    struct raft_quorum_state qs = {.leader_epoch = 1, .voted_id = RAFT_NO_ID, .leader_id = RAFT_NO_ID};
+    struct raft_node *node = make_node(0, &qs, epochs, 3);
+    int64_t now = elect(node);
+    int32_t epoch = raft_node_epoch(node);
+    assert_int_equal(epoch, 2);
+    assert_int_equal(raft_node_end_offset(node), 4); /* the LeaderChange entry */
+    assert_int_equal(raft_node_entry(node, 3)->epoch, 2);
+
+    /* A voter holds the three old entries: a majority, but of epoch 1. */
+    struct outs outs;
+    struct raft_msg m = fetch_req(1, epoch, 3, 1);
+    raft_node_receive(node, now, &m);
+    drain(node, &outs);
+    assert_int_equal(count_type(&outs, RAFT_OUT_HIGH_WATERMARK), 0);
+    const struct raft_output *resp = find_send(&outs, RAFT_MSG_FETCH_RESP, 1);
+    assert_non_null(resp);
+    assert_int_equal(resp->msg.u.fetch_resp.n_records, 1);
+    assert_int_equal(resp->msg.u.fetch_resp.diverging_end_offset, -1);
+    outs_free(&outs);
+
+    /* The voter fetched past the new epoch's entry, but the leader has not
+     * fsynced it: still no majority. */
+    m = fetch_req(1, epoch, 4, 2);
+    raft_node_receive(node, now, &m);
+    drain(node, &outs);
+    assert_int_equal(count_type(&outs, RAFT_OUT_HIGH_WATERMARK), 0);
+    outs_free(&outs);
+
+    raft_node_flushed(node, now, 4);
+    drain(node, &outs);
+    const struct raft_output *hw = find_type(&outs, RAFT_OUT_HIGH_WATERMARK);
+    assert_non_null(hw);
+    assert_int_equal(hw->offset, 4);
+    outs_free(&outs);
+
+    /* Observers do not count: only the observer has entry 4. */
+    int64_t off;
+    assert_int_equal(raft_node_append(node, now, "y", 1, &off), RAFT_OK);
+    assert_int_equal(off, 4);
+    raft_node_flushed(node, now, 5);
+    m = fetch_req(7, epoch, 5, 2);
+    raft_node_receive(node, now, &m);
+    drain(node, &outs);
+    assert_int_equal(count_type(&outs, RAFT_OUT_HIGH_WATERMARK), 0);
+    outs_free(&outs);
+    raft_node_destroy(node);
+}
+
+static void test_leader_answers_divergence(void **state)
+{
+    (void)state;
+    int32_t epochs[] = {1, 1, 3};
+    struct raft_quorum_state qs = {.leader_epoch = 3, .voted_id = RAFT_NO_ID, .leader_id = RAFT_NO_ID};
+    struct raft_node *node = make_node(0, &qs, epochs, 3);
+    int64_t now = elect(node);
+    /* The fetcher's last entries are of epoch 2, which this log lacks. */
+    struct raft_msg m = fetch_req(1, raft_node_epoch(node), 4, 2);
+    struct outs outs;
+    raft_node_receive(node, now, &m);
+    drain(node, &outs);
+    const struct raft_output *resp = find_send(&outs, RAFT_MSG_FETCH_RESP, 1);
+    assert_non_null(resp);
+    assert_int_equal(resp->msg.u.fetch_resp.diverging_epoch, 1);
+    assert_int_equal(resp->msg.u.fetch_resp.diverging_end_offset, 2);
+    assert_int_equal(resp->msg.u.fetch_resp.n_records, 0);
+    outs_free(&outs);
+    raft_node_destroy(node);
+}
+
+static void test_follower_truncates_on_divergence(void **state)
+{
+    (void)state;
+    int32_t epochs[] = {1, 1, 2, 2};
+    struct raft_quorum_state qs = {.leader_epoch = 3, .voted_id = RAFT_NO_ID, .leader_id = 2};
+    struct raft_node *node = make_node(0, &qs, epochs, 4);
+    assert_int_equal(raft_node_role(node), RAFT_FOLLOWER);
+    struct outs outs;
+    raft_node_tick(node, 1);
+    drain(node, &outs);
+    const struct raft_output *req = find_send(&outs, RAFT_MSG_FETCH_REQ, 2);
+    assert_non_null(req);
+    assert_int_equal(req->msg.u.fetch_req.fetch_offset, 4);
+    assert_int_equal(req->msg.u.fetch_req.last_fetched_epoch, 2);
+    int32_t correlation = req->msg.correlation_id;
+    outs_free(&outs);
+
+    struct raft_msg m = {.type = RAFT_MSG_FETCH_RESP, .src = 2, .dst = 0,
+                         .correlation_id = correlation};
+    m.u.fetch_resp = (struct raft_fetch_resp){
+        .high_watermark = 2, .diverging_epoch = 1, .diverging_end_offset = 3,
+        .current_leader_id = 2, .current_leader_epoch = 3, .fetch_offset = 4,
+    };
+    raft_node_receive(node, 2, &m);
+    drain(node, &outs);
+    /* Its own epoch-1 entries end at 2: the lower of the two ends wins. */
+    const struct raft_output *trunc = find_type(&outs, RAFT_OUT_TRUNCATE);
+    assert_non_null(trunc);
+    assert_int_equal(trunc->offset, 2);
+    assert_int_equal(raft_node_end_offset(node), 2);
+    req = find_send(&outs, RAFT_MSG_FETCH_REQ, 2);
+    assert_non_null(req);
+    assert_int_equal(req->msg.u.fetch_req.fetch_offset, 2);
+    assert_int_equal(req->msg.u.fetch_req.last_fetched_epoch, 1);
+    m.correlation_id = req->msg.correlation_id;
+    outs_free(&outs);
+
+    /* A late answer to the first fetch, even one that fits the log as it is
+     * now, no longer matches the fetch in flight and is dropped. */
+    struct raft_msg late = m;
+    late.correlation_id = correlation;
+    late.u.fetch_resp.fetch_offset = 2;
+    late.u.fetch_resp.diverging_end_offset = 1;
+    raft_node_receive(node, 2, &late);
+    drain(node, &outs);
+    assert_int_equal(count_type(&outs, RAFT_OUT_TRUNCATE), 0);
+    outs_free(&outs);
+
+    /* The matching answer brings the leader's entry; the HW follows only
+     * once it is fsynced. */
+    struct raft_entry rec = {.offset = 2, .epoch = 3, .len = 1, .data = (uint8_t *)"z"};
+    m.u.fetch_resp = (struct raft_fetch_resp){
+        .high_watermark = 3, .diverging_epoch = -1, .diverging_end_offset = -1,
+        .current_leader_id = 2, .current_leader_epoch = 3, .fetch_offset = 2,
+        .records = &rec, .n_records = 1,
+    };
+    raft_node_receive(node, 3, &m);
+    drain(node, &outs);
+    assert_int_equal(count_type(&outs, RAFT_OUT_APPEND), 1);
+    const struct raft_output *hw = find_type(&outs, RAFT_OUT_HIGH_WATERMARK);
+    assert_non_null(hw);
+    assert_int_equal(hw->offset, 2);
+    assert_null(find_send(&outs, RAFT_MSG_FETCH_REQ, 2)); /* not before the fsync */
+    outs_free(&outs);
+    raft_node_flushed(node, 4, 3);
+    drain(node, &outs);
+    hw = find_type(&outs, RAFT_OUT_HIGH_WATERMARK);
+    assert_non_null(hw);
+    assert_int_equal(hw->offset, 3);
+    assert_non_null(find_send(&outs, RAFT_MSG_FETCH_REQ, 2));
+    outs_free(&outs);
+    raft_node_destroy(node);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vote_log_check),
+        cmocka_unit_test(test_vote_once_per_epoch),
+        cmocka_unit_test(test_pre_vote_keeps_epoch),
+        cmocka_unit_test(test_observer_never_votes),
+        cmocka_unit_test(test_begin_epoch_makes_follower),
+        cmocka_unit_test(test_hw_waits_for_own_epoch),
+        cmocka_unit_test(test_leader_answers_divergence),
+        cmocka_unit_test(test_follower_truncates_on_divergence),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
