@@ -53,6 +53,9 @@ struct kafka_reader {
     const uint8_t *data;
     size_t len;
     size_t pos;
+    /* Bytes at the end that enclosing arrays still need for their later
+     * elements; an array count must fit in what lies before them. */
+    size_t reserved;
     int failed;
     char error[128];
 };
@@ -98,8 +101,8 @@ struct kafka_records kafka_read_records(struct kafka_reader *r);
 struct kafka_records kafka_read_compact_records(struct kafka_reader *r);
 
 /* Array element count, or -1 for a null array. Fails when the count exceeds
- * remaining / min_element_size, so a hostile count can never drive a large
- * allocation (min_element_size 0 is treated as 1). */
+ * (remaining - reserved) / min_element_size, so a hostile count can never
+ * drive a large allocation (min_element_size 0 is treated as 1). */
 int32_t kafka_read_array_len(struct kafka_reader *r, size_t min_element_size);
 int32_t kafka_read_compact_array_len(struct kafka_reader *r, size_t min_element_size);
 
@@ -116,7 +119,8 @@ struct kafka_arena_block;
  * thread handling one request. */
 struct kafka_arena {
     struct kafka_arena_block *head;
-    size_t used_total;
+    size_t used_total;  /* bytes handed out (rounded to 16) */
+    size_t block_total; /* bytes malloc'd for blocks, headers included */
 };
 
 void kafka_arena_init(struct kafka_arena *a);
@@ -125,6 +129,10 @@ void *kafka_arena_alloc(struct kafka_arena *a, size_t size);
 /* Copies a C string into the arena; a NULL input gives a null string. */
 struct kafka_str kafka_arena_strdup(struct kafka_arena *a, const char *s);
 void kafka_arena_free(struct kafka_arena *a);
+/* Bytes the arena holds from malloc (block headers included). Nothing is
+ * freed before kafka_arena_free, so this is also its high-water mark; it
+ * stays under 2 * used_total + 64 KiB + one block header. */
+size_t kafka_arena_high_water(const struct kafka_arena *a);
 
 /* ---- writer ---- */
 

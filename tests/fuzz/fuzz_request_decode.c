@@ -37,6 +37,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
         }
     }
+    /* Accepted or not, decoding stays within the memory bound that
+     * unit_protocol_test_decode_bound states (docs/architecture.md). */
+    if (kafka_arena_high_water(&arena) > 32 * size + 128 * 1024)
+        __builtin_trap();
     kafka_arena_free(&arena);
     return 0;
 }

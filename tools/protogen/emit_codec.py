@@ -221,23 +221,25 @@ class CodecEmitter:
         out.append("")
 
     # ---------------------------------------------------------------- min size
+    #
+    # Decoders refuse an array count larger than remaining bytes / the
+    # fewest bytes one element can take in the version being decoded, before
+    # they allocate. The minimum must be per version: over all versions it
+    # can be 0 (a struct whose fields all start later), which would let one
+    # byte claim one element.
 
-    def struct_min_size(self, sd):
-        """Fewest bytes one encoded instance can take in any valid version."""
-        key = id(sd)
+    def struct_min_size(self, sd, v):
+        """Fewest bytes one encoded instance takes at version v."""
+        key = (id(sd), v)
         if key in self.min_size_cache:
             return self.min_size_cache[key]
-        best = None
-        for v in range(self.m.valid.lo, self.m.valid.hi + 1):
-            total = 1 if self.m.flexible.contains(v) else 0
-            for f in sd.fields:
-                fv = self.versions(f)
-                if v in fv.regular:
-                    total += self.field_min_size(f, v, fv)
-            best = total if best is None else min(best, total)
-        best = best or 0
-        self.min_size_cache[key] = best
-        return best
+        total = 1 if self.m.flexible.contains(v) else 0
+        for f in sd.fields:
+            fv = self.versions(f)
+            if v in fv.regular:
+                total += self.field_min_size(f, v, fv)
+        self.min_size_cache[key] = total
+        return total
 
     def field_min_size(self, f, v, fv):
         compact = v in fv.compact
@@ -250,13 +252,15 @@ class CodecEmitter:
         if f.struct is not None:
             if struct_is_pointer(f) and v in fv.nullable:
                 return 1
-            return self.struct_min_size(f.struct)
+            return self.struct_min_size(f.struct, v)
         if f.type in FIXED_SIZE:
             return FIXED_SIZE[f.type]
         if f.type == "string":
             return 1 if compact else 2
         return 1 if compact else 4
 
-    def element_min_size(self, f, fv):
-        vals = [self.value_min_size(f, v, fv) for v in sorted(fv.present)]
-        return max(1, min(vals)) if vals else 1
+    def element_min_sizes(self, f, fv, active):
+        """{version: fewest bytes of one element} over the versions in which
+        the array is read; 0 becomes 1 (an element of no bytes cannot be
+        told from none, and one per remaining byte stays bounded)."""
+        return {v: max(1, self.value_min_size(f, v, fv)) for v in sorted(active & fv.present)}

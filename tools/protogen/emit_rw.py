@@ -84,6 +84,21 @@ class RwEmitter:
             return lines
         raise ValueError(t)
 
+    def min_size_expr(self, f, fv, active):
+        """C expression for the fewest bytes of one element at `version`."""
+        sizes = self.c.element_min_sizes(f, fv, active)
+        if not sizes:
+            return "1"
+        by_size = {}
+        for v, n in sizes.items():
+            by_size.setdefault(n, set()).add(v)
+        # The most common size is the fallback; the others get a condition.
+        order = sorted(by_size, key=lambda n: (-len(by_size[n]), n))
+        expr = str(order[0])
+        for n in reversed(order[1:]):
+            expr = "(%s) ? %d : %s" % (version_cond(by_size[n], self.universe), n, expr)
+        return expr if len(order) == 1 else "(%s)" % expr
+
     def read_field(self, f, fv, dst, rd, active, compact_all, on_error):
         if not f.is_array:
             lines = self.read_value(f, fv, dst, rd, active, compact_all, on_error)
@@ -92,12 +107,13 @@ class RwEmitter:
             return lines
         cflex = "1" if compact_all else self.cond(fv.compact, active)
         cnull = self.cond(fv.nullable, active)
-        min_el = self.c.element_min_size(f, fv)
+        min_el = self.min_size_expr(f, fv, active)
         reader = pick(cflex, "kafka_read_compact_array_len", "kafka_read_array_len")
         if cflex not in ("0", "1"):
             reader = "(%s)" % reader
         lines = ["{",
-                 "    int32_t n = %s(%s, %d);" % (reader, rd, min_el),
+                 "    size_t min_el = %s;" % min_el,
+                 "    int32_t n = %s(%s, min_el);" % (reader, rd),
                  "    if (%s->failed)" % rd,
                  "        " + on_error,
                  "    if (n < 0) {"]
@@ -117,11 +133,21 @@ class RwEmitter:
                   '            kafka_reader_fail(%s, "out of memory");' % rd,
                   "            " + on_error,
                   "        }",
-                  "        %s_count = n;" % dst,
-                  "        for (int32_t i = 0; i < n; i++) {"]
+                  "        %s_count = n;" % dst]
         el = self.read_value(f, fv, "%s[i]" % dst, rd, active, compact_all, on_error)
-        lines += indent(el, 3)
-        lines += ["        }"]
+        if f.struct is not None:
+            # The elements after this one need min_el bytes each, so the
+            # arrays inside this one may not count those bytes as theirs.
+            lines += ["        size_t outer_reserved = %s->reserved;" % rd,
+                      "        for (int32_t i = 0; i < n; i++) {",
+                      "            %s->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;" % rd]
+            lines += indent(el, 3)
+            lines += ["        }",
+                      "        %s->reserved = outer_reserved;" % rd]
+        else:
+            lines += ["        for (int32_t i = 0; i < n; i++) {"]
+            lines += indent(el, 3)
+            lines += ["        }"]
         if f.struct is None:
             lines += ["        if (%s->failed)" % rd, "            " + on_error]
         lines += ["    } else {",

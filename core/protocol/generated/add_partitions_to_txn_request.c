@@ -59,7 +59,8 @@ static int add_partitions_to_txn_request_add_partitions_to_txn_topic_decode(stru
     if (r->failed)
         return kafka_reader_field_error(r, "Name");
     {
-        int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = 4;
+        int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -175,7 +176,8 @@ static int add_partitions_to_txn_request_add_partitions_to_txn_transaction_decod
     }
     if (version >= 4) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 3);
+            size_t min_el = 3;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Topics");
             if (n < 0) {
@@ -190,10 +192,13 @@ static int add_partitions_to_txn_request_add_partitions_to_txn_transaction_decod
                     return kafka_reader_field_error(r, "Topics");
                 }
                 m->topics_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (add_partitions_to_txn_request_add_partitions_to_txn_topic_decode(&m->topics[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Topics");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->topics = NULL;
                 m->topics_count = 0;
@@ -299,7 +304,8 @@ int add_partitions_to_txn_request_decode(struct add_partitions_to_txn_request *m
     }
     if (version >= 4) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 14;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Transactions");
             if (n < 0) {
@@ -314,10 +320,13 @@ int add_partitions_to_txn_request_decode(struct add_partitions_to_txn_request *m
                     return kafka_reader_field_error(r, "Transactions");
                 }
                 m->transactions_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (add_partitions_to_txn_request_add_partitions_to_txn_transaction_decode(&m->transactions[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Transactions");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->transactions = NULL;
                 m->transactions_count = 0;
@@ -341,7 +350,8 @@ int add_partitions_to_txn_request_decode(struct add_partitions_to_txn_request *m
     }
     if (version <= 3) {
         {
-            int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+            size_t min_el = ((version == 3) ? 3 : 6);
+            int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "V3AndBelowTopics");
             if (n < 0) {
@@ -356,10 +366,13 @@ int add_partitions_to_txn_request_decode(struct add_partitions_to_txn_request *m
                     return kafka_reader_field_error(r, "V3AndBelowTopics");
                 }
                 m->v3_and_below_topics_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (add_partitions_to_txn_request_add_partitions_to_txn_topic_decode(&m->v3_and_below_topics[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "V3AndBelowTopics");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->v3_and_below_topics = NULL;
                 m->v3_and_below_topics_count = 0;

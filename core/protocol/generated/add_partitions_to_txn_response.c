@@ -106,7 +106,8 @@ static int add_partitions_to_txn_response_add_partitions_to_txn_topic_result_dec
     if (r->failed)
         return kafka_reader_field_error(r, "Name");
     {
-        int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 6);
+        size_t min_el = ((version >= 3) ? 7 : 6);
+        int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "ResultsByPartition");
         if (n < 0) {
@@ -121,10 +122,13 @@ static int add_partitions_to_txn_response_add_partitions_to_txn_topic_result_dec
                 return kafka_reader_field_error(r, "ResultsByPartition");
             }
             m->results_by_partition_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (add_partitions_to_txn_response_add_partitions_to_txn_partition_result_decode(&m->results_by_partition[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "ResultsByPartition");
             }
+            r->reserved = outer_reserved;
         } else {
             m->results_by_partition = NULL;
             m->results_by_partition_count = 0;
@@ -198,7 +202,8 @@ static int add_partitions_to_txn_response_add_partitions_to_txn_result_decode(st
     }
     if (version >= 4) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 3);
+            size_t min_el = 3;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "TopicResults");
             if (n < 0) {
@@ -213,10 +218,13 @@ static int add_partitions_to_txn_response_add_partitions_to_txn_result_decode(st
                     return kafka_reader_field_error(r, "TopicResults");
                 }
                 m->topic_results_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (add_partitions_to_txn_response_add_partitions_to_txn_topic_result_decode(&m->topic_results[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "TopicResults");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->topic_results = NULL;
                 m->topic_results_count = 0;
@@ -308,7 +316,8 @@ int add_partitions_to_txn_response_decode(struct add_partitions_to_txn_response 
     }
     if (version >= 4) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 3;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "ResultsByTransaction");
             if (n < 0) {
@@ -323,10 +332,13 @@ int add_partitions_to_txn_response_decode(struct add_partitions_to_txn_response 
                     return kafka_reader_field_error(r, "ResultsByTransaction");
                 }
                 m->results_by_transaction_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (add_partitions_to_txn_response_add_partitions_to_txn_result_decode(&m->results_by_transaction[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "ResultsByTransaction");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->results_by_transaction = NULL;
                 m->results_by_transaction_count = 0;
@@ -335,7 +347,8 @@ int add_partitions_to_txn_response_decode(struct add_partitions_to_txn_response 
     }
     if (version <= 3) {
         {
-            int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+            size_t min_el = ((version == 3) ? 3 : 6);
+            int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "ResultsByTopicV3AndBelow");
             if (n < 0) {
@@ -350,10 +363,13 @@ int add_partitions_to_txn_response_decode(struct add_partitions_to_txn_response 
                     return kafka_reader_field_error(r, "ResultsByTopicV3AndBelow");
                 }
                 m->results_by_topic_v3_and_below_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (add_partitions_to_txn_response_add_partitions_to_txn_topic_result_decode(&m->results_by_topic_v3_and_below[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "ResultsByTopicV3AndBelow");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->results_by_topic_v3_and_below = NULL;
                 m->results_by_topic_v3_and_below_count = 0;

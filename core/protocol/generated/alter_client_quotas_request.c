@@ -171,7 +171,8 @@ static int alter_client_quotas_request_entry_data_decode(struct alter_client_quo
     (void)version;
     alter_client_quotas_request_entry_data_init(m);
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version <= 0) ? 4 : 3);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Entity");
         if (n < 0) {
@@ -186,17 +187,21 @@ static int alter_client_quotas_request_entry_data_decode(struct alter_client_quo
                 return kafka_reader_field_error(r, "Entity");
             }
             m->entity_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_client_quotas_request_entity_data_decode(&m->entity[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Entity");
             }
+            r->reserved = outer_reserved;
         } else {
             m->entity = NULL;
             m->entity_count = 0;
         }
     }
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 11);
+        size_t min_el = 11;
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Ops");
         if (n < 0) {
@@ -211,10 +216,13 @@ static int alter_client_quotas_request_entry_data_decode(struct alter_client_quo
                 return kafka_reader_field_error(r, "Ops");
             }
             m->ops_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_client_quotas_request_op_data_decode(&m->ops[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Ops");
             }
+            r->reserved = outer_reserved;
         } else {
             m->ops = NULL;
             m->ops_count = 0;
@@ -285,7 +293,8 @@ int alter_client_quotas_request_decode(struct alter_client_quotas_request *m, st
         return -1;
     }
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version <= 0) ? 8 : 3);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Entries");
         if (n < 0) {
@@ -300,10 +309,13 @@ int alter_client_quotas_request_decode(struct alter_client_quotas_request *m, st
                 return kafka_reader_field_error(r, "Entries");
             }
             m->entries_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_client_quotas_request_entry_data_decode(&m->entries[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Entries");
             }
+            r->reserved = outer_reserved;
         } else {
             m->entries = NULL;
             m->entries_count = 0;

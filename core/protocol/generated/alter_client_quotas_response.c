@@ -115,7 +115,8 @@ static int alter_client_quotas_response_entry_data_decode(struct alter_client_qu
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorMessage");
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version <= 0) ? 4 : 3);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Entity");
         if (n < 0) {
@@ -130,10 +131,13 @@ static int alter_client_quotas_response_entry_data_decode(struct alter_client_qu
                 return kafka_reader_field_error(r, "Entity");
             }
             m->entity_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_client_quotas_response_entity_data_decode(&m->entity[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Entity");
             }
+            r->reserved = outer_reserved;
         } else {
             m->entity = NULL;
             m->entity_count = 0;
@@ -201,7 +205,8 @@ int alter_client_quotas_response_decode(struct alter_client_quotas_response *m, 
     if (r->failed)
         return kafka_reader_field_error(r, "ThrottleTimeMs");
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 5);
+        size_t min_el = ((version <= 0) ? 8 : 5);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Entries");
         if (n < 0) {
@@ -216,10 +221,13 @@ int alter_client_quotas_response_decode(struct alter_client_quotas_response *m, 
                 return kafka_reader_field_error(r, "Entries");
             }
             m->entries_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_client_quotas_response_entry_data_decode(&m->entries[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Entries");
             }
+            r->reserved = outer_reserved;
         } else {
             m->entries = NULL;
             m->entries_count = 0;

@@ -115,7 +115,8 @@ static int alter_configs_request_alter_configs_resource_decode(struct alter_conf
     if (r->failed)
         return kafka_reader_field_error(r, "ResourceName");
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 2) ? 3 : 4);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Configs");
         if (n < 0) {
@@ -130,10 +131,13 @@ static int alter_configs_request_alter_configs_resource_decode(struct alter_conf
                 return kafka_reader_field_error(r, "Configs");
             }
             m->configs_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_configs_request_alterable_config_decode(&m->configs[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Configs");
             }
+            r->reserved = outer_reserved;
         } else {
             m->configs = NULL;
             m->configs_count = 0;
@@ -200,7 +204,8 @@ int alter_configs_request_decode(struct alter_configs_request *m, struct kafka_r
         return -1;
     }
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = ((version >= 2) ? 4 : 7);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Resources");
         if (n < 0) {
@@ -215,10 +220,13 @@ int alter_configs_request_decode(struct alter_configs_request *m, struct kafka_r
                 return kafka_reader_field_error(r, "Resources");
             }
             m->resources_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_configs_request_alter_configs_resource_decode(&m->resources[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Resources");
             }
+            r->reserved = outer_reserved;
         } else {
             m->resources = NULL;
             m->resources_count = 0;

@@ -114,7 +114,8 @@ int alter_configs_response_decode(struct alter_configs_response *m, struct kafka
     if (r->failed)
         return kafka_reader_field_error(r, "ThrottleTimeMs");
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 6);
+        size_t min_el = ((version >= 2) ? 6 : 7);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Responses");
         if (n < 0) {
@@ -129,10 +130,13 @@ int alter_configs_response_decode(struct alter_configs_response *m, struct kafka
                 return kafka_reader_field_error(r, "Responses");
             }
             m->responses_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_configs_response_alter_configs_resource_response_decode(&m->responses[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Responses");
             }
+            r->reserved = outer_reserved;
         } else {
             m->responses = NULL;
             m->responses_count = 0;

@@ -98,7 +98,8 @@ static int alter_partition_reassignments_response_reassignable_topic_response_de
     if (r->failed)
         return kafka_reader_field_error(r, "Name");
     {
-        int32_t n = kafka_read_compact_array_len(r, 8);
+        size_t min_el = 8;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -113,10 +114,13 @@ static int alter_partition_reassignments_response_reassignable_topic_response_de
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_partition_reassignments_response_reassignable_partition_response_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -186,7 +190,8 @@ int alter_partition_reassignments_response_decode(struct alter_partition_reassig
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorMessage");
     {
-        int32_t n = kafka_read_compact_array_len(r, 3);
+        size_t min_el = 3;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Responses");
         if (n < 0) {
@@ -201,10 +206,13 @@ int alter_partition_reassignments_response_decode(struct alter_partition_reassig
                 return kafka_reader_field_error(r, "Responses");
             }
             m->responses_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_partition_reassignments_response_reassignable_topic_response_decode(&m->responses[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Responses");
             }
+            r->reserved = outer_reserved;
         } else {
             m->responses = NULL;
             m->responses_count = 0;

@@ -128,7 +128,8 @@ static int alter_partition_request_partition_data_decode(struct alter_partition_
         return kafka_reader_field_error(r, "LeaderEpoch");
     if (version <= 2) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 4);
+            size_t min_el = 4;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "NewIsr");
             if (n < 0) {
@@ -156,7 +157,8 @@ static int alter_partition_request_partition_data_decode(struct alter_partition_
     }
     if (version >= 3) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 13;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "NewIsrWithEpochs");
             if (n < 0) {
@@ -171,10 +173,13 @@ static int alter_partition_request_partition_data_decode(struct alter_partition_
                     return kafka_reader_field_error(r, "NewIsrWithEpochs");
                 }
                 m->new_isr_with_epochs_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (alter_partition_request_broker_state_decode(&m->new_isr_with_epochs[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "NewIsrWithEpochs");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->new_isr_with_epochs = NULL;
                 m->new_isr_with_epochs_count = 0;
@@ -276,7 +281,8 @@ static int alter_partition_request_topic_data_decode(struct alter_partition_requ
             return kafka_reader_field_error(r, "TopicId");
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 14);
+        size_t min_el = ((version <= 0) ? 14 : 15);
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -291,10 +297,13 @@ static int alter_partition_request_topic_data_decode(struct alter_partition_requ
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_partition_request_partition_data_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -363,7 +372,8 @@ int alter_partition_request_decode(struct alter_partition_request *m, struct kaf
     if (r->failed)
         return kafka_reader_field_error(r, "BrokerEpoch");
     {
-        int32_t n = kafka_read_compact_array_len(r, 3);
+        size_t min_el = ((version >= 2) ? 18 : 3);
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -378,10 +388,13 @@ int alter_partition_request_decode(struct alter_partition_request *m, struct kaf
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_partition_request_topic_data_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

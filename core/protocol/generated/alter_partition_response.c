@@ -65,7 +65,8 @@ static int alter_partition_response_partition_data_decode(struct alter_partition
     if (r->failed)
         return kafka_reader_field_error(r, "LeaderEpoch");
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Isr");
         if (n < 0) {
@@ -166,7 +167,8 @@ static int alter_partition_response_topic_data_decode(struct alter_partition_res
             return kafka_reader_field_error(r, "TopicId");
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 20);
+        size_t min_el = ((version <= 0) ? 20 : 21);
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -181,10 +183,13 @@ static int alter_partition_response_topic_data_decode(struct alter_partition_res
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_partition_response_partition_data_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -253,7 +258,8 @@ int alter_partition_response_decode(struct alter_partition_response *m, struct k
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorCode");
     {
-        int32_t n = kafka_read_compact_array_len(r, 3);
+        size_t min_el = ((version >= 2) ? 18 : 3);
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -268,10 +274,13 @@ int alter_partition_response_decode(struct alter_partition_response *m, struct k
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_partition_response_topic_data_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

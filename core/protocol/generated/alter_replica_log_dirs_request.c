@@ -55,7 +55,8 @@ static int alter_replica_log_dirs_request_alter_replica_log_dir_topic_decode(str
     if (r->failed)
         return kafka_reader_field_error(r, "Name");
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = 4;
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -140,7 +141,8 @@ static int alter_replica_log_dirs_request_alter_replica_log_dir_decode(struct al
     if (r->failed)
         return kafka_reader_field_error(r, "Path");
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 2) ? 3 : 6);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -155,10 +157,13 @@ static int alter_replica_log_dirs_request_alter_replica_log_dir_decode(struct al
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_replica_log_dirs_request_alter_replica_log_dir_topic_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;
@@ -223,7 +228,8 @@ int alter_replica_log_dirs_request_decode(struct alter_replica_log_dirs_request 
         return -1;
     }
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 2) ? 3 : 6);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Dirs");
         if (n < 0) {
@@ -238,10 +244,13 @@ int alter_replica_log_dirs_request_decode(struct alter_replica_log_dirs_request 
                 return kafka_reader_field_error(r, "Dirs");
             }
             m->dirs_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_replica_log_dirs_request_alter_replica_log_dir_decode(&m->dirs[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Dirs");
             }
+            r->reserved = outer_reserved;
         } else {
             m->dirs = NULL;
             m->dirs_count = 0;

@@ -95,7 +95,8 @@ static int alter_replica_log_dirs_response_alter_replica_log_dir_topic_result_de
     if (r->failed)
         return kafka_reader_field_error(r, "TopicName");
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 6);
+        size_t min_el = ((version >= 2) ? 7 : 6);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -110,10 +111,13 @@ static int alter_replica_log_dirs_response_alter_replica_log_dir_topic_result_de
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_replica_log_dirs_response_alter_replica_log_dir_partition_result_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -182,7 +186,8 @@ int alter_replica_log_dirs_response_decode(struct alter_replica_log_dirs_respons
     if (r->failed)
         return kafka_reader_field_error(r, "ThrottleTimeMs");
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 2) ? 3 : 6);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Results");
         if (n < 0) {
@@ -197,10 +202,13 @@ int alter_replica_log_dirs_response_decode(struct alter_replica_log_dirs_respons
                 return kafka_reader_field_error(r, "Results");
             }
             m->results_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_replica_log_dirs_response_alter_replica_log_dir_topic_result_decode(&m->results[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Results");
             }
+            r->reserved = outer_reserved;
         } else {
             m->results = NULL;
             m->results_count = 0;

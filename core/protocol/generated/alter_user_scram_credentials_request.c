@@ -159,7 +159,8 @@ int alter_user_scram_credentials_request_decode(struct alter_user_scram_credenti
         return -1;
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 3);
+        size_t min_el = 3;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Deletions");
         if (n < 0) {
@@ -174,17 +175,21 @@ int alter_user_scram_credentials_request_decode(struct alter_user_scram_credenti
                 return kafka_reader_field_error(r, "Deletions");
             }
             m->deletions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_user_scram_credentials_request_scram_credential_deletion_decode(&m->deletions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Deletions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->deletions = NULL;
             m->deletions_count = 0;
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 9);
+        size_t min_el = 9;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Upsertions");
         if (n < 0) {
@@ -199,10 +204,13 @@ int alter_user_scram_credentials_request_decode(struct alter_user_scram_credenti
                 return kafka_reader_field_error(r, "Upsertions");
             }
             m->upsertions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_user_scram_credentials_request_scram_credential_upsertion_decode(&m->upsertions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Upsertions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->upsertions = NULL;
             m->upsertions_count = 0;

@@ -95,7 +95,8 @@ int alter_user_scram_credentials_response_decode(struct alter_user_scram_credent
     if (r->failed)
         return kafka_reader_field_error(r, "ThrottleTimeMs");
     {
-        int32_t n = kafka_read_compact_array_len(r, 5);
+        size_t min_el = 5;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Results");
         if (n < 0) {
@@ -110,10 +111,13 @@ int alter_user_scram_credentials_response_decode(struct alter_user_scram_credent
                 return kafka_reader_field_error(r, "Results");
             }
             m->results_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (alter_user_scram_credentials_response_alter_user_scram_credentials_result_decode(&m->results[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Results");
             }
+            r->reserved = outer_reserved;
         } else {
             m->results = NULL;
             m->results_count = 0;

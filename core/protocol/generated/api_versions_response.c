@@ -297,7 +297,8 @@ int api_versions_response_decode(struct api_versions_response *m, struct kafka_r
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorCode");
     {
-        int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 6);
+        size_t min_el = ((version >= 3) ? 7 : 6);
+        int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "ApiKeys");
         if (n < 0) {
@@ -312,10 +313,13 @@ int api_versions_response_decode(struct api_versions_response *m, struct kafka_r
                 return kafka_reader_field_error(r, "ApiKeys");
             }
             m->api_keys_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (api_versions_response_api_version_decode(&m->api_keys[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "ApiKeys");
             }
+            r->reserved = outer_reserved;
         } else {
             m->api_keys = NULL;
             m->api_keys_count = 0;
@@ -343,7 +347,8 @@ int api_versions_response_decode(struct api_versions_response *m, struct kafka_r
             case 0:
                 if (version >= 3) {
                     {
-                        int32_t n = kafka_read_compact_array_len((&sub), 1);
+                        size_t min_el = 6;
+                        int32_t n = kafka_read_compact_array_len((&sub), min_el);
                         if ((&sub)->failed)
                             return kafka_reader_adopt_error(r, &sub, "SupportedFeatures");
                         if (n < 0) {
@@ -358,10 +363,13 @@ int api_versions_response_decode(struct api_versions_response *m, struct kafka_r
                                 return kafka_reader_adopt_error(r, &sub, "SupportedFeatures");
                             }
                             m->supported_features_count = n;
+                            size_t outer_reserved = (&sub)->reserved;
                             for (int32_t i = 0; i < n; i++) {
+                                (&sub)->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                                 if (api_versions_response_supported_feature_key_decode(&m->supported_features[i], (&sub), version, arena) < 0)
                                     return kafka_reader_adopt_error(r, &sub, "SupportedFeatures");
                             }
+                            (&sub)->reserved = outer_reserved;
                         } else {
                             m->supported_features = NULL;
                             m->supported_features_count = 0;
@@ -379,7 +387,8 @@ int api_versions_response_decode(struct api_versions_response *m, struct kafka_r
             case 2:
                 if (version >= 3) {
                     {
-                        int32_t n = kafka_read_compact_array_len((&sub), 1);
+                        size_t min_el = 6;
+                        int32_t n = kafka_read_compact_array_len((&sub), min_el);
                         if ((&sub)->failed)
                             return kafka_reader_adopt_error(r, &sub, "FinalizedFeatures");
                         if (n < 0) {
@@ -394,10 +403,13 @@ int api_versions_response_decode(struct api_versions_response *m, struct kafka_r
                                 return kafka_reader_adopt_error(r, &sub, "FinalizedFeatures");
                             }
                             m->finalized_features_count = n;
+                            size_t outer_reserved = (&sub)->reserved;
                             for (int32_t i = 0; i < n; i++) {
+                                (&sub)->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                                 if (api_versions_response_finalized_feature_key_decode(&m->finalized_features[i], (&sub), version, arena) < 0)
                                     return kafka_reader_adopt_error(r, &sub, "FinalizedFeatures");
                             }
+                            (&sub)->reserved = outer_reserved;
                         } else {
                             m->finalized_features = NULL;
                             m->finalized_features_count = 0;

@@ -86,7 +86,8 @@ static int assign_replicas_to_dirs_request_topic_data_decode(struct assign_repli
     if (r->failed)
         return kafka_reader_field_error(r, "TopicId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 5);
+        size_t min_el = 5;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -101,10 +102,13 @@ static int assign_replicas_to_dirs_request_topic_data_decode(struct assign_repli
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (assign_replicas_to_dirs_request_partition_data_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -158,7 +162,8 @@ static int assign_replicas_to_dirs_request_directory_data_decode(struct assign_r
     if (r->failed)
         return kafka_reader_field_error(r, "Id");
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -173,10 +178,13 @@ static int assign_replicas_to_dirs_request_directory_data_decode(struct assign_r
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (assign_replicas_to_dirs_request_topic_data_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;
@@ -238,7 +246,8 @@ int assign_replicas_to_dirs_request_decode(struct assign_replicas_to_dirs_reques
     if (r->failed)
         return kafka_reader_field_error(r, "BrokerEpoch");
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Directories");
         if (n < 0) {
@@ -253,10 +262,13 @@ int assign_replicas_to_dirs_request_decode(struct assign_replicas_to_dirs_reques
                 return kafka_reader_field_error(r, "Directories");
             }
             m->directories_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (assign_replicas_to_dirs_request_directory_data_decode(&m->directories[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Directories");
             }
+            r->reserved = outer_reserved;
         } else {
             m->directories = NULL;
             m->directories_count = 0;

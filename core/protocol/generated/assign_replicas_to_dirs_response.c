@@ -90,7 +90,8 @@ static int assign_replicas_to_dirs_response_topic_data_decode(struct assign_repl
     if (r->failed)
         return kafka_reader_field_error(r, "TopicId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 7);
+        size_t min_el = 7;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -105,10 +106,13 @@ static int assign_replicas_to_dirs_response_topic_data_decode(struct assign_repl
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (assign_replicas_to_dirs_response_partition_data_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -162,7 +166,8 @@ static int assign_replicas_to_dirs_response_directory_data_decode(struct assign_
     if (r->failed)
         return kafka_reader_field_error(r, "Id");
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -177,10 +182,13 @@ static int assign_replicas_to_dirs_response_directory_data_decode(struct assign_
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (assign_replicas_to_dirs_response_topic_data_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;
@@ -242,7 +250,8 @@ int assign_replicas_to_dirs_response_decode(struct assign_replicas_to_dirs_respo
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorCode");
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Directories");
         if (n < 0) {
@@ -257,10 +266,13 @@ int assign_replicas_to_dirs_response_decode(struct assign_replicas_to_dirs_respo
                 return kafka_reader_field_error(r, "Directories");
             }
             m->directories_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (assign_replicas_to_dirs_response_directory_data_decode(&m->directories[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Directories");
             }
+            r->reserved = outer_reserved;
         } else {
             m->directories = NULL;
             m->directories_count = 0;

@@ -125,7 +125,8 @@ static int begin_quorum_epoch_request_topic_data_decode(struct begin_quorum_epoc
     if (r->failed)
         return kafka_reader_field_error(r, "TopicName");
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 12);
+        size_t min_el = ((version >= 1) ? 29 : 12);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -140,10 +141,13 @@ static int begin_quorum_epoch_request_topic_data_decode(struct begin_quorum_epoc
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (begin_quorum_epoch_request_partition_data_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -308,7 +312,8 @@ int begin_quorum_epoch_request_decode(struct begin_quorum_epoch_request *m, stru
             return kafka_reader_field_error(r, "VoterId");
     }
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version <= 0) ? 6 : 3);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -323,10 +328,13 @@ int begin_quorum_epoch_request_decode(struct begin_quorum_epoch_request *m, stru
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (begin_quorum_epoch_request_topic_data_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;
@@ -334,7 +342,8 @@ int begin_quorum_epoch_request_decode(struct begin_quorum_epoch_request *m, stru
     }
     if (version >= 1) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 5;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "LeaderEndpoints");
             if (n < 0) {
@@ -349,10 +358,13 @@ int begin_quorum_epoch_request_decode(struct begin_quorum_epoch_request *m, stru
                     return kafka_reader_field_error(r, "LeaderEndpoints");
                 }
                 m->leader_endpoints_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (begin_quorum_epoch_request_leader_endpoint_decode(&m->leader_endpoints[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "LeaderEndpoints");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->leader_endpoints = NULL;
                 m->leader_endpoints_count = 0;

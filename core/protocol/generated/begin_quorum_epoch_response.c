@@ -114,7 +114,8 @@ static int begin_quorum_epoch_response_topic_data_decode(struct begin_quorum_epo
     if (r->failed)
         return kafka_reader_field_error(r, "TopicName");
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 14);
+        size_t min_el = ((version >= 1) ? 15 : 14);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -129,10 +130,13 @@ static int begin_quorum_epoch_response_topic_data_decode(struct begin_quorum_epo
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (begin_quorum_epoch_response_partition_data_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -286,7 +290,8 @@ int begin_quorum_epoch_response_decode(struct begin_quorum_epoch_response *m, st
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorCode");
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version <= 0) ? 6 : 3);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -301,10 +306,13 @@ int begin_quorum_epoch_response_decode(struct begin_quorum_epoch_response *m, st
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (begin_quorum_epoch_response_topic_data_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;
@@ -327,7 +335,8 @@ int begin_quorum_epoch_response_decode(struct begin_quorum_epoch_response *m, st
             case 0:
                 if (version >= 1) {
                     {
-                        int32_t n = kafka_read_compact_array_len((&sub), 1);
+                        size_t min_el = 8;
+                        int32_t n = kafka_read_compact_array_len((&sub), min_el);
                         if ((&sub)->failed)
                             return kafka_reader_adopt_error(r, &sub, "NodeEndpoints");
                         if (n < 0) {
@@ -342,10 +351,13 @@ int begin_quorum_epoch_response_decode(struct begin_quorum_epoch_response *m, st
                                 return kafka_reader_adopt_error(r, &sub, "NodeEndpoints");
                             }
                             m->node_endpoints_count = n;
+                            size_t outer_reserved = (&sub)->reserved;
                             for (int32_t i = 0; i < n; i++) {
+                                (&sub)->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                                 if (begin_quorum_epoch_response_node_endpoint_decode(&m->node_endpoints[i], (&sub), version, arena) < 0)
                                     return kafka_reader_adopt_error(r, &sub, "NodeEndpoints");
                             }
+                            (&sub)->reserved = outer_reserved;
                         } else {
                             m->node_endpoints = NULL;
                             m->node_endpoints_count = 0;

@@ -74,7 +74,8 @@ int broker_heartbeat_request_decode(struct broker_heartbeat_request *m, struct k
         case 0:
             if (version >= 1) {
                 {
-                    int32_t n = kafka_read_compact_array_len((&sub), 16);
+                    size_t min_el = 16;
+                    int32_t n = kafka_read_compact_array_len((&sub), min_el);
                     if ((&sub)->failed)
                         return kafka_reader_adopt_error(r, &sub, "OfflineLogDirs");
                     if (n < 0) {

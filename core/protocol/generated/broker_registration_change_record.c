@@ -85,7 +85,8 @@ int broker_registration_change_record_decode(struct broker_registration_change_r
         case 2:
             if (version >= 2) {
                 {
-                    int32_t n = kafka_read_compact_array_len((&sub), 16);
+                    size_t min_el = 16;
+                    int32_t n = kafka_read_compact_array_len((&sub), min_el);
                     if ((&sub)->failed)
                         return kafka_reader_adopt_error(r, &sub, "LogDirs");
                     if (n < 0) {

@@ -192,7 +192,8 @@ int broker_registration_request_decode(struct broker_registration_request *m, st
     if (r->failed)
         return kafka_reader_field_error(r, "IncarnationId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 7);
+        size_t min_el = 7;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Listeners");
         if (n < 0) {
@@ -207,17 +208,21 @@ int broker_registration_request_decode(struct broker_registration_request *m, st
                 return kafka_reader_field_error(r, "Listeners");
             }
             m->listeners_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (broker_registration_request_listener_decode(&m->listeners[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Listeners");
             }
+            r->reserved = outer_reserved;
         } else {
             m->listeners = NULL;
             m->listeners_count = 0;
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 6);
+        size_t min_el = 6;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Features");
         if (n < 0) {
@@ -232,10 +237,13 @@ int broker_registration_request_decode(struct broker_registration_request *m, st
                 return kafka_reader_field_error(r, "Features");
             }
             m->features_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (broker_registration_request_feature_decode(&m->features[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Features");
             }
+            r->reserved = outer_reserved;
         } else {
             m->features = NULL;
             m->features_count = 0;
@@ -251,7 +259,8 @@ int broker_registration_request_decode(struct broker_registration_request *m, st
     }
     if (version >= 2) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 16);
+            size_t min_el = 16;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "LogDirs");
             if (n < 0) {

@@ -93,7 +93,8 @@ int client_quota_record_decode(struct client_quota_record *m, struct kafka_reade
         return -1;
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 3);
+        size_t min_el = 3;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Entity");
         if (n < 0) {
@@ -108,10 +109,13 @@ int client_quota_record_decode(struct client_quota_record *m, struct kafka_reade
                 return kafka_reader_field_error(r, "Entity");
             }
             m->entity_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (client_quota_record_entity_data_decode(&m->entity[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Entity");
             }
+            r->reserved = outer_reserved;
         } else {
             m->entity = NULL;
             m->entity_count = 0;

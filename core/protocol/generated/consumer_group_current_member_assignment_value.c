@@ -42,7 +42,8 @@ static int consumer_group_current_member_assignment_value_topic_partitions_decod
     if (r->failed)
         return kafka_reader_field_error(r, "TopicId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -130,7 +131,8 @@ int consumer_group_current_member_assignment_value_decode(struct consumer_group_
     if (r->failed)
         return kafka_reader_field_error(r, "State");
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "AssignedPartitions");
         if (n < 0) {
@@ -145,17 +147,21 @@ int consumer_group_current_member_assignment_value_decode(struct consumer_group_
                 return kafka_reader_field_error(r, "AssignedPartitions");
             }
             m->assigned_partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (consumer_group_current_member_assignment_value_topic_partitions_decode(&m->assigned_partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "AssignedPartitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->assigned_partitions = NULL;
             m->assigned_partitions_count = 0;
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "PartitionsPendingRevocation");
         if (n < 0) {
@@ -170,10 +176,13 @@ int consumer_group_current_member_assignment_value_decode(struct consumer_group_
                 return kafka_reader_field_error(r, "PartitionsPendingRevocation");
             }
             m->partitions_pending_revocation_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (consumer_group_current_member_assignment_value_topic_partitions_decode(&m->partitions_pending_revocation[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "PartitionsPendingRevocation");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions_pending_revocation = NULL;
             m->partitions_pending_revocation_count = 0;

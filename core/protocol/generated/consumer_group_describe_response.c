@@ -92,7 +92,8 @@ static int consumer_group_describe_response_topic_partitions_decode(struct consu
     if (r->failed)
         return kafka_reader_field_error(r, "TopicName");
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -163,7 +164,8 @@ static int consumer_group_describe_response_assignment_decode(struct consumer_gr
     (void)version;
     consumer_group_describe_response_assignment_init(m);
     {
-        int32_t n = kafka_read_compact_array_len(r, 19);
+        size_t min_el = 19;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "TopicPartitions");
         if (n < 0) {
@@ -178,10 +180,13 @@ static int consumer_group_describe_response_assignment_decode(struct consumer_gr
                 return kafka_reader_field_error(r, "TopicPartitions");
             }
             m->topic_partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (consumer_group_describe_response_topic_partitions_decode(&m->topic_partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "TopicPartitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topic_partitions = NULL;
             m->topic_partitions_count = 0;
@@ -271,7 +276,8 @@ static int consumer_group_describe_response_member_decode(struct consumer_group_
     if (r->failed)
         return kafka_reader_field_error(r, "ClientHost");
     {
-        int32_t n = kafka_read_compact_array_len(r, 1);
+        size_t min_el = 1;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "SubscribedTopicNames");
         if (n < 0) {
@@ -401,7 +407,8 @@ static int consumer_group_describe_response_described_group_decode(struct consum
     if (r->failed)
         return kafka_reader_field_error(r, "AssignorName");
     {
-        int32_t n = kafka_read_compact_array_len(r, 16);
+        size_t min_el = 16;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Members");
         if (n < 0) {
@@ -416,10 +423,13 @@ static int consumer_group_describe_response_described_group_decode(struct consum
                 return kafka_reader_field_error(r, "Members");
             }
             m->members_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (consumer_group_describe_response_member_decode(&m->members[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Members");
             }
+            r->reserved = outer_reserved;
         } else {
             m->members = NULL;
             m->members_count = 0;
@@ -493,7 +503,8 @@ int consumer_group_describe_response_decode(struct consumer_group_describe_respo
     if (r->failed)
         return kafka_reader_field_error(r, "ThrottleTimeMs");
     {
-        int32_t n = kafka_read_compact_array_len(r, 20);
+        size_t min_el = 20;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Groups");
         if (n < 0) {
@@ -508,10 +519,13 @@ int consumer_group_describe_response_decode(struct consumer_group_describe_respo
                 return kafka_reader_field_error(r, "Groups");
             }
             m->groups_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (consumer_group_describe_response_described_group_decode(&m->groups[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Groups");
             }
+            r->reserved = outer_reserved;
         } else {
             m->groups = NULL;
             m->groups_count = 0;

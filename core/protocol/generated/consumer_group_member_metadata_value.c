@@ -107,7 +107,8 @@ static int consumer_group_member_metadata_value_classic_member_metadata_decode(s
     if (r->failed)
         return kafka_reader_field_error(r, "SessionTimeoutMs");
     {
-        int32_t n = kafka_read_compact_array_len(r, 3);
+        size_t min_el = 3;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "SupportedProtocols");
         if (n < 0) {
@@ -122,10 +123,13 @@ static int consumer_group_member_metadata_value_classic_member_metadata_decode(s
                 return kafka_reader_field_error(r, "SupportedProtocols");
             }
             m->supported_protocols_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (consumer_group_member_metadata_value_classic_protocol_decode(&m->supported_protocols[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "SupportedProtocols");
             }
+            r->reserved = outer_reserved;
         } else {
             m->supported_protocols = NULL;
             m->supported_protocols_count = 0;
@@ -220,7 +224,8 @@ int consumer_group_member_metadata_value_decode(struct consumer_group_member_met
     if (r->failed)
         return kafka_reader_field_error(r, "ClientHost");
     {
-        int32_t n = kafka_read_compact_array_len(r, 1);
+        size_t min_el = 1;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "SubscribedTopicNames");
         if (n < 0) {

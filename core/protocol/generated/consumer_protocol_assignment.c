@@ -43,7 +43,8 @@ static int consumer_protocol_assignment_topic_partition_decode(struct consumer_p
     if (r->failed)
         return kafka_reader_field_error(r, "Topic");
     {
-        int32_t n = kafka_read_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -116,7 +117,8 @@ int consumer_protocol_assignment_decode(struct consumer_protocol_assignment *m, 
         return -1;
     }
     {
-        int32_t n = kafka_read_array_len(r, 6);
+        size_t min_el = 6;
+        int32_t n = kafka_read_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "AssignedPartitions");
         if (n < 0) {
@@ -131,10 +133,13 @@ int consumer_protocol_assignment_decode(struct consumer_protocol_assignment *m, 
                 return kafka_reader_field_error(r, "AssignedPartitions");
             }
             m->assigned_partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (consumer_protocol_assignment_topic_partition_decode(&m->assigned_partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "AssignedPartitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->assigned_partitions = NULL;
             m->assigned_partitions_count = 0;

@@ -55,7 +55,8 @@ static int consumer_protocol_subscription_topic_partition_decode(struct consumer
     }
     if (version >= 1) {
         {
-            int32_t n = kafka_read_array_len(r, 4);
+            size_t min_el = 4;
+            int32_t n = kafka_read_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Partitions");
             if (n < 0) {
@@ -153,7 +154,8 @@ int consumer_protocol_subscription_decode(struct consumer_protocol_subscription 
         return -1;
     }
     {
-        int32_t n = kafka_read_array_len(r, 2);
+        size_t min_el = 2;
+        int32_t n = kafka_read_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -183,7 +185,8 @@ int consumer_protocol_subscription_decode(struct consumer_protocol_subscription 
         return kafka_reader_field_error(r, "UserData");
     if (version >= 1) {
         {
-            int32_t n = kafka_read_array_len(r, 1);
+            size_t min_el = 6;
+            int32_t n = kafka_read_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "OwnedPartitions");
             if (n < 0) {
@@ -198,10 +201,13 @@ int consumer_protocol_subscription_decode(struct consumer_protocol_subscription 
                     return kafka_reader_field_error(r, "OwnedPartitions");
                 }
                 m->owned_partitions_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (consumer_protocol_subscription_topic_partition_decode(&m->owned_partitions[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "OwnedPartitions");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->owned_partitions = NULL;
                 m->owned_partitions_count = 0;

@@ -97,7 +97,8 @@ int controlled_shutdown_response_decode(struct controlled_shutdown_response *m, 
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorCode");
     {
-        int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 6);
+        size_t min_el = 6;
+        int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "RemainingPartitions");
         if (n < 0) {
@@ -112,10 +113,13 @@ int controlled_shutdown_response_decode(struct controlled_shutdown_response *m, 
                 return kafka_reader_field_error(r, "RemainingPartitions");
             }
             m->remaining_partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (controlled_shutdown_response_remaining_partition_decode(&m->remaining_partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "RemainingPartitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->remaining_partitions = NULL;
             m->remaining_partitions_count = 0;

@@ -169,7 +169,8 @@ int controller_registration_request_decode(struct controller_registration_reques
     if (r->failed)
         return kafka_reader_field_error(r, "ZkMigrationReady");
     {
-        int32_t n = kafka_read_compact_array_len(r, 7);
+        size_t min_el = 7;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Listeners");
         if (n < 0) {
@@ -184,17 +185,21 @@ int controller_registration_request_decode(struct controller_registration_reques
                 return kafka_reader_field_error(r, "Listeners");
             }
             m->listeners_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (controller_registration_request_listener_decode(&m->listeners[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Listeners");
             }
+            r->reserved = outer_reserved;
         } else {
             m->listeners = NULL;
             m->listeners_count = 0;
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 6);
+        size_t min_el = 6;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Features");
         if (n < 0) {
@@ -209,10 +214,13 @@ int controller_registration_request_decode(struct controller_registration_reques
                 return kafka_reader_field_error(r, "Features");
             }
             m->features_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (controller_registration_request_feature_decode(&m->features[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Features");
             }
+            r->reserved = outer_reserved;
         } else {
             m->features = NULL;
             m->features_count = 0;

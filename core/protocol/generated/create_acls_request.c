@@ -145,7 +145,8 @@ int create_acls_request_decode(struct create_acls_request *m, struct kafka_reade
         return -1;
     }
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 8);
+        size_t min_el = ((version <= 0) ? 9 : (version == 1) ? 10 : 8);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Creations");
         if (n < 0) {
@@ -160,10 +161,13 @@ int create_acls_request_decode(struct create_acls_request *m, struct kafka_reade
                 return kafka_reader_field_error(r, "Creations");
             }
             m->creations_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (create_acls_request_acl_creation_decode(&m->creations[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Creations");
             }
+            r->reserved = outer_reserved;
         } else {
             m->creations = NULL;
             m->creations_count = 0;

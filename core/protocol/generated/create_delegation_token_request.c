@@ -127,7 +127,8 @@ int create_delegation_token_request_decode(struct create_delegation_token_reques
             return kafka_reader_field_error(r, "OwnerPrincipalName");
     }
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version <= 1) ? 4 : 3);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Renewers");
         if (n < 0) {
@@ -142,10 +143,13 @@ int create_delegation_token_request_decode(struct create_delegation_token_reques
                 return kafka_reader_field_error(r, "Renewers");
             }
             m->renewers_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (create_delegation_token_request_creatable_renewers_decode(&m->renewers[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Renewers");
             }
+            r->reserved = outer_reserved;
         } else {
             m->renewers = NULL;
             m->renewers_count = 0;

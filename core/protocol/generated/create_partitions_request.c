@@ -47,7 +47,8 @@ static int create_partitions_request_create_partitions_assignment_decode(struct 
     (void)version;
     create_partitions_request_create_partitions_assignment_init(m);
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = 4;
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "BrokerIds");
         if (n < 0) {
@@ -130,7 +131,8 @@ static int create_partitions_request_create_partitions_topic_decode(struct creat
     if (r->failed)
         return kafka_reader_field_error(r, "Count");
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 2);
+        size_t min_el = ((version <= 1) ? 4 : 2);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Assignments");
         if (n < 0) {
@@ -143,10 +145,13 @@ static int create_partitions_request_create_partitions_topic_decode(struct creat
                 return kafka_reader_field_error(r, "Assignments");
             }
             m->assignments_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (create_partitions_request_create_partitions_assignment_decode(&m->assignments[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Assignments");
             }
+            r->reserved = outer_reserved;
         } else {
             m->assignments = NULL;
             m->assignments_count = 0;
@@ -214,7 +219,8 @@ int create_partitions_request_decode(struct create_partitions_request *m, struct
         return -1;
     }
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 7);
+        size_t min_el = ((version <= 1) ? 10 : 7);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -229,10 +235,13 @@ int create_partitions_request_decode(struct create_partitions_request *m, struct
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (create_partitions_request_create_partitions_topic_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

@@ -63,7 +63,8 @@ static int create_topics_request_creatable_replica_assignment_decode(struct crea
     if (r->failed)
         return kafka_reader_field_error(r, "PartitionIndex");
     {
-        int32_t n = ((version >= 5) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = 4;
+        int32_t n = ((version >= 5) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "BrokerIds");
         if (n < 0) {
@@ -210,7 +211,8 @@ static int create_topics_request_creatable_topic_decode(struct create_topics_req
     if (r->failed)
         return kafka_reader_field_error(r, "ReplicationFactor");
     {
-        int32_t n = ((version >= 5) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 6);
+        size_t min_el = ((version >= 5) ? 6 : 8);
+        int32_t n = ((version >= 5) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Assignments");
         if (n < 0) {
@@ -225,17 +227,21 @@ static int create_topics_request_creatable_topic_decode(struct create_topics_req
                 return kafka_reader_field_error(r, "Assignments");
             }
             m->assignments_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (create_topics_request_creatable_replica_assignment_decode(&m->assignments[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Assignments");
             }
+            r->reserved = outer_reserved;
         } else {
             m->assignments = NULL;
             m->assignments_count = 0;
         }
     }
     {
-        int32_t n = ((version >= 5) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 5) ? 3 : 4);
+        int32_t n = ((version >= 5) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Configs");
         if (n < 0) {
@@ -250,10 +256,13 @@ static int create_topics_request_creatable_topic_decode(struct create_topics_req
                 return kafka_reader_field_error(r, "Configs");
             }
             m->configs_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (create_topics_request_creatable_topic_config_decode(&m->configs[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Configs");
             }
+            r->reserved = outer_reserved;
         } else {
             m->configs = NULL;
             m->configs_count = 0;
@@ -335,7 +344,8 @@ int create_topics_request_decode(struct create_topics_request *m, struct kafka_r
         return -1;
     }
     {
-        int32_t n = ((version >= 5) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 10);
+        size_t min_el = ((version >= 5) ? 10 : 16);
+        int32_t n = ((version >= 5) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -350,10 +360,13 @@ int create_topics_request_decode(struct create_topics_request *m, struct kafka_r
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (create_topics_request_creatable_topic_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

@@ -210,7 +210,8 @@ static int create_topics_response_creatable_topic_result_decode(struct create_to
     }
     if (version >= 5) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 6;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Configs");
             if (n < 0) {
@@ -223,10 +224,13 @@ static int create_topics_response_creatable_topic_result_decode(struct create_to
                     return kafka_reader_field_error(r, "Configs");
                 }
                 m->configs_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (create_topics_response_creatable_topic_configs_decode(&m->configs[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Configs");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->configs = NULL;
                 m->configs_count = 0;
@@ -352,7 +356,8 @@ int create_topics_response_decode(struct create_topics_response *m, struct kafka
             return kafka_reader_field_error(r, "ThrottleTimeMs");
     }
     {
-        int32_t n = ((version >= 5) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = ((version >= 5 && version <= 6) ? 12 : (version <= 0) ? 4 : (version >= 7) ? 28 : 6);
+        int32_t n = ((version >= 5) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -367,10 +372,13 @@ int create_topics_response_decode(struct create_topics_response *m, struct kafka
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (create_topics_response_creatable_topic_result_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

@@ -60,7 +60,8 @@ int delegation_token_record_decode(struct delegation_token_record *m, struct kaf
     if (r->failed)
         return kafka_reader_field_error(r, "Requester");
     {
-        int32_t n = kafka_read_compact_array_len(r, 1);
+        size_t min_el = 1;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Renewers");
         if (n < 0) {

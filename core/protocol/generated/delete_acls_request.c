@@ -139,7 +139,8 @@ int delete_acls_request_decode(struct delete_acls_request *m, struct kafka_reade
         return -1;
     }
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 8);
+        size_t min_el = ((version <= 0) ? 9 : (version == 1) ? 10 : 8);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Filters");
         if (n < 0) {
@@ -154,10 +155,13 @@ int delete_acls_request_decode(struct delete_acls_request *m, struct kafka_reade
                 return kafka_reader_field_error(r, "Filters");
             }
             m->filters_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (delete_acls_request_delete_acls_filter_decode(&m->filters[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Filters");
             }
+            r->reserved = outer_reserved;
         } else {
             m->filters = NULL;
             m->filters_count = 0;

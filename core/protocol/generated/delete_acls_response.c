@@ -177,7 +177,8 @@ static int delete_acls_response_delete_acls_filter_result_decode(struct delete_a
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorMessage");
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 11);
+        size_t min_el = ((version <= 0) ? 13 : (version == 1) ? 14 : 11);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "MatchingAcls");
         if (n < 0) {
@@ -192,10 +193,13 @@ static int delete_acls_response_delete_acls_filter_result_decode(struct delete_a
                 return kafka_reader_field_error(r, "MatchingAcls");
             }
             m->matching_acls_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (delete_acls_response_delete_acls_matching_acl_decode(&m->matching_acls[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "MatchingAcls");
             }
+            r->reserved = outer_reserved;
         } else {
             m->matching_acls = NULL;
             m->matching_acls_count = 0;
@@ -263,7 +267,8 @@ int delete_acls_response_decode(struct delete_acls_response *m, struct kafka_rea
     if (r->failed)
         return kafka_reader_field_error(r, "ThrottleTimeMs");
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 5);
+        size_t min_el = ((version <= 1) ? 8 : 5);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "FilterResults");
         if (n < 0) {
@@ -278,10 +283,13 @@ int delete_acls_response_decode(struct delete_acls_response *m, struct kafka_rea
                 return kafka_reader_field_error(r, "FilterResults");
             }
             m->filter_results_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (delete_acls_response_delete_acls_filter_result_decode(&m->filter_results[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "FilterResults");
             }
+            r->reserved = outer_reserved;
         } else {
             m->filter_results = NULL;
             m->filter_results_count = 0;

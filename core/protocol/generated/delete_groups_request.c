@@ -38,7 +38,8 @@ int delete_groups_request_decode(struct delete_groups_request *m, struct kafka_r
         return -1;
     }
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 1);
+        size_t min_el = ((version >= 2) ? 1 : 2);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "GroupsNames");
         if (n < 0) {

@@ -118,7 +118,8 @@ int delete_topics_request_decode(struct delete_topics_request *m, struct kafka_r
     }
     if (version >= 6) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 18;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Topics");
             if (n < 0) {
@@ -133,10 +134,13 @@ int delete_topics_request_decode(struct delete_topics_request *m, struct kafka_r
                     return kafka_reader_field_error(r, "Topics");
                 }
                 m->topics_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (delete_topics_request_delete_topic_state_decode(&m->topics[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Topics");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->topics = NULL;
                 m->topics_count = 0;
@@ -145,7 +149,8 @@ int delete_topics_request_decode(struct delete_topics_request *m, struct kafka_r
     }
     if (version <= 5) {
         {
-            int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 1);
+            size_t min_el = ((version >= 4 && version <= 5) ? 1 : 2);
+            int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "TopicNames");
             if (n < 0) {

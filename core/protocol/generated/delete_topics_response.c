@@ -127,7 +127,8 @@ int delete_topics_response_decode(struct delete_topics_response *m, struct kafka
             return kafka_reader_field_error(r, "ThrottleTimeMs");
     }
     {
-        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = ((version == 5) ? 5 : (version >= 6) ? 21 : 4);
+        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Responses");
         if (n < 0) {
@@ -142,10 +143,13 @@ int delete_topics_response_decode(struct delete_topics_response *m, struct kafka
                 return kafka_reader_field_error(r, "Responses");
             }
             m->responses_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (delete_topics_response_deletable_topic_result_decode(&m->responses[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Responses");
             }
+            r->reserved = outer_reserved;
         } else {
             m->responses = NULL;
             m->responses_count = 0;

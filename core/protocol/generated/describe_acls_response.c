@@ -138,7 +138,8 @@ static int describe_acls_response_describe_acls_resource_decode(struct describe_
             return kafka_reader_field_error(r, "PatternType");
     }
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 5);
+        size_t min_el = ((version <= 1) ? 6 : 5);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Acls");
         if (n < 0) {
@@ -153,10 +154,13 @@ static int describe_acls_response_describe_acls_resource_decode(struct describe_
                 return kafka_reader_field_error(r, "Acls");
             }
             m->acls_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_acls_response_acl_description_decode(&m->acls[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Acls");
             }
+            r->reserved = outer_reserved;
         } else {
             m->acls = NULL;
             m->acls_count = 0;
@@ -241,7 +245,8 @@ int describe_acls_response_decode(struct describe_acls_response *m, struct kafka
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorMessage");
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 5);
+        size_t min_el = ((version <= 0) ? 7 : (version == 1) ? 8 : 5);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Resources");
         if (n < 0) {
@@ -256,10 +261,13 @@ int describe_acls_response_decode(struct describe_acls_response *m, struct kafka
                 return kafka_reader_field_error(r, "Resources");
             }
             m->resources_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_acls_response_describe_acls_resource_decode(&m->resources[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Resources");
             }
+            r->reserved = outer_reserved;
         } else {
             m->resources = NULL;
             m->resources_count = 0;

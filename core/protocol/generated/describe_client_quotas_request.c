@@ -106,7 +106,8 @@ int describe_client_quotas_request_decode(struct describe_client_quotas_request 
         return -1;
     }
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = ((version <= 0) ? 5 : 4);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Components");
         if (n < 0) {
@@ -121,10 +122,13 @@ int describe_client_quotas_request_decode(struct describe_client_quotas_request 
                 return kafka_reader_field_error(r, "Components");
             }
             m->components_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_client_quotas_request_component_data_decode(&m->components[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Components");
             }
+            r->reserved = outer_reserved;
         } else {
             m->components = NULL;
             m->components_count = 0;

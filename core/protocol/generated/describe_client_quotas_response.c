@@ -168,7 +168,8 @@ static int describe_client_quotas_response_entry_data_decode(struct describe_cli
     (void)version;
     describe_client_quotas_response_entry_data_init(m);
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version <= 0) ? 4 : 3);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Entity");
         if (n < 0) {
@@ -183,17 +184,21 @@ static int describe_client_quotas_response_entry_data_decode(struct describe_cli
                 return kafka_reader_field_error(r, "Entity");
             }
             m->entity_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_client_quotas_response_entity_data_decode(&m->entity[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Entity");
             }
+            r->reserved = outer_reserved;
         } else {
             m->entity = NULL;
             m->entity_count = 0;
         }
     }
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 10);
+        size_t min_el = 10;
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Values");
         if (n < 0) {
@@ -208,10 +213,13 @@ static int describe_client_quotas_response_entry_data_decode(struct describe_cli
                 return kafka_reader_field_error(r, "Values");
             }
             m->values_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_client_quotas_response_value_data_decode(&m->values[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Values");
             }
+            r->reserved = outer_reserved;
         } else {
             m->values = NULL;
             m->values_count = 0;
@@ -295,7 +303,8 @@ int describe_client_quotas_response_decode(struct describe_client_quotas_respons
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorMessage");
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version <= 0) ? 8 : 3);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Entries");
         if (n < 0) {
@@ -308,10 +317,13 @@ int describe_client_quotas_response_decode(struct describe_client_quotas_respons
                 return kafka_reader_field_error(r, "Entries");
             }
             m->entries_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_client_quotas_response_entry_data_decode(&m->entries[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Entries");
             }
+            r->reserved = outer_reserved;
         } else {
             m->entries = NULL;
             m->entries_count = 0;

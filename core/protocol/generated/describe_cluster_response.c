@@ -136,7 +136,8 @@ int describe_cluster_response_decode(struct describe_cluster_response *m, struct
     if (r->failed)
         return kafka_reader_field_error(r, "ControllerId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 11);
+        size_t min_el = 11;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Brokers");
         if (n < 0) {
@@ -151,10 +152,13 @@ int describe_cluster_response_decode(struct describe_cluster_response *m, struct
                 return kafka_reader_field_error(r, "Brokers");
             }
             m->brokers_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_cluster_response_describe_cluster_broker_decode(&m->brokers[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Brokers");
             }
+            r->reserved = outer_reserved;
         } else {
             m->brokers = NULL;
             m->brokers_count = 0;

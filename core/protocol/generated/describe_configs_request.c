@@ -53,7 +53,8 @@ static int describe_configs_request_describe_configs_resource_decode(struct desc
     if (r->failed)
         return kafka_reader_field_error(r, "ResourceName");
     {
-        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 1);
+        size_t min_el = ((version >= 4) ? 1 : 2);
+        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "ConfigurationKeys");
         if (n < 0) {
@@ -144,7 +145,8 @@ int describe_configs_request_decode(struct describe_configs_request *m, struct k
         return -1;
     }
     {
-        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = ((version >= 4) ? 4 : 7);
+        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Resources");
         if (n < 0) {
@@ -159,10 +161,13 @@ int describe_configs_request_decode(struct describe_configs_request *m, struct k
                 return kafka_reader_field_error(r, "Resources");
             }
             m->resources_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_configs_request_describe_configs_resource_decode(&m->resources[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Resources");
             }
+            r->reserved = outer_reserved;
         } else {
             m->resources = NULL;
             m->resources_count = 0;

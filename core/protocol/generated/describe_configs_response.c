@@ -197,7 +197,8 @@ static int describe_configs_response_describe_configs_resource_result_decode(str
         return kafka_reader_field_error(r, "IsSensitive");
     if (version >= 1) {
         {
-            int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 1);
+            size_t min_el = ((version >= 4) ? 4 : 5);
+            int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Synonyms");
             if (n < 0) {
@@ -212,10 +213,13 @@ static int describe_configs_response_describe_configs_resource_result_decode(str
                     return kafka_reader_field_error(r, "Synonyms");
                 }
                 m->synonyms_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (describe_configs_response_describe_configs_synonym_decode(&m->synonyms[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Synonyms");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->synonyms = NULL;
                 m->synonyms_count = 0;
@@ -332,7 +336,8 @@ static int describe_configs_response_describe_configs_result_decode(struct descr
     if (r->failed)
         return kafka_reader_field_error(r, "ResourceName");
     {
-        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 7);
+        size_t min_el = ((version <= 0) ? 7 : (version >= 4) ? 9 : (version == 3) ? 14 : 11);
+        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Configs");
         if (n < 0) {
@@ -347,10 +352,13 @@ static int describe_configs_response_describe_configs_result_decode(struct descr
                 return kafka_reader_field_error(r, "Configs");
             }
             m->configs_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_configs_response_describe_configs_resource_result_decode(&m->configs[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Configs");
             }
+            r->reserved = outer_reserved;
         } else {
             m->configs = NULL;
             m->configs_count = 0;
@@ -425,7 +433,8 @@ int describe_configs_response_decode(struct describe_configs_response *m, struct
     if (r->failed)
         return kafka_reader_field_error(r, "ThrottleTimeMs");
     {
-        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 7);
+        size_t min_el = ((version >= 4) ? 7 : 11);
+        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Results");
         if (n < 0) {
@@ -440,10 +449,13 @@ int describe_configs_response_decode(struct describe_configs_response *m, struct
                 return kafka_reader_field_error(r, "Results");
             }
             m->results_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_configs_response_describe_configs_result_decode(&m->results[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Results");
             }
+            r->reserved = outer_reserved;
         } else {
             m->results = NULL;
             m->results_count = 0;

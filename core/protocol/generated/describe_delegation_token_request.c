@@ -102,7 +102,8 @@ int describe_delegation_token_request_decode(struct describe_delegation_token_re
         return -1;
     }
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version <= 1) ? 4 : 3);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Owners");
         if (n < 0) {
@@ -115,10 +116,13 @@ int describe_delegation_token_request_decode(struct describe_delegation_token_re
                 return kafka_reader_field_error(r, "Owners");
             }
             m->owners_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_delegation_token_request_describe_delegation_token_owner_decode(&m->owners[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Owners");
             }
+            r->reserved = outer_reserved;
         } else {
             m->owners = NULL;
             m->owners_count = 0;

@@ -171,7 +171,8 @@ static int describe_delegation_token_response_described_delegation_token_decode(
     if (r->failed)
         return kafka_reader_field_error(r, "Hmac");
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version <= 1) ? 4 : 3);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Renewers");
         if (n < 0) {
@@ -186,10 +187,13 @@ static int describe_delegation_token_response_described_delegation_token_decode(
                 return kafka_reader_field_error(r, "Renewers");
             }
             m->renewers_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_delegation_token_response_described_delegation_token_renewer_decode(&m->renewers[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Renewers");
             }
+            r->reserved = outer_reserved;
         } else {
             m->renewers = NULL;
             m->renewers_count = 0;
@@ -294,7 +298,8 @@ int describe_delegation_token_response_decode(struct describe_delegation_token_r
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorCode");
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 30);
+        size_t min_el = ((version == 2) ? 30 : (version >= 3) ? 32 : 38);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Tokens");
         if (n < 0) {
@@ -309,10 +314,13 @@ int describe_delegation_token_response_decode(struct describe_delegation_token_r
                 return kafka_reader_field_error(r, "Tokens");
             }
             m->tokens_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_delegation_token_response_described_delegation_token_decode(&m->tokens[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Tokens");
             }
+            r->reserved = outer_reserved;
         } else {
             m->tokens = NULL;
             m->tokens_count = 0;

@@ -41,7 +41,8 @@ int describe_groups_request_decode(struct describe_groups_request *m, struct kaf
         return -1;
     }
     {
-        int32_t n = ((version >= 5) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 1);
+        size_t min_el = ((version >= 5) ? 1 : 2);
+        int32_t n = ((version >= 5) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Groups");
         if (n < 0) {

@@ -201,7 +201,8 @@ static int describe_groups_response_described_group_decode(struct describe_group
     if (r->failed)
         return kafka_reader_field_error(r, "ProtocolData");
     {
-        int32_t n = ((version >= 5) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 7);
+        size_t min_el = ((version >= 5) ? 7 : (version == 4) ? 16 : 14);
+        int32_t n = ((version >= 5) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Members");
         if (n < 0) {
@@ -216,10 +217,13 @@ static int describe_groups_response_described_group_decode(struct describe_group
                 return kafka_reader_field_error(r, "Members");
             }
             m->members_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_groups_response_described_group_member_decode(&m->members[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Members");
             }
+            r->reserved = outer_reserved;
         } else {
             m->members = NULL;
             m->members_count = 0;
@@ -321,7 +325,8 @@ int describe_groups_response_decode(struct describe_groups_response *m, struct k
             return kafka_reader_field_error(r, "ThrottleTimeMs");
     }
     {
-        int32_t n = ((version >= 5) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 12);
+        size_t min_el = ((version >= 3 && version <= 4) ? 18 : (version >= 5) ? 12 : 14);
+        int32_t n = ((version >= 5) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Groups");
         if (n < 0) {
@@ -336,10 +341,13 @@ int describe_groups_response_decode(struct describe_groups_response *m, struct k
                 return kafka_reader_field_error(r, "Groups");
             }
             m->groups_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_groups_response_described_group_decode(&m->groups[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Groups");
             }
+            r->reserved = outer_reserved;
         } else {
             m->groups = NULL;
             m->groups_count = 0;

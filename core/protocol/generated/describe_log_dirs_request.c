@@ -46,7 +46,8 @@ static int describe_log_dirs_request_describable_log_dir_topic_decode(struct des
     if (r->failed)
         return kafka_reader_field_error(r, "Topic");
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = 4;
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -129,7 +130,8 @@ int describe_log_dirs_request_decode(struct describe_log_dirs_request *m, struct
         return -1;
     }
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version <= 1) ? 6 : 3);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -142,10 +144,13 @@ int describe_log_dirs_request_decode(struct describe_log_dirs_request *m, struct
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_log_dirs_request_describable_log_dir_topic_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

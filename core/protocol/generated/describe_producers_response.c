@@ -127,7 +127,8 @@ static int describe_producers_response_partition_response_decode(struct describe
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorMessage");
     {
-        int32_t n = kafka_read_compact_array_len(r, 37);
+        size_t min_el = 37;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "ActiveProducers");
         if (n < 0) {
@@ -142,10 +143,13 @@ static int describe_producers_response_partition_response_decode(struct describe
                 return kafka_reader_field_error(r, "ActiveProducers");
             }
             m->active_producers_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_producers_response_producer_state_decode(&m->active_producers[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "ActiveProducers");
             }
+            r->reserved = outer_reserved;
         } else {
             m->active_producers = NULL;
             m->active_producers_count = 0;
@@ -203,7 +207,8 @@ static int describe_producers_response_topic_response_decode(struct describe_pro
     if (r->failed)
         return kafka_reader_field_error(r, "Name");
     {
-        int32_t n = kafka_read_compact_array_len(r, 9);
+        size_t min_el = 9;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -218,10 +223,13 @@ static int describe_producers_response_topic_response_decode(struct describe_pro
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_producers_response_partition_response_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -281,7 +289,8 @@ int describe_producers_response_decode(struct describe_producers_response *m, st
     if (r->failed)
         return kafka_reader_field_error(r, "ThrottleTimeMs");
     {
-        int32_t n = kafka_read_compact_array_len(r, 3);
+        size_t min_el = 3;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -296,10 +305,13 @@ int describe_producers_response_decode(struct describe_producers_response *m, st
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_producers_response_topic_response_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

@@ -82,7 +82,8 @@ static int describe_quorum_request_topic_data_decode(struct describe_quorum_requ
     if (r->failed)
         return kafka_reader_field_error(r, "TopicName");
     {
-        int32_t n = kafka_read_compact_array_len(r, 5);
+        size_t min_el = 5;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -97,10 +98,13 @@ static int describe_quorum_request_topic_data_decode(struct describe_quorum_requ
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_quorum_request_partition_data_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -156,7 +160,8 @@ int describe_quorum_request_decode(struct describe_quorum_request *m, struct kaf
         return -1;
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 3);
+        size_t min_el = 3;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -171,10 +176,13 @@ int describe_quorum_request_decode(struct describe_quorum_request *m, struct kaf
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_quorum_request_topic_data_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

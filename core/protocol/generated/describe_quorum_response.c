@@ -183,7 +183,8 @@ static int describe_quorum_response_partition_data_decode(struct describe_quorum
     if (r->failed)
         return kafka_reader_field_error(r, "HighWatermark");
     {
-        int32_t n = kafka_read_compact_array_len(r, 13);
+        size_t min_el = ((version == 1) ? 29 : (version >= 2) ? 45 : 13);
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "CurrentVoters");
         if (n < 0) {
@@ -198,17 +199,21 @@ static int describe_quorum_response_partition_data_decode(struct describe_quorum
                 return kafka_reader_field_error(r, "CurrentVoters");
             }
             m->current_voters_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_quorum_response_replica_state_decode(&m->current_voters[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "CurrentVoters");
             }
+            r->reserved = outer_reserved;
         } else {
             m->current_voters = NULL;
             m->current_voters_count = 0;
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 13);
+        size_t min_el = ((version == 1) ? 29 : (version >= 2) ? 45 : 13);
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Observers");
         if (n < 0) {
@@ -223,10 +228,13 @@ static int describe_quorum_response_partition_data_decode(struct describe_quorum
                 return kafka_reader_field_error(r, "Observers");
             }
             m->observers_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_quorum_response_replica_state_decode(&m->observers[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Observers");
             }
+            r->reserved = outer_reserved;
         } else {
             m->observers = NULL;
             m->observers_count = 0;
@@ -300,7 +308,8 @@ static int describe_quorum_response_topic_data_decode(struct describe_quorum_res
     if (r->failed)
         return kafka_reader_field_error(r, "TopicName");
     {
-        int32_t n = kafka_read_compact_array_len(r, 25);
+        size_t min_el = ((version >= 2) ? 26 : 25);
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -315,10 +324,13 @@ static int describe_quorum_response_topic_data_decode(struct describe_quorum_res
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_quorum_response_partition_data_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -455,7 +467,8 @@ static int describe_quorum_response_node_decode(struct describe_quorum_response_
     }
     if (version >= 2) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 5;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Listeners");
             if (n < 0) {
@@ -470,10 +483,13 @@ static int describe_quorum_response_node_decode(struct describe_quorum_response_
                     return kafka_reader_field_error(r, "Listeners");
                 }
                 m->listeners_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (describe_quorum_response_listener_decode(&m->listeners[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Listeners");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->listeners = NULL;
                 m->listeners_count = 0;
@@ -556,7 +572,8 @@ int describe_quorum_response_decode(struct describe_quorum_response *m, struct k
             return kafka_reader_field_error(r, "ErrorMessage");
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 3);
+        size_t min_el = 3;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -571,10 +588,13 @@ int describe_quorum_response_decode(struct describe_quorum_response *m, struct k
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_quorum_response_topic_data_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;
@@ -582,7 +602,8 @@ int describe_quorum_response_decode(struct describe_quorum_response *m, struct k
     }
     if (version >= 2) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 6;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Nodes");
             if (n < 0) {
@@ -597,10 +618,13 @@ int describe_quorum_response_decode(struct describe_quorum_response *m, struct k
                     return kafka_reader_field_error(r, "Nodes");
                 }
                 m->nodes_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (describe_quorum_response_node_decode(&m->nodes[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Nodes");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->nodes = NULL;
                 m->nodes_count = 0;

@@ -131,7 +131,8 @@ int describe_topic_partitions_request_decode(struct describe_topic_partitions_re
         return -1;
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 2);
+        size_t min_el = 2;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -146,10 +147,13 @@ int describe_topic_partitions_request_decode(struct describe_topic_partitions_re
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_topic_partitions_request_topic_request_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

@@ -91,7 +91,8 @@ static int describe_topic_partitions_response_describe_topic_partitions_response
     if (r->failed)
         return kafka_reader_field_error(r, "LeaderEpoch");
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "ReplicaNodes");
         if (n < 0) {
@@ -117,7 +118,8 @@ static int describe_topic_partitions_response_describe_topic_partitions_response
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "IsrNodes");
         if (n < 0) {
@@ -143,7 +145,8 @@ static int describe_topic_partitions_response_describe_topic_partitions_response
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "EligibleLeaderReplicas");
         if (n < 0) {
@@ -167,7 +170,8 @@ static int describe_topic_partitions_response_describe_topic_partitions_response
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "LastKnownElr");
         if (n < 0) {
@@ -191,7 +195,8 @@ static int describe_topic_partitions_response_describe_topic_partitions_response
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "OfflineReplicas");
         if (n < 0) {
@@ -321,7 +326,8 @@ static int describe_topic_partitions_response_describe_topic_partitions_response
     if (r->failed)
         return kafka_reader_field_error(r, "IsInternal");
     {
-        int32_t n = kafka_read_compact_array_len(r, 20);
+        size_t min_el = 20;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -336,10 +342,13 @@ static int describe_topic_partitions_response_describe_topic_partitions_response
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_topic_partitions_response_describe_topic_partitions_response_partition_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -448,7 +457,8 @@ int describe_topic_partitions_response_decode(struct describe_topic_partitions_r
     if (r->failed)
         return kafka_reader_field_error(r, "ThrottleTimeMs");
     {
-        int32_t n = kafka_read_compact_array_len(r, 26);
+        size_t min_el = 26;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -463,10 +473,13 @@ int describe_topic_partitions_response_decode(struct describe_topic_partitions_r
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_topic_partitions_response_describe_topic_partitions_response_topic_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

@@ -36,7 +36,8 @@ int describe_transactions_request_decode(struct describe_transactions_request *m
         return -1;
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 1);
+        size_t min_el = 1;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "TransactionalIds");
         if (n < 0) {

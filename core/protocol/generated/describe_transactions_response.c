@@ -55,7 +55,8 @@ static int describe_transactions_response_topic_data_decode(struct describe_tran
     if (r->failed)
         return kafka_reader_field_error(r, "Topic");
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -157,7 +158,8 @@ static int describe_transactions_response_transaction_state_decode(struct descri
     if (r->failed)
         return kafka_reader_field_error(r, "ProducerEpoch");
     {
-        int32_t n = kafka_read_compact_array_len(r, 3);
+        size_t min_el = 3;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -172,10 +174,13 @@ static int describe_transactions_response_transaction_state_decode(struct descri
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_transactions_response_topic_data_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;
@@ -243,7 +248,8 @@ int describe_transactions_response_decode(struct describe_transactions_response 
     if (r->failed)
         return kafka_reader_field_error(r, "ThrottleTimeMs");
     {
-        int32_t n = kafka_read_compact_array_len(r, 28);
+        size_t min_el = 28;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "TransactionStates");
         if (n < 0) {
@@ -258,10 +264,13 @@ int describe_transactions_response_decode(struct describe_transactions_response 
                 return kafka_reader_field_error(r, "TransactionStates");
             }
             m->transaction_states_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_transactions_response_transaction_state_decode(&m->transaction_states[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "TransactionStates");
             }
+            r->reserved = outer_reserved;
         } else {
             m->transaction_states = NULL;
             m->transaction_states_count = 0;

@@ -77,7 +77,8 @@ int describe_user_scram_credentials_request_decode(struct describe_user_scram_cr
         return -1;
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 2);
+        size_t min_el = 2;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Users");
         if (n < 0) {
@@ -90,10 +91,13 @@ int describe_user_scram_credentials_request_decode(struct describe_user_scram_cr
                 return kafka_reader_field_error(r, "Users");
             }
             m->users_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_user_scram_credentials_request_user_name_decode(&m->users[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Users");
             }
+            r->reserved = outer_reserved;
         } else {
             m->users = NULL;
             m->users_count = 0;

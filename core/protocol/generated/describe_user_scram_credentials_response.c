@@ -101,7 +101,8 @@ static int describe_user_scram_credentials_response_describe_user_scram_credenti
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorMessage");
     {
-        int32_t n = kafka_read_compact_array_len(r, 6);
+        size_t min_el = 6;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "CredentialInfos");
         if (n < 0) {
@@ -116,10 +117,13 @@ static int describe_user_scram_credentials_response_describe_user_scram_credenti
                 return kafka_reader_field_error(r, "CredentialInfos");
             }
             m->credential_infos_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_user_scram_credentials_response_credential_info_decode(&m->credential_infos[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "CredentialInfos");
             }
+            r->reserved = outer_reserved;
         } else {
             m->credential_infos = NULL;
             m->credential_infos_count = 0;
@@ -191,7 +195,8 @@ int describe_user_scram_credentials_response_decode(struct describe_user_scram_c
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorMessage");
     {
-        int32_t n = kafka_read_compact_array_len(r, 6);
+        size_t min_el = 6;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Results");
         if (n < 0) {
@@ -206,10 +211,13 @@ int describe_user_scram_credentials_response_decode(struct describe_user_scram_c
                 return kafka_reader_field_error(r, "Results");
             }
             m->results_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (describe_user_scram_credentials_response_describe_user_scram_credentials_result_decode(&m->results[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Results");
             }
+            r->reserved = outer_reserved;
         } else {
             m->results = NULL;
             m->results_count = 0;

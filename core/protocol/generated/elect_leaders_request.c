@@ -47,7 +47,8 @@ static int elect_leaders_request_topic_partitions_decode(struct elect_leaders_re
     if (r->failed)
         return kafka_reader_field_error(r, "Topic");
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = 4;
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -139,7 +140,8 @@ int elect_leaders_request_decode(struct elect_leaders_request *m, struct kafka_r
             return kafka_reader_field_error(r, "ElectionType");
     }
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 2) ? 3 : 6);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "TopicPartitions");
         if (n < 0) {
@@ -152,10 +154,13 @@ int elect_leaders_request_decode(struct elect_leaders_request *m, struct kafka_r
                 return kafka_reader_field_error(r, "TopicPartitions");
             }
             m->topic_partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (elect_leaders_request_topic_partitions_decode(&m->topic_partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "TopicPartitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topic_partitions = NULL;
             m->topic_partitions_count = 0;

@@ -107,7 +107,8 @@ static int elect_leaders_response_replica_election_result_decode(struct elect_le
     if (r->failed)
         return kafka_reader_field_error(r, "Topic");
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 8);
+        size_t min_el = 8;
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "PartitionResult");
         if (n < 0) {
@@ -122,10 +123,13 @@ static int elect_leaders_response_replica_election_result_decode(struct elect_le
                 return kafka_reader_field_error(r, "PartitionResult");
             }
             m->partition_result_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (elect_leaders_response_partition_result_decode(&m->partition_result[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "PartitionResult");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partition_result = NULL;
             m->partition_result_count = 0;
@@ -202,7 +206,8 @@ int elect_leaders_response_decode(struct elect_leaders_response *m, struct kafka
             return kafka_reader_field_error(r, "ErrorCode");
     }
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 2) ? 3 : 6);
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "ReplicaElectionResults");
         if (n < 0) {
@@ -217,10 +222,13 @@ int elect_leaders_response_decode(struct elect_leaders_response *m, struct kafka
                 return kafka_reader_field_error(r, "ReplicaElectionResults");
             }
             m->replica_election_results_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (elect_leaders_response_replica_election_result_decode(&m->replica_election_results[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "ReplicaElectionResults");
             }
+            r->reserved = outer_reserved;
         } else {
             m->replica_election_results = NULL;
             m->replica_election_results_count = 0;

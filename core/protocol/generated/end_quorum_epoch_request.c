@@ -147,7 +147,8 @@ static int end_quorum_epoch_request_partition_data_decode(struct end_quorum_epoc
         return kafka_reader_field_error(r, "LeaderEpoch");
     if (version <= 0) {
         {
-            int32_t n = kafka_read_array_len(r, 4);
+            size_t min_el = 4;
+            int32_t n = kafka_read_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "PreferredSuccessors");
             if (n < 0) {
@@ -175,7 +176,8 @@ static int end_quorum_epoch_request_partition_data_decode(struct end_quorum_epoc
     }
     if (version >= 1) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 21;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "PreferredCandidates");
             if (n < 0) {
@@ -190,10 +192,13 @@ static int end_quorum_epoch_request_partition_data_decode(struct end_quorum_epoc
                     return kafka_reader_field_error(r, "PreferredCandidates");
                 }
                 m->preferred_candidates_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (end_quorum_epoch_request_replica_info_decode(&m->preferred_candidates[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "PreferredCandidates");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->preferred_candidates = NULL;
                 m->preferred_candidates_count = 0;
@@ -272,7 +277,8 @@ static int end_quorum_epoch_request_topic_data_decode(struct end_quorum_epoch_re
     if (r->failed)
         return kafka_reader_field_error(r, "TopicName");
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 14);
+        size_t min_el = ((version <= 0) ? 16 : 14);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -287,10 +293,13 @@ static int end_quorum_epoch_request_topic_data_decode(struct end_quorum_epoch_re
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (end_quorum_epoch_request_partition_data_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -447,7 +456,8 @@ int end_quorum_epoch_request_decode(struct end_quorum_epoch_request *m, struct k
     if (r->failed)
         return kafka_reader_field_error(r, "ClusterId");
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version <= 0) ? 6 : 3);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -462,10 +472,13 @@ int end_quorum_epoch_request_decode(struct end_quorum_epoch_request *m, struct k
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (end_quorum_epoch_request_topic_data_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;
@@ -473,7 +486,8 @@ int end_quorum_epoch_request_decode(struct end_quorum_epoch_request *m, struct k
     }
     if (version >= 1) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 5;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "LeaderEndpoints");
             if (n < 0) {
@@ -488,10 +502,13 @@ int end_quorum_epoch_request_decode(struct end_quorum_epoch_request *m, struct k
                     return kafka_reader_field_error(r, "LeaderEndpoints");
                 }
                 m->leader_endpoints_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (end_quorum_epoch_request_leader_endpoint_decode(&m->leader_endpoints[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "LeaderEndpoints");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->leader_endpoints = NULL;
                 m->leader_endpoints_count = 0;

@@ -281,7 +281,8 @@ static int fetch_request_fetch_topic_decode(struct fetch_request_fetch_topic *m,
             return kafka_reader_field_error(r, "TopicId");
     }
     {
-        int32_t n = ((version >= 12) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 16);
+        size_t min_el = ((version <= 4) ? 16 : (version >= 5 && version <= 8) ? 24 : (version >= 9 && version <= 11) ? 28 : 33);
+        int32_t n = ((version >= 12) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -296,10 +297,13 @@ static int fetch_request_fetch_topic_decode(struct fetch_request_fetch_topic *m,
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (fetch_request_fetch_partition_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -385,7 +389,8 @@ static int fetch_request_forgotten_topic_decode(struct fetch_request_forgotten_t
     }
     if (version >= 7) {
         {
-            int32_t n = ((version >= 12) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+            size_t min_el = 4;
+            int32_t n = ((version >= 12) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Partitions");
             if (n < 0) {
@@ -551,7 +556,8 @@ int fetch_request_decode(struct fetch_request *m, struct kafka_reader *r, int16_
             return kafka_reader_field_error(r, "SessionEpoch");
     }
     {
-        int32_t n = ((version >= 12) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 13) ? 18 : (version == 12) ? 3 : 6);
+        int32_t n = ((version >= 12) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -566,10 +572,13 @@ int fetch_request_decode(struct fetch_request *m, struct kafka_reader *r, int16_
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (fetch_request_fetch_topic_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;
@@ -577,7 +586,8 @@ int fetch_request_decode(struct fetch_request *m, struct kafka_reader *r, int16_
     }
     if (version >= 7) {
         {
-            int32_t n = ((version >= 12) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 1);
+            size_t min_el = ((version >= 13) ? 18 : (version == 12) ? 3 : 6);
+            int32_t n = ((version >= 12) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "ForgottenTopicsData");
             if (n < 0) {
@@ -592,10 +602,13 @@ int fetch_request_decode(struct fetch_request *m, struct kafka_reader *r, int16_
                     return kafka_reader_field_error(r, "ForgottenTopicsData");
                 }
                 m->forgotten_topics_data_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (fetch_request_forgotten_topic_decode(&m->forgotten_topics_data[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "ForgottenTopicsData");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->forgotten_topics_data = NULL;
                 m->forgotten_topics_data_count = 0;

@@ -385,7 +385,8 @@ static int fetch_response_partition_data_decode(struct fetch_response_partition_
     }
     if (version >= 4) {
         {
-            int32_t n = ((version >= 12) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 1);
+            size_t min_el = ((version >= 12) ? 17 : 16);
+            int32_t n = ((version >= 12) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "AbortedTransactions");
             if (n < 0) {
@@ -398,10 +399,13 @@ static int fetch_response_partition_data_decode(struct fetch_response_partition_
                     return kafka_reader_field_error(r, "AbortedTransactions");
                 }
                 m->aborted_transactions_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (fetch_response_aborted_transaction_decode(&m->aborted_transactions[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "AbortedTransactions");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->aborted_transactions = NULL;
                 m->aborted_transactions_count = 0;
@@ -575,7 +579,8 @@ static int fetch_response_fetchable_topic_response_decode(struct fetch_response_
             return kafka_reader_field_error(r, "TopicId");
     }
     {
-        int32_t n = ((version >= 12) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 18);
+        size_t min_el = ((version >= 5 && version <= 10) ? 38 : (version <= 3) ? 18 : (version == 4) ? 30 : (version == 11) ? 42 : 37);
+        int32_t n = ((version >= 12) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -590,10 +595,13 @@ static int fetch_response_fetchable_topic_response_decode(struct fetch_response_
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (fetch_response_partition_data_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -787,7 +795,8 @@ int fetch_response_decode(struct fetch_response *m, struct kafka_reader *r, int1
             return kafka_reader_field_error(r, "SessionId");
     }
     {
-        int32_t n = ((version >= 12) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 13) ? 18 : (version == 12) ? 3 : 6);
+        int32_t n = ((version >= 12) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Responses");
         if (n < 0) {
@@ -802,10 +811,13 @@ int fetch_response_decode(struct fetch_response *m, struct kafka_reader *r, int1
                 return kafka_reader_field_error(r, "Responses");
             }
             m->responses_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (fetch_response_fetchable_topic_response_decode(&m->responses[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Responses");
             }
+            r->reserved = outer_reserved;
         } else {
             m->responses = NULL;
             m->responses_count = 0;
@@ -828,7 +840,8 @@ int fetch_response_decode(struct fetch_response *m, struct kafka_reader *r, int1
             case 0:
                 if (version >= 16) {
                     {
-                        int32_t n = kafka_read_compact_array_len((&sub), 1);
+                        size_t min_el = 11;
+                        int32_t n = kafka_read_compact_array_len((&sub), min_el);
                         if ((&sub)->failed)
                             return kafka_reader_adopt_error(r, &sub, "NodeEndpoints");
                         if (n < 0) {
@@ -843,10 +856,13 @@ int fetch_response_decode(struct fetch_response *m, struct kafka_reader *r, int1
                                 return kafka_reader_adopt_error(r, &sub, "NodeEndpoints");
                             }
                             m->node_endpoints_count = n;
+                            size_t outer_reserved = (&sub)->reserved;
                             for (int32_t i = 0; i < n; i++) {
+                                (&sub)->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                                 if (fetch_response_node_endpoint_decode(&m->node_endpoints[i], (&sub), version, arena) < 0)
                                     return kafka_reader_adopt_error(r, &sub, "NodeEndpoints");
                             }
+                            (&sub)->reserved = outer_reserved;
                         } else {
                             m->node_endpoints = NULL;
                             m->node_endpoints_count = 0;

@@ -255,7 +255,8 @@ static int fetch_snapshot_response_topic_snapshot_decode(struct fetch_snapshot_r
     if (r->failed)
         return kafka_reader_field_error(r, "Name");
     {
-        int32_t n = kafka_read_compact_array_len(r, 37);
+        size_t min_el = 37;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -270,10 +271,13 @@ static int fetch_snapshot_response_topic_snapshot_decode(struct fetch_snapshot_r
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (fetch_snapshot_response_partition_snapshot_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -416,7 +420,8 @@ int fetch_snapshot_response_decode(struct fetch_snapshot_response *m, struct kaf
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorCode");
     {
-        int32_t n = kafka_read_compact_array_len(r, 3);
+        size_t min_el = 3;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -431,10 +436,13 @@ int fetch_snapshot_response_decode(struct fetch_snapshot_response *m, struct kaf
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (fetch_snapshot_response_topic_snapshot_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;
@@ -456,7 +464,8 @@ int fetch_snapshot_response_decode(struct fetch_snapshot_response *m, struct kaf
         case 0:
             if (version >= 1) {
                 {
-                    int32_t n = kafka_read_compact_array_len((&sub), 1);
+                    size_t min_el = 8;
+                    int32_t n = kafka_read_compact_array_len((&sub), min_el);
                     if ((&sub)->failed)
                         return kafka_reader_adopt_error(r, &sub, "NodeEndpoints");
                     if (n < 0) {
@@ -471,10 +480,13 @@ int fetch_snapshot_response_decode(struct fetch_snapshot_response *m, struct kaf
                             return kafka_reader_adopt_error(r, &sub, "NodeEndpoints");
                         }
                         m->node_endpoints_count = n;
+                        size_t outer_reserved = (&sub)->reserved;
                         for (int32_t i = 0; i < n; i++) {
+                            (&sub)->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                             if (fetch_snapshot_response_node_endpoint_decode(&m->node_endpoints[i], (&sub), version, arena) < 0)
                                 return kafka_reader_adopt_error(r, &sub, "NodeEndpoints");
                         }
+                        (&sub)->reserved = outer_reserved;
                     } else {
                         m->node_endpoints = NULL;
                         m->node_endpoints_count = 0;

@@ -61,7 +61,8 @@ int find_coordinator_request_decode(struct find_coordinator_request *m, struct k
     }
     if (version >= 4) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 1;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "CoordinatorKeys");
             if (n < 0) {

@@ -225,7 +225,8 @@ int find_coordinator_response_decode(struct find_coordinator_response *m, struct
     }
     if (version >= 4) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 14;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Coordinators");
             if (n < 0) {
@@ -240,10 +241,13 @@ int find_coordinator_response_decode(struct find_coordinator_response *m, struct
                     return kafka_reader_field_error(r, "Coordinators");
                 }
                 m->coordinators_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (find_coordinator_response_coordinator_decode(&m->coordinators[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Coordinators");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->coordinators = NULL;
                 m->coordinators_count = 0;

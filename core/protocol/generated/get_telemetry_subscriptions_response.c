@@ -60,7 +60,8 @@ int get_telemetry_subscriptions_response_decode(struct get_telemetry_subscriptio
     if (r->failed)
         return kafka_reader_field_error(r, "SubscriptionId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 1);
+        size_t min_el = 1;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "AcceptedCompressionTypes");
         if (n < 0) {
@@ -95,7 +96,8 @@ int get_telemetry_subscriptions_response_decode(struct get_telemetry_subscriptio
     if (r->failed)
         return kafka_reader_field_error(r, "DeltaTemporality");
     {
-        int32_t n = kafka_read_compact_array_len(r, 1);
+        size_t min_el = 1;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "RequestedMetrics");
         if (n < 0) {

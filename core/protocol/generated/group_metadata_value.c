@@ -212,7 +212,8 @@ int group_metadata_value_decode(struct group_metadata_value *m, struct kafka_rea
             return kafka_reader_field_error(r, "currentStateTimestamp");
     }
     {
-        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 15);
+        size_t min_el = ((version >= 4) ? 15 : (version <= 0) ? 18 : (version == 3) ? 24 : 22);
+        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "members");
         if (n < 0) {
@@ -227,10 +228,13 @@ int group_metadata_value_decode(struct group_metadata_value *m, struct kafka_rea
                 return kafka_reader_field_error(r, "members");
             }
             m->members_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (group_metadata_value_member_metadata_decode(&m->members[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "members");
             }
+            r->reserved = outer_reserved;
         } else {
             m->members = NULL;
             m->members_count = 0;

@@ -120,7 +120,8 @@ static int incremental_alter_configs_request_alter_configs_resource_decode(struc
     if (r->failed)
         return kafka_reader_field_error(r, "ResourceName");
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = ((version <= 0) ? 5 : 4);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Configs");
         if (n < 0) {
@@ -135,10 +136,13 @@ static int incremental_alter_configs_request_alter_configs_resource_decode(struc
                 return kafka_reader_field_error(r, "Configs");
             }
             m->configs_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (incremental_alter_configs_request_alterable_config_decode(&m->configs[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Configs");
             }
+            r->reserved = outer_reserved;
         } else {
             m->configs = NULL;
             m->configs_count = 0;
@@ -205,7 +209,8 @@ int incremental_alter_configs_request_decode(struct incremental_alter_configs_re
         return -1;
     }
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = ((version <= 0) ? 7 : 4);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Resources");
         if (n < 0) {
@@ -220,10 +225,13 @@ int incremental_alter_configs_request_decode(struct incremental_alter_configs_re
                 return kafka_reader_field_error(r, "Resources");
             }
             m->resources_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (incremental_alter_configs_request_alter_configs_resource_decode(&m->resources[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Resources");
             }
+            r->reserved = outer_reserved;
         } else {
             m->resources = NULL;
             m->resources_count = 0;

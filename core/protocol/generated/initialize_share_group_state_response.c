@@ -92,7 +92,8 @@ static int initialize_share_group_state_response_initialize_state_result_decode(
     if (r->failed)
         return kafka_reader_field_error(r, "TopicId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 8);
+        size_t min_el = 8;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -107,10 +108,13 @@ static int initialize_share_group_state_response_initialize_state_result_decode(
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (initialize_share_group_state_response_partition_result_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -164,7 +168,8 @@ int initialize_share_group_state_response_decode(struct initialize_share_group_s
         return -1;
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Results");
         if (n < 0) {
@@ -179,10 +184,13 @@ int initialize_share_group_state_response_decode(struct initialize_share_group_s
                 return kafka_reader_field_error(r, "Results");
             }
             m->results_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (initialize_share_group_state_response_initialize_state_result_decode(&m->results[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Results");
             }
+            r->reserved = outer_reserved;
         } else {
             m->results = NULL;
             m->results_count = 0;

@@ -156,7 +156,8 @@ int join_group_request_decode(struct join_group_request *m, struct kafka_reader 
     if (r->failed)
         return kafka_reader_field_error(r, "ProtocolType");
     {
-        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 6) ? 3 : 6);
+        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Protocols");
         if (n < 0) {
@@ -171,10 +172,13 @@ int join_group_request_decode(struct join_group_request *m, struct kafka_reader 
                 return kafka_reader_field_error(r, "Protocols");
             }
             m->protocols_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (join_group_request_join_group_request_protocol_decode(&m->protocols[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Protocols");
             }
+            r->reserved = outer_reserved;
         } else {
             m->protocols = NULL;
             m->protocols_count = 0;

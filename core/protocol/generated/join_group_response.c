@@ -179,7 +179,8 @@ int join_group_response_decode(struct join_group_response *m, struct kafka_reade
     if (r->failed)
         return kafka_reader_field_error(r, "MemberId");
     {
-        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = ((version >= 6) ? 4 : (version == 5) ? 8 : 6);
+        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Members");
         if (n < 0) {
@@ -194,10 +195,13 @@ int join_group_response_decode(struct join_group_response *m, struct kafka_reade
                 return kafka_reader_field_error(r, "Members");
             }
             m->members_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (join_group_response_join_group_response_member_decode(&m->members[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Members");
             }
+            r->reserved = outer_reserved;
         } else {
             m->members = NULL;
             m->members_count = 0;

@@ -113,7 +113,8 @@ static int leader_and_isr_request_leader_and_isr_partition_state_decode(struct l
     if (r->failed)
         return kafka_reader_field_error(r, "LeaderEpoch");
     {
-        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = 4;
+        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Isr");
         if (n < 0) {
@@ -142,7 +143,8 @@ static int leader_and_isr_request_leader_and_isr_partition_state_decode(struct l
     if (r->failed)
         return kafka_reader_field_error(r, "PartitionEpoch");
     {
-        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = 4;
+        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Replicas");
         if (n < 0) {
@@ -169,7 +171,8 @@ static int leader_and_isr_request_leader_and_isr_partition_state_decode(struct l
     }
     if (version >= 3) {
         {
-            int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+            size_t min_el = 4;
+            int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "AddingReplicas");
             if (n < 0) {
@@ -197,7 +200,8 @@ static int leader_and_isr_request_leader_and_isr_partition_state_decode(struct l
     }
     if (version >= 3) {
         {
-            int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+            size_t min_el = 4;
+            int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "RemovingReplicas");
             if (n < 0) {
@@ -354,7 +358,8 @@ static int leader_and_isr_request_leader_and_isr_topic_state_decode(struct leade
     }
     if (version >= 2) {
         {
-            int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 26);
+            size_t min_el = ((version >= 6) ? 27 : (version == 2) ? 29 : (version == 3) ? 37 : 26);
+            int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "PartitionStates");
             if (n < 0) {
@@ -369,10 +374,13 @@ static int leader_and_isr_request_leader_and_isr_topic_state_decode(struct leade
                     return kafka_reader_field_error(r, "PartitionStates");
                 }
                 m->partition_states_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (leader_and_isr_request_leader_and_isr_partition_state_decode(&m->partition_states[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "PartitionStates");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->partition_states = NULL;
                 m->partition_states_count = 0;
@@ -549,7 +557,8 @@ int leader_and_isr_request_decode(struct leader_and_isr_request *m, struct kafka
     }
     if (version <= 1) {
         {
-            int32_t n = kafka_read_array_len(r, 26);
+            size_t min_el = ((version == 1) ? 31 : 30);
+            int32_t n = kafka_read_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "UngroupedPartitionStates");
             if (n < 0) {
@@ -564,10 +573,13 @@ int leader_and_isr_request_decode(struct leader_and_isr_request *m, struct kafka
                     return kafka_reader_field_error(r, "UngroupedPartitionStates");
                 }
                 m->ungrouped_partition_states_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (leader_and_isr_request_leader_and_isr_partition_state_decode(&m->ungrouped_partition_states[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "UngroupedPartitionStates");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->ungrouped_partition_states = NULL;
                 m->ungrouped_partition_states_count = 0;
@@ -576,7 +588,8 @@ int leader_and_isr_request_decode(struct leader_and_isr_request *m, struct kafka
     }
     if (version >= 2) {
         {
-            int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 1);
+            size_t min_el = ((version >= 2 && version <= 3) ? 6 : (version == 4) ? 3 : 19);
+            int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "TopicStates");
             if (n < 0) {
@@ -591,10 +604,13 @@ int leader_and_isr_request_decode(struct leader_and_isr_request *m, struct kafka
                     return kafka_reader_field_error(r, "TopicStates");
                 }
                 m->topic_states_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (leader_and_isr_request_leader_and_isr_topic_state_decode(&m->topic_states[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "TopicStates");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->topic_states = NULL;
                 m->topic_states_count = 0;
@@ -602,7 +618,8 @@ int leader_and_isr_request_decode(struct leader_and_isr_request *m, struct kafka
         }
     }
     {
-        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 10);
+        size_t min_el = 10;
+        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "LiveLeaders");
         if (n < 0) {
@@ -617,10 +634,13 @@ int leader_and_isr_request_decode(struct leader_and_isr_request *m, struct kafka
                 return kafka_reader_field_error(r, "LiveLeaders");
             }
             m->live_leaders_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (leader_and_isr_request_leader_and_isr_live_leader_decode(&m->live_leaders[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "LiveLeaders");
             }
+            r->reserved = outer_reserved;
         } else {
             m->live_leaders = NULL;
             m->live_leaders_count = 0;

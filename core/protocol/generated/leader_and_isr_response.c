@@ -120,7 +120,8 @@ static int leader_and_isr_response_leader_and_isr_topic_error_decode(struct lead
     }
     if (version >= 5) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 7);
+            size_t min_el = 7;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "PartitionErrors");
             if (n < 0) {
@@ -135,10 +136,13 @@ static int leader_and_isr_response_leader_and_isr_topic_error_decode(struct lead
                     return kafka_reader_field_error(r, "PartitionErrors");
                 }
                 m->partition_errors_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (leader_and_isr_response_leader_and_isr_partition_error_decode(&m->partition_errors[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "PartitionErrors");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->partition_errors = NULL;
                 m->partition_errors_count = 0;
@@ -220,7 +224,8 @@ int leader_and_isr_response_decode(struct leader_and_isr_response *m, struct kaf
         return kafka_reader_field_error(r, "ErrorCode");
     if (version <= 4) {
         {
-            int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 7);
+            size_t min_el = 8;
+            int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "PartitionErrors");
             if (n < 0) {
@@ -235,10 +240,13 @@ int leader_and_isr_response_decode(struct leader_and_isr_response *m, struct kaf
                     return kafka_reader_field_error(r, "PartitionErrors");
                 }
                 m->partition_errors_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (leader_and_isr_response_leader_and_isr_partition_error_decode(&m->partition_errors[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "PartitionErrors");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->partition_errors = NULL;
                 m->partition_errors_count = 0;
@@ -247,7 +255,8 @@ int leader_and_isr_response_decode(struct leader_and_isr_response *m, struct kaf
     }
     if (version >= 5) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 18;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Topics");
             if (n < 0) {
@@ -262,10 +271,13 @@ int leader_and_isr_response_decode(struct leader_and_isr_response *m, struct kaf
                     return kafka_reader_field_error(r, "Topics");
                 }
                 m->topics_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (leader_and_isr_response_leader_and_isr_topic_error_decode(&m->topics[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Topics");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->topics = NULL;
                 m->topics_count = 0;

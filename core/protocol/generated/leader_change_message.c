@@ -98,7 +98,8 @@ int leader_change_message_decode(struct leader_change_message *m, struct kafka_r
     if (r->failed)
         return kafka_reader_field_error(r, "LeaderId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 5);
+        size_t min_el = ((version >= 1) ? 21 : 5);
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Voters");
         if (n < 0) {
@@ -113,17 +114,21 @@ int leader_change_message_decode(struct leader_change_message *m, struct kafka_r
                 return kafka_reader_field_error(r, "Voters");
             }
             m->voters_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (leader_change_message_voter_decode(&m->voters[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Voters");
             }
+            r->reserved = outer_reserved;
         } else {
             m->voters = NULL;
             m->voters_count = 0;
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 5);
+        size_t min_el = ((version >= 1) ? 21 : 5);
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "GrantingVoters");
         if (n < 0) {
@@ -138,10 +143,13 @@ int leader_change_message_decode(struct leader_change_message *m, struct kafka_r
                 return kafka_reader_field_error(r, "GrantingVoters");
             }
             m->granting_voters_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (leader_change_message_voter_decode(&m->granting_voters[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "GrantingVoters");
             }
+            r->reserved = outer_reserved;
         } else {
             m->granting_voters = NULL;
             m->granting_voters_count = 0;

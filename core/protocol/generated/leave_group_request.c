@@ -154,7 +154,8 @@ int leave_group_request_decode(struct leave_group_request *m, struct kafka_reade
     }
     if (version >= 3) {
         {
-            int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 1);
+            size_t min_el = ((version == 4) ? 3 : 4);
+            int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Members");
             if (n < 0) {
@@ -169,10 +170,13 @@ int leave_group_request_decode(struct leave_group_request *m, struct kafka_reade
                     return kafka_reader_field_error(r, "Members");
                 }
                 m->members_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (leave_group_request_member_identity_decode(&m->members[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Members");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->members = NULL;
                 m->members_count = 0;

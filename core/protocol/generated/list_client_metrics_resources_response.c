@@ -85,7 +85,8 @@ int list_client_metrics_resources_response_decode(struct list_client_metrics_res
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorCode");
     {
-        int32_t n = kafka_read_compact_array_len(r, 2);
+        size_t min_el = 2;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "ClientMetricsResources");
         if (n < 0) {
@@ -100,10 +101,13 @@ int list_client_metrics_resources_response_decode(struct list_client_metrics_res
                 return kafka_reader_field_error(r, "ClientMetricsResources");
             }
             m->client_metrics_resources_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (list_client_metrics_resources_response_client_metrics_resource_decode(&m->client_metrics_resources[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "ClientMetricsResources");
             }
+            r->reserved = outer_reserved;
         } else {
             m->client_metrics_resources = NULL;
             m->client_metrics_resources_count = 0;

@@ -51,7 +51,8 @@ int list_groups_request_decode(struct list_groups_request *m, struct kafka_reade
     }
     if (version >= 4) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 1;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "StatesFilter");
             if (n < 0) {
@@ -79,7 +80,8 @@ int list_groups_request_decode(struct list_groups_request *m, struct kafka_reade
     }
     if (version >= 5) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 1;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "TypesFilter");
             if (n < 0) {

@@ -148,7 +148,8 @@ int list_groups_response_decode(struct list_groups_response *m, struct kafka_rea
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorCode");
     {
-        int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version == 3) ? 3 : (version >= 5) ? 5 : 4);
+        int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Groups");
         if (n < 0) {
@@ -163,10 +164,13 @@ int list_groups_response_decode(struct list_groups_response *m, struct kafka_rea
                 return kafka_reader_field_error(r, "Groups");
             }
             m->groups_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (list_groups_response_listed_group_decode(&m->groups[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Groups");
             }
+            r->reserved = outer_reserved;
         } else {
             m->groups = NULL;
             m->groups_count = 0;

@@ -121,7 +121,8 @@ static int list_offsets_request_list_offsets_topic_decode(struct list_offsets_re
     if (r->failed)
         return kafka_reader_field_error(r, "Name");
     {
-        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 12);
+        size_t min_el = ((version >= 1 && version <= 3) ? 12 : ((version <= 0) || (version >= 4 && version <= 5)) ? 16 : 17);
+        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -136,10 +137,13 @@ static int list_offsets_request_list_offsets_topic_decode(struct list_offsets_re
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (list_offsets_request_list_offsets_partition_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -219,7 +223,8 @@ int list_offsets_request_decode(struct list_offsets_request *m, struct kafka_rea
             return kafka_reader_field_error(r, "IsolationLevel");
     }
     {
-        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 6) ? 3 : 6);
+        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -234,10 +239,13 @@ int list_offsets_request_decode(struct list_offsets_request *m, struct kafka_rea
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (list_offsets_request_list_offsets_topic_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

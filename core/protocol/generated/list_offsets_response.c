@@ -70,7 +70,8 @@ static int list_offsets_response_list_offsets_partition_response_decode(struct l
         return kafka_reader_field_error(r, "ErrorCode");
     if (version <= 0) {
         {
-            int32_t n = kafka_read_array_len(r, 8);
+            size_t min_el = 8;
+            int32_t n = kafka_read_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "OldStyleOffsets");
             if (n < 0) {
@@ -186,7 +187,8 @@ static int list_offsets_response_list_offsets_topic_response_decode(struct list_
     if (r->failed)
         return kafka_reader_field_error(r, "Name");
     {
-        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 10);
+        size_t min_el = ((version >= 1 && version <= 3) ? 22 : (version >= 4 && version <= 5) ? 26 : (version <= 0) ? 10 : 27);
+        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -201,10 +203,13 @@ static int list_offsets_response_list_offsets_topic_response_decode(struct list_
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (list_offsets_response_list_offsets_partition_response_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -277,7 +282,8 @@ int list_offsets_response_decode(struct list_offsets_response *m, struct kafka_r
             return kafka_reader_field_error(r, "ThrottleTimeMs");
     }
     {
-        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 6) ? 3 : 6);
+        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -292,10 +298,13 @@ int list_offsets_response_decode(struct list_offsets_response *m, struct kafka_r
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (list_offsets_response_list_offsets_topic_response_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

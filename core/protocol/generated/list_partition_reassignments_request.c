@@ -45,7 +45,8 @@ static int list_partition_reassignments_request_list_partition_reassignments_top
     if (r->failed)
         return kafka_reader_field_error(r, "Name");
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "PartitionIndexes");
         if (n < 0) {
@@ -123,7 +124,8 @@ int list_partition_reassignments_request_decode(struct list_partition_reassignme
     if (r->failed)
         return kafka_reader_field_error(r, "TimeoutMs");
     {
-        int32_t n = kafka_read_compact_array_len(r, 3);
+        size_t min_el = 3;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -136,10 +138,13 @@ int list_partition_reassignments_request_decode(struct list_partition_reassignme
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (list_partition_reassignments_request_list_partition_reassignments_topics_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

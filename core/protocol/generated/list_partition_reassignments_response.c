@@ -61,7 +61,8 @@ static int list_partition_reassignments_response_ongoing_partition_reassignment_
     if (r->failed)
         return kafka_reader_field_error(r, "PartitionIndex");
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Replicas");
         if (n < 0) {
@@ -87,7 +88,8 @@ static int list_partition_reassignments_response_ongoing_partition_reassignment_
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "AddingReplicas");
         if (n < 0) {
@@ -113,7 +115,8 @@ static int list_partition_reassignments_response_ongoing_partition_reassignment_
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "RemovingReplicas");
         if (n < 0) {
@@ -207,7 +210,8 @@ static int list_partition_reassignments_response_ongoing_topic_reassignment_deco
     if (r->failed)
         return kafka_reader_field_error(r, "Name");
     {
-        int32_t n = kafka_read_compact_array_len(r, 8);
+        size_t min_el = 8;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -222,10 +226,13 @@ static int list_partition_reassignments_response_ongoing_topic_reassignment_deco
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (list_partition_reassignments_response_ongoing_partition_reassignment_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -295,7 +302,8 @@ int list_partition_reassignments_response_decode(struct list_partition_reassignm
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorMessage");
     {
-        int32_t n = kafka_read_compact_array_len(r, 3);
+        size_t min_el = 3;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -310,10 +318,13 @@ int list_partition_reassignments_response_decode(struct list_partition_reassignm
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (list_partition_reassignments_response_ongoing_topic_reassignment_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

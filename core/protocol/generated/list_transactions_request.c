@@ -45,7 +45,8 @@ int list_transactions_request_decode(struct list_transactions_request *m, struct
         return -1;
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 1);
+        size_t min_el = 1;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "StateFilters");
         if (n < 0) {
@@ -71,7 +72,8 @@ int list_transactions_request_decode(struct list_transactions_request *m, struct
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 8);
+        size_t min_el = 8;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "ProducerIdFilters");
         if (n < 0) {

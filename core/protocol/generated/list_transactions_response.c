@@ -109,7 +109,8 @@ int list_transactions_response_decode(struct list_transactions_response *m, stru
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorCode");
     {
-        int32_t n = kafka_read_compact_array_len(r, 1);
+        size_t min_el = 1;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "UnknownStateFilters");
         if (n < 0) {
@@ -135,7 +136,8 @@ int list_transactions_response_decode(struct list_transactions_response *m, stru
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 11);
+        size_t min_el = 11;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "TransactionStates");
         if (n < 0) {
@@ -150,10 +152,13 @@ int list_transactions_response_decode(struct list_transactions_response *m, stru
                 return kafka_reader_field_error(r, "TransactionStates");
             }
             m->transaction_states_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (list_transactions_response_transaction_state_decode(&m->transaction_states[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "TransactionStates");
             }
+            r->reserved = outer_reserved;
         } else {
             m->transaction_states = NULL;
             m->transaction_states_count = 0;

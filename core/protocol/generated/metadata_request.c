@@ -109,7 +109,8 @@ int metadata_request_decode(struct metadata_request *m, struct kafka_reader *r, 
         return -1;
     }
     {
-        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 2);
+        size_t min_el = ((version >= 10) ? 18 : 2);
+        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -126,10 +127,13 @@ int metadata_request_decode(struct metadata_request *m, struct kafka_reader *r, 
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (metadata_request_metadata_request_topic_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

@@ -167,7 +167,8 @@ static int metadata_response_metadata_response_partition_decode(struct metadata_
             return kafka_reader_field_error(r, "LeaderEpoch");
     }
     {
-        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = 4;
+        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "ReplicaNodes");
         if (n < 0) {
@@ -193,7 +194,8 @@ static int metadata_response_metadata_response_partition_decode(struct metadata_
         }
     }
     {
-        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = 4;
+        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "IsrNodes");
         if (n < 0) {
@@ -220,7 +222,8 @@ static int metadata_response_metadata_response_partition_decode(struct metadata_
     }
     if (version >= 5) {
         {
-            int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+            size_t min_el = 4;
+            int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "OfflineReplicas");
             if (n < 0) {
@@ -351,7 +354,8 @@ static int metadata_response_metadata_response_topic_decode(struct metadata_resp
             return kafka_reader_field_error(r, "IsInternal");
     }
     {
-        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 18);
+        size_t min_el = ((version >= 5 && version <= 6) ? 22 : (version >= 7 && version <= 8) ? 26 : 18);
+        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -366,10 +370,13 @@ static int metadata_response_metadata_response_topic_decode(struct metadata_resp
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (metadata_response_metadata_response_partition_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -474,7 +481,8 @@ int metadata_response_decode(struct metadata_response *m, struct kafka_reader *r
             return kafka_reader_field_error(r, "ThrottleTimeMs");
     }
     {
-        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 10);
+        size_t min_el = ((version >= 9) ? 11 : (version <= 0) ? 10 : 12);
+        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Brokers");
         if (n < 0) {
@@ -489,10 +497,13 @@ int metadata_response_decode(struct metadata_response *m, struct kafka_reader *r
                 return kafka_reader_field_error(r, "Brokers");
             }
             m->brokers_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (metadata_response_metadata_response_broker_decode(&m->brokers[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Brokers");
             }
+            r->reserved = outer_reserved;
         } else {
             m->brokers = NULL;
             m->brokers_count = 0;
@@ -509,7 +520,8 @@ int metadata_response_decode(struct metadata_response *m, struct kafka_reader *r
             return kafka_reader_field_error(r, "ControllerId");
     }
     {
-        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 8);
+        size_t min_el = ((version >= 10) ? 26 : (version <= 0) ? 8 : (version == 9) ? 10 : (version == 8) ? 13 : 9);
+        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -524,10 +536,13 @@ int metadata_response_decode(struct metadata_response *m, struct kafka_reader *r
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (metadata_response_metadata_response_topic_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

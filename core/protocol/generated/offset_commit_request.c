@@ -141,7 +141,8 @@ static int offset_commit_request_offset_commit_request_topic_decode(struct offse
     if (r->failed)
         return kafka_reader_field_error(r, "Name");
     {
-        int32_t n = ((version >= 8) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 14);
+        size_t min_el = ((version >= 6) ? 18 : (version == 1) ? 22 : 14);
+        int32_t n = ((version >= 8) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -156,10 +157,13 @@ static int offset_commit_request_offset_commit_request_topic_decode(struct offse
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (offset_commit_request_offset_commit_request_partition_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -266,7 +270,8 @@ int offset_commit_request_decode(struct offset_commit_request *m, struct kafka_r
             return kafka_reader_field_error(r, "RetentionTimeMs");
     }
     {
-        int32_t n = ((version >= 8) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 8) ? 3 : 6);
+        int32_t n = ((version >= 8) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -281,10 +286,13 @@ int offset_commit_request_decode(struct offset_commit_request *m, struct kafka_r
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (offset_commit_request_offset_commit_request_topic_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

@@ -78,7 +78,8 @@ static int offset_delete_request_offset_delete_request_topic_decode(struct offse
     if (r->failed)
         return kafka_reader_field_error(r, "Name");
     {
-        int32_t n = kafka_read_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -93,10 +94,13 @@ static int offset_delete_request_offset_delete_request_topic_decode(struct offse
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (offset_delete_request_offset_delete_request_partition_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -154,7 +158,8 @@ int offset_delete_request_decode(struct offset_delete_request *m, struct kafka_r
     if (r->failed)
         return kafka_reader_field_error(r, "GroupId");
     {
-        int32_t n = kafka_read_array_len(r, 6);
+        size_t min_el = 6;
+        int32_t n = kafka_read_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -169,10 +174,13 @@ int offset_delete_request_decode(struct offset_delete_request *m, struct kafka_r
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (offset_delete_request_offset_delete_request_topic_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

@@ -78,7 +78,8 @@ static int offset_fetch_request_offset_fetch_request_topic_decode(struct offset_
     }
     if (version <= 7) {
         {
-            int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+            size_t min_el = 4;
+            int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "PartitionIndexes");
             if (n < 0) {
@@ -178,7 +179,8 @@ static int offset_fetch_request_offset_fetch_request_topics_decode(struct offset
     }
     if (version >= 8) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 4);
+            size_t min_el = 4;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "PartitionIndexes");
             if (n < 0) {
@@ -294,7 +296,8 @@ static int offset_fetch_request_offset_fetch_request_group_decode(struct offset_
     }
     if (version >= 8) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 3;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Topics");
             if (n < 0) {
@@ -307,10 +310,13 @@ static int offset_fetch_request_offset_fetch_request_group_decode(struct offset_
                     return kafka_reader_field_error(r, "Topics");
                 }
                 m->topics_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (offset_fetch_request_offset_fetch_request_topics_decode(&m->topics[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Topics");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->topics = NULL;
                 m->topics_count = 0;
@@ -409,7 +415,8 @@ int offset_fetch_request_decode(struct offset_fetch_request *m, struct kafka_rea
     }
     if (version <= 7) {
         {
-            int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 1);
+            size_t min_el = ((version >= 6 && version <= 7) ? 3 : 6);
+            int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Topics");
             if (n < 0) {
@@ -426,10 +433,13 @@ int offset_fetch_request_decode(struct offset_fetch_request *m, struct kafka_rea
                     return kafka_reader_field_error(r, "Topics");
                 }
                 m->topics_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (offset_fetch_request_offset_fetch_request_topic_decode(&m->topics[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Topics");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->topics = NULL;
                 m->topics_count = 0;
@@ -438,7 +448,8 @@ int offset_fetch_request_decode(struct offset_fetch_request *m, struct kafka_rea
     }
     if (version >= 8) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = ((version >= 9) ? 8 : 3);
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Groups");
             if (n < 0) {
@@ -453,10 +464,13 @@ int offset_fetch_request_decode(struct offset_fetch_request *m, struct kafka_rea
                     return kafka_reader_field_error(r, "Groups");
                 }
                 m->groups_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (offset_fetch_request_offset_fetch_request_group_decode(&m->groups[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Groups");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->groups = NULL;
                 m->groups_count = 0;

@@ -191,7 +191,8 @@ static int offset_fetch_response_offset_fetch_response_topic_decode(struct offse
     }
     if (version <= 7) {
         {
-            int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 1);
+            size_t min_el = ((version >= 5 && version <= 7) ? 20 : 16);
+            int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Partitions");
             if (n < 0) {
@@ -206,10 +207,13 @@ static int offset_fetch_response_offset_fetch_response_topic_decode(struct offse
                     return kafka_reader_field_error(r, "Partitions");
                 }
                 m->partitions_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (offset_fetch_response_offset_fetch_response_partition_decode(&m->partitions[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Partitions");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->partitions = NULL;
                 m->partitions_count = 0;
@@ -390,7 +394,8 @@ static int offset_fetch_response_offset_fetch_response_topics_decode(struct offs
     }
     if (version >= 8) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 20;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Partitions");
             if (n < 0) {
@@ -405,10 +410,13 @@ static int offset_fetch_response_offset_fetch_response_topics_decode(struct offs
                     return kafka_reader_field_error(r, "Partitions");
                 }
                 m->partitions_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (offset_fetch_response_offset_fetch_response_partitions_decode(&m->partitions[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Partitions");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->partitions = NULL;
                 m->partitions_count = 0;
@@ -491,7 +499,8 @@ static int offset_fetch_response_offset_fetch_response_group_decode(struct offse
     }
     if (version >= 8) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 3;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Topics");
             if (n < 0) {
@@ -506,10 +515,13 @@ static int offset_fetch_response_offset_fetch_response_group_decode(struct offse
                     return kafka_reader_field_error(r, "Topics");
                 }
                 m->topics_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (offset_fetch_response_offset_fetch_response_topics_decode(&m->topics[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Topics");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->topics = NULL;
                 m->topics_count = 0;
@@ -610,7 +622,8 @@ int offset_fetch_response_decode(struct offset_fetch_response *m, struct kafka_r
     }
     if (version <= 7) {
         {
-            int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 1);
+            size_t min_el = ((version >= 6 && version <= 7) ? 3 : 6);
+            int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Topics");
             if (n < 0) {
@@ -625,10 +638,13 @@ int offset_fetch_response_decode(struct offset_fetch_response *m, struct kafka_r
                     return kafka_reader_field_error(r, "Topics");
                 }
                 m->topics_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (offset_fetch_response_offset_fetch_response_topic_decode(&m->topics[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Topics");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->topics = NULL;
                 m->topics_count = 0;
@@ -642,7 +658,8 @@ int offset_fetch_response_decode(struct offset_fetch_response *m, struct kafka_r
     }
     if (version >= 8) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 5;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Groups");
             if (n < 0) {
@@ -657,10 +674,13 @@ int offset_fetch_response_decode(struct offset_fetch_response *m, struct kafka_r
                     return kafka_reader_field_error(r, "Groups");
                 }
                 m->groups_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (offset_fetch_response_offset_fetch_response_group_decode(&m->groups[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Groups");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->groups = NULL;
                 m->groups_count = 0;

@@ -108,7 +108,8 @@ static int offset_for_leader_epoch_request_offset_for_leader_topic_decode(struct
     if (r->failed)
         return kafka_reader_field_error(r, "Topic");
     {
-        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 8);
+        size_t min_el = ((version >= 2 && version <= 3) ? 12 : (version >= 4) ? 13 : 8);
+        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -123,10 +124,13 @@ static int offset_for_leader_epoch_request_offset_for_leader_topic_decode(struct
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (offset_for_leader_epoch_request_offset_for_leader_partition_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -199,7 +203,8 @@ int offset_for_leader_epoch_request_decode(struct offset_for_leader_epoch_reques
             return kafka_reader_field_error(r, "ReplicaId");
     }
     {
-        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 4) ? 3 : 6);
+        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -214,10 +219,13 @@ int offset_for_leader_epoch_request_decode(struct offset_for_leader_epoch_reques
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (offset_for_leader_epoch_request_offset_for_leader_topic_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

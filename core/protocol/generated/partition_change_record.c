@@ -135,7 +135,8 @@ int partition_change_record_decode(struct partition_change_record *m, struct kaf
         switch (tag) {
         case 0:
             {
-                int32_t n = kafka_read_compact_array_len((&sub), 4);
+                size_t min_el = 4;
+                int32_t n = kafka_read_compact_array_len((&sub), min_el);
                 if ((&sub)->failed)
                     return kafka_reader_adopt_error(r, &sub, "Isr");
                 if (n < 0) {
@@ -166,7 +167,8 @@ int partition_change_record_decode(struct partition_change_record *m, struct kaf
             break;
         case 2:
             {
-                int32_t n = kafka_read_compact_array_len((&sub), 4);
+                size_t min_el = 4;
+                int32_t n = kafka_read_compact_array_len((&sub), min_el);
                 if ((&sub)->failed)
                     return kafka_reader_adopt_error(r, &sub, "Replicas");
                 if (n < 0) {
@@ -192,7 +194,8 @@ int partition_change_record_decode(struct partition_change_record *m, struct kaf
             break;
         case 3:
             {
-                int32_t n = kafka_read_compact_array_len((&sub), 4);
+                size_t min_el = 4;
+                int32_t n = kafka_read_compact_array_len((&sub), min_el);
                 if ((&sub)->failed)
                     return kafka_reader_adopt_error(r, &sub, "RemovingReplicas");
                 if (n < 0) {
@@ -218,7 +221,8 @@ int partition_change_record_decode(struct partition_change_record *m, struct kaf
             break;
         case 4:
             {
-                int32_t n = kafka_read_compact_array_len((&sub), 4);
+                size_t min_el = 4;
+                int32_t n = kafka_read_compact_array_len((&sub), min_el);
                 if ((&sub)->failed)
                     return kafka_reader_adopt_error(r, &sub, "AddingReplicas");
                 if (n < 0) {
@@ -250,7 +254,8 @@ int partition_change_record_decode(struct partition_change_record *m, struct kaf
         case 6:
             if (version >= 2) {
                 {
-                    int32_t n = kafka_read_compact_array_len((&sub), 4);
+                    size_t min_el = 4;
+                    int32_t n = kafka_read_compact_array_len((&sub), min_el);
                     if ((&sub)->failed)
                         return kafka_reader_adopt_error(r, &sub, "EligibleLeaderReplicas");
                     if (n < 0) {
@@ -278,7 +283,8 @@ int partition_change_record_decode(struct partition_change_record *m, struct kaf
         case 7:
             if (version >= 2) {
                 {
-                    int32_t n = kafka_read_compact_array_len((&sub), 4);
+                    size_t min_el = 4;
+                    int32_t n = kafka_read_compact_array_len((&sub), min_el);
                     if ((&sub)->failed)
                         return kafka_reader_adopt_error(r, &sub, "LastKnownElr");
                     if (n < 0) {
@@ -306,7 +312,8 @@ int partition_change_record_decode(struct partition_change_record *m, struct kaf
         case 8:
             if (version >= 1) {
                 {
-                    int32_t n = kafka_read_compact_array_len((&sub), 16);
+                    size_t min_el = 16;
+                    int32_t n = kafka_read_compact_array_len((&sub), min_el);
                     if ((&sub)->failed)
                         return kafka_reader_adopt_error(r, &sub, "Directories");
                     if (n < 0) {

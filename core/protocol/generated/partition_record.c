@@ -96,7 +96,8 @@ int partition_record_decode(struct partition_record *m, struct kafka_reader *r, 
     if (r->failed)
         return kafka_reader_field_error(r, "TopicId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Replicas");
         if (n < 0) {
@@ -122,7 +123,8 @@ int partition_record_decode(struct partition_record *m, struct kafka_reader *r, 
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Isr");
         if (n < 0) {
@@ -148,7 +150,8 @@ int partition_record_decode(struct partition_record *m, struct kafka_reader *r, 
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "RemovingReplicas");
         if (n < 0) {
@@ -174,7 +177,8 @@ int partition_record_decode(struct partition_record *m, struct kafka_reader *r, 
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "AddingReplicas");
         if (n < 0) {
@@ -210,7 +214,8 @@ int partition_record_decode(struct partition_record *m, struct kafka_reader *r, 
         return kafka_reader_field_error(r, "PartitionEpoch");
     if (version >= 1) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 16);
+            size_t min_el = 16;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Directories");
             if (n < 0) {
@@ -257,7 +262,8 @@ int partition_record_decode(struct partition_record *m, struct kafka_reader *r, 
         case 1:
             if (version >= 2) {
                 {
-                    int32_t n = kafka_read_compact_array_len((&sub), 4);
+                    size_t min_el = 4;
+                    int32_t n = kafka_read_compact_array_len((&sub), min_el);
                     if ((&sub)->failed)
                         return kafka_reader_adopt_error(r, &sub, "EligibleLeaderReplicas");
                     if (n < 0) {
@@ -285,7 +291,8 @@ int partition_record_decode(struct partition_record *m, struct kafka_reader *r, 
         case 2:
             if (version >= 2) {
                 {
-                    int32_t n = kafka_read_compact_array_len((&sub), 4);
+                    size_t min_el = 4;
+                    int32_t n = kafka_read_compact_array_len((&sub), min_el);
                     if ((&sub)->failed)
                         return kafka_reader_adopt_error(r, &sub, "LastKnownElr");
                     if (n < 0) {

@@ -103,7 +103,8 @@ static int produce_request_topic_produce_data_decode(struct produce_request_topi
     if (r->failed)
         return kafka_reader_field_error(r, "Name");
     {
-        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 6);
+        size_t min_el = ((version >= 9) ? 6 : 8);
+        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "PartitionData");
         if (n < 0) {
@@ -118,10 +119,13 @@ static int produce_request_topic_produce_data_decode(struct produce_request_topi
                 return kafka_reader_field_error(r, "PartitionData");
             }
             m->partition_data_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (produce_request_partition_produce_data_decode(&m->partition_data[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "PartitionData");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partition_data = NULL;
             m->partition_data_count = 0;
@@ -204,7 +208,8 @@ int produce_request_decode(struct produce_request *m, struct kafka_reader *r, in
     if (r->failed)
         return kafka_reader_field_error(r, "TimeoutMs");
     {
-        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 9) ? 3 : 6);
+        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "TopicData");
         if (n < 0) {
@@ -219,10 +224,13 @@ int produce_request_decode(struct produce_request *m, struct kafka_reader *r, in
                 return kafka_reader_field_error(r, "TopicData");
             }
             m->topic_data_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (produce_request_topic_produce_data_decode(&m->topic_data[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "TopicData");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topic_data = NULL;
             m->topic_data_count = 0;

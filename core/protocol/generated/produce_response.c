@@ -249,7 +249,8 @@ static int produce_response_partition_produce_response_decode(struct produce_res
     }
     if (version >= 8) {
         {
-            int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 1);
+            size_t min_el = 6;
+            int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "RecordErrors");
             if (n < 0) {
@@ -264,10 +265,13 @@ static int produce_response_partition_produce_response_decode(struct produce_res
                     return kafka_reader_field_error(r, "RecordErrors");
                 }
                 m->record_errors_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (produce_response_batch_index_and_error_message_decode(&m->record_errors[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "RecordErrors");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->record_errors = NULL;
                 m->record_errors_count = 0;
@@ -387,7 +391,8 @@ static int produce_response_topic_produce_response_decode(struct produce_respons
     if (r->failed)
         return kafka_reader_field_error(r, "Name");
     {
-        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 14);
+        size_t min_el = ((version >= 5 && version <= 7) ? 30 : (version >= 9) ? 33 : (version <= 1) ? 14 : (version == 8) ? 36 : 22);
+        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "PartitionResponses");
         if (n < 0) {
@@ -402,10 +407,13 @@ static int produce_response_topic_produce_response_decode(struct produce_respons
                 return kafka_reader_field_error(r, "PartitionResponses");
             }
             m->partition_responses_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (produce_response_partition_produce_response_decode(&m->partition_responses[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "PartitionResponses");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partition_responses = NULL;
             m->partition_responses_count = 0;
@@ -573,7 +581,8 @@ int produce_response_decode(struct produce_response *m, struct kafka_reader *r, 
         return -1;
     }
     {
-        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 9) ? 3 : 6);
+        int32_t n = ((version >= 9) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Responses");
         if (n < 0) {
@@ -588,10 +597,13 @@ int produce_response_decode(struct produce_response *m, struct kafka_reader *r, 
                 return kafka_reader_field_error(r, "Responses");
             }
             m->responses_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (produce_response_topic_produce_response_decode(&m->responses[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Responses");
             }
+            r->reserved = outer_reserved;
         } else {
             m->responses = NULL;
             m->responses_count = 0;
@@ -619,7 +631,8 @@ int produce_response_decode(struct produce_response *m, struct kafka_reader *r, 
             case 0:
                 if (version >= 10) {
                     {
-                        int32_t n = kafka_read_compact_array_len((&sub), 1);
+                        size_t min_el = 11;
+                        int32_t n = kafka_read_compact_array_len((&sub), min_el);
                         if ((&sub)->failed)
                             return kafka_reader_adopt_error(r, &sub, "NodeEndpoints");
                         if (n < 0) {
@@ -634,10 +647,13 @@ int produce_response_decode(struct produce_response *m, struct kafka_reader *r, 
                                 return kafka_reader_adopt_error(r, &sub, "NodeEndpoints");
                             }
                             m->node_endpoints_count = n;
+                            size_t outer_reserved = (&sub)->reserved;
                             for (int32_t i = 0; i < n; i++) {
+                                (&sub)->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                                 if (produce_response_node_endpoint_decode(&m->node_endpoints[i], (&sub), version, arena) < 0)
                                     return kafka_reader_adopt_error(r, &sub, "NodeEndpoints");
                             }
+                            (&sub)->reserved = outer_reserved;
                         } else {
                             m->node_endpoints = NULL;
                             m->node_endpoints_count = 0;

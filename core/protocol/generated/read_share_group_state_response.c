@@ -120,7 +120,8 @@ static int read_share_group_state_response_partition_result_decode(struct read_s
     if (r->failed)
         return kafka_reader_field_error(r, "StartOffset");
     {
-        int32_t n = kafka_read_compact_array_len(r, 20);
+        size_t min_el = 20;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "StateBatches");
         if (n < 0) {
@@ -135,10 +136,13 @@ static int read_share_group_state_response_partition_result_decode(struct read_s
                 return kafka_reader_field_error(r, "StateBatches");
             }
             m->state_batches_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (read_share_group_state_response_state_batch_decode(&m->state_batches[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "StateBatches");
             }
+            r->reserved = outer_reserved;
         } else {
             m->state_batches = NULL;
             m->state_batches_count = 0;
@@ -196,7 +200,8 @@ static int read_share_group_state_response_read_state_result_decode(struct read_
     if (r->failed)
         return kafka_reader_field_error(r, "TopicId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 21);
+        size_t min_el = 21;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -211,10 +216,13 @@ static int read_share_group_state_response_read_state_result_decode(struct read_
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (read_share_group_state_response_partition_result_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -268,7 +276,8 @@ int read_share_group_state_response_decode(struct read_share_group_state_respons
         return -1;
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Results");
         if (n < 0) {
@@ -283,10 +292,13 @@ int read_share_group_state_response_decode(struct read_share_group_state_respons
                 return kafka_reader_field_error(r, "Results");
             }
             m->results_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (read_share_group_state_response_read_state_result_decode(&m->results[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Results");
             }
+            r->reserved = outer_reserved;
         } else {
             m->results = NULL;
             m->results_count = 0;

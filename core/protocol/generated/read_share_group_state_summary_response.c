@@ -102,7 +102,8 @@ static int read_share_group_state_summary_response_read_state_summary_result_dec
     if (r->failed)
         return kafka_reader_field_error(r, "TopicId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 20);
+        size_t min_el = 20;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -117,10 +118,13 @@ static int read_share_group_state_summary_response_read_state_summary_result_dec
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (read_share_group_state_summary_response_partition_result_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -174,7 +178,8 @@ int read_share_group_state_summary_response_decode(struct read_share_group_state
         return -1;
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Results");
         if (n < 0) {
@@ -189,10 +194,13 @@ int read_share_group_state_summary_response_decode(struct read_share_group_state
                 return kafka_reader_field_error(r, "Results");
             }
             m->results_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (read_share_group_state_summary_response_read_state_summary_result_decode(&m->results[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Results");
             }
+            r->reserved = outer_reserved;
         } else {
             m->results = NULL;
             m->results_count = 0;

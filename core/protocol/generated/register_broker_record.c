@@ -197,7 +197,8 @@ int register_broker_record_decode(struct register_broker_record *m, struct kafka
     if (r->failed)
         return kafka_reader_field_error(r, "BrokerEpoch");
     {
-        int32_t n = kafka_read_compact_array_len(r, 7);
+        size_t min_el = 7;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "EndPoints");
         if (n < 0) {
@@ -212,17 +213,21 @@ int register_broker_record_decode(struct register_broker_record *m, struct kafka
                 return kafka_reader_field_error(r, "EndPoints");
             }
             m->end_points_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (register_broker_record_broker_endpoint_decode(&m->end_points[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "EndPoints");
             }
+            r->reserved = outer_reserved;
         } else {
             m->end_points = NULL;
             m->end_points_count = 0;
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 6);
+        size_t min_el = 6;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Features");
         if (n < 0) {
@@ -237,10 +242,13 @@ int register_broker_record_decode(struct register_broker_record *m, struct kafka
                 return kafka_reader_field_error(r, "Features");
             }
             m->features_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (register_broker_record_broker_feature_decode(&m->features[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Features");
             }
+            r->reserved = outer_reserved;
         } else {
             m->features = NULL;
             m->features_count = 0;
@@ -273,7 +281,8 @@ int register_broker_record_decode(struct register_broker_record *m, struct kafka
         case 0:
             if (version >= 3) {
                 {
-                    int32_t n = kafka_read_compact_array_len((&sub), 16);
+                    size_t min_el = 16;
+                    int32_t n = kafka_read_compact_array_len((&sub), min_el);
                     if ((&sub)->failed)
                         return kafka_reader_adopt_error(r, &sub, "LogDirs");
                     if (n < 0) {

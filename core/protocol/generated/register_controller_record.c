@@ -169,7 +169,8 @@ int register_controller_record_decode(struct register_controller_record *m, stru
     if (r->failed)
         return kafka_reader_field_error(r, "ZkMigrationReady");
     {
-        int32_t n = kafka_read_compact_array_len(r, 7);
+        size_t min_el = 7;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "EndPoints");
         if (n < 0) {
@@ -184,17 +185,21 @@ int register_controller_record_decode(struct register_controller_record *m, stru
                 return kafka_reader_field_error(r, "EndPoints");
             }
             m->end_points_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (register_controller_record_controller_endpoint_decode(&m->end_points[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "EndPoints");
             }
+            r->reserved = outer_reserved;
         } else {
             m->end_points = NULL;
             m->end_points_count = 0;
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 6);
+        size_t min_el = 6;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Features");
         if (n < 0) {
@@ -209,10 +214,13 @@ int register_controller_record_decode(struct register_controller_record *m, stru
                 return kafka_reader_field_error(r, "Features");
             }
             m->features_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (register_controller_record_controller_feature_decode(&m->features[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Features");
             }
+            r->reserved = outer_reserved;
         } else {
             m->features = NULL;
             m->features_count = 0;

@@ -106,7 +106,8 @@ int remote_log_segment_metadata_snapshot_record_decode(struct remote_log_segment
     if (r->failed)
         return kafka_reader_field_error(r, "EventTimestampMs");
     {
-        int32_t n = kafka_read_compact_array_len(r, 13);
+        size_t min_el = 13;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "SegmentLeaderEpochs");
         if (n < 0) {
@@ -121,10 +122,13 @@ int remote_log_segment_metadata_snapshot_record_decode(struct remote_log_segment
                 return kafka_reader_field_error(r, "SegmentLeaderEpochs");
             }
             m->segment_leader_epochs_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (remote_log_segment_metadata_snapshot_record_segment_leader_epoch_entry_decode(&m->segment_leader_epochs[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "SegmentLeaderEpochs");
             }
+            r->reserved = outer_reserved;
         } else {
             m->segment_leader_epochs = NULL;
             m->segment_leader_epochs_count = 0;

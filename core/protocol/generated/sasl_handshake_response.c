@@ -38,7 +38,8 @@ int sasl_handshake_response_decode(struct sasl_handshake_response *m, struct kaf
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorCode");
     {
-        int32_t n = kafka_read_array_len(r, 2);
+        size_t min_el = 2;
+        int32_t n = kafka_read_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Mechanisms");
         if (n < 0) {

@@ -62,7 +62,8 @@ static int share_acknowledge_request_acknowledgement_batch_decode(struct share_a
     if (r->failed)
         return kafka_reader_field_error(r, "LastOffset");
     {
-        int32_t n = kafka_read_compact_array_len(r, 1);
+        size_t min_el = 1;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "AcknowledgeTypes");
         if (n < 0) {
@@ -135,7 +136,8 @@ static int share_acknowledge_request_acknowledge_partition_decode(struct share_a
     if (r->failed)
         return kafka_reader_field_error(r, "PartitionIndex");
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "AcknowledgementBatches");
         if (n < 0) {
@@ -150,10 +152,13 @@ static int share_acknowledge_request_acknowledge_partition_decode(struct share_a
                 return kafka_reader_field_error(r, "AcknowledgementBatches");
             }
             m->acknowledgement_batches_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_acknowledge_request_acknowledgement_batch_decode(&m->acknowledgement_batches[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "AcknowledgementBatches");
             }
+            r->reserved = outer_reserved;
         } else {
             m->acknowledgement_batches = NULL;
             m->acknowledgement_batches_count = 0;
@@ -207,7 +212,8 @@ static int share_acknowledge_request_acknowledge_topic_decode(struct share_ackno
     if (r->failed)
         return kafka_reader_field_error(r, "TopicId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 6);
+        size_t min_el = 6;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -222,10 +228,13 @@ static int share_acknowledge_request_acknowledge_topic_decode(struct share_ackno
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_acknowledge_request_acknowledge_partition_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -295,7 +304,8 @@ int share_acknowledge_request_decode(struct share_acknowledge_request *m, struct
     if (r->failed)
         return kafka_reader_field_error(r, "ShareSessionEpoch");
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -310,10 +320,13 @@ int share_acknowledge_request_decode(struct share_acknowledge_request *m, struct
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_acknowledge_request_acknowledge_topic_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

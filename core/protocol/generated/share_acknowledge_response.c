@@ -153,7 +153,8 @@ static int share_acknowledge_response_share_acknowledge_topic_response_decode(st
     if (r->failed)
         return kafka_reader_field_error(r, "TopicId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 17);
+        size_t min_el = 17;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -168,10 +169,13 @@ static int share_acknowledge_response_share_acknowledge_topic_response_decode(st
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_acknowledge_response_partition_data_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -296,7 +300,8 @@ int share_acknowledge_response_decode(struct share_acknowledge_response *m, stru
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorMessage");
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Responses");
         if (n < 0) {
@@ -311,17 +316,21 @@ int share_acknowledge_response_decode(struct share_acknowledge_response *m, stru
                 return kafka_reader_field_error(r, "Responses");
             }
             m->responses_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_acknowledge_response_share_acknowledge_topic_response_decode(&m->responses[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Responses");
             }
+            r->reserved = outer_reserved;
         } else {
             m->responses = NULL;
             m->responses_count = 0;
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 11);
+        size_t min_el = 11;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "NodeEndpoints");
         if (n < 0) {
@@ -336,10 +345,13 @@ int share_acknowledge_response_decode(struct share_acknowledge_response *m, stru
                 return kafka_reader_field_error(r, "NodeEndpoints");
             }
             m->node_endpoints_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_acknowledge_response_node_endpoint_decode(&m->node_endpoints[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "NodeEndpoints");
             }
+            r->reserved = outer_reserved;
         } else {
             m->node_endpoints = NULL;
             m->node_endpoints_count = 0;

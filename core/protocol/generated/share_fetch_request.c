@@ -72,7 +72,8 @@ static int share_fetch_request_acknowledgement_batch_decode(struct share_fetch_r
     if (r->failed)
         return kafka_reader_field_error(r, "LastOffset");
     {
-        int32_t n = kafka_read_compact_array_len(r, 1);
+        size_t min_el = 1;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "AcknowledgeTypes");
         if (n < 0) {
@@ -149,7 +150,8 @@ static int share_fetch_request_fetch_partition_decode(struct share_fetch_request
     if (r->failed)
         return kafka_reader_field_error(r, "PartitionMaxBytes");
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "AcknowledgementBatches");
         if (n < 0) {
@@ -164,10 +166,13 @@ static int share_fetch_request_fetch_partition_decode(struct share_fetch_request
                 return kafka_reader_field_error(r, "AcknowledgementBatches");
             }
             m->acknowledgement_batches_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_fetch_request_acknowledgement_batch_decode(&m->acknowledgement_batches[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "AcknowledgementBatches");
             }
+            r->reserved = outer_reserved;
         } else {
             m->acknowledgement_batches = NULL;
             m->acknowledgement_batches_count = 0;
@@ -222,7 +227,8 @@ static int share_fetch_request_fetch_topic_decode(struct share_fetch_request_fet
     if (r->failed)
         return kafka_reader_field_error(r, "TopicId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 10);
+        size_t min_el = 10;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -237,10 +243,13 @@ static int share_fetch_request_fetch_topic_decode(struct share_fetch_request_fet
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_fetch_request_fetch_partition_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -293,7 +302,8 @@ static int share_fetch_request_forgotten_topic_decode(struct share_fetch_request
     if (r->failed)
         return kafka_reader_field_error(r, "TopicId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -397,7 +407,8 @@ int share_fetch_request_decode(struct share_fetch_request *m, struct kafka_reade
     if (r->failed)
         return kafka_reader_field_error(r, "MaxBytes");
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -412,17 +423,21 @@ int share_fetch_request_decode(struct share_fetch_request *m, struct kafka_reade
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_fetch_request_fetch_topic_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "ForgottenTopicsData");
         if (n < 0) {
@@ -437,10 +452,13 @@ int share_fetch_request_decode(struct share_fetch_request *m, struct kafka_reade
                 return kafka_reader_field_error(r, "ForgottenTopicsData");
             }
             m->forgotten_topics_data_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_fetch_request_forgotten_topic_decode(&m->forgotten_topics_data[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "ForgottenTopicsData");
             }
+            r->reserved = outer_reserved;
         } else {
             m->forgotten_topics_data = NULL;
             m->forgotten_topics_data_count = 0;

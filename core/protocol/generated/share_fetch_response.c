@@ -185,7 +185,8 @@ static int share_fetch_response_partition_data_decode(struct share_fetch_respons
     if (r->failed)
         return kafka_reader_field_error(r, "Records");
     {
-        int32_t n = kafka_read_compact_array_len(r, 19);
+        size_t min_el = 19;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "AcquiredRecords");
         if (n < 0) {
@@ -200,10 +201,13 @@ static int share_fetch_response_partition_data_decode(struct share_fetch_respons
                 return kafka_reader_field_error(r, "AcquiredRecords");
             }
             m->acquired_records_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_fetch_response_acquired_records_decode(&m->acquired_records[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "AcquiredRecords");
             }
+            r->reserved = outer_reserved;
         } else {
             m->acquired_records = NULL;
             m->acquired_records_count = 0;
@@ -264,7 +268,8 @@ static int share_fetch_response_share_fetchable_topic_response_decode(struct sha
     if (r->failed)
         return kafka_reader_field_error(r, "TopicId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 22);
+        size_t min_el = 22;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -279,10 +284,13 @@ static int share_fetch_response_share_fetchable_topic_response_decode(struct sha
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_fetch_response_partition_data_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -407,7 +415,8 @@ int share_fetch_response_decode(struct share_fetch_response *m, struct kafka_rea
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorMessage");
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Responses");
         if (n < 0) {
@@ -422,17 +431,21 @@ int share_fetch_response_decode(struct share_fetch_response *m, struct kafka_rea
                 return kafka_reader_field_error(r, "Responses");
             }
             m->responses_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_fetch_response_share_fetchable_topic_response_decode(&m->responses[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Responses");
             }
+            r->reserved = outer_reserved;
         } else {
             m->responses = NULL;
             m->responses_count = 0;
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 11);
+        size_t min_el = 11;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "NodeEndpoints");
         if (n < 0) {
@@ -447,10 +460,13 @@ int share_fetch_response_decode(struct share_fetch_response *m, struct kafka_rea
                 return kafka_reader_field_error(r, "NodeEndpoints");
             }
             m->node_endpoints_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_fetch_response_node_endpoint_decode(&m->node_endpoints[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "NodeEndpoints");
             }
+            r->reserved = outer_reserved;
         } else {
             m->node_endpoints = NULL;
             m->node_endpoints_count = 0;

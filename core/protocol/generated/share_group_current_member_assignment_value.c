@@ -40,7 +40,8 @@ static int share_group_current_member_assignment_value_topic_partitions_decode(s
     if (r->failed)
         return kafka_reader_field_error(r, "TopicId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -124,7 +125,8 @@ int share_group_current_member_assignment_value_decode(struct share_group_curren
     if (r->failed)
         return kafka_reader_field_error(r, "State");
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "AssignedPartitions");
         if (n < 0) {
@@ -139,10 +141,13 @@ int share_group_current_member_assignment_value_decode(struct share_group_curren
                 return kafka_reader_field_error(r, "AssignedPartitions");
             }
             m->assigned_partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_group_current_member_assignment_value_topic_partitions_decode(&m->assigned_partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "AssignedPartitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->assigned_partitions = NULL;
             m->assigned_partitions_count = 0;

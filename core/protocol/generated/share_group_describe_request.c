@@ -37,7 +37,8 @@ int share_group_describe_request_decode(struct share_group_describe_request *m, 
         return -1;
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 1);
+        size_t min_el = 1;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "GroupIds");
         if (n < 0) {

@@ -87,7 +87,8 @@ static int share_group_describe_response_topic_partitions_decode(struct share_gr
     if (r->failed)
         return kafka_reader_field_error(r, "TopicName");
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -158,7 +159,8 @@ static int share_group_describe_response_assignment_decode(struct share_group_de
     (void)version;
     share_group_describe_response_assignment_init(m);
     {
-        int32_t n = kafka_read_compact_array_len(r, 19);
+        size_t min_el = 19;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "TopicPartitions");
         if (n < 0) {
@@ -173,10 +175,13 @@ static int share_group_describe_response_assignment_decode(struct share_group_de
                 return kafka_reader_field_error(r, "TopicPartitions");
             }
             m->topic_partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_group_describe_response_topic_partitions_decode(&m->topic_partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "TopicPartitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topic_partitions = NULL;
             m->topic_partitions_count = 0;
@@ -256,7 +261,8 @@ static int share_group_describe_response_member_decode(struct share_group_descri
     if (r->failed)
         return kafka_reader_field_error(r, "ClientHost");
     {
-        int32_t n = kafka_read_compact_array_len(r, 1);
+        size_t min_el = 1;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "SubscribedTopicNames");
         if (n < 0) {
@@ -377,7 +383,8 @@ static int share_group_describe_response_described_group_decode(struct share_gro
     if (r->failed)
         return kafka_reader_field_error(r, "AssignorName");
     {
-        int32_t n = kafka_read_compact_array_len(r, 12);
+        size_t min_el = 12;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Members");
         if (n < 0) {
@@ -392,10 +399,13 @@ static int share_group_describe_response_described_group_decode(struct share_gro
                 return kafka_reader_field_error(r, "Members");
             }
             m->members_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_group_describe_response_member_decode(&m->members[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Members");
             }
+            r->reserved = outer_reserved;
         } else {
             m->members = NULL;
             m->members_count = 0;
@@ -469,7 +479,8 @@ int share_group_describe_response_decode(struct share_group_describe_response *m
     if (r->failed)
         return kafka_reader_field_error(r, "ThrottleTimeMs");
     {
-        int32_t n = kafka_read_compact_array_len(r, 20);
+        size_t min_el = 20;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Groups");
         if (n < 0) {
@@ -484,10 +495,13 @@ int share_group_describe_response_decode(struct share_group_describe_response *m
                 return kafka_reader_field_error(r, "Groups");
             }
             m->groups_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_group_describe_response_described_group_decode(&m->groups[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Groups");
             }
+            r->reserved = outer_reserved;
         } else {
             m->groups = NULL;
             m->groups_count = 0;

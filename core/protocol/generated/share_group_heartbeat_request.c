@@ -64,7 +64,8 @@ int share_group_heartbeat_request_decode(struct share_group_heartbeat_request *m
     if (r->failed)
         return kafka_reader_field_error(r, "RackId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 1);
+        size_t min_el = 1;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "SubscribedTopicNames");
         if (n < 0) {

@@ -50,7 +50,8 @@ static int share_group_heartbeat_response_topic_partitions_decode(struct share_g
     if (r->failed)
         return kafka_reader_field_error(r, "TopicId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -118,7 +119,8 @@ static int share_group_heartbeat_response_assignment_decode(struct share_group_h
     (void)version;
     share_group_heartbeat_response_assignment_init(m);
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "TopicPartitions");
         if (n < 0) {
@@ -133,10 +135,13 @@ static int share_group_heartbeat_response_assignment_decode(struct share_group_h
                 return kafka_reader_field_error(r, "TopicPartitions");
             }
             m->topic_partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_group_heartbeat_response_topic_partitions_decode(&m->topic_partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "TopicPartitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topic_partitions = NULL;
             m->topic_partitions_count = 0;

@@ -60,7 +60,8 @@ int share_group_member_metadata_value_decode(struct share_group_member_metadata_
     if (r->failed)
         return kafka_reader_field_error(r, "ClientHost");
     {
-        int32_t n = kafka_read_compact_array_len(r, 1);
+        size_t min_el = 1;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "SubscribedTopicNames");
         if (n < 0) {

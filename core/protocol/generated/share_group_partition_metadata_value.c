@@ -52,7 +52,8 @@ static int share_group_partition_metadata_value_partition_metadata_decode(struct
     if (r->failed)
         return kafka_reader_field_error(r, "Partition");
     {
-        int32_t n = kafka_read_compact_array_len(r, 1);
+        size_t min_el = 1;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Racks");
         if (n < 0) {
@@ -136,7 +137,8 @@ static int share_group_partition_metadata_value_topic_metadata_decode(struct sha
     if (r->failed)
         return kafka_reader_field_error(r, "NumPartitions");
     {
-        int32_t n = kafka_read_compact_array_len(r, 6);
+        size_t min_el = 6;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "PartitionMetadata");
         if (n < 0) {
@@ -151,10 +153,13 @@ static int share_group_partition_metadata_value_topic_metadata_decode(struct sha
                 return kafka_reader_field_error(r, "PartitionMetadata");
             }
             m->partition_metadata_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_group_partition_metadata_value_partition_metadata_decode(&m->partition_metadata[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "PartitionMetadata");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partition_metadata = NULL;
             m->partition_metadata_count = 0;
@@ -212,7 +217,8 @@ int share_group_partition_metadata_value_decode(struct share_group_partition_met
         return -1;
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 23);
+        size_t min_el = 23;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -227,10 +233,13 @@ int share_group_partition_metadata_value_decode(struct share_group_partition_met
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_group_partition_metadata_value_topic_metadata_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

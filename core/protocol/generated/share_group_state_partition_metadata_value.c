@@ -57,7 +57,8 @@ static int share_group_state_partition_metadata_value_topic_partitions_info_deco
     if (r->failed)
         return kafka_reader_field_error(r, "TopicName");
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -177,7 +178,8 @@ int share_group_state_partition_metadata_value_decode(struct share_group_state_p
         return -1;
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 19);
+        size_t min_el = 19;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "InitializedTopics");
         if (n < 0) {
@@ -192,17 +194,21 @@ int share_group_state_partition_metadata_value_decode(struct share_group_state_p
                 return kafka_reader_field_error(r, "InitializedTopics");
             }
             m->initialized_topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_group_state_partition_metadata_value_topic_partitions_info_decode(&m->initialized_topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "InitializedTopics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->initialized_topics = NULL;
             m->initialized_topics_count = 0;
         }
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "DeletingTopics");
         if (n < 0) {
@@ -217,10 +223,13 @@ int share_group_state_partition_metadata_value_decode(struct share_group_state_p
                 return kafka_reader_field_error(r, "DeletingTopics");
             }
             m->deleting_topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_group_state_partition_metadata_value_topic_info_decode(&m->deleting_topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "DeletingTopics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->deleting_topics = NULL;
             m->deleting_topics_count = 0;

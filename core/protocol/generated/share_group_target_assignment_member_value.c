@@ -40,7 +40,8 @@ static int share_group_target_assignment_member_value_topic_partition_decode(str
     if (r->failed)
         return kafka_reader_field_error(r, "TopicId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 4);
+        size_t min_el = 4;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -112,7 +113,8 @@ int share_group_target_assignment_member_value_decode(struct share_group_target_
         return -1;
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "TopicPartitions");
         if (n < 0) {
@@ -127,10 +129,13 @@ int share_group_target_assignment_member_value_decode(struct share_group_target_
                 return kafka_reader_field_error(r, "TopicPartitions");
             }
             m->topic_partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (share_group_target_assignment_member_value_topic_partition_decode(&m->topic_partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "TopicPartitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topic_partitions = NULL;
             m->topic_partitions_count = 0;

@@ -143,7 +143,8 @@ static int stop_replica_request_stop_replica_topic_v1_decode(struct stop_replica
     }
     if (version >= 1 && version <= 2) {
         {
-            int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+            size_t min_el = 4;
+            int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "PartitionIndexes");
             if (n < 0) {
@@ -316,7 +317,8 @@ static int stop_replica_request_stop_replica_topic_state_decode(struct stop_repl
     }
     if (version >= 3) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 10;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "PartitionStates");
             if (n < 0) {
@@ -331,10 +333,13 @@ static int stop_replica_request_stop_replica_topic_state_decode(struct stop_repl
                     return kafka_reader_field_error(r, "PartitionStates");
                 }
                 m->partition_states_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (stop_replica_request_stop_replica_partition_state_decode(&m->partition_states[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "PartitionStates");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->partition_states = NULL;
                 m->partition_states_count = 0;
@@ -452,7 +457,8 @@ int stop_replica_request_decode(struct stop_replica_request *m, struct kafka_rea
     }
     if (version <= 0) {
         {
-            int32_t n = kafka_read_array_len(r, 1);
+            size_t min_el = 6;
+            int32_t n = kafka_read_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "UngroupedPartitions");
             if (n < 0) {
@@ -467,10 +473,13 @@ int stop_replica_request_decode(struct stop_replica_request *m, struct kafka_rea
                     return kafka_reader_field_error(r, "UngroupedPartitions");
                 }
                 m->ungrouped_partitions_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (stop_replica_request_stop_replica_partition_v0_decode(&m->ungrouped_partitions[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "UngroupedPartitions");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->ungrouped_partitions = NULL;
                 m->ungrouped_partitions_count = 0;
@@ -479,7 +488,8 @@ int stop_replica_request_decode(struct stop_replica_request *m, struct kafka_rea
     }
     if (version >= 1 && version <= 2) {
         {
-            int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 1);
+            size_t min_el = ((version == 1) ? 6 : 3);
+            int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Topics");
             if (n < 0) {
@@ -494,10 +504,13 @@ int stop_replica_request_decode(struct stop_replica_request *m, struct kafka_rea
                     return kafka_reader_field_error(r, "Topics");
                 }
                 m->topics_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (stop_replica_request_stop_replica_topic_v1_decode(&m->topics[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Topics");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->topics = NULL;
                 m->topics_count = 0;
@@ -506,7 +519,8 @@ int stop_replica_request_decode(struct stop_replica_request *m, struct kafka_rea
     }
     if (version >= 3) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 1);
+            size_t min_el = 3;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "TopicStates");
             if (n < 0) {
@@ -521,10 +535,13 @@ int stop_replica_request_decode(struct stop_replica_request *m, struct kafka_rea
                     return kafka_reader_field_error(r, "TopicStates");
                 }
                 m->topic_states_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (stop_replica_request_stop_replica_topic_state_decode(&m->topic_states[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "TopicStates");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->topic_states = NULL;
                 m->topic_states_count = 0;

@@ -102,7 +102,8 @@ int stop_replica_response_decode(struct stop_replica_response *m, struct kafka_r
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorCode");
     {
-        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 8);
+        size_t min_el = 8;
+        int32_t n = ((version >= 2) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "PartitionErrors");
         if (n < 0) {
@@ -117,10 +118,13 @@ int stop_replica_response_decode(struct stop_replica_response *m, struct kafka_r
                 return kafka_reader_field_error(r, "PartitionErrors");
             }
             m->partition_errors_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (stop_replica_response_stop_replica_partition_error_decode(&m->partition_errors[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "PartitionErrors");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partition_errors = NULL;
             m->partition_errors_count = 0;

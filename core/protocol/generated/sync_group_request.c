@@ -156,7 +156,8 @@ int sync_group_request_decode(struct sync_group_request *m, struct kafka_reader 
             return kafka_reader_field_error(r, "ProtocolName");
     }
     {
-        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 4) ? 3 : 6);
+        int32_t n = ((version >= 4) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Assignments");
         if (n < 0) {
@@ -171,10 +172,13 @@ int sync_group_request_decode(struct sync_group_request *m, struct kafka_reader 
                 return kafka_reader_field_error(r, "Assignments");
             }
             m->assignments_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (sync_group_request_sync_group_request_assignment_decode(&m->assignments[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Assignments");
             }
+            r->reserved = outer_reserved;
         } else {
             m->assignments = NULL;
             m->assignments_count = 0;

@@ -48,7 +48,8 @@ static int transaction_log_value_partitions_schema_decode(struct transaction_log
     if (r->failed)
         return kafka_reader_field_error(r, "Topic");
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = 4;
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "PartitionIds");
         if (n < 0) {
@@ -167,7 +168,8 @@ int transaction_log_value_decode(struct transaction_log_value *m, struct kafka_r
     if (r->failed)
         return kafka_reader_field_error(r, "TransactionStatus");
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version <= 0) ? 6 : 3);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "TransactionPartitions");
         if (n < 0) {
@@ -180,10 +182,13 @@ int transaction_log_value_decode(struct transaction_log_value *m, struct kafka_r
                 return kafka_reader_field_error(r, "TransactionPartitions");
             }
             m->transaction_partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (transaction_log_value_partitions_schema_decode(&m->transaction_partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "TransactionPartitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->transaction_partitions = NULL;
             m->transaction_partitions_count = 0;

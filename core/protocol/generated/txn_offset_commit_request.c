@@ -128,7 +128,8 @@ static int txn_offset_commit_request_txn_offset_commit_request_topic_decode(stru
     if (r->failed)
         return kafka_reader_field_error(r, "Name");
     {
-        int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 14);
+        size_t min_el = ((version <= 1) ? 14 : 18);
+        int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -143,10 +144,13 @@ static int txn_offset_commit_request_txn_offset_commit_request_topic_decode(stru
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (txn_offset_commit_request_txn_offset_commit_request_partition_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -259,7 +263,8 @@ int txn_offset_commit_request_decode(struct txn_offset_commit_request *m, struct
             return kafka_reader_field_error(r, "GroupInstanceId");
     }
     {
-        int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version >= 3) ? 3 : 6);
+        int32_t n = ((version >= 3) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -274,10 +279,13 @@ int txn_offset_commit_request_decode(struct txn_offset_commit_request *m, struct
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (txn_offset_commit_request_txn_offset_commit_request_topic_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

@@ -117,7 +117,8 @@ int update_features_request_decode(struct update_features_request *m, struct kaf
     if (r->failed)
         return kafka_reader_field_error(r, "timeoutMs");
     {
-        int32_t n = kafka_read_compact_array_len(r, 5);
+        size_t min_el = 5;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "FeatureUpdates");
         if (n < 0) {
@@ -132,10 +133,13 @@ int update_features_request_decode(struct update_features_request *m, struct kaf
                 return kafka_reader_field_error(r, "FeatureUpdates");
             }
             m->feature_updates_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (update_features_request_feature_update_key_decode(&m->feature_updates[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "FeatureUpdates");
             }
+            r->reserved = outer_reserved;
         } else {
             m->feature_updates = NULL;
             m->feature_updates_count = 0;

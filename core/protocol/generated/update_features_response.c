@@ -110,7 +110,8 @@ int update_features_response_decode(struct update_features_response *m, struct k
         return kafka_reader_field_error(r, "ErrorMessage");
     if (version <= 1) {
         {
-            int32_t n = kafka_read_compact_array_len(r, 5);
+            size_t min_el = 5;
+            int32_t n = kafka_read_compact_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Results");
             if (n < 0) {
@@ -125,10 +126,13 @@ int update_features_response_decode(struct update_features_response *m, struct k
                     return kafka_reader_field_error(r, "Results");
                 }
                 m->results_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (update_features_response_updatable_feature_result_decode(&m->results[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Results");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->results = NULL;
                 m->results_count = 0;

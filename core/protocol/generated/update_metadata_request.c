@@ -113,7 +113,8 @@ static int update_metadata_request_update_metadata_partition_state_decode(struct
     if (r->failed)
         return kafka_reader_field_error(r, "LeaderEpoch");
     {
-        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = 4;
+        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Isr");
         if (n < 0) {
@@ -142,7 +143,8 @@ static int update_metadata_request_update_metadata_partition_state_decode(struct
     if (r->failed)
         return kafka_reader_field_error(r, "ZkVersion");
     {
-        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = 4;
+        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Replicas");
         if (n < 0) {
@@ -169,7 +171,8 @@ static int update_metadata_request_update_metadata_partition_state_decode(struct
     }
     if (version >= 4) {
         {
-            int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+            size_t min_el = 4;
+            int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "OfflineReplicas");
             if (n < 0) {
@@ -296,7 +299,8 @@ static int update_metadata_request_update_metadata_topic_state_decode(struct upd
     }
     if (version >= 5) {
         {
-            int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 24);
+            size_t min_el = ((version == 5) ? 32 : 24);
+            int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "PartitionStates");
             if (n < 0) {
@@ -311,10 +315,13 @@ static int update_metadata_request_update_metadata_topic_state_decode(struct upd
                     return kafka_reader_field_error(r, "PartitionStates");
                 }
                 m->partition_states_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (update_metadata_request_update_metadata_partition_state_decode(&m->partition_states[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "PartitionStates");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->partition_states = NULL;
                 m->partition_states_count = 0;
@@ -514,7 +521,8 @@ static int update_metadata_request_update_metadata_broker_decode(struct update_m
     }
     if (version >= 1) {
         {
-            int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 1);
+            size_t min_el = ((version >= 3 && version <= 5) ? 10 : (version >= 1 && version <= 2) ? 8 : 9);
+            int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "Endpoints");
             if (n < 0) {
@@ -529,10 +537,13 @@ static int update_metadata_request_update_metadata_broker_decode(struct update_m
                     return kafka_reader_field_error(r, "Endpoints");
                 }
                 m->endpoints_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (update_metadata_request_update_metadata_endpoint_decode(&m->endpoints[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "Endpoints");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->endpoints = NULL;
                 m->endpoints_count = 0;
@@ -657,7 +668,8 @@ int update_metadata_request_decode(struct update_metadata_request *m, struct kaf
     }
     if (version <= 4) {
         {
-            int32_t n = kafka_read_array_len(r, 24);
+            size_t min_el = ((version == 4) ? 34 : 30);
+            int32_t n = kafka_read_array_len(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "UngroupedPartitionStates");
             if (n < 0) {
@@ -672,10 +684,13 @@ int update_metadata_request_decode(struct update_metadata_request *m, struct kaf
                     return kafka_reader_field_error(r, "UngroupedPartitionStates");
                 }
                 m->ungrouped_partition_states_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (update_metadata_request_update_metadata_partition_state_decode(&m->ungrouped_partition_states[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "UngroupedPartitionStates");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->ungrouped_partition_states = NULL;
                 m->ungrouped_partition_states_count = 0;
@@ -684,7 +699,8 @@ int update_metadata_request_decode(struct update_metadata_request *m, struct kaf
     }
     if (version >= 5) {
         {
-            int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 1);
+            size_t min_el = ((version == 6) ? 3 : (version == 5) ? 6 : 19);
+            int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
             if (r->failed)
                 return kafka_reader_field_error(r, "TopicStates");
             if (n < 0) {
@@ -699,10 +715,13 @@ int update_metadata_request_decode(struct update_metadata_request *m, struct kaf
                     return kafka_reader_field_error(r, "TopicStates");
                 }
                 m->topic_states_count = n;
+                size_t outer_reserved = r->reserved;
                 for (int32_t i = 0; i < n; i++) {
+                    r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                     if (update_metadata_request_update_metadata_topic_state_decode(&m->topic_states[i], r, version, arena) < 0)
                         return kafka_reader_field_error(r, "TopicStates");
                 }
+                r->reserved = outer_reserved;
             } else {
                 m->topic_states = NULL;
                 m->topic_states_count = 0;
@@ -710,7 +729,8 @@ int update_metadata_request_decode(struct update_metadata_request *m, struct kaf
         }
     }
     {
-        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 7);
+        size_t min_el = ((version >= 6) ? 7 : (version == 1) ? 8 : 10);
+        int32_t n = ((version >= 6) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "LiveBrokers");
         if (n < 0) {
@@ -725,10 +745,13 @@ int update_metadata_request_decode(struct update_metadata_request *m, struct kaf
                 return kafka_reader_field_error(r, "LiveBrokers");
             }
             m->live_brokers_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (update_metadata_request_update_metadata_broker_decode(&m->live_brokers[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "LiveBrokers");
             }
+            r->reserved = outer_reserved;
         } else {
             m->live_brokers = NULL;
             m->live_brokers_count = 0;

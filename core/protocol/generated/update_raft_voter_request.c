@@ -157,7 +157,8 @@ int update_raft_voter_request_decode(struct update_raft_voter_request *m, struct
     if (r->failed)
         return kafka_reader_field_error(r, "VoterDirectoryId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 5);
+        size_t min_el = 5;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Listeners");
         if (n < 0) {
@@ -172,10 +173,13 @@ int update_raft_voter_request_decode(struct update_raft_voter_request *m, struct
                 return kafka_reader_field_error(r, "Listeners");
             }
             m->listeners_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (update_raft_voter_request_listener_decode(&m->listeners[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Listeners");
             }
+            r->reserved = outer_reserved;
         } else {
             m->listeners = NULL;
             m->listeners_count = 0;

@@ -127,7 +127,8 @@ static int vote_request_topic_data_decode(struct vote_request_topic_data *m, str
     if (r->failed)
         return kafka_reader_field_error(r, "TopicName");
     {
-        int32_t n = kafka_read_compact_array_len(r, 25);
+        size_t min_el = ((version >= 1) ? 57 : 25);
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -142,10 +143,13 @@ static int vote_request_topic_data_decode(struct vote_request_topic_data *m, str
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (vote_request_partition_data_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -215,7 +219,8 @@ int vote_request_decode(struct vote_request *m, struct kafka_reader *r, int16_t 
             return kafka_reader_field_error(r, "VoterId");
     }
     {
-        int32_t n = kafka_read_compact_array_len(r, 3);
+        size_t min_el = 3;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -230,10 +235,13 @@ int vote_request_decode(struct vote_request *m, struct kafka_reader *r, int16_t 
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (vote_request_topic_data_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

@@ -111,7 +111,8 @@ static int vote_response_topic_data_decode(struct vote_response_topic_data *m, s
     if (r->failed)
         return kafka_reader_field_error(r, "TopicName");
     {
-        int32_t n = kafka_read_compact_array_len(r, 16);
+        size_t min_el = 16;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -126,10 +127,13 @@ static int vote_response_topic_data_decode(struct vote_response_topic_data *m, s
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (vote_response_partition_data_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -268,7 +272,8 @@ int vote_response_decode(struct vote_response *m, struct kafka_reader *r, int16_
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorCode");
     {
-        int32_t n = kafka_read_compact_array_len(r, 3);
+        size_t min_el = 3;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -283,10 +288,13 @@ int vote_response_decode(struct vote_response *m, struct kafka_reader *r, int16_
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (vote_response_topic_data_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;
@@ -308,7 +316,8 @@ int vote_response_decode(struct vote_response *m, struct kafka_reader *r, int16_
         case 0:
             if (version >= 1) {
                 {
-                    int32_t n = kafka_read_compact_array_len((&sub), 1);
+                    size_t min_el = 8;
+                    int32_t n = kafka_read_compact_array_len((&sub), min_el);
                     if ((&sub)->failed)
                         return kafka_reader_adopt_error(r, &sub, "NodeEndpoints");
                     if (n < 0) {
@@ -323,10 +332,13 @@ int vote_response_decode(struct vote_response *m, struct kafka_reader *r, int16_
                             return kafka_reader_adopt_error(r, &sub, "NodeEndpoints");
                         }
                         m->node_endpoints_count = n;
+                        size_t outer_reserved = (&sub)->reserved;
                         for (int32_t i = 0; i < n; i++) {
+                            (&sub)->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                             if (vote_response_node_endpoint_decode(&m->node_endpoints[i], (&sub), version, arena) < 0)
                                 return kafka_reader_adopt_error(r, &sub, "NodeEndpoints");
                         }
+                        (&sub)->reserved = outer_reserved;
                     } else {
                         m->node_endpoints = NULL;
                         m->node_endpoints_count = 0;

@@ -148,7 +148,8 @@ static int voters_record_voter_decode(struct voters_record_voter *m, struct kafk
     if (r->failed)
         return kafka_reader_field_error(r, "VoterDirectoryId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 5);
+        size_t min_el = 5;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Endpoints");
         if (n < 0) {
@@ -163,10 +164,13 @@ static int voters_record_voter_decode(struct voters_record_voter *m, struct kafk
                 return kafka_reader_field_error(r, "Endpoints");
             }
             m->endpoints_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (voters_record_endpoint_decode(&m->endpoints[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Endpoints");
             }
+            r->reserved = outer_reserved;
         } else {
             m->endpoints = NULL;
             m->endpoints_count = 0;
@@ -229,7 +233,8 @@ int voters_record_decode(struct voters_record *m, struct kafka_reader *r, int16_
     if (r->failed)
         return kafka_reader_field_error(r, "Version");
     {
-        int32_t n = kafka_read_compact_array_len(r, 27);
+        size_t min_el = 27;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Voters");
         if (n < 0) {
@@ -244,10 +249,13 @@ int voters_record_decode(struct voters_record *m, struct kafka_reader *r, int16_
                 return kafka_reader_field_error(r, "Voters");
             }
             m->voters_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (voters_record_voter_decode(&m->voters[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Voters");
             }
+            r->reserved = outer_reserved;
         } else {
             m->voters = NULL;
             m->voters_count = 0;

@@ -114,7 +114,8 @@ static int write_share_group_state_request_partition_data_decode(struct write_sh
     if (r->failed)
         return kafka_reader_field_error(r, "StartOffset");
     {
-        int32_t n = kafka_read_compact_array_len(r, 20);
+        size_t min_el = 20;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "StateBatches");
         if (n < 0) {
@@ -129,10 +130,13 @@ static int write_share_group_state_request_partition_data_decode(struct write_sh
                 return kafka_reader_field_error(r, "StateBatches");
             }
             m->state_batches_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (write_share_group_state_request_state_batch_decode(&m->state_batches[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "StateBatches");
             }
+            r->reserved = outer_reserved;
         } else {
             m->state_batches = NULL;
             m->state_batches_count = 0;
@@ -189,7 +193,8 @@ static int write_share_group_state_request_write_state_data_decode(struct write_
     if (r->failed)
         return kafka_reader_field_error(r, "TopicId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 22);
+        size_t min_el = 22;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -204,10 +209,13 @@ static int write_share_group_state_request_write_state_data_decode(struct write_
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (write_share_group_state_request_partition_data_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -267,7 +275,8 @@ int write_share_group_state_request_decode(struct write_share_group_state_reques
     if (r->failed)
         return kafka_reader_field_error(r, "GroupId");
     {
-        int32_t n = kafka_read_compact_array_len(r, 18);
+        size_t min_el = 18;
+        int32_t n = kafka_read_compact_array_len(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -282,10 +291,13 @@ int write_share_group_state_request_decode(struct write_share_group_state_reques
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (write_share_group_state_request_write_state_data_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;

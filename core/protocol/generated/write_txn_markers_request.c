@@ -53,7 +53,8 @@ static int write_txn_markers_request_writable_txn_marker_topic_decode(struct wri
     if (r->failed)
         return kafka_reader_field_error(r, "Name");
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 4);
+        size_t min_el = 4;
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "PartitionIndexes");
         if (n < 0) {
@@ -145,7 +146,8 @@ static int write_txn_markers_request_writable_txn_marker_decode(struct write_txn
     if (r->failed)
         return kafka_reader_field_error(r, "TransactionResult");
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version <= 0) ? 6 : 3);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -160,10 +162,13 @@ static int write_txn_markers_request_writable_txn_marker_decode(struct write_txn
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (write_txn_markers_request_writable_txn_marker_topic_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;
@@ -229,7 +234,8 @@ int write_txn_markers_request_decode(struct write_txn_markers_request *m, struct
         return -1;
     }
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 17);
+        size_t min_el = ((version <= 0) ? 19 : 17);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Markers");
         if (n < 0) {
@@ -244,10 +250,13 @@ int write_txn_markers_request_decode(struct write_txn_markers_request *m, struct
                 return kafka_reader_field_error(r, "Markers");
             }
             m->markers_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (write_txn_markers_request_writable_txn_marker_decode(&m->markers[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Markers");
             }
+            r->reserved = outer_reserved;
         } else {
             m->markers = NULL;
             m->markers_count = 0;

@@ -102,7 +102,8 @@ static int write_txn_markers_response_writable_txn_marker_topic_result_decode(st
     if (r->failed)
         return kafka_reader_field_error(r, "Name");
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 6);
+        size_t min_el = ((version >= 1) ? 7 : 6);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Partitions");
         if (n < 0) {
@@ -117,10 +118,13 @@ static int write_txn_markers_response_writable_txn_marker_topic_result_decode(st
                 return kafka_reader_field_error(r, "Partitions");
             }
             m->partitions_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (write_txn_markers_response_writable_txn_marker_partition_result_decode(&m->partitions[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Partitions");
             }
+            r->reserved = outer_reserved;
         } else {
             m->partitions = NULL;
             m->partitions_count = 0;
@@ -185,7 +189,8 @@ static int write_txn_markers_response_writable_txn_marker_result_decode(struct w
     if (r->failed)
         return kafka_reader_field_error(r, "ProducerId");
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 3);
+        size_t min_el = ((version <= 0) ? 6 : 3);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Topics");
         if (n < 0) {
@@ -200,10 +205,13 @@ static int write_txn_markers_response_writable_txn_marker_result_decode(struct w
                 return kafka_reader_field_error(r, "Topics");
             }
             m->topics_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (write_txn_markers_response_writable_txn_marker_topic_result_decode(&m->topics[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Topics");
             }
+            r->reserved = outer_reserved;
         } else {
             m->topics = NULL;
             m->topics_count = 0;
@@ -263,7 +271,8 @@ int write_txn_markers_response_decode(struct write_txn_markers_response *m, stru
         return -1;
     }
     {
-        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, 10);
+        size_t min_el = ((version <= 0) ? 12 : 10);
+        int32_t n = ((version >= 1) ? kafka_read_compact_array_len : kafka_read_array_len)(r, min_el);
         if (r->failed)
             return kafka_reader_field_error(r, "Markers");
         if (n < 0) {
@@ -278,10 +287,13 @@ int write_txn_markers_response_decode(struct write_txn_markers_response *m, stru
                 return kafka_reader_field_error(r, "Markers");
             }
             m->markers_count = n;
+            size_t outer_reserved = r->reserved;
             for (int32_t i = 0; i < n; i++) {
+                r->reserved = outer_reserved + (size_t)(n - 1 - i) * min_el;
                 if (write_txn_markers_response_writable_txn_marker_result_decode(&m->markers[i], r, version, arena) < 0)
                     return kafka_reader_field_error(r, "Markers");
             }
+            r->reserved = outer_reserved;
         } else {
             m->markers = NULL;
             m->markers_count = 0;

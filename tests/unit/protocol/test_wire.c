@@ -170,6 +170,43 @@ static void test_hostile_metadata_request(void **state)
     kafka_arena_free(&arena);
 }
 
+/* Sizes just past a small block, between blocks and mixed with tiny ones:
+ * the malloc'd bytes stay under 2 * used + 64 KiB and one header per block. */
+static void test_arena_slack_is_bounded(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {4097, 1, 16385, 3000, 24, 65537, 1023, 4096};
+    struct kafka_arena a;
+    kafka_arena_init(&a);
+    for (int i = 0; i < 4000; i++) {
+        assert_non_null(kafka_arena_alloc(&a, sizes[i % 8]));
+        size_t hw = kafka_arena_high_water(&a);
+        assert_true(hw <= 2 * a.used_total + 65536 + 64 * (size_t)(i + 1) / 16 + 128);
+    }
+    size_t before = kafka_arena_high_water(&a);
+    assert_true(before >= a.used_total);
+    kafka_arena_free(&a);
+    assert_int_equal(kafka_arena_high_water(&a), 0);
+}
+
+/* Two levels of arrays: the inner count may not claim the bytes the outer
+ * array's later elements need. */
+static void test_array_count_leaves_reserved_bytes(void **state)
+{
+    (void)state;
+    uint8_t buf[64] = {0, 0, 0, 10};
+    struct kafka_reader r;
+    kafka_reader_init(&r, buf, sizeof(buf));
+    assert_int_equal(kafka_read_array_len(&r, 4), 10);
+    r.reserved = 9 * 4; /* elements 1..9 */
+    struct kafka_reader copy = r;
+    assert_int_equal(kafka_read_array_len(&r, 1), 0); /* count 0 fits */
+    buf[7] = 25;
+    r = copy;
+    assert_int_equal(kafka_read_array_len(&r, 1), 0); /* 25 > 60 - 36 - 4 */
+    assert_true(r.failed);
+}
+
 static void test_arena_alignment_and_zeroing(void **state)
 {
     (void)state;
@@ -264,6 +301,8 @@ int main(void)
         cmocka_unit_test(test_array_count_checked_against_remaining),
         cmocka_unit_test(test_hostile_metadata_request),
         cmocka_unit_test(test_arena_alignment_and_zeroing),
+        cmocka_unit_test(test_arena_slack_is_bounded),
+        cmocka_unit_test(test_array_count_leaves_reserved_bytes),
         cmocka_unit_test(test_writer_splice_and_flatten),
         cmocka_unit_test(test_error_names),
         cmocka_unit_test(test_api_table),
