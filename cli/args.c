@@ -84,8 +84,10 @@ int cli_profile_load(const char *path, struct cli_settings *s)
 enum { OPT_PROFILE = 1000, OPT_FORMAT, OPT_TIMEOUT };
 
 static const struct option common_long[] = {
-    {"brokers", required_argument, NULL, 'b'}, {"profile", required_argument, NULL, OPT_PROFILE},
-    {"format", required_argument, NULL, OPT_FORMAT}, {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"brokers", required_argument, NULL, 'b'},
+    {"profile", required_argument, NULL, OPT_PROFILE},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"help", no_argument, NULL, 'h'},
 };
 #define COMMON_LONG_COUNT (sizeof(common_long) / sizeof(common_long[0]))

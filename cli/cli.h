@@ -39,9 +39,9 @@ enum {
 /* Connection and output settings, resolved from flags, the environment
  * and the profile file (in that order of precedence). Plain data. */
 struct cli_settings {
-    char brokers[1024];   /* "host:port,host:port" */
+    char brokers[1024]; /* "host:port,host:port" */
     char client_id[64];
-    int64_t timeout_ms;   /* per request, and for bootstrap */
+    int64_t timeout_ms; /* per request, and for bootstrap */
     bool json;
 };
 
@@ -83,7 +83,7 @@ const char *cli_int_list(const int32_t *v, int32_t n, char *buf, size_t len);
 struct cli_table;
 struct cli_table *cli_table_new(int columns, const char *const *headers);
 void cli_table_add(struct cli_table *t, ...); /* exactly `columns` const char * */
-void cli_table_print(struct cli_table *t);  /* prints and frees */
+void cli_table_print(struct cli_table *t);    /* prints and frees */
 void cli_table_free(struct cli_table *t);
 
 /* Prints a jansson value (stolen) as indented JSON on stdout. Returns 0. */

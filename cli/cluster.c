@@ -19,12 +19,12 @@ static int cluster_info(const struct cli_conn *c, bool json)
         json_t *brokers = json_array();
         for (int32_t i = 0; i < m->brokers_count; i++) {
             const struct metadata_response_metadata_response_broker *b = &m->brokers[i];
-            json_array_append_new(brokers, json_pack("{s:i, s:s, s:i, s:s?}", "id", (int)b->node_id, "host",
-                                                     cli_str(b->host), "port", (int)b->port, "rack",
-                                                     b->rack.len < 0 ? NULL : cli_str(b->rack)));
+            json_array_append_new(brokers,
+                                  json_pack("{s:i, s:s, s:i, s:s?}", "id", (int)b->node_id, "host", cli_str(b->host),
+                                            "port", (int)b->port, "rack", b->rack.len < 0 ? NULL : cli_str(b->rack)));
         }
-        return cli_json_print(json_pack("{s:s, s:i, s:o}", "cluster_id", id, "controller_id", (int)m->controller_id,
-                                        "brokers", brokers));
+        return cli_json_print(
+            json_pack("{s:s, s:i, s:o}", "cluster_id", id, "controller_id", (int)m->controller_id, "brokers", brokers));
     }
     printf("CLUSTER     %s\nCONTROLLER  %d\n\nBROKERS\n", id, (int)m->controller_id);
     static const char *const headers[] = {"ID", "HOST:PORT", "RACK"};

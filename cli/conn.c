@@ -110,8 +110,9 @@ int cli_call(struct cli_conn *c, int32_t node, int16_t api_key, cli_build_fn bui
     if (call_quiet(c, node, api_key, build, ctx, c->timeout_ms, out, err, sizeof(err)) == 0)
         return 0;
     const struct kafka_api_desc *d = kafka_api_lookup(api_key);
-    return cli_fail(CLI_EXIT_UNREACHABLE, "%s request to broker %d failed: %s; check the broker is up or raise --timeout",
-                    d ? d->name : "?", (int)node, err);
+    return cli_fail(CLI_EXIT_UNREACHABLE,
+                    "%s request to broker %d failed: %s; check the broker is up or raise --timeout", d ? d->name : "?",
+                    (int)node, err);
 }
 
 void cli_reply_free(struct cli_reply *r)

@@ -243,8 +243,8 @@ static int read_committed(const struct cli_reply *r, const char *group, struct g
         for (int32_t g = 0; g < m->groups_count; g++)
             for (int32_t t = 0; t < m->groups[g].topics_count; t++)
                 for (int32_t p = 0; p < m->groups[g].topics[t].partitions_count; p++) {
-                    const struct offset_fetch_response_offset_fetch_response_partitions *pp =
-                        &m->groups[g].topics[t].partitions[p];
+                    const struct offset_fetch_response_offset_fetch_response_partitions
+                        *pp = &m->groups[g].topics[t].partitions[p];
                     struct group_row *row = row_find_or_add(rs, m->groups[g].topics[t].name, pp->partition_index);
                     if (row)
                         row->committed = pp->committed_offset;
@@ -261,8 +261,8 @@ static int read_committed(const struct cli_reply *r, const char *group, struct g
     return 0;
 }
 
-static void print_group(const char *group, const struct describe_groups_response_described_group *g,
-                        json_t *jmembers, struct cli_table *mt, struct group_rows *rs, bool json)
+static void print_group(const char *group, const struct describe_groups_response_described_group *g, json_t *jmembers,
+                        struct cli_table *mt, struct group_rows *rs, bool json)
 {
     static const char *const oh[] = {"TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG", "MEMBER"};
     json_t *joff = json_array();
@@ -274,9 +274,8 @@ static void print_group(const char *group, const struct describe_groups_response
         if (lag > 0)
             total += lag;
         json_array_append_new(joff, json_pack("{s:s, s:i, s:I, s:I, s:I, s:s?}", "topic", row->topic, "partition",
-                                              (int)row->partition, "committed", (json_int_t)row->committed,
-                                              "log_end", (json_int_t)row->log_end, "lag", (json_int_t)lag, "member",
-                                              row->member));
+                                              (int)row->partition, "committed", (json_int_t)row->committed, "log_end",
+                                              (json_int_t)row->log_end, "lag", (json_int_t)lag, "member", row->member));
         char p[16], co[24], le[24], lg[24];
         snprintf(p, sizeof(p), "%d", (int)row->partition);
         snprintf(co, sizeof(co), row->committed >= 0 ? "%lld" : "-", (long long)row->committed);

@@ -60,9 +60,9 @@ static int on_flag(int opt, const char *arg, void *ctx)
 }
 
 static const struct option topic_long[] = {
-    {"partitions", required_argument, NULL, 'p'}, {"replicas", required_argument, NULL, 'r'},
-    {"config", required_argument, NULL, 'c'},     {"num", required_argument, NULL, 'n'},
-    {"set", required_argument, NULL, OPT_SET},    {"delete", required_argument, NULL, OPT_DELETE},
+    {"partitions", required_argument, NULL, 'p'},  {"replicas", required_argument, NULL, 'r'},
+    {"config", required_argument, NULL, 'c'},      {"num", required_argument, NULL, 'n'},
+    {"set", required_argument, NULL, OPT_SET},     {"delete", required_argument, NULL, OPT_DELETE},
     {"internal", no_argument, NULL, OPT_INTERNAL}, {NULL, 0, NULL, 0},
 };
 
@@ -167,8 +167,8 @@ static int topic_list(struct cli_conn *c, const struct topic_flags *f, bool json
     struct cli_table *t = json ? NULL : cli_table_new(3, headers);
     json_t *arr = json ? json_array() : NULL;
     /* Sorted by name, as the broker lists topics in no particular order. */
-    const struct metadata_response_metadata_response_topic **sorted =
-        calloc((size_t)m->topics_count + 1, sizeof(*sorted));
+    const struct metadata_response_metadata_response_topic **sorted = calloc((size_t)m->topics_count + 1,
+                                                                             sizeof(*sorted));
     if (!sorted) {
         cli_reply_free(&r);
         json_decref(arr);
@@ -281,9 +281,9 @@ static int topic_describe(struct cli_conn *c, const char *name, bool json)
         const struct describe_configs_response_describe_configs_resource_result *e = &res->configs[i];
         const char *src = cli_config_source_name(config_source(e, cr.version));
         const char *val = e->is_sensitive ? "(sensitive)" : cli_str(e->value);
-        json_array_append_new(jconfigs, json_pack("{s:s, s:s?, s:s, s:b}", "name", cli_str(e->name), "value",
-                                                  e->value.len < 0 ? NULL : val, "source", src, "read_only",
-                                                  e->read_only));
+        json_array_append_new(jconfigs,
+                              json_pack("{s:s, s:s?, s:s, s:b}", "name", cli_str(e->name), "value",
+                                        e->value.len < 0 ? NULL : val, "source", src, "read_only", e->read_only));
         cli_table_add(ct, cli_str(e->name), val, src);
     }
     int32_t rf = tp->partitions_count ? tp->partitions[0].replica_nodes_count : 0;
@@ -507,14 +507,15 @@ int cli_topic_main(int argc, char **argv)
     struct cli_settings s;
     char *pos[MAX_ITEMS];
     int npos = 0;
-    int rc = cli_parse(argc - 1, argv + 1, topic_usage, "p:r:c:n:", topic_long, on_flag, &f, &s, pos, &npos,
-                       MAX_ITEMS);
+    int rc = cli_parse(argc - 1, argv + 1, topic_usage, "p:r:c:n:", topic_long, on_flag, &f, &s, pos, &npos, MAX_ITEMS);
     if (rc >= 0)
         return rc;
     int want_min = which == 1 ? 0 : 1, want_max = (which == 1) ? 0 : (which == 2 || which == 5) ? 1 : MAX_ITEMS;
     if (npos < want_min || npos > want_max)
         return cli_fail(CLI_EXIT_USAGE, "topic %s wants %s\n%s", sub,
-                        want_max == 0 ? "no topic name" : want_max == 1 ? "one topic name" : "topic names",
+                        want_max == 0   ? "no topic name"
+                        : want_max == 1 ? "one topic name"
+                                        : "topic names",
                         topic_usage);
     if (which == 4 && !f.add)
         return cli_fail(CLI_EXIT_USAGE, "topic add-partitions wants -n/--num N\n%s", topic_usage);
@@ -527,12 +528,24 @@ int cli_topic_main(int argc, char **argv)
         return rc;
     struct named nm = {(const char *const *)pos, npos, &f, NULL};
     switch (which) {
-    case 0: rc = topic_create(&c, &nm); break;
-    case 1: rc = topic_list(&c, &f, s.json); break;
-    case 2: rc = topic_describe(&c, pos[0], s.json); break;
-    case 3: rc = topic_delete(&c, &nm); break;
-    case 4: rc = topic_add_partitions(&c, &nm); break;
-    default: rc = topic_alter_config(&c, &nm); break;
+    case 0:
+        rc = topic_create(&c, &nm);
+        break;
+    case 1:
+        rc = topic_list(&c, &f, s.json);
+        break;
+    case 2:
+        rc = topic_describe(&c, pos[0], s.json);
+        break;
+    case 3:
+        rc = topic_delete(&c, &nm);
+        break;
+    case 4:
+        rc = topic_add_partitions(&c, &nm);
+        break;
+    default:
+        rc = topic_alter_config(&c, &nm);
+        break;
     }
     cli_close(&c);
     return rc;

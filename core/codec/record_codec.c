@@ -83,8 +83,7 @@ static void put_be32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)v;
 }
 
-static int gzip_decompress(const uint8_t *in, size_t in_len, struct codec_out *o, char *err,
-                           size_t errlen)
+static int gzip_decompress(const uint8_t *in, size_t in_len, struct codec_out *o, char *err, size_t errlen)
 {
     if (in_len > UINT_MAX)
         return fail(err, errlen, "gzip: input too large");
@@ -125,8 +124,7 @@ static int gzip_decompress(const uint8_t *in, size_t in_len, struct codec_out *o
     return rc;
 }
 
-static int snappy_block(const uint8_t *in, size_t n, struct codec_out *o, char *err,
-                        size_t errlen)
+static int snappy_block(const uint8_t *in, size_t n, struct codec_out *o, char *err, size_t errlen)
 {
     size_t ulen;
     if (snappy_uncompressed_length((const char *)in, n, &ulen) != SNAPPY_OK)
@@ -138,15 +136,13 @@ static int snappy_block(const uint8_t *in, size_t n, struct codec_out *o, char *
     if (out_reserve(o, ulen) != 0)
         return fail(err, errlen, "snappy: decompressed data exceeds %zu bytes", o->limit - 1);
     size_t got = ulen;
-    if (snappy_uncompress((const char *)in, n, (char *)o->buf + o->len, &got) != SNAPPY_OK ||
-        got != ulen)
+    if (snappy_uncompress((const char *)in, n, (char *)o->buf + o->len, &got) != SNAPPY_OK || got != ulen)
         return fail(err, errlen, "snappy: corrupt block");
     o->len += got;
     return 0;
 }
 
-static int snappy_decompress(const uint8_t *in, size_t in_len, struct codec_out *o, char *err,
-                             size_t errlen)
+static int snappy_decompress(const uint8_t *in, size_t in_len, struct codec_out *o, char *err, size_t errlen)
 {
     if (in_len < 16 || memcmp(in, xerial_magic, sizeof xerial_magic) != 0)
         return snappy_block(in, in_len, o, err, errlen);
@@ -166,8 +162,7 @@ static int snappy_decompress(const uint8_t *in, size_t in_len, struct codec_out 
     return 0;
 }
 
-static int lz4_decompress(const uint8_t *in, size_t in_len, struct codec_out *o, char *err,
-                          size_t errlen)
+static int lz4_decompress(const uint8_t *in, size_t in_len, struct codec_out *o, char *err, size_t errlen)
 {
     LZ4F_dctx *d = NULL;
     if (LZ4F_isError(LZ4F_createDecompressionContext(&d, LZ4F_VERSION)))
@@ -197,8 +192,7 @@ static int lz4_decompress(const uint8_t *in, size_t in_len, struct codec_out *o,
     return rc;
 }
 
-static int zstd_decompress(const uint8_t *in, size_t in_len, struct codec_out *o, char *err,
-                           size_t errlen)
+static int zstd_decompress(const uint8_t *in, size_t in_len, struct codec_out *o, char *err, size_t errlen)
 {
     ZSTD_DCtx *d = ZSTD_createDCtx();
     if (!d)
@@ -230,8 +224,8 @@ static int zstd_decompress(const uint8_t *in, size_t in_len, struct codec_out *o
     return rc;
 }
 
-int record_codec_decompress(int codec, const uint8_t *in, size_t in_len, size_t max_out,
-                            uint8_t **out, size_t *out_len, char *err, size_t errlen)
+int record_codec_decompress(int codec, const uint8_t *in, size_t in_len, size_t max_out, uint8_t **out, size_t *out_len,
+                            char *err, size_t errlen)
 {
     *out = NULL;
     *out_len = 0;
@@ -269,15 +263,13 @@ int record_codec_decompress(int codec, const uint8_t *in, size_t in_len, size_t 
 
 /* ---- compression ---- */
 
-static int gzip_compress(const uint8_t *in, size_t in_len, uint8_t **out, size_t *out_len,
-                         char *err, size_t errlen)
+static int gzip_compress(const uint8_t *in, size_t in_len, uint8_t **out, size_t *out_len, char *err, size_t errlen)
 {
     if (in_len > UINT_MAX / 2)
         return fail(err, errlen, "gzip: input too large");
     z_stream s;
     memset(&s, 0, sizeof s);
-    if (deflateInit2(&s, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-        Z_OK)
+    if (deflateInit2(&s, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         return fail(err, errlen, "gzip: cannot initialise zlib");
     uLong bound = deflateBound(&s, (uLong)in_len);
     uint8_t *buf = malloc(bound);
@@ -301,8 +293,8 @@ static int gzip_compress(const uint8_t *in, size_t in_len, uint8_t **out, size_t
     return 0;
 }
 
-static int snappy_compress_xerial(const uint8_t *in, size_t in_len, uint8_t **out,
-                                  size_t *out_len, char *err, size_t errlen)
+static int snappy_compress_xerial(const uint8_t *in, size_t in_len, uint8_t **out, size_t *out_len, char *err,
+                                  size_t errlen)
 {
     size_t chunks = (in_len + SNAPPY_XERIAL_CHUNK - 1) / SNAPPY_XERIAL_CHUNK;
     size_t bound = 16 + chunks * (4 + snappy_max_compressed_length(SNAPPY_XERIAL_CHUNK));
@@ -310,14 +302,13 @@ static int snappy_compress_xerial(const uint8_t *in, size_t in_len, uint8_t **ou
     if (!buf)
         return fail(err, errlen, "out of memory");
     memcpy(buf, xerial_magic, sizeof xerial_magic);
-    put_be32(buf + 8, 1); /* version */
+    put_be32(buf + 8, 1);  /* version */
     put_be32(buf + 12, 1); /* oldest compatible version */
     size_t pos = 16;
     for (size_t at = 0; at < in_len; at += SNAPPY_XERIAL_CHUNK) {
         size_t n = in_len - at < SNAPPY_XERIAL_CHUNK ? in_len - at : SNAPPY_XERIAL_CHUNK;
         size_t clen = bound - pos - 4;
-        if (snappy_compress((const char *)in + at, n, (char *)buf + pos + 4, &clen) !=
-            SNAPPY_OK) {
+        if (snappy_compress((const char *)in + at, n, (char *)buf + pos + 4, &clen) != SNAPPY_OK) {
             free(buf);
             return fail(err, errlen, "snappy: compression failed");
         }
@@ -329,8 +320,7 @@ static int snappy_compress_xerial(const uint8_t *in, size_t in_len, uint8_t **ou
     return 0;
 }
 
-static int lz4_compress(const uint8_t *in, size_t in_len, uint8_t **out, size_t *out_len,
-                        char *err, size_t errlen)
+static int lz4_compress(const uint8_t *in, size_t in_len, uint8_t **out, size_t *out_len, char *err, size_t errlen)
 {
     LZ4F_preferences_t prefs;
     memset(&prefs, 0, sizeof prefs);
@@ -350,8 +340,7 @@ static int lz4_compress(const uint8_t *in, size_t in_len, uint8_t **out, size_t 
     return 0;
 }
 
-static int zstd_compress(const uint8_t *in, size_t in_len, uint8_t **out, size_t *out_len,
-                         char *err, size_t errlen)
+static int zstd_compress(const uint8_t *in, size_t in_len, uint8_t **out, size_t *out_len, char *err, size_t errlen)
 {
     size_t bound = ZSTD_compressBound(in_len);
     uint8_t *buf = malloc(bound ? bound : 1);
@@ -367,8 +356,8 @@ static int zstd_compress(const uint8_t *in, size_t in_len, uint8_t **out, size_t
     return 0;
 }
 
-int record_codec_compress(int codec, const uint8_t *in, size_t in_len, uint8_t **out,
-                          size_t *out_len, char *err, size_t errlen)
+int record_codec_compress(int codec, const uint8_t *in, size_t in_len, uint8_t **out, size_t *out_len, char *err,
+                          size_t errlen)
 {
     *out = NULL;
     *out_len = 0;
@@ -388,22 +377,20 @@ int record_codec_compress(int codec, const uint8_t *in, size_t in_len, uint8_t *
 
 /* ---- whole batches ---- */
 
-int record_codec_inflate_batch(const uint8_t *batch, size_t len, size_t max_records,
-                               uint8_t **out, size_t *out_len, char *err, size_t errlen)
+int record_codec_inflate_batch(const uint8_t *batch, size_t len, size_t max_records, uint8_t **out, size_t *out_len,
+                               char *err, size_t errlen)
 {
     struct record_batch_header h;
     *out = NULL;
     *out_len = 0;
-    if (record_batch_parse_header(batch, len, &h) != 0 || h.batch_length < 0 ||
-        record_batch_total_size(&h) != len)
+    if (record_batch_parse_header(batch, len, &h) != 0 || h.batch_length < 0 || record_batch_total_size(&h) != len)
         return fail(err, errlen, "malformed batch header");
     uint8_t *records = NULL;
     size_t n = 0;
     if (max_records > (size_t)INT32_MAX - RECORD_BATCH_HEADER_SIZE)
         max_records = (size_t)INT32_MAX - RECORD_BATCH_HEADER_SIZE;
     if (record_codec_decompress(record_batch_compression(&h), batch + RECORD_BATCH_HEADER_SIZE,
-                                len - RECORD_BATCH_HEADER_SIZE, max_records, &records, &n, err,
-                                errlen) != 0)
+                                len - RECORD_BATCH_HEADER_SIZE, max_records, &records, &n, err, errlen) != 0)
         return -1;
     uint8_t *buf = malloc(RECORD_BATCH_HEADER_SIZE + n);
     if (!buf) {
@@ -421,8 +408,8 @@ int record_codec_inflate_batch(const uint8_t *batch, size_t len, size_t max_reco
     return 0;
 }
 
-int record_codec_deflate_batch(const uint8_t *plain, size_t plain_len, int codec, uint8_t **out,
-                               size_t *out_len, char *err, size_t errlen)
+int record_codec_deflate_batch(const uint8_t *plain, size_t plain_len, int codec, uint8_t **out, size_t *out_len,
+                               char *err, size_t errlen)
 {
     *out = NULL;
     *out_len = 0;
@@ -430,9 +417,8 @@ int record_codec_deflate_batch(const uint8_t *plain, size_t plain_len, int codec
         return fail(err, errlen, "malformed batch header");
     uint8_t *records = NULL;
     size_t n = 0;
-    if (record_codec_compress(codec, plain + RECORD_BATCH_HEADER_SIZE,
-                              plain_len - RECORD_BATCH_HEADER_SIZE, &records, &n, err,
-                              errlen) != 0)
+    if (record_codec_compress(codec, plain + RECORD_BATCH_HEADER_SIZE, plain_len - RECORD_BATCH_HEADER_SIZE, &records,
+                              &n, err, errlen) != 0)
         return -1;
     if (n > (size_t)INT32_MAX - RECORD_BATCH_HEADER_SIZE) {
         free(records);
@@ -447,11 +433,9 @@ int record_codec_deflate_batch(const uint8_t *plain, size_t plain_len, int codec
     memcpy(buf + RECORD_BATCH_HEADER_SIZE, records, n);
     free(records);
     size_t total = RECORD_BATCH_HEADER_SIZE + n;
-    put_be32(buf + RECORD_BATCH_OFFSET_BATCH_LENGTH,
-             (uint32_t)(total - RECORD_BATCH_LOG_OVERHEAD));
+    put_be32(buf + RECORD_BATCH_OFFSET_BATCH_LENGTH, (uint32_t)(total - RECORD_BATCH_LOG_OVERHEAD));
     uint8_t *attr_low = buf + RECORD_BATCH_OFFSET_ATTRIBUTES + 1;
-    *attr_low = (uint8_t)((*attr_low & ~RECORD_BATCH_COMPRESSION_MASK) |
-                          (codec & RECORD_BATCH_COMPRESSION_MASK));
+    *attr_low = (uint8_t)((*attr_low & ~RECORD_BATCH_COMPRESSION_MASK) | (codec & RECORD_BATCH_COMPRESSION_MASK));
     record_batch_update_crc(buf, total);
     *out = buf;
     *out_len = total;

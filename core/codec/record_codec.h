@@ -20,26 +20,26 @@
  * (snappy-java) stream framing or a raw snappy block. lz4: one or more LZ4
  * frames. zstd: one or more frames, with or without a content size.
  * Returns 0, or -1 with a message in err. */
-int record_codec_decompress(int codec, const uint8_t *in, size_t in_len, size_t max_out,
-                            uint8_t **out, size_t *out_len, char *err, size_t errlen);
+int record_codec_decompress(int codec, const uint8_t *in, size_t in_len, size_t max_out, uint8_t **out, size_t *out_len,
+                            char *err, size_t errlen);
 
 /* Compress in with codec into a new heap buffer *out (free() it), in the
  * framing Kafka's own producers write (gzip member, xerial snappy, LZ4
  * frame with independent 64 KiB blocks, zstd frame). Returns 0 or -1. */
-int record_codec_compress(int codec, const uint8_t *in, size_t in_len, uint8_t **out,
-                          size_t *out_len, char *err, size_t errlen);
+int record_codec_compress(int codec, const uint8_t *in, size_t in_len, uint8_t **out, size_t *out_len, char *err,
+                          size_t errlen);
 
 /* Copy of the compressed batch (len = its total size) with its records
  * section decompressed (at most max_records bytes): the same header except
  * batchLength and the codec bits, cleared, so record_batch_records_begin
  * reads it. The CRC is left stale. Returns 0 or -1. */
-int record_codec_inflate_batch(const uint8_t *batch, size_t len, size_t max_records,
-                               uint8_t **out, size_t *out_len, char *err, size_t errlen);
+int record_codec_inflate_batch(const uint8_t *batch, size_t len, size_t max_records, uint8_t **out, size_t *out_len,
+                               char *err, size_t errlen);
 
 /* The reverse: a batch whose records section is plain's, compressed with
  * codec; header fields from plain, codec bits set, batchLength and CRC
  * recomputed. Returns 0 or -1. */
-int record_codec_deflate_batch(const uint8_t *plain, size_t plain_len, int codec, uint8_t **out,
-                               size_t *out_len, char *err, size_t errlen);
+int record_codec_deflate_batch(const uint8_t *plain, size_t plain_len, int codec, uint8_t **out, size_t *out_len,
+                               char *err, size_t errlen);
 
 #endif

@@ -9,8 +9,10 @@
 
 void config_free(struct broker_config *cfg)
 {
-    if (!cfg) return;
-    for (size_t i = 0; i < cfg->slot_count; i++) config_parsed_free(&cfg->slots[i].parsed);
+    if (!cfg)
+        return;
+    for (size_t i = 0; i < cfg->slot_count; i++)
+        config_parsed_free(&cfg->slots[i].parsed);
     free(cfg->slots);
     for (size_t i = 0; i < cfg->protocol_map_len; i++) {
         free(cfg->protocol_map[i].listener);
@@ -27,13 +29,16 @@ int config_build(const char *const *keys, const char *const *values, size_t coun
 {
     *out = NULL;
     struct broker_config *cfg = calloc(1, sizeof *cfg);
-    if (!cfg) goto oom;
+    if (!cfg)
+        goto oom;
     for (size_t i = 0; i < count; i++)
-        if (properties_set(&cfg->explicit_entries, keys[i], values[i], 0) < 0) goto oom;
+        if (properties_set(&cfg->explicit_entries, keys[i], values[i], 0) < 0)
+            goto oom;
 
     for (size_t i = 0; i < cfg->explicit_entries.count; i++) {
         const char *key = cfg->explicit_entries.entries[i].key;
-        if (config_broker_key_index(key) >= 0) continue;
+        if (config_broker_key_index(key) >= 0)
+            continue;
         if (strncmp(key, "plugin.", 7) == 0)
             logger_debug("config", "passing '%s' through to plugins", key);
         else
@@ -42,15 +47,19 @@ int config_build(const char *const *keys, const char *const *values, size_t coun
 
     cfg->slot_count = config_broker_key_count();
     cfg->slots = calloc(cfg->slot_count, sizeof *cfg->slots);
-    if (!cfg->slots) goto oom;
+    if (!cfg->slots)
+        goto oom;
     for (size_t i = 0; i < cfg->slot_count; i++) {
         const struct config_key_def *def = config_broker_key_at(i);
         const char *raw = properties_get(&cfg->explicit_entries, def->name);
         cfg->slots[i].source = raw ? CONFIG_SOURCE_STATIC_BROKER_CONFIG : CONFIG_SOURCE_DEFAULT_CONFIG;
-        if (!raw) raw = def->default_value;
-        if (config_value_parse(def, raw, &cfg->slots[i].parsed, err, errlen) < 0) goto fail;
+        if (!raw)
+            raw = def->default_value;
+        if (config_value_parse(def, raw, &cfg->slots[i].parsed, err, errlen) < 0)
+            goto fail;
     }
-    if (config_check_consistency(cfg, err, errlen) < 0) goto fail;
+    if (config_check_consistency(cfg, err, errlen) < 0)
+        goto fail;
     *out = cfg;
     return 0;
 oom:
@@ -64,8 +73,10 @@ const struct config_slot *config_slot_for(const struct broker_config *cfg, const
                                           const struct config_key_def **def)
 {
     long index = config_broker_key_index(key);
-    if (index < 0 || !cfg) return NULL;
-    if (def) *def = config_broker_key_at((size_t)index);
+    if (index < 0 || !cfg)
+        return NULL;
+    if (def)
+        *def = config_broker_key_at((size_t)index);
     return &cfg->slots[index];
 }
 
@@ -119,8 +130,8 @@ bool config_get_bool(const struct broker_config *cfg, const char *key)
 
 const char *config_get_string(const struct broker_config *cfg, const char *key)
 {
-    const struct config_slot *slot =
-        typed_slot(cfg, key, TYPE_BIT(STRING) | TYPE_BIT(CLASS) | TYPE_BIT(PASSWORD) | TYPE_BIT(LIST));
+    const struct config_slot *slot = typed_slot(
+        cfg, key, TYPE_BIT(STRING) | TYPE_BIT(CLASS) | TYPE_BIT(PASSWORD) | TYPE_BIT(LIST));
     return slot ? slot->parsed.text : NULL;
 }
 
@@ -143,12 +154,16 @@ enum config_source config_source(const struct broker_config *cfg, const char *ke
     return slot ? slot->source : CONFIG_SOURCE_UNKNOWN;
 }
 
-const char *config_file_path(const struct broker_config *cfg) { return cfg->file_path; }
+const char *config_file_path(const struct broker_config *cfg)
+{
+    return cfg->file_path;
+}
 
 int32_t config_node_id(const struct broker_config *cfg)
 {
     int32_t node_id = config_get_int(cfg, "node.id");
-    if (node_id >= 0) return node_id;
+    if (node_id >= 0)
+        return node_id;
     int32_t broker_id = config_get_int(cfg, "broker.id");
     return broker_id >= 0 ? broker_id : 1;
 }
@@ -157,7 +172,8 @@ const char *const *config_log_dirs(const struct broker_config *cfg, size_t *coun
 {
     if (config_has_value(cfg, "log.dirs")) {
         const char *const *dirs = config_get_list(cfg, "log.dirs", count);
-        if (*count > 0) return dirs;
+        if (*count > 0)
+            return dirs;
     }
     return config_get_list(cfg, "log.dir", count);
 }
@@ -177,19 +193,22 @@ int64_t config_log_retention_ms(const struct broker_config *cfg)
 
 int64_t config_log_roll_ms(const struct broker_config *cfg)
 {
-    if (config_has_value(cfg, "log.roll.ms")) return config_get_long(cfg, "log.roll.ms");
+    if (config_has_value(cfg, "log.roll.ms"))
+        return config_get_long(cfg, "log.roll.ms");
     return (int64_t)config_get_int(cfg, "log.roll.hours") * 3600000;
 }
 
 int64_t config_log_roll_jitter_ms(const struct broker_config *cfg)
 {
-    if (config_has_value(cfg, "log.roll.jitter.ms")) return config_get_long(cfg, "log.roll.jitter.ms");
+    if (config_has_value(cfg, "log.roll.jitter.ms"))
+        return config_get_long(cfg, "log.roll.jitter.ms");
     return (int64_t)config_get_int(cfg, "log.roll.jitter.hours") * 3600000;
 }
 
 int64_t config_log_flush_interval_ms(const struct broker_config *cfg)
 {
-    if (config_has_value(cfg, "log.flush.interval.ms")) return config_get_long(cfg, "log.flush.interval.ms");
+    if (config_has_value(cfg, "log.flush.interval.ms"))
+        return config_get_long(cfg, "log.flush.interval.ms");
     return config_get_long(cfg, "log.flush.scheduler.interval.ms");
 }
 
@@ -202,7 +221,8 @@ const char *config_advertised_listeners(const struct broker_config *cfg)
 const char *config_listener_security_protocol(const struct broker_config *cfg, const char *listener_name)
 {
     for (size_t i = 0; i < cfg->protocol_map_len; i++)
-        if (strcasecmp(cfg->protocol_map[i].listener, listener_name) == 0) return cfg->protocol_map[i].protocol;
+        if (strcasecmp(cfg->protocol_map[i].listener, listener_name) == 0)
+            return cfg->protocol_map[i].protocol;
     return NULL;
 }
 
@@ -213,18 +233,20 @@ bool config_single_node(const struct broker_config *cfg)
     return voters == 0;
 }
 
-int config_keys_with_prefix(const struct broker_config *cfg, const char *prefix, struct config_kv **out,
-                            size_t *count)
+int config_keys_with_prefix(const struct broker_config *cfg, const char *prefix, struct config_kv **out, size_t *count)
 {
     size_t plen = strlen(prefix), n = 0;
     const struct properties *props = &cfg->explicit_entries;
     *out = NULL;
     *count = 0;
     for (size_t i = 0; i < props->count; i++)
-        if (strncmp(props->entries[i].key, prefix, plen) == 0) n++;
-    if (n == 0) return 0;
+        if (strncmp(props->entries[i].key, prefix, plen) == 0)
+            n++;
+    if (n == 0)
+        return 0;
     struct config_kv *items = calloc(n, sizeof *items);
-    if (!items) return -1;
+    if (!items)
+        return -1;
     n = 0;
     for (size_t i = 0; i < props->count; i++)
         if (strncmp(props->entries[i].key, prefix, plen) == 0)
@@ -236,7 +258,8 @@ int config_keys_with_prefix(const struct broker_config *cfg, const char *prefix,
 
 bool config_describe_next(const struct broker_config *cfg, size_t *pos, struct config_describe_entry *out)
 {
-    if (*pos >= cfg->slot_count) return false;
+    if (*pos >= cfg->slot_count)
+        return false;
     const struct config_key_def *def = config_broker_key_at(*pos);
     const struct config_slot *slot = &cfg->slots[*pos];
     bool sensitive = def->type == CONFIG_TYPE_PASSWORD;

@@ -47,8 +47,8 @@ int config_load(int argc, char **argv, struct broker_config **out, char *err, si
 /* Build a config from already-parsed key/value pairs (file entries first,
  * then overrides); used by config_load and by tests. keys/values may be NULL
  * when count is 0. Same return convention as config_load (never 1). */
-int config_build(const char *const *keys, const char *const *values, size_t count,
-                 struct broker_config **out, char *err, size_t errlen);
+int config_build(const char *const *keys, const char *const *values, size_t count, struct broker_config **out,
+                 char *err, size_t errlen);
 
 void config_free(struct broker_config *cfg);
 
@@ -73,12 +73,12 @@ enum config_source config_source(const struct broker_config *cfg, const char *ke
 const char *config_file_path(const struct broker_config *cfg);
 
 /* Values derived from several keys, following Kafka's precedence rules. */
-int32_t config_node_id(const struct broker_config *cfg);        /* node.id, broker.id, else 1 */
+int32_t config_node_id(const struct broker_config *cfg);                            /* node.id, broker.id, else 1 */
 const char *const *config_log_dirs(const struct broker_config *cfg, size_t *count); /* log.dirs else log.dir */
-int64_t config_log_retention_ms(const struct broker_config *cfg);  /* ms > minutes > hours; <0 => -1 */
-int64_t config_log_roll_ms(const struct broker_config *cfg);       /* log.roll.ms > hours */
+int64_t config_log_retention_ms(const struct broker_config *cfg);                   /* ms > minutes > hours; <0 => -1 */
+int64_t config_log_roll_ms(const struct broker_config *cfg);                        /* log.roll.ms > hours */
 int64_t config_log_roll_jitter_ms(const struct broker_config *cfg);
-int64_t config_log_flush_interval_ms(const struct broker_config *cfg); /* null => scheduler interval */
+int64_t config_log_flush_interval_ms(const struct broker_config *cfg);    /* null => scheduler interval */
 const char *config_advertised_listeners(const struct broker_config *cfg); /* defaults to listeners */
 /* Security protocol named for a listener in listener.security.protocol.map,
  * or NULL. Listener names compare case-insensitively. */
@@ -93,8 +93,7 @@ struct config_kv {
     const char *key;
     const char *value;
 };
-int config_keys_with_prefix(const struct broker_config *cfg, const char *prefix, struct config_kv **out,
-                            size_t *count);
+int config_keys_with_prefix(const struct broker_config *cfg, const char *prefix, struct config_kv **out, size_t *count);
 
 /* One known key as DescribeConfigs reports it for a broker resource.
  * value is NULL for a null value and for sensitive (PASSWORD) keys. */

@@ -46,7 +46,8 @@ static int parse_protocol_map(struct broker_config *cfg, char *err, size_t errle
         const char *protocol = NULL;
         if (colon && colon != item) {
             for (size_t p = 0; p < sizeof protocols / sizeof protocols[0]; p++)
-                if (strcasecmp(colon + 1, protocols[p]) == 0) protocol = protocols[p];
+                if (strcasecmp(colon + 1, protocols[p]) == 0)
+                    protocol = protocols[p];
         }
         if (!protocol) {
             snprintf(why, sizeof why,
@@ -62,20 +63,22 @@ static int parse_protocol_map(struct broker_config *cfg, char *err, size_t errle
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        for (char *c = entry->listener; *c; c++) *c = (char)toupper((unsigned char)*c);
+        for (char *c = entry->listener; *c; c++)
+            *c = (char)toupper((unsigned char)*c);
     }
     return 0;
 }
 
-static int check_listener_list(struct broker_config *cfg, const char *key, bool advertised, char *err,
-                               size_t errlen)
+static int check_listener_list(struct broker_config *cfg, const char *key, bool advertised, char *err, size_t errlen)
 {
     struct listener_spec specs[MAX_LISTENERS];
     char why[600];
     const char *value = text_of(cfg, key);
     int n = config_parse_listeners(value, specs, MAX_LISTENERS, why, sizeof why);
-    if (n < 0) return bad_value(cfg, key, why, err, errlen);
-    if (n == 0) return bad_value(cfg, key, "expected at least one NAME://host:port", err, errlen);
+    if (n < 0)
+        return bad_value(cfg, key, why, err, errlen);
+    if (n == 0)
+        return bad_value(cfg, key, "expected at least one NAME://host:port", err, errlen);
     for (int i = 0; i < n; i++) {
         const char *protocol = config_listener_security_protocol(cfg, specs[i].name);
         if (!protocol) {
@@ -110,9 +113,9 @@ static int check_identity(struct broker_config *cfg, char *err, size_t errlen)
     }
     struct quorum_voter voters[MAX_VOTERS];
     char why[600];
-    int n = config_parse_quorum_voters(text_of(cfg, "controller.quorum.voters"), voters, MAX_VOTERS, why,
-                                       sizeof why);
-    if (n < 0) return bad_value(cfg, "controller.quorum.voters", why, err, errlen);
+    int n = config_parse_quorum_voters(text_of(cfg, "controller.quorum.voters"), voters, MAX_VOTERS, why, sizeof why);
+    if (n < 0)
+        return bad_value(cfg, "controller.quorum.voters", why, err, errlen);
     if (n > 0) {
         int64_t id = node_id >= 0 ? node_id : broker_id;
         if (id < 0) {
@@ -121,10 +124,10 @@ static int check_identity(struct broker_config *cfg, char *err, size_t errlen)
         }
         bool is_controller = strstr(text_of(cfg, "process.roles"), "controller") != NULL;
         bool listed = false;
-        for (int i = 0; i < n; i++) listed = listed || voters[i].node_id == id;
+        for (int i = 0; i < n; i++)
+            listed = listed || voters[i].node_id == id;
         if (is_controller && !listed) {
-            snprintf(err, errlen,
-                     "node.id %lld has the controller role but is not listed in controller.quorum.voters",
+            snprintf(err, errlen, "node.id %lld has the controller role but is not listed in controller.quorum.voters",
                      (long long)id);
             return -1;
         }
@@ -138,9 +141,12 @@ static int check_identity(struct broker_config *cfg, char *err, size_t errlen)
 
 int config_check_consistency(struct broker_config *cfg, char *err, size_t errlen)
 {
-    if (check_identity(cfg, err, errlen) < 0) return -1;
-    if (parse_protocol_map(cfg, err, errlen) < 0) return -1;
-    if (check_listener_list(cfg, "listeners", false, err, errlen) < 0) return -1;
+    if (check_identity(cfg, err, errlen) < 0)
+        return -1;
+    if (parse_protocol_map(cfg, err, errlen) < 0)
+        return -1;
+    if (check_listener_list(cfg, "listeners", false, err, errlen) < 0)
+        return -1;
     const struct config_slot *advertised = config_slot_for(cfg, "advertised.listeners", NULL);
     if (!advertised->parsed.is_null && check_listener_list(cfg, "advertised.listeners", true, err, errlen) < 0)
         return -1;

@@ -5,7 +5,7 @@
 #include "config/properties.h"
 
 struct config_slot {
-    struct config_parsed parsed;   /* value as set, or the default */
+    struct config_parsed parsed; /* value as set, or the default */
     enum config_source source;
 };
 
@@ -16,9 +16,9 @@ struct protocol_map_entry {
 
 /* Immutable after config_build returns; see config.h. */
 struct broker_config {
-    struct config_slot *slots;           /* one per broker registry key, same order */
+    struct config_slot *slots; /* one per broker registry key, same order */
     size_t slot_count;
-    struct properties explicit_entries;  /* file entries, then overrides */
+    struct properties explicit_entries; /* file entries, then overrides */
     char *file_path;
     struct protocol_map_entry *protocol_map;
     size_t protocol_map_len;

@@ -8,24 +8,24 @@
 
 #define I32 INT32_MAX
 #define I64 INT64_MAX
-#define KEY_INT(n, def, lo, hi)                                                                               \
-    .name = (n), .type = CONFIG_TYPE_INT, .default_value = (def), .validator = CONFIG_VALID_RANGE, .min = (lo), \
+#define KEY_INT(n, def, lo, hi)                                                                                        \
+    .name = (n), .type = CONFIG_TYPE_INT, .default_value = (def), .validator = CONFIG_VALID_RANGE, .min = (lo),        \
     .max = (hi)
-#define KEY_SHORT(n, def, lo, hi)                                                                               \
-    .name = (n), .type = CONFIG_TYPE_SHORT, .default_value = (def), .validator = CONFIG_VALID_RANGE, .min = (lo), \
+#define KEY_SHORT(n, def, lo, hi)                                                                                      \
+    .name = (n), .type = CONFIG_TYPE_SHORT, .default_value = (def), .validator = CONFIG_VALID_RANGE, .min = (lo),      \
     .max = (hi)
-#define KEY_LONG(n, def, lo, hi)                                                                               \
-    .name = (n), .type = CONFIG_TYPE_LONG, .default_value = (def), .validator = CONFIG_VALID_RANGE, .min = (lo), \
+#define KEY_LONG(n, def, lo, hi)                                                                                       \
+    .name = (n), .type = CONFIG_TYPE_LONG, .default_value = (def), .validator = CONFIG_VALID_RANGE, .min = (lo),       \
     .max = (hi)
-#define KEY_DOUBLE(n, def, lo, hi)                                                                      \
-    .name = (n), .type = CONFIG_TYPE_DOUBLE, .default_value = (def), .validator = CONFIG_VALID_DOUBLE_RANGE, \
+#define KEY_DOUBLE(n, def, lo, hi)                                                                                     \
+    .name = (n), .type = CONFIG_TYPE_DOUBLE, .default_value = (def), .validator = CONFIG_VALID_DOUBLE_RANGE,           \
     .dmin = (lo), .dmax = (hi)
 #define KEY_BOOL(n, def) .name = (n), .type = CONFIG_TYPE_BOOLEAN, .default_value = (def)
 #define KEY_STRING(n, def) .name = (n), .type = CONFIG_TYPE_STRING, .default_value = (def)
-#define KEY_ONE_OF(n, def, ch) \
+#define KEY_ONE_OF(n, def, ch)                                                                                         \
     .name = (n), .type = CONFIG_TYPE_STRING, .default_value = (def), .validator = CONFIG_VALID_ONE_OF, .choices = (ch)
 #define KEY_LIST(n, def) .name = (n), .type = CONFIG_TYPE_LIST, .default_value = (def)
-#define KEY_LIST_OF(n, def, ch) \
+#define KEY_LIST_OF(n, def, ch)                                                                                        \
     .name = (n), .type = CONFIG_TYPE_LIST, .default_value = (def), .validator = CONFIG_VALID_LIST_OF, .choices = (ch)
 #define KEY_PASSWORD(n) .name = (n), .type = CONFIG_TYPE_PASSWORD, .default_value = NULL
 #define HIGH .importance = CONFIG_IMPORTANCE_HIGH
@@ -165,27 +165,25 @@ static const struct config_key_def broker_keys[] = {
      .doc = "Largest record batch accepted, after compression."},
     {KEY_ONE_OF("compression.type", "producer", "uncompressed,zstd,lz4,snappy,gzip,producer"), HIGH, IN(LOG),
      .flags = DYN, .doc = "Compression of stored batches; producer keeps what the producer sent."},
-    {KEY_ONE_OF("log.message.timestamp.type", "CreateTime", "CreateTime,LogAppendTime"), MEDIUM, IN(LOG),
-     .flags = DYN, .doc = "Whether record timestamps are the producer's or the broker's append time."},
-    {KEY_LONG("log.message.timestamp.difference.max.ms", "9223372036854775807", 0, I64), MEDIUM, IN(LOG),
-     .flags = DYN, .doc = "Largest accepted gap between a CreateTime timestamp and the broker clock."},
-    {KEY_LONG("log.message.timestamp.before.max.ms", "9223372036854775807", 0, I64), MEDIUM, IN(LOG),
-     .flags = DYN, .doc = "How far in the past a CreateTime timestamp may be."},
-    {KEY_LONG("log.message.timestamp.after.max.ms", "9223372036854775807", 0, I64), MEDIUM, IN(LOG),
-     .flags = DYN, .doc = "How far in the future a CreateTime timestamp may be."},
+    {KEY_ONE_OF("log.message.timestamp.type", "CreateTime", "CreateTime,LogAppendTime"), MEDIUM, IN(LOG), .flags = DYN,
+     .doc = "Whether record timestamps are the producer's or the broker's append time."},
+    {KEY_LONG("log.message.timestamp.difference.max.ms", "9223372036854775807", 0, I64), MEDIUM, IN(LOG), .flags = DYN,
+     .doc = "Largest accepted gap between a CreateTime timestamp and the broker clock."},
+    {KEY_LONG("log.message.timestamp.before.max.ms", "9223372036854775807", 0, I64), MEDIUM, IN(LOG), .flags = DYN,
+     .doc = "How far in the past a CreateTime timestamp may be."},
+    {KEY_LONG("log.message.timestamp.after.max.ms", "9223372036854775807", 0, I64), MEDIUM, IN(LOG), .flags = DYN,
+     .doc = "How far in the future a CreateTime timestamp may be."},
     {KEY_BOOL("log.message.downconversion.enable", "true"), LOW, IN(LOG), .flags = DYN | LATER,
      .doc = "Convert batches to older formats for old consumers."},
     {KEY_STRING("log.message.format.version", "3.0-IV1"), MEDIUM, IN(LOG), .flags = LATER,
      .doc = "Deprecated by Kafka; accepted for old tools. Cairn always writes message format v2."},
     {KEY_LIST_OF("log.cleanup.policy", "delete", "compact,delete"), MEDIUM, IN(LOG), .flags = DYN,
      .doc = "Default cleanup of old segments: delete, compact, or both."},
-    {KEY_BOOL("log.cleaner.enable", "true"), MEDIUM, IN(LOG),
-     .doc = "Run the log cleaner for compacted topics."},
+    {KEY_BOOL("log.cleaner.enable", "true"), MEDIUM, IN(LOG), .doc = "Run the log cleaner for compacted topics."},
     {KEY_INT("log.cleaner.threads", "1", 0, I32), MEDIUM, IN(LOG),
      .doc = "Threads compacting logs, each taking the dirtiest log no other is cleaning; 0 runs "
             "none. Read at start-up only."},
-    {KEY_DOUBLE("log.cleaner.io.max.bytes.per.second", "1.7976931348623157E308", 1.0, DBL_MAX), MEDIUM,
-     IN(LOG),
+    {KEY_DOUBLE("log.cleaner.io.max.bytes.per.second", "1.7976931348623157E308", 1.0, DBL_MAX), MEDIUM, IN(LOG),
      .doc = "Bytes per second all cleaner threads together read and write at most; the default "
             "throttles nothing."},
     {KEY_LONG("log.cleaner.backoff.ms", "15000", 0, I64), MEDIUM, IN(LOG),
@@ -272,10 +270,10 @@ static const struct config_key_def broker_keys[] = {
      .doc = "min.insync.replicas of __transaction_state, capped at its replication factor."},
     {KEY_INT("transaction.state.log.load.buffer.size", "5242880", 1, I32), HIGH, IN(TRANSACTIONS),
      .doc = "Read buffer used when loading __transaction_state."},
-    {KEY_INT("transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", 1, I32), LOW,
-     IN(TRANSACTIONS), .doc = "How often timed-out transactions are aborted."},
-    {KEY_INT("transaction.remove.expired.transaction.cleanup.interval.ms", "3600000", 1, I32), LOW,
-     IN(TRANSACTIONS), .doc = "How often expired transactional ids are removed."},
+    {KEY_INT("transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", 1, I32), LOW, IN(TRANSACTIONS),
+     .doc = "How often timed-out transactions are aborted."},
+    {KEY_INT("transaction.remove.expired.transaction.cleanup.interval.ms", "3600000", 1, I32), LOW, IN(TRANSACTIONS),
+     .doc = "How often expired transactional ids are removed."},
     {KEY_INT("producer.id.expiration.ms", "86400000", 1, I32), LOW, IN(TRANSACTIONS), .flags = DYN,
      .doc = "Producer state of an idle producer id is dropped after this long."},
     {KEY_INT("producer.id.expiration.check.interval.ms", "600000", 1, I32), LOW, IN(TRANSACTIONS),
@@ -293,7 +291,10 @@ static const struct config_key_def broker_keys[] = {
      .doc = "host:port serving GET /metrics in Prometheus text format; empty disables it."},
 };
 
-size_t config_broker_key_count(void) { return sizeof broker_keys / sizeof broker_keys[0]; }
+size_t config_broker_key_count(void)
+{
+    return sizeof broker_keys / sizeof broker_keys[0];
+}
 
 const struct config_key_def *config_broker_key_at(size_t index)
 {
@@ -303,6 +304,7 @@ const struct config_key_def *config_broker_key_at(size_t index)
 long config_broker_key_index(const char *name)
 {
     for (size_t i = 0; i < config_broker_key_count(); i++)
-        if (strcmp(broker_keys[i].name, name) == 0) return (long)i;
+        if (strcmp(broker_keys[i].name, name) == 0)
+            return (long)i;
     return -1;
 }

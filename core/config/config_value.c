@@ -11,9 +11,18 @@
 static void type_bounds(enum config_type type, int64_t *lo, int64_t *hi)
 {
     switch (type) {
-    case CONFIG_TYPE_SHORT: *lo = INT16_MIN; *hi = INT16_MAX; break;
-    case CONFIG_TYPE_INT: *lo = INT32_MIN; *hi = INT32_MAX; break;
-    default: *lo = INT64_MIN; *hi = INT64_MAX; break;
+    case CONFIG_TYPE_SHORT:
+        *lo = INT16_MIN;
+        *hi = INT16_MAX;
+        break;
+    case CONFIG_TYPE_INT:
+        *lo = INT32_MIN;
+        *hi = INT32_MAX;
+        break;
+    default:
+        *lo = INT64_MIN;
+        *hi = INT64_MAX;
+        break;
     }
 }
 
@@ -21,8 +30,10 @@ static void effective_bounds(const struct config_key_def *def, int64_t *lo, int6
 {
     type_bounds(def->type, lo, hi);
     if (def->validator == CONFIG_VALID_RANGE) {
-        if (def->min > *lo) *lo = def->min;
-        if (def->max < *hi) *hi = def->max;
+        if (def->min > *lo)
+            *lo = def->min;
+        if (def->max < *hi)
+            *hi = def->max;
     }
 }
 
@@ -45,7 +56,9 @@ void config_expected_form(const struct config_key_def *def, char *buf, size_t bu
 {
     char choices[256];
     switch (def->type) {
-    case CONFIG_TYPE_BOOLEAN: snprintf(buf, buflen, "true or false"); return;
+    case CONFIG_TYPE_BOOLEAN:
+        snprintf(buf, buflen, "true or false");
+        return;
     case CONFIG_TYPE_SHORT:
     case CONFIG_TYPE_INT:
     case CONFIG_TYPE_LONG: {
@@ -60,7 +73,8 @@ void config_expected_form(const struct config_key_def *def, char *buf, size_t bu
         else
             snprintf(buf, buflen, "a number");
         return;
-    default: break;
+    default:
+        break;
     }
     if (def->validator == CONFIG_VALID_ONE_OF) {
         choices_for_display(def->choices, choices, sizeof choices);
@@ -81,32 +95,40 @@ static char *trimmed_copy(const char *s, size_t len)
         s++;
         len--;
     }
-    while (len > 0 && isspace((unsigned char)s[len - 1])) len--;
+    while (len > 0 && isspace((unsigned char)s[len - 1]))
+        len--;
     return strndup(s, len);
 }
 
 static bool parse_int64(const char *s, int64_t *out)
 {
-    if (*s == '\0') return false;
+    if (*s == '\0')
+        return false;
     const char *p = s;
-    if (*p == '+' || *p == '-') p++;
-    if (!isdigit((unsigned char)*p)) return false;
+    if (*p == '+' || *p == '-')
+        p++;
+    if (!isdigit((unsigned char)*p))
+        return false;
     for (const char *q = p; *q; q++)
-        if (!isdigit((unsigned char)*q)) return false;
+        if (!isdigit((unsigned char)*q))
+            return false;
     errno = 0;
     long long v = strtoll(s, NULL, 10);
-    if (errno == ERANGE) return false;
+    if (errno == ERANGE)
+        return false;
     *out = (int64_t)v;
     return true;
 }
 
 static bool parse_double(const char *s, double *out)
 {
-    if (*s == '\0') return false;
+    if (*s == '\0')
+        return false;
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (*end != '\0' || errno == ERANGE || !isfinite(v)) return false;
+    if (*end != '\0' || errno == ERANGE || !isfinite(v))
+        return false;
     *out = v;
     return true;
 }
@@ -118,8 +140,8 @@ static bool choice_allowed(const struct config_key_def *def, const char *value)
     while (p && *p) {
         const char *comma = strchr(p, ',');
         size_t n = comma ? (size_t)(comma - p) : strlen(p);
-        if (n == vlen && ((def->flags & CONFIG_FLAG_NOCASE) ? strncasecmp(p, value, n) == 0
-                                                             : strncmp(p, value, n) == 0))
+        if (n == vlen &&
+            ((def->flags & CONFIG_FLAG_NOCASE) ? strncasecmp(p, value, n) == 0 : strncmp(p, value, n) == 0))
             return true;
         p = comma ? comma + 1 : NULL;
     }
@@ -133,7 +155,8 @@ static int split_list(const char *text, struct config_parsed *out)
         const char *comma = strchr(p, ',');
         size_t n = comma ? (size_t)(comma - p) : strlen(p);
         char *item = trimmed_copy(p, n);
-        if (!item) return -1;
+        if (!item)
+            return -1;
         if (*item == '\0') {
             free(item);
         } else {
@@ -145,7 +168,8 @@ static int split_list(const char *text, struct config_parsed *out)
             out->list = grown;
             out->list[out->list_len++] = item;
         }
-        if (!comma) break;
+        if (!comma)
+            break;
         p = comma + 1;
     }
     return 0;
@@ -153,9 +177,11 @@ static int split_list(const char *text, struct config_parsed *out)
 
 void config_parsed_free(struct config_parsed *parsed)
 {
-    if (!parsed) return;
+    if (!parsed)
+        return;
     free(parsed->text);
-    for (size_t i = 0; i < parsed->list_len; i++) free(parsed->list[i]);
+    for (size_t i = 0; i < parsed->list_len; i++)
+        free(parsed->list[i]);
     free(parsed->list);
     memset(parsed, 0, sizeof *parsed);
 }
@@ -197,10 +223,12 @@ int config_value_parse(const struct config_key_def *def, const char *raw, struct
     case CONFIG_TYPE_INT:
     case CONFIG_TYPE_LONG:
         effective_bounds(def, &lo, &hi);
-        if (!parse_int64(out->text, &out->integer) || out->integer < lo || out->integer > hi) goto fail;
+        if (!parse_int64(out->text, &out->integer) || out->integer < lo || out->integer > hi)
+            goto fail;
         break;
     case CONFIG_TYPE_DOUBLE:
-        if (!parse_double(out->text, &out->number)) goto fail;
+        if (!parse_double(out->text, &out->number))
+            goto fail;
         if (def->validator == CONFIG_VALID_DOUBLE_RANGE && (out->number < def->dmin || out->number > def->dmax))
             goto fail;
         break;
@@ -211,13 +239,16 @@ int config_value_parse(const struct config_key_def *def, const char *raw, struct
             return -1;
         }
         if (def->validator == CONFIG_VALID_LIST_OF) {
-            if (out->list_len == 0) goto fail;
+            if (out->list_len == 0)
+                goto fail;
             for (size_t i = 0; i < out->list_len; i++)
-                if (!choice_allowed(def, out->list[i])) goto fail;
+                if (!choice_allowed(def, out->list[i]))
+                    goto fail;
         }
         break;
     default:
-        if (def->validator == CONFIG_VALID_ONE_OF && !choice_allowed(def, out->text)) goto fail;
+        if (def->validator == CONFIG_VALID_ONE_OF && !choice_allowed(def, out->text))
+            goto fail;
         /* Kafka keeps several list-valued keys as STRING (log.dirs, listeners). */
         if (def->type == CONFIG_TYPE_STRING && split_list(out->text, out) < 0) {
             config_parsed_free(out);

@@ -22,9 +22,11 @@ static bool next_entry(const char **cursor, char entry[ENTRY_MAX], bool *too_lon
             s++;
             n--;
         }
-        while (n > 0 && isspace((unsigned char)s[n - 1])) n--;
+        while (n > 0 && isspace((unsigned char)s[n - 1]))
+            n--;
         p = comma ? comma + 1 : p + strlen(p);
-        if (n == 0) continue;
+        if (n == 0)
+            continue;
         if (n >= ENTRY_MAX) {
             *too_long = true;
             n = ENTRY_MAX - 1;
@@ -40,13 +42,16 @@ static bool next_entry(const char **cursor, char entry[ENTRY_MAX], bool *too_lon
 
 static bool parse_port(const char *s, int *port)
 {
-    if (!*s || strlen(s) > 5) return false;
+    if (!*s || strlen(s) > 5)
+        return false;
     int v = 0;
     for (; *s; s++) {
-        if (!isdigit((unsigned char)*s)) return false;
+        if (!isdigit((unsigned char)*s))
+            return false;
         v = v * 10 + (*s - '0');
     }
-    if (v > 65535) return false;
+    if (v > 65535)
+        return false;
     *port = v;
     return true;
 }
@@ -64,25 +69,31 @@ static bool parse_host_port(const char *s, char host[LISTENER_HOST_MAX], int *po
     const char *host_start = s;
     if (*s == '[') {
         const char *close = strchr(s, ']');
-        if (!close || close[1] != ':') return false;
+        if (!close || close[1] != ':')
+            return false;
         host_start = s + 1;
         host_len = (size_t)(close - host_start);
         port_text = close + 2;
-        if (host_len == 0) return false;
+        if (host_len == 0)
+            return false;
         for (size_t i = 0; i < host_len; i++)
             if (!isxdigit((unsigned char)host_start[i]) && host_start[i] != ':' && host_start[i] != '.' &&
                 host_start[i] != '%')
                 return false;
     } else {
         const char *colon = strrchr(s, ':');
-        if (!colon) return false;
+        if (!colon)
+            return false;
         host_len = (size_t)(colon - s);
         port_text = colon + 1;
         for (size_t i = 0; i < host_len; i++)
-            if (!host_char_ok(s[i])) return false;
+            if (!host_char_ok(s[i]))
+                return false;
     }
-    if (host_len >= LISTENER_HOST_MAX) return false;
-    if (!parse_port(port_text, port)) return false;
+    if (host_len >= LISTENER_HOST_MAX)
+        return false;
+    if (!parse_port(port_text, port))
+        return false;
     memcpy(host, host_start, host_len);
     host[host_len] = '\0';
     return true;
@@ -101,12 +112,14 @@ int config_parse_listeners(const char *value, struct listener_spec *out, int max
         bool ok = !too_long && sep && name_len > 0 && name_len < LISTENER_NAME_MAX;
         for (size_t i = 0; ok && i < name_len; i++)
             ok = isalnum((unsigned char)entry[i]) || entry[i] == '_' || entry[i] == '-';
-        if (ok) ok = parse_host_port(sep + 3, spec.host, &spec.port);
+        if (ok)
+            ok = parse_host_port(sep + 3, spec.host, &spec.port);
         if (!ok) {
             snprintf(err, errlen, "invalid listener '%s': expected NAME://host:port with port in [0, 65535]", entry);
             return -1;
         }
-        for (size_t i = 0; i < name_len; i++) spec.name[i] = (char)toupper((unsigned char)entry[i]);
+        for (size_t i = 0; i < name_len; i++)
+            spec.name[i] = (char)toupper((unsigned char)entry[i]);
         spec.name[name_len] = '\0';
         for (int i = 0; i < count; i++) {
             if (strcmp(out[i].name, spec.name) == 0) {
@@ -127,7 +140,8 @@ int config_security_protocol_id(const char *name)
 {
     static const char *const names[] = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"};
     for (int i = 0; name && i < (int)(sizeof names / sizeof names[0]); i++)
-        if (strcasecmp(name, names[i]) == 0) return i;
+        if (strcasecmp(name, names[i]) == 0)
+            return i;
     return -1;
 }
 

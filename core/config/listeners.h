@@ -11,9 +11,9 @@
 #define LISTENER_HOST_MAX 256
 
 struct listener_spec {
-    char name[LISTENER_NAME_MAX];   /* upper-cased, as Kafka normalises listener names */
-    char host[LISTENER_HOST_MAX];   /* without IPv6 brackets; "" means every interface */
-    int port;                       /* 0..65535; 0 asks the OS for a free port */
+    char name[LISTENER_NAME_MAX]; /* upper-cased, as Kafka normalises listener names */
+    char host[LISTENER_HOST_MAX]; /* without IPv6 brackets; "" means every interface */
+    int port;                     /* 0..65535; 0 asks the OS for a free port */
 };
 
 /* Parse a comma-separated listener list into out[0..max). Returns the count

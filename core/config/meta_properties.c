@@ -23,11 +23,13 @@ static int meta_path(const char *dir, const char *file, char *out, size_t outlen
 
 static int parse_int32(const char *text, int32_t *out)
 {
-    if (!text || !*text) return -1;
+    if (!text || !*text)
+        return -1;
     char *end;
     errno = 0;
     long long v = strtoll(text, &end, 10);
-    if (*end || errno || v < INT32_MIN || v > INT32_MAX) return -1;
+    if (*end || errno || v < INT32_MIN || v > INT32_MAX)
+        return -1;
     *out = (int32_t)v;
     return 0;
 }
@@ -36,10 +38,13 @@ int meta_properties_read(const char *dir, struct meta_properties *out, char *err
 {
     char path[PATH_MAX];
     memset(out, 0, sizeof *out);
-    if (meta_path(dir, META_PROPERTIES_FILE, path, sizeof path, err, errlen) < 0) return -1;
-    if (access(path, F_OK) != 0 && errno == ENOENT) return 1;
+    if (meta_path(dir, META_PROPERTIES_FILE, path, sizeof path, err, errlen) < 0)
+        return -1;
+    if (access(path, F_OK) != 0 && errno == ENOENT)
+        return 1;
     struct properties props;
-    if (properties_load_file(path, &props, err, errlen) < 0) return -1;
+    if (properties_load_file(path, &props, err, errlen) < 0)
+        return -1;
     int rc = -1;
     const char *version = properties_get(&props, "version");
     const char *node_id = properties_get(&props, "node.id");
@@ -58,7 +63,8 @@ int meta_properties_read(const char *dir, struct meta_properties *out, char *err
     } else {
         out->version = version_number;
         memcpy(out->cluster_id, cluster_id, UUID_BASE64URL_LEN + 1);
-        if (directory_id) memcpy(out->directory_id, directory_id, UUID_BASE64URL_LEN + 1);
+        if (directory_id)
+            memcpy(out->directory_id, directory_id, UUID_BASE64URL_LEN + 1);
         rc = 0;
     }
     properties_free(&props);
@@ -68,7 +74,8 @@ int meta_properties_read(const char *dir, struct meta_properties *out, char *err
 int meta_properties_write(const char *dir, const struct meta_properties *props, char *err, size_t errlen)
 {
     char path[PATH_MAX], content[512];
-    if (meta_path(dir, META_PROPERTIES_FILE, path, sizeof path, err, errlen) < 0) return -1;
+    if (meta_path(dir, META_PROPERTIES_FILE, path, sizeof path, err, errlen) < 0)
+        return -1;
     int len = snprintf(content, sizeof content,
                        "#\n# Identity of this data directory, written by cairnd on first start.\n"
                        "node.id=%d\ndirectory.id=%s\nversion=%d\ncluster.id=%s\n",
@@ -112,11 +119,14 @@ int meta_properties_ensure(const char *const *dirs, size_t count, int32_t node_i
     const char *cluster_id = expected_cluster_id;
     const char *cluster_origin = "the configuration";
     for (size_t i = 0; i < count; i++) {
-        if (fs_mkdir_p(dirs[i], err, errlen) != 0) goto done;
+        if (fs_mkdir_p(dirs[i], err, errlen) != 0)
+            goto done;
         int read_rc = meta_properties_read(dirs[i], &found[i], err, errlen);
-        if (read_rc < 0) goto done;
+        if (read_rc < 0)
+            goto done;
         present[i] = read_rc == 0;
-        if (!present[i]) continue;
+        if (!present[i])
+            continue;
         if (found[i].node_id != node_id) {
             snprintf(err, errlen,
                      "%s/" META_PROPERTIES_FILE " belongs to node.id %d but this node is configured as node.id %d",
@@ -124,8 +134,8 @@ int meta_properties_ensure(const char *const *dirs, size_t count, int32_t node_i
             goto done;
         }
         if (cluster_id && strcmp(cluster_id, found[i].cluster_id) != 0) {
-            snprintf(err, errlen, "%s/" META_PROPERTIES_FILE " has cluster.id %s but %s has cluster.id %s",
-                     dirs[i], found[i].cluster_id, cluster_origin, cluster_id);
+            snprintf(err, errlen, "%s/" META_PROPERTIES_FILE " has cluster.id %s but %s has cluster.id %s", dirs[i],
+                     found[i].cluster_id, cluster_origin, cluster_id);
             goto done;
         }
         if (!cluster_id) {
@@ -133,27 +143,30 @@ int meta_properties_ensure(const char *const *dirs, size_t count, int32_t node_i
             cluster_origin = dirs[i];
         }
         for (size_t j = 0; j < i; j++) {
-            if (present[j] && found[i].directory_id[0] &&
-                strcmp(found[i].directory_id, found[j].directory_id) == 0) {
-                snprintf(err, errlen, "%s and %s have the same directory.id %s (copied directory?)", dirs[j],
-                         dirs[i], found[i].directory_id);
+            if (present[j] && found[i].directory_id[0] && strcmp(found[i].directory_id, found[j].directory_id) == 0) {
+                snprintf(err, errlen, "%s and %s have the same directory.id %s (copied directory?)", dirs[j], dirs[i],
+                         found[i].directory_id);
                 goto done;
             }
         }
     }
     char generated[UUID_BASE64URL_LEN + 1];
     if (!cluster_id) {
-        if (new_uuid_text(generated, err, errlen) < 0) goto done;
+        if (new_uuid_text(generated, err, errlen) < 0)
+            goto done;
         cluster_id = generated;
         logger_info("config", "formatting new cluster with cluster.id %s", cluster_id);
     }
     snprintf(cluster_id_out, UUID_BASE64URL_LEN + 1, "%s", cluster_id);
     for (size_t i = 0; i < count; i++) {
-        if (present[i] && found[i].directory_id[0]) continue;
+        if (present[i] && found[i].directory_id[0])
+            continue;
         struct meta_properties props = {.version = 1, .node_id = node_id};
         snprintf(props.cluster_id, sizeof props.cluster_id, "%s", cluster_id_out);
-        if (new_uuid_text(props.directory_id, err, errlen) < 0) goto done;
-        if (meta_properties_write(dirs[i], &props, err, errlen) < 0) goto done;
+        if (new_uuid_text(props.directory_id, err, errlen) < 0)
+            goto done;
+        if (meta_properties_write(dirs[i], &props, err, errlen) < 0)
+            goto done;
         logger_info("config", "wrote %s/" META_PROPERTIES_FILE " (node.id %d, directory.id %s)", dirs[i], node_id,
                     props.directory_id);
     }

@@ -15,7 +15,7 @@ struct meta_properties {
     int version;
     int32_t node_id;
     char cluster_id[UUID_BASE64URL_LEN + 1];
-    char directory_id[UUID_BASE64URL_LEN + 1];   /* "" when the file has none */
+    char directory_id[UUID_BASE64URL_LEN + 1]; /* "" when the file has none */
 };
 
 /* Read dir/meta.properties. Returns 0, 1 when the file does not exist, or

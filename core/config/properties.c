@@ -18,9 +18,11 @@ static int text_buffer_push(struct text_buffer *buf, const char *bytes, size_t n
 {
     if (buf->len + n + 1 > buf->cap) {
         size_t cap = buf->cap ? buf->cap : 128;
-        while (cap < buf->len + n + 1) cap *= 2;
+        while (cap < buf->len + n + 1)
+            cap *= 2;
         char *grown = realloc(buf->data, cap);
-        if (!grown) return -1;
+        if (!grown)
+            return -1;
         buf->data = grown;
         buf->cap = cap;
     }
@@ -30,14 +32,23 @@ static int text_buffer_push(struct text_buffer *buf, const char *bytes, size_t n
     return 0;
 }
 
-static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\f'; }
-static bool is_eol(char c) { return c == '\n' || c == '\r'; }
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\f';
+}
+static bool is_eol(char c)
+{
+    return c == '\n' || c == '\r';
+}
 
 static int hex_digit(char c)
 {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
     return -1;
 }
 
@@ -67,11 +78,13 @@ static size_t utf8_encode(uint32_t cp, char out[4])
 
 static int read_u_escape(const char *s, size_t len, size_t pos, uint32_t *out)
 {
-    if (pos + 4 > len) return -1;
+    if (pos + 4 > len)
+        return -1;
     uint32_t v = 0;
     for (size_t i = 0; i < 4; i++) {
         int d = hex_digit(s[pos + i]);
-        if (d < 0) return -1;
+        if (d < 0)
+            return -1;
         v = (v << 4) | (uint32_t)d;
     }
     *out = v;
@@ -84,21 +97,32 @@ static int read_u_escape(const char *s, size_t len, size_t pos, uint32_t *out)
 static char *unescape(const char *s, size_t len, int line, char *err, size_t errlen)
 {
     struct text_buffer out = {0};
-    if (text_buffer_push(&out, "", 0) < 0) goto oom;
+    if (text_buffer_push(&out, "", 0) < 0)
+        goto oom;
     for (size_t i = 0; i < len; i++) {
         char c = s[i];
         if (c != '\\') {
-            if (text_buffer_push(&out, &c, 1) < 0) goto oom;
+            if (text_buffer_push(&out, &c, 1) < 0)
+                goto oom;
             continue;
         }
-        if (++i >= len) break; /* a dangling backslash at the end is dropped, as Java does */
+        if (++i >= len)
+            break; /* a dangling backslash at the end is dropped, as Java does */
         c = s[i];
         char single = c;
         switch (c) {
-        case 't': single = '\t'; break;
-        case 'n': single = '\n'; break;
-        case 'r': single = '\r'; break;
-        case 'f': single = '\f'; break;
+        case 't':
+            single = '\t';
+            break;
+        case 'n':
+            single = '\n';
+            break;
+        case 'r':
+            single = '\r';
+            break;
+        case 'f':
+            single = '\f';
+            break;
         case 'u': {
             uint32_t unit;
             if (read_u_escape(s, len, i + 1, &unit) < 0) {
@@ -110,8 +134,8 @@ static char *unescape(const char *s, size_t len, int line, char *err, size_t err
             uint32_t cp = unit;
             if (unit >= 0xD800 && unit <= 0xDBFF) {
                 uint32_t low;
-                if (i + 2 < len && s[i + 1] == '\\' && s[i + 2] == 'u' &&
-                    read_u_escape(s, len, i + 3, &low) == 0 && low >= 0xDC00 && low <= 0xDFFF) {
+                if (i + 2 < len && s[i + 1] == '\\' && s[i + 2] == 'u' && read_u_escape(s, len, i + 3, &low) == 0 &&
+                    low >= 0xDC00 && low <= 0xDFFF) {
                     cp = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
                     i += 6;
                 } else {
@@ -126,12 +150,15 @@ static char *unescape(const char *s, size_t len, int line, char *err, size_t err
                 return NULL;
             }
             char enc[4];
-            if (text_buffer_push(&out, enc, utf8_encode(cp, enc)) < 0) goto oom;
+            if (text_buffer_push(&out, enc, utf8_encode(cp, enc)) < 0)
+                goto oom;
             continue;
         }
-        default: break;
+        default:
+            break;
         }
-        if (text_buffer_push(&out, &single, 1) < 0) goto oom;
+        if (text_buffer_push(&out, &single, 1) < 0)
+            goto oom;
     }
     return out.data;
 oom:
@@ -145,7 +172,8 @@ int properties_set(struct properties *props, const char *key, const char *value,
     for (size_t i = 0; i < props->count; i++) {
         if (strcmp(props->entries[i].key, key) == 0) {
             char *copy = strdup(value);
-            if (!copy) return -1;
+            if (!copy)
+                return -1;
             free(props->entries[i].value);
             props->entries[i].value = copy;
             props->entries[i].line = line;
@@ -155,7 +183,8 @@ int properties_set(struct properties *props, const char *key, const char *value,
     if (props->count == props->capacity) {
         size_t cap = props->capacity ? props->capacity * 2 : 16;
         struct properties_entry *grown = realloc(props->entries, cap * sizeof *grown);
-        if (!grown) return -1;
+        if (!grown)
+            return -1;
         props->entries = grown;
         props->capacity = cap;
     }
@@ -173,13 +202,15 @@ int properties_set(struct properties *props, const char *key, const char *value,
 const char *properties_get(const struct properties *props, const char *key)
 {
     for (size_t i = 0; i < props->count; i++)
-        if (strcmp(props->entries[i].key, key) == 0) return props->entries[i].value;
+        if (strcmp(props->entries[i].key, key) == 0)
+            return props->entries[i].value;
     return NULL;
 }
 
 void properties_free(struct properties *props)
 {
-    if (!props) return;
+    if (!props)
+        return;
     for (size_t i = 0; i < props->count; i++) {
         free(props->entries[i].key);
         free(props->entries[i].value);
@@ -189,8 +220,7 @@ void properties_free(struct properties *props)
 }
 
 /* Split one logical line (escapes still in place) into key and value. */
-static int parse_logical_line(const char *s, size_t len, int line, struct properties *out, char *err,
-                              size_t errlen)
+static int parse_logical_line(const char *s, size_t len, int line, struct properties *out, char *err, size_t errlen)
 {
     size_t key_len = 0, value_start = len;
     bool has_separator = false, escaped = false;
@@ -219,14 +249,16 @@ static int parse_logical_line(const char *s, size_t len, int line, struct proper
         value_start++;
     }
     char *key = unescape(s, key_len, line, err, errlen);
-    if (!key) return -1;
+    if (!key)
+        return -1;
     char *value = unescape(s + value_start, len - value_start, line, err, errlen);
     if (!value) {
         free(key);
         return -1;
     }
     int rc = properties_set(out, key, value, line);
-    if (rc < 0) snprintf(err, errlen, "out of memory");
+    if (rc < 0)
+        snprintf(err, errlen, "out of memory");
     free(key);
     free(value);
     return rc;
@@ -244,11 +276,15 @@ int properties_parse(const char *text, size_t len, struct properties *out, char 
     }
     while (pos < len) {
         /* Start of a natural line that begins a logical line. */
-        while (pos < len && is_blank(text[pos])) pos++;
-        if (pos >= len) break;
+        while (pos < len && is_blank(text[pos]))
+            pos++;
+        if (pos >= len)
+            break;
         if (is_eol(text[pos]) || text[pos] == '#' || text[pos] == '!') {
-            while (pos < len && !is_eol(text[pos])) pos++;
-            if (pos < len && text[pos] == '\r' && pos + 1 < len && text[pos + 1] == '\n') pos++;
+            while (pos < len && !is_eol(text[pos]))
+                pos++;
+            if (pos < len && text[pos] == '\r' && pos + 1 < len && text[pos + 1] == '\n')
+                pos++;
             pos++;
             line_no++;
             continue;
@@ -257,7 +293,8 @@ int properties_parse(const char *text, size_t len, struct properties *out, char 
         logical.len = 0;
         for (;;) {
             size_t seg_start = pos;
-            while (pos < len && !is_eol(text[pos])) pos++;
+            while (pos < len && !is_eol(text[pos]))
+                pos++;
             size_t seg_end = pos;
             size_t backslashes = 0;
             while (seg_end - backslashes > seg_start && text[seg_end - backslashes - 1] == '\\')
@@ -269,14 +306,18 @@ int properties_parse(const char *text, size_t len, struct properties *out, char 
                 goto fail;
             }
             if (pos < len) {
-                if (text[pos] == '\r' && pos + 1 < len && text[pos + 1] == '\n') pos++;
+                if (text[pos] == '\r' && pos + 1 < len && text[pos + 1] == '\n')
+                    pos++;
                 pos++;
                 line_no++;
             }
-            if (!continues || pos >= len) break;
-            while (pos < len && is_blank(text[pos])) pos++;
+            if (!continues || pos >= len)
+                break;
+            while (pos < len && is_blank(text[pos]))
+                pos++;
         }
-        if (parse_logical_line(logical.data, logical.len, start_line, out, err, errlen) < 0) goto fail;
+        if (parse_logical_line(logical.data, logical.len, start_line, out, err, errlen) < 0)
+            goto fail;
     }
     free(logical.data);
     return 0;

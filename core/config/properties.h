@@ -14,11 +14,11 @@
 struct properties_entry {
     char *key;
     char *value;
-    int line;           /* 1-based line where the entry starts; 0 if set in code */
+    int line; /* 1-based line where the entry starts; 0 if set in code */
 };
 
 struct properties {
-    struct properties_entry *entries;   /* in order of first appearance */
+    struct properties_entry *entries; /* in order of first appearance */
     size_t count;
     size_t capacity;
 };

@@ -12,101 +12,172 @@
 #define I32 INT32_MAX
 #define I64 INT64_MAX
 #define LONG_MAX_TEXT "9223372036854775807"
-#define TOPIC_RANGE(n, t, dflt, lo, hi)                                                                      \
-    .def = {.name = (n), .type = (t), .default_value = (dflt), .validator = CONFIG_VALID_RANGE, .min = (lo), \
-            .max = (hi), .group = CONFIG_GROUP_TOPIC, .flags = CONFIG_FLAG_DYNAMIC
-#define TOPIC_OTHER(n, t, dflt, v, ch) \
-    .def = {.name = (n), .type = (t), .default_value = (dflt), .validator = (v), .choices = (ch), \
-            .group = CONFIG_GROUP_TOPIC, .flags = CONFIG_FLAG_DYNAMIC
+#define TOPIC_RANGE(n, t, dflt, lo, hi)                                                                                \
+    .def = {.name = (n),                                                                                               \
+            .type = (t),                                                                                               \
+            .default_value = (dflt),                                                                                   \
+            .validator = CONFIG_VALID_RANGE,                                                                           \
+            .min = (lo),                                                                                               \
+            .max = (hi),                                                                                               \
+            .group = CONFIG_GROUP_TOPIC,                                                                               \
+            .flags = CONFIG_FLAG_DYNAMIC
+#define TOPIC_OTHER(n, t, dflt, v, ch)                                                                                 \
+    .def = {.name = (n),                                                                                               \
+            .type = (t),                                                                                               \
+            .default_value = (dflt),                                                                                   \
+            .validator = (v),                                                                                          \
+            .choices = (ch),                                                                                           \
+            .group = CONFIG_GROUP_TOPIC,                                                                               \
+            .flags = CONFIG_FLAG_DYNAMIC
 #define SYN(...) .synonyms = {__VA_ARGS__}
 
-static const struct topic_key_def topic_keys[] = {
-    {TOPIC_OTHER("cleanup.policy", CONFIG_TYPE_LIST, "delete", CONFIG_VALID_LIST_OF, "compact,delete"),
-             .doc = "delete removes old segments, compact keeps the last record per key; both may be given."},
-     SYN("log.cleanup.policy")},
+static const struct topic_key_def
+    topic_keys[] = {{TOPIC_OTHER("cleanup.policy", CONFIG_TYPE_LIST, "delete", CONFIG_VALID_LIST_OF, "compact,delete"),
+                     .doc = "delete removes old segments, compact keeps the last record per key; both may be given."},
+                    SYN("log.cleanup.policy")},
     {TOPIC_OTHER("compression.type", CONFIG_TYPE_STRING, "producer", CONFIG_VALID_ONE_OF,
                  "uncompressed,zstd,lz4,snappy,gzip,producer"),
-             .doc = "Compression of stored batches; producer keeps what the producer sent."},
-     SYN("compression.type")},
+     .doc = "Compression of stored batches; producer keeps what the producer sent."},
+    SYN("compression.type")
+}
+,
     {TOPIC_RANGE("delete.retention.ms", CONFIG_TYPE_LONG, "86400000", 0, I64),
-             .doc = "How long tombstones stay in a compacted topic."},
-     SYN("log.cleaner.delete.retention.ms")},
+     .doc = "How long tombstones stay in a compacted topic."},
+    SYN("log.cleaner.delete.retention.ms")
+}
+,
     {TOPIC_RANGE("file.delete.delay.ms", CONFIG_TYPE_LONG, "60000", 0, I64),
-             .doc = "Wait between removing a segment and deleting its files."},
-     SYN("log.segment.delete.delay.ms")},
+     .doc = "Wait between removing a segment and deleting its files."},
+    SYN("log.segment.delete.delay.ms")
+}
+,
     {TOPIC_RANGE("flush.messages", CONFIG_TYPE_LONG, LONG_MAX_TEXT, 1, I64),
-             .doc = "Messages appended before the partition is fsynced."},
-     SYN("log.flush.interval.messages")},
+     .doc = "Messages appended before the partition is fsynced."},
+    SYN("log.flush.interval.messages")
+}
+,
     {TOPIC_RANGE("flush.ms", CONFIG_TYPE_LONG, LONG_MAX_TEXT, 0, I64),
-             .doc = "Longest time appended data stays unsynced."},
-     SYN("log.flush.interval.ms", "log.flush.scheduler.interval.ms")},
+     .doc = "Longest time appended data stays unsynced."},
+    SYN("log.flush.interval.ms", "log.flush.scheduler.interval.ms")
+}
+,
     {TOPIC_RANGE("index.interval.bytes", CONFIG_TYPE_INT, "4096", 0, I32),
-             .doc = "Bytes appended between two offset index entries."},
-     SYN("log.index.interval.bytes")},
+     .doc = "Bytes appended between two offset index entries."},
+    SYN("log.index.interval.bytes")
+}
+,
     {TOPIC_RANGE("max.compaction.lag.ms", CONFIG_TYPE_LONG, LONG_MAX_TEXT, 1, I64),
-             .doc = "Greatest age of a record before its segment must be compacted."},
-     SYN("log.cleaner.max.compaction.lag.ms")},
+     .doc = "Greatest age of a record before its segment must be compacted."},
+    SYN("log.cleaner.max.compaction.lag.ms")
+}
+,
     {TOPIC_RANGE("max.message.bytes", CONFIG_TYPE_INT, "1048588", 0, I32),
-             .doc = "Largest record batch accepted, after compression."},
-     SYN("message.max.bytes")},
-    {.def = {.name = "message.format.version", .type = CONFIG_TYPE_STRING, .default_value = "3.0-IV1",
-             .group = CONFIG_GROUP_TOPIC, .flags = CONFIG_FLAG_DYNAMIC | CONFIG_FLAG_UNUSED,
+     .doc = "Largest record batch accepted, after compression."},
+    SYN("message.max.bytes")
+}
+,
+    {.def = {.name = "message.format.version",
+             .type = CONFIG_TYPE_STRING,
+             .default_value = "3.0-IV1",
+             .group = CONFIG_GROUP_TOPIC,
+             .flags = CONFIG_FLAG_DYNAMIC | CONFIG_FLAG_UNUSED,
              .doc = "Deprecated by Kafka; accepted for old tools. Cairn always writes message format v2."},
      SYN("log.message.format.version")},
     {TOPIC_OTHER("message.timestamp.type", CONFIG_TYPE_STRING, "CreateTime", CONFIG_VALID_ONE_OF,
                  "CreateTime,LogAppendTime"),
-             .doc = "Whether record timestamps are the producer's or the broker's append time."},
-     SYN("log.message.timestamp.type")},
+     .doc = "Whether record timestamps are the producer's or the broker's append time."},
+    SYN("log.message.timestamp.type")
+}
+,
     {TOPIC_RANGE("message.timestamp.difference.max.ms", CONFIG_TYPE_LONG, LONG_MAX_TEXT, 0, I64),
-             .doc = "Largest gap between a CreateTime timestamp and the broker clock."},
-     SYN("log.message.timestamp.difference.max.ms")},
+     .doc = "Largest gap between a CreateTime timestamp and the broker clock."},
+    SYN("log.message.timestamp.difference.max.ms")
+}
+,
     {TOPIC_RANGE("message.timestamp.before.max.ms", CONFIG_TYPE_LONG, LONG_MAX_TEXT, 0, I64),
-             .doc = "How far in the past a CreateTime timestamp may be."},
-     SYN("log.message.timestamp.before.max.ms")},
+     .doc = "How far in the past a CreateTime timestamp may be."},
+    SYN("log.message.timestamp.before.max.ms")
+}
+,
     {TOPIC_RANGE("message.timestamp.after.max.ms", CONFIG_TYPE_LONG, LONG_MAX_TEXT, 0, I64),
-             .doc = "How far in the future a CreateTime timestamp may be."},
-     SYN("log.message.timestamp.after.max.ms")},
-    {.def = {.name = "min.cleanable.dirty.ratio", .type = CONFIG_TYPE_DOUBLE, .default_value = "0.5",
-             .validator = CONFIG_VALID_DOUBLE_RANGE, .dmin = 0.0, .dmax = 1.0, .group = CONFIG_GROUP_TOPIC,
-             .flags = CONFIG_FLAG_DYNAMIC, .doc = "Dirty fraction that makes a compacted log eligible for cleaning."},
+     .doc = "How far in the future a CreateTime timestamp may be."},
+    SYN("log.message.timestamp.after.max.ms")
+}
+,
+    {.def = {.name = "min.cleanable.dirty.ratio",
+             .type = CONFIG_TYPE_DOUBLE,
+             .default_value = "0.5",
+             .validator = CONFIG_VALID_DOUBLE_RANGE,
+             .dmin = 0.0,
+             .dmax = 1.0,
+             .group = CONFIG_GROUP_TOPIC,
+             .flags = CONFIG_FLAG_DYNAMIC,
+             .doc = "Dirty fraction that makes a compacted log eligible for cleaning."},
      SYN("log.cleaner.min.cleanable.ratio")},
     {TOPIC_RANGE("min.compaction.lag.ms", CONFIG_TYPE_LONG, "0", 0, I64),
-             .doc = "Least age of a record before it may be compacted."},
-     SYN("log.cleaner.min.compaction.lag.ms")},
+     .doc = "Least age of a record before it may be compacted."},
+    SYN("log.cleaner.min.compaction.lag.ms")
+}
+,
     {TOPIC_RANGE("min.insync.replicas", CONFIG_TYPE_INT, "1", 1, I32),
-             .doc = "In-sync replicas needed for an acks=all write to succeed."},
-     SYN("min.insync.replicas")},
+     .doc = "In-sync replicas needed for an acks=all write to succeed."},
+    SYN("min.insync.replicas")
+}
+,
     {TOPIC_OTHER("preallocate", CONFIG_TYPE_BOOLEAN, "false", CONFIG_VALID_ANY, NULL),
-             .doc = "Preallocate segment files when they are created."},
-     SYN("log.preallocate")},
+     .doc = "Preallocate segment files when they are created."},
+    SYN("log.preallocate")
+}
+,
     {TOPIC_RANGE("retention.bytes", CONFIG_TYPE_LONG, "-1", INT64_MIN, I64),
-             .doc = "Size beyond which old segments are deleted; -1 means no limit."},
-     SYN("log.retention.bytes")},
+     .doc = "Size beyond which old segments are deleted; -1 means no limit."},
+    SYN("log.retention.bytes")
+}
+,
     {TOPIC_RANGE("retention.ms", CONFIG_TYPE_LONG, "604800000", -1, I64),
-             .doc = "Age after which segments are deleted; -1 keeps them."},
-     SYN("log.retention.ms", "log.retention.minutes", "log.retention.hours")},
+     .doc = "Age after which segments are deleted; -1 keeps them."},
+    SYN("log.retention.ms", "log.retention.minutes", "log.retention.hours")
+}
+,
     {TOPIC_RANGE("segment.bytes", CONFIG_TYPE_INT, "1073741824", 14, I32),
-             .doc = "Size at which the active segment is rolled."},
-     SYN("log.segment.bytes")},
+     .doc = "Size at which the active segment is rolled."},
+    SYN("log.segment.bytes")
+}
+,
     {TOPIC_RANGE("segment.index.bytes", CONFIG_TYPE_INT, "10485760", 4, I32),
-             .doc = "Largest offset or time index file of a segment."},
-     SYN("log.index.size.max.bytes")},
+     .doc = "Largest offset or time index file of a segment."},
+    SYN("log.index.size.max.bytes")
+}
+,
     {TOPIC_RANGE("segment.jitter.ms", CONFIG_TYPE_LONG, "0", 0, I64),
-             .doc = "Random jitter subtracted from the segment roll time."},
-     SYN("log.roll.jitter.ms", "log.roll.jitter.hours")},
+     .doc = "Random jitter subtracted from the segment roll time."},
+    SYN("log.roll.jitter.ms", "log.roll.jitter.hours")
+}
+,
     {TOPIC_RANGE("segment.ms", CONFIG_TYPE_LONG, "604800000", 1, I64),
-             .doc = "Age at which the active segment is rolled."},
-     SYN("log.roll.ms", "log.roll.hours")},
+     .doc = "Age at which the active segment is rolled."},
+    SYN("log.roll.ms", "log.roll.hours")
+}
+,
     {TOPIC_OTHER("unclean.leader.election.enable", CONFIG_TYPE_BOOLEAN, "false", CONFIG_VALID_ANY, NULL),
-             .doc = "Allow an out-of-sync replica to become leader, losing data."},
-     SYN("unclean.leader.election.enable")},
-    {.def = {.name = "message.downconversion.enable", .type = CONFIG_TYPE_BOOLEAN, .default_value = "true",
-             .group = CONFIG_GROUP_TOPIC, .flags = CONFIG_FLAG_DYNAMIC | CONFIG_FLAG_UNUSED,
+     .doc = "Allow an out-of-sync replica to become leader, losing data."},
+    SYN("unclean.leader.election.enable")
+}
+,
+    {.def = {.name = "message.downconversion.enable",
+             .type = CONFIG_TYPE_BOOLEAN,
+             .default_value = "true",
+             .group = CONFIG_GROUP_TOPIC,
+             .flags = CONFIG_FLAG_DYNAMIC | CONFIG_FLAG_UNUSED,
              .doc = "Convert batches to older formats for old consumers."},
      SYN("log.message.downconversion.enable")},
-};
+}
+;
 
-size_t topic_config_key_count(void) { return sizeof topic_keys / sizeof topic_keys[0]; }
+size_t topic_config_key_count(void)
+{
+    return sizeof topic_keys / sizeof topic_keys[0];
+}
 
 const struct topic_key_def *topic_config_key_at(size_t index)
 {
@@ -116,7 +187,8 @@ const struct topic_key_def *topic_config_key_at(size_t index)
 const struct topic_key_def *topic_config_find(const char *name)
 {
     for (size_t i = 0; i < topic_config_key_count(); i++)
-        if (strcmp(topic_keys[i].def.name, name) == 0) return &topic_keys[i];
+        if (strcmp(topic_keys[i].def.name, name) == 0)
+            return &topic_keys[i];
     return NULL;
 }
 
@@ -131,27 +203,32 @@ static bool message_format_version_valid(const char *value)
         "3.1",   "3.2",   "3.3",   "3.4",   "3.5",    "3.6",    "3.7",    "3.8",    "3.9",
     };
     char buf[32];
-    if (strlen(value) >= sizeof buf) return false;
+    if (strlen(value) >= sizeof buf)
+        return false;
     snprintf(buf, sizeof buf, "%s", value);
     char *suffix = strstr(buf, "-IV");
     if (suffix) {
         const char *digits = suffix + 3;
-        if (!*digits) return false;
+        if (!*digits)
+            return false;
         for (const char *d = digits; *d; d++)
-            if (*d < '0' || *d > '9') return false;
+            if (*d < '0' || *d > '9')
+                return false;
         *suffix = '\0';
     }
     int keep = strncmp(buf, "0.", 2) == 0 ? 3 : 2;
     int dots = 0;
     for (char *c = buf; *c; c++) {
         if (*c == '.' && ++dots == keep) {
-            if (suffix) return false; /* a suffix goes after the short name only */
+            if (suffix)
+                return false; /* a suffix goes after the short name only */
             *c = '\0';
             break;
         }
     }
     for (size_t i = 0; i < sizeof releases / sizeof releases[0]; i++)
-        if (strcmp(buf, releases[i]) == 0) return true;
+        if (strcmp(buf, releases[i]) == 0)
+            return true;
     return false;
 }
 
@@ -167,12 +244,14 @@ int topic_config_validate(const char *key, const char *value, char *err, size_t 
         return KAFKA_ERR_INVALID_CONFIG;
     }
     if (strcmp(key, "message.format.version") == 0 && !message_format_version_valid(value)) {
-        snprintf(err, errlen, "invalid value '%s' for 'message.format.version': expected a Kafka version such as 2.8 or 0.10.0",
+        snprintf(err, errlen,
+                 "invalid value '%s' for 'message.format.version': expected a Kafka version such as 2.8 or 0.10.0",
                  value);
         return KAFKA_ERR_INVALID_CONFIG;
     }
     struct config_parsed parsed;
-    if (config_value_parse(&tk->def, value, &parsed, err, errlen) < 0) return KAFKA_ERR_INVALID_CONFIG;
+    if (config_value_parse(&tk->def, value, &parsed, err, errlen) < 0)
+        return KAFKA_ERR_INVALID_CONFIG;
     config_parsed_free(&parsed);
     return 0;
 }
@@ -181,7 +260,8 @@ static const char *override_for(const struct config_kv *overrides, size_t count,
 {
     const char *found = NULL;
     for (size_t i = 0; i < count; i++)
-        if (strcmp(overrides[i].key, key) == 0) found = overrides[i].value; /* last one wins */
+        if (strcmp(overrides[i].key, key) == 0)
+            found = overrides[i].value; /* last one wins */
     return found;
 }
 
@@ -224,7 +304,10 @@ struct field_binding {
     enum field_kind kind;
 };
 
-#define BIND(k, member, kind) {k, offsetof(struct topic_config_values, member), kind}
+#define BIND(k, member, kind)                                                                                          \
+    {                                                                                                                  \
+        k, offsetof(struct topic_config_values, member), kind                                                          \
+    }
 static const struct field_binding field_bindings[] = {
     BIND("cleanup.policy", cleanup_delete, FIELD_CLEANUP),
     BIND("compression.type", compression_type, FIELD_COMPRESSION),
@@ -258,15 +341,25 @@ static void store_field(struct topic_config_values *out, const struct field_bind
 {
     char *field = (char *)out + binding->offset;
     switch (binding->kind) {
-    case FIELD_I32: *(int32_t *)(void *)field = (int32_t)parsed->integer; break;
-    case FIELD_I64: *(int64_t *)(void *)field = parsed->integer; break;
-    case FIELD_BOOL: *(bool *)(void *)field = parsed->integer != 0; break;
-    case FIELD_DOUBLE: *(double *)(void *)field = parsed->number; break;
+    case FIELD_I32:
+        *(int32_t *)(void *)field = (int32_t)parsed->integer;
+        break;
+    case FIELD_I64:
+        *(int64_t *)(void *)field = parsed->integer;
+        break;
+    case FIELD_BOOL:
+        *(bool *)(void *)field = parsed->integer != 0;
+        break;
+    case FIELD_DOUBLE:
+        *(double *)(void *)field = parsed->number;
+        break;
     case FIELD_CLEANUP:
         out->cleanup_delete = out->cleanup_compact = false;
         for (size_t i = 0; i < parsed->list_len; i++) {
-            if (strcmp(parsed->list[i], "delete") == 0) out->cleanup_delete = true;
-            if (strcmp(parsed->list[i], "compact") == 0) out->cleanup_compact = true;
+            if (strcmp(parsed->list[i], "delete") == 0)
+                out->cleanup_delete = true;
+            if (strcmp(parsed->list[i], "compact") == 0)
+                out->cleanup_compact = true;
         }
         break;
     case FIELD_COMPRESSION:
@@ -274,15 +367,15 @@ static void store_field(struct topic_config_values *out, const struct field_bind
         break;
     case FIELD_TIMESTAMP:
         out->message_timestamp_type = strcmp(parsed->text, "LogAppendTime") == 0 ? TOPIC_TIMESTAMP_LOG_APPEND_TIME
-                                                                                : TOPIC_TIMESTAMP_CREATE_TIME;
+                                                                                 : TOPIC_TIMESTAMP_CREATE_TIME;
         break;
     }
 }
 
 /* Effective text and its source for one topic key. */
 static const char *effective_text(const struct broker_config *cfg, const struct config_kv *overrides,
-                                  size_t override_count, const struct topic_key_def *tk,
-                                  enum config_source *source, char buf[24])
+                                  size_t override_count, const struct topic_key_def *tk, enum config_source *source,
+                                  char buf[24])
 {
     const char *value = override_for(overrides, override_count, tk->def.name);
     if (value) {
@@ -291,7 +384,8 @@ static const char *effective_text(const struct broker_config *cfg, const struct 
     }
     if (cfg) {
         value = broker_value(cfg, tk, source, buf);
-        if (value) return value;
+        if (value)
+            return value;
     }
     *source = CONFIG_SOURCE_DEFAULT_CONFIG;
     return tk->def.default_value;
@@ -303,7 +397,8 @@ int topic_config_resolve(const struct broker_config *broker_cfg, const struct co
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < override_count; i++) {
         int rc = topic_config_validate(overrides[i].key, overrides[i].value, err, errlen);
-        if (rc != 0) return rc;
+        if (rc != 0)
+            return rc;
     }
     for (size_t i = 0; i < sizeof field_bindings / sizeof field_bindings[0]; i++) {
         const struct topic_key_def *tk = topic_config_find(field_bindings[i].key);
@@ -311,7 +406,8 @@ int topic_config_resolve(const struct broker_config *broker_cfg, const struct co
         char buf[24];
         const char *text = effective_text(broker_cfg, overrides, override_count, tk, &source, buf);
         struct config_parsed parsed;
-        if (config_value_parse(&tk->def, text, &parsed, err, errlen) < 0) return KAFKA_ERR_INVALID_CONFIG;
+        if (config_value_parse(&tk->def, text, &parsed, err, errlen) < 0)
+            return KAFKA_ERR_INVALID_CONFIG;
         store_field(out, &field_bindings[i], &parsed);
         config_parsed_free(&parsed);
     }
@@ -322,7 +418,8 @@ int topic_config_describe(const struct broker_config *broker_cfg, const struct c
                           size_t override_count, size_t index, struct topic_config_describe_entry *out)
 {
     const struct topic_key_def *tk = topic_config_key_at(index);
-    if (!tk) return -1;
+    if (!tk)
+        return -1;
     memset(out, 0, sizeof *out);
     out->name = tk->def.name;
     out->type = tk->def.type;
@@ -333,20 +430,21 @@ int topic_config_describe(const struct broker_config *broker_cfg, const struct c
 
     const char *topic_value = override_for(overrides, override_count, tk->def.name);
     if (topic_value)
-        out->synonyms[out->synonym_count++] =
-            (struct topic_config_synonym){tk->def.name, topic_value, CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG};
-    if (!broker_cfg) return 0;
+        out->synonyms[out->synonym_count++] = (struct topic_config_synonym){tk->def.name, topic_value,
+                                                                            CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG};
+    if (!broker_cfg)
+        return 0;
     for (size_t i = 0; i < TOPIC_CONFIG_MAX_SYNONYMS && tk->synonyms[i]; i++) {
         const char *name = tk->synonyms[i];
         const struct config_key_def *def;
-        if (!config_slot_for(broker_cfg, name, &def)) continue;
-        if (config_source(broker_cfg, name) == CONFIG_SOURCE_STATIC_BROKER_CONFIG &&
-            config_has_value(broker_cfg, name))
+        if (!config_slot_for(broker_cfg, name, &def))
+            continue;
+        if (config_source(broker_cfg, name) == CONFIG_SOURCE_STATIC_BROKER_CONFIG && config_has_value(broker_cfg, name))
             out->synonyms[out->synonym_count++] = (struct topic_config_synonym){
                 name, config_value_text(broker_cfg, name), CONFIG_SOURCE_STATIC_BROKER_CONFIG};
         if (def->default_value)
-            out->synonyms[out->synonym_count++] =
-                (struct topic_config_synonym){name, def->default_value, CONFIG_SOURCE_DEFAULT_CONFIG};
+            out->synonyms[out->synonym_count++] = (struct topic_config_synonym){name, def->default_value,
+                                                                                CONFIG_SOURCE_DEFAULT_CONFIG};
     }
     return 0;
 }

@@ -10,8 +10,8 @@
 #define TOPIC_CONFIG_MAX_SYNONYMS 3
 
 struct topic_key_def {
-    struct config_key_def def;                         /* topic key name, type, Kafka default, validation */
-    const char *synonyms[TOPIC_CONFIG_MAX_SYNONYMS];   /* broker keys, highest precedence first */
+    struct config_key_def def;                       /* topic key name, type, Kafka default, validation */
+    const char *synonyms[TOPIC_CONFIG_MAX_SYNONYMS]; /* broker keys, highest precedence first */
 };
 
 size_t topic_config_key_count(void);
@@ -30,7 +30,7 @@ enum topic_timestamp_type { TOPIC_TIMESTAMP_CREATE_TIME = 0, TOPIC_TIMESTAMP_LOG
 struct topic_config_values {
     bool cleanup_delete;
     bool cleanup_compact;
-    char compression_type[16];   /* uncompressed, zstd, lz4, snappy, gzip or producer */
+    char compression_type[16]; /* uncompressed, zstd, lz4, snappy, gzip or producer */
     int64_t delete_retention_ms;
     int64_t file_delete_delay_ms;
     int64_t flush_messages;
@@ -47,7 +47,7 @@ struct topic_config_values {
     int32_t min_insync_replicas;
     bool preallocate;
     int64_t retention_bytes;
-    int64_t retention_ms;          /* -1: keep forever */
+    int64_t retention_ms; /* -1: keep forever */
     int32_t segment_bytes;
     int32_t segment_index_bytes;
     int64_t segment_jitter_ms;
@@ -73,15 +73,15 @@ struct topic_config_synonym {
 };
 struct topic_config_describe_entry {
     const char *name;
-    const char *value;                 /* effective value as text; NULL when null */
-    enum config_source source;         /* source of the winning value */
-    bool read_only;                    /* always false: topic keys are alterable */
+    const char *value;         /* effective value as text; NULL when null */
+    enum config_source source; /* source of the winning value */
+    bool read_only;            /* always false: topic keys are alterable */
     bool is_sensitive;
     enum config_type type;
     const char *documentation;
     struct topic_config_synonym synonyms[2 * TOPIC_CONFIG_MAX_SYNONYMS + 1];
     size_t synonym_count;
-    char value_buffer[24];             /* holds value when derived from several broker keys */
+    char value_buffer[24]; /* holds value when derived from several broker keys */
 };
 /* Describe key number index (0..topic_config_key_count()-1). Returns 0, -1 when out of range. */
 int topic_config_describe(const struct broker_config *broker_cfg, const struct config_kv *overrides,

@@ -8,18 +8,24 @@ static const char base64url_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijkl
 
 static int base64url_value(char c)
 {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '-') return 62;
-    if (c == '_') return 63;
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '-')
+        return 62;
+    if (c == '_')
+        return 63;
     return -1;
 }
 
 bool uuid_is_zero(const uint8_t uuid[16])
 {
     for (int i = 0; i < 16; i++)
-        if (uuid[i]) return false;
+        if (uuid[i])
+            return false;
     return true;
 }
 
@@ -29,7 +35,8 @@ static int fill_random(uint8_t *buf, size_t len)
     while (got < len) {
         ssize_t n = getrandom(buf + got, len - got, 0);
         if (n < 0) {
-            if (errno == EINTR) continue;
+            if (errno == EINTR)
+                continue;
             return -1;
         }
         got += (size_t)n;
@@ -40,12 +47,14 @@ static int fill_random(uint8_t *buf, size_t len)
 int uuid_random(uint8_t out[16])
 {
     for (;;) {
-        if (fill_random(out, 16) < 0) return -1;
+        if (fill_random(out, 16) < 0)
+            return -1;
         out[6] = (uint8_t)((out[6] & 0x0F) | 0x40); /* version 4 */
         out[8] = (uint8_t)((out[8] & 0x3F) | 0x80); /* RFC 4122 variant */
         char text[UUID_BASE64URL_LEN + 1];
         uuid_to_base64url(out, text);
-        if (text[0] != '-' && !uuid_is_zero(out)) return 0;
+        if (text[0] != '-' && !uuid_is_zero(out))
+            return 0;
     }
 }
 
@@ -68,13 +77,16 @@ void uuid_to_base64url(const uint8_t uuid[16], char out[UUID_BASE64URL_LEN + 1])
 
 int uuid_from_base64url(const char *text, uint8_t out[16])
 {
-    if (!text || strlen(text) != UUID_BASE64URL_LEN) return -1;
+    if (!text || strlen(text) != UUID_BASE64URL_LEN)
+        return -1;
     int values[UUID_BASE64URL_LEN];
     for (int i = 0; i < UUID_BASE64URL_LEN; i++) {
         values[i] = base64url_value(text[i]);
-        if (values[i] < 0) return -1;
+        if (values[i] < 0)
+            return -1;
     }
-    if (values[21] & 15) return -1; /* non-canonical: padding bits set */
+    if (values[21] & 15)
+        return -1; /* non-canonical: padding bits set */
     int o = 0;
     for (int i = 0; i < 20; i += 4) {
         uint32_t v = ((uint32_t)values[i] << 18) | ((uint32_t)values[i + 1] << 12) | ((uint32_t)values[i + 2] << 6) |

@@ -59,6 +59,7 @@ int32_t coordinator_key_hash(const char *key, size_t len)
 
 int32_t coordinator_partition_for(const char *key, size_t len, int32_t partition_count)
 {
-    if (partition_count <= 0) return 0;
+    if (partition_count <= 0)
+        return 0;
     return (int32_t)(((uint32_t)coordinator_key_hash(key, len) & 0x7fffffffu) % (uint32_t)partition_count);
 }

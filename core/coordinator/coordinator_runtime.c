@@ -22,9 +22,11 @@ struct coordinator_shards {
 
 struct coordinator_shards *coordinator_shards_create(int32_t partition_count)
 {
-    if (partition_count <= 0) return NULL;
+    if (partition_count <= 0)
+        return NULL;
     struct coordinator_shards *s = calloc(1, sizeof *s);
-    if (!s) return NULL;
+    if (!s)
+        return NULL;
     s->partition_count = partition_count;
     s->state = calloc((size_t)partition_count, sizeof *s->state);
     s->epoch = malloc((size_t)partition_count * sizeof *s->epoch);
@@ -43,15 +45,20 @@ struct coordinator_shards *coordinator_shards_create(int32_t partition_count)
 
 void coordinator_shards_free(struct coordinator_shards *s)
 {
-    if (!s) return;
-    if (s->state && s->epoch && s->generation) pthread_mutex_destroy(&s->lock);
+    if (!s)
+        return;
+    if (s->state && s->epoch && s->generation)
+        pthread_mutex_destroy(&s->lock);
     free(s->state);
     free(s->epoch);
     free(s->generation);
     free(s);
 }
 
-int32_t coordinator_shards_partition_count(const struct coordinator_shards *s) { return s->partition_count; }
+int32_t coordinator_shards_partition_count(const struct coordinator_shards *s)
+{
+    return s->partition_count;
+}
 
 int32_t coordinator_shards_partition_of(const struct coordinator_shards *s, const char *key)
 {
@@ -60,7 +67,8 @@ int32_t coordinator_shards_partition_of(const struct coordinator_shards *s, cons
 
 enum coordinator_shard_state coordinator_shards_state(struct coordinator_shards *s, int32_t partition)
 {
-    if (partition < 0 || partition >= s->partition_count) return COORDINATOR_SHARD_NOT_LEADER;
+    if (partition < 0 || partition >= s->partition_count)
+        return COORDINATOR_SHARD_NOT_LEADER;
     pthread_mutex_lock(&s->lock);
     enum coordinator_shard_state st = s->state[partition];
     pthread_mutex_unlock(&s->lock);
@@ -70,10 +78,13 @@ enum coordinator_shard_state coordinator_shards_state(struct coordinator_shards 
 int16_t coordinator_shards_serving(struct coordinator_shards *s, int32_t partition)
 {
     switch (coordinator_shards_state(s, partition)) {
-    case COORDINATOR_SHARD_ACTIVE: return KAFKA_ERR_NONE;
-    case COORDINATOR_SHARD_LOADING: return KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS;
+    case COORDINATOR_SHARD_ACTIVE:
+        return KAFKA_ERR_NONE;
+    case COORDINATOR_SHARD_LOADING:
+        return KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS;
     case COORDINATOR_SHARD_NOT_LEADER:
-    case COORDINATOR_SHARD_FAILED: break;
+    case COORDINATOR_SHARD_FAILED:
+        break;
     }
     return KAFKA_ERR_NOT_COORDINATOR;
 }
@@ -87,14 +98,16 @@ bool coordinator_shards_any_loading(struct coordinator_shards *s)
 {
     bool loading = false;
     pthread_mutex_lock(&s->lock);
-    for (int32_t p = 0; p < s->partition_count && !loading; p++) loading = s->state[p] == COORDINATOR_SHARD_LOADING;
+    for (int32_t p = 0; p < s->partition_count && !loading; p++)
+        loading = s->state[p] == COORDINATOR_SHARD_LOADING;
     pthread_mutex_unlock(&s->lock);
     return loading;
 }
 
 int32_t coordinator_shards_epoch(struct coordinator_shards *s, int32_t partition)
 {
-    if (partition < 0 || partition >= s->partition_count) return -1;
+    if (partition < 0 || partition >= s->partition_count)
+        return -1;
     pthread_mutex_lock(&s->lock);
     int32_t epoch = s->epoch[partition];
     pthread_mutex_unlock(&s->lock);
@@ -146,10 +159,12 @@ static void run_event(struct coordinator_runtime *rt, const struct shard_event *
     pthread_mutex_lock(&s->lock);
     bool current = s->generation[ev->partition] == ev->generation;
     pthread_mutex_unlock(&s->lock);
-    if (!current) return; /* overtaken: the change that did it is queued behind */
+    if (!current)
+        return; /* overtaken: the change that did it is queued behind */
     char err[256] = "";
     int rc = reg->ops->load(reg->coordinator, ev->partition, ev->epoch, err, sizeof err);
-    if (rc != 0) reg->ops->unload(reg->coordinator, ev->partition); /* nothing half-loaded stays */
+    if (rc != 0)
+        reg->ops->unload(reg->coordinator, ev->partition); /* nothing half-loaded stays */
     pthread_mutex_lock(&s->lock);
     if (s->generation[ev->partition] == ev->generation)
         s->state[ev->partition] = rc == 0 ? COORDINATOR_SHARD_ACTIVE : COORDINATOR_SHARD_FAILED;
@@ -162,8 +177,7 @@ static void run_event(struct coordinator_runtime *rt, const struct shard_event *
     logger_error("coordinator", "cannot load %s-%d: %s", reg->topic, (int)ev->partition, err);
     pthread_mutex_lock(&rt->lock);
     if (!rt->first_error[0])
-        snprintf(rt->first_error, sizeof rt->first_error, "cannot load %s-%d: %s", reg->topic, (int)ev->partition,
-                 err);
+        snprintf(rt->first_error, sizeof rt->first_error, "cannot load %s-%d: %s", reg->topic, (int)ev->partition, err);
     pthread_mutex_unlock(&rt->lock);
 }
 
@@ -172,11 +186,14 @@ static void *loader_main(void *arg)
     struct coordinator_runtime *rt = arg;
     pthread_mutex_lock(&rt->lock);
     for (;;) {
-        while (!rt->stopping && !rt->head) pthread_cond_wait(&rt->cond, &rt->lock);
-        if (rt->stopping) break;
+        while (!rt->stopping && !rt->head)
+            pthread_cond_wait(&rt->cond, &rt->lock);
+        if (rt->stopping)
+            break;
         struct shard_event *ev = rt->head;
         rt->head = ev->next;
-        if (!rt->head) rt->tail = NULL;
+        if (!rt->head)
+            rt->tail = NULL;
         rt->running = true;
         pthread_mutex_unlock(&rt->lock);
         run_event(rt, ev);
@@ -192,7 +209,8 @@ static void *loader_main(void *arg)
 int coordinator_runtime_create(struct coordinator_runtime **out)
 {
     struct coordinator_runtime *rt = calloc(1, sizeof *rt);
-    if (!rt) return -1;
+    if (!rt)
+        return -1;
     pthread_mutex_init(&rt->lock, NULL);
     pthread_cond_init(&rt->cond, NULL);
     if (pthread_create(&rt->thread, NULL, loader_main, rt) != 0) {
@@ -207,7 +225,8 @@ int coordinator_runtime_create(struct coordinator_runtime **out)
 
 void coordinator_runtime_destroy(struct coordinator_runtime *rt)
 {
-    if (!rt) return;
+    if (!rt)
+        return;
     pthread_mutex_lock(&rt->lock);
     rt->stopping = true;
     pthread_cond_broadcast(&rt->cond);
@@ -218,7 +237,8 @@ void coordinator_runtime_destroy(struct coordinator_runtime *rt)
         rt->head = ev->next;
         free(ev);
     }
-    for (size_t i = 0; i < rt->reg_count; i++) free(rt->regs[i].topic);
+    for (size_t i = 0; i < rt->reg_count; i++)
+        free(rt->regs[i].topic);
     free(rt->regs);
     pthread_cond_destroy(&rt->cond);
     pthread_mutex_destroy(&rt->lock);
@@ -228,19 +248,23 @@ void coordinator_runtime_destroy(struct coordinator_runtime *rt)
 int coordinator_runtime_register(struct coordinator_runtime *rt, const char *topic, struct coordinator_shards *shards,
                                  const struct coordinator_shard_ops *ops, void *coordinator)
 {
-    if (!rt || !topic || !shards || !ops || !ops->load || !ops->unload) return -1;
+    if (!rt || !topic || !shards || !ops || !ops->load || !ops->unload)
+        return -1;
     pthread_mutex_lock(&rt->lock);
     int rc = -1;
     /* Fixed size after start-up in practice; events point into regs, so
      * registering is refused once anything is queued. */
-    if (rt->head || rt->running) goto out;
+    if (rt->head || rt->running)
+        goto out;
     struct registration *grown = realloc(rt->regs, (rt->reg_count + 1) * sizeof *grown);
-    if (!grown) goto out;
+    if (!grown)
+        goto out;
     rt->regs = grown;
     char *name = strdup(topic);
-    if (!name) goto out;
-    rt->regs[rt->reg_count++] =
-        (struct registration){.topic = name, .shards = shards, .ops = ops, .coordinator = coordinator};
+    if (!name)
+        goto out;
+    rt->regs[rt->reg_count++] = (struct registration){
+        .topic = name, .shards = shards, .ops = ops, .coordinator = coordinator};
     rc = 0;
 out:
     pthread_mutex_unlock(&rt->lock);
@@ -250,8 +274,10 @@ out:
 /* Caller holds rt->lock. */
 static void enqueue(struct coordinator_runtime *rt, struct shard_event *ev)
 {
-    if (rt->tail) rt->tail->next = ev;
-    else rt->head = ev;
+    if (rt->tail)
+        rt->tail->next = ev;
+    else
+        rt->head = ev;
     rt->tail = ev;
     pthread_cond_broadcast(&rt->cond);
 }
@@ -270,11 +296,13 @@ void coordinator_runtime_on_leadership(void *ctx, const char *topic, int32_t par
                                        int32_t leader_epoch)
 {
     struct coordinator_runtime *rt = ctx;
-    if (!rt || !topic) return;
+    if (!rt || !topic)
+        return;
     pthread_mutex_lock(&rt->lock);
     struct registration *reg = NULL;
     for (size_t i = 0; i < rt->reg_count && !reg; i++)
-        if (strcmp(rt->regs[i].topic, topic) == 0) reg = &rt->regs[i];
+        if (strcmp(rt->regs[i].topic, topic) == 0)
+            reg = &rt->regs[i];
     if (!reg || partition < 0 || partition >= reg->shards->partition_count || rt->stopping) {
         pthread_mutex_unlock(&rt->lock);
         return;
@@ -286,16 +314,18 @@ void coordinator_runtime_on_leadership(void *ctx, const char *topic, int32_t par
     bool drop = false, load = false;
     if (became_leader) {
         /* A repeated notice of the same (or an older) term changes nothing. */
-        if (led && leader_epoch <= s->epoch[partition]) goto unchanged;
+        if (led && leader_epoch <= s->epoch[partition])
+            goto unchanged;
         drop = was != COORDINATOR_SHARD_NOT_LEADER;
         load = true;
     } else {
-        if (was == COORDINATOR_SHARD_NOT_LEADER) goto unchanged;
+        if (was == COORDINATOR_SHARD_NOT_LEADER)
+            goto unchanged;
         drop = true;
     }
     struct shard_event *unload_ev = drop ? new_event(reg, partition, false, -1, 0) : NULL;
-    struct shard_event *load_ev =
-        load ? new_event(reg, partition, true, leader_epoch, s->generation[partition] + 1) : NULL;
+    struct shard_event *load_ev = load ? new_event(reg, partition, true, leader_epoch, s->generation[partition] + 1)
+                                       : NULL;
     if ((drop && !unload_ev) || (load && !load_ev)) {
         free(unload_ev);
         free(load_ev);
@@ -306,8 +336,10 @@ void coordinator_runtime_on_leadership(void *ctx, const char *topic, int32_t par
     s->state[partition] = load ? COORDINATOR_SHARD_LOADING : COORDINATOR_SHARD_NOT_LEADER;
     s->epoch[partition] = load ? leader_epoch : -1;
     pthread_mutex_unlock(&s->lock);
-    if (unload_ev) enqueue(rt, unload_ev);
-    if (load_ev) enqueue(rt, load_ev);
+    if (unload_ev)
+        enqueue(rt, unload_ev);
+    if (load_ev)
+        enqueue(rt, load_ev);
     pthread_mutex_unlock(&rt->lock);
     return;
 unchanged:
@@ -318,9 +350,11 @@ unchanged:
 int coordinator_runtime_wait_idle(struct coordinator_runtime *rt, char *err, size_t errlen)
 {
     pthread_mutex_lock(&rt->lock);
-    while (!rt->stopping && (rt->head || rt->running)) pthread_cond_wait(&rt->cond, &rt->lock);
+    while (!rt->stopping && (rt->head || rt->running))
+        pthread_cond_wait(&rt->cond, &rt->lock);
     int rc = rt->first_error[0] ? -1 : 0;
-    if (rc != 0) snprintf(err, errlen, "%s", rt->first_error);
+    if (rc != 0)
+        snprintf(err, errlen, "%s", rt->first_error);
     rt->first_error[0] = '\0';
     pthread_mutex_unlock(&rt->lock);
     return rc;

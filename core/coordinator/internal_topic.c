@@ -80,8 +80,8 @@ static int ensure_topic(const struct internal_topic_options *opts, int32_t num_p
 
 /* Takes a reference to each partition log held here, creating the logs the
  * broker has not created yet. */
-static int open_partitions(struct internal_topic *t, const struct internal_topic_options *opts,
-                           int32_t num_partitions, int32_t segment_bytes, char *err, size_t errlen)
+static int open_partitions(struct internal_topic *t, const struct internal_topic_options *opts, int32_t num_partitions,
+                           int32_t segment_bytes, char *err, size_t errlen)
 {
     const struct metadata_image *img = metadata_image_acquire(opts->metadata);
     const struct metadata_topic *topic = metadata_image_topic_by_name(img, t->name, strlen(t->name));
@@ -91,8 +91,8 @@ static int open_partitions(struct internal_topic *t, const struct internal_topic
         return -1;
     }
     if (topic->partition_count != num_partitions)
-        logger_warn(t->component, "%s has %d partitions; %s.num.partitions=%d applies only when it is created",
-                    t->name, (int)topic->partition_count, opts->config_prefix, (int)num_partitions);
+        logger_warn(t->component, "%s has %d partitions; %s.num.partitions=%d applies only when it is created", t->name,
+                    (int)topic->partition_count, opts->config_prefix, (int)num_partitions);
     t->partition_count = topic->partition_count;
     t->partitions = calloc((size_t)t->partition_count, sizeof *t->partitions);
     t->replicated_here = calloc((size_t)t->partition_count, sizeof *t->replicated_here);
@@ -197,9 +197,8 @@ int16_t internal_topic_append(const struct internal_topic *t, struct partition_l
     int32_t epoch = partition_log_latest_epoch(log);
     struct log_append_result res;
     memset(&res, 0, sizeof res);
-    int16_t code = coordinator_origin
-                       ? partition_log_append_coordinator(log, batch, len, epoch < 0 ? 0 : epoch, &res)
-                       : partition_log_append(log, batch, len, epoch < 0 ? 0 : epoch, &res);
+    int16_t code = coordinator_origin ? partition_log_append_coordinator(log, batch, len, epoch < 0 ? 0 : epoch, &res)
+                                      : partition_log_append(log, batch, len, epoch < 0 ? 0 : epoch, &res);
     if (code != KAFKA_ERR_NONE) {
         logger_warn(t->component, "cannot write %s to %s: error %d %s", what, partition_log_dir(log), (int)code,
                     res.error_message);
@@ -260,8 +259,8 @@ static int replay_partition(struct internal_topic_replay *r, struct partition_lo
     int64_t end = partition_log_end_offset(log);
     while (offset < end) {
         struct log_read_result rr;
-        int16_t code = partition_log_read(log, offset, (int32_t)(read_size > INT32_MAX ? INT32_MAX : read_size),
-                                          end, &rr);
+        int16_t code = partition_log_read(log, offset, (int32_t)(read_size > INT32_MAX ? INT32_MAX : read_size), end,
+                                          &rr);
         if (code == KAFKA_ERR_OFFSET_OUT_OF_RANGE && partition_log_start_offset(log) > offset) {
             offset = partition_log_start_offset(log); /* retention moved the start meanwhile */
             continue;

@@ -97,8 +97,8 @@ void internal_topic_replay_skip(struct internal_topic_replay *r, int64_t offset,
 
 /* A whole batch whose CRC matched and which is not compressed (compressed
  * and CRC-damaged batches are skipped before this); control batches too. */
-typedef void (*internal_topic_batch_fn)(void *ctx, struct internal_topic_replay *r, const uint8_t *batch,
-                                        size_t len, const struct record_batch_header *h);
+typedef void (*internal_topic_batch_fn)(void *ctx, struct internal_topic_replay *r, const uint8_t *batch, size_t len,
+                                        const struct record_batch_header *h);
 /* After a partition's last batch; ok is false when reading it failed (the
  * replay then stops there). */
 typedef void (*internal_topic_partition_fn)(void *ctx, struct internal_topic_replay *r, bool ok);

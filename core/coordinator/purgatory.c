@@ -49,7 +49,8 @@ static void heap_up(struct purgatory *p, int64_t i)
 {
     while (i > 0) {
         int64_t parent = (i - 1) / 2;
-        if (p->heap[parent]->deadline_mono_ms <= p->heap[i]->deadline_mono_ms) break;
+        if (p->heap[parent]->deadline_mono_ms <= p->heap[i]->deadline_mono_ms)
+            break;
         heap_swap(p, parent, i);
         i = parent;
     }
@@ -59,9 +60,12 @@ static void heap_down(struct purgatory *p, int64_t i)
 {
     for (;;) {
         int64_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < p->heap_len && p->heap[l]->deadline_mono_ms < p->heap[m]->deadline_mono_ms) m = l;
-        if (r < p->heap_len && p->heap[r]->deadline_mono_ms < p->heap[m]->deadline_mono_ms) m = r;
-        if (m == i) return;
+        if (l < p->heap_len && p->heap[l]->deadline_mono_ms < p->heap[m]->deadline_mono_ms)
+            m = l;
+        if (r < p->heap_len && p->heap[r]->deadline_mono_ms < p->heap[m]->deadline_mono_ms)
+            m = r;
+        if (m == i)
+            return;
         heap_swap(p, i, m);
         i = m;
     }
@@ -70,7 +74,8 @@ static void heap_down(struct purgatory *p, int64_t i)
 static void heap_remove(struct purgatory *p, struct delayed_op *op)
 {
     int64_t i = op->heap_index;
-    if (i < 0 || i >= p->heap_len || p->heap[i] != op) return;
+    if (i < 0 || i >= p->heap_len || p->heap[i] != op)
+        return;
     p->heap_len--;
     if (i != p->heap_len) {
         p->heap[i] = p->heap[p->heap_len];
@@ -101,16 +106,19 @@ int delayed_op_watch(struct delayed_op *op, uintptr_t key)
         op->watch_key_cap = DELAYED_OP_INLINE_KEYS;
     }
     if (op->watch_key_count == op->watch_key_cap) {
-        if (op->watch_key_cap > INT32_MAX / 2) return -1;
+        if (op->watch_key_cap > INT32_MAX / 2)
+            return -1;
         int cap = op->watch_key_cap * 2;
         uintptr_t *keys;
         if (op->watch_keys == op->watch_inline_keys) {
             keys = malloc((size_t)cap * sizeof *keys);
-            if (keys) memcpy(keys, op->watch_inline_keys, sizeof op->watch_inline_keys);
+            if (keys)
+                memcpy(keys, op->watch_inline_keys, sizeof op->watch_inline_keys);
         } else {
             keys = realloc(op->watch_keys, (size_t)cap * sizeof *keys);
         }
-        if (!keys) return -1;
+        if (!keys)
+            return -1;
         op->watch_keys = keys;
         op->watch_key_cap = cap;
     }
@@ -120,7 +128,8 @@ int delayed_op_watch(struct delayed_op *op, uintptr_t key)
 
 void delayed_op_release_keys(struct delayed_op *op)
 {
-    if (op->watch_keys && op->watch_keys != op->watch_inline_keys) free(op->watch_keys);
+    if (op->watch_keys && op->watch_keys != op->watch_inline_keys)
+        free(op->watch_keys);
     op->watch_keys = NULL;
     op->watch_key_count = 0;
     op->watch_key_cap = 0;
@@ -144,7 +153,8 @@ static void op_attempt(struct purgatory *p, struct delayed_op *op, bool expired)
     bool completed = false;
     if (!op->done) {
         completed = op->try_complete(op, expired);
-        if (completed) op->done = true;
+        if (completed)
+            op->done = true;
     }
     pthread_mutex_unlock(&op->lock);
     if (completed) {
@@ -163,7 +173,8 @@ static void *expiry_main(void *arg)
     struct purgatory *p = arg;
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        if (p->stopping && p->heap_len == 0) break;
+        if (p->stopping && p->heap_len == 0)
+            break;
         int64_t now = clock_mono_ms();
         if (p->heap_len > 0 && (p->stopping || p->heap[0]->deadline_mono_ms <= now)) {
             struct delayed_op *op = p->heap[0];
@@ -196,7 +207,8 @@ static void *expiry_main(void *arg)
 int purgatory_create(const char *name, struct purgatory **out)
 {
     struct purgatory *p = calloc(1, sizeof *p);
-    if (!p) return -1;
+    if (!p)
+        return -1;
     snprintf(p->name, sizeof p->name, "%s", name);
     pthread_mutex_init(&p->lock, NULL);
     pthread_condattr_t attr;
@@ -216,13 +228,15 @@ int purgatory_create(const char *name, struct purgatory **out)
 
 void purgatory_destroy(struct purgatory *p)
 {
-    if (!p) return;
+    if (!p)
+        return;
     pthread_mutex_lock(&p->lock);
     p->stopping = true;
     pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->lock);
     pthread_join(p->expiry_thread, NULL);
-    for (int i = 0; i < WATCH_BUCKETS; i++) free(p->buckets[i].ops);
+    for (int i = 0; i < WATCH_BUCKETS; i++)
+        free(p->buckets[i].ops);
     free(p->heap);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->wake);
@@ -234,7 +248,8 @@ static bool watch_add(struct watch_list *wl, struct delayed_op *op)
     if (wl->count == wl->cap) {
         int cap = wl->cap ? wl->cap * 2 : 8;
         struct delayed_op **ops = realloc(wl->ops, (size_t)cap * sizeof *ops);
-        if (!ops) return false;
+        if (!ops)
+            return false;
         wl->ops = ops;
         wl->cap = cap;
     }
@@ -317,19 +332,24 @@ void purgatory_notify(struct purgatory *p, uintptr_t key)
     for (int i = 0; i < wl->count; i++) {
         struct delayed_op *op = wl->ops[i];
         bool watches = false;
-        for (int k = 0; k < op->watch_key_count && !watches; k++) watches = op->watch_keys[k] == key;
-        if (!watches) continue;
+        for (int k = 0; k < op->watch_key_count && !watches; k++)
+            watches = op->watch_keys[k] == key;
+        if (!watches)
+            continue;
         op->refs++;
         ops[n++] = op;
     }
     pthread_mutex_unlock(&p->lock);
 
-    for (int i = 0; i < n; i++) op_attempt(p, ops[i], false);
+    for (int i = 0; i < n; i++)
+        op_attempt(p, ops[i], false);
 
     pthread_mutex_lock(&p->lock);
-    for (int i = 0; i < n; i++) op_unref_locked(p, ops[i]);
+    for (int i = 0; i < n; i++)
+        op_unref_locked(p, ops[i]);
     pthread_mutex_unlock(&p->lock);
-    if (ops != local) free(ops);
+    if (ops != local)
+        free(ops);
 }
 
 int purgatory_waiting(struct purgatory *p)

@@ -37,13 +37,18 @@ int64_t group_wall_now(struct group_coordinator *gc)
     return gc->opts.now_ms ? gc->opts.now_ms(gc->opts.clock_ctx) : clock_wall_ms();
 }
 
-char *group_strdup(const char *s) { return s ? strdup(s) : NULL; }
+char *group_strdup(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
 
 char *group_strndup_bytes(const char *s, size_t n)
 {
-    if (!s) return NULL;
+    if (!s)
+        return NULL;
     char *out = malloc(n + 1);
-    if (!out) return NULL;
+    if (!out)
+        return NULL;
     memcpy(out, s, n);
     out[n] = '\0';
     return out;
@@ -52,18 +57,24 @@ char *group_strndup_bytes(const char *s, size_t n)
 uint8_t *group_memdup(const uint8_t *p, size_t n)
 {
     uint8_t *out = malloc(n ? n : 1);
-    if (out && n) memcpy(out, p, n);
+    if (out && n)
+        memcpy(out, p, n);
     return out;
 }
 
 const char *group_state_name(enum group_state s)
 {
     switch (s) {
-    case GROUP_EMPTY: return "Empty";
-    case GROUP_PREPARING_REBALANCE: return "PreparingRebalance";
-    case GROUP_COMPLETING_REBALANCE: return "CompletingRebalance";
-    case GROUP_STABLE: return "Stable";
-    case GROUP_DEAD: return "Dead";
+    case GROUP_EMPTY:
+        return "Empty";
+    case GROUP_PREPARING_REBALANCE:
+        return "PreparingRebalance";
+    case GROUP_COMPLETING_REBALANCE:
+        return "CompletingRebalance";
+    case GROUP_STABLE:
+        return "Stable";
+    case GROUP_DEAD:
+        return "Dead";
     }
     return "Dead";
 }
@@ -71,23 +82,27 @@ const char *group_state_name(enum group_state s)
 static uint32_t group_hash(const char *s)
 {
     uint32_t h = 2166136261u; /* FNV-1a */
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
     return h;
 }
 
 struct group *group_find(struct group_coordinator *gc, const char *group_id)
 {
     for (struct group *g = gc->buckets[group_hash(group_id) % GROUP_BUCKETS]; g; g = g->next)
-        if (strcmp(g->group_id, group_id) == 0) return g;
+        if (strcmp(g->group_id, group_id) == 0)
+            return g;
     return NULL;
 }
 
 struct group *group_get_or_create(struct group_coordinator *gc, const char *group_id)
 {
     struct group *g = group_find(gc, group_id);
-    if (g) return g;
+    if (g)
+        return g;
     g = calloc(1, sizeof *g);
-    if (!g) return NULL;
+    if (!g)
+        return NULL;
     g->group_id = strdup(group_id);
     if (!g->group_id) {
         free(g);
@@ -105,9 +120,11 @@ struct group *group_get_or_create(struct group_coordinator *gc, const char *grou
 
 static void group_free(struct group *g)
 {
-    for (size_t i = 0; i < g->member_count; i++) group_member_free(g->members[i]);
+    for (size_t i = 0; i < g->member_count; i++)
+        group_member_free(g->members[i]);
     free(g->members);
-    for (size_t i = 0; i < g->pending_count; i++) free(g->pending[i].member_id);
+    for (size_t i = 0; i < g->pending_count; i++)
+        free(g->pending[i].member_id);
     free(g->pending);
     group_offsets_free(g);
     group_txn_offsets_free(g);
@@ -121,17 +138,21 @@ static void group_free(struct group *g)
 void group_remove(struct group_coordinator *gc, struct group *g)
 {
     struct group **pp = &gc->buckets[group_hash(g->group_id) % GROUP_BUCKETS];
-    while (*pp && *pp != g) pp = &(*pp)->next;
-    if (*pp) *pp = g->next;
+    while (*pp && *pp != g)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = g->next;
     gc->group_count--;
     group_free(g);
 }
 
 void group_snapshot_store(struct group_coordinator *gc, struct group *g)
 {
-    if (!gc->opts.ops || !gc->opts.ops->store_group) return;
+    if (!gc->opts.ops || !gc->opts.ops->store_group)
+        return;
     struct group_member_record *recs = calloc(g->member_count ? g->member_count : 1, sizeof *recs);
-    if (!recs) return;
+    if (!recs)
+        return;
     for (size_t i = 0; i < g->member_count; i++) {
         const struct group_member *m = g->members[i];
         const struct group_member_protocol *p = g->protocol ? group_member_protocol(m, g->protocol) : NULL;
@@ -166,9 +187,12 @@ void group_snapshot_store(struct group_coordinator *gc, struct group *g)
 
 int16_t group_coordinator_serving(struct group_coordinator *gc, const char *group_id)
 {
-    if (gc->shut_down) return KAFKA_ERR_NOT_COORDINATOR;
-    if (gc->loading) return KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS;
-    if (!gc->opts.shards) return KAFKA_ERR_NONE;
+    if (gc->shut_down)
+        return KAFKA_ERR_NOT_COORDINATOR;
+    if (gc->loading)
+        return KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS;
+    if (!gc->opts.shards)
+        return KAFKA_ERR_NONE;
     /* NULL: a request over every group (ListGroups), which waits for loads. */
     if (!group_id)
         return coordinator_shards_any_loading(gc->opts.shards) ? KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS
@@ -183,7 +207,8 @@ bool group_partition_active(struct group_coordinator *gc, const struct group *g)
 
 int16_t group_coordinator_ownership(struct group_coordinator *gc, const char *group_id)
 {
-    if (!gc) return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
+    if (!gc)
+        return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
     pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_serving(gc, group_id ? group_id : "");
     pthread_mutex_unlock(&gc->lock);
@@ -193,10 +218,12 @@ int16_t group_coordinator_ownership(struct group_coordinator *gc, const char *gr
 static void tick_locked(struct group_coordinator *gc)
 {
     LOCK_ASSERT_HELD(&gc->lock);
-    if (gc->shut_down || gc->loading) return;
+    if (gc->shut_down || gc->loading)
+        return;
     int64_t now = group_now(gc);
     bool check_expiry = now >= gc->next_expiry_check;
-    if (check_expiry) gc->next_expiry_check = now + gc->opts.offsets_retention_check_interval_ms;
+    if (check_expiry)
+        gc->next_expiry_check = now + gc->opts.offsets_retention_check_interval_ms;
     int64_t wall = group_wall_now(gc);
     for (size_t b = 0; b < GROUP_BUCKETS; b++) {
         struct group *g = gc->buckets[b];
@@ -207,7 +234,8 @@ static void tick_locked(struct group_coordinator *gc)
                 continue;
             }
             group_membership_tick(gc, g, now);
-            if (check_expiry) group_offsets_expire(gc, g, wall);
+            if (check_expiry)
+                group_offsets_expire(gc, g, wall);
             g = next;
         }
     }
@@ -242,7 +270,8 @@ static void *timer_main(void *arg)
 int group_coordinator_create(const struct group_coordinator_options *opts, struct group_coordinator **out)
 {
     struct group_coordinator *gc = calloc(1, sizeof *gc);
-    if (!gc) return -1;
+    if (!gc)
+        return -1;
     gc->opts = *opts;
     gc->loading = opts->start_loading;
     pthread_mutex_init(&gc->lock, NULL);
@@ -267,25 +296,29 @@ int group_coordinator_create(const struct group_coordinator_options *opts, struc
 
 void group_coordinator_shutdown(struct group_coordinator *gc)
 {
-    if (!gc) return;
+    if (!gc)
+        return;
     pthread_mutex_lock(&gc->lock);
     if (!gc->shut_down) {
         gc->shut_down = true;
         for (size_t b = 0; b < GROUP_BUCKETS; b++)
-            for (struct group *g = gc->buckets[b]; g; g = g->next) group_fail_parked(g, KAFKA_ERR_NOT_COORDINATOR);
+            for (struct group *g = gc->buckets[b]; g; g = g->next)
+                group_fail_parked(g, KAFKA_ERR_NOT_COORDINATOR);
     }
     pthread_mutex_unlock(&gc->lock);
 }
 
 void group_coordinator_destroy(struct group_coordinator *gc)
 {
-    if (!gc) return;
+    if (!gc)
+        return;
     group_coordinator_shutdown(gc);
     pthread_mutex_lock(&gc->lock);
     gc->stopping = true;
     pthread_cond_broadcast(&gc->cond);
     pthread_mutex_unlock(&gc->lock);
-    if (gc->timer_started) pthread_join(gc->timer_thread, NULL);
+    if (gc->timer_started)
+        pthread_join(gc->timer_thread, NULL);
     for (size_t b = 0; b < GROUP_BUCKETS; b++) {
         while (gc->buckets[b]) {
             struct group *g = gc->buckets[b];
@@ -334,17 +367,20 @@ static void load_offset(void *ctx, const char *group_id, const char *topic, int3
     struct group_coordinator *gc = ctx;
     pthread_mutex_lock(&gc->lock);
     struct group *g = rec ? group_get_or_create(gc, group_id) : group_find(gc, group_id);
-    if (!g) goto out;
+    if (!g)
+        goto out;
     if (!rec) {
         struct group_offset *gone = group_offset_table_find(&g->offsets, topic, partition);
-        if (gone) group_offset_table_remove(&g->offsets, gone);
+        if (gone)
+            group_offset_table_remove(&g->offsets, gone);
         if (g->offsets.count == 0 && g->txn_offset_count == 0 && g->state == GROUP_EMPTY && g->generation == 0 &&
             !g->protocol_type)
             group_remove(gc, g);
         goto out;
     }
     struct group_offset *o = group_offset_table_add(&g->offsets, topic, partition);
-    if (!o) goto out;
+    if (!o)
+        goto out;
     free(o->metadata);
     o->offset = rec->offset;
     o->leader_epoch = rec->leader_epoch;
@@ -363,12 +399,16 @@ static void load_group(void *ctx, const char *group_id, const struct group_snaps
     pthread_mutex_lock(&gc->lock);
     struct group *g = group_find(gc, group_id);
     if (!rec) {
-        if (g) group_remove(gc, g);
+        if (g)
+            group_remove(gc, g);
         goto out;
     }
-    if (!g) g = group_get_or_create(gc, group_id);
-    if (!g) goto out;
-    for (size_t i = 0; i < g->member_count; i++) group_member_free(g->members[i]);
+    if (!g)
+        g = group_get_or_create(gc, group_id);
+    if (!g)
+        goto out;
+    for (size_t i = 0; i < g->member_count; i++)
+        group_member_free(g->members[i]);
     g->member_count = 0;
     free(g->protocol_type);
     free(g->protocol);
@@ -413,7 +453,8 @@ static void load_group(void *ctx, const char *group_id, const struct group_snaps
             m->session_deadline = group_now(gc) + m->session_timeout_ms;
             g->members[g->member_count++] = m;
         }
-        if (g->member_count > 0) g->state = GROUP_STABLE;
+        if (g->member_count > 0)
+            g->state = GROUP_STABLE;
     }
     if (g->state == GROUP_EMPTY) {
         free(g->leader);
@@ -429,7 +470,10 @@ static const struct group_load_visitor load_visitor = {
     .pending_offset = group_load_pending_offset,
 };
 
-const struct group_load_visitor *group_coordinator_load_visitor(void) { return &load_visitor; }
+const struct group_load_visitor *group_coordinator_load_visitor(void)
+{
+    return &load_visitor;
+}
 
 /* ---- per-partition loading (the coordinator runtime's hooks) ---- */
 
@@ -441,13 +485,14 @@ static int shard_load(void *coordinator, int32_t partition, int32_t epoch, char 
         return -1;
     }
     int64_t started = group_now(gc);
-    if (gc->opts.ops->load_partition(gc->opts.store, partition, &load_visitor, gc, err, errlen) != 0) return -1;
+    if (gc->opts.ops->load_partition(gc->opts.store, partition, &load_visitor, gc, err, errlen) != 0)
+        return -1;
     pthread_mutex_lock(&gc->lock);
     group_txn_ends_replay(gc, partition, true);
     restart_sessions(gc, partition);
     pthread_mutex_unlock(&gc->lock);
-    logger_debug("group", "loaded __consumer_offsets-%d (coordinator epoch %d) in %lld ms", (int)partition,
-                 (int)epoch, (long long)(group_now(gc) - started));
+    logger_debug("group", "loaded __consumer_offsets-%d (coordinator epoch %d) in %lld ms", (int)partition, (int)epoch,
+                 (long long)(group_now(gc) - started));
     return 0;
 }
 
@@ -470,9 +515,13 @@ static void shard_unload(void *coordinator, int32_t partition)
         }
     }
     pthread_mutex_unlock(&gc->lock);
-    if (dropped > 0) logger_debug("group", "dropped %zu group(s) of __consumer_offsets-%d", dropped, (int)partition);
+    if (dropped > 0)
+        logger_debug("group", "dropped %zu group(s) of __consumer_offsets-%d", dropped, (int)partition);
 }
 
 static const struct coordinator_shard_ops shard_ops = {.load = shard_load, .unload = shard_unload};
 
-const struct coordinator_shard_ops *group_coordinator_shard_ops(void) { return &shard_ops; }
+const struct coordinator_shard_ops *group_coordinator_shard_ops(void)
+{
+    return &shard_ops;
+}

@@ -100,7 +100,7 @@ struct group_join_params {
     size_t protocol_count;
     int32_t session_timeout_ms;
     int32_t rebalance_timeout_ms;
-    bool require_known_member_id; /* JoinGroup v4+ (KIP-394) */
+    bool require_known_member_id;  /* JoinGroup v4+ (KIP-394) */
     bool supports_skip_assignment; /* JoinGroup v9+ (KIP-814) */
 };
 
@@ -174,8 +174,8 @@ struct group_leave_member {
 
 /* Returns a group-level error (COORDINATOR_NOT_AVAILABLE, ...) or NONE with
  * each member's own error filled in. */
-int16_t group_coordinator_leave(struct group_coordinator *gc, const char *group_id,
-                                struct group_leave_member *members, size_t count);
+int16_t group_coordinator_leave(struct group_coordinator *gc, const char *group_id, struct group_leave_member *members,
+                                size_t count);
 
 /* ---- Offsets ---- */
 
@@ -186,7 +186,7 @@ struct group_offset_commit {
     int32_t leader_epoch;
     const char *metadata; /* NULL: null; may hold NUL bytes (a Kafka string) */
     size_t metadata_len;
-    int16_t error_code;   /* in: a non-zero error skips the entry; out: result */
+    int16_t error_code; /* in: a non-zero error skips the entry; out: result */
 };
 
 struct group_commit_params {
@@ -225,12 +225,10 @@ int16_t group_coordinator_fetch_all_offsets(struct group_coordinator *gc, const 
 /* The same for OffsetFetch v7+: with require_stable, a partition that has a
  * transactional offset still pending answers offset -1 and error_code
  * UNSTABLE_OFFSET_COMMIT (KIP-447); without it, the last committed offset. */
-int16_t group_coordinator_fetch_offsets_stable(struct group_coordinator *gc, const char *group_id,
-                                               bool require_stable, struct group_offset_fetch *offsets,
-                                               size_t count);
+int16_t group_coordinator_fetch_offsets_stable(struct group_coordinator *gc, const char *group_id, bool require_stable,
+                                               struct group_offset_fetch *offsets, size_t count);
 int16_t group_coordinator_fetch_all_offsets_stable(struct group_coordinator *gc, const char *group_id,
-                                                   bool require_stable, struct group_offset_fetch **out,
-                                                   size_t *count);
+                                                   bool require_stable, struct group_offset_fetch **out, size_t *count);
 void group_offset_fetch_free(struct group_offset_fetch *offsets, size_t count);
 
 struct group_offset_delete {

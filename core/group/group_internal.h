@@ -83,7 +83,7 @@ struct group {
     /* CompletingRebalance: members that have not synced by then are dropped. */
     int64_t sync_deadline;
 
-    int32_t partition; /* of __consumer_offsets when the coordinator has shards; -1 otherwise */
+    int32_t partition;  /* of __consumer_offsets when the coordinator has shards; -1 otherwise */
     struct group *next; /* hash chain */
 };
 

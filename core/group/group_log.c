@@ -144,8 +144,8 @@ static void add_offset(struct batch_writer *bw, const char *group_id, const stru
 
 /* Appends the batch to the group's partition and makes it durable, or with
  * a sync_point only says what to make durable (group_log_sync). */
-static int16_t batch_writer_commit(struct batch_writer *bw, struct group_log *gl, const char *group_id,
-                                   bool offsets, const char *what, struct group_sync_point *sync_point)
+static int16_t batch_writer_commit(struct batch_writer *bw, struct group_log *gl, const char *group_id, bool offsets,
+                                   const char *what, struct group_sync_point *sync_point)
 {
     struct partition_log *log;
     int16_t code = log_for_group(gl, group_id, &log);
@@ -195,8 +195,7 @@ static int16_t write_offsets(struct group_log *gl, const char *group_id, const s
     return code;
 }
 
-static int16_t store_offsets(void *store, const char *group_id, const struct group_offset_record *offsets,
-                             size_t count)
+static int16_t store_offsets(void *store, const char *group_id, const struct group_offset_record *offsets, size_t count)
 {
     return write_offsets(store, group_id, offsets, count, false, false, "offsets", NULL);
 }
@@ -214,8 +213,7 @@ static int16_t delete_offsets(void *store, const char *group_id, const struct gr
     return write_offsets(store, group_id, offsets, count, true, false, "offset deletions", NULL);
 }
 
-static int16_t delete_group(void *store, const char *group_id, const struct group_offset_record *offsets,
-                            size_t count)
+static int16_t delete_group(void *store, const char *group_id, const struct group_offset_record *offsets, size_t count)
 {
     return write_offsets(store, group_id, offsets, count, true, true, "the deletion", NULL);
 }

@@ -28,13 +28,13 @@ struct group_log;
 struct group_log_options {
     struct log_manager *logs;
     struct metadata_store *metadata;
-    int32_t num_partitions;        /* offsets.topic.num.partitions, default 50 */
-    int16_t replication_factor;    /* offsets.topic.replication.factor (capped by live brokers) */
-    int32_t segment_bytes;         /* offsets.topic.segment.bytes, default 104857600 */
+    int32_t num_partitions;     /* offsets.topic.num.partitions, default 50 */
+    int16_t replication_factor; /* offsets.topic.replication.factor (capped by live brokers) */
+    int32_t segment_bytes;      /* offsets.topic.segment.bytes, default 104857600 */
     /* node.id: a partition replicated here whose log the broker has not
      * created yet is created by group_log_open. */
     int32_t node_id;
-    int32_t load_buffer_size;      /* offsets.load.buffer.size; <= 0 means 5242880 */
+    int32_t load_buffer_size; /* offsets.load.buffer.size; <= 0 means 5242880 */
 };
 
 /* Creates __consumer_offsets on first start (cleanup.policy=compact) and
@@ -46,8 +46,7 @@ int group_log_open(const struct group_log_options *opts, struct group_log **out,
  * skipped with a warning. Returns 0, or -1 with err on an I/O failure.
  * An offset committed with null metadata loads with metadata "" (the value
  * schema has no null; Kafka answers OffsetFetch with "" for it too). */
-int group_log_load(struct group_log *gl, const struct group_load_visitor *visitor, void *ctx, char *err,
-                   size_t errlen);
+int group_log_load(struct group_log *gl, const struct group_load_visitor *visitor, void *ctx, char *err, size_t errlen);
 /* The same for one partition (partition < 0: every partition held here);
  * -1 with err also when the partition is not held here. */
 int group_log_load_partition(struct group_log *gl, int32_t partition, const struct group_load_visitor *visitor,

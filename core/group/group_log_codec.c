@@ -20,7 +20,10 @@ static struct kafka_str str_of(const char *s, int nullable)
     return (struct kafka_str){s, (int32_t)n};
 }
 
-static int str_ok(struct kafka_str s) { return s.len >= -1; }
+static int str_ok(struct kafka_str s)
+{
+    return s.len >= -1;
+}
 
 static struct kafka_bytes bytes_of(const uint8_t *p, size_t len)
 {
@@ -31,8 +34,7 @@ static struct kafka_bytes bytes_of(const uint8_t *p, size_t len)
     return (struct kafka_bytes){p, (int32_t)len};
 }
 
-int group_log_encode_offset_key(struct kafka_writer *w, const char *group_id, const char *topic,
-                                int32_t partition)
+int group_log_encode_offset_key(struct kafka_writer *w, const char *group_id, const char *topic, int32_t partition)
 {
     struct offset_commit_key k;
     offset_commit_key_init(&k);
@@ -51,8 +53,8 @@ int group_log_encode_offset_value(struct kafka_writer *w, const struct group_off
     offset_commit_value_init(&v);
     v.offset = rec->offset;
     v.metadata = rec->metadata_len > INT16_MAX ? (struct kafka_str){NULL, -2}
-                 : rec->metadata    ? (struct kafka_str){rec->metadata, (int32_t)rec->metadata_len}
-                                    : (struct kafka_str){"", 0};
+                 : rec->metadata               ? (struct kafka_str){rec->metadata, (int32_t)rec->metadata_len}
+                                               : (struct kafka_str){"", 0};
     v.commit_timestamp = rec->commit_timestamp;
     if (!str_ok(v.metadata))
         return -1;
@@ -236,9 +238,8 @@ int group_log_decode_offset_value(const uint8_t *value, size_t len, struct kafka
     return 0;
 }
 
-int group_log_decode_group_value(const uint8_t *value, size_t len, const char *group_id,
-                                 struct kafka_arena *arena, struct group_snapshot_record *out, char *err,
-                                 size_t errlen)
+int group_log_decode_group_value(const uint8_t *value, size_t len, const char *group_id, struct kafka_arena *arena,
+                                 struct group_snapshot_record *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     struct kafka_reader r;

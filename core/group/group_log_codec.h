@@ -27,8 +27,7 @@
 /* Each encoder appends to w; returns 0, or -1 when a field cannot be
  * represented (a string longer than 32767 bytes) or memory ran out. NULL
  * strings that the schema does not allow to be null are written as "". */
-int group_log_encode_offset_key(struct kafka_writer *w, const char *group_id, const char *topic,
-                                int32_t partition);
+int group_log_encode_offset_key(struct kafka_writer *w, const char *group_id, const char *topic, int32_t partition);
 int group_log_encode_offset_value(struct kafka_writer *w, const struct group_offset_record *rec);
 int group_log_encode_group_key(struct kafka_writer *w, const char *group_id);
 int group_log_encode_group_value(struct kafka_writer *w, const struct group_snapshot_record *group);
@@ -55,8 +54,7 @@ int group_log_decode_key(const uint8_t *key, size_t len, struct kafka_arena *are
 int group_log_decode_offset_value(const uint8_t *value, size_t len, struct kafka_arena *arena,
                                   struct group_offset_record *out, char *err, size_t errlen);
 /* out->group_id is set to group_id; members live in the arena. */
-int group_log_decode_group_value(const uint8_t *value, size_t len, const char *group_id,
-                                 struct kafka_arena *arena, struct group_snapshot_record *out, char *err,
-                                 size_t errlen);
+int group_log_decode_group_value(const uint8_t *value, size_t len, const char *group_id, struct kafka_arena *arena,
+                                 struct group_snapshot_record *out, char *err, size_t errlen);
 
 #endif

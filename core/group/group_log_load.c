@@ -200,8 +200,8 @@ static void load_record(struct partition_loader *l, const struct record_batch_he
         return;
     } else {
         struct group_snapshot_record value;
-        if (!tombstone && group_log_decode_group_value(rec->value, (size_t)rec->value_len, key.group_id, arena,
-                                                       &value, why, sizeof why) != 0) {
+        if (!tombstone && group_log_decode_group_value(rec->value, (size_t)rec->value_len, key.group_id, arena, &value,
+                                                       why, sizeof why) != 0) {
             loader_skip(l, rec->offset, why);
             return;
         }
@@ -255,8 +255,7 @@ static void load_partition_done(void *ctx, struct internal_topic_replay *r, bool
     l->records = 0;
 }
 
-int group_log_load(struct group_log *gl, const struct group_load_visitor *visitor, void *ctx, char *err,
-                   size_t errlen)
+int group_log_load(struct group_log *gl, const struct group_load_visitor *visitor, void *ctx, char *err, size_t errlen)
 {
     return group_log_load_partition(gl, -1, visitor, ctx, err, errlen);
 }
@@ -270,10 +269,12 @@ int group_log_load_partition(struct group_log *gl, int32_t partition, const stru
     }
     struct partition_loader l = {.visitor = visitor, .ctx = ctx};
     if (partition < 0)
-        return internal_topic_replay(gl->topic, gl->load_buffer_size, load_batch, load_partition_done, &l, err,
-                                     errlen);
-    return internal_topic_replay_partition(gl->topic, partition, gl->load_buffer_size, load_batch,
-                                           load_partition_done, &l, err, errlen);
+        return internal_topic_replay(gl->topic, gl->load_buffer_size, load_batch, load_partition_done, &l, err, errlen);
+    return internal_topic_replay_partition(gl->topic, partition, gl->load_buffer_size, load_batch, load_partition_done,
+                                           &l, err, errlen);
 }
 
-struct internal_topic *group_log_topic(const struct group_log *gl) { return gl ? gl->topic : NULL; }
+struct internal_topic *group_log_topic(const struct group_log *gl)
+{
+    return gl ? gl->topic : NULL;
+}

@@ -14,15 +14,18 @@
 struct group_member *group_member_find(struct group *g, const char *member_id)
 {
     for (size_t i = 0; i < g->member_count; i++)
-        if (strcmp(g->members[i]->member_id, member_id) == 0) return g->members[i];
+        if (strcmp(g->members[i]->member_id, member_id) == 0)
+            return g->members[i];
     return NULL;
 }
 
 struct group_member *group_member_by_instance(struct group *g, const char *instance_id)
 {
-    if (!instance_id) return NULL;
+    if (!instance_id)
+        return NULL;
     for (size_t i = 0; i < g->member_count; i++)
-        if (g->members[i]->instance_id && strcmp(g->members[i]->instance_id, instance_id) == 0) return g->members[i];
+        if (g->members[i]->instance_id && strcmp(g->members[i]->instance_id, instance_id) == 0)
+            return g->members[i];
     return NULL;
 }
 
@@ -37,7 +40,8 @@ void group_protocols_free(struct group_member_protocol *p, size_t n)
 
 void group_member_free(struct group_member *m)
 {
-    if (!m) return;
+    if (!m)
+        return;
     free(m->member_id);
     free(m->instance_id);
     free(m->client_id);
@@ -50,14 +54,16 @@ void group_member_free(struct group_member *m)
 const struct group_member_protocol *group_member_protocol(const struct group_member *m, const char *name)
 {
     for (size_t i = 0; i < m->protocol_count; i++)
-        if (strcmp(m->protocols[i].name, name) == 0) return &m->protocols[i];
+        if (strcmp(m->protocols[i].name, name) == 0)
+            return &m->protocols[i];
     return NULL;
 }
 
 int group_pending_index(struct group *g, const char *member_id)
 {
     for (size_t i = 0; i < g->pending_count; i++)
-        if (strcmp(g->pending[i].member_id, member_id) == 0) return (int)i;
+        if (strcmp(g->pending[i].member_id, member_id) == 0)
+            return (int)i;
     return -1;
 }
 
@@ -71,7 +77,8 @@ void group_pending_remove_at(struct group *g, size_t i)
 char *group_generate_member_id(const char *client_id)
 {
     uint8_t u[16];
-    if (uuid_random(u) != 0) return NULL;
+    if (uuid_random(u) != 0)
+        return NULL;
     char buf[512];
     snprintf(buf, sizeof buf, "%.255s-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
              client_id ? client_id : "", u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
@@ -82,7 +89,8 @@ char *group_generate_member_id(const char *client_id)
 struct group_member_protocol *group_protocols_copy(const struct group_protocol *src, size_t n)
 {
     struct group_member_protocol *p = calloc(n ? n : 1, sizeof *p);
-    if (!p) return NULL;
+    if (!p)
+        return NULL;
     for (size_t i = 0; i < n; i++) {
         p[i].name = strdup(src[i].name ? src[i].name : "");
         p[i].metadata = group_memdup(src[i].metadata, src[i].metadata_len);
@@ -100,7 +108,8 @@ static size_t protocol_support(const struct group *g, const char *name)
 {
     size_t n = 0;
     for (size_t i = 0; i < g->member_count; i++)
-        if (group_member_protocol(g->members[i], name)) n++;
+        if (group_member_protocol(g->members[i], name))
+            n++;
     return n;
 }
 
@@ -108,11 +117,15 @@ static size_t protocol_support(const struct group *g, const char *name)
  * otherwise the type must match and one protocol must be supported by all. */
 bool group_supports_protocols(const struct group *g, const struct group_join_params *p)
 {
-    if (!p->protocol_type || !p->protocol_type[0] || p->protocol_count == 0) return false;
-    if (g->member_count == 0) return true;
-    if (!g->protocol_type || strcmp(g->protocol_type, p->protocol_type) != 0) return false;
+    if (!p->protocol_type || !p->protocol_type[0] || p->protocol_count == 0)
+        return false;
+    if (g->member_count == 0)
+        return true;
+    if (!g->protocol_type || strcmp(g->protocol_type, p->protocol_type) != 0)
+        return false;
     for (size_t i = 0; i < p->protocol_count; i++)
-        if (p->protocols[i].name && protocol_support(g, p->protocols[i].name) == g->member_count) return true;
+        if (p->protocols[i].name && protocol_support(g, p->protocols[i].name) == g->member_count)
+            return true;
     return false;
 }
 
@@ -120,19 +133,23 @@ bool group_supports_protocols(const struct group *g, const struct group_join_par
  * preferred one; the most votes wins, ties go to the first member's order. */
 const char *group_select_protocol(const struct group *g)
 {
-    if (g->member_count == 0) return NULL;
+    if (g->member_count == 0)
+        return NULL;
     const struct group_member *first = g->members[0];
     const char *best = NULL;
     size_t best_votes = 0;
     for (size_t c = 0; c < first->protocol_count; c++) {
         const char *cand = first->protocols[c].name;
-        if (protocol_support(g, cand) != g->member_count) continue;
+        if (protocol_support(g, cand) != g->member_count)
+            continue;
         size_t votes = 0;
         for (size_t i = 0; i < g->member_count; i++) {
             const struct group_member *m = g->members[i];
             for (size_t k = 0; k < m->protocol_count; k++) {
-                if (protocol_support(g, m->protocols[k].name) != g->member_count) continue;
-                if (strcmp(m->protocols[k].name, cand) == 0) votes++;
+                if (protocol_support(g, m->protocols[k].name) != g->member_count)
+                    continue;
+                if (strcmp(m->protocols[k].name, cand) == 0)
+                    votes++;
                 break;
             }
         }
@@ -159,7 +176,7 @@ void group_sync_respond_error(group_sync_cb cb, void *arg, int16_t err)
 /* Answers m's parked JoinGroup with the current generation; the leader gets
  * every member's metadata for the chosen protocol. */
 void group_join_respond_current(struct group *g, struct group_member *m, group_join_cb cb, void *arg,
-                                 bool skip_assignment)
+                                bool skip_assignment)
 {
     bool leader = g->leader && strcmp(g->leader, m->member_id) == 0;
     struct group_join_member *list = NULL;
@@ -232,7 +249,8 @@ static int32_t max_rebalance_timeout(const struct group *g)
 {
     int32_t t = 0;
     for (size_t i = 0; i < g->member_count; i++)
-        if (g->members[i]->rebalance_timeout_ms > t) t = g->members[i]->rebalance_timeout_ms;
+        if (g->members[i]->rebalance_timeout_ms > t)
+            t = g->members[i]->rebalance_timeout_ms;
     return t;
 }
 
@@ -271,8 +289,10 @@ void group_prepare_rebalance(struct group_coordinator *gc, struct group *g, int6
 void group_remove_member_at(struct group *g, size_t i)
 {
     struct group_member *m = g->members[i];
-    if (m->join_cb) group_join_respond_error(m->join_cb, m->join_arg, KAFKA_ERR_UNKNOWN_MEMBER_ID, m->member_id);
-    if (m->sync_cb) group_sync_respond_error(m->sync_cb, m->sync_arg, KAFKA_ERR_UNKNOWN_MEMBER_ID);
+    if (m->join_cb)
+        group_join_respond_error(m->join_cb, m->join_arg, KAFKA_ERR_UNKNOWN_MEMBER_ID, m->member_id);
+    if (m->sync_cb)
+        group_sync_respond_error(m->sync_cb, m->sync_arg, KAFKA_ERR_UNKNOWN_MEMBER_ID);
     bool was_leader = g->leader && strcmp(g->leader, m->member_id) == 0;
     memmove(&g->members[i], &g->members[i + 1], (g->member_count - i - 1) * sizeof *g->members);
     g->member_count--;
@@ -285,10 +305,13 @@ void group_remove_member_at(struct group *g, size_t i)
 
 void group_try_complete_join(struct group_coordinator *gc, struct group *g, int64_t now)
 {
-    if (g->state != GROUP_PREPARING_REBALANCE || g->initial_delay) return;
-    if (g->pending_count > 0) return;
+    if (g->state != GROUP_PREPARING_REBALANCE || g->initial_delay)
+        return;
+    if (g->pending_count > 0)
+        return;
     for (size_t i = 0; i < g->member_count; i++)
-        if (!g->members[i]->join_cb) return;
+        if (!g->members[i]->join_cb)
+            return;
     group_complete_join(gc, g, now);
 }
 
@@ -300,11 +323,14 @@ void group_member_removed(struct group_coordinator *gc, struct group *g, int64_t
     case GROUP_COMPLETING_REBALANCE:
         group_prepare_rebalance(gc, g, now);
         /* With nobody left, the group completes (to Empty) right away. */
-        if (g->member_count == 0) group_complete_join(gc, g, now);
+        if (g->member_count == 0)
+            group_complete_join(gc, g, now);
         break;
     case GROUP_PREPARING_REBALANCE:
-        if (g->member_count == 0 && g->pending_count == 0) group_complete_join(gc, g, now);
-        else group_try_complete_join(gc, g, now);
+        if (g->member_count == 0 && g->pending_count == 0)
+            group_complete_join(gc, g, now);
+        else
+            group_try_complete_join(gc, g, now);
         break;
     default:
         break;
@@ -318,8 +344,7 @@ void group_complete_join(struct group_coordinator *gc, struct group *g, int64_t 
     for (size_t i = 0; i < g->member_count;) {
         struct group_member *m = g->members[i];
         if (!m->join_cb && !m->instance_id) {
-            logger_info("group", "group %s: member %s did not rejoin in time; removing it", g->group_id,
-                        m->member_id);
+            logger_info("group", "group %s: member %s did not rejoin in time; removing it", g->group_id, m->member_id);
             group_remove_member_at(g, i);
         } else {
             i++;
@@ -344,7 +369,8 @@ void group_complete_join(struct group_coordinator *gc, struct group *g, int64_t 
     leader_joined = leader && leader->join_cb;
     if (!leader_joined) {
         for (size_t i = 0; i < g->member_count; i++) {
-            if (!g->members[i]->join_cb) continue;
+            if (!g->members[i]->join_cb)
+                continue;
             free(g->leader);
             g->leader = group_strdup(g->members[i]->member_id);
             break;
@@ -352,8 +378,8 @@ void group_complete_join(struct group_coordinator *gc, struct group *g, int64_t 
     }
     group_set_state(gc, g, GROUP_COMPLETING_REBALANCE);
     g->sync_deadline = now + max_rebalance_timeout(g);
-    logger_info("group", "group %s generation %d: %zu members, protocol %s, leader %s", g->group_id,
-                g->generation, g->member_count, g->protocol ? g->protocol : "(none)", g->leader);
+    logger_info("group", "group %s generation %d: %zu members, protocol %s, leader %s", g->group_id, g->generation,
+                g->member_count, g->protocol ? g->protocol : "(none)", g->leader);
     for (size_t i = 0; i < g->member_count; i++) {
         struct group_member *m = g->members[i];
         m->synced = false;
@@ -372,7 +398,8 @@ void group_complete_join(struct group_coordinator *gc, struct group *g, int64_t 
 struct group_member *group_member_new(const struct group_join_params *p, char *member_id)
 {
     struct group_member *m = calloc(1, sizeof *m);
-    if (!m) return NULL;
+    if (!m)
+        return NULL;
     m->member_id = member_id;
     m->instance_id = group_strdup(p->group_instance_id);
     m->client_id = group_strdup(p->client_id ? p->client_id : "");
@@ -394,7 +421,8 @@ int group_member_append(struct group *g, struct group_member *m)
     if (g->member_count == g->member_cap) {
         size_t cap = g->member_cap ? g->member_cap * 2 : 8;
         struct group_member **n = realloc(g->members, cap * sizeof *n);
-        if (!n) return -1;
+        if (!n)
+            return -1;
         g->members = n;
         g->member_cap = cap;
     }
@@ -404,7 +432,7 @@ int group_member_append(struct group *g, struct group_member *m)
 
 /* A member (re)joins with these protocols and waits for the join phase. */
 void group_member_update_and_park(struct group_coordinator *gc, struct group *g, struct group_member *m,
-                                   const struct group_join_params *p, group_join_cb cb, void *arg, int64_t now)
+                                  const struct group_join_params *p, group_join_cb cb, void *arg, int64_t now)
 {
     struct group_member_protocol *np = group_protocols_copy(p->protocols, p->protocol_count);
     if (np) {
@@ -414,16 +442,19 @@ void group_member_update_and_park(struct group_coordinator *gc, struct group *g,
     }
     m->session_timeout_ms = p->session_timeout_ms;
     m->rebalance_timeout_ms = p->rebalance_timeout_ms > 0 ? p->rebalance_timeout_ms : p->session_timeout_ms;
-    if (m->join_cb) group_join_respond_error(m->join_cb, m->join_arg, KAFKA_ERR_REBALANCE_IN_PROGRESS, m->member_id);
+    if (m->join_cb)
+        group_join_respond_error(m->join_cb, m->join_arg, KAFKA_ERR_REBALANCE_IN_PROGRESS, m->member_id);
     m->join_cb = cb;
     m->join_arg = arg;
-    if (g->state != GROUP_PREPARING_REBALANCE) group_prepare_rebalance(gc, g, now);
+    if (g->state != GROUP_PREPARING_REBALANCE)
+        group_prepare_rebalance(gc, g, now);
     group_try_complete_join(gc, g, now);
 }
 
 bool group_same_protocols(const struct group_member *m, const struct group_join_params *p)
 {
-    if (m->protocol_count != p->protocol_count) return false;
+    if (m->protocol_count != p->protocol_count)
+        return false;
     for (size_t i = 0; i < m->protocol_count; i++) {
         const struct group_protocol *q = &p->protocols[i];
         if (!q->name || strcmp(m->protocols[i].name, q->name) != 0 || m->protocols[i].metadata_len != q->metadata_len ||
@@ -467,16 +498,20 @@ void group_membership_tick(struct group_coordinator *gc, struct group *g, int64_
             }
         }
     }
-    if (removed) group_member_removed(gc, g, now);
-    if (g->state != GROUP_PREPARING_REBALANCE || now < g->join_deadline) return;
+    if (removed)
+        group_member_removed(gc, g, now);
+    if (g->state != GROUP_PREPARING_REBALANCE || now < g->join_deadline)
+        return;
     if (g->initial_delay && g->new_member_added && g->initial_delay_remaining_ms > 0) {
         /* Members keep arriving: wait one more delay, within the budget. */
         int64_t delay = gc->opts.initial_rebalance_delay_ms;
-        if (delay > g->initial_delay_remaining_ms) delay = g->initial_delay_remaining_ms;
+        if (delay > g->initial_delay_remaining_ms)
+            delay = g->initial_delay_remaining_ms;
         g->initial_delay_remaining_ms -= delay;
         g->new_member_added = false;
         g->join_deadline = now + delay;
-        if (delay > 0) return;
+        if (delay > 0)
+            return;
     }
     group_complete_join(gc, g, now);
 }

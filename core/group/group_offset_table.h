@@ -27,8 +27,8 @@ struct group_offset {
     /* Order of the write in the group log (group_coordinator.write_seq):
      * a committed transaction replaces only older commits (Kafka's rule). */
     uint64_t write_seq;
-    uint64_t hash;            /* of (topic, partition), cached for the index */
-    bool marked;              /* scratch flag for batch removal under the lock */
+    uint64_t hash; /* of (topic, partition), cached for the index */
+    bool marked;   /* scratch flag for batch removal under the lock */
 };
 
 struct group_offset_table {

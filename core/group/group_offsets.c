@@ -10,7 +10,10 @@
 
 #define CONSUMER_PROTOCOL_TYPE "consumer"
 
-void group_offsets_free(struct group *g) { group_offset_table_free(&g->offsets); }
+void group_offsets_free(struct group *g)
+{
+    group_offset_table_free(&g->offsets);
+}
 
 bool group_store_split_commits(const struct group_coordinator *gc)
 {
@@ -22,10 +25,12 @@ void group_store_sync(struct group_coordinator *gc, const struct group_sync_poin
                       struct group_offset_commit *offsets, size_t count)
 {
     int16_t err = gc->opts.ops->sync(gc->opts.store, sync_point);
-    if (err == KAFKA_ERR_NONE) return;
+    if (err == KAFKA_ERR_NONE)
+        return;
     /* The entries still without an error are the ones that were written. */
     for (size_t i = 0; i < count; i++)
-        if (offsets[i].error_code == KAFKA_ERR_NONE) offsets[i].error_code = err;
+        if (offsets[i].error_code == KAFKA_ERR_NONE)
+            offsets[i].error_code = err;
 }
 
 /* Kafka's order: identity and generation first, then the group's state. */
@@ -34,22 +39,29 @@ static int16_t commit_check(struct group_coordinator *gc, struct group *g, const
     const char *member_id = p->member_id ? p->member_id : "";
     if (!g && p->generation_id >= 0)
         return p->unknown_group_not_found ? KAFKA_ERR_GROUP_ID_NOT_FOUND : KAFKA_ERR_ILLEGAL_GENERATION;
-    if (!g) return KAFKA_ERR_NONE;
-    if (g->state == GROUP_DEAD) return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
+    if (!g)
+        return KAFKA_ERR_NONE;
+    if (g->state == GROUP_DEAD)
+        return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
     struct group_member *m = NULL;
     if (p->generation_id >= 0 || member_id[0] || p->group_instance_id) {
         struct group_member *by_instance = group_member_by_instance(g, p->group_instance_id);
-        if (by_instance && strcmp(by_instance->member_id, member_id) != 0) return KAFKA_ERR_FENCED_INSTANCE_ID;
+        if (by_instance && strcmp(by_instance->member_id, member_id) != 0)
+            return KAFKA_ERR_FENCED_INSTANCE_ID;
         m = group_member_find(g, member_id);
-        if (!m) return KAFKA_ERR_UNKNOWN_MEMBER_ID;
-        if (p->generation_id != g->generation) return KAFKA_ERR_ILLEGAL_GENERATION;
+        if (!m)
+            return KAFKA_ERR_UNKNOWN_MEMBER_ID;
+        if (p->generation_id != g->generation)
+            return KAFKA_ERR_ILLEGAL_GENERATION;
     } else if (g->state != GROUP_EMPTY) {
         return KAFKA_ERR_UNKNOWN_MEMBER_ID; /* only members commit to a non-empty group */
     }
     /* The member has the new generation but not its assignment yet. */
-    if (g->state == GROUP_COMPLETING_REBALANCE) return KAFKA_ERR_REBALANCE_IN_PROGRESS;
+    if (g->state == GROUP_COMPLETING_REBALANCE)
+        return KAFKA_ERR_REBALANCE_IN_PROGRESS;
     /* A commit is a sign of life, as a heartbeat is. */
-    if (m) m->session_deadline = group_now(gc) + m->session_timeout_ms;
+    if (m)
+        m->session_deadline = group_now(gc) + m->session_timeout_ms;
     return KAFKA_ERR_NONE;
 }
 
@@ -61,24 +73,30 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
     pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_serving(gc, p->group_id);
     struct group *g = NULL;
-    if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0])) err = KAFKA_ERR_INVALID_GROUP_ID;
+    if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0]))
+        err = KAFKA_ERR_INVALID_GROUP_ID;
     if (err == KAFKA_ERR_NONE) {
         g = group_find(gc, p->group_id);
         err = commit_check(gc, g, p);
     }
     if (err == KAFKA_ERR_NONE && !g) {
         g = group_get_or_create(gc, p->group_id);
-        if (!g) err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+        if (!g)
+            err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
     size_t valid = 0;
     for (size_t i = 0; i < count; i++) {
-        if (offsets[i].error_code != KAFKA_ERR_NONE) continue;
-        if (err != KAFKA_ERR_NONE) offsets[i].error_code = err;
+        if (offsets[i].error_code != KAFKA_ERR_NONE)
+            continue;
+        if (err != KAFKA_ERR_NONE)
+            offsets[i].error_code = err;
         else if (offsets[i].metadata && offsets[i].metadata_len > (size_t)gc->opts.offset_metadata_max_bytes)
             offsets[i].error_code = KAFKA_ERR_OFFSET_METADATA_TOO_LARGE;
-        else valid++;
+        else
+            valid++;
     }
-    if (valid == 0) goto out;
+    if (valid == 0)
+        goto out;
 
     int64_t wall = group_wall_now(gc);
     int64_t expire = p->retention_ms > 0 ? wall + p->retention_ms : -1;
@@ -89,7 +107,8 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
         } else {
             size_t n = 0;
             for (size_t i = 0; i < count; i++) {
-                if (offsets[i].error_code != KAFKA_ERR_NONE) continue;
+                if (offsets[i].error_code != KAFKA_ERR_NONE)
+                    continue;
                 recs[n++] = (struct group_offset_record){
                     .topic = offsets[i].topic,
                     .partition = offsets[i].partition,
@@ -111,13 +130,15 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
         }
         if (err != KAFKA_ERR_NONE) {
             for (size_t i = 0; i < count; i++)
-                if (offsets[i].error_code == KAFKA_ERR_NONE) offsets[i].error_code = err;
+                if (offsets[i].error_code == KAFKA_ERR_NONE)
+                    offsets[i].error_code = err;
             goto out;
         }
     }
     for (size_t i = 0; i < count; i++) {
         struct group_offset_commit *c = &offsets[i];
-        if (c->error_code != KAFKA_ERR_NONE) continue;
+        if (c->error_code != KAFKA_ERR_NONE)
+            continue;
         struct group_offset *o = group_offset_table_add(&g->offsets, c->topic, c->partition);
         if (!o) {
             c->error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
@@ -135,7 +156,8 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
 out:
     pthread_mutex_unlock(&gc->lock);
     /* Outside the lock, so other groups' requests do not wait for the disk. */
-    if (need_sync) group_store_sync(gc, &sync_point, offsets, count);
+    if (need_sync)
+        group_store_sync(gc, &sync_point, offsets, count);
 }
 
 static void fill_fetch(struct group_offset_fetch *f, const struct group *g, const char *topic, int32_t partition,
@@ -160,9 +182,8 @@ int16_t group_coordinator_fetch_offsets(struct group_coordinator *gc, const char
     return group_coordinator_fetch_offsets_stable(gc, group_id, false, offsets, count);
 }
 
-int16_t group_coordinator_fetch_offsets_stable(struct group_coordinator *gc, const char *group_id,
-                                               bool require_stable, struct group_offset_fetch *offsets,
-                                               size_t count)
+int16_t group_coordinator_fetch_offsets_stable(struct group_coordinator *gc, const char *group_id, bool require_stable,
+                                               struct group_offset_fetch *offsets, size_t count)
 {
     pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_serving(gc, group_id);
@@ -180,8 +201,7 @@ int16_t group_coordinator_fetch_all_offsets(struct group_coordinator *gc, const 
 }
 
 int16_t group_coordinator_fetch_all_offsets_stable(struct group_coordinator *gc, const char *group_id,
-                                                   bool require_stable, struct group_offset_fetch **out,
-                                                   size_t *count)
+                                                   bool require_stable, struct group_offset_fetch **out, size_t *count)
 {
     *out = NULL;
     *count = 0;
@@ -209,7 +229,8 @@ int16_t group_coordinator_fetch_all_offsets_stable(struct group_coordinator *gc,
 
 void group_offset_fetch_free(struct group_offset_fetch *offsets, size_t count)
 {
-    if (!offsets) return;
+    if (!offsets)
+        return;
     for (size_t i = 0; i < count; i++) {
         free((char *)offsets[i].topic);
         free(offsets[i].metadata);
@@ -217,20 +238,27 @@ void group_offset_fetch_free(struct group_offset_fetch *offsets, size_t count)
     free(offsets);
 }
 
-static uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static uint16_t be16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
 
 /* Whether a consumer-protocol subscription (version, [topic], ...) names topic. */
 static bool subscription_has_topic(const uint8_t *p, size_t len, const char *topic)
 {
-    if (len < 6) return false;
+    if (len < 6)
+        return false;
     int32_t n = (int32_t)((uint32_t)p[2] << 24 | (uint32_t)p[3] << 16 | (uint32_t)p[4] << 8 | p[5]);
     size_t pos = 6, tlen = strlen(topic);
     for (int32_t i = 0; i < n; i++) {
-        if (pos + 2 > len) return false;
+        if (pos + 2 > len)
+            return false;
         size_t l = be16(p + pos);
         pos += 2;
-        if (l > len - pos) return false;
-        if (l == tlen && memcmp(p + pos, topic, l) == 0) return true;
+        if (l > len - pos)
+            return false;
+        if (l == tlen && memcmp(p + pos, topic, l) == 0)
+            return true;
         pos += l;
     }
     return false;
@@ -238,29 +266,36 @@ static bool subscription_has_topic(const uint8_t *p, size_t len, const char *top
 
 static bool group_subscribed_to(const struct group *g, const char *topic)
 {
-    if (!g->protocol) return false;
+    if (!g->protocol)
+        return false;
     for (size_t i = 0; i < g->member_count; i++) {
         const struct group_member_protocol *p = group_member_protocol(g->members[i], g->protocol);
-        if (p && subscription_has_topic(p->metadata, p->metadata_len, topic)) return true;
+        if (p && subscription_has_topic(p->metadata, p->metadata_len, topic))
+            return true;
     }
     return false;
 }
 
-static int16_t store_delete_offsets(struct group_coordinator *gc, struct group *g, struct group_offset **list,
-                                    size_t n, bool whole_group)
+static int16_t store_delete_offsets(struct group_coordinator *gc, struct group *g, struct group_offset **list, size_t n,
+                                    bool whole_group)
 {
-    if (!gc->opts.ops) return KAFKA_ERR_NONE;
+    if (!gc->opts.ops)
+        return KAFKA_ERR_NONE;
     struct group_offset_record *recs = calloc(n ? n : 1, sizeof *recs);
-    if (!recs) return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    if (!recs)
+        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     for (size_t i = 0; i < n; i++)
-        recs[i] = (struct group_offset_record){.topic = list[i]->topic, .partition = list[i]->partition,
-                                               .offset = list[i]->offset, .leader_epoch = list[i]->leader_epoch,
+        recs[i] = (struct group_offset_record){.topic = list[i]->topic,
+                                               .partition = list[i]->partition,
+                                               .offset = list[i]->offset,
+                                               .leader_epoch = list[i]->leader_epoch,
                                                .metadata = list[i]->metadata,
                                                .metadata_len = list[i]->metadata_len,
                                                .commit_timestamp = list[i]->commit_timestamp,
                                                .expire_timestamp = list[i]->expire_timestamp};
     int16_t err = KAFKA_ERR_NONE;
-    if (whole_group && gc->opts.ops->delete_group) err = gc->opts.ops->delete_group(gc->opts.store, g->group_id, recs, n);
+    if (whole_group && gc->opts.ops->delete_group)
+        err = gc->opts.ops->delete_group(gc->opts.store, g->group_id, recs, n);
     else if (!whole_group && gc->opts.ops->delete_offsets)
         err = gc->opts.ops->delete_offsets(gc->opts.store, g->group_id, recs, n);
     free(recs);
@@ -273,16 +308,20 @@ int16_t group_coordinator_delete_offsets(struct group_coordinator *gc, const cha
     pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
-    if (err == KAFKA_ERR_NONE && (!g || g->state == GROUP_DEAD)) err = KAFKA_ERR_GROUP_ID_NOT_FOUND;
+    if (err == KAFKA_ERR_NONE && (!g || g->state == GROUP_DEAD))
+        err = KAFKA_ERR_GROUP_ID_NOT_FOUND;
     bool consumer = g && g->protocol_type && strcmp(g->protocol_type, CONSUMER_PROTOCOL_TYPE) == 0;
-    if (err == KAFKA_ERR_NONE && g->state != GROUP_EMPTY && !consumer) err = KAFKA_ERR_NON_EMPTY_GROUP;
+    if (err == KAFKA_ERR_NONE && g->state != GROUP_EMPTY && !consumer)
+        err = KAFKA_ERR_NON_EMPTY_GROUP;
     struct group_offset **del = NULL;
     size_t n = 0;
     if (err == KAFKA_ERR_NONE) {
         del = calloc(count ? count : 1, sizeof *del);
-        if (!del) err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+        if (!del)
+            err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
-    if (err != KAFKA_ERR_NONE) goto out;
+    if (err != KAFKA_ERR_NONE)
+        goto out;
     for (size_t i = 0; i < count; i++) {
         offsets[i].error_code = KAFKA_ERR_NONE;
         if (g->state != GROUP_EMPTY && group_subscribed_to(g, offsets[i].topic)) {
@@ -298,9 +337,11 @@ int16_t group_coordinator_delete_offsets(struct group_coordinator *gc, const cha
     }
     int16_t serr = store_delete_offsets(gc, g, del, n, false);
     if (serr != KAFKA_ERR_NONE) {
-        for (size_t k = 0; k < n; k++) del[k]->marked = false;
+        for (size_t k = 0; k < n; k++)
+            del[k]->marked = false;
         for (size_t i = 0; i < count; i++)
-            if (offsets[i].error_code == KAFKA_ERR_NONE) offsets[i].error_code = serr;
+            if (offsets[i].error_code == KAFKA_ERR_NONE)
+                offsets[i].error_code = serr;
         goto out;
     }
     group_offset_table_remove_marked(&g->offsets);
@@ -315,11 +356,14 @@ static int16_t delete_group_locked(struct group_coordinator *gc, struct group *g
     LOCK_ASSERT_HELD(&gc->lock);
     size_t n = g->offsets.count;
     struct group_offset **all = calloc(n ? n : 1, sizeof *all);
-    if (!all) return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-    for (size_t i = 0; i < n; i++) all[i] = &g->offsets.items[i];
+    if (!all)
+        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    for (size_t i = 0; i < n; i++)
+        all[i] = &g->offsets.items[i];
     int16_t err = store_delete_offsets(gc, g, all, n, true);
     free(all);
-    if (err != KAFKA_ERR_NONE) return err;
+    if (err != KAFKA_ERR_NONE)
+        return err;
     group_set_state(gc, g, GROUP_DEAD);
     group_remove(gc, g);
     return KAFKA_ERR_NONE;
@@ -330,18 +374,23 @@ int16_t group_coordinator_delete_group(struct group_coordinator *gc, const char 
     pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = NULL;
-    if (err == KAFKA_ERR_NONE && (!group_id || !group_id[0])) err = KAFKA_ERR_INVALID_GROUP_ID;
+    if (err == KAFKA_ERR_NONE && (!group_id || !group_id[0]))
+        err = KAFKA_ERR_INVALID_GROUP_ID;
     if (err == KAFKA_ERR_NONE) {
         g = group_find(gc, group_id);
-        if (!g || g->state == GROUP_DEAD) err = KAFKA_ERR_GROUP_ID_NOT_FOUND;
-        else if (g->state != GROUP_EMPTY) err = KAFKA_ERR_NON_EMPTY_GROUP;
+        if (!g || g->state == GROUP_DEAD)
+            err = KAFKA_ERR_GROUP_ID_NOT_FOUND;
+        else if (g->state != GROUP_EMPTY)
+            err = KAFKA_ERR_NON_EMPTY_GROUP;
         /* Kafka keeps a group with open transactional offsets: its
          * transaction may still commit them. */
-        else if (g->txn_offset_count > 0) err = KAFKA_ERR_NON_EMPTY_GROUP;
+        else if (g->txn_offset_count > 0)
+            err = KAFKA_ERR_NON_EMPTY_GROUP;
     }
     if (err == KAFKA_ERR_NONE) {
         err = delete_group_locked(gc, g);
-        if (err == KAFKA_ERR_NONE) logger_info("group", "group %s deleted", group_id);
+        if (err == KAFKA_ERR_NONE)
+            logger_info("group", "group %s deleted", group_id);
     }
     pthread_mutex_unlock(&gc->lock);
     return err;
@@ -355,7 +404,8 @@ void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t
      * to, and the others expire by their commit time. */
     bool stable_consumer = g->state == GROUP_STABLE && g->protocol_type &&
                            strcmp(g->protocol_type, CONSUMER_PROTOCOL_TYPE) == 0;
-    if (g->state != GROUP_EMPTY && !stable_consumer) return;
+    if (g->state != GROUP_EMPTY && !stable_consumer)
+        return;
     if (g->state == GROUP_EMPTY && g->offsets.count == 0 && g->pending_count == 0 && g->txn_offset_count == 0) {
         /* Nothing left to keep (Kafka drops such groups too): this also
          * bounds the groups that stray JoinGroups leave behind. */
@@ -364,15 +414,19 @@ void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t
         return;
     }
     struct group_offset **del = calloc(g->offsets.count ? g->offsets.count : 1, sizeof *del);
-    if (!del) return;
+    if (!del)
+        return;
     size_t n = 0;
     for (size_t i = 0; i < g->offsets.count; i++) {
         struct group_offset *o = &g->offsets.items[i];
-        if (stable_consumer && group_subscribed_to(g, o->topic)) continue;
+        if (stable_consumer && group_subscribed_to(g, o->topic))
+            continue;
         int64_t base = o->commit_timestamp;
-        if (!stable_consumer && g->state_timestamp > base) base = g->state_timestamp;
+        if (!stable_consumer && g->state_timestamp > base)
+            base = g->state_timestamp;
         int64_t deadline = o->expire_timestamp >= 0 ? o->expire_timestamp : base + gc->opts.offsets_retention_ms;
-        if (wall_now >= deadline) del[n++] = o;
+        if (wall_now >= deadline)
+            del[n++] = o;
     }
     /* Pending transactional offsets keep the group (not its expired
      * committed offsets) until their transaction ends. */
@@ -384,7 +438,8 @@ void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t
         return;
     }
     if (n > 0 && store_delete_offsets(gc, g, del, n, false) == KAFKA_ERR_NONE) {
-        for (size_t k = 0; k < n; k++) del[k]->marked = true;
+        for (size_t k = 0; k < n; k++)
+            del[k]->marked = true;
         group_offset_table_remove_marked(&g->offsets);
     }
     free(del);
@@ -418,7 +473,8 @@ void group_coordinator_describe(struct group_coordinator *gc, const char *group_
             d->group_instance_id = group_strdup(m->instance_id);
             d->client_id = strdup(m->client_id ? m->client_id : "");
             d->client_host = strdup(m->client_host ? m->client_host : "");
-            const struct group_member_protocol *p = stable && g->protocol ? group_member_protocol(m, g->protocol) : NULL;
+            const struct group_member_protocol *p = stable && g->protocol ? group_member_protocol(m, g->protocol)
+                                                                          : NULL;
             if (p) {
                 d->metadata = group_memdup(p->metadata, p->metadata_len);
                 d->metadata_len = d->metadata ? p->metadata_len : 0;
@@ -452,9 +508,11 @@ void group_description_free(struct group_description *d)
 
 static bool state_wanted(const char *state, const char *const *states, size_t n)
 {
-    if (n == 0) return true;
+    if (n == 0)
+        return true;
     for (size_t i = 0; i < n; i++)
-        if (states[i] && strcasecmp(states[i], state) == 0) return true;
+        if (states[i] && strcasecmp(states[i], state) == 0)
+            return true;
     return false;
 }
 
@@ -471,14 +529,16 @@ int16_t group_coordinator_list(struct group_coordinator *gc, const char *const *
         for (size_t b = 0; l && b < GROUP_BUCKETS; b++) {
             for (struct group *g = gc->buckets[b]; g; g = g->next) {
                 const char *state = group_state_name(g->state);
-                if (!state_wanted(state, states, state_count) || n >= gc->group_count) continue;
+                if (!state_wanted(state, states, state_count) || n >= gc->group_count)
+                    continue;
                 l[n].group_id = strdup(g->group_id);
                 l[n].protocol_type = strdup(g->protocol_type ? g->protocol_type : "");
                 l[n].state = state;
                 n++;
             }
         }
-        if (!l) err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+        if (!l)
+            err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
         *out = l;
         *count = n;
     }
@@ -488,7 +548,8 @@ int16_t group_coordinator_list(struct group_coordinator *gc, const char *const *
 
 void group_listing_free(struct group_listing *l, size_t count)
 {
-    if (!l) return;
+    if (!l)
+        return;
     for (size_t i = 0; i < count; i++) {
         free(l[i].group_id);
         free(l[i].protocol_type);

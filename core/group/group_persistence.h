@@ -42,10 +42,10 @@ struct group_member_record {
  * completes (SyncGroup of the leader) and when the group becomes Empty. */
 struct group_snapshot_record {
     const char *group_id;
-    const char *protocol_type;  /* "" for a group used for offsets only */
+    const char *protocol_type; /* "" for a group used for offsets only */
     int32_t generation;
-    const char *protocol;       /* NULL when none chosen */
-    const char *leader;         /* NULL when none */
+    const char *protocol; /* NULL when none chosen */
+    const char *leader;   /* NULL when none */
     int64_t current_state_timestamp;
     const struct group_member_record *members;
     size_t member_count;
@@ -65,15 +65,14 @@ struct group_load_visitor;
  * UNKNOWN_SERVER_ERROR on an I/O failure). May block on disk; called from
  * io threads, possibly concurrently for different groups. */
 struct group_store_ops {
-    int16_t (*store_offsets)(void *store, const char *group_id,
-                             const struct group_offset_record *offsets, size_t count);
+    int16_t (*store_offsets)(void *store, const char *group_id, const struct group_offset_record *offsets,
+                             size_t count);
     int16_t (*store_group)(void *store, const struct group_snapshot_record *group);
     /* Tombstones for the group record and for the listed offsets. */
-    int16_t (*delete_group)(void *store, const char *group_id,
-                            const struct group_offset_record *offsets, size_t count);
+    int16_t (*delete_group)(void *store, const char *group_id, const struct group_offset_record *offsets, size_t count);
     /* Tombstones for the listed offsets only (OffsetDelete, expiry). */
-    int16_t (*delete_offsets)(void *store, const char *group_id,
-                              const struct group_offset_record *offsets, size_t count);
+    int16_t (*delete_offsets)(void *store, const char *group_id, const struct group_offset_record *offsets,
+                              size_t count);
     /* TxnOffsetCommit: the offsets as one transactional batch of the
      * producer (its id and epoch, no sequence). They count only once a
      * COMMIT marker of that producer follows them in the same partition.
@@ -89,8 +88,8 @@ struct group_store_ops {
      * NULL) gets the store_* ops under the lock. */
     int16_t (*append_offsets)(void *store, const char *group_id, const struct group_offset_record *offsets,
                               size_t count, struct group_sync_point *sync_point);
-    int16_t (*append_txn_offsets)(void *store, const char *group_id, int64_t producer_id,
-                                  int16_t producer_epoch, const struct group_offset_record *offsets, size_t count,
+    int16_t (*append_txn_offsets)(void *store, const char *group_id, int64_t producer_id, int16_t producer_epoch,
+                                  const struct group_offset_record *offsets, size_t count,
                                   struct group_sync_point *sync_point);
     /* Makes durable what an append_* reported; concurrent calls may share
      * one disk sync. Any thread, no coordinator lock held. */
@@ -118,8 +117,8 @@ struct group_load_visitor {
      * later. One followed by a plain commit of the same partition is left
      * out (its commit could not override that newer offset). NULL: such
      * offsets are dropped from the load. */
-    void (*pending_offset)(void *ctx, const char *group_id, int64_t producer_id, const char *topic,
-                           int32_t partition, const struct group_offset_record *record);
+    void (*pending_offset)(void *ctx, const char *group_id, int64_t producer_id, const char *topic, int32_t partition,
+                           const struct group_offset_record *record);
 };
 
 #endif

@@ -23,7 +23,8 @@ static void join_new_member(struct group_coordinator *gc, struct group *g, const
     if (known) {
         /* A static member restarted: it takes over its old identity. */
         char *new_id = group_generate_member_id(p->client_id);
-        if (!new_id) return group_join_respond_error(cb, arg, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "");
+        if (!new_id)
+            return group_join_respond_error(cb, arg, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "");
         if (known->join_cb) {
             group_join_respond_error(known->join_cb, known->join_arg, KAFKA_ERR_FENCED_INSTANCE_ID, known->member_id);
             known->join_cb = NULL;
@@ -73,7 +74,8 @@ static void join_new_member(struct group_coordinator *gc, struct group *g, const
     if (g->member_count + g->pending_count >= (size_t)gc->opts.max_group_size)
         return group_join_respond_error(cb, arg, KAFKA_ERR_GROUP_MAX_SIZE_REACHED, "");
     char *member_id = group_generate_member_id(p->client_id);
-    if (!member_id) return group_join_respond_error(cb, arg, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "");
+    if (!member_id)
+        return group_join_respond_error(cb, arg, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "");
     if (p->require_known_member_id && !p->group_instance_id) {
         /* KIP-394: hand out the id first; the member joins with it. */
         if (g->pending_count == g->pending_cap) {
@@ -91,11 +93,14 @@ static void join_new_member(struct group_coordinator *gc, struct group *g, const
     }
     struct group_member *m = group_member_new(p, member_id);
     if (!m || group_member_append(g, m) != 0) {
-        if (m) group_member_free(m);
-        else free(member_id);
+        if (m)
+            group_member_free(m);
+        else
+            free(member_id);
         return group_join_respond_error(cb, arg, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "");
     }
-    if (g->member_count == 1 && !g->protocol_type) g->protocol_type = group_strdup(p->protocol_type);
+    if (g->member_count == 1 && !g->protocol_type)
+        g->protocol_type = group_strdup(p->protocol_type);
     m->session_deadline = now + p->session_timeout_ms;
     g->new_member_added = true;
     group_member_update_and_park(gc, g, m, p, cb, arg, now);
@@ -108,8 +113,10 @@ void group_coordinator_join(struct group_coordinator *gc, const struct group_joi
     int64_t now = group_now(gc);
     const char *member_id = p->member_id ? p->member_id : "";
     int16_t err = group_coordinator_serving(gc, p->group_id);
-    if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0])) err = KAFKA_ERR_INVALID_GROUP_ID;
-    if (err == KAFKA_ERR_NONE) err = check_timeouts(gc, p);
+    if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0]))
+        err = KAFKA_ERR_INVALID_GROUP_ID;
+    if (err == KAFKA_ERR_NONE)
+        err = check_timeouts(gc, p);
     if (err != KAFKA_ERR_NONE) {
         group_join_respond_error(cb, arg, err, member_id);
         goto out;
@@ -117,7 +124,7 @@ void group_coordinator_join(struct group_coordinator *gc, const struct group_joi
     struct group *g = member_id[0] ? group_find(gc, p->group_id) : group_get_or_create(gc, p->group_id);
     if (!g) {
         group_join_respond_error(cb, arg, member_id[0] ? KAFKA_ERR_UNKNOWN_MEMBER_ID : KAFKA_ERR_UNKNOWN_SERVER_ERROR,
-                           member_id);
+                                 member_id);
         goto out;
     }
     if (g->state == GROUP_DEAD) {
@@ -141,7 +148,8 @@ void group_coordinator_join(struct group_coordinator *gc, const struct group_joi
             group_join_respond_error(cb, arg, KAFKA_ERR_UNKNOWN_SERVER_ERROR, member_id);
             goto out;
         }
-        if (g->member_count == 1 && !g->protocol_type) g->protocol_type = group_strdup(p->protocol_type);
+        if (g->member_count == 1 && !g->protocol_type)
+            g->protocol_type = group_strdup(p->protocol_type);
         m->session_deadline = now + p->session_timeout_ms;
         g->new_member_added = true;
         group_member_update_and_park(gc, g, m, p, cb, arg, now);
@@ -164,14 +172,18 @@ void group_coordinator_join(struct group_coordinator *gc, const struct group_joi
         group_member_update_and_park(gc, g, m, p, cb, arg, now);
         break;
     case GROUP_COMPLETING_REBALANCE:
-        if (group_same_protocols(m, p)) group_join_respond_current(g, m, cb, arg, false);
-        else group_member_update_and_park(gc, g, m, p, cb, arg, now);
+        if (group_same_protocols(m, p))
+            group_join_respond_current(g, m, cb, arg, false);
+        else
+            group_member_update_and_park(gc, g, m, p, cb, arg, now);
         break;
     case GROUP_STABLE:
         /* The leader rejoining means it wants a new assignment (e.g. the
          * topics it watches changed). */
-        if (is_leader || !group_same_protocols(m, p)) group_member_update_and_park(gc, g, m, p, cb, arg, now);
-        else group_join_respond_current(g, m, cb, arg, false);
+        if (is_leader || !group_same_protocols(m, p))
+            group_member_update_and_park(gc, g, m, p, cb, arg, now);
+        else
+            group_join_respond_current(g, m, cb, arg, false);
         break;
     default:
         group_join_respond_error(cb, arg, KAFKA_ERR_UNKNOWN_MEMBER_ID, member_id);
@@ -182,12 +194,12 @@ out:
 }
 
 /* Finds member_id in g, applying the static-member fence. */
-static int16_t member_check(struct group *g, const char *member_id, const char *instance_id,
-                            struct group_member **out)
+static int16_t member_check(struct group *g, const char *member_id, const char *instance_id, struct group_member **out)
 {
     *out = NULL;
     struct group_member *by_instance = group_member_by_instance(g, instance_id);
-    if (by_instance && strcmp(by_instance->member_id, member_id) != 0) return KAFKA_ERR_FENCED_INSTANCE_ID;
+    if (by_instance && strcmp(by_instance->member_id, member_id) != 0)
+        return KAFKA_ERR_FENCED_INSTANCE_ID;
     *out = group_member_find(g, member_id);
     return *out ? KAFKA_ERR_NONE : KAFKA_ERR_UNKNOWN_MEMBER_ID;
 }
@@ -214,35 +226,45 @@ void group_coordinator_sync(struct group_coordinator *gc, const struct group_syn
     struct group_member *m = NULL;
     if (err == KAFKA_ERR_NONE) {
         g = group_find(gc, p->group_id ? p->group_id : "");
-        if (!g) err = KAFKA_ERR_UNKNOWN_MEMBER_ID;
+        if (!g)
+            err = KAFKA_ERR_UNKNOWN_MEMBER_ID;
     }
-    if (err == KAFKA_ERR_NONE) err = member_check(g, p->member_id ? p->member_id : "", p->group_instance_id, &m);
-    if (err == KAFKA_ERR_NONE && p->generation_id != g->generation) err = KAFKA_ERR_ILLEGAL_GENERATION;
+    if (err == KAFKA_ERR_NONE)
+        err = member_check(g, p->member_id ? p->member_id : "", p->group_instance_id, &m);
+    if (err == KAFKA_ERR_NONE && p->generation_id != g->generation)
+        err = KAFKA_ERR_ILLEGAL_GENERATION;
     if (err == KAFKA_ERR_NONE &&
         ((p->protocol_type && (!g->protocol_type || strcmp(p->protocol_type, g->protocol_type) != 0)) ||
          (p->protocol_name && (!g->protocol || strcmp(p->protocol_name, g->protocol) != 0))))
         err = KAFKA_ERR_INCONSISTENT_GROUP_PROTOCOL;
     if (err == KAFKA_ERR_NONE) {
         switch (g->state) {
-        case GROUP_PREPARING_REBALANCE: err = KAFKA_ERR_REBALANCE_IN_PROGRESS; break;
+        case GROUP_PREPARING_REBALANCE:
+            err = KAFKA_ERR_REBALANCE_IN_PROGRESS;
+            break;
         case GROUP_STABLE:
             m->session_deadline = now + m->session_timeout_ms;
             sync_respond_assignment(g, m, cb, arg);
             goto out;
-        case GROUP_COMPLETING_REBALANCE: break;
-        default: err = KAFKA_ERR_UNKNOWN_MEMBER_ID; break;
+        case GROUP_COMPLETING_REBALANCE:
+            break;
+        default:
+            err = KAFKA_ERR_UNKNOWN_MEMBER_ID;
+            break;
         }
     }
     if (err != KAFKA_ERR_NONE) {
         group_sync_respond_error(cb, arg, err);
         goto out;
     }
-    if (m->sync_cb) group_sync_respond_error(m->sync_cb, m->sync_arg, KAFKA_ERR_REBALANCE_IN_PROGRESS);
+    if (m->sync_cb)
+        group_sync_respond_error(m->sync_cb, m->sync_arg, KAFKA_ERR_REBALANCE_IN_PROGRESS);
     m->sync_cb = cb;
     m->sync_arg = arg;
     m->synced = true;
     m->session_deadline = now + m->session_timeout_ms;
-    if (!g->leader || strcmp(g->leader, m->member_id) != 0) goto out;
+    if (!g->leader || strcmp(g->leader, m->member_id) != 0)
+        goto out;
 
     /* The leader's assignment completes the generation. */
     for (size_t i = 0; i < g->member_count; i++) {
@@ -251,7 +273,8 @@ void group_coordinator_sync(struct group_coordinator *gc, const struct group_syn
         o->assignment = NULL;
         o->assignment_len = 0;
         for (size_t a = 0; a < p->assignment_count; a++) {
-            if (!p->assignments[a].member_id || strcmp(p->assignments[a].member_id, o->member_id) != 0) continue;
+            if (!p->assignments[a].member_id || strcmp(p->assignments[a].member_id, o->member_id) != 0)
+                continue;
             o->assignment = group_memdup(p->assignments[a].assignment, p->assignments[a].assignment_len);
             o->assignment_len = o->assignment ? p->assignments[a].assignment_len : 0;
             break;
@@ -261,7 +284,8 @@ void group_coordinator_sync(struct group_coordinator *gc, const struct group_syn
     group_snapshot_store(gc, g);
     for (size_t i = 0; i < g->member_count; i++) {
         struct group_member *o = g->members[i];
-        if (!o->sync_cb) continue;
+        if (!o->sync_cb)
+            continue;
         group_sync_cb ocb = o->sync_cb;
         o->sync_cb = NULL;
         sync_respond_assignment(g, o, ocb, o->sync_arg);
@@ -279,38 +303,48 @@ int16_t group_coordinator_heartbeat(struct group_coordinator *gc, const char *gr
     struct group_member *m = NULL;
     if (err == KAFKA_ERR_NONE) {
         g = group_find(gc, group_id ? group_id : "");
-        if (!g) err = KAFKA_ERR_UNKNOWN_MEMBER_ID;
-        else if (g->state == GROUP_DEAD) err = KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
+        if (!g)
+            err = KAFKA_ERR_UNKNOWN_MEMBER_ID;
+        else if (g->state == GROUP_DEAD)
+            err = KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
     }
-    if (err == KAFKA_ERR_NONE) err = member_check(g, member_id ? member_id : "", group_instance_id, &m);
-    if (err == KAFKA_ERR_NONE && generation_id != g->generation) err = KAFKA_ERR_ILLEGAL_GENERATION;
+    if (err == KAFKA_ERR_NONE)
+        err = member_check(g, member_id ? member_id : "", group_instance_id, &m);
+    if (err == KAFKA_ERR_NONE && generation_id != g->generation)
+        err = KAFKA_ERR_ILLEGAL_GENERATION;
     if (err == KAFKA_ERR_NONE) {
         m->session_deadline = group_now(gc) + m->session_timeout_ms;
-        if (g->state == GROUP_PREPARING_REBALANCE) err = KAFKA_ERR_REBALANCE_IN_PROGRESS;
-        else if (g->state == GROUP_EMPTY) err = KAFKA_ERR_UNKNOWN_MEMBER_ID;
+        if (g->state == GROUP_PREPARING_REBALANCE)
+            err = KAFKA_ERR_REBALANCE_IN_PROGRESS;
+        else if (g->state == GROUP_EMPTY)
+            err = KAFKA_ERR_UNKNOWN_MEMBER_ID;
     }
     pthread_mutex_unlock(&gc->lock);
     return err;
 }
 
-int16_t group_coordinator_leave(struct group_coordinator *gc, const char *group_id,
-                                struct group_leave_member *members, size_t count)
+int16_t group_coordinator_leave(struct group_coordinator *gc, const char *group_id, struct group_leave_member *members,
+                                size_t count)
 {
     pthread_mutex_lock(&gc->lock);
     int64_t now = group_now(gc);
     int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
-    if (err == KAFKA_ERR_NONE && g && g->state == GROUP_DEAD) err = KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
-    if (err != KAFKA_ERR_NONE) goto out;
+    if (err == KAFKA_ERR_NONE && g && g->state == GROUP_DEAD)
+        err = KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
+    if (err != KAFKA_ERR_NONE)
+        goto out;
     bool removed = false;
     for (size_t k = 0; k < count; k++) {
         struct group_leave_member *lm = &members[k];
         const char *mid = lm->member_id ? lm->member_id : "";
         lm->error_code = KAFKA_ERR_UNKNOWN_MEMBER_ID;
-        if (!g) continue;
+        if (!g)
+            continue;
         if (lm->group_instance_id) {
             struct group_member *m = group_member_by_instance(g, lm->group_instance_id);
-            if (!m) continue;
+            if (!m)
+                continue;
             if (mid[0] && strcmp(mid, m->member_id) != 0) {
                 lm->error_code = KAFKA_ERR_FENCED_INSTANCE_ID;
                 continue;
@@ -325,7 +359,8 @@ int16_t group_coordinator_leave(struct group_coordinator *gc, const char *group_
             continue;
         }
         for (size_t i = 0; i < g->member_count; i++) {
-            if (strcmp(g->members[i]->member_id, mid) != 0) continue;
+            if (strcmp(g->members[i]->member_id, mid) != 0)
+                continue;
             logger_info("group", "group %s: member %s leaves", g->group_id, mid);
             group_remove_member_at(g, i);
             lm->error_code = KAFKA_ERR_NONE;
@@ -333,9 +368,9 @@ int16_t group_coordinator_leave(struct group_coordinator *gc, const char *group_
             break;
         }
     }
-    if (removed) group_member_removed(gc, g, now);
+    if (removed)
+        group_member_removed(gc, g, now);
 out:
     pthread_mutex_unlock(&gc->lock);
     return err;
 }
-

@@ -19,7 +19,8 @@ static void txn_offset_release(struct group_txn_offset *t)
 
 void group_txn_offsets_free(struct group *g)
 {
-    for (size_t i = 0; i < g->txn_offset_count; i++) txn_offset_release(&g->txn_offsets[i]);
+    for (size_t i = 0; i < g->txn_offset_count; i++)
+        txn_offset_release(&g->txn_offsets[i]);
     free(g->txn_offsets);
     g->txn_offsets = NULL;
     g->txn_offset_count = g->txn_offset_cap = 0;
@@ -29,7 +30,8 @@ bool group_txn_offset_pending(const struct group *g, const char *topic, int32_t 
 {
     for (size_t i = 0; i < g->txn_offset_count; i++) {
         const struct group_offset *o = &g->txn_offsets[i].offset;
-        if (o->partition == partition && strcmp(o->topic, topic) == 0) return true;
+        if (o->partition == partition && strcmp(o->topic, topic) == 0)
+            return true;
     }
     return false;
 }
@@ -51,7 +53,8 @@ static int txn_offset_put(struct group_coordinator *gc, struct group *g, int64_t
                           const struct group_offset_record *rec)
 {
     char *metadata = NULL;
-    if (rec->metadata && !(metadata = group_strndup_bytes(rec->metadata, rec->metadata_len))) return -1;
+    if (rec->metadata && !(metadata = group_strndup_bytes(rec->metadata, rec->metadata_len)))
+        return -1;
     struct group_txn_offset *t = txn_offset_find(g, producer_id, rec->topic, rec->partition);
     if (!t) {
         if (g->txn_offset_count == g->txn_offset_cap) {
@@ -91,17 +94,23 @@ static int16_t txn_commit_check(const struct group *g, const struct group_txn_co
 {
     const char *member_id = p->member_id ? p->member_id : "";
     if (!g) {
-        if (member_id[0]) return KAFKA_ERR_UNKNOWN_MEMBER_ID;
-        if (p->generation_id >= 0 && p->generation_id != 0) return KAFKA_ERR_ILLEGAL_GENERATION;
+        if (member_id[0])
+            return KAFKA_ERR_UNKNOWN_MEMBER_ID;
+        if (p->generation_id >= 0 && p->generation_id != 0)
+            return KAFKA_ERR_ILLEGAL_GENERATION;
         return KAFKA_ERR_NONE;
     }
-    if (g->state == GROUP_DEAD) return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
+    if (g->state == GROUP_DEAD)
+        return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
     if (p->group_instance_id) {
         struct group_member *by_instance = group_member_by_instance((struct group *)g, p->group_instance_id);
-        if (by_instance && strcmp(by_instance->member_id, member_id) != 0) return KAFKA_ERR_FENCED_INSTANCE_ID;
+        if (by_instance && strcmp(by_instance->member_id, member_id) != 0)
+            return KAFKA_ERR_FENCED_INSTANCE_ID;
     }
-    if (member_id[0] && !group_member_find((struct group *)g, member_id)) return KAFKA_ERR_UNKNOWN_MEMBER_ID;
-    if (p->generation_id >= 0 && p->generation_id != g->generation) return KAFKA_ERR_ILLEGAL_GENERATION;
+    if (member_id[0] && !group_member_find((struct group *)g, member_id))
+        return KAFKA_ERR_UNKNOWN_MEMBER_ID;
+    if (p->generation_id >= 0 && p->generation_id != g->generation)
+        return KAFKA_ERR_ILLEGAL_GENERATION;
     return KAFKA_ERR_NONE;
 }
 
@@ -112,10 +121,13 @@ void group_coordinator_txn_commit(struct group_coordinator *gc, const struct gro
     bool need_sync = false;
     pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_serving(gc, p->group_id);
-    if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0])) err = KAFKA_ERR_INVALID_GROUP_ID;
+    if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0]))
+        err = KAFKA_ERR_INVALID_GROUP_ID;
     /* The log refuses a transactional batch without a producer. */
-    if (err == KAFKA_ERR_NONE && p->producer_id < 0) err = KAFKA_ERR_INVALID_PRODUCER_ID_MAPPING;
-    if (err == KAFKA_ERR_NONE && p->producer_epoch < 0) err = KAFKA_ERR_INVALID_PRODUCER_EPOCH;
+    if (err == KAFKA_ERR_NONE && p->producer_id < 0)
+        err = KAFKA_ERR_INVALID_PRODUCER_ID_MAPPING;
+    if (err == KAFKA_ERR_NONE && p->producer_epoch < 0)
+        err = KAFKA_ERR_INVALID_PRODUCER_EPOCH;
     struct group *g = NULL;
     if (err == KAFKA_ERR_NONE) {
         g = group_find(gc, p->group_id);
@@ -123,14 +135,19 @@ void group_coordinator_txn_commit(struct group_coordinator *gc, const struct gro
     }
     size_t valid = 0;
     for (size_t i = 0; i < count; i++) {
-        if (offsets[i].error_code != KAFKA_ERR_NONE) continue;
-        if (err != KAFKA_ERR_NONE) offsets[i].error_code = err;
-        else if (!offsets[i].topic) offsets[i].error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        if (offsets[i].error_code != KAFKA_ERR_NONE)
+            continue;
+        if (err != KAFKA_ERR_NONE)
+            offsets[i].error_code = err;
+        else if (!offsets[i].topic)
+            offsets[i].error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         else if (offsets[i].metadata && offsets[i].metadata_len > (size_t)gc->opts.offset_metadata_max_bytes)
             offsets[i].error_code = KAFKA_ERR_OFFSET_METADATA_TOO_LARGE;
-        else valid++;
+        else
+            valid++;
     }
-    if (valid == 0) goto out;
+    if (valid == 0)
+        goto out;
 
     bool created = false;
     if (!g) {
@@ -149,7 +166,8 @@ void group_coordinator_txn_commit(struct group_coordinator *gc, const struct gro
     int64_t wall = group_wall_now(gc);
     size_t n = 0;
     for (size_t i = 0; i < count; i++) {
-        if (offsets[i].error_code != KAFKA_ERR_NONE) continue;
+        if (offsets[i].error_code != KAFKA_ERR_NONE)
+            continue;
         recs[n++] = (struct group_offset_record){
             .topic = offsets[i].topic,
             .partition = offsets[i].partition,
@@ -162,35 +180,38 @@ void group_coordinator_txn_commit(struct group_coordinator *gc, const struct gro
         };
     }
     if (group_store_split_commits(gc)) {
-        err = gc->opts.ops->append_txn_offsets(gc->opts.store, g->group_id, p->producer_id, p->producer_epoch,
-                                               recs, n, &sync_point);
+        err = gc->opts.ops->append_txn_offsets(gc->opts.store, g->group_id, p->producer_id, p->producer_epoch, recs, n,
+                                               &sync_point);
         need_sync = err == KAFKA_ERR_NONE;
     } else if (gc->opts.ops && gc->opts.ops->store_txn_offsets)
-        err = gc->opts.ops->store_txn_offsets(gc->opts.store, g->group_id, p->producer_id, p->producer_epoch, recs,
-                                              n);
+        err = gc->opts.ops->store_txn_offsets(gc->opts.store, g->group_id, p->producer_id, p->producer_epoch, recs, n);
     else if (gc->opts.ops)
         err = KAFKA_ERR_UNKNOWN_SERVER_ERROR; /* a store that cannot keep them must not ack them */
     if (err == KAFKA_ERR_NONE) {
         size_t k = 0;
         for (size_t i = 0; i < count; i++) {
-            if (offsets[i].error_code != KAFKA_ERR_NONE) continue;
+            if (offsets[i].error_code != KAFKA_ERR_NONE)
+                continue;
             /* Written, but memory ran out: the reload will find it. */
             if (txn_offset_put(gc, g, p->producer_id, &recs[k++]) != 0)
-                logger_warn("group", "group %s: out of memory keeping a pending transactional offset",
-                            g->group_id);
+                logger_warn("group", "group %s: out of memory keeping a pending transactional offset", g->group_id);
         }
     }
     free(recs);
-    if (err == KAFKA_ERR_NONE) goto out;
+    if (err == KAFKA_ERR_NONE)
+        goto out;
 fail_group:
     /* A group made only for this request does not outlive its failure. */
-    if (created && g->txn_offset_count == 0 && g->offsets.count == 0) group_remove(gc, g);
+    if (created && g->txn_offset_count == 0 && g->offsets.count == 0)
+        group_remove(gc, g);
 fail:
     for (size_t i = 0; i < count; i++)
-        if (offsets[i].error_code == KAFKA_ERR_NONE) offsets[i].error_code = err;
+        if (offsets[i].error_code == KAFKA_ERR_NONE)
+            offsets[i].error_code = err;
 out:
     pthread_mutex_unlock(&gc->lock);
-    if (need_sync) group_store_sync(gc, &sync_point, offsets, count);
+    if (need_sync)
+        group_store_sync(gc, &sync_point, offsets, count);
 }
 
 /* Moves t into g's committed offsets unless a later plain commit is there;
@@ -203,7 +224,8 @@ static void txn_offset_apply(struct group *g, struct group_txn_offset *t)
         txn_offset_release(t);
         return;
     }
-    if (!o) o = group_offset_table_add(&g->offsets, src->topic, src->partition);
+    if (!o)
+        o = group_offset_table_add(&g->offsets, src->topic, src->partition);
     if (!o) {
         logger_warn("group", "group %s: out of memory committing a transactional offset", g->group_id);
         txn_offset_release(t);
@@ -229,7 +251,8 @@ static void complete_txn_locked(struct group_coordinator *gc, int32_t offsets_pa
     int32_t partitions = gc->opts.offsets_topic_partitions;
     for (size_t b = 0; b < GROUP_BUCKETS; b++) {
         for (struct group *g = gc->buckets[b]; g; g = g->next) {
-            if (g->txn_offset_count == 0) continue;
+            if (g->txn_offset_count == 0)
+                continue;
             if (partitions > 0 &&
                 coordinator_partition_for(g->group_id, strlen(g->group_id), partitions) != offsets_partition)
                 continue;
@@ -241,8 +264,10 @@ static void complete_txn_locked(struct group_coordinator *gc, int32_t offsets_pa
                     continue;
                 }
                 done++;
-                if (commit) txn_offset_apply(g, t);
-                else txn_offset_release(t);
+                if (commit)
+                    txn_offset_apply(g, t);
+                else
+                    txn_offset_release(t);
             }
             g->txn_offset_count = kept;
             if (done > 0)
@@ -270,8 +295,8 @@ static void defer_txn_end(struct group_coordinator *gc, int32_t partition, int64
         gc->deferred = grown;
         gc->deferred_cap = cap;
     }
-    gc->deferred[gc->deferred_count++] =
-        (struct group_deferred_txn_end){.partition = partition, .producer_id = producer_id, .commit = commit};
+    gc->deferred[gc->deferred_count++] = (struct group_deferred_txn_end){
+        .partition = partition, .producer_id = producer_id, .commit = commit};
 }
 
 void group_txn_ends_replay(struct group_coordinator *gc, int32_t partition, bool apply)
@@ -283,7 +308,8 @@ void group_txn_ends_replay(struct group_coordinator *gc, int32_t partition, bool
             gc->deferred[kept++] = d;
             continue;
         }
-        if (apply) complete_txn_locked(gc, d.partition, d.producer_id, d.commit);
+        if (apply)
+            complete_txn_locked(gc, d.partition, d.producer_id, d.commit);
     }
     gc->deferred_count = kept;
 }
@@ -293,8 +319,7 @@ void group_coordinator_complete_txn(struct group_coordinator *gc, int32_t offset
 {
     pthread_mutex_lock(&gc->lock);
     complete_txn_locked(gc, offsets_partition, producer_id, commit);
-    if (gc->opts.shards &&
-        coordinator_shards_state(gc->opts.shards, offsets_partition) == COORDINATOR_SHARD_LOADING)
+    if (gc->opts.shards && coordinator_shards_state(gc->opts.shards, offsets_partition) == COORDINATOR_SHARD_LOADING)
         defer_txn_end(gc, offsets_partition, producer_id, commit);
     pthread_mutex_unlock(&gc->lock);
 }
@@ -303,7 +328,8 @@ void group_load_pending_offset(void *ctx, const char *group_id, int64_t producer
                                int32_t partition, const struct group_offset_record *record)
 {
     struct group_coordinator *gc = ctx;
-    if (!record || !topic) return;
+    if (!record || !topic)
+        return;
     pthread_mutex_lock(&gc->lock);
     struct group *g = group_get_or_create(gc, group_id);
     struct group_offset_record rec = *record;

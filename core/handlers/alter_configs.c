@@ -48,9 +48,11 @@ static int16_t fail(struct alter_result *res, int16_t code, const char *fmt, con
 
 static char *arena_cstr(struct request_context *ctx, struct kafka_str s)
 {
-    if (s.len < 0) return NULL;
+    if (s.len < 0)
+        return NULL;
     char *out = kafka_arena_alloc(&ctx->arena, (size_t)s.len + 1);
-    if (out) kafka_str_to_cstr(s, out, (size_t)s.len + 1);
+    if (out)
+        kafka_str_to_cstr(s, out, (size_t)s.len + 1);
     return out;
 }
 
@@ -60,8 +62,10 @@ static bool list_contains(const char *list, const char *item, size_t item_len)
     while (*p) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == item_len && memcmp(p, item, len) == 0) return true;
-        if (!end) break;
+        if (len == item_len && memcmp(p, item, len) == 0)
+            return true;
+        if (!end)
+            break;
         p = end + 1;
     }
     return false;
@@ -74,7 +78,8 @@ static char *list_edit(struct request_context *ctx, const char *current, const c
 {
     size_t cap = strlen(current) + strlen(items) + 2;
     char *out = kafka_arena_alloc(&ctx->arena, cap);
-    if (!out) return NULL;
+    if (!out)
+        return NULL;
     size_t used = 0;
     out[0] = '\0';
     /* Pass 0 copies the current items (minus subtracted ones), pass 1 the appended ones. */
@@ -84,15 +89,19 @@ static char *list_edit(struct request_context *ctx, const char *current, const c
             const char *end = strchr(p, ',');
             size_t len = end ? (size_t)(end - p) : strlen(p);
             bool keep = len > 0;
-            if (keep && pass == 0 && !append) keep = !list_contains(items, p, len);
-            if (keep && pass == 1) keep = !list_contains(out, p, len);
+            if (keep && pass == 0 && !append)
+                keep = !list_contains(items, p, len);
+            if (keep && pass == 1)
+                keep = !list_contains(out, p, len);
             if (keep && used + len + 2 <= cap) {
-                if (used > 0) out[used++] = ',';
+                if (used > 0)
+                    out[used++] = ',';
                 memcpy(out + used, p, len);
                 used += len;
                 out[used] = '\0';
             }
-            if (!end) break;
+            if (!end)
+                break;
             p = end + 1;
         }
     }
@@ -108,20 +117,22 @@ static char *list_edit(struct request_context *ctx, const char *current, const c
  * the request size. */
 static int16_t plan_topic_changes(struct request_context *ctx, const struct metadata_topic *topic,
                                   const struct alter_config_change *changes, int32_t change_count, bool replace_all,
-                                  struct metadata_config_kv **kvs_out, int32_t *kv_count_out,
-                                  struct alter_result *res)
+                                  struct metadata_config_kv **kvs_out, int32_t *kv_count_out, struct alter_result *res)
 {
     size_t key_count = topic_config_key_count();
     const struct topic_key_def *first_key = topic_config_key_at(0);
     int32_t *last_change = kafka_arena_alloc(&ctx->arena, (key_count + 1) * sizeof *last_change);
     int32_t *key_of_change = kafka_arena_alloc(&ctx->arena, (size_t)(change_count + 1) * sizeof *key_of_change);
-    if (!last_change || !key_of_change) return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
-    for (size_t k = 0; k < key_count; k++) last_change[k] = -1;
+    if (!last_change || !key_of_change)
+        return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
+    for (size_t k = 0; k < key_count; k++)
+        last_change[k] = -1;
 
     /* Pass 1: every name must be a known topic key. */
     for (int32_t i = 0; i < change_count; i++) {
         const struct alter_config_change *c = &changes[i];
-        if (c->name.len < 0) return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Config name must not be null");
+        if (c->name.len < 0)
+            return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Config name must not be null");
         if ((c->name.len > 0 && memchr(c->name.data, '\0', (size_t)c->name.len)) ||
             (c->value.len > 0 && memchr(c->value.data, '\0', (size_t)c->value.len)))
             return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Config names and values must not contain NUL");
@@ -130,7 +141,8 @@ static int16_t plan_topic_changes(struct request_context *ctx, const struct meta
             return fail(res, KAFKA_ERR_INVALID_CONFIG, "%s", "Unknown topic config name");
         kafka_str_to_cstr(c->name, name, sizeof name);
         const struct topic_key_def *def = topic_config_find(name);
-        if (!def) return fail(res, KAFKA_ERR_INVALID_CONFIG, "Unknown topic config name: %s", name);
+        if (!def)
+            return fail(res, KAFKA_ERR_INVALID_CONFIG, "Unknown topic config name: %s", name);
         int32_t k = (int32_t)(def - first_key);
         if (!replace_all && last_change[k] >= 0)
             return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Error due to duplicate config keys");
@@ -140,17 +152,20 @@ static int16_t plan_topic_changes(struct request_context *ctx, const struct meta
 
     int32_t cap = (int32_t)key_count + (replace_all ? topic->config_count : 0);
     struct metadata_config_kv *kvs = kafka_arena_alloc(&ctx->arena, (size_t)(cap > 0 ? cap : 1) * sizeof *kvs);
-    if (!kvs) return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
+    if (!kvs)
+        return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
     int32_t n = 0;
     /* Pass 2: the winning change of each key, at most one per key. */
     for (int32_t i = 0; i < change_count; i++) {
         const struct alter_config_change *c = &changes[i];
         int32_t k = key_of_change[i];
-        if (last_change[k] != i) continue;
+        if (last_change[k] != i)
+            continue;
         const struct topic_key_def *def = topic_config_key_at((size_t)k);
         const char *key = def->def.name;
         char *value = arena_cstr(ctx, c->value);
-        if (c->value.len >= 0 && !value) return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
+        if (c->value.len >= 0 && !value)
+            return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
         switch (c->op) {
         case ALTER_CONFIG_SET:
             break; /* a null value unsets (AlterConfigs) or is refused below */
@@ -164,15 +179,18 @@ static int16_t plan_topic_changes(struct request_context *ctx, const struct meta
                             c->op == ALTER_CONFIG_APPEND ? "Config value append is not allowed for config key: %s"
                                                          : "Config value subtract is not allowed for config key: %s",
                             key);
-            if (!value) return fail(res, KAFKA_ERR_INVALID_REQUEST, "Null value not supported for: %s", key);
+            if (!value)
+                return fail(res, KAFKA_ERR_INVALID_REQUEST, "Null value not supported for: %s", key);
             const char *current = metadata_topic_config(topic, key);
-            if (!current) current = def->def.default_value ? def->def.default_value : "";
+            if (!current)
+                current = def->def.default_value ? def->def.default_value : "";
             /* Topic list keys hold a few short names; the bound keeps the
              * quadratic merge below cheap. */
             if (strlen(value) > LIST_EDIT_MAX_BYTES || strlen(current) > LIST_EDIT_MAX_BYTES)
                 return fail(res, KAFKA_ERR_INVALID_CONFIG, "List too long to append to or subtract from: %s", key);
             value = list_edit(ctx, current, value, c->op == ALTER_CONFIG_APPEND);
-            if (!value) return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
+            if (!value)
+                return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
             break;
         }
         default:
@@ -187,9 +205,11 @@ static int16_t plan_topic_changes(struct request_context *ctx, const struct meta
     for (int32_t i = 0; replace_all && i < topic->config_count; i++) {
         const char *name = topic->configs[i].name;
         const struct topic_key_def *def = topic_config_find(name);
-        if (def && last_change[def - first_key] >= 0) continue; /* given in the request */
+        if (def && last_change[def - first_key] >= 0)
+            continue; /* given in the request */
         struct kafka_str copy = kafka_arena_strdup(&ctx->arena, name);
-        if (copy.len < 0) return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
+        if (copy.len < 0)
+            return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
         kvs[n].key = copy.data;
         kvs[n].value = NULL;
         n++;
@@ -202,11 +222,16 @@ static int16_t plan_topic_changes(struct request_context *ctx, const struct meta
 static const char *op_name(int8_t op)
 {
     switch (op) {
-    case ALTER_CONFIG_SET: return "SET";
-    case ALTER_CONFIG_DELETE: return "DELETE";
-    case ALTER_CONFIG_APPEND: return "APPEND";
-    case ALTER_CONFIG_SUBTRACT: return "SUBTRACT";
-    default: return "UNKNOWN";
+    case ALTER_CONFIG_SET:
+        return "SET";
+    case ALTER_CONFIG_DELETE:
+        return "DELETE";
+    case ALTER_CONFIG_APPEND:
+        return "APPEND";
+    case ALTER_CONFIG_SUBTRACT:
+        return "SUBTRACT";
+    default:
+        return "UNKNOWN";
     }
 }
 
@@ -216,7 +241,8 @@ static void audit_config_change(struct request_context *ctx, const char *operati
                                 struct kafka_str resource_name, const struct alter_config_change *changes,
                                 int32_t change_count, bool validate_only, const struct alter_result *res)
 {
-    if (!ctx->env->plugins || ctx->env->plugins->audit_count == 0) return;
+    if (!ctx->env->plugins || ctx->env->plugins->audit_count == 0)
+        return;
     char name[256];
     kafka_str_to_cstr(resource_name, name, sizeof name);
     json_t *details = json_object();
@@ -294,7 +320,8 @@ static void alter_resource_checked(struct request_context *ctx, int8_t resource_
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
     const struct metadata_topic *topic = img ? metadata_image_topic_by_name(img, name, strlen(name)) : NULL;
     if (!topic) {
-        if (img) metadata_image_release(img);
+        if (img)
+            metadata_image_release(img);
         fail(res, KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION, "Topic %s does not exist.", name);
         return;
     }
@@ -302,10 +329,11 @@ static void alter_resource_checked(struct request_context *ctx, int8_t resource_
     int32_t kv_count = 0;
     int16_t rc = plan_topic_changes(ctx, topic, changes, change_count, replace_all, &kvs, &kv_count, res);
     metadata_image_release(img);
-    if (rc != KAFKA_ERR_NONE) return;
+    if (rc != KAFKA_ERR_NONE)
+        return;
 
-    res->error_code = metadata_alter_topic_configs(ctx->env->metadata, name, kvs, kv_count, validate_only,
-                                                   res->message, sizeof res->message);
+    res->error_code = metadata_alter_topic_configs(ctx->env->metadata, name, kvs, kv_count, validate_only, res->message,
+                                                   sizeof res->message);
     if (res->error_code == KAFKA_ERR_NONE) {
         res->message[0] = '\0';
         if (!validate_only && kv_count > 0)
@@ -315,7 +343,8 @@ static void alter_resource_checked(struct request_context *ctx, int8_t resource_
 
 static struct kafka_str result_message(struct request_context *ctx, const struct alter_result *res)
 {
-    if (res->error_code == KAFKA_ERR_NONE) return (struct kafka_str){NULL, -1};
+    if (res->error_code == KAFKA_ERR_NONE)
+        return (struct kafka_str){NULL, -1};
     return kafka_arena_strdup(&ctx->arena, res->message[0] ? res->message : kafka_error_name(res->error_code));
 }
 
@@ -331,11 +360,13 @@ struct resource_key {
 static int resource_key_cmp(const void *pa, const void *pb)
 {
     const struct resource_key *a = pa, *b = pb;
-    if (a->type != b->type) return a->type < b->type ? -1 : 1;
+    if (a->type != b->type)
+        return a->type < b->type ? -1 : 1;
     int32_t la = a->name.len > 0 ? a->name.len : 0, lb = b->name.len > 0 ? b->name.len : 0;
     int32_t common = la < lb ? la : lb;
     int c = common > 0 ? memcmp(a->name.data, b->name.data, (size_t)common) : 0;
-    if (c != 0) return c;
+    if (c != 0)
+        return c;
     return la == lb ? 0 : (la < lb ? -1 : 1);
 }
 
@@ -344,9 +375,11 @@ static int resource_key_cmp(const void *pa, const void *pb)
 static bool *named_twice_flags(struct request_context *ctx, struct resource_key *keys, int32_t n)
 {
     bool *twice = kafka_arena_alloc(&ctx->arena, (size_t)(n + 1) * sizeof *twice);
-    if (!twice) return NULL;
+    if (!twice)
+        return NULL;
     memset(twice, 0, (size_t)(n + 1) * sizeof *twice);
-    if (n > 1) qsort(keys, (size_t)n, sizeof *keys, resource_key_cmp);
+    if (n > 1)
+        qsort(keys, (size_t)n, sizeof *keys, resource_key_cmp);
     for (int32_t i = 1; i < n; i++) {
         if (resource_key_cmp(&keys[i - 1], &keys[i]) == 0) {
             twice[keys[i - 1].index] = true;
@@ -392,10 +425,13 @@ static bool alter_resources(struct request_context *ctx, const char *operation, 
                             const struct alter_resource *resources, int32_t count)
 {
     struct resource_key *keys = kafka_arena_alloc(&ctx->arena, (size_t)(count + 1) * sizeof *keys);
-    if (!keys) return false;
-    for (int32_t i = 0; i < count; i++) keys[i] = (struct resource_key){resources[i].type, resources[i].name, i};
+    if (!keys)
+        return false;
+    for (int32_t i = 0; i < count; i++)
+        keys[i] = (struct resource_key){resources[i].type, resources[i].name, i};
     bool *twice = named_twice_flags(ctx, keys, count);
-    if (!twice) return false;
+    if (!twice)
+        return false;
     for (int32_t i = 0; i < count; i++) {
         const struct alter_resource *r = &resources[i];
         struct alter_result res = {0};
@@ -416,20 +452,23 @@ enum handler_result handle_alter_configs(struct request_context *ctx, void *requ
     struct alter_configs_response *resp = response;
     HANDLER_NEW_ARRAY(ctx, resp->responses, req->resources_count,
                       alter_configs_response_alter_configs_resource_response_init);
-    if (!resp->responses) return HANDLER_CLOSE;
+    if (!resp->responses)
+        return HANDLER_CLOSE;
     resp->responses_count = req->resources_count > 0 ? req->resources_count : 0;
-    struct alter_resource *resources =
-        kafka_arena_alloc(&ctx->arena, (size_t)(resp->responses_count + 1) * sizeof *resources);
-    if (!resources) return HANDLER_CLOSE;
+    struct alter_resource *resources = kafka_arena_alloc(&ctx->arena,
+                                                         (size_t)(resp->responses_count + 1) * sizeof *resources);
+    if (!resources)
+        return HANDLER_CLOSE;
     for (int32_t i = 0; i < resp->responses_count; i++) {
         const struct alter_configs_request_alter_configs_resource *in = &req->resources[i];
         struct alter_configs_response_alter_configs_resource_response *out = &resp->responses[i];
         out->resource_type = in->resource_type;
         out->resource_name = in->resource_name;
-        struct alter_config_change *changes = alter_resource_init(
-            ctx, &resources[i], in->resource_type, in->resource_name, in->configs_count, &out->error_code,
-            &out->error_message);
-        if (!changes) return HANDLER_CLOSE;
+        struct alter_config_change *changes = alter_resource_init(ctx, &resources[i], in->resource_type,
+                                                                  in->resource_name, in->configs_count,
+                                                                  &out->error_code, &out->error_message);
+        if (!changes)
+            return HANDLER_CLOSE;
         /* AlterConfigs sets every key it names (a null value unsets it). */
         for (int32_t k = 0; k < resources[i].change_count; k++)
             changes[k] = (struct alter_config_change){in->configs[k].name, in->configs[k].value, ALTER_CONFIG_SET};
@@ -445,26 +484,28 @@ enum handler_result handle_incremental_alter_configs(struct request_context *ctx
     struct incremental_alter_configs_response *resp = response;
     HANDLER_NEW_ARRAY(ctx, resp->responses, req->resources_count,
                       incremental_alter_configs_response_alter_configs_resource_response_init);
-    if (!resp->responses) return HANDLER_CLOSE;
+    if (!resp->responses)
+        return HANDLER_CLOSE;
     resp->responses_count = req->resources_count > 0 ? req->resources_count : 0;
-    struct alter_resource *resources =
-        kafka_arena_alloc(&ctx->arena, (size_t)(resp->responses_count + 1) * sizeof *resources);
-    if (!resources) return HANDLER_CLOSE;
+    struct alter_resource *resources = kafka_arena_alloc(&ctx->arena,
+                                                         (size_t)(resp->responses_count + 1) * sizeof *resources);
+    if (!resources)
+        return HANDLER_CLOSE;
     for (int32_t i = 0; i < resp->responses_count; i++) {
         const struct incremental_alter_configs_request_alter_configs_resource *in = &req->resources[i];
         struct incremental_alter_configs_response_alter_configs_resource_response *out = &resp->responses[i];
         out->resource_type = in->resource_type;
         out->resource_name = in->resource_name;
-        struct alter_config_change *changes = alter_resource_init(
-            ctx, &resources[i], in->resource_type, in->resource_name, in->configs_count, &out->error_code,
-            &out->error_message);
-        if (!changes) return HANDLER_CLOSE;
+        struct alter_config_change *changes = alter_resource_init(ctx, &resources[i], in->resource_type,
+                                                                  in->resource_name, in->configs_count,
+                                                                  &out->error_code, &out->error_message);
+        if (!changes)
+            return HANDLER_CLOSE;
         for (int32_t k = 0; k < resources[i].change_count; k++)
             changes[k] = (struct alter_config_change){in->configs[k].name, in->configs[k].value,
                                                       in->configs[k].config_operation};
     }
-    if (!alter_resources(ctx, "IncrementalAlterConfigs", false, req->validate_only, resources,
-                         resp->responses_count))
+    if (!alter_resources(ctx, "IncrementalAlterConfigs", false, req->validate_only, resources, resp->responses_count))
         return HANDLER_CLOSE;
     return HANDLER_RESPOND;
 }

@@ -8,7 +8,8 @@ enum handler_result handle_api_versions(struct request_context *ctx, void *reque
     int n;
     const struct api_handler_entry *table = handlers_table(&n);
     HANDLER_NEW_ARRAY(ctx, resp->api_keys, n, api_versions_response_api_version_init);
-    if (!resp->api_keys) return HANDLER_CLOSE;
+    if (!resp->api_keys)
+        return HANDLER_CLOSE;
     resp->api_keys_count = n;
     for (int i = 0; i < n; i++) {
         resp->api_keys[i].api_key = table[i].api_key;

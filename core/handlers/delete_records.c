@@ -29,11 +29,14 @@ static int16_t delete_partition(struct request_context *ctx, const struct metada
 {
     *low_watermark = -1;
     const struct metadata_partition *p = metadata_topic_partition(topic, partition);
-    if (!p || !p->present) return KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-    if (topic->is_internal) return KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
+    if (!p || !p->present)
+        return KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    if (topic->is_internal)
+        return KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
     struct partition_log *log;
     int16_t code = handler_leader_log(ctx, topic, partition, &log);
-    if (code != KAFKA_ERR_NONE) return code;
+    if (code != KAFKA_ERR_NONE)
+        return code;
     struct log_config cfg;
     partition_log_get_config(log, &cfg);
     int64_t high_watermark = handler_high_watermark(log);
@@ -59,7 +62,8 @@ static int16_t delete_partition(struct request_context *ctx, const struct metada
 static void audit_delete(struct request_context *ctx, const char *topic, int32_t partition, int64_t offset,
                          const struct delete_records_response_delete_records_partition_result *out)
 {
-    if (!ctx->env->plugins || ctx->env->plugins->audit_count == 0) return;
+    if (!ctx->env->plugins || ctx->env->plugins->audit_count == 0)
+        return;
     json_t *details = json_pack("{s:i, s:I, s:I}", "partition", (int)partition, "offset", (json_int_t)offset,
                                 "low_watermark", (json_int_t)out->low_watermark);
     char *text = details ? json_dumps(details, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
@@ -73,10 +77,12 @@ enum handler_result handle_delete_records(struct request_context *ctx, void *req
     struct delete_records_request *req = request;
     struct delete_records_response *resp = response;
     HANDLER_NEW_ARRAY(ctx, resp->topics, req->topics_count, delete_records_response_delete_records_topic_result_init);
-    if (!resp->topics) return HANDLER_CLOSE;
+    if (!resp->topics)
+        return HANDLER_CLOSE;
     resp->topics_count = req->topics_count > 0 ? req->topics_count : 0;
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
-    if (!img) return HANDLER_CLOSE;
+    if (!img)
+        return HANDLER_CLOSE;
     bool any_moved = false;
     enum handler_result result = HANDLER_RESPOND;
     for (int32_t t = 0; t < resp->topics_count; t++) {
@@ -108,8 +114,8 @@ enum handler_result handle_delete_records(struct request_context *ctx, void *req
                 continue;
             }
             bool moved = false;
-            pout->error_code =
-                delete_partition(ctx, topic, pin->partition_index, pin->offset, &pout->low_watermark, &moved);
+            pout->error_code = delete_partition(ctx, topic, pin->partition_index, pin->offset, &pout->low_watermark,
+                                                &moved);
             any_moved |= moved;
             audit_delete(ctx, topic->name, pin->partition_index, pin->offset, pout);
         }

@@ -24,7 +24,8 @@ enum handler_result handle_describe_cluster(struct request_context *ctx, void *r
         return HANDLER_RESPOND;
     }
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
-    if (!img) return HANDLER_CLOSE;
+    if (!img)
+        return HANDLER_CLOSE;
     resp->endpoint_type = ENDPOINT_TYPE_BROKERS;
     resp->cluster_id = kafka_arena_strdup(&ctx->arena, img->cluster_id);
     resp->controller_id = img->controller_id;
@@ -34,7 +35,8 @@ enum handler_result handle_describe_cluster(struct request_context *ctx, void *r
     for (int32_t i = 0; resp->brokers && i < img->broker_count; i++) {
         const struct metadata_broker *b = &img->brokers[i];
         const struct metadata_endpoint *ep = b->fenced ? NULL : handler_endpoint_for_request(ctx, b);
-        if (!ep) continue;
+        if (!ep)
+            continue;
         struct describe_cluster_response_describe_cluster_broker *out = &resp->brokers[n++];
         out->broker_id = b->node_id;
         out->host = kafka_arena_strdup(&ctx->arena, ep->host);

@@ -18,9 +18,11 @@ typedef struct describe_configs_response_describe_configs_resource_result config
 
 static bool key_requested(const struct describe_configs_request_describe_configs_resource *res, const char *name)
 {
-    if (res->configuration_keys_count < 0) return true;
+    if (res->configuration_keys_count < 0)
+        return true;
     for (int32_t i = 0; i < res->configuration_keys_count; i++)
-        if (kafka_str_eq_cstr(res->configuration_keys[i], name)) return true;
+        if (kafka_str_eq_cstr(res->configuration_keys[i], name))
+            return true;
     return false;
 }
 
@@ -34,10 +36,10 @@ static int describe_topic(struct request_context *ctx, bool synonyms, bool docs,
                           struct describe_configs_response_describe_configs_result *out)
 {
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
-    const struct metadata_topic *topic =
-        res->resource_name.len > 0
-            ? metadata_image_topic_by_name(img, res->resource_name.data, (size_t)res->resource_name.len)
-            : NULL;
+    const struct metadata_topic *topic = res->resource_name.len > 0
+                                             ? metadata_image_topic_by_name(img, res->resource_name.data,
+                                                                            (size_t)res->resource_name.len)
+                                             : NULL;
     if (!topic) {
         metadata_image_release(img);
         out->error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -52,13 +54,16 @@ static int describe_topic(struct request_context *ctx, bool synonyms, bool docs,
         n_over++;
     }
     size_t total = topic_config_key_count();
-    HANDLER_NEW_ARRAY(ctx, out->configs, (int32_t)total, describe_configs_response_describe_configs_resource_result_init);
+    HANDLER_NEW_ARRAY(ctx, out->configs, (int32_t)total,
+                      describe_configs_response_describe_configs_resource_result_init);
     int rc = out->configs ? 0 : -1;
     int32_t count = 0;
     struct topic_config_describe_entry e;
     for (size_t i = 0; rc == 0 && i < total; i++) {
-        if (topic_config_describe(ctx->env->config, overrides, n_over, i, &e) != 0) continue;
-        if (!key_requested(res, e.name)) continue;
+        if (topic_config_describe(ctx->env->config, overrides, n_over, i, &e) != 0)
+            continue;
+        if (!key_requested(res, e.name))
+            continue;
         config_result *c = &out->configs[count++];
         c->name = opt_str(ctx, e.name);
         c->value = e.is_sensitive ? (struct kafka_str){NULL, -1} : opt_str(ctx, e.value);
@@ -68,7 +73,8 @@ static int describe_topic(struct request_context *ctx, bool synonyms, bool docs,
         c->config_type = (int8_t)e.type;
         c->documentation = docs ? opt_str(ctx, e.documentation) : (struct kafka_str){NULL, -1};
         if (synonyms && e.synonym_count > 0) {
-            HANDLER_NEW_ARRAY(ctx, c->synonyms, (int32_t)e.synonym_count, describe_configs_response_describe_configs_synonym_init);
+            HANDLER_NEW_ARRAY(ctx, c->synonyms, (int32_t)e.synonym_count,
+                              describe_configs_response_describe_configs_synonym_init);
             if (!c->synonyms) {
                 rc = -1;
                 break;
@@ -99,13 +105,17 @@ static int describe_broker(struct request_context *ctx, bool synonyms, bool docs
     }
     size_t pos = 0, total = 0;
     struct config_describe_entry e;
-    while (config_describe_next(ctx->env->config, &pos, &e)) total++;
-    HANDLER_NEW_ARRAY(ctx, out->configs, (int32_t)total, describe_configs_response_describe_configs_resource_result_init);
-    if (!out->configs) return -1;
+    while (config_describe_next(ctx->env->config, &pos, &e))
+        total++;
+    HANDLER_NEW_ARRAY(ctx, out->configs, (int32_t)total,
+                      describe_configs_response_describe_configs_resource_result_init);
+    if (!out->configs)
+        return -1;
     int32_t count = 0;
     pos = 0;
     while (config_describe_next(ctx->env->config, &pos, &e)) {
-        if (!key_requested(res, e.name)) continue;
+        if (!key_requested(res, e.name))
+            continue;
         config_result *c = &out->configs[count++];
         c->name = opt_str(ctx, e.name);
         c->value = opt_str(ctx, e.value);
@@ -116,7 +126,8 @@ static int describe_broker(struct request_context *ctx, bool synonyms, bool docs
         c->documentation = docs ? opt_str(ctx, e.documentation) : (struct kafka_str){NULL, -1};
         if (synonyms) {
             HANDLER_NEW_ARRAY(ctx, c->synonyms, 1, describe_configs_response_describe_configs_synonym_init);
-            if (!c->synonyms) return -1;
+            if (!c->synonyms)
+                return -1;
             c->synonyms_count = 1;
             c->synonyms[0].name = c->name;
             c->synonyms[0].value = c->value;
@@ -132,7 +143,8 @@ enum handler_result handle_describe_configs(struct request_context *ctx, void *r
     struct describe_configs_request *req = request;
     struct describe_configs_response *resp = response;
     HANDLER_NEW_ARRAY(ctx, resp->results, req->resources_count, describe_configs_response_describe_configs_result_init);
-    if (!resp->results) return HANDLER_CLOSE;
+    if (!resp->results)
+        return HANDLER_CLOSE;
     resp->results_count = req->resources_count;
     for (int32_t i = 0; i < req->resources_count; i++) {
         const struct describe_configs_request_describe_configs_resource *res = &req->resources[i];
@@ -143,8 +155,9 @@ enum handler_result handle_describe_configs(struct request_context *ctx, void *r
         int rc = 0;
         bool is_topic = res->resource_type == RESOURCE_TOPIC;
         if ((is_topic || res->resource_type == RESOURCE_BROKER) &&
-            !handler_authorize_name(ctx, CAIRN_OP_DESCRIBE_CONFIGS, is_topic ? CAIRN_RESOURCE_TOPIC : CAIRN_RESOURCE_CLUSTER,
-                                    is_topic ? res->resource_name : kafka_str_from_cstr(HANDLER_CLUSTER_RESOURCE), true)) {
+            !handler_authorize_name(
+                ctx, CAIRN_OP_DESCRIBE_CONFIGS, is_topic ? CAIRN_RESOURCE_TOPIC : CAIRN_RESOURCE_CLUSTER,
+                is_topic ? res->resource_name : kafka_str_from_cstr(HANDLER_CLUSTER_RESOURCE), true)) {
             out->error_code = is_topic ? KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED : KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED;
         } else if (res->resource_type == RESOURCE_TOPIC) {
             rc = describe_topic(ctx, req->include_synonyms, req->include_documentation, res, out);
@@ -154,7 +167,8 @@ enum handler_result handle_describe_configs(struct request_context *ctx, void *r
             out->error_code = KAFKA_ERR_INVALID_REQUEST;
             out->error_message = kafka_arena_strdup(&ctx->arena, "unsupported resource type");
         }
-        if (rc != 0) return HANDLER_CLOSE;
+        if (rc != 0)
+            return HANDLER_CLOSE;
     }
     return HANDLER_RESPOND;
 }

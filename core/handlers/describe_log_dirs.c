@@ -40,7 +40,8 @@ static int wanted_compare(const void *x, const void *y)
 static int part_compare(const void *x, const void *y)
 {
     const struct log_manager_partition *a = x, *b = y;
-    if (a->dir_index != b->dir_index) return a->dir_index < b->dir_index ? -1 : 1;
+    if (a->dir_index != b->dir_index)
+        return a->dir_index < b->dir_index ? -1 : 1;
     int c = strcmp(a->topic, b->topic);
     return c ? c : (a->partition > b->partition) - (a->partition < b->partition);
 }
@@ -52,15 +53,18 @@ static bool wanted_partitions(struct request_context *ctx, const struct describe
 {
     *out = NULL;
     *count = -1;
-    if (req->topics_count < 0) return true;
+    if (req->topics_count < 0)
+        return true;
     int64_t total = 0;
     for (int32_t t = 0; t < req->topics_count; t++)
         total += req->topics[t].partitions_count > 0 ? req->topics[t].partitions_count : 0;
     *count = 0;
-    if (total == 0) return true;
+    if (total == 0)
+        return true;
     /* Each entry stands for an int32 the decoder already holds: bounded by the request size. */
     struct wanted_partition *w = kafka_arena_alloc(&ctx->arena, (size_t)total * sizeof *w);
-    if (!w) return false;
+    if (!w)
+        return false;
     int64_t n = 0;
     for (int32_t t = 0; t < req->topics_count; t++)
         for (int32_t i = 0; i < req->topics[t].partitions_count; i++)
@@ -74,7 +78,8 @@ static bool wanted_partitions(struct request_context *ctx, const struct describe
 
 static bool is_wanted(const struct log_manager_partition *part, const struct wanted_partition *wanted, int64_t count)
 {
-    if (count < 0) return true;
+    if (count < 0)
+        return true;
     struct wanted_partition key = {kafka_str_from_cstr(part->topic), part->partition};
     return count > 0 && bsearch(&key, wanted, (size_t)count, sizeof *wanted, wanted_compare) != NULL;
 }
@@ -86,23 +91,28 @@ static bool describe_dir_topics(struct request_context *ctx, const struct log_ma
 {
     size_t matching = 0;
     for (size_t i = 0; i < n; i++)
-        if (!partition_log_is_offline(parts[i].log) && is_wanted(&parts[i], wanted, wanted_count)) matching++;
-    if (matching > INT32_MAX) matching = INT32_MAX;
+        if (!partition_log_is_offline(parts[i].log) && is_wanted(&parts[i], wanted, wanted_count))
+            matching++;
+    if (matching > INT32_MAX)
+        matching = INT32_MAX;
     log_dir_topic *topics;
     log_dir_partition *partitions;
     HANDLER_NEW_ARRAY(ctx, topics, (int32_t)matching, describe_log_dirs_response_describe_log_dirs_topic_init);
     HANDLER_NEW_ARRAY(ctx, partitions, (int32_t)matching, describe_log_dirs_response_describe_log_dirs_partition_init);
-    if (!topics || !partitions) return false;
+    if (!topics || !partitions)
+        return false;
     int32_t topic_count = 0;
     size_t used = 0;
     const char *current = NULL;
     for (size_t i = 0; i < n && used < matching; i++) {
         const struct log_manager_partition *part = &parts[i];
-        if (partition_log_is_offline(part->log) || !is_wanted(part, wanted, wanted_count)) continue;
+        if (partition_log_is_offline(part->log) || !is_wanted(part, wanted, wanted_count))
+            continue;
         if (!current || strcmp(current, part->topic) != 0) {
             log_dir_topic *t = &topics[topic_count++];
             t->name = kafka_arena_strdup(&ctx->arena, part->topic);
-            if (!t->name.data) return false;
+            if (!t->name.data)
+                return false;
             t->partitions = &partitions[used];
             current = part->topic;
         }
@@ -133,20 +143,24 @@ enum handler_result handle_describe_log_dirs(struct request_context *ctx, void *
     struct describe_log_dirs_response *resp = response;
     if (!handler_authorize_resource(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE, true)) {
         /* Before v3 the response has no error field: Kafka answers no dirs. */
-        if (ctx->api_version >= 3) resp->error_code = KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED;
+        if (ctx->api_version >= 3)
+            resp->error_code = KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED;
         return HANDLER_RESPOND;
     }
     struct wanted_partition *wanted;
     int64_t wanted_count;
-    if (!wanted_partitions(ctx, req, &wanted, &wanted_count)) return HANDLER_CLOSE;
+    if (!wanted_partitions(ctx, req, &wanted, &wanted_count))
+        return HANDLER_CLOSE;
     struct log_manager *logs = ctx->env->logs;
     struct log_manager_partition *parts = NULL;
     size_t part_count = 0;
-    if (log_manager_list(logs, &parts, &part_count) != 0) return HANDLER_CLOSE;
+    if (log_manager_list(logs, &parts, &part_count) != 0)
+        return HANDLER_CLOSE;
     qsort(parts, part_count, sizeof *parts, part_compare);
 
     size_t dir_count = log_manager_dir_count(logs);
-    if (dir_count > INT32_MAX) dir_count = INT32_MAX;
+    if (dir_count > INT32_MAX)
+        dir_count = INT32_MAX;
     enum handler_result result = HANDLER_RESPOND;
     HANDLER_NEW_ARRAY(ctx, resp->results, (int32_t)dir_count, describe_log_dirs_response_describe_log_dirs_result_init);
     if (!resp->results) {
@@ -159,7 +173,8 @@ enum handler_result handle_describe_log_dirs(struct request_context *ctx, void *
         const char *dir = log_manager_dir_path(logs, d);
         out->log_dir = dir_name(ctx, dir);
         size_t end = first;
-        while (end < part_count && parts[end].dir_index == d) end++;
+        while (end < part_count && parts[end].dir_index == d)
+            end++;
         struct statvfs fs;
         if (!out->log_dir.data) {
             result = HANDLER_CLOSE;

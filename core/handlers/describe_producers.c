@@ -19,14 +19,16 @@ static void describe_partition(struct request_context *ctx, const struct metadat
     }
     struct partition_log *log;
     out->error_code = handler_leader_log(ctx, topic, partition, &log);
-    if (out->error_code != KAFKA_ERR_NONE) return;
+    if (out->error_code != KAFKA_ERR_NONE)
+        return;
     struct producer_entry *entries;
     size_t count;
     int rc = partition_log_list_producers(log, &entries, &count);
     partition_log_close(log);
     if (rc != 0 || count > INT32_MAX) {
         out->error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-        if (rc == 0) free(entries);
+        if (rc == 0)
+            free(entries);
         return;
     }
     HANDLER_NEW_ARRAY(ctx, out->active_producers, (int32_t)count, describe_producers_response_producer_state_init);
@@ -54,7 +56,8 @@ enum handler_result handle_describe_producers(struct request_context *ctx, void 
     struct describe_producers_request *req = request;
     struct describe_producers_response *resp = response;
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
-    if (!img) return HANDLER_CLOSE;
+    if (!img)
+        return HANDLER_CLOSE;
     enum handler_result result = HANDLER_RESPOND;
     HANDLER_NEW_ARRAY(ctx, resp->topics, req->topics_count, describe_producers_response_topic_response_init);
     if (!resp->topics) {
@@ -73,8 +76,9 @@ enum handler_result handle_describe_producers(struct request_context *ctx, void 
             goto out;
         }
         tout->partitions_count = tin->partition_indexes_count;
-        const struct metadata_topic *topic =
-            tin->name.len > 0 ? metadata_image_topic_by_name(img, tin->name.data, (size_t)tin->name.len) : NULL;
+        const struct metadata_topic *topic = tin->name.len > 0 ? metadata_image_topic_by_name(img, tin->name.data,
+                                                                                              (size_t)tin->name.len)
+                                                               : NULL;
         bool readable = handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_TOPIC, tin->name, true);
         for (int32_t p = 0; p < tin->partition_indexes_count; p++) {
             if (!readable) {

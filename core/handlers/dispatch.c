@@ -63,7 +63,8 @@ const struct api_handler_entry *handlers_find(int16_t api_key)
     int n;
     const struct api_handler_entry *t = handlers_table(&n);
     for (int i = 0; i < n; i++)
-        if (t[i].api_key == api_key) return &t[i];
+        if (t[i].api_key == api_key)
+            return &t[i];
     return NULL;
 }
 
@@ -72,7 +73,10 @@ static int32_t read_be32(const uint8_t *p)
     return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
 }
 
-static int16_t read_be16(const uint8_t *p) { return (int16_t)((uint16_t)p[0] << 8 | p[1]); }
+static int16_t read_be16(const uint8_t *p)
+{
+    return (int16_t)((uint16_t)p[0] << 8 | p[1]);
+}
 
 static void context_free(struct request_context *ctx)
 {
@@ -91,15 +95,18 @@ static bool encode_response(struct request_context *ctx, int16_t version, struct
     kafka_writer_init(w, 256);
     size_t size_at = kafka_writer_reserve(w, 4);
     kafka_write_int32(w, ctx->correlation_id);
-    if (kafka_response_header_version(ctx->api_key, version) >= 1) kafka_write_uvarint(w, 0);
-    if (ctx->desc->response_encode(ctx->response, w, version) != 0 || w->failed) return false;
+    if (kafka_response_header_version(ctx->api_key, version) >= 1)
+        kafka_write_uvarint(w, 0);
+    if (ctx->desc->response_encode(ctx->response, w, version) != 0 || w->failed)
+        return false;
     kafka_writer_patch_int32(w, size_at, (int32_t)(kafka_writer_total_len(w) - 4));
     return !w->failed;
 }
 
 static bool encode_or_close(struct request_context *ctx, struct kafka_writer *w)
 {
-    if (encode_response(ctx, ctx->api_version, w)) return true;
+    if (encode_response(ctx, ctx->api_version, w))
+        return true;
     logger_error("dispatch", "could not encode %s v%d response for %s; closing the connection", ctx->desc->name,
                  ctx->api_version, ctx->net->peer);
     kafka_writer_free(w);
@@ -111,7 +118,8 @@ void request_context_respond(struct request_context *ctx)
 {
     struct kafka_writer w;
     int64_t encode_start = pipeline_quota_active(ctx) ? clock_mono_ns() : 0;
-    if (!encode_or_close(ctx, &w)) return;
+    if (!encode_or_close(ctx, &w))
+        return;
     int32_t throttle_ms = 0;
     if (encode_start) {
         /* Quotas measure the encoded response; a throttle then goes into
@@ -120,7 +128,8 @@ void request_context_respond(struct request_context *ctx)
         throttle_ms = pipeline_quota_record(ctx, (size_t)kafka_writer_total_len(&w));
         if (throttle_ms > 0 && pipeline_set_throttle(ctx, throttle_ms)) {
             kafka_writer_free(&w);
-            if (!encode_or_close(ctx, &w)) return;
+            if (!encode_or_close(ctx, &w))
+                return;
         }
     }
     pipeline_count_response((size_t)kafka_writer_total_len(&w));
@@ -143,8 +152,8 @@ void handlers_dispatch(struct net_request *req, void *env_arg)
 {
     struct handler_env *env = env_arg;
     if (req->frame_len < 8) {
-        logger_warn("dispatch", "request of %zu bytes from %s is too short for a header; closing",
-                    req->frame_len, req->peer);
+        logger_warn("dispatch", "request of %zu bytes from %s is too short for a header; closing", req->frame_len,
+                    req->peer);
         net_request_complete(req, NULL, 0, true);
         return;
     }
@@ -160,7 +169,8 @@ void handlers_dispatch(struct net_request *req, void *env_arg)
     ctx->correlation_id = read_be32(req->frame + 4);
     kafka_arena_init(&ctx->arena);
     pipeline_count_request(ctx);
-    if (pipeline_quota_active(ctx)) ctx->started_ns = clock_mono_ns();
+    if (pipeline_quota_active(ctx))
+        ctx->started_ns = clock_mono_ns();
 
     const struct api_handler_entry *entry = handlers_find(ctx->api_key);
     ctx->desc = kafka_api_lookup(ctx->api_key);
@@ -175,8 +185,8 @@ void handlers_dispatch(struct net_request *req, void *env_arg)
                 return;
             }
         }
-        logger_warn("dispatch", "unsupported API key %d version %d from %s; closing the connection",
-                    ctx->api_key, ctx->api_version, req->peer);
+        logger_warn("dispatch", "unsupported API key %d version %d from %s; closing the connection", ctx->api_key,
+                    ctx->api_version, req->peer);
         request_context_abandon(ctx, true);
         return;
     }
@@ -185,10 +195,10 @@ void handlers_dispatch(struct net_request *req, void *env_arg)
     kafka_reader_init(&r, req->frame, req->frame_len);
     struct request_header header;
     request_header_init(&header);
-    if (request_header_decode(&header, &r, kafka_request_header_version(ctx->api_key, ctx->api_version),
-                              &ctx->arena) != 0) {
-        logger_warn("dispatch", "malformed %s v%d request header from %s: %s; closing",
-                    ctx->desc->name, ctx->api_version, req->peer, r.error);
+    if (request_header_decode(&header, &r, kafka_request_header_version(ctx->api_key, ctx->api_version), &ctx->arena) !=
+        0) {
+        logger_warn("dispatch", "malformed %s v%d request header from %s: %s; closing", ctx->desc->name,
+                    ctx->api_version, req->peer, r.error);
         request_context_abandon(ctx, true);
         return;
     }
@@ -203,8 +213,8 @@ void handlers_dispatch(struct net_request *req, void *env_arg)
     ctx->desc->request_init(ctx->request);
     ctx->desc->response_init(ctx->response);
     if (ctx->desc->request_decode(ctx->request, &r, ctx->api_version, &ctx->arena) != 0) {
-        logger_warn("dispatch", "malformed %s v%d request from %s (client %s): %s; closing",
-                    ctx->desc->name, ctx->api_version, req->peer, ctx->client_id, r.error);
+        logger_warn("dispatch", "malformed %s v%d request from %s (client %s): %s; closing", ctx->desc->name,
+                    ctx->api_version, req->peer, ctx->client_id, r.error);
         request_context_abandon(ctx, true);
         return;
     }
@@ -215,7 +225,8 @@ void handlers_dispatch(struct net_request *req, void *env_arg)
     enum handler_result result = entry->handler(ctx, ctx->request, ctx->response);
     /* A deferred request may already be answered and freed: hands off. Its
      * REQUEST quota then counts the encoding only. */
-    if (started_ns && result != HANDLER_DEFERRED) ctx->io_ns += clock_mono_ns() - started_ns;
+    if (started_ns && result != HANDLER_DEFERRED)
+        ctx->io_ns += clock_mono_ns() - started_ns;
     switch (result) {
     case HANDLER_RESPOND:
         request_context_respond(ctx);

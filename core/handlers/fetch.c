@@ -44,8 +44,8 @@ static void add_aborted(void *arg, int64_t producer_id, int64_t first_offset)
     struct partition_answer *ans = arg;
     if (ans->aborted_count == ans->aborted_cap) {
         int32_t cap = ans->aborted_cap ? ans->aborted_cap * 2 : 4;
-        struct fetch_response_aborted_transaction *grown =
-            cap > 0 ? realloc(ans->aborted, (size_t)cap * sizeof *grown) : NULL;
+        struct fetch_response_aborted_transaction *grown = cap > 0 ? realloc(ans->aborted, (size_t)cap * sizeof *grown)
+                                                                   : NULL;
         if (!grown) {
             ans->aborted_failed = true;
             return;
@@ -74,9 +74,8 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
         ans->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
         return;
     }
-    const struct metadata_topic *topic = ps->topic[0]
-                                             ? metadata_image_topic_by_name(img, ps->topic, strlen(ps->topic))
-                                             : NULL;
+    const struct metadata_topic *topic = ps->topic[0] ? metadata_image_topic_by_name(img, ps->topic, strlen(ps->topic))
+                                                      : NULL;
     if (!topic) {
         /* From v13 topics come by id, and an empty name is an unknown id. */
         ans->error_code = ps->topic[0] || ctx->api_version < 13 ? KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION
@@ -85,7 +84,8 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
     }
     struct partition_log *log;
     ans->error_code = handler_leader_log(ctx, topic, ps->partition, &log);
-    if (ans->error_code != KAFKA_ERR_NONE) return;
+    if (ans->error_code != KAFKA_ERR_NONE)
+        return;
     /* KIP-320: a consumer that knows another leader epoch is told which way
      * it is off, and refreshes its metadata, as with ListOffsets. */
     ans->error_code = handler_check_leader_epoch(metadata_topic_partition(topic, ps->partition),
@@ -103,7 +103,8 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
     int64_t max_offset = read_committed ? ans->last_stable_offset : ans->high_watermark;
     ans->error_code = partition_log_read(log, ps->fetch_offset, byte_limit, max_offset, &rr);
     if (ans->error_code == KAFKA_ERR_NONE && strict_limit && rr.len > byte_limit) {
-        if (rr.fd >= 0) close(rr.fd);
+        if (rr.fd >= 0)
+            close(rr.fd);
         rr.fd = -1;
         rr.len = 0;
     }
@@ -116,7 +117,8 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
         }
     }
     partition_log_close(log);
-    if (ans->error_code != KAFKA_ERR_NONE) return;
+    if (ans->error_code != KAFKA_ERR_NONE)
+        return;
     if (rr.len > 0) {
         ans->records = kafka_records_from_file(rr.fd, rr.file_pos, (int32_t)rr.len);
     } else if (rr.fd >= 0) {
@@ -133,7 +135,8 @@ static bool partition_has_news(const struct fetch_partition_state *ps, const str
 static void close_answers(struct partition_answer *answers, int32_t n)
 {
     for (int32_t i = 0; i < n; i++) {
-        if (answers[i].records.file_fd >= 0) close(answers[i].records.file_fd);
+        if (answers[i].records.file_fd >= 0)
+            close(answers[i].records.file_fd);
         free(answers[i].aborted);
         answers[i].aborted = NULL;
     }
@@ -147,20 +150,23 @@ static int fill_response(struct fetch_op *f, struct partition_answer *answers)
     struct fetch_response *resp = ctx->response;
     int32_t n = f->plan.partition_count;
     HANDLER_NEW_ARRAY(ctx, resp->responses, n, fetch_response_fetchable_topic_response_init);
-    if (!resp->responses) return -1;
+    if (!resp->responses)
+        return -1;
     int32_t topics = 0;
     struct fetch_response_fetchable_topic_response *cur = NULL;
     for (int32_t i = 0; i < n; i++) {
         const struct fetch_partition_state *ps = &f->plan.partitions[i];
         struct partition_answer *ans = &answers[i];
-        if (f->plan.incremental && !partition_has_news(ps, ans)) continue;
+        if (f->plan.incremental && !partition_has_news(ps, ans))
+            continue;
         if (!cur || strcmp(ps->topic, f->plan.partitions[i - 1].topic) != 0 ||
             memcmp(&ps->topic_id, &f->plan.partitions[i - 1].topic_id, sizeof ps->topic_id) != 0) {
             cur = &resp->responses[topics++];
             cur->topic = kafka_arena_strdup(&ctx->arena, ps->topic);
             cur->topic_id = ps->topic_id;
             HANDLER_NEW_ARRAY(ctx, cur->partitions, n - i, fetch_response_partition_data_init);
-            if (!cur->partitions) return -1;
+            if (!cur->partitions)
+                return -1;
             cur->partitions_count = 0;
         }
         struct fetch_response_partition_data *pd = &cur->partitions[cur->partitions_count++];
@@ -181,7 +187,8 @@ static int fill_response(struct fetch_op *f, struct partition_answer *answers)
         if (f->read_committed && ans->aborted_count > 0) {
             size_t bytes = (size_t)ans->aborted_count * sizeof *ans->aborted;
             pd->aborted_transactions = kafka_arena_alloc(&ctx->arena, bytes);
-            if (!pd->aborted_transactions) return -1;
+            if (!pd->aborted_transactions)
+                return -1;
             memcpy(pd->aborted_transactions, ans->aborted, bytes);
             pd->aborted_transactions_count = ans->aborted_count;
         }
@@ -195,7 +202,8 @@ static int fill_response(struct fetch_op *f, struct partition_answer *answers)
 
 static void remember_sent(struct fetch_op *f, const struct partition_answer *answers)
 {
-    if (f->plan.response_session_id == 0) return;
+    if (f->plan.response_session_id == 0)
+        return;
     for (int32_t i = 0; i < f->plan.partition_count; i++) {
         f->plan.partitions[i].last_high_watermark = answers[i].high_watermark;
         f->plan.partitions[i].last_log_start_offset = answers[i].log_start_offset;
@@ -223,14 +231,20 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
         int32_t remaining = total >= f->max_bytes ? 0 : (int32_t)(f->max_bytes - total);
         int32_t limit = ps->max_bytes < remaining ? ps->max_bytes : remaining;
         /* The first data may exceed the limits so consumers always progress. */
-        if (total == 0 && limit <= 0) limit = 1;
+        if (total == 0 && limit <= 0)
+            limit = 1;
         answers[i].records.file_fd = -1;
-        if (img) read_partition(ctx, img, ps, limit, total > 0, f->read_committed, &answers[i]);
-        else answers[i].error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-        if (answers[i].error_code != KAFKA_ERR_NONE) any_error = true;
-        if (answers[i].records.len > 0) total += answers[i].records.len;
+        if (img)
+            read_partition(ctx, img, ps, limit, total > 0, f->read_committed, &answers[i]);
+        else
+            answers[i].error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+        if (answers[i].error_code != KAFKA_ERR_NONE)
+            any_error = true;
+        if (answers[i].records.len > 0)
+            total += answers[i].records.len;
     }
-    if (img) metadata_image_release(img);
+    if (img)
+        metadata_image_release(img);
 
     if (!expired && !any_error && total < f->min_bytes) {
         close_answers(answers, n);
@@ -271,18 +285,20 @@ static void topic_name_of(struct request_context *ctx, const struct metadata_ima
         return;
     }
     const struct metadata_topic *topic = metadata_image_topic_by_id(img, id);
-    if (topic) snprintf(out, 256, "%s", topic->name);
+    if (topic)
+        snprintf(out, 256, "%s", topic->name);
 }
 
 /* Turns the request's topics into partition states, resolving topic ids. */
-static int collect_partitions(struct request_context *ctx, const struct metadata_image *img,
-                              struct fetch_request *req, struct fetch_partition_state **out, int32_t *count)
+static int collect_partitions(struct request_context *ctx, const struct metadata_image *img, struct fetch_request *req,
+                              struct fetch_partition_state **out, int32_t *count)
 {
     int32_t total = 0;
-    for (int32_t t = 0; t < req->topics_count; t++) total += req->topics[t].partitions_count;
-    struct fetch_partition_state *parts =
-        kafka_arena_alloc(&ctx->arena, (size_t)(total + 1) * sizeof *parts);
-    if (!parts) return -1;
+    for (int32_t t = 0; t < req->topics_count; t++)
+        total += req->topics[t].partitions_count;
+    struct fetch_partition_state *parts = kafka_arena_alloc(&ctx->arena, (size_t)(total + 1) * sizeof *parts);
+    if (!parts)
+        return -1;
     int32_t n = 0;
     for (int32_t t = 0; t < req->topics_count; t++) {
         struct fetch_request_fetch_topic *ft = &req->topics[t];
@@ -306,14 +322,15 @@ static int collect_partitions(struct request_context *ctx, const struct metadata
     return 0;
 }
 
-static int collect_forgotten(struct request_context *ctx, const struct metadata_image *img,
-                             struct fetch_request *req, struct fetch_partition_state **out, int32_t *count)
+static int collect_forgotten(struct request_context *ctx, const struct metadata_image *img, struct fetch_request *req,
+                             struct fetch_partition_state **out, int32_t *count)
 {
     int32_t total = 0;
     for (int32_t t = 0; t < req->forgotten_topics_data_count; t++)
         total += req->forgotten_topics_data[t].partitions_count;
     struct fetch_partition_state *parts = kafka_arena_alloc(&ctx->arena, (size_t)(total + 1) * sizeof *parts);
-    if (!parts) return -1;
+    if (!parts)
+        return -1;
     int32_t n = 0;
     for (int32_t t = 0; t < req->forgotten_topics_data_count; t++) {
         struct fetch_request_forgotten_topic *ft = &req->forgotten_topics_data[t];
@@ -342,20 +359,24 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
         return HANDLER_RESPOND;
     }
     const struct metadata_image *img = metadata_image_acquire(env->metadata);
-    if (!img) return HANDLER_CLOSE;
+    if (!img)
+        return HANDLER_CLOSE;
     struct fetch_partition_state *updates, *forgotten;
     int32_t update_count, forgotten_count;
     int rc = collect_partitions(ctx, img, req, &updates, &update_count);
-    if (rc == 0) rc = collect_forgotten(ctx, img, req, &forgotten, &forgotten_count);
+    if (rc == 0)
+        rc = collect_forgotten(ctx, img, req, &forgotten, &forgotten_count);
     metadata_image_release(img);
-    if (rc != 0) return HANDLER_CLOSE;
+    if (rc != 0)
+        return HANDLER_CLOSE;
 
     struct fetch_op *f = calloc(1, sizeof *f);
-    if (!f) return HANDLER_CLOSE;
+    if (!f)
+        return HANDLER_CLOSE;
     int32_t session_id = ctx->api_version >= 7 ? req->session_id : 0;
     int32_t epoch = ctx->api_version >= 7 ? req->session_epoch : -1;
-    if (fetch_session_apply(env->fetch_sessions, session_id, epoch, updates, update_count, forgotten,
-                            forgotten_count, &f->plan) != 0) {
+    if (fetch_session_apply(env->fetch_sessions, session_id, epoch, updates, update_count, forgotten, forgotten_count,
+                            &f->plan) != 0) {
         fetch_plan_free(&f->plan);
         free(f);
         return HANDLER_CLOSE;
@@ -370,8 +391,10 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
     f->ctx = ctx;
     f->min_bytes = req->min_bytes;
     f->max_bytes = req->max_bytes;
-    if (ctx->api_version < 3 || f->max_bytes <= 0) f->max_bytes = INT32_MAX;
-    if (env->fetch_max_bytes > 0 && f->max_bytes > env->fetch_max_bytes) f->max_bytes = env->fetch_max_bytes;
+    if (ctx->api_version < 3 || f->max_bytes <= 0)
+        f->max_bytes = INT32_MAX;
+    if (env->fetch_max_bytes > 0 && f->max_bytes > env->fetch_max_bytes)
+        f->max_bytes = env->fetch_max_bytes;
     f->read_committed = req->isolation_level == 1;
     f->op.try_complete = fetch_try_complete;
     f->op.free_fn = fetch_op_free;
@@ -396,7 +419,8 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
             partition_log_close(log);
         }
     }
-    if (watch_img) metadata_image_release(watch_img);
+    if (watch_img)
+        metadata_image_release(watch_img);
     if (watch_failed) {
         /* Without memory to watch every partition, answer with what there is. */
         fetch_try_complete(&f->op, true);

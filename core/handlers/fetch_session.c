@@ -25,7 +25,8 @@ struct fetch_session_cache {
 struct fetch_session_cache *fetch_session_cache_create(int32_t max_slots)
 {
     struct fetch_session_cache *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
+    if (!c)
+        return NULL;
     c->max_slots = max_slots > 0 ? max_slots : 1;
     c->sessions = calloc((size_t)c->max_slots, sizeof *c->sessions);
     if (!c->sessions) {
@@ -39,8 +40,10 @@ struct fetch_session_cache *fetch_session_cache_create(int32_t max_slots)
 
 void fetch_session_cache_destroy(struct fetch_session_cache *c)
 {
-    if (!c) return;
-    for (int32_t i = 0; i < c->count; i++) free(c->sessions[i].parts);
+    if (!c)
+        return;
+    for (int32_t i = 0; i < c->count; i++)
+        free(c->sessions[i].parts);
     free(c->sessions);
     pthread_mutex_destroy(&c->lock);
     free(c);
@@ -49,7 +52,8 @@ void fetch_session_cache_destroy(struct fetch_session_cache *c)
 static struct fetch_session *find_session(struct fetch_session_cache *c, int32_t id)
 {
     for (int32_t i = 0; i < c->count; i++)
-        if (c->sessions[i].id == id) return &c->sessions[i];
+        if (c->sessions[i].id == id)
+            return &c->sessions[i];
     return NULL;
 }
 
@@ -78,7 +82,8 @@ static int upsert(struct fetch_session *s, const struct fetch_partition_state *u
     if (s->count == s->cap) {
         int32_t cap = s->cap ? s->cap * 2 : 16;
         struct fetch_partition_state *p = realloc(s->parts, (size_t)cap * sizeof *p);
-        if (!p) return -1;
+        if (!p)
+            return -1;
         s->parts = p;
         s->cap = cap;
     }
@@ -105,7 +110,8 @@ static struct fetch_session *new_session(struct fetch_session_cache *c)
     if (c->count == c->max_slots) {
         struct fetch_session *oldest = &c->sessions[0];
         for (int32_t i = 1; i < c->count; i++)
-            if (c->sessions[i].last_used_ms < oldest->last_used_ms) oldest = &c->sessions[i];
+            if (c->sessions[i].last_used_ms < oldest->last_used_ms)
+                oldest = &c->sessions[i];
         remove_session(c, oldest);
     }
     struct fetch_session *s = &c->sessions[c->count++];
@@ -124,17 +130,18 @@ static int copy_plan(struct fetch_plan *plan, const struct fetch_partition_state
 {
     plan->partition_count = n;
     plan->partitions = NULL;
-    if (n == 0) return 0;
+    if (n == 0)
+        return 0;
     plan->partitions = malloc((size_t)n * sizeof *parts);
-    if (!plan->partitions) return -1;
+    if (!plan->partitions)
+        return -1;
     memcpy(plan->partitions, parts, (size_t)n * sizeof *parts);
     return 0;
 }
 
 int fetch_session_apply(struct fetch_session_cache *c, int32_t session_id, int32_t epoch,
                         const struct fetch_partition_state *updates, int32_t update_count,
-                        const struct fetch_partition_state *forgotten, int32_t forgotten_count,
-                        struct fetch_plan *plan)
+                        const struct fetch_partition_state *forgotten, int32_t forgotten_count, struct fetch_plan *plan)
 {
     memset(plan, 0, sizeof *plan);
     pthread_mutex_lock(&c->lock);
@@ -146,13 +153,16 @@ int fetch_session_apply(struct fetch_session_cache *c, int32_t session_id, int32
         } else if (s->next_epoch != epoch) {
             plan->error_code = KAFKA_ERR_INVALID_FETCH_SESSION_EPOCH;
         } else {
-            for (int32_t i = 0; i < update_count && rc == 0; i++) rc = upsert(s, &updates[i]);
-            for (int32_t i = 0; i < forgotten_count; i++) forget(s, &forgotten[i]);
+            for (int32_t i = 0; i < update_count && rc == 0; i++)
+                rc = upsert(s, &updates[i]);
+            for (int32_t i = 0; i < forgotten_count; i++)
+                forget(s, &forgotten[i]);
             s->next_epoch = epoch == INT32_MAX ? 1 : epoch + 1;
             s->last_used_ms = clock_mono_ms();
             plan->incremental = true;
             plan->response_session_id = s->id;
-            if (rc == 0) rc = copy_plan(plan, s->parts, s->count);
+            if (rc == 0)
+                rc = copy_plan(plan, s->parts, s->count);
         }
         pthread_mutex_unlock(&c->lock);
         return rc;
@@ -160,24 +170,29 @@ int fetch_session_apply(struct fetch_session_cache *c, int32_t session_id, int32
     /* A full request: any named session ends here. */
     if (session_id != 0) {
         struct fetch_session *s = find_session(c, session_id);
-        if (s) remove_session(c, s);
+        if (s)
+            remove_session(c, s);
     }
     if (epoch == 0) {
         struct fetch_session *s = new_session(c);
         s->last_used_ms = clock_mono_ms();
-        for (int32_t i = 0; i < update_count && rc == 0; i++) rc = upsert(s, &updates[i]);
+        for (int32_t i = 0; i < update_count && rc == 0; i++)
+            rc = upsert(s, &updates[i]);
         plan->response_session_id = s->id;
-        if (rc != 0) remove_session(c, s);
+        if (rc != 0)
+            remove_session(c, s);
     }
     pthread_mutex_unlock(&c->lock);
-    if (rc == 0) rc = copy_plan(plan, updates, update_count);
+    if (rc == 0)
+        rc = copy_plan(plan, updates, update_count);
     return rc;
 }
 
 void fetch_session_record_sent(struct fetch_session_cache *c, int32_t session_id,
                                const struct fetch_partition_state *sent, int32_t count)
 {
-    if (session_id == 0) return;
+    if (session_id == 0)
+        return;
     pthread_mutex_lock(&c->lock);
     struct fetch_session *s = find_session(c, session_id);
     for (int32_t i = 0; s && i < count; i++) {

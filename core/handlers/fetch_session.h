@@ -31,9 +31,9 @@ struct fetch_partition_state {
 
 /* The partitions of a request after applying it to its session. */
 struct fetch_plan {
-    int16_t error_code;        /* NONE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH */
+    int16_t error_code; /* NONE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH */
     int32_t response_session_id;
-    bool incremental;          /* answer with changed partitions only */
+    bool incremental;                         /* answer with changed partitions only */
     struct fetch_partition_state *partitions; /* malloc'd copy, owned by the caller */
     int32_t partition_count;
 };

@@ -59,8 +59,8 @@ static void find_one(struct request_context *ctx, const struct metadata_image *i
         bool group = key_type == KEY_TYPE_GROUP;
         if (!handler_authorize_name(ctx, CAIRN_OP_DESCRIBE,
                                     group ? CAIRN_RESOURCE_GROUP : CAIRN_RESOURCE_TRANSACTIONAL_ID, key, true)) {
-            out->error_code =
-                group ? KAFKA_ERR_GROUP_AUTHORIZATION_FAILED : KAFKA_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+            out->error_code = group ? KAFKA_ERR_GROUP_AUTHORIZATION_FAILED
+                                    : KAFKA_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
             return;
         }
     }
@@ -110,8 +110,7 @@ enum handler_result handle_find_coordinator(struct request_context *ctx, void *r
         metadata_image_release(img);
         return HANDLER_RESPOND;
     }
-    HANDLER_NEW_ARRAY(ctx, resp->coordinators, req->coordinator_keys_count,
-                      find_coordinator_response_coordinator_init);
+    HANDLER_NEW_ARRAY(ctx, resp->coordinators, req->coordinator_keys_count, find_coordinator_response_coordinator_init);
     if (!resp->coordinators) {
         metadata_image_release(img);
         return HANDLER_CLOSE;

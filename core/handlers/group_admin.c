@@ -39,7 +39,8 @@ enum handler_result handle_leave_group(struct request_context *ctx, void *reques
     }
     int32_t n = req->members_count > 0 ? req->members_count : 0;
     struct group_leave_member *members = kafka_arena_alloc(&ctx->arena, (size_t)(n + 1) * sizeof *members);
-    if (!members) return HANDLER_CLOSE;
+    if (!members)
+        return HANDLER_CLOSE;
     for (int32_t i = 0; i < n; i++) {
         members[i] = (struct group_leave_member){
             .member_id = group_handler_cstr_or_empty(ctx, req->members[i].member_id),
@@ -47,9 +48,11 @@ enum handler_result handle_leave_group(struct request_context *ctx, void *reques
         };
     }
     resp->error_code = group_coordinator_leave(ctx->env->groups, group_id, members, (size_t)n);
-    if (resp->error_code != KAFKA_ERR_NONE) return HANDLER_RESPOND;
+    if (resp->error_code != KAFKA_ERR_NONE)
+        return HANDLER_RESPOND;
     HANDLER_NEW_ARRAY(ctx, resp->members, n, leave_group_response_member_response_init);
-    if (!resp->members) return HANDLER_CLOSE;
+    if (!resp->members)
+        return HANDLER_CLOSE;
     resp->members_count = n;
     for (int32_t i = 0; i < n; i++) {
         resp->members[i].member_id = req->members[i].member_id;
@@ -65,7 +68,8 @@ enum handler_result handle_describe_groups(struct request_context *ctx, void *re
     struct describe_groups_response *resp = response;
     int32_t n = req->groups_count > 0 ? req->groups_count : 0;
     HANDLER_NEW_ARRAY(ctx, resp->groups, n, describe_groups_response_described_group_init);
-    if (!resp->groups) return HANDLER_CLOSE;
+    if (!resp->groups)
+        return HANDLER_CLOSE;
     resp->groups_count = n;
     for (int32_t i = 0; i < n; i++) {
         struct describe_groups_response_described_group *out = &resp->groups[i];
@@ -88,7 +92,8 @@ enum handler_result handle_describe_groups(struct request_context *ctx, void *re
             for (size_t k = 0; k < d.member_count; k++) {
                 struct describe_groups_response_described_group_member *m = &out->members[k];
                 m->member_id = kafka_arena_strdup(&ctx->arena, d.members[k].member_id);
-                if (ctx->api_version >= 4) m->group_instance_id = group_handler_str(ctx, d.members[k].group_instance_id);
+                if (ctx->api_version >= 4)
+                    m->group_instance_id = group_handler_str(ctx, d.members[k].group_instance_id);
                 m->client_id = kafka_arena_strdup(&ctx->arena, d.members[k].client_id);
                 m->client_host = kafka_arena_strdup(&ctx->arena, d.members[k].client_host);
                 m->member_metadata = group_handler_bytes(ctx, d.members[k].metadata, d.members[k].metadata_len);
@@ -120,8 +125,10 @@ enum handler_result handle_list_groups(struct request_context *ctx, void *reques
     struct list_groups_response *resp = response;
     int32_t ns = ctx->api_version >= 4 && req->states_filter_count > 0 ? req->states_filter_count : 0;
     const char **states = kafka_arena_alloc(&ctx->arena, (size_t)(ns + 1) * sizeof *states);
-    if (!states) return HANDLER_CLOSE;
-    for (int32_t i = 0; i < ns; i++) states[i] = group_handler_cstr_or_empty(ctx, req->states_filter[i]);
+    if (!states)
+        return HANDLER_CLOSE;
+    for (int32_t i = 0; i < ns; i++)
+        states[i] = group_handler_cstr_or_empty(ctx, req->states_filter[i]);
     struct group_listing *l = NULL;
     size_t n = 0;
     resp->error_code = group_coordinator_list(ctx->env->groups, states, (size_t)ns, &l, &n);
@@ -139,15 +146,18 @@ enum handler_result handle_list_groups(struct request_context *ctx, void *reques
     /* DESCRIBE on the cluster lists every group; otherwise only the groups
      * the principal may DESCRIBE, without audit (an implicit listing). */
     bool list_all = handler_authorize_resource(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE,
-                                                false);
+                                               false);
     int32_t out = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!list_all && !handler_authorize_resource(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_GROUP, l[i].group_id, false))
+        if (!list_all &&
+            !handler_authorize_resource(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_GROUP, l[i].group_id, false))
             continue;
         resp->groups[out].group_id = kafka_arena_strdup(&ctx->arena, l[i].group_id);
         resp->groups[out].protocol_type = kafka_arena_strdup(&ctx->arena, l[i].protocol_type);
-        if (ctx->api_version >= 4) resp->groups[out].group_state = kafka_arena_strdup(&ctx->arena, l[i].state);
-        if (ctx->api_version >= 5) resp->groups[out].group_type = kafka_str_from_cstr(LIST_GROUPS_TYPE_CLASSIC);
+        if (ctx->api_version >= 4)
+            resp->groups[out].group_state = kafka_arena_strdup(&ctx->arena, l[i].state);
+        if (ctx->api_version >= 5)
+            resp->groups[out].group_type = kafka_str_from_cstr(LIST_GROUPS_TYPE_CLASSIC);
         out++;
     }
     resp->groups_count = out;
@@ -161,15 +171,17 @@ enum handler_result handle_delete_groups(struct request_context *ctx, void *requ
     struct delete_groups_response *resp = response;
     int32_t n = req->groups_names_count > 0 ? req->groups_names_count : 0;
     HANDLER_NEW_ARRAY(ctx, resp->results, n, delete_groups_response_deletable_group_result_init);
-    if (!resp->results) return HANDLER_CLOSE;
+    if (!resp->results)
+        return HANDLER_CLOSE;
     resp->results_count = n;
     for (int32_t i = 0; i < n; i++) {
         resp->results[i].group_id = req->groups_names[i];
-        resp->results[i].error_code =
-            !handler_authorize_name(ctx, CAIRN_OP_DELETE, CAIRN_RESOURCE_GROUP, req->groups_names[i], true)
-                ? KAFKA_ERR_GROUP_AUTHORIZATION_FAILED
-                : group_coordinator_delete_group(ctx->env->groups,
-                                                 group_handler_cstr_or_empty(ctx, req->groups_names[i]));
+        resp->results[i].error_code = !handler_authorize_name(ctx, CAIRN_OP_DELETE, CAIRN_RESOURCE_GROUP,
+                                                              req->groups_names[i], true)
+                                          ? KAFKA_ERR_GROUP_AUTHORIZATION_FAILED
+                                          : group_coordinator_delete_group(
+                                                ctx->env->groups,
+                                                group_handler_cstr_or_empty(ctx, req->groups_names[i]));
     }
     return HANDLER_RESPOND;
 }

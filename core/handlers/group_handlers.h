@@ -13,9 +13,11 @@
  * when out of memory, which callers treat like null). */
 static inline char *group_handler_cstr(struct request_context *ctx, struct kafka_str s)
 {
-    if (s.len < 0 || !s.data) return NULL;
+    if (s.len < 0 || !s.data)
+        return NULL;
     char *out = kafka_arena_alloc(&ctx->arena, (size_t)s.len + 1);
-    if (!out) return NULL;
+    if (!out)
+        return NULL;
     memcpy(out, s.data, (size_t)s.len);
     out[s.len] = '\0';
     return out;
@@ -31,15 +33,18 @@ static inline const char *group_handler_cstr_or_empty(struct request_context *ct
 /* Wire string copied into the arena (the source is borrowed). */
 static inline struct kafka_str group_handler_str(struct request_context *ctx, const char *s)
 {
-    if (!s) return (struct kafka_str){NULL, -1};
+    if (!s)
+        return (struct kafka_str){NULL, -1};
     return kafka_arena_strdup(&ctx->arena, s);
 }
 
 static inline struct kafka_bytes group_handler_bytes(struct request_context *ctx, const uint8_t *p, size_t n)
 {
     uint8_t *out = kafka_arena_alloc(&ctx->arena, n ? n : 1);
-    if (!out) return (struct kafka_bytes){(const uint8_t *)"", 0};
-    if (n) memcpy(out, p, n);
+    if (!out)
+        return (struct kafka_bytes){(const uint8_t *)"", 0};
+    if (n)
+        memcpy(out, p, n);
     return (struct kafka_bytes){out, (int32_t)n};
 }
 
@@ -56,7 +61,8 @@ static inline const char *group_handler_client_host(struct request_context *ctx)
     }
     snprintf(host, sizeof host, "/%.*s", (int)n, peer);
     char *out = kafka_arena_alloc(&ctx->arena, strlen(host) + 1);
-    if (out) memcpy(out, host, strlen(host) + 1);
+    if (out)
+        memcpy(out, host, strlen(host) + 1);
     return out ? out : "";
 }
 

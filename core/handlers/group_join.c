@@ -23,7 +23,8 @@ static void join_done(void *arg, const struct group_join_result *r)
     } else {
         resp->protocol_name = kafka_arena_strdup(&ctx->arena, r->protocol_name ? r->protocol_name : "");
     }
-    if (v >= 9) resp->skip_assignment = r->skip_assignment;
+    if (v >= 9)
+        resp->skip_assignment = r->skip_assignment;
     if (r->member_count > 0) {
         HANDLER_NEW_ARRAY(ctx, resp->members, (int32_t)r->member_count,
                           join_group_response_join_group_response_member_init);
@@ -32,7 +33,8 @@ static void join_done(void *arg, const struct group_join_result *r)
             for (size_t i = 0; i < r->member_count; i++) {
                 struct join_group_response_join_group_response_member *m = &resp->members[i];
                 m->member_id = kafka_arena_strdup(&ctx->arena, r->members[i].member_id);
-                if (v >= 5) m->group_instance_id = group_handler_str(ctx, r->members[i].group_instance_id);
+                if (v >= 5)
+                    m->group_instance_id = group_handler_str(ctx, r->members[i].group_instance_id);
                 m->metadata = group_handler_bytes(ctx, r->members[i].metadata, r->members[i].metadata_len);
             }
         } else {
@@ -51,7 +53,8 @@ enum handler_result handle_join_group(struct request_context *ctx, void *request
     }
     int32_t n = req->protocols_count > 0 ? req->protocols_count : 0;
     struct group_protocol *protocols = kafka_arena_alloc(&ctx->arena, (size_t)(n + 1) * sizeof *protocols);
-    if (!protocols) return HANDLER_CLOSE;
+    if (!protocols)
+        return HANDLER_CLOSE;
     for (int32_t i = 0; i < n; i++) {
         protocols[i].name = group_handler_cstr_or_empty(ctx, req->protocols[i].name);
         protocols[i].metadata = req->protocols[i].metadata.data;
@@ -98,7 +101,8 @@ enum handler_result handle_sync_group(struct request_context *ctx, void *request
     }
     int32_t n = req->assignments_count > 0 ? req->assignments_count : 0;
     struct group_assignment *a = kafka_arena_alloc(&ctx->arena, (size_t)(n + 1) * sizeof *a);
-    if (!a) return HANDLER_CLOSE;
+    if (!a)
+        return HANDLER_CLOSE;
     for (int32_t i = 0; i < n; i++) {
         a[i].member_id = group_handler_cstr_or_empty(ctx, req->assignments[i].member_id);
         a[i].assignment = req->assignments[i].assignment.data;

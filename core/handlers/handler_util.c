@@ -15,9 +15,11 @@
 
 int32_t *handler_copy_int32s(struct request_context *ctx, const int32_t *src, int32_t n)
 {
-    if (n <= 0) return NULL;
+    if (n <= 0)
+        return NULL;
     int32_t *out = kafka_arena_alloc(&ctx->arena, (size_t)n * sizeof *out);
-    if (out) memcpy(out, src, (size_t)n * sizeof *out);
+    if (out)
+        memcpy(out, src, (size_t)n * sizeof *out);
     return out;
 }
 
@@ -26,7 +28,8 @@ const struct metadata_endpoint *handler_endpoint_for_request(struct request_cont
 {
     const char *listener = ctx->net->listener_name;
     for (int32_t i = 0; listener && i < b->endpoint_count; i++)
-        if (strcmp(b->endpoints[i].listener, listener) == 0) return &b->endpoints[i];
+        if (strcmp(b->endpoints[i].listener, listener) == 0)
+            return &b->endpoints[i];
     return b->endpoint_count > 0 ? &b->endpoints[0] : NULL;
 }
 
@@ -38,8 +41,10 @@ int16_t handler_topic_name_error(struct kafka_str name)
 
 bool handler_name_cstr(struct kafka_str name, char *buf, size_t buflen)
 {
-    if (buflen) buf[0] = '\0';
-    if (name.len <= 0 || (size_t)name.len >= buflen || memchr(name.data, '\0', (size_t)name.len)) return false;
+    if (buflen)
+        buf[0] = '\0';
+    if (name.len <= 0 || (size_t)name.len >= buflen || memchr(name.data, '\0', (size_t)name.len))
+        return false;
     kafka_str_to_cstr(name, buf, buflen);
     return true;
 }
@@ -60,20 +65,26 @@ int16_t handler_auto_create_topic(struct request_context *ctx, const char *name)
     return code == KAFKA_ERR_TOPIC_ALREADY_EXISTS ? KAFKA_ERR_NONE : code;
 }
 
-int16_t handler_leader_log(struct request_context *ctx, const struct metadata_topic *topic,
-                           int32_t partition, struct partition_log **log_out)
+int16_t handler_leader_log(struct request_context *ctx, const struct metadata_topic *topic, int32_t partition,
+                           struct partition_log **log_out)
 {
     *log_out = NULL;
     const struct metadata_partition *p = topic ? metadata_topic_partition(topic, partition) : NULL;
-    if (!p || !p->present) return KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-    if (p->leader != ctx->env->node_id) return KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
+    if (!p || !p->present)
+        return KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    if (p->leader != ctx->env->node_id)
+        return KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
     struct partition_log *log = log_manager_get(ctx->env->logs, topic->name, partition);
-    if (!log) return KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
+    if (!log)
+        return KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
     *log_out = log;
     return KAFKA_ERR_NONE;
 }
 
-int64_t handler_high_watermark(struct partition_log *log) { return partition_log_high_watermark(log); }
+int64_t handler_high_watermark(struct partition_log *log)
+{
+    return partition_log_high_watermark(log);
+}
 
 /* "127.0.0.1:53422" or "[::1]:53422" -> host and port. */
 static void split_peer(const char *peer, char *host, size_t hostlen, uint16_t *port)
@@ -92,7 +103,8 @@ static void split_peer(const char *peer, char *host, size_t hostlen, uint16_t *p
 const struct cairn_request_info *handler_request_info(struct request_context *ctx)
 {
     struct cairn_request_info *info = &ctx->info;
-    if (info->struct_size) return info;
+    if (info->struct_size)
+        return info;
     ctx->principal.struct_size = sizeof ctx->principal;
     ctx->principal.type = ctx->net->principal_type ? ctx->net->principal_type : "User";
     ctx->principal.name = ctx->net->principal_name ? ctx->net->principal_name : "ANONYMOUS";
@@ -134,16 +146,17 @@ struct handler_authz_memo {
 
 #define HANDLER_AUTHZ_MEMO_MAX 256
 
-bool handler_authorize_resource(struct request_context *ctx, int32_t operation, int32_t resource_type,
-                                const char *name, bool audit)
+bool handler_authorize_resource(struct request_context *ctx, int32_t operation, int32_t resource_type, const char *name,
+                                bool audit)
 {
     return handler_authorize_logged(ctx, operation, resource_type, name, audit, audit);
 }
 
-bool handler_authorize_logged(struct request_context *ctx, int32_t operation, int32_t resource_type,
-                              const char *name, bool log_if_allowed, bool log_if_denied)
+bool handler_authorize_logged(struct request_context *ctx, int32_t operation, int32_t resource_type, const char *name,
+                              bool log_if_allowed, bool log_if_denied)
 {
-    if (!handler_has_authorizer(ctx)) return true;
+    if (!handler_has_authorizer(ctx))
+        return true;
     int memo_count = 0;
     for (struct handler_authz_memo *m = ctx->authz_memo; m; m = m->next, memo_count++)
         if (m->operation == operation && m->resource_type == resource_type && strcmp(m->name, name) == 0)
@@ -163,8 +176,9 @@ bool handler_authorize_logged(struct request_context *ctx, int32_t operation, in
     handler_authorize(ctx, list, 1, &result);
     bool allowed = result == CAIRN_AUTHZ_ALLOWED;
     size_t name_len = strlen(name);
-    struct handler_authz_memo *m =
-        memo_count < HANDLER_AUTHZ_MEMO_MAX ? kafka_arena_alloc(&ctx->arena, sizeof *m + name_len + 1) : NULL;
+    struct handler_authz_memo *m = memo_count < HANDLER_AUTHZ_MEMO_MAX
+                                       ? kafka_arena_alloc(&ctx->arena, sizeof *m + name_len + 1)
+                                       : NULL;
     if (m) {
         m->operation = operation;
         m->resource_type = resource_type;
@@ -179,18 +193,22 @@ bool handler_authorize_logged(struct request_context *ctx, int32_t operation, in
 bool handler_authorize_one(struct request_context *ctx, int32_t operation, int32_t resource_type,
                            const char *resource_name)
 {
-    if (!handler_has_authorizer(ctx)) return true;
+    if (!handler_has_authorizer(ctx))
+        return true;
     return handler_authorize_resource(ctx, operation, resource_type, resource_name ? resource_name : "", true);
 }
 
 bool handler_authorize_name(struct request_context *ctx, int32_t operation, int32_t resource_type,
                             struct kafka_str resource_name, bool audit)
 {
-    if (!handler_has_authorizer(ctx)) return true;
+    if (!handler_has_authorizer(ctx))
+        return true;
     size_t len = resource_name.len > 0 ? (size_t)resource_name.len : 0;
     char *name = kafka_arena_alloc(&ctx->arena, len + 1);
-    if (!name) return false;
-    if (len) memcpy(name, resource_name.data, len);
+    if (!name)
+        return false;
+    if (len)
+        memcpy(name, resource_name.data, len);
     name[len] = '\0';
     return handler_authorize_resource(ctx, operation, resource_type, name, audit);
 }
@@ -198,13 +216,15 @@ bool handler_authorize_name(struct request_context *ctx, int32_t operation, int3
 void handler_audit_admin(struct request_context *ctx, const char *operation, int32_t resource_type,
                          const char *resource_name, int16_t error_code, const char *details_json)
 {
-    if (!ctx->env->plugins || ctx->env->plugins->audit_count == 0) return;
+    if (!ctx->env->plugins || ctx->env->plugins->audit_count == 0)
+        return;
     plugin_host_audit_admin(ctx->env->plugins, handler_request_info(ctx), operation, resource_type, resource_name,
                             error_code, details_json);
 }
 
 int16_t handler_check_leader_epoch(const struct metadata_partition *p, int32_t current_leader_epoch)
 {
-    if (current_leader_epoch == -1 || !p || current_leader_epoch == p->leader_epoch) return KAFKA_ERR_NONE;
+    if (current_leader_epoch == -1 || !p || current_leader_epoch == p->leader_epoch)
+        return KAFKA_ERR_NONE;
     return current_leader_epoch < p->leader_epoch ? KAFKA_ERR_FENCED_LEADER_EPOCH : KAFKA_ERR_UNKNOWN_LEADER_EPOCH;
 }

@@ -35,8 +35,8 @@ int16_t handler_auto_create_topic(struct request_context *ctx, const char *name)
 /* The local log of a partition this broker leads. Returns KAFKA_ERR_NONE and
  * a new reference to the log (release it with partition_log_close), or
  * UNKNOWN_TOPIC_OR_PARTITION, or NOT_LEADER_OR_FOLLOWER. */
-int16_t handler_leader_log(struct request_context *ctx, const struct metadata_topic *topic,
-                           int32_t partition, struct partition_log **log_out);
+int16_t handler_leader_log(struct request_context *ctx, const struct metadata_topic *topic, int32_t partition,
+                           struct partition_log **log_out);
 
 /* KIP-320: the client's current leader epoch against the partition's.
  * -1 means the client named none (Kafka's NO_PARTITION_LEADER_EPOCH); any
@@ -93,12 +93,12 @@ void handler_audit_admin(struct request_context *ctx, const char *operation, int
  * generated init on each, so every field starts at its schema default (an
  * all-zero struct is not: defaults such as -1 matter when encoding). ptr is
  * NULL on allocation failure. */
-#define HANDLER_NEW_ARRAY(ctx, ptr, n, init_fn)                                                       \
-    do {                                                                                              \
-        int32_t handler_n_ = (n) > 0 ? (n) : 0;                                                       \
-        (ptr) = kafka_arena_alloc(&(ctx)->arena, (size_t)(handler_n_ + 1) * sizeof *(ptr));           \
-        for (int32_t handler_i_ = 0; (ptr) && handler_i_ < handler_n_; handler_i_++)                  \
-            init_fn(&(ptr)[handler_i_]);                                                              \
+#define HANDLER_NEW_ARRAY(ctx, ptr, n, init_fn)                                                                        \
+    do {                                                                                                               \
+        int32_t handler_n_ = (n) > 0 ? (n) : 0;                                                                        \
+        (ptr) = kafka_arena_alloc(&(ctx)->arena, (size_t)(handler_n_ + 1) * sizeof *(ptr));                            \
+        for (int32_t handler_i_ = 0; (ptr) && handler_i_ < handler_n_; handler_i_++)                                   \
+            init_fn(&(ptr)[handler_i_]);                                                                               \
     } while (0)
 
 #endif

@@ -59,7 +59,7 @@ struct request_context {
     int16_t api_version;
     int32_t correlation_id;
     char client_id[256];
-    struct kafka_arena arena;   /* request and response memory */
+    struct kafka_arena arena; /* request and response memory */
     void *request;
     void *response;
     const struct kafka_api_desc *desc;
@@ -81,8 +81,7 @@ enum handler_result {
     HANDLER_CLOSE,       /* close the connection (protocol violation) */
 };
 
-typedef enum handler_result (*api_handler_fn)(struct request_context *ctx, void *request,
-                                              void *response);
+typedef enum handler_result (*api_handler_fn)(struct request_context *ctx, void *request, void *response);
 
 struct api_handler_entry {
     int16_t api_key;

@@ -157,8 +157,8 @@ static int16_t init_transactional(struct request_context *ctx, const struct init
     int16_t epoch = ctx->api_version >= 3 ? req->producer_epoch : -1;
     if ((pid < 0) != (epoch < 0))
         return KAFKA_ERR_INVALID_REQUEST;
-    int16_t code = txn_coordinator_init_producer(ctx->env->txn_coordinator, id, req->transaction_timeout_ms, pid,
-                                                 epoch, &resp->producer_id, &resp->producer_epoch);
+    int16_t code = txn_coordinator_init_producer(ctx->env->txn_coordinator, id, req->transaction_timeout_ms, pid, epoch,
+                                                 &resp->producer_id, &resp->producer_epoch);
     logger_debug("init_producer_id", "%s: transactional id %s: producer id %lld epoch %d (%s)",
                  ctx->net ? ctx->net->peer : "-", id, (long long)resp->producer_id, resp->producer_epoch,
                  kafka_error_name(code));
@@ -170,15 +170,18 @@ static int16_t init_transactional(struct request_context *ctx, const struct init
  * exists now. */
 static bool may_write_idempotently(struct request_context *ctx)
 {
-    if (!handler_has_authorizer(ctx)) return true;
+    if (!handler_has_authorizer(ctx))
+        return true;
     if (handler_authorize_resource(ctx, CAIRN_OP_IDEMPOTENT_WRITE, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE,
                                    true))
         return true;
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
-    if (!img) return false;
+    if (!img)
+        return false;
     bool allowed = false;
     for (int32_t i = 0; i < img->topic_count && !allowed; i++) {
-        if (img->topics[i]->is_internal) continue;
+        if (img->topics[i]->is_internal)
+            continue;
         allowed = handler_authorize_resource(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TOPIC, img->topics[i]->name, false);
     }
     metadata_image_release(img);
@@ -192,10 +195,10 @@ enum handler_result handle_init_producer_id(struct request_context *ctx, void *r
     resp->producer_id = -1;
     resp->producer_epoch = -1;
     if (req->transactional_id.len >= 0) {
-        resp->error_code =
-            handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TRANSACTIONAL_ID, req->transactional_id, true)
-                ? init_transactional(ctx, req, resp)
-                : KAFKA_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+        resp->error_code = handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TRANSACTIONAL_ID,
+                                                  req->transactional_id, true)
+                               ? init_transactional(ctx, req, resp)
+                               : KAFKA_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
         return HANDLER_RESPOND;
     }
     if (!may_write_idempotently(ctx)) {

@@ -49,7 +49,8 @@ static void list_partition(struct request_context *ctx, const struct metadata_to
     }
     struct partition_log *log;
     out->error_code = handler_leader_log(ctx, topic, in->partition_index, &log);
-    if (out->error_code != KAFKA_ERR_NONE) return;
+    if (out->error_code != KAFKA_ERR_NONE)
+        return;
     const struct metadata_partition *p = metadata_topic_partition(topic, in->partition_index);
     out->error_code = handler_check_leader_epoch(p, in->current_leader_epoch);
     if (out->error_code == KAFKA_ERR_NONE) {
@@ -65,7 +66,8 @@ static void lookup_offset(struct partition_log *log, const struct metadata_parti
     /* read_committed consumers see nothing at or past the last stable offset. */
     int64_t visible_end = read_committed ? partition_log_last_stable_offset(log) : handler_high_watermark(log);
     /* Not part of responses before v4, and a set value there cannot be encoded. */
-    if (version >= 4) out->leader_epoch = p->leader_epoch;
+    if (version >= 4)
+        out->leader_epoch = p->leader_epoch;
     switch (in->timestamp) {
     case LIST_OFFSETS_LATEST:
         out->offset = visible_end;
@@ -101,7 +103,8 @@ enum handler_result handle_list_offsets(struct request_context *ctx, void *reque
     struct list_offsets_request *req = request;
     struct list_offsets_response *resp = response;
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
-    if (!img) return HANDLER_CLOSE;
+    if (!img)
+        return HANDLER_CLOSE;
     enum handler_result result = HANDLER_RESPOND;
     HANDLER_NEW_ARRAY(ctx, resp->topics, req->topics_count, list_offsets_response_list_offsets_topic_response_init);
     if (!resp->topics) {
@@ -113,19 +116,22 @@ enum handler_result handle_list_offsets(struct request_context *ctx, void *reque
         struct list_offsets_request_list_offsets_topic *tin = &req->topics[t];
         struct list_offsets_response_list_offsets_topic_response *tout = &resp->topics[t];
         tout->name = tin->name;
-        HANDLER_NEW_ARRAY(ctx, tout->partitions, tin->partitions_count, list_offsets_response_list_offsets_partition_response_init);
+        HANDLER_NEW_ARRAY(ctx, tout->partitions, tin->partitions_count,
+                          list_offsets_response_list_offsets_partition_response_init);
         if (!tout->partitions) {
             result = HANDLER_CLOSE;
             goto out;
         }
         tout->partitions_count = tin->partitions_count;
-        const struct metadata_topic *topic =
-            tin->name.len > 0 ? metadata_image_topic_by_name(img, tin->name.data, (size_t)tin->name.len) : NULL;
+        const struct metadata_topic *topic = tin->name.len > 0 ? metadata_image_topic_by_name(img, tin->name.data,
+                                                                                              (size_t)tin->name.len)
+                                                               : NULL;
         bool allowed = handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC, tin->name, true);
         for (int32_t i = 0; i < tin->partitions_count; i++) {
             list_partition(ctx, allowed ? topic : NULL, req->isolation_level == 1, &tin->partitions[i],
                            &tout->partitions[i]);
-            if (!allowed) tout->partitions[i].error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
+            if (!allowed)
+                tout->partitions[i].error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
         }
     }
 out:

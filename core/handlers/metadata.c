@@ -9,17 +9,19 @@
 #include "metadata/metadata_store.h"
 #include "net/server.h"
 
-static int fill_brokers(struct request_context *ctx, const struct metadata_image *img,
-                        struct metadata_response *resp)
+static int fill_brokers(struct request_context *ctx, const struct metadata_image *img, struct metadata_response *resp)
 {
     HANDLER_NEW_ARRAY(ctx, resp->brokers, img->broker_count, metadata_response_metadata_response_broker_init);
-    if (!resp->brokers) return -1;
+    if (!resp->brokers)
+        return -1;
     int32_t n = 0;
     for (int32_t i = 0; i < img->broker_count; i++) {
         const struct metadata_broker *b = &img->brokers[i];
-        if (b->fenced) continue;
+        if (b->fenced)
+            continue;
         const struct metadata_endpoint *ep = handler_endpoint_for_request(ctx, b);
-        if (!ep) continue;
+        if (!ep)
+            continue;
         struct metadata_response_metadata_response_broker *out = &resp->brokers[n++];
         out->node_id = b->node_id;
         out->host = kafka_arena_strdup(&ctx->arena, ep->host);
@@ -31,15 +33,16 @@ static int fill_brokers(struct request_context *ctx, const struct metadata_image
 }
 
 static int fill_partitions(struct request_context *ctx, const struct metadata_image *img,
-                           const struct metadata_topic *topic,
-                           struct metadata_response_metadata_response_topic *out)
+                           const struct metadata_topic *topic, struct metadata_response_metadata_response_topic *out)
 {
     HANDLER_NEW_ARRAY(ctx, out->partitions, topic->partition_count, metadata_response_metadata_response_partition_init);
-    if (!out->partitions) return -1;
+    if (!out->partitions)
+        return -1;
     int32_t n = 0;
     for (int32_t i = 0; i < topic->partition_count; i++) {
         const struct metadata_partition *p = &topic->partitions[i];
-        if (!p->present) continue;
+        if (!p->present)
+            continue;
         struct metadata_response_metadata_response_partition *mp = &out->partitions[n++];
         mp->partition_index = p->partition_index;
         mp->leader_id = p->leader;
@@ -49,7 +52,8 @@ static int fill_partitions(struct request_context *ctx, const struct metadata_im
         mp->replica_nodes_count = p->replica_count;
         mp->isr_nodes = handler_copy_int32s(ctx, p->isr, p->isr_count);
         mp->isr_nodes_count = p->isr_count;
-        if ((p->replica_count && !mp->replica_nodes) || (p->isr_count && !mp->isr_nodes)) return -1;
+        if ((p->replica_count && !mp->replica_nodes) || (p->isr_count && !mp->isr_nodes))
+            return -1;
         mp->offline_replicas_count = 0;
         const struct metadata_broker *leader = metadata_image_broker(img, p->leader);
         mp->error_code = (leader && !leader->fenced) ? KAFKA_ERR_NONE : KAFKA_ERR_LEADER_NOT_AVAILABLE;
@@ -58,8 +62,7 @@ static int fill_partitions(struct request_context *ctx, const struct metadata_im
     return 0;
 }
 
-static int fill_topic(struct request_context *ctx, const struct metadata_image *img,
-                      const struct metadata_topic *topic,
+static int fill_topic(struct request_context *ctx, const struct metadata_image *img, const struct metadata_topic *topic,
                       struct metadata_response_metadata_response_topic *out)
 {
     out->error_code = KAFKA_ERR_NONE;
@@ -76,11 +79,13 @@ static int fill_topic(struct request_context *ctx, const struct metadata_image *
 static bool refuse_ids_before_v12(struct request_context *ctx, const struct metadata_request *req,
                                   struct metadata_response *resp, enum handler_result *result)
 {
-    if (ctx->api_version < 10 || ctx->api_version >= 12 || req->topics_count <= 0) return false;
+    if (ctx->api_version < 10 || ctx->api_version >= 12 || req->topics_count <= 0)
+        return false;
     bool uses_ids = false;
     for (int32_t i = 0; i < req->topics_count; i++)
         uses_ids |= req->topics[i].name.len < 0 || !kafka_uuid_is_zero(req->topics[i].topic_id);
-    if (!uses_ids) return false;
+    if (!uses_ids)
+        return false;
     HANDLER_NEW_ARRAY(ctx, resp->topics, req->topics_count, metadata_response_metadata_response_topic_init);
     if (!resp->topics) {
         *result = HANDLER_CLOSE;
@@ -103,10 +108,12 @@ enum handler_result handle_metadata(struct request_context *ctx, void *request, 
     struct metadata_response *resp = response;
     struct handler_env *env = ctx->env;
     enum handler_result refused;
-    if (refuse_ids_before_v12(ctx, req, resp, &refused)) return refused;
+    if (refuse_ids_before_v12(ctx, req, resp, &refused))
+        return refused;
 
     const struct metadata_image *img = metadata_image_acquire(env->metadata);
-    if (!img) return HANDLER_CLOSE;
+    if (!img)
+        return HANDLER_CLOSE;
 
     bool all_topics = req->topics_count < 0 || (ctx->api_version == 0 && req->topics_count == 0);
     bool allow_create = env->auto_create_topics && (ctx->api_version < 4 || req->allow_auto_topic_creation);
@@ -122,7 +129,8 @@ enum handler_result handle_metadata(struct request_context *ctx, void *request, 
         }
         for (int32_t i = 0; i < req->topics_count; i++)
             describable[i] = req->topics[i].name.len < 0 ||
-                             handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC, req->topics[i].name, true);
+                             handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC, req->topics[i].name,
+                                                    true);
     }
 
     /* Create what is missing first, then answer from one image. */
@@ -130,22 +138,27 @@ enum handler_result handle_metadata(struct request_context *ctx, void *request, 
         bool created = false;
         for (int32_t i = 0; i < req->topics_count; i++) {
             struct kafka_str name = req->topics[i].name;
-            if (name.len <= 0 || (describable && !describable[i])) continue;
-            if (metadata_image_topic_by_name(img, name.data, (size_t)name.len)) continue;
+            if (name.len <= 0 || (describable && !describable[i]))
+                continue;
+            if (metadata_image_topic_by_name(img, name.data, (size_t)name.len))
+                continue;
             char topic[256];
-            if (!handler_name_cstr(name, topic, sizeof topic)) continue;
+            if (!handler_name_cstr(name, topic, sizeof topic))
+                continue;
             /* Kafka's rule: CREATE on the cluster, else CREATE on the topic. */
             if (handler_has_authorizer(ctx) &&
                 !handler_authorize_resource(ctx, CAIRN_OP_CREATE, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE,
                                             false) &&
                 !handler_authorize_resource(ctx, CAIRN_OP_CREATE, CAIRN_RESOURCE_TOPIC, topic, true))
                 continue;
-            if (handler_auto_create_topic(ctx, topic) == KAFKA_ERR_NONE) created = true;
+            if (handler_auto_create_topic(ctx, topic) == KAFKA_ERR_NONE)
+                created = true;
         }
         if (created) {
             metadata_image_release(img);
             img = metadata_image_acquire(env->metadata);
-            if (!img) return HANDLER_CLOSE;
+            if (!img)
+                return HANDLER_CLOSE;
         }
     }
 

@@ -12,7 +12,8 @@
 
 static bool partition_exists(const struct metadata_image *img, struct kafka_str topic, int32_t partition)
 {
-    if (!topic.data || topic.len <= 0) return false;
+    if (!topic.data || topic.len <= 0)
+        return false;
     const struct metadata_topic *t = metadata_image_topic_by_name(img, topic.data, (size_t)topic.len);
     return t && partition >= 0 && partition < t->partition_count && t->partitions[partition].present;
 }
@@ -24,10 +25,12 @@ enum handler_result handle_offset_commit(struct request_context *ctx, void *requ
     int16_t v = ctx->api_version;
     int32_t nt = req->topics_count > 0 ? req->topics_count : 0;
     size_t total = 0;
-    for (int32_t t = 0; t < nt; t++) total += req->topics[t].partitions_count > 0 ? (size_t)req->topics[t].partitions_count : 0;
+    for (int32_t t = 0; t < nt; t++)
+        total += req->topics[t].partitions_count > 0 ? (size_t)req->topics[t].partitions_count : 0;
     struct group_offset_commit *c = kafka_arena_alloc(&ctx->arena, (total + 1) * sizeof *c);
     HANDLER_NEW_ARRAY(ctx, resp->topics, nt, offset_commit_response_offset_commit_response_topic_init);
-    if (!c || !resp->topics) return HANDLER_CLOSE;
+    if (!c || !resp->topics)
+        return HANDLER_CLOSE;
     resp->topics_count = nt;
 
     /* Kafka's order: READ on the group fails every partition; then READ
@@ -68,7 +71,8 @@ enum handler_result handle_offset_commit(struct request_context *ctx, void *requ
         .retention_ms = v >= 2 && v <= 4 ? req->retention_time_ms : -1,
         .unknown_group_not_found = v >= 9,
     };
-    if (group_allowed) group_coordinator_commit(ctx->env->groups, &params, c, total);
+    if (group_allowed)
+        group_coordinator_commit(ctx->env->groups, &params, c, total);
 
     k = 0;
     for (int32_t t = 0; t < nt; t++) {
@@ -76,7 +80,8 @@ enum handler_result handle_offset_commit(struct request_context *ctx, void *requ
         int32_t np = req->topics[t].partitions_count > 0 ? req->topics[t].partitions_count : 0;
         ot->name = req->topics[t].name;
         HANDLER_NEW_ARRAY(ctx, ot->partitions, np, offset_commit_response_offset_commit_response_partition_init);
-        if (!ot->partitions) return HANDLER_CLOSE;
+        if (!ot->partitions)
+            return HANDLER_CLOSE;
         ot->partitions_count = np;
         for (int32_t p = 0; p < np; p++, k++) {
             ot->partitions[p].partition_index = req->topics[t].partitions[p].partition_index;
@@ -92,11 +97,13 @@ enum handler_result handle_offset_delete(struct request_context *ctx, void *requ
     struct offset_delete_response *resp = response;
     int32_t nt = req->topics_count > 0 ? req->topics_count : 0;
     size_t total = 0;
-    for (int32_t t = 0; t < nt; t++) total += req->topics[t].partitions_count > 0 ? (size_t)req->topics[t].partitions_count : 0;
+    for (int32_t t = 0; t < nt; t++)
+        total += req->topics[t].partitions_count > 0 ? (size_t)req->topics[t].partitions_count : 0;
     struct group_offset_delete *d = kafka_arena_alloc(&ctx->arena, (total + 1) * sizeof *d);
     int16_t *pre = kafka_arena_alloc(&ctx->arena, (total + 1) * sizeof *pre);
     HANDLER_NEW_ARRAY(ctx, resp->topics, nt, offset_delete_response_offset_delete_response_topic_init);
-    if (!d || !pre || !resp->topics) return HANDLER_CLOSE;
+    if (!d || !pre || !resp->topics)
+        return HANDLER_CLOSE;
     resp->topics_count = nt;
     /* Kafka's order: DELETE on the group, then READ on each topic. */
     if (!handler_authorize_name(ctx, CAIRN_OP_DELETE, CAIRN_RESOURCE_GROUP, req->group_id, true)) {
@@ -114,15 +121,16 @@ enum handler_result handle_offset_delete(struct request_context *ctx, void *requ
         bool readable = handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_TOPIC, req->topics[t].name, true);
         for (int32_t p = 0; p < req->topics[t].partitions_count; p++, k++) {
             int32_t part = req->topics[t].partitions[p].partition_index;
-            pre[k] = !readable ? KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED
+            pre[k] = !readable                                          ? KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED
                      : partition_exists(img, req->topics[t].name, part) ? KAFKA_ERR_NONE
                                                                         : KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-            if (pre[k] == KAFKA_ERR_NONE) d[n++] = (struct group_offset_delete){.topic = topic, .partition = part};
+            if (pre[k] == KAFKA_ERR_NONE)
+                d[n++] = (struct group_offset_delete){.topic = topic, .partition = part};
         }
     }
     metadata_image_release(img);
-    resp->error_code =
-        group_coordinator_delete_offsets(ctx->env->groups, group_handler_cstr_or_empty(ctx, req->group_id), d, n);
+    resp->error_code = group_coordinator_delete_offsets(ctx->env->groups,
+                                                        group_handler_cstr_or_empty(ctx, req->group_id), d, n);
     if (resp->error_code != KAFKA_ERR_NONE) {
         resp->topics_count = 0;
         return HANDLER_RESPOND;
@@ -134,7 +142,8 @@ enum handler_result handle_offset_delete(struct request_context *ctx, void *requ
         int32_t np = req->topics[t].partitions_count > 0 ? req->topics[t].partitions_count : 0;
         ot->name = req->topics[t].name;
         HANDLER_NEW_ARRAY(ctx, ot->partitions, np, offset_delete_response_offset_delete_response_partition_init);
-        if (!ot->partitions) return HANDLER_CLOSE;
+        if (!ot->partitions)
+            return HANDLER_CLOSE;
         ot->partitions_count = np;
         for (int32_t p = 0; p < np; p++, k++) {
             ot->partitions[p].partition_index = req->topics[t].partitions[p].partition_index;

@@ -19,7 +19,8 @@ static void end_offset_for_partition(struct request_context *ctx, const struct m
     out->partition = in->partition;
     struct partition_log *log;
     out->error_code = handler_leader_log(ctx, topic, in->partition, &log);
-    if (out->error_code != KAFKA_ERR_NONE) return;
+    if (out->error_code != KAFKA_ERR_NONE)
+        return;
     const struct metadata_partition *p = metadata_topic_partition(topic, in->partition);
     /* current_leader_epoch is -1 (absent) before v2. */
     out->error_code = handler_check_leader_epoch(p, in->current_leader_epoch);
@@ -29,7 +30,8 @@ static void end_offset_for_partition(struct request_context *ctx, const struct m
         int32_t found_epoch;
         out->end_offset = partition_log_end_offset_for_epoch(log, in->leader_epoch, &found_epoch);
         /* v0 answers carry no epoch (and a set one cannot be encoded). */
-        if (ctx->api_version >= 1) out->leader_epoch = found_epoch;
+        if (ctx->api_version >= 1)
+            out->leader_epoch = found_epoch;
     }
     partition_log_close(log);
 }
@@ -41,11 +43,13 @@ static bool answer_topic(struct request_context *ctx, const struct metadata_imag
     tout->topic = tin->topic;
     HANDLER_NEW_ARRAY(ctx, tout->partitions, tin->partitions_count,
                       offset_for_leader_epoch_response_epoch_end_offset_init);
-    if (!tout->partitions) return false;
+    if (!tout->partitions)
+        return false;
     tout->partitions_count = tin->partitions_count > 0 ? tin->partitions_count : 0;
-    const struct metadata_topic *topic =
-        allowed && tin->topic.len > 0 ? metadata_image_topic_by_name(img, tin->topic.data, (size_t)tin->topic.len)
-                                      : NULL;
+    const struct metadata_topic *topic = allowed && tin->topic.len > 0
+                                             ? metadata_image_topic_by_name(img, tin->topic.data,
+                                                                            (size_t)tin->topic.len)
+                                             : NULL;
     for (int32_t i = 0; i < tout->partitions_count; i++) {
         if (allowed) {
             end_offset_for_partition(ctx, topic, &tin->partitions[i], &tout->partitions[i]);
@@ -67,13 +71,15 @@ enum handler_result handle_offset_for_leader_epoch(struct request_context *ctx, 
     bool cluster = handler_authorize_logged(ctx, CAIRN_OP_CLUSTER_ACTION, CAIRN_RESOURCE_CLUSTER,
                                             HANDLER_CLUSTER_RESOURCE, true, false);
     bool *allowed = kafka_arena_alloc(&ctx->arena, (size_t)count + 1);
-    if (!allowed) return HANDLER_CLOSE;
+    if (!allowed)
+        return HANDLER_CLOSE;
     for (int32_t t = 0; t < count; t++)
-        allowed[t] = cluster || handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC,
-                                                       req->topics[t].topic, true);
+        allowed[t] = cluster ||
+                     handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC, req->topics[t].topic, true);
 
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
-    if (!img) return HANDLER_CLOSE;
+    if (!img)
+        return HANDLER_CLOSE;
     enum handler_result result = HANDLER_RESPOND;
     HANDLER_NEW_ARRAY(ctx, resp->topics, count, offset_for_leader_epoch_response_offset_for_leader_topic_result_init);
     if (!resp->topics) {
@@ -85,7 +91,8 @@ enum handler_result handle_offset_for_leader_epoch(struct request_context *ctx, 
     int32_t at = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (int32_t t = 0; t < count; t++) {
-            if (allowed[t] != (pass == 0)) continue;
+            if (allowed[t] != (pass == 0))
+                continue;
             if (!answer_topic(ctx, img, allowed[t], &req->topics[t], &resp->topics[at++])) {
                 result = HANDLER_CLOSE;
                 goto out;

@@ -28,11 +28,12 @@ static void register_metrics(void)
     const struct api_handler_entry *t = handlers_table(&n);
     for (int i = 0; i < n; i++) {
         const struct kafka_api_desc *d = kafka_api_lookup(t[i].api_key);
-        if (!d || t[i].api_key < 0 || t[i].api_key >= PIPELINE_MAX_API_KEY) continue;
+        if (!d || t[i].api_key < 0 || t[i].api_key >= PIPELINE_MAX_API_KEY)
+            continue;
         char labels[96];
         snprintf(labels, sizeof labels, "api=\"%s\"", d->name);
-        requests_by_api[t[i].api_key] =
-            metrics_register(METRICS_COUNTER, "cairn_requests_total", labels, "Requests received, by API.");
+        requests_by_api[t[i].api_key] = metrics_register(METRICS_COUNTER, "cairn_requests_total", labels,
+                                                         "Requests received, by API.");
     }
     requests_other = metrics_register(METRICS_COUNTER, "cairn_requests_total", "api=\"other\"",
                                       "Requests received, by API.");
@@ -45,14 +46,16 @@ static void register_metrics(void)
 void pipeline_count_request(struct request_context *ctx)
 {
     pthread_once(&metrics_once, register_metrics);
-    struct metrics_metric *m = ctx->api_key >= 0 && ctx->api_key < PIPELINE_MAX_API_KEY
-                                   ? requests_by_api[ctx->api_key]
-                                   : NULL;
+    struct metrics_metric *m = ctx->api_key >= 0 && ctx->api_key < PIPELINE_MAX_API_KEY ? requests_by_api[ctx->api_key]
+                                                                                        : NULL;
     metrics_add(m ? m : requests_other, 1);
     metrics_add(bytes_in, (int64_t)ctx->net->frame_len + 4);
 }
 
-void pipeline_count_response(size_t bytes) { metrics_add(bytes_out, (int64_t)bytes); }
+void pipeline_count_response(size_t bytes)
+{
+    metrics_add(bytes_out, (int64_t)bytes);
+}
 
 bool pipeline_quota_active(const struct request_context *ctx)
 {
@@ -67,14 +70,18 @@ int32_t pipeline_quota_record(struct request_context *ctx, size_t response_bytes
     int32_t throttle = 0, t;
     if (ctx->api_key == 0) {
         t = plugin_host_quota_record(host, info, CAIRN_QUOTA_PRODUCE, (double)ctx->net->frame_len + 4, now);
-        if (t > throttle) throttle = t;
+        if (t > throttle)
+            throttle = t;
     } else if (ctx->api_key == 1) {
         t = plugin_host_quota_record(host, info, CAIRN_QUOTA_FETCH, (double)response_bytes, now);
-        if (t > throttle) throttle = t;
+        if (t > throttle)
+            throttle = t;
     }
     t = plugin_host_quota_record(host, info, CAIRN_QUOTA_REQUEST, (double)ctx->io_ns, now);
-    if (t > throttle) throttle = t;
-    if (throttle > 0) metrics_add(throttled, 1);
+    if (t > throttle)
+        throttle = t;
+    if (throttle > 0)
+        metrics_add(throttled, 1);
     return throttle;
 }
 
@@ -103,13 +110,17 @@ static const struct throttle_field throttle_fields[] = {
 
 bool pipeline_set_throttle(struct request_context *ctx, int32_t throttle_ms)
 {
-    if (!ctx->response) return false;
+    if (!ctx->response)
+        return false;
     for (size_t i = 0; i < sizeof throttle_fields / sizeof throttle_fields[0]; i++) {
         const struct throttle_field *f = &throttle_fields[i];
-        if (f->api_key != ctx->api_key) continue;
-        if (ctx->api_version < f->min_version) return false;
+        if (f->api_key != ctx->api_key)
+            continue;
+        if (ctx->api_version < f->min_version)
+            return false;
         int32_t *field = (int32_t *)((char *)ctx->response + f->offset);
-        if (*field < throttle_ms) *field = throttle_ms;
+        if (*field < throttle_ms)
+            *field = throttle_ms;
         return true;
     }
     return false;

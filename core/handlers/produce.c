@@ -16,7 +16,8 @@
 static int32_t topic_min_insync(const struct metadata_topic *topic, int32_t broker_default)
 {
     const char *v = metadata_topic_config(topic, "min.insync.replicas");
-    if (!v) return broker_default;
+    if (!v)
+        return broker_default;
     char *end;
     long n = strtol(v, &end, 10);
     return (*end || n < 1) ? broker_default : (int32_t)n;
@@ -51,7 +52,8 @@ static void produce_partition(struct request_context *ctx, const struct metadata
     }
     struct partition_log *log;
     out->error_code = handler_leader_log(ctx, topic, in->index, &log);
-    if (out->error_code != KAFKA_ERR_NONE) return;
+    if (out->error_code != KAFKA_ERR_NONE)
+        return;
     const struct metadata_partition *p = metadata_topic_partition(topic, in->index);
     if (in->records.len <= 0 || in->records.file_fd >= 0) {
         out->error_code = KAFKA_ERR_CORRUPT_MESSAGE;
@@ -68,19 +70,20 @@ static void produce_partition(struct request_context *ctx, const struct metadata
  * retry the others of the batch. Returns false when there is nothing to
  * name (the append failed for another reason). */
 static bool add_record_errors(struct request_context *ctx, const struct metadata_topic *topic,
-                              struct partition_log *log,
-                              const struct produce_request_partition_produce_data *in,
+                              struct partition_log *log, const struct produce_request_partition_produce_data *in,
                               struct produce_response_partition_produce_response *out)
 {
     const uint8_t *records = (const uint8_t *)in->records.data;
     size_t len = (size_t)in->records.len;
     int32_t count = partition_log_keyless_records(log, records, len, NULL, 0);
-    if (count <= 0) return false;
+    if (count <= 0)
+        return false;
     int32_t *indexes = kafka_arena_alloc(&ctx->arena, (size_t)count * sizeof *indexes);
     if (!indexes || partition_log_keyless_records(log, records, len, indexes, count) != count)
         return false;
     HANDLER_NEW_ARRAY(ctx, out->record_errors, count, produce_response_batch_index_and_error_message_init);
-    if (!out->record_errors) return false;
+    if (!out->record_errors)
+        return false;
     char msg[320];
     snprintf(msg, sizeof msg, "Compacted topic cannot accept message without key in topic partition %s-%d.",
              topic->name, in->index);
@@ -90,12 +93,13 @@ static bool add_record_errors(struct request_context *ctx, const struct metadata
         out->record_errors[i].batch_index_error_message = per_record;
     }
     out->record_errors_count = count;
-    snprintf(msg, sizeof msg, "%d record(s) rejected; the first at batch index %d: "
+    snprintf(msg, sizeof msg,
+             "%d record(s) rejected; the first at batch index %d: "
              "Compacted topic cannot accept message without key in topic partition %s-%d.",
              count, indexes[0], topic->name, in->index);
     out->error_message = kafka_arena_strdup(&ctx->arena, msg);
-    logger_debug("produce", "append to %s-%d from %s failed: %d keyless record(s) in a compacted topic",
-                 topic->name, in->index, ctx->net->peer, count);
+    logger_debug("produce", "append to %s-%d from %s failed: %d keyless record(s) in a compacted topic", topic->name,
+                 in->index, ctx->net->peer, count);
     return true;
 }
 
@@ -108,8 +112,8 @@ static void append_records(struct request_context *ctx, const struct metadata_to
      * until it completes: offsets are assigned in place. */
     struct log_append_result res;
     res.error_message[0] = '\0';
-    out->error_code = partition_log_append(log, (uint8_t *)in->records.data, (size_t)in->records.len,
-                                           p->leader_epoch, &res);
+    out->error_code = partition_log_append(log, (uint8_t *)in->records.data, (size_t)in->records.len, p->leader_epoch,
+                                           &res);
     if (out->error_code == KAFKA_ERR_PRODUCER_FENCED) {
         /* Produce answers fencing with the epoch error every client version knows. */
         out->error_code = KAFKA_ERR_INVALID_PRODUCER_EPOCH;
@@ -118,9 +122,10 @@ static void append_records(struct request_context *ctx, const struct metadata_to
         add_record_errors(ctx, topic, log, in, out))
         return;
     if (out->error_code != KAFKA_ERR_NONE) {
-        if (res.error_message[0]) out->error_message = kafka_arena_strdup(&ctx->arena, res.error_message);
-        logger_debug("produce", "append to %s-%d from %s failed: %s (%s)", topic->name, in->index,
-                     ctx->net->peer, kafka_error_name(out->error_code), res.error_message);
+        if (res.error_message[0])
+            out->error_message = kafka_arena_strdup(&ctx->arena, res.error_message);
+        logger_debug("produce", "append to %s-%d from %s failed: %s (%s)", topic->name, in->index, ctx->net->peer,
+                     kafka_error_name(out->error_code), res.error_message);
         return;
     }
     out->base_offset = res.base_offset;
@@ -129,8 +134,8 @@ static void append_records(struct request_context *ctx, const struct metadata_to
     if (res.duplicate) {
         /* A retry of a batch already in the log: Kafka answers NONE with
          * the batch's original base offset and writes nothing. */
-        logger_debug("produce", "duplicate batch for %s-%d from %s: already at offset %lld", topic->name,
-                     in->index, ctx->net->peer, (long long)res.base_offset);
+        logger_debug("produce", "duplicate batch for %s-%d from %s: already at offset %lld", topic->name, in->index,
+                     ctx->net->peer, (long long)res.base_offset);
         return;
     }
     purgatory_notify(ctx->env->fetch_purgatory, (uintptr_t)log);
@@ -148,7 +153,8 @@ enum handler_result handle_produce(struct request_context *ctx, void *request, v
                                               req->transactional_id, true);
 
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
-    if (!img) return HANDLER_CLOSE;
+    if (!img)
+        return HANDLER_CLOSE;
     HANDLER_NEW_ARRAY(ctx, resp->responses, req->topic_data_count, produce_response_topic_produce_response_init);
     if (!resp->responses) {
         metadata_image_release(img);
@@ -159,15 +165,18 @@ enum handler_result handle_produce(struct request_context *ctx, void *request, v
         struct produce_request_topic_produce_data *tin = &req->topic_data[t];
         struct produce_response_topic_produce_response *tout = &resp->responses[t];
         tout->name = tin->name;
-        HANDLER_NEW_ARRAY(ctx, tout->partition_responses, tin->partition_data_count, produce_response_partition_produce_response_init);
+        HANDLER_NEW_ARRAY(ctx, tout->partition_responses, tin->partition_data_count,
+                          produce_response_partition_produce_response_init);
         if (!tout->partition_responses) {
             metadata_image_release(img);
             return HANDLER_CLOSE;
         }
         tout->partition_responses_count = tin->partition_data_count;
-        const struct metadata_topic *topic =
-            tin->name.len > 0 ? metadata_image_topic_by_name(img, tin->name.data, (size_t)tin->name.len) : NULL;
-        bool allowed = txn_allowed && handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TOPIC, tin->name, true);
+        const struct metadata_topic *topic = tin->name.len > 0 ? metadata_image_topic_by_name(img, tin->name.data,
+                                                                                              (size_t)tin->name.len)
+                                                               : NULL;
+        bool allowed = txn_allowed &&
+                       handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TOPIC, tin->name, true);
         for (int32_t i = 0; i < tin->partition_data_count; i++) {
             struct produce_response_partition_produce_response *pout = &tout->partition_responses[i];
             if (!valid_acks || !allowed) {

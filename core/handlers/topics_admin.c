@@ -14,7 +14,8 @@
 
 static struct kafka_str error_message(struct request_context *ctx, int16_t code, const char *err)
 {
-    if (code == KAFKA_ERR_NONE) return (struct kafka_str){NULL, -1};
+    if (code == KAFKA_ERR_NONE)
+        return (struct kafka_str){NULL, -1};
     return kafka_arena_strdup(&ctx->arena, err[0] ? err : kafka_error_name(code));
 }
 
@@ -39,7 +40,8 @@ static bool auditing(struct request_context *ctx)
 /* CreateTopics: CREATE on the cluster (not logged when denied), else on the topic. */
 static bool may_create_topic(struct request_context *ctx, struct kafka_str name)
 {
-    if (!handler_has_authorizer(ctx)) return true;
+    if (!handler_has_authorizer(ctx))
+        return true;
     return handler_authorize_resource(ctx, CAIRN_OP_CREATE, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE, false) ||
            handler_authorize_name(ctx, CAIRN_OP_CREATE, CAIRN_RESOURCE_TOPIC, name, true);
 }
@@ -69,7 +71,8 @@ static void describe_created_topic(struct request_context *ctx, const struct met
     struct config_kv *overrides = NULL;
     if (config_count > 0) {
         overrides = kafka_arena_alloc(&ctx->arena, (size_t)config_count * sizeof *overrides);
-        if (!overrides) goto no_memory;
+        if (!overrides)
+            goto no_memory;
         for (int32_t i = 0; i < config_count; i++) {
             overrides[i].key = configs[i].key;
             overrides[i].value = configs[i].value;
@@ -77,7 +80,8 @@ static void describe_created_topic(struct request_context *ctx, const struct met
     }
     size_t total = topic_config_key_count();
     HANDLER_NEW_ARRAY(ctx, out->configs, (int32_t)total, create_topics_response_creatable_topic_configs_init);
-    if (!out->configs) goto no_memory;
+    if (!out->configs)
+        goto no_memory;
     int32_t count = 0;
     struct topic_config_describe_entry e;
     for (size_t i = 0; i < total; i++) {
@@ -85,11 +89,13 @@ static void describe_created_topic(struct request_context *ctx, const struct met
             continue;
         created_config *c = &out->configs[count++];
         c->name = kafka_arena_strdup(&ctx->arena, e.name);
-        if (!c->name.data) goto no_memory;
+        if (!c->name.data)
+            goto no_memory;
         c->value = (struct kafka_str){NULL, -1};
         if (!e.is_sensitive && e.value) {
             c->value = kafka_arena_strdup(&ctx->arena, e.value);
-            if (!c->value.data) goto no_memory;
+            if (!c->value.data)
+                goto no_memory;
         }
         c->read_only = e.read_only;
         c->config_source = (int8_t)e.source;
@@ -117,7 +123,8 @@ static void create_one(struct request_context *ctx, bool validate_only,
     out->configs_count = -1;
     out->error_code = handler_topic_name_error(in->name);
     if (out->error_code != KAFKA_ERR_NONE) {
-        snprintf(err, sizeof err, "topic name is illegal: it must be 1-249 characters of [a-zA-Z0-9._-] and not '.' or '..'");
+        snprintf(err, sizeof err,
+                 "topic name is illegal: it must be 1-249 characters of [a-zA-Z0-9._-] and not '.' or '..'");
         out->error_message = error_message(ctx, out->error_code, err);
         return;
     }
@@ -157,22 +164,25 @@ static void create_one(struct request_context *ctx, bool validate_only,
                 return;
             }
             kafka_str_to_cstr(k, key, (size_t)(k.len > 0 ? k.len : 0) + 1);
-            if (value) kafka_str_to_cstr(v, value, (size_t)v.len + 1);
+            if (value)
+                kafka_str_to_cstr(v, value, (size_t)v.len + 1);
             configs[i].key = key;
             configs[i].value = value;
         }
     }
     out->error_code = metadata_create_topic(ctx->env->metadata, name, in->num_partitions, in->replication_factor,
-                                            assignments, in->assignments_count > 0 ? in->assignments_count : 0,
-                                            configs, in->configs_count > 0 ? in->configs_count : 0,
-                                            validate_only, &out->topic_id, err, sizeof err);
+                                            assignments, in->assignments_count > 0 ? in->assignments_count : 0, configs,
+                                            in->configs_count > 0 ? in->configs_count : 0, validate_only,
+                                            &out->topic_id, err, sizeof err);
     int32_t partitions = in->num_partitions, replication = in->replication_factor;
     if (in->assignments_count > 0) {
         partitions = in->assignments_count;
         replication = (int16_t)in->assignments[0].broker_ids_count;
     }
-    if (partitions == -1) partitions = ctx->env->default_num_partitions;
-    if (replication == -1) replication = ctx->env->default_replication_factor;
+    if (partitions == -1)
+        partitions = ctx->env->default_num_partitions;
+    if (replication == -1)
+        replication = ctx->env->default_replication_factor;
     out->error_message = error_message(ctx, out->error_code, err);
     if (out->error_code == KAFKA_ERR_NONE) {
         out->num_partitions = partitions;
@@ -180,8 +190,8 @@ static void create_one(struct request_context *ctx, bool validate_only,
         if (ctx->api_version >= 5)
             describe_created_topic(ctx, configs, in->configs_count, out);
         if (!validate_only)
-            logger_info("admin", "created topic '%s' (%d partitions, replication factor %d) for %s", name,
-                        partitions, replication, ctx->net->peer);
+            logger_info("admin", "created topic '%s' (%d partitions, replication factor %d) for %s", name, partitions,
+                        replication, ctx->net->peer);
     }
     if (auditing(ctx)) {
         json_t *configs = json_object();
@@ -211,9 +221,12 @@ static bool create_topics_too_large(struct request_context *ctx, const struct cr
     int64_t total = 0;
     for (int32_t i = 0; i < req->topics_count; i++) {
         const struct create_topics_request_creatable_topic *t = &req->topics[i];
-        if (t->assignments_count > 0) total += t->assignments_count;
-        else if (t->num_partitions == -1) total += ctx->env->default_num_partitions;
-        else if (t->num_partitions > 0) total += t->num_partitions;
+        if (t->assignments_count > 0)
+            total += t->assignments_count;
+        else if (t->num_partitions == -1)
+            total += ctx->env->default_num_partitions;
+        else if (t->num_partitions > 0)
+            total += t->num_partitions;
     }
     return total > MAX_PARTITIONS_PER_REQUEST;
 }
@@ -223,7 +236,8 @@ enum handler_result handle_create_topics(struct request_context *ctx, void *requ
     struct create_topics_request *req = request;
     struct create_topics_response *resp = response;
     HANDLER_NEW_ARRAY(ctx, resp->topics, req->topics_count, create_topics_response_creatable_topic_result_init);
-    if (!resp->topics) return HANDLER_CLOSE;
+    if (!resp->topics)
+        return HANDLER_CLOSE;
     resp->topics_count = req->topics_count;
     if (create_topics_too_large(ctx, req)) {
         for (int32_t i = 0; i < req->topics_count; i++) {
@@ -297,10 +311,12 @@ static void delete_one(struct request_context *ctx, struct kafka_str name, struc
     out->error_code = metadata_delete_topic(ctx->env->metadata, name.len >= 0 ? topic : NULL,
                                             name.len >= 0 ? NULL : &id, err, sizeof err);
     out->error_message = error_message(ctx, out->error_code, err);
-    if (out->error_code == KAFKA_ERR_NONE) logger_info("admin", "deleted topic '%s' for %s", topic, ctx->net->peer);
+    if (out->error_code == KAFKA_ERR_NONE)
+        logger_info("admin", "deleted topic '%s' for %s", topic, ctx->net->peer);
     if (auditing(ctx)) {
         char id[40] = "";
-        for (int i = 0; i < 16; i++) snprintf(id + 2 * i, sizeof id - 2 * (size_t)i, "%02x", out->topic_id.bytes[i]);
+        for (int i = 0; i < 16; i++)
+            snprintf(id + 2 * i, sizeof id - 2 * (size_t)i, "%02x", out->topic_id.bytes[i]);
         audit_topic_change(ctx, "DeleteTopics", topic, out->error_code, json_pack("{s:s}", "topic_id", id));
     }
 }
@@ -310,9 +326,11 @@ enum handler_result handle_delete_topics(struct request_context *ctx, void *requ
     struct delete_topics_request *req = request;
     struct delete_topics_response *resp = response;
     int32_t n = ctx->api_version >= 6 ? req->topics_count : req->topic_names_count;
-    if (n < 0) n = 0;
+    if (n < 0)
+        n = 0;
     HANDLER_NEW_ARRAY(ctx, resp->responses, n, delete_topics_response_deletable_topic_result_init);
-    if (!resp->responses) return HANDLER_CLOSE;
+    if (!resp->responses)
+        return HANDLER_CLOSE;
     resp->responses_count = n;
     for (int32_t i = 0; i < n; i++) {
         if (ctx->api_version >= 6)
@@ -327,13 +345,16 @@ enum handler_result handle_delete_topics(struct request_context *ctx, void *requ
 static bool create_partitions_too_large(struct request_context *ctx, const struct create_partitions_request *req)
 {
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
-    if (!img) return false;
+    if (!img)
+        return false;
     int64_t total = 0;
     for (int32_t i = 0; i < req->topics_count; i++) {
         const struct create_partitions_request_create_partitions_topic *in = &req->topics[i];
-        if (in->name.len <= 0) continue;
+        if (in->name.len <= 0)
+            continue;
         const struct metadata_topic *t = metadata_image_topic_by_name(img, in->name.data, (size_t)in->name.len);
-        if (t && in->count > t->partition_count) total += in->count - t->partition_count;
+        if (t && in->count > t->partition_count)
+            total += in->count - t->partition_count;
     }
     metadata_image_release(img);
     return total > MAX_PARTITIONS_PER_REQUEST;
@@ -343,8 +364,10 @@ enum handler_result handle_create_partitions(struct request_context *ctx, void *
 {
     struct create_partitions_request *req = request;
     struct create_partitions_response *resp = response;
-    HANDLER_NEW_ARRAY(ctx, resp->results, req->topics_count, create_partitions_response_create_partitions_topic_result_init);
-    if (!resp->results) return HANDLER_CLOSE;
+    HANDLER_NEW_ARRAY(ctx, resp->results, req->topics_count,
+                      create_partitions_response_create_partitions_topic_result_init);
+    if (!resp->results)
+        return HANDLER_CLOSE;
     resp->results_count = req->topics_count;
     if (create_partitions_too_large(ctx, req)) {
         for (int32_t i = 0; i < req->topics_count; i++) {
@@ -378,15 +401,16 @@ enum handler_result handle_create_partitions(struct request_context *ctx, void *
             int32_t first_new = t ? t->partition_count : 0;
             metadata_image_release(img);
             assignments = kafka_arena_alloc(&ctx->arena, (size_t)assignment_count * sizeof *assignments);
-            if (!assignments) return HANDLER_CLOSE;
+            if (!assignments)
+                return HANDLER_CLOSE;
             for (int32_t j = 0; j < assignment_count; j++) {
                 assignments[j].partition_index = first_new + j;
                 assignments[j].broker_ids = in->assignments[j].broker_ids;
                 assignments[j].broker_count = in->assignments[j].broker_ids_count;
             }
         }
-        out->error_code = metadata_create_partitions(ctx->env->metadata, name, in->count, assignments,
-                                                     assignment_count, req->validate_only, err, sizeof err);
+        out->error_code = metadata_create_partitions(ctx->env->metadata, name, in->count, assignments, assignment_count,
+                                                     req->validate_only, err, sizeof err);
         out->error_message = error_message(ctx, out->error_code, err);
         if (auditing(ctx))
             audit_topic_change(ctx, "CreatePartitions", name, out->error_code,

@@ -16,8 +16,7 @@ typedef struct add_partitions_to_txn_response_add_partitions_to_txn_partition_re
 /* Fills the per-partition results of one transaction. Returns -1 when out
  * of memory (the connection is closed). */
 static int add_one(struct request_context *ctx, struct kafka_str id_str, int64_t producer_id, int16_t epoch,
-                   bool verify_only, const req_topic *topics, int32_t topic_count, resp_topic **out,
-                   int32_t *out_count)
+                   bool verify_only, const req_topic *topics, int32_t topic_count, resp_topic **out, int32_t *out_count)
 {
     topic_count = topic_count > 0 ? topic_count : 0;
     HANDLER_NEW_ARRAY(ctx, *out, topic_count, add_partitions_to_txn_response_add_partitions_to_txn_topic_result_init);
@@ -60,10 +59,9 @@ static int add_one(struct request_context *ctx, struct kafka_str id_str, int64_t
             r->results_by_partition[i].partition_index = rt->partitions[i];
             parts[n].topic = (char *)(topic ? topic : "");
             parts[n].partition = rt->partitions[i];
-            codes[n] = !writable ? KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED
-                       : topic && common == KAFKA_ERR_NONE
-                           ? txn_handler_partition_exists(ctx, topic, rt->partitions[i])
-                           : KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            codes[n] = !writable                           ? KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED
+                       : topic && common == KAFKA_ERR_NONE ? txn_handler_partition_exists(ctx, topic, rt->partitions[i])
+                                                           : KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             unknown |= codes[n] != KAFKA_ERR_NONE;
             n++;
         }
@@ -74,8 +72,7 @@ static int add_one(struct request_context *ctx, struct kafka_str id_str, int64_t
             if (codes[i] == KAFKA_ERR_NONE)
                 codes[i] = KAFKA_ERR_OPERATION_NOT_ATTEMPTED;
     } else if (common == KAFKA_ERR_NONE && verify_only) {
-        common = txn_coordinator_verify_partitions(ctx->env->txn_coordinator, id, producer_id, epoch, parts, n,
-                                                   codes);
+        common = txn_coordinator_verify_partitions(ctx->env->txn_coordinator, id, producer_id, epoch, parts, n, codes);
     } else if (common == KAFKA_ERR_NONE) {
         common = txn_coordinator_add_partitions(ctx->env->txn_coordinator, id, producer_id, epoch, parts, n);
     }

@@ -33,8 +33,8 @@ enum handler_result handle_add_offsets_to_txn(struct request_context *ctx, void 
         return HANDLER_RESPOND;
     }
     struct txn_topic_partition part = {(char *)GROUP_LOG_TOPIC, txn_handler_offsets_partition(ctx, group)};
-    int16_t code = txn_coordinator_add_partitions(ctx->env->txn_coordinator, id, req->producer_id,
-                                                  req->producer_epoch, &part, 1);
+    int16_t code = txn_coordinator_add_partitions(ctx->env->txn_coordinator, id, req->producer_id, req->producer_epoch,
+                                                  &part, 1);
     resp->error_code = txn_handler_fenced_error(code, ctx->api_version, 2);
     return HANDLER_RESPOND;
 }
@@ -47,8 +47,7 @@ enum handler_result handle_end_txn(struct request_context *ctx, void *request, v
     int16_t code;
     if (!id || !id[0])
         code = KAFKA_ERR_INVALID_REQUEST;
-    else if (!handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TRANSACTIONAL_ID, req->transactional_id,
-                                     true))
+    else if (!handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TRANSACTIONAL_ID, req->transactional_id, true))
         code = KAFKA_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
     else if (!ctx->env->txn_coordinator)
         code = KAFKA_ERR_NOT_COORDINATOR;

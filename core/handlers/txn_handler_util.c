@@ -31,8 +31,9 @@ int16_t txn_handler_partition_exists(struct request_context *ctx, const char *to
 {
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
     const struct metadata_topic *t = metadata_image_topic_by_name(img, topic, strlen(topic));
-    const struct metadata_partition *p =
-        t && partition >= 0 && partition < t->partition_count ? metadata_topic_partition(t, partition) : NULL;
+    const struct metadata_partition *p = t && partition >= 0 && partition < t->partition_count
+                                             ? metadata_topic_partition(t, partition)
+                                             : NULL;
     int16_t code = p && p->present ? KAFKA_ERR_NONE : KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
     metadata_image_release(img);
     return code;

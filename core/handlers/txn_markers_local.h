@@ -21,8 +21,8 @@ struct purgatory;
  * once built, and outlives every marker call. */
 struct txn_markers_local {
     struct log_manager *logs;
-    struct purgatory *fetch_purgatory;  /* fetches parked on a log wake when its LSO moves; may be NULL */
-    struct group_coordinator *groups;   /* completes TxnOffsetCommit offsets; may be NULL */
+    struct purgatory *fetch_purgatory; /* fetches parked on a log wake when its LSO moves; may be NULL */
+    struct group_coordinator *groups;  /* completes TxnOffsetCommit offsets; may be NULL */
 };
 
 /* write_markers over the local logs; ctx is a struct txn_markers_local *. */
@@ -32,9 +32,8 @@ const struct txn_marker_ops *txn_markers_local_ops(void);
  * fetches watching it, and on __consumer_offsets flush it and complete the
  * producer's pending transactional offsets there. leader_epoch < 0: the
  * log's latest epoch. Returns a Kafka error code. */
-int16_t txn_markers_write_partition(const struct txn_markers_local *local, struct partition_log *log,
-                                    const char *topic, int32_t partition, int64_t producer_id,
-                                    int16_t producer_epoch, int32_t coordinator_epoch, bool commit,
-                                    int32_t leader_epoch);
+int16_t txn_markers_write_partition(const struct txn_markers_local *local, struct partition_log *log, const char *topic,
+                                    int32_t partition, int64_t producer_id, int16_t producer_epoch,
+                                    int32_t coordinator_epoch, bool commit, int32_t leader_epoch);
 
 #endif

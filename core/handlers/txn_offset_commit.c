@@ -12,7 +12,8 @@
 
 static bool txn_partition_exists(const struct metadata_image *img, struct kafka_str topic, int32_t partition)
 {
-    if (!topic.data || topic.len <= 0) return false;
+    if (!topic.data || topic.len <= 0)
+        return false;
     const struct metadata_topic *t = metadata_image_topic_by_name(img, topic.data, (size_t)topic.len);
     return t && partition >= 0 && partition < t->partition_count && t->partitions[partition].present;
 }
@@ -28,16 +29,17 @@ enum handler_result handle_txn_offset_commit(struct request_context *ctx, void *
         total += req->topics[t].partitions_count > 0 ? (size_t)req->topics[t].partitions_count : 0;
     struct group_offset_commit *c = kafka_arena_alloc(&ctx->arena, (total + 1) * sizeof *c);
     HANDLER_NEW_ARRAY(ctx, resp->topics, nt, txn_offset_commit_response_txn_offset_commit_response_topic_init);
-    if (!c || !resp->topics) return HANDLER_CLOSE;
+    if (!c || !resp->topics)
+        return HANDLER_CLOSE;
     resp->topics_count = nt;
     /* Kafka's order: WRITE on the transactional id and READ on the group
      * fail every partition; then READ on each topic. */
-    int16_t request_denied =
-        !handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TRANSACTIONAL_ID, req->transactional_id, true)
-            ? KAFKA_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        : !handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_GROUP, req->group_id, true)
-            ? KAFKA_ERR_GROUP_AUTHORIZATION_FAILED
-            : KAFKA_ERR_NONE;
+    int16_t request_denied = !handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TRANSACTIONAL_ID,
+                                                     req->transactional_id, true)
+                                 ? KAFKA_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                             : !handler_authorize_name(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_GROUP, req->group_id, true)
+                                 ? KAFKA_ERR_GROUP_AUTHORIZATION_FAILED
+                                 : KAFKA_ERR_NONE;
 
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
     size_t k = 0;
@@ -74,7 +76,8 @@ enum handler_result handle_txn_offset_commit(struct request_context *ctx, void *
         .member_id = v >= 3 ? group_handler_cstr_or_empty(ctx, req->member_id) : "",
         .group_instance_id = v >= 3 ? group_handler_cstr(ctx, req->group_instance_id) : NULL,
     };
-    if (request_denied == KAFKA_ERR_NONE) group_coordinator_txn_commit(ctx->env->groups, &params, c, total);
+    if (request_denied == KAFKA_ERR_NONE)
+        group_coordinator_txn_commit(ctx->env->groups, &params, c, total);
 
     k = 0;
     for (int32_t t = 0; t < nt; t++) {
@@ -83,7 +86,8 @@ enum handler_result handle_txn_offset_commit(struct request_context *ctx, void *
         ot->name = req->topics[t].name;
         HANDLER_NEW_ARRAY(ctx, ot->partitions, np,
                           txn_offset_commit_response_txn_offset_commit_response_partition_init);
-        if (!ot->partitions) return HANDLER_CLOSE;
+        if (!ot->partitions)
+            return HANDLER_CLOSE;
         ot->partitions_count = np;
         for (int32_t p = 0; p < np; p++, k++) {
             ot->partitions[p].partition_index = req->topics[t].partitions[p].partition_index;

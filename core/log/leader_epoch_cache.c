@@ -42,8 +42,7 @@ static int reserve_one(struct leader_epoch_cache *c)
     return 0;
 }
 
-int leader_epoch_cache_assign(struct leader_epoch_cache *c, int32_t epoch, int64_t start_offset,
-                              bool *changed)
+int leader_epoch_cache_assign(struct leader_epoch_cache *c, int32_t epoch, int64_t start_offset, bool *changed)
 {
     if (changed)
         *changed = false;
@@ -58,8 +57,8 @@ int leader_epoch_cache_assign(struct leader_epoch_cache *c, int32_t epoch, int64
     int rc = reserve_one(c);
     if (rc != 0)
         return rc;
-    while (c->count > 0 && (c->entries[c->count - 1].epoch >= epoch ||
-                            c->entries[c->count - 1].start_offset >= start_offset))
+    while (c->count > 0 &&
+           (c->entries[c->count - 1].epoch >= epoch || c->entries[c->count - 1].start_offset >= start_offset))
         c->count--;
     c->entries[c->count++] = (struct leader_epoch_entry){epoch, start_offset};
     if (changed)
@@ -72,9 +71,8 @@ int32_t leader_epoch_cache_latest_epoch(const struct leader_epoch_cache *c)
     return c->count ? c->entries[c->count - 1].epoch : LEADER_EPOCH_UNDEFINED;
 }
 
-void leader_epoch_cache_end_offset_for(const struct leader_epoch_cache *c, int32_t requested,
-                                       int64_t log_end_offset, int32_t *epoch_out,
-                                       int64_t *offset_out)
+void leader_epoch_cache_end_offset_for(const struct leader_epoch_cache *c, int32_t requested, int64_t log_end_offset,
+                                       int32_t *epoch_out, int64_t *offset_out)
 {
     *epoch_out = LEADER_EPOCH_UNDEFINED;
     *offset_out = LEADER_EPOCH_UNDEFINED_OFFSET;
@@ -227,32 +225,29 @@ static bool parse_entry(const char *s, size_t n, struct leader_epoch_entry *out)
     return true;
 }
 
-static int parse_fail(struct leader_epoch_cache *out, char *err, size_t errlen, const char *why,
-                      size_t line_no)
+static int parse_fail(struct leader_epoch_cache *out, char *err, size_t errlen, const char *why, size_t line_no)
 {
     snprintf(err, errlen, "%s (line %zu)", why, line_no);
     leader_epoch_cache_clear(out);
     return EINVAL;
 }
 
-int leader_epoch_checkpoint_parse(const char *text, size_t len, struct leader_epoch_cache *out,
-                                  char *err, size_t errlen)
+int leader_epoch_checkpoint_parse(const char *text, size_t len, struct leader_epoch_cache *out, char *err,
+                                  size_t errlen)
 {
     struct checkpoint_lines lines = {text, text + len};
     const char *line;
     size_t n, i = 0;
     int64_t version, count;
     leader_epoch_cache_clear(out);
-    if (!next_line(&lines, &line, &n) || !parse_int(line, n, &i, 0, INT32_MAX, &version) ||
-        i != n)
+    if (!next_line(&lines, &line, &n) || !parse_int(line, n, &i, 0, INT32_MAX, &version) || i != n)
         return parse_fail(out, err, errlen, "missing version", 1);
     if (version != 0)
         return parse_fail(out, err, errlen, "unknown version", 1);
     i = 0;
     /* Each entry line takes at least two bytes, which bounds the count
      * before anything is allocated for it. */
-    if (!next_line(&lines, &line, &n) ||
-        !parse_int(line, n, &i, 0, (int64_t)len / 2 + 1, &count) || i != n)
+    if (!next_line(&lines, &line, &n) || !parse_int(line, n, &i, 0, (int64_t)len / 2 + 1, &count) || i != n)
         return parse_fail(out, err, errlen, "bad entry count", 2);
     for (int64_t k = 0; k < count; k++) {
         struct leader_epoch_entry e;
@@ -285,8 +280,7 @@ int leader_epoch_checkpoint_write(const char *path, const struct leader_epoch_ca
     return rc;
 }
 
-int leader_epoch_checkpoint_read(const char *path, struct leader_epoch_cache *out, char *err,
-                                 size_t errlen)
+int leader_epoch_checkpoint_read(const char *path, struct leader_epoch_cache *out, char *err, size_t errlen)
 {
     char *text;
     size_t len;

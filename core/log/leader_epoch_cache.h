@@ -40,8 +40,7 @@ void leader_epoch_cache_clear(struct leader_epoch_cache *c);
  * dropped first, so the list stays monotonic. Returns 0 (*changed tells
  * whether the list changed; may be NULL), EINVAL for a negative epoch or
  * offset, or ENOMEM (the list is then unchanged). */
-int leader_epoch_cache_assign(struct leader_epoch_cache *c, int32_t epoch, int64_t start_offset,
-                              bool *changed);
+int leader_epoch_cache_assign(struct leader_epoch_cache *c, int32_t epoch, int64_t start_offset, bool *changed);
 
 /* The latest entry's epoch, LEADER_EPOCH_UNDEFINED when empty. */
 int32_t leader_epoch_cache_latest_epoch(const struct leader_epoch_cache *c);
@@ -54,9 +53,8 @@ int32_t leader_epoch_cache_latest_epoch(const struct leader_epoch_cache *c);
  *    earliest entry);
  *  - otherwise: (largest epoch <= requested, start offset of the first
  *    epoch above requested). */
-void leader_epoch_cache_end_offset_for(const struct leader_epoch_cache *c, int32_t requested,
-                                       int64_t log_end_offset, int32_t *epoch_out,
-                                       int64_t *offset_out);
+void leader_epoch_cache_end_offset_for(const struct leader_epoch_cache *c, int32_t requested, int64_t log_end_offset,
+                                       int32_t *epoch_out, int64_t *offset_out);
 
 /* The epoch that offset was written in: the entry with the largest start
  * offset <= offset, LEADER_EPOCH_UNDEFINED when offset precedes them all. */
@@ -83,8 +81,8 @@ int leader_epoch_checkpoint_format(const struct leader_epoch_cache *c, char **te
  * not match the entry lines, unparsable or negative numbers, entries that
  * are not strictly ascending, trailing lines. The cache is left empty on
  * error. Never allocates more than the text can describe. */
-int leader_epoch_checkpoint_parse(const char *text, size_t len, struct leader_epoch_cache *out,
-                                  char *err, size_t errlen);
+int leader_epoch_checkpoint_parse(const char *text, size_t len, struct leader_epoch_cache *out, char *err,
+                                  size_t errlen);
 
 /* Replace the file at path atomically (temp file, fsync, rename, fsync of
  * the directory). Returns 0 or an errno value. */
@@ -92,7 +90,6 @@ int leader_epoch_checkpoint_write(const char *path, const struct leader_epoch_ca
 
 /* Read the file at path into an empty cache. Returns 0, ENOENT (no file),
  * EINVAL (malformed, reason in err) or another errno value. */
-int leader_epoch_checkpoint_read(const char *path, struct leader_epoch_cache *out, char *err,
-                                 size_t errlen);
+int leader_epoch_checkpoint_read(const char *path, struct leader_epoch_cache *out, char *err, size_t errlen);
 
 #endif

@@ -60,8 +60,7 @@ int log_file_read_all(const char *path, size_t max, char **out, size_t *out_len)
     return 0;
 }
 
-int log_offset_checkpoint_write(const char *path, const struct log_offset_checkpoint_entry *e,
-                                size_t n)
+int log_offset_checkpoint_write(const char *path, const struct log_offset_checkpoint_entry *e, size_t n)
 {
     char *text = NULL;
     size_t text_len = 0;
@@ -87,8 +86,7 @@ void log_offset_checkpoint_free(struct log_offset_checkpoint_entry *e, size_t n)
     free(e);
 }
 
-int log_offset_checkpoint_read(const char *path, struct log_offset_checkpoint_entry **out,
-                               size_t *n_out)
+int log_offset_checkpoint_read(const char *path, struct log_offset_checkpoint_entry **out, size_t *n_out)
 {
     char *text;
     size_t len;

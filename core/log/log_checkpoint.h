@@ -25,12 +25,10 @@ struct log_offset_checkpoint_entry {
 
 /* Kafka's offset checkpoint format: "0\n<count>\n" then one
  * "<topic> <partition> <offset>" line per entry. */
-int log_offset_checkpoint_write(const char *path, const struct log_offset_checkpoint_entry *e,
-                                size_t n);
+int log_offset_checkpoint_write(const char *path, const struct log_offset_checkpoint_entry *e, size_t n);
 /* Returns 0 (entries in *out, free with log_offset_checkpoint_free), ENOENT,
  * or EINVAL for a malformed file. */
-int log_offset_checkpoint_read(const char *path, struct log_offset_checkpoint_entry **out,
-                               size_t *n);
+int log_offset_checkpoint_read(const char *path, struct log_offset_checkpoint_entry **out, size_t *n);
 void log_offset_checkpoint_free(struct log_offset_checkpoint_entry *e, size_t n);
 
 /* Split "<topic>-<partition>" on the last '-'. Returns 0 or -1. topic gets a

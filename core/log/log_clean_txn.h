@@ -30,12 +30,12 @@ struct clean_txn_open {
 struct clean_txn {
     struct txn_index_entry *pending; /* aborted, by first offset, from next_pending on */
     size_t pending_count, next_pending;
-    struct clean_txn_open *open;     /* aborted transactions under way */
+    struct clean_txn_open *open; /* aborted transactions under way */
     size_t open_count, open_cap;
-    int64_t *committing;             /* producers with a live transactional batch met */
+    int64_t *committing; /* producers with a live transactional batch met */
     size_t committing_count, committing_cap;
-    struct txn_index gone;           /* entries of ABORT markers dropped, marker order */
-    bool keep_markers;               /* part of the log was not walked: drop none */
+    struct txn_index gone; /* entries of ABORT markers dropped, marker order */
+    bool keep_markers;     /* part of the log was not walked: drop none */
 };
 
 /* aborted[0..n): the aborted transactions that start in the cleaned range.
@@ -45,13 +45,12 @@ void clean_txn_free(struct clean_txn *t);
 
 /* A data batch: *aborted is set when it belongs to an aborted transaction of
  * its producer. Returns 0 or ENOMEM. */
-int clean_txn_data_batch(struct clean_txn *t, const struct record_batch_header *h,
-                         bool *aborted);
+int clean_txn_data_batch(struct clean_txn *t, const struct record_batch_header *h, bool *aborted);
 /* A control batch (bytes batch[0..len)). horizon_passed: delete.retention.ms
  * has passed for its segment. *drop is set when it goes. Returns 0 or
  * ENOMEM. */
-int clean_txn_control_batch(struct clean_txn *t, const struct record_batch_header *h,
-                            const uint8_t *batch, size_t len, bool horizon_passed, bool *drop);
+int clean_txn_control_batch(struct clean_txn *t, const struct record_batch_header *h, const uint8_t *batch, size_t len,
+                            bool horizon_passed, bool *drop);
 
 /* The segment being walked is kept as it was: forget the markers dropped
  * since mark (gone.count when its walk began); when unwalked bytes remain,

@@ -64,8 +64,7 @@ void log_cleaner_config_defaults(struct log_cleaner_config *cfg)
 
 /* ---- entries (caller holds lock) ---- */
 
-static struct cleaner_entry *entry_find(struct log_cleaner *c, const char *topic,
-                                        int32_t partition)
+static struct cleaner_entry *entry_find(struct log_cleaner *c, const char *topic, int32_t partition)
 {
     for (size_t i = 0; i < c->count; i++)
         if (c->entries[i].partition == partition && strcmp(c->entries[i].topic, topic) == 0)
@@ -74,8 +73,7 @@ static struct cleaner_entry *entry_find(struct log_cleaner *c, const char *topic
 }
 
 /* The partition's entry, added (never cleaned) when missing; NULL: ENOMEM. */
-static struct cleaner_entry *entry_get(struct log_cleaner *c, const char *topic,
-                                       int32_t partition)
+static struct cleaner_entry *entry_get(struct log_cleaner *c, const char *topic, int32_t partition)
 {
     struct cleaner_entry *e = entry_find(c, topic, partition);
     if (e)
@@ -92,8 +90,7 @@ static struct cleaner_entry *entry_get(struct log_cleaner *c, const char *topic,
     if (!copy)
         return NULL;
     e = &c->entries[c->count++];
-    *e = (struct cleaner_entry){
-        .topic = copy, .partition = partition, .first_dirty = -1, .born = c->entries_made++};
+    *e = (struct cleaner_entry){.topic = copy, .partition = partition, .first_dirty = -1, .born = c->entries_made++};
     return e;
 }
 
@@ -102,15 +99,14 @@ static struct cleaner_entry *entry_get(struct log_cleaner *c, const char *topic,
  * after entries_made was `listed_at`: an entry added since may be of a
  * partition created after the listing, and stays. A log in a pass keeps
  * its entry until the pass ends. Returns true when any went. */
-static bool forget_missing(struct log_cleaner *c, const struct log_manager_partition *parts,
-                           size_t n, uint64_t listed_at)
+static bool forget_missing(struct log_cleaner *c, const struct log_manager_partition *parts, size_t n,
+                           uint64_t listed_at)
 {
     size_t kept = 0;
     for (size_t i = 0; i < c->count; i++) {
         bool present = c->entries[i].in_progress || c->entries[i].born >= listed_at;
         for (size_t j = 0; j < n && !present; j++)
-            present = parts[j].partition == c->entries[i].partition &&
-                      strcmp(parts[j].topic, c->entries[i].topic) == 0;
+            present = parts[j].partition == c->entries[i].partition && strcmp(parts[j].topic, c->entries[i].topic) == 0;
         if (present)
             c->entries[kept++] = c->entries[i];
         else
@@ -122,8 +118,7 @@ static bool forget_missing(struct log_cleaner *c, const struct log_manager_parti
 }
 
 /* The manager's partitions, and entries_made just before they were listed. */
-static int list_partitions(struct log_cleaner *c, struct log_manager_partition **parts, size_t *n,
-                           uint64_t *listed_at)
+static int list_partitions(struct log_cleaner *c, struct log_manager_partition **parts, size_t *n, uint64_t *listed_at)
 {
     pthread_mutex_lock(&c->lock);
     *listed_at = c->entries_made;
@@ -183,15 +178,13 @@ static void write_checkpoints(struct log_cleaner *c)
             const struct cleaner_entry *e = entry_find(c, parts[i].topic, parts[i].partition);
             if (parts[i].dir_index != d || !e || e->first_dirty < 0)
                 continue;
-            out[k++] = (struct log_offset_checkpoint_entry){parts[i].topic, parts[i].partition,
-                                                            e->first_dirty};
+            out[k++] = (struct log_offset_checkpoint_entry){parts[i].topic, parts[i].partition, e->first_dirty};
         }
         pthread_mutex_unlock(&c->lock);
         char *path = checkpoint_path(log_manager_dir_path(c->manager, d));
         int rc = path ? log_offset_checkpoint_write(path, out, k) : ENOMEM;
         if (rc != 0)
-            logger_warn("log", "cannot write %s: %s", path ? path : "cleaner checkpoint",
-                        strerror(rc));
+            logger_warn("log", "cannot write %s: %s", path ? path : "cleaner checkpoint", strerror(rc));
         free(path);
     }
     free(out);
@@ -213,9 +206,8 @@ size_t log_cleaner_dedupe_bytes_per_pass(const struct log_cleaner *c)
  * back. was_due: the caller took it as due. Returns true when the pass
  * moved the first dirty offset (the checkpoint needs writing); *cleaned
  * tells whether it rewrote the log. */
-static bool clean_held(struct log_cleaner *c, const struct log_manager_partition *part,
-                       int64_t first_dirty, int64_t now_ms, bool force, bool was_due,
-                       bool *cleaned)
+static bool clean_held(struct log_cleaner *c, const struct log_manager_partition *part, int64_t first_dirty,
+                       int64_t now_ms, bool force, bool was_due, bool *cleaned)
 {
     struct log_clean_options opt = {
         .dedupe_buffer_bytes = log_cleaner_dedupe_bytes_per_pass(c),
@@ -233,15 +225,13 @@ static bool clean_held(struct log_cleaner *c, const struct log_manager_partition
     if (hook)
         hook(hook_arg, part->topic, part->partition, false);
     if (rc != 0)
-        logger_warn("log", "%s-%" PRId32 ": cleaning failed: %s", part->topic, part->partition,
-                    strerror(rc));
+        logger_warn("log", "%s-%" PRId32 ": cleaning failed: %s", part->topic, part->partition, strerror(rc));
     else if (res.cleaned)
         logger_info("log",
-                    "%s-%" PRId32 ": cleaned up to offset %" PRId64 " (dirty ratio %.2f): %" PRId64
-                    " -> %" PRId64 " bytes, %d segments rewritten in %.3f s",
-                    part->topic, part->partition, res.first_dirty_offset, res.dirty_ratio,
-                    res.bytes_before, res.bytes_after, res.segments_rewritten,
-                    (double)(clock_mono_ns() - started) / 1e9);
+                    "%s-%" PRId32 ": cleaned up to offset %" PRId64 " (dirty ratio %.2f): %" PRId64 " -> %" PRId64
+                    " bytes, %d segments rewritten in %.3f s",
+                    part->topic, part->partition, res.first_dirty_offset, res.dirty_ratio, res.bytes_before,
+                    res.bytes_after, res.segments_rewritten, (double)(clock_mono_ns() - started) / 1e9);
     *cleaned = rc == 0 && res.cleaned;
 
     bool changed = false;
@@ -359,8 +349,7 @@ bool log_cleaner_clean_filthiest(struct log_cleaner *c, int64_t now_ms, bool *cl
             best_dirt = d;
         }
     }
-    struct cleaner_entry *e = best < n ? entry_get(c, parts[best].topic, parts[best].partition)
-                                       : NULL;
+    struct cleaner_entry *e = best < n ? entry_get(c, parts[best].topic, parts[best].partition) : NULL;
     int64_t first_dirty = -1;
     if (e) {
         e->in_progress = true;
@@ -427,8 +416,8 @@ static void stop_threads(struct log_cleaner *c)
     c->thread_count = 0;
 }
 
-int log_cleaner_create(struct log_manager *m, const struct log_cleaner_config *cfg,
-                       bool start_thread, struct log_cleaner **out)
+int log_cleaner_create(struct log_manager *m, const struct log_cleaner_config *cfg, bool start_thread,
+                       struct log_cleaner **out)
 {
     struct log_cleaner *c = calloc(1, sizeof *c);
     if (!c)
@@ -455,8 +444,8 @@ int log_cleaner_create(struct log_manager *m, const struct log_cleaner_config *c
         c->thread_count++;
     }
     if (want > 0)
-        logger_info("log", "started %zu log cleaner threads, %zu bytes of dedupe buffer each",
-                    want, log_cleaner_dedupe_bytes_per_pass(c));
+        logger_info("log", "started %zu log cleaner threads, %zu bytes of dedupe buffer each", want,
+                    log_cleaner_dedupe_bytes_per_pass(c));
     *out = c;
     return 0;
 }

@@ -63,9 +63,9 @@ enum log_clean_stop {
 };
 
 struct log_clean_options {
-    size_t dedupe_buffer_bytes; /* log.cleaner.dedupe.buffer.size */
-    double load_factor;         /* fill of the dedupe map that counts as full */
-    bool force;                 /* ignore min.cleanable.dirty.ratio (tests, tools) */
+    size_t dedupe_buffer_bytes;      /* log.cleaner.dedupe.buffer.size */
+    double load_factor;              /* fill of the dedupe map that counts as full */
+    bool force;                      /* ignore min.cleanable.dirty.ratio (tests, tools) */
     struct log_throttler *throttler; /* bytes read and written go through it; NULL: none */
     enum log_clean_stop stop_after;
 };
@@ -120,23 +120,22 @@ typedef bool (*log_clean_keep_fn)(void *arg, const struct record_batch_record *r
  * CRC32C are recomputed. With keep_empty a batch losing every record is
  * written with no records instead of dropped. out needs len bytes.
  * Returns an outcome, or -1 when the batch is compressed or malformed. */
-int log_clean_filter_batch(const uint8_t *batch, size_t len, log_clean_keep_fn keep, void *arg,
-                           bool keep_empty, uint8_t *out, size_t *out_len);
+int log_clean_filter_batch(const uint8_t *batch, size_t len, log_clean_keep_fn keep, void *arg, bool keep_empty,
+                           uint8_t *out, size_t *out_len);
 
 /* ---- the cleaner of a log manager ---- */
 
 /* Tests: called on the thread calling partition_log_clean for a log, right
  * before (starting) and right after the call, while the log is marked in
  * progress. run_once calls it for every compacted log, due or not. */
-typedef void (*log_cleaner_pass_hook)(void *arg, const char *topic, int32_t partition,
-                                      bool starting);
+typedef void (*log_cleaner_pass_hook)(void *arg, const char *topic, int32_t partition, bool starting);
 
 struct log_cleaner_config {
-    bool enable;                 /* log.cleaner.enable: run the background threads */
-    int32_t threads;             /* log.cleaner.threads; 0 starts none */
-    int64_t backoff_ms;          /* log.cleaner.backoff.ms: sleep when nothing is due */
-    int64_t dedupe_buffer_bytes; /* log.cleaner.dedupe.buffer.size, split between the threads */
-    double load_factor;          /* log.cleaner.io.buffer.load.factor */
+    bool enable;                    /* log.cleaner.enable: run the background threads */
+    int32_t threads;                /* log.cleaner.threads; 0 starts none */
+    int64_t backoff_ms;             /* log.cleaner.backoff.ms: sleep when nothing is due */
+    int64_t dedupe_buffer_bytes;    /* log.cleaner.dedupe.buffer.size, split between the threads */
+    double load_factor;             /* log.cleaner.io.buffer.load.factor */
     double io_max_bytes_per_second; /* log.cleaner.io.max.bytes.per.second, all threads */
     log_cleaner_pass_hook pass_hook;
     void *pass_hook_arg;
@@ -149,8 +148,8 @@ struct log_cleaner;
 /* Read the checkpoints of every log dir of m and, when cfg->enable and
  * start_thread, start cfg->threads cleaner threads. Returns 0 or an errno
  * value. */
-int log_cleaner_create(struct log_manager *m, const struct log_cleaner_config *cfg,
-                       bool start_thread, struct log_cleaner **out);
+int log_cleaner_create(struct log_manager *m, const struct log_cleaner_config *cfg, bool start_thread,
+                       struct log_cleaner **out);
 /* One pass over every compacted log that is due, in list order, on the
  * caller's thread (waiting for a log a cleaner thread holds); force ignores
  * the dirty ratio. Returns the number of logs cleaned. */

@@ -12,18 +12,18 @@ enum log_timestamp_type {
 };
 
 struct log_config {
-    int64_t segment_bytes;        /* segment.bytes: roll when the active segment would exceed it */
-    int64_t segment_ms;           /* segment.ms: roll when the active segment is this old */
-    int64_t retention_ms;         /* retention.ms, -1 = keep forever */
-    int64_t retention_bytes;      /* retention.bytes, -1 = no size limit */
-    int64_t index_interval_bytes; /* index.interval.bytes: log bytes between index entries */
-    int64_t segment_index_bytes;  /* segment.index.bytes: roll when the offset index is this big */
-    int64_t flush_messages;       /* flush.messages: fdatasync after this many records */
-    int64_t flush_ms;             /* flush.ms: fdatasync when unflushed data is this old */
-    int32_t max_message_bytes;    /* max.message.bytes: largest batch accepted */
+    int64_t segment_bytes;                          /* segment.bytes: roll when the active segment would exceed it */
+    int64_t segment_ms;                             /* segment.ms: roll when the active segment is this old */
+    int64_t retention_ms;                           /* retention.ms, -1 = keep forever */
+    int64_t retention_bytes;                        /* retention.bytes, -1 = no size limit */
+    int64_t index_interval_bytes;                   /* index.interval.bytes: log bytes between index entries */
+    int64_t segment_index_bytes;                    /* segment.index.bytes: roll when the offset index is this big */
+    int64_t flush_messages;                         /* flush.messages: fdatasync after this many records */
+    int64_t flush_ms;                               /* flush.ms: fdatasync when unflushed data is this old */
+    int32_t max_message_bytes;                      /* max.message.bytes: largest batch accepted */
     enum log_timestamp_type message_timestamp_type; /* message.timestamp.type */
-    bool preallocate;             /* preallocate: reserve segment_bytes on roll */
-    int64_t producer_id_expiration_ms; /* producer.id.expiration.ms: drop idle producer state */
+    bool preallocate;                               /* preallocate: reserve segment_bytes on roll */
+    int64_t producer_id_expiration_ms;              /* producer.id.expiration.ms: drop idle producer state */
     /* cleanup.policy: delete (retention.ms / retention.bytes apply) and/or
      * compact (the log cleaner keeps the latest record per key). */
     bool cleanup_delete;

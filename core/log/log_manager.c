@@ -54,8 +54,7 @@ struct log_manager {
     pthread_t thread;
     struct log_manager_entry *buckets[LOG_MANAGER_BUCKETS];
     size_t count;
-    int64_t last_retention_ms, last_flush_ms, last_recovery_ckpt_ms, last_start_ckpt_ms,
-        last_roll_ms;
+    int64_t last_retention_ms, last_flush_ms, last_recovery_ckpt_ms, last_start_ckpt_ms, last_roll_ms;
     int64_t last_producer_expiry_ms;
     struct log_cleaner *cleaner;
 };
@@ -82,8 +81,7 @@ static size_t bucket_of(const char *topic, int32_t partition)
     return (size_t)(h % LOG_MANAGER_BUCKETS);
 }
 
-static struct log_manager_entry *find_locked(struct log_manager *m, const char *topic,
-                                             int32_t partition)
+static struct log_manager_entry *find_locked(struct log_manager *m, const char *topic, int32_t partition)
 {
     LOCK_ASSERT_HELD(&m->lock);
     for (struct log_manager_entry *e = m->buckets[bucket_of(topic, partition)]; e; e = e->next)
@@ -92,8 +90,8 @@ static struct log_manager_entry *find_locked(struct log_manager *m, const char *
     return NULL;
 }
 
-static int insert_locked(struct log_manager *m, const char *topic, int32_t partition,
-                         size_t dir_index, struct partition_log *log)
+static int insert_locked(struct log_manager *m, const char *topic, int32_t partition, size_t dir_index,
+                         struct partition_log *log)
 {
     LOCK_ASSERT_HELD(&m->lock);
     struct log_manager_entry *e = calloc(1, sizeof *e);
@@ -112,8 +110,8 @@ static int insert_locked(struct log_manager *m, const char *topic, int32_t parti
     return 0;
 }
 
-static int64_t checkpoint_lookup(const struct log_offset_checkpoint_entry *e, size_t n,
-                                 const char *topic, int32_t partition, int64_t missing)
+static int64_t checkpoint_lookup(const struct log_offset_checkpoint_entry *e, size_t n, const char *topic,
+                                 int32_t partition, int64_t missing)
 {
     for (size_t i = 0; i < n; i++)
         if (e[i].partition == partition && strcmp(e[i].topic, topic) == 0)
@@ -158,8 +156,8 @@ static void *load_worker(void *arg)
         if (i >= pool->job_count)
             break;
         struct load_job *job = &pool->jobs[i];
-        if (partition_log_open_from(job->pdir, pool->defaults, job->recovery_point, &job->log,
-                                    job->err, sizeof job->err) != 0)
+        if (partition_log_open_from(job->pdir, pool->defaults, job->recovery_point, &job->log, job->err,
+                                    sizeof job->err) != 0)
             job->log = NULL;
     }
     return NULL;
@@ -258,10 +256,9 @@ static void load_dir(struct log_manager *m, size_t dir_index)
     pool.jobs = list_partition_dirs(dir, &pool.job_count);
     atomic_init(&pool.next, 0);
     for (size_t i = 0; i < pool.job_count; i++)
-        pool.jobs[i].recovery_point =
-            clean ? -1
-                  : checkpoint_lookup(recovery, n_recovery, pool.jobs[i].topic,
-                                      pool.jobs[i].partition, 0);
+        pool.jobs[i].recovery_point = clean ? -1
+                                            : checkpoint_lookup(recovery, n_recovery, pool.jobs[i].topic,
+                                                                pool.jobs[i].partition, 0);
     run_load_pool(&pool, m->cfg.recovery_threads_per_data_dir);
 
     struct partition_log_recovery_stats total = {0};
@@ -301,9 +298,9 @@ static void load_dir(struct log_manager *m, size_t dir_index)
         logger_info("log",
                     "%s: recovered %zu partitions, rescanned %.1f MiB in %.3f s (%.0f MiB/s; "
                     "scan %.3f s, producer state %.3f s; %" PRId32 " recovery threads)",
-                    dir, recovered, mib, (double)wall_ns / 1e9,
-                    wall_ns > 0 ? mib / ((double)wall_ns / 1e9) : 0.0, (double)total.scan_ns / 1e9,
-                    (double)total.producers_ns / 1e9, m->cfg.recovery_threads_per_data_dir);
+                    dir, recovered, mib, (double)wall_ns / 1e9, wall_ns > 0 ? mib / ((double)wall_ns / 1e9) : 0.0,
+                    (double)total.scan_ns / 1e9, (double)total.producers_ns / 1e9,
+                    m->cfg.recovery_threads_per_data_dir);
     }
     log_offset_checkpoint_free(recovery, n_recovery);
     log_offset_checkpoint_free(starts, n_starts);
@@ -313,8 +310,8 @@ static void load_dir(struct log_manager *m, size_t dir_index)
 }
 
 /* References to every log, for work done without the table lock. */
-static struct partition_log **snapshot(struct log_manager *m, size_t **dir_of, char ***topics,
-                                       int32_t **partitions, size_t *n)
+static struct partition_log **snapshot(struct log_manager *m, size_t **dir_of, char ***topics, int32_t **partitions,
+                                       size_t *n)
 {
     pthread_mutex_lock(&m->lock);
     size_t count = m->count;
@@ -341,8 +338,7 @@ static struct partition_log **snapshot(struct log_manager *m, size_t **dir_of, c
     return logs;
 }
 
-static void snapshot_free(struct partition_log **logs, size_t *dir_of, char **topics,
-                          int32_t *partitions, size_t n)
+static void snapshot_free(struct partition_log **logs, size_t *dir_of, char **topics, int32_t *partitions, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         partition_log_close(logs[i]);
@@ -377,12 +373,10 @@ static int write_checkpoint_files(struct log_manager *m, bool recovery, bool sta
                                               : partition_log_start_offset(logs[i]);
                 k++;
             }
-            char *path = join(m->dirs[d], kind == 0 ? RECOVERY_CHECKPOINT_FILE
-                                                    : START_CHECKPOINT_FILE);
+            char *path = join(m->dirs[d], kind == 0 ? RECOVERY_CHECKPOINT_FILE : START_CHECKPOINT_FILE);
             int rc = path ? log_offset_checkpoint_write(path, entries, k) : ENOMEM;
             if (rc != 0) {
-                logger_error("log", "cannot write %s: %s", path ? path : m->dirs[d],
-                             strerror(rc));
+                logger_error("log", "cannot write %s: %s", path ? path : m->dirs[d], strerror(rc));
                 result = rc;
             }
             free(path);
@@ -471,12 +465,9 @@ void log_manager_maintain(struct log_manager *m, int64_t now_ms, bool force)
     bool roll = due(&m->last_roll_ms, m->cfg.roll_check_interval_ms, mono, force);
     bool flush = due(&m->last_flush_ms, m->cfg.flush_scheduler_interval_ms, mono, force);
     bool retention = due(&m->last_retention_ms, m->cfg.retention_check_interval_ms, mono, force);
-    bool recovery_ckpt =
-        due(&m->last_recovery_ckpt_ms, m->cfg.flush_offset_checkpoint_interval_ms, mono, force);
-    bool start_ckpt = due(&m->last_start_ckpt_ms,
-                          m->cfg.flush_start_offset_checkpoint_interval_ms, mono, force);
-    bool expire_producers = due(&m->last_producer_expiry_ms,
-                                m->cfg.producer_expiration_check_interval_ms, mono, force);
+    bool recovery_ckpt = due(&m->last_recovery_ckpt_ms, m->cfg.flush_offset_checkpoint_interval_ms, mono, force);
+    bool start_ckpt = due(&m->last_start_ckpt_ms, m->cfg.flush_start_offset_checkpoint_interval_ms, mono, force);
+    bool expire_producers = due(&m->last_producer_expiry_ms, m->cfg.producer_expiration_check_interval_ms, mono, force);
     if (roll || flush || retention || expire_producers) {
         size_t *dir_of, n;
         char **topics;
@@ -543,8 +534,7 @@ static void *maintenance_thread(void *arg)
 }
 
 int log_manager_open(const char *const *dirs, size_t dir_count, const struct log_config *defaults,
-                     const struct log_manager_config *cfg, struct log_manager **out, char *err,
-                     size_t errlen)
+                     const struct log_manager_config *cfg, struct log_manager **out, char *err, size_t errlen)
 {
     if (dir_count == 0) {
         snprintf(err, errlen, "no log directories");
@@ -566,8 +556,7 @@ int log_manager_open(const char *const *dirs, size_t dir_count, const struct log
     pthread_mutex_init(&m->checkpoint_lock, NULL);
     pthread_cond_init(&m->wake, NULL);
     int64_t mono = clock_mono_ms();
-    m->last_retention_ms = m->last_flush_ms = m->last_recovery_ckpt_ms = m->last_start_ckpt_ms =
-        m->last_roll_ms = mono;
+    m->last_retention_ms = m->last_flush_ms = m->last_recovery_ckpt_ms = m->last_start_ckpt_ms = m->last_roll_ms = mono;
     m->last_producer_expiry_ms = mono;
     for (size_t i = 0; i < dir_count; i++) {
         if (!(m->dirs[i] = strdup(dirs[i])))
@@ -611,9 +600,8 @@ struct partition_log *log_manager_get(struct log_manager *m, const char *topic, 
     return log;
 }
 
-int16_t log_manager_create(struct log_manager *m, const char *topic, int32_t partition,
-                           const uint8_t *topic_id, const struct log_config *cfg,
-                           struct partition_log **out, char *err, size_t errlen)
+int16_t log_manager_create(struct log_manager *m, const char *topic, int32_t partition, const uint8_t *topic_id,
+                           const struct log_config *cfg, struct partition_log **out, char *err, size_t errlen)
 {
     if (!topic_name_valid(topic, strlen(topic), NULL, 0) || partition < 0) {
         snprintf(err, errlen, "invalid topic partition %s-%" PRId32, topic, partition);
@@ -662,18 +650,18 @@ int16_t log_manager_create(struct log_manager *m, const char *topic, int32_t par
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
     if (existed)
-        logger_warn("log", "%s: opening a partition dir that was not loaded at start-up; "
-                    "rescanning all of it", pdir);
+        logger_warn("log",
+                    "%s: opening a partition dir that was not loaded at start-up; "
+                    "rescanning all of it",
+                    pdir);
     struct partition_log *log;
-    int16_t code = (int16_t)partition_log_open(pdir, cfg ? cfg : &m->defaults, existed, &log,
-                                               err, errlen);
+    int16_t code = (int16_t)partition_log_open(pdir, cfg ? cfg : &m->defaults, existed, &log, err, errlen);
     uint8_t on_disk_id[16];
-    if (code == KAFKA_ERR_NONE && existed && topic_id &&
-        partition_log_topic_id(log, on_disk_id) == 0 && memcmp(on_disk_id, topic_id, 16) != 0) {
+    if (code == KAFKA_ERR_NONE && existed && topic_id && partition_log_topic_id(log, on_disk_id) == 0 &&
+        memcmp(on_disk_id, topic_id, 16) != 0) {
         /* Another incarnation of the topic (Kafka's inconsistent topic id):
          * neither serve its records nor delete them. */
-        snprintf(err, errlen, "%s holds the log of another topic with this name (topic id differs)",
-                 pdir);
+        snprintf(err, errlen, "%s holds the log of another topic with this name (topic id differs)", pdir);
         partition_log_close(log);
         code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }

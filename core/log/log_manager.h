@@ -29,15 +29,15 @@ struct log_manager;
 #define LOG_MANAGER_METADATA_DIR LOG_MANAGER_METADATA_TOPIC "-0"
 
 struct log_manager_config {
-    int64_t retention_check_interval_ms;        /* log.retention.check.interval.ms */
-    int64_t flush_scheduler_interval_ms;        /* log.flush.scheduler.interval.ms */
-    int64_t flush_offset_checkpoint_interval_ms; /* log.flush.offset.checkpoint.interval.ms */
+    int64_t retention_check_interval_ms;               /* log.retention.check.interval.ms */
+    int64_t flush_scheduler_interval_ms;               /* log.flush.scheduler.interval.ms */
+    int64_t flush_offset_checkpoint_interval_ms;       /* log.flush.offset.checkpoint.interval.ms */
     int64_t flush_start_offset_checkpoint_interval_ms; /* log.flush.start.offset.checkpoint.interval.ms */
-    int64_t roll_check_interval_ms;             /* how often segment.ms is checked */
-    int64_t producer_expiration_check_interval_ms; /* producer.id.expiration.check.interval.ms */
-    bool background_thread;                     /* false: caller drives log_manager_maintain */
-    int32_t recovery_threads_per_data_dir;      /* num.recovery.threads.per.data.dir (>= 1) */
-    struct log_cleaner_config cleaner;          /* log.cleaner.*; its threads run when enabled
+    int64_t roll_check_interval_ms;                    /* how often segment.ms is checked */
+    int64_t producer_expiration_check_interval_ms;     /* producer.id.expiration.check.interval.ms */
+    bool background_thread;                            /* false: caller drives log_manager_maintain */
+    int32_t recovery_threads_per_data_dir;             /* num.recovery.threads.per.data.dir (>= 1) */
+    struct log_cleaner_config cleaner;                 /* log.cleaner.*; its threads run when enabled
                                                  * and background_thread is set */
 };
 
@@ -49,8 +49,7 @@ void log_manager_config_defaults(struct log_manager_config *cfg);
  * Partitions that fail to open are logged, in directory order, and left out.
  * Returns 0 or -1 with err. */
 int log_manager_open(const char *const *dirs, size_t dir_count, const struct log_config *defaults,
-                     const struct log_manager_config *cfg, struct log_manager **out, char *err,
-                     size_t errlen);
+                     const struct log_manager_config *cfg, struct log_manager **out, char *err, size_t errlen);
 
 /* A new reference to the partition's log (release with partition_log_close),
  * or NULL when this broker has no log for it. */
@@ -60,9 +59,8 @@ struct partition_log *log_manager_get(struct log_manager *m, const char *topic, 
  * fewest partitions. topic_id may be NULL; cfg NULL means the defaults.
  * Returns KAFKA_ERR_NONE with a new reference in *out (may be NULL if not
  * wanted), or a Kafka error with err. */
-int16_t log_manager_create(struct log_manager *m, const char *topic, int32_t partition,
-                           const uint8_t *topic_id, const struct log_config *cfg,
-                           struct partition_log **out, char *err, size_t errlen);
+int16_t log_manager_create(struct log_manager *m, const char *topic, int32_t partition, const uint8_t *topic_id,
+                           const struct log_config *cfg, struct partition_log **out, char *err, size_t errlen);
 
 /* Remove the partition and its directory (when the last reference goes).
  * Returns 0, or -1 when unknown. */

@@ -78,8 +78,7 @@ size_t log_offset_map_capacity(const struct log_offset_map *m)
     return limit(m->max_cap, m->load_factor);
 }
 
-static struct log_offset_map_slot *probe(struct log_offset_map_slot *slots, size_t cap,
-                                         uint64_t hi, uint64_t lo)
+static struct log_offset_map_slot *probe(struct log_offset_map_slot *slots, size_t cap, uint64_t hi, uint64_t lo)
 {
     size_t i = (size_t)lo & (cap - 1);
     while (slots[i].offset >= 0 && !(slots[i].hash_hi == hi && slots[i].hash_lo == lo))
@@ -102,8 +101,7 @@ static int grow(struct log_offset_map *m)
     return 0;
 }
 
-int log_offset_map_put(struct log_offset_map *m, const uint8_t *key, size_t key_len,
-                       int64_t offset)
+int log_offset_map_put(struct log_offset_map *m, const uint8_t *key, size_t key_len, int64_t offset)
 {
     uint64_t hi, lo;
     key_hash(key, key_len, &hi, &lo);

@@ -35,8 +35,7 @@ int log_offset_map_init(struct log_offset_map *m, size_t max_bytes, double load_
 void log_offset_map_free(struct log_offset_map *m);
 /* Record offset for key (keeps the greater of the old and new offsets).
  * Returns 0, 1 when the map is full (nothing stored) or ENOMEM. */
-int log_offset_map_put(struct log_offset_map *m, const uint8_t *key, size_t key_len,
-                       int64_t offset);
+int log_offset_map_put(struct log_offset_map *m, const uint8_t *key, size_t key_len, int64_t offset);
 /* Greatest offset stored for key, or -1. */
 int64_t log_offset_map_get(const struct log_offset_map *m, const uint8_t *key, size_t key_len);
 /* Slots the map may fill before put reports it full. */

@@ -160,8 +160,7 @@ static struct log_segment *segment_alloc(const char *dir, int64_t base_offset, i
 static void reserve_ahead(struct log_segment *seg, int64_t end)
 {
     if (!seg->reserve_steps || end < LOG_SEGMENT_RESERVE_STEP ||
-        end + LOG_SEGMENT_RESERVE_STEP / 2 <= seg->reserved_end ||
-        seg->reserved_end >= seg->reserve_limit)
+        end + LOG_SEGMENT_RESERVE_STEP / 2 <= seg->reserved_end || seg->reserved_end >= seg->reserve_limit)
         return;
     /* Start past the block holding the tail: written data keeps its
      * delayed allocation. */
@@ -177,8 +176,7 @@ static void reserve_ahead(struct log_segment *seg, int64_t end)
         return;
     if (fallocate(seg->log_fd, FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) != 0) {
         if (errno != EINTR) {
-            logger_debug("log", "%s.log: not reserving blocks ahead: %s", seg->path,
-                         strerror(errno));
+            logger_debug("log", "%s.log: not reserving blocks ahead: %s", seg->path, strerror(errno));
             seg->reserve_steps = false;
         }
         return;
@@ -205,8 +203,8 @@ int log_segment_release_reservation(struct log_segment *seg)
     if (rc == 0 && after.st_blocks >= before.st_blocks && after.st_blocks > 0) {
         int64_t from = (seg->size + 4095) & ~(int64_t)4095;
         if (reserved > from &&
-            fallocate(seg->log_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from,
-                      (off_t)(reserved - from)) != 0 &&
+            fallocate(seg->log_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(reserved - from)) !=
+                0 &&
             errno != EOPNOTSUPP)
             rc = errno;
     }
@@ -224,8 +222,7 @@ void log_segment_close(struct log_segment *seg, bool remove_files)
         return;
     int rc = remove_files ? 0 : log_segment_release_reservation(seg);
     if (rc != 0)
-        logger_warn("log", "%s.log: cannot release reserved blocks: %s", seg->path,
-                    strerror(rc));
+        logger_warn("log", "%s.log: cannot release reserved blocks: %s", seg->path, strerror(rc));
     if (seg->log_fd >= 0)
         close(seg->log_fd);
     if (seg->index_fd >= 0)
@@ -279,8 +276,8 @@ static int start_reservation(struct log_segment *seg, const struct log_config *c
     return 0;
 }
 
-int log_segment_create(const char *dir, int64_t base_offset, const struct log_config *cfg,
-                       int64_t now_ms, struct log_segment **out, char *err, size_t errlen)
+int log_segment_create(const char *dir, int64_t base_offset, const struct log_config *cfg, int64_t now_ms,
+                       struct log_segment **out, char *err, size_t errlen)
 {
     struct log_segment *seg = segment_alloc(dir, base_offset, now_ms);
     if (!seg) {
@@ -335,8 +332,7 @@ static int add_time_entry(struct log_segment *seg, int64_t ts, uint32_t rel, boo
 {
     if (seg->time_count > 0 && seg->time_index[seg->time_count - 1].timestamp >= ts)
         return 0;
-    int rc = grow((void **)&seg->time_index, &seg->time_cap, seg->time_count,
-                  sizeof *seg->time_index);
+    int rc = grow((void **)&seg->time_index, &seg->time_cap, seg->time_count, sizeof *seg->time_index);
     if (rc != 0)
         return rc;
     if (persist) {
@@ -367,8 +363,7 @@ static int index_batch(struct log_segment *seg, int64_t pos, const struct record
     if (seg->bytes_since_index > cfg->index_interval_bytes) {
         int rc = add_offset_entry(seg, (uint32_t)(last - seg->base_offset), (uint32_t)pos, persist);
         if (rc == 0 && seg->max_timestamp >= 0)
-            rc = add_time_entry(seg, seg->max_timestamp,
-                                (uint32_t)(seg->offset_of_max_timestamp - seg->base_offset),
+            rc = add_time_entry(seg, seg->max_timestamp, (uint32_t)(seg->offset_of_max_timestamp - seg->base_offset),
                                 persist);
         if (rc != 0)
             return rc;
@@ -390,8 +385,7 @@ void log_segment_drop_epoch_marks(struct log_segment *seg)
 static int mark_epoch(struct log_segment *seg, const struct record_batch_header *h)
 {
     int32_t epoch = h->partition_leader_epoch;
-    if (epoch < 0 ||
-        (seg->epoch_mark_count > 0 && epoch <= seg->epoch_marks[seg->epoch_mark_count - 1].epoch))
+    if (epoch < 0 || (seg->epoch_mark_count > 0 && epoch <= seg->epoch_marks[seg->epoch_mark_count - 1].epoch))
         return 0;
     if (seg->epoch_mark_count == seg->epoch_mark_cap) {
         /* Usually one epoch per segment: start small. */
@@ -402,8 +396,7 @@ static int mark_epoch(struct log_segment *seg, const struct record_batch_header 
         seg->epoch_marks = grown;
         seg->epoch_mark_cap = cap;
     }
-    seg->epoch_marks[seg->epoch_mark_count++] =
-        (struct log_segment_epoch_mark){epoch, h->base_offset};
+    seg->epoch_marks[seg->epoch_mark_count++] = (struct log_segment_epoch_mark){epoch, h->base_offset};
     return 0;
 }
 
@@ -445,12 +438,11 @@ static int write_index_files(struct log_segment *seg)
 /* Walk batches from pos to the end of the file. A batch that is torn, has a
  * bad header, goes backwards in offsets or (verify_crc) fails its CRC ends the
  * valid data: the file is cut there. Returns 0 or an errno value. */
-static int scan_from(struct log_segment *seg, int64_t pos, bool verify_crc,
-                     const struct log_config *cfg, bool *truncated)
+static int scan_from(struct log_segment *seg, int64_t pos, bool verify_crc, const struct log_config *cfg,
+                     bool *truncated)
 {
     struct log_scanner scan;
-    log_scanner_init(&scan, seg->log_fd, seg->size,
-                     verify_crc ? LOG_SCAN_RECOVERY_BUF : LOG_SCAN_HEADER_BUF);
+    log_scanner_init(&scan, seg->log_fd, seg->size, verify_crc ? LOG_SCAN_RECOVERY_BUF : LOG_SCAN_HEADER_BUF);
     int rc = 0;
     while (pos < seg->size) {
         struct record_batch_header h;
@@ -458,12 +450,10 @@ static int scan_from(struct log_segment *seg, int64_t pos, bool verify_crc,
         if (!p)
             break;
         record_batch_parse_header(p, RECORD_BATCH_HEADER_SIZE, &h);
-        if (h.magic != RECORD_BATCH_MAGIC ||
-            h.batch_length < RECORD_BATCH_HEADER_SIZE - RECORD_BATCH_LOG_OVERHEAD ||
+        if (h.magic != RECORD_BATCH_MAGIC || h.batch_length < RECORD_BATCH_HEADER_SIZE - RECORD_BATCH_LOG_OVERHEAD ||
             (int64_t)record_batch_total_size(&h) > seg->size - pos ||
-            pos + (int64_t)record_batch_total_size(&h) > INT32_MAX ||
-            h.base_offset < seg->next_offset || h.last_offset_delta < 0 ||
-            record_batch_last_offset(&h) - seg->base_offset > (int64_t)UINT32_MAX)
+            pos + (int64_t)record_batch_total_size(&h) > INT32_MAX || h.base_offset < seg->next_offset ||
+            h.last_offset_delta < 0 || record_batch_last_offset(&h) - seg->base_offset > (int64_t)UINT32_MAX)
             break;
         size_t total = record_batch_total_size(&h);
         if (verify_crc) {
@@ -484,8 +474,8 @@ static int scan_from(struct log_segment *seg, int64_t pos, bool verify_crc,
     if (rc != 0)
         return rc;
     if (pos < seg->size) {
-        logger_warn("log", "%s.log: truncating %" PRId64 " invalid bytes at position %" PRId64,
-                    seg->path, seg->size - pos, pos);
+        logger_warn("log", "%s.log: truncating %" PRId64 " invalid bytes at position %" PRId64, seg->path,
+                    seg->size - pos, pos);
         if (ftruncate(seg->log_fd, (off_t)pos) != 0)
             return errno;
         seg->size = pos;
@@ -494,8 +484,7 @@ static int scan_from(struct log_segment *seg, int64_t pos, bool verify_crc,
     return 0;
 }
 
-static int rebuild(struct log_segment *seg, bool verify_crc, const struct log_config *cfg,
-                   bool *truncated)
+static int rebuild(struct log_segment *seg, bool verify_crc, const struct log_config *cfg, bool *truncated)
 {
     reset_indexes(seg);
     int rc = scan_from(seg, 0, verify_crc, cfg, truncated);
@@ -514,8 +503,7 @@ static int64_t fd_size(int fd)
 static bool load_indexes(struct log_segment *seg)
 {
     int64_t ilen = fd_size(seg->index_fd), tlen = fd_size(seg->time_fd);
-    if (ilen < 0 || tlen < 0 || ilen % 8 != 0 || tlen % 12 != 0 || ilen > INT32_MAX ||
-        tlen > INT32_MAX)
+    if (ilen < 0 || tlen < 0 || ilen % 8 != 0 || tlen % 12 != 0 || ilen > INT32_MAX || tlen > INT32_MAX)
         return false;
     uint8_t *raw = malloc((size_t)(ilen > tlen ? ilen : tlen) + 1);
     if (!raw)
@@ -523,9 +511,8 @@ static bool load_indexes(struct log_segment *seg)
     bool ok = pread_full(seg->index_fd, raw, (size_t)ilen, 0) == 0;
     for (int64_t i = 0; ok && i < ilen / 8; i++) {
         uint32_t rel = get32(raw + i * 8), pos = get32(raw + i * 8 + 4);
-        if (pos >= seg->size ||
-            (seg->index_count > 0 && (rel <= seg->index[seg->index_count - 1].rel_offset ||
-                                      pos <= seg->index[seg->index_count - 1].position)))
+        if (pos >= seg->size || (seg->index_count > 0 && (rel <= seg->index[seg->index_count - 1].rel_offset ||
+                                                          pos <= seg->index[seg->index_count - 1].position)))
             ok = false;
         else
             ok = add_offset_entry(seg, rel, pos, false) == 0;
@@ -543,15 +530,13 @@ static bool load_indexes(struct log_segment *seg)
     free(raw);
     if (ok && seg->time_count > 0) {
         seg->max_timestamp = seg->time_index[seg->time_count - 1].timestamp;
-        seg->offset_of_max_timestamp =
-            seg->base_offset + seg->time_index[seg->time_count - 1].rel_offset;
+        seg->offset_of_max_timestamp = seg->base_offset + seg->time_index[seg->time_count - 1].rel_offset;
     }
     return ok;
 }
 
-int log_segment_open(const char *dir, int64_t base_offset, const struct log_config *cfg,
-                     bool rebuild_all, bool is_last, int64_t now_ms, struct log_segment **out,
-                     bool *truncated, char *err, size_t errlen)
+int log_segment_open(const char *dir, int64_t base_offset, const struct log_config *cfg, bool rebuild_all, bool is_last,
+                     int64_t now_ms, struct log_segment **out, bool *truncated, char *err, size_t errlen)
 {
     struct log_segment *seg = segment_alloc(dir, base_offset, now_ms);
     if (!seg) {
@@ -589,8 +574,7 @@ int log_segment_open(const char *dir, int64_t base_offset, const struct log_conf
     if (rc == 0 && seg->size > 0) {
         uint8_t raw[RECORD_BATCH_HEADER_SIZE];
         struct record_batch_header h;
-        if (pread_full(seg->log_fd, raw, sizeof raw, 0) == 0 &&
-            record_batch_parse_header(raw, sizeof raw, &h) == 0)
+        if (pread_full(seg->log_fd, raw, sizeof raw, 0) == 0 && record_batch_parse_header(raw, sizeof raw, &h) == 0)
             seg->first_batch_timestamp = h.max_timestamp;
         if (seg->max_timestamp < 0) {
             struct stat st;
@@ -621,15 +605,13 @@ int log_segment_write(struct log_segment *seg, const uint8_t *data, size_t len)
         /* Drop whatever part reached the file so the segment stays whole
          * (this also frees what was reserved past it). */
         if (ftruncate(seg->log_fd, (off_t)seg->size) != 0)
-            logger_error("log", "%s.log: cannot undo a failed write: %s", seg->path,
-                         strerror(errno));
+            logger_error("log", "%s.log: cannot undo a failed write: %s", seg->path, strerror(errno));
         seg->reserved_end = 0;
     }
     return rc;
 }
 
-int log_segment_commit(struct log_segment *seg, const uint8_t *data, size_t len,
-                       const struct log_config *cfg)
+int log_segment_commit(struct log_segment *seg, const uint8_t *data, size_t len, const struct log_config *cfg)
 {
     struct record_batch_iter it;
     const uint8_t *batch;
@@ -652,12 +634,10 @@ int log_segment_seal(struct log_segment *seg)
 {
     int rc = log_segment_release_reservation(seg);
     if (rc != 0) /* Costs disk space only: the records are intact. */
-        logger_warn("log", "%s.log: cannot release reserved blocks: %s", seg->path,
-                    strerror(rc));
+        logger_warn("log", "%s.log: cannot release reserved blocks: %s", seg->path, strerror(rc));
     if (seg->max_timestamp < 0 || seg->offset_of_max_timestamp < 0)
         return 0;
-    return add_time_entry(seg, seg->max_timestamp,
-                          (uint32_t)(seg->offset_of_max_timestamp - seg->base_offset), true);
+    return add_time_entry(seg, seg->max_timestamp, (uint32_t)(seg->offset_of_max_timestamp - seg->base_offset), true);
 }
 
 bool log_segment_index_full(const struct log_segment *seg, const struct log_config *cfg)
@@ -697,8 +677,8 @@ int64_t log_segment_time_lookup(const struct log_segment *seg, int64_t ts)
     return seg->base_offset + seg->time_index[lo].rel_offset;
 }
 
-int log_segment_find(const struct log_segment *seg, int64_t offset, struct log_scanner *scan,
-                     int64_t *pos_out, struct record_batch_header *hdr)
+int log_segment_find(const struct log_segment *seg, int64_t offset, struct log_scanner *scan, int64_t *pos_out,
+                     struct record_batch_header *hdr)
 {
     int64_t pos = log_segment_index_lookup(seg, offset);
     while (pos < seg->size) {
@@ -745,8 +725,7 @@ int log_segment_flush_data(struct log_segment *seg)
 
 int log_segment_flush(struct log_segment *seg)
 {
-    if (fdatasync(seg->log_fd) != 0 || fdatasync(seg->index_fd) != 0 ||
-        fdatasync(seg->time_fd) != 0)
+    if (fdatasync(seg->log_fd) != 0 || fdatasync(seg->index_fd) != 0 || fdatasync(seg->time_fd) != 0)
         return errno;
     return 0;
 }

@@ -55,8 +55,8 @@ struct log_segment {
     int log_fd;
     int index_fd;
     int time_fd;
-    int64_t size;         /* committed bytes of the .log */
-    int64_t next_offset;  /* last offset in the segment + 1 (base_offset when empty) */
+    int64_t size;                    /* committed bytes of the .log */
+    int64_t next_offset;             /* last offset in the segment + 1 (base_offset when empty) */
     int64_t max_timestamp;           /* -1 when empty */
     int64_t offset_of_max_timestamp; /* last offset of the batch holding it */
     int64_t first_batch_timestamp;   /* for segment.ms; -1 when empty */
@@ -99,16 +99,15 @@ void log_scanner_free(struct log_scanner *s);
 
 char *log_segment_path(const char *dir, int64_t base_offset, const char *ext);
 
-int log_segment_create(const char *dir, int64_t base_offset, const struct log_config *cfg,
-                       int64_t now_ms, struct log_segment **out, char *err, size_t errlen);
+int log_segment_create(const char *dir, int64_t base_offset, const struct log_config *cfg, int64_t now_ms,
+                       struct log_segment **out, char *err, size_t errlen);
 /* Open an existing segment. With rebuild, rescan the whole .log validating
  * CRCs, truncate at the first bad batch and rewrite both indexes; otherwise
  * load the index files, rebuilding them only when they look wrong, and
  * (when is_last) walk the tail after the last index entry. *truncated is set
  * when bytes were cut. */
-int log_segment_open(const char *dir, int64_t base_offset, const struct log_config *cfg,
-                     bool rebuild, bool is_last, int64_t now_ms, struct log_segment **out,
-                     bool *truncated, char *err, size_t errlen);
+int log_segment_open(const char *dir, int64_t base_offset, const struct log_config *cfg, bool rebuild, bool is_last,
+                     int64_t now_ms, struct log_segment **out, bool *truncated, char *err, size_t errlen);
 void log_segment_close(struct log_segment *seg, bool remove_files);
 /* Release epoch_marks (they matter only while the log is opened). */
 void log_segment_drop_epoch_marks(struct log_segment *seg);
@@ -118,8 +117,7 @@ void log_segment_drop_epoch_marks(struct log_segment *seg);
 int log_segment_write(struct log_segment *seg, const uint8_t *data, size_t len);
 /* After a successful write: index the batches and move size/next_offset.
  * Returns 0 or an errno value from writing the index files. */
-int log_segment_commit(struct log_segment *seg, const uint8_t *data, size_t len,
-                       const struct log_config *cfg);
+int log_segment_commit(struct log_segment *seg, const uint8_t *data, size_t len, const struct log_config *cfg);
 /* Add the final time-index entry when the segment stops being active, and
  * release the blocks reserved past its end. */
 int log_segment_seal(struct log_segment *seg);
@@ -130,8 +128,8 @@ bool log_segment_index_full(const struct log_segment *seg, const struct log_conf
 
 /* Position of the first batch whose last offset >= offset, scanning from the
  * sparse index entry. Returns 1 and fills pos/hdr, 0 if none, -1 on I/O error. */
-int log_segment_find(const struct log_segment *seg, int64_t offset, struct log_scanner *scan,
-                     int64_t *pos, struct record_batch_header *hdr);
+int log_segment_find(const struct log_segment *seg, int64_t offset, struct log_scanner *scan, int64_t *pos,
+                     struct record_batch_header *hdr);
 /* Largest index entry position whose offset is < offset (lower bound). */
 int64_t log_segment_index_lookup(const struct log_segment *seg, int64_t offset);
 /* Starting offset for a timestamp search: the time-index entry below ts. */
@@ -139,8 +137,7 @@ int64_t log_segment_time_lookup(const struct log_segment *seg, int64_t ts);
 
 /* Cut every batch whose last offset >= offset and rebuild the indexes.
  * Returns 0 or an errno value. */
-int log_segment_truncate_to(struct log_segment *seg, int64_t offset,
-                            const struct log_config *cfg);
+int log_segment_truncate_to(struct log_segment *seg, int64_t offset, const struct log_config *cfg);
 int log_segment_flush(struct log_segment *seg);
 /* fdatasync of the .log file alone: the records are durable, the indexes
  * are not (recovery rebuilds them from the log). */

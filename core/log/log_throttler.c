@@ -34,8 +34,7 @@ static void sleep_locked(struct log_throttler *t, int64_t ns)
     until.tv_sec += (time_t)(ns / 1000000000 + total / 1000000000);
     until.tv_nsec = (long)(total % 1000000000);
     pthread_mutex_lock(&t->cancel_lock);
-    while (!t->cancelled &&
-           pthread_cond_timedwait(&t->cancel_cond, &t->cancel_lock, &until) == 0) {
+    while (!t->cancelled && pthread_cond_timedwait(&t->cancel_cond, &t->cancel_lock, &until) == 0) {
     }
     pthread_mutex_unlock(&t->cancel_lock);
 }
@@ -53,8 +52,7 @@ void log_throttler_observe(struct log_throttler *t, int64_t bytes)
      * than one interval's worth is checked at once too, so a short pass
      * cannot run unthrottled. */
     double interval_bytes = t->bytes_per_second * LOG_THROTTLER_CHECK_INTERVAL_MS / 1000.0;
-    if (elapsed > (int64_t)LOG_THROTTLER_CHECK_INTERVAL_MS * 1000000 ||
-        (double)t->observed > interval_bytes) {
+    if (elapsed > (int64_t)LOG_THROTTLER_CHECK_INTERVAL_MS * 1000000 || (double)t->observed > interval_bytes) {
         double rate = (double)t->observed * 1e9 / (double)elapsed;
         if (rate > t->bytes_per_second) {
             /* How long these bytes should have taken, less what they did. */

@@ -19,9 +19,9 @@
 #define LOG_THROTTLER_CHECK_INTERVAL_MS 300
 
 struct log_throttler {
-    bool enabled;            /* false: a rate no byte count can reach */
+    bool enabled; /* false: a rate no byte count can reach */
     double bytes_per_second;
-    pthread_mutex_t lock;    /* held through a sleep, so other observers wait */
+    pthread_mutex_t lock; /* held through a sleep, so other observers wait */
     pthread_mutex_t cancel_lock;
     pthread_cond_t cancel_cond;
     bool cancelled;          /* under cancel_lock: sleeps end at once */

@@ -24,8 +24,7 @@
 void partition_log_mark_offline(struct partition_log *log, const char *what, int err)
 {
     if (!atomic_exchange(&log->offline, true))
-        logger_error("log", "%s: %s failed (%s); partition is offline", log->dir, what,
-                     strerror(err));
+        logger_error("log", "%s: %s failed (%s); partition is offline", log->dir, what, strerror(err));
 }
 
 static int push_segment(struct partition_log *log, struct log_segment *seg)
@@ -57,8 +56,7 @@ static void log_free(struct partition_log *log)
     free(log);
 }
 
-static int load_segments(struct partition_log *log, int64_t recovery_point, char *err,
-                         size_t errlen)
+static int load_segments(struct partition_log *log, int64_t recovery_point, char *err, size_t errlen)
 {
     int64_t now = clock_wall_ms();
     struct partition_dir_scan scan;
@@ -79,8 +77,7 @@ static int load_segments(struct partition_log *log, int64_t recovery_point, char
         bool rebuild = recovery_point >= 0 && (is_last || bases[i + 1] > recovery_point);
         bool truncated = false;
         struct log_segment *seg;
-        rc = log_segment_open(log->dir, bases[i], &log->cfg, rebuild, is_last, now, &seg,
-                              &truncated, err, errlen);
+        rc = log_segment_open(log->dir, bases[i], &log->cfg, rebuild, is_last, now, &seg, &truncated, err, errlen);
         if (rc == 0 && (rc = push_segment(log, seg)) != 0)
             log_segment_close(seg, false);
         if (rc != 0)
@@ -94,10 +91,8 @@ static int load_segments(struct partition_log *log, int64_t recovery_point, char
             for (size_t j = i + 1; j < n; j++) {
                 struct log_segment *later;
                 bool t2;
-                if (log_segment_open(log->dir, bases[j], &log->cfg, false, false, now, &later,
-                                     &t2, err, errlen) == 0) {
-                    logger_warn("log", "%s: removing segment %" PRId64 " after corruption",
-                                log->dir, bases[j]);
+                if (log_segment_open(log->dir, bases[j], &log->cfg, false, false, now, &later, &t2, err, errlen) == 0) {
+                    logger_warn("log", "%s: removing segment %" PRId64 " after corruption", log->dir, bases[j]);
                     log_segment_close(later, true);
                 }
             }
@@ -116,9 +111,8 @@ static int load_segments(struct partition_log *log, int64_t recovery_point, char
     return rc;
 }
 
-int partition_log_open_from(const char *dir, const struct log_config *cfg,
-                            int64_t recovery_point, struct partition_log **out, char *err,
-                            size_t errlen)
+int partition_log_open_from(const char *dir, const struct log_config *cfg, int64_t recovery_point,
+                            struct partition_log **out, char *err, size_t errlen)
 {
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
         snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
@@ -187,14 +181,13 @@ int partition_log_open_from(const char *dir, const struct log_config *cfg,
     return KAFKA_ERR_NONE;
 }
 
-int partition_log_open(const char *dir, const struct log_config *cfg, bool recover,
-                       struct partition_log **out, char *err, size_t errlen)
+int partition_log_open(const char *dir, const struct log_config *cfg, bool recover, struct partition_log **out,
+                       char *err, size_t errlen)
 {
     return partition_log_open_from(dir, cfg, recover ? 0 : -1, out, err, errlen);
 }
 
-void partition_log_recovery_stats(const struct partition_log *log,
-                                  struct partition_log_recovery_stats *out)
+void partition_log_recovery_stats(const struct partition_log *log, struct partition_log_recovery_stats *out)
 {
     *out = log->recovery;
 }
@@ -281,15 +274,14 @@ int partition_log_roll_locked(struct partition_log *log, int64_t now_ms)
     return 0;
 }
 
-static bool roll_due(const struct partition_log *log, const struct log_segment *seg,
-                     size_t incoming, int64_t last_offset, int64_t now_ms)
+static bool roll_due(const struct partition_log *log, const struct log_segment *seg, size_t incoming,
+                     int64_t last_offset, int64_t now_ms)
 {
     if (seg->size == 0)
         return false;
     /* Wall-clock age of the segment: client timestamps may be arbitrary. */
     int64_t since = seg->created_ms;
-    return seg->size > log->cfg.segment_bytes - (int64_t)incoming ||
-           seg->size + (int64_t)incoming > INT32_MAX ||
+    return seg->size > log->cfg.segment_bytes - (int64_t)incoming || seg->size + (int64_t)incoming > INT32_MAX ||
            now_ms - since > log->cfg.segment_ms || log_segment_index_full(seg, &log->cfg) ||
            last_offset - seg->base_offset > (int64_t)UINT32_MAX;
 }
@@ -309,16 +301,15 @@ struct keyless_scan {
  * KAFKA_ERR_NONE, INVALID_RECORD (a keyless record) or CORRUPT_MESSAGE
  * (records that cannot be read), with a message in err. */
 static int16_t check_keys(const struct log_config *cfg, const uint8_t *batch, size_t len,
-                          const struct record_batch_header *h, struct keyless_scan *scan,
-                          char *err, size_t errlen)
+                          const struct record_batch_header *h, struct keyless_scan *scan, char *err, size_t errlen)
 {
     uint8_t *plain = NULL;
     size_t plain_len = len;
     const uint8_t *records = batch;
     if (record_batch_compression(h) != RECORD_BATCH_COMPRESSION_NONE) {
         char why[160];
-        if (record_codec_inflate_batch(batch, len, log_decompressed_limit(cfg), &plain,
-                                       &plain_len, why, sizeof why) != 0) {
+        if (record_codec_inflate_batch(batch, len, log_decompressed_limit(cfg), &plain, &plain_len, why, sizeof why) !=
+            0) {
             snprintf(err, errlen, "cannot decompress the records: %.96s", why);
             return KAFKA_ERR_CORRUPT_MESSAGE;
         }
@@ -351,8 +342,8 @@ static int16_t check_keys(const struct log_config *cfg, const uint8_t *batch, si
     return code;
 }
 
-int32_t partition_log_keyless_records(const struct partition_log *log, const uint8_t *batches,
-                                      size_t len, int32_t *indexes, int32_t cap)
+int32_t partition_log_keyless_records(const struct partition_log *log, const uint8_t *batches, size_t len,
+                                      int32_t *indexes, int32_t cap)
 {
     struct keyless_scan scan = {.indexes = indexes, .cap = cap, .count = 0};
     struct record_batch_iter it;
@@ -365,8 +356,7 @@ int32_t partition_log_keyless_records(const struct partition_log *log, const uin
     record_batch_iter_init(&it, batches, len);
     while ((rc = record_batch_iter_next(&it, &batch, &blen)) == 1) {
         struct record_batch_header h;
-        if (record_batch_validate(batch, blen, log->cfg.max_message_bytes, &h, err, sizeof err) !=
-            KAFKA_ERR_NONE)
+        if (record_batch_validate(batch, blen, log->cfg.max_message_bytes, &h, err, sizeof err) != KAFKA_ERR_NONE)
             return -1;
         if (record_batch_is_control(&h))
             continue;
@@ -378,9 +368,8 @@ int32_t partition_log_keyless_records(const struct partition_log *log, const uin
 }
 
 /* Validate every batch and count records; nothing is modified. */
-static int16_t validate_all(const struct partition_log *log, enum log_append_origin origin,
-                            const uint8_t *batches, size_t len, int32_t *records,
-                            int32_t *batch_count, struct log_append_result *res)
+static int16_t validate_all(const struct partition_log *log, enum log_append_origin origin, const uint8_t *batches,
+                            size_t len, int32_t *records, int32_t *batch_count, struct log_append_result *res)
 {
     struct record_batch_iter it;
     const uint8_t *batch;
@@ -391,15 +380,13 @@ static int16_t validate_all(const struct partition_log *log, enum log_append_ori
     record_batch_iter_init(&it, batches, len);
     while ((rc = record_batch_iter_next(&it, &batch, &blen)) == 1) {
         struct record_batch_header h;
-        int16_t code = record_batch_validate(batch, blen, log->cfg.max_message_bytes, &h,
-                                             res->error_message, sizeof res->error_message);
+        int16_t code = record_batch_validate(batch, blen, log->cfg.max_message_bytes, &h, res->error_message,
+                                             sizeof res->error_message);
         if (code != KAFKA_ERR_NONE)
             return code;
         /* A follower keeps what its leader accepted. */
-        if (log->cfg.cleanup_compact && origin != LOG_APPEND_REPLICATION &&
-            !record_batch_is_control(&h)) {
-            code = check_keys(&log->cfg, batch, blen, &h, NULL, res->error_message,
-                              sizeof res->error_message);
+        if (log->cfg.cleanup_compact && origin != LOG_APPEND_REPLICATION && !record_batch_is_control(&h)) {
+            code = check_keys(&log->cfg, batch, blen, &h, NULL, res->error_message, sizeof res->error_message);
             if (code != KAFKA_ERR_NONE)
                 return code;
         }
@@ -408,8 +395,7 @@ static int16_t validate_all(const struct partition_log *log, enum log_append_ori
     }
     if (rc < 0) {
         /* Let validate name the reason (too large, bad magic, truncated). */
-        int16_t code = record_batch_validate(batches + it.pos, len - it.pos,
-                                             log->cfg.max_message_bytes, NULL,
+        int16_t code = record_batch_validate(batches + it.pos, len - it.pos, log->cfg.max_message_bytes, NULL,
                                              res->error_message, sizeof res->error_message);
         return code != KAFKA_ERR_NONE ? code : KAFKA_ERR_CORRUPT_MESSAGE;
     }
@@ -421,9 +407,8 @@ static int16_t validate_all(const struct partition_log *log, enum log_append_ori
     return KAFKA_ERR_NONE;
 }
 
-int16_t partition_log_append_as(struct partition_log *log, enum log_append_origin origin,
-                                uint8_t *batches, size_t len, int32_t leader_epoch,
-                                struct log_append_result *res)
+int16_t partition_log_append_as(struct partition_log *log, enum log_append_origin origin, uint8_t *batches, size_t len,
+                                int32_t leader_epoch, struct log_append_result *res)
 {
     memset(res, 0, sizeof *res);
     res->base_offset = res->last_offset = res->log_append_time = -1;
@@ -433,8 +418,7 @@ int16_t partition_log_append_as(struct partition_log *log, enum log_append_origi
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
     if ((int64_t)len > log->cfg.segment_bytes || len > INT32_MAX) {
-        snprintf(res->error_message, sizeof res->error_message,
-                 "%zu bytes do not fit in a segment", len);
+        snprintf(res->error_message, sizeof res->error_message, "%zu bytes do not fit in a segment", len);
         return KAFKA_ERR_RECORD_LIST_TOO_LARGE;
     }
     int32_t records = 0, batch_count = 0;
@@ -453,8 +437,7 @@ int16_t partition_log_append_as(struct partition_log *log, enum log_append_origi
         return code;
     }
     bool duplicate = false;
-    code = partition_log_check_producers_locked(log, batches, len,
-                                                origin == LOG_APPEND_COORDINATOR, &duplicate, res);
+    code = partition_log_check_producers_locked(log, batches, len, origin == LOG_APPEND_COORDINATOR, &duplicate, res);
     if (code != KAFKA_ERR_NONE || duplicate) {
         pthread_mutex_unlock(&log->write_lock);
         /* A retried batch: answer with where it already is, write nothing. */
@@ -467,21 +450,20 @@ int16_t partition_log_append_as(struct partition_log *log, enum log_append_origi
     return code;
 }
 
-int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t len,
-                             int32_t leader_epoch, struct log_append_result *res)
+int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t len, int32_t leader_epoch,
+                             struct log_append_result *res)
 {
     return partition_log_append_as(log, LOG_APPEND_CLIENT, batches, len, leader_epoch, res);
 }
 
-int16_t partition_log_append_coordinator(struct partition_log *log, uint8_t *batches, size_t len,
-                                         int32_t leader_epoch, struct log_append_result *res)
+int16_t partition_log_append_coordinator(struct partition_log *log, uint8_t *batches, size_t len, int32_t leader_epoch,
+                                         struct log_append_result *res)
 {
     return partition_log_append_as(log, LOG_APPEND_COORDINATOR, batches, len, leader_epoch, res);
 }
 
-int16_t partition_log_write_batches_locked(struct partition_log *log, const uint8_t *batches,
-                                           size_t len, int64_t last_offset, int32_t records,
-                                           int64_t now, bool follower,
+int16_t partition_log_write_batches_locked(struct partition_log *log, const uint8_t *batches, size_t len,
+                                           int64_t last_offset, int32_t records, int64_t now, bool follower,
                                            struct log_append_result *res)
 {
     LOCK_ASSERT_HELD(&log->write_lock);
@@ -494,8 +476,7 @@ int16_t partition_log_write_batches_locked(struct partition_log *log, const uint
     int rc = log_segment_write(active, batches, len);
     if (rc != 0) {
         partition_log_mark_offline(log, "writing the log", rc);
-        snprintf(res->error_message, sizeof res->error_message, "write failed: %s",
-                 strerror(rc));
+        snprintf(res->error_message, sizeof res->error_message, "write failed: %s", strerror(rc));
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
     if (!follower) {
@@ -503,8 +484,7 @@ int16_t partition_log_write_batches_locked(struct partition_log *log, const uint
     } else if ((rc = partition_log_replay_batches_locked(log, batches, len)) != 0) {
         /* Written but not published: the log end stays, the log goes offline. */
         partition_log_mark_offline(log, "recording the producer state", rc);
-        snprintf(res->error_message, sizeof res->error_message,
-                 "cannot record the producer state: %s", strerror(rc));
+        snprintf(res->error_message, sizeof res->error_message, "cannot record the producer state: %s", strerror(rc));
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
     pthread_rwlock_wrlock(&log->lock);
@@ -532,9 +512,8 @@ int16_t partition_log_write_batches_locked(struct partition_log *log, const uint
     return code;
 }
 
-int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches, size_t len,
-                                    int32_t leader_epoch, int32_t records,
-                                    struct log_append_result *res)
+int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches, size_t len, int32_t leader_epoch,
+                                    int32_t records, struct log_append_result *res)
 {
     LOCK_ASSERT_HELD(&log->write_lock);
     int16_t code;
@@ -559,12 +538,10 @@ int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches,
      * epoch the cache does not know yet. */
     code = partition_log_assign_epochs_locked(log, batches, len, leader_epoch);
     if (code != KAFKA_ERR_NONE) {
-        snprintf(res->error_message, sizeof res->error_message,
-                 "cannot record the leader epoch");
+        snprintf(res->error_message, sizeof res->error_message, "cannot record the leader epoch");
         return code;
     }
-    code = partition_log_write_batches_locked(log, batches, len, next - 1, records, now, false,
-                                              res);
+    code = partition_log_write_batches_locked(log, batches, len, next - 1, records, now, false, res);
     if (res->base_offset >= 0)
         res->log_append_time = append_time ? now : -1;
     return code;
@@ -603,8 +580,7 @@ int16_t partition_log_read(struct partition_log *log, int64_t fetch_offset, int3
     }
     int16_t code = KAFKA_ERR_NONE;
     for (size_t i = partition_log_segment_for(log, fetch_offset);
-         fetch_offset < end && fetch_offset < max_offset_exclusive && i < log->segment_count;
-         i++) {
+         fetch_offset < end && fetch_offset < max_offset_exclusive && i < log->segment_count; i++) {
         struct log_segment *seg = log->segments[i];
         struct log_scanner scan;
         struct record_batch_header h;
@@ -717,8 +693,7 @@ int16_t partition_log_flush_locked(struct partition_log *log)
 int16_t partition_log_flush(struct partition_log *log)
 {
     pthread_mutex_lock(&log->write_lock);
-    int16_t code = atomic_load(&log->offline) ? KAFKA_ERR_KAFKA_STORAGE_ERROR
-                                              : partition_log_flush_locked(log);
+    int16_t code = atomic_load(&log->offline) ? KAFKA_ERR_KAFKA_STORAGE_ERROR : partition_log_flush_locked(log);
     pthread_mutex_unlock(&log->write_lock);
     return code;
 }
@@ -736,10 +711,8 @@ int16_t partition_log_flush_rolled(struct partition_log *log)
      * (retention may close the originals meanwhile). */
     size_t first = partition_log_segment_for(log, from), n = 0;
     int *fds = NULL;
-    if (upto > from && first < log->segment_count &&
-        (fds = malloc(3 * log->segment_count * sizeof *fds)) != NULL) {
-        for (size_t i = first; i < log->segment_count && log->segments[i]->base_offset < upto;
-             i++) {
+    if (upto > from && first < log->segment_count && (fds = malloc(3 * log->segment_count * sizeof *fds)) != NULL) {
+        for (size_t i = first; i < log->segment_count && log->segments[i]->base_offset < upto; i++) {
             const struct log_segment *seg = log->segments[i];
             int src[3] = {seg->log_fd, seg->index_fd, seg->time_fd};
             for (int k = 0; k < 3; k++)
@@ -809,8 +782,7 @@ int partition_log_roll_if_due(struct partition_log *log, int64_t now_ms)
     int rolled = 0;
     pthread_mutex_lock(&log->write_lock);
     struct log_segment *active = log->segments[log->segment_count - 1];
-    if (!atomic_load(&log->offline) && active->size > 0 &&
-        now_ms - active->created_ms > log->cfg.segment_ms)
+    if (!atomic_load(&log->offline) && active->size > 0 && now_ms - active->created_ms > log->cfg.segment_ms)
         rolled = partition_log_roll_locked(log, now_ms) == 0 ? 1 : 0;
     pthread_mutex_unlock(&log->write_lock);
     return rolled;

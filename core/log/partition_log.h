@@ -26,7 +26,7 @@ struct log_append_result {
     int64_t log_append_time; /* -1 under CreateTime */
     int64_t log_start_offset;
     int32_t record_count;
-    bool duplicate; /* a retried idempotent batch: offsets are the original ones, nothing written */
+    bool duplicate;          /* a retried idempotent batch: offsets are the original ones, nothing written */
     char error_message[160]; /* reason when the append was rejected */
 };
 
@@ -44,15 +44,14 @@ struct log_read_result {
 /* Open or create the log in dir. recover=true (unclean shutdown) rescans
  * every segment, validating CRCs, cutting a torn tail and rebuilding indexes;
  * false trusts the files but checks the last segment's index and tail. */
-int partition_log_open(const char *dir, const struct log_config *cfg, bool recover,
-                       struct partition_log **out, char *err, size_t errlen);
+int partition_log_open(const char *dir, const struct log_config *cfg, bool recover, struct partition_log **out,
+                       char *err, size_t errlen);
 /* As above, rescanning only segments that may hold offsets >= recovery_point
  * (data below it was flushed). A negative recovery_point means "trust all".
  * Rescanned data is not flushed here: the log's recovery point stays at
  * recovery_point until the next flush. */
-int partition_log_open_from(const char *dir, const struct log_config *cfg,
-                            int64_t recovery_point, struct partition_log **out, char *err,
-                            size_t errlen);
+int partition_log_open_from(const char *dir, const struct log_config *cfg, int64_t recovery_point,
+                            struct partition_log **out, char *err, size_t errlen);
 
 /* What opening after an unclean stop cost: bytes of segments rescanned
  * (CRC-checked) and the time spent scanning them and rebuilding producer
@@ -62,8 +61,7 @@ struct partition_log_recovery_stats {
     int64_t scan_ns;
     int64_t producers_ns;
 };
-void partition_log_recovery_stats(const struct partition_log *log,
-                                  struct partition_log_recovery_stats *out);
+void partition_log_recovery_stats(const struct partition_log *log, struct partition_log_recovery_stats *out);
 
 void partition_log_retain(struct partition_log *log);
 /* Drop a reference; the last one closes files (flushing them first). */
@@ -100,21 +98,20 @@ enum log_append_origin {
  * (nothing is written then). For CLIENT and COORDINATOR, leader_epoch < 0
  * leaves partitionLeaderEpoch as sent (the epoch cache then follows the
  * batches' own epochs). */
-int16_t partition_log_append_as(struct partition_log *log, enum log_append_origin origin,
-                                uint8_t *batches, size_t len, int32_t leader_epoch,
-                                struct log_append_result *res);
+int16_t partition_log_append_as(struct partition_log *log, enum log_append_origin origin, uint8_t *batches, size_t len,
+                                int32_t leader_epoch, struct log_append_result *res);
 /* partition_log_append_as with LOG_APPEND_CLIENT / LOG_APPEND_COORDINATOR. */
-int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t len,
-                             int32_t leader_epoch, struct log_append_result *res);
-int16_t partition_log_append_coordinator(struct partition_log *log, uint8_t *batches, size_t len,
-                                         int32_t leader_epoch, struct log_append_result *res);
+int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t len, int32_t leader_epoch,
+                             struct log_append_result *res);
+int16_t partition_log_append_coordinator(struct partition_log *log, uint8_t *batches, size_t len, int32_t leader_epoch,
+                                         struct log_append_result *res);
 
 /* For Produce's per-record errors after an append to a compacted topic
  * failed with INVALID_RECORD: the number of keyless records in batches,
  * writing the index of each within its batch to indexes (at most cap).
  * 0 when the topic is not compacted, -1 when the batches cannot be read. */
-int32_t partition_log_keyless_records(const struct partition_log *log, const uint8_t *batches,
-                                      size_t len, int32_t *indexes, int32_t cap);
+int32_t partition_log_keyless_records(const struct partition_log *log, const uint8_t *batches, size_t len,
+                                      int32_t *indexes, int32_t cap);
 
 /* Whole batches from the one holding fetch_offset, up to max_bytes (at least
  * one batch), none with an offset >= max_offset_exclusive. */
@@ -155,12 +152,10 @@ void partition_log_get_config(struct partition_log *log, struct log_config *out)
 /* First record with timestamp >= ts: its offset and timestamp, or -1/-1.
  * Compressed batches are opened; one whose records cannot be read answers
  * with its base offset and max timestamp. */
-int16_t partition_log_offset_for_timestamp(struct partition_log *log, int64_t ts,
-                                           int64_t *offset, int64_t *timestamp);
+int16_t partition_log_offset_for_timestamp(struct partition_log *log, int64_t ts, int64_t *offset, int64_t *timestamp);
 /* Largest timestamp in the log and the offset of the first record holding
  * it (of the first batch reaching it), or -1/-1. */
-int16_t partition_log_max_timestamp(struct partition_log *log, int64_t *offset,
-                                    int64_t *timestamp);
+int16_t partition_log_max_timestamp(struct partition_log *log, int64_t *offset, int64_t *timestamp);
 
 /* fdatasync everything up to the log end; moves the recovery point. */
 int16_t partition_log_flush(struct partition_log *log);
@@ -215,8 +210,7 @@ int32_t partition_log_latest_epoch(struct partition_log *log);
  * leader_epoch_cache_end_offset_for): the end offset of epoch, and in
  * *found_epoch the epoch it belongs to; -1 and -1 when undefined. For
  * OffsetForLeaderEpoch. */
-int64_t partition_log_end_offset_for_epoch(struct partition_log *log, int32_t epoch,
-                                           int32_t *found_epoch);
+int64_t partition_log_end_offset_for_epoch(struct partition_log *log, int32_t epoch, int32_t *found_epoch);
 /* This broker leads the partition at leader_epoch: as Kafka does when a
  * replica becomes leader, the epoch starts at the log end, so
  * OffsetForLeaderEpoch knows it before any record is written in it.
@@ -225,20 +219,17 @@ int64_t partition_log_end_offset_for_epoch(struct partition_log *log, int32_t ep
 int16_t partition_log_assign_leader_epoch(struct partition_log *log, int32_t leader_epoch);
 /* A copy of the cache's entries (free() *out). Returns 0 or ENOMEM. */
 struct leader_epoch_entry;
-int partition_log_epoch_entries(struct partition_log *log, struct leader_epoch_entry **out,
-                                size_t *count);
+int partition_log_epoch_entries(struct partition_log *log, struct leader_epoch_entry **out, size_t *count);
 
 /* Idempotent producer state (see log/producer_state.h). Appends check it:
  * a retried batch is answered with its original offsets and not written. */
 /* Drop producers idle longer than producer.id.expiration.ms; returns how many. */
 int partition_log_expire_producers(struct partition_log *log, int64_t now_ms);
 /* Copy of the producer's entry; false when unknown. */
-bool partition_log_producer_lookup(struct partition_log *log, int64_t producer_id,
-                                   struct producer_entry *out);
+bool partition_log_producer_lookup(struct partition_log *log, int64_t producer_id, struct producer_entry *out);
 size_t partition_log_producer_count(struct partition_log *log);
 /* Copies of every producer entry (free() *out). Returns 0 or ENOMEM. */
-int partition_log_list_producers(struct partition_log *log, struct producer_entry **out,
-                                 size_t *count);
+int partition_log_list_producers(struct partition_log *log, struct producer_entry **out, size_t *count);
 
 /* Transactions. A producer's first transactional batch opens its
  * transaction at that batch's base offset; a marker ends it. */
@@ -248,9 +239,9 @@ int partition_log_list_producers(struct partition_log *log, struct producer_entr
  * *offset_out -1. INVALID_PRODUCER_EPOCH for an epoch older than the
  * producer's, TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch.
  * leader_epoch < 0: leave partitionLeaderEpoch unset. */
-int16_t partition_log_append_txn_marker(struct partition_log *log, int64_t producer_id,
-                                        int16_t producer_epoch, int32_t coordinator_epoch,
-                                        bool commit, int32_t leader_epoch, int64_t *offset_out);
+int16_t partition_log_append_txn_marker(struct partition_log *log, int64_t producer_id, int16_t producer_epoch,
+                                        int32_t coordinator_epoch, bool commit, int32_t leader_epoch,
+                                        int64_t *offset_out);
 /* Last stable offset: the first offset of the oldest open transaction (but
  * not below the log start), else the high watermark; never above it. */
 int64_t partition_log_last_stable_offset(struct partition_log *log);
@@ -258,9 +249,7 @@ int64_t partition_log_last_stable_offset(struct partition_log *log);
  * at or after fetch_offset and whose first offset is below
  * upper_bound_offset, in marker order. fn (may be NULL) runs under the
  * log's read lock; returns the count. */
-size_t partition_log_aborted_txns(struct partition_log *log, int64_t fetch_offset,
-                                  int64_t upper_bound_offset,
-                                  void (*fn)(void *arg, int64_t producer_id, int64_t first_offset),
-                                  void *arg);
+size_t partition_log_aborted_txns(struct partition_log *log, int64_t fetch_offset, int64_t upper_bound_offset,
+                                  void (*fn)(void *arg, int64_t producer_id, int64_t first_offset), void *arg);
 
 #endif

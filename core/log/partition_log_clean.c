@@ -34,12 +34,11 @@ static void put_be32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)v;
 }
 
-int log_clean_filter_batch(const uint8_t *batch, size_t len, log_clean_keep_fn keep, void *arg,
-                           bool keep_empty, uint8_t *out, size_t *out_len)
+int log_clean_filter_batch(const uint8_t *batch, size_t len, log_clean_keep_fn keep, void *arg, bool keep_empty,
+                           uint8_t *out, size_t *out_len)
 {
     struct record_batch_header h;
-    if (record_batch_parse_header(batch, len, &h) != 0 || h.batch_length < 0 ||
-        record_batch_total_size(&h) != len)
+    if (record_batch_parse_header(batch, len, &h) != 0 || h.batch_length < 0 || record_batch_total_size(&h) != len)
         return -1;
     struct record_batch_record_iter it;
     if (record_batch_records_begin(&it, batch, len) != 0)
@@ -68,8 +67,7 @@ int log_clean_filter_batch(const uint8_t *batch, size_t len, log_clean_keep_fn k
     if (kept == 0 && !keep_empty)
         return LOG_CLEAN_BATCH_NONE;
     memcpy(out, batch, RECORD_BATCH_HEADER_SIZE);
-    put_be32(out + RECORD_BATCH_OFFSET_BATCH_LENGTH,
-             (uint32_t)(out_pos - RECORD_BATCH_LOG_OVERHEAD));
+    put_be32(out + RECORD_BATCH_OFFSET_BATCH_LENGTH, (uint32_t)(out_pos - RECORD_BATCH_LOG_OVERHEAD));
     put_be32(out + 57, (uint32_t)kept); /* recordCount */
     record_batch_update_crc(out, out_pos);
     *out_len = out_pos;
@@ -94,8 +92,8 @@ static void collect_producer(void *arg, const struct producer_entry *e)
     struct clean_plan *p = arg;
     if (e->batch_count <= 0 || p->producer_count == p->producer_cap)
         return;
-    p->producers[p->producer_count++] = (struct producer_last){
-        e->producer_id, e->batches[e->batch_count - 1].last_offset};
+    p->producers[p->producer_count++] = (struct producer_last){e->producer_id,
+                                                               e->batches[e->batch_count - 1].last_offset};
 }
 
 static int cmp_producer(const void *a, const void *b)
@@ -105,14 +103,12 @@ static int cmp_producer(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static bool is_last_of_producer(const struct clean_plan *p, int64_t producer_id,
-                                int64_t last_offset)
+static bool is_last_of_producer(const struct clean_plan *p, int64_t producer_id, int64_t last_offset)
 {
     struct producer_last key = {producer_id, 0};
-    const struct producer_last *hit =
-        p->producer_count ? bsearch(&key, p->producers, p->producer_count, sizeof key,
-                                    cmp_producer)
-                          : NULL;
+    const struct producer_last *hit = p->producer_count
+                                          ? bsearch(&key, p->producers, p->producer_count, sizeof key, cmp_producer)
+                                          : NULL;
     return hit && hit->last_offset == last_offset;
 }
 
@@ -139,8 +135,7 @@ static void dirtiness_locked(struct partition_log *log, int64_t first_dirty, int
         first_dirty = start;
     d->first_dirty_offset = first_dirty;
     d->cleanable_end = first_dirty;
-    if (!cfg->cleanup_compact || n < 2 || atomic_load(&log->offline) ||
-        atomic_load(&log->deleted))
+    if (!cfg->cleanup_compact || n < 2 || atomic_load(&log->offline) || atomic_load(&log->deleted))
         return;
 
     /* Never the active segment, nor offsets of open transactions, nor
@@ -180,14 +175,12 @@ static void dirtiness_locked(struct partition_log *log, int64_t first_dirty, int
             d->first_dirty_segment = i;
         d->dirty_bytes += s->size;
         int64_t ts = s->first_batch_timestamp >= 0 ? s->first_batch_timestamp : s->max_timestamp;
-        if (ts >= 0 && cfg->max_compaction_lag_ms < INT64_MAX &&
-            now_ms - ts > cfg->max_compaction_lag_ms)
+        if (ts >= 0 && cfg->max_compaction_lag_ms < INT64_MAX && now_ms - ts > cfg->max_compaction_lag_ms)
             d->overdue = true;
     }
     int64_t total = d->clean_bytes + d->dirty_bytes;
     d->dirty_ratio = total > 0 ? (double)d->dirty_bytes / (double)total : 0.0;
-    d->due = d->dirty_bytes > 0 &&
-             (d->dirty_ratio >= cfg->min_cleanable_dirty_ratio || d->overdue);
+    d->due = d->dirty_bytes > 0 && (d->dirty_ratio >= cfg->min_cleanable_dirty_ratio || d->overdue);
 }
 
 void partition_log_dirtiness(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
@@ -201,8 +194,7 @@ void partition_log_dirtiness(struct partition_log *log, int64_t first_dirty, int
 /* Decide under write_lock whether the log is due and capture what the pass
  * needs. Returns 0 (plan->count 0: nothing to do) or an errno value. */
 static int make_plan(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
-                     const struct log_clean_options *opt, struct clean_plan *plan,
-                     struct log_clean_result *out)
+                     const struct log_clean_options *opt, struct clean_plan *plan, struct log_clean_result *out)
 {
     memset(plan, 0, sizeof *plan);
     plan->cfg = log->cfg;
@@ -271,8 +263,7 @@ static void count_read(struct clean_plan *plan, int64_t bytes, bool flush)
 
 /* Batch at pos of a segment, bounds-checked; NULL at the end or when the
  * bytes do not hold a whole batch. */
-static const uint8_t *next_batch(struct log_scanner *scan, int64_t pos, int64_t size,
-                                 struct record_batch_header *h)
+static const uint8_t *next_batch(struct log_scanner *scan, int64_t pos, int64_t size, struct record_batch_header *h)
 {
     if (pos >= size)
         return NULL;
@@ -280,8 +271,7 @@ static const uint8_t *next_batch(struct log_scanner *scan, int64_t pos, int64_t 
     if (!p)
         return NULL;
     record_batch_parse_header(p, RECORD_BATCH_HEADER_SIZE, h);
-    if (h->magic != RECORD_BATCH_MAGIC ||
-        h->batch_length < RECORD_BATCH_HEADER_SIZE - RECORD_BATCH_LOG_OVERHEAD ||
+    if (h->magic != RECORD_BATCH_MAGIC || h->batch_length < RECORD_BATCH_HEADER_SIZE - RECORD_BATCH_LOG_OVERHEAD ||
         (int64_t)record_batch_total_size(h) > size - pos)
         return NULL;
     return log_scanner_get(scan, pos, record_batch_total_size(h));
@@ -289,8 +279,7 @@ static const uint8_t *next_batch(struct log_scanner *scan, int64_t pos, int64_t 
 
 /* Add the keys of segments [from, to) to map; *end is the first segment not
  * wholly added (the map filled up inside it). Returns 0 or an errno value. */
-static int build_map(struct clean_plan *plan, size_t from, size_t to,
-                     struct log_offset_map *map, size_t *end)
+static int build_map(struct clean_plan *plan, size_t from, size_t to, struct log_offset_map *map, size_t *end)
 {
     *end = to;
     for (size_t i = from; i < to; i++) {
@@ -306,8 +295,7 @@ static int build_map(struct clean_plan *plan, size_t from, size_t to,
             pos += (int64_t)total;
             count_read(plan, (int64_t)total, false);
             if (record_batch_is_control(&h) ||
-                (record_batch_is_transactional(&h) &&
-                 is_aborted(plan, h.producer_id, h.base_offset)))
+                (record_batch_is_transactional(&h) && is_aborted(plan, h.producer_id, h.base_offset)))
                 continue;
             /* An unreadable compressed batch maps nothing: it is kept
              * whole by the rewrite too. */
@@ -315,8 +303,8 @@ static int build_map(struct clean_plan *plan, size_t from, size_t to,
             size_t plain_len = total;
             char why[160];
             if (record_batch_compression(&h) != RECORD_BATCH_COMPRESSION_NONE &&
-                record_codec_inflate_batch(p, total, log_decompressed_limit(&plan->cfg), &plain,
-                                           &plain_len, why, sizeof why) != 0)
+                record_codec_inflate_batch(p, total, log_decompressed_limit(&plan->cfg), &plain, &plain_len, why,
+                                           sizeof why) != 0)
                 continue;
             struct record_batch_record_iter it;
             struct record_batch_record rec;
@@ -425,15 +413,13 @@ static void plan_groups(struct clean_plan *plan)
         for (i++; i < plan->count; i++) {
             const struct clean_segment *cs = &plan->segs[i];
             if (bytes + cs->size > cfg->segment_bytes ||
-                (cfg->segment_index_bytes > 0 &&
-                 index_bytes + cs->index_bytes > cfg->segment_index_bytes) ||
+                (cfg->segment_index_bytes > 0 && index_bytes + cs->index_bytes > cfg->segment_index_bytes) ||
                 cs->next_base - 1 - plan->segs[first].base > INT32_MAX)
                 break;
             bytes += cs->size;
             index_bytes += cs->index_bytes;
         }
-        plan->groups[plan->group_count++] = (struct clean_group){.first = first,
-                                                                 .count = i - first};
+        plan->groups[plan->group_count++] = (struct clean_group){.first = first, .count = i - first};
     }
 }
 
@@ -441,8 +427,8 @@ static void plan_groups(struct clean_plan *plan)
  * batch went, *unwalked when bytes the walk could not read remain. Sets
  * cs->out_bytes. Returns 0 or an errno value. */
 static int rewrite_member(struct partition_log *log, struct clean_plan *plan, size_t i,
-                          const struct log_offset_map *map, struct clean_txn *txn,
-                          int64_t now_ms, struct out_file *o, bool *changed, bool *unwalked)
+                          const struct log_offset_map *map, struct clean_txn *txn, int64_t now_ms, struct out_file *o,
+                          bool *changed, bool *unwalked)
 {
     struct clean_segment *cs = &plan->segs[i];
     /* Tombstones go once delete.retention.ms has passed since their segment
@@ -475,8 +461,7 @@ static int rewrite_member(struct partition_log *log, struct clean_plan *plan, si
                 rc = out_append(o, p, total);
             continue;
         }
-        bool keep_empty = h.producer_id >= 0 &&
-                          is_last_of_producer(plan, h.producer_id, record_batch_last_offset(&h));
+        bool keep_empty = h.producer_id >= 0 && is_last_of_producer(plan, h.producer_id, record_batch_last_offset(&h));
         rc = clean_txn_data_batch(txn, &h, &keep.drop_all);
         if (rc != 0)
             break;
@@ -489,10 +474,10 @@ static int rewrite_member(struct partition_log *log, struct clean_plan *plan, si
         size_t plain_len = total;
         char why[160];
         if (codec != RECORD_BATCH_COMPRESSION_NONE &&
-            record_codec_inflate_batch(p, total, log_decompressed_limit(&plan->cfg), &plain,
-                                       &plain_len, why, sizeof why) != 0) {
-            logger_warn("log", "%s: keeping an unreadable compressed batch at offset %" PRId64
-                        ": %s", log->dir, h.base_offset, why);
+            record_codec_inflate_batch(p, total, log_decompressed_limit(&plan->cfg), &plain, &plain_len, why,
+                                       sizeof why) != 0) {
+            logger_warn("log", "%s: keeping an unreadable compressed batch at offset %" PRId64 ": %s", log->dir,
+                        h.base_offset, why);
             rc = out_append(o, p, total);
             continue;
         }
@@ -507,13 +492,12 @@ static int rewrite_member(struct partition_log *log, struct clean_plan *plan, si
             scratch_cap = plain_len;
         }
         size_t new_len = 0;
-        int outcome = log_clean_filter_batch(plain ? plain : p, plain_len, keep_record, &keep,
-                                             keep_empty, scratch, &new_len);
+        int outcome = log_clean_filter_batch(plain ? plain : p, plain_len, keep_record, &keep, keep_empty, scratch,
+                                             &new_len);
         if (outcome == LOG_CLEAN_BATCH_SOME && plain && new_len > RECORD_BATCH_HEADER_SIZE &&
-            record_codec_deflate_batch(scratch, new_len, codec, &packed, &new_len, why,
-                                       sizeof why) != 0) {
-            logger_warn("log", "%s: cannot recompress the batch at offset %" PRId64 ": %s",
-                        log->dir, h.base_offset, why);
+            record_codec_deflate_batch(scratch, new_len, codec, &packed, &new_len, why, sizeof why) != 0) {
+            logger_warn("log", "%s: cannot recompress the batch at offset %" PRId64 ": %s", log->dir, h.base_offset,
+                        why);
             outcome = LOG_CLEAN_BATCH_ALL;
         }
         /* An emptied batch kept for its producer is written uncompressed,
@@ -532,8 +516,8 @@ static int rewrite_member(struct partition_log *log, struct clean_plan *plan, si
     if (rc == 0 && scan.io_error)
         rc = EIO;
     if (rc == 0 && pos != cs->size) {
-        logger_warn("log", "%s: segment %" PRId64 " has unreadable data at position %" PRId64
-                    "; not cleaning it", log->dir, cs->base, pos);
+        logger_warn("log", "%s: segment %" PRId64 " has unreadable data at position %" PRId64 "; not cleaning it",
+                    log->dir, cs->base, pos);
         *unwalked = true;
     }
     log_scanner_free(&scan);
@@ -574,8 +558,7 @@ static int split_empty_tail(struct partition_log *log, struct clean_plan *plan, 
     if (tail == 0)
         return 0;
     size_t first = g->first;
-    memmove(&plan->groups[gi + 1 + tail], &plan->groups[gi + 1],
-            (plan->group_count - gi - 1) * sizeof *plan->groups);
+    memmove(&plan->groups[gi + 1 + tail], &plan->groups[gi + 1], (plan->group_count - gi - 1) * sizeof *plan->groups);
     plan->group_count += tail;
     g->count = keep;
     int rc = 0;
@@ -593,8 +576,7 @@ static int split_empty_tail(struct partition_log *log, struct clean_plan *plan, 
  * merge, removed otherwise. *next: the group after it (split_empty_tail
  * may add some). Returns 0 or an errno value. */
 static int rewrite_group(struct partition_log *log, struct clean_plan *plan, size_t gi,
-                         const struct log_offset_map *map, struct clean_txn *txn,
-                         int64_t now_ms, size_t *next)
+                         const struct log_offset_map *map, struct clean_txn *txn, int64_t now_ms, size_t *next)
 {
     struct clean_group *g = &plan->groups[gi];
     *next = gi + 1;
@@ -615,8 +597,7 @@ static int rewrite_group(struct partition_log *log, struct clean_plan *plan, siz
             (cs->mtime.tv_sec == newest.tv_sec && cs->mtime.tv_nsec > newest.tv_nsec))
             newest = cs->mtime;
         if (rc == 0)
-            rc = rewrite_member(log, plan, g->first + k, map, txn, now_ms, &o, &changed,
-                                &unwalked);
+            rc = rewrite_member(log, plan, g->first + k, map, txn, now_ms, &o, &changed, &unwalked);
     }
     /* Unreadable bytes: leave the members as they are rather than lose
      * whatever follows them. */

@@ -20,12 +20,12 @@
 struct clean_segment {
     struct log_segment *seg; /* identity check at swap time only */
     int64_t base;
-    int64_t next_base;   /* base offset of the following segment */
+    int64_t next_base; /* base offset of the following segment */
     int64_t size;
     int64_t index_bytes; /* size of its offset index */
     int fd;              /* dup() of the .log */
     struct timespec mtime;
-    int64_t out_bytes;   /* bytes of it the rewrite kept */
+    int64_t out_bytes; /* bytes of it the rewrite kept */
 };
 
 /* Consecutive segments rewritten into one <segs[first].base>.log.cleaned
@@ -62,8 +62,8 @@ struct clean_plan {
  * its cleaned file (see docs/architecture.md, Log compaction, for the
  * order). Returns 0, ESTALE when the log changed under the pass (nothing
  * swapped), or another errno value (the log is then offline). */
-int clean_swap_in(struct partition_log *log, struct clean_plan *plan, const struct clean_txn *txn,
-                  int64_t now_ms, enum log_clean_stop stop_after);
+int clean_swap_in(struct partition_log *log, struct clean_plan *plan, const struct clean_txn *txn, int64_t now_ms,
+                  enum log_clean_stop stop_after);
 /* Remove <group base><ext> of every rewritten group. */
 void clean_remove_output(const char *dir, const struct clean_plan *plan, const char *ext);
 

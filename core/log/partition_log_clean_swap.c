@@ -52,8 +52,7 @@ static size_t find_live(const struct partition_log *log, const struct clean_segm
 }
 
 /* The members of g are still live and consecutive. */
-static bool group_live(const struct partition_log *log, const struct clean_plan *plan,
-                       const struct clean_group *g)
+static bool group_live(const struct partition_log *log, const struct clean_plan *plan, const struct clean_group *g)
 {
     size_t j0 = find_live(log, &plan->segs[g->first]);
     if (j0 == SIZE_MAX)
@@ -129,8 +128,7 @@ static void unlink_segment_files(const char *dir, int64_t base)
 /* Members of g after the first: their entries move to the group's
  * .txnindex, then their files go (the open fds keep the old inodes
  * readable until the in-memory swap). */
-static int retire_members(const char *dir, const struct clean_plan *plan,
-                          const struct clean_group *g)
+static int retire_members(const char *dir, const struct clean_plan *plan, const struct clean_group *g)
 {
     if (g->count < 2)
         return 0;
@@ -147,8 +145,8 @@ static int retire_members(const char *dir, const struct clean_plan *plan,
 }
 
 /* Replace the members of g in the segment list by its reopened file. */
-static int install_group(struct partition_log *log, struct clean_plan *plan,
-                         const struct clean_group *g, int64_t now_ms)
+static int install_group(struct partition_log *log, struct clean_plan *plan, const struct clean_group *g,
+                         int64_t now_ms)
 {
     struct clean_segment *first = &plan->segs[g->first];
     struct clean_segment *last = &plan->segs[g->first + g->count - 1];
@@ -156,16 +154,15 @@ static int install_group(struct partition_log *log, struct clean_plan *plan,
     struct log_segment *fresh;
     bool truncated = false;
     char err[256];
-    int rc = log_segment_open(log->dir, first->base, &log->cfg, true, false, now_ms, &fresh,
-                              &truncated, err, sizeof err);
+    int rc = log_segment_open(log->dir, first->base, &log->cfg, true, false, now_ms, &fresh, &truncated, err,
+                              sizeof err);
     if (rc != 0) {
         logger_error("log", "%s", err);
         return rc;
     }
     fresh->next_offset = last->seg->next_offset;
     if (log_segment_flush(fresh) != 0)
-        logger_warn("log", "%s: cannot sync the indexes of cleaned segment %" PRId64, log->dir,
-                    first->base);
+        logger_warn("log", "%s: cannot sync the indexes of cleaned segment %" PRId64, log->dir, first->base);
     pthread_rwlock_wrlock(&log->lock);
     log->segments[j] = fresh;
     memmove(&log->segments[j + 1], &log->segments[j + g->count],
@@ -179,11 +176,10 @@ static int install_group(struct partition_log *log, struct clean_plan *plan,
     return 0;
 }
 
-int clean_swap_in(struct partition_log *log, struct clean_plan *plan, const struct clean_txn *txn,
-                  int64_t now_ms, enum log_clean_stop stop_after)
+int clean_swap_in(struct partition_log *log, struct clean_plan *plan, const struct clean_txn *txn, int64_t now_ms,
+                  enum log_clean_stop stop_after)
 {
-    if (atomic_load(&log->offline) || atomic_load(&log->deleted) ||
-        log->truncations != plan->truncations)
+    if (atomic_load(&log->offline) || atomic_load(&log->deleted) || log->truncations != plan->truncations)
         return ESTALE;
     for (size_t g = 0; g < plan->group_count; g++)
         if (plan->groups[g].rewritten && !group_live(log, plan, &plan->groups[g]))
@@ -194,9 +190,7 @@ int clean_swap_in(struct partition_log *log, struct clean_plan *plan, const stru
      * without its marker would make read_committed skip the producer's
      * later batches, a marker without an entry (its data is gone) is
      * harmless. */
-    int rc = txn->gone.count > 0
-                 ? partition_log_forget_aborted_locked(log, txn->gone.entries, txn->gone.count)
-                 : 0;
+    int rc = txn->gone.count > 0 ? partition_log_forget_aborted_locked(log, txn->gone.entries, txn->gone.count) : 0;
     if (rc != 0)
         return rc;
     /* The commit point of each group. Oldest first: after a crash the
@@ -205,8 +199,7 @@ int clean_swap_in(struct partition_log *log, struct clean_plan *plan, const stru
     size_t renamed = 0; /* groups up to here may have a .swap file */
     for (; rc == 0 && renamed < plan->group_count; renamed++)
         if (plan->groups[renamed].rewritten)
-            rc = rename_ext(log->dir, plan->segs[plan->groups[renamed].first].base,
-                            ".log.cleaned", ".log.swap");
+            rc = rename_ext(log->dir, plan->segs[plan->groups[renamed].first].base, ".log.cleaned", ".log.swap");
     if (rc == 0)
         rc = fs_fsync_dir(log->dir);
     if (rc != 0) {
@@ -247,15 +240,13 @@ int clean_swap_in(struct partition_log *log, struct clean_plan *plan, const stru
      * anchors the log start offset. */
     for (size_t g = plan->group_count; rc == 0 && g-- > 0;) {
         const struct clean_group *grp = &plan->groups[g];
-        size_t j = grp->rewritten && grp->new_size == 0 ? find_live(log, &plan->segs[grp->first])
-                                                        : SIZE_MAX;
+        size_t j = grp->rewritten && grp->new_size == 0 ? find_live(log, &plan->segs[grp->first]) : SIZE_MAX;
         if (j == SIZE_MAX || j == 0)
             continue;
         struct log_segment *gone = log->segments[j];
         pthread_rwlock_wrlock(&log->lock);
         log->segments[j - 1]->next_offset = gone->next_offset;
-        memmove(&log->segments[j], &log->segments[j + 1],
-                (log->segment_count - j - 1) * sizeof *log->segments);
+        memmove(&log->segments[j], &log->segments[j + 1], (log->segment_count - j - 1) * sizeof *log->segments);
         log->segment_count--;
         pthread_rwlock_unlock(&log->lock);
         log_segment_close(gone, true);
@@ -303,8 +294,8 @@ static int swap_last_offset(const char *path, int64_t *last)
 
 /* A .swap at base replaces every segment whose base lies inside its
  * offsets: finish retiring those (entries first, then files). */
-static int recover_swap_members(const char *dir, struct partition_dir_scan *scan, int64_t base,
-                                char *err, size_t errlen)
+static int recover_swap_members(const char *dir, struct partition_dir_scan *scan, int64_t base, char *err,
+                                size_t errlen)
 {
     char *path = log_segment_path(dir, base, ".log.swap");
     int64_t last = -1;
@@ -320,11 +311,10 @@ static int recover_swap_members(const char *dir, struct partition_dir_scan *scan
         to++;
     if (rc != 0 || to == from)
         return rc;
-    logger_info("log", "%s: removing %zu segments merged into %020" PRId64 ".log.swap", dir,
-                to - from, base);
+    logger_info("log", "%s: removing %zu segments merged into %020" PRId64 ".log.swap", dir, to - from, base);
     if ((rc = merge_txn_indexes(dir, base, scan->segments.bases + from, to - from)) != 0) {
-        snprintf(err, errlen, "cannot merge the transaction indexes into %s/%020" PRId64
-                 ".txnindex: %s", dir, base, strerror(rc));
+        snprintf(err, errlen, "cannot merge the transaction indexes into %s/%020" PRId64 ".txnindex: %s", dir, base,
+                 strerror(rc));
         return rc;
     }
     for (size_t i = from; i < to; i++)
@@ -337,13 +327,12 @@ static int recover_swap_members(const char *dir, struct partition_dir_scan *scan
     return rc;
 }
 
-int partition_log_clean_recover_files(const char *dir, struct partition_dir_scan *scan,
-                                      const struct log_config *cfg, int64_t now_ms, char *err,
-                                      size_t errlen)
+int partition_log_clean_recover_files(const char *dir, struct partition_dir_scan *scan, const struct log_config *cfg,
+                                      int64_t now_ms, char *err, size_t errlen)
 {
     for (size_t i = 0; i < scan->cleaned.count; i++) {
-        logger_info("log", "%s: removing unfinished cleaner output %020" PRId64 ".log.cleaned",
-                    dir, scan->cleaned.bases[i]);
+        logger_info("log", "%s: removing unfinished cleaner output %020" PRId64 ".log.cleaned", dir,
+                    scan->cleaned.bases[i]);
         unlink_ext(dir, scan->cleaned.bases[i], ".log.cleaned");
     }
     int completed = 0, rc = 0;
@@ -355,18 +344,15 @@ int partition_log_clean_recover_files(const char *dir, struct partition_dir_scan
         /* Durable and complete before it was renamed: finish the swap.
          * The old indexes describe the old file; opening the segment
          * rebuilds them. */
-        logger_info("log", "%s: completing the swap of cleaned segment %020" PRId64 ".log.swap",
-                    dir, base);
+        logger_info("log", "%s: completing the swap of cleaned segment %020" PRId64 ".log.swap", dir, base);
         unlink_ext(dir, base, ".index");
         unlink_ext(dir, base, ".timeindex");
         rc = rename_ext(dir, base, ".log.swap", ".log");
         struct log_segment *seg;
         bool truncated = false;
         if (rc != 0)
-            snprintf(err, errlen, "cannot complete %s/%020" PRId64 ".log.swap: %s", dir, base,
-                     strerror(rc));
-        else if ((rc = log_segment_open(dir, base, cfg, true, false, now_ms, &seg, &truncated,
-                                        err, errlen)) == 0)
+            snprintf(err, errlen, "cannot complete %s/%020" PRId64 ".log.swap: %s", dir, base, strerror(rc));
+        else if ((rc = log_segment_open(dir, base, cfg, true, false, now_ms, &seg, &truncated, err, errlen)) == 0)
             log_segment_close(seg, false);
         if (rc == 0 && (rc = partition_dir_scan_add_segment(scan, base)) != 0)
             snprintf(err, errlen, "out of memory listing %s", dir);

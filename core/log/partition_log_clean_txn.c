@@ -47,8 +47,7 @@ static struct clean_txn_open *find_open(struct clean_txn *t, int64_t producer_id
 /* Aborted transactions starting at or before offset are now under way. */
 static int open_up_to(struct clean_txn *t, int64_t offset)
 {
-    while (t->next_pending < t->pending_count &&
-           t->pending[t->next_pending].first_offset <= offset) {
+    while (t->next_pending < t->pending_count && t->pending[t->next_pending].first_offset <= offset) {
         const struct txn_index_entry *e = &t->pending[t->next_pending++];
         if (find_open(t, e->producer_id))
             continue; /* the earlier one is still under way */
@@ -92,8 +91,7 @@ static int add_committing(struct clean_txn *t, int64_t producer_id)
     return 0;
 }
 
-int clean_txn_data_batch(struct clean_txn *t, const struct record_batch_header *h,
-                         bool *aborted)
+int clean_txn_data_batch(struct clean_txn *t, const struct record_batch_header *h, bool *aborted)
 {
     *aborted = false;
     int rc = open_up_to(t, record_batch_last_offset(h));
@@ -108,8 +106,8 @@ int clean_txn_data_batch(struct clean_txn *t, const struct record_batch_header *
     return add_committing(t, h->producer_id);
 }
 
-int clean_txn_control_batch(struct clean_txn *t, const struct record_batch_header *h,
-                            const uint8_t *batch, size_t len, bool horizon_passed, bool *drop)
+int clean_txn_control_batch(struct clean_txn *t, const struct record_batch_header *h, const uint8_t *batch, size_t len,
+                            bool horizon_passed, bool *drop)
 {
     *drop = false;
     int rc = open_up_to(t, record_batch_last_offset(h));

@@ -10,12 +10,11 @@ static bool log_config_equal(const struct log_config *a, const struct log_config
 {
     return a->segment_bytes == b->segment_bytes && a->segment_ms == b->segment_ms &&
            a->retention_ms == b->retention_ms && a->retention_bytes == b->retention_bytes &&
-           a->index_interval_bytes == b->index_interval_bytes &&
-           a->segment_index_bytes == b->segment_index_bytes && a->flush_messages == b->flush_messages &&
-           a->flush_ms == b->flush_ms && a->max_message_bytes == b->max_message_bytes &&
-           a->message_timestamp_type == b->message_timestamp_type && a->preallocate == b->preallocate &&
-           a->cleanup_delete == b->cleanup_delete && a->cleanup_compact == b->cleanup_compact &&
-           a->delete_retention_ms == b->delete_retention_ms &&
+           a->index_interval_bytes == b->index_interval_bytes && a->segment_index_bytes == b->segment_index_bytes &&
+           a->flush_messages == b->flush_messages && a->flush_ms == b->flush_ms &&
+           a->max_message_bytes == b->max_message_bytes && a->message_timestamp_type == b->message_timestamp_type &&
+           a->preallocate == b->preallocate && a->cleanup_delete == b->cleanup_delete &&
+           a->cleanup_compact == b->cleanup_compact && a->delete_retention_ms == b->delete_retention_ms &&
            a->min_compaction_lag_ms == b->min_compaction_lag_ms &&
            a->max_compaction_lag_ms == b->max_compaction_lag_ms &&
            a->min_cleanable_dirty_ratio == b->min_cleanable_dirty_ratio;
@@ -25,7 +24,8 @@ bool partition_log_set_config(struct partition_log *log, const struct log_config
 {
     pthread_mutex_lock(&log->write_lock);
     bool changed = !log_config_equal(&log->cfg, cfg);
-    if (changed) log->cfg = *cfg;
+    if (changed)
+        log->cfg = *cfg;
     pthread_mutex_unlock(&log->write_lock);
     return changed;
 }

@@ -44,8 +44,7 @@ int16_t partition_log_save_epochs_locked(struct partition_log *log)
         return KAFKA_ERR_NONE;
     /* A checkpoint that lags the log would answer OffsetForLeaderEpoch
      * wrongly after a restart; Kafka takes the log dir offline. */
-    logger_error("log", "%s: cannot write %s: %s", log->dir, LEADER_EPOCH_CHECKPOINT_FILE,
-                 strerror(rc));
+    logger_error("log", "%s: cannot write %s: %s", log->dir, LEADER_EPOCH_CHECKPOINT_FILE, strerror(rc));
     partition_log_mark_offline(log, "writing the leader epoch checkpoint", rc);
     return KAFKA_ERR_KAFKA_STORAGE_ERROR;
 }
@@ -59,8 +58,8 @@ static int assign_published(struct partition_log *log, int32_t epoch, int64_t st
     return rc;
 }
 
-int16_t partition_log_assign_epochs_locked(struct partition_log *log, const uint8_t *batches,
-                                           size_t len, int32_t leader_epoch)
+int16_t partition_log_assign_epochs_locked(struct partition_log *log, const uint8_t *batches, size_t len,
+                                           int32_t leader_epoch)
 {
     LOCK_ASSERT_HELD(&log->write_lock);
     bool dirty = false;
@@ -124,8 +123,7 @@ int16_t partition_log_assign_leader_epoch(struct partition_log *log, int32_t lea
     return code;
 }
 
-static int assign_if_newer(struct partition_log *log, int32_t epoch, int64_t base_offset,
-                           bool *dirty)
+static int assign_if_newer(struct partition_log *log, int32_t epoch, int64_t base_offset, bool *dirty)
 {
     if (epoch < 0 || epoch <= leader_epoch_cache_latest_epoch(&log->epochs))
         return 0;
@@ -136,8 +134,7 @@ static int assign_if_newer(struct partition_log *log, int32_t epoch, int64_t bas
 }
 
 /* Read the batch headers of one segment, assigning as recovery does. */
-static int walk_segment_epochs(struct partition_log *log, const struct log_segment *seg,
-                               bool *dirty)
+static int walk_segment_epochs(struct partition_log *log, const struct log_segment *seg, bool *dirty)
 {
     struct log_scanner scan;
     log_scanner_init(&scan, seg->log_fd, seg->size, EPOCH_SCAN_BUF);
@@ -175,14 +172,12 @@ static int scan_epochs(struct partition_log *log, size_t first, size_t rescanned
             continue;
         }
         for (size_t m = 0; rc == 0 && m < seg->epoch_mark_count; m++)
-            rc = assign_if_newer(log, seg->epoch_marks[m].epoch, seg->epoch_marks[m].base_offset,
-                                 dirty);
+            rc = assign_if_newer(log, seg->epoch_marks[m].epoch, seg->epoch_marks[m].base_offset, dirty);
     }
     return rc;
 }
 
-int partition_log_open_epochs_locked(struct partition_log *log, int64_t recovery_point, char *err,
-                                     size_t errlen)
+int partition_log_open_epochs_locked(struct partition_log *log, int64_t recovery_point, char *err, size_t errlen)
 {
     LOCK_ASSERT_HELD(&log->write_lock);
     char *path = epoch_path(log);
@@ -198,8 +193,7 @@ int partition_log_open_epochs_locked(struct partition_log *log, int64_t recovery
     size_t scan_from = SIZE_MAX;
     /* Segments the open rescanned (an unclean stop): their epoch rises are
      * already noted. */
-    size_t rescanned_from =
-        recovery_point >= 0 ? partition_log_segment_for(log, recovery_point) : SIZE_MAX;
+    size_t rescanned_from = recovery_point >= 0 ? partition_log_segment_for(log, recovery_point) : SIZE_MAX;
     if (rc != 0) {
         /* Kafka rebuilds a lost cache from the batches during recovery. A
          * log without the file and without data is a fresh one: nothing
@@ -208,11 +202,9 @@ int partition_log_open_epochs_locked(struct partition_log *log, int64_t recovery
          * damaged file gets here, since the file is written before an
          * append that adds an epoch returns. */
         if (rc != ENOENT)
-            logger_warn("log", "%s: %s: %s; rebuilding it from the log", log->dir,
-                        LEADER_EPOCH_CHECKPOINT_FILE, why);
+            logger_warn("log", "%s: %s: %s; rebuilding it from the log", log->dir, LEADER_EPOCH_CHECKPOINT_FILE, why);
         else if (has_data)
-            logger_warn("log", "%s: %s missing; rebuilding it from the log", log->dir,
-                        LEADER_EPOCH_CHECKPOINT_FILE);
+            logger_warn("log", "%s: %s missing; rebuilding it from the log", log->dir, LEADER_EPOCH_CHECKPOINT_FILE);
         leader_epoch_cache_clear(&log->epochs);
         if (has_data) {
             scan_from = 0;
@@ -232,11 +224,10 @@ int partition_log_open_epochs_locked(struct partition_log *log, int64_t recovery
         int64_t t0 = clock_mono_ns();
         rc = scan_epochs(log, scan_from, rescanned_from, &dirty);
         if (rc != 0)
-            snprintf(err, errlen, "cannot rebuild the leader epochs of %s: %s", log->dir,
-                     strerror(rc));
+            snprintf(err, errlen, "cannot rebuild the leader epochs of %s: %s", log->dir, strerror(rc));
         else if (rebuilding)
-            logger_info("log", "%s: leader epochs rebuilt: %zu entries in %.1f ms", log->dir,
-                        log->epochs.count, (double)(clock_mono_ns() - t0) / 1e6);
+            logger_info("log", "%s: leader epochs rebuilt: %zu entries in %.1f ms", log->dir, log->epochs.count,
+                        (double)(clock_mono_ns() - t0) / 1e6);
     }
     for (size_t i = 0; i < log->segment_count; i++)
         log_segment_drop_epoch_marks(log->segments[i]);
@@ -269,19 +260,16 @@ int32_t partition_log_latest_epoch(struct partition_log *log)
     return epoch;
 }
 
-int64_t partition_log_end_offset_for_epoch(struct partition_log *log, int32_t epoch,
-                                           int32_t *found_epoch)
+int64_t partition_log_end_offset_for_epoch(struct partition_log *log, int32_t epoch, int32_t *found_epoch)
 {
     int64_t offset;
     pthread_rwlock_rdlock(&log->lock);
-    leader_epoch_cache_end_offset_for(&log->epochs, epoch, atomic_load(&log->log_end_offset),
-                                      found_epoch, &offset);
+    leader_epoch_cache_end_offset_for(&log->epochs, epoch, atomic_load(&log->log_end_offset), found_epoch, &offset);
     pthread_rwlock_unlock(&log->lock);
     return offset;
 }
 
-int partition_log_epoch_entries(struct partition_log *log, struct leader_epoch_entry **out,
-                                size_t *count)
+int partition_log_epoch_entries(struct partition_log *log, struct leader_epoch_entry **out, size_t *count)
 {
     pthread_rwlock_rdlock(&log->lock);
     size_t n = log->epochs.count;

@@ -17,7 +17,8 @@ struct flush_files {
 
 static void flush_files_close(struct flush_files *f)
 {
-    for (size_t i = 0; i < f->count; i++) close(f->fds[i]);
+    for (size_t i = 0; i < f->count; i++)
+        close(f->fds[i]);
     free(f->fds);
     f->fds = NULL;
     f->count = 0;
@@ -30,7 +31,8 @@ static int flush_files_collect(struct partition_log *log, int64_t from, struct f
     size_t segments = log->segment_count - first;
     out->count = 0;
     out->fds = calloc(segments * 3, sizeof *out->fds);
-    if (!out->fds) return ENOMEM;
+    if (!out->fds)
+        return ENOMEM;
     for (size_t i = first; i < log->segment_count; i++) {
         const struct log_segment *seg = log->segments[i];
         int wanted[3] = {seg->log_fd, seg->index_fd, seg->time_fd};
@@ -49,11 +51,13 @@ static int flush_files_collect(struct partition_log *log, int64_t from, struct f
 
 int16_t partition_log_flush_to(struct partition_log *log, int64_t end_offset)
 {
-    if (atomic_load(&log->recovery_point) >= end_offset) return KAFKA_ERR_NONE;
+    if (atomic_load(&log->recovery_point) >= end_offset)
+        return KAFKA_ERR_NONE;
     pthread_mutex_lock(&log->flush_lock);
     int16_t code = KAFKA_ERR_NONE;
     /* Whoever held flush_lock before us may have synced our records. */
-    if (atomic_load(&log->recovery_point) >= end_offset) goto out;
+    if (atomic_load(&log->recovery_point) >= end_offset)
+        goto out;
 
     pthread_mutex_lock(&log->write_lock);
     if (atomic_load(&log->offline)) {
@@ -73,7 +77,8 @@ int16_t partition_log_flush_to(struct partition_log *log, int64_t end_offset)
     }
 
     for (size_t i = 0; i < files.count && rc == 0; i++)
-        if (fdatasync(files.fds[i]) != 0) rc = errno;
+        if (fdatasync(files.fds[i]) != 0)
+            rc = errno;
     flush_files_close(&files);
 
     pthread_mutex_lock(&log->write_lock);
@@ -90,8 +95,10 @@ int16_t partition_log_flush_to(struct partition_log *log, int64_t end_offset)
         }
     }
     pthread_mutex_unlock(&log->write_lock);
-    if (rc != 0) code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
-    else if (truncated || end < end_offset) code = KAFKA_ERR_NOT_LEADER_OR_FOLLOWER; /* records cut away */
+    if (rc != 0)
+        code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    else if (truncated || end < end_offset)
+        code = KAFKA_ERR_NOT_LEADER_OR_FOLLOWER; /* records cut away */
 out:
     pthread_mutex_unlock(&log->flush_lock);
     return code;

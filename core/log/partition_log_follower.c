@@ -13,8 +13,8 @@
 /* The replication origin's offset rule (Kafka's UnexpectedAppendOffset and
  * OffsetsOutOfOrder checks): the batches start at or past the log end and
  * each starts past the one before. *last gets the last offset. */
-static int16_t check_offsets(struct partition_log *log, const uint8_t *batches, size_t len,
-                             int64_t *last, struct log_append_result *res)
+static int16_t check_offsets(struct partition_log *log, const uint8_t *batches, size_t len, int64_t *last,
+                             struct log_append_result *res)
 {
     struct record_batch_iter it;
     const uint8_t *batch;
@@ -24,11 +24,9 @@ static int16_t check_offsets(struct partition_log *log, const uint8_t *batches, 
     while (record_batch_iter_next(&it, &batch, &blen) == 1) {
         struct record_batch_header h;
         record_batch_parse_header(batch, blen, &h);
-        if (h.base_offset < next || h.base_offset > INT64_MAX - 1 - h.last_offset_delta ||
-            h.last_offset_delta < 0) {
+        if (h.base_offset < next || h.base_offset > INT64_MAX - 1 - h.last_offset_delta || h.last_offset_delta < 0) {
             snprintf(res->error_message, sizeof res->error_message,
-                     "batch at offset %" PRId64 " does not follow offset %" PRId64,
-                     h.base_offset, next - 1);
+                     "batch at offset %" PRId64 " does not follow offset %" PRId64, h.base_offset, next - 1);
             return KAFKA_ERR_OFFSET_OUT_OF_RANGE;
         }
         next = record_batch_last_offset(&h) + 1;
@@ -36,17 +34,16 @@ static int16_t check_offsets(struct partition_log *log, const uint8_t *batches, 
     /* A segment indexes offsets relative to its base, which is at most the
      * log end: a wider gap needs the fetcher to start the log over there. */
     if (next - 1 - atomic_load(&log->log_end_offset) > INT32_MAX) {
-        snprintf(res->error_message, sizeof res->error_message,
-                 "offset %" PRId64 " is too far past the log end", next - 1);
+        snprintf(res->error_message, sizeof res->error_message, "offset %" PRId64 " is too far past the log end",
+                 next - 1);
         return KAFKA_ERR_OFFSET_OUT_OF_RANGE;
     }
     *last = next - 1;
     return KAFKA_ERR_NONE;
 }
 
-int16_t partition_log_append_follower_locked(struct partition_log *log, const uint8_t *batches,
-                                              size_t len, int32_t records,
-                                              struct log_append_result *res)
+int16_t partition_log_append_follower_locked(struct partition_log *log, const uint8_t *batches, size_t len,
+                                             int32_t records, struct log_append_result *res)
 {
     LOCK_ASSERT_HELD(&log->write_lock);
     int64_t last;
@@ -56,12 +53,10 @@ int16_t partition_log_append_follower_locked(struct partition_log *log, const ui
     /* Before the data, as on the leader. */
     code = partition_log_assign_epochs_locked(log, batches, len, -1);
     if (code != KAFKA_ERR_NONE) {
-        snprintf(res->error_message, sizeof res->error_message,
-                 "cannot record the leader epoch");
+        snprintf(res->error_message, sizeof res->error_message, "cannot record the leader epoch");
         return code;
     }
-    return partition_log_write_batches_locked(log, batches, len, last, records, clock_wall_ms(),
-                                              true, res);
+    return partition_log_write_batches_locked(log, batches, len, last, records, clock_wall_ms(), true, res);
 }
 
 int64_t partition_log_high_watermark(struct partition_log *log)

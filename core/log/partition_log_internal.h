@@ -64,15 +64,14 @@ int16_t partition_log_save_epochs_locked(struct partition_log *log);
 /* Record the epochs of batches about to be written (offsets assigned, epochs
  * stamped when leader_epoch >= 0), before the log end moves past them, and
  * write the file when an epoch starts. Returns a Kafka error. */
-int16_t partition_log_assign_epochs_locked(struct partition_log *log, const uint8_t *batches,
-                                           size_t len, int32_t leader_epoch);
+int16_t partition_log_assign_epochs_locked(struct partition_log *log, const uint8_t *batches, size_t len,
+                                           int32_t leader_epoch);
 /* At open, once the segments are loaded and the log end is known: read the
  * file; rebuild it from the batches when it is missing or malformed on a log
  * holding data; drop entries starting past the log end; after an unclean stop
  * (recovery_point >= 0), add the epochs the rescanned batches start.
  * Returns 0 or an errno value with err. */
-int partition_log_open_epochs_locked(struct partition_log *log, int64_t recovery_point, char *err,
-                                     size_t errlen);
+int partition_log_open_epochs_locked(struct partition_log *log, int64_t recovery_point, char *err, size_t errlen);
 /* The log end moved back to end_offset / the log start moved forward to
  * start_offset. Callers hold both locks, and save the file (after
  * releasing lock) when these return true. */
@@ -90,17 +89,14 @@ void partition_log_remove_old_snapshots_locked(struct partition_log *log);
  * Kafka error; *duplicate is set (with the original offsets in res) when the
  * single batch is already in the log. from_coordinator: the broker's own
  * coordinator writes (sequence-less transactional batches allowed). */
-int16_t partition_log_check_producers_locked(struct partition_log *log, const uint8_t *batches,
-                                             size_t len, bool from_coordinator, bool *duplicate,
-                                             struct log_append_result *res);
+int16_t partition_log_check_producers_locked(struct partition_log *log, const uint8_t *batches, size_t len,
+                                             bool from_coordinator, bool *duplicate, struct log_append_result *res);
 /* Lower first_unstable_offset for transactions the batches (offsets
  * assigned, not yet published) open: before the log end moves, so no reader
  * sees their records below the LSO. */
-void partition_log_note_open_txns_locked(struct partition_log *log, const uint8_t *batches,
-                                         size_t len);
+void partition_log_note_open_txns_locked(struct partition_log *log, const uint8_t *batches, size_t len);
 /* Record the batches just appended (offsets already assigned). */
-void partition_log_update_producers_locked(struct partition_log *log, const uint8_t *batches,
-                                           size_t len);
+void partition_log_update_producers_locked(struct partition_log *log, const uint8_t *batches, size_t len);
 /* Apply one batch of the log to the producer state as recovery does: a data
  * batch records its producer (no sequence check), a COMMIT/ABORT marker ends
  * the transaction and fills the aborted list and .txnindex. batch is needed
@@ -111,32 +107,28 @@ int partition_log_replay_batch_locked(struct partition_log *log, const struct re
  * follower append (offsets as the leader gave them), in order, then
  * recompute the LSO bound. Runs before the log end moves past them. Returns
  * 0 or an errno value. */
-int partition_log_replay_batches_locked(struct partition_log *log, const uint8_t *batches,
-                                        size_t len);
+int partition_log_replay_batches_locked(struct partition_log *log, const uint8_t *batches, size_t len);
 
 /* Validate nothing, assign offsets and write batches that passed every
  * check (records: their record count). Caller holds write_lock. The
  * leader's path; partition_log_append_as(LOG_APPEND_REPLICATION) writes a
  * follower's copy without assigning anything. */
-int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches, size_t len,
-                                    int32_t leader_epoch, int32_t records,
-                                    struct log_append_result *res);
+int16_t partition_log_append_locked(struct partition_log *log, uint8_t *batches, size_t len, int32_t leader_epoch,
+                                    int32_t records, struct log_append_result *res);
 /* The common tail of both append paths, for batches whose offsets and
  * epochs are final: roll when due, write, publish the new log end and keep
  * the producer state in step. follower: the state follows the batches
  * (markers included) as recovery would rebuild it; otherwise the leader's
  * checks have run and the state is updated as for a produce. Fills res's
  * offsets once the batches are published. Caller holds write_lock. */
-int16_t partition_log_write_batches_locked(struct partition_log *log, const uint8_t *batches,
-                                           size_t len, int64_t last_offset, int32_t records,
-                                           int64_t now, bool follower,
+int16_t partition_log_write_batches_locked(struct partition_log *log, const uint8_t *batches, size_t len,
+                                           int64_t last_offset, int32_t records, int64_t now, bool follower,
                                            struct log_append_result *res);
 /* The replication origin (partition_log_follower.c), after validation:
  * check the offsets follow the log end, record the batches' epochs, write.
  * Caller holds write_lock. */
-int16_t partition_log_append_follower_locked(struct partition_log *log, const uint8_t *batches,
-                                              size_t len, int32_t records,
-                                              struct log_append_result *res);
+int16_t partition_log_append_follower_locked(struct partition_log *log, const uint8_t *batches, size_t len,
+                                             int32_t records, struct log_append_result *res);
 /* Index of the last segment with base_offset <= offset (0 if none); under
  * write_lock or lock. */
 size_t partition_log_segment_for(const struct partition_log *log, int64_t offset);
@@ -145,9 +137,8 @@ size_t partition_log_segment_for(const struct partition_log *log, int64_t offset
 /* End the producer's transaction at marker_offset; for an abort, record it
  * in the aborted list and the marker segment's .txnindex. Returns 0 or an
  * errno value. */
-int partition_log_complete_txn_locked(struct partition_log *log, int64_t producer_id,
-                                      int16_t epoch, int32_t coordinator_epoch, bool commit,
-                                      int64_t marker_offset, int64_t timestamp);
+int partition_log_complete_txn_locked(struct partition_log *log, int64_t producer_id, int16_t epoch,
+                                      int32_t coordinator_epoch, bool commit, int64_t marker_offset, int64_t timestamp);
 /* Recompute first_unstable_offset from the producer state. */
 void partition_log_refresh_unstable_locked(struct partition_log *log);
 /* Reload the aborted list from the .txnindex files, dropping (and removing
@@ -163,18 +154,15 @@ enum log_marker_kind {
     LOG_MARKER_COMMIT,
     LOG_MARKER_EMPTY,
 };
-enum log_marker_kind partition_log_marker_kind(const uint8_t *batch, size_t len,
-                                               int32_t *coordinator_epoch);
+enum log_marker_kind partition_log_marker_kind(const uint8_t *batch, size_t len, int32_t *coordinator_epoch);
 /* The cleaner drops the ABORT markers of gone[0..n) (ascending marker
  * offset): remove their entries from the .txnindex files of the segments
  * holding the markers, then from the aborted list. Returns 0 or an errno
  * value (the list is then unchanged; files may have lost entries, which
  * only ever name markers without data). */
-int partition_log_forget_aborted_locked(struct partition_log *log,
-                                        const struct txn_index_entry *gone, size_t n);
+int partition_log_forget_aborted_locked(struct partition_log *log, const struct txn_index_entry *gone, size_t n);
 /* Replay a control batch found by the recovery scan (batch bytes of size len). */
-int partition_log_replay_marker_locked(struct partition_log *log, const uint8_t *batch,
-                                       size_t len);
+int partition_log_replay_marker_locked(struct partition_log *log, const uint8_t *batch, size_t len);
 
 /* What one read of a partition dir at open finds (partition_log_dir.c):
  * base offsets of <base>.log, <base>.log.cleaned and <base>.log.swap, each
@@ -201,9 +189,8 @@ void partition_dir_scan_free(struct partition_dir_scan *scan);
  * the segments merged into each, replace the .log, rebuild its indexes),
  * keeping the scan's segments in step. Runs before the segments are opened. Returns how many swaps
  * were completed, or -1 with err. */
-int partition_log_clean_recover_files(const char *dir, struct partition_dir_scan *scan,
-                                      const struct log_config *cfg, int64_t now_ms, char *err,
-                                      size_t errlen);
+int partition_log_clean_recover_files(const char *dir, struct partition_dir_scan *scan, const struct log_config *cfg,
+                                      int64_t now_ms, char *err, size_t errlen);
 
 /* Remove segments[0], which must not be the active one; under both locks. */
 void partition_log_remove_first_segment(struct partition_log *log);

@@ -45,8 +45,7 @@ int partition_log_apply_retention(struct partition_log *log, int64_t now_ms)
         bool delete_policy = log->cfg.cleanup_delete;
         /* An empty closed segment (everything cleaned away) has no timestamp. */
         bool by_time = delete_policy && log->cfg.retention_ms >= 0 &&
-                       ((oldest->max_timestamp >= 0 &&
-                         now_ms - oldest->max_timestamp > log->cfg.retention_ms) ||
+                       ((oldest->max_timestamp >= 0 && now_ms - oldest->max_timestamp > log->cfg.retention_ms) ||
                         oldest->size == 0);
         bool by_size = delete_policy && log->cfg.retention_bytes >= 0 &&
                        total - oldest->size >= log->cfg.retention_bytes;
@@ -55,9 +54,10 @@ int partition_log_apply_retention(struct partition_log *log, int64_t now_ms)
         if (!by_time && !by_size && !below_start)
             break;
         total -= oldest->size;
-        logger_info("log", "%s: deleting segment %" PRId64 " (%s)", log->dir,
-                    oldest->base_offset,
-                    by_time ? "retention.ms" : by_size ? "retention.bytes" : "log start offset");
+        logger_info("log", "%s: deleting segment %" PRId64 " (%s)", log->dir, oldest->base_offset,
+                    by_time   ? "retention.ms"
+                    : by_size ? "retention.bytes"
+                              : "log start offset");
         pthread_rwlock_wrlock(&log->lock);
         partition_log_remove_first_segment(log);
         epochs_moved |= partition_log_epochs_start_moved(log, atomic_load(&log->log_start_offset));
@@ -84,8 +84,8 @@ int16_t partition_log_delete_records_before(struct partition_log *log, int64_t o
         pthread_rwlock_wrlock(&log->lock);
         atomic_store(&log->log_start_offset, offset);
         while (log->segment_count > 1 && log->segments[1]->base_offset <= offset) {
-            logger_info("log", "%s: deleting segment %" PRId64 " (log start offset %" PRId64 ")",
-                        log->dir, log->segments[0]->base_offset, offset);
+            logger_info("log", "%s: deleting segment %" PRId64 " (log start offset %" PRId64 ")", log->dir,
+                        log->segments[0]->base_offset, offset);
             partition_log_remove_first_segment(log);
         }
         bool epochs_moved = partition_log_epochs_start_moved(log, offset);
@@ -100,8 +100,7 @@ int16_t partition_log_delete_records_before(struct partition_log *log, int64_t o
 
 void partition_log_restore_start_offset(struct partition_log *log, int64_t offset)
 {
-    if (offset > atomic_load(&log->log_start_offset) &&
-        offset <= atomic_load(&log->log_end_offset))
+    if (offset > atomic_load(&log->log_start_offset) && offset <= atomic_load(&log->log_end_offset))
         partition_log_delete_records_before(log, offset);
 }
 
@@ -129,8 +128,7 @@ int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset)
         char err[256];
         log_segment_close(last, true);
         log->segment_count = 0;
-        rc = log_segment_create(log->dir, offset, &log->cfg, clock_wall_ms(), &fresh, err,
-                                sizeof err);
+        rc = log_segment_create(log->dir, offset, &log->cfg, clock_wall_ms(), &fresh, err, sizeof err);
         if (rc == 0) {
             log->segments[log->segment_count++] = fresh;
             atomic_store(&log->log_start_offset, offset);
@@ -165,9 +163,8 @@ int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset)
 /* The records of the batch at pos, decompressed (at most limit bytes) when
  * the batch is compressed; *plain is the heap copy to free, if any. NULL
  * when the bytes cannot be read or decompressed. */
-static const uint8_t *batch_records(struct log_scanner *scan, int64_t pos,
-                                    const struct record_batch_header *h, size_t limit,
-                                    uint8_t **plain, size_t *len)
+static const uint8_t *batch_records(struct log_scanner *scan, int64_t pos, const struct record_batch_header *h,
+                                    size_t limit, uint8_t **plain, size_t *len)
 {
     size_t total = record_batch_total_size(h);
     const uint8_t *p = log_scanner_get(scan, pos, total);
@@ -188,9 +185,8 @@ static const uint8_t *batch_records(struct log_scanner *scan, int64_t pos,
  * inside compressed batches, as Kafka answers. A compressed batch whose
  * records cannot be opened answers as a whole (its base offset and max
  * timestamp) when whole_batch_ok, else not at all. */
-static bool match_in_batch(struct log_scanner *scan, int64_t pos,
-                           const struct record_batch_header *h, int64_t ts, int64_t min_offset,
-                           size_t limit, bool whole_batch_ok, int64_t *offset, int64_t *timestamp)
+static bool match_in_batch(struct log_scanner *scan, int64_t pos, const struct record_batch_header *h, int64_t ts,
+                           int64_t min_offset, size_t limit, bool whole_batch_ok, int64_t *offset, int64_t *timestamp)
 {
     uint8_t *plain;
     size_t len;
@@ -222,8 +218,7 @@ static size_t decompressed_limit(struct partition_log *log)
     return log_decompressed_limit(&cfg);
 }
 
-int16_t partition_log_offset_for_timestamp(struct partition_log *log, int64_t ts,
-                                           int64_t *offset, int64_t *timestamp)
+int16_t partition_log_offset_for_timestamp(struct partition_log *log, int64_t ts, int64_t *offset, int64_t *timestamp)
 {
     *offset = -1;
     *timestamp = -1;
@@ -262,8 +257,7 @@ int16_t partition_log_offset_for_timestamp(struct partition_log *log, int64_t ts
     return KAFKA_ERR_NONE;
 }
 
-int16_t partition_log_max_timestamp(struct partition_log *log, int64_t *offset,
-                                    int64_t *timestamp)
+int16_t partition_log_max_timestamp(struct partition_log *log, int64_t *offset, int64_t *timestamp)
 {
     *offset = -1;
     *timestamp = -1;
@@ -307,8 +301,7 @@ static char *dir_file(const struct partition_log *log, const char *name)
     return path;
 }
 
-static const char base64url[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+static const char base64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 int partition_log_write_metadata(struct partition_log *log, const uint8_t topic_id[16])
 {

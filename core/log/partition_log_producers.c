@@ -148,16 +148,12 @@ int partition_log_replay_batch_locked(struct partition_log *log, const struct re
     if (h->producer_id < 0)
         return 0;
     if (!record_batch_is_control(h))
-        return producer_state_update(log->producers, h, h->base_offset,
-                                     record_batch_last_offset(h)) != 0
-                   ? ENOMEM
-                   : 0;
+        return producer_state_update(log->producers, h, h->base_offset, record_batch_last_offset(h)) != 0 ? ENOMEM : 0;
     /* Markers end transactions and rebuild the aborted index. */
     return partition_log_replay_marker_locked(log, batch, size);
 }
 
-int partition_log_replay_batches_locked(struct partition_log *log, const uint8_t *batches,
-                                        size_t len)
+int partition_log_replay_batches_locked(struct partition_log *log, const uint8_t *batches, size_t len)
 {
     LOCK_ASSERT_HELD(&log->write_lock);
     struct record_batch_iter it;
@@ -198,8 +194,8 @@ int partition_log_load_producers_locked(struct partition_log *log)
             from = latest;
             break;
         }
-        logger_warn("log", "%s: producer snapshot at %" PRId64 " unreadable (%s); discarding it",
-                    log->dir, latest, strerror(rc));
+        logger_warn("log", "%s: producer snapshot at %" PRId64 " unreadable (%s); discarding it", log->dir, latest,
+                    strerror(rc));
         remove_snapshot(log, latest);
         latest = prune_snapshots(log, 0, latest - 1);
     }
@@ -213,8 +209,7 @@ int partition_log_load_producers_locked(struct partition_log *log)
         return rc;
     }
     if (replayed > 0)
-        logger_info("log", "%s: rebuilt producer state from offset %" PRId64 " (%" PRId64
-                    " batches, %zu producers)",
+        logger_info("log", "%s: rebuilt producer state from offset %" PRId64 " (%" PRId64 " batches, %zu producers)",
                     log->dir, from, replayed, producer_state_count(log->producers));
     /* Even an empty state is worth a snapshot: the next start then reads
      * from here instead of scanning the log again. Not fsynced: at open the
@@ -231,12 +226,11 @@ static void snapshot_producers(struct partition_log *log, bool sync)
         return;
     int64_t end = atomic_load(&log->log_end_offset);
     char *path = snapshot_path(log, end);
-    int rc = !path ? ENOMEM
+    int rc = !path  ? ENOMEM
              : sync ? producer_state_write_snapshot(log->producers, path)
                     : producer_state_write_snapshot_unsynced(log->producers, path);
     if (rc != 0)
-        logger_warn("log", "%s: cannot write producer snapshot at %" PRId64 ": %s", log->dir, end,
-                    strerror(rc));
+        logger_warn("log", "%s: cannot write producer snapshot at %" PRId64 ": %s", log->dir, end, strerror(rc));
     free(path);
 }
 
@@ -252,9 +246,8 @@ void partition_log_remove_old_snapshots_locked(struct partition_log *log)
     prune_snapshots(log, log->segments[0]->base_offset, INT64_MAX);
 }
 
-int16_t partition_log_check_producers_locked(struct partition_log *log, const uint8_t *batches,
-                                             size_t len, bool from_coordinator, bool *duplicate,
-                                             struct log_append_result *res)
+int16_t partition_log_check_producers_locked(struct partition_log *log, const uint8_t *batches, size_t len,
+                                             bool from_coordinator, bool *duplicate, struct log_append_result *res)
 {
     LOCK_ASSERT_HELD(&log->write_lock);
     *duplicate = false;
@@ -275,26 +268,23 @@ int16_t partition_log_check_producers_locked(struct partition_log *log, const ui
          * never get this exemption. */
         if (from_coordinator && record_batch_is_transactional(&h) && !record_batch_is_control(&h) &&
             h.base_sequence == -1 && h.producer_id >= 0) {
-            const struct producer_entry *e =
-                log->producers ? producer_state_get(log->producers, h.producer_id) : NULL;
+            const struct producer_entry *e = log->producers ? producer_state_get(log->producers, h.producer_id) : NULL;
             if (e && h.producer_epoch < e->epoch) {
                 snprintf(res->error_message, sizeof res->error_message,
-                         "producer %" PRId64 " epoch %d is older than %d", h.producer_id,
-                         (int)h.producer_epoch, (int)e->epoch);
+                         "producer %" PRId64 " epoch %d is older than %d", h.producer_id, (int)h.producer_epoch,
+                         (int)e->epoch);
                 return KAFKA_ERR_INVALID_PRODUCER_EPOCH;
             }
             continue;
         }
         if (record_batch_is_control(&h)) {
             /* Markers come from transaction coordinators, never from producers. */
-            snprintf(res->error_message, sizeof res->error_message,
-                     "control batches cannot be produced");
+            snprintf(res->error_message, sizeof res->error_message, "control batches cannot be produced");
             return KAFKA_ERR_INVALID_RECORD;
         }
         if (h.producer_id < 0) {
             if (record_batch_is_transactional(&h)) {
-                snprintf(res->error_message, sizeof res->error_message,
-                         "a transactional batch needs a producer id");
+                snprintf(res->error_message, sizeof res->error_message, "a transactional batch needs a producer id");
                 return KAFKA_ERR_INVALID_RECORD;
             }
             continue;
@@ -302,8 +292,7 @@ int16_t partition_log_check_producers_locked(struct partition_log *log, const ui
         idempotent = true;
         if (h.producer_epoch < 0 || h.base_sequence < 0) {
             snprintf(res->error_message, sizeof res->error_message,
-                     "batch with producer id %" PRId64 " lacks an epoch or sequence",
-                     h.producer_id);
+                     "batch with producer id %" PRId64 " lacks an epoch or sequence", h.producer_id);
             return KAFKA_ERR_INVALID_RECORD;
         }
     }
@@ -319,14 +308,12 @@ int16_t partition_log_check_producers_locked(struct partition_log *log, const ui
     struct record_batch_header h;
     record_batch_parse_header(batches, len, &h);
     struct producer_check_result check;
-    int16_t code = producer_state_check(log->producers, &h, &check, res->error_message,
-                                        sizeof res->error_message);
+    int16_t code = producer_state_check(log->producers, &h, &check, res->error_message, sizeof res->error_message);
     const struct producer_entry *e = producer_state_get(log->producers, h.producer_id);
     if (code == KAFKA_ERR_NONE && !check.duplicate && !record_batch_is_transactional(&h) && e &&
         e->current_txn_first_offset >= 0) {
         snprintf(res->error_message, sizeof res->error_message,
-                 "producer %" PRId64 " sent a non-transactional batch inside its open transaction",
-                 h.producer_id);
+                 "producer %" PRId64 " sent a non-transactional batch inside its open transaction", h.producer_id);
         return KAFKA_ERR_INVALID_TXN_STATE;
     }
     if (code == KAFKA_ERR_NONE && check.duplicate) {
@@ -338,8 +325,7 @@ int16_t partition_log_check_producers_locked(struct partition_log *log, const ui
     return code;
 }
 
-void partition_log_note_open_txns_locked(struct partition_log *log, const uint8_t *batches,
-                                         size_t len)
+void partition_log_note_open_txns_locked(struct partition_log *log, const uint8_t *batches, size_t len)
 {
     LOCK_ASSERT_HELD(&log->write_lock);
     struct record_batch_iter it;
@@ -352,16 +338,14 @@ void partition_log_note_open_txns_locked(struct partition_log *log, const uint8_
         if (h.producer_id < 0 || !record_batch_is_transactional(&h) || record_batch_is_control(&h))
             continue;
         const struct producer_entry *e = producer_state_get(log->producers, h.producer_id);
-        int64_t first = e && e->current_txn_first_offset >= 0 ? e->current_txn_first_offset
-                                                               : h.base_offset;
+        int64_t first = e && e->current_txn_first_offset >= 0 ? e->current_txn_first_offset : h.base_offset;
         int64_t unstable = atomic_load(&log->first_unstable_offset);
         if (unstable < 0 || first < unstable)
             atomic_store(&log->first_unstable_offset, first);
     }
 }
 
-void partition_log_update_producers_locked(struct partition_log *log, const uint8_t *batches,
-                                           size_t len)
+void partition_log_update_producers_locked(struct partition_log *log, const uint8_t *batches, size_t len)
 {
     LOCK_ASSERT_HELD(&log->write_lock);
     struct record_batch_iter it;
@@ -375,12 +359,10 @@ void partition_log_update_producers_locked(struct partition_log *log, const uint
             continue;
         if (producer_state_update(log->producers, &h, h.base_offset, record_batch_last_offset(&h)) != 0)
             /* The batch is written; only retry detection for it is lost. */
-            logger_warn("log", "%s: out of memory recording producer %" PRId64, log->dir,
-                        h.producer_id);
+            logger_warn("log", "%s: out of memory recording producer %" PRId64, log->dir, h.producer_id);
         int64_t unstable = atomic_load(&log->first_unstable_offset);
         const struct producer_entry *e = producer_state_get(log->producers, h.producer_id);
-        if (e && e->current_txn_first_offset >= 0 &&
-            (unstable < 0 || e->current_txn_first_offset < unstable))
+        if (e && e->current_txn_first_offset >= 0 && (unstable < 0 || e->current_txn_first_offset < unstable))
             atomic_store(&log->first_unstable_offset, e->current_txn_first_offset);
     }
 }
@@ -388,21 +370,17 @@ void partition_log_update_producers_locked(struct partition_log *log, const uint
 int partition_log_expire_producers(struct partition_log *log, int64_t now_ms)
 {
     pthread_mutex_lock(&log->write_lock);
-    size_t n = log->producers ? producer_state_expire(log->producers, now_ms,
-                                                      log->cfg.producer_id_expiration_ms)
-                              : 0;
+    size_t n = log->producers ? producer_state_expire(log->producers, now_ms, log->cfg.producer_id_expiration_ms) : 0;
     pthread_mutex_unlock(&log->write_lock);
     if (n > 0)
         logger_debug("log", "%s: expired %zu idle producers", log->dir, n);
     return (int)n;
 }
 
-bool partition_log_producer_lookup(struct partition_log *log, int64_t producer_id,
-                                   struct producer_entry *out)
+bool partition_log_producer_lookup(struct partition_log *log, int64_t producer_id, struct producer_entry *out)
 {
     pthread_mutex_lock(&log->write_lock);
-    const struct producer_entry *e =
-        log->producers ? producer_state_get(log->producers, producer_id) : NULL;
+    const struct producer_entry *e = log->producers ? producer_state_get(log->producers, producer_id) : NULL;
     if (e)
         *out = *e;
     pthread_mutex_unlock(&log->write_lock);

@@ -31,13 +31,11 @@ static char *txn_index_path(const struct log_segment *seg)
 void partition_log_refresh_unstable_locked(struct partition_log *log)
 {
     LOCK_ASSERT_HELD(&log->write_lock);
-    atomic_store(&log->first_unstable_offset,
-                 log->producers ? producer_state_first_open_txn(log->producers) : -1);
+    atomic_store(&log->first_unstable_offset, log->producers ? producer_state_first_open_txn(log->producers) : -1);
 }
 
-int partition_log_complete_txn_locked(struct partition_log *log, int64_t producer_id,
-                                      int16_t epoch, int32_t coordinator_epoch, bool commit,
-                                      int64_t marker_offset, int64_t timestamp)
+int partition_log_complete_txn_locked(struct partition_log *log, int64_t producer_id, int16_t epoch,
+                                      int32_t coordinator_epoch, bool commit, int64_t marker_offset, int64_t timestamp)
 {
     LOCK_ASSERT_HELD(&log->write_lock);
     const struct producer_entry *e = producer_state_get(log->producers, producer_id);
@@ -71,9 +69,9 @@ int partition_log_complete_txn_locked(struct partition_log *log, int64_t produce
     return rc;
 }
 
-int16_t partition_log_append_txn_marker(struct partition_log *log, int64_t producer_id,
-                                        int16_t producer_epoch, int32_t coordinator_epoch,
-                                        bool commit, int32_t leader_epoch, int64_t *offset_out)
+int16_t partition_log_append_txn_marker(struct partition_log *log, int64_t producer_id, int16_t producer_epoch,
+                                        int32_t coordinator_epoch, bool commit, int32_t leader_epoch,
+                                        int64_t *offset_out)
 {
     *offset_out = -1;
     if (producer_id < 0 || producer_epoch < 0)
@@ -85,8 +83,8 @@ int16_t partition_log_append_txn_marker(struct partition_log *log, int64_t produ
     int64_t txn_first;
     int16_t code = atomic_load(&log->offline)
                        ? KAFKA_ERR_KAFKA_STORAGE_ERROR
-                       : producer_state_check_marker(log->producers, producer_id, producer_epoch,
-                                                     coordinator_epoch, &txn_first, err, sizeof err);
+                       : producer_state_check_marker(log->producers, producer_id, producer_epoch, coordinator_epoch,
+                                                     &txn_first, err, sizeof err);
     if (code != KAFKA_ERR_NONE || txn_first < 0) {
         /* No open transaction: a retried marker, already written. */
         pthread_mutex_unlock(&log->write_lock);
@@ -95,9 +93,9 @@ int16_t partition_log_append_txn_marker(struct partition_log *log, int64_t produ
         return code;
     }
     int64_t now = clock_wall_ms();
-    uint8_t key[TXN_MARKER_KEY_SIZE] = {0, TXN_MARKER_VERSION, 0,
-                                        commit ? TXN_MARKER_COMMIT : TXN_MARKER_ABORT};
-    uint8_t value[TXN_MARKER_VALUE_SIZE] = {0, TXN_MARKER_VERSION,
+    uint8_t key[TXN_MARKER_KEY_SIZE] = {0, TXN_MARKER_VERSION, 0, commit ? TXN_MARKER_COMMIT : TXN_MARKER_ABORT};
+    uint8_t value[TXN_MARKER_VALUE_SIZE] = {0,
+                                            TXN_MARKER_VERSION,
                                             (uint8_t)((uint32_t)coordinator_epoch >> 24),
                                             (uint8_t)((uint32_t)coordinator_epoch >> 16),
                                             (uint8_t)((uint32_t)coordinator_epoch >> 8),
@@ -124,11 +122,11 @@ int16_t partition_log_append_txn_marker(struct partition_log *log, int64_t produ
     if (code == KAFKA_ERR_NONE || res.base_offset >= 0) {
         /* Written (a failed flush still leaves it in the log). */
         int64_t marker_offset = atomic_load(&log->log_end_offset) - 1;
-        int rc = partition_log_complete_txn_locked(log, producer_id, producer_epoch,
-                                                   coordinator_epoch, commit, marker_offset, now);
+        int rc = partition_log_complete_txn_locked(log, producer_id, producer_epoch, coordinator_epoch, commit,
+                                                   marker_offset, now);
         if (rc != 0) {
-            logger_error("log", "%s: cannot record the end of producer %" PRId64 "'s transaction: %s",
-                         log->dir, producer_id, strerror(rc));
+            logger_error("log", "%s: cannot record the end of producer %" PRId64 "'s transaction: %s", log->dir,
+                         producer_id, strerror(rc));
             partition_log_mark_offline(log, "writing the transaction index", rc);
             code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
         } else {
@@ -139,22 +137,19 @@ int16_t partition_log_append_txn_marker(struct partition_log *log, int64_t produ
     return code;
 }
 
-enum log_marker_kind partition_log_marker_kind(const uint8_t *batch, size_t len,
-                                               int32_t *coordinator_epoch)
+enum log_marker_kind partition_log_marker_kind(const uint8_t *batch, size_t len, int32_t *coordinator_epoch)
 {
     struct record_batch_header h;
     struct record_batch_record_iter it;
     struct record_batch_record rec;
     if (coordinator_epoch)
         *coordinator_epoch = -1;
-    if (record_batch_parse_header(batch, len, &h) != 0 ||
-        record_batch_records_begin(&it, batch, len) != 0)
+    if (record_batch_parse_header(batch, len, &h) != 0 || record_batch_records_begin(&it, batch, len) != 0)
         return LOG_MARKER_OTHER;
     int rc = record_batch_records_next(&it, &rec);
     if (rc == 0 && h.record_count == 0)
         return LOG_MARKER_EMPTY;
-    if (rc != 1 || rec.key_len < TXN_MARKER_KEY_SIZE || rec.key[0] != 0 ||
-        rec.key[1] != TXN_MARKER_VERSION)
+    if (rc != 1 || rec.key_len < TXN_MARKER_KEY_SIZE || rec.key[0] != 0 || rec.key[1] != TXN_MARKER_VERSION)
         return LOG_MARKER_OTHER;
     int type = rec.key[2] << 8 | rec.key[3];
     if (type != TXN_MARKER_ABORT && type != TXN_MARKER_COMMIT)
@@ -165,8 +160,7 @@ enum log_marker_kind partition_log_marker_kind(const uint8_t *batch, size_t len,
     return type == TXN_MARKER_COMMIT ? LOG_MARKER_COMMIT : LOG_MARKER_ABORT;
 }
 
-int partition_log_replay_marker_locked(struct partition_log *log, const uint8_t *batch,
-                                       size_t len)
+int partition_log_replay_marker_locked(struct partition_log *log, const uint8_t *batch, size_t len)
 {
     LOCK_ASSERT_HELD(&log->write_lock);
     struct record_batch_header h;
@@ -177,8 +171,7 @@ int partition_log_replay_marker_locked(struct partition_log *log, const uint8_t 
     if (kind != LOG_MARKER_ABORT && kind != LOG_MARKER_COMMIT)
         return 0;
     return partition_log_complete_txn_locked(log, h.producer_id, h.producer_epoch, coordinator_epoch,
-                                             kind == LOG_MARKER_COMMIT, h.base_offset,
-                                             h.max_timestamp);
+                                             kind == LOG_MARKER_COMMIT, h.base_offset, h.max_timestamp);
 }
 
 /* Keep the entries of idx that are not in set[0..n); both are in ascending
@@ -201,8 +194,7 @@ static size_t filter_out(struct txn_index *idx, const struct txn_index_entry *se
     return removed;
 }
 
-int partition_log_forget_aborted_locked(struct partition_log *log,
-                                        const struct txn_index_entry *gone, size_t n)
+int partition_log_forget_aborted_locked(struct partition_log *log, const struct txn_index_entry *gone, size_t n)
 {
     LOCK_ASSERT_HELD(&log->write_lock);
     int rc = 0;
@@ -287,10 +279,8 @@ int64_t partition_log_last_stable_offset(struct partition_log *log)
     return unstable >= 0 && unstable < end ? unstable : end;
 }
 
-size_t partition_log_aborted_txns(struct partition_log *log, int64_t fetch_offset,
-                                  int64_t upper_bound_offset,
-                                  void (*fn)(void *arg, int64_t producer_id, int64_t first_offset),
-                                  void *arg)
+size_t partition_log_aborted_txns(struct partition_log *log, int64_t fetch_offset, int64_t upper_bound_offset,
+                                  void (*fn)(void *arg, int64_t producer_id, int64_t first_offset), void *arg)
 {
     struct aborted_adapter a = {fn, arg};
     pthread_rwlock_rdlock(&log->lock);
@@ -314,8 +304,7 @@ static void collect_producer(void *arg, const struct producer_entry *e)
         l->failed = true;
 }
 
-int partition_log_list_producers(struct partition_log *log, struct producer_entry **out,
-                                 size_t *count)
+int partition_log_list_producers(struct partition_log *log, struct producer_entry **out, size_t *count)
 {
     *out = NULL;
     *count = 0;

@@ -155,9 +155,7 @@ int16_t producer_state_check(const struct producer_state *ps, const struct recor
     int32_t last_seq = producer_seq_add(first_seq, h->last_offset_delta);
     if (!e || e->epoch < 0) {
         if (first_seq != 0) {
-            snprintf(err, errlen,
-                     "unknown producer id %" PRId64 " starting at sequence %" PRId32
-                     " (expected 0)",
+            snprintf(err, errlen, "unknown producer id %" PRId64 " starting at sequence %" PRId32 " (expected 0)",
                      h->producer_id, first_seq);
             return KAFKA_ERR_UNKNOWN_PRODUCER_ID;
         }
@@ -175,15 +173,13 @@ int16_t producer_state_check(const struct producer_state *ps, const struct recor
         }
     }
     if (h->producer_epoch < e->epoch) {
-        snprintf(err, errlen, "producer %" PRId64 " epoch %d is older than the current epoch %d",
-                 h->producer_id, h->producer_epoch, e->epoch);
+        snprintf(err, errlen, "producer %" PRId64 " epoch %d is older than the current epoch %d", h->producer_id,
+                 h->producer_epoch, e->epoch);
         return KAFKA_ERR_INVALID_PRODUCER_EPOCH;
     }
     if (h->producer_epoch > e->epoch) {
         if (first_seq != 0) {
-            snprintf(err, errlen,
-                     "producer %" PRId64 " starts epoch %d at sequence %" PRId32
-                     " (expected 0)",
+            snprintf(err, errlen, "producer %" PRId64 " starts epoch %d at sequence %" PRId32 " (expected 0)",
                      h->producer_id, h->producer_epoch, first_seq);
             return KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
         }
@@ -193,17 +189,15 @@ int16_t producer_state_check(const struct producer_state *ps, const struct recor
         /* Epoch known but no batch retained (e.g. bumped by a marker later):
          * only the start of a sequence is certain to be in order. */
         if (first_seq != 0) {
-            snprintf(err, errlen, "producer %" PRId64 " has no retained batch; sequence %" PRId32,
-                     h->producer_id, first_seq);
+            snprintf(err, errlen, "producer %" PRId64 " has no retained batch; sequence %" PRId32, h->producer_id,
+                     first_seq);
             return KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
         }
         return KAFKA_ERR_NONE;
     }
     int32_t current_last = e->batches[e->batch_count - 1].last_seq;
     if (!in_sequence(current_last, first_seq)) {
-        snprintf(err, errlen,
-                 "out of order sequence for producer %" PRId64 ": %" PRId32
-                 " after %" PRId32,
+        snprintf(err, errlen, "out of order sequence for producer %" PRId64 ": %" PRId32 " after %" PRId32,
                  h->producer_id, first_seq, current_last);
         return KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
     }
@@ -219,8 +213,8 @@ static void add_batch(struct producer_entry *e, const struct producer_batch_meta
     e->batches[e->batch_count++] = *b;
 }
 
-int producer_state_update(struct producer_state *ps, const struct record_batch_header *h,
-                          int64_t first_offset, int64_t last_offset)
+int producer_state_update(struct producer_state *ps, const struct record_batch_header *h, int64_t first_offset,
+                          int64_t last_offset)
 {
     if (h->producer_id < 0)
         return 0;
@@ -246,23 +240,20 @@ int producer_state_update(struct producer_state *ps, const struct record_batch_h
     return 0;
 }
 
-int16_t producer_state_check_marker(const struct producer_state *ps, int64_t producer_id,
-                                    int16_t epoch, int32_t coordinator_epoch,
-                                    int64_t *txn_first_offset, char *err, size_t errlen)
+int16_t producer_state_check_marker(const struct producer_state *ps, int64_t producer_id, int16_t epoch,
+                                    int32_t coordinator_epoch, int64_t *txn_first_offset, char *err, size_t errlen)
 {
     *txn_first_offset = -1;
     const struct producer_entry *e = producer_state_get(ps, producer_id);
     if (!e)
         return KAFKA_ERR_NONE;
     if (epoch < e->epoch) {
-        snprintf(err, errlen, "marker for producer %" PRId64 " at epoch %d, older than its epoch %d",
-                 producer_id, epoch, e->epoch);
+        snprintf(err, errlen, "marker for producer %" PRId64 " at epoch %d, older than its epoch %d", producer_id,
+                 epoch, e->epoch);
         return KAFKA_ERR_INVALID_PRODUCER_EPOCH;
     }
     if (coordinator_epoch < e->coordinator_epoch) {
-        snprintf(err, errlen,
-                 "marker for producer %" PRId64 " from coordinator epoch %" PRId32
-                 ", older than %" PRId32,
+        snprintf(err, errlen, "marker for producer %" PRId64 " from coordinator epoch %" PRId32 ", older than %" PRId32,
                  producer_id, coordinator_epoch, e->coordinator_epoch);
         return KAFKA_ERR_TRANSACTION_COORDINATOR_FENCED;
     }
@@ -270,8 +261,8 @@ int16_t producer_state_check_marker(const struct producer_state *ps, int64_t pro
     return KAFKA_ERR_NONE;
 }
 
-int producer_state_end_txn(struct producer_state *ps, int64_t producer_id, int16_t epoch,
-                           int32_t coordinator_epoch, int64_t timestamp)
+int producer_state_end_txn(struct producer_state *ps, int64_t producer_id, int16_t epoch, int32_t coordinator_epoch,
+                           int64_t timestamp)
 {
     struct producer_entry *e = get_or_add(ps, producer_id);
     if (!e)
@@ -299,8 +290,8 @@ int64_t producer_state_first_open_txn(const struct producer_state *ps)
     return first;
 }
 
-void producer_state_foreach(const struct producer_state *ps,
-                            void (*fn)(void *arg, const struct producer_entry *e), void *arg)
+void producer_state_foreach(const struct producer_state *ps, void (*fn)(void *arg, const struct producer_entry *e),
+                            void *arg)
 {
     for (size_t i = 0; i < ps->cap; i++)
         if (ps->slots[i].producer_id != EMPTY_SLOT)
@@ -359,8 +350,7 @@ static uint64_t get_be64(const uint8_t *p)
     return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
 }
 
-static uint8_t *put_entry(uint8_t *p, const struct producer_entry *e,
-                          const struct producer_batch_meta *b)
+static uint8_t *put_entry(uint8_t *p, const struct producer_entry *e, const struct producer_batch_meta *b)
 {
     put_be64(p, (uint64_t)e->producer_id);
     put_be16(p + 8, (uint16_t)e->epoch);
@@ -469,8 +459,7 @@ int producer_state_read_snapshot(struct producer_state *ps, const char *path)
     if (len >= SNAPSHOT_HEADER_SIZE && get_be16(buf) == PRODUCER_STATE_SNAPSHOT_VERSION &&
         get_be32(buf + 2) == crc32c(0, buf + 6, len - 6)) {
         uint32_t count = get_be32(buf + 6);
-        if (count <= INT32_MAX &&
-            (len - SNAPSHOT_HEADER_SIZE) == (size_t)count * SNAPSHOT_ENTRY_SIZE) {
+        if (count <= INT32_MAX && (len - SNAPSHOT_HEADER_SIZE) == (size_t)count * SNAPSHOT_ENTRY_SIZE) {
             rc = 0;
             for (uint32_t i = 0; i < count && rc == 0; i++)
                 if (load_entry(ps, buf + SNAPSHOT_HEADER_SIZE + (size_t)i * SNAPSHOT_ENTRY_SIZE) != 0)

@@ -83,8 +83,8 @@ int16_t producer_state_check(const struct producer_state *ps, const struct recor
  * last_offset]. A higher epoch forgets the previous epoch's batches. The
  * first transactional batch of a producer opens its transaction at
  * first_offset. Returns 0 or -1 when out of memory. */
-int producer_state_update(struct producer_state *ps, const struct record_batch_header *h,
-                          int64_t first_offset, int64_t last_offset);
+int producer_state_update(struct producer_state *ps, const struct record_batch_header *h, int64_t first_offset,
+                          int64_t last_offset);
 
 /* Whether a transaction marker from (producer_id, epoch) written by a
  * coordinator at coordinator_epoch may be appended. Returns KAFKA_ERR_NONE
@@ -92,19 +92,18 @@ int producer_state_update(struct producer_state *ps, const struct record_batch_h
  * (-1: none open, so nothing to write), INVALID_PRODUCER_EPOCH for an epoch
  * older than the producer's, or TRANSACTION_COORDINATOR_FENCED for an older
  * coordinator epoch; a reason goes to err. Changes nothing. */
-int16_t producer_state_check_marker(const struct producer_state *ps, int64_t producer_id,
-                                    int16_t epoch, int32_t coordinator_epoch,
-                                    int64_t *txn_first_offset, char *err, size_t errlen);
+int16_t producer_state_check_marker(const struct producer_state *ps, int64_t producer_id, int16_t epoch,
+                                    int32_t coordinator_epoch, int64_t *txn_first_offset, char *err, size_t errlen);
 /* Record a marker at marker_offset: ends the open transaction, adopts the
  * marker's epoch (a higher one forgets the cached batches) and coordinator
  * epoch. Returns 0 or -1 when out of memory. */
-int producer_state_end_txn(struct producer_state *ps, int64_t producer_id, int16_t epoch,
-                           int32_t coordinator_epoch, int64_t timestamp);
+int producer_state_end_txn(struct producer_state *ps, int64_t producer_id, int16_t epoch, int32_t coordinator_epoch,
+                           int64_t timestamp);
 /* Smallest first offset of the open transactions, or -1 when none is open. */
 int64_t producer_state_first_open_txn(const struct producer_state *ps);
 /* Calls fn for every producer entry (order unspecified); fn must not change ps. */
-void producer_state_foreach(const struct producer_state *ps,
-                            void (*fn)(void *arg, const struct producer_entry *e), void *arg);
+void producer_state_foreach(const struct producer_state *ps, void (*fn)(void *arg, const struct producer_entry *e),
+                            void *arg);
 
 /* Drop producers idle for longer than expiration_ms (by their last batch
  * timestamp) with no open transaction. Returns the number dropped. */

@@ -122,8 +122,7 @@ int txn_index_load_file(struct txn_index *idx, const char *path)
         return 0;
     if (rc != 0)
         return rc;
-    for (size_t pos = 0; pos + TXN_INDEX_ENTRY_SIZE <= len && rc == 0;
-         pos += TXN_INDEX_ENTRY_SIZE) {
+    for (size_t pos = 0; pos + TXN_INDEX_ENTRY_SIZE <= len && rc == 0; pos += TXN_INDEX_ENTRY_SIZE) {
         struct txn_index_entry e;
         if (txn_index_decode((const uint8_t *)data + pos, &e) != 0 || e.first_offset < 0 ||
             e.last_offset < e.first_offset ||

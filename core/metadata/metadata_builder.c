@@ -10,10 +10,10 @@
 #define METADATA_MAX_PARTITIONS 1000000
 
 struct metadata_builder {
-    struct metadata_image *img;  /* topics unsorted while building; sorted in finish */
-    bool *owned;                 /* owned[i]: img->topics[i] is private to this builder */
+    struct metadata_image *img; /* topics unsorted while building; sorted in finish */
+    bool *owned;                /* owned[i]: img->topics[i] is private to this builder */
     int32_t topic_cap;
-    int32_t last_hit;            /* cache: records of a batch usually touch the same topic */
+    int32_t last_hit; /* cache: records of a batch usually touch the same topic */
     bool dirty_index;
 };
 
@@ -208,8 +208,8 @@ const struct metadata_image *metadata_builder_peek(struct metadata_builder *b)
     return b->img;
 }
 
-int metadata_builder_set_cluster(struct metadata_builder *b, const char *cluster_id, int32_t controller_id,
-                                 char *err, size_t errlen)
+int metadata_builder_set_cluster(struct metadata_builder *b, const char *cluster_id, int32_t controller_id, char *err,
+                                 size_t errlen)
 {
     if (cluster_id) {
         char *copy = dup_opt(cluster_id);
@@ -264,8 +264,8 @@ static int32_t broker_slot(const struct metadata_image *img, int32_t node_id, bo
     return lo;
 }
 
-int metadata_builder_register_broker(struct metadata_builder *b, const struct metadata_broker *broker,
-                                     char *err, size_t errlen)
+int metadata_builder_register_broker(struct metadata_builder *b, const struct metadata_broker *broker, char *err,
+                                     size_t errlen)
 {
     struct metadata_image *img = b->img;
     struct metadata_broker copy;
@@ -551,8 +551,8 @@ static int config_list_set(struct metadata_config_entry **list, int32_t *count, 
     return 0;
 }
 
-static int broker_config_set(struct metadata_image *img, const char *resource, size_t resource_len,
-                             const char *name, size_t name_len, const char *value, int32_t value_len)
+static int broker_config_set(struct metadata_image *img, const char *resource, size_t resource_len, const char *name,
+                             size_t name_len, const char *value, int32_t value_len)
 {
     int32_t at = 0;
     int cmp = 1;
@@ -591,8 +591,9 @@ static int broker_config_set(struct metadata_image *img, const char *resource, s
     }
     char *r = dup_n(resource, resource_len);
     char *n = dup_n(name, name_len);
-    struct metadata_broker_config *grown =
-        r && n ? realloc(list, (size_t)(img->broker_config_count + 1) * sizeof(*grown)) : NULL;
+    struct metadata_broker_config *grown = r && n
+                                               ? realloc(list, (size_t)(img->broker_config_count + 1) * sizeof(*grown))
+                                               : NULL;
     if (!grown) {
         free(r);
         free(n);
@@ -600,7 +601,7 @@ static int broker_config_set(struct metadata_image *img, const char *resource, s
         return -1;
     }
     memmove(&grown[at + 1], &grown[at], (size_t)(img->broker_config_count - at) * sizeof(*grown));
-    grown[at] = (struct metadata_broker_config){ .resource = r, .name = n, .value = v };
+    grown[at] = (struct metadata_broker_config){.resource = r, .name = n, .value = v};
     img->broker_configs = grown;
     img->broker_config_count++;
     return 0;

@@ -19,16 +19,16 @@ const struct metadata_image *metadata_builder_peek(struct metadata_builder *b);
 
 /* Each change returns 0, or -1 with a reason in err (unknown topic, bad
  * index, out of memory); replay logs the reason and goes on. */
-int metadata_builder_set_cluster(struct metadata_builder *b, const char *cluster_id, int32_t controller_id,
+int metadata_builder_set_cluster(struct metadata_builder *b, const char *cluster_id, int32_t controller_id, char *err,
+                                 size_t errlen);
+int metadata_builder_set_feature(struct metadata_builder *b, const char *name, size_t name_len, int16_t level,
                                  char *err, size_t errlen);
-int metadata_builder_set_feature(struct metadata_builder *b, const char *name, size_t name_len,
-                                 int16_t level, char *err, size_t errlen);
 /* ProducerIdsRecord: the first id of the next block; must not move back. */
 int metadata_builder_set_next_producer_id(struct metadata_builder *b, int64_t next_producer_id, char *err,
                                           size_t errlen);
 /* Replaces any previous registration of broker->node_id; deep-copies. */
-int metadata_builder_register_broker(struct metadata_builder *b, const struct metadata_broker *broker,
-                                     char *err, size_t errlen);
+int metadata_builder_register_broker(struct metadata_builder *b, const struct metadata_broker *broker, char *err,
+                                     size_t errlen);
 int metadata_builder_unregister_broker(struct metadata_builder *b, int32_t node_id, char *err, size_t errlen);
 /* fenced / in_controlled_shutdown: -1 keep, 0 false, 1 true. */
 int metadata_builder_change_broker(struct metadata_builder *b, int32_t node_id, int64_t epoch, int fenced,
@@ -36,8 +36,7 @@ int metadata_builder_change_broker(struct metadata_builder *b, int32_t node_id, 
 
 int metadata_builder_add_topic(struct metadata_builder *b, const char *name, size_t name_len,
                                const struct kafka_uuid *id, char *err, size_t errlen);
-int metadata_builder_remove_topic(struct metadata_builder *b, const struct kafka_uuid *id,
-                                  char *err, size_t errlen);
+int metadata_builder_remove_topic(struct metadata_builder *b, const struct kafka_uuid *id, char *err, size_t errlen);
 /* Sets a whole partition (PartitionRecord); deep-copies replicas and isr. */
 int metadata_builder_set_partition(struct metadata_builder *b, const struct kafka_uuid *topic_id,
                                    const struct metadata_partition *p, char *err, size_t errlen);
@@ -45,7 +44,7 @@ int metadata_builder_set_partition(struct metadata_builder *b, const struct kafk
 /* A partial change (PartitionChangeRecord): NULL arrays and leader -2 mean unchanged. */
 struct metadata_partition_change {
     int32_t partition_index;
-    int32_t leader;              /* -2 = unchanged, -1 = no leader */
+    int32_t leader; /* -2 = unchanged, -1 = no leader */
     const int32_t *isr;
     int32_t isr_count;
     const int32_t *replicas;

@@ -35,7 +35,7 @@ static int16_t error_out(int16_t code, char *err, size_t errlen, const char *fmt
 int16_t metadata_validate_topic_name(const char *name, char *err, size_t errlen)
 {
     return topic_name_valid(name, name ? strlen(name) : 0, err, errlen) ? KAFKA_ERR_NONE
-                                                                       : KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
+                                                                        : KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
 }
 
 /* '.' and '_' collide in metric names, so Kafka refuses names equal up to them. */
@@ -149,8 +149,7 @@ static int16_t check_assignments(const struct metadata_image *img, const struct 
                 if (a[i].broker_ids[k] == id) {
                     free(ids);
                     return error_out(KAFKA_ERR_INVALID_REPLICA_ASSIGNMENT, err, errlen,
-                                     "The manual partition assignment includes the broker %d more than once",
-                                     (int)id);
+                                     "The manual partition assignment includes the broker %d more than once", (int)id);
                 }
             }
             ids[(size_t)i * (size_t)rf + (size_t)j] = id;
@@ -193,8 +192,8 @@ static int16_t plan_replicas(const struct metadata_image *img, const struct meta
 
 /* PartitionRecords for new partitions: leader = first live replica, ISR = live replicas. */
 static int write_new_partitions(const struct metadata_image *img, struct metadata_record_list *records,
-                                const struct kafka_uuid *topic_id, int32_t first_partition, int32_t count,
-                                int16_t rf, const int32_t *replica_ids)
+                                const struct kafka_uuid *topic_id, int32_t first_partition, int32_t count, int16_t rf,
+                                const int32_t *replica_ids)
 {
     int32_t *isr = malloc((size_t)rf * sizeof(*isr));
     if (!isr)
@@ -253,15 +252,14 @@ static int16_t prepare_create_topic_locked(struct metadata_store *store, const c
                                            const struct metadata_replica_assignment *assignments,
                                            int32_t assignment_count, const struct metadata_config_kv *configs,
                                            int32_t config_count, bool validate_only,
-                                           struct metadata_record_list *records, struct kafka_uuid *id_out,
-                                           char *err, size_t errlen)
+                                           struct metadata_record_list *records, struct kafka_uuid *id_out, char *err,
+                                           size_t errlen)
 {
     int16_t rc = metadata_validate_topic_name(name, err, errlen);
     if (rc != KAFKA_ERR_NONE)
         return rc;
     if (strcmp(name, LOG_MANAGER_METADATA_TOPIC) == 0)
-        return error_out(KAFKA_ERR_INVALID_REQUEST, err, errlen,
-                         "Creation of internal topic %s is prohibited.", name);
+        return error_out(KAFKA_ERR_INVALID_REQUEST, err, errlen, "Creation of internal topic %s is prohibited.", name);
     if (assignments && assignment_count > 0) {
         if (num_partitions != -1 || replication_factor != -1)
             return error_out(KAFKA_ERR_INVALID_REQUEST, err, errlen,
@@ -299,8 +297,8 @@ static int16_t prepare_create_topic_locked(struct metadata_store *store, const c
         goto out;
     }
     if ((clash = colliding_topic(img, name))) {
-        rc = error_out(KAFKA_ERR_INVALID_TOPIC_EXCEPTION, err, errlen,
-                       "Topic '%s' collides with existing topic: %s", name, clash->name);
+        rc = error_out(KAFKA_ERR_INVALID_TOPIC_EXCEPTION, err, errlen, "Topic '%s' collides with existing topic: %s",
+                       name, clash->name);
         goto out;
     }
     rc = plan_replicas(img, assignments, assignment_count, 0, count, replication_factor, &rf, &replica_ids, err,
@@ -334,14 +332,14 @@ out:
     return rc;
 }
 
-int16_t metadata_controller_prepare_create_topic(struct metadata_store *store, const char *name,
-                                                 int32_t num_partitions, int16_t replication_factor,
-                                                 struct metadata_record_list *records, char *err, size_t errlen)
+int16_t metadata_controller_prepare_create_topic(struct metadata_store *store, const char *name, int32_t num_partitions,
+                                                 int16_t replication_factor, struct metadata_record_list *records,
+                                                 char *err, size_t errlen)
 {
     struct kafka_uuid id;
     pthread_mutex_lock(&store->write_lock);
-    int16_t rc = prepare_create_topic_locked(store, name, num_partitions, replication_factor, NULL, 0, NULL, 0,
-                                             false, records, &id, err, errlen);
+    int16_t rc = prepare_create_topic_locked(store, name, num_partitions, replication_factor, NULL, 0, NULL, 0, false,
+                                             records, &id, err, errlen);
     pthread_mutex_unlock(&store->write_lock);
     return rc;
 }
@@ -357,9 +355,8 @@ int16_t metadata_controller_submit(struct metadata_store *store, struct metadata
 
 int16_t metadata_create_topic(struct metadata_store *store, const char *name, int32_t num_partitions,
                               int16_t replication_factor, const struct metadata_replica_assignment *assignments,
-                              int32_t assignment_count, const struct metadata_config_kv *configs,
-                              int32_t config_count, bool validate_only, struct kafka_uuid *topic_id_out,
-                              char *err, size_t errlen)
+                              int32_t assignment_count, const struct metadata_config_kv *configs, int32_t config_count,
+                              bool validate_only, struct kafka_uuid *topic_id_out, char *err, size_t errlen)
 {
     if (topic_id_out)
         memset(topic_id_out, 0, sizeof(*topic_id_out));
@@ -369,8 +366,8 @@ int16_t metadata_create_topic(struct metadata_store *store, const char *name, in
     struct kafka_uuid id;
     pthread_mutex_lock(&store->write_lock);
     int16_t rc = prepare_create_topic_locked(store, name, num_partitions, replication_factor, assignments,
-                                             assignment_count, configs, config_count, validate_only, &records, &id,
-                                             err, errlen);
+                                             assignment_count, configs, config_count, validate_only, &records, &id, err,
+                                             errlen);
     if (rc == KAFKA_ERR_NONE && !validate_only)
         rc = metadata_store_commit_locked(store, &records, err, errlen);
     pthread_mutex_unlock(&store->write_lock);
@@ -412,8 +409,8 @@ out:
 }
 
 int16_t metadata_create_partitions(struct metadata_store *store, const char *name, int32_t new_total,
-                                   const struct metadata_replica_assignment *assignments,
-                                   int32_t assignment_count, bool validate_only, char *err, size_t errlen)
+                                   const struct metadata_replica_assignment *assignments, int32_t assignment_count,
+                                   bool validate_only, char *err, size_t errlen)
 {
     if (!name)
         return error_out(KAFKA_ERR_INVALID_REQUEST, err, errlen, "Missing topic name");
@@ -429,8 +426,8 @@ int16_t metadata_create_partitions(struct metadata_store *store, const char *nam
     int32_t current = t->partition_count;
     if (new_total < current) {
         rc = error_out(KAFKA_ERR_INVALID_PARTITIONS, err, errlen,
-                       "The topic %s currently has %d partition(s); %d would not be an increase.", name,
-                       (int)current, (int)new_total);
+                       "The topic %s currently has %d partition(s); %d would not be an increase.", name, (int)current,
+                       (int)new_total);
         goto out;
     }
     if (new_total == current) {
@@ -473,8 +470,8 @@ out:
 }
 
 int16_t metadata_alter_topic_configs(struct metadata_store *store, const char *name,
-                                     const struct metadata_config_kv *configs, int32_t config_count,
-                                     bool validate_only, char *err, size_t errlen)
+                                     const struct metadata_config_kv *configs, int32_t config_count, bool validate_only,
+                                     char *err, size_t errlen)
 {
     if (!name || config_count < 0 || (config_count > 0 && !configs))
         return error_out(KAFKA_ERR_INVALID_REQUEST, err, errlen, "Missing topic name or configs");
@@ -505,8 +502,8 @@ out:
     return rc;
 }
 
-int16_t metadata_allocate_producer_ids(struct metadata_store *store, int32_t broker_id, int64_t *first,
-                                       char *err, size_t errlen)
+int16_t metadata_allocate_producer_ids(struct metadata_store *store, int32_t broker_id, int64_t *first, char *err,
+                                       size_t errlen)
 {
     pthread_mutex_lock(&store->write_lock);
     const struct metadata_image *img = metadata_store_current_locked(store);

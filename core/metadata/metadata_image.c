@@ -141,8 +141,8 @@ int metadata_image_index(struct metadata_image *img)
     return 0;
 }
 
-const struct metadata_topic *metadata_image_topic_by_name(const struct metadata_image *img,
-                                                          const char *name, size_t name_len)
+const struct metadata_topic *metadata_image_topic_by_name(const struct metadata_image *img, const char *name,
+                                                          size_t name_len)
 {
     if (!img || !img->name_table || !name)
         return NULL;
@@ -156,8 +156,7 @@ const struct metadata_topic *metadata_image_topic_by_name(const struct metadata_
     return NULL;
 }
 
-const struct metadata_topic *metadata_image_topic_by_id(const struct metadata_image *img,
-                                                        const struct kafka_uuid *id)
+const struct metadata_topic *metadata_image_topic_by_id(const struct metadata_image *img, const struct kafka_uuid *id)
 {
     if (!img || !img->id_table || !id)
         return NULL;
@@ -288,8 +287,8 @@ bool metadata_image_equal(const struct metadata_image *a, const struct metadata_
         return false;
     if (!str_equal(a->cluster_id, b->cluster_id) || a->controller_id != b->controller_id ||
         a->metadata_version != b->metadata_version || a->broker_count != b->broker_count ||
-        a->next_producer_id != b->next_producer_id ||
-        a->topic_count != b->topic_count || a->broker_config_count != b->broker_config_count)
+        a->next_producer_id != b->next_producer_id || a->topic_count != b->topic_count ||
+        a->broker_config_count != b->broker_config_count)
         return false;
     for (int32_t i = 0; i < a->broker_count; i++)
         if (!broker_equal(&a->brokers[i], &b->brokers[i]))

@@ -23,17 +23,17 @@ enum metadata_config_resource {
 };
 
 struct metadata_endpoint {
-    char *listener;              /* listener name, e.g. "PLAINTEXT" */
+    char *listener; /* listener name, e.g. "PLAINTEXT" */
     char *host;
     uint16_t port;
-    int16_t security_protocol;   /* Kafka's ids: 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL */
+    int16_t security_protocol; /* Kafka's ids: 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL */
 };
 
 struct metadata_broker {
     int32_t node_id;
-    int64_t epoch;               /* offset of its RegisterBrokerRecord */
+    int64_t epoch; /* offset of its RegisterBrokerRecord */
     struct kafka_uuid incarnation_id;
-    char *rack;                  /* NULL when none */
+    char *rack; /* NULL when none */
     struct metadata_endpoint *endpoints;
     int32_t endpoint_count;
     bool fenced;
@@ -41,9 +41,9 @@ struct metadata_broker {
 };
 
 struct metadata_partition {
-    bool present;                /* false for a hole (not yet created) */
+    bool present; /* false for a hole (not yet created) */
     int32_t partition_index;
-    int32_t leader;              /* -1 when none */
+    int32_t leader; /* -1 when none */
     int32_t leader_epoch;
     int32_t partition_epoch;
     int32_t *replicas;
@@ -61,7 +61,7 @@ struct metadata_topic {
     atomic_int refcount;
     char *name;
     struct kafka_uuid topic_id;
-    bool is_internal;            /* __consumer_offsets, __transaction_state */
+    bool is_internal;                      /* __consumer_offsets, __transaction_state */
     struct metadata_partition *partitions; /* indexed by partition id */
     int32_t partition_count;
     struct metadata_config_entry *configs; /* dynamic topic configs, sorted by name */
@@ -91,18 +91,18 @@ struct metadata_broker_config {
 
 struct metadata_image {
     atomic_int refcount;
-    int64_t last_offset;          /* offset of the last record applied, -1 if none */
+    int64_t last_offset; /* offset of the last record applied, -1 if none */
     char *cluster_id;
     int32_t controller_id;
-    int16_t metadata_version;     /* metadata.version feature level, 0 if unset */
+    int16_t metadata_version;        /* metadata.version feature level, 0 if unset */
     struct metadata_broker *brokers; /* sorted by node_id */
     int32_t broker_count;
-    struct metadata_topic **topics;  /* sorted by name */
+    struct metadata_topic **topics; /* sorted by name */
     int32_t topic_count;
     struct metadata_broker_config *broker_configs;
     int32_t broker_config_count;
-    int64_t next_producer_id;     /* first id of the next producer id block (ProducerIdsRecord) */
-    struct metadata_acl *acls;    /* sorted by id */
+    int64_t next_producer_id;  /* first id of the next producer id block (ProducerIdsRecord) */
+    struct metadata_acl *acls; /* sorted by id */
     int32_t acl_count;
     /* Open-addressing tables of (topic index + 1), 0 = empty; size is a power of two. */
     uint32_t *name_table;
@@ -115,14 +115,12 @@ const struct metadata_image *metadata_image_retain(const struct metadata_image *
 void metadata_image_release(const struct metadata_image *img);
 
 /* Lookups; return NULL when absent. Results live as long as the image. */
-const struct metadata_topic *metadata_image_topic_by_name(const struct metadata_image *img,
-                                                          const char *name, size_t name_len);
-const struct metadata_topic *metadata_image_topic_by_id(const struct metadata_image *img,
-                                                        const struct kafka_uuid *id);
+const struct metadata_topic *metadata_image_topic_by_name(const struct metadata_image *img, const char *name,
+                                                          size_t name_len);
+const struct metadata_topic *metadata_image_topic_by_id(const struct metadata_image *img, const struct kafka_uuid *id);
 const struct metadata_broker *metadata_image_broker(const struct metadata_image *img, int32_t node_id);
 const struct metadata_acl *metadata_image_acl(const struct metadata_image *img, const struct kafka_uuid *id);
-const struct metadata_partition *metadata_topic_partition(const struct metadata_topic *topic,
-                                                          int32_t partition);
+const struct metadata_partition *metadata_topic_partition(const struct metadata_topic *topic, int32_t partition);
 /* Value of a topic's dynamic config, NULL when not set. */
 const char *metadata_topic_config(const struct metadata_topic *topic, const char *name);
 int32_t metadata_image_live_broker_count(const struct metadata_image *img);

@@ -22,8 +22,8 @@ static int64_t apply_records(struct metadata_builder *b, const struct metadata_l
     int64_t applied = 0;
     for (int32_t i = 0; i < count; i++) {
         char why[256] = "";
-        enum metadata_apply_result res =
-            metadata_record_apply(b, records[i].value, records[i].len, base_offset + i, why, sizeof(why));
+        enum metadata_apply_result res = metadata_record_apply(b, records[i].value, records[i].len, base_offset + i,
+                                                               why, sizeof(why));
         if (res == METADATA_APPLY_OK) {
             applied++;
             continue;
@@ -104,7 +104,7 @@ int metadata_image_to_records(const struct metadata_image *img, struct metadata_
 static void snapshot_locked(struct metadata_store *store)
 {
     const struct metadata_image *img = store->current;
-    struct metadata_snapshot_id id = { .end_offset = img->last_offset + 1, .epoch = store->last_epoch };
+    struct metadata_snapshot_id id = {.end_offset = img->last_offset + 1, .epoch = store->last_epoch};
     struct metadata_record_list records;
     struct metadata_log_entry *entries = NULL;
     char err[512] = "out of memory";
@@ -117,7 +117,7 @@ static void snapshot_locked(struct metadata_store *store)
         (entries = calloc(records.count > 0 ? (size_t)records.count : 1, sizeof(*entries)))) {
         size_t start = 0;
         for (int32_t i = 0; i < records.count; i++) {
-            entries[i] = (struct metadata_log_entry){ records.w.buf + start, records.ends[i] - start };
+            entries[i] = (struct metadata_log_entry){records.w.buf + start, records.ends[i] - start};
             start = records.ends[i];
         }
         count = records.count;

@@ -44,7 +44,8 @@ int metadata_log_open(const char *parent_dir, struct metadata_log **out, char *e
         snprintf(err, errlen, "metadata log path too long under %s", parent_dir);
         return -1;
     }
-    if (fs_mkdir_p(path, err, errlen) != 0) return -1;
+    if (fs_mkdir_p(path, err, errlen) != 0)
+        return -1;
     struct metadata_log *ml = calloc(1, sizeof(*ml));
     if (!ml) {
         snprintf(err, errlen, "out of memory");
@@ -87,8 +88,7 @@ struct entry_buf {
 
 /* Hands the records of one batch at or after from to fn; returns fn's
  * non-zero result, -1 on OOM, or 0 (damaged batches are skipped, as before). */
-static int replay_batch(const uint8_t *batch, size_t len, int64_t from, struct entry_buf *eb, batch_fn fn,
-                        void *ctx)
+static int replay_batch(const uint8_t *batch, size_t len, int64_t from, struct entry_buf *eb, batch_fn fn, void *ctx)
 {
     struct record_batch_header h;
     if (record_batch_parse_header(batch, len, &h) != 0)
@@ -104,8 +104,11 @@ static int replay_batch(const uint8_t *batch, size_t len, int64_t from, struct e
         logger_warn(LOG_COMPONENT, "skipping metadata batch at offset %lld: %s", (long long)h.base_offset, it.err);
         return 0;
     }
-    struct metadata_batch mb = { .base_offset = -1, .epoch = h.partition_leader_epoch,
-                                 .append_time_ms = h.max_timestamp, .records = NULL, .bytes = len };
+    struct metadata_batch mb = {.base_offset = -1,
+                                .epoch = h.partition_leader_epoch,
+                                .append_time_ms = h.max_timestamp,
+                                .records = NULL,
+                                .bytes = len};
     int32_t n = 0;
     struct record_batch_record rec;
     int more;
@@ -135,7 +138,7 @@ static int replay_batch(const uint8_t *batch, size_t len, int64_t from, struct e
         }
         if (n == 0)
             mb.base_offset = rec.offset;
-        eb->v[n++] = (struct metadata_log_entry){ rec.value, (size_t)rec.value_len };
+        eb->v[n++] = (struct metadata_log_entry){rec.value, (size_t)rec.value_len};
     }
     if (more < 0)
         logger_warn(LOG_COMPONENT, "metadata batch at offset %lld is malformed: %s", (long long)h.base_offset, it.err);
@@ -155,7 +158,7 @@ static int replay_from(struct metadata_log *log, int64_t from, batch_fn fn, void
     int64_t end = partition_log_end_offset(log->log);
     uint8_t *buf = NULL;
     size_t cap = 0;
-    struct entry_buf eb = { 0 };
+    struct entry_buf eb = {0};
     int result = 0;
     while (offset < end) {
         struct log_read_result rd;
@@ -208,10 +211,8 @@ static int replay_from(struct metadata_log *log, int64_t from, batch_fn fn, void
                 break;
             int64_t last = record_batch_last_offset(&h);
             /* A read may begin at a batch holding offsets already replayed. */
-            if (last >= offset &&
-                (result = replay_batch(batch, batch_len, offset, &eb, fn, ctx)) != 0) {
-                snprintf(err, errlen, "replaying the metadata log stopped at offset %lld",
-                         (long long)h.base_offset);
+            if (last >= offset && (result = replay_batch(batch, batch_len, offset, &eb, fn, ctx)) != 0) {
+                snprintf(err, errlen, "replaying the metadata log stopped at offset %lld", (long long)h.base_offset);
                 break;
             }
             if (last + 1 > next)
@@ -273,9 +274,12 @@ int metadata_log_append(struct metadata_log *log, const struct metadata_log_entr
     *base_offset_out = res.base_offset;
     if (log->listener.handle_commit) {
         /* Appended and synced: committed, for a single voter. */
-        struct metadata_batch mb = { .base_offset = res.base_offset, .epoch = leader_epoch,
-                                     .append_time_ms = now, .records = entries, .count = count,
-                                     .bytes = batch_len };
+        struct metadata_batch mb = {.base_offset = res.base_offset,
+                                    .epoch = leader_epoch,
+                                    .append_time_ms = now,
+                                    .records = entries,
+                                    .count = count,
+                                    .bytes = batch_len};
         log->listener.handle_commit(log->listener.ctx, &mb);
     }
     return 0;
@@ -283,19 +287,17 @@ int metadata_log_append(struct metadata_log *log, const struct metadata_log_entr
 
 /* ---- metadata_log_ops of the single voter ---- */
 
-static int local_register_listener(void *ctx, const struct metadata_log_listener *listener, char *err,
-                                   size_t errlen)
+static int local_register_listener(void *ctx, const struct metadata_log_listener *listener, char *err, size_t errlen)
 {
     struct metadata_log *log = ctx;
-    struct metadata_snapshot_id id = { .end_offset = 0, .epoch = 0 };
+    struct metadata_snapshot_id id = {.end_offset = 0, .epoch = 0};
     int found = metadata_snapshot_latest(log->dir, &id, err, errlen);
     if (found < 0)
         return -1;
     if (found) {
         int64_t end = partition_log_end_offset(log->log);
         if (id.end_offset > end) {
-            snprintf(err, errlen,
-                     "metadata snapshot at offset %lld is ahead of the metadata log, which ends at %lld",
+            snprintf(err, errlen, "metadata snapshot at offset %lld is ahead of the metadata log, which ends at %lld",
                      (long long)id.end_offset, (long long)end);
             return -1;
         }

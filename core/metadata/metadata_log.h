@@ -33,11 +33,11 @@ struct metadata_log_entry {
 /* A committed batch: records at base_offset, base_offset + 1, ... */
 struct metadata_batch {
     int64_t base_offset;
-    int32_t epoch;               /* leader epoch the batch was written at */
+    int32_t epoch; /* leader epoch the batch was written at */
     int64_t append_time_ms;
     const struct metadata_log_entry *records;
     int32_t count;
-    size_t bytes;                /* size of the batch in the log */
+    size_t bytes; /* size of the batch in the log */
 };
 
 /* Kafka's snapshot id: every record below end_offset is in the snapshot;

@@ -54,7 +54,7 @@ static struct kafka_str str_of(const char *s)
 void metadata_record_write_feature_level(struct kafka_writer *w, const char *name, int16_t level)
 {
     write_frame(w, METADATA_RECORD_FEATURE_LEVEL, 0);
-    struct feature_level_record m = { .name = str_of(name), .feature_level = level };
+    struct feature_level_record m = {.name = str_of(name), .feature_level = level};
     feature_level_record_encode(&m, w, 0);
 }
 
@@ -64,22 +64,21 @@ void metadata_record_write_register_broker(struct kafka_writer *w, const struct 
     write_frame(w, METADATA_RECORD_REGISTER_BROKER, REGISTER_BROKER_MAX_VERSION);
     struct register_broker_record m;
     register_broker_record_init(&m);
-    struct register_broker_record_broker_endpoint *eps =
-        calloc(broker->endpoint_count > 0 ? (size_t)broker->endpoint_count : 1, sizeof(*eps));
+    struct register_broker_record_broker_endpoint *eps = calloc(
+        broker->endpoint_count > 0 ? (size_t)broker->endpoint_count : 1, sizeof(*eps));
     if (!eps) {
         w->failed = true;
         return;
     }
     for (int32_t i = 0; i < broker->endpoint_count; i++) {
         const struct metadata_endpoint *e = &broker->endpoints[i];
-        eps[i] = (struct register_broker_record_broker_endpoint){ .name = str_of(e->listener),
-                                                                   .host = str_of(e->host),
-                                                                   .port = e->port,
-                                                                   .security_protocol = e->security_protocol };
+        eps[i] = (struct register_broker_record_broker_endpoint){.name = str_of(e->listener),
+                                                                 .host = str_of(e->host),
+                                                                 .port = e->port,
+                                                                 .security_protocol = e->security_protocol};
     }
-    struct register_broker_record_broker_feature feature = { .name = str_of("metadata.version"),
-                                                             .min_supported_version = 1,
-                                                             .max_supported_version = supported_max };
+    struct register_broker_record_broker_feature feature = {
+        .name = str_of("metadata.version"), .min_supported_version = 1, .max_supported_version = supported_max};
     m.broker_id = broker->node_id;
     m.incarnation_id = broker->incarnation_id;
     m.broker_epoch = broker->epoch;
@@ -87,7 +86,7 @@ void metadata_record_write_register_broker(struct kafka_writer *w, const struct 
     m.end_points_count = broker->endpoint_count;
     m.features = &feature;
     m.features_count = 1;
-    m.rack = broker->rack ? kafka_str_from_cstr(broker->rack) : (struct kafka_str){ NULL, -1 };
+    m.rack = broker->rack ? kafka_str_from_cstr(broker->rack) : (struct kafka_str){NULL, -1};
     m.fenced = broker->fenced;
     m.in_controlled_shutdown = broker->in_controlled_shutdown;
     register_broker_record_encode(&m, w, REGISTER_BROKER_MAX_VERSION); /* LogDirs left at its empty default */
@@ -97,21 +96,21 @@ void metadata_record_write_register_broker(struct kafka_writer *w, const struct 
 void metadata_record_write_unfence_broker(struct kafka_writer *w, int32_t node_id, int64_t epoch)
 {
     write_frame(w, METADATA_RECORD_UNFENCE_BROKER, 0);
-    struct unfence_broker_record m = { .id = node_id, .epoch = epoch };
+    struct unfence_broker_record m = {.id = node_id, .epoch = epoch};
     unfence_broker_record_encode(&m, w, 0);
 }
 
 void metadata_record_write_fence_broker(struct kafka_writer *w, int32_t node_id, int64_t epoch)
 {
     write_frame(w, METADATA_RECORD_FENCE_BROKER, 0);
-    struct fence_broker_record m = { .id = node_id, .epoch = epoch };
+    struct fence_broker_record m = {.id = node_id, .epoch = epoch};
     fence_broker_record_encode(&m, w, 0);
 }
 
 void metadata_record_write_topic(struct kafka_writer *w, const char *name, const struct kafka_uuid *id)
 {
     write_frame(w, METADATA_RECORD_TOPIC, 0);
-    struct topic_record m = { .name = str_of(name), .topic_id = *id };
+    struct topic_record m = {.name = str_of(name), .topic_id = *id};
     topic_record_encode(&m, w, 0);
 }
 
@@ -119,15 +118,15 @@ void metadata_record_write_producer_ids(struct kafka_writer *w, int32_t broker_i
                                         int64_t next_producer_id)
 {
     write_frame(w, METADATA_RECORD_PRODUCER_IDS, 0);
-    struct producer_ids_record m = { .broker_id = broker_id, .broker_epoch = broker_epoch,
-                                     .next_producer_id = next_producer_id };
+    struct producer_ids_record m = {
+        .broker_id = broker_id, .broker_epoch = broker_epoch, .next_producer_id = next_producer_id};
     producer_ids_record_encode(&m, w, 0);
 }
 
 void metadata_record_write_remove_topic(struct kafka_writer *w, const struct kafka_uuid *id)
 {
     write_frame(w, METADATA_RECORD_REMOVE_TOPIC, 0);
-    struct remove_topic_record m = { .topic_id = *id };
+    struct remove_topic_record m = {.topic_id = *id};
     remove_topic_record_encode(&m, w, 0);
 }
 
@@ -150,7 +149,7 @@ void metadata_record_write_acl(struct kafka_writer *w, const struct metadata_acl
 void metadata_record_write_remove_acl(struct kafka_writer *w, const struct kafka_uuid *id)
 {
     write_frame(w, METADATA_RECORD_REMOVE_ACCESS_CONTROL_ENTRY, 0);
-    struct remove_access_control_entry_record m = { .id = *id };
+    struct remove_access_control_entry_record m = {.id = *id};
     remove_access_control_entry_record_encode(&m, w, 0);
 }
 
@@ -204,15 +203,15 @@ void metadata_record_write_partition_change(struct kafka_writer *w, const struct
     partition_change_record_encode(&m, w, PARTITION_CHANGE_MAX_VERSION);
 }
 
-void metadata_record_write_config(struct kafka_writer *w, int8_t resource_type, const char *resource,
-                                  const char *name, const char *value)
+void metadata_record_write_config(struct kafka_writer *w, int8_t resource_type, const char *resource, const char *name,
+                                  const char *value)
 {
     write_frame(w, METADATA_RECORD_CONFIG, 0);
     struct config_record m = {
         .resource_type = resource_type,
         .resource_name = str_of(resource),
         .name = str_of(name),
-        .value = value ? kafka_str_from_cstr(value) : (struct kafka_str){ NULL, -1 },
+        .value = value ? kafka_str_from_cstr(value) : (struct kafka_str){NULL, -1},
     };
     config_record_encode(&m, w, 0);
 }
@@ -291,9 +290,8 @@ oom:
     return METADATA_APPLY_INVALID;
 }
 
-static enum metadata_apply_result apply_partition(struct metadata_builder *b, struct kafka_reader *r,
-                                                  uint32_t version, struct kafka_arena *arena, char *err,
-                                                  size_t errlen)
+static enum metadata_apply_result apply_partition(struct metadata_builder *b, struct kafka_reader *r, uint32_t version,
+                                                  struct kafka_arena *arena, char *err, size_t errlen)
 {
     struct partition_record m;
     /* Recovery state, directories and ELR are decoded but not tracked. */
@@ -339,10 +337,9 @@ static enum metadata_apply_result apply_partition_change(struct metadata_builder
     return applied(metadata_builder_change_partition(b, &m.topic_id, &c, err, errlen));
 }
 
-static enum metadata_apply_result apply_broker_registration_change(struct metadata_builder *b,
-                                                                   struct kafka_reader *r, uint32_t version,
-                                                                   struct kafka_arena *arena, char *err,
-                                                                   size_t errlen)
+static enum metadata_apply_result apply_broker_registration_change(struct metadata_builder *b, struct kafka_reader *r,
+                                                                   uint32_t version, struct kafka_arena *arena,
+                                                                   char *err, size_t errlen)
 {
     struct broker_registration_change_record m;
     if (decoded(broker_registration_change_record_decode(&m, r, (int16_t)version, arena), r) != 0)
@@ -359,11 +356,10 @@ static enum metadata_apply_result apply_config(struct metadata_builder *b, struc
     struct config_record m;
     if (decoded(config_record_decode(&m, r, 0, arena), r) != 0)
         return invalid(err, errlen, "ConfigRecord", r);
-    return applied(metadata_builder_set_config(b, m.resource_type, m.resource_name.data ? m.resource_name.data : "",
-                                               (size_t)m.resource_name.len, m.name.data ? m.name.data : "",
-                                               (size_t)m.name.len,
-                                               m.value.len >= 0 ? (m.value.data ? m.value.data : "") : NULL,
-                                               m.value.len, err, errlen));
+    return applied(metadata_builder_set_config(
+        b, m.resource_type, m.resource_name.data ? m.resource_name.data : "", (size_t)m.resource_name.len,
+        m.name.data ? m.name.data : "", (size_t)m.name.len,
+        m.value.len >= 0 ? (m.value.data ? m.value.data : "") : NULL, m.value.len, err, errlen));
 }
 
 static enum metadata_apply_result apply_acl(struct metadata_builder *b, struct kafka_reader *r,
@@ -412,8 +408,8 @@ static enum metadata_apply_result apply_body(struct metadata_builder *b, uint32_
             break;
         if (decoded(topic_record_decode(&m, r, 0, arena), r) != 0)
             return invalid(err, errlen, "TopicRecord", r);
-        return applied(metadata_builder_add_topic(b, m.name.data ? m.name.data : "", (size_t)m.name.len,
-                                                  &m.topic_id, err, errlen));
+        return applied(metadata_builder_add_topic(b, m.name.data ? m.name.data : "", (size_t)m.name.len, &m.topic_id,
+                                                  err, errlen));
     }
     case METADATA_RECORD_PARTITION:
         if (version > PARTITION_MAX_VERSION)

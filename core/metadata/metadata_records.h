@@ -63,16 +63,16 @@ void metadata_record_write_producer_ids(struct kafka_writer *w, int32_t broker_i
 void metadata_record_write_acl(struct kafka_writer *w, const struct metadata_acl *acl);
 void metadata_record_write_remove_acl(struct kafka_writer *w, const struct kafka_uuid *id);
 /* value NULL writes a null value (delete). */
-void metadata_record_write_config(struct kafka_writer *w, int8_t resource_type, const char *resource,
-                                  const char *name, const char *value);
+void metadata_record_write_config(struct kafka_writer *w, int8_t resource_type, const char *resource, const char *name,
+                                  const char *value);
 /* Writes an arbitrary framed record with an opaque body (tests: unknown types). */
 void metadata_record_write_raw(struct kafka_writer *w, uint32_t type, uint32_t version, const void *body,
                                size_t body_len);
 
 enum metadata_apply_result {
     METADATA_APPLY_OK = 0,
-    METADATA_APPLY_SKIPPED = 1,   /* unknown type/version/frame: ignored, reason in err */
-    METADATA_APPLY_INVALID = -1,  /* malformed or inconsistent: not applied, reason in err */
+    METADATA_APPLY_SKIPPED = 1,  /* unknown type/version/frame: ignored, reason in err */
+    METADATA_APPLY_INVALID = -1, /* malformed or inconsistent: not applied, reason in err */
 };
 
 /* Decodes one record value and applies it to the builder. offset is the

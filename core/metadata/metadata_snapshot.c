@@ -39,8 +39,7 @@ int metadata_snapshot_path(char *buf, size_t len, const char *log_dir, const str
 /* Parses a snapshot file name; 0 on a match. */
 static int parse_name(const char *name, struct metadata_snapshot_id *out)
 {
-    if (strlen(name) != SNAPSHOT_NAME_LEN || name[20] != '-' ||
-        strcmp(name + 31, METADATA_SNAPSHOT_SUFFIX) != 0)
+    if (strlen(name) != SNAPSHOT_NAME_LEN || name[20] != '-' || strcmp(name + 31, METADATA_SNAPSHOT_SUFFIX) != 0)
         return -1;
     for (int i = 0; i < 31; i++)
         if (i != 20 && (name[i] < '0' || name[i] > '9'))
@@ -167,7 +166,7 @@ static int flush_batch(int fd, struct record_batch_builder *b, int64_t base_offs
 static int write_control(int fd, int16_t type, const struct kafka_writer *value, int64_t offset, int32_t epoch,
                          int64_t now)
 {
-    uint8_t key[4] = { 0, 0, (uint8_t)((uint16_t)type >> 8), (uint8_t)type };
+    uint8_t key[4] = {0, 0, (uint8_t)((uint16_t)type >> 8), (uint8_t)type};
     struct record_batch_builder b;
     record_batch_builder_init(&b, now);
     b.attributes |= RECORD_BATCH_CONTROL_BIT;
@@ -185,7 +184,7 @@ static int write_body(int fd, const struct metadata_snapshot_id *id, int64_t las
     struct kafka_writer w;
     if (kafka_writer_init(&w, 64) != 0)
         return -1;
-    struct snapshot_header_record header = { .version = 0, .last_contained_log_timestamp = last_ts };
+    struct snapshot_header_record header = {.version = 0, .last_contained_log_timestamp = last_ts};
     int rc = snapshot_header_record_encode(&header, &w, 0);
     if (rc == 0)
         rc = write_control(fd, CONTROL_SNAPSHOT_HEADER, &w, 0, id->epoch, now);
@@ -195,8 +194,8 @@ static int write_body(int fd, const struct metadata_snapshot_id *id, int64_t las
         record_batch_builder_init(&b, now);
         int32_t n = count - i < SNAPSHOT_BATCH_RECORDS ? count - i : SNAPSHOT_BATCH_RECORDS;
         for (int32_t j = 0; rc == 0 && j < n; j++)
-            rc = record_batch_builder_add(&b, now, NULL, -1, records[i + j].value, (int32_t)records[i + j].len,
-                                          NULL, 0);
+            rc = record_batch_builder_add(&b, now, NULL, -1, records[i + j].value, (int32_t)records[i + j].len, NULL,
+                                          0);
         if (rc != 0) {
             record_batch_builder_free(&b);
             break;
@@ -204,7 +203,7 @@ static int write_body(int fd, const struct metadata_snapshot_id *id, int64_t las
         rc = flush_batch(fd, &b, offset, id->epoch);
         offset += n;
     }
-    struct snapshot_footer_record footer = { .version = 0 };
+    struct snapshot_footer_record footer = {.version = 0};
     w.len = 0;
     if (rc == 0)
         rc = snapshot_footer_record_encode(&footer, &w, 0);
@@ -307,7 +306,7 @@ static int push_record(struct metadata_snapshot_contents *c, int32_t *cap, const
             return -1;
         c->records = grown;
     }
-    c->records[c->count++] = (struct metadata_log_entry){ value, len };
+    c->records[c->count++] = (struct metadata_log_entry){value, len};
     return 0;
 }
 
@@ -393,8 +392,7 @@ int metadata_snapshot_read(const char *log_dir, const struct metadata_snapshot_i
     }
     const char *why = parse_snapshot(out, len);
     if (why) {
-        snprintf(err, errlen, "metadata snapshot %s is corrupt: %s (move it aside to start from the log)", path,
-                 why);
+        snprintf(err, errlen, "metadata snapshot %s is corrupt: %s (move it aside to start from the log)", path, why);
         metadata_snapshot_contents_free(out);
         return -1;
     }

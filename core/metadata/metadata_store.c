@@ -71,7 +71,7 @@ int metadata_store_subscribe(struct metadata_store *store, metadata_listener_fn 
     if (subs) {
         store->subs = subs;
         id = ++store->next_sub_id;
-        subs[store->sub_count++] = (struct metadata_subscription){ .id = id, .fn = fn, .ctx = ctx };
+        subs[store->sub_count++] = (struct metadata_subscription){.id = id, .fn = fn, .ctx = ctx};
     }
     pthread_mutex_unlock(&store->publish_lock);
     return id;
@@ -143,7 +143,7 @@ static struct metadata_log_entry *record_entries(const struct metadata_record_li
     struct metadata_log_entry *entries = calloc((size_t)records->count, sizeof(*entries));
     size_t start = 0;
     for (int32_t i = 0; entries && i < records->count; i++) {
-        entries[i] = (struct metadata_log_entry){ records->w.buf + start, records->ends[i] - start };
+        entries[i] = (struct metadata_log_entry){records->w.buf + start, records->ends[i] - start};
         start = records->ends[i];
     }
     return entries;
@@ -176,8 +176,8 @@ static int16_t check_records_apply(struct metadata_store *store, const struct me
     return rc;
 }
 
-int16_t metadata_store_commit_locked(struct metadata_store *store, struct metadata_record_list *records,
-                                     char *err, size_t errlen)
+int16_t metadata_store_commit_locked(struct metadata_store *store, struct metadata_record_list *records, char *err,
+                                     size_t errlen)
 {
     LOCK_ASSERT_HELD(&store->write_lock);
     if (records->w.failed || records->count == 0) {
@@ -191,9 +191,8 @@ int16_t metadata_store_commit_locked(struct metadata_store *store, struct metada
     }
     int16_t rc = check_records_apply(store, entries, records->count, err, errlen);
     int64_t last = -1;
-    if (rc == KAFKA_ERR_NONE &&
-        store->log_ops->append(store->log, store->log_ops->leader_epoch(store->log), entries, records->count,
-                               &last, err, errlen) != 0) {
+    if (rc == KAFKA_ERR_NONE && store->log_ops->append(store->log, store->log_ops->leader_epoch(store->log), entries,
+                                                       records->count, &last, err, errlen) != 0) {
         logger_error(LOG_COMPONENT, "metadata log append failed: %s", err);
         rc = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
@@ -232,8 +231,7 @@ static bool endpoints_match(const struct metadata_broker *br, const struct metad
 
 /* Writes what this start needs: the feature level on a fresh log, a broker
  * registration when missing or changed, and unfencing. */
-static int bootstrap(struct metadata_store *store, const struct metadata_store_options *opts, char *err,
-                     size_t errlen)
+static int bootstrap(struct metadata_store *store, const struct metadata_store_options *opts, char *err, size_t errlen)
 {
     const struct metadata_image *img = store->current;
     const struct metadata_broker *self = metadata_image_broker(img, opts->node_id);

@@ -30,15 +30,15 @@ struct metadata_store;
 typedef int (*metadata_config_validator)(void *ctx, const char *key, const char *value, char *err, size_t errlen);
 
 struct metadata_store_options {
-    const char *dir;               /* metadata.log.dir or the first log.dir; the log lives in
+    const char *dir; /* metadata.log.dir or the first log.dir; the log lives in
                                       <dir>/__cluster_metadata-0 */
     int32_t node_id;
-    const char *cluster_id;        /* from meta.properties */
+    const char *cluster_id;                    /* from meta.properties */
     const struct metadata_endpoint *endpoints; /* this broker's advertised listeners */
     int32_t endpoint_count;
-    const char *rack;              /* NULL when none */
-    int32_t default_num_partitions;     /* num.partitions; <= 0 means 1 */
-    int16_t default_replication_factor; /* default.replication.factor; <= 0 means 1 */
+    const char *rack;                                /* NULL when none */
+    int32_t default_num_partitions;                  /* num.partitions; <= 0 means 1 */
+    int16_t default_replication_factor;              /* default.replication.factor; <= 0 means 1 */
     metadata_config_validator validate_topic_config; /* NULL: accept any key/value */
     void *validate_ctx;
     /* metadata.log.max.record.bytes.between.snapshots: a snapshot after this
@@ -50,9 +50,9 @@ struct metadata_store_options {
 
 /* What the last open loaded, and snapshots written since. */
 struct metadata_load_stats {
-    int64_t snapshot_end_offset;  /* -1 when no snapshot was loaded */
-    int64_t snapshot_records;     /* records read from that snapshot */
-    int64_t log_records;          /* records replayed from the log after it */
+    int64_t snapshot_end_offset; /* -1 when no snapshot was loaded */
+    int64_t snapshot_records;    /* records read from that snapshot */
+    int64_t log_records;         /* records replayed from the log after it */
     int64_t snapshots_written;
 };
 
@@ -77,11 +77,11 @@ void metadata_store_unsubscribe(struct metadata_store *store, int id);
 /* What changed between two images (for listeners that create and delete
  * partition logs). Arrays point at topics of the images passed in. */
 struct metadata_delta {
-    const struct metadata_topic **created;   /* in new, not in old (by id) */
+    const struct metadata_topic **created; /* in new, not in old (by id) */
     int32_t created_count;
-    const struct metadata_topic **deleted;   /* in old, not in new (by id) */
+    const struct metadata_topic **deleted; /* in old, not in new (by id) */
     int32_t deleted_count;
-    const struct metadata_topic **changed;   /* in both, different object (partitions or configs changed) */
+    const struct metadata_topic **changed; /* in both, different object (partitions or configs changed) */
     int32_t changed_count;
 };
 /* Returns 0, or -1 on allocation failure. Free with metadata_delta_free. */
@@ -93,7 +93,7 @@ void metadata_delta_free(struct metadata_delta *delta);
 
 struct metadata_config_kv {
     const char *key;
-    const char *value;            /* NULL deletes (alter) */
+    const char *value; /* NULL deletes (alter) */
 };
 
 /* Manual assignment for one partition: the replica broker ids, leader first. */
@@ -107,9 +107,8 @@ struct metadata_replica_assignment {
  * both must be -1 (Kafka's rule) and partitions are 0..count-1. */
 int16_t metadata_create_topic(struct metadata_store *store, const char *name, int32_t num_partitions,
                               int16_t replication_factor, const struct metadata_replica_assignment *assignments,
-                              int32_t assignment_count, const struct metadata_config_kv *configs,
-                              int32_t config_count, bool validate_only, struct kafka_uuid *topic_id_out,
-                              char *err, size_t errlen);
+                              int32_t assignment_count, const struct metadata_config_kv *configs, int32_t config_count,
+                              bool validate_only, struct kafka_uuid *topic_id_out, char *err, size_t errlen);
 
 /* Deletes by name, or by id when name is NULL. */
 int16_t metadata_delete_topic(struct metadata_store *store, const char *name, const struct kafka_uuid *topic_id,
@@ -118,13 +117,13 @@ int16_t metadata_delete_topic(struct metadata_store *store, const char *name, co
 /* Grows a topic to new_total partitions; assignments (may be NULL) cover the
  * new partitions in order. */
 int16_t metadata_create_partitions(struct metadata_store *store, const char *name, int32_t new_total,
-                                   const struct metadata_replica_assignment *assignments,
-                                   int32_t assignment_count, bool validate_only, char *err, size_t errlen);
+                                   const struct metadata_replica_assignment *assignments, int32_t assignment_count,
+                                   bool validate_only, char *err, size_t errlen);
 
 /* Sets (value != NULL) or deletes (value NULL) dynamic topic configs. */
 int16_t metadata_alter_topic_configs(struct metadata_store *store, const char *name,
-                                     const struct metadata_config_kv *configs, int32_t config_count,
-                                     bool validate_only, char *err, size_t errlen);
+                                     const struct metadata_config_kv *configs, int32_t config_count, bool validate_only,
+                                     char *err, size_t errlen);
 
 /* Size of the producer id blocks the controller hands out (Kafka's). */
 #define METADATA_PRODUCER_ID_BLOCK_SIZE 1000
@@ -132,8 +131,8 @@ int16_t metadata_alter_topic_configs(struct metadata_store *store, const char *n
 /* Allocates a block of METADATA_PRODUCER_ID_BLOCK_SIZE producer ids for
  * broker_id, recorded as a ProducerIdsRecord so no id is reused after a
  * restart; *first gets the first id of the block. */
-int16_t metadata_allocate_producer_ids(struct metadata_store *store, int32_t broker_id, int64_t *first,
-                                       char *err, size_t errlen);
+int16_t metadata_allocate_producer_ids(struct metadata_store *store, int32_t broker_id, int64_t *first, char *err,
+                                       size_t errlen);
 
 /* The next producer id for this broker, from its current block; allocates a
  * new block when the current one is used up (or none exists yet). */

@@ -24,19 +24,19 @@ struct metadata_subscription {
 struct metadata_store {
     pthread_mutex_t write_lock;
     pthread_mutex_t publish_lock;
-    pthread_cond_t applied_cond;     /* signalled when applied_offset moves */
+    pthread_cond_t applied_cond; /* signalled when applied_offset moves */
     pthread_mutex_t image_lock;
     const struct metadata_image *current;
     const struct metadata_log_ops *log_ops;
-    void *log;                       /* the ops' context */
-    struct metadata_log *local_log;  /* the single voter's log, closed with the store */
+    void *log;                      /* the ops' context */
+    struct metadata_log *local_log; /* the single voter's log, closed with the store */
     /* loader state (publish_lock) */
-    struct metadata_builder *catch_up;   /* replay at open: one builder, published once */
-    int64_t applied_offset;          /* last committed offset handed to the loader */
-    int64_t failed_offset;           /* last offset whose batch could not be applied, -1 */
-    int32_t last_epoch;              /* epoch of the last applied batch */
+    struct metadata_builder *catch_up; /* replay at open: one builder, published once */
+    int64_t applied_offset;            /* last committed offset handed to the loader */
+    int64_t failed_offset;             /* last offset whose batch could not be applied, -1 */
+    int32_t last_epoch;                /* epoch of the last applied batch */
     int64_t last_append_time_ms;
-    int64_t snapshot_bytes;          /* metadata.log.max.record.bytes.between.snapshots; <= 0: never */
+    int64_t snapshot_bytes; /* metadata.log.max.record.bytes.between.snapshots; <= 0: never */
     int64_t bytes_since_snapshot;
     struct metadata_load_stats stats;
     int32_t node_id;
@@ -44,7 +44,7 @@ struct metadata_store {
     int16_t default_replication_factor;
     metadata_config_validator validate_topic_config;
     void *validate_ctx;
-    int64_t producer_id_next;    /* write_lock: this broker's block [next, end) */
+    int64_t producer_id_next; /* write_lock: this broker's block [next, end) */
     int64_t producer_id_end;
     struct metadata_subscription *subs;
     int32_t sub_count;
@@ -54,7 +54,7 @@ struct metadata_store {
 /* Encoded record values for one batch; owned by one thread. */
 struct metadata_record_list {
     struct kafka_writer w;
-    size_t *ends;                /* end offset in w.buf of each record */
+    size_t *ends; /* end offset in w.buf of each record */
     int32_t count;
     int32_t cap;
 };
@@ -69,14 +69,14 @@ void metadata_record_list_free(struct metadata_record_list *l);
  * batch at the log's leader epoch, and waits until the loader has applied
  * the commit, so the caller sees its own write. Caller holds write_lock.
  * Returns a Kafka error code (UNKNOWN_SERVER_ERROR with err on failure). */
-int16_t metadata_store_commit_locked(struct metadata_store *store, struct metadata_record_list *records,
-                                     char *err, size_t errlen);
+int16_t metadata_store_commit_locked(struct metadata_store *store, struct metadata_record_list *records, char *err,
+                                     size_t errlen);
 
 /* The two halves of metadata_create_topic, apart: validate and encode the
  * batch (the image is not touched), then commit it. Each takes write_lock. */
-int16_t metadata_controller_prepare_create_topic(struct metadata_store *store, const char *name,
-                                                 int32_t num_partitions, int16_t replication_factor,
-                                                 struct metadata_record_list *records, char *err, size_t errlen);
+int16_t metadata_controller_prepare_create_topic(struct metadata_store *store, const char *name, int32_t num_partitions,
+                                                 int16_t replication_factor, struct metadata_record_list *records,
+                                                 char *err, size_t errlen);
 int16_t metadata_controller_submit(struct metadata_store *store, struct metadata_record_list *records, char *err,
                                    size_t errlen);
 

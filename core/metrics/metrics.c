@@ -24,9 +24,11 @@ static struct metrics_metric *registry_head, *registry_tail;
 
 int metrics_name_valid(const char *name)
 {
-    if (!name || !name[0] || isdigit((unsigned char)name[0])) return 0;
+    if (!name || !name[0] || isdigit((unsigned char)name[0]))
+        return 0;
     for (const char *p = name; *p; p++)
-        if (!isalnum((unsigned char)*p) && *p != '_' && *p != ':') return 0;
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != ':')
+            return 0;
     return 1;
 }
 
@@ -35,14 +37,16 @@ static int same_text(const char *a, const char *b)
     return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
-struct metrics_metric *metrics_register(enum metrics_kind kind, const char *name, const char *labels,
-                                        const char *help)
+struct metrics_metric *metrics_register(enum metrics_kind kind, const char *name, const char *labels, const char *help)
 {
-    if (!metrics_name_valid(name)) return NULL;
-    if (labels && (strchr(labels, '\n') || strchr(labels, '}'))) return NULL;
+    if (!metrics_name_valid(name))
+        return NULL;
+    if (labels && (strchr(labels, '\n') || strchr(labels, '}')))
+        return NULL;
     pthread_mutex_lock(&registry_lock);
     for (struct metrics_metric *m = registry_head; m; m = m->next) {
-        if (strcmp(m->name, name) != 0) continue;
+        if (strcmp(m->name, name) != 0)
+            continue;
         if (m->kind != kind) {
             pthread_mutex_unlock(&registry_lock);
             return NULL;
@@ -69,7 +73,8 @@ struct metrics_metric *metrics_register(enum metrics_kind kind, const char *name
     if (m) {
         /* Help text goes on one line. */
         for (char *p = m->help; *p; p++)
-            if (*p == '\n' || *p == '\\') *p = ' ';
+            if (*p == '\n' || *p == '\\')
+                *p = ' ';
         atomic_init(&m->value, 0);
         if (registry_tail)
             registry_tail->next = m;
@@ -83,12 +88,14 @@ struct metrics_metric *metrics_register(enum metrics_kind kind, const char *name
 
 void metrics_add(struct metrics_metric *metric, int64_t delta)
 {
-    if (metric) atomic_fetch_add_explicit(&metric->value, delta, memory_order_relaxed);
+    if (metric)
+        atomic_fetch_add_explicit(&metric->value, delta, memory_order_relaxed);
 }
 
 void metrics_set(struct metrics_metric *metric, int64_t value)
 {
-    if (metric) atomic_store_explicit(&metric->value, value, memory_order_relaxed);
+    if (metric)
+        atomic_store_explicit(&metric->value, value, memory_order_relaxed);
 }
 
 int64_t metrics_value(const struct metrics_metric *metric)
@@ -96,14 +103,18 @@ int64_t metrics_value(const struct metrics_metric *metric)
     return metric ? atomic_load_explicit(&((struct metrics_metric *)metric)->value, memory_order_relaxed) : 0;
 }
 
-enum metrics_kind metrics_kind_of(const struct metrics_metric *metric) { return metric->kind; }
+enum metrics_kind metrics_kind_of(const struct metrics_metric *metric)
+{
+    return metric->kind;
+}
 
 int metrics_render(char **out, size_t *len)
 {
     char *buf = NULL;
     size_t size = 0;
     FILE *f = open_memstream(&buf, &size);
-    if (!f) return -1;
+    if (!f)
+        return -1;
     pthread_mutex_lock(&registry_lock);
     for (struct metrics_metric *m = registry_head; m; m = m->next) {
         /* HELP and TYPE once per family: at its first member. */
@@ -113,12 +124,14 @@ int metrics_render(char **out, size_t *len)
                 first = false;
                 break;
             }
-        if (!first) continue;
+        if (!first)
+            continue;
         fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name,
                 m->kind == METRICS_COUNTER ? "counter" : "gauge");
         /* Prometheus wants a family's samples together. */
         for (struct metrics_metric *p = m; p; p = p->next) {
-            if (strcmp(p->name, m->name) != 0) continue;
+            if (strcmp(p->name, m->name) != 0)
+                continue;
             if (p->labels)
                 fprintf(f, "%s{%s} %lld\n", p->name, p->labels, (long long)metrics_value(p));
             else

@@ -21,8 +21,7 @@ int metrics_name_valid(const char *name);
  * same kind) a metric. labels is NULL or a Prometheus label set without
  * braces, e.g. api="Produce". Returns NULL on a bad name, a kind clash or
  * out of memory. */
-struct metrics_metric *metrics_register(enum metrics_kind kind, const char *name, const char *labels,
-                                        const char *help);
+struct metrics_metric *metrics_register(enum metrics_kind kind, const char *name, const char *labels, const char *help);
 
 void metrics_add(struct metrics_metric *metric, int64_t delta);
 void metrics_set(struct metrics_metric *metric, int64_t value);

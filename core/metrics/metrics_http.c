@@ -32,8 +32,10 @@ static void send_all(int fd, const char *data, size_t len)
 {
     while (len > 0) {
         ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
         data += n;
         len -= (size_t)n;
     }
@@ -56,12 +58,15 @@ static void serve_one(int fd)
     /* Read until the end of the request head, a timeout, or a full buffer. */
     while (got < METRICS_HTTP_MAX_REQUEST) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, METRICS_HTTP_READ_TIMEOUT_MS) <= 0) return;
+        if (poll(&p, 1, METRICS_HTTP_READ_TIMEOUT_MS) <= 0)
+            return;
         ssize_t n = recv(fd, req + got, METRICS_HTTP_MAX_REQUEST - got, 0);
-        if (n <= 0) return;
+        if (n <= 0)
+            return;
         got += (size_t)n;
         req[got] = '\0';
-        if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n")) break;
+        if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n"))
+            break;
     }
     req[got] = '\0';
     bool is_get = strncmp(req, "GET ", 4) == 0 || strncmp(req, "HEAD ", 5) == 0;
@@ -95,13 +100,17 @@ static void *serve_thread(void *arg)
     for (;;) {
         struct pollfd fds[2] = {{.fd = s->listen_fd, .events = POLLIN}, {.fd = s->stop_pipe[0], .events = POLLIN}};
         if (poll(fds, 2, -1) < 0) {
-            if (errno == EINTR) continue;
+            if (errno == EINTR)
+                continue;
             break;
         }
-        if (fds[1].revents) break;
-        if (!(fds[0].revents & POLLIN)) continue;
+        if (fds[1].revents)
+            break;
+        if (!(fds[0].revents & POLLIN))
+            continue;
         int fd = accept(s->listen_fd, NULL, NULL);
-        if (fd < 0) continue;
+        if (fd < 0)
+            continue;
         serve_one(fd);
         close(fd);
     }
@@ -111,14 +120,16 @@ static void *serve_thread(void *arg)
 static int split_host_port(const char *listen, char *host, size_t hostlen, char *port, size_t portlen)
 {
     const char *colon = strrchr(listen, ':');
-    if (!colon || !colon[1]) return -1;
+    if (!colon || !colon[1])
+        return -1;
     const char *h = listen;
     size_t hl = (size_t)(colon - listen);
     if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
         h++;
         hl -= 2;
     }
-    if (hl >= hostlen || strlen(colon + 1) >= portlen) return -1;
+    if (hl >= hostlen || strlen(colon + 1) >= portlen)
+        return -1;
     memcpy(host, h, hl);
     host[hl] = '\0';
     snprintf(port, portlen, "%s", colon + 1);
@@ -142,10 +153,12 @@ int metrics_http_start(const char *address, struct metrics_http **out, char *err
     }
     int fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, 0);
     int one = 1;
-    if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 16) != 0) {
         snprintf(err, errlen, "metrics.http.listener '%s': cannot listen: %s", address, strerror(errno));
-        if (fd >= 0) close(fd);
+        if (fd >= 0)
+            close(fd);
         freeaddrinfo(res);
         return -1;
     }
@@ -176,11 +189,15 @@ int metrics_http_start(const char *address, struct metrics_http **out, char *err
     return 0;
 }
 
-int metrics_http_port(const struct metrics_http *server) { return server ? server->port : -1; }
+int metrics_http_port(const struct metrics_http *server)
+{
+    return server ? server->port : -1;
+}
 
 void metrics_http_stop(struct metrics_http *server)
 {
-    if (!server) return;
+    if (!server)
+        return;
     ssize_t n = write(server->stop_pipe[1], "x", 1);
     (void)n;
     pthread_join(server->thread, NULL);

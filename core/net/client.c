@@ -34,14 +34,22 @@ void net_client_config_defaults(struct net_client_config *cfg)
 const char *net_client_status_name(enum net_client_status s)
 {
     switch (s) {
-    case NET_CLIENT_OK: return "OK";
-    case NET_CLIENT_NETWORK_ERROR: return "NETWORK_ERROR";
-    case NET_CLIENT_TIMED_OUT: return "TIMED_OUT";
-    case NET_CLIENT_UNSUPPORTED_VERSION: return "UNSUPPORTED_VERSION";
-    case NET_CLIENT_CANCELLED: return "CANCELLED";
-    case NET_CLIENT_UNKNOWN_NODE: return "UNKNOWN_NODE";
-    case NET_CLIENT_BAD_RESPONSE: return "BAD_RESPONSE";
-    case NET_CLIENT_ENCODE_FAILED: return "ENCODE_FAILED";
+    case NET_CLIENT_OK:
+        return "OK";
+    case NET_CLIENT_NETWORK_ERROR:
+        return "NETWORK_ERROR";
+    case NET_CLIENT_TIMED_OUT:
+        return "TIMED_OUT";
+    case NET_CLIENT_UNSUPPORTED_VERSION:
+        return "UNSUPPORTED_VERSION";
+    case NET_CLIENT_CANCELLED:
+        return "CANCELLED";
+    case NET_CLIENT_UNKNOWN_NODE:
+        return "UNKNOWN_NODE";
+    case NET_CLIENT_BAD_RESPONSE:
+        return "BAD_RESPONSE";
+    case NET_CLIENT_ENCODE_FAILED:
+        return "ENCODE_FAILED";
     }
     return "?";
 }
@@ -49,19 +57,28 @@ const char *net_client_status_name(enum net_client_status s)
 int16_t net_client_status_kafka_error(enum net_client_status s)
 {
     switch (s) {
-    case NET_CLIENT_OK: return KAFKA_ERR_NONE;
-    case NET_CLIENT_TIMED_OUT: return KAFKA_ERR_REQUEST_TIMED_OUT;
-    case NET_CLIENT_UNSUPPORTED_VERSION: return KAFKA_ERR_UNSUPPORTED_VERSION;
-    case NET_CLIENT_UNKNOWN_NODE: return KAFKA_ERR_BROKER_NOT_AVAILABLE;
-    case NET_CLIENT_BAD_RESPONSE: return KAFKA_ERR_CORRUPT_MESSAGE;
+    case NET_CLIENT_OK:
+        return KAFKA_ERR_NONE;
+    case NET_CLIENT_TIMED_OUT:
+        return KAFKA_ERR_REQUEST_TIMED_OUT;
+    case NET_CLIENT_UNSUPPORTED_VERSION:
+        return KAFKA_ERR_UNSUPPORTED_VERSION;
+    case NET_CLIENT_UNKNOWN_NODE:
+        return KAFKA_ERR_BROKER_NOT_AVAILABLE;
+    case NET_CLIENT_BAD_RESPONSE:
+        return KAFKA_ERR_CORRUPT_MESSAGE;
     case NET_CLIENT_NETWORK_ERROR:
     case NET_CLIENT_CANCELLED:
-    case NET_CLIENT_ENCODE_FAILED: return KAFKA_ERR_NETWORK_EXCEPTION;
+    case NET_CLIENT_ENCODE_FAILED:
+        return KAFKA_ERR_NETWORK_EXCEPTION;
     }
     return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
 }
 
-int64_t client_now_ms(void) { return clock_mono_ms(); }
+int64_t client_now_ms(void)
+{
+    return clock_mono_ms();
+}
 
 void client_list_push(struct client_call_list *l, struct client_call *c)
 {
@@ -114,8 +131,7 @@ static void call_free(struct client_call *call)
     free(call);
 }
 
-void client_call_finish(struct client_call *call, enum net_client_status status, int16_t version,
-                        const char *fmt, ...)
+void client_call_finish(struct client_call *call, enum net_client_status status, int16_t version, const char *fmt, ...)
 {
     if (!call->internal) {
         struct net_client_result r;
@@ -185,7 +201,10 @@ struct net_client_kept *net_client_result_keep(struct net_client_result *result)
     return k;
 }
 
-void *net_client_kept_response(const struct net_client_kept *k) { return k->response; }
+void *net_client_kept_response(const struct net_client_kept *k)
+{
+    return k->response;
+}
 
 void net_client_kept_free(struct net_client_kept *k)
 {
@@ -383,7 +402,10 @@ int net_client_send(struct net_client *c, const struct net_client_request *req, 
 
 /* ---- the loop ---- */
 
-static void on_handle_closed(uv_handle_t *h) { (void)h; }
+static void on_handle_closed(uv_handle_t *h)
+{
+    (void)h;
+}
 
 static void shut_down(struct net_client *c)
 {

@@ -29,15 +29,15 @@
 
 /* Plain data; copied by net_client_create. */
 struct net_client_config {
-    char client_id[64];                 /* request header client_id */
-    char software_name[64];             /* ApiVersions v3 client_software_name */
-    char software_version[32];          /* ApiVersions v3 client_software_version */
-    int64_t reconnect_backoff_ms;       /* reconnect.backoff.ms, default 50 */
-    int64_t reconnect_backoff_max_ms;   /* reconnect.backoff.max.ms, default 1000 */
+    char client_id[64];                  /* request header client_id */
+    char software_name[64];              /* ApiVersions v3 client_software_name */
+    char software_version[32];           /* ApiVersions v3 client_software_version */
+    int64_t reconnect_backoff_ms;        /* reconnect.backoff.ms, default 50 */
+    int64_t reconnect_backoff_max_ms;    /* reconnect.backoff.max.ms, default 1000 */
     int64_t connection_setup_timeout_ms; /* socket.connection.setup.timeout.ms, default 10000 */
-    int64_t request_timeout_ms;         /* request.timeout.ms, default 30000 */
-    int max_in_flight;                  /* max.in.flight.requests.per.connection, default 5 */
-    int64_t max_response_bytes;         /* cap on one response frame, default 104857600 */
+    int64_t request_timeout_ms;          /* request.timeout.ms, default 30000 */
+    int max_in_flight;                   /* max.in.flight.requests.per.connection, default 5 */
+    int64_t max_response_bytes;          /* cap on one response frame, default 104857600 */
 };
 
 enum net_client_status {
@@ -62,11 +62,11 @@ int16_t net_client_status_kafka_error(enum net_client_status s);
  * the client owns both. */
 struct net_client_result {
     enum net_client_status status;
-    char error[160];       /* human-readable detail when status != OK */
+    char error[160]; /* human-readable detail when status != OK */
     int32_t node_id;
     int16_t api_key;
-    int16_t api_version;   /* version sent (-1 if never sent) */
-    void *response;        /* decoded response struct (e.g. struct metadata_response *); NULL unless OK,
+    int16_t api_version; /* version sent (-1 if never sent) */
+    void *response;      /* decoded response struct (e.g. struct metadata_response *); NULL unless OK,
                             * and NULL for a no_response request */
     /* private */
     uint8_t *frame_;
@@ -82,7 +82,7 @@ typedef int (*net_client_encode_fn)(struct kafka_writer *w, int16_t version, voi
 struct net_client_request {
     int32_t node_id;
     int16_t api_key;
-    int16_t pinned_version;   /* -1: negotiate */
+    int16_t pinned_version; /* -1: negotiate */
     /* The request struct for api_key's generated codec. It (and what it
      * points to) must stay valid until done runs: it is encoded on the
      * client's thread once the version is known. Ignored when encode is set. */
@@ -92,7 +92,7 @@ struct net_client_request {
     /* 0: the config's request_timeout_ms. Counted from net_client_send, so
      * it also bounds waiting for a connection. */
     int64_t timeout_ms;
-    net_client_done_fn done;  /* required; called exactly once */
+    net_client_done_fn done; /* required; called exactly once */
     void *ctx;
     /* The broker sends no answer (Produce with acks=0): done runs with OK
      * and no response once the request is written. Set automatically for a
@@ -103,11 +103,11 @@ struct net_client_request {
 /* Live counters of one node's connection, for monitoring and tests. */
 struct net_client_node_stats {
     uint64_t connect_attempts;
-    uint64_t connect_failures;  /* refused, setup timeout, negotiation failure */
-    uint64_t connections;       /* connections that finished ApiVersions */
-    int64_t last_backoff_ms;    /* delay chosen after the last failure */
-    int peak_in_flight;         /* most requests on the wire at once */
-    bool ready;                 /* connected and negotiated now */
+    uint64_t connect_failures;    /* refused, setup timeout, negotiation failure */
+    uint64_t connections;         /* connections that finished ApiVersions */
+    int64_t last_backoff_ms;      /* delay chosen after the last failure */
+    int peak_in_flight;           /* most requests on the wire at once */
+    bool ready;                   /* connected and negotiated now */
     int16_t api_versions_version; /* ApiVersions version that succeeded, -1 before */
 };
 

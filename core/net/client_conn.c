@@ -21,7 +21,10 @@
 
 static void on_poll(uv_poll_t *handle, int status, int events);
 
-static void free_handle(uv_handle_t *h) { free(h); }
+static void free_handle(uv_handle_t *h)
+{
+    free(h);
+}
 
 static int32_t take_correlation_id(struct client_node *n)
 {
@@ -68,8 +71,7 @@ static void close_socket(struct client_node *n)
     n->transport.ops->close(&n->transport);
 }
 
-void client_node_disconnect(struct client_node *n, enum net_client_status status, bool count_failure,
-                            const char *why)
+void client_node_disconnect(struct client_node *n, enum net_client_status status, bool count_failure, const char *why)
 {
     if (n->state == CLIENT_NODE_IDLE)
         return;
@@ -177,8 +179,8 @@ static int put_in_flight(struct client_node *n, struct client_call *call, int16_
     call->correlation_id = take_correlation_id(n);
     client_body_encode_fn enc = call->encode;
     const void *body = call->encode ? call->encode_ctx : call->body;
-    if (client_frame_encode_request(&call->frame, call->desc, version, call->correlation_id,
-                                    n->client->cfg.client_id, enc, body) != 0)
+    if (client_frame_encode_request(&call->frame, call->desc, version, call->correlation_id, n->client->cfg.client_id,
+                                    enc, body) != 0)
         return -1;
     call->written = 0;
     client_list_push(&n->in_flight, call);
@@ -518,8 +520,8 @@ void client_node_tick(struct client_node *n, int64_t now)
      * it cannot be answered before it. */
     bool lost_in_flight = expire(&n->in_flight, now, &timed_out) > 0;
     for (struct client_call *call; (call = client_list_pop(&timed_out));)
-        client_call_finish(call, NET_CLIENT_TIMED_OUT, call->version, "%s to node %d timed out",
-                           call->desc->name, n->id);
+        client_call_finish(call, NET_CLIENT_TIMED_OUT, call->version, "%s to node %d timed out", call->desc->name,
+                           n->id);
     if (lost_in_flight)
         connection_failed(n, "disconnected after a request timed out");
     client_node_kick(n);

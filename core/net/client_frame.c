@@ -50,8 +50,7 @@ long client_frame_response_body(const uint8_t *frame, size_t len, int16_t api_ke
         return -1;
     }
     if (h.correlation_id != expected_correlation_id) {
-        snprintf(err, errlen, "response correlation id %d, expected %d", h.correlation_id,
-                 expected_correlation_id);
+        snprintf(err, errlen, "response correlation id %d, expected %d", h.correlation_id, expected_correlation_id);
         return -1;
     }
     return (long)r.pos;
@@ -116,8 +115,7 @@ void client_frame_reader_free(struct client_frame_reader *r)
     r->frame_len = r->frame_got = r->size_got = 0;
 }
 
-int16_t client_pick_version(const struct kafka_api_desc *desc, int16_t broker_min, int16_t broker_max,
-                            int16_t pinned)
+int16_t client_pick_version(const struct kafka_api_desc *desc, int16_t broker_min, int16_t broker_max, int16_t pinned)
 {
     int16_t lo = desc->min_version > broker_min ? desc->min_version : broker_min;
     int16_t hi = desc->max_version < broker_max ? desc->max_version : broker_max;

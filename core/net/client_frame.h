@@ -56,8 +56,7 @@ void client_frame_reader_free(struct client_frame_reader *r);
 
 /* Version to send: pinned when >= 0 (must lie in both ranges), else the
  * highest both the codecs and the broker know. -1 when none. */
-int16_t client_pick_version(const struct kafka_api_desc *desc, int16_t broker_min, int16_t broker_max,
-                            int16_t pinned);
+int16_t client_pick_version(const struct kafka_api_desc *desc, int16_t broker_min, int16_t broker_max, int16_t pinned);
 
 /* Reconnect delay after `failures` consecutive failures (1 = first):
  * min(base * 2^(failures-1), max) times a jitter factor in [0.8, 1.2]

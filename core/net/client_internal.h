@@ -49,19 +49,19 @@ struct client_call {
     int32_t node_id;
     int16_t api_key;
     int16_t pinned_version;
-    int16_t version;          /* chosen when sent; -1 before */
+    int16_t version; /* chosen when sent; -1 before */
     const struct kafka_api_desc *desc;
     const void *body;
     net_client_encode_fn encode;
     void *encode_ctx;
     net_client_done_fn done;
     void *ctx;
-    int64_t deadline_ms;      /* monotonic */
+    int64_t deadline_ms; /* monotonic */
     int32_t correlation_id;
-    bool internal;            /* the connection's own ApiVersions */
-    bool no_response;         /* complete once written (Produce acks=0) */
+    bool internal;             /* the connection's own ApiVersions */
+    bool no_response;          /* complete once written (Produce acks=0) */
     struct kafka_writer frame; /* encoded request while in flight */
-    size_t written;           /* bytes of frame already on the socket */
+    size_t written;            /* bytes of frame already on the socket */
 };
 
 struct client_call_list {
@@ -91,15 +91,15 @@ struct client_node {
     int port;
     enum client_node_state state;
     struct client_transport transport;
-    uv_poll_t *poll;         /* per connection; freed by its close callback */
+    uv_poll_t *poll; /* per connection; freed by its close callback */
     int poll_events;
-    uint64_t attempt;        /* counts connection attempts; tells a stale lookup */
-    struct client_resolve *resolve; /* host name lookup in progress, or NULL */
-    struct addrinfo *addrs;  /* this attempt's addresses (freed on disconnect) */
+    uint64_t attempt;                 /* counts connection attempts; tells a stale lookup */
+    struct client_resolve *resolve;   /* host name lookup in progress, or NULL */
+    struct addrinfo *addrs;           /* this attempt's addresses (freed on disconnect) */
     const struct addrinfo *next_addr; /* tried when the current one fails */
     int64_t setup_deadline_ms;
     int64_t backoff_until_ms;
-    uint32_t failures;       /* consecutive, reset once ready */
+    uint32_t failures; /* consecutive, reset once ready */
     int32_t next_correlation_id;
     struct client_call_list waiting;   /* not sent yet, in submission order */
     struct client_call_list in_flight; /* sent or being written, in order */
@@ -119,8 +119,8 @@ struct net_client {
     uv_async_t wakeup;
     uv_timer_t timer;
     pthread_t thread;
-    struct client_node *nodes;  /* loop thread's; stats fields under mutex */
-    uint32_t rng;               /* jitter; loop thread */
+    struct client_node *nodes; /* loop thread's; stats fields under mutex */
+    uint32_t rng;              /* jitter; loop thread */
     pthread_mutex_t mutex;
     /* Under mutex: */
     bool stopping;
@@ -130,8 +130,8 @@ struct net_client {
 
 int64_t client_now_ms(void);
 /* Completes a call (runs its callback unless internal) and frees it. */
-void client_call_finish(struct client_call *call, enum net_client_status status, int16_t version,
-                        const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void client_call_finish(struct client_call *call, enum net_client_status status, int16_t version, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Delivers a decoded response (frame is the malloc'd response frame). */
 void client_call_deliver(struct client_call *call, uint8_t *frame, size_t frame_len, long body_at);
 struct client_node *client_find_node(struct net_client *c, int32_t id);
@@ -148,8 +148,7 @@ void client_node_tick(struct client_node *n, int64_t now);
 int64_t client_node_next_deadline(const struct client_node *n);
 /* Closes the connection: in-flight calls fail with `status`; with
  * count_failure the reconnect backs off. */
-void client_node_disconnect(struct client_node *n, enum net_client_status status, bool count_failure,
-                            const char *why);
+void client_node_disconnect(struct client_node *n, enum net_client_status status, bool count_failure, const char *why);
 /* Fails every call of the node with status (destroy, unknown node). */
 void client_node_fail_all(struct client_node *n, enum net_client_status status, const char *why);
 

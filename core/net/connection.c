@@ -43,8 +43,7 @@ struct net_connection *net_connection_open(struct net_loop *loop, int fd, int li
         return NULL;
     c->transport = (struct net_transport){&net_plain_transport_ops, NULL, fd};
     if (lc->transport_init && lc->transport_init(lc->transport_ctx, &c->transport) != 0) {
-        logger_warn(NET_LOG, "listener %s refused a connection: its transport did not start",
-                    lc->name);
+        logger_warn(NET_LOG, "listener %s refused a connection: its transport did not start", lc->name);
         free(c);
         return NULL;
     }
@@ -76,8 +75,7 @@ struct net_connection *net_connection_open(struct net_loop *loop, int fd, int li
     loop->conns = c;
     loop->open_conn_count++;
 
-    logger_debug(NET_LOG, "connection %" PRIu64 " opened from %s on %s", c->id, c->peer,
-                 c->listener_name);
+    logger_debug(NET_LOG, "connection %" PRIu64 " opened from %s on %s", c->id, c->peer, c->listener_name);
     net_connection_update_poll(c);
     return c;
 }
@@ -89,8 +87,7 @@ void net_connection_update_poll(struct net_connection *c)
     if (!c->closed) {
         if (c->out_active)
             want = UV_WRITABLE;
-        else if (!c->in_flight && !c->throttled && loop->phase == NET_LOOP_RUNNING &&
-                 !loop->backpressured)
+        else if (!c->in_flight && !c->throttled && loop->phase == NET_LOOP_RUNNING && !loop->backpressured)
             want = UV_READABLE;
     }
     if (want == c->poll_events)
@@ -165,8 +162,7 @@ void net_connection_close(struct net_connection *c, const char *why)
     net_loop_connection_closed(loop);
 }
 
-bool net_session_expired_for(int64_t expiry_ms, int64_t now_ms, const uint8_t *frame,
-                             size_t frame_len)
+bool net_session_expired_for(int64_t expiry_ms, int64_t now_ms, const uint8_t *frame, size_t frame_len)
 {
     if (expiry_ms <= 0 || now_ms < expiry_ms)
         return false;
@@ -180,11 +176,10 @@ bool net_session_expired_for(int64_t expiry_ms, int64_t now_ms, const uint8_t *f
 static int conn_frame_complete(struct net_connection *c, struct net_request_impl *req)
 {
     if (c->session_expiry_ms > 0 &&
-        net_session_expired_for(c->session_expiry_ms, clock_mono_ms(), req->pub.frame,
-                                req->pub.frame_len)) {
+        net_session_expired_for(c->session_expiry_ms, clock_mono_ms(), req->pub.frame, req->pub.frame_len)) {
         net_request_free(req);
-        logger_info(NET_LOG, "closing connection %" PRIu64 " from %s (%s:%s): its session expired",
-                    c->id, c->peer, c->principal_type, c->principal_name);
+        logger_info(NET_LOG, "closing connection %" PRIu64 " from %s (%s:%s): its session expired", c->id, c->peer,
+                    c->principal_type, c->principal_name);
         net_connection_close(c, "session expired");
         return -1;
     }
@@ -208,13 +203,12 @@ static int conn_parse(struct net_connection *c)
         return 0;
     }
     const uint8_t *p = c->in_buf + c->in_start;
-    int64_t size = (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-                             ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
+    int64_t size = (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
     int64_t max = c->loop->server->cfg.socket_request_max_bytes;
     if (size <= 0 || size > max) {
         logger_warn(NET_LOG,
-                    "closing connection %" PRIu64 " from %s: request size %" PRId64
-                    " is outside 1..%" PRId64 " (socket.request.max.bytes)",
+                    "closing connection %" PRIu64 " from %s: request size %" PRId64 " is outside 1..%" PRId64
+                    " (socket.request.max.bytes)",
                     c->id, c->peer, size, max);
         net_connection_close(c, "invalid request size");
         return -1;
@@ -224,8 +218,7 @@ static int conn_parse(struct net_connection *c)
     if (have >= frame_len) {
         struct net_request_impl *req = net_request_new(c, frame_len, frame_len);
         if (!req) {
-            logger_warn(NET_LOG, "closing connection %" PRIu64 " from %s: out of memory", c->id,
-                        c->peer);
+            logger_warn(NET_LOG, "closing connection %" PRIu64 " from %s: out of memory", c->id, c->peer);
             net_connection_close(c, "out of memory");
             return -1;
         }
@@ -270,9 +263,8 @@ static ssize_t conn_recv(struct net_connection *c, void *buf, size_t len)
             return n;
         }
         if (n == 0) {
-            net_connection_close(c, (c->reading || c->in_end > c->in_start)
-                                        ? "peer closed in the middle of a request"
-                                        : "peer closed");
+            net_connection_close(c, (c->reading || c->in_end > c->in_start) ? "peer closed in the middle of a request"
+                                                                            : "peer closed");
             return -1;
         }
         if (errno == EINTR)
@@ -282,8 +274,7 @@ static ssize_t conn_recv(struct net_connection *c, void *buf, size_t len)
         if (errno == ECONNRESET || errno == ETIMEDOUT) {
             net_connection_close(c, "connection reset by peer");
         } else {
-            logger_warn(NET_LOG, "read from connection %" PRIu64 " (%s): %s", c->id, c->peer,
-                        strerror(errno));
+            logger_warn(NET_LOG, "read from connection %" PRIu64 " (%s): %s", c->id, c->peer, strerror(errno));
             net_connection_close(c, "read error");
         }
         return -1;
@@ -303,8 +294,7 @@ static void conn_read(struct net_connection *c)
                     cap = req->pub.frame_len;
                 uint8_t *grown = realloc(req->pub.frame, cap);
                 if (!grown) {
-                    logger_warn(NET_LOG, "closing connection %" PRIu64 " from %s: out of memory",
-                                c->id, c->peer);
+                    logger_warn(NET_LOG, "closing connection %" PRIu64 " from %s: out of memory", c->id, c->peer);
                     net_connection_close(c, "out of memory");
                     return;
                 }
@@ -324,8 +314,7 @@ static void conn_read(struct net_connection *c)
             if (c->in_end == NET_INPUT_BUFFER_BYTES) {
                 /* conn_parse always leaves room; never read with a zero length,
                  * which would look like the peer closing. */
-                logger_warn(NET_LOG, "connection %" PRIu64 " (%s): input buffer stuck full", c->id,
-                            c->peer);
+                logger_warn(NET_LOG, "connection %" PRIu64 " (%s): input buffer stuck full", c->id, c->peer);
                 net_connection_close(c, "input buffer full");
                 return;
             }
@@ -374,8 +363,7 @@ static void conn_on_poll(uv_poll_t *handle, int status, int events)
         if (soerr == 0 || soerr == ECONNRESET || soerr == EPIPE || soerr == ETIMEDOUT) {
             net_connection_close(c, "connection reset by peer");
         } else {
-            logger_warn(NET_LOG, "connection %" PRIu64 " (%s): socket error: %s", c->id, c->peer,
-                        strerror(soerr));
+            logger_warn(NET_LOG, "connection %" PRIu64 " (%s): socket error: %s", c->id, c->peer, strerror(soerr));
             net_connection_close(c, "socket error");
         }
         return;
@@ -430,8 +418,7 @@ void net_connection_resume(struct net_connection *c)
     }
     net_connection_update_poll(c);
     /* Bytes the transport holds will not make the socket readable. */
-    if ((c->poll_events & UV_READABLE) && c->transport.ops->pending &&
-        c->transport.ops->pending(&c->transport) > 0)
+    if ((c->poll_events & UV_READABLE) && c->transport.ops->pending && c->transport.ops->pending(&c->transport) > 0)
         conn_read(c);
 }
 
@@ -448,8 +435,8 @@ static void conn_apply_change(struct net_connection *c, struct net_conn_change *
     if (change->set_principal) {
         memcpy(c->principal_type, change->principal_type, sizeof(c->principal_type));
         memcpy(c->principal_name, change->principal_name, sizeof(c->principal_name));
-        logger_debug(NET_LOG, "connection %" PRIu64 " from %s now acts as %s:%s", c->id, c->peer,
-                     c->principal_type, c->principal_name);
+        logger_debug(NET_LOG, "connection %" PRIu64 " from %s now acts as %s:%s", c->id, c->peer, c->principal_type,
+                     c->principal_name);
     }
     if (change->set_session_expiry)
         c->session_expiry_ms = change->session_expiry_ms;

@@ -28,10 +28,8 @@ static bool response_is_valid(const struct kafka_writer *w, char *why, size_t wh
     size_t prev_at = 0;
     for (size_t i = 0; i < w->splice_count; i++) {
         const struct kafka_splice *s = &w->splices[i];
-        if (s->at < prev_at || s->at > w->len || s->len < 0 || s->pos < 0 ||
-            (s->len > 0 && s->fd < 0)) {
-            snprintf(why, whylen, "splice %zu is malformed (at %zu, len %" PRId32 ")", i, s->at,
-                     s->len);
+        if (s->at < prev_at || s->at > w->len || s->len < 0 || s->pos < 0 || (s->len > 0 && s->fd < 0)) {
+            snprintf(why, whylen, "splice %zu is malformed (at %zu, len %" PRId32 ")", i, s->at, s->len);
             return false;
         }
         prev_at = s->at;
@@ -43,8 +41,7 @@ int net_connection_set_response(struct net_connection *c, struct kafka_writer *r
 {
     char why[128];
     if (!response_is_valid(response, why, sizeof(why))) {
-        logger_warn(NET_LOG, "connection %" PRIu64 " (%s): dropping response: %s", c->id, c->peer,
-                    why);
+        logger_warn(NET_LOG, "connection %" PRIu64 " (%s): dropping response: %s", c->id, c->peer, why);
         kafka_writer_free(response);
         memset(response, 0, sizeof(*response));
         return -1;
@@ -75,8 +72,7 @@ static ssize_t write_result(struct net_connection *c, ssize_t n, const char *wha
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
         return 0;
     if (errno != EPIPE && errno != ECONNRESET)
-        logger_warn(NET_LOG, "%s to connection %" PRIu64 " (%s): %s", what, c->id, c->peer,
-                    strerror(errno));
+        logger_warn(NET_LOG, "%s to connection %" PRIu64 " (%s): %s", what, c->id, c->peer, strerror(errno));
     return -1;
 }
 
@@ -95,8 +91,7 @@ int net_connection_write(struct net_connection *c)
              * bytes that follow it. */
             int flags = c->out_splice < w->splice_count ? NET_TRANSPORT_MORE : 0;
             struct iovec iov = {w->buf + c->out_pos, n};
-            ssize_t sent = write_result(c, c->transport.ops->send(&c->transport, &iov, 1, flags),
-                                        "send");
+            ssize_t sent = write_result(c, c->transport.ops->send(&c->transport, &iov, 1, flags), "send");
             if (sent < 0)
                 return -1;
             if (sent == 0)
@@ -123,8 +118,8 @@ int net_connection_write(struct net_connection *c)
             /* The file is shorter than the region promised: the frame can
              * no longer be completed, so the stream is unusable. */
             logger_warn(NET_LOG,
-                        "connection %" PRIu64 " (%s): file region ended early (fd %d, pos %" PRId64
-                        ", %" PRId64 " bytes missing)",
+                        "connection %" PRIu64 " (%s): file region ended early (fd %d, pos %" PRId64 ", %" PRId64
+                        " bytes missing)",
                         c->id, c->peer, s->fd, offset, remaining);
             return -1;
         }

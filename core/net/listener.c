@@ -55,8 +55,7 @@ static int listener_port_of(int fd)
     return -1;
 }
 
-static int listener_open(const struct net_listener_config *lc, struct net_listener *out,
-                         char *err, size_t errlen)
+static int listener_open(const struct net_listener_config *lc, struct net_listener *out, char *err, size_t errlen)
 {
     const char *host = lc->host;
     char port[16];
@@ -105,8 +104,8 @@ int net_listeners_open(struct net_server *server, char *err, size_t errlen)
             net_listeners_close(server);
             return -1;
         }
-        logger_info(NET_LOG, "listening on %s %s:%d", server->cfg.listeners[i].name,
-                    server->cfg.listeners[i].host, server->listeners[i].port);
+        logger_info(NET_LOG, "listening on %s %s:%d", server->cfg.listeners[i].name, server->cfg.listeners[i].host,
+                    server->listeners[i].port);
     }
     return 0;
 }
@@ -149,8 +148,7 @@ static void accept_on_readable(uv_poll_t *handle, int status, int events)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK)
                 return;
-            logger_warn(NET_LOG, "accept on %s: %s", server->cfg.listeners[index].name,
-                        strerror(errno));
+            logger_warn(NET_LOG, "accept on %s: %s", server->cfg.listeners[index].name, strerror(errno));
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 accept_pause_all(server, true);
             }

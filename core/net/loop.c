@@ -67,8 +67,7 @@ void net_loop_add_fd(struct net_loop *loop, int fd, int listener_index)
     }
     pthread_mutex_unlock(&loop->mutex);
     if (!taken) {
-        logger_warn(NET_LOG, "dropping an accepted connection: network thread %d cannot take it",
-                    loop->index);
+        logger_warn(NET_LOG, "dropping an accepted connection: network thread %d cannot take it", loop->index);
         close(fd);
     }
 }
@@ -97,8 +96,7 @@ void net_loop_dispatch(struct net_loop *loop, struct net_connection *conn)
     pthread_mutex_unlock(&server->state_mutex);
 
     /* Earlier blocked connections go first, so queue space is shared fairly. */
-    if (!loop->blocked_head &&
-        net_request_queue_try_push(&server->queue, conn->in_flight, loop->index))
+    if (!loop->blocked_head && net_request_queue_try_push(&server->queue, conn->in_flight, loop->index))
         return;
 
     conn->waiting_dispatch = true;

@@ -50,15 +50,15 @@ struct net_conn_change {
 struct net_request_impl {
     struct net_request pub;
     struct net_loop *loop;
-    struct net_connection *conn; /* dereferenced on the loop thread only */
-    size_t frame_cap;            /* bytes allocated for pub.frame */
+    struct net_connection *conn;   /* dereferenced on the loop thread only */
+    size_t frame_cap;              /* bytes allocated for pub.frame */
     struct net_request_impl *next; /* loop's completed list */
     struct kafka_writer response;
     bool has_response;
     int32_t throttle_ms;
     bool close_after;
     struct net_conn_change *change; /* NULL unless the handler asked for one */
-    bool close_on_oom; /* a change could not be recorded: close rather than ignore it */
+    bool close_on_oom;              /* a change could not be recorded: close rather than ignore it */
 };
 
 /* One client socket. Owned by its loop thread; never touched elsewhere. */
@@ -82,8 +82,8 @@ struct net_connection {
     char principal_type[NET_PRINCIPAL_TYPE_MAX];
     char principal_name[NET_PRINCIPAL_NAME_MAX];
     int64_t session_expiry_ms; /* clock_mono_ms() deadline, 0 = none (KIP-368) */
-    bool closed; /* socket closed; the struct may wait for its in-flight request */
-    int poll_events; /* events currently registered with uv_poll */
+    bool closed;               /* socket closed; the struct may wait for its in-flight request */
+    int poll_events;           /* events currently registered with uv_poll */
 
     /* input */
     uint8_t *in_buf;
@@ -97,8 +97,8 @@ struct net_connection {
     /* output */
     struct kafka_writer out;
     bool out_active;
-    size_t out_pos;      /* buffer bytes sent */
-    size_t out_splice;   /* index of the next splice to send */
+    size_t out_pos;    /* buffer bytes sent */
+    size_t out_splice; /* index of the next splice to send */
     int64_t out_splice_sent;
     bool close_after_write;
     bool throttled;
@@ -179,8 +179,7 @@ struct net_server {
 /* server.c */
 /* A dispatched request is finished (completed, or dropped unhandled). */
 void net_server_request_done(struct net_server *server);
-struct net_request_impl *net_request_new(struct net_connection *conn, size_t frame_len,
-                                         size_t initial_cap);
+struct net_request_impl *net_request_new(struct net_connection *conn, size_t frame_len, size_t initial_cap);
 void net_request_free(struct net_request_impl *req);
 
 /* listener.c */
@@ -210,8 +209,7 @@ void net_transport_release(const struct net_transport_ops *ops, void *state, int
 /* connection.c */
 /* KIP-368: true when a request (its frame, header first) must close the
  * connection because the session expired at expiry_ms (0 = never). */
-bool net_session_expired_for(int64_t expiry_ms, int64_t now_ms, const uint8_t *frame,
-                             size_t frame_len);
+bool net_session_expired_for(int64_t expiry_ms, int64_t now_ms, const uint8_t *frame, size_t frame_len);
 struct net_connection *net_connection_open(struct net_loop *loop, int fd, int listener_index);
 void net_connection_close(struct net_connection *conn, const char *why);
 void net_connection_update_poll(struct net_connection *conn);

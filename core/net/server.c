@@ -53,8 +53,7 @@ const char *net_security_protocol_name(int protocol)
 static int config_check(const struct net_config *cfg, char *err, size_t errlen)
 {
     if (cfg->listener_count < 1 || cfg->listener_count > NET_MAX_LISTENERS) {
-        snprintf(err, errlen, "listener count %d must be 1..%d", cfg->listener_count,
-                 NET_MAX_LISTENERS);
+        snprintf(err, errlen, "listener count %d must be 1..%d", cfg->listener_count, NET_MAX_LISTENERS);
         return -1;
     }
     for (int i = 0; i < cfg->listener_count; i++) {
@@ -84,8 +83,7 @@ static int config_check(const struct net_config *cfg, char *err, size_t errlen)
         return -1;
     }
     if (cfg->num_io_threads < 1 || cfg->num_io_threads > NET_MAX_IO_THREADS) {
-        snprintf(err, errlen, "num.io.threads %d must be 1..%d", cfg->num_io_threads,
-                 NET_MAX_IO_THREADS);
+        snprintf(err, errlen, "num.io.threads %d must be 1..%d", cfg->num_io_threads, NET_MAX_IO_THREADS);
         return -1;
     }
     if (cfg->queued_max_requests < 1 || cfg->queued_max_requests > NET_MAX_QUEUED_REQUESTS) {
@@ -94,15 +92,14 @@ static int config_check(const struct net_config *cfg, char *err, size_t errlen)
         return -1;
     }
     if (cfg->socket_request_max_bytes < 1 || cfg->socket_request_max_bytes > INT32_MAX) {
-        snprintf(err, errlen, "socket.request.max.bytes %lld must be 1..%d",
-                 (long long)cfg->socket_request_max_bytes, INT32_MAX);
+        snprintf(err, errlen, "socket.request.max.bytes %lld must be 1..%d", (long long)cfg->socket_request_max_bytes,
+                 INT32_MAX);
         return -1;
     }
     return 0;
 }
 
-struct net_request_impl *net_request_new(struct net_connection *conn, size_t frame_len,
-                                         size_t initial_cap)
+struct net_request_impl *net_request_new(struct net_connection *conn, size_t frame_len, size_t initial_cap)
 {
     struct net_request_impl *req = calloc(1, sizeof(*req));
     if (!req)
@@ -161,8 +158,8 @@ static struct net_conn_change *request_change(struct net_request *pub)
 
 int net_request_set_principal(struct net_request *pub, const char *type, const char *name)
 {
-    if (!type || !name || type[0] == '\0' || name[0] == '\0' ||
-        strlen(type) >= NET_PRINCIPAL_TYPE_MAX || strlen(name) >= NET_PRINCIPAL_NAME_MAX)
+    if (!type || !name || type[0] == '\0' || name[0] == '\0' || strlen(type) >= NET_PRINCIPAL_TYPE_MAX ||
+        strlen(name) >= NET_PRINCIPAL_NAME_MAX)
         return -1;
     struct net_conn_change *change = request_change(pub);
     if (!change)
@@ -186,8 +183,7 @@ void net_request_set_session_expiry(struct net_request *pub, int64_t expiry_mono
     change->set_session_expiry = true;
 }
 
-void net_request_set_transport(struct net_request *pub, const struct net_transport_ops *ops,
-                               void *state)
+void net_request_set_transport(struct net_request *pub, const struct net_transport_ops *ops, void *state)
 {
     struct net_conn_change *change = request_change(pub);
     if (!change) {
@@ -200,8 +196,7 @@ void net_request_set_transport(struct net_request *pub, const struct net_transpo
     change->transport_state = state;
 }
 
-void net_request_complete(struct net_request *pub, struct kafka_writer *response,
-                          int32_t throttle_ms, bool close_after)
+void net_request_complete(struct net_request *pub, struct kafka_writer *response, int32_t throttle_ms, bool close_after)
 {
     struct net_request_impl *req = (struct net_request_impl *)pub;
     if (response) {
@@ -269,8 +264,8 @@ static void server_ignore_sigpipe(void)
     }
 }
 
-int net_server_start(const struct net_config *cfg, net_request_handler handler, void *ctx,
-                     struct net_server **out, char *err, size_t errlen)
+int net_server_start(const struct net_config *cfg, net_request_handler handler, void *ctx, struct net_server **out,
+                     char *err, size_t errlen)
 {
     *out = NULL;
     if (!handler) {
@@ -298,8 +293,8 @@ int net_server_start(const struct net_config *cfg, net_request_handler handler, 
     atomic_init(&server->next_connection_id, 0);
     server_ignore_sigpipe();
 
-    if (net_request_queue_init(&server->queue, (size_t)cfg->queued_max_requests,
-                               cfg->num_network_threads, server_on_queue_space, server) != 0) {
+    if (net_request_queue_init(&server->queue, (size_t)cfg->queued_max_requests, cfg->num_network_threads,
+                               server_on_queue_space, server) != 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -334,8 +329,7 @@ int net_server_start(const struct net_config *cfg, net_request_handler handler, 
     if (net_accept_thread_start(server, err, errlen) != 0)
         goto fail;
     server->running = true;
-    logger_info(NET_LOG, "started %d network threads and %d io threads", server->loop_count,
-                server->workers_started);
+    logger_info(NET_LOG, "started %d network threads and %d io threads", server->loop_count, server->workers_started);
     *out = server;
     return 0;
 
@@ -362,8 +356,7 @@ static void server_wait_inflight(struct net_server *server, int64_t deadline_ms)
         pthread_cond_timedwait(&server->state_cond, &server->state_mutex, &ts);
     }
     if (server->inflight > 0)
-        logger_warn(NET_LOG, "stopping with %lld requests still in flight",
-                    (long long)server->inflight);
+        logger_warn(NET_LOG, "stopping with %lld requests still in flight", (long long)server->inflight);
     pthread_mutex_unlock(&server->state_mutex);
 }
 

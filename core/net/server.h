@@ -32,9 +32,9 @@ enum net_security_protocol {
 const char *net_security_protocol_name(int protocol);
 
 struct net_listener_config {
-    char name[32];  /* "PLAINTEXT" */
-    char host[256]; /* "", "0.0.0.0", "::", an IP or a host name */
-    int port;       /* 0 = ephemeral, see net_server_bound_port */
+    char name[32];             /* "PLAINTEXT" */
+    char host[256];            /* "", "0.0.0.0", "::", an IP or a host name */
+    int port;                  /* 0 = ephemeral, see net_server_bound_port */
     int16_t security_protocol; /* enum net_security_protocol; default PLAINTEXT */
     /* Installs the transport of each connection of this listener; NULL
      * keeps the plain one. A listener whose protocol is not PLAINTEXT is
@@ -68,9 +68,9 @@ struct net_request {
      * valid until net_request_complete. */
     const char *principal_type;
     const char *principal_name;
-    uint8_t *frame;            /* request bytes after the 4-byte size prefix */
+    uint8_t *frame; /* request bytes after the 4-byte size prefix */
     size_t frame_len;
-    int64_t received_mono_ns;  /* clock_mono_ns() when the last byte arrived */
+    int64_t received_mono_ns; /* clock_mono_ns() when the last byte arrived */
     /* private fields follow (the network layer allocates a larger object) */
 };
 
@@ -85,8 +85,8 @@ void net_config_defaults(struct net_config *cfg);
 
 /* Binds every listener and starts all threads. Returns 0, or -1 with err
  * filled (a bad config value, or a listener that cannot be bound). */
-int net_server_start(const struct net_config *cfg, net_request_handler handler, void *ctx,
-                     struct net_server **out, char *err, size_t errlen);
+int net_server_start(const struct net_config *cfg, net_request_handler handler, void *ctx, struct net_server **out,
+                     char *err, size_t errlen);
 
 /* The port a listener is bound to (the real one when configured as 0), or -1. */
 int net_server_bound_port(struct net_server *server, int listener_index);
@@ -100,8 +100,8 @@ int net_server_bound_port(struct net_server *server, int listener_index);
  * Callable from any thread, exactly once per request. After net_server_stop
  * has given up on a request, completing it just frees it; every request must
  * be completed before net_server_free. */
-void net_request_complete(struct net_request *req, struct kafka_writer *response,
-                          int32_t throttle_ms, bool close_after);
+void net_request_complete(struct net_request *req, struct kafka_writer *response, int32_t throttle_ms,
+                          bool close_after);
 
 /* Changes to the connection that a request's completion carries, for
  * authentication (SASL). Called by the handler before net_request_complete,
@@ -123,8 +123,7 @@ void net_request_set_session_expiry(struct net_request *req, int64_t expiry_mono
  * frees state, also when the connection closes before the swap). A client
  * must wait for that response before using the new transport; bytes it
  * pipelined past it close the connection. */
-void net_request_set_transport(struct net_request *req, const struct net_transport_ops *ops,
-                               void *state);
+void net_request_set_transport(struct net_request *req, const struct net_transport_ops *ops, void *state);
 
 /* Stops accepting, stops reading new requests, waits up to grace_ms for
  * in-flight requests to complete, writes out pending responses, closes every

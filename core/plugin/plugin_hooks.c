@@ -23,8 +23,10 @@ static void emit_authorization(struct plugin_host *host, const struct cairn_requ
 void plugin_host_authorize(struct plugin_host *host, const struct cairn_request_info *request,
                            const struct cairn_authz_action *const *actions, size_t count, uint8_t *results)
 {
-    for (size_t i = 0; i < count; i++) results[i] = CAIRN_AUTHZ_ALLOWED;
-    if (!host || host->authorizer_count == 0 || count == 0) return;
+    for (size_t i = 0; i < count; i++)
+        results[i] = CAIRN_AUTHZ_ALLOWED;
+    if (!host || host->authorizer_count == 0 || count == 0)
+        return;
     uint8_t one[64];
     uint8_t *scratch = count <= sizeof one ? one : NULL;
     for (size_t a = 0; a < host->authorizer_count; a++) {
@@ -42,9 +44,11 @@ void plugin_host_authorize(struct plugin_host *host, const struct cairn_request_
         memset(scratch, CAIRN_AUTHZ_DENIED, count);
         int rc = p->desc->authorization->authorize(p->instance, request, actions, count, scratch);
         for (size_t i = 0; i < count; i++)
-            if (rc != CAIRN_OK || scratch[i] != CAIRN_AUTHZ_ALLOWED) results[i] = CAIRN_AUTHZ_DENIED;
+            if (rc != CAIRN_OK || scratch[i] != CAIRN_AUTHZ_ALLOWED)
+                results[i] = CAIRN_AUTHZ_DENIED;
     }
-    if (host->audit_count == 0) return;
+    if (host->audit_count == 0)
+        return;
     for (size_t i = 0; i < count; i++) {
         bool allowed = results[i] == CAIRN_AUTHZ_ALLOWED;
         if ((allowed && actions[i]->log_if_allowed) || (!allowed && actions[i]->log_if_denied))
@@ -52,24 +56,28 @@ void plugin_host_authorize(struct plugin_host *host, const struct cairn_request_
     }
 }
 
-int32_t plugin_host_quota_record(struct plugin_host *host, const struct cairn_request_info *request,
-                                 int32_t kind, double value, int64_t now_ms)
+int32_t plugin_host_quota_record(struct plugin_host *host, const struct cairn_request_info *request, int32_t kind,
+                                 double value, int64_t now_ms)
 {
     int32_t worst = 0;
-    if (!host) return 0;
+    if (!host)
+        return 0;
     for (size_t i = 0; i < host->quota_count; i++) {
         struct loaded_plugin *p = host->quotas[i];
         int32_t t = p->desc->quota->record(p->instance, request, kind, value, now_ms);
-        if (t > worst) worst = t;
+        if (t > worst)
+            worst = t;
     }
     return worst;
 }
 
 void plugin_host_audit(struct plugin_host *host, const struct cairn_audit_event *event)
 {
-    if (!host || host->audit_count == 0) return;
+    if (!host || host->audit_count == 0)
+        return;
     struct cairn_audit_event ev = *event;
-    if (ev.timestamp_ms == 0) ev.timestamp_ms = clock_wall_ms();
+    if (ev.timestamp_ms == 0)
+        ev.timestamp_ms = clock_wall_ms();
     for (size_t i = 0; i < host->audit_count; i++) {
         struct loaded_plugin *p = host->audits[i];
         p->desc->audit->on_event(p->instance, &ev);
@@ -79,7 +87,8 @@ void plugin_host_audit(struct plugin_host *host, const struct cairn_audit_event 
 void plugin_host_audit_authentication(struct plugin_host *host, const struct cairn_request_info *request,
                                       const char *mechanism, bool success, const char *error_message)
 {
-    if (!host || host->audit_count == 0) return;
+    if (!host || host->audit_count == 0)
+        return;
     struct cairn_audit_event ev;
     memset(&ev, 0, sizeof ev);
     ev.struct_size = sizeof ev;
@@ -95,7 +104,8 @@ void plugin_host_audit_admin(struct plugin_host *host, const struct cairn_reques
                              const char *admin_operation, int32_t resource_type, const char *resource_name,
                              int16_t error_code, const char *details_json)
 {
-    if (!host || host->audit_count == 0) return;
+    if (!host || host->audit_count == 0)
+        return;
     struct cairn_audit_event ev;
     memset(&ev, 0, sizeof ev);
     ev.struct_size = sizeof ev;

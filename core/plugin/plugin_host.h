@@ -32,7 +32,7 @@ struct plugin_host {
     struct loaded_plugin **authenticators;
     struct loaded_plugin **plugins; /* every loaded plugin, in init order */
     size_t plugin_count;
-    struct plugin_pool *pool;       /* submit_blocking threads */
+    struct plugin_pool *pool; /* submit_blocking threads */
     char cluster_id[64];
     int32_t node_id;
 };
@@ -61,8 +61,8 @@ void plugin_host_authorize(struct plugin_host *host, const struct cairn_request_
                            const struct cairn_authz_action *const *actions, size_t count, uint8_t *results);
 
 /* Reports usage to every quota plugin; returns the largest throttle (ms). */
-int32_t plugin_host_quota_record(struct plugin_host *host, const struct cairn_request_info *request,
-                                 int32_t kind, double value, int64_t now_ms);
+int32_t plugin_host_quota_record(struct plugin_host *host, const struct cairn_request_info *request, int32_t kind,
+                                 double value, int64_t now_ms);
 
 /* Hands an event to every audit plugin. timestamp_ms 0 is filled in. */
 void plugin_host_audit(struct plugin_host *host, const struct cairn_audit_event *event);

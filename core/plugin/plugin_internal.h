@@ -7,12 +7,12 @@
 /* One declared config key with its effective value, parsed at load time so
  * the config_* services only look up. */
 struct plugin_config_value {
-    const char *name;  /* the plugin's declared name (plugin memory, valid until unload) */
-    int32_t type;      /* enum cairn_config_type */
-    char *text;        /* set value or default; NULL when unset with no default */
-    int64_t integer;   /* INT */
-    uint64_t size;     /* SIZE */
-    bool boolean;      /* BOOL */
+    const char *name; /* the plugin's declared name (plugin memory, valid until unload) */
+    int32_t type;     /* enum cairn_config_type */
+    char *text;       /* set value or default; NULL when unset with no default */
+    int64_t integer;  /* INT */
+    uint64_t size;    /* SIZE */
+    bool boolean;     /* BOOL */
 };
 
 /* One loaded plugin. Written during load and init on the main thread,
@@ -24,11 +24,11 @@ struct loaded_plugin {
     const struct cairn_plugin_descriptor *desc; /* lives in the plugin's memory */
     void *instance;
     bool initialised;
-    struct cairn_host host;                     /* the table handed to init */
+    struct cairn_host host; /* the table handed to init */
     struct plugin_host *owner;
     struct plugin_config_value *config;
     size_t config_count;
-    char metric_prefix[96];                     /* cairn_plugin_<name>_ */
+    char metric_prefix[96]; /* cairn_plugin_<name>_ */
 };
 
 /* plugin_services.c */

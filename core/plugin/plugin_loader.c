@@ -28,13 +28,18 @@
 /* A table claiming more than this is garbage, not a newer minor. */
 #define TABLE_MAX_SIZE 65536u
 
-const char *plugin_host_default_path(void) { return CAIRN_DEFAULT_PLUGIN_PATH; }
+const char *plugin_host_default_path(void)
+{
+    return CAIRN_DEFAULT_PLUGIN_PATH;
+}
 
 static bool plugin_name_valid(const char *name)
 {
-    if (!name[0] || strlen(name) >= 64) return false;
+    if (!name[0] || strlen(name) >= 64)
+        return false;
     for (const char *c = name; *c; c++)
-        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-')) return false;
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-'))
+            return false;
     return true;
 }
 
@@ -50,10 +55,12 @@ static int find_plugin_file(struct loaded_plugin *p, const char *search_path, ch
         if (len > 0) {
             int n = snprintf(p->path, sizeof p->path, "%.*s/%s.so", (int)len, s, p->name);
             if (n > 0 && (size_t)n < sizeof p->path) {
-                if (access(p->path, F_OK) == 0) return 0;
+                if (access(p->path, F_OK) == 0)
+                    return 0;
                 if (used < sizeof tried) {
                     int w = snprintf(tried + used, sizeof tried - used, "%s%s", used ? ", " : "", p->path);
-                    if (w > 0) used += (size_t)w;
+                    if (w > 0)
+                        used += (size_t)w;
                 }
             }
         }
@@ -67,23 +74,34 @@ static int find_plugin_file(struct loaded_plugin *p, const char *search_path, ch
 static const char *type_name(int32_t type)
 {
     switch (type) {
-    case CAIRN_CONFIG_STRING: return "a string";
-    case CAIRN_CONFIG_INT: return "an integer";
-    case CAIRN_CONFIG_BOOL: return "true or false";
-    case CAIRN_CONFIG_SIZE: return "a size (bytes, optionally with K, M, G, KiB, MiB or GiB)";
-    case CAIRN_CONFIG_LIST: return "a comma-separated list";
-    case CAIRN_CONFIG_PASSWORD: return "a password";
-    default: return "an unknown type";
+    case CAIRN_CONFIG_STRING:
+        return "a string";
+    case CAIRN_CONFIG_INT:
+        return "an integer";
+    case CAIRN_CONFIG_BOOL:
+        return "true or false";
+    case CAIRN_CONFIG_SIZE:
+        return "a size (bytes, optionally with K, M, G, KiB, MiB or GiB)";
+    case CAIRN_CONFIG_LIST:
+        return "a comma-separated list";
+    case CAIRN_CONFIG_PASSWORD:
+        return "a password";
+    default:
+        return "an unknown type";
     }
 }
 
 static int parse_value(struct plugin_config_value *v)
 {
     switch (v->type) {
-    case CAIRN_CONFIG_INT: return plugin_parse_int(v->text, &v->integer);
-    case CAIRN_CONFIG_BOOL: return plugin_parse_bool(v->text, &v->boolean);
-    case CAIRN_CONFIG_SIZE: return plugin_parse_size(v->text, &v->size);
-    default: return 0;
+    case CAIRN_CONFIG_INT:
+        return plugin_parse_int(v->text, &v->integer);
+    case CAIRN_CONFIG_BOOL:
+        return plugin_parse_bool(v->text, &v->boolean);
+    case CAIRN_CONFIG_SIZE:
+        return plugin_parse_size(v->text, &v->size);
+    default:
+        return 0;
     }
 }
 
@@ -128,11 +146,13 @@ static int bind_config(struct loaded_plugin *p, const struct broker_config *cfg,
     int rc = 0;
     for (size_t i = 0; i < set_count && rc == 0; i++) {
         /* Broker keys that share the prefix (plugin.path) are not the plugin's. */
-        if (config_broker_key_index(set[i].key) >= 0) continue;
+        if (config_broker_key_index(set[i].key) >= 0)
+            continue;
         const char *short_name = set[i].key + plen;
         struct plugin_config_value *v = NULL;
         for (size_t j = 0; j < p->config_count; j++)
-            if (strcmp(p->config[j].name, short_name) == 0) v = &p->config[j];
+            if (strcmp(p->config[j].name, short_name) == 0)
+                v = &p->config[j];
         if (!v) {
             snprintf(err, errlen, "plugin '%s': unknown config key %s (the plugin does not declare '%s')", p->name,
                      set[i].key, short_name);
@@ -147,7 +167,8 @@ static int bind_config(struct loaded_plugin *p, const struct broker_config *cfg,
         }
     }
     free(set);
-    if (rc != 0) return -1;
+    if (rc != 0)
+        return -1;
 
     for (size_t i = 0; i < p->config_count; i++) {
         struct plugin_config_value *v = &p->config[i];
@@ -160,7 +181,8 @@ static int bind_config(struct loaded_plugin *p, const struct broker_config *cfg,
             }
         }
         if (!v->text) {
-            snprintf(err, errlen, "plugin '%s': required config key plugin.%s.%s is not set", p->name, p->name, v->name);
+            snprintf(err, errlen, "plugin '%s': required config key plugin.%s.%s is not set", p->name, p->name,
+                     v->name);
             return -1;
         }
         if (parse_value(v) != 0) {
@@ -212,9 +234,12 @@ static int check_capabilities(struct loaded_plugin *p, char *err, size_t errlen)
         }
     }
     const char *missing = NULL;
-    if (d->authorization && !d->authorization->authorize) missing = "authorization.authorize";
-    if (d->quota && !d->quota->record) missing = "quota.record";
-    if (d->audit && !d->audit->on_event) missing = "audit.on_event";
+    if (d->authorization && !d->authorization->authorize)
+        missing = "authorization.authorize";
+    if (d->quota && !d->quota->record)
+        missing = "quota.record";
+    if (d->audit && !d->audit->on_event)
+        missing = "audit.on_event";
     if (d->authentication && d->authentication->sasl_mechanisms &&
         (!d->authentication->sasl_start || !d->authentication->sasl_step))
         missing = "authentication.sasl_start/sasl_step";
@@ -226,8 +251,8 @@ static int check_capabilities(struct loaded_plugin *p, char *err, size_t errlen)
         return -1;
     }
     if (d->capabilities & ~known)
-        logger_warn("plugin", "plugin '%s' claims capabilities 0x%x this broker does not know; ignoring them",
-                    p->name, d->capabilities & ~known);
+        logger_warn("plugin", "plugin '%s' claims capabilities 0x%x this broker does not know; ignoring them", p->name,
+                    d->capabilities & ~known);
     return 0;
 }
 
@@ -239,8 +264,8 @@ static int check_descriptor(struct loaded_plugin *p, char *err, size_t errlen)
         return -1;
     }
     if (d->struct_size < DESCRIPTOR_V1_0_SIZE || d->struct_size > TABLE_MAX_SIZE) {
-        snprintf(err, errlen, "plugin '%s': descriptor struct_size %u is invalid (ABI 1.0 needs at least %zu)",
-                 p->name, d->struct_size, (size_t)DESCRIPTOR_V1_0_SIZE);
+        snprintf(err, errlen, "plugin '%s': descriptor struct_size %u is invalid (ABI 1.0 needs at least %zu)", p->name,
+                 d->struct_size, (size_t)DESCRIPTOR_V1_0_SIZE);
         return -1;
     }
     if (d->abi_major != CAIRN_PLUGIN_ABI_MAJOR) {
@@ -264,13 +289,17 @@ static int check_descriptor(struct loaded_plugin *p, char *err, size_t errlen)
 
 static void unload(struct loaded_plugin *p)
 {
-    if (!p) return;
-    if (p->initialised) p->desc->fini(p->instance);
-    for (size_t i = 0; i < p->config_count; i++) free(p->config[i].text);
+    if (!p)
+        return;
+    if (p->initialised)
+        p->desc->fini(p->instance);
+    for (size_t i = 0; i < p->config_count; i++)
+        free(p->config[i].text);
     free(p->config);
     /* ASan needs the code mapped to symbolise leaks found at exit. */
 #ifndef CAIRN_KEEP_PLUGINS_MAPPED
-    if (p->handle) dlclose(p->handle);
+    if (p->handle)
+        dlclose(p->handle);
 #endif
     free(p);
 }
@@ -286,7 +315,8 @@ static int load_one(struct plugin_host *host, const struct broker_config *cfg, c
     *out = p;
     p->owner = host;
     snprintf(p->name, sizeof p->name, "%s", name);
-    if (find_plugin_file(p, search_path, err, errlen) != 0) return -1;
+    if (find_plugin_file(p, search_path, err, errlen) != 0)
+        return -1;
     p->handle = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
     if (!p->handle) {
         const char *why = dlerror();
@@ -296,21 +326,26 @@ static int load_one(struct plugin_host *host, const struct broker_config *cfg, c
     dlerror();
     void *sym = dlsym(p->handle, CAIRN_PLUGIN_ENTRY_SYMBOL);
     if (!sym) {
-        snprintf(err, errlen, "plugin '%s': %s does not export %s (not a Cairn plugin, or built without "
-                 "CAIRN_PLUGIN_DEFINE)", p->name, p->path, CAIRN_PLUGIN_ENTRY_SYMBOL);
+        snprintf(err, errlen,
+                 "plugin '%s': %s does not export %s (not a Cairn plugin, or built without "
+                 "CAIRN_PLUGIN_DEFINE)",
+                 p->name, p->path, CAIRN_PLUGIN_ENTRY_SYMBOL);
         return -1;
     }
     cairn_plugin_entry_fn entry;
     memcpy(&entry, &sym, sizeof entry);
     p->desc = entry();
-    if (check_descriptor(p, err, errlen) != 0) return -1;
-    if (bind_config(p, cfg, err, errlen) != 0) return -1;
+    if (check_descriptor(p, err, errlen) != 0)
+        return -1;
+    if (bind_config(p, cfg, err, errlen) != 0)
+        return -1;
     plugin_services_fill(p);
     char init_err[1024] = "";
     if (p->desc->init(&p->host, &p->instance, init_err, sizeof init_err) != CAIRN_OK) {
         init_err[sizeof init_err - 1] = '\0';
         for (char *c = init_err; *c; c++)
-            if (*c == '\n' || *c == '\r') *c = ' ';
+            if (*c == '\n' || *c == '\r')
+                *c = ' ';
         snprintf(err, errlen, "plugin '%s': init failed: %s", p->name, init_err[0] ? init_err : "(no reason given)");
         return -1;
     }
@@ -322,8 +357,10 @@ static int load_one(struct plugin_host *host, const struct broker_config *cfg, c
 
 static int add_to(struct loaded_plugin ***list, size_t *count, struct loaded_plugin *p, size_t cap)
 {
-    if (!*list) *list = calloc(cap, sizeof **list);
-    if (!*list) return -1;
+    if (!*list)
+        *list = calloc(cap, sizeof **list);
+    if (!*list)
+        return -1;
     (*list)[(*count)++] = p;
     return 0;
 }
@@ -332,9 +369,12 @@ static int index_capabilities(struct plugin_host *host, size_t cap)
 {
     for (size_t i = 0; i < host->plugin_count; i++) {
         struct loaded_plugin *p = host->plugins[i];
-        if (p->desc->authorization && add_to(&host->authorizers, &host->authorizer_count, p, cap) != 0) return -1;
-        if (p->desc->quota && add_to(&host->quotas, &host->quota_count, p, cap) != 0) return -1;
-        if (p->desc->audit && add_to(&host->audits, &host->audit_count, p, cap) != 0) return -1;
+        if (p->desc->authorization && add_to(&host->authorizers, &host->authorizer_count, p, cap) != 0)
+            return -1;
+        if (p->desc->quota && add_to(&host->quotas, &host->quota_count, p, cap) != 0)
+            return -1;
+        if (p->desc->audit && add_to(&host->audits, &host->audit_count, p, cap) != 0)
+            return -1;
         if (p->desc->authentication && add_to(&host->authenticators, &host->authenticator_count, p, cap) != 0)
             return -1;
     }
@@ -346,17 +386,20 @@ static void warn_orphan_keys(const struct broker_config *cfg, const char *const 
 {
     struct config_kv *set = NULL;
     size_t set_count = 0;
-    if (config_keys_with_prefix(cfg, "plugin.", &set, &set_count) != 0) return;
+    if (config_keys_with_prefix(cfg, "plugin.", &set, &set_count) != 0)
+        return;
     for (size_t i = 0; i < set_count; i++) {
-        if (config_broker_key_index(set[i].key) >= 0) continue;
+        if (config_broker_key_index(set[i].key) >= 0)
+            continue;
         const char *name = set[i].key + strlen("plugin.");
         const char *dot = strchr(name, '.');
         size_t len = dot ? (size_t)(dot - name) : strlen(name);
         bool listed = false;
-        for (size_t j = 0; j < count && !listed; j++) listed = strlen(names[j]) == len && !strncmp(names[j], name, len);
+        for (size_t j = 0; j < count && !listed; j++)
+            listed = strlen(names[j]) == len && !strncmp(names[j], name, len);
         if (!listed)
-            logger_warn("plugin", "%s is set but no plugin '%.*s' is listed in plugins=; ignored", set[i].key,
-                        (int)len, name);
+            logger_warn("plugin", "%s is set but no plugin '%.*s' is listed in plugins=; ignored", set[i].key, (int)len,
+                        name);
     }
     free(set);
 }
@@ -368,7 +411,8 @@ int plugin_host_start(const struct broker_config *cfg, int32_t node_id, const ch
     size_t count = 0;
     const char *const *names = config_get_list(cfg, "plugins", &count);
     warn_orphan_keys(cfg, names, count);
-    if (count == 0) return 0;
+    if (count == 0)
+        return 0;
     for (size_t i = 0; i < count; i++) {
         if (!plugin_name_valid(names[i])) {
             snprintf(err, errlen, "plugin '%s': invalid name in plugins= (use [a-z0-9_-], at most 63 characters)",
@@ -396,7 +440,8 @@ int plugin_host_start(const struct broker_config *cfg, int32_t node_id, const ch
         return -1;
     }
     const char *search_path = config_get_string(cfg, "plugin.path");
-    if (!search_path || !search_path[0]) search_path = CAIRN_DEFAULT_PLUGIN_PATH;
+    if (!search_path || !search_path[0])
+        search_path = CAIRN_DEFAULT_PLUGIN_PATH;
     for (size_t i = 0; i < count; i++) {
         struct loaded_plugin *p = NULL;
         if (load_one(host, cfg, names[i], search_path, &p, err, errlen) != 0) {
@@ -417,7 +462,8 @@ int plugin_host_start(const struct broker_config *cfg, int32_t node_id, const ch
 
 void plugin_host_stop(struct plugin_host *host)
 {
-    if (!host) return;
+    if (!host)
+        return;
     /* Queued blocking work may still call into plugins: finish it first. */
     plugin_pool_stop(host->pool);
     for (size_t i = host->plugin_count; i > 0; i--) {
@@ -437,13 +483,20 @@ void plugin_host_stop(struct plugin_host *host)
 static const char *config_type_label(int32_t type)
 {
     switch (type) {
-    case CAIRN_CONFIG_STRING: return "string";
-    case CAIRN_CONFIG_INT: return "int";
-    case CAIRN_CONFIG_BOOL: return "bool";
-    case CAIRN_CONFIG_SIZE: return "size";
-    case CAIRN_CONFIG_LIST: return "list";
-    case CAIRN_CONFIG_PASSWORD: return "password";
-    default: return "?";
+    case CAIRN_CONFIG_STRING:
+        return "string";
+    case CAIRN_CONFIG_INT:
+        return "int";
+    case CAIRN_CONFIG_BOOL:
+        return "bool";
+    case CAIRN_CONFIG_SIZE:
+        return "size";
+    case CAIRN_CONFIG_LIST:
+        return "list";
+    case CAIRN_CONFIG_PASSWORD:
+        return "password";
+    default:
+        return "?";
     }
 }
 
@@ -456,7 +509,8 @@ int plugin_host_print_docs(const struct broker_config *cfg, FILE *out, char *err
         return 0;
     }
     const char *search_path = config_get_string(cfg, "plugin.path");
-    if (!search_path || !search_path[0]) search_path = CAIRN_DEFAULT_PLUGIN_PATH;
+    if (!search_path || !search_path[0])
+        search_path = CAIRN_DEFAULT_PLUGIN_PATH;
     for (size_t i = 0; i < count; i++) {
         if (!plugin_name_valid(names[i])) {
             snprintf(err, errlen, "plugin '%s': invalid name in plugins=", names[i]);
@@ -466,7 +520,8 @@ int plugin_host_print_docs(const struct broker_config *cfg, FILE *out, char *err
         struct loaded_plugin p;
         memset(&p, 0, sizeof p);
         snprintf(p.name, sizeof p.name, "%s", names[i]);
-        if (find_plugin_file(&p, search_path, err, errlen) != 0) return -1;
+        if (find_plugin_file(&p, search_path, err, errlen) != 0)
+            return -1;
         p.handle = dlopen(p.path, RTLD_NOW | RTLD_LOCAL);
         if (!p.handle) {
             const char *why = dlerror();
@@ -491,7 +546,8 @@ int plugin_host_print_docs(const struct broker_config *cfg, FILE *out, char *err
                 fprintf(out, "| key | type | default | description |\n|---|---|---|---|\n");
                 for (size_t k = 0; k < d->config_key_count; k++) {
                     const struct cairn_config_key *key = d->config_keys[k];
-                    if (!key || key->struct_size < CONFIG_KEY_V1_0_SIZE || !key->name) continue;
+                    if (!key || key->struct_size < CONFIG_KEY_V1_0_SIZE || !key->name)
+                        continue;
                     fprintf(out, "| `plugin.%s.%s` | %s | %s | %s |\n", d->name, key->name,
                             config_type_label(key->type),
                             key->default_value ? (key->default_value[0] ? key->default_value : "\"\"") : "(required)",
@@ -503,7 +559,8 @@ int plugin_host_print_docs(const struct broker_config *cfg, FILE *out, char *err
             }
         }
         dlclose(p.handle);
-        if (rc != 0) return -1;
+        if (rc != 0)
+            return -1;
     }
     return 0;
 }

@@ -14,44 +14,49 @@
 
 int plugin_parse_int(const char *text, int64_t *out)
 {
-    if (!text || !*text) return -1;
+    if (!text || !*text)
+        return -1;
     errno = 0;
     char *end;
     long long v = strtoll(text, &end, 10);
-    if (errno || *end || isspace((unsigned char)text[0])) return -1;
+    if (errno || *end || isspace((unsigned char)text[0]))
+        return -1;
     *out = v;
     return 0;
 }
 
 int plugin_parse_bool(const char *text, bool *out)
 {
-    if (!text) return -1;
-    if (strcasecmp(text, "true") == 0) *out = true;
-    else if (strcasecmp(text, "false") == 0) *out = false;
-    else return -1;
+    if (!text)
+        return -1;
+    if (strcasecmp(text, "true") == 0)
+        *out = true;
+    else if (strcasecmp(text, "false") == 0)
+        *out = false;
+    else
+        return -1;
     return 0;
 }
 
 int plugin_parse_size(const char *text, uint64_t *out)
 {
-    if (!text || !isdigit((unsigned char)text[0])) return -1;
+    if (!text || !isdigit((unsigned char)text[0]))
+        return -1;
     errno = 0;
     char *end;
     unsigned long long v = strtoull(text, &end, 10);
-    if (errno) return -1;
+    if (errno)
+        return -1;
     static const struct {
         const char *suffix;
         uint64_t factor;
-    } units[] = {{"", 1},
-                 {"K", 1000ULL},
-                 {"M", 1000ULL * 1000},
-                 {"G", 1000ULL * 1000 * 1000},
-                 {"KiB", 1024ULL},
-                 {"MiB", 1024ULL * 1024},
-                 {"GiB", 1024ULL * 1024 * 1024}};
+    } units[] = {{"", 1},          {"K", 1000ULL},          {"M", 1000ULL * 1000},         {"G", 1000ULL * 1000 * 1000},
+                 {"KiB", 1024ULL}, {"MiB", 1024ULL * 1024}, {"GiB", 1024ULL * 1024 * 1024}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-        if (strcmp(end, units[i].suffix) != 0) continue;
-        if (v > UINT64_MAX / units[i].factor) return -1;
+        if (strcmp(end, units[i].suffix) != 0)
+            continue;
+        if (v > UINT64_MAX / units[i].factor)
+            return -1;
         *out = (uint64_t)v * units[i].factor;
         return 0;
     }
@@ -65,7 +70,8 @@ static void host_log(void *ctx, int32_t level, const char *fmt, ...)
                            : level == CAIRN_LOG_WARN ? LOGGER_WARN
                            : level == CAIRN_LOG_INFO ? LOGGER_INFO
                                                      : LOGGER_DEBUG;
-    if (lv < logger_get_level()) return;
+    if (lv < logger_get_level())
+        return;
     char line[2048];
     va_list ap;
     va_start(ap, fmt);
@@ -79,25 +85,28 @@ static void host_log(void *ctx, int32_t level, const char *fmt, ...)
 static const struct plugin_config_value *find_key(struct loaded_plugin *p, const char *key)
 {
     for (size_t i = 0; key && i < p->config_count; i++)
-        if (strcmp(p->config[i].name, key) == 0) return &p->config[i];
+        if (strcmp(p->config[i].name, key) == 0)
+            return &p->config[i];
     return NULL;
 }
 
 /* Common checks of the config_* services: declared, of the asked type, set. */
-static int config_lookup(void *ctx, const char *key, int32_t type, const struct plugin_config_value **out,
-                         char *err, size_t errlen)
+static int config_lookup(void *ctx, const char *key, int32_t type, const struct plugin_config_value **out, char *err,
+                         size_t errlen)
 {
     struct loaded_plugin *p = ctx;
     const struct plugin_config_value *v = find_key(p, key);
     if (!v || !v->text) {
-        if (err && errlen) snprintf(err, errlen, "plugin.%s.%s is %s", p->name, key ? key : "(null)",
-                                    v ? "not set and has no default" : "not a declared key");
+        if (err && errlen)
+            snprintf(err, errlen, "plugin.%s.%s is %s", p->name, key ? key : "(null)",
+                     v ? "not set and has no default" : "not a declared key");
         return CAIRN_NOT_FOUND;
     }
-    bool compatible = v->type == type ||
-                      (type == CAIRN_CONFIG_STRING && (v->type == CAIRN_CONFIG_LIST || v->type == CAIRN_CONFIG_PASSWORD));
+    bool compatible = v->type == type || (type == CAIRN_CONFIG_STRING &&
+                                          (v->type == CAIRN_CONFIG_LIST || v->type == CAIRN_CONFIG_PASSWORD));
     if (!compatible) {
-        if (err && errlen) snprintf(err, errlen, "plugin.%s.%s is declared with another type", p->name, key);
+        if (err && errlen)
+            snprintf(err, errlen, "plugin.%s.%s is declared with another type", p->name, key);
         return CAIRN_INVALID;
     }
     *out = v;
@@ -108,7 +117,8 @@ static int host_config_string(void *ctx, const char *key, const char **out, char
 {
     const struct plugin_config_value *v;
     int rc = config_lookup(ctx, key, CAIRN_CONFIG_STRING, &v, err, errlen);
-    if (rc == CAIRN_OK) *out = v->text;
+    if (rc == CAIRN_OK)
+        *out = v->text;
     return rc;
 }
 
@@ -116,7 +126,8 @@ static int host_config_int(void *ctx, const char *key, int64_t *out, char *err, 
 {
     const struct plugin_config_value *v;
     int rc = config_lookup(ctx, key, CAIRN_CONFIG_INT, &v, err, errlen);
-    if (rc == CAIRN_OK) *out = v->integer;
+    if (rc == CAIRN_OK)
+        *out = v->integer;
     return rc;
 }
 
@@ -124,7 +135,8 @@ static int host_config_bool(void *ctx, const char *key, bool *out, char *err, si
 {
     const struct plugin_config_value *v;
     int rc = config_lookup(ctx, key, CAIRN_CONFIG_BOOL, &v, err, errlen);
-    if (rc == CAIRN_OK) *out = v->boolean;
+    if (rc == CAIRN_OK)
+        *out = v->boolean;
     return rc;
 }
 
@@ -132,7 +144,8 @@ static int host_config_size(void *ctx, const char *key, uint64_t *out, char *err
 {
     const struct plugin_config_value *v;
     int rc = config_lookup(ctx, key, CAIRN_CONFIG_SIZE, &v, err, errlen);
-    if (rc == CAIRN_OK) *out = v->size;
+    if (rc == CAIRN_OK)
+        *out = v->size;
     return rc;
 }
 
@@ -152,9 +165,11 @@ static struct cairn_metric *register_metric(void *ctx, enum metrics_kind kind, c
 {
     struct loaded_plugin *p = ctx;
     char full[256];
-    if (!name || snprintf(full, sizeof full, "%s%s", p->metric_prefix, name) >= (int)sizeof full) return NULL;
+    if (!name || snprintf(full, sizeof full, "%s%s", p->metric_prefix, name) >= (int)sizeof full)
+        return NULL;
     struct metrics_metric *m = metrics_register(kind, full, NULL, help);
-    if (!m) p->host.log(p, CAIRN_LOG_WARN, "cannot register metric '%s'", full);
+    if (!m)
+        p->host.log(p, CAIRN_LOG_WARN, "cannot register metric '%s'", full);
     /* struct cairn_metric is opaque to plugins: it is a metrics_metric. */
     return (struct cairn_metric *)m;
 }
@@ -177,7 +192,8 @@ static void host_metric_add(struct cairn_metric *metric, int64_t delta)
 static void host_metric_set(struct cairn_metric *metric, int64_t value)
 {
     struct metrics_metric *m = (struct metrics_metric *)metric;
-    if (m && metrics_kind_of(m) == METRICS_GAUGE) metrics_set(m, value);
+    if (m && metrics_kind_of(m) == METRICS_GAUGE)
+        metrics_set(m, value);
 }
 
 static int host_submit_blocking(void *ctx, void (*work)(void *arg), void (*done)(void *arg), void *arg)
@@ -212,5 +228,6 @@ void plugin_services_fill(struct loaded_plugin *p)
     /* Prometheus names allow no '-': plugin names map it to '_'. */
     snprintf(p->metric_prefix, sizeof p->metric_prefix, "cairn_plugin_%s_", p->name);
     for (char *c = p->metric_prefix; *c; c++)
-        if (*c == '-') *c = '_';
+        if (*c == '-')
+            *c = '_';
 }

@@ -88,8 +88,8 @@ static int16_t rb_fail(int16_t code, char *err, size_t errlen, const char *fmt, 
     return code;
 }
 
-static int16_t rb_validate_records(const uint8_t *buf, size_t total,
-                                   const struct record_batch_header *h, char *err, size_t errlen)
+static int16_t rb_validate_records(const uint8_t *buf, size_t total, const struct record_batch_header *h, char *err,
+                                   size_t errlen)
 {
     struct record_batch_record_iter it;
     struct record_batch_record rec;
@@ -99,27 +99,24 @@ static int16_t rb_validate_records(const uint8_t *buf, size_t total,
     int rc;
     while ((rc = record_batch_records_next(&it, &rec)) == 1) {
         if (rec.offset_delta != expected_delta)
-            return rb_fail(KAFKA_ERR_INVALID_RECORD, err, errlen,
-                           "record %" PRId32 " has offset delta %" PRId32, expected_delta,
-                           rec.offset_delta);
+            return rb_fail(KAFKA_ERR_INVALID_RECORD, err, errlen, "record %" PRId32 " has offset delta %" PRId32,
+                           expected_delta, rec.offset_delta);
         expected_delta++;
     }
     if (rc < 0)
-        return rb_fail(KAFKA_ERR_INVALID_RECORD, err, errlen, "record %" PRId32 ": %s",
-                       expected_delta, it.err);
+        return rb_fail(KAFKA_ERR_INVALID_RECORD, err, errlen, "record %" PRId32 ": %s", expected_delta, it.err);
     if (expected_delta != h->record_count)
-        return rb_fail(KAFKA_ERR_INVALID_RECORD, err, errlen, "batch holds %" PRId32
-                       " records but declares %" PRId32, expected_delta, h->record_count);
+        return rb_fail(KAFKA_ERR_INVALID_RECORD, err, errlen, "batch holds %" PRId32 " records but declares %" PRId32,
+                       expected_delta, h->record_count);
     return KAFKA_ERR_NONE;
 }
 
-int16_t record_batch_validate(const uint8_t *buf, size_t len, int32_t max_batch_bytes,
-                              struct record_batch_header *out, char *err, size_t errlen)
+int16_t record_batch_validate(const uint8_t *buf, size_t len, int32_t max_batch_bytes, struct record_batch_header *out,
+                              char *err, size_t errlen)
 {
     struct record_batch_header h;
     if (len < RECORD_BATCH_LOG_OVERHEAD + 5)
-        return rb_fail(KAFKA_ERR_CORRUPT_MESSAGE, err, errlen,
-                       "record batch truncated: %zu bytes", len);
+        return rb_fail(KAFKA_ERR_CORRUPT_MESSAGE, err, errlen, "record batch truncated: %zu bytes", len);
     int32_t batch_length = (int32_t)rb_be32(buf + RECORD_BATCH_OFFSET_BATCH_LENGTH);
     int8_t magic = (int8_t)buf[RECORD_BATCH_OFFSET_MAGIC];
     /* Magic first: an old-format message set has a shorter header, so its
@@ -130,32 +127,29 @@ int16_t record_batch_validate(const uint8_t *buf, size_t len, int32_t max_batch_
     if (magic != RECORD_BATCH_MAGIC)
         return rb_fail(KAFKA_ERR_CORRUPT_MESSAGE, err, errlen, "invalid magic byte %d", magic);
     if (batch_length < RECORD_BATCH_HEADER_SIZE - RECORD_BATCH_LOG_OVERHEAD)
-        return rb_fail(KAFKA_ERR_CORRUPT_MESSAGE, err, errlen,
-                       "batch length %" PRId32 " is smaller than the header", batch_length);
+        return rb_fail(KAFKA_ERR_CORRUPT_MESSAGE, err, errlen, "batch length %" PRId32 " is smaller than the header",
+                       batch_length);
     size_t total = (size_t)batch_length + RECORD_BATCH_LOG_OVERHEAD;
     if (max_batch_bytes >= 0 && total > (size_t)max_batch_bytes)
-        return rb_fail(KAFKA_ERR_MESSAGE_TOO_LARGE, err, errlen,
-                       "batch of %zu bytes exceeds the limit of %" PRId32, total,
-                       max_batch_bytes);
+        return rb_fail(KAFKA_ERR_MESSAGE_TOO_LARGE, err, errlen, "batch of %zu bytes exceeds the limit of %" PRId32,
+                       total, max_batch_bytes);
     if (total > len)
-        return rb_fail(KAFKA_ERR_CORRUPT_MESSAGE, err, errlen,
-                       "batch length %zu exceeds the %zu bytes available", total, len);
+        return rb_fail(KAFKA_ERR_CORRUPT_MESSAGE, err, errlen, "batch length %zu exceeds the %zu bytes available",
+                       total, len);
     record_batch_parse_header(buf, len, &h);
     uint32_t crc = record_batch_compute_crc(buf, total);
     if (crc != h.crc)
-        return rb_fail(KAFKA_ERR_CORRUPT_MESSAGE, err, errlen,
-                       "CRC mismatch: stored 0x%08x, computed 0x%08x", h.crc, crc);
+        return rb_fail(KAFKA_ERR_CORRUPT_MESSAGE, err, errlen, "CRC mismatch: stored 0x%08x, computed 0x%08x", h.crc,
+                       crc);
     if (h.record_count < 1)
-        return rb_fail(KAFKA_ERR_INVALID_RECORD, err, errlen, "invalid record count %" PRId32,
-                       h.record_count);
+        return rb_fail(KAFKA_ERR_INVALID_RECORD, err, errlen, "invalid record count %" PRId32, h.record_count);
     if (h.last_offset_delta < 0 || (int64_t)h.last_offset_delta + 1 != h.record_count)
         return rb_fail(KAFKA_ERR_INVALID_RECORD, err, errlen,
-                       "record count %" PRId32 " disagrees with last offset delta %" PRId32,
-                       h.record_count, h.last_offset_delta);
+                       "record count %" PRId32 " disagrees with last offset delta %" PRId32, h.record_count,
+                       h.last_offset_delta);
     int compression = record_batch_compression(&h);
     if (compression > RECORD_BATCH_COMPRESSION_ZSTD)
-        return rb_fail(KAFKA_ERR_INVALID_RECORD, err, errlen, "unknown compression codec %d",
-                       compression);
+        return rb_fail(KAFKA_ERR_INVALID_RECORD, err, errlen, "unknown compression codec %d", compression);
     if (compression == RECORD_BATCH_COMPRESSION_NONE) {
         int16_t rc = rb_validate_records(buf, total, &h, err, errlen);
         if (rc != KAFKA_ERR_NONE)

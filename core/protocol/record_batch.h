@@ -103,8 +103,8 @@ static inline bool record_batch_is_control(const struct record_batch_header *h)
  *    compression codec, or (uncompressed only) a record whose varints or
  *    lengths overrun it, offsetDeltas not 0,1,2..., or a count mismatch.
  * Compressed batches are checked at the header and CRC level only. */
-int16_t record_batch_validate(const uint8_t *buf, size_t len, int32_t max_batch_bytes,
-                              struct record_batch_header *out, char *err, size_t errlen);
+int16_t record_batch_validate(const uint8_t *buf, size_t len, int32_t max_batch_bytes, struct record_batch_header *out,
+                              char *err, size_t errlen);
 
 /* CRC32C over attributes..end of a batch of total size len. */
 uint32_t record_batch_compute_crc(const uint8_t *batch, size_t len);
@@ -163,12 +163,10 @@ struct record_batch_record_iter {
 /* Start iterating the records of an uncompressed batch (len = total size).
  * Returns 0, or -1 (message in it->err) when the header is short or the
  * batch is compressed. Does not check the CRC. */
-int record_batch_records_begin(struct record_batch_record_iter *it, const uint8_t *batch,
-                               size_t len);
+int record_batch_records_begin(struct record_batch_record_iter *it, const uint8_t *batch, size_t len);
 /* 1: next record in *out. 0: end, recordCount records read and the batch
  * exactly consumed. -1: malformed (message in it->err). */
-int record_batch_records_next(struct record_batch_record_iter *it,
-                              struct record_batch_record *out);
+int record_batch_records_next(struct record_batch_record_iter *it, struct record_batch_record *out);
 
 struct record_batch_header_field {
     const uint8_t *key;
@@ -183,11 +181,9 @@ struct record_batch_headers_iter {
     int32_t remaining;
 };
 
-void record_batch_headers_begin(struct record_batch_headers_iter *it,
-                                const struct record_batch_record *rec);
+void record_batch_headers_begin(struct record_batch_headers_iter *it, const struct record_batch_record *rec);
 /* 1: next header, 0: end, -1: malformed. */
-int record_batch_headers_next(struct record_batch_headers_iter *it,
-                              struct record_batch_header_field *out);
+int record_batch_headers_next(struct record_batch_headers_iter *it, struct record_batch_header_field *out);
 
 /* Kafka varints (zigzag, base-128). Return bytes consumed, or 0 when the
  * input is truncated or too long. */
@@ -214,9 +210,8 @@ struct record_batch_builder {
 
 void record_batch_builder_init(struct record_batch_builder *b, int64_t base_timestamp);
 /* Append one record; key_len / value_len -1 for null. Returns 0 or -1. */
-int record_batch_builder_add(struct record_batch_builder *b, int64_t timestamp, const void *key,
-                             int32_t key_len, const void *value, int32_t value_len,
-                             const struct record_batch_header_field *headers,
+int record_batch_builder_add(struct record_batch_builder *b, int64_t timestamp, const void *key, int32_t key_len,
+                             const void *value, int32_t value_len, const struct record_batch_header_field *headers,
                              int32_t header_count);
 /* Write the header and CRC, hand the buffer to the caller (free() it).
  * Returns 0, or -1 on allocation failure or an empty batch. The builder is

@@ -95,8 +95,7 @@ static inline size_t rb_varlong(const uint8_t *p, const uint8_t *end, int64_t *o
     return record_batch_read_varlong(p, end, out);
 }
 
-int record_batch_records_begin(struct record_batch_record_iter *it, const uint8_t *batch,
-                               size_t len)
+int record_batch_records_begin(struct record_batch_record_iter *it, const uint8_t *batch, size_t len)
 {
     struct record_batch_header h;
     it->err[0] = '\0';
@@ -105,8 +104,7 @@ int record_batch_records_begin(struct record_batch_record_iter *it, const uint8_
         return -1;
     }
     if (record_batch_compression(&h) != RECORD_BATCH_COMPRESSION_NONE) {
-        snprintf(it->err, sizeof it->err, "batch is compressed (codec %d)",
-                 record_batch_compression(&h));
+        snprintf(it->err, sizeof it->err, "batch is compressed (codec %d)", record_batch_compression(&h));
         return -1;
     }
     it->pos = batch + RECORD_BATCH_HEADER_SIZE;
@@ -126,8 +124,7 @@ static int rb_iter_fail(struct record_batch_record_iter *it, const char *what)
 }
 
 /* Read a varint length (-1 = null) and that many bytes. */
-static int rb_read_bytes(const uint8_t **pp, const uint8_t *end, const uint8_t **data,
-                         int32_t *len, bool nullable)
+static int rb_read_bytes(const uint8_t **pp, const uint8_t *end, const uint8_t **data, int32_t *len, bool nullable)
 {
     size_t n = rb_varint(*pp, end, len);
     if (n == 0)
@@ -151,15 +148,13 @@ static int rb_skip_headers(const uint8_t **pp, const uint8_t *end, int32_t count
     for (int32_t i = 0; i < count; i++) {
         const uint8_t *data;
         int32_t len;
-        if (rb_read_bytes(pp, end, &data, &len, false) != 0 ||
-            rb_read_bytes(pp, end, &data, &len, true) != 0)
+        if (rb_read_bytes(pp, end, &data, &len, false) != 0 || rb_read_bytes(pp, end, &data, &len, true) != 0)
             return -1;
     }
     return 0;
 }
 
-int record_batch_records_next(struct record_batch_record_iter *it,
-                              struct record_batch_record *out)
+int record_batch_records_next(struct record_batch_record_iter *it, struct record_batch_record *out)
 {
     if (it->remaining == 0) {
         if (it->pos != it->end)
@@ -190,8 +185,7 @@ int record_batch_records_next(struct record_batch_record_iter *it,
         return rb_iter_fail(it, "bad key length");
     if (rb_read_bytes(&p, rec_end, &out->value, &out->value_len, true) != 0)
         return rb_iter_fail(it, "bad value length");
-    if ((n = rb_varint(p, rec_end, &out->header_count)) == 0 ||
-        out->header_count < 0)
+    if ((n = rb_varint(p, rec_end, &out->header_count)) == 0 || out->header_count < 0)
         return rb_iter_fail(it, "bad header count");
     p += n;
     out->headers = p;
@@ -202,24 +196,21 @@ int record_batch_records_next(struct record_batch_record_iter *it,
         return rb_iter_fail(it, "record length disagrees with its contents");
     out->offset = it->base_offset + out->offset_delta;
     /* Unsigned add: a hostile delta must not be undefined behaviour. */
-    out->timestamp = it->log_append_time
-                         ? it->max_timestamp
-                         : (int64_t)((uint64_t)it->base_timestamp + (uint64_t)ts_delta);
+    out->timestamp = it->log_append_time ? it->max_timestamp
+                                         : (int64_t)((uint64_t)it->base_timestamp + (uint64_t)ts_delta);
     it->pos = rec_end;
     it->remaining--;
     return 1;
 }
 
-void record_batch_headers_begin(struct record_batch_headers_iter *it,
-                                const struct record_batch_record *rec)
+void record_batch_headers_begin(struct record_batch_headers_iter *it, const struct record_batch_record *rec)
 {
     it->pos = rec->headers;
     it->end = rec->headers + rec->headers_len;
     it->remaining = rec->header_count;
 }
 
-int record_batch_headers_next(struct record_batch_headers_iter *it,
-                              struct record_batch_header_field *out)
+int record_batch_headers_next(struct record_batch_headers_iter *it, struct record_batch_header_field *out)
 {
     if (it->remaining <= 0)
         return 0;
@@ -279,9 +270,8 @@ static void rb_put_bytes(uint8_t **pp, const void *data, int32_t len)
     }
 }
 
-int record_batch_builder_add(struct record_batch_builder *b, int64_t timestamp, const void *key,
-                             int32_t key_len, const void *value, int32_t value_len,
-                             const struct record_batch_header_field *headers,
+int record_batch_builder_add(struct record_batch_builder *b, int64_t timestamp, const void *key, int32_t key_len,
+                             const void *value, int32_t value_len, const struct record_batch_header_field *headers,
                              int32_t header_count)
 {
     if (key_len < -1 || value_len < -1 || header_count < 0)
@@ -292,8 +282,7 @@ int record_batch_builder_add(struct record_batch_builder *b, int64_t timestamp, 
     for (int32_t i = 0; i < header_count; i++) {
         if (headers[i].key_len < 0 || headers[i].value_len < -1)
             return -1;
-        body_max += 20 + (size_t)headers[i].key_len +
-                    (headers[i].value_len > 0 ? (size_t)headers[i].value_len : 0);
+        body_max += 20 + (size_t)headers[i].key_len + (headers[i].value_len > 0 ? (size_t)headers[i].value_len : 0);
     }
     if (rb_builder_reserve(b, body_max + 10) != 0)
         return -1;

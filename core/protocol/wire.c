@@ -94,12 +94,30 @@ static uint64_t read_be(struct kafka_reader *r, size_t n)
     return v;
 }
 
-int8_t kafka_read_int8(struct kafka_reader *r) { return (int8_t)(uint8_t)read_be(r, 1); }
-int16_t kafka_read_int16(struct kafka_reader *r) { return (int16_t)(uint16_t)read_be(r, 2); }
-int32_t kafka_read_int32(struct kafka_reader *r) { return (int32_t)(uint32_t)read_be(r, 4); }
-int64_t kafka_read_int64(struct kafka_reader *r) { return (int64_t)read_be(r, 8); }
-uint16_t kafka_read_uint16(struct kafka_reader *r) { return (uint16_t)read_be(r, 2); }
-uint32_t kafka_read_uint32(struct kafka_reader *r) { return (uint32_t)read_be(r, 4); }
+int8_t kafka_read_int8(struct kafka_reader *r)
+{
+    return (int8_t)(uint8_t)read_be(r, 1);
+}
+int16_t kafka_read_int16(struct kafka_reader *r)
+{
+    return (int16_t)(uint16_t)read_be(r, 2);
+}
+int32_t kafka_read_int32(struct kafka_reader *r)
+{
+    return (int32_t)(uint32_t)read_be(r, 4);
+}
+int64_t kafka_read_int64(struct kafka_reader *r)
+{
+    return (int64_t)read_be(r, 8);
+}
+uint16_t kafka_read_uint16(struct kafka_reader *r)
+{
+    return (uint16_t)read_be(r, 2);
+}
+uint32_t kafka_read_uint32(struct kafka_reader *r)
+{
+    return (uint32_t)read_be(r, 4);
+}
 
 double kafka_read_float64(struct kafka_reader *r)
 {
@@ -593,13 +611,34 @@ static void write_be(struct kafka_writer *w, uint64_t v, size_t n)
     w->len += n;
 }
 
-void kafka_write_int8(struct kafka_writer *w, int8_t v) { write_be(w, (uint8_t)v, 1); }
-void kafka_write_int16(struct kafka_writer *w, int16_t v) { write_be(w, (uint16_t)v, 2); }
-void kafka_write_int32(struct kafka_writer *w, int32_t v) { write_be(w, (uint32_t)v, 4); }
-void kafka_write_int64(struct kafka_writer *w, int64_t v) { write_be(w, (uint64_t)v, 8); }
-void kafka_write_uint16(struct kafka_writer *w, uint16_t v) { write_be(w, v, 2); }
-void kafka_write_uint32(struct kafka_writer *w, uint32_t v) { write_be(w, v, 4); }
-void kafka_write_bool(struct kafka_writer *w, bool v) { write_be(w, v ? 1 : 0, 1); }
+void kafka_write_int8(struct kafka_writer *w, int8_t v)
+{
+    write_be(w, (uint8_t)v, 1);
+}
+void kafka_write_int16(struct kafka_writer *w, int16_t v)
+{
+    write_be(w, (uint16_t)v, 2);
+}
+void kafka_write_int32(struct kafka_writer *w, int32_t v)
+{
+    write_be(w, (uint32_t)v, 4);
+}
+void kafka_write_int64(struct kafka_writer *w, int64_t v)
+{
+    write_be(w, (uint64_t)v, 8);
+}
+void kafka_write_uint16(struct kafka_writer *w, uint16_t v)
+{
+    write_be(w, v, 2);
+}
+void kafka_write_uint32(struct kafka_writer *w, uint32_t v)
+{
+    write_be(w, v, 4);
+}
+void kafka_write_bool(struct kafka_writer *w, bool v)
+{
+    write_be(w, v ? 1 : 0, 1);
+}
 
 void kafka_write_float64(struct kafka_writer *w, double v)
 {
@@ -625,7 +664,10 @@ void kafka_write_uvarlong(struct kafka_writer *w, uint64_t v)
     kafka_write_raw(w, tmp, n);
 }
 
-void kafka_write_uvarint(struct kafka_writer *w, uint32_t v) { kafka_write_uvarlong(w, v); }
+void kafka_write_uvarint(struct kafka_writer *w, uint32_t v)
+{
+    kafka_write_uvarlong(w, v);
+}
 
 void kafka_write_varint(struct kafka_writer *w, int32_t v)
 {
@@ -647,9 +689,18 @@ size_t kafka_uvarlong_size(uint64_t v)
     return n;
 }
 
-size_t kafka_uvarint_size(uint32_t v) { return kafka_uvarlong_size(v); }
-size_t kafka_varint_size(int32_t v) { return kafka_uvarlong_size(((uint32_t)v << 1) ^ (uint32_t)(v >> 31)); }
-size_t kafka_varlong_size(int64_t v) { return kafka_uvarlong_size(((uint64_t)v << 1) ^ (uint64_t)(v >> 63)); }
+size_t kafka_uvarint_size(uint32_t v)
+{
+    return kafka_uvarlong_size(v);
+}
+size_t kafka_varint_size(int32_t v)
+{
+    return kafka_uvarlong_size(((uint32_t)v << 1) ^ (uint32_t)(v >> 31));
+}
+size_t kafka_varlong_size(int64_t v)
+{
+    return kafka_uvarlong_size(((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
 
 void kafka_write_string(struct kafka_writer *w, struct kafka_str s)
 {

@@ -33,18 +33,18 @@
 
 enum raft_error {
     RAFT_OK = 0,
-    RAFT_ERR_NOT_LEADER = 6,          /* NOT_LEADER_OR_FOLLOWER */
+    RAFT_ERR_NOT_LEADER = 6, /* NOT_LEADER_OR_FOLLOWER */
     RAFT_ERR_FENCED_LEADER_EPOCH = 74,
     RAFT_ERR_UNKNOWN_LEADER_EPOCH = 75,
     RAFT_ERR_INCONSISTENT_VOTER_SET = 94,
-    RAFT_ERR_INVALID = 87,            /* bad argument from the caller */
+    RAFT_ERR_INVALID = 87, /* bad argument from the caller */
     RAFT_ERR_NOMEM = -1,
 };
 
 enum raft_role {
     RAFT_UNATTACHED = 0, /* no known leader in this epoch */
     RAFT_FOLLOWER,
-    RAFT_PROSPECTIVE,    /* asking for pre-votes; epoch unchanged */
+    RAFT_PROSPECTIVE, /* asking for pre-votes; epoch unchanged */
     RAFT_CANDIDATE,
     RAFT_LEADER,
 };
@@ -120,8 +120,8 @@ struct raft_fetch_resp {
     int64_t diverging_end_offset; /* -1: none */
     int32_t current_leader_id;
     int32_t current_leader_epoch;
-    int64_t fetch_offset;         /* the request's; records start here */
-    struct raft_entry *records;   /* owned, consecutive from fetch_offset */
+    int64_t fetch_offset;       /* the request's; records start here */
+    struct raft_entry *records; /* owned, consecutive from fetch_offset */
     int32_t n_records;
 };
 
@@ -157,12 +157,12 @@ struct raft_quorum_state {
 };
 
 enum raft_output_type {
-    RAFT_OUT_SEND = 1,    /* msg */
-    RAFT_OUT_APPEND,      /* entry: write it at entry.offset */
-    RAFT_OUT_TRUNCATE,    /* offset: drop every entry at or past it */
-    RAFT_OUT_PERSIST_QS,  /* qs, qs_version: report back with raft_node_qs_persisted */
+    RAFT_OUT_SEND = 1,       /* msg */
+    RAFT_OUT_APPEND,         /* entry: write it at entry.offset */
+    RAFT_OUT_TRUNCATE,       /* offset: drop every entry at or past it */
+    RAFT_OUT_PERSIST_QS,     /* qs, qs_version: report back with raft_node_qs_persisted */
     RAFT_OUT_HIGH_WATERMARK, /* offset: entries below it are committed */
-    RAFT_OUT_ROLE,        /* role, epoch, leader_id */
+    RAFT_OUT_ROLE,           /* role, epoch, leader_id */
 };
 
 struct raft_output {
@@ -188,7 +188,7 @@ struct raft_config {
     int64_t election_backoff_max_ms; /* controller.quorum.election.backoff.max.ms */
     int64_t fetch_idle_ms;           /* wait before re-fetching after an empty answer */
     int32_t fetch_max_records;
-    uint64_t seed;                   /* randomizes timeouts; no global PRNG */
+    uint64_t seed; /* randomizes timeouts; no global PRNG */
 };
 
 /* Kafka's defaults (1000, 2000, 1000 ms) and the rest. */
@@ -199,10 +199,8 @@ struct raft_node;
 /* Starts a replica from what is durable: the last persisted quorum state
  * (NULL: none) and the fsynced log entries (copied). node_id need not be a
  * voter: then the replica is an observer. */
-int raft_node_create(struct raft_node **out, const struct raft_config *cfg,
-                     const struct raft_quorum_state *qs,
-                     const struct raft_entry *entries, int64_t n_entries,
-                     int64_t now_ms);
+int raft_node_create(struct raft_node **out, const struct raft_config *cfg, const struct raft_quorum_state *qs,
+                     const struct raft_entry *entries, int64_t n_entries, int64_t now_ms);
 void raft_node_destroy(struct raft_node *node);
 
 /* Inputs. Each may queue outputs. */
@@ -210,8 +208,7 @@ void raft_node_tick(struct raft_node *node, int64_t now_ms);
 void raft_node_receive(struct raft_node *node, int64_t now_ms, const struct raft_msg *msg);
 /* Appends a client entry at the leader; *offset_out gets its offset.
  * RAFT_ERR_NOT_LEADER when this replica is not the leader. */
-int raft_node_append(struct raft_node *node, int64_t now_ms, const void *data,
-                     uint32_t len, int64_t *offset_out);
+int raft_node_append(struct raft_node *node, int64_t now_ms, const void *data, uint32_t len, int64_t *offset_out);
 /* Every entry now in the log below `offset` is fsynced. */
 void raft_node_flushed(struct raft_node *node, int64_t now_ms, int64_t offset);
 void raft_node_qs_persisted(struct raft_node *node, int64_t now_ms, uint64_t version);

@@ -13,8 +13,8 @@ int64_t raft_election_timeout(struct raft_node *n)
 
 static int64_t election_backoff(struct raft_node *n)
 {
-    return 1 + (int64_t)raft_rand(n, (uint64_t)(n->cfg.election_backoff_max_ms > 0
-                                                    ? n->cfg.election_backoff_max_ms : 1));
+    return 1 +
+           (int64_t)raft_rand(n, (uint64_t)(n->cfg.election_backoff_max_ms > 0 ? n->cfg.election_backoff_max_ms : 1));
 }
 
 void raft_become_unattached(struct raft_node *n, int32_t epoch, int64_t deadline)
@@ -54,8 +54,7 @@ bool raft_observe_epoch(struct raft_node *n, int32_t epoch, int32_t leader)
             raft_become_unattached(n, epoch, n->now + raft_election_timeout(n));
         return true;
     }
-    if (epoch == n->epoch && leader >= 0 && leader != self && n->leader_id == RAFT_NO_ID &&
-        n->role != RAFT_LEADER)
+    if (epoch == n->epoch && leader >= 0 && leader != self && n->leader_id == RAFT_NO_ID && n->role != RAFT_LEADER)
         raft_become_follower(n, epoch, leader);
     return false;
 }
@@ -194,8 +193,7 @@ static bool log_up_to_date(const struct raft_node *n, const struct raft_vote_req
     return true;
 #else
     int32_t mine = raft_last_epoch(n);
-    return r->last_offset_epoch > mine ||
-           (r->last_offset_epoch == mine && r->last_offset >= n->log_len);
+    return r->last_offset_epoch > mine || (r->last_offset_epoch == mine && r->last_offset >= n->log_len);
 #endif
 }
 
@@ -230,8 +228,7 @@ static bool grant_vote(struct raft_node *n, const struct raft_vote_req *r)
 void raft_on_vote_req(struct raft_node *n, const struct raft_msg *m)
 {
     const struct raft_vote_req *r = &m->u.vote_req;
-    struct raft_msg resp = {.type = RAFT_MSG_VOTE_RESP, .dst = m->src,
-                            .correlation_id = m->correlation_id};
+    struct raft_msg resp = {.type = RAFT_MSG_VOTE_RESP, .dst = m->src, .correlation_id = m->correlation_id};
     bool granted = false;
 
     resp.u.vote_resp.pre_vote = r->pre_vote;
@@ -276,12 +273,13 @@ void raft_on_vote_resp(struct raft_node *n, const struct raft_msg *m)
     }
 }
 
-static void send_epoch_resp(struct raft_node *n, const struct raft_msg *m,
-                            enum raft_msg_type type, int16_t error)
+static void send_epoch_resp(struct raft_node *n, const struct raft_msg *m, enum raft_msg_type type, int16_t error)
 {
     struct raft_msg resp = {.type = type, .dst = m->src, .correlation_id = m->correlation_id};
     resp.u.epoch_resp = (struct raft_epoch_resp){
-        .error_code = error, .leader_id = n->leader_id, .leader_epoch = n->epoch,
+        .error_code = error,
+        .leader_id = n->leader_id,
+        .leader_epoch = n->epoch,
     };
     raft_send(n, &resp);
 }
@@ -294,8 +292,7 @@ void raft_on_begin_req(struct raft_node *n, const struct raft_msg *m)
         (r->leader_epoch == n->epoch &&
          (n->role == RAFT_LEADER || (n->leader_id >= 0 && n->leader_id != r->leader_id))))
         error = RAFT_ERR_FENCED_LEADER_EPOCH;
-    else if (n->role != RAFT_FOLLOWER || n->epoch != r->leader_epoch ||
-             n->leader_id != r->leader_id)
+    else if (n->role != RAFT_FOLLOWER || n->epoch != r->leader_epoch || n->leader_id != r->leader_id)
         raft_become_follower(n, r->leader_epoch, r->leader_id);
     if (error == RAFT_OK)
         n->leader_contact = n->now;
@@ -326,8 +323,8 @@ void raft_on_epoch_resp(struct raft_node *n, const struct raft_msg *m)
     if (raft_observe_epoch(n, r->leader_epoch, r->leader_id))
         return;
     int idx = raft_voter_index(n, m->src);
-    if (m->type == RAFT_MSG_BEGIN_EPOCH_RESP && n->role == RAFT_LEADER && idx >= 0 &&
-        r->error_code == RAFT_OK && r->leader_epoch == n->epoch)
+    if (m->type == RAFT_MSG_BEGIN_EPOCH_RESP && n->role == RAFT_LEADER && idx >= 0 && r->error_code == RAFT_OK &&
+        r->leader_epoch == n->epoch)
         n->begin_acked[idx] = true;
 }
 
@@ -337,8 +334,7 @@ void raft_resign(struct raft_node *n)
         if (i == n->self_index)
             continue;
         struct raft_msg m = {.type = RAFT_MSG_END_EPOCH_REQ, .dst = n->cfg.voters[i]};
-        m.u.end_req = (struct raft_end_epoch_req){.leader_id = n->cfg.node_id,
-                                                 .leader_epoch = n->epoch};
+        m.u.end_req = (struct raft_end_epoch_req){.leader_id = n->cfg.node_id, .leader_epoch = n->epoch};
         raft_send(n, &m);
     }
     raft_become_unattached(n, n->epoch, n->now + raft_election_timeout(n));

@@ -41,7 +41,7 @@ struct raft_node {
     int64_t fetch_sent_at;
     bool fetch_inflight;
     int32_t fetch_correlation; /* of the fetch in flight */
-    int32_t discover_next; /* observer without leader: voter index to ask */
+    int32_t discover_next;     /* observer without leader: voter index to ask */
 
     /* election */
     bool granted[RAFT_MAX_VOTERS];
@@ -72,8 +72,7 @@ void raft_set_role(struct raft_node *n, enum raft_role role);
 int raft_log_append(struct raft_node *n, int32_t epoch, const void *data, uint32_t len);
 void raft_log_truncate(struct raft_node *n, int64_t offset);
 void raft_raise_hw(struct raft_node *n, int64_t hw);
-void raft_end_offset_for_epoch(const struct raft_node *n, int32_t epoch,
-                               int32_t *epoch_out, int64_t *end_out);
+void raft_end_offset_for_epoch(const struct raft_node *n, int32_t epoch, int32_t *epoch_out, int64_t *end_out);
 
 /* raft_election.c */
 void raft_become_unattached(struct raft_node *n, int32_t epoch, int64_t deadline);

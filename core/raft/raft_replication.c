@@ -20,8 +20,7 @@ static int64_t request_timeout_ms(const struct raft_node *n)
 static void send_begin(struct raft_node *n, int i)
 {
     struct raft_msg m = {.type = RAFT_MSG_BEGIN_EPOCH_REQ, .dst = n->cfg.voters[i]};
-    m.u.begin_req = (struct raft_begin_epoch_req){.leader_id = n->cfg.node_id,
-                                                 .leader_epoch = n->epoch};
+    m.u.begin_req = (struct raft_begin_epoch_req){.leader_id = n->cfg.node_id, .leader_epoch = n->epoch};
     raft_send(n, &m);
 }
 
@@ -147,8 +146,7 @@ static void attach_records(const struct raft_node *n, struct raft_fetch_resp *re
 void raft_on_fetch_req(struct raft_node *n, const struct raft_msg *m)
 {
     const struct raft_fetch_req *r = &m->u.fetch_req;
-    struct raft_msg resp = {.type = RAFT_MSG_FETCH_RESP, .dst = m->src,
-                            .correlation_id = m->correlation_id};
+    struct raft_msg resp = {.type = RAFT_MSG_FETCH_RESP, .dst = m->src, .correlation_id = m->correlation_id};
     struct raft_fetch_resp *fr = &resp.u.fetch_resp;
     fr->error_code = fetch_error(n, r);
     fr->high_watermark = -1;
@@ -227,8 +225,7 @@ void raft_on_fetch_resp(struct raft_node *n, const struct raft_msg *m)
     }
     for (int32_t i = 0; i < r->n_records; i++) {
         const struct raft_entry *e = &r->records[i];
-        if (e->offset != n->log_len ||
-            raft_log_append(n, e->epoch, e->data, e->len) != RAFT_OK)
+        if (e->offset != n->log_len || raft_log_append(n, e->epoch, e->data, e->len) != RAFT_OK)
             break;
     }
     if (r->high_watermark > n->leader_hw)

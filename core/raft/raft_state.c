@@ -8,11 +8,16 @@
 const char *raft_role_name(enum raft_role role)
 {
     switch (role) {
-    case RAFT_UNATTACHED: return "unattached";
-    case RAFT_FOLLOWER: return "follower";
-    case RAFT_PROSPECTIVE: return "prospective";
-    case RAFT_CANDIDATE: return "candidate";
-    case RAFT_LEADER: return "leader";
+    case RAFT_UNATTACHED:
+        return "unattached";
+    case RAFT_FOLLOWER:
+        return "follower";
+    case RAFT_PROSPECTIVE:
+        return "prospective";
+    case RAFT_CANDIDATE:
+        return "candidate";
+    case RAFT_LEADER:
+        return "leader";
     }
     return "?";
 }
@@ -188,7 +193,10 @@ void raft_set_role(struct raft_node *n, enum raft_role role)
 {
     n->role = role;
     struct raft_output o = {
-        .type = RAFT_OUT_ROLE, .role = role, .epoch = n->epoch, .leader_id = n->leader_id,
+        .type = RAFT_OUT_ROLE,
+        .role = role,
+        .epoch = n->epoch,
+        .leader_id = n->leader_id,
     };
     raft_emit(n, &o);
 }
@@ -240,8 +248,7 @@ void raft_raise_hw(struct raft_node *n, int64_t hw)
 
 /* Kafka's endOffsetForEpoch: the largest epoch in the log not above `epoch`
  * and the offset where it ends. Epochs never decrease along the log. */
-void raft_end_offset_for_epoch(const struct raft_node *n, int32_t epoch,
-                               int32_t *epoch_out, int64_t *end_out)
+void raft_end_offset_for_epoch(const struct raft_node *n, int32_t epoch, int32_t *epoch_out, int64_t *end_out)
 {
     int64_t i = n->log_len - 1;
     while (i >= 0 && n->log[i].epoch > epoch)
@@ -250,14 +257,12 @@ void raft_end_offset_for_epoch(const struct raft_node *n, int32_t epoch,
     *end_out = i + 1;
 }
 
-int raft_node_create(struct raft_node **out, const struct raft_config *cfg,
-                     const struct raft_quorum_state *qs,
+int raft_node_create(struct raft_node **out, const struct raft_config *cfg, const struct raft_quorum_state *qs,
                      const struct raft_entry *entries, int64_t n_entries, int64_t now_ms)
 {
     *out = NULL;
-    if (cfg->n_voters < 1 || cfg->n_voters > RAFT_MAX_VOTERS || cfg->node_id < 0 ||
-        cfg->election_timeout_ms <= 0 || cfg->fetch_timeout_ms <= 0 ||
-        cfg->fetch_max_records <= 0)
+    if (cfg->n_voters < 1 || cfg->n_voters > RAFT_MAX_VOTERS || cfg->node_id < 0 || cfg->election_timeout_ms <= 0 ||
+        cfg->fetch_timeout_ms <= 0 || cfg->fetch_max_records <= 0)
         return RAFT_ERR_INVALID;
     struct raft_node *n = calloc(1, sizeof *n);
     if (!n)
@@ -270,8 +275,8 @@ int raft_node_create(struct raft_node **out, const struct raft_config *cfg,
     n->voted_id = qs ? qs->voted_id : RAFT_NO_ID;
     n->leader_id = qs ? qs->leader_id : RAFT_NO_ID;
     for (int64_t i = 0; i < n_entries; i++) {
-        if (entries[i].offset != i || raft_log_append(n, entries[i].epoch, entries[i].data,
-                                                      entries[i].len) != RAFT_OK) {
+        if (entries[i].offset != i ||
+            raft_log_append(n, entries[i].epoch, entries[i].data, entries[i].len) != RAFT_OK) {
             raft_node_destroy(n);
             return RAFT_ERR_INVALID;
         }
@@ -338,20 +343,33 @@ void raft_node_receive(struct raft_node *n, int64_t now_ms, const struct raft_ms
     if (m->dst != n->cfg.node_id)
         return;
     switch (m->type) {
-    case RAFT_MSG_VOTE_REQ: raft_on_vote_req(n, m); break;
-    case RAFT_MSG_VOTE_RESP: raft_on_vote_resp(n, m); break;
-    case RAFT_MSG_BEGIN_EPOCH_REQ: raft_on_begin_req(n, m); break;
-    case RAFT_MSG_END_EPOCH_REQ: raft_on_end_req(n, m); break;
+    case RAFT_MSG_VOTE_REQ:
+        raft_on_vote_req(n, m);
+        break;
+    case RAFT_MSG_VOTE_RESP:
+        raft_on_vote_resp(n, m);
+        break;
+    case RAFT_MSG_BEGIN_EPOCH_REQ:
+        raft_on_begin_req(n, m);
+        break;
+    case RAFT_MSG_END_EPOCH_REQ:
+        raft_on_end_req(n, m);
+        break;
     case RAFT_MSG_BEGIN_EPOCH_RESP:
-    case RAFT_MSG_END_EPOCH_RESP: raft_on_epoch_resp(n, m); break;
-    case RAFT_MSG_FETCH_REQ: raft_on_fetch_req(n, m); break;
-    case RAFT_MSG_FETCH_RESP: raft_on_fetch_resp(n, m); break;
+    case RAFT_MSG_END_EPOCH_RESP:
+        raft_on_epoch_resp(n, m);
+        break;
+    case RAFT_MSG_FETCH_REQ:
+        raft_on_fetch_req(n, m);
+        break;
+    case RAFT_MSG_FETCH_RESP:
+        raft_on_fetch_resp(n, m);
+        break;
     }
     raft_node_tick(n, now_ms);
 }
 
-int raft_node_append(struct raft_node *n, int64_t now_ms, const void *data, uint32_t len,
-                     int64_t *offset_out)
+int raft_node_append(struct raft_node *n, int64_t now_ms, const void *data, uint32_t len, int64_t *offset_out)
 {
     if (!advance_clock(n, now_ms))
         return RAFT_ERR_NOMEM;
@@ -415,13 +433,34 @@ bool raft_node_poll(struct raft_node *n, struct raft_output *out)
     return true;
 }
 
-enum raft_role raft_node_role(const struct raft_node *n) { return n->role; }
-int32_t raft_node_epoch(const struct raft_node *n) { return n->epoch; }
-int32_t raft_node_leader(const struct raft_node *n) { return n->leader_id; }
-int64_t raft_node_high_watermark(const struct raft_node *n) { return n->hw; }
-int64_t raft_node_end_offset(const struct raft_node *n) { return n->log_len; }
-bool raft_node_is_voter(const struct raft_node *n) { return n->self_index >= 0; }
-bool raft_node_failed(const struct raft_node *n) { return n->failed; }
+enum raft_role raft_node_role(const struct raft_node *n)
+{
+    return n->role;
+}
+int32_t raft_node_epoch(const struct raft_node *n)
+{
+    return n->epoch;
+}
+int32_t raft_node_leader(const struct raft_node *n)
+{
+    return n->leader_id;
+}
+int64_t raft_node_high_watermark(const struct raft_node *n)
+{
+    return n->hw;
+}
+int64_t raft_node_end_offset(const struct raft_node *n)
+{
+    return n->log_len;
+}
+bool raft_node_is_voter(const struct raft_node *n)
+{
+    return n->self_index >= 0;
+}
+bool raft_node_failed(const struct raft_node *n)
+{
+    return n->failed;
+}
 
 const struct raft_entry *raft_node_entry(const struct raft_node *n, int64_t offset)
 {

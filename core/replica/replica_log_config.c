@@ -8,8 +8,7 @@
 /* More dynamic configs than a topic can hold (one per topic-level key). */
 #define MAX_TOPIC_OVERRIDES 64
 
-void replica_log_config(const struct broker_config *config, const struct metadata_topic *topic,
-                        struct log_config *out)
+void replica_log_config(const struct broker_config *config, const struct metadata_topic *topic, struct log_config *out)
 {
     struct config_kv overrides[MAX_TOPIC_OVERRIDES] = {{0}};
     int32_t n = 0;

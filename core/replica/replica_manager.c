@@ -115,8 +115,7 @@ static size_t bucket_of(const struct replica_manager *rm, const char *topic, int
 }
 
 /* Under lock. The link pointing at the entry (or at the chain's NULL end). */
-static struct hosted_partition **find_link(struct replica_manager *rm, const char *topic,
-                                           int32_t partition)
+static struct hosted_partition **find_link(struct replica_manager *rm, const char *topic, int32_t partition)
 {
     struct hosted_partition **link = &rm->buckets[bucket_of(rm, topic, partition)];
     while (*link && ((*link)->partition != partition || strcmp((*link)->topic, topic) != 0))
@@ -151,8 +150,8 @@ static void maybe_grow(struct replica_manager *rm)
 }
 
 /* Tell every listener; on the applying thread, without the lock. */
-static void notify(struct replica_manager *rm, const char *topic, int32_t partition,
-                   bool became_leader, int32_t leader_epoch)
+static void notify(struct replica_manager *rm, const char *topic, int32_t partition, bool became_leader,
+                   int32_t leader_epoch)
 {
     pthread_mutex_lock(&rm->lock);
     size_t n = rm->listener_count;
@@ -220,8 +219,8 @@ static int32_t *copy_ids(const int32_t *ids, int32_t count)
 /* Record part's state for a hosted partition whose log is log (a new
  * reference, taken over). Returns whether listeners must hear of it: a new
  * partition, or a new leader epoch. */
-static bool record_state(struct replica_manager *rm, const char *topic,
-                         const struct metadata_partition *part, struct partition_log *log)
+static bool record_state(struct replica_manager *rm, const char *topic, const struct metadata_partition *part,
+                         struct partition_log *log)
 {
     int32_t *replicas = copy_ids(part->replicas, part->replica_count);
     int32_t *isr = copy_ids(part->isr, part->isr_count);
@@ -297,8 +296,7 @@ static void apply_partition(struct replica_manager *rm, const struct metadata_to
     }
     char err[256] = "";
     struct partition_log *log = NULL;
-    if (log_manager_create(rm->logs, t->name, p, t->topic_id.bytes, cfg, &log, err, sizeof err) !=
-            KAFKA_ERR_NONE ||
+    if (log_manager_create(rm->logs, t->name, p, t->topic_id.bytes, cfg, &log, err, sizeof err) != KAFKA_ERR_NONE ||
         !log) {
         logger_error("replica", "cannot create the log of %s-%d: %s", t->name, p, err);
         return;
@@ -395,8 +393,8 @@ size_t replica_manager_leader_count(struct replica_manager *rm)
     return n;
 }
 
-int64_t replica_manager_update_high_watermark(struct replica_manager *rm, const char *topic,
-                                              int32_t partition, int64_t offset)
+int64_t replica_manager_update_high_watermark(struct replica_manager *rm, const char *topic, int32_t partition,
+                                              int64_t offset)
 {
     struct partition_log *log = NULL;
     if (!replica_manager_lookup(rm, topic, partition, NULL, &log))
@@ -440,8 +438,7 @@ static ssize_t snapshot_leadership(struct replica_manager *rm, struct leadership
     return (ssize_t)n;
 }
 
-int replica_manager_add_leadership_listener(struct replica_manager *rm, replica_leadership_fn fn,
-                                            void *ctx)
+int replica_manager_add_leadership_listener(struct replica_manager *rm, replica_leadership_fn fn, void *ctx)
 {
     pthread_mutex_lock(&rm->apply_lock);
     pthread_mutex_lock(&rm->lock);
@@ -479,8 +476,7 @@ void replica_manager_remove_leadership_listener(struct replica_manager *rm, int 
     pthread_mutex_lock(&rm->lock);
     for (size_t i = 0; i < rm->listener_count; i++) {
         if (rm->listeners[i].id == id) {
-            memmove(&rm->listeners[i], &rm->listeners[i + 1],
-                    (rm->listener_count - i - 1) * sizeof *rm->listeners);
+            memmove(&rm->listeners[i], &rm->listeners[i + 1], (rm->listener_count - i - 1) * sizeof *rm->listeners);
             rm->listener_count--;
             break;
         }

@@ -34,8 +34,7 @@ struct replica_manager;
 /* The effective log settings of a topic (NULL: the broker's defaults): its
  * dynamic configs over the broker's. An invalid topic config is logged and
  * the broker's defaults used. */
-void replica_log_config(const struct broker_config *config, const struct metadata_topic *topic,
-                        struct log_config *out);
+void replica_log_config(const struct broker_config *config, const struct metadata_topic *topic, struct log_config *out);
 
 struct replica_manager_options {
     struct log_manager *logs;           /* borrowed; outlives the manager */
@@ -87,8 +86,8 @@ size_t replica_manager_leader_count(struct replica_manager *rm);
  * (never backward, at most the log end). Ignored while the partition's log
  * tracks its end (leader with ISR = {self}). Returns the high watermark
  * after the call, or -1 when the partition is not hosted. */
-int64_t replica_manager_update_high_watermark(struct replica_manager *rm, const char *topic,
-                                              int32_t partition, int64_t offset);
+int64_t replica_manager_update_high_watermark(struct replica_manager *rm, const char *topic, int32_t partition,
+                                              int64_t offset);
 
 /* Told when this broker becomes leader of a hosted partition (became_leader
  * true) or stops leading it: becomes follower, or the partition goes away
@@ -99,12 +98,11 @@ int64_t replica_manager_update_high_watermark(struct replica_manager *rm, const 
  * __transaction_state partitions here. Calls are serialised. A listener
  * must not add or remove listeners nor call metadata store mutations (it
  * may run under the store's lock); lookups are fine. */
-typedef void (*replica_leadership_fn)(void *ctx, const char *topic, int32_t partition,
-                                      bool became_leader, int32_t leader_epoch);
+typedef void (*replica_leadership_fn)(void *ctx, const char *topic, int32_t partition, bool became_leader,
+                                      int32_t leader_epoch);
 /* Returns a listener id (> 0), or -1 when out of memory. Before returning,
  * calls fn for every partition hosted now, on the caller's thread. */
-int replica_manager_add_leadership_listener(struct replica_manager *rm, replica_leadership_fn fn,
-                                            void *ctx);
+int replica_manager_add_leadership_listener(struct replica_manager *rm, replica_leadership_fn fn, void *ctx);
 /* No call to the listener follows the return. */
 void replica_manager_remove_leadership_listener(struct replica_manager *rm, int id);
 

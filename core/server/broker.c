@@ -66,9 +66,9 @@ static int validate_topic_config(void *ctx, const char *key, const char *value, 
 static int start_metadata(struct broker *b, const char *dir, char *err, size_t errlen)
 {
     struct listener_spec listeners[NET_MAX_LISTENERS];
-    int n = config_parse_listeners(config_advertised_listeners(b->config), listeners, NET_MAX_LISTENERS, err,
-                                   errlen);
-    if (n < 0) return -1;
+    int n = config_parse_listeners(config_advertised_listeners(b->config), listeners, NET_MAX_LISTENERS, err, errlen);
+    if (n < 0)
+        return -1;
     struct metadata_endpoint endpoints[NET_MAX_LISTENERS];
     for (int i = 0; i < n; i++) {
         endpoints[i].listener = listeners[i].name;
@@ -88,7 +88,8 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
         .validate_topic_config = validate_topic_config,
         .snapshot_bytes = config_get_long(b->config, "metadata.log.max.record.bytes.between.snapshots"),
     };
-    if (metadata_store_open(&opts, &b->metadata, err, errlen) != 0) return -1;
+    if (metadata_store_open(&opts, &b->metadata, err, errlen) != 0)
+        return -1;
     struct replica_manager_options ropts = {.logs = b->logs, .config = b->config, .node_id = b->env.node_id};
     if (replica_manager_create(&ropts, &b->replicas) != 0) {
         snprintf(err, errlen, "out of memory");
@@ -138,10 +139,10 @@ static int start_transactions(struct broker *b, char *err, size_t errlen)
         .allocate_ctx = b,
         .max_timeout_ms = config_get_int(b->config, "transaction.max.timeout.ms"),
         .id_expiration_ms = config_get_int(b->config, "transactional.id.expiration.ms"),
-        .abort_check_interval_ms =
-            config_get_int(b->config, "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
-        .expiration_check_interval_ms =
-            config_get_int(b->config, "transaction.remove.expired.transaction.cleanup.interval.ms"),
+        .abort_check_interval_ms = config_get_int(b->config,
+                                                  "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+        .expiration_check_interval_ms = config_get_int(b->config,
+                                                       "transaction.remove.expired.transaction.cleanup.interval.ms"),
         .background_thread = true,
     };
     b->txn_shards = coordinator_shards_create(txn_log_partition_count(b->txn_log));
@@ -168,7 +169,8 @@ static void lead_held_partitions(struct broker *b, const char *name, struct inte
     const struct metadata_image *img = metadata_image_acquire(b->metadata);
     const struct metadata_topic *topic = metadata_image_topic_by_name(img, name, strlen(name));
     for (int32_t p = 0; p < internal_topic_partition_count(t); p++) {
-        if (!internal_topic_partition_log(t, p)) continue;
+        if (!internal_topic_partition_log(t, p))
+            continue;
         const struct metadata_partition *part = topic ? metadata_topic_partition(topic, p) : NULL;
         int32_t epoch = part && part->present && part->leader_epoch >= 0 ? part->leader_epoch : 0;
         coordinator_runtime_on_leadership(b->coordinators, name, p, true, epoch);
@@ -185,13 +187,14 @@ static int load_coordinators(struct broker *b, char *err, size_t errlen)
     int64_t started = clock_mono_ms();
     lead_held_partitions(b, GROUP_LOG_TOPIC, group_log_topic(b->group_log));
     lead_held_partitions(b, TXN_LOG_TOPIC, txn_log_topic(b->txn_log));
-    if (coordinator_runtime_wait_idle(b->coordinators, err, errlen) != 0) return -1;
+    if (coordinator_runtime_wait_idle(b->coordinators, err, errlen) != 0)
+        return -1;
     logger_info("server", "loaded %s and %s in %lld ms", GROUP_LOG_TOPIC, TXN_LOG_TOPIC,
                 (long long)(clock_mono_ms() - started));
     /* From here the replica layer tells the runtime of leadership changes;
      * registering repeats the current leaders, which the runtime ignores. */
-    b->leadership_listener =
-        replica_manager_add_leadership_listener(b->replicas, coordinator_runtime_on_leadership, b->coordinators);
+    b->leadership_listener = replica_manager_add_leadership_listener(b->replicas, coordinator_runtime_on_leadership,
+                                                                     b->coordinators);
     if (b->leadership_listener < 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -207,7 +210,8 @@ static int start_network(struct broker *b, char *err, size_t errlen)
     int n = config_parse_listeners(config_get_string(b->config, "listeners"), listeners, NET_MAX_LISTENERS, err,
                                    errlen);
     if (n <= 0) {
-        if (n == 0) snprintf(err, errlen, "listeners is empty: nothing to serve on");
+        if (n == 0)
+            snprintf(err, errlen, "listeners is empty: nothing to serve on");
         return -1;
     }
     for (int i = 0; i < n; i++) {
@@ -230,7 +234,8 @@ static int start_network(struct broker *b, char *err, size_t errlen)
     net.connections_max_idle_ms = config_get_long(b->config, "connections.max.idle.ms");
     net.socket_send_buffer_bytes = config_get_int(b->config, "socket.send.buffer.bytes");
     net.socket_receive_buffer_bytes = config_get_int(b->config, "socket.receive.buffer.bytes");
-    if (net_server_start(&net, handlers_dispatch, &b->env, &b->net, err, errlen) != 0) return -1;
+    if (net_server_start(&net, handlers_dispatch, &b->env, &b->net, err, errlen) != 0)
+        return -1;
     for (int i = 0; i < n; i++)
         logger_info("server", "listening on %s://%s:%d", listeners[i].name,
                     listeners[i].host[0] ? listeners[i].host : "0.0.0.0", net_server_bound_port(b->net, i));
@@ -274,8 +279,8 @@ static int start_groups(struct broker *b, char *err, size_t errlen)
     b->group_shards = coordinator_shards_create(opts.offsets_topic_partitions);
     opts.shards = b->group_shards;
     if (!b->group_shards || group_coordinator_create(&opts, &b->groups) != 0 ||
-        coordinator_runtime_register(b->coordinators, GROUP_LOG_TOPIC, b->group_shards,
-                                     group_coordinator_shard_ops(), b->groups) != 0) {
+        coordinator_runtime_register(b->coordinators, GROUP_LOG_TOPIC, b->group_shards, group_coordinator_shard_ops(),
+                                     b->groups) != 0) {
         snprintf(err, errlen, "cannot start the group coordinator");
         return -1;
     }
@@ -290,15 +295,13 @@ static int start_logs(struct broker *b, const char *const *dirs, size_t dir_coun
     opts.retention_check_interval_ms = config_get_long(b->config, "log.retention.check.interval.ms");
     opts.flush_scheduler_interval_ms = config_get_long(b->config, "log.flush.scheduler.interval.ms");
     opts.flush_offset_checkpoint_interval_ms = config_get_long(b->config, "log.flush.offset.checkpoint.interval.ms");
-    opts.producer_expiration_check_interval_ms =
-        config_get_long(b->config, "producer.id.expiration.check.interval.ms");
+    opts.producer_expiration_check_interval_ms = config_get_long(b->config, "producer.id.expiration.check.interval.ms");
     opts.background_thread = true;
     opts.recovery_threads_per_data_dir = config_get_int(b->config, "num.recovery.threads.per.data.dir");
     opts.cleaner.enable = config_get_bool(b->config, "log.cleaner.enable");
     opts.cleaner.backoff_ms = config_get_long(b->config, "log.cleaner.backoff.ms");
     opts.cleaner.threads = config_get_int(b->config, "log.cleaner.threads");
-    opts.cleaner.io_max_bytes_per_second =
-        config_get_double(b->config, "log.cleaner.io.max.bytes.per.second");
+    opts.cleaner.io_max_bytes_per_second = config_get_double(b->config, "log.cleaner.io.max.bytes.per.second");
     opts.cleaner.dedupe_buffer_bytes = config_get_long(b->config, "log.cleaner.dedupe.buffer.size");
     opts.cleaner.load_factor = config_get_double(b->config, "log.cleaner.io.buffer.load.factor");
     struct log_config defaults;
@@ -331,15 +334,18 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         goto fail;
     }
     for (size_t i = 0; i < dir_count; i++)
-        if (fs_mkdir_p(dirs[i], err, errlen) != 0) goto fail;
-    if (meta_properties_ensure(dirs, dir_count, b->env.node_id, config_get_string(cfg, "cluster.id"),
-                               b->cluster_id, err, errlen) != 0)
+        if (fs_mkdir_p(dirs[i], err, errlen) != 0)
+            goto fail;
+    if (meta_properties_ensure(dirs, dir_count, b->env.node_id, config_get_string(cfg, "cluster.id"), b->cluster_id,
+                               err, errlen) != 0)
         goto fail;
     /* Plugins are ready before the first connection, and a plugin that
      * fails stops start-up before logs, metadata or listeners open. */
-    if (plugin_host_start(cfg, b->env.node_id, b->cluster_id, &b->plugins, err, errlen) != 0) goto fail;
+    if (plugin_host_start(cfg, b->env.node_id, b->cluster_id, &b->plugins, err, errlen) != 0)
+        goto fail;
     b->env.plugins = b->plugins;
-    if (start_logs(b, dirs, dir_count, err, errlen) != 0) goto fail;
+    if (start_logs(b, dirs, dir_count, err, errlen) != 0)
+        goto fail;
     b->env.logs = b->logs;
     if (purgatory_create("fetch", &b->fetch_purgatory) != 0) {
         snprintf(err, errlen, "cannot start the fetch purgatory");
@@ -352,21 +358,26 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         goto fail;
     }
     b->env.fetch_sessions = b->fetch_sessions;
-    if (start_metadata(b, dirs[0], err, errlen) != 0) goto fail;
+    if (start_metadata(b, dirs[0], err, errlen) != 0)
+        goto fail;
     b->env.metadata = b->metadata;
     const char *metrics_listen = config_get_string(cfg, "metrics.http.listener");
-    if (metrics_listen && metrics_listen[0] &&
-        metrics_http_start(metrics_listen, &b->metrics_http, err, errlen) != 0)
+    if (metrics_listen && metrics_listen[0] && metrics_http_start(metrics_listen, &b->metrics_http, err, errlen) != 0)
         goto fail;
-    if (start_groups(b, err, errlen) != 0) goto fail;
+    if (start_groups(b, err, errlen) != 0)
+        goto fail;
     /* Set before the transaction coordinator loads: loading may write the
      * markers of prepared transactions at once. */
-    b->markers = (struct txn_markers_local){.logs = b->logs, .fetch_purgatory = b->fetch_purgatory, .groups = b->groups};
-    if (start_transactions(b, err, errlen) != 0) goto fail;
-    if (load_coordinators(b, err, errlen) != 0) goto fail;
-    if (start_network(b, err, errlen) != 0) goto fail;
-    logger_info("server", "cairnd started: node %d, cluster %s, data in %s, %lld ms", b->env.node_id,
-                b->cluster_id, dirs[0], (long long)(clock_mono_ms() - started));
+    b->markers = (struct txn_markers_local){
+        .logs = b->logs, .fetch_purgatory = b->fetch_purgatory, .groups = b->groups};
+    if (start_transactions(b, err, errlen) != 0)
+        goto fail;
+    if (load_coordinators(b, err, errlen) != 0)
+        goto fail;
+    if (start_network(b, err, errlen) != 0)
+        goto fail;
+    logger_info("server", "cairnd started: node %d, cluster %s, data in %s, %lld ms", b->env.node_id, b->cluster_id,
+                dirs[0], (long long)(clock_mono_ms() - started));
     *out = b;
     return 0;
 fail:
@@ -376,7 +387,8 @@ fail:
 
 void broker_stop(struct broker *b)
 {
-    if (!b) return;
+    if (!b)
+        return;
     /* Order matters: stop taking requests, let parked fetches answer, then
      * close the data and metadata logs cleanly. */
     /* Parked JoinGroup/SyncGroup requests answer NOT_COORDINATOR now, so
@@ -384,28 +396,35 @@ void broker_stop(struct broker *b)
     group_coordinator_shutdown(b->groups);
     /* No leadership change reaches the runtime, and no load or unload runs
      * past here (one in progress finishes first). */
-    if (b->leadership_listener > 0) replica_manager_remove_leadership_listener(b->replicas, b->leadership_listener);
+    if (b->leadership_listener > 0)
+        replica_manager_remove_leadership_listener(b->replicas, b->leadership_listener);
     coordinator_runtime_destroy(b->coordinators);
-    if (b->net) net_server_stop(b->net, 10000);
+    if (b->net)
+        net_server_stop(b->net, 10000);
     /* Its thread writes markers, which wake the purgatory and complete
      * group offsets: stop it before either goes. */
     txn_coordinator_destroy(b->txn_coordinator);
     txn_log_close(b->txn_log);
-    if (b->fetch_purgatory) purgatory_destroy(b->fetch_purgatory);
-    if (b->net) net_server_free(b->net);
+    if (b->fetch_purgatory)
+        purgatory_destroy(b->fetch_purgatory);
+    if (b->net)
+        net_server_free(b->net);
     /* Every request has completed: no table call can still be running. */
     metrics_http_stop(b->metrics_http);
     plugin_host_stop(b->plugins);
     group_coordinator_destroy(b->groups);
-    if (b->group_log) group_log_close(b->group_log);
+    if (b->group_log)
+        group_log_close(b->group_log);
     coordinator_shards_free(b->group_shards);
     coordinator_shards_free(b->txn_shards);
     if (b->metadata) {
-        if (b->metadata_subscription > 0) metadata_store_unsubscribe(b->metadata, b->metadata_subscription);
+        if (b->metadata_subscription > 0)
+            metadata_store_unsubscribe(b->metadata, b->metadata_subscription);
         metadata_store_close(b->metadata);
     }
     replica_manager_destroy(b->replicas);
-    if (b->logs) log_manager_close(b->logs, true);
+    if (b->logs)
+        log_manager_close(b->logs, true);
     fetch_session_cache_destroy(b->fetch_sessions);
     config_free(b->config);
     free(b);

@@ -31,9 +31,11 @@ int main(int argc, char **argv)
     if (rc == 0 && plugin_docs) {
         rc = plugin_host_print_docs(cfg, stdout, err, sizeof err);
         config_free(cfg);
-        if (rc == 0) return 0;
+        if (rc == 0)
+            return 0;
     }
-    if (rc == 1) return 0;
+    if (rc == 1)
+        return 0;
     if (rc != 0) {
         fprintf(stderr, "cairnd: %s\n", err);
         return 2;

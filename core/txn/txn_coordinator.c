@@ -372,7 +372,10 @@ static void shard_unload(void *coordinator, int32_t partition)
 
 static const struct coordinator_shard_ops shard_ops = {.load = shard_load, .unload = shard_unload};
 
-const struct coordinator_shard_ops *txn_coordinator_shard_ops(void) { return &shard_ops; }
+const struct coordinator_shard_ops *txn_coordinator_shard_ops(void)
+{
+    return &shard_ops;
+}
 
 bool txn_entry_active(struct txn_coordinator *c, const struct txn_entry *e)
 {
@@ -388,8 +391,7 @@ int32_t txn_coordinator_epoch_for(struct txn_coordinator *c, const char *transac
 {
     if (!c->opts.shards)
         return c->opts.coordinator_epoch;
-    return coordinator_shards_epoch(c->opts.shards,
-                                    coordinator_shards_partition_of(c->opts.shards, transactional_id));
+    return coordinator_shards_epoch(c->opts.shards, coordinator_shards_partition_of(c->opts.shards, transactional_id));
 }
 
 int16_t txn_coordinator_ownership(struct txn_coordinator *c, const char *transactional_id)
@@ -637,9 +639,8 @@ int16_t txn_coordinator_add_partitions(struct txn_coordinator *c, const char *tr
     return code;
 }
 
-int16_t txn_coordinator_verify_partitions(struct txn_coordinator *c, const char *transactional_id,
-                                          int64_t producer_id, int16_t producer_epoch,
-                                          const struct txn_topic_partition *parts, size_t count,
+int16_t txn_coordinator_verify_partitions(struct txn_coordinator *c, const char *transactional_id, int64_t producer_id,
+                                          int16_t producer_epoch, const struct txn_topic_partition *parts, size_t count,
                                           int16_t *part_errors)
 {
     pthread_mutex_lock(&c->lock);
@@ -672,8 +673,7 @@ int16_t txn_coordinator_end(struct txn_coordinator *c, const char *transactional
             break;
         }
         int64_t now = txn_now(c);
-        code = txn_persist(c, e, e->producer_id, e->producer_epoch, prepare, e->parts, e->part_count, e->start_ms,
-                           now);
+        code = txn_persist(c, e, e->producer_id, e->producer_epoch, prepare, e->parts, e->part_count, e->start_ms, now);
         if (code != KAFKA_ERR_NONE)
             break;
         txn_set_state(e, prepare);

@@ -43,11 +43,11 @@ struct txn_coordinator_options {
     /* Wall clock for transaction times; NULL means clock_wall_ms. */
     int64_t (*now_ms)(void *ctx);
     void *clock_ctx;
-    int32_t max_timeout_ms;              /* transaction.max.timeout.ms; <= 0 means 900000 */
-    int64_t id_expiration_ms;            /* transactional.id.expiration.ms; <= 0 means 604800000 */
-    int64_t abort_check_interval_ms;     /* transaction.abort.timed.out.transaction.cleanup.interval.ms */
+    int32_t max_timeout_ms;               /* transaction.max.timeout.ms; <= 0 means 900000 */
+    int64_t id_expiration_ms;             /* transactional.id.expiration.ms; <= 0 means 604800000 */
+    int64_t abort_check_interval_ms;      /* transaction.abort.timed.out.transaction.cleanup.interval.ms */
     int64_t expiration_check_interval_ms; /* transaction.remove.expired.transaction.cleanup.interval.ms */
-    int32_t coordinator_epoch;           /* passed to write_markers when shards is NULL */
+    int32_t coordinator_epoch;            /* passed to write_markers when shards is NULL */
     /* Which __transaction_state partitions are served here (the coordinator
      * runtime loads and unloads them through txn_coordinator_shard_ops; an
      * id's markers carry its partition's coordinator epoch). NULL: every id
@@ -99,9 +99,8 @@ int16_t txn_coordinator_add_partitions(struct txn_coordinator *c, const char *tr
 /* AddPartitionsToTxn v4 verify_only: the transaction-level error, or NONE
  * with part_errors[i] NONE for partitions in the open transaction and
  * INVALID_TXN_STATE for the others. */
-int16_t txn_coordinator_verify_partitions(struct txn_coordinator *c, const char *transactional_id,
-                                          int64_t producer_id, int16_t producer_epoch,
-                                          const struct txn_topic_partition *parts, size_t count,
+int16_t txn_coordinator_verify_partitions(struct txn_coordinator *c, const char *transactional_id, int64_t producer_id,
+                                          int16_t producer_epoch, const struct txn_topic_partition *parts, size_t count,
                                           int16_t *part_errors);
 
 /* EndTxn: writes PrepareCommit/PrepareAbort and returns; markers follow. */
@@ -134,8 +133,7 @@ typedef void (*txn_view_fn)(void *ctx, const struct txn_view *view);
 
 /* Calls visit for the id: NONE, TRANSACTIONAL_ID_NOT_FOUND, or an ownership
  * error. Visitors run under the coordinator's lock and must not call it. */
-int16_t txn_coordinator_describe(struct txn_coordinator *c, const char *transactional_id, txn_view_fn visit,
-                                 void *ctx);
+int16_t txn_coordinator_describe(struct txn_coordinator *c, const char *transactional_id, txn_view_fn visit, void *ctx);
 /* Visits every known id; COORDINATOR_LOAD_IN_PROGRESS while loading. */
 int16_t txn_coordinator_list(struct txn_coordinator *c, txn_view_fn visit, void *ctx);
 

@@ -47,13 +47,12 @@ static void free_marker_parts(struct txn_marker_partition *parts, size_t count)
 /* Writes the Complete record once every marker is in. Caller holds the lock. */
 static bool finish(struct txn_coordinator *c, struct txn_entry *e)
 {
-    enum txn_state done =
-        e->state == TXN_STATE_PREPARE_COMMIT ? TXN_STATE_COMPLETE_COMMIT : TXN_STATE_COMPLETE_ABORT;
+    enum txn_state done = e->state == TXN_STATE_PREPARE_COMMIT ? TXN_STATE_COMPLETE_COMMIT : TXN_STATE_COMPLETE_ABORT;
     int64_t now = txn_now(c);
     int16_t code = txn_persist(c, e, e->producer_id, e->producer_epoch, done, NULL, 0, e->start_ms, now);
     if (code != KAFKA_ERR_NONE) {
-        logger_warn("txn", "%s: cannot record %s (error %d); will retry", e->transactional_id,
-                    txn_state_name(done), (int)code);
+        logger_warn("txn", "%s: cannot record %s (error %d); will retry", e->transactional_id, txn_state_name(done),
+                    (int)code);
         return false;
     }
     txn_set_state(e, done);
@@ -105,8 +104,8 @@ int txn_coordinator_complete_pending(struct txn_coordinator *c)
         int32_t coordinator_epoch = txn_entry_epoch(c, e);
         e->markers_in_flight = true;
         pthread_mutex_unlock(&c->lock);
-        int16_t rc = c->opts.markers->write_markers(c->opts.markers_ctx, producer_id, epoch, coordinator_epoch,
-                                                    commit, parts, count);
+        int16_t rc = c->opts.markers->write_markers(c->opts.markers_ctx, producer_id, epoch, coordinator_epoch, commit,
+                                                    parts, count);
         pthread_mutex_lock(&c->lock);
         e->markers_in_flight = false;
         pthread_cond_broadcast(&c->marker_done);
@@ -187,8 +186,7 @@ static void view_of(const struct txn_entry *e, struct txn_view *v)
     };
 }
 
-int16_t txn_coordinator_describe(struct txn_coordinator *c, const char *transactional_id, txn_view_fn visit,
-                                 void *ctx)
+int16_t txn_coordinator_describe(struct txn_coordinator *c, const char *transactional_id, txn_view_fn visit, void *ctx)
 {
     pthread_mutex_lock(&c->lock);
     int16_t code = txn_serving(c, transactional_id);

@@ -22,7 +22,7 @@ struct txn_entry {
     size_t part_count, part_cap;
     int64_t start_ms;
     int64_t last_update_ms;
-    bool markers_pending; /* Prepare*: markers still to write */
+    bool markers_pending;   /* Prepare*: markers still to write */
     bool markers_in_flight; /* being written with the lock dropped */
     int32_t partition;      /* of __transaction_state with shards; -1 otherwise */
 };
@@ -30,7 +30,7 @@ struct txn_entry {
 struct txn_coordinator {
     struct txn_coordinator_options opts;
     pthread_mutex_t lock;
-    pthread_cond_t wake; /* signalled when markers are due or on stop */
+    pthread_cond_t wake;        /* signalled when markers are due or on stop */
     pthread_cond_t marker_done; /* broadcast when an entry leaves markers_in_flight */
     bool loaded;
     bool stopping;

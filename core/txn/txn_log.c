@@ -65,7 +65,10 @@ int32_t txn_log_partition_count(const struct txn_log *tl)
     return tl ? internal_topic_partition_count(tl->topic) : 0;
 }
 
-struct internal_topic *txn_log_topic(const struct txn_log *tl) { return tl ? tl->topic : NULL; }
+struct internal_topic *txn_log_topic(const struct txn_log *tl)
+{
+    return tl ? tl->topic : NULL;
+}
 
 static int16_t log_for_id(struct txn_log *tl, const char *id, struct partition_log **out)
 {
@@ -95,8 +98,8 @@ static int32_t group_by_topic(const struct txn_log_record *rec, struct kafka_are
     *out = NULL;
     if (rec->partition_count == 0)
         return 0;
-    struct transaction_log_value_partitions_schema *topics =
-        kafka_arena_alloc(arena, rec->partition_count * sizeof *topics);
+    struct transaction_log_value_partitions_schema *topics = kafka_arena_alloc(arena,
+                                                                               rec->partition_count * sizeof *topics);
     int32_t *ids = kafka_arena_alloc(arena, rec->partition_count * sizeof *ids);
     if (!topics || !ids)
         return -1;

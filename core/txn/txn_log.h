@@ -60,7 +60,7 @@ struct txn_log_options {
     int16_t replication_factor; /* transaction.state.log.replication.factor (capped by live brokers) */
     int32_t segment_bytes;      /* transaction.state.log.segment.bytes, default 104857600 */
     int32_t node_id;
-    int32_t load_buffer_size;   /* transaction.state.log.load.buffer.size; <= 0 means 5242880 */
+    int32_t load_buffer_size; /* transaction.state.log.load.buffer.size; <= 0 means 5242880 */
 };
 
 /* Creates __transaction_state on first start and opens its partitions held

@@ -16,4 +16,7 @@ int64_t clock_mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int64_t clock_mono_ms(void) { return clock_mono_ns() / 1000000; }
+int64_t clock_mono_ms(void)
+{
+    return clock_mono_ns() / 1000000;
+}

@@ -34,8 +34,7 @@ static bool crc32c_hw_ok;
 static bool crc32c_fold_ok;
 /* Folding constants, one 128-bit lane each: {x^(d+31), x^(d-33)} mod P,
  * bit-reflected, for a fold distance of d bits. */
-static uint64_t crc32c_k2048[2], crc32c_k512[2], crc32c_k384[2], crc32c_k256[2],
-    crc32c_k128[2];
+static uint64_t crc32c_k2048[2], crc32c_k512[2], crc32c_k384[2], crc32c_k256[2], crc32c_k128[2];
 /* Below this many bytes folding does not pay for its set-up. */
 #define CRC32C_FOLD_MIN 512u
 static pthread_once_t crc32c_once = PTHREAD_ONCE_INIT;
@@ -65,8 +64,7 @@ static void crc32c_build_shift(uint32_t table[4][256], size_t zeros)
 
 static uint32_t crc32c_shift(const uint32_t table[4][256], uint32_t crc)
 {
-    return table[0][crc & 0xff] ^ table[1][(crc >> 8) & 0xff] ^ table[2][(crc >> 16) & 0xff] ^
-           table[3][crc >> 24];
+    return table[0][crc & 0xff] ^ table[1][(crc >> 8) & 0xff] ^ table[2][(crc >> 16) & 0xff] ^ table[3][crc >> 24];
 }
 
 /* x^n mod P (P = 0x1EDC6F41), bit-reflected as the CRC registers are. */
@@ -109,8 +107,8 @@ static void crc32c_init(void)
 #if CRC32C_HAVE_X86
     __builtin_cpu_init();
     crc32c_hw_ok = __builtin_cpu_supports("sse4.2");
-    crc32c_fold_ok = crc32c_hw_ok && __builtin_cpu_supports("avx512f") &&
-                     __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("pclmul");
+    crc32c_fold_ok = crc32c_hw_ok && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq") &&
+                     __builtin_cpu_supports("pclmul");
     crc32c_fold_constants(crc32c_k2048, 2048);
     crc32c_fold_constants(crc32c_k512, 512);
     crc32c_fold_constants(crc32c_k384, 384);
@@ -161,9 +159,8 @@ bool crc32c_hw_supported(void)
 }
 
 #if CRC32C_HAVE_X86
-__attribute__((target("sse4.2"))) static uint32_t
-crc32c_hw_streams(uint32_t crc, const uint8_t **pp, size_t *lenp, size_t stream,
-                  const uint32_t shift[4][256])
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw_streams(uint32_t crc, const uint8_t **pp, size_t *lenp,
+                                                                    size_t stream, const uint32_t shift[4][256])
 {
     const uint8_t *p = *pp;
     size_t len = *lenp;
@@ -184,8 +181,7 @@ crc32c_hw_streams(uint32_t crc, const uint8_t **pp, size_t *lenp, size_t stream,
     return crc;
 }
 
-__attribute__((target("sse4.2"))) static uint32_t crc32c_hw_raw(uint32_t crc, const uint8_t *p,
-                                                                size_t len)
+__attribute__((target("sse4.2"))) static uint32_t crc32c_hw_raw(uint32_t crc, const uint8_t *p, size_t len)
 {
     /* Align to 8 bytes first so the main loops use aligned loads. */
     while (len > 0 && ((uintptr_t)p & 7) != 0) {
@@ -215,15 +211,12 @@ uint32_t crc32c_hw(uint32_t crc, const void *data, size_t len)
 #define CRC32C_FOLD_TARGET "avx512f,vpclmulqdq,pclmul,sse4.2"
 
 /* Moves the 128-bit lanes of x d bits further along the message. */
-__attribute__((target(CRC32C_FOLD_TARGET))) static inline __m512i crc32c_fold512(__m512i x,
-                                                                              __m512i k)
+__attribute__((target(CRC32C_FOLD_TARGET))) static inline __m512i crc32c_fold512(__m512i x, __m512i k)
 {
-    return _mm512_xor_si512(_mm512_clmulepi64_epi128(x, k, 0x00),
-                            _mm512_clmulepi64_epi128(x, k, 0x11));
+    return _mm512_xor_si512(_mm512_clmulepi64_epi128(x, k, 0x00), _mm512_clmulepi64_epi128(x, k, 0x11));
 }
 
-__attribute__((target(CRC32C_FOLD_TARGET))) static inline __m128i crc32c_fold128(__m128i x,
-                                                                              const uint64_t k[2])
+__attribute__((target(CRC32C_FOLD_TARGET))) static inline __m128i crc32c_fold128(__m128i x, const uint64_t k[2])
 {
     __m128i kv = _mm_set_epi64x((long long)k[1], (long long)k[0]);
     return _mm_xor_si128(_mm_clmulepi64_si128(x, kv, 0x00), _mm_clmulepi64_si128(x, kv, 0x11));
@@ -231,14 +224,13 @@ __attribute__((target(CRC32C_FOLD_TARGET))) static inline __m128i crc32c_fold128
 
 __attribute__((target(CRC32C_FOLD_TARGET))) static inline __m512i crc32c_lanes(const uint64_t k[2])
 {
-    return _mm512_set_epi64((long long)k[1], (long long)k[0], (long long)k[1], (long long)k[0],
-                            (long long)k[1], (long long)k[0], (long long)k[1], (long long)k[0]);
+    return _mm512_set_epi64((long long)k[1], (long long)k[0], (long long)k[1], (long long)k[0], (long long)k[1],
+                            (long long)k[0], (long long)k[1], (long long)k[0]);
 }
 
 /* Raw CRC of len >= 256 bytes by folding; the tail under 64 bytes goes to
  * the crc32 instruction. */
-__attribute__((target(CRC32C_FOLD_TARGET))) static uint32_t
-crc32c_fold_raw(uint32_t crc, const uint8_t *p, size_t len)
+__attribute__((target(CRC32C_FOLD_TARGET))) static uint32_t crc32c_fold_raw(uint32_t crc, const uint8_t *p, size_t len)
 {
     __m512i x0 = _mm512_loadu_si512((const void *)p);
     __m512i x1 = _mm512_loadu_si512((const void *)(p + 64));
@@ -250,12 +242,9 @@ crc32c_fold_raw(uint32_t crc, const uint8_t *p, size_t len)
     const __m512i k2048 = crc32c_lanes(crc32c_k2048);
     while (len >= 256) {
         x0 = _mm512_xor_si512(crc32c_fold512(x0, k2048), _mm512_loadu_si512((const void *)p));
-        x1 = _mm512_xor_si512(crc32c_fold512(x1, k2048),
-                              _mm512_loadu_si512((const void *)(p + 64)));
-        x2 = _mm512_xor_si512(crc32c_fold512(x2, k2048),
-                              _mm512_loadu_si512((const void *)(p + 128)));
-        x3 = _mm512_xor_si512(crc32c_fold512(x3, k2048),
-                              _mm512_loadu_si512((const void *)(p + 192)));
+        x1 = _mm512_xor_si512(crc32c_fold512(x1, k2048), _mm512_loadu_si512((const void *)(p + 64)));
+        x2 = _mm512_xor_si512(crc32c_fold512(x2, k2048), _mm512_loadu_si512((const void *)(p + 128)));
+        x3 = _mm512_xor_si512(crc32c_fold512(x3, k2048), _mm512_loadu_si512((const void *)(p + 192)));
         p += 256;
         len -= 256;
     }

@@ -39,8 +39,7 @@ static void audit_free_strings(char **items, size_t count)
 }
 
 /* Splits a comma-separated list, skipping empty items. */
-static int audit_split_list(const char *list, char ***items_out, size_t *count_out, char *err,
-                            size_t errlen)
+static int audit_split_list(const char *list, char ***items_out, size_t *count_out, char *err, size_t errlen)
 {
     *items_out = NULL;
     *count_out = 0;
@@ -130,8 +129,7 @@ bool audit_filter_accepts(const struct audit_filter *filter, int32_t type, const
     return !audit_has_prefix(filter->exclude_prefixes, filter->exclude_prefix_count, resource_name);
 }
 
-static int audit_get_string(const struct cairn_host *host, const char *key, const char **out,
-                            char *err, size_t errlen)
+static int audit_get_string(const struct cairn_host *host, const char *key, const char **out, char *err, size_t errlen)
 {
     char why[256] = "";
     int rc = host->config_string(host->ctx, key, out, why, sizeof(why));
@@ -142,8 +140,8 @@ static int audit_get_string(const struct cairn_host *host, const char *key, cons
     return CAIRN_OK;
 }
 
-static int audit_get_int(const struct cairn_host *host, const char *key, int64_t min, int64_t max,
-                         int64_t *out, char *err, size_t errlen)
+static int audit_get_int(const struct cairn_host *host, const char *key, int64_t min, int64_t max, int64_t *out,
+                         char *err, size_t errlen)
 {
     char why[256] = "";
     if (host->config_int(host->ctx, key, out, why, sizeof(why)) != CAIRN_OK) {
@@ -151,15 +149,14 @@ static int audit_get_int(const struct cairn_host *host, const char *key, int64_t
         return CAIRN_INVALID;
     }
     if (*out < min || *out > max) {
-        snprintf(err, errlen, "config %s: %lld is outside [%lld, %lld]", key, (long long)*out,
-                 (long long)min, (long long)max);
+        snprintf(err, errlen, "config %s: %lld is outside [%lld, %lld]", key, (long long)*out, (long long)min,
+                 (long long)max);
         return CAIRN_INVALID;
     }
     return CAIRN_OK;
 }
 
-static int audit_load_filter(const struct cairn_host *host, struct audit_filter *filter, char *err,
-                             size_t errlen)
+static int audit_load_filter(const struct cairn_host *host, struct audit_filter *filter, char *err, size_t errlen)
 {
     static const char *const type_keys[2] = {"include.types", "exclude.types"};
     uint32_t *masks[2] = {&filter->include_types, &filter->exclude_types};
@@ -177,16 +174,13 @@ static int audit_load_filter(const struct cairn_host *host, struct audit_filter 
     if (audit_get_string(host, "include.resources", &include, err, errlen) != CAIRN_OK ||
         audit_get_string(host, "exclude.resources", &exclude, err, errlen) != CAIRN_OK)
         return CAIRN_INVALID;
-    if (audit_split_list(include, &filter->include_prefixes, &filter->include_prefix_count, err,
-                         errlen) != CAIRN_OK ||
-        audit_split_list(exclude, &filter->exclude_prefixes, &filter->exclude_prefix_count, err,
-                         errlen) != CAIRN_OK)
+    if (audit_split_list(include, &filter->include_prefixes, &filter->include_prefix_count, err, errlen) != CAIRN_OK ||
+        audit_split_list(exclude, &filter->exclude_prefixes, &filter->exclude_prefix_count, err, errlen) != CAIRN_OK)
         return CAIRN_ERROR;
     return CAIRN_OK;
 }
 
-int audit_config_load(const struct cairn_host *host, struct audit_config *config, char *err,
-                      size_t errlen)
+int audit_config_load(const struct cairn_host *host, struct audit_config *config, char *err, size_t errlen)
 {
     memset(config, 0, sizeof(*config));
     const char *value;
@@ -205,23 +199,21 @@ int audit_config_load(const struct cairn_host *host, struct audit_config *config
         return CAIRN_INVALID;
     /* Room for the ".N" suffix of rotated files. */
     if (value[0] == '\0' || strlen(value) + 16 >= sizeof(config->file_path)) {
-        snprintf(err, errlen, "config file.path: empty or longer than %zu bytes",
-                 sizeof(config->file_path) - 16);
+        snprintf(err, errlen, "config file.path: empty or longer than %zu bytes", sizeof(config->file_path) - 16);
         return CAIRN_INVALID;
     }
     snprintf(config->file_path, sizeof(config->file_path), "%s", value);
 
     char why[256] = "";
-    if (host->config_size(host->ctx, "file.max.bytes", &config->file_max_bytes, why, sizeof(why)) !=
-            CAIRN_OK ||
+    if (host->config_size(host->ctx, "file.max.bytes", &config->file_max_bytes, why, sizeof(why)) != CAIRN_OK ||
         config->file_max_bytes == 0) {
         snprintf(err, errlen, "config file.max.bytes: %s", why[0] ? why : "must be at least 1");
         return CAIRN_INVALID;
     }
-    if (audit_get_int(host, "file.max.files", 0, AUDIT_MAX_FILES_LIMIT, &config->file_max_files, err,
-                      errlen) != CAIRN_OK ||
-        audit_get_int(host, "queue.capacity", 1, AUDIT_QUEUE_CAPACITY_LIMIT, &config->queue_capacity,
-                      err, errlen) != CAIRN_OK)
+    if (audit_get_int(host, "file.max.files", 0, AUDIT_MAX_FILES_LIMIT, &config->file_max_files, err, errlen) !=
+            CAIRN_OK ||
+        audit_get_int(host, "queue.capacity", 1, AUDIT_QUEUE_CAPACITY_LIMIT, &config->queue_capacity, err, errlen) !=
+            CAIRN_OK)
         return CAIRN_INVALID;
 
     if (audit_get_string(host, "queue.full.policy", &value, err, errlen) != CAIRN_OK)

@@ -8,34 +8,113 @@
 #include <time.h>
 
 static const char *const audit_api_names[] = {
-    "Produce", "Fetch", "ListOffsets", "Metadata", "LeaderAndIsr", "StopReplica",
-    "UpdateMetadata", "ControlledShutdown", "OffsetCommit", "OffsetFetch", "FindCoordinator",
-    "JoinGroup", "Heartbeat", "LeaveGroup", "SyncGroup", "DescribeGroups", "ListGroups",
-    "SaslHandshake", "ApiVersions", "CreateTopics", "DeleteTopics", "DeleteRecords",
-    "InitProducerId", "OffsetForLeaderEpoch", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn",
-    "WriteTxnMarkers", "TxnOffsetCommit", "DescribeAcls", "CreateAcls", "DeleteAcls",
-    "DescribeConfigs", "AlterConfigs", "AlterReplicaLogDirs", "DescribeLogDirs",
-    "SaslAuthenticate", "CreatePartitions", "CreateDelegationToken", "RenewDelegationToken",
-    "ExpireDelegationToken", "DescribeDelegationToken", "DeleteGroups", "ElectLeaders",
-    "IncrementalAlterConfigs", "AlterPartitionReassignments", "ListPartitionReassignments",
-    "OffsetDelete", "DescribeClientQuotas", "AlterClientQuotas", "DescribeUserScramCredentials",
-    "AlterUserScramCredentials", "Vote", "BeginQuorumEpoch", "EndQuorumEpoch", "DescribeQuorum",
-    "AlterPartition", "UpdateFeatures", "Envelope", "FetchSnapshot", "DescribeCluster",
-    "DescribeProducers", "BrokerRegistration", "BrokerHeartbeat", "UnregisterBroker",
-    "DescribeTransactions", "ListTransactions", "AllocateProducerIds", "ConsumerGroupHeartbeat",
-    "ConsumerGroupDescribe", "ControllerRegistration", "GetTelemetrySubscriptions",
-    "PushTelemetry", "AssignReplicasToDirs", "ListClientMetricsResources",
-    "DescribeTopicPartitions", "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch",
-    "ShareAcknowledge", "AddRaftVoter", "RemoveRaftVoter", "UpdateRaftVoter",
-    "InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",
-    "DeleteShareGroupState", "ReadShareGroupStateSummary",
+    "Produce",
+    "Fetch",
+    "ListOffsets",
+    "Metadata",
+    "LeaderAndIsr",
+    "StopReplica",
+    "UpdateMetadata",
+    "ControlledShutdown",
+    "OffsetCommit",
+    "OffsetFetch",
+    "FindCoordinator",
+    "JoinGroup",
+    "Heartbeat",
+    "LeaveGroup",
+    "SyncGroup",
+    "DescribeGroups",
+    "ListGroups",
+    "SaslHandshake",
+    "ApiVersions",
+    "CreateTopics",
+    "DeleteTopics",
+    "DeleteRecords",
+    "InitProducerId",
+    "OffsetForLeaderEpoch",
+    "AddPartitionsToTxn",
+    "AddOffsetsToTxn",
+    "EndTxn",
+    "WriteTxnMarkers",
+    "TxnOffsetCommit",
+    "DescribeAcls",
+    "CreateAcls",
+    "DeleteAcls",
+    "DescribeConfigs",
+    "AlterConfigs",
+    "AlterReplicaLogDirs",
+    "DescribeLogDirs",
+    "SaslAuthenticate",
+    "CreatePartitions",
+    "CreateDelegationToken",
+    "RenewDelegationToken",
+    "ExpireDelegationToken",
+    "DescribeDelegationToken",
+    "DeleteGroups",
+    "ElectLeaders",
+    "IncrementalAlterConfigs",
+    "AlterPartitionReassignments",
+    "ListPartitionReassignments",
+    "OffsetDelete",
+    "DescribeClientQuotas",
+    "AlterClientQuotas",
+    "DescribeUserScramCredentials",
+    "AlterUserScramCredentials",
+    "Vote",
+    "BeginQuorumEpoch",
+    "EndQuorumEpoch",
+    "DescribeQuorum",
+    "AlterPartition",
+    "UpdateFeatures",
+    "Envelope",
+    "FetchSnapshot",
+    "DescribeCluster",
+    "DescribeProducers",
+    "BrokerRegistration",
+    "BrokerHeartbeat",
+    "UnregisterBroker",
+    "DescribeTransactions",
+    "ListTransactions",
+    "AllocateProducerIds",
+    "ConsumerGroupHeartbeat",
+    "ConsumerGroupDescribe",
+    "ControllerRegistration",
+    "GetTelemetrySubscriptions",
+    "PushTelemetry",
+    "AssignReplicasToDirs",
+    "ListClientMetricsResources",
+    "DescribeTopicPartitions",
+    "ShareGroupHeartbeat",
+    "ShareGroupDescribe",
+    "ShareFetch",
+    "ShareAcknowledge",
+    "AddRaftVoter",
+    "RemoveRaftVoter",
+    "UpdateRaftVoter",
+    "InitializeShareGroupState",
+    "ReadShareGroupState",
+    "WriteShareGroupState",
+    "DeleteShareGroupState",
+    "ReadShareGroupStateSummary",
 };
 
 /* Kafka's enum names (AclOperation, ResourceType, PatternType), indexed by
  * wire value. */
 static const char *const audit_operation_names[] = {
-    "UNKNOWN", "ANY", "ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE",
-    "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CREATE_TOKENS",
+    "UNKNOWN",
+    "ANY",
+    "ALL",
+    "READ",
+    "WRITE",
+    "CREATE",
+    "DELETE",
+    "ALTER",
+    "DESCRIBE",
+    "CLUSTER_ACTION",
+    "DESCRIBE_CONFIGS",
+    "ALTER_CONFIGS",
+    "IDEMPOTENT_WRITE",
+    "CREATE_TOKENS",
     "DESCRIBE_TOKENS",
 };
 static const char *const audit_resource_type_names[] = {
@@ -54,8 +133,7 @@ static const char *audit_table_name(const char *const *table, size_t count, int3
 
 const char *audit_api_name(int32_t api_key)
 {
-    return api_key >= 0 && (size_t)api_key < AUDIT_COUNT(audit_api_names) ? audit_api_names[api_key]
-                                                                          : "Unknown";
+    return api_key >= 0 && (size_t)api_key < AUDIT_COUNT(audit_api_names) ? audit_api_names[api_key] : "Unknown";
 }
 
 void audit_format_time(int64_t epoch_ms, char *out, size_t outlen)
@@ -107,26 +185,22 @@ static bool audit_add_request(json_t *object, const struct cairn_request_info *w
     /* Read only the fields the host's struct holds. */
     struct cairn_request_info request;
     memset(&request, 0, sizeof(request));
-    size_t size = wire_request->struct_size < sizeof(request) ? wire_request->struct_size
-                                                               : sizeof(request);
+    size_t size = wire_request->struct_size < sizeof(request) ? wire_request->struct_size : sizeof(request);
     memcpy(&request, wire_request, size);
-    request.api_key = CAIRN_HAS_FIELD(wire_request, struct cairn_request_info, api_key)
-                          ? wire_request->api_key
-                          : -1;
+    request.api_key = CAIRN_HAS_FIELD(wire_request, struct cairn_request_info, api_key) ? wire_request->api_key : -1;
 
     bool ok = true;
     if (request.principal && request.principal->name) {
         char principal[640];
-        snprintf(principal, sizeof(principal), "%s:%s",
-                 request.principal->type ? request.principal->type : "User",
+        snprintf(principal, sizeof(principal), "%s:%s", request.principal->type ? request.principal->type : "User",
                  request.principal->name);
         ok = ok && audit_set(object, "principal", audit_json_text(principal));
     }
     if (request.client_host) {
         char client[320];
         bool ipv6 = strchr(request.client_host, ':') != NULL;
-        snprintf(client, sizeof(client), "%s%s%s:%u", ipv6 ? "[" : "", request.client_host,
-                 ipv6 ? "]" : "", (unsigned)request.client_port);
+        snprintf(client, sizeof(client), "%s%s%s:%u", ipv6 ? "[" : "", request.client_host, ipv6 ? "]" : "",
+                 (unsigned)request.client_port);
         ok = ok && audit_set(object, "client", audit_json_text(client));
     }
     ok = ok && audit_set(object, "client_id", audit_json_text(request.client_id ? request.client_id : ""));
@@ -145,8 +219,7 @@ static bool audit_add_request(json_t *object, const struct cairn_request_info *w
 static bool audit_add_resource(json_t *object, const struct cairn_audit_event *event)
 {
     return audit_set(object, "resource_type",
-                     json_string(audit_table_name(audit_resource_type_names,
-                                                  AUDIT_COUNT(audit_resource_type_names),
+                     json_string(audit_table_name(audit_resource_type_names, AUDIT_COUNT(audit_resource_type_names),
                                                   event->resource_type))) &&
            audit_set(object, "resource_name", audit_json_text(event->resource_name));
 }
@@ -172,19 +245,16 @@ static bool audit_add_body(json_t *object, const struct cairn_audit_event *event
                audit_set(object, "error", audit_json_text(event->error_message));
     case CAIRN_AUDIT_AUTHORIZATION:
         return audit_set(object, "operation",
-                         json_string(audit_table_name(audit_operation_names,
-                                                      AUDIT_COUNT(audit_operation_names),
+                         json_string(audit_table_name(audit_operation_names, AUDIT_COUNT(audit_operation_names),
                                                       event->operation))) &&
                audit_add_resource(object, event) &&
                audit_set(object, "pattern_type",
-                         json_string(audit_table_name(audit_pattern_type_names,
-                                                      AUDIT_COUNT(audit_pattern_type_names),
+                         json_string(audit_table_name(audit_pattern_type_names, AUDIT_COUNT(audit_pattern_type_names),
                                                       event->pattern_type))) &&
                audit_set(object, "decision", json_string(event->success ? "allowed" : "denied"));
     case CAIRN_AUDIT_ADMIN:
         return audit_set(object, "operation", audit_json_text(event->admin_operation)) &&
-               audit_add_resource(object, event) &&
-               audit_set(object, "error_code", json_integer(event->error_code)) &&
+               audit_add_resource(object, event) && audit_set(object, "error_code", json_integer(event->error_code)) &&
                audit_add_details(object, event);
     default:
         return false;
@@ -205,8 +275,7 @@ static const char *audit_type_name(int32_t type)
     }
 }
 
-char *audit_event_format(const struct cairn_audit_event *wire_event, int64_t fallback_time_ms,
-                         size_t *len)
+char *audit_event_format(const struct cairn_audit_event *wire_event, int64_t fallback_time_ms, size_t *len)
 {
     /* A host built against an older minor passes a shorter struct: the
      * fields it lacks read as zero. */
@@ -222,10 +291,8 @@ char *audit_event_format(const struct cairn_audit_event *wire_event, int64_t fal
     if (!object)
         return NULL;
     char when[40];
-    audit_format_time(event.timestamp_ms > 0 ? event.timestamp_ms : fallback_time_ms, when,
-                      sizeof(when));
-    bool ok = audit_set(object, "time", json_string(when)) &&
-              audit_set(object, "type", json_string(type_name)) &&
+    audit_format_time(event.timestamp_ms > 0 ? event.timestamp_ms : fallback_time_ms, when, sizeof(when));
+    bool ok = audit_set(object, "time", json_string(when)) && audit_set(object, "type", json_string(type_name)) &&
               audit_add_request(object, event.request) && audit_add_body(object, &event);
     char *line = NULL;
     if (ok) {

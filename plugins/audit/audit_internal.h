@@ -43,21 +43,18 @@ struct audit_config {
 };
 
 /* Reads and validates every key through the host's config functions. */
-int audit_config_load(const struct cairn_host *host, struct audit_config *config, char *err,
-                      size_t errlen);
+int audit_config_load(const struct cairn_host *host, struct audit_config *config, char *err, size_t errlen);
 void audit_config_free(struct audit_config *config);
 
 /* Parses a comma-separated list of event type names into a mask. */
 int audit_parse_type_list(const char *list, uint32_t *mask, char *err, size_t errlen);
 /* Whether an event of `type` naming `resource_name` (may be NULL) passes. */
-bool audit_filter_accepts(const struct audit_filter *filter, int32_t type,
-                          const char *resource_name);
+bool audit_filter_accepts(const struct audit_filter *filter, int32_t type, const char *resource_name);
 
 /* Formats one event as a JSON object followed by '\n'. Returns a malloc()ed
  * string (length in *len), or NULL for an unknown event type or no memory.
  * fallback_time_ms is used when the event carries no timestamp. */
-char *audit_event_format(const struct cairn_audit_event *event, int64_t fallback_time_ms,
-                         size_t *len);
+char *audit_event_format(const struct cairn_audit_event *event, int64_t fallback_time_ms, size_t *len);
 /* Kafka's name of an API key, "Unknown" outside the table. */
 const char *audit_api_name(int32_t api_key);
 /* "2026-01-31T12:00:00.123Z" into out (at least 32 bytes). */
@@ -116,12 +113,10 @@ struct audit_sink {
     size_t buffer_capacity;
 };
 
-int audit_sink_open(struct audit_sink *sink, const struct audit_config *config, char *err,
-                    size_t errlen);
+int audit_sink_open(struct audit_sink *sink, const struct audit_config *config, char *err, size_t errlen);
 /* Appends one line, rotating first when it would push the file past
  * max_bytes. Data may stay buffered until audit_sink_flush. */
-int audit_sink_write(struct audit_sink *sink, const char *data, size_t len, char *err,
-                     size_t errlen);
+int audit_sink_write(struct audit_sink *sink, const char *data, size_t len, char *err, size_t errlen);
 int audit_sink_flush(struct audit_sink *sink, char *err, size_t errlen);
 /* Flushes, fsyncs a regular file and closes. */
 int audit_sink_close(struct audit_sink *sink, char *err, size_t errlen);

@@ -73,8 +73,7 @@ static void audit_on_event(void *instance, const struct cairn_audit_event *event
     if (!event || !CAIRN_HAS_FIELD(event, struct cairn_audit_event, request))
         return;
     const char *resource_name = NULL;
-    if (event->type != CAIRN_AUDIT_AUTHENTICATION &&
-        CAIRN_HAS_FIELD(event, struct cairn_audit_event, resource_name))
+    if (event->type != CAIRN_AUDIT_AUTHENTICATION && CAIRN_HAS_FIELD(event, struct cairn_audit_event, resource_name))
         resource_name = event->resource_name;
     if (!audit_filter_accepts(&plugin->config.filter, event->type, resource_name))
         return;
@@ -109,23 +108,20 @@ static int audit_init(const struct cairn_host *host, void **instance, char *err,
     }
     char why[400];
     if (audit_sink_open(&plugin->sink, &plugin->config, why, sizeof(why)) != CAIRN_OK) {
-        snprintf(err, errlen, "config %s: %s",
-                 plugin->config.sink == AUDIT_SINK_FILE ? "file.path" : "sink", why);
+        snprintf(err, errlen, "config %s: %s", plugin->config.sink == AUDIT_SINK_FILE ? "file.path" : "sink", why);
         audit_config_free(&plugin->config);
         free(plugin);
         return CAIRN_ERROR;
     }
     if (audit_queue_init(&plugin->queue, (size_t)plugin->config.queue_capacity) != CAIRN_OK) {
-        snprintf(err, errlen, "out of memory for a queue of %lld events",
-                 (long long)plugin->config.queue_capacity);
+        snprintf(err, errlen, "out of memory for a queue of %lld events", (long long)plugin->config.queue_capacity);
         char ignored[64];
         audit_sink_close(&plugin->sink, ignored, sizeof(ignored));
         audit_config_free(&plugin->config);
         free(plugin);
         return CAIRN_ERROR;
     }
-    plugin->dropped_events =
-        host->counter(host->ctx, "dropped_events", "Audit events lost because the queue was full");
+    plugin->dropped_events = host->counter(host->ctx, "dropped_events", "Audit events lost because the queue was full");
     pthread_mutex_init(&plugin->report_lock, NULL);
     plugin->host_usable = true;
     /* The writer takes no signals: the broker's threads handle them, and a
@@ -171,13 +167,13 @@ static void audit_fini(void *instance)
     free(plugin);
 }
 
-#define AUDIT_KEY(var, key_name, key_type, default_text, doc_text)                              \
-    static const struct cairn_config_key var = {                                               \
-        .struct_size = sizeof(struct cairn_config_key),                                        \
-        .name = key_name,                                                                      \
-        .type = key_type,                                                                      \
-        .default_value = default_text,                                                         \
-        .doc = doc_text,                                                                       \
+#define AUDIT_KEY(var, key_name, key_type, default_text, doc_text)                                                     \
+    static const struct cairn_config_key var = {                                                                       \
+        .struct_size = sizeof(struct cairn_config_key),                                                                \
+        .name = key_name,                                                                                              \
+        .type = key_type,                                                                                              \
+        .default_value = default_text,                                                                                 \
+        .doc = doc_text,                                                                                               \
     }
 
 AUDIT_KEY(audit_key_sink, "sink", CAIRN_CONFIG_STRING, "file", "Where events go: file or stdout.");
@@ -193,17 +189,22 @@ AUDIT_KEY(audit_key_queue_policy, "queue.full.policy", CAIRN_CONFIG_STRING, "blo
           "When the queue is full: block the request thread, or drop the event and count it.");
 AUDIT_KEY(audit_key_include_types, "include.types", CAIRN_CONFIG_LIST, "",
           "Event types written (authentication, authorization, admin); empty means all.");
-AUDIT_KEY(audit_key_exclude_types, "exclude.types", CAIRN_CONFIG_LIST, "",
-          "Event types never written.");
+AUDIT_KEY(audit_key_exclude_types, "exclude.types", CAIRN_CONFIG_LIST, "", "Event types never written.");
 AUDIT_KEY(audit_key_include_resources, "include.resources", CAIRN_CONFIG_LIST, "",
           "Resource name prefixes written; empty means all.");
 AUDIT_KEY(audit_key_exclude_resources, "exclude.resources", CAIRN_CONFIG_LIST, "",
           "Resource name prefixes never written.");
 
 static const struct cairn_config_key *const audit_config_keys[] = {
-    &audit_key_sink,           &audit_key_file_path,      &audit_key_max_bytes,
-    &audit_key_max_files,      &audit_key_queue_capacity, &audit_key_queue_policy,
-    &audit_key_include_types,  &audit_key_exclude_types,  &audit_key_include_resources,
+    &audit_key_sink,
+    &audit_key_file_path,
+    &audit_key_max_bytes,
+    &audit_key_max_files,
+    &audit_key_queue_capacity,
+    &audit_key_queue_policy,
+    &audit_key_include_types,
+    &audit_key_exclude_types,
+    &audit_key_include_resources,
     &audit_key_exclude_resources,
 };
 

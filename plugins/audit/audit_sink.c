@@ -31,8 +31,7 @@ static int audit_sink_open_file(struct audit_sink *sink, char *err, size_t errle
     return CAIRN_OK;
 }
 
-int audit_sink_open(struct audit_sink *sink, const struct audit_config *config, char *err,
-                    size_t errlen)
+int audit_sink_open(struct audit_sink *sink, const struct audit_config *config, char *err, size_t errlen)
 {
     memset(sink, 0, sizeof(*sink));
     sink->fd = -1;

@@ -73,8 +73,7 @@ static int quota_parse_entity(char *text, struct quota_entity *entity, char *why
     for (char *part = strtok_r(text, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
         char *key, *value;
         if (!quota_split_pair(part, &key, &value)) {
-            snprintf(why, whylen, "entity part '%s' is not user=<name> or client-id=<name>",
-                     quota_trim(part));
+            snprintf(why, whylen, "entity part '%s' is not user=<name> or client-id=<name>", quota_trim(part));
             return CAIRN_INVALID;
         }
         enum quota_part *slot;
@@ -129,8 +128,7 @@ static int quota_parse_limits(char *text, struct quota_entry *entry, char *why, 
         }
         if (type < 0) {
             snprintf(why, whylen,
-                     "unknown quota '%s' (expected producer_byte_rate, consumer_byte_rate or request_percentage)",
-                     key);
+                     "unknown quota '%s' (expected producer_byte_rate, consumer_byte_rate or request_percentage)", key);
             return CAIRN_INVALID;
         }
         if (entry->has_limit[type]) {
@@ -164,8 +162,8 @@ static bool quota_same_name(const char *a, const char *b)
 
 static bool quota_same_entity(const struct quota_entity *a, const struct quota_entity *b)
 {
-    return a->user_part == b->user_part && a->client_part == b->client_part &&
-           quota_same_name(a->user, b->user) && quota_same_name(a->client_id, b->client_id);
+    return a->user_part == b->user_part && a->client_part == b->client_part && quota_same_name(a->user, b->user) &&
+           quota_same_name(a->client_id, b->client_id);
 }
 
 /* Parses one entry; text is modified. */

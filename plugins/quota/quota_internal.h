@@ -67,8 +67,8 @@ struct quota_match {
 };
 
 /* False when no entry sets a limit of this type for the pair. */
-bool quota_entries_match(const struct quota_entries *entries, const char *user,
-                         const char *client_id, enum quota_type type, struct quota_match *match);
+bool quota_entries_match(const struct quota_entries *entries, const char *user, const char *client_id,
+                         enum quota_type type, struct quota_match *match);
 
 /* Sampling window settings (quota.window.num, quota.window.size.seconds).
  * Immutable after init. */
@@ -93,18 +93,14 @@ struct quota_rate {
 
 int quota_rate_init(struct quota_rate *rate, const struct quota_window_config *config);
 void quota_rate_free(struct quota_rate *rate);
-void quota_rate_record(struct quota_rate *rate, const struct quota_window_config *config,
-                       double value, int64_t now_ms);
+void quota_rate_record(struct quota_rate *rate, const struct quota_window_config *config, double value, int64_t now_ms);
 /* Per second over the measured window. */
-double quota_rate_measure(struct quota_rate *rate, const struct quota_window_config *config,
-                          int64_t now_ms);
+double quota_rate_measure(struct quota_rate *rate, const struct quota_window_config *config, int64_t now_ms);
 /* The window the rate is measured over: at least (samples - 1) windows. */
-int64_t quota_rate_window_ms(struct quota_rate *rate, const struct quota_window_config *config,
-                             int64_t now_ms);
+int64_t quota_rate_window_ms(struct quota_rate *rate, const struct quota_window_config *config, int64_t now_ms);
 /* Kafka's throttle time: how long until rate falls back to limit,
  * (rate - limit) / limit * window, capped at samples * window_ms. */
-int32_t quota_throttle_ms(double rate, double limit, int64_t window_ms,
-                          const struct quota_window_config *config);
+int32_t quota_throttle_ms(double rate, double limit, int64_t window_ms, const struct quota_window_config *config);
 
 /* Usage buckets keyed by (type, user tag, client tag). Lookups share
  * lock (read); inserting and sweeping idle buckets take it for writing;
@@ -123,8 +119,8 @@ struct quota_sensor_table {
 int quota_sensor_table_init(struct quota_sensor_table *table, const struct quota_window_config *window);
 void quota_sensor_table_free(struct quota_sensor_table *table);
 /* Records value into the bucket of match and returns the throttle time. */
-int32_t quota_sensor_record(struct quota_sensor_table *table, enum quota_type type,
-                            const struct quota_match *match, double value, int64_t now_ms);
+int32_t quota_sensor_record(struct quota_sensor_table *table, enum quota_type type, const struct quota_match *match,
+                            double value, int64_t now_ms);
 size_t quota_sensor_count(struct quota_sensor_table *table);
 
 #endif

@@ -43,14 +43,13 @@ static int quota_type_of_kind(int32_t kind, double value, enum quota_type *type,
     }
 }
 
-static int32_t quota_record(void *instance, const struct cairn_request_info *request, int32_t kind,
-                            double value, int64_t now_ms)
+static int32_t quota_record(void *instance, const struct cairn_request_info *request, int32_t kind, double value,
+                            int64_t now_ms)
 {
     struct quota_plugin *plugin = instance;
     enum quota_type type;
     double amount;
-    if (!request || !isfinite(value) || value < 0 ||
-        quota_type_of_kind(kind, value, &type, &amount) != CAIRN_OK)
+    if (!request || !isfinite(value) || value < 0 || quota_type_of_kind(kind, value, &type, &amount) != CAIRN_OK)
         return 0;
     const char *user = "ANONYMOUS";
     if (CAIRN_HAS_FIELD(request, struct cairn_request_info, principal) && request->principal &&
@@ -72,8 +71,8 @@ static int32_t quota_record(void *instance, const struct cairn_request_info *req
     return throttle;
 }
 
-static int quota_read_int(const struct cairn_host *host, const char *key, int64_t min, int64_t max,
-                          int64_t *out, char *err, size_t errlen)
+static int quota_read_int(const struct cairn_host *host, const char *key, int64_t min, int64_t max, int64_t *out,
+                          char *err, size_t errlen)
 {
     char why[256] = "";
     if (host->config_int(host->ctx, key, out, why, sizeof(why)) != CAIRN_OK) {
@@ -81,8 +80,8 @@ static int quota_read_int(const struct cairn_host *host, const char *key, int64_
         return CAIRN_INVALID;
     }
     if (*out < min || *out > max) {
-        snprintf(err, errlen, "config %s: %lld is outside [%lld, %lld]", key, (long long)*out,
-                 (long long)min, (long long)max);
+        snprintf(err, errlen, "config %s: %lld is outside [%lld, %lld]", key, (long long)*out, (long long)min,
+                 (long long)max);
         return CAIRN_INVALID;
     }
     return CAIRN_OK;
@@ -92,8 +91,7 @@ static int quota_init(const struct cairn_host *host, void **instance, char *err,
 {
     int64_t samples, window_seconds;
     if (quota_read_int(host, "quota.window.num", 2, 1000, &samples, err, errlen) != CAIRN_OK ||
-        quota_read_int(host, "quota.window.size.seconds", 1, 3600, &window_seconds, err, errlen) !=
-            CAIRN_OK)
+        quota_read_int(host, "quota.window.size.seconds", 1, 3600, &window_seconds, err, errlen) != CAIRN_OK)
         return CAIRN_ERROR;
     const char *text = NULL;
     char why[256] = "";
@@ -112,8 +110,7 @@ static int quota_init(const struct cairn_host *host, void **instance, char *err,
         free(plugin);
         return CAIRN_ERROR;
     }
-    struct quota_window_config window = {.samples = (int32_t)samples,
-                                         .window_ms = window_seconds * 1000};
+    struct quota_window_config window = {.samples = (int32_t)samples, .window_ms = window_seconds * 1000};
     if (quota_sensor_table_init(&plugin->sensors, &window) != CAIRN_OK) {
         snprintf(err, errlen, "out of memory");
         quota_entries_free(&plugin->entries);
@@ -123,8 +120,8 @@ static int quota_init(const struct cairn_host *host, void **instance, char *err,
     pthread_rwlock_init(&plugin->entries_lock, NULL);
     plugin->throttled_responses = host->counter(host->ctx, "throttled_responses",
                                                 "Requests answered with a non-zero throttle time");
-    host->log(host->ctx, CAIRN_LOG_INFO, "%zu quota entries, %lld windows of %lld s",
-              plugin->entries.count, (long long)samples, (long long)window_seconds);
+    host->log(host->ctx, CAIRN_LOG_INFO, "%zu quota entries, %lld windows of %lld s", plugin->entries.count,
+              (long long)samples, (long long)window_seconds);
     *instance = plugin;
     return CAIRN_OK;
 }

@@ -25,8 +25,7 @@ void quota_rate_free(struct quota_rate *rate)
     rate->samples = NULL;
 }
 
-void quota_rate_record(struct quota_rate *rate, const struct quota_window_config *config, double value,
-                       int64_t now_ms)
+void quota_rate_record(struct quota_rate *rate, const struct quota_window_config *config, double value, int64_t now_ms)
 {
     if (rate->used == 0) {
         rate->samples[0] = (struct quota_sample){.start_ms = now_ms, .value = 0};
@@ -45,8 +44,7 @@ void quota_rate_record(struct quota_rate *rate, const struct quota_window_config
 }
 
 /* Samples older than the whole window count for nothing. */
-static void quota_rate_purge(struct quota_rate *rate, const struct quota_window_config *config,
-                             int64_t now_ms)
+static void quota_rate_purge(struct quota_rate *rate, const struct quota_window_config *config, int64_t now_ms)
 {
     int64_t expire_age = (int64_t)config->samples * config->window_ms;
     for (int32_t i = 0; i < rate->used; i++) {
@@ -55,8 +53,7 @@ static void quota_rate_purge(struct quota_rate *rate, const struct quota_window_
     }
 }
 
-int64_t quota_rate_window_ms(struct quota_rate *rate, const struct quota_window_config *config,
-                             int64_t now_ms)
+int64_t quota_rate_window_ms(struct quota_rate *rate, const struct quota_window_config *config, int64_t now_ms)
 {
     quota_rate_purge(rate, config, now_ms);
     int64_t oldest = now_ms;
@@ -83,8 +80,7 @@ double quota_rate_measure(struct quota_rate *rate, const struct quota_window_con
     return window_ms > 0 ? total / ((double)window_ms / 1000.0) : 0;
 }
 
-int32_t quota_throttle_ms(double rate, double limit, int64_t window_ms,
-                          const struct quota_window_config *config)
+int32_t quota_throttle_ms(double rate, double limit, int64_t window_ms, const struct quota_window_config *config)
 {
     if (!(limit > 0) || !(rate > limit))
         return 0;
@@ -159,12 +155,11 @@ void quota_sensor_table_free(struct quota_sensor_table *table)
     pthread_rwlock_destroy(&table->lock);
 }
 
-static struct quota_sensor *quota_sensor_find(struct quota_sensor_table *table, uint64_t hash,
-                                              enum quota_type type, const char *user, const char *client)
+static struct quota_sensor *quota_sensor_find(struct quota_sensor_table *table, uint64_t hash, enum quota_type type,
+                                              const char *user, const char *client)
 {
     for (struct quota_sensor *s = table->buckets[hash & (table->bucket_count - 1)]; s; s = s->next) {
-        if (s->hash == hash && s->type == type && strcmp(s->user_tag, user) == 0 &&
-            strcmp(s->client_tag, client) == 0)
+        if (s->hash == hash && s->type == type && strcmp(s->user_tag, user) == 0 && strcmp(s->client_tag, client) == 0)
             return s;
     }
     return NULL;
@@ -215,9 +210,8 @@ static void quota_sensor_grow(struct quota_sensor_table *table)
 }
 
 /* Write lock held. NULL when out of memory. */
-static struct quota_sensor *quota_sensor_insert(struct quota_sensor_table *table, uint64_t hash,
-                                                enum quota_type type, const char *user,
-                                                const char *client, int64_t now_ms)
+static struct quota_sensor *quota_sensor_insert(struct quota_sensor_table *table, uint64_t hash, enum quota_type type,
+                                                const char *user, const char *client, int64_t now_ms)
 {
     if (table->count >= table->sweep_at)
         quota_sensor_sweep(table, now_ms);
@@ -231,8 +225,7 @@ static struct quota_sensor *quota_sensor_insert(struct quota_sensor_table *table
     sensor->user_tag = strdup(user);
     sensor->client_tag = strdup(client);
     sensor->last_record_ms = now_ms;
-    if (!sensor->user_tag || !sensor->client_tag ||
-        quota_rate_init(&sensor->rate, &table->window) != CAIRN_OK) {
+    if (!sensor->user_tag || !sensor->client_tag || quota_rate_init(&sensor->rate, &table->window) != CAIRN_OK) {
         free(sensor->user_tag);
         free(sensor->client_tag);
         quota_rate_free(&sensor->rate);
@@ -247,8 +240,8 @@ static struct quota_sensor *quota_sensor_insert(struct quota_sensor_table *table
     return sensor;
 }
 
-static int32_t quota_sensor_update(struct quota_sensor_table *table, struct quota_sensor *sensor,
-                                   double value, double limit, int64_t now_ms)
+static int32_t quota_sensor_update(struct quota_sensor_table *table, struct quota_sensor *sensor, double value,
+                                   double limit, int64_t now_ms)
 {
     pthread_mutex_lock(&sensor->lock);
     sensor->last_record_ms = now_ms;
@@ -259,8 +252,8 @@ static int32_t quota_sensor_update(struct quota_sensor_table *table, struct quot
     return quota_throttle_ms(rate, limit, window_ms, &table->window);
 }
 
-int32_t quota_sensor_record(struct quota_sensor_table *table, enum quota_type type,
-                            const struct quota_match *match, double value, int64_t now_ms)
+int32_t quota_sensor_record(struct quota_sensor_table *table, enum quota_type type, const struct quota_match *match,
+                            double value, int64_t now_ms)
 {
     const char *user = match->user_tag ? match->user_tag : "";
     const char *client = match->client_tag ? match->client_tag : "";

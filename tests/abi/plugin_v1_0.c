@@ -35,7 +35,8 @@ static int abi_init(const struct cairn_host *host, void **instance, char *err, s
     }
     const char *deny, *audit;
     struct abi_v1_0 *a = calloc(1, sizeof *a);
-    if (!a) return snprintf(err, errlen, "out of memory"), CAIRN_ERROR;
+    if (!a)
+        return snprintf(err, errlen, "out of memory"), CAIRN_ERROR;
     if (host->config_string(host->ctx, "deny.topic", &deny, err, errlen) != CAIRN_OK ||
         host->config_int(host->ctx, "throttle.ms", &a->throttle_ms, err, errlen) != CAIRN_OK ||
         host->config_string(host->ctx, "audit.file", &audit, err, errlen) != CAIRN_OK) {
@@ -72,9 +73,9 @@ static int abi_authorize(void *instance, const struct cairn_request_info *reques
         const struct cairn_authz_action *act = actions[i];
         /* CREATE on the cluster is denied so topic creation falls back to
          * the topic-level check. */
-        bool denied = act->resource_type == CAIRN_RESOURCE_TOPIC ? strcmp(act->resource_name, a->deny_topic) == 0
-                                                                  : act->resource_type == CAIRN_RESOURCE_CLUSTER &&
-                                                                        act->operation == CAIRN_OP_CREATE;
+        bool denied = act->resource_type == CAIRN_RESOURCE_TOPIC
+                          ? strcmp(act->resource_name, a->deny_topic) == 0
+                          : act->resource_type == CAIRN_RESOURCE_CLUSTER && act->operation == CAIRN_OP_CREATE;
         results[i] = denied ? CAIRN_AUTHZ_DENIED : CAIRN_AUTHZ_ALLOWED;
     }
     return CAIRN_OK;
@@ -95,7 +96,8 @@ static void abi_on_event(void *instance, const struct cairn_audit_event *ev)
     struct abi_v1_0 *a = instance;
     const struct cairn_request_info *rq = ev->request;
     pthread_mutex_lock(&a->audit_lock);
-    fprintf(a->audit, "type=%d principal=%s:%s client_id=%s api_key=%d op=%d resource=%d:%s success=%d admin=%s error=%d\n",
+    fprintf(a->audit,
+            "type=%d principal=%s:%s client_id=%s api_key=%d op=%d resource=%d:%s success=%d admin=%s error=%d\n",
             ev->type, rq ? rq->principal->type : "-", rq ? rq->principal->name : "-",
             rq && rq->client_id ? rq->client_id : "-", rq ? rq->api_key : -1, ev->operation, ev->resource_type,
             ev->resource_name ? ev->resource_name : "-", ev->success, ev->admin_operation ? ev->admin_operation : "-",

@@ -13,12 +13,14 @@
 static inline char *test_read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+    if (!f)
+        return NULL;
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     while (buf) {
         n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1) break;
+        if (n < cap - 1)
+            break;
         char *bigger = realloc(buf, cap * 2);
         if (!bigger) {
             free(buf);
@@ -35,7 +37,8 @@ static inline char *test_read_file(const char *path, size_t *len)
         return NULL;
     }
     buf[n] = '\0';
-    if (len) *len = n;
+    if (len)
+        *len = n;
     return buf;
 }
 

@@ -31,7 +31,7 @@
 #define BROKER_FUZZ_MAX_REQUESTS 8
 
 /* Topics the harness creates before the first input; seeds name them. */
-#define BROKER_FUZZ_TOPIC "fuzz-a"          /* 2 partitions */
+#define BROKER_FUZZ_TOPIC "fuzz-a"           /* 2 partitions */
 #define BROKER_FUZZ_COMPACTED_TOPIC "fuzz-c" /* 1 partition, cleanup.policy=compact */
 #define BROKER_FUZZ_GROUP "fuzz-group"
 #define BROKER_FUZZ_TXN_ID "fuzz-txn"
@@ -61,7 +61,8 @@ struct broker_fuzz_pick {
 static inline int64_t broker_fuzz_placeholder_be(const char *bytes, int n)
 {
     uint64_t v = 0;
-    for (int i = 0; i < n; i++) v = v << 8 | (uint8_t)bytes[i];
+    for (int i = 0; i < n; i++)
+        v = v << 8 | (uint8_t)bytes[i];
     return n == 8 ? (int64_t)v : n == 4 ? (int32_t)(uint32_t)v : (int16_t)(uint16_t)v;
 }
 #define BROKER_FUZZ_PLACEHOLDER_GENERATION ((int32_t)broker_fuzz_placeholder_be(BROKER_FUZZ_GENERATION_PLACEHOLDER, 4))
@@ -70,12 +71,15 @@ static inline int64_t broker_fuzz_placeholder_be(const char *bytes, int n)
 
 static inline bool broker_fuzz_pick(const uint8_t *data, size_t size, struct broker_fuzz_pick *out)
 {
-    if (size < BROKER_FUZZ_PREFIX_LEN) return false;
+    if (size < BROKER_FUZZ_PREFIX_LEN)
+        return false;
     int count = 0;
     const struct api_handler_entry *table = handlers_table(&count);
-    if (count <= 0) return false;
+    if (count <= 0)
+        return false;
     const struct api_handler_entry *entry = handlers_find((int16_t)data[0]);
-    if (!entry) entry = &table[data[0] % count];
+    if (!entry)
+        entry = &table[data[0] % count];
     int16_t version = (int16_t)data[1];
     if (version < entry->min_version || version > entry->max_version)
         version = (int16_t)(entry->min_version + data[1] % (entry->max_version - entry->min_version + 1));

@@ -22,19 +22,24 @@ struct seed {
     int16_t version;
 };
 
-static struct kafka_str str(const char *s) { return kafka_str_from_cstr(s); }
+static struct kafka_str str(const char *s)
+{
+    return kafka_str_from_cstr(s);
+}
 
 static struct kafka_str *str_array(struct seed *s, const char *value)
 {
     struct kafka_str *a = ARENA_NEW(s->arena, struct kafka_str, 1);
-    if (a) a[0] = str(value);
+    if (a)
+        a[0] = str(value);
     return a;
 }
 
 static int32_t *int_array(struct seed *s, int32_t count)
 {
     int32_t *a = ARENA_NEW(s->arena, int32_t, count);
-    for (int32_t i = 0; a && i < count; i++) a[i] = i;
+    for (int32_t i = 0; a && i < count; i++)
+        a[i] = i;
     return a;
 }
 
@@ -48,8 +53,8 @@ static struct kafka_uuid topic_id_placeholder(void)
 /* ConsumerProtocolSubscription v0 for one topic, and the matching
  * ConsumerProtocolAssignment v0 of partitions 0 and 1. */
 static const uint8_t subscription_v0[] = {0, 0, 0, 0, 0, 1, 0, 6, 'f', 'u', 'z', 'z', '-', 'a', 0xff, 0xff, 0xff, 0xff};
-static const uint8_t assignment_v0[] = {0, 0, 0, 0, 0, 1, 0, 6, 'f', 'u', 'z', 'z', '-', 'a',
-                                        0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff};
+static const uint8_t assignment_v0[] = {0, 0, 0, 0, 0, 1, 0, 6, 'f', 'u', 'z', 'z',  '-',  'a',  0,
+                                        0, 0, 2, 0, 0, 0, 0, 0, 0,   0,   1,   0xff, 0xff, 0xff, 0xff};
 
 /* Produce: kind 0 a plain batch with headers, 1 a transactional batch of
  * the last initialised producer, 2-5 librdkafka's compressed batches,
@@ -64,7 +69,8 @@ static uint8_t *plain_batch(size_t *len, int kind)
         b.producer_id = BROKER_FUZZ_PLACEHOLDER_PRODUCER_ID;
         b.producer_epoch = BROKER_FUZZ_PLACEHOLDER_EPOCH;
         b.base_sequence = 0;
-        if (kind == PRODUCE_TRANSACTIONAL) b.attributes = RECORD_BATCH_TRANSACTIONAL_BIT;
+        if (kind == PRODUCE_TRANSACTIONAL)
+            b.attributes = RECORD_BATCH_TRANSACTIONAL_BIT;
     }
     const struct record_batch_header_field headers[] = {{(const uint8_t *)"h", 1, (const uint8_t *)"v", 1}};
     record_batch_builder_add(&b, 1700000000000, "k0", 2, "value zero", 10, headers, 1);
@@ -90,11 +96,13 @@ static void fill_produce(struct seed *s, struct produce_request *m, int kind, ui
     }
     m->acks = kind == PRODUCE_ACKS_0 ? 0 : -1;
     m->timeout_ms = 1000;
-    if (kind == PRODUCE_TRANSACTIONAL && s->version >= 3) m->transactional_id = str(BROKER_FUZZ_TXN_ID);
+    if (kind == PRODUCE_TRANSACTIONAL && s->version >= 3)
+        m->transactional_id = str(BROKER_FUZZ_TXN_ID);
     struct produce_request_topic_produce_data *t = ARENA_NEW(s->arena, struct produce_request_topic_produce_data, 1);
-    struct produce_request_partition_produce_data *p =
-        ARENA_NEW(s->arena, struct produce_request_partition_produce_data, 1);
-    if (!t || !p || !batch) return;
+    struct produce_request_partition_produce_data *p = ARENA_NEW(s->arena,
+                                                                 struct produce_request_partition_produce_data, 1);
+    if (!t || !p || !batch)
+        return;
     produce_request_topic_produce_data_init(t);
     produce_request_partition_produce_data_init(p);
     t->name = str(kind >= 2 && kind <= 5 ? BROKER_FUZZ_COMPACTED_TOPIC : BROKER_FUZZ_TOPIC);
@@ -110,16 +118,20 @@ static void fill_produce(struct seed *s, struct produce_request *m, int kind, ui
 static void fill_fetch(struct seed *s, struct fetch_request *m, int variant)
 {
     m->max_wait_ms = 50; /* under the harness's wait, so answers arrive */
-    if (variant == 1 && s->version >= 4) m->isolation_level = 1;
+    if (variant == 1 && s->version >= 4)
+        m->isolation_level = 1;
     m->min_bytes = 1;
     m->max_bytes = 1 << 20;
     m->session_epoch = -1;
     struct fetch_request_fetch_topic *t = ARENA_NEW(s->arena, struct fetch_request_fetch_topic, 1);
     struct fetch_request_fetch_partition *p = ARENA_NEW(s->arena, struct fetch_request_fetch_partition, 2);
-    if (!t || !p) return;
+    if (!t || !p)
+        return;
     fetch_request_fetch_topic_init(t);
-    if (s->version <= 12) t->topic = str(BROKER_FUZZ_TOPIC);
-    else t->topic_id = topic_id_placeholder();
+    if (s->version <= 12)
+        t->topic = str(BROKER_FUZZ_TOPIC);
+    else
+        t->topic_id = topic_id_placeholder();
     for (int i = 0; i < 2; i++) {
         fetch_request_fetch_partition_init(&p[i]);
         p[i].partition = i;
@@ -133,25 +145,28 @@ static void fill_fetch(struct seed *s, struct fetch_request *m, int variant)
 
 static void fill_metadata(struct seed *s, struct metadata_request *m)
 {
-    struct metadata_request_metadata_request_topic *t =
-        ARENA_NEW(s->arena, struct metadata_request_metadata_request_topic, 2);
-    if (!t) return;
+    struct metadata_request_metadata_request_topic *t = ARENA_NEW(s->arena,
+                                                                  struct metadata_request_metadata_request_topic, 2);
+    if (!t)
+        return;
     metadata_request_metadata_request_topic_init(&t[0]);
     metadata_request_metadata_request_topic_init(&t[1]);
     t[0].name = str(BROKER_FUZZ_TOPIC);
     t[1].name = str("fuzz-auto");
     m->topics = t;
     m->topics_count = 2;
-    if (s->version >= 4) m->allow_auto_topic_creation = true;
+    if (s->version >= 4)
+        m->allow_auto_topic_creation = true;
 }
 
 static void fill_create_topics(struct seed *s, struct create_topics_request *m)
 {
-    struct create_topics_request_creatable_topic *t =
-        ARENA_NEW(s->arena, struct create_topics_request_creatable_topic, 1);
-    struct create_topics_request_creatable_topic_config *c =
-        ARENA_NEW(s->arena, struct create_topics_request_creatable_topic_config, 1);
-    if (!t || !c) return;
+    struct create_topics_request_creatable_topic *t = ARENA_NEW(s->arena, struct create_topics_request_creatable_topic,
+                                                                1);
+    struct create_topics_request_creatable_topic_config *c = ARENA_NEW(
+        s->arena, struct create_topics_request_creatable_topic_config, 1);
+    if (!t || !c)
+        return;
     create_topics_request_creatable_topic_init(t);
     create_topics_request_creatable_topic_config_init(c);
     t->name = str("fuzz-new");
@@ -172,12 +187,14 @@ static void fill_join_group(struct seed *s, struct join_group_request *m, int va
 {
     m->group_id = str(BROKER_FUZZ_GROUP);
     m->session_timeout_ms = 10000;
-    if (s->version >= 1) m->rebalance_timeout_ms = 100;
+    if (s->version >= 1)
+        m->rebalance_timeout_ms = 100;
     m->member_id = str(variant == 1 ? BROKER_FUZZ_MEMBER_ID_PLACEHOLDER : "");
     m->protocol_type = str("consumer");
-    struct join_group_request_join_group_request_protocol *p =
-        ARENA_NEW(s->arena, struct join_group_request_join_group_request_protocol, 1);
-    if (!p) return;
+    struct join_group_request_join_group_request_protocol *p = ARENA_NEW(
+        s->arena, struct join_group_request_join_group_request_protocol, 1);
+    if (!p)
+        return;
     join_group_request_join_group_request_protocol_init(p);
     p->name = str("range");
     p->metadata = (struct kafka_bytes){subscription_v0, (int32_t)sizeof subscription_v0};
@@ -194,9 +211,10 @@ static void fill_sync_group(struct seed *s, struct sync_group_request *m)
         m->protocol_type = str("consumer");
         m->protocol_name = str("range");
     }
-    struct sync_group_request_sync_group_request_assignment *a =
-        ARENA_NEW(s->arena, struct sync_group_request_sync_group_request_assignment, 1);
-    if (!a) return;
+    struct sync_group_request_sync_group_request_assignment *a = ARENA_NEW(
+        s->arena, struct sync_group_request_sync_group_request_assignment, 1);
+    if (!a)
+        return;
     sync_group_request_sync_group_request_assignment_init(a);
     a->member_id = str(BROKER_FUZZ_MEMBER_ID_PLACEHOLDER);
     a->assignment = (struct kafka_bytes){assignment_v0, (int32_t)sizeof assignment_v0};
@@ -212,11 +230,12 @@ static void fill_offset_commit(struct seed *s, struct offset_commit_request *m, 
         m->generation_id_or_member_epoch = variant == 1 ? BROKER_FUZZ_PLACEHOLDER_GENERATION : -1;
         m->member_id = str(variant == 1 ? BROKER_FUZZ_MEMBER_ID_PLACEHOLDER : "");
     }
-    struct offset_commit_request_offset_commit_request_topic *t =
-        ARENA_NEW(s->arena, struct offset_commit_request_offset_commit_request_topic, 1);
-    struct offset_commit_request_offset_commit_request_partition *p =
-        ARENA_NEW(s->arena, struct offset_commit_request_offset_commit_request_partition, 1);
-    if (!t || !p) return;
+    struct offset_commit_request_offset_commit_request_topic *t = ARENA_NEW(
+        s->arena, struct offset_commit_request_offset_commit_request_topic, 1);
+    struct offset_commit_request_offset_commit_request_partition *p = ARENA_NEW(
+        s->arena, struct offset_commit_request_offset_commit_request_partition, 1);
+    if (!t || !p)
+        return;
     offset_commit_request_offset_commit_request_topic_init(t);
     offset_commit_request_offset_commit_request_partition_init(p);
     t->name = str(BROKER_FUZZ_TOPIC);
@@ -233,9 +252,10 @@ static void fill_offset_fetch(struct seed *s, struct offset_fetch_request *m)
 {
     if (s->version <= 7) {
         m->group_id = str(BROKER_FUZZ_GROUP);
-        struct offset_fetch_request_offset_fetch_request_topic *t =
-            ARENA_NEW(s->arena, struct offset_fetch_request_offset_fetch_request_topic, 1);
-        if (!t) return;
+        struct offset_fetch_request_offset_fetch_request_topic *t = ARENA_NEW(
+            s->arena, struct offset_fetch_request_offset_fetch_request_topic, 1);
+        if (!t)
+            return;
         offset_fetch_request_offset_fetch_request_topic_init(t);
         t->name = str(BROKER_FUZZ_TOPIC);
         t->partition_indexes = int_array(s, 2);
@@ -244,11 +264,12 @@ static void fill_offset_fetch(struct seed *s, struct offset_fetch_request *m)
         m->topics_count = 1;
         return;
     }
-    struct offset_fetch_request_offset_fetch_request_group *g =
-        ARENA_NEW(s->arena, struct offset_fetch_request_offset_fetch_request_group, 1);
-    struct offset_fetch_request_offset_fetch_request_topics *t =
-        ARENA_NEW(s->arena, struct offset_fetch_request_offset_fetch_request_topics, 1);
-    if (!g || !t) return;
+    struct offset_fetch_request_offset_fetch_request_group *g = ARENA_NEW(
+        s->arena, struct offset_fetch_request_offset_fetch_request_group, 1);
+    struct offset_fetch_request_offset_fetch_request_topics *t = ARENA_NEW(
+        s->arena, struct offset_fetch_request_offset_fetch_request_topics, 1);
+    if (!g || !t)
+        return;
     offset_fetch_request_offset_fetch_request_group_init(g);
     offset_fetch_request_offset_fetch_request_topics_init(t);
     g->group_id = str(BROKER_FUZZ_GROUP);
@@ -264,7 +285,8 @@ static void fill_offset_fetch(struct seed *s, struct offset_fetch_request *m)
 static void fill_find_coordinator(struct seed *s, struct find_coordinator_request *m, bool txn)
 {
     const char *key = txn ? BROKER_FUZZ_TXN_ID : BROKER_FUZZ_GROUP;
-    if (s->version >= 1) m->key_type = txn ? 1 : 0;
+    if (s->version >= 1)
+        m->key_type = txn ? 1 : 0;
     if (s->version <= 3) {
         m->key = str(key);
     } else {
@@ -275,9 +297,10 @@ static void fill_find_coordinator(struct seed *s, struct find_coordinator_reques
 
 static void fill_add_partitions_to_txn(struct seed *s, struct add_partitions_to_txn_request *m)
 {
-    struct add_partitions_to_txn_request_add_partitions_to_txn_topic *t =
-        ARENA_NEW(s->arena, struct add_partitions_to_txn_request_add_partitions_to_txn_topic, 1);
-    if (!t) return;
+    struct add_partitions_to_txn_request_add_partitions_to_txn_topic *t = ARENA_NEW(
+        s->arena, struct add_partitions_to_txn_request_add_partitions_to_txn_topic, 1);
+    if (!t)
+        return;
     add_partitions_to_txn_request_add_partitions_to_txn_topic_init(t);
     t->name = str(BROKER_FUZZ_TOPIC);
     t->partitions = int_array(s, 2);
@@ -290,9 +313,10 @@ static void fill_add_partitions_to_txn(struct seed *s, struct add_partitions_to_
         m->v3_and_below_topics_count = 1;
         return;
     }
-    struct add_partitions_to_txn_request_add_partitions_to_txn_transaction *x =
-        ARENA_NEW(s->arena, struct add_partitions_to_txn_request_add_partitions_to_txn_transaction, 1);
-    if (!x) return;
+    struct add_partitions_to_txn_request_add_partitions_to_txn_transaction *x = ARENA_NEW(
+        s->arena, struct add_partitions_to_txn_request_add_partitions_to_txn_transaction, 1);
+    if (!x)
+        return;
     add_partitions_to_txn_request_add_partitions_to_txn_transaction_init(x);
     x->transactional_id = str(BROKER_FUZZ_TXN_ID);
     x->producer_id = BROKER_FUZZ_PLACEHOLDER_PRODUCER_ID;
@@ -309,11 +333,12 @@ static void fill_txn_offset_commit(struct seed *s, struct txn_offset_commit_requ
     m->group_id = str(BROKER_FUZZ_GROUP);
     m->producer_id = BROKER_FUZZ_PLACEHOLDER_PRODUCER_ID;
     m->producer_epoch = BROKER_FUZZ_PLACEHOLDER_EPOCH;
-    struct txn_offset_commit_request_txn_offset_commit_request_topic *t =
-        ARENA_NEW(s->arena, struct txn_offset_commit_request_txn_offset_commit_request_topic, 1);
-    struct txn_offset_commit_request_txn_offset_commit_request_partition *p =
-        ARENA_NEW(s->arena, struct txn_offset_commit_request_txn_offset_commit_request_partition, 1);
-    if (!t || !p) return;
+    struct txn_offset_commit_request_txn_offset_commit_request_topic *t = ARENA_NEW(
+        s->arena, struct txn_offset_commit_request_txn_offset_commit_request_topic, 1);
+    struct txn_offset_commit_request_txn_offset_commit_request_partition *p = ARENA_NEW(
+        s->arena, struct txn_offset_commit_request_txn_offset_commit_request_partition, 1);
+    if (!t || !p)
+        return;
     txn_offset_commit_request_txn_offset_commit_request_topic_init(t);
     txn_offset_commit_request_txn_offset_commit_request_partition_init(p);
     t->name = str(BROKER_FUZZ_TOPIC);
@@ -326,11 +351,12 @@ static void fill_txn_offset_commit(struct seed *s, struct txn_offset_commit_requ
 
 static void fill_write_txn_markers(struct seed *s, struct write_txn_markers_request *m)
 {
-    struct write_txn_markers_request_writable_txn_marker *x =
-        ARENA_NEW(s->arena, struct write_txn_markers_request_writable_txn_marker, 1);
-    struct write_txn_markers_request_writable_txn_marker_topic *t =
-        ARENA_NEW(s->arena, struct write_txn_markers_request_writable_txn_marker_topic, 1);
-    if (!x || !t) return;
+    struct write_txn_markers_request_writable_txn_marker *x = ARENA_NEW(
+        s->arena, struct write_txn_markers_request_writable_txn_marker, 1);
+    struct write_txn_markers_request_writable_txn_marker_topic *t = ARENA_NEW(
+        s->arena, struct write_txn_markers_request_writable_txn_marker_topic, 1);
+    if (!x || !t)
+        return;
     write_txn_markers_request_writable_txn_marker_init(x);
     write_txn_markers_request_writable_txn_marker_topic_init(t);
     t->name = str(BROKER_FUZZ_TOPIC);
@@ -348,11 +374,12 @@ static void fill_write_txn_markers(struct seed *s, struct write_txn_markers_requ
 static void fill_list_offsets(struct seed *s, struct list_offsets_request *m)
 {
     m->replica_id = -1;
-    struct list_offsets_request_list_offsets_topic *t =
-        ARENA_NEW(s->arena, struct list_offsets_request_list_offsets_topic, 1);
-    struct list_offsets_request_list_offsets_partition *p =
-        ARENA_NEW(s->arena, struct list_offsets_request_list_offsets_partition, 2);
-    if (!t || !p) return;
+    struct list_offsets_request_list_offsets_topic *t = ARENA_NEW(s->arena,
+                                                                  struct list_offsets_request_list_offsets_topic, 1);
+    struct list_offsets_request_list_offsets_partition *p = ARENA_NEW(
+        s->arena, struct list_offsets_request_list_offsets_partition, 2);
+    if (!t || !p)
+        return;
     list_offsets_request_list_offsets_topic_init(t);
     t->name = str(BROKER_FUZZ_TOPIC);
     for (int i = 0; i < 2; i++) {
@@ -368,11 +395,12 @@ static void fill_list_offsets(struct seed *s, struct list_offsets_request *m)
 
 static void fill_offset_for_leader_epoch(struct seed *s, struct offset_for_leader_epoch_request *m)
 {
-    struct offset_for_leader_epoch_request_offset_for_leader_topic *t =
-        ARENA_NEW(s->arena, struct offset_for_leader_epoch_request_offset_for_leader_topic, 1);
-    struct offset_for_leader_epoch_request_offset_for_leader_partition *p =
-        ARENA_NEW(s->arena, struct offset_for_leader_epoch_request_offset_for_leader_partition, 1);
-    if (!t || !p) return;
+    struct offset_for_leader_epoch_request_offset_for_leader_topic *t = ARENA_NEW(
+        s->arena, struct offset_for_leader_epoch_request_offset_for_leader_topic, 1);
+    struct offset_for_leader_epoch_request_offset_for_leader_partition *p = ARENA_NEW(
+        s->arena, struct offset_for_leader_epoch_request_offset_for_leader_partition, 1);
+    if (!t || !p)
+        return;
     offset_for_leader_epoch_request_offset_for_leader_topic_init(t);
     offset_for_leader_epoch_request_offset_for_leader_partition_init(p);
     t->topic = str(BROKER_FUZZ_TOPIC);
@@ -391,9 +419,10 @@ static void fill_delete_topics(struct seed *s, struct delete_topics_request *m)
         m->topic_names_count = 1;
         return;
     }
-    struct delete_topics_request_delete_topic_state *t =
-        ARENA_NEW(s->arena, struct delete_topics_request_delete_topic_state, 1);
-    if (!t) return;
+    struct delete_topics_request_delete_topic_state *t = ARENA_NEW(s->arena,
+                                                                   struct delete_topics_request_delete_topic_state, 1);
+    if (!t)
+        return;
     delete_topics_request_delete_topic_state_init(t);
     t->name = str("fuzz-new");
     m->topics = t;
@@ -402,9 +431,10 @@ static void fill_delete_topics(struct seed *s, struct delete_topics_request *m)
 
 static void fill_create_partitions(struct seed *s, struct create_partitions_request *m)
 {
-    struct create_partitions_request_create_partitions_topic *t =
-        ARENA_NEW(s->arena, struct create_partitions_request_create_partitions_topic, 1);
-    if (!t) return;
+    struct create_partitions_request_create_partitions_topic *t = ARENA_NEW(
+        s->arena, struct create_partitions_request_create_partitions_topic, 1);
+    if (!t)
+        return;
     create_partitions_request_create_partitions_topic_init(t);
     t->name = str("fuzz-new");
     t->count = 4;
@@ -415,10 +445,12 @@ static void fill_create_partitions(struct seed *s, struct create_partitions_requ
 
 static void fill_describe_configs(struct seed *s, struct describe_configs_request *m)
 {
-    struct describe_configs_request_describe_configs_resource *r =
-        ARENA_NEW(s->arena, struct describe_configs_request_describe_configs_resource, 2);
-    if (!r) return;
-    for (int i = 0; i < 2; i++) describe_configs_request_describe_configs_resource_init(&r[i]);
+    struct describe_configs_request_describe_configs_resource *r = ARENA_NEW(
+        s->arena, struct describe_configs_request_describe_configs_resource, 2);
+    if (!r)
+        return;
+    for (int i = 0; i < 2; i++)
+        describe_configs_request_describe_configs_resource_init(&r[i]);
     r[0].resource_type = 2; /* topic */
     r[0].resource_name = str(BROKER_FUZZ_COMPACTED_TOPIC);
     r[1].resource_type = 4; /* broker */
@@ -427,17 +459,20 @@ static void fill_describe_configs(struct seed *s, struct describe_configs_reques
     r[1].configuration_keys_count = 1;
     m->resources = r;
     m->resources_count = 2;
-    if (s->version >= 1) m->include_synonyms = true;
-    if (s->version >= 3) m->include_documentation = true;
+    if (s->version >= 1)
+        m->include_synonyms = true;
+    if (s->version >= 3)
+        m->include_documentation = true;
 }
 
 static void fill_alter_configs(struct seed *s, struct alter_configs_request *m)
 {
-    struct alter_configs_request_alter_configs_resource *r =
-        ARENA_NEW(s->arena, struct alter_configs_request_alter_configs_resource, 1);
-    struct alter_configs_request_alterable_config *c =
-        ARENA_NEW(s->arena, struct alter_configs_request_alterable_config, 1);
-    if (!r || !c) return;
+    struct alter_configs_request_alter_configs_resource *r = ARENA_NEW(
+        s->arena, struct alter_configs_request_alter_configs_resource, 1);
+    struct alter_configs_request_alterable_config *c = ARENA_NEW(s->arena,
+                                                                 struct alter_configs_request_alterable_config, 1);
+    if (!r || !c)
+        return;
     alter_configs_request_alter_configs_resource_init(r);
     alter_configs_request_alterable_config_init(c);
     r->resource_type = 2;
@@ -452,15 +487,17 @@ static void fill_alter_configs(struct seed *s, struct alter_configs_request *m)
 
 static void fill_incremental_alter_configs(struct seed *s, struct incremental_alter_configs_request *m)
 {
-    struct incremental_alter_configs_request_alter_configs_resource *r =
-        ARENA_NEW(s->arena, struct incremental_alter_configs_request_alter_configs_resource, 1);
-    struct incremental_alter_configs_request_alterable_config *c =
-        ARENA_NEW(s->arena, struct incremental_alter_configs_request_alterable_config, 2);
-    if (!r || !c) return;
+    struct incremental_alter_configs_request_alter_configs_resource *r = ARENA_NEW(
+        s->arena, struct incremental_alter_configs_request_alter_configs_resource, 1);
+    struct incremental_alter_configs_request_alterable_config *c = ARENA_NEW(
+        s->arena, struct incremental_alter_configs_request_alterable_config, 2);
+    if (!r || !c)
+        return;
     incremental_alter_configs_request_alter_configs_resource_init(r);
     r->resource_type = 2;
     r->resource_name = str(BROKER_FUZZ_COMPACTED_TOPIC);
-    for (int i = 0; i < 2; i++) incremental_alter_configs_request_alterable_config_init(&c[i]);
+    for (int i = 0; i < 2; i++)
+        incremental_alter_configs_request_alterable_config_init(&c[i]);
     c[0].name = str("min.cleanable.dirty.ratio");
     c[0].config_operation = 0; /* SET */
     c[0].value = str("0.01");
@@ -475,11 +512,12 @@ static void fill_incremental_alter_configs(struct seed *s, struct incremental_al
 
 static void fill_delete_records(struct seed *s, struct delete_records_request *m)
 {
-    struct delete_records_request_delete_records_topic *t =
-        ARENA_NEW(s->arena, struct delete_records_request_delete_records_topic, 1);
-    struct delete_records_request_delete_records_partition *p =
-        ARENA_NEW(s->arena, struct delete_records_request_delete_records_partition, 1);
-    if (!t || !p) return;
+    struct delete_records_request_delete_records_topic *t = ARENA_NEW(
+        s->arena, struct delete_records_request_delete_records_topic, 1);
+    struct delete_records_request_delete_records_partition *p = ARENA_NEW(
+        s->arena, struct delete_records_request_delete_records_partition, 1);
+    if (!t || !p)
+        return;
     delete_records_request_delete_records_topic_init(t);
     delete_records_request_delete_records_partition_init(p);
     t->name = str(BROKER_FUZZ_TOPIC);
@@ -508,9 +546,10 @@ static void fill_group_by_name(struct seed *s, int16_t api_key, void *msg)
         if (s->version <= 2) {
             m->member_id = str(BROKER_FUZZ_MEMBER_ID_PLACEHOLDER);
         } else {
-            struct leave_group_request_member_identity *id =
-                ARENA_NEW(s->arena, struct leave_group_request_member_identity, 1);
-            if (!id) return;
+            struct leave_group_request_member_identity *id = ARENA_NEW(s->arena,
+                                                                       struct leave_group_request_member_identity, 1);
+            if (!id)
+                return;
             leave_group_request_member_identity_init(id);
             id->member_id = str(BROKER_FUZZ_MEMBER_ID_PLACEHOLDER);
             m->members = id;
@@ -533,11 +572,12 @@ static void fill_group_by_name(struct seed *s, int16_t api_key, void *msg)
     case 47: {
         struct offset_delete_request *m = msg;
         m->group_id = str(BROKER_FUZZ_GROUP);
-        struct offset_delete_request_offset_delete_request_topic *t =
-            ARENA_NEW(s->arena, struct offset_delete_request_offset_delete_request_topic, 1);
-        struct offset_delete_request_offset_delete_request_partition *p =
-            ARENA_NEW(s->arena, struct offset_delete_request_offset_delete_request_partition, 1);
-        if (!t || !p) return;
+        struct offset_delete_request_offset_delete_request_topic *t = ARENA_NEW(
+            s->arena, struct offset_delete_request_offset_delete_request_topic, 1);
+        struct offset_delete_request_offset_delete_request_partition *p = ARENA_NEW(
+            s->arena, struct offset_delete_request_offset_delete_request_partition, 1);
+        if (!t || !p)
+            return;
         offset_delete_request_offset_delete_request_topic_init(t);
         offset_delete_request_offset_delete_request_partition_init(p);
         t->name = str(BROKER_FUZZ_TOPIC);
@@ -579,9 +619,10 @@ static void fill_txn_simple(struct seed *s, int16_t api_key, void *msg, int vari
     }
     case 61: {
         struct describe_producers_request *m = msg;
-        struct describe_producers_request_topic_request *t =
-            ARENA_NEW(s->arena, struct describe_producers_request_topic_request, 1);
-        if (!t) return;
+        struct describe_producers_request_topic_request *t = ARENA_NEW(
+            s->arena, struct describe_producers_request_topic_request, 1);
+        if (!t)
+            return;
         describe_producers_request_topic_request_init(t);
         t->name = str(BROKER_FUZZ_TOPIC);
         t->partition_indexes = int_array(s, 2);
@@ -604,16 +645,40 @@ static void fill_txn_simple(struct seed *s, int16_t api_key, void *msg, int vari
 static int fill_request(struct seed *s, int16_t api_key, void *msg, int variant, uint8_t **owned)
 {
     switch (api_key) {
-    case 0: fill_produce(s, msg, variant, owned); return PRODUCE_KINDS;
-    case 1: fill_fetch(s, msg, variant); return 2;
-    case 2: fill_list_offsets(s, msg); return 1;
-    case 3: fill_metadata(s, msg); return 1;
-    case 8: fill_offset_commit(s, msg, variant); return 2;
-    case 9: fill_offset_fetch(s, msg); return 1;
-    case 10: fill_find_coordinator(s, msg, variant == 1); return 2;
-    case 11: fill_join_group(s, msg, variant); return 2;
-    case 12: case 13: case 15: case 42: case 47: fill_group_by_name(s, api_key, msg); return 1;
-    case 14: fill_sync_group(s, msg); return 1;
+    case 0:
+        fill_produce(s, msg, variant, owned);
+        return PRODUCE_KINDS;
+    case 1:
+        fill_fetch(s, msg, variant);
+        return 2;
+    case 2:
+        fill_list_offsets(s, msg);
+        return 1;
+    case 3:
+        fill_metadata(s, msg);
+        return 1;
+    case 8:
+        fill_offset_commit(s, msg, variant);
+        return 2;
+    case 9:
+        fill_offset_fetch(s, msg);
+        return 1;
+    case 10:
+        fill_find_coordinator(s, msg, variant == 1);
+        return 2;
+    case 11:
+        fill_join_group(s, msg, variant);
+        return 2;
+    case 12:
+    case 13:
+    case 15:
+    case 42:
+    case 47:
+        fill_group_by_name(s, api_key, msg);
+        return 1;
+    case 14:
+        fill_sync_group(s, msg);
+        return 1;
     case 18:
         if (s->version >= 3) {
             struct api_versions_request *m = msg;
@@ -621,20 +686,50 @@ static int fill_request(struct seed *s, int16_t api_key, void *msg, int variant,
             m->client_software_version = str("1.0");
         }
         return 1;
-    case 19: fill_create_topics(s, msg); return 1;
-    case 20: fill_delete_topics(s, msg); return 1;
-    case 21: fill_delete_records(s, msg); return 1;
-    case 22: case 26: fill_txn_simple(s, api_key, msg, variant); return 2;
-    case 25: case 61: case 65: fill_txn_simple(s, api_key, msg, variant); return 1;
-    case 23: fill_offset_for_leader_epoch(s, msg); return 1;
-    case 24: fill_add_partitions_to_txn(s, msg); return 1;
-    case 27: fill_write_txn_markers(s, msg); return 1;
-    case 28: fill_txn_offset_commit(s, msg); return 1;
-    case 32: fill_describe_configs(s, msg); return 1;
-    case 33: fill_alter_configs(s, msg); return 1;
-    case 37: fill_create_partitions(s, msg); return 1;
-    case 44: fill_incremental_alter_configs(s, msg); return 1;
-    default: return 1; /* default-initialised */
+    case 19:
+        fill_create_topics(s, msg);
+        return 1;
+    case 20:
+        fill_delete_topics(s, msg);
+        return 1;
+    case 21:
+        fill_delete_records(s, msg);
+        return 1;
+    case 22:
+    case 26:
+        fill_txn_simple(s, api_key, msg, variant);
+        return 2;
+    case 25:
+    case 61:
+    case 65:
+        fill_txn_simple(s, api_key, msg, variant);
+        return 1;
+    case 23:
+        fill_offset_for_leader_epoch(s, msg);
+        return 1;
+    case 24:
+        fill_add_partitions_to_txn(s, msg);
+        return 1;
+    case 27:
+        fill_write_txn_markers(s, msg);
+        return 1;
+    case 28:
+        fill_txn_offset_commit(s, msg);
+        return 1;
+    case 32:
+        fill_describe_configs(s, msg);
+        return 1;
+    case 33:
+        fill_alter_configs(s, msg);
+        return 1;
+    case 37:
+        fill_create_partitions(s, msg);
+        return 1;
+    case 44:
+        fill_incremental_alter_configs(s, msg);
+        return 1;
+    default:
+        return 1; /* default-initialised */
     }
 }
 
@@ -647,7 +742,8 @@ static int append_request(struct kafka_writer *out, const struct kafka_api_desc 
     kafka_arena_init(&arena);
     struct seed s = {.arena = &arena, .version = version};
     void *msg = kafka_arena_alloc(&arena, desc->request_size_of);
-    if (!msg) return -1;
+    if (!msg)
+        return -1;
     desc->request_init(msg);
     uint8_t *owned = NULL;
     *variants = fill_request(&s, desc->api_key, msg, variant, &owned);
@@ -680,17 +776,18 @@ static int write_file(const char *dir, const char *name, const struct kafka_writ
 
 /* One request per file: every served (api, version, variant), and each
  * Produce once more with the fix-the-CRC flag. */
-static int write_single(const char *dir, const struct kafka_api_desc *desc, int16_t version, int variant,
-                        int *variants)
+static int write_single(const char *dir, const struct kafka_api_desc *desc, int16_t version, int variant, int *variants)
 {
     int rc = 0;
     for (uint8_t flags = 0; flags <= (desc->api_key == 0 ? 1 : 0) && rc == 0; flags++) {
         struct kafka_writer w;
-        if (kafka_writer_init(&w, 256) != 0) return -1;
+        if (kafka_writer_init(&w, 256) != 0)
+            return -1;
         rc = append_request(&w, desc, version, variant, flags, variants);
         char name[128];
         snprintf(name, sizeof name, "%s-v%d-%d-%u", desc->name, version, variant, flags);
-        if (rc == 0) rc = write_file(dir, name, &w);
+        if (rc == 0)
+            rc = write_file(dir, name, &w);
         kafka_writer_free(&w);
     }
     return rc;
@@ -711,26 +808,66 @@ struct flow {
 };
 
 static const struct flow flows[] = {
-    {"flow-txn-commit", {{22, 2, 0, 0}, {24, 3, 0, 0}, {0, 8, PRODUCE_TRANSACTIONAL, 1}, {25, 3, 0, 0},
-                         {28, 3, 0, 0}, {26, 3, 0, 0}, {1, 11, 1, 0}}, 7},
-    {"flow-txn-abort", {{22, 4, 0, 0}, {24, 5, 0, 0}, {0, 9, PRODUCE_TRANSACTIONAL, 1}, {26, 4, 1, 0},
-                        {1, 12, 1, 0}, {61, 0, 0, 0}, {65, 0, 0, 0}}, 7},
-    {"flow-txn-out-of-order", {{22, 3, 0, 0}, {26, 3, 0, 0}, {0, 8, PRODUCE_TRANSACTIONAL, 1}, {28, 3, 0, 0},
-                               {24, 3, 0, 0}, {26, 3, 1, 0}, {27, 1, 0, 0}}, 7},
-    {"flow-idempotent", {{22, 4, 1, 0}, {0, 9, PRODUCE_IDEMPOTENT, 1}, {0, 9, PRODUCE_IDEMPOTENT, 1}, {2, 7, 0, 0},
-                         {61, 0, 0, 0}}, 5},
-    {"flow-group", {{10, 4, 0, 0}, {11, 5, 0, 0}, {11, 5, 1, 0}, {14, 5, 0, 0}, {12, 4, 0, 0}, {8, 8, 1, 0},
-                    {9, 8, 0, 0}, {13, 4, 0, 0}}, 8},
-    {"flow-group-old", {{11, 2, 0, 0}, {14, 2, 0, 0}, {12, 2, 0, 0}, {8, 5, 1, 0}, {15, 4, 0, 0}, {13, 2, 0, 0},
-                        {47, 0, 0, 0}, {42, 2, 0, 0}}, 8},
-    {"flow-topic-admin", {{19, 7, 0, 0}, {37, 3, 0, 0}, {33, 2, 0, 0}, {32, 4, 0, 0}, {21, 2, 0, 0},
-                          {35, 4, 0, 0}, {20, 6, 0, 0}}, 7},
+    {"flow-txn-commit",
+     {{22, 2, 0, 0},
+      {24, 3, 0, 0},
+      {0, 8, PRODUCE_TRANSACTIONAL, 1},
+      {25, 3, 0, 0},
+      {28, 3, 0, 0},
+      {26, 3, 0, 0},
+      {1, 11, 1, 0}},
+     7},
+    {"flow-txn-abort",
+     {{22, 4, 0, 0},
+      {24, 5, 0, 0},
+      {0, 9, PRODUCE_TRANSACTIONAL, 1},
+      {26, 4, 1, 0},
+      {1, 12, 1, 0},
+      {61, 0, 0, 0},
+      {65, 0, 0, 0}},
+     7},
+    {"flow-txn-out-of-order",
+     {{22, 3, 0, 0},
+      {26, 3, 0, 0},
+      {0, 8, PRODUCE_TRANSACTIONAL, 1},
+      {28, 3, 0, 0},
+      {24, 3, 0, 0},
+      {26, 3, 1, 0},
+      {27, 1, 0, 0}},
+     7},
+    {"flow-idempotent",
+     {{22, 4, 1, 0}, {0, 9, PRODUCE_IDEMPOTENT, 1}, {0, 9, PRODUCE_IDEMPOTENT, 1}, {2, 7, 0, 0}, {61, 0, 0, 0}},
+     5},
+    {"flow-group",
+     {{10, 4, 0, 0},
+      {11, 5, 0, 0},
+      {11, 5, 1, 0},
+      {14, 5, 0, 0},
+      {12, 4, 0, 0},
+      {8, 8, 1, 0},
+      {9, 8, 0, 0},
+      {13, 4, 0, 0}},
+     8},
+    {"flow-group-old",
+     {{11, 2, 0, 0},
+      {14, 2, 0, 0},
+      {12, 2, 0, 0},
+      {8, 5, 1, 0},
+      {15, 4, 0, 0},
+      {13, 2, 0, 0},
+      {47, 0, 0, 0},
+      {42, 2, 0, 0}},
+     8},
+    {"flow-topic-admin",
+     {{19, 7, 0, 0}, {37, 3, 0, 0}, {33, 2, 0, 0}, {32, 4, 0, 0}, {21, 2, 0, 0}, {35, 4, 0, 0}, {20, 6, 0, 0}},
+     7},
 };
 
 static int write_flow(const char *dir, const struct flow *flow)
 {
     struct kafka_writer w;
-    if (kafka_writer_init(&w, 1024) != 0) return -1;
+    if (kafka_writer_init(&w, 1024) != 0)
+        return -1;
     int rc = 0;
     for (int i = 0; i < flow->count && rc == 0; i++) {
         const struct flow_step *step = &flow->steps[i];
@@ -742,11 +879,13 @@ static int write_flow(const char *dir, const struct flow *flow)
             rc = -1;
             break;
         }
-        if (i > 0) kafka_write_raw(&w, BROKER_FUZZ_SEPARATOR, BROKER_FUZZ_SEPARATOR_LEN);
+        if (i > 0)
+            kafka_write_raw(&w, BROKER_FUZZ_SEPARATOR, BROKER_FUZZ_SEPARATOR_LEN);
         int variants;
         rc = append_request(&w, desc, step->version, step->variant, step->flags, &variants);
     }
-    if (rc == 0) rc = write_file(dir, flow->name, &w);
+    if (rc == 0)
+        rc = write_file(dir, flow->name, &w);
     kafka_writer_free(&w);
     return rc;
 }
@@ -762,18 +901,23 @@ int main(int argc, char **argv)
     int failures = 0, written = 0;
     for (int i = 0; i < count; i++) {
         const struct kafka_api_desc *desc = kafka_api_lookup(table[i].api_key);
-        if (!desc) continue;
+        if (!desc)
+            continue;
         for (int16_t v = table[i].min_version; v <= table[i].max_version; v++) {
             int variants = 1;
             for (int variant = 0; variant < variants; variant++) {
-                if (write_single(argv[1], desc, v, variant, &variants) != 0) failures++;
-                else written++;
+                if (write_single(argv[1], desc, v, variant, &variants) != 0)
+                    failures++;
+                else
+                    written++;
             }
         }
     }
     for (size_t i = 0; i < sizeof flows / sizeof flows[0]; i++) {
-        if (write_flow(argv[1], &flows[i]) != 0) failures++;
-        else written++;
+        if (write_flow(argv[1], &flows[i]) != 0)
+            failures++;
+        else
+            written++;
     }
     fprintf(stderr, "broker_request_seeds: %d seeds written, %d failed\n", written, failures);
     return failures ? 1 : 0;

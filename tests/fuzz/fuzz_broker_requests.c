@@ -73,7 +73,7 @@ static struct {
     char member_id[BROKER_FUZZ_MEMBER_ID_LEN];
     bool have_member_id;
     uint8_t generation[4];
-    uint8_t producer[10]; /* producer id and epoch, big-endian */
+    uint8_t producer[10];  /* producer id and epoch, big-endian */
     bool after_unanswered; /* the last request on fd expected no answer */
     bool stats;
     bool trace;
@@ -99,7 +99,8 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
 /* Also the sanitizers' death callback: a crash leaves no temp dir behind. */
 static void remove_temp_dir(void)
 {
-    if (fuzz.dir[0]) nftw(fuzz.dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (fuzz.dir[0])
+        nftw(fuzz.dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     fuzz.dir[0] = '\0';
 }
 
@@ -127,7 +128,8 @@ __attribute__((format(printf, 1, 2), noreturn)) static void broker_failed(const 
 static int pick_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof addr;
     int port = -1;
@@ -140,9 +142,10 @@ static int pick_free_port(void)
 static int connect_broker(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)fuzz.port),
-                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in addr = {
+        .sin_family = AF_INET, .sin_port = htons((uint16_t)fuzz.port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     /* A broker that stops reading must not block the fuzzer forever. */
@@ -157,7 +160,8 @@ static int connect_broker(void)
 
 static void disconnect(void)
 {
-    if (fuzz.fd >= 0) close(fuzz.fd);
+    if (fuzz.fd >= 0)
+        close(fuzz.fd);
     fuzz.fd = -1;
     fuzz.after_unanswered = false;
 }
@@ -166,8 +170,10 @@ static int send_all(int fd, const uint8_t *data, size_t len)
 {
     while (len > 0) {
         ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return -1;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
         data += n;
         len -= (size_t)n;
     }
@@ -181,14 +187,19 @@ static int recv_exact(int fd, uint8_t *out, size_t len, int64_t deadline)
     size_t got = 0;
     while (got < len) {
         int64_t left = deadline - now_ms();
-        if (left <= 0) return -1;
+        if (left <= 0)
+            return -1;
         struct pollfd p = {.fd = fd, .events = POLLIN};
         int rc = poll(&p, 1, (int)left);
-        if (rc < 0 && errno == EINTR) continue;
-        if (rc <= 0) return -1;
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc <= 0)
+            return -1;
         ssize_t n = recv(fd, out + got, len - got, 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return 1;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 1;
         got += (size_t)n;
     }
     return 0;
@@ -201,12 +212,15 @@ static int recv_frame(int fd, int timeout_ms, uint8_t **out, size_t *out_len)
     int64_t deadline = now_ms() + timeout_ms;
     uint8_t size_bytes[4];
     int rc = recv_exact(fd, size_bytes, 4, deadline);
-    if (rc != 0) return rc;
+    if (rc != 0)
+        return rc;
     uint32_t size = (uint32_t)size_bytes[0] << 24 | (uint32_t)size_bytes[1] << 16 | (uint32_t)size_bytes[2] << 8 |
                     size_bytes[3];
-    if (size < 4 || size > BROKER_FUZZ_MAX_RESPONSE) broker_failed("response frame of %u bytes", size);
+    if (size < 4 || size > BROKER_FUZZ_MAX_RESPONSE)
+        broker_failed("response frame of %u bytes", size);
     uint8_t *buf = malloc(size);
-    if (!buf) die("out of memory");
+    if (!buf)
+        die("out of memory");
     /* The size arrived, so the rest is on its way: allow it the full wait. */
     rc = recv_exact(fd, buf, size, now_ms() + BROKER_FUZZ_ALIVE_MS);
     if (rc != 0) {
@@ -222,7 +236,8 @@ static int recv_frame(int fd, int timeout_ms, uint8_t **out, size_t *out_len)
 static int build_frame(struct kafka_writer *w, int16_t api_key, int16_t version, int32_t correlation_id,
                        const uint8_t *body, size_t body_len)
 {
-    if (kafka_writer_init(w, 64 + body_len) != 0) return -1;
+    if (kafka_writer_init(w, 64 + body_len) != 0)
+        return -1;
     size_t size_at = kafka_writer_reserve(w, 4);
     struct request_header header;
     request_header_init(&header);
@@ -234,7 +249,8 @@ static int build_frame(struct kafka_writer *w, int16_t api_key, int16_t version,
         kafka_writer_free(w);
         return -1;
     }
-    if (body_len) kafka_write_raw(w, body, body_len);
+    if (body_len)
+        kafka_write_raw(w, body, body_len);
     kafka_writer_patch_int32(w, size_at, (int32_t)(w->len - 4));
     if (w->failed) {
         kafka_writer_free(w);
@@ -245,7 +261,8 @@ static int build_frame(struct kafka_writer *w, int16_t api_key, int16_t version,
 
 static void put_be(uint8_t *out, uint64_t v, int n)
 {
-    for (int i = n - 1; i >= 0; i--, v >>= 8) out[i] = (uint8_t)v;
+    for (int i = n - 1; i >= 0; i--, v >>= 8)
+        out[i] = (uint8_t)v;
 }
 
 /* Keeps what later requests of a flow need from an answer. */
@@ -257,7 +274,8 @@ static void learn_from_answer(int16_t api_key, const void *msg)
             memcpy(fuzz.member_id, join->member_id.data, BROKER_FUZZ_MEMBER_ID_LEN);
             fuzz.have_member_id = true;
         }
-        if (join->error_code == KAFKA_ERR_NONE) put_be(fuzz.generation, (uint32_t)join->generation_id, 4);
+        if (join->error_code == KAFKA_ERR_NONE)
+            put_be(fuzz.generation, (uint32_t)join->generation_id, 4);
     } else if (api_key == 22) {
         const struct init_producer_id_response *init = msg;
         if (init->error_code == KAFKA_ERR_NONE) {
@@ -276,11 +294,13 @@ static void check_response(const uint8_t *frame, size_t len, const struct kafka_
     int32_t got = kafka_read_int32(&r);
     if (got != correlation_id)
         broker_failed("%s v%d answered with correlation id %d, sent %d", desc->name, version, got, correlation_id);
-    if (kafka_response_header_version(desc->api_key, version) >= 1) kafka_reader_skip_tagged_fields(&r);
+    if (kafka_response_header_version(desc->api_key, version) >= 1)
+        kafka_reader_skip_tagged_fields(&r);
     struct kafka_arena arena;
     kafka_arena_init(&arena);
     void *msg = kafka_arena_alloc(&arena, desc->response_size_of);
-    if (!msg) die("out of memory");
+    if (!msg)
+        die("out of memory");
     desc->response_init(msg);
     if (r.failed || desc->response_decode(msg, &r, version, &arena) != 0)
         broker_failed("%s v%d response does not decode: %s", desc->name, version, r.error);
@@ -294,10 +314,13 @@ static void check_alive(void)
     const struct kafka_api_desc *desc = kafka_api_lookup(18);
     struct kafka_writer w;
     /* ApiVersions v0: an empty body. */
-    if (build_frame(&w, 18, 0, INT32_MAX, NULL, 0) != 0) die("out of memory");
+    if (build_frame(&w, 18, 0, INT32_MAX, NULL, 0) != 0)
+        die("out of memory");
     int fd = connect_broker();
-    if (fd < 0) die("the broker no longer accepts connections");
-    if (send_all(fd, w.buf, w.len) != 0) die("the broker no longer reads requests");
+    if (fd < 0)
+        die("the broker no longer accepts connections");
+    if (send_all(fd, w.buf, w.len) != 0)
+        die("the broker no longer reads requests");
     kafka_writer_free(&w);
     uint8_t *frame = NULL;
     size_t len = 0;
@@ -318,7 +341,8 @@ static void fix_batch_crcs(uint8_t *records, size_t len)
         if (record_batch_parse_header(records + pos, len - pos, &h) != 0 || h.magic != 2 || h.batch_length < 0)
             return;
         size_t total = record_batch_total_size(&h);
-        if (total < RECORD_BATCH_HEADER_SIZE || total > len - pos) return;
+        if (total < RECORD_BATCH_HEADER_SIZE || total > len - pos)
+            return;
         record_batch_update_crc(records + pos, total);
         pos += total;
     }
@@ -343,7 +367,8 @@ static bool produce_expects_answer(uint8_t *body, size_t body_len, int16_t versi
             for (int32_t p = 0; p < topic->partition_data_count; p++) {
                 const struct kafka_records *rec = &topic->partition_data[p].records;
                 /* The decoder points into body, which this function owns. */
-                if (rec->data && rec->len > 0) fix_batch_crcs(body + (rec->data - body), (size_t)rec->len);
+                if (rec->data && rec->len > 0)
+                    fix_batch_crcs(body + (rec->data - body), (size_t)rec->len);
             }
         }
     }
@@ -359,7 +384,8 @@ static bool request_decodes(const struct kafka_api_desc *desc, int16_t version, 
     struct kafka_reader r;
     kafka_reader_init(&r, body, len);
     void *msg = kafka_arena_alloc(&arena, desc->request_size_of);
-    if (!msg) die("out of memory");
+    if (!msg)
+        die("out of memory");
     desc->request_init(msg);
     bool ok = desc->request_decode(msg, &r, version, &arena) == 0;
     kafka_arena_free(&arena);
@@ -394,7 +420,8 @@ static void print_stats(void)
     fprintf(stderr, "fuzz_broker_requests: per API: sent answered no-answer-expected closed timed-out\n");
     for (int k = 0; k < BROKER_FUZZ_API_SLOTS; k++) {
         const struct broker_fuzz_api_stats *s = &fuzz.api[k];
-        if (!s->sent) continue;
+        if (!s->sent)
+            continue;
         const struct kafka_api_desc *desc = kafka_api_lookup((int16_t)k);
         fprintf(stderr, "  %3d %-24s %8lu %8lu %8lu %8lu %8lu\n", k, desc ? desc->name : "?", s->sent, s->answered,
                 s->no_answer_expected, s->closed, s->timed_out);
@@ -407,8 +434,10 @@ static void print_stats(void)
 static void shutdown_broker(void)
 {
     disconnect();
-    if (fuzz.stats) print_stats();
-    if (fuzz.broker) broker_stop(fuzz.broker);
+    if (fuzz.stats)
+        print_stats();
+    if (fuzz.broker)
+        broker_stop(fuzz.broker);
     fuzz.broker = NULL;
     remove_temp_dir();
 }
@@ -422,27 +451,33 @@ static void *setup_request(int16_t api_key, int16_t version, const void *msg, st
     if (kafka_writer_init(&body, 256) != 0 || desc->request_encode(msg, &body, version) != 0 || body.failed)
         die("cannot encode a set-up request");
     struct kafka_writer w;
-    if (build_frame(&w, api_key, version, 1, body.buf, body.len) != 0) die("out of memory");
+    if (build_frame(&w, api_key, version, 1, body.buf, body.len) != 0)
+        die("out of memory");
     kafka_writer_free(&body);
     int fd = connect_broker();
-    if (fd < 0 || send_all(fd, w.buf, w.len) != 0) die("cannot send a set-up request");
+    if (fd < 0 || send_all(fd, w.buf, w.len) != 0)
+        die("cannot send a set-up request");
     kafka_writer_free(&w);
     uint8_t *frame = NULL;
     size_t len = 0;
-    if (recv_frame(fd, BROKER_FUZZ_ALIVE_MS, &frame, &len) != 0) die("no answer to a set-up request");
+    if (recv_frame(fd, BROKER_FUZZ_ALIVE_MS, &frame, &len) != 0)
+        die("no answer to a set-up request");
     close(fd);
     check_response(frame, len, desc, version, 1);
     uint8_t *kept = kafka_arena_alloc(arena, len);
     void *response = kafka_arena_alloc(arena, desc->response_size_of);
-    if (!kept || !response) die("out of memory");
+    if (!kept || !response)
+        die("out of memory");
     memcpy(kept, frame, len);
     free(frame);
     struct kafka_reader r;
     kafka_reader_init(&r, kept, len);
     kafka_read_int32(&r);
-    if (kafka_response_header_version(api_key, version) >= 1) kafka_reader_skip_tagged_fields(&r);
+    if (kafka_response_header_version(api_key, version) >= 1)
+        kafka_reader_skip_tagged_fields(&r);
     desc->response_init(response);
-    if (desc->response_decode(response, &r, version, arena) != 0) die("set-up answer does not decode");
+    if (desc->response_decode(response, &r, version, arena) != 0)
+        die("set-up answer does not decode");
     return response;
 }
 
@@ -457,7 +492,8 @@ static void create_fixtures(void)
     compact.name = kafka_str_from_cstr("cleanup.policy");
     compact.value = kafka_str_from_cstr("compact");
     struct create_topics_request_creatable_topic topics[2];
-    for (int i = 0; i < 2; i++) create_topics_request_creatable_topic_init(&topics[i]);
+    for (int i = 0; i < 2; i++)
+        create_topics_request_creatable_topic_init(&topics[i]);
     topics[0].name = kafka_str_from_cstr(BROKER_FUZZ_TOPIC);
     topics[0].num_partitions = 2;
     topics[0].replication_factor = 1;
@@ -474,9 +510,12 @@ static void create_fixtures(void)
     struct create_topics_response *created = setup_request(19, 7, &req, &arena);
     for (int32_t i = 0; i < created->topics_count; i++) {
         const struct create_topics_response_creatable_topic_result *t = &created->topics[i];
-        if (t->error_code != KAFKA_ERR_NONE) die("cannot create the fuzzing topics");
-        if (kafka_str_eq_cstr(t->name, BROKER_FUZZ_TOPIC)) fuzz.topic_id = t->topic_id;
-        if (kafka_str_eq_cstr(t->name, BROKER_FUZZ_COMPACTED_TOPIC)) fuzz.compacted_topic_id = t->topic_id;
+        if (t->error_code != KAFKA_ERR_NONE)
+            die("cannot create the fuzzing topics");
+        if (kafka_str_eq_cstr(t->name, BROKER_FUZZ_TOPIC))
+            fuzz.topic_id = t->topic_id;
+        if (kafka_str_eq_cstr(t->name, BROKER_FUZZ_COMPACTED_TOPIC))
+            fuzz.compacted_topic_id = t->topic_id;
     }
 
     struct init_producer_id_request init;
@@ -484,7 +523,8 @@ static void create_fixtures(void)
     init.transactional_id = kafka_str_from_cstr(BROKER_FUZZ_TXN_ID);
     init.transaction_timeout_ms = 60000;
     struct init_producer_id_response *producer = setup_request(22, 4, &init, &arena);
-    if (producer->error_code != KAFKA_ERR_NONE) die("cannot initialise the fuzzing producer");
+    if (producer->error_code != KAFKA_ERR_NONE)
+        die("cannot initialise the fuzzing producer");
     kafka_arena_free(&arena);
 }
 
@@ -495,21 +535,32 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     signal(SIGPIPE, SIG_IGN);
     fuzz.stats = getenv("CAIRN_FUZZ_BROKER_STATS") != NULL;
     fuzz.trace = getenv("CAIRN_FUZZ_BROKER_TRACE") != NULL;
-    if (!getenv("CAIRN_LOG_LEVEL")) logger_set_level(LOGGER_ERROR);
+    if (!getenv("CAIRN_LOG_LEVEL"))
+        logger_set_level(LOGGER_ERROR);
     snprintf(fuzz.dir, sizeof fuzz.dir, "/tmp/cairn-fuzz-broker-XXXXXX");
-    if (!mkdtemp(fuzz.dir)) die("cannot create a temp dir");
+    if (!mkdtemp(fuzz.dir))
+        die("cannot create a temp dir");
     fuzz.port = pick_free_port();
-    if (fuzz.port <= 0) die("no free port");
+    if (fuzz.port <= 0)
+        die("no free port");
     char log_dirs[128], listeners[64];
     snprintf(log_dirs, sizeof log_dirs, "%s/data", fuzz.dir);
     snprintf(listeners, sizeof listeners, "PLAINTEXT://127.0.0.1:%d", fuzz.port);
     const char *keys[] = {
-        "log.dirs", "listeners", "auto.create.topics.enable", "num.partitions",
+        "log.dirs",
+        "listeners",
+        "auto.create.topics.enable",
+        "num.partitions",
         /* Small segments: rolls, index and retention work happen often. */
-        "log.segment.bytes", "log.cleaner.backoff.ms", "log.retention.check.interval.ms",
+        "log.segment.bytes",
+        "log.cleaner.backoff.ms",
+        "log.retention.check.interval.ms",
         /* Joins answer at once instead of after the default 3 s. */
-        "group.initial.rebalance.delay.ms", "offsets.topic.num.partitions", "transaction.state.log.num.partitions",
-        "num.io.threads", "num.network.threads",
+        "group.initial.rebalance.delay.ms",
+        "offsets.topic.num.partitions",
+        "transaction.state.log.num.partitions",
+        "num.io.threads",
+        "num.network.threads",
     };
     const char *values[] = {
         log_dirs, listeners, "true", "2", "16384", "200", "1000", "0", "4", "4", "4", "2",
@@ -532,30 +583,40 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static void run_request(const uint8_t *data, size_t size)
 {
     struct broker_fuzz_pick pick;
-    if (!broker_fuzz_pick(data, size, &pick)) return;
+    if (!broker_fuzz_pick(data, size, &pick))
+        return;
     int16_t api_key = pick.entry->api_key;
     const struct kafka_api_desc *desc = kafka_api_lookup(api_key);
-    if (!desc) return;
+    if (!desc)
+        return;
     struct broker_fuzz_api_stats *stats = &fuzz.api[api_key % BROKER_FUZZ_API_SLOTS];
     uint8_t *body = malloc(pick.body_len ? pick.body_len : 1);
-    if (!body) die("out of memory");
-    if (pick.body_len) memcpy(body, pick.body, pick.body_len);
+    if (!body)
+        die("out of memory");
+    if (pick.body_len)
+        memcpy(body, pick.body, pick.body_len);
     put_placeholders(body, pick.body_len);
     bool answer = api_key != 0 || produce_expects_answer(body, pick.body_len, pick.version, pick.flags);
     bool decodes = request_decodes(desc, pick.version, body, pick.body_len);
 
     int32_t correlation_id = ++fuzz.correlation_id;
-    if (fuzz.correlation_id == INT32_MAX - 1) fuzz.correlation_id = 0;
+    if (fuzz.correlation_id == INT32_MAX - 1)
+        fuzz.correlation_id = 0;
     struct kafka_writer w;
-    if (build_frame(&w, api_key, pick.version, correlation_id, body, pick.body_len) != 0) die("out of memory");
+    if (build_frame(&w, api_key, pick.version, correlation_id, body, pick.body_len) != 0)
+        die("out of memory");
     free(body);
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (fuzz.fd < 0) fuzz.fd = connect_broker();
-        if (fuzz.fd < 0) die("cannot connect to the broker");
-        if (send_all(fuzz.fd, w.buf, w.len) == 0) break;
+        if (fuzz.fd < 0)
+            fuzz.fd = connect_broker();
+        if (fuzz.fd < 0)
+            die("cannot connect to the broker");
+        if (send_all(fuzz.fd, w.buf, w.len) == 0)
+            break;
         /* The broker closed the connection after an earlier request. */
         disconnect();
-        if (attempt == 1) die("cannot send a request on a fresh connection");
+        if (attempt == 1)
+            die("cannot send a request on a fresh connection");
     }
     kafka_writer_free(&w);
     stats->sent++;
@@ -574,8 +635,11 @@ static void run_request(const uint8_t *data, size_t size)
     int rc = recv_frame(fuzz.fd, long_poll ? BROKER_FUZZ_ANSWER_MS : BROKER_FUZZ_ALIVE_MS, &frame, &len);
     if (fuzz.trace) {
         fprintf(stderr, "fuzz_broker_requests: %s v%d: %s", desc->name, pick.version,
-                rc == 0 ? "answer" : rc > 0 ? "closed" : "no answer");
-        for (size_t i = 0; rc == 0 && i < len && i < 48; i++) fprintf(stderr, " %02x", frame[i]);
+                rc == 0  ? "answer"
+                : rc > 0 ? "closed"
+                         : "no answer");
+        for (size_t i = 0; rc == 0 && i < len && i < 48; i++)
+            fprintf(stderr, " %02x", frame[i]);
         fputc('\n', stderr);
     }
     if (rc == 0) {
@@ -604,7 +668,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int n = 0; n < BROKER_FUZZ_MAX_REQUESTS; n++) {
         const uint8_t *sep = memmem(data, (size_t)(end - data), BROKER_FUZZ_SEPARATOR, BROKER_FUZZ_SEPARATOR_LEN);
         run_request(data, (size_t)((sep ? sep : end) - data));
-        if (!sep) break;
+        if (!sep)
+            break;
         data = sep + BROKER_FUZZ_SEPARATOR_LEN;
     }
     return 0;

@@ -67,8 +67,7 @@ static void replay_offsets(const uint8_t *pos, const uint8_t *end)
             } else {
                 struct group_snapshot_record group;
                 memset(&group, 0, sizeof group);
-                (void)group_log_decode_group_value(value, value_len, k.group_id, &arena, &group, err,
-                                                   sizeof err);
+                (void)group_log_decode_group_value(value, value_len, k.group_id, &arena, &group, err, sizeof err);
             }
         }
         kafka_arena_free(&arena);

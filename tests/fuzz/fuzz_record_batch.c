@@ -70,8 +70,7 @@ static void check_batch(uint8_t *batch, size_t len)
     } else {
         uint8_t *plain = NULL;
         size_t plain_len = 0;
-        if (record_codec_inflate_batch(batch, len, FUZZ_DECOMPRESSED_LIMIT, &plain, &plain_len, err,
-                                       sizeof err) == 0) {
+        if (record_codec_inflate_batch(batch, len, FUZZ_DECOMPRESSED_LIMIT, &plain, &plain_len, err, sizeof err) == 0) {
             walk_records(plain, plain_len, h.record_count, false);
             free(plain);
         }

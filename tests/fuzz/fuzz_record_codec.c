@@ -18,14 +18,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *out = NULL, *packed = NULL, *back = NULL;
     size_t out_len, packed_len, back_len;
     char err[200];
-    if (record_codec_decompress(codec, data + 1, size - 1, FUZZ_LIMIT, &out, &out_len, err,
-                                sizeof err) != 0)
+    if (record_codec_decompress(codec, data + 1, size - 1, FUZZ_LIMIT, &out, &out_len, err, sizeof err) != 0)
         return 0;
     if (out_len > FUZZ_LIMIT)
         abort();
     if (record_codec_compress(codec, out, out_len, &packed, &packed_len, err, sizeof err) != 0 ||
-        record_codec_decompress(codec, packed, packed_len, out_len, &back, &back_len, err,
-                                sizeof err) != 0 ||
+        record_codec_decompress(codec, packed, packed_len, out_len, &back, &back_len, err, sizeof err) != 0 ||
         back_len != out_len || memcmp(back, out, out_len) != 0)
         abort();
     free(out);

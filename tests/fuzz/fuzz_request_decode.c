@@ -5,7 +5,6 @@
 
 #include "protocol/messages.h"
 
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -23,15 +22,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct kafka_reader r;
     kafka_reader_init(&r, data, size);
     struct request_header header;
-    if (request_header_decode(&header, &r, header_version, &arena) == 0 &&
-        api_version >= desc->min_version && api_version <= desc->max_version) {
+    if (request_header_decode(&header, &r, header_version, &arena) == 0 && api_version >= desc->min_version &&
+        api_version <= desc->max_version) {
         void *msg = kafka_arena_alloc(&arena, desc->request_size_of);
         if (msg && desc->request_decode(msg, &r, api_version, &arena) == 0) {
             /* What decodes must re-encode to exactly its measured size. */
             struct kafka_writer w;
             if (kafka_writer_init(&w, 256) == 0) {
-                if (desc->request_encode(msg, &w, api_version) == 0 &&
-                    w.len != desc->request_size(msg, api_version))
+                if (desc->request_encode(msg, &w, api_version) == 0 && w.len != desc->request_size(msg, api_version))
                     __builtin_trap();
                 kafka_writer_free(&w);
             }

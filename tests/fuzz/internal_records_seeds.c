@@ -21,8 +21,7 @@ struct seed {
 
 static void seed_item(struct seed *s, struct kafka_writer *w)
 {
-    if (w->failed || kafka_writer_flatten(w) != 0 || w->len > 0xffff ||
-        s->len + 2 + w->len > sizeof s->buf) {
+    if (w->failed || kafka_writer_flatten(w) != 0 || w->len > 0xffff || s->len + 2 + w->len > sizeof s->buf) {
         s->failed = 1;
     } else {
         s->buf[s->len++] = (uint8_t)(w->len >> 8);
@@ -60,9 +59,13 @@ static void metadata_seed(struct seed *s)
     seed_item(s, &w);
     int32_t replicas[] = {1};
     for (int32_t p = 0; p < 2; p++) {
-        struct metadata_partition part = {.present = true, .partition_index = p, .leader = 1,
-                                          .replicas = replicas, .replica_count = 1,
-                                          .isr = replicas, .isr_count = 1};
+        struct metadata_partition part = {.present = true,
+                                          .partition_index = p,
+                                          .leader = 1,
+                                          .replicas = replicas,
+                                          .replica_count = 1,
+                                          .isr = replicas,
+                                          .isr_count = 1};
         metadata_record_write_partition(&w, &id, &part);
         seed_item(s, &w);
     }
@@ -87,8 +90,12 @@ static void offsets_seed(struct seed *s)
     for (int32_t p = 0; p < 2; p++) {
         group_log_encode_offset_key(&w, "group-a", "events", p);
         seed_item(s, &w);
-        struct group_offset_record rec = {.topic = "events", .partition = p, .offset = 42 + p,
-                                          .leader_epoch = 3, .metadata = "m", .metadata_len = 1,
+        struct group_offset_record rec = {.topic = "events",
+                                          .partition = p,
+                                          .offset = 42 + p,
+                                          .leader_epoch = 3,
+                                          .metadata = "m",
+                                          .metadata_len = 1,
                                           .commit_timestamp = 1700000000000,
                                           .expire_timestamp = -1};
         group_log_encode_offset_value(&w, &rec);
@@ -97,16 +104,23 @@ static void offsets_seed(struct seed *s)
     group_log_encode_group_key(&w, "group-a");
     seed_item(s, &w);
     static const uint8_t subscription[] = {0, 1, 0, 0, 0, 1, 0, 6, 'e', 'v', 'e', 'n', 't', 's'};
-    struct group_member_record member = {
-        .member_id = "member-1", .client_id = "client", .client_host = "/127.0.0.1",
-        .rebalance_timeout_ms = 30000, .session_timeout_ms = 10000,
-        .subscription = subscription, .subscription_len = sizeof subscription,
-        .assignment = subscription, .assignment_len = sizeof subscription};
-    struct group_snapshot_record group = {.group_id = "group-a", .protocol_type = "consumer",
-                                          .generation = 4, .protocol = "range",
+    struct group_member_record member = {.member_id = "member-1",
+                                         .client_id = "client",
+                                         .client_host = "/127.0.0.1",
+                                         .rebalance_timeout_ms = 30000,
+                                         .session_timeout_ms = 10000,
+                                         .subscription = subscription,
+                                         .subscription_len = sizeof subscription,
+                                         .assignment = subscription,
+                                         .assignment_len = sizeof subscription};
+    struct group_snapshot_record group = {.group_id = "group-a",
+                                          .protocol_type = "consumer",
+                                          .generation = 4,
+                                          .protocol = "range",
                                           .leader = "member-1",
                                           .current_state_timestamp = 1700000000000,
-                                          .members = &member, .member_count = 1};
+                                          .members = &member,
+                                          .member_count = 1};
     group_log_encode_group_value(&w, &group);
     seed_item(s, &w);
     kafka_writer_free(&w);

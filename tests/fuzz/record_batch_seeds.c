@@ -10,8 +10,7 @@
 #include "protocol/record_batch.h"
 #include "../unit/codec/golden_librdkafka.inc"
 
-static int write_seed(const char *dir, const char *name, uint8_t flag, const uint8_t *batch,
-                      size_t len, int copies)
+static int write_seed(const char *dir, const char *name, uint8_t flag, const uint8_t *batch, size_t len, int copies)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s-%u", dir, name, flag);

@@ -112,8 +112,7 @@ long long broker_active_segment_base(const struct test_broker *b, const char *pa
     return best;
 }
 
-int broker_each_stored_batch(const struct test_broker *b, const char *partition_dir,
-                             broker_batch_fn fn, void *ctx)
+int broker_each_stored_batch(const struct test_broker *b, const char *partition_dir, broker_batch_fn fn, void *ctx)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", b->data_dir, partition_dir);
@@ -135,8 +134,7 @@ int broker_each_stored_batch(const struct test_broker *b, const char *partition_
         if (!f)
             continue;
         while (fread(batch, 1, 12, f) == 12) {
-            size_t batch_len = (size_t)batch[8] << 24 | (size_t)batch[9] << 16 |
-                               (size_t)batch[10] << 8 | batch[11];
+            size_t batch_len = (size_t)batch[8] << 24 | (size_t)batch[9] << 16 | (size_t)batch[10] << 8 | batch[11];
             if (batch_len < 49 || batch_len > (64u << 20))
                 break;
             if (12 + batch_len > cap) {
@@ -207,8 +205,7 @@ int harness_free_port(void)
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof(addr);
     int port = -1;
-    if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&addr, &len) == 0)
+    if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 && getsockname(fd, (struct sockaddr *)&addr, &len) == 0)
         port = ntohs(addr.sin_port);
     close(fd);
     return port;
@@ -238,8 +235,8 @@ static pid_t harness_spawn(struct test_broker *b)
     if (log_fd < 0)
         return -1;
     char banner[128];
-    int banner_len = snprintf(banner, sizeof(banner), "==== [harness] start #%d on port %d ====\n",
-                              b->starts + 1, b->port);
+    int banner_len = snprintf(banner, sizeof(banner), "==== [harness] start #%d on port %d ====\n", b->starts + 1,
+                              b->port);
     if (write(log_fd, banner, (size_t)banner_len) < 0) {
         /* Only a marker for readers of the log. */
     }
@@ -281,11 +278,9 @@ bool broker_alive(struct test_broker *b)
         return true;
     if (r == b->pid) {
         if (WIFSIGNALED(status))
-            fprintf(stderr, "[harness] cairnd %d died from signal %d\n", (int)b->pid,
-                    WTERMSIG(status));
+            fprintf(stderr, "[harness] cairnd %d died from signal %d\n", (int)b->pid, WTERMSIG(status));
         else
-            fprintf(stderr, "[harness] cairnd %d exited with status %d\n", (int)b->pid,
-                    WEXITSTATUS(status));
+            fprintf(stderr, "[harness] cairnd %d exited with status %d\n", (int)b->pid, WEXITSTATUS(status));
     }
     harness_untrack(b->pid);
     b->pid = 0;
@@ -314,8 +309,7 @@ static void harness_wait_ready(struct test_broker *b)
     }
     broker_print_log_tail(b, 40);
     broker_kill9(b);
-    fail_msg("cairnd did not answer ApiVersions on port %d within %d ms", b->port,
-             HARNESS_START_TIMEOUT_MS);
+    fail_msg("cairnd did not answer ApiVersions on port %d within %d ms", b->port, HARNESS_START_TIMEOUT_MS);
 }
 
 void broker_start(struct test_broker *b, const char *const *overrides)

@@ -19,11 +19,11 @@
 #define BROKER_MAX_OVERRIDES 32
 
 struct test_broker {
-    pid_t pid;           /* 0 while no process runs */
+    pid_t pid; /* 0 while no process runs */
     int port;
-    int starts;          /* how many times the process was started */
-    bool passed;         /* set by broker_mark_passed; keeps the dir otherwise */
-    char dir[512];       /* temp dir: data/ and cairnd.log */
+    int starts;    /* how many times the process was started */
+    bool passed;   /* set by broker_mark_passed; keeps the dir otherwise */
+    char dir[512]; /* temp dir: data/ and cairnd.log */
     char data_dir[600];
     char log_path[600];
     char bootstrap[64];
@@ -81,7 +81,6 @@ long long broker_active_segment_base(const struct test_broker *b, const char *pa
  * the .log files of one of the broker's partition dirs, file by file in
  * directory order; a torn tail ends its file. Returns the batches seen. */
 typedef void (*broker_batch_fn)(const uint8_t *batch, size_t len, void *ctx);
-int broker_each_stored_batch(const struct test_broker *b, const char *partition_dir,
-                             broker_batch_fn fn, void *ctx);
+int broker_each_stored_batch(const struct test_broker *b, const char *partition_dir, broker_batch_fn fn, void *ctx);
 
 #endif

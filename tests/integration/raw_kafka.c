@@ -92,8 +92,8 @@ void raw_put_string(struct raw_writer *w, const char *s)
     raw_put_bytes(w, s, n);
 }
 
-void raw_put_produce_body(struct raw_writer *w, const char *txn_id, int16_t acks, const char *topic,
-                          int32_t partition, const void *batch, size_t batch_len)
+void raw_put_produce_body(struct raw_writer *w, const char *txn_id, int16_t acks, const char *topic, int32_t partition,
+                          const void *batch, size_t batch_len)
 {
     raw_put_string(w, txn_id);
     raw_put_i16(w, acks);
@@ -250,9 +250,9 @@ static void raw_put_record(struct raw_writer *w, int index, const struct raw_rec
 {
     struct raw_writer body;
     raw_writer_init(&body);
-    raw_put_i8(&body, 0);            /* attributes */
-    raw_put_varint(&body, index);     /* timestamp delta: 1 ms per record */
-    raw_put_varint(&body, index);     /* offset delta */
+    raw_put_i8(&body, 0);         /* attributes */
+    raw_put_varint(&body, index); /* timestamp delta: 1 ms per record */
+    raw_put_varint(&body, index); /* offset delta */
     if (rec->key) {
         raw_put_varint(&body, (int64_t)strlen(rec->key));
         raw_put_bytes(&body, rec->key, strlen(rec->key));
@@ -271,8 +271,7 @@ static void raw_put_record(struct raw_writer *w, int index, const struct raw_rec
     raw_writer_free(&body);
 }
 
-size_t raw_build_record_batch(struct raw_writer *w, int64_t base_timestamp,
-                              const struct raw_record *records, int count)
+size_t raw_build_record_batch(struct raw_writer *w, int64_t base_timestamp, const struct raw_record *records, int count)
 {
     size_t start = w->len;
     raw_put_i64(w, 0);  /* base offset, assigned by the broker */
@@ -280,9 +279,9 @@ size_t raw_build_record_batch(struct raw_writer *w, int64_t base_timestamp,
     raw_put_i32(w, -1); /* partition leader epoch */
     raw_put_i8(w, 2);   /* magic */
     size_t crc_pos = w->len;
-    raw_put_i32(w, 0);  /* crc, patched below */
+    raw_put_i32(w, 0); /* crc, patched below */
     size_t crc_from = w->len;
-    raw_put_i16(w, 0);  /* attributes: no compression, create time */
+    raw_put_i16(w, 0); /* attributes: no compression, create time */
     raw_put_i32(w, count - 1);
     raw_put_i64(w, base_timestamp);
     raw_put_i64(w, base_timestamp + count - 1);
@@ -297,8 +296,8 @@ size_t raw_build_record_batch(struct raw_writer *w, int64_t base_timestamp,
     return start;
 }
 
-void raw_frame_begin(struct raw_writer *w, int16_t api_key, int16_t api_version,
-                     int32_t correlation_id, const char *client_id)
+void raw_frame_begin(struct raw_writer *w, int16_t api_key, int16_t api_version, int32_t correlation_id,
+                     const char *client_id)
 {
     raw_put_i32(w, 0);
     raw_put_i16(w, api_key);
@@ -307,8 +306,8 @@ void raw_frame_begin(struct raw_writer *w, int16_t api_key, int16_t api_version,
     raw_put_string(w, client_id);
 }
 
-void raw_frame_begin_flexible(struct raw_writer *w, int16_t api_key, int16_t api_version,
-                              int32_t correlation_id, const char *client_id)
+void raw_frame_begin_flexible(struct raw_writer *w, int16_t api_key, int16_t api_version, int32_t correlation_id,
+                              const char *client_id)
 {
     raw_frame_begin(w, api_key, api_version, correlation_id, client_id);
     raw_put_uvarint(w, 0);
@@ -395,8 +394,8 @@ static int raw_recv_exact(int fd, uint8_t *buf, size_t n, int64_t deadline)
     return 0;
 }
 
-int raw_exchange(int port, struct raw_writer *w, int32_t correlation_id, bool flexible_header,
-                 int timeout_ms, uint8_t **frame, struct raw_reader *r)
+int raw_exchange(int port, struct raw_writer *w, int32_t correlation_id, bool flexible_header, int timeout_ms,
+                 uint8_t **frame, struct raw_reader *r)
 {
     *frame = NULL;
     raw_frame_finish(w);
@@ -427,8 +426,8 @@ int raw_recv_frame(int fd, int timeout_ms, size_t max_len, uint8_t **out, size_t
     int rc = raw_recv_exact(fd, len_bytes, 4, deadline);
     if (rc != 0)
         return rc;
-    uint32_t len = ((uint32_t)len_bytes[0] << 24) | ((uint32_t)len_bytes[1] << 16) |
-                   ((uint32_t)len_bytes[2] << 8) | len_bytes[3];
+    uint32_t len = ((uint32_t)len_bytes[0] << 24) | ((uint32_t)len_bytes[1] << 16) | ((uint32_t)len_bytes[2] << 8) |
+                   len_bytes[3];
     if (len > max_len || len > INT32_MAX)
         return -1;
     uint8_t *buf = malloc(len ? len : 1);
@@ -466,8 +465,7 @@ bool raw_wait_closed(int fd, int timeout_ms)
     }
 }
 
-int raw_api_versions(int fd, int16_t version, int32_t correlation_id,
-                     struct raw_api_versions *out)
+int raw_api_versions(int fd, int16_t version, int32_t correlation_id, struct raw_api_versions *out)
 {
     memset(out, 0, sizeof(*out));
     struct raw_writer w;
@@ -513,8 +511,7 @@ int raw_api_versions(int fd, int16_t version, int32_t correlation_id,
     return ok ? 0 : -1;
 }
 
-const struct raw_api_range *raw_api_versions_find(const struct raw_api_versions *v,
-                                                  int16_t api_key)
+const struct raw_api_range *raw_api_versions_find(const struct raw_api_versions *v, int16_t api_key)
 {
     for (int i = 0; i < v->count; i++)
         if (v->ranges[i].api_key == api_key)

@@ -35,8 +35,8 @@ void raw_put_compact_string(struct raw_writer *w, const char *s);
 void raw_patch_i32(struct raw_writer *w, size_t pos, int32_t v);
 /* The body of a non-flexible Produce request (v3-v8) carrying one batch
  * for one partition, with a 10 s timeout. txn_id NULL: not transactional. */
-void raw_put_produce_body(struct raw_writer *w, const char *txn_id, int16_t acks, const char *topic,
-                          int32_t partition, const void *batch, size_t batch_len);
+void raw_put_produce_body(struct raw_writer *w, const char *txn_id, int16_t acks, const char *topic, int32_t partition,
+                          const void *batch, size_t batch_len);
 
 struct raw_reader {
     const uint8_t *data;
@@ -70,17 +70,17 @@ struct raw_record {
 
 /* Appends a complete magic-2 record batch (uncompressed, no producer id)
  * with a correct CRC to w; returns the batch's start position in w. */
-size_t raw_build_record_batch(struct raw_writer *w, int64_t base_timestamp,
-                              const struct raw_record *records, int count);
+size_t raw_build_record_batch(struct raw_writer *w, int64_t base_timestamp, const struct raw_record *records,
+                              int count);
 
 /* Starts a request frame: length placeholder + request header v1
  * (api_key, api_version, correlation_id, client_id). Finish with
  * raw_frame_finish, which fills in the length. */
-void raw_frame_begin(struct raw_writer *w, int16_t api_key, int16_t api_version,
-                     int32_t correlation_id, const char *client_id);
+void raw_frame_begin(struct raw_writer *w, int16_t api_key, int16_t api_version, int32_t correlation_id,
+                     const char *client_id);
 /* Same with request header v2 (adds an empty tagged-field section). */
-void raw_frame_begin_flexible(struct raw_writer *w, int16_t api_key, int16_t api_version,
-                              int32_t correlation_id, const char *client_id);
+void raw_frame_begin_flexible(struct raw_writer *w, int16_t api_key, int16_t api_version, int32_t correlation_id,
+                              const char *client_id);
 /* raw_frame_begin_flexible when flexible, else raw_frame_begin. */
 void raw_frame_begin_as(struct raw_writer *w, int16_t api_key, int16_t api_version, bool flexible,
                         int32_t correlation_id, const char *client_id);
@@ -99,8 +99,8 @@ int raw_recv_frame(int fd, int timeout_ms, size_t max_len, uint8_t **out, size_t
  * the body past the correlation id, which matched, and past the tagged
  * fields of a flexible response header. Returns 1 if the peer closed, -1 on
  * timeout, a failed connect or send, or another correlation id. */
-int raw_exchange(int port, struct raw_writer *w, int32_t correlation_id, bool flexible_header,
-                 int timeout_ms, uint8_t **frame, struct raw_reader *r);
+int raw_exchange(int port, struct raw_writer *w, int32_t correlation_id, bool flexible_header, int timeout_ms,
+                 uint8_t **frame, struct raw_reader *r);
 /* Waits until the peer closes or resets the connection, discarding
  * anything it sends. Returns true if it closed within timeout_ms. */
 bool raw_wait_closed(int fd, int timeout_ms);
@@ -121,10 +121,8 @@ struct raw_api_versions {
 /* Sends ApiVersions (the given version, header v1 or v2 as the version
  * needs) and parses the v0-layout part of the answer. Returns 0 on
  * success, -1 on I/O failure or malformed answer. */
-int raw_api_versions(int fd, int16_t version, int32_t correlation_id,
-                     struct raw_api_versions *out);
+int raw_api_versions(int fd, int16_t version, int32_t correlation_id, struct raw_api_versions *out);
 /* Looks up api_key; returns NULL if absent. */
-const struct raw_api_range *raw_api_versions_find(const struct raw_api_versions *v,
-                                                  int16_t api_key);
+const struct raw_api_range *raw_api_versions_find(const struct raw_api_versions *v, int16_t api_key);
 
 #endif

@@ -12,7 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-void raw_put_compact_array_len(struct raw_writer *w, int n) { raw_put_uvarint(w, (uint64_t)n + 1); }
+void raw_put_compact_array_len(struct raw_writer *w, int n)
+{
+    raw_put_uvarint(w, (uint64_t)n + 1);
+}
 
 void raw_put_compact_bytes(struct raw_writer *w, const void *p, size_t n)
 {
@@ -50,7 +53,8 @@ uint8_t *raw_session_roundtrip(struct raw_session *s, struct raw_writer *w, stru
         fail_msg("no answer to request %d (the broker closed the connection or timed out)", s->correlation);
     raw_reader_init(r, frame, len);
     assert_int_equal(raw_get_i32(r), s->correlation);
-    if (flexible_header) raw_skip_tagged_fields(r);
+    if (flexible_header)
+        raw_skip_tagged_fields(r);
     return frame;
 }
 
@@ -132,12 +136,14 @@ int16_t raw_produce_v7(struct raw_session *s, const char *topic, const char *txn
         uint8_t *b = batch.data + start;
         b[21] = 0;
         b[22] = 0x10; /* transactional */
-        for (int i = 0; i < 8; i++) b[43 + i] = (uint8_t)((uint64_t)pid >> (56 - 8 * i));
+        for (int i = 0; i < 8; i++)
+            b[43 + i] = (uint8_t)((uint64_t)pid >> (56 - 8 * i));
         b[51] = (uint8_t)((uint16_t)epoch >> 8);
         b[52] = (uint8_t)epoch;
         memset(b + 53, 0, 4); /* first sequence 0 */
         uint32_t crc = raw_crc32c(b + 21, batch.len - start - 21);
-        for (int i = 0; i < 4; i++) b[17 + i] = (uint8_t)(crc >> (24 - 8 * i));
+        for (int i = 0; i < 4; i++)
+            b[17 + i] = (uint8_t)(crc >> (24 - 8 * i));
     }
     struct raw_writer w;
     raw_writer_init(&w);
@@ -159,7 +165,7 @@ int16_t raw_produce_v7(struct raw_session *s, const char *topic, const char *txn
 
 /* Fetch v17 of partition 0 of the topic with `id`, from offset 0. */
 void raw_fetch_v17(struct raw_session *s, const uint8_t id[16], int8_t isolation, bool directory_tag,
-                      struct raw_fetch_answer *a)
+                   struct raw_fetch_answer *a)
 {
     struct raw_writer w;
     raw_session_begin(s, &w, 1, 17);
@@ -216,13 +222,16 @@ void raw_fetch_v17(struct raw_session *s, const uint8_t id[16], int8_t isolation
     raw_get_i32(&r);
     uint64_t n = raw_get_uvarint(&r);
     size_t records_len = n > 0 ? (size_t)(n - 1) : 0;
-    if (records_len > r.len - r.pos) r.overflow = true;
+    if (records_len > r.len - r.pos)
+        r.overflow = true;
     /* Walk the v2 batches: length at 8, attributes at 21, count at 57. */
     const uint8_t *p = r.data + r.pos;
     size_t off = 0;
     while (!r.overflow && off + 61 <= records_len) {
-        uint32_t blen = (uint32_t)p[off + 8] << 24 | (uint32_t)p[off + 9] << 16 | (uint32_t)p[off + 10] << 8 | p[off + 11];
-        if (off + 12 + blen > records_len) break;
+        uint32_t blen = (uint32_t)p[off + 8] << 24 | (uint32_t)p[off + 9] << 16 | (uint32_t)p[off + 10] << 8 |
+                        p[off + 11];
+        if (off + 12 + blen > records_len)
+            break;
         if (p[off + 22] & 0x20)
             a->control_batches++;
         else
@@ -238,8 +247,8 @@ void raw_fetch_v17(struct raw_session *s, const uint8_t id[16], int8_t isolation
 }
 
 /* OffsetFetch v9 of `topic` partition 0 for one group, as member/epoch. */
-void raw_offset_fetch_v9(struct raw_session *s, const char *group, const char *member, int32_t epoch,
-                            const char *topic, bool require_stable, struct raw_fetched_offset *out)
+void raw_offset_fetch_v9(struct raw_session *s, const char *group, const char *member, int32_t epoch, const char *topic,
+                         bool require_stable, struct raw_fetched_offset *out)
 {
     struct raw_writer w;
     raw_session_begin(s, &w, 9, 9);
@@ -281,7 +290,7 @@ void raw_offset_fetch_v9(struct raw_session *s, const char *group, const char *m
 
 /* FindCoordinator v5 for two keys of one type. */
 void raw_find_coordinator_v5(struct raw_session *s, int8_t key_type, const char *k1, const char *k2,
-                                struct raw_coordinator_answer out[2])
+                             struct raw_coordinator_answer out[2])
 {
     struct raw_writer w;
     raw_session_begin(s, &w, 10, 5);
@@ -335,14 +344,16 @@ int raw_broker_fixture_start(struct raw_broker_fixture *f, const char *topic)
     const char *overrides[] = {"group.initial.rebalance.delay.ms=50", NULL};
     broker_start(&f->broker, overrides);
     f->session.fd = raw_connect(broker_port(&f->broker), 10000);
-    if (f->session.fd < 0) return -1;
+    if (f->session.fd < 0)
+        return -1;
     raw_create_topic_v7(&f->session, topic, 1, f->topic_id);
     return 0;
 }
 
 void raw_broker_fixture_stop(struct raw_broker_fixture *f)
 {
-    if (f->session.fd >= 0) close(f->session.fd);
+    if (f->session.fd >= 0)
+        close(f->session.fd);
     f->session.fd = -1;
     broker_cleanup(&f->broker);
 }

@@ -48,8 +48,7 @@ void raw_broker_fixture_stop(struct raw_broker_fixture *f);
 void raw_session_begin(struct raw_session *s, struct raw_writer *w, int16_t api, int16_t version);
 /* Finishes, sends and frees w, then reads the answer; r reads its body past
  * the response header. Returns the frame to free. */
-uint8_t *raw_session_roundtrip(struct raw_session *s, struct raw_writer *w, struct raw_reader *r,
-                               bool flexible_header);
+uint8_t *raw_session_roundtrip(struct raw_session *s, struct raw_writer *w, struct raw_reader *r, bool flexible_header);
 /* Frees the frame and fails the test unless r read it exactly. */
 void raw_session_finish_read(struct raw_reader *r, uint8_t *frame);
 
@@ -93,8 +92,8 @@ struct raw_fetched_offset {
 
 /* OffsetFetch v9 of `topic` partition 0 for one group, naming member and
  * epoch (member NULL: none). */
-void raw_offset_fetch_v9(struct raw_session *s, const char *group, const char *member, int32_t epoch,
-                         const char *topic, bool require_stable, struct raw_fetched_offset *out);
+void raw_offset_fetch_v9(struct raw_session *s, const char *group, const char *member, int32_t epoch, const char *topic,
+                         bool require_stable, struct raw_fetched_offset *out);
 
 struct raw_coordinator_answer {
     int16_t error;

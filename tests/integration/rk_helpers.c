@@ -14,14 +14,12 @@
 static void rk_apply_conf(rd_kafka_conf_t *conf, const char *bootstrap, const char *const *pairs)
 {
     char errstr[512];
-    if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, errstr, sizeof(errstr)) !=
-        RD_KAFKA_CONF_OK)
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
         fail_msg("bootstrap.servers: %s", errstr);
     for (int i = 0; pairs && pairs[i]; i += 2) {
         if (!pairs[i + 1])
             fail_msg("conf key %s has no value", pairs[i]);
-        if (rd_kafka_conf_set(conf, pairs[i], pairs[i + 1], errstr, sizeof(errstr)) !=
-            RD_KAFKA_CONF_OK)
+        if (rd_kafka_conf_set(conf, pairs[i], pairs[i + 1], errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK)
             fail_msg("conf %s=%s: %s", pairs[i], pairs[i + 1], errstr);
     }
 }
@@ -33,8 +31,7 @@ static void rk_delivery_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *
     if (msg->err) {
         if (stats->failed == 0) {
             stats->first_error = msg->err;
-            snprintf(stats->first_error_text, sizeof(stats->first_error_text), "%s",
-                     rd_kafka_err2str(msg->err));
+            snprintf(stats->first_error_text, sizeof(stats->first_error_text), "%s", rd_kafka_err2str(msg->err));
         }
         stats->failed++;
     } else {
@@ -101,18 +98,17 @@ void rk_expect_ok(rd_kafka_error_t *err, const char *what)
     }
 }
 
-rd_kafka_resp_err_t rk_produce_blocking(rd_kafka_t *rk, const char *topic, int32_t partition,
-                                        const void *key, size_t key_len, const void *value,
-                                        size_t value_len, int64_t timestamp,
+rd_kafka_resp_err_t rk_produce_blocking(rd_kafka_t *rk, const char *topic, int32_t partition, const void *key,
+                                        size_t key_len, const void *value, size_t value_len, int64_t timestamp,
                                         rd_kafka_headers_t *headers, void *msg_opaque)
 {
     for (;;) {
         rd_kafka_headers_t *copy = headers ? rd_kafka_headers_copy(headers) : NULL;
         rd_kafka_resp_err_t err = rd_kafka_producev(
-            rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition),
-            RD_KAFKA_V_KEY(key, key_len), RD_KAFKA_V_VALUE((void *)value, value_len),
-            RD_KAFKA_V_TIMESTAMP(timestamp), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-            RD_KAFKA_V_HEADERS(copy), RD_KAFKA_V_OPAQUE(msg_opaque), RD_KAFKA_V_END);
+            rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(partition), RD_KAFKA_V_KEY(key, key_len),
+            RD_KAFKA_V_VALUE((void *)value, value_len), RD_KAFKA_V_TIMESTAMP(timestamp),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(copy), RD_KAFKA_V_OPAQUE(msg_opaque),
+            RD_KAFKA_V_END);
         if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
             return err;
         if (copy)
@@ -129,13 +125,11 @@ static bool rk_admin_wait(rd_kafka_queue_t *queue, rd_kafka_event_t **out, int t
     return *out != NULL;
 }
 
-rd_kafka_resp_err_t rk_create_topic_result(rd_kafka_t *rk, const char *topic, int partitions,
-                                           int replication_factor, const char *const *configs,
-                                           bool validate_only, char *errstr, size_t errlen)
+rd_kafka_resp_err_t rk_create_topic_result(rd_kafka_t *rk, const char *topic, int partitions, int replication_factor,
+                                           const char *const *configs, bool validate_only, char *errstr, size_t errlen)
 {
     errstr[0] = '\0';
-    rd_kafka_NewTopic_t *nt =
-        rd_kafka_NewTopic_new(topic, partitions, replication_factor, errstr, errlen);
+    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, replication_factor, errstr, errlen);
     if (!nt)
         fail_msg("NewTopic_new(%s): %s", topic, errstr);
     for (int i = 0; configs && configs[i]; i += 2)
@@ -201,13 +195,11 @@ bool rk_wait_topic(rd_kafka_t *rk, const char *topic, int partitions, int timeou
     return false;
 }
 
-void rk_create_topic(const char *bootstrap, const char *topic, int partitions,
-                     const char *const *configs)
+void rk_create_topic(const char *bootstrap, const char *topic, int partitions, const char *const *configs)
 {
     rd_kafka_t *rk = rk_producer_new(bootstrap, NULL);
     char errstr[512];
-    rd_kafka_resp_err_t err =
-        rk_create_topic_result(rk, topic, partitions, 1, configs, false, errstr, sizeof(errstr));
+    rd_kafka_resp_err_t err = rk_create_topic_result(rk, topic, partitions, 1, configs, false, errstr, sizeof(errstr));
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         rk_producer_destroy(rk);
         fail_msg("CreateTopics %s: %s (%s)", topic, rd_kafka_err2name(err), errstr);
@@ -218,8 +210,8 @@ void rk_create_topic(const char *bootstrap, const char *topic, int partitions,
         fail_msg("topic %s with %d partitions not in metadata within 10 s", topic, partitions);
 }
 
-long rk_consume_each(const char *bootstrap, const char *topic, int partitions, const long *want,
-                     int timeout_ms, rk_message_fn fn, void *ctx)
+long rk_consume_each(const char *bootstrap, const char *topic, int partitions, const long *want, int timeout_ms,
+                     rk_message_fn fn, void *ctx)
 {
     const char *conf[] = {"fetch.wait.max.ms", "100", "check.crcs", "true", NULL};
     rd_kafka_t *rk = rk_consumer_new(bootstrap, conf);
@@ -315,9 +307,8 @@ static bool rk_collect(const rd_kafka_message_t *m, void *ctx)
         const char *name;
         const void *value;
         size_t size;
-        for (size_t i = 0; i < 4 && rd_kafka_header_get_all(headers, i, &name, &value, &size) ==
-                                        RD_KAFKA_RESP_ERR_NO_ERROR;
-             i++) {
+        for (size_t i = 0;
+             i < 4 && rd_kafka_header_get_all(headers, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; i++) {
             r->header_names[i] = strdup(name);
             r->header_values[i] = value ? rk_dup_bytes(value, size) : NULL;
             r->header_lens[i] = size;
@@ -327,8 +318,8 @@ static bool rk_collect(const rd_kafka_message_t *m, void *ctx)
     return true;
 }
 
-long rk_consume_all(const char *bootstrap, const char *topic, int partitions, const long *want,
-                    int timeout_ms, struct rk_record_set *set)
+long rk_consume_all(const char *bootstrap, const char *topic, int partitions, const long *want, int timeout_ms,
+                    struct rk_record_set *set)
 {
     return rk_consume_each(bootstrap, topic, partitions, want, timeout_ms, rk_collect, set);
 }

@@ -21,13 +21,11 @@ rd_kafka_t *rk_consumer_new(const char *bootstrap, const char *const *conf);
 /* Runs one CreateTopics through rd_kafka_CreateTopics and returns the
  * topic's result code; errstr receives the broker's message. configs is
  * a NULL-terminated key, value list. */
-rd_kafka_resp_err_t rk_create_topic_result(rd_kafka_t *rk, const char *topic, int partitions,
-                                           int replication_factor, const char *const *configs,
-                                           bool validate_only, char *errstr, size_t errlen);
+rd_kafka_resp_err_t rk_create_topic_result(rd_kafka_t *rk, const char *topic, int partitions, int replication_factor,
+                                           const char *const *configs, bool validate_only, char *errstr, size_t errlen);
 /* Creates a topic (replication factor 1) and waits until its metadata
  * shows every partition with a leader; fails the test otherwise. */
-void rk_create_topic(const char *bootstrap, const char *topic, int partitions,
-                     const char *const *configs);
+void rk_create_topic(const char *bootstrap, const char *topic, int partitions, const char *const *configs);
 /* Waits until metadata lists `topic` with `partitions` led partitions. */
 bool rk_wait_topic(rd_kafka_t *rk, const char *topic, int partitions, int timeout_ms);
 
@@ -63,11 +61,11 @@ typedef bool (*rk_message_fn)(const rd_kafka_message_t *msg, void *ctx);
  * may be NULL: then end-of-partition alone ends it), calling fn for every
  * message. Returns the total message count, or -1 on timeout/fn failure
  * (a description goes to stderr). */
-long rk_consume_each(const char *bootstrap, const char *topic, int partitions, const long *want,
-                     int timeout_ms, rk_message_fn fn, void *ctx);
+long rk_consume_each(const char *bootstrap, const char *topic, int partitions, const long *want, int timeout_ms,
+                     rk_message_fn fn, void *ctx);
 /* Same, collecting copies of every record into set. */
-long rk_consume_all(const char *bootstrap, const char *topic, int partitions, const long *want,
-                    int timeout_ms, struct rk_record_set *set);
+long rk_consume_all(const char *bootstrap, const char *topic, int partitions, const long *want, int timeout_ms,
+                    struct rk_record_set *set);
 
 /* Delivery statistics for a producer made by rk_producer_new. */
 struct rk_delivery_stats {
@@ -95,9 +93,8 @@ void rk_expect_ok(rd_kafka_error_t *err, const char *what);
 
 /* Produces one message, waiting (polling) while the local queue is full.
  * Returns librdkafka's error for the enqueue. */
-rd_kafka_resp_err_t rk_produce_blocking(rd_kafka_t *rk, const char *topic, int32_t partition,
-                                        const void *key, size_t key_len, const void *value,
-                                        size_t value_len, int64_t timestamp,
+rd_kafka_resp_err_t rk_produce_blocking(rd_kafka_t *rk, const char *topic, int32_t partition, const void *key,
+                                        size_t key_len, const void *value, size_t value_len, int64_t timestamp,
                                         rd_kafka_headers_t *headers, void *msg_opaque);
 
 #endif

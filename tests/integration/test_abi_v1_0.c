@@ -18,8 +18,7 @@
 
 static atomic_int max_throttle_ms;
 
-static void abi_throttle_cb(rd_kafka_t *rk, const char *broker_name, int32_t broker_id, int throttle_ms,
-                            void *opaque)
+static void abi_throttle_cb(rd_kafka_t *rk, const char *broker_name, int32_t broker_id, int throttle_ms, void *opaque)
 {
     (void)rk;
     (void)broker_name;
@@ -33,7 +32,8 @@ static void abi_throttle_cb(rd_kafka_t *rk, const char *broker_name, int32_t bro
 static char *read_text(const char *path)
 {
     FILE *f = fopen(path, "r");
-    if (!f) return strdup("");
+    if (!f)
+        return strdup("");
     static char buf[1 << 18];
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     buf[n] = '\0';
@@ -49,8 +49,12 @@ static void test_v1_0_plugin_in_live_broker(void **state)
     snprintf(audit_path, sizeof audit_path, "/tmp/cairn-abi-audit-%d.log", (int)getpid());
     remove(audit_path);
     snprintf(audit_kv, sizeof audit_kv, "plugin.abi_v1_0.audit.file=%s", audit_path);
-    const char *ov[] = {path_kv, "plugins=abi_v1_0", audit_kv, "plugin.abi_v1_0.deny.topic=abi-denied",
-                        "plugin.abi_v1_0.throttle.ms=250", NULL};
+    const char *ov[] = {path_kv,
+                        "plugins=abi_v1_0",
+                        audit_kv,
+                        "plugin.abi_v1_0.deny.topic=abi-denied",
+                        "plugin.abi_v1_0.throttle.ms=250",
+                        NULL};
     broker_start(b, ov);
     const char *bs = broker_bootstrap(b);
 
@@ -89,7 +93,8 @@ static void test_v1_0_plugin_in_live_broker(void **state)
         /* WRITE (4) allowed for the producer, with its client id, api key 0 */
         "client_id=abi-client api_key=0 op=4 resource=2:abi-allowed success=1", NULL};
     for (int i = 0; want[i]; i++) {
-        if (!strstr(text, want[i])) fprintf(stderr, "missing '%s' in:\n%s\n", want[i], text);
+        if (!strstr(text, want[i]))
+            fprintf(stderr, "missing '%s' in:\n%s\n", want[i], text);
         assert_non_null(strstr(text, want[i]));
     }
     free(text);

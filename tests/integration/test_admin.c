@@ -49,17 +49,15 @@ static bool admin_topic_listed(rd_kafka_t *rk, const char *topic, int *partition
     return found;
 }
 
-static void admin_expect_create(rd_kafka_t *rk, const char *topic, int partitions, int rf,
-                                const char *const *configs, bool validate_only,
-                                rd_kafka_resp_err_t expected)
+static void admin_expect_create(rd_kafka_t *rk, const char *topic, int partitions, int rf, const char *const *configs,
+                                bool validate_only, rd_kafka_resp_err_t expected)
 {
     char errstr[512];
-    rd_kafka_resp_err_t err =
-        rk_create_topic_result(rk, topic, partitions, rf, configs, validate_only, errstr, sizeof(errstr));
+    rd_kafka_resp_err_t err = rk_create_topic_result(rk, topic, partitions, rf, configs, validate_only, errstr,
+                                                     sizeof(errstr));
     if (err != expected)
-        fail_msg("CreateTopics %s (partitions %d, rf %d%s): got %s (%s), expected %s", topic,
-                 partitions, rf, validate_only ? ", validate only" : "", rd_kafka_err2name(err),
-                 errstr, rd_kafka_err2name(expected));
+        fail_msg("CreateTopics %s (partitions %d, rf %d%s): got %s (%s), expected %s", topic, partitions, rf,
+                 validate_only ? ", validate only" : "", rd_kafka_err2name(err), errstr, rd_kafka_err2name(expected));
 }
 
 static void test_create_topics_errors(void **state)
@@ -73,13 +71,11 @@ static void test_create_topics_errors(void **state)
     assert_true(rk_wait_topic(st->rk, "adm-dup", 2, 10000));
     admin_expect_create(st->rk, "adm-dup", 2, 1, NULL, false, RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS);
 
-    admin_expect_create(st->rk, "adm-rf3", 1, 3, NULL, false,
-                        RD_KAFKA_RESP_ERR_INVALID_REPLICATION_FACTOR);
+    admin_expect_create(st->rk, "adm-rf3", 1, 3, NULL, false, RD_KAFKA_RESP_ERR_INVALID_REPLICATION_FACTOR);
     const char *bad_value[] = {"retention.ms", "not-a-number", NULL};
     admin_expect_create(st->rk, "adm-badcfg", 1, 1, bad_value, false, RD_KAFKA_RESP_ERR_INVALID_CONFIG);
     const char *unknown_key[] = {"no.such.topic.config", "1", NULL};
-    admin_expect_create(st->rk, "adm-badkey", 1, 1, unknown_key, false,
-                        RD_KAFKA_RESP_ERR_INVALID_CONFIG);
+    admin_expect_create(st->rk, "adm-badkey", 1, 1, unknown_key, false, RD_KAFKA_RESP_ERR_INVALID_CONFIG);
     assert_false(admin_topic_listed(st->rk, "adm-rf3", NULL));
     assert_false(admin_topic_listed(st->rk, "adm-badcfg", NULL));
     assert_false(admin_topic_listed(st->rk, "adm-badkey", NULL));
@@ -99,8 +95,8 @@ static rd_kafka_resp_err_t admin_delete_topic(rd_kafka_t *rk, const char *topic)
         result = rd_kafka_event_error(ev);
     } else {
         size_t n = 0;
-        const rd_kafka_topic_result_t **topics =
-            rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &n);
+        const rd_kafka_topic_result_t **topics = rd_kafka_DeleteTopics_result_topics(
+            rd_kafka_event_DeleteTopics_result(ev), &n);
         result = n == 1 ? rd_kafka_topic_result_error(topics[0]) : RD_KAFKA_RESP_ERR__BAD_MSG;
     }
     if (ev)
@@ -123,8 +119,7 @@ static void test_delete_topics(void **state)
     assert_false(admin_topic_listed(st->rk, "adm-delete", NULL));
     err = admin_delete_topic(st->rk, "adm-delete");
     if (err != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
-        fail_msg("second DeleteTopics adm-delete: %s, expected UNKNOWN_TOPIC_OR_PART",
-                 rd_kafka_err2name(err));
+        fail_msg("second DeleteTopics adm-delete: %s, expected UNKNOWN_TOPIC_OR_PART", rd_kafka_err2name(err));
     /* The name is free again and a new topic starts empty. */
     rk_create_topic(broker_bootstrap(&st->broker), "adm-delete", 1, NULL);
     int64_t low = -1, high = -1;
@@ -136,8 +131,8 @@ static void test_delete_topics(void **state)
     st->passed++;
 }
 
-static rd_kafka_resp_err_t admin_create_partitions(rd_kafka_t *rk, const char *topic, int total,
-                                                   char *errstr, size_t errlen)
+static rd_kafka_resp_err_t admin_create_partitions(rd_kafka_t *rk, const char *topic, int total, char *errstr,
+                                                   size_t errlen)
 {
     rd_kafka_NewPartitions_t *np = rd_kafka_NewPartitions_new(topic, (size_t)total, errstr, errlen);
     if (!np)
@@ -179,15 +174,14 @@ static void test_create_partitions(void **state)
         fail_msg("adm-grow does not show 4 led partitions after CreatePartitions");
     err = admin_create_partitions(st->rk, "adm-grow", 1, errstr, sizeof(errstr));
     if (err != RD_KAFKA_RESP_ERR_INVALID_PARTITIONS)
-        fail_msg("shrinking adm-grow to 1: %s (%s), expected INVALID_PARTITIONS",
-                 rd_kafka_err2name(err), errstr);
+        fail_msg("shrinking adm-grow to 1: %s (%s), expected INVALID_PARTITIONS", rd_kafka_err2name(err), errstr);
     st->passed++;
 }
 
 /* Runs DescribeConfigs for one resource and returns the value of `name`
  * (malloc()ed, NULL if absent); *source receives its source. */
-static char *admin_describe_config(rd_kafka_t *rk, rd_kafka_ResourceType_t type, const char *resource,
-                                   const char *name, rd_kafka_ConfigSource_t *source, size_t *count)
+static char *admin_describe_config(rd_kafka_t *rk, rd_kafka_ResourceType_t type, const char *resource, const char *name,
+                                   rd_kafka_ConfigSource_t *source, size_t *count)
 {
     rd_kafka_ConfigResource_t *cr = rd_kafka_ConfigResource_new(type, resource);
     rd_kafka_queue_t *queue = rd_kafka_queue_new(rk);
@@ -198,8 +192,8 @@ static char *admin_describe_config(rd_kafka_t *rk, rd_kafka_ResourceType_t type,
     if (rd_kafka_event_error(ev))
         fail_msg("DescribeConfigs %s: %s", resource, rd_kafka_event_error_string(ev));
     size_t n = 0;
-    const rd_kafka_ConfigResource_t **resources =
-        rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
+    const rd_kafka_ConfigResource_t **resources = rd_kafka_DescribeConfigs_result_resources(
+        rd_kafka_event_DescribeConfigs_result(ev), &n);
     if (n != 1)
         fail_msg("DescribeConfigs %s: %zu resources in the answer", resource, n);
     if (rd_kafka_ConfigResource_error(resources[0]))
@@ -230,14 +224,13 @@ static void test_describe_configs(void **state)
     rk_create_topic(broker_bootstrap(&st->broker), "adm-configs", 1, configs);
     rd_kafka_ConfigSource_t source = RD_KAFKA_CONFIG_SOURCE_UNKNOWN_CONFIG;
     size_t count = 0;
-    char *value = admin_describe_config(st->rk, RD_KAFKA_RESOURCE_TOPIC, "adm-configs", "retention.ms",
-                                        &source, &count);
+    char *value = admin_describe_config(st->rk, RD_KAFKA_RESOURCE_TOPIC, "adm-configs", "retention.ms", &source,
+                                        &count);
     if (!value || strcmp(value, "123456789") != 0)
         fail_msg("topic retention.ms is %s, expected 123456789", value ? value : "absent");
     assert_int_equal(source, RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG);
     free(value);
-    value = admin_describe_config(st->rk, RD_KAFKA_RESOURCE_TOPIC, "adm-configs", "cleanup.policy",
-                                  &source, &count);
+    value = admin_describe_config(st->rk, RD_KAFKA_RESOURCE_TOPIC, "adm-configs", "cleanup.policy", &source, &count);
     if (!value || strcmp(value, "delete") != 0)
         fail_msg("topic cleanup.policy is %s, expected the default delete", value ? value : "absent");
     assert_int_not_equal(source, RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG);
@@ -245,8 +238,8 @@ static void test_describe_configs(void **state)
 
     value = admin_describe_config(st->rk, RD_KAFKA_RESOURCE_BROKER, "1", "log.dirs", &source, &count);
     if (!value || strcmp(value, st->broker.data_dir) != 0)
-        fail_msg("broker log.dirs is %s, expected %s (%zu entries)", value ? value : "absent",
-                 st->broker.data_dir, count);
+        fail_msg("broker log.dirs is %s, expected %s (%zu entries)", value ? value : "absent", st->broker.data_dir,
+                 count);
     free(value);
     st->passed++;
 }
@@ -291,8 +284,8 @@ static void test_list_offsets(void **state)
     for (int i = 0; i < 10; i++) {
         char value[32];
         int n = snprintf(value, sizeof(value), "offset-%d", i);
-        rd_kafka_resp_err_t err = rk_produce_blocking(st->rk, topic, 0, NULL, 0, value, (size_t)n,
-                                                      t0 + i * 1000, NULL, NULL);
+        rd_kafka_resp_err_t err = rk_produce_blocking(st->rk, topic, 0, NULL, 0, value, (size_t)n, t0 + i * 1000, NULL,
+                                                      NULL);
         assert_int_equal(err, RD_KAFKA_RESP_ERR_NO_ERROR);
         /* One batch per record so time lookups must look inside the log. */
         rd_kafka_flush(st->rk, 10000);
@@ -328,8 +321,8 @@ static void test_list_offsets(void **state)
         rd_kafka_resp_err_t part_err = list->elems[0].err;
         rd_kafka_topic_partition_list_destroy(list);
         if (err || part_err)
-            fail_msg("offsets_for_times(%" PRId64 "): %s / %s", cases[i].timestamp,
-                     rd_kafka_err2name(err), rd_kafka_err2name(part_err));
+            fail_msg("offsets_for_times(%" PRId64 "): %s / %s", cases[i].timestamp, rd_kafka_err2name(err),
+                     rd_kafka_err2name(part_err));
         if (got != cases[i].expected_offset)
             fail_msg("offsets_for_times(t0%+" PRId64 " / %" PRId64 ") = %" PRId64 ", expected %" PRId64,
                      cases[i].timestamp - t0, cases[i].timestamp, got, cases[i].expected_offset);
@@ -340,8 +333,10 @@ static void test_list_offsets(void **state)
 static void test_describe_cluster(void **state)
 {
     struct admin_state *st = admin_get(state);
-    fprintf(stderr, "[admin] librdkafka %s has no rd_kafka_DescribeCluster; checking DescribeCluster "
-                    "with a raw v0 request instead\n", rd_kafka_version_str());
+    fprintf(stderr,
+            "[admin] librdkafka %s has no rd_kafka_DescribeCluster; checking DescribeCluster "
+            "with a raw v0 request instead\n",
+            rd_kafka_version_str());
     int fd = raw_connect(broker_port(&st->broker), 5000);
     assert_true(fd >= 0);
     struct raw_api_versions versions;
@@ -425,9 +420,12 @@ static int admin_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_create_topics_errors), cmocka_unit_test(test_delete_topics),
-        cmocka_unit_test(test_create_partitions),    cmocka_unit_test(test_describe_configs),
-        cmocka_unit_test(test_metadata_auto_creates_topic), cmocka_unit_test(test_list_offsets),
+        cmocka_unit_test(test_create_topics_errors),
+        cmocka_unit_test(test_delete_topics),
+        cmocka_unit_test(test_create_partitions),
+        cmocka_unit_test(test_describe_configs),
+        cmocka_unit_test(test_metadata_auto_creates_topic),
+        cmocka_unit_test(test_list_offsets),
         cmocka_unit_test(test_describe_cluster),
     };
     return cmocka_run_group_tests(tests, admin_setup, admin_teardown);

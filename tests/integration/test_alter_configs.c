@@ -33,25 +33,29 @@ struct alter_kv {
 };
 
 /* Runs AlterConfigs on one topic; returns the resource's error and fills errstr. */
-static rd_kafka_resp_err_t alter_topic_configs(rd_kafka_t *rk, const char *topic, const struct alter_kv *kvs,
-                                               int n, bool validate_only, char *errstr, size_t errlen)
+static rd_kafka_resp_err_t alter_topic_configs(rd_kafka_t *rk, const char *topic, const struct alter_kv *kvs, int n,
+                                               bool validate_only, char *errstr, size_t errlen)
 {
     rd_kafka_ConfigResource_t *cr = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
-    for (int i = 0; i < n; i++) rd_kafka_ConfigResource_set_config(cr, kvs[i].name, kvs[i].value);
+    for (int i = 0; i < n; i++)
+        rd_kafka_ConfigResource_set_config(cr, kvs[i].name, kvs[i].value);
     rd_kafka_AdminOptions_t *opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_ALTERCONFIGS);
     char e[256];
-    if (validate_only) rd_kafka_AdminOptions_set_validate_only(opts, 1, e, sizeof e);
+    if (validate_only)
+        rd_kafka_AdminOptions_set_validate_only(opts, 1, e, sizeof e);
     rd_kafka_queue_t *queue = rd_kafka_queue_new(rk);
     rd_kafka_AlterConfigs(rk, &cr, 1, opts, queue);
     rd_kafka_event_t *ev = rd_kafka_queue_poll(queue, 20000);
-    if (!ev) fail_msg("AlterConfigs %s: no answer in 20 s", topic);
+    if (!ev)
+        fail_msg("AlterConfigs %s: no answer in 20 s", topic);
     rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
     snprintf(errstr, errlen, "%s", err ? rd_kafka_event_error_string(ev) : "");
     if (!err) {
         size_t count = 0;
-        const rd_kafka_ConfigResource_t **res =
-            rd_kafka_AlterConfigs_result_resources(rd_kafka_event_AlterConfigs_result(ev), &count);
-        if (count != 1) fail_msg("AlterConfigs %s: %zu resources in the answer", topic, count);
+        const rd_kafka_ConfigResource_t **res = rd_kafka_AlterConfigs_result_resources(
+            rd_kafka_event_AlterConfigs_result(ev), &count);
+        if (count != 1)
+            fail_msg("AlterConfigs %s: %zu resources in the answer", topic, count);
         err = rd_kafka_ConfigResource_error(res[0]);
         const char *msg = rd_kafka_ConfigResource_error_string(res[0]);
         snprintf(errstr, errlen, "%s", msg ? msg : "");
@@ -64,24 +68,27 @@ static rd_kafka_resp_err_t alter_topic_configs(rd_kafka_t *rk, const char *topic
 }
 
 /* The value of one topic config (malloc()ed; "(null)" for a null value) and its source. */
-static char *describe_topic_config(rd_kafka_t *rk, const char *topic, const char *name,
-                                   rd_kafka_ConfigSource_t *source)
+static char *describe_topic_config(rd_kafka_t *rk, const char *topic, const char *name, rd_kafka_ConfigSource_t *source)
 {
     rd_kafka_ConfigResource_t *cr = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
     rd_kafka_queue_t *queue = rd_kafka_queue_new(rk);
     rd_kafka_DescribeConfigs(rk, &cr, 1, NULL, queue);
     rd_kafka_event_t *ev = rd_kafka_queue_poll(queue, 20000);
-    if (!ev) fail_msg("DescribeConfigs %s: no answer in 20 s", topic);
-    if (rd_kafka_event_error(ev)) fail_msg("DescribeConfigs %s: %s", topic, rd_kafka_event_error_string(ev));
+    if (!ev)
+        fail_msg("DescribeConfigs %s: no answer in 20 s", topic);
+    if (rd_kafka_event_error(ev))
+        fail_msg("DescribeConfigs %s: %s", topic, rd_kafka_event_error_string(ev));
     size_t n = 0;
-    const rd_kafka_ConfigResource_t **res =
-        rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
-    if (n != 1 || rd_kafka_ConfigResource_error(res[0])) fail_msg("DescribeConfigs %s failed", topic);
+    const rd_kafka_ConfigResource_t **res = rd_kafka_DescribeConfigs_result_resources(
+        rd_kafka_event_DescribeConfigs_result(ev), &n);
+    if (n != 1 || rd_kafka_ConfigResource_error(res[0]))
+        fail_msg("DescribeConfigs %s failed", topic);
     size_t count = 0;
     const rd_kafka_ConfigEntry_t **entries = rd_kafka_ConfigResource_configs(res[0], &count);
     char *value = NULL;
     for (size_t i = 0; i < count && !value; i++) {
-        if (strcmp(rd_kafka_ConfigEntry_name(entries[i]), name) != 0) continue;
+        if (strcmp(rd_kafka_ConfigEntry_name(entries[i]), name) != 0)
+            continue;
         const char *v = rd_kafka_ConfigEntry_value(entries[i]);
         value = strdup(v ? v : "(null)");
         *source = rd_kafka_ConfigEntry_source(entries[i]);
@@ -89,7 +96,8 @@ static char *describe_topic_config(rd_kafka_t *rk, const char *topic, const char
     rd_kafka_event_destroy(ev);
     rd_kafka_queue_destroy(queue);
     rd_kafka_ConfigResource_destroy(cr);
-    if (!value) fail_msg("DescribeConfigs %s: no entry %s", topic, name);
+    if (!value)
+        fail_msg("DescribeConfigs %s: no entry %s", topic, name);
     return value;
 }
 
@@ -97,10 +105,11 @@ static void expect_config(rd_kafka_t *rk, const char *topic, const char *name, c
 {
     rd_kafka_ConfigSource_t source = RD_KAFKA_CONFIG_SOURCE_UNKNOWN_CONFIG;
     char *value = describe_topic_config(rk, topic, name, &source);
-    if (strcmp(value, want) != 0) fail_msg("%s %s is %s, expected %s", topic, name, value, want);
+    if (strcmp(value, want) != 0)
+        fail_msg("%s %s is %s, expected %s", topic, name, value, want);
     if (dynamic != (source == RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG))
-        fail_msg("%s %s has source %s, expected %sa topic override", topic, name,
-                 rd_kafka_ConfigSource_name(source), dynamic ? "" : "not ");
+        fail_msg("%s %s has source %s, expected %sa topic override", topic, name, rd_kafka_ConfigSource_name(source),
+                 dynamic ? "" : "not ");
     free(value);
 }
 
@@ -109,12 +118,14 @@ static int count_segments(const struct test_broker *b, const char *topic, int pa
     char path[1024];
     snprintf(path, sizeof path, "%s/%s-%d", b->data_dir, topic, partition);
     DIR *d = opendir(path);
-    if (!d) fail_msg("no partition directory %s", path);
+    if (!d)
+        fail_msg("no partition directory %s", path);
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         size_t len = strlen(e->d_name);
-        if (len > 4 && strcmp(e->d_name + len - 4, ".log") == 0) n++;
+        if (len > 4 && strcmp(e->d_name + len - 4, ".log") == 0)
+            n++;
     }
     closedir(d);
     return n;
@@ -127,8 +138,10 @@ static void produce_separately(rd_kafka_t *rk, const char *topic, int count)
     memset(value, 'v', sizeof value);
     for (int i = 0; i < count; i++) {
         rd_kafka_resp_err_t err = rk_produce_blocking(rk, topic, 0, NULL, 0, value, sizeof value, 0, NULL, NULL);
-        if (err) fail_msg("produce: %s", rd_kafka_err2str(err));
-        if (rd_kafka_flush(rk, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR) fail_msg("flush timed out");
+        if (err)
+            fail_msg("produce: %s", rd_kafka_err2str(err));
+        if (rd_kafka_flush(rk, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR)
+            fail_msg("flush timed out");
     }
 }
 
@@ -143,19 +156,22 @@ static void test_alter_configs_reaches_the_log(void **state)
     char err[512];
     struct alter_kv set[] = {{"segment.bytes", "4096"}, {"retention.ms", "3600000"}};
     rd_kafka_resp_err_t rc = alter_topic_configs(st->rk, topic, set, 2, false, err, sizeof err);
-    if (rc) fail_msg("AlterConfigs: %s (%s)", rd_kafka_err2name(rc), err);
+    if (rc)
+        fail_msg("AlterConfigs: %s (%s)", rd_kafka_err2name(rc), err);
     expect_config(st->rk, topic, "segment.bytes", "4096", true);
     expect_config(st->rk, topic, "retention.ms", "3600000", true);
 
     /* The open log rolls by the new size: ~1 KB batches, 4 KB segments. */
     produce_separately(st->rk, topic, 12);
     int segments = count_segments(&st->broker, topic, 0);
-    if (segments < 3) fail_msg("%d segment(s) after segment.bytes=4096, expected several", segments);
+    if (segments < 3)
+        fail_msg("%d segment(s) after segment.bytes=4096, expected several", segments);
 
     /* AlterConfigs replaces the whole set: retention.ms goes back to its default. */
     struct alter_kv only_segment[] = {{"segment.bytes", "8192"}};
     rc = alter_topic_configs(st->rk, topic, only_segment, 1, false, err, sizeof err);
-    if (rc) fail_msg("AlterConfigs: %s (%s)", rd_kafka_err2name(rc), err);
+    if (rc)
+        fail_msg("AlterConfigs: %s (%s)", rd_kafka_err2name(rc), err);
     expect_config(st->rk, topic, "segment.bytes", "8192", true);
     expect_config(st->rk, topic, "retention.ms", "604800000", false);
 
@@ -165,7 +181,8 @@ static void test_alter_configs_reaches_the_log(void **state)
     int before = count_segments(&st->broker, topic, 0);
     produce_separately(st->rk, topic, 20);
     int after = count_segments(&st->broker, topic, 0);
-    if (after < before + 2) fail_msg("%d segment(s) before, %d after a restart with segment.bytes=8192", before, after);
+    if (after < before + 2)
+        fail_msg("%d segment(s) before, %d after a restart with segment.bytes=8192", before, after);
     st->passed++;
 }
 
@@ -177,12 +194,15 @@ static void test_alter_configs_errors(void **state)
     char err[512];
     struct alter_kv unknown[] = {{"no.such.config", "1"}};
     rd_kafka_resp_err_t rc = alter_topic_configs(st->rk, topic, unknown, 1, false, err, sizeof err);
-    if (rc != RD_KAFKA_RESP_ERR_INVALID_CONFIG) fail_msg("unknown key: got %s (%s)", rd_kafka_err2name(rc), err);
+    if (rc != RD_KAFKA_RESP_ERR_INVALID_CONFIG)
+        fail_msg("unknown key: got %s (%s)", rd_kafka_err2name(rc), err);
 
     struct alter_kv bad_value[] = {{"retention.ms", "soon"}};
     rc = alter_topic_configs(st->rk, topic, bad_value, 1, false, err, sizeof err);
-    if (rc != RD_KAFKA_RESP_ERR_INVALID_CONFIG) fail_msg("bad value: got %s (%s)", rd_kafka_err2name(rc), err);
-    if (!strstr(err, "retention.ms")) fail_msg("bad value: message '%s' does not name the key", err);
+    if (rc != RD_KAFKA_RESP_ERR_INVALID_CONFIG)
+        fail_msg("bad value: got %s (%s)", rd_kafka_err2name(rc), err);
+    if (!strstr(err, "retention.ms"))
+        fail_msg("bad value: message '%s' does not name the key", err);
 
     struct alter_kv fine[] = {{"retention.ms", "5000"}};
     rc = alter_topic_configs(st->rk, "alt-no-such-topic", fine, 1, false, err, sizeof err);
@@ -190,19 +210,22 @@ static void test_alter_configs_errors(void **state)
         fail_msg("unknown topic: got %s (%s)", rd_kafka_err2name(rc), err);
 
     /* A key given twice takes its last value (librdkafka's suite does this). */
-    struct alter_kv twice[] = {{"message.format.version", "3.0-IV1"}, {"retention.ms", "1000"},
-                               {"message.format.version", "0.10.0.0"}};
+    struct alter_kv twice[] = {
+        {"message.format.version", "3.0-IV1"}, {"retention.ms", "1000"}, {"message.format.version", "0.10.0.0"}};
     rc = alter_topic_configs(st->rk, topic, twice, 3, false, err, sizeof err);
-    if (rc) fail_msg("key given twice: %s (%s)", rd_kafka_err2name(rc), err);
+    if (rc)
+        fail_msg("key given twice: %s (%s)", rd_kafka_err2name(rc), err);
     expect_config(st->rk, topic, "message.format.version", "0.10.0.0", true);
     struct alter_kv none[] = {{"retention.ms", NULL}};
     rc = alter_topic_configs(st->rk, topic, none, 0, false, err, sizeof err);
-    if (rc) fail_msg("empty AlterConfigs: %s (%s)", rd_kafka_err2name(rc), err);
+    if (rc)
+        fail_msg("empty AlterConfigs: %s (%s)", rd_kafka_err2name(rc), err);
     expect_config(st->rk, topic, "message.format.version", "3.0-IV1", false);
 
     /* validate_only checks but changes nothing. */
     rc = alter_topic_configs(st->rk, topic, fine, 1, true, err, sizeof err);
-    if (rc) fail_msg("validate only: %s (%s)", rd_kafka_err2name(rc), err);
+    if (rc)
+        fail_msg("validate only: %s (%s)", rd_kafka_err2name(rc), err);
     expect_config(st->rk, topic, "retention.ms", "604800000", false);
     st->passed++;
 }
@@ -216,14 +239,14 @@ static int16_t incremental_alter(struct alter_state *st, const char *topic, cons
     struct raw_writer w;
     raw_writer_init(&w);
     raw_frame_begin(&w, 44, 0, 7, "cairn-it");
-    raw_put_i32(&w, 1);  /* resources */
-    raw_put_i8(&w, 2);   /* topic */
+    raw_put_i32(&w, 1); /* resources */
+    raw_put_i8(&w, 2);  /* topic */
     raw_put_string(&w, topic);
-    raw_put_i32(&w, 1);  /* configs */
+    raw_put_i32(&w, 1); /* configs */
     raw_put_string(&w, name);
     raw_put_i8(&w, op);
     raw_put_string(&w, value);
-    raw_put_i8(&w, 0);   /* validate_only */
+    raw_put_i8(&w, 0); /* validate_only */
     raw_frame_finish(&w);
     assert_int_equal(raw_send_all(fd, w.data, w.len), 0);
     raw_writer_free(&w);
@@ -231,7 +254,8 @@ static int16_t incremental_alter(struct alter_state *st, const char *topic, cons
     size_t len = 0;
     int rc = raw_recv_frame(fd, 5000, 1 << 20, &frame, &len);
     close(fd);
-    if (rc != 0) fail_msg("no IncrementalAlterConfigs answer (rc %d)", rc);
+    if (rc != 0)
+        fail_msg("no IncrementalAlterConfigs answer (rc %d)", rc);
     struct raw_reader r;
     raw_reader_init(&r, frame, len);
     assert_int_equal(raw_get_i32(&r), 7); /* correlation id */
@@ -277,7 +301,8 @@ static void expect_duplicate_keys_refused(struct alter_state *st, const char *to
     size_t len = 0;
     int rc = raw_recv_frame(fd, 5000, 1 << 20, &frame, &len);
     close(fd);
-    if (rc != 0) fail_msg("no IncrementalAlterConfigs answer (rc %d)", rc);
+    if (rc != 0)
+        fail_msg("no IncrementalAlterConfigs answer (rc %d)", rc);
     struct raw_reader r;
     raw_reader_init(&r, frame, len);
     assert_int_equal(raw_get_i32(&r), 9);
@@ -313,7 +338,8 @@ static void expect_duplicate_resources_refused(struct alter_state *st, const cha
     size_t len = 0;
     int rc = raw_recv_frame(fd, 5000, 1 << 20, &frame, &len);
     close(fd);
-    if (rc != 0) fail_msg("no IncrementalAlterConfigs answer (rc %d)", rc);
+    if (rc != 0)
+        fail_msg("no IncrementalAlterConfigs answer (rc %d)", rc);
     struct raw_reader r;
     raw_reader_init(&r, frame, len);
     assert_int_equal(raw_get_i32(&r), 8);
@@ -360,11 +386,11 @@ static void test_incremental_alter_configs(void **state)
     expect_config(st->rk, topic, "retention.ms", "604800000", false);
     expect_config(st->rk, topic, "segment.bytes", "1048576", true);
 
-    expect_incremental(st, topic, "retention.ms", APPEND, "5", 40);       /* INVALID_CONFIG: not a list */
-    expect_incremental(st, topic, "no.such.config", SET, "1", 40);        /* INVALID_CONFIG */
-    expect_incremental(st, topic, "retention.ms", SET, "-5", 40);         /* below -1 */
-    expect_incremental(st, topic, "retention.ms", 9, "5", 42);            /* INVALID_REQUEST: unknown op */
-    expect_incremental(st, "alt-absent", "retention.ms", SET, "5", 3);    /* UNKNOWN_TOPIC_OR_PARTITION */
+    expect_incremental(st, topic, "retention.ms", APPEND, "5", 40);    /* INVALID_CONFIG: not a list */
+    expect_incremental(st, topic, "no.such.config", SET, "1", 40);     /* INVALID_CONFIG */
+    expect_incremental(st, topic, "retention.ms", SET, "-5", 40);      /* below -1 */
+    expect_incremental(st, topic, "retention.ms", 9, "5", 42);         /* INVALID_REQUEST: unknown op */
+    expect_incremental(st, "alt-absent", "retention.ms", SET, "5", 3); /* UNKNOWN_TOPIC_OR_PARTITION */
     expect_duplicate_resources_refused(st, topic);
     expect_duplicate_keys_refused(st, topic);
     expect_config(st->rk, topic, "retention.ms", "604800000", false); /* unchanged */
@@ -385,8 +411,10 @@ static int alter_setup(void **state)
 static int alter_teardown(void **state)
 {
     struct alter_state *st = *state;
-    if (st->rk) rk_producer_destroy(st->rk);
-    if (st->passed == ALTER_TESTS) broker_mark_passed(&st->broker);
+    if (st->rk)
+        rk_producer_destroy(st->rk);
+    if (st->passed == ALTER_TESTS)
+        broker_mark_passed(&st->broker);
     broker_cleanup(&st->broker);
     return 0;
 }

@@ -49,16 +49,17 @@ static rd_kafka_resp_err_t e2e_create(rd_kafka_t *rk, const char *topic)
 static rd_kafka_resp_err_t e2e_admin_result(rd_kafka_t *rk, rd_kafka_queue_t *queue, bool configs)
 {
     rd_kafka_event_t *ev = rd_kafka_queue_poll(queue, 20000);
-    if (!ev) return RD_KAFKA_RESP_ERR__TIMED_OUT;
+    if (!ev)
+        return RD_KAFKA_RESP_ERR__TIMED_OUT;
     rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
     size_t n = 0;
     if (!err && configs) {
-        const rd_kafka_ConfigResource_t **res =
-            rd_kafka_AlterConfigs_result_resources(rd_kafka_event_AlterConfigs_result(ev), &n);
+        const rd_kafka_ConfigResource_t **res = rd_kafka_AlterConfigs_result_resources(
+            rd_kafka_event_AlterConfigs_result(ev), &n);
         err = n == 1 ? rd_kafka_ConfigResource_error(res[0]) : RD_KAFKA_RESP_ERR__BAD_MSG;
     } else if (!err) {
-        const rd_kafka_topic_result_t **t =
-            rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &n);
+        const rd_kafka_topic_result_t **t = rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev),
+                                                                                &n);
         err = n == 1 ? rd_kafka_topic_result_error(t[0]) : RD_KAFKA_RESP_ERR__BAD_MSG;
     }
     rd_kafka_event_destroy(ev);
@@ -93,7 +94,8 @@ static rd_kafka_resp_err_t e2e_produce(rd_kafka_t *rk, const char *topic)
 {
     struct rk_delivery_slot slot = {0};
     rd_kafka_resp_err_t err = rk_produce_blocking(rk, topic, 0, NULL, 0, "v", 1, 0, NULL, &slot);
-    if (err) return err;
+    if (err)
+        return err;
     rd_kafka_flush(rk, 10000);
     return slot.done ? slot.err : RD_KAFKA_RESP_ERR__TIMED_OUT;
 }
@@ -108,8 +110,10 @@ static rd_kafka_resp_err_t e2e_fetch(struct e2e_state *st, const char *topic)
     rd_kafka_resp_err_t result = RD_KAFKA_RESP_ERR__TIMED_OUT;
     for (long long end = harness_now_ms() + 8000; harness_now_ms() < end && result == RD_KAFKA_RESP_ERR__TIMED_OUT;) {
         rd_kafka_message_t *m = rd_kafka_consume(rkt, 0, 200);
-        if (!m) continue;
-        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) result = m->err;
+        if (!m)
+            continue;
+        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            result = m->err;
         rd_kafka_message_destroy(m);
     }
     rd_kafka_consume_stop(rkt, 0);
@@ -159,10 +163,21 @@ static rd_kafka_resp_err_t e2e_group_consume(struct e2e_state *st, const char *g
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     char errstr[256];
-    const char *kv[] = {"bootstrap.servers", broker_bootstrap(&st->broker), "group.id", group, "client.id", "e2e-group",
-                        "auto.offset.reset", "earliest", "enable.auto.commit", "false", "session.timeout.ms", "6000",
+    const char *kv[] = {"bootstrap.servers",
+                        broker_bootstrap(&st->broker),
+                        "group.id",
+                        group,
+                        "client.id",
+                        "e2e-group",
+                        "auto.offset.reset",
+                        "earliest",
+                        "enable.auto.commit",
+                        "false",
+                        "session.timeout.ms",
+                        "6000",
                         NULL};
-    for (int i = 0; kv[i]; i += 2) assert_int_equal(rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof errstr), 0);
+    for (int i = 0; kv[i]; i += 2)
+        assert_int_equal(rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof errstr), 0);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
     assert_non_null(rk);
     rd_kafka_poll_set_consumer(rk);
@@ -173,7 +188,8 @@ static rd_kafka_resp_err_t e2e_group_consume(struct e2e_state *st, const char *g
     rd_kafka_resp_err_t result = RD_KAFKA_RESP_ERR__TIMED_OUT;
     for (long long end = harness_now_ms() + 15000; harness_now_ms() < end && result == RD_KAFKA_RESP_ERR__TIMED_OUT;) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
-        if (!m) continue;
+        if (!m)
+            continue;
         if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
             result = rd_kafka_commit_message(rk, m, 0);
         } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
@@ -193,14 +209,16 @@ static rd_kafka_resp_err_t e2e_commit_only(struct e2e_state *st, const char *gro
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     char errstr[256];
     const char *kv[] = {"bootstrap.servers", broker_bootstrap(&st->broker), "group.id", group, "client.id",
-                        "e2e-committer", "enable.auto.commit", "false", NULL};
-    for (int i = 0; kv[i]; i += 2) assert_int_equal(rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof errstr), 0);
+                        "e2e-committer",     "enable.auto.commit",          "false",    NULL};
+    for (int i = 0; kv[i]; i += 2)
+        assert_int_equal(rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof errstr), 0);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
     assert_non_null(rk);
     rd_kafka_topic_partition_list_t *offsets = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(offsets, topic, 0)->offset = 1;
     rd_kafka_resp_err_t err = rd_kafka_commit(rk, offsets, 0);
-    if (!err) err = offsets->elems[0].err;
+    if (!err)
+        err = offsets->elems[0].err;
     rd_kafka_topic_partition_list_destroy(offsets);
     rd_kafka_destroy(rk);
     return err;
@@ -209,13 +227,15 @@ static rd_kafka_resp_err_t e2e_commit_only(struct e2e_state *st, const char *gro
 static void e2e_load_events(struct e2e_state *st)
 {
     FILE *f = fopen(st->audit_path, "r");
-    if (!f) fail_msg("no audit log at %s", st->audit_path);
+    if (!f)
+        fail_msg("no audit log at %s", st->audit_path);
     char *line = NULL;
     size_t cap = 0;
     while (getline(&line, &cap, f) > 0 && st->count < sizeof st->events / sizeof st->events[0]) {
         json_error_t error;
         st->events[st->count] = json_loads(line, 0, &error);
-        if (!st->events[st->count]) fail_msg("audit line is not JSON: %s", line);
+        if (!st->events[st->count])
+            fail_msg("audit line is not JSON: %s", line);
         st->count++;
     }
     free(line);
@@ -240,8 +260,10 @@ static void e2e_expect(struct e2e_state *st, const char *type, const char *api, 
             !e2e_str_is(e, "resource_type", resource_type) || !e2e_str_is(e, "resource_name", resource) ||
             !e2e_str_is(e, "principal", "User:ANONYMOUS") || !e2e_str_is(e, "client_id", client_id))
             continue;
-        if (decision && !e2e_str_is(e, "decision", decision)) continue;
-        if (!decision && json_integer_value(json_object_get(e, "error_code")) != error_code) continue;
+        if (decision && !e2e_str_is(e, "decision", decision))
+            continue;
+        if (!decision && json_integer_value(json_object_get(e, "error_code")) != error_code)
+            continue;
         return;
     }
     for (size_t i = 0; i < st->count; i++) {
@@ -261,7 +283,7 @@ static void test_audit_lines_match_requests(void **state)
     snprintf(st->audit_path, sizeof st->audit_path, "/tmp/cairn-audit-e2e-%d.log", (int)getpid());
     remove(st->audit_path);
     snprintf(file_kv, sizeof file_kv, "plugin.audit.file.path=%s", st->audit_path);
-    const char *ov[] = {path_kv, "plugins=prefix_authorizer,audit", "plugin.prefix_authorizer.allow=" E2E_ALLOW,
+    const char *ov[] = {path_kv, "plugins=prefix_authorizer,audit",    "plugin.prefix_authorizer.allow=" E2E_ALLOW,
                         file_kv, "offsets.topic.replication.factor=1", NULL};
     broker_start(&st->broker, ov);
 
@@ -348,7 +370,8 @@ static int e2e_setup(void **state)
 static int e2e_teardown(void **state)
 {
     struct e2e_state *st = *state;
-    for (size_t i = 0; i < st->count; i++) json_decref(st->events[i]);
+    for (size_t i = 0; i < st->count; i++)
+        json_decref(st->events[i]);
     broker_cleanup(&st->broker);
     return 0;
 }

@@ -39,8 +39,8 @@ static rd_kafka_resp_err_t audit_it_delete_topic(rd_kafka_t *rk, const char *top
         result = rd_kafka_event_error(ev);
     } else {
         size_t n = 0;
-        const rd_kafka_topic_result_t **topics =
-            rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &n);
+        const rd_kafka_topic_result_t **topics = rd_kafka_DeleteTopics_result_topics(
+            rd_kafka_event_DeleteTopics_result(ev), &n);
         result = n == 1 ? rd_kafka_topic_result_error(topics[0]) : RD_KAFKA_RESP_ERR__BAD_MSG;
     }
     if (ev)
@@ -52,8 +52,8 @@ static rd_kafka_resp_err_t audit_it_delete_topic(rd_kafka_t *rk, const char *top
 
 /* Finds the admin event for (operation, topic, error_code); fails the
  * test when there is none. */
-static json_t *audit_it_find(json_t *const *events, size_t count, const char *operation,
-                             const char *topic, int error_code)
+static json_t *audit_it_find(json_t *const *events, size_t count, const char *operation, const char *topic,
+                             int error_code)
 {
     for (size_t i = 0; i < count; i++) {
         json_t *e = events[i];
@@ -65,8 +65,7 @@ static json_t *audit_it_find(json_t *const *events, size_t count, const char *op
             strcmp(name, topic) == 0 && json_is_integer(code) && json_integer_value(code) == error_code)
             return e;
     }
-    fail_msg("no admin event %s on %s with error code %d among %zu events", operation, topic,
-             error_code, count);
+    fail_msg("no admin event %s on %s with error code %d among %zu events", operation, topic, error_code, count);
     return NULL;
 }
 
@@ -106,8 +105,7 @@ static void test_admin_events_reach_the_file(void **state)
     if (err)
         fail_msg("DeleteTopics audited: %s", rd_kafka_err2name(err));
     long long deadline = harness_now_ms() + 10000;
-    while ((err = audit_it_delete_topic(rk, "audited")) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-           harness_now_ms() < deadline)
+    while ((err = audit_it_delete_topic(rk, "audited")) == RD_KAFKA_RESP_ERR_NO_ERROR && harness_now_ms() < deadline)
         usleep(100000);
     assert_int_equal(err, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
     rk_producer_destroy(rk);
@@ -133,13 +131,13 @@ static void test_admin_events_reach_the_file(void **state)
     fclose(f);
 
     audit_it_check_event(audit_it_find(events, count, "CreateTopics", "audited", 0), "CreateTopics");
-    audit_it_check_event(audit_it_find(events, count, "CreateTopics", "audited",
-                                       RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS),
-                         "CreateTopics");
+    audit_it_check_event(
+        audit_it_find(events, count, "CreateTopics", "audited", RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS),
+        "CreateTopics");
     audit_it_check_event(audit_it_find(events, count, "DeleteTopics", "audited", 0), "DeleteTopics");
-    audit_it_check_event(audit_it_find(events, count, "DeleteTopics", "audited",
-                                       RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART),
-                         "DeleteTopics");
+    audit_it_check_event(
+        audit_it_find(events, count, "DeleteTopics", "audited", RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART),
+        "DeleteTopics");
     json_t *created = audit_it_find(events, count, "CreateTopics", "audited", 0);
     json_t *details = json_object_get(created, "details");
     if (json_is_object(details) && json_object_get(details, "partitions"))

@@ -52,9 +52,8 @@ static void *bad_background_run(void *arg)
         for (int i = 0; i < 100; i++, seq++) {
             char value[48];
             int n = snprintf(value, sizeof(value), "bg|%ld", seq);
-            rd_kafka_resp_err_t err =
-                rk_produce_blocking(bg->rk, BAD_BG_TOPIC, (int32_t)(seq % BAD_BG_PARTITIONS), NULL,
-                                    0, value, (size_t)n, 0, NULL, NULL);
+            rd_kafka_resp_err_t err = rk_produce_blocking(bg->rk, BAD_BG_TOPIC, (int32_t)(seq % BAD_BG_PARTITIONS),
+                                                          NULL, 0, value, (size_t)n, 0, NULL, NULL);
             if (err) {
                 bg->enqueue_error = err;
                 atomic_store(&bg->enqueued, seq);
@@ -138,8 +137,8 @@ static void bad_expect_close_on_length(struct bad_state *st, uint32_t length)
 {
     int fd = raw_connect(broker_port(&st->broker), 5000);
     assert_true(fd >= 0);
-    uint8_t prefix[8] = {(uint8_t)(length >> 24), (uint8_t)(length >> 16), (uint8_t)(length >> 8),
-                         (uint8_t)length, 0, 18, 0, 0};
+    uint8_t prefix[8] = {
+        (uint8_t)(length >> 24), (uint8_t)(length >> 16), (uint8_t)(length >> 8), (uint8_t)length, 0, 18, 0, 0};
     assert_int_equal(raw_send_all(fd, prefix, sizeof(prefix)), 0);
     bool closed = raw_wait_closed(fd, 5000);
     close(fd);
@@ -200,11 +199,9 @@ static void test_unknown_api_and_versions(void **state)
             int32_t correlation = raw_get_i32(&r);
             free(frame);
             if (correlation != 77)
-                fail_msg("answer to api %d v%d has correlation id %d", bad_keys[i][0],
-                         bad_keys[i][1], correlation);
+                fail_msg("answer to api %d v%d has correlation id %d", bad_keys[i][0], bad_keys[i][1], correlation);
         } else if (rc != 1) {
-            fail_msg("api %d v%d: neither an answer nor a close within 5 s", bad_keys[i][0],
-                     bad_keys[i][1]);
+            fail_msg("api %d v%d: neither an answer nor a close within 5 s", bad_keys[i][0], bad_keys[i][1]);
         }
         close(fd);
     }
@@ -246,8 +243,8 @@ static int16_t bad_produce_raw_to(struct bad_state *st, const char *topic, int16
     bool overflow = r.overflow;
     free(frame);
     if (overflow || got_correlation != correlation || topics != 1 || partitions != 1 || index != 0)
-        fail_msg("malformed Produce v%d answer (correlation %d/%d, %d topics, %d partitions)",
-                 version, got_correlation, correlation, topics, partitions);
+        fail_msg("malformed Produce v%d answer (correlation %d/%d, %d topics, %d partitions)", version, got_correlation,
+                 correlation, topics, partitions);
     return error;
 }
 
@@ -352,8 +349,7 @@ static void test_internal_topics_refused(void **state)
      * be neither created nor auto-created, nor written. */
     rd_kafka_t *rk = rk_producer_new(broker_bootstrap(&st->broker), NULL);
     char errstr[512] = "";
-    assert_int_equal(rk_create_topic_result(rk, "__cluster_metadata", 1, 1, NULL, false, errstr,
-                                            sizeof errstr),
+    assert_int_equal(rk_create_topic_result(rk, "__cluster_metadata", 1, 1, NULL, false, errstr, sizeof errstr),
                      RD_KAFKA_RESP_ERR_INVALID_REQUEST);
     assert_non_null(strstr(errstr, "prohibited"));
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, "__cluster_metadata", NULL);
@@ -385,8 +381,7 @@ static bool bad_collect_seq(const rd_kafka_message_t *m, void *ctx)
     text[n] = '\0';
     long seq;
     if (sscanf(text, "bg|%ld", &seq) != 1 || seq < 0 || seq >= seen->limit) {
-        fprintf(stderr, "[bad_input] foreign record '%s' at %d/%" PRId64 "\n", text, m->partition,
-                m->offset);
+        fprintf(stderr, "[bad_input] foreign record '%s' at %d/%" PRId64 "\n", text, m->partition, m->offset);
         return false;
     }
     if (seen->counts[seq] < 255)
@@ -417,11 +412,10 @@ static void test_background_producer_unharmed(void **state)
     rd_kafka_flush(st->bg.rk, 30000);
     struct rk_delivery_stats stats = *rk_producer_stats(st->bg.rk);
     long enqueued = atomic_load(&st->bg.enqueued);
-    fprintf(stderr, "[bad_input] background producer: %ld enqueued, %ld delivered, %ld failed\n",
-            enqueued, stats.delivered, stats.failed);
+    fprintf(stderr, "[bad_input] background producer: %ld enqueued, %ld delivered, %ld failed\n", enqueued,
+            stats.delivered, stats.failed);
     if (stats.failed)
-        fail_msg("background producer saw %ld delivery errors, first: %s", stats.failed,
-                 stats.first_error_text);
+        fail_msg("background producer saw %ld delivery errors, first: %s", stats.failed, stats.first_error_text);
     assert_int_equal(stats.delivered, enqueued);
     assert_true(enqueued > 0);
 
@@ -430,8 +424,8 @@ static void test_background_producer_unharmed(void **state)
     long want[BAD_BG_PARTITIONS];
     for (int p = 0; p < BAD_BG_PARTITIONS; p++)
         want[p] = enqueued / BAD_BG_PARTITIONS + (p < enqueued % BAD_BG_PARTITIONS ? 1 : 0);
-    long got = rk_consume_each(broker_bootstrap(&st->broker), BAD_BG_TOPIC, BAD_BG_PARTITIONS, want,
-                               60000, bad_collect_seq, &seen);
+    long got = rk_consume_each(broker_bootstrap(&st->broker), BAD_BG_TOPIC, BAD_BG_PARTITIONS, want, 60000,
+                               bad_collect_seq, &seen);
     assert_int_equal(got, enqueued);
     for (long s = 0; s < enqueued; s++)
         if (seen.counts[s] != 1)

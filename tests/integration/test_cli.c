@@ -182,8 +182,7 @@ static void test_topic_lifecycle(void **state)
     assert_string_equal(source_of(d, "cleanup.policy"), "DEFAULT_CONFIG");
     json_decref(d);
 
-    RUN(&r, "topic", "alter-config", "orders", "-b", bs, "--set", "cleanup.policy=compact", "--delete",
-        "retention.ms");
+    RUN(&r, "topic", "alter-config", "orders", "-b", bs, "--set", "cleanup.policy=compact", "--delete", "retention.ms");
     expect(&r, 0, "altered 2 config(s) of topic 'orders'", NULL);
     RUN(&r, "topic", "describe", "orders", "-b", bs, "--format", "json");
     d = parse_json(&r);
@@ -245,11 +244,10 @@ static void test_bad_input(void **state)
     RUN(&r, "cluster", "info", "-b", "nocolon");
     expect(&r, 2, NULL, "bad broker address 'nocolon'");
 
-    const char *const helps[][3] = {{"topic", "create", "--help"},       {"topic", "list", "--help"},
-                                    {"topic", "describe", "--help"},     {"topic", "delete", "--help"},
-                                    {"topic", "add-partitions", "--help"}, {"topic", "alter-config", "--help"},
-                                    {"cluster", "info", "--help"},       {"group", "list", "--help"},
-                                    {"group", "describe", "--help"}};
+    const char *const helps[][3] = {
+        {"topic", "create", "--help"}, {"topic", "list", "--help"},           {"topic", "describe", "--help"},
+        {"topic", "delete", "--help"}, {"topic", "add-partitions", "--help"}, {"topic", "alter-config", "--help"},
+        {"cluster", "info", "--help"}, {"group", "list", "--help"},           {"group", "describe", "--help"}};
     for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++) {
         RUN(&r, helps[i][0], helps[i][1], helps[i][2]);
         expect(&r, 0, "usage: cairn", NULL);
@@ -360,8 +358,8 @@ static void test_group_lag(void **state)
 
     char errstr[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    const char *kv[] = {"bootstrap.servers", bs, "group.id", "billing", "client.id", "billing-1",
-                        "enable.auto.commit", "false", "session.timeout.ms", "6000", NULL};
+    const char *kv[] = {"bootstrap.servers",  bs,      "group.id",           "billing", "client.id", "billing-1",
+                        "enable.auto.commit", "false", "session.timeout.ms", "6000",    NULL};
     for (int i = 0; kv[i]; i += 2)
         assert_int_equal(rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof errstr), RD_KAFKA_CONF_OK);
     rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);

@@ -18,8 +18,8 @@
 
 #define CR_PARTITIONS 3
 #define CR_MAX_MESSAGES 600000L
-#define CR_KILL_AFTER_DELIVERED 20000L  /* successes before the kill */
-#define CR_STOP_AFTER_RESTART 10000L    /* successes after the restart */
+#define CR_KILL_AFTER_DELIVERED 20000L /* successes before the kill */
+#define CR_STOP_AFTER_RESTART 10000L   /* successes after the restart */
 #define CR_TOPIC "crash"
 
 static void cr_value(long seq, char *out, size_t outlen, size_t *len)
@@ -76,10 +76,22 @@ static void test_kill9_under_load_keeps_acknowledged_records(void **state)
 
     /* No retries and one request in flight: an acknowledged record was
      * written exactly once, and log order equals production order. */
-    const char *conf[] = {"acks", "all", "message.send.max.retries", "0",
-                          "max.in.flight.requests.per.connection", "1", "linger.ms", "2",
-                          "message.timeout.ms", "15000", "reconnect.backoff.ms", "50",
-                          "reconnect.backoff.max.ms", "500", "enable.idempotence", "false",
+    const char *conf[] = {"acks",
+                          "all",
+                          "message.send.max.retries",
+                          "0",
+                          "max.in.flight.requests.per.connection",
+                          "1",
+                          "linger.ms",
+                          "2",
+                          "message.timeout.ms",
+                          "15000",
+                          "reconnect.backoff.ms",
+                          "50",
+                          "reconnect.backoff.max.ms",
+                          "500",
+                          "enable.idempotence",
+                          "false",
                           NULL};
     rd_kafka_t *rk = rk_producer_new(broker_bootstrap(b), conf);
     struct rk_delivery_slot *slots = calloc(CR_MAX_MESSAGES, sizeof(*slots));
@@ -93,8 +105,8 @@ static void test_kill9_under_load_keeps_acknowledged_records(void **state)
         char value[160];
         size_t len;
         cr_value(seq, value, sizeof(value), &len);
-        rd_kafka_resp_err_t err = rk_produce_blocking(rk, CR_TOPIC, (int32_t)(seq % CR_PARTITIONS),
-                                                      NULL, 0, value, len, 0, NULL, &slots[seq]);
+        rd_kafka_resp_err_t err = rk_produce_blocking(rk, CR_TOPIC, (int32_t)(seq % CR_PARTITIONS), NULL, 0, value, len,
+                                                      0, NULL, &slots[seq]);
         if (err)
             fail_msg("enqueue seq %ld: %s", seq, rd_kafka_err2str(err));
         seq++;
@@ -102,8 +114,7 @@ static void test_kill9_under_load_keeps_acknowledged_records(void **state)
             rd_kafka_poll(rk, 0);
         if (delivered_at_kill < 0 && stats->delivered >= CR_KILL_AFTER_DELIVERED) {
             delivered_at_kill = stats->delivered;
-            fprintf(stderr, "[crash] kill -9 after %ld delivered, %ld enqueued\n", delivered_at_kill,
-                    seq);
+            fprintf(stderr, "[crash] kill -9 after %ld delivered, %ld enqueued\n", delivered_at_kill, seq);
             broker_kill9(b);
             broker_restart(b);
         }
@@ -113,8 +124,8 @@ static void test_kill9_under_load_keeps_acknowledged_records(void **state)
     rd_kafka_flush(rk, 30000);
     long produced = seq;
     long delivered = stats->delivered, failed = stats->failed;
-    fprintf(stderr, "[crash] enqueued %ld, delivered %ld, failed %ld (first error: %s)\n", produced,
-            delivered, failed, failed ? stats->first_error_text : "none");
+    fprintf(stderr, "[crash] enqueued %ld, delivered %ld, failed %ld (first error: %s)\n", produced, delivered, failed,
+            failed ? stats->first_error_text : "none");
     rk_producer_destroy(rk);
     if (delivered_at_kill < 0)
         fail_msg("only %ld records delivered before the deadline; the kill never happened", delivered);
@@ -132,8 +143,7 @@ static void test_kill9_under_load_keeps_acknowledged_records(void **state)
     broker_restart(b);
     struct cr_consumed consumed;
     memset(&consumed, 0, sizeof(consumed));
-    long got = rk_consume_each(broker_bootstrap(b), CR_TOPIC, CR_PARTITIONS, want, 60000, cr_collect,
-                               &consumed);
+    long got = rk_consume_each(broker_bootstrap(b), CR_TOPIC, CR_PARTITIONS, want, 60000, cr_collect, &consumed);
     assert_true(got >= 0);
 
     /* Per partition: contiguous offsets, each record at most once, in
@@ -152,8 +162,7 @@ static void test_kill9_under_load_keeps_acknowledged_records(void **state)
             if (s < 0 || s >= produced || s % CR_PARTITIONS != p)
                 fail_msg("partition %d offset %" PRId64 ": foreign record (seq %ld)", p, offset, s);
             if (seen_at[s] >= 0)
-                fail_msg("seq %ld appears twice (offsets %" PRId64 " and %" PRId64 ")", s, seen_at[s],
-                         offset);
+                fail_msg("seq %ld appears twice (offsets %" PRId64 " and %" PRId64 ")", s, seen_at[s], offset);
             if (s <= last_seq)
                 fail_msg("partition %d: seq %ld after seq %ld (out of order)", p, s, last_seq);
             seen_at[s] = offset;
@@ -169,11 +178,10 @@ static void test_kill9_under_load_keeps_acknowledged_records(void **state)
         }
         acknowledged++;
         if (seen_at[s] < 0)
-            fail_msg("acknowledged seq %ld (partition %d offset %" PRId64 ") is missing", s,
-                     slots[s].partition, slots[s].offset);
+            fail_msg("acknowledged seq %ld (partition %d offset %" PRId64 ") is missing", s, slots[s].partition,
+                     slots[s].offset);
         if (seen_at[s] != slots[s].offset)
-            fail_msg("seq %ld acknowledged at offset %" PRId64 " but read at %" PRId64, s,
-                     slots[s].offset, seen_at[s]);
+            fail_msg("seq %ld acknowledged at offset %" PRId64 " but read at %" PRId64, s, slots[s].offset, seen_at[s]);
     }
     fprintf(stderr, "[crash] %ld acknowledged records all present; %ld unacknowledged ones also written\n",
             acknowledged, unacknowledged_present);
@@ -192,8 +200,7 @@ static int cr_setup(void **state)
 {
     static struct test_broker broker;
     /* Several recovery threads: every other restarting test uses one. */
-    const char *overrides[] = {"log.flush.interval.messages=1", "num.recovery.threads.per.data.dir=4",
-                               NULL};
+    const char *overrides[] = {"log.flush.interval.messages=1", "num.recovery.threads.per.data.dir=4", NULL};
     *state = &broker;
     broker_start(&broker, overrides);
     return 0;
@@ -208,8 +215,7 @@ static int cr_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_kill9_under_load_keeps_acknowledged_records, cr_setup,
-                                        cr_teardown),
+        cmocka_unit_test_setup_teardown(test_kill9_under_load_keeps_acknowledged_records, cr_setup, cr_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

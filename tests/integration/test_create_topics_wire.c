@@ -55,7 +55,10 @@ struct request_config {
     const char *value;
 };
 
-static void put_compact_array_len(struct raw_writer *w, int n) { raw_put_uvarint(w, (uint64_t)n + 1); }
+static void put_compact_array_len(struct raw_writer *w, int n)
+{
+    raw_put_uvarint(w, (uint64_t)n + 1);
+}
 
 /* Sends CreateTopics (version 4 or 5+) for one topic and parses the answer,
  * failing the test on any byte out of place, trailing bytes included. */
@@ -96,7 +99,8 @@ static void create_topic(struct wire_state *st, int16_t version, const char *top
     }
     raw_put_i32(&w, 10000); /* timeout_ms */
     raw_put_i8(&w, validate_only ? 1 : 0);
-    if (flexible) raw_put_uvarint(&w, 0);
+    if (flexible)
+        raw_put_uvarint(&w, 0);
 
     uint8_t *frame = NULL;
     struct raw_reader r;
@@ -118,7 +122,8 @@ static void create_topic(struct wire_state *st, int16_t version, const char *top
     }
     if (flexible) {
         raw_get_compact_string(&r, name, sizeof name);
-        if (version >= 7) raw_skip(&r, 16); /* topic id */
+        if (version >= 7)
+            raw_skip(&r, 16); /* topic id */
         out->error_code = raw_get_i16(&r);
         raw_get_compact_string(&r, name, sizeof name); /* error message */
         out->num_partitions = raw_get_i32(&r);
@@ -156,24 +161,29 @@ static void create_topic(struct wire_state *st, int16_t version, const char *top
     bool overflow = r.overflow;
     size_t left = r.len - r.pos;
     free(frame);
-    if (overflow) fail_msg("CreateTopics v%d: answer shorter than its layout", version);
-    if (left != 0) fail_msg("CreateTopics v%d: %zu bytes after the answer", version, left);
+    if (overflow)
+        fail_msg("CreateTopics v%d: answer shorter than its layout", version);
+    if (left != 0)
+        fail_msg("CreateTopics v%d: %zu bytes after the answer", version, left);
 }
 
 static const struct created_config *find_config(const struct created_topic *t, const char *name)
 {
     for (int i = 0; i < t->configs_count; i++)
-        if (strcmp(t->configs[i].name, name) == 0) return &t->configs[i];
+        if (strcmp(t->configs[i].name, name) == 0)
+            return &t->configs[i];
     return NULL;
 }
 
 static void expect_config(const struct created_topic *t, const char *name, const char *value, int8_t source)
 {
     const struct created_config *c = find_config(t, name);
-    if (!c) fail_msg("%s missing from the CreateTopics answer", name);
+    if (!c)
+        fail_msg("%s missing from the CreateTopics answer", name);
     if (c->value_null || strcmp(c->value, value) != 0)
         fail_msg("%s = %s, expected %s", name, c->value_null ? "(null)" : c->value, value);
-    if (c->source != source) fail_msg("%s: source %d, expected %d", name, c->source, source);
+    if (c->source != source)
+        fail_msg("%s: source %d, expected %d", name, c->source, source);
 }
 
 /* The whole effective configuration: every key once, sorted by name, none
@@ -181,7 +191,8 @@ static void expect_config(const struct created_topic *t, const char *name, const
 static void expect_effective_configs(const struct created_topic *t)
 {
     assert_int_equal(t->topic_config_error_code, 0);
-    if (t->configs_count < 20) fail_msg("only %d configs in the CreateTopics answer", t->configs_count);
+    if (t->configs_count < 20)
+        fail_msg("only %d configs in the CreateTopics answer", t->configs_count);
     for (int i = 0; i < t->configs_count; i++) {
         if (i > 0 && strcmp(t->configs[i - 1].name, t->configs[i].name) >= 0)
             fail_msg("configs not sorted: %s before %s", t->configs[i - 1].name, t->configs[i].name);
@@ -292,7 +303,8 @@ static int wire_setup(void **state)
 static int wire_teardown(void **state)
 {
     struct wire_state *st = *state;
-    if (st->passed == WIRE_TESTS) broker_mark_passed(&st->broker);
+    if (st->passed == WIRE_TESTS)
+        broker_mark_passed(&st->broker);
     broker_stop(&st->broker);
     broker_cleanup(&st->broker);
     return 0;

@@ -55,7 +55,8 @@ struct delete_answer {
 static void get_string(struct raw_reader *r, bool flexible, char *out, size_t outlen)
 {
     if (flexible) {
-        if (!raw_get_compact_string(r, out, outlen)) out[0] = '\0';
+        if (!raw_get_compact_string(r, out, outlen))
+            out[0] = '\0';
         return;
     }
     int16_t len = raw_get_i16(r);
@@ -94,8 +95,7 @@ static void put_string(struct raw_writer *w, bool flexible, const char *s)
 
 /* Starts a request with the next correlation id of this test's
  * connections (header v2 when flexible) and returns that id. */
-static int32_t begin_request(struct raw_writer *w, int16_t api, int16_t version, bool flexible,
-                             const char *client_id)
+static int32_t begin_request(struct raw_writer *w, int16_t api, int16_t version, bool flexible, const char *client_id)
 {
     static int32_t correlation = 100;
     int32_t corr = ++correlation;
@@ -115,9 +115,11 @@ static struct delete_answer raw_delete_records(const struct test_broker *b, cons
     put_array_len(&w, flexible, 1);
     raw_put_i32(&w, partition);
     raw_put_i64(&w, offset);
-    if (flexible) raw_put_uvarint(&w, 0), raw_put_uvarint(&w, 0);
+    if (flexible)
+        raw_put_uvarint(&w, 0), raw_put_uvarint(&w, 0);
     raw_put_i32(&w, 5000);
-    if (flexible) raw_put_uvarint(&w, 0);
+    if (flexible)
+        raw_put_uvarint(&w, 0);
     uint8_t *frame;
     struct raw_reader r;
     if (raw_exchange(broker_port(b), &w, corr, flexible, 10000, &frame, &r) != 0)
@@ -132,7 +134,8 @@ static struct delete_answer raw_delete_records(const struct test_broker *b, cons
     struct delete_answer a;
     a.low_watermark = raw_get_i64(&r);
     a.error = raw_get_i16(&r);
-    if (flexible) raw_skip_tagged_fields(&r), raw_skip_tagged_fields(&r), raw_skip_tagged_fields(&r);
+    if (flexible)
+        raw_skip_tagged_fields(&r), raw_skip_tagged_fields(&r), raw_skip_tagged_fields(&r);
     raw_session_finish_read(&r, frame);
     return a;
 }
@@ -177,16 +180,19 @@ static void raw_describe_log_dirs(const struct test_broker *b, const char *clien
         put_string(&w, flexible, topic);
         put_array_len(&w, flexible, 1);
         raw_put_i32(&w, partition);
-        if (flexible) raw_put_uvarint(&w, 0);
+        if (flexible)
+            raw_put_uvarint(&w, 0);
     }
-    if (flexible) raw_put_uvarint(&w, 0);
+    if (flexible)
+        raw_put_uvarint(&w, 0);
     uint8_t *frame;
     struct raw_reader r;
     if (raw_exchange(broker_port(b), &w, corr, flexible, 10000, &frame, &r) != 0)
         fail_msg("DescribeLogDirs v%d: no answer", version);
     memset(out, 0, sizeof *out);
     raw_get_i32(&r); /* throttle */
-    if (version >= 3) out->error = raw_get_i16(&r);
+    if (version >= 3)
+        out->error = raw_get_i16(&r);
     int32_t dirs = get_array_len(&r, flexible);
     assert_true(dirs >= 0 && dirs <= 2);
     out->dir_count = dirs;
@@ -208,22 +214,27 @@ static void raw_describe_log_dirs(const struct test_broker *b, const char *clien
                 one.size = raw_get_i64(&r);
                 one.offset_lag = raw_get_i64(&r);
                 one.is_future = raw_get_i8(&r);
-                if (flexible) raw_skip_tagged_fields(&r);
+                if (flexible)
+                    raw_skip_tagged_fields(&r);
                 dir->all_partitions++;
-                if (strncmp(name, "dr-", 3) != 0) continue;
+                if (strncmp(name, "dr-", 3) != 0)
+                    continue;
                 assert_true(dir->partition_count < 16);
                 dir->partitions[dir->partition_count++] = one;
             }
-            if (flexible) raw_skip_tagged_fields(&r);
+            if (flexible)
+                raw_skip_tagged_fields(&r);
         }
         dir->total_bytes = dir->usable_bytes = -1;
         if (version >= 4) {
             dir->total_bytes = raw_get_i64(&r);
             dir->usable_bytes = raw_get_i64(&r);
         }
-        if (flexible) raw_skip_tagged_fields(&r);
+        if (flexible)
+            raw_skip_tagged_fields(&r);
     }
-    if (flexible) raw_skip_tagged_fields(&r);
+    if (flexible)
+        raw_skip_tagged_fields(&r);
     raw_session_finish_read(&r, frame);
 }
 
@@ -243,18 +254,22 @@ static int segment_bases(const struct test_broker *b, const char *topic, long lo
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/%s-0", b->data_dir, topic);
     DIR *d = opendir(dir);
-    if (!d) fail_msg("cannot open %s", dir);
+    if (!d)
+        fail_msg("cannot open %s", dir);
     int n = 0;
     *bytes = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         size_t len = strlen(e->d_name);
-        if (len != 24 || strcmp(e->d_name + 20, ".log") != 0) continue;
+        if (len != 24 || strcmp(e->d_name + 20, ".log") != 0)
+            continue;
         char path[1400];
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (stat(path, &st) == 0) *bytes += st.st_size;
-        if (n < max) bases[n++] = atoll(e->d_name);
+        if (stat(path, &st) == 0)
+            *bytes += st.st_size;
+        if (n < max)
+            bases[n++] = atoll(e->d_name);
     }
     closedir(d);
     for (int i = 1; i < n; i++)
@@ -270,17 +285,21 @@ static int segment_bases(const struct test_broker *b, const char *topic, long lo
 static int partition_dirs(const struct test_broker *b)
 {
     DIR *d = opendir(b->data_dir);
-    if (!d) fail_msg("cannot open %s", b->data_dir);
+    if (!d)
+        fail_msg("cannot open %s", b->data_dir);
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         const char *dash = strrchr(e->d_name, '-');
-        if (!dash || dash == e->d_name || !dash[1] || strspn(dash + 1, "0123456789") != strlen(dash + 1)) continue;
-        if (strcmp(e->d_name, "__cluster_metadata-0") == 0) continue;
+        if (!dash || dash == e->d_name || !dash[1] || strspn(dash + 1, "0123456789") != strlen(dash + 1))
+            continue;
+        if (strcmp(e->d_name, "__cluster_metadata-0") == 0)
+            continue;
         char path[1400];
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", b->data_dir, e->d_name);
-        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) n++;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            n++;
     }
     closedir(d);
     return n;
@@ -289,7 +308,8 @@ static int partition_dirs(const struct test_broker *b)
 static bool has_segment(const long long *bases, int n, long long base)
 {
     for (int i = 0; i < n; i++)
-        if (bases[i] == base) return true;
+        if (bases[i] == base)
+            return true;
     return false;
 }
 
@@ -298,10 +318,12 @@ static void produce_separately(rd_kafka_t *rk, const char *topic, int count, con
     char value[1000];
     memset(value, 'v', sizeof value);
     for (int i = 0; i < count; i++) {
-        rd_kafka_resp_err_t err =
-            rk_produce_blocking(rk, topic, 0, key, key ? strlen(key) : 0, value, sizeof value, 0, NULL, NULL);
-        if (err) fail_msg("produce: %s", rd_kafka_err2str(err));
-        if (rd_kafka_flush(rk, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR) fail_msg("flush timed out");
+        rd_kafka_resp_err_t err = rk_produce_blocking(rk, topic, 0, key, key ? strlen(key) : 0, value, sizeof value, 0,
+                                                      NULL, NULL);
+        if (err)
+            fail_msg("produce: %s", rd_kafka_err2str(err));
+        if (rd_kafka_flush(rk, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR)
+            fail_msg("flush timed out");
     }
 }
 
@@ -317,11 +339,12 @@ static rd_kafka_resp_err_t rk_delete_records(rd_kafka_t *rk, const char *topic, 
     rd_kafka_DeleteRecords(rk, &del, 1, NULL, q);
     rd_kafka_DeleteRecords_destroy(del);
     rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 15000);
-    if (!ev || rd_kafka_event_type(ev) != RD_KAFKA_EVENT_DELETERECORDS_RESULT) fail_msg("no DeleteRecords result");
+    if (!ev || rd_kafka_event_type(ev) != RD_KAFKA_EVENT_DELETERECORDS_RESULT)
+        fail_msg("no DeleteRecords result");
     rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
     if (!err) {
-        const rd_kafka_topic_partition_list_t *res =
-            rd_kafka_DeleteRecords_result_offsets(rd_kafka_event_DeleteRecords_result(ev));
+        const rd_kafka_topic_partition_list_t *res = rd_kafka_DeleteRecords_result_offsets(
+            rd_kafka_event_DeleteRecords_result(ev));
         assert_int_equal(res->cnt, 1);
         err = res->elems[0].err;
         *low = res->elems[0].offset;
@@ -336,7 +359,8 @@ static void watermarks(const struct test_broker *b, const char *topic, int64_t *
     rd_kafka_t *rk = rk_consumer_new(broker_bootstrap(b), NULL);
     rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(rk, topic, 0, low, high, 10000);
     rd_kafka_destroy(rk);
-    if (err) fail_msg("watermarks of %s: %s", topic, rd_kafka_err2name(err));
+    if (err)
+        fail_msg("watermarks of %s: %s", topic, rd_kafka_err2name(err));
 }
 
 /* The first message a consumer started at `offset` with the given
@@ -347,13 +371,15 @@ static int64_t first_consumed(const struct test_broker *b, const char *topic, in
     const char *conf[] = {"fetch.wait.max.ms", "100", "auto.offset.reset", reset, NULL};
     rd_kafka_t *rk = rk_consumer_new(broker_bootstrap(b), conf);
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
-    if (rd_kafka_consume_start(rkt, 0, offset) != 0) fail_msg("consume_start");
+    if (rd_kafka_consume_start(rkt, 0, offset) != 0)
+        fail_msg("consume_start");
     int64_t got = -1;
     *err = RD_KAFKA_RESP_ERR_NO_ERROR;
     long long deadline = harness_now_ms() + 10000;
     while (harness_now_ms() < deadline) {
         rd_kafka_message_t *m = rd_kafka_consume(rkt, 0, 200);
-        if (!m) continue;
+        if (!m)
+            continue;
         bool done = true;
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
             done = false;
@@ -362,12 +388,14 @@ static int64_t first_consumed(const struct test_broker *b, const char *topic, in
         else
             got = m->offset;
         rd_kafka_message_destroy(m);
-        if (done) break;
+        if (done)
+            break;
     }
     rd_kafka_consume_stop(rkt, 0);
     rd_kafka_topic_destroy(rkt);
     rd_kafka_destroy(rk);
-    if (got < 0 && !*err) fail_msg("nothing consumed from %s at %lld", topic, (long long)offset);
+    if (got < 0 && !*err)
+        fail_msg("nothing consumed from %s at %lld", topic, (long long)offset);
     return got;
 }
 
@@ -382,13 +410,15 @@ static void delete_and_check(struct dr_state *st, int64_t offset)
     assert_false(has_segment(bases, n, offset));
     int64_t low = -1;
     rd_kafka_resp_err_t err = rk_delete_records(st->producer, TOPIC, offset, &low);
-    if (err) fail_msg("DeleteRecords to %lld: %s", (long long)offset, rd_kafka_err2name(err));
+    if (err)
+        fail_msg("DeleteRecords to %lld: %s", (long long)offset, rd_kafka_err2name(err));
     assert_int_equal(low, offset);
     /* Segments wholly below the new start are gone, the one holding it stays. */
     long long after[64];
     int m = segment_bases(&st->broker, TOPIC, after, 64, &bytes);
     assert_true(m < n);
-    for (int i = 0; i < m; i++) assert_true(i + 1 >= m || after[i + 1] > offset);
+    for (int i = 0; i < m; i++)
+        assert_true(i + 1 >= m || after[i + 1] > offset);
     assert_true(after[0] < offset);
     int64_t lo, hi;
     watermarks(&st->broker, TOPIC, &lo, &hi);
@@ -404,7 +434,8 @@ static void test_delete_records_segments_and_restarts(void **state)
     produce_separately(st->producer, TOPIC, RECORDS, NULL);
     long long bases[64], bytes;
     int n = segment_bases(&st->broker, TOPIC, bases, 64, &bytes);
-    if (n < 6) fail_msg("%d segments, expected many", n);
+    if (n < 6)
+        fail_msg("%d segments, expected many", n);
 
     delete_and_check(st, 25);
     /* Consumers from the beginning, and those reset to earliest, start there. */
@@ -562,10 +593,12 @@ static void test_api_versions_advertise(void **state)
 static bool file_has_line(const char *path, const char *a, const char *b)
 {
     FILE *fp = fopen(path, "r");
-    if (!fp) return false;
+    if (!fp)
+        return false;
     char line[2048];
     bool found = false;
-    while (!found && fgets(line, sizeof line, fp)) found = strstr(line, a) && strstr(line, b);
+    while (!found && fgets(line, sizeof line, fp))
+        found = strstr(line, a) && strstr(line, b);
     fclose(fp);
     return found;
 }
@@ -676,7 +709,8 @@ static int dr_setup(void **state)
 static int dr_teardown(void **state)
 {
     struct dr_state *st = *state;
-    if (st->producer) rk_producer_destroy(st->producer);
+    if (st->producer)
+        rk_producer_destroy(st->producer);
     if (st->passed == 4) {
         broker_stop(&st->broker);
         broker_mark_passed(&st->broker);

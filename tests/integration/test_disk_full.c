@@ -123,10 +123,9 @@ static bool df_verify_record(const rd_kafka_message_t *m, void *ctx)
     char want[DF_VALUE_BYTES];
     size_t want_len;
     df_value(v->acked->seqs[v->next], want, &want_len);
-    if (m->offset != v->acked->offsets[v->next] || m->len != want_len ||
-        memcmp(m->payload, want, want_len) != 0) {
-        fprintf(stderr, "record %ld: offset %" PRId64 " (want %" PRId64 "), %zu bytes, wanted seq %ld\n",
-                v->next, m->offset, v->acked->offsets[v->next], m->len, v->acked->seqs[v->next]);
+    if (m->offset != v->acked->offsets[v->next] || m->len != want_len || memcmp(m->payload, want, want_len) != 0) {
+        fprintf(stderr, "record %ld: offset %" PRId64 " (want %" PRId64 "), %zu bytes, wanted seq %ld\n", v->next,
+                m->offset, v->acked->offsets[v->next], m->len, v->acked->seqs[v->next]);
         return false;
     }
     v->next++;
@@ -140,16 +139,15 @@ static void df_expect_exactly_acked(struct test_broker *b, const struct df_acked
     long got = rk_consume_each(broker_bootstrap(b), DF_TOPIC, 1, &want, 30000, df_verify_record, &v);
     if (got != acked->count || v.next != acked->count) {
         broker_print_log_tail(b, 30);
-        fail_msg("read back %ld records (%ld matched), %ld were acknowledged", got, v.next,
-                 acked->count);
+        fail_msg("read back %ld records (%ld matched), %ld were acknowledged", got, v.next, acked->count);
     }
 }
 
 /* Produces seq [first, first+n) and waits for every report; appends the
  * successes to acked. Returns how many failed; *first_err gets the first
  * failure's code. */
-static long df_produce_round(rd_kafka_t *rk, long first, long n, struct df_acked *acked,
-                             rd_kafka_resp_err_t *first_err, long *other_errors)
+static long df_produce_round(rd_kafka_t *rk, long first, long n, struct df_acked *acked, rd_kafka_resp_err_t *first_err,
+                             long *other_errors)
 {
     struct rk_delivery_slot *slots = calloc((size_t)n, sizeof *slots);
     assert_non_null(slots);
@@ -157,8 +155,7 @@ static long df_produce_round(rd_kafka_t *rk, long first, long n, struct df_acked
     for (long i = 0; i < n; i++) {
         size_t len;
         df_value(first + i, value, &len);
-        rd_kafka_resp_err_t err =
-            rk_produce_blocking(rk, DF_TOPIC, 0, NULL, 0, value, len, 0, NULL, &slots[i]);
+        rd_kafka_resp_err_t err = rk_produce_blocking(rk, DF_TOPIC, 0, NULL, 0, value, len, 0, NULL, &slots[i]);
         if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
             fail_msg("enqueue: %s", rd_kafka_err2str(err));
     }
@@ -177,8 +174,7 @@ static long df_produce_round(rd_kafka_t *rk, long first, long n, struct df_acked
             *first_err = slots[i].err;
         if (slots[i].err != RD_KAFKA_RESP_ERR_KAFKA_STORAGE_ERROR) {
             if (*other_errors == 0)
-                fprintf(stderr, "record %ld failed with %s\n", first + i,
-                        rd_kafka_err2str(slots[i].err));
+                fprintf(stderr, "record %ld failed with %s\n", first + i, rd_kafka_err2str(slots[i].err));
             (*other_errors)++;
         }
     }
@@ -188,9 +184,19 @@ static long df_produce_round(rd_kafka_t *rk, long first, long n, struct df_acked
 
 static rd_kafka_t *df_producer(struct test_broker *b)
 {
-    const char *conf[] = {"acks", "all", "retries", "2", "retry.backoff.ms", "100",
-                          "message.timeout.ms", "15000", "linger.ms", "5",
-                          "enable.idempotence", "false", NULL};
+    const char *conf[] = {"acks",
+                          "all",
+                          "retries",
+                          "2",
+                          "retry.backoff.ms",
+                          "100",
+                          "message.timeout.ms",
+                          "15000",
+                          "linger.ms",
+                          "5",
+                          "enable.idempotence",
+                          "false",
+                          NULL};
     return rk_producer_new(broker_bootstrap(b), conf);
 }
 
@@ -213,8 +219,7 @@ static void df_produce_side_topic(struct test_broker *b)
     for (int i = 0; i < DF_SIDE_RECORDS; i++) {
         char value[32];
         int n = snprintf(value, sizeof value, "side-%d", i);
-        assert_int_equal(rk_produce_blocking(rk, DF_SIDE_TOPIC, 0, NULL, 0, value, (size_t)n, 0,
-                                             NULL, NULL),
+        assert_int_equal(rk_produce_blocking(rk, DF_SIDE_TOPIC, 0, NULL, 0, value, (size_t)n, 0, NULL, NULL),
                          RD_KAFKA_RESP_ERR_NO_ERROR);
     }
     assert_int_equal(rd_kafka_flush(rk, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -261,18 +266,15 @@ static void test_disk_full_keeps_acknowledged_records(void **state)
     long failed_again = df_produce_round(rk, next_seq, 20, &acked, &first_err, &other_errors);
     next_seq += 20;
     rk_producer_destroy(rk);
-    fprintf(stderr, "disk full after %ld acknowledged records; %ld + %ld failed\n", acked.count,
-            failed, failed_again);
+    fprintf(stderr, "disk full after %ld acknowledged records; %ld + %ld failed\n", acked.count, failed, failed_again);
     assert_int_equal(failed_again, 20);
     if (other_errors != 0 || first_err != RD_KAFKA_RESP_ERR_KAFKA_STORAGE_ERROR)
-        fail_msg("%ld failures were not KAFKA_STORAGE_ERROR (first: %s)", other_errors,
-                 rd_kafka_err2str(first_err));
+        fail_msg("%ld failures were not KAFKA_STORAGE_ERROR (first: %s)", other_errors, rd_kafka_err2str(first_err));
     assert_true(acked.count > 1000);
 
     /* The broker is alive, says why in its log, and still serves. */
     assert_true(broker_alive(&df_broker));
-    if (!df_log_contains(&df_broker, "partition is offline") ||
-        !df_log_contains(&df_broker, strerror(ENOSPC))) {
+    if (!df_log_contains(&df_broker, "partition is offline") || !df_log_contains(&df_broker, strerror(ENOSPC))) {
         broker_print_log_tail(&df_broker, 30);
         fail_msg("the broker log does not say the partition went offline for lack of space");
     }
@@ -330,8 +332,7 @@ static void test_disk_full_keeps_acknowledged_records(void **state)
     rk = df_producer(&df_broker);
     first_err = RD_KAFKA_RESP_ERR_NO_ERROR;
     long before = acked.count;
-    assert_int_equal(df_produce_round(rk, next_seq, DF_AFTER_RESTART / 2, &acked, &first_err,
-                                      &other_errors), 0);
+    assert_int_equal(df_produce_round(rk, next_seq, DF_AFTER_RESTART / 2, &acked, &first_err, &other_errors), 0);
     next_seq += DF_AFTER_RESTART / 2;
     rk_producer_destroy(rk);
     assert_int_equal(acked.count, before + DF_AFTER_RESTART / 2);
@@ -342,8 +343,7 @@ static void test_disk_full_keeps_acknowledged_records(void **state)
     broker_restart(&df_broker);
     df_expect_exactly_acked(&df_broker, &acked);
     rk = df_producer(&df_broker);
-    assert_int_equal(df_produce_round(rk, next_seq, DF_AFTER_RESTART / 2, &acked, &first_err,
-                                      &other_errors), 0);
+    assert_int_equal(df_produce_round(rk, next_seq, DF_AFTER_RESTART / 2, &acked, &first_err, &other_errors), 0);
     rk_producer_destroy(rk);
     df_expect_exactly_acked(&df_broker, &acked);
 

@@ -294,8 +294,13 @@ static void count_output(const rd_kafka_message_t *m, struct output_count *c)
 static void read_output(struct eos_state *s, bool committed, struct output_count *c)
 {
     memset(c, 0, sizeof *c);
-    const char *conf[] = {"isolation.level", committed ? "read_committed" : "read_uncommitted",
-                          "fetch.wait.max.ms", "100", "enable.partition.eof", "true", NULL};
+    const char *conf[] = {"isolation.level",
+                          committed ? "read_committed" : "read_uncommitted",
+                          "fetch.wait.max.ms",
+                          "100",
+                          "enable.partition.eof",
+                          "true",
+                          NULL};
     rd_kafka_t *rk = rk_consumer_new(broker_bootstrap(&s->broker), conf);
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, OUTPUT_TOPIC, NULL);
     rd_kafka_queue_t *queue = rd_kafka_queue_new(rk);
@@ -344,9 +349,9 @@ static void test_pipeline_exactly_once(void **state)
     for (int id = 0; id < RECORD_COUNT; id++) {
         char value[32];
         int n = snprintf(value, sizeof value, "in-%d", id);
-        assert_int_equal(rk_produce_blocking(input, INPUT_TOPIC, id % INPUT_PARTITIONS, NULL, 0, value, (size_t)n, 0,
-                                             NULL, NULL),
-                         RD_KAFKA_RESP_ERR_NO_ERROR);
+        assert_int_equal(
+            rk_produce_blocking(input, INPUT_TOPIC, id % INPUT_PARTITIONS, NULL, 0, value, (size_t)n, 0, NULL, NULL),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
     }
     assert_int_equal(rd_kafka_flush(input, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
     assert_int_equal(rk_producer_stats(input)->delivered, RECORD_COUNT);

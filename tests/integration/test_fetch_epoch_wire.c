@@ -43,7 +43,10 @@ struct fetch_answer {
     int64_t records_bytes; /* -1: null */
 };
 
-static void put_compact_array_len(struct raw_writer *w, int n) { raw_put_uvarint(w, (uint64_t)n + 1); }
+static void put_compact_array_len(struct raw_writer *w, int n)
+{
+    raw_put_uvarint(w, (uint64_t)n + 1);
+}
 
 /* Sends Fetch v12 (or v8) for partition 0 of TOPIC with leader_epoch,
  * or for no partition when with_partition is false (an incremental fetch
@@ -76,19 +79,21 @@ static void fetch(struct wire_state *st, int16_t version, int32_t session_id, in
             raw_put_string(&w, TOPIC);
             raw_put_i32(&w, 1);
         }
-        raw_put_i32(&w, 0);                        /* partition */
-        if (version >= 9) raw_put_i32(&w, leader_epoch);
-        raw_put_i64(&w, 0);                        /* fetch_offset */
-        if (version >= 12) raw_put_i32(&w, -1);    /* last_fetched_epoch */
-        raw_put_i64(&w, -1);                       /* log_start_offset */
-        raw_put_i32(&w, 1 << 20);                  /* partition_max_bytes */
+        raw_put_i32(&w, 0); /* partition */
+        if (version >= 9)
+            raw_put_i32(&w, leader_epoch);
+        raw_put_i64(&w, 0); /* fetch_offset */
+        if (version >= 12)
+            raw_put_i32(&w, -1);  /* last_fetched_epoch */
+        raw_put_i64(&w, -1);      /* log_start_offset */
+        raw_put_i32(&w, 1 << 20); /* partition_max_bytes */
         if (flexible) {
             raw_put_uvarint(&w, 0);
             raw_put_uvarint(&w, 0);
         }
     }
     if (flexible) {
-        put_compact_array_len(&w, 0);  /* forgotten topics */
+        put_compact_array_len(&w, 0);   /* forgotten topics */
         raw_put_compact_string(&w, ""); /* rack_id */
         raw_put_uvarint(&w, 0);
     } else {
@@ -101,11 +106,13 @@ static void fetch(struct wire_state *st, int16_t version, int32_t session_id, in
     uint8_t *frame = NULL;
     size_t len = 0;
     int rc = raw_recv_frame(st->fd, 10000, 1 << 22, &frame, &len);
-    if (rc != 0) fail_msg("Fetch v%d: no answer (rc %d)", version, rc);
+    if (rc != 0)
+        fail_msg("Fetch v%d: no answer (rc %d)", version, rc);
     struct raw_reader r;
     raw_reader_init(&r, frame, len);
     int32_t got_correlation = raw_get_i32(&r);
-    if (flexible) raw_skip_tagged_fields(&r);
+    if (flexible)
+        raw_skip_tagged_fields(&r);
     memset(out, 0, sizeof *out);
     out->high_watermark = -2;
     raw_get_i32(&r); /* throttle */
@@ -129,23 +136,31 @@ static void fetch(struct wire_state *st, int16_t version, int32_t session_id, in
             int64_t aborted = flexible ? (int64_t)raw_get_uvarint(&r) - 1 : raw_get_i32(&r);
             for (int64_t a = 0; a < aborted && !r.overflow; a++) {
                 raw_skip(&r, 16);
-                if (flexible) raw_skip_tagged_fields(&r);
+                if (flexible)
+                    raw_skip_tagged_fields(&r);
             }
-            if (version >= 11) raw_get_i32(&r); /* preferred_read_replica */
+            if (version >= 11)
+                raw_get_i32(&r); /* preferred_read_replica */
             int64_t bytes = flexible ? (int64_t)raw_get_uvarint(&r) - 1 : raw_get_i32(&r);
             out->records_bytes = bytes;
-            if (bytes > 0) raw_skip(&r, (size_t)bytes);
-            if (flexible) raw_skip_tagged_fields(&r);
+            if (bytes > 0)
+                raw_skip(&r, (size_t)bytes);
+            if (flexible)
+                raw_skip_tagged_fields(&r);
         }
-        if (flexible) raw_skip_tagged_fields(&r);
+        if (flexible)
+            raw_skip_tagged_fields(&r);
     }
-    if (flexible) raw_skip_tagged_fields(&r);
+    if (flexible)
+        raw_skip_tagged_fields(&r);
     bool overflow = r.overflow;
     size_t left = r.len - r.pos;
     free(frame);
     assert_int_equal(got_correlation, correlation);
-    if (overflow) fail_msg("Fetch v%d: answer shorter than its layout", version);
-    if (left != 0) fail_msg("Fetch v%d: %zu bytes after the answer", version, left);
+    if (overflow)
+        fail_msg("Fetch v%d: answer shorter than its layout", version);
+    if (left != 0)
+        fail_msg("Fetch v%d: %zu bytes after the answer", version, left);
     assert_int_equal(out->error_code, 0);
 }
 
@@ -220,7 +235,8 @@ static int wire_teardown(void **state)
 {
     struct wire_state *st = *state;
     close(st->fd);
-    if (st->passed == 2) broker_mark_passed(&st->broker);
+    if (st->passed == 2)
+        broker_mark_passed(&st->broker);
     broker_stop(&st->broker);
     broker_cleanup(&st->broker);
     return 0;

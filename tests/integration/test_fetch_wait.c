@@ -28,12 +28,12 @@ static void send_fetch(int fd, const char *topic, int count, const int64_t *offs
     struct raw_writer w;
     raw_writer_init(&w);
     raw_frame_begin(&w, 1, 4, 11, "cairn-it");
-    raw_put_i32(&w, -1);                /* replica_id */
+    raw_put_i32(&w, -1); /* replica_id */
     raw_put_i32(&w, max_wait_ms);
-    raw_put_i32(&w, 1);                 /* min_bytes */
+    raw_put_i32(&w, 1); /* min_bytes */
     raw_put_i32(&w, max_bytes);
-    raw_put_i8(&w, 0);                  /* isolation_level */
-    raw_put_i32(&w, 1);                 /* topics */
+    raw_put_i8(&w, 0);  /* isolation_level */
+    raw_put_i32(&w, 1); /* topics */
     raw_put_string(&w, topic);
     raw_put_i32(&w, count);
     for (int p = 0; p < count; p++) {
@@ -69,11 +69,13 @@ static int partition_records(const uint8_t *frame, size_t len, int *partitions_s
         for (int32_t i = 0; i < parts && !r.overflow; i++) {
             int32_t partition = raw_get_i32(&r);
             int16_t error = raw_get_i16(&r);
-            if (error != 0) fail_msg("partition %d: error %d", partition, error);
+            if (error != 0)
+                fail_msg("partition %d: error %d", partition, error);
             raw_get_i64(&r); /* high watermark */
             raw_get_i64(&r); /* last stable offset */
             int32_t aborted = raw_get_i32(&r);
-            for (int32_t a = 0; a < aborted; a++) raw_skip(&r, 16);
+            for (int32_t a = 0; a < aborted; a++)
+                raw_skip(&r, 16);
             int32_t records = raw_get_i32(&r);
             if (records_bytes && partition >= 0 && partition < WAIT_PARTITIONS)
                 records_bytes[partition] = records > 0 ? records : 0;
@@ -114,16 +116,18 @@ static void test_wide_fetch_wakes_on_last_partition(void **state)
         usleep(300 * 1000); /* let it park */
         long long start = harness_now_ms();
         const char value[] = "wake up";
-        rd_kafka_resp_err_t err =
-            rk_produce_blocking(rk, topic, target, NULL, 0, value, sizeof value - 1, 0, NULL, NULL);
-        if (err) fail_msg("produce: %s", rd_kafka_err2str(err));
+        rd_kafka_resp_err_t err = rk_produce_blocking(rk, topic, target, NULL, 0, value, sizeof value - 1, 0, NULL,
+                                                      NULL);
+        if (err)
+            fail_msg("produce: %s", rd_kafka_err2str(err));
         assert_int_equal(rd_kafka_flush(rk, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
         uint8_t *frame = NULL;
         size_t len = 0;
         int rc = raw_recv_frame(fd, FETCH_MAX_WAIT_MS + 5000, 64 << 20, &frame, &len);
         long long took = harness_now_ms() - start;
         close(fd);
-        if (rc != 0) fail_msg("no Fetch answer (rc %d)", rc);
+        if (rc != 0)
+            fail_msg("no Fetch answer (rc %d)", rc);
         int seen = 0;
         int got = partition_with_records(frame, len, &seen);
         free(frame);
@@ -154,7 +158,8 @@ static void test_max_bytes_bounds_later_partitions(void **state)
     memset(value, 'v', big);
     for (int p = 0; p < 3; p++) {
         rd_kafka_resp_err_t err = rk_produce_blocking(rk, topic, p, NULL, 0, value, big, 0, NULL, NULL);
-        if (err) fail_msg("produce: %s", rd_kafka_err2str(err));
+        if (err)
+            fail_msg("produce: %s", rd_kafka_err2str(err));
     }
     assert_int_equal(rd_kafka_flush(rk, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
     free(value);

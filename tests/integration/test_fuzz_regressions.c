@@ -37,8 +37,8 @@ struct md_topic {
 
 /* Metadata (v10-v12) naming topics by (name, id); name NULL sends a null
  * name. Reads every topic of the answer into out (at most 4). */
-static int metadata_by_id(struct raw_session *s, int16_t version, const char *const *names,
-                          const uint8_t (*ids)[16], int count, struct md_topic *out)
+static int metadata_by_id(struct raw_session *s, int16_t version, const char *const *names, const uint8_t (*ids)[16],
+                          int count, struct md_topic *out)
 {
     struct raw_writer w;
     raw_session_begin(s, &w, 3, version);
@@ -49,8 +49,9 @@ static int metadata_by_id(struct raw_session *s, int16_t version, const char *co
         raw_put_uvarint(&w, 0);
     }
     raw_put_i8(&w, 0); /* allow auto topic creation */
-    if (version <= 10) raw_put_i8(&w, 0); /* cluster authorized operations */
-    raw_put_i8(&w, 0); /* topic authorized operations */
+    if (version <= 10)
+        raw_put_i8(&w, 0); /* cluster authorized operations */
+    raw_put_i8(&w, 0);     /* topic authorized operations */
     raw_put_uvarint(&w, 0);
     struct raw_reader r;
     uint8_t *frame = raw_session_roundtrip(s, &w, &r, true);
@@ -78,13 +79,15 @@ static int metadata_by_id(struct raw_session *s, int16_t version, const char *co
         mt->partitions = (int)parts;
         for (int64_t p = 0; p < parts && !r.overflow; p++) {
             raw_skip(&r, 2 + 4 + 4 + 4);
-            for (int list = 0; list < 3; list++) raw_skip(&r, 4 * ((size_t)raw_get_uvarint(&r) - 1));
+            for (int list = 0; list < 3; list++)
+                raw_skip(&r, 4 * ((size_t)raw_get_uvarint(&r) - 1));
             raw_skip_tagged_fields(&r);
         }
         raw_get_i32(&r); /* topic authorized operations */
         raw_skip_tagged_fields(&r);
     }
-    if (version <= 10) raw_get_i32(&r); /* cluster authorized operations */
+    if (version <= 10)
+        raw_get_i32(&r); /* cluster authorized operations */
     raw_skip_tagged_fields(&r);
     raw_session_finish_read(&r, frame);
     return (int)topics;
@@ -145,8 +148,8 @@ static void put_raw_string(struct raw_writer *w, const char *bytes, size_t len)
 
 /* Starts a request whose body opens with an array of one topic name (may
  * hold NUL bytes). */
-static void begin_one_topic(struct raw_session *s, struct raw_writer *w, int16_t api, int16_t version,
-                            const char *name, size_t name_len)
+static void begin_one_topic(struct raw_session *s, struct raw_writer *w, int16_t api, int16_t version, const char *name,
+                            size_t name_len)
 {
     raw_writer_init(w);
     raw_frame_begin(w, api, version, ++s->correlation, "fz-client");
@@ -381,7 +384,8 @@ static int fz_setup(void **state)
 static int fz_teardown(void **state)
 {
     struct raw_broker_fixture *st = *state;
-    if (passed_tests == FZ_TEST_COUNT) broker_mark_passed(&st->broker);
+    if (passed_tests == FZ_TEST_COUNT)
+        broker_mark_passed(&st->broker);
     raw_broker_fixture_stop(st);
     return 0;
 }

@@ -51,8 +51,10 @@ static void run_membership_churn(struct groups_state *st, const char *assignor, 
 
     pthread_t producer;
     struct producer_args pa = {bootstrap, topic};
-    if (pthread_create(&producer, NULL, producer_main, &pa) != 0) fail_msg("pthread_create");
-    for (int i = 0; i < 3; i++) gt_consumer_start(&c[i], &w, i, bootstrap, group, topic, extra);
+    if (pthread_create(&producer, NULL, producer_main, &pa) != 0)
+        fail_msg("pthread_create");
+    for (int i = 0; i < 3; i++)
+        gt_consumer_start(&c[i], &w, i, bootstrap, group, topic, extra);
     usleep(2000000);
     gt_consumer_start(&c[3], &w, 3, bootstrap, group, topic, extra);
     usleep(1000000);
@@ -74,19 +76,24 @@ static void run_membership_churn(struct groups_state *st, const char *assignor, 
     int owned = 0;
     while (harness_now_ms() < settle) {
         owned = gt_owned_by(&w, 0) + gt_owned_by(&w, 2) + gt_owned_by(&w, 3) + gt_owned_by(&w, 4);
-        if (owned == GT_PARTITIONS && gt_owned_by(&w, 4) > 0) break;
+        if (owned == GT_PARTITIONS && gt_owned_by(&w, 4) > 0)
+            break;
         usleep(100000);
     }
     int per[5];
-    for (int i = 0; i < 5; i++) per[i] = gt_owned_by(&w, i);
     for (int i = 0; i < 5; i++)
-        if (i != 1) gt_consumer_stop(&c[i]);
+        per[i] = gt_owned_by(&w, i);
+    for (int i = 0; i < 5; i++)
+        if (i != 1)
+            gt_consumer_stop(&c[i]);
 
-    fprintf(stderr, "[groups] %s: distinct %ld/%ld, duplicates %ld, foreign %ld, double owners %ld, "
-                    "commit failures %ld (retried %ld), max gap %lld ms, owned %d %d %d %d %d\n",
+    fprintf(stderr,
+            "[groups] %s: distinct %ld/%ld, duplicates %ld, foreign %ld, double owners %ld, "
+            "commit failures %ld (retried %ld), max gap %lld ms, owned %d %d %d %d %d\n",
             assignor, w.distinct, total, w.duplicates, w.foreign, w.double_owner, w.commit_failures, w.commit_retries,
             w.max_unmoved_gap_ms, per[0], per[1], per[2], per[3], per[4]);
-    if (w.error[0]) fprintf(stderr, "[groups] first problem: %s\n", w.error);
+    if (w.error[0])
+        fprintf(stderr, "[groups] first problem: %s\n", w.error);
     assert_true(settled);
     assert_true(all);
     assert_int_equal(w.distinct, total);
@@ -97,7 +104,8 @@ static void run_membership_churn(struct groups_state *st, const char *assignor, 
     assert_int_equal(owned, GT_PARTITIONS);
     assert_int_equal(per[1], 0);
     for (int i = 0; i < 5; i++)
-        if (i != 1) assert_true(per[i] >= 2); /* 12 over 4: nobody idles */
+        if (i != 1)
+            assert_true(per[i] >= 2); /* 12 over 4: nobody idles */
     *max_gap_ms = w.max_unmoved_gap_ms;
 }
 
@@ -165,7 +173,8 @@ static int groups_setup(void **state)
 static int groups_teardown(void **state)
 {
     struct groups_state *st = *state;
-    if (st->passed == GT_TESTS) broker_mark_passed(&st->broker);
+    if (st->passed == GT_TESTS)
+        broker_mark_passed(&st->broker);
     broker_cleanup(&st->broker);
     return 0;
 }

@@ -60,7 +60,8 @@ static void test_max_poll_interval(void **state)
 static pid_t spawn_kcat_member(const char *bootstrap, const char *group, const char *topic)
 {
     pid_t pid = fork();
-    if (pid < 0) fail_msg("fork");
+    if (pid < 0)
+        fail_msg("fork");
     if (pid == 0) {
         int devnull = open("/dev/null", O_RDWR);
         if (devnull >= 0) {
@@ -435,7 +436,8 @@ static void test_parked_join_connection_closed(void **state)
     long long end = harness_now_ms() + 15000;
     while (harness_now_ms() < end) {
         describe_group(port, "gf-gone", gstate, sizeof gstate, &members);
-        if (members == 0) break;
+        if (members == 0)
+            break;
         usleep(200000);
     }
     assert_int_equal(members, 0);
@@ -457,7 +459,8 @@ static int faults_setup(void **state)
 static int faults_teardown(void **state)
 {
     struct faults_state *st = *state;
-    if (st->passed == GF_TESTS) broker_mark_passed(&st->broker);
+    if (st->passed == GF_TESTS)
+        broker_mark_passed(&st->broker);
     broker_cleanup(&st->broker);
     return 0;
 }

@@ -49,8 +49,10 @@ static void test_resume_after_restart(void **state)
 
     long reread = 0, missing = 0;
     for (int p = 0; p < GT_PARTITIONS; p++) {
-        for (int o = 0; o < GR_FIRST; o++) reread += after.seen[p][o] > 0;
-        for (int o = GR_FIRST; o < GR_FIRST + GR_SECOND; o++) missing += after.seen[p][o] == 0;
+        for (int o = 0; o < GR_FIRST; o++)
+            reread += after.seen[p][o] > 0;
+        for (int o = GR_FIRST; o < GR_FIRST + GR_SECOND; o++)
+            missing += after.seen[p][o] == 0;
     }
     fprintf(stderr, "[groups] after restart: %ld distinct, %ld re-read, %ld missing\n", after.distinct, reread,
             missing);

@@ -78,7 +78,8 @@ static void commit_v2(struct retention_state *st, const char *group, int64_t ret
     for (int i = 0; i < count; i++) {
         assert_int_equal(raw_get_i32(&r), entries[i].partition);
         int16_t err = raw_get_i16(&r);
-        if (err != 0) fail_msg("commit to %s partition %d: error %d", group, entries[i].partition, err);
+        if (err != 0)
+            fail_msg("commit to %s partition %d: error %d", group, entries[i].partition, err);
     }
     assert_false(r.overflow);
     free(frame);
@@ -91,8 +92,8 @@ static void committed(struct retention_state *st, const char *group, int64_t out
 {
     char errstr[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers", broker_bootstrap(&st->broker), errstr,
-                                       sizeof errstr), RD_KAFKA_CONF_OK);
+    assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers", broker_bootstrap(&st->broker), errstr, sizeof errstr),
+                     RD_KAFKA_CONF_OK);
     assert_int_equal(rd_kafka_conf_set(conf, "group.id", group, errstr, sizeof errstr), RD_KAFKA_CONF_OK);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
     assert_non_null(rk);
@@ -100,7 +101,8 @@ static void committed(struct retention_state *st, const char *group, int64_t out
     rd_kafka_topic_partition_list_add(parts, TOPIC, 0);
     rd_kafka_topic_partition_list_add(parts, TOPIC, 1);
     rd_kafka_resp_err_t err = rd_kafka_committed(rk, parts, 10000);
-    if (err) fail_msg("committed(%s): %s", group, rd_kafka_err2str(err));
+    if (err)
+        fail_msg("committed(%s): %s", group, rd_kafka_err2str(err));
     for (int i = 0; i < 2; i++) {
         assert_int_equal(parts->elems[i].err, RD_KAFKA_RESP_ERR_NO_ERROR);
         out[parts->elems[i].partition] = parts->elems[i].offset;
@@ -124,9 +126,11 @@ static bool group_listed(struct retention_state *st, const char *group)
     rd_kafka_t *rk = rk_producer_new(broker_bootstrap(&st->broker), NULL);
     const struct rd_kafka_group_list *list = NULL;
     rd_kafka_resp_err_t err = rd_kafka_list_groups(rk, NULL, &list, 10000);
-    if (err) fail_msg("ListGroups: %s", rd_kafka_err2str(err));
+    if (err)
+        fail_msg("ListGroups: %s", rd_kafka_err2str(err));
     bool found = false;
-    for (int i = 0; i < list->group_cnt; i++) found |= strcmp(list->groups[i].group, group) == 0;
+    for (int i = 0; i < list->group_cnt; i++)
+        found |= strcmp(list->groups[i].group, group) == 0;
     rd_kafka_group_list_destroy(list);
     rk_producer_destroy(rk);
     return found;
@@ -138,8 +142,15 @@ static void join_and_leave(struct retention_state *st, const char *group)
 {
     char errstr[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    const char *kv[] = {"bootstrap.servers", broker_bootstrap(&st->broker), "group.id", group,
-                        "session.timeout.ms", "6000", "enable.auto.commit", "false", NULL};
+    const char *kv[] = {"bootstrap.servers",
+                        broker_bootstrap(&st->broker),
+                        "group.id",
+                        group,
+                        "session.timeout.ms",
+                        "6000",
+                        "enable.auto.commit",
+                        "false",
+                        NULL};
     for (int i = 0; kv[i]; i += 2)
         assert_int_equal(rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof errstr), RD_KAFKA_CONF_OK);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
@@ -153,14 +164,16 @@ static void join_and_leave(struct retention_state *st, const char *group)
     bool assigned = false;
     while (!assigned && harness_now_ms() < deadline) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
-        if (m) rd_kafka_message_destroy(m);
+        if (m)
+            rd_kafka_message_destroy(m);
         rd_kafka_topic_partition_list_t *a = NULL;
         if (rd_kafka_assignment(rk, &a) == RD_KAFKA_RESP_ERR_NO_ERROR) {
             assigned = a->cnt == 2;
             rd_kafka_topic_partition_list_destroy(a);
         }
     }
-    if (!assigned) fail_msg("%s: consumer got no assignment within 20 s", group);
+    if (!assigned)
+        fail_msg("%s: consumer got no assignment within 20 s", group);
     rd_kafka_consumer_close(rk);
     rd_kafka_destroy(rk);
 }
@@ -199,7 +212,8 @@ static void test_per_commit_retention_expires_empty_group_offsets(void **state)
         assert_int_equal(got[1], 43);
         usleep(100 * 1000);
     }
-    if (!gone_at) fail_msg("offsets still there %d ms after a %d ms retention", EXPIRY_WAIT_MS, SHORT_RETENTION_MS);
+    if (!gone_at)
+        fail_msg("offsets still there %d ms after a %d ms retention", EXPIRY_WAIT_MS, SHORT_RETENTION_MS);
     /* Not before the deadline (the broker stamped the commit after we
      * started sending it); a small allowance for wall vs monotonic clocks. */
     long long lived = gone_at - committed_at;

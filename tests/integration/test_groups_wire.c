@@ -32,14 +32,18 @@ static void put_compact_bytes(struct raw_writer *w, const void *p, size_t n)
     raw_put_bytes(w, p, n);
 }
 
-static void put_compact_array_len(struct raw_writer *w, int n) { raw_put_uvarint(w, (uint64_t)n + 1); }
+static void put_compact_array_len(struct raw_writer *w, int n)
+{
+    raw_put_uvarint(w, (uint64_t)n + 1);
+}
 
 /* Compact bytes into out (NUL-terminated, truncated); returns the length. */
 static size_t get_compact_bytes(struct raw_reader *r, char *out, size_t outlen)
 {
     uint64_t n = raw_get_uvarint(r);
     out[0] = '\0';
-    if (n == 0 || r->overflow) return 0;
+    if (n == 0 || r->overflow)
+        return 0;
     size_t len = (size_t)(n - 1);
     if (len > r->len - r->pos) {
         r->overflow = true;
@@ -64,7 +68,8 @@ static uint8_t *wire_roundtrip(struct wire_state *st, struct raw_writer *w, stru
     assert_int_equal(raw_recv_frame(st->fd, 10000, 1 << 20, &frame, &len), 0);
     raw_reader_init(r, frame, len);
     assert_int_equal(raw_get_i32(r), st->correlation);
-    if (flexible_header) raw_skip_tagged_fields(r);
+    if (flexible_header)
+        raw_skip_tagged_fields(r);
     return frame;
 }
 
@@ -120,7 +125,8 @@ static void join_v9(struct wire_state *st, const char *member_id, struct join_an
         raw_get_compact_string(&r, inst, sizeof inst);
         get_compact_bytes(&r, meta, sizeof meta);
         raw_skip_tagged_fields(&r);
-        if (i == 0) snprintf(a->first_metadata, sizeof a->first_metadata, "%s", meta);
+        if (i == 0)
+            snprintf(a->first_metadata, sizeof a->first_metadata, "%s", meta);
     }
     raw_skip_tagged_fields(&r);
     assert_false(r.overflow);
@@ -359,7 +365,8 @@ static int wire_setup(void **state)
 static int wire_teardown(void **state)
 {
     struct wire_state *st = *state;
-    if (st->fd >= 0) close(st->fd);
+    if (st->fd >= 0)
+        close(st->fd);
     broker_cleanup(&st->broker);
     return 0;
 }

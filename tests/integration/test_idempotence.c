@@ -75,8 +75,8 @@ struct pid_answer {
 
 /* InitProducerId at `version` (flexible from v2); producer_id and epoch are
  * sent from v3 on. */
-static struct pid_answer init_producer_id(int port, int16_t version, const char *txn_id,
-                                          int64_t producer_id, int16_t epoch)
+static struct pid_answer init_producer_id(int port, int16_t version, const char *txn_id, int64_t producer_id,
+                                          int16_t epoch)
 {
     struct raw_writer w;
     raw_writer_init(&w);
@@ -135,8 +135,7 @@ static void idem_batch(struct raw_writer *w, int64_t pid, int16_t epoch, int32_t
 }
 
 /* Produce v7 of one batch to RAW_TOPIC[0]; returns the error, *base the offset. */
-static int16_t produce_batch(int port, int64_t pid, int16_t epoch, int32_t seq, int count,
-                             int64_t *base)
+static int16_t produce_batch(int port, int64_t pid, int16_t epoch, int32_t seq, int count, int64_t *base)
 {
     struct raw_writer batch;
     raw_writer_init(&batch);
@@ -224,8 +223,7 @@ static bool proxy_pump(struct proxy_conn *c, int dir)
                 return false;
             int16_t key = c->keys[c->key_head++ % 512];
             if (key == API_PRODUCE &&
-                atomic_fetch_add(&c->proxy->produce_responses, 1) % PROXY_DROP_EVERY ==
-                    PROXY_DROP_EVERY - 1) {
+                atomic_fetch_add(&c->proxy->produce_responses, 1) % PROXY_DROP_EVERY == PROXY_DROP_EVERY - 1) {
                 atomic_fetch_add(&c->proxy->dropped, 1);
                 return false;
             }
@@ -456,14 +454,12 @@ static bool load_collect(const rd_kafka_message_t *m, void *ctx)
     long s = load_parse_seq(m);
     int p = m->partition;
     if (s < 0 || s >= c->produced || s % LOAD_PARTITIONS != p)
-        snprintf(c->failure, sizeof c->failure, "partition %d offset %" PRId64 ": foreign record",
-                 p, m->offset);
+        snprintf(c->failure, sizeof c->failure, "partition %d offset %" PRId64 ": foreign record", p, m->offset);
     else if (c->seen_at[s] >= 0)
-        snprintf(c->failure, sizeof c->failure, "seq %ld at offsets %" PRId64 " and %" PRId64, s,
-                 c->seen_at[s], m->offset);
+        snprintf(c->failure, sizeof c->failure, "seq %ld at offsets %" PRId64 " and %" PRId64, s, c->seen_at[s],
+                 m->offset);
     else if (s <= c->last_seq[p])
-        snprintf(c->failure, sizeof c->failure, "partition %d: seq %ld after %ld", p, s,
-                 c->last_seq[p]);
+        snprintf(c->failure, sizeof c->failure, "partition %d: seq %ld after %ld", p, s, c->last_seq[p]);
     else {
         c->seen_at[s] = m->offset;
         c->last_seq[p] = s;
@@ -473,8 +469,8 @@ static bool load_collect(const rd_kafka_message_t *m, void *ctx)
 }
 
 /* SIGTERM + restart at LOAD_STOP_AT deliveries, kill -9 + restart at LOAD_KILL_AT. */
-static void load_maybe_restart(struct test_broker *b, const struct rk_delivery_stats *stats, long seq,
-                               bool *stopped, bool *killed)
+static void load_maybe_restart(struct test_broker *b, const struct rk_delivery_stats *stats, long seq, bool *stopped,
+                               bool *killed)
 {
     if (!*stopped && stats->delivered >= LOAD_STOP_AT) {
         fprintf(stderr, "[idem] SIGTERM after %ld delivered, %ld enqueued\n", stats->delivered, seq);
@@ -498,9 +494,18 @@ static void test_librdkafka_idempotence_across_restarts(void **state)
     char bootstrap[64];
     snprintf(bootstrap, sizeof bootstrap, "127.0.0.1:%d", proxy->port);
     rk_create_topic(bootstrap, LOAD_TOPIC, LOAD_PARTITIONS, NULL);
-    const char *conf[] = {"enable.idempotence", "true", "linger.ms", "5",
-                          "message.timeout.ms", "60000", "reconnect.backoff.ms", "50",
-                          "reconnect.backoff.max.ms", "500", "batch.num.messages", "2000",
+    const char *conf[] = {"enable.idempotence",
+                          "true",
+                          "linger.ms",
+                          "5",
+                          "message.timeout.ms",
+                          "60000",
+                          "reconnect.backoff.ms",
+                          "50",
+                          "reconnect.backoff.max.ms",
+                          "500",
+                          "batch.num.messages",
+                          "2000",
                           NULL};
     rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
     struct rk_delivery_slot *slots = calloc(LOAD_MESSAGES, sizeof(*slots));
@@ -512,8 +517,8 @@ static void test_librdkafka_idempotence_across_restarts(void **state)
     while (seq < LOAD_MESSAGES && harness_now_ms() < deadline) {
         char value[96];
         int len = snprintf(value, sizeof value, "idem|%ld|%0*d", seq, (int)(seq % 40), 0);
-        rd_kafka_resp_err_t err = rk_produce_blocking(rk, LOAD_TOPIC, (int32_t)(seq % LOAD_PARTITIONS),
-                                                      NULL, 0, value, (size_t)len, 0, NULL, &slots[seq]);
+        rd_kafka_resp_err_t err = rk_produce_blocking(rk, LOAD_TOPIC, (int32_t)(seq % LOAD_PARTITIONS), NULL, 0, value,
+                                                      (size_t)len, 0, NULL, &slots[seq]);
         if (err)
             fail_msg("enqueue seq %ld: %s", seq, rd_kafka_err2str(err));
         seq++;
@@ -528,8 +533,8 @@ static void test_librdkafka_idempotence_across_restarts(void **state)
     }
     rd_kafka_flush(rk, 60000);
     long produced = seq, delivered = stats->delivered, failed = stats->failed;
-    fprintf(stderr, "[idem] enqueued %ld, delivered %ld, failed %ld (first error: %s)\n", produced,
-            delivered, failed, failed ? stats->first_error_text : "none");
+    fprintf(stderr, "[idem] enqueued %ld, delivered %ld, failed %ld (first error: %s)\n", produced, delivered, failed,
+            failed ? stats->first_error_text : "none");
     rk_producer_destroy(rk);
     fprintf(stderr, "[idem] the proxy dropped %ld Produce responses\n", atomic_load(&proxy->dropped));
     if (atomic_load(&proxy->dropped) == 0)
@@ -551,8 +556,7 @@ static void test_librdkafka_idempotence_across_restarts(void **state)
         check.seen_at[s] = -1;
     for (int p = 0; p < LOAD_PARTITIONS; p++)
         check.last_seq[p] = -1;
-    long got = rk_consume_each(bootstrap, LOAD_TOPIC, LOAD_PARTITIONS, want, 60000,
-                               load_collect, &check);
+    long got = rk_consume_each(bootstrap, LOAD_TOPIC, LOAD_PARTITIONS, want, 60000, load_collect, &check);
     if (check.failure[0])
         fail_msg("%s", check.failure);
     assert_int_equal(got, produced);
@@ -560,8 +564,7 @@ static void test_librdkafka_idempotence_across_restarts(void **state)
         if (check.seen_at[s] < 0)
             fail_msg("acknowledged seq %ld is missing", s);
         if (check.seen_at[s] != slots[s].offset)
-            fail_msg("seq %ld acknowledged at %" PRId64 " but read at %" PRId64, s, slots[s].offset,
-                     check.seen_at[s]);
+            fail_msg("seq %ld acknowledged at %" PRId64 " but read at %" PRId64, s, slots[s].offset, check.seen_at[s]);
     }
     free(check.seen_at);
     free(slots);
@@ -604,10 +607,8 @@ static int idem_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_raw_duplicates_gaps_and_epochs, idem_setup,
-                                        idem_teardown),
-        cmocka_unit_test_setup_teardown(test_librdkafka_idempotence_across_restarts,
-                                        idem_setup_proxied, idem_teardown),
+        cmocka_unit_test_setup_teardown(test_raw_duplicates_gaps_and_epochs, idem_setup, idem_teardown),
+        cmocka_unit_test_setup_teardown(test_librdkafka_idempotence_across_restarts, idem_setup_proxied, idem_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

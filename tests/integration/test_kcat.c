@@ -73,8 +73,7 @@ static void kcat_run(const char *const *args, const char *input, size_t input_le
     long long deadline = harness_now_ms() + timeout_ms;
     bool out_open = true;
     while (out_open && harness_now_ms() < deadline) {
-        struct pollfd pfds[2] = {{.fd = out_pipe[0], .events = POLLIN},
-                                 {.fd = in_fd, .events = POLLOUT}};
+        struct pollfd pfds[2] = {{.fd = out_pipe[0], .events = POLLIN}, {.fd = in_fd, .events = POLLOUT}};
         if (poll(pfds, in_fd >= 0 ? 2 : 1, 100) < 0 && errno != EINTR)
             break;
         if (in_fd >= 0 && (pfds[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
@@ -125,8 +124,8 @@ static char *kcat_make_lines(const char *tag, size_t *len)
     assert_non_null(text);
     size_t n = 0;
     for (int i = 0; i < KCAT_LINES; i++)
-        n += (size_t)snprintf(text + n, cap - n, "%s-key-%d:value %d of %s, %d bytes later\n", tag,
-                              i, i, tag, (i * 37) % 1000);
+        n += (size_t)snprintf(text + n, cap - n, "%s-key-%d:value %d of %s, %d bytes later\n", tag, i, i, tag,
+                              (i * 37) % 1000);
     *len = n;
     return text;
 }
@@ -136,16 +135,15 @@ static void kcat_round_trip(struct test_broker *b, const char *topic)
 {
     size_t input_len;
     char *input = kcat_make_lines(topic, &input_len);
-    const char *produce[] = {"-b", broker_bootstrap(b), "-t", topic, "-P", "-K:", "-p", "0",
-                             "-X", "acks=all", NULL};
+    const char *produce[] = {"-b", broker_bootstrap(b), "-t", topic, "-P", "-K:", "-p", "0", "-X", "acks=all", NULL};
     struct kcat_output out;
     kcat_run(produce, input, input_len, 60000, &out);
     free(out.data);
     if (out.exit_status != 0)
         fail_msg("kcat -P exited with %d", out.exit_status);
 
-    const char *consume[] = {"-b", broker_bootstrap(b), "-t", topic, "-C", "-p", "0",
-                             "-o", "beginning", "-e", "-q", "-f", "%k:%s\n", NULL};
+    const char *consume[] = {"-b", broker_bootstrap(b), "-t", topic, "-C", "-p",      "0",
+                             "-o", "beginning",         "-e", "-q",  "-f", "%k:%s\n", NULL};
     kcat_run(consume, NULL, 0, 60000, &out);
     if (out.exit_status != 0)
         fail_msg("kcat -C exited with %d after %zu bytes", out.exit_status, out.len);
@@ -228,9 +226,18 @@ static void kcat_count(void **state, void (*test)(void **))
         broker_mark_passed(*state);
 }
 
-static void test_produce_consume(void **state) { kcat_count(state, test_kcat_produce_consume); }
-static void test_auto_created(void **state) { kcat_count(state, test_kcat_auto_created_topic); }
-static void test_list(void **state) { kcat_count(state, test_kcat_lists_metadata); }
+static void test_produce_consume(void **state)
+{
+    kcat_count(state, test_kcat_produce_consume);
+}
+static void test_auto_created(void **state)
+{
+    kcat_count(state, test_kcat_auto_created_topic);
+}
+static void test_list(void **state)
+{
+    kcat_count(state, test_kcat_lists_metadata);
+}
 
 int main(void)
 {

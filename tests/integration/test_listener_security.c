@@ -27,8 +27,7 @@ static int run_cairnd(const char *listener_name, const char *extra, int port, ch
              "d=$(mktemp -d /tmp/cairn-listener-security-XXXXXX) || exit 99; "
              "timeout -s KILL 20 '%s' --override 'listeners=%s://127.0.0.1:%d' --override \"log.dirs=$d/data\" "
              "%s%s%s 2>&1; rc=$?; rm -rf \"$d\"; exit $rc",
-             broker_binary(), listener_name, port, extra ? "--override '" : "", extra ? extra : "",
-             extra ? "'" : "");
+             broker_binary(), listener_name, port, extra ? "--override '" : "", extra ? extra : "", extra ? "'" : "");
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     size_t n = fread(out, 1, outlen - 1, p);
@@ -44,8 +43,10 @@ static int lines_containing(const char *text, const char *needle)
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
         const char *hit = strstr(line, needle);
-        if (hit && (size_t)(hit - line) < len) n++;
-        if (!end) break;
+        if (hit && (size_t)(hit - line) < len)
+            n++;
+        if (!end)
+            break;
         line = end + 1;
     }
     return n;
@@ -60,15 +61,15 @@ static void expect_refused(const char *listener_name, const char *extra, const c
     if (rc == 0 || rc == 137 || lines_containing(output, message) != 1)
         fail_msg("exit %d; expected one line with '%s'; output:\n%s", rc, message, output);
     int fd = raw_connect(port, 500);
-    if (fd >= 0) close(fd);
+    if (fd >= 0)
+        close(fd);
     assert_true(fd < 0);
 }
 
 static void test_ssl_listener_is_refused(void **state)
 {
     (void)state;
-    expect_refused("SSL", NULL,
-                   "listener SSL has security protocol SSL, which is not supported yet (only PLAINTEXT)");
+    expect_refused("SSL", NULL, "listener SSL has security protocol SSL, which is not supported yet (only PLAINTEXT)");
 }
 
 static void test_listener_mapped_to_sasl_is_refused(void **state)

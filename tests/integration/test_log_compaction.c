@@ -51,8 +51,7 @@ static long long log_bytes(const struct test_broker *b, const char *partition_di
 }
 
 /* Waits until the partition's .log bytes drop below limit. */
-static bool wait_shrunk(const struct test_broker *b, const char *partition_dir, long long limit,
-                        int timeout_ms)
+static bool wait_shrunk(const struct test_broker *b, const char *partition_dir, long long limit, int timeout_ms)
 {
     long long deadline = harness_now_ms() + timeout_ms;
     while (harness_now_ms() < deadline) {
@@ -81,8 +80,7 @@ static void produce_range(const char *bootstrap, int from, int to, bool tombston
             continue;
         snprintf(key, sizeof key, "k%d", k);
         snprintf(value, sizeof value, "v%d", i);
-        assert_int_equal(rk_produce_blocking(rk, TOPIC, 0, key, strlen(key), value, strlen(value), 0,
-                                             NULL, NULL),
+        assert_int_equal(rk_produce_blocking(rk, TOPIC, 0, key, strlen(key), value, strlen(value), 0, NULL, NULL),
                          RD_KAFKA_RESP_ERR_NO_ERROR);
     }
     assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -93,8 +91,7 @@ static void produce_range(const char *bootstrap, int from, int to, bool tombston
 /* Reads the partition from the beginning and checks it: offsets grow, each
  * key k1..k9 ends with value v<last write>, k0 ends deleted (a tombstone or
  * no record at all). Returns the record count; *k0_records counts k0's. */
-static long check_latest(const char *bootstrap, int last_write, struct rk_record_set *set,
-                         int *k0_records)
+static long check_latest(const char *bootstrap, int last_write, struct rk_record_set *set, int *k0_records)
 {
     memset(set, 0, sizeof *set);
     long n = rk_consume_all(bootstrap, TOPIC, 1, NULL, 20000, set);
@@ -111,8 +108,7 @@ static long check_latest(const char *bootstrap, int last_write, struct rk_record
         assert_true(k >= 0 && k < KEYS);
         if (k == 0)
             (*k0_records)++;
-        snprintf(last[k], sizeof last[k], "%.*s", r->value ? (int)r->value_len : 0,
-                 r->value ? r->value : "");
+        snprintf(last[k], sizeof last[k], "%.*s", r->value ? (int)r->value_len : 0, r->value ? r->value : "");
     }
     assert_string_equal(last[0], "");
     for (int k = 1; k < KEYS; k++) {
@@ -132,14 +128,20 @@ static void test_compacted_topic(void **state)
     const char *overrides[] = {"log.cleaner.backoff.ms=200", NULL};
     broker_start(&broker, overrides);
     const char *bootstrap = broker_bootstrap(&broker);
-    const char *configs[] = {"cleanup.policy", "compact", "segment.bytes", "4096",
-                             "min.cleanable.dirty.ratio", "0.01", "delete.retention.ms", "2000",
+    const char *configs[] = {"cleanup.policy",
+                             "compact",
+                             "segment.bytes",
+                             "4096",
+                             "min.cleanable.dirty.ratio",
+                             "0.01",
+                             "delete.retention.ms",
+                             "2000",
                              NULL};
     rk_create_topic(bootstrap, TOPIC, 1, configs);
     produce_range(bootstrap, 0, WRITES, true);
     long long before = log_bytes(&broker, TOPIC "-0");
-    fprintf(stderr, "[compaction] %d writes: %lld bytes of segments, active segment at %lld\n",
-            WRITES, before, broker_active_segment_base(&broker, TOPIC "-0"));
+    fprintf(stderr, "[compaction] %d writes: %lld bytes of segments, active segment at %lld\n", WRITES, before,
+            broker_active_segment_base(&broker, TOPIC "-0"));
     /* Dozens of 4 KiB segments were written... */
     assert_true(broker_active_segment_base(&broker, TOPIC "-0") > WRITES / 2);
     /* ...and shrink to a few records beside the active segment. */
@@ -182,8 +184,7 @@ static void test_compacted_topic(void **state)
         assert_int_equal(again.records[i].offset, set.records[i].offset);
         assert_int_equal(again.records[i].value_len, set.records[i].value_len);
         if (set.records[i].value)
-            assert_memory_equal(again.records[i].value, set.records[i].value,
-                                set.records[i].value_len);
+            assert_memory_equal(again.records[i].value, set.records[i].value, set.records[i].value_len);
     }
     rk_record_set_free(&set);
     rk_record_set_free(&again);
@@ -227,9 +228,8 @@ static void test_consumer_offsets_compacted(void **state)
         rd_kafka_topic_partition_list_destroy(offsets);
     }
     rd_kafka_destroy(rk);
-    fprintf(stderr, "[compaction] __consumer_offsets after %d commits: %lld bytes, active at %lld\n",
-            COMMITS, log_bytes(&broker, "__consumer_offsets-0"),
-            broker_active_segment_base(&broker, "__consumer_offsets-0"));
+    fprintf(stderr, "[compaction] __consumer_offsets after %d commits: %lld bytes, active at %lld\n", COMMITS,
+            log_bytes(&broker, "__consumer_offsets-0"), broker_active_segment_base(&broker, "__consumer_offsets-0"));
     /* One record per commit went through many 4 KiB segments. */
     assert_true(broker_active_segment_base(&broker, "__consumer_offsets-0") > COMMITS / 2);
     assert_true(wait_shrunk(&broker, "__consumer_offsets-0", 8192, 20000));
@@ -263,8 +263,7 @@ static void count_codec_batch(const uint8_t *batch, size_t len, void *arg)
 
 /* Batches compressed with `codec` and based below max_base in the .log
  * files of a partition dir. */
-static int count_codec_batches(const struct test_broker *b, const char *partition_dir, int codec,
-                               long long max_base)
+static int count_codec_batches(const struct test_broker *b, const char *partition_dir, int codec, long long max_base)
 {
     struct codec_count c = {codec, max_base, 0};
     broker_each_stored_batch(b, partition_dir, count_codec_batch, &c);
@@ -285,13 +284,12 @@ static void compacted_with_codec(const char *codec_name, int codec)
     char topic[64], dir[80];
     snprintf(topic, sizeof topic, "compressed-%s", codec_name);
     snprintf(dir, sizeof dir, "%s-0", topic);
-    const char *configs[] = {"cleanup.policy", "compact", "segment.bytes", "4096",
-                             "min.cleanable.dirty.ratio", "0.01", NULL};
+    const char *configs[] = {"cleanup.policy", "compact", "segment.bytes", "4096", "min.cleanable.dirty.ratio",
+                             "0.01",           NULL};
     rk_create_topic(bootstrap, topic, 1, configs);
 
     /* Batches of up to 50 compressible records over 10 keys. */
-    const char *conf[] = {"linger.ms", "20", "batch.num.messages", "50", "compression.codec",
-                          codec_name, NULL};
+    const char *conf[] = {"linger.ms", "20", "batch.num.messages", "50", "compression.codec", codec_name, NULL};
     rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
     char key[16], value[160];
     uint64_t noise = 88172645463325252ull;
@@ -301,10 +299,9 @@ static void compacted_with_codec(const char *codec_name, int codec)
         noise ^= noise >> 7;
         noise ^= noise << 17;
         snprintf(key, sizeof key, "k%d", i % Z_KEYS);
-        snprintf(value, sizeof value, "v%d %016llx%016llx the quick brown fox jumps", i,
-                 (unsigned long long)noise, (unsigned long long)(noise * 2654435761u));
-        assert_int_equal(rk_produce_blocking(rk, topic, 0, key, strlen(key), value,
-                                             strlen(value), 0, NULL, NULL),
+        snprintf(value, sizeof value, "v%d %016llx%016llx the quick brown fox jumps", i, (unsigned long long)noise,
+                 (unsigned long long)(noise * 2654435761u));
+        assert_int_equal(rk_produce_blocking(rk, topic, 0, key, strlen(key), value, strlen(value), 0, NULL, NULL),
                          RD_KAFKA_RESP_ERR_NO_ERROR);
     }
     assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -313,8 +310,7 @@ static void compacted_with_codec(const char *codec_name, int codec)
     for (int i = 0; i < Z_FILLERS && broker_active_segment_base(&broker, dir) < Z_WRITES; i++) {
         for (int j = 0; j < 10; j++) {
             snprintf(value, sizeof value, "filler %d", i * 10 + j);
-            assert_int_equal(rk_produce_blocking(rk, topic, 0, "filler", 6, value,
-                                                 strlen(value), 0, NULL, NULL),
+            assert_int_equal(rk_produce_blocking(rk, topic, 0, "filler", 6, value, strlen(value), 0, NULL, NULL),
                              RD_KAFKA_RESP_ERR_NO_ERROR);
         }
         assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -327,9 +323,8 @@ static void compacted_with_codec(const char *codec_name, int codec)
     struct rk_delivery_slot slot = {0};
     char big[600];
     memset(big, 'x', sizeof big);
-    assert_int_equal(
-        rk_produce_blocking(rk, topic, 0, NULL, 0, big, sizeof big, 0, NULL, &slot),
-        RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(rk_produce_blocking(rk, topic, 0, NULL, 0, big, sizeof big, 0, NULL, &slot),
+                     RD_KAFKA_RESP_ERR_NO_ERROR);
     assert_int_equal(rk_produce_blocking(rk, topic, 0, "fine", 4, big, sizeof big, 0, NULL, NULL),
                      RD_KAFKA_RESP_ERR_NO_ERROR);
     rd_kafka_flush(rk, 15000);
@@ -343,8 +338,8 @@ static void compacted_with_codec(const char *codec_name, int codec)
      * compressed: the partition shrinks to the latest record per key, a few
      * fillers and the active segment only by being cleaned. */
     bool shrunk = wait_shrunk(&broker, dir, 8192, 20000);
-    fprintf(stderr, "[compaction %s] active segment at %lld, %lld bytes, %lld after cleaning\n",
-            codec_name, active, before, log_bytes(&broker, dir));
+    fprintf(stderr, "[compaction %s] active segment at %lld, %lld bytes, %lld after cleaning\n", codec_name, active,
+            before, log_bytes(&broker, dir));
     assert_true(shrunk);
     /* The survivors of the keyed batches were recompressed, not inflated. */
     assert_true(count_codec_batches(&broker, dir, codec, Z_WRITES) > 0);
@@ -408,12 +403,9 @@ static void test_compressed_zstd(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_compacted_topic),
-        cmocka_unit_test(test_consumer_offsets_compacted),
-        cmocka_unit_test(test_compressed_gzip),
-        cmocka_unit_test(test_compressed_snappy),
-        cmocka_unit_test(test_compressed_lz4),
-        cmocka_unit_test(test_compressed_zstd),
+        cmocka_unit_test(test_compacted_topic), cmocka_unit_test(test_consumer_offsets_compacted),
+        cmocka_unit_test(test_compressed_gzip), cmocka_unit_test(test_compressed_snappy),
+        cmocka_unit_test(test_compressed_lz4),  cmocka_unit_test(test_compressed_zstd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

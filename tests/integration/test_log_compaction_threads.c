@@ -21,8 +21,7 @@
 #define PER_ROUND 50 /* records per topic and round */
 #define FILLER_ROUNDS 20
 
-static const char *const topic_names[TOPICS] = {"threads-a", "threads-b", "threads-c",
-                                                "threads-d"};
+static const char *const topic_names[TOPICS] = {"threads-a", "threads-b", "threads-c", "threads-d"};
 
 /* Lines of the broker log containing needle (and needle2 when not NULL). */
 static int count_log_lines(const struct test_broker *b, const char *needle, const char *needle2)
@@ -44,9 +43,9 @@ static void produce_round(rd_kafka_t *rk, int round)
         for (int t = 0; t < TOPICS; t++) {
             snprintf(key, sizeof key, "k%d", i % KEYS);
             snprintf(value, sizeof value, "%s-v%d", topic_names[t], i);
-            assert_int_equal(rk_produce_blocking(rk, topic_names[t], 0, key, strlen(key), value,
-                                                 strlen(value), 0, NULL, NULL),
-                             RD_KAFKA_RESP_ERR_NO_ERROR);
+            assert_int_equal(
+                rk_produce_blocking(rk, topic_names[t], 0, key, strlen(key), value, strlen(value), 0, NULL, NULL),
+                RD_KAFKA_RESP_ERR_NO_ERROR);
         }
     assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
 }
@@ -58,13 +57,12 @@ static void produce_fillers(rd_kafka_t *rk, const struct test_broker *b, long lo
     char dir[64], value[32];
     for (int t = 0; t < TOPICS; t++) {
         snprintf(dir, sizeof dir, "%s-0", topic_names[t]);
-        for (int r = 0; r < FILLER_ROUNDS && broker_active_segment_base(b, dir) <= last_keyed;
-             r++) {
+        for (int r = 0; r < FILLER_ROUNDS && broker_active_segment_base(b, dir) <= last_keyed; r++) {
             for (int j = 0; j < 40; j++) {
                 snprintf(value, sizeof value, "filler %d", r * 40 + j);
-                assert_int_equal(rk_produce_blocking(rk, topic_names[t], 0, "filler", 6, value,
-                                                     strlen(value), 0, NULL, NULL),
-                                 RD_KAFKA_RESP_ERR_NO_ERROR);
+                assert_int_equal(
+                    rk_produce_blocking(rk, topic_names[t], 0, "filler", 6, value, strlen(value), 0, NULL, NULL),
+                    RD_KAFKA_RESP_ERR_NO_ERROR);
             }
             assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
         }
@@ -100,8 +98,8 @@ static bool latest_only(const char *bootstrap, int t, bool report)
     for (int k = 0; k < KEYS; k++)
         ok = ok && seen[k] == 1;
     if (report && !ok)
-        fprintf(stderr, "[compaction-threads] %s: %zu records, not the latest values only\n",
-                topic_names[t], set.count);
+        fprintf(stderr, "[compaction-threads] %s: %zu records, not the latest values only\n", topic_names[t],
+                set.count);
     rk_record_set_free(&set);
     return ok;
 }
@@ -114,8 +112,8 @@ static void test_three_cleaner_threads(void **state)
     const char *overrides[] = {"log.cleaner.threads=3", "log.cleaner.backoff.ms=100", NULL};
     broker_start(&broker, overrides);
     const char *bootstrap = broker_bootstrap(&broker);
-    const char *configs[] = {"cleanup.policy", "compact", "segment.bytes", "4096",
-                             "min.cleanable.dirty.ratio", "0.01", NULL};
+    const char *configs[] = {"cleanup.policy", "compact", "segment.bytes", "4096", "min.cleanable.dirty.ratio",
+                             "0.01",           NULL};
     for (int t = 0; t < TOPICS; t++)
         rk_create_topic(bootstrap, topic_names[t], 1, configs);
     assert_int_equal(count_log_lines(&broker, "started 3 log cleaner threads", NULL), 1);
@@ -135,8 +133,7 @@ static void test_three_cleaner_threads(void **state)
         char prefix[64];
         snprintf(prefix, sizeof prefix, "%s-0: cleaned up to offset", topic_names[t]);
         int passes = count_log_lines(&broker, prefix, NULL);
-        fprintf(stderr, "[compaction-threads] %s: %d passes while writing\n", topic_names[t],
-                passes);
+        fprintf(stderr, "[compaction-threads] %s: %d passes while writing\n", topic_names[t], passes);
         assert_true(passes >= 2);
     }
 

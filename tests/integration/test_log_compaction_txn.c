@@ -72,8 +72,15 @@ static void (*expected_value)(int key, char *buf, size_t len) = single_expected;
  * transaction spans several batches. */
 static void produce_transactions(const char *bootstrap)
 {
-    const char *conf[] = {"transactional.id", "txn-compact", "transaction.timeout.ms", "30000",
-                          "linger.ms", "5", "batch.num.messages", "4", NULL};
+    const char *conf[] = {"transactional.id",
+                          "txn-compact",
+                          "transaction.timeout.ms",
+                          "30000",
+                          "linger.ms",
+                          "5",
+                          "batch.num.messages",
+                          "4",
+                          NULL};
     rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
     rk_expect_ok(rd_kafka_init_transactions(rk, 30000), "init_transactions");
     char key[32], value[160];
@@ -82,8 +89,7 @@ static void produce_transactions(const char *bootstrap)
         for (int k = 0; k < keys_of_round(round); k++) {
             snprintf(key, sizeof key, "k%d", k);
             shared_value(round, k, value, sizeof value);
-            assert_int_equal(rk_produce_blocking(rk, TOPIC, 0, key, strlen(key), value,
-                                                 strlen(value), 0, NULL, NULL),
+            assert_int_equal(rk_produce_blocking(rk, TOPIC, 0, key, strlen(key), value, strlen(value), 0, NULL, NULL),
                              RD_KAFKA_RESP_ERR_NO_ERROR);
         }
         if (round_commits(round)) {
@@ -93,8 +99,7 @@ static void produce_transactions(const char *bootstrap)
         for (int j = 0; j < ABORTED_ONLY_KEYS; j++) {
             snprintf(key, sizeof key, "ab%d-%d", round, j);
             snprintf(value, sizeof value, "a r%d only %0100d", round, j);
-            assert_int_equal(rk_produce_blocking(rk, TOPIC, 0, key, strlen(key), value,
-                                                 strlen(value), 0, NULL, NULL),
+            assert_int_equal(rk_produce_blocking(rk, TOPIC, 0, key, strlen(key), value, strlen(value), 0, NULL, NULL),
                              RD_KAFKA_RESP_ERR_NO_ERROR);
         }
         /* Aborted data reaches the log before the ABORT marker. */
@@ -109,8 +114,7 @@ static void produce_transactions(const char *bootstrap)
  * commits another. */
 static void produce_late_transactions(const char *bootstrap)
 {
-    const char *conf[] = {"transactional.id", "txn-compact", "transaction.timeout.ms", "30000",
-                          "linger.ms", "5", NULL};
+    const char *conf[] = {"transactional.id", "txn-compact", "transaction.timeout.ms", "30000", "linger.ms", "5", NULL};
     rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
     rk_expect_ok(rd_kafka_init_transactions(rk, 30000), "init_transactions (late)");
     rk_expect_ok(rd_kafka_begin_transaction(rk), "begin_transaction (late abort)");
@@ -136,9 +140,9 @@ static int64_t produce_fillers(const char *bootstrap, int first, int rounds)
     char value[160];
     for (int i = 0; i < rounds * 10; i++) {
         snprintf(value, sizeof value, "filler %d %0100d", first + i, 0);
-        assert_int_equal(rk_produce_blocking(rk, TOPIC, 0, "filler", 6, value, strlen(value), 0,
-                                             NULL, i == 0 ? &slot : NULL),
-                         RD_KAFKA_RESP_ERR_NO_ERROR);
+        assert_int_equal(
+            rk_produce_blocking(rk, TOPIC, 0, "filler", 6, value, strlen(value), 0, NULL, i == 0 ? &slot : NULL),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
     }
     assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
     assert_int_equal(rk_producer_stats(rk)->failed, 0);
@@ -160,8 +164,7 @@ struct view {
  * read_committed) with the given isolation level. */
 static void read_view(const char *bootstrap, const char *isolation, struct view *v)
 {
-    const char *conf[] = {"isolation.level", isolation, "fetch.wait.max.ms", "100", "check.crcs",
-                          "true", NULL};
+    const char *conf[] = {"isolation.level", isolation, "fetch.wait.max.ms", "100", "check.crcs", "true", NULL};
     rd_kafka_t *rk = rk_consumer_new(bootstrap, conf);
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, TOPIC, NULL);
     assert_int_equal(rd_kafka_consume_start(rkt, 0, RD_KAFKA_OFFSET_BEGINNING), 0);
@@ -181,8 +184,7 @@ static void read_view(const char *bootstrap, const char *isolation, struct view 
             assert_non_null(m->key);
             assert_true(m->key_len < sizeof v->keys[0] && m->len < sizeof v->values[0]);
             v->offsets[v->count] = m->offset;
-            snprintf(v->keys[v->count], sizeof v->keys[0], "%.*s", (int)m->key_len,
-                     (const char *)m->key);
+            snprintf(v->keys[v->count], sizeof v->keys[0], "%.*s", (int)m->key_len, (const char *)m->key);
             snprintf(v->values[v->count], sizeof v->values[0], "%.*s", (int)m->len,
                      m->payload ? (const char *)m->payload : "");
             v->count++;
@@ -198,8 +200,8 @@ static void read_view(const char *bootstrap, const char *isolation, struct view 
 
 /* What a view holds of the transactional keys. */
 struct view_summary {
-    int aborted_values;   /* records of aborted transactions */
-    int late;             /* records of the transaction committed after the restart */
+    int aborted_values; /* records of aborted transactions */
+    int late;           /* records of the transaction committed after the restart */
     int copies[SHARED_KEYS];
     bool latest_ok[SHARED_KEYS]; /* the key's last record is its last committed value */
 };
@@ -342,15 +344,20 @@ static struct view committed, uncommitted, again;
 static const char *start_compacted(void)
 {
     memset(&broker, 0, sizeof broker);
-    const char *overrides[] = {"log.cleaner.backoff.ms=200",
-                               "transaction.state.log.num.partitions=1", NULL};
+    const char *overrides[] = {"log.cleaner.backoff.ms=200", "transaction.state.log.num.partitions=1", NULL};
     broker_start(&broker, overrides);
     const char *bootstrap = broker_bootstrap(&broker);
     char retention[16];
     snprintf(retention, sizeof retention, "%d", RETENTION_MS);
-    const char *configs[] = {"cleanup.policy", "compact", "segment.bytes", "4096",
-                             "min.cleanable.dirty.ratio", "0.01", "delete.retention.ms",
-                             retention, NULL};
+    const char *configs[] = {"cleanup.policy",
+                             "compact",
+                             "segment.bytes",
+                             "4096",
+                             "min.cleanable.dirty.ratio",
+                             "0.01",
+                             "delete.retention.ms",
+                             retention,
+                             NULL};
     rk_create_topic(bootstrap, TOPIC, 1, configs);
     return bootstrap;
 }
@@ -359,8 +366,7 @@ static const char *start_compacted(void)
  * log until they are cleanable, checks both views once cleaned, that every
  * marker stays before delete.retention.ms (`all` of them) and only `kept`
  * after it, and that a restart reads the same. Returns the new bootstrap. */
-static const char *check_cleaned(long long started, struct marker_count all,
-                                 struct marker_count kept)
+static const char *check_cleaned(long long started, struct marker_count all, struct marker_count kept)
 {
     const char *bootstrap = broker_bootstrap(&broker);
     /* The markers follow EndTxn asynchronously: wait until read_committed
@@ -383,8 +389,7 @@ static const char *check_cleaned(long long started, struct marker_count all,
     int fillers = 0;
     int64_t first_filler = produce_fillers(bootstrap, fillers, 1);
     fillers += 10;
-    for (int i = 0; i < 100 && broker_active_segment_base(&broker, PARTITION_DIR) <= first_filler;
-         i++, fillers += 10)
+    for (int i = 0; i < 100 && broker_active_segment_base(&broker, PARTITION_DIR) <= first_filler; i++, fillers += 10)
         produce_fillers(bootstrap, fillers, 1);
     assert_true(broker_active_segment_base(&broker, PARTITION_DIR) > first_filler);
 
@@ -398,8 +403,10 @@ static const char *check_cleaned(long long started, struct marker_count all,
     assert_view_clean(&uncommitted, "read_uncommitted after the first clean");
     struct marker_count markers = count_markers(&broker);
     long long elapsed = harness_now_ms() - started;
-    fprintf(stderr, "[txn-compaction] cleaned after %lld ms: %zu records, %d COMMIT and %d ABORT "
-            "markers left\n", elapsed, uncommitted.count, markers.commits, markers.aborts);
+    fprintf(stderr,
+            "[txn-compaction] cleaned after %lld ms: %zu records, %d COMMIT and %d ABORT "
+            "markers left\n",
+            elapsed, uncommitted.count, markers.commits, markers.aborts);
     /* No segment has been clean for delete.retention.ms yet: every
      * marker stays, though the data of most went. */
     if (elapsed < RETENTION_MS - 100) {
@@ -416,10 +423,9 @@ static const char *check_cleaned(long long started, struct marker_count all,
         fillers += 10;
         usleep(500000);
         markers = count_markers(&broker);
-    } while ((markers.commits != kept.commits || markers.aborts != kept.aborts) &&
-             harness_now_ms() < deadline);
-    fprintf(stderr, "[txn-compaction] past the horizon: %d COMMIT and %d ABORT markers left\n",
-            markers.commits, markers.aborts);
+    } while ((markers.commits != kept.commits || markers.aborts != kept.aborts) && harness_now_ms() < deadline);
+    fprintf(stderr, "[txn-compaction] past the horizon: %d COMMIT and %d ABORT markers left\n", markers.commits,
+            markers.aborts);
     assert_int_equal(markers.aborts, kept.aborts);
     assert_int_equal(markers.commits, kept.commits);
 
@@ -493,8 +499,7 @@ static void produce_interleaved(const char *bootstrap)
     rd_kafka_t *producers[2];
     const char *ids[2] = {"txn-first", "txn-second"};
     for (int p = 0; p < 2; p++) {
-        const char *conf[] = {"transactional.id", ids[p], "transaction.timeout.ms", "30000",
-                              "linger.ms", "0", NULL};
+        const char *conf[] = {"transactional.id", ids[p], "transaction.timeout.ms", "30000", "linger.ms", "0", NULL};
         producers[p] = rk_producer_new(bootstrap, conf);
         rk_expect_ok(rd_kafka_init_transactions(producers[p], 30000), "init_transactions");
     }
@@ -509,9 +514,9 @@ static void produce_interleaved(const char *bootstrap)
             for (int side = 0; side < 2; side++) {
                 rd_kafka_t *rk = side == 0 ? committer : aborter;
                 txn_value(side == 0, round, k, value, sizeof value);
-                assert_int_equal(rk_produce_blocking(rk, TOPIC, 0, key, strlen(key), value,
-                                                     strlen(value), 0, NULL, NULL),
-                                 RD_KAFKA_RESP_ERR_NO_ERROR);
+                assert_int_equal(
+                    rk_produce_blocking(rk, TOPIC, 0, key, strlen(key), value, strlen(value), 0, NULL, NULL),
+                    RD_KAFKA_RESP_ERR_NO_ERROR);
                 assert_int_equal(rd_kafka_flush(rk, 15000), RD_KAFKA_RESP_ERR_NO_ERROR);
             }
         }

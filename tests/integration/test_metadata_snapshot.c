@@ -52,9 +52,9 @@ static void expect_topics(const struct test_broker *b, const char *const *names,
 static void test_restart_from_snapshot_keeps_topics(void **state)
 {
     struct test_broker *b = *state;
-    const char *names[] = { "snap-a", "snap-b", "snap-c" };
-    const int partitions[] = { 3, 2, 1 };
-    const char *configs[] = { "retention.ms", "123456", NULL };
+    const char *names[] = {"snap-a", "snap-b", "snap-c"};
+    const int partitions[] = {3, 2, 1};
+    const char *configs[] = {"retention.ms", "123456", NULL};
     rk_create_topic(broker_bootstrap(b), names[0], partitions[0], configs);
     rk_create_topic(broker_bootstrap(b), names[1], partitions[1], NULL);
     assert_int_equal(count_snapshots(b), 2);
@@ -79,7 +79,7 @@ static void test_restart_from_snapshot_keeps_topics(void **state)
 static int setup(void **state)
 {
     struct test_broker *b = calloc(1, sizeof(*b));
-    const char *overrides[] = { "metadata.log.max.record.bytes.between.snapshots=1", NULL };
+    const char *overrides[] = {"metadata.log.max.record.bytes.between.snapshots=1", NULL};
     broker_start(b, overrides);
     *state = b;
     return 0;

@@ -108,8 +108,7 @@ static void slot_expect(struct done_slot *s, long long timeout_ms, enum net_clie
 {
     slot_wait(s, timeout_ms);
     if (s->status != want)
-        fail_msg("got %s (%s), expected %s", net_client_status_name(s->status), s->error,
-                 net_client_status_name(want));
+        fail_msg("got %s (%s), expected %s", net_client_status_name(s->status), s->error, net_client_status_name(want));
     assert_int_equal(slot_completions(s), 1);
 }
 
@@ -157,7 +156,10 @@ static void *call_ok(struct net_client *c, int16_t key, const void *body, struct
     return net_client_kept_response(s->kept);
 }
 
-static int16_t codec_max(int16_t key) { return kafka_api_lookup(key)->max_version; }
+static int16_t codec_max(int16_t key)
+{
+    return kafka_api_lookup(key)->max_version;
+}
 
 /* ---- request bodies ---- */
 
@@ -365,7 +367,7 @@ static void test_api_versions_negotiation(void **state)
             broker_metadata_max = adv->api_keys[i].max_version;
     }
     int16_t want = codec_max(KEY_API_VERSIONS) < broker_api_versions_max ? codec_max(KEY_API_VERSIONS)
-                                                                           : broker_api_versions_max;
+                                                                         : broker_api_versions_max;
     assert_int_equal(s.version, want);
 
     /* Unpinned requests go at min(codec max, broker max); a pin is honoured. */
@@ -373,8 +375,8 @@ static void test_api_versions_negotiation(void **state)
     metadata_all_topics(&md);
     struct done_slot m1, m2;
     call_ok(c, KEY_METADATA, &md, &m1);
-    assert_int_equal(m1.version, codec_max(KEY_METADATA) < broker_metadata_max ? codec_max(KEY_METADATA)
-                                                                                 : broker_metadata_max);
+    assert_int_equal(m1.version,
+                     codec_max(KEY_METADATA) < broker_metadata_max ? codec_max(KEY_METADATA) : broker_metadata_max);
     slot_init(&m2);
     send_req(c, KEY_METADATA, 4, &md, 0, &m2);
     slot_expect(&m2, 10000, NET_CLIENT_OK);
@@ -385,8 +387,13 @@ static void test_api_versions_negotiation(void **state)
     struct done_slot m4;
     slot_init(&m4);
     struct net_client_request creq = {
-        .node_id = NODE, .api_key = KEY_METADATA, .pinned_version = -1,
-        .encode = encode_metadata, .encode_ctx = &ce, .done = on_done, .ctx = &m4,
+        .node_id = NODE,
+        .api_key = KEY_METADATA,
+        .pinned_version = -1,
+        .encode = encode_metadata,
+        .encode_ctx = &ce,
+        .done = on_done,
+        .ctx = &m4,
     };
     char err[160];
     assert_int_equal(net_client_send(c, &creq, err, sizeof err), 0);
@@ -551,8 +558,12 @@ static void test_thousand_pipelined_requests_in_order(void **state)
         ctx[i].log = &log;
         ctx[i].index = i;
         struct net_client_request req = {
-            .node_id = NODE, .api_key = KEY_METADATA, .pinned_version = -1,
-            .body = &md, .done = on_ordered, .ctx = &ctx[i],
+            .node_id = NODE,
+            .api_key = KEY_METADATA,
+            .pinned_version = -1,
+            .body = &md,
+            .done = on_ordered,
+            .ctx = &ctx[i],
         };
         char err[160];
         assert_int_equal(net_client_send(c, &req, err, sizeof err), 0);
@@ -724,8 +735,13 @@ static void test_destroy_completes_each_pending_once(void **state)
     assert_int_equal(net_client_add_node(c, 2, "127.0.0.1", 1), 0);
     for (int i = PENDING / 2; i < PENDING; i++) {
         struct net_client_request req = {
-            .node_id = 2, .api_key = KEY_METADATA, .pinned_version = -1,
-            .body = &md, .timeout_ms = 60000, .done = on_done, .ctx = &slots[i],
+            .node_id = 2,
+            .api_key = KEY_METADATA,
+            .pinned_version = -1,
+            .body = &md,
+            .timeout_ms = 60000,
+            .done = on_done,
+            .ctx = &slots[i],
         };
         char err[160];
         assert_int_equal(net_client_send(c, &req, err, sizeof err), 0);

@@ -40,7 +40,8 @@ static void test_api_versions_advertise_new_maxima(void **state)
                                       {22, 5}, {24, 5}, {25, 4}, {26, 4}, {28, 4}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const struct raw_api_range *range = raw_api_versions_find(&v, want[i][0]);
-        if (!range) fail_msg("api %d not advertised", want[i][0]);
+        if (!range)
+            fail_msg("api %d not advertised", want[i][0]);
         if (range->max_version != want[i][1])
             fail_msg("api %d: max version %d, expected %d", want[i][0], range->max_version, want[i][1]);
     }
@@ -90,7 +91,8 @@ static void list_offsets(struct raw_session *s, int16_t version, int64_t timesta
     if (flexible) {
         raw_put_uvarint(&w, 0);
         raw_put_uvarint(&w, 0);
-        if (version >= 10) raw_put_i32(&w, 5000);
+        if (version >= 10)
+            raw_put_i32(&w, 5000);
         raw_put_uvarint(&w, 0);
     }
     struct raw_reader r;
@@ -196,7 +198,8 @@ static bool list_groups_v5(struct raw_session *s, const char *const *types, int 
     raw_session_begin(s, &w, 16, 5);
     raw_put_compact_array_len(&w, 0);
     raw_put_compact_array_len(&w, ntypes);
-    for (int i = 0; i < ntypes; i++) raw_put_compact_string(&w, types[i]);
+    for (int i = 0; i < ntypes; i++)
+        raw_put_compact_string(&w, types[i]);
     raw_put_uvarint(&w, 0);
     struct raw_reader r;
     uint8_t *frame = raw_session_roundtrip(s, &w, &r, true);
@@ -387,7 +390,8 @@ static int nv_setup(void **state)
 {
     static struct raw_broker_fixture st;
     *state = &st;
-    if (raw_broker_fixture_start(&st, TOPIC) != 0) return -1;
+    if (raw_broker_fixture_start(&st, TOPIC) != 0)
+        return -1;
     /* Leadership may take a moment after creation. */
     int16_t err = -1;
     long long deadline = harness_now_ms() + 10000;

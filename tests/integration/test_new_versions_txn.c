@@ -56,7 +56,8 @@ static void init_producer_id_v5(struct raw_session *s, const char *txn_id, int64
         *epoch = raw_get_i16(&r);
         raw_skip_tagged_fields(&r);
         raw_session_finish_read(&r, frame);
-        if (err != ERR_NONE) usleep(200 * 1000); /* the coordinator may still be loading */
+        if (err != ERR_NONE)
+            usleep(200 * 1000); /* the coordinator may still be loading */
     } while (err != ERR_NONE && harness_now_ms() < deadline);
     assert_int_equal(err, ERR_NONE);
     assert_true(*pid >= 0 && *epoch >= 0);
@@ -134,7 +135,8 @@ static void test_transaction_at_new_versions(void **state)
     long long deadline = harness_now_ms() + 15000;
     do {
         raw_find_coordinator_v5(&st->session, 1, txn_id, "nv-other-txn", c);
-        if (c[0].error != ERR_NONE) usleep(200 * 1000);
+        if (c[0].error != ERR_NONE)
+            usleep(200 * 1000);
     } while (c[0].error != ERR_NONE && harness_now_ms() < deadline);
     assert_int_equal(c[0].error, ERR_NONE);
     assert_int_equal(c[0].node_id, 1);
@@ -177,7 +179,8 @@ static void test_transaction_at_new_versions(void **state)
     deadline = harness_now_ms() + 15000;
     do {
         raw_fetch_v17(&st->session, st->topic_id, 1, false, &f);
-        if (f.data_records == 0) usleep(100 * 1000);
+        if (f.data_records == 0)
+            usleep(100 * 1000);
     } while (f.data_records == 0 && harness_now_ms() < deadline);
     assert_int_equal(f.error, ERR_NONE);
     assert_int_equal(f.data_records, 4);
@@ -185,7 +188,8 @@ static void test_transaction_at_new_versions(void **state)
     assert_int_equal(f.last_stable_offset, 5);
     do {
         raw_offset_fetch_v9(&st->session, group, NULL, -1, TXN_TOPIC, true, &o);
-        if (o.error != ERR_NONE) usleep(100 * 1000);
+        if (o.error != ERR_NONE)
+            usleep(100 * 1000);
     } while (o.error != ERR_NONE && harness_now_ms() < deadline);
     assert_int_equal(o.error, ERR_NONE);
     assert_int_equal(o.offset, 4);
@@ -198,7 +202,8 @@ static int nv_setup(void **state)
 {
     static struct raw_broker_fixture st;
     *state = &st;
-    if (raw_broker_fixture_start(&st, TXN_TOPIC) != 0) return -1;
+    if (raw_broker_fixture_start(&st, TXN_TOPIC) != 0)
+        return -1;
     return 0;
 }
 

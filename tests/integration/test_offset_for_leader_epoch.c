@@ -60,7 +60,8 @@ static void get_string(struct raw_reader *r, char *out, size_t outlen)
 {
     int16_t n = raw_get_i16(r);
     out[0] = '\0';
-    if (n < 0) return;
+    if (n < 0)
+        return;
     if ((size_t)n > r->len - r->pos) {
         r->overflow = true;
         return;
@@ -78,7 +79,8 @@ static void offset_for_leader_epoch(struct raw_session *s, int16_t version, int3
     struct raw_writer w;
     raw_writer_init(&w);
     raw_frame_begin_as(&w, API_OFFSET_FOR_LEADER_EPOCH, version, flexible, ++s->correlation, "ofle-client");
-    if (version >= 3) raw_put_i32(&w, replica_id);
+    if (version >= 3)
+        raw_put_i32(&w, replica_id);
     if (flexible)
         raw_put_compact_array_len(&w, n);
     else
@@ -92,18 +94,21 @@ static void offset_for_leader_epoch(struct raw_session *s, int16_t version, int3
             raw_put_i32(&w, 1);
         }
         raw_put_i32(&w, q[i].partition);
-        if (version >= 2) raw_put_i32(&w, q[i].current_leader_epoch);
+        if (version >= 2)
+            raw_put_i32(&w, q[i].current_leader_epoch);
         raw_put_i32(&w, q[i].leader_epoch);
         if (flexible) {
             raw_put_uvarint(&w, 0);
             raw_put_uvarint(&w, 0);
         }
     }
-    if (flexible) raw_put_uvarint(&w, 0);
+    if (flexible)
+        raw_put_uvarint(&w, 0);
 
     struct raw_reader r;
     uint8_t *frame = raw_session_roundtrip(s, &w, &r, flexible);
-    if (version >= 2) assert_int_equal(raw_get_i32(&r), 0);
+    if (version >= 2)
+        assert_int_equal(raw_get_i32(&r), 0);
     int64_t topics = flexible ? (int64_t)raw_get_uvarint(&r) - 1 : raw_get_i32(&r);
     assert_int_equal(topics, n);
     for (int i = 0; i < n && !r.overflow; i++) {
@@ -122,7 +127,8 @@ static void offset_for_leader_epoch(struct raw_session *s, int16_t version, int3
             raw_skip_tagged_fields(&r);
         }
     }
-    if (flexible) raw_skip_tagged_fields(&r);
+    if (flexible)
+        raw_skip_tagged_fields(&r);
     raw_session_finish_read(&r, frame);
 }
 
@@ -152,8 +158,7 @@ static void produce(struct ofle_state *st, int count)
     int16_t err = -1;
     long long deadline = harness_now_ms() + 10000;
     /* Leadership may take a moment after creation or a restart. */
-    while ((err = raw_produce_v7(&st->session, TOPIC, NULL, -1, -1, count)) != ERR_NONE &&
-           harness_now_ms() < deadline)
+    while ((err = raw_produce_v7(&st->session, TOPIC, NULL, -1, -1, count)) != ERR_NONE && harness_now_ms() < deadline)
         usleep(100 * 1000);
     assert_int_equal(err, ERR_NONE);
     st->log_end += count;
@@ -161,7 +166,8 @@ static void produce(struct ofle_state *st, int count)
 
 static void reconnect(struct ofle_state *st)
 {
-    if (st->session.fd >= 0) close(st->session.fd);
+    if (st->session.fd >= 0)
+        close(st->session.fd);
     st->session.fd = raw_connect(broker_port(&st->broker), 10000);
     assert_true(st->session.fd >= 0);
 }
@@ -190,8 +196,10 @@ static char *read_checkpoint(const struct ofle_state *st)
 static void expect_checkpoint(const struct ofle_state *st, const char *want)
 {
     char *text = read_checkpoint(st);
-    if (!text) fail_msg("no leader-epoch-checkpoint in %s/" TOPIC "-0", st->broker.data_dir);
-    if (strcmp(text, want) != 0) fail_msg("leader-epoch-checkpoint is \"%s\", expected \"%s\"", text, want);
+    if (!text)
+        fail_msg("no leader-epoch-checkpoint in %s/" TOPIC "-0", st->broker.data_dir);
+    if (strcmp(text, want) != 0)
+        fail_msg("leader-epoch-checkpoint is \"%s\", expected \"%s\"", text, want);
     free(text);
 }
 
@@ -313,8 +321,7 @@ static void authz_broker_answers(bool deny_cluster, int16_t hidden_error, bool h
     memset(&b, 0, sizeof b);
     const char *ov[] = {"plugin.path=" TEST_PLUGIN_DIR, "plugins=test_authz",
                         "plugin.test_authz.deny.topics=ofle-hidden",
-                        deny_cluster ? "plugin.test_authz.deny.cluster=1" : "plugin.test_authz.deny.cluster=0",
-                        NULL};
+                        deny_cluster ? "plugin.test_authz.deny.cluster=1" : "plugin.test_authz.deny.cluster=0", NULL};
     broker_start(&b, ov);
     struct raw_session s = {raw_connect(broker_port(&b), 10000), 0};
     assert_true(s.fd >= 0);
@@ -372,7 +379,8 @@ static int ofle_setup(void **state)
     *state = &st;
     broker_start(&st.broker, NULL);
     st.session.fd = raw_connect(broker_port(&st.broker), 10000);
-    if (st.session.fd < 0) return -1;
+    if (st.session.fd < 0)
+        return -1;
     uint8_t other_id[16];
     raw_create_topic_v7(&st.session, TOPIC, 1, st.topic_id);
     raw_create_topic_v7(&st.session, OTHER_TOPIC, 1, other_id);
@@ -384,7 +392,8 @@ static int ofle_setup(void **state)
 static int ofle_teardown(void **state)
 {
     struct ofle_state *st = *state;
-    if (st->session.fd >= 0) close(st->session.fd);
+    if (st->session.fd >= 0)
+        close(st->session.fd);
     broker_cleanup(&st->broker);
     return 0;
 }
@@ -392,12 +401,9 @@ static int ofle_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_api_versions_advertise_it),
-        cmocka_unit_test(test_current_epoch_ends_at_log_end),
-        cmocka_unit_test(test_unknown_epochs_and_fencing),
-        cmocka_unit_test(test_unknown_topics_and_partitions),
-        cmocka_unit_test(test_cache_survives_restarts),
-        cmocka_unit_test(test_authorization),
+        cmocka_unit_test(test_api_versions_advertise_it),     cmocka_unit_test(test_current_epoch_ends_at_log_end),
+        cmocka_unit_test(test_unknown_epochs_and_fencing),    cmocka_unit_test(test_unknown_topics_and_partitions),
+        cmocka_unit_test(test_cache_survives_restarts),       cmocka_unit_test(test_authorization),
         cmocka_unit_test(test_librdkafka_consumer_reads_all),
     };
     return cmocka_run_group_tests(tests, ofle_setup, ofle_teardown);

@@ -57,8 +57,7 @@ static int16_t commit(int port, int32_t correlation)
 }
 
 /* OffsetFetch v1 for partition 0: the offset and the metadata's bytes. */
-static void fetch(int port, int32_t correlation, int64_t *offset, char *metadata, size_t cap,
-                  int *metadata_len)
+static void fetch(int port, int32_t correlation, int64_t *offset, char *metadata, size_t cap, int *metadata_len)
 {
     struct raw_writer w;
     raw_writer_init(&w);

@@ -30,9 +30,11 @@ static void commit_offsets(struct test_broker *b, const char *group_id, const ch
     const char *conf[] = {"group.id", group_id, "enable.auto.commit", "false", NULL};
     rd_kafka_t *rk = rk_consumer_new(broker_bootstrap(b), conf);
     rd_kafka_topic_partition_list_t *offsets = rd_kafka_topic_partition_list_new(n);
-    for (int i = 0; i < n; i++) rd_kafka_topic_partition_list_add(offsets, topics[i], 0)->offset = 1;
+    for (int i = 0; i < n; i++)
+        rd_kafka_topic_partition_list_add(offsets, topics[i], 0)->offset = 1;
     assert_int_equal(rd_kafka_commit(rk, offsets, 0), RD_KAFKA_RESP_ERR_NO_ERROR);
-    for (int i = 0; i < n; i++) assert_int_equal(offsets->elems[i].err, RD_KAFKA_RESP_ERR_NO_ERROR);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(offsets->elems[i].err, RD_KAFKA_RESP_ERR_NO_ERROR);
     rd_kafka_topic_partition_list_destroy(offsets);
     rd_kafka_destroy(rk);
 }
@@ -49,7 +51,8 @@ static rd_kafka_event_t *wait_admin_result(rd_kafka_queue_t *q, rd_kafka_event_t
 {
     rd_kafka_event_t *ev;
     while ((ev = rd_kafka_queue_poll(q, 15000)) != NULL) {
-        if (rd_kafka_event_type(ev) == type) return ev;
+        if (rd_kafka_event_type(ev) == type)
+            return ev;
         rd_kafka_event_destroy(ev);
     }
     fail_msg("no admin result of type %d", (int)type);
@@ -89,8 +92,8 @@ static void check_offset_fetch_all_topics(rd_kafka_t *rk)
     rd_kafka_ListConsumerGroupOffsets_destroy(req);
     rd_kafka_event_t *ev = wait_admin_result(q, RD_KAFKA_EVENT_LISTCONSUMERGROUPOFFSETS_RESULT);
     size_t n = 0;
-    const rd_kafka_group_result_t **groups =
-        rd_kafka_ListConsumerGroupOffsets_result_groups(rd_kafka_event_ListConsumerGroupOffsets_result(ev), &n);
+    const rd_kafka_group_result_t **groups = rd_kafka_ListConsumerGroupOffsets_result_groups(
+        rd_kafka_event_ListConsumerGroupOffsets_result(ev), &n);
     assert_int_equal(n, 1);
     assert_null(rd_kafka_group_result_error(groups[0]));
     const rd_kafka_topic_partition_list_t *parts = rd_kafka_group_result_partitions(groups[0]);
@@ -220,8 +223,10 @@ static void check_denied_group_consumer(struct test_broker *b)
     long long deadline = harness_now_ms() + 15000;
     while (seen != RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED && harness_now_ms() < deadline) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
-        if (!m) continue;
-        if (m->err) seen = m->err;
+        if (!m)
+            continue;
+        if (m->err)
+            seen = m->err;
         rd_kafka_message_destroy(m);
     }
     rd_kafka_consumer_close(rk);

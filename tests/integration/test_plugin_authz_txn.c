@@ -93,7 +93,8 @@ static uint8_t *exchange(struct test_broker *b, struct raw_writer *w, bool flexi
 {
     uint8_t *frame = NULL;
     int rc = raw_exchange(broker_port(b), w, correlation, flexible, 15000, &frame, r);
-    if (rc != 0) fail_msg("no answer (%s)", rc == 1 ? "connection closed" : "timeout or wrong correlation id");
+    if (rc != 0)
+        fail_msg("no answer (%s)", rc == 1 ? "connection closed" : "timeout or wrong correlation id");
     return frame;
 }
 
@@ -102,7 +103,8 @@ static int16_t exchange_error(struct test_broker *b, struct raw_writer *w, bool 
 {
     struct raw_reader r;
     uint8_t *frame = exchange(b, w, false, &r);
-    if (has_throttle) raw_get_i32(&r);
+    if (has_throttle)
+        raw_get_i32(&r);
     int16_t error = raw_get_i16(&r);
     assert_false(r.overflow);
     free(frame);
@@ -112,14 +114,16 @@ static int16_t exchange_error(struct test_broker *b, struct raw_writer *w, bool 
 static void skip_bytes(struct raw_reader *r)
 {
     int32_t n = raw_get_i32(r);
-    if (n > 0) raw_skip(r, (size_t)n);
+    if (n > 0)
+        raw_skip(r, (size_t)n);
 }
 
 static void get_string(struct raw_reader *r, char *out, size_t outlen)
 {
     int16_t n = raw_get_i16(r);
     out[0] = '\0';
-    if (n <= 0 || r->overflow) return;
+    if (n <= 0 || r->overflow)
+        return;
     if ((size_t)n > r->len - r->pos) {
         r->overflow = true;
         return;
@@ -141,7 +145,8 @@ struct part {
  * (matched by topic and partition); every part must be answered. */
 static void read_partition_errors(struct raw_reader *r, struct part *parts, int n)
 {
-    for (int i = 0; i < n; i++) parts[i].error = -1;
+    for (int i = 0; i < n; i++)
+        parts[i].error = -1;
     int32_t topics = raw_get_i32(r);
     for (int32_t t = 0; t < topics && !r->overflow; t++) {
         char topic[64];
@@ -151,11 +156,13 @@ static void read_partition_errors(struct raw_reader *r, struct part *parts, int 
             int32_t partition = raw_get_i32(r);
             int16_t error = raw_get_i16(r);
             for (int i = 0; i < n; i++)
-                if (strcmp(parts[i].topic, topic) == 0 && parts[i].partition == partition) parts[i].error = error;
+                if (strcmp(parts[i].topic, topic) == 0 && parts[i].partition == partition)
+                    parts[i].error = error;
         }
     }
     assert_false(r->overflow);
-    for (int i = 0; i < n; i++) assert_int_not_equal(parts[i].error, -1);
+    for (int i = 0; i < n; i++)
+        assert_int_not_equal(parts[i].error, -1);
 }
 
 /* ---- producer ids and transactions ---- */
@@ -257,7 +264,8 @@ static void txn_offset_commit(struct test_broker *b, const char *client, const c
 
 static void put_be(uint8_t *at, uint64_t v, int bytes)
 {
-    for (int i = 0; i < bytes; i++) at[i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
+    for (int i = 0; i < bytes; i++)
+        at[i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
 }
 
 /* Produce v3 of one transactional record (sequence 0) to partition 0 of
@@ -330,7 +338,8 @@ static void describe_transactions(struct test_broker *b, const char *client, con
             raw_get_compact_string(&r, topic, sizeof topic);
             used += (size_t)snprintf(out[i].topics + used, sizeof out[i].topics - used, "%s;", topic);
             uint64_t parts = raw_get_uvarint(&r);
-            for (uint64_t p = 1; p < parts && !r.overflow; p++) raw_get_i32(&r);
+            for (uint64_t p = 1; p < parts && !r.overflow; p++)
+                raw_get_i32(&r);
             raw_skip_tagged_fields(&r);
         }
         raw_skip_tagged_fields(&r);
@@ -386,7 +395,8 @@ static void describe_producers(struct test_broker *b, const char *client, struct
     struct raw_reader r;
     uint8_t *frame = exchange(b, &w, true, &r);
     raw_get_i32(&r);
-    for (int i = 0; i < n; i++) parts[i].error = -1;
+    for (int i = 0; i < n; i++)
+        parts[i].error = -1;
     uint64_t topics = raw_get_uvarint(&r);
     for (uint64_t t = 1; t < topics && !r.overflow; t++) {
         char topic[64];
@@ -404,13 +414,15 @@ static void describe_producers(struct test_broker *b, const char *client, struct
             }
             raw_skip_tagged_fields(&r);
             for (int i = 0; i < n; i++)
-                if (strcmp(parts[i].topic, topic) == 0 && parts[i].partition == partition) parts[i].error = error;
+                if (strcmp(parts[i].topic, topic) == 0 && parts[i].partition == partition)
+                    parts[i].error = error;
         }
         raw_skip_tagged_fields(&r);
     }
     assert_false(r.overflow);
     free(frame);
-    for (int i = 0; i < n; i++) assert_int_not_equal(parts[i].error, -1);
+    for (int i = 0; i < n; i++)
+        assert_int_not_equal(parts[i].error, -1);
 }
 
 /* ---- group members and offsets ---- */
@@ -518,7 +530,8 @@ static void commit_offsets(struct test_broker *b, const char *group, struct part
     uint8_t *frame = exchange(b, &w, false, &r);
     read_partition_errors(&r, parts, n);
     free(frame);
-    for (int i = 0; i < n; i++) assert_int_equal(parts[i].error, ERR_NONE);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(parts[i].error, ERR_NONE);
 }
 
 /* OffsetDelete v0: the top-level error; parts receive theirs. */
@@ -537,7 +550,8 @@ static int16_t offset_delete(struct test_broker *b, const char *client, const ch
     uint8_t *frame = exchange(b, &w, false, &r);
     int16_t error = raw_get_i16(&r);
     raw_get_i32(&r);
-    if (error == ERR_NONE) read_partition_errors(&r, parts, n);
+    if (error == ERR_NONE)
+        read_partition_errors(&r, parts, n);
     assert_false(r.overflow);
     free(frame);
     return error;
@@ -592,8 +606,7 @@ static void test_group_member_and_offset_delete_denials(void **state)
     assert_int_equal(leave_group(&b, FRIEND, SECRET_GROUP, &m), ERR_NONE);
 
     /* The group is empty now, so only authorization stops the delete. */
-    assert_int_equal(offset_delete(&b, INTRUDER, SECRET_GROUP, secret_group_parts, 1),
-                     ERR_GROUP_AUTHORIZATION_FAILED);
+    assert_int_equal(offset_delete(&b, INTRUDER, SECRET_GROUP, secret_group_parts, 1), ERR_GROUP_AUTHORIZATION_FAILED);
     assert_int_equal(offset_delete(&b, FRIEND, SECRET_GROUP, secret_group_parts, 1), ERR_NONE);
     assert_int_equal(secret_group_parts[0].error, ERR_NONE);
 

@@ -26,7 +26,7 @@
 #define MAX_ARGS 40
 
 struct run_result {
-    int exit_code;   /* -1 when killed by a signal or timed out */
+    int exit_code; /* -1 when killed by a signal or timed out */
     char output[16384];
     long long elapsed_ms;
 };
@@ -116,8 +116,10 @@ static void run_cairnd(const char *const *overrides, struct run_result *res, int
     FILE *f = fopen(out_path, "r");
     size_t n = f ? fread(res->output, 1, sizeof res->output - 1, f) : 0;
     res->output[n] = '\0';
-    if (f) fclose(f);
-    if (port_out) *port_out = port;
+    if (f)
+        fclose(f);
+    if (port_out)
+        *port_out = port;
 }
 
 static int count_lines_containing(const char *text, const char *needle)
@@ -129,8 +131,10 @@ static int count_lines_containing(const char *text, const char *needle)
         size_t len = end ? (size_t)(end - line) : strlen(line);
         char buf[4096];
         snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
-        if (strstr(buf, needle)) n++;
-        if (!end) break;
+        if (strstr(buf, needle))
+            n++;
+        if (!end)
+            break;
         line = end + 1;
     }
     return n;
@@ -143,11 +147,13 @@ static void expect_failure(const char *const *overrides, const char *const *frag
     struct run_result res;
     int port = 0;
     run_cairnd(overrides, &res, &port);
-    if (res.exit_code <= 0) fprintf(stderr, "cairnd output:\n%s\n", res.output);
+    if (res.exit_code <= 0)
+        fprintf(stderr, "cairnd output:\n%s\n", res.output);
     assert_true(res.exit_code > 0);
     assert_true(res.elapsed_ms < 10000);
     int lines = count_lines_containing(res.output, fragments[0]);
-    if (lines != 1) fprintf(stderr, "expected one line with '%s', output:\n%s\n", fragments[0], res.output);
+    if (lines != 1)
+        fprintf(stderr, "expected one line with '%s', output:\n%s\n", fragments[0], res.output);
     assert_int_equal(lines, 1);
     for (size_t i = 1; fragments[i]; i++) {
         if (!strstr(res.output, fragments[i]))

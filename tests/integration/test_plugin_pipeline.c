@@ -205,8 +205,8 @@ static void alter_and_describe(struct test_broker *b, const char *topic, rd_kafk
     rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 15000);
     assert_non_null(ev);
     size_t n = 0;
-    const rd_kafka_topic_result_t **results =
-        rd_kafka_CreatePartitions_result_topics(rd_kafka_event_CreatePartitions_result(ev), &n);
+    const rd_kafka_topic_result_t **results = rd_kafka_CreatePartitions_result_topics(
+        rd_kafka_event_CreatePartitions_result(ev), &n);
     assert_int_equal(n, 1);
     *create_err = rd_kafka_topic_result_error(results[0]);
     rd_kafka_event_destroy(ev);
@@ -247,7 +247,8 @@ static rd_kafka_resp_err_t rk_produce_one(struct test_broker *b, const char *top
     rd_kafka_flush(rk, 15000);
     struct rk_delivery_stats stats = *rk_producer_stats(rk);
     rk_producer_destroy(rk);
-    return stats.failed ? stats.first_error : (stats.delivered == 1 ? RD_KAFKA_RESP_ERR_NO_ERROR : RD_KAFKA_RESP_ERR__FAIL);
+    return stats.failed ? stats.first_error
+                        : (stats.delivered == 1 ? RD_KAFKA_RESP_ERR_NO_ERROR : RD_KAFKA_RESP_ERR__FAIL);
 }
 
 /* GET path from the metrics listener; returns the whole HTTP answer. */
@@ -263,9 +264,11 @@ static char *http_get(int port, const char *path)
     assert_non_null(buf);
     for (;;) {
         ssize_t got = recv(fd, buf + len, cap - 1 - len, 0);
-        if (got <= 0) break;
+        if (got <= 0)
+            break;
         len += (size_t)got;
-        if (len >= cap - 1) break;
+        if (len >= cap - 1)
+            break;
     }
     buf[len] = '\0';
     close(fd);
@@ -277,7 +280,8 @@ static long long metric_value(const char *page, const char *series)
 {
     size_t n = strlen(series);
     for (const char *line = page; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-        if (strncmp(line, series, n) == 0 && line[n] == ' ') return atoll(line + n + 1);
+        if (strncmp(line, series, n) == 0 && line[n] == ' ')
+            return atoll(line + n + 1);
     return -1;
 }
 
@@ -301,8 +305,12 @@ static void test_authorizer_audit_and_metrics(void **state)
     char audit_kv[300], metrics_kv[100];
     snprintf(audit_kv, sizeof audit_kv, "plugin.test_authz.audit.file=%s", audit_path);
     snprintf(metrics_kv, sizeof metrics_kv, "metrics.http.listener=127.0.0.1:%d", metrics_port);
-    const char *ov[] = {"plugin.path=" TEST_PLUGIN_DIR, "plugins=test_authz", "plugin.test_authz.deny.topics=secret,hidden",
-                        audit_kv, metrics_kv, NULL};
+    const char *ov[] = {"plugin.path=" TEST_PLUGIN_DIR,
+                        "plugins=test_authz",
+                        "plugin.test_authz.deny.topics=secret,hidden",
+                        audit_kv,
+                        metrics_kv,
+                        NULL};
     broker_start(&b, ov);
 
     /* CREATE on the cluster is allowed, so both topics can be made. */
@@ -400,8 +408,10 @@ static void test_metadata_hides_denied_topics(void **state)
     assert_int_equal(rd_kafka_metadata(rk, 1, NULL, &md, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
     bool saw_visible = false, saw_hidden = false;
     for (int i = 0; i < md->topic_cnt; i++) {
-        if (strcmp(md->topics[i].topic, "visible") == 0) saw_visible = true;
-        if (strcmp(md->topics[i].topic, "hidden") == 0) saw_hidden = true;
+        if (strcmp(md->topics[i].topic, "visible") == 0)
+            saw_visible = true;
+        if (strcmp(md->topics[i].topic, "hidden") == 0)
+            saw_hidden = true;
     }
     rd_kafka_metadata_destroy(md);
     rk_producer_destroy(rk);
@@ -435,7 +445,8 @@ static void test_quota_throttles(void **state)
     assert_int_equal(raw_api_versions(fd, 0, 7, &v), 0);
     long long waited = harness_now_ms() - start;
     close(fd);
-    if (waited < 500) fprintf(stderr, "answered after %lld ms\n", waited);
+    if (waited < 500)
+        fprintf(stderr, "answered after %lld ms\n", waited);
     assert_true(waited >= 500);
     broker_stop(&b);
     broker_mark_passed(&b);

@@ -50,8 +50,7 @@ static uint64_t pc_mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-static void pc_expected_record(int64_t base_timestamp, int partition, long index,
-                               struct pc_expected *e)
+static void pc_expected_record(int64_t base_timestamp, int partition, long index, struct pc_expected *e)
 {
     e->key_len = (size_t)snprintf(e->key, sizeof(e->key), "key-%d-%ld", partition, index);
     uint64_t rng = pc_mix(((uint64_t)partition << 40) | (uint64_t)index);
@@ -80,9 +79,19 @@ static void pc_produce(struct pc_state *st, int codec)
     char topic[64];
     pc_topic_name(codec, topic, sizeof(topic));
     rk_create_topic(broker_bootstrap(&st->broker), topic, PC_PARTITIONS, NULL);
-    const char *conf[] = {"compression.codec", pc_codecs[codec], "linger.ms", "20",
-                          "batch.num.messages", "10000", "queue.buffering.max.messages",
-                          "400000", "acks", "all", "message.timeout.ms", "60000", NULL};
+    const char *conf[] = {"compression.codec",
+                          pc_codecs[codec],
+                          "linger.ms",
+                          "20",
+                          "batch.num.messages",
+                          "10000",
+                          "queue.buffering.max.messages",
+                          "400000",
+                          "acks",
+                          "all",
+                          "message.timeout.ms",
+                          "60000",
+                          NULL};
     rd_kafka_t *rk = rk_producer_new(broker_bootstrap(&st->broker), conf);
     long long started = harness_now_ms();
     for (long i = 0; i < PC_MESSAGES; i++) {
@@ -93,9 +102,8 @@ static void pc_produce(struct pc_state *st, int codec)
         rd_kafka_headers_t *headers = rd_kafka_headers_new(2);
         rd_kafka_header_add(headers, "seq", -1, e.seq_header, (ssize_t)e.seq_header_len);
         rd_kafka_header_add(headers, "bin", -1, e.bin_header, sizeof(e.bin_header));
-        rd_kafka_resp_err_t err = rk_produce_blocking(rk, topic, partition, e.key, e.key_len,
-                                                      e.value, e.value_len, e.timestamp, headers,
-                                                      NULL);
+        rd_kafka_resp_err_t err = rk_produce_blocking(rk, topic, partition, e.key, e.key_len, e.value, e.value_len,
+                                                      e.timestamp, headers, NULL);
         rd_kafka_headers_destroy(headers);
         if (err)
             fail_msg("produce to %s: %s", topic, rd_kafka_err2str(err));
@@ -108,11 +116,9 @@ static void pc_produce(struct pc_state *st, int codec)
     fprintf(stderr, "[produce_consume] %s: produced %ld in %lld ms\n", topic, stats.delivered,
             harness_now_ms() - started);
     if (flush_err)
-        fail_msg("%s: flush: %s (%ld delivered)", topic, rd_kafka_err2str(flush_err),
-                 stats.delivered);
+        fail_msg("%s: flush: %s (%ld delivered)", topic, rd_kafka_err2str(flush_err), stats.delivered);
     if (stats.failed)
-        fail_msg("%s: %ld delivery failures, first: %s", topic, stats.failed,
-                 stats.first_error_text);
+        fail_msg("%s: %ld delivery failures, first: %s", topic, stats.failed, stats.first_error_text);
     assert_int_equal(stats.delivered, PC_MESSAGES);
 }
 
@@ -128,8 +134,8 @@ static bool pc_verify_message(const rd_kafka_message_t *m, void *ctx)
     struct pc_verify *v = ctx;
     int p = m->partition;
     if (m->offset != v->next_offset[p]) {
-        fprintf(stderr, "[verify] %s[%d]: offset %" PRId64 ", expected %ld (gap, duplicate or reorder)\n",
-                v->topic, p, m->offset, v->next_offset[p]);
+        fprintf(stderr, "[verify] %s[%d]: offset %" PRId64 ", expected %ld (gap, duplicate or reorder)\n", v->topic, p,
+                m->offset, v->next_offset[p]);
         return false;
     }
     /* Offsets start at 0 on a fresh topic, so the offset is the index. */
@@ -146,26 +152,24 @@ static bool pc_verify_message(const rd_kafka_message_t *m, void *ctx)
     if (!what && (ts != e.timestamp || ts_type != RD_KAFKA_TIMESTAMP_CREATE_TIME))
         what = "timestamp";
     rd_kafka_headers_t *headers = NULL;
-    if (!what && (rd_kafka_message_headers(m, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR ||
-                  rd_kafka_header_cnt(headers) != 2))
+    if (!what &&
+        (rd_kafka_message_headers(m, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR || rd_kafka_header_cnt(headers) != 2))
         what = "header count";
     const char *name;
     const void *value;
     size_t size;
-    if (!what && (rd_kafka_header_get_all(headers, 0, &name, &value, &size) != 0 ||
-                  strcmp(name, "seq") != 0 || size != e.seq_header_len ||
-                  memcmp(value, e.seq_header, size) != 0))
+    if (!what && (rd_kafka_header_get_all(headers, 0, &name, &value, &size) != 0 || strcmp(name, "seq") != 0 ||
+                  size != e.seq_header_len || memcmp(value, e.seq_header, size) != 0))
         what = "header seq";
-    if (!what && (rd_kafka_header_get_all(headers, 1, &name, &value, &size) != 0 ||
-                  strcmp(name, "bin") != 0 || size != sizeof(e.bin_header) ||
-                  memcmp(value, e.bin_header, size) != 0))
+    if (!what && (rd_kafka_header_get_all(headers, 1, &name, &value, &size) != 0 || strcmp(name, "bin") != 0 ||
+                  size != sizeof(e.bin_header) || memcmp(value, e.bin_header, size) != 0))
         what = "header bin";
     if (what) {
         fprintf(stderr,
                 "[verify] %s[%d] offset %ld: %s differs (key %.*s/%.*s, value len %zu/%zu, ts "
                 "%" PRId64 "/%" PRId64 " type %d)\n",
-                v->topic, p, index, what, (int)m->key_len, m->key ? (const char *)m->key : "",
-                (int)e.key_len, e.key, m->len, e.value_len, ts, e.timestamp, (int)ts_type);
+                v->topic, p, index, what, (int)m->key_len, m->key ? (const char *)m->key : "", (int)e.key_len, e.key,
+                m->len, e.value_len, ts, e.timestamp, (int)ts_type);
         return false;
     }
     return true;
@@ -180,10 +184,8 @@ static void pc_verify_topic(struct pc_state *st, int codec)
     for (int p = 0; p < PC_PARTITIONS; p++)
         want[p] = PC_PER_PARTITION + (p < PC_MESSAGES % PC_PARTITIONS ? 1 : 0);
     long long started = harness_now_ms();
-    long got = rk_consume_each(broker_bootstrap(&st->broker), topic, PC_PARTITIONS, want, 60000,
-                               pc_verify_message, &v);
-    fprintf(stderr, "[produce_consume] %s: read %ld in %lld ms\n", topic, got,
-            harness_now_ms() - started);
+    long got = rk_consume_each(broker_bootstrap(&st->broker), topic, PC_PARTITIONS, want, 60000, pc_verify_message, &v);
+    fprintf(stderr, "[produce_consume] %s: read %ld in %lld ms\n", topic, got, harness_now_ms() - started);
     if (got != PC_MESSAGES)
         fail_msg("%s: read %ld of %ld records correctly", topic, got, PC_MESSAGES);
     for (int p = 0; p < PC_PARTITIONS; p++)
@@ -225,19 +227,35 @@ static void pc_run_codec(void **state, int codec)
     pc_verify_topic(st, codec);
     long total = 0;
     long matching = pc_batches_with_codec(st, codec, &total);
-    fprintf(stderr, "[produce_consume] %s: %ld of %ld stored batches in partition 0 use codec %d\n",
-            pc_codecs[codec], matching, total, codec);
+    fprintf(stderr, "[produce_consume] %s: %ld of %ld stored batches in partition 0 use codec %d\n", pc_codecs[codec],
+            matching, total, codec);
     if (total == 0 || (codec == 0 ? matching != total : matching == 0))
         fail_msg("%s: the broker stored %ld of %ld batches with that codec; the client did not "
-                 "compress (check the broker's ApiVersions ranges)", pc_codecs[codec], matching, total);
+                 "compress (check the broker's ApiVersions ranges)",
+                 pc_codecs[codec], matching, total);
     st->produced[codec] = true;
 }
 
-static void test_codec_none(void **state) { pc_run_codec(state, 0); }
-static void test_codec_gzip(void **state) { pc_run_codec(state, 1); }
-static void test_codec_snappy(void **state) { pc_run_codec(state, 2); }
-static void test_codec_lz4(void **state) { pc_run_codec(state, 3); }
-static void test_codec_zstd(void **state) { pc_run_codec(state, 4); }
+static void test_codec_none(void **state)
+{
+    pc_run_codec(state, 0);
+}
+static void test_codec_gzip(void **state)
+{
+    pc_run_codec(state, 1);
+}
+static void test_codec_snappy(void **state)
+{
+    pc_run_codec(state, 2);
+}
+static void test_codec_lz4(void **state)
+{
+    pc_run_codec(state, 3);
+}
+static void test_codec_zstd(void **state)
+{
+    pc_run_codec(state, 4);
+}
 
 static void test_everything_survives_restart(void **state)
 {

@@ -32,7 +32,7 @@ struct produce_answer {
     int record_errors; /* -1: the version has no such field */
     int32_t batch_index[MAX_RECORD_ERRORS];
     bool batch_index_message[MAX_RECORD_ERRORS]; /* a non-null message */
-    char error_message[256];                      /* "" when null */
+    char error_message[256];                     /* "" when null */
 };
 
 /* Reads an int16-length nullable string into out; false when null. */
@@ -40,7 +40,8 @@ static bool get_string(struct raw_reader *r, char *out, size_t outlen)
 {
     int16_t n = raw_get_i16(r);
     out[0] = '\0';
-    if (n < 0) return false;
+    if (n < 0)
+        return false;
     size_t take = (size_t)n < outlen - 1 ? (size_t)n : outlen - 1;
     if (r->pos + (size_t)n > r->len) {
         r->overflow = true;
@@ -54,8 +55,7 @@ static bool get_string(struct raw_reader *r, char *out, size_t outlen)
 
 /* Produces one batch whose keyless records are those with keyless[i] set
  * to partition 0 of TOPIC with acks=1, and parses the answer to its end. */
-static void produce(int port, int16_t version, int32_t correlation, const bool *keyless,
-                    struct produce_answer *out)
+static void produce(int port, int16_t version, int32_t correlation, const bool *keyless, struct produce_answer *out)
 {
     char keys[RECORDS][16];
     struct raw_record records[RECORDS];

@@ -34,8 +34,8 @@ struct quota_it_run {
     char error[512];
 };
 
-static void quota_it_throttle_cb(rd_kafka_t *rk, const char *broker_name, int32_t broker_id,
-                                 int throttle_time_ms, void *opaque)
+static void quota_it_throttle_cb(rd_kafka_t *rk, const char *broker_name, int32_t broker_id, int throttle_time_ms,
+                                 void *opaque)
 {
     (void)rk;
     (void)broker_name;
@@ -65,9 +65,19 @@ static void *quota_it_produce(void *arg)
     char errstr[200];
     /* Requests of ~64 KB, so the quota is enforced request by request
      * rather than on a few 1 MB batches. */
-    const char *settings[] = {"bootstrap.servers", run->bootstrap, "client.id", run->client_id,
-                              "batch.size", "65536", "linger.ms", "5", "acks", "1",
-                              "message.timeout.ms", "60000", NULL};
+    const char *settings[] = {"bootstrap.servers",
+                              run->bootstrap,
+                              "client.id",
+                              run->client_id,
+                              "batch.size",
+                              "65536",
+                              "linger.ms",
+                              "5",
+                              "acks",
+                              "1",
+                              "message.timeout.ms",
+                              "60000",
+                              NULL};
     for (int i = 0; settings[i]; i += 2) {
         if (rd_kafka_conf_set(conf, settings[i], settings[i + 1], errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) {
             snprintf(run->error, sizeof(run->error), "%s: %s", settings[i], errstr);
@@ -134,8 +144,8 @@ static void test_producer_byte_rate_per_client_id(void **state)
     fprintf(stderr,
             "[quota-it] slow: %lld ms, max throttle %d ms (%d throttled responses); fast: %lld ms, "
             "max throttle %d ms\n",
-            slow.elapsed_ms, atomic_load(&slow.max_throttle_ms), atomic_load(&slow.throttle_events),
-            fast.elapsed_ms, atomic_load(&fast.max_throttle_ms));
+            slow.elapsed_ms, atomic_load(&slow.max_throttle_ms), atomic_load(&slow.throttle_events), fast.elapsed_ms,
+            atomic_load(&fast.max_throttle_ms));
     if (slow.error[0] || fast.error[0])
         fail_msg("producer error: slow '%s', fast '%s'", slow.error, fast.error);
     assert_int_equal(atomic_load(&slow.delivered), QUOTA_IT_MESSAGES);
@@ -143,13 +153,12 @@ static void test_producer_byte_rate_per_client_id(void **state)
 
     /* 2 MB at 200000 B/s, less what the first window lets through. */
     if (slow.elapsed_ms < 7500)
-        fail_msg("client-id slow sent 2 MB in %lld ms; its quota allows no less than ~8 s",
-                 slow.elapsed_ms);
+        fail_msg("client-id slow sent 2 MB in %lld ms; its quota allows no less than ~8 s", slow.elapsed_ms);
     assert_true(atomic_load(&slow.max_throttle_ms) > 0);
     assert_int_equal(atomic_load(&fast.max_throttle_ms), 0);
     if (fast.elapsed_ms * 2 > slow.elapsed_ms)
-        fail_msg("client-id fast took %lld ms against slow's %lld ms: it was slowed too",
-                 fast.elapsed_ms, slow.elapsed_ms);
+        fail_msg("client-id fast took %lld ms against slow's %lld ms: it was slowed too", fast.elapsed_ms,
+                 slow.elapsed_ms);
     broker_stop(broker);
     broker_mark_passed(broker);
 }

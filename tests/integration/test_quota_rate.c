@@ -44,7 +44,8 @@ static void rate_throttle_cb(rd_kafka_t *rk, const char *broker_name, int32_t br
 {
     (void)rk, (void)broker_name, (void)broker_id;
     struct rate_run *run = opaque;
-    if (throttle_time_ms > 0) atomic_fetch_add(&run->throttled, 1);
+    if (throttle_time_ms > 0)
+        atomic_fetch_add(&run->throttled, 1);
 }
 
 static void rate_delivery_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
@@ -70,9 +71,19 @@ static void *rate_produce(void *arg)
     char errstr[200];
     /* A short local queue, so the producer waits for the broker instead of
      * buffering far ahead of it. */
-    const char *settings[] = {"bootstrap.servers", run->bootstrap, "client.id", run->client_id,
-                              "batch.size", "65536", "linger.ms", "5", "acks", "1",
-                              "queue.buffering.max.messages", "500", NULL};
+    const char *settings[] = {"bootstrap.servers",
+                              run->bootstrap,
+                              "client.id",
+                              run->client_id,
+                              "batch.size",
+                              "65536",
+                              "linger.ms",
+                              "5",
+                              "acks",
+                              "1",
+                              "queue.buffering.max.messages",
+                              "500",
+                              NULL};
     for (int i = 0; settings[i]; i += 2)
         if (rd_kafka_conf_set(conf, settings[i], settings[i + 1], errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
             snprintf(run->error, sizeof run->error, "%s: %s", settings[i], errstr);
@@ -133,8 +144,11 @@ static void test_producer_held_to_byte_rate(void **state)
 
     /* The unthrottled producer alone. */
     long long now = harness_now_ms();
-    struct rate_run alone = {.bootstrap = broker_bootstrap(broker), .client_id = "free", .message_bytes = 1024,
-                             .window_start_ms = now + 1000, .window_end_ms = now + RATE_ALONE_MS,
+    struct rate_run alone = {.bootstrap = broker_bootstrap(broker),
+                             .client_id = "free",
+                             .message_bytes = 1024,
+                             .window_start_ms = now + 1000,
+                             .window_end_ms = now + RATE_ALONE_MS,
                              .stop_ms = now + RATE_ALONE_MS};
     pthread_t t_alone;
     assert_int_equal(pthread_create(&t_alone, NULL, rate_produce, &alone), 0);
@@ -142,12 +156,17 @@ static void test_producer_held_to_byte_rate(void **state)
 
     /* Both at once. */
     now = harness_now_ms();
-    struct rate_run limited = {.bootstrap = broker_bootstrap(broker), .client_id = "limited",
-                               .message_bytes = 10000, .window_start_ms = now + RATE_WARMUP_MS,
+    struct rate_run limited = {.bootstrap = broker_bootstrap(broker),
+                               .client_id = "limited",
+                               .message_bytes = 10000,
+                               .window_start_ms = now + RATE_WARMUP_MS,
                                .window_end_ms = now + RATE_WARMUP_MS + RATE_MEASURE_MS,
                                .stop_ms = now + RATE_WARMUP_MS + RATE_MEASURE_MS};
-    struct rate_run shared = {.bootstrap = broker_bootstrap(broker), .client_id = "free", .message_bytes = 1024,
-                              .window_start_ms = now + RATE_WARMUP_MS, .window_end_ms = now + RATE_WARMUP_MS + RATE_ALONE_MS - 1000,
+    struct rate_run shared = {.bootstrap = broker_bootstrap(broker),
+                              .client_id = "free",
+                              .message_bytes = 1024,
+                              .window_start_ms = now + RATE_WARMUP_MS,
+                              .window_end_ms = now + RATE_WARMUP_MS + RATE_ALONE_MS - 1000,
                               .stop_ms = now + RATE_WARMUP_MS + RATE_ALONE_MS - 1000};
     pthread_t t_limited, t_shared;
     assert_int_equal(pthread_create(&t_limited, NULL, rate_produce, &limited), 0);

@@ -38,14 +38,16 @@ static void run(const char *fmt, ...)
     vsnprintf(cmd, sizeof cmd, fmt, ap);
     va_end(ap);
     int rc = system(cmd);
-    if (rc != 0) fail_msg("command failed (%d): %s", rc, cmd);
+    if (rc != 0)
+        fail_msg("command failed (%d): %s", rc, cmd);
 }
 
 static int setup(void **state)
 {
     (void)state;
     snprintf(work, sizeof work, "/tmp/cairn-sdk-XXXXXX");
-    if (!mkdtemp(work)) return -1;
+    if (!mkdtemp(work))
+        return -1;
     return 0;
 }
 
@@ -60,7 +62,8 @@ static int teardown(void **state)
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "r");
-    if (!f) return strdup("");
+    if (!f)
+        return strdup("");
     static char buf[1 << 16];
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     buf[n] = '\0';
@@ -83,9 +86,10 @@ static void load_and_check(const char *plugin_dir, const char *topic)
     broker_stop(&b);
     char *text = slurp(events);
     char want[300];
-    snprintf(want, sizeof want, "ADMIN principal=User:ANONYMOUS operation=CreateTopics resource=%s success=true error=0",
-             topic);
-    if (!strstr(text, want)) fprintf(stderr, "event file %s:\n%s\n", events, text);
+    snprintf(want, sizeof want,
+             "ADMIN principal=User:ANONYMOUS operation=CreateTopics resource=%s success=true error=0", topic);
+    if (!strstr(text, want))
+        fprintf(stderr, "event file %s:\n%s\n", events, text);
     assert_non_null(strstr(text, want));
     assert_non_null(strstr(text, "\"partitions\":2"));
     free(text);
@@ -98,7 +102,8 @@ static char prefix[400];
 /* Installs the SDK once into <work>/prefix. */
 static void install_sdk(void)
 {
-    if (prefix[0]) return;
+    if (prefix[0])
+        return;
     snprintf(prefix, sizeof prefix, "%s/prefix", work);
     run("'%s' --install '%s' --component sdk --prefix '%s' >/dev/null", CMAKE_COMMAND_PATH, CAIRN_BINARY_DIR, prefix);
     char header[500];
@@ -163,9 +168,11 @@ static void *syslog_collect(void *arg)
     char buf[4096];
     while (!atomic_load(&c->stop)) {
         struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
-        if (poll(&pfd, 1, 100) <= 0) continue;
+        if (poll(&pfd, 1, 100) <= 0)
+            continue;
         ssize_t n = recv(c->fd, buf, sizeof buf - 1, 0);
-        if (n <= 0) continue;
+        if (n <= 0)
+            continue;
         pthread_mutex_lock(&c->lock);
         if (c->len + (size_t)n + 2 > c->cap) {
             size_t cap = (c->cap + (size_t)n + 2) * 2;
@@ -201,9 +208,11 @@ static bool syslog_collector_start(struct syslog_collector *c, const char *path)
     memcpy(addr.sun_path, path, strlen(path) + 1);
     /* Never remove a /dev/log this test did not make. */
     bool shared_path = strcmp(path, "/dev/log") == 0;
-    if (!shared_path) unlink(path);
+    if (!shared_path)
+        unlink(path);
     if (bind(c->fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
-        if (!shared_path) fail_msg("bind %s: %s", path, strerror(errno));
+        if (!shared_path)
+            fail_msg("bind %s: %s", path, strerror(errno));
         close(c->fd);
         return false;
     }
@@ -241,7 +250,8 @@ static void expect_syslog_line(struct syslog_collector *c, const char *const *ne
     pthread_mutex_unlock(&c->lock);
     if (!found) {
         fprintf(stderr, "no syslog line holds all of:");
-        for (int i = 0; needles[i]; i++) fprintf(stderr, " [%s]", needles[i]);
+        for (int i = 0; needles[i]; i++)
+            fprintf(stderr, " [%s]", needles[i]);
         fprintf(stderr, "\ncollected %d datagrams:\n%s\n", c->datagrams, c->text ? c->text : "");
         fail();
     }
@@ -273,8 +283,10 @@ static rd_kafka_resp_err_t consume_first(const char *bootstrap, const char *topi
     long long deadline = harness_now_ms() + 8000;
     while (harness_now_ms() < deadline && result == RD_KAFKA_RESP_ERR__TIMED_OUT) {
         rd_kafka_message_t *m = rd_kafka_consume(rkt, 0, 200);
-        if (!m) continue;
-        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) result = m->err;
+        if (!m)
+            continue;
+        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            result = m->err;
         rd_kafka_message_destroy(m);
     }
     rd_kafka_consume_stop(rkt, 0);
@@ -292,10 +304,10 @@ static rd_kafka_resp_err_t create_topic(const char *bootstrap, const char *topic
     return err;
 }
 
-#define EXPECT_LINE(c, ...)                                                                      \
-    do {                                                                                         \
-        const char *needles_[] = {__VA_ARGS__, NULL};                                            \
-        expect_syslog_line(c, needles_);                                                         \
+#define EXPECT_LINE(c, ...)                                                                                            \
+    do {                                                                                                               \
+        const char *needles_[] = {__VA_ARGS__, NULL};                                                                  \
+        expect_syslog_line(c, needles_);                                                                               \
     } while (0)
 
 /* One broker with prefix_authorizer from authz_dir and syslog_audit from
@@ -380,8 +392,7 @@ static void run_examples(const char *authz_dir, const char *syslog_dir, const ch
 }
 
 /* cairnd must refuse to start when an example's config is invalid, and say why. */
-static void expect_startup_failure(const char *plugin_dir, const char *plugin, const char *setting,
-                                   const char *want)
+static void expect_startup_failure(const char *plugin_dir, const char *plugin, const char *setting, const char *want)
 {
     char cmd[3000];
     snprintf(cmd, sizeof cmd,
@@ -394,7 +405,8 @@ static void expect_startup_failure(const char *plugin_dir, const char *plugin, c
     size_t n = fread(out, 1, sizeof out - 1, p);
     out[n] = '\0';
     pclose(p);
-    if (!strstr(out, want) || !strstr(out, "exit=1")) fail_msg("'%s': expected exit 1 and '%s', got:\n%s", setting, want, out);
+    if (!strstr(out, want) || !strstr(out, "exit=1"))
+        fail_msg("'%s': expected exit 1 and '%s', got:\n%s", setting, want, out);
 }
 
 static void test_sdk_examples(void **state)

@@ -207,7 +207,7 @@ struct description {
     int32_t timeout_ms;
     int64_t producer_id;
     int16_t epoch;
-    int partitions; /* total over topics */
+    int partitions;   /* total over topics */
     char topics[256]; /* "topic:p,p;topic:p;" */
 };
 
@@ -246,8 +246,7 @@ static struct description describe(int port, const char *txn_id)
         uint64_t parts = raw_get_uvarint(&r);
         for (uint64_t p = 1; p < parts && !r.overflow; p++) {
             int32_t partition = raw_get_i32(&r);
-            used += (size_t)snprintf(d.topics + used, sizeof d.topics - used, "%s%d", p > 1 ? "," : "",
-                                     (int)partition);
+            used += (size_t)snprintf(d.topics + used, sizeof d.topics - used, "%s%d", p > 1 ? "," : "", (int)partition);
             d.partitions++;
         }
         used += (size_t)snprintf(d.topics + used, sizeof d.topics - used, ";");
@@ -353,8 +352,7 @@ static void test_raw_coordinator_api(void **state)
     assert_int_equal(errors[0], ERR_OPERATION_NOT_ATTEMPTED);
     assert_int_equal(errors[1], ERR_UNKNOWN_TOPIC_OR_PARTITION);
     /* v1 answers a stale epoch with INVALID_PRODUCER_EPOCH, an unknown id with the mapping error. */
-    assert_int_equal(add_partitions(port, "raw-1", a.producer_id, (int16_t)(a.epoch + 1), "raw-txn", parts, 1,
-                                    errors),
+    assert_int_equal(add_partitions(port, "raw-1", a.producer_id, (int16_t)(a.epoch + 1), "raw-txn", parts, 1, errors),
                      1);
     assert_int_equal(errors[0], ERR_INVALID_PRODUCER_EPOCH);
     assert_int_equal(add_partitions(port, "raw-none", a.producer_id, a.epoch, "raw-txn", parts, 1, errors), 1);
@@ -485,8 +483,9 @@ static void produce_round(rd_kafka_t *rk, const char *prefix, int count)
  * through assign() until each reaches its end; counts values per prefix. */
 static void read_committed(struct test_broker *b, int *committed, int *aborted, int *later)
 {
-    const char *conf[] = {"group.id", "txn-reader", "isolation.level", "read_committed", "enable.auto.commit",
-                          "false", "auto.offset.reset", "earliest", "fetch.wait.max.ms", "100", NULL};
+    const char *conf[] = {"group.id", "txn-reader",        "isolation.level", "read_committed",    "enable.auto.commit",
+                          "false",    "auto.offset.reset", "earliest",        "fetch.wait.max.ms", "100",
+                          NULL};
     rd_kafka_t *rk = rk_consumer_new(broker_bootstrap(b), conf);
     rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(TOPICS * PARTS);
     for (int t = 0; t < TOPICS; t++)

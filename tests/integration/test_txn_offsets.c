@@ -37,7 +37,10 @@ struct txo_state {
     int32_t correlation;
 };
 
-static void put_compact_array_len(struct raw_writer *w, int n) { raw_put_uvarint(w, (uint64_t)n + 1); }
+static void put_compact_array_len(struct raw_writer *w, int n)
+{
+    raw_put_uvarint(w, (uint64_t)n + 1);
+}
 
 /* One request on a fresh connection; returns the frame (caller frees) with
  * r positioned after the response header. */
@@ -52,10 +55,12 @@ static uint8_t *roundtrip(struct txo_state *st, struct raw_writer *w, bool flexi
     size_t len;
     int rc = raw_recv_frame(fd, 10000, 1 << 20, &frame, &len);
     close(fd);
-    if (rc != 0) fail_msg("no answer (%s)", rc == 1 ? "connection closed" : "timeout");
+    if (rc != 0)
+        fail_msg("no answer (%s)", rc == 1 ? "connection closed" : "timeout");
     raw_reader_init(r, frame, len);
     assert_int_equal(raw_get_i32(r), st->correlation);
-    if (flexible_response) raw_skip_tagged_fields(r);
+    if (flexible_response)
+        raw_skip_tagged_fields(r);
     return frame;
 }
 
@@ -150,7 +155,8 @@ static void txn_offset_commit(struct txo_state *st, int16_t version, const char 
     for (int i = 0; i < n; i++) {
         assert_int_equal(raw_get_i32(&r), parts[i].partition);
         parts[i].error = raw_get_i16(&r);
-        if (flex) raw_skip_tagged_fields(&r);
+        if (flex)
+            raw_skip_tagged_fields(&r);
     }
     if (flex) {
         raw_skip_tagged_fields(&r);

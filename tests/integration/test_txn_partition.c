@@ -199,8 +199,8 @@ static int16_t write_marker_v(int port, int16_t version, int64_t pid, int16_t ep
     partitions = flexible ? (int64_t)raw_get_uvarint(&r) - 1 : raw_get_i32(&r);
     int32_t partition = raw_get_i32(&r);
     int16_t error = raw_get_i16(&r);
-    bool ok = !r.overflow && markers == 1 && answered_pid == pid && topics == 1 && partitions == 1 &&
-              partition == 0 && (!flexible || strcmp(name, TOPIC) == 0);
+    bool ok = !r.overflow && markers == 1 && answered_pid == pid && topics == 1 && partitions == 1 && partition == 0 &&
+              (!flexible || strcmp(name, TOPIC) == 0);
     free(frame);
     assert_true(ok);
     return error;
@@ -250,9 +250,9 @@ struct fetch_answer {
     int32_t aborted_count; /* -1: null */
     int64_t aborted_pid[8];
     int64_t aborted_first[8];
-    int data_records;     /* records in non-control batches */
+    int data_records; /* records in non-control batches */
     int control_batches;
-    int64_t next_offset;  /* after the last batch returned */
+    int64_t next_offset; /* after the last batch returned */
 };
 
 static void fetch_request(struct raw_writer *w, int64_t offset, bool read_committed, int32_t max_wait,

@@ -10,7 +10,10 @@ static int abi2_init(const struct cairn_host *host, void **instance, char *err, 
     return CAIRN_OK;
 }
 
-static void abi2_fini(void *instance) { (void)instance; }
+static void abi2_fini(void *instance)
+{
+    (void)instance;
+}
 
 static const struct cairn_plugin_descriptor descriptor = {
     .struct_size = sizeof descriptor,

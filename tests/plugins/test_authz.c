@@ -44,20 +44,20 @@ static const struct cairn_config_key key_throttle = {sizeof key_throttle, "throt
                                                      "Throttle asked for on every Produce."};
 static const struct cairn_config_key key_buffer = {sizeof key_buffer, "buffer.size", CAIRN_CONFIG_SIZE, "64KiB",
                                                    "Exercises the size parser."};
-static const struct cairn_config_key key_deny_groups = {sizeof key_deny_groups, "deny.groups", CAIRN_CONFIG_LIST,
-                                                        "", "Groups every operation is denied on."};
+static const struct cairn_config_key key_deny_groups = {sizeof key_deny_groups, "deny.groups", CAIRN_CONFIG_LIST, "",
+                                                        "Groups every operation is denied on."};
 static const struct cairn_config_key key_deny_txn_ids = {sizeof key_deny_txn_ids, "deny.transactional.ids",
                                                          CAIRN_CONFIG_LIST, "",
                                                          "Transactional ids every operation is denied on."};
-static const struct cairn_config_key key_deny_cluster = {sizeof key_deny_cluster, "deny.cluster", CAIRN_CONFIG_INT,
-                                                         "0", "1: every operation on the cluster is denied."};
+static const struct cairn_config_key key_deny_cluster = {sizeof key_deny_cluster, "deny.cluster", CAIRN_CONFIG_INT, "0",
+                                                         "1: every operation on the cluster is denied."};
 /* Lets one broker hold state made by an allowed client that a denied
  * client then asks about, so each denial is checked against valid input. */
 static const struct cairn_config_key key_deny_client_id = {
     sizeof key_deny_client_id, "deny.client.id", CAIRN_CONFIG_STRING, "",
     "When set, the deny lists apply only to requests with this client id."};
-static const struct cairn_config_key *const keys[] = {&key_deny,        &key_audit,        &key_throttle,
-                                                      &key_buffer,      &key_deny_groups,  &key_deny_txn_ids,
+static const struct cairn_config_key *const keys[] = {&key_deny,         &key_audit,         &key_throttle,
+                                                      &key_buffer,       &key_deny_groups,   &key_deny_txn_ids,
                                                       &key_deny_cluster, &key_deny_client_id};
 
 static void deny_list_parse(struct deny_list *l, const char *csv)
@@ -66,15 +66,18 @@ static void deny_list_parse(struct deny_list *l, const char *csv)
     snprintf(copy, sizeof copy, "%s", csv);
     char *save = NULL;
     for (char *tok = strtok_r(copy, ",", &save); tok && l->count < MAX_DENIED; tok = strtok_r(NULL, ",", &save)) {
-        while (*tok == ' ') tok++;
-        if (*tok) snprintf(l->names[l->count++], sizeof l->names[0], "%s", tok);
+        while (*tok == ' ')
+            tok++;
+        if (*tok)
+            snprintf(l->names[l->count++], sizeof l->names[0], "%s", tok);
     }
 }
 
 static bool deny_list_has(const struct deny_list *l, const char *name)
 {
     for (int d = 0; d < l->count; d++)
-        if (name && strcmp(name, l->names[d]) == 0) return true;
+        if (name && strcmp(name, l->names[d]) == 0)
+            return true;
     return false;
 }
 
@@ -121,7 +124,8 @@ static int authz_init(const struct cairn_host *host, void **instance, char *err,
     t->blocking_runs = host->gauge(host->ctx, "blocking_runs", "Blocking jobs that ran.");
     if (host->submit_blocking(host->ctx, count_blocking_run, NULL, t) != CAIRN_OK) {
         snprintf(err, errlen, "submit_blocking refused work during init");
-        if (t->audit) fclose(t->audit);
+        if (t->audit)
+            fclose(t->audit);
         free(t);
         return CAIRN_ERROR;
     }
@@ -134,7 +138,8 @@ static int authz_init(const struct cairn_host *host, void **instance, char *err,
 static void authz_fini(void *instance)
 {
     struct test_authz *t = instance;
-    if (t->audit) fclose(t->audit);
+    if (t->audit)
+        fclose(t->audit);
     pthread_mutex_destroy(&t->audit_lock);
     free(t);
 }
@@ -147,26 +152,32 @@ static int authz_authorize(void *instance, const struct cairn_request_info *requ
                   !(request && request->client_id && strcmp(request->client_id, t->deny_client_id) == 0);
     for (size_t i = 0; i < count; i++) {
         results[i] = CAIRN_AUTHZ_ALLOWED;
-        if (exempt) continue;
+        if (exempt)
+            continue;
         /* The metrics count topic decisions only, as before the other lists. */
         switch (actions[i]->resource_type) {
         case CAIRN_RESOURCE_GROUP:
-            if (deny_list_has(&t->groups, actions[i]->resource_name)) results[i] = CAIRN_AUTHZ_DENIED;
+            if (deny_list_has(&t->groups, actions[i]->resource_name))
+                results[i] = CAIRN_AUTHZ_DENIED;
             continue;
         case CAIRN_RESOURCE_TRANSACTIONAL_ID:
-            if (deny_list_has(&t->transactional_ids, actions[i]->resource_name)) results[i] = CAIRN_AUTHZ_DENIED;
+            if (deny_list_has(&t->transactional_ids, actions[i]->resource_name))
+                results[i] = CAIRN_AUTHZ_DENIED;
             continue;
         case CAIRN_RESOURCE_CLUSTER:
-            if (t->deny_cluster) results[i] = CAIRN_AUTHZ_DENIED;
+            if (t->deny_cluster)
+                results[i] = CAIRN_AUTHZ_DENIED;
             continue;
         case CAIRN_RESOURCE_TOPIC:
             break;
         default:
             continue;
         }
-        if (deny_list_has(&t->topics, actions[i]->resource_name)) results[i] = CAIRN_AUTHZ_DENIED;
+        if (deny_list_has(&t->topics, actions[i]->resource_name))
+            results[i] = CAIRN_AUTHZ_DENIED;
         t->host->metric_add(t->decisions, 1);
-        if (results[i] == CAIRN_AUTHZ_DENIED) t->host->metric_add(t->denials, 1);
+        if (results[i] == CAIRN_AUTHZ_DENIED)
+            t->host->metric_add(t->denials, 1);
     }
     return CAIRN_OK;
 }
@@ -174,7 +185,8 @@ static int authz_authorize(void *instance, const struct cairn_request_info *requ
 static void audit_on_event(void *instance, const struct cairn_audit_event *ev)
 {
     struct test_authz *t = instance;
-    if (!t->audit) return;
+    if (!t->audit)
+        return;
     const char *type = ev->type == CAIRN_AUDIT_ADMIN           ? "ADMIN"
                        : ev->type == CAIRN_AUDIT_AUTHORIZATION ? "AUTHORIZATION"
                                                                : "AUTHENTICATION";

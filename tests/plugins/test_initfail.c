@@ -11,7 +11,10 @@ static int fail_init(const struct cairn_host *host, void **instance, char *err, 
     return CAIRN_ERROR;
 }
 
-static void fail_fini(void *instance) { (void)instance; }
+static void fail_fini(void *instance)
+{
+    (void)instance;
+}
 
 static const struct cairn_plugin_descriptor descriptor = {
     .struct_size = sizeof descriptor,

@@ -2,4 +2,7 @@
 #include "cairn/types.h"
 
 CAIRN_PLUGIN_EXPORT int test_noentry_something(void);
-int test_noentry_something(void) { return 42; }
+int test_noentry_something(void)
+{
+    return 42;
+}

@@ -17,7 +17,8 @@ static const struct cairn_config_key *const keys[] = {&key_endpoint, &key_port, 
 static int req_init(const struct cairn_host *host, void **instance, char *err, size_t errlen)
 {
     const char *fini_file = "";
-    if (host->config_string(host->ctx, "fini.file", &fini_file, err, errlen) != CAIRN_OK) return CAIRN_ERROR;
+    if (host->config_string(host->ctx, "fini.file", &fini_file, err, errlen) != CAIRN_OK)
+        return CAIRN_ERROR;
     *instance = strdup(fini_file);
     return *instance ? CAIRN_OK : CAIRN_ERROR;
 }

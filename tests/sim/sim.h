@@ -114,12 +114,10 @@ void sim_world_free(struct sim_world *w);
 /* Runs the seed to the end; returns false on a violation (in w->violation). */
 bool sim_world_run(struct sim_world *w);
 int64_t sim_local_time(const struct sim_world *w, int node);
-void sim_trace(const struct sim_world *w, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void sim_trace(const struct sim_world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* sim_check.c */
-void sim_violation(struct sim_world *w, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void sim_violation(struct sim_world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sim_check_role(struct sim_world *w, int node, enum raft_role role, int32_t epoch);
 void sim_check_hw(struct sim_world *w, int node, int64_t hw);
 void sim_check_truncate(struct sim_world *w, int node, int64_t offset);

@@ -39,8 +39,7 @@ void sim_check_role(struct sim_world *w, int node, enum raft_role role, int32_t 
         w->n_epochs = n;
     }
     if (w->leader_of_epoch[epoch] != RAFT_NO_ID && w->leader_of_epoch[epoch] != node)
-        sim_violation(w, "two leaders in epoch %d: node %d and node %d", epoch,
-                      w->leader_of_epoch[epoch], node);
+        sim_violation(w, "two leaders in epoch %d: node %d and node %d", epoch, w->leader_of_epoch[epoch], node);
     w->leader_of_epoch[epoch] = node;
 }
 
@@ -83,8 +82,8 @@ void sim_check_hw(struct sim_world *w, int node, int64_t hw)
     for (int64_t off = sn->checked_upto; off < hw; off++) {
         const struct raft_entry *e = raft_node_entry(sn->raft, off);
         if (!e) {
-            sim_violation(w, "node %d reports HW %lld past its log end %lld", node,
-                          (long long)hw, (long long)raft_node_end_offset(sn->raft));
+            sim_violation(w, "node %d reports HW %lld past its log end %lld", node, (long long)hw,
+                          (long long)raft_node_end_offset(sn->raft));
             return;
         }
         if (off == w->n_committed) {
@@ -95,13 +94,14 @@ void sim_check_hw(struct sim_world *w, int node, int64_t hw)
             uint64_t seq = client_seq_of(e);
             if (w->healed && seq != UINT64_MAX && seq >= w->heal_seq && w->live_at < 0) {
                 w->live_at = w->now;
-                sim_trace(w, "liveness: client entry %llu committed at offset %lld",
-                          (unsigned long long)seq, (long long)off);
+                sim_trace(w, "liveness: client entry %llu committed at offset %lld", (unsigned long long)seq,
+                          (long long)off);
             }
         } else if (!same_entry(&w->committed[off], e)) {
-            sim_violation(w, "node %d committed offset %lld as epoch %d, but epoch %d "
-                          "was committed there before", node, (long long)off, e->epoch,
-                          w->committed[off].epoch);
+            sim_violation(w,
+                          "node %d committed offset %lld as epoch %d, but epoch %d "
+                          "was committed there before",
+                          node, (long long)off, e->epoch, w->committed[off].epoch);
             return;
         }
     }
@@ -112,8 +112,8 @@ void sim_check_hw(struct sim_world *w, int node, int64_t hw)
 void sim_check_truncate(struct sim_world *w, int node, int64_t offset)
 {
     if (offset < w->nodes[node].checked_upto)
-        sim_violation(w, "node %d truncated its log to %lld below its own HW %lld", node,
-                      (long long)offset, (long long)w->nodes[node].checked_upto);
+        sim_violation(w, "node %d truncated its log to %lld below its own HW %lld", node, (long long)offset,
+                      (long long)w->nodes[node].checked_upto);
 }
 
 void sim_check_free(struct sim_world *w)

@@ -12,8 +12,7 @@
 
 static int usage(const char *prog)
 {
-    fprintf(stderr, "usage: %s [--seeds N] [--first S] [--seed S] [--trace] [--expect-violation]\n",
-            prog);
+    fprintf(stderr, "usage: %s [--seeds N] [--first S] [--seed S] [--trace] [--expect-violation]\n", prog);
     return 2;
 }
 
@@ -75,8 +74,7 @@ int main(int argc, char **argv)
         if (!ok) {
             failed++;
             unsafe += !w->liveness_failed;
-            printf("seed %llu: VIOLATION at %lldms: %s\n", (unsigned long long)seed,
-                   (long long)w->now, w->violation);
+            printf("seed %llu: VIOLATION at %lldms: %s\n", (unsigned long long)seed, (long long)w->now, w->violation);
             printf("replay: %s --seed %llu --trace\n", argv[0], (unsigned long long)seed);
         }
         bool stop = !ok && !w->liveness_failed && expect_violation;
@@ -89,10 +87,9 @@ int main(int argc, char **argv)
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     printf("%llu seeds from %llu: %llu violations; %.1f simulated s, %llu crashes, "
            "%llu messages, max epoch %llu, worst recovery %lldms (bound %dms); %.2fs\n",
-           (unsigned long long)ran, (unsigned long long)first, (unsigned long long)failed,
-           (double)sim_ms / 1000.0, (unsigned long long)crashes, (unsigned long long)messages,
-           (unsigned long long)max_epoch, (long long)worst_recovery, SIM_LIVENESS_BOUND_MS,
-           secs);
+           (unsigned long long)ran, (unsigned long long)first, (unsigned long long)failed, (double)sim_ms / 1000.0,
+           (unsigned long long)crashes, (unsigned long long)messages, (unsigned long long)max_epoch,
+           (long long)worst_recovery, SIM_LIVENESS_BOUND_MS, secs);
     if (expect_violation) {
         if (!unsafe)
             printf("expected a safety violation and found none: the checker is blind\n");

@@ -115,8 +115,7 @@ static void disk_write(struct sim_world *w, int node, const struct raft_entry *e
 {
     struct sim_disk *d = &w->nodes[node].disk;
     if (e->offset != d->len) {
-        sim_violation(w, "node %d wrote offset %lld at disk end %lld", node,
-                      (long long)e->offset, (long long)d->len);
+        sim_violation(w, "node %d wrote offset %lld at disk end %lld", node, (long long)e->offset, (long long)d->len);
         return;
     }
     if (d->len == d->cap) {
@@ -156,8 +155,7 @@ static void disk_truncate(struct sim_world *w, int node, int64_t offset)
      * covers at most what survived it. */
     disk_cut(&w->nodes[node].disk, offset);
     for (size_t i = 0; i < w->heap_len; i++)
-        if (w->heap[i].type == SIM_EV_FSYNC && w->heap[i].node == node &&
-            w->heap[i].offset > offset)
+        if (w->heap[i].type == SIM_EV_FSYNC && w->heap[i].node == node && w->heap[i].offset > offset)
             w->heap[i].offset = offset;
 }
 
@@ -167,8 +165,7 @@ static void net_send(struct sim_world *w, struct raft_msg *msg)
 {
     int from = msg->src, to = msg->dst;
     w->messages++;
-    if (to < 0 || to >= w->n_nodes || w->blocked[from][to] ||
-        sim_below(&w->rng, 100) < w->loss_pct) {
+    if (to < 0 || to >= w->n_nodes || w->blocked[from][to] || sim_below(&w->rng, 100) < w->loss_pct) {
         raft_msg_clear(msg);
         return;
     }
@@ -176,7 +173,8 @@ static void net_send(struct sim_world *w, struct raft_msg *msg)
     for (int c = 0; c < copies; c++) {
         struct sim_event ev = {
             .time = w->now + 1 + (int64_t)sim_below(&w->rng, (uint64_t)w->max_delay_ms),
-            .type = SIM_EV_DELIVER, .node = to,
+            .type = SIM_EV_DELIVER,
+            .node = to,
         };
         if (c == 0)
             ev.msg = *msg;
@@ -209,9 +207,12 @@ static void drain(struct sim_world *w, int node)
             disk_truncate(w, node, o.offset);
             break;
         case RAFT_OUT_PERSIST_QS: {
-            struct sim_event ev = {.time = disk_completion(w, &sn->disk), .type = SIM_EV_QS_DONE,
-                                   .node = node, .incarnation = sn->incarnation,
-                                   .version = o.qs_version, .qs = o.qs};
+            struct sim_event ev = {.time = disk_completion(w, &sn->disk),
+                                   .type = SIM_EV_QS_DONE,
+                                   .node = node,
+                                   .incarnation = sn->incarnation,
+                                   .version = o.qs_version,
+                                   .qs = o.qs};
             schedule(w, &ev);
             break;
         }
@@ -219,8 +220,7 @@ static void drain(struct sim_world *w, int node)
             sim_check_hw(w, node, o.offset);
             break;
         case RAFT_OUT_ROLE:
-            sim_trace(w, "n%d %s epoch %d leader %d", node, raft_role_name(o.role), o.epoch,
-                      o.leader_id);
+            sim_trace(w, "n%d %s epoch %d leader %d", node, raft_role_name(o.role), o.epoch, o.leader_id);
             sim_check_role(w, node, o.role, o.epoch);
             break;
         }
@@ -229,8 +229,10 @@ static void drain(struct sim_world *w, int node)
     if (sn->raft && raft_node_failed(sn->raft))
         sim_violation(w, "node %d failed (out of memory)", node);
     if (wrote) {
-        struct sim_event ev = {.time = disk_completion(w, &sn->disk), .type = SIM_EV_FSYNC,
-                               .node = node, .incarnation = sn->incarnation,
+        struct sim_event ev = {.time = disk_completion(w, &sn->disk),
+                               .type = SIM_EV_FSYNC,
+                               .node = node,
+                               .incarnation = sn->incarnation,
                                .offset = sn->disk.len};
         schedule(w, &ev);
     }
@@ -255,15 +257,15 @@ static void start_node(struct sim_world *w, int node)
 {
     struct sim_node *sn = &w->nodes[node];
     struct raft_config cfg = node_config(w, node);
-    int rc = raft_node_create(&sn->raft, &cfg, sn->disk.has_qs ? &sn->disk.qs : NULL,
-                              sn->disk.entries, sn->disk.durable_end, sim_local_time(w, node));
+    int rc = raft_node_create(&sn->raft, &cfg, sn->disk.has_qs ? &sn->disk.qs : NULL, sn->disk.entries,
+                              sn->disk.durable_end, sim_local_time(w, node));
     if (rc != RAFT_OK) {
         sim_violation(w, "node %d failed to start: %d", node, rc);
         return;
     }
     sn->checked_upto = 0;
-    sim_trace(w, "n%d start: epoch %d, %lld durable entries", node,
-              raft_node_epoch(sn->raft), (long long)sn->disk.durable_end);
+    sim_trace(w, "n%d start: epoch %d, %lld durable entries", node, raft_node_epoch(sn->raft),
+              (long long)sn->disk.durable_end);
     drain(w, node);
 }
 
@@ -278,10 +280,11 @@ static void crash_node(struct sim_world *w, int node)
     disk_cut(&sn->disk, sn->disk.durable_end); /* the unsynced tail is lost */
     sn->disk.busy_until = 0;
     w->crashes++;
-    sim_trace(w, "n%d crash: %lld durable entries, epoch %d survive", node,
-              (long long)sn->disk.durable_end, sn->disk.has_qs ? sn->disk.qs.leader_epoch : 0);
+    sim_trace(w, "n%d crash: %lld durable entries, epoch %d survive", node, (long long)sn->disk.durable_end,
+              sn->disk.has_qs ? sn->disk.qs.leader_epoch : 0);
     struct sim_event ev = {.time = w->now + 50 + (int64_t)sim_below(&w->rng, 3000),
-                           .type = SIM_EV_RESTART, .node = node,
+                           .type = SIM_EV_RESTART,
+                           .node = node,
                            .incarnation = sn->incarnation};
     schedule(w, &ev);
 }
@@ -306,14 +309,11 @@ static void client_append(struct sim_world *w)
         uint64_t seq = w->client_seq++;
         memcpy(body + 1, &seq, sizeof seq);
         int64_t offset;
-        if (raft_node_append(w->nodes[leader].raft, sim_local_time(w, leader), body,
-                             sizeof body, &offset) == RAFT_OK)
-            sim_trace(w, "client entry %llu at n%d offset %lld", (unsigned long long)seq,
-                      leader, (long long)offset);
+        if (raft_node_append(w->nodes[leader].raft, sim_local_time(w, leader), body, sizeof body, &offset) == RAFT_OK)
+            sim_trace(w, "client entry %llu at n%d offset %lld", (unsigned long long)seq, leader, (long long)offset);
         drain(w, leader);
     }
-    struct sim_event ev = {.time = w->now + 20 + (int64_t)sim_below(&w->rng, 40),
-                           .type = SIM_EV_CLIENT};
+    struct sim_event ev = {.time = w->now + 20 + (int64_t)sim_below(&w->rng, 40), .type = SIM_EV_CLIENT};
     schedule(w, &ev);
 }
 
@@ -377,8 +377,7 @@ static void inject_fault(struct sim_world *w)
             crash_node(w, current_leader(w));
         break;
     }
-    struct sim_event ev = {.time = w->now + 100 + (int64_t)sim_below(&w->rng, 400),
-                           .type = SIM_EV_FAULT};
+    struct sim_event ev = {.time = w->now + 100 + (int64_t)sim_below(&w->rng, 400), .type = SIM_EV_FAULT};
     if (ev.time > w->fault_end)
         ev.time = w->fault_end;
     schedule(w, &ev);
@@ -401,19 +400,18 @@ int sim_world_init(struct sim_world *w, uint64_t seed, bool trace)
     /* Half the seeds run Kafka's timeouts; the rest timeouts as short as a
      * few message delays, where elections race and collide. Below a round
      * trip no election can finish, so the liveness bound could not hold. */
-    w->election_timeout_ms = sim_below(&w->rng, 2)
-                                 ? 1000
-                                 : 2 * w->max_delay_ms + 10 + (int64_t)sim_below(&w->rng, 300);
+    w->election_timeout_ms = sim_below(&w->rng, 2) ? 1000 : 2 * w->max_delay_ms + 10 + (int64_t)sim_below(&w->rng, 300);
     w->fault_end = 2000 + (int64_t)sim_below(&w->rng, 18000);
     for (int i = 0; i < w->n_nodes; i++) {
         /* Clocks run up to 5% fast or slow and start anywhere. */
         w->nodes[i].drift_ppm = (int64_t)sim_below(&w->rng, 100001) - 50000;
         w->nodes[i].clock_offset = (int64_t)sim_below(&w->rng, 1000000);
     }
-    sim_trace(w, "seed %llu: %d voters, %d observers, loss %u%%, dup %u%%, delay <= %lldms, "
-              "election timeout %lldms, faults until %lldms", (unsigned long long)seed, w->n_voters,
-              w->n_nodes - w->n_voters, w->loss_pct, w->dup_pct, (long long)w->max_delay_ms,
-              (long long)w->election_timeout_ms, (long long)w->fault_end);
+    sim_trace(w,
+              "seed %llu: %d voters, %d observers, loss %u%%, dup %u%%, delay <= %lldms, "
+              "election timeout %lldms, faults until %lldms",
+              (unsigned long long)seed, w->n_voters, w->n_nodes - w->n_voters, w->loss_pct, w->dup_pct,
+              (long long)w->max_delay_ms, (long long)w->election_timeout_ms, (long long)w->fault_end);
     for (int i = 0; i < w->n_nodes; i++)
         start_node(w, i);
     struct sim_event fault = {.time = 100 + (int64_t)sim_below(&w->rng, 400), .type = SIM_EV_FAULT};
@@ -438,8 +436,8 @@ void sim_world_free(struct sim_world *w)
 
 static const char *msg_name(enum raft_msg_type t)
 {
-    static const char *names[] = {"?", "Vote", "VoteResp", "BeginEpoch", "BeginEpochResp",
-                                  "EndEpoch", "EndEpochResp", "Fetch", "FetchResp"};
+    static const char *names[] = {"?",        "Vote",         "VoteResp", "BeginEpoch", "BeginEpochResp",
+                                  "EndEpoch", "EndEpochResp", "Fetch",    "FetchResp"};
     return t <= RAFT_MSG_FETCH_RESP ? names[t] : "?";
 }
 
@@ -494,8 +492,10 @@ bool sim_world_run(struct sim_world *w)
             break; /* live again, and a little more to check it stays safe */
         if (w->now > deadline) {
             w->liveness_failed = true;
-            sim_violation(w, "no leader committed a new entry within %dms after the faults "
-                          "healed at %lldms", SIM_LIVENESS_BOUND_MS, (long long)w->fault_end);
+            sim_violation(w,
+                          "no leader committed a new entry within %dms after the faults "
+                          "healed at %lldms",
+                          SIM_LIVENESS_BOUND_MS, (long long)w->fault_end);
             break;
         }
         if (w->heap_len && w->heap[0].time <= next_tick) {

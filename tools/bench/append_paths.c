@@ -107,8 +107,7 @@ static int64_t machine_busy_ns(void)
     unsigned long long v[7] = {0};
     if (!f)
         return 0;
-    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-                   &v[4], &v[5], &v[6]);
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]);
     fclose(f);
     if (n != 7)
         return 0;
@@ -167,8 +166,7 @@ static int reserve_ahead(int file, size_t end, size_t step, size_t *reserved)
 
 /* Moves len bytes socket -> pipe -> file at pos; *file_cpu gets the time of
  * the pipe -> file half. 0 or -1. */
-static int splice_chunk(int sock, const int pipe_fds[2], int file, loff_t pos, size_t len,
-                        int64_t *file_cpu)
+static int splice_chunk(int sock, const int pipe_fds[2], int file, loff_t pos, size_t len, int64_t *file_cpu)
 {
     while (len > 0) {
         ssize_t in = splice(sock, NULL, pipe_fds[1], NULL, len, SPLICE_F_MOVE);
@@ -190,8 +188,8 @@ static int splice_chunk(int sock, const int pipe_fds[2], int file, loff_t pos, s
     return 0;
 }
 
-static int run_mode(const char *mode, const char *dir, size_t total, size_t chunk,
-                    size_t reserve_step, bool sync_at_end)
+static int run_mode(const char *mode, const char *dir, size_t total, size_t chunk, size_t reserve_step,
+                    bool sync_at_end)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/append-paths.%d.log", dir, (int)getpid());
@@ -235,17 +233,15 @@ static int run_mode(const char *mode, const char *dir, size_t total, size_t chun
         }
     }
     uint8_t *map = NULL;
-    if (strcmp(mode, "write-fallocate") == 0 &&
-        fallocate(file, FALLOC_FL_KEEP_SIZE, 0, (off_t)total) != 0) {
+    if (strcmp(mode, "write-fallocate") == 0 && fallocate(file, FALLOC_FL_KEEP_SIZE, 0, (off_t)total) != 0) {
         fprintf(stderr, "fallocate: %s\n", strerror(errno));
         return -1;
     }
     bool use_map = strncmp(mode, "mmap", 4) == 0;
     if (use_map) {
         int sized = strcmp(mode, "mmap-fallocate") == 0 ? fallocate(file, 0, 0, (off_t)total)
-                                                         : ftruncate(file, (off_t)total);
-        if (sized != 0 ||
-            (map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, file, 0)) == MAP_FAILED) {
+                                                        : ftruncate(file, (off_t)total);
+        if (sized != 0 || (map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, file, 0)) == MAP_FAILED) {
             fprintf(stderr, "mmap: %s\n", strerror(errno));
             return -1;
         }
@@ -296,8 +292,7 @@ static int run_mode(const char *mode, const char *dir, size_t total, size_t chun
             int64_t file0 = thread_cpu_ns();
             if (rc == 0 && reserve_steps)
                 rc = reserve_ahead(file, done + want, reserve_step, &reserved);
-            if (rc == 0 && strncmp(mode, "write", 5) == 0 &&
-                pwrite(file, buf, want, (off_t)done) != (ssize_t)want)
+            if (rc == 0 && strncmp(mode, "write", 5) == 0 && pwrite(file, buf, want, (off_t)done) != (ssize_t)want)
                 rc = -1;
             file_cpu += thread_cpu_ns() - file0;
         }
@@ -367,11 +362,10 @@ int main(int argc, char **argv)
         return 2;
     }
     for (int i = first_mode; i < argc; i++) {
-        if (strcmp(argv[i], "recv") != 0 && strcmp(argv[i], "write") != 0 &&
-            strcmp(argv[i], "mmap") != 0 && strcmp(argv[i], "mmap-fallocate") != 0 &&
-            strcmp(argv[i], "write-fallocate") != 0 && strcmp(argv[i], "write-misaligned") != 0 &&
-            strcmp(argv[i], "write-reserve-steps") != 0 && strcmp(argv[i], "splice") != 0 &&
-            strcmp(argv[i], "direct") != 0 && strcmp(argv[i], "direct-staged") != 0) {
+        if (strcmp(argv[i], "recv") != 0 && strcmp(argv[i], "write") != 0 && strcmp(argv[i], "mmap") != 0 &&
+            strcmp(argv[i], "mmap-fallocate") != 0 && strcmp(argv[i], "write-fallocate") != 0 &&
+            strcmp(argv[i], "write-misaligned") != 0 && strcmp(argv[i], "write-reserve-steps") != 0 &&
+            strcmp(argv[i], "splice") != 0 && strcmp(argv[i], "direct") != 0 && strcmp(argv[i], "direct-staged") != 0) {
             fprintf(stderr, "unknown mode %s\n", argv[i]);
             return 2;
         }

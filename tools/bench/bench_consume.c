@@ -10,12 +10,10 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
     (void)rk;
     (void)opaque;
-    fprintf(stderr, "cairn-bench: client error: %s: %s\n",
-            rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+    fprintf(stderr, "cairn-bench: client error: %s: %s\n", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
 }
 
-static rd_kafka_t *create_consumer(const struct bench_options *opts, char *err,
-                                   size_t errlen)
+static rd_kafka_t *create_consumer(const struct bench_options *opts, char *err, size_t errlen)
 {
     char group[64];
     snprintf(group, sizeof(group), "cairn-bench-%d", (int)getpid());
@@ -26,8 +24,7 @@ static rd_kafka_t *create_consumer(const struct bench_options *opts, char *err,
         {"auto.offset.reset", "earliest"},
         {"enable.partition.eof", "false"},
     };
-    rd_kafka_conf_t *conf =
-        bench_conf_new(opts, defaults, sizeof(defaults) / sizeof(defaults[0]), err, errlen);
+    rd_kafka_conf_t *conf = bench_conf_new(opts, defaults, sizeof(defaults) / sizeof(defaults[0]), err, errlen);
     if (!conf)
         return NULL;
     rd_kafka_conf_set_error_cb(conf, on_error);
@@ -42,8 +39,7 @@ static rd_kafka_t *create_consumer(const struct bench_options *opts, char *err,
     return rk;
 }
 
-static int assign_all(rd_kafka_t *rk, const char *topic, int partitions, char *err,
-                      size_t errlen)
+static int assign_all(rd_kafka_t *rk, const char *topic, int partitions, char *err, size_t errlen)
 {
     rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(partitions);
     for (int p = 0; p < partitions; p++)
@@ -99,9 +95,8 @@ int bench_run_consume(const struct bench_options *opts)
     }
     bench_cpu_window_stop(&cpu);
 
-    json_t *report = json_pack("{s:s, s:s, s:s, s:i}", "command", "consume", "bootstrap",
-                               opts->bootstrap, "topic", opts->topic, "partitions",
-                               partitions);
+    json_t *report = json_pack("{s:s, s:s, s:s, s:i}", "command", "consume", "bootstrap", opts->bootstrap, "topic",
+                               opts->topic, "partitions", partitions);
     bench_report_add_overrides(report, opts);
     bench_report_add_totals(report, records, bytes, (double)(last - start) / 1e6, &cpu);
     json_object_set_new(report, "fetch_errors", json_integer((json_int_t)errors));
@@ -109,8 +104,8 @@ int bench_run_consume(const struct bench_options *opts)
     if (records < (uint64_t)opts->records) {
         char msg[700];
         snprintf(msg, sizeof(msg), "read %llu of %lld records before %ld ms without data%s%s",
-                 (unsigned long long)records, opts->records, opts->idle_timeout_ms,
-                 err[0] ? "; first error: " : "", err);
+                 (unsigned long long)records, opts->records, opts->idle_timeout_ms, err[0] ? "; first error: " : "",
+                 err);
         json_object_set_new(report, "error", json_string(msg));
         rc = 1;
     }

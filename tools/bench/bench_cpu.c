@@ -8,8 +8,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-int bench_cpu_parse_proc_stat(const char *text, long ticks_per_second,
-                              struct bench_cpu_sample *out, char *err, size_t errlen)
+int bench_cpu_parse_proc_stat(const char *text, long ticks_per_second, struct bench_cpu_sample *out, char *err,
+                              size_t errlen)
 {
     if (ticks_per_second <= 0) {
         snprintf(err, errlen, "invalid clock tick rate %ld", ticks_per_second);
@@ -53,8 +53,7 @@ int bench_cpu_parse_proc_stat(const char *text, long ticks_per_second,
     return 0;
 }
 
-int bench_cpu_read_process(pid_t pid, struct bench_cpu_sample *out, char *err,
-                           size_t errlen)
+int bench_cpu_read_process(pid_t pid, struct bench_cpu_sample *out, char *err, size_t errlen)
 {
     char path[64];
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);

@@ -14,12 +14,11 @@ struct bench_cpu_sample {
 /* Parses the text of /proc/<pid>/stat. The command name (field 2) may hold
  * spaces and parentheses, so fields are counted from the last ')'.
  * Returns 0 on success, -1 on malformed input (err filled). */
-int bench_cpu_parse_proc_stat(const char *text, long ticks_per_second,
-                              struct bench_cpu_sample *out, char *err, size_t errlen);
+int bench_cpu_parse_proc_stat(const char *text, long ticks_per_second, struct bench_cpu_sample *out, char *err,
+                              size_t errlen);
 
 /* Reads /proc/<pid>/stat of another process. Returns 0 or -1 (err filled). */
-int bench_cpu_read_process(pid_t pid, struct bench_cpu_sample *out, char *err,
-                           size_t errlen);
+int bench_cpu_read_process(pid_t pid, struct bench_cpu_sample *out, char *err, size_t errlen);
 
 /* CPU time of this process, all threads (librdkafka's included). */
 void bench_cpu_read_self(struct bench_cpu_sample *out);

@@ -21,8 +21,7 @@ size_t bench_histogram_bucket_of(uint64_t value_us)
         return (size_t)value_us;
     unsigned shift = highest_bit(value_us) - BENCH_HISTOGRAM_SUB_BITS;
     /* (value >> shift) lies in [64, 127]: the position inside the octave. */
-    size_t bucket = LINEAR_LIMIT + (size_t)(shift - 1) * SUB_BUCKETS +
-                    (size_t)((value_us >> shift) - SUB_BUCKETS);
+    size_t bucket = LINEAR_LIMIT + (size_t)(shift - 1) * SUB_BUCKETS + (size_t)((value_us >> shift) - SUB_BUCKETS);
     if (bucket >= BENCH_HISTOGRAM_BUCKETS)
         bucket = BENCH_HISTOGRAM_BUCKETS - 1;
     return bucket;

@@ -7,8 +7,7 @@
 #define METADATA_TIMEOUT_MS 10000
 #define TOPIC_READY_TIMEOUT_US (30 * 1000000ull)
 
-int bench_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, char *err,
-                   size_t errlen)
+int bench_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, char *err, size_t errlen)
 {
     char rk_err[256];
     if (rd_kafka_conf_set(conf, key, value, rk_err, sizeof(rk_err)) != RD_KAFKA_CONF_OK) {
@@ -18,9 +17,8 @@ int bench_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, ch
     return 0;
 }
 
-rd_kafka_conf_t *bench_conf_new(const struct bench_options *opts,
-                                const struct bench_conf_pair *defaults, size_t default_count,
-                                char *err, size_t errlen)
+rd_kafka_conf_t *bench_conf_new(const struct bench_options *opts, const struct bench_conf_pair *defaults,
+                                size_t default_count, char *err, size_t errlen)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     if (bench_conf_set(conf, "bootstrap.servers", opts->bootstrap, err, errlen) != 0)
@@ -68,8 +66,7 @@ static int topic_state(const rd_kafka_metadata_t *md, const char *topic, int *wi
     return -1;
 }
 
-int bench_topic_partition_count(rd_kafka_t *rk, const char *topic, char *err,
-                                size_t errlen)
+int bench_topic_partition_count(rd_kafka_t *rk, const char *topic, char *err, size_t errlen)
 {
     const rd_kafka_metadata_t *md = NULL;
     /* all_topics=1 lists topics without asking the broker to create one. */
@@ -111,8 +108,7 @@ int bench_topic_ready_partitions(rd_kafka_t *rk, const char *topic, int *ready)
 
 /* Returns 0 when created or already there, 1 when the broker does not
  * support CreateTopics or gave no answer in time, -1 on other errors. */
-static int create_topic(rd_kafka_t *rk, const struct bench_options *opts, char *err,
-                        size_t errlen)
+static int create_topic(rd_kafka_t *rk, const struct bench_options *opts, char *err, size_t errlen)
 {
     char rk_err[256];
     /* CreateTopics goes to the controller. librdkafka's mock cluster names
@@ -121,16 +117,14 @@ static int create_topic(rd_kafka_t *rk, const struct bench_options *opts, char *
     if (!controller_is_known(rk))
         return 1;
     int partitions = opts->partitions > 0 ? opts->partitions : 1;
-    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(opts->topic, partitions,
-                                                    opts->replication_factor, rk_err,
+    rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(opts->topic, partitions, opts->replication_factor, rk_err,
                                                     sizeof(rk_err));
     if (!nt) {
         snprintf(err, errlen, "topic %s: %s", opts->topic, rk_err);
         return -1;
     }
     rd_kafka_queue_t *queue = rd_kafka_queue_new(rk);
-    rd_kafka_AdminOptions_t *options =
-        rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+    rd_kafka_AdminOptions_t *options = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
     rd_kafka_AdminOptions_set_operation_timeout(options, METADATA_TIMEOUT_MS, NULL, 0);
     /* Brokers that lack CreateTopics (librdkafka's mock cluster) never name
      * a controller, so without this the request would wait forever. */
@@ -143,12 +137,11 @@ static int create_topic(rd_kafka_t *rk, const struct bench_options *opts, char *
         rc = 1;
     } else if (rd_kafka_event_error(ev)) {
         rd_kafka_resp_err_t e = rd_kafka_event_error(ev);
-        if (e == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE ||
-            e == RD_KAFKA_RESP_ERR_UNSUPPORTED_VERSION || e == RD_KAFKA_RESP_ERR__TIMED_OUT) {
+        if (e == RD_KAFKA_RESP_ERR__UNSUPPORTED_FEATURE || e == RD_KAFKA_RESP_ERR_UNSUPPORTED_VERSION ||
+            e == RD_KAFKA_RESP_ERR__TIMED_OUT) {
             rc = 1;
         } else {
-            snprintf(err, errlen, "CreateTopics %s: %s", opts->topic,
-                     rd_kafka_event_error_string(ev));
+            snprintf(err, errlen, "CreateTopics %s: %s", opts->topic, rd_kafka_event_error_string(ev));
         }
     } else {
         const rd_kafka_CreateTopics_result_t *res = rd_kafka_event_CreateTopics_result(ev);
@@ -184,8 +177,7 @@ static void request_auto_create(rd_kafka_t *rk, const char *topic)
         rd_kafka_topic_destroy(rkt);
 }
 
-int bench_topic_ensure(rd_kafka_t *rk, const struct bench_options *opts,
-                       int *partition_count, char *err, size_t errlen)
+int bench_topic_ensure(rd_kafka_t *rk, const struct bench_options *opts, int *partition_count, char *err, size_t errlen)
 {
     int existing = bench_topic_partition_count(rk, opts->topic, err, errlen);
     if (existing < 0)
@@ -214,8 +206,7 @@ int bench_topic_ensure(rd_kafka_t *rk, const struct bench_options *opts,
             }
         }
         if (bench_now_us() > deadline) {
-            snprintf(err, errlen, "topic %s has no leader for every partition after 30 s",
-                     opts->topic);
+            snprintf(err, errlen, "topic %s has no leader for every partition after 30 s", opts->topic);
             return -1;
         }
         usleep(100 * 1000);

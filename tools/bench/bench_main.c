@@ -18,43 +18,40 @@ uint64_t bench_now_us(void)
 
 void bench_usage(FILE *out)
 {
-    fprintf(out,
-            "usage:\n"
-            "  cairn-bench produce --bootstrap H:P --topic T --records N\n"
-            "      [--record-size 1024] [--acks 1] [--linger-ms 5] [--partitions P]\n"
-            "      [--replication-factor 1] [--compression none] [--broker-pid PID]\n"
-            "      [--flush-timeout-ms 120000] [--txn-size N [--txn-id ID]] [-X key=value]...\n"
-            "  cairn-bench consume --bootstrap H:P --topic T --records N\n"
-            "      [--group G] [--idle-timeout-ms 10000] [--broker-pid PID] [-X key=value]...\n"
-            "  cairn-bench mock-cluster [--brokers 1] [--topic T --partitions P]\n"
-            "  cairn-bench wait-topic --bootstrap H:P --topic T [--partitions P]\n"
-            "      [--idle-timeout-ms 10000]\n"
-            "\n"
-            "produce and consume print one JSON object on stdout. mock-cluster prints\n"
-            "the bootstrap address of an in-process librdkafka mock cluster and serves\n"
-            "until SIGTERM or SIGINT. wait-topic reports how long until the topic has\n"
-            "P partitions, each with a leader. produce --txn-size N sends the records\n"
-            "in transactions of N records each (transactional.id --txn-id, default\n"
-            "cairn-bench-<pid>) and reports the commit latency.\n");
+    fprintf(out, "usage:\n"
+                 "  cairn-bench produce --bootstrap H:P --topic T --records N\n"
+                 "      [--record-size 1024] [--acks 1] [--linger-ms 5] [--partitions P]\n"
+                 "      [--replication-factor 1] [--compression none] [--broker-pid PID]\n"
+                 "      [--flush-timeout-ms 120000] [--txn-size N [--txn-id ID]] [-X key=value]...\n"
+                 "  cairn-bench consume --bootstrap H:P --topic T --records N\n"
+                 "      [--group G] [--idle-timeout-ms 10000] [--broker-pid PID] [-X key=value]...\n"
+                 "  cairn-bench mock-cluster [--brokers 1] [--topic T --partitions P]\n"
+                 "  cairn-bench wait-topic --bootstrap H:P --topic T [--partitions P]\n"
+                 "      [--idle-timeout-ms 10000]\n"
+                 "\n"
+                 "produce and consume print one JSON object on stdout. mock-cluster prints\n"
+                 "the bootstrap address of an in-process librdkafka mock cluster and serves\n"
+                 "until SIGTERM or SIGINT. wait-topic reports how long until the topic has\n"
+                 "P partitions, each with a leader. produce --txn-size N sends the records\n"
+                 "in transactions of N records each (transactional.id --txn-id, default\n"
+                 "cairn-bench-<pid>) and reports the commit latency.\n");
 }
 
-static int parse_long(const char *name, const char *text, long long min, long long max,
-                      long long *out, char *err, size_t errlen)
+static int parse_long(const char *name, const char *text, long long min, long long max, long long *out, char *err,
+                      size_t errlen)
 {
     char *end;
     errno = 0;
     long long v = strtoll(text, &end, 10);
     if (end == text || *end != '\0' || errno != 0 || v < min || v > max) {
-        snprintf(err, errlen, "%s: expected an integer in [%lld, %lld], got '%s'", name,
-                 min, max, text);
+        snprintf(err, errlen, "%s: expected an integer in [%lld, %lld], got '%s'", name, min, max, text);
         return -1;
     }
     *out = v;
     return 0;
 }
 
-int bench_options_parse(int argc, char **argv, struct bench_options *opts, char *err,
-                        size_t errlen)
+int bench_options_parse(int argc, char **argv, struct bench_options *opts, char *err, size_t errlen)
 {
     memset(opts, 0, sizeof(*opts));
     opts->records = 1000000;
@@ -144,8 +141,7 @@ int bench_options_parse(int argc, char **argv, struct bench_options *opts, char 
             return -1;
     }
 
-    int needs_broker = !strcmp(opts->command, "produce") ||
-                       !strcmp(opts->command, "consume") ||
+    int needs_broker = !strcmp(opts->command, "produce") || !strcmp(opts->command, "consume") ||
                        !strcmp(opts->command, "wait-topic");
     if (needs_broker && (!opts->bootstrap || !opts->topic)) {
         snprintf(err, errlen, "%s needs --bootstrap and --topic", opts->command);

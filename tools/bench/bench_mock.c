@@ -11,8 +11,9 @@ int bench_run_mock_cluster(const struct bench_options *opts)
 {
     if (opts->port != 0) {
         /* librdkafka's mock brokers bind port 0; its API offers no choice. */
-        fprintf(stderr, "cairn-bench: --port is not supported by librdkafka %s's mock "
-                        "cluster; it picks free ports and prints them\n",
+        fprintf(stderr,
+                "cairn-bench: --port is not supported by librdkafka %s's mock "
+                "cluster; it picks free ports and prints them\n",
                 rd_kafka_version_str());
         return 2;
     }
@@ -45,13 +46,10 @@ int bench_run_mock_cluster(const struct bench_options *opts)
     }
     if (opts->topic) {
         int partitions = opts->partitions > 0 ? opts->partitions : 1;
-        int replicas = opts->replication_factor <= opts->brokers ? opts->replication_factor
-                                                                 : opts->brokers;
-        rd_kafka_resp_err_t e =
-            rd_kafka_mock_topic_create(cluster, opts->topic, partitions, replicas);
+        int replicas = opts->replication_factor <= opts->brokers ? opts->replication_factor : opts->brokers;
+        rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(cluster, opts->topic, partitions, replicas);
         if (e) {
-            fprintf(stderr, "cairn-bench: mock topic %s: %s\n", opts->topic,
-                    rd_kafka_err2str(e));
+            fprintf(stderr, "cairn-bench: mock topic %s: %s\n", opts->topic, rd_kafka_err2str(e));
             rd_kafka_mock_cluster_destroy(cluster);
             rd_kafka_destroy(rk);
             return 1;

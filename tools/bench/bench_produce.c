@@ -34,8 +34,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opa
     st->last_report_us = now;
     if (msg->err) {
         if (st->failed++ == 0)
-            snprintf(st->first_error, sizeof(st->first_error), "%s",
-                     rd_kafka_err2str(msg->err));
+            snprintf(st->first_error, sizeof(st->first_error), "%s", rd_kafka_err2str(msg->err));
         return;
     }
     uint64_t sent = (uint64_t)(uintptr_t)msg->_private;
@@ -50,8 +49,7 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
     (void)rk;
     (void)opaque;
-    fprintf(stderr, "cairn-bench: client error: %s: %s\n",
-            rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+    fprintf(stderr, "cairn-bench: client error: %s: %s\n", rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
 }
 
 /* Payload that is neither constant nor random-looking, so compressed runs
@@ -64,13 +62,11 @@ static void fill_payload(unsigned char *buf, size_t len)
         x ^= x << 13;
         x ^= x >> 17;
         x ^= x << 5;
-        buf[i] = (x & 3) ? (unsigned char)words[i % (sizeof(words) - 1)]
-                         : (unsigned char)(x >> 24);
+        buf[i] = (x & 3) ? (unsigned char)words[i % (sizeof(words) - 1)] : (unsigned char)(x >> 24);
     }
 }
 
-static rd_kafka_t *create_producer(const struct bench_options *opts,
-                                   struct produce_state *st, char *err, size_t errlen)
+static rd_kafka_t *create_producer(const struct bench_options *opts, struct produce_state *st, char *err, size_t errlen)
 {
     char linger[32], txn_id[64];
     snprintf(linger, sizeof(linger), "%ld", opts->linger_ms);
@@ -112,12 +108,11 @@ static int txn_check(rd_kafka_error_t *e, const char *what, char *err, size_t er
 
 /* Commits the open transaction and times the call (it flushes the
  * transaction's records first, then EndTxn). */
-static int txn_commit(rd_kafka_t *rk, const struct bench_options *opts, struct produce_state *st,
-                      char *err, size_t errlen)
+static int txn_commit(rd_kafka_t *rk, const struct bench_options *opts, struct produce_state *st, char *err,
+                      size_t errlen)
 {
     uint64_t start = bench_now_us();
-    if (txn_check(rd_kafka_commit_transaction(rk, (int)opts->flush_timeout_ms), "commit_transaction",
-                  err, errlen) != 0)
+    if (txn_check(rd_kafka_commit_transaction(rk, (int)opts->flush_timeout_ms), "commit_transaction", err, errlen) != 0)
         return -1;
     uint64_t took = bench_now_us() - start;
     bench_histogram_record(&st->commit_latency, took);
@@ -135,16 +130,15 @@ static uint64_t send_all(rd_kafka_t *rk, const struct bench_options *opts, struc
         if (opts->txn_size > 0 && i % opts->txn_size == 0 &&
             txn_check(rd_kafka_begin_transaction(rk), "begin_transaction", err, errlen) != 0)
             return sent;
-        int32_t partition = opts->partitions > 0 ? (int32_t)(i % opts->partitions)
-                                                 : RD_KAFKA_PARTITION_UA;
+        int32_t partition = opts->partitions > 0 ? (int32_t)(i % opts->partitions) : RD_KAFKA_PARTITION_UA;
         for (;;) {
             uint64_t now = bench_now_us();
             /* No copy flag: every record points at the same payload, which
              * outlives the producer. */
-            rd_kafka_resp_err_t e = rd_kafka_producev(
-                rk, RD_KAFKA_V_TOPIC(opts->topic), RD_KAFKA_V_PARTITION(partition),
-                RD_KAFKA_V_VALUE((void *)payload, (size_t)opts->record_size),
-                RD_KAFKA_V_OPAQUE((void *)(uintptr_t)now), RD_KAFKA_V_END);
+            rd_kafka_resp_err_t e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(opts->topic),
+                                                      RD_KAFKA_V_PARTITION(partition),
+                                                      RD_KAFKA_V_VALUE((void *)payload, (size_t)opts->record_size),
+                                                      RD_KAFKA_V_OPAQUE((void *)(uintptr_t)now), RD_KAFKA_V_END);
             if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
                 break;
             if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
@@ -194,8 +188,8 @@ int bench_run_produce(const struct bench_options *opts)
         return 1;
     }
     if (opts->partitions > partition_count) {
-        fprintf(stderr, "cairn-bench: topic %s has %d partitions, fewer than --partitions %d\n",
-                opts->topic, partition_count, opts->partitions);
+        fprintf(stderr, "cairn-bench: topic %s has %d partitions, fewer than --partitions %d\n", opts->topic,
+                partition_count, opts->partitions);
         rd_kafka_destroy(rk);
         free(st);
         free(payload);
@@ -220,42 +214,37 @@ int bench_run_produce(const struct bench_options *opts)
     bench_cpu_window_stop(&cpu);
 
     double seconds = (double)(end - start) / 1e6;
-    json_t *report = json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:I, s:s}", "command",
-                               "produce", "bootstrap", opts->bootstrap, "topic",
-                               opts->topic, "record_size", (int)opts->record_size,
-                               "linger_ms", (int)opts->linger_ms, "acks", opts->acks,
-                               "partitions", (json_int_t)partition_count, "compression",
-                               opts->compression);
+    json_t *report = json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:I, s:s}", "command", "produce", "bootstrap",
+                               opts->bootstrap, "topic", opts->topic, "record_size", (int)opts->record_size,
+                               "linger_ms", (int)opts->linger_ms, "acks", opts->acks, "partitions",
+                               (json_int_t)partition_count, "compression", opts->compression);
     bench_report_add_overrides(report, opts);
     bench_report_add_totals(report, st->delivered, st->delivered_bytes, seconds, &cpu);
     json_object_set_new(report, "failed", json_integer((json_int_t)st->failed));
-    json_object_set_new(
-        report, "latency_ms",
-        json_pack("{s:f, s:f, s:f, s:f, s:f}", "avg",
-                  st->delivered ? st->latency_sum_us / (double)st->delivered / 1000.0 : 0.0,
-                  "p50", (double)bench_histogram_quantile(&st->latency, 0.50) / 1000.0, "p99",
-                  (double)bench_histogram_quantile(&st->latency, 0.99) / 1000.0, "p999",
-                  (double)bench_histogram_quantile(&st->latency, 0.999) / 1000.0, "max",
-                  (double)st->latency.max_us / 1000.0));
+    json_object_set_new(report, "latency_ms",
+                        json_pack("{s:f, s:f, s:f, s:f, s:f}", "avg",
+                                  st->delivered ? st->latency_sum_us / (double)st->delivered / 1000.0 : 0.0, "p50",
+                                  (double)bench_histogram_quantile(&st->latency, 0.50) / 1000.0, "p99",
+                                  (double)bench_histogram_quantile(&st->latency, 0.99) / 1000.0, "p999",
+                                  (double)bench_histogram_quantile(&st->latency, 0.999) / 1000.0, "max",
+                                  (double)st->latency.max_us / 1000.0));
     if (opts->txn_size > 0) {
         json_object_set_new(report, "txn_size", json_integer((json_int_t)opts->txn_size));
         json_object_set_new(report, "transactions", json_integer((json_int_t)st->transactions));
-        json_object_set_new(
-            report, "commit_ms",
-            json_pack("{s:f, s:f, s:f, s:f}", "avg",
-                      st->transactions ? st->commit_sum_us / (double)st->transactions / 1000.0 : 0.0, "p50",
-                      (double)bench_histogram_quantile(&st->commit_latency, 0.50) / 1000.0, "p99",
-                      (double)bench_histogram_quantile(&st->commit_latency, 0.99) / 1000.0, "max",
-                      (double)st->commit_latency.max_us / 1000.0));
+        json_object_set_new(report, "commit_ms",
+                            json_pack("{s:f, s:f, s:f, s:f}", "avg",
+                                      st->transactions ? st->commit_sum_us / (double)st->transactions / 1000.0 : 0.0,
+                                      "p50", (double)bench_histogram_quantile(&st->commit_latency, 0.50) / 1000.0,
+                                      "p99", (double)bench_histogram_quantile(&st->commit_latency, 0.99) / 1000.0,
+                                      "max", (double)st->commit_latency.max_us / 1000.0));
     }
     int rc = 0;
     if (err[0]) {
         json_object_set_new(report, "error", json_string(err));
         rc = 1;
     } else if (flush_err || st->delivered != sent) {
-        snprintf(err, sizeof(err), "%llu of %llu records not delivered%s%s",
-                 (unsigned long long)(sent - st->delivered), (unsigned long long)sent,
-                 st->first_error[0] ? ": " : "", st->first_error);
+        snprintf(err, sizeof(err), "%llu of %llu records not delivered%s%s", (unsigned long long)(sent - st->delivered),
+                 (unsigned long long)sent, st->first_error[0] ? ": " : "", st->first_error);
         json_object_set_new(report, "error", json_string(err));
         rc = 1;
     }

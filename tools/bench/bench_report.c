@@ -21,26 +21,23 @@ void bench_cpu_window_stop(struct bench_cpu_window *w)
 {
     char err[256];
     bench_cpu_read_self(&w->client_after);
-    if (w->broker_ok &&
-        bench_cpu_read_process(w->broker_pid, &w->broker_after, err, sizeof(err)) != 0) {
+    if (w->broker_ok && bench_cpu_read_process(w->broker_pid, &w->broker_after, err, sizeof(err)) != 0) {
         fprintf(stderr, "cairn-bench: broker CPU: %s\n", err);
         w->broker_ok = 0;
     }
 }
 
-static json_t *cpu_json(const struct bench_cpu_sample *before,
-                        const struct bench_cpu_sample *after, uint64_t records)
+static json_t *cpu_json(const struct bench_cpu_sample *before, const struct bench_cpu_sample *after, uint64_t records)
 {
     double user_ms = (double)(after->user_us - before->user_us) / 1000.0;
     double system_ms = (double)(after->system_us - before->system_us) / 1000.0;
     double total_us = (user_ms + system_ms) * 1000.0;
-    return json_pack("{s:f, s:f, s:f, s:f}", "user_ms", user_ms, "system_ms", system_ms,
-                     "total_ms", user_ms + system_ms, "us_per_record",
-                     records ? total_us / (double)records : 0.0);
+    return json_pack("{s:f, s:f, s:f, s:f}", "user_ms", user_ms, "system_ms", system_ms, "total_ms",
+                     user_ms + system_ms, "us_per_record", records ? total_us / (double)records : 0.0);
 }
 
-void bench_report_add_totals(json_t *report, uint64_t records, uint64_t bytes,
-                             double seconds, const struct bench_cpu_window *w)
+void bench_report_add_totals(json_t *report, uint64_t records, uint64_t bytes, double seconds,
+                             const struct bench_cpu_window *w)
 {
     double rate = seconds > 0 ? (double)records / seconds : 0.0;
     /* MB is 2^20 bytes, as in Kafka's own perf tools. */
@@ -50,8 +47,7 @@ void bench_report_add_totals(json_t *report, uint64_t records, uint64_t bytes,
     json_object_set_new(report, "seconds", json_real(seconds));
     json_object_set_new(report, "msgs_per_sec", json_real(rate));
     json_object_set_new(report, "mb_per_sec", json_real(mb_rate));
-    json_object_set_new(report, "client_cpu",
-                        cpu_json(&w->client_before, &w->client_after, records));
+    json_object_set_new(report, "client_cpu", cpu_json(&w->client_before, &w->client_after, records));
     if (w->broker_ok) {
         json_t *broker = cpu_json(&w->broker_before, &w->broker_after, records);
         json_object_set_new(broker, "pid", json_integer(w->broker_pid));

@@ -21,8 +21,8 @@ void bench_cpu_window_stop(struct bench_cpu_window *w);
 
 /* Adds records, bytes, seconds, msgs_per_sec, mb_per_sec, client_cpu and,
  * when measured, broker_cpu to the report object. */
-void bench_report_add_totals(json_t *report, uint64_t records, uint64_t bytes,
-                             double seconds, const struct bench_cpu_window *w);
+void bench_report_add_totals(json_t *report, uint64_t records, uint64_t bytes, double seconds,
+                             const struct bench_cpu_window *w);
 
 /* Records the -X client properties, which take precedence over the
  * options named in the report. */

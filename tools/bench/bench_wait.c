@@ -33,9 +33,8 @@ int bench_run_wait_topic(const struct bench_options *opts)
         usleep(20 * 1000);
     }
     double seconds = (double)(bench_now_us() - start) / 1e6;
-    json_t *report = json_pack("{s:s, s:s, s:i, s:i, s:f}", "command", "wait-topic", "topic",
-                               opts->topic, "partitions", count, "with_leader", ready,
-                               "seconds", seconds);
+    json_t *report = json_pack("{s:s, s:s, s:i, s:i, s:f}", "command", "wait-topic", "topic", opts->topic, "partitions",
+                               count, "with_leader", ready, "seconds", seconds);
     int rc = (count >= want && ready == count) ? 0 : 1;
     if (rc)
         json_object_set_new(report, "error", json_string("timed out"));

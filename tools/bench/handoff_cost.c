@@ -128,8 +128,7 @@ static int run_mode(const char *mode, const char *dir, int rounds)
     if (!r.failed)
         printf("{\"mode\": \"%s\", \"rounds\": %d, \"crc_ns_per_kib\": %.1f, "
                "\"pwrite_ns_per_kib\": %.1f, \"total_ns_per_kib\": %.1f}\n",
-               mode, rounds, (double)r.crc_ns / kib, (double)r.write_ns / kib,
-               (double)(r.crc_ns + r.write_ns) / kib);
+               mode, rounds, (double)r.crc_ns / kib, (double)r.write_ns / kib, (double)(r.crc_ns + r.write_ns) / kib);
     close(r.fd);
     unlink(path);
     free(r.buf);
@@ -160,8 +159,7 @@ int main(int argc, char **argv)
         return 2;
     }
     for (int i = first_mode; i < argc; i++) {
-        if (strcmp(argv[i], "same") != 0 && strcmp(argv[i], "cross") != 0 &&
-            strcmp(argv[i], "crc-first") != 0) {
+        if (strcmp(argv[i], "same") != 0 && strcmp(argv[i], "cross") != 0 && strcmp(argv[i], "crc-first") != 0) {
             fprintf(stderr, "unknown mode %s\n", argv[i]);
             return 2;
         }

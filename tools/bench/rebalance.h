@@ -25,14 +25,14 @@ struct rebalance_options {
     const char *strategies[2]; /* "range", "cooperative-sticky" */
     int strategy_count;
     int partitions;
-    int members;     /* stable members before the join */
-    int runs;        /* per strategy */
-    int rate;        /* produced records per second, all partitions */
-    long baseline_ms; /* steady consumption measured before the join */
-    long settle_ms;   /* consumption still watched after the group settles */
-    long jitter_ms;   /* the join comes at a random point of [0, jitter_ms) after the
+    int members;                                /* stable members before the join */
+    int runs;                                   /* per strategy */
+    int rate;                                   /* produced records per second, all partitions */
+    long baseline_ms;                           /* steady consumption measured before the join */
+    long settle_ms;                             /* consumption still watched after the group settles */
+    long jitter_ms;                             /* the join comes at a random point of [0, jitter_ms) after the
                        * baseline, so the heartbeat phase does not bias the runs */
-    long timeout_ms;  /* per wait for a stable group */
+    long timeout_ms;                            /* per wait for a stable group */
     const char *overrides[BENCH_MAX_OVERRIDES]; /* -X key=value for every consumer */
     int override_count;
     const char *broker_overrides[BENCH_MAX_OVERRIDES]; /* --broker-override for the started cairnd */
@@ -72,8 +72,7 @@ struct rebalance_member {
 
 /* rebalance_member.c */
 int rebalance_member_start(struct rebalance_member *m, int index, const struct rebalance_options *opts,
-                           const char *group, const char *strategy, uint64_t *subscribed_us, char *err,
-                           size_t errlen);
+                           const char *group, const char *strategy, uint64_t *subscribed_us, char *err, size_t errlen);
 /* Stops the thread, closes the consumer (leaving the group), frees. */
 void rebalance_member_stop(struct rebalance_member *m);
 

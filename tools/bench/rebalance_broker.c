@@ -21,7 +21,8 @@
 static int free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof a;
     int port = -1;
@@ -34,9 +35,10 @@ static int free_port(void)
 static bool port_open(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return false;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (fd < 0)
+        return false;
+    struct sockaddr_in a = {
+        .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     bool ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
     close(fd);
     return ok;
@@ -93,7 +95,8 @@ int rebalance_broker_start(struct rebalance_broker *b, const char *cairnd, const
     }
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the benchmark */
-        if (getppid() != parent) _exit(127);
+        if (getppid() != parent)
+            _exit(127);
         dup2(log_fd, STDOUT_FILENO);
         dup2(log_fd, STDERR_FILENO);
         execv(cairnd, (char *const *)argv);
@@ -142,6 +145,7 @@ void rebalance_broker_stop(struct rebalance_broker *b)
         }
         b->pid = 0;
     }
-    if (b->dir[0] && !getenv("CAIRN_KEEP_BENCH_DIR")) nftw(b->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (b->dir[0] && !getenv("CAIRN_KEEP_BENCH_DIR"))
+        nftw(b->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     b->dir[0] = '\0';
 }

@@ -22,17 +22,16 @@ uint64_t bench_now_us(void)
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: cairn-rebalance-bench [--bootstrap H:P | --cairnd PATH]\n"
-            "    [--topic rebalance-bench] [--partitions 100] [--members 20] [--runs 5]\n"
-            "    [--strategy range|cooperative-sticky|both] [--rate 2000]\n"
-            "    [--baseline-ms 2000] [--settle-ms 2000] [--jitter-ms 3000] [--timeout-ms 60000]\n"
-            "    [-X key=value]... [--broker-override key=value]...\n"
-            "\n"
-            "Without --bootstrap it starts PATH (default build/core/server/cairnd) on a free\n"
-            "loopback port with group.initial.rebalance.delay.ms=0 in a temp dir.\n"
-            "-X sets a librdkafka property on every consumer; --broker-override a cairnd\n"
-            "setting of the started broker. Prints one JSON object.\n");
+    fprintf(out, "usage: cairn-rebalance-bench [--bootstrap H:P | --cairnd PATH]\n"
+                 "    [--topic rebalance-bench] [--partitions 100] [--members 20] [--runs 5]\n"
+                 "    [--strategy range|cooperative-sticky|both] [--rate 2000]\n"
+                 "    [--baseline-ms 2000] [--settle-ms 2000] [--jitter-ms 3000] [--timeout-ms 60000]\n"
+                 "    [-X key=value]... [--broker-override key=value]...\n"
+                 "\n"
+                 "Without --bootstrap it starts PATH (default build/core/server/cairnd) on a free\n"
+                 "loopback port with group.initial.rebalance.delay.ms=0 in a temp dir.\n"
+                 "-X sets a librdkafka property on every consumer; --broker-override a cairnd\n"
+                 "setting of the started broker. Prints one JSON object.\n");
 }
 
 static int parse_int(const char *name, const char *text, long min, long max, long *out)
@@ -77,9 +76,12 @@ static int parse_options(int argc, char **argv, struct rebalance_options *o)
         }
         const char *v = argv[++i];
         long n = 0;
-        if (!strcmp(name, "--bootstrap")) o->bootstrap = v;
-        else if (!strcmp(name, "--cairnd")) o->cairnd = v;
-        else if (!strcmp(name, "--topic")) o->topic = v;
+        if (!strcmp(name, "--bootstrap"))
+            o->bootstrap = v;
+        else if (!strcmp(name, "--cairnd"))
+            o->cairnd = v;
+        else if (!strcmp(name, "--topic"))
+            o->topic = v;
         else if (!strcmp(name, "--strategy")) {
             if (!strcmp(v, "both")) {
                 o->strategy_count = 2;
@@ -91,28 +93,36 @@ static int parse_options(int argc, char **argv, struct rebalance_options *o)
                 return -1;
             }
         } else if (!strcmp(name, "--partitions")) {
-            if (parse_int(name, v, 1, REBALANCE_MAX_PARTITIONS, &n)) return -1;
+            if (parse_int(name, v, 1, REBALANCE_MAX_PARTITIONS, &n))
+                return -1;
             o->partitions = (int)n;
         } else if (!strcmp(name, "--members")) {
-            if (parse_int(name, v, 1, REBALANCE_MAX_MEMBERS - 1, &n)) return -1;
+            if (parse_int(name, v, 1, REBALANCE_MAX_MEMBERS - 1, &n))
+                return -1;
             o->members = (int)n;
         } else if (!strcmp(name, "--runs")) {
-            if (parse_int(name, v, 1, 1000, &n)) return -1;
+            if (parse_int(name, v, 1, 1000, &n))
+                return -1;
             o->runs = (int)n;
         } else if (!strcmp(name, "--rate")) {
-            if (parse_int(name, v, 1, 1000000, &n)) return -1;
+            if (parse_int(name, v, 1, 1000000, &n))
+                return -1;
             o->rate = (int)n;
         } else if (!strcmp(name, "--baseline-ms")) {
-            if (parse_int(name, v, 100, 600000, &n)) return -1;
+            if (parse_int(name, v, 100, 600000, &n))
+                return -1;
             o->baseline_ms = n;
         } else if (!strcmp(name, "--settle-ms")) {
-            if (parse_int(name, v, 100, 600000, &n)) return -1;
+            if (parse_int(name, v, 100, 600000, &n))
+                return -1;
             o->settle_ms = n;
         } else if (!strcmp(name, "--jitter-ms")) {
-            if (parse_int(name, v, 0, 600000, &n)) return -1;
+            if (parse_int(name, v, 0, 600000, &n))
+                return -1;
             o->jitter_ms = n;
         } else if (!strcmp(name, "--timeout-ms")) {
-            if (parse_int(name, v, 1000, 3600000, &n)) return -1;
+            if (parse_int(name, v, 1000, 3600000, &n))
+                return -1;
             o->timeout_ms = n;
         } else if (!strcmp(name, "-X")) {
             if (!strchr(v, '=') || o->override_count >= BENCH_MAX_OVERRIDES) {

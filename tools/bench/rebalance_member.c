@@ -13,7 +13,8 @@ static void record_event(struct rebalance_member *m, int32_t partition, uint64_t
     if (m->event_count == m->event_cap) {
         size_t cap = m->event_cap ? m->event_cap * 2 : 1024;
         struct rebalance_event *e = realloc(m->events, cap * sizeof *e);
-        if (!e) return; /* the log is a sample: losing its tail is not fatal */
+        if (!e)
+            return; /* the log is a sample: losing its tail is not fatal */
         m->events = e;
         m->event_cap = cap;
     }
@@ -24,8 +25,10 @@ static void set_owned(struct rebalance_member *m, const rd_kafka_topic_partition
 {
     for (int i = 0; parts && i < parts->cnt; i++) {
         int32_t p = parts->elems[i].partition;
-        if (p < 0 || p >= m->opts->partitions || strcmp(parts->elems[i].topic, m->opts->topic) != 0) continue;
-        if (m->owned[p] != owned) m->owned_count += owned ? 1 : -1;
+        if (p < 0 || p >= m->opts->partitions || strcmp(parts->elems[i].topic, m->opts->topic) != 0)
+            continue;
+        if (m->owned[p] != owned)
+            m->owned_count += owned ? 1 : -1;
         m->owned[p] = owned;
     }
 }
@@ -38,12 +41,12 @@ static void clear_owned(struct rebalance_member *m)
 
 static void note_error(struct rebalance_member *m, const char *what, const char *detail)
 {
-    if (!m->error[0]) snprintf(m->error, sizeof m->error, "member %d: %s: %s", m->index, what, detail);
+    if (!m->error[0])
+        snprintf(m->error, sizeof m->error, "member %d: %s: %s", m->index, what, detail);
 }
 
 /* Runs inside rd_kafka_consumer_poll on the member's thread. */
-static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
-                         void *opaque)
+static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
     struct rebalance_member *m = opaque;
     bool cooperative = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
@@ -57,7 +60,8 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
             }
         } else {
             rd_kafka_resp_err_t e = rd_kafka_assign(rk, parts);
-            if (e) note_error(m, "assign", rd_kafka_err2str(e));
+            if (e)
+                note_error(m, "assign", rd_kafka_err2str(e));
             clear_owned(m);
         }
         set_owned(m, parts, true);
@@ -84,8 +88,8 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
     (void)rk;
     struct rebalance_member *m = opaque;
-    fprintf(stderr, "cairn-rebalance-bench: member %d: %s: %s\n", m->index,
-            rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+    fprintf(stderr, "cairn-rebalance-bench: member %d: %s: %s\n", m->index, rd_kafka_err2name((rd_kafka_resp_err_t)err),
+            reason);
 }
 
 static void *member_thread(void *arg)
@@ -93,7 +97,8 @@ static void *member_thread(void *arg)
     struct rebalance_member *m = arg;
     while (!m->stop) {
         rd_kafka_message_t *msg = rd_kafka_consumer_poll(m->rk, MEMBER_POLL_MS);
-        if (!msg) continue;
+        if (!msg)
+            continue;
         if (!msg->err && msg->partition >= 0 && msg->partition < m->opts->partitions) {
             uint64_t now = bench_now_us();
             pthread_mutex_lock(&m->lock);
@@ -126,7 +131,8 @@ static rd_kafka_conf_t *member_conf(const struct rebalance_member *m, char *err,
     };
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
-        if (bench_conf_set(conf, defaults[i].key, defaults[i].value, err, errlen) != 0) goto fail;
+        if (bench_conf_set(conf, defaults[i].key, defaults[i].value, err, errlen) != 0)
+            goto fail;
     for (int i = 0; i < o->override_count; i++) {
         char key[256];
         const char *eq = strchr(o->overrides[i], '=');
@@ -137,7 +143,8 @@ static rd_kafka_conf_t *member_conf(const struct rebalance_member *m, char *err,
         }
         memcpy(key, o->overrides[i], keylen);
         key[keylen] = '\0';
-        if (bench_conf_set(conf, key, eq + 1, err, errlen) != 0) goto fail;
+        if (bench_conf_set(conf, key, eq + 1, err, errlen) != 0)
+            goto fail;
     }
     return conf;
 fail:
@@ -146,8 +153,7 @@ fail:
 }
 
 int rebalance_member_start(struct rebalance_member *m, int index, const struct rebalance_options *opts,
-                           const char *group, const char *strategy, uint64_t *subscribed_us, char *err,
-                           size_t errlen)
+                           const char *group, const char *strategy, uint64_t *subscribed_us, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
     m->index = index;
@@ -161,7 +167,8 @@ int rebalance_member_start(struct rebalance_member *m, int index, const struct r
         return -1;
     }
     rd_kafka_conf_t *conf = member_conf(m, err, errlen);
-    if (!conf) return -1;
+    if (!conf)
+        return -1;
     rd_kafka_conf_set_opaque(conf, m);
     rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
     rd_kafka_conf_set_error_cb(conf, on_error);
@@ -175,7 +182,8 @@ int rebalance_member_start(struct rebalance_member *m, int index, const struct r
     rd_kafka_poll_set_consumer(m->rk);
     rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(topics, opts->topic, RD_KAFKA_PARTITION_UA);
-    if (subscribed_us) *subscribed_us = bench_now_us();
+    if (subscribed_us)
+        *subscribed_us = bench_now_us();
     rd_kafka_resp_err_t e = rd_kafka_subscribe(m->rk, topics);
     rd_kafka_topic_partition_list_destroy(topics);
     if (e) {
@@ -193,9 +201,11 @@ int rebalance_member_start(struct rebalance_member *m, int index, const struct r
 void rebalance_member_stop(struct rebalance_member *m)
 {
     m->stop = 1;
-    if (m->thread_started) pthread_join(m->thread, NULL);
+    if (m->thread_started)
+        pthread_join(m->thread, NULL);
     m->thread_started = false;
-    if (m->rk) rd_kafka_destroy(m->rk);
+    if (m->rk)
+        rd_kafka_destroy(m->rk);
     m->rk = NULL;
     free(m->owned);
     free(m->events);

@@ -27,7 +27,8 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opa
             p->ack_cap = cap;
         }
     }
-    if (p->ack_count < p->ack_cap) p->acks[p->ack_count++] = bench_now_us();
+    if (p->ack_count < p->ack_cap)
+        p->acks[p->ack_count++] = bench_now_us();
     pthread_mutex_unlock(&p->ack_lock);
 }
 
@@ -52,12 +53,13 @@ static void *producer_thread(void *arg)
         long long due = (long long)((bench_now_us() - start) * (uint64_t)o->rate / 1000000u);
         for (; sent < due && !atomic_load(&p->stop); sent++) {
             int len = snprintf(payload, sizeof payload, "%lld", sent);
-            rd_kafka_resp_err_t e = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(o->topic),
-                                                      RD_KAFKA_V_PARTITION(partition),
-                                                      RD_KAFKA_V_VALUE(payload, (size_t)len),
-                                                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
-            if (e) atomic_fetch_add(&p->failed, 1);
-            else atomic_fetch_add(&p->produced, 1);
+            rd_kafka_resp_err_t e = rd_kafka_producev(
+                p->rk, RD_KAFKA_V_TOPIC(o->topic), RD_KAFKA_V_PARTITION(partition),
+                RD_KAFKA_V_VALUE(payload, (size_t)len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+            if (e)
+                atomic_fetch_add(&p->failed, 1);
+            else
+                atomic_fetch_add(&p->produced, 1);
             partition = (partition + 1) % o->partitions;
         }
         rd_kafka_poll(p->rk, 0);
@@ -73,11 +75,12 @@ int rebalance_producer_start(struct rebalance_producer *p, const struct rebalanc
     memset(p, 0, sizeof *p);
     p->opts = opts;
     pthread_mutex_init(&p->ack_lock, NULL);
-    struct bench_options bo = {.bootstrap = opts->bootstrap, .topic = opts->topic, .partitions = opts->partitions,
-                               .replication_factor = 1};
+    struct bench_options bo = {
+        .bootstrap = opts->bootstrap, .topic = opts->topic, .partitions = opts->partitions, .replication_factor = 1};
     const struct bench_conf_pair defaults[] = {{"linger.ms", "5"}, {"acks", "1"}};
     rd_kafka_conf_t *conf = bench_conf_new(&bo, defaults, 2, err, errlen);
-    if (!conf) return -1;
+    if (!conf)
+        return -1;
     rd_kafka_conf_set_opaque(conf, p);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     char rk_err[512];
@@ -88,7 +91,8 @@ int rebalance_producer_start(struct rebalance_producer *p, const struct rebalanc
         return -1;
     }
     int partitions = 0;
-    if (bench_topic_ensure(p->rk, &bo, &partitions, err, errlen) != 0) return -1;
+    if (bench_topic_ensure(p->rk, &bo, &partitions, err, errlen) != 0)
+        return -1;
     if (partitions != opts->partitions) {
         snprintf(err, errlen, "topic %s has %d partitions, not %d (pick another --topic)", opts->topic, partitions,
                  opts->partitions);
@@ -105,9 +109,11 @@ int rebalance_producer_start(struct rebalance_producer *p, const struct rebalanc
 void rebalance_producer_stop(struct rebalance_producer *p)
 {
     atomic_store(&p->stop, 1);
-    if (p->thread_started) pthread_join(p->thread, NULL);
+    if (p->thread_started)
+        pthread_join(p->thread, NULL);
     p->thread_started = false;
-    if (p->rk) rd_kafka_destroy(p->rk);
+    if (p->rk)
+        rd_kafka_destroy(p->rk);
     p->rk = NULL;
     free(p->acks);
     p->acks = NULL;
@@ -127,14 +133,15 @@ rd_kafka_consumer_group_state_t rebalance_describe_group(rd_kafka_t *rk, const c
     if (ev && !rd_kafka_event_error(ev)) {
         const rd_kafka_DescribeConsumerGroups_result_t *res = rd_kafka_event_DescribeConsumerGroups_result(ev);
         size_t n = 0;
-        const rd_kafka_ConsumerGroupDescription_t **descs =
-            res ? rd_kafka_DescribeConsumerGroups_result_groups(res, &n) : NULL;
+        const rd_kafka_ConsumerGroupDescription_t **descs = res ? rd_kafka_DescribeConsumerGroups_result_groups(res, &n)
+                                                                : NULL;
         if (n == 1 && !rd_kafka_ConsumerGroupDescription_error(descs[0])) {
             state = rd_kafka_ConsumerGroupDescription_state(descs[0]);
             *members = (int)rd_kafka_ConsumerGroupDescription_member_count(descs[0]);
         }
     }
-    if (ev) rd_kafka_event_destroy(ev);
+    if (ev)
+        rd_kafka_event_destroy(ev);
     rd_kafka_AdminOptions_destroy(ao);
     rd_kafka_queue_destroy(q);
     return state;

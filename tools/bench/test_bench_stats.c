@@ -102,12 +102,8 @@ static void test_proc_stat_rejects_garbage(void **state)
     char err[128];
     assert_int_equal(bench_cpu_parse_proc_stat("no paren here", 100, &s, err, sizeof(err)), -1);
     assert_int_equal(bench_cpu_parse_proc_stat("1 (x) S 1 2", 100, &s, err, sizeof(err)), -1);
-    assert_int_equal(bench_cpu_parse_proc_stat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 abc 3",
-                                               100, &s, err, sizeof(err)),
-                     -1);
-    assert_int_equal(bench_cpu_parse_proc_stat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 1 3", 0, &s,
-                                               err, sizeof(err)),
-                     -1);
+    assert_int_equal(bench_cpu_parse_proc_stat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 abc 3", 100, &s, err, sizeof(err)), -1);
+    assert_int_equal(bench_cpu_parse_proc_stat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 1 3", 0, &s, err, sizeof(err)), -1);
 }
 
 static void test_read_own_process(void **state)

@@ -7,7 +7,10 @@
 
 #include "rebalance.h"
 
-uint64_t bench_now_us(void) { return 0; }
+uint64_t bench_now_us(void)
+{
+    return 0;
+}
 
 static void test_longest_gap_inside_window(void **state)
 {

@@ -26,7 +26,8 @@ static const struct cairn_config_key *const config_keys[] = {&file_key};
 static int hello_init(const struct cairn_host *host, void **instance, char *err, size_t errlen)
 {
     const char *path;
-    if (host->config_string(host->ctx, "file", &path, err, errlen) != CAIRN_OK) return CAIRN_ERROR;
+    if (host->config_string(host->ctx, "file", &path, err, errlen) != CAIRN_OK)
+        return CAIRN_ERROR;
     struct hello_audit *h = calloc(1, sizeof *h);
     if (!h) {
         snprintf(err, errlen, "out of memory");
@@ -55,10 +56,14 @@ static void hello_fini(void *instance)
 static const char *type_name(int32_t type)
 {
     switch (type) {
-    case CAIRN_AUDIT_AUTHENTICATION: return "AUTHENTICATION";
-    case CAIRN_AUDIT_AUTHORIZATION: return "AUTHORIZATION";
-    case CAIRN_AUDIT_ADMIN: return "ADMIN";
-    default: return "UNKNOWN";
+    case CAIRN_AUDIT_AUTHENTICATION:
+        return "AUTHENTICATION";
+    case CAIRN_AUDIT_AUTHORIZATION:
+        return "AUTHORIZATION";
+    case CAIRN_AUDIT_ADMIN:
+        return "ADMIN";
+    default:
+        return "UNKNOWN";
     }
 }
 

@@ -36,18 +36,26 @@ static const struct cairn_config_key key_super = {sizeof key_super, "super.users
                                                   "Principals allowed everything, e.g. User:admin."};
 static const struct cairn_config_key *const config_keys[] = {&key_allow, &key_super};
 
-static const char *const op_names[] = {[CAIRN_OP_READ] = "read", [CAIRN_OP_WRITE] = "write",
-    [CAIRN_OP_CREATE] = "create", [CAIRN_OP_DELETE] = "delete", [CAIRN_OP_ALTER] = "alter",
-    [CAIRN_OP_DESCRIBE] = "describe", [CAIRN_OP_CLUSTER_ACTION] = "cluster_action",
-    [CAIRN_OP_DESCRIBE_CONFIGS] = "describe_configs", [CAIRN_OP_ALTER_CONFIGS] = "alter_configs",
-    [CAIRN_OP_IDEMPOTENT_WRITE] = "idempotent_write"};
-static const char *const resource_names[] = {[CAIRN_RESOURCE_TOPIC] = "topic", [CAIRN_RESOURCE_GROUP] = "group",
-    [CAIRN_RESOURCE_CLUSTER] = "cluster", [CAIRN_RESOURCE_TRANSACTIONAL_ID] = "transactional_id"};
+static const char *const op_names[] = {[CAIRN_OP_READ] = "read",
+                                       [CAIRN_OP_WRITE] = "write",
+                                       [CAIRN_OP_CREATE] = "create",
+                                       [CAIRN_OP_DELETE] = "delete",
+                                       [CAIRN_OP_ALTER] = "alter",
+                                       [CAIRN_OP_DESCRIBE] = "describe",
+                                       [CAIRN_OP_CLUSTER_ACTION] = "cluster_action",
+                                       [CAIRN_OP_DESCRIBE_CONFIGS] = "describe_configs",
+                                       [CAIRN_OP_ALTER_CONFIGS] = "alter_configs",
+                                       [CAIRN_OP_IDEMPOTENT_WRITE] = "idempotent_write"};
+static const char *const resource_names[] = {[CAIRN_RESOURCE_TOPIC] = "topic",
+                                             [CAIRN_RESOURCE_GROUP] = "group",
+                                             [CAIRN_RESOURCE_CLUSTER] = "cluster",
+                                             [CAIRN_RESOURCE_TRANSACTIONAL_ID] = "transactional_id"};
 
 static int lookup(const char *const *names, size_t count, const char *s, size_t n)
 {
     for (size_t i = 0; i < count; i++)
-        if (names[i] && strlen(names[i]) == n && strncmp(names[i], s, n) == 0) return (int)i;
+        if (names[i] && strlen(names[i]) == n && strncmp(names[i], s, n) == 0)
+            return (int)i;
     return -1;
 }
 #define LOOKUP(table, s, n) lookup(table, sizeof table / sizeof table[0], s, n)
@@ -69,12 +77,15 @@ static int parse_grant(struct grant *g, const char *s, size_t n, char *err, size
     }
     g->resource_type = type;
     memcpy(g->name, colon + 1, name_len);
-    if (strcmp(g->name, "*") == 0) g->name[0] = '\0';
-    if (!at) return CAIRN_OK;
+    if (strcmp(g->name, "*") == 0)
+        g->name[0] = '\0';
+    if (!at)
+        return CAIRN_OK;
     g->ops = 0;
     for (const char *p = at + 1, *end = s + n; p < end;) {
         size_t len = strcspn(p, "|,;");
-        if (p + len > end) len = (size_t)(end - p);
+        if (p + len > end)
+            len = (size_t)(end - p);
         int op = LOOKUP(op_names, p, len);
         if (op < 0) {
             snprintf(err, errlen, "allow: unknown operation '%.*s'", (int)len, p);
@@ -83,7 +94,8 @@ static int parse_grant(struct grant *g, const char *s, size_t n, char *err, size
         g->ops |= 1u << op;
         p += len + 1;
     }
-    if (g->ops == 0) return snprintf(err, errlen, "allow: no operation after '@' in '%.*s'", (int)n, s), CAIRN_ERROR;
+    if (g->ops == 0)
+        return snprintf(err, errlen, "allow: no operation after '@' in '%.*s'", (int)n, s), CAIRN_ERROR;
     return CAIRN_OK;
 }
 
@@ -98,10 +110,12 @@ static int parse_rules(struct prefix_authorizer *a, const char *rules, char *err
         }
         for (const char *g = eq + 1, *end = rule + rule_len; g < end;) {
             size_t len = strcspn(g, ",;");
-            if (a->grant_count == MAX_GRANTS) return snprintf(err, errlen, "allow: over %d grants", MAX_GRANTS), CAIRN_ERROR;
+            if (a->grant_count == MAX_GRANTS)
+                return snprintf(err, errlen, "allow: over %d grants", MAX_GRANTS), CAIRN_ERROR;
             struct grant *grant = &a->grants[a->grant_count++];
             memcpy(grant->principal, rule, (size_t)(eq - rule));
-            if (parse_grant(grant, g, len, err, errlen) != CAIRN_OK) return CAIRN_ERROR;
+            if (parse_grant(grant, g, len, err, errlen) != CAIRN_OK)
+                return CAIRN_ERROR;
             g += len + 1;
         }
         rule += rule_len + (rule[rule_len] == ';');
@@ -116,14 +130,16 @@ static int prefix_init(const struct cairn_host *host, void **instance, char *err
         host->config_string(host->ctx, "super.users", &super_users, err, errlen) != CAIRN_OK)
         return CAIRN_ERROR;
     struct prefix_authorizer *a = calloc(1, sizeof *a);
-    if (!a) return snprintf(err, errlen, "out of memory"), CAIRN_ERROR;
+    if (!a)
+        return snprintf(err, errlen, "out of memory"), CAIRN_ERROR;
     if (strlen(super_users) + 3 > sizeof a->super_users) {
         snprintf(err, errlen, "super.users is too long");
     } else if (parse_rules(a, allow, err, errlen) == CAIRN_OK) {
         char *out = a->super_users;
         *out++ = ',';
         for (const char *p = super_users; *p; p++)
-            if (*p != ' ') *out++ = *p; /* "User:a, User:b" */
+            if (*p != ' ')
+                *out++ = *p; /* "User:a, User:b" */
         *out = ',';
         host->log(host->ctx, CAIRN_LOG_INFO, "%d grant(s) loaded", a->grant_count);
         *instance = a;
@@ -133,15 +149,22 @@ static int prefix_init(const struct cairn_host *host, void **instance, char *err
     return CAIRN_ERROR;
 }
 
-static void prefix_fini(void *instance) { free(instance); }
+static void prefix_fini(void *instance)
+{
+    free(instance);
+}
 
-static bool starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+static bool starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
 
 static int prefix_authorize(void *instance, const struct cairn_request_info *request,
                             const struct cairn_authz_action *const *actions, size_t count, uint8_t *results)
 {
     const struct prefix_authorizer *a = instance;
-    if (!request || !request->principal) return CAIRN_ERROR; /* denies all */
+    if (!request || !request->principal)
+        return CAIRN_ERROR; /* denies all */
     char principal[600], needle[604];
     snprintf(principal, sizeof principal, "%s:%s", request->principal->type, request->principal->name);
     snprintf(needle, sizeof needle, ",%s,", principal);

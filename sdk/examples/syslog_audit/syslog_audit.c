@@ -24,40 +24,55 @@
  * which is safe from many io threads at once. */
 struct syslog_audit {
     int facility;
-    unsigned types;  /* bit (1 << event type) set for each wanted type */
-    int fd;          /* datagram socket when socket.path is set, else -1 */
+    unsigned types; /* bit (1 << event type) set for each wanted type */
+    int fd;         /* datagram socket when socket.path is set, else -1 */
     struct sockaddr_un addr;
     char ident[64];
 };
 
-#define KEY(var, key, type, def, text) \
-    static const struct cairn_config_key var = {sizeof var, key, type, def, text}
+#define KEY(var, key, type, def, text) static const struct cairn_config_key var = {sizeof var, key, type, def, text}
 KEY(key_ident, "ident", CAIRN_CONFIG_STRING, "cairn-audit", "Tag put before each line.");
 KEY(key_facility, "facility", CAIRN_CONFIG_STRING, "local0", "user, daemon, auth, authpriv or local0..local7.");
 KEY(key_events, "events", CAIRN_CONFIG_LIST, "AUTHENTICATION,AUTHORIZATION,ADMIN", "Event types to log.");
-KEY(key_socket, "socket.path", CAIRN_CONFIG_STRING, "", "Unix datagram socket to send RFC 3164 lines to; empty: syslog(3).");
+KEY(key_socket, "socket.path", CAIRN_CONFIG_STRING, "",
+    "Unix datagram socket to send RFC 3164 lines to; empty: syslog(3).");
 static const struct cairn_config_key *const config_keys[] = {&key_ident, &key_facility, &key_events, &key_socket};
 
 static const char *const type_names[] = {[CAIRN_AUDIT_AUTHENTICATION] = "AUTHENTICATION",
                                          [CAIRN_AUDIT_AUTHORIZATION] = "AUTHORIZATION",
                                          [CAIRN_AUDIT_ADMIN] = "ADMIN"};
 
-static const char *const op_names[] = {"UNKNOWN", "ANY", "ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER",
-                                       "DESCRIBE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS",
-                                       "IDEMPOTENT_WRITE", "CREATE_TOKENS", "DESCRIBE_TOKENS"};
-static const char *const resource_names[] = {"UNKNOWN", "ANY", "TOPIC", "GROUP", "CLUSTER",
-                                             "TRANSACTIONAL_ID", "DELEGATION_TOKEN", "USER"};
+static const char *const op_names[] = {"UNKNOWN",
+                                       "ANY",
+                                       "ALL",
+                                       "READ",
+                                       "WRITE",
+                                       "CREATE",
+                                       "DELETE",
+                                       "ALTER",
+                                       "DESCRIBE",
+                                       "CLUSTER_ACTION",
+                                       "DESCRIBE_CONFIGS",
+                                       "ALTER_CONFIGS",
+                                       "IDEMPOTENT_WRITE",
+                                       "CREATE_TOKENS",
+                                       "DESCRIBE_TOKENS"};
+static const char *const resource_names[] = {"UNKNOWN",          "ANY", "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID",
+                                             "DELEGATION_TOKEN", "USER"};
 /* Unknown values (a newer broker) print as UNKNOWN. */
 #define NAME_OF(table, v) ((v) >= 0 && (size_t)(v) < sizeof table / sizeof table[0] ? table[v] : "UNKNOWN")
 
 static int parse_facility(const char *name)
 {
-    static const struct { const char *name; int value; } table[] = {
-        {"user", LOG_USER}, {"daemon", LOG_DAEMON}, {"auth", LOG_AUTH}, {"authpriv", LOG_AUTHPRIV},
-        {"local0", LOG_LOCAL0}, {"local1", LOG_LOCAL1}, {"local2", LOG_LOCAL2}, {"local3", LOG_LOCAL3},
-        {"local4", LOG_LOCAL4}, {"local5", LOG_LOCAL5}, {"local6", LOG_LOCAL6}, {"local7", LOG_LOCAL7}};
+    static const struct {
+        const char *name;
+        int value;
+    } table[] = {{"user", LOG_USER},     {"daemon", LOG_DAEMON}, {"auth", LOG_AUTH},     {"authpriv", LOG_AUTHPRIV},
+                 {"local0", LOG_LOCAL0}, {"local1", LOG_LOCAL1}, {"local2", LOG_LOCAL2}, {"local3", LOG_LOCAL3},
+                 {"local4", LOG_LOCAL4}, {"local5", LOG_LOCAL5}, {"local6", LOG_LOCAL6}, {"local7", LOG_LOCAL7}};
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(name, table[i].name) == 0) return table[i].value;
+        if (strcmp(name, table[i].name) == 0)
+            return table[i].value;
     return -1;
 }
 
@@ -68,7 +83,8 @@ static int parse_events(const char *list, unsigned *types, char *err, size_t err
         size_t n = strcspn(p, ",");
         size_t t;
         for (t = 1; t < sizeof type_names / sizeof type_names[0]; t++)
-            if (strlen(type_names[t]) == n && strncmp(p, type_names[t], n) == 0) break;
+            if (strlen(type_names[t]) == n && strncmp(p, type_names[t], n) == 0)
+                break;
         if (t == sizeof type_names / sizeof type_names[0]) {
             snprintf(err, errlen, "events: unknown event type '%.*s'", (int)n, p);
             return CAIRN_ERROR;
@@ -88,7 +104,8 @@ static int syslog_init(const struct cairn_host *host, void **instance, char *err
         host->config_string(host->ctx, "socket.path", &socket_path, err, errlen) != CAIRN_OK)
         return CAIRN_ERROR;
     struct syslog_audit *s = calloc(1, sizeof *s);
-    if (!s) return snprintf(err, errlen, "out of memory"), CAIRN_ERROR;
+    if (!s)
+        return snprintf(err, errlen, "out of memory"), CAIRN_ERROR;
     s->fd = -1;
     snprintf(s->ident, sizeof s->ident, "%s", ident);
     if ((s->facility = parse_facility(facility)) < 0) {
@@ -117,15 +134,18 @@ static int syslog_init(const struct cairn_host *host, void **instance, char *err
 static void syslog_fini(void *instance)
 {
     struct syslog_audit *s = instance;
-    if (s->fd >= 0) close(s->fd);
-    else closelog();
+    if (s->fd >= 0)
+        close(s->fd);
+    else
+        closelog();
     free(s);
 }
 
 static void syslog_on_event(void *instance, const struct cairn_audit_event *ev)
 {
     struct syslog_audit *s = instance;
-    if (ev->type < 1 || ev->type > CAIRN_AUDIT_ADMIN || !(s->types & (1u << ev->type))) return;
+    if (ev->type < 1 || ev->type > CAIRN_AUDIT_ADMIN || !(s->types & (1u << ev->type)))
+        return;
     const struct cairn_request_info *rq = ev->request;
     const struct cairn_principal *who = rq ? rq->principal : NULL;
     char line[1024];
@@ -141,8 +161,7 @@ static void syslog_on_event(void *instance, const struct cairn_audit_event *ev)
         else if (ev->type == CAIRN_AUDIT_AUTHORIZATION)
             snprintf(line + n, sizeof line - n, " operation=%s resource=%s:%s decision=%s",
                      NAME_OF(op_names, ev->operation), NAME_OF(resource_names, ev->resource_type),
-                     ev->resource_name ? ev->resource_name : "-",
-                     ev->success ? "ALLOWED" : "DENIED");
+                     ev->resource_name ? ev->resource_name : "-", ev->success ? "ALLOWED" : "DENIED");
         else
             snprintf(line + n, sizeof line - n, " operation=%s resource=%s:%s error_code=%d details=%s",
                      ev->admin_operation ? ev->admin_operation : "-", NAME_OF(resource_names, ev->resource_type),
@@ -161,9 +180,10 @@ static void syslog_on_event(void *instance, const struct cairn_audit_event *ev)
     localtime_r(&now, &tm);
     strftime(stamp, sizeof stamp, "%b %e %H:%M:%S", &tm);
     gethostname(host, sizeof host - 1);
-    int len = snprintf(datagram, sizeof datagram, "<%d>%s %s %s[%d]: %s", s->facility | severity, stamp, host,
-                       s->ident, (int)getpid(), line);
-    if (len > (int)sizeof datagram - 1) len = sizeof datagram - 1;
+    int len = snprintf(datagram, sizeof datagram, "<%d>%s %s %s[%d]: %s", s->facility | severity, stamp, host, s->ident,
+                       (int)getpid(), line);
+    if (len > (int)sizeof datagram - 1)
+        len = sizeof datagram - 1;
     /* MSG_DONTWAIT: a stalled collector loses lines rather than stalling io threads. */
     sendto(s->fd, datagram, (size_t)len, MSG_DONTWAIT, (const struct sockaddr *)&s->addr, sizeof s->addr);
 }

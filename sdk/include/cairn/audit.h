@@ -18,8 +18,8 @@ enum cairn_audit_event_type {
 /* Fields apply per type as marked; others are zero/NULL. */
 struct cairn_audit_event {
     uint32_t struct_size;
-    int32_t type;          /* enum cairn_audit_event_type */
-    int64_t timestamp_ms;  /* wall clock */
+    int32_t type;         /* enum cairn_audit_event_type */
+    int64_t timestamp_ms; /* wall clock */
     const struct cairn_request_info *request;
 
     /* AUTHENTICATION */
@@ -31,7 +31,7 @@ struct cairn_audit_event {
     int32_t operation;     /* enum cairn_acl_operation */
     int32_t resource_type; /* enum cairn_resource_type */
     const char *resource_name;
-    int32_t pattern_type;  /* enum cairn_pattern_type */
+    int32_t pattern_type; /* enum cairn_pattern_type */
 
     /* ADMIN: the operation by its Kafka API name ("CreateTopics",
      * "DeleteTopics", "CreatePartitions", "AlterConfigs",

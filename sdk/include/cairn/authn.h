@@ -31,11 +31,11 @@ struct cairn_bytes_out {
  * holds the rest of the verified chain, leaf excluded. */
 struct cairn_tls_peer {
     uint32_t struct_size;
-    const char *subject_dn;       /* RFC 2253 form, e.g. "CN=alice,O=Example" */
+    const char *subject_dn; /* RFC 2253 form, e.g. "CN=alice,O=Example" */
     const char *issuer_dn;
-    const char *const *san_dns;   /* subjectAltName DNS entries */
+    const char *const *san_dns; /* subjectAltName DNS entries */
     size_t san_dns_count;
-    const char *const *san_uris;  /* subjectAltName URI entries (SPIFFE ids) */
+    const char *const *san_uris; /* subjectAltName URI entries (SPIFFE ids) */
     size_t san_uri_count;
     const char *const *san_emails;
     size_t san_email_count;
@@ -63,17 +63,16 @@ struct cairn_authn_vtable {
                       void **session, char *err, size_t errlen);
     /* One client token in, at most one server token out (out->data NULL for
      * none). Returns enum cairn_sasl_step_result. */
-    int (*sasl_step)(void *instance, void *session, const uint8_t *in, size_t in_len,
-                     struct cairn_bytes_out *out, struct cairn_principal_out *principal, char *err,
-                     size_t errlen);
+    int (*sasl_step)(void *instance, void *session, const uint8_t *in, size_t in_len, struct cairn_bytes_out *out,
+                     struct cairn_principal_out *principal, char *err, size_t errlen);
     /* The exchange ended (done, failed, or the connection closed). */
     void (*sasl_end)(void *instance, void *session);
 
     /* Maps a verified TLS peer to a principal (ssl.principal.mapping.rules
      * style). CAIRN_NOT_FOUND lets the host fall back to its default
      * (User:<subject DN>); CAIRN_ERROR rejects the connection. */
-    int (*map_tls_principal)(void *instance, const struct cairn_tls_peer *peer,
-                             struct cairn_principal_out *principal, char *err, size_t errlen);
+    int (*map_tls_principal)(void *instance, const struct cairn_tls_peer *peer, struct cairn_principal_out *principal,
+                             char *err, size_t errlen);
 };
 
 #ifdef __cplusplus

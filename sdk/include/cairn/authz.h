@@ -59,7 +59,7 @@ struct cairn_authz_action {
     int32_t operation;     /* enum cairn_acl_operation */
     int32_t resource_type; /* enum cairn_resource_type */
     const char *resource_name;
-    int32_t pattern_type;  /* LITERAL for a request's own resources */
+    int32_t pattern_type;             /* LITERAL for a request's own resources */
     int32_t resource_reference_count; /* how many times the request names it */
     /* Whether the outcome is worth an audit event (false for implicit
      * checks such as "may this principal see this topic in Metadata"). */
@@ -76,8 +76,7 @@ struct cairn_authz_vtable {
     /* One decision per action, written to results[i] as enum
      * cairn_authz_result. Return CAIRN_OK, or CAIRN_ERROR to deny all. */
     int (*authorize)(void *instance, const struct cairn_request_info *request,
-                     const struct cairn_authz_action *const *actions, size_t action_count,
-                     uint8_t *results);
+                     const struct cairn_authz_action *const *actions, size_t action_count, uint8_t *results);
 };
 
 #ifdef __cplusplus

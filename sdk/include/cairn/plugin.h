@@ -125,7 +125,7 @@ struct cairn_plugin_descriptor {
     uint32_t struct_size;
     uint16_t abi_major; /* CAIRN_PLUGIN_ABI_MAJOR the plugin was built with */
     uint16_t abi_minor;
-    const char *name;   /* [a-z0-9_-]+, the name used in plugins= and plugin.<name>.* */
+    const char *name; /* [a-z0-9_-]+, the name used in plugins= and plugin.<name>.* */
     const char *version;
     const char *description;
     uint32_t capabilities; /* enum cairn_capability bits; each set bit has its table below */
@@ -150,9 +150,12 @@ struct cairn_plugin_descriptor {
 typedef const struct cairn_plugin_descriptor *(*cairn_plugin_entry_fn)(void);
 
 /* Exports the entry symbol returning &descriptor. */
-#define CAIRN_PLUGIN_DEFINE(descriptor)                                                        \
-    CAIRN_PLUGIN_EXPORT const struct cairn_plugin_descriptor *cairn_plugin_entry(void);        \
-    const struct cairn_plugin_descriptor *cairn_plugin_entry(void) { return &(descriptor); }
+#define CAIRN_PLUGIN_DEFINE(descriptor)                                                                                \
+    CAIRN_PLUGIN_EXPORT const struct cairn_plugin_descriptor *cairn_plugin_entry(void);                                \
+    const struct cairn_plugin_descriptor *cairn_plugin_entry(void)                                                     \
+    {                                                                                                                  \
+        return &(descriptor);                                                                                          \
+    }
 
 #ifdef __cplusplus
 }

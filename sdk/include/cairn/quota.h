@@ -27,8 +27,8 @@ struct cairn_quota_vtable {
      * applicable kind per request: Produce gets PRODUCE and REQUEST, Fetch
      * gets FETCH and REQUEST, every other API REQUEST only. The host throttles
      * by the largest answer. */
-    int32_t (*record)(void *instance, const struct cairn_request_info *request, int32_t kind,
-                      double value, int64_t now_ms);
+    int32_t (*record)(void *instance, const struct cairn_request_info *request, int32_t kind, double value,
+                      int64_t now_ms);
 };
 
 #ifdef __cplusplus

@@ -25,11 +25,11 @@ struct cairn_remote_segment {
     uint8_t topic_id[16];
     const char *topic;
     int32_t partition;
-    uint8_t segment_id[16];     /* unique per copy attempt */
+    uint8_t segment_id[16]; /* unique per copy attempt */
     int64_t start_offset;
-    int64_t end_offset;         /* inclusive */
+    int64_t end_offset; /* inclusive */
     int64_t max_timestamp_ms;
-    int32_t broker_id;          /* the broker that copied it */
+    int32_t broker_id; /* the broker that copied it */
     int64_t event_timestamp_ms;
     int64_t segment_size_bytes;
     /* Leader epochs in the segment: epochs[i] starts at epoch_start_offsets[i]. */
@@ -84,8 +84,7 @@ struct cairn_remote_storage_vtable {
                        const struct cairn_byte_sink *sink, char *err, size_t errlen);
     /* Deletes everything copy_segment stored; deleting a missing segment is
      * CAIRN_OK. */
-    int (*delete_segment)(void *instance, const struct cairn_remote_segment *segment, char *err,
-                          size_t errlen);
+    int (*delete_segment)(void *instance, const struct cairn_remote_segment *segment, char *err, size_t errlen);
 };
 
 #ifdef __cplusplus

@@ -35,7 +35,7 @@ extern "C" {
 
 /* True when the struct at ptr (which starts with struct_size) is large
  * enough to hold `field`. */
-#define CAIRN_HAS_FIELD(ptr, type, field)                                                      \
+#define CAIRN_HAS_FIELD(ptr, type, field)                                                                              \
     ((ptr) != NULL && (ptr)->struct_size >= offsetof(type, field) + sizeof(((type *)0)->field))
 
 /* Status returned by plugin and host functions. */
@@ -69,14 +69,14 @@ struct cairn_principal_out {
  * valid for the duration of the call only. */
 struct cairn_request_info {
     uint32_t struct_size;
-    uint64_t connection_id;  /* unique per broker process */
+    uint64_t connection_id; /* unique per broker process */
     const struct cairn_principal *principal;
     const char *client_host; /* peer address, e.g. "127.0.0.1" */
     uint16_t client_port;
-    const char *client_id;   /* "" when the client sent none */
+    const char *client_id; /* "" when the client sent none */
     const char *listener_name;
     const char *security_protocol; /* PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL */
-    int16_t api_key;         /* -1 outside a request (e.g. at connect) */
+    int16_t api_key;               /* -1 outside a request (e.g. at connect) */
     int16_t api_version;
     int32_t correlation_id;
 };

@@ -139,9 +139,8 @@ static void test_parse_flags_and_precedence(void **state)
     assert_false(s.json);
 
     /* Profile, then environment, then flag; positionals and own flags anywhere. */
-    assert_int_equal(parse(&s, &o, pos, &npos,
-                           (const char *const[]){"create", "t1", "--profile", prof, "-p", "3", "t2", NULL}),
-                     -1);
+    assert_int_equal(
+        parse(&s, &o, pos, &npos, (const char *const[]){"create", "t1", "--profile", prof, "-p", "3", "t2", NULL}), -1);
     assert_string_equal(s.brokers, "profile:1");
     assert_int_equal(s.timeout_ms, 700);
     assert_int_equal(npos, 2);
@@ -166,8 +165,7 @@ static void test_parse_flags_and_precedence(void **state)
     assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "--bogus", NULL}), CLI_EXIT_USAGE);
     assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "-x", NULL}), CLI_EXIT_USAGE);
     assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "-b", NULL}), CLI_EXIT_USAGE);
-    assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "--format", "xml", NULL}),
-                     CLI_EXIT_USAGE);
+    assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "--format", "xml", NULL}), CLI_EXIT_USAGE);
     assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "--timeout", "0", NULL}), CLI_EXIT_USAGE);
     assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "a", "b", "c", NULL}), CLI_EXIT_USAGE);
     assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "--profile", "/nonexistent", NULL}),
@@ -202,16 +200,16 @@ struct seen {
 static void collect(struct kafka_str topic, int32_t partition, void *ctx)
 {
     struct seen *s = ctx;
-    s->used += (size_t)snprintf(s->text + s->used, sizeof(s->text) - s->used, "%.*s/%d ", (int)topic.len,
-                                topic.data, (int)partition);
+    s->used += (size_t)snprintf(s->text + s->used, sizeof(s->text) - s->used, "%.*s/%d ", (int)topic.len, topic.data,
+                                (int)partition);
 }
 
 static void test_assignment_decode(void **state)
 {
     (void)state;
     /* version 1; [ "ab": [0, 2], "c": [7] ]; user data null */
-    const uint8_t bytes[] = {0, 1, 0, 0, 0, 2, 0, 2, 'a', 'b', 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 2,
-                             0, 1, 'c', 0, 0, 0, 1, 0, 0, 0, 7, 0xff, 0xff, 0xff, 0xff};
+    const uint8_t bytes[] = {0, 1, 0, 0, 0, 2,   0, 2, 'a', 'b', 0, 0, 0, 2, 0,    0,    0,    0,   0,
+                             0, 0, 2, 0, 1, 'c', 0, 0, 0,   1,   0, 0, 0, 7, 0xff, 0xff, 0xff, 0xff};
     struct seen s = {0};
     assert_int_equal(cli_assignment_each((struct kafka_bytes){bytes, (int32_t)sizeof(bytes)}, collect, &s), 0);
     assert_string_equal(s.text, "ab/0 ab/2 c/7 ");
@@ -232,12 +230,9 @@ static void test_assignment_decode(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_int),
-        cmocka_unit_test(test_split_host_port),
-        cmocka_unit_test(test_profile),
-        cmocka_unit_test(test_parse_flags_and_precedence),
-        cmocka_unit_test(test_home_profile),
-        cmocka_unit_test(test_assignment_decode),
+        cmocka_unit_test(test_parse_int),    cmocka_unit_test(test_split_host_port),
+        cmocka_unit_test(test_profile),      cmocka_unit_test(test_parse_flags_and_precedence),
+        cmocka_unit_test(test_home_profile), cmocka_unit_test(test_assignment_decode),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

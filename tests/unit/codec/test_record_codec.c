@@ -47,19 +47,15 @@ static void roundtrip(int codec, const uint8_t *in, size_t n)
     char err[200] = "";
     uint8_t *packed, *back;
     size_t packed_len, back_len;
-    assert_int_equal(record_codec_compress(codec, in, n, &packed, &packed_len, err, sizeof err),
-                     0);
-    assert_int_equal(record_codec_decompress(codec, packed, packed_len, n, &back, &back_len, err,
-                                             sizeof err),
-                     0);
+    assert_int_equal(record_codec_compress(codec, in, n, &packed, &packed_len, err, sizeof err), 0);
+    assert_int_equal(record_codec_decompress(codec, packed, packed_len, n, &back, &back_len, err, sizeof err), 0);
     assert_int_equal(back_len, n);
     if (n)
         assert_memory_equal(back, in, n);
     free(back);
     /* One byte under the real size is refused. */
     if (n) {
-        assert_int_equal(record_codec_decompress(codec, packed, packed_len, n - 1, &back,
-                                                 &back_len, err, sizeof err),
+        assert_int_equal(record_codec_decompress(codec, packed, packed_len, n - 1, &back, &back_len, err, sizeof err),
                          -1);
         assert_non_null(strstr(err, "exceeds"));
         assert_null(back);
@@ -79,14 +75,12 @@ static void test_roundtrip_all_codecs(void **state)
         }
 }
 
-static void expect_plain(int codec, const uint8_t *packed, size_t packed_len,
-                         const uint8_t *want, size_t want_len)
+static void expect_plain(int codec, const uint8_t *packed, size_t packed_len, const uint8_t *want, size_t want_len)
 {
     char err[200] = "";
     uint8_t *out;
     size_t out_len;
-    int rc = record_codec_decompress(codec, packed, packed_len, 1 << 24, &out, &out_len, err,
-                                     sizeof err);
+    int rc = record_codec_decompress(codec, packed, packed_len, 1 << 24, &out, &out_len, err, sizeof err);
     if (rc != 0)
         fail_msg("codec %d: %s", codec, err);
     assert_int_equal(out_len, want_len);
@@ -143,9 +137,8 @@ static void test_foreign_frames(void **state)
     uint8_t *out;
     size_t out_len;
     char err[200];
-    assert_int_equal(record_codec_decompress(RECORD_BATCH_COMPRESSION_LZ4, buf, llen, 1 << 24,
-                                             &out, &out_len, err, sizeof err),
-                     -1);
+    assert_int_equal(
+        record_codec_decompress(RECORD_BATCH_COMPRESSION_LZ4, buf, llen, 1 << 24, &out, &out_len, err, sizeof err), -1);
 
     /* zstd: a streamed frame that does not announce its size. */
     ZSTD_CStream *zs = ZSTD_createCStream();
@@ -201,44 +194,38 @@ static void test_librdkafka_batches(void **state)
     char err[200];
     for (size_t g = 0; g < sizeof golden / sizeof golden[0]; g++) {
         struct record_batch_header h;
-        assert_int_equal(record_batch_validate(golden[g].batch, golden[g].len, -1, &h, err,
-                                               sizeof err),
+        assert_int_equal(record_batch_validate(golden[g].batch, golden[g].len, -1, &h, err, sizeof err),
                          KAFKA_ERR_NONE);
         assert_int_equal(record_batch_compression(&h), golden[g].codec);
         uint8_t *plain, *again, *reopened;
         size_t plain_len, again_len, reopened_len;
-        if (record_codec_inflate_batch(golden[g].batch, golden[g].len, 1 << 20, &plain,
-                                       &plain_len, err, sizeof err) != 0)
+        if (record_codec_inflate_batch(golden[g].batch, golden[g].len, 1 << 20, &plain, &plain_len, err, sizeof err) !=
+            0)
             fail_msg("codec %d: %s", golden[g].codec, err);
         check_golden_records(plain, plain_len);
         /* Rewritten with our writer, the batch reads the same. */
-        assert_int_equal(record_codec_deflate_batch(plain, plain_len, golden[g].codec, &again,
-                                                    &again_len, err, sizeof err),
-                         0);
-        assert_int_equal(record_batch_validate(again, again_len, -1, NULL, err, sizeof err),
-                         KAFKA_ERR_NONE);
+        assert_int_equal(
+            record_codec_deflate_batch(plain, plain_len, golden[g].codec, &again, &again_len, err, sizeof err), 0);
+        assert_int_equal(record_batch_validate(again, again_len, -1, NULL, err, sizeof err), KAFKA_ERR_NONE);
         /* Header fields as the client wrote them, but for length and CRC. */
         assert_memory_equal(again, golden[g].batch, RECORD_BATCH_OFFSET_BATCH_LENGTH);
         assert_memory_equal(again + RECORD_BATCH_OFFSET_LEADER_EPOCH,
                             golden[g].batch + RECORD_BATCH_OFFSET_LEADER_EPOCH,
                             RECORD_BATCH_OFFSET_CRC - RECORD_BATCH_OFFSET_LEADER_EPOCH);
-        assert_memory_equal(again + RECORD_BATCH_OFFSET_ATTRIBUTES,
-                            golden[g].batch + RECORD_BATCH_OFFSET_ATTRIBUTES,
+        assert_memory_equal(again + RECORD_BATCH_OFFSET_ATTRIBUTES, golden[g].batch + RECORD_BATCH_OFFSET_ATTRIBUTES,
                             RECORD_BATCH_HEADER_SIZE - RECORD_BATCH_OFFSET_ATTRIBUTES);
-        assert_int_equal(record_codec_inflate_batch(again, again_len, 1 << 20, &reopened,
-                                                    &reopened_len, err, sizeof err),
-                         0);
+        assert_int_equal(
+            record_codec_inflate_batch(again, again_len, 1 << 20, &reopened, &reopened_len, err, sizeof err), 0);
         assert_int_equal(reopened_len, plain_len);
-        assert_memory_equal(reopened + RECORD_BATCH_OFFSET_ATTRIBUTES,
-                            plain + RECORD_BATCH_OFFSET_ATTRIBUTES,
+        assert_memory_equal(reopened + RECORD_BATCH_OFFSET_ATTRIBUTES, plain + RECORD_BATCH_OFFSET_ATTRIBUTES,
                             plain_len - RECORD_BATCH_OFFSET_ATTRIBUTES);
         /* Cut anywhere, the client's batch is refused, never overrun. */
         for (size_t cut = RECORD_BATCH_HEADER_SIZE; cut < golden[g].len; cut++) {
             uint8_t *out;
             size_t out_len;
             if (record_codec_decompress(golden[g].codec, golden[g].batch + RECORD_BATCH_HEADER_SIZE,
-                                        cut - RECORD_BATCH_HEADER_SIZE, 1 << 20, &out, &out_len,
-                                        err, sizeof err) == 0) {
+                                        cut - RECORD_BATCH_HEADER_SIZE, 1 << 20, &out, &out_len, err,
+                                        sizeof err) == 0) {
                 assert_true(out_len < plain_len - RECORD_BATCH_HEADER_SIZE);
                 free(out);
             }
@@ -258,12 +245,10 @@ static void test_truncated_and_damaged(void **state)
     for (size_t c = 0; c < CODEC_COUNT; c++) {
         uint8_t *packed, *out;
         size_t packed_len, out_len;
-        assert_int_equal(
-            record_codec_compress(codecs[c], in, n, &packed, &packed_len, err, sizeof err), 0);
+        assert_int_equal(record_codec_compress(codecs[c], in, n, &packed, &packed_len, err, sizeof err), 0);
         /* Every cut short of the whole fails (the decoder needs the end). */
         for (size_t cut = 0; cut < packed_len; cut += cut < 64 ? 1 : 97) {
-            int rc = record_codec_decompress(codecs[c], packed, cut, n, &out, &out_len, err,
-                                             sizeof err);
+            int rc = record_codec_decompress(codecs[c], packed, cut, n, &out, &out_len, err, sizeof err);
             if (rc == 0) {
                 /* snappy's xerial framing may end between blocks. */
                 assert_int_equal(codecs[c], RECORD_BATCH_COMPRESSION_SNAPPY);
@@ -277,8 +262,7 @@ static void test_truncated_and_damaged(void **state)
         /* Flipped bytes: either refused or decoded within the limit. */
         for (size_t at = 0; at < packed_len; at += 13) {
             packed[at] ^= 0xA5;
-            if (record_codec_decompress(codecs[c], packed, packed_len, n, &out, &out_len, err,
-                                        sizeof err) == 0) {
+            if (record_codec_decompress(codecs[c], packed, packed_len, n, &out, &out_len, err, sizeof err) == 0) {
                 assert_true(out_len <= n);
                 free(out);
             }
@@ -297,15 +281,14 @@ static void test_oversized_claims(void **state)
     size_t out_len;
     /* A raw snappy block announcing 2^31 bytes in six bytes of data. */
     const uint8_t liar[] = {0x80, 0x80, 0x80, 0x80, 0x08, 0x00};
-    assert_int_equal(record_codec_decompress(RECORD_BATCH_COMPRESSION_SNAPPY, liar, sizeof liar,
-                                             SIZE_MAX / 2, &out, &out_len, err, sizeof err),
+    assert_int_equal(record_codec_decompress(RECORD_BATCH_COMPRESSION_SNAPPY, liar, sizeof liar, SIZE_MAX / 2, &out,
+                                             &out_len, err, sizeof err),
                      -1);
     /* xerial framing whose block length overruns the data. */
-    const uint8_t overrun[] = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0, 0, 0, 0, 1,
-                               0,    0,   0,   1,   0x7f, 0xff, 0xff, 0xff, 1, 2};
-    assert_int_equal(record_codec_decompress(RECORD_BATCH_COMPRESSION_SNAPPY, overrun,
-                                             sizeof overrun, 1 << 20, &out, &out_len, err,
-                                             sizeof err),
+    const uint8_t overrun[] = {0x82, 'S', 'N', 'A', 'P', 'P',  'Y',  0,    0,    0, 0,
+                               1,    0,   0,   0,   1,   0x7f, 0xff, 0xff, 0xff, 1, 2};
+    assert_int_equal(record_codec_decompress(RECORD_BATCH_COMPRESSION_SNAPPY, overrun, sizeof overrun, 1 << 20, &out,
+                                             &out_len, err, sizeof err),
                      -1);
     /* 32 MiB of zeros squeezed small: every codec stops at the limit. */
     size_t n = 32u << 20;
@@ -314,23 +297,16 @@ static void test_oversized_claims(void **state)
     for (size_t c = 0; c < CODEC_COUNT; c++) {
         uint8_t *packed;
         size_t packed_len;
-        assert_int_equal(
-            record_codec_compress(codecs[c], zeros, n, &packed, &packed_len, err, sizeof err),
-            0);
+        assert_int_equal(record_codec_compress(codecs[c], zeros, n, &packed, &packed_len, err, sizeof err), 0);
         assert_true(packed_len < n / 16);
-        assert_int_equal(record_codec_decompress(codecs[c], packed, packed_len, 1 << 20, &out,
-                                                 &out_len, err, sizeof err),
-                         -1);
+        assert_int_equal(
+            record_codec_decompress(codecs[c], packed, packed_len, 1 << 20, &out, &out_len, err, sizeof err), -1);
         assert_null(out);
         free(packed);
     }
     free(zeros);
-    assert_int_equal(record_codec_decompress(7, liar, sizeof liar, 100, &out, &out_len, err,
-                                             sizeof err),
-                     -1);
-    assert_int_equal(record_codec_compress(0, liar, sizeof liar, &out, &out_len, err,
-                                           sizeof err),
-                     -1);
+    assert_int_equal(record_codec_decompress(7, liar, sizeof liar, 100, &out, &out_len, err, sizeof err), -1);
+    assert_int_equal(record_codec_compress(0, liar, sizeof liar, &out, &out_len, err, sizeof err), -1);
 }
 
 static void test_batches(void **state)
@@ -353,23 +329,19 @@ static void test_batches(void **state)
     for (size_t c = 0; c < CODEC_COUNT; c++) {
         uint8_t *packed, *opened;
         size_t packed_len, opened_len;
-        assert_int_equal(record_codec_deflate_batch(plain, plain_len, codecs[c], &packed,
-                                                    &packed_len, err, sizeof err),
+        assert_int_equal(record_codec_deflate_batch(plain, plain_len, codecs[c], &packed, &packed_len, err, sizeof err),
                          0);
         struct record_batch_header h;
-        assert_int_equal(record_batch_validate(packed, packed_len, -1, &h, err, sizeof err),
-                         KAFKA_ERR_NONE);
+        assert_int_equal(record_batch_validate(packed, packed_len, -1, &h, err, sizeof err), KAFKA_ERR_NONE);
         assert_int_equal(record_batch_compression(&h), codecs[c]);
         assert_int_equal(h.record_count, 50);
         assert_int_equal(record_batch_total_size(&h), packed_len);
-        assert_int_equal(record_codec_inflate_batch(packed, packed_len, 1 << 20, &opened,
-                                                    &opened_len, err, sizeof err),
+        assert_int_equal(record_codec_inflate_batch(packed, packed_len, 1 << 20, &opened, &opened_len, err, sizeof err),
                          0);
         assert_int_equal(opened_len, plain_len);
         /* Same records, same header but for the CRC. */
         assert_memory_equal(opened, plain, RECORD_BATCH_OFFSET_CRC);
-        assert_memory_equal(opened + RECORD_BATCH_OFFSET_ATTRIBUTES,
-                            plain + RECORD_BATCH_OFFSET_ATTRIBUTES,
+        assert_memory_equal(opened + RECORD_BATCH_OFFSET_ATTRIBUTES, plain + RECORD_BATCH_OFFSET_ATTRIBUTES,
                             plain_len - RECORD_BATCH_OFFSET_ATTRIBUTES);
         struct record_batch_record_iter it;
         struct record_batch_record rec;
@@ -380,13 +352,11 @@ static void test_batches(void **state)
         assert_int_equal(count, 50);
         /* A records limit below the real size refuses the batch. */
         free(opened);
-        assert_int_equal(record_codec_inflate_batch(packed, packed_len, 100, &opened,
-                                                    &opened_len, err, sizeof err),
+        assert_int_equal(record_codec_inflate_batch(packed, packed_len, 100, &opened, &opened_len, err, sizeof err),
                          -1);
         /* A header whose length disagrees with the buffer is refused. */
-        assert_int_equal(record_codec_inflate_batch(packed, packed_len - 1, 1 << 20, &opened,
-                                                    &opened_len, err, sizeof err),
-                         -1);
+        assert_int_equal(
+            record_codec_inflate_batch(packed, packed_len - 1, 1 << 20, &opened, &opened_len, err, sizeof err), -1);
         free(packed);
     }
     free(plain);
@@ -395,12 +365,9 @@ static void test_batches(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip_all_codecs),
-        cmocka_unit_test(test_foreign_frames),
-        cmocka_unit_test(test_librdkafka_batches),
-        cmocka_unit_test(test_truncated_and_damaged),
-        cmocka_unit_test(test_oversized_claims),
-        cmocka_unit_test(test_batches),
+        cmocka_unit_test(test_roundtrip_all_codecs), cmocka_unit_test(test_foreign_frames),
+        cmocka_unit_test(test_librdkafka_batches),   cmocka_unit_test(test_truncated_and_damaged),
+        cmocka_unit_test(test_oversized_claims),     cmocka_unit_test(test_batches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

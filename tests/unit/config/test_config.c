@@ -19,7 +19,8 @@ static struct broker_config *build_ok(const char *const *keys, const char *const
 {
     struct broker_config *cfg = NULL;
     char err[512] = "";
-    if (config_build(keys, values, n, &cfg, err, sizeof err) != 0) fail_msg("config_build failed: %s", err);
+    if (config_build(keys, values, n, &cfg, err, sizeof err) != 0)
+        fail_msg("config_build failed: %s", err);
     return cfg;
 }
 
@@ -217,8 +218,8 @@ static void test_parse_listeners(void **state)
     assert_int_equal(specs[3].port, 9093);
     assert_int_equal(config_parse_listeners("", specs, 4, err, sizeof err), 0);
     assert_int_equal(config_parse_listeners("A://h:1,B://h:2", specs, 1, err, sizeof err), -1);
-    const char *bad[] = {"localhost:9092", "://h:1", "P://h:", "P://h:x", "P://[::1:9092", "P://h:-1",
-                         "P@://h:1", "P://bad host:1"};
+    const char *bad[] = {"localhost:9092", "://h:1",   "P://h:",   "P://h:x",
+                         "P://[::1:9092",  "P://h:-1", "P@://h:1", "P://bad host:1"};
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
         assert_int_equal(config_parse_listeners(bad[i], specs, 4, err, sizeof err), -1);
         assert_non_null(strstr(err, bad[i]));
@@ -321,8 +322,7 @@ static int build_capturing_stderr(const char *const *keys, const char *const *va
 static void test_unknown_key_warns_and_plugin_keys_pass_through(void **state)
 {
     (void)state;
-    const char *keys[] = {"no.such.setting", "plugin.audit.sink", "plugin.audit.path", "plugin.quota.rate",
-                          "plugins"};
+    const char *keys[] = {"no.such.setting", "plugin.audit.sink", "plugin.audit.path", "plugin.quota.rate", "plugins"};
     const char *values[] = {"1", "file", "/var/log/audit", "10", "audit,quota"};
     struct broker_config *cfg = NULL;
     char log[4096];

@@ -22,7 +22,8 @@ static int setup(void **state)
 {
     struct temp_dirs *t = calloc(1, sizeof *t);
     snprintf(t->root, sizeof t->root, "/tmp/cairn-meta-XXXXXX");
-    if (!mkdtemp(t->root)) return -1;
+    if (!mkdtemp(t->root))
+        return -1;
     snprintf(t->a, sizeof t->a, "%s/a", t->root);
     snprintf(t->b, sizeof t->b, "%s/nested/b", t->root);
     *state = t;
@@ -62,7 +63,8 @@ static void test_uuid_round_trip(void **state)
     assert_string_equal(text, "_____________________w");
     /* Bytes 0x00..0x0f, checked against base64url of the same bytes. */
     uint8_t seq[16];
-    for (int i = 0; i < 16; i++) seq[i] = (uint8_t)i;
+    for (int i = 0; i < 16; i++)
+        seq[i] = (uint8_t)i;
     uuid_to_base64url(seq, text);
     assert_string_equal(text, "AAECAwQFBgcICQoLDA0ODw");
     assert_int_equal(uuid_from_base64url(text, decoded), 0);
@@ -77,10 +79,10 @@ static void test_uuid_round_trip(void **state)
         assert_int_equal(uuid_from_base64url(text, decoded), 0);
         assert_memory_equal(decoded, id, 16);
     }
-    assert_int_equal(uuid_from_base64url("AAAAAAAAAAAAAAAAAAAAA", decoded), -1);     /* 21 chars */
-    assert_int_equal(uuid_from_base64url("AAAAAAAAAAAAAAAAAAAAAAA", decoded), -1);   /* 23 chars */
-    assert_int_equal(uuid_from_base64url("AAAAAAAAAAAAAAAAAAAA+A", decoded), -1);    /* not url-safe */
-    assert_int_equal(uuid_from_base64url("AAAAAAAAAAAAAAAAAAAAAB", decoded), -1);    /* stray low bits */
+    assert_int_equal(uuid_from_base64url("AAAAAAAAAAAAAAAAAAAAA", decoded), -1);   /* 21 chars */
+    assert_int_equal(uuid_from_base64url("AAAAAAAAAAAAAAAAAAAAAAA", decoded), -1); /* 23 chars */
+    assert_int_equal(uuid_from_base64url("AAAAAAAAAAAAAAAAAAAA+A", decoded), -1);  /* not url-safe */
+    assert_int_equal(uuid_from_base64url("AAAAAAAAAAAAAAAAAAAAAB", decoded), -1);  /* stray low bits */
 }
 
 static void test_first_start_creates_then_reload_keeps(void **state)
@@ -198,8 +200,7 @@ static void test_copied_directory_detected(void **state)
     snprintf(nested, sizeof nested, "%s/nested", t->root);
     assert_int_equal(mkdir(nested, 0755), 0);
     assert_int_equal(mkdir(t->b, 0755), 0);
-    snprintf(text, sizeof text, "version=1\nnode.id=1\ncluster.id=%s\ndirectory.id=%s\n", m.cluster_id,
-             m.directory_id);
+    snprintf(text, sizeof text, "version=1\nnode.id=1\ncluster.id=%s\ndirectory.id=%s\n", m.cluster_id, m.directory_id);
     write_file(t->b, text);
     assert_int_equal(meta_properties_ensure(both, 2, 1, NULL, cluster, err, sizeof err), -1);
     assert_non_null(strstr(err, "directory.id"));

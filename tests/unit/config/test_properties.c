@@ -16,7 +16,8 @@ static struct properties parse_ok(const char *text)
     struct properties props;
     char err[256] = "";
     int rc = properties_parse(text, strlen(text), &props, err, sizeof err);
-    if (rc != 0) fail_msg("parse failed: %s", err);
+    if (rc != 0)
+        fail_msg("parse failed: %s", err);
     return props;
 }
 
@@ -87,9 +88,9 @@ static void test_crlf_and_cr_line_endings(void **state)
 static void test_escapes(void **state)
 {
     (void)state;
-    struct properties p =
-        parse_ok("tab=a\\tb\nnl=a\\nb\nback=a\\\\b\nuni=\\u0041\\u00e9\\u20ac\nkey\\ with\\=eq\\:colon=v\nother=\\q\n"
-                 "pair=\\ud83d\\ude00\nlone=\\ud83d\n");
+    struct properties p = parse_ok(
+        "tab=a\\tb\nnl=a\\nb\nback=a\\\\b\nuni=\\u0041\\u00e9\\u20ac\nkey\\ with\\=eq\\:colon=v\nother=\\q\n"
+        "pair=\\ud83d\\ude00\nlone=\\ud83d\n");
     assert_string_equal(properties_get(&p, "tab"), "a\tb");
     assert_string_equal(properties_get(&p, "nl"), "a\nb");
     assert_string_equal(properties_get(&p, "back"), "a\\b");
@@ -181,7 +182,8 @@ static void test_random_input_is_handled(void **state)
         struct properties p;
         if (properties_parse(text, len, &p, err, sizeof err) == 0) {
             parsed++;
-            for (size_t i = 0; i < p.count; i++) assert_non_null(p.entries[i].value);
+            for (size_t i = 0; i < p.count; i++)
+                assert_non_null(p.entries[i].value);
             properties_free(&p);
         } else {
             rejected++;

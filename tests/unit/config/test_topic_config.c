@@ -15,7 +15,8 @@ static struct broker_config *build_ok(const char *const *keys, const char *const
 {
     struct broker_config *cfg = NULL;
     char err[512] = "";
-    if (config_build(keys, values, n, &cfg, err, sizeof err) != 0) fail_msg("config_build failed: %s", err);
+    if (config_build(keys, values, n, &cfg, err, sizeof err) != 0)
+        fail_msg("config_build failed: %s", err);
     return cfg;
 }
 
@@ -32,8 +33,8 @@ static void test_validate(void **state)
     assert_int_equal(topic_config_validate("retention.ms", "-2", err, sizeof err), KAFKA_ERR_INVALID_CONFIG);
     assert_string_equal(err, "invalid value '-2' for 'retention.ms': expected an integer in [-1, 9223372036854775807]");
     assert_int_equal(topic_config_validate("cleanup.policy", "purge", err, sizeof err), KAFKA_ERR_INVALID_CONFIG);
-    assert_string_equal(err,
-                        "invalid value 'purge' for 'cleanup.policy': expected a comma-separated list of: compact, delete");
+    assert_string_equal(
+        err, "invalid value 'purge' for 'cleanup.policy': expected a comma-separated list of: compact, delete");
     assert_int_equal(topic_config_validate("cleanup.policy", "", err, sizeof err), KAFKA_ERR_INVALID_CONFIG);
     assert_int_equal(topic_config_validate("compression.type", "brotli", err, sizeof err), KAFKA_ERR_INVALID_CONFIG);
     assert_int_equal(topic_config_validate("segment.bytes", "13", err, sizeof err), KAFKA_ERR_INVALID_CONFIG);
@@ -103,13 +104,13 @@ static void test_resolve_precedence(void **state)
 }
 
 static const struct topic_config_describe_entry *describe(const struct broker_config *cfg,
-                                                          const struct config_kv *overrides, size_t n,
-                                                          const char *name,
+                                                          const struct config_kv *overrides, size_t n, const char *name,
                                                           struct topic_config_describe_entry *out)
 {
     for (size_t i = 0; i < topic_config_key_count(); i++) {
         assert_int_equal(topic_config_describe(cfg, overrides, n, i, out), 0);
-        if (strcmp(out->name, name) == 0) return out;
+        if (strcmp(out->name, name) == 0)
+            return out;
     }
     fail_msg("no topic key %s", name);
     return NULL;

@@ -17,7 +17,8 @@ static void test_accepts_kafka_version_names(void **state)
 {
     (void)state;
     char err[256];
-    const char *valid[] = {"0.10.0.0", "0.10.0", "0.10.0-IV1", "0.8.2", "0.11.0", "1.0", "2.8", "2.8.1", "3.0-IV1", "3.9"};
+    const char *valid[] = {"0.10.0.0", "0.10.0", "0.10.0-IV1", "0.8.2",   "0.11.0",
+                           "1.0",      "2.8",    "2.8.1",      "3.0-IV1", "3.9"};
     for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++)
         if (topic_config_validate("message.format.version", valid[i], err, sizeof err) != 0)
             fail_msg("'%s' refused: %s", valid[i], err);
@@ -27,7 +28,8 @@ static void test_refuses_other_values(void **state)
 {
     (void)state;
     char err[256];
-    const char *invalid[] = {"", "banana", "4.0", "0.7.0", "3.0-IV", "3.0-IVx", "2", "0.10", "99999999999999999999999999999999999"};
+    const char *invalid[] = {
+        "", "banana", "4.0", "0.7.0", "3.0-IV", "3.0-IVx", "2", "0.10", "99999999999999999999999999999999999"};
     for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {
         if (topic_config_validate("message.format.version", invalid[i], err, sizeof err) != KAFKA_ERR_INVALID_CONFIG)
             fail_msg("'%s' accepted", invalid[i]);

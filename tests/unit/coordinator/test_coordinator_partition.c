@@ -8,7 +8,10 @@
 
 #include "coordinator/coordinator_partition.h"
 
-static int32_t hash_of(const char *s) { return coordinator_key_hash(s, strlen(s)); }
+static int32_t hash_of(const char *s)
+{
+    return coordinator_key_hash(s, strlen(s));
+}
 
 /* Values of java.lang.String#hashCode for the same strings. */
 static void test_java_hash_vectors(void **state)

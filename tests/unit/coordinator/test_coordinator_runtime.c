@@ -82,8 +82,8 @@ static void test_changes_run_in_order(void **state)
         assert_int_equal(coordinator_shards_serving(f->shards, p), KAFKA_ERR_NOT_COORDINATOR);
     coordinator_runtime_on_leadership(f->rt, TOPIC, 0, true, 4);
     coordinator_runtime_on_leadership(f->rt, TOPIC, 1, true, 2);
-    coordinator_runtime_on_leadership(f->rt, TOPIC, 0, true, 4);  /* the same term again */
-    coordinator_runtime_on_leadership(f->rt, TOPIC, 1, true, 1);  /* an older term */
+    coordinator_runtime_on_leadership(f->rt, TOPIC, 0, true, 4);   /* the same term again */
+    coordinator_runtime_on_leadership(f->rt, TOPIC, 1, true, 1);   /* an older term */
     coordinator_runtime_on_leadership(f->rt, TOPIC, 2, false, -1); /* not led: nothing to drop */
     coordinator_runtime_on_leadership(f->rt, "other", 0, true, 9);
     coordinator_runtime_on_leadership(f->rt, TOPIC, PARTITIONS, true, 9);

@@ -99,9 +99,8 @@ static int64_t append_values(struct fixture *f, int32_t partition, const char *v
         /* Really gzip: the log opens compressed batches of compacted topics. */
         uint8_t *packed;
         char err[200];
-        assert_int_equal(record_codec_deflate_batch(batch, len, RECORD_BATCH_COMPRESSION_GZIP,
-                                                    &packed, &len, err, sizeof err),
-                         0);
+        assert_int_equal(
+            record_codec_deflate_batch(batch, len, RECORD_BATCH_COMPRESSION_GZIP, &packed, &len, err, sizeof err), 0);
         free(batch);
         batch = packed;
     }
@@ -214,8 +213,8 @@ static void test_open_refuses_incomplete_options(void **state)
     struct fixture *f = *state;
     unit_fixture_open(&f->stores);
     char err[256] = "";
-    struct internal_topic_options opts = {.name = TOPIC, .component = "test", .config_prefix = "test.topic",
-                                          .logs = f->stores.logs};
+    struct internal_topic_options opts = {
+        .name = TOPIC, .component = "test", .config_prefix = "test.topic", .logs = f->stores.logs};
     struct internal_topic *t = (struct internal_topic *)&opts;
     assert_int_equal(internal_topic_open(&opts, &t, err, sizeof err), -1);
     assert_null(t);
@@ -407,7 +406,9 @@ static void test_append_is_durable_and_replayed(void **state)
     assert_int_equal(internal_topic_log_for_key(f->topic, "writer", &log), KAFKA_ERR_NONE);
     size_t len;
     uint8_t *batch = build_batch("written#0", 9, &len);
-    assert_int_equal(internal_topic_append(f->topic, log, batch, len, false, INTERNAL_TOPIC_FLUSH_ALL, NULL, "a test record"), KAFKA_ERR_NONE);
+    assert_int_equal(
+        internal_topic_append(f->topic, log, batch, len, false, INTERNAL_TOPIC_FLUSH_ALL, NULL, "a test record"),
+        KAFKA_ERR_NONE);
     free(batch);
     assert_int_equal(partition_log_end_offset(log), 1);
     assert_int_equal(partition_log_recovery_point(log), 1); /* flushed before returning */
@@ -417,8 +418,9 @@ static void test_append_is_durable_and_replayed(void **state)
     assert_non_null(big);
     batch = build_batch(big, big_len, &len);
     free(big);
-    assert_int_equal(internal_topic_append(f->topic, log, batch, len, true, INTERNAL_TOPIC_FLUSH_ALL, NULL, "a large record"),
-                     KAFKA_ERR_RECORD_LIST_TOO_LARGE);
+    assert_int_equal(
+        internal_topic_append(f->topic, log, batch, len, true, INTERNAL_TOPIC_FLUSH_ALL, NULL, "a large record"),
+        KAFKA_ERR_RECORD_LIST_TOO_LARGE);
     free(batch);
     assert_int_equal(partition_log_end_offset(log), 1);
 

@@ -25,9 +25,11 @@ struct test_op {
 static bool test_try_complete(struct delayed_op *op, bool expired)
 {
     struct test_op *t = (struct test_op *)op;
-    if (!expired && atomic_load(t->ready) == 0) return false;
+    if (!expired && atomic_load(t->ready) == 0)
+        return false;
     atomic_fetch_add(&t->completions, 1);
-    if (expired) atomic_store(&t->expired, 1);
+    if (expired)
+        atomic_store(&t->expired, 1);
     return true;
 }
 
@@ -52,7 +54,8 @@ static struct test_op *new_op(atomic_int *ready, atomic_int *freed, int64_t wait
 
 static void wait_for(atomic_int *v, int want, int timeout_ms)
 {
-    for (int i = 0; i < timeout_ms && atomic_load(v) < want; i++) usleep(1000);
+    for (int i = 0; i < timeout_ms && atomic_load(v) < want; i++)
+        usleep(1000);
 }
 
 static void test_completes_at_once_when_ready(void **state)
@@ -127,7 +130,8 @@ struct race_ctx {
 static void *notifier(void *arg)
 {
     struct race_ctx *rc = arg;
-    while (!atomic_load(rc->stop)) purgatory_notify(rc->p, 5);
+    while (!atomic_load(rc->stop))
+        purgatory_notify(rc->p, 5);
     return NULL;
 }
 
@@ -140,17 +144,20 @@ static void test_concurrent_notify_and_expiry(void **state)
     atomic_int ready = 0, freed = 0, stop = 0;
     struct race_ctx rc = {p, &stop};
     pthread_t threads[2];
-    for (int i = 0; i < 2; i++) pthread_create(&threads[i], NULL, notifier, &rc);
+    for (int i = 0; i < 2; i++)
+        pthread_create(&threads[i], NULL, notifier, &rc);
     enum { N = 400 };
     struct test_op *ops[N];
     for (int i = 0; i < N; i++) {
         ops[i] = new_op(&ready, &freed, i % 20, 5);
         purgatory_add(p, &ops[i]->op);
-        if (i == N / 2) atomic_store(&ready, 1);
+        if (i == N / 2)
+            atomic_store(&ready, 1);
     }
     wait_for(&freed, N, 5000);
     atomic_store(&stop, 1);
-    for (int i = 0; i < 2; i++) pthread_join(threads[i], NULL);
+    for (int i = 0; i < 2; i++)
+        pthread_join(threads[i], NULL);
     purgatory_destroy(p);
     assert_int_equal(atomic_load(&freed), N);
     for (int i = 0; i < N; i++) {
@@ -170,10 +177,12 @@ static void test_many_keys_all_watched(void **state)
     assert_int_equal(purgatory_create("t", &p), 0);
     atomic_int ready_a = 0, ready_b = 0, freed = 0;
     struct test_op *a = new_op(&ready_a, &freed, 600000, 1);
-    for (uintptr_t k = 2; k <= KEYS; k++) assert_int_equal(delayed_op_watch(&a->op, k), 0);
+    for (uintptr_t k = 2; k <= KEYS; k++)
+        assert_int_equal(delayed_op_watch(&a->op, k), 0);
     assert_int_equal(a->op.watch_key_count, KEYS);
     struct test_op *b = new_op(&ready_b, &freed, 600000, 100000);
-    for (uintptr_t k = 100001; k < 100000 + KEYS; k++) assert_int_equal(delayed_op_watch(&b->op, k), 0);
+    for (uintptr_t k = 100001; k < 100000 + KEYS; k++)
+        assert_int_equal(delayed_op_watch(&b->op, k), 0);
     purgatory_add(p, &a->op);
     purgatory_add(p, &b->op);
     assert_int_equal(purgatory_waiting(p), 2);
@@ -191,7 +200,8 @@ static void test_many_keys_all_watched(void **state)
     assert_int_equal(atomic_load(&freed), 1);
     /* Every key of the answered operation is unwatched: notifying them
      * neither answers again nor touches freed key storage. */
-    for (uintptr_t k = 1; k <= KEYS; k++) purgatory_notify(p, k);
+    for (uintptr_t k = 1; k <= KEYS; k++)
+        purgatory_notify(p, k);
     assert_int_equal(atomic_load(&a->completions), 1);
     assert_int_equal(atomic_load(&b->completions), 0);
 
@@ -210,9 +220,11 @@ static void test_release_keys_without_purgatory(void **state)
 {
     (void)state;
     struct delayed_op op = {0};
-    for (uintptr_t k = 0; k < 100; k++) assert_int_equal(delayed_op_watch(&op, k), 0);
+    for (uintptr_t k = 0; k < 100; k++)
+        assert_int_equal(delayed_op_watch(&op, k), 0);
     assert_int_equal(op.watch_key_count, 100);
-    for (uintptr_t k = 0; k < 100; k++) assert_int_equal(op.watch_keys[k], k);
+    for (uintptr_t k = 0; k < 100; k++)
+        assert_int_equal(op.watch_keys[k], k);
     delayed_op_release_keys(&op);
     assert_int_equal(op.watch_key_count, 0);
     assert_null(op.watch_keys);

@@ -63,7 +63,8 @@ static inline void sync_cb(void *arg, const struct group_sync_result *r)
     b->done = true;
     b->error = r->error_code;
     size_t n = r->assignment_len < sizeof b->assignment - 1 ? r->assignment_len : sizeof b->assignment - 1;
-    if (n) memcpy(b->assignment, r->assignment, n);
+    if (n)
+        memcpy(b->assignment, r->assignment, n);
     b->assignment[n] = '\0';
 }
 
@@ -82,12 +83,12 @@ static inline struct group_coordinator *make_gc(int32_t initial_delay)
 
 __attribute__((unused)) static const struct group_protocol range_proto[] = {{"range", (const uint8_t *)"sub-A", 5}};
 __attribute__((unused)) static const struct group_protocol rr_range[] = {{"roundrobin", (const uint8_t *)"r", 1},
-                                                 {"range", (const uint8_t *)"x", 1}};
+                                                                         {"range", (const uint8_t *)"x", 1}};
 
 __attribute__((unused)) static int16_t join_version = 9; /* JoinGroup version the helpers below speak */
 
 static inline void join(struct group_coordinator *gc, const char *member, const char *instance,
-                 const struct group_protocol *protos, size_t n, struct join_box *box)
+                        const struct group_protocol *protos, size_t n, struct join_box *box)
 {
     memset(box, 0, sizeof *box);
     struct group_join_params p = {
@@ -107,8 +108,8 @@ static inline void join(struct group_coordinator *gc, const char *member, const 
     group_coordinator_join(gc, &p, join_cb, box);
 }
 
-static inline void do_sync(struct group_coordinator *gc, const char *member, int32_t gen, const struct group_assignment *a,
-                 size_t n, struct sync_box *box)
+static inline void do_sync(struct group_coordinator *gc, const char *member, int32_t gen,
+                           const struct group_assignment *a, size_t n, struct sync_box *box)
 {
     memset(box, 0, sizeof *box);
     struct group_sync_params p = {

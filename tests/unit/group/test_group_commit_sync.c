@@ -90,7 +90,8 @@ static int16_t gs_sync(void *s, const struct group_sync_point *sp)
     pthread_mutex_lock(&gs->mu);
     gs->syncs_entered++;
     pthread_cond_broadcast(&gs->cond);
-    while (!gs->released) pthread_cond_wait(&gs->cond, &gs->mu);
+    while (!gs->released)
+        pthread_cond_wait(&gs->cond, &gs->mu);
     gs->synced_end = sp->end_offset;
     int16_t rc = gs->sync_result;
     pthread_mutex_unlock(&gs->mu);
@@ -157,7 +158,8 @@ static void *commit_thread(void *p)
 static void wait_sync_entered(struct gated_store *gs, int n)
 {
     pthread_mutex_lock(&gs->mu);
-    while (gs->syncs_entered < n) pthread_cond_wait(&gs->cond, &gs->mu);
+    while (gs->syncs_entered < n)
+        pthread_cond_wait(&gs->cond, &gs->mu);
     pthread_mutex_unlock(&gs->mu);
 }
 
@@ -173,7 +175,9 @@ static void run_blocked_commit(bool transactional)
 {
     struct gated_store gs;
     struct group_coordinator *gc = gated_coordinator(&gs);
-    struct commit_job job = {.gc = gc, .gs = &gs, .transactional = transactional,
+    struct commit_job job = {.gc = gc,
+                             .gs = &gs,
+                             .transactional = transactional,
                              .entry = {.topic = "t", .partition = 0, .offset = 42, .leader_epoch = 1}};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, commit_thread, &job), 0);
@@ -243,10 +247,14 @@ static void log_fixture_open(struct log_fixture *f)
     assert_int_equal(unit_fixture_init(&f->stores, "cairn-commit-sync"), 0);
     unit_fixture_open(&f->stores);
     char err[256] = "";
-    struct group_log_options gopts = {.logs = f->stores.logs, .metadata = f->stores.metadata,
-                                      .num_partitions = PARTITIONS, .replication_factor = 1,
-                                      .segment_bytes = 1 << 20, .node_id = 1};
-    if (group_log_open(&gopts, &f->gl, err, sizeof err) != 0) fail_msg("group log: %s", err);
+    struct group_log_options gopts = {.logs = f->stores.logs,
+                                      .metadata = f->stores.metadata,
+                                      .num_partitions = PARTITIONS,
+                                      .replication_factor = 1,
+                                      .segment_bytes = 1 << 20,
+                                      .node_id = 1};
+    if (group_log_open(&gopts, &f->gl, err, sizeof err) != 0)
+        fail_msg("group log: %s", err);
     struct group_coordinator_options o;
     group_coordinator_options_defaults(&o);
     o.manual_time = true;
@@ -287,8 +295,8 @@ static void test_group_log_durable_on_return(void **state)
                 .group_id = "durable", .generation_id = -1, .member_id = "", .retention_ms = -1};
             group_coordinator_commit(f.gc, &cp, &c, 1);
         } else {
-            struct group_txn_commit_params tp = {.group_id = "durable", .producer_id = 77, .producer_epoch = 0,
-                                                 .generation_id = -1, .member_id = ""};
+            struct group_txn_commit_params tp = {
+                .group_id = "durable", .producer_id = 77, .producer_epoch = 0, .generation_id = -1, .member_id = ""};
             group_coordinator_txn_commit(f.gc, &tp, &c, 1);
         }
         assert_int_equal(c.error_code, KAFKA_ERR_NONE);

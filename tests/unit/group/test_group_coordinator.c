@@ -186,8 +186,12 @@ static void test_join_validation(void **state)
 
     struct join_box j;
     memset(&j, 0, sizeof j);
-    struct group_join_params p = {.group_id = "g", .member_id = "", .protocol_type = "consumer",
-                                  .protocols = range_proto, .protocol_count = 1, .session_timeout_ms = 10,
+    struct group_join_params p = {.group_id = "g",
+                                  .member_id = "",
+                                  .protocol_type = "consumer",
+                                  .protocols = range_proto,
+                                  .protocol_count = 1,
+                                  .session_timeout_ms = 10,
                                   .rebalance_timeout_ms = 100};
     group_coordinator_join(gc, &p, join_cb, &j);
     assert_int_equal(j.error, KAFKA_ERR_INVALID_SESSION_TIMEOUT);
@@ -225,8 +229,8 @@ static void test_list_filter(void **state)
     advance(gc, 10);
     struct sync_box s;
     do_sync(gc, j.member_id, 1, NULL, 0, &s);
-    struct group_commit_params simple = {.group_id = "offsets-only", .generation_id = -1, .member_id = "",
-                                         .retention_ms = -1};
+    struct group_commit_params simple = {
+        .group_id = "offsets-only", .generation_id = -1, .member_id = "", .retention_ms = -1};
     struct group_offset_commit c = {.topic = "t", .partition = 0, .offset = 1};
     group_coordinator_commit(gc, &simple, &c, 1);
 
@@ -282,8 +286,8 @@ static void test_offsets(void **state)
     char big[5000];
     memset(big, 'x', sizeof big - 1);
     big[sizeof big - 1] = '\0';
-    struct group_offset_commit too_big = {.topic = "t", .partition = 2, .offset = 1, .metadata = big,
-                                          .metadata_len = strlen(big)};
+    struct group_offset_commit too_big = {
+        .topic = "t", .partition = 2, .offset = 1, .metadata = big, .metadata_len = strlen(big)};
     group_coordinator_commit(gc, &simple, &too_big, 1);
     assert_int_equal(too_big.error_code, KAFKA_ERR_OFFSET_METADATA_TOO_LARGE);
 
@@ -361,9 +365,10 @@ static void test_offset_delete_subscribed(void **state)
     advance(gc, 10);
     struct sync_box s;
     do_sync(gc, j.member_id, 1, NULL, 0, &s);
-    struct group_commit_params good = {.group_id = "g", .generation_id = 1, .member_id = j.member_id,
-                                       .group_instance_id = "i"};
-    struct group_offset_commit c[] = {{.topic = "t", .partition = 0, .offset = 5}, {.topic = "u", .partition = 0, .offset = 6}};
+    struct group_commit_params good = {
+        .group_id = "g", .generation_id = 1, .member_id = j.member_id, .group_instance_id = "i"};
+    struct group_offset_commit c[] = {{.topic = "t", .partition = 0, .offset = 5},
+                                      {.topic = "u", .partition = 0, .offset = 6}};
     group_coordinator_commit(gc, &good, c, 2);
     assert_int_equal(c[0].error_code, KAFKA_ERR_NONE);
     struct group_offset_delete d[] = {{.topic = "t", .partition = 0}, {.topic = "u", .partition = 0}};
@@ -403,8 +408,13 @@ static void test_offset_expiry(void **state)
     /* A group whose only member left, with no offsets, goes at the next sweep. */
     struct join_box j;
     memset(&j, 0, sizeof j);
-    struct group_join_params p = {.group_id = "h", .member_id = "", .client_id = "c", .protocol_type = "consumer",
-                                  .protocols = range_proto, .protocol_count = 1, .session_timeout_ms = 10000,
+    struct group_join_params p = {.group_id = "h",
+                                  .member_id = "",
+                                  .client_id = "c",
+                                  .protocol_type = "consumer",
+                                  .protocols = range_proto,
+                                  .protocol_count = 1,
+                                  .session_timeout_ms = 10000,
                                   .rebalance_timeout_ms = 10000};
     group_coordinator_join(gc, &p, join_cb, &j);
     advance(gc, 3100);
@@ -439,16 +449,23 @@ static void test_offset_expiry_stable_group(void **state)
     struct group_protocol proto = {"range", consumer_sub, sizeof consumer_sub}; /* subscribes to "t" */
     struct join_box j;
     memset(&j, 0, sizeof j);
-    struct group_join_params p = {.group_id = "g", .member_id = "", .group_instance_id = "i", .client_id = "c",
-                                  .protocol_type = "consumer", .protocols = &proto, .protocol_count = 1,
-                                  .session_timeout_ms = 500000, .rebalance_timeout_ms = 500000};
+    struct group_join_params p = {.group_id = "g",
+                                  .member_id = "",
+                                  .group_instance_id = "i",
+                                  .client_id = "c",
+                                  .protocol_type = "consumer",
+                                  .protocols = &proto,
+                                  .protocol_count = 1,
+                                  .session_timeout_ms = 500000,
+                                  .rebalance_timeout_ms = 500000};
     group_coordinator_join(gc, &p, join_cb, &j);
     advance(gc, 10);
     struct sync_box s;
     do_sync(gc, j.member_id, 1, NULL, 0, &s);
-    struct group_commit_params good = {.group_id = "g", .generation_id = 1, .member_id = j.member_id,
-                                       .group_instance_id = "i", .retention_ms = -1};
-    struct group_offset_commit c[] = {{.topic = "t", .partition = 0, .offset = 5}, {.topic = "u", .partition = 0, .offset = 6}};
+    struct group_commit_params good = {
+        .group_id = "g", .generation_id = 1, .member_id = j.member_id, .group_instance_id = "i", .retention_ms = -1};
+    struct group_offset_commit c[] = {{.topic = "t", .partition = 0, .offset = 5},
+                                      {.topic = "u", .partition = 0, .offset = 6}};
     group_coordinator_commit(gc, &good, c, 2);
     advance(gc, 61000);
     struct group_offset_fetch f[] = {{.topic = "t", .partition = 0}, {.topic = "u", .partition = 0}};
@@ -515,17 +532,34 @@ static void test_store_and_load(void **state)
 
     /* Replay: an offset, a tombstoned offset, and a stable generation. */
     const struct group_load_visitor *v = group_coordinator_load_visitor();
-    struct group_offset_record r = {.topic = "t", .partition = 0, .offset = 77, .leader_epoch = 2,
-                                    .metadata = "m", .metadata_len = 1, .commit_timestamp = fake_now, .expire_timestamp = -1};
+    struct group_offset_record r = {.topic = "t",
+                                    .partition = 0,
+                                    .offset = 77,
+                                    .leader_epoch = 2,
+                                    .metadata = "m",
+                                    .metadata_len = 1,
+                                    .commit_timestamp = fake_now,
+                                    .expire_timestamp = -1};
     v->offset(gc, "loaded", "t", 0, &r);
     v->offset(gc, "loaded", "t", 1, &r);
     v->offset(gc, "loaded", "t", 1, NULL);
-    struct group_member_record mr = {.member_id = "m-1", .group_instance_id = "inst", .client_id = "c",
-                                     .client_host = "/h", .rebalance_timeout_ms = 30000,
-                                     .session_timeout_ms = 10000, .subscription = (const uint8_t *)"s",
-                                     .subscription_len = 1, .assignment = (const uint8_t *)"A", .assignment_len = 1};
-    struct group_snapshot_record gr = {.group_id = "loaded", .protocol_type = "consumer", .generation = 5,
-                                       .protocol = "range", .leader = "m-1", .members = &mr, .member_count = 1};
+    struct group_member_record mr = {.member_id = "m-1",
+                                     .group_instance_id = "inst",
+                                     .client_id = "c",
+                                     .client_host = "/h",
+                                     .rebalance_timeout_ms = 30000,
+                                     .session_timeout_ms = 10000,
+                                     .subscription = (const uint8_t *)"s",
+                                     .subscription_len = 1,
+                                     .assignment = (const uint8_t *)"A",
+                                     .assignment_len = 1};
+    struct group_snapshot_record gr = {.group_id = "loaded",
+                                       .protocol_type = "consumer",
+                                       .generation = 5,
+                                       .protocol = "range",
+                                       .leader = "m-1",
+                                       .members = &mr,
+                                       .member_count = 1};
     v->group(gc, "loaded", &gr);
     group_coordinator_set_loaded(gc);
     assert_false(group_coordinator_is_loading(gc));
@@ -552,7 +586,8 @@ static void test_store_and_load(void **state)
     assert_int_equal(fs.last_members, 0);
 
     /* Commits reach the store first; a store failure is the client's answer. */
-    struct group_commit_params simple = {.group_id = "loaded", .generation_id = -1, .member_id = "", .retention_ms = -1};
+    struct group_commit_params simple = {
+        .group_id = "loaded", .generation_id = -1, .member_id = "", .retention_ms = -1};
     struct group_offset_commit c = {.topic = "t", .partition = 0, .offset = 80};
     group_coordinator_commit(gc, &simple, &c, 1);
     assert_int_equal(c.error_code, KAFKA_ERR_NONE);

@@ -82,7 +82,10 @@ static void offset_key(char *out, size_t len, const char *group, const char *top
     snprintf(out, len, "offset/%s/%s/%d", group, topic, (int)partition);
 }
 
-static const char *or_null(const char *s) { return s ? s : "<null>"; }
+static const char *or_null(const char *s)
+{
+    return s ? s : "<null>";
+}
 
 static void describe_offset(char *out, size_t len, const struct group_offset_record *r)
 {
@@ -104,13 +107,13 @@ static size_t blob(char *out, size_t len, const uint8_t *p, size_t n)
 static void describe_group(char *out, size_t len, const struct group_snapshot_record *g)
 {
     size_t w = (size_t)snprintf(out, len, "%s type=%s gen=%d proto=%s leader=%s ts=%lld", g->group_id,
-                                or_null(g->protocol_type), (int)g->generation, or_null(g->protocol),
-                                or_null(g->leader), (long long)g->current_state_timestamp);
+                                or_null(g->protocol_type), (int)g->generation, or_null(g->protocol), or_null(g->leader),
+                                (long long)g->current_state_timestamp);
     for (size_t i = 0; i < g->member_count && w < len; i++) {
         const struct group_member_record *m = &g->members[i];
         w += (size_t)snprintf(out + w, len - w, " [%s inst=%s %s %s rt=%d st=%d sub=", m->member_id,
-                              or_null(m->group_instance_id), m->client_id, m->client_host,
-                              (int)m->rebalance_timeout_ms, (int)m->session_timeout_ms);
+                              or_null(m->group_instance_id), m->client_id, m->client_host, (int)m->rebalance_timeout_ms,
+                              (int)m->session_timeout_ms);
         if (w < len)
             w += blob(out + w, len - w, m->subscription, m->subscription_len);
         if (w < len)
@@ -278,48 +281,104 @@ static void test_round_trip_through_reopen(void **state)
     open_all(f, PARTITIONS, 1);
 
     const struct group_offset_record g1[] = {
-        {.topic = "orders", .partition = 0, .offset = 10, .leader_epoch = 3, .metadata = "m1", .metadata_len = 2,
-         .commit_timestamp = 1700000000000, .expire_timestamp = -1},
-        {.topic = "orders", .partition = 1, .offset = 20, .leader_epoch = -1, .metadata = NULL,
-         .commit_timestamp = 1700000000001, .expire_timestamp = -1},
-        {.topic = "audit", .partition = 0, .offset = 5, .leader_epoch = 0, .metadata = "", .metadata_len = 0,
-         .commit_timestamp = 1700000000002, .expire_timestamp = -1},
+        {.topic = "orders",
+         .partition = 0,
+         .offset = 10,
+         .leader_epoch = 3,
+         .metadata = "m1",
+         .metadata_len = 2,
+         .commit_timestamp = 1700000000000,
+         .expire_timestamp = -1},
+        {.topic = "orders",
+         .partition = 1,
+         .offset = 20,
+         .leader_epoch = -1,
+         .metadata = NULL,
+         .commit_timestamp = 1700000000001,
+         .expire_timestamp = -1},
+        {.topic = "audit",
+         .partition = 0,
+         .offset = 5,
+         .leader_epoch = 0,
+         .metadata = "",
+         .metadata_len = 0,
+         .commit_timestamp = 1700000000002,
+         .expire_timestamp = -1},
     };
     assert_int_equal(f->ops->store_offsets(f->gl, "g1", g1, 3), KAFKA_ERR_NONE);
     for (int i = 0; i < 3; i++)
         model_offset(&want, "g1", &g1[i]);
 
-    const struct group_offset_record g2_first = {.topic = "orders", .partition = 0, .offset = 100,
-                                                 .leader_epoch = 1, .metadata = "a", .metadata_len = 1, .commit_timestamp = 1,
+    const struct group_offset_record g2_first = {.topic = "orders",
+                                                 .partition = 0,
+                                                 .offset = 100,
+                                                 .leader_epoch = 1,
+                                                 .metadata = "a",
+                                                 .metadata_len = 1,
+                                                 .commit_timestamp = 1,
                                                  .expire_timestamp = -1};
-    const struct group_offset_record g2_later = {.topic = "orders", .partition = 0, .offset = 150,
-                                                 .leader_epoch = 2, .metadata = "later", .metadata_len = 5, .commit_timestamp = 2,
+    const struct group_offset_record g2_later = {.topic = "orders",
+                                                 .partition = 0,
+                                                 .offset = 150,
+                                                 .leader_epoch = 2,
+                                                 .metadata = "later",
+                                                 .metadata_len = 5,
+                                                 .commit_timestamp = 2,
                                                  .expire_timestamp = -1};
-    const struct group_offset_record g2_other = {.topic = "audit", .partition = 3, .offset = 1,
-                                                 .leader_epoch = 2, .metadata = "x", .metadata_len = 1, .commit_timestamp = 3,
+    const struct group_offset_record g2_other = {.topic = "audit",
+                                                 .partition = 3,
+                                                 .offset = 1,
+                                                 .leader_epoch = 2,
+                                                 .metadata = "x",
+                                                 .metadata_len = 1,
+                                                 .commit_timestamp = 3,
                                                  .expire_timestamp = -1};
     assert_int_equal(f->ops->store_offsets(f->gl, "g2", &g2_first, 1), KAFKA_ERR_NONE);
     assert_int_equal(f->ops->store_offsets(f->gl, "g2", &g2_later, 1), KAFKA_ERR_NONE);
     assert_int_equal(f->ops->store_offsets(f->gl, "g2", &g2_other, 1), KAFKA_ERR_NONE);
 
-    const struct group_offset_record g3 = {.topic = "orders", .partition = 2, .offset = 7, .leader_epoch = 4,
-                                           .metadata = "keep", .metadata_len = 4, .commit_timestamp = 50, .expire_timestamp = 9999};
+    const struct group_offset_record g3 = {.topic = "orders",
+                                           .partition = 2,
+                                           .offset = 7,
+                                           .leader_epoch = 4,
+                                           .metadata = "keep",
+                                           .metadata_len = 4,
+                                           .commit_timestamp = 50,
+                                           .expire_timestamp = 9999};
     assert_int_equal(f->ops->store_offsets(f->gl, "g3", &g3, 1), KAFKA_ERR_NONE);
     model_offset(&want, "g3", &g3);
 
     const uint8_t sub1[] = {0, 1, 0, 0, 0, 1, 0, 6, 'o', 'r', 'd', 'e', 'r', 's'};
     const uint8_t asg1[] = {0, 1, 0, 0, 0, 1, 0, 6, 'o', 'r', 'd', 'e', 'r', 's', 0, 0, 0, 1, 0, 0, 0, 0};
     struct group_member_record members[] = {
-        {.member_id = "c-1-aaaa", .group_instance_id = NULL, .client_id = "c-1", .client_host = "/127.0.0.1",
-         .rebalance_timeout_ms = 300000, .session_timeout_ms = 45000, .subscription = sub1,
-         .subscription_len = sizeof sub1, .assignment = asg1, .assignment_len = sizeof asg1},
-        {.member_id = "inst-b-bbbb", .group_instance_id = "inst-b", .client_id = "c-2", .client_host = "/10.0.0.2",
-         .rebalance_timeout_ms = 60000, .session_timeout_ms = 10000, .subscription = sub1,
-         .subscription_len = sizeof sub1, .assignment = NULL, .assignment_len = 0},
+        {.member_id = "c-1-aaaa",
+         .group_instance_id = NULL,
+         .client_id = "c-1",
+         .client_host = "/127.0.0.1",
+         .rebalance_timeout_ms = 300000,
+         .session_timeout_ms = 45000,
+         .subscription = sub1,
+         .subscription_len = sizeof sub1,
+         .assignment = asg1,
+         .assignment_len = sizeof asg1},
+        {.member_id = "inst-b-bbbb",
+         .group_instance_id = "inst-b",
+         .client_id = "c-2",
+         .client_host = "/10.0.0.2",
+         .rebalance_timeout_ms = 60000,
+         .session_timeout_ms = 10000,
+         .subscription = sub1,
+         .subscription_len = sizeof sub1,
+         .assignment = NULL,
+         .assignment_len = 0},
     };
-    struct group_snapshot_record g1_gen4 = {.group_id = "g1", .protocol_type = "consumer", .generation = 4,
-                                            .protocol = "range", .leader = "c-1-aaaa",
-                                            .current_state_timestamp = 1700000000100, .members = members,
+    struct group_snapshot_record g1_gen4 = {.group_id = "g1",
+                                            .protocol_type = "consumer",
+                                            .generation = 4,
+                                            .protocol = "range",
+                                            .leader = "c-1-aaaa",
+                                            .current_state_timestamp = 1700000000100,
+                                            .members = members,
                                             .member_count = 2};
     assert_int_equal(f->ops->store_group(f->gl, &g1_gen4), KAFKA_ERR_NONE);
     struct group_snapshot_record g1_gen5 = g1_gen4;
@@ -330,22 +389,34 @@ static void test_round_trip_through_reopen(void **state)
     assert_int_equal(f->ops->store_group(f->gl, &g1_gen5), KAFKA_ERR_NONE);
     model_group(&want, &g1_gen5);
 
-    struct group_snapshot_record g2_empty = {.group_id = "g2", .protocol_type = "consumer", .generation = 2,
-                                             .protocol = NULL, .leader = NULL, .current_state_timestamp = 7};
+    struct group_snapshot_record g2_empty = {.group_id = "g2",
+                                             .protocol_type = "consumer",
+                                             .generation = 2,
+                                             .protocol = NULL,
+                                             .leader = NULL,
+                                             .current_state_timestamp = 7};
     assert_int_equal(f->ops->store_group(f->gl, &g2_empty), KAFKA_ERR_NONE);
-    struct group_snapshot_record g4 = {.group_id = "g4", .protocol_type = "", .generation = 0,
-                                       .current_state_timestamp = -1};
+    struct group_snapshot_record g4 = {
+        .group_id = "g4", .protocol_type = "", .generation = 0, .current_state_timestamp = -1};
     assert_int_equal(f->ops->store_group(f->gl, &g4), KAFKA_ERR_NONE);
     model_group(&want, &g4);
     /* A snapshot bigger than the load buffer (4 KiB here). */
     uint8_t *big = malloc(20000);
     for (int i = 0; i < 20000; i++)
         big[i] = (uint8_t)(i * 7);
-    struct group_member_record wide = {.member_id = "w", .client_id = "c", .client_host = "h",
-                                       .subscription = big, .subscription_len = 20000,
-                                       .assignment = big + 5, .assignment_len = 9000};
-    struct group_snapshot_record g5 = {.group_id = "g5", .protocol_type = "consumer", .generation = 1,
-                                       .protocol = "cooperative-sticky", .leader = "w", .members = &wide,
+    struct group_member_record wide = {.member_id = "w",
+                                       .client_id = "c",
+                                       .client_host = "h",
+                                       .subscription = big,
+                                       .subscription_len = 20000,
+                                       .assignment = big + 5,
+                                       .assignment_len = 9000};
+    struct group_snapshot_record g5 = {.group_id = "g5",
+                                       .protocol_type = "consumer",
+                                       .generation = 1,
+                                       .protocol = "cooperative-sticky",
+                                       .leader = "w",
+                                       .members = &wide,
                                        .member_count = 1};
     assert_int_equal(f->ops->store_group(f->gl, &g5), KAFKA_ERR_NONE);
     model_group(&want, &g5);
@@ -357,8 +428,13 @@ static void test_round_trip_through_reopen(void **state)
     const struct group_offset_record g2_all[] = {g2_later, g2_other};
     assert_int_equal(f->ops->delete_group(f->gl, "g2", g2_all, 2), KAFKA_ERR_NONE);
     /* An offset committed again after a deletion comes back. */
-    const struct group_offset_record g1_again = {.topic = "audit", .partition = 0, .offset = 6,
-                                                 .leader_epoch = 0, .metadata = "back", .metadata_len = 4, .commit_timestamp = 9,
+    const struct group_offset_record g1_again = {.topic = "audit",
+                                                 .partition = 0,
+                                                 .offset = 6,
+                                                 .leader_epoch = 0,
+                                                 .metadata = "back",
+                                                 .metadata_len = 4,
+                                                 .commit_timestamp = 9,
                                                  .expire_timestamp = -1};
     assert_int_equal(f->ops->store_offsets(f->gl, "g1", &g1_again, 1), KAFKA_ERR_NONE);
     model_offset(&want, "g1", &g1_again);
@@ -367,8 +443,13 @@ static void test_round_trip_through_reopen(void **state)
         char group[32], topic[32];
         snprintf(group, sizeof group, "bulk-%d", i);
         snprintf(topic, sizeof topic, "t%d", i % 4);
-        struct group_offset_record r = {.topic = topic, .partition = i, .offset = i * 1000, .leader_epoch = i,
-                                        .metadata = i % 2 ? "odd" : NULL, .metadata_len = i % 2 ? 3 : 0, .commit_timestamp = i,
+        struct group_offset_record r = {.topic = topic,
+                                        .partition = i,
+                                        .offset = i * 1000,
+                                        .leader_epoch = i,
+                                        .metadata = i % 2 ? "odd" : NULL,
+                                        .metadata_len = i % 2 ? 3 : 0,
+                                        .commit_timestamp = i,
                                         .expire_timestamp = -1};
         assert_int_equal(f->ops->store_offsets(f->gl, group, &r, 1), KAFKA_ERR_NONE);
         model_offset(&want, group, &r);
@@ -475,8 +556,8 @@ static void test_store_flushes_before_returning(void **state)
     open_all(f, PARTITIONS, 1);
     struct partition_log *log = partition_of(f, "durable");
     for (int i = 0; i < 3; i++) {
-        struct group_offset_record r = {.topic = "t", .partition = 0, .offset = i, .leader_epoch = -1,
-                                        .expire_timestamp = -1};
+        struct group_offset_record r = {
+            .topic = "t", .partition = 0, .offset = i, .leader_epoch = -1, .expire_timestamp = -1};
         assert_int_equal(f->ops->store_offsets(f->gl, "durable", &r, 1), KAFKA_ERR_NONE);
         assert_int_equal(partition_log_end_offset(log), i + 1);
         assert_int_equal(partition_log_recovery_point(log), partition_log_end_offset(log));
@@ -526,8 +607,14 @@ static void test_corrupt_records_are_skipped(void **state)
     struct fixture *f = *state;
     struct state want = {0};
     open_all(f, PARTITIONS, 1);
-    const struct group_offset_record before = {.topic = "t", .partition = 0, .offset = 1, .leader_epoch = 1,
-                                               .metadata = "before", .metadata_len = 6, .commit_timestamp = 1, .expire_timestamp = -1};
+    const struct group_offset_record before = {.topic = "t",
+                                               .partition = 0,
+                                               .offset = 1,
+                                               .leader_epoch = 1,
+                                               .metadata = "before",
+                                               .metadata_len = 6,
+                                               .commit_timestamp = 1,
+                                               .expire_timestamp = -1};
     assert_int_equal(f->ops->store_offsets(f->gl, "victim", &before, 1), KAFKA_ERR_NONE);
     model_offset(&want, "victim", &before);
 
@@ -537,13 +624,12 @@ static void test_corrupt_records_are_skipped(void **state)
     const uint8_t unknown_key[] = {0x00, 0x07, 0x00, 0x06, 'v', 'i', 'c', 't', 'i', 'm'};
     const uint8_t truncated_value[] = {0x00, 0x03, 0, 0, 0, 0, 0, 0, 0, 99, 0, 0};
     const uint8_t future_value[] = {0x00, 0x2a, 0, 0, 0, 0, 0, 0, 0, 99};
-    const uint8_t some_value[] = {0x00, 0x03, 0, 0, 0, 0, 0, 0, 0, 99, 0xff, 0xff, 0xff, 0xff,
-                                  0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0};
+    const uint8_t some_value[] = {0x00, 0x03, 0,    0,    0, 0, 0, 0, 0, 99, 0xff, 0xff,
+                                  0xff, 0xff, 0x00, 0x00, 0, 0, 0, 0, 0, 0,  0,    0};
     const uint8_t *keys[] = {unknown_key, good_key.buf, good_key.buf, NULL};
     const int32_t key_lens[] = {sizeof unknown_key, (int32_t)good_key.len, (int32_t)good_key.len, -1};
     const uint8_t *values[] = {some_value, truncated_value, future_value, some_value};
-    const int32_t value_lens[] = {sizeof some_value, sizeof truncated_value, sizeof future_value,
-                                  sizeof some_value};
+    const int32_t value_lens[] = {sizeof some_value, sizeof truncated_value, sizeof future_value, sizeof some_value};
     append_raw(f, "victim", keys, key_lens, values, value_lens, 4, false);
     /* A readable record in a batch marked compressed is not applied either. */
     append_raw(f, "victim", keys + 3, key_lens + 3, values + 3, value_lens + 3, 1, true);
@@ -553,8 +639,14 @@ static void test_corrupt_records_are_skipped(void **state)
     const int32_t svl[] = {sizeof some_value};
     append_raw(f, "victim", gk, gkl, sv, svl, 1, true);
 
-    const struct group_offset_record after = {.topic = "t", .partition = 1, .offset = 2, .leader_epoch = 1,
-                                              .metadata = "after", .metadata_len = 5, .commit_timestamp = 2, .expire_timestamp = -1};
+    const struct group_offset_record after = {.topic = "t",
+                                              .partition = 1,
+                                              .offset = 2,
+                                              .leader_epoch = 1,
+                                              .metadata = "after",
+                                              .metadata_len = 5,
+                                              .commit_timestamp = 2,
+                                              .expire_timestamp = -1};
     assert_int_equal(f->ops->store_offsets(f->gl, "victim", &after, 1), KAFKA_ERR_NONE);
     model_offset(&want, "victim", &after);
     kafka_writer_free(&good_key);
@@ -575,15 +667,19 @@ static void test_store_errors(void **state)
     memset(metadata, 'm', sizeof metadata - 1);
     struct group_offset_record many[40];
     for (int i = 0; i < 40; i++)
-        many[i] = (struct group_offset_record){.topic = "t", .partition = i, .offset = i, .leader_epoch = -1,
-                                               .metadata = metadata, .metadata_len = strlen(metadata),
+        many[i] = (struct group_offset_record){.topic = "t",
+                                               .partition = i,
+                                               .offset = i,
+                                               .leader_epoch = -1,
+                                               .metadata = metadata,
+                                               .metadata_len = strlen(metadata),
                                                .expire_timestamp = -1};
     assert_int_equal(f->ops->store_offsets(f->gl, "big", many, 40), KAFKA_ERR_INVALID_COMMIT_OFFSET_SIZE);
     uint8_t *blob = calloc(1, 2 << 20);
-    struct group_member_record m = {.member_id = "m", .client_id = "c", .client_host = "h",
-                                    .subscription = blob, .subscription_len = 2 << 20};
-    struct group_snapshot_record g = {.group_id = "big", .protocol_type = "consumer", .generation = 1,
-                                      .members = &m, .member_count = 1};
+    struct group_member_record m = {
+        .member_id = "m", .client_id = "c", .client_host = "h", .subscription = blob, .subscription_len = 2 << 20};
+    struct group_snapshot_record g = {
+        .group_id = "big", .protocol_type = "consumer", .generation = 1, .members = &m, .member_count = 1};
     assert_int_equal(f->ops->store_group(f->gl, &g), KAFKA_ERR_UNKNOWN_SERVER_ERROR);
     free(blob);
     /* A key that cannot be encoded is refused without writing anything. */
@@ -615,8 +711,14 @@ static void *commit_loop(void *p)
     for (int i = 0; i < COMMITS_PER_WRITER; i++) {
         char group[32];
         snprintf(group, sizeof group, "w%d-g%d", a->id, i % 10);
-        struct group_offset_record r = {.topic = "t", .partition = a->id, .offset = i, .leader_epoch = -1,
-                                        .metadata = "", .metadata_len = 0, .commit_timestamp = i, .expire_timestamp = -1};
+        struct group_offset_record r = {.topic = "t",
+                                        .partition = a->id,
+                                        .offset = i,
+                                        .leader_epoch = -1,
+                                        .metadata = "",
+                                        .metadata_len = 0,
+                                        .commit_timestamp = i,
+                                        .expire_timestamp = -1};
         if (a->f->ops->store_offsets(a->f->gl, group, &r, 1) != KAFKA_ERR_NONE)
             a->failures++;
     }
@@ -642,8 +744,14 @@ static void test_concurrent_writers(void **state)
         for (int i = COMMITS_PER_WRITER - 10; i < COMMITS_PER_WRITER; i++) {
             char group[32];
             snprintf(group, sizeof group, "w%d-g%d", w, i % 10);
-            struct group_offset_record r = {.topic = "t", .partition = w, .offset = i, .leader_epoch = -1,
-                                            .metadata = "", .metadata_len = 0, .commit_timestamp = i, .expire_timestamp = -1};
+            struct group_offset_record r = {.topic = "t",
+                                            .partition = w,
+                                            .offset = i,
+                                            .leader_epoch = -1,
+                                            .metadata = "",
+                                            .metadata_len = 0,
+                                            .commit_timestamp = i,
+                                            .expire_timestamp = -1};
             model_offset(&want, group, &r);
         }
     struct loaded got = {0};

@@ -26,10 +26,10 @@ static void test_offset_key_bytes(void **state)
     assert_int_equal(kafka_writer_init(&w, 16), 0);
     assert_int_equal(group_log_encode_offset_key(&w, "grp", "tp", 258), 0);
     const uint8_t want[] = {
-        0x00, 0x01,                   /* key version 1 */
-        0x00, 0x03, 'g',  'r',  'p',  /* group */
-        0x00, 0x02, 't',  'p',        /* topic */
-        0x00, 0x00, 0x01, 0x02,       /* partition 258 */
+        0x00, 0x01,                  /* key version 1 */
+        0x00, 0x03, 'g',  'r',  'p', /* group */
+        0x00, 0x02, 't',  'p',       /* topic */
+        0x00, 0x00, 0x01, 0x02,      /* partition 258 */
     };
     assert_bytes(&w, want, sizeof want);
 
@@ -52,8 +52,14 @@ static void test_offset_value_v3_bytes(void **state)
     struct kafka_writer w;
     assert_int_equal(kafka_writer_init(&w, 16), 0);
     struct group_offset_record rec = {
-        .topic = "tp", .partition = 0, .offset = 0x0102030405060708LL, .leader_epoch = 7,
-        .metadata = "md", .metadata_len = 2, .commit_timestamp = 1000, .expire_timestamp = -1,
+        .topic = "tp",
+        .partition = 0,
+        .offset = 0x0102030405060708LL,
+        .leader_epoch = 7,
+        .metadata = "md",
+        .metadata_len = 2,
+        .commit_timestamp = 1000,
+        .expire_timestamp = -1,
     };
     assert_int_equal(group_log_encode_offset_value(&w, &rec), 0);
     const uint8_t want[] = {
@@ -86,8 +92,12 @@ static void test_offset_value_v1_when_expiring(void **state)
     struct kafka_writer w;
     assert_int_equal(kafka_writer_init(&w, 16), 0);
     struct group_offset_record rec = {
-        .topic = "tp", .offset = 5, .leader_epoch = 9, .metadata = NULL,
-        .commit_timestamp = 1, .expire_timestamp = 2,
+        .topic = "tp",
+        .offset = 5,
+        .leader_epoch = 9,
+        .metadata = NULL,
+        .commit_timestamp = 1,
+        .expire_timestamp = 2,
     };
     assert_int_equal(group_log_encode_offset_value(&w, &rec), 0);
     const uint8_t want[] = {
@@ -137,43 +147,60 @@ static void test_group_value_v3_bytes(void **state)
     const uint8_t sub[] = {0xaa, 0xbb};
     const uint8_t asg[] = {0xcc};
     struct group_member_record members[2] = {
-        {.member_id = "m1", .group_instance_id = "i1", .client_id = "c", .client_host = "/h",
-         .rebalance_timeout_ms = 300, .session_timeout_ms = 10, .subscription = sub, .subscription_len = 2,
-         .assignment = asg, .assignment_len = 1},
-        {.member_id = "m2", .group_instance_id = NULL, .client_id = "", .client_host = "h",
-         .rebalance_timeout_ms = -1, .session_timeout_ms = 0x01020304},
+        {.member_id = "m1",
+         .group_instance_id = "i1",
+         .client_id = "c",
+         .client_host = "/h",
+         .rebalance_timeout_ms = 300,
+         .session_timeout_ms = 10,
+         .subscription = sub,
+         .subscription_len = 2,
+         .assignment = asg,
+         .assignment_len = 1},
+        {.member_id = "m2",
+         .group_instance_id = NULL,
+         .client_id = "",
+         .client_host = "h",
+         .rebalance_timeout_ms = -1,
+         .session_timeout_ms = 0x01020304},
     };
     struct group_snapshot_record g = {
-        .group_id = "gp", .protocol_type = "consumer", .generation = 5, .protocol = "range", .leader = NULL,
-        .current_state_timestamp = 0x10, .members = members, .member_count = 2,
+        .group_id = "gp",
+        .protocol_type = "consumer",
+        .generation = 5,
+        .protocol = "range",
+        .leader = NULL,
+        .current_state_timestamp = 0x10,
+        .members = members,
+        .member_count = 2,
     };
     struct kafka_writer w;
     assert_int_equal(kafka_writer_init(&w, 16), 0);
     assert_int_equal(group_log_encode_group_value(&w, &g), 0);
     const uint8_t want[] = {
-        0x00, 0x03,                                                /* value version 3 */
-        0x00, 0x08, 'c', 'o', 'n', 's', 'u', 'm', 'e', 'r',        /* protocolType */
-        0x00, 0x00, 0x00, 0x05,                                    /* generation */
-        0x00, 0x05, 'r', 'a', 'n', 'g', 'e',                       /* protocol */
-        0xff, 0xff,                                                /* leader: null */
-        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10,            /* currentStateTimestamp */
-        0x00, 0x00, 0x00, 0x02,                                    /* members */
-        0x00, 0x02, 'm', '1',                                      /* memberId */
-        0x00, 0x02, 'i', '1',                                      /* groupInstanceId */
-        0x00, 0x01, 'c',                                           /* clientId */
-        0x00, 0x02, '/', 'h',                                      /* clientHost */
-        0x00, 0x00, 0x01, 0x2c,                                    /* rebalanceTimeout */
-        0x00, 0x00, 0x00, 0x0a,                                    /* sessionTimeout */
-        0x00, 0x00, 0x00, 0x02, 0xaa, 0xbb,                        /* subscription */
-        0x00, 0x00, 0x00, 0x01, 0xcc,                              /* assignment */
-        0x00, 0x02, 'm', '2',                                      /* memberId */
-        0xff, 0xff,                                                /* groupInstanceId: null */
-        0x00, 0x00,                                                /* clientId */
-        0x00, 0x01, 'h',                                           /* clientHost */
-        0xff, 0xff, 0xff, 0xff,                                    /* rebalanceTimeout */
-        0x01, 0x02, 0x03, 0x04,                                    /* sessionTimeout */
-        0x00, 0x00, 0x00, 0x00,                                    /* subscription: empty */
-        0x00, 0x00, 0x00, 0x00,                                    /* assignment: empty */
+        0x00, 0x03,                                               /* value version 3 */
+        0x00, 0x08, 'c',  'o',  'n',  's',  'u',  'm',  'e', 'r', /* protocolType */
+        0x00, 0x00, 0x00, 0x05,                                   /* generation */
+        0x00, 0x05, 'r',  'a',  'n',  'g',  'e',                  /* protocol */
+        0xff, 0xff,                                               /* leader: null */
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10,           /* currentStateTimestamp */
+        0x00, 0x00, 0x00, 0x02,                                   /* members */
+        0x00, 0x02, 'm',  '1',                                    /* memberId */
+        0x00, 0x02, 'i',  '1',                                    /* groupInstanceId */
+        0x00, 0x01, 'c',                                          /* clientId */
+        0x00, 0x02, '/',  'h',                                    /* clientHost */
+        0x00, 0x00, 0x01, 0x2c,                                   /* rebalanceTimeout */
+        0x00, 0x00, 0x00, 0x0a,                                   /* sessionTimeout */
+        0x00, 0x00, 0x00, 0x02, 0xaa, 0xbb,                       /* subscription */
+        0x00, 0x00, 0x00, 0x01, 0xcc,                             /* assignment */
+        0x00, 0x02, 'm',  '2',                                    /* memberId */
+        0xff, 0xff,                                               /* groupInstanceId: null */
+        0x00, 0x00,                                               /* clientId */
+        0x00, 0x01, 'h',                                          /* clientHost */
+        0xff, 0xff, 0xff, 0xff,                                   /* rebalanceTimeout */
+        0x01, 0x02, 0x03, 0x04,                                   /* sessionTimeout */
+        0x00, 0x00, 0x00, 0x00,                                   /* subscription: empty */
+        0x00, 0x00, 0x00, 0x00,                                   /* assignment: empty */
     };
     assert_bytes(&w, want, sizeof want);
 
@@ -206,18 +233,18 @@ static void test_group_value_v0_decodes(void **state)
 {
     (void)state;
     const uint8_t v0[] = {
-        0x00, 0x00,                         /* version 0 */
-        0x00, 0x00,                         /* protocolType "" */
-        0x00, 0x00, 0x00, 0x01,             /* generation */
-        0xff, 0xff,                         /* protocol null */
-        0x00, 0x01, 'm',                    /* leader */
-        0x00, 0x00, 0x00, 0x01,             /* one member */
-        0x00, 0x01, 'm',                    /* memberId */
-        0x00, 0x01, 'c',                    /* clientId */
-        0x00, 0x01, 'h',                    /* clientHost */
-        0x00, 0x00, 0x27, 0x10,             /* sessionTimeout 10000 */
-        0x00, 0x00, 0x00, 0x00,             /* subscription */
-        0x00, 0x00, 0x00, 0x01, 0x07,       /* assignment */
+        0x00, 0x00,                   /* version 0 */
+        0x00, 0x00,                   /* protocolType "" */
+        0x00, 0x00, 0x00, 0x01,       /* generation */
+        0xff, 0xff,                   /* protocol null */
+        0x00, 0x01, 'm',              /* leader */
+        0x00, 0x00, 0x00, 0x01,       /* one member */
+        0x00, 0x01, 'm',              /* memberId */
+        0x00, 0x01, 'c',              /* clientId */
+        0x00, 0x01, 'h',              /* clientHost */
+        0x00, 0x00, 0x27, 0x10,       /* sessionTimeout 10000 */
+        0x00, 0x00, 0x00, 0x00,       /* subscription */
+        0x00, 0x00, 0x00, 0x01, 0x07, /* assignment */
     };
     struct kafka_arena arena;
     kafka_arena_init(&arena);
@@ -258,8 +285,7 @@ static void test_bad_input_is_refused(void **state)
     assert_int_equal(group_log_decode_offset_value(future_value, sizeof future_value, &arena, &off, err, sizeof err),
                      -1);
     const uint8_t short_value[] = {0x00, 0x03, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0};
-    assert_int_equal(group_log_decode_offset_value(short_value, sizeof short_value, &arena, &off, err, sizeof err),
-                     -1);
+    assert_int_equal(group_log_decode_offset_value(short_value, sizeof short_value, &arena, &off, err, sizeof err), -1);
     kafka_arena_free(&arena);
 
     /* A string too long for an int16 length cannot be encoded. */
@@ -268,8 +294,8 @@ static void test_bad_input_is_refused(void **state)
     struct kafka_writer w;
     assert_int_equal(kafka_writer_init(&w, 16), 0);
     assert_int_equal(group_log_encode_group_key(&w, huge), -1);
-    struct group_offset_record rec = {.topic = "t", .metadata = huge, .metadata_len = strlen(huge),
-                                     .expire_timestamp = -1};
+    struct group_offset_record rec = {
+        .topic = "t", .metadata = huge, .metadata_len = strlen(huge), .expire_timestamp = -1};
     assert_int_equal(group_log_encode_offset_value(&w, &rec), -1);
     kafka_writer_free(&w);
 }

@@ -55,10 +55,14 @@ static char topic_names[SCALE_TOPICS][32];
 static void fill_names(void)
 {
     /* Shared prefix: a string compare has to read past it. */
-    for (int t = 0; t < SCALE_TOPICS; t++) snprintf(topic_names[t], sizeof topic_names[t], "orders.region-%03d", t);
+    for (int t = 0; t < SCALE_TOPICS; t++)
+        snprintf(topic_names[t], sizeof topic_names[t], "orders.region-%03d", t);
 }
 
-static int64_t expected_offset(int round, int t, int p) { return (int64_t)round * 1000000 + t * 1000 + p; }
+static int64_t expected_offset(int round, int t, int p)
+{
+    return (int64_t)round * 1000000 + t * 1000 + p;
+}
 
 static void commit_all(struct group_coordinator *gc, struct group_offset_commit *c, int round)
 {
@@ -66,13 +70,17 @@ static void commit_all(struct group_coordinator *gc, struct group_offset_commit 
     /* Partition-major order so consecutive entries differ by topic. */
     for (int p = 0; p < SCALE_PARTITIONS_PER_TOPIC; p++)
         for (int t = 0; t < SCALE_TOPICS; t++, i++)
-            c[i] = (struct group_offset_commit){.topic = topic_names[t], .partition = p,
-                                                .offset = expected_offset(round, t, p), .leader_epoch = round,
-                                                .metadata = (p % 2) ? "m" : NULL, .metadata_len = (p % 2) ? 1 : 0};
-    struct group_commit_params params = {.group_id = "scale-group", .generation_id = -1, .member_id = "",
-                                         .retention_ms = -1};
+            c[i] = (struct group_offset_commit){.topic = topic_names[t],
+                                                .partition = p,
+                                                .offset = expected_offset(round, t, p),
+                                                .leader_epoch = round,
+                                                .metadata = (p % 2) ? "m" : NULL,
+                                                .metadata_len = (p % 2) ? 1 : 0};
+    struct group_commit_params params = {
+        .group_id = "scale-group", .generation_id = -1, .member_id = "", .retention_ms = -1};
     group_coordinator_commit(gc, &params, c, SCALE_TOTAL);
-    for (size_t k = 0; k < SCALE_TOTAL; k++) assert_int_equal(c[k].error_code, KAFKA_ERR_NONE);
+    for (size_t k = 0; k < SCALE_TOTAL; k++)
+        assert_int_equal(c[k].error_code, KAFKA_ERR_NONE);
 }
 
 static void test_commit_fetch_delete_20000_partitions(void **state)
@@ -88,7 +96,8 @@ static void test_commit_fetch_delete_20000_partitions(void **state)
     assert_non_null(d);
 
     double start = now_ms();
-    for (int round = 0; round < SCALE_ROUNDS; round++) commit_all(gc, c, round);
+    for (int round = 0; round < SCALE_ROUNDS; round++)
+        commit_all(gc, c, round);
     double committed = now_ms();
 
     size_t i = 0;
@@ -121,20 +130,25 @@ static void test_commit_fetch_delete_20000_partitions(void **state)
         for (int p = 0; p < SCALE_PARTITIONS_PER_TOPIC; p++, i++) {
             assert_int_equal(f[i].offset, expected_offset(SCALE_ROUNDS - 1, t, p));
             assert_int_equal(f[i].leader_epoch, SCALE_ROUNDS - 1);
-            if (p % 2) assert_string_equal(f[i].metadata, "m");
-            else assert_null(f[i].metadata);
+            if (p % 2)
+                assert_string_equal(f[i].metadata, "m");
+            else
+                assert_null(f[i].metadata);
             free(f[i].metadata);
             f[i].metadata = NULL;
         }
     }
     assert_int_equal(all_count, SCALE_TOTAL);
     int64_t sum = 0, want = 0;
-    for (size_t k = 0; k < all_count; k++) sum += all[k].offset;
+    for (size_t k = 0; k < all_count; k++)
+        sum += all[k].offset;
     for (int t = 0; t < SCALE_TOPICS; t++)
-        for (int p = 0; p < SCALE_PARTITIONS_PER_TOPIC; p++) want += expected_offset(SCALE_ROUNDS - 1, t, p);
+        for (int p = 0; p < SCALE_PARTITIONS_PER_TOPIC; p++)
+            want += expected_offset(SCALE_ROUNDS - 1, t, p);
     assert_true(sum == want);
     group_offset_fetch_free(all, all_count);
-    for (size_t k = 0; k < n; k++) assert_int_equal(d[k].error_code, KAFKA_ERR_NONE);
+    for (size_t k = 0; k < n; k++)
+        assert_int_equal(d[k].error_code, KAFKA_ERR_NONE);
 
     /* Deleted partitions are gone; the others kept their offsets. */
     i = 0;
@@ -145,8 +159,10 @@ static void test_commit_fetch_delete_20000_partitions(void **state)
     i = 0;
     for (int t = 0; t < SCALE_TOPICS; t++) {
         for (int p = 0; p < SCALE_PARTITIONS_PER_TOPIC; p++, i++) {
-            if (t % 2 == 0) assert_int_equal(f[i].offset, -1);
-            else assert_int_equal(f[i].offset, expected_offset(SCALE_ROUNDS - 1, t, p));
+            if (t % 2 == 0)
+                assert_int_equal(f[i].offset, -1);
+            else
+                assert_int_equal(f[i].offset, expected_offset(SCALE_ROUNDS - 1, t, p));
             free(f[i].metadata);
         }
     }

@@ -39,7 +39,10 @@ struct fixture {
 };
 _Static_assert(offsetof(struct fixture, stores) == 0, "unit_fixture_setup needs the stores first");
 
-static void wait_idle(struct fixture *f) { shard_runtime_idle(f->rt); }
+static void wait_idle(struct fixture *f)
+{
+    shard_runtime_idle(f->rt);
+}
 
 static void lead(struct fixture *f, int32_t partition, bool leader, int32_t epoch)
 {
@@ -48,7 +51,8 @@ static void lead(struct fixture *f, int32_t partition, bool leader, int32_t epoc
 
 static int setup(void **state)
 {
-    if (unit_fixture_setup(state, sizeof(struct fixture), "cairn-group-shards") != 0) return -1;
+    if (unit_fixture_setup(state, sizeof(struct fixture), "cairn-group-shards") != 0)
+        return -1;
     struct fixture *f = *state;
     char err[256] = "";
     unit_fixture_open(&f->stores);
@@ -61,7 +65,8 @@ static int setup(void **state)
         .node_id = 1,
         .load_buffer_size = 512,
     };
-    if (group_log_open(&gopts, &f->gl, err, sizeof err) != 0) fail_msg("group log: %s", err);
+    if (group_log_open(&gopts, &f->gl, err, sizeof err) != 0)
+        fail_msg("group log: %s", err);
     f->shards = coordinator_shards_create(group_log_partition_count(f->gl));
     assert_non_null(f->shards);
     struct group_coordinator_options o;
@@ -132,7 +137,8 @@ static size_t listed(struct fixture *f, const char *group)
     struct group_listing *l = NULL;
     size_t n = 0, found = 0;
     assert_int_equal(group_coordinator_list(f->gc, NULL, 0, &l, &n), KAFKA_ERR_NONE);
-    for (size_t i = 0; i < n; i++) found += strcmp(l[i].group_id, group) == 0;
+    for (size_t i = 0; i < n; i++)
+        found += strcmp(l[i].group_id, group) == 0;
     group_listing_free(l, n);
     return found;
 }

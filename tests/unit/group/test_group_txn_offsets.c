@@ -117,9 +117,12 @@ static int32_t partition_for(const char *group)
 static int16_t txn_commit_full(struct fixture *f, const struct group_txn_commit_params *p, const char *topic,
                                int32_t partition, int64_t offset, const char *metadata)
 {
-    struct group_offset_commit c = {
-        .topic = topic, .partition = partition, .offset = offset, .leader_epoch = 1, .metadata = metadata,
-        .metadata_len = metadata ? strlen(metadata) : 0};
+    struct group_offset_commit c = {.topic = topic,
+                                    .partition = partition,
+                                    .offset = offset,
+                                    .leader_epoch = 1,
+                                    .metadata = metadata,
+                                    .metadata_len = metadata ? strlen(metadata) : 0};
     group_coordinator_txn_commit(f->gc, p, &c, 1);
     return c.error_code;
 }
@@ -132,8 +135,7 @@ static int16_t txn_commit(struct fixture *f, const char *group, int64_t pid, int
     return txn_commit_full(f, &p, topic, partition, offset, "txn");
 }
 
-static int16_t plain_commit(struct fixture *f, const char *group, const char *topic, int32_t partition,
-                            int64_t offset)
+static int16_t plain_commit(struct fixture *f, const char *group, const char *topic, int32_t partition, int64_t offset)
 {
     struct group_commit_params p = {.group_id = group, .generation_id = -1, .member_id = "", .retention_ms = -1};
     struct group_offset_commit c = {.topic = topic, .partition = partition, .offset = offset, .leader_epoch = 1};
@@ -142,8 +144,8 @@ static int16_t plain_commit(struct fixture *f, const char *group, const char *to
 }
 
 /* The offset OffsetFetch answers (-1: none); *error gets the entry's error. */
-static int64_t fetch(struct fixture *f, const char *group, const char *topic, int32_t partition,
-                     bool require_stable, int16_t *error)
+static int64_t fetch(struct fixture *f, const char *group, const char *topic, int32_t partition, bool require_stable,
+                     int16_t *error)
 {
     struct group_offset_fetch o = {.topic = topic, .partition = partition};
     int16_t group_err = group_coordinator_fetch_offsets_stable(f->gc, group, require_stable, &o, 1);
@@ -382,7 +384,10 @@ static void test_request_errors(void **state)
     /* An entry that arrives with an error is answered with it, untouched. */
     p.producer_id = PID;
     struct group_offset_commit c[2] = {
-        {.topic = "gone", .partition = 0, .offset = 1, .leader_epoch = -1,
+        {.topic = "gone",
+         .partition = 0,
+         .offset = 1,
+         .leader_epoch = -1,
          .error_code = KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION},
         {.topic = "orders", .partition = 0, .offset = 8, .leader_epoch = -1},
     };
@@ -481,8 +486,12 @@ static void test_loading_and_not_coordinator(void **state)
 
     /* The store refuses a partition this broker holds no replica of. */
     const struct group_store_ops *ops = group_log_store_ops();
-    struct group_offset_record r = {.topic = "orders", .partition = 0, .offset = 1, .leader_epoch = -1,
-                                    .commit_timestamp = 1, .expire_timestamp = -1};
+    struct group_offset_record r = {.topic = "orders",
+                                    .partition = 0,
+                                    .offset = 1,
+                                    .leader_epoch = -1,
+                                    .commit_timestamp = 1,
+                                    .expire_timestamp = -1};
     assert_int_equal(ops->store_txn_offsets(f->gl, "g11", PID, EPOCH, &r, 1), KAFKA_ERR_NONE);
     close_all(f);
     /* Reopen as another node: the partitions stay replicated on node 1. */

@@ -61,8 +61,7 @@ static struct partition_log *create(struct fixture *f, const char *topic, int32_
 {
     struct partition_log *log;
     char err[256];
-    assert_int_equal(log_manager_create(f->logs, topic, partition, NULL, NULL, &log, err, sizeof err),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(log_manager_create(f->logs, topic, partition, NULL, NULL, &log, err, sizeof err), KAFKA_ERR_NONE);
     return log;
 }
 

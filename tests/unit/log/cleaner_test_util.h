@@ -47,8 +47,7 @@ static inline struct partition_log *open_log(const struct log_config *cfg)
 /* cleanup.policy=compact, 1 KiB segments, cleanable from 10 % dirty. */
 /* Closes log, removes the producer snapshots and reopens it, so the
  * producer state is rebuilt from the log alone. */
-static inline struct partition_log *reopen_without_snapshots(struct partition_log *log,
-                                                             const struct log_config *cfg)
+static inline struct partition_log *reopen_without_snapshots(struct partition_log *log, const struct log_config *cfg)
 {
     partition_log_close(log);
     char cmd[700];
@@ -80,8 +79,7 @@ static inline void compact_config(struct log_config *cfg)
 /* Calls fn for every batch from the log start to its end, read as a fetch
  * reads them, each with its CRC checked (not validated: a cleaned batch
  * holds fewer records than its offset span, as in Kafka). */
-static inline void for_each_batch(struct partition_log *log,
-                                  void (*fn)(void *arg, const uint8_t *batch, size_t len),
+static inline void for_each_batch(struct partition_log *log, void (*fn)(void *arg, const uint8_t *batch, size_t len),
                                   void *arg)
 {
     int64_t offset = partition_log_start_offset(log);
@@ -143,8 +141,8 @@ static inline uint8_t *one_record_batch(const char *key, const char *value, size
 {
     struct record_batch_builder b;
     record_batch_builder_init(&b, clock_wall_ms());
-    record_batch_builder_add(&b, clock_wall_ms(), key, (int32_t)strlen(key), value,
-                             value ? (int32_t)strlen(value) : -1, NULL, 0);
+    record_batch_builder_add(&b, clock_wall_ms(), key, (int32_t)strlen(key), value, value ? (int32_t)strlen(value) : -1,
+                             NULL, 0);
     uint8_t *out = NULL;
     assert_int_equal(record_batch_builder_finish(&b, &out, len), 0);
     return out;
@@ -184,8 +182,7 @@ static inline void collect_records(void *arg, const uint8_t *batch, size_t blen)
         o->offset = rec.offset;
         snprintf(o->key, sizeof o->key, "%.*s", rec.key_len, (const char *)rec.key);
         o->tombstone = rec.value_len < 0;
-        snprintf(o->value, sizeof o->value, "%.*s", rec.value_len < 0 ? 0 : rec.value_len,
-                 (const char *)rec.value);
+        snprintf(o->value, sizeof o->value, "%.*s", rec.value_len < 0 ? 0 : rec.value_len, (const char *)rec.value);
     }
     assert_int_equal(rc, 0);
 }
@@ -234,8 +231,7 @@ static inline void check_compacted(const struct rec *recs, size_t n, int64_t act
 }
 
 /* One transactional record of producer pid (epoch 0, sequence seq). */
-static inline int64_t put_txn(struct partition_log *log, int64_t pid, int32_t seq,
-                              const char *key, const char *value)
+static inline int64_t put_txn(struct partition_log *log, int64_t pid, int32_t seq, const char *key, const char *value)
 {
     struct record_batch_builder b;
     record_batch_builder_init(&b, clock_wall_ms());
@@ -243,8 +239,7 @@ static inline int64_t put_txn(struct partition_log *log, int64_t pid, int32_t se
     b.producer_epoch = 0;
     b.base_sequence = seq;
     b.attributes = RECORD_BATCH_TRANSACTIONAL_BIT;
-    record_batch_builder_add(&b, clock_wall_ms(), key, (int32_t)strlen(key), value,
-                             (int32_t)strlen(value), NULL, 0);
+    record_batch_builder_add(&b, clock_wall_ms(), key, (int32_t)strlen(key), value, (int32_t)strlen(value), NULL, 0);
     uint8_t *batch;
     size_t len;
     assert_int_equal(record_batch_builder_finish(&b, &batch, &len), 0);
@@ -255,8 +250,7 @@ static inline int64_t put_txn(struct partition_log *log, int64_t pid, int32_t se
 }
 
 /* Records of key (with value, unless NULL) among recs[0..n). */
-static inline size_t count_key(const struct rec *recs, size_t n, const char *key,
-                               const char *value)
+static inline size_t count_key(const struct rec *recs, size_t n, const char *key, const char *value)
 {
     size_t c = 0;
     for (size_t i = 0; i < n; i++)
@@ -371,8 +365,7 @@ static inline size_t read_committed(struct partition_log *log, struct rec *out, 
 {
     struct committed_read *c = calloc(1, sizeof *c);
     assert_non_null(c);
-    partition_log_aborted_txns(log, partition_log_start_offset(log), INT64_MAX, collect_aborted,
-                               &c->aborted);
+    partition_log_aborted_txns(log, partition_log_start_offset(log), INT64_MAX, collect_aborted, &c->aborted);
     c->records = (struct read_all_ctx){out, 0, cap};
     for_each_batch(log, read_committed_batch, c);
     size_t n = c->records.n;
@@ -383,8 +376,7 @@ static inline size_t read_committed(struct partition_log *log, struct rec *out, 
 static inline int64_t marker(struct partition_log *log, int64_t pid, bool commit)
 {
     int64_t offset = -1;
-    assert_int_equal(partition_log_append_txn_marker(log, pid, 0, 0, commit, 0, &offset),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_append_txn_marker(log, pid, 0, 0, commit, 0, &offset), KAFKA_ERR_NONE);
     return offset;
 }
 

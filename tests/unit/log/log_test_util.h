@@ -123,7 +123,6 @@ static inline int log_fixture_teardown(void **state)
 
 /* A cmocka test entry on a fixture whose log is closed / open. */
 #define LOG_FIXTURE_TEST(fn) cmocka_unit_test_setup_teardown(fn, log_fixture_setup, log_fixture_teardown)
-#define LOG_FIXTURE_TEST_OPEN(fn) \
-    cmocka_unit_test_setup_teardown(fn, log_fixture_setup_open, log_fixture_teardown)
+#define LOG_FIXTURE_TEST_OPEN(fn) cmocka_unit_test_setup_teardown(fn, log_fixture_setup_open, log_fixture_teardown)
 
 #endif

@@ -20,8 +20,7 @@ static void build(struct leader_epoch_cache *c, const int64_t *pairs, size_t n)
     leader_epoch_cache_init(c);
     for (size_t i = 0; i < n; i++) {
         bool changed = false;
-        assert_int_equal(
-            leader_epoch_cache_assign(c, (int32_t)pairs[2 * i], pairs[2 * i + 1], &changed), 0);
+        assert_int_equal(leader_epoch_cache_assign(c, (int32_t)pairs[2 * i], pairs[2 * i + 1], &changed), 0);
         assert_true(changed);
     }
 }
@@ -76,15 +75,15 @@ static void test_assign(void **state)
     leader_epoch_cache_free(&c);
 }
 
-static void expect_end(const struct leader_epoch_cache *c, int32_t requested, int64_t leo,
-                       int32_t epoch, int64_t offset)
+static void expect_end(const struct leader_epoch_cache *c, int32_t requested, int64_t leo, int32_t epoch,
+                       int64_t offset)
 {
     int32_t got_epoch = 99;
     int64_t got_offset = 99;
     leader_epoch_cache_end_offset_for(c, requested, leo, &got_epoch, &got_offset);
     if (got_epoch != epoch || got_offset != offset)
-        fail_msg("endOffsetFor(%d): (%d, %lld), expected (%d, %lld)", requested, got_epoch,
-                 (long long)got_offset, epoch, (long long)offset);
+        fail_msg("endOffsetFor(%d): (%d, %lld), expected (%d, %lld)", requested, got_epoch, (long long)got_offset,
+                 epoch, (long long)offset);
 }
 
 static void test_end_offset_for(void **state)
@@ -229,8 +228,7 @@ static void test_checkpoint_text(void **state)
     /* Kafka's reader also takes CRLF lines, blanks between the numbers and
      * a missing final newline. */
     const char *loose = "0\r\n2\r\n1 5\r\n3\t\t9  ";
-    assert_int_equal(leader_epoch_checkpoint_parse(loose, strlen(loose), &back, err, sizeof err),
-                     0);
+    assert_int_equal(leader_epoch_checkpoint_parse(loose, strlen(loose), &back, err, sizeof err), 0);
     static const int64_t two[] = {1, 5, 3, 9};
     expect_entries(&back, two, 2);
     leader_epoch_cache_free(&back);

@@ -102,13 +102,10 @@ static void test_filter_batch(void **state)
 
     uint8_t *out = malloc(len);
     size_t out_len = 0;
-    assert_int_equal(log_clean_filter_batch(batch, len, keep_all, NULL, false, out, &out_len),
-                     LOG_CLEAN_BATCH_ALL);
-    assert_int_equal(log_clean_filter_batch(batch, len, keep_none, NULL, false, out, &out_len),
-                     LOG_CLEAN_BATCH_NONE);
+    assert_int_equal(log_clean_filter_batch(batch, len, keep_all, NULL, false, out, &out_len), LOG_CLEAN_BATCH_ALL);
+    assert_int_equal(log_clean_filter_batch(batch, len, keep_none, NULL, false, out, &out_len), LOG_CLEAN_BATCH_NONE);
 
-    assert_int_equal(log_clean_filter_batch(batch, len, keep_odd, NULL, false, out, &out_len),
-                     LOG_CLEAN_BATCH_SOME);
+    assert_int_equal(log_clean_filter_batch(batch, len, keep_odd, NULL, false, out, &out_len), LOG_CLEAN_BATCH_SOME);
     assert_true(out_len < len);
     struct record_batch_header h;
     record_batch_parse_header(out, out_len, &h);
@@ -136,8 +133,7 @@ static void test_filter_batch(void **state)
     assert_int_equal(record_batch_records_next(&it, &rec), 0);
 
     /* keep_empty: the batch survives with its offsets and no records. */
-    assert_int_equal(log_clean_filter_batch(batch, len, keep_none, NULL, true, out, &out_len),
-                     LOG_CLEAN_BATCH_SOME);
+    assert_int_equal(log_clean_filter_batch(batch, len, keep_none, NULL, true, out, &out_len), LOG_CLEAN_BATCH_SOME);
     assert_int_equal(out_len, RECORD_BATCH_HEADER_SIZE);
     record_batch_parse_header(out, out_len, &h);
     assert_true(record_batch_crc_ok(out, out_len));
@@ -182,9 +178,7 @@ static void test_compacts_to_latest_per_key(void **state)
     assert_true(n < (size_t)WRITES / 2);
 
     /* Nothing dirty left: a second pass is not due. */
-    assert_int_equal(partition_log_clean(log, res.first_dirty_offset, clock_wall_ms(),
-                                         &default_opts, &res),
-                     0);
+    assert_int_equal(partition_log_clean(log, res.first_dirty_offset, clock_wall_ms(), &default_opts, &res), 0);
     assert_false(res.cleaned);
 
     /* The cleaned files are what a reopen finds, indexes included. */
@@ -253,13 +247,11 @@ static void test_transactions(void **state)
     assert_true(res.first_dirty_offset <= txn_first);
     struct rec *recs = calloc(200, sizeof *recs);
     size_t n = read_all(log, recs, 200);
-    assert_int_equal(count_key(recs, n, "f0", NULL) + count_key(recs, n, "f1", NULL) +
-                         count_key(recs, n, "f2", NULL),
+    assert_int_equal(count_key(recs, n, "f0", NULL) + count_key(recs, n, "f1", NULL) + count_key(recs, n, "f2", NULL),
                      60);
 
     int64_t marker = -1;
-    assert_int_equal(partition_log_append_txn_marker(log, 9, 0, 0, false, 0, &marker),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_append_txn_marker(log, 9, 0, 0, false, 0, &marker), KAFKA_ERR_NONE);
     assert_true(marker > txn_first);
     for (int i = 0; i < 60; i++) {
         snprintf(key, sizeof key, "f%d", i % 3);
@@ -267,9 +259,7 @@ static void test_transactions(void **state)
     }
     int64_t active = active_base(log);
     assert_true(active > marker);
-    assert_int_equal(partition_log_clean(log, res.first_dirty_offset, clock_wall_ms(),
-                                         &default_opts, &res),
-                     0);
+    assert_int_equal(partition_log_clean(log, res.first_dirty_offset, clock_wall_ms(), &default_opts, &res), 0);
     assert_true(res.cleaned);
     assert_int_equal(res.first_dirty_offset, active);
     g_control_batches = 0;
@@ -302,21 +292,18 @@ static void test_dirty_ratio_gate(void **state)
     /* New dirty data beside the clean part: below 0.99. */
     for (int i = 0; i < 30; i++)
         put(log, "k0", "again");
-    assert_int_equal(partition_log_clean(log, first_dirty, clock_wall_ms(), &default_opts, &res),
-                     0);
+    assert_int_equal(partition_log_clean(log, first_dirty, clock_wall_ms(), &default_opts, &res), 0);
     assert_false(res.cleaned);
     assert_true(res.dirty_ratio > 0.0 && res.dirty_ratio < 0.99);
     /* min.compaction.lag.ms keeps young records out of reach. */
     cfg.min_cleanable_dirty_ratio = 0.0;
     cfg.min_compaction_lag_ms = 3600000;
     partition_log_set_config(log, &cfg);
-    assert_int_equal(partition_log_clean(log, first_dirty, clock_wall_ms(), &default_opts, &res),
-                     0);
+    assert_int_equal(partition_log_clean(log, first_dirty, clock_wall_ms(), &default_opts, &res), 0);
     assert_false(res.cleaned);
     cfg.min_compaction_lag_ms = 0;
     partition_log_set_config(log, &cfg);
-    assert_int_equal(partition_log_clean(log, first_dirty, clock_wall_ms(), &default_opts, &res),
-                     0);
+    assert_int_equal(partition_log_clean(log, first_dirty, clock_wall_ms(), &default_opts, &res), 0);
     assert_true(res.cleaned);
     assert_true(res.first_dirty_offset > first_dirty);
     /* Not a compacted topic: never cleaned. */
@@ -356,22 +343,20 @@ static void test_tombstones_expire(void **state)
             k0_value |= !recs[i].tombstone;
         }
     }
-    assert_true(tombstone);  /* kept through the first clean */
-    assert_false(k0_value);  /* the older values of k0 are gone */
+    assert_true(tombstone); /* kept through the first clean */
+    assert_false(k0_value); /* the older values of k0 are gone */
 
     /* Within delete.retention.ms of that clean: still there. */
     struct log_clean_options force = default_opts;
     force.force = true;
-    assert_int_equal(partition_log_clean(log, res.first_dirty_offset, now + 1000, &force, &res),
-                     0);
+    assert_int_equal(partition_log_clean(log, res.first_dirty_offset, now + 1000, &force, &res), 0);
     n = read_all(log, recs, WRITES + 64);
     tombstone = false;
     for (size_t i = 0; i < n; i++)
         tombstone |= strcmp(recs[i].key, "k0") == 0;
     assert_true(tombstone);
     /* Past it: the next clean drops it. */
-    assert_int_equal(partition_log_clean(log, res.first_dirty_offset, now + 120000, &force, &res),
-                     0);
+    assert_int_equal(partition_log_clean(log, res.first_dirty_offset, now + 120000, &force, &res), 0);
     assert_true(res.cleaned);
     n = read_all(log, recs, WRITES + 64);
     for (size_t i = 0; i < n; i++)
@@ -445,8 +430,7 @@ static void test_dedupe_buffer_limit(void **state)
     /* The rest comes with the next passes. */
     int passes = 0;
     while (res.first_dirty_offset < active && passes++ < 10)
-        assert_int_equal(
-            partition_log_clean(log, res.first_dirty_offset, clock_wall_ms(), &opt, &res), 0);
+        assert_int_equal(partition_log_clean(log, res.first_dirty_offset, clock_wall_ms(), &opt, &res), 0);
     assert_int_equal(res.first_dirty_offset, active);
     struct rec *recs = calloc(600, sizeof *recs);
     size_t n = read_all(log, recs, 600);

@@ -21,8 +21,7 @@
 
 /* A batch of count records with keys k<(first+i) % KEYS> (NULL key where
  * i == null_at) and values v<first+i>, compressed with codec. */
-static uint8_t *compressed_batch(int codec, int first, int count, int null_at, int64_t pid,
-                                 size_t *len)
+static uint8_t *compressed_batch(int codec, int first, int count, int null_at, int64_t pid, size_t *len)
 {
     struct record_batch_builder b;
     record_batch_builder_init(&b, clock_wall_ms());
@@ -44,16 +43,15 @@ static uint8_t *compressed_batch(int codec, int first, int count, int null_at, i
     size_t plain_len;
     char err[200];
     assert_int_equal(record_batch_builder_finish(&b, &plain, &plain_len), 0);
-    assert_int_equal(
-        record_codec_deflate_batch(plain, plain_len, codec, &packed, len, err, sizeof err), 0);
+    assert_int_equal(record_codec_deflate_batch(plain, plain_len, codec, &packed, len, err, sizeof err), 0);
     free(plain);
     return packed;
 }
 
 struct seen {
-    int per_key[KEYS];       /* records below the active segment */
-    int last_value[KEYS];    /* v<N> of the last record read per key */
-    int partial_compressed;  /* batches of the codec holding fewer records */
+    int per_key[KEYS];      /* records below the active segment */
+    int last_value[KEYS];   /* v<N> of the last record read per key */
+    int partial_compressed; /* batches of the codec holding fewer records */
     size_t records;
 };
 
@@ -76,9 +74,7 @@ static void tally_batch(void *arg, const uint8_t *batch, size_t blen)
         assert_int_equal(record_batch_compression(&h), c->codec);
         if (h.record_count < PER_BATCH)
             s->partial_compressed++;
-        assert_int_equal(
-            record_codec_inflate_batch(batch, blen, 1 << 20, &plain, &plain_len, err, sizeof err),
-            0);
+        assert_int_equal(record_codec_inflate_batch(batch, blen, 1 << 20, &plain, &plain_len, err, sizeof err), 0);
     }
     struct record_batch_record_iter ri;
     struct record_batch_record rec;
@@ -235,8 +231,7 @@ static void test_emptied_producer_batch_uncompressed(void **state)
     assert_int_equal(partition_log_append(log, batch, len, 0, &res), KAFKA_ERR_NONE);
     free(batch);
     for (int i = 0; i < 20; i++) {
-        batch = compressed_batch(RECORD_BATCH_COMPRESSION_ZSTD, KEYS * (i + 1), KEYS, -1, -1,
-                                 &len);
+        batch = compressed_batch(RECORD_BATCH_COMPRESSION_ZSTD, KEYS * (i + 1), KEYS, -1, -1, &len);
         assert_int_equal(partition_log_append(log, batch, len, 0, &res), KAFKA_ERR_NONE);
         free(batch);
     }
@@ -264,8 +259,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_compacts_lz4, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compacts_zstd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_null_key_in_compressed_batch, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_emptied_producer_batch_uncompressed, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_emptied_producer_batch_uncompressed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,8 +64,8 @@ static void list_segments(struct seg_list *l)
  * whose bases lie in its range: several only while their sizes and index
  * sizes together stay within the bounds. Returns the most members any
  * merged segment has. */
-static size_t check_groups(const struct seg_list *before, const struct seg_list *after,
-                           int64_t segment_bytes, int64_t index_bytes)
+static size_t check_groups(const struct seg_list *before, const struct seg_list *after, int64_t segment_bytes,
+                           int64_t index_bytes)
 {
     size_t most = 0;
     for (size_t i = 0; i + 1 < after->n; i++) {
@@ -387,8 +387,7 @@ static void emptied_tail(enum log_clean_stop stop)
     cfg.segment_bytes = 1 << 20;
     log = reopen(log, &cfg);
     opt.stop_after = stop;
-    assert_int_equal(
-        partition_log_clean(log, res.first_dirty_offset, clock_wall_ms() + 1000, &opt, &res), 0);
+    assert_int_equal(partition_log_clean(log, res.first_dirty_offset, clock_wall_ms() + 1000, &opt, &res), 0);
     assert_true(res.cleaned);
     if (stop == LOG_CLEAN_STOP_AFTER_SWAP)
         assert_int_equal(count_files(".log.swap"), 2); /* the merged and the emptied */
@@ -446,9 +445,7 @@ static void write_transactions(struct partition_log *log, struct written *w)
 
 static void check_committed_view(struct partition_log *log, const struct written *w)
 {
-    assert_int_equal(partition_log_aborted_txns(log, partition_log_start_offset(log), INT64_MAX,
-                                                NULL, NULL),
-                     2);
+    assert_int_equal(partition_log_aborted_txns(log, partition_log_start_offset(log), INT64_MAX, NULL, NULL), 2);
     assert_int_equal(txnindex_file_entries(), 2);
     struct rec *recs = calloc(MAX_RECORDS, sizeof *recs);
     assert_non_null(recs);

@@ -107,8 +107,7 @@ static int64_t last_base_with(const char *suffix)
     size_t slen = strlen(suffix);
     struct dirent *ent;
     while ((ent = readdir(d)) != NULL)
-        if (strlen(ent->d_name) == 20 + slen && strcmp(ent->d_name + 20, suffix) == 0 &&
-            atoll(ent->d_name) > best)
+        if (strlen(ent->d_name) == 20 + slen && strcmp(ent->d_name + 20, suffix) == 0 && atoll(ent->d_name) > best)
             best = atoll(ent->d_name);
     closedir(d);
     return best;
@@ -228,14 +227,12 @@ static void test_manager_checkpoint(void **state)
     char err[256];
     assert_int_equal(log_manager_open(dirs, 1, &cfg, &mcfg, &m, err, sizeof err), 0);
     struct partition_log *log;
-    assert_int_equal(log_manager_create(m, "compacted", 0, NULL, &cfg, &log, err, sizeof err),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(log_manager_create(m, "compacted", 0, NULL, &cfg, &log, err, sizeof err), KAFKA_ERR_NONE);
     struct log_config plain;
     log_config_defaults(&plain);
     plain.segment_bytes = 1024;
     struct partition_log *other;
-    assert_int_equal(log_manager_create(m, "plain", 0, NULL, &plain, &other, err, sizeof err),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(log_manager_create(m, "plain", 0, NULL, &plain, &other, err, sizeof err), KAFKA_ERR_NONE);
     for (int i = 0; i < 100; i++) {
         put(log, "same", "value");
         put(other, "same", "value");

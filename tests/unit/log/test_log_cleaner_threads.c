@@ -82,8 +82,8 @@ static void watch_pass(void *arg, const char *topic, int32_t partition, bool sta
 
 /* ---- managers over a subdirectory of g_dir ---- */
 
-static struct log_manager *open_manager(const char *sub, int threads, bool background,
-                                        int64_t dedupe_bytes, double load_factor)
+static struct log_manager *open_manager(const char *sub, int threads, bool background, int64_t dedupe_bytes,
+                                        double load_factor)
 {
     static char path[600];
     snprintf(path, sizeof path, "%s/%s", g_dir, sub);
@@ -105,8 +105,7 @@ static struct log_manager *open_manager(const char *sub, int threads, bool backg
     return m;
 }
 
-static struct partition_log *create_log(struct log_manager *m, const char *topic,
-                                        const struct log_config *cfg)
+static struct partition_log *create_log(struct log_manager *m, const char *topic, const struct log_config *cfg)
 {
     struct partition_log *log = NULL;
     char err[256] = "";
@@ -209,8 +208,7 @@ static void check_three_threads(bool with_run_once)
         char topic[8];
         for (int i = 0; i < LOGS; i++) {
             snprintf(topic, sizeof topic, "t%d", i);
-            done = done && log_cleaner_first_dirty(log_manager_cleaner(m), topic, 0) ==
-                               want[i].first_dirty;
+            done = done && log_cleaner_first_dirty(log_manager_cleaner(m), topic, 0) == want[i].first_dirty;
         }
     }
     assert_true(done);
@@ -302,11 +300,9 @@ static void check_selection_order(const char *const names[4])
     struct log_clean_dirtiness d[4];
     struct partition_log *logs[4] = {overdue, filthy, medium, idle};
     for (int i = 0; i < 4; i++)
-        partition_log_dirtiness(logs[i], log_cleaner_first_dirty(c, names[i], 0), clock_wall_ms(),
-                                &d[i]);
+        partition_log_dirtiness(logs[i], log_cleaner_first_dirty(c, names[i], 0), clock_wall_ms(), &d[i]);
     /* The setup holds what the order below relies on. */
-    assert_true(d[OVERDUE].due && d[OVERDUE].overdue &&
-                d[OVERDUE].dirty_ratio < strict.min_cleanable_dirty_ratio);
+    assert_true(d[OVERDUE].due && d[OVERDUE].overdue && d[OVERDUE].dirty_ratio < strict.min_cleanable_dirty_ratio);
     assert_true(d[FILTHY].due && !d[FILTHY].overdue && d[FILTHY].dirty_ratio == 1.0);
     assert_true(d[MEDIUM].due && d[MEDIUM].dirty_ratio < 1.0);
     assert_true(d[OVERDUE].dirty_ratio < d[FILTHY].dirty_ratio);

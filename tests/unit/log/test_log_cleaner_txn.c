@@ -153,8 +153,7 @@ static struct abort_then_commit write_abort_then_commit(struct partition_log *lo
 
 /* After the ABORT marker of write_abort_then_commit went: its batch and
  * entry are gone, the COMMIT stays, and read_committed still sees k2. */
-static void assert_abort_dropped(struct partition_log *log, struct batch_list *l,
-                                 const struct abort_then_commit *w)
+static void assert_abort_dropped(struct partition_log *log, struct batch_list *l, const struct abort_then_commit *w)
 {
     list_batches(log, l);
     assert_null(batch_at(l, w->abort_at));
@@ -168,10 +167,8 @@ static void assert_abort_dropped(struct partition_log *log, struct batch_list *l
 /* write_abort_then_commit on a fresh compacted log with delete.retention.ms
  * RETENTION_MS, then a first clean at *now, which removes the aborted data;
  * *res is its result. */
-static struct partition_log *open_cleaned_abort_then_commit(struct log_config *cfg,
-                                                            struct abort_then_commit *w,
-                                                            int64_t *now,
-                                                            struct log_clean_result *res)
+static struct partition_log *open_cleaned_abort_then_commit(struct log_config *cfg, struct abort_then_commit *w,
+                                                            int64_t *now, struct log_clean_result *res)
 {
     compact_config(cfg);
     cfg->delete_retention_ms = RETENTION_MS;
@@ -210,8 +207,7 @@ static void test_abort_marker_expires(void **state)
 
     /* Past it: the marker goes with its entry, in memory and on disk; the
      * commit of records still there stays. */
-    assert_int_equal(partition_log_clean(log, first_dirty, now + 2 * RETENTION_MS, &force, &res),
-                     0);
+    assert_int_equal(partition_log_clean(log, first_dirty, now + 2 * RETENTION_MS, &force, &res), 0);
     assert_true(res.cleaned);
     assert_abort_dropped(log, l, &w);
     assert_int_equal(count_markers(l, true), 0);
@@ -241,8 +237,7 @@ static void test_abort_marker_crash(void **state)
     struct log_clean_options opt = default_opts;
     opt.force = true;
     opt.stop_after = LOG_CLEAN_STOP_AFTER_CLEANED;
-    assert_int_equal(partition_log_clean(log, first_dirty, now + 2 * RETENTION_MS, &opt, &res),
-                     0);
+    assert_int_equal(partition_log_clean(log, first_dirty, now + 2 * RETENTION_MS, &opt, &res), 0);
     assert_int_equal(txnindex_file_entries(), 1);
     partition_log_close(log);
     log = open_log(&cfg);
@@ -252,8 +247,7 @@ static void test_abort_marker_crash(void **state)
     assert_int_equal(partition_log_aborted_txns(log, 0, INT64_MAX, NULL, NULL), 1);
 
     opt.stop_after = LOG_CLEAN_STOP_AFTER_SWAP;
-    assert_int_equal(partition_log_clean(log, first_dirty, now + 2 * RETENTION_MS, &opt, &res),
-                     0);
+    assert_int_equal(partition_log_clean(log, first_dirty, now + 2 * RETENTION_MS, &opt, &res), 0);
     assert_int_equal(txnindex_file_entries(), 0);
     partition_log_close(log);
     log = open_log(&cfg);
@@ -294,8 +288,7 @@ static void test_commit_marker_expires(void **state)
     list_batches(log, l);
     assert_non_null(batch_at(l, commit_a)); /* within the horizon */
 
-    assert_int_equal(partition_log_clean(log, first_dirty, now + 2 * RETENTION_MS, &force, &res),
-                     0);
+    assert_int_equal(partition_log_clean(log, first_dirty, now + 2 * RETENTION_MS, &force, &res), 0);
     list_batches(log, l);
     assert_null(batch_at(l, commit_a));
     assert_non_null(batch_at(l, commit_b));
@@ -339,8 +332,7 @@ static void test_aborted_last_batch_kept_empty(void **state)
      * marker and entry stay even past the horizon. */
     struct log_clean_options force = default_opts;
     force.force = true;
-    assert_int_equal(partition_log_clean(log, res.first_dirty_offset,
-                                         clock_wall_ms() + 2 * RETENTION_MS, &force, &res),
+    assert_int_equal(partition_log_clean(log, res.first_dirty_offset, clock_wall_ms() + 2 * RETENTION_MS, &force, &res),
                      0);
     list_batches(log, l);
     assert_non_null(batch_at(l, last));

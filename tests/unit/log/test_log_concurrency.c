@@ -152,8 +152,7 @@ static void test_write_failure_goes_offline(void **state)
     /* Offline: later appends and reads are refused, nothing crashes. */
     assert_int_equal(partition_log_append(log, b, len, 0, &res), KAFKA_ERR_KAFKA_STORAGE_ERROR);
     struct log_read_result r;
-    assert_int_equal(partition_log_read(log, 0, 100, INT64_MAX, &r),
-                     KAFKA_ERR_KAFKA_STORAGE_ERROR);
+    assert_int_equal(partition_log_read(log, 0, 100, INT64_MAX, &r), KAFKA_ERR_KAFKA_STORAGE_ERROR);
     partition_log_close(log);
     free(b);
     /* The data written before the failure is intact after reopening. */

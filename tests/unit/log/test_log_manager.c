@@ -80,9 +80,7 @@ static void test_create_reopen_clean(void **state)
     for (int t = 0; t < 3; t++)
         for (int p = 0; p < 4; p++) {
             struct partition_log *log;
-            assert_int_equal(log_manager_create(m, topics[t], p * 5, id, NULL, &log, err,
-                                                sizeof err),
-                             KAFKA_ERR_NONE);
+            assert_int_equal(log_manager_create(m, topics[t], p * 5, id, NULL, &log, err, sizeof err), KAFKA_ERR_NONE);
             append(log, t + p + 1);
             partition_log_close(log);
         }
@@ -115,9 +113,7 @@ static void test_create_reopen_clean(void **state)
     assert_int_equal(log_offset_checkpoint_read(path, &entries, &n), 0);
     assert_int_equal(n, 6);
     for (size_t i = 0; i < n; i++) {
-        int t = strcmp(entries[i].topic, "orders") == 0        ? 0
-                : strcmp(entries[i].topic, "my.topic_v2") == 0 ? 1
-                                                               : 2;
+        int t = strcmp(entries[i].topic, "orders") == 0 ? 0 : strcmp(entries[i].topic, "my.topic_v2") == 0 ? 1 : 2;
         assert_string_equal(entries[i].topic, topics[t]);
         assert_int_equal(entries[i].offset, 2 * (t + entries[i].partition / 5 + 1));
     }
@@ -314,11 +310,9 @@ static void test_create_over_unloaded_dir(void **state)
     struct log_manager *m = open_manager(&defaults);
     struct partition_log *log;
     /* Put "orders-3" in the second dir by loading the first one. */
-    assert_int_equal(log_manager_create(m, "filler", 0, id, NULL, &log, err, sizeof err),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(log_manager_create(m, "filler", 0, id, NULL, &log, err, sizeof err), KAFKA_ERR_NONE);
     partition_log_close(log);
-    assert_int_equal(log_manager_create(m, "orders", 3, id, NULL, &log, err, sizeof err),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(log_manager_create(m, "orders", 3, id, NULL, &log, err, sizeof err), KAFKA_ERR_NONE);
     append(log, 3);
     partition_log_close(log);
     log_manager_close(m, true);
@@ -345,8 +339,7 @@ static void test_create_over_unloaded_dir(void **state)
     fputs("half a batch", fp);
     fclose(fp);
 
-    assert_int_equal(log_manager_create(m, "orders", 3, id, NULL, &log, err, sizeof err),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(log_manager_create(m, "orders", 3, id, NULL, &log, err, sizeof err), KAFKA_ERR_NONE);
     assert_int_equal(partition_log_end_offset(log), 6);
     assert_int_equal(file_size(seg), whole);
     append(log, 1);

@@ -37,8 +37,7 @@ static struct partition_log *open_or_fail(const struct log_config *cfg, bool rec
     return log;
 }
 
-static void append_n(struct partition_log *log, int batches, int records, int64_t ts,
-                     size_t value_size)
+static void append_n(struct partition_log *log, int batches, int records, int64_t ts, size_t value_size)
 {
     for (int i = 0; i < batches; i++) {
         size_t len;
@@ -195,8 +194,7 @@ static void test_retention_by_bytes(void **state)
     segment_path(path, sizeof path, 0, ".log");
     assert_int_equal(test_file_size(path), -1);
     struct log_read_result r;
-    assert_int_equal(partition_log_read(log, 0, 100, INT64_MAX, &r),
-                     KAFKA_ERR_OFFSET_OUT_OF_RANGE);
+    assert_int_equal(partition_log_read(log, 0, 100, INT64_MAX, &r), KAFKA_ERR_OFFSET_OUT_OF_RANGE);
     assert_int_equal(partition_log_read(log, start, 100, INT64_MAX, &r), 0);
     assert_true(r.len > 0);
     close(r.fd);
@@ -215,8 +213,8 @@ static void test_retention_by_time(void **state)
     cfg.segment_bytes = 2048;
     cfg.retention_ms = 10000;
     struct partition_log *log = open_or_fail(&cfg, false);
-    append_n(log, 20, 2, 100000, 150);  /* old */
-    append_n(log, 20, 2, 500000, 150);  /* new */
+    append_n(log, 20, 2, 100000, 150); /* old */
+    append_n(log, 20, 2, 500000, 150); /* new */
     int segments = partition_log_segment_count(log);
     /* At now = 505000 the old data (max ts ~100001) is expired, the new is not. */
     int deleted = partition_log_apply_retention(log, 505000);

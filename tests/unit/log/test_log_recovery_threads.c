@@ -51,8 +51,7 @@ static void append_batches(struct partition_log *log, int count)
     }
 }
 
-static void segment_path(char *buf, size_t len, const char *dir, int p, int64_t base,
-                         const char *ext)
+static void segment_path(char *buf, size_t len, const char *dir, int p, int64_t base, const char *ext)
 {
     snprintf(buf, len, "%s/" TOPIC "-%d/%020lld%s", dir, p, (long long)base, ext);
 }
@@ -294,8 +293,7 @@ static void test_unopenable_partition_same_error(void **state)
     assert_int_equal(one.end[29], -1);
     char expect[1200];
     snprintf(expect, sizeof expect,
-             "cannot load %s/" TOPIC "-29: cannot open segment %s/" TOPIC
-             "-29/00000000000000000000: Is a directory\n",
+             "cannot load %s/" TOPIC "-29: cannot open segment %s/" TOPIC "-29/00000000000000000000: Is a directory\n",
              g_work, g_work);
     assert_string_equal(one.error_lines, expect);
     assert_same_outcome(&one, &four);

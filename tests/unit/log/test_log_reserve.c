@@ -101,8 +101,7 @@ static struct log_segment *create_or_fail(const struct log_config *cfg)
 }
 
 /* Append one batch of 64 records of 4 KiB (~260 KiB) at the segment's end. */
-static void append_batch(struct log_segment *seg, const struct log_config *cfg,
-                         struct written *w)
+static void append_batch(struct log_segment *seg, const struct log_config *cfg, struct written *w)
 {
     size_t len;
     uint8_t *b = test_batch(64, 1000 + seg->next_offset, 4096, &len);
@@ -169,8 +168,7 @@ static void test_appends_keep_a_bounded_reservation(void **state)
 
 /* Twenty 260 KiB batches: past the first step, so blocks are reserved
  * beyond the data. */
-static void append_past_a_step(struct log_segment *seg, const struct log_config *cfg,
-                               struct written *w)
+static void append_past_a_step(struct log_segment *seg, const struct log_config *cfg, struct written *w)
 {
     for (int i = 0; i < 20; i++)
         append_batch(seg, cfg, w);
@@ -355,11 +353,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_appends_keep_a_bounded_reservation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_seal_releases_and_keeps_mtime, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_releases, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_truncate_releases_then_reserves_again, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_truncate_releases_then_reserves_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reservation_stops_at_segment_bytes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_preallocate_reserves_whole_segment_until_seal,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_preallocate_reserves_whole_segment_until_seal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_with_reservation_recovers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_with_torn_tail_recovers, setup, teardown),
     };

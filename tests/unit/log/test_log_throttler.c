@@ -139,8 +139,8 @@ static void test_cleaner_pass_throttled(void **state)
     assert_true(res.cleaned);
     int64_t io = 2 * res.bytes_before + res.bytes_after;
     int64_t least = io * 1000 / (256 * 1024) - LOG_THROTTLER_CHECK_INTERVAL_MS - 100;
-    fprintf(stderr, "throttled pass: %lld bytes of I/O in %lld ms (at least %lld), throttle saw %lld\n",
-            (long long)io, (long long)ms, (long long)least, (long long)t.observed_total);
+    fprintf(stderr, "throttled pass: %lld bytes of I/O in %lld ms (at least %lld), throttle saw %lld\n", (long long)io,
+            (long long)ms, (long long)least, (long long)t.observed_total);
     assert_true(least > 1000);
     assert_true(ms >= least);
     assert_true(t.observed_total >= io);

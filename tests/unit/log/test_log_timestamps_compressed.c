@@ -70,8 +70,8 @@ static void expect_for_timestamp(struct log_fixture *f, int64_t target, int64_t 
     int64_t off, ts;
     assert_int_equal(partition_log_offset_for_timestamp(f->log, target, &off, &ts), KAFKA_ERR_NONE);
     if (off != offset || ts != timestamp)
-        fail_msg("timestamp %lld: offset %lld at %lld, expected %lld at %lld", (long long)target,
-                 (long long)off, (long long)ts, (long long)offset, (long long)timestamp);
+        fail_msg("timestamp %lld: offset %lld at %lld, expected %lld at %lld", (long long)target, (long long)off,
+                 (long long)ts, (long long)offset, (long long)timestamp);
 }
 
 static void expect_answers(struct log_fixture *f)
@@ -108,11 +108,26 @@ static void check_codec(void **state, int codec)
     expect_answers(f);
 }
 
-static void test_none(void **state) { check_codec(state, RECORD_BATCH_COMPRESSION_NONE); }
-static void test_gzip(void **state) { check_codec(state, RECORD_BATCH_COMPRESSION_GZIP); }
-static void test_snappy(void **state) { check_codec(state, RECORD_BATCH_COMPRESSION_SNAPPY); }
-static void test_lz4(void **state) { check_codec(state, RECORD_BATCH_COMPRESSION_LZ4); }
-static void test_zstd(void **state) { check_codec(state, RECORD_BATCH_COMPRESSION_ZSTD); }
+static void test_none(void **state)
+{
+    check_codec(state, RECORD_BATCH_COMPRESSION_NONE);
+}
+static void test_gzip(void **state)
+{
+    check_codec(state, RECORD_BATCH_COMPRESSION_GZIP);
+}
+static void test_snappy(void **state)
+{
+    check_codec(state, RECORD_BATCH_COMPRESSION_SNAPPY);
+}
+static void test_lz4(void **state)
+{
+    check_codec(state, RECORD_BATCH_COMPRESSION_LZ4);
+}
+static void test_zstd(void **state)
+{
+    check_codec(state, RECORD_BATCH_COMPRESSION_ZSTD);
+}
 
 int main(void)
 {

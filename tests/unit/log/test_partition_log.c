@@ -23,8 +23,8 @@ static void open_log(struct log_fixture *f, bool recover)
 }
 
 /* Append `count` batches of `records` records each; returns total bytes. */
-static size_t append_batches(struct log_fixture *f, int count, int records, int64_t base_ts,
-                             size_t value_size, int32_t epoch)
+static size_t append_batches(struct log_fixture *f, int count, int records, int64_t base_ts, size_t value_size,
+                             int32_t epoch)
 {
     size_t total = 0;
     for (int i = 0; i < count; i++) {
@@ -44,8 +44,7 @@ static size_t append_batches(struct log_fixture *f, int count, int records, int6
 
 /* Read at offset with max_bytes; check the region is whole, CRC-valid batches
  * in offset order starting with the batch holding offset. Returns batches. */
-static int check_read(struct log_fixture *f, int64_t offset, int32_t max_bytes, int64_t hw,
-                      int64_t *last_offset)
+static int check_read(struct log_fixture *f, int64_t offset, int32_t max_bytes, int64_t hw, int64_t *last_offset)
 {
     struct log_read_result r;
     assert_int_equal(partition_log_read(f->log, offset, max_bytes, hw, &r), KAFKA_ERR_NONE);
@@ -105,10 +104,8 @@ static void test_append_read(void **state)
     free(buf);
     /* End of log: empty; beyond it or before the start: out of range. */
     assert_int_equal(check_read(f, 30, 1 << 20, INT64_MAX, NULL), 0);
-    assert_int_equal(partition_log_read(f->log, 31, 100, INT64_MAX, &r),
-                     KAFKA_ERR_OFFSET_OUT_OF_RANGE);
-    assert_int_equal(partition_log_read(f->log, -1, 100, INT64_MAX, &r),
-                     KAFKA_ERR_OFFSET_OUT_OF_RANGE);
+    assert_int_equal(partition_log_read(f->log, 31, 100, INT64_MAX, &r), KAFKA_ERR_OFFSET_OUT_OF_RANGE);
+    assert_int_equal(partition_log_read(f->log, -1, 100, INT64_MAX, &r), KAFKA_ERR_OFFSET_OUT_OF_RANGE);
 }
 
 static void test_max_bytes_and_high_watermark(void **state)
@@ -233,19 +230,16 @@ static void test_rejects_whole_request(void **state)
     memcpy(req, good, l1);
     memcpy(req + l1, bad, l2);
     struct log_append_result res;
-    assert_int_equal(partition_log_append(f->log, req, l1 + l2, -1, &res),
-                     KAFKA_ERR_CORRUPT_MESSAGE);
+    assert_int_equal(partition_log_append(f->log, req, l1 + l2, -1, &res), KAFKA_ERR_CORRUPT_MESSAGE);
     assert_int_equal(partition_log_end_offset(f->log), 2);
     /* Truncated trailing batch. */
-    assert_int_equal(partition_log_append(f->log, req, l1 + 30, -1, &res),
-                     KAFKA_ERR_CORRUPT_MESSAGE);
+    assert_int_equal(partition_log_append(f->log, req, l1 + 30, -1, &res), KAFKA_ERR_CORRUPT_MESSAGE);
     free(req);
     free(good);
     free(bad);
     /* Over max.message.bytes. */
     uint8_t *big = test_batch(1, 0, 3000, &l1);
-    assert_int_equal(partition_log_append(f->log, big, l1, -1, &res),
-                     KAFKA_ERR_MESSAGE_TOO_LARGE);
+    assert_int_equal(partition_log_append(f->log, big, l1, -1, &res), KAFKA_ERR_MESSAGE_TOO_LARGE);
     free(big);
     assert_int_equal(partition_log_end_offset(f->log), 2);
     assert_int_equal(check_read(f, 0, 1 << 20, INT64_MAX, NULL), 1);
@@ -275,11 +269,9 @@ static void test_truncate_and_delete_records(void **state)
     assert_int_equal(partition_log_delete_records_before(f->log, 30), 0);
     assert_int_equal(partition_log_start_offset(f->log), 30);
     struct log_read_result r;
-    assert_int_equal(partition_log_read(f->log, 29, 100, INT64_MAX, &r),
-                     KAFKA_ERR_OFFSET_OUT_OF_RANGE);
+    assert_int_equal(partition_log_read(f->log, 29, 100, INT64_MAX, &r), KAFKA_ERR_OFFSET_OUT_OF_RANGE);
     assert_int_equal(check_read(f, 30, 1, INT64_MAX, NULL), 1);
-    assert_int_equal(partition_log_delete_records_before(f->log, 52),
-                     KAFKA_ERR_OFFSET_OUT_OF_RANGE);
+    assert_int_equal(partition_log_delete_records_before(f->log, 52), KAFKA_ERR_OFFSET_OUT_OF_RANGE);
     /* Truncate below the first segment: start over at that offset. */
     assert_int_equal(partition_log_truncate_to(f->log, 0), 0);
     assert_int_equal(partition_log_end_offset(f->log), 0);

@@ -44,13 +44,15 @@ static void test_smaller_segment_bytes_rolls_next_appends(void **state)
 {
     struct log_fixture *f = *state;
     int64_t ts = 1000000;
-    for (int i = 0; i < 10; i++) assert_int_equal(append_one(f, 5, ts, 200), KAFKA_ERR_NONE);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(append_one(f, 5, ts, 200), KAFKA_ERR_NONE);
     assert_int_equal(partition_log_segment_count(f->log), 1); /* 1 GiB segments: no roll */
 
     struct log_config small = f->cfg;
     small.segment_bytes = 2048;
     assert_true(partition_log_set_config(f->log, &small));
-    for (int i = 0; i < 10; i++) assert_int_equal(append_one(f, 5, ts, 200), KAFKA_ERR_NONE);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(append_one(f, 5, ts, 200), KAFKA_ERR_NONE);
     /* Each ~1.1 KB batch fills most of a 2 KB segment: several rolls. */
     assert_true(partition_log_segment_count(f->log) >= 5);
     assert_int_equal(partition_log_end_offset(f->log), 100);
@@ -71,7 +73,8 @@ static void test_retention_ms_change_deletes_old_segments(void **state)
     cfg.segment_bytes = 2048;
     partition_log_set_config(f->log, &cfg);
     int64_t old_ts = 1000000; /* far in the past */
-    for (int i = 0; i < 6; i++) assert_int_equal(append_one(f, 5, old_ts, 200), KAFKA_ERR_NONE);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(append_one(f, 5, old_ts, 200), KAFKA_ERR_NONE);
     int before = partition_log_segment_count(f->log);
     assert_true(before >= 3);
     int64_t now = old_ts + 3600 * 1000;

@@ -65,8 +65,7 @@ static void append(struct fixture *f, int records, int32_t epoch, bool as_follow
     if (as_follower)
         record_batch_set_partition_leader_epoch(batch, epoch);
     struct log_append_result res;
-    assert_int_equal(partition_log_append(f->log, batch, len, as_follower ? -1 : epoch, &res),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_append(f->log, batch, len, as_follower ? -1 : epoch, &res), KAFKA_ERR_NONE);
     free(batch);
 }
 
@@ -93,8 +92,8 @@ static void expect_end(struct fixture *f, int32_t requested, int32_t epoch, int6
     int32_t found = 99;
     int64_t got = partition_log_end_offset_for_epoch(f->log, requested, &found);
     if (found != epoch || got != offset)
-        fail_msg("end offset for epoch %d: (%d, %lld), expected (%d, %lld)", requested, found,
-                 (long long)got, epoch, (long long)offset);
+        fail_msg("end offset for epoch %d: (%d, %lld), expected (%d, %lld)", requested, found, (long long)got, epoch,
+                 (long long)offset);
 }
 
 /* Epochs 1 (offsets 0-9), 3 (10-14), 4 (15-19): 5-record batches. */

@@ -22,7 +22,8 @@ static struct partition_log *open_log(char **dir, int32_t segment_bytes)
     assert_non_null(*dir);
     struct log_config cfg;
     log_config_defaults(&cfg);
-    if (segment_bytes > 0) cfg.segment_bytes = segment_bytes;
+    if (segment_bytes > 0)
+        cfg.segment_bytes = segment_bytes;
     struct partition_log *log = NULL;
     char err[256];
     assert_int_equal(partition_log_open(*dir, &cfg, false, &log, err, sizeof err), 0);
@@ -70,7 +71,8 @@ static void test_flush_to_covers_rolled_segments(void **state)
     /* Small segments: the appends below roll several times. */
     struct partition_log *log = open_log(&dir, 2048);
     int64_t end = 0;
-    for (int i = 0; i < 40; i++) end = append_one(log, 2);
+    for (int i = 0; i < 40; i++)
+        end = append_one(log, 2);
     assert_true(partition_log_recovery_point(log) < end);
     assert_int_equal(partition_log_flush_to(log, end), KAFKA_ERR_NONE);
     assert_int_equal(partition_log_recovery_point(log), end);
@@ -132,8 +134,10 @@ static void test_concurrent_flush_to(void **state)
     struct flush_shared s = {0};
     s.log = open_log(&dir, 4096);
     pthread_t threads[WRITERS];
-    for (int i = 0; i < WRITERS; i++) assert_int_equal(pthread_create(&threads[i], NULL, flush_writer, &s), 0);
-    for (int i = 0; i < WRITERS; i++) pthread_join(threads[i], NULL);
+    for (int i = 0; i < WRITERS; i++)
+        assert_int_equal(pthread_create(&threads[i], NULL, flush_writer, &s), 0);
+    for (int i = 0; i < WRITERS; i++)
+        pthread_join(threads[i], NULL);
     assert_int_equal(atomic_load(&s.errors), 0);
     assert_int_equal(atomic_load(&s.uncovered), 0);
     assert_int_equal(partition_log_end_offset(s.log), WRITERS * APPENDS_PER_WRITER * 2);

@@ -57,12 +57,11 @@ static void reopen(struct log_fixture *f, bool recover)
     partition_log_close(f->log);
     f->log = NULL;
     char err[256];
-    assert_int_equal(partition_log_open(f->dir, &f->cfg, recover, &f->log, err, sizeof err),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_open(f->dir, &f->cfg, recover, &f->log, err, sizeof err), KAFKA_ERR_NONE);
 }
 
-static void produce(struct partition_log *log, int64_t pid, int16_t epoch, int32_t seq,
-                    int records, bool transactional, int32_t leader_epoch)
+static void produce(struct partition_log *log, int64_t pid, int16_t epoch, int32_t seq, int records, bool transactional,
+                    int32_t leader_epoch)
 {
     struct record_batch_builder b;
     record_batch_builder_init(&b, 5000 + seq);
@@ -80,12 +79,10 @@ static void produce(struct partition_log *log, int64_t pid, int16_t epoch, int32
     free(batch);
 }
 
-static void marker(struct partition_log *log, int64_t pid, int16_t epoch, bool commit,
-                   int32_t leader_epoch)
+static void marker(struct partition_log *log, int64_t pid, int16_t epoch, bool commit, int32_t leader_epoch)
 {
     int64_t offset;
-    assert_int_equal(partition_log_append_txn_marker(log, pid, epoch, 7, commit, leader_epoch,
-                                                     &offset),
+    assert_int_equal(partition_log_append_txn_marker(log, pid, epoch, 7, commit, leader_epoch, &offset),
                      KAFKA_ERR_NONE);
     assert_true(offset >= 0);
 }
@@ -122,8 +119,7 @@ static void replicate(struct partition_log *leader, struct partition_log *follow
         uint8_t *part = test_read_region(&rr);
         assert_non_null(part);
         struct log_append_result res;
-        assert_int_equal(partition_log_append_as(follower, LOG_APPEND_REPLICATION, part,
-                                                 (size_t)rr.len, -1, &res),
+        assert_int_equal(partition_log_append_as(follower, LOG_APPEND_REPLICATION, part, (size_t)rr.len, -1, &res),
                          KAFKA_ERR_NONE);
         assert_int_equal(res.base_offset, from);
         assert_int_equal(res.last_offset, rr.next_offset - 1);
@@ -187,8 +183,7 @@ static void assert_same_log(struct partition_log *leader, struct partition_log *
     assert_int_equal(partition_log_producer_count(follower), partition_log_producer_count(leader));
     for (int64_t pid = 100; pid <= 102; pid++)
         assert_same_producer(leader, follower, pid);
-    assert_int_equal(partition_log_last_stable_offset(follower),
-                     partition_log_last_stable_offset(leader));
+    assert_int_equal(partition_log_last_stable_offset(follower), partition_log_last_stable_offset(leader));
     int64_t sa[3] = {0}, sb[3] = {0};
     partition_log_aborted_txns(leader, 0, INT64_MAX, collect_aborted, sa);
     partition_log_aborted_txns(follower, 0, INT64_MAX, collect_aborted, sb);
@@ -221,8 +216,7 @@ static void test_follower_copy_is_identical(void **state)
     assert_same_log(p->leader->log, p->follower->log);
     assert_true(partition_log_segment_count(p->follower->log) > 1);
     /* The open transaction holds the LSO on both. */
-    assert_true(partition_log_last_stable_offset(p->follower->log) <
-                partition_log_end_offset(p->follower->log));
+    assert_true(partition_log_last_stable_offset(p->follower->log) < partition_log_end_offset(p->follower->log));
     assert_int_equal(partition_log_latest_epoch(p->follower->log), 4);
 }
 
@@ -239,8 +233,7 @@ static void test_follower_copy_in_one_append(void **state)
     cfg.segment_bytes = 1 << 20;
     partition_log_set_config(p->follower->log, &cfg);
     struct log_append_result res;
-    assert_int_equal(partition_log_append_as(p->follower->log, LOG_APPEND_REPLICATION, all, len,
-                                             -1, &res),
+    assert_int_equal(partition_log_append_as(p->follower->log, LOG_APPEND_REPLICATION, all, len, -1, &res),
                      KAFKA_ERR_NONE);
     free(all);
     assert_same_log(p->leader->log, p->follower->log);
@@ -264,8 +257,7 @@ static void test_follower_survives_reopen_and_recovery(void **state)
     produce(p->leader->log, -1, -1, -1, 2, false, 4);
     replicate(p->leader->log, p->follower->log);
     assert_same_log(p->leader->log, p->follower->log);
-    assert_int_equal(partition_log_last_stable_offset(p->follower->log),
-                     partition_log_end_offset(p->follower->log));
+    assert_int_equal(partition_log_last_stable_offset(p->follower->log), partition_log_end_offset(p->follower->log));
 }
 
 /* The leader's batches at offsets [first, ...), as one buffer. */
@@ -288,8 +280,7 @@ static void test_follower_refuses_offsets_that_do_not_follow(void **state)
     uint8_t *b45 = leader_batches(p->leader->log, 4, 6, &len45);
     struct partition_log *log = p->follower->log;
     struct log_append_result res;
-    assert_int_equal(partition_log_append_as(log, LOG_APPEND_REPLICATION, b01, len01, -1, &res),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_append_as(log, LOG_APPEND_REPLICATION, b01, len01, -1, &res), KAFKA_ERR_NONE);
 
     /* Already in the log: below the log end. */
     assert_int_equal(partition_log_append_as(log, LOG_APPEND_REPLICATION, b01, len01, -1, &res),
@@ -300,16 +291,14 @@ static void test_follower_refuses_offsets_that_do_not_follow(void **state)
     uint8_t *swapped = malloc(len45 + len23);
     memcpy(swapped, b45, len45);
     memcpy(swapped + len45, b23, len23);
-    assert_int_equal(partition_log_append_as(log, LOG_APPEND_REPLICATION, swapped, len45 + len23,
-                                             -1, &res),
+    assert_int_equal(partition_log_append_as(log, LOG_APPEND_REPLICATION, swapped, len45 + len23, -1, &res),
                      KAFKA_ERR_OFFSET_OUT_OF_RANGE);
     assert_int_equal(partition_log_end_offset(log), 2);
     /* The same batch twice in one append. */
     uint8_t *twice = malloc(2 * len23);
     memcpy(twice, b23, len23);
     memcpy(twice + len23, b23, len23);
-    assert_int_equal(partition_log_append_as(log, LOG_APPEND_REPLICATION, twice, 2 * len23, -1,
-                                             &res),
+    assert_int_equal(partition_log_append_as(log, LOG_APPEND_REPLICATION, twice, 2 * len23, -1, &res),
                      KAFKA_ERR_OFFSET_OUT_OF_RANGE);
     assert_int_equal(partition_log_end_offset(log), 2);
 
@@ -321,8 +310,7 @@ static void test_follower_refuses_offsets_that_do_not_follow(void **state)
     assert_int_equal(partition_log_end_offset(log), 2);
 
     /* A gap past the log end (a compacted leader has them) is taken as is. */
-    assert_int_equal(partition_log_append_as(log, LOG_APPEND_REPLICATION, b45, len45, -1, &res),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_append_as(log, LOG_APPEND_REPLICATION, b45, len45, -1, &res), KAFKA_ERR_NONE);
     assert_int_equal(res.base_offset, 4);
     assert_int_equal(partition_log_end_offset(log), 6);
     size_t len;
@@ -356,10 +344,8 @@ static void test_follower_takes_markers_the_client_path_refuses(void **state)
     memcpy(copy, all, len);
     struct log_append_result res;
     /* A client may not write a control batch (nor this offset order). */
-    assert_int_equal(partition_log_append(p->follower->log, copy, len, -1, &res),
-                     KAFKA_ERR_INVALID_RECORD);
-    assert_int_equal(partition_log_append_as(p->follower->log, LOG_APPEND_REPLICATION, all, len,
-                                             -1, &res),
+    assert_int_equal(partition_log_append(p->follower->log, copy, len, -1, &res), KAFKA_ERR_INVALID_RECORD);
+    assert_int_equal(partition_log_append_as(p->follower->log, LOG_APPEND_REPLICATION, all, len, -1, &res),
                      KAFKA_ERR_NONE);
     assert_int_equal(partition_log_aborted_txns(p->follower->log, 0, INT64_MAX, NULL, NULL), 1);
     assert_int_equal(partition_log_last_stable_offset(p->follower->log), 3);
@@ -377,15 +363,15 @@ static void test_high_watermark(void **state)
 
     /* Held by the replica layer: appends no longer move it. */
     partition_log_set_high_watermark_tracks_end(log, false);
-    produce(log, 101, 0, 0, 3, true, 0); /* 5..7, an open transaction */
+    produce(log, 101, 0, 0, 3, true, 0);   /* 5..7, an open transaction */
     produce(log, -1, -1, -1, 2, false, 0); /* 8..9 */
     assert_int_equal(partition_log_end_offset(log), 10);
     assert_int_equal(partition_log_high_watermark(log), 5);
     assert_int_equal(partition_log_last_stable_offset(log), 5);
 
     assert_int_equal(partition_log_update_high_watermark(log, 9), 9);
-    assert_int_equal(partition_log_last_stable_offset(log), 5); /* the open transaction */
-    assert_int_equal(partition_log_update_high_watermark(log, 7), 9); /* never backward */
+    assert_int_equal(partition_log_last_stable_offset(log), 5);         /* the open transaction */
+    assert_int_equal(partition_log_update_high_watermark(log, 7), 9);   /* never backward */
     assert_int_equal(partition_log_update_high_watermark(log, 50), 10); /* at most the end */
 
     /* Truncation is the one way back. */
@@ -405,16 +391,11 @@ static void test_high_watermark(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_follower_copy_is_identical, pair_setup,
-                                        pair_teardown),
-        cmocka_unit_test_setup_teardown(test_follower_copy_in_one_append, pair_setup,
-                                        pair_teardown),
-        cmocka_unit_test_setup_teardown(test_follower_survives_reopen_and_recovery, pair_setup,
-                                        pair_teardown),
-        cmocka_unit_test_setup_teardown(test_follower_refuses_offsets_that_do_not_follow,
-                                        pair_setup, pair_teardown),
-        cmocka_unit_test_setup_teardown(test_follower_takes_markers_the_client_path_refuses,
-                                        pair_setup, pair_teardown),
+        cmocka_unit_test_setup_teardown(test_follower_copy_is_identical, pair_setup, pair_teardown),
+        cmocka_unit_test_setup_teardown(test_follower_copy_in_one_append, pair_setup, pair_teardown),
+        cmocka_unit_test_setup_teardown(test_follower_survives_reopen_and_recovery, pair_setup, pair_teardown),
+        cmocka_unit_test_setup_teardown(test_follower_refuses_offsets_that_do_not_follow, pair_setup, pair_teardown),
+        cmocka_unit_test_setup_teardown(test_follower_takes_markers_the_client_path_refuses, pair_setup, pair_teardown),
         cmocka_unit_test_setup_teardown(test_high_watermark, pair_setup, pair_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,8 +13,7 @@
 #include "../../common/test_file.h"
 #include "protocol/generated/errors.h"
 
-static struct record_batch_header hdr(int64_t pid, int16_t epoch, int32_t seq, int32_t records,
-                                      int64_t ts)
+static struct record_batch_header hdr(int64_t pid, int16_t epoch, int32_t seq, int32_t records, int64_t ts)
 {
     struct record_batch_header h;
     memset(&h, 0, sizeof h);
@@ -61,11 +60,9 @@ static void test_in_order_and_duplicates(void **state)
     }
     assert_int_equal(next, 121);
     /* Older than the cache: no longer a duplicate, so out of order. */
-    assert_int_equal(append(ps, hdr(7, 0, 0, 3, 1000), &next, &res),
-                     KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    assert_int_equal(append(ps, hdr(7, 0, 0, 3, 1000), &next, &res), KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
     /* Same first sequence but a different size is not the same batch. */
-    assert_int_equal(append(ps, hdr(7, 0, 18, 2, 1000), &next, &res),
-                     KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    assert_int_equal(append(ps, hdr(7, 0, 18, 2, 1000), &next, &res), KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
     producer_state_free(ps);
 }
 
@@ -78,8 +75,7 @@ static void test_gap_and_unknown(void **state)
     assert_int_equal(append(ps, hdr(1, 0, 5, 1, 0), &next, &res), KAFKA_ERR_UNKNOWN_PRODUCER_ID);
     assert_null(producer_state_get(ps, 1));
     assert_int_equal(append(ps, hdr(1, 0, 0, 2, 0), &next, &res), KAFKA_ERR_NONE);
-    assert_int_equal(append(ps, hdr(1, 0, 3, 1, 0), &next, &res),
-                     KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    assert_int_equal(append(ps, hdr(1, 0, 3, 1, 0), &next, &res), KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
     assert_int_equal(append(ps, hdr(1, 0, 2, 1, 0), &next, &res), KAFKA_ERR_NONE);
     assert_false(res.duplicate);
     assert_int_equal(next, 3);
@@ -98,8 +94,7 @@ static void test_epochs(void **state)
     /* A stale epoch retrying an old batch is still fenced. */
     assert_int_equal(append(ps, hdr(9, 2, 0, 1, 0), &next, &res), KAFKA_ERR_INVALID_PRODUCER_EPOCH);
     /* A new epoch must start at 0. */
-    assert_int_equal(append(ps, hdr(9, 4, 2, 1, 0), &next, &res),
-                     KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    assert_int_equal(append(ps, hdr(9, 4, 2, 1, 0), &next, &res), KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
     assert_int_equal(append(ps, hdr(9, 4, 0, 1, 0), &next, &res), KAFKA_ERR_NONE);
     const struct producer_entry *e = producer_state_get(ps, 9);
     assert_int_equal(e->epoch, 4);
@@ -143,8 +138,7 @@ static void test_expiry_and_many_producers(void **state)
     struct producer_check_result res;
     int64_t next = 0;
     for (int64_t pid = 0; pid < 500; pid++)
-        assert_int_equal(append(ps, hdr(pid * 7919, 0, 0, 1, pid < 250 ? 1000 : 5000), &next, &res),
-                         KAFKA_ERR_NONE);
+        assert_int_equal(append(ps, hdr(pid * 7919, 0, 0, 1, pid < 250 ? 1000 : 5000), &next, &res), KAFKA_ERR_NONE);
     assert_int_equal(producer_state_count(ps), 500);
     /* Nothing idle long enough yet. */
     assert_int_equal(producer_state_expire(ps, 2000, 1001), 0);
@@ -175,8 +169,7 @@ static void test_snapshot_round_trip(void **state)
     int64_t next = 0;
     for (int i = 0; i < 8; i++)
         assert_int_equal(append(ps, hdr(11, 2, i * 2, 2, 100 + i), &next, &res), KAFKA_ERR_NONE);
-    assert_int_equal(append(ps, hdr(12, 0, INT32_MAX, 2, 7), &next, &res),
-                     KAFKA_ERR_UNKNOWN_PRODUCER_ID);
+    assert_int_equal(append(ps, hdr(12, 0, INT32_MAX, 2, 7), &next, &res), KAFKA_ERR_UNKNOWN_PRODUCER_ID);
     struct record_batch_header wrap = hdr(12, 0, INT32_MAX, 2, 7);
     assert_int_equal(producer_state_update(ps, &wrap, 16, 17), 0);
     assert_int_equal(producer_state_write_snapshot(ps, path), 0);

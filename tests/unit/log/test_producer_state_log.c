@@ -19,8 +19,7 @@
 static void open_log(struct log_fixture *f, bool recover)
 {
     char err[256];
-    assert_int_equal(partition_log_open(f->dir, &f->cfg, recover, &f->log, err, sizeof err),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_open(f->dir, &f->cfg, recover, &f->log, err, sizeof err), KAFKA_ERR_NONE);
 }
 
 static void reopen(struct log_fixture *f, bool recover)
@@ -31,8 +30,7 @@ static void reopen(struct log_fixture *f, bool recover)
 }
 
 /* A batch of `records` records from producer pid/epoch starting at seq. */
-static uint8_t *idem_batch(int64_t pid, int16_t epoch, int32_t seq, int records, int16_t attrs,
-                           size_t *len)
+static uint8_t *idem_batch(int64_t pid, int16_t epoch, int32_t seq, int records, int16_t attrs, size_t *len)
 {
     struct record_batch_builder b;
     record_batch_builder_init(&b, 1000);
@@ -51,8 +49,7 @@ static uint8_t *idem_batch(int64_t pid, int16_t epoch, int32_t seq, int records,
 }
 
 /* Append and return the error; *base gets the base offset. */
-static int16_t produce(struct log_fixture *f, int64_t pid, int16_t epoch, int32_t seq, int records,
-                       int64_t *base)
+static int16_t produce(struct log_fixture *f, int64_t pid, int16_t epoch, int32_t seq, int records, int64_t *base)
 {
     size_t len;
     uint8_t *batch = idem_batch(pid, epoch, seq, records, 0, &len);
@@ -221,8 +218,7 @@ static void test_rebuild_without_snapshots(void **state)
     partition_log_close(f->log);
     f->log = NULL;
     char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "cp '%s/00000000000000000048.snapshot' '%s/00000000000000000999.snapshot'", f->dir,
+    snprintf(cmd, sizeof cmd, "cp '%s/00000000000000000048.snapshot' '%s/00000000000000000999.snapshot'", f->dir,
              f->dir);
     assert_int_equal(system(cmd), 0);
     open_log(f, true);
@@ -318,8 +314,7 @@ static void test_manager_expires_producers(void **state)
     struct log_manager *m = NULL;
     char err[256] = "";
     assert_int_equal(log_manager_open(dirs, 1, &f->cfg, &mcfg, &m, err, sizeof err), 0);
-    assert_int_equal(log_manager_create(m, "t", 0, NULL, NULL, &f->log, err, sizeof err),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(log_manager_create(m, "t", 0, NULL, NULL, &f->log, err, sizeof err), KAFKA_ERR_NONE);
     int64_t base;
     assert_int_equal(produce(f, 31, 0, 0, 1, &base), KAFKA_ERR_NONE);
     log_manager_maintain(m, 1000 + 999, true);
@@ -404,14 +399,10 @@ static void test_concurrent_retries_land_once(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        LOG_FIXTURE_TEST(test_duplicates_and_errors),
-        LOG_FIXTURE_TEST(test_snapshot_on_roll_and_close),
-        LOG_FIXTURE_TEST(test_plain_log_gets_snapshots),
-        LOG_FIXTURE_TEST(test_rebuild_without_snapshots),
-        LOG_FIXTURE_TEST(test_corrupt_snapshot_falls_back),
-        LOG_FIXTURE_TEST(test_truncate_rebuilds_state),
-        LOG_FIXTURE_TEST(test_retention_and_expiry),
-        LOG_FIXTURE_TEST(test_concurrent_retries_land_once),
+        LOG_FIXTURE_TEST(test_duplicates_and_errors),       LOG_FIXTURE_TEST(test_snapshot_on_roll_and_close),
+        LOG_FIXTURE_TEST(test_plain_log_gets_snapshots),    LOG_FIXTURE_TEST(test_rebuild_without_snapshots),
+        LOG_FIXTURE_TEST(test_corrupt_snapshot_falls_back), LOG_FIXTURE_TEST(test_truncate_rebuilds_state),
+        LOG_FIXTURE_TEST(test_retention_and_expiry),        LOG_FIXTURE_TEST(test_concurrent_retries_land_once),
         LOG_FIXTURE_TEST(test_manager_expires_producers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

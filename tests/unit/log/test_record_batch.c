@@ -22,11 +22,9 @@ static uint8_t *build_batch(int records, int64_t base_ts, size_t *len)
         char key[16], value[32];
         int klen = snprintf(key, sizeof key, "k%d", i);
         int vlen = snprintf(value, sizeof value, "value-%d", i);
-        struct record_batch_header_field hdr = {(const uint8_t *)"h", 1, (const uint8_t *)key,
-                                                klen};
-        assert_int_equal(record_batch_builder_add(&b, base_ts + i * 10, key, klen, value, vlen,
-                                                  i % 2 ? &hdr : NULL, i % 2),
-                         0);
+        struct record_batch_header_field hdr = {(const uint8_t *)"h", 1, (const uint8_t *)key, klen};
+        assert_int_equal(
+            record_batch_builder_add(&b, base_ts + i * 10, key, klen, value, vlen, i % 2 ? &hdr : NULL, i % 2), 0);
     }
     uint8_t *out;
     assert_int_equal(record_batch_builder_finish(&b, &out, len), 0);
@@ -48,8 +46,7 @@ static void test_builder_round_trip(void **state)
     uint8_t *batch = build_batch(5, 1000, &len);
     struct record_batch_header h;
     char err[256];
-    assert_int_equal(record_batch_validate(batch, len, 1 << 20, &h, err, sizeof err),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(record_batch_validate(batch, len, 1 << 20, &h, err, sizeof err), KAFKA_ERR_NONE);
     assert_int_equal(h.magic, 2);
     assert_int_equal(h.record_count, 5);
     assert_int_equal(h.last_offset_delta, 4);
@@ -115,8 +112,7 @@ static void test_bad_crc(void **state)
     uint8_t *batch = build_batch(3, 0, &len);
     char err[256];
     batch[len - 1] ^= 0x40;
-    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err),
-                     KAFKA_ERR_CORRUPT_MESSAGE);
+    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err), KAFKA_ERR_CORRUPT_MESSAGE);
     assert_non_null(strstr(err, "CRC"));
     assert_false(record_batch_crc_ok(batch, len));
     free(batch);
@@ -132,8 +128,7 @@ static void test_bad_magic(void **state)
     assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err),
                      KAFKA_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT);
     batch[16] = 7;
-    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err),
-                     KAFKA_ERR_CORRUPT_MESSAGE);
+    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err), KAFKA_ERR_CORRUPT_MESSAGE);
     free(batch);
 }
 
@@ -144,12 +139,10 @@ static void test_truncated(void **state)
     uint8_t *batch = build_batch(4, 0, &len);
     char err[256];
     for (size_t cut = 0; cut < len; cut++)
-        assert_int_equal(record_batch_validate(batch, cut, -1, NULL, err, sizeof err),
-                         KAFKA_ERR_CORRUPT_MESSAGE);
+        assert_int_equal(record_batch_validate(batch, cut, -1, NULL, err, sizeof err), KAFKA_ERR_CORRUPT_MESSAGE);
     /* A batch length smaller than the header. */
     put32(batch + 8, 20);
-    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err),
-                     KAFKA_ERR_CORRUPT_MESSAGE);
+    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err), KAFKA_ERR_CORRUPT_MESSAGE);
     free(batch);
 }
 
@@ -159,8 +152,7 @@ static void test_oversized(void **state)
     size_t len;
     uint8_t *batch = build_batch(4, 0, &len);
     char err[256];
-    assert_int_equal(record_batch_validate(batch, len, (int32_t)len, NULL, err, sizeof err),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(record_batch_validate(batch, len, (int32_t)len, NULL, err, sizeof err), KAFKA_ERR_NONE);
     assert_int_equal(record_batch_validate(batch, len, (int32_t)len - 1, NULL, err, sizeof err),
                      KAFKA_ERR_MESSAGE_TOO_LARGE);
     free(batch);
@@ -176,26 +168,22 @@ static void test_record_count_mismatch(void **state)
     put32(batch + 57, 5);
     put32(batch + 23, 4);
     record_batch_update_crc(batch, len);
-    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err),
-                     KAFKA_ERR_INVALID_RECORD);
+    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err), KAFKA_ERR_INVALID_RECORD);
     /* Count disagrees with lastOffsetDelta. */
     put32(batch + 57, 4);
     put32(batch + 23, 7);
     record_batch_update_crc(batch, len);
-    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err),
-                     KAFKA_ERR_INVALID_RECORD);
+    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err), KAFKA_ERR_INVALID_RECORD);
     /* Fewer records declared than present. */
     put32(batch + 57, 3);
     put32(batch + 23, 2);
     record_batch_update_crc(batch, len);
-    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err),
-                     KAFKA_ERR_INVALID_RECORD);
+    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err), KAFKA_ERR_INVALID_RECORD);
     /* Zero records. */
     put32(batch + 57, 0);
     put32(batch + 23, (uint32_t)-1);
     record_batch_update_crc(batch, len);
-    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err),
-                     KAFKA_ERR_INVALID_RECORD);
+    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err), KAFKA_ERR_INVALID_RECORD);
     free(batch);
 }
 
@@ -209,13 +197,11 @@ static void test_record_overrun(void **state)
     char err[256];
     batch[61] = 0x7e; /* zigzag 63: longer than the record */
     record_batch_update_crc(batch, len);
-    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err),
-                     KAFKA_ERR_INVALID_RECORD);
+    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err), KAFKA_ERR_INVALID_RECORD);
     /* Endless varint. */
     memset(batch + 61, 0xff, 8);
     record_batch_update_crc(batch, len);
-    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err),
-                     KAFKA_ERR_INVALID_RECORD);
+    assert_int_equal(record_batch_validate(batch, len, -1, NULL, err, sizeof err), KAFKA_ERR_INVALID_RECORD);
     free(batch);
 }
 
@@ -236,8 +222,7 @@ static void test_compressed_header_only(void **state)
     assert_int_equal(record_batch_records_begin(&it, batch, len), -1);
     batch[22] = (uint8_t)((batch[22] & ~0x07) | 6);
     record_batch_update_crc(batch, len);
-    assert_int_equal(record_batch_validate(batch, len, -1, &h, err, sizeof err),
-                     KAFKA_ERR_INVALID_RECORD);
+    assert_int_equal(record_batch_validate(batch, len, -1, &h, err, sizeof err), KAFKA_ERR_INVALID_RECORD);
     free(batch);
 }
 
@@ -308,8 +293,7 @@ static void test_iterate_batches(void **state)
 static void test_varints(void **state)
 {
     (void)state;
-    const int64_t values[] = {0, 1, -1, 63, -64, 64, 300, -300, INT32_MAX, INT32_MIN,
-                              INT64_MAX, INT64_MIN};
+    const int64_t values[] = {0, 1, -1, 63, -64, 64, 300, -300, INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN};
     uint8_t buf[10];
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
         size_t n = record_batch_write_varlong(buf, values[i]);
@@ -348,9 +332,8 @@ static void test_varint_boundaries_in_records(void **state)
     struct record_batch_builder b;
     record_batch_builder_init(&b, base_ts);
     for (size_t i = 0; i < n_sizes; i++)
-        assert_int_equal(record_batch_builder_add(&b, base_ts + ts_deltas[i % n_ts], payload,
-                                                  sizes[(i + 3) % n_sizes], payload, sizes[i],
-                                                  NULL, 0),
+        assert_int_equal(record_batch_builder_add(&b, base_ts + ts_deltas[i % n_ts], payload, sizes[(i + 3) % n_sizes],
+                                                  payload, sizes[i], NULL, 0),
                          0);
     uint8_t *batch;
     size_t len;
@@ -376,12 +359,18 @@ static void test_varint_boundaries_in_records(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_builder_round_trip), cmocka_unit_test(test_null_key_and_value),
-        cmocka_unit_test(test_bad_crc),            cmocka_unit_test(test_bad_magic),
-        cmocka_unit_test(test_truncated),          cmocka_unit_test(test_oversized),
-        cmocka_unit_test(test_record_count_mismatch), cmocka_unit_test(test_record_overrun),
-        cmocka_unit_test(test_compressed_header_only), cmocka_unit_test(test_mutators),
-        cmocka_unit_test(test_iterate_batches),    cmocka_unit_test(test_varints),
+        cmocka_unit_test(test_builder_round_trip),
+        cmocka_unit_test(test_null_key_and_value),
+        cmocka_unit_test(test_bad_crc),
+        cmocka_unit_test(test_bad_magic),
+        cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_oversized),
+        cmocka_unit_test(test_record_count_mismatch),
+        cmocka_unit_test(test_record_overrun),
+        cmocka_unit_test(test_compressed_header_only),
+        cmocka_unit_test(test_mutators),
+        cmocka_unit_test(test_iterate_batches),
+        cmocka_unit_test(test_varints),
         cmocka_unit_test(test_varint_boundaries_in_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -48,8 +48,8 @@ static void test_recovery_speed(void **state)
     assert_int_equal(partition_log_end_offset(log), end);
     double seconds = (double)(t1 - t0) / 1e9;
     double mbps = (double)written / (1024.0 * 1024.0) / seconds;
-    printf("recovery scan: %d batches, %.1f MiB in %.3f s = %.0f MiB/s\n", batches,
-           (double)written / (1024.0 * 1024.0), seconds, mbps);
+    printf("recovery scan: %d batches, %.1f MiB in %.3f s = %.0f MiB/s\n", batches, (double)written / (1024.0 * 1024.0),
+           seconds, mbps);
     /* Spot-check that reads work after the rebuilt index. */
     struct log_read_result r;
     assert_int_equal(partition_log_read(log, end / 2, 1, INT64_MAX, &r), KAFKA_ERR_NONE);

@@ -17,11 +17,11 @@ static void test_entry_layout(void **state)
     uint8_t buf[TXN_INDEX_ENTRY_SIZE];
     txn_index_encode(buf, &e);
     static const uint8_t want[TXN_INDEX_ENTRY_SIZE] = {
-        0, 0,                                  /* version */
-        1, 2, 3, 4, 5, 6, 7, 8,                /* producer id */
-        0, 0, 0, 0, 0, 0, 0, 16,               /* first offset */
-        0, 0, 0, 0, 0, 0, 1, 44,               /* last offset 300 */
-        0, 0, 0, 0, 0, 0, 1, 45,               /* last stable offset 301 */
+        0, 0,                    /* version */
+        1, 2, 3, 4, 5, 6, 7, 8,  /* producer id */
+        0, 0, 0, 0, 0, 0, 0, 16, /* first offset */
+        0, 0, 0, 0, 0, 0, 1, 44, /* last offset 300 */
+        0, 0, 0, 0, 0, 0, 1, 45, /* last stable offset 301 */
     };
     assert_memory_equal(buf, want, sizeof want);
     struct txn_index_entry back;

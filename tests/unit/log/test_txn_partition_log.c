@@ -21,8 +21,7 @@ static void reopen(struct log_fixture *f, bool recover)
     partition_log_close(f->log);
     f->log = NULL;
     char err[256];
-    assert_int_equal(partition_log_open(f->dir, &f->cfg, recover, &f->log, err, sizeof err),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_open(f->dir, &f->cfg, recover, &f->log, err, sizeof err), KAFKA_ERR_NONE);
 }
 
 /* Append `records` records from pid/epoch at seq; returns the base offset. */
@@ -54,8 +53,7 @@ static int64_t produce_txn(struct log_fixture *f, int64_t pid, int16_t epoch, in
 static int64_t marker(struct log_fixture *f, int64_t pid, int16_t epoch, bool commit)
 {
     int64_t offset = -2;
-    assert_int_equal(partition_log_append_txn_marker(f->log, pid, epoch, 0, commit, 0, &offset),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_append_txn_marker(f->log, pid, epoch, 0, commit, 0, &offset), KAFKA_ERR_NONE);
     return offset;
 }
 
@@ -198,9 +196,9 @@ static void test_open_txn_holds_lso_until_commit(void **state)
 static void test_abort_writes_txnindex(void **state)
 {
     struct log_fixture *f = *state;
-    produce_txn(f, 1, 0, 0, 2);         /* 0-1 */
+    produce_txn(f, 1, 0, 0, 2); /* 0-1 */
     assert_int_equal(marker(f, 1, 0, true), 2);
-    produce_txn(f, 2, 0, 0, 2);         /* 3-4 */
+    produce_txn(f, 2, 0, 0, 2); /* 3-4 */
     assert_int_equal(marker(f, 2, 0, false), 5);
     assert_int_equal(partition_log_last_stable_offset(f->log), 6);
 
@@ -256,9 +254,9 @@ static void test_interleaved_producers(void **state)
 static void test_snapshot_reopen_keeps_open_txn(void **state)
 {
     struct log_fixture *f = *state;
-    produce_txn(f, 3, 1, 0, 2);   /* 0-1, left open */
-    produce_txn(f, 4, 0, 0, 1);   /* 2 */
-    marker(f, 4, 0, false);       /* 3 */
+    produce_txn(f, 3, 1, 0, 2); /* 0-1, left open */
+    produce_txn(f, 4, 0, 0, 1); /* 2 */
+    marker(f, 4, 0, false);     /* 3 */
     reopen(f, false);
     assert_int_equal(partition_log_last_stable_offset(f->log), 0);
     struct producer_entry e;
@@ -427,7 +425,7 @@ static void test_retention_drops_index_entries(void **state)
 static void test_delete_records_past_open_txn(void **state)
 {
     struct log_fixture *f = *state;
-    produce_txn(f, 90, 0, 0, 3); /* 0-2, left open */
+    produce_txn(f, 90, 0, 0, 3);                                 /* 0-2, left open */
     produce_full(f, -1, -1, -1, 4, false, 1000, KAFKA_ERR_NONE); /* 3-6 */
     assert_int_equal(partition_log_last_stable_offset(f->log), 0);
     assert_int_equal(partition_log_delete_records_before(f->log, 2), KAFKA_ERR_NONE);

@@ -11,7 +11,7 @@
 
 struct fixture {
     char dir[64];
-    char log_dir[128];           /* dir/__cluster_metadata-0 */
+    char log_dir[128]; /* dir/__cluster_metadata-0 */
     struct metadata_endpoint endpoints[1];
     struct metadata_store_options opts;
     struct metadata_store *store;
@@ -37,7 +37,7 @@ static inline struct fixture *fixture_new(const char *dir_template)
         return NULL;
     }
     snprintf(f->log_dir, sizeof(f->log_dir), "%s/%s", f->dir, METADATA_LOG_TOPIC_DIR);
-    f->endpoints[0] = (struct metadata_endpoint){ "PLAINTEXT", "localhost", 9092, 0 };
+    f->endpoints[0] = (struct metadata_endpoint){"PLAINTEXT", "localhost", 9092, 0};
     f->opts = (struct metadata_store_options){
         .dir = f->dir,
         .node_id = 1,

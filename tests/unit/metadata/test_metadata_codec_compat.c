@@ -60,14 +60,20 @@ static void test_encodings_match_generated_codecs(void **state)
     (void)state;
     struct kafka_writer w;
     assert_int_equal(kafka_writer_init(&w, 256), 0);
-    struct kafka_uuid id = { { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 } };
+    struct kafka_uuid id = {{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}};
 
     metadata_record_write_topic(&w, "payments", &id);
     check_same_bytes(&w, METADATA_RECORD_TOPIC);
     w.len = 0;
-    int32_t replicas[] = { 1, 2, 3 };
-    struct metadata_partition p = { .partition_index = 5, .leader = 2, .leader_epoch = 4, .partition_epoch = 6,
-                                    .replicas = replicas, .replica_count = 3, .isr = replicas, .isr_count = 2 };
+    int32_t replicas[] = {1, 2, 3};
+    struct metadata_partition p = {.partition_index = 5,
+                                   .leader = 2,
+                                   .leader_epoch = 4,
+                                   .partition_epoch = 6,
+                                   .replicas = replicas,
+                                   .replica_count = 3,
+                                   .isr = replicas,
+                                   .isr_count = 2};
     metadata_record_write_partition(&w, &id, &p);
     check_same_bytes(&w, METADATA_RECORD_PARTITION);
     w.len = 0;
@@ -89,9 +95,14 @@ static void test_encodings_match_generated_codecs(void **state)
     metadata_record_write_fence_broker(&w, 3, 77);
     check_same_bytes(&w, METADATA_RECORD_FENCE_BROKER);
     w.len = 0;
-    struct metadata_endpoint eps[2] = { { "PLAINTEXT", "h1", 9092, 0 }, { "SASL_SSL", "h2", 9094, 3 } };
-    struct metadata_broker br = { .node_id = 3, .epoch = 77, .incarnation_id = id, .rack = "rack-a",
-                                  .endpoints = eps, .endpoint_count = 2, .fenced = true };
+    struct metadata_endpoint eps[2] = {{"PLAINTEXT", "h1", 9092, 0}, {"SASL_SSL", "h2", 9094, 3}};
+    struct metadata_broker br = {.node_id = 3,
+                                 .epoch = 77,
+                                 .incarnation_id = id,
+                                 .rack = "rack-a",
+                                 .endpoints = eps,
+                                 .endpoint_count = 2,
+                                 .fenced = true};
     metadata_record_write_register_broker(&w, &br, METADATA_VERSION_LEVEL);
     check_same_bytes(&w, METADATA_RECORD_REGISTER_BROKER);
     w.len = 0;
@@ -99,13 +110,13 @@ static void test_encodings_match_generated_codecs(void **state)
     metadata_record_write_register_broker(&w, &br, METADATA_VERSION_LEVEL);
     check_same_bytes(&w, METADATA_RECORD_REGISTER_BROKER);
     w.len = 0;
-    int32_t isr[] = { 2 };
-    struct metadata_partition_change c = { .partition_index = 5, .leader = 2, .isr = isr, .isr_count = 1,
-                                           .replicas = replicas, .replica_count = 3 };
+    int32_t isr[] = {2};
+    struct metadata_partition_change c = {
+        .partition_index = 5, .leader = 2, .isr = isr, .isr_count = 1, .replicas = replicas, .replica_count = 3};
     metadata_record_write_partition_change(&w, &id, &c);
     check_same_bytes(&w, METADATA_RECORD_PARTITION_CHANGE);
     w.len = 0;
-    struct metadata_partition_change leader_only = { .partition_index = 0, .leader = -1 };
+    struct metadata_partition_change leader_only = {.partition_index = 0, .leader = -1};
     metadata_record_write_partition_change(&w, &id, &leader_only);
     check_same_bytes(&w, METADATA_RECORD_PARTITION_CHANGE);
     kafka_writer_free(&w);
@@ -119,17 +130,17 @@ static void test_older_versions_apply(void **state)
     struct metadata_builder *b = metadata_builder_new(NULL);
     struct kafka_writer w;
     assert_int_equal(kafka_writer_init(&w, 256), 0);
-    struct kafka_uuid id = { { 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 1 } };
+    struct kafka_uuid id = {{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 1}};
 
     struct register_broker_record rb;
     register_broker_record_init(&rb);
-    struct register_broker_record_broker_endpoint ep = { kafka_str_from_cstr("PLAINTEXT"),
-                                                         kafka_str_from_cstr("old-host"), 9000, 0 };
+    struct register_broker_record_broker_endpoint ep = {kafka_str_from_cstr("PLAINTEXT"),
+                                                        kafka_str_from_cstr("old-host"), 9000, 0};
     rb.broker_id = 2;
     rb.broker_epoch = 5;
     rb.end_points = &ep;
     rb.end_points_count = 1;
-    rb.rack = (struct kafka_str){ NULL, -1 };
+    rb.rack = (struct kafka_str){NULL, -1};
     rb.fenced = false;
     kafka_write_uvarint(&w, METADATA_RECORD_FRAME_VERSION);
     kafka_write_uvarint(&w, METADATA_RECORD_REGISTER_BROKER);
@@ -151,7 +162,7 @@ static void test_older_versions_apply(void **state)
 
     struct partition_record pr;
     partition_record_init(&pr);
-    int32_t reps[] = { 2 };
+    int32_t reps[] = {2};
     pr.partition_id = 0;
     pr.topic_id = id;
     pr.replicas = reps;

@@ -66,10 +66,10 @@ static struct metadata_acl test_acl(uint8_t id_byte, const char *principal)
     struct metadata_acl acl = {
         .resource_type = 2, /* TOPIC */
         .resource_name = "orders",
-        .pattern_type = 3,  /* LITERAL */
+        .pattern_type = 3, /* LITERAL */
         .principal = (char *)principal,
         .host = "*",
-        .operation = 3,     /* READ */
+        .operation = 3,       /* READ */
         .permission_type = 3, /* ALLOW */
     };
     memset(acl.id.bytes, id_byte, sizeof(acl.id.bytes));
@@ -126,16 +126,15 @@ static void populate(struct fixture *f)
     create_topic(f, "orders", 4);
     create_topic(f, "payments", 2);
     create_topic(f, "doomed", 1);
-    struct metadata_config_kv cfg[] = { { "retention.ms", "1000" }, { "cleanup.policy", "compact" } };
-    assert_int_equal(metadata_alter_topic_configs(f->store, "orders", cfg, 2, false, err, sizeof(err)),
-                     KAFKA_ERR_NONE);
+    struct metadata_config_kv cfg[] = {{"retention.ms", "1000"}, {"cleanup.policy", "compact"}};
+    assert_int_equal(metadata_alter_topic_configs(f->store, "orders", cfg, 2, false, err, sizeof(err)), KAFKA_ERR_NONE);
     assert_int_equal(metadata_create_partitions(f->store, "payments", 5, NULL, 0, false, err, sizeof(err)),
                      KAFKA_ERR_NONE);
     assert_int_equal(metadata_delete_topic(f->store, "doomed", NULL, err, sizeof(err)), KAFKA_ERR_NONE);
     int64_t first = -1;
     assert_int_equal(metadata_allocate_producer_ids(f->store, 1, &first, err, sizeof(err)), KAFKA_ERR_NONE);
     assert_int_equal(metadata_allocate_producer_ids(f->store, 1, &first, err, sizeof(err)), KAFKA_ERR_NONE);
-    struct metadata_acl acls[] = { test_acl(7, "User:alice"), test_acl(9, "User:bob") };
+    struct metadata_acl acls[] = {test_acl(7, "User:alice"), test_acl(9, "User:bob")};
     submit_acls(f, acls, 2, NULL, 0);
 }
 
@@ -210,9 +209,9 @@ static void test_loader_builds_the_image_of_a_direct_replay(void **state)
     char err[256] = "";
     struct metadata_log *log;
     assert_int_equal(metadata_log_open(f->dir, &log, err, sizeof(err)), 0);
-    struct direct_apply d = { .b = metadata_builder_new(NULL), .last = -1 };
-    struct metadata_log_listener l = { .ctx = &d, .handle_commit = direct_commit,
-                                       .handle_load_snapshot = direct_snapshot };
+    struct direct_apply d = {.b = metadata_builder_new(NULL), .last = -1};
+    struct metadata_log_listener l = {
+        .ctx = &d, .handle_commit = direct_commit, .handle_load_snapshot = direct_snapshot};
     assert_int_equal(metadata_local_log_ops.register_listener(log, &l, err, sizeof(err)), 0);
     assert_int_equal(metadata_builder_set_cluster(d.b, f->opts.cluster_id, 1, err, sizeof(err)), 0);
     struct metadata_image *direct = metadata_builder_finish(d.b, d.last);
@@ -409,7 +408,7 @@ static void test_corrupt_snapshot_fails_open(void **state)
 static void test_acl_records_replay_and_remove(void **state)
 {
     struct fixture *f = *state;
-    struct metadata_acl acls[] = { test_acl(3, "User:alice"), test_acl(1, "User:bob"), test_acl(2, "User:carol") };
+    struct metadata_acl acls[] = {test_acl(3, "User:alice"), test_acl(1, "User:bob"), test_acl(2, "User:carol")};
     submit_acls(f, acls, 3, NULL, 0);
     const struct metadata_image *img = metadata_image_acquire(f->store);
     assert_int_equal(img->acl_count, 3);
@@ -437,8 +436,7 @@ static void test_acl_records_replay_and_remove(void **state)
     metadata_record_write_remove_acl(&records.w, &acls[1].id);
     metadata_record_list_mark(&records);
     char err[256] = "";
-    assert_int_equal(metadata_controller_submit(f->store, &records, err, sizeof(err)),
-                     KAFKA_ERR_UNKNOWN_SERVER_ERROR);
+    assert_int_equal(metadata_controller_submit(f->store, &records, err, sizeof(err)), KAFKA_ERR_UNKNOWN_SERVER_ERROR);
     metadata_record_list_free(&records);
 }
 

@@ -43,10 +43,16 @@ static void test_topic_partition_config_round_trip(void **state)
 
     metadata_record_write_topic(&w, "orders", &id);
     assert_int_equal(apply_writer(b, &w, 0, err, sizeof(err)), METADATA_APPLY_OK);
-    int32_t replicas[] = { 3, 1, 2 };
-    int32_t isr[] = { 3, 1 };
-    struct metadata_partition p = { .partition_index = 1, .leader = 3, .leader_epoch = 7, .partition_epoch = 9,
-                                    .replicas = replicas, .replica_count = 3, .isr = isr, .isr_count = 2 };
+    int32_t replicas[] = {3, 1, 2};
+    int32_t isr[] = {3, 1};
+    struct metadata_partition p = {.partition_index = 1,
+                                   .leader = 3,
+                                   .leader_epoch = 7,
+                                   .partition_epoch = 9,
+                                   .replicas = replicas,
+                                   .replica_count = 3,
+                                   .isr = isr,
+                                   .isr_count = 2};
     metadata_record_write_partition(&w, &id, &p);
     assert_int_equal(apply_writer(b, &w, 1, err, sizeof(err)), METADATA_APPLY_OK);
     metadata_record_write_config(&w, METADATA_CONFIG_RESOURCE_TOPIC, "orders", "retention.ms", "1000");
@@ -90,9 +96,14 @@ static void test_broker_registration_and_fencing(void **state)
     struct kafka_writer w;
     assert_int_equal(kafka_writer_init(&w, 256), 0);
     struct metadata_builder *b = metadata_builder_new(NULL);
-    struct metadata_endpoint eps[2] = { { "PLAINTEXT", "localhost", 9092, 0 }, { "SSL", "example.org", 9093, 1 } };
-    struct metadata_broker br = { .node_id = 4, .epoch = 10, .incarnation_id = make_id(9), .rack = "r1",
-                                  .endpoints = eps, .endpoint_count = 2, .fenced = true };
+    struct metadata_endpoint eps[2] = {{"PLAINTEXT", "localhost", 9092, 0}, {"SSL", "example.org", 9093, 1}};
+    struct metadata_broker br = {.node_id = 4,
+                                 .epoch = 10,
+                                 .incarnation_id = make_id(9),
+                                 .rack = "r1",
+                                 .endpoints = eps,
+                                 .endpoint_count = 2,
+                                 .fenced = true};
     metadata_record_write_register_broker(&w, &br, METADATA_VERSION_LEVEL);
     assert_int_equal(apply_writer(b, &w, 10, err, sizeof(err)), METADATA_APPLY_OK);
     /* Wrong epoch: refused, broker stays fenced. */
@@ -115,8 +126,8 @@ static void test_broker_registration_and_fencing(void **state)
     assert_int_equal(got->endpoints[1].security_protocol, 1);
     assert_memory_equal(&got->incarnation_id, &br.incarnation_id, 16);
     assert_int_equal(metadata_image_live_broker_count(img), 1);
-    int32_t replicas[] = { 4, 5, 6 };
-    struct metadata_partition p = { .replicas = replicas, .replica_count = 3 };
+    int32_t replicas[] = {4, 5, 6};
+    struct metadata_partition p = {.replicas = replicas, .replica_count = 3};
     int32_t offline[3];
     assert_int_equal(metadata_partition_offline_replicas(img, &p, offline, 3), 2);
     assert_int_equal(offline[0], 5);
@@ -135,16 +146,16 @@ static void test_partition_change_bumps_epochs(void **state)
     struct kafka_uuid id = make_id(2);
     metadata_record_write_topic(&w, "t", &id);
     assert_int_equal(apply_writer(b, &w, 0, err, sizeof(err)), METADATA_APPLY_OK);
-    int32_t replicas[] = { 1, 2 };
-    struct metadata_partition p = { .partition_index = 0, .leader = 1, .replicas = replicas, .replica_count = 2,
-                                    .isr = replicas, .isr_count = 2 };
+    int32_t replicas[] = {1, 2};
+    struct metadata_partition p = {
+        .partition_index = 0, .leader = 1, .replicas = replicas, .replica_count = 2, .isr = replicas, .isr_count = 2};
     metadata_record_write_partition(&w, &id, &p);
     assert_int_equal(apply_writer(b, &w, 1, err, sizeof(err)), METADATA_APPLY_OK);
     struct metadata_image *before = metadata_builder_finish(b, 1);
 
     b = metadata_builder_new(before);
-    int32_t shrunk[] = { 2 };
-    struct metadata_partition_change c = { .partition_index = 0, .leader = 2, .isr = shrunk, .isr_count = 1 };
+    int32_t shrunk[] = {2};
+    struct metadata_partition_change c = {.partition_index = 0, .leader = 2, .isr = shrunk, .isr_count = 1};
     metadata_record_write_partition_change(&w, &id, &c);
     assert_int_equal(apply_writer(b, &w, 2, err, sizeof(err)), METADATA_APPLY_OK);
     struct metadata_image *after = metadata_builder_finish(b, 2);
@@ -203,7 +214,7 @@ static void test_unknown_and_malformed_records(void **state)
     struct kafka_writer w;
     assert_int_equal(kafka_writer_init(&w, 256), 0);
     struct metadata_builder *b = metadata_builder_new(NULL);
-    uint8_t body[] = { 1, 2, 3 };
+    uint8_t body[] = {1, 2, 3};
     metadata_record_write_raw(&w, 99, 0, body, sizeof(body));
     assert_int_equal(apply_writer(b, &w, 0, err, sizeof(err)), METADATA_APPLY_SKIPPED);
     assert_non_null(strstr(err, "99"));
@@ -212,9 +223,9 @@ static void test_unknown_and_malformed_records(void **state)
 
     /* Every strict prefix of a valid record is rejected without side effects. */
     struct kafka_uuid id = make_id(5);
-    int32_t replicas[] = { 1, 2, 3 };
-    struct metadata_partition p = { .partition_index = 0, .leader = 1, .replicas = replicas, .replica_count = 3,
-                                    .isr = replicas, .isr_count = 3 };
+    int32_t replicas[] = {1, 2, 3};
+    struct metadata_partition p = {
+        .partition_index = 0, .leader = 1, .replicas = replicas, .replica_count = 3, .isr = replicas, .isr_count = 3};
     metadata_record_write_topic(&w, "x", &id);
     assert_int_equal(apply_writer(b, &w, 2, err, sizeof(err)), METADATA_APPLY_OK);
     metadata_record_write_partition(&w, &id, &p);
@@ -233,9 +244,13 @@ static void test_unknown_and_malformed_records(void **state)
     free(copy);
 
     /* A hostile array count cannot make the decoder allocate or overrun. */
-    uint8_t hostile[64] = { METADATA_RECORD_FRAME_VERSION, METADATA_RECORD_PARTITION, 0, 0, 0, 0, 0 };
+    uint8_t hostile[64] = {METADATA_RECORD_FRAME_VERSION, METADATA_RECORD_PARTITION, 0, 0, 0, 0, 0};
     memcpy(&hostile[7], id.bytes, 16);
-    hostile[23] = 0xff; hostile[24] = 0xff; hostile[25] = 0xff; hostile[26] = 0xff; hostile[27] = 0x0f;
+    hostile[23] = 0xff;
+    hostile[24] = 0xff;
+    hostile[25] = 0xff;
+    hostile[26] = 0xff;
+    hostile[27] = 0x0f;
     assert_int_equal(metadata_record_apply(b, hostile, sizeof(hostile), 4, err, sizeof(err)), METADATA_APPLY_INVALID);
     metadata_builder_free(b);
     kafka_writer_free(&w);

@@ -108,8 +108,8 @@ static void expect_create_error(struct fixture *f, const char *name, int32_t par
 {
     char err[256] = "";
     struct kafka_uuid id;
-    int16_t rc = metadata_create_topic(f->store, name, partitions, rf, NULL, 0, configs, config_count, false, &id,
-                                       err, sizeof(err));
+    int16_t rc = metadata_create_topic(f->store, name, partitions, rf, NULL, 0, configs, config_count, false, &id, err,
+                                       sizeof(err));
     if (rc != expected)
         fail_msg("create '%s': got %d (%s), expected %d", name, rc, err, expected);
     if (expected != KAFKA_ERR_NONE)
@@ -139,36 +139,36 @@ static void test_create_topic_errors(void **state)
     expect_create_error(f, "neg-parts", -5, 1, NULL, 0, KAFKA_ERR_INVALID_PARTITIONS);
     expect_create_error(f, "zero-rf", 1, 0, NULL, 0, KAFKA_ERR_INVALID_REPLICATION_FACTOR);
     expect_create_error(f, "rf-too-big", 1, 3, NULL, 0, KAFKA_ERR_INVALID_REPLICATION_FACTOR);
-    struct metadata_config_kv bad_value[] = { { "retention.ms", "soon" } };
+    struct metadata_config_kv bad_value[] = {{"retention.ms", "soon"}};
     expect_create_error(f, "bad-config", 1, 1, bad_value, 1, KAFKA_ERR_INVALID_CONFIG);
-    struct metadata_config_kv bad_key[] = { { "no.such.key", "1" } };
+    struct metadata_config_kv bad_key[] = {{"no.such.key", "1"}};
     expect_create_error(f, "bad-key", 1, 1, bad_key, 1, KAFKA_ERR_INVALID_CONFIG);
-    struct metadata_config_kv null_value[] = { { "retention.ms", NULL } };
+    struct metadata_config_kv null_value[] = {{"retention.ms", NULL}};
     expect_create_error(f, "null-config", 1, 1, null_value, 1, KAFKA_ERR_INVALID_CONFIG);
 
     char err[256];
-    int32_t unknown_broker[] = { 7 };
-    struct metadata_replica_assignment bad_assign[] = { { 0, unknown_broker, 1 } };
-    assert_int_equal(metadata_create_topic(f->store, "manual", -1, -1, bad_assign, 1, NULL, 0, false, NULL, err,
-                                           sizeof(err)),
-                     KAFKA_ERR_INVALID_REPLICA_ASSIGNMENT);
-    int32_t twice[] = { 1, 1 };
-    struct metadata_replica_assignment dup_assign[] = { { 0, twice, 2 } };
-    assert_int_equal(metadata_create_topic(f->store, "manual", -1, -1, dup_assign, 1, NULL, 0, false, NULL, err,
-                                           sizeof(err)),
-                     KAFKA_ERR_INVALID_REPLICA_ASSIGNMENT);
-    int32_t one[] = { 1 };
-    struct metadata_replica_assignment gap_assign[] = { { 0, one, 1 }, { 2, one, 1 } };
-    assert_int_equal(metadata_create_topic(f->store, "manual", -1, -1, gap_assign, 2, NULL, 0, false, NULL, err,
-                                           sizeof(err)),
-                     KAFKA_ERR_INVALID_REPLICA_ASSIGNMENT);
-    struct metadata_replica_assignment good_assign[] = { { 0, one, 1 }, { 1, one, 1 } };
-    assert_int_equal(metadata_create_topic(f->store, "manual", 2, -1, good_assign, 2, NULL, 0, false, NULL, err,
-                                           sizeof(err)),
-                     KAFKA_ERR_INVALID_REQUEST);
-    assert_int_equal(metadata_create_topic(f->store, "manual", -1, -1, good_assign, 2, NULL, 0, false, NULL, err,
-                                           sizeof(err)),
-                     KAFKA_ERR_NONE);
+    int32_t unknown_broker[] = {7};
+    struct metadata_replica_assignment bad_assign[] = {{0, unknown_broker, 1}};
+    assert_int_equal(
+        metadata_create_topic(f->store, "manual", -1, -1, bad_assign, 1, NULL, 0, false, NULL, err, sizeof(err)),
+        KAFKA_ERR_INVALID_REPLICA_ASSIGNMENT);
+    int32_t twice[] = {1, 1};
+    struct metadata_replica_assignment dup_assign[] = {{0, twice, 2}};
+    assert_int_equal(
+        metadata_create_topic(f->store, "manual", -1, -1, dup_assign, 1, NULL, 0, false, NULL, err, sizeof(err)),
+        KAFKA_ERR_INVALID_REPLICA_ASSIGNMENT);
+    int32_t one[] = {1};
+    struct metadata_replica_assignment gap_assign[] = {{0, one, 1}, {2, one, 1}};
+    assert_int_equal(
+        metadata_create_topic(f->store, "manual", -1, -1, gap_assign, 2, NULL, 0, false, NULL, err, sizeof(err)),
+        KAFKA_ERR_INVALID_REPLICA_ASSIGNMENT);
+    struct metadata_replica_assignment good_assign[] = {{0, one, 1}, {1, one, 1}};
+    assert_int_equal(
+        metadata_create_topic(f->store, "manual", 2, -1, good_assign, 2, NULL, 0, false, NULL, err, sizeof(err)),
+        KAFKA_ERR_INVALID_REQUEST);
+    assert_int_equal(
+        metadata_create_topic(f->store, "manual", -1, -1, good_assign, 2, NULL, 0, false, NULL, err, sizeof(err)),
+        KAFKA_ERR_NONE);
 
     /* None of the failures left a trace; validate_only creates nothing. */
     struct kafka_uuid id;
@@ -186,16 +186,16 @@ static void test_topic_lifecycle_and_replay(void **state)
     struct fixture *f = *state;
     char err[256];
     struct kafka_uuid orders_id, audit_id;
-    struct metadata_config_kv cfg[] = { { "retention.ms", "60000" }, { "cleanup.policy", "compact" } };
-    assert_int_equal(metadata_create_topic(f->store, "orders", -1, -1, NULL, 0, cfg, 2, false, &orders_id, err,
-                                           sizeof(err)),
-                     KAFKA_ERR_NONE);
-    assert_int_equal(metadata_create_topic(f->store, "audit", 1, 1, NULL, 0, NULL, 0, false, &audit_id, err,
-                                           sizeof(err)),
-                     KAFKA_ERR_NONE);
-    assert_int_equal(metadata_create_topic(f->store, "__consumer_offsets", 2, 1, NULL, 0, NULL, 0, false, NULL, err,
-                                           sizeof(err)),
-                     KAFKA_ERR_NONE);
+    struct metadata_config_kv cfg[] = {{"retention.ms", "60000"}, {"cleanup.policy", "compact"}};
+    assert_int_equal(
+        metadata_create_topic(f->store, "orders", -1, -1, NULL, 0, cfg, 2, false, &orders_id, err, sizeof(err)),
+        KAFKA_ERR_NONE);
+    assert_int_equal(
+        metadata_create_topic(f->store, "audit", 1, 1, NULL, 0, NULL, 0, false, &audit_id, err, sizeof(err)),
+        KAFKA_ERR_NONE);
+    assert_int_equal(
+        metadata_create_topic(f->store, "__consumer_offsets", 2, 1, NULL, 0, NULL, 0, false, NULL, err, sizeof(err)),
+        KAFKA_ERR_NONE);
 
     const struct metadata_image *img = metadata_image_acquire(f->store);
     const struct metadata_topic *orders = metadata_image_topic_by_name(img, "orders", 6);
@@ -229,10 +229,10 @@ static void test_topic_lifecycle_and_replay(void **state)
     assert_int_equal(metadata_create_partitions(f->store, "orders", 5, NULL, 0, false, err, sizeof(err)),
                      KAFKA_ERR_NONE);
 
-    struct metadata_config_kv alter[] = { { "retention.ms", "120000" }, { "cleanup.policy", NULL } };
+    struct metadata_config_kv alter[] = {{"retention.ms", "120000"}, {"cleanup.policy", NULL}};
     assert_int_equal(metadata_alter_topic_configs(f->store, "orders", alter, 2, false, err, sizeof(err)),
                      KAFKA_ERR_NONE);
-    struct metadata_config_kv bad[] = { { "retention.ms", "x" } };
+    struct metadata_config_kv bad[] = {{"retention.ms", "x"}};
     assert_int_equal(metadata_alter_topic_configs(f->store, "orders", bad, 1, false, err, sizeof(err)),
                      KAFKA_ERR_INVALID_CONFIG);
     assert_int_equal(metadata_alter_topic_configs(f->store, "nope", alter, 1, false, err, sizeof(err)),
@@ -240,7 +240,7 @@ static void test_topic_lifecycle_and_replay(void **state)
 
     assert_int_equal(metadata_delete_topic(f->store, "nope", NULL, err, sizeof(err)),
                      KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION);
-    struct kafka_uuid missing = { { 9, 9, 9 } };
+    struct kafka_uuid missing = {{9, 9, 9}};
     assert_int_equal(metadata_delete_topic(f->store, NULL, &missing, err, sizeof(err)), KAFKA_ERR_UNKNOWN_TOPIC_ID);
     assert_int_equal(metadata_delete_topic(f->store, NULL, &audit_id, err, sizeof(err)), KAFKA_ERR_NONE);
 
@@ -254,8 +254,7 @@ static void test_topic_lifecycle_and_replay(void **state)
     assert_null(metadata_image_topic_by_id(img, &audit_id));
     /* A deleted name can be created again, with a new id. */
     struct kafka_uuid again;
-    assert_int_equal(metadata_create_topic(f->store, "audit", 1, 1, NULL, 0, NULL, 0, false, &again, err,
-                                           sizeof(err)),
+    assert_int_equal(metadata_create_topic(f->store, "audit", 1, 1, NULL, 0, NULL, 0, false, &again, err, sizeof(err)),
                      KAFKA_ERR_NONE);
     assert_memory_not_equal(&again, &audit_id, 16);
 
@@ -347,12 +346,12 @@ static void test_unknown_record_type_is_skipped(void **state)
     assert_int_equal(metadata_log_open(f->dir, &log, err, sizeof(err)), 0);
     struct kafka_writer w;
     assert_int_equal(kafka_writer_init(&w, 128), 0);
-    uint8_t body[] = { 0x42, 0x42, 0x42 };
+    uint8_t body[] = {0x42, 0x42, 0x42};
     metadata_record_write_raw(&w, 250, 3, body, sizeof(body));
     size_t unknown_len = w.len;
-    struct kafka_uuid id = { { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 } };
+    struct kafka_uuid id = {{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}};
     metadata_record_write_topic(&w, "after-unknown", &id);
-    struct metadata_log_entry entries[2] = { { w.buf, unknown_len }, { w.buf + unknown_len, w.len - unknown_len } };
+    struct metadata_log_entry entries[2] = {{w.buf, unknown_len}, {w.buf + unknown_len, w.len - unknown_len}};
     int64_t base;
     assert_int_equal(metadata_log_append(log, entries, 2, 1, &base, err, sizeof(err)), 0);
     kafka_writer_free(&w);
@@ -387,7 +386,7 @@ static void test_listeners_see_deltas(void **state)
 {
     struct fixture *f = *state;
     char err[256];
-    struct listener_log l = { 0 };
+    struct listener_log l = {0};
     int id = metadata_store_subscribe(f->store, on_publish, &l);
     assert_true(id > 0);
     assert_int_equal(metadata_create_topic(f->store, "a", 1, 1, NULL, 0, NULL, 0, false, NULL, err, sizeof(err)), 0);

@@ -78,17 +78,14 @@ static void test_record_codec(void **state)
     assert_false(w.failed);
     struct metadata_builder *b = metadata_builder_new(NULL);
     char err[256] = "";
-    assert_int_equal(metadata_record_apply(b, w.buf, w.len, 0, err, sizeof err),
-                     METADATA_APPLY_OK);
+    assert_int_equal(metadata_record_apply(b, w.buf, w.len, 0, err, sizeof err), METADATA_APPLY_OK);
     /* A block that moves backwards is refused. */
     struct kafka_writer back;
     kafka_writer_init(&back, 64);
     metadata_record_write_producer_ids(&back, 3, 77, 4000);
-    assert_int_equal(metadata_record_apply(b, back.buf, back.len, 1, err, sizeof err),
-                     METADATA_APPLY_INVALID);
+    assert_int_equal(metadata_record_apply(b, back.buf, back.len, 1, err, sizeof err), METADATA_APPLY_INVALID);
     /* A truncated record is malformed. */
-    assert_int_equal(metadata_record_apply(b, w.buf, w.len - 3, 2, err, sizeof err),
-                     METADATA_APPLY_INVALID);
+    assert_int_equal(metadata_record_apply(b, w.buf, w.len - 3, 2, err, sizeof err), METADATA_APPLY_INVALID);
     struct metadata_image *img = metadata_builder_finish(b, 2);
     assert_int_equal(img->next_producer_id, 5000);
     metadata_image_release(img);

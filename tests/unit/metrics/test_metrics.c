@@ -55,14 +55,15 @@ static void test_register_and_render(void **state)
 static char *http_get(int port, const char *request)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = {
+        .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
     assert_int_equal(send(fd, request, strlen(request), 0), (ssize_t)strlen(request));
     static char buf[65536];
     size_t len = 0;
     ssize_t n;
-    while ((n = recv(fd, buf + len, sizeof buf - 1 - len, 0)) > 0) len += (size_t)n;
+    while ((n = recv(fd, buf + len, sizeof buf - 1 - len, 0)) > 0)
+        len += (size_t)n;
     buf[len] = '\0';
     close(fd);
     return buf;

@@ -9,8 +9,7 @@ struct fixture {
     int port;
 };
 
-static inline void fixture_start_with(struct fixture *f, const struct net_config *cfg,
-                                      net_request_handler handler)
+static inline void fixture_start_with(struct fixture *f, const struct net_config *cfg, net_request_handler handler)
 {
     char err[256] = "";
     test_ctx_init(&f->ctx);

@@ -26,13 +26,13 @@
 /* Request layout used by the tests: int32 correlation id, int8 command,
  * then command arguments. Responses: int32 size, int32 correlation id, body. */
 enum test_command {
-    TEST_CMD_ECHO = 0,       /* body = the rest of the request */
-    TEST_CMD_SPLICE = 1,     /* args: int32 pos1, int32 len1, int32 pos2, int32 len2 */
-    TEST_CMD_LATER = 2,      /* args: int32 delay_ms; echo completed from another thread */
-    TEST_CMD_THROTTLE = 3,   /* args: int32 throttle_ms; empty body */
-    TEST_CMD_SLOW = 4,       /* args: int32 sleep_ms; echo after sleeping on the io thread */
+    TEST_CMD_ECHO = 0,     /* body = the rest of the request */
+    TEST_CMD_SPLICE = 1,   /* args: int32 pos1, int32 len1, int32 pos2, int32 len2 */
+    TEST_CMD_LATER = 2,    /* args: int32 delay_ms; echo completed from another thread */
+    TEST_CMD_THROTTLE = 3, /* args: int32 throttle_ms; empty body */
+    TEST_CMD_SLOW = 4,     /* args: int32 sleep_ms; echo after sleeping on the io thread */
     TEST_CMD_NO_RESPONSE = 5,
-    TEST_CMD_CLOSE = 6,      /* echo, then close */
+    TEST_CMD_CLOSE = 6, /* echo, then close */
 };
 
 struct test_parked {
@@ -68,8 +68,8 @@ static inline void test_put_be32(uint8_t *p, uint32_t v)
 
 /* The body (after the correlation id) TEST_CMD_SPLICE sends for file
  * regions (pos1, len1) and (pos2, len2) of content; returns its length. */
-static inline size_t test_splice_body(uint8_t *out, const uint8_t *content, int32_t pos1,
-                                      int32_t len1, int32_t pos2, int32_t len2)
+static inline size_t test_splice_body(uint8_t *out, const uint8_t *content, int32_t pos1, int32_t len1, int32_t pos2,
+                                      int32_t len2)
 {
     size_t at = 0;
     memcpy(out + at, "HDR", 3), at += 3;
@@ -157,11 +157,9 @@ static inline void test_handler(struct net_request *req, void *arg)
         size_t size_at = kafka_writer_reserve(&w, 4);
         kafka_write_raw(&w, req->frame, 4);
         kafka_write_raw(&w, "HDR", 3);
-        kafka_write_records(&w, &(struct kafka_records){NULL, test_arg(req, 1), dup(ctx->splice_fd),
-                                                        test_arg(req, 0)});
+        kafka_write_records(&w, &(struct kafka_records){NULL, test_arg(req, 1), dup(ctx->splice_fd), test_arg(req, 0)});
         kafka_write_raw(&w, "MID", 3);
-        kafka_write_records(&w, &(struct kafka_records){NULL, test_arg(req, 3), dup(ctx->splice_fd),
-                                                        test_arg(req, 2)});
+        kafka_write_records(&w, &(struct kafka_records){NULL, test_arg(req, 3), dup(ctx->splice_fd), test_arg(req, 2)});
         kafka_write_raw(&w, "END", 3);
         kafka_writer_patch_int32(&w, size_at, (int32_t)(kafka_writer_total_len(&w) - 4));
         atomic_fetch_sub(&ctx->concurrent, 1);
@@ -281,9 +279,8 @@ static inline int test_recv_all(int fd, void *data, size_t len)
 }
 
 /* Builds a request frame (size prefix included) into buf; returns its length. */
-static inline size_t test_build_request(uint8_t *buf, int32_t correlation_id, int command,
-                                        const int32_t *args, int arg_count, const void *payload,
-                                        size_t payload_len)
+static inline size_t test_build_request(uint8_t *buf, int32_t correlation_id, int command, const int32_t *args,
+                                        int arg_count, const void *payload, size_t payload_len)
 {
     size_t len = 4;
     test_put_be32(buf + len, (uint32_t)correlation_id);
@@ -300,8 +297,7 @@ static inline size_t test_build_request(uint8_t *buf, int32_t correlation_id, in
     return len;
 }
 
-static inline int test_send_request(int fd, int32_t correlation_id, int command, const int32_t *args,
-                                    int arg_count)
+static inline int test_send_request(int fd, int32_t correlation_id, int command, const int32_t *args, int arg_count)
 {
     uint8_t buf[64];
     size_t len = test_build_request(buf, correlation_id, command, args, arg_count, NULL, 0);
@@ -310,8 +306,7 @@ static inline int test_send_request(int fd, int32_t correlation_id, int command,
 
 /* Reads one response; returns its body length after the correlation id
  * (the body is stored in body when it fits), or -1 on EOF/error. */
-static inline int64_t test_read_response(int fd, int32_t *correlation_id, uint8_t *body,
-                                         size_t body_cap)
+static inline int64_t test_read_response(int fd, int32_t *correlation_id, uint8_t *body, size_t body_cap)
 {
     uint8_t head[8];
     if (test_recv_all(fd, head, 8) != 0)

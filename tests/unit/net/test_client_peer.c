@@ -229,8 +229,13 @@ static void send_metadata(struct net_client *c, struct metadata_request *md, int
 {
     metadata_request_init(md);
     struct net_client_request req = {
-        .node_id = 7, .api_key = KEY_METADATA, .pinned_version = -1,
-        .body = md, .timeout_ms = timeout_ms, .done = on_done, .ctx = o,
+        .node_id = 7,
+        .api_key = KEY_METADATA,
+        .pinned_version = -1,
+        .body = md,
+        .timeout_ms = timeout_ms,
+        .done = on_done,
+        .ctx = o,
     };
     char err[160];
     assert_int_equal(net_client_send(c, &req, err, sizeof err), 0);
@@ -337,8 +342,13 @@ static void test_destroy_from_a_callback_is_refused(void **state)
     struct metadata_request md;
     metadata_request_init(&md);
     struct net_client_request req = {
-        .node_id = 7, .api_key = KEY_METADATA, .pinned_version = -1,
-        .body = &md, .timeout_ms = 100, .done = destroy_from_callback, .ctx = &m,
+        .node_id = 7,
+        .api_key = KEY_METADATA,
+        .pinned_version = -1,
+        .body = &md,
+        .timeout_ms = 100,
+        .done = destroy_from_callback,
+        .ctx = &m,
     };
     char err[160];
     assert_int_equal(net_client_send(m.client, &req, err, sizeof err), 0);

@@ -74,8 +74,7 @@ static ssize_t xor_send_plain(int fd, const uint8_t *src, size_t len, int flags)
 static ssize_t xor_send(struct net_transport *t, const struct iovec *iov, int iovcnt, int flags)
 {
     (void)iovcnt;
-    ssize_t n = xor_send_plain(t->fd, iov[0].iov_base, iov[0].iov_len,
-                               (flags & NET_TRANSPORT_MORE) ? MSG_MORE : 0);
+    ssize_t n = xor_send_plain(t->fd, iov[0].iov_base, iov[0].iov_len, (flags & NET_TRANSPORT_MORE) ? MSG_MORE : 0);
     if (n > 0)
         atomic_fetch_add(&stats.sent_bytes, (long)n);
     return n;
@@ -266,8 +265,7 @@ static void test_listener_transport_carries_everything(void **state)
 
     assert_int_equal(atomic_load(&stats.recv_bytes), (long)len);
     size_t response_bytes = 8 + 5 + 8 + BIG + 8 + body_len + 8 + strlen(who);
-    assert_int_equal(atomic_load(&stats.sent_bytes) + atomic_load(&stats.file_bytes),
-                     (long)response_bytes);
+    assert_int_equal(atomic_load(&stats.sent_bytes) + atomic_load(&stats.file_bytes), (long)response_bytes);
     assert_int_equal(atomic_load(&stats.file_bytes), args[1] + args[3]);
     assert_true(atomic_load(&stats.file_calls) >= 2);
 

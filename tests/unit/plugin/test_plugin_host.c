@@ -90,8 +90,8 @@ static void test_no_plugins(void **state)
     assert_int_equal(start(kv, &host, err, sizeof err), 0);
     assert_null(host);
     /* Hooks on no host: everything allowed, no throttle. */
-    struct cairn_authz_action action = {sizeof action, CAIRN_OP_WRITE, CAIRN_RESOURCE_TOPIC, "t", CAIRN_PATTERN_LITERAL,
-                                        1, true, true};
+    struct cairn_authz_action action = {
+        sizeof action, CAIRN_OP_WRITE, CAIRN_RESOURCE_TOPIC, "t", CAIRN_PATTERN_LITERAL, 1, true, true};
     const struct cairn_authz_action *list[] = {&action};
     uint8_t result = CAIRN_AUTHZ_DENIED;
     plugin_host_authorize(NULL, NULL, list, 1, &result);
@@ -108,8 +108,11 @@ static void test_authorize_quota_audit(void **state)
     close(fd);
     char audit_kv[128];
     snprintf(audit_kv, sizeof audit_kv, "plugin.test_authz.audit.file=%s", audit_path);
-    const char *kv[] = {"plugin.path=/nonexistent:" TEST_PLUGIN_DIR, "plugins=test_authz",
-                        "plugin.test_authz.deny.topics=secret, other", "plugin.test_authz.throttle.ms=250", audit_kv,
+    const char *kv[] = {"plugin.path=/nonexistent:" TEST_PLUGIN_DIR,
+                        "plugins=test_authz",
+                        "plugin.test_authz.deny.topics=secret, other",
+                        "plugin.test_authz.throttle.ms=250",
+                        audit_kv,
                         NULL};
     struct plugin_host *host = NULL;
     char err[512] = "";
@@ -121,12 +124,12 @@ static void test_authorize_quota_audit(void **state)
 
     struct cairn_principal who = {sizeof who, "User", "alice"};
     struct cairn_request_info info = {.struct_size = sizeof info, .principal = &who, .client_id = "c"};
-    struct cairn_authz_action a1 = {sizeof a1, CAIRN_OP_WRITE, CAIRN_RESOURCE_TOPIC, "secret", CAIRN_PATTERN_LITERAL,
-                                    1, true, true};
-    struct cairn_authz_action a2 = {sizeof a2, CAIRN_OP_WRITE, CAIRN_RESOURCE_TOPIC, "public", CAIRN_PATTERN_LITERAL,
-                                    1, false, false};
-    struct cairn_authz_action a3 = {sizeof a3, CAIRN_OP_READ, CAIRN_RESOURCE_TOPIC, "other", CAIRN_PATTERN_LITERAL,
-                                    1, true, false};
+    struct cairn_authz_action a1 = {
+        sizeof a1, CAIRN_OP_WRITE, CAIRN_RESOURCE_TOPIC, "secret", CAIRN_PATTERN_LITERAL, 1, true, true};
+    struct cairn_authz_action a2 = {sizeof a2, CAIRN_OP_WRITE, CAIRN_RESOURCE_TOPIC, "public", CAIRN_PATTERN_LITERAL, 1,
+                                    false,     false};
+    struct cairn_authz_action a3 = {sizeof a3, CAIRN_OP_READ, CAIRN_RESOURCE_TOPIC, "other", CAIRN_PATTERN_LITERAL, 1,
+                                    true,      false};
     const struct cairn_authz_action *list[] = {&a1, &a2, &a3};
     uint8_t results[3];
     plugin_host_authorize(host, &info, list, 3, results);
@@ -145,7 +148,8 @@ static void test_authorize_quota_audit(void **state)
         assert_int_equal(metrics_render(&page, &len), 0);
         ran = strstr(page, "cairn_plugin_test_authz_blocking_runs 1\n") != NULL;
         free(page);
-        if (!ran) usleep(10000);
+        if (!ran)
+            usleep(10000);
     }
     assert_true(ran);
 
@@ -164,7 +168,8 @@ static void test_authorize_quota_audit(void **state)
     assert_non_null(strstr(text, "AUTHORIZATION op=- res=secret allowed=0 principal=User:alice"));
     assert_null(strstr(text, "res=public"));
     assert_null(strstr(text, "res=other"));
-    assert_non_null(strstr(text, "ADMIN op=CreateTopics res=t1 allowed=1 principal=User:alice error=0 details={\"partitions\":3}"));
+    assert_non_null(
+        strstr(text, "ADMIN op=CreateTopics res=t1 allowed=1 principal=User:alice error=0 details={\"partitions\":3}"));
     assert_non_null(strstr(text, "AUTHENTICATION op=- res=- allowed=0"));
 
     /* Plugin metrics are exported under cairn_plugin_<name>_. */

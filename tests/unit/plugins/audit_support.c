@@ -74,8 +74,7 @@ struct cairn_request_info audit_request(int16_t api_key)
 }
 
 /* An admin event on a topic, numbered through its resource name. */
-struct cairn_audit_event audit_admin_event(const struct cairn_request_info *request,
-                                                  const char *topic)
+struct cairn_audit_event audit_admin_event(const struct cairn_request_info *request, const char *topic)
 {
     return (struct cairn_audit_event){
         .struct_size = sizeof(struct cairn_audit_event),
@@ -143,4 +142,3 @@ json_int_t audit_int(json_t *object, const char *key)
         fail_msg("field %s is missing or not an integer", key);
     return json_integer_value(value);
 }
-

@@ -40,9 +40,16 @@ static void test_descriptor(void **state)
     assert_non_null(d->audit);
     assert_non_null(d->audit->on_event);
     assert_null(d->quota);
-    const char *keys[] = {"sink", "file.path", "file.max.bytes", "file.max.files", "queue.capacity",
-                          "queue.full.policy", "include.types", "exclude.types",
-                          "include.resources", "exclude.resources"};
+    const char *keys[] = {"sink",
+                          "file.path",
+                          "file.max.bytes",
+                          "file.max.files",
+                          "queue.capacity",
+                          "queue.full.policy",
+                          "include.types",
+                          "exclude.types",
+                          "include.resources",
+                          "exclude.resources"};
     assert_int_equal(d->config_key_count, sizeof(keys) / sizeof(keys[0]));
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
         assert_non_null(test_host_declared(&t->host, keys[i]));
@@ -177,7 +184,8 @@ static void test_event_edge_cases(void **state)
     json_t *line = lines.items[0];
     assert_string_equal(audit_str(line, "time"), "1970-01-02T00:00:00.005Z");
     assert_string_equal(audit_str(line, "client"), "[::1]:9092");
-    assert_string_equal(audit_str(line, "client_id"), "bad?" "?-id");
+    assert_string_equal(audit_str(line, "client_id"), "bad?"
+                                                      "?-id");
     assert_null(json_object_get(line, "principal"));
     assert_null(json_object_get(line, "api_key"));
     assert_null(json_object_get(line, "api_name"));
@@ -329,8 +337,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_event_fields, audit_setup, audit_teardown),
         cmocka_unit_test_setup_teardown(test_event_edge_cases, audit_setup, audit_teardown),
         cmocka_unit_test_setup_teardown(test_rotation_and_retention, audit_setup, audit_teardown),
-        cmocka_unit_test_setup_teardown(test_max_files_zero_keeps_only_current, audit_setup,
-                                        audit_teardown),
+        cmocka_unit_test_setup_teardown(test_max_files_zero_keeps_only_current, audit_setup, audit_teardown),
         cmocka_unit_test_setup_teardown(test_stdout_sink, audit_setup, audit_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

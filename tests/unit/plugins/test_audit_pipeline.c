@@ -204,15 +204,13 @@ static void test_filters(void **state)
     char written[2048];
 
     filter_run(t, written, sizeof(written));
-    assert_string_equal(written,
-                        "authentication:- authorization:orders authorization:orders-internal "
-                        "authorization:payments authorization:logs admin:orders "
-                        "admin:orders-internal admin:payments admin:logs");
+    assert_string_equal(written, "authentication:- authorization:orders authorization:orders-internal "
+                                 "authorization:payments authorization:logs admin:orders "
+                                 "admin:orders-internal admin:payments admin:logs");
 
     test_host_set(&t->host, "include.types", "admin, authentication");
     filter_run(t, written, sizeof(written));
-    assert_string_equal(written,
-                        "authentication:- admin:orders admin:orders-internal admin:payments admin:logs");
+    assert_string_equal(written, "authentication:- admin:orders admin:orders-internal admin:payments admin:logs");
 
     test_host_set(&t->host, "include.types", "");
     test_host_set(&t->host, "exclude.types", "authorization,authentication");
@@ -229,8 +227,7 @@ static void test_filters(void **state)
     assert_string_equal(written, "authentication:- authorization:logs");
 }
 
-static void expect_init_error(struct audit_test *t, const char *key, const char *value,
-                              const char *want_in_error)
+static void expect_init_error(struct audit_test *t, const char *key, const char *value, const char *want_in_error)
 {
     test_host_clear_config(&t->host);
     test_host_set(&t->host, "file.path", t->log_path);
@@ -240,8 +237,8 @@ static void expect_init_error(struct audit_test *t, const char *key, const char 
     if (rc == CAIRN_OK)
         fail_msg("init accepted %s=%s", key, value);
     if (!strstr(err, want_in_error) || !strstr(err, key))
-        fail_msg("init error for %s=%s is '%s', expected it to name the key and say '%s'", key, value,
-                 err, want_in_error);
+        fail_msg("init error for %s=%s is '%s', expected it to name the key and say '%s'", key, value, err,
+                 want_in_error);
 }
 
 static void test_bad_config_rejected(void **state)
@@ -296,8 +293,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_drop_policy_counts_drops, audit_setup, audit_teardown),
         cmocka_unit_test_setup_teardown(test_block_policy_loses_nothing, audit_setup, audit_teardown),
         cmocka_unit_test_setup_teardown(test_fini_drains_queue, audit_setup, audit_teardown),
-        cmocka_unit_test_setup_teardown(test_closed_pipe_sink_reports_error, audit_setup,
-                                        audit_teardown),
+        cmocka_unit_test_setup_teardown(test_closed_pipe_sink_reports_error, audit_setup, audit_teardown),
         cmocka_unit_test_setup_teardown(test_filters, audit_setup, audit_teardown),
         cmocka_unit_test_setup_teardown(test_bad_config_rejected, audit_setup, audit_teardown),
     };

@@ -46,8 +46,8 @@ const struct cairn_config_key *test_host_declared(const struct test_host *th, co
 }
 
 /* The value the real host would hand out: the set value or the default. */
-static int test_host_value(struct test_host *th, const char *key, int32_t want_type, const char **out,
-                           char *err, size_t errlen)
+static int test_host_value(struct test_host *th, const char *key, int32_t want_type, const char **out, char *err,
+                           size_t errlen)
 {
     const struct cairn_config_key *declared = test_host_declared(th, key);
     if (!declared) {
@@ -120,8 +120,13 @@ static int test_host_config_size(void *ctx, const char *key, uint64_t *out, char
     static const struct {
         const char *suffix;
         uint64_t factor;
-    } units[] = {{"", 1}, {"K", 1000}, {"M", 1000000}, {"G", 1000000000},
-                 {"KiB", 1024}, {"MiB", 1024 * 1024}, {"GiB", 1024ull * 1024 * 1024}};
+    } units[] = {{"", 1},
+                 {"K", 1000},
+                 {"M", 1000000},
+                 {"G", 1000000000},
+                 {"KiB", 1024},
+                 {"MiB", 1024 * 1024},
+                 {"GiB", 1024ull * 1024 * 1024}};
     if (errno || end == text || text[0] == '-') {
         snprintf(err, errlen, "'%s' is not a size", text);
         return CAIRN_INVALID;

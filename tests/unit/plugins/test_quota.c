@@ -42,8 +42,7 @@ static void quota_start(const char *entries)
         fail_msg("quota init with '%s' failed: %s", entries, err);
 }
 
-static int32_t quota_rec(const char *user, const char *client_id, int32_t kind, double value,
-                         int64_t now_ms)
+static int32_t quota_rec(const char *user, const char *client_id, int32_t kind, double value, int64_t now_ms)
 {
     struct cairn_principal principal = {sizeof(principal), "User", user};
     struct cairn_request_info request = {
@@ -88,8 +87,8 @@ static void precedence_entries(unsigned levels_mask, char *out, size_t outlen)
         if (!(levels_mask & (1u << level)))
             continue;
         size_t used = strlen(out);
-        snprintf(out + used, outlen - used, "%s%s:producer_byte_rate=%d", used ? ";" : "",
-                 precedence_entities[level], 1000 + 50 * level);
+        snprintf(out + used, outlen - used, "%s%s:producer_byte_rate=%d", used ? ";" : "", precedence_entities[level],
+                 1000 + 50 * level);
     }
 }
 
@@ -101,8 +100,8 @@ static void expect_level(unsigned levels_mask, const char *user, const char *cli
     int32_t got = quota_rec(user, client, CAIRN_QUOTA_PRODUCE, 20000, 0);
     int32_t want = level == 0 ? 0 : expected_first_burst_throttle(20000, 1000 + 50 * level);
     if (got != want)
-        fail_msg("user %s client %s with entries %s: throttle %d, expected %d (level %d)",
-                 user ? user : "(none)", client, entries, got, want, level);
+        fail_msg("user %s client %s with entries %s: throttle %d, expected %d (level %d)", user ? user : "(none)",
+                 client, entries, got, want, level);
 }
 
 #define LEVELS(...) levels_mask_of((int[]){__VA_ARGS__, 0})
@@ -169,8 +168,7 @@ static void test_usage_buckets(void **state)
     /* Other users fall to client-id=<default>: one bucket per client id. */
     assert_int_equal(quota_rec("bob", "b1", CAIRN_QUOTA_PRODUCE, 6000, 0), 0);
     assert_int_equal(quota_rec("carol", "b2", CAIRN_QUOTA_PRODUCE, 6000, 0), 0);
-    assert_int_equal(quota_rec("dave", "b1", CAIRN_QUOTA_PRODUCE, 6000, 0),
-                     expected_first_burst_throttle(12000, 1000));
+    assert_int_equal(quota_rec("dave", "b1", CAIRN_QUOTA_PRODUCE, 6000, 0), expected_first_burst_throttle(12000, 1000));
     /* user=<default>,client-id=shared: per user, so bob and carol differ. */
     assert_int_equal(quota_rec("bob", "shared", CAIRN_QUOTA_PRODUCE, 6000, 0), 0);
     assert_int_equal(quota_rec("carol", "shared", CAIRN_QUOTA_PRODUCE, 6000, 0), 0);
@@ -238,9 +236,7 @@ static void test_throttle_bounded_by_window(void **state)
     assert_int_equal(quota_rec("u", "e", CAIRN_QUOTA_PRODUCE, -5, 0), 0);
     assert_int_equal(quota_rec("u", "e", CAIRN_QUOTA_PRODUCE, NAN, 0), 0);
     assert_int_equal(quota_rec("u", "e", CAIRN_QUOTA_PRODUCE, INFINITY, 0), 0);
-    assert_int_equal(quota_host.descriptor->quota->record(quota_host.instance, NULL,
-                                                          CAIRN_QUOTA_PRODUCE, 1e9, 0),
-                     0);
+    assert_int_equal(quota_host.descriptor->quota->record(quota_host.instance, NULL, CAIRN_QUOTA_PRODUCE, 1e9, 0), 0);
 }
 
 static void test_request_percentage(void **state)
@@ -303,8 +299,7 @@ static void expect_rejected(const char *entries, const char *entry_number, const
     if (test_host_init(&quota_host, err, sizeof(err)) == CAIRN_OK)
         fail_msg("entries '%s' were accepted", entries);
     if (!strstr(err, entry_number) || !strstr(err, reason))
-        fail_msg("entries '%s': error '%s' should name %s and say '%s'", entries, err, entry_number,
-                 reason);
+        fail_msg("entries '%s': error '%s' should name %s and say '%s'", entries, err, entry_number, reason);
 }
 
 static void test_malformed_entries_rejected(void **state)
@@ -320,10 +315,9 @@ static void test_malformed_entries_rejected(void **state)
     expect_rejected("group=g:producer_byte_rate=1", "entry 1", "unknown entity type 'group'");
     expect_rejected("user=alice:bytes_per_second=1", "entry 1", "unknown quota 'bytes_per_second'");
     expect_rejected("user=alice,user=bob:producer_byte_rate=1", "entry 1", "user given twice");
-    expect_rejected("user=a:producer_byte_rate=1,producer_byte_rate=2", "entry 1",
-                    "producer_byte_rate given twice");
-    expect_rejected("user=a,client-id=b:producer_byte_rate=1; client-id=b , user=a:consumer_byte_rate=1",
-                    "entry 2", "same entity as entry 1");
+    expect_rejected("user=a:producer_byte_rate=1,producer_byte_rate=2", "entry 1", "producer_byte_rate given twice");
+    expect_rejected("user=a,client-id=b:producer_byte_rate=1; client-id=b , user=a:consumer_byte_rate=1", "entry 2",
+                    "same entity as entry 1");
     expect_rejected(":producer_byte_rate=1", "entry 1", "no entity");
     expect_rejected("user=alice:", "entry 1", "no quota");
     expect_rejected("user=:producer_byte_rate=1", "entry 1", "not user=<name> or client-id=<name>");

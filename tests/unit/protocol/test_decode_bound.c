@@ -204,8 +204,8 @@ static void test_every_request_version_is_bounded(void **state)
     assert_true(versions > 300);
     printf("decode bound: %d request versions; worst %.2f arena bytes per frame byte (%zu for %zu): "
            "%s v%d, count at body offset %zu, 1 per %u bytes, %s\n",
-           versions, worst_seen.ratio, worst_seen.high_water, worst_seen.frame_len, worst_seen.api,
-           worst_seen.version, worst_seen.offset, worst_seen.divisor, worst_seen.compact ? "compact" : "int32");
+           versions, worst_seen.ratio, worst_seen.high_water, worst_seen.frame_len, worst_seen.api, worst_seen.version,
+           worst_seen.offset, worst_seen.divisor, worst_seen.compact ? "compact" : "int32");
 }
 
 /* The case from the hardening issue: a 1 MiB OffsetFetch v8 whose Groups
@@ -305,7 +305,8 @@ static void test_offset_fetch_v8_nested_claims(void **state)
     frame[topics_at] = 1;
     size_t groups_only = decode_frame(desc, 8, frame, BIG_FRAME);
     printf("OffsetFetch v8, %d-byte frame, groups and topics claiming every byte: %zu arena bytes "
-           "(groups alone %zu)\n", BIG_FRAME, hw, groups_only);
+           "(groups alone %zu)\n",
+           BIG_FRAME, hw, groups_only);
     free(frame);
     /* The topics may not claim the bytes the later groups need. */
     assert_true(hw <= groups_only + BOUND_C);

@@ -104,8 +104,8 @@ static void send_api_versions_response(int fd, int32_t correlation_id, int16_t v
     assert_int_equal(response_header_encode(&rh, &w, kafka_response_header_version(18, version)), 0);
     assert_int_equal(api_versions_response_encode(&resp, &w, version), 0);
     kafka_writer_patch_int32(&w, at, (int32_t)(w.len - 4));
-    assert_int_equal((size_t)kafka_writer_total_len(&w), 4 + response_header_size(&rh, 0) +
-                                                             api_versions_response_size(&resp, version));
+    assert_int_equal((size_t)kafka_writer_total_len(&w),
+                     4 + response_header_size(&rh, 0) + api_versions_response_size(&resp, version));
     assert_int_equal(write(fd, w.buf, w.len), (ssize_t)w.len);
     kafka_writer_free(&w);
 }
@@ -126,10 +126,8 @@ static void test_librdkafka_requests_decode(void **state)
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers", servers, errstr, sizeof(errstr)), RD_KAFKA_CONF_OK);
     assert_int_equal(rd_kafka_conf_set(conf, "client.id", TEST_CLIENT_ID, errstr, sizeof(errstr)), RD_KAFKA_CONF_OK);
-    assert_int_equal(rd_kafka_conf_set(conf, "api.version.request", "true", errstr, sizeof(errstr)),
-                     RD_KAFKA_CONF_OK);
-    assert_int_equal(rd_kafka_conf_set(conf, "message.timeout.ms", "5000", errstr, sizeof(errstr)),
-                     RD_KAFKA_CONF_OK);
+    assert_int_equal(rd_kafka_conf_set(conf, "api.version.request", "true", errstr, sizeof(errstr)), RD_KAFKA_CONF_OK);
+    assert_int_equal(rd_kafka_conf_set(conf, "message.timeout.ms", "5000", errstr, sizeof(errstr)), RD_KAFKA_CONF_OK);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (!rk)
         fail_msg("rd_kafka_new: %s", errstr);

@@ -83,11 +83,11 @@ static void test_compact_strings_null_vs_empty(void **state)
     struct kafka_writer w;
     kafka_writer_init(&w, 4);
     struct kafka_str null_str = {NULL, -1};
-    kafka_write_compact_string(&w, null_str);               /* 0x00 */
-    kafka_write_compact_string(&w, kafka_str_from_cstr("")); /* 0x01 */
+    kafka_write_compact_string(&w, null_str);                  /* 0x00 */
+    kafka_write_compact_string(&w, kafka_str_from_cstr(""));   /* 0x01 */
     kafka_write_compact_string(&w, kafka_str_from_cstr("ab")); /* 0x03 'a' 'b' */
-    kafka_write_string(&w, null_str);                        /* 0xff 0xff */
-    kafka_write_string(&w, kafka_str_from_cstr(""));         /* 0x00 0x00 */
+    kafka_write_string(&w, null_str);                          /* 0xff 0xff */
+    kafka_write_string(&w, kafka_str_from_cstr(""));           /* 0x00 0x00 */
     const uint8_t expect[] = {0x00, 0x01, 0x03, 'a', 'b', 0xff, 0xff, 0x00, 0x00};
     assert_int_equal(w.len, sizeof(expect));
     assert_memory_equal(w.buf, expect, sizeof(expect));

@@ -47,8 +47,7 @@ static int count_type(const struct outs *outs, enum raft_output_type t)
 static const struct raft_output *find_send(const struct outs *outs, enum raft_msg_type t, int dst)
 {
     for (int i = 0; i < outs->n; i++)
-        if (outs->o[i].type == RAFT_OUT_SEND && outs->o[i].msg.type == t &&
-            (dst < 0 || outs->o[i].msg.dst == dst))
+        if (outs->o[i].type == RAFT_OUT_SEND && outs->o[i].msg.type == t && (dst < 0 || outs->o[i].msg.dst == dst))
             return &outs->o[i];
     return NULL;
 }
@@ -64,8 +63,7 @@ static const struct raft_output *find_type(const struct outs *outs, enum raft_ou
 
 /* A node of a 3-voter quorum {0,1,2} whose log holds one entry per epoch
  * in `epochs`, all durable. */
-static struct raft_node *make_node(int32_t id, const struct raft_quorum_state *qs,
-                                   const int32_t *epochs, int n_entries)
+static struct raft_node *make_node(int32_t id, const struct raft_quorum_state *qs, const int32_t *epochs, int n_entries)
 {
     struct raft_config cfg;
     raft_config_defaults(&cfg);
@@ -85,13 +83,15 @@ static struct raft_node *make_node(int32_t id, const struct raft_quorum_state *q
     return node;
 }
 
-static struct raft_msg vote_req(int32_t from, int32_t to, int32_t epoch, int32_t last_epoch,
-                                int64_t last_offset, bool pre_vote)
+static struct raft_msg vote_req(int32_t from, int32_t to, int32_t epoch, int32_t last_epoch, int64_t last_offset,
+                                bool pre_vote)
 {
     struct raft_msg m = {.type = RAFT_MSG_VOTE_REQ, .src = from, .dst = to};
-    m.u.vote_req = (struct raft_vote_req){.candidate_epoch = epoch, .candidate_id = from,
+    m.u.vote_req = (struct raft_vote_req){.candidate_epoch = epoch,
+                                          .candidate_id = from,
                                           .last_offset_epoch = last_epoch,
-                                          .last_offset = last_offset, .pre_vote = pre_vote};
+                                          .last_offset = last_offset,
+                                          .pre_vote = pre_vote};
     return m;
 }
 
@@ -160,8 +160,7 @@ static void test_vote_once_per_epoch(void **state)
 
 /* Delivers a vote request that must be answered without persisting
  * anything; returns the answer. */
-static struct raft_vote_resp answer_unpersisted(struct raft_node *node, struct raft_msg *req,
-                                                int64_t now)
+static struct raft_vote_resp answer_unpersisted(struct raft_node *node, struct raft_msg *req, int64_t now)
 {
     struct outs outs;
     raft_node_receive(node, now, req);
@@ -249,9 +248,8 @@ static int64_t elect(struct raft_node *node)
     assert_int_equal(raft_node_role(node), RAFT_PROSPECTIVE);
     outs_free(&outs);
     struct raft_msg resp = {.type = RAFT_MSG_VOTE_RESP, .src = 1, .dst = 0};
-    resp.u.vote_resp = (struct raft_vote_resp){.leader_id = RAFT_NO_ID,
-                                               .leader_epoch = raft_node_epoch(node),
-                                               .vote_granted = true, .pre_vote = true};
+    resp.u.vote_resp = (struct raft_vote_resp){
+        .leader_id = RAFT_NO_ID, .leader_epoch = raft_node_epoch(node), .vote_granted = true, .pre_vote = true};
     raft_node_receive(node, now, &resp);
     drain(node, &outs);
     assert_int_equal(raft_node_role(node), RAFT_CANDIDATE);
@@ -281,9 +279,8 @@ static int64_t elect(struct raft_node *node)
 static struct raft_msg fetch_req(int32_t from, int32_t epoch, int64_t offset, int32_t last_epoch)
 {
     struct raft_msg m = {.type = RAFT_MSG_FETCH_REQ, .src = from, .dst = 0};
-    m.u.fetch_req = (struct raft_fetch_req){.replica_id = from, .current_leader_epoch = epoch,
-                                            .fetch_offset = offset,
-                                            .last_fetched_epoch = last_epoch};
+    m.u.fetch_req = (struct raft_fetch_req){
+        .replica_id = from, .current_leader_epoch = epoch, .fetch_offset = offset, .last_fetched_epoch = last_epoch};
     return m;
 }
 
@@ -377,11 +374,14 @@ static void test_follower_truncates_on_divergence(void **state)
     int32_t correlation = req->msg.correlation_id;
     outs_free(&outs);
 
-    struct raft_msg m = {.type = RAFT_MSG_FETCH_RESP, .src = 2, .dst = 0,
-                         .correlation_id = correlation};
+    struct raft_msg m = {.type = RAFT_MSG_FETCH_RESP, .src = 2, .dst = 0, .correlation_id = correlation};
     m.u.fetch_resp = (struct raft_fetch_resp){
-        .high_watermark = 2, .diverging_epoch = 1, .diverging_end_offset = 3,
-        .current_leader_id = 2, .current_leader_epoch = 3, .fetch_offset = 4,
+        .high_watermark = 2,
+        .diverging_epoch = 1,
+        .diverging_end_offset = 3,
+        .current_leader_id = 2,
+        .current_leader_epoch = 3,
+        .fetch_offset = 4,
     };
     raft_node_receive(node, 2, &m);
     drain(node, &outs);
@@ -412,9 +412,14 @@ static void test_follower_truncates_on_divergence(void **state)
      * once it is fsynced. */
     struct raft_entry rec = {.offset = 2, .epoch = 3, .len = 1, .data = (uint8_t *)"z"};
     m.u.fetch_resp = (struct raft_fetch_resp){
-        .high_watermark = 3, .diverging_epoch = -1, .diverging_end_offset = -1,
-        .current_leader_id = 2, .current_leader_epoch = 3, .fetch_offset = 2,
-        .records = &rec, .n_records = 1,
+        .high_watermark = 3,
+        .diverging_epoch = -1,
+        .diverging_end_offset = -1,
+        .current_leader_id = 2,
+        .current_leader_epoch = 3,
+        .fetch_offset = 2,
+        .records = &rec,
+        .n_records = 1,
     };
     raft_node_receive(node, 3, &m);
     drain(node, &outs);

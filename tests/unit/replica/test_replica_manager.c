@@ -42,8 +42,7 @@ struct fixture {
     size_t call_count;
 };
 
-static void on_leadership(void *ctx, const char *topic, int32_t partition, bool became_leader,
-                          int32_t leader_epoch)
+static void on_leadership(void *ctx, const char *topic, int32_t partition, bool became_leader, int32_t leader_epoch)
 {
     struct fixture *f = ctx;
     /* The log exists whenever a listener hears of a partition. */
@@ -104,8 +103,8 @@ static int teardown(void **state)
 static const struct kafka_uuid TOPIC_A = {{0xa1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}};
 static const struct kafka_uuid TOPIC_B = {{0xb2, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}};
 
-static void set_partition(struct metadata_builder *b, const struct kafka_uuid *id, int32_t index,
-                          int32_t leader, const int32_t *replicas, int32_t count)
+static void set_partition(struct metadata_builder *b, const struct kafka_uuid *id, int32_t index, int32_t leader,
+                          const int32_t *replicas, int32_t count)
 {
     struct metadata_partition p = {
         .present = true,
@@ -218,13 +217,13 @@ static void test_leader_epoch_change_and_configs(void **state)
     struct metadata_builder *b = metadata_builder_new(f->image);
     char err[128];
     /* This broker takes over a-1; a-2 changes leader elsewhere. */
-    struct metadata_partition_change to_self = {.partition_index = 1, .leader = SELF,
-                                                .isr = (int32_t[]){SELF}, .isr_count = 1};
+    struct metadata_partition_change to_self = {
+        .partition_index = 1, .leader = SELF, .isr = (int32_t[]){SELF}, .isr_count = 1};
     struct metadata_partition_change to_three = {.partition_index = 2, .leader = 3};
     assert_int_equal(metadata_builder_change_partition(b, &TOPIC_A, &to_self, err, sizeof err), 0);
     assert_int_equal(metadata_builder_change_partition(b, &TOPIC_A, &to_three, err, sizeof err), 0);
-    assert_int_equal(metadata_builder_set_config(b, METADATA_CONFIG_RESOURCE_TOPIC, "a", 1,
-                                                 "retention.ms", 12, "123456", 6, err, sizeof err),
+    assert_int_equal(metadata_builder_set_config(b, METADATA_CONFIG_RESOURCE_TOPIC, "a", 1, "retention.ms", 12,
+                                                 "123456", 6, err, sizeof err),
                      0);
     apply(f, metadata_builder_finish(b, 2));
 
@@ -261,8 +260,8 @@ static void test_leader_epoch_change_and_configs(void **state)
 
     /* A config change alone tells listeners nothing. */
     b = metadata_builder_new(f->image);
-    assert_int_equal(metadata_builder_set_config(b, METADATA_CONFIG_RESOURCE_TOPIC, "a", 1,
-                                                 "retention.ms", 12, "654321", 6, err, sizeof err),
+    assert_int_equal(metadata_builder_set_config(b, METADATA_CONFIG_RESOURCE_TOPIC, "a", 1, "retention.ms", 12,
+                                                 "654321", 6, err, sizeof err),
                      0);
     apply(f, metadata_builder_finish(b, 3));
     assert_int_equal(f->call_count, 0);
@@ -298,9 +297,8 @@ static void test_reassignment_away_unhosts(void **state)
     apply(f, two_topics());
     struct metadata_builder *b = metadata_builder_new(f->image);
     char err[128];
-    struct metadata_partition_change away = {.partition_index = 1, .replicas = (int32_t[]){2, 3},
-                                             .replica_count = 2, .isr = (int32_t[]){2},
-                                             .isr_count = 1};
+    struct metadata_partition_change away = {
+        .partition_index = 1, .replicas = (int32_t[]){2, 3}, .replica_count = 2, .isr = (int32_t[]){2}, .isr_count = 1};
     assert_int_equal(metadata_builder_change_partition(b, &TOPIC_A, &away, err, sizeof err), 0);
     apply(f, metadata_builder_finish(b, 2));
     assert_false(has_log(f, "a", 1));
@@ -401,8 +399,7 @@ static void test_follows_a_metadata_store(void **state)
     assert_true(sub > 0);
 
     f->call_count = 0;
-    assert_int_equal(metadata_create_topic(store, "orders", -1, -1, NULL, 0, NULL, 0, false, NULL,
-                                           err, sizeof err),
+    assert_int_equal(metadata_create_topic(store, "orders", -1, -1, NULL, 0, NULL, 0, false, NULL, err, sizeof err),
                      KAFKA_ERR_NONE);
     assert_true(has_log(f, "orders", 0));
     assert_true(has_log(f, "orders", 1));
@@ -411,8 +408,7 @@ static void test_follows_a_metadata_store(void **state)
     assert_true(find_call(f, "orders", 1)->became_leader);
 
     struct metadata_config_kv kv = {"retention.ms", "777"};
-    assert_int_equal(metadata_alter_topic_configs(store, "orders", &kv, 1, false, err, sizeof err),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(metadata_alter_topic_configs(store, "orders", &kv, 1, false, err, sizeof err), KAFKA_ERR_NONE);
     struct partition_log *log = NULL;
     assert_true(replica_manager_lookup(f->rm, "orders", 0, NULL, &log));
     struct log_config cfg;
@@ -432,16 +428,13 @@ static void test_follows_a_metadata_store(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_hosts_only_partitions_naming_this_broker, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_hosts_only_partitions_naming_this_broker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leader_epoch_change_and_configs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_topic_deletion_removes_logs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reassignment_away_unhosts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_high_watermark_by_role, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unregistered_listener_is_not_called, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_late_listener_hears_hosted_partitions, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_unregistered_listener_is_not_called, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_late_listener_hears_hosted_partitions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_follows_a_metadata_store, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

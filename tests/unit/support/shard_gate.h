@@ -32,7 +32,8 @@ static inline int shard_gate_load(void *ctx, int32_t partition, int32_t epoch, c
     pthread_mutex_lock(&g->lock);
     g->loads_entered++;
     pthread_cond_broadcast(&g->cond);
-    while (g->closed) pthread_cond_wait(&g->cond, &g->lock);
+    while (g->closed)
+        pthread_cond_wait(&g->cond, &g->lock);
     bool fail = g->fail_next;
     g->fail_next = false;
     pthread_mutex_unlock(&g->lock);
@@ -87,7 +88,8 @@ static inline void shard_gate_fail_next(struct shard_gate *g)
 static inline void shard_gate_wait_entered(struct shard_gate *g, int loads)
 {
     pthread_mutex_lock(&g->lock);
-    while (g->loads_entered < loads) pthread_cond_wait(&g->cond, &g->lock);
+    while (g->loads_entered < loads)
+        pthread_cond_wait(&g->cond, &g->lock);
     pthread_mutex_unlock(&g->lock);
 }
 
@@ -106,7 +108,8 @@ static inline void shard_gate_hold_reload(struct shard_gate *g, struct coordinat
 {
     coordinator_runtime_on_leadership(rt, topic, partition, false, -1);
     char err[256] = "";
-    if (coordinator_runtime_wait_idle(rt, err, sizeof err) != 0) fail_msg("unload: %s", err);
+    if (coordinator_runtime_wait_idle(rt, err, sizeof err) != 0)
+        fail_msg("unload: %s", err);
     int entered = shard_gate_entered(g);
     shard_gate_set_closed(g, true);
     coordinator_runtime_on_leadership(rt, topic, partition, true, epoch);
@@ -117,14 +120,16 @@ static inline void shard_gate_hold_reload(struct shard_gate *g, struct coordinat
 static inline void shard_runtime_idle(struct coordinator_runtime *rt)
 {
     char err[256] = "";
-    if (coordinator_runtime_wait_idle(rt, err, sizeof err) != 0) fail_msg("load: %s", err);
+    if (coordinator_runtime_wait_idle(rt, err, sizeof err) != 0)
+        fail_msg("load: %s", err);
 }
 
 /* Leads every partition at epoch and waits for the loads. */
 static inline void shard_runtime_lead_all(struct coordinator_runtime *rt, const char *topic, int32_t partitions,
                                           int32_t epoch)
 {
-    for (int32_t p = 0; p < partitions; p++) coordinator_runtime_on_leadership(rt, topic, p, true, epoch);
+    for (int32_t p = 0; p < partitions; p++)
+        coordinator_runtime_on_leadership(rt, topic, p, true, epoch);
     shard_runtime_idle(rt);
 }
 

@@ -15,8 +15,7 @@
 #include "log/log_config.h"
 
 /* The broker's own topic config check, so internal topics' configs must pass it. */
-static int unit_fixture_validate_topic_config(void *ctx, const char *key, const char *value, char *err,
-                                              size_t errlen)
+static int unit_fixture_validate_topic_config(void *ctx, const char *key, const char *value, char *err, size_t errlen)
 {
     (void)ctx;
     return topic_config_validate(key, value, err, errlen);
@@ -59,7 +58,10 @@ void unit_fixture_open_logs_in(struct unit_fixture *f, const char *log_dir)
         fail_msg("log manager: %s", err);
 }
 
-void unit_fixture_open(struct unit_fixture *f) { unit_fixture_open_logs_in(f, f->dir); }
+void unit_fixture_open(struct unit_fixture *f)
+{
+    unit_fixture_open_logs_in(f, f->dir);
+}
 
 void unit_fixture_close(struct unit_fixture *f)
 {
@@ -77,7 +79,10 @@ void unit_fixture_reopen(struct unit_fixture *f)
     unit_fixture_open(f);
 }
 
-bool unit_fixture_is_open(const struct unit_fixture *f) { return f->metadata || f->logs; }
+bool unit_fixture_is_open(const struct unit_fixture *f)
+{
+    return f->metadata || f->logs;
+}
 
 static int unit_fixture_remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {

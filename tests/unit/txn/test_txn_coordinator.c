@@ -63,7 +63,10 @@ struct fixture {
     struct txn_coordinator *c;
 };
 
-static int64_t fake_now(void *ctx) { return ((struct fixture *)ctx)->now; }
+static int64_t fake_now(void *ctx)
+{
+    return ((struct fixture *)ctx)->now;
+}
 
 static int16_t fake_allocate(void *ctx, int64_t *id)
 {
@@ -93,8 +96,14 @@ static int setup_with(void **state, bool markers)
     return 0;
 }
 
-static int setup(void **state) { return setup_with(state, true); }
-static int setup_no_markers(void **state) { return setup_with(state, false); }
+static int setup(void **state)
+{
+    return setup_with(state, true);
+}
+static int setup_no_markers(void **state)
+{
+    return setup_with(state, false);
+}
 
 static int teardown(void **state)
 {
@@ -432,7 +441,6 @@ static void test_list_and_state_names(void **state)
     assert_int_equal(txn_state_from_name("Bogus", 5), -1);
 }
 
-
 /* ---- the background thread, with its own fixture: the thread reads the
  * clock, so it is atomic here ---- */
 
@@ -442,7 +450,10 @@ struct threaded {
     int64_t next_id;
 };
 
-static int64_t threaded_now(void *ctx) { return atomic_load(&((struct threaded *)ctx)->now); }
+static int64_t threaded_now(void *ctx)
+{
+    return atomic_load(&((struct threaded *)ctx)->now);
+}
 
 static int16_t threaded_allocate(void *ctx, int64_t *id)
 {

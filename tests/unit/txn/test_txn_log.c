@@ -59,7 +59,10 @@ static int16_t record_markers(void *ctx, int64_t producer_id, int16_t producer_e
 
 static const struct txn_marker_ops recorder_ops = {.write_markers = record_markers};
 
-static int64_t fake_now(void *ctx) { return ((struct fixture *)ctx)->now; }
+static int64_t fake_now(void *ctx)
+{
+    return ((struct fixture *)ctx)->now;
+}
 
 static int16_t fake_allocate(void *ctx, int64_t *id)
 {
@@ -142,8 +145,7 @@ static void capture(void *ctx, const struct txn_view *v)
     s->start_ms = v->start_ms;
     s->parts = v->partition_count;
     if (v->partition_count > 0)
-        snprintf(s->first_part, sizeof s->first_part, "%s-%d", v->partitions[0].topic,
-                 (int)v->partitions[0].partition);
+        snprintf(s->first_part, sizeof s->first_part, "%s-%d", v->partitions[0].topic, (int)v->partitions[0].partition);
 }
 
 static struct seen describe(struct fixture *f, const char *id)
@@ -192,8 +194,7 @@ static void test_reload_completes_prepared(void **state)
     open_all(f, false);
     int64_t committed, open, done, idle_pid;
     int16_t e1, e2, e3;
-    assert_int_equal(txn_coordinator_init_producer(f->c, "committing", 20000, -1, -1, &committed, &e1),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(txn_coordinator_init_producer(f->c, "committing", 20000, -1, -1, &committed, &e1), KAFKA_ERR_NONE);
     assert_int_equal(txn_coordinator_add_partitions(f->c, "committing", committed, e1, parts, 3), KAFKA_ERR_NONE);
     assert_int_equal(txn_coordinator_end(f->c, "committing", committed, e1, true), KAFKA_ERR_NONE);
 

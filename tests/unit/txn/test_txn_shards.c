@@ -48,7 +48,8 @@ static int16_t record_markers(void *ctx, int64_t producer_id, int16_t producer_e
     (void)producer_id, (void)producer_epoch, (void)commit;
     struct fixture *f = ctx;
     if (f->markers_fail) {
-        for (size_t i = 0; i < count; i++) parts[i].error_code = KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
+        for (size_t i = 0; i < count; i++)
+            parts[i].error_code = KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
         return KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
     }
     f->marker_calls++;
@@ -58,7 +59,10 @@ static int16_t record_markers(void *ctx, int64_t producer_id, int16_t producer_e
 
 static const struct txn_marker_ops recorder_ops = {.write_markers = record_markers};
 
-static int64_t fake_now(void *ctx) { return ((struct fixture *)ctx)->now; }
+static int64_t fake_now(void *ctx)
+{
+    return ((struct fixture *)ctx)->now;
+}
 
 static int16_t fake_allocate(void *ctx, int64_t *id)
 {
@@ -66,7 +70,10 @@ static int16_t fake_allocate(void *ctx, int64_t *id)
     return KAFKA_ERR_NONE;
 }
 
-static void wait_idle(struct fixture *f) { shard_runtime_idle(f->rt); }
+static void wait_idle(struct fixture *f)
+{
+    shard_runtime_idle(f->rt);
+}
 
 static void lead(struct fixture *f, int32_t partition, bool leader, int32_t epoch)
 {
@@ -75,7 +82,8 @@ static void lead(struct fixture *f, int32_t partition, bool leader, int32_t epoc
 
 static int setup(void **state)
 {
-    if (unit_fixture_setup(state, sizeof(struct fixture), "cairn-txn-shards") != 0) return -1;
+    if (unit_fixture_setup(state, sizeof(struct fixture), "cairn-txn-shards") != 0)
+        return -1;
     struct fixture *f = *state;
     f->now = 5000000;
     f->next_id = 1000;
@@ -90,7 +98,8 @@ static int setup(void **state)
         .node_id = 1,
         .load_buffer_size = 512,
     };
-    if (txn_log_open(&lopts, &f->tl, err, sizeof err) != 0) fail_msg("txn log: %s", err);
+    if (txn_log_open(&lopts, &f->tl, err, sizeof err) != 0)
+        fail_msg("txn log: %s", err);
     f->shards = coordinator_shards_create(txn_log_partition_count(f->tl));
     assert_non_null(f->shards);
     struct txn_coordinator_options copts = {
@@ -103,7 +112,8 @@ static int setup(void **state)
         .clock_ctx = f,
         .shards = f->shards,
     };
-    if (txn_coordinator_create(&copts, &f->c, err, sizeof err) != 0) fail_msg("coordinator: %s", err);
+    if (txn_coordinator_create(&copts, &f->c, err, sizeof err) != 0)
+        fail_msg("coordinator: %s", err);
     shard_gate_init(&f->gate, txn_coordinator_shard_ops(), f->c);
     assert_int_equal(coordinator_runtime_create(&f->rt), 0);
     assert_int_equal(coordinator_runtime_register(f->rt, TXN_LOG_TOPIC, f->shards, &shard_gate_ops, &f->gate), 0);
@@ -135,8 +145,8 @@ struct seen {
 static void capture(void *ctx, const struct txn_view *v)
 {
     struct seen *s = ctx;
-    *s = (struct seen){.state = v->state, .producer_id = v->producer_id, .epoch = v->producer_epoch,
-                       .parts = v->partition_count};
+    *s = (struct seen){
+        .state = v->state, .producer_id = v->producer_id, .epoch = v->producer_epoch, .parts = v->partition_count};
 }
 
 static int16_t describe(struct fixture *f, const char *id, struct seen *s)

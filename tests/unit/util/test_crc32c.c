@@ -32,10 +32,9 @@ static void check_vectors(crc_fn fn)
         buf[i] = (uint8_t)(31 - i);
     assert_int_equal(fn(0, buf, 32), 0x113FDB5Cu);
     static const uint8_t iscsi_read[48] = {
-        0x01, 0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-        0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00,
-        0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x18, 0x28, 0x00, 0x00, 0x00,
-        0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x01, 0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x18,
+        0x28, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     };
     assert_int_equal(fn(0, iscsi_read, sizeof iscsi_read), 0xD9963A56u);
 }
@@ -109,12 +108,10 @@ static void test_paths_agree_large(void **state)
     uint8_t *buf = malloc(max + 8);
     assert_non_null(buf);
     fill_random(buf, max + 8, &seed);
-    const size_t lengths[] = {767, 768, 769, 3 * 4096 - 1, 3 * 4096, 3 * 4096 + 1,
-                              3 * 4096 + 768 + 13, max};
+    const size_t lengths[] = {767, 768, 769, 3 * 4096 - 1, 3 * 4096, 3 * 4096 + 1, 3 * 4096 + 768 + 13, max};
     for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++)
         for (size_t offset = 0; offset < 8; offset += 3)
-            assert_int_equal(crc32c_hw(0, buf + offset, lengths[i]),
-                             crc32c_sw(0, buf + offset, lengths[i]));
+            assert_int_equal(crc32c_hw(0, buf + offset, lengths[i]), crc32c_sw(0, buf + offset, lengths[i]));
     free(buf);
 }
 
@@ -167,10 +164,10 @@ static void test_fold_agrees(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vectors_default),    cmocka_unit_test(test_vectors_software),
-        cmocka_unit_test(test_vectors_hardware),   cmocka_unit_test(test_chaining),
-        cmocka_unit_test(test_paths_agree_small),  cmocka_unit_test(test_paths_agree_large),
-        cmocka_unit_test(test_detects_bit_flip),   cmocka_unit_test(test_fold_agrees),
+        cmocka_unit_test(test_vectors_default),   cmocka_unit_test(test_vectors_software),
+        cmocka_unit_test(test_vectors_hardware),  cmocka_unit_test(test_chaining),
+        cmocka_unit_test(test_paths_agree_small), cmocka_unit_test(test_paths_agree_large),
+        cmocka_unit_test(test_detects_bit_flip),  cmocka_unit_test(test_fold_agrees),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
