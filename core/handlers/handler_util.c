@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/config.h"
 #include "log/log_manager.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_image.h"
@@ -109,13 +108,13 @@ const struct cairn_request_info *handler_request_info(struct request_context *ct
     ctx->principal.type = ctx->net->principal_type ? ctx->net->principal_type : "User";
     ctx->principal.name = ctx->net->principal_name ? ctx->net->principal_name : "ANONYMOUS";
     split_peer(ctx->net->peer, ctx->client_host, sizeof ctx->client_host, &info->client_port);
-    const char *protocol = config_listener_security_protocol(ctx->env->config, ctx->net->listener_name);
     info->connection_id = ctx->net->connection_id;
     info->principal = &ctx->principal;
     info->client_host = ctx->client_host;
     info->client_id = ctx->client_id;
     info->listener_name = ctx->net->listener_name ? ctx->net->listener_name : "";
-    info->security_protocol = protocol ? protocol : "PLAINTEXT";
+    /* Resolved once, when the listener opened. */
+    info->security_protocol = net_security_protocol_name(ctx->net->security_protocol);
     info->api_key = ctx->api_key;
     info->api_version = ctx->api_version;
     info->correlation_id = ctx->correlation_id;

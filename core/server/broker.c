@@ -1,10 +1,8 @@
 #include "server/broker.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "config/config.h"
 #include "config/listeners.h"
