@@ -75,6 +75,8 @@ static void audit_it_check_event(json_t *event, const char *api_name)
     assert_string_equal(json_string_value(json_object_get(event, "client_id")), AUDIT_IT_CLIENT_ID);
     assert_string_equal(json_string_value(json_object_get(event, "api_name")), api_name);
     assert_string_equal(json_string_value(json_object_get(event, "resource_type")), "TOPIC");
+    assert_string_equal(json_string_value(json_object_get(event, "listener")), "PLAINTEXT");
+    assert_string_equal(json_string_value(json_object_get(event, "security_protocol")), "PLAINTEXT");
     const char *client = json_string_value(json_object_get(event, "client"));
     assert_non_null(client);
     assert_true(strncmp(client, "127.0.0.1:", 10) == 0);
