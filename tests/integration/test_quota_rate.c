@@ -22,6 +22,10 @@
 #define RATE_QUOTA_BYTES_PER_S 1000000
 #define RATE_WARMUP_MS 2000
 #define RATE_MEASURE_MS 10000
+/* The quota's rate window: plugin.quota.quota.window.num (2) samples of
+ * quota.window.size.seconds (1). The throttle holds the rate over the last
+ * window, so over a span of T it lets through at most quota * (T + window). */
+#define RATE_QUOTA_WINDOW_MS 2000
 #define RATE_ALONE_MS 4000 /* measured from 1 s on: the first second is connection set-up */
 
 /* One producer thread. The window bounds are set before the thread starts;
@@ -187,7 +191,10 @@ static void test_producer_held_to_byte_rate(void **state)
             limited_rate, RATE_MEASURE_MS / 1000, RATE_QUOTA_BYTES_PER_S, alone_rate, shared_rate,
             alone_rate > 0 ? 100.0 * shared_rate / alone_rate : 0.0);
     assert_true(limited_rate >= 0.9 * RATE_QUOTA_BYTES_PER_S);
-    assert_true(limited_rate <= 1.1 * RATE_QUOTA_BYTES_PER_S);
+    /* What the quota promises over the measured span, with the burst its
+     * window allows (a fixed 1.1 failed on an idle machine at 1.146). */
+    assert_true(limited_rate <= (double)RATE_QUOTA_BYTES_PER_S * (RATE_MEASURE_MS + RATE_QUOTA_WINDOW_MS) /
+                                    RATE_MEASURE_MS);
     /* The free client is never throttled, and keeps its rate: the limited
      * one costs the broker ~1 MB/s of work. The rate bound is loose because
      * client, broker and the limited producer share two cores and runs vary
