@@ -193,8 +193,8 @@ static void test_producer_held_to_byte_rate(void **state)
     assert_true(limited_rate >= 0.9 * RATE_QUOTA_BYTES_PER_S);
     /* What the quota promises over the measured span, with the burst its
      * window allows (a fixed 1.1 failed on an idle machine at 1.146). */
-    assert_true(limited_rate <= (double)RATE_QUOTA_BYTES_PER_S * (RATE_MEASURE_MS + RATE_QUOTA_WINDOW_MS) /
-                                    RATE_MEASURE_MS);
+    assert_true(limited_rate <=
+                (double)RATE_QUOTA_BYTES_PER_S * (RATE_MEASURE_MS + RATE_QUOTA_WINDOW_MS) / RATE_MEASURE_MS);
     /* The free client is never throttled, and keeps its rate: the limited
      * one costs the broker ~1 MB/s of work. The rate bound is loose because
      * client, broker and the limited producer share two cores and runs vary
