@@ -4,22 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/hash.h"
+
 static uint64_t offset_key_hash(const char *topic, int32_t partition)
 {
-    /* FNV-1a over the topic, then the partition mixed in and the bits
-     * spread (splitmix64 finaliser) so low bits index well. */
-    uint64_t h = 14695981039346656037ull;
-    for (const unsigned char *p = (const unsigned char *)topic; *p; p++) {
-        h ^= *p;
-        h *= 1099511628211ull;
-    }
+    /* FNV-1a over the topic, then the partition mixed in and the bits spread. */
+    uint64_t h = hash_fold_bytes(HASH_FNV_OFFSET, topic, strlen(topic));
     h ^= (uint64_t)(uint32_t)partition + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebull;
-    h ^= h >> 31;
-    return h;
+    return hash_finish(h);
 }
 
 static size_t slot_home(const struct group_offset_table *t, uint64_t hash)

@@ -142,62 +142,116 @@ static void close_answers(struct partition_answer *answers, int32_t n)
     }
 }
 
+static bool same_topic(const struct fetch_partition_state *a, const struct fetch_partition_state *b)
+{
+    return strcmp(a->topic, b->topic) == 0 && memcmp(&a->topic_id, &b->topic_id, sizeof a->topic_id) == 0;
+}
+
+static bool partition_included(const struct fetch_op *f, int32_t i, const struct partition_answer *answers)
+{
+    return !f->plan.incremental || partition_has_news(&f->plan.partitions[i], &answers[i]);
+}
+
+/* The number of included partitions in the run of one topic that starts at
+ * first (an included partition); *end gets the index past the run. Skipped
+ * partitions do not break a run. */
+static int32_t topic_run(const struct fetch_op *f, const struct partition_answer *answers, int32_t first, int32_t *end)
+{
+    int32_t n = f->plan.partition_count, count = 0, i = first;
+    for (; i < n; i++) {
+        if (!partition_included(f, i, answers))
+            continue;
+        if (!same_topic(&f->plan.partitions[i], &f->plan.partitions[first]))
+            break;
+        count++;
+    }
+    *end = i;
+    return count;
+}
+
+static void fill_partition(const struct fetch_op *f, const struct fetch_partition_state *ps,
+                           struct partition_answer *ans, struct fetch_response_partition_data *pd);
+
 /* Fills the response from the answers; consecutive partitions of one topic
- * share a topic entry. */
+ * share a topic entry. Every array is sized exactly (a first pass counts
+ * the runs), so alternating topics cost O(partitions), not O(partitions^2). */
 static int fill_response(struct fetch_op *f, struct partition_answer *answers)
 {
     struct request_context *ctx = f->ctx;
     struct fetch_response *resp = ctx->response;
-    int32_t n = f->plan.partition_count;
-    HANDLER_NEW_ARRAY(ctx, resp->responses, n, fetch_response_fetchable_topic_response_init);
+    int32_t n = f->plan.partition_count, topics = 0;
+    for (int32_t i = 0; i < n;) {
+        if (!partition_included(f, i, answers)) {
+            i++;
+            continue;
+        }
+        topic_run(f, answers, i, &i);
+        topics++;
+    }
+    HANDLER_NEW_ARRAY(ctx, resp->responses, topics, fetch_response_fetchable_topic_response_init);
     if (!resp->responses)
         return -1;
-    int32_t topics = 0;
-    struct fetch_response_fetchable_topic_response *cur = NULL;
-    for (int32_t i = 0; i < n; i++) {
-        const struct fetch_partition_state *ps = &f->plan.partitions[i];
-        struct partition_answer *ans = &answers[i];
-        if (f->plan.incremental && !partition_has_news(ps, ans))
+    int32_t t = 0;
+    for (int32_t i = 0; i < n;) {
+        if (!partition_included(f, i, answers)) {
+            i++;
             continue;
-        if (!cur || strcmp(ps->topic, f->plan.partitions[i - 1].topic) != 0 ||
-            memcmp(&ps->topic_id, &f->plan.partitions[i - 1].topic_id, sizeof ps->topic_id) != 0) {
-            cur = &resp->responses[topics++];
-            cur->topic = kafka_arena_strdup(&ctx->arena, ps->topic);
-            cur->topic_id = ps->topic_id;
-            HANDLER_NEW_ARRAY(ctx, cur->partitions, n - i, fetch_response_partition_data_init);
-            if (!cur->partitions)
-                return -1;
-            cur->partitions_count = 0;
         }
-        struct fetch_response_partition_data *pd = &cur->partitions[cur->partitions_count++];
-        pd->partition_index = ps->partition;
-        pd->error_code = ans->error_code;
-        pd->high_watermark = ans->high_watermark;
-        pd->last_stable_offset = ans->last_stable_offset;
-        pd->log_start_offset = ans->log_start_offset;
-        pd->diverging_epoch.epoch = -1;
-        pd->diverging_epoch.end_offset = -1;
-        pd->current_leader.leader_id = -1;
-        pd->current_leader.leader_epoch = -1;
-        pd->snapshot_id.end_offset = -1;
-        pd->snapshot_id.epoch = -1;
-        /* Null for read_uncommitted; read_committed gets the aborted
-         * transactions overlapping the returned records. */
-        pd->aborted_transactions_count = f->read_committed ? 0 : -1;
-        if (f->read_committed && ans->aborted_count > 0) {
-            size_t bytes = (size_t)ans->aborted_count * sizeof *ans->aborted;
-            pd->aborted_transactions = kafka_arena_alloc(&ctx->arena, bytes);
-            if (!pd->aborted_transactions)
-                return -1;
-            memcpy(pd->aborted_transactions, ans->aborted, bytes);
-            pd->aborted_transactions_count = ans->aborted_count;
-        }
-        pd->preferred_read_replica = -1;
-        pd->records = ans->records;
-        ans->records.file_fd = -1; /* the response owns it now */
+        int32_t end;
+        int32_t count = topic_run(f, answers, i, &end);
+        const struct fetch_partition_state *first = &f->plan.partitions[i];
+        struct fetch_response_fetchable_topic_response *cur = &resp->responses[t++];
+        cur->topic = kafka_arena_strdup(&ctx->arena, first->topic);
+        cur->topic_id = first->topic_id;
+        HANDLER_NEW_ARRAY(ctx, cur->partitions, count, fetch_response_partition_data_init);
+        if (!cur->partitions)
+            return -1;
+        cur->partitions_count = 0;
+        for (int32_t j = i; j < end; j++)
+            if (partition_included(f, j, answers) && same_topic(&f->plan.partitions[j], first))
+                fill_partition(f, &f->plan.partitions[j], &answers[j], &cur->partitions[cur->partitions_count++]);
+        i = end;
     }
     resp->responses_count = topics;
     return 0;
+}
+
+static void fill_partition(const struct fetch_op *f, const struct fetch_partition_state *ps,
+                           struct partition_answer *ans, struct fetch_response_partition_data *pd)
+{
+    struct request_context *ctx = f->ctx;
+    pd->partition_index = ps->partition;
+    pd->error_code = ans->error_code;
+    pd->high_watermark = ans->high_watermark;
+    pd->last_stable_offset = ans->last_stable_offset;
+    pd->log_start_offset = ans->log_start_offset;
+    pd->diverging_epoch.epoch = -1;
+    pd->diverging_epoch.end_offset = -1;
+    pd->current_leader.leader_id = -1;
+    pd->current_leader.leader_epoch = -1;
+    pd->snapshot_id.end_offset = -1;
+    pd->snapshot_id.epoch = -1;
+    /* Null for read_uncommitted; read_committed gets the aborted
+     * transactions overlapping the returned records. */
+    pd->aborted_transactions_count = f->read_committed ? 0 : -1;
+    if (f->read_committed && ans->aborted_count > 0) {
+        size_t bytes = (size_t)ans->aborted_count * sizeof *ans->aborted;
+        pd->aborted_transactions = kafka_arena_alloc(&ctx->arena, bytes);
+        if (pd->aborted_transactions) {
+            memcpy(pd->aborted_transactions, ans->aborted, bytes);
+            pd->aborted_transactions_count = ans->aborted_count;
+        } else {
+            /* Without the list the consumer would show aborted records. */
+            pd->error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+            pd->aborted_transactions_count = 0;
+            if (ans->records.file_fd >= 0)
+                close(ans->records.file_fd);
+            ans->records = kafka_records_from_memory(NULL, 0);
+        }
+    }
+    pd->preferred_read_replica = -1;
+    pd->records = ans->records;
+    ans->records.file_fd = -1; /* the response owns it now */
 }
 
 static void remember_sent(struct fetch_op *f, const struct partition_answer *answers)

@@ -1,0 +1,179 @@
+/* What one Fetch or ListOffsets may cost the broker: hand-built requests
+ * that used to make it allocate far more than their size (alternating
+ * topics), and checks that the broker's peak memory stays bounded. Raw
+ * frames, so the test controls the exact partition lists. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "raw_kafka.h"
+#include "rk_helpers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Peak resident memory of a process in KiB (VmHWM), or -1. */
+static long vm_hwm_kib(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    long kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+            break;
+    fclose(f);
+    return kib;
+}
+
+/* One partition of a raw Fetch v7. */
+struct raw_fetch_part {
+    const char *topic;
+    int32_t partition;
+    int64_t fetch_offset;
+};
+
+/* A Fetch v7 frame: one topic entry per element of parts (so A, B, A, B
+ * makes four entries), opening a session when epoch is 0. */
+static void put_fetch_v7(struct raw_writer *w, int32_t correlation_id, int32_t max_wait_ms, int32_t min_bytes,
+                         int32_t session_id, int32_t epoch, const struct raw_fetch_part *parts, int count)
+{
+    raw_writer_init(w);
+    raw_frame_begin(w, 1, 7, correlation_id, "cairn-it");
+    raw_put_i32(w, -1); /* replica_id */
+    raw_put_i32(w, max_wait_ms);
+    raw_put_i32(w, min_bytes);
+    raw_put_i32(w, 1 << 20); /* max_bytes */
+    raw_put_i8(w, 0);        /* isolation_level */
+    raw_put_i32(w, session_id);
+    raw_put_i32(w, epoch);
+    raw_put_i32(w, count);
+    for (int i = 0; i < count; i++) {
+        raw_put_string(w, parts[i].topic);
+        raw_put_i32(w, 1);
+        raw_put_i32(w, parts[i].partition);
+        raw_put_i64(w, parts[i].fetch_offset);
+        raw_put_i64(w, -1); /* log_start_offset */
+        raw_put_i32(w, 65536);
+    }
+    raw_put_i32(w, 0); /* forgotten topics */
+    raw_frame_finish(w);
+}
+
+/* Parsed Fetch v7 answer: top-level error and session, and the partitions. */
+struct fetch_answer {
+    int16_t error_code;
+    int32_t session_id;
+    int topics;
+    int partitions;
+    int first_error; /* first partition error code */
+};
+
+static void parse_fetch_v7(const uint8_t *frame, size_t len, int32_t correlation_id, struct fetch_answer *out)
+{
+    struct raw_reader r;
+    raw_reader_init(&r, frame, len);
+    memset(out, 0, sizeof *out);
+    assert_int_equal(raw_get_i32(&r), correlation_id);
+    raw_get_i32(&r); /* throttle */
+    out->error_code = raw_get_i16(&r);
+    out->session_id = raw_get_i32(&r);
+    out->topics = raw_get_i32(&r);
+    for (int t = 0; t < out->topics && !r.overflow; t++) {
+        raw_skip_string(&r);
+        int32_t parts = raw_get_i32(&r);
+        for (int32_t i = 0; i < parts && !r.overflow; i++) {
+            raw_get_i32(&r); /* partition */
+            int16_t err = raw_get_i16(&r);
+            if (out->partitions == 0)
+                out->first_error = err;
+            raw_skip(&r, 24); /* high watermark, last stable offset, log start offset */
+            int32_t aborted = raw_get_i32(&r);
+            for (int32_t a = 0; a < aborted; a++)
+                raw_skip(&r, 16);
+            int32_t records = raw_get_i32(&r);
+            if (records > 0)
+                raw_skip(&r, (size_t)records);
+            out->partitions++;
+        }
+    }
+    assert_false(r.overflow);
+}
+
+static void fetch_exchange(int port, struct raw_writer *w, int32_t correlation_id, struct fetch_answer *out)
+{
+    uint8_t *frame = NULL;
+    struct raw_reader r;
+    int rc = raw_exchange(port, w, correlation_id, false, 30000, &frame, &r);
+    if (rc != 0)
+        fail_msg("no Fetch answer (rc %d)", rc);
+    /* raw_exchange consumed the correlation id; parse from the start. */
+    size_t len = r.len;
+    parse_fetch_v7(frame, len, correlation_id, out);
+    free(frame);
+}
+
+#define ALTERNATING_ENTRIES 2000
+
+/* Topics A, B, A, B ...: a ~60 KB request. Building its response used to
+ * size every topic entry for all the partitions left (n^2/2 partition
+ * structs, about 260 MB here); now the broker's peak grows by little. */
+static void test_alternating_topics_cost_linear_memory(void **state)
+{
+    struct test_broker *b = *state;
+    struct raw_fetch_part *parts = calloc(ALTERNATING_ENTRIES, sizeof *parts);
+    for (int i = 0; i < ALTERNATING_ENTRIES; i++) {
+        parts[i].topic = i % 2 ? "alt-b" : "alt-a";
+        parts[i].partition = i / 2;
+    }
+    long before = vm_hwm_kib(broker_pid(b));
+    assert_true(before > 0);
+    struct raw_writer w;
+    put_fetch_v7(&w, 21, 0, 0, 0, 0, parts, ALTERNATING_ENTRIES);
+    size_t request_bytes = w.len;
+    struct fetch_answer ans;
+    fetch_exchange(broker_port(b), &w, 21, &ans);
+    long after = vm_hwm_kib(broker_pid(b));
+    fprintf(stderr, "[fetch-cost] %zu-byte alternating Fetch: broker VmHWM %ld -> %ld KiB (+%ld)\n", request_bytes,
+            before, after, after - before);
+    assert_int_equal(ans.error_code, 0);
+    assert_true(ans.session_id != 0);
+    assert_int_equal(ans.topics, ALTERNATING_ENTRIES);
+    assert_int_equal(ans.partitions, ALTERNATING_ENTRIES);
+    assert_int_equal(ans.first_error, 3); /* UNKNOWN_TOPIC_OR_PARTITION */
+    /* Linear cost: a few hundred bytes of state per partition. */
+    if (after - before > 48 * 1024)
+        fail_msg("one %zu-byte Fetch raised the broker's peak memory by %ld KiB", request_bytes, after - before);
+    free(parts);
+    broker_mark_passed(b);
+}
+
+static int setup(void **state)
+{
+    static struct test_broker b;
+    memset(&b, 0, sizeof b);
+    broker_start(&b, NULL);
+    *state = &b;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    broker_cleanup(*state);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_alternating_topics_cost_linear_memory, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
