@@ -12,8 +12,15 @@
 
 #define WATCH_BUCKETS 1024
 
+/* One operation watching one key. An operation appears once per distinct
+ * key it watches, so a notify attempts each watcher once. */
+struct watch_entry {
+    struct delayed_op *op;
+    uintptr_t key;
+};
+
 struct watch_list {
-    struct delayed_op **ops;
+    struct watch_entry *entries;
     int count, cap;
 };
 
@@ -91,12 +98,32 @@ static void watch_remove(struct purgatory *p, struct delayed_op *op)
     for (int k = 0; k < op->watch_key_count; k++) {
         struct watch_list *wl = &p->buckets[bucket_of(op->watch_keys[k])];
         for (int i = 0; i < wl->count; i++) {
-            if (wl->ops[i] == op) {
-                wl->ops[i] = wl->ops[--wl->count];
+            if (wl->entries[i].op == op && wl->entries[i].key == op->watch_keys[k]) {
+                wl->entries[i] = wl->entries[--wl->count];
                 break;
             }
         }
     }
+}
+
+static int compare_keys(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sorts the keys and drops repeats: a fetch naming one partition D times
+ * must not be woken D times by one append. */
+static void unique_keys(struct delayed_op *op)
+{
+    if (op->watch_key_count < 2)
+        return;
+    qsort(op->watch_keys, (size_t)op->watch_key_count, sizeof *op->watch_keys, compare_keys);
+    int n = 1;
+    for (int i = 1; i < op->watch_key_count; i++)
+        if (op->watch_keys[i] != op->watch_keys[n - 1])
+            op->watch_keys[n++] = op->watch_keys[i];
+    op->watch_key_count = n;
 }
 
 int delayed_op_watch(struct delayed_op *op, uintptr_t key)
@@ -236,24 +263,26 @@ void purgatory_destroy(struct purgatory *p)
     pthread_mutex_unlock(&p->lock);
     pthread_join(p->expiry_thread, NULL);
     for (int i = 0; i < WATCH_BUCKETS; i++)
-        free(p->buckets[i].ops);
+        free(p->buckets[i].entries);
     free(p->heap);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->wake);
     free(p);
 }
 
-static bool watch_add(struct watch_list *wl, struct delayed_op *op)
+static bool watch_add(struct watch_list *wl, struct delayed_op *op, uintptr_t key)
 {
     if (wl->count == wl->cap) {
         int cap = wl->cap ? wl->cap * 2 : 8;
-        struct delayed_op **ops = realloc(wl->ops, (size_t)cap * sizeof *ops);
-        if (!ops)
+        struct watch_entry *entries = realloc(wl->entries, (size_t)cap * sizeof *entries);
+        if (!entries)
             return false;
-        wl->ops = ops;
+        wl->entries = entries;
         wl->cap = cap;
     }
-    wl->ops[wl->count++] = op;
+    wl->entries[wl->count].op = op;
+    wl->entries[wl->count].key = key;
+    wl->count++;
     return true;
 }
 
@@ -263,6 +292,7 @@ void purgatory_add(struct purgatory *p, struct delayed_op *op)
     op->done = false;
     op->refs = 1;
     op->heap_index = -1;
+    unique_keys(op);
 
     /* Park first, then try: a notify that lands between the try and the
      * park would otherwise be lost. */
@@ -279,7 +309,7 @@ void purgatory_add(struct purgatory *p, struct delayed_op *op)
         }
     }
     for (int k = 0; parked && k < op->watch_key_count; k++) {
-        if (!watch_add(&p->buckets[bucket_of(op->watch_keys[k])], op)) {
+        if (!watch_add(&p->buckets[bucket_of(op->watch_keys[k])], op, op->watch_keys[k])) {
             /* Undo the watches added so far and answer now instead. */
             logger_warn("purgatory", "%s: out of memory adding a watch", p->name);
             int all = op->watch_key_count;
@@ -330,12 +360,9 @@ void purgatory_notify(struct purgatory *p, uintptr_t key)
         }
     }
     for (int i = 0; i < wl->count; i++) {
-        struct delayed_op *op = wl->ops[i];
-        bool watches = false;
-        for (int k = 0; k < op->watch_key_count && !watches; k++)
-            watches = op->watch_keys[k] == key;
-        if (!watches)
+        if (wl->entries[i].key != key)
             continue;
+        struct delayed_op *op = wl->entries[i].op;
         op->refs++;
         ops[n++] = op;
     }

@@ -250,6 +250,21 @@ static int copy_plan(struct fetch_plan *plan, const struct fetch_partition_state
     return 0;
 }
 
+/* The plan of a full request: its partitions with duplicates merged. */
+static int full_plan(uint64_t seed, const struct fetch_partition_state *updates, int32_t n, struct fetch_plan *plan)
+{
+    struct part_set set = {0};
+    int rc = part_set_upsert_all(&set, seed, updates, n);
+    if (rc == 0) {
+        /* The set's array becomes the plan's. */
+        plan->partitions = set.parts;
+        plan->partition_count = set.count;
+        set.parts = NULL;
+    }
+    part_set_free(&set);
+    return rc;
+}
+
 int fetch_session_apply(struct fetch_session_cache *c, int32_t session_id, int32_t epoch,
                         const struct fetch_partition_state *updates, int32_t update_count,
                         const struct fetch_partition_state *forgotten, int32_t forgotten_count, struct fetch_plan *plan)
@@ -296,7 +311,7 @@ int fetch_session_apply(struct fetch_session_cache *c, int32_t session_id, int32
         return rc;
     }
     pthread_mutex_unlock(&c->lock);
-    return copy_plan(plan, updates, update_count);
+    return full_plan(c->hash_seed, updates, update_count, plan);
 }
 
 void fetch_session_record_sent(struct fetch_session_cache *c, int32_t session_id,

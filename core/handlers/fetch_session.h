@@ -43,7 +43,10 @@ void fetch_session_cache_destroy(struct fetch_session_cache *cache);
 
 /* Request partitions are added/updated, forgotten ones removed; session_id
  * and epoch follow KIP-227 (0/-1 no session, 0/0 new full session, X/-1
- * close, X/0 close and open anew, X/N>0 incremental). */
+ * close, X/0 close and open anew, X/N>0 incremental). A partition named
+ * more than once counts once, the last copy winning in the first one's
+ * place, as in Kafka's map of the request: it is read, answered and
+ * watched once. */
 int fetch_session_apply(struct fetch_session_cache *cache, int32_t session_id, int32_t epoch,
                         const struct fetch_partition_state *updates, int32_t update_count,
                         const struct fetch_partition_state *forgotten, int32_t forgotten_count,

@@ -1,6 +1,9 @@
 /* ListOffsets: earliest, latest, by timestamp, max timestamp, earliest local
  * and latest tiered. v10's TimeoutMs only bounds remote-storage lookups,
  * which Cairn does not have. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "handlers/handler_util.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_image.h"
@@ -98,6 +101,54 @@ static void lookup_offset(struct partition_log *log, const struct metadata_parti
     }
 }
 
+/* One named partition of the request, for finding duplicates. */
+struct named_partition {
+    struct kafka_str name;
+    int32_t partition;
+    int32_t position; /* across the whole request */
+};
+
+static int compare_named(const void *a, const void *b)
+{
+    const struct named_partition *x = a, *y = b;
+    int32_t len = x->name.len < y->name.len ? x->name.len : y->name.len;
+    int c = len > 0 ? memcmp(x->name.data, y->name.data, (size_t)len) : 0;
+    if (c != 0)
+        return c;
+    if (x->name.len != y->name.len)
+        return x->name.len < y->name.len ? -1 : 1;
+    return x->partition < y->partition ? -1 : x->partition > y->partition;
+}
+
+/* Kafka answers INVALID_REQUEST for every copy of a partition the request
+ * names more than once, and looks none of them up (a lookup by timestamp
+ * may open a compressed batch; D copies would open it D times). Sorting
+ * keeps this O(n log n) whatever the names. Returns a flag per partition
+ * in request order (arena), or NULL when out of memory. */
+static bool *duplicate_flags(struct request_context *ctx, const struct list_offsets_request *req)
+{
+    int32_t total = 0;
+    for (int32_t t = 0; t < req->topics_count; t++)
+        total += req->topics[t].partitions_count;
+    bool *dup = kafka_arena_alloc(&ctx->arena, (size_t)total + 1);
+    struct named_partition *all = kafka_arena_alloc(&ctx->arena, ((size_t)total + 1) * sizeof *all);
+    if (!dup || !all)
+        return NULL;
+    memset(dup, 0, (size_t)total + 1);
+    int32_t n = 0;
+    for (int32_t t = 0; t < req->topics_count; t++)
+        for (int32_t i = 0; i < req->topics[t].partitions_count; i++, n++)
+            all[n] = (struct named_partition){req->topics[t].name, req->topics[t].partitions[i].partition_index, n};
+    qsort(all, (size_t)n, sizeof *all, compare_named);
+    for (int32_t i = 1; i < n; i++) {
+        if (compare_named(&all[i - 1], &all[i]) == 0) {
+            dup[all[i - 1].position] = true;
+            dup[all[i].position] = true;
+        }
+    }
+    return dup;
+}
+
 enum handler_result handle_list_offsets(struct request_context *ctx, void *request, void *response)
 {
     struct list_offsets_request *req = request;
@@ -112,6 +163,11 @@ enum handler_result handle_list_offsets(struct request_context *ctx, void *reque
         goto out;
     }
     resp->topics_count = req->topics_count;
+    const bool *duplicate = duplicate_flags(ctx, req);
+    if (!duplicate) {
+        result = HANDLER_CLOSE;
+        goto out;
+    }
     for (int32_t t = 0; t < req->topics_count; t++) {
         struct list_offsets_request_list_offsets_topic *tin = &req->topics[t];
         struct list_offsets_response_list_offsets_topic_response *tout = &resp->topics[t];
@@ -127,11 +183,19 @@ enum handler_result handle_list_offsets(struct request_context *ctx, void *reque
                                                                                               (size_t)tin->name.len)
                                                                : NULL;
         bool allowed = handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC, tin->name, true);
-        for (int32_t i = 0; i < tin->partitions_count; i++) {
-            list_partition(ctx, allowed ? topic : NULL, req->isolation_level == 1, &tin->partitions[i],
-                           &tout->partitions[i]);
+        for (int32_t i = 0; i < tin->partitions_count; i++, duplicate++) {
+            struct list_offsets_response_list_offsets_partition_response *out = &tout->partitions[i];
+            if (allowed && *duplicate) {
+                out->partition_index = tin->partitions[i].partition_index;
+                out->timestamp = -1;
+                out->offset = -1;
+                out->leader_epoch = -1;
+                out->error_code = KAFKA_ERR_INVALID_REQUEST;
+                continue;
+            }
+            list_partition(ctx, allowed ? topic : NULL, req->isolation_level == 1, &tin->partitions[i], out);
             if (!allowed)
-                tout->partitions[i].error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
+                out->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
         }
     }
 out:

@@ -121,6 +121,7 @@ static void fetch_exchange(int port, struct raw_writer *w, int32_t correlation_i
 }
 
 #define ALTERNATING_ENTRIES 2000
+#define DUPLICATE_COPIES 200
 
 /* Topics A, B, A, B ...: a ~60 KB request. Building its response used to
  * size every topic entry for all the partitions left (n^2/2 partition
@@ -155,6 +156,109 @@ static void test_alternating_topics_cost_linear_memory(void **state)
     broker_mark_passed(b);
 }
 
+/* Kafka keys a Fetch's partitions by topic and partition (a later copy
+ * wins, in the first one's place): one partition named many times is read
+ * once and answered once, and a parked fetch watches its log once. */
+static void test_duplicate_fetch_partitions_collapse(void **state)
+{
+    struct test_broker *b = *state;
+    const char *topic = "dup-fetch";
+    rk_create_topic(broker_bootstrap(b), topic, 2, NULL);
+    struct raw_fetch_part parts[DUPLICATE_COPIES + 1];
+    for (int i = 0; i < DUPLICATE_COPIES; i++)
+        parts[i] = (struct raw_fetch_part){topic, 0, 0};
+    parts[DUPLICATE_COPIES] = (struct raw_fetch_part){topic, 1, 0};
+    /* Sessionless and session-opening: both answer each partition once. */
+    for (int32_t epoch = -1; epoch <= 0; epoch++) {
+        struct raw_writer w;
+        put_fetch_v7(&w, 31, 0, 0, 0, epoch, parts, DUPLICATE_COPIES + 1);
+        struct fetch_answer ans;
+        fetch_exchange(broker_port(b), &w, 31, &ans);
+        assert_int_equal(ans.error_code, 0);
+        assert_int_equal(ans.partitions, 2);
+        assert_int_equal(ans.first_error, 0);
+    }
+    /* Parked on both partitions; one append answers it once, at once. */
+    int fd = raw_connect(broker_port(b), 20000);
+    assert_true(fd >= 0);
+    struct raw_writer w;
+    put_fetch_v7(&w, 32, 15000, 1, 0, -1, parts, DUPLICATE_COPIES + 1);
+    assert_int_equal(raw_send_all(fd, w.data, w.len), 0);
+    raw_writer_free(&w);
+    usleep(300 * 1000);
+    const char *conf[] = {"linger.ms", "0", NULL};
+    rd_kafka_t *rk = rk_producer_new(broker_bootstrap(b), conf);
+    long long start = harness_now_ms();
+    assert_int_equal(rk_produce_blocking(rk, topic, 0, NULL, 0, "x", 1, 0, NULL, NULL), 0);
+    uint8_t *frame = NULL;
+    size_t len = 0;
+    assert_int_equal(raw_recv_frame(fd, 20000, 1 << 20, &frame, &len), 0);
+    long long took = harness_now_ms() - start;
+    close(fd);
+    struct fetch_answer ans;
+    parse_fetch_v7(frame, len, 32, &ans);
+    free(frame);
+    rk_producer_destroy(rk);
+    fprintf(stderr, "[fetch-cost] parked fetch naming partition 0 %d times answered in %lld ms\n", DUPLICATE_COPIES,
+            took);
+    assert_int_equal(ans.partitions, 2);
+    assert_true(took < 7500);
+    broker_mark_passed(b);
+}
+
+/* ListOffsets v1+ (as Kafka): every copy of a partition named twice gets
+ * INVALID_REQUEST and is not looked up; the others are answered. */
+static void test_duplicate_list_offsets_partitions_refused(void **state)
+{
+    struct test_broker *b = *state;
+    const char *topic = "dup-offsets";
+    rk_create_topic(broker_bootstrap(b), topic, 2, NULL);
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 2, 5, 41, "cairn-it");
+    raw_put_i32(&w, -1); /* replica_id */
+    raw_put_i8(&w, 0);   /* isolation_level */
+    raw_put_i32(&w, 2);  /* the topic twice: partition 0 in both, 1 once */
+    for (int t = 0; t < 2; t++) {
+        raw_put_string(&w, topic);
+        raw_put_i32(&w, t == 0 ? 2 : 1);
+        for (int p = 0; p < (t == 0 ? 2 : 1); p++) {
+            raw_put_i32(&w, p);  /* partition */
+            raw_put_i32(&w, -1); /* current_leader_epoch */
+            raw_put_i64(&w, 0);  /* timestamp: by time */
+        }
+    }
+    uint8_t *frame = NULL;
+    struct raw_reader r;
+    assert_int_equal(raw_exchange(broker_port(b), &w, 41, false, 10000, &frame, &r), 0);
+    raw_get_i32(&r); /* throttle */
+    int32_t topics = raw_get_i32(&r);
+    assert_int_equal(topics, 2);
+    int16_t errors[3];
+    int32_t indexes[3];
+    int n = 0;
+    for (int t = 0; t < topics; t++) {
+        raw_skip_string(&r);
+        int32_t parts = raw_get_i32(&r);
+        for (int32_t i = 0; i < parts && n < 3; i++, n++) {
+            indexes[n] = raw_get_i32(&r);
+            errors[n] = raw_get_i16(&r);
+            raw_skip(&r, 16); /* timestamp, offset */
+            raw_get_i32(&r);  /* leader epoch */
+        }
+    }
+    assert_false(r.overflow);
+    free(frame);
+    assert_int_equal(n, 3);
+    assert_int_equal(indexes[0], 0);
+    assert_int_equal(errors[0], 42); /* INVALID_REQUEST */
+    assert_int_equal(indexes[1], 1);
+    assert_int_equal(errors[1], 0);
+    assert_int_equal(indexes[2], 0);
+    assert_int_equal(errors[2], 42);
+    broker_mark_passed(b);
+}
+
 static int setup(void **state)
 {
     static struct test_broker b;
@@ -174,6 +278,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_alternating_topics_cost_linear_memory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_duplicate_fetch_partitions_collapse, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_duplicate_list_offsets_partitions_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

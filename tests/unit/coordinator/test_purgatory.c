@@ -245,6 +245,57 @@ static void test_destroy_expires_waiting(void **state)
     free(t);
 }
 
+struct counting_op {
+    struct delayed_op op;
+    atomic_int attempts;
+    atomic_int *freed;
+};
+
+static bool counting_try_complete(struct delayed_op *op, bool expired)
+{
+    struct counting_op *t = (struct counting_op *)op;
+    atomic_fetch_add(&t->attempts, 1);
+    return expired;
+}
+
+static void counting_free(struct delayed_op *op)
+{
+    struct counting_op *t = (struct counting_op *)op;
+    atomic_fetch_add(t->freed, 1);
+}
+
+/* An operation that names one key many times (a fetch naming a partition
+ * over and over), or several keys sharing a bucket, is attempted once per
+ * notify: with one watch entry per copy, one append cost D attempts. */
+static void test_repeated_keys_attempt_once(void **state)
+{
+    (void)state;
+    struct purgatory *p;
+    assert_int_equal(purgatory_create("t", &p), 0);
+    atomic_int freed = 0;
+    struct counting_op *t = calloc(1, sizeof *t);
+    t->op.try_complete = counting_try_complete;
+    t->op.free_fn = counting_free;
+    t->op.deadline_mono_ms = clock_mono_ms() + 60000;
+    t->freed = &freed;
+    for (int i = 0; i < 50; i++)
+        assert_int_equal(delayed_op_watch(&t->op, 7), 0);
+    /* Keys 1..4096 cover every bucket: some share key 7's. */
+    for (uintptr_t k = 1; k <= 4096; k++)
+        assert_int_equal(delayed_op_watch(&t->op, k + 1000), 0);
+    purgatory_add(p, &t->op);
+    assert_int_equal(atomic_load(&t->attempts), 1);
+    purgatory_notify(p, 7);
+    assert_int_equal(atomic_load(&t->attempts), 2);
+    for (uintptr_t k = 1; k <= 4096; k++)
+        purgatory_notify(p, k + 1000);
+    assert_int_equal(atomic_load(&t->attempts), 2 + 4096);
+    assert_int_equal(purgatory_waiting(p), 1);
+    purgatory_destroy(p);
+    assert_int_equal(atomic_load(&freed), 1);
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_destroy_expires_waiting),
         cmocka_unit_test(test_many_keys_all_watched),
         cmocka_unit_test(test_release_keys_without_purgatory),
+        cmocka_unit_test(test_repeated_keys_attempt_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

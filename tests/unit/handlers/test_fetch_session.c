@@ -135,6 +135,28 @@ static void test_full_cache_evicts_least_recent(void **state)
     fetch_session_cache_destroy(c);
 }
 
+/* Kafka keeps a request's partitions in a map: a copy named again
+ * replaces the first one's data in its place, so the plan holds each
+ * partition once, sessionless or not. */
+static void test_duplicates_collapse(void **state)
+{
+    (void)state;
+    struct fetch_session_cache *c = fetch_session_cache_create(10);
+    struct fetch_partition_state parts[5] = {part("a", 0, 5), part("b", 0, 1), part("a", 0, 6), part("a", 0, 7),
+                                             part("b", 1, 2)};
+    struct fetch_plan plan;
+    for (int32_t epoch = -1; epoch <= 0; epoch++) {
+        assert_int_equal(fetch_session_apply(c, 0, epoch, parts, 5, NULL, 0, &plan), 0);
+        assert_int_equal(plan.partition_count, 3);
+        assert_string_equal(plan.partitions[0].topic, "a");
+        assert_int_equal(plan.partitions[0].fetch_offset, 7);
+        assert_string_equal(plan.partitions[1].topic, "b");
+        assert_int_equal(plan.partitions[2].partition, 1);
+        fetch_plan_free(&plan);
+    }
+    fetch_session_cache_destroy(c);
+}
+
 static double now_seconds(void)
 {
     struct timespec ts;
@@ -192,6 +214,7 @@ int main(void)
         cmocka_unit_test(test_sent_state_is_remembered),
         cmocka_unit_test(test_full_cache_evicts_least_recent),
         cmocka_unit_test(test_wide_session_costs_linear_time),
+        cmocka_unit_test(test_duplicates_collapse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
