@@ -1,11 +1,12 @@
 #include "handlers/fetch_session.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "protocol/generated/errors.h"
-#include "util/clock.h"
 #include "util/hash.h"
 
 /* Open-addressing index from (topic, topic id, partition) to a position in
@@ -26,18 +27,23 @@ struct part_set {
     struct part_index index;
 };
 
+/* A session. id is fixed; refs and last_used are guarded by the cache's
+ * lock; next_epoch and set by the session's own lock, so one client's
+ * session work never holds the lock every other fetch needs. */
 struct fetch_session {
     int32_t id;
-    int32_t next_epoch;
+    int refs;           /* the cache's, plus one per fetch using it */
     uint64_t last_used; /* the cache's use counter when last touched */
+    pthread_mutex_t lock;
+    int32_t next_epoch;
     struct part_set set;
 };
 
+/* The lock guards the session table only: finding, adding, evicting. */
 struct fetch_session_cache {
     pthread_mutex_t lock;
-    struct fetch_session *sessions;
+    struct fetch_session **sessions;
     int32_t count, max_slots;
-    uint32_t rng;
     uint64_t use_counter;
     uint64_t hash_seed; /* keys the partition index hash */
 };
@@ -173,6 +179,23 @@ static int part_set_upsert_all(struct part_set *s, uint64_t seed, const struct f
     return 0;
 }
 
+/* Unpredictable bytes from the kernel's CSPRNG. */
+static int random_bytes(void *out, size_t len)
+{
+    uint8_t *p = out;
+    while (len > 0) {
+        ssize_t n = getrandom(p, len, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
 struct fetch_session_cache *fetch_session_cache_create(int32_t max_slots)
 {
     struct fetch_session_cache *c = calloc(1, sizeof *c);
@@ -180,14 +203,34 @@ struct fetch_session_cache *fetch_session_cache_create(int32_t max_slots)
         return NULL;
     c->max_slots = max_slots > 0 ? max_slots : 1;
     c->sessions = calloc((size_t)c->max_slots, sizeof *c->sessions);
-    if (!c->sessions) {
+    if (!c->sessions || random_bytes(&c->hash_seed, sizeof c->hash_seed) != 0) {
+        free(c->sessions);
         free(c);
         return NULL;
     }
     pthread_mutex_init(&c->lock, NULL);
-    c->rng = (uint32_t)clock_mono_ns() | 1;
-    c->hash_seed = (uint64_t)clock_mono_ns() * 0x9E3779B97F4A7C15ull;
     return c;
+}
+
+static void session_free(struct fetch_session *s)
+{
+    part_set_free(&s->set);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+/* Drops a reference; the caller holds the cache's lock. */
+static void session_unref_locked(struct fetch_session *s)
+{
+    if (--s->refs == 0)
+        session_free(s);
+}
+
+static void session_unref(struct fetch_session_cache *c, struct fetch_session *s)
+{
+    pthread_mutex_lock(&c->lock);
+    session_unref_locked(s);
+    pthread_mutex_unlock(&c->lock);
 }
 
 void fetch_session_cache_destroy(struct fetch_session_cache *c)
@@ -195,46 +238,72 @@ void fetch_session_cache_destroy(struct fetch_session_cache *c)
     if (!c)
         return;
     for (int32_t i = 0; i < c->count; i++)
-        part_set_free(&c->sessions[i].set);
+        session_unref_locked(c->sessions[i]);
     free(c->sessions);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
 
-static struct fetch_session *find_session(struct fetch_session_cache *c, int32_t id)
+static int32_t find_slot(struct fetch_session_cache *c, int32_t id)
 {
     for (int32_t i = 0; i < c->count; i++)
-        if (c->sessions[i].id == id)
-            return &c->sessions[i];
-    return NULL;
+        if (c->sessions[i]->id == id)
+            return i;
+    return -1;
 }
 
-static void remove_session(struct fetch_session_cache *c, struct fetch_session *s)
+/* The session with this id, with a reference for the caller, or NULL. */
+static struct fetch_session *session_get(struct fetch_session_cache *c, int32_t id)
 {
-    part_set_free(&s->set);
-    *s = c->sessions[--c->count];
-}
-
-/* A new session evicts the least recently used one when the cache is full. */
-static struct fetch_session *new_session(struct fetch_session_cache *c)
-{
-    if (c->count == c->max_slots) {
-        struct fetch_session *oldest = &c->sessions[0];
-        for (int32_t i = 1; i < c->count; i++)
-            if (c->sessions[i].last_used < oldest->last_used)
-                oldest = &c->sessions[i];
-        remove_session(c, oldest);
+    pthread_mutex_lock(&c->lock);
+    int32_t slot = find_slot(c, id);
+    struct fetch_session *s = slot >= 0 ? c->sessions[slot] : NULL;
+    if (s) {
+        s->refs++;
+        s->last_used = ++c->use_counter;
     }
-    struct fetch_session *s = &c->sessions[c->count++];
-    memset(s, 0, sizeof *s);
-    do {
-        c->rng ^= c->rng << 13;
-        c->rng ^= c->rng >> 17;
-        c->rng ^= c->rng << 5;
-        s->id = (int32_t)(c->rng & 0x7fffffff);
-    } while (s->id == 0 || find_session(c, s->id) != s);
-    s->next_epoch = 1;
+    pthread_mutex_unlock(&c->lock);
     return s;
+}
+
+/* Takes a session out of the table; a fetch still using it keeps it alive. */
+static void remove_slot_locked(struct fetch_session_cache *c, int32_t slot)
+{
+    struct fetch_session *s = c->sessions[slot];
+    c->sessions[slot] = c->sessions[--c->count];
+    session_unref_locked(s);
+}
+
+/* Publishes a filled session under a fresh random id, evicting the least
+ * recently used one when the cache is full. Returns the id, or 0 when no
+ * id could be drawn (the fetch then goes on without a session). */
+static int32_t session_publish(struct fetch_session_cache *c, struct fetch_session *s)
+{
+    pthread_mutex_lock(&c->lock);
+    int32_t id = 0;
+    for (int tries = 0; tries < 8 && id == 0; tries++) {
+        uint32_t r;
+        if (random_bytes(&r, sizeof r) != 0)
+            break;
+        id = (int32_t)(r & 0x7fffffff);
+        if (find_slot(c, id) >= 0)
+            id = 0;
+    }
+    if (id != 0) {
+        if (c->count == c->max_slots) {
+            int32_t oldest = 0;
+            for (int32_t i = 1; i < c->count; i++)
+                if (c->sessions[i]->last_used < c->sessions[oldest]->last_used)
+                    oldest = i;
+            remove_slot_locked(c, oldest);
+        }
+        s->id = id;
+        s->refs = 1;
+        s->last_used = ++c->use_counter;
+        c->sessions[c->count++] = s;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return id;
 }
 
 static int copy_plan(struct fetch_plan *plan, const struct fetch_partition_state *parts, int32_t n)
@@ -265,52 +334,75 @@ static int full_plan(uint64_t seed, const struct fetch_partition_state *updates,
     return rc;
 }
 
+/* An incremental fetch (X/N>0): its updates and forgets go into the session
+ * under the session's lock only. */
+static int apply_incremental(struct fetch_session_cache *c, int32_t session_id, int32_t epoch,
+                             const struct fetch_partition_state *updates, int32_t update_count,
+                             const struct fetch_partition_state *forgotten, int32_t forgotten_count,
+                             struct fetch_plan *plan)
+{
+    struct fetch_session *s = session_get(c, session_id);
+    if (!s) {
+        plan->error_code = KAFKA_ERR_FETCH_SESSION_ID_NOT_FOUND;
+        return 0;
+    }
+    int rc = 0;
+    pthread_mutex_lock(&s->lock);
+    if (s->next_epoch != epoch) {
+        plan->error_code = KAFKA_ERR_INVALID_FETCH_SESSION_EPOCH;
+    } else {
+        rc = part_set_upsert_all(&s->set, c->hash_seed, updates, update_count);
+        for (int32_t i = 0; i < forgotten_count; i++)
+            part_set_forget(&s->set, c->hash_seed, &forgotten[i]);
+        s->next_epoch = epoch == INT32_MAX ? 1 : epoch + 1;
+        plan->incremental = true;
+        plan->response_session_id = s->id;
+        if (rc == 0)
+            rc = copy_plan(plan, s->set.parts, s->set.count);
+    }
+    pthread_mutex_unlock(&s->lock);
+    session_unref(c, s);
+    return rc;
+}
+
+/* A full fetch opening a session (X/0 or 0/0): the session is filled before
+ * it is published, outside every shared lock. */
+static int open_session(struct fetch_session_cache *c, const struct fetch_partition_state *updates,
+                        int32_t update_count, struct fetch_plan *plan)
+{
+    struct fetch_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return -1;
+    pthread_mutex_init(&s->lock, NULL);
+    s->next_epoch = 1;
+    if (part_set_upsert_all(&s->set, c->hash_seed, updates, update_count) != 0 ||
+        copy_plan(plan, s->set.parts, s->set.count) != 0) {
+        session_free(s);
+        return -1;
+    }
+    plan->response_session_id = session_publish(c, s);
+    if (plan->response_session_id == 0)
+        session_free(s);
+    return 0;
+}
+
 int fetch_session_apply(struct fetch_session_cache *c, int32_t session_id, int32_t epoch,
                         const struct fetch_partition_state *updates, int32_t update_count,
                         const struct fetch_partition_state *forgotten, int32_t forgotten_count, struct fetch_plan *plan)
 {
     memset(plan, 0, sizeof *plan);
-    pthread_mutex_lock(&c->lock);
-    int rc = 0;
-    if (session_id != 0 && epoch > 0) {
-        struct fetch_session *s = find_session(c, session_id);
-        if (!s) {
-            plan->error_code = KAFKA_ERR_FETCH_SESSION_ID_NOT_FOUND;
-        } else if (s->next_epoch != epoch) {
-            plan->error_code = KAFKA_ERR_INVALID_FETCH_SESSION_EPOCH;
-        } else {
-            rc = part_set_upsert_all(&s->set, c->hash_seed, updates, update_count);
-            for (int32_t i = 0; i < forgotten_count; i++)
-                part_set_forget(&s->set, c->hash_seed, &forgotten[i]);
-            s->next_epoch = epoch == INT32_MAX ? 1 : epoch + 1;
-            s->last_used = ++c->use_counter;
-            plan->incremental = true;
-            plan->response_session_id = s->id;
-            if (rc == 0)
-                rc = copy_plan(plan, s->set.parts, s->set.count);
-        }
-        pthread_mutex_unlock(&c->lock);
-        return rc;
-    }
+    if (session_id != 0 && epoch > 0)
+        return apply_incremental(c, session_id, epoch, updates, update_count, forgotten, forgotten_count, plan);
     /* A full request: any named session ends here. */
     if (session_id != 0) {
-        struct fetch_session *s = find_session(c, session_id);
-        if (s)
-            remove_session(c, s);
-    }
-    if (epoch == 0) {
-        struct fetch_session *s = new_session(c);
-        s->last_used = ++c->use_counter;
-        rc = part_set_upsert_all(&s->set, c->hash_seed, updates, update_count);
-        plan->response_session_id = s->id;
-        if (rc == 0)
-            rc = copy_plan(plan, s->set.parts, s->set.count);
-        else
-            remove_session(c, s);
+        pthread_mutex_lock(&c->lock);
+        int32_t slot = find_slot(c, session_id);
+        if (slot >= 0)
+            remove_slot_locked(c, slot);
         pthread_mutex_unlock(&c->lock);
-        return rc;
     }
-    pthread_mutex_unlock(&c->lock);
+    if (epoch == 0)
+        return open_session(c, updates, update_count, plan);
     return full_plan(c->hash_seed, updates, update_count, plan);
 }
 
@@ -319,16 +411,19 @@ void fetch_session_record_sent(struct fetch_session_cache *c, int32_t session_id
 {
     if (session_id == 0)
         return;
-    pthread_mutex_lock(&c->lock);
-    struct fetch_session *s = find_session(c, session_id);
-    for (int32_t i = 0; s && i < count; i++) {
+    struct fetch_session *s = session_get(c, session_id);
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    for (int32_t i = 0; i < count; i++) {
         int32_t at = part_set_find(&s->set, c->hash_seed, &sent[i]);
         if (at >= 0) {
             s->set.parts[at].last_high_watermark = sent[i].last_high_watermark;
             s->set.parts[at].last_log_start_offset = sent[i].last_log_start_offset;
         }
     }
-    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&s->lock);
+    session_unref(c, s);
 }
 
 void fetch_plan_free(struct fetch_plan *plan)

@@ -2,8 +2,12 @@
  * only the partitions that changed; the broker remembers the rest and
  * answers with only the partitions that have news.
  *
- * Thread-safety: the cache has one mutex; every function locks it. A session
- * serves one fetch at a time (clients never overlap fetches of a session). */
+ * Thread-safety: every function may be called from any thread. The cache's
+ * mutex guards only its table of sessions (find, add, evict: O(slots) at
+ * most); each session has its own mutex for its partitions, so one
+ * client's wide session never holds up another client's fetch. Session ids
+ * come from the kernel's CSPRNG (getrandom), so a client cannot guess
+ * another's id to close or reuse its session. */
 #ifndef CAIRN_HANDLERS_FETCH_SESSION_H
 #define CAIRN_HANDLERS_FETCH_SESSION_H
 

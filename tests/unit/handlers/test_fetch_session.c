@@ -157,6 +157,55 @@ static void test_duplicates_collapse(void **state)
     fetch_session_cache_destroy(c);
 }
 
+static uint32_t xorshift32(uint32_t x)
+{
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return x;
+}
+
+#define ID_SAMPLES 1024
+
+/* A client that could guess another's session id could close it (X/-1) or
+ * fetch through it. Ids come from the kernel's CSPRNG: no id follows from
+ * the one before (they used to be successive xorshift32 states, masked to
+ * 31 bits), steps do not repeat, and every bit is set about half the
+ * time (1024 samples: 40..60 % is more than six standard deviations). */
+static void test_session_ids_unpredictable(void **state)
+{
+    (void)state;
+    struct fetch_session_cache *c = fetch_session_cache_create(ID_SAMPLES);
+    struct fetch_partition_state one = part("a", 0, 0);
+    static int32_t ids[ID_SAMPLES];
+    for (int i = 0; i < ID_SAMPLES; i++) {
+        struct fetch_plan plan;
+        assert_int_equal(fetch_session_apply(c, 0, 0, &one, 1, NULL, 0, &plan), 0);
+        ids[i] = plan.response_session_id;
+        assert_true(ids[i] > 0);
+        fetch_plan_free(&plan);
+    }
+    assert_int_equal(fetch_session_count(c), ID_SAMPLES);
+    int successors = 0, same_step = 0, bits[31] = {0};
+    for (int i = 0; i < ID_SAMPLES; i++) {
+        if (i > 0) {
+            uint32_t prev = (uint32_t)ids[i - 1];
+            uint32_t a = xorshift32(prev) & 0x7fffffff, b = xorshift32(prev | 0x80000000u) & 0x7fffffff;
+            successors += (uint32_t)ids[i] == a || (uint32_t)ids[i] == b || ids[i] == ids[i - 1] + 1;
+        }
+        if (i > 1)
+            same_step += ids[i] - ids[i - 1] == ids[1] - ids[0];
+        for (int bit = 0; bit < 31; bit++)
+            bits[bit] += ((uint32_t)ids[i] >> bit) & 1;
+    }
+    assert_int_equal(successors, 0);
+    assert_true(same_step < 3);
+    for (int bit = 0; bit < 31; bit++)
+        if (bits[bit] < ID_SAMPLES * 40 / 100 || bits[bit] > ID_SAMPLES * 60 / 100)
+            fail_msg("bit %d is set in %d of %d session ids", bit, bits[bit], ID_SAMPLES);
+    fetch_session_cache_destroy(c);
+}
+
 static double now_seconds(void)
 {
     struct timespec ts;
@@ -215,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_full_cache_evicts_least_recent),
         cmocka_unit_test(test_wide_session_costs_linear_time),
         cmocka_unit_test(test_duplicates_collapse),
+        cmocka_unit_test(test_session_ids_unpredictable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
