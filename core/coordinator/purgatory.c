@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "metrics/metrics.h"
 #include "util/clock.h"
 #include "util/lock_check.h"
 #include "util/logger.h"
@@ -35,6 +36,7 @@ struct purgatory {
     int64_t heap_len, heap_cap;
     bool stopping;
     pthread_t expiry_thread;
+    struct metrics_metric *waiting; /* heap_len, for /metrics; may be NULL */
 };
 
 static size_t bucket_of(uintptr_t key)
@@ -84,6 +86,7 @@ static void heap_remove(struct purgatory *p, struct delayed_op *op)
     if (i < 0 || i >= p->heap_len || p->heap[i] != op)
         return;
     p->heap_len--;
+    metrics_set(p->waiting, p->heap_len);
     if (i != p->heap_len) {
         p->heap[i] = p->heap[p->heap_len];
         p->heap[i]->heap_index = i;
@@ -237,6 +240,10 @@ int purgatory_create(const char *name, struct purgatory **out)
     if (!p)
         return -1;
     snprintf(p->name, sizeof p->name, "%s", name);
+    char labels[64];
+    snprintf(labels, sizeof labels, "purgatory=\"%s\"", p->name);
+    p->waiting = metrics_register(METRICS_GAUGE, "cairn_purgatory_waiting", labels,
+                                  "Delayed requests waiting in a purgatory.");
     pthread_mutex_init(&p->lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -322,6 +329,7 @@ void purgatory_add(struct purgatory *p, struct delayed_op *op)
     if (parked) {
         op->heap_index = p->heap_len;
         p->heap[p->heap_len++] = op;
+        metrics_set(p->waiting, p->heap_len);
         heap_up(p, op->heap_index);
         op->refs++; /* our reference while attempting */
         pthread_cond_signal(&p->wake);
@@ -342,6 +350,18 @@ void purgatory_add(struct purgatory *p, struct delayed_op *op)
     op_attempt(p, op, false);
     pthread_mutex_lock(&p->lock);
     op_unref_locked(p, op);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void purgatory_expire_now(struct purgatory *p, struct delayed_op *op)
+{
+    pthread_mutex_lock(&p->lock);
+    int64_t i = op->heap_index;
+    if (i >= 0 && i < p->heap_len && p->heap[i] == op) {
+        op->deadline_mono_ms = clock_mono_ms();
+        heap_up(p, i);
+        pthread_cond_signal(&p->wake);
+    }
     pthread_mutex_unlock(&p->lock);
 }
 

@@ -58,9 +58,16 @@ void purgatory_destroy(struct purgatory *p);
 /* Tries the operation once; if it did not complete, parks it until a
  * watched key is notified or the deadline passes. */
 void purgatory_add(struct purgatory *p, struct delayed_op *op);
+/* Moves a parked operation's deadline to now, so the expiry thread
+ * completes it at once (its try_complete runs with expired=true). For a
+ * request whose client went away. The caller guarantees op has not been
+ * freed (it has not completed); an op not parked (yet or any more) is left
+ * alone. */
+void purgatory_expire_now(struct purgatory *p, struct delayed_op *op);
 /* Something changed for key: waiting operations watching it try again. */
 void purgatory_notify(struct purgatory *p, uintptr_t key);
-/* Number of operations waiting (for metrics and tests). */
+/* Number of operations waiting (for metrics and tests); also exported as
+ * the gauge cairn_purgatory_waiting{purgatory="<name>"}. */
 int purgatory_waiting(struct purgatory *p);
 
 #endif

@@ -1,6 +1,7 @@
 /* Fetch: answer with file regions of the partition logs (sent with
  * sendfile), wait in the fetch purgatory while fewer than min_bytes are
  * available, and keep incremental fetch sessions (KIP-227). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +17,18 @@
 #include "util/clock.h"
 #include "util/logger.h"
 
+/* The longest a fetch waits for min_bytes, whatever its max_wait_ms asks.
+ * Kafka has no such cap beyond its clients' request.timeout.ms (30 s by
+ * default), past which a client has given up on the answer anyway. */
+#define FETCH_MAX_WAIT_CAP_MS 30000
+
 /* A fetch in progress: owned by the handler until parked, then by the
  * purgatory until it completes. */
 struct fetch_op {
     struct delayed_op op; /* first: the purgatory hands us this pointer */
     struct request_context *ctx;
+    struct purgatory *purgatory;
+    atomic_bool cancelled; /* its connection closed: answer nobody, free now */
     struct fetch_plan plan;
     int32_t min_bytes;
     int32_t max_bytes;
@@ -271,6 +279,10 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
 {
     struct fetch_op *f = (struct fetch_op *)op;
     struct request_context *ctx = f->ctx;
+    if (atomic_load(&f->cancelled)) {
+        request_context_abandon(ctx, true);
+        return true;
+    }
     int32_t n = f->plan.partition_count;
     struct partition_answer *answers = calloc((size_t)(n ? n : 1), sizeof *answers);
     if (!answers) {
@@ -319,6 +331,16 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
     free(answers);
     request_context_respond(ctx);
     return true;
+}
+
+/* On the connection's loop thread: the client is gone, so the parked fetch
+ * is answered (to nobody) by the expiry thread now rather than at its
+ * deadline, and its plan, arena and frame are freed. */
+static void fetch_cancel(void *arg)
+{
+    struct fetch_op *f = arg;
+    atomic_store(&f->cancelled, true);
+    purgatory_expire_now(f->purgatory, &f->op);
 }
 
 static void fetch_op_free(struct delayed_op *op)
@@ -453,6 +475,8 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
     f->op.try_complete = fetch_try_complete;
     f->op.free_fn = fetch_op_free;
     int32_t wait_ms = req->max_wait_ms > 0 ? req->max_wait_ms : 0;
+    if (wait_ms > FETCH_MAX_WAIT_CAP_MS)
+        wait_ms = FETCH_MAX_WAIT_CAP_MS;
     f->op.deadline_mono_ms = clock_mono_ms() + wait_ms;
 
     if (wait_ms == 0 || f->min_bytes <= 0) {
@@ -482,6 +506,8 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
         fetch_op_free(&f->op);
         return HANDLER_DEFERRED;
     }
+    f->purgatory = env->fetch_purgatory;
+    net_request_set_cancel(ctx->net, fetch_cancel, f);
     purgatory_add(env->fetch_purgatory, &f->op);
     return HANDLER_DEFERRED;
 }

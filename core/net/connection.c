@@ -89,6 +89,8 @@ void net_connection_update_poll(struct net_connection *c)
             want = UV_WRITABLE;
         else if (!c->in_flight && !c->throttled && loop->phase == NET_LOOP_RUNNING && !loop->backpressured)
             want = UV_READABLE;
+        else if (c->in_flight)
+            want = UV_DISCONNECT; /* a peer gone while its request waits cancels it */
     }
     if (want == c->poll_events)
         return;
@@ -143,6 +145,9 @@ void net_connection_close(struct net_connection *c, const char *why)
         net_request_free(c->in_flight);
         c->in_flight = NULL;
         net_server_request_done(loop->server);
+    } else if (c->in_flight) {
+        /* The handler has it: tell a parked request to give up now. */
+        net_request_cancel(c->in_flight);
     }
     if (c->reading) {
         net_request_free(c->reading);
@@ -366,6 +371,12 @@ static void conn_on_poll(uv_poll_t *handle, int status, int events)
             logger_warn(NET_LOG, "connection %" PRIu64 " (%s): socket error: %s", c->id, c->peer, strerror(soerr));
             net_connection_close(c, "socket error");
         }
+        return;
+    }
+    /* While a request is in flight only UV_DISCONNECT is asked for; a
+     * hang-up may also show as readable. Either way the peer is gone. */
+    if ((events & (UV_DISCONNECT | UV_READABLE)) && c->in_flight && !c->out_active) {
+        net_connection_close(c, "peer closed while its request was handled");
         return;
     }
     if ((events & UV_WRITABLE) && c->out_active)

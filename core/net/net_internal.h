@@ -58,7 +58,13 @@ struct net_request_impl {
     int32_t throttle_ms;
     bool close_after;
     struct net_conn_change *change; /* NULL unless the handler asked for one */
-    bool close_on_oom;              /* a change could not be recorded: close rather than ignore it */
+    /* net_request_set_cancel: the hook, and whether the connection closed
+     * while the handler held the request; under cancel_lock. */
+    pthread_mutex_t cancel_lock;
+    net_request_cancel_fn cancel_fn;
+    void *cancel_arg;
+    bool cancelled;
+    bool close_on_oom; /* a change could not be recorded: close rather than ignore it */
 };
 
 /* One client socket. Owned by its loop thread; never touched elsewhere. */
@@ -181,6 +187,8 @@ struct net_server {
 void net_server_request_done(struct net_server *server);
 struct net_request_impl *net_request_new(struct net_connection *conn, size_t frame_len, size_t initial_cap);
 void net_request_free(struct net_request_impl *req);
+/* The connection closed while the handler holds req: runs its cancel hook. */
+void net_request_cancel(struct net_request_impl *req);
 
 /* listener.c */
 int net_listeners_open(struct net_server *server, char *err, size_t errlen);

@@ -119,6 +119,7 @@ struct net_request_impl *net_request_new(struct net_connection *conn, size_t fra
     req->pub.principal_name = conn->principal_name;
     req->conn = conn;
     req->loop = conn->loop;
+    pthread_mutex_init(&req->cancel_lock, NULL);
     return req;
 }
 
@@ -134,7 +135,32 @@ void net_request_free(struct net_request_impl *req)
         free(req->change);
     }
     free(req->pub.frame);
+    pthread_mutex_destroy(&req->cancel_lock);
     free(req);
+}
+
+void net_request_set_cancel(struct net_request *pub, net_request_cancel_fn fn, void *arg)
+{
+    struct net_request_impl *req = (struct net_request_impl *)pub;
+    pthread_mutex_lock(&req->cancel_lock);
+    req->cancel_fn = fn;
+    req->cancel_arg = arg;
+    if (req->cancelled && fn) {
+        req->cancel_fn = NULL;
+        fn(arg);
+    }
+    pthread_mutex_unlock(&req->cancel_lock);
+}
+
+void net_request_cancel(struct net_request_impl *req)
+{
+    pthread_mutex_lock(&req->cancel_lock);
+    req->cancelled = true;
+    net_request_cancel_fn fn = req->cancel_fn;
+    req->cancel_fn = NULL;
+    if (fn)
+        fn(req->cancel_arg);
+    pthread_mutex_unlock(&req->cancel_lock);
 }
 
 void net_server_request_done(struct net_server *server)
@@ -199,6 +225,10 @@ void net_request_set_transport(struct net_request *pub, const struct net_transpo
 void net_request_complete(struct net_request *pub, struct kafka_writer *response, int32_t throttle_ms, bool close_after)
 {
     struct net_request_impl *req = (struct net_request_impl *)pub;
+    /* From here the hook's argument may be freed: wait out a running hook. */
+    pthread_mutex_lock(&req->cancel_lock);
+    req->cancel_fn = NULL;
+    pthread_mutex_unlock(&req->cancel_lock);
     if (response) {
         req->response = *response;
         memset(response, 0, sizeof(*response));

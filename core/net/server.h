@@ -103,6 +103,17 @@ int net_server_bound_port(struct net_server *server, int listener_index);
 void net_request_complete(struct net_request *req, struct kafka_writer *response, int32_t throttle_ms,
                           bool close_after);
 
+/* Called once, on the connection's loop thread (or, when the connection
+ * closed before the hook was set, at once on the setting thread), when the
+ * connection closes while its request is with the handler, so a parked
+ * request can give up early. It must not block and must not complete the
+ * request itself: it only tells the request's owner, which then completes
+ * it as usual (the response is dropped). Completing the request removes
+ * the hook; net_request_complete waits for a running hook to return, so
+ * after it arg is never used. One hook per request; a second replaces it. */
+typedef void (*net_request_cancel_fn)(void *arg);
+void net_request_set_cancel(struct net_request *req, net_request_cancel_fn fn, void *arg);
+
 /* Changes to the connection that a request's completion carries, for
  * authentication (SASL). Called by the handler before net_request_complete,
  * from the thread that completes; applied on the connection's loop thread

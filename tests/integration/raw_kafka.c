@@ -518,3 +518,41 @@ const struct raw_api_range *raw_api_versions_find(const struct raw_api_versions 
             return &v->ranges[i];
     return NULL;
 }
+
+/* GET path from the metrics listener; returns the whole HTTP answer. */
+char *raw_http_get(int port, const char *path)
+{
+    int fd = raw_connect(port, 5000);
+    if (fd < 0)
+        return NULL;
+    char req[256];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+    size_t cap = 1 << 20, len = 0;
+    char *buf = malloc(cap);
+    if (!buf || raw_send_all(fd, req, (size_t)n) != 0) {
+        free(buf);
+        close(fd);
+        return NULL;
+    }
+    for (;;) {
+        ssize_t got = recv(fd, buf + len, cap - 1 - len, 0);
+        if (got <= 0)
+            break;
+        len += (size_t)got;
+        if (len >= cap - 1)
+            break;
+    }
+    buf[len] = '\0';
+    close(fd);
+    return buf;
+}
+
+/* Value of the sample line starting with `series ` in a Prometheus page; -1 if absent. */
+long long raw_metric_value(const char *page, const char *series)
+{
+    size_t n = strlen(series);
+    for (const char *line = page; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (strncmp(line, series, n) == 0 && line[n] == ' ')
+            return atoll(line + n + 1);
+    return -1;
+}

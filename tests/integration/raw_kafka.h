@@ -125,4 +125,11 @@ int raw_api_versions(int fd, int16_t version, int32_t correlation_id, struct raw
 /* Looks up api_key; returns NULL if absent. */
 const struct raw_api_range *raw_api_versions_find(const struct raw_api_versions *v, int16_t api_key);
 
+/* GET path from an HTTP listener on 127.0.0.1 (the metrics endpoint);
+ * returns the whole answer, malloc'd, or NULL when it cannot connect. */
+char *raw_http_get(int port, const char *path);
+/* Value of the sample line starting with `series ` in a Prometheus page;
+ * -1 if absent. */
+long long raw_metric_value(const char *page, const char *series);
+
 #endif

@@ -122,6 +122,8 @@ static void fetch_exchange(int port, struct raw_writer *w, int32_t correlation_i
 
 #define ALTERNATING_ENTRIES 2000
 #define DUPLICATE_COPIES 200
+#define PARKED_CONNECTIONS 100
+#define PARKED_WAIT_MS 25000
 
 /* Topics A, B, A, B ...: a ~60 KB request. Building its response used to
  * size every topic entry for all the partitions left (n^2/2 partition
@@ -259,6 +261,83 @@ static void test_duplicate_list_offsets_partitions_refused(void **state)
     broker_mark_passed(b);
 }
 
+/* cairn_purgatory_waiting{purgatory="fetch"} from the broker's /metrics;
+ * -1 when the page or the series is missing. */
+static long long fetch_purgatory_waiting(int metrics_port)
+{
+    char *page = raw_http_get(metrics_port, "/metrics");
+    long long v = page ? raw_metric_value(page, "cairn_purgatory_waiting{purgatory=\"fetch\"}") : -1;
+    free(page);
+    return v;
+}
+
+/* Polls the gauge until it equals want; returns the milliseconds it took,
+ * or -1 after timeout_ms. */
+static long long wait_purgatory(int metrics_port, long long want, int timeout_ms)
+{
+    long long start = harness_now_ms();
+    while (harness_now_ms() - start < timeout_ms) {
+        if (fetch_purgatory_waiting(metrics_port) == want)
+            return harness_now_ms() - start;
+        usleep(20 * 1000);
+    }
+    return -1;
+}
+
+/* A hundred clients each park a Fetch that may wait 25 s, then go away.
+ * Each parked fetch is cancelled when its connection closes, so the
+ * purgatory (and the plans, arenas and frames it holds) is back to empty
+ * within moments, not at the fetches' deadline. */
+static void test_parked_fetches_of_closed_connections_are_freed(void **state)
+{
+    (void)state;
+    struct test_broker b;
+    memset(&b, 0, sizeof b);
+    int metrics_port = harness_free_port();
+    assert_true(metrics_port > 0);
+    char metrics_kv[64];
+    snprintf(metrics_kv, sizeof metrics_kv, "metrics.http.listener=127.0.0.1:%d", metrics_port);
+    const char *overrides[] = {metrics_kv, NULL};
+    broker_start(&b, overrides);
+    const char *topic = "parked";
+    rk_create_topic(broker_bootstrap(&b), topic, 1, NULL);
+    assert_int_equal(wait_purgatory(metrics_port, 0, 5000) >= 0, 1);
+
+    struct raw_fetch_part part = {topic, 0, 0};
+    int fds[PARKED_CONNECTIONS];
+    for (int i = 0; i < PARKED_CONNECTIONS; i++) {
+        fds[i] = raw_connect(broker_port(&b), 10000);
+        assert_true(fds[i] >= 0);
+        struct raw_writer w;
+        put_fetch_v7(&w, 50 + i, PARKED_WAIT_MS, 1, 0, -1, &part, 1);
+        assert_int_equal(raw_send_all(fds[i], w.data, w.len), 0);
+        raw_writer_free(&w);
+    }
+    long long parked_after = wait_purgatory(metrics_port, PARKED_CONNECTIONS, 10000);
+    if (parked_after < 0)
+        fail_msg("expected %d parked fetches, the gauge says %lld", PARKED_CONNECTIONS,
+                 fetch_purgatory_waiting(metrics_port));
+    long hwm_parked = vm_hwm_kib(broker_pid(&b));
+    for (int i = 0; i < PARKED_CONNECTIONS; i++)
+        close(fds[i]);
+    long long freed_after = wait_purgatory(metrics_port, 0, PARKED_WAIT_MS / 2);
+    fprintf(stderr,
+            "[fetch-cost] %d parked fetches (max_wait %d ms): parked in %lld ms, all gone %lld ms after their "
+            "clients closed; VmHWM %ld KiB\n",
+            PARKED_CONNECTIONS, PARKED_WAIT_MS, parked_after, freed_after, hwm_parked);
+    if (freed_after < 0)
+        fail_msg("%lld fetches still parked %d ms after their connections closed",
+                 fetch_purgatory_waiting(metrics_port), PARKED_WAIT_MS / 2);
+    /* The broker still serves: a fresh fetch parks and answers at its deadline. */
+    struct raw_writer w;
+    put_fetch_v7(&w, 49, 200, 1, 0, -1, &part, 1);
+    struct fetch_answer ans;
+    fetch_exchange(broker_port(&b), &w, 49, &ans);
+    assert_int_equal(ans.partitions, 1);
+    broker_mark_passed(&b);
+    broker_cleanup(&b);
+}
+
 static int setup(void **state)
 {
     static struct test_broker b;
@@ -280,6 +359,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_alternating_topics_cost_linear_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicate_fetch_partitions_collapse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicate_list_offsets_partitions_refused, setup, teardown),
+        cmocka_unit_test(test_parked_fetches_of_closed_connections_are_freed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -251,40 +251,6 @@ static rd_kafka_resp_err_t rk_produce_one(struct test_broker *b, const char *top
                         : (stats.delivered == 1 ? RD_KAFKA_RESP_ERR_NO_ERROR : RD_KAFKA_RESP_ERR__FAIL);
 }
 
-/* GET path from the metrics listener; returns the whole HTTP answer. */
-static char *http_get(int port, const char *path)
-{
-    int fd = raw_connect(port, 5000);
-    assert_true(fd >= 0);
-    char req[256];
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
-    assert_int_equal(raw_send_all(fd, req, (size_t)n), 0);
-    size_t cap = 1 << 20, len = 0;
-    char *buf = malloc(cap);
-    assert_non_null(buf);
-    for (;;) {
-        ssize_t got = recv(fd, buf + len, cap - 1 - len, 0);
-        if (got <= 0)
-            break;
-        len += (size_t)got;
-        if (len >= cap - 1)
-            break;
-    }
-    buf[len] = '\0';
-    close(fd);
-    return buf;
-}
-
-/* Value of the sample line starting with `series ` in a Prometheus page; -1 if absent. */
-static long long metric_value(const char *page, const char *series)
-{
-    size_t n = strlen(series);
-    for (const char *line = page; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-        if (strncmp(line, series, n) == 0 && line[n] == ' ')
-            return atoll(line + n + 1);
-    return -1;
-}
-
 /* The file's text; "" when it cannot be read, so a search in it just fails. */
 static char *read_file(const char *path)
 {
@@ -372,15 +338,17 @@ static void test_authorizer_audit_and_metrics(void **state)
     assert_non_null(strstr(log, "[plugin:test_authz] denying 2 topic(s); buffer.size=65536"));
     free(log);
 
-    char *page = http_get(metrics_port, "/metrics");
+    char *page = raw_http_get(metrics_port, "/metrics");
+    assert_non_null(page);
     assert_non_null(strstr(page, "200 OK"));
     assert_non_null(strstr(page, "# TYPE cairn_requests_total counter"));
-    assert_true(metric_value(page, "cairn_requests_total{api=\"Produce\"}") >= 3);
-    assert_true(metric_value(page, "cairn_requests_total{api=\"CreateTopics\"}") >= 2);
-    assert_true(metric_value(page, "cairn_network_bytes_in_total") > 0);
-    assert_true(metric_value(page, "cairn_plugin_test_authz_denials_total") >= 2);
+    assert_true(raw_metric_value(page, "cairn_requests_total{api=\"Produce\"}") >= 3);
+    assert_true(raw_metric_value(page, "cairn_requests_total{api=\"CreateTopics\"}") >= 2);
+    assert_true(raw_metric_value(page, "cairn_network_bytes_in_total") > 0);
+    assert_true(raw_metric_value(page, "cairn_plugin_test_authz_denials_total") >= 2);
     free(page);
-    char *missing = http_get(metrics_port, "/nothing");
+    char *missing = raw_http_get(metrics_port, "/nothing");
+    assert_non_null(missing);
     assert_non_null(strstr(missing, "404"));
     free(missing);
 

@@ -46,6 +46,7 @@ struct test_parked {
 struct test_ctx {
     int splice_fd; /* file used by TEST_CMD_SPLICE; dup()ed per response */
     atomic_int handled;
+    atomic_int cancelled; /* cancel hooks run (TEST_CMD_LATER sets one) */
     atomic_int max_concurrent, concurrent;
     pthread_mutex_t mutex;
     struct test_parked *parked;
@@ -142,6 +143,12 @@ static inline void *test_completer_main(void *arg)
     return NULL;
 }
 
+static inline void test_count_cancel(void *arg)
+{
+    struct test_ctx *ctx = arg;
+    atomic_fetch_add(&ctx->cancelled, 1);
+}
+
 static inline void test_handler(struct net_request *req, void *arg)
 {
     struct test_ctx *ctx = arg;
@@ -171,6 +178,7 @@ static inline void test_handler(struct net_request *req, void *arg)
         struct test_parked *p = calloc(1, sizeof(*p));
         p->req = req;
         p->due_ms = clock_mono_ms() + test_arg(req, 0);
+        net_request_set_cancel(req, test_count_cancel, ctx);
         atomic_fetch_sub(&ctx->concurrent, 1);
         atomic_fetch_add(&ctx->handled, 1);
         pthread_mutex_lock(&ctx->mutex);

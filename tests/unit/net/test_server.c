@@ -278,6 +278,42 @@ static void test_completion_from_another_thread(void **state)
     fixture_finish(&f);
 }
 
+/* A connection that closes while its request is held runs the request's
+ * cancel hook at once (a parked fetch then gives up instead of waiting
+ * for its deadline); one that stays open never runs it. */
+static void test_peer_closing_cancels_held_request(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct net_config cfg;
+    test_config(&cfg);
+    fixture_start(&f, &cfg);
+
+    int kept = test_connect(f.port);
+    int32_t short_delay = 100;
+    assert_int_equal(test_send_request(kept, 1, TEST_CMD_LATER, &short_delay, 1), 0);
+    uint8_t arg[4];
+    test_put_be32(arg, (uint32_t)short_delay);
+    expect_echo(kept, 1, arg, 4);
+    close(kept);
+
+    int fd = test_connect(f.port);
+    int32_t delay = 3000;
+    assert_int_equal(test_send_request(fd, 2, TEST_CMD_LATER, &delay, 1), 0);
+    for (int i = 0; i < 500 && atomic_load(&f.ctx.handled) < 2; i++)
+        test_sleep_ms(2);
+    assert_int_equal(atomic_load(&f.ctx.handled), 2);
+    assert_int_equal(atomic_load(&f.ctx.cancelled), 0);
+    int64_t start = clock_mono_ms();
+    close(fd);
+    for (int i = 0; i < 1000 && atomic_load(&f.ctx.cancelled) < 1; i++)
+        test_sleep_ms(2);
+    assert_int_equal(atomic_load(&f.ctx.cancelled), 1);
+    assert_true(clock_mono_ms() - start < delay / 2);
+    fixture_finish(&f);
+    assert_int_equal(atomic_load(&f.ctx.cancelled), 1);
+}
+
 /* throttle_ms answers at once but holds the next request back. */
 static void test_throttle_delays_next_read(void **state)
 {
@@ -487,6 +523,7 @@ int main(void)
         cmocka_unit_test(test_peer_closing_mid_frame_is_contained),
         cmocka_unit_test(test_idle_connection_is_closed),
         cmocka_unit_test(test_completion_from_another_thread),
+        cmocka_unit_test(test_peer_closing_cancels_held_request),
         cmocka_unit_test(test_throttle_delays_next_read),
         cmocka_unit_test(test_full_queue_applies_backpressure),
         cmocka_unit_test(test_no_response_and_close_after),
