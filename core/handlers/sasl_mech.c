@@ -12,8 +12,8 @@
 
 bool sasl_mech_served(const struct handler_env *env, const char *mechanism)
 {
-    (void)env;
-    return scram_mechanism_from_name(mechanism) != SCRAM_UNKNOWN;
+    return scram_mechanism_from_name(mechanism) != SCRAM_UNKNOWN ||
+           plugin_host_sasl_plugin(env->plugins, mechanism) != NULL;
 }
 
 /* The credential of (user, mechanism) from the current image; false when
@@ -68,15 +68,55 @@ static void scram_step(struct request_context *ctx, struct sasl_conn *st, const 
         step->outcome = SASL_STEP_DONE;
 }
 
+/* A mechanism of an authentication plugin: its session starts with the
+ * first token; its error text is what the client reads. */
+static void plugin_step(struct request_context *ctx, struct sasl_conn *st, const uint8_t *in, size_t in_len,
+                        struct sasl_step *step)
+{
+    step->outcome = SASL_STEP_FAILED;
+    char err[256] = "";
+    if (!st->plugin) {
+        struct loaded_plugin *p = plugin_host_sasl_plugin(ctx->env->plugins, st->mechanism);
+        if (!p) {
+            snprintf(step->reason, sizeof step->reason, "mechanism %s is not served", st->mechanism);
+            return;
+        }
+        if (plugin_host_sasl_start(p, st->mechanism, handler_request_info(ctx), &st->plugin_session, err, sizeof err) !=
+            CAIRN_OK) {
+            snprintf(step->reason, sizeof step->reason, "the plugin did not start the exchange: %s", err);
+            return;
+        }
+        st->plugin = p;
+    }
+    struct cairn_bytes_out out;
+    struct cairn_principal_out principal;
+    int rc = plugin_host_sasl_step(st->plugin, st->plugin_session, in, in_len, &out, &principal, err, sizeof err);
+    step->out = out.data;
+    step->out_len = out.data ? out.len : 0;
+    step->release = out.release;
+    step->release_ctx = out.ctx;
+    if (rc == CAIRN_SASL_CONTINUE) {
+        step->outcome = SASL_STEP_CONTINUE;
+    } else if (rc == CAIRN_SASL_DONE && principal.name[0] && memchr(principal.name, '\0', sizeof principal.name) &&
+               memchr(principal.type, '\0', sizeof principal.type)) {
+        step->outcome = SASL_STEP_DONE;
+        snprintf(step->user, sizeof step->user, "%s", principal.name);
+        snprintf(step->principal_type, sizeof step->principal_type, "%s", principal.type);
+        step->lifetime_ms = principal.session_lifetime_ms > 0 ? principal.session_lifetime_ms : 0;
+    } else {
+        const char *why = rc == CAIRN_SASL_DONE ? "the plugin named no principal" : err[0] ? err : "refused";
+        snprintf(step->reason, sizeof step->reason, "%s", why);
+        snprintf(step->client_message, sizeof step->client_message, "%s", why);
+    }
+}
+
 void sasl_mech_step(struct request_context *ctx, struct sasl_conn *st, const uint8_t *in, size_t in_len,
                     struct sasl_step *step)
 {
-    if (scram_mechanism_from_name(st->mechanism) != SCRAM_UNKNOWN) {
+    if (scram_mechanism_from_name(st->mechanism) != SCRAM_UNKNOWN)
         scram_step(ctx, st, in, in_len, step);
-        return;
-    }
-    step->outcome = SASL_STEP_FAILED;
-    snprintf(step->reason, sizeof step->reason, "mechanism %s is not served", st->mechanism);
+    else
+        plugin_step(ctx, st, in, in_len, step);
 }
 
 void sasl_step_release(struct sasl_step *step)
@@ -92,4 +132,8 @@ void sasl_mech_end(struct sasl_conn *st)
 {
     scram_server_free(st->scram);
     st->scram = NULL;
+    if (st->plugin)
+        plugin_host_sasl_end(st->plugin, st->plugin_session);
+    st->plugin = NULL;
+    st->plugin_session = NULL;
 }

@@ -54,7 +54,8 @@ static int key_len(int mech)
     return mech == SHA256 ? 32 : 64;
 }
 
-static void start_broker(struct sasl_it *t, const char *reauth_ms)
+/* extra: more overrides (NULL-terminated, may be NULL); they come last. */
+static void start_broker_with(struct sasl_it *t, const char *reauth_ms, const char *const *extra)
 {
     t->sasl_port = harness_free_port();
     assert_true(t->sasl_port > 0);
@@ -66,11 +67,19 @@ static void start_broker(struct sasl_it *t, const char *reauth_ms)
     snprintf(t->audit_path, sizeof t->audit_path, "/tmp/cairn-sasl-audit-%d-%d.log", (int)getpid(), t->sasl_port);
     snprintf(audit_file, sizeof audit_file, "plugin.audit.file.path=%s", t->audit_path);
     snprintf(reauth, sizeof reauth, "connections.max.reauth.ms=%s", reauth_ms);
-    const char *overrides[] = {listeners,   "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
-                               plugin_path, "plugins=audit",
-                               audit_file,  reauth,
-                               NULL};
+    const char *overrides[16] = {listeners,   "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
+                                 plugin_path, "plugins=audit",
+                                 audit_file,  reauth};
+    int n = 6;
+    for (int i = 0; extra && extra[i] && n < 15; i++)
+        overrides[n++] = extra[i];
+    overrides[n] = NULL;
     broker_start(&t->broker, overrides);
+}
+
+static void start_broker(struct sasl_it *t, const char *reauth_ms)
+{
+    start_broker_with(t, reauth_ms, NULL);
 }
 
 static void stop_broker(struct sasl_it *t)
@@ -696,13 +705,54 @@ static void test_credential_admin(void **state)
     stop_broker(&t);
 }
 
+/* PLAIN through the auth-sasl plugin (Cyrus SASL) against a sasldb the
+ * test makes with saslpasswd2. */
+static void test_plain_through_cyrus(void **state)
+{
+    (void)state;
+    char db[256], cmd[600], db_key[300];
+    snprintf(db, sizeof db, "/tmp/cairn-sasldb-%d", (int)getpid());
+    unlink(db);
+    snprintf(cmd, sizeof cmd,
+             "printf %%s 'gina-secret' | /usr/sbin/saslpasswd2 -p -c -f '%s' -u cairn -a cairn gina 2>&1", db);
+    if (system(cmd) != 0)
+        fail_msg("saslpasswd2 failed (is sasl2-bin installed?): %s", cmd);
+    snprintf(db_key, sizeof db_key, "plugin.auth-sasl.sasldb_path=%s", db);
+    const char *extra[] = {"plugins=audit,auth-sasl", db_key, "plugin.auth-sasl.realm=cairn",
+                           "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256", NULL};
+    struct sasl_it t;
+    start_broker_with(&t, "0", extra);
+    rk_create_topic(broker_bootstrap(&t.broker), "plain-topic", 1, NULL);
+    produce_and_consume(&t, "PLAIN", "gina", "gina-secret", "plain-topic");
+
+    struct auth_errors errors = {0};
+    rd_kafka_t *rk = scram_producer(&t, "PLAIN", "gina", "wrong", &errors);
+    long long deadline = harness_now_ms() + 10000;
+    while (errors.count == 0 && harness_now_ms() < deadline)
+        rd_kafka_poll(rk, 100);
+    rd_kafka_destroy(rk);
+    if (!strstr(errors.text, "Authentication failed: Invalid username or password"))
+        fail_msg("expected Kafka's PLAIN failure message, got: %s", errors.text);
+
+    /* The handshake offers what is enabled and served, in the configured order. */
+    struct conn c = sasl_connect(&t);
+    char mechanisms[200];
+    assert_int_equal(handshake(&c, "GSSAPI", mechanisms, sizeof mechanisms), ERR_UNSUPPORTED_SASL_MECHANISM);
+    assert_string_equal(mechanisms, "PLAIN,SCRAM-SHA-256");
+    close(c.fd);
+
+    expect_audited(&t, "User:gina", true, NULL, "PLAIN");
+    expect_audited(&t, "User:ANONYMOUS", false, "Invalid username or password", "PLAIN");
+    stop_broker(&t);
+    unlink(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_wire_gate_and_mechanisms),
-        cmocka_unit_test(test_reauthentication),
-        cmocka_unit_test(test_credential_admin),
-        cmocka_unit_test(test_scram_with_librdkafka),
+        cmocka_unit_test(test_wire_gate_and_mechanisms), cmocka_unit_test(test_reauthentication),
+        cmocka_unit_test(test_credential_admin),         cmocka_unit_test(test_scram_with_librdkafka),
+        cmocka_unit_test(test_plain_through_cyrus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
