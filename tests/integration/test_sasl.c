@@ -381,11 +381,11 @@ static int conn_roundtrip(struct conn *c, struct raw_writer *w, bool flexible_he
 }
 
 /* SaslHandshake v1; returns the error and fills the mechanism list. */
-static int16_t handshake(struct conn *c, const char *mechanism, char *mechanisms, size_t cap)
+static int16_t handshake_v(struct conn *c, int16_t version, const char *mechanism, char *mechanisms, size_t cap)
 {
     struct raw_writer w;
     raw_writer_init(&w);
-    raw_frame_begin(&w, 17, 1, ++c->corr, "sasl-it");
+    raw_frame_begin(&w, 17, version, ++c->corr, "sasl-it");
     raw_put_string(&w, mechanism);
     uint8_t *frame;
     struct raw_reader r;
@@ -401,6 +401,11 @@ static int16_t handshake(struct conn *c, const char *mechanism, char *mechanisms
     }
     raw_session_finish_read(&r, frame);
     return err;
+}
+
+static int16_t handshake(struct conn *c, const char *mechanism, char *mechanisms, size_t cap)
+{
+    return handshake_v(c, 1, mechanism, mechanisms, cap);
 }
 
 struct auth_answer {
@@ -450,11 +455,36 @@ static size_t b64(const uint8_t *in, size_t n, char *out)
 
 /* A whole SCRAM exchange (RFC 5802 client side) after a handshake;
  * returns the final answer (error set on failure). */
-static void scram_login(struct conn *c, int mech, const char *user, const char *password, struct auth_answer *a)
+/* After a SaslHandshake v0: a bare token each way, no Kafka header. */
+static int bare_token(struct conn *c, const void *token, size_t len, struct auth_answer *a)
+{
+    uint8_t size[4] = {(uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len};
+    assert_int_equal(raw_send_all(c->fd, size, 4), 0);
+    assert_int_equal(raw_send_all(c->fd, token, len), 0);
+    uint8_t *frame = NULL;
+    size_t n = 0;
+    int rc = raw_recv_frame(c->fd, 10000, sizeof a->bytes - 1, &frame, &n);
+    memset(a, 0, sizeof *a);
+    if (rc == 0) {
+        memcpy(a->bytes, frame, n);
+        a->len = n;
+    }
+    free(frame);
+    return rc;
+}
+
+/* One SCRAM token through SaslAuthenticate, or bare after a v0 handshake. */
+static int scram_token(struct conn *c, bool bare, const char *token, struct auth_answer *a)
+{
+    return bare ? bare_token(c, token, strlen(token), a) : authenticate(c, token, strlen(token), a);
+}
+
+static void scram_login_as(struct conn *c, bool bare, int mech, const char *user, const char *password,
+                           struct auth_answer *a)
 {
     char first[256];
     snprintf(first, sizeof first, "n,,n=%s,r=fyko+d2lbbFgONRv9qkxdawL", user);
-    assert_int_equal(authenticate(c, first, strlen(first), a), 0);
+    assert_int_equal(scram_token(c, bare, first, a), 0);
     if (a->error)
         return;
     char server_first[600];
@@ -480,7 +510,16 @@ static void scram_login(struct conn *c, int mech, const char *user, const char *
     char proof64[100], final[600];
     b64(proof, (size_t)klen, proof64);
     snprintf(final, sizeof final, "%s,p=%s", without_proof, proof64);
-    assert_int_equal(authenticate(c, final, strlen(final), a), 0);
+    int rc = scram_token(c, bare, final, a);
+    if (bare && rc == 1)
+        a->error = ERR_SASL_AUTHENTICATION_FAILED; /* v0 has no error frame: the broker closes */
+    else
+        assert_int_equal(rc, 0);
+}
+
+static void scram_login(struct conn *c, int mech, const char *user, const char *password, struct auth_answer *a)
+{
+    scram_login_as(c, false, mech, user, password, a);
 }
 
 static struct conn sasl_connect(struct sasl_it *t)
@@ -564,6 +603,20 @@ static void test_wire_gate_and_mechanisms(void **state)
     assert_int_equal(authenticate(&c, "x", 1, &a), 0);
     assert_int_equal(a.error, ERR_ILLEGAL_SASL_STATE);
     assert_int_equal(metadata_request(&c), 0);
+    close(c.fd);
+
+    /* SaslHandshake v0: the tokens follow bare, without Kafka headers. */
+    c = sasl_connect(&t);
+    assert_int_equal(handshake_v(&c, 0, "SCRAM-SHA-256", mechanisms, sizeof mechanisms), 0);
+    scram_login_as(&c, true, SHA256, "carol", "carol-secret", &a);
+    assert_int_equal(a.error, 0);
+    assert_true(a.len > 2 && memcmp(a.bytes, "v=", 2) == 0);
+    assert_int_equal(metadata_request(&c), 0);
+    close(c.fd);
+    c = sasl_connect(&t);
+    assert_int_equal(handshake_v(&c, 0, "SCRAM-SHA-256", mechanisms, sizeof mechanisms), 0);
+    scram_login_as(&c, true, SHA256, "carol", "wrong", &a);
+    assert_int_equal(a.error, ERR_SASL_AUTHENTICATION_FAILED);
     close(c.fd);
 
     /* The PLAINTEXT listener answers SASL requests with ILLEGAL_SASL_STATE. */
