@@ -81,7 +81,7 @@ static const struct config_key_def broker_keys[] = {
                 "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
      LOW, IN(NETWORK), .flags = DYN,
      .doc = "Security protocol of each listener name, as NAME:PROTOCOL,...; every listener name needs an entry. "
-            "Only PLAINTEXT listeners are served yet: start-up refuses SSL, SASL_PLAINTEXT and SASL_SSL ones."},
+            "PLAINTEXT and SASL_PLAINTEXT listeners are served; start-up refuses SSL and SASL_SSL ones."},
     {KEY_STRING("inter.broker.listener.name", NULL), MEDIUM, IN(NETWORK), .flags = LATER,
      .doc = "Listener brokers use to reach each other."},
     {KEY_ONE_OF("security.inter.broker.protocol", "PLAINTEXT", PROTOCOLS), MEDIUM, IN(NETWORK), .flags = LATER,
@@ -108,8 +108,13 @@ static const struct config_key_def broker_keys[] = {
      .doc = "Connections accepted across all listeners."},
     {KEY_INT("max.connections.per.ip", "2147483647", 0, I32), MEDIUM, IN(NETWORK), .flags = DYN | LATER,
      .doc = "Connections accepted from one address."},
-    {KEY_LIST("sasl.enabled.mechanisms", "GSSAPI"), MEDIUM, IN(NETWORK), .flags = DYN | LATER,
-     .doc = "SASL mechanisms offered to clients."},
+    {KEY_LIST("sasl.enabled.mechanisms", "GSSAPI"), MEDIUM, IN(NETWORK), .flags = DYN,
+     .doc = "SASL mechanisms offered to clients of SASL listeners (SCRAM-SHA-256, SCRAM-SHA-512, and those of "
+            "authentication plugins); listener.name.<listener>.sasl.enabled.mechanisms overrides it per listener. "
+            "GSSAPI, Kafka's default, is offered only by a plugin that serves it."},
+    {KEY_LONG("connections.max.reauth.ms", "0", 0, I64), MEDIUM, IN(NETWORK),
+     .doc = "KIP-368: lifetime of an authenticated SASL session, sent to the client, which must re-authenticate "
+            "before it ends; the broker closes a connection that does not. 0 disables."},
     {KEY_STRING("ssl.keystore.location", NULL), HIGH, IN(NETWORK), .flags = DYN | LATER,
      .doc = "File holding this broker's TLS key and certificate."},
     {KEY_PASSWORD("ssl.keystore.password"), HIGH, IN(NETWORK), .flags = DYN | LATER,

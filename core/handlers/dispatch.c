@@ -4,6 +4,7 @@
 
 #include "handlers/handlers.h"
 #include "handlers/pipeline.h"
+#include "handlers/sasl.h"
 #include "net/server.h"
 #include "util/clock.h"
 #include "util/logger.h"
@@ -27,6 +28,7 @@ static const struct api_handler_entry handler_table[] = {
     {14, 0, 5, handle_sync_group},
     {15, 0, 5, handle_describe_groups},
     {16, 0, 5, handle_list_groups},
+    {17, 0, 1, handle_sasl_handshake},
     {18, 0, 4, handle_api_versions},
     {19, 2, 7, handle_create_topics},
     {20, 1, 6, handle_delete_topics},
@@ -42,10 +44,13 @@ static const struct api_handler_entry handler_table[] = {
     {32, 1, 4, handle_describe_configs},
     {33, 0, 2, handle_alter_configs},
     {35, 0, 4, handle_describe_log_dirs},
+    {36, 0, 2, handle_sasl_authenticate},
     {37, 0, 3, handle_create_partitions},
     {42, 0, 2, handle_delete_groups},
     {44, 0, 1, handle_incremental_alter_configs},
     {47, 0, 0, handle_offset_delete},
+    {50, 0, 0, handle_describe_user_scram_credentials},
+    {51, 0, 0, handle_alter_user_scram_credentials},
     {60, 0, 1, handle_describe_cluster},
     {61, 0, 0, handle_describe_producers},
     {65, 0, 0, handle_describe_transactions},
@@ -133,7 +138,7 @@ void request_context_respond(struct request_context *ctx)
         }
     }
     pipeline_count_response((size_t)kafka_writer_total_len(&w));
-    net_request_complete(ctx->net, &w, throttle_ms, false);
+    net_request_complete(ctx->net, &w, throttle_ms, ctx->close_after_response);
     context_free(ctx);
 }
 
@@ -151,6 +156,10 @@ static void respond_api_versions_unsupported(struct request_context *ctx)
 void handlers_dispatch(struct net_request *req, void *env_arg)
 {
     struct handler_env *env = env_arg;
+    if (sasl_expects_raw_token(req)) {
+        sasl_handle_raw_token(req, env);
+        return;
+    }
     if (req->frame_len < 8) {
         logger_warn("dispatch", "request of %zu bytes from %s is too short for a header; closing", req->frame_len,
                     req->peer);
@@ -220,7 +229,10 @@ void handlers_dispatch(struct net_request *req, void *env_arg)
     }
 
     /* Authentication is the connection's principal (handler_request_info);
-     * authorization runs inside each handler, per resource, as Kafka does. */
+     * authorization runs inside each handler, per resource, as Kafka does.
+     * On SASL listeners nothing else is served before it. */
+    if (!sasl_gate(ctx))
+        return;
     int64_t started_ns = ctx->started_ns;
     enum handler_result result = entry->handler(ctx, ctx->request, ctx->response);
     /* A deferred request may already be answered and freed: hands off. Its

@@ -72,6 +72,7 @@ struct request_context {
     int64_t io_ns;
     int64_t started_ns;
     struct handler_authz_memo *authz_memo; /* decisions already made for this request */
+    bool close_after_response;             /* close the connection once the response is sent (SASL failures) */
 };
 
 enum handler_result {
@@ -104,6 +105,10 @@ void request_context_abandon(struct request_context *ctx, bool close_connection)
 
 /* Per-API handlers. */
 enum handler_result handle_api_versions(struct request_context *, void *, void *);
+enum handler_result handle_sasl_handshake(struct request_context *, void *, void *);
+enum handler_result handle_sasl_authenticate(struct request_context *, void *, void *);
+enum handler_result handle_describe_user_scram_credentials(struct request_context *, void *, void *);
+enum handler_result handle_alter_user_scram_credentials(struct request_context *, void *, void *);
 enum handler_result handle_metadata(struct request_context *, void *, void *);
 enum handler_result handle_produce(struct request_context *, void *, void *);
 enum handler_result handle_fetch(struct request_context *, void *, void *);

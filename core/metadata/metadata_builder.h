@@ -64,6 +64,13 @@ int metadata_builder_add_acl(struct metadata_builder *b, const struct metadata_a
 /* RemoveAccessControlEntryRecord: an unknown id is an error. */
 int metadata_builder_remove_acl(struct metadata_builder *b, const struct kafka_uuid *id, char *err, size_t errlen);
 
+/* UserScramCredentialRecord: adds or replaces (deep-copies) the credential
+ * of (name, mechanism). RemoveUserScramCredentialRecord: an unknown one is
+ * an error. */
+int metadata_builder_put_scram(struct metadata_builder *b, const struct metadata_scram *cred, char *err, size_t errlen);
+int metadata_builder_remove_scram(struct metadata_builder *b, const char *name, int8_t mechanism, char *err,
+                                  size_t errlen);
+
 /* Finishes the image (indexes it) and frees the builder. Returns NULL on
  * allocation failure (the builder is freed either way). */
 struct metadata_image *metadata_builder_finish(struct metadata_builder *b, int64_t last_offset);

@@ -82,6 +82,20 @@ struct metadata_acl {
     int8_t permission_type;
 };
 
+/* One SCRAM credential (UserScramCredentialRecord): what a server needs to
+ * check a SCRAM exchange, never the password. mechanism is Kafka's
+ * ScramMechanism (1 SCRAM-SHA-256, 2 SCRAM-SHA-512). */
+struct metadata_scram {
+    char *name;
+    int8_t mechanism;
+    uint8_t *salt;
+    int32_t salt_len;
+    uint8_t stored_key[64];
+    uint8_t server_key[64];
+    int32_t key_len; /* 32 or 64 */
+    int32_t iterations;
+};
+
 /* A dynamic broker config: resource "" is the cluster-wide default, "<id>" one broker. */
 struct metadata_broker_config {
     char *resource;
@@ -104,6 +118,8 @@ struct metadata_image {
     int64_t next_producer_id;  /* first id of the next producer id block (ProducerIdsRecord) */
     struct metadata_acl *acls; /* sorted by id */
     int32_t acl_count;
+    struct metadata_scram *scrams; /* sorted by name, then mechanism */
+    int32_t scram_count;
     /* Open-addressing tables of (topic index + 1), 0 = empty; size is a power of two. */
     uint32_t *name_table;
     uint32_t *id_table;
@@ -120,6 +136,7 @@ const struct metadata_topic *metadata_image_topic_by_name(const struct metadata_
 const struct metadata_topic *metadata_image_topic_by_id(const struct metadata_image *img, const struct kafka_uuid *id);
 const struct metadata_broker *metadata_image_broker(const struct metadata_image *img, int32_t node_id);
 const struct metadata_acl *metadata_image_acl(const struct metadata_image *img, const struct kafka_uuid *id);
+const struct metadata_scram *metadata_image_scram(const struct metadata_image *img, const char *name, int8_t mechanism);
 const struct metadata_partition *metadata_topic_partition(const struct metadata_topic *topic, int32_t partition);
 /* Value of a topic's dynamic config, NULL when not set. */
 const char *metadata_topic_config(const struct metadata_topic *topic, const char *name);

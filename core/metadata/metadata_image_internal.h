@@ -23,4 +23,9 @@ int metadata_acls_copy(struct metadata_image *dst, const struct metadata_image *
 void metadata_acls_free(struct metadata_image *img);
 bool metadata_acls_equal(const struct metadata_image *a, const struct metadata_image *b);
 
+/* SCRAM credentials of an image (metadata_scram.c), likewise. */
+int metadata_scrams_copy(struct metadata_image *dst, const struct metadata_image *src);
+void metadata_scrams_free(struct metadata_image *img);
+bool metadata_scrams_equal(const struct metadata_image *a, const struct metadata_image *b);
+
 #endif

@@ -97,6 +97,10 @@ int metadata_image_to_records(const struct metadata_image *img, struct metadata_
         metadata_record_write_acl(w, &img->acls[i]);
         rc |= mark(out);
     }
+    for (int32_t i = 0; i < img->scram_count; i++) {
+        metadata_record_write_scram(w, &img->scrams[i]);
+        rc |= mark(out);
+    }
     return rc != 0 || w->failed ? -1 : 0;
 }
 

@@ -19,9 +19,11 @@
 #include "protocol/generated/register_broker_record.h"
 #include "protocol/generated/remove_access_control_entry_record.h"
 #include "protocol/generated/remove_topic_record.h"
+#include "protocol/generated/remove_user_scram_credential_record.h"
 #include "protocol/generated/topic_record.h"
 #include "protocol/generated/unfence_broker_record.h"
 #include "protocol/generated/unregister_broker_record.h"
+#include "protocol/generated/user_scram_credential_record.h"
 
 /* Latest versions this file writes and the highest it reads. */
 #define REGISTER_BROKER_MAX_VERSION 3
@@ -151,6 +153,27 @@ void metadata_record_write_remove_acl(struct kafka_writer *w, const struct kafka
     write_frame(w, METADATA_RECORD_REMOVE_ACCESS_CONTROL_ENTRY, 0);
     struct remove_access_control_entry_record m = {.id = *id};
     remove_access_control_entry_record_encode(&m, w, 0);
+}
+
+void metadata_record_write_scram(struct kafka_writer *w, const struct metadata_scram *cred)
+{
+    write_frame(w, METADATA_RECORD_USER_SCRAM_CREDENTIAL, 0);
+    struct user_scram_credential_record m = {
+        .name = str_of(cred->name),
+        .mechanism = cred->mechanism,
+        .salt = {cred->salt, cred->salt_len},
+        .stored_key = {cred->stored_key, cred->key_len},
+        .server_key = {cred->server_key, cred->key_len},
+        .iterations = cred->iterations,
+    };
+    user_scram_credential_record_encode(&m, w, 0);
+}
+
+void metadata_record_write_remove_scram(struct kafka_writer *w, const char *name, int8_t mechanism)
+{
+    write_frame(w, METADATA_RECORD_REMOVE_USER_SCRAM_CREDENTIAL, 0);
+    struct remove_user_scram_credential_record m = {.name = str_of(name), .mechanism = mechanism};
+    remove_user_scram_credential_record_encode(&m, w, 0);
 }
 
 void metadata_record_write_partition(struct kafka_writer *w, const struct kafka_uuid *topic_id,
@@ -385,6 +408,34 @@ static enum metadata_apply_result apply_acl(struct metadata_builder *b, struct k
     return applied(metadata_builder_add_acl(b, &acl, err, errlen));
 }
 
+static enum metadata_apply_result apply_scram(struct metadata_builder *b, struct kafka_reader *r,
+                                              struct kafka_arena *arena, char *err, size_t errlen)
+{
+    struct user_scram_credential_record m;
+    if (decoded(user_scram_credential_record_decode(&m, r, 0, arena), r) != 0)
+        return invalid(err, errlen, "UserScramCredentialRecord", r);
+    if (m.stored_key.len != m.server_key.len || (m.stored_key.len != 32 && m.stored_key.len != 64) || m.salt.len < 0) {
+        snprintf(err, errlen, "UserScramCredentialRecord with keys of %d and %d bytes", m.stored_key.len,
+                 m.server_key.len);
+        return METADATA_APPLY_INVALID;
+    }
+    struct metadata_scram cred = {
+        .name = arena_cstr(arena, m.name),
+        .mechanism = m.mechanism,
+        .salt = (uint8_t *)m.salt.data,
+        .salt_len = m.salt.len,
+        .key_len = m.stored_key.len,
+        .iterations = m.iterations,
+    };
+    if (!cred.name) {
+        snprintf(err, errlen, "out of memory");
+        return METADATA_APPLY_INVALID;
+    }
+    memcpy(cred.stored_key, m.stored_key.data, (size_t)m.stored_key.len);
+    memcpy(cred.server_key, m.server_key.data, (size_t)m.server_key.len);
+    return applied(metadata_builder_put_scram(b, &cred, err, errlen));
+}
+
 static enum metadata_apply_result apply_body(struct metadata_builder *b, uint32_t type, uint32_t version,
                                              struct kafka_reader *r, struct kafka_arena *arena, char *err,
                                              size_t errlen)
@@ -480,6 +531,21 @@ static enum metadata_apply_result apply_body(struct metadata_builder *b, uint32_
         if (version > BROKER_REGISTRATION_CHANGE_MAX_VERSION)
             break;
         return apply_broker_registration_change(b, r, version, arena, err, errlen);
+    case METADATA_RECORD_USER_SCRAM_CREDENTIAL:
+        if (version > 0)
+            break;
+        return apply_scram(b, r, arena, err, errlen);
+    case METADATA_RECORD_REMOVE_USER_SCRAM_CREDENTIAL: {
+        struct remove_user_scram_credential_record m;
+        if (version > 0)
+            break;
+        if (decoded(remove_user_scram_credential_record_decode(&m, r, 0, arena), r) != 0)
+            return invalid(err, errlen, "RemoveUserScramCredentialRecord", r);
+        char *name = arena_cstr(arena, m.name);
+        if (!name)
+            return invalid(err, errlen, "RemoveUserScramCredentialRecord", r);
+        return applied(metadata_builder_remove_scram(b, name, m.mechanism, err, errlen));
+    }
     case METADATA_RECORD_NO_OP:
         return METADATA_APPLY_OK;
     default:

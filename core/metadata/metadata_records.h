@@ -36,6 +36,8 @@ enum metadata_record_type {
     METADATA_RECORD_REMOVE_ACCESS_CONTROL_ENTRY = 19,
     METADATA_RECORD_BROKER_REGISTRATION_CHANGE = 17,
     METADATA_RECORD_NO_OP = 20,
+    METADATA_RECORD_USER_SCRAM_CREDENTIAL = 11,
+    METADATA_RECORD_REMOVE_USER_SCRAM_CREDENTIAL = 22,
 };
 
 /* metadata.version feature level written at bootstrap: the first level whose
@@ -62,6 +64,9 @@ void metadata_record_write_producer_ids(struct kafka_writer *w, int32_t broker_i
 /* AccessControlEntryRecord / RemoveAccessControlEntryRecord. */
 void metadata_record_write_acl(struct kafka_writer *w, const struct metadata_acl *acl);
 void metadata_record_write_remove_acl(struct kafka_writer *w, const struct kafka_uuid *id);
+/* UserScramCredentialRecord / RemoveUserScramCredentialRecord. */
+void metadata_record_write_scram(struct kafka_writer *w, const struct metadata_scram *cred);
+void metadata_record_write_remove_scram(struct kafka_writer *w, const char *name, int8_t mechanism);
 /* value NULL writes a null value (delete). */
 void metadata_record_write_config(struct kafka_writer *w, int8_t resource_type, const char *resource, const char *name,
                                   const char *value);

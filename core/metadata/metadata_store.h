@@ -138,6 +138,22 @@ int16_t metadata_allocate_producer_ids(struct metadata_store *store, int32_t bro
  * new block when the current one is used up (or none exists yet). */
 int16_t metadata_next_producer_id(struct metadata_store *store, int64_t *id, char *err, size_t errlen);
 
+/* One AlterUserScramCredentials alteration: remove the credential of
+ * (name, mechanism), or put cred (whose name and mechanism it carries). */
+struct metadata_scram_change {
+    const char *name;
+    int8_t mechanism;
+    const struct metadata_scram *cred; /* NULL: remove */
+    int16_t error_code;                /* in: an error found by the caller; out: the result */
+};
+
+/* Applies the changes in one batch, per user as Kafka does: a removal of a
+ * credential that does not exist is RESOURCE_NOT_FOUND, and when any change
+ * of a user failed (here or in the caller's checks), none of that user's
+ * changes are written. Returns NONE, or the error of the batch commit. */
+int16_t metadata_alter_scram(struct metadata_store *store, struct metadata_scram_change *changes, int32_t count,
+                             char *err, size_t errlen);
+
 /* Topic name rules (Kafka's): returns KAFKA_ERR_NONE or INVALID_TOPIC_EXCEPTION with a reason. */
 int16_t metadata_validate_topic_name(const char *name, char *err, size_t errlen);
 

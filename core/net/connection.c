@@ -124,6 +124,8 @@ void net_connection_free_if_done(struct net_connection *c)
         loop->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
+    if (c->auth_state && c->auth_state_free)
+        c->auth_state_free(c->auth_state);
     free(c->in_buf);
     free(c);
 }
@@ -451,6 +453,14 @@ static void conn_apply_change(struct net_connection *c, struct net_conn_change *
     }
     if (change->set_session_expiry)
         c->session_expiry_ms = change->session_expiry_ms;
+    if (change->set_auth_state) {
+        if (c->auth_state && c->auth_state != change->auth_state && c->auth_state_free)
+            c->auth_state_free(c->auth_state);
+        c->auth_state = change->auth_state;
+        c->auth_state_free = change->auth_state_free;
+        change->auth_state = NULL;
+        change->set_auth_state = false;
+    }
     if (change->transport_ops) {
         net_transport_release(c->next_transport_ops, c->next_transport_state, c->fd);
         c->next_transport_ops = change->transport_ops;
@@ -465,6 +475,8 @@ void net_connection_on_completed(struct net_request_impl *req)
     struct net_connection *c = req->conn;
     c->in_flight = NULL;
     if (c->closed) {
+        if (req->change && req->change->auth_state == c->auth_state)
+            req->change->auth_state = NULL; /* the connection frees it */
         net_request_free(req);
         net_connection_free_if_done(c);
         return;

@@ -42,6 +42,9 @@ struct net_conn_change {
     int64_t session_expiry_ms;
     const struct net_transport_ops *transport_ops; /* NULL: keep the transport */
     void *transport_state;
+    bool set_auth_state;
+    void *auth_state; /* freed with auth_state_free unless applied */
+    void (*auth_state_free)(void *state);
 };
 
 /* A request as allocated by the network layer. Created and filled by the
@@ -88,8 +91,10 @@ struct net_connection {
     char principal_type[NET_PRINCIPAL_TYPE_MAX];
     char principal_name[NET_PRINCIPAL_NAME_MAX];
     int64_t session_expiry_ms; /* clock_mono_ms() deadline, 0 = none (KIP-368) */
-    bool closed;               /* socket closed; the struct may wait for its in-flight request */
-    int poll_events;           /* events currently registered with uv_poll */
+    void *auth_state;          /* net_request_set_auth_state; freed with the connection */
+    void (*auth_state_free)(void *state);
+    bool closed;     /* socket closed; the struct may wait for its in-flight request */
+    int poll_events; /* events currently registered with uv_poll */
 
     /* input */
     uint8_t *in_buf;

@@ -67,11 +67,13 @@ static int config_check(const struct net_config *cfg, char *err, size_t errlen)
             snprintf(err, errlen, "listener %s: port %d must be 0..65535", lc->name, lc->port);
             return -1;
         }
-        /* Serving TLS or SASL listeners as plaintext would be a silent
-         * security hole: without a transport for them, refuse. */
-        if (lc->security_protocol != NET_SECURITY_PLAINTEXT && !lc->transport_init) {
+        /* Serving TLS listeners as plaintext would be a silent security
+         * hole: without a transport for them, refuse. SASL_PLAINTEXT runs
+         * on the plain transport (the handlers authenticate). */
+        if (lc->security_protocol != NET_SECURITY_PLAINTEXT && lc->security_protocol != NET_SECURITY_SASL_PLAINTEXT &&
+            !lc->transport_init) {
             snprintf(err, errlen,
-                     "listener %s: security protocol %s is not supported (only PLAINTEXT "
+                     "listener %s: security protocol %s is not supported (only PLAINTEXT and SASL_PLAINTEXT "
                      "listeners can be served)",
                      lc->name, net_security_protocol_name(lc->security_protocol));
             return -1;
@@ -117,6 +119,7 @@ struct net_request_impl *net_request_new(struct net_connection *conn, size_t fra
     req->pub.security_protocol = conn->security_protocol;
     req->pub.principal_type = conn->principal_type;
     req->pub.principal_name = conn->principal_name;
+    req->pub.auth_state = conn->auth_state;
     req->conn = conn;
     req->loop = conn->loop;
     pthread_mutex_init(&req->cancel_lock, NULL);
@@ -132,6 +135,8 @@ void net_request_free(struct net_request_impl *req)
     if (req->change) {
         /* A transport that never got installed still owns its state. */
         net_transport_release(req->change->transport_ops, req->change->transport_state, -1);
+        if (req->change->auth_state && req->change->auth_state_free)
+            req->change->auth_state_free(req->change->auth_state);
         free(req->change);
     }
     free(req->pub.frame);
@@ -207,6 +212,23 @@ void net_request_set_session_expiry(struct net_request *pub, int64_t expiry_mono
     }
     change->session_expiry_ms = expiry_mono_ms > 0 ? expiry_mono_ms : 0;
     change->set_session_expiry = true;
+}
+
+int net_request_set_auth_state(struct net_request *pub, void *state, void (*free_fn)(void *state))
+{
+    struct net_conn_change *change = request_change(pub);
+    if (!change) {
+        if (state && state != pub->auth_state && free_fn)
+            free_fn(state);
+        ((struct net_request_impl *)pub)->close_on_oom = true;
+        return -1;
+    }
+    if (change->auth_state && change->auth_state != state && change->auth_state_free)
+        change->auth_state_free(change->auth_state);
+    change->set_auth_state = true;
+    change->auth_state = state;
+    change->auth_state_free = free_fn;
+    return 0;
 }
 
 void net_request_set_transport(struct net_request *pub, const struct net_transport_ops *ops, void *state)

@@ -68,6 +68,11 @@ struct net_request {
      * valid until net_request_complete. */
     const char *principal_type;
     const char *principal_name;
+    /* The connection's authentication state (SASL exchange, NULL until a
+     * handler installs one with net_request_set_auth_state). The handler of
+     * the connection's one in-flight request may read and change what it
+     * points to; the connection owns and frees it. */
+    void *auth_state;
     uint8_t *frame; /* request bytes after the 4-byte size prefix */
     size_t frame_len;
     int64_t received_mono_ns; /* clock_mono_ns() when the last byte arrived */
@@ -128,6 +133,14 @@ int net_request_set_principal(struct net_request *req, const char *type, const c
  * closed on its next request that is not SaslHandshake or SaslAuthenticate.
  * 0 means the session never expires (the default). */
 void net_request_set_session_expiry(struct net_request *req, int64_t expiry_mono_ms);
+
+/* Gives the connection a new authentication state (replacing and freeing
+ * any previous one with its free function) from then on; free_fn(state)
+ * runs when the connection is freed, or at once if the completion is never
+ * applied. state may be the current one (to set it again is a no-op).
+ * Returns -1 (state freed, connection closed after the response)
+ * when the change cannot be recorded. */
+int net_request_set_auth_state(struct net_request *req, void *state, void (*free_fn)(void *state));
 
 /* Replaces the connection's transport once this request's response is
  * written: the old one's close runs, then ops/state take over (ops->close

@@ -120,3 +120,37 @@ void plugin_host_audit_admin(struct plugin_host *host, const struct cairn_reques
     ev.details_json = details_json;
     plugin_host_audit(host, &ev);
 }
+
+struct loaded_plugin *plugin_host_sasl_plugin(struct plugin_host *host, const char *mechanism)
+{
+    for (size_t i = 0; host && mechanism && i < host->authenticator_count; i++) {
+        const struct cairn_authn_vtable *t = host->authenticators[i]->desc->authentication;
+        for (const char *const *m = t->sasl_mechanisms; m && *m; m++)
+            if (strcmp(*m, mechanism) == 0)
+                return host->authenticators[i];
+    }
+    return NULL;
+}
+
+int plugin_host_sasl_start(struct loaded_plugin *p, const char *mechanism, const struct cairn_request_info *connection,
+                           void **session, char *err, size_t errlen)
+{
+    *session = NULL;
+    return p->desc->authentication->sasl_start(p->instance, mechanism, connection, session, err, errlen);
+}
+
+int plugin_host_sasl_step(struct loaded_plugin *p, void *session, const uint8_t *in, size_t in_len,
+                          struct cairn_bytes_out *out, struct cairn_principal_out *principal, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    memset(principal, 0, sizeof *principal);
+    principal->struct_size = sizeof *principal;
+    return p->desc->authentication->sasl_step(p->instance, session, in, in_len, out, principal, err, errlen);
+}
+
+void plugin_host_sasl_end(struct loaded_plugin *p, void *session)
+{
+    if (p->desc->authentication->sasl_end)
+        p->desc->authentication->sasl_end(p->instance, session);
+}

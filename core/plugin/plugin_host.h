@@ -71,6 +71,17 @@ void plugin_host_audit(struct plugin_host *host, const struct cairn_audit_event 
 void plugin_host_audit_authentication(struct plugin_host *host, const struct cairn_request_info *request,
                                       const char *mechanism, bool success, const char *error_message);
 
+/* SASL through authentication plugins, for the SaslAuthenticate handler.
+ * The plugin serving a mechanism (the first loaded that lists it), or NULL. */
+struct loaded_plugin *plugin_host_sasl_plugin(struct plugin_host *host, const char *mechanism);
+/* The authn table's sasl_start / sasl_step (out and principal are cleared
+ * and sized first) / sasl_end, on that plugin's instance. */
+int plugin_host_sasl_start(struct loaded_plugin *p, const char *mechanism, const struct cairn_request_info *connection,
+                           void **session, char *err, size_t errlen);
+int plugin_host_sasl_step(struct loaded_plugin *p, void *session, const uint8_t *in, size_t in_len,
+                          struct cairn_bytes_out *out, struct cairn_principal_out *principal, char *err, size_t errlen);
+void plugin_host_sasl_end(struct loaded_plugin *p, void *session);
+
 /* An ADMIN event; details_json may be NULL. */
 void plugin_host_audit_admin(struct plugin_host *host, const struct cairn_request_info *request,
                              const char *admin_operation, int32_t resource_type, const char *resource_name,

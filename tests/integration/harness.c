@@ -225,9 +225,19 @@ static pid_t harness_spawn(struct test_broker *b)
         argv[argc++] = "--override";
         argv[argc++] = fixed[i];
     }
+    /* "%PORT%" in an override stands for the harness's PLAINTEXT port (a
+     * test adding listeners keeps that one). */
+    char substituted[BROKER_MAX_OVERRIDES][512];
     for (int i = 0; i < b->override_count; i++) {
         argv[argc++] = "--override";
-        argv[argc++] = b->overrides[i];
+        const char *at = strstr(b->overrides[i], "%PORT%");
+        if (at) {
+            snprintf(substituted[i], sizeof substituted[i], "%.*s%d%s", (int)(at - b->overrides[i]), b->overrides[i],
+                     b->port, at + 6);
+            argv[argc++] = substituted[i];
+        } else {
+            argv[argc++] = b->overrides[i];
+        }
     }
     argv[argc] = NULL;
 

@@ -1,5 +1,5 @@
-/* Listener security protocols at start-up: until TLS and SASL exist,
- * cairnd must refuse a listener mapped to anything but PLAINTEXT (serving
+/* Listener security protocols at start-up: until TLS exists, cairnd must
+ * refuse a listener mapped to SSL or SASL_SSL (serving
  * it as plaintext would be a silent security hole), with one line naming
  * the listener and its protocol, and must never open that listener. */
 #include <setjmp.h>
@@ -69,14 +69,16 @@ static void expect_refused(const char *listener_name, const char *extra, const c
 static void test_ssl_listener_is_refused(void **state)
 {
     (void)state;
-    expect_refused("SSL", NULL, "listener SSL has security protocol SSL, which is not supported yet (only PLAINTEXT)");
+    expect_refused("SSL", NULL,
+                   "listener SSL has security protocol SSL, which is not supported yet (only PLAINTEXT and "
+                   "SASL_PLAINTEXT)");
 }
 
 static void test_listener_mapped_to_sasl_is_refused(void **state)
 {
     (void)state;
-    expect_refused("CLIENT", "listener.security.protocol.map=CLIENT:SASL_PLAINTEXT",
-                   "listener CLIENT has security protocol SASL_PLAINTEXT, which is not supported yet");
+    expect_refused("CLIENT", "listener.security.protocol.map=CLIENT:SASL_SSL",
+                   "listener CLIENT has security protocol SASL_SSL, which is not supported yet");
     expect_refused("PLAINTEXT", "listener.security.protocol.map=PLAINTEXT:SASL_SSL",
                    "listener PLAINTEXT has security protocol SASL_SSL, which is not supported yet");
 }

@@ -440,6 +440,68 @@ static void test_acl_records_replay_and_remove(void **state)
     metadata_record_list_free(&records);
 }
 
+static struct metadata_scram test_scram(const char *name, int8_t mechanism, uint8_t fill)
+{
+    static uint8_t salt[8][8]; /* one per fill value used */
+    struct metadata_scram c = {.name = (char *)name, .mechanism = mechanism, .iterations = 4096 + fill};
+    memset(salt[fill % 8], fill, sizeof salt[0]);
+    c.salt = salt[fill % 8];
+    c.salt_len = sizeof salt[0];
+    c.key_len = mechanism == 1 ? 32 : 64;
+    memset(c.stored_key, fill, sizeof c.stored_key);
+    memset(c.server_key, fill + 1, sizeof c.server_key);
+    return c;
+}
+
+/* SCRAM credentials: applied per user (a failed change of a user keeps all
+ * of that user's out), kept through a snapshot, removed by their record. */
+static void test_scram_credentials_replay_and_snapshot(void **state)
+{
+    struct fixture *f = *state;
+    reopen_store(f, 1); /* a snapshot after every commit */
+    struct metadata_scram alice = test_scram("alice", 1, 1), bob = test_scram("bob", 2, 2),
+                          alice512 = test_scram("alice", 2, 3), carol = test_scram("carol", 2, 4);
+    struct metadata_scram_change changes[] = {
+        {"alice", 1, &alice, KAFKA_ERR_NONE},
+        {"bob", 2, &bob, KAFKA_ERR_NONE},
+        {"carol", 1, NULL, KAFKA_ERR_NONE}, /* no such credential */
+        {"carol", 2, &carol, KAFKA_ERR_NONE},
+    };
+    char err[256] = "";
+    assert_int_equal(metadata_alter_scram(f->store, changes, 4, err, sizeof err), KAFKA_ERR_NONE);
+    assert_int_equal(changes[0].error_code, KAFKA_ERR_NONE);
+    assert_int_equal(changes[2].error_code, KAFKA_ERR_RESOURCE_NOT_FOUND);
+    struct metadata_scram_change more[] = {{"alice", 2, &alice512, KAFKA_ERR_NONE}};
+    assert_int_equal(metadata_alter_scram(f->store, more, 1, err, sizeof err), KAFKA_ERR_NONE);
+
+    const struct metadata_image *live = metadata_image_acquire(f->store);
+    assert_int_equal(live->scram_count, 3); /* carol's upsert went with her failed delete */
+    assert_null(metadata_image_scram(live, "carol", 2));
+    const struct metadata_scram *c = metadata_image_scram(live, "bob", 2);
+    assert_non_null(c);
+    assert_int_equal(c->iterations, 4098);
+    assert_int_equal(c->key_len, 64);
+    assert_int_equal(c->server_key[63], 3);
+    assert_string_equal(live->scrams[0].name, "alice");
+    assert_int_equal(live->scrams[1].mechanism, 2);
+
+    reopen_store(f, -1);
+    const struct metadata_image *loaded = metadata_image_acquire(f->store);
+    assert_true(metadata_image_equal(live, loaded));
+    metadata_image_release(loaded);
+    metadata_image_release(live);
+
+    struct metadata_scram_change removal[] = {{"alice", 1, NULL, KAFKA_ERR_NONE}};
+    assert_int_equal(metadata_alter_scram(f->store, removal, 1, err, sizeof err), KAFKA_ERR_NONE);
+    assert_int_equal(removal[0].error_code, KAFKA_ERR_NONE);
+    reopen_store(f, -1);
+    live = metadata_image_acquire(f->store);
+    assert_int_equal(live->scram_count, 2);
+    assert_null(metadata_image_scram(live, "alice", 1));
+    assert_non_null(metadata_image_scram(live, "alice", 2));
+    metadata_image_release(live);
+}
+
 static void test_data_dir_without_snapshots_loads(void **state)
 {
     struct fixture *f = *state;
@@ -467,6 +529,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_restart_after_snapshot_replays_only_the_tail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_snapshot_fails_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_acl_records_replay_and_remove, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scram_credentials_replay_and_snapshot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_data_dir_without_snapshots_loads, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

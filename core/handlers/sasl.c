@@ -1,0 +1,353 @@
+/* SaslHandshake and SaslAuthenticate, the pre-authentication gate, and
+ * KIP-368 re-authentication. The mechanisms themselves are in
+ * sasl_mech.c (the core's SCRAM, and authentication plugins). */
+#include "handlers/sasl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config/config.h"
+#include "handlers/handler_util.h"
+#include "handlers/sasl_internal.h"
+#include "net/server.h"
+#include "util/clock.h"
+#include "util/logger.h"
+
+#define API_SASL_HANDSHAKE 17
+#define API_API_VERSIONS 18
+#define API_SASL_AUTHENTICATE 36
+
+static bool sasl_listener(int16_t protocol)
+{
+    return protocol == NET_SECURITY_SASL_PLAINTEXT || protocol == NET_SECURITY_SASL_SSL;
+}
+
+static void sasl_conn_free(void *p)
+{
+    struct sasl_conn *st = p;
+    sasl_mech_end(st);
+    free(st);
+}
+
+static enum sasl_phase phase_of(const struct net_request *req)
+{
+    const struct sasl_conn *st = req->auth_state;
+    return st ? st->phase : SASL_PHASE_INITIAL;
+}
+
+static void close_after(struct request_context *ctx)
+{
+    ctx->close_after_response = true;
+}
+
+bool sasl_gate(struct request_context *ctx)
+{
+    if (!sasl_listener(ctx->net->security_protocol))
+        return true;
+    enum sasl_phase phase = phase_of(ctx->net);
+    if (phase == SASL_PHASE_AUTHENTICATED)
+        return true;
+    int16_t key = ctx->api_key;
+    if (phase == SASL_PHASE_INITIAL) {
+        if (key == API_API_VERSIONS || key == API_SASL_HANDSHAKE)
+            return true;
+        /* Kafka closes without an answer: the client is not speaking SASL. */
+        logger_info("sasl", "closing connection from %s on %s: unexpected %s request during SASL handshake",
+                    ctx->net->peer, ctx->net->listener_name, ctx->desc->name);
+        request_context_abandon(ctx, true);
+        return false;
+    }
+    if (key == API_SASL_AUTHENTICATE)
+        return true;
+    /* A handshake chose a mechanism: only its tokens may follow. Kafka
+     * answers ILLEGAL_SASL_STATE where the response has a top-level error
+     * code, then closes. */
+    logger_info("sasl", "closing connection from %s on %s: unexpected %s request during SASL authentication",
+                ctx->net->peer, ctx->net->listener_name, ctx->desc->name);
+    if (key == API_SASL_HANDSHAKE) {
+        ((struct sasl_handshake_response *)ctx->response)->error_code = KAFKA_ERR_ILLEGAL_SASL_STATE;
+    } else if (key == API_API_VERSIONS) {
+        ((struct api_versions_response *)ctx->response)->error_code = KAFKA_ERR_ILLEGAL_SASL_STATE;
+    } else {
+        request_context_abandon(ctx, true);
+        return false;
+    }
+    close_after(ctx);
+    request_context_respond(ctx);
+    return false;
+}
+
+/* The listener's sasl.enabled.mechanisms: listener.name.<l>.sasl.enabled.mechanisms
+ * (listener names compare ignoring case), else the broker-wide key. The
+ * override's raw value is split into buf. */
+static int enabled_mechanisms(const struct broker_config *cfg, const char *listener, const char **out, int max,
+                              char *buf, size_t buflen)
+{
+    struct config_kv *kvs = NULL;
+    size_t count = 0;
+    const char *override = NULL;
+    if (listener && config_keys_with_prefix(cfg, "listener.name.", &kvs, &count) == 0) {
+        size_t llen = strlen(listener);
+        for (size_t i = 0; i < count; i++) {
+            const char *k = kvs[i].key + strlen("listener.name.");
+            if (strncasecmp(k, listener, llen) == 0 && strcmp(k + llen, ".sasl.enabled.mechanisms") == 0)
+                override = kvs[i].value;
+        }
+        free(kvs);
+    }
+    int n = 0;
+    if (override) {
+        snprintf(buf, buflen, "%s", override);
+        for (char *save = NULL, *tok = strtok_r(buf, ", \t", &save); tok && n < max;
+             tok = strtok_r(NULL, ", \t", &save))
+            out[n++] = tok;
+        return n;
+    }
+    size_t list_len = 0;
+    const char *const *list = config_get_list(cfg, "sasl.enabled.mechanisms", &list_len);
+    for (size_t i = 0; i < list_len && n < max; i++)
+        out[n++] = list[i];
+    return n;
+}
+
+int sasl_offered_mechanisms(const struct handler_env *env, const char *listener, const char **out, int max)
+{
+    /* The override's copy must outlive the call: one per thread is enough,
+     * as callers use the names before their next call. */
+    static _Thread_local char buf[1024];
+    const char *enabled[SASL_MAX_MECHANISMS];
+    int n = enabled_mechanisms(env->config, listener, enabled, SASL_MAX_MECHANISMS, buf, sizeof buf);
+    int k = 0;
+    for (int i = 0; i < n && k < max; i++)
+        if (sasl_mech_served(env, enabled[i]))
+            out[k++] = enabled[i];
+    return k;
+}
+
+static bool offered(const char *const *list, int n, const char *mechanism)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(list[i], mechanism) == 0)
+            return true;
+    return false;
+}
+
+enum handler_result handle_sasl_handshake(struct request_context *ctx, void *request, void *response)
+{
+    struct sasl_handshake_request *req = request;
+    struct sasl_handshake_response *resp = response;
+    if (!sasl_listener(ctx->net->security_protocol)) {
+        resp->error_code = KAFKA_ERR_ILLEGAL_SASL_STATE;
+        return HANDLER_RESPOND;
+    }
+    const char *list[SASL_MAX_MECHANISMS];
+    int n = sasl_offered_mechanisms(ctx->env, ctx->net->listener_name, list, SASL_MAX_MECHANISMS);
+    resp->mechanisms = kafka_arena_alloc(&ctx->arena, (size_t)(n + 1) * sizeof *resp->mechanisms);
+    if (!resp->mechanisms)
+        return HANDLER_CLOSE;
+    for (int i = 0; i < n; i++)
+        resp->mechanisms[i] = kafka_str_from_cstr(list[i]);
+    resp->mechanisms_count = n;
+
+    char mechanism[SASL_MECHANISM_MAX];
+    kafka_str_to_cstr(req->mechanism, mechanism, sizeof mechanism);
+    struct sasl_conn *st = ctx->net->auth_state;
+    bool reauth = st && st->phase == SASL_PHASE_AUTHENTICATED;
+    if (!offered(list, n, mechanism) || (size_t)req->mechanism.len >= sizeof mechanism) {
+        logger_info("sasl", "client %s on %s asked for SASL mechanism '%s', which is not enabled", ctx->net->peer,
+                    ctx->net->listener_name, mechanism);
+        resp->error_code = KAFKA_ERR_UNSUPPORTED_SASL_MECHANISM;
+        close_after(ctx);
+        return HANDLER_RESPOND;
+    }
+    /* KIP-368: a re-authentication keeps the mechanism, and needs the
+     * SaslAuthenticate headers (v1) to carry the session lifetime. */
+    if (reauth && (ctx->api_version < 1 || strcmp(st->session_mechanism, mechanism) != 0)) {
+        logger_info("sasl", "client %s on %s re-authenticates with %s v%d after %s: refused", ctx->net->peer,
+                    ctx->net->listener_name, mechanism, ctx->api_version, st->session_mechanism);
+        resp->error_code = KAFKA_ERR_ILLEGAL_SASL_STATE;
+        close_after(ctx);
+        return HANDLER_RESPOND;
+    }
+    if (!st) {
+        st = calloc(1, sizeof *st);
+        if (!st || net_request_set_auth_state(ctx->net, st, sasl_conn_free) != 0)
+            return HANDLER_CLOSE;
+    }
+    sasl_mech_end(st);
+    snprintf(st->mechanism, sizeof st->mechanism, "%s", mechanism);
+    st->handshake_version = ctx->api_version;
+    st->reauthenticating = reauth;
+    st->phase = SASL_PHASE_HANDSHAKE_DONE;
+    resp->error_code = KAFKA_ERR_NONE;
+    return HANDLER_RESPOND;
+}
+
+/* The audit event of an exchange that ended, as the user it was for. */
+static void audit(struct request_context *ctx, const struct sasl_conn *st, const struct sasl_step *step, bool success,
+                  const char *reason)
+{
+    if (!ctx->env->plugins || ctx->env->plugins->audit_count == 0)
+        return;
+    struct cairn_request_info info = *handler_request_info(ctx);
+    struct cairn_principal who = {sizeof who, step->principal_type[0] ? step->principal_type : "User",
+                                  step->user[0] ? step->user : info.principal->name};
+    info.principal = &who;
+    plugin_host_audit_authentication(ctx->env->plugins, &info, st->mechanism, success, reason);
+}
+
+/* The exchange failed: tell the client (KIP-152), log, audit, close. */
+static void fail(struct request_context *ctx, struct sasl_conn *st, const struct sasl_step *step, int16_t *error_code,
+                 struct kafka_str *message)
+{
+    char text[sizeof step->client_message];
+    if (step->client_message[0])
+        snprintf(text, sizeof text, "%s", step->client_message);
+    else
+        snprintf(text, sizeof text, "Authentication failed during %s due to invalid credentials with SASL mechanism %s",
+                 st->reauthenticating ? "re-authentication" : "authentication", st->mechanism);
+    logger_info("sasl", "%s of '%s' with %s from %s on %s failed: %s",
+                st->reauthenticating ? "re-authentication" : "authentication", step->user, st->mechanism,
+                ctx->net->peer, ctx->net->listener_name, step->reason);
+    audit(ctx, st, step, false, step->reason);
+    if (error_code)
+        *error_code = KAFKA_ERR_SASL_AUTHENTICATION_FAILED;
+    if (message)
+        *message = kafka_arena_strdup(&ctx->arena, text);
+    sasl_mech_end(st);
+    st->phase = SASL_PHASE_FAILED;
+    close_after(ctx);
+}
+
+/* The exchange succeeded: the connection acts as the new principal from
+ * its next request; returns the session lifetime (0: none), or -1 when the
+ * principal cannot be taken (failed then). */
+static int64_t succeed(struct request_context *ctx, struct sasl_conn *st, struct sasl_step *step)
+{
+    const char *type = step->principal_type[0] ? step->principal_type : "User";
+    char principal[SASL_PRINCIPAL_MAX];
+    snprintf(principal, sizeof principal, "%s:%s", type, step->user);
+    if (st->reauthenticating && strcmp(principal, st->session_principal) != 0) {
+        snprintf(step->reason, sizeof step->reason, "re-authentication as %s on a session of %s", principal,
+                 st->session_principal);
+        snprintf(step->client_message, sizeof step->client_message,
+                 "Cannot change principals during re-authentication from %s: %s", st->session_principal, principal);
+        return -1;
+    }
+    if (net_request_set_principal(ctx->net, type, step->user) != 0) {
+        snprintf(step->reason, sizeof step->reason, "principal name too long");
+        return -1;
+    }
+    int64_t lifetime = config_get_long(ctx->env->config, "connections.max.reauth.ms");
+    if (step->lifetime_ms > 0 && (lifetime <= 0 || step->lifetime_ms < lifetime))
+        lifetime = step->lifetime_ms;
+    if (lifetime < 0)
+        lifetime = 0;
+    net_request_set_session_expiry(ctx->net, lifetime > 0 ? clock_mono_ms() + lifetime : 0);
+    logger_info("sasl", "%s %s with %s from %s on %s", principal,
+                st->reauthenticating ? "re-authenticated" : "authenticated", st->mechanism, ctx->net->peer,
+                ctx->net->listener_name);
+    audit(ctx, st, step, true, NULL);
+    snprintf(st->session_principal, sizeof st->session_principal, "%s", principal);
+    snprintf(st->session_mechanism, sizeof st->session_mechanism, "%s", st->mechanism);
+    sasl_mech_end(st);
+    st->phase = SASL_PHASE_AUTHENTICATED;
+    st->reauthenticating = false;
+    return lifetime;
+}
+
+/* Runs one token through the mechanism; the answer token is copied into
+ * the request arena. Returns the step outcome. */
+static enum sasl_step_outcome run_step(struct request_context *ctx, struct sasl_conn *st, const uint8_t *in,
+                                       size_t in_len, struct sasl_step *step, struct kafka_bytes *out)
+{
+    memset(step, 0, sizeof *step);
+    sasl_mech_step(ctx, st, in, in_len, step);
+    *out = (struct kafka_bytes){NULL, 0};
+    if (step->outcome != SASL_STEP_FAILED && step->out_len > 0) {
+        uint8_t *copy = kafka_arena_alloc(&ctx->arena, step->out_len);
+        if (!copy) {
+            step->outcome = SASL_STEP_FAILED;
+            snprintf(step->reason, sizeof step->reason, "out of memory");
+        } else {
+            memcpy(copy, step->out, step->out_len);
+            *out = (struct kafka_bytes){copy, (int32_t)step->out_len};
+        }
+    }
+    sasl_step_release(step);
+    return step->outcome;
+}
+
+enum handler_result handle_sasl_authenticate(struct request_context *ctx, void *request, void *response)
+{
+    struct sasl_authenticate_request *req = request;
+    struct sasl_authenticate_response *resp = response;
+    struct sasl_conn *st = ctx->net->auth_state;
+    if (!sasl_listener(ctx->net->security_protocol) || !st || st->phase != SASL_PHASE_HANDSHAKE_DONE) {
+        /* KafkaApis: an authenticate outside an exchange. */
+        resp->error_code = KAFKA_ERR_ILLEGAL_SASL_STATE;
+        resp->error_message = kafka_str_from_cstr("SaslAuthenticate request received outside a SASL exchange");
+        return HANDLER_RESPOND;
+    }
+    struct sasl_step step;
+    enum sasl_step_outcome outcome = run_step(ctx, st, req->auth_bytes.data,
+                                              req->auth_bytes.len > 0 ? (size_t)req->auth_bytes.len : 0, &step,
+                                              &resp->auth_bytes);
+    if (outcome == SASL_STEP_DONE) {
+        int64_t lifetime = succeed(ctx, st, &step);
+        if (lifetime >= 0) {
+            resp->session_lifetime_ms = lifetime;
+            return HANDLER_RESPOND;
+        }
+        resp->auth_bytes = (struct kafka_bytes){NULL, 0};
+    }
+    if (outcome != SASL_STEP_CONTINUE)
+        fail(ctx, st, &step, &resp->error_code, &resp->error_message);
+    return HANDLER_RESPOND;
+}
+
+bool sasl_expects_raw_token(const struct net_request *req)
+{
+    const struct sasl_conn *st = req->auth_state;
+    return st && st->phase == SASL_PHASE_HANDSHAKE_DONE && st->handshake_version == 0 &&
+           sasl_listener(req->security_protocol);
+}
+
+void sasl_handle_raw_token(struct net_request *req, struct handler_env *env)
+{
+    struct request_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        net_request_complete(req, NULL, 0, true);
+        return;
+    }
+    ctx->env = env;
+    ctx->net = req;
+    ctx->api_key = API_SASL_AUTHENTICATE;
+    kafka_arena_init(&ctx->arena);
+    struct sasl_conn *st = req->auth_state;
+    struct sasl_step step;
+    struct kafka_bytes token;
+    enum sasl_step_outcome outcome = run_step(ctx, st, req->frame, req->frame_len, &step, &token);
+    if (outcome == SASL_STEP_DONE && succeed(ctx, st, &step) < 0)
+        outcome = SASL_STEP_FAILED;
+    if (outcome == SASL_STEP_FAILED) {
+        /* No error frame exists before SaslAuthenticate: just close. */
+        fail(ctx, st, &step, NULL, NULL);
+        request_context_abandon(ctx, true);
+        return;
+    }
+    struct kafka_writer w;
+    kafka_writer_init(&w, (size_t)token.len + 4);
+    kafka_write_int32(&w, token.len);
+    kafka_write_raw(&w, token.data, (size_t)token.len);
+    if (w.failed) {
+        kafka_writer_free(&w);
+        request_context_abandon(ctx, true);
+        return;
+    }
+    net_request_complete(req, &w, 0, false);
+    kafka_arena_free(&ctx->arena);
+    free(ctx);
+}

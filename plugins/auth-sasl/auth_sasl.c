@@ -1,0 +1,250 @@
+/* The auth-sasl plugin: SASL PLAIN served by Cyrus SASL (libsasl2), so the
+ * passwords are checked against Cyrus's own stores: a sasldb file
+ * (pwcheck_method=auxprop, auxprop_plugin=sasldb) or saslauthd (LDAP, PAM),
+ * chosen in plugin.auth-sasl.*.
+ *
+ * Threads: every Cyrus call is made under one mutex, since libsasl2's
+ * default mutex hooks do not lock; a PLAIN check against sasldb is short. */
+#include <pthread.h>
+#include <sasl/sasl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cairn/plugin.h"
+
+/* Kafka's answer to a failed PLAIN authentication. */
+#define AUTH_SASL_FAILED_MESSAGE "Authentication failed: Invalid username or password"
+
+struct auth_sasl {
+    const struct cairn_host *host;
+    const char *service;
+    const char *realm;
+    /* Cyrus options, answered through the getopt callback. */
+    const char *pwcheck_method;
+    const char *auxprop_plugin;
+    const char *sasldb_path;
+    const char *saslauthd_path;
+    sasl_callback_t callbacks[2];
+    struct cairn_metric *failures;
+};
+
+struct auth_sasl_session {
+    sasl_conn_t *conn;
+    char mechanism[32];
+    bool started;
+};
+
+/* Cyrus initialises once per process; the plugin is loaded once. */
+static pthread_mutex_t auth_sasl_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool auth_sasl_cyrus_ready;
+
+static int auth_sasl_getopt(void *context, const char *plugin_name, const char *option, const char **result,
+                            unsigned *len)
+{
+    (void)plugin_name;
+    const struct auth_sasl *p = context;
+    const char *value = NULL;
+    if (strcmp(option, "pwcheck_method") == 0)
+        value = p->pwcheck_method;
+    else if (strcmp(option, "auxprop_plugin") == 0)
+        value = p->auxprop_plugin;
+    else if (strcmp(option, "sasldb_path") == 0)
+        value = p->sasldb_path;
+    else if (strcmp(option, "saslauthd_path") == 0 && p->saslauthd_path[0])
+        value = p->saslauthd_path;
+    else if (strcmp(option, "mech_list") == 0)
+        value = "PLAIN";
+    if (!value)
+        return SASL_FAIL;
+    *result = value;
+    if (len)
+        *len = (unsigned)strlen(value);
+    return SASL_OK;
+}
+
+static int auth_sasl_string(const struct cairn_host *host, const char *key, const char **out, char *err, size_t errlen)
+{
+    char why[256] = "";
+    if (host->config_string(host->ctx, key, out, why, sizeof why) != CAIRN_OK) {
+        snprintf(err, errlen, "config %s: %s", key, why[0] ? why : "not available");
+        return CAIRN_ERROR;
+    }
+    return CAIRN_OK;
+}
+
+static int auth_sasl_init(const struct cairn_host *host, void **instance, char *err, size_t errlen)
+{
+    struct auth_sasl *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return CAIRN_ERROR;
+    }
+    p->host = host;
+    if (auth_sasl_string(host, "service", &p->service, err, errlen) != CAIRN_OK ||
+        auth_sasl_string(host, "realm", &p->realm, err, errlen) != CAIRN_OK ||
+        auth_sasl_string(host, "pwcheck_method", &p->pwcheck_method, err, errlen) != CAIRN_OK ||
+        auth_sasl_string(host, "auxprop_plugin", &p->auxprop_plugin, err, errlen) != CAIRN_OK ||
+        auth_sasl_string(host, "sasldb_path", &p->sasldb_path, err, errlen) != CAIRN_OK ||
+        auth_sasl_string(host, "saslauthd_path", &p->saslauthd_path, err, errlen) != CAIRN_OK) {
+        free(p);
+        return CAIRN_ERROR;
+    }
+    p->callbacks[0] = (sasl_callback_t){SASL_CB_GETOPT, (int (*)(void))(void (*)(void))auth_sasl_getopt, p};
+    p->callbacks[1] = (sasl_callback_t){SASL_CB_LIST_END, NULL, NULL};
+    pthread_mutex_lock(&auth_sasl_lock);
+    int rc = auth_sasl_cyrus_ready ? SASL_OK : sasl_server_init(p->callbacks, "cairn");
+    auth_sasl_cyrus_ready = rc == SASL_OK;
+    pthread_mutex_unlock(&auth_sasl_lock);
+    if (rc != SASL_OK) {
+        snprintf(err, errlen, "sasl_server_init: %s", sasl_errstring(rc, NULL, NULL));
+        free(p);
+        return CAIRN_ERROR;
+    }
+    p->failures = host->counter(host->ctx, "failed_authentications_total", "PLAIN authentications Cyrus refused");
+    host->log(host->ctx, CAIRN_LOG_INFO, "Cyrus SASL serves PLAIN (pwcheck_method=%s, auxprop_plugin=%s, sasldb=%s)",
+              p->pwcheck_method, p->auxprop_plugin, p->sasldb_path);
+    *instance = p;
+    return CAIRN_OK;
+}
+
+static void auth_sasl_fini(void *instance)
+{
+    /* sasl_server_done would tear down Cyrus for the whole process; a
+     * plugin is finalised only as cairnd exits, so leave it. */
+    free(instance);
+}
+
+static int auth_sasl_start(void *instance, const char *mechanism, const struct cairn_request_info *connection,
+                           void **session, char *err, size_t errlen)
+{
+    (void)connection;
+    struct auth_sasl *p = instance;
+    struct auth_sasl_session *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return CAIRN_ERROR;
+    }
+    snprintf(s->mechanism, sizeof s->mechanism, "%s", mechanism);
+    pthread_mutex_lock(&auth_sasl_lock);
+    int rc = sasl_server_new(p->service, NULL, p->realm[0] ? p->realm : NULL, NULL, NULL, p->callbacks, 0, &s->conn);
+    pthread_mutex_unlock(&auth_sasl_lock);
+    if (rc != SASL_OK) {
+        snprintf(err, errlen, "sasl_server_new: %s", sasl_errstring(rc, NULL, NULL));
+        free(s);
+        return CAIRN_ERROR;
+    }
+    *session = s;
+    return CAIRN_OK;
+}
+
+static int auth_sasl_step(void *instance, void *session, const uint8_t *in, size_t in_len, struct cairn_bytes_out *out,
+                          struct cairn_principal_out *principal, char *err, size_t errlen)
+{
+    struct auth_sasl *p = instance;
+    struct auth_sasl_session *s = session;
+    if (in_len > 65536) {
+        snprintf(err, errlen, AUTH_SASL_FAILED_MESSAGE);
+        return CAIRN_SASL_FAILED;
+    }
+    const char *token = NULL;
+    unsigned token_len = 0;
+    pthread_mutex_lock(&auth_sasl_lock);
+    int rc = s->started
+                 ? sasl_server_step(s->conn, (const char *)in, (unsigned)in_len, &token, &token_len)
+                 : sasl_server_start(s->conn, s->mechanism, (const char *)in, (unsigned)in_len, &token, &token_len);
+    s->started = true;
+    const void *user = NULL;
+    char detail[256] = "";
+    if (rc == SASL_OK && (sasl_getprop(s->conn, SASL_USERNAME, &user) != SASL_OK || !user))
+        rc = SASL_FAIL;
+    if (rc == SASL_OK) {
+        /* Cyrus names the user with its realm; the principal is the bare
+         * name when that realm is the configured one (as a sasldb user). */
+        const char *name = user;
+        size_t n = strlen(name), rlen = strlen(p->realm);
+        if (rlen > 0 && n > rlen + 1 && name[n - rlen - 1] == '@' && strcmp(name + n - rlen, p->realm) == 0)
+            n -= rlen + 1;
+        snprintf(principal->name, sizeof principal->name, "%.*s", (int)n, name);
+    } else if (rc != SASL_CONTINUE)
+        snprintf(detail, sizeof detail, "%s", sasl_errdetail(s->conn));
+    pthread_mutex_unlock(&auth_sasl_lock);
+
+    if (rc == SASL_OK || rc == SASL_CONTINUE) {
+        /* Cyrus keeps the token until the next call on this connection. */
+        out->data = (const uint8_t *)token;
+        out->len = token ? token_len : 0;
+        if (rc == SASL_CONTINUE)
+            return CAIRN_SASL_CONTINUE;
+        snprintf(principal->type, sizeof principal->type, "User");
+        principal->session_lifetime_ms = 0;
+        return CAIRN_SASL_DONE;
+    }
+    p->host->log(p->host->ctx, CAIRN_LOG_INFO, "Cyrus refused %s: %s", s->mechanism, detail);
+    if (p->failures)
+        p->host->metric_add(p->failures, 1);
+    snprintf(err, errlen, "%s", AUTH_SASL_FAILED_MESSAGE);
+    return CAIRN_SASL_FAILED;
+}
+
+static void auth_sasl_end(void *instance, void *session)
+{
+    (void)instance;
+    struct auth_sasl_session *s = session;
+    if (!s)
+        return;
+    pthread_mutex_lock(&auth_sasl_lock);
+    sasl_dispose(&s->conn);
+    pthread_mutex_unlock(&auth_sasl_lock);
+    free(s);
+}
+
+#define AUTH_SASL_KEY(var, key, def, text)                                                                             \
+    static const struct cairn_config_key var = {                                                                       \
+        .struct_size = sizeof(struct cairn_config_key),                                                                \
+        .name = key,                                                                                                   \
+        .type = CAIRN_CONFIG_STRING,                                                                                   \
+        .default_value = def,                                                                                          \
+        .doc = text,                                                                                                   \
+    }
+
+AUTH_SASL_KEY(auth_sasl_key_service, "service", "kafka", "SASL service name passed to Cyrus.");
+AUTH_SASL_KEY(auth_sasl_key_realm, "realm", "", "Cyrus user realm; empty uses the host's.");
+AUTH_SASL_KEY(auth_sasl_key_pwcheck, "pwcheck_method", "auxprop",
+              "Cyrus pwcheck_method: auxprop (a sasldb file) or saslauthd (LDAP, PAM through saslauthd).");
+AUTH_SASL_KEY(auth_sasl_key_auxprop, "auxprop_plugin", "sasldb", "Cyrus auxprop_plugin for pwcheck_method=auxprop.");
+AUTH_SASL_KEY(auth_sasl_key_sasldb, "sasldb_path", "/etc/sasldb2", "The sasldb file (made with saslpasswd2 -f).");
+AUTH_SASL_KEY(auth_sasl_key_saslauthd, "saslauthd_path", "",
+              "The saslauthd socket directory's mux path; empty uses Cyrus's default.");
+
+static const struct cairn_config_key *const auth_sasl_config_keys[] = {
+    &auth_sasl_key_service, &auth_sasl_key_realm,  &auth_sasl_key_pwcheck,
+    &auth_sasl_key_auxprop, &auth_sasl_key_sasldb, &auth_sasl_key_saslauthd,
+};
+
+static const char *const auth_sasl_mechanisms[] = {"PLAIN", NULL};
+
+static const struct cairn_authn_vtable auth_sasl_vtable = {
+    .struct_size = sizeof(struct cairn_authn_vtable),
+    .sasl_mechanisms = auth_sasl_mechanisms,
+    .sasl_start = auth_sasl_start,
+    .sasl_step = auth_sasl_step,
+    .sasl_end = auth_sasl_end,
+};
+
+static const struct cairn_plugin_descriptor auth_sasl_descriptor = {
+    .struct_size = sizeof(struct cairn_plugin_descriptor),
+    .abi_major = CAIRN_PLUGIN_ABI_MAJOR,
+    .abi_minor = CAIRN_PLUGIN_ABI_MINOR,
+    .name = "auth-sasl",
+    .version = "1.0.0",
+    .description = "SASL PLAIN through Cyrus SASL (sasldb, saslauthd)",
+    .capabilities = CAIRN_CAP_AUTHENTICATION,
+    .config_keys = auth_sasl_config_keys,
+    .config_key_count = sizeof(auth_sasl_config_keys) / sizeof(auth_sasl_config_keys[0]),
+    .init = auth_sasl_init,
+    .fini = auth_sasl_fini,
+    .authentication = &auth_sasl_vtable,
+};
+
+CAIRN_PLUGIN_DEFINE(auth_sasl_descriptor)
