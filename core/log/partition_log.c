@@ -14,6 +14,7 @@
 
 #include "codec/record_codec.h"
 #include "log/log_cleaner.h"
+#include "log/log_validator.h"
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
 #include "util/lock_check.h"
@@ -376,6 +377,7 @@ static int16_t validate_all(const struct partition_log *log, enum log_append_ori
     size_t blen;
     int rc;
     int64_t total = 0;
+    int64_t now = clock_wall_ms();
     *batch_count = 0;
     record_batch_iter_init(&it, batches, len);
     while ((rc = record_batch_iter_next(&it, &batch, &blen)) == 1) {
@@ -385,6 +387,12 @@ static int16_t validate_all(const struct partition_log *log, enum log_append_ori
         if (code != KAFKA_ERR_NONE)
             return code;
         /* A follower keeps what its leader accepted. */
+        if (origin != LOG_APPEND_REPLICATION) {
+            code = log_validate_records(&log->cfg, batch, blen, &h, now, &res->record_index, res->error_message,
+                                        sizeof res->error_message);
+            if (code != KAFKA_ERR_NONE)
+                return code;
+        }
         if (log->cfg.cleanup_compact && origin != LOG_APPEND_REPLICATION && !record_batch_is_control(&h)) {
             code = check_keys(&log->cfg, batch, blen, &h, NULL, res->error_message, sizeof res->error_message);
             if (code != KAFKA_ERR_NONE)
@@ -412,6 +420,7 @@ int16_t partition_log_append_as(struct partition_log *log, enum log_append_origi
 {
     memset(res, 0, sizeof *res);
     res->base_offset = res->last_offset = res->log_append_time = -1;
+    res->record_index = -1;
     res->log_start_offset = atomic_load(&log->log_start_offset);
     if (atomic_load(&log->offline) || atomic_load(&log->deleted)) {
         snprintf(res->error_message, sizeof res->error_message, "partition is offline");
