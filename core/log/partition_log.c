@@ -707,51 +707,6 @@ int16_t partition_log_flush(struct partition_log *log)
     return code;
 }
 
-int16_t partition_log_flush_rolled(struct partition_log *log)
-{
-    int64_t upto = atomic_exchange(&log->rolled_unflushed, -1);
-    if (upto < 0 || atomic_load(&log->offline) || atomic_load(&log->deleted))
-        return KAFKA_ERR_NONE;
-    pthread_mutex_lock(&log->write_lock);
-    uint64_t truncations = log->truncations;
-    int64_t from = atomic_load(&log->recovery_point);
-    /* Closed segments do not change, so their files can be synced without
-     * holding any lock: duplicate the descriptors under the write lock
-     * (retention may close the originals meanwhile). */
-    size_t first = partition_log_segment_for(log, from), n = 0;
-    int *fds = NULL;
-    if (upto > from && first < log->segment_count && (fds = malloc(3 * log->segment_count * sizeof *fds)) != NULL) {
-        for (size_t i = first; i < log->segment_count && log->segments[i]->base_offset < upto; i++) {
-            const struct log_segment *seg = log->segments[i];
-            int src[3] = {seg->log_fd, seg->index_fd, seg->time_fd};
-            for (int k = 0; k < 3; k++)
-                if (src[k] >= 0 && (fds[n] = dup(src[k])) >= 0)
-                    n++;
-        }
-    }
-    pthread_mutex_unlock(&log->write_lock);
-    int rc = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (rc == 0 && fdatasync(fds[i]) != 0)
-            rc = errno;
-        close(fds[i]);
-    }
-    free(fds);
-    if (n == 0)
-        return KAFKA_ERR_NONE;
-    if (rc != 0) {
-        partition_log_mark_offline(log, "flushing a rolled segment", rc);
-        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
-    }
-    pthread_mutex_lock(&log->write_lock);
-    /* A truncation in between may have replaced what was synced. */
-    if (log->truncations == truncations && upto <= atomic_load(&log->log_end_offset) &&
-        upto > atomic_load(&log->recovery_point))
-        atomic_store(&log->recovery_point, upto);
-    pthread_mutex_unlock(&log->write_lock);
-    return KAFKA_ERR_NONE;
-}
-
 int16_t partition_log_flush_records(struct partition_log *log)
 {
     int16_t code = KAFKA_ERR_NONE;
