@@ -224,30 +224,30 @@ static int zstd_decompress(const uint8_t *in, size_t in_len, struct codec_out *o
     return rc;
 }
 
+/* Appends the decompressed data to o (within its limit). */
+static int decompress_to(int codec, const uint8_t *in, size_t in_len, struct codec_out *o, char *err, size_t errlen)
+{
+    switch (codec) {
+    case RECORD_BATCH_COMPRESSION_GZIP:
+        return gzip_decompress(in, in_len, o, err, errlen);
+    case RECORD_BATCH_COMPRESSION_SNAPPY:
+        return snappy_decompress(in, in_len, o, err, errlen);
+    case RECORD_BATCH_COMPRESSION_LZ4:
+        return lz4_decompress(in, in_len, o, err, errlen);
+    case RECORD_BATCH_COMPRESSION_ZSTD:
+        return zstd_decompress(in, in_len, o, err, errlen);
+    default:
+        return fail(err, errlen, "unknown compression codec %d", codec);
+    }
+}
+
 int record_codec_decompress(int codec, const uint8_t *in, size_t in_len, size_t max_out, uint8_t **out, size_t *out_len,
                             char *err, size_t errlen)
 {
     *out = NULL;
     *out_len = 0;
     struct codec_out o = {.limit = max_out < SIZE_MAX ? max_out + 1 : SIZE_MAX};
-    int rc;
-    switch (codec) {
-    case RECORD_BATCH_COMPRESSION_GZIP:
-        rc = gzip_decompress(in, in_len, &o, err, errlen);
-        break;
-    case RECORD_BATCH_COMPRESSION_SNAPPY:
-        rc = snappy_decompress(in, in_len, &o, err, errlen);
-        break;
-    case RECORD_BATCH_COMPRESSION_LZ4:
-        rc = lz4_decompress(in, in_len, &o, err, errlen);
-        break;
-    case RECORD_BATCH_COMPRESSION_ZSTD:
-        rc = zstd_decompress(in, in_len, &o, err, errlen);
-        break;
-    default:
-        rc = fail(err, errlen, "unknown compression codec %d", codec);
-        break;
-    }
+    int rc = decompress_to(codec, in, in_len, &o, err, errlen);
     if (rc == 0 && o.len > max_out)
         rc = fail(err, errlen, "decompressed data exceeds %zu bytes", max_out);
     if (rc != 0) {
@@ -405,6 +405,42 @@ int record_codec_inflate_batch(const uint8_t *batch, size_t len, size_t max_reco
     buf[RECORD_BATCH_OFFSET_ATTRIBUTES + 1] &= (uint8_t)~RECORD_BATCH_COMPRESSION_MASK;
     *out = buf;
     *out_len = RECORD_BATCH_HEADER_SIZE + n;
+    return 0;
+}
+
+int record_codec_inflate_batch_into(const uint8_t *batch, size_t len, size_t max_records, uint8_t **buf, size_t *cap,
+                                    size_t *out_len, char *err, size_t errlen)
+{
+    struct record_batch_header h;
+    *out_len = 0;
+    if (record_batch_parse_header(batch, len, &h) != 0 || h.batch_length < 0 || record_batch_total_size(&h) != len)
+        return fail(err, errlen, "malformed batch header");
+    if (max_records > (size_t)INT32_MAX - RECORD_BATCH_HEADER_SIZE)
+        max_records = (size_t)INT32_MAX - RECORD_BATCH_HEADER_SIZE;
+    /* The caller's buffer, seen no larger than this call's limit. */
+    struct codec_out o = {.buf = *buf, .cap = *cap, .limit = RECORD_BATCH_HEADER_SIZE + max_records + 1};
+    if (o.cap > o.limit)
+        o.cap = o.limit;
+    int rc = out_reserve(&o, RECORD_BATCH_HEADER_SIZE) == 0 ? 0 : fail(err, errlen, "out of memory");
+    if (rc == 0) {
+        o.len = RECORD_BATCH_HEADER_SIZE;
+        rc = decompress_to(record_batch_compression(&h), batch + RECORD_BATCH_HEADER_SIZE,
+                           len - RECORD_BATCH_HEADER_SIZE, &o, err, errlen);
+    }
+    if (o.buf != *buf || o.cap > *cap) { /* grown: the caller keeps the new one */
+        *buf = o.buf;
+        *cap = o.cap;
+    }
+    if (rc != 0)
+        return -1;
+    size_t n = o.len - RECORD_BATCH_HEADER_SIZE;
+    if (n > max_records)
+        return fail(err, errlen, "decompressed data exceeds %zu bytes", max_records);
+    memcpy(o.buf, batch, RECORD_BATCH_HEADER_SIZE);
+    put_be32(o.buf + RECORD_BATCH_OFFSET_BATCH_LENGTH,
+             (uint32_t)(RECORD_BATCH_HEADER_SIZE - RECORD_BATCH_LOG_OVERHEAD + n));
+    o.buf[RECORD_BATCH_OFFSET_ATTRIBUTES + 1] &= (uint8_t)~RECORD_BATCH_COMPRESSION_MASK;
+    *out_len = o.len;
     return 0;
 }
 

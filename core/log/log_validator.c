@@ -6,6 +6,7 @@
 #include "log/log_validator.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,54 @@
 
 /* Room for one record's own framing on top of its key, value and headers. */
 #define LOG_VALIDATOR_RECORD_OVERHEAD 64
+/* A thread's decompression buffer is kept for the next batch up to this
+ * size; a rare larger batch gets its memory back at once. */
+#define LOG_VALIDATOR_SCRATCH_KEEP (8u * 1024 * 1024)
+
+/* One per thread that validates (pthread key): a fresh buffer per batch
+ * cost more in page faults and copies than decompressing did. */
+struct scratch {
+    uint8_t *buf;
+    size_t cap;
+};
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static bool scratch_key_ok;
+
+static void scratch_free(void *p)
+{
+    struct scratch *sc = p;
+    free(sc->buf);
+    free(sc);
+}
+
+static void scratch_init(void)
+{
+    scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
+}
+
+static struct scratch *thread_scratch(void)
+{
+    pthread_once(&scratch_once, scratch_init);
+    if (!scratch_key_ok)
+        return NULL;
+    struct scratch *sc = pthread_getspecific(scratch_key);
+    if (!sc && (sc = calloc(1, sizeof *sc)) != NULL && pthread_setspecific(scratch_key, sc) != 0) {
+        free(sc);
+        sc = NULL;
+    }
+    return sc;
+}
+
+static void scratch_trim(struct scratch *sc)
+{
+    if (sc->cap > LOG_VALIDATOR_SCRATCH_KEEP) {
+        free(sc->buf);
+        sc->buf = NULL;
+        sc->cap = 0;
+    }
+}
 
 size_t log_validator_decompress_bound(const struct log_config *cfg, int32_t record_count)
 {
@@ -127,14 +176,19 @@ int16_t log_validate_records(const struct log_config *cfg, const uint8_t *batch,
                  h->record_count, bound);
         return KAFKA_ERR_INVALID_RECORD;
     }
-    uint8_t *plain = NULL;
+    struct scratch *sc = thread_scratch();
+    if (!sc) {
+        snprintf(err, errlen, "out of memory");
+        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    }
     size_t plain_len = 0;
     char why[160];
-    if (record_codec_inflate_batch(batch, len, bound, &plain, &plain_len, why, sizeof why) != 0) {
+    if (record_codec_inflate_batch_into(batch, len, bound, &sc->buf, &sc->cap, &plain_len, why, sizeof why) != 0) {
+        scratch_trim(sc);
         snprintf(err, errlen, "cannot decompress the records: %.120s", why);
         return KAFKA_ERR_CORRUPT_MESSAGE;
     }
-    int16_t code = walk_records(cfg, plain, plain_len, h, now_ms, check_ts, record_index, err, errlen);
-    free(plain);
+    int16_t code = walk_records(cfg, sc->buf, plain_len, h, now_ms, check_ts, record_index, err, errlen);
+    scratch_trim(sc);
     return code;
 }
