@@ -1,9 +1,11 @@
 /* The four codecs over whole buffers. Decompression grows its output
  * geometrically up to the caller's limit, so a small input claiming a huge
- * size costs nothing until the bytes really come out. */
+ * size costs nothing until the bytes really come out. The zstd decoder is
+ * kept per thread (a pthread key); nothing else outlives a call. */
 #include "codec/record_codec.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <lz4frame.h>
 #include <snappy-c.h>
 #include <stdarg.h>
@@ -192,12 +194,47 @@ static int lz4_decompress(const uint8_t *in, size_t in_len, struct codec_out *o,
     return rc;
 }
 
+/* One zstd decoder per thread, kept: a fresh one allocates its window
+ * buffer (megabytes, faulted in page by page) for every batch. */
+static pthread_key_t zstd_key;
+static pthread_once_t zstd_once = PTHREAD_ONCE_INIT;
+static bool zstd_key_ok;
+
+static void zstd_key_free(void *d)
+{
+    ZSTD_freeDCtx(d);
+}
+
+static void zstd_key_init(void)
+{
+    zstd_key_ok = pthread_key_create(&zstd_key, zstd_key_free) == 0;
+}
+
+/* The thread's decoder, reset; NULL when none can be made. Not freed by
+ * the caller. */
+static ZSTD_DCtx *zstd_thread_dctx(void)
+{
+    pthread_once(&zstd_once, zstd_key_init);
+    ZSTD_DCtx *d = zstd_key_ok ? pthread_getspecific(zstd_key) : NULL;
+    if (d) {
+        ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
+        return d;
+    }
+    if (!(d = ZSTD_createDCtx()))
+        return NULL;
+    ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, ZSTD_WINDOW_LOG_MAX);
+    if (!zstd_key_ok || pthread_setspecific(zstd_key, d) != 0) {
+        ZSTD_freeDCtx(d);
+        return NULL;
+    }
+    return d;
+}
+
 static int zstd_decompress(const uint8_t *in, size_t in_len, struct codec_out *o, char *err, size_t errlen)
 {
-    ZSTD_DCtx *d = ZSTD_createDCtx();
+    ZSTD_DCtx *d = zstd_thread_dctx();
     if (!d)
         return fail(err, errlen, "zstd: cannot create a decompression context");
-    ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, ZSTD_WINDOW_LOG_MAX);
     ZSTD_inBuffer ib = {in, in_len, 0};
     size_t ret = 1;
     int rc = 0;
@@ -220,7 +257,6 @@ static int zstd_decompress(const uint8_t *in, size_t in_len, struct codec_out *o
             break;
         }
     }
-    ZSTD_freeDCtx(d);
     return rc;
 }
 

@@ -7,8 +7,9 @@
  * limit (no size announced by the data is believed), and malformed,
  * truncated or oversized input fails with -1 and a message in err.
  *
- * Thread-safety: no global state; every call works on its own buffers and
- * library contexts, so any thread may call any function. */
+ * Thread-safety: every call works on its own buffers; the zstd decoder is
+ * one per thread (kept, freed at thread exit), so any thread may call any
+ * function. */
 #ifndef CAIRN_CODEC_RECORD_CODEC_H
 #define CAIRN_CODEC_RECORD_CODEC_H
 #include <stddef.h>
