@@ -29,8 +29,11 @@ run: build
 # Every test: unit and integration in the release build, then the
 # unit and integration tests again under ASan+UBSan, then a short fuzz run.
 # The other-language client tests (tests/clients) run in the first pass.
+# In CI (CI=true) a skip outside tests/ci/allowed-skips.txt, or fewer tests
+# than it states, fails the run.
 test: build client-deps
-	cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS) --output-junit $(CURDIR)/$(BUILD)/ctest-junit.xml
+	if [ "$$CI" = true ]; then tests/ci/check_test_run.py $(BUILD)/ctest-junit.xml tests/ci/allowed-skips.txt; fi
 	$(MAKE) test-asan
 	$(MAKE) fuzz FUZZ_SECONDS=30
 

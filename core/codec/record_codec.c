@@ -1,9 +1,11 @@
 /* The four codecs over whole buffers. Decompression grows its output
  * geometrically up to the caller's limit, so a small input claiming a huge
- * size costs nothing until the bytes really come out. */
+ * size costs nothing until the bytes really come out. The zstd decoder is
+ * kept per thread (a pthread key); nothing else outlives a call. */
 #include "codec/record_codec.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <lz4frame.h>
 #include <snappy-c.h>
 #include <stdarg.h>
@@ -192,12 +194,47 @@ static int lz4_decompress(const uint8_t *in, size_t in_len, struct codec_out *o,
     return rc;
 }
 
+/* One zstd decoder per thread, kept: a fresh one allocates its window
+ * buffer (megabytes, faulted in page by page) for every batch. */
+static pthread_key_t zstd_key;
+static pthread_once_t zstd_once = PTHREAD_ONCE_INIT;
+static bool zstd_key_ok;
+
+static void zstd_key_free(void *d)
+{
+    ZSTD_freeDCtx(d);
+}
+
+static void zstd_key_init(void)
+{
+    zstd_key_ok = pthread_key_create(&zstd_key, zstd_key_free) == 0;
+}
+
+/* The thread's decoder, reset; NULL when none can be made. Not freed by
+ * the caller. */
+static ZSTD_DCtx *zstd_thread_dctx(void)
+{
+    pthread_once(&zstd_once, zstd_key_init);
+    ZSTD_DCtx *d = zstd_key_ok ? pthread_getspecific(zstd_key) : NULL;
+    if (d) {
+        ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
+        return d;
+    }
+    if (!(d = ZSTD_createDCtx()))
+        return NULL;
+    ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, ZSTD_WINDOW_LOG_MAX);
+    if (!zstd_key_ok || pthread_setspecific(zstd_key, d) != 0) {
+        ZSTD_freeDCtx(d);
+        return NULL;
+    }
+    return d;
+}
+
 static int zstd_decompress(const uint8_t *in, size_t in_len, struct codec_out *o, char *err, size_t errlen)
 {
-    ZSTD_DCtx *d = ZSTD_createDCtx();
+    ZSTD_DCtx *d = zstd_thread_dctx();
     if (!d)
         return fail(err, errlen, "zstd: cannot create a decompression context");
-    ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, ZSTD_WINDOW_LOG_MAX);
     ZSTD_inBuffer ib = {in, in_len, 0};
     size_t ret = 1;
     int rc = 0;
@@ -220,8 +257,24 @@ static int zstd_decompress(const uint8_t *in, size_t in_len, struct codec_out *o
             break;
         }
     }
-    ZSTD_freeDCtx(d);
     return rc;
+}
+
+/* Appends the decompressed data to o (within its limit). */
+static int decompress_to(int codec, const uint8_t *in, size_t in_len, struct codec_out *o, char *err, size_t errlen)
+{
+    switch (codec) {
+    case RECORD_BATCH_COMPRESSION_GZIP:
+        return gzip_decompress(in, in_len, o, err, errlen);
+    case RECORD_BATCH_COMPRESSION_SNAPPY:
+        return snappy_decompress(in, in_len, o, err, errlen);
+    case RECORD_BATCH_COMPRESSION_LZ4:
+        return lz4_decompress(in, in_len, o, err, errlen);
+    case RECORD_BATCH_COMPRESSION_ZSTD:
+        return zstd_decompress(in, in_len, o, err, errlen);
+    default:
+        return fail(err, errlen, "unknown compression codec %d", codec);
+    }
 }
 
 int record_codec_decompress(int codec, const uint8_t *in, size_t in_len, size_t max_out, uint8_t **out, size_t *out_len,
@@ -230,24 +283,7 @@ int record_codec_decompress(int codec, const uint8_t *in, size_t in_len, size_t 
     *out = NULL;
     *out_len = 0;
     struct codec_out o = {.limit = max_out < SIZE_MAX ? max_out + 1 : SIZE_MAX};
-    int rc;
-    switch (codec) {
-    case RECORD_BATCH_COMPRESSION_GZIP:
-        rc = gzip_decompress(in, in_len, &o, err, errlen);
-        break;
-    case RECORD_BATCH_COMPRESSION_SNAPPY:
-        rc = snappy_decompress(in, in_len, &o, err, errlen);
-        break;
-    case RECORD_BATCH_COMPRESSION_LZ4:
-        rc = lz4_decompress(in, in_len, &o, err, errlen);
-        break;
-    case RECORD_BATCH_COMPRESSION_ZSTD:
-        rc = zstd_decompress(in, in_len, &o, err, errlen);
-        break;
-    default:
-        rc = fail(err, errlen, "unknown compression codec %d", codec);
-        break;
-    }
+    int rc = decompress_to(codec, in, in_len, &o, err, errlen);
     if (rc == 0 && o.len > max_out)
         rc = fail(err, errlen, "decompressed data exceeds %zu bytes", max_out);
     if (rc != 0) {
@@ -405,6 +441,42 @@ int record_codec_inflate_batch(const uint8_t *batch, size_t len, size_t max_reco
     buf[RECORD_BATCH_OFFSET_ATTRIBUTES + 1] &= (uint8_t)~RECORD_BATCH_COMPRESSION_MASK;
     *out = buf;
     *out_len = RECORD_BATCH_HEADER_SIZE + n;
+    return 0;
+}
+
+int record_codec_inflate_batch_into(const uint8_t *batch, size_t len, size_t max_records, uint8_t **buf, size_t *cap,
+                                    size_t *out_len, char *err, size_t errlen)
+{
+    struct record_batch_header h;
+    *out_len = 0;
+    if (record_batch_parse_header(batch, len, &h) != 0 || h.batch_length < 0 || record_batch_total_size(&h) != len)
+        return fail(err, errlen, "malformed batch header");
+    if (max_records > (size_t)INT32_MAX - RECORD_BATCH_HEADER_SIZE)
+        max_records = (size_t)INT32_MAX - RECORD_BATCH_HEADER_SIZE;
+    /* The caller's buffer, seen no larger than this call's limit. */
+    struct codec_out o = {.buf = *buf, .cap = *cap, .limit = RECORD_BATCH_HEADER_SIZE + max_records + 1};
+    if (o.cap > o.limit)
+        o.cap = o.limit;
+    int rc = out_reserve(&o, RECORD_BATCH_HEADER_SIZE) == 0 ? 0 : fail(err, errlen, "out of memory");
+    if (rc == 0) {
+        o.len = RECORD_BATCH_HEADER_SIZE;
+        rc = decompress_to(record_batch_compression(&h), batch + RECORD_BATCH_HEADER_SIZE,
+                           len - RECORD_BATCH_HEADER_SIZE, &o, err, errlen);
+    }
+    if (o.buf != *buf || o.cap > *cap) { /* grown: the caller keeps the new one */
+        *buf = o.buf;
+        *cap = o.cap;
+    }
+    if (rc != 0)
+        return -1;
+    size_t n = o.len - RECORD_BATCH_HEADER_SIZE;
+    if (n > max_records)
+        return fail(err, errlen, "decompressed data exceeds %zu bytes", max_records);
+    memcpy(o.buf, batch, RECORD_BATCH_HEADER_SIZE);
+    put_be32(o.buf + RECORD_BATCH_OFFSET_BATCH_LENGTH,
+             (uint32_t)(RECORD_BATCH_HEADER_SIZE - RECORD_BATCH_LOG_OVERHEAD + n));
+    o.buf[RECORD_BATCH_OFFSET_ATTRIBUTES + 1] &= (uint8_t)~RECORD_BATCH_COMPRESSION_MASK;
+    *out_len = o.len;
     return 0;
 }
 

@@ -7,8 +7,9 @@
  * limit (no size announced by the data is believed), and malformed,
  * truncated or oversized input fails with -1 and a message in err.
  *
- * Thread-safety: no global state; every call works on its own buffers and
- * library contexts, so any thread may call any function. */
+ * Thread-safety: every call works on its own buffers; the zstd decoder is
+ * one per thread (kept, freed at thread exit), so any thread may call any
+ * function. */
 #ifndef CAIRN_CODEC_RECORD_CODEC_H
 #define CAIRN_CODEC_RECORD_CODEC_H
 #include <stddef.h>
@@ -35,6 +36,14 @@ int record_codec_compress(int codec, const uint8_t *in, size_t in_len, uint8_t *
  * reads it. The CRC is left stale. Returns 0 or -1. */
 int record_codec_inflate_batch(const uint8_t *batch, size_t len, size_t max_records, uint8_t **out, size_t *out_len,
                                char *err, size_t errlen);
+
+/* As record_codec_inflate_batch, into *buf (capacity *cap; NULL and 0 at
+ * first), which is grown with realloc when needed and stays the caller's
+ * to reuse and free(), so that frequent callers do not allocate, fault in
+ * and copy a fresh buffer per batch. On success the inflated batch is the
+ * first *out_len bytes of *buf. Returns 0 or -1. */
+int record_codec_inflate_batch_into(const uint8_t *batch, size_t len, size_t max_records, uint8_t **buf, size_t *cap,
+                                    size_t *out_len, char *err, size_t errlen);
 
 /* The reverse: a batch whose records section is plain's, compressed with
  * codec; header fields from plain, codec bits set, batchLength and CRC

@@ -140,6 +140,47 @@ static int check_identity(struct broker_config *cfg, char *err, size_t errlen)
     return 0;
 }
 
+static bool same_value(const struct config_key_def *def, const struct config_parsed *a, const struct config_parsed *b)
+{
+    if (a->is_null || b->is_null)
+        return a->is_null == b->is_null;
+    switch (def->type) {
+    case CONFIG_TYPE_BOOLEAN:
+    case CONFIG_TYPE_SHORT:
+    case CONFIG_TYPE_INT:
+    case CONFIG_TYPE_LONG:
+        return a->integer == b->integer;
+    case CONFIG_TYPE_DOUBLE:
+        return a->number == b->number;
+    default:
+        return strcmp(a->text, b->text) == 0;
+    }
+}
+
+int config_check_implemented(const struct broker_config *cfg, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < cfg->slot_count; i++) {
+        const struct config_key_def *def = config_broker_key_at(i);
+        const struct config_slot *slot = &cfg->slots[i];
+        if (!(def->flags & CONFIG_FLAG_UNUSED) || slot->source == CONFIG_SOURCE_DEFAULT_CONFIG)
+            continue;
+        struct config_parsed dflt;
+        char why[64];
+        if (config_value_parse(def, def->default_value, &dflt, why, sizeof why) < 0)
+            continue;
+        bool same = same_value(def, &slot->parsed, &dflt);
+        config_parsed_free(&dflt);
+        if (!same) {
+            snprintf(err, errlen,
+                     "'%s' is set, but Cairn does not implement it yet: remove it or leave it at its "
+                     "default (%s)",
+                     def->name, def->default_value ? def->default_value : "null");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int config_check_consistency(struct broker_config *cfg, char *err, size_t errlen)
 {
     if (check_identity(cfg, err, errlen) < 0)

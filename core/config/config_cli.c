@@ -140,6 +140,11 @@ int config_load(int argc, char **argv, struct broker_config **out, char *err, si
             goto oom;
     if (config_build(all.keys, all.values, all.count, out, err, errlen) < 0)
         goto done;
+    if (config_check_implemented(*out, err, errlen) < 0) {
+        config_free(*out);
+        *out = NULL;
+        goto done;
+    }
     if (config_path && !((*out)->file_path = strdup(config_path))) {
         config_free(*out);
         *out = NULL;
@@ -160,9 +165,13 @@ done:
 static void print_doc_row(FILE *out, const struct config_key_def *def, const char *suffix)
 {
     const char *dflt = def->default_value ? def->default_value : "null";
+    /* Broker keys not implemented are refused at start unless at their default. */
+    const char *unused = def->group == CONFIG_GROUP_TOPIC
+                             ? " *Accepted, not yet used.*"
+                             : " *Not implemented yet: start-up refuses any value but the default.*";
     fprintf(out, "| `%s` | %s | %s%s%s | %s%s%s |\n", def->name, config_type_name(def->type), *dflt ? "`" : "",
             *dflt ? dflt : "(empty)", *dflt ? "`" : "", def->doc, suffix ? suffix : "",
-            (def->flags & CONFIG_FLAG_UNUSED) ? " *Accepted, not yet used.*" : "");
+            (def->flags & CONFIG_FLAG_UNUSED) ? unused : "");
 }
 
 void config_print_docs(FILE *out)
@@ -178,6 +187,9 @@ void config_print_docs(FILE *out)
                  "  earlier one.\n"
                  "- A bad value of a known key stops start-up with a message naming the key,\n"
                  "  the value and the accepted form. An unknown key is logged as a warning.\n"
+                 "- A broker key Cairn does not implement yet is accepted only at its default\n"
+                 "  (as Kafka's own files carry it); any other value stops start-up with a line\n"
+                 "  naming it. The tables below mark those keys.\n"
                  "- Keys under `plugin.` are passed untouched to plugins (`plugin.<name>.*`).\n"
                  "- Without any config Cairn runs a single-node cluster: node id 1, broker\n"
                  "  and sole controller voter, `PLAINTEXT://localhost:9092`, data in `./data`.\n"

@@ -121,6 +121,16 @@ static void append_records(struct request_context *ctx, const struct metadata_to
     if (out->error_code == KAFKA_ERR_INVALID_RECORD && ctx->api_version >= 8 &&
         add_record_errors(ctx, topic, log, in, out))
         return;
+    if (res.record_index >= 0 && ctx->api_version >= 8) {
+        /* One record at fault (a timestamp out of its window): named as
+         * Kafka's RecordValidationException names it. */
+        HANDLER_NEW_ARRAY(ctx, out->record_errors, 1, produce_response_batch_index_and_error_message_init);
+        if (out->record_errors) {
+            out->record_errors[0].batch_index = res.record_index;
+            out->record_errors[0].batch_index_error_message = kafka_arena_strdup(&ctx->arena, res.error_message);
+            out->record_errors_count = 1;
+        }
+    }
     if (out->error_code != KAFKA_ERR_NONE) {
         if (res.error_message[0])
             out->error_message = kafka_arena_strdup(&ctx->arena, res.error_message);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/config.h"
 #include "config/topic_config.h"
 #include "handlers/handler_util.h"
 #include "metadata/metadata_image.h"
@@ -35,6 +36,14 @@ static void audit_topic_change(struct request_context *ctx, const char *operatio
 static bool auditing(struct request_context *ctx)
 {
     return ctx->env->plugins && ctx->env->plugins->audit_count > 0;
+}
+
+/* Topics only the broker may reshape: the coordinators' logs and the
+ * metadata log (never in the image, so known here by name). */
+static bool internal_topic(const char *name, const struct metadata_topic *t)
+{
+    return (t && t->is_internal) || strcmp(name, "__consumer_offsets") == 0 ||
+           strcmp(name, "__transaction_state") == 0 || strcmp(name, "__cluster_metadata") == 0;
 }
 
 /* CreateTopics: CREATE on the cluster (not logged when denied), else on the topic. */
@@ -302,9 +311,16 @@ static void delete_one(struct request_context *ctx, struct kafka_str name, struc
             snprintf(topic, sizeof topic, "%s", t->name);
         }
     }
+    bool internal = internal_topic(topic, t);
     metadata_image_release(img);
     if (name.len < 0 && !handler_authorize_resource(ctx, CAIRN_OP_DELETE, CAIRN_RESOURCE_TOPIC, topic, true)) {
         out->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
+        out->error_message = error_message(ctx, out->error_code, err);
+        return;
+    }
+    if (internal) {
+        out->error_code = KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
+        snprintf(err, sizeof err, "Cannot delete internal topic %s", topic);
         out->error_message = error_message(ctx, out->error_code, err);
         return;
     }
@@ -332,6 +348,20 @@ enum handler_result handle_delete_topics(struct request_context *ctx, void *requ
     if (!resp->responses)
         return HANDLER_CLOSE;
     resp->responses_count = n;
+    if (!config_get_bool(ctx->env->config, "delete.topic.enable")) {
+        /* Kafka refuses the whole request; versions before 3 have no
+         * code for it. */
+        int16_t code = ctx->api_version >= 3 ? KAFKA_ERR_TOPIC_DELETION_DISABLED : KAFKA_ERR_INVALID_REQUEST;
+        for (int32_t i = 0; i < n; i++) {
+            struct delete_topics_response_deletable_topic_result *out = &resp->responses[i];
+            out->name = ctx->api_version >= 6 ? req->topics[i].name : req->topic_names[i];
+            if (ctx->api_version >= 6)
+                out->topic_id = req->topics[i].topic_id;
+            out->error_code = code;
+            out->error_message = error_message(ctx, code, "Topic deletion is disabled.");
+        }
+        return HANDLER_RESPOND;
+    }
     for (int32_t i = 0; i < n; i++) {
         if (ctx->api_version >= 6)
             delete_one(ctx, req->topics[i].name, req->topics[i].topic_id, &resp->responses[i]);
@@ -389,6 +419,12 @@ enum handler_result handle_create_partitions(struct request_context *ctx, void *
         }
         if (!handler_authorize_resource(ctx, CAIRN_OP_ALTER, CAIRN_RESOURCE_TOPIC, name, true)) {
             out->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
+            out->error_message = error_message(ctx, out->error_code, err);
+            continue;
+        }
+        if (internal_topic(name, NULL)) {
+            out->error_code = KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
+            snprintf(err, sizeof err, "Cannot add partitions to internal topic %s", name);
             out->error_message = error_message(ctx, out->error_code, err);
             continue;
         }

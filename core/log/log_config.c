@@ -12,6 +12,8 @@ void log_config_defaults(struct log_config *cfg)
     cfg->flush_ms = INT64_MAX;
     cfg->max_message_bytes = 1048588;
     cfg->message_timestamp_type = LOG_TIMESTAMP_CREATE_TIME;
+    cfg->message_timestamp_before_max_ms = INT64_MAX;
+    cfg->message_timestamp_after_max_ms = INT64_MAX;
     cfg->preallocate = false;
     cfg->producer_id_expiration_ms = 86400000;
     cfg->cleanup_delete = true;

@@ -22,8 +22,14 @@ struct log_config {
     int64_t flush_ms;                               /* flush.ms: fdatasync when unflushed data is this old */
     int32_t max_message_bytes;                      /* max.message.bytes: largest batch accepted */
     enum log_timestamp_type message_timestamp_type; /* message.timestamp.type */
-    bool preallocate;                               /* preallocate: reserve segment_bytes on roll */
-    int64_t producer_id_expiration_ms;              /* producer.id.expiration.ms: drop idle producer state */
+    /* message.timestamp.before.max.ms / after.max.ms, each falling back to
+     * message.timestamp.difference.max.ms when left at its default, as Kafka
+     * resolves them: how far a CreateTime timestamp may lie behind / ahead
+     * of the broker clock. INT64_MAX: no limit. */
+    int64_t message_timestamp_before_max_ms;
+    int64_t message_timestamp_after_max_ms;
+    bool preallocate;                  /* preallocate: reserve segment_bytes on roll */
+    int64_t producer_id_expiration_ms; /* producer.id.expiration.ms: drop idle producer state */
     /* cleanup.policy: delete (retention.ms / retention.bytes apply) and/or
      * compact (the log cleaner keeps the latest record per key). */
     bool cleanup_delete;

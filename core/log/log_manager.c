@@ -233,11 +233,24 @@ static struct load_job *list_partition_dirs(const char *dir, size_t *count)
     return jobs;
 }
 
-static void load_dir(struct log_manager *m, size_t dir_index)
+/* Returns 0, or -1 with err when the clean shutdown marker cannot be
+ * removed durably: the broker must not run on a directory where a crash
+ * would afterwards pass for a clean stop. */
+static int load_dir(struct log_manager *m, size_t dir_index, char *err, size_t errlen)
 {
     const char *dir = m->dirs[dir_index];
     char *marker = join(dir, CLEAN_SHUTDOWN_FILE);
     bool clean = marker && access(marker, F_OK) == 0;
+    if (clean) {
+        /* The marker is trusted once: removed, and the removal synced,
+         * before any log opens, so a crash from here on reads as one. */
+        int rc = unlink(marker) == 0 ? fs_fsync_dir(dir) : errno;
+        if (rc != 0) {
+            snprintf(err, errlen, "cannot remove the clean shutdown marker %s durably: %s", marker, strerror(rc));
+            free(marker);
+            return -1;
+        }
+    }
     struct log_offset_checkpoint_entry *recovery = NULL, *starts = NULL;
     size_t n_recovery = 0, n_starts = 0;
     char *path = join(dir, RECOVERY_CHECKPOINT_FILE);
@@ -304,9 +317,8 @@ static void load_dir(struct log_manager *m, size_t dir_index)
     }
     log_offset_checkpoint_free(recovery, n_recovery);
     log_offset_checkpoint_free(starts, n_starts);
-    if (marker && clean && unlink(marker) != 0)
-        logger_warn("log", "cannot remove %s: %s", marker, strerror(errno));
     free(marker);
+    return 0;
 }
 
 /* References to every log, for work done without the table lock. */
@@ -566,8 +578,12 @@ int log_manager_open(const char *const *dirs, size_t dir_count, const struct log
             return -1;
         }
     }
-    for (size_t i = 0; i < dir_count; i++)
-        load_dir(m, i);
+    for (size_t i = 0; i < dir_count; i++) {
+        if (load_dir(m, i, err, errlen) != 0) {
+            log_manager_close(m, false);
+            return -1;
+        }
+    }
     /* Record the recovery points as loaded (unchanged by a rescan, which
      * does not flush) and the start offsets. */
     write_checkpoint_files(m, true, true);

@@ -14,6 +14,7 @@
 
 #include "codec/record_codec.h"
 #include "log/log_cleaner.h"
+#include "log/log_validator.h"
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
 #include "util/lock_check.h"
@@ -376,6 +377,7 @@ static int16_t validate_all(const struct partition_log *log, enum log_append_ori
     size_t blen;
     int rc;
     int64_t total = 0;
+    int64_t now = clock_wall_ms();
     *batch_count = 0;
     record_batch_iter_init(&it, batches, len);
     while ((rc = record_batch_iter_next(&it, &batch, &blen)) == 1) {
@@ -385,6 +387,12 @@ static int16_t validate_all(const struct partition_log *log, enum log_append_ori
         if (code != KAFKA_ERR_NONE)
             return code;
         /* A follower keeps what its leader accepted. */
+        if (origin != LOG_APPEND_REPLICATION) {
+            code = log_validate_records(&log->cfg, batch, blen, &h, now, &res->record_index, res->error_message,
+                                        sizeof res->error_message);
+            if (code != KAFKA_ERR_NONE)
+                return code;
+        }
         if (log->cfg.cleanup_compact && origin != LOG_APPEND_REPLICATION && !record_batch_is_control(&h)) {
             code = check_keys(&log->cfg, batch, blen, &h, NULL, res->error_message, sizeof res->error_message);
             if (code != KAFKA_ERR_NONE)
@@ -412,6 +420,7 @@ int16_t partition_log_append_as(struct partition_log *log, enum log_append_origi
 {
     memset(res, 0, sizeof *res);
     res->base_offset = res->last_offset = res->log_append_time = -1;
+    res->record_index = -1;
     res->log_start_offset = atomic_load(&log->log_start_offset);
     if (atomic_load(&log->offline) || atomic_load(&log->deleted)) {
         snprintf(res->error_message, sizeof res->error_message, "partition is offline");
@@ -696,51 +705,6 @@ int16_t partition_log_flush(struct partition_log *log)
     int16_t code = atomic_load(&log->offline) ? KAFKA_ERR_KAFKA_STORAGE_ERROR : partition_log_flush_locked(log);
     pthread_mutex_unlock(&log->write_lock);
     return code;
-}
-
-int16_t partition_log_flush_rolled(struct partition_log *log)
-{
-    int64_t upto = atomic_exchange(&log->rolled_unflushed, -1);
-    if (upto < 0 || atomic_load(&log->offline) || atomic_load(&log->deleted))
-        return KAFKA_ERR_NONE;
-    pthread_mutex_lock(&log->write_lock);
-    uint64_t truncations = log->truncations;
-    int64_t from = atomic_load(&log->recovery_point);
-    /* Closed segments do not change, so their files can be synced without
-     * holding any lock: duplicate the descriptors under the write lock
-     * (retention may close the originals meanwhile). */
-    size_t first = partition_log_segment_for(log, from), n = 0;
-    int *fds = NULL;
-    if (upto > from && first < log->segment_count && (fds = malloc(3 * log->segment_count * sizeof *fds)) != NULL) {
-        for (size_t i = first; i < log->segment_count && log->segments[i]->base_offset < upto; i++) {
-            const struct log_segment *seg = log->segments[i];
-            int src[3] = {seg->log_fd, seg->index_fd, seg->time_fd};
-            for (int k = 0; k < 3; k++)
-                if (src[k] >= 0 && (fds[n] = dup(src[k])) >= 0)
-                    n++;
-        }
-    }
-    pthread_mutex_unlock(&log->write_lock);
-    int rc = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (rc == 0 && fdatasync(fds[i]) != 0)
-            rc = errno;
-        close(fds[i]);
-    }
-    free(fds);
-    if (n == 0)
-        return KAFKA_ERR_NONE;
-    if (rc != 0) {
-        partition_log_mark_offline(log, "flushing a rolled segment", rc);
-        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
-    }
-    pthread_mutex_lock(&log->write_lock);
-    /* A truncation in between may have replaced what was synced. */
-    if (log->truncations == truncations && upto <= atomic_load(&log->log_end_offset) &&
-        upto > atomic_load(&log->recovery_point))
-        atomic_store(&log->recovery_point, upto);
-    pthread_mutex_unlock(&log->write_lock);
-    return KAFKA_ERR_NONE;
 }
 
 int16_t partition_log_flush_records(struct partition_log *log)

@@ -27,6 +27,7 @@ struct log_append_result {
     int64_t log_start_offset;
     int32_t record_count;
     bool duplicate;          /* a retried idempotent batch: offsets are the original ones, nothing written */
+    int32_t record_index;    /* a refusal caused by one record: its index in its batch, else -1 */
     char error_message[160]; /* reason when the append was rejected */
 };
 

@@ -13,9 +13,10 @@ static bool log_config_equal(const struct log_config *a, const struct log_config
            a->index_interval_bytes == b->index_interval_bytes && a->segment_index_bytes == b->segment_index_bytes &&
            a->flush_messages == b->flush_messages && a->flush_ms == b->flush_ms &&
            a->max_message_bytes == b->max_message_bytes && a->message_timestamp_type == b->message_timestamp_type &&
-           a->preallocate == b->preallocate && a->cleanup_delete == b->cleanup_delete &&
-           a->cleanup_compact == b->cleanup_compact && a->delete_retention_ms == b->delete_retention_ms &&
-           a->min_compaction_lag_ms == b->min_compaction_lag_ms &&
+           a->message_timestamp_before_max_ms == b->message_timestamp_before_max_ms &&
+           a->message_timestamp_after_max_ms == b->message_timestamp_after_max_ms && a->preallocate == b->preallocate &&
+           a->cleanup_delete == b->cleanup_delete && a->cleanup_compact == b->cleanup_compact &&
+           a->delete_retention_ms == b->delete_retention_ms && a->min_compaction_lag_ms == b->min_compaction_lag_ms &&
            a->max_compaction_lag_ms == b->max_compaction_lag_ms &&
            a->min_cleanable_dirty_ratio == b->min_cleanable_dirty_ratio;
 }

@@ -1,5 +1,6 @@
 /* Group commit: partition_log_flush_to fdatasyncs outside write_lock so a
- * slow disk sync does not hold up appends to the same partition. */
+ * slow disk sync does not hold up appends to the same partition; and the
+ * background sync of rolled segments, which moves the recovery point. */
 #include "log/partition_log_internal.h"
 
 #include <errno.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include "protocol/generated/errors.h"
+#include "util/logger.h"
 
 /* The files of the segments that may hold unflushed data, dup()ed so that a
  * roll, retention or truncation meanwhile cannot close them under the sync. */
@@ -102,4 +104,62 @@ int16_t partition_log_flush_to(struct partition_log *log, int64_t end_offset)
 out:
     pthread_mutex_unlock(&log->flush_lock);
     return code;
+}
+
+int16_t partition_log_flush_rolled(struct partition_log *log)
+{
+    int64_t upto = atomic_exchange(&log->rolled_unflushed, -1);
+    if (upto < 0 || atomic_load(&log->offline) || atomic_load(&log->deleted))
+        return KAFKA_ERR_NONE;
+    pthread_mutex_lock(&log->write_lock);
+    uint64_t truncations = log->truncations;
+    int64_t from = atomic_load(&log->recovery_point);
+    /* Closed segments do not change, so their files can be synced without
+     * holding any lock: duplicate the descriptors under the write lock
+     * (retention may close the originals meanwhile). */
+    size_t first = partition_log_segment_for(log, from), n = 0;
+    int *fds = NULL;
+    /* A file that cannot be duplicated is a file not synced: the recovery
+     * point then stays and the flush is retried at the next tick. */
+    bool missed = false;
+    if (upto > from && first < log->segment_count) {
+        fds = malloc(3 * log->segment_count * sizeof *fds);
+        missed = fds == NULL;
+        for (size_t i = first; fds && !missed && i < log->segment_count && log->segments[i]->base_offset < upto; i++) {
+            const struct log_segment *seg = log->segments[i];
+            int src[3] = {seg->log_fd, seg->index_fd, seg->time_fd};
+            for (int k = 0; k < 3 && !missed; k++)
+                if (src[k] >= 0 && (fds[n] = dup(src[k])) >= 0)
+                    n++;
+                else if (src[k] >= 0)
+                    missed = true;
+        }
+    }
+    pthread_mutex_unlock(&log->write_lock);
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0 && !missed && fdatasync(fds[i]) != 0)
+            rc = errno;
+        close(fds[i]);
+    }
+    free(fds);
+    if (missed) {
+        int64_t none = -1;
+        atomic_compare_exchange_strong(&log->rolled_unflushed, &none, upto);
+        logger_warn("log", "%s: cannot open rolled segments for syncing; recovery point kept", log->dir);
+        return KAFKA_ERR_NONE;
+    }
+    if (n == 0)
+        return KAFKA_ERR_NONE;
+    if (rc != 0) {
+        partition_log_mark_offline(log, "flushing a rolled segment", rc);
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
+    pthread_mutex_lock(&log->write_lock);
+    /* A truncation in between may have replaced what was synced. */
+    if (log->truncations == truncations && upto <= atomic_load(&log->log_end_offset) &&
+        upto > atomic_load(&log->recovery_point))
+        atomic_store(&log->recovery_point, upto);
+    pthread_mutex_unlock(&log->write_lock);
+    return KAFKA_ERR_NONE;
 }

@@ -45,4 +45,12 @@ void replica_log_config(const struct broker_config *config, const struct metadat
     out->message_timestamp_type = v.message_timestamp_type == TOPIC_TIMESTAMP_LOG_APPEND_TIME
                                       ? LOG_TIMESTAMP_LOG_APPEND_TIME
                                       : LOG_TIMESTAMP_CREATE_TIME;
+    /* Kafka's resolution: the deprecated difference applies to whichever
+     * side is left at its default. */
+    out->message_timestamp_before_max_ms = v.message_timestamp_before_max_ms != INT64_MAX
+                                               ? v.message_timestamp_before_max_ms
+                                               : v.message_timestamp_difference_max_ms;
+    out->message_timestamp_after_max_ms = v.message_timestamp_after_max_ms != INT64_MAX
+                                              ? v.message_timestamp_after_max_ms
+                                              : v.message_timestamp_difference_max_ms;
 }

@@ -394,7 +394,68 @@ static void test_describe_cluster(void **state)
     st->passed++;
 }
 
-#define ADMIN_TESTS 7
+/* The coordinators' topics and the metadata log are the broker's: a client
+ * can neither delete nor grow them. */
+static void test_internal_topics_guarded(void **state)
+{
+    struct admin_state *st = admin_get(state);
+    assert_true(admin_topic_listed(st->rk, "__consumer_offsets", NULL));
+    const char *internal[] = {"__consumer_offsets", "__transaction_state", "__cluster_metadata"};
+    for (size_t i = 0; i < sizeof internal / sizeof internal[0]; i++) {
+        rd_kafka_resp_err_t err = admin_delete_topic(st->rk, internal[i]);
+        if (err != RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION)
+            fail_msg("DeleteTopics %s: %s, expected TOPIC_EXCEPTION", internal[i], rd_kafka_err2name(err));
+        char errstr[512];
+        err = admin_create_partitions(st->rk, internal[i], 200, errstr, sizeof errstr);
+        if (err != RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION)
+            fail_msg("CreatePartitions %s: %s (%s), expected TOPIC_EXCEPTION", internal[i], rd_kafka_err2name(err),
+                     errstr);
+    }
+    int partitions = 0;
+    assert_true(admin_topic_listed(st->rk, "__consumer_offsets", &partitions));
+    assert_true(partitions < 200);
+    st->passed++;
+}
+
+/* delete.topic.enable=false: DeleteTopics answers TOPIC_DELETION_DISABLED
+ * and the topic stays. */
+static void test_delete_topic_disabled(void **state)
+{
+    (void)state;
+    struct test_broker broker;
+    memset(&broker, 0, sizeof broker);
+    const char *overrides[] = {"delete.topic.enable=false", NULL};
+    broker_start(&broker, overrides);
+    rk_create_topic(broker_bootstrap(&broker), "adm-keep", 1, NULL);
+    rd_kafka_t *rk = rk_producer_new(broker_bootstrap(&broker), NULL);
+    /* librdkafka 2.0 asks with a version before 3, which has no code for
+     * it: Kafka answers INVALID_REQUEST there. */
+    rd_kafka_resp_err_t err = admin_delete_topic(rk, "adm-keep");
+    if (err != RD_KAFKA_RESP_ERR_INVALID_REQUEST && err != RD_KAFKA_RESP_ERR_TOPIC_DELETION_DISABLED)
+        fail_msg("DeleteTopics adm-keep: %s, expected deletion refused", rd_kafka_err2name(err));
+    /* DeleteTopics v3: topic names, timeout; answer: throttle, [name, error]. */
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 20, 3, 7, "cairn-it");
+    raw_put_i32(&w, 1);
+    raw_put_string(&w, "adm-keep");
+    raw_put_i32(&w, 10000);
+    uint8_t *frame = NULL;
+    struct raw_reader r;
+    assert_int_equal(raw_exchange(broker_port(&broker), &w, 7, false, 10000, &frame, &r), 0);
+    raw_get_i32(&r);
+    assert_int_equal(raw_get_i32(&r), 1);
+    raw_skip_string(&r);
+    assert_int_equal(raw_get_i16(&r), RD_KAFKA_RESP_ERR_TOPIC_DELETION_DISABLED);
+    assert_false(r.overflow);
+    free(frame);
+    assert_true(admin_topic_listed(rk, "adm-keep", NULL));
+    rk_producer_destroy(rk);
+    broker_mark_passed(&broker);
+    broker_cleanup(&broker);
+}
+
+#define ADMIN_TESTS 8
 
 static int admin_setup(void **state)
 {
@@ -427,6 +488,8 @@ int main(void)
         cmocka_unit_test(test_metadata_auto_creates_topic),
         cmocka_unit_test(test_list_offsets),
         cmocka_unit_test(test_describe_cluster),
+        cmocka_unit_test(test_internal_topics_guarded),
+        cmocka_unit_test(test_delete_topic_disabled),
     };
     return cmocka_run_group_tests(tests, admin_setup, admin_teardown);
 }

@@ -5,10 +5,12 @@
 # cairnd on a fresh data directory, and the medians are printed per binary.
 #
 # usage: tools/bench/ab_produce.sh [--rounds R] [--records N] [--bench PATH]
-#            [--perf-stat] [--out DIR] [--override key=value]... CAIRND|mock...
+#            [--perf-stat] [--out DIR] [--override key=value]...
+#            [--compression CODEC] CAIRND|mock...
 #
 # Each run: cairnd on a free loopback port, `cairn-bench produce` of N
-# records of 1 KiB to one partition, acks=1, linger.ms=5, --broker-pid.
+# records of 1 KiB to one partition, acks=1, linger.ms=5, --broker-pid;
+# --compression sets the producer's codec (none, gzip, snappy, lz4, zstd).
 # --perf-stat also wraps each run's broker in `perf stat -p` (cycles,
 # user/kernel split) and keeps the output next to the JSON reports.
 # On a VM whose kernel hands free memory back to the host
@@ -25,6 +27,7 @@ records=1000000
 bench="$repo/build/tools/bench/cairn-bench"
 perf_stat=0
 out=""
+compression=none
 overrides=()
 binaries=()
 
@@ -36,7 +39,8 @@ while [ $# -gt 0 ]; do
         --perf-stat) perf_stat=1 ;;
         --out) out="$2"; shift ;;
         --override) overrides+=(--override "$2"); shift ;;
-        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --compression) compression="$2"; shift ;;
+        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) binaries+=("$1") ;;
     esac
@@ -117,7 +121,8 @@ run_one() { # binary-index round
         perf_pid=$!
     fi
     "$bench" produce --bootstrap "127.0.0.1:$port" --topic ab --records "$records" \
-        --record-size 1024 --acks 1 --linger-ms 5 --partitions 1 --broker-pid "$broker_pid" \
+        --record-size 1024 --acks 1 --linger-ms 5 --partitions 1 --compression "$compression" \
+        --broker-pid "$broker_pid" \
         >"$out/$tag.json" 2>>"$out/bench.log" || echo "  $tag incomplete" >&2
     stop_broker
     python3 - "$out/$tag.json" "$idx" <<'EOF'

@@ -357,6 +357,24 @@ static void test_batches(void **state)
         /* A header whose length disagrees with the buffer is refused. */
         assert_int_equal(
             record_codec_inflate_batch(packed, packed_len - 1, 1 << 20, &opened, &opened_len, err, sizeof err), -1);
+
+        /* Into a kept buffer: the same bytes, a refusal leaves the buffer
+         * usable, and a buffer larger than the limit does not lift it. */
+        uint8_t *kept = NULL;
+        size_t cap = 0, kept_len = 0;
+        for (int round = 0; round < 2; round++) {
+            assert_int_equal(
+                record_codec_inflate_batch_into(packed, packed_len, 1 << 20, &kept, &cap, &kept_len, err, sizeof err),
+                0);
+            assert_int_equal(kept_len, plain_len);
+            assert_true(cap >= kept_len);
+            assert_memory_equal(kept + RECORD_BATCH_OFFSET_ATTRIBUTES, plain + RECORD_BATCH_OFFSET_ATTRIBUTES,
+                                plain_len - RECORD_BATCH_OFFSET_ATTRIBUTES);
+            assert_int_equal(
+                record_codec_inflate_batch_into(packed, packed_len, 100, &kept, &cap, &kept_len, err, sizeof err), -1);
+            assert_non_null(strstr(err, "exceeds"));
+        }
+        free(kept);
         free(packed);
     }
     free(plain);

@@ -135,6 +135,34 @@ static void test_create_reopen_clean(void **state)
     log_manager_close(m, true);
 }
 
+/* A marker that cannot be removed (here a directory of that name) would
+ * make a later crash pass for a clean stop: the open refuses, naming it. */
+static void test_marker_not_removable_refuses_open(void **state)
+{
+    (void)state;
+    struct log_config defaults;
+    log_config_defaults(&defaults);
+    struct log_manager *m = open_manager(&defaults);
+    log_manager_close(m, true);
+    char marker[1024], inside[1100];
+    snprintf(marker, sizeof marker, "%s/.kafka_cleanshutdown", g_dirs[0]);
+    assert_int_equal(unlink(marker), 0);
+    assert_int_equal(mkdir(marker, 0755), 0);
+    snprintf(inside, sizeof inside, "%s/keep", marker);
+    FILE *f = fopen(inside, "w");
+    assert_non_null(f);
+    fclose(f);
+    struct log_manager_config mcfg;
+    log_manager_config_defaults(&mcfg);
+    mcfg.background_thread = false;
+    char err[512] = "";
+    m = NULL;
+    assert_int_not_equal(log_manager_open(g_dir_list, 2, &defaults, &mcfg, &m, err, sizeof err), 0);
+    assert_null(m);
+    assert_non_null(strstr(err, ".kafka_cleanshutdown"));
+    assert_non_null(strstr(err, "durably"));
+}
+
 static void test_unclean_recovery(void **state)
 {
     (void)state;
@@ -366,6 +394,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_reopen_clean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unclean_recovery, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_marker_not_removable_refuses_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_retention, setup, teardown),
         cmocka_unit_test_setup_teardown(test_background_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roll_flush_checkpointed, setup, teardown),

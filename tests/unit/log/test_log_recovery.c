@@ -8,6 +8,9 @@
 
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <sys/resource.h>
+
 #include "log_test_util.h"
 #include "protocol/generated/errors.h"
 
@@ -307,12 +310,71 @@ static void test_flush_rolled_segments(void **state)
     partition_log_close(log);
 }
 
+/* Descriptors opened until only `spare` remain under a lowered limit;
+ * restore_descriptors undoes it. */
+struct fd_squeeze {
+    struct rlimit saved;
+    int fds[256];
+    int count;
+};
+
+static void squeeze_descriptors(struct fd_squeeze *q, int spare)
+{
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &q->saved), 0);
+    int probe = open("/dev/null", O_RDONLY);
+    assert_true(probe >= 0);
+    close(probe);
+    struct rlimit low = q->saved;
+    low.rlim_cur = (rlim_t)probe + 200;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    q->count = 0;
+    int fd;
+    while (q->count < 256 && (fd = open("/dev/null", O_RDONLY)) >= 0)
+        q->fds[q->count++] = fd;
+    assert_true(q->count < 256);
+    for (int i = 0; i < spare; i++)
+        close(q->fds[--q->count]);
+}
+
+static void restore_descriptors(struct fd_squeeze *q)
+{
+    while (q->count > 0)
+        close(q->fds[--q->count]);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &q->saved), 0);
+}
+
+/* A rolled segment whose files cannot all be opened for the sync is not
+ * synced, so the recovery point must stay before it; the flush is retried
+ * once descriptors are back. */
+static void test_flush_rolled_keeps_point_on_failure(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    log_config_defaults(&cfg);
+    cfg.segment_bytes = 4096;
+    struct partition_log *log = open_or_fail(&cfg, false);
+    append_n(log, 12, 3, 1000, 500);
+    assert_true(partition_log_segment_count(log) >= 3);
+    assert_int_equal(partition_log_recovery_point(log), 0);
+    struct fd_squeeze q;
+    /* Two spare: the first segment's log and offset index, not the rest. */
+    squeeze_descriptors(&q, 2);
+    partition_log_flush_rolled(log);
+    int64_t rp = partition_log_recovery_point(log);
+    restore_descriptors(&q);
+    assert_int_equal(rp, 0);
+    assert_int_equal(partition_log_flush_rolled(log), KAFKA_ERR_NONE);
+    assert_true(partition_log_recovery_point(log) > 0);
+    partition_log_close(log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_garbage_tail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rescan_keeps_recovery_point, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flush_rolled_segments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flush_rolled_keeps_point_on_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_last_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_middle_segment, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retention_by_bytes, setup, teardown),
