@@ -54,6 +54,17 @@ static void on_acls(void *arg, bool reset, const struct cairn_acl_binding *const
         a->host->log(a->host->ctx, CAIRN_LOG_ERROR, "%zu ACL binding(s) could not be indexed and are ignored", failed);
 }
 
+/* "type:name" into out (PRINCIPAL_MAX bytes), truncated; snprintf costs a
+ * fifth of a decision. */
+static void join_principal(char *out, const char *type, const char *name)
+{
+    size_t t = strnlen(type, 63), n = strnlen(name, PRINCIPAL_MAX - 65);
+    memcpy(out, type, t);
+    out[t] = ':';
+    memcpy(out + t + 1, name, n);
+    out[t + 1 + n] = '\0';
+}
+
 static bool is_super_user(const struct acl_authorizer *a, const char *principal)
 {
     for (int i = 0; i < a->super_user_count; i++)
@@ -69,7 +80,7 @@ static int authorize(void *instance, const struct cairn_request_info *request,
     char principal[PRINCIPAL_MAX] = "User:ANONYMOUS";
     const char *host = "";
     if (request && request->principal && request->principal->type && request->principal->name)
-        snprintf(principal, sizeof principal, "%s:%s", request->principal->type, request->principal->name);
+        join_principal(principal, request->principal->type, request->principal->name);
     if (request && request->client_host)
         host = request->client_host;
     if (is_super_user(a, principal)) {
