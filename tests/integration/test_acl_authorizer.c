@@ -77,14 +77,6 @@ static bool listed(struct test_broker *b, const char *topic)
     return found;
 }
 
-static void add_override(struct test_broker *b, const char *kv)
-{
-    assert_true(b->override_count < BROKER_MAX_OVERRIDES);
-    b->overrides[b->override_count] = strdup(kv);
-    assert_non_null(b->overrides[b->override_count]);
-    b->override_count++;
-}
-
 static void test_acl_enforcement(void **state)
 {
     (void)state;
@@ -101,7 +93,7 @@ static void test_acl_enforcement(void **state)
     acl_change(&b, true, RD_KAFKA_RESOURCE_TOPIC, "team-a.", RD_KAFKA_RESOURCE_PATTERN_PREFIXED, ME,
                RD_KAFKA_ACL_OPERATION_WRITE, RD_KAFKA_ACL_PERMISSION_TYPE_ALLOW);
     broker_stop(&b);
-    add_override(&b, "plugins=acl-authorizer");
+    broker_add_override(&b, "plugins=acl-authorizer");
     broker_restart(&b);
 
     assert_int_equal(produce_one(&b, "team-a.orders"), RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -125,7 +117,7 @@ static void test_acl_enforcement(void **state)
 
     /* allow.everyone.if.no.acl.found opens "open" (no ACL names it) only. */
     broker_stop(&b);
-    add_override(&b, "plugin.acl-authorizer.allow.everyone.if.no.acl.found=true");
+    broker_add_override(&b, "plugin.acl-authorizer.allow.everyone.if.no.acl.found=true");
     broker_restart(&b);
     assert_int_equal(produce_one(&b, "open"), RD_KAFKA_RESP_ERR_NO_ERROR);
     acl_change(&b, true, RD_KAFKA_RESOURCE_TOPIC, "open", RD_KAFKA_RESOURCE_PATTERN_LITERAL, "User:someone-else",
@@ -134,7 +126,7 @@ static void test_acl_enforcement(void **state)
 
     /* A super user is allowed everything. */
     broker_stop(&b);
-    add_override(&b, "plugin.acl-authorizer.super.users=User:admin;" ME);
+    broker_add_override(&b, "plugin.acl-authorizer.super.users=User:admin;" ME);
     broker_restart(&b);
     assert_int_equal(produce_one(&b, "open"), RD_KAFKA_RESP_ERR_NO_ERROR);
     broker_mark_passed(&b);
