@@ -42,7 +42,8 @@ static struct struct_cover *cover_of(const char *name)
 static void field(const char *s, const char *f, size_t offset, size_t size)
 {
     printf("_Static_assert(offsetof(struct %s, %s) == %zu && sizeof(((struct %s *)0)->%s) == %zu,\n"
-           "               \"struct %s: field %s moved or changed size since ABI " ABI_NAME " (offset %zu, size %zu)\");\n",
+           "               \"struct %s: field %s moved or changed size since ABI " ABI_NAME
+           " (offset %zu, size %zu)\");\n",
            s, f, offset, s, f, size, s, f, offset, size);
     struct struct_cover *c = cover_of(s);
     if (c && offset + size > c->covered)
@@ -64,12 +65,11 @@ int main(void)
         const struct struct_cover *c = &covers[i];
         size_t padded = (c->covered + c->align - 1) / c->align * c->align;
         if (padded != c->size) {
-            fprintf(stderr, ABI_DEF ": struct %s lists fields up to byte %zu of %zu\n", c->name, c->covered,
-                    c->size);
+            fprintf(stderr, ABI_DEF ": struct %s lists fields up to byte %zu of %zu\n", c->name, c->covered, c->size);
             status = 1;
         }
-        printf("_Static_assert(sizeof(struct %s) >= %zu, \"struct %s shrank since ABI " ABI_NAME "\");\n", c->name, c->size,
-               c->name);
+        printf("_Static_assert(sizeof(struct %s) >= %zu, \"struct %s shrank since ABI " ABI_NAME "\");\n", c->name,
+               c->size, c->name);
     }
     return status;
 }
