@@ -141,6 +141,9 @@ enum handler_result handle_add_offsets_to_txn(struct request_context *, void *, 
 enum handler_result handle_end_txn(struct request_context *, void *, void *);
 enum handler_result handle_describe_transactions(struct request_context *, void *, void *);
 enum handler_result handle_list_transactions(struct request_context *, void *, void *);
+enum handler_result handle_describe_acls(struct request_context *, void *, void *);
+enum handler_result handle_create_acls(struct request_context *, void *, void *);
+enum handler_result handle_delete_acls(struct request_context *, void *, void *);
 enum handler_result handle_delete_records(struct request_context *, void *, void *);
 enum handler_result handle_describe_log_dirs(struct request_context *, void *, void *);
 

@@ -154,6 +154,42 @@ struct metadata_scram_change {
 int16_t metadata_alter_scram(struct metadata_store *store, struct metadata_scram_change *changes, int32_t count,
                              char *err, size_t errlen);
 
+/* ---- ACL bindings (metadata_acl_controller.c) ---- */
+
+/* A DescribeAcls / DeleteAcls filter, Kafka's AclBindingFilter: ANY (1) in
+ * a type, operation or permission matches all; a NULL string matches all;
+ * pattern MATCH (2) with a name matches the LITERAL binding of that name,
+ * the LITERAL "*" and every PREFIXED binding the name starts with. */
+struct metadata_acl_filter {
+    int8_t resource_type;
+    const char *resource_name;
+    int8_t pattern_type;
+    const char *principal;
+    const char *host;
+    int8_t operation;
+    int8_t permission_type;
+};
+
+bool metadata_acl_filter_matches(const struct metadata_acl_filter *f, const struct metadata_acl *acl);
+
+/* Kafka's checks of a new binding (AclControlManager): INVALID_REQUEST
+ * with a reason for UNKNOWN/ANY types, a pattern other than LITERAL or
+ * PREFIXED, an empty resource name, a principal without "type:". */
+int16_t metadata_acl_validate(const struct metadata_acl *acl, char *err, size_t errlen);
+/* Kafka's check of a filter: INVALID_REQUEST when any part is UNKNOWN. */
+int16_t metadata_acl_filter_validate(const struct metadata_acl_filter *f, char *err, size_t errlen);
+
+/* Appends one AccessControlEntryRecord per binding not already present (an
+ * identical binding is kept, as Kafka does) as one batch; ids are chosen
+ * here. Each binding must have passed metadata_acl_validate. */
+int16_t metadata_create_acls(struct metadata_store *store, const struct metadata_acl *acls, int32_t count, char *err,
+                             size_t errlen);
+
+/* Appends one RemoveAccessControlEntryRecord per id still in the image, as
+ * one batch; ids already gone are skipped. */
+int16_t metadata_delete_acls(struct metadata_store *store, const struct kafka_uuid *ids, int32_t count, char *err,
+                             size_t errlen);
+
 /* Topic name rules (Kafka's): returns KAFKA_ERR_NONE or INVALID_TOPIC_EXCEPTION with a reason. */
 int16_t metadata_validate_topic_name(const char *name, char *err, size_t errlen);
 

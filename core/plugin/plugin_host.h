@@ -9,6 +9,7 @@
 #ifndef CAIRN_PLUGIN_PLUGIN_HOST_H
 #define CAIRN_PLUGIN_PLUGIN_HOST_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +19,10 @@
 
 struct broker_config;
 struct loaded_plugin;
+struct plugin_acl_listener;
+
+/* Hands every current ACL binding to one listener (a reset call). */
+typedef void (*plugin_acl_snapshot_fn)(void *ctx, const struct cairn_acl_listener *listener);
 
 /* The counts are public so the request path can skip a hook with a single
  * branch when no plugin provides it. */
@@ -35,6 +40,13 @@ struct plugin_host {
     struct plugin_pool *pool; /* submit_blocking threads */
     char cluster_id[64];
     int32_t node_id;
+    /* ACL listeners of the plugins (acl_subscribe), and the source the
+     * server attaches; acl_lock serializes subscriptions and deliveries. */
+    pthread_mutex_t acl_lock;
+    struct plugin_acl_listener *acl_listeners;
+    size_t acl_listener_count;
+    plugin_acl_snapshot_fn acl_snapshot;
+    void *acl_snapshot_ctx;
 };
 
 /* Loads and initialises every plugin in `plugins`, in order. On failure
@@ -86,5 +98,19 @@ void plugin_host_sasl_end(struct loaded_plugin *p, void *session);
 void plugin_host_audit_admin(struct plugin_host *host, const struct cairn_request_info *request,
                              const char *admin_operation, int32_t resource_type, const char *resource_name,
                              int16_t error_code, const char *details_json);
+
+/* ---- the ACL host service (plugin_acl.c) ---- */
+
+/* Attaches the source of ACL bindings (the server's metadata feed): every
+ * listener subscribed so far gets its full first call now, later ones at
+ * subscription. Call before the listeners start. */
+void plugin_host_attach_acls(struct plugin_host *host, plugin_acl_snapshot_fn snapshot, void *ctx);
+/* Detaches it; no listener is called afterwards. Call before stop. */
+void plugin_host_detach_acls(struct plugin_host *host);
+/* Hands one change to every listener. */
+void plugin_host_publish_acls(struct plugin_host *host, const struct cairn_acl_binding *const *added,
+                              size_t added_count, const struct cairn_acl_binding *const *removed, size_t removed_count);
+/* True when some plugin subscribed (the feed can skip work otherwise). */
+bool plugin_host_wants_acls(struct plugin_host *host);
 
 #endif

@@ -38,6 +38,13 @@ int plugin_parse_size(const char *text, uint64_t *out);
 int plugin_parse_int(const char *text, int64_t *out);
 int plugin_parse_bool(const char *text, bool *out);
 
+/* plugin_acl.c: the acl_subscribe service. */
+struct plugin_acl_listener {
+    struct loaded_plugin *plugin;
+    struct cairn_acl_listener listener; /* copied, sized to the host's struct */
+};
+int plugin_acl_subscribe(void *ctx, const struct cairn_acl_listener *listener);
+
 /* plugin_pool.c: the submit_blocking threads. */
 struct plugin_pool;
 int plugin_pool_start(int threads, struct plugin_pool **out);

@@ -431,6 +431,7 @@ int plugin_host_start(const struct broker_config *cfg, int32_t node_id, const ch
         snprintf(err, errlen, "plugins: out of memory");
         return -1;
     }
+    pthread_mutex_init(&host->acl_lock, NULL);
     host->node_id = node_id;
     snprintf(host->cluster_id, sizeof host->cluster_id, "%s", cluster_id ? cluster_id : "");
     int threads = config_get_int(cfg, "plugin.blocking.threads");
@@ -477,6 +478,8 @@ void plugin_host_stop(struct plugin_host *host)
     free(host->quotas);
     free(host->audits);
     free(host->authenticators);
+    free(host->acl_listeners);
+    pthread_mutex_destroy(&host->acl_lock);
     free(host);
 }
 

@@ -22,6 +22,7 @@
 #include "net/server.h"
 #include "plugin/plugin_host.h"
 #include "replica/replica_manager.h"
+#include "server/acl_feed.h"
 #include "txn/txn_coordinator.h"
 #include "txn/txn_log.h"
 #include "util/clock.h"
@@ -35,6 +36,7 @@ struct broker {
     struct replica_manager *replicas; /* hosted partitions, driven by metadata */
     struct metadata_store *metadata;
     int metadata_subscription;
+    struct acl_feed *acl_feed; /* NULL: no plugin reads ACLs */
     struct purgatory *fetch_purgatory;
     struct fetch_session_cache *fetch_sessions;
     struct group_coordinator *groups;
@@ -359,6 +361,10 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
     if (start_metadata(b, dirs[0], err, errlen) != 0)
         goto fail;
     b->env.metadata = b->metadata;
+    if (acl_feed_start(b->metadata, b->plugins, &b->acl_feed) != 0) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
     const char *metrics_listen = config_get_string(cfg, "metrics.http.listener");
     if (metrics_listen && metrics_listen[0] && metrics_http_start(metrics_listen, &b->metrics_http, err, errlen) != 0)
         goto fail;
@@ -409,6 +415,7 @@ void broker_stop(struct broker *b)
         net_server_free(b->net);
     /* Every request has completed: no table call can still be running. */
     metrics_http_stop(b->metrics_http);
+    acl_feed_stop(b->acl_feed);
     plugin_host_stop(b->plugins);
     group_coordinator_destroy(b->groups);
     if (b->group_log)

@@ -1,13 +1,15 @@
 /* Compiled against the live SDK headers with the assertions abi_layout_gen
- * wrote from the frozen v1.0 headers: it builds only while every v1.0 field
- * keeps its offset and size, no v1.0 struct shrinks and no enum value is
- * renumbered. Running it reports how many checks the build made. */
+ * wrote from the frozen v1.0 and v1.1 headers: it builds only while every
+ * field of those minors keeps its offset and size, no struct shrinks and no
+ * enum value is renumbered. Running it reports how many checks the build
+ * made. */
 #include <stddef.h>
 #include <stdio.h>
 
 #include "cairn/plugin.h"
 
 #include "abi_v1_0_layout.h"
+#include "abi_v1_1_layout.h"
 
 int main(void)
 {
@@ -18,5 +20,10 @@ int main(void)
 #include "abi_v1_0.def"
     printf("ABI v1.0 layout holds in the live headers: %d structs, %d fields, %d enum values\n", structs, fields,
            enums);
-    return structs > 0 && fields > 0 && enums > 0 ? 0 : 1;
+    int v10_structs = structs;
+    structs = fields = enums = 0;
+#include "abi_v1_1.def"
+    printf("ABI v1.1 layout holds in the live headers: %d structs, %d fields, %d enum values\n", structs, fields,
+           enums);
+    return v10_structs > 0 && structs > v10_structs && fields > 0 && enums > 0 ? 0 : 1;
 }

@@ -431,6 +431,16 @@ void broker_restart(struct test_broker *b)
     harness_wait_ready(b);
 }
 
+void broker_add_override(struct test_broker *b, const char *kv)
+{
+    if (b->override_count >= BROKER_MAX_OVERRIDES)
+        fail_msg("broker_add_override: more than %d overrides", BROKER_MAX_OVERRIDES);
+    b->overrides[b->override_count] = strdup(kv);
+    if (!b->overrides[b->override_count])
+        fail_msg("broker_add_override: out of memory");
+    b->override_count++;
+}
+
 void broker_mark_passed(struct test_broker *b)
 {
     b->passed = true;

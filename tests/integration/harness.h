@@ -53,6 +53,8 @@ void broker_stop(struct test_broker *b);
 void broker_kill9(struct test_broker *b);
 /* Starts the process again with the same dir, port and overrides. */
 void broker_restart(struct test_broker *b);
+/* Adds one "key=value" override (a copy) for the next broker_restart. */
+void broker_add_override(struct test_broker *b, const char *kv);
 
 /* Call at the end of a test body: lets broker_cleanup delete the dir. */
 void broker_mark_passed(struct test_broker *b);

@@ -125,6 +125,19 @@ static bool rk_admin_wait(rd_kafka_queue_t *queue, rd_kafka_event_t **out, int t
     return *out != NULL;
 }
 
+rd_kafka_event_t *rk_admin_result(rd_kafka_queue_t *q, rd_kafka_event_type_t type, int timeout_ms)
+{
+    long long deadline = harness_now_ms() + timeout_ms;
+    rd_kafka_event_t *ev;
+    while ((ev = rd_kafka_queue_poll(q, (int)(deadline - harness_now_ms() > 0 ? deadline - harness_now_ms() : 0)))) {
+        if (rd_kafka_event_type(ev) == type)
+            return ev;
+        rd_kafka_event_destroy(ev);
+    }
+    fail_msg("no admin result of type %d within %d ms", (int)type, timeout_ms);
+    return NULL;
+}
+
 rd_kafka_resp_err_t rk_create_topic_result(rd_kafka_t *rk, const char *topic, int partitions, int replication_factor,
                                            const char *const *configs, bool validate_only, char *errstr, size_t errlen)
 {

@@ -87,6 +87,10 @@ struct rk_delivery_slot {
     bool done;
 };
 
+/* The next event of `type` on an admin result queue (others are dropped);
+ * fails the test after timeout_ms. Destroy it with rd_kafka_event_destroy. */
+rd_kafka_event_t *rk_admin_result(rd_kafka_queue_t *q, rd_kafka_event_type_t type, int timeout_ms);
+
 /* Fails the test with `what` and librdkafka's message when err is set
  * (and destroys it); nothing when err is NULL. */
 void rk_expect_ok(rd_kafka_error_t *err, const char *what);

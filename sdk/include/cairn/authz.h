@@ -47,6 +47,13 @@ enum cairn_pattern_type {
     CAIRN_PATTERN_PREFIXED = 4,
 };
 
+enum cairn_acl_permission {
+    CAIRN_PERMISSION_UNKNOWN = 0,
+    CAIRN_PERMISSION_ANY = 1,
+    CAIRN_PERMISSION_DENY = 2,
+    CAIRN_PERMISSION_ALLOW = 3,
+};
+
 enum cairn_authz_result {
     CAIRN_AUTHZ_DENIED = 0,
     CAIRN_AUTHZ_ALLOWED = 1,
@@ -77,6 +84,35 @@ struct cairn_authz_vtable {
      * cairn_authz_result. Return CAIRN_OK, or CAIRN_ERROR to deny all. */
     int (*authorize)(void *instance, const struct cairn_request_info *request,
                      const struct cairn_authz_action *const *actions, size_t action_count, uint8_t *results);
+};
+
+/* ABI 1.1: the cluster's ACL bindings, as CreateAcls stored them in the
+ * metadata log (Kafka's AccessControlEntryRecord). Strings are borrowed for
+ * the duration of the call. */
+struct cairn_acl_binding {
+    uint32_t struct_size;
+    uint8_t id[16];        /* unique per binding; what a removal names */
+    int32_t resource_type; /* enum cairn_resource_type */
+    const char *resource_name;
+    int32_t pattern_type;    /* CAIRN_PATTERN_LITERAL or CAIRN_PATTERN_PREFIXED */
+    const char *principal;   /* "User:alice", "User:*" */
+    const char *host;        /* an address, or "*" */
+    int32_t operation;       /* enum cairn_acl_operation */
+    int32_t permission_type; /* enum cairn_acl_permission: DENY or ALLOW */
+};
+
+/* Receives the bindings (cairn_host.acl_subscribe). on_acls is called
+ * first with reset = true and every current binding in added, then once per
+ * metadata change that adds or removes bindings. Calls never overlap; they
+ * come from the thread applying the metadata change, which waits for the
+ * call, so keep it short (update an index, no I/O) and call no host
+ * function but log. Treat changes as idempotent by id: a binding may be
+ * added that is already held, or removed that is not. */
+struct cairn_acl_listener {
+    uint32_t struct_size;
+    void *arg;
+    void (*on_acls)(void *arg, bool reset, const struct cairn_acl_binding *const *added, size_t added_count,
+                    const struct cairn_acl_binding *const *removed, size_t removed_count);
 };
 
 #ifdef __cplusplus

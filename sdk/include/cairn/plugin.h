@@ -119,6 +119,15 @@ struct cairn_host {
      * stall an io thread. Returns CAIRN_OK, or CAIRN_RETRIABLE when the
      * host is shutting down (neither function will run). */
     int (*submit_blocking)(void *ctx, void (*work)(void *arg), void (*done)(void *arg), void *arg);
+
+    /* ---- ABI 1.1 (check with CAIRN_HAS_FIELD(host, struct cairn_host, acl_subscribe)) ---- */
+
+    /* Subscribes to the cluster's ACL bindings (see struct
+     * cairn_acl_listener); the host copies *listener. Call it from init:
+     * the first, full call then arrives before the broker accepts
+     * connections. Calls stop before fini. Returns CAIRN_OK, or
+     * CAIRN_INVALID for a NULL or too small listener. */
+    int (*acl_subscribe)(void *ctx, const struct cairn_acl_listener *listener);
 };
 
 struct cairn_plugin_descriptor {
