@@ -8,7 +8,7 @@
  * offset the entry's offset and its partition leader epoch the entry's
  * epoch. Today an entry is one offset, so a batch holds one record whose
  * value is the entry's bytes; the leader's LeaderChange entry is a control
- * batch (key: version 0, type 2). An entry spanning several offsets maps to
+ * batch (key: version 0, type 2) whose value is the entry's bytes too. An entry spanning several offsets maps to
  * one batch of that many records (raft_codec_entry_batch and
  * entries_from_batch in raft_codec.c are the two places that change).
  *
@@ -92,6 +92,11 @@ struct raft_quorum_view {
 int raft_codec_write_describe_quorum(struct kafka_writer *w, int16_t version, const struct raft_quorum_view *view);
 /* From a decoded describe_quorum_response. Returns 0 or -1 with err. */
 int raft_codec_read_describe_quorum(const void *response, struct raft_quorum_view *out, char *err, size_t errlen);
+
+/* The leader's LeaderChange entry (first byte RAFT_LEADER_CHANGE_BYTE; no
+ * metadata record starts with it): a control batch on the wire, and not
+ * metadata for the listener. */
+bool raft_codec_is_leader_change(const struct raft_entry *e);
 
 /* One entry as one RecordBatch v2 (malloc'd, the caller frees). */
 int raft_codec_entry_batch(const struct raft_entry *e, uint8_t **out, size_t *out_len);

@@ -26,15 +26,20 @@ static bool is_metadata_topic(struct kafka_str name, struct kafka_uuid id)
 /* Control record key of a LeaderChange: version 0, type 2. */
 static const uint8_t leader_change_key[4] = {0, 0, 0, 2};
 
+bool raft_codec_is_leader_change(const struct raft_entry *e)
+{
+    return e->len >= 1 && e->data && e->data[0] == RAFT_LEADER_CHANGE_BYTE;
+}
+
 int raft_codec_entry_batch(const struct raft_entry *e, uint8_t **out, size_t *out_len)
 {
     struct record_batch_builder b;
     record_batch_builder_init(&b, 0);
-    bool leader_change = e->len == 1 && e->data && e->data[0] == RAFT_LEADER_CHANGE_BYTE;
     int rc;
-    if (leader_change) {
+    if (raft_codec_is_leader_change(e)) {
         b.attributes |= RECORD_BATCH_CONTROL_BIT;
-        rc = record_batch_builder_add(&b, 0, leader_change_key, sizeof leader_change_key, e->data, 1, NULL, 0);
+        rc = record_batch_builder_add(&b, 0, leader_change_key, sizeof leader_change_key, e->data, (int32_t)e->len,
+                                      NULL, 0);
     } else {
         rc = record_batch_builder_add(&b, 0, NULL, -1, e->data, (int32_t)e->len, NULL, 0);
     }
@@ -77,10 +82,8 @@ static int entries_from_batch(struct raft_fetch_resp *fr, int32_t *cap, const ui
     char why[160];
     if (record_batch_validate(batch, len, -1, &h, why, sizeof why) != KAFKA_ERR_NONE)
         return raft_codec_fail(err, errlen, "Fetch records", why);
-    if (record_batch_is_control(&h)) {
-        uint8_t byte = RAFT_LEADER_CHANGE_BYTE;
-        return push_entry(fr, cap, h.base_offset, h.partition_leader_epoch, &byte, 1);
-    }
+    /* A control batch (the LeaderChange entry) carries the entry's bytes as
+     * its record's value, like any other. */
     struct record_batch_record_iter it;
     if (record_batch_records_begin(&it, batch, len) != 0)
         return raft_codec_fail(err, errlen, "Fetch records", it.err);

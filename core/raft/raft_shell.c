@@ -116,7 +116,7 @@ static void apply_output(struct raft_shell *s, struct raft_output *out, bool *ap
         break;
     case RAFT_OUT_HIGH_WATERMARK:
         if (s->cfg.listener.on_high_watermark)
-            s->cfg.listener.on_high_watermark(s->cfg.listener.ctx, out->offset);
+            s->cfg.listener.on_high_watermark(s->cfg.listener.ctx, s, out->offset);
         break;
     case RAFT_OUT_ROLE:
         logger_info(LOG, "node %d is %s in epoch %d (leader %d)", s->cfg.node_id, raft_role_name(out->role), out->epoch,
@@ -218,9 +218,16 @@ static void take_request(struct raft_shell *s, struct shell_item *it, int64_t no
 
 static void take_append(struct raft_shell *s, struct shell_append *a, int64_t now)
 {
-    int rc = raft_node_append(s->node, now, a->data, a->len, &a->offset);
     a->epoch = raft_node_epoch(s->node);
-    a->rc = rc == RAFT_OK ? 0 : rc;
+    a->rc = 0;
+    if (raft_node_role(s->node) != RAFT_LEADER || (a->want_epoch >= 0 && a->want_epoch != a->epoch))
+        a->rc = RAFT_ERR_NOT_LEADER;
+    for (int32_t i = 0; i < a->count && a->rc == 0; i++) {
+        int rc = raft_node_append(s->node, now, a->records[i].data, a->records[i].len, &a->last_offset);
+        /* A failure past the first record leaves a prefix in the log: the
+         * core only fails when it has failed as a whole (out of memory). */
+        a->rc = rc == RAFT_OK ? 0 : rc == RAFT_ERR_NOT_LEADER ? rc : -1;
+    }
     drain(s);
     pthread_mutex_lock(&s->mu);
     a->done = true;
@@ -497,9 +504,12 @@ void raft_shell_status(struct raft_shell *s, struct raft_shell_status *out)
     pthread_mutex_unlock(&s->mu);
 }
 
-int raft_shell_append(struct raft_shell *s, const void *data, uint32_t len, int32_t *epoch_out, int64_t *offset_out)
+int raft_shell_append(struct raft_shell *s, int32_t epoch, const struct raft_shell_record *records, int32_t count,
+                      int32_t *epoch_out, int64_t *last_offset_out)
 {
-    struct shell_append a = {.data = data, .len = len, .rc = -1};
+    if (count <= 0)
+        return -1;
+    struct shell_append a = {.records = records, .count = count, .want_epoch = epoch, .rc = -1};
     struct shell_item *it = calloc(1, sizeof *it);
     if (!it)
         return -1;
@@ -513,11 +523,14 @@ int raft_shell_append(struct raft_shell *s, const void *data, uint32_t len, int3
     while (!a.done)
         pthread_cond_wait(&s->appended, &s->mu);
     pthread_mutex_unlock(&s->mu);
-    if (a.rc == 0) {
-        if (epoch_out)
-            *epoch_out = a.epoch;
-        if (offset_out)
-            *offset_out = a.offset;
-    }
+    if (epoch_out)
+        *epoch_out = a.epoch;
+    if (a.rc == 0 && last_offset_out)
+        *last_offset_out = a.last_offset;
     return a.rc;
+}
+
+const struct raft_entry *raft_shell_entry(struct raft_shell *s, int64_t offset)
+{
+    return raft_node_entry(s->node, offset);
 }

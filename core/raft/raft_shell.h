@@ -26,6 +26,8 @@
 #include "raft/raft.h"
 #include "raft/raft_shell_store.h"
 
+struct raft_shell;
+
 struct raft_shell_voter {
     int32_t id;
     char host[256];
@@ -35,8 +37,8 @@ struct raft_shell_voter {
 /* Called on the raft thread. */
 struct raft_shell_listener {
     void *ctx;
-    /* Entries below high_watermark are committed. */
-    void (*on_high_watermark)(void *ctx, int64_t high_watermark);
+    /* Entries below high_watermark are committed (raft_shell_entry reads them). */
+    void (*on_high_watermark)(void *ctx, struct raft_shell *shell, int64_t high_watermark);
     void (*on_role)(void *ctx, enum raft_role role, int32_t epoch, int32_t leader_id);
 };
 
@@ -59,8 +61,6 @@ struct raft_shell_config {
 
 /* Kafka's defaults; node_id, voters, cluster_id and the store are the caller's. */
 void raft_shell_config_defaults(struct raft_shell_config *cfg);
-
-struct raft_shell;
 
 /* Loads what the store holds, creates the core and starts the threads.
  * Returns 0, or -1 with err filled (the store is closed then). */
@@ -87,10 +87,25 @@ struct raft_shell_status {
 
 void raft_shell_status(struct raft_shell *shell, struct raft_shell_status *out);
 
-/* Appends one entry at the leader, from any thread; waits for the raft
- * thread to take it. *offset_out gets its offset. Returns 0, RAFT_ERR_NOT_LEADER
- * when this node does not lead, or -1 when the shell is stopping. */
-int raft_shell_append(struct raft_shell *shell, const void *data, uint32_t len, int32_t *epoch_out,
-                      int64_t *offset_out);
+/* One record handed to raft_shell_append. */
+struct raft_shell_record {
+    const void *data;
+    uint32_t len;
+};
+
+/* Appends records at the leader, from any thread but the raft thread, in
+ * one step of the core (nothing interleaves); waits for the raft thread to
+ * take them. Today each record is one entry at its own offset; once an
+ * entry spans several offsets they become one entry (one record batch).
+ * *epoch_out gets the leader epoch, *last_offset_out the last record's
+ * offset. Returns 0, RAFT_ERR_NOT_LEADER when this node does not lead (or
+ * no longer does at `epoch` when epoch >= 0), or -1 when the shell is
+ * stopping or out of memory. */
+int raft_shell_append(struct raft_shell *shell, int32_t epoch, const struct raft_shell_record *records, int32_t count,
+                      int32_t *epoch_out, int64_t *last_offset_out);
+
+/* The log entry at offset, or NULL. Only on the raft thread (from the
+ * listener's callbacks); valid until the callback returns. */
+const struct raft_entry *raft_shell_entry(struct raft_shell *shell, int64_t offset);
 
 #endif

@@ -26,11 +26,12 @@ struct shell_reply_to {
 };
 
 struct shell_append {
-    const void *data;
-    uint32_t len;
+    const struct raft_shell_record *records;
+    int32_t count;
+    int32_t want_epoch; /* -1: any */
     int rc;
     int32_t epoch;
-    int64_t offset;
+    int64_t last_offset;
     bool done;
 };
 

@@ -257,12 +257,12 @@ static void test_fetch_response_records(void **state)
     char err[200];
     struct raft_msg req = {.type = RAFT_MSG_FETCH_REQ, .src = 2, .dst = 1, .correlation_id = 9};
     req.u.fetch_req.fetch_offset = 10;
-    uint8_t lc = RAFT_LEADER_CHANGE_BYTE;
+    uint8_t lc[5] = {RAFT_LEADER_CHANGE_BYTE, 0, 0, 0, 1};
     uint8_t payload[300];
     for (size_t i = 0; i < sizeof payload; i++)
         payload[i] = (uint8_t)(i * 7);
     struct raft_entry entries[3] = {
-        {.offset = 10, .epoch = 3, .len = 1, .data = &lc},
+        {.offset = 10, .epoch = 3, .len = sizeof lc, .data = lc},
         {.offset = 11, .epoch = 3, .len = sizeof payload, .data = payload},
         {.offset = 12, .epoch = 4, .len = 0, .data = payload},
     };
@@ -333,6 +333,14 @@ static void test_entry_batch_is_valid_record_batch(void **state)
     assert_int_equal(h.partition_leader_epoch, 6);
     assert_int_equal(h.record_count, 1);
     assert_false(record_batch_is_control(&h));
+    free(batch);
+    /* The LeaderChange entry is a control batch. */
+    uint8_t lc[5] = {RAFT_LEADER_CHANGE_BYTE, 0, 0, 0, 2};
+    struct raft_entry change = {.offset = 124, .epoch = 7, .len = sizeof lc, .data = lc};
+    assert_int_equal(raft_codec_entry_batch(&change, &batch, &len), 0);
+    assert_int_equal(record_batch_validate(batch, len, -1, &h, err, sizeof err), KAFKA_ERR_NONE);
+    assert_true(record_batch_is_control(&h));
+    assert_int_equal(h.base_offset, 124);
     free(batch);
 }
 
