@@ -69,7 +69,9 @@ struct raft_shell {
     struct shell_item *head, *tail;
     bool stopping;
     struct raft_shell_status status;
-    int64_t voter_set_warned_ms; /* last "voter sets disagree" line */
+    /* When a repeated error line was last logged (shell_log_now). */
+    int64_t voter_set_warned_ms;
+    int64_t cluster_id_warned_ms;
 
     /* raft thread only */
     struct shell_pending *pending;
@@ -88,6 +90,9 @@ void shell_close(struct net_request *net);
 /* Sends the core's request m (copied) to m->dst through the client. */
 void shell_send_request(struct raft_shell *s, const struct raft_msg *m);
 
+/* True at most every 5 s per slot: a peer that keeps sending the same bad
+ * request gets one log line, not one per request. Any thread. */
+bool shell_log_now(struct raft_shell *s, int64_t *last_ms);
 /* Logs that another node's voter set disagrees with this one's, at most
  * every few seconds. Any thread. */
 void shell_voter_set_mismatch(struct raft_shell *s, const char *what, int32_t other);

@@ -87,15 +87,20 @@ static void answer_api_versions(struct shell_reply_to *reply)
 
 /* ---- inbound ---- */
 
-void shell_voter_set_mismatch(struct raft_shell *s, const char *what, int32_t other)
+bool shell_log_now(struct raft_shell *s, int64_t *last_ms)
 {
     int64_t now = clock_mono_ms();
     pthread_mutex_lock(&s->mu);
-    bool quiet = s->voter_set_warned_ms && now - s->voter_set_warned_ms < 5000;
+    bool quiet = *last_ms && now - *last_ms < 5000;
     if (!quiet)
-        s->voter_set_warned_ms = now;
+        *last_ms = now;
     pthread_mutex_unlock(&s->mu);
-    if (quiet)
+    return !quiet;
+}
+
+void shell_voter_set_mismatch(struct raft_shell *s, const char *what, int32_t other)
+{
+    if (!shell_log_now(s, &s->voter_set_warned_ms))
         return;
     char ids[RAFT_MAX_VOTERS * 12] = "";
     size_t used = 0;
@@ -194,7 +199,7 @@ void raft_shell_handle_request(struct net_request *req, void *arg)
             return;
         }
         if (rc > 0) {
-            if (rc == KAFKA_ERR_INCONSISTENT_CLUSTER_ID)
+            if (rc == KAFKA_ERR_INCONSISTENT_CLUSTER_ID && shell_log_now(s, &s->cluster_id_warned_ms))
                 logger_error(LOG,
                              "%s sent a %s request for another cluster (this is cluster %s): refused with "
                              "INCONSISTENT_CLUSTER_ID",
@@ -250,10 +255,13 @@ static void outbound_done(struct net_client_result *result, void *ctx)
                 free(it);
             }
         } else {
-            if (strstr(err, "INCONSISTENT_CLUSTER_ID"))
-                logger_error(LOG, "voter %d belongs to another cluster: %s", o->msg.dst, err);
-            else if (err[0])
+            if (strstr(err, "INCONSISTENT_CLUSTER_ID")) {
+                if (shell_log_now(o->s, &o->s->cluster_id_warned_ms))
+                    logger_error(LOG, "voter %d belongs to another cluster (this is cluster %s): %s", o->msg.dst,
+                                 o->s->cfg.cluster_id, err);
+            } else if (err[0]) {
                 logger_warn(LOG, "answer from voter %d: %s", o->msg.dst, err);
+            }
             free(it);
         }
     } else if (result->status != NET_CLIENT_CANCELLED) {

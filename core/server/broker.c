@@ -219,6 +219,10 @@ static int start_network(struct broker *b, char *err, size_t errlen)
     for (int i = 0; i < n; i++)
         if (!b->quorum || !quorum_is_controller_listener(b->config, listeners[i].name))
             listeners[kept++] = listeners[i];
+    if (kept == 0) {
+        snprintf(err, errlen, "listeners holds only controller listeners: the broker role needs one more");
+        return -1;
+    }
     n = kept;
     for (int i = 0; i < n; i++) {
         snprintf(net.listeners[i].name, sizeof net.listeners[i].name, "%.31s", listeners[i].name);

@@ -5,7 +5,8 @@
  * restarts, follows and catches up. Bad configs: a controller missing from
  * the voters and a voter entry that is not the node's own port refuse to
  * start with one clear line; voter sets that disagree between nodes are
- * named in the logs and keep the odd node from leading. */
+ * named in the logs and keep the odd node from leading, and so is a node
+ * of another cluster (INCONSISTENT_CLUSTER_ID). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,6 +39,7 @@ struct quorum_test {
     int ports[N];
     bool up[N];
     char voters[256];
+    const char *cluster_id; /* NULL: CLUSTER_ID */
     struct net_client *client;
 };
 
@@ -105,7 +107,8 @@ static int64_t own_end_offset(const struct raft_quorum_view *v, int32_t id)
 
 static void start_node(struct quorum_test *q, int i)
 {
-    char listeners[64], node_id[32], voters[300];
+    char listeners[64], node_id[32], voters[300], cluster[64];
+    snprintf(cluster, sizeof cluster, "cluster.id=%s", q->cluster_id ? q->cluster_id : CLUSTER_ID);
     snprintf(listeners, sizeof listeners, "listeners=CONTROLLER://127.0.0.1:%d", q->ports[i]);
     snprintf(node_id, sizeof node_id, "node.id=%d", i + 1);
     snprintf(voters, sizeof voters, "controller.quorum.voters=%s", q->voters);
@@ -114,7 +117,7 @@ static void start_node(struct quorum_test *q, int i)
                                voters,
                                "process.roles=controller",
                                "controller.listener.names=CONTROLLER",
-                               "cluster.id=" CLUSTER_ID,
+                               cluster,
                                "controller.quorum.election.timeout.ms=500",
                                "controller.quorum.fetch.timeout.ms=1000",
                                NULL};
@@ -362,12 +365,41 @@ static void test_voter_sets_that_disagree(void **state)
     quorum_teardown(&q, true);
 }
 
+/* Node 3 was formatted for another cluster: the other two refuse its
+ * requests with INCONSISTENT_CLUSTER_ID, both sides log it, and the two
+ * still elect a leader between them. */
+static void test_another_cluster_id(void **state)
+{
+    (void)state;
+    struct quorum_test q;
+    quorum_setup(&q);
+    start_node(&q, 0);
+    start_node(&q, 1);
+    q.cluster_id = "AAAAAAAAAAAAAAAAAAAAAA";
+    start_node(&q, 2);
+    long long deadline = harness_now_ms() + 15000;
+    bool refused = false, told = false;
+    while (harness_now_ms() < deadline && !(refused && told)) {
+        refused = log_has(&q.nodes[0], "refused with INCONSISTENT_CLUSTER_ID") ||
+                  log_has(&q.nodes[1], "refused with INCONSISTENT_CLUSTER_ID");
+        told = log_has(&q.nodes[2], "belongs to another cluster");
+        usleep(100 * 1000);
+    }
+    assert_true(refused);
+    assert_true(told);
+    q.up[2] = false;
+    struct raft_quorum_view v = wait_agreement(&q, 0, 1, 15000);
+    assert_true(v.leader_id == 1 || v.leader_id == 2);
+    quorum_teardown(&q, true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_configs_refuse_to_start),
         cmocka_unit_test(test_elect_fail_over_and_rejoin),
         cmocka_unit_test(test_voter_sets_that_disagree),
+        cmocka_unit_test(test_another_cluster_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
