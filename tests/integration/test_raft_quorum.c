@@ -332,6 +332,25 @@ static bool log_has(const struct test_broker *b, const char *needle)
     return found;
 }
 
+/* Node 3 is the odd one: nodes 1 and 2 must log pair_line (either of
+ * them), node 3 odd_line, within 15 s; then the pair, without node 3,
+ * agrees on a leader that is one of them. */
+static void expect_odd_node_refused(struct quorum_test *q, const char *pair_line, const char *odd_line)
+{
+    long long deadline = harness_now_ms() + 15000;
+    bool pair_side = false, odd_side = false;
+    while (harness_now_ms() < deadline && !(odd_side && pair_side)) {
+        pair_side = log_has(&q->nodes[0], pair_line) || log_has(&q->nodes[1], pair_line);
+        odd_side = log_has(&q->nodes[2], odd_line);
+        usleep(100 * 1000);
+    }
+    assert_true(pair_side);
+    assert_true(odd_side);
+    q->up[2] = false;
+    struct raft_quorum_view v = wait_agreement(q, 0, 1, 15000);
+    assert_true(v.leader_id == 1 || v.leader_id == 2);
+}
+
 /* Nodes 1 and 2 know only each other; node 3 believes in all three. The two
  * elect a leader, refuse node 3's votes with INCONSISTENT_VOTER_SET, and
  * both sides say so in their logs. */
@@ -347,21 +366,8 @@ static void test_voter_sets_that_disagree(void **state)
     start_node(&q, 1);
     snprintf(q.voters, sizeof q.voters, "%s", all_three);
     start_node(&q, 2);
-
-    long long deadline = harness_now_ms() + 15000;
-    bool odd_side = false, pair_side = false;
-    while (harness_now_ms() < deadline && !(odd_side && pair_side)) {
-        odd_side = log_has(&q.nodes[2], "controller.quorum.voters disagree between nodes");
-        pair_side = log_has(&q.nodes[0], "controller.quorum.voters disagree between nodes") ||
-                    log_has(&q.nodes[1], "controller.quorum.voters disagree between nodes");
-        usleep(100 * 1000);
-    }
-    assert_true(odd_side);
-    assert_true(pair_side);
-    /* The pair has a leader, and it is one of them. */
-    q.up[2] = false;
-    struct raft_quorum_view v = wait_agreement(&q, 0, 1, 15000);
-    assert_true(v.leader_id == 1 || v.leader_id == 2);
+    expect_odd_node_refused(&q, "controller.quorum.voters disagree between nodes",
+                            "controller.quorum.voters disagree between nodes");
     quorum_teardown(&q, true);
 }
 
@@ -377,19 +383,7 @@ static void test_another_cluster_id(void **state)
     start_node(&q, 1);
     q.cluster_id = "AAAAAAAAAAAAAAAAAAAAAA";
     start_node(&q, 2);
-    long long deadline = harness_now_ms() + 15000;
-    bool refused = false, told = false;
-    while (harness_now_ms() < deadline && !(refused && told)) {
-        refused = log_has(&q.nodes[0], "refused with INCONSISTENT_CLUSTER_ID") ||
-                  log_has(&q.nodes[1], "refused with INCONSISTENT_CLUSTER_ID");
-        told = log_has(&q.nodes[2], "belongs to another cluster");
-        usleep(100 * 1000);
-    }
-    assert_true(refused);
-    assert_true(told);
-    q.up[2] = false;
-    struct raft_quorum_view v = wait_agreement(&q, 0, 1, 15000);
-    assert_true(v.leader_id == 1 || v.leader_id == 2);
+    expect_odd_node_refused(&q, "refused with INCONSISTENT_CLUSTER_ID", "belongs to another cluster");
     quorum_teardown(&q, true);
 }
 
