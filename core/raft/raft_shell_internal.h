@@ -70,8 +70,10 @@ struct raft_shell {
     bool stopping;
     struct raft_shell_status status;
     /* When a repeated error line was last logged (shell_log_now). */
-    int64_t voter_set_warned_ms;
-    int64_t cluster_id_warned_ms;
+    int64_t voter_set_request_ms;  /* a quorum request from outside the voters */
+    int64_t voter_set_answer_ms;   /* INCONSISTENT_VOTER_SET came back */
+    int64_t cluster_id_refused_ms; /* a request of another cluster came in */
+    int64_t cluster_id_answer_ms;  /* another cluster answered ours */
 
     /* raft thread only */
     struct shell_pending *pending;
@@ -95,7 +97,7 @@ void shell_send_request(struct raft_shell *s, const struct raft_msg *m);
 bool shell_log_now(struct raft_shell *s, int64_t *last_ms);
 /* Logs that another node's voter set disagrees with this one's, at most
  * every few seconds. Any thread. */
-void shell_voter_set_mismatch(struct raft_shell *s, const char *what, int32_t other);
+void shell_voter_set_mismatch(struct raft_shell *s, int64_t *last_ms, const char *what, int32_t other);
 
 /* raft_shell.c */
 /* Hands an item to the raft thread; false (item untouched) once stopping. */

@@ -98,9 +98,9 @@ bool shell_log_now(struct raft_shell *s, int64_t *last_ms)
     return !quiet;
 }
 
-void shell_voter_set_mismatch(struct raft_shell *s, const char *what, int32_t other)
+void shell_voter_set_mismatch(struct raft_shell *s, int64_t *last_ms, const char *what, int32_t other)
 {
-    if (!shell_log_now(s, &s->voter_set_warned_ms))
+    if (!shell_log_now(s, last_ms))
         return;
     char ids[RAFT_MAX_VOTERS * 12] = "";
     size_t used = 0;
@@ -199,7 +199,7 @@ void raft_shell_handle_request(struct net_request *req, void *arg)
             return;
         }
         if (rc > 0) {
-            if (rc == KAFKA_ERR_INCONSISTENT_CLUSTER_ID && shell_log_now(s, &s->cluster_id_warned_ms))
+            if (rc == KAFKA_ERR_INCONSISTENT_CLUSTER_ID && shell_log_now(s, &s->cluster_id_refused_ms))
                 logger_error(LOG,
                              "%s sent a %s request for another cluster (this is cluster %s): refused with "
                              "INCONSISTENT_CLUSTER_ID",
@@ -210,8 +210,8 @@ void raft_shell_handle_request(struct net_request *req, void *arg)
         if ((msg.type == RAFT_MSG_VOTE_REQ || msg.type == RAFT_MSG_BEGIN_EPOCH_REQ ||
              msg.type == RAFT_MSG_END_EPOCH_REQ) &&
             !is_voter(s, msg.src))
-            shell_voter_set_mismatch(s, "a quorum request (Vote, BeginQuorumEpoch or EndQuorumEpoch) came from",
-                                     msg.src);
+            shell_voter_set_mismatch(s, &s->voter_set_request_ms,
+                                     "a quorum request (Vote, BeginQuorumEpoch or EndQuorumEpoch) came from", msg.src);
         it = new_item(ITEM_REQUEST, &reply);
         if (it)
             it->msg = msg;
@@ -249,14 +249,15 @@ static void outbound_done(struct net_client_result *result, void *ctx)
                            : it->msg.type == RAFT_MSG_FETCH_RESP ? it->msg.u.fetch_resp.error_code
                                                                  : it->msg.u.epoch_resp.error_code;
             if (code == KAFKA_ERR_INCONSISTENT_VOTER_SET)
-                shell_voter_set_mismatch(o->s, "INCONSISTENT_VOTER_SET came back from", o->msg.dst);
+                shell_voter_set_mismatch(o->s, &o->s->voter_set_answer_ms, "INCONSISTENT_VOTER_SET came back from",
+                                         o->msg.dst);
             if (!shell_enqueue(o->s, it)) {
                 raft_msg_clear(&it->msg);
                 free(it);
             }
         } else {
             if (strstr(err, "INCONSISTENT_CLUSTER_ID")) {
-                if (shell_log_now(o->s, &o->s->cluster_id_warned_ms))
+                if (shell_log_now(o->s, &o->s->cluster_id_answer_ms))
                     logger_error(LOG, "voter %d belongs to another cluster (this is cluster %s): %s", o->msg.dst,
                                  o->s->cfg.cluster_id, err);
             } else if (err[0]) {

@@ -387,13 +387,49 @@ static void test_another_cluster_id(void **state)
     quorum_teardown(&q, true);
 }
 
+/* process.roles=broker,controller: each node serves clients on PLAINTEXT
+ * (the harness waits for ApiVersions there) and the quorum on CONTROLLER;
+ * the three agree on a leader and stop cleanly. */
+static void test_broker_and_controller_roles(void **state)
+{
+    (void)state;
+    struct quorum_test q;
+    quorum_setup(&q);
+    for (int i = 0; i < N; i++) {
+        int broker_port;
+        do {
+            broker_port = harness_free_port();
+        } while (broker_port == q.ports[0] || broker_port == q.ports[1] || broker_port == q.ports[2]);
+        char listeners[128], node_id[32], voters[300];
+        snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d",
+                 broker_port, q.ports[i]);
+        snprintf(node_id, sizeof node_id, "node.id=%d", i + 1);
+        snprintf(voters, sizeof voters, "controller.quorum.voters=%s", q.voters);
+        const char *overrides[] = {listeners,
+                                   node_id,
+                                   voters,
+                                   "process.roles=broker,controller",
+                                   "controller.listener.names=CONTROLLER",
+                                   "cluster.id=" CLUSTER_ID,
+                                   "controller.quorum.election.timeout.ms=500",
+                                   "controller.quorum.fetch.timeout.ms=1000",
+                                   NULL};
+        broker_start_on_port(&q.nodes[i], broker_port, overrides);
+        q.up[i] = true;
+    }
+    struct raft_quorum_view v = wait_agreement(&q, 0, 1, 15000);
+    assert_true(v.leader_id >= 1 && v.leader_id <= N);
+    for (int i = 0; i < N; i++)
+        broker_stop(&q.nodes[i]);
+    quorum_teardown(&q, true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_configs_refuse_to_start),
-        cmocka_unit_test(test_elect_fail_over_and_rejoin),
-        cmocka_unit_test(test_voter_sets_that_disagree),
-        cmocka_unit_test(test_another_cluster_id),
+        cmocka_unit_test(test_bad_configs_refuse_to_start), cmocka_unit_test(test_elect_fail_over_and_rejoin),
+        cmocka_unit_test(test_voter_sets_that_disagree),    cmocka_unit_test(test_another_cluster_id),
+        cmocka_unit_test(test_broker_and_controller_roles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
