@@ -51,9 +51,14 @@ enum raft_role {
 
 const char *raft_role_name(enum raft_role role);
 
+/* One entry of the log: an atomic batch of `count` records at offsets
+ * offset .. offset + count - 1. Fetch, truncation and the high watermark
+ * move at entry boundaries only, so a committed prefix never ends inside a
+ * batch. The core does not look inside data. */
 struct raft_entry {
     int64_t offset;
     int32_t epoch;
+    int32_t count; /* >= 1 */
     uint32_t len;
     uint8_t *data; /* owned */
 };
@@ -159,7 +164,7 @@ struct raft_quorum_state {
 enum raft_output_type {
     RAFT_OUT_SEND = 1,       /* msg */
     RAFT_OUT_APPEND,         /* entry: write it at entry.offset */
-    RAFT_OUT_TRUNCATE,       /* offset: drop every entry at or past it */
+    RAFT_OUT_TRUNCATE,       /* offset (an entry boundary): drop every entry at or past it */
     RAFT_OUT_PERSIST_QS,     /* qs, qs_version: report back with raft_node_qs_persisted */
     RAFT_OUT_HIGH_WATERMARK, /* offset: entries below it are committed */
     RAFT_OUT_ROLE,           /* role, epoch, leader_id */
@@ -197,8 +202,9 @@ void raft_config_defaults(struct raft_config *cfg);
 struct raft_node;
 
 /* Starts a replica from what is durable: the last persisted quorum state
- * (NULL: none) and the fsynced log entries (copied). node_id need not be a
- * voter: then the replica is an observer. */
+ * (NULL: none) and the fsynced log entries (copied; consecutive from offset
+ * 0, each count >= 1). node_id need not be a voter: then the replica is an
+ * observer. */
 int raft_node_create(struct raft_node **out, const struct raft_config *cfg, const struct raft_quorum_state *qs,
                      const struct raft_entry *entries, int64_t n_entries, int64_t now_ms);
 void raft_node_destroy(struct raft_node *node);
@@ -206,10 +212,13 @@ void raft_node_destroy(struct raft_node *node);
 /* Inputs. Each may queue outputs. */
 void raft_node_tick(struct raft_node *node, int64_t now_ms);
 void raft_node_receive(struct raft_node *node, int64_t now_ms, const struct raft_msg *msg);
-/* Appends a client entry at the leader; *offset_out gets its offset.
- * RAFT_ERR_NOT_LEADER when this replica is not the leader. */
-int raft_node_append(struct raft_node *node, int64_t now_ms, const void *data, uint32_t len, int64_t *offset_out);
-/* Every entry now in the log below `offset` is fsynced. */
+/* Appends a client entry of `count` records (>= 1) at the leader;
+ * *offset_out gets its first offset. RAFT_ERR_NOT_LEADER when this replica
+ * is not the leader, RAFT_ERR_INVALID for a count below 1. */
+int raft_node_append(struct raft_node *node, int64_t now_ms, const void *data, uint32_t len, int32_t count,
+                     int64_t *offset_out);
+/* Every entry now in the log that ends at or below `offset` is fsynced (an
+ * offset inside an entry covers only the entries before it). */
 void raft_node_flushed(struct raft_node *node, int64_t now_ms, int64_t offset);
 void raft_node_qs_persisted(struct raft_node *node, int64_t now_ms, uint64_t version);
 /* Graceful resignation of a leader: EndQuorumEpoch to the other voters. */
@@ -228,7 +237,8 @@ bool raft_node_is_voter(const struct raft_node *node);
 /* Out of memory once: the node ignores every input from then on and must
  * be restarted from what is durable. */
 bool raft_node_failed(const struct raft_node *node);
-/* The entry at offset, or NULL past the end. Valid until the next input. */
+/* The entry holding offset (its first offset may be lower), or NULL outside
+ * the log. Valid until the next input. */
 const struct raft_entry *raft_node_entry(const struct raft_node *node, int64_t offset);
 
 #endif

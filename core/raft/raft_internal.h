@@ -25,7 +25,8 @@ struct raft_node {
     enum raft_role role;
     bool failed; /* an output could not be queued: inputs are ignored */
 
-    /* log: entry i has offset i */
+    /* log: log_len entries, the first at offset 0, each starting where the
+     * one before ends; flushed_end and hw are entry boundaries */
     struct raft_entry *log;
     int64_t log_len;
     int64_t log_cap;
@@ -69,7 +70,10 @@ void raft_emit(struct raft_node *n, struct raft_output *o);
 void raft_send(struct raft_node *n, struct raft_msg *msg);
 void raft_set_qs(struct raft_node *n, int32_t epoch, int32_t voted, int32_t leader);
 void raft_set_role(struct raft_node *n, enum raft_role role);
-int raft_log_append(struct raft_node *n, int32_t epoch, const void *data, uint32_t len);
+int64_t raft_log_end(const struct raft_node *n);
+int64_t raft_log_index(const struct raft_node *n, int64_t offset);
+int64_t raft_log_boundary(const struct raft_node *n, int64_t offset);
+int raft_log_append(struct raft_node *n, int32_t epoch, const void *data, uint32_t len, int32_t count);
 void raft_log_truncate(struct raft_node *n, int64_t offset);
 void raft_raise_hw(struct raft_node *n, int64_t hw);
 void raft_end_offset_for_epoch(const struct raft_node *n, int32_t epoch, int32_t *epoch_out, int64_t *end_out);

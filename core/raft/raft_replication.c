@@ -26,7 +26,7 @@ static void send_begin(struct raft_node *n, int i)
 
 void raft_leader_start(struct raft_node *n)
 {
-    n->epoch_start_offset = n->log_len;
+    n->epoch_start_offset = raft_log_end(n);
     for (int i = 0; i < n->cfg.n_voters; i++) {
         n->voter_end[i] = 0;
         n->voter_last_fetch[i] = n->now;
@@ -36,7 +36,7 @@ void raft_leader_start(struct raft_node *n)
      * whose commit also commits everything before it. */
     uint8_t body[5] = {RAFT_LEADER_CHANGE_BYTE};
     memcpy(body + 1, &n->cfg.node_id, sizeof n->cfg.node_id);
-    raft_log_append(n, n->epoch, body, sizeof body);
+    raft_log_append(n, n->epoch, body, sizeof body, 1);
     for (int i = 0; i < n->cfg.n_voters; i++)
         if (i != n->self_index)
             send_begin(n, i);
@@ -53,7 +53,7 @@ void raft_update_hw(struct raft_node *n)
 {
     if (n->role == RAFT_FOLLOWER) {
         /* Only what is fsynced here and committed at the leader. */
-        raft_raise_hw(n, n->leader_hw < n->flushed_end ? n->leader_hw : n->flushed_end);
+        raft_raise_hw(n, raft_log_boundary(n, n->leader_hw < n->flushed_end ? n->leader_hw : n->flushed_end));
         return;
     }
     if (n->role != RAFT_LEADER)
@@ -74,7 +74,7 @@ static void send_fetch(struct raft_node *n, int32_t to)
     m.u.fetch_req = (struct raft_fetch_req){
         .replica_id = n->cfg.node_id,
         .current_leader_epoch = n->epoch,
-        .fetch_offset = n->log_len,
+        .fetch_offset = raft_log_end(n),
         .last_fetched_epoch = raft_last_epoch(n),
     };
     m.correlation_id = ++n->fetch_correlation;
@@ -110,7 +110,7 @@ void raft_replication_tick(struct raft_node *n)
     }
     /* Fetching at the log end tells the leader this replica has everything
      * below it, so fetch only once all of it is fsynced. */
-    if (n->flushed_end == n->log_len)
+    if (n->flushed_end == raft_log_end(n))
         send_fetch(n, n->leader_id);
 }
 
@@ -125,16 +125,18 @@ static int16_t fetch_error(const struct raft_node *n, const struct raft_fetch_re
     return RAFT_OK;
 }
 
+/* Whole entries from fetch_offset, an entry boundary, up to fetch_max_records entries. */
 static void attach_records(const struct raft_node *n, struct raft_fetch_resp *resp)
 {
+    int64_t first = raft_log_index(n, resp->fetch_offset);
     int64_t end = n->log_len;
-    if (end - resp->fetch_offset > n->cfg.fetch_max_records)
-        end = resp->fetch_offset + n->cfg.fetch_max_records;
-    if (end <= resp->fetch_offset)
+    if (end - first > n->cfg.fetch_max_records)
+        end = first + n->cfg.fetch_max_records;
+    if (end <= first)
         return;
     struct raft_msg view = {.type = RAFT_MSG_FETCH_RESP};
-    view.u.fetch_resp.records = &n->log[resp->fetch_offset];
-    view.u.fetch_resp.n_records = (int32_t)(end - resp->fetch_offset);
+    view.u.fetch_resp.records = &n->log[first];
+    view.u.fetch_resp.n_records = (int32_t)(end - first);
     struct raft_msg copy;
     /* Without memory the answer goes out empty; the follower fetches again. */
     if (raft_msg_copy(&copy, &view) == RAFT_OK) {
@@ -168,6 +170,14 @@ void raft_on_fetch_req(struct raft_node *n, const struct raft_msg *m)
         int32_t epoch;
         int64_t end;
         raft_end_offset_for_epoch(n, r->last_fetched_epoch, &epoch, &end);
+        if (epoch == r->last_fetched_epoch && end >= r->fetch_offset &&
+            raft_log_boundary(n, r->fetch_offset) != r->fetch_offset) {
+            /* Inside an entry of the fetcher's last epoch: its copy of that
+             * batch ends elsewhere, so it diverges at the batch's start. */
+            int64_t i = raft_log_index(n, r->fetch_offset);
+            epoch = i > 0 ? n->log[i - 1].epoch : -1;
+            end = n->log[i].offset;
+        }
         if (epoch != r->last_fetched_epoch || end < r->fetch_offset) {
             fr->diverging_epoch = epoch;
             fr->diverging_end_offset = end;
@@ -210,7 +220,7 @@ void raft_on_fetch_resp(struct raft_node *n, const struct raft_msg *m)
         n->next_fetch_at = n->now + n->cfg.fetch_idle_ms;
         return;
     }
-    if (r->fetch_offset != n->log_len)
+    if (r->fetch_offset != raft_log_end(n))
         return;
     n->fetch_inflight = false;
     n->fetch_deadline = n->now + n->cfg.fetch_timeout_ms;
@@ -225,7 +235,8 @@ void raft_on_fetch_resp(struct raft_node *n, const struct raft_msg *m)
     }
     for (int32_t i = 0; i < r->n_records; i++) {
         const struct raft_entry *e = &r->records[i];
-        if (e->offset != n->log_len || raft_log_append(n, e->epoch, e->data, e->len) != RAFT_OK)
+        if (e->offset != raft_log_end(n) || e->count < 1 ||
+            raft_log_append(n, e->epoch, e->data, e->len, e->count) != RAFT_OK)
             break;
     }
     if (r->high_watermark > n->leader_hw)

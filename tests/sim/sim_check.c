@@ -55,16 +55,33 @@ static bool push_committed(struct sim_world *w, const struct raft_entry *e)
     }
     struct sim_committed *c = &w->committed[w->n_committed++];
     memset(c, 0, sizeof *c);
+    c->offset = e->offset;
+    c->count = e->count;
     c->epoch = e->epoch;
     c->len = e->len;
     memcpy(c->data, e->data, e->len < sizeof c->data ? e->len : sizeof c->data);
+    w->committed_end = e->offset + e->count;
     return true;
+}
+
+/* The committed entry starting at offset, or NULL. */
+static const struct sim_committed *committed_at(const struct sim_world *w, int64_t offset)
+{
+    int64_t lo = 0, hi = w->n_committed;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (w->committed[mid].offset < offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < w->n_committed && w->committed[lo].offset == offset ? &w->committed[lo] : NULL;
 }
 
 static bool same_entry(const struct sim_committed *c, const struct raft_entry *e)
 {
     size_t n = e->len < sizeof c->data ? e->len : sizeof c->data;
-    return c->epoch == e->epoch && c->len == e->len && memcmp(c->data, e->data, n) == 0;
+    return c->epoch == e->epoch && c->count == e->count && c->len == e->len && memcmp(c->data, e->data, n) == 0;
 }
 
 static uint64_t client_seq_of(const struct raft_entry *e)
@@ -76,17 +93,23 @@ static uint64_t client_seq_of(const struct raft_entry *e)
     return seq;
 }
 
+/* Checks the entries a node's new HW commits, whole batches at a time. */
 void sim_check_hw(struct sim_world *w, int node, int64_t hw)
 {
     struct sim_node *sn = &w->nodes[node];
-    for (int64_t off = sn->checked_upto; off < hw; off++) {
+    for (int64_t off = sn->checked_upto; off < hw;) {
         const struct raft_entry *e = raft_node_entry(sn->raft, off);
         if (!e) {
             sim_violation(w, "node %d reports HW %lld past its log end %lld", node, (long long)hw,
                           (long long)raft_node_end_offset(sn->raft));
             return;
         }
-        if (off == w->n_committed) {
+        if (e->offset != off || e->offset + e->count > hw) {
+            sim_violation(w, "node %d commits part of the batch at %lld..%lld (HW %lld)", node, (long long)e->offset,
+                          (long long)(e->offset + e->count - 1), (long long)hw);
+            return;
+        }
+        if (off == w->committed_end) {
             if (!push_committed(w, e)) {
                 sim_violation(w, "simulator out of memory");
                 return;
@@ -97,13 +120,17 @@ void sim_check_hw(struct sim_world *w, int node, int64_t hw)
                 sim_trace(w, "liveness: client entry %llu committed at offset %lld", (unsigned long long)seq,
                           (long long)off);
             }
-        } else if (!same_entry(&w->committed[off], e)) {
-            sim_violation(w,
-                          "node %d committed offset %lld as epoch %d, but epoch %d "
-                          "was committed there before",
-                          node, (long long)off, e->epoch, w->committed[off].epoch);
-            return;
+        } else {
+            const struct sim_committed *c = committed_at(w, off);
+            if (!c || !same_entry(c, e)) {
+                sim_violation(w,
+                              "node %d committed offset %lld as epoch %d (%d records), but epoch %d (%d records) "
+                              "was committed there before",
+                              node, (long long)off, e->epoch, e->count, c ? c->epoch : -1, c ? c->count : 0);
+                return;
+            }
         }
+        off = e->offset + e->count;
     }
     if (hw > sn->checked_upto)
         sn->checked_upto = hw;
