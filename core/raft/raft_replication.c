@@ -63,9 +63,15 @@ void raft_update_hw(struct raft_node *n)
         ends[i] = i == n->self_index ? n->flushed_end : n->voter_end[i];
     qsort(ends, (size_t)n->cfg.n_voters, sizeof ends[0], cmp_desc);
     int64_t majority_end = ends[raft_majority(n) - 1];
-    /* Entries of older epochs commit only under one of this epoch. */
+    /* Entries of older epochs commit only under one of this epoch (Raft's
+     * Figure 8: a majority may hold an old entry that a later leader, with a
+     * newer last epoch, still overwrites). */
+#ifdef RAFT_PLANT_BUG_COMMIT_OLD_EPOCH
+    raft_raise_hw(n, majority_end);
+#else
     if (majority_end > n->epoch_start_offset)
         raft_raise_hw(n, majority_end);
+#endif
 }
 
 static void send_fetch(struct raft_node *n, int32_t to)

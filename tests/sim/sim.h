@@ -31,6 +31,7 @@ enum sim_ev_type {
     SIM_EV_RESTART,
     SIM_EV_FAULT,
     SIM_EV_CLIENT,
+    SIM_EV_CRASH, /* a planned crash of this incarnation */
 };
 
 struct sim_event {
@@ -68,6 +69,7 @@ struct sim_committed {
     int64_t offset;
     int32_t count;
     int32_t epoch;
+    int32_t commit_epoch; /* epoch of the node that first reported it committed */
     uint32_t len;
     uint8_t data[16];
 };
@@ -89,6 +91,8 @@ struct sim_world {
     uint32_t loss_pct, dup_pct;
     int64_t max_delay_ms;
     int64_t election_timeout_ms; /* fetch timeout and backoff follow it */
+    int32_t fetch_max_records;   /* small: a lagging voter catches up in steps */
+    uint32_t leader_crash_pct;   /* new leaders that crash soon after election */
 
     /* schedule */
     int64_t fault_end;

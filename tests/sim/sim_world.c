@@ -200,6 +200,22 @@ static void net_send(struct sim_world *w, struct raft_msg *msg)
 
 /* ---- nodes ---- */
 
+/* Crash timing: during the faults some new leaders die within a few
+ * message delays of their election, having written their LeaderChange
+ * entry (and perhaps client entries) but replicated little of it. Such
+ * short reigns leave logs whose last epochs differ, where a leader that
+ * commits entries of an older epoch by counting replicas goes wrong. */
+static void plan_leader_crash(struct sim_world *w, int node)
+{
+    if (w->now >= w->fault_end || sim_below(&w->rng, 100) >= w->leader_crash_pct)
+        return;
+    struct sim_event ev = {.time = w->now + 1 + (int64_t)sim_below(&w->rng, (uint64_t)(6 * w->max_delay_ms)),
+                           .type = SIM_EV_CRASH,
+                           .node = node,
+                           .incarnation = w->nodes[node].incarnation};
+    schedule(w, &ev);
+}
+
 static void drain(struct sim_world *w, int node)
 {
     struct sim_node *sn = &w->nodes[node];
@@ -236,6 +252,8 @@ static void drain(struct sim_world *w, int node)
         case RAFT_OUT_ROLE:
             sim_trace(w, "n%d %s epoch %d leader %d", node, raft_role_name(o.role), o.epoch, o.leader_id);
             sim_check_role(w, node, o.role, o.epoch);
+            if (o.role == RAFT_LEADER)
+                plan_leader_crash(w, node);
             break;
         }
         raft_output_clear(&o);
@@ -263,6 +281,7 @@ static struct raft_config node_config(const struct sim_world *w, int node)
     cfg.election_timeout_ms = w->election_timeout_ms;
     cfg.fetch_timeout_ms = 2 * w->election_timeout_ms;
     cfg.election_backoff_max_ms = w->election_timeout_ms;
+    cfg.fetch_max_records = w->fetch_max_records;
     cfg.seed = w->seed * 1000003ULL + (uint64_t)node * 7919ULL + w->nodes[node].incarnation;
     return cfg;
 }
@@ -361,7 +380,7 @@ static void inject_fault(struct sim_world *w)
     }
     int a = (int)sim_below(&w->rng, (uint64_t)w->n_nodes);
     int b = (int)sim_below(&w->rng, (uint64_t)w->n_nodes);
-    switch (sim_below(&w->rng, 8)) {
+    switch (sim_below(&w->rng, 9)) {
     case 0:
     case 1:
         crash_node(w, a);
@@ -394,6 +413,15 @@ static void inject_fault(struct sim_world *w)
         if (current_leader(w) >= 0)
             crash_node(w, current_leader(w));
         break;
+    case 8: { /* the leader alone, keeping the entries it has not replicated */
+        int leader = current_leader(w);
+        if (leader < 0)
+            break;
+        for (int i = 0; i < w->n_nodes; i++)
+            w->blocked[leader][i] = w->blocked[i][leader] = i != leader;
+        sim_trace(w, "n%d isolated", leader);
+        break;
+    }
     }
     struct sim_event ev = {.time = w->now + 100 + (int64_t)sim_below(&w->rng, 400), .type = SIM_EV_FAULT};
     if (ev.time > w->fault_end)
@@ -418,8 +446,10 @@ int sim_world_init(struct sim_world *w, uint64_t seed, bool trace)
     /* Half the seeds run Kafka's timeouts; the rest timeouts as short as a
      * few message delays, where elections race and collide. Below a round
      * trip no election can finish, so the liveness bound could not hold. */
-    w->election_timeout_ms = sim_below(&w->rng, 2) ? 1000 : 2 * w->max_delay_ms + 10 + (int64_t)sim_below(&w->rng, 300);
+    w->election_timeout_ms = sim_below(&w->rng, 4) == 0 ? 1000 : 2 * w->max_delay_ms + 10 + (int64_t)sim_below(&w->rng, 300);
     w->fault_end = 2000 + (int64_t)sim_below(&w->rng, 18000);
+    w->leader_crash_pct = (uint32_t)sim_below(&w->rng, 81);
+    w->fetch_max_records = sim_below(&w->rng, 4) == 0 ? 16 : 1 + (int32_t)sim_below(&w->rng, 3);
     for (int i = 0; i < w->n_nodes; i++) {
         /* Clocks run up to 5% fast or slow and start anywhere. */
         w->nodes[i].drift_ppm = (int64_t)sim_below(&w->rng, 100001) - 50000;
@@ -498,6 +528,12 @@ static void handle(struct sim_world *w, struct sim_event *ev)
         break;
     case SIM_EV_CLIENT:
         client_append(w);
+        break;
+    case SIM_EV_CRASH:
+        if (sn->raft && ev->incarnation == sn->incarnation && w->now < w->fault_end) {
+            sim_trace(w, "n%d planned crash", ev->node);
+            crash_node(w, ev->node);
+        }
         break;
     }
 }
