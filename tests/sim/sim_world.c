@@ -443,10 +443,11 @@ int sim_world_init(struct sim_world *w, uint64_t seed, bool trace)
     w->dup_pct = (uint32_t)sim_below(&w->rng, 10);
     w->loss_pct = (uint32_t)sim_below(&w->rng, 15);
     w->max_delay_ms = 1 + (int64_t)sim_below(&w->rng, 40);
-    /* Half the seeds run Kafka's timeouts; the rest timeouts as short as a
+    /* A quarter of the seeds run Kafka's timeouts; the rest timeouts as short as a
      * few message delays, where elections race and collide. Below a round
      * trip no election can finish, so the liveness bound could not hold. */
-    w->election_timeout_ms = sim_below(&w->rng, 4) == 0 ? 1000 : 2 * w->max_delay_ms + 10 + (int64_t)sim_below(&w->rng, 300);
+    w->election_timeout_ms = sim_below(&w->rng, 4) == 0 ? 1000
+                                                        : 2 * w->max_delay_ms + 10 + (int64_t)sim_below(&w->rng, 300);
     w->fault_end = 2000 + (int64_t)sim_below(&w->rng, 18000);
     w->leader_crash_pct = (uint32_t)sim_below(&w->rng, 81);
     w->fetch_max_records = sim_below(&w->rng, 4) == 0 ? 16 : 1 + (int32_t)sim_below(&w->rng, 3);
