@@ -234,6 +234,28 @@ int32_t raft_node_leader(const struct raft_node *node);
 int64_t raft_node_high_watermark(const struct raft_node *node);
 int64_t raft_node_end_offset(const struct raft_node *node);
 bool raft_node_is_voter(const struct raft_node *node);
+/* What the leader knows of one replica, for DescribeQuorum (Kafka's
+ * ReplicaState). Times are in the caller's clock (the now_ms it passes). */
+struct raft_replica_state {
+    int32_t replica_id;
+    int64_t log_end_offset;    /* its last successful fetch offset; -1: none this epoch */
+    int64_t last_fetch_ms;     /* -1: no fetch this epoch */
+    int64_t last_caught_up_ms; /* last time it had fetched up to the leader's end; -1: never */
+};
+
+/* An observer that has not fetched for this long drops out of the view
+ * (Kafka's LeaderState.OBSERVER_SESSION_TIMEOUT_MS). */
+#define RAFT_OBSERVER_SESSION_MS 300000
+
+/* The leader's view of its voters, in configuration order, itself included
+ * (with its log end and the current time). Returns the number of voters,
+ * or RAFT_ERR_NOT_LEADER (as a negative) when this replica does not lead. */
+int raft_node_voter_states(const struct raft_node *node, struct raft_replica_state out[RAFT_MAX_VOTERS]);
+/* The observers that fetched from this leader in its epoch within
+ * RAFT_OBSERVER_SESSION_MS: writes up to cap of them and returns how many
+ * there are, or RAFT_ERR_NOT_LEADER as a negative. */
+int raft_node_observer_states(const struct raft_node *node, struct raft_replica_state *out, int cap);
+
 /* Out of memory once: the node ignores every input from then on and must
  * be restarted from what is durable. */
 bool raft_node_failed(const struct raft_node *node);

@@ -10,6 +10,12 @@ struct raft_held_msg {
     uint64_t qs_version; /* released once this quorum state is durable */
 };
 
+/* The leader's record of a replica's fetches (Kafka's ReplicaState). */
+struct raft_replica_track {
+    struct raft_replica_state view;
+    int64_t leader_end_at_fetch; /* the leader's log end at its last fetch */
+};
+
 struct raft_node {
     struct raft_config cfg;
     int self_index; /* in cfg.voters, -1 for an observer */
@@ -50,7 +56,10 @@ struct raft_node {
 
     /* leader */
     int64_t voter_end[RAFT_MAX_VOTERS];
-    int64_t voter_last_fetch[RAFT_MAX_VOTERS];
+    int64_t voter_last_fetch[RAFT_MAX_VOTERS];              /* from the epoch's start, for the quorum check */
+    struct raft_replica_track voters_seen[RAFT_MAX_VOTERS]; /* for DescribeQuorum */
+    struct raft_replica_track *observers;
+    size_t n_observers, observers_cap;
     bool begin_acked[RAFT_MAX_VOTERS];
     int64_t next_begin_at;
     int64_t epoch_start_offset;
@@ -98,5 +107,6 @@ void raft_replication_tick(struct raft_node *n);
 void raft_on_fetch_req(struct raft_node *n, const struct raft_msg *m);
 void raft_on_fetch_resp(struct raft_node *n, const struct raft_msg *m);
 void raft_update_hw(struct raft_node *n);
+void raft_track_fetch(struct raft_node *n, int32_t replica_id, int64_t fetch_offset);
 
 #endif

@@ -24,6 +24,14 @@ static void send_begin(struct raft_node *n, int i)
     raft_send(n, &m);
 }
 
+/* A replica not heard from in this epoch. */
+static struct raft_replica_track fresh_track(int32_t id)
+{
+    return (struct raft_replica_track){
+        .view = {.replica_id = id, .log_end_offset = -1, .last_fetch_ms = -1, .last_caught_up_ms = -1},
+        .leader_end_at_fetch = -1};
+}
+
 void raft_leader_start(struct raft_node *n)
 {
     n->epoch_start_offset = raft_log_end(n);
@@ -31,7 +39,9 @@ void raft_leader_start(struct raft_node *n)
         n->voter_end[i] = 0;
         n->voter_last_fetch[i] = n->now;
         n->begin_acked[i] = i == n->self_index;
+        n->voters_seen[i] = fresh_track(n->cfg.voters[i]);
     }
+    n->n_observers = 0;
     /* The LeaderChange control entry: the first entry of the new epoch,
      * whose commit also commits everything before it. */
     uint8_t body[5] = {RAFT_LEADER_CHANGE_BYTE};
@@ -192,6 +202,7 @@ void raft_on_fetch_req(struct raft_node *n, const struct raft_msg *m)
             return;
         }
     }
+    raft_track_fetch(n, r->replica_id, r->fetch_offset);
     /* The fetcher's log matches this one below fetch_offset. Observers
      * never count towards the high watermark. */
     if (idx >= 0 && idx != n->self_index) {
@@ -249,4 +260,89 @@ void raft_on_fetch_resp(struct raft_node *n, const struct raft_msg *m)
         n->leader_hw = r->high_watermark;
     raft_update_hw(n);
     n->next_fetch_at = r->n_records ? n->now : n->now + n->cfg.fetch_idle_ms;
+}
+
+/* ---- DescribeQuorum's view of the replicas ---- */
+
+static struct raft_replica_track *observer_slot(struct raft_node *n, int32_t id)
+{
+    size_t kept = 0;
+    struct raft_replica_track *found = NULL;
+    /* Observers silent past the session timeout are forgotten here. */
+    for (size_t i = 0; i < n->n_observers; i++) {
+        struct raft_replica_track *t = &n->observers[i];
+        if (t->view.replica_id != id && n->now - t->view.last_fetch_ms >= RAFT_OBSERVER_SESSION_MS)
+            continue;
+        n->observers[kept] = *t;
+        if (t->view.replica_id == id)
+            found = &n->observers[kept];
+        kept++;
+    }
+    n->n_observers = kept;
+    if (found)
+        return found;
+    if (n->n_observers == n->observers_cap) {
+        size_t cap = n->observers_cap ? n->observers_cap * 2 : 8;
+        struct raft_replica_track *grown = realloc(n->observers, cap * sizeof *grown);
+        if (!grown)
+            return NULL; /* the view misses it; replication does not care */
+        n->observers = grown;
+        n->observers_cap = cap;
+    }
+    found = &n->observers[n->n_observers++];
+    *found = fresh_track(id);
+    return found;
+}
+
+/* A successful fetch at fetch_offset (Kafka's updateReplicaState): caught up
+ * when it reached the leader's end now, or the end the leader had at its
+ * previous fetch (then as of that fetch). */
+void raft_track_fetch(struct raft_node *n, int32_t replica_id, int64_t fetch_offset)
+{
+    int idx = raft_voter_index(n, replica_id);
+    if (replica_id < 0 || (idx == n->self_index && idx >= 0))
+        return;
+    struct raft_replica_track *t = idx >= 0 ? &n->voters_seen[idx] : observer_slot(n, replica_id);
+    if (!t)
+        return;
+    int64_t end = raft_log_end(n);
+    if (fetch_offset >= end)
+        t->view.last_caught_up_ms = n->now;
+    else if (t->leader_end_at_fetch > 0 && fetch_offset >= t->leader_end_at_fetch &&
+             t->view.last_fetch_ms > t->view.last_caught_up_ms)
+        t->view.last_caught_up_ms = t->view.last_fetch_ms;
+    t->leader_end_at_fetch = end;
+    t->view.last_fetch_ms = n->now;
+    t->view.log_end_offset = fetch_offset;
+}
+
+int raft_node_voter_states(const struct raft_node *n, struct raft_replica_state out[RAFT_MAX_VOTERS])
+{
+    if (n->role != RAFT_LEADER)
+        return -RAFT_ERR_NOT_LEADER;
+    for (int i = 0; i < n->cfg.n_voters; i++) {
+        out[i] = n->voters_seen[i].view;
+        if (i == n->self_index) {
+            out[i].log_end_offset = raft_log_end(n);
+            out[i].last_fetch_ms = n->now;
+            out[i].last_caught_up_ms = n->now;
+        }
+    }
+    return n->cfg.n_voters;
+}
+
+int raft_node_observer_states(const struct raft_node *n, struct raft_replica_state *out, int cap)
+{
+    if (n->role != RAFT_LEADER)
+        return -RAFT_ERR_NOT_LEADER;
+    int count = 0;
+    for (size_t i = 0; i < n->n_observers; i++) {
+        const struct raft_replica_track *t = &n->observers[i];
+        if (n->now - t->view.last_fetch_ms >= RAFT_OBSERVER_SESSION_MS)
+            continue;
+        if (count < cap)
+            out[count] = t->view;
+        count++;
+    }
+    return count;
 }

@@ -353,6 +353,7 @@ void raft_node_destroy(struct raft_node *n)
     for (size_t i = 0; i < n->held_len; i++)
         raft_msg_clear(&n->held[i].msg);
     free(n->held);
+    free(n->observers);
     free(n);
 }
 

@@ -546,6 +546,80 @@ static void test_follower_truncates_whole_batch(void **state)
     raft_node_destroy(node);
 }
 
+/* Delivers a fetch to leader 0 and drops whatever comes out. */
+static void fetch_at(struct raft_node *node, int64_t now, int32_t from, int64_t offset, int32_t last_epoch)
+{
+    struct raft_msg m = fetch_req(from, raft_node_epoch(node), offset, last_epoch);
+    struct outs outs;
+    raft_node_receive(node, now, &m);
+    drain(node, &outs);
+    outs_free(&outs);
+}
+
+/* DescribeQuorum's views: per replica its fetch offset, last fetch and last
+ * caught-up time, as Kafka's LeaderState keeps them. */
+static void test_replica_states(void **state)
+{
+    (void)state;
+    struct raft_node *node = make_node(0, NULL, NULL, 0);
+    struct raft_replica_state voters[RAFT_MAX_VOTERS], observers[4];
+    assert_true(raft_node_voter_states(node, voters) < 0); /* only the leader knows */
+    assert_true(raft_node_observer_states(node, observers, 4) < 0);
+    int64_t now = elect(node);
+    int32_t epoch = raft_node_epoch(node);
+    int64_t off;
+    assert_int_equal(raft_node_append(node, now, "b", 1, 3, &off), RAFT_OK);
+    assert_int_equal(raft_node_voter_states(node, voters), 3);
+    assert_int_equal(voters[0].replica_id, 0);
+    assert_int_equal(voters[0].log_end_offset, 4);
+    assert_int_equal(voters[0].last_fetch_ms, now);
+    assert_int_equal(voters[1].replica_id, 1);
+    assert_int_equal(voters[1].log_end_offset, -1);
+    assert_int_equal(voters[1].last_fetch_ms, -1);
+    assert_int_equal(voters[1].last_caught_up_ms, -1);
+
+    fetch_at(node, now + 10, 1, 4, epoch); /* at the leader's end: caught up */
+    fetch_at(node, now + 20, 2, 1, epoch); /* behind */
+    assert_int_equal(raft_node_voter_states(node, voters), 3);
+    assert_int_equal(voters[1].log_end_offset, 4);
+    assert_int_equal(voters[1].last_fetch_ms, now + 10);
+    assert_int_equal(voters[1].last_caught_up_ms, now + 10);
+    assert_int_equal(voters[2].log_end_offset, 1);
+    assert_int_equal(voters[2].last_fetch_ms, now + 20);
+    assert_int_equal(voters[2].last_caught_up_ms, -1);
+
+    /* The leader moved on, but voter 2 reached the end the leader had at
+     * its previous fetch: caught up as of that fetch. */
+    assert_int_equal(raft_node_append(node, now + 25, "c", 1, 2, &off), RAFT_OK);
+    fetch_at(node, now + 30, 2, 4, epoch);
+    raft_node_voter_states(node, voters);
+    assert_int_equal(voters[2].log_end_offset, 4);
+    assert_int_equal(voters[2].last_caught_up_ms, now + 20);
+    /* A fetch that diverges (inside the last batch) changes nothing. */
+    fetch_at(node, now + 35, 2, 5, epoch);
+    raft_node_voter_states(node, voters);
+    assert_int_equal(voters[2].log_end_offset, 4);
+    assert_int_equal(voters[2].last_fetch_ms, now + 30);
+    assert_int_equal(raft_node_high_watermark(node), 4); /* two voters of three hold 0..3 */
+
+    /* Observers are listed apart, and forgotten after their session. */
+    fetch_at(node, now + 40, 7, 0, 0);
+    assert_int_equal(raft_node_observer_states(node, observers, 4), 1);
+    assert_int_equal(observers[0].replica_id, 7);
+    assert_int_equal(observers[0].log_end_offset, 0);
+    assert_int_equal(observers[0].last_fetch_ms, now + 40);
+    assert_int_equal(raft_node_observer_states(node, observers, 0), 1); /* counted past cap */
+    /* Voters keep fetching, so the leader stays; the observer falls silent. */
+    int64_t later = now + 40 + RAFT_OBSERVER_SESSION_MS;
+    fetch_at(node, later, 1, 6, epoch);
+    fetch_at(node, later, 2, 6, epoch);
+    assert_int_equal(raft_node_role(node), RAFT_LEADER);
+    assert_int_equal(raft_node_observer_states(node, observers, 4), 0);
+    raft_node_voter_states(node, voters);
+    assert_int_equal(voters[1].last_caught_up_ms, later);
+    raft_node_destroy(node);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -559,6 +633,7 @@ int main(void)
         cmocka_unit_test(test_follower_truncates_on_divergence),
         cmocka_unit_test(test_leader_batches),
         cmocka_unit_test(test_follower_truncates_whole_batch),
+        cmocka_unit_test(test_replica_states),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
