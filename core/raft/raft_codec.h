@@ -6,11 +6,10 @@
  *
  * Log entries travel as RecordBatch v2: one batch per entry, its base
  * offset the entry's offset and its partition leader epoch the entry's
- * epoch. Today an entry is one offset, so a batch holds one record whose
- * value is the entry's bytes; the leader's LeaderChange entry is a control
- * batch (key: version 0, type 2) whose value is the entry's bytes too. An entry spanning several offsets maps to
- * one batch of that many records (raft_codec_entry_batch and
- * entries_from_batch in raft_codec.c are the two places that change).
+ * epoch. An entry's data is its whole encoded batch (raft_store.h), so it
+ * goes out as it is (raft_store_entry_batch, which also turns the core's
+ * LeaderChange body into Kafka's control batch) and comes in as one entry
+ * of the batch's record count.
  *
  * PreVote (KIP-996) is VoteRequest v2's field, which the schemas in the tree
  * (v0-1) do not have yet: a pre-vote travels as Vote v1 with a top-level
@@ -93,12 +92,8 @@ int raft_codec_write_describe_quorum(struct kafka_writer *w, int16_t version, co
 /* From a decoded describe_quorum_response. Returns 0 or -1 with err. */
 int raft_codec_read_describe_quorum(const void *response, struct raft_quorum_view *out, char *err, size_t errlen);
 
-/* The leader's LeaderChange entry (first byte RAFT_LEADER_CHANGE_BYTE; no
- * metadata record starts with it): a control batch on the wire, and not
- * metadata for the listener. */
+/* The leader's LeaderChange entry: the core's body at the leader that
+ * wrote it, a control batch anywhere else. Not metadata for the listener. */
 bool raft_codec_is_leader_change(const struct raft_entry *e);
-
-/* One entry as one RecordBatch v2 (malloc'd, the caller frees). */
-int raft_codec_entry_batch(const struct raft_entry *e, uint8_t **out, size_t *out_len);
 
 #endif

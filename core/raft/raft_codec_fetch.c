@@ -8,6 +8,7 @@
 #include "protocol/generated/fetch_response.h"
 #include "protocol/record_batch.h"
 #include "raft/raft_codec_internal.h"
+#include "raft/raft_store.h"
 
 /* Kafka's Uuid.METADATA_TOPIC_ID: (0, 1). */
 static struct kafka_uuid metadata_topic_id(void)
@@ -23,58 +24,33 @@ static bool is_metadata_topic(struct kafka_str name, struct kafka_uuid id)
     return memcmp(id.bytes, want.bytes, sizeof want.bytes) == 0 || kafka_str_eq_cstr(name, RAFT_CODEC_TOPIC);
 }
 
-/* Control record key of a LeaderChange: version 0, type 2. */
-static const uint8_t leader_change_key[4] = {0, 0, 0, 2};
-
 bool raft_codec_is_leader_change(const struct raft_entry *e)
 {
-    return e->len >= 1 && e->data && e->data[0] == RAFT_LEADER_CHANGE_BYTE;
+    if (!e->data)
+        return false;
+    /* The core's own body at the leader that wrote it. */
+    if (e->len == 1 + sizeof(int32_t) && e->data[0] == RAFT_LEADER_CHANGE_BYTE)
+        return true;
+    /* Anywhere else (fetched, or read back from disk) it is a control batch. */
+    struct record_batch_header h;
+    return record_batch_parse_header(e->data, e->len, &h) == 0 && record_batch_is_control(&h);
 }
 
-int raft_codec_entry_batch(const struct raft_entry *e, uint8_t **out, size_t *out_len)
-{
-    struct record_batch_builder b;
-    record_batch_builder_init(&b, 0);
-    int rc;
-    if (raft_codec_is_leader_change(e)) {
-        b.attributes |= RECORD_BATCH_CONTROL_BIT;
-        rc = record_batch_builder_add(&b, 0, leader_change_key, sizeof leader_change_key, e->data, (int32_t)e->len,
-                                      NULL, 0);
-    } else {
-        rc = record_batch_builder_add(&b, 0, NULL, -1, e->data, (int32_t)e->len, NULL, 0);
-    }
-    if (rc != 0 || record_batch_builder_finish(&b, out, out_len) != 0) {
-        record_batch_builder_free(&b);
-        return -1;
-    }
-    record_batch_set_base_offset(*out, e->offset);
-    record_batch_set_partition_leader_epoch(*out, e->epoch);
-    return 0;
-}
-
-static int push_entry(struct raft_fetch_resp *fr, int32_t *cap, int64_t offset, int32_t epoch, const uint8_t *data,
-                      int32_t len)
+static struct raft_entry *grow_records(struct raft_fetch_resp *fr, int32_t *cap)
 {
     if (fr->n_records == *cap) {
         int32_t ncap = *cap ? *cap * 2 : 8;
         struct raft_entry *grown = realloc(fr->records, (size_t)ncap * sizeof *grown);
         if (!grown)
-            return -1;
+            return NULL;
         fr->records = grown;
         *cap = ncap;
     }
-    struct raft_entry *e = &fr->records[fr->n_records];
-    *e = (struct raft_entry){.offset = offset, .epoch = epoch, .len = (uint32_t)(len > 0 ? len : 0)};
-    e->data = malloc(e->len ? e->len : 1);
-    if (!e->data)
-        return -1;
-    if (e->len)
-        memcpy(e->data, data, e->len);
-    fr->n_records++;
-    return 0;
+    return &fr->records[fr->n_records];
 }
 
-/* One batch -> the entries it holds (one per record today). */
+/* One batch -> one entry: its data is the whole batch, as the store keeps
+ * it (raft_store.h). */
 static int entries_from_batch(struct raft_fetch_resp *fr, int32_t *cap, const uint8_t *batch, size_t len, char *err,
                               size_t errlen)
 {
@@ -82,17 +58,20 @@ static int entries_from_batch(struct raft_fetch_resp *fr, int32_t *cap, const ui
     char why[160];
     if (record_batch_validate(batch, len, -1, &h, why, sizeof why) != KAFKA_ERR_NONE)
         return raft_codec_fail(err, errlen, "Fetch records", why);
-    /* A control batch (the LeaderChange entry) carries the entry's bytes as
-     * its record's value, like any other. */
-    struct record_batch_record_iter it;
-    if (record_batch_records_begin(&it, batch, len) != 0)
-        return raft_codec_fail(err, errlen, "Fetch records", it.err);
-    struct record_batch_record rec;
-    int rc;
-    while ((rc = record_batch_records_next(&it, &rec)) == 1)
-        if (push_entry(fr, cap, rec.offset, h.partition_leader_epoch, rec.value, rec.value_len) != 0)
-            return raft_codec_fail(err, errlen, "Fetch records", "out of memory");
-    return rc == 0 ? 0 : raft_codec_fail(err, errlen, "Fetch records", it.err);
+    if (h.record_count < 1 || h.last_offset_delta + 1 != h.record_count)
+        return raft_codec_fail(err, errlen, "Fetch records", "a batch whose record count does not span its offsets");
+    struct raft_entry *e = grow_records(fr, cap);
+    uint8_t *copy = e ? malloc(len) : NULL;
+    if (!copy)
+        return raft_codec_fail(err, errlen, "Fetch records", "out of memory");
+    memcpy(copy, batch, len);
+    *e = (struct raft_entry){.offset = h.base_offset,
+                             .epoch = h.partition_leader_epoch,
+                             .count = h.record_count,
+                             .len = (uint32_t)len,
+                             .data = copy};
+    fr->n_records++;
+    return 0;
 }
 
 static int entries_from_records(struct raft_fetch_resp *fr, const uint8_t *data, size_t len, char *err, size_t errlen)
@@ -177,7 +156,8 @@ static int records_of(const struct raft_fetch_resp *f, uint8_t **out, size_t *ou
     for (int32_t i = 0; i < f->n_records; i++) {
         uint8_t *batch;
         size_t batch_len;
-        if (raft_codec_entry_batch(&f->records[i], &batch, &batch_len) != 0) {
+        char why[160];
+        if (raft_store_entry_batch(&f->records[i], &batch, &batch_len, why, sizeof why) != 0) {
             free(buf);
             return -1;
         }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "protocol/generated/errors.h"
+#include "protocol/record_batch.h"
 #include "raft/raft_internal.h"
 #include "raft/raft_shell_internal.h"
 #include "util/clock.h"
@@ -216,18 +217,38 @@ static void take_request(struct raft_shell *s, struct shell_item *it, int64_t no
     raft_node_receive(s->node, now, &it->msg);
 }
 
+/* The records as one batch: the one entry the core appends for them. */
+static int records_batch(const struct shell_append *a, uint8_t **out, size_t *out_len)
+{
+    int64_t now = clock_wall_ms();
+    struct record_batch_builder b;
+    record_batch_builder_init(&b, now);
+    int rc = 0;
+    for (int32_t i = 0; i < a->count && rc == 0; i++)
+        rc = record_batch_builder_add(&b, now, NULL, -1, a->records[i].data, (int32_t)a->records[i].len, NULL, 0);
+    if (rc == 0)
+        rc = record_batch_builder_finish(&b, out, out_len);
+    record_batch_builder_free(&b);
+    return rc;
+}
+
 static void take_append(struct raft_shell *s, struct shell_append *a, int64_t now)
 {
     a->epoch = raft_node_epoch(s->node);
     a->rc = 0;
     if (raft_node_role(s->node) != RAFT_LEADER || (a->want_epoch >= 0 && a->want_epoch != a->epoch))
         a->rc = RAFT_ERR_NOT_LEADER;
-    for (int32_t i = 0; i < a->count && a->rc == 0; i++) {
-        int rc = raft_node_append(s->node, now, a->records[i].data, a->records[i].len, &a->last_offset);
-        /* A failure past the first record leaves a prefix in the log: the
-         * core only fails when it has failed as a whole (out of memory). */
+    uint8_t *batch = NULL;
+    size_t len = 0;
+    if (a->rc == 0 && (records_batch(a, &batch, &len) != 0 || len > UINT32_MAX))
+        a->rc = -1;
+    if (a->rc == 0) {
+        int64_t first = 0;
+        int rc = raft_node_append(s->node, now, batch, (uint32_t)len, a->count, &first);
         a->rc = rc == RAFT_OK ? 0 : rc == RAFT_ERR_NOT_LEADER ? rc : -1;
+        a->last_offset = first + a->count - 1;
     }
+    free(batch);
     drain(s);
     pthread_mutex_lock(&s->mu);
     a->done = true;

@@ -95,8 +95,7 @@ struct raft_shell_record {
 
 /* Appends records at the leader, from any thread but the raft thread, in
  * one step of the core (nothing interleaves); waits for the raft thread to
- * take them. Today each record is one entry at its own offset; once an
- * entry spans several offsets they become one entry (one record batch).
+ * take them. They become one entry: one record batch of count records.
  * *epoch_out gets the leader epoch, *last_offset_out the last record's
  * offset. Returns 0, RAFT_ERR_NOT_LEADER when this node does not lead (or
  * no longer does at `epoch` when epoch >= 0), or -1 when the shell is

@@ -8,7 +8,7 @@
 struct mem_store {
     struct raft_quorum_state qs;
     bool has_qs;
-    struct raft_entry *entries; /* entry i has offset i */
+    struct raft_entry *entries; /* consecutive from offset 0 */
     int64_t len, cap;
 };
 
@@ -38,12 +38,17 @@ static int mem_persist_qs(void *store, const struct raft_quorum_state *qs, char 
     return 0;
 }
 
+static int64_t mem_end(const struct mem_store *s)
+{
+    return s->len ? s->entries[s->len - 1].offset + s->entries[s->len - 1].count : 0;
+}
+
 static int mem_append(void *store, const struct raft_entry *e, char *err, size_t errlen)
 {
     struct mem_store *s = store;
-    if (e->offset != s->len) {
+    if (e->offset != mem_end(s)) {
         snprintf(err, errlen, "append at offset %lld but the log ends at %lld", (long long)e->offset,
-                 (long long)s->len);
+                 (long long)mem_end(s));
         return -1;
     }
     if (s->len == s->cap) {
@@ -74,7 +79,7 @@ static int mem_truncate(void *store, int64_t offset, char *err, size_t errlen)
     (void)err;
     (void)errlen;
     struct mem_store *s = store;
-    while (s->len > offset && s->len > 0)
+    while (s->len > 0 && s->entries[s->len - 1].offset >= offset)
         free(s->entries[--s->len].data);
     return 0;
 }
@@ -83,7 +88,7 @@ static int mem_flush(void *store, int64_t *end, char *err, size_t errlen)
 {
     (void)err;
     (void)errlen;
-    *end = ((struct mem_store *)store)->len;
+    *end = mem_end(store);
     return 0;
 }
 
@@ -93,7 +98,9 @@ static int mem_read(void *store, int64_t offset, int (*fn)(void *arg, const stru
     (void)err;
     (void)errlen;
     struct mem_store *s = store;
-    for (int64_t i = offset < 0 ? 0 : offset; i < s->len; i++) {
+    for (int64_t i = 0; i < s->len; i++) {
+        if (s->entries[i].offset + s->entries[i].count <= offset)
+            continue;
         int rc = fn(arg, &s->entries[i]);
         if (rc != 0)
             return rc;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/record_batch.h"
 #include "raft/raft_codec.h"
 #include "util/clock.h"
 #include "util/logger.h"
@@ -39,6 +40,36 @@ void raft_shell_metadata_attach(struct raft_shell_metadata *log, struct raft_she
     pthread_mutex_unlock(&log->mu);
 }
 
+/* The records of one committed entry (its batch) to the listener. Offsets
+ * come from the entry: the leader's copy of a batch it built has none. */
+static int deliver_entry(const struct metadata_log_listener *listener, const struct raft_entry *e)
+{
+    struct metadata_log_entry *records = calloc((size_t)e->count, sizeof *records);
+    if (!records)
+        return -1;
+    struct record_batch_record_iter it;
+    struct record_batch_record rec;
+    int32_t n = 0;
+    int rc = record_batch_records_begin(&it, e->data, e->len);
+    while (rc == 0 && n < e->count && (rc = record_batch_records_next(&it, &rec)) == 1) {
+        records[n++] = (struct metadata_log_entry){.value = rec.value, .len = rec.value_len > 0 ? (size_t)rec.value_len : 0};
+        rc = 0;
+    }
+    if (rc < 0 || n != e->count) {
+        free(records);
+        return -1;
+    }
+    struct metadata_batch batch = {.base_offset = e->offset,
+                                   .epoch = e->epoch,
+                                   .append_time_ms = clock_wall_ms(),
+                                   .records = records,
+                                   .count = n,
+                                   .bytes = e->len};
+    rc = listener->handle_commit(listener->ctx, &batch);
+    free(records);
+    return rc;
+}
+
 /* On the raft thread: every entry now below the high watermark, once. The
  * leader's LeaderChange entries are the quorum's own, not metadata. */
 static void on_high_watermark(void *ctx, struct raft_shell *shell, int64_t hw)
@@ -47,20 +78,14 @@ static void on_high_watermark(void *ctx, struct raft_shell *shell, int64_t hw)
     pthread_mutex_lock(&log->mu);
     struct metadata_log_listener listener = log->listener;
     pthread_mutex_unlock(&log->mu);
-    for (; log->delivered_end < hw; log->delivered_end++) {
+    while (log->delivered_end < hw) {
         const struct raft_entry *e = raft_shell_entry(shell, log->delivered_end);
         if (!e)
             break;
+        log->delivered_end = e->offset + e->count;
         if (raft_codec_is_leader_change(e) || !listener.handle_commit)
             continue;
-        struct metadata_log_entry record = {.value = e->data, .len = e->len};
-        struct metadata_batch batch = {.base_offset = e->offset,
-                                       .epoch = e->epoch,
-                                       .append_time_ms = clock_wall_ms(),
-                                       .records = &record,
-                                       .count = 1,
-                                       .bytes = e->len};
-        if (listener.handle_commit(listener.ctx, &batch) != 0)
+        if (deliver_entry(&listener, e) != 0)
             logger_error("raft", "the metadata listener failed on the committed entry at offset %lld",
                          (long long)e->offset);
     }
