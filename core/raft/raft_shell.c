@@ -354,8 +354,22 @@ static int load_entry(void *arg, const struct raft_entry *e)
         l->entries = grown;
         l->cap = ncap;
     }
-    l->entries[l->n++] = *e; /* raft_node_create copies the bytes */
+    /* The store frees its copy once read returns. */
+    struct raft_entry *copy = &l->entries[l->n];
+    *copy = *e;
+    copy->data = malloc(e->len ? e->len : 1);
+    if (!copy->data)
+        return -1;
+    memcpy(copy->data, e->data, e->len);
+    l->n++;
     return 0;
+}
+
+static void free_loaded(struct load_ctx *l)
+{
+    for (int64_t i = 0; i < l->n; i++)
+        free(l->entries[i].data);
+    free(l->entries);
 }
 
 static int create_node(struct raft_shell *s, char *err, size_t errlen)
@@ -376,22 +390,22 @@ static int create_node(struct raft_shell *s, char *err, size_t errlen)
     if (s->cfg.store_ops->load_qs(s->cfg.store, &qs, &has_qs, err, errlen) != 0)
         return -1;
     struct load_ctx l = {0};
-    /* The store keeps the entries alive while the core copies them. */
     if (s->cfg.store_ops->read(s->cfg.store, 0, load_entry, &l, err, errlen) != 0) {
-        free(l.entries);
+        free_loaded(&l);
         if (!err[0])
             snprintf(err, errlen, "out of memory reading the metadata quorum log");
         return -1;
     }
     int rc_create = raft_node_create(&s->node, &rc, has_qs ? &qs : NULL, l.entries, l.n, clock_mono_ms());
-    free(l.entries);
+    int64_t n_entries = l.n, end = l.n ? l.entries[l.n - 1].offset + l.entries[l.n - 1].count : 0;
+    free_loaded(&l);
     if (rc_create != RAFT_OK) {
         snprintf(err, errlen, "cannot start the quorum core (error %d)", rc_create);
         return -1;
     }
-    logger_info(LOG, "node %d starts the metadata quorum of %d voters: epoch %d, %lld entries%s", s->cfg.node_id,
-                s->cfg.n_voters, has_qs ? qs.leader_epoch : 0, (long long)l.n,
-                s->cfg.store_ops == &raft_shell_mem_store_ops ? " (in-memory store: not durable)" : "");
+    logger_info(LOG, "node %d starts the metadata quorum of %d voters: epoch %d, voted for %d, %lld entries to offset %lld",
+                s->cfg.node_id, s->cfg.n_voters, has_qs ? qs.leader_epoch : 0, has_qs ? qs.voted_id : RAFT_NO_ID,
+                (long long)n_entries, (long long)end);
     return 0;
 }
 

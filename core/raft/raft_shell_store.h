@@ -3,13 +3,9 @@
  * through these ops on its own thread, in order, and reports back to the
  * core only what flush / persist_qs said is durable.
  *
- * raft_shell_mem_store is the one implementation today. It is NOT DURABLE:
- * it keeps everything in memory, so a restarted node comes back with no
- * vote and an empty log and catches up from the leader. Losing the vote on
- * a crash can let a node vote twice in one epoch, which Raft's safety
- * argument forbids; it is used only until the on-disk store (the
- * quorum-state file and the log, core/raft/raft_store) is plugged in behind
- * these same ops.
+ * raft_shell_disk_store is the implementation: the quorum-state file and
+ * the Raft log of raft_store.h, persist_qs durable before it returns and
+ * flush an fsync. A restarted voter comes back with its vote and its log.
  *
  * Thread-safety: a store is used by one thread at a time (the shell's raft
  * thread once started). */
@@ -43,9 +39,14 @@ struct raft_shell_store_ops {
     void (*close)(void *store);
 };
 
-extern const struct raft_shell_store_ops raft_shell_mem_store_ops;
+extern const struct raft_shell_store_ops raft_shell_disk_store_ops;
 
-/* A new, empty in-memory store (NULL when out of memory). */
-void *raft_shell_mem_store_create(void);
+/* Opens the quorum's store under the metadata log directory dir: the log
+ * in <dir>/__cluster_metadata-0 and the quorum-state file beside its
+ * segments. The cluster id and the voters are written into every quorum
+ * state; a quorum-state of another cluster is refused on load. NULL with
+ * err filled on failure. */
+void *raft_shell_disk_store_open(const char *dir, const char *cluster_id, const int32_t *voters, int n_voters,
+                                 char *err, size_t errlen);
 
 #endif

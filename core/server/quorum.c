@@ -75,14 +75,23 @@ static int shell_config(const struct broker_config *cfg, const char *cluster_id,
     sc->election_backoff_max_ms = config_get_int(cfg, "controller.quorum.election.backoff.max.ms");
     sc->request_timeout_ms = config_get_int(cfg, "controller.quorum.request.timeout.ms");
     sc->retry_backoff_ms = config_get_int(cfg, "controller.quorum.retry.backoff.ms");
-    /* Not durable: replaced by the on-disk store (raft_shell_store.h). */
-    sc->store_ops = &raft_shell_mem_store_ops;
-    sc->store = raft_shell_mem_store_create();
-    if (!sc->store) {
-        snprintf(err, errlen, "out of memory");
+    /* Kafka's metadata.log.dir, else the first of log.dirs. */
+    const char *dir = config_get_string(cfg, "metadata.log.dir");
+    if (!dir || !dir[0]) {
+        size_t n_dirs = 0;
+        const char *const *dirs = config_log_dirs(cfg, &n_dirs);
+        dir = n_dirs ? dirs[0] : NULL;
+    }
+    if (!dir) {
+        snprintf(err, errlen, "no log directory for the metadata quorum");
         return -1;
     }
-    return 0;
+    int32_t ids[RAFT_MAX_VOTERS];
+    for (int i = 0; i < n; i++)
+        ids[i] = sc->voters[i].id;
+    sc->store_ops = &raft_shell_disk_store_ops;
+    sc->store = raft_shell_disk_store_open(dir, cluster_id, ids, n, err, errlen);
+    return sc->store ? 0 : -1;
 }
 
 /* The first listener named in controller.listener.names. */

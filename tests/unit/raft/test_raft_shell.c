@@ -2,12 +2,16 @@
  * on a loopback port, with the metadata log ops on top: they elect one
  * leader; a batch appended at the leader is committed, in order and with
  * the same offsets, to every node's metadata listener; a follower refuses
- * appends. */
+ * appends. Each node keeps its log and quorum state on disk: restarted on
+ * the same directories, every node comes back with its log and epoch. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include <ftw.h>
+#include <stdlib.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -33,6 +37,7 @@ struct seen {
 };
 
 struct node {
+    char dir[64];
     struct raft_shell_metadata *log;
     struct raft_shell *shell;
     struct net_server *server;
@@ -87,8 +92,11 @@ static void start_nodes(struct node *nodes, const int *ports)
         snprintf(cfg.cluster_id, sizeof cfg.cluster_id, "MkU3OEVBNTcwNTJENDM2Qg");
         cfg.election_timeout_ms = 300;
         cfg.fetch_timeout_ms = 600;
-        cfg.store_ops = &raft_shell_mem_store_ops;
-        cfg.store = raft_shell_mem_store_create();
+        int32_t ids[N] = {1, 2, 3};
+        cfg.store_ops = &raft_shell_disk_store_ops;
+        cfg.store = raft_shell_disk_store_open(n->dir, cfg.cluster_id, ids, N, err, sizeof err);
+        if (!cfg.store)
+            fail_msg("store %d: %s", i + 1, err);
         cfg.listener = raft_shell_metadata_listener(n->log);
         if (raft_shell_start(&cfg, &n->shell, err, sizeof err) != 0)
             fail_msg("shell %d: %s", i + 1, err);
@@ -137,6 +145,31 @@ static int wait_leader(struct node *nodes)
     return -1;
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void wait_seen(struct node *nodes, int want)
+{
+    int64_t deadline = clock_mono_ms() + 10000;
+    for (int i = 0; i < N; i++) {
+        for (;;) {
+            pthread_mutex_lock(&nodes[i].seen.mu);
+            int n = nodes[i].seen.n;
+            pthread_mutex_unlock(&nodes[i].seen.mu);
+            if (n >= want)
+                break;
+            if (clock_mono_ms() > deadline)
+                fail_msg("node %d saw %d of %d committed records", i + 1, n, want);
+            usleep(20 * 1000);
+        }
+    }
+}
+
 static void test_batches_commit_on_every_node(void **state)
 {
     (void)state;
@@ -148,6 +181,10 @@ static void test_batches_commit_on_every_node(void **state)
     }
     struct node nodes[N];
     memset(nodes, 0, sizeof nodes);
+    for (int i = 0; i < N; i++) {
+        snprintf(nodes[i].dir, sizeof nodes[i].dir, "/tmp/raft_shell_XXXXXX");
+        assert_non_null(mkdtemp(nodes[i].dir));
+    }
     start_nodes(nodes, ports);
     int leader = wait_leader(nodes);
 
@@ -171,18 +208,8 @@ static void test_batches_commit_on_every_node(void **state)
     assert_non_null(strstr(err, "not the quorum leader"));
     assert_int_equal(raft_shell_metadata_ops.append(at_leader, epoch - 1, records, 1, &last, err, sizeof err), -1);
 
-    int64_t deadline = clock_mono_ms() + 10000;
+    wait_seen(nodes, 3);
     for (int i = 0; i < N; i++) {
-        for (;;) {
-            pthread_mutex_lock(&nodes[i].seen.mu);
-            int n = nodes[i].seen.n;
-            pthread_mutex_unlock(&nodes[i].seen.mu);
-            if (n >= 3)
-                break;
-            if (clock_mono_ms() > deadline)
-                fail_msg("node %d saw %d of 3 committed records", i + 1, n);
-            usleep(20 * 1000);
-        }
         assert_int_equal(nodes[i].seen.n, 3);
         for (int r = 0; r < 3; r++) {
             assert_int_equal(nodes[i].seen.offsets[r], r + 1);
@@ -190,6 +217,28 @@ static void test_batches_commit_on_every_node(void **state)
         }
     }
     stop_nodes(nodes);
+
+    /* Restarted on the same directories: the log and the epoch are back
+     * before any election, and the committed records are delivered again. */
+    struct node again[N];
+    memset(again, 0, sizeof again);
+    for (int i = 0; i < N; i++)
+        memcpy(again[i].dir, nodes[i].dir, sizeof again[i].dir);
+    start_nodes(again, ports);
+    for (int i = 0; i < N; i++) {
+        struct raft_shell_status st;
+        raft_shell_status(again[i].shell, &st);
+        assert_true(st.end_offset >= 4);
+        assert_true(st.epoch >= epoch);
+    }
+    wait_leader(again);
+    wait_seen(again, 3);
+    for (int i = 0; i < N; i++)
+        for (int r = 0; r < 3; r++)
+            assert_string_equal(again[i].seen.values[r], values[r]);
+    stop_nodes(again);
+    for (int i = 0; i < N; i++)
+        nftw(nodes[i].dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 int main(void)
