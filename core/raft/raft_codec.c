@@ -445,16 +445,37 @@ int raft_codec_read_response(const void *response, const struct raft_msg *req, s
 
 /* ---- DescribeQuorum ---- */
 
+static void replica_states_of(const struct raft_quorum_replica *in, int n,
+                              struct describe_quorum_response_replica_state *out)
+{
+    for (int i = 0; i < n; i++) {
+        describe_quorum_response_replica_state_init(&out[i]);
+        out[i].replica_id = in[i].replica_id;
+        out[i].log_end_offset = in[i].log_end_offset;
+        out[i].last_fetch_timestamp = in[i].last_fetch_timestamp;
+        out[i].last_caught_up_timestamp = in[i].last_caught_up_timestamp;
+    }
+}
+
+static int replicas_from(const struct describe_quorum_response_replica_state *in, int32_t n,
+                         struct raft_quorum_replica *out, int cap)
+{
+    int got = 0;
+    for (int32_t i = 0; i < n && got < cap; i++)
+        out[got++] = (struct raft_quorum_replica){in[i].replica_id, in[i].log_end_offset, in[i].last_fetch_timestamp,
+                                                  in[i].last_caught_up_timestamp};
+    return got;
+}
+
 int raft_codec_write_describe_quorum(struct kafka_writer *w, int16_t version, const struct raft_quorum_view *view)
 {
     struct describe_quorum_response_replica_state voters[RAFT_MAX_VOTERS];
-    for (int i = 0; i < view->n_voters && i < RAFT_MAX_VOTERS; i++) {
-        describe_quorum_response_replica_state_init(&voters[i]);
-        voters[i].replica_id = view->voters[i].replica_id;
-        voters[i].log_end_offset = view->voters[i].log_end_offset;
-        voters[i].last_fetch_timestamp = view->voters[i].last_fetch_timestamp;
-        voters[i].last_caught_up_timestamp = view->voters[i].last_caught_up_timestamp;
-    }
+    struct describe_quorum_response_replica_state observers[RAFT_QUORUM_VIEW_MAX_OBSERVERS];
+    int n_voters = view->n_voters < RAFT_MAX_VOTERS ? view->n_voters : RAFT_MAX_VOTERS;
+    int n_observers =
+        view->n_observers < RAFT_QUORUM_VIEW_MAX_OBSERVERS ? view->n_observers : RAFT_QUORUM_VIEW_MAX_OBSERVERS;
+    replica_states_of(view->voters, n_voters, voters);
+    replica_states_of(view->observers, n_observers, observers);
     struct describe_quorum_response_partition_data part;
     describe_quorum_response_partition_data_init(&part);
     part.error_code = view->error_code;
@@ -462,7 +483,9 @@ int raft_codec_write_describe_quorum(struct kafka_writer *w, int16_t version, co
     part.leader_epoch = view->leader_epoch;
     part.high_watermark = view->high_watermark;
     part.current_voters = voters;
-    part.current_voters_count = view->n_voters;
+    part.current_voters_count = n_voters;
+    part.observers = observers;
+    part.observers_count = n_observers;
     struct describe_quorum_response_topic_data topic;
     describe_quorum_response_topic_data_init(&topic);
     topic.topic_name = kafka_str_from_cstr(RAFT_CODEC_TOPIC);
@@ -488,11 +511,8 @@ int raft_codec_read_describe_quorum(const void *response, struct raft_quorum_vie
     out->leader_id = p->leader_id;
     out->leader_epoch = p->leader_epoch;
     out->high_watermark = p->high_watermark;
-    for (int32_t i = 0; i < p->current_voters_count && i < RAFT_MAX_VOTERS; i++) {
-        out->voters[i] = (struct raft_quorum_replica){
-            p->current_voters[i].replica_id, p->current_voters[i].log_end_offset,
-            p->current_voters[i].last_fetch_timestamp, p->current_voters[i].last_caught_up_timestamp};
-        out->n_voters++;
-    }
+    out->n_voters = replicas_from(p->current_voters, p->current_voters_count, out->voters, RAFT_MAX_VOTERS);
+    out->n_observers =
+        replicas_from(p->observers, p->observers_count, out->observers, RAFT_QUORUM_VIEW_MAX_OBSERVERS);
     return 0;
 }

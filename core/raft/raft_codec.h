@@ -79,6 +79,9 @@ struct raft_quorum_replica {
     int64_t last_caught_up_timestamp;
 };
 
+/* Observers listed in one answer; more are left out. */
+#define RAFT_QUORUM_VIEW_MAX_OBSERVERS 32
+
 struct raft_quorum_view {
     int16_t error_code;
     int32_t leader_id;
@@ -86,6 +89,8 @@ struct raft_quorum_view {
     int64_t high_watermark;
     struct raft_quorum_replica voters[RAFT_MAX_VOTERS];
     int n_voters;
+    struct raft_quorum_replica observers[RAFT_QUORUM_VIEW_MAX_OBSERVERS];
+    int n_observers;
 };
 
 int raft_codec_write_describe_quorum(struct kafka_writer *w, int16_t version, const struct raft_quorum_view *view);

@@ -8,7 +8,6 @@
 
 #include "protocol/generated/errors.h"
 #include "protocol/record_batch.h"
-#include "raft/raft_internal.h"
 #include "raft/raft_shell_internal.h"
 #include "util/clock.h"
 #include "util/logger.h"
@@ -168,8 +167,21 @@ static int write_describe_body(struct kafka_writer *w, int16_t version, const vo
     return raft_codec_write_describe_quorum(w, version, arg);
 }
 
-/* Every node answers with its own view; only the leader knows the other
- * voters' log end offsets and fetch times. */
+/* The core's times are on the monotonic clock; the answer carries wall time. */
+static void view_replicas(const struct raft_replica_state *in, int n, int64_t mono, int64_t wall,
+                          struct raft_quorum_replica *out)
+{
+    for (int i = 0; i < n; i++) {
+        out[i] = (struct raft_quorum_replica){in[i].replica_id, in[i].log_end_offset, -1, -1};
+        if (in[i].last_fetch_ms >= 0)
+            out[i].last_fetch_timestamp = wall - (mono - in[i].last_fetch_ms);
+        if (in[i].last_caught_up_ms >= 0)
+            out[i].last_caught_up_timestamp = wall - (mono - in[i].last_caught_up_ms);
+    }
+}
+
+/* The leader answers from what it tracks of every replica (Kafka's
+ * LeaderState); any other node with its own view: itself and unknowns. */
 static void describe_quorum(struct raft_shell *s, const struct shell_reply_to *reply)
 {
     const struct raft_node *n = s->node;
@@ -179,19 +191,26 @@ static void describe_quorum(struct raft_shell *s, const struct shell_reply_to *r
         .high_watermark = raft_node_high_watermark(n),
     };
     int64_t mono = clock_mono_ms(), wall = clock_wall_ms();
-    bool leader = raft_node_role(n) == RAFT_LEADER;
-    for (int i = 0; i < n->cfg.n_voters; i++) {
-        struct raft_quorum_replica *r = &v.voters[v.n_voters++];
-        *r = (struct raft_quorum_replica){n->cfg.voters[i], -1, -1, -1};
-        if (n->cfg.voters[i] == s->cfg.node_id) {
-            r->log_end_offset = raft_node_end_offset(n);
-            r->last_fetch_timestamp = r->last_caught_up_timestamp = wall;
-        } else if (leader) {
-            r->log_end_offset = n->voter_end[i];
-            if (n->voter_last_fetch[i] > 0)
-                r->last_fetch_timestamp = wall - (mono - n->voter_last_fetch[i]);
-            if (n->voter_end[i] >= raft_node_high_watermark(n))
-                r->last_caught_up_timestamp = r->last_fetch_timestamp;
+    struct raft_replica_state states[RAFT_MAX_VOTERS];
+    int n_voters = raft_node_voter_states(n, states);
+    if (n_voters >= 0) {
+        v.n_voters = n_voters;
+        view_replicas(states, n_voters, mono, wall, v.voters);
+        struct raft_replica_state observers[RAFT_QUORUM_VIEW_MAX_OBSERVERS];
+        int n_observers = raft_node_observer_states(n, observers, RAFT_QUORUM_VIEW_MAX_OBSERVERS);
+        v.n_observers = n_observers < RAFT_QUORUM_VIEW_MAX_OBSERVERS ? n_observers : RAFT_QUORUM_VIEW_MAX_OBSERVERS;
+        if (v.n_observers > 0)
+            view_replicas(observers, v.n_observers, mono, wall, v.observers);
+        else
+            v.n_observers = 0;
+    } else {
+        for (int i = 0; i < s->cfg.n_voters; i++) {
+            struct raft_quorum_replica *r = &v.voters[v.n_voters++];
+            *r = (struct raft_quorum_replica){s->cfg.voters[i].id, -1, -1, -1};
+            if (r->replica_id == s->cfg.node_id) {
+                r->log_end_offset = raft_node_end_offset(n);
+                r->last_fetch_timestamp = r->last_caught_up_timestamp = wall;
+            }
         }
     }
     shell_respond(reply, write_describe_body, &v);

@@ -357,6 +357,8 @@ static void test_describe_quorum(void **state)
     struct raft_quorum_view view = {.leader_id = 2, .leader_epoch = 5, .high_watermark = 99, .n_voters = 3};
     for (int i = 0; i < 3; i++)
         view.voters[i] = (struct raft_quorum_replica){i + 1, 90 + i, 1000 + i, 2000 + i};
+    view.observers[0] = (struct raft_quorum_replica){7, 80, 3000, -1};
+    view.n_observers = 1;
     for (int16_t version = 0; version <= 2; version++) {
         struct kafka_writer w;
         kafka_writer_init(&w, 64);
@@ -380,6 +382,9 @@ static void test_describe_quorum(void **state)
         assert_int_equal(got.voters[2].log_end_offset, 92);
         if (version >= 1)
             assert_int_equal(got.voters[2].last_fetch_timestamp, 1002);
+        assert_int_equal(got.n_observers, 1);
+        assert_int_equal(got.observers[0].replica_id, 7);
+        assert_int_equal(got.observers[0].log_end_offset, 80);
         kafka_arena_free(&arena);
         free(b.data);
     }
