@@ -2,7 +2,9 @@
  * (process.roles=controller): three controllers elect one leader that all
  * of them name in DescribeQuorum; kill -9 of the leader gives a new leader
  * within FAILOVER_BOUND_MS and a higher high watermark; the killed node
- * restarts, follows and catches up. Bad configs: a controller missing from
+ * restarts with its vote and its log from disk (quorum-state and
+ * __cluster_metadata-0), follows and catches up. A corrupt quorum-state
+ * refuses the start with a line naming the file. Bad configs: a controller missing from
  * the voters and a voter entry that is not the node's own port refuse to
  * start with one clear line; voter sets that disagree between nodes are
  * named in the logs and keep the odd node from leading, and so is a node
@@ -197,6 +199,37 @@ static struct raft_quorum_view wait_agreement(struct quorum_test *q, int32_t min
     return last[0];
 }
 
+static bool log_has(const struct test_broker *b, const char *needle)
+{
+    FILE *f = fopen(b->log_path, "r");
+    if (!f)
+        return false;
+    char line[2048];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
+/* leaderEpoch and votedId of a node's quorum-state file. */
+static void read_quorum_state(const struct test_broker *b, int32_t *epoch, int32_t *voted)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/__cluster_metadata-0/quorum-state", b->data_dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("no quorum-state file at %s", path);
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *e = strstr(buf, "\"leaderEpoch\":");
+    const char *v = strstr(buf, "\"votedId\":");
+    if (!e || !v || sscanf(e, "\"leaderEpoch\":%d", epoch) != 1 || sscanf(v, "\"votedId\":%d", voted) != 1)
+        fail_msg("unexpected quorum-state: %s", buf);
+}
+
 static void test_elect_fail_over_and_rejoin(void **state)
 {
     (void)state;
@@ -214,7 +247,16 @@ static void test_elect_fail_over_and_rejoin(void **state)
 
     /* kill -9 the leader: the other two elect a new one within the bound,
      * and it commits its own LeaderChange (the high watermark advances). */
+    struct raft_quorum_view before;
+    assert_int_equal(describe(&q, leader - 1, &before), 0);
+    int64_t end_before = own_end_offset(&before, leader);
+    assert_true(end_before >= 1);
     broker_kill9(&q.nodes[leader - 1]);
+    /* What its quorum-state file says now is what it must start from. */
+    int32_t qs_epoch = -1, qs_voted = -1;
+    read_quorum_state(&q.nodes[leader - 1], &qs_epoch, &qs_voted);
+    assert_int_equal(qs_epoch, first.leader_epoch);
+    assert_int_equal(qs_voted, leader);
     q.up[leader - 1] = false;
     long long killed_at = harness_now_ms();
     struct raft_quorum_view second = wait_agreement(&q, first.leader_epoch, first.high_watermark + 1, 15000);
@@ -224,10 +266,21 @@ static void test_elect_fail_over_and_rejoin(void **state)
     assert_int_not_equal(second.leader_id, leader);
     assert_true(failover_ms <= FAILOVER_BOUND_MS);
 
-    /* The old leader restarts (its store is in memory: empty), follows the
-     * new leader and catches up to its high watermark. */
+    /* The old leader restarts from its disk: its vote in its old epoch (it
+     * cannot vote again there) and a log no shorter than before the kill;
+     * then it follows the new leader and catches up to its high watermark. */
     broker_restart(&q.nodes[leader - 1]);
     q.up[leader - 1] = true;
+    char start_line[128];
+    snprintf(start_line, sizeof start_line, "node %d starts the metadata quorum of 3 voters: epoch %d, voted for %d,",
+             leader, qs_epoch, qs_voted);
+    assert_true(log_has(&q.nodes[leader - 1], start_line));
+    struct raft_quorum_view back;
+    assert_int_equal(describe(&q, leader - 1, &back), 0);
+    fprintf(stderr, "[test] node %d back with end offset %lld (before the kill %lld), epoch %d\n", leader,
+            (long long)own_end_offset(&back, leader), (long long)end_before, back.leader_epoch);
+    assert_true(own_end_offset(&back, leader) >= end_before);
+    assert_true(back.leader_epoch >= first.leader_epoch);
     struct raft_quorum_view third = wait_agreement(&q, second.leader_epoch - 1, second.high_watermark, 15000);
     assert_int_equal(third.leader_id, second.leader_id);
     assert_int_equal(third.leader_epoch, second.leader_epoch);
@@ -253,11 +306,22 @@ static void test_elect_fail_over_and_rejoin(void **state)
 /* ---- bad configs ---- */
 
 /* Runs cairnd with the overrides to completion; returns its exit status
- * and its output in out. */
-static int run_cairnd(const char *const *overrides, char *out, size_t outlen)
+ * and its output in out. quorum_state (NULL: none) is put in its
+ * quorum-state file first. */
+static int run_cairnd(const char *const *overrides, const char *quorum_state, char *out, size_t outlen)
 {
     char dir[] = "/tmp/cairn-raft-badcfg-XXXXXX";
     assert_non_null(mkdtemp(dir));
+    if (quorum_state) {
+        char path[128];
+        snprintf(path, sizeof path, "mkdir -p %s/data/__cluster_metadata-0", dir);
+        assert_int_equal(system(path), 0);
+        snprintf(path, sizeof path, "%s/data/__cluster_metadata-0/quorum-state", dir);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(quorum_state, f);
+        fclose(f);
+    }
     char cmd[2048];
     size_t used = (size_t)snprintf(cmd, sizeof cmd, "%s --override log.dirs=%s/data", broker_binary(), dir);
     for (int i = 0; overrides[i]; i++)
@@ -293,7 +357,7 @@ static void test_bad_configs_refuse_to_start(void **state)
                                 "controller.listener.names=CONTROLLER",
                                 "cluster.id=" CLUSTER_ID,
                                 NULL};
-    assert_int_equal(run_cairnd(not_listed, out, sizeof out), 2);
+    assert_int_equal(run_cairnd(not_listed, NULL, out, sizeof out), 2);
     assert_non_null(strstr(out, "node.id 4 has the controller role but is not listed in controller.quorum.voters"));
 
     /* Its own voter entry is not where it listens. */
@@ -304,7 +368,7 @@ static void test_bad_configs_refuse_to_start(void **state)
                               "controller.listener.names=CONTROLLER",
                               "cluster.id=" CLUSTER_ID,
                               NULL};
-    assert_int_equal(run_cairnd(mismatch, out, sizeof out), 1);
+    assert_int_equal(run_cairnd(mismatch, NULL, out, sizeof out), 1);
     assert_non_null(strstr(out, "controller.quorum.voters gives node 1 the port"));
 
     /* A controller listener that does not exist. */
@@ -315,21 +379,22 @@ static void test_bad_configs_refuse_to_start(void **state)
                                  "controller.listener.names=QUORUM",
                                  "cluster.id=" CLUSTER_ID,
                                  NULL};
-    assert_int_equal(run_cairnd(no_listener, out, sizeof out), 2);
+    assert_int_equal(run_cairnd(no_listener, NULL, out, sizeof out), 2);
     assert_non_null(strstr(out, "controller listener QUORUM is not one of listeners"));
-}
 
-static bool log_has(const struct test_broker *b, const char *needle)
-{
-    FILE *f = fopen(b->log_path, "r");
-    if (!f)
-        return false;
-    char line[2048];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f))
-        found = strstr(line, needle) != NULL;
-    fclose(f);
-    return found;
+    /* A quorum-state file that does not parse is never taken for none. */
+    const char *corrupt[] = {listeners,
+                             voters,
+                             "node.id=1",
+                             "process.roles=controller",
+                             "controller.listener.names=CONTROLLER",
+                             "cluster.id=" CLUSTER_ID,
+                             NULL};
+    int rc = run_cairnd(corrupt, "{\"clusterId\":\"x\",\"leaderEp", out, sizeof out);
+    if (rc != 1)
+        fail_msg("cairnd exited %d: %s", rc, out);
+    assert_non_null(strstr(out, "corrupt quorum state file "));
+    assert_non_null(strstr(out, "/data/__cluster_metadata-0/quorum-state"));
 }
 
 /* Node 3 is the odd one: nodes 1 and 2 must log pair_line (either of
