@@ -64,8 +64,11 @@ struct raft_entry {
 };
 
 /* The first entry a new leader writes at its epoch (LeaderChange control
- * record); the caller sees it as any other entry with this one-byte body. */
+ * record); the caller sees it as any other entry of count 1 whose body is
+ * this byte, the leader's id and then the voters' ids (int32 each, host
+ * order): the store turns it into Kafka's LeaderChangeMessage. */
 #define RAFT_LEADER_CHANGE_BYTE 0xC0
+#define RAFT_LEADER_CHANGE_MAX_LEN (1 + 4 + 4 * RAFT_MAX_VOTERS)
 
 enum raft_msg_type {
     RAFT_MSG_VOTE_REQ = 1,

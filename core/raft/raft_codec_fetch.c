@@ -29,7 +29,7 @@ bool raft_codec_is_leader_change(const struct raft_entry *e)
     if (!e->data)
         return false;
     /* The core's own body at the leader that wrote it. */
-    if (e->len == 1 + sizeof(int32_t) && e->data[0] == RAFT_LEADER_CHANGE_BYTE)
+    if (raft_store_is_leader_change_body(e))
         return true;
     /* Anywhere else (fetched, or read back from disk) it is a control batch. */
     struct record_batch_header h;

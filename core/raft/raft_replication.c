@@ -44,9 +44,10 @@ void raft_leader_start(struct raft_node *n)
     n->n_observers = 0;
     /* The LeaderChange control entry: the first entry of the new epoch,
      * whose commit also commits everything before it. */
-    uint8_t body[5] = {RAFT_LEADER_CHANGE_BYTE};
+    uint8_t body[RAFT_LEADER_CHANGE_MAX_LEN] = {RAFT_LEADER_CHANGE_BYTE};
     memcpy(body + 1, &n->cfg.node_id, sizeof n->cfg.node_id);
-    raft_log_append(n, n->epoch, body, sizeof body, 1);
+    memcpy(body + 5, n->cfg.voters, (size_t)n->cfg.n_voters * sizeof n->cfg.voters[0]);
+    raft_log_append(n, n->epoch, body, (uint32_t)(5 + n->cfg.n_voters * sizeof n->cfg.voters[0]), 1);
     for (int i = 0; i < n->cfg.n_voters; i++)
         if (i != n->self_index)
             send_begin(n, i);

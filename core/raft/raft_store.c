@@ -12,6 +12,7 @@
 #include "log/log_manager.h"
 #include "log/partition_log.h"
 #include "protocol/generated/errors.h"
+#include "protocol/generated/leader_change_message.h"
 #include "protocol/record_batch.h"
 #include "util/clock.h"
 #include "util/fs_util.h"
@@ -72,30 +73,52 @@ void raft_store_entries_free(struct raft_entry *entries, int64_t n)
     free(entries);
 }
 
-/* LeaderChangeMessage v0 (flexible): version, LeaderId, empty Voters and
- * GrantingVoters (compact arrays), no tagged fields. */
+/* True for the core's LeaderChange body (raft.h): a batch never starts
+ * with that byte (it would be a negative base offset). */
+bool raft_store_is_leader_change_body(const struct raft_entry *e)
+{
+    return e->count == 1 && e->data && e->len >= 5 && e->len <= RAFT_LEADER_CHANGE_MAX_LEN && (e->len - 5) % 4 == 0 &&
+           e->data[0] == RAFT_LEADER_CHANGE_BYTE;
+}
+
+/* Kafka's LeaderChangeMessage v0 as the control record's value: the leader
+ * and the voters of its epoch (GrantingVoters left empty). */
 static int leader_change_batch(const struct raft_entry *e, uint8_t **out, size_t *out_len)
 {
-    int32_t leader;
-    memcpy(&leader, e->data + 1, sizeof leader);
+    struct leader_change_message_voter voters[RAFT_MAX_VOTERS];
+    struct leader_change_message m;
+    leader_change_message_init(&m);
+    memcpy(&m.leader_id, e->data + 1, sizeof m.leader_id);
+    m.voters_count = (int32_t)((e->len - 5) / 4);
+    for (int32_t i = 0; i < m.voters_count; i++) {
+        leader_change_message_voter_init(&voters[i]);
+        memcpy(&voters[i].voter_id, e->data + 5 + 4 * i, sizeof voters[i].voter_id);
+    }
+    m.voters = voters;
+    struct kafka_writer w;
+    if (kafka_writer_init(&w, 64) != 0)
+        return -1;
+    if (leader_change_message_encode(&m, &w, 0) != 0 || w.failed) {
+        kafka_writer_free(&w);
+        return -1;
+    }
     uint8_t key[4] = {0, 0, 0, CONTROL_TYPE_LEADER_CHANGE};
-    uint8_t value[9] = {
-        0, 0, (uint8_t)(leader >> 24), (uint8_t)(leader >> 16), (uint8_t)(leader >> 8), (uint8_t)leader, 1, 1, 0};
     int64_t now = clock_wall_ms();
     struct record_batch_builder b;
     record_batch_builder_init(&b, now);
     b.attributes = RECORD_BATCH_CONTROL_BIT;
-    int rc = record_batch_builder_add(&b, now, key, sizeof key, value, sizeof value, NULL, 0);
+    int rc = record_batch_builder_add(&b, now, key, sizeof key, w.buf, (int32_t)w.len, NULL, 0);
     if (rc == 0)
         rc = record_batch_builder_finish(&b, out, out_len);
     record_batch_builder_free(&b);
+    kafka_writer_free(&w);
     return rc;
 }
 
 int raft_store_entry_batch(const struct raft_entry *e, uint8_t **out, size_t *out_len, char *err, size_t errlen)
 {
     *out = NULL;
-    if (e->count == 1 && e->len == 1 + sizeof(int32_t) && e->data[0] == RAFT_LEADER_CHANGE_BYTE) {
+    if (raft_store_is_leader_change_body(e)) {
         if (leader_change_batch(e, out, out_len) != 0) {
             snprintf(err, errlen, "out of memory building the LeaderChange batch at offset %lld", (long long)e->offset);
             return -1;

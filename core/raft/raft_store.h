@@ -17,7 +17,8 @@
  * outside the CRC), and its record count must equal entry.count. The one
  * exception is the core's own LeaderChange entry (the RAFT_LEADER_CHANGE_BYTE
  * body): raft_store_entry_batch encodes it as Kafka's LeaderChange control
- * batch, so after a restart that entry's data is the control batch.
+ * batch (a LeaderChangeMessage v0 naming the leader and the voters), so
+ * after a restart that entry's data is the control batch.
  *
  * Ownership and threads: a raft_store is owned by the thread that runs the
  * replica (the Raft thread); nothing here is thread-safe. Entries returned
@@ -70,6 +71,9 @@ int raft_store_recover(struct raft_store *store, struct raft_entry **entries_out
  * Returns 0, or -1 with err when data is no single batch of entry.count
  * records. */
 int raft_store_entry_batch(const struct raft_entry *entry, uint8_t **out, size_t *out_len, char *err, size_t errlen);
+
+/* The core's own LeaderChange body (raft.h), before it became a batch. */
+bool raft_store_is_leader_change_body(const struct raft_entry *entry);
 
 /* RAFT_OUT_APPEND: writes the entry at entry.offset, which must be the log
  * end. Not durable until raft_store_flush. Returns 0, or -1 with err. */

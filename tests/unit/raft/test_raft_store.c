@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "protocol/generated/leader_change_message.h"
 #include "protocol/record_batch.h"
 #include "raft/raft_store.h"
 
@@ -149,15 +150,41 @@ static void append(struct raft_store *s, struct raft_entry e)
     free(e.data);
 }
 
+/* The control record's value is Kafka's LeaderChangeMessage v0 naming the
+ * leader and voters 1..n_voters. */
+static void expect_leader_change(const struct raft_entry *e, int32_t leader, int n_voters)
+{
+    struct record_batch_record_iter it;
+    struct record_batch_record rec;
+    assert_int_equal(record_batch_records_begin(&it, e->data, e->len), 0);
+    assert_int_equal(record_batch_records_next(&it, &rec), 1);
+    assert_int_equal(rec.key_len, 4);
+    assert_int_equal(rec.key[3], 2); /* ControlRecordType.LEADER_CHANGE */
+    struct kafka_reader r;
+    kafka_reader_init(&r, rec.value, (size_t)rec.value_len);
+    struct kafka_arena arena;
+    kafka_arena_init(&arena);
+    struct leader_change_message m;
+    leader_change_message_init(&m);
+    assert_int_equal(leader_change_message_decode(&m, &r, 0, &arena), 0);
+    assert_int_equal(m.leader_id, leader);
+    assert_int_equal(m.voters_count, n_voters);
+    for (int i = 0; i < n_voters; i++)
+        assert_int_equal(m.voters[i].voter_id, i + 1);
+    assert_int_equal(m.granting_voters_count, 0);
+    kafka_arena_free(&arena);
+}
+
 static void test_log_round_trip(void **state)
 {
     const char *dir = *state;
     char err[512];
     struct raft_store *s;
     assert_int_equal(raft_store_open(dir, &s, err, sizeof err), 0);
-    uint8_t lc[5] = {RAFT_LEADER_CHANGE_BYTE};
-    int32_t leader = 2;
-    memcpy(lc + 1, &leader, sizeof leader);
+    /* The core's LeaderChange body: leader 2 of voters 1, 2, 3. */
+    uint8_t lc[17] = {RAFT_LEADER_CHANGE_BYTE};
+    int32_t ids[4] = {2, 1, 2, 3};
+    memcpy(lc + 1, ids, sizeof ids);
     struct raft_entry e = {.offset = 0, .epoch = 1, .count = 1, .len = sizeof lc, .data = lc};
     assert_int_equal(raft_store_append(s, &e, err, sizeof err), 0);
     append(s, make_entry(1, 1, 4));
@@ -194,6 +221,7 @@ static void test_log_round_trip(void **state)
         assert_true(record_batch_crc_ok(entries[i].data, entries[i].len));
         assert_int_equal(record_batch_is_control(&h), i == 0); /* the LeaderChange entry */
     }
+    expect_leader_change(&entries[0], 2, 3);
     /* A core restarted from them ends where the log does. */
     struct raft_config cfg;
     raft_config_defaults(&cfg);
