@@ -66,8 +66,9 @@ static const struct config_key_def broker_keys[] = {
     {KEY_STRING("cluster.id", NULL), MEDIUM, IN(SERVER),
      .doc = "Expected cluster id (22-char base64url); generated on first start when not set. Required, the same "
             "on every node, when controller.quorum.voters is set."},
-    {KEY_STRING("metadata.log.dir", NULL), HIGH, IN(SERVER), .flags = LATER,
-     .doc = "Directory of the metadata log; by default the first log directory."},
+    {KEY_STRING("metadata.log.dir", NULL), HIGH, IN(SERVER),
+     .doc = "Directory of the metadata log (the controller quorum's log and quorum-state); by default the first log "
+            "directory."},
     {KEY_LONG("metadata.log.max.record.bytes.between.snapshots", "20971520", 1, I64), HIGH, IN(SERVER),
      .doc = "Bytes of new metadata records after which the loader writes a metadata snapshot; a start loads "
             "the newest snapshot and replays only the records after it."},
