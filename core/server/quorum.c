@@ -1,5 +1,6 @@
 #include "server/quorum.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,14 @@ static int shell_config(const struct broker_config *cfg, const char *cluster_id,
     if (!dir) {
         snprintf(err, errlen, "no log directory for the metadata quorum");
         return -1;
+    }
+    /* A broker keeps its own single-voter metadata log in the first log
+     * dir's __cluster_metadata-0 until its controller runs on the quorum:
+     * the quorum's log must not share those segments. */
+    char beside[PATH_MAX];
+    if (has_role(cfg, "broker")) {
+        snprintf(beside, sizeof beside, "%s/%s", dir, QUORUM_BESIDE_BROKER_DIR);
+        dir = beside;
     }
     int32_t ids[RAFT_MAX_VOTERS];
     for (int i = 0; i < n; i++)

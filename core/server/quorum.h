@@ -15,6 +15,12 @@
 
 struct quorum;
 
+/* The quorum's log and quorum-state live in <metadata.log.dir or first log
+ * dir>/__cluster_metadata-0; on a broker,controller node in
+ * <that dir>/raft-quorum/__cluster_metadata-0 (the broker's own metadata
+ * log holds the other). */
+#define QUORUM_BESIDE_BROKER_DIR "raft-quorum"
+
 /* True when this node runs a networked quorum: controller.quorum.voters is
  * set and process.roles has the controller role. */
 bool quorum_enabled(const struct broker_config *cfg);

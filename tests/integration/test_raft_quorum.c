@@ -453,8 +453,9 @@ static void test_another_cluster_id(void **state)
 }
 
 /* process.roles=broker,controller: each node serves clients on PLAINTEXT
- * (the harness waits for ApiVersions there) and the quorum on CONTROLLER;
- * the three agree on a leader and stop cleanly. */
+ * (the harness waits for ApiVersions there) and the quorum on CONTROLLER
+ * with its log apart from the broker's metadata log; the three agree on a
+ * leader and stop cleanly. */
 static void test_broker_and_controller_roles(void **state)
 {
     (void)state;
@@ -484,6 +485,14 @@ static void test_broker_and_controller_roles(void **state)
     }
     struct raft_quorum_view v = wait_agreement(&q, 0, 1, 15000);
     assert_true(v.leader_id >= 1 && v.leader_id <= N);
+    /* The quorum's log is not the broker's own metadata log. */
+    for (int i = 0; i < N; i++) {
+        char path[700];
+        snprintf(path, sizeof path, "%s/raft-quorum/__cluster_metadata-0/quorum-state", q.nodes[i].data_dir);
+        assert_int_equal(access(path, F_OK), 0);
+        snprintf(path, sizeof path, "%s/__cluster_metadata-0/quorum-state", q.nodes[i].data_dir);
+        assert_int_not_equal(access(path, F_OK), 0);
+    }
     for (int i = 0; i < N; i++)
         broker_stop(&q.nodes[i]);
     quorum_teardown(&q, true);
