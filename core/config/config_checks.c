@@ -103,6 +103,35 @@ static int check_listener_list(struct broker_config *cfg, const char *key, bool 
     return 0;
 }
 
+/* With a quorum, a controller serves it on the first listener named in
+ * controller.listener.names, which must be one of `listeners`. */
+static int check_controller_listener(struct broker_config *cfg, char *err, size_t errlen)
+{
+    const struct config_slot *names = config_slot_for(cfg, "controller.listener.names", NULL);
+    if (names->parsed.is_null || names->parsed.list_len == 0) {
+        snprintf(err, errlen,
+                 "controller.listener.names must be set on a node with the controller role when "
+                 "controller.quorum.voters is set");
+        return -1;
+    }
+    struct listener_spec specs[MAX_LISTENERS];
+    char why[600];
+    int n = config_parse_listeners(text_of(cfg, "listeners"), specs, MAX_LISTENERS, why, sizeof why);
+    if (n < 0)
+        return bad_value(cfg, "listeners", why, err, errlen);
+    for (size_t k = 0; k < names->parsed.list_len; k++) {
+        bool found = false;
+        for (int i = 0; i < n; i++)
+            found = found || strcasecmp(specs[i].name, names->parsed.list[k]) == 0;
+        if (!found) {
+            snprintf(why, sizeof why, "controller listener %.63s is not one of listeners (%.200s)",
+                     names->parsed.list[k], text_of(cfg, "listeners"));
+            return bad_value(cfg, "controller.listener.names", why, err, errlen);
+        }
+    }
+    return 0;
+}
+
 static int check_identity(struct broker_config *cfg, char *err, size_t errlen)
 {
     int64_t node_id = integer_of(cfg, "node.id");
@@ -130,6 +159,20 @@ static int check_identity(struct broker_config *cfg, char *err, size_t errlen)
         if (is_controller && !listed) {
             snprintf(err, errlen, "node.id %lld has the controller role but is not listed in controller.quorum.voters",
                      (long long)id);
+            return -1;
+        }
+        if (!is_controller && listed) {
+            snprintf(err, errlen,
+                     "node.id %lld is listed in controller.quorum.voters but process.roles (%s) has no controller role",
+                     (long long)id, text_of(cfg, "process.roles"));
+            return -1;
+        }
+        if (is_controller && check_controller_listener(cfg, err, errlen) < 0)
+            return -1;
+        if (config_slot_for(cfg, "cluster.id", NULL)->parsed.is_null) {
+            snprintf(err, errlen,
+                     "cluster.id must be set when controller.quorum.voters is set: every node of the "
+                     "cluster needs the same one");
             return -1;
         }
     }

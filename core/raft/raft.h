@@ -51,16 +51,24 @@ enum raft_role {
 
 const char *raft_role_name(enum raft_role role);
 
+/* One entry of the log: an atomic batch of `count` records at offsets
+ * offset .. offset + count - 1. Fetch, truncation and the high watermark
+ * move at entry boundaries only, so a committed prefix never ends inside a
+ * batch. The core does not look inside data. */
 struct raft_entry {
     int64_t offset;
     int32_t epoch;
+    int32_t count; /* >= 1 */
     uint32_t len;
     uint8_t *data; /* owned */
 };
 
 /* The first entry a new leader writes at its epoch (LeaderChange control
- * record); the caller sees it as any other entry with this one-byte body. */
+ * record); the caller sees it as any other entry of count 1 whose body is
+ * this byte, the leader's id and then the voters' ids (int32 each, host
+ * order): the store turns it into Kafka's LeaderChangeMessage. */
 #define RAFT_LEADER_CHANGE_BYTE 0xC0
+#define RAFT_LEADER_CHANGE_MAX_LEN (1 + 4 + 4 * RAFT_MAX_VOTERS)
 
 enum raft_msg_type {
     RAFT_MSG_VOTE_REQ = 1,
@@ -159,7 +167,7 @@ struct raft_quorum_state {
 enum raft_output_type {
     RAFT_OUT_SEND = 1,       /* msg */
     RAFT_OUT_APPEND,         /* entry: write it at entry.offset */
-    RAFT_OUT_TRUNCATE,       /* offset: drop every entry at or past it */
+    RAFT_OUT_TRUNCATE,       /* offset (an entry boundary): drop every entry at or past it */
     RAFT_OUT_PERSIST_QS,     /* qs, qs_version: report back with raft_node_qs_persisted */
     RAFT_OUT_HIGH_WATERMARK, /* offset: entries below it are committed */
     RAFT_OUT_ROLE,           /* role, epoch, leader_id */
@@ -197,8 +205,9 @@ void raft_config_defaults(struct raft_config *cfg);
 struct raft_node;
 
 /* Starts a replica from what is durable: the last persisted quorum state
- * (NULL: none) and the fsynced log entries (copied). node_id need not be a
- * voter: then the replica is an observer. */
+ * (NULL: none) and the fsynced log entries (copied; consecutive from offset
+ * 0, each count >= 1). node_id need not be a voter: then the replica is an
+ * observer. */
 int raft_node_create(struct raft_node **out, const struct raft_config *cfg, const struct raft_quorum_state *qs,
                      const struct raft_entry *entries, int64_t n_entries, int64_t now_ms);
 void raft_node_destroy(struct raft_node *node);
@@ -206,10 +215,13 @@ void raft_node_destroy(struct raft_node *node);
 /* Inputs. Each may queue outputs. */
 void raft_node_tick(struct raft_node *node, int64_t now_ms);
 void raft_node_receive(struct raft_node *node, int64_t now_ms, const struct raft_msg *msg);
-/* Appends a client entry at the leader; *offset_out gets its offset.
- * RAFT_ERR_NOT_LEADER when this replica is not the leader. */
-int raft_node_append(struct raft_node *node, int64_t now_ms, const void *data, uint32_t len, int64_t *offset_out);
-/* Every entry now in the log below `offset` is fsynced. */
+/* Appends a client entry of `count` records (>= 1) at the leader;
+ * *offset_out gets its first offset. RAFT_ERR_NOT_LEADER when this replica
+ * is not the leader, RAFT_ERR_INVALID for a count below 1. */
+int raft_node_append(struct raft_node *node, int64_t now_ms, const void *data, uint32_t len, int32_t count,
+                     int64_t *offset_out);
+/* Every entry now in the log that ends at or below `offset` is fsynced (an
+ * offset inside an entry covers only the entries before it). */
 void raft_node_flushed(struct raft_node *node, int64_t now_ms, int64_t offset);
 void raft_node_qs_persisted(struct raft_node *node, int64_t now_ms, uint64_t version);
 /* Graceful resignation of a leader: EndQuorumEpoch to the other voters. */
@@ -225,10 +237,33 @@ int32_t raft_node_leader(const struct raft_node *node);
 int64_t raft_node_high_watermark(const struct raft_node *node);
 int64_t raft_node_end_offset(const struct raft_node *node);
 bool raft_node_is_voter(const struct raft_node *node);
+/* What the leader knows of one replica, for DescribeQuorum (Kafka's
+ * ReplicaState). Times are in the caller's clock (the now_ms it passes). */
+struct raft_replica_state {
+    int32_t replica_id;
+    int64_t log_end_offset;    /* its last successful fetch offset; -1: none this epoch */
+    int64_t last_fetch_ms;     /* -1: no fetch this epoch */
+    int64_t last_caught_up_ms; /* last time it had fetched up to the leader's end; -1: never */
+};
+
+/* An observer that has not fetched for this long drops out of the view
+ * (Kafka's LeaderState.OBSERVER_SESSION_TIMEOUT_MS). */
+#define RAFT_OBSERVER_SESSION_MS 300000
+
+/* The leader's view of its voters, in configuration order, itself included
+ * (with its log end and the current time). Returns the number of voters,
+ * or RAFT_ERR_NOT_LEADER (as a negative) when this replica does not lead. */
+int raft_node_voter_states(const struct raft_node *node, struct raft_replica_state out[RAFT_MAX_VOTERS]);
+/* The observers that fetched from this leader in its epoch within
+ * RAFT_OBSERVER_SESSION_MS: writes up to cap of them and returns how many
+ * there are, or RAFT_ERR_NOT_LEADER as a negative. */
+int raft_node_observer_states(const struct raft_node *node, struct raft_replica_state *out, int cap);
+
 /* Out of memory once: the node ignores every input from then on and must
  * be restarted from what is durable. */
 bool raft_node_failed(const struct raft_node *node);
-/* The entry at offset, or NULL past the end. Valid until the next input. */
+/* The entry holding offset (its first offset may be lower), or NULL outside
+ * the log. Valid until the next input. */
 const struct raft_entry *raft_node_entry(const struct raft_node *node, int64_t offset);
 
 #endif

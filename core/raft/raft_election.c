@@ -69,7 +69,7 @@ static void send_votes(struct raft_node *n, int32_t candidate_epoch, bool pre_vo
             .candidate_epoch = candidate_epoch,
             .candidate_id = n->cfg.node_id,
             .last_offset_epoch = raft_last_epoch(n),
-            .last_offset = n->log_len,
+            .last_offset = raft_log_end(n),
             .pre_vote = pre_vote,
         };
         raft_send(n, &m);
@@ -193,7 +193,7 @@ static bool log_up_to_date(const struct raft_node *n, const struct raft_vote_req
     return true;
 #else
     int32_t mine = raft_last_epoch(n);
-    return r->last_offset_epoch > mine || (r->last_offset_epoch == mine && r->last_offset >= n->log_len);
+    return r->last_offset_epoch > mine || (r->last_offset_epoch == mine && r->last_offset >= raft_log_end(n));
 #endif
 }
 

@@ -10,6 +10,12 @@ struct raft_held_msg {
     uint64_t qs_version; /* released once this quorum state is durable */
 };
 
+/* The leader's record of a replica's fetches (Kafka's ReplicaState). */
+struct raft_replica_track {
+    struct raft_replica_state view;
+    int64_t leader_end_at_fetch; /* the leader's log end at its last fetch */
+};
+
 struct raft_node {
     struct raft_config cfg;
     int self_index; /* in cfg.voters, -1 for an observer */
@@ -25,7 +31,8 @@ struct raft_node {
     enum raft_role role;
     bool failed; /* an output could not be queued: inputs are ignored */
 
-    /* log: entry i has offset i */
+    /* log: log_len entries, the first at offset 0, each starting where the
+     * one before ends; flushed_end and hw are entry boundaries */
     struct raft_entry *log;
     int64_t log_len;
     int64_t log_cap;
@@ -49,7 +56,10 @@ struct raft_node {
 
     /* leader */
     int64_t voter_end[RAFT_MAX_VOTERS];
-    int64_t voter_last_fetch[RAFT_MAX_VOTERS];
+    int64_t voter_last_fetch[RAFT_MAX_VOTERS];              /* from the epoch's start, for the quorum check */
+    struct raft_replica_track voters_seen[RAFT_MAX_VOTERS]; /* for DescribeQuorum */
+    struct raft_replica_track *observers;
+    size_t n_observers, observers_cap;
     bool begin_acked[RAFT_MAX_VOTERS];
     int64_t next_begin_at;
     int64_t epoch_start_offset;
@@ -69,7 +79,10 @@ void raft_emit(struct raft_node *n, struct raft_output *o);
 void raft_send(struct raft_node *n, struct raft_msg *msg);
 void raft_set_qs(struct raft_node *n, int32_t epoch, int32_t voted, int32_t leader);
 void raft_set_role(struct raft_node *n, enum raft_role role);
-int raft_log_append(struct raft_node *n, int32_t epoch, const void *data, uint32_t len);
+int64_t raft_log_end(const struct raft_node *n);
+int64_t raft_log_index(const struct raft_node *n, int64_t offset);
+int64_t raft_log_boundary(const struct raft_node *n, int64_t offset);
+int raft_log_append(struct raft_node *n, int32_t epoch, const void *data, uint32_t len, int32_t count);
 void raft_log_truncate(struct raft_node *n, int64_t offset);
 void raft_raise_hw(struct raft_node *n, int64_t hw);
 void raft_end_offset_for_epoch(const struct raft_node *n, int32_t epoch, int32_t *epoch_out, int64_t *end_out);
@@ -94,5 +107,6 @@ void raft_replication_tick(struct raft_node *n);
 void raft_on_fetch_req(struct raft_node *n, const struct raft_msg *m);
 void raft_on_fetch_resp(struct raft_node *n, const struct raft_msg *m);
 void raft_update_hw(struct raft_node *n);
+void raft_track_fetch(struct raft_node *n, int32_t replica_id, int64_t fetch_offset);
 
 #endif

@@ -24,19 +24,30 @@ static void send_begin(struct raft_node *n, int i)
     raft_send(n, &m);
 }
 
+/* A replica not heard from in this epoch. */
+static struct raft_replica_track fresh_track(int32_t id)
+{
+    return (struct raft_replica_track){
+        .view = {.replica_id = id, .log_end_offset = -1, .last_fetch_ms = -1, .last_caught_up_ms = -1},
+        .leader_end_at_fetch = -1};
+}
+
 void raft_leader_start(struct raft_node *n)
 {
-    n->epoch_start_offset = n->log_len;
+    n->epoch_start_offset = raft_log_end(n);
     for (int i = 0; i < n->cfg.n_voters; i++) {
         n->voter_end[i] = 0;
         n->voter_last_fetch[i] = n->now;
         n->begin_acked[i] = i == n->self_index;
+        n->voters_seen[i] = fresh_track(n->cfg.voters[i]);
     }
+    n->n_observers = 0;
     /* The LeaderChange control entry: the first entry of the new epoch,
      * whose commit also commits everything before it. */
-    uint8_t body[5] = {RAFT_LEADER_CHANGE_BYTE};
+    uint8_t body[RAFT_LEADER_CHANGE_MAX_LEN] = {RAFT_LEADER_CHANGE_BYTE};
     memcpy(body + 1, &n->cfg.node_id, sizeof n->cfg.node_id);
-    raft_log_append(n, n->epoch, body, sizeof body);
+    memcpy(body + 5, n->cfg.voters, (size_t)n->cfg.n_voters * sizeof n->cfg.voters[0]);
+    raft_log_append(n, n->epoch, body, (uint32_t)(5 + n->cfg.n_voters * sizeof n->cfg.voters[0]), 1);
     for (int i = 0; i < n->cfg.n_voters; i++)
         if (i != n->self_index)
             send_begin(n, i);
@@ -53,7 +64,7 @@ void raft_update_hw(struct raft_node *n)
 {
     if (n->role == RAFT_FOLLOWER) {
         /* Only what is fsynced here and committed at the leader. */
-        raft_raise_hw(n, n->leader_hw < n->flushed_end ? n->leader_hw : n->flushed_end);
+        raft_raise_hw(n, raft_log_boundary(n, n->leader_hw < n->flushed_end ? n->leader_hw : n->flushed_end));
         return;
     }
     if (n->role != RAFT_LEADER)
@@ -63,9 +74,15 @@ void raft_update_hw(struct raft_node *n)
         ends[i] = i == n->self_index ? n->flushed_end : n->voter_end[i];
     qsort(ends, (size_t)n->cfg.n_voters, sizeof ends[0], cmp_desc);
     int64_t majority_end = ends[raft_majority(n) - 1];
-    /* Entries of older epochs commit only under one of this epoch. */
+    /* Entries of older epochs commit only under one of this epoch (Raft's
+     * Figure 8: a majority may hold an old entry that a later leader, with a
+     * newer last epoch, still overwrites). */
+#ifdef RAFT_PLANT_BUG_COMMIT_OLD_EPOCH
+    raft_raise_hw(n, majority_end);
+#else
     if (majority_end > n->epoch_start_offset)
         raft_raise_hw(n, majority_end);
+#endif
 }
 
 static void send_fetch(struct raft_node *n, int32_t to)
@@ -74,7 +91,7 @@ static void send_fetch(struct raft_node *n, int32_t to)
     m.u.fetch_req = (struct raft_fetch_req){
         .replica_id = n->cfg.node_id,
         .current_leader_epoch = n->epoch,
-        .fetch_offset = n->log_len,
+        .fetch_offset = raft_log_end(n),
         .last_fetched_epoch = raft_last_epoch(n),
     };
     m.correlation_id = ++n->fetch_correlation;
@@ -110,7 +127,7 @@ void raft_replication_tick(struct raft_node *n)
     }
     /* Fetching at the log end tells the leader this replica has everything
      * below it, so fetch only once all of it is fsynced. */
-    if (n->flushed_end == n->log_len)
+    if (n->flushed_end == raft_log_end(n))
         send_fetch(n, n->leader_id);
 }
 
@@ -125,16 +142,18 @@ static int16_t fetch_error(const struct raft_node *n, const struct raft_fetch_re
     return RAFT_OK;
 }
 
+/* Whole entries from fetch_offset, an entry boundary, up to fetch_max_records entries. */
 static void attach_records(const struct raft_node *n, struct raft_fetch_resp *resp)
 {
+    int64_t first = raft_log_index(n, resp->fetch_offset);
     int64_t end = n->log_len;
-    if (end - resp->fetch_offset > n->cfg.fetch_max_records)
-        end = resp->fetch_offset + n->cfg.fetch_max_records;
-    if (end <= resp->fetch_offset)
+    if (end - first > n->cfg.fetch_max_records)
+        end = first + n->cfg.fetch_max_records;
+    if (end <= first)
         return;
     struct raft_msg view = {.type = RAFT_MSG_FETCH_RESP};
-    view.u.fetch_resp.records = &n->log[resp->fetch_offset];
-    view.u.fetch_resp.n_records = (int32_t)(end - resp->fetch_offset);
+    view.u.fetch_resp.records = &n->log[first];
+    view.u.fetch_resp.n_records = (int32_t)(end - first);
     struct raft_msg copy;
     /* Without memory the answer goes out empty; the follower fetches again. */
     if (raft_msg_copy(&copy, &view) == RAFT_OK) {
@@ -168,6 +187,14 @@ void raft_on_fetch_req(struct raft_node *n, const struct raft_msg *m)
         int32_t epoch;
         int64_t end;
         raft_end_offset_for_epoch(n, r->last_fetched_epoch, &epoch, &end);
+        if (epoch == r->last_fetched_epoch && end >= r->fetch_offset &&
+            raft_log_boundary(n, r->fetch_offset) != r->fetch_offset) {
+            /* Inside an entry of the fetcher's last epoch: its copy of that
+             * batch ends elsewhere, so it diverges at the batch's start. */
+            int64_t i = raft_log_index(n, r->fetch_offset);
+            epoch = i > 0 ? n->log[i - 1].epoch : -1;
+            end = n->log[i].offset;
+        }
         if (epoch != r->last_fetched_epoch || end < r->fetch_offset) {
             fr->diverging_epoch = epoch;
             fr->diverging_end_offset = end;
@@ -176,6 +203,7 @@ void raft_on_fetch_req(struct raft_node *n, const struct raft_msg *m)
             return;
         }
     }
+    raft_track_fetch(n, r->replica_id, r->fetch_offset);
     /* The fetcher's log matches this one below fetch_offset. Observers
      * never count towards the high watermark. */
     if (idx >= 0 && idx != n->self_index) {
@@ -210,7 +238,7 @@ void raft_on_fetch_resp(struct raft_node *n, const struct raft_msg *m)
         n->next_fetch_at = n->now + n->cfg.fetch_idle_ms;
         return;
     }
-    if (r->fetch_offset != n->log_len)
+    if (r->fetch_offset != raft_log_end(n))
         return;
     n->fetch_inflight = false;
     n->fetch_deadline = n->now + n->cfg.fetch_timeout_ms;
@@ -225,11 +253,97 @@ void raft_on_fetch_resp(struct raft_node *n, const struct raft_msg *m)
     }
     for (int32_t i = 0; i < r->n_records; i++) {
         const struct raft_entry *e = &r->records[i];
-        if (e->offset != n->log_len || raft_log_append(n, e->epoch, e->data, e->len) != RAFT_OK)
+        if (e->offset != raft_log_end(n) || e->count < 1 ||
+            raft_log_append(n, e->epoch, e->data, e->len, e->count) != RAFT_OK)
             break;
     }
     if (r->high_watermark > n->leader_hw)
         n->leader_hw = r->high_watermark;
     raft_update_hw(n);
     n->next_fetch_at = r->n_records ? n->now : n->now + n->cfg.fetch_idle_ms;
+}
+
+/* ---- DescribeQuorum's view of the replicas ---- */
+
+static struct raft_replica_track *observer_slot(struct raft_node *n, int32_t id)
+{
+    size_t kept = 0;
+    struct raft_replica_track *found = NULL;
+    /* Observers silent past the session timeout are forgotten here. */
+    for (size_t i = 0; i < n->n_observers; i++) {
+        struct raft_replica_track *t = &n->observers[i];
+        if (t->view.replica_id != id && n->now - t->view.last_fetch_ms >= RAFT_OBSERVER_SESSION_MS)
+            continue;
+        n->observers[kept] = *t;
+        if (t->view.replica_id == id)
+            found = &n->observers[kept];
+        kept++;
+    }
+    n->n_observers = kept;
+    if (found)
+        return found;
+    if (n->n_observers == n->observers_cap) {
+        size_t cap = n->observers_cap ? n->observers_cap * 2 : 8;
+        struct raft_replica_track *grown = realloc(n->observers, cap * sizeof *grown);
+        if (!grown)
+            return NULL; /* the view misses it; replication does not care */
+        n->observers = grown;
+        n->observers_cap = cap;
+    }
+    found = &n->observers[n->n_observers++];
+    *found = fresh_track(id);
+    return found;
+}
+
+/* A successful fetch at fetch_offset (Kafka's updateReplicaState): caught up
+ * when it reached the leader's end now, or the end the leader had at its
+ * previous fetch (then as of that fetch). */
+void raft_track_fetch(struct raft_node *n, int32_t replica_id, int64_t fetch_offset)
+{
+    int idx = raft_voter_index(n, replica_id);
+    if (replica_id < 0 || (idx == n->self_index && idx >= 0))
+        return;
+    struct raft_replica_track *t = idx >= 0 ? &n->voters_seen[idx] : observer_slot(n, replica_id);
+    if (!t)
+        return;
+    int64_t end = raft_log_end(n);
+    if (fetch_offset >= end)
+        t->view.last_caught_up_ms = n->now;
+    else if (t->leader_end_at_fetch > 0 && fetch_offset >= t->leader_end_at_fetch &&
+             t->view.last_fetch_ms > t->view.last_caught_up_ms)
+        t->view.last_caught_up_ms = t->view.last_fetch_ms;
+    t->leader_end_at_fetch = end;
+    t->view.last_fetch_ms = n->now;
+    t->view.log_end_offset = fetch_offset;
+}
+
+int raft_node_voter_states(const struct raft_node *n, struct raft_replica_state out[RAFT_MAX_VOTERS])
+{
+    if (n->role != RAFT_LEADER)
+        return -RAFT_ERR_NOT_LEADER;
+    for (int i = 0; i < n->cfg.n_voters; i++) {
+        out[i] = n->voters_seen[i].view;
+        if (i == n->self_index) {
+            out[i].log_end_offset = raft_log_end(n);
+            out[i].last_fetch_ms = n->now;
+            out[i].last_caught_up_ms = n->now;
+        }
+    }
+    return n->cfg.n_voters;
+}
+
+int raft_node_observer_states(const struct raft_node *n, struct raft_replica_state *out, int cap)
+{
+    if (n->role != RAFT_LEADER)
+        return -RAFT_ERR_NOT_LEADER;
+    int count = 0;
+    for (size_t i = 0; i < n->n_observers; i++) {
+        const struct raft_replica_track *t = &n->observers[i];
+        if (n->now - t->view.last_fetch_ms >= RAFT_OBSERVER_SESSION_MS)
+            continue;
+        if (count < cap)
+            out[count] = t->view;
+        count++;
+    }
+    return count;
 }

@@ -201,7 +201,40 @@ void raft_set_role(struct raft_node *n, enum raft_role role)
     raft_emit(n, &o);
 }
 
-int raft_log_append(struct raft_node *n, int32_t epoch, const void *data, uint32_t len)
+int64_t raft_log_end(const struct raft_node *n)
+{
+    if (n->log_len == 0)
+        return 0;
+    const struct raft_entry *last = &n->log[n->log_len - 1];
+    return last->offset + last->count;
+}
+
+/* Index of the entry holding offset: log_len at or past the end, 0 below 0. */
+int64_t raft_log_index(const struct raft_node *n, int64_t offset)
+{
+    int64_t lo = 0, hi = n->log_len;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (n->log[mid].offset + n->log[mid].count <= offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The largest entry boundary at or below offset. */
+int64_t raft_log_boundary(const struct raft_node *n, int64_t offset)
+{
+    if (offset >= raft_log_end(n))
+        return raft_log_end(n);
+    if (offset <= 0)
+        return 0;
+    const struct raft_entry *e = &n->log[raft_log_index(n, offset)];
+    return e->offset == offset ? offset : e->offset;
+}
+
+int raft_log_append(struct raft_node *n, int32_t epoch, const void *data, uint32_t len, int32_t count)
 {
     if (n->log_len == n->log_cap) {
         int64_t cap = n->log_cap ? n->log_cap * 2 : 64;
@@ -211,7 +244,8 @@ int raft_log_append(struct raft_node *n, int32_t epoch, const void *data, uint32
         n->log = grown;
         n->log_cap = cap;
     }
-    struct raft_entry src = {.offset = n->log_len, .epoch = epoch, .len = len, .data = (uint8_t *)data};
+    struct raft_entry src = {
+        .offset = raft_log_end(n), .epoch = epoch, .count = count, .len = len, .data = (uint8_t *)data};
     struct raft_output o = {.type = RAFT_OUT_APPEND};
     if (entry_copy(&n->log[n->log_len], &src) != RAFT_OK)
         return RAFT_ERR_NOMEM;
@@ -224,13 +258,16 @@ int raft_log_append(struct raft_node *n, int32_t epoch, const void *data, uint32
     return RAFT_OK;
 }
 
+/* An offset inside an entry drops that whole entry: batches are atomic. */
 void raft_log_truncate(struct raft_node *n, int64_t offset)
 {
-    if (offset >= n->log_len)
+    int64_t first = raft_log_index(n, offset);
+    if (first >= n->log_len)
         return;
-    for (int64_t i = offset; i < n->log_len; i++)
+    offset = n->log[first].offset;
+    for (int64_t i = first; i < n->log_len; i++)
         entry_free(&n->log[i]);
-    n->log_len = offset;
+    n->log_len = first;
     if (n->flushed_end > offset)
         n->flushed_end = offset;
     struct raft_output o = {.type = RAFT_OUT_TRUNCATE, .offset = offset};
@@ -254,7 +291,7 @@ void raft_end_offset_for_epoch(const struct raft_node *n, int32_t epoch, int32_t
     while (i >= 0 && n->log[i].epoch > epoch)
         i--;
     *epoch_out = i >= 0 ? n->log[i].epoch : -1;
-    *end_out = i + 1;
+    *end_out = i >= 0 ? n->log[i].offset + n->log[i].count : 0;
 }
 
 int raft_node_create(struct raft_node **out, const struct raft_config *cfg, const struct raft_quorum_state *qs,
@@ -275,8 +312,8 @@ int raft_node_create(struct raft_node **out, const struct raft_config *cfg, cons
     n->voted_id = qs ? qs->voted_id : RAFT_NO_ID;
     n->leader_id = qs ? qs->leader_id : RAFT_NO_ID;
     for (int64_t i = 0; i < n_entries; i++) {
-        if (entries[i].offset != i ||
-            raft_log_append(n, entries[i].epoch, entries[i].data, entries[i].len) != RAFT_OK) {
+        if (entries[i].offset != raft_log_end(n) || entries[i].count < 1 ||
+            raft_log_append(n, entries[i].epoch, entries[i].data, entries[i].len, entries[i].count) != RAFT_OK) {
             raft_node_destroy(n);
             return RAFT_ERR_INVALID;
         }
@@ -285,7 +322,7 @@ int raft_node_create(struct raft_node **out, const struct raft_config *cfg, cons
     for (size_t i = 0; i < n->out_len; i++)
         raft_output_clear(&n->out[n->out_head + i]);
     n->out_len = 0;
-    n->flushed_end = n->log_len;
+    n->flushed_end = raft_log_end(n);
     n->leader_contact = now_ms - cfg->fetch_timeout_ms; /* not heard since the restart */
     /* A leader that restarts resigns: it never leads its old epoch again,
      * and tells the voters so they need not wait out a fetch timeout. */
@@ -316,6 +353,7 @@ void raft_node_destroy(struct raft_node *n)
     for (size_t i = 0; i < n->held_len; i++)
         raft_msg_clear(&n->held[i].msg);
     free(n->held);
+    free(n->observers);
     free(n);
 }
 
@@ -369,14 +407,17 @@ void raft_node_receive(struct raft_node *n, int64_t now_ms, const struct raft_ms
     raft_node_tick(n, now_ms);
 }
 
-int raft_node_append(struct raft_node *n, int64_t now_ms, const void *data, uint32_t len, int64_t *offset_out)
+int raft_node_append(struct raft_node *n, int64_t now_ms, const void *data, uint32_t len, int32_t count,
+                     int64_t *offset_out)
 {
     if (!advance_clock(n, now_ms))
         return RAFT_ERR_NOMEM;
     if (n->role != RAFT_LEADER)
         return RAFT_ERR_NOT_LEADER;
-    int64_t offset = n->log_len;
-    int rc = raft_log_append(n, n->epoch, data, len);
+    if (count < 1)
+        return RAFT_ERR_INVALID;
+    int64_t offset = raft_log_end(n);
+    int rc = raft_log_append(n, n->epoch, data, len, count);
     if (rc != RAFT_OK)
         return rc;
     if (offset_out)
@@ -388,8 +429,7 @@ void raft_node_flushed(struct raft_node *n, int64_t now_ms, int64_t offset)
 {
     if (!advance_clock(n, now_ms))
         return;
-    if (offset > n->log_len)
-        offset = n->log_len;
+    offset = raft_log_boundary(n, offset);
     if (offset > n->flushed_end)
         n->flushed_end = offset;
     raft_update_hw(n);
@@ -451,7 +491,7 @@ int64_t raft_node_high_watermark(const struct raft_node *n)
 }
 int64_t raft_node_end_offset(const struct raft_node *n)
 {
-    return n->log_len;
+    return raft_log_end(n);
 }
 bool raft_node_is_voter(const struct raft_node *n)
 {
@@ -464,7 +504,7 @@ bool raft_node_failed(const struct raft_node *n)
 
 const struct raft_entry *raft_node_entry(const struct raft_node *n, int64_t offset)
 {
-    if (offset < 0 || offset >= n->log_len)
+    if (offset < 0 || offset >= raft_log_end(n))
         return NULL;
-    return &n->log[offset];
+    return &n->log[raft_log_index(n, offset)];
 }

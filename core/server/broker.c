@@ -23,6 +23,7 @@
 #include "plugin/plugin_host.h"
 #include "replica/replica_manager.h"
 #include "server/acl_feed.h"
+#include "server/quorum.h"
 #include "txn/txn_coordinator.h"
 #include "txn/txn_log.h"
 #include "util/clock.h"
@@ -55,6 +56,7 @@ struct broker {
     struct coordinator_shards *txn_shards;
     struct handler_env env;
     char cluster_id[64];
+    struct quorum *quorum; /* controller.quorum.voters set: the networked quorum, on the controller listener */
 };
 
 static int validate_topic_config(void *ctx, const char *key, const char *value, char *err, size_t errlen)
@@ -214,6 +216,16 @@ static int start_network(struct broker *b, char *err, size_t errlen)
             snprintf(err, errlen, "listeners is empty: nothing to serve on");
         return -1;
     }
+    /* The quorum serves its controller listener itself. */
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (!b->quorum || !quorum_is_controller_listener(b->config, listeners[i].name))
+            listeners[kept++] = listeners[i];
+    if (kept == 0) {
+        snprintf(err, errlen, "listeners holds only controller listeners: the broker role needs one more");
+        return -1;
+    }
+    n = kept;
     for (int i = 0; i < n; i++) {
         snprintf(net.listeners[i].name, sizeof net.listeners[i].name, "%.31s", listeners[i].name);
         snprintf(net.listeners[i].host, sizeof net.listeners[i].host, "%s", listeners[i].host);
@@ -378,6 +390,8 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         goto fail;
     if (load_coordinators(b, err, errlen) != 0)
         goto fail;
+    if (quorum_enabled(cfg) && quorum_start(cfg, b->cluster_id, &b->quorum, err, errlen) != 0)
+        goto fail;
     if (start_network(b, err, errlen) != 0)
         goto fail;
     logger_info("server", "cairnd started: node %d, cluster %s, data in %s, %lld ms", b->env.node_id, b->cluster_id,
@@ -405,6 +419,7 @@ void broker_stop(struct broker *b)
     coordinator_runtime_destroy(b->coordinators);
     if (b->net)
         net_server_stop(b->net, 10000);
+    quorum_stop(b->quorum);
     /* Its thread writes markers, which wake the purgatory and complete
      * group offsets: stop it before either goes. */
     txn_coordinator_destroy(b->txn_coordinator);

@@ -9,6 +9,7 @@
 #include "config/config.h"
 #include "plugin/plugin_host.h"
 #include "server/broker.h"
+#include "server/quorum.h"
 #include "util/logger.h"
 
 int main(int argc, char **argv)
@@ -51,7 +52,12 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     struct broker *broker = NULL;
-    if (broker_start(cfg, &broker, err, sizeof err) != 0) {
+    struct controller_process *controller = NULL;
+    /* process.roles=controller: the metadata quorum only, no broker. */
+    int started = quorum_controller_only(cfg) && quorum_enabled(cfg)
+                      ? controller_process_start(cfg, &controller, err, sizeof err)
+                      : broker_start(cfg, &broker, err, sizeof err);
+    if (started != 0) {
         /* One line: the logger writes to stderr too. */
         logger_error("server", "start-up failed: %s", err);
         return 1;
@@ -59,7 +65,10 @@ int main(int argc, char **argv)
     int sig = 0;
     sigwait(&signals, &sig);
     logger_info("server", "received %s: shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    broker_stop(broker);
+    if (controller)
+        controller_process_stop(controller);
+    else
+        broker_stop(broker);
     logger_info("server", "shutdown complete");
     return 0;
 }

@@ -324,6 +324,11 @@ static void harness_wait_ready(struct test_broker *b)
 
 void broker_start(struct test_broker *b, const char *const *overrides)
 {
+    broker_start_on_port(b, 0, overrides);
+}
+
+void broker_start_on_port(struct test_broker *b, int port, const char *const *overrides)
+{
     harness_install_handlers();
     memset(b, 0, sizeof(*b));
     const char *tmp = getenv("TMPDIR");
@@ -339,7 +344,7 @@ void broker_start(struct test_broker *b, const char *const *overrides)
             fail_msg("more than %d broker overrides", BROKER_MAX_OVERRIDES);
         b->overrides[b->override_count++] = strdup(overrides[i]);
     }
-    b->port = harness_free_port();
+    b->port = port > 0 ? port : harness_free_port();
     if (b->port <= 0)
         fail_msg("no free loopback port");
     snprintf(b->bootstrap, sizeof(b->bootstrap), "127.0.0.1:%d", b->port);

@@ -38,6 +38,11 @@ struct test_broker {
  * ApiVersions; fails the test after 10 s. */
 void broker_start(struct test_broker *b, const char *const *overrides);
 
+/* The same on a port chosen by the caller (0: a free one), for nodes that
+ * must know each other's ports before they start (a controller quorum).
+ * The overrides may replace listeners and node.id. */
+void broker_start_on_port(struct test_broker *b, int port, const char *const *overrides);
+
 /* "127.0.0.1:<port>" */
 const char *broker_bootstrap(const struct test_broker *b);
 int broker_port(const struct test_broker *b);

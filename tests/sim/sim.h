@@ -31,6 +31,7 @@ enum sim_ev_type {
     SIM_EV_RESTART,
     SIM_EV_FAULT,
     SIM_EV_CLIENT,
+    SIM_EV_CRASH, /* a planned crash of this incarnation */
 };
 
 struct sim_event {
@@ -47,8 +48,8 @@ struct sim_event {
 
 struct sim_disk {
     struct raft_entry *entries; /* owned; the written log, synced or not */
-    int64_t len, cap;
-    int64_t durable_end;
+    int64_t len, cap;           /* in entries */
+    int64_t durable_end;        /* an offset: entries ending at or below it are fsynced */
     struct raft_quorum_state qs;
     bool has_qs;
     int64_t busy_until; /* writes complete in order */
@@ -65,7 +66,10 @@ struct sim_node {
 };
 
 struct sim_committed {
+    int64_t offset;
+    int32_t count;
     int32_t epoch;
+    int32_t commit_epoch; /* epoch of the node that first reported it committed */
     uint32_t len;
     uint8_t data[16];
 };
@@ -87,6 +91,8 @@ struct sim_world {
     uint32_t loss_pct, dup_pct;
     int64_t max_delay_ms;
     int64_t election_timeout_ms; /* fetch timeout and backoff follow it */
+    int32_t fetch_max_records;   /* small: a lagging voter catches up in steps */
+    uint32_t leader_crash_pct;   /* new leaders that crash soon after election */
 
     /* schedule */
     int64_t fault_end;
@@ -98,8 +104,9 @@ struct sim_world {
     /* invariants */
     int32_t *leader_of_epoch;
     int32_t n_epochs;
-    struct sim_committed *committed;
+    struct sim_committed *committed; /* whole entries, in offset order */
     int64_t n_committed, committed_cap;
+    int64_t committed_end; /* offset after the last committed entry */
     char violation[256];
     bool liveness_failed; /* the violation is the recovery bound, not safety */
 
@@ -122,6 +129,7 @@ void sim_check_role(struct sim_world *w, int node, enum raft_role role, int32_t 
 void sim_check_hw(struct sim_world *w, int node, int64_t hw);
 void sim_check_truncate(struct sim_world *w, int node, int64_t offset);
 void sim_check_free(struct sim_world *w);
+int64_t sim_disk_end(const struct sim_disk *d);
 /* Client entries carry 'C' and their sequence number. */
 #define SIM_CLIENT_ENTRY_LEN 9
 

@@ -240,17 +240,43 @@ static void test_quorum_voters(void **state)
     assert_int_equal(config_parse_quorum_voters("x@a:1", voters, 4, err, sizeof err), -1);
     assert_int_equal(config_parse_quorum_voters("1@a:1,1@b:1", voters, 4, err, sizeof err), -1);
 
-    const char *keys[] = {"controller.quorum.voters", "node.id"};
-    const char *values[] = {"1@a:9093,2@b:9093", "2"};
-    struct broker_config *cfg = build_ok(keys, values, 2);
+    /* A voter with the controller role serves the quorum on a listener
+     * named in controller.listener.names. */
+    const char *keys[] = {
+        "controller.quorum.voters", "node.id", "controller.listener.names", "listeners", "process.roles", "cluster.id"};
+    const char *values[] = {"1@a:9093,2@b:9093", "2",
+                            "CONTROLLER",        "PLAINTEXT://:9092,CONTROLLER://:9093",
+                            "broker,controller", "MkU3OEVBNTcwNTJENDM2Qg"};
+    struct broker_config *cfg = build_ok(keys, values, 6);
     assert_false(config_single_node(cfg));
     assert_int_equal(config_node_id(cfg), 2);
     config_free(cfg);
     assert_non_null(strstr(build_error("controller.quorum.voters", "1@a:9093"), "node.id must be set"));
-    const char *v2[] = {"1@a:9093", "3"};
-    char e[256];
-    assert_int_equal(config_build(keys, v2, 2, &cfg, e, sizeof e), -1);
+    const char *v2[] = {"1@a:9093", "3", "CONTROLLER", "CONTROLLER://:9093", "controller", "MkU3OEVBNTcwNTJENDM2Qg"};
+    char e[300];
+    assert_int_equal(config_build(keys, v2, 6, &cfg, e, sizeof e), -1);
     assert_non_null(strstr(e, "not listed"));
+    /* Listed as a voter without the controller role. */
+    const char *v3[] = {"1@a:9093,2@b:9093", "2",      "CONTROLLER",
+                        "PLAINTEXT://:9092", "broker", "MkU3OEVBNTcwNTJENDM2Qg"};
+    assert_int_equal(config_build(keys, v3, 6, &cfg, e, sizeof e), -1);
+    assert_non_null(strstr(e, "has no controller role"));
+    /* A controller without controller.listener.names. */
+    assert_int_equal(config_build(keys, values, 2, &cfg, e, sizeof e), -1);
+    assert_non_null(strstr(e, "controller.listener.names must be set"));
+    /* A controller listener that is not in listeners. */
+    const char *v4[] = {"1@a:9093,2@b:9093", "2",          "CONTROLLER",
+                        "PLAINTEXT://:9092", "controller", "MkU3OEVBNTcwNTJENDM2Qg"};
+    assert_int_equal(config_build(keys, v4, 6, &cfg, e, sizeof e), -1);
+    assert_non_null(strstr(e, "controller listener CONTROLLER is not one of listeners"));
+    /* A broker-only node needs no controller listener. */
+    const char *v5[] = {"1@a:9093,2@b:9093", "3",      "CONTROLLER",
+                        "PLAINTEXT://:9092", "broker", "MkU3OEVBNTcwNTJENDM2Qg"};
+    cfg = build_ok(keys, v5, 6);
+    config_free(cfg);
+    /* Every node of a quorum must name the same cluster. */
+    assert_int_equal(config_build(keys, v5, 5, &cfg, e, sizeof e), -1);
+    assert_non_null(strstr(e, "cluster.id must be set"));
 }
 
 static void test_node_id_and_broker_id(void **state)

@@ -62,8 +62,9 @@ static const struct raft_output *find_type(const struct outs *outs, enum raft_ou
 }
 
 /* A node of a 3-voter quorum {0,1,2} whose log holds one entry per epoch
- * in `epochs`, all durable. */
-static struct raft_node *make_node(int32_t id, const struct raft_quorum_state *qs, const int32_t *epochs, int n_entries)
+ * in `epochs` of counts[i] records (1 when counts is NULL), all durable. */
+static struct raft_node *make_batches(int32_t id, const struct raft_quorum_state *qs, const int32_t *epochs,
+                                      const int32_t *counts, int n_entries)
 {
     struct raft_config cfg;
     raft_config_defaults(&cfg);
@@ -73,14 +74,23 @@ static struct raft_node *make_node(int32_t id, const struct raft_quorum_state *q
         cfg.voters[i] = i;
     struct raft_entry entries[16];
     uint8_t body = 'x';
-    for (int i = 0; i < n_entries; i++)
-        entries[i] = (struct raft_entry){.offset = i, .epoch = epochs[i], .len = 1, .data = &body};
+    int64_t offset = 0;
+    for (int i = 0; i < n_entries; i++) {
+        int32_t count = counts ? counts[i] : 1;
+        entries[i] = (struct raft_entry){.offset = offset, .epoch = epochs[i], .count = count, .len = 1, .data = &body};
+        offset += count;
+    }
     struct raft_node *node;
     assert_int_equal(raft_node_create(&node, &cfg, qs, entries, n_entries, 0), RAFT_OK);
     struct outs outs;
     drain(node, &outs);
     outs_free(&outs);
     return node;
+}
+
+static struct raft_node *make_node(int32_t id, const struct raft_quorum_state *qs, const int32_t *epochs, int n_entries)
+{
+    return make_batches(id, qs, epochs, NULL, n_entries);
 }
 
 static struct raft_msg vote_req(int32_t from, int32_t to, int32_t epoch, int32_t last_epoch, int64_t last_offset,
@@ -325,7 +335,7 @@ static void test_hw_waits_for_own_epoch(void **state)
 
     /* Observers do not count: only the observer has entry 4. */
     int64_t off;
-    assert_int_equal(raft_node_append(node, now, "y", 1, &off), RAFT_OK);
+    assert_int_equal(raft_node_append(node, now, "y", 1, 1, &off), RAFT_OK);
     assert_int_equal(off, 4);
     raft_node_flushed(node, now, 5);
     m = fetch_req(7, epoch, 5, 2);
@@ -410,7 +420,7 @@ static void test_follower_truncates_on_divergence(void **state)
 
     /* The matching answer brings the leader's entry; the HW follows only
      * once it is fsynced. */
-    struct raft_entry rec = {.offset = 2, .epoch = 3, .len = 1, .data = (uint8_t *)"z"};
+    struct raft_entry rec = {.offset = 2, .epoch = 3, .count = 1, .len = 1, .data = (uint8_t *)"z"};
     m.u.fetch_resp = (struct raft_fetch_resp){
         .high_watermark = 3,
         .diverging_epoch = -1,
@@ -439,6 +449,177 @@ static void test_follower_truncates_on_divergence(void **state)
     raft_node_destroy(node);
 }
 
+/* Batches: a fetch offset inside an entry diverges at the entry's start,
+ * and the HW only lands on entry boundaries. */
+static void test_leader_batches(void **state)
+{
+    (void)state;
+    struct raft_node *node = make_node(0, NULL, NULL, 0);
+    int64_t now = elect(node);
+    int32_t epoch = raft_node_epoch(node);
+    int64_t off;
+    assert_int_equal(raft_node_append(node, now, "b", 1, 0, &off), RAFT_ERR_INVALID);
+    assert_int_equal(raft_node_append(node, now, "b", 1, 5, &off), RAFT_OK);
+    assert_int_equal(off, 1); /* after the LeaderChange entry */
+    assert_int_equal(raft_node_end_offset(node), 6);
+    assert_int_equal(raft_node_entry(node, 4)->offset, 1);
+    /* An fsync report inside the batch covers only the entry before it. */
+    raft_node_flushed(node, now, 4);
+    struct outs outs;
+    drain(node, &outs);
+    outs_free(&outs);
+
+    struct raft_msg m = fetch_req(1, epoch, 3, epoch);
+    raft_node_receive(node, now, &m);
+    drain(node, &outs);
+    const struct raft_output *resp = find_send(&outs, RAFT_MSG_FETCH_RESP, 1);
+    assert_non_null(resp);
+    assert_int_equal(resp->msg.u.fetch_resp.diverging_epoch, epoch);
+    assert_int_equal(resp->msg.u.fetch_resp.diverging_end_offset, 1);
+    assert_int_equal(resp->msg.u.fetch_resp.n_records, 0);
+    outs_free(&outs);
+
+    /* From the boundary the whole batch comes as one record entry. */
+    m = fetch_req(1, epoch, 1, epoch);
+    raft_node_receive(node, now, &m);
+    drain(node, &outs);
+    resp = find_send(&outs, RAFT_MSG_FETCH_RESP, 1);
+    assert_non_null(resp);
+    assert_int_equal(resp->msg.u.fetch_resp.n_records, 1);
+    assert_int_equal(resp->msg.u.fetch_resp.records[0].offset, 1);
+    assert_int_equal(resp->msg.u.fetch_resp.records[0].count, 5);
+    /* The voter holds the LeaderChange entry; the leader only that durably. */
+    const struct raft_output *hw = find_type(&outs, RAFT_OUT_HIGH_WATERMARK);
+    assert_non_null(hw);
+    assert_int_equal(hw->offset, 1);
+    outs_free(&outs);
+
+    raft_node_flushed(node, now, 6);
+    m = fetch_req(1, epoch, 6, epoch);
+    raft_node_receive(node, now, &m);
+    drain(node, &outs);
+    hw = find_type(&outs, RAFT_OUT_HIGH_WATERMARK);
+    assert_non_null(hw);
+    assert_int_equal(hw->offset, 6);
+    outs_free(&outs);
+    raft_node_destroy(node);
+}
+
+/* A follower told to truncate inside one of its batches drops the batch. */
+static void test_follower_truncates_whole_batch(void **state)
+{
+    (void)state;
+    int32_t epochs[] = {1, 2};
+    int32_t counts[] = {3, 4};
+    struct raft_quorum_state qs = {.leader_epoch = 3, .voted_id = RAFT_NO_ID, .leader_id = 2};
+    struct raft_node *node = make_batches(0, &qs, epochs, counts, 2);
+    assert_int_equal(raft_node_end_offset(node), 7);
+    struct outs outs;
+    raft_node_tick(node, 1);
+    drain(node, &outs);
+    const struct raft_output *req = find_send(&outs, RAFT_MSG_FETCH_REQ, 2);
+    assert_non_null(req);
+    assert_int_equal(req->msg.u.fetch_req.fetch_offset, 7);
+    int32_t correlation = req->msg.correlation_id;
+    outs_free(&outs);
+
+    struct raft_msg m = {.type = RAFT_MSG_FETCH_RESP, .src = 2, .dst = 0, .correlation_id = correlation};
+    m.u.fetch_resp = (struct raft_fetch_resp){
+        .high_watermark = 3,
+        .diverging_epoch = 2,
+        .diverging_end_offset = 5,
+        .current_leader_id = 2,
+        .current_leader_epoch = 3,
+        .fetch_offset = 7,
+    };
+    raft_node_receive(node, 2, &m);
+    drain(node, &outs);
+    const struct raft_output *trunc = find_type(&outs, RAFT_OUT_TRUNCATE);
+    assert_non_null(trunc);
+    assert_int_equal(trunc->offset, 3);
+    assert_int_equal(raft_node_end_offset(node), 3);
+    req = find_send(&outs, RAFT_MSG_FETCH_REQ, 2);
+    assert_non_null(req);
+    assert_int_equal(req->msg.u.fetch_req.fetch_offset, 3);
+    assert_int_equal(req->msg.u.fetch_req.last_fetched_epoch, 1);
+    outs_free(&outs);
+    raft_node_destroy(node);
+}
+
+/* Delivers a fetch to leader 0 and drops whatever comes out. */
+static void fetch_at(struct raft_node *node, int64_t now, int32_t from, int64_t offset, int32_t last_epoch)
+{
+    struct raft_msg m = fetch_req(from, raft_node_epoch(node), offset, last_epoch);
+    struct outs outs;
+    raft_node_receive(node, now, &m);
+    drain(node, &outs);
+    outs_free(&outs);
+}
+
+/* DescribeQuorum's views: per replica its fetch offset, last fetch and last
+ * caught-up time, as Kafka's LeaderState keeps them. */
+static void test_replica_states(void **state)
+{
+    (void)state;
+    struct raft_node *node = make_node(0, NULL, NULL, 0);
+    struct raft_replica_state voters[RAFT_MAX_VOTERS], observers[4];
+    assert_true(raft_node_voter_states(node, voters) < 0); /* only the leader knows */
+    assert_true(raft_node_observer_states(node, observers, 4) < 0);
+    int64_t now = elect(node);
+    int32_t epoch = raft_node_epoch(node);
+    int64_t off;
+    assert_int_equal(raft_node_append(node, now, "b", 1, 3, &off), RAFT_OK);
+    assert_int_equal(raft_node_voter_states(node, voters), 3);
+    assert_int_equal(voters[0].replica_id, 0);
+    assert_int_equal(voters[0].log_end_offset, 4);
+    assert_int_equal(voters[0].last_fetch_ms, now);
+    assert_int_equal(voters[1].replica_id, 1);
+    assert_int_equal(voters[1].log_end_offset, -1);
+    assert_int_equal(voters[1].last_fetch_ms, -1);
+    assert_int_equal(voters[1].last_caught_up_ms, -1);
+
+    fetch_at(node, now + 10, 1, 4, epoch); /* at the leader's end: caught up */
+    fetch_at(node, now + 20, 2, 1, epoch); /* behind */
+    assert_int_equal(raft_node_voter_states(node, voters), 3);
+    assert_int_equal(voters[1].log_end_offset, 4);
+    assert_int_equal(voters[1].last_fetch_ms, now + 10);
+    assert_int_equal(voters[1].last_caught_up_ms, now + 10);
+    assert_int_equal(voters[2].log_end_offset, 1);
+    assert_int_equal(voters[2].last_fetch_ms, now + 20);
+    assert_int_equal(voters[2].last_caught_up_ms, -1);
+
+    /* The leader moved on, but voter 2 reached the end the leader had at
+     * its previous fetch: caught up as of that fetch. */
+    assert_int_equal(raft_node_append(node, now + 25, "c", 1, 2, &off), RAFT_OK);
+    fetch_at(node, now + 30, 2, 4, epoch);
+    raft_node_voter_states(node, voters);
+    assert_int_equal(voters[2].log_end_offset, 4);
+    assert_int_equal(voters[2].last_caught_up_ms, now + 20);
+    /* A fetch that diverges (inside the last batch) changes nothing. */
+    fetch_at(node, now + 35, 2, 5, epoch);
+    raft_node_voter_states(node, voters);
+    assert_int_equal(voters[2].log_end_offset, 4);
+    assert_int_equal(voters[2].last_fetch_ms, now + 30);
+    assert_int_equal(raft_node_high_watermark(node), 4); /* two voters of three hold 0..3 */
+
+    /* Observers are listed apart, and forgotten after their session. */
+    fetch_at(node, now + 40, 7, 0, 0);
+    assert_int_equal(raft_node_observer_states(node, observers, 4), 1);
+    assert_int_equal(observers[0].replica_id, 7);
+    assert_int_equal(observers[0].log_end_offset, 0);
+    assert_int_equal(observers[0].last_fetch_ms, now + 40);
+    assert_int_equal(raft_node_observer_states(node, observers, 0), 1); /* counted past cap */
+    /* Voters keep fetching, so the leader stays; the observer falls silent. */
+    int64_t later = now + 40 + RAFT_OBSERVER_SESSION_MS;
+    fetch_at(node, later, 1, 6, epoch);
+    fetch_at(node, later, 2, 6, epoch);
+    assert_int_equal(raft_node_role(node), RAFT_LEADER);
+    assert_int_equal(raft_node_observer_states(node, observers, 4), 0);
+    raft_node_voter_states(node, voters);
+    assert_int_equal(voters[1].last_caught_up_ms, later);
+    raft_node_destroy(node);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -450,6 +631,9 @@ int main(void)
         cmocka_unit_test(test_hw_waits_for_own_epoch),
         cmocka_unit_test(test_leader_answers_divergence),
         cmocka_unit_test(test_follower_truncates_on_divergence),
+        cmocka_unit_test(test_leader_batches),
+        cmocka_unit_test(test_follower_truncates_whole_batch),
+        cmocka_unit_test(test_replica_states),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

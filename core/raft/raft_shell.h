@@ -1,0 +1,110 @@
+/* The networked Raft node: the pure core (raft.h) driven by a thread of its
+ * own. That thread runs a libuv loop with a timer that ticks the core;
+ * requests that arrive on the controller listener are decoded on the
+ * network layer's io thread and handed over; the core's messages to other
+ * voters go out through the outbound client (net/client.h), whose answers
+ * come back the same way. After every input the core's outputs are drained
+ * and applied in order: sends, log writes, truncations and quorum-state
+ * writes through the store ops, then the flush and persist reports back to
+ * the core.
+ *
+ * Threads: raft_shell_start starts the raft thread and the client's thread.
+ * raft_shell_handle_request runs on the network layer's io threads.
+ * Listener callbacks run on the raft thread. raft_shell_status may be
+ * called from any thread. start/stop from one controlling thread.
+ *
+ * Ownership: the shell owns the core node, the client and the store once
+ * started (also when start fails). */
+#ifndef CAIRN_RAFT_RAFT_SHELL_H
+#define CAIRN_RAFT_RAFT_SHELL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/server.h"
+#include "raft/raft.h"
+#include "raft/raft_shell_store.h"
+
+struct raft_shell;
+
+struct raft_shell_voter {
+    int32_t id;
+    char host[256];
+    int port;
+};
+
+/* Called on the raft thread. */
+struct raft_shell_listener {
+    void *ctx;
+    /* Entries below high_watermark are committed (raft_shell_entry reads them). */
+    void (*on_high_watermark)(void *ctx, struct raft_shell *shell, int64_t high_watermark);
+    void (*on_role)(void *ctx, enum raft_role role, int32_t epoch, int32_t leader_id);
+};
+
+/* Plain data; copied by raft_shell_start. */
+struct raft_shell_config {
+    int32_t node_id;
+    struct raft_shell_voter voters[RAFT_MAX_VOTERS];
+    int n_voters;
+    char cluster_id[64];
+    int64_t election_timeout_ms;     /* controller.quorum.election.timeout.ms */
+    int64_t fetch_timeout_ms;        /* controller.quorum.fetch.timeout.ms */
+    int64_t election_backoff_max_ms; /* controller.quorum.election.backoff.max.ms */
+    int64_t request_timeout_ms;      /* controller.quorum.request.timeout.ms */
+    int64_t retry_backoff_ms;        /* controller.quorum.retry.backoff.ms */
+    int64_t tick_ms;                 /* how often the core's clock advances; default 10 */
+    const struct raft_shell_store_ops *store_ops;
+    void *store; /* taken over by raft_shell_start */
+    struct raft_shell_listener listener;
+};
+
+/* Kafka's defaults; node_id, voters, cluster_id and the store are the caller's. */
+void raft_shell_config_defaults(struct raft_shell_config *cfg);
+
+/* Loads what the store holds, creates the core and starts the threads.
+ * Returns 0, or -1 with err filled (the store is closed then). */
+int raft_shell_start(const struct raft_shell_config *cfg, struct raft_shell **out, char *err, size_t errlen);
+
+/* Stops the threads, completes requests still waiting for the core (their
+ * connections are closed), closes the store and frees the shell. Stop the
+ * network server that feeds raft_shell_handle_request first. */
+void raft_shell_stop(struct raft_shell *shell);
+
+/* net_request_handler of the controller listener (ctx: the shell): serves
+ * ApiVersions, and Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and
+ * DescribeQuorum through the core; any other request closes the
+ * connection. */
+void raft_shell_handle_request(struct net_request *req, void *shell);
+
+struct raft_shell_status {
+    enum raft_role role;
+    int32_t epoch;
+    int32_t leader_id;
+    int64_t high_watermark;
+    int64_t end_offset;
+};
+
+void raft_shell_status(struct raft_shell *shell, struct raft_shell_status *out);
+
+/* One record handed to raft_shell_append. */
+struct raft_shell_record {
+    const void *data;
+    uint32_t len;
+};
+
+/* Appends records at the leader, from any thread but the raft thread, in
+ * one step of the core (nothing interleaves); waits for the raft thread to
+ * take them. They become one entry: one record batch of count records.
+ * *epoch_out gets the leader epoch, *last_offset_out the last record's
+ * offset. Returns 0, RAFT_ERR_NOT_LEADER when this node does not lead (or
+ * no longer does at `epoch` when epoch >= 0), or -1 when the shell is
+ * stopping or out of memory. */
+int raft_shell_append(struct raft_shell *shell, int32_t epoch, const struct raft_shell_record *records, int32_t count,
+                      int32_t *epoch_out, int64_t *last_offset_out);
+
+/* The log entry at offset, or NULL. Only on the raft thread (from the
+ * listener's callbacks); valid until the callback returns. */
+const struct raft_entry *raft_shell_entry(struct raft_shell *shell, int64_t offset);
+
+#endif

@@ -1,0 +1,106 @@
+/* Shared by raft_shell.c (the raft thread) and raft_shell_wire.c (frames
+ * in and out). */
+#ifndef CAIRN_RAFT_RAFT_SHELL_INTERNAL_H
+#define CAIRN_RAFT_RAFT_SHELL_INTERNAL_H
+
+#include <pthread.h>
+#include <uv.h>
+
+#include "net/client.h"
+#include "raft/raft_codec.h"
+#include "raft/raft_shell.h"
+
+enum shell_item_kind {
+    ITEM_REQUEST,  /* msg: a request for the core; net answered with its response */
+    ITEM_DESCRIBE, /* net: a DescribeQuorum request, answered from the core's state */
+    ITEM_RESPONSE, /* msg: another voter's answer to the core's request */
+    ITEM_APPEND,   /* append: raft_shell_append waiting for the raft thread */
+};
+
+/* The frame a response goes back in. */
+struct shell_reply_to {
+    struct net_request *net;
+    int16_t api_key;
+    int16_t api_version;
+    int32_t correlation_id; /* the wire's */
+};
+
+struct shell_append {
+    const struct raft_shell_record *records;
+    int32_t count;
+    int32_t want_epoch; /* -1: any */
+    int rc;
+    int32_t epoch;
+    int64_t last_offset;
+    bool done;
+};
+
+/* One handover to the raft thread; owned by the inbox, then by it. */
+struct shell_item {
+    enum shell_item_kind kind;
+    struct shell_item *next;
+    struct raft_msg msg;
+    struct shell_reply_to reply;
+    struct shell_append *append;
+};
+
+/* An inbound request the core has not answered yet. */
+struct shell_pending {
+    struct shell_reply_to reply;
+    int32_t src;
+    int32_t local_correlation; /* what the core sees as the request's */
+    int64_t received_ms;
+};
+
+struct raft_shell {
+    struct raft_shell_config cfg;
+    struct raft_node *node; /* raft thread only, once started */
+    struct net_client *client;
+
+    uv_loop_t loop;
+    uv_timer_t timer;
+    uv_async_t wake;
+    uv_thread_t thread;
+    bool thread_started;
+
+    /* Guards the inbox, stopping and status. */
+    pthread_mutex_t mu;
+    pthread_cond_t appended; /* an ITEM_APPEND is done */
+    struct shell_item *head, *tail;
+    bool stopping;
+    struct raft_shell_status status;
+    /* When a repeated error line was last logged (shell_log_now). */
+    int64_t voter_set_request_ms;  /* a quorum request from outside the voters */
+    int64_t voter_set_answer_ms;   /* INCONSISTENT_VOTER_SET came back */
+    int64_t cluster_id_refused_ms; /* a request of another cluster came in */
+    int64_t cluster_id_answer_ms;  /* another cluster answered ours */
+
+    /* raft thread only */
+    struct shell_pending *pending;
+    size_t n_pending, cap_pending;
+    int32_t next_local_correlation;
+    bool store_failed;
+};
+
+/* raft_shell_wire.c */
+/* Writes a whole response frame (size, header, body) for reply; body_fn
+ * writes the body. Completes reply->net (closing the connection when the
+ * body does not encode). */
+typedef int (*shell_body_fn)(struct kafka_writer *w, int16_t version, const void *arg);
+void shell_respond(const struct shell_reply_to *reply, shell_body_fn body_fn, const void *arg);
+void shell_close(struct net_request *net);
+/* Sends the core's request m (copied) to m->dst through the client. */
+void shell_send_request(struct raft_shell *s, const struct raft_msg *m);
+
+/* True at most every 5 s per slot: a peer that keeps sending the same bad
+ * request gets one log line, not one per request. Any thread. */
+bool shell_log_now(struct raft_shell *s, int64_t *last_ms);
+/* Logs that another node's voter set disagrees with this one's, at most
+ * every few seconds. Any thread. */
+void shell_voter_set_mismatch(struct raft_shell *s, int64_t *last_ms, const char *what, int32_t other);
+
+/* raft_shell.c */
+/* Hands an item to the raft thread; false (item untouched) once stopping. */
+bool shell_enqueue(struct raft_shell *s, struct shell_item *item);
+
+#endif

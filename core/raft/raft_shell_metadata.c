@@ -1,0 +1,198 @@
+#include "raft/raft_shell_metadata.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol/record_batch.h"
+#include "raft/raft_codec.h"
+#include "util/clock.h"
+#include "util/logger.h"
+
+struct raft_shell_metadata {
+    pthread_mutex_t mu; /* guards shell and listener */
+    struct raft_shell *shell;
+    struct metadata_log_listener listener;
+    int64_t delivered_end; /* raft thread: offsets below it were handed to the listener */
+};
+
+struct raft_shell_metadata *raft_shell_metadata_create(void)
+{
+    struct raft_shell_metadata *log = calloc(1, sizeof *log);
+    if (log)
+        pthread_mutex_init(&log->mu, NULL);
+    return log;
+}
+
+void raft_shell_metadata_destroy(struct raft_shell_metadata *log)
+{
+    if (!log)
+        return;
+    pthread_mutex_destroy(&log->mu);
+    free(log);
+}
+
+void raft_shell_metadata_attach(struct raft_shell_metadata *log, struct raft_shell *shell)
+{
+    pthread_mutex_lock(&log->mu);
+    log->shell = shell;
+    pthread_mutex_unlock(&log->mu);
+}
+
+/* The records of one committed entry (its batch) to the listener. Offsets
+ * come from the entry: the leader's copy of a batch it built has none. */
+static int deliver_entry(const struct metadata_log_listener *listener, const struct raft_entry *e)
+{
+    struct metadata_log_entry *records = calloc((size_t)e->count, sizeof *records);
+    if (!records)
+        return -1;
+    struct record_batch_record_iter it;
+    struct record_batch_record rec;
+    int32_t n = 0;
+    int rc = record_batch_records_begin(&it, e->data, e->len);
+    while (rc == 0 && n < e->count && (rc = record_batch_records_next(&it, &rec)) == 1) {
+        records[n++] = (struct metadata_log_entry){.value = rec.value, .len = rec.value_len > 0 ? (size_t)rec.value_len : 0};
+        rc = 0;
+    }
+    if (rc < 0 || n != e->count) {
+        free(records);
+        return -1;
+    }
+    struct metadata_batch batch = {.base_offset = e->offset,
+                                   .epoch = e->epoch,
+                                   .append_time_ms = clock_wall_ms(),
+                                   .records = records,
+                                   .count = n,
+                                   .bytes = e->len};
+    rc = listener->handle_commit(listener->ctx, &batch);
+    free(records);
+    return rc;
+}
+
+/* On the raft thread: every entry now below the high watermark, once. The
+ * leader's LeaderChange entries are the quorum's own, not metadata. */
+static void on_high_watermark(void *ctx, struct raft_shell *shell, int64_t hw)
+{
+    struct raft_shell_metadata *log = ctx;
+    pthread_mutex_lock(&log->mu);
+    struct metadata_log_listener listener = log->listener;
+    pthread_mutex_unlock(&log->mu);
+    while (log->delivered_end < hw) {
+        const struct raft_entry *e = raft_shell_entry(shell, log->delivered_end);
+        if (!e)
+            break;
+        log->delivered_end = e->offset + e->count;
+        if (raft_codec_is_leader_change(e) || !listener.handle_commit)
+            continue;
+        if (deliver_entry(&listener, e) != 0)
+            logger_error("raft", "the metadata listener failed on the committed entry at offset %lld",
+                         (long long)e->offset);
+    }
+}
+
+struct raft_shell_listener raft_shell_metadata_listener(struct raft_shell_metadata *log)
+{
+    return (struct raft_shell_listener){.ctx = log, .on_high_watermark = on_high_watermark};
+}
+
+static struct raft_shell *shell_of(struct raft_shell_metadata *log)
+{
+    pthread_mutex_lock(&log->mu);
+    struct raft_shell *shell = log->shell;
+    pthread_mutex_unlock(&log->mu);
+    return shell;
+}
+
+static int qm_register_listener(void *ctx, const struct metadata_log_listener *listener, char *err, size_t errlen)
+{
+    struct raft_shell_metadata *log = ctx;
+    if (shell_of(log)) {
+        snprintf(err, errlen, "register the metadata listener before the quorum starts");
+        return -1;
+    }
+    pthread_mutex_lock(&log->mu);
+    log->listener = *listener;
+    pthread_mutex_unlock(&log->mu);
+    return 0;
+}
+
+static int qm_append(void *ctx, int32_t epoch, const struct metadata_log_entry *records, int32_t count,
+                     int64_t *last_offset, char *err, size_t errlen)
+{
+    struct raft_shell *shell = shell_of(ctx);
+    if (!shell || count <= 0) {
+        snprintf(err, errlen, shell ? "an empty metadata batch" : "the metadata quorum is not running");
+        return -1;
+    }
+    struct raft_shell_record *list = calloc((size_t)count, sizeof *list);
+    if (!list) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int32_t i = 0; i < count; i++)
+        list[i] = (struct raft_shell_record){records[i].value, (uint32_t)records[i].len};
+    int32_t at_epoch = -1;
+    int rc = raft_shell_append(shell, epoch, list, count, &at_epoch, last_offset);
+    free(list);
+    if (rc == RAFT_ERR_NOT_LEADER) {
+        struct raft_shell_status st;
+        raft_shell_status(shell, &st);
+        snprintf(err, errlen, "this node is not the quorum leader at epoch %d (epoch %d, leader %d)", epoch, st.epoch,
+                 st.leader_id);
+        return -1;
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "the metadata quorum could not take the batch");
+        return -1;
+    }
+    return 0;
+}
+
+static int32_t qm_leader_epoch(void *ctx)
+{
+    struct raft_shell *shell = shell_of(ctx);
+    if (!shell)
+        return -1;
+    struct raft_shell_status st;
+    raft_shell_status(shell, &st);
+    return st.epoch;
+}
+
+static int64_t qm_end_offset(void *ctx)
+{
+    struct raft_shell *shell = shell_of(ctx);
+    if (!shell)
+        return 0;
+    struct raft_shell_status st;
+    raft_shell_status(shell, &st);
+    return st.end_offset;
+}
+
+static bool qm_latest_snapshot(void *ctx, struct metadata_snapshot_id *out)
+{
+    (void)ctx;
+    (void)out;
+    return false;
+}
+
+static int qm_create_snapshot(void *ctx, const struct metadata_snapshot_id *id, int64_t last_timestamp_ms,
+                              const struct metadata_log_entry *records, int32_t count, char *err, size_t errlen)
+{
+    (void)ctx;
+    (void)id;
+    (void)last_timestamp_ms;
+    (void)records;
+    (void)count;
+    snprintf(err, errlen, "snapshots of the quorum's metadata log are not written yet");
+    return -1;
+}
+
+const struct metadata_log_ops raft_shell_metadata_ops = {
+    .register_listener = qm_register_listener,
+    .append = qm_append,
+    .leader_epoch = qm_leader_epoch,
+    .end_offset = qm_end_offset,
+    .latest_snapshot = qm_latest_snapshot,
+    .create_snapshot = qm_create_snapshot,
+};

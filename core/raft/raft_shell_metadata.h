@@ -1,0 +1,30 @@
+/* metadata_log_ops (metadata/metadata_log.h) over the networked quorum:
+ * the controller appends at the leader and every node's listener hears of
+ * each committed entry once the high watermark passes it, in offset order,
+ * on the raft thread.
+ *
+ * Use: create, register the listener through the ops, put
+ * raft_shell_metadata_listener() into the shell's config, start the shell,
+ * then attach it. Snapshots are not served yet (latest_snapshot says none,
+ * create_snapshot fails).
+ *
+ * Thread-safety: append, leader_epoch and end_offset from any thread but
+ * the raft thread; commits are delivered on the raft thread. */
+#ifndef CAIRN_RAFT_RAFT_SHELL_METADATA_H
+#define CAIRN_RAFT_RAFT_SHELL_METADATA_H
+
+#include "metadata/metadata_log.h"
+#include "raft/raft_shell.h"
+
+struct raft_shell_metadata;
+
+extern const struct metadata_log_ops raft_shell_metadata_ops;
+
+struct raft_shell_metadata *raft_shell_metadata_create(void);
+/* The shell listener that delivers commits to the metadata listener. */
+struct raft_shell_listener raft_shell_metadata_listener(struct raft_shell_metadata *log);
+void raft_shell_metadata_attach(struct raft_shell_metadata *log, struct raft_shell *shell);
+/* After the shell has stopped. */
+void raft_shell_metadata_destroy(struct raft_shell_metadata *log);
+
+#endif

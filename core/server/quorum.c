@@ -1,0 +1,240 @@
+#include "server/quorum.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config/listeners.h"
+#include "config/meta_properties.h"
+#include "net/server.h"
+#include "raft/raft_shell.h"
+#include "util/clock.h"
+#include "util/fs_util.h"
+#include "util/logger.h"
+
+/* Owned by the main thread. */
+struct quorum {
+    struct raft_shell *shell;
+    struct net_server *net;
+};
+
+static bool has_role(const struct broker_config *cfg, const char *role)
+{
+    size_t n = 0;
+    const char *const *roles = config_get_list(cfg, "process.roles", &n);
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(roles[i], role) == 0)
+            return true;
+    return false;
+}
+
+bool quorum_enabled(const struct broker_config *cfg)
+{
+    return !config_single_node(cfg) && has_role(cfg, "controller");
+}
+
+bool quorum_controller_only(const struct broker_config *cfg)
+{
+    return has_role(cfg, "controller") && !has_role(cfg, "broker");
+}
+
+bool quorum_is_controller_listener(const struct broker_config *cfg, const char *name)
+{
+    size_t n = 0;
+    const char *const *names = config_get_list(cfg, "controller.listener.names", &n);
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(names[i], name) == 0)
+            return true;
+    return false;
+}
+
+static int shell_config(const struct broker_config *cfg, const char *cluster_id, struct raft_shell_config *sc,
+                        char *err, size_t errlen)
+{
+    raft_shell_config_defaults(sc);
+    sc->node_id = config_node_id(cfg);
+    struct quorum_voter voters[RAFT_MAX_VOTERS + 1];
+    int n = config_parse_quorum_voters(config_get_string(cfg, "controller.quorum.voters"), voters, RAFT_MAX_VOTERS + 1,
+                                       err, errlen);
+    if (n < 0)
+        return -1;
+    if (n > RAFT_MAX_VOTERS) {
+        snprintf(err, errlen, "controller.quorum.voters lists more than %d voters", RAFT_MAX_VOTERS);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        sc->voters[i].id = voters[i].node_id;
+        snprintf(sc->voters[i].host, sizeof sc->voters[i].host, "%s", voters[i].host[0] ? voters[i].host : "localhost");
+        sc->voters[i].port = voters[i].port;
+    }
+    sc->n_voters = n;
+    snprintf(sc->cluster_id, sizeof sc->cluster_id, "%s", cluster_id);
+    sc->election_timeout_ms = config_get_int(cfg, "controller.quorum.election.timeout.ms");
+    sc->fetch_timeout_ms = config_get_int(cfg, "controller.quorum.fetch.timeout.ms");
+    sc->election_backoff_max_ms = config_get_int(cfg, "controller.quorum.election.backoff.max.ms");
+    sc->request_timeout_ms = config_get_int(cfg, "controller.quorum.request.timeout.ms");
+    sc->retry_backoff_ms = config_get_int(cfg, "controller.quorum.retry.backoff.ms");
+    /* Kafka's metadata.log.dir, else the first of log.dirs. */
+    const char *dir = config_get_string(cfg, "metadata.log.dir");
+    if (!dir || !dir[0]) {
+        size_t n_dirs = 0;
+        const char *const *dirs = config_log_dirs(cfg, &n_dirs);
+        dir = n_dirs ? dirs[0] : NULL;
+    }
+    if (!dir) {
+        snprintf(err, errlen, "no log directory for the metadata quorum");
+        return -1;
+    }
+    /* A broker keeps its own single-voter metadata log in the first log
+     * dir's __cluster_metadata-0 until its controller runs on the quorum:
+     * the quorum's log must not share those segments. */
+    char beside[PATH_MAX];
+    if (has_role(cfg, "broker")) {
+        snprintf(beside, sizeof beside, "%s/%s", dir, QUORUM_BESIDE_BROKER_DIR);
+        dir = beside;
+    }
+    int32_t ids[RAFT_MAX_VOTERS];
+    for (int i = 0; i < n; i++)
+        ids[i] = sc->voters[i].id;
+    sc->store_ops = &raft_shell_disk_store_ops;
+    sc->store = raft_shell_disk_store_open(dir, cluster_id, ids, n, err, errlen);
+    return sc->store ? 0 : -1;
+}
+
+/* The first listener named in controller.listener.names. */
+static int controller_listener(const struct broker_config *cfg, struct net_config *net, char *err, size_t errlen)
+{
+    struct listener_spec specs[NET_MAX_LISTENERS];
+    int n = config_parse_listeners(config_get_string(cfg, "listeners"), specs, NET_MAX_LISTENERS, err, errlen);
+    if (n < 0)
+        return -1;
+    size_t n_names = 0;
+    const char *const *names = config_get_list(cfg, "controller.listener.names", &n_names);
+    for (int i = 0; i < n && n_names > 0; i++) {
+        if (strcasecmp(specs[i].name, names[0]) != 0)
+            continue;
+        struct net_listener_config *l = &net->listeners[0];
+        snprintf(l->name, sizeof l->name, "%.31s", specs[i].name);
+        snprintf(l->host, sizeof l->host, "%s", specs[i].host);
+        l->port = specs[i].port;
+        int protocol = config_security_protocol_id(config_listener_security_protocol(cfg, specs[i].name));
+        if (protocol != 0) {
+            snprintf(err, errlen, "controller listener %s must be PLAINTEXT (no TLS or SASL layer yet)", specs[i].name);
+            return -1;
+        }
+        l->security_protocol = (int16_t)protocol;
+        net->listener_count = 1;
+        return 0;
+    }
+    snprintf(err, errlen, "no controller listener: controller.listener.names names none of listeners");
+    return -1;
+}
+
+int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct quorum **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    struct net_config net;
+    net_config_defaults(&net);
+    net.listener_count = 0;
+    if (controller_listener(cfg, &net, err, errlen) != 0)
+        return -1;
+    /* The quorum's requests are small and few: one loop, two workers. */
+    net.num_network_threads = 1;
+    net.num_io_threads = 2;
+    net.socket_request_max_bytes = config_get_int(cfg, "socket.request.max.bytes");
+    struct quorum *q = calloc(1, sizeof *q);
+    if (!q) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    struct raft_shell_config sc;
+    if (shell_config(cfg, cluster_id, &sc, err, errlen) != 0) {
+        free(q);
+        return -1;
+    }
+    /* The others reach this node at its entry in the voters: that must be
+     * the port it listens on. */
+    for (int i = 0; i < sc.n_voters; i++) {
+        if (sc.voters[i].id == sc.node_id && net.listeners[0].port != 0 && sc.voters[i].port != net.listeners[0].port) {
+            snprintf(err, errlen,
+                     "controller.quorum.voters gives node %d the port %d, but its controller listener %s is on "
+                     "port %d",
+                     sc.node_id, sc.voters[i].port, net.listeners[0].name, net.listeners[0].port);
+            sc.store_ops->close(sc.store);
+            free(q);
+            return -1;
+        }
+    }
+    if (raft_shell_start(&sc, &q->shell, err, errlen) != 0) {
+        free(q);
+        return -1;
+    }
+    if (net_server_start(&net, raft_shell_handle_request, q->shell, &q->net, err, errlen) != 0) {
+        raft_shell_stop(q->shell);
+        free(q);
+        return -1;
+    }
+    logger_info("server", "metadata quorum listening on %s://%s:%d", net.listeners[0].name,
+                net.listeners[0].host[0] ? net.listeners[0].host : "0.0.0.0", net_server_bound_port(q->net, 0));
+    *out = q;
+    return 0;
+}
+
+void quorum_stop(struct quorum *q)
+{
+    if (!q)
+        return;
+    /* The shell answers what is in flight while the server drains. */
+    net_server_stop(q->net, 2000);
+    raft_shell_stop(q->shell);
+    net_server_free(q->net);
+    free(q);
+}
+
+/* ---- controller-only process ---- */
+
+struct controller_process {
+    struct broker_config *config;
+    struct quorum *quorum;
+};
+
+int controller_process_start(struct broker_config *cfg, struct controller_process **out, char *err, size_t errlen)
+{
+    int64_t started = clock_mono_ms();
+    struct controller_process *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        config_free(cfg);
+        return -1;
+    }
+    c->config = cfg;
+    size_t dir_count = 0;
+    const char *const *dirs = config_log_dirs(cfg, &dir_count);
+    char cluster_id[64] = "";
+    for (size_t i = 0; i < dir_count; i++)
+        if (fs_mkdir_p(dirs[i], err, errlen) != 0)
+            goto fail;
+    if (meta_properties_ensure(dirs, dir_count, config_node_id(cfg), config_get_string(cfg, "cluster.id"), cluster_id,
+                               err, errlen) != 0)
+        goto fail;
+    if (quorum_start(cfg, cluster_id, &c->quorum, err, errlen) != 0)
+        goto fail;
+    logger_info("server", "cairnd started as a controller: node %d, cluster %s, %lld ms", config_node_id(cfg),
+                cluster_id, (long long)(clock_mono_ms() - started));
+    *out = c;
+    return 0;
+fail:
+    controller_process_stop(c);
+    return -1;
+}
+
+void controller_process_stop(struct controller_process *c)
+{
+    if (!c)
+        return;
+    quorum_stop(c->quorum);
+    config_free(c->config);
+    free(c);
+}

@@ -1,0 +1,45 @@
+/* The metadata quorum of a controller process: the Raft shell
+ * (raft/raft_shell.h) fed by a network server of its own on the controller
+ * listener, built from Kafka's config keys (process.roles,
+ * controller.quorum.voters, controller.listener.names,
+ * controller.quorum.*.ms).
+ *
+ * Threads: start and stop from the main thread; the parts run their own. */
+#ifndef CAIRN_SERVER_QUORUM_H
+#define CAIRN_SERVER_QUORUM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config/config.h"
+
+struct quorum;
+
+/* The quorum's log and quorum-state live in <metadata.log.dir or first log
+ * dir>/__cluster_metadata-0; on a broker,controller node in
+ * <that dir>/raft-quorum/__cluster_metadata-0 (the broker's own metadata
+ * log holds the other). */
+#define QUORUM_BESIDE_BROKER_DIR "raft-quorum"
+
+/* True when this node runs a networked quorum: controller.quorum.voters is
+ * set and process.roles has the controller role. */
+bool quorum_enabled(const struct broker_config *cfg);
+/* True when process.roles is exactly controller (no broker). */
+bool quorum_controller_only(const struct broker_config *cfg);
+/* True when name is one of controller.listener.names. */
+bool quorum_is_controller_listener(const struct broker_config *cfg, const char *name);
+
+/* Starts the shell and serves the first controller listener. Returns 0, or
+ * -1 with err filled. */
+int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct quorum **out, char *err,
+                 size_t errlen);
+/* Stops serving, then stops the shell. NULL is fine. */
+void quorum_stop(struct quorum *q);
+
+/* A controller-only process (process.roles=controller): data dirs and
+ * meta.properties, then the quorum; no client listener, no logs. */
+struct controller_process;
+int controller_process_start(struct broker_config *cfg, struct controller_process **out, char *err, size_t errlen);
+void controller_process_stop(struct controller_process *c);
+
+#endif

@@ -1,0 +1,250 @@
+/* Three networked shells in one process, each behind a real network server
+ * on a loopback port, with the metadata log ops on top: they elect one
+ * leader; a batch appended at the leader is committed, in order and with
+ * the same offsets, to every node's metadata listener; a follower refuses
+ * appends. Each node keeps its log and quorum state on disk: restarted on
+ * the same directories, every node comes back with its log and epoch. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <ftw.h>
+#include <stdlib.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "net/server.h"
+#include "raft/raft_shell.h"
+#include "raft/raft_shell_metadata.h"
+#include "util/clock.h"
+
+#define N 3
+#define MAX_SEEN 16
+
+struct seen {
+    pthread_mutex_t mu;
+    int n;
+    int64_t offsets[MAX_SEEN];
+    char values[MAX_SEEN][16];
+};
+
+struct node {
+    char dir[64];
+    struct raft_shell_metadata *log;
+    struct raft_shell *shell;
+    struct net_server *server;
+    struct seen seen;
+};
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof addr;
+    assert_int_equal(bind(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&addr, &len), 0);
+    close(fd);
+    return ntohs(addr.sin_port);
+}
+
+static int on_commit(void *ctx, const struct metadata_batch *batch)
+{
+    struct seen *s = ctx;
+    pthread_mutex_lock(&s->mu);
+    for (int32_t i = 0; i < batch->count && s->n < MAX_SEEN; i++) {
+        s->offsets[s->n] = batch->base_offset + i;
+        snprintf(s->values[s->n], sizeof s->values[0], "%.*s", (int)batch->records[i].len,
+                 (const char *)batch->records[i].value);
+        s->n++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+static void start_nodes(struct node *nodes, const int *ports)
+{
+    for (int i = 0; i < N; i++) {
+        struct node *n = &nodes[i];
+        pthread_mutex_init(&n->seen.mu, NULL);
+        n->log = raft_shell_metadata_create();
+        assert_non_null(n->log);
+        struct metadata_log_listener listener = {.ctx = &n->seen, .handle_commit = on_commit};
+        char err[256] = "";
+        assert_int_equal(raft_shell_metadata_ops.register_listener(n->log, &listener, err, sizeof err), 0);
+
+        struct raft_shell_config cfg;
+        raft_shell_config_defaults(&cfg);
+        cfg.node_id = i + 1;
+        for (int v = 0; v < N; v++) {
+            cfg.voters[v].id = v + 1;
+            snprintf(cfg.voters[v].host, sizeof cfg.voters[v].host, "127.0.0.1");
+            cfg.voters[v].port = ports[v];
+        }
+        cfg.n_voters = N;
+        snprintf(cfg.cluster_id, sizeof cfg.cluster_id, "MkU3OEVBNTcwNTJENDM2Qg");
+        cfg.election_timeout_ms = 300;
+        cfg.fetch_timeout_ms = 600;
+        int32_t ids[N] = {1, 2, 3};
+        cfg.store_ops = &raft_shell_disk_store_ops;
+        cfg.store = raft_shell_disk_store_open(n->dir, cfg.cluster_id, ids, N, err, sizeof err);
+        if (!cfg.store)
+            fail_msg("store %d: %s", i + 1, err);
+        cfg.listener = raft_shell_metadata_listener(n->log);
+        if (raft_shell_start(&cfg, &n->shell, err, sizeof err) != 0)
+            fail_msg("shell %d: %s", i + 1, err);
+        raft_shell_metadata_attach(n->log, n->shell);
+
+        struct net_config net;
+        net_config_defaults(&net);
+        snprintf(net.listeners[0].name, sizeof net.listeners[0].name, "CONTROLLER");
+        snprintf(net.listeners[0].host, sizeof net.listeners[0].host, "127.0.0.1");
+        net.listeners[0].port = ports[i];
+        net.listener_count = 1;
+        net.num_network_threads = 1;
+        net.num_io_threads = 1;
+        if (net_server_start(&net, raft_shell_handle_request, n->shell, &n->server, err, sizeof err) != 0)
+            fail_msg("server %d: %s", i + 1, err);
+    }
+}
+
+static void stop_nodes(struct node *nodes)
+{
+    for (int i = 0; i < N; i++) {
+        net_server_stop(nodes[i].server, 1000);
+        raft_shell_stop(nodes[i].shell);
+        net_server_free(nodes[i].server);
+        raft_shell_metadata_destroy(nodes[i].log);
+        pthread_mutex_destroy(&nodes[i].seen.mu);
+    }
+}
+
+/* The node every shell names as leader, once they agree. */
+static int wait_leader(struct node *nodes)
+{
+    int64_t deadline = clock_mono_ms() + 10000;
+    while (clock_mono_ms() < deadline) {
+        struct raft_shell_status st[N];
+        for (int i = 0; i < N; i++)
+            raft_shell_status(nodes[i].shell, &st[i]);
+        bool agree = st[0].leader_id >= 1;
+        for (int i = 1; i < N; i++)
+            agree = agree && st[i].leader_id == st[0].leader_id && st[i].epoch == st[0].epoch;
+        if (agree && st[st[0].leader_id - 1].role == RAFT_LEADER)
+            return st[0].leader_id;
+        usleep(20 * 1000);
+    }
+    fail_msg("no agreed leader within 10 s");
+    return -1;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void wait_seen(struct node *nodes, int want)
+{
+    int64_t deadline = clock_mono_ms() + 10000;
+    for (int i = 0; i < N; i++) {
+        for (;;) {
+            pthread_mutex_lock(&nodes[i].seen.mu);
+            int n = nodes[i].seen.n;
+            pthread_mutex_unlock(&nodes[i].seen.mu);
+            if (n >= want)
+                break;
+            if (clock_mono_ms() > deadline)
+                fail_msg("node %d saw %d of %d committed records", i + 1, n, want);
+            usleep(20 * 1000);
+        }
+    }
+}
+
+static void test_batches_commit_on_every_node(void **state)
+{
+    (void)state;
+    int ports[N];
+    for (int i = 0; i < N; i++) {
+        do {
+            ports[i] = free_port();
+        } while (i > 0 && (ports[i] == ports[i - 1] || ports[i] == ports[0]));
+    }
+    struct node nodes[N];
+    memset(nodes, 0, sizeof nodes);
+    for (int i = 0; i < N; i++) {
+        snprintf(nodes[i].dir, sizeof nodes[i].dir, "/tmp/raft_shell_XXXXXX");
+        assert_non_null(mkdtemp(nodes[i].dir));
+    }
+    start_nodes(nodes, ports);
+    int leader = wait_leader(nodes);
+
+    const char *values[] = {"topic-a", "topic-b", "topic-c"};
+    struct metadata_log_entry records[3];
+    for (int i = 0; i < 3; i++)
+        records[i] = (struct metadata_log_entry){(const uint8_t *)values[i], strlen(values[i])};
+    char err[256] = "";
+    struct raft_shell_metadata *at_leader = nodes[leader - 1].log;
+    int32_t epoch = raft_shell_metadata_ops.leader_epoch(at_leader);
+    int64_t last = -1;
+    if (raft_shell_metadata_ops.append(at_leader, epoch, records, 3, &last, err, sizeof err) != 0)
+        fail_msg("append at the leader: %s", err);
+    /* Offset 0 is the leader's LeaderChange entry. */
+    assert_int_equal(last, 3);
+
+    /* A follower refuses, and so does the leader at a stale epoch. */
+    int follower = leader % N + 1;
+    assert_int_equal(raft_shell_metadata_ops.append(nodes[follower - 1].log, epoch, records, 1, &last, err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "not the quorum leader"));
+    assert_int_equal(raft_shell_metadata_ops.append(at_leader, epoch - 1, records, 1, &last, err, sizeof err), -1);
+
+    wait_seen(nodes, 3);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(nodes[i].seen.n, 3);
+        for (int r = 0; r < 3; r++) {
+            assert_int_equal(nodes[i].seen.offsets[r], r + 1);
+            assert_string_equal(nodes[i].seen.values[r], values[r]);
+        }
+    }
+    stop_nodes(nodes);
+
+    /* Restarted on the same directories: the log and the epoch are back
+     * before any election, and the committed records are delivered again. */
+    struct node again[N];
+    memset(again, 0, sizeof again);
+    for (int i = 0; i < N; i++)
+        memcpy(again[i].dir, nodes[i].dir, sizeof again[i].dir);
+    start_nodes(again, ports);
+    for (int i = 0; i < N; i++) {
+        struct raft_shell_status st;
+        raft_shell_status(again[i].shell, &st);
+        assert_true(st.end_offset >= 4);
+        assert_true(st.epoch >= epoch);
+    }
+    wait_leader(again);
+    wait_seen(again, 3);
+    for (int i = 0; i < N; i++)
+        for (int r = 0; r < 3; r++)
+            assert_string_equal(again[i].seen.values[r], values[r]);
+    stop_nodes(again);
+    for (int i = 0; i < N; i++)
+        nftw(nodes[i].dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_batches_commit_on_every_node),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
