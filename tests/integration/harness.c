@@ -225,9 +225,19 @@ static pid_t harness_spawn(struct test_broker *b)
         argv[argc++] = "--override";
         argv[argc++] = fixed[i];
     }
+    /* "{port}" in an override is the broker's PLAINTEXT port, so a test can
+     * add listeners next to it (listeners=PLAINTEXT://127.0.0.1:{port},...). */
+    char expanded[BROKER_MAX_OVERRIDES][1024];
     for (int i = 0; i < b->override_count; i++) {
+        const char *at = strstr(b->overrides[i], "{port}");
         argv[argc++] = "--override";
-        argv[argc++] = b->overrides[i];
+        if (!at) {
+            argv[argc++] = b->overrides[i];
+            continue;
+        }
+        snprintf(expanded[i], sizeof expanded[i], "%.*s%d%s", (int)(at - b->overrides[i]), b->overrides[i], b->port,
+                 at + 6);
+        argv[argc++] = expanded[i];
     }
     argv[argc] = NULL;
 

@@ -1,7 +1,7 @@
-/* Listener security protocols at start-up: until TLS and SASL exist,
- * cairnd must refuse a listener mapped to anything but PLAINTEXT (serving
- * it as plaintext would be a silent security hole), with one line naming
- * the listener and its protocol, and must never open that listener. */
+/* Listener security protocols at start-up: until SASL exists, cairnd must
+ * refuse a listener mapped to SASL_* (serving it as plaintext would be a
+ * silent security hole), and an SSL listener without a keystore, with one
+ * line naming the listener and the cause, and must never open it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -66,10 +66,10 @@ static void expect_refused(const char *listener_name, const char *extra, const c
     assert_true(fd < 0);
 }
 
-static void test_ssl_listener_is_refused(void **state)
+static void test_ssl_listener_without_keystore_is_refused(void **state)
 {
     (void)state;
-    expect_refused("SSL", NULL, "listener SSL has security protocol SSL, which is not supported yet (only PLAINTEXT)");
+    expect_refused("SSL", NULL, "listener SSL: an SSL listener needs ssl.keystore.location");
 }
 
 static void test_listener_mapped_to_sasl_is_refused(void **state)
@@ -90,7 +90,7 @@ static void test_listener_missing_from_map_is_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ssl_listener_is_refused),
+        cmocka_unit_test(test_ssl_listener_without_keystore_is_refused),
         cmocka_unit_test(test_listener_mapped_to_sasl_is_refused),
         cmocka_unit_test(test_listener_missing_from_map_is_refused),
     };

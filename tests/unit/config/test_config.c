@@ -162,7 +162,7 @@ static void test_listener_errors(void **state)
 }
 
 /* Each listener resolves through listener.security.protocol.map; only
- * PLAINTEXT ones can be served until TLS and SASL exist. */
+ * PLAINTEXT and SSL ones can be served until SASL exists. */
 static void test_listener_security_protocols(void **state)
 {
     (void)state;
@@ -176,10 +176,14 @@ static void test_listener_security_protocols(void **state)
     config_free(cfg);
 
     /* Kafka's default map names the four protocols after themselves, so a
-     * listener called SSL is an SSL listener, and refused. */
-    assert_string_equal(build_error("listeners", "SSL://:9093"),
-                        "invalid value 'SSL://:9093' for 'listeners': listener SSL has security protocol SSL, "
-                        "which is not supported yet (only PLAINTEXT)");
+     * listener called SSL is an SSL listener, served (its keystore is
+     * checked when the listener starts), and SASL_SSL is refused. */
+    const char *ssl_keys[] = {"listeners"};
+    const char *ssl_values[] = {"SSL://:9093"};
+    config_free(build_ok(ssl_keys, ssl_values, 1));
+    assert_string_equal(build_error("listeners", "SASL_SSL://:9093"),
+                        "invalid value 'SASL_SSL://:9093' for 'listeners': listener SASL_SSL has security protocol "
+                        "SASL_SSL, which is not supported yet (only PLAINTEXT and SSL)");
     assert_non_null(strstr(build_error("listeners", "PLAINTEXT://:9092,SASL_PLAINTEXT://:9094"),
                            "listener SASL_PLAINTEXT has security protocol SASL_PLAINTEXT, which is not supported"));
     assert_non_null(strstr(build_error("listener.security.protocol.map", "PLAINTEXT:SASL_SSL"),
@@ -195,7 +199,8 @@ static void test_listener_security_protocols(void **state)
     assert_int_equal(config_security_protocol_id("TLS"), -1);
     assert_int_equal(config_security_protocol_id(NULL), -1);
     assert_true(config_security_protocol_served(0));
-    assert_false(config_security_protocol_served(1));
+    assert_true(config_security_protocol_served(1));
+    assert_false(config_security_protocol_served(3));
 }
 
 static void test_parse_listeners(void **state)
