@@ -6,7 +6,7 @@
 #   client.pem client.key    CN=alice, SAN DNS alice.example and spiffe://example.org/ns/prod/sa/alice
 #   expired.pem expired.key  signed by the CA, valid only in 2020
 #   other-ca.pem other-server.pem  a second CA and a broker keystore signed by it (reload)
-#   encrypted.key            the server key encrypted with password "secret"
+#   server-encrypted.pem     server.pem with its key encrypted with password "secret"
 set -e
 d=$1
 cd "$d"
@@ -29,6 +29,7 @@ cat other-server.crt other-server.key >other-server.pem
 mkleaf client "/C=US/O=Example/OU=Streams/CN=alice" ca client.ext
 mv client.crt client.pem
 q openssl pkey -in server.key -out encrypted.key -aes256 -passout pass:secret
+cat server.crt encrypted.key >server-encrypted.pem
 
 # Expired: openssl ca takes explicit dates.
 mkdir -p expired-ca/newcerts
