@@ -431,6 +431,65 @@ static void test_encrypted_key_with_password(void **state)
     broker_cleanup(&tb.b);
 }
 
+/* Lines of the file at path containing both a and b. */
+static int file_lines_with(const char *path, const char *a, const char *b)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[8192];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, a) && strstr(line, b);
+    fclose(f);
+    return n;
+}
+
+/* auth-mtls maps the client certificate's subject through Kafka's rules;
+ * the principal reaches the audit log with the TLS authentication and with
+ * the client's requests, and a PLAINTEXT client stays ANONYMOUS. */
+static void test_principal_from_certificate_reaches_audit(void **state)
+{
+    (void)state;
+    char trust[400], plugin_path[400], audit_path[400], audit_file[500];
+    snprintf(trust, sizeof trust, "ssl.truststore.location=%s/ca.pem", certs_dir);
+    snprintf(plugin_path, sizeof plugin_path, "plugin.path=%s/plugins", CAIRN_BINARY_DIR);
+    cert_path(audit_path, sizeof audit_path, "audit.log");
+    unlink(audit_path);
+    snprintf(audit_file, sizeof audit_file, "plugin.audit.file.path=%s", audit_path);
+    const char *extra[] = {"ssl.client.auth=required",
+                           trust,
+                           plugin_path,
+                           "plugins=audit,auth-mtls",
+                           audit_file,
+                           "plugin.auth-mtls.ssl.principal.mapping.rules=RULE:^CN=([^,]*),OU=Streams,.*$/$1/U,DEFAULT",
+                           NULL};
+    struct tls_broker tb;
+    start_tls_broker(&tb, extra);
+    struct ssl_conf c;
+    const char *const *conf = ssl_client_conf(&c, "ca.pem", "client");
+    rd_kafka_t *rk = rk_producer_new(tb.ssl_bootstrap, conf);
+    char errstr[512];
+    assert_int_equal(rk_create_topic_result(rk, "by-alice", 1, 1, NULL, false, errstr, sizeof errstr), 0);
+    rk_producer_destroy(rk);
+    rk = rk_producer_new(broker_bootstrap(&tb.b), NULL);
+    assert_int_equal(rk_create_topic_result(rk, "by-anonymous", 1, 1, NULL, false, errstr, sizeof errstr), 0);
+    rk_producer_destroy(rk);
+    broker_stop(&tb.b); /* the audit plugin writes everything before exiting */
+
+    if (file_lines_with(audit_path, "\"User:ALICE\"", "\"SSL\"") < 1 ||
+        file_lines_with(audit_path, "\"User:ALICE\"", "by-alice") < 1 ||
+        file_lines_with(audit_path, "\"User:ANONYMOUS\"", "by-anonymous") < 1) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "cat '%s' >&2", audit_path);
+        assert_int_equal(system(cmd), 0);
+        fail_msg("the audit log lacks the mapped principal");
+    }
+    assert_int_equal(file_lines_with(audit_path, "User:ALICE", "by-anonymous"), 0);
+    broker_mark_passed(&tb.b);
+    broker_cleanup(&tb.b);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -441,6 +500,7 @@ int main(void)
         cmocka_unit_test(test_sighup_reloads_certificates),
         cmocka_unit_test(test_bad_keystores_are_refused_at_start),
         cmocka_unit_test(test_encrypted_key_with_password),
+        cmocka_unit_test(test_principal_from_certificate_reaches_audit),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
