@@ -81,7 +81,7 @@ static const struct config_key_def broker_keys[] = {
                 "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
      LOW, IN(NETWORK), .flags = DYN,
      .doc = "Security protocol of each listener name, as NAME:PROTOCOL,...; every listener name needs an entry. "
-            "Only PLAINTEXT listeners are served yet: start-up refuses SSL, SASL_PLAINTEXT and SASL_SSL ones."},
+            "PLAINTEXT and SSL listeners are served; start-up refuses SASL_PLAINTEXT and SASL_SSL ones."},
     {KEY_STRING("inter.broker.listener.name", NULL), MEDIUM, IN(NETWORK), .flags = LATER,
      .doc = "Listener brokers use to reach each other."},
     {KEY_ONE_OF("security.inter.broker.protocol", "PLAINTEXT", PROTOCOLS), MEDIUM, IN(NETWORK), .flags = LATER,
