@@ -14,6 +14,7 @@
 #include "util/logger.h"
 
 static void conn_on_poll(uv_poll_t *handle, int status, int events);
+static void conn_on_throttle_end(uv_timer_t *timer);
 
 struct net_connection *net_connection_open(struct net_loop *loop, int fd, int listener_index)
 {
@@ -326,6 +327,12 @@ static void conn_read(struct net_connection *c)
         }
         budget -= (size_t)n < budget ? (size_t)n : budget;
     }
+    /* Out of budget with bytes held inside the transport: the socket will
+     * not announce them, so come back on the next loop turn (the throttle
+     * timer is idle while the connection reads). */
+    if (!c->closed && budget == 0 && !c->in_flight && c->transport.ops->pending &&
+        c->transport.ops->pending(&c->transport) > 0)
+        uv_timer_start(&c->throttle_timer, conn_on_throttle_end, 0, 0);
     net_connection_update_poll(c);
 }
 

@@ -353,8 +353,11 @@ SSL_CTX *tls_context_build(const struct tls_settings *s, char *err, size_t errle
     /* Renegotiation would let a read need a write and back; kTLS is used
      * for sends where the kernel offers it (OpenSSL falls back silently). */
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_ENABLE_KTLS);
-    SSL_CTX_set_mode(ctx,
-                     SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* Whole socket buffers per recv instead of a header and a body per
+     * record; what is read past a record shows in SSL_has_pending. */
+    SSL_CTX_set_read_ahead(ctx, 1);
+    SSL_CTX_set_default_read_buffer_len(ctx, 64 * 1024);
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     static const unsigned char sid_ctx[] = "cairn";
     SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof sid_ctx - 1);
