@@ -54,7 +54,8 @@ static int map_principal(void *ctx, const char *listener_name, const char *peer_
 int broker_tls_setup(struct broker_tls *bt, const struct broker_config *cfg, int index, struct net_listener_config *lc,
                      char *err, size_t errlen)
 {
-    if (lc->security_protocol != NET_SECURITY_SSL)
+    /* SASL_SSL is SASL over this same transport, once SASL is served. */
+    if (lc->security_protocol != NET_SECURITY_SSL && lc->security_protocol != NET_SECURITY_SASL_SSL)
         return 0;
     struct tls_settings settings;
     if (tls_settings_from_config(cfg, lc->name, &settings) != 0) {

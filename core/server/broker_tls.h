@@ -19,7 +19,7 @@ struct broker_tls {
     struct tls_listener *listeners[NET_MAX_LISTENERS];
 };
 
-/* Gives lc its TLS transport when its protocol needs one (SSL); a no-op
+/* Gives lc its TLS transport when its protocol needs one (SSL, SASL_SSL); a no-op
  * for the others. -1 with err naming the key and OpenSSL's reason. */
 int broker_tls_setup(struct broker_tls *bt, const struct broker_config *cfg, int index, struct net_listener_config *lc,
                      char *err, size_t errlen);
