@@ -374,10 +374,11 @@ static void conn_on_poll(uv_poll_t *handle, int status, int events)
         }
         return;
     }
-    if ((events & UV_WRITABLE) && c->out_active)
+    bool was_writing = c->out_active;
+    if ((events & UV_WRITABLE) && was_writing)
         conn_write_and_continue(c);
-    /* Writable without a response: the transport's recv was waiting for it. */
-    if (!c->closed && ((events & UV_READABLE) || ((events & UV_WRITABLE) && !c->out_active)))
+    /* Writable with no response to write: the transport's recv waited for it. */
+    if (!c->closed && ((events & UV_READABLE) || ((events & UV_WRITABLE) && !was_writing)))
         conn_read(c);
 }
 
