@@ -1,8 +1,9 @@
 /* TLS listeners with real processes: cairnd serving a PLAINTEXT and an SSL
  * listener at once, librdkafka producing and consuming over SSL, client
- * certificates required (none, expired, good), garbage and a stalled
- * handshake, and certificates reloaded on SIGHUP. The certificates are made
- * by tls/make_certs.sh with the openssl command line. */
+ * certificates required (none, expired, signed by an unknown CA, good),
+ * garbage and a stalled handshake, certificates reloaded on SIGHUP, and the
+ * auth-mtls principal in the audit log. The certificates are made by
+ * tls/make_certs.sh with the openssl command line. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -230,6 +231,9 @@ static void test_client_auth_required(void **state)
     assert_true(log_shows(&tb.b, "peer did not return a certificate", 3000));
     assert_false(metadata_works(tb.ssl_bootstrap, ssl_client_conf(&expired, "ca.pem", "expired"), 3000));
     assert_true(log_shows(&tb.b, "client certificate refused: certificate has expired", 3000));
+    struct ssl_conf stranger;
+    assert_false(metadata_works(tb.ssl_bootstrap, ssl_client_conf(&stranger, "ca.pem", "stranger"), 3000));
+    assert_true(log_shows(&tb.b, "client certificate refused: unable to get local issuer certificate", 3000));
 
     /* The good client's connection went on working meanwhile. */
     for (int i = 1; i < 10; i++) {

@@ -5,6 +5,7 @@
 #   server.pem               broker keystore: cert for localhost/127.0.0.1 + key
 #   client.pem client.key    CN=alice, SAN DNS alice.example and spiffe://example.org/ns/prod/sa/alice
 #   expired.pem expired.key  signed by the CA, valid only in 2020
+#   stranger.pem stranger.key  a client certificate signed by the other CA
 #   other-ca.pem other-server.pem  a second CA and a broker keystore signed by it (reload)
 #   server-encrypted.pem     server.pem with its key encrypted with password "secret"
 set -e
@@ -28,6 +29,8 @@ mkleaf other-server "/CN=localhost/O=Cairn Other" other-ca server.ext
 cat other-server.crt other-server.key >other-server.pem
 mkleaf client "/C=US/O=Example/OU=Streams/CN=alice" ca client.ext
 mv client.crt client.pem
+mkleaf stranger "/CN=stranger" other-ca client.ext
+mv stranger.crt stranger.pem
 q openssl pkey -in server.key -out encrypted.key -aes256 -passout pass:secret
 cat server.crt encrypted.key >server-encrypted.pem
 
