@@ -41,6 +41,8 @@ int config_build(const char *const *keys, const char *const *values, size_t coun
             continue;
         if (strncmp(key, "plugin.", 7) == 0)
             logger_debug("config", "passing '%s' through to plugins", key);
+        else if (strncmp(key, "listener.name.", 14) == 0)
+            logger_debug("config", "'%s' applies to one listener", key);
         else
             logger_warn("config", "unknown configuration key '%s' ignored", key);
     }

@@ -89,7 +89,7 @@ static int check_listener_list(struct broker_config *cfg, const char *key, bool 
         /* Served as plaintext, a TLS or SASL listener would be a silent hole. */
         if (!advertised && !config_security_protocol_served(config_security_protocol_id(protocol))) {
             snprintf(why, sizeof why,
-                     "listener %.63s has security protocol %s, which is not supported yet (only PLAINTEXT and "
+                     "listener %.63s has security protocol %s, which is not supported yet (only PLAINTEXT, SSL and "
                      "SASL_PLAINTEXT)",
                      specs[i].name, protocol);
             return bad_value(cfg, key, why, err, errlen);

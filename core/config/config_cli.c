@@ -174,6 +174,40 @@ static void print_doc_row(FILE *out, const struct config_key_def *def, const cha
             (def->flags & CONFIG_FLAG_UNUSED) ? unused : "");
 }
 
+/* How the ssl.* keys fit together; printed after the tables. */
+static void print_tls_notes(FILE *out)
+{
+    fprintf(out, "\n## TLS listeners\n\n"
+                 "A listener mapped to `SSL` in `listener.security.protocol.map` serves TLS\n"
+                 "(OpenSSL), e.g.\n\n"
+                 "    listeners=PLAINTEXT://:9092,SSL://:9093\n"
+                 "    ssl.keystore.location=/etc/cairn/broker.pem\n"
+                 "    ssl.truststore.location=/etc/cairn/clients-ca.pem\n"
+                 "    ssl.client.auth=required\n\n"
+                 "- Only PEM stores (KIP-651): a keystore file holding the certificate chain and\n"
+                 "  the private key, or the two inline as `ssl.keystore.certificate.chain` and\n"
+                 "  `ssl.keystore.key` (write line breaks as `\\n` or continue lines with `\\`).\n"
+                 "  An encrypted key needs `ssl.key.password`.\n"
+                 "- Every `ssl.*` key can be set for one listener as\n"
+                 "  `listener.name.<listener name in lower case>.ssl.*`, which wins over the\n"
+                 "  broker-wide key.\n"
+                 "- A file that cannot be read, a key that does not match its certificate or a\n"
+                 "  wrong password stops start-up with one line naming the key and OpenSSL's\n"
+                 "  reason. `requested` or `required` client auth needs a truststore.\n"
+                 "- `kill -HUP <cairnd pid>` re-reads every TLS listener's files: new connections\n"
+                 "  use the new certificates, open ones keep theirs; a listener whose new files\n"
+                 "  are bad keeps the old ones and logs why. The config file is not re-read, so\n"
+                 "  inline PEM values do not change.\n"
+                 "- A client certificate that fails verification (expired, not yet valid,\n"
+                 "  unknown issuer) ends the connection in the handshake, with a log line naming\n"
+                 "  the reason. A verified client acts as `User:<subject DN>` (RFC 2253), or as\n"
+                 "  the `auth-mtls` plugin maps it (`ssl.principal.mapping.rules`).\n"
+                 "- Fetch responses over TLS read the log with `pread` and encrypt with\n"
+                 "  `SSL_write`; with kernel TLS they use `SSL_sendfile`. To see whether the kernel\n"
+                 "  offers it: `modprobe tls && grep -w tls /proc/modules` (or\n"
+                 "  `ls /sys/module/tls`); cairnd logs `kTLS send on` per connection at debug level.\n");
+}
+
 void config_print_docs(FILE *out)
 {
     fprintf(out, "# Configuration\n\n"
@@ -239,4 +273,5 @@ void config_print_docs(FILE *out)
             strcat(suffix, ".");
         print_doc_row(out, &tk->def, suffix);
     }
+    print_tls_notes(out);
 }

@@ -14,25 +14,7 @@
 #include "util/logger.h"
 
 static void conn_on_poll(uv_poll_t *handle, int status, int events);
-
-static void conn_format_peer(int fd, char *out, size_t outlen)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    char host[INET6_ADDRSTRLEN] = "?";
-    snprintf(out, outlen, "unknown");
-    if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
-        return;
-    if (ss.ss_family == AF_INET) {
-        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-        inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
-        snprintf(out, outlen, "%s:%u", host, ntohs(sin->sin_port));
-    } else if (ss.ss_family == AF_INET6) {
-        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-        inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof(host));
-        snprintf(out, outlen, "[%s]:%u", host, ntohs(sin6->sin6_port));
-    }
-}
+static void conn_on_throttle_end(uv_timer_t *timer);
 
 struct net_connection *net_connection_open(struct net_loop *loop, int fd, int listener_index)
 {
@@ -66,7 +48,7 @@ struct net_connection *net_connection_open(struct net_loop *loop, int fd, int li
     c->security_protocol = lc->security_protocol;
     snprintf(c->principal_type, sizeof c->principal_type, "User");
     snprintf(c->principal_name, sizeof c->principal_name, "ANONYMOUS");
-    conn_format_peer(fd, c->peer, sizeof(c->peer));
+    net_format_peer(fd, c->peer, sizeof(c->peer));
     c->last_activity_ms = clock_mono_ms();
 
     c->next = loop->conns;
@@ -91,6 +73,8 @@ void net_connection_update_poll(struct net_connection *c)
             want = UV_READABLE;
         else if (c->in_flight)
             want = UV_DISCONNECT; /* a peer gone while its request waits cancels it */
+        if (want == UV_READABLE && c->transport.ops->wants_write && c->transport.ops->wants_write(&c->transport))
+            want |= UV_WRITABLE;
     }
     if (want == c->poll_events)
         return;
@@ -260,6 +244,21 @@ static int conn_parse(struct net_connection *c)
     return 0;
 }
 
+/* A transport that learned who the peer is (a verified TLS client
+ * certificate) says so once; the connection acts as that principal. */
+static void conn_adopt_peer_principal(struct net_connection *c)
+{
+    if (!c->transport.ops->peer_principal)
+        return;
+    char type[NET_PRINCIPAL_TYPE_MAX], name[NET_PRINCIPAL_NAME_MAX];
+    if (c->transport.ops->peer_principal(&c->transport, type, sizeof type, name, sizeof name) != 1)
+        return;
+    memcpy(c->principal_type, type, sizeof type);
+    memcpy(c->principal_name, name, sizeof name);
+    logger_debug(NET_LOG, "connection %" PRIu64 " from %s acts as %s:%s (%s)", c->id, c->peer, type, name,
+                 c->transport.ops->name);
+}
+
 /* Returns bytes read, 0 when nothing is available now, -1 if closed. */
 static ssize_t conn_recv(struct net_connection *c, void *buf, size_t len)
 {
@@ -267,6 +266,7 @@ static ssize_t conn_recv(struct net_connection *c, void *buf, size_t len)
         ssize_t n = c->transport.ops->recv(&c->transport, buf, len);
         if (n > 0) {
             c->last_activity_ms = clock_mono_ms();
+            conn_adopt_peer_principal(c);
             return n;
         }
         if (n == 0) {
@@ -334,6 +334,12 @@ static void conn_read(struct net_connection *c)
         }
         budget -= (size_t)n < budget ? (size_t)n : budget;
     }
+    /* Out of budget with bytes held inside the transport: the socket will
+     * not announce them, so come back on the next loop turn (the throttle
+     * timer is idle while the connection reads). */
+    if (!c->closed && budget == 0 && !c->in_flight && c->transport.ops->pending &&
+        c->transport.ops->pending(&c->transport) > 0)
+        uv_timer_start(&c->throttle_timer, conn_on_throttle_end, 0, 0);
     net_connection_update_poll(c);
 }
 
@@ -381,9 +387,11 @@ static void conn_on_poll(uv_poll_t *handle, int status, int events)
         net_connection_close(c, "peer closed while its request was handled");
         return;
     }
-    if ((events & UV_WRITABLE) && c->out_active)
+    bool was_writing = c->out_active;
+    if ((events & UV_WRITABLE) && was_writing)
         conn_write_and_continue(c);
-    if (!c->closed && (events & UV_READABLE))
+    /* Writable with no response to write: the transport's recv waited for it. */
+    if (!c->closed && ((events & UV_READABLE) || ((events & UV_WRITABLE) && !was_writing)))
         conn_read(c);
 }
 

@@ -1,6 +1,7 @@
 /* Network loop threads: each runs one libuv loop that owns a set of
  * connections, takes new sockets and completed requests from other threads
  * through a locked inbox plus a uv_async, and feeds the request queue. */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -154,7 +155,18 @@ static void loop_on_idle_timer(uv_timer_t *timer)
     int64_t now = clock_mono_ms();
     for (struct net_connection *c = loop->conns, *next; c; c = next) {
         next = c->next;
-        if (c->closed || c->in_flight || c->out_active)
+        if (c->closed)
+            continue;
+        /* Bytes trickling in do not extend a transport's setup deadline. */
+        const struct net_transport_ops *ops = c->transport.ops;
+        int64_t deadline = ops->deadline_ms ? ops->deadline_ms(&c->transport) : 0;
+        if (deadline > 0 && now >= deadline) {
+            logger_info(NET_LOG, "closing connection %" PRIu64 " from %s: %s setup did not finish in time", c->id,
+                        c->peer, ops->name);
+            net_connection_close(c, "transport setup timed out");
+            continue;
+        }
+        if (idle_ms <= 0 || c->in_flight || c->out_active)
             continue;
         if (now - c->last_activity_ms >= idle_ms)
             net_connection_close(c, "idle for longer than connections.max.idle.ms");
@@ -266,15 +278,14 @@ static void *loop_thread_main(void *arg)
 {
     struct net_loop *loop = arg;
     int64_t idle_ms = loop->server->cfg.connections_max_idle_ms;
-    if (idle_ms > 0) {
-        /* Check often enough that a connection overstays by at most ~25%. */
-        int64_t interval = idle_ms / 4;
-        if (interval < 10)
-            interval = 10;
-        if (interval > 1000)
-            interval = 1000;
-        uv_timer_start(&loop->idle_timer, loop_on_idle_timer, (uint64_t)interval, (uint64_t)interval);
-    }
+    /* Check often enough that a connection overstays by at most ~25%; the
+     * sweep also enforces transport deadlines, so it always runs. */
+    int64_t interval = idle_ms > 0 ? idle_ms / 4 : 1000;
+    if (interval < 10)
+        interval = 10;
+    if (interval > 1000)
+        interval = 1000;
+    uv_timer_start(&loop->idle_timer, loop_on_idle_timer, (uint64_t)interval, (uint64_t)interval);
     uv_run(&loop->uv, UV_RUN_DEFAULT);
 
     /* Left are connections whose request was never completed in time: the

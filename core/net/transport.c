@@ -1,4 +1,6 @@
 /* The plain transport: the socket syscalls themselves, nothing buffered. */
+#include <arpa/inet.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -40,4 +42,23 @@ void net_transport_release(const struct net_transport_ops *ops, void *state, int
         return;
     struct net_transport t = {ops, state, fd};
     ops->close(&t);
+}
+
+void net_format_peer(int fd, char *out, size_t outlen)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    char host[INET6_ADDRSTRLEN] = "?";
+    snprintf(out, outlen, "unknown");
+    if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
+        return;
+    if (ss.ss_family == AF_INET) {
+        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
+        snprintf(out, outlen, "%s:%u", host, ntohs(sin->sin_port));
+    } else if (ss.ss_family == AF_INET6) {
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+        inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof(host));
+        snprintf(out, outlen, "[%s]:%u", host, ntohs(sin6->sin6_port));
+    }
 }

@@ -9,6 +9,7 @@
 #ifndef CAIRN_NET_TRANSPORT_H
 #define CAIRN_NET_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -39,6 +40,18 @@ struct net_transport_ops {
      * layer may try a close_notify), when the connection closes or when the
      * transport is replaced. NULL when there is nothing to free. */
     void (*close)(struct net_transport *t);
+    /* Optional (NULL = never). True while recv cannot progress until the
+     * socket is writable (a TLS handshake flight that did not fit the send
+     * buffer): the connection then polls for writability and calls recv. */
+    bool (*wants_write)(struct net_transport *t);
+    /* Optional. clock_mono_ms() time by which the transport must be done
+     * with its setup (a TLS handshake), or 0 for none; the loop closes a
+     * connection past it, whatever else it sends. */
+    int64_t (*deadline_ms)(struct net_transport *t);
+    /* Optional. Once, after setup established who the peer is (a verified
+     * client certificate), fills type and name and returns 1; the
+     * connection then acts as that principal. 0 otherwise. */
+    int (*peer_principal)(struct net_transport *t, char *type, size_t type_len, char *name, size_t name_len);
 };
 
 /* Embedded in each connection. An operation may change ops and state
@@ -57,5 +70,9 @@ extern const struct net_transport_ops net_plain_transport_ops;
  * of that listener opens, after t holds the plain transport. It may install
  * its own ops and state; returning -1 refuses (closes) the connection. */
 typedef int (*net_transport_init_fn)(void *ctx, struct net_transport *t);
+
+/* "127.0.0.1:53422" or "[::1]:53422" for a connected socket; "unknown"
+ * when the peer cannot be named. */
+void net_format_peer(int fd, char *out, size_t outlen);
 
 #endif

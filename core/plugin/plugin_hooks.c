@@ -1,4 +1,5 @@
 /* Calls into the capability tables on the request path. */
+#include <stdio.h>
 #include <string.h>
 
 #include "plugin/plugin_internal.h"
@@ -82,6 +83,32 @@ void plugin_host_audit(struct plugin_host *host, const struct cairn_audit_event 
         struct loaded_plugin *p = host->audits[i];
         p->desc->audit->on_event(p->instance, &ev);
     }
+}
+
+int plugin_host_map_tls_principal(struct plugin_host *host, const struct cairn_tls_peer *peer,
+                                  struct cairn_principal_out *out, char *err, size_t errlen)
+{
+    for (size_t i = 0; host && i < host->authenticator_count; i++) {
+        struct loaded_plugin *p = host->authenticators[i];
+        if (!p->desc->authentication->map_tls_principal)
+            continue;
+        memset(out, 0, sizeof *out);
+        out->struct_size = sizeof *out;
+        err[0] = '\0';
+        int rc = p->desc->authentication->map_tls_principal(p->instance, peer, out, err, errlen);
+        if (rc == CAIRN_NOT_FOUND)
+            continue;
+        if (rc != CAIRN_OK || !out->name[0] || !memchr(out->name, '\0', sizeof out->name) ||
+            !memchr(out->type, '\0', sizeof out->type)) {
+            if (!err[0] || rc == CAIRN_OK)
+                snprintf(err, errlen, "plugin %s gave no usable principal", p->name);
+            return CAIRN_ERROR;
+        }
+        if (!out->type[0])
+            snprintf(out->type, sizeof out->type, "User");
+        return CAIRN_OK;
+    }
+    return CAIRN_NOT_FOUND;
 }
 
 void plugin_host_audit_authentication(struct plugin_host *host, const struct cairn_request_info *request,

@@ -79,6 +79,13 @@ int32_t plugin_host_quota_record(struct plugin_host *host, const struct cairn_re
 /* Hands an event to every audit plugin. timestamp_ms 0 is filled in. */
 void plugin_host_audit(struct plugin_host *host, const struct cairn_audit_event *event);
 
+/* Maps a verified TLS client certificate to a principal: the first
+ * authentication plugin whose map_tls_principal answers CAIRN_OK wins.
+ * CAIRN_NOT_FOUND when none maps it (the caller keeps Kafka's default),
+ * CAIRN_ERROR when one refuses it (err says why). */
+int plugin_host_map_tls_principal(struct plugin_host *host, const struct cairn_tls_peer *peer,
+                                  struct cairn_principal_out *out, char *err, size_t errlen);
+
 /* For the SASL and TLS code: one AUTHENTICATION event. */
 void plugin_host_audit_authentication(struct plugin_host *host, const struct cairn_request_info *request,
                                       const char *mechanism, bool success, const char *error_message);

@@ -24,6 +24,7 @@
 #include "replica/replica_manager.h"
 #include "server/acl_feed.h"
 #include "server/quorum.h"
+#include "server/broker_tls.h"
 #include "txn/txn_coordinator.h"
 #include "txn/txn_log.h"
 #include "util/clock.h"
@@ -43,6 +44,7 @@ struct broker {
     struct group_coordinator *groups;
     struct group_log *group_log;
     struct net_server *net;
+    struct broker_tls tls; /* contexts of the SSL listeners; freed after net */
     struct plugin_host *plugins;
     struct metrics_http *metrics_http;
     struct txn_log *txn_log;
@@ -237,6 +239,9 @@ static int start_network(struct broker *b, char *err, size_t errlen)
             return -1;
         }
         net.listeners[i].security_protocol = (int16_t)id;
+        b->tls.plugins = b->plugins;
+        if (broker_tls_setup(&b->tls, b->config, i, &net.listeners[i], err, errlen) != 0)
+            return -1;
     }
     net.listener_count = n;
     net.num_network_threads = config_get_int(b->config, "num.network.threads");
@@ -428,6 +433,7 @@ void broker_stop(struct broker *b)
         purgatory_destroy(b->fetch_purgatory);
     if (b->net)
         net_server_free(b->net);
+    broker_tls_free(&b->tls);
     /* Every request has completed: no table call can still be running. */
     metrics_http_stop(b->metrics_http);
     acl_feed_stop(b->acl_feed);
@@ -448,4 +454,9 @@ void broker_stop(struct broker *b)
     fetch_session_cache_destroy(b->fetch_sessions);
     config_free(b->config);
     free(b);
+}
+
+int broker_reload_tls(struct broker *b)
+{
+    return broker_tls_reload(&b->tls);
 }

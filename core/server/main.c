@@ -48,6 +48,7 @@ int main(int argc, char **argv)
     sigemptyset(&signals);
     sigaddset(&signals, SIGTERM);
     sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -63,7 +64,11 @@ int main(int argc, char **argv)
         return 1;
     }
     int sig = 0;
-    sigwait(&signals, &sig);
+    /* SIGHUP re-reads TLS certificates and keys; the config file is not re-read. */
+    while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
+        logger_info("server", "received SIGHUP: reloading TLS certificates and keys");
+        broker_reload_tls(broker);
+    }
     logger_info("server", "received %s: shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
     if (controller)
         controller_process_stop(controller);

@@ -225,19 +225,21 @@ static pid_t harness_spawn(struct test_broker *b)
         argv[argc++] = "--override";
         argv[argc++] = fixed[i];
     }
-    /* "%PORT%" in an override stands for the harness's PLAINTEXT port (a
-     * test adding listeners keeps that one). */
-    char substituted[BROKER_MAX_OVERRIDES][512];
+    /* "{port}" (or "%PORT%") in an override is the broker's PLAINTEXT port,
+     * so a test can add listeners next to it. */
+    char expanded[BROKER_MAX_OVERRIDES][1024];
     for (int i = 0; i < b->override_count; i++) {
+        const char *at = strstr(b->overrides[i], "{port}");
         argv[argc++] = "--override";
-        const char *at = strstr(b->overrides[i], "%PORT%");
-        if (at) {
-            snprintf(substituted[i], sizeof substituted[i], "%.*s%d%s", (int)(at - b->overrides[i]), b->overrides[i],
-                     b->port, at + 6);
-            argv[argc++] = substituted[i];
-        } else {
+        if (!at)
+            at = strstr(b->overrides[i], "%PORT%");
+        if (!at) {
             argv[argc++] = b->overrides[i];
+            continue;
         }
+        snprintf(expanded[i], sizeof expanded[i], "%.*s%d%s", (int)(at - b->overrides[i]), b->overrides[i], b->port,
+                 at + 6);
+        argv[argc++] = expanded[i];
     }
     argv[argc] = NULL;
 

@@ -1,7 +1,6 @@
-/* Listener security protocols at start-up: until TLS exists, cairnd must
- * refuse a listener mapped to SSL or SASL_SSL (serving
- * it as plaintext would be a silent security hole), with one line naming
- * the listener and its protocol, and must never open that listener. */
+/* Listener security protocols at start-up: an SSL or SASL_SSL listener
+ * without a keystore, or a listener the map does not name, is refused with
+ * one line naming the listener and the cause, and never opened. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -66,21 +65,17 @@ static void expect_refused(const char *listener_name, const char *extra, const c
     assert_true(fd < 0);
 }
 
-static void test_ssl_listener_is_refused(void **state)
+static void test_ssl_listener_without_keystore_is_refused(void **state)
 {
     (void)state;
-    expect_refused("SSL", NULL,
-                   "listener SSL has security protocol SSL, which is not supported yet (only PLAINTEXT and "
-                   "SASL_PLAINTEXT)");
+    expect_refused("SSL", NULL, "listener SSL: an SSL listener needs ssl.keystore.location");
 }
 
-static void test_listener_mapped_to_sasl_is_refused(void **state)
+static void test_sasl_ssl_listener_without_keystore_is_refused(void **state)
 {
     (void)state;
     expect_refused("CLIENT", "listener.security.protocol.map=CLIENT:SASL_SSL",
-                   "listener CLIENT has security protocol SASL_SSL, which is not supported yet");
-    expect_refused("PLAINTEXT", "listener.security.protocol.map=PLAINTEXT:SASL_SSL",
-                   "listener PLAINTEXT has security protocol SASL_SSL, which is not supported yet");
+                   "listener CLIENT: an SSL listener needs ssl.keystore.location");
 }
 
 static void test_listener_missing_from_map_is_refused(void **state)
@@ -92,8 +87,8 @@ static void test_listener_missing_from_map_is_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ssl_listener_is_refused),
-        cmocka_unit_test(test_listener_mapped_to_sasl_is_refused),
+        cmocka_unit_test(test_ssl_listener_without_keystore_is_refused),
+        cmocka_unit_test(test_sasl_ssl_listener_without_keystore_is_refused),
         cmocka_unit_test(test_listener_missing_from_map_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -162,7 +162,8 @@ static void test_listener_errors(void **state)
 }
 
 /* Each listener resolves through listener.security.protocol.map; only
- * PLAINTEXT and SASL_PLAINTEXT ones can be served until TLS exists. */
+ * protocol is served (SSL and SASL_SSL listeners check their keystore
+ * when they start). */
 static void test_listener_security_protocols(void **state)
 {
     (void)state;
@@ -176,15 +177,11 @@ static void test_listener_security_protocols(void **state)
     config_free(cfg);
 
     /* Kafka's default map names the four protocols after themselves, so a
-     * listener called SSL is an SSL listener, and refused. */
-    assert_string_equal(build_error("listeners", "SSL://:9093"),
-                        "invalid value 'SSL://:9093' for 'listeners': listener SSL has security protocol SSL, "
-                        "which is not supported yet (only PLAINTEXT and SASL_PLAINTEXT)");
-    const char *sasl_keys[] = {"listeners"};
-    const char *sasl_values[] = {"PLAINTEXT://:9092,SASL_PLAINTEXT://:9094"};
-    config_free(build_ok(sasl_keys, sasl_values, 1));
-    assert_non_null(strstr(build_error("listener.security.protocol.map", "PLAINTEXT:SASL_SSL"),
-                           "listener PLAINTEXT has security protocol SASL_SSL, which is not supported"));
+     * listener called SSL is an SSL listener; every protocol is served (a
+     * keystore is checked when the listener starts). */
+    const char *ssl_keys[] = {"listeners"};
+    const char *ssl_values[] = {"PLAINTEXT://:9092,SSL://:9093,SASL_PLAINTEXT://:9094,SASL_SSL://:9095"};
+    config_free(build_ok(ssl_keys, ssl_values, 1));
     /* The map must name the default PLAINTEXT listener too. */
     assert_non_null(strstr(build_error("listener.security.protocol.map", "CLIENT:PLAINTEXT"),
                            "listener name PLAINTEXT has no entry in listener.security.protocol.map"));
@@ -196,8 +193,10 @@ static void test_listener_security_protocols(void **state)
     assert_int_equal(config_security_protocol_id("TLS"), -1);
     assert_int_equal(config_security_protocol_id(NULL), -1);
     assert_true(config_security_protocol_served(0));
-    assert_false(config_security_protocol_served(1));
+    assert_true(config_security_protocol_served(1));
     assert_true(config_security_protocol_served(2));
+    assert_true(config_security_protocol_served(3));
+    assert_false(config_security_protocol_served(4));
     assert_false(config_security_protocol_served(3));
 }
 

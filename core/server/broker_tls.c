@@ -1,0 +1,93 @@
+/* TLS listeners of the broker; see broker_tls.h. */
+#include "server/broker_tls.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/plugin_host.h"
+#include "tls/tls.h"
+#include "util/logger.h"
+
+/* host:port of "1.2.3.4:5" or "[::1]:5" into its parts. */
+static void split_peer(const char *peer, char *host, size_t hostlen, uint16_t *port)
+{
+    const char *colon = strrchr(peer, ':');
+    size_t len = colon ? (size_t)(colon - peer) : strlen(peer);
+    if (len >= 2 && peer[0] == '[' && peer[len - 1] == ']') {
+        peer++;
+        len -= 2;
+    }
+    snprintf(host, hostlen, "%.*s", (int)len, peer);
+    *port = colon ? (uint16_t)atoi(colon + 1) : 0;
+}
+
+/* Runs on a network loop thread once a client certificate is verified. */
+static int map_principal(void *ctx, const char *listener_name, const char *peer_addr, const struct cairn_tls_peer *peer,
+                         char *type, size_t type_len, char *name, size_t name_len, char *err, size_t errlen)
+{
+    struct broker_tls *bt = ctx;
+    struct cairn_principal_out out;
+    int rc = plugin_host_map_tls_principal(bt->plugins, peer, &out, err, errlen);
+    if (rc == CAIRN_OK) {
+        snprintf(type, type_len, "%s", out.type);
+        snprintf(name, name_len, "%s", out.name);
+    } else {
+        snprintf(type, type_len, "User");
+        snprintf(name, name_len, "%s", peer->subject_dn);
+    }
+    char host[64];
+    struct cairn_principal principal = {sizeof principal, type, name};
+    struct cairn_request_info info = {.struct_size = sizeof info,
+                                      .principal = &principal,
+                                      .client_host = host,
+                                      .client_id = "",
+                                      .listener_name = listener_name,
+                                      .security_protocol = "SSL",
+                                      .api_key = -1,
+                                      .api_version = -1};
+    split_peer(peer_addr, host, sizeof host, &info.client_port);
+    plugin_host_audit_authentication(bt->plugins, &info, "SSL", rc != CAIRN_ERROR, rc == CAIRN_ERROR ? err : NULL);
+    return rc == CAIRN_ERROR ? -1 : 0;
+}
+
+int broker_tls_setup(struct broker_tls *bt, const struct broker_config *cfg, int index, struct net_listener_config *lc,
+                     char *err, size_t errlen)
+{
+    /* SASL_SSL is SASL over this same transport, once SASL is served. */
+    if (lc->security_protocol != NET_SECURITY_SSL && lc->security_protocol != NET_SECURITY_SASL_SSL)
+        return 0;
+    struct tls_settings settings;
+    if (tls_settings_from_config(cfg, lc->name, &settings) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = tls_listener_create(lc->name, &settings, map_principal, bt, &bt->listeners[index], err, errlen);
+    tls_settings_clear(&settings);
+    if (rc != 0)
+        return -1;
+    lc->transport_init = tls_listener_transport_init;
+    lc->transport_ctx = bt->listeners[index];
+    return 0;
+}
+
+int broker_tls_reload(struct broker_tls *bt)
+{
+    int failures = 0;
+    for (int i = 0; i < NET_MAX_LISTENERS; i++) {
+        char err[1024];
+        if (bt->listeners[i] && tls_listener_reload(bt->listeners[i], err, sizeof err) != 0) {
+            logger_error("server", "TLS reload failed, keeping the previous certificates: %s", err);
+            failures++;
+        }
+    }
+    return failures;
+}
+
+void broker_tls_free(struct broker_tls *bt)
+{
+    for (int i = 0; i < NET_MAX_LISTENERS; i++) {
+        tls_listener_free(bt->listeners[i]);
+        bt->listeners[i] = NULL;
+    }
+}

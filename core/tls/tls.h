@@ -1,0 +1,83 @@
+/* TLS for listeners: an OpenSSL context per listener, built from Kafka's
+ * ssl.* keys (PEM only, KIP-651), and the transport that runs each of the
+ * listener's connections over it (see net/transport.h).
+ *
+ * Threads: tls_listener_create/reload/free run on the main thread;
+ * tls_listener_transport_init runs on network loop threads, concurrently
+ * with a reload (the context pointer is swapped under a mutex, and every
+ * connection holds its own reference to the context it started with). */
+#ifndef CAIRN_TLS_TLS_H
+#define CAIRN_TLS_TLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/transport.h"
+
+struct broker_config;
+struct cairn_tls_peer;
+
+/* The ssl.* keys one listener uses, in Kafka's names. */
+enum tls_key {
+    TLS_KEYSTORE_TYPE,
+    TLS_KEYSTORE_LOCATION,
+    TLS_KEYSTORE_CERTIFICATE_CHAIN,
+    TLS_KEYSTORE_KEY,
+    TLS_KEY_PASSWORD,
+    TLS_TRUSTSTORE_TYPE,
+    TLS_TRUSTSTORE_LOCATION,
+    TLS_TRUSTSTORE_CERTIFICATES,
+    TLS_CLIENT_AUTH,
+    TLS_ENABLED_PROTOCOLS,
+    TLS_CIPHER_SUITES,
+    TLS_KEY_COUNT
+};
+
+/* "ssl.keystore.type", ... */
+const char *tls_key_name(enum tls_key key);
+
+/* One listener's effective values: listener.name.<name>.ssl.* where set,
+ * else the broker-wide ssl.* key. Each value and the full key it came from
+ * (for error messages) is a private copy; NULL value = not set. */
+struct tls_settings {
+    char *value[TLS_KEY_COUNT];
+    char *source[TLS_KEY_COUNT];
+    int64_t handshake_timeout_ms;
+};
+
+/* Fills s for listener_name from cfg. 0, or -1 (out of memory). */
+int tls_settings_from_config(const struct broker_config *cfg, const char *listener_name, struct tls_settings *s);
+/* Sets one value (tests and callers without a broker_config). */
+int tls_settings_set(struct tls_settings *s, enum tls_key key, const char *value);
+void tls_settings_clear(struct tls_settings *s);
+
+/* Maps a verified client certificate to a principal. Returns 0 with type
+ * and name filled, 1 to keep the default (User:<subject DN>), -1 to refuse
+ * the connection (err says why). Runs on a network loop thread. */
+typedef int (*tls_principal_fn)(void *ctx, const char *listener_name, const char *peer_addr,
+                                const struct cairn_tls_peer *peer, char *type, size_t type_len, char *name,
+                                size_t name_len, char *err, size_t errlen);
+
+struct tls_listener;
+
+/* Builds the listener's context from s (copied). On a bad file, key or
+ * value returns -1 with err naming the key and OpenSSL's reason.
+ * map_principal may be NULL (the default principal). */
+int tls_listener_create(const char *listener_name, const struct tls_settings *s, tls_principal_fn map_principal,
+                        void *map_ctx, struct tls_listener **out, char *err, size_t errlen);
+
+/* Rebuilds the context from the same settings, re-reading every file. New
+ * connections use the new one; existing ones keep theirs. On failure the
+ * old context stays and err says why. */
+int tls_listener_reload(struct tls_listener *l, char *err, size_t errlen);
+
+/* After the network server stopped (no transport_init can run). */
+void tls_listener_free(struct tls_listener *l);
+
+/* A net_transport_init_fn; ctx is the struct tls_listener. */
+int tls_listener_transport_init(void *ctx, struct net_transport *t);
+
+/* The transport's ops, for tests and log lines. */
+extern const struct net_transport_ops tls_transport_ops;
+
+#endif

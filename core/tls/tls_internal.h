@@ -1,0 +1,38 @@
+/* Private parts of the TLS module shared by its files. */
+#ifndef CAIRN_TLS_INTERNAL_H
+#define CAIRN_TLS_INTERNAL_H
+
+#include <openssl/ssl.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "tls/tls.h"
+
+#define TLS_LOG "tls"
+#define TLS_DEFAULT_HANDSHAKE_TIMEOUT_MS 10000
+
+/* Created and freed on the main thread; ctx is swapped by reload under
+ * mutex while loop threads take references to it. */
+struct tls_listener {
+    char name[32];
+    struct tls_settings settings;
+    tls_principal_fn map_principal;
+    void *map_ctx;
+    pthread_mutex_t mutex;
+    SSL_CTX *ctx;
+};
+
+/* Builds a server context from s; -1 with err naming the key and OpenSSL's
+ * reason. */
+SSL_CTX *tls_context_build(const struct tls_settings *s, char *err, size_t errlen);
+
+/* OpenSSL's reasons for the last failure on this thread, joined, and the
+ * queue emptied. */
+void tls_error_string(char *out, size_t outlen);
+
+/* The principal of a verified client certificate: the listener's mapping,
+ * or User:<subject DN>. 0, or -1 (refused; err says why). */
+int tls_peer_principal(const struct tls_listener *l, const char *peer_addr, SSL *ssl, char *type, size_t type_len,
+                       char *name, size_t name_len, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,254 @@
+/* The TLS transport: OpenSSL on the connection's nonblocking socket. The
+ * handshake runs inside recv, driven by the loop's readiness (WANT_WRITE
+ * asks the connection to poll for writability), bounded by a deadline the
+ * loop enforces. File regions go out with SSL_sendfile when the kernel took
+ * the keys (kTLS), else with pread + SSL_write.
+ *
+ * Threads: a tls_conn belongs to its connection's loop thread. */
+#include <errno.h>
+#include <inttypes.h>
+#include <openssl/err.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tls/tls_internal.h"
+#include "util/clock.h"
+#include "util/logger.h"
+
+/* One TLS record's worth: the fallback path reads this much of a file per
+ * SSL_write. */
+#define TLS_FILE_CHUNK (16 * 1024)
+
+struct tls_conn {
+    SSL *ssl;
+    const struct tls_listener *listener; /* outlives the network server */
+    int64_t deadline_ms;                 /* handshake deadline; 0 once done */
+    bool handshake_done;
+    bool failed; /* a fatal error: no close_notify */
+    bool want_write;
+    bool ktls_send;
+    int principal_state; /* 0 none, 1 ready to report, 2 reported */
+    char principal_type[64];
+    char principal_name[512];
+    char peer[64];
+};
+
+/* Turns an SSL_get_error result into the syscall convention. Logs a
+ * protocol failure once, with OpenSSL's reason. */
+static ssize_t tls_result(struct tls_conn *tc, int ret, const char *what)
+{
+    int e = SSL_get_error(tc->ssl, ret);
+    switch (e) {
+    case SSL_ERROR_WANT_READ:
+        errno = EAGAIN;
+        return -1;
+    case SSL_ERROR_WANT_WRITE:
+        tc->want_write = true;
+        errno = EAGAIN;
+        return -1;
+    case SSL_ERROR_ZERO_RETURN:
+        return 0; /* close_notify */
+    case SSL_ERROR_SYSCALL:
+        tc->failed = true;
+        if (ERR_peek_error() == 0 && (errno == 0 || errno == ECONNRESET || errno == EPIPE)) {
+            ERR_clear_error();
+            if (!tc->handshake_done)
+                logger_info(TLS_LOG, "TLS handshake with %s on %s: the peer went away", tc->peer, tc->listener->name);
+            return 0; /* EOF without close_notify: treated as a close */
+        }
+        break;
+    default:
+        tc->failed = true;
+        break;
+    }
+    char why[512];
+    long verify = SSL_get_verify_result(tc->ssl);
+    tls_error_string(why, sizeof why);
+    if (verify != X509_V_OK)
+        logger_info(TLS_LOG, "%s with %s on %s failed: client certificate refused: %s (%s)", what, tc->peer,
+                    tc->listener->name, X509_verify_cert_error_string(verify), why);
+    else
+        logger_info(TLS_LOG, "%s with %s on %s failed: %s", what, tc->peer, tc->listener->name, why);
+    errno = ECONNRESET;
+    return -1;
+}
+
+static int tls_finish_handshake(struct tls_conn *tc)
+{
+    tc->handshake_done = true;
+    tc->deadline_ms = 0;
+    tc->ktls_send = BIO_get_ktls_send(SSL_get_wbio(tc->ssl)) == 1;
+    X509 *cert = SSL_get0_peer_certificate(tc->ssl);
+    logger_debug(TLS_LOG, "TLS with %s on %s: %s, %s, client certificate %s, kTLS send %s", tc->peer,
+                 tc->listener->name, SSL_get_version(tc->ssl), SSL_get_cipher_name(tc->ssl), cert ? "verified" : "none",
+                 tc->ktls_send ? "on" : "off");
+    if (!cert || SSL_get_verify_result(tc->ssl) != X509_V_OK)
+        return 0;
+    char err[256] = "";
+    if (tls_peer_principal(tc->listener, tc->peer, tc->ssl, tc->principal_type, sizeof tc->principal_type,
+                           tc->principal_name, sizeof tc->principal_name, err, sizeof err) != 0) {
+        logger_info(TLS_LOG, "TLS client %s on %s refused: %s", tc->peer, tc->listener->name, err);
+        tc->failed = true;
+        return -1;
+    }
+    tc->principal_state = 1;
+    return 0;
+}
+
+static ssize_t tls_recv(struct net_transport *t, void *buf, size_t len)
+{
+    struct tls_conn *tc = t->state;
+    tc->want_write = false;
+    ERR_clear_error();
+    if (!tc->handshake_done) {
+        int rc = SSL_do_handshake(tc->ssl);
+        if (rc != 1)
+            return tls_result(tc, rc, "TLS handshake");
+        if (tls_finish_handshake(tc) != 0) {
+            errno = ECONNRESET;
+            return -1;
+        }
+    }
+    int n = SSL_read(tc->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
+    return n > 0 ? n : tls_result(tc, n, "TLS read");
+}
+
+static ssize_t tls_write(struct tls_conn *tc, const void *buf, size_t len)
+{
+    if (!tc->handshake_done) {
+        errno = EAGAIN; /* nothing is written before the handshake finished */
+        return -1;
+    }
+    ERR_clear_error();
+    int n = SSL_write(tc->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
+    return n > 0 ? n : tls_result(tc, n, "TLS write");
+}
+
+static ssize_t tls_send(struct net_transport *t, const struct iovec *iov, int iovcnt, int flags)
+{
+    (void)flags;
+    struct tls_conn *tc = t->state;
+    ssize_t total = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len == 0)
+            continue;
+        ssize_t n = tls_write(tc, iov[i].iov_base, iov[i].iov_len);
+        if (n < 0)
+            return total > 0 && errno == EAGAIN ? total : -1;
+        total += n;
+        if ((size_t)n < iov[i].iov_len)
+            break;
+    }
+    return total;
+}
+
+static ssize_t tls_send_file(struct net_transport *t, int file_fd, int64_t pos, size_t len)
+{
+    struct tls_conn *tc = t->state;
+    if (tc->ktls_send) {
+        ERR_clear_error();
+        ossl_ssize_t n = SSL_sendfile(tc->ssl, file_fd, (off_t)pos, len, 0);
+        return n >= 0 ? (ssize_t)n : tls_result(tc, (int)n, "TLS sendfile");
+    }
+    /* A retry after WANT_WRITE asks for the same position again, so the
+     * bytes handed to SSL_write are the same ones, as OpenSSL requires. */
+    static _Thread_local unsigned char chunk[TLS_FILE_CHUNK];
+    size_t want = len < sizeof chunk ? len : sizeof chunk;
+    ssize_t got;
+    do
+        got = pread(file_fd, chunk, want, (off_t)pos);
+    while (got < 0 && errno == EINTR);
+    if (got <= 0)
+        return got;
+    return tls_write(tc, chunk, (size_t)got);
+}
+
+static size_t tls_pending(struct net_transport *t)
+{
+    struct tls_conn *tc = t->state;
+    int n = SSL_pending(tc->ssl);
+    if (n > 0)
+        return (size_t)n;
+    return SSL_has_pending(tc->ssl) ? 1 : 0;
+}
+
+static void tls_close(struct net_transport *t)
+{
+    struct tls_conn *tc = t->state;
+    if (!tc)
+        return;
+    if (tc->handshake_done && !tc->failed) {
+        /* Best effort and nonblocking: the socket closes right after. */
+        ERR_clear_error();
+        SSL_shutdown(tc->ssl);
+    }
+    ERR_clear_error();
+    SSL_free(tc->ssl);
+    free(tc);
+    t->state = NULL;
+}
+
+static bool tls_wants_write(struct net_transport *t)
+{
+    struct tls_conn *tc = t->state;
+    return tc->want_write;
+}
+
+static int64_t tls_deadline(struct net_transport *t)
+{
+    struct tls_conn *tc = t->state;
+    return tc->deadline_ms;
+}
+
+static int tls_peer_principal_op(struct net_transport *t, char *type, size_t type_len, char *name, size_t name_len)
+{
+    struct tls_conn *tc = t->state;
+    if (tc->principal_state != 1)
+        return 0;
+    tc->principal_state = 2;
+    snprintf(type, type_len, "%s", tc->principal_type);
+    snprintf(name, name_len, "%s", tc->principal_name);
+    return 1;
+}
+
+const struct net_transport_ops tls_transport_ops = {
+    .name = "TLS",
+    .recv = tls_recv,
+    .send = tls_send,
+    .send_file = tls_send_file,
+    .pending = tls_pending,
+    .close = tls_close,
+    .wants_write = tls_wants_write,
+    .deadline_ms = tls_deadline,
+    .peer_principal = tls_peer_principal_op,
+};
+
+int tls_listener_transport_init(void *ctx, struct net_transport *t)
+{
+    struct tls_listener *l = ctx;
+    struct tls_conn *tc = calloc(1, sizeof *tc);
+    if (!tc)
+        return -1;
+    pthread_mutex_lock(&l->mutex);
+    tc->ssl = SSL_new(l->ctx); /* holds its own reference to the context */
+    pthread_mutex_unlock(&l->mutex);
+    if (!tc->ssl || SSL_set_fd(tc->ssl, t->fd) != 1) {
+        char why[256];
+        tls_error_string(why, sizeof why);
+        logger_warn(TLS_LOG, "listener %s: cannot start TLS on a connection: %s", l->name, why);
+        SSL_free(tc->ssl);
+        free(tc);
+        return -1;
+    }
+    SSL_set_accept_state(tc->ssl);
+    tc->listener = l;
+    int64_t timeout = l->settings.handshake_timeout_ms;
+    tc->deadline_ms = clock_mono_ms() + (timeout > 0 ? timeout : TLS_DEFAULT_HANDSHAKE_TIMEOUT_MS);
+    net_format_peer(t->fd, tc->peer, sizeof tc->peer);
+    t->ops = &tls_transport_ops;
+    t->state = tc;
+    return 0;
+}
