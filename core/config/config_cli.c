@@ -239,7 +239,7 @@ void config_print_docs(FILE *out)
                  "- Every data directory holds a `meta.properties` (`version=1`, `node.id`,\n"
                  "  `cluster.id`, `directory.id`), written on first start and checked on\n"
                  "  every later one.\n"
-                 "- SASL listeners (`SASL_PLAINTEXT`) offer `sasl.enabled.mechanisms`, or\n"
+                 "- SASL listeners (`SASL_PLAINTEXT`, and `SASL_SSL` over TLS) offer `sasl.enabled.mechanisms`, or\n"
                  "  `listener.name.<listener>.sasl.enabled.mechanisms` for one listener (the\n"
                  "  listener name in any case), limited to what is served: SCRAM-SHA-256 and\n"
                  "  SCRAM-SHA-512 by the core (credentials through AlterUserScramCredentials),\n"

@@ -42,6 +42,7 @@ struct sasl_it {
     int sasl_port;
     char sasl_bootstrap[64];
     char audit_path[600];
+    const char *ca_location; /* set: the SASL listener is SASL_SSL */
 };
 
 static const EVP_MD *md_of(int mech)
@@ -183,7 +184,7 @@ static rd_kafka_t *scram_producer(struct sasl_it *t, const char *mech, const cha
     const char *kv[] = {"bootstrap.servers",
                         t->sasl_bootstrap,
                         "security.protocol",
-                        "SASL_PLAINTEXT",
+                        t->ca_location ? "SASL_SSL" : "SASL_PLAINTEXT",
                         "sasl.mechanisms",
                         mech,
                         "sasl.username",
@@ -192,6 +193,8 @@ static rd_kafka_t *scram_producer(struct sasl_it *t, const char *mech, const cha
                         password,
                         "linger.ms",
                         "5",
+                        t->ca_location ? "ssl.ca.location" : NULL,
+                        t->ca_location,
                         NULL};
     for (int i = 0; kv[i]; i += 2)
         if (rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof errstr) != RD_KAFKA_CONF_OK)
@@ -224,13 +227,15 @@ static void produce_and_consume(struct sasl_it *t, const char *mech, const char 
     rd_kafka_destroy(rk);
 
     const char *conf[] = {"security.protocol",
-                          "SASL_PLAINTEXT",
+                          t->ca_location ? "SASL_SSL" : "SASL_PLAINTEXT",
                           "sasl.mechanisms",
                           mech,
                           "sasl.username",
                           user,
                           "sasl.password",
                           password,
+                          t->ca_location ? "ssl.ca.location" : NULL,
+                          t->ca_location,
                           NULL};
     rd_kafka_t *consumer = rk_consumer_new(t->sasl_bootstrap, conf);
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(consumer, topic, NULL);
@@ -329,7 +334,7 @@ static void expect_audited(struct sasl_it *t, const char *principal, bool succes
 static void test_scram_with_librdkafka(void **state)
 {
     (void)state;
-    struct sasl_it t;
+    struct sasl_it t = {0};
     start_broker(&t, "0");
     create_user(&t, "alice", SHA256, "alice-secret");
     create_user(&t, "bob", SHA512, "bob-secret");
@@ -546,7 +551,7 @@ static int metadata_request(struct conn *c)
 static void test_wire_gate_and_mechanisms(void **state)
 {
     (void)state;
-    struct sasl_it t;
+    struct sasl_it t = {0};
     start_broker(&t, "0");
     create_user(&t, "carol", SHA256, "carol-secret");
 
@@ -630,7 +635,7 @@ static void test_wire_gate_and_mechanisms(void **state)
 static void test_reauthentication(void **state)
 {
     (void)state;
-    struct sasl_it t;
+    struct sasl_it t = {0};
     start_broker(&t, "1500");
     create_user(&t, "dave", SHA512, "dave-secret");
     create_user(&t, "erin", SHA512, "erin-secret");
@@ -713,7 +718,7 @@ static int16_t describe_user(struct sasl_it *t, const char *user, int *mech, int
 static void test_credential_admin(void **state)
 {
     (void)state;
-    struct sasl_it t;
+    struct sasl_it t = {0};
     start_broker(&t, "0");
     create_user(&t, "frank", SHA256, "frank-secret");
     int mech = 0, iterations = 0;
@@ -773,7 +778,7 @@ static void test_plain_through_cyrus(void **state)
     snprintf(db_key, sizeof db_key, "plugin.auth-sasl.sasldb_path=%s", db);
     const char *extra[] = {"plugins=audit,auth-sasl", db_key, "plugin.auth-sasl.realm=cairn",
                            "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256", NULL};
-    struct sasl_it t;
+    struct sasl_it t = {0};
     start_broker_with(&t, "0", extra);
     rk_create_topic(broker_bootstrap(&t.broker), "plain-topic", 1, NULL);
     produce_and_consume(&t, "PLAIN", "gina", "gina-secret", "plain-topic");
@@ -800,11 +805,44 @@ static void test_plain_through_cyrus(void **state)
     unlink(db);
 }
 
+/* SASL_SSL: SCRAM over the TLS transport, with the certificates the TLS
+ * tests make; a wrong password is refused there too. */
+static void test_scram_over_sasl_ssl(void **state)
+{
+    (void)state;
+    char dir[256], cmd[700], keystore[300], ca[300], listeners[200];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/cairn-sasl-ssl-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "sh '%s/tests/integration/tls/make_certs.sh' '%s'", CAIRN_SOURCE_DIR, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(keystore, sizeof keystore, "ssl.keystore.location=%s/server.pem", dir);
+    snprintf(ca, sizeof ca, "%s/ca.pem", dir);
+
+    struct sasl_it t = {.ca_location = ca};
+    int port = harness_free_port();
+    assert_true(port > 0);
+    snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:%%PORT%%,SASL_SSL://127.0.0.1:%d", port);
+    const char *extra[] = {listeners, keystore, NULL};
+    start_broker_with(&t, "0", extra);
+    /* The listener override replaced the SASL_PLAINTEXT port start_broker_with chose. */
+    t.sasl_port = port;
+    snprintf(t.sasl_bootstrap, sizeof t.sasl_bootstrap, "127.0.0.1:%d", port);
+    create_user(&t, "carol", SHA512, "carol-secret");
+    rk_create_topic(broker_bootstrap(&t.broker), "sasl-ssl-topic", 1, NULL);
+    produce_and_consume(&t, "SCRAM-SHA-512", "carol", "carol-secret", "sasl-ssl-topic");
+    expect_auth_failure(&t, "SCRAM-SHA-512", "carol", "not-her-password");
+    stop_broker(&t);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wire_gate_and_mechanisms), cmocka_unit_test(test_reauthentication),
         cmocka_unit_test(test_credential_admin),         cmocka_unit_test(test_scram_with_librdkafka),
+        cmocka_unit_test(test_scram_over_sasl_ssl),
         cmocka_unit_test(test_plain_through_cyrus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

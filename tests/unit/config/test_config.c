@@ -197,7 +197,6 @@ static void test_listener_security_protocols(void **state)
     assert_true(config_security_protocol_served(2));
     assert_true(config_security_protocol_served(3));
     assert_false(config_security_protocol_served(4));
-    assert_false(config_security_protocol_served(3));
 }
 
 static void test_parse_listeners(void **state)

@@ -119,6 +119,19 @@ static const struct implemented_key implemented[] = {
     {"controller.quorum.request.timeout.ms", "tests/unit/raft/test_raft_shell.c (default)"},
     {"controller.quorum.retry.backoff.ms", "tests/unit/raft/test_raft_shell.c (default)"},
     {"metadata.log.dir", "tests/integration/test_metadata_snapshot.c"},
+    {"ssl.keystore.type", "tests/unit/tls/test_tls.c"},
+    {"ssl.keystore.location", "tests/integration/test_tls.c"},
+    {"ssl.keystore.certificate.chain", "tests/integration/test_tls.c"},
+    {"ssl.keystore.key", "tests/integration/test_tls.c"},
+    {"ssl.key.password", "tests/integration/test_tls.c"},
+    {"ssl.truststore.type", "tests/unit/tls/test_tls.c"},
+    {"ssl.truststore.location", "tests/integration/test_tls.c"},
+    /* Read through the same PEM source as ssl.truststore.location. */
+    {"ssl.truststore.certificates", "tests/unit/tls/test_tls.c (location form)"},
+    {"ssl.client.auth", "tests/integration/test_tls.c"},
+    {"ssl.enabled.protocols", "tests/unit/tls/test_tls.c"},
+    {"ssl.cipher.suites", "tests/unit/tls/test_tls.c"},
+    {"ssl.handshake.timeout.ms", "tests/integration/test_tls.c"},
     {"sasl.enabled.mechanisms", "tests/integration/test_sasl.c"},
     {"connections.max.reauth.ms", "tests/integration/test_sasl.c"},
 };
@@ -126,12 +139,8 @@ static const struct implemented_key implemented[] = {
 /* Implemented right now on other branches (listener security, SASL, the
  * quorum, connection limits): accepted only at their default until then. */
 static const char *const in_progress[] = {
-    "ssl.keystore.location",
     "ssl.keystore.password",
-    "ssl.key.password",
-    "ssl.truststore.location",
     "ssl.truststore.password",
-    "ssl.client.auth",
     "controller.quorum.bootstrap.servers",
     "max.connections",
     "max.connections.per.ip",
