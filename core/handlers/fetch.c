@@ -413,7 +413,11 @@ static int collect_forgotten(struct request_context *ctx, const struct metadata_
         char name[256];
         topic_name_of(ctx, img, ft->topic, &ft->topic_id, name);
         for (int32_t p = 0; p < ft->partitions_count; p++) {
+            /* The session matches partitions by name and id: a forgotten
+             * partition without its id would stay in the session. */
+            memset(&parts[n], 0, sizeof parts[n]);
             memcpy(parts[n].topic, name, sizeof name);
+            parts[n].topic_id = ft->topic_id;
             parts[n].partition = ft->partitions[p];
             n++;
         }
