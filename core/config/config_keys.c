@@ -119,10 +119,14 @@ static const struct config_key_def broker_keys[] = {
      .doc = "Backlog of pending connections on each listening socket."},
     {KEY_LONG("connections.max.idle.ms", "600000", -1, I64), MEDIUM, IN(NETWORK),
      .doc = "Close connections idle this long; -1 disables."},
-    {KEY_INT("max.connections", "2147483647", 0, I32), MEDIUM, IN(NETWORK), .flags = DYN | LATER,
-     .doc = "Connections accepted across all listeners."},
-    {KEY_INT("max.connections.per.ip", "2147483647", 0, I32), MEDIUM, IN(NETWORK), .flags = DYN | LATER,
-     .doc = "Connections accepted from one address."},
+    {KEY_INT("max.connections", "2147483647", 0, I32), MEDIUM, IN(NETWORK), .flags = DYN,
+     .doc = "Connections open at once across all listeners; a new one beyond it is closed at accept (read at "
+            "start)."},
+    {KEY_INT("max.connections.per.ip", "2147483647", 0, I32), MEDIUM, IN(NETWORK), .flags = DYN,
+     .doc = "Connections open at once from one address; a new one beyond it is closed at accept (read at start)."},
+    {KEY_STRING("max.connections.per.ip.overrides", ""), MEDIUM, IN(NETWORK), .flags = DYN,
+     .doc = "Per-address exceptions to max.connections.per.ip, as host:count,... (a host name counts for each "
+            "address it resolves to at start)."},
     {KEY_LIST("sasl.enabled.mechanisms", "GSSAPI"), MEDIUM, IN(NETWORK), .flags = DYN,
      .doc = "SASL mechanisms offered to clients of SASL listeners (SCRAM-SHA-256, SCRAM-SHA-512, and those of "
             "authentication plugins); listener.name.<listener>.sasl.enabled.mechanisms overrides it per listener. "

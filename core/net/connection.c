@@ -16,10 +16,11 @@
 static void conn_on_poll(uv_poll_t *handle, int status, int events);
 static void conn_on_throttle_end(uv_timer_t *timer);
 
-struct net_connection *net_connection_open(struct net_loop *loop, int fd, int listener_index)
+struct net_connection *net_connection_open(struct net_loop *loop, const struct net_accepted *a)
 {
     struct net_server *server = loop->server;
-    const struct net_listener_config *lc = &server->cfg.listeners[listener_index];
+    int fd = a->fd;
+    const struct net_listener_config *lc = &server->cfg.listeners[a->listener_index];
     struct net_connection *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;
@@ -43,6 +44,7 @@ struct net_connection *net_connection_open(struct net_loop *loop, int fd, int li
     c->handles_open = 2;
     c->loop = loop;
     c->fd = fd;
+    c->ip = a->ip;
     c->id = atomic_fetch_add(&server->next_connection_id, 1) + 1;
     c->listener_name = lc->name;
     c->security_protocol = lc->security_protocol;
@@ -122,6 +124,7 @@ void net_connection_close(struct net_connection *c, const char *why)
     c->poll_events = 0;
     struct net_loop *loop = c->loop;
     loop->open_conn_count--;
+    net_conn_limits_release(&loop->server->limits, &c->ip);
     logger_debug(NET_LOG, "connection %" PRIu64 " from %s closed: %s", c->id, c->peer, why);
 
     if (c->waiting_dispatch) {

@@ -142,7 +142,10 @@ static void accept_on_readable(uv_poll_t *handle, int status, int events)
         return;
     }
     for (;;) {
-        int fd = accept4(server->listeners[index].fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct sockaddr_storage ss;
+        socklen_t sslen = sizeof(ss);
+        memset(&ss, 0, sizeof(ss));
+        int fd = accept4(server->listeners[index].fd, (struct sockaddr *)&ss, &sslen, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
@@ -154,10 +157,19 @@ static void accept_on_readable(uv_poll_t *handle, int status, int events)
             }
             return;
         }
+        struct net_accepted a = {.fd = fd, .listener_index = index};
+        net_ip_from_sockaddr(&ss, &a.ip);
+        int limit = 0;
+        const char *refused = net_conn_limits_admit(&server->limits, &a.ip, &limit);
+        if (refused) {
+            net_conn_limits_log_refusal(&server->limits, fd, refused, limit);
+            close(fd);
+            continue;
+        }
         accept_tune_socket(&server->cfg, fd);
         struct net_loop *loop = &server->loops[server->next_loop % (unsigned)server->loop_count];
         server->next_loop++;
-        net_loop_add_fd(loop, fd, index);
+        net_loop_add_fd(loop, &a);
     }
 }
 

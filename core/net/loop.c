@@ -42,26 +42,21 @@ void net_loop_wake(struct net_loop *loop)
     pthread_mutex_unlock(&loop->mutex);
 }
 
-void net_loop_add_fd(struct net_loop *loop, int fd, int listener_index)
+void net_loop_add_fd(struct net_loop *loop, const struct net_accepted *a)
 {
     bool taken = false;
     pthread_mutex_lock(&loop->mutex);
     if (loop->alive && loop->requested_phase == NET_LOOP_RUNNING) {
         if (loop->new_fd_count == loop->new_fd_cap) {
             size_t cap = loop->new_fd_cap ? loop->new_fd_cap * 2 : 16;
-            int *fds = realloc(loop->new_fds, cap * sizeof(int));
-            if (fds)
-                loop->new_fds = fds;
-            int *lis = realloc(loop->new_fd_listeners, cap * sizeof(int));
-            if (lis)
-                loop->new_fd_listeners = lis;
-            if (fds && lis)
+            struct net_accepted *grown = realloc(loop->new_fds, cap * sizeof(*grown));
+            if (grown) {
+                loop->new_fds = grown;
                 loop->new_fd_cap = cap;
+            }
         }
         if (loop->new_fd_count < loop->new_fd_cap) {
-            loop->new_fds[loop->new_fd_count] = fd;
-            loop->new_fd_listeners[loop->new_fd_count] = listener_index;
-            loop->new_fd_count++;
+            loop->new_fds[loop->new_fd_count++] = *a;
             uv_async_send(&loop->wakeup);
             taken = true;
         }
@@ -69,7 +64,7 @@ void net_loop_add_fd(struct net_loop *loop, int fd, int listener_index)
     pthread_mutex_unlock(&loop->mutex);
     if (!taken) {
         logger_warn(NET_LOG, "dropping an accepted connection: network thread %d cannot take it", loop->index);
-        close(fd);
+        net_accepted_drop(loop->server, a);
     }
 }
 
@@ -211,11 +206,9 @@ static void loop_on_wakeup(uv_async_t *async)
     struct net_loop *loop = async->data;
 
     pthread_mutex_lock(&loop->mutex);
-    int *fds = loop->new_fds;
-    int *listeners = loop->new_fd_listeners;
+    struct net_accepted *fds = loop->new_fds;
     size_t fd_count = loop->new_fd_count;
     loop->new_fds = NULL;
-    loop->new_fd_listeners = NULL;
     loop->new_fd_count = loop->new_fd_cap = 0;
     struct net_request_impl *completed = loop->completed_head;
     loop->completed_head = loop->completed_tail = NULL;
@@ -224,11 +217,10 @@ static void loop_on_wakeup(uv_async_t *async)
     pthread_mutex_unlock(&loop->mutex);
 
     for (size_t i = 0; i < fd_count; i++) {
-        if (loop->phase != NET_LOOP_RUNNING || !net_connection_open(loop, fds[i], listeners[i]))
-            close(fds[i]);
+        if (loop->phase != NET_LOOP_RUNNING || !net_connection_open(loop, &fds[i]))
+            net_accepted_drop(loop->server, &fds[i]);
     }
     free(fds);
-    free(listeners);
 
     /* Completions before a phase change, so responses that made the grace
      * period are written before their connection is closed. */
@@ -331,9 +323,8 @@ void net_loop_destroy(struct net_loop *loop)
     }
     uv_loop_close(&loop->uv);
     for (size_t i = 0; i < loop->new_fd_count; i++)
-        close(loop->new_fds[i]);
+        net_accepted_drop(loop->server, &loop->new_fds[i]);
     free(loop->new_fds);
-    free(loop->new_fd_listeners);
     pthread_mutex_destroy(&loop->mutex);
     loop->server = NULL;
 }

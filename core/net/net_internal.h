@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/socket.h>
 #include <uv.h>
 
 #include "net/request_queue.h"
@@ -30,6 +31,42 @@
 
 struct net_connection;
 struct net_loop;
+
+/* A peer address as a connection-limit key; IPv4 is stored IPv4-mapped. */
+struct net_ip {
+    uint8_t addr[16];
+};
+
+struct net_ip_count {
+    struct net_ip ip;
+    int count;
+};
+
+/* An accepted socket on its way from the accept thread to a loop. */
+struct net_accepted {
+    int fd;
+    int listener_index;
+    struct net_ip ip; /* counted in server->limits until dropped or closed */
+};
+
+/* max.connections and max.connections.per.ip. The limits and overrides
+ * are fixed at start; the counts are under mutex (admitted by the accept
+ * thread, released by the loop that closes the connection); the refusal
+ * log fields belong to the accept thread. */
+struct net_conn_limits {
+    bool initialised;
+    pthread_mutex_t mutex;
+    int max_total;
+    int max_per_ip;
+    struct net_ip_count *overrides; /* count = that address's limit */
+    size_t override_count;
+    bool per_ip; /* a per-address limit is set: keep per-address counts */
+    int total;
+    struct net_ip_count *open; /* addresses with open connections */
+    size_t open_count, open_cap;
+    int64_t last_refusal_log_ms;
+    uint64_t refusals_unlogged;
+};
 
 /* Connection changes a completion carries (net_request_set_principal and
  * friends). Allocated only when a handler asks for one; written by the
@@ -84,6 +121,7 @@ struct net_connection {
     const struct net_transport_ops *next_transport_ops;
     void *next_transport_state;
     uint64_t id;
+    struct net_ip ip; /* counted in the server's limits until closed */
     char peer[64];
     const char *listener_name;
     int16_t security_protocol;
@@ -134,8 +172,7 @@ struct net_loop {
 
     pthread_mutex_t mutex;
     bool alive; /* wakeup may be signalled; false once the loop is shutting its handles */
-    int *new_fds;
-    int *new_fd_listeners;
+    struct net_accepted *new_fds;
     size_t new_fd_count, new_fd_cap;
     struct net_request_impl *completed_head, *completed_tail;
     enum net_loop_phase requested_phase;
@@ -171,6 +208,7 @@ struct net_server {
     pthread_t accept_thread;
     bool accept_started;
     unsigned next_loop;
+    struct net_conn_limits limits;
 
     struct net_loop *loops;
     int loop_count;
@@ -204,7 +242,7 @@ void net_listeners_close(struct net_server *server);
 /* loop.c */
 int net_loop_init(struct net_loop *loop, struct net_server *server, int index);
 int net_loop_thread_start(struct net_loop *loop);
-void net_loop_add_fd(struct net_loop *loop, int fd, int listener_index);
+void net_loop_add_fd(struct net_loop *loop, const struct net_accepted *a);
 void net_loop_wake(struct net_loop *loop);
 void net_loop_request_phase(struct net_loop *loop, enum net_loop_phase phase, int64_t deadline_ms);
 void net_loop_join(struct net_loop *loop);
@@ -213,6 +251,20 @@ void net_loop_dispatch(struct net_loop *loop, struct net_connection *conn);
 void net_loop_unlink_blocked(struct net_loop *loop, struct net_connection *conn);
 /* A connection's socket was closed; lets a closing loop finish. */
 void net_loop_connection_closed(struct net_loop *loop);
+
+/* conn_limits.c */
+void net_ip_from_sockaddr(const struct sockaddr_storage *ss, struct net_ip *out);
+/* Fails on a malformed max.connections.per.ip.overrides (err filled). */
+int net_conn_limits_init(struct net_conn_limits *l, const struct net_config *cfg, char *err, size_t errlen);
+void net_conn_limits_destroy(struct net_conn_limits *l);
+/* Counts a new connection from ip in and returns NULL, or returns the name
+ * of the limit it would exceed (its value in *limit) and counts nothing. */
+const char *net_conn_limits_admit(struct net_conn_limits *l, const struct net_ip *ip, int *limit);
+void net_conn_limits_release(struct net_conn_limits *l, const struct net_ip *ip);
+/* Accept thread: logs a refused connection, at most once a second. */
+void net_conn_limits_log_refusal(struct net_conn_limits *l, int fd, const char *which, int limit);
+/* Counts an accepted socket out and closes it. */
+void net_accepted_drop(struct net_server *server, const struct net_accepted *a);
 
 /* transport.c */
 /* Runs a transport's close op, if it has one (fd may be -1 when the
@@ -223,7 +275,7 @@ void net_transport_release(const struct net_transport_ops *ops, void *state, int
 /* KIP-368: true when a request (its frame, header first) must close the
  * connection because the session expired at expiry_ms (0 = never). */
 bool net_session_expired_for(int64_t expiry_ms, int64_t now_ms, const uint8_t *frame, size_t frame_len);
-struct net_connection *net_connection_open(struct net_loop *loop, int fd, int listener_index);
+struct net_connection *net_connection_open(struct net_loop *loop, const struct net_accepted *a);
 void net_connection_close(struct net_connection *conn, const char *why);
 void net_connection_update_poll(struct net_connection *conn);
 void net_connection_resume(struct net_connection *conn);

@@ -32,6 +32,8 @@ void net_config_defaults(struct net_config *cfg)
     cfg->connections_max_idle_ms = 600000;
     cfg->socket_send_buffer_bytes = 102400;
     cfg->socket_receive_buffer_bytes = 102400;
+    cfg->max_connections = INT32_MAX;
+    cfg->max_connections_per_ip = INT32_MAX;
 }
 
 const char *net_security_protocol_name(int protocol)
@@ -344,6 +346,8 @@ int net_server_start(const struct net_config *cfg, net_request_handler handler, 
     pthread_condattr_destroy(&attr);
     atomic_init(&server->next_connection_id, 0);
     server_ignore_sigpipe();
+    if (net_conn_limits_init(&server->limits, cfg, err, errlen) != 0)
+        goto fail;
 
     if (net_request_queue_init(&server->queue, (size_t)cfg->queued_max_requests, cfg->num_network_threads,
                                server_on_queue_space, server) != 0) {
@@ -458,6 +462,7 @@ void net_server_free(struct net_server *server)
     free(server->loops);
     free(server->workers);
     net_request_queue_destroy(&server->queue);
+    net_conn_limits_destroy(&server->limits); /* after the loops: they count out their sockets */
     pthread_mutex_destroy(&server->state_mutex);
     pthread_cond_destroy(&server->state_cond);
     free(server);

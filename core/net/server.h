@@ -54,6 +54,12 @@ struct net_config {
     int64_t connections_max_idle_ms;  /* connections.max.idle.ms, default 600000; <= 0 disables */
     int socket_send_buffer_bytes;     /* socket.send.buffer.bytes, default 102400; -1 = OS default */
     int socket_receive_buffer_bytes;  /* socket.receive.buffer.bytes, default 102400; -1 = OS default */
+    /* New connections beyond these are closed at accept. */
+    int max_connections;        /* max.connections (all listeners), default INT32_MAX */
+    int max_connections_per_ip; /* max.connections.per.ip, default INT32_MAX */
+    /* max.connections.per.ip.overrides: "host:count,..." (a host name
+     * counts for each address it resolves to at start), default "" */
+    char max_connections_per_ip_overrides[1024];
 };
 
 /* One received request, handed to the handler on an io thread. The

@@ -251,6 +251,16 @@ static int start_network(struct broker *b, char *err, size_t errlen)
     net.connections_max_idle_ms = config_get_long(b->config, "connections.max.idle.ms");
     net.socket_send_buffer_bytes = config_get_int(b->config, "socket.send.buffer.bytes");
     net.socket_receive_buffer_bytes = config_get_int(b->config, "socket.receive.buffer.bytes");
+    net.max_connections = config_get_int(b->config, "max.connections");
+    net.max_connections_per_ip = config_get_int(b->config, "max.connections.per.ip");
+    const char *ip_overrides = config_get_string(b->config, "max.connections.per.ip.overrides");
+    if (ip_overrides && strlen(ip_overrides) >= sizeof net.max_connections_per_ip_overrides) {
+        snprintf(err, errlen, "max.connections.per.ip.overrides is longer than %zu bytes",
+                 sizeof net.max_connections_per_ip_overrides - 1);
+        return -1;
+    }
+    snprintf(net.max_connections_per_ip_overrides, sizeof net.max_connections_per_ip_overrides, "%s",
+             ip_overrides ? ip_overrides : "");
     if (net_server_start(&net, handlers_dispatch, &b->env, &b->net, err, errlen) != 0)
         return -1;
     for (int i = 0; i < n; i++)

@@ -167,6 +167,19 @@ const char *broker_binary(void)
     return (env && *env) ? env : CAIRND_PATH;
 }
 
+bool broker_log_contains(const struct test_broker *b, const char *needle)
+{
+    FILE *f = fopen(b->log_path, "r");
+    if (!f)
+        return false;
+    char line[4096];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
 void broker_print_log_tail(const struct test_broker *b, int lines)
 {
     FILE *f = fopen(b->log_path, "r");

@@ -69,6 +69,8 @@ void broker_cleanup(struct test_broker *b);
 
 /* Prints the last `lines` lines of the broker log to stderr. */
 void broker_print_log_tail(const struct test_broker *b, int lines);
+/* True if a line of the broker log contains needle. */
+bool broker_log_contains(const struct test_broker *b, const char *needle);
 
 /* Path of the cairnd binary in use (env CAIRND, else the build's). */
 const char *broker_binary(void);

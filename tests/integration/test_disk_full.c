@@ -200,19 +200,6 @@ static rd_kafka_t *df_producer(struct test_broker *b)
     return rk_producer_new(broker_bootstrap(b), conf);
 }
 
-static bool df_log_contains(const struct test_broker *b, const char *needle)
-{
-    FILE *f = fopen(b->log_path, "r");
-    if (!f)
-        return false;
-    char line[4096];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f))
-        found = strstr(line, needle) != NULL;
-    fclose(f);
-    return found;
-}
-
 static void df_produce_side_topic(struct test_broker *b)
 {
     rd_kafka_t *rk = df_producer(b);
@@ -274,7 +261,8 @@ static void test_disk_full_keeps_acknowledged_records(void **state)
 
     /* The broker is alive, says why in its log, and still serves. */
     assert_true(broker_alive(&df_broker));
-    if (!df_log_contains(&df_broker, "partition is offline") || !df_log_contains(&df_broker, strerror(ENOSPC))) {
+    if (!broker_log_contains(&df_broker, "partition is offline") ||
+        !broker_log_contains(&df_broker, strerror(ENOSPC))) {
         broker_print_log_tail(&df_broker, 30);
         fail_msg("the broker log does not say the partition went offline for lack of space");
     }
@@ -324,7 +312,7 @@ static void test_disk_full_keeps_acknowledged_records(void **state)
     broker_restart(&df_broker);
     df_expect_exactly_acked(&df_broker, &acked);
     /* The failed write was undone at once: recovery found nothing to cut. */
-    if (df_log_contains(&df_broker, "invalid bytes")) {
+    if (broker_log_contains(&df_broker, "invalid bytes")) {
         broker_print_log_tail(&df_broker, 30);
         fail_msg("the failed write left bytes in the segment");
     }

@@ -199,19 +199,6 @@ static struct raft_quorum_view wait_agreement(struct quorum_test *q, int32_t min
     return last[0];
 }
 
-static bool log_has(const struct test_broker *b, const char *needle)
-{
-    FILE *f = fopen(b->log_path, "r");
-    if (!f)
-        return false;
-    char line[2048];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f))
-        found = strstr(line, needle) != NULL;
-    fclose(f);
-    return found;
-}
-
 /* leaderEpoch and votedId of a node's quorum-state file. */
 static void read_quorum_state(const struct test_broker *b, int32_t *epoch, int32_t *voted)
 {
@@ -274,7 +261,7 @@ static void test_elect_fail_over_and_rejoin(void **state)
     char start_line[128];
     snprintf(start_line, sizeof start_line, "node %d starts the metadata quorum of 3 voters: epoch %d, voted for %d,",
              leader, qs_epoch, qs_voted);
-    assert_true(log_has(&q.nodes[leader - 1], start_line));
+    assert_true(broker_log_contains(&q.nodes[leader - 1], start_line));
     struct raft_quorum_view back;
     assert_int_equal(describe(&q, leader - 1, &back), 0);
     fprintf(stderr, "[test] node %d back with end offset %lld (before the kill %lld), epoch %d\n", leader,
@@ -405,8 +392,8 @@ static void expect_odd_node_refused(struct quorum_test *q, const char *pair_line
     long long deadline = harness_now_ms() + 15000;
     bool pair_side = false, odd_side = false;
     while (harness_now_ms() < deadline && !(odd_side && pair_side)) {
-        pair_side = log_has(&q->nodes[0], pair_line) || log_has(&q->nodes[1], pair_line);
-        odd_side = log_has(&q->nodes[2], odd_line);
+        pair_side = broker_log_contains(&q->nodes[0], pair_line) || broker_log_contains(&q->nodes[1], pair_line);
+        odd_side = broker_log_contains(&q->nodes[2], odd_line);
         usleep(100 * 1000);
     }
     assert_true(pair_side);

@@ -134,16 +134,17 @@ static const struct implemented_key implemented[] = {
     {"ssl.handshake.timeout.ms", "tests/integration/test_tls.c"},
     {"sasl.enabled.mechanisms", "tests/integration/test_sasl.c"},
     {"connections.max.reauth.ms", "tests/integration/test_sasl.c"},
+    {"max.connections", "tests/integration/test_conn_limits.c"},
+    {"max.connections.per.ip", "tests/integration/test_conn_limits.c"},
+    {"max.connections.per.ip.overrides", "tests/integration/test_conn_limits.c"},
 };
 
 /* Implemented right now on other branches (listener security, SASL, the
- * quorum, connection limits): accepted only at their default until then. */
+ * quorum): accepted only at their default until then. */
 static const char *const in_progress[] = {
     "ssl.keystore.password",
     "ssl.truststore.password",
     "controller.quorum.bootstrap.servers",
-    "max.connections",
-    "max.connections.per.ip",
     "queued.max.request.bytes",
 };
 
