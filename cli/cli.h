@@ -32,8 +32,13 @@ enum {
     KAFKA_API_KEY_CREATE_TOPICS = 19,
     KAFKA_API_KEY_DELETE_TOPICS = 20,
     KAFKA_API_KEY_DESCRIBE_CONFIGS = 32,
+    KAFKA_API_KEY_DESCRIBE_ACLS = 29,
+    KAFKA_API_KEY_CREATE_ACLS = 30,
+    KAFKA_API_KEY_DELETE_ACLS = 31,
     KAFKA_API_KEY_CREATE_PARTITIONS = 37,
     KAFKA_API_KEY_INCREMENTAL_ALTER_CONFIGS = 44,
+    KAFKA_API_KEY_DESCRIBE_USER_SCRAM_CREDENTIALS = 50,
+    KAFKA_API_KEY_ALTER_USER_SCRAM_CREDENTIALS = 51,
 };
 
 /* Connection and output settings, resolved from flags, the environment
@@ -141,5 +146,7 @@ int cli_assignment_each(struct kafka_bytes b, cli_assignment_fn fn, void *ctx);
 int cli_topic_main(int argc, char **argv);
 int cli_cluster_main(int argc, char **argv);
 int cli_group_main(int argc, char **argv);
+int cli_acl_main(int argc, char **argv);
+int cli_user_main(int argc, char **argv);
 
 #endif
