@@ -39,6 +39,7 @@ enum {
     KAFKA_API_KEY_INCREMENTAL_ALTER_CONFIGS = 44,
     KAFKA_API_KEY_DESCRIBE_USER_SCRAM_CREDENTIALS = 50,
     KAFKA_API_KEY_ALTER_USER_SCRAM_CREDENTIALS = 51,
+    KAFKA_API_KEY_DESCRIBE_QUORUM = 55,
 };
 
 /* Connection and output settings, resolved from flags, the environment
@@ -124,6 +125,10 @@ typedef int (*cli_build_fn)(void *req, int16_t version, struct kafka_arena *aren
  * registers every broker it lists. Returns 0 or an exit code (message printed). */
 int cli_connect(struct cli_conn *c, const struct cli_settings *s);
 void cli_close(struct cli_conn *c);
+/* A connection to one node without Metadata (a controller listener serves
+ * none): any_node and controller_id name it, meta is NULL. Returns 0 or an
+ * exit code (message printed); unreachable shows on the first cli_call. */
+int cli_connect_direct(struct cli_conn *c, const struct cli_settings *s, const char *host_port);
 /* Sends one request and waits for its answer. Returns 0, or
  * CLI_EXIT_UNREACHABLE with the reason printed. */
 int cli_call(struct cli_conn *c, int32_t node, int16_t api_key, cli_build_fn build, void *ctx, struct cli_reply *out);
@@ -148,5 +153,6 @@ int cli_cluster_main(int argc, char **argv);
 int cli_group_main(int argc, char **argv);
 int cli_acl_main(int argc, char **argv);
 int cli_user_main(int argc, char **argv);
+int cli_quorum_main(int argc, char **argv);
 
 #endif

@@ -602,6 +602,52 @@ static void test_user_commands(void **state)
     broker_mark_passed(b);
 }
 
+/* One controller (process.roles=controller) is its own quorum's leader. */
+static void test_quorum_status(void **state)
+{
+    struct test_broker *b = *state;
+    broker_start(b, (const char *const[]){"listeners=CONTROLLER://127.0.0.1:%PORT%", "process.roles=controller",
+                                          "controller.listener.names=CONTROLLER",
+                                          "controller.quorum.voters=1@127.0.0.1:%PORT%",
+                                          "cluster.id=MkU3OEVBNTcwNTJENDM2Qg", NULL});
+    const char *addr = broker_bootstrap(b);
+    struct run r;
+    /* The listener answers before the election; wait for the leader. */
+    json_t *v = NULL;
+    for (long long deadline = harness_now_ms() + 15000; harness_now_ms() < deadline; usleep(100 * 1000)) {
+        RUN(&r, "quorum", "status", "--bootstrap-controller", addr, "--format", "json");
+        v = parse_json(&r);
+        if (json_integer_value(json_object_get(v, "leader_id")) == 1)
+            break;
+        json_decref(v);
+        v = NULL;
+    }
+    assert_non_null(v);
+    assert_int_equal(json_integer_value(json_object_get(v, "leader_id")), 1);
+    assert_true(json_integer_value(json_object_get(v, "leader_epoch")) >= 1);
+    long long hw = json_integer_value(json_object_get(v, "high_watermark"));
+    assert_true(hw >= 1);
+    json_t *voters = json_object_get(v, "voters");
+    assert_int_equal(json_array_size(voters), 1);
+    json_t *v0 = json_array_get(voters, 0);
+    assert_int_equal(json_integer_value(json_object_get(v0, "id")), 1);
+    assert_true(json_integer_value(json_object_get(v0, "log_end_offset")) >= hw);
+    assert_int_equal(json_integer_value(json_object_get(v0, "lag")), 0);
+    assert_int_equal(json_array_size(json_object_get(v, "observers")), 0);
+    json_decref(v);
+    RUN(&r, "quorum", "status", "--bootstrap-controller", addr);
+    expect(&r, 0, "LEADER          1\nEPOCH", NULL);
+    expect(&r, 0, "ID  ROLE   LOG-END  LAG\n1   voter", NULL);
+
+    RUN(&r, "quorum", "describe", "--bootstrap-controller", addr);
+    expect(&r, 2, NULL, "unknown subcommand 'quorum describe'");
+    RUN(&r, "quorum", "status", "--bootstrap-controller", "no-port");
+    expect(&r, 2, NULL, "bad address 'no-port': want host:port");
+    RUN(&r, "quorum", "status", "--bootstrap-controller", "127.0.0.1:1", "--timeout", "1000");
+    expect(&r, 3, NULL, "DescribeQuorum request");
+    broker_mark_passed(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -612,6 +658,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_group_lag, setup, teardown),
         cmocka_unit_test_setup_teardown(test_acl_commands, setup, teardown),
         cmocka_unit_test_setup_teardown(test_user_commands, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_quorum_status, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
