@@ -93,7 +93,7 @@ static const struct option acl_long[] = {
     {NULL, 0, NULL, 0},
 };
 
-static int parse_operation(const char *text, int8_t *out)
+int cli_acl_operation_parse(const char *text, int8_t *out)
 {
     for (size_t i = OP_ALL; i < sizeof(op_names) / sizeof(op_names[0]); i++) {
         char underscored[32]; /* kafka-acls.sh also takes DESCRIBE_CONFIGS */
@@ -129,7 +129,7 @@ static int acl_flag(int opt, const char *arg, void *ctx)
                                                                         : PERM_ANY};
         return -1;
     case OPT_OPERATION:
-        if (parse_operation(arg, &a->ops[a->nops]) < 0)
+        if (cli_acl_operation_parse(arg, &a->ops[a->nops]) < 0)
             return cli_fail(CLI_EXIT_USAGE, "unknown operation '%s'\n%s", arg, acl_usage);
         a->nops++;
         return -1;

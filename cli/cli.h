@@ -147,6 +147,17 @@ int cli_coordinator(struct cli_conn *c, const char *group, int32_t *node);
 typedef void (*cli_assignment_fn)(struct kafka_str topic, int32_t partition, void *ctx);
 int cli_assignment_each(struct kafka_bytes b, cli_assignment_fn fn, void *ctx);
 
+/* ---- acl.c, user.c ---- */
+
+/* Kafka's AclOperation value for a name as kafka-acls.sh takes it ("Read",
+ * "describe_configs", "AlterConfigs"; not Any/Unknown). Returns 0 or -1. */
+int cli_acl_operation_parse(const char *text, int8_t *out);
+/* SCRAM's SaltedPassword = Hi(password, salt, iterations), PBKDF2 with the
+ * mechanism's HMAC (1: SHA-256, 2: SHA-512) into out (64 bytes room).
+ * Returns the length written, or -1. */
+int cli_scram_salted_password(int8_t mechanism, const char *password, const uint8_t *salt, int salt_len,
+                              int iterations, uint8_t *out);
+
 /* ---- command families ---- */
 int cli_topic_main(int argc, char **argv);
 int cli_cluster_main(int argc, char **argv);

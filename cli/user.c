@@ -76,15 +76,24 @@ static int user_flag(int opt, const char *arg, void *ctx)
     return CLI_EXIT_USAGE;
 }
 
+int cli_scram_salted_password(int8_t mechanism, const char *password, const uint8_t *salt, int salt_len,
+                              int iterations, uint8_t *out)
+{
+    const EVP_MD *md = mechanism == MECH_SHA512 ? EVP_sha512() : EVP_sha256();
+    int len = EVP_MD_get_size(md);
+    if (PKCS5_PBKDF2_HMAC(password, (int)strlen(password), salt, salt_len, iterations, md, len, out) != 1)
+        return -1;
+    return len;
+}
+
 /* Salt and SaltedPassword for the upsertion. Returns 0 or an exit code. */
 static int salt_password(struct user_args *u)
 {
-    const EVP_MD *md = u->mechanism == MECH_SHA512 ? EVP_sha512() : EVP_sha256();
-    u->salted_len = EVP_MD_get_size(md);
     if (RAND_bytes(u->salt, SALT_LEN) != 1)
         return cli_fail(CLI_EXIT_USAGE, "no random bytes for the salt");
-    if (PKCS5_PBKDF2_HMAC(u->password, (int)strlen(u->password), u->salt, SALT_LEN, (int)u->iterations, md,
-                          u->salted_len, u->salted) != 1)
+    u->salted_len = cli_scram_salted_password(u->mechanism, u->password, u->salt, SALT_LEN, (int)u->iterations,
+                                              u->salted);
+    if (u->salted_len < 0)
         return cli_fail(CLI_EXIT_USAGE, "PBKDF2 failed");
     return 0;
 }
