@@ -32,8 +32,14 @@ enum {
     KAFKA_API_KEY_CREATE_TOPICS = 19,
     KAFKA_API_KEY_DELETE_TOPICS = 20,
     KAFKA_API_KEY_DESCRIBE_CONFIGS = 32,
+    KAFKA_API_KEY_DESCRIBE_ACLS = 29,
+    KAFKA_API_KEY_CREATE_ACLS = 30,
+    KAFKA_API_KEY_DELETE_ACLS = 31,
     KAFKA_API_KEY_CREATE_PARTITIONS = 37,
     KAFKA_API_KEY_INCREMENTAL_ALTER_CONFIGS = 44,
+    KAFKA_API_KEY_DESCRIBE_USER_SCRAM_CREDENTIALS = 50,
+    KAFKA_API_KEY_ALTER_USER_SCRAM_CREDENTIALS = 51,
+    KAFKA_API_KEY_DESCRIBE_QUORUM = 55,
 };
 
 /* Connection and output settings, resolved from flags, the environment
@@ -119,6 +125,10 @@ typedef int (*cli_build_fn)(void *req, int16_t version, struct kafka_arena *aren
  * registers every broker it lists. Returns 0 or an exit code (message printed). */
 int cli_connect(struct cli_conn *c, const struct cli_settings *s);
 void cli_close(struct cli_conn *c);
+/* A connection to one node without Metadata (a controller listener serves
+ * none): any_node and controller_id name it, meta is NULL. Returns 0 or an
+ * exit code (message printed); unreachable shows on the first cli_call. */
+int cli_connect_direct(struct cli_conn *c, const struct cli_settings *s, const char *host_port);
 /* Sends one request and waits for its answer. Returns 0, or
  * CLI_EXIT_UNREACHABLE with the reason printed. */
 int cli_call(struct cli_conn *c, int32_t node, int16_t api_key, cli_build_fn build, void *ctx, struct cli_reply *out);
@@ -137,9 +147,23 @@ int cli_coordinator(struct cli_conn *c, const char *group, int32_t *node);
 typedef void (*cli_assignment_fn)(struct kafka_str topic, int32_t partition, void *ctx);
 int cli_assignment_each(struct kafka_bytes b, cli_assignment_fn fn, void *ctx);
 
+/* ---- acl.c, user.c ---- */
+
+/* Kafka's AclOperation value for a name as kafka-acls.sh takes it ("Read",
+ * "describe_configs", "AlterConfigs"; not Any/Unknown). Returns 0 or -1. */
+int cli_acl_operation_parse(const char *text, int8_t *out);
+/* SCRAM's SaltedPassword = Hi(password, salt, iterations), PBKDF2 with the
+ * mechanism's HMAC (1: SHA-256, 2: SHA-512) into out (64 bytes room).
+ * Returns the length written, or -1. */
+int cli_scram_salted_password(int8_t mechanism, const char *password, const uint8_t *salt, int salt_len,
+                              int iterations, uint8_t *out);
+
 /* ---- command families ---- */
 int cli_topic_main(int argc, char **argv);
 int cli_cluster_main(int argc, char **argv);
 int cli_group_main(int argc, char **argv);
+int cli_acl_main(int argc, char **argv);
+int cli_user_main(int argc, char **argv);
+int cli_quorum_main(int argc, char **argv);
 
 #endif

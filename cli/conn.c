@@ -193,7 +193,8 @@ static int register_brokers(struct cli_conn *c)
 /* Bootstrap entries get ids below any real node id. */
 #define CLI_BOOTSTRAP_ID_BASE (-1000)
 
-int cli_connect(struct cli_conn *c, const struct cli_settings *s)
+/* Starts the outbound client with the settings' id and timeouts. */
+static int client_open(struct cli_conn *c, const struct cli_settings *s)
 {
     memset(c, 0, sizeof(*c));
     c->timeout_ms = s->timeout_ms;
@@ -207,6 +208,33 @@ int cli_connect(struct cli_conn *c, const struct cli_settings *s)
     char err[256];
     if (net_client_create(&cfg, &c->client, err, sizeof(err)) < 0)
         return cli_fail(CLI_EXIT_UNREACHABLE, "cannot start the client: %s", err);
+    return 0;
+}
+
+int cli_connect_direct(struct cli_conn *c, const struct cli_settings *s, const char *host_port)
+{
+    int rc = client_open(c, s);
+    if (rc)
+        return rc;
+    char host[256];
+    int port;
+    if (cli_split_host_port(host_port, host, sizeof(host), &port) < 0) {
+        cli_close(c);
+        return cli_fail(CLI_EXIT_USAGE, "bad address '%s': want host:port", host_port);
+    }
+    c->any_node = c->controller_id = CLI_BOOTSTRAP_ID_BASE;
+    if (net_client_add_node(c->client, c->any_node, host, port) < 0) {
+        cli_close(c);
+        return cli_fail(CLI_EXIT_UNREACHABLE, "cannot register %s", host_port);
+    }
+    return 0;
+}
+
+int cli_connect(struct cli_conn *c, const struct cli_settings *s)
+{
+    int rc0 = client_open(c, s);
+    if (rc0)
+        return rc0;
 
     char list[sizeof(s->brokers)];
     snprintf(list, sizeof(list), "%s", s->brokers);

@@ -11,6 +11,9 @@ static const char usage[] =
     "  topic    create | list | describe | delete | add-partitions | alter-config\n"
     "  cluster  info\n"
     "  group    list | describe\n"
+    "  acl      create | list | delete\n"
+    "  user     create | list | delete      (SCRAM credentials)\n"
+    "  quorum   status                      (KRaft controller quorum)\n"
     "\n"
     "flags every command takes:\n"
     "  -b, --brokers host:port,...  bootstrap brokers (else CAIRN_BROKERS, else the profile)\n"
@@ -33,5 +36,11 @@ int main(int argc, char **argv)
         return cli_cluster_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "group"))
         return cli_group_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "acl"))
+        return cli_acl_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "user"))
+        return cli_user_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "quorum"))
+        return cli_quorum_main(argc - 1, argv + 1);
     return cli_fail(CLI_EXIT_USAGE, "unknown command '%s'; see cairn --help", argv[1]);
 }

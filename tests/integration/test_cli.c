@@ -30,6 +30,7 @@ struct run {
 };
 
 static char g_home[512]; /* HOME for the tool: no stray profile from the real one */
+static const char *g_stdin; /* text the next run reads on standard input, or NULL */
 
 static void read_file(const char *path, char *buf, size_t len)
 {
@@ -60,6 +61,13 @@ static void run_env(struct run *r, const char *env, const char *const *args)
         int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         if (o < 0 || e < 0)
             _exit(127);
+        if (g_stdin) {
+            char in_path[600];
+            snprintf(in_path, sizeof(in_path), "%s/in", g_home);
+            FILE *in = fopen(in_path, "w");
+            if (!in || fputs(g_stdin, in) < 0 || fclose(in) != 0 || !freopen(in_path, "r", stdin))
+                _exit(127);
+        }
         dup2(o, 1);
         dup2(e, 2);
         setenv("HOME", g_home, 1);
@@ -71,6 +79,7 @@ static void run_env(struct run *r, const char *env, const char *const *args)
     }
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
+    g_stdin = NULL;
     assert_true(WIFEXITED(status));
     r->code = WEXITSTATUS(status);
     read_file(out_path, r->out, sizeof(r->out));
@@ -430,6 +439,215 @@ static void test_group_lag(void **state)
     broker_mark_passed(b);
 }
 
+/* The rows of `cairn acl list ... --format json` for the given extra flags. */
+static size_t acl_count(const char *bs, const char *const *flags)
+{
+    const char *args[20] = {"acl", "list", "-b", bs, "--format", "json"};
+    int n = 6;
+    for (int i = 0; flags && flags[i] && n < 19; i++)
+        args[n++] = flags[i];
+    args[n] = NULL;
+    struct run r;
+    run_env(&r, NULL, args);
+    expect(&r, 0, NULL, NULL);
+    json_t *v = parse_json(&r);
+    size_t count = json_array_size(v);
+    json_decref(v);
+    return count;
+}
+
+static void test_acl_commands(void **state)
+{
+    struct test_broker *b = *state;
+    broker_start(b, NULL);
+    const char *bs = broker_bootstrap(b);
+    struct run r;
+
+    RUN(&r, "acl", "create", "-b", bs, "--allow-principal", "User:alice", "--operation", "Read", "--operation",
+        "Describe", "--topic", "orders");
+    expect(&r, 0, "created ACL ALLOW User:alice Read on TOPIC:LITERAL:orders from host *", NULL);
+    expect(&r, 0, "created ACL ALLOW User:alice Describe on TOPIC:LITERAL:orders from host *", NULL);
+    RUN(&r, "acl", "create", "-b", bs, "--deny-principal", "User:mallory", "--operation", "Write", "--topic", "pay-",
+        "--resource-pattern-type", "prefixed", "--host", "10.0.0.7");
+    expect(&r, 0, "created ACL DENY User:mallory Write on TOPIC:PREFIXED:pay- from host 10.0.0.7", NULL);
+    RUN(&r, "acl", "create", "-b", bs, "--allow-principal", "User:ops", "--operation", "ALTER_CONFIGS", "--cluster");
+    expect(&r, 0, "created ACL ALLOW User:ops AlterConfigs on CLUSTER:LITERAL:kafka-cluster from host *", NULL);
+
+    RUN(&r, "acl", "list", "-b", bs);
+    expect(&r, 0, "PRINCIPAL", NULL);
+    expect(&r, 0, "User:mallory", NULL);
+    expect(&r, 0, "10.0.0.7", NULL);
+    assert_int_equal(acl_count(bs, NULL), 4);
+    assert_int_equal(acl_count(bs, (const char *const[]){"--topic", "orders", NULL}), 2);
+    assert_int_equal(acl_count(bs, (const char *const[]){"--principal", "User:ops", NULL}), 1);
+    /* match: the literal and prefixed ACLs that apply to a topic name */
+    assert_int_equal(acl_count(bs, (const char *const[]){"--topic", "pay-eu", "--resource-pattern-type", "match",
+                                                         NULL}),
+                     1);
+    RUN(&r, "acl", "list", "-b", bs, "--topic", "pay-", "--resource-pattern-type", "prefixed", "--format", "json");
+    json_t *v = parse_json(&r);
+    assert_int_equal(json_array_size(v), 1);
+    json_t *row = json_array_get(v, 0);
+    assert_string_equal(json_string_value(json_object_get(row, "resource_type")), "TOPIC");
+    assert_string_equal(json_string_value(json_object_get(row, "resource_name")), "pay-");
+    assert_string_equal(json_string_value(json_object_get(row, "pattern_type")), "PREFIXED");
+    assert_string_equal(json_string_value(json_object_get(row, "principal")), "User:mallory");
+    assert_string_equal(json_string_value(json_object_get(row, "host")), "10.0.0.7");
+    assert_string_equal(json_string_value(json_object_get(row, "operation")), "Write");
+    assert_string_equal(json_string_value(json_object_get(row, "permission")), "DENY");
+    json_decref(v);
+
+    RUN(&r, "acl", "delete", "-b", bs, "--topic", "orders", "--allow-principal", "User:alice", "--operation", "Read");
+    expect(&r, 0, "deleted ACL ALLOW User:alice Read on TOPIC:LITERAL:orders from host *", NULL);
+    assert_int_equal(acl_count(bs, (const char *const[]){"--topic", "orders", NULL}), 1);
+    RUN(&r, "acl", "delete", "-b", bs, "--topic", "orders", "--allow-principal", "User:alice", "--operation", "Read");
+    expect(&r, 0, "no ACL matched", NULL);
+    RUN(&r, "acl", "delete", "-b", bs, "--topic", "pay-", "--resource-pattern-type", "any", "--cluster");
+    expect(&r, 0, "deleted ACL DENY User:mallory Write on TOPIC:PREFIXED:pay-", NULL);
+    expect(&r, 0, "deleted ACL ALLOW User:ops AlterConfigs", NULL);
+    assert_int_equal(acl_count(bs, NULL), 1);
+
+    /* bad input: usage errors before any request, Kafka errors named */
+    RUN(&r, "acl", "create", "-b", bs, "--topic", "orders");
+    expect(&r, 2, NULL, "acl create wants --allow-principal or --deny-principal and a resource");
+    RUN(&r, "acl", "create", "-b", bs, "--allow-principal", "alice", "--topic", "orders");
+    expect(&r, 2, NULL, "a principal is TYPE:NAME (User:alice), got 'alice'");
+    RUN(&r, "acl", "create", "-b", bs, "--allow-principal", "User:a", "--operation", "Fly", "--topic", "orders");
+    expect(&r, 2, NULL, "unknown operation 'Fly'");
+    RUN(&r, "acl", "create", "-b", bs, "--allow-principal", "User:a", "--topic", "t", "--resource-pattern-type",
+        "match");
+    expect(&r, 2, NULL, "acl create wants --resource-pattern-type literal or prefixed");
+    RUN(&r, "acl", "list", "-b", bs, "--resource-pattern-type", "glob");
+    expect(&r, 2, NULL, "--resource-pattern-type wants literal, prefixed, match or any, got 'glob'");
+    RUN(&r, "acl", "delete", "-b", bs, "--allow-principal", "User:alice");
+    expect(&r, 2, NULL, "acl delete wants a resource");
+    RUN(&r, "acl", "create", "-b", bs, "--allow-principal", "User:a", "--topic", "");
+    expect(&r, 1, NULL, "INVALID_REQUEST: cannot create ACL ALLOW User:a All on TOPIC:LITERAL: from host *");
+    RUN(&r, "acl", "list", "-b", "127.0.0.1:1", "--timeout", "2000");
+    expect(&r, 3, NULL, NULL);
+    broker_mark_passed(b);
+}
+
+/* Whether librdkafka authenticates on the SASL_PLAINTEXT listener with
+ * these credentials (a Metadata request only succeeds after SASL). */
+static bool scram_login_ok(const char *bootstrap, const char *mech, const char *user, const char *password)
+{
+    const char *conf[] = {"security.protocol", "SASL_PLAINTEXT", "sasl.mechanisms", mech, "sasl.username", user,
+                          "sasl.password",     password,         NULL};
+    rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, NULL, &md, 5000);
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_destroy(rk);
+    return err == RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+static void test_user_commands(void **state)
+{
+    struct test_broker *b = *state;
+    int sasl_port = harness_free_port();
+    assert_true(sasl_port > 0);
+    char listeners[200], sasl_bs[64];
+    snprintf(listeners, sizeof(listeners), "listeners=PLAINTEXT://127.0.0.1:%%PORT%%,SASL_PLAINTEXT://127.0.0.1:%d",
+             sasl_port);
+    snprintf(sasl_bs, sizeof(sasl_bs), "127.0.0.1:%d", sasl_port);
+    broker_start(b, (const char *const[]){listeners, "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512", NULL});
+    const char *bs = broker_bootstrap(b);
+    struct run r;
+
+    RUN(&r, "user", "create", "alice", "-b", bs, "--mechanism", "SCRAM-SHA-512", "--iterations", "8192",
+        "--password", "alice-secret");
+    expect(&r, 0, "created SCRAM-SHA-512 credential of user 'alice' (8192 iterations)", NULL);
+    g_stdin = "bob-secret\n";
+    RUN(&r, "user", "create", "bob", "-b", bs);
+    expect(&r, 0, "created SCRAM-SHA-256 credential of user 'bob' (4096 iterations)", NULL);
+
+    RUN(&r, "user", "list", "-b", bs);
+    expect(&r, 0, "ITERATIONS", NULL);
+    expect(&r, 0, "SCRAM-SHA-512", NULL);
+    RUN(&r, "user", "list", "alice", "-b", bs, "--format", "json");
+    json_t *v = parse_json(&r);
+    assert_int_equal(json_array_size(v), 1);
+    json_t *u = json_array_get(v, 0);
+    assert_string_equal(json_string_value(json_object_get(u, "user")), "alice");
+    json_t *cred = json_array_get(json_object_get(u, "credentials"), 0);
+    assert_string_equal(json_string_value(json_object_get(cred, "mechanism")), "SCRAM-SHA-512");
+    assert_int_equal(json_integer_value(json_object_get(cred, "iterations")), 8192);
+    json_decref(v);
+
+    /* the salted passwords the tool computed are what a real client logs in with */
+    assert_true(scram_login_ok(sasl_bs, "SCRAM-SHA-512", "alice", "alice-secret"));
+    assert_true(scram_login_ok(sasl_bs, "SCRAM-SHA-256", "bob", "bob-secret"));
+    assert_false(scram_login_ok(sasl_bs, "SCRAM-SHA-512", "alice", "wrong"));
+    assert_false(scram_login_ok(sasl_bs, "SCRAM-SHA-256", "alice", "alice-secret"));
+
+    RUN(&r, "user", "delete", "alice", "-b", bs, "--mechanism", "SCRAM-SHA-512");
+    expect(&r, 0, "deleted SCRAM-SHA-512 credential of user 'alice'", NULL);
+    assert_false(scram_login_ok(sasl_bs, "SCRAM-SHA-512", "alice", "alice-secret"));
+    RUN(&r, "user", "list", "alice", "-b", bs);
+    expect(&r, 1, NULL, "RESOURCE_NOT_FOUND: cannot describe user 'alice'");
+    RUN(&r, "user", "delete", "alice", "-b", bs, "--mechanism", "SCRAM-SHA-512");
+    expect(&r, 1, NULL, "RESOURCE_NOT_FOUND: cannot delete SCRAM-SHA-512 credential of user 'alice'");
+
+    RUN(&r, "user", "create", "carol", "-b", bs, "--mechanism", "MD5", "--password", "x");
+    expect(&r, 2, NULL, "--mechanism wants SCRAM-SHA-256 or SCRAM-SHA-512, got 'MD5'");
+    RUN(&r, "user", "create", "carol", "-b", bs, "--iterations", "100", "--password", "x");
+    expect(&r, 2, NULL, "--iterations wants 4096..16384, got '100'");
+    RUN(&r, "user", "create", "-b", bs, "--password", "x");
+    expect(&r, 2, NULL, "user create wants a user name");
+    g_stdin = "";
+    RUN(&r, "user", "create", "carol", "-b", bs);
+    expect(&r, 2, NULL, "no password: give --password or a line on standard input");
+    broker_mark_passed(b);
+}
+
+/* One controller (process.roles=controller) is its own quorum's leader. */
+static void test_quorum_status(void **state)
+{
+    struct test_broker *b = *state;
+    broker_start(b, (const char *const[]){"listeners=CONTROLLER://127.0.0.1:%PORT%", "process.roles=controller",
+                                          "controller.listener.names=CONTROLLER",
+                                          "controller.quorum.voters=1@127.0.0.1:%PORT%",
+                                          "cluster.id=MkU3OEVBNTcwNTJENDM2Qg", NULL});
+    const char *addr = broker_bootstrap(b);
+    struct run r;
+    /* The listener answers before the election; wait for the leader. */
+    json_t *v = NULL;
+    for (long long deadline = harness_now_ms() + 15000; harness_now_ms() < deadline; usleep(100 * 1000)) {
+        RUN(&r, "quorum", "status", "--bootstrap-controller", addr, "--format", "json");
+        v = parse_json(&r);
+        if (json_integer_value(json_object_get(v, "leader_id")) == 1)
+            break;
+        json_decref(v);
+        v = NULL;
+    }
+    assert_non_null(v);
+    assert_int_equal(json_integer_value(json_object_get(v, "leader_id")), 1);
+    assert_true(json_integer_value(json_object_get(v, "leader_epoch")) >= 1);
+    long long hw = json_integer_value(json_object_get(v, "high_watermark"));
+    assert_true(hw >= 1);
+    json_t *voters = json_object_get(v, "voters");
+    assert_int_equal(json_array_size(voters), 1);
+    json_t *v0 = json_array_get(voters, 0);
+    assert_int_equal(json_integer_value(json_object_get(v0, "id")), 1);
+    assert_true(json_integer_value(json_object_get(v0, "log_end_offset")) >= hw);
+    assert_int_equal(json_integer_value(json_object_get(v0, "lag")), 0);
+    assert_int_equal(json_array_size(json_object_get(v, "observers")), 0);
+    json_decref(v);
+    RUN(&r, "quorum", "status", "--bootstrap-controller", addr);
+    expect(&r, 0, "LEADER          1\nEPOCH", NULL);
+    expect(&r, 0, "ID  ROLE   LOG-END  LAG\n1   voter", NULL);
+
+    RUN(&r, "quorum", "describe", "--bootstrap-controller", addr);
+    expect(&r, 2, NULL, "unknown subcommand 'quorum describe'");
+    RUN(&r, "quorum", "status", "--bootstrap-controller", "no-port");
+    expect(&r, 2, NULL, "bad address 'no-port': want host:port");
+    RUN(&r, "quorum", "status", "--bootstrap-controller", "127.0.0.1:1", "--timeout", "1000");
+    expect(&r, 3, NULL, "DescribeQuorum request");
+    broker_mark_passed(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -438,6 +656,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cluster_info, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profile_and_env, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_lag, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_acl_commands, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_user_commands, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_quorum_status, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
