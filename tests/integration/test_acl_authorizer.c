@@ -46,7 +46,7 @@ static void acl_change(struct test_broker *b, bool create, rd_kafka_ResourceType
     }
     rd_kafka_AclBinding_destroy(acl);
     rd_kafka_queue_destroy(q);
-    rd_kafka_destroy(rk);
+    rk_producer_destroy(rk);
 }
 
 /* One message to partition 0 from a fresh producer; the delivery error. */
@@ -73,7 +73,7 @@ static bool listed(struct test_broker *b, const char *topic)
     for (int t = 0; t < md->topic_cnt; t++)
         found |= strcmp(md->topics[t].topic, topic) == 0 && !md->topics[t].err;
     rd_kafka_metadata_destroy(md);
-    rd_kafka_destroy(rk);
+    rk_producer_destroy(rk);
     return found;
 }
 

@@ -160,7 +160,7 @@ static void test_acl_lifecycle(void **state)
     assert_int_equal(count_all(rk), 2);
 
     /* What is left survives a restart (replayed from the metadata log). */
-    rd_kafka_destroy(rk);
+    rk_producer_destroy(rk);
     broker_stop(&b);
     broker_restart(&b);
     rk = rk_producer_new(broker_bootstrap(&b), NULL);
@@ -172,7 +172,7 @@ static void test_acl_lifecycle(void **state)
     assert_int_equal(delete_count(rk, filter(RD_KAFKA_RESOURCE_ANY, NULL, RD_KAFKA_RESOURCE_PATTERN_ANY, NULL), &err),
                      2);
     assert_int_equal(count_all(rk), 0);
-    rd_kafka_destroy(rk);
+    rk_producer_destroy(rk);
     broker_mark_passed(&b);
     broker_cleanup(&b);
 }
@@ -233,8 +233,8 @@ static void test_acl_apis_authorized(void **state)
         delete_count(denied, filter(RD_KAFKA_RESOURCE_ANY, NULL, RD_KAFKA_RESOURCE_PATTERN_ANY, NULL), &err), -1);
     assert_int_equal(err, RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED);
     assert_int_equal(count_all(admin), 1);
-    rd_kafka_destroy(denied);
-    rd_kafka_destroy(admin);
+    rk_producer_destroy(denied);
+    rk_producer_destroy(admin);
     broker_mark_passed(&b);
     broker_cleanup(&b);
 }

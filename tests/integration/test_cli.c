@@ -539,7 +539,7 @@ static bool scram_login_ok(const char *bootstrap, const char *mech, const char *
     rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, NULL, &md, 5000);
     if (md)
         rd_kafka_metadata_destroy(md);
-    rd_kafka_destroy(rk);
+    rk_producer_destroy(rk);
     return err == RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
