@@ -86,14 +86,6 @@ static int check_listener_list(struct broker_config *cfg, const char *key, bool 
                      specs[i].name);
             return bad_value(cfg, key, why, err, errlen);
         }
-        /* Served as plaintext, a TLS or SASL listener would be a silent hole. */
-        if (!advertised && !config_security_protocol_served(config_security_protocol_id(protocol))) {
-            snprintf(why, sizeof why,
-                     "listener %.63s has security protocol %s, which is not supported yet (only PLAINTEXT, SSL and "
-                     "SASL_PLAINTEXT)",
-                     specs[i].name, protocol);
-            return bad_value(cfg, key, why, err, errlen);
-        }
         if (advertised && (strcmp(specs[i].host, "0.0.0.0") == 0 || strcmp(specs[i].host, "::") == 0)) {
             snprintf(why, sizeof why, "%.63s advertises the wildcard address %.8s, which clients cannot connect to",
                      specs[i].name, specs[i].host);

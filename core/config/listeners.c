@@ -145,11 +145,6 @@ int config_security_protocol_id(const char *name)
     return -1;
 }
 
-bool config_security_protocol_served(int id)
-{
-    return id == 0 /* PLAINTEXT */ || id == 1 /* SSL */ || id == 2 /* SASL_PLAINTEXT */ || id == 3 /* SASL_SSL */;
-}
-
 int config_parse_quorum_voters(const char *value, struct quorum_voter *out, int max, char *err, size_t errlen)
 {
     char entry[ENTRY_MAX];

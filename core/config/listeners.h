@@ -25,10 +25,6 @@ int config_parse_listeners(const char *value, struct listener_spec *out, int max
  * PLAINTEXT 0, SSL 1, SASL_PLAINTEXT 2, SASL_SSL 3; -1 for any other name. */
 int config_security_protocol_id(const char *name);
 
-/* Whether this broker can serve listeners of that protocol id: only
- * PLAINTEXT until a TLS layer and SASL exist. */
-bool config_security_protocol_served(int id);
-
 struct quorum_voter {
     int32_t node_id;
     char host[LISTENER_HOST_MAX];

@@ -192,11 +192,6 @@ static void test_listener_security_protocols(void **state)
     assert_int_equal(config_security_protocol_id("SASL_SSL"), 3);
     assert_int_equal(config_security_protocol_id("TLS"), -1);
     assert_int_equal(config_security_protocol_id(NULL), -1);
-    assert_true(config_security_protocol_served(0));
-    assert_true(config_security_protocol_served(1));
-    assert_true(config_security_protocol_served(2));
-    assert_true(config_security_protocol_served(3));
-    assert_false(config_security_protocol_served(4));
 }
 
 static void test_parse_listeners(void **state)
