@@ -238,14 +238,12 @@ static pid_t harness_spawn(struct test_broker *b)
         argv[argc++] = "--override";
         argv[argc++] = fixed[i];
     }
-    /* "{port}" (or "%PORT%") in an override is the broker's PLAINTEXT port,
+    /* "{port}" in an override is the broker's PLAINTEXT port,
      * so a test can add listeners next to it. */
     char expanded[BROKER_MAX_OVERRIDES][1024];
     for (int i = 0; i < b->override_count; i++) {
         const char *at = strstr(b->overrides[i], "{port}");
         argv[argc++] = "--override";
-        if (!at)
-            at = strstr(b->overrides[i], "%PORT%");
         if (!at) {
             argv[argc++] = b->overrides[i];
             continue;

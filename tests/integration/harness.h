@@ -33,7 +33,7 @@ struct test_broker {
 
 /* Creates the temp dir, picks a free port and starts cairnd with
  * listeners/log.dirs/node.id set plus the NULL-terminated "key=value"
- * list in overrides (may be NULL; "{port}" or "%PORT%" in one stands for
+ * list in overrides (may be NULL; "{port}" in one stands for
  * the broker's PLAINTEXT port). Returns once the broker answers
  * ApiVersions; fails the test after 10 s. */
 void broker_start(struct test_broker *b, const char *const *overrides);

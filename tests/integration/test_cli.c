@@ -549,7 +549,7 @@ static void test_user_commands(void **state)
     int sasl_port = harness_free_port();
     assert_true(sasl_port > 0);
     char listeners[200], sasl_bs[64];
-    snprintf(listeners, sizeof(listeners), "listeners=PLAINTEXT://127.0.0.1:%%PORT%%,SASL_PLAINTEXT://127.0.0.1:%d",
+    snprintf(listeners, sizeof(listeners), "listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:%d",
              sasl_port);
     snprintf(sasl_bs, sizeof(sasl_bs), "127.0.0.1:%d", sasl_port);
     broker_start(b, (const char *const[]){listeners, "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512", NULL});
@@ -606,9 +606,9 @@ static void test_user_commands(void **state)
 static void test_quorum_status(void **state)
 {
     struct test_broker *b = *state;
-    broker_start(b, (const char *const[]){"listeners=CONTROLLER://127.0.0.1:%PORT%", "process.roles=controller",
+    broker_start(b, (const char *const[]){"listeners=CONTROLLER://127.0.0.1:{port}", "process.roles=controller",
                                           "controller.listener.names=CONTROLLER",
-                                          "controller.quorum.voters=1@127.0.0.1:%PORT%",
+                                          "controller.quorum.voters=1@127.0.0.1:{port}",
                                           "cluster.id=MkU3OEVBNTcwNTJENDM2Qg", NULL});
     const char *addr = broker_bootstrap(b);
     struct run r;

@@ -62,7 +62,7 @@ static void start_broker_with(struct sasl_it *t, const char *reauth_ms, const ch
     assert_true(t->sasl_port > 0);
     snprintf(t->sasl_bootstrap, sizeof t->sasl_bootstrap, "127.0.0.1:%d", t->sasl_port);
     char listeners[200], plugin_path[600], audit_file[700], reauth[80];
-    snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:%%PORT%%,SASL_PLAINTEXT://127.0.0.1:%d",
+    snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:%d",
              t->sasl_port);
     snprintf(plugin_path, sizeof plugin_path, "plugin.path=%s", CAIRN_PLUGIN_DIR);
     snprintf(t->audit_path, sizeof t->audit_path, "/tmp/cairn-sasl-audit-%d-%d.log", (int)getpid(), t->sasl_port);
@@ -822,7 +822,7 @@ static void test_scram_over_sasl_ssl(void **state)
     struct sasl_it t = {.ca_location = ca};
     int port = harness_free_port();
     assert_true(port > 0);
-    snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:%%PORT%%,SASL_SSL://127.0.0.1:%d", port);
+    snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:{port},SASL_SSL://127.0.0.1:%d", port);
     const char *extra[] = {listeners, keystore, NULL};
     start_broker_with(&t, "0", extra);
     /* The listener override replaced the SASL_PLAINTEXT port start_broker_with chose. */
