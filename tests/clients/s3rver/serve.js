@@ -1,0 +1,92 @@
+#!/usr/bin/env node
+// s3rver on loopback for the storage-s3 tests, with AWS Signature Version 4
+// checked on every request: s3rver 3.7.1 itself checks only that the access
+// key exists ("V4 signatures have incomplete support"), so a wrong secret
+// would pass. This check is written independently of the plugin's C signer.
+//
+// usage: node serve.js <data dir> <port (0: any)> <bucket> <access key id> <secret>
+// Prints "listening <port>" once it accepts connections; stops on SIGTERM.
+'use strict';
+
+const crypto = require('crypto');
+const S3rver = require('s3rver');
+const AWSAccount = require('s3rver/lib/models/account');
+
+const [directory, port, bucket, accessKeyId, secret] = process.argv.slice(2);
+if (!secret) {
+  console.error('usage: serve.js <dir> <port> <bucket> <access key id> <secret>');
+  process.exit(2);
+}
+AWSAccount.DUMMY_ACCOUNT.createKeyPair(accessKeyId, secret);
+
+const rfc3986 = s => encodeURIComponent(s).replace(/[!'()*]/g, c => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+// A request without x-amz-content-sha256 carries no body (S3 wants the header on every request).
+const EMPTY_SHA256 = crypto.createHash('sha256').update('').digest('hex');
+const hmac = (key, data) => crypto.createHmac('sha256', key).update(data).digest();
+
+function canonicalQuery(raw) {
+  if (!raw) return '';
+  return raw
+    .split('&')
+    .filter(Boolean)
+    .map(pair => {
+      const eq = pair.indexOf('=');
+      const k = eq < 0 ? pair : pair.slice(0, eq);
+      const v = eq < 0 ? '' : pair.slice(eq + 1);
+      return [rfc3986(decodeURIComponent(k)), rfc3986(decodeURIComponent(v))];
+    })
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))
+    .map(([k, v]) => `${k}=${v}`)
+    .join('&');
+}
+
+// Returns null when the request is correctly signed, else why not.
+function verify(req) {
+  const auth = req.headers['authorization'] || '';
+  const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]{64})$/.exec(auth);
+  if (!m) return 'not a SigV4 Authorization header';
+  const [, keyId, date, region, signedHeaders, signature] = m;
+  const key = AWSAccount.DUMMY_ACCOUNT.accessKeys.get(keyId);
+  if (key === undefined) return 'unknown access key';
+  const amzDate = req.headers['x-amz-date'] || '';
+  if (!amzDate.startsWith(date)) return 'x-amz-date does not match the credential scope';
+  const names = signedHeaders.split(';');
+  if (!names.includes('host') || !names.includes('x-amz-date')) return 'host and x-amz-date must be signed';
+  const [rawPath, rawQuery] = req.url.split('?', 2);
+  const headerLines = names.map(n => `${n}:${String(req.headers[n] ?? '').trim().replace(/\s+/g, ' ')}\n`).join('');
+  const canonical = [req.method, rawPath, canonicalQuery(rawQuery), headerLines, signedHeaders,
+    req.headers['x-amz-content-sha256'] || EMPTY_SHA256].join('\n');
+  const scope = `${date}/${region}/s3/aws4_request`;
+  const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, crypto.createHash('sha256').update(canonical).digest('hex')].join('\n');
+  const signingKey = hmac(hmac(hmac(hmac('AWS4' + key, date), region), 's3'), 'aws4_request');
+  const expected = hmac(signingKey, toSign).toString('hex');
+  return expected === signature ? null : 'signature mismatch';
+}
+
+const server = new S3rver({
+  address: '127.0.0.1',
+  port: Number(port),
+  directory,
+  silent: true,
+  serviceEndpoint: 'localhost',
+  configureBuckets: [{ name: bucket }],
+});
+server.middleware.unshift(async (ctx, next) => {
+  const why = verify(ctx.req);
+  if (why) {
+    ctx.status = 403;
+    ctx.type = 'application/xml';
+    ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SignatureDoesNotMatch</Code>' +
+      `<Message>The request signature we calculated does not match the signature you provided (${why}).</Message></Error>`;
+    return;
+  }
+  await next();
+});
+server.run().then(
+  address => console.log(`listening ${address.port}`),
+  err => {
+    console.error(`s3rver failed to start: ${err.message}`);
+    process.exit(1);
+  },
+);
+process.on('SIGTERM', () => server.close().then(() => process.exit(0)));
