@@ -350,6 +350,8 @@ static int attempt(struct s3_client *client, const struct s3_request *req, const
     /* A stall, not a slow large transfer, is a timeout. */
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, (long)((config->request_timeout_ms + 999) / 1000));
+    if (!req->sink)
+        curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)(budget_ms > 0 ? budget_ms : 1));
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, config->tls_verify ? 1L : 0L);
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, config->tls_verify ? 2L : 0L);
     if (config->ca_file)
@@ -427,7 +429,7 @@ int s3_call(struct s3_client *client, const struct s3_request *req, struct s3_re
         enum attempt_outcome outcome;
         count(client->metrics.requests, client->host, 1);
         rc = attempt(client, req, &payload, &t, budget > 0 ? budget : 1, &outcome, err, errlen);
-        if (outcome != ATTEMPT_TRANSIENT)
+        if (outcome != ATTEMPT_TRANSIENT || req->single_attempt)
             break;
         int64_t delay = backoff_ms(config, n);
         int64_t elapsed = now_ms() - started;

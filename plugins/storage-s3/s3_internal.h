@@ -81,6 +81,7 @@ struct s3_request {
     /* A 2xx body goes here as it arrives (resumed after a retry); NULL
      * keeps it in s3_response.body. */
     const struct cairn_byte_sink *sink;
+    bool single_attempt; /* best-effort cleanup: never retried */
 };
 
 struct s3_response {
@@ -94,7 +95,10 @@ int s3_client_init(struct s3_client *client, const struct s3_config *config, con
                    size_t errlen);
 void s3_client_free(struct s3_client *client);
 /* Sends req, retrying transient failures with exponential backoff and full
- * jitter within the configured bounds. Returns CAIRN_OK for a 2xx,
+ * jitter within the configured bounds: no attempt starts after
+ * retry.total.timeout.ms, and a request without a sink (its body bounded
+ * by the part size) is cut at that deadline too; a streaming GET is only
+ * cut when it stalls for request.timeout.ms. Returns CAIRN_OK for a 2xx,
  * CAIRN_NOT_FOUND for 404, CAIRN_RETRIABLE when transient failures outlasted
  * the retry budget, CAIRN_ERROR otherwise (err says why, with S3's error
  * code). resp (may be NULL) is filled in every case; free with

@@ -126,9 +126,13 @@ static int post_xml(struct s3_plugin *plugin, const char *key, const char *query
     return rc;
 }
 
-static int delete_object(struct s3_plugin *plugin, const char *key, const char *query, char *err, size_t errlen)
+static int delete_object(struct s3_plugin *plugin, const char *key, const char *query, bool single_attempt, char *err,
+                         size_t errlen)
 {
-    struct s3_request req = {.method = "DELETE", .key = key, .query = query, .range_start = -1, .range_end = -1};
+    struct s3_request req = {
+        .method = "DELETE", .key = key, .query = query, .range_start = -1, .range_end = -1,
+        .single_attempt = single_attempt,
+    };
     int rc = s3_call(&plugin->client, &req, NULL, err, errlen);
     return rc == CAIRN_NOT_FOUND ? CAIRN_OK : rc;
 }
@@ -209,7 +213,7 @@ static int upload_multipart(struct s3_plugin *plugin, const char *key, int fd, u
         rc = complete_multipart(plugin, key, &mp, err, errlen);
     if (rc != CAIRN_OK) {
         char abort_err[256];
-        if (delete_object(plugin, key, mp.query, abort_err, sizeof(abort_err)) != CAIRN_OK)
+        if (delete_object(plugin, key, mp.query, false, abort_err, sizeof(abort_err)) != CAIRN_OK)
             plugin->host->log(plugin->host->ctx, CAIRN_LOG_WARN, "cannot abort multipart upload of %s: %s", key,
                               abort_err);
     }
@@ -251,7 +255,7 @@ static int upload_file(struct s3_plugin *plugin, const char *key, const char *pa
 }
 
 static int delete_objects(struct s3_plugin *plugin, const struct cairn_remote_segment *segment,
-                          const struct s3_layout *layout, char *err, size_t errlen)
+                          const struct s3_layout *layout, bool single_attempt, char *err, size_t errlen)
 {
     int first = CAIRN_OK;
     for (int object = 0; object < S3_OBJECT_COUNT; object++) {
@@ -262,7 +266,7 @@ static int delete_objects(struct s3_plugin *plugin, const struct cairn_remote_se
             snprintf(err, errlen, "object key too long for topic %s", segment->topic);
             return CAIRN_INVALID;
         }
-        int rc = delete_object(plugin, key, NULL, one_err, sizeof(one_err));
+        int rc = delete_object(plugin, key, NULL, single_attempt, one_err, sizeof(one_err));
         if (rc != CAIRN_OK && first == CAIRN_OK) {
             first = rc;
             snprintf(err, errlen, "%s", one_err);
@@ -321,9 +325,10 @@ static int s3_copy_segment(void *instance, const struct cairn_remote_segment *se
             rc = upload_file(plugin, key, paths[object], err, errlen);
     }
     if (rc != CAIRN_OK) {
-        /* Best effort: the broker retries under a new segment id. */
+        /* Best effort, one attempt each (the store may be what failed): the
+         * broker retries under a new segment id and deletes this one. */
         char cleanup_err[256];
-        delete_objects(plugin, segment, &layout, cleanup_err, sizeof(cleanup_err));
+        delete_objects(plugin, segment, &layout, true, cleanup_err, sizeof(cleanup_err));
         return rc;
     }
     size_t prefix_len = strlen(layout.prefix);
@@ -424,7 +429,7 @@ static int s3_delete_segment(void *instance, const struct cairn_remote_segment *
         return CAIRN_INVALID;
     struct s3_layout layout;
     layout_of(plugin, segment, &layout);
-    return delete_objects(plugin, segment, &layout, err, errlen);
+    return delete_objects(plugin, segment, &layout, false, err, errlen);
 }
 
 static int s3_init(const struct cairn_host *host, void **instance, char *err, size_t errlen)
