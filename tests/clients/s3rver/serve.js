@@ -3,12 +3,15 @@
 // checked on every request: s3rver 3.7.1 itself checks only that the access
 // key exists ("V4 signatures have incomplete support"), so a wrong secret
 // would pass. This check is written independently of the plugin's C signer.
+// Every PUT and POST must also carry Content-MD5 and a signed
+// x-amz-content-sha256, and both must match the body (s3rver checks neither).
 //
 // usage: node serve.js <data dir> <port (0: any)> <bucket> <access key id> <secret>
 // Prints "listening <port>" once it accepts connections; stops on SIGTERM.
 'use strict';
 
 const crypto = require('crypto');
+const { PassThrough } = require('stream');
 const S3rver = require('s3rver');
 const AWSAccount = require('s3rver/lib/models/account');
 
@@ -71,14 +74,49 @@ const server = new S3rver({
   serviceEndpoint: 'localhost',
   configureBuckets: [{ name: bucket }],
 });
+function s3Error(ctx, status, code, message) {
+  ctx.status = status;
+  ctx.type = 'application/xml';
+  ctx.body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message></Error>`;
+}
+
+async function readBody(req) {
+  const chunks = [];
+  for await (const chunk of req) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+// Returns null when both checksums are present and match the body.
+function checkBody(headers, body) {
+  const md5 = headers['content-md5'];
+  const sha = headers['x-amz-content-sha256'];
+  if (!md5 || !sha || sha === 'UNSIGNED-PAYLOAD') return 'Content-MD5 and x-amz-content-sha256 are required on uploads';
+  if (crypto.createHash('md5').update(body).digest('base64') !== md5) return 'Content-MD5 does not match the body';
+  if (crypto.createHash('sha256').update(body).digest('hex') !== sha) return 'x-amz-content-sha256 does not match the body';
+  return null;
+}
+
 server.middleware.unshift(async (ctx, next) => {
   const why = verify(ctx.req);
   if (why) {
-    ctx.status = 403;
-    ctx.type = 'application/xml';
-    ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SignatureDoesNotMatch</Code>' +
-      `<Message>The request signature we calculated does not match the signature you provided (${why}).</Message></Error>`;
+    s3Error(ctx, 403, 'SignatureDoesNotMatch',
+      `The request signature we calculated does not match the signature you provided (${why}).`);
     return;
+  }
+  if (ctx.method === 'PUT' || ctx.method === 'POST') {
+    const original = ctx.req;
+    const body = await readBody(original);
+    const bad = checkBody(original.headers, body);
+    if (bad) {
+      s3Error(ctx, 400, 'BadDigest', bad);
+      return;
+    }
+    // s3rver reads the body from ctx.req: hand it a replay of the bytes.
+    const replay = new PassThrough();
+    Object.assign(replay, { headers: original.headers, method: original.method, url: original.url,
+      httpVersion: original.httpVersion, socket: original.socket, connection: original.socket });
+    replay.end(body);
+    ctx.req = ctx.request.req = replay;
   }
   await next();
 });
