@@ -301,7 +301,9 @@ static int attempt(struct s3_client *client, const struct s3_request *req, const
     sigv4_amz_date(time(NULL), amz_date);
     /* After a broken transfer, ask only for the bytes the sink lacks. */
     int64_t start = req->range_start < 0 ? 0 : req->range_start;
-    if (req->range_start >= 0 || t->delivered > 0) {
+    /* "bytes=0-" asks for nothing a plain GET does not, and S3 answers it
+     * with 416 on an empty object: leave it out. */
+    if (start + t->delivered > 0 || req->range_end >= 0) {
         if (req->range_end >= 0)
             snprintf(range, sizeof(range), "bytes=%lld-%lld", (long long)(start + t->delivered),
                      (long long)req->range_end);

@@ -4,7 +4,6 @@
 #include "s3_internal.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -75,7 +75,7 @@ struct s3_request {
     size_t body_len;
     bool has_body; /* PUT/POST: hash body and send Content-MD5 */
     /* Ranged GET: bytes [range_start, range_end], range_end < 0 for "to the
-     * end"; range_start < 0 for no Range header. */
+     * end"; range_start < 0 (or 0 with range_end < 0) for no Range header. */
     int64_t range_start;
     int64_t range_end;
     /* A 2xx body goes here as it arrives (resumed after a retry); NULL

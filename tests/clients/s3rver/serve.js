@@ -96,7 +96,45 @@ function checkBody(headers, body) {
   return null;
 }
 
+// Test controls, unsigned, on loopback only: counts of the multipart calls
+// seen, and a fault to inject once into the UploadPart of a given part number.
+const stats = { createUploads: 0, uploadParts: 0, completes: 0, aborts: 0, injected: 0 };
+let fault = null;
+
+function control(ctx) {
+  if (ctx.path === '/__control/stats') {
+    ctx.type = 'application/json';
+    ctx.body = JSON.stringify(stats);
+  } else if (ctx.path === '/__control/fail-part') {
+    fault = { part: String(ctx.query.part), status: Number(ctx.query.status) };
+    ctx.body = 'ok';
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Counts multipart calls; true when the injected fault answered this one.
+function countAndInject(ctx) {
+  const q = ctx.query;
+  if (ctx.method === 'POST' && 'uploads' in q) stats.createUploads++;
+  if (ctx.method === 'POST' && 'uploadId' in q) stats.completes++;
+  if (ctx.method === 'DELETE' && 'uploadId' in q) stats.aborts++;
+  if (ctx.method === 'PUT' && 'partNumber' in q) {
+    stats.uploadParts++;
+    if (fault && fault.part === String(q.partNumber)) {
+      const { status } = fault;
+      fault = null;
+      stats.injected++;
+      s3Error(ctx, status, status >= 500 ? 'InternalError' : 'InvalidPart', 'injected by the test');
+      return true;
+    }
+  }
+  return false;
+}
+
 server.middleware.unshift(async (ctx, next) => {
+  if (control(ctx)) return;
   const why = verify(ctx.req);
   if (why) {
     s3Error(ctx, 403, 'SignatureDoesNotMatch',
@@ -118,6 +156,7 @@ server.middleware.unshift(async (ctx, next) => {
     replay.end(body);
     ctx.req = ctx.request.req = replay;
   }
+  if (countAndInject(ctx)) return;
   await next();
 });
 server.run().then(
