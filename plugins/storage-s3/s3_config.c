@@ -193,10 +193,10 @@ int s3_config_load(const struct cairn_host *host, struct s3_config *config, char
         read_int(host, "retry.max.attempts", 1, &config->retry_max_attempts, err, errlen) != CAIRN_OK ||
         read_int(host, "retry.backoff.ms", 1, &config->retry_backoff_ms, err, errlen) != CAIRN_OK ||
         read_int(host, "retry.backoff.max.ms", 1, &config->retry_backoff_max_ms, err, errlen) != CAIRN_OK ||
-        read_int(host, "retry.total.timeout.ms", 0, &config->retry_total_timeout_ms, err, errlen) != CAIRN_OK ||
+        read_int(host, "retry.total.timeout.ms", 100, &config->retry_total_timeout_ms, err, errlen) != CAIRN_OK ||
         host->config_size(host->ctx, "multipart.part.size", &config->part_size, err, errlen) != CAIRN_OK)
         goto fail;
-    if (!*bucket || strspn(bucket, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(bucket)) {
+    if (!*bucket || strspn(bucket, "abcdefghijklmnopqrstuvwxyz0123456789.-_") != strlen(bucket)) {
         snprintf(err, errlen, "bucket '%s' is not a valid S3 bucket name", bucket);
         goto fail;
     }
