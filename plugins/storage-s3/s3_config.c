@@ -219,6 +219,11 @@ int s3_config_load(const struct cairn_host *host, struct s3_config *config, char
     }
     if (parse_endpoint(endpoint, config, err, errlen) != CAIRN_OK)
         goto fail;
+    /* <bucket>.<IP address> names nothing: an IP endpoint is path-style, as
+     * the AWS SDKs do. */
+    size_t name_len = config->host[0] == '[' ? 0 : strcspn(config->host, ":");
+    if (config->host[0] == '[' || strspn(config->host, "0123456789.") == name_len)
+        config->path_style = true;
     /* A dotted bucket name breaks the TLS wildcard certificate of a
      * virtual-hosted endpoint, as AWS documents; path style avoids it. */
     if (!config->path_style && strchr(bucket, '.') && strcmp(config->scheme, "https") == 0) {

@@ -634,6 +634,10 @@ static void test_config_errors(void **state)
 {
     (void)state;
     char err[512];
+    /* An IP endpoint cannot carry the bucket in its host name. */
+    const char *const ip_virtual[] = {"path.style.access", "false", NULL};
+    plugin_start_ok(ip_virtual);
+    assert_non_null(strstr(s3_host.last_log, "(path-style)"));
     const char *const small_parts[] = {"multipart.part.size", "1MiB", NULL};
     assert_int_not_equal(plugin_start(err, sizeof(err), small_parts), CAIRN_OK);
     assert_non_null(strstr(err, "multipart.part.size"));
