@@ -96,9 +96,9 @@ function checkBody(headers, body) {
   return null;
 }
 
-// Test controls, unsigned, on loopback only: counts of the multipart calls
-// seen, and a fault to inject once into the UploadPart of a given part number.
-const stats = { createUploads: 0, uploadParts: 0, completes: 0, aborts: 0, injected: 0 };
+// Test controls, unsigned, on loopback only: counts of the connections
+// accepted and of the multipart calls seen, and a fault to inject once into the UploadPart of a given part number.
+const stats = { connections: 0, createUploads: 0, uploadParts: 0, completes: 0, aborts: 0, injected: 0 };
 let fault = null;
 
 function control(ctx) {
@@ -160,7 +160,10 @@ server.middleware.unshift(async (ctx, next) => {
   await next();
 });
 server.run().then(
-  address => console.log(`listening ${address.port}`),
+  address => {
+    server.httpServer.on('connection', () => stats.connections++);
+    console.log(`listening ${address.port}`);
+  },
   err => {
     console.error(`s3rver failed to start: ${err.message}`);
     process.exit(1);

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -437,6 +438,70 @@ static void test_multipart_aborted(void **state)
     segment_free(&seg);
 }
 
+/* Calls from one thread share its connection: five fetches open at most
+ * one new connection (the other counted one is the stats request's own). */
+static void test_connection_reuse(void **state)
+{
+    (void)state;
+    plugin_start_ok(NULL);
+    struct local_segment seg;
+    segment_make(&seg, "reuse", 50000, false, 12);
+    copy_ok(&seg);
+    int64_t before = server_stat("connections");
+    for (int i = 0; i < 5; i++)
+        expect_range(&seg, i * 100, i * 100 + 5000);
+    assert_true(server_stat("connections") - before <= 2);
+    delete_ok(&seg);
+    segment_free(&seg);
+}
+
+struct concurrent_job {
+    struct local_segment seg;
+    int rc;
+    char err[512];
+};
+
+static void *concurrent_copy_fetch(void *arg)
+{
+    struct concurrent_job *job = arg;
+    job->rc = segment_copy(&job->seg, job->err, sizeof(job->err));
+    struct collected got = {0};
+    if (job->rc == CAIRN_OK)
+        job->rc = fetch_range(&job->seg, 0, -1, &got, job->err, sizeof(job->err));
+    if (job->rc == CAIRN_OK && (got.len != job->seg.sizes[0] || memcmp(got.data, job->seg.bytes[0], got.len) != 0)) {
+        snprintf(job->err, sizeof(job->err), "fetched bytes differ");
+        job->rc = CAIRN_ERROR;
+    }
+    free(got.data);
+    return NULL;
+}
+
+/* Calls for different segments run concurrently, each thread on its own
+ * handle (the ABI's blocking-work threads do this). */
+static void test_concurrent_segments(void **state)
+{
+    (void)state;
+    plugin_start_ok(NULL);
+    enum { JOBS = 4 };
+    static struct concurrent_job jobs[JOBS];
+    pthread_t threads[JOBS];
+    for (int i = 0; i < JOBS; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "conc%d", i);
+        segment_make(&jobs[i].seg, name, 600000 + (size_t)i * 1000, i % 2 == 0, 20 + (uint64_t)i);
+        assert_int_equal(pthread_create(&threads[i], NULL, concurrent_copy_fetch, &jobs[i]), 0);
+    }
+    for (int i = 0; i < JOBS; i++) {
+        pthread_join(threads[i], NULL);
+        if (jobs[i].rc != CAIRN_OK)
+            fail_msg("job %d failed (%d): %s", i, jobs[i].rc, jobs[i].err);
+    }
+    for (int i = 0; i < JOBS; i++) {
+        delete_ok(&jobs[i].seg);
+        segment_free(&jobs[i].seg);
+    }
+}
+
 /* No transaction index: fetch_index says NOT_FOUND without guessing. A
  * segment with no custom metadata (another writer's) is still found under
  * the configured prefix. */
@@ -686,6 +751,8 @@ int main(void)
         cmocka_unit_test(test_multipart_aborted),
         cmocka_unit_test(test_no_txn_index_and_bare_metadata),
         cmocka_unit_test(test_empty_log),
+        cmocka_unit_test(test_connection_reuse),
+        cmocka_unit_test(test_concurrent_segments),
         cmocka_unit_test(test_sink_refusal),
         cmocka_unit_test(test_virtual_hosted_style),
         cmocka_unit_test(test_wrong_secret_fails),
