@@ -27,6 +27,8 @@ struct s3_transfer {
     int sink_rc;       /* the sink's refusal, which ends the call */
     bool overflow;
     bool resumed; /* sent a Range: only 206 is the answer to it; a 200 would repeat bytes */
+    int64_t attempt_bytes; /* body bytes of this attempt given to the sink */
+    int64_t expected_bytes; /* from Content-Range or Content-Length; -1 unknown */
 };
 
 static int64_t now_ms(void)
@@ -104,6 +106,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
             return 0; /* aborts the transfer */
         }
         t->delivered += (int64_t)len;
+        t->attempt_bytes += (int64_t)len;
         return len;
     }
     size_t limit = success ? S3_MAX_XML_BODY : S3_MAX_ERROR_BODY;
@@ -118,6 +121,20 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
 {
     struct s3_transfer *t = arg;
     size_t len = size * nmemb;
+    char line[256];
+    size_t n_line = len < sizeof(line) - 1 ? len : sizeof(line) - 1;
+    memcpy(line, data, n_line);
+    line[n_line] = '\0';
+    long long first, last, total;
+    if (strncmp(line, "HTTP/", 5) == 0) {
+        t->expected_bytes = -1; /* a new response (after a 1xx) */
+    } else if (strncasecmp(line, "Content-Range:", 14) == 0 &&
+               sscanf(line + 14, " bytes %lld-%lld/%lld", &first, &last, &total) >= 2) {
+        t->expected_bytes = last - first + 1;
+    } else if (strncasecmp(line, "Content-Length:", 15) == 0 && t->expected_bytes < 0 &&
+               sscanf(line + 15, " %lld", &total) == 1) {
+        t->expected_bytes = total;
+    }
     if (len > 5 && strncasecmp(data, "ETag:", 5) == 0) {
         const char *v = data + 5;
         size_t n = len - 5;
@@ -384,7 +401,16 @@ static int attempt(struct s3_client *client, const struct s3_request *req, const
         *outcome = transient_curl_error(rc) ? ATTEMPT_TRANSIENT : ATTEMPT_DONE;
         return *outcome == ATTEMPT_TRANSIENT ? CAIRN_RETRIABLE : CAIRN_ERROR;
     }
-    if (t->resp->status >= 200 && t->resp->status < 300)
+    bool success = t->resp->status >= 200 && t->resp->status < 300;
+    /* A body that ended early but cleanly (a proxy, a chunked answer cut at
+     * a chunk boundary) is a broken transfer, never a short object. */
+    if (success && req->sink && t->expected_bytes >= 0 && t->attempt_bytes != t->expected_bytes) {
+        snprintf(err, errlen, "S3 GET %s: %lld of %lld body bytes arrived", req->key, (long long)t->attempt_bytes,
+                 (long long)t->expected_bytes);
+        *outcome = ATTEMPT_TRANSIENT;
+        return CAIRN_RETRIABLE;
+    }
+    if (success)
         return CAIRN_OK;
     return classify_http(req, t->resp, outcome, err, errlen);
 }
@@ -427,6 +453,8 @@ int s3_call(struct s3_client *client, const struct s3_request *req, struct s3_re
         resp->status = 0;
         resp->etag[0] = '\0';
         t.overflow = false;
+        t.attempt_bytes = 0;
+        t.expected_bytes = -1;
         int64_t budget = config->retry_total_timeout_ms - (now_ms() - started);
         enum attempt_outcome outcome;
         count(client->metrics.requests, client->host, 1);

@@ -11,7 +11,7 @@
 'use strict';
 
 const crypto = require('crypto');
-const { PassThrough } = require('stream');
+const { PassThrough, Transform } = require('stream');
 const S3rver = require('s3rver');
 const AWSAccount = require('s3rver/lib/models/account');
 
@@ -98,13 +98,19 @@ function checkBody(headers, body) {
 
 // Test controls, unsigned, on loopback only: counts of the connections
 // accepted and of the multipart calls seen, and a fault to inject once into the UploadPart of a given part number.
-const stats = { connections: 0, createUploads: 0, uploadParts: 0, completes: 0, aborts: 0, injected: 0 };
+const stats = { connections: 0, createUploads: 0, uploadParts: 0, completes: 0, aborts: 0, injected: 0, cuts: 0 };
 let fault = null;
+// The next object GET sends only this many bytes, then drops the connection
+// (mode "drop") or ends the body early but cleanly (mode "short").
+let cut = null;
 
 function control(ctx) {
   if (ctx.path === '/__control/stats') {
     ctx.type = 'application/json';
     ctx.body = JSON.stringify(stats);
+  } else if (ctx.path === '/__control/cut-get') {
+    cut = Number(ctx.query.after) > 0 ? { after: Number(ctx.query.after), mode: String(ctx.query.mode) } : null;
+    ctx.body = 'ok';
   } else if (ctx.path === '/__control/fail-part') {
     fault = { part: String(ctx.query.part), status: Number(ctx.query.status) };
     ctx.body = 'ok';
@@ -133,6 +139,24 @@ function countAndInject(ctx) {
   return false;
 }
 
+// Sends the first `limit` bytes of the body, then either drops the
+// connection (a transfer broken in the middle) or ends the body there.
+function cutBody(ctx, limit, drop) {
+  stats.cuts++;
+  let sent = 0;
+  const cutter = new Transform({
+    transform(chunk, encoding, done) {
+      if (sent >= limit) return drop ? undefined : done(); // drop: hold the stream until the socket goes
+      const part = chunk.subarray(0, Math.min(chunk.length, limit - sent));
+      sent += part.length;
+      this.push(part);
+      if (sent >= limit && drop) setTimeout(() => ctx.req.socket.destroy(), 50);
+      done();
+    },
+  });
+  ctx.body = ctx.body.pipe(cutter);
+}
+
 server.middleware.unshift(async (ctx, next) => {
   if (control(ctx)) return;
   const why = verify(ctx.req);
@@ -158,6 +182,10 @@ server.middleware.unshift(async (ctx, next) => {
   }
   if (countAndInject(ctx)) return;
   await next();
+  if (cut && ctx.method === 'GET' && ctx.body && typeof ctx.body.pipe === 'function') {
+    cutBody(ctx, cut.after, cut.mode === 'drop');
+    cut = null;
+  }
 });
 server.run().then(
   address => {

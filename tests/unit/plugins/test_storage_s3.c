@@ -438,6 +438,31 @@ static void test_multipart_aborted(void **state)
     segment_free(&seg);
 }
 
+/* A GET whose connection drops after 100000 bytes, or whose body ends
+ * there cleanly, is resumed from the first missing byte (a Range past what
+ * the sink got): the bytes come out whole, none twice. */
+static void test_broken_fetch_resumes(void **state)
+{
+    (void)state;
+    plugin_start_ok(NULL);
+    struct local_segment seg;
+    segment_make(&seg, "cut", 3 * MIB, false, 13);
+    copy_ok(&seg);
+    char body[512];
+    const char *const modes[] = {"cut-get?after=100000&mode=drop", "cut-get?after=100000&mode=short"};
+    for (int i = 0; i < 2; i++) {
+        int64_t cuts = server_stat("cuts"), retries = test_host_metric(&s3_host, "retries_total");
+        control_get(modes[i], body);
+        expect_range(&seg, 1000, -1);
+        assert_int_equal(server_stat("cuts"), cuts + 1);
+        assert_true(test_host_metric(&s3_host, "retries_total") > retries);
+    }
+    control_get("cut-get?after=0", body);
+    expect_range(&seg, 0, 10);
+    delete_ok(&seg);
+    segment_free(&seg);
+}
+
 /* Calls from one thread share its connection: five fetches open at most
  * one new connection (the other counted one is the stats request's own). */
 static void test_connection_reuse(void **state)
@@ -751,6 +776,7 @@ int main(void)
         cmocka_unit_test(test_multipart_aborted),
         cmocka_unit_test(test_no_txn_index_and_bare_metadata),
         cmocka_unit_test(test_empty_log),
+        cmocka_unit_test(test_broken_fetch_resumes),
         cmocka_unit_test(test_connection_reuse),
         cmocka_unit_test(test_concurrent_segments),
         cmocka_unit_test(test_sink_refusal),
