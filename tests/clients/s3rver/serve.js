@@ -63,7 +63,12 @@ function verify(req) {
   const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, crypto.createHash('sha256').update(canonical).digest('hex')].join('\n');
   const signingKey = hmac(hmac(hmac(hmac('AWS4' + key, date), region), 's3'), 'aws4_request');
   const expected = hmac(signingKey, toSign).toString('hex');
-  return expected === signature ? null : 'signature mismatch';
+  if (expected !== signature) return 'signature mismatch';
+  if (req.headers['x-amz-security-token'] !== undefined) {
+    if (!names.includes('x-amz-security-token')) return 'x-amz-security-token must be signed';
+    stats.signedSessionTokens++;
+  }
+  return null;
 }
 
 const server = new S3rver({
@@ -98,7 +103,8 @@ function checkBody(headers, body) {
 
 // Test controls, unsigned, on loopback only: counts of the connections
 // accepted and of the multipart calls seen, and a fault to inject once into the UploadPart of a given part number.
-const stats = { connections: 0, createUploads: 0, uploadParts: 0, completes: 0, aborts: 0, injected: 0, cuts: 0 };
+const stats = { connections: 0, createUploads: 0, uploadParts: 0, completes: 0, aborts: 0, injected: 0, cuts: 0,
+  signedSessionTokens: 0 };
 let fault = null;
 // The next object GET sends only this many bytes, then drops the connection
 // (mode "drop") or ends the body early but cleanly (mode "short").

@@ -9,15 +9,13 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "s3rver_support.h"
 #include "test_host.h"
 
 #include <arpa/inet.h>
-#include <curl/curl.h>
-#include <jansson.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,91 +23,18 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define BUCKET "cairn-tier"
-#define KEY_ID "AKCAIRNTEST"
-#define SECRET "cairn/test+secret"
+#define BUCKET S3RVER_BUCKET
+#define KEY_ID S3RVER_KEY_ID
+#define SECRET S3RVER_SECRET
 #define MIB (1024 * 1024)
-/* Loading s3rver's modules takes seconds on a busy machine. */
-#define SERVER_START_TIMEOUT_MS 120000
-
-struct s3rver {
-    pid_t pid;
-    int out_fd;
-    int port;
-    char dir[64];
-};
 
 /* Owned by the test's main thread. */
 static struct s3rver server;
 static struct test_host s3_host;
 static char work_dir[64];
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static bool s3rver_installed(void)
-{
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/node_modules/s3rver/package.json", CAIRN_S3RVER_DIR);
-    return access(path, R_OK) == 0 && system("node --version >/dev/null 2>&1") == 0;
-}
-
-/* Starts serve.js on port (0: any) and waits for its "listening <port>". */
-static bool s3rver_start(struct s3rver *s, int port)
-{
-    int fds[2];
-    if (pipe(fds) != 0)
-        return false;
-    char port_text[16], script[1024];
-    snprintf(port_text, sizeof(port_text), "%d", port);
-    snprintf(script, sizeof(script), "%s/serve.js", CAIRN_S3RVER_DIR);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fds[1], STDOUT_FILENO);
-        close(fds[0]);
-        close(fds[1]);
-        execlp("node", "node", script, s->dir, port_text, BUCKET, KEY_ID, SECRET, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    s->pid = pid;
-    s->out_fd = fds[0];
-    char line[256] = "";
-    size_t len = 0;
-    int64_t deadline = mono_ms() + SERVER_START_TIMEOUT_MS;
-    while (mono_ms() < deadline && len + 1 < sizeof(line)) {
-        struct pollfd p = {fds[0], POLLIN, 0};
-        if (poll(&p, 1, 500) <= 0)
-            continue;
-        ssize_t n = read(fds[0], line + len, sizeof(line) - 1 - len);
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        line[len] = '\0';
-        if (sscanf(line, "listening %d", &s->port) == 1 && strchr(line, '\n'))
-            return true;
-    }
-    fprintf(stderr, "s3rver did not start: '%s'\n", line);
-    return false;
-}
-
-static void s3rver_stop(struct s3rver *s, int sig)
-{
-    if (s->pid <= 0)
-        return;
-    kill(s->pid, sig);
-    waitpid(s->pid, NULL, 0);
-    close(s->out_fd);
-    s->pid = 0;
-}
 
 /* The plugin, (re)started with the common settings plus extra key=value pairs. */
 static int plugin_start(char *err, size_t errlen, const char *const *extra)
@@ -357,46 +282,6 @@ static void test_round_trip_multipart(void **state)
     segment_free(&seg);
 }
 
-static size_t control_body(char *data, size_t size, size_t nmemb, void *arg)
-{
-    char *out = arg;
-    size_t len = strlen(out), n = size * nmemb;
-    if (len + n < 512) {
-        memcpy(out + len, data, n);
-        out[len + n] = '\0';
-    }
-    return size * nmemb;
-}
-
-/* GET http://127.0.0.1:<port>/__control/<path> of serve.js; the body. */
-static void control_get(const char *path, char body[512])
-{
-    char url[256];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/__control/%s", server.port, path);
-    body[0] = '\0';
-    CURL *curl = curl_easy_init();
-    assert_non_null(curl);
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, control_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, body);
-    CURLcode rc = curl_easy_perform(curl);
-    curl_easy_cleanup(curl);
-    if (rc != CURLE_OK)
-        fail_msg("control %s: %s", path, curl_easy_strerror(rc));
-}
-
-static int64_t server_stat(const char *name)
-{
-    char body[512];
-    control_get("stats", body);
-    json_t *stats = json_loads(body, 0, NULL);
-    if (!stats)
-        fail_msg("stats are not JSON: %s", body);
-    int64_t value = (int64_t)json_integer_value(json_object_get(stats, name));
-    json_decref(stats);
-    return value;
-}
-
 /* A 503 on one part is retried and the upload completes intact. */
 static void test_multipart_part_retried(void **state)
 {
@@ -405,10 +290,10 @@ static void test_multipart_part_retried(void **state)
     struct local_segment seg;
     segment_make(&seg, "retried", 10 * MIB + 1, false, 9);
     char body[512];
-    control_get("fail-part?part=2&status=503", body);
-    int64_t injected = server_stat("injected"), retries = test_host_metric(&s3_host, "retries_total");
+    s3rver_control(&server, "fail-part?part=2&status=503", body);
+    int64_t injected = s3rver_stat(&server, "injected"), retries = test_host_metric(&s3_host, "retries_total");
     copy_ok(&seg);
-    assert_int_equal(server_stat("injected"), injected + 1);
+    assert_int_equal(s3rver_stat(&server, "injected"), injected + 1);
     assert_true(test_host_metric(&s3_host, "retries_total") > retries);
     expect_range(&seg, 0, -1);
     delete_ok(&seg);
@@ -425,12 +310,12 @@ static void test_multipart_aborted(void **state)
     struct local_segment seg;
     segment_make(&seg, "aborted", 10 * MIB + 1, false, 10);
     char body[512], err[512] = "";
-    control_get("fail-part?part=2&status=400", body);
-    int64_t aborts = server_stat("aborts"), completes = server_stat("completes");
+    s3rver_control(&server, "fail-part?part=2&status=400", body);
+    int64_t aborts = s3rver_stat(&server, "aborts"), completes = s3rver_stat(&server, "completes");
     assert_int_equal(segment_copy(&seg, err, sizeof(err)), CAIRN_ERROR);
     assert_non_null(strstr(err, "InvalidPart"));
-    assert_int_equal(server_stat("aborts"), aborts + 1);
-    assert_int_equal(server_stat("completes"), completes);
+    assert_int_equal(s3rver_stat(&server, "aborts"), aborts + 1);
+    assert_int_equal(s3rver_stat(&server, "completes"), completes);
     struct collected none = {0};
     assert_int_equal(fetch_range(&seg, 0, -1, &none, err, sizeof(err)), CAIRN_NOT_FOUND);
     assert_int_equal(fetch_index_rc(&seg, CAIRN_REMOTE_INDEX_OFFSET), CAIRN_NOT_FOUND);
@@ -451,13 +336,13 @@ static void test_broken_fetch_resumes(void **state)
     char body[512];
     const char *const modes[] = {"cut-get?after=100000&mode=drop", "cut-get?after=100000&mode=short"};
     for (int i = 0; i < 2; i++) {
-        int64_t cuts = server_stat("cuts"), retries = test_host_metric(&s3_host, "retries_total");
-        control_get(modes[i], body);
+        int64_t cuts = s3rver_stat(&server, "cuts"), retries = test_host_metric(&s3_host, "retries_total");
+        s3rver_control(&server, modes[i], body);
         expect_range(&seg, 1000, -1);
-        assert_int_equal(server_stat("cuts"), cuts + 1);
+        assert_int_equal(s3rver_stat(&server, "cuts"), cuts + 1);
         assert_true(test_host_metric(&s3_host, "retries_total") > retries);
     }
-    control_get("cut-get?after=0", body);
+    s3rver_control(&server, "cut-get?after=0", body);
     expect_range(&seg, 0, 10);
     delete_ok(&seg);
     segment_free(&seg);
@@ -472,10 +357,10 @@ static void test_connection_reuse(void **state)
     struct local_segment seg;
     segment_make(&seg, "reuse", 50000, false, 12);
     copy_ok(&seg);
-    int64_t before = server_stat("connections");
+    int64_t before = s3rver_stat(&server, "connections");
     for (int i = 0; i < 5; i++)
         expect_range(&seg, i * 100, i * 100 + 5000);
-    assert_true(server_stat("connections") - before <= 2);
+    assert_true(s3rver_stat(&server, "connections") - before <= 2);
     delete_ok(&seg);
     segment_free(&seg);
 }
@@ -606,9 +491,9 @@ static void test_wrong_secret_fails(void **state)
     struct local_segment seg;
     segment_make(&seg, "denied", 1000, false, 5);
     char err[512] = "";
-    int64_t started = mono_ms();
+    int64_t started = s3rver_mono_ms();
     assert_int_equal(segment_copy(&seg, err, sizeof(err)), CAIRN_ERROR);
-    assert_true(mono_ms() - started < 2500); /* not retried */
+    assert_true(s3rver_mono_ms() - started < 2500); /* not retried */
     assert_non_null(strstr(err, "403"));
     assert_non_null(strstr(err, "SignatureDoesNotMatch"));
     assert_true(test_host_metric(&s3_host, "errors_total") >= 1);
@@ -648,10 +533,35 @@ static void test_credential_chain(void **state)
     plugin_start_ok(from_env);
     assert_non_null(strstr(s3_host.last_log, "credentials from environment"));
     expect_range(&seg, 0, -1);
-    delete_ok(&seg);
 
+    /* Temporary credentials: the session token goes out signed. */
+    setenv("AWS_SESSION_TOKEN", "session-token/abc", 1);
+    plugin_start_ok(from_env);
+    int64_t tokens = s3rver_stat(&server, "signedSessionTokens");
+    expect_range(&seg, 0, -1);
+    assert_int_equal(s3rver_stat(&server, "signedSessionTokens"), tokens + 1);
+    unsetenv("AWS_SESSION_TOKEN");
+
+    /* The file and profile named by AWS_SHARED_CREDENTIALS_FILE / AWS_PROFILE. */
     unsetenv("AWS_ACCESS_KEY_ID");
     unsetenv("AWS_SECRET_ACCESS_KEY");
+    setenv("AWS_SHARED_CREDENTIALS_FILE", file, 1);
+    setenv("AWS_PROFILE", "cairn", 1);
+    const char *const from_env_file[] = {"access.key.id", "", "secret.access.key", "", NULL};
+    plugin_start_ok(from_env_file);
+    assert_non_null(strstr(s3_host.last_log, "credentials from shared credentials file"));
+    expect_range(&seg, 0, -1);
+    unsetenv("AWS_PROFILE"); /* [default] holds the wrong keys: refused */
+    plugin_start_ok(from_env_file);
+    struct collected got = {0};
+    char denied[512] = "";
+    assert_int_equal(fetch_range(&seg, 0, -1, &got, denied, sizeof(denied)), CAIRN_ERROR);
+    assert_non_null(strstr(denied, "403"));
+    free(got.data);
+    unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+    plugin_start_ok(NULL);
+    delete_ok(&seg);
+
     char err[512] = "";
     assert_int_not_equal(plugin_start(err, sizeof(err), from_env), CAIRN_OK);
     assert_non_null(strstr(err, "no credentials"));
@@ -673,9 +583,9 @@ static void test_server_down_then_back(void **state)
     s3rver_stop(&server, SIGKILL);
     struct collected got = {0};
     char err[512] = "";
-    int64_t started = mono_ms();
+    int64_t started = s3rver_mono_ms();
     int rc = fetch_range(&seg, 0, -1, &got, err, sizeof(err));
-    int64_t took = mono_ms() - started;
+    int64_t took = s3rver_mono_ms() - started;
     assert_int_equal(rc, CAIRN_RETRIABLE);
     assert_non_null(strstr(err, "gave up after"));
     assert_true(took < 3000 + 2500);
@@ -708,9 +618,9 @@ static void test_stalled_server_times_out(void **state)
     struct local_segment seg;
     segment_make(&seg, "stalled", 1000, false, 8);
     char err[512] = "";
-    int64_t started = mono_ms();
+    int64_t started = s3rver_mono_ms();
     int rc = segment_copy(&seg, err, sizeof(err));
-    int64_t took = mono_ms() - started;
+    int64_t took = s3rver_mono_ms() - started;
     assert_int_equal(rc, CAIRN_RETRIABLE);
     assert_non_null(strstr(err, "gave up after"));
     assert_true(took >= 1000);
