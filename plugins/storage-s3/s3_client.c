@@ -229,12 +229,12 @@ static int resource_of(const struct s3_config *config, const char *key, char *pa
     return n < 0 || (size_t)n >= pathlen || m < 0 || (size_t)m >= hostlen ? -1 : 0;
 }
 
-struct signed_headers {
+struct header_list {
     struct curl_slist *list;
     bool failed;
 };
 
-static void add_header(struct signed_headers *h, const char *name, const char *value)
+static void add_header(struct header_list *h, const char *name, const char *value)
 {
     char line[8192];
     snprintf(line, sizeof(line), "%s: %s", name, value);
@@ -309,7 +309,7 @@ static int attempt(struct s3_client *client, const struct s3_request *req, const
     *outcome = ATTEMPT_DONE;
     char path[4096], host[512], url[8192], amz_date[17], range[64] = "", authorization[1024];
     if (resource_of(config, req->key, path, sizeof(path), host, sizeof(host)) != 0) {
-        snprintf(err, errlen, "S3 key too long: %s", req->key);
+        snprintf(err, errlen, "S3 key too long: %s", req->key ? req->key : "");
         return CAIRN_INVALID;
     }
     bool has_query = req->query && *req->query;
@@ -318,6 +318,8 @@ static int attempt(struct s3_client *client, const struct s3_request *req, const
     sigv4_amz_date(time(NULL), amz_date);
     /* After a broken transfer, ask only for the bytes the sink lacks. */
     int64_t start = req->range_start < 0 ? 0 : req->range_start;
+    if (req->range_end >= 0 && start + t->delivered > req->range_end)
+        return CAIRN_OK; /* the connection broke after the last byte arrived */
     /* "bytes=0-" asks for nothing a plain GET does not, and S3 answers it
      * with 416 on an empty object: leave it out. */
     if (start + t->delivered > 0 || req->range_end >= 0) {
@@ -345,7 +347,7 @@ static int attempt(struct s3_client *client, const struct s3_request *req, const
         snprintf(err, errlen, "cannot sign S3 request for %s", req->key ? req->key : "(bucket)");
         return CAIRN_INVALID;
     }
-    struct signed_headers headers = {NULL, false};
+    struct header_list headers = {NULL, false};
     for (size_t i = 0; i < count; i++)
         add_header(&headers, sig_headers[i].name, sig_headers[i].value);
     add_header(&headers, "Authorization", authorization);
