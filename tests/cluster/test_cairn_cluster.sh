@@ -43,12 +43,16 @@ for _ in $(seq 1 100); do
 done
 [ "$view" = "$next $next_epoch" ] || fail "restarted node $leader sees '$view', not '$next $next_epoch'"
 
+pids="$(cat "$c"/node-*/pid)"
 out="$("$cluster" down --dir "$c")"
 contains "$out" "data kept in $c" "down"
 for i in 1 2 3; do
     [ -f "$c/node-$i/data/__cluster_metadata-0/quorum-state" ] || fail "node $i lost its quorum-state"
 done
-[ -z "$(pgrep -f "$c/node-" || true)" ] || fail "nodes still run after down"
+for p in $pids; do
+    ! kill -0 "$p" 2>/dev/null || [ "$(awk '{ print $3 }' "/proc/$p/stat" 2>/dev/null)" = Z ] ||
+        fail "pid $p still runs after down"
+done
 out="$("$cluster" down --dir "$c" --wipe)"
 [ ! -e "$c" ] || fail "down --wipe left $c"
 
