@@ -161,12 +161,6 @@ static int check_identity(struct broker_config *cfg, char *err, size_t errlen)
         }
         if (is_controller && check_controller_listener(cfg, err, errlen) < 0)
             return -1;
-        if (config_slot_for(cfg, "cluster.id", NULL)->parsed.is_null) {
-            snprintf(err, errlen,
-                     "cluster.id must be set when controller.quorum.voters is set: every node of the "
-                     "cluster needs the same one");
-            return -1;
-        }
     }
     const struct config_slot *cluster = config_slot_for(cfg, "cluster.id", NULL);
     uint8_t uuid[16];

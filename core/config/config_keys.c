@@ -64,8 +64,9 @@ static const struct config_key_def broker_keys[] = {
     {KEY_INT("controller.quorum.retry.backoff.ms", "20", 0, I32), LOW, IN(SERVER),
      .doc = "Wait before reconnecting to a controller after a failed connection."},
     {KEY_STRING("cluster.id", NULL), MEDIUM, IN(SERVER),
-     .doc = "Expected cluster id (22-char base64url); generated on first start when not set. Required, the same "
-            "on every node, when controller.quorum.voters is set."},
+     .doc = "Expected cluster id (22-char base64url); generated on first start when not set. With "
+            "controller.quorum.voters the id comes from the storage written by cairnd format (then, if set, it "
+            "must match)."},
     {KEY_STRING("metadata.log.dir", NULL), HIGH, IN(SERVER),
      .doc = "Directory of the metadata log (the controller quorum's log and quorum-state); by default the first log "
             "directory."},

@@ -176,3 +176,80 @@ done:
     free(present);
     return rc;
 }
+
+int meta_properties_format(const char *const *dirs, size_t count, int32_t node_id, const char *cluster_id,
+                           bool ignore_formatted, bool *written, char *err, size_t errlen)
+{
+    uint8_t uuid[16];
+    if (!cluster_id || uuid_from_base64url(cluster_id, uuid) < 0) {
+        snprintf(err, errlen, "cluster id '%s' is not 22 base64url characters encoding 16 bytes (cairnd random-uuid prints one)",
+                 cluster_id ? cluster_id : "");
+        return -1;
+    }
+    if (count == 0) {
+        snprintf(err, errlen, "no log directory configured");
+        return -1;
+    }
+    bool *skip = calloc(count, sizeof *skip);
+    if (!skip) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = -1;
+    for (size_t i = 0; i < count; i++) {
+        struct meta_properties found;
+        int read_rc = meta_properties_read(dirs[i], &found, err, errlen);
+        if (read_rc < 0)
+            goto done;
+        if (read_rc == 1)
+            continue;
+        if (strcmp(found.cluster_id, cluster_id) != 0 || found.node_id != node_id) {
+            snprintf(err, errlen, "log directory %s is already formatted for cluster.id %s and node.id %d, not %s and %d",
+                     dirs[i], found.cluster_id, found.node_id, cluster_id, node_id);
+            goto done;
+        }
+        if (!ignore_formatted) {
+            snprintf(err, errlen,
+                     "log directory %s is already formatted; use --ignore-formatted to skip it and format the others",
+                     dirs[i]);
+            goto done;
+        }
+        skip[i] = true;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (written)
+            written[i] = false;
+        if (skip[i])
+            continue;
+        struct meta_properties props = {.version = 1, .node_id = node_id};
+        snprintf(props.cluster_id, sizeof props.cluster_id, "%s", cluster_id);
+        if (fs_mkdir_p(dirs[i], err, errlen) != 0 || new_uuid_text(props.directory_id, err, errlen) < 0 ||
+            meta_properties_write(dirs[i], &props, err, errlen) < 0)
+            goto done;
+        if (written)
+            written[i] = true;
+    }
+    rc = 0;
+done:
+    free(skip);
+    return rc;
+}
+
+int meta_properties_require(const char *const *dirs, size_t count, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < count; i++) {
+        struct meta_properties found;
+        int rc = meta_properties_read(dirs[i], &found, err, errlen);
+        if (rc < 0)
+            return -1;
+        if (rc == 1) {
+            snprintf(err, errlen,
+                     "log directory %s is not formatted (no " META_PROPERTIES_FILE
+                     "): run 'cairnd format --config <file> --cluster-id <id>' on this node first (cairnd "
+                     "random-uuid prints a new id)",
+                     dirs[i]);
+            return -1;
+        }
+    }
+    return 0;
+}

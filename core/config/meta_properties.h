@@ -6,6 +6,7 @@
 #define CAIRN_CONFIG_META_PROPERTIES_H
 #include "config/uuid.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,5 +34,18 @@ int meta_properties_write(const char *dir, const struct meta_properties *props, 
  * directory id. cluster_id_out receives the cluster id in use. */
 int meta_properties_ensure(const char *const *dirs, size_t count, int32_t node_id, const char *expected_cluster_id,
                            char cluster_id_out[UUID_BASE64URL_LEN + 1], char *err, size_t errlen);
+
+/* What kafka-storage format does: writes meta.properties (version 1,
+ * node.id, cluster.id, a new directory.id) into every dir, creating it.
+ * Every dir is checked before any is written: one formatted with another
+ * cluster.id or node.id is refused, one formatted with these too unless
+ * ignore_formatted (then it is left as it is). written[i] (may be NULL)
+ * says which dirs got a new file. */
+int meta_properties_format(const char *const *dirs, size_t count, int32_t node_id, const char *cluster_id,
+                           bool ignore_formatted, bool *written, char *err, size_t errlen);
+
+/* A node of a quorum starts only on formatted dirs: -1 with err naming the
+ * first dir without a meta.properties (or one that does not read). */
+int meta_properties_require(const char *const *dirs, size_t count, char *err, size_t errlen);
 
 #endif

@@ -119,6 +119,10 @@ struct raft_fetch_req {
     int32_t current_leader_epoch;
     int64_t fetch_offset;
     int32_t last_fetched_epoch;
+    /* The request's byte budget for records (0: the codec's default). The
+     * core ignores it; a caller that fills answers from its store bounds
+     * them with it. */
+    int32_t max_bytes;
 };
 
 struct raft_fetch_resp {
@@ -196,6 +200,13 @@ struct raft_config {
     int64_t election_backoff_max_ms; /* controller.quorum.election.backoff.max.ms */
     int64_t fetch_idle_ms;           /* wait before re-fetching after an empty answer */
     int32_t fetch_max_records;
+    /* The caller's store holds the log's bytes: the core keeps each entry's
+     * offset, epoch, count and len but not its data (NULL in its log, in
+     * raft_node_entry and in the entries of a fetch answer, which the caller
+     * fills from its store before sending), so its memory does not grow
+     * with the bytes of the log. raft_node_create then takes entries
+     * without data. APPEND outputs still carry the data. */
+    bool entries_on_disk;
     uint64_t seed; /* randomizes timeouts; no global PRNG */
 };
 
@@ -263,7 +274,8 @@ int raft_node_observer_states(const struct raft_node *node, struct raft_replica_
  * be restarted from what is durable. */
 bool raft_node_failed(const struct raft_node *node);
 /* The entry holding offset (its first offset may be lower), or NULL outside
- * the log. Valid until the next input. */
+ * the log. Valid until the next input. Its data is NULL when the config
+ * says entries_on_disk. */
 const struct raft_entry *raft_node_entry(const struct raft_node *node, int64_t offset);
 
 #endif

@@ -29,6 +29,9 @@
 
 #define RAFT_CODEC_TOPIC "__cluster_metadata"
 #define RAFT_CODEC_PREVOTE_TAG 10000
+/* The record bytes a follower's quorum Fetch asks for when the core sets
+ * no budget; the leader answers with whole batches within it (at least one). */
+#define RAFT_CODEC_FETCH_MAX_BYTES 1048576
 
 #define RAFT_API_FETCH 1
 #define RAFT_API_VOTE 52

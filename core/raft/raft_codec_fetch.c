@@ -101,7 +101,7 @@ int raft_codec_write_fetch_request(struct kafka_writer *w, int16_t version, cons
     part.fetch_offset = f->fetch_offset;
     part.last_fetched_epoch = f->last_fetched_epoch;
     part.log_start_offset = 0;
-    part.partition_max_bytes = 1048576;
+    part.partition_max_bytes = f->max_bytes > 0 ? f->max_bytes : RAFT_CODEC_FETCH_MAX_BYTES;
     struct fetch_request_fetch_topic topic;
     memset(&topic, 0, sizeof topic);
     topic.topic = kafka_str_from_cstr(RAFT_CODEC_TOPIC);
@@ -144,7 +144,12 @@ int raft_codec_read_fetch_request(int16_t version, struct kafka_reader *r, const
     out->u.fetch_req = (struct raft_fetch_req){.replica_id = replica,
                                                .current_leader_epoch = p->current_leader_epoch,
                                                .fetch_offset = p->fetch_offset,
-                                               .last_fetched_epoch = p->last_fetched_epoch};
+                                               .last_fetched_epoch = p->last_fetched_epoch,
+                                               .max_bytes = p->partition_max_bytes};
+    /* Kafka bounds a fetch by both; a budget of 0 or less still gets one
+     * entry (raft_store_read answers with at least one). */
+    if (req.max_bytes > 0 && req.max_bytes < out->u.fetch_req.max_bytes)
+        out->u.fetch_req.max_bytes = req.max_bytes;
     return 0;
 }
 

@@ -71,8 +71,16 @@ static void send_response(struct raft_shell *s, const struct raft_msg *m)
         if (p->local_correlation != m->correlation_id || p->src != m->dst)
             continue;
         struct shell_reply_to reply = p->reply;
+        int32_t max_bytes = p->max_bytes;
         s->pending[i] = s->pending[--s->n_pending];
-        shell_respond(&reply, write_response_body, m);
+        if (m->type != RAFT_MSG_FETCH_RESP) {
+            shell_respond(&reply, write_response_body, m);
+            return;
+        }
+        struct raft_msg filled;
+        shell_fill_fetch(s, m, max_bytes, &filled);
+        shell_respond(&reply, write_response_body, &filled);
+        raft_msg_clear(&filled);
         return;
     }
     /* Its request timed out here already. */
@@ -230,7 +238,11 @@ static void take_request(struct raft_shell *s, struct shell_item *it, int64_t no
     }
     int32_t local = ++s->next_local_correlation;
     s->pending[s->n_pending++] = (struct shell_pending){
-        .reply = it->reply, .src = it->msg.src, .local_correlation = local, .received_ms = now};
+        .reply = it->reply,
+        .src = it->msg.src,
+        .local_correlation = local,
+        .max_bytes = it->msg.type == RAFT_MSG_FETCH_REQ ? it->msg.u.fetch_req.max_bytes : 0,
+        .received_ms = now};
     it->msg.correlation_id = local;
     it->msg.dst = s->cfg.node_id;
     raft_node_receive(s->node, now, &it->msg);
@@ -357,40 +369,6 @@ static void raft_thread(void *arg)
 
 /* ---- start / stop ---- */
 
-struct load_ctx {
-    struct raft_entry *entries;
-    int64_t n, cap;
-};
-
-static int load_entry(void *arg, const struct raft_entry *e)
-{
-    struct load_ctx *l = arg;
-    if (l->n == l->cap) {
-        int64_t ncap = l->cap ? l->cap * 2 : 64;
-        struct raft_entry *grown = realloc(l->entries, (size_t)ncap * sizeof *grown);
-        if (!grown)
-            return -1;
-        l->entries = grown;
-        l->cap = ncap;
-    }
-    /* The store frees its copy once read returns. */
-    struct raft_entry *copy = &l->entries[l->n];
-    *copy = *e;
-    copy->data = malloc(e->len ? e->len : 1);
-    if (!copy->data)
-        return -1;
-    memcpy(copy->data, e->data, e->len);
-    l->n++;
-    return 0;
-}
-
-static void free_loaded(struct load_ctx *l)
-{
-    for (int64_t i = 0; i < l->n; i++)
-        free(l->entries[i].data);
-    free(l->entries);
-}
-
 static int create_node(struct raft_shell *s, char *err, size_t errlen)
 {
     struct raft_config rc;
@@ -402,22 +380,21 @@ static int create_node(struct raft_shell *s, char *err, size_t errlen)
     rc.election_timeout_ms = s->cfg.election_timeout_ms;
     rc.fetch_timeout_ms = s->cfg.fetch_timeout_ms;
     rc.election_backoff_max_ms = s->cfg.election_backoff_max_ms;
+    /* The store holds the bytes; the core only their headers. */
+    rc.entries_on_disk = true;
     rc.seed = (uint64_t)clock_mono_ns() ^ ((uint64_t)(uint32_t)s->cfg.node_id << 32);
 
     struct raft_quorum_state qs;
     bool has_qs = false;
     if (s->cfg.store_ops->load_qs(s->cfg.store, &qs, &has_qs, err, errlen) != 0)
         return -1;
-    struct load_ctx l = {0};
-    if (s->cfg.store_ops->read(s->cfg.store, 0, load_entry, &l, err, errlen) != 0) {
-        free_loaded(&l);
-        if (!err[0])
-            snprintf(err, errlen, "out of memory reading the metadata quorum log");
+    struct raft_entry *headers = NULL;
+    int64_t n_entries = 0;
+    if (shell_load_headers(s, &headers, &n_entries, err, errlen) != 0)
         return -1;
-    }
-    int rc_create = raft_node_create(&s->node, &rc, has_qs ? &qs : NULL, l.entries, l.n, clock_mono_ms());
-    int64_t n_entries = l.n, end = l.n ? l.entries[l.n - 1].offset + l.entries[l.n - 1].count : 0;
-    free_loaded(&l);
+    int rc_create = raft_node_create(&s->node, &rc, has_qs ? &qs : NULL, headers, n_entries, clock_mono_ms());
+    int64_t end = n_entries ? headers[n_entries - 1].offset + headers[n_entries - 1].count : 0;
+    free(headers);
     if (rc_create != RAFT_OK) {
         snprintf(err, errlen, "cannot start the quorum core (error %d)", rc_create);
         return -1;
@@ -545,6 +522,7 @@ void raft_shell_stop(struct raft_shell *s)
         shell_close(s->pending[i].reply.net);
     free(s->pending);
     raft_node_destroy(s->node);
+    free(s->scratch.data);
     s->cfg.store_ops->close(s->cfg.store);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->appended);
@@ -586,5 +564,6 @@ int raft_shell_append(struct raft_shell *s, int32_t epoch, const struct raft_she
 
 const struct raft_entry *raft_shell_entry(struct raft_shell *s, int64_t offset)
 {
-    return raft_node_entry(s->node, offset);
+    const struct raft_entry *e = raft_node_entry(s->node, offset);
+    return e && !e->data ? shell_entry_from_store(s, e) : e;
 }

@@ -81,12 +81,12 @@ static int disk_flush(void *store, int64_t *end, char *err, size_t errlen)
     return raft_store_flush(log, raft_store_end_offset(log), end, err, errlen);
 }
 
-static int disk_read(void *store, int64_t offset, int (*fn)(void *arg, const struct raft_entry *e), void *arg,
-                     char *err, size_t errlen)
+static int disk_read(void *store, int64_t offset, int32_t max_bytes, int (*fn)(void *arg, const struct raft_entry *e),
+                     void *arg, char *err, size_t errlen)
 {
     struct raft_entry *entries;
     int64_t n;
-    if (raft_store_read(((struct disk_store *)store)->log, offset, INT32_MAX, &entries, &n, err, errlen) != 0)
+    if (raft_store_read(((struct disk_store *)store)->log, offset, max_bytes, &entries, &n, err, errlen) != 0)
         return -1;
     int rc = 0;
     for (int64_t i = 0; i < n && rc == 0; i++)

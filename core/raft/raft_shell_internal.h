@@ -49,6 +49,7 @@ struct shell_pending {
     struct shell_reply_to reply;
     int32_t src;
     int32_t local_correlation; /* what the core sees as the request's */
+    int32_t max_bytes;         /* a Fetch's record budget */
     int64_t received_ms;
 };
 
@@ -80,6 +81,7 @@ struct raft_shell {
     size_t n_pending, cap_pending;
     int32_t next_local_correlation;
     bool store_failed;
+    struct raft_entry scratch; /* raft_shell_entry's answer, read from the store */
 };
 
 /* raft_shell_wire.c */
@@ -98,6 +100,20 @@ bool shell_log_now(struct raft_shell *s, int64_t *last_ms);
 /* Logs that another node's voter set disagrees with this one's, at most
  * every few seconds. Any thread. */
 void shell_voter_set_mismatch(struct raft_shell *s, int64_t *last_ms, const char *what, int32_t other);
+
+/* raft_shell_read.c: the log's bytes, read back from the store (the core
+ * keeps headers only). */
+/* Every entry's header (data NULL), read in bounded chunks; *entries_out
+ * is malloc'd. Returns 0, or -1 with err. */
+int shell_load_headers(struct raft_shell *s, struct raft_entry **entries_out, int64_t *n_out, char *err,
+                       size_t errlen);
+/* The core's fetch answer m (headers only) with its entries' bytes read
+ * from the store, within max_bytes (at least one entry); filled owns its
+ * records (raft_msg_clear). Returns 0, or -1 with filled holding none. */
+int shell_fill_fetch(struct raft_shell *s, const struct raft_msg *m, int32_t max_bytes, struct raft_msg *filled);
+/* The entry of header with its bytes, valid until the next call; NULL
+ * (logged) when the store cannot give it. */
+const struct raft_entry *shell_entry_from_store(struct raft_shell *s, const struct raft_entry *header);
 
 /* raft_shell.c */
 /* Hands an item to the raft thread; false (item untouched) once stopping. */

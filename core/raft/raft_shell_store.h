@@ -32,10 +32,12 @@ struct raft_shell_store_ops {
     /* Makes every entry written so far durable; *end gets the offset after
      * the last durable one. */
     int (*flush)(void *store, int64_t *end, char *err, size_t errlen);
-    /* Calls fn for every durable entry from offset on, in order; a
-     * non-zero return from fn stops the read and is returned. */
-    int (*read)(void *store, int64_t offset, int (*fn)(void *arg, const struct raft_entry *e), void *arg, char *err,
-                size_t errlen);
+    /* Calls fn for the entries from offset (an entry boundary) on, in
+     * order: at least one when any is there, then more while their bytes
+     * stay within max_bytes. A non-zero return from fn stops the read and
+     * is returned. The entry passed to fn is valid during the call. */
+    int (*read)(void *store, int64_t offset, int32_t max_bytes, int (*fn)(void *arg, const struct raft_entry *e),
+                void *arg, char *err, size_t errlen);
     void (*close)(void *store);
 };
 

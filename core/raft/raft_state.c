@@ -44,6 +44,8 @@ static void entry_free(struct raft_entry *e)
 static int entry_copy(struct raft_entry *dst, const struct raft_entry *src)
 {
     *dst = *src;
+    if (!src->data) /* a header only: the bytes are in the caller's store */
+        return RAFT_OK;
     dst->data = malloc(src->len ? src->len : 1);
     if (!dst->data)
         return RAFT_ERR_NOMEM;
@@ -247,7 +249,10 @@ int raft_log_append(struct raft_node *n, int32_t epoch, const void *data, uint32
     struct raft_entry src = {
         .offset = raft_log_end(n), .epoch = epoch, .count = count, .len = len, .data = (uint8_t *)data};
     struct raft_output o = {.type = RAFT_OUT_APPEND};
-    if (entry_copy(&n->log[n->log_len], &src) != RAFT_OK)
+    struct raft_entry kept = src;
+    if (n->cfg.entries_on_disk)
+        kept.data = NULL;
+    if (entry_copy(&n->log[n->log_len], &kept) != RAFT_OK)
         return RAFT_ERR_NOMEM;
     if (entry_copy(&o.entry, &src) != RAFT_OK) {
         entry_free(&n->log[n->log_len]);

@@ -24,6 +24,7 @@
 #include "replica/replica_manager.h"
 #include "server/acl_feed.h"
 #include "server/quorum.h"
+#include "server/storage.h"
 #include "server/broker_tls.h"
 #include "txn/txn_coordinator.h"
 #include "txn/txn_log.h"
@@ -360,6 +361,9 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         snprintf(err, errlen, "log.dirs is empty");
         goto fail;
     }
+    /* A node of a quorum starts on formatted storage only (cairnd format). */
+    if (quorum_enabled(cfg) && storage_require_formatted(cfg, err, errlen) != 0)
+        goto fail;
     for (size_t i = 0; i < dir_count; i++)
         if (fs_mkdir_p(dirs[i], err, errlen) != 0)
             goto fail;

@@ -1,5 +1,7 @@
 /* cairnd: a Kafka-compatible broker.
- *   cairnd [--config server.properties] [--override key=value]... */
+ *   cairnd [--config server.properties] [--override key=value]...
+ *   cairnd format --config <file> --cluster-id <id> [--ignore-formatted]
+ *   cairnd random-uuid */
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
@@ -10,10 +12,14 @@
 #include "plugin/plugin_host.h"
 #include "server/broker.h"
 #include "server/quorum.h"
+#include "server/storage.h"
 #include "util/logger.h"
 
 int main(int argc, char **argv)
 {
+    int storage_rc = storage_command(argc, argv);
+    if (storage_rc >= 0)
+        return storage_rc;
     char err[1024] = "";
     struct broker_config *cfg = NULL;
     /* --print-plugin-docs needs the whole config (plugins, plugin.path):

@@ -10,6 +10,7 @@
 #include "config/meta_properties.h"
 #include "net/server.h"
 #include "raft/raft_shell.h"
+#include "server/storage.h"
 #include "util/clock.h"
 #include "util/fs_util.h"
 #include "util/logger.h"
@@ -213,9 +214,8 @@ int controller_process_start(struct broker_config *cfg, struct controller_proces
     size_t dir_count = 0;
     const char *const *dirs = config_log_dirs(cfg, &dir_count);
     char cluster_id[64] = "";
-    for (size_t i = 0; i < dir_count; i++)
-        if (fs_mkdir_p(dirs[i], err, errlen) != 0)
-            goto fail;
+    if (storage_require_formatted(cfg, err, errlen) != 0)
+        goto fail;
     if (meta_properties_ensure(dirs, dir_count, config_node_id(cfg), config_get_string(cfg, "cluster.id"), cluster_id,
                                err, errlen) != 0)
         goto fail;

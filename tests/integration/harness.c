@@ -225,22 +225,30 @@ int harness_free_port(void)
 }
 
 /* Builds argv and forks cairnd; returns the child's pid or -1. */
-static pid_t harness_spawn(struct test_broker *b)
-{
+struct harness_args {
     char listeners[128], log_dirs[700];
-    snprintf(listeners, sizeof(listeners), "listeners=PLAINTEXT://127.0.0.1:%d", b->port);
-    snprintf(log_dirs, sizeof(log_dirs), "log.dirs=%s", b->data_dir);
-    const char *fixed[] = {listeners, log_dirs, "node.id=1"};
-    const char *argv[2 + 2 * (3 + BROKER_MAX_OVERRIDES) + 1];
+    char expanded[BROKER_MAX_OVERRIDES][1024];
+    const char *argv[6 + 2 * (3 + BROKER_MAX_OVERRIDES) + 1];
+    int argc;
+};
+
+/* cairnd's command line: `prefix` (the binary and a subcommand's
+ * arguments, NULL-terminated) then the fixed and the test's overrides. */
+static void harness_args(struct test_broker *b, struct harness_args *a, const char *const *prefix)
+{
+    snprintf(a->listeners, sizeof(a->listeners), "listeners=PLAINTEXT://127.0.0.1:%d", b->port);
+    snprintf(a->log_dirs, sizeof(a->log_dirs), "log.dirs=%s", b->data_dir);
+    const char *fixed[] = {a->listeners, a->log_dirs, "node.id=1"};
+    const char **argv = a->argv;
     int argc = 0;
-    argv[argc++] = broker_binary();
+    for (int i = 0; prefix[i]; i++)
+        argv[argc++] = prefix[i];
     for (size_t i = 0; i < 3; i++) {
         argv[argc++] = "--override";
         argv[argc++] = fixed[i];
     }
     /* "{port}" in an override is the broker's PLAINTEXT port,
      * so a test can add listeners next to it. */
-    char expanded[BROKER_MAX_OVERRIDES][1024];
     for (int i = 0; i < b->override_count; i++) {
         const char *at = strstr(b->overrides[i], "{port}");
         argv[argc++] = "--override";
@@ -248,11 +256,30 @@ static pid_t harness_spawn(struct test_broker *b)
             argv[argc++] = b->overrides[i];
             continue;
         }
-        snprintf(expanded[i], sizeof expanded[i], "%.*s%d%s", (int)(at - b->overrides[i]), b->overrides[i], b->port,
-                 at + 6);
-        argv[argc++] = expanded[i];
+        snprintf(a->expanded[i], sizeof a->expanded[i], "%.*s%d%s", (int)(at - b->overrides[i]), b->overrides[i],
+                 b->port, at + 6);
+        argv[argc++] = a->expanded[i];
     }
     argv[argc] = NULL;
+    a->argc = argc;
+}
+
+/* The value of an override key=, or NULL. */
+static const char *harness_override(const struct test_broker *b, const char *key)
+{
+    size_t n = strlen(key);
+    const char *found = NULL;
+    for (int i = 0; i < b->override_count; i++)
+        if (strncmp(b->overrides[i], key, n) == 0 && b->overrides[i][n] == '=')
+            found = b->overrides[i] + n + 1;
+    return found;
+}
+
+static pid_t harness_spawn(struct test_broker *b)
+{
+    struct harness_args args;
+    harness_args(b, &args, (const char *const[]){broker_binary(), NULL});
+    const char *const *argv = args.argv;
 
     int log_fd = open(b->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd < 0)
@@ -335,6 +362,30 @@ static void harness_wait_ready(struct test_broker *b)
     fail_msg("cairnd did not answer ApiVersions on port %d within %d ms", b->port, HARNESS_START_TIMEOUT_MS);
 }
 
+/* A node of a controller quorum starts on formatted storage only: when the
+ * overrides name voters and a cluster id, the dirs are formatted first, as
+ * an operator runs `cairnd format` before the first start. */
+static void harness_format(struct test_broker *b)
+{
+    const char *cluster_id = harness_override(b, "cluster.id");
+    if (!harness_override(b, "controller.quorum.voters") || !cluster_id)
+        return;
+    struct harness_args args;
+    harness_args(b, &args,
+                 (const char *const[]){broker_binary(), "format", "--ignore-formatted", "--cluster-id", cluster_id, NULL});
+    char cmd[8192];
+    size_t used = 0;
+    for (int i = 0; i < args.argc && used < sizeof cmd; i++)
+        used += (size_t)snprintf(cmd + used, sizeof cmd - used, "'%s' ", args.argv[i]);
+    if (used < sizeof cmd)
+        snprintf(cmd + used, sizeof cmd - used, ">>'%s' 2>&1", b->log_path);
+    int status = system(cmd);
+    if (status != 0) {
+        broker_print_log_tail(b, 20);
+        fail_msg("cairnd format failed (status %d)", status);
+    }
+}
+
 void broker_start(struct test_broker *b, const char *const *overrides)
 {
     broker_start_on_port(b, 0, overrides);
@@ -363,6 +414,7 @@ void broker_start_on_port(struct test_broker *b, int port, const char *const *ov
     snprintf(b->bootstrap, sizeof(b->bootstrap), "127.0.0.1:%d", b->port);
     if (access(broker_binary(), X_OK) != 0)
         fail_msg("cairnd binary %s is not executable: %s", broker_binary(), strerror(errno));
+    harness_format(b);
     b->pid = harness_spawn(b);
     if (b->pid < 0)
         fail_msg("could not fork cairnd: %s", strerror(errno));

@@ -295,7 +295,18 @@ static void test_elect_fail_over_and_rejoin(void **state)
 /* Runs cairnd with the overrides to completion; returns its exit status
  * and its output in out. quorum_state (NULL: none) is put in its
  * quorum-state file first. */
+static int run_cairnd_in(const char *const *overrides, const char *quorum_state, bool format, char *out,
+                         size_t outlen);
+
 static int run_cairnd(const char *const *overrides, const char *quorum_state, char *out, size_t outlen)
+{
+    return run_cairnd_in(overrides, quorum_state, true, out, outlen);
+}
+
+/* format: run `cairnd format` on the dir first (its own errors are the
+ * start's to report). */
+static int run_cairnd_in(const char *const *overrides, const char *quorum_state, bool format, char *out,
+                         size_t outlen)
 {
     char dir[] = "/tmp/cairn-raft-badcfg-XXXXXX";
     assert_non_null(mkdtemp(dir));
@@ -309,10 +320,15 @@ static int run_cairnd(const char *const *overrides, const char *quorum_state, ch
         fputs(quorum_state, f);
         fclose(f);
     }
-    char cmd[2048];
-    size_t used = (size_t)snprintf(cmd, sizeof cmd, "%s --override log.dirs=%s/data", broker_binary(), dir);
+    char cmd[4096], args[1536];
+    size_t used = (size_t)snprintf(args, sizeof args, " --override log.dirs=%s/data", dir);
     for (int i = 0; overrides[i]; i++)
-        used += (size_t)snprintf(cmd + used, sizeof cmd - used, " --override '%s'", overrides[i]);
+        used += (size_t)snprintf(args + used, sizeof args - used, " --override '%s'", overrides[i]);
+    used = 0;
+    if (format)
+        used = (size_t)snprintf(cmd, sizeof cmd, "%s format -g -t " CLUSTER_ID "%s >/dev/null 2>&1; ", broker_binary(),
+                                args);
+    used += (size_t)snprintf(cmd + used, sizeof cmd - used, "%s%s", broker_binary(), args);
     snprintf(cmd + used, sizeof cmd - used, " 2>&1");
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
@@ -368,6 +384,13 @@ static void test_bad_configs_refuse_to_start(void **state)
                                  NULL};
     assert_int_equal(run_cairnd(no_listener, NULL, out, sizeof out), 2);
     assert_non_null(strstr(out, "controller listener QUORUM is not one of listeners"));
+
+    /* Storage never formatted, and no cluster.id: one line naming the command. */
+    const char *unformatted[] = {listeners, voters, "node.id=1", "process.roles=controller",
+                                 "controller.listener.names=CONTROLLER", NULL};
+    assert_int_equal(run_cairnd_in(unformatted, NULL, false, out, sizeof out), 1);
+    assert_non_null(strstr(out, "is not formatted (no meta.properties): run 'cairnd format --config <file> "
+                                "--cluster-id <id>' on this node first"));
 
     /* A quorum-state file that does not parse is never taken for none. */
     const char *corrupt[] = {listeners,

@@ -620,6 +620,52 @@ static void test_replica_states(void **state)
     raft_node_destroy(node);
 }
 
+/* entries_on_disk: the core keeps headers only, restored or appended, and
+ * its APPEND output still carries the bytes for the store. */
+static void test_entries_on_disk_keeps_headers(void **state)
+{
+    (void)state;
+    struct raft_config cfg;
+    raft_config_defaults(&cfg);
+    cfg.node_id = 0;
+    cfg.n_voters = 1;
+    cfg.voters[0] = 0;
+    cfg.entries_on_disk = true;
+    struct raft_entry restored = {.offset = 0, .epoch = 1, .count = 2, .len = 5, .data = NULL};
+    struct raft_node *node;
+    assert_int_equal(raft_node_create(&node, &cfg, NULL, &restored, 1, 0), RAFT_OK);
+    const struct raft_entry *e = raft_node_entry(node, 1);
+    assert_non_null(e);
+    assert_null(e->data);
+    assert_int_equal(e->len, 5);
+    struct outs outs;
+    for (int64_t now = 0; now < 5000 && raft_node_role(node) != RAFT_LEADER; now += 10) {
+        raft_node_tick(node, now);
+        drain(node, &outs);
+        const struct raft_output *persist = find_type(&outs, RAFT_OUT_PERSIST_QS);
+        uint64_t version = persist ? persist->qs_version : 0;
+        outs_free(&outs);
+        if (version)
+            raft_node_qs_persisted(node, now, version);
+        drain(node, &outs);
+        outs_free(&outs);
+    }
+    assert_int_equal(raft_node_role(node), RAFT_LEADER);
+    int64_t offset = -1;
+    assert_int_equal(raft_node_append(node, 5000, "hello", 5, 1, &offset), RAFT_OK);
+    drain(node, &outs);
+    const struct raft_output *append = find_type(&outs, RAFT_OUT_APPEND);
+    assert_non_null(append);
+    assert_int_equal(append->entry.offset, offset);
+    assert_memory_equal(append->entry.data, "hello", 5);
+    outs_free(&outs);
+    e = raft_node_entry(node, offset);
+    assert_non_null(e);
+    assert_null(e->data);
+    assert_int_equal(e->len, 5);
+    raft_node_destroy(node);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -634,6 +680,7 @@ int main(void)
         cmocka_unit_test(test_leader_batches),
         cmocka_unit_test(test_follower_truncates_whole_batch),
         cmocka_unit_test(test_replica_states),
+        cmocka_unit_test(test_entries_on_disk_keeps_headers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,7 @@
 #include "net/server.h"
 #include "raft/raft_shell.h"
 #include "raft/raft_shell_metadata.h"
+#include "raft/raft_store.h"
 #include "util/clock.h"
 
 #define N 3
@@ -31,6 +32,7 @@
 
 struct seen {
     pthread_mutex_t mu;
+    int64_t total; /* every record delivered, also past MAX_SEEN */
     int n;
     int64_t offsets[MAX_SEEN];
     char values[MAX_SEEN][16];
@@ -59,6 +61,7 @@ static int on_commit(void *ctx, const struct metadata_batch *batch)
 {
     struct seen *s = ctx;
     pthread_mutex_lock(&s->mu);
+    s->total += batch->count;
     for (int32_t i = 0; i < batch->count && s->n < MAX_SEEN; i++) {
         s->offsets[s->n] = batch->base_offset + i;
         snprintf(s->values[s->n], sizeof s->values[0], "%.*s", (int)batch->records[i].len,
@@ -69,9 +72,9 @@ static int on_commit(void *ctx, const struct metadata_batch *batch)
     return 0;
 }
 
-static void start_nodes(struct node *nodes, const int *ports)
+static void start_node(struct node *nodes, const int *ports, int i)
 {
-    for (int i = 0; i < N; i++) {
+    {
         struct node *n = &nodes[i];
         pthread_mutex_init(&n->seen.mu, NULL);
         n->log = raft_shell_metadata_create();
@@ -115,6 +118,12 @@ static void start_nodes(struct node *nodes, const int *ports)
     }
 }
 
+static void start_nodes(struct node *nodes, const int *ports)
+{
+    for (int i = 0; i < N; i++)
+        start_node(nodes, ports, i);
+}
+
 static void stop_nodes(struct node *nodes)
 {
     for (int i = 0; i < N; i++) {
@@ -126,16 +135,16 @@ static void stop_nodes(struct node *nodes)
     }
 }
 
-/* The node every shell names as leader, once they agree. */
-static int wait_leader(struct node *nodes)
+/* The node the first `count` shells name as leader, once they agree. */
+static int wait_leader_of(struct node *nodes, int count)
 {
     int64_t deadline = clock_mono_ms() + 10000;
     while (clock_mono_ms() < deadline) {
         struct raft_shell_status st[N];
-        for (int i = 0; i < N; i++)
+        for (int i = 0; i < count; i++)
             raft_shell_status(nodes[i].shell, &st[i]);
-        bool agree = st[0].leader_id >= 1;
-        for (int i = 1; i < N; i++)
+        bool agree = st[0].leader_id >= 1 && st[0].leader_id <= count;
+        for (int i = 1; i < count; i++)
             agree = agree && st[i].leader_id == st[0].leader_id && st[i].epoch == st[0].epoch;
         if (agree && st[st[0].leader_id - 1].role == RAFT_LEADER)
             return st[0].leader_id;
@@ -143,6 +152,11 @@ static int wait_leader(struct node *nodes)
     }
     fail_msg("no agreed leader within 10 s");
     return -1;
+}
+
+static int wait_leader(struct node *nodes)
+{
+    return wait_leader_of(nodes, N);
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -170,21 +184,26 @@ static void wait_seen(struct node *nodes, int want)
     }
 }
 
-static void test_batches_commit_on_every_node(void **state)
+static void make_nodes(struct node *nodes, int *ports)
 {
-    (void)state;
-    int ports[N];
     for (int i = 0; i < N; i++) {
         do {
             ports[i] = free_port();
         } while (i > 0 && (ports[i] == ports[i - 1] || ports[i] == ports[0]));
     }
-    struct node nodes[N];
-    memset(nodes, 0, sizeof nodes);
+    memset(nodes, 0, N * sizeof *nodes);
     for (int i = 0; i < N; i++) {
         snprintf(nodes[i].dir, sizeof nodes[i].dir, "/tmp/raft_shell_XXXXXX");
         assert_non_null(mkdtemp(nodes[i].dir));
     }
+}
+
+static void test_batches_commit_on_every_node(void **state)
+{
+    (void)state;
+    int ports[N];
+    struct node nodes[N];
+    make_nodes(nodes, ports);
     start_nodes(nodes, ports);
     int leader = wait_leader(nodes);
 
@@ -241,10 +260,133 @@ static void test_batches_commit_on_every_node(void **state)
         nftw(nodes[i].dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
+/* ---- a log larger than any in-memory bound ---- */
+
+#define BIG_BATCHES 40
+#define BIG_RECORDS 8
+#define BIG_RECORD_BYTES 20000 /* 160 kB a batch, 6.4 MB in all: several 1 MiB fetches and load chunks */
+
+static void big_record(uint8_t *buf, int batch, int record)
+{
+    for (int i = 0; i < BIG_RECORD_BYTES; i++)
+        buf[i] = (uint8_t)(batch * 31 + record * 7 + i);
+}
+
+static int64_t wait_caught_up(struct node *nodes)
+{
+    int64_t deadline = clock_mono_ms() + 20000;
+    for (;;) {
+        struct raft_shell_status st[N];
+        for (int i = 0; i < N; i++)
+            raft_shell_status(nodes[i].shell, &st[i]);
+        pthread_mutex_lock(&nodes[N - 1].seen.mu);
+        int64_t total = nodes[N - 1].seen.total;
+        pthread_mutex_unlock(&nodes[N - 1].seen.mu);
+        bool same = total == BIG_BATCHES * BIG_RECORDS;
+        for (int i = 1; i < N; i++)
+            same = same && st[i].end_offset == st[0].end_offset && st[i].high_watermark == st[0].high_watermark;
+        if (same)
+            return st[0].end_offset;
+        if (clock_mono_ms() > deadline)
+            fail_msg("the late node is at %lld/%lld (hw %lld), %lld of %d records delivered; the others at %lld",
+                     (long long)st[N - 1].end_offset, (long long)st[0].end_offset, (long long)st[N - 1].high_watermark,
+                     (long long)total, BIG_BATCHES * BIG_RECORDS, (long long)st[0].end_offset);
+        usleep(20 * 1000);
+    }
+}
+
+/* Every batch of two logs, read back from their directories, byte for byte. */
+static void assert_same_logs(const char *dir_a, const char *dir_b)
+{
+    char err[256] = "";
+    struct raft_store *a = NULL, *b = NULL;
+    assert_int_equal(raft_store_open(dir_a, &a, err, sizeof err), 0);
+    assert_int_equal(raft_store_open(dir_b, &b, err, sizeof err), 0);
+    assert_int_equal(raft_store_end_offset(a), raft_store_end_offset(b));
+    int64_t offset = 0, batches = 0;
+    while (offset < raft_store_end_offset(a)) {
+        struct raft_entry *ea, *eb;
+        int64_t na, nb;
+        assert_int_equal(raft_store_read(a, offset, 1, &ea, &na, err, sizeof err), 0);
+        assert_int_equal(raft_store_read(b, offset, 1, &eb, &nb, err, sizeof err), 0);
+        assert_int_equal(na, 1);
+        assert_int_equal(nb, 1);
+        assert_int_equal(ea->epoch, eb->epoch);
+        assert_int_equal(ea->count, eb->count);
+        assert_int_equal(ea->len, eb->len);
+        assert_memory_equal(ea->data, eb->data, ea->len);
+        offset = ea->offset + ea->count;
+        batches++;
+        raft_store_entries_free(ea, na);
+        raft_store_entries_free(eb, nb);
+    }
+    assert_true(batches > BIG_BATCHES);
+    raft_store_close(a);
+    raft_store_close(b);
+}
+
+/* The leader answers fetches from its disk (its core keeps headers only):
+ * a node that starts after 6.4 MB were committed catches up in fetches
+ * bounded by bytes, delivers every record to its listener, and ends with
+ * the same bytes on disk; restarted, every node loads that log back in
+ * bounded chunks. */
+static void test_late_follower_catches_up_from_disk(void **state)
+{
+    (void)state;
+    int ports[N];
+    struct node nodes[N];
+    make_nodes(nodes, ports);
+    for (int i = 0; i < N - 1; i++)
+        start_node(nodes, ports, i);
+    int leader = wait_leader_of(nodes, N - 1);
+    struct raft_shell_metadata *at_leader = nodes[leader - 1].log;
+    int32_t epoch = raft_shell_metadata_ops.leader_epoch(at_leader);
+    static uint8_t bufs[BIG_RECORDS][BIG_RECORD_BYTES];
+    for (int b = 0; b < BIG_BATCHES; b++) {
+        struct metadata_log_entry records[BIG_RECORDS];
+        for (int r = 0; r < BIG_RECORDS; r++) {
+            big_record(bufs[r], b, r);
+            records[r] = (struct metadata_log_entry){bufs[r], BIG_RECORD_BYTES};
+        }
+        char err[256] = "";
+        int64_t last = -1;
+        if (raft_shell_metadata_ops.append(at_leader, epoch, records, BIG_RECORDS, &last, err, sizeof err) != 0)
+            fail_msg("append %d at the leader: %s", b, err);
+    }
+    start_node(nodes, ports, N - 1);
+    int64_t end = wait_caught_up(nodes);
+    /* The late node's listener saw the records as written. */
+    pthread_mutex_lock(&nodes[N - 1].seen.mu);
+    assert_int_equal(nodes[N - 1].seen.n, MAX_SEEN);
+    pthread_mutex_unlock(&nodes[N - 1].seen.mu);
+    uint8_t want[BIG_RECORD_BYTES];
+    big_record(want, 1, 7);
+    assert_memory_equal(nodes[N - 1].seen.values[BIG_RECORDS + 7], want, sizeof nodes[0].seen.values[0] - 1);
+    stop_nodes(nodes);
+    for (int i = 0; i < N; i++)
+        if (i != leader - 1)
+            assert_same_logs(nodes[leader - 1].dir, nodes[i].dir);
+
+    struct node again[N];
+    memset(again, 0, sizeof again);
+    for (int i = 0; i < N; i++)
+        memcpy(again[i].dir, nodes[i].dir, sizeof again[i].dir);
+    start_nodes(again, ports);
+    for (int i = 0; i < N; i++) {
+        struct raft_shell_status st;
+        raft_shell_status(again[i].shell, &st);
+        assert_int_equal(st.end_offset, end);
+    }
+    stop_nodes(again);
+    for (int i = 0; i < N; i++)
+        nftw(nodes[i].dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batches_commit_on_every_node),
+        cmocka_unit_test(test_late_follower_catches_up_from_disk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
