@@ -2,8 +2,10 @@
  * gets a JWT signed by a key made here (through its token refresh
  * callback and rd_kafka_oauthbearer_set_token), produces and consumes; a
  * token the broker must refuse (expired, another audience, unknown key)
- * fails with SASL_AUTHENTICATION_FAILED; and the JWK set is fetched over
- * HTTP (libcurl) from a server the test starts. */
+ * fails with SASL_AUTHENTICATION_FAILED; the exchange on the wire (the
+ * session lifetime is the token's, Kafka's invalid_token challenge and
+ * %x01 answer); and the JWK set is fetched over HTTP (libcurl) from a
+ * server the test starts. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +25,7 @@
 #include "harness.h"
 #include "jwt_forge.h"
 #include "raw_kafka.h"
+#include "raw_session.h"
 
 struct oauth_it {
     struct test_broker broker;
@@ -234,6 +237,105 @@ static void test_oauthbearer_with_librdkafka(void **state)
     stop_all(&t);
 }
 
+struct wire_answer {
+    int16_t error;
+    char message[256];
+    char bytes[256];
+    int64_t lifetime_ms;
+};
+
+/* SaslAuthenticate v2 with token on s. */
+static void wire_authenticate(struct raw_session *s, const void *token, size_t len, struct wire_answer *a)
+{
+    struct raw_writer w;
+    raw_session_begin(s, &w, 36, 2);
+    raw_put_compact_bytes(&w, token, len);
+    raw_put_uvarint(&w, 0);
+    struct raw_reader r;
+    uint8_t *frame = raw_session_roundtrip(s, &w, &r, true);
+    a->error = raw_get_i16(&r);
+    a->message[0] = '\0';
+    raw_get_compact_string(&r, a->message, sizeof a->message);
+    uint64_t n = raw_get_uvarint(&r);
+    size_t blen = n > 0 ? (size_t)n - 1 : 0;
+    assert_true(blen < sizeof a->bytes);
+    memcpy(a->bytes, r.data + r.pos, blen);
+    a->bytes[blen] = '\0';
+    raw_skip(&r, blen);
+    a->lifetime_ms = raw_get_i64(&r);
+    raw_skip_tagged_fields(&r);
+    raw_session_finish_read(&r, frame);
+}
+
+/* A connection to the SASL listener after SaslHandshake v1 OAUTHBEARER. */
+static struct raw_session wire_handshake(struct oauth_it *t)
+{
+    struct raw_session s = {raw_connect(t->sasl_port, 10000), 0};
+    assert_true(s.fd >= 0);
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 17, 1, ++s.correlation, "oauth-it");
+    raw_put_string(&w, "OAUTHBEARER");
+    struct raw_reader r;
+    uint8_t *frame = raw_session_roundtrip(&s, &w, &r, false);
+    assert_int_equal(raw_get_i16(&r), 0);
+    int32_t n = raw_get_i32(&r);
+    assert_int_equal(n, 1);
+    int16_t len = raw_get_i16(&r);
+    assert_int_equal(len, 11);
+    raw_skip(&r, 11);
+    raw_session_finish_read(&r, frame);
+    return s;
+}
+
+static void test_wire_exchange(void **state)
+{
+    (void)state;
+    struct oauth_it t = {0};
+    make_dir_and_key(&t);
+    char url[400];
+    snprintf(url, sizeof url, "file://%s", t.jwks_path);
+    start_broker(&t, url);
+    char msg[2048];
+    struct wire_answer a;
+
+    /* A valid token: the session lasts until its exp (KIP-368), with
+     * connections.max.reauth.ms unset. */
+    char *good = make_token(t.key, "test-key", "alice", "cairn", 300);
+    struct raw_session s = wire_handshake(&t);
+    int n = snprintf(msg, sizeof msg, "n,,\x01" "auth=Bearer %s\x01\x01", good);
+    wire_authenticate(&s, msg, (size_t)n, &a);
+    assert_int_equal(a.error, 0);
+    assert_string_equal(a.bytes, "");
+    if (a.lifetime_ms <= 290000 || a.lifetime_ms > 300000)
+        fail_msg("session lifetime %lld ms, expected the token's ~300000", (long long)a.lifetime_ms);
+    close(s.fd);
+    free(good);
+
+    /* An expired one: Kafka's challenge, the client's %x01, then
+     * SASL_AUTHENTICATION_FAILED carrying the challenge, and a close. */
+    char *expired = make_token(t.key, "test-key", "alice", "cairn", -300);
+    s = wire_handshake(&t);
+    n = snprintf(msg, sizeof msg, "n,,\x01" "auth=Bearer %s\x01\x01", expired);
+    wire_authenticate(&s, msg, (size_t)n, &a);
+    assert_int_equal(a.error, 0);
+    assert_string_equal(a.bytes, "{\"status\":\"invalid_token\"}");
+    wire_authenticate(&s, "\x01", 1, &a);
+    assert_int_equal(a.error, 58);
+    assert_string_equal(a.message, "{\"status\":\"invalid_token\"}");
+    assert_true(raw_wait_closed(s.fd, 5000));
+    close(s.fd);
+    free(expired);
+
+    /* Not an RFC 7628 message at all: Kafka's generic failure at once. */
+    s = wire_handshake(&t);
+    wire_authenticate(&s, "Bearer abc", 10, &a);
+    assert_int_equal(a.error, 58);
+    assert_non_null(strstr(a.message, "invalid credentials with SASL mechanism OAUTHBEARER"));
+    close(s.fd);
+    stop_all(&t);
+}
+
 /* python3 -m http.server serving dir on a free port; returns its pid. */
 static pid_t start_http_server(const char *dir, int *port)
 {
@@ -285,6 +387,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_oauthbearer_with_librdkafka),
+        cmocka_unit_test(test_wire_exchange),
         cmocka_unit_test(test_jwks_over_http),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
