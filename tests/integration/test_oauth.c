@@ -79,6 +79,15 @@ static void start_broker(struct oauth_it *t, const char *jwks_url)
     broker_start(&t->broker, overrides);
 }
 
+/* A key in a JWKS file and a broker reading it. */
+static void start_with_jwks_file(struct oauth_it *t)
+{
+    make_dir_and_key(t);
+    char url[400];
+    snprintf(url, sizeof url, "file://%s", t->jwks_path);
+    start_broker(t, url);
+}
+
 static void stop_all(struct oauth_it *t)
 {
     broker_stop(&t->broker);
@@ -212,10 +221,7 @@ static void test_oauthbearer_with_librdkafka(void **state)
 {
     (void)state;
     struct oauth_it t = {0};
-    make_dir_and_key(&t);
-    char url[400];
-    snprintf(url, sizeof url, "file://%s", t.jwks_path);
-    start_broker(&t, url);
+    start_with_jwks_file(&t);
     char *good = make_token(t.key, "test-key", "alice", "cairn", 600);
     produce_and_consume(&t, good, "oauth-topic", 10);
     free(good);
@@ -292,10 +298,7 @@ static void test_wire_exchange(void **state)
 {
     (void)state;
     struct oauth_it t = {0};
-    make_dir_and_key(&t);
-    char url[400];
-    snprintf(url, sizeof url, "file://%s", t.jwks_path);
-    start_broker(&t, url);
+    start_with_jwks_file(&t);
     char msg[2048];
     struct wire_answer a;
 

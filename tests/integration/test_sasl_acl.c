@@ -88,12 +88,7 @@ static void allow(struct acl_it *t, const char *principal, const char *topic, rd
 static rd_kafka_resp_err_t produce_as_client(struct acl_it *t, const char *topic)
 {
     rd_kafka_t *rk = rk_producer_new(t->bootstrap, t->client);
-    struct rk_delivery_slot slot = {0};
-    rd_kafka_resp_err_t err = rk_produce_blocking(rk, topic, 0, NULL, 0, "v", 1, 0, NULL, &slot);
-    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        rd_kafka_flush(rk, 10000);
-        err = slot.done ? slot.err : RD_KAFKA_RESP_ERR__TIMED_OUT;
-    }
+    rd_kafka_resp_err_t err = rk_produce_one_delivered(rk, topic);
     rk_producer_destroy(rk);
     return err;
 }
@@ -142,10 +137,7 @@ static void check_acls_apply(struct acl_it *t, const char *principal, const char
     assert_int_equal(produce_as_client(t, denied), RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
     const char *const super_conf[] = {"message.timeout.ms", "5000", NULL};
     rd_kafka_t *rk = rk_producer_new(broker_bootstrap(&t->broker), super_conf);
-    struct rk_delivery_slot slot = {0};
-    assert_int_equal(rk_produce_blocking(rk, denied, 0, NULL, 0, "v", 1, 0, NULL, &slot), 0);
-    rd_kafka_flush(rk, 10000);
-    assert_true(slot.done && slot.err == RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(rk_produce_one_delivered(rk, denied), RD_KAFKA_RESP_ERR_NO_ERROR);
     rk_producer_destroy(rk);
     assert_int_equal(consume_as_client(t, denied), RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
     broker_stop(&t->broker);
