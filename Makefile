@@ -63,17 +63,19 @@ sim: $(BUILD)/Makefile
 FUZZ_SECONDS ?= 300
 fuzz: deps
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCAIRN_FUZZ=ON
-	cmake --build build-fuzz -j $(JOBS) --target fuzz_request_decode fuzz_record_codec fuzz_record_batch record_batch_seeds fuzz_internal_records internal_records_seeds fuzz_broker_requests broker_request_seeds
-	mkdir -p build-fuzz/corpus build-fuzz/corpus-codec build-fuzz/corpus-batch build-fuzz/corpus-internal build-fuzz/corpus-broker
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_request_decode fuzz_record_codec fuzz_record_batch record_batch_seeds fuzz_internal_records internal_records_seeds fuzz_broker_requests broker_request_seeds fuzz_sasl_messages sasl_messages_seeds
+	mkdir -p build-fuzz/corpus build-fuzz/corpus-codec build-fuzz/corpus-batch build-fuzz/corpus-internal build-fuzz/corpus-broker build-fuzz/corpus-sasl
 	build-fuzz/tests/fuzz/record_batch_seeds build-fuzz/corpus-batch
 	build-fuzz/tests/fuzz/internal_records_seeds build-fuzz/corpus-internal
 	build-fuzz/tests/fuzz/broker_request_seeds build-fuzz/corpus-broker
 	cp tests/fuzz/broker-regressions/* build-fuzz/corpus-broker/
+	build-fuzz/tests/fuzz/sasl_messages_seeds build-fuzz/corpus-sasl
 	build-fuzz/tests/fuzz/fuzz_request_decode -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus
 	build-fuzz/tests/fuzz/fuzz_record_codec -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-codec
 	build-fuzz/tests/fuzz/fuzz_record_batch -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-batch
 	build-fuzz/tests/fuzz/fuzz_internal_records -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-internal
 	build-fuzz/tests/fuzz/fuzz_broker_requests -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-broker
+	build-fuzz/tests/fuzz/fuzz_sasl_messages -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-sasl
 
 bench: build
 	tools/bench/compare.sh $(BUILD)/core/server/cairnd

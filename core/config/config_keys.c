@@ -132,6 +132,9 @@ static const struct config_key_def broker_keys[] = {
      .doc = "SASL mechanisms offered to clients of SASL listeners (SCRAM-SHA-256, SCRAM-SHA-512, and those of "
             "authentication plugins); listener.name.<listener>.sasl.enabled.mechanisms overrides it per listener. "
             "GSSAPI, Kafka's default, is offered only by a plugin that serves it."},
+    {KEY_INT("connection.failed.authentication.delay.ms", "100", 0, I32), LOW, IN(NETWORK),
+     .doc = "A failed SASL authentication's response, and the close after it, wait this long, so a client "
+            "guessing passwords cannot reconnect at once."},
     {KEY_LONG("connections.max.reauth.ms", "0", 0, I64), MEDIUM, IN(NETWORK),
      .doc = "KIP-368: lifetime of an authenticated SASL session, sent to the client, which must re-authenticate "
             "before it ends; the broker closes a connection that does not. 0 disables."},

@@ -219,6 +219,7 @@ static void fail(struct request_context *ctx, struct sasl_conn *st, const struct
     sasl_mech_end(st);
     st->phase = SASL_PHASE_FAILED;
     close_after(ctx);
+    net_request_delay_response(ctx->net, config_get_int(ctx->env->config, "connection.failed.authentication.delay.ms"));
 }
 
 /* The exchange succeeded: the connection acts as the new principal from

@@ -70,7 +70,7 @@ void net_connection_update_poll(struct net_connection *c)
     int want = 0;
     if (!c->closed) {
         if (c->out_active)
-            want = UV_WRITABLE;
+            want = c->out_held ? 0 : UV_WRITABLE;
         else if (!c->in_flight && !c->throttled && loop->phase == NET_LOOP_RUNNING && !loop->backpressured)
             want = UV_READABLE;
         else if (c->in_flight)
@@ -453,6 +453,14 @@ static void conn_on_throttle_end(uv_timer_t *timer)
     net_connection_resume(c);
 }
 
+static void conn_on_delay_end(uv_timer_t *timer)
+{
+    struct net_connection *c = timer->data;
+    c->out_held = false;
+    if (!c->closed)
+        conn_write_and_continue(c);
+}
+
 /* Takes what a completion changes; the transport waits for its response. */
 static void conn_apply_change(struct net_connection *c, struct net_conn_change *change)
 {
@@ -505,6 +513,7 @@ void net_connection_on_completed(struct net_request_impl *req)
     }
     bool close_after = req->close_after;
     int32_t throttle_ms = req->throttle_ms;
+    int32_t delay_ms = req->delay_ms;
     net_request_free(req);
 
     if (close_after) {
@@ -513,6 +522,13 @@ void net_connection_on_completed(struct net_request_impl *req)
             return;
         }
         c->close_after_write = true;
+    }
+    if (delay_ms > 0 && c->out_active) {
+        /* The throttle timer is idle: the connection had a request in flight. */
+        c->out_held = true;
+        uv_timer_start(&c->throttle_timer, conn_on_delay_end, (uint64_t)delay_ms, 0);
+        net_connection_update_poll(c);
+        return;
     }
     if (throttle_ms > 0) {
         c->throttled = true;

@@ -96,6 +96,7 @@ struct net_request_impl {
     struct kafka_writer response;
     bool has_response;
     int32_t throttle_ms;
+    int32_t delay_ms; /* net_request_delay_response */
     bool close_after;
     struct net_conn_change *change; /* NULL unless the handler asked for one */
     /* net_request_set_cancel: the hook, and whether the connection closed
@@ -151,6 +152,7 @@ struct net_connection {
     int64_t out_splice_sent;
     bool close_after_write;
     bool throttled;
+    bool out_held; /* the response waits for throttle_timer (a failed authentication's delay) */
 
     int64_t last_activity_ms;
 };

@@ -246,6 +246,11 @@ void net_request_set_transport(struct net_request *pub, const struct net_transpo
     change->transport_state = state;
 }
 
+void net_request_delay_response(struct net_request *pub, int32_t delay_ms)
+{
+    ((struct net_request_impl *)pub)->delay_ms = delay_ms > 0 ? delay_ms : 0;
+}
+
 void net_request_complete(struct net_request *pub, struct kafka_writer *response, int32_t throttle_ms, bool close_after)
 {
     struct net_request_impl *req = (struct net_request_impl *)pub;

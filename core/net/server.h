@@ -111,6 +111,10 @@ int net_server_bound_port(struct net_server *server, int listener_index);
  * Callable from any thread, exactly once per request. After net_server_stop
  * has given up on a request, completing it just frees it; every request must
  * be completed before net_server_free. */
+/* Holds the response of this request, and the close after it, for
+ * delay_ms once complete (Kafka's connection.failed.authentication.delay.ms);
+ * nothing more is read meanwhile. Call before net_request_complete. */
+void net_request_delay_response(struct net_request *req, int32_t delay_ms);
 void net_request_complete(struct net_request *req, struct kafka_writer *response, int32_t throttle_ms,
                           bool close_after);
 

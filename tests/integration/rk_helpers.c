@@ -119,6 +119,16 @@ rd_kafka_resp_err_t rk_produce_blocking(rd_kafka_t *rk, const char *topic, int32
     }
 }
 
+rd_kafka_resp_err_t rk_produce_one_delivered(rd_kafka_t *rk, const char *topic)
+{
+    struct rk_delivery_slot slot = {0};
+    rd_kafka_resp_err_t err = rk_produce_blocking(rk, topic, 0, NULL, 0, "v", 1, 0, NULL, &slot);
+    if (err)
+        return err;
+    rd_kafka_flush(rk, 10000);
+    return slot.done ? slot.err : RD_KAFKA_RESP_ERR__TIMED_OUT;
+}
+
 static bool rk_admin_wait(rd_kafka_queue_t *queue, rd_kafka_event_t **out, int timeout_ms)
 {
     *out = rd_kafka_queue_poll(queue, timeout_ms);

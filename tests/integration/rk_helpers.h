@@ -95,6 +95,10 @@ rd_kafka_event_t *rk_admin_result(rd_kafka_queue_t *q, rd_kafka_event_type_t typ
  * (and destroys it); nothing when err is NULL. */
 void rk_expect_ok(rd_kafka_error_t *err, const char *what);
 
+/* One record "v" to partition 0 of topic through rk (a producer made by
+ * rk_producer_new), flushed: the delivery error (__TIMED_OUT without one). */
+rd_kafka_resp_err_t rk_produce_one_delivered(rd_kafka_t *rk, const char *topic);
+
 /* Produces one message, waiting (polling) while the local queue is full.
  * Returns librdkafka's error for the enqueue. */
 rd_kafka_resp_err_t rk_produce_blocking(rd_kafka_t *rk, const char *topic, int32_t partition, const void *key,

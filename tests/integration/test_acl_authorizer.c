@@ -54,12 +54,7 @@ static rd_kafka_resp_err_t produce_one(struct test_broker *b, const char *topic)
 {
     const char *conf[] = {"message.timeout.ms", "5000", "enable.idempotence", "false", NULL};
     rd_kafka_t *rk = rk_producer_new(broker_bootstrap(b), conf);
-    struct rk_delivery_slot slot = {0};
-    rd_kafka_resp_err_t err = rk_produce_blocking(rk, topic, 0, NULL, 0, "v", 1, 0, NULL, &slot);
-    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        rd_kafka_flush(rk, 10000);
-        err = slot.done ? slot.err : RD_KAFKA_RESP_ERR__TIMED_OUT;
-    }
+    rd_kafka_resp_err_t err = rk_produce_one_delivered(rk, topic);
     rk_producer_destroy(rk);
     return err;
 }

@@ -90,16 +90,6 @@ static rd_kafka_resp_err_t e2e_alter_configs(rd_kafka_t *rk, const char *topic)
     return err;
 }
 
-static rd_kafka_resp_err_t e2e_produce(rd_kafka_t *rk, const char *topic)
-{
-    struct rk_delivery_slot slot = {0};
-    rd_kafka_resp_err_t err = rk_produce_blocking(rk, topic, 0, NULL, 0, "v", 1, 0, NULL, &slot);
-    if (err)
-        return err;
-    rd_kafka_flush(rk, 10000);
-    return slot.done ? slot.err : RD_KAFKA_RESP_ERR__TIMED_OUT;
-}
-
 /* Legacy consumer on partition 0: the first message's error, 0 for a record. */
 static rd_kafka_resp_err_t e2e_fetch(struct e2e_state *st, const char *topic)
 {
@@ -302,9 +292,9 @@ static void test_audit_lines_match_requests(void **state)
     rk_producer_destroy(admin);
 
     rd_kafka_t *producer = e2e_client(st, "e2e-producer");
-    assert_int_equal(e2e_produce(producer, "ok-t"), RD_KAFKA_RESP_ERR_NO_ERROR);
-    assert_int_equal(e2e_produce(producer, "ro-t"), RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
-    assert_int_not_equal(e2e_produce(producer, "no-t"), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(rk_produce_one_delivered(producer, "ok-t"), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(rk_produce_one_delivered(producer, "ro-t"), RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+    assert_int_not_equal(rk_produce_one_delivered(producer, "no-t"), RD_KAFKA_RESP_ERR_NO_ERROR);
     int64_t low = -1, high = -1;
     assert_int_equal(rd_kafka_query_watermark_offsets(producer, "ok-t", 0, &low, &high, 10000), 0);
     assert_int_equal(high, 1);

@@ -837,13 +837,46 @@ static void test_scram_over_sasl_ssl(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* connection.failed.authentication.delay.ms: a wrong password's answer and
+ * the close after it wait that long; a right one does not. */
+static void test_failed_authentication_delay(void **state)
+{
+    (void)state;
+    struct sasl_it t = {0};
+    const char *const extra[] = {"connection.failed.authentication.delay.ms=800", NULL};
+    start_broker_with(&t, "0", extra);
+    create_user(&t, "dana", SHA256, "dana-secret");
+    char mechanisms[200];
+    struct auth_answer a;
+    for (int right = 0; right <= 1; right++) {
+        struct conn c = sasl_connect(&t);
+        assert_int_equal(handshake(&c, "SCRAM-SHA-256", mechanisms, sizeof mechanisms), 0);
+        long long began = harness_now_ms();
+        scram_login(&c, SHA256, "dana", right ? "dana-secret" : "wrong", &a);
+        long long answered = harness_now_ms() - began;
+        if (right) {
+            assert_int_equal(a.error, 0);
+            if (answered >= 700)
+                fail_msg("a successful login took %lld ms", answered);
+        } else {
+            assert_int_equal(a.error, ERR_SASL_AUTHENTICATION_FAILED);
+            assert_true(raw_wait_closed(c.fd, 5000));
+            long long closed = harness_now_ms() - began;
+            if (answered < 780 || closed < 780)
+                fail_msg("failure answered after %lld ms, closed after %lld ms; expected >= 800", answered, closed);
+        }
+        close(c.fd);
+    }
+    stop_broker(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wire_gate_and_mechanisms), cmocka_unit_test(test_reauthentication),
         cmocka_unit_test(test_credential_admin),         cmocka_unit_test(test_scram_with_librdkafka),
         cmocka_unit_test(test_scram_over_sasl_ssl),
-        cmocka_unit_test(test_plain_through_cyrus),
+        cmocka_unit_test(test_plain_through_cyrus),      cmocka_unit_test(test_failed_authentication_delay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

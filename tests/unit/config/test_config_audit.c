@@ -134,6 +134,7 @@ static const struct implemented_key implemented[] = {
     {"ssl.handshake.timeout.ms", "tests/integration/test_tls.c"},
     {"sasl.enabled.mechanisms", "tests/integration/test_sasl.c"},
     {"connections.max.reauth.ms", "tests/integration/test_sasl.c"},
+    {"connection.failed.authentication.delay.ms", "tests/integration/test_sasl.c"},
     {"max.connections", "tests/integration/test_conn_limits.c"},
     {"max.connections.per.ip", "tests/integration/test_conn_limits.c"},
     {"max.connections.per.ip.overrides", "tests/integration/test_conn_limits.c"},
