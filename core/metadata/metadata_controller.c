@@ -531,6 +531,13 @@ out:
     return rc;
 }
 
+void metadata_store_set_producer_id_allocator(struct metadata_store *store, metadata_producer_id_allocator fn,
+                                              void *ctx)
+{
+    store->allocate_ids = fn;
+    store->allocate_ids_ctx = ctx;
+}
+
 int16_t metadata_next_producer_id(struct metadata_store *store, int64_t *id, char *err, size_t errlen)
 {
     metadata_controller_lock(store);
@@ -540,7 +547,8 @@ int16_t metadata_next_producer_id(struct metadata_store *store, int64_t *id, cha
          * threads both allocate, the later block is dropped: ids stay unique. */
         metadata_controller_unlock(store);
         int64_t first = 0;
-        rc = metadata_allocate_producer_ids(store, store->node_id, &first, err, errlen);
+        rc = store->allocate_ids ? store->allocate_ids(store->allocate_ids_ctx, &first, err, errlen)
+                                 : metadata_allocate_producer_ids(store, store->node_id, &first, err, errlen);
         metadata_controller_lock(store);
         if (rc == KAFKA_ERR_NONE && store->producer_id_next >= store->producer_id_end) {
             store->producer_id_next = first;

@@ -162,6 +162,14 @@ bool metadata_store_is_controller(struct metadata_store *store);
 int16_t metadata_allocate_producer_ids(struct metadata_store *store, int32_t broker_id, int64_t *first, char *err,
                                        size_t errlen);
 
+/* Where a new block of producer ids comes from when this node may not write
+ * the metadata log: the active controller, asked over the network
+ * (AllocateProducerIds). *first gets the block's first id. */
+typedef int16_t (*metadata_producer_id_allocator)(void *ctx, int64_t *first, char *err, size_t errlen);
+/* Set once, before the store is shared; NULL: metadata_allocate_producer_ids. */
+void metadata_store_set_producer_id_allocator(struct metadata_store *store, metadata_producer_id_allocator fn,
+                                              void *ctx);
+
 /* The next producer id for this broker, from its current block; allocates a
  * new block when the current one is used up (or none exists yet). */
 int16_t metadata_next_producer_id(struct metadata_store *store, int64_t *id, char *err, size_t errlen);

@@ -47,6 +47,8 @@ struct metadata_store {
     void *validate_ctx;
     int64_t producer_id_next; /* write_lock: this broker's block [next, end) */
     int64_t producer_id_end;
+    metadata_producer_id_allocator allocate_ids; /* NULL: this store's controller */
+    void *allocate_ids_ctx;
     struct metadata_subscription *subs;
     int32_t sub_count;
     int next_sub_id;

@@ -149,6 +149,7 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
         lopts.controller = b->controller_brokers;
         if (broker_lifecycle_start(&lopts, &b->lifecycle, err, errlen) != 0)
             return -1;
+        metadata_store_set_producer_id_allocator(b->metadata, broker_lifecycle_allocate_producer_ids, b->lifecycle);
         if (broker_lifecycle_wait_unfenced(b->lifecycle, BROKER_UNFENCE_WAIT_MS) != 0) {
             snprintf(err, errlen, "not registered and unfenced by an active controller within %d ms",
                      BROKER_UNFENCE_WAIT_MS);
@@ -486,7 +487,6 @@ void broker_stop(struct broker *b)
     /* Parked JoinGroup/SyncGroup requests answer NOT_COORDINATOR now, so
      * the network layer's drain does not wait out rebalance timeouts. */
     group_coordinator_shutdown(b->groups);
-    broker_lifecycle_stop(b->lifecycle);
     /* No leadership change reaches the runtime, and no load or unload runs
      * past here (one in progress finishes first). */
     if (b->leadership_listener > 0)
@@ -494,6 +494,8 @@ void broker_stop(struct broker *b)
     coordinator_runtime_destroy(b->coordinators);
     if (b->net)
         net_server_stop(b->net, 10000);
+    /* No request can ask it for producer ids any more. */
+    broker_lifecycle_stop(b->lifecycle);
     quorum_stop(b->quorum);
     b->quorum = NULL;
     controller_brokers_stop(b->controller_brokers);

@@ -12,6 +12,8 @@
 #include "config/uuid.h"
 #include "metadata/metadata_store.h"
 #include "net/client.h"
+#include "protocol/generated/allocate_producer_ids_request.h"
+#include "protocol/generated/allocate_producer_ids_response.h"
 #include "protocol/generated/broker_heartbeat_request.h"
 #include "protocol/generated/broker_heartbeat_response.h"
 #include "protocol/generated/broker_registration_request.h"
@@ -40,8 +42,9 @@ struct broker_lifecycle {
     struct raft_shell_metadata *quorum;
     struct controller_brokers *controller;
     struct net_client *client;
-    int32_t client_node; /* voter the client knows, -1 */
-    int64_t epoch;       /* thread: broker epoch from the last registration, -1 */
+    pthread_mutex_t call_mu; /* serializes calls to the leader; guards client_node and epoch */
+    int32_t client_node;     /* voter the client knows, -1 */
+    int64_t epoch;           /* broker epoch from the last registration, -1 */
     pthread_t thread;
     bool thread_started;
     pthread_mutex_t mu; /* guards stopping */
@@ -66,6 +69,7 @@ struct call {
     int16_t error;
     int64_t broker_epoch;
     bool is_fenced;
+    int64_t producer_id_start;
 };
 
 static void call_done(struct net_client_result *result, void *ctx)
@@ -74,7 +78,13 @@ static void call_done(struct net_client_result *result, void *ctx)
     pthread_mutex_lock(&c->mu);
     c->error = net_client_status_kafka_error(result->status);
     if (result->status == NET_CLIENT_OK && result->response) {
-        if (result->api_key == CONTROLLER_API_BROKER_REGISTRATION) {
+        if (result->api_key == CONTROLLER_API_ALLOCATE_PRODUCER_IDS) {
+            const struct allocate_producer_ids_response *r = result->response;
+            c->error = r->error_code;
+            c->producer_id_start = r->producer_id_start;
+            if (c->error == KAFKA_ERR_NONE && r->producer_id_len != METADATA_PRODUCER_ID_BLOCK_SIZE)
+                c->error = KAFKA_ERR_UNKNOWN_SERVER_ERROR; /* the store hands out blocks of one size */
+        } else if (result->api_key == CONTROLLER_API_BROKER_REGISTRATION) {
             const struct broker_registration_response *r = result->response;
             c->error = r->error_code;
             c->broker_epoch = r->broker_epoch;
@@ -89,6 +99,7 @@ static void call_done(struct net_client_result *result, void *ctx)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* Caller holds call_mu. */
 static int16_t call_leader(struct broker_lifecycle *lc, int32_t leader, int16_t api_key, const void *body,
                            struct call *c)
 {
@@ -177,8 +188,9 @@ static void heartbeat_remote(struct broker_lifecycle *lc, int32_t leader)
 }
 
 /* One round: register (or re-register after a change) and heartbeat; at
- * the active controller's own node directly through the store. */
-static void lifecycle_round(struct broker_lifecycle *lc)
+ * the active controller's own node directly through the store. Caller
+ * holds call_mu. */
+static void lifecycle_round_locked(struct broker_lifecycle *lc)
 {
     if (metadata_store_is_controller(lc->store)) {
         char err[256] = "";
@@ -218,6 +230,39 @@ static bool wait_or_stop(struct broker_lifecycle *lc, int64_t ms)
     return stopping;
 }
 
+static void lifecycle_round(struct broker_lifecycle *lc)
+{
+    pthread_mutex_lock(&lc->call_mu);
+    lifecycle_round_locked(lc);
+    pthread_mutex_unlock(&lc->call_mu);
+}
+
+int16_t broker_lifecycle_allocate_producer_ids(void *ctx, int64_t *first, char *err, size_t errlen)
+{
+    struct broker_lifecycle *lc = ctx;
+    if (metadata_store_is_controller(lc->store))
+        return metadata_allocate_producer_ids(lc->store, lc->node_id, first, err, errlen);
+    int32_t leader = raft_shell_metadata_leader_id(lc->quorum);
+    if (leader < 0 || leader == lc->node_id) {
+        snprintf(err, errlen, "no active controller to allocate producer ids");
+        return KAFKA_ERR_NOT_CONTROLLER;
+    }
+    pthread_mutex_lock(&lc->call_mu);
+    struct allocate_producer_ids_request req;
+    allocate_producer_ids_request_init(&req);
+    req.broker_id = lc->node_id;
+    req.broker_epoch = lc->epoch;
+    struct call c = {.producer_id_start = -1};
+    int16_t rc = call_leader(lc, leader, CONTROLLER_API_ALLOCATE_PRODUCER_IDS, &req, &c);
+    pthread_mutex_unlock(&lc->call_mu);
+    if (rc != KAFKA_ERR_NONE) {
+        snprintf(err, errlen, "controller %d did not allocate producer ids (error %d)", leader, rc);
+        return rc;
+    }
+    *first = c.producer_id_start;
+    return KAFKA_ERR_NONE;
+}
+
 static void *lifecycle_main(void *arg)
 {
     struct broker_lifecycle *lc = arg;
@@ -249,6 +294,7 @@ int broker_lifecycle_start(const struct broker_lifecycle_options *opts, struct b
     lc->client_node = -1;
     snprintf(lc->cluster_id, sizeof lc->cluster_id, "%s", opts->cluster_id ? opts->cluster_id : "");
     pthread_mutex_init(&lc->mu, NULL);
+    pthread_mutex_init(&lc->call_mu, NULL);
     pthread_cond_init(&lc->cond, NULL);
     lc->endpoints = calloc(opts->endpoint_count > 0 ? (size_t)opts->endpoint_count : 1, sizeof *lc->endpoints);
     if (!lc->endpoints)
@@ -322,6 +368,7 @@ void broker_lifecycle_stop(struct broker_lifecycle *lc)
     free(lc->endpoints);
     free(lc->rack);
     pthread_mutex_destroy(&lc->mu);
+    pthread_mutex_destroy(&lc->call_mu);
     pthread_cond_destroy(&lc->cond);
     free(lc);
 }

@@ -42,4 +42,9 @@ int broker_lifecycle_start(const struct broker_lifecycle_options *opts, struct b
 int broker_lifecycle_wait_unfenced(struct broker_lifecycle *lc, int64_t timeout_ms);
 void broker_lifecycle_stop(struct broker_lifecycle *lc);
 
+/* metadata_producer_id_allocator (ctx: the lifecycle): a block from this
+ * store's controller when it is active, else AllocateProducerIds to the
+ * active controller (Kafka's RPC). Any thread. */
+int16_t broker_lifecycle_allocate_producer_ids(void *ctx, int64_t *first, char *err, size_t errlen);
+
 #endif

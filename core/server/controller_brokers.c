@@ -9,6 +9,8 @@
 #include <time.h>
 
 #include "metadata/metadata_store.h"
+#include "protocol/generated/allocate_producer_ids_request.h"
+#include "protocol/generated/allocate_producer_ids_response.h"
 #include "protocol/generated/api_table.h"
 #include "protocol/generated/broker_heartbeat_request.h"
 #include "protocol/generated/broker_heartbeat_response.h"
@@ -209,6 +211,11 @@ static int encode_registration(const void *msg, struct kafka_writer *w, int16_t 
     return broker_registration_response_encode(msg, w, version);
 }
 
+static int encode_allocate(const void *msg, struct kafka_writer *w, int16_t version)
+{
+    return allocate_producer_ids_response_encode(msg, w, version);
+}
+
 static int encode_heartbeat(const void *msg, struct kafka_writer *w, int16_t version)
 {
     return broker_heartbeat_response_encode(msg, w, version);
@@ -329,6 +336,33 @@ void controller_brokers_handle_request(struct net_request *req, void *ctx)
     }
 }
 
+/* A block of producer ids for a registered broker at its epoch. */
+static void allocate_ids(struct controller_brokers *cb, const struct allocate_producer_ids_request *in,
+                         struct allocate_producer_ids_response *out)
+{
+    const struct metadata_image *img = metadata_image_acquire(cb->store);
+    const struct metadata_broker *br = metadata_image_broker(img, in->broker_id);
+    int64_t epoch = br ? br->epoch : -1;
+    metadata_image_release(img);
+    if (!br) {
+        out->error_code = KAFKA_ERR_BROKER_ID_NOT_REGISTERED;
+        return;
+    }
+    if (epoch != in->broker_epoch) {
+        out->error_code = KAFKA_ERR_STALE_BROKER_EPOCH;
+        return;
+    }
+    char err[256] = "";
+    int64_t first = -1;
+    out->error_code = metadata_allocate_producer_ids(cb->store, in->broker_id, &first, err, sizeof err);
+    if (out->error_code == KAFKA_ERR_NONE) {
+        out->producer_id_start = first;
+        out->producer_id_len = METADATA_PRODUCER_ID_BLOCK_SIZE;
+    } else if (out->error_code != KAFKA_ERR_NOT_CONTROLLER) {
+        logger_warn(LOG, "producer ids for broker %d: %s (error %d)", in->broker_id, err, (int)out->error_code);
+    }
+}
+
 static void serve(struct controller_brokers *cb, struct net_request *req)
 {
     if (req->frame_len < 8) {
@@ -348,6 +382,7 @@ static void serve(struct controller_brokers *cb, struct net_request *req)
     union {
         struct broker_registration_request reg;
         struct broker_heartbeat_request hb;
+        struct allocate_producer_ids_request alloc;
     } in;
     if (desc)
         desc->request_init(&in);
@@ -365,6 +400,11 @@ static void serve(struct controller_brokers *cb, struct net_request *req)
         out.broker_epoch = -1;
         out.error_code = registration(cb, &in.reg, &out.broker_epoch);
         respond(req, key, version, header.correlation_id, encode_registration, &out);
+    } else if (key == CONTROLLER_API_ALLOCATE_PRODUCER_IDS) {
+        struct allocate_producer_ids_response out;
+        allocate_producer_ids_response_init(&out);
+        allocate_ids(cb, &in.alloc, &out);
+        respond(req, key, version, header.correlation_id, encode_allocate, &out);
     } else {
         struct broker_heartbeat_response out;
         broker_heartbeat_response_init(&out);

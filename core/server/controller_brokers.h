@@ -24,7 +24,8 @@ int controller_brokers_start(struct metadata_store *store, const char *cluster_i
                              struct controller_brokers **out, char *err, size_t errlen);
 void controller_brokers_stop(struct controller_brokers *cb);
 
-/* net_request_handler for BrokerRegistration and BrokerHeartbeat (ctx: cb). */
+/* net_request_handler for BrokerRegistration, BrokerHeartbeat and
+ * AllocateProducerIds (ctx: cb). */
 void controller_brokers_handle_request(struct net_request *req, void *cb);
 
 /* A heartbeat from a broker on the controller's own node. */
@@ -32,5 +33,6 @@ void controller_brokers_heard(struct controller_brokers *cb, int32_t node_id);
 
 #define CONTROLLER_API_BROKER_REGISTRATION 62
 #define CONTROLLER_API_BROKER_HEARTBEAT 63
+#define CONTROLLER_API_ALLOCATE_PRODUCER_IDS 67
 
 #endif

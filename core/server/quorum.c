@@ -162,7 +162,8 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
     if (brokers) {
         sc.other_api_keys[0] = CONTROLLER_API_BROKER_REGISTRATION;
         sc.other_api_keys[1] = CONTROLLER_API_BROKER_HEARTBEAT;
-        sc.n_other_api_keys = 2;
+        sc.other_api_keys[2] = CONTROLLER_API_ALLOCATE_PRODUCER_IDS;
+        sc.n_other_api_keys = 3;
         sc.other_handler = controller_brokers_handle_request;
         sc.other_ctx = brokers;
     }

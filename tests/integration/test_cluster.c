@@ -7,9 +7,10 @@
  * Raft and every node's loader applies it, with partition leaders spread
  * over the brokers. kill -9 of the leader: a new leader, the committed
  * topics still there, new ones creatable, and the dead broker fenced after
- * broker.session.timeout.ms; restarted, it is unfenced again. librdkafka
- * bootstrapped on one broker produces to and consumes from every partition
- * of a topic led by all three. */
+ * broker.session.timeout.ms; restarted, it is unfenced again. Every broker
+ * hands out producer ids from blocks the controller allocated. librdkafka
+ * (idempotent) bootstrapped on one broker produces to and consumes from
+ * every partition of a topic led by all three. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -105,6 +106,22 @@ static void create_done(struct net_client_result *result, void *ctx)
     pthread_mutex_unlock(&s->mu);
 }
 
+static void init_pid_done(struct net_client_result *result, void *ctx)
+{
+    struct call_slot *s = ctx;
+    pthread_mutex_lock(&s->mu);
+    s->status = result->status;
+    const struct init_producer_id_response *m = result->response;
+    s->error = -1;
+    if (result->status == NET_CLIENT_OK && m) {
+        s->error = m->error_code;
+        s->view.controller_id = (int32_t)m->producer_id; /* ids stay small in a test */
+    }
+    s->done = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
 static void call(struct cluster *c, int node, int16_t api_key, const void *body, net_client_done_fn done,
                  struct call_slot *s)
 {
@@ -151,6 +168,20 @@ static int16_t create_topic(struct cluster *c, int node, const char *name, int p
     struct call_slot s = {.error = -1};
     call(c, node, 19, &req, create_done, &s);
     return s.status == NET_CLIENT_OK ? s.error : -1;
+}
+
+/* InitProducerId (idempotent, no transactional id) at node; the id or -1. */
+static int32_t init_producer_id(struct cluster *c, int node)
+{
+    struct init_producer_id_request req;
+    init_producer_id_request_init(&req);
+    req.transactional_id = (struct kafka_str){NULL, -1};
+    req.transaction_timeout_ms = 60000;
+    req.producer_id = -1;
+    req.producer_epoch = -1;
+    struct call_slot s = {.error = -1};
+    call(c, node, 22, &req, init_pid_done, &s);
+    return s.status == NET_CLIENT_OK && s.error == 0 ? s.view.controller_id : -1;
 }
 
 static bool lists_broker(const struct view *v, int32_t id)
@@ -294,6 +325,16 @@ static void test_topics_through_the_quorum(void **state)
         assert_int_equal(refused.partitions, -1);
     }
 
+    /* Producer ids on every broker: the others get their blocks from the
+     * controller (AllocateProducerIds), so no two brokers hand out one id. */
+    int32_t pids[N];
+    for (int i = 0; i < N; i++) {
+        pids[i] = init_producer_id(&c, i + 1);
+        assert_true(pids[i] >= 0);
+    }
+    assert_true(pids[0] != pids[1] && pids[1] != pids[2] && pids[0] != pids[2]);
+    assert_int_equal(init_producer_id(&c, other), pids[other - 1] + 1);
+
     /* kill -9 of the leader: a new one, the topic kept, new topics made. */
     broker_kill9(&c.nodes[leader - 1]);
     int32_t next = agreed_controller(&c, leader, 15000);
@@ -334,7 +375,8 @@ static void test_librdkafka_over_the_cluster(void **state)
     int32_t leader = agreed_controller(&c, -1, 10000);
     assert_int_equal(create_topic(&c, leader, "rk", 6), KAFKA_ERR_NONE);
     const char *bootstrap = broker_bootstrap(&c.nodes[leader % N]);
-    rd_kafka_t *p = rk_producer_new(bootstrap, NULL);
+    const char *conf[] = {"enable.idempotence", "true", NULL};
+    rd_kafka_t *p = rk_producer_new(bootstrap, conf);
     assert_true(rk_wait_topic(p, "rk", 6, 10000));
     for (int part = 0; part < 6; part++) {
         for (int m = 0; m < 5; m++) {
