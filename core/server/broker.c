@@ -123,6 +123,7 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
         }
         opts.log_ops = &raft_shell_metadata_ops;
         opts.log = b->quorum_log;
+        opts.snapshot_bytes = -1; /* the quorum's log keeps no snapshots yet */
         b->env.active_controller = active_controller;
         b->env.active_controller_ctx = b->quorum_log;
     }

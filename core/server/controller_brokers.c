@@ -276,27 +276,32 @@ static int16_t registration(struct controller_brokers *cb, const struct broker_r
     return rc;
 }
 
+/* NONE when node_id is registered at epoch (*fenced: its state), else the
+ * error Kafka's controller gives. */
+static int16_t check_broker_epoch(struct controller_brokers *cb, int32_t node_id, int64_t epoch, bool *fenced,
+                                  int64_t *registered_epoch)
+{
+    const struct metadata_image *img = metadata_image_acquire(cb->store);
+    const struct metadata_broker *br = metadata_image_broker(img, node_id);
+    bool registered = br != NULL;
+    *fenced = !br || br->fenced;
+    *registered_epoch = br ? br->epoch : -1;
+    metadata_image_release(img);
+    if (!registered)
+        return KAFKA_ERR_BROKER_ID_NOT_REGISTERED;
+    return *registered_epoch == epoch ? KAFKA_ERR_NONE : KAFKA_ERR_STALE_BROKER_EPOCH;
+}
+
 static void heartbeat(struct controller_brokers *cb, const struct broker_heartbeat_request *in,
                       struct broker_heartbeat_response *out)
 {
-    const struct metadata_image *img = metadata_image_acquire(cb->store);
-    const struct metadata_broker *br = metadata_image_broker(img, in->broker_id);
-    int64_t epoch = br ? br->epoch : -1;
-    bool fenced = !br || br->fenced;
-    metadata_image_release(img);
+    bool fenced = true;
+    int64_t epoch = -1;
+    int16_t known = check_broker_epoch(cb, in->broker_id, in->broker_epoch, &fenced, &epoch);
     out->is_fenced = fenced;
-    if (!metadata_store_is_controller(cb->store)) {
-        out->error_code = KAFKA_ERR_NOT_CONTROLLER;
+    out->error_code = metadata_store_is_controller(cb->store) ? known : KAFKA_ERR_NOT_CONTROLLER;
+    if (out->error_code != KAFKA_ERR_NONE)
         return;
-    }
-    if (!br) {
-        out->error_code = KAFKA_ERR_BROKER_ID_NOT_REGISTERED;
-        return;
-    }
-    if (epoch != in->broker_epoch) {
-        out->error_code = KAFKA_ERR_STALE_BROKER_EPOCH;
-        return;
-    }
     controller_brokers_heard(cb, in->broker_id);
     /* Caught up once it has loaded its own registration. */
     out->is_caught_up = in->current_metadata_offset >= epoch;
@@ -340,18 +345,11 @@ void controller_brokers_handle_request(struct net_request *req, void *ctx)
 static void allocate_ids(struct controller_brokers *cb, const struct allocate_producer_ids_request *in,
                          struct allocate_producer_ids_response *out)
 {
-    const struct metadata_image *img = metadata_image_acquire(cb->store);
-    const struct metadata_broker *br = metadata_image_broker(img, in->broker_id);
-    int64_t epoch = br ? br->epoch : -1;
-    metadata_image_release(img);
-    if (!br) {
-        out->error_code = KAFKA_ERR_BROKER_ID_NOT_REGISTERED;
+    bool fenced = true;
+    int64_t epoch = -1;
+    out->error_code = check_broker_epoch(cb, in->broker_id, in->broker_epoch, &fenced, &epoch);
+    if (out->error_code != KAFKA_ERR_NONE)
         return;
-    }
-    if (epoch != in->broker_epoch) {
-        out->error_code = KAFKA_ERR_STALE_BROKER_EPOCH;
-        return;
-    }
     char err[256] = "";
     int64_t first = -1;
     out->error_code = metadata_allocate_producer_ids(cb->store, in->broker_id, &first, err, sizeof err);
