@@ -168,7 +168,7 @@ static void register_remote(struct broker_lifecycle *lc, int32_t leader)
     }
 }
 
-static void heartbeat_remote(struct broker_lifecycle *lc, int32_t leader)
+static int16_t heartbeat_remote(struct broker_lifecycle *lc, int32_t leader, bool want_shut_down)
 {
     const struct metadata_image *img = metadata_image_acquire(lc->store);
     int64_t offset = img->last_offset;
@@ -178,6 +178,7 @@ static void heartbeat_remote(struct broker_lifecycle *lc, int32_t leader)
     req.broker_id = lc->node_id;
     req.broker_epoch = lc->epoch;
     req.current_metadata_offset = offset;
+    req.want_shut_down = want_shut_down;
     struct call c = {.broker_epoch = -1};
     int16_t rc = call_leader(lc, leader, CONTROLLER_API_BROKER_HEARTBEAT, &req, &c);
     if (rc == KAFKA_ERR_STALE_BROKER_EPOCH || rc == KAFKA_ERR_BROKER_ID_NOT_REGISTERED) {
@@ -185,6 +186,7 @@ static void heartbeat_remote(struct broker_lifecycle *lc, int32_t leader)
                     lc->node_id, leader, (long long)lc->epoch, rc);
         lc->epoch = -1;
     }
+    return rc;
 }
 
 /* One round: register (or re-register after a change) and heartbeat; at
@@ -208,7 +210,7 @@ static void lifecycle_round_locked(struct broker_lifecycle *lc)
     if (lc->epoch < 0)
         register_remote(lc, leader);
     if (lc->epoch >= 0)
-        heartbeat_remote(lc, leader);
+        heartbeat_remote(lc, leader, false);
 }
 
 /* Waits ms or until stop; returns true when stopping. */
@@ -348,6 +350,23 @@ int broker_lifecycle_wait_unfenced(struct broker_lifecycle *lc, int64_t timeout_
     return unfenced_in_image(lc) ? 0 : -1;
 }
 
+/* Kafka's controlled shutdown, reduced: the controller fences this broker
+ * at once, so clients stop being sent to it before the session would lapse.
+ * The active controller's own broker skips it: its quorum goes too, and the
+ * next leader fences it after the session. */
+static void controlled_shutdown(struct broker_lifecycle *lc)
+{
+    pthread_mutex_lock(&lc->call_mu);
+    int32_t leader = raft_shell_metadata_leader_id(lc->quorum);
+    int16_t rc = leader >= 0 && leader != lc->node_id && lc->epoch >= 0 ? heartbeat_remote(lc, leader, true)
+                                                                        : KAFKA_ERR_NOT_CONTROLLER;
+    pthread_mutex_unlock(&lc->call_mu);
+    if (rc == KAFKA_ERR_NONE)
+        logger_info(LOG, "broker %d fenced by controller %d for its shutdown", lc->node_id, leader);
+    else
+        logger_info(LOG, "broker %d shuts down without a controlled shutdown (error %d)", lc->node_id, rc);
+}
+
 void broker_lifecycle_stop(struct broker_lifecycle *lc)
 {
     if (!lc)
@@ -358,6 +377,7 @@ void broker_lifecycle_stop(struct broker_lifecycle *lc)
         pthread_cond_broadcast(&lc->cond);
         pthread_mutex_unlock(&lc->mu);
         pthread_join(lc->thread, NULL);
+        controlled_shutdown(lc);
     }
     if (lc->client)
         net_client_destroy(lc->client);

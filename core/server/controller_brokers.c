@@ -303,6 +303,15 @@ static void heartbeat(struct controller_brokers *cb, const struct broker_heartbe
     if (out->error_code != KAFKA_ERR_NONE)
         return;
     controller_brokers_heard(cb, in->broker_id);
+    if (in->want_shut_down) {
+        /* Controlled shutdown: fenced now rather than a session later. With
+         * one replica per partition there is no other leader to move to. */
+        char err[256] = "";
+        out->error_code = metadata_set_broker_fenced(cb->store, in->broker_id, epoch, true, err, sizeof err);
+        out->is_fenced = out->error_code == KAFKA_ERR_NONE || fenced;
+        out->should_shut_down = out->error_code == KAFKA_ERR_NONE;
+        return;
+    }
     /* Caught up once it has loaded its own registration. */
     out->is_caught_up = in->current_metadata_offset >= epoch;
     if (fenced && out->is_caught_up && !in->want_fence) {

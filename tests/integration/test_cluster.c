@@ -7,7 +7,8 @@
  * Raft and every node's loader applies it, with partition leaders spread
  * over the brokers. kill -9 of the leader: a new leader, the committed
  * topics still there, new ones creatable, and the dead broker fenced after
- * broker.session.timeout.ms; restarted, it is unfenced again. Every broker
+ * broker.session.timeout.ms; restarted, it is unfenced again; a broker
+ * stopped cleanly is fenced at once (controlled shutdown). Every broker
  * hands out producer ids from blocks the controller allocated. librdkafka
  * (idempotent) bootstrapped on one broker produces to and consumes from
  * every partition of a topic led by all three. */
@@ -360,6 +361,15 @@ static void test_topics_through_the_quorum(void **state)
         wait_view(&c, i + 1, ALL, "spread", 6, 15000);
         wait_view(&c, i + 1, ALL, "after", 2, 5000);
     }
+    /* A broker stopped cleanly asks to be fenced at once (controlled
+     * shutdown): gone from Metadata well before its session would lapse. */
+    int32_t now_leader = agreed_controller(&c, -1, 10000);
+    int stopped = now_leader % N + 1;
+    long long stop_at = harness_now_ms();
+    broker_stop(&c.nodes[stopped - 1]);
+    wait_view(&c, now_leader, ALL & ~(1u << stopped), NULL, 0, SESSION_TIMEOUT_MS - 1000);
+    fprintf(stderr, "[test] broker %d fenced %lld ms after its stop began\n", stopped, harness_now_ms() - stop_at);
+    assert_true(harness_now_ms() - stop_at < SESSION_TIMEOUT_MS - 1000);
     cluster_stop(&c);
 }
 
