@@ -63,6 +63,12 @@ static const struct config_key_def broker_keys[] = {
      .doc = "Time a quorum request (Vote, Fetch, ...) to another controller waits for its answer."},
     {KEY_INT("controller.quorum.retry.backoff.ms", "20", 0, I32), LOW, IN(SERVER),
      .doc = "Wait before reconnecting to a controller after a failed connection."},
+    {KEY_INT("broker.heartbeat.interval.ms", "2000", 1, I32), MEDIUM, IN(SERVER),
+     .doc = "Time between a broker's heartbeats to the active controller (with controller.quorum.voters set)."},
+    {KEY_INT("broker.session.timeout.ms", "9000", 1, I32), MEDIUM, IN(SERVER),
+     .doc = "Time without a heartbeat after which the active controller fences a broker."},
+    {KEY_STRING("broker.rack", NULL), MEDIUM, IN(SERVER),
+     .doc = "Rack of the broker, recorded in its registration and listed in Metadata and DescribeCluster."},
     {KEY_STRING("cluster.id", NULL), MEDIUM, IN(SERVER),
      .doc = "Expected cluster id (22-char base64url); generated on first start when not set. With "
             "controller.quorum.voters the id comes from the storage written by cairnd format (then, if set, it "

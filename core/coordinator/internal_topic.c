@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "coordinator/coordinator_partition.h"
@@ -36,9 +37,10 @@ struct internal_topic {
 };
 
 /* Creates the topic when the image lacks it. Returns 0 or -1 with err. */
-static int ensure_topic(const struct internal_topic_options *opts, int32_t num_partitions, int32_t segment_bytes,
-                        char *err, size_t errlen)
+static int ensure_topic_once(const struct internal_topic_options *opts, int32_t num_partitions,
+                             int32_t segment_bytes, int16_t *code, char *err, size_t errlen)
 {
+    *code = KAFKA_ERR_NONE;
     const struct metadata_image *img = metadata_image_acquire(opts->metadata);
     bool exists = metadata_image_topic_by_name(img, opts->name, strlen(opts->name)) != NULL;
     int32_t live = metadata_image_live_broker_count(img);
@@ -47,6 +49,7 @@ static int ensure_topic(const struct internal_topic_options *opts, int32_t num_p
         return 0;
     if (live < 1) {
         snprintf(err, errlen, "no live broker to place %s on", opts->name);
+        *code = KAFKA_ERR_NOT_CONTROLLER;
         return -1;
     }
     int16_t rf = opts->replication_factor > 0 ? opts->replication_factor : DEFAULT_REPLICATION_FACTOR;
@@ -71,11 +74,29 @@ static int ensure_topic(const struct internal_topic_options *opts, int32_t num_p
         return 0; /* created meanwhile by another caller */
     if (rc != KAFKA_ERR_NONE) {
         snprintf(err, errlen, "cannot create %s: %s (error %d)", opts->name, why, (int)rc);
+        *code = rc;
         return -1;
     }
     logger_info(opts->component, "created %s with %d partitions, replication factor %d", opts->name,
                 (int)num_partitions, (int)rf);
     return 0;
+}
+
+/* On a quorum broker only the active controller can create the topic: the
+ * others wait for it to appear in their image. */
+#define ENSURE_TOPIC_WAIT_MS 60000
+
+static int ensure_topic(const struct internal_topic_options *opts, int32_t num_partitions, int32_t segment_bytes,
+                        char *err, size_t errlen)
+{
+    int16_t code = KAFKA_ERR_NONE;
+    for (int64_t waited = 0;; waited += 100) {
+        int rc = ensure_topic_once(opts, num_partitions, segment_bytes, &code, err, errlen);
+        if (rc == 0 || code != KAFKA_ERR_NOT_CONTROLLER || waited >= ENSURE_TOPIC_WAIT_MS)
+            return rc;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* Takes a reference to each partition log held here, creating the logs the

@@ -28,7 +28,8 @@ enum handler_result handle_describe_cluster(struct request_context *ctx, void *r
         return HANDLER_CLOSE;
     resp->endpoint_type = ENDPOINT_TYPE_BROKERS;
     resp->cluster_id = kafka_arena_strdup(&ctx->arena, img->cluster_id);
-    resp->controller_id = img->controller_id;
+    resp->controller_id = ctx->env->active_controller ? ctx->env->active_controller(ctx->env->active_controller_ctx)
+                                                      : img->controller_id;
     HANDLER_NEW_ARRAY(ctx, resp->brokers, img->broker_count, describe_cluster_response_describe_cluster_broker_init);
     enum handler_result result = resp->brokers ? HANDLER_RESPOND : HANDLER_CLOSE;
     int32_t n = 0;

@@ -48,6 +48,10 @@ struct handler_env {
     int16_t default_replication_factor;
     int32_t fetch_max_bytes;
     int32_t min_insync_replicas;
+    /* The active controller's id for Metadata and DescribeCluster (a
+     * metadata quorum's leader); NULL: the image's controller id. */
+    int32_t (*active_controller)(void *ctx);
+    void *active_controller_ctx;
 };
 
 /* One request in progress. Allocated per request; owned by the io thread

@@ -168,7 +168,8 @@ enum handler_result handle_metadata(struct request_context *ctx, void *request, 
         goto out;
     }
     resp->cluster_id = kafka_arena_strdup(&ctx->arena, img->cluster_id);
-    resp->controller_id = img->controller_id;
+    resp->controller_id = ctx->env->active_controller ? ctx->env->active_controller(ctx->env->active_controller_ctx)
+                                                      : img->controller_id;
 
     if (all_topics) {
         HANDLER_NEW_ARRAY(ctx, resp->topics, img->topic_count, metadata_response_metadata_response_topic_init);

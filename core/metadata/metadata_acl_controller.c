@@ -138,7 +138,7 @@ int16_t metadata_create_acls(struct metadata_store *store, const struct metadata
     }
     int16_t rc = KAFKA_ERR_NONE;
     int32_t n = 0;
-    pthread_mutex_lock(&store->write_lock);
+    metadata_controller_lock(store);
     const struct metadata_image *img = metadata_store_current_locked(store);
     for (int32_t i = 0; i < count && rc == KAFKA_ERR_NONE; i++) {
         if (binding_present(img, &acls[i], added, n))
@@ -162,7 +162,7 @@ int16_t metadata_create_acls(struct metadata_store *store, const struct metadata
     }
     if (rc == KAFKA_ERR_NONE && n > 0)
         rc = metadata_store_commit_locked(store, &records, err, errlen);
-    pthread_mutex_unlock(&store->write_lock);
+    metadata_controller_unlock(store);
     metadata_record_list_free(&records);
     free(added);
     return rc;
@@ -189,7 +189,7 @@ int16_t metadata_delete_acls(struct metadata_store *store, const struct kafka_uu
     memcpy(ids, in_ids, (size_t)count * sizeof(*ids));
     qsort(ids, (size_t)count, sizeof(*ids), uuid_cmp);
     int16_t rc = KAFKA_ERR_NONE;
-    pthread_mutex_lock(&store->write_lock);
+    metadata_controller_lock(store);
     const struct metadata_image *img = metadata_store_current_locked(store);
     for (int32_t i = 0; i < count; i++) {
         if ((i > 0 && uuid_cmp(&ids[i], &ids[i - 1]) == 0) || !metadata_image_acl(img, &ids[i]))
@@ -203,7 +203,7 @@ int16_t metadata_delete_acls(struct metadata_store *store, const struct kafka_uu
     }
     if (rc == KAFKA_ERR_NONE && records.count > 0)
         rc = metadata_store_commit_locked(store, &records, err, errlen);
-    pthread_mutex_unlock(&store->write_lock);
+    metadata_controller_unlock(store);
     metadata_record_list_free(&records);
     free(ids);
     return rc;

@@ -337,19 +337,19 @@ int16_t metadata_controller_prepare_create_topic(struct metadata_store *store, c
                                                  char *err, size_t errlen)
 {
     struct kafka_uuid id;
-    pthread_mutex_lock(&store->write_lock);
+    metadata_controller_lock(store);
     int16_t rc = prepare_create_topic_locked(store, name, num_partitions, replication_factor, NULL, 0, NULL, 0, false,
                                              records, &id, err, errlen);
-    pthread_mutex_unlock(&store->write_lock);
+    metadata_controller_unlock(store);
     return rc;
 }
 
 int16_t metadata_controller_submit(struct metadata_store *store, struct metadata_record_list *records, char *err,
                                    size_t errlen)
 {
-    pthread_mutex_lock(&store->write_lock);
+    metadata_controller_lock(store);
     int16_t rc = metadata_store_commit_locked(store, records, err, errlen);
-    pthread_mutex_unlock(&store->write_lock);
+    metadata_controller_unlock(store);
     return rc;
 }
 
@@ -364,13 +364,13 @@ int16_t metadata_create_topic(struct metadata_store *store, const char *name, in
     if (metadata_record_list_init(&records) != 0)
         return error_out(KAFKA_ERR_UNKNOWN_SERVER_ERROR, err, errlen, "out of memory");
     struct kafka_uuid id;
-    pthread_mutex_lock(&store->write_lock);
+    metadata_controller_lock(store);
     int16_t rc = prepare_create_topic_locked(store, name, num_partitions, replication_factor, assignments,
                                              assignment_count, configs, config_count, validate_only, &records, &id, err,
                                              errlen);
     if (rc == KAFKA_ERR_NONE && !validate_only)
         rc = metadata_store_commit_locked(store, &records, err, errlen);
-    pthread_mutex_unlock(&store->write_lock);
+    metadata_controller_unlock(store);
     metadata_record_list_free(&records);
     if (rc == KAFKA_ERR_NONE && !validate_only && topic_id_out)
         *topic_id_out = id;
@@ -380,7 +380,7 @@ int16_t metadata_create_topic(struct metadata_store *store, const char *name, in
 int16_t metadata_delete_topic(struct metadata_store *store, const char *name, const struct kafka_uuid *topic_id,
                               char *err, size_t errlen)
 {
-    pthread_mutex_lock(&store->write_lock);
+    metadata_controller_lock(store);
     const struct metadata_image *img = metadata_store_current_locked(store);
     const struct metadata_topic *t;
     int16_t rc;
@@ -404,7 +404,7 @@ int16_t metadata_delete_topic(struct metadata_store *store, const char *name, co
     rc = metadata_store_commit_locked(store, &records, err, errlen);
     metadata_record_list_free(&records);
 out:
-    pthread_mutex_unlock(&store->write_lock);
+    metadata_controller_unlock(store);
     return rc;
 }
 
@@ -414,7 +414,7 @@ int16_t metadata_create_partitions(struct metadata_store *store, const char *nam
 {
     if (!name)
         return error_out(KAFKA_ERR_INVALID_REQUEST, err, errlen, "Missing topic name");
-    pthread_mutex_lock(&store->write_lock);
+    metadata_controller_lock(store);
     const struct metadata_image *img = metadata_store_current_locked(store);
     const struct metadata_topic *t = metadata_image_topic_by_name(img, name, strlen(name));
     int32_t *replica_ids = NULL;
@@ -464,7 +464,7 @@ int16_t metadata_create_partitions(struct metadata_store *store, const char *nam
         rc = metadata_store_commit_locked(store, &records, err, errlen);
     metadata_record_list_free(&records);
 out:
-    pthread_mutex_unlock(&store->write_lock);
+    metadata_controller_unlock(store);
     free(replica_ids);
     return rc;
 }
@@ -475,7 +475,7 @@ int16_t metadata_alter_topic_configs(struct metadata_store *store, const char *n
 {
     if (!name || config_count < 0 || (config_count > 0 && !configs))
         return error_out(KAFKA_ERR_INVALID_REQUEST, err, errlen, "Missing topic name or configs");
-    pthread_mutex_lock(&store->write_lock);
+    metadata_controller_lock(store);
     const struct metadata_image *img = metadata_store_current_locked(store);
     int16_t rc;
     if (!metadata_image_topic_by_name(img, name, strlen(name))) {
@@ -498,14 +498,14 @@ int16_t metadata_alter_topic_configs(struct metadata_store *store, const char *n
     rc = metadata_store_commit_locked(store, &records, err, errlen);
     metadata_record_list_free(&records);
 out:
-    pthread_mutex_unlock(&store->write_lock);
+    metadata_controller_unlock(store);
     return rc;
 }
 
 int16_t metadata_allocate_producer_ids(struct metadata_store *store, int32_t broker_id, int64_t *first, char *err,
                                        size_t errlen)
 {
-    pthread_mutex_lock(&store->write_lock);
+    metadata_controller_lock(store);
     const struct metadata_image *img = metadata_store_current_locked(store);
     int16_t rc;
     int64_t start = img->next_producer_id;
@@ -527,21 +527,29 @@ int16_t metadata_allocate_producer_ids(struct metadata_store *store, int32_t bro
     if (rc == KAFKA_ERR_NONE)
         *first = start;
 out:
-    pthread_mutex_unlock(&store->write_lock);
+    metadata_controller_unlock(store);
     return rc;
+}
+
+void metadata_store_set_producer_id_allocator(struct metadata_store *store, metadata_producer_id_allocator fn,
+                                              void *ctx)
+{
+    store->allocate_ids = fn;
+    store->allocate_ids_ctx = ctx;
 }
 
 int16_t metadata_next_producer_id(struct metadata_store *store, int64_t *id, char *err, size_t errlen)
 {
-    pthread_mutex_lock(&store->write_lock);
+    metadata_controller_lock(store);
     int16_t rc = KAFKA_ERR_NONE;
     if (store->producer_id_next >= store->producer_id_end) {
         /* The block allocation takes the same (non-recursive) lock. Should two
          * threads both allocate, the later block is dropped: ids stay unique. */
-        pthread_mutex_unlock(&store->write_lock);
+        metadata_controller_unlock(store);
         int64_t first = 0;
-        rc = metadata_allocate_producer_ids(store, store->node_id, &first, err, errlen);
-        pthread_mutex_lock(&store->write_lock);
+        rc = store->allocate_ids ? store->allocate_ids(store->allocate_ids_ctx, &first, err, errlen)
+                                 : metadata_allocate_producer_ids(store, store->node_id, &first, err, errlen);
+        metadata_controller_lock(store);
         if (rc == KAFKA_ERR_NONE && store->producer_id_next >= store->producer_id_end) {
             store->producer_id_next = first;
             store->producer_id_end = first + METADATA_PRODUCER_ID_BLOCK_SIZE;
@@ -549,6 +557,6 @@ int16_t metadata_next_producer_id(struct metadata_store *store, int64_t *id, cha
     }
     if (rc == KAFKA_ERR_NONE)
         *id = store->producer_id_next++;
-    pthread_mutex_unlock(&store->write_lock);
+    metadata_controller_unlock(store);
     return rc;
 }

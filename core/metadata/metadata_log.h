@@ -64,10 +64,18 @@ struct metadata_log_ops {
     int (*register_listener)(void *log, const struct metadata_log_listener *listener, char *err, size_t errlen);
     /* Hands one batch to the log at epoch (the current leader epoch). On 0,
      * *last_offset is the offset its last record gets; the listener hears of
-     * the commit. Returns -1 with err when nothing was appended. */
+     * the commit. Returns METADATA_LOG_NOT_LEADER when this node does not
+     * lead the log at epoch, or -1 with err when nothing was appended. */
     int (*append)(void *log, int32_t epoch, const struct metadata_log_entry *records, int32_t count,
                   int64_t *last_offset, char *err, size_t errlen);
+    /* The epoch to append at, or -1 while this node cannot write: a quorum
+     * node that does not lead, or a new leader whose listener has not yet
+     * heard of every entry its log holds (the controller would validate
+     * against a stale image). */
     int32_t (*leader_epoch)(void *log);
+    /* Optional: true while this node leads but its listener has not heard
+     * of every entry yet (leader_epoch says -1 meanwhile). */
+    bool (*catching_up)(void *log);
     int64_t (*end_offset)(void *log);
     /* Snapshot hooks: the newest snapshot's id (false when none), and
      * storing a snapshot of the state at id (records that rebuild it). */
@@ -75,6 +83,10 @@ struct metadata_log_ops {
     int (*create_snapshot)(void *log, const struct metadata_snapshot_id *id, int64_t last_timestamp_ms,
                            const struct metadata_log_entry *records, int32_t count, char *err, size_t errlen);
 };
+
+/* append's answer when another node leads (the controller answers
+ * NOT_CONTROLLER). */
+#define METADATA_LOG_NOT_LEADER (-2)
 
 /* ---- the single-voter local log: <parent_dir>/__cluster_metadata-0 ---- */
 

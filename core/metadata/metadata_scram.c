@@ -164,7 +164,7 @@ static bool user_failed(const struct metadata_scram_change *changes, int32_t cou
 int16_t metadata_alter_scram(struct metadata_store *store, struct metadata_scram_change *changes, int32_t count,
                              char *err, size_t errlen)
 {
-    pthread_mutex_lock(&store->write_lock);
+    metadata_controller_lock(store);
     const struct metadata_image *img = metadata_store_current_locked(store);
     for (int32_t i = 0; i < count; i++)
         if (changes[i].error_code == KAFKA_ERR_NONE && !changes[i].cred &&
@@ -190,6 +190,6 @@ int16_t metadata_alter_scram(struct metadata_store *store, struct metadata_scram
         rc = metadata_store_commit_locked(store, &records, err, errlen);
     metadata_record_list_free(&records);
 out:
-    pthread_mutex_unlock(&store->write_lock);
+    metadata_controller_unlock(store);
     return rc;
 }

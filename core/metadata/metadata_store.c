@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config/uuid.h"
 #include "metadata/metadata_builder.h"
@@ -60,7 +61,32 @@ const struct metadata_image *metadata_image_acquire(struct metadata_store *store
 const struct metadata_image *metadata_store_current_locked(struct metadata_store *store)
 {
     LOCK_ASSERT_HELD(&store->write_lock);
-    return store->current;
+    return store->locked_image;
+}
+
+/* How long a controller operation waits for a new quorum leader to apply
+ * its log before it goes ahead (and is refused NOT_CONTROLLER). */
+#define CONTROLLER_CATCH_UP_WAIT_MS 3000
+/* How long a controller operation waits for its batch to commit. */
+#define COMMIT_WAIT_S 10
+
+void metadata_controller_lock(struct metadata_store *store)
+{
+    pthread_mutex_lock(&store->write_lock);
+    const struct metadata_log_ops *ops = store->log_ops;
+    for (int64_t waited = 0; ops->catching_up && ops->catching_up(store->log) && waited < CONTROLLER_CATCH_UP_WAIT_MS;
+         waited += 5) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    store->locked_image = metadata_image_acquire(store);
+}
+
+void metadata_controller_unlock(struct metadata_store *store)
+{
+    metadata_image_release(store->locked_image);
+    store->locked_image = NULL;
+    pthread_mutex_unlock(&store->write_lock);
 }
 
 int metadata_store_subscribe(struct metadata_store *store, metadata_listener_fn fn, void *ctx)
@@ -191,20 +217,50 @@ int16_t metadata_store_commit_locked(struct metadata_store *store, struct metada
     }
     int16_t rc = check_records_apply(store, entries, records->count, err, errlen);
     int64_t last = -1;
-    if (rc == KAFKA_ERR_NONE && store->log_ops->append(store->log, store->log_ops->leader_epoch(store->log), entries,
-                                                       records->count, &last, err, errlen) != 0) {
+    int32_t epoch = store->log_ops->leader_epoch(store->log);
+    if (rc == KAFKA_ERR_NONE && epoch < 0) {
+        snprintf(err, errlen, "this node is not the active controller");
+        rc = KAFKA_ERR_NOT_CONTROLLER;
+    }
+    int arc = rc == KAFKA_ERR_NONE ? store->log_ops->append(store->log, epoch, entries, records->count, &last, err,
+                                                            errlen)
+                                   : 0;
+    if (arc == METADATA_LOG_NOT_LEADER) {
+        rc = KAFKA_ERR_NOT_CONTROLLER;
+    } else if (arc != 0) {
         logger_error(LOG_COMPONENT, "metadata log append failed: %s", err);
         rc = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
     free(entries);
     if (rc != KAFKA_ERR_NONE)
         return rc;
-    /* Answer only once the loader has applied the commit (read your writes). */
+    /* Answer only once the loader has applied the commit (read your writes).
+     * A quorum leader that loses its epoch may never commit the batch. */
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += COMMIT_WAIT_S;
+    bool timed_out = false;
     pthread_mutex_lock(&store->publish_lock);
-    while (store->applied_offset < last)
-        pthread_cond_wait(&store->applied_cond, &store->publish_lock);
+    while (store->applied_offset < last && !timed_out)
+        timed_out = pthread_cond_timedwait(&store->applied_cond, &store->publish_lock, &deadline) != 0 &&
+                    store->applied_offset < last;
     bool failed = store->failed_offset > last - records->count;
     pthread_mutex_unlock(&store->publish_lock);
+    /* The next step of the same operation validates against what it wrote. */
+    metadata_image_release(store->locked_image);
+    store->locked_image = metadata_image_acquire(store);
+    if (timed_out) {
+        snprintf(err, errlen, "the metadata quorum did not commit the batch in %d s", COMMIT_WAIT_S);
+        return KAFKA_ERR_REQUEST_TIMED_OUT;
+    }
+    /* The listener wakes this thread before the log counts the batch as
+     * delivered: a leader catching up on its own batch is still leading. */
+    int32_t now_epoch = store->log_ops->leader_epoch(store->log);
+    if (now_epoch != epoch && !(now_epoch < 0 && store->log_ops->catching_up && store->log_ops->catching_up(store->log))) {
+        /* Another leader may have written other records at these offsets. */
+        snprintf(err, errlen, "the active controller changed while the batch was committed");
+        return KAFKA_ERR_NOT_CONTROLLER;
+    }
     if (failed) {
         snprintf(err, errlen, "out of memory publishing metadata");
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
@@ -214,37 +270,43 @@ int16_t metadata_store_commit_locked(struct metadata_store *store, struct metada
 
 /* ---- open: load and bootstrap ---- */
 
-static bool endpoints_match(const struct metadata_broker *br, const struct metadata_store_options *opts)
+static bool endpoints_match(const struct metadata_broker *br, const struct metadata_endpoint *endpoints,
+                            int32_t endpoint_count, const char *rack)
 {
-    if (br->endpoint_count != opts->endpoint_count)
+    if (br->endpoint_count != endpoint_count)
         return false;
-    if ((br->rack == NULL) != (opts->rack == NULL) || (br->rack && strcmp(br->rack, opts->rack) != 0))
+    if ((br->rack == NULL) != (rack == NULL) || (br->rack && strcmp(br->rack, rack) != 0))
         return false;
     for (int32_t i = 0; i < br->endpoint_count; i++) {
-        const struct metadata_endpoint *a = &br->endpoints[i], *b = &opts->endpoints[i];
-        if (strcmp(a->listener, b->listener) != 0 || strcmp(a->host, b->host) != 0 || a->port != b->port ||
-            a->security_protocol != b->security_protocol)
+        const struct metadata_endpoint *x = &br->endpoints[i], *y = &endpoints[i];
+        if (strcmp(x->listener, y->listener) != 0 || strcmp(x->host, y->host) != 0 || x->port != y->port ||
+            x->security_protocol != y->security_protocol)
             return false;
     }
     return true;
 }
 
-/* Writes what this start needs: the feature level on a fresh log, a broker
- * registration when missing or changed, and unfencing. */
-static int bootstrap(struct metadata_store *store, const struct metadata_store_options *opts, char *err, size_t errlen)
+/* The feature level on a fresh log, a broker registration when missing or
+ * changed, and unfencing. Caller holds the controller lock. */
+static int16_t register_broker_locked(struct metadata_store *store, int32_t node_id,
+                                      const struct metadata_endpoint *endpoints, int32_t endpoint_count,
+                                      const char *rack, bool stay_fenced, int64_t *epoch_out, char *err,
+                                      size_t errlen)
 {
-    const struct metadata_image *img = store->current;
-    const struct metadata_broker *self = metadata_image_broker(img, opts->node_id);
+    const struct metadata_image *img = metadata_store_current_locked(store);
+    const struct metadata_broker *self = metadata_image_broker(img, node_id);
     bool need_feature = img->metadata_version == 0;
-    bool need_register = !self || !endpoints_match(self, opts);
-    bool need_unfence = need_register || self->fenced;
-    if (!need_feature && !need_unfence)
-        return 0;
-
+    bool need_register = !self || !endpoints_match(self, endpoints, endpoint_count, rack);
+    bool need_unfence = !stay_fenced && (need_register || self->fenced);
+    int64_t epoch = self ? self->epoch : -1;
+    if (!need_feature && !need_register && !need_unfence) {
+        *epoch_out = epoch;
+        return KAFKA_ERR_NONE;
+    }
     struct metadata_record_list records;
     if (metadata_record_list_init(&records) != 0) {
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
     int64_t next = store->log_ops->end_offset(store->log);
     if (need_feature) {
@@ -252,34 +314,80 @@ static int bootstrap(struct metadata_store *store, const struct metadata_store_o
         metadata_record_list_mark(&records);
         next++;
     }
-    int64_t epoch = self ? self->epoch : -1;
     if (need_register) {
         /* Kafka's broker epoch is the offset of the registration record. */
         struct metadata_broker br = {
-            .node_id = opts->node_id,
+            .node_id = node_id,
             .epoch = next,
-            .rack = (char *)opts->rack,
-            .endpoints = (struct metadata_endpoint *)opts->endpoints,
-            .endpoint_count = opts->endpoint_count,
+            .rack = (char *)rack,
+            .endpoints = (struct metadata_endpoint *)endpoints,
+            .endpoint_count = endpoint_count,
             .fenced = true,
         };
         if (uuid_random(br.incarnation_id.bytes) != 0) {
             metadata_record_list_free(&records);
             snprintf(err, errlen, "no randomness for the broker incarnation id");
-            return -1;
+            return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
         }
         metadata_record_write_register_broker(&records.w, &br, METADATA_VERSION_LEVEL);
         metadata_record_list_mark(&records);
         epoch = next;
-        logger_info(LOG_COMPONENT, "registering broker %d (epoch %lld)", opts->node_id, (long long)epoch);
+        logger_info(LOG_COMPONENT, "registering broker %d (epoch %lld)", node_id, (long long)epoch);
     }
     if (need_unfence) {
-        metadata_record_write_unfence_broker(&records.w, opts->node_id, epoch);
+        metadata_record_write_unfence_broker(&records.w, node_id, epoch);
         metadata_record_list_mark(&records);
     }
     int16_t rc = metadata_store_commit_locked(store, &records, err, errlen);
     metadata_record_list_free(&records);
-    return rc == KAFKA_ERR_NONE ? 0 : -1;
+    *epoch_out = epoch;
+    return rc;
+}
+
+int16_t metadata_register_broker(struct metadata_store *store, int32_t node_id,
+                                 const struct metadata_endpoint *endpoints, int32_t endpoint_count, const char *rack,
+                                 bool stay_fenced, int64_t *epoch_out, char *err, size_t errlen)
+{
+    metadata_controller_lock(store);
+    int16_t rc = register_broker_locked(store, node_id, endpoints, endpoint_count, rack, stay_fenced, epoch_out, err,
+                                        errlen);
+    metadata_controller_unlock(store);
+    return rc;
+}
+
+int16_t metadata_set_broker_fenced(struct metadata_store *store, int32_t node_id, int64_t epoch, bool fenced,
+                                   char *err, size_t errlen)
+{
+    metadata_controller_lock(store);
+    const struct metadata_broker *br = metadata_image_broker(metadata_store_current_locked(store), node_id);
+    int16_t rc = KAFKA_ERR_NONE;
+    if (!br || (epoch >= 0 && br->epoch != epoch)) {
+        snprintf(err, errlen, "broker %d is not registered at epoch %lld", node_id, (long long)epoch);
+        rc = KAFKA_ERR_UNKNOWN_MEMBER_ID;
+    } else if (br->fenced != fenced) {
+        struct metadata_record_list records;
+        if (metadata_record_list_init(&records) != 0) {
+            snprintf(err, errlen, "out of memory");
+            rc = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+        } else {
+            if (fenced)
+                metadata_record_write_fence_broker(&records.w, node_id, br->epoch);
+            else
+                metadata_record_write_unfence_broker(&records.w, node_id, br->epoch);
+            metadata_record_list_mark(&records);
+            logger_info(LOG_COMPONENT, "%s broker %d (epoch %lld)", fenced ? "fencing" : "unfencing", node_id,
+                        (long long)br->epoch);
+            rc = metadata_store_commit_locked(store, &records, err, errlen);
+            metadata_record_list_free(&records);
+        }
+    }
+    metadata_controller_unlock(store);
+    return rc;
+}
+
+bool metadata_store_is_controller(struct metadata_store *store)
+{
+    return store->log_ops->leader_epoch(store->log) >= 0;
 }
 
 int metadata_store_open(const struct metadata_store_options *opts, struct metadata_store **out, char *err,
@@ -317,10 +425,15 @@ int metadata_store_open(const struct metadata_store_options *opts, struct metada
     store->stats.snapshot_end_offset = -1;
 
     int64_t started = clock_mono_ns();
-    if (metadata_log_open(opts->dir, &store->local_log, err, errlen) != 0)
-        goto fail;
-    store->log_ops = &metadata_local_log_ops;
-    store->log = store->local_log;
+    if (opts->log_ops) {
+        store->log_ops = opts->log_ops;
+        store->log = opts->log;
+    } else {
+        if (metadata_log_open(opts->dir, &store->local_log, err, errlen) != 0)
+            goto fail;
+        store->log_ops = &metadata_local_log_ops;
+        store->log = store->local_log;
+    }
     if (!(store->catch_up = metadata_builder_new(NULL))) {
         snprintf(err, errlen, "out of memory");
         goto fail;
@@ -337,10 +450,10 @@ int metadata_store_open(const struct metadata_store_options *opts, struct metada
                 (long long)store->stats.log_records, (int)img->topic_count, (int)img->broker_count,
                 (double)(clock_mono_ns() - started) / 1e6);
 
-    pthread_mutex_lock(&store->write_lock);
-    int rc = bootstrap(store, opts, err, errlen);
-    pthread_mutex_unlock(&store->write_lock);
-    if (rc != 0)
+    /* A quorum's brokers register with the active controller instead. */
+    int64_t epoch = -1;
+    if (!opts->log_ops && metadata_register_broker(store, opts->node_id, opts->endpoints, opts->endpoint_count,
+                                                   opts->rack, false, &epoch, err, errlen) != KAFKA_ERR_NONE)
         goto fail;
     *out = store;
     return 0;

@@ -23,6 +23,8 @@
 
 #include "metadata/metadata_image.h"
 
+struct metadata_log_ops;
+
 struct metadata_store;
 
 /* Checks one topic config (key, value); returns 0, or -1 with a reason.
@@ -44,6 +46,12 @@ struct metadata_store_options {
     /* metadata.log.max.record.bytes.between.snapshots: a snapshot after this
      * many bytes of new records; 0 means Kafka's default, < 0 never. */
     int64_t snapshot_bytes;
+    /* The metadata quorum's log (raft/raft_shell_metadata.h); NULL: the
+     * single-voter local log in dir. With a quorum nothing is written at
+     * open: the log is caught up as the quorum commits, and brokers are
+     * registered with metadata_register_broker. */
+    const struct metadata_log_ops *log_ops;
+    void *log;
 };
 
 #define METADATA_SNAPSHOT_BYTES_DEFAULT 20971520
@@ -125,6 +133,26 @@ int16_t metadata_alter_topic_configs(struct metadata_store *store, const char *n
                                      const struct metadata_config_kv *configs, int32_t config_count, bool validate_only,
                                      char *err, size_t errlen);
 
+/* Registers a broker (KRaft's BrokerRegistration at the controller): the
+ * metadata.version feature on a fresh log, a RegisterBrokerRecord when the
+ * broker is missing or its endpoints or rack changed (its epoch is that
+ * record's offset), and unfencing when fenced (unless stay_fenced).
+ * *epoch_out gets the broker epoch. NOT_CONTROLLER when this node does not
+ * lead the metadata quorum. */
+int16_t metadata_register_broker(struct metadata_store *store, int32_t node_id,
+                                 const struct metadata_endpoint *endpoints, int32_t endpoint_count, const char *rack,
+                                 bool stay_fenced, int64_t *epoch_out, char *err, size_t errlen);
+
+/* Fences (fenced) or unfences a registered broker at its current epoch; a
+ * broker already in that state writes nothing. UNKNOWN_MEMBER_ID for a
+ * broker not registered (or at another epoch when epoch >= 0). */
+int16_t metadata_set_broker_fenced(struct metadata_store *store, int32_t node_id, int64_t epoch, bool fenced,
+                                   char *err, size_t errlen);
+
+/* True when this node can write the metadata log now (it leads the quorum
+ * and has applied all of it; always true on the single-voter log). */
+bool metadata_store_is_controller(struct metadata_store *store);
+
 /* Size of the producer id blocks the controller hands out (Kafka's). */
 #define METADATA_PRODUCER_ID_BLOCK_SIZE 1000
 
@@ -133,6 +161,14 @@ int16_t metadata_alter_topic_configs(struct metadata_store *store, const char *n
  * restart; *first gets the first id of the block. */
 int16_t metadata_allocate_producer_ids(struct metadata_store *store, int32_t broker_id, int64_t *first, char *err,
                                        size_t errlen);
+
+/* Where a new block of producer ids comes from when this node may not write
+ * the metadata log: the active controller, asked over the network
+ * (AllocateProducerIds). *first gets the block's first id. */
+typedef int16_t (*metadata_producer_id_allocator)(void *ctx, int64_t *first, char *err, size_t errlen);
+/* Set once, before the store is shared; NULL: metadata_allocate_producer_ids. */
+void metadata_store_set_producer_id_allocator(struct metadata_store *store, metadata_producer_id_allocator fn,
+                                              void *ctx);
 
 /* The next producer id for this broker, from its current block; allocates a
  * new block when the current one is used up (or none exists yet). */

@@ -30,6 +30,7 @@ struct metadata_store {
     const struct metadata_log_ops *log_ops;
     void *log;                      /* the ops' context */
     struct metadata_log *local_log; /* the single voter's log, closed with the store */
+    const struct metadata_image *locked_image; /* write_lock: the controller's retained image */
     /* loader state (publish_lock) */
     struct metadata_builder *catch_up; /* replay at open: one builder, published once */
     int64_t applied_offset;            /* last committed offset handed to the loader */
@@ -46,6 +47,8 @@ struct metadata_store {
     void *validate_ctx;
     int64_t producer_id_next; /* write_lock: this broker's block [next, end) */
     int64_t producer_id_end;
+    metadata_producer_id_allocator allocate_ids; /* NULL: this store's controller */
+    void *allocate_ids_ctx;
     struct metadata_subscription *subs;
     int32_t sub_count;
     int next_sub_id;
@@ -92,10 +95,16 @@ int metadata_loader_finish_catch_up(struct metadata_store *store, const char *cl
  * Returns 0, or -1 on allocation failure. */
 int metadata_image_to_records(const struct metadata_image *img, struct metadata_record_list *out);
 
-/* Current image without taking a reference; caller holds write_lock. With
- * the single-voter log the pointer changes only inside the controller's own
- * append; a Raft log delivering commits on its own thread needs the
- * controller to retain the image instead. */
+/* The controller's lock: takes write_lock, waits (a bounded time) until the
+ * log can be written (a new quorum leader first applies what its log holds),
+ * and retains the current image for metadata_store_current_locked. */
+void metadata_controller_lock(struct metadata_store *store);
+void metadata_controller_unlock(struct metadata_store *store);
+
+/* The image the controller validates against, retained at
+ * metadata_controller_lock (refreshed after each commit); caller holds
+ * write_lock. A quorum delivers commits on its own thread, so the
+ * controller never reads store->current unreferenced. */
 const struct metadata_image *metadata_store_current_locked(struct metadata_store *store);
 
 #endif

@@ -57,6 +57,14 @@ struct raft_shell_config {
     const struct raft_shell_store_ops *store_ops;
     void *store; /* taken over by raft_shell_start */
     struct raft_shell_listener listener;
+    /* Other APIs served on the controller listener (the controller's
+     * BrokerRegistration and BrokerHeartbeat): requests with these keys go
+     * to other_handler on the io thread, and ApiVersions lists them with
+     * the codecs' version ranges. */
+    int16_t other_api_keys[4];
+    int n_other_api_keys;
+    net_request_handler other_handler;
+    void *other_ctx;
 };
 
 /* Kafka's defaults; node_id, voters, cluster_id and the store are the caller's. */

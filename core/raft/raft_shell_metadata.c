@@ -11,10 +11,10 @@
 #include "util/logger.h"
 
 struct raft_shell_metadata {
-    pthread_mutex_t mu; /* guards shell and listener */
+    pthread_mutex_t mu; /* guards shell, listener and delivered_end */
     struct raft_shell *shell;
     struct metadata_log_listener listener;
-    int64_t delivered_end; /* raft thread: offsets below it were handed to the listener */
+    int64_t delivered_end; /* written on the raft thread: offsets below it were handed to the listener */
 };
 
 struct raft_shell_metadata *raft_shell_metadata_create(void)
@@ -78,16 +78,19 @@ static void on_high_watermark(void *ctx, struct raft_shell *shell, int64_t hw)
     pthread_mutex_lock(&log->mu);
     struct metadata_log_listener listener = log->listener;
     pthread_mutex_unlock(&log->mu);
-    while (log->delivered_end < hw) {
-        const struct raft_entry *e = raft_shell_entry(shell, log->delivered_end);
+    for (int64_t next = log->delivered_end; next < hw;) {
+        const struct raft_entry *e = raft_shell_entry(shell, next);
         if (!e)
             break;
-        log->delivered_end = e->offset + e->count;
-        if (raft_codec_is_leader_change(e) || !listener.handle_commit)
-            continue;
-        if (deliver_entry(&listener, e) != 0)
+        next = e->offset + e->count;
+        if (!raft_codec_is_leader_change(e) && listener.handle_commit && deliver_entry(&listener, e) != 0)
             logger_error("raft", "the metadata listener failed on the committed entry at offset %lld",
                          (long long)e->offset);
+        /* Moved after the listener has it: a leader writes only once its
+         * image holds everything its log does (qm_leader_epoch). */
+        pthread_mutex_lock(&log->mu);
+        log->delivered_end = next;
+        pthread_mutex_unlock(&log->mu);
     }
 }
 
@@ -140,7 +143,7 @@ static int qm_append(void *ctx, int32_t epoch, const struct metadata_log_entry *
         raft_shell_status(shell, &st);
         snprintf(err, errlen, "this node is not the quorum leader at epoch %d (epoch %d, leader %d)", epoch, st.epoch,
                  st.leader_id);
-        return -1;
+        return METADATA_LOG_NOT_LEADER;
     }
     if (rc != 0) {
         snprintf(err, errlen, "the metadata quorum could not take the batch");
@@ -149,14 +152,44 @@ static int qm_append(void *ctx, int32_t epoch, const struct metadata_log_entry *
     return 0;
 }
 
-static int32_t qm_leader_epoch(void *ctx)
+/* 1 when this node leads and its listener has every entry of its log, 0
+ * when it leads but is still catching up, -1 when it does not lead. */
+static int leader_state(struct raft_shell_metadata *log, int32_t *epoch)
 {
-    struct raft_shell *shell = shell_of(ctx);
+    struct raft_shell *shell = shell_of(log);
     if (!shell)
         return -1;
     struct raft_shell_status st;
     raft_shell_status(shell, &st);
-    return st.epoch;
+    if (st.role != RAFT_LEADER)
+        return -1;
+    *epoch = st.epoch;
+    pthread_mutex_lock(&log->mu);
+    bool caught_up = log->delivered_end >= st.end_offset;
+    pthread_mutex_unlock(&log->mu);
+    return caught_up ? 1 : 0;
+}
+
+static int32_t qm_leader_epoch(void *ctx)
+{
+    int32_t epoch = -1;
+    return leader_state(ctx, &epoch) == 1 ? epoch : -1;
+}
+
+static bool qm_catching_up(void *ctx)
+{
+    int32_t epoch = -1;
+    return leader_state(ctx, &epoch) == 0;
+}
+
+int32_t raft_shell_metadata_leader_id(struct raft_shell_metadata *log)
+{
+    struct raft_shell *shell = shell_of(log);
+    if (!shell)
+        return -1;
+    struct raft_shell_status st;
+    raft_shell_status(shell, &st);
+    return st.leader_id;
 }
 
 static int64_t qm_end_offset(void *ctx)
@@ -192,6 +225,7 @@ const struct metadata_log_ops raft_shell_metadata_ops = {
     .register_listener = qm_register_listener,
     .append = qm_append,
     .leader_epoch = qm_leader_epoch,
+    .catching_up = qm_catching_up,
     .end_offset = qm_end_offset,
     .latest_snapshot = qm_latest_snapshot,
     .create_snapshot = qm_create_snapshot,

@@ -5,7 +5,9 @@
  *
  * Use: create, register the listener through the ops, put
  * raft_shell_metadata_listener() into the shell's config, start the shell,
- * then attach it. Snapshots are not served yet (latest_snapshot says none,
+ * then attach it. leader_epoch is -1 away from the leader and, at a new
+ * leader, until the listener has heard of every entry the log holds;
+ * append away from the leader returns METADATA_LOG_NOT_LEADER. Snapshots are not served yet (latest_snapshot says none,
  * create_snapshot fails).
  *
  * Thread-safety: append, leader_epoch and end_offset from any thread but
@@ -24,6 +26,8 @@ struct raft_shell_metadata *raft_shell_metadata_create(void);
 /* The shell listener that delivers commits to the metadata listener. */
 struct raft_shell_listener raft_shell_metadata_listener(struct raft_shell_metadata *log);
 void raft_shell_metadata_attach(struct raft_shell_metadata *log, struct raft_shell *shell);
+/* The quorum's leader as this node knows it, -1 when none (or not started). */
+int32_t raft_shell_metadata_leader_id(struct raft_shell_metadata *log);
 /* After the shell has stopped. */
 void raft_shell_metadata_destroy(struct raft_shell_metadata *log);
 

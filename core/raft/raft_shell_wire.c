@@ -47,17 +47,25 @@ void shell_respond(const struct shell_reply_to *reply, shell_body_fn body_fn, co
 
 /* ---- ApiVersions: what the controller listener serves ---- */
 
+struct api_versions_arg {
+    const struct raft_shell *s;
+    int16_t error;
+};
+
 static int write_api_versions(struct kafka_writer *w, int16_t version, const void *arg)
 {
-    int16_t error = *(const int16_t *)arg;
+    const struct api_versions_arg *a = arg;
+    const struct raft_shell *s = a->s;
+    int16_t error = a->error;
     static const int16_t keys[] = {RAFT_API_FETCH,
                                    API_VERSIONS_KEY,
                                    RAFT_API_VOTE,
                                    RAFT_API_BEGIN_QUORUM_EPOCH,
                                    RAFT_API_END_QUORUM_EPOCH,
                                    RAFT_API_DESCRIBE_QUORUM};
-    struct api_versions_response_api_version list[sizeof keys / sizeof keys[0]];
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    struct api_versions_response_api_version list[sizeof keys / sizeof keys[0] + 4];
+    size_t n = sizeof keys / sizeof keys[0];
+    for (size_t i = 0; i < n; i++) {
         list[i].api_key = keys[i];
         if (keys[i] == API_VERSIONS_KEY) {
             list[i].min_version = 0;
@@ -66,23 +74,37 @@ static int write_api_versions(struct kafka_writer *w, int16_t version, const voi
             raft_codec_served(keys[i], &list[i].min_version, &list[i].max_version);
         }
     }
+    for (int i = 0; i < s->cfg.n_other_api_keys && i < 4; i++) {
+        const struct kafka_api_desc *d = kafka_api_lookup(s->cfg.other_api_keys[i]);
+        if (d)
+            list[n++] = (struct api_versions_response_api_version){
+                .api_key = d->api_key, .min_version = d->min_version, .max_version = d->max_version};
+    }
     struct api_versions_response resp;
     api_versions_response_init(&resp);
     resp.error_code = error;
     resp.api_keys = list;
-    resp.api_keys_count = (int32_t)(sizeof keys / sizeof keys[0]);
+    resp.api_keys_count = (int32_t)n;
     return api_versions_response_encode(&resp, w, version);
 }
 
-static void answer_api_versions(struct shell_reply_to *reply)
+static void answer_api_versions(const struct raft_shell *s, struct shell_reply_to *reply)
 {
-    int16_t error = KAFKA_ERR_NONE;
+    struct api_versions_arg arg = {s, KAFKA_ERR_NONE};
     if (reply->api_version > API_VERSIONS_MAX) {
         /* Kafka's fallback: v0 layout, UNSUPPORTED_VERSION, our ranges. */
         reply->api_version = 0;
-        error = KAFKA_ERR_UNSUPPORTED_VERSION;
+        arg.error = KAFKA_ERR_UNSUPPORTED_VERSION;
     }
-    shell_respond(reply, write_api_versions, &error);
+    shell_respond(reply, write_api_versions, &arg);
+}
+
+static bool is_other_api(const struct raft_shell *s, int16_t key)
+{
+    for (int i = 0; s->cfg.other_handler && i < s->cfg.n_other_api_keys; i++)
+        if (s->cfg.other_api_keys[i] == key)
+            return true;
+    return false;
 }
 
 /* ---- inbound ---- */
@@ -158,6 +180,10 @@ void raft_shell_handle_request(struct net_request *req, void *arg)
     struct shell_reply_to reply = {.net = req};
     reply.api_key = (int16_t)((uint16_t)req->frame[0] << 8 | req->frame[1]);
     reply.api_version = (int16_t)((uint16_t)req->frame[2] << 8 | req->frame[3]);
+    if (is_other_api(s, reply.api_key)) {
+        s->cfg.other_handler(req, s->cfg.other_ctx);
+        return;
+    }
     int16_t min = 0, max = 0;
     bool served = reply.api_key == API_VERSIONS_KEY || raft_codec_served(reply.api_key, &min, &max);
     int16_t header_version = kafka_request_header_version(reply.api_key, reply.api_version);
@@ -175,7 +201,7 @@ void raft_shell_handle_request(struct net_request *req, void *arg)
     kafka_arena_free(&arena);
     reply.correlation_id = header.correlation_id;
     if (reply.api_key == API_VERSIONS_KEY) {
-        answer_api_versions(&reply);
+        answer_api_versions(s, &reply);
         return;
     }
     if (reply.api_version < min || reply.api_version > max) {

@@ -26,6 +26,9 @@
 #include "server/quorum.h"
 #include "server/storage.h"
 #include "server/broker_tls.h"
+#include "server/broker_lifecycle.h"
+#include "server/controller_brokers.h"
+#include "raft/raft_shell_metadata.h"
 #include "txn/txn_coordinator.h"
 #include "txn/txn_log.h"
 #include "util/clock.h"
@@ -60,6 +63,9 @@ struct broker {
     struct handler_env env;
     char cluster_id[64];
     struct quorum *quorum; /* controller.quorum.voters set: the networked quorum, on the controller listener */
+    struct raft_shell_metadata *quorum_log; /* the metadata log over the quorum; freed after the quorum stops */
+    struct broker_lifecycle *lifecycle;     /* registration with the active controller (quorum only) */
+    struct controller_brokers *controller_brokers; /* the controller's side of it */
 };
 
 static int validate_topic_config(void *ctx, const char *key, const char *value, char *err, size_t errlen)
@@ -68,12 +74,26 @@ static int validate_topic_config(void *ctx, const char *key, const char *value, 
     return topic_config_validate(key, value, err, errlen);
 }
 
+/* How long a quorum broker's start waits for its registration. */
+#define BROKER_UNFENCE_WAIT_MS 120000
+
+static int32_t active_controller(void *ctx)
+{
+    return raft_shell_metadata_leader_id(ctx);
+}
+
 static int start_metadata(struct broker *b, const char *dir, char *err, size_t errlen)
 {
     struct listener_spec listeners[NET_MAX_LISTENERS];
     int n = config_parse_listeners(config_advertised_listeners(b->config), listeners, NET_MAX_LISTENERS, err, errlen);
     if (n < 0)
         return -1;
+    /* On a quorum node the controller listener is the quorum's, not for clients. */
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (!quorum_enabled(b->config) || !quorum_is_controller_listener(b->config, listeners[i].name))
+            listeners[kept++] = listeners[i];
+    n = kept;
     struct metadata_endpoint endpoints[NET_MAX_LISTENERS];
     for (int i = 0; i < n; i++) {
         endpoints[i].listener = listeners[i].name;
@@ -92,9 +112,52 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
         .default_replication_factor = b->env.default_replication_factor,
         .validate_topic_config = validate_topic_config,
         .snapshot_bytes = config_get_long(b->config, "metadata.log.max.record.bytes.between.snapshots"),
+        .rack = config_get_string(b->config, "broker.rack"),
     };
+    if (opts.rack && !opts.rack[0])
+        opts.rack = NULL;
+    if (quorum_enabled(b->config)) {
+        /* The controller and the loader run on the quorum's log. */
+        if (!(b->quorum_log = raft_shell_metadata_create())) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        opts.log_ops = &raft_shell_metadata_ops;
+        opts.log = b->quorum_log;
+        opts.snapshot_bytes = -1; /* the quorum's log keeps no snapshots yet */
+        b->env.active_controller = active_controller;
+        b->env.active_controller_ctx = b->quorum_log;
+    }
     if (metadata_store_open(&opts, &b->metadata, err, errlen) != 0)
         return -1;
+    if (b->quorum_log) {
+        /* Start the quorum, then wait (as Kafka's broker does) until the
+         * active controller has this broker registered and unfenced. */
+        struct broker_lifecycle_options lopts = {
+            .store = b->metadata,
+            .node_id = b->env.node_id,
+            .endpoints = endpoints,
+            .endpoint_count = n,
+            .rack = opts.rack,
+            .heartbeat_interval_ms = config_get_int(b->config, "broker.heartbeat.interval.ms"),
+            .cluster_id = b->cluster_id,
+            .voters = config_get_string(b->config, "controller.quorum.voters"),
+            .quorum = b->quorum_log,
+        };
+        if (controller_brokers_start(b->metadata, b->cluster_id, config_get_int(b->config, "broker.session.timeout.ms"),
+                                     &b->controller_brokers, err, errlen) != 0 ||
+            quorum_start(b->config, b->cluster_id, b->quorum_log, b->controller_brokers, &b->quorum, err, errlen) != 0)
+            return -1;
+        lopts.controller = b->controller_brokers;
+        if (broker_lifecycle_start(&lopts, &b->lifecycle, err, errlen) != 0)
+            return -1;
+        metadata_store_set_producer_id_allocator(b->metadata, broker_lifecycle_allocate_producer_ids, b->lifecycle);
+        if (broker_lifecycle_wait_unfenced(b->lifecycle, BROKER_UNFENCE_WAIT_MS) != 0) {
+            snprintf(err, errlen, "not registered and unfenced by an active controller within %d ms",
+                     BROKER_UNFENCE_WAIT_MS);
+            return -1;
+        }
+    }
     struct replica_manager_options ropts = {.logs = b->logs, .config = b->config, .node_id = b->env.node_id};
     if (replica_manager_create(&ropts, &b->replicas) != 0) {
         snprintf(err, errlen, "out of memory");
@@ -409,8 +472,6 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         goto fail;
     if (load_coordinators(b, err, errlen) != 0)
         goto fail;
-    if (quorum_enabled(cfg) && quorum_start(cfg, b->cluster_id, &b->quorum, err, errlen) != 0)
-        goto fail;
     if (start_network(b, err, errlen) != 0)
         goto fail;
     logger_info("server", "cairnd started: node %d, cluster %s, data in %s, %lld ms", b->env.node_id, b->cluster_id,
@@ -438,7 +499,11 @@ void broker_stop(struct broker *b)
     coordinator_runtime_destroy(b->coordinators);
     if (b->net)
         net_server_stop(b->net, 10000);
+    /* No request can ask it for producer ids any more. */
+    broker_lifecycle_stop(b->lifecycle);
     quorum_stop(b->quorum);
+    b->quorum = NULL;
+    controller_brokers_stop(b->controller_brokers);
     /* Its thread writes markers, which wake the purgatory and complete
      * group offsets: stop it before either goes. */
     txn_coordinator_destroy(b->txn_coordinator);
@@ -462,6 +527,7 @@ void broker_stop(struct broker *b)
             metadata_store_unsubscribe(b->metadata, b->metadata_subscription);
         metadata_store_close(b->metadata);
     }
+    raft_shell_metadata_destroy(b->quorum_log);
     replica_manager_destroy(b->replicas);
     if (b->logs)
         log_manager_close(b->logs, true);

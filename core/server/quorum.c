@@ -10,6 +10,8 @@
 #include "config/meta_properties.h"
 #include "net/server.h"
 #include "raft/raft_shell.h"
+#include "raft/raft_shell_metadata.h"
+#include "server/controller_brokers.h"
 #include "server/storage.h"
 #include "util/clock.h"
 #include "util/fs_util.h"
@@ -133,7 +135,8 @@ static int controller_listener(const struct broker_config *cfg, struct net_confi
     return -1;
 }
 
-int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct quorum **out, char *err, size_t errlen)
+int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct raft_shell_metadata *metadata,
+                 struct controller_brokers *brokers, struct quorum **out, char *err, size_t errlen)
 {
     *out = NULL;
     struct net_config net;
@@ -155,6 +158,16 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
         free(q);
         return -1;
     }
+    if (metadata)
+        sc.listener = raft_shell_metadata_listener(metadata);
+    if (brokers) {
+        sc.other_api_keys[0] = CONTROLLER_API_BROKER_REGISTRATION;
+        sc.other_api_keys[1] = CONTROLLER_API_BROKER_HEARTBEAT;
+        sc.other_api_keys[2] = CONTROLLER_API_ALLOCATE_PRODUCER_IDS;
+        sc.n_other_api_keys = 3;
+        sc.other_handler = controller_brokers_handle_request;
+        sc.other_ctx = brokers;
+    }
     /* The others reach this node at its entry in the voters: that must be
      * the port it listens on. */
     for (int i = 0; i < sc.n_voters; i++) {
@@ -172,6 +185,8 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
         free(q);
         return -1;
     }
+    if (metadata)
+        raft_shell_metadata_attach(metadata, q->shell);
     if (net_server_start(&net, raft_shell_handle_request, q->shell, &q->net, err, errlen) != 0) {
         raft_shell_stop(q->shell);
         free(q);
@@ -219,7 +234,7 @@ int controller_process_start(struct broker_config *cfg, struct controller_proces
     if (meta_properties_ensure(dirs, dir_count, config_node_id(cfg), config_get_string(cfg, "cluster.id"), cluster_id,
                                err, errlen) != 0)
         goto fail;
-    if (quorum_start(cfg, cluster_id, &c->quorum, err, errlen) != 0)
+    if (quorum_start(cfg, cluster_id, NULL, NULL, &c->quorum, err, errlen) != 0)
         goto fail;
     logger_info("server", "cairnd started as a controller: node %d, cluster %s, %lld ms", config_node_id(cfg),
                 cluster_id, (long long)(clock_mono_ms() - started));

@@ -29,10 +29,16 @@ bool quorum_controller_only(const struct broker_config *cfg);
 /* True when name is one of controller.listener.names. */
 bool quorum_is_controller_listener(const struct broker_config *cfg, const char *name);
 
-/* Starts the shell and serves the first controller listener. Returns 0, or
- * -1 with err filled. */
-int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct quorum **out, char *err,
-                 size_t errlen);
+struct raft_shell_metadata;
+
+struct controller_brokers;
+
+/* Starts the shell and serves the first controller listener. With metadata
+ * (its listener registered), committed entries go to it and it is attached
+ * to the shell; with brokers, the listener also serves BrokerRegistration
+ * and BrokerHeartbeat. Returns 0, or -1 with err filled. */
+int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct raft_shell_metadata *metadata,
+                 struct controller_brokers *brokers, struct quorum **out, char *err, size_t errlen);
 /* Stops serving, then stops the shell. NULL is fine. */
 void quorum_stop(struct quorum *q);
 

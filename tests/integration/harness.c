@@ -338,7 +338,7 @@ bool broker_alive(struct test_broker *b)
 }
 
 /* Polls until the port answers an ApiVersions round trip. */
-static void harness_wait_ready(struct test_broker *b)
+void broker_wait_ready(struct test_broker *b)
 {
     long long deadline = harness_now_ms() + HARNESS_START_TIMEOUT_MS;
     int32_t correlation = 1;
@@ -393,6 +393,12 @@ void broker_start(struct test_broker *b, const char *const *overrides)
 
 void broker_start_on_port(struct test_broker *b, int port, const char *const *overrides)
 {
+    broker_spawn_on_port(b, port, overrides);
+    broker_wait_ready(b);
+}
+
+void broker_spawn_on_port(struct test_broker *b, int port, const char *const *overrides)
+{
     harness_install_handlers();
     memset(b, 0, sizeof(*b));
     const char *tmp = getenv("TMPDIR");
@@ -419,7 +425,6 @@ void broker_start_on_port(struct test_broker *b, int port, const char *const *ov
     if (b->pid < 0)
         fail_msg("could not fork cairnd: %s", strerror(errno));
     fprintf(stderr, "[harness] cairnd pid %d on %s, dir %s\n", (int)b->pid, b->bootstrap, b->dir);
-    harness_wait_ready(b);
 }
 
 const char *broker_bootstrap(const struct test_broker *b)
@@ -498,7 +503,7 @@ void broker_restart(struct test_broker *b)
     if (b->pid < 0)
         fail_msg("could not fork cairnd: %s", strerror(errno));
     fprintf(stderr, "[harness] cairnd restarted as pid %d on %s\n", (int)b->pid, b->bootstrap);
-    harness_wait_ready(b);
+    broker_wait_ready(b);
 }
 
 void broker_add_override(struct test_broker *b, const char *kv)

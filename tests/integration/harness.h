@@ -42,6 +42,11 @@ void broker_start(struct test_broker *b, const char *const *overrides);
  * must know each other's ports before they start (a controller quorum).
  * The overrides may replace listeners and node.id. */
 void broker_start_on_port(struct test_broker *b, int port, const char *const *overrides);
+/* broker_start_on_port without the wait, and the wait alone: nodes of a
+ * quorum serve clients only once a leader has registered them, so they
+ * are spawned together and waited for afterwards. */
+void broker_spawn_on_port(struct test_broker *b, int port, const char *const *overrides);
+void broker_wait_ready(struct test_broker *b);
 
 /* "127.0.0.1:<port>" */
 const char *broker_bootstrap(const struct test_broker *b);

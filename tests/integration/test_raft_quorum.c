@@ -490,9 +490,12 @@ static void test_broker_and_controller_roles(void **state)
                                    "controller.quorum.election.timeout.ms=500",
                                    "controller.quorum.fetch.timeout.ms=1000",
                                    NULL};
-        broker_start_on_port(&q.nodes[i], broker_port, overrides);
+        broker_spawn_on_port(&q.nodes[i], broker_port, overrides);
         q.up[i] = true;
     }
+    /* A broker serves clients once the active controller has registered it. */
+    for (int i = 0; i < N; i++)
+        broker_wait_ready(&q.nodes[i]);
     struct raft_quorum_view v = wait_agreement(&q, 0, 1, 15000);
     assert_true(v.leader_id >= 1 && v.leader_id <= N);
     /* The quorum's log is not the broker's own metadata log. */

@@ -103,6 +103,54 @@ static void test_bootstrap_registers_this_broker(void **state)
     metadata_image_release(img);
 }
 
+/* What the controller does for another broker's BrokerRegistration and
+ * heartbeats: registered fenced, unfenced, fenced, at its epoch only. */
+static void test_register_and_fence_another_broker(void **state)
+{
+    struct fixture *f = *state;
+    struct metadata_endpoint ep = {"PLAINTEXT", "host-2", 9093, 0};
+    char err[256] = "";
+    int64_t epoch = -1;
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, "rack-b", true, &epoch, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    const struct metadata_image *img = metadata_image_acquire(f->store);
+    const struct metadata_broker *br = metadata_image_broker(img, 2);
+    assert_non_null(br);
+    assert_true(br->fenced);
+    assert_int_equal(br->epoch, epoch);
+    assert_string_equal(br->rack, "rack-b");
+    assert_int_equal(metadata_image_live_broker_count(img), 1);
+    int64_t last = img->last_offset;
+    metadata_image_release(img);
+
+    /* The same registration again writes nothing and keeps the epoch. */
+    int64_t again = -1;
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, "rack-b", true, &again, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    assert_int_equal(again, epoch);
+    img = metadata_image_acquire(f->store);
+    assert_int_equal(img->last_offset, last);
+    metadata_image_release(img);
+
+    assert_int_equal(metadata_set_broker_fenced(f->store, 2, epoch + 1, false, err, sizeof err),
+                     KAFKA_ERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(metadata_set_broker_fenced(f->store, 3, -1, false, err, sizeof err), KAFKA_ERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(metadata_set_broker_fenced(f->store, 2, epoch, false, err, sizeof err), KAFKA_ERR_NONE);
+    img = metadata_image_acquire(f->store);
+    assert_false(metadata_image_broker(img, 2)->fenced);
+    assert_int_equal(metadata_image_live_broker_count(img), 2);
+    metadata_image_release(img);
+
+    /* Fenced (a lapsed session), and the state survives a replay. */
+    assert_int_equal(metadata_set_broker_fenced(f->store, 2, epoch, true, err, sizeof err), KAFKA_ERR_NONE);
+    reopen_store(f);
+    img = metadata_image_acquire(f->store);
+    assert_true(metadata_image_broker(img, 2)->fenced);
+    assert_false(metadata_image_broker(img, 1)->fenced);
+    metadata_image_release(img);
+    assert_true(metadata_store_is_controller(f->store));
+}
+
 static void expect_create_error(struct fixture *f, const char *name, int32_t partitions, int16_t rf,
                                 const struct metadata_config_kv *configs, int32_t config_count, int16_t expected)
 {
@@ -438,6 +486,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bootstrap_registers_this_broker, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_register_and_fence_another_broker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_topic_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_topic_lifecycle_and_replay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_tail_is_truncated, setup, teardown),

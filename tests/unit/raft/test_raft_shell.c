@@ -213,7 +213,11 @@ static void test_batches_commit_on_every_node(void **state)
         records[i] = (struct metadata_log_entry){(const uint8_t *)values[i], strlen(values[i])};
     char err[256] = "";
     struct raft_shell_metadata *at_leader = nodes[leader - 1].log;
-    int32_t epoch = raft_shell_metadata_ops.leader_epoch(at_leader);
+    /* A new leader writes once its listener has every entry of its log. */
+    int32_t epoch = -1;
+    for (int tries = 0; (epoch = raft_shell_metadata_ops.leader_epoch(at_leader)) < 0 && tries < 500; tries++)
+        usleep(10 * 1000);
+    assert_true(epoch >= 1);
     int64_t last = -1;
     if (raft_shell_metadata_ops.append(at_leader, epoch, records, 3, &last, err, sizeof err) != 0)
         fail_msg("append at the leader: %s", err);
@@ -222,10 +226,12 @@ static void test_batches_commit_on_every_node(void **state)
 
     /* A follower refuses, and so does the leader at a stale epoch. */
     int follower = leader % N + 1;
+    assert_int_equal(raft_shell_metadata_ops.leader_epoch(nodes[follower - 1].log), -1);
     assert_int_equal(raft_shell_metadata_ops.append(nodes[follower - 1].log, epoch, records, 1, &last, err, sizeof err),
-                     -1);
+                     METADATA_LOG_NOT_LEADER);
     assert_non_null(strstr(err, "not the quorum leader"));
-    assert_int_equal(raft_shell_metadata_ops.append(at_leader, epoch - 1, records, 1, &last, err, sizeof err), -1);
+    assert_int_equal(raft_shell_metadata_ops.append(at_leader, epoch - 1, records, 1, &last, err, sizeof err),
+                     METADATA_LOG_NOT_LEADER);
 
     wait_seen(nodes, 3);
     for (int i = 0; i < N; i++) {

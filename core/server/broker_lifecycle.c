@@ -1,0 +1,394 @@
+#include "server/broker_lifecycle.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config/listeners.h"
+#include "config/uuid.h"
+#include "metadata/metadata_store.h"
+#include "net/client.h"
+#include "protocol/generated/allocate_producer_ids_request.h"
+#include "protocol/generated/allocate_producer_ids_response.h"
+#include "protocol/generated/broker_heartbeat_request.h"
+#include "protocol/generated/broker_heartbeat_response.h"
+#include "protocol/generated/broker_registration_request.h"
+#include "protocol/generated/broker_registration_response.h"
+#include "protocol/generated/errors.h"
+#include "raft/raft_shell_metadata.h"
+#include "server/controller_brokers.h"
+#include "util/logger.h"
+
+#define LOG "server"
+#define MAX_VOTERS 16
+
+/* Owned by the main thread; the thread reads the options and sets
+ * nothing shared but through the metadata store. */
+struct broker_lifecycle {
+    struct metadata_store *store;
+    int32_t node_id;
+    struct metadata_endpoint *endpoints;
+    int32_t endpoint_count;
+    char *rack;
+    int64_t heartbeat_interval_ms;
+    char cluster_id[64];
+    struct kafka_uuid incarnation_id;
+    struct quorum_voter voters[MAX_VOTERS];
+    int n_voters;
+    struct raft_shell_metadata *quorum;
+    struct controller_brokers *controller;
+    struct net_client *client;
+    pthread_mutex_t call_mu; /* serializes calls to the leader; guards client_node and epoch */
+    int32_t client_node;     /* voter the client knows, -1 */
+    int64_t epoch;           /* broker epoch from the last registration, -1 */
+    pthread_t thread;
+    bool thread_started;
+    pthread_mutex_t mu; /* guards stopping */
+    pthread_cond_t cond;
+    bool stopping;
+};
+
+static bool unfenced_in_image(struct broker_lifecycle *lc)
+{
+    const struct metadata_image *img = metadata_image_acquire(lc->store);
+    const struct metadata_broker *br = metadata_image_broker(img, lc->node_id);
+    bool ok = br && !br->fenced;
+    metadata_image_release(img);
+    return ok;
+}
+
+/* One request to the leader, waited for: the thread's only outbound call. */
+struct call {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    bool done;
+    int16_t error;
+    int64_t broker_epoch;
+    bool is_fenced;
+    int64_t producer_id_start;
+};
+
+static void call_done(struct net_client_result *result, void *ctx)
+{
+    struct call *c = ctx;
+    pthread_mutex_lock(&c->mu);
+    c->error = net_client_status_kafka_error(result->status);
+    if (result->status == NET_CLIENT_OK && result->response) {
+        if (result->api_key == CONTROLLER_API_ALLOCATE_PRODUCER_IDS) {
+            const struct allocate_producer_ids_response *r = result->response;
+            c->error = r->error_code;
+            c->producer_id_start = r->producer_id_start;
+            if (c->error == KAFKA_ERR_NONE && r->producer_id_len != METADATA_PRODUCER_ID_BLOCK_SIZE)
+                c->error = KAFKA_ERR_UNKNOWN_SERVER_ERROR; /* the store hands out blocks of one size */
+        } else if (result->api_key == CONTROLLER_API_BROKER_REGISTRATION) {
+            const struct broker_registration_response *r = result->response;
+            c->error = r->error_code;
+            c->broker_epoch = r->broker_epoch;
+        } else {
+            const struct broker_heartbeat_response *r = result->response;
+            c->error = r->error_code;
+            c->is_fenced = r->is_fenced;
+        }
+    }
+    c->done = true;
+    pthread_cond_signal(&c->cond);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Caller holds call_mu. */
+static int16_t call_leader(struct broker_lifecycle *lc, int32_t leader, int16_t api_key, const void *body,
+                           struct call *c)
+{
+    if (leader != lc->client_node) {
+        int i = 0;
+        while (i < lc->n_voters && lc->voters[i].node_id != leader)
+            i++;
+        if (i == lc->n_voters)
+            return KAFKA_ERR_NOT_CONTROLLER;
+        const char *host = lc->voters[i].host[0] ? lc->voters[i].host : "localhost";
+        if (net_client_add_node(lc->client, leader, host, lc->voters[i].port) != 0)
+            return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+        lc->client_node = leader;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cond, NULL);
+    struct net_client_request req = {.node_id = leader,
+                                     .api_key = api_key,
+                                     .pinned_version = -1,
+                                     .body = body,
+                                     .timeout_ms = lc->heartbeat_interval_ms,
+                                     .done = call_done,
+                                     .ctx = c};
+    char err[256] = "";
+    int16_t error = KAFKA_ERR_NETWORK_EXCEPTION;
+    if (net_client_send(lc->client, &req, err, sizeof err) == 0) {
+        pthread_mutex_lock(&c->mu);
+        while (!c->done)
+            pthread_cond_wait(&c->cond, &c->mu);
+        error = c->error;
+        pthread_mutex_unlock(&c->mu);
+    }
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cond);
+    return error;
+}
+
+static void register_remote(struct broker_lifecycle *lc, int32_t leader)
+{
+    struct broker_registration_request_listener listeners[16];
+    int32_t n = lc->endpoint_count < 16 ? lc->endpoint_count : 16;
+    for (int32_t i = 0; i < n; i++) {
+        broker_registration_request_listener_init(&listeners[i]);
+        listeners[i].name = (struct kafka_str){lc->endpoints[i].listener, (int32_t)strlen(lc->endpoints[i].listener)};
+        listeners[i].host = (struct kafka_str){lc->endpoints[i].host, (int32_t)strlen(lc->endpoints[i].host)};
+        listeners[i].port = lc->endpoints[i].port;
+        listeners[i].security_protocol = lc->endpoints[i].security_protocol;
+    }
+    struct broker_registration_request req;
+    broker_registration_request_init(&req);
+    req.broker_id = lc->node_id;
+    req.cluster_id = (struct kafka_str){lc->cluster_id, (int32_t)strlen(lc->cluster_id)};
+    req.incarnation_id = lc->incarnation_id;
+    req.listeners = listeners;
+    req.listeners_count = n;
+    req.rack = lc->rack ? (struct kafka_str){lc->rack, (int32_t)strlen(lc->rack)} : (struct kafka_str){NULL, -1};
+    req.previous_broker_epoch = lc->epoch;
+    struct call c = {.broker_epoch = -1};
+    int16_t rc = call_leader(lc, leader, CONTROLLER_API_BROKER_REGISTRATION, &req, &c);
+    if (rc == KAFKA_ERR_NONE) {
+        lc->epoch = c.broker_epoch;
+        logger_info(LOG, "broker %d registered with controller %d at epoch %lld", lc->node_id, leader,
+                    (long long)lc->epoch);
+    } else if (rc != KAFKA_ERR_NOT_CONTROLLER && rc != KAFKA_ERR_NETWORK_EXCEPTION) {
+        logger_warn(LOG, "broker %d: registration with controller %d failed (error %d)", lc->node_id, leader, rc);
+    }
+}
+
+static int16_t heartbeat_remote(struct broker_lifecycle *lc, int32_t leader, bool want_shut_down)
+{
+    const struct metadata_image *img = metadata_image_acquire(lc->store);
+    int64_t offset = img->last_offset;
+    metadata_image_release(img);
+    struct broker_heartbeat_request req;
+    broker_heartbeat_request_init(&req);
+    req.broker_id = lc->node_id;
+    req.broker_epoch = lc->epoch;
+    req.current_metadata_offset = offset;
+    req.want_shut_down = want_shut_down;
+    struct call c = {.broker_epoch = -1};
+    int16_t rc = call_leader(lc, leader, CONTROLLER_API_BROKER_HEARTBEAT, &req, &c);
+    if (rc == KAFKA_ERR_STALE_BROKER_EPOCH || rc == KAFKA_ERR_BROKER_ID_NOT_REGISTERED) {
+        logger_info(LOG, "broker %d: controller %d does not know epoch %lld (error %d): registering again",
+                    lc->node_id, leader, (long long)lc->epoch, rc);
+        lc->epoch = -1;
+    }
+    return rc;
+}
+
+/* One round: register (or re-register after a change) and heartbeat; at
+ * the active controller's own node directly through the store. Caller
+ * holds call_mu. */
+static void lifecycle_round_locked(struct broker_lifecycle *lc)
+{
+    if (metadata_store_is_controller(lc->store)) {
+        char err[256] = "";
+        int16_t rc = metadata_register_broker(lc->store, lc->node_id, lc->endpoints, lc->endpoint_count, lc->rack,
+                                              false, &lc->epoch, err, sizeof err);
+        if (rc == KAFKA_ERR_NONE)
+            controller_brokers_heard(lc->controller, lc->node_id);
+        else if (rc != KAFKA_ERR_NOT_CONTROLLER)
+            logger_warn(LOG, "broker %d could not register: %s (error %d)", lc->node_id, err, (int)rc);
+        return;
+    }
+    int32_t leader = raft_shell_metadata_leader_id(lc->quorum);
+    if (leader < 0 || leader == lc->node_id)
+        return; /* no leader yet, or this node's controller is still catching up */
+    if (lc->epoch < 0)
+        register_remote(lc, leader);
+    if (lc->epoch >= 0)
+        heartbeat_remote(lc, leader, false);
+}
+
+/* Waits ms or until stop; returns true when stopping. */
+static bool wait_or_stop(struct broker_lifecycle *lc, int64_t ms)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += ms / 1000;
+    deadline.tv_nsec += (ms % 1000) * 1000000;
+    if (deadline.tv_nsec >= 1000000000) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&lc->mu);
+    while (!lc->stopping && pthread_cond_timedwait(&lc->cond, &lc->mu, &deadline) != ETIMEDOUT)
+        ;
+    bool stopping = lc->stopping;
+    pthread_mutex_unlock(&lc->mu);
+    return stopping;
+}
+
+static void lifecycle_round(struct broker_lifecycle *lc)
+{
+    pthread_mutex_lock(&lc->call_mu);
+    lifecycle_round_locked(lc);
+    pthread_mutex_unlock(&lc->call_mu);
+}
+
+int16_t broker_lifecycle_allocate_producer_ids(void *ctx, int64_t *first, char *err, size_t errlen)
+{
+    struct broker_lifecycle *lc = ctx;
+    if (metadata_store_is_controller(lc->store))
+        return metadata_allocate_producer_ids(lc->store, lc->node_id, first, err, errlen);
+    int32_t leader = raft_shell_metadata_leader_id(lc->quorum);
+    if (leader < 0 || leader == lc->node_id) {
+        snprintf(err, errlen, "no active controller to allocate producer ids");
+        return KAFKA_ERR_NOT_CONTROLLER;
+    }
+    pthread_mutex_lock(&lc->call_mu);
+    struct allocate_producer_ids_request req;
+    allocate_producer_ids_request_init(&req);
+    req.broker_id = lc->node_id;
+    req.broker_epoch = lc->epoch;
+    struct call c = {.producer_id_start = -1};
+    int16_t rc = call_leader(lc, leader, CONTROLLER_API_ALLOCATE_PRODUCER_IDS, &req, &c);
+    pthread_mutex_unlock(&lc->call_mu);
+    if (rc != KAFKA_ERR_NONE) {
+        snprintf(err, errlen, "controller %d did not allocate producer ids (error %d)", leader, rc);
+        return rc;
+    }
+    *first = c.producer_id_start;
+    return KAFKA_ERR_NONE;
+}
+
+static void *lifecycle_main(void *arg)
+{
+    struct broker_lifecycle *lc = arg;
+    do {
+        lifecycle_round(lc);
+        /* Quick rounds until registered, then at the heartbeat interval. */
+    } while (!wait_or_stop(lc, unfenced_in_image(lc) ? lc->heartbeat_interval_ms : 100));
+    return NULL;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+int broker_lifecycle_start(const struct broker_lifecycle_options *opts, struct broker_lifecycle **out, char *err,
+                           size_t errlen)
+{
+    *out = NULL;
+    struct broker_lifecycle *lc = calloc(1, sizeof *lc);
+    if (!lc)
+        goto oom;
+    lc->store = opts->store;
+    lc->node_id = opts->node_id;
+    lc->heartbeat_interval_ms = opts->heartbeat_interval_ms > 0 ? opts->heartbeat_interval_ms : 2000;
+    lc->quorum = opts->quorum;
+    lc->controller = opts->controller;
+    lc->epoch = -1;
+    lc->client_node = -1;
+    snprintf(lc->cluster_id, sizeof lc->cluster_id, "%s", opts->cluster_id ? opts->cluster_id : "");
+    pthread_mutex_init(&lc->mu, NULL);
+    pthread_mutex_init(&lc->call_mu, NULL);
+    pthread_cond_init(&lc->cond, NULL);
+    lc->endpoints = calloc(opts->endpoint_count > 0 ? (size_t)opts->endpoint_count : 1, sizeof *lc->endpoints);
+    if (!lc->endpoints)
+        goto oom;
+    for (int32_t i = 0; i < opts->endpoint_count; i++) {
+        lc->endpoints[i] = opts->endpoints[i];
+        lc->endpoints[i].listener = strdup(opts->endpoints[i].listener);
+        lc->endpoints[i].host = strdup(opts->endpoints[i].host);
+        lc->endpoint_count = i + 1;
+        if (!lc->endpoints[i].listener || !lc->endpoints[i].host)
+            goto oom;
+    }
+    lc->rack = dup_or_null(opts->rack);
+    if (opts->rack && !lc->rack)
+        goto oom;
+    lc->n_voters = config_parse_quorum_voters(opts->voters, lc->voters, MAX_VOTERS, err, errlen);
+    if (lc->n_voters < 0 || uuid_random(lc->incarnation_id.bytes) != 0) {
+        broker_lifecycle_stop(lc);
+        return -1;
+    }
+    struct net_client_config ccfg;
+    net_client_config_defaults(&ccfg);
+    snprintf(ccfg.client_id, sizeof ccfg.client_id, "cairn-broker-%d", (int)lc->node_id);
+    ccfg.reconnect_backoff_max_ms = 500;
+    if (net_client_create(&ccfg, &lc->client, err, errlen) != 0) {
+        broker_lifecycle_stop(lc);
+        return -1;
+    }
+    if (pthread_create(&lc->thread, NULL, lifecycle_main, lc) != 0) {
+        snprintf(err, errlen, "cannot start the broker lifecycle thread");
+        broker_lifecycle_stop(lc);
+        return -1;
+    }
+    lc->thread_started = true;
+    *out = lc;
+    return 0;
+oom:
+    snprintf(err, errlen, "out of memory");
+    broker_lifecycle_stop(lc);
+    return -1;
+}
+
+int broker_lifecycle_wait_unfenced(struct broker_lifecycle *lc, int64_t timeout_ms)
+{
+    for (int64_t waited = 0; waited < timeout_ms; waited += 50) {
+        if (unfenced_in_image(lc))
+            return 0;
+        if (wait_or_stop(lc, 50))
+            return -1;
+    }
+    return unfenced_in_image(lc) ? 0 : -1;
+}
+
+/* Kafka's controlled shutdown, reduced: the controller fences this broker
+ * at once, so clients stop being sent to it before the session would lapse.
+ * The active controller's own broker skips it: its quorum goes too, and the
+ * next leader fences it after the session. */
+static void controlled_shutdown(struct broker_lifecycle *lc)
+{
+    pthread_mutex_lock(&lc->call_mu);
+    int32_t leader = raft_shell_metadata_leader_id(lc->quorum);
+    int16_t rc = leader >= 0 && leader != lc->node_id && lc->epoch >= 0 ? heartbeat_remote(lc, leader, true)
+                                                                        : KAFKA_ERR_NOT_CONTROLLER;
+    pthread_mutex_unlock(&lc->call_mu);
+    if (rc == KAFKA_ERR_NONE)
+        logger_info(LOG, "broker %d fenced by controller %d for its shutdown", lc->node_id, leader);
+    else
+        logger_info(LOG, "broker %d shuts down without a controlled shutdown (error %d)", lc->node_id, rc);
+}
+
+void broker_lifecycle_stop(struct broker_lifecycle *lc)
+{
+    if (!lc)
+        return;
+    if (lc->thread_started) {
+        pthread_mutex_lock(&lc->mu);
+        lc->stopping = true;
+        pthread_cond_broadcast(&lc->cond);
+        pthread_mutex_unlock(&lc->mu);
+        pthread_join(lc->thread, NULL);
+        controlled_shutdown(lc);
+    }
+    if (lc->client)
+        net_client_destroy(lc->client);
+    for (int32_t i = 0; i < lc->endpoint_count; i++) {
+        free(lc->endpoints[i].listener);
+        free(lc->endpoints[i].host);
+    }
+    free(lc->endpoints);
+    free(lc->rack);
+    pthread_mutex_destroy(&lc->mu);
+    pthread_mutex_destroy(&lc->call_mu);
+    pthread_cond_destroy(&lc->cond);
+    free(lc);
+}

@@ -1,0 +1,50 @@
+/* A broker's membership in a cluster whose metadata runs on a quorum
+ * (controller.quorum.voters set): the broker registers with the active
+ * controller and stays unfenced while it heartbeats, as KRaft's
+ * BrokerLifecycleManager does: BrokerRegistration, then BrokerHeartbeat
+ * every broker.heartbeat.interval.ms, to the quorum's leader over the
+ * controller listener (net/client.h). On the leader's own node it calls the
+ * metadata store directly.
+ *
+ * Threads: start and stop from the main thread; the lifecycle runs a thread
+ * of its own, which calls the metadata store's controller operations. */
+#ifndef CAIRN_SERVER_BROKER_LIFECYCLE_H
+#define CAIRN_SERVER_BROKER_LIFECYCLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metadata/metadata_image.h"
+
+struct metadata_store;
+struct broker_lifecycle;
+struct raft_shell_metadata;
+struct controller_brokers;
+
+struct broker_lifecycle_options {
+    struct metadata_store *store;
+    int32_t node_id;
+    const struct metadata_endpoint *endpoints; /* copied */
+    int32_t endpoint_count;
+    const char *rack; /* NULL when none; copied */
+    int64_t heartbeat_interval_ms; /* broker.heartbeat.interval.ms */
+    const char *cluster_id;
+    const char *voters;                   /* controller.quorum.voters: where the leader listens */
+    struct raft_shell_metadata *quorum;   /* who leads */
+    struct controller_brokers *controller; /* this node's controller side */
+};
+
+/* Returns 0, or -1 with err. */
+int broker_lifecycle_start(const struct broker_lifecycle_options *opts, struct broker_lifecycle **out, char *err,
+                           size_t errlen);
+/* Waits up to timeout_ms for this broker to be registered and unfenced in
+ * the published image. Returns 0, or -1 on timeout. */
+int broker_lifecycle_wait_unfenced(struct broker_lifecycle *lc, int64_t timeout_ms);
+void broker_lifecycle_stop(struct broker_lifecycle *lc);
+
+/* metadata_producer_id_allocator (ctx: the lifecycle): a block from this
+ * store's controller when it is active, else AllocateProducerIds to the
+ * active controller (Kafka's RPC). Any thread. */
+int16_t broker_lifecycle_allocate_producer_ids(void *ctx, int64_t *first, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,422 @@
+#include "server/controller_brokers.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "metadata/metadata_store.h"
+#include "protocol/generated/allocate_producer_ids_request.h"
+#include "protocol/generated/allocate_producer_ids_response.h"
+#include "protocol/generated/api_table.h"
+#include "protocol/generated/broker_heartbeat_request.h"
+#include "protocol/generated/broker_heartbeat_response.h"
+#include "protocol/generated/broker_registration_request.h"
+#include "protocol/generated/broker_registration_response.h"
+#include "protocol/generated/errors.h"
+#include "protocol/generated/request_header.h"
+#include "util/clock.h"
+#include "util/logger.h"
+
+#define LOG "controller"
+#define MAX_TRACKED 256
+#define SESSION_CHECK_MS 250
+
+struct session {
+    int32_t node_id;
+    int64_t last_heard_ms; /* monotonic */
+};
+
+/* A request waiting for the worker: a registration commits through the
+ * quorum, whose Fetch requests need the server's io threads free. */
+struct pending {
+    struct net_request *req;
+    struct pending *next;
+};
+
+/* Owned by the main thread; sessions under mu. */
+struct controller_brokers {
+    struct metadata_store *store;
+    char cluster_id[64];
+    int64_t session_timeout_ms;
+    pthread_mutex_t mu; /* guards sessions, n_sessions, stopping, the queue */
+    pthread_cond_t cond;
+    struct session sessions[MAX_TRACKED];
+    int n_sessions;
+    bool stopping;
+    struct pending *queue_head, *queue_tail; /* under mu */
+    pthread_t thread;
+    bool thread_started;
+};
+
+static void heard_locked(struct controller_brokers *cb, int32_t node_id, int64_t now)
+{
+    for (int i = 0; i < cb->n_sessions; i++) {
+        if (cb->sessions[i].node_id == node_id) {
+            cb->sessions[i].last_heard_ms = now;
+            return;
+        }
+    }
+    if (cb->n_sessions < MAX_TRACKED)
+        cb->sessions[cb->n_sessions++] = (struct session){node_id, now};
+}
+
+void controller_brokers_heard(struct controller_brokers *cb, int32_t node_id)
+{
+    pthread_mutex_lock(&cb->mu);
+    heard_locked(cb, node_id, clock_mono_ms());
+    pthread_mutex_unlock(&cb->mu);
+}
+
+/* ---- session checks ---- */
+
+/* At the controller: fences every unfenced broker not heard from within the
+ * session timeout. A broker never heard from since this node took over gets
+ * a full session from then (a new controller knows no heartbeat times). */
+static void check_sessions(struct controller_brokers *cb, bool *was_controller)
+{
+    bool is_controller = metadata_store_is_controller(cb->store);
+    int64_t now = clock_mono_ms();
+    if (!is_controller) {
+        pthread_mutex_lock(&cb->mu);
+        cb->n_sessions = 0;
+        pthread_mutex_unlock(&cb->mu);
+        *was_controller = false;
+        return;
+    }
+    const struct metadata_image *img = metadata_image_acquire(cb->store);
+    for (int32_t i = 0; i < img->broker_count; i++) {
+        const struct metadata_broker *br = &img->brokers[i];
+        if (br->fenced)
+            continue;
+        pthread_mutex_lock(&cb->mu);
+        int64_t last = -1;
+        for (int j = 0; j < cb->n_sessions; j++)
+            if (cb->sessions[j].node_id == br->node_id)
+                last = cb->sessions[j].last_heard_ms;
+        if (last < 0)
+            heard_locked(cb, br->node_id, now);
+        pthread_mutex_unlock(&cb->mu);
+        if (last < 0 || now - last <= cb->session_timeout_ms)
+            continue;
+        char err[256] = "";
+        logger_info(LOG, "broker %d sent no heartbeat for %lld ms: fencing it", br->node_id, (long long)(now - last));
+        int16_t rc = metadata_set_broker_fenced(cb->store, br->node_id, br->epoch, true, err, sizeof err);
+        if (rc != KAFKA_ERR_NONE)
+            logger_warn(LOG, "could not fence broker %d: %s (error %d)", br->node_id, err, (int)rc);
+    }
+    metadata_image_release(img);
+    *was_controller = true;
+}
+
+static void serve(struct controller_brokers *cb, struct net_request *req);
+
+/* The worker: queued requests first, the session check every
+ * SESSION_CHECK_MS. */
+static void *sessions_main(void *arg)
+{
+    struct controller_brokers *cb = arg;
+    bool was_controller = false;
+    int64_t next_check = 0;
+    pthread_mutex_lock(&cb->mu);
+    while (!cb->stopping) {
+        struct pending *p = cb->queue_head;
+        if (p) {
+            cb->queue_head = p->next;
+            if (!cb->queue_head)
+                cb->queue_tail = NULL;
+            pthread_mutex_unlock(&cb->mu);
+            serve(cb, p->req);
+            free(p);
+            pthread_mutex_lock(&cb->mu);
+            continue;
+        }
+        if (clock_mono_ms() >= next_check) {
+            pthread_mutex_unlock(&cb->mu);
+            check_sessions(cb, &was_controller);
+            next_check = clock_mono_ms() + SESSION_CHECK_MS;
+            pthread_mutex_lock(&cb->mu);
+            continue;
+        }
+        struct timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_nsec += SESSION_CHECK_MS * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&cb->cond, &cb->mu, &deadline);
+    }
+    /* Stopping: whatever still waits is closed. */
+    while (cb->queue_head) {
+        struct pending *p = cb->queue_head;
+        cb->queue_head = p->next;
+        net_request_complete(p->req, NULL, 0, true);
+        free(p);
+    }
+    cb->queue_tail = NULL;
+    pthread_mutex_unlock(&cb->mu);
+    return NULL;
+}
+
+int controller_brokers_start(struct metadata_store *store, const char *cluster_id, int64_t session_timeout_ms,
+                             struct controller_brokers **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    struct controller_brokers *cb = calloc(1, sizeof *cb);
+    if (!cb) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    cb->store = store;
+    snprintf(cb->cluster_id, sizeof cb->cluster_id, "%s", cluster_id);
+    cb->session_timeout_ms = session_timeout_ms > 0 ? session_timeout_ms : 9000;
+    pthread_mutex_init(&cb->mu, NULL);
+    pthread_cond_init(&cb->cond, NULL);
+    if (pthread_create(&cb->thread, NULL, sessions_main, cb) != 0) {
+        snprintf(err, errlen, "cannot start the broker session thread");
+        controller_brokers_stop(cb);
+        return -1;
+    }
+    cb->thread_started = true;
+    *out = cb;
+    return 0;
+}
+
+void controller_brokers_stop(struct controller_brokers *cb)
+{
+    if (!cb)
+        return;
+    if (cb->thread_started) {
+        pthread_mutex_lock(&cb->mu);
+        cb->stopping = true;
+        pthread_cond_broadcast(&cb->cond);
+        pthread_mutex_unlock(&cb->mu);
+        pthread_join(cb->thread, NULL);
+    }
+    pthread_mutex_destroy(&cb->mu);
+    pthread_cond_destroy(&cb->cond);
+    free(cb);
+}
+
+/* ---- requests ---- */
+
+typedef int (*body_encoder)(const void *msg, struct kafka_writer *w, int16_t version);
+
+static int encode_registration(const void *msg, struct kafka_writer *w, int16_t version)
+{
+    return broker_registration_response_encode(msg, w, version);
+}
+
+static int encode_allocate(const void *msg, struct kafka_writer *w, int16_t version)
+{
+    return allocate_producer_ids_response_encode(msg, w, version);
+}
+
+static int encode_heartbeat(const void *msg, struct kafka_writer *w, int16_t version)
+{
+    return broker_heartbeat_response_encode(msg, w, version);
+}
+
+static void respond(struct net_request *req, int16_t api_key, int16_t version, int32_t correlation_id,
+                    body_encoder encode, const void *msg)
+{
+    struct kafka_writer w;
+    if (kafka_writer_init(&w, 128) != 0) {
+        net_request_complete(req, NULL, 0, true);
+        return;
+    }
+    size_t size_at = kafka_writer_reserve(&w, 4);
+    kafka_write_int32(&w, correlation_id);
+    if (kafka_response_header_version(api_key, version) >= 1)
+        kafka_write_uvarint(&w, 0);
+    if (encode(msg, &w, version) != 0 || w.failed) {
+        kafka_writer_free(&w);
+        net_request_complete(req, NULL, 0, true);
+        return;
+    }
+    kafka_writer_patch_int32(&w, size_at, (int32_t)(kafka_writer_total_len(&w) - 4));
+    net_request_complete(req, &w, 0, false);
+    kafka_writer_free(&w);
+}
+
+static int16_t registration(struct controller_brokers *cb, const struct broker_registration_request *in,
+                            int64_t *epoch)
+{
+    if (in->cluster_id.len >= 0 &&
+        (strlen(cb->cluster_id) != (size_t)in->cluster_id.len ||
+         memcmp(cb->cluster_id, in->cluster_id.data, (size_t)in->cluster_id.len) != 0)) {
+        logger_error(LOG, "broker %d registered for cluster %.*s, but this is cluster %s: refused", in->broker_id,
+                     (int)in->cluster_id.len, in->cluster_id.data, cb->cluster_id);
+        return KAFKA_ERR_INCONSISTENT_CLUSTER_ID;
+    }
+    if (in->listeners_count <= 0 || in->listeners_count > 16)
+        return KAFKA_ERR_INVALID_REQUEST;
+    struct metadata_endpoint eps[16];
+    char names[16][64], hosts[16][256];
+    for (int32_t i = 0; i < in->listeners_count; i++) {
+        const struct broker_registration_request_listener *l = &in->listeners[i];
+        snprintf(names[i], sizeof names[i], "%.*s", (int)(l->name.len > 0 ? l->name.len : 0), l->name.data);
+        snprintf(hosts[i], sizeof hosts[i], "%.*s", (int)(l->host.len > 0 ? l->host.len : 0), l->host.data);
+        eps[i] = (struct metadata_endpoint){names[i], hosts[i], l->port, l->security_protocol};
+    }
+    char rack[256];
+    snprintf(rack, sizeof rack, "%.*s", (int)(in->rack.len > 0 ? in->rack.len : 0), in->rack.data);
+    char err[256] = "";
+    /* Registered fenced; the first heartbeat that has caught up unfences. */
+    int16_t rc = metadata_register_broker(cb->store, in->broker_id, eps, in->listeners_count,
+                                          in->rack.len > 0 ? rack : NULL, true, epoch, err, sizeof err);
+    if (rc == KAFKA_ERR_NONE)
+        controller_brokers_heard(cb, in->broker_id);
+    else if (rc != KAFKA_ERR_NOT_CONTROLLER)
+        logger_warn(LOG, "registration of broker %d failed: %s (error %d)", in->broker_id, err, (int)rc);
+    return rc;
+}
+
+/* NONE when node_id is registered at epoch (*fenced: its state), else the
+ * error Kafka's controller gives. */
+static int16_t check_broker_epoch(struct controller_brokers *cb, int32_t node_id, int64_t epoch, bool *fenced,
+                                  int64_t *registered_epoch)
+{
+    const struct metadata_image *img = metadata_image_acquire(cb->store);
+    const struct metadata_broker *br = metadata_image_broker(img, node_id);
+    bool registered = br != NULL;
+    *fenced = !br || br->fenced;
+    *registered_epoch = br ? br->epoch : -1;
+    metadata_image_release(img);
+    if (!registered)
+        return KAFKA_ERR_BROKER_ID_NOT_REGISTERED;
+    return *registered_epoch == epoch ? KAFKA_ERR_NONE : KAFKA_ERR_STALE_BROKER_EPOCH;
+}
+
+static void heartbeat(struct controller_brokers *cb, const struct broker_heartbeat_request *in,
+                      struct broker_heartbeat_response *out)
+{
+    bool fenced = true;
+    int64_t epoch = -1;
+    int16_t known = check_broker_epoch(cb, in->broker_id, in->broker_epoch, &fenced, &epoch);
+    out->is_fenced = fenced;
+    out->error_code = metadata_store_is_controller(cb->store) ? known : KAFKA_ERR_NOT_CONTROLLER;
+    if (out->error_code != KAFKA_ERR_NONE)
+        return;
+    controller_brokers_heard(cb, in->broker_id);
+    if (in->want_shut_down) {
+        /* Controlled shutdown: fenced now rather than a session later. With
+         * one replica per partition there is no other leader to move to. */
+        char err[256] = "";
+        out->error_code = metadata_set_broker_fenced(cb->store, in->broker_id, epoch, true, err, sizeof err);
+        out->is_fenced = out->error_code == KAFKA_ERR_NONE || fenced;
+        out->should_shut_down = out->error_code == KAFKA_ERR_NONE;
+        return;
+    }
+    /* Caught up once it has loaded its own registration. */
+    out->is_caught_up = in->current_metadata_offset >= epoch;
+    if (fenced && out->is_caught_up && !in->want_fence) {
+        char err[256] = "";
+        int16_t rc = metadata_set_broker_fenced(cb->store, in->broker_id, epoch, false, err, sizeof err);
+        if (rc == KAFKA_ERR_NONE)
+            out->is_fenced = false;
+        else
+            out->error_code = rc;
+    }
+}
+
+void controller_brokers_handle_request(struct net_request *req, void *ctx)
+{
+    struct controller_brokers *cb = ctx;
+    struct pending *p = calloc(1, sizeof *p);
+    if (!p) {
+        net_request_complete(req, NULL, 0, true);
+        return;
+    }
+    p->req = req;
+    pthread_mutex_lock(&cb->mu);
+    bool stopping = cb->stopping;
+    if (!stopping) {
+        if (cb->queue_tail)
+            cb->queue_tail->next = p;
+        else
+            cb->queue_head = p;
+        cb->queue_tail = p;
+        pthread_cond_signal(&cb->cond);
+    }
+    pthread_mutex_unlock(&cb->mu);
+    if (stopping) {
+        free(p);
+        net_request_complete(req, NULL, 0, true);
+    }
+}
+
+/* A block of producer ids for a registered broker at its epoch. */
+static void allocate_ids(struct controller_brokers *cb, const struct allocate_producer_ids_request *in,
+                         struct allocate_producer_ids_response *out)
+{
+    bool fenced = true;
+    int64_t epoch = -1;
+    out->error_code = check_broker_epoch(cb, in->broker_id, in->broker_epoch, &fenced, &epoch);
+    if (out->error_code != KAFKA_ERR_NONE)
+        return;
+    char err[256] = "";
+    int64_t first = -1;
+    out->error_code = metadata_allocate_producer_ids(cb->store, in->broker_id, &first, err, sizeof err);
+    if (out->error_code == KAFKA_ERR_NONE) {
+        out->producer_id_start = first;
+        out->producer_id_len = METADATA_PRODUCER_ID_BLOCK_SIZE;
+    } else if (out->error_code != KAFKA_ERR_NOT_CONTROLLER) {
+        logger_warn(LOG, "producer ids for broker %d: %s (error %d)", in->broker_id, err, (int)out->error_code);
+    }
+}
+
+static void serve(struct controller_brokers *cb, struct net_request *req)
+{
+    if (req->frame_len < 8) {
+        net_request_complete(req, NULL, 0, true);
+        return;
+    }
+    int16_t key = (int16_t)((uint16_t)req->frame[0] << 8 | req->frame[1]);
+    int16_t version = (int16_t)((uint16_t)req->frame[2] << 8 | req->frame[3]);
+    const struct kafka_api_desc *desc = kafka_api_lookup(key);
+    int16_t header_version = kafka_request_header_version(key, version);
+    struct kafka_reader r;
+    kafka_reader_init(&r, req->frame, req->frame_len);
+    struct kafka_arena arena;
+    kafka_arena_init(&arena);
+    struct request_header header;
+    request_header_init(&header);
+    union {
+        struct broker_registration_request reg;
+        struct broker_heartbeat_request hb;
+        struct allocate_producer_ids_request alloc;
+    } in;
+    if (desc)
+        desc->request_init(&in);
+    if (!desc || version < desc->min_version || version > desc->max_version || header_version < 0 ||
+        request_header_decode(&header, &r, header_version, &arena) != 0 ||
+        desc->request_decode(&in, &r, version, &arena) != 0) {
+        logger_warn(LOG, "malformed request API %d v%d from %s; closing", key, version, req->peer);
+        kafka_arena_free(&arena);
+        net_request_complete(req, NULL, 0, true);
+        return;
+    }
+    if (key == CONTROLLER_API_BROKER_REGISTRATION) {
+        struct broker_registration_response out;
+        broker_registration_response_init(&out);
+        out.broker_epoch = -1;
+        out.error_code = registration(cb, &in.reg, &out.broker_epoch);
+        respond(req, key, version, header.correlation_id, encode_registration, &out);
+    } else if (key == CONTROLLER_API_ALLOCATE_PRODUCER_IDS) {
+        struct allocate_producer_ids_response out;
+        allocate_producer_ids_response_init(&out);
+        allocate_ids(cb, &in.alloc, &out);
+        respond(req, key, version, header.correlation_id, encode_allocate, &out);
+    } else {
+        struct broker_heartbeat_response out;
+        broker_heartbeat_response_init(&out);
+        heartbeat(cb, &in.hb, &out);
+        respond(req, key, version, header.correlation_id, encode_heartbeat, &out);
+    }
+    kafka_arena_free(&arena);
+}

@@ -1,0 +1,38 @@
+/* The active controller's side of broker membership (KRaft's
+ * BrokerHeartbeatManager): BrokerRegistration and BrokerHeartbeat on the
+ * controller listener, and fencing of brokers whose heartbeats stop for
+ * broker.session.timeout.ms. Only the node that leads the metadata quorum
+ * answers; others say NOT_CONTROLLER.
+ *
+ * Threads: controller_brokers_handle_request runs on the quorum server's io
+ * threads and queues the request for a worker thread of its own (a
+ * registration commits through the quorum, whose Fetch requests need those
+ * io threads), which also checks sessions. Start and stop from the main
+ * thread; stop after the quorum's server. */
+#ifndef CAIRN_SERVER_CONTROLLER_BROKERS_H
+#define CAIRN_SERVER_CONTROLLER_BROKERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/server.h"
+
+struct metadata_store;
+struct controller_brokers;
+
+int controller_brokers_start(struct metadata_store *store, const char *cluster_id, int64_t session_timeout_ms,
+                             struct controller_brokers **out, char *err, size_t errlen);
+void controller_brokers_stop(struct controller_brokers *cb);
+
+/* net_request_handler for BrokerRegistration, BrokerHeartbeat and
+ * AllocateProducerIds (ctx: cb). */
+void controller_brokers_handle_request(struct net_request *req, void *cb);
+
+/* A heartbeat from a broker on the controller's own node. */
+void controller_brokers_heard(struct controller_brokers *cb, int32_t node_id);
+
+#define CONTROLLER_API_BROKER_REGISTRATION 62
+#define CONTROLLER_API_BROKER_HEARTBEAT 63
+#define CONTROLLER_API_ALLOCATE_PRODUCER_IDS 67
+
+#endif
