@@ -29,6 +29,10 @@ int16_t handler_topic_name_error(struct kafka_str name);
  * such a name can name no topic here, and its C string would name another. */
 bool handler_name_cstr(struct kafka_str name, char *buf, size_t buflen);
 
+/* A wire string as a NUL-terminated copy in the request arena; NULL for a
+ * null string (and on allocation failure, which sets *oom). */
+char *handler_arena_cstr(struct request_context *ctx, struct kafka_str s, bool *oom);
+
 /* Creates a topic with the broker defaults (auto.create.topics.enable path). */
 int16_t handler_auto_create_topic(struct request_context *ctx, const char *name);
 

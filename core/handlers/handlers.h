@@ -144,6 +144,8 @@ enum handler_result handle_list_transactions(struct request_context *, void *, v
 enum handler_result handle_describe_acls(struct request_context *, void *, void *);
 enum handler_result handle_create_acls(struct request_context *, void *, void *);
 enum handler_result handle_delete_acls(struct request_context *, void *, void *);
+enum handler_result handle_describe_client_quotas(struct request_context *, void *, void *);
+enum handler_result handle_alter_client_quotas(struct request_context *, void *, void *);
 enum handler_result handle_delete_records(struct request_context *, void *, void *);
 enum handler_result handle_describe_log_dirs(struct request_context *, void *, void *);
 
