@@ -54,6 +54,14 @@ int quota_entries_parse(const char *text, struct quota_entries *out, char *err, 
 void quota_entries_free(struct quota_entries *entries);
 const char *quota_type_name(enum quota_type type);
 
+/* The configured entries with the quotas set at run time laid over them:
+ * for an entity and quota type, a run-time value replaces the configured
+ * one (Kafka lets dynamic quotas override static config). ip entities and
+ * keys this plugin does not enforce are skipped. CAIRN_ERROR when out of
+ * memory; out is then empty. */
+int quota_entries_merge(const struct quota_entries *configured, const struct cairn_client_quota *const *quotas,
+                        size_t count, struct quota_entries *out);
+
 /* The entry that governs (user, client_id) for one quota type. A value on
  * the caller's stack; its tags point at the caller's strings. */
 struct quota_match {

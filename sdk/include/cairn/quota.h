@@ -31,6 +31,44 @@ struct cairn_quota_vtable {
                       int64_t now_ms);
 };
 
+/* ABI 1.2: client quotas set at run time (AlterClientQuotas), as the
+ * metadata log stores them (Kafka's ClientQuotaRecord). An entity has up to
+ * three parts; each is absent, names one user / client id / address, or is
+ * the <default> of its type. */
+enum cairn_quota_entity_part {
+    CAIRN_QUOTA_PART_ABSENT = 0,
+    CAIRN_QUOTA_PART_NAMED = 1,
+    CAIRN_QUOTA_PART_DEFAULT = 2,
+};
+
+/* One value of one entity. Strings are borrowed for the duration of the call. */
+struct cairn_client_quota {
+    uint32_t struct_size;
+    int32_t user_part; /* enum cairn_quota_entity_part */
+    const char *user;  /* NAMED: the principal's name, without "User:" */
+    int32_t client_id_part;
+    const char *client_id;
+    int32_t ip_part;
+    const char *ip; /* NAMED: an IPv4 or IPv6 address */
+    /* Kafka's quota names: producer_byte_rate, consumer_byte_rate,
+     * request_percentage, controller_mutation_rate (user / client-id
+     * entities), connection_creation_rate (ip entities). */
+    const char *key;
+    double value;
+};
+
+/* Receives the quotas (cairn_host.quota_subscribe). on_quotas hands the
+ * whole current set every time: first at subscription, then after each
+ * metadata change that alters it (an empty set included). Calls never
+ * overlap; they come from the thread applying the metadata change, which
+ * waits for the call, so keep it short (swap a table, no I/O) and call no
+ * host function but log. */
+struct cairn_quota_listener {
+    uint32_t struct_size;
+    void *arg;
+    void (*on_quotas)(void *arg, const struct cairn_client_quota *const *quotas, size_t count);
+};
+
 #ifdef __cplusplus
 }
 #endif
