@@ -72,6 +72,7 @@ struct request_context {
     int64_t io_ns;
     int64_t started_ns;
     struct handler_authz_memo *authz_memo; /* decisions already made for this request */
+    int32_t mutation_throttle_ms;          /* KIP-599 throttle found by the handler (handler_mutation_quota) */
     bool close_after_response;             /* close the connection once the response is sent (SASL failures) */
 };
 

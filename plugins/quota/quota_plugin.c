@@ -40,6 +40,10 @@ static int quota_type_of_kind(int32_t kind, double value, enum quota_type *type,
         *type = QUOTA_REQUEST_PERCENTAGE;
         *amount = value * QUOTA_PERCENT_PER_NS;
         return CAIRN_OK;
+    case CAIRN_QUOTA_CONTROLLER_MUTATION:
+        *type = QUOTA_CONTROLLER_MUTATION_RATE;
+        *amount = value;
+        return CAIRN_OK;
     default:
         return CAIRN_NOT_FOUND; /* a kind newer than this plugin */
     }
@@ -67,7 +71,8 @@ static int32_t quota_record(void *instance, const struct cairn_request_info *req
     pthread_rwlock_unlock(&plugin->entries_lock);
     if (!limited)
         return 0;
-    int32_t throttle = quota_sensor_record(&plugin->sensors, type, &match, amount, now_ms);
+    int32_t throttle = quota_sensor_record(&plugin->sensors, type, &match, amount, now_ms,
+                                           type == QUOTA_CONTROLLER_MUTATION_RATE);
     if (throttle > 0 && plugin->throttled_responses)
         plugin->host->metric_add(plugin->throttled_responses, 1);
     return throttle;

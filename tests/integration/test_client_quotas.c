@@ -311,6 +311,18 @@ static void test_alter_and_describe_every_version(void **state)
     broker_mark_passed(b);
 }
 
+/* cairnd with the quota plugin and no configured entries: only what
+ * AlterClientQuotas sets. Two one-second windows, so a rate follows a
+ * change within seconds. */
+static void start_with_quota_plugin(struct test_broker *b)
+{
+    char plugin_path[600];
+    snprintf(plugin_path, sizeof plugin_path, "plugin.path=%s", CAIRN_PLUGIN_DIR);
+    const char *overrides[] = {plugin_path, "plugins=quota", "plugin.quota.quota.window.num=2",
+                               "plugin.quota.quota.window.size.seconds=1", NULL};
+    broker_start(b, overrides);
+}
+
 /* ---- a quota set and removed under a running producer ---- */
 
 #define RT_TOPIC "quota-rt"
@@ -412,13 +424,7 @@ static double rt_rate(struct rt_producer *p, int ms)
 static void test_runtime_quota_throttles_producer(void **state)
 {
     struct test_broker *b = *state;
-    char plugin_path[600];
-    snprintf(plugin_path, sizeof plugin_path, "plugin.path=%s", CAIRN_PLUGIN_DIR);
-    /* No configured entries: only what AlterClientQuotas sets. Two one-second
-     * windows, so the rate follows a change within seconds. */
-    const char *overrides[] = {plugin_path, "plugins=quota", "plugin.quota.quota.window.num=2",
-                               "plugin.quota.quota.window.size.seconds=1", NULL};
-    broker_start(b, overrides);
+    start_with_quota_plugin(b);
     rk_create_topic(broker_bootstrap(b), RT_TOPIC, 1, NULL);
     int port = broker_port(b);
 
@@ -459,6 +465,76 @@ static void test_runtime_quota_throttles_producer(void **state)
     broker_mark_passed(b);
 }
 
+/* ---- KIP-599: controller_mutation_rate ---- */
+
+struct create_answer {
+    int16_t error;
+    int32_t throttle_ms;
+};
+
+/* CreateTopics (v5-v7, flexible) of one topic from client_id. */
+static struct create_answer create_topic(int port, int16_t version, const char *client_id, const char *topic,
+                                         int32_t partitions)
+{
+    int32_t corr = next_correlation++;
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin_as(&w, 19, version, true, corr, client_id);
+    raw_put_uvarint(&w, 2);
+    raw_put_compact_string(&w, topic);
+    raw_put_i32(&w, partitions);
+    raw_put_i16(&w, 1);
+    raw_put_uvarint(&w, 1); /* no assignments */
+    raw_put_uvarint(&w, 1); /* no configs */
+    raw_put_uvarint(&w, 0);
+    raw_put_i32(&w, 10000);
+    raw_put_i8(&w, 0);
+    raw_put_uvarint(&w, 0);
+    uint8_t *frame = NULL;
+    struct raw_reader r;
+    assert_int_equal(raw_exchange(port, &w, corr, true, 10000, &frame, &r), 0);
+    struct create_answer a;
+    a.throttle_ms = raw_get_i32(&r);
+    assert_int_equal(raw_get_uvarint(&r), 2);
+    char name[128];
+    raw_get_compact_string(&r, name, sizeof name);
+    assert_string_equal(name, topic);
+    if (version >= 7)
+        raw_skip(&r, 16);
+    a.error = raw_get_i16(&r);
+    assert_false(r.overflow);
+    free(frame);
+    return a;
+}
+
+static void test_controller_mutation_rate(void **state)
+{
+    struct test_broker *b = *state;
+    start_with_quota_plugin(b);
+    int port = broker_port(b);
+    struct alter_entry set = {{"client-id", NULL}, {"mutator", NULL}, "controller_mutation_rate", 2, false};
+    struct alter_result res;
+    alter(port, 1, &set, 1, false, &res);
+    assert_int_equal(res.error, ERR_NONE);
+
+    /* Within quota before the change: allowed, even though it goes over. */
+    struct create_answer a = create_topic(port, 7, "mutator", "mut-a", 20);
+    assert_int_equal(a.error, ERR_NONE);
+    /* Now over: refused from v6, with a throttle. */
+    a = create_topic(port, 7, "mutator", "mut-b", 1);
+    assert_int_equal(a.error, 89); /* THROTTLING_QUOTA_EXCEEDED */
+    assert_true(a.throttle_ms > 0);
+    /* v5 predates the error: created, but throttled. */
+    a = create_topic(port, 5, "mutator", "mut-c", 1);
+    assert_int_equal(a.error, ERR_NONE);
+    /* Another client id has no quota. */
+    a = create_topic(port, 7, "other", "mut-d", 20);
+    assert_int_equal(a.error, ERR_NONE);
+    assert_int_equal(a.throttle_ms, 0);
+    broker_stop(b);
+    broker_mark_passed(b);
+}
+
 static int setup(void **state)
 {
     static struct test_broker broker;
@@ -478,6 +554,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_alter_and_describe_every_version, setup, teardown),
         cmocka_unit_test_setup_teardown(test_runtime_quota_throttles_producer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_controller_mutation_rate, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,12 @@ enum cairn_quota_kind {
     CAIRN_QUOTA_PRODUCE = 1, /* value: bytes of the Produce request */
     CAIRN_QUOTA_FETCH = 2,   /* value: bytes of the Fetch response */
     CAIRN_QUOTA_REQUEST = 3, /* value: io-thread time the request took, in ns */
+    /* ABI 1.2 (KIP-599): value: partitions one topic of a CreateTopics,
+     * CreatePartitions or DeleteTopics request is about to create or delete.
+     * Asked before the change, once per topic: a non-zero answer refuses
+     * that topic with THROTTLING_QUOTA_EXCEEDED (versions that have it) and
+     * throttles the response. */
+    CAIRN_QUOTA_CONTROLLER_MUTATION = 4,
 };
 
 /* Thread-safety: record is called concurrently from io threads after each
