@@ -37,6 +37,8 @@ enum {
     KAFKA_API_KEY_DELETE_ACLS = 31,
     KAFKA_API_KEY_CREATE_PARTITIONS = 37,
     KAFKA_API_KEY_INCREMENTAL_ALTER_CONFIGS = 44,
+    KAFKA_API_KEY_DESCRIBE_CLIENT_QUOTAS = 48,
+    KAFKA_API_KEY_ALTER_CLIENT_QUOTAS = 49,
     KAFKA_API_KEY_DESCRIBE_USER_SCRAM_CREDENTIALS = 50,
     KAFKA_API_KEY_ALTER_USER_SCRAM_CREDENTIALS = 51,
     KAFKA_API_KEY_DESCRIBE_QUORUM = 55,
@@ -165,5 +167,6 @@ int cli_group_main(int argc, char **argv);
 int cli_acl_main(int argc, char **argv);
 int cli_user_main(int argc, char **argv);
 int cli_quorum_main(int argc, char **argv);
+int cli_quota_main(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@ static const char usage[] =
     "  group    list | describe\n"
     "  acl      create | list | delete\n"
     "  user     create | list | delete      (SCRAM credentials)\n"
+    "  quota    set | describe              (client quotas)\n"
     "  quorum   status                      (KRaft controller quorum)\n"
     "\n"
     "flags every command takes:\n"
@@ -40,6 +41,8 @@ int main(int argc, char **argv)
         return cli_acl_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "user"))
         return cli_user_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "quota"))
+        return cli_quota_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "quorum"))
         return cli_quorum_main(argc - 1, argv + 1);
     return cli_fail(CLI_EXIT_USAGE, "unknown command '%s'; see cairn --help", argv[1]);

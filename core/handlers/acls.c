@@ -13,31 +13,15 @@
 #include "net/server.h"
 #include "util/logger.h"
 
-/* A wire string as a NUL-terminated copy in the request arena; NULL for a
- * null string (and on allocation failure, which *oom records). */
-static char *arena_cstr(struct request_context *ctx, struct kafka_str s, bool *oom)
-{
-    if (s.len < 0 || !s.data)
-        return NULL;
-    char *out = kafka_arena_alloc(&ctx->arena, (size_t)s.len + 1);
-    if (!out) {
-        *oom = true;
-        return NULL;
-    }
-    memcpy(out, s.data, (size_t)s.len);
-    out[s.len] = '\0';
-    return out;
-}
-
 /* A filter from a DescribeAcls request or a DeleteAcls filter entry: the
  * generated structs differ in type but share these field names. */
 #define FILTER_OF(ctx, in, oom)                                                                                        \
     ((struct metadata_acl_filter){                                                                                     \
         .resource_type = (in)->resource_type_filter,                                                                   \
-        .resource_name = arena_cstr((ctx), (in)->resource_name_filter, (oom)),                                         \
+        .resource_name = handler_arena_cstr((ctx), (in)->resource_name_filter, (oom)),                                 \
         .pattern_type = (in)->pattern_type_filter,                                                                     \
-        .principal = arena_cstr((ctx), (in)->principal_filter, (oom)),                                                 \
-        .host = arena_cstr((ctx), (in)->host_filter, (oom)),                                                           \
+        .principal = handler_arena_cstr((ctx), (in)->principal_filter, (oom)),                                         \
+        .host = handler_arena_cstr((ctx), (in)->host_filter, (oom)),                                                   \
         .operation = (in)->operation,                                                                                  \
         .permission_type = (in)->permission_type,                                                                      \
     })
@@ -80,10 +64,10 @@ enum handler_result handle_create_acls(struct request_context *ctx, void *reques
         bool oom = false;
         struct metadata_acl acl = {
             .resource_type = in->resource_type,
-            .resource_name = arena_cstr(ctx, in->resource_name, &oom),
+            .resource_name = handler_arena_cstr(ctx, in->resource_name, &oom),
             .pattern_type = in->resource_pattern_type,
-            .principal = arena_cstr(ctx, in->principal, &oom),
-            .host = arena_cstr(ctx, in->host, &oom),
+            .principal = handler_arena_cstr(ctx, in->principal, &oom),
+            .host = handler_arena_cstr(ctx, in->host, &oom),
             .operation = in->operation,
             .permission_type = in->permission_type,
         };

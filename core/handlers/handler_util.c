@@ -227,3 +227,17 @@ int16_t handler_check_leader_epoch(const struct metadata_partition *p, int32_t c
         return KAFKA_ERR_NONE;
     return current_leader_epoch < p->leader_epoch ? KAFKA_ERR_FENCED_LEADER_EPOCH : KAFKA_ERR_UNKNOWN_LEADER_EPOCH;
 }
+
+char *handler_arena_cstr(struct request_context *ctx, struct kafka_str s, bool *oom)
+{
+    if (s.len < 0 || !s.data)
+        return NULL;
+    char *out = kafka_arena_alloc(&ctx->arena, (size_t)s.len + 1);
+    if (!out) {
+        *oom = true;
+        return NULL;
+    }
+    memcpy(out, s.data, (size_t)s.len);
+    out[s.len] = '\0';
+    return out;
+}

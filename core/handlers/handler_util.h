@@ -29,6 +29,18 @@ int16_t handler_topic_name_error(struct kafka_str name);
  * such a name can name no topic here, and its C string would name another. */
 bool handler_name_cstr(struct kafka_str name, char *buf, size_t buflen);
 
+/* A wire string as a NUL-terminated copy in the request arena; NULL for a
+ * null string (and on allocation failure, which sets *oom). */
+char *handler_arena_cstr(struct request_context *ctx, struct kafka_str s, bool *oom);
+
+/* KIP-599: asks the quota plugins (CAIRN_QUOTA_CONTROLLER_MUTATION) about
+ * the partitions one topic of CreateTopics, CreatePartitions or
+ * DeleteTopics would create or delete. THROTTLING_QUOTA_EXCEEDED (with
+ * Kafka's message) when refused and the request's version is at least
+ * strict_from; a throttle is kept in ctx->mutation_throttle_ms either way. */
+int16_t handler_mutation_quota(struct request_context *ctx, int32_t partitions, int16_t strict_from,
+                               struct kafka_str *message);
+
 /* Creates a topic with the broker defaults (auto.create.topics.enable path). */
 int16_t handler_auto_create_topic(struct request_context *ctx, const char *name);
 

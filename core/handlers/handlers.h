@@ -76,6 +76,7 @@ struct request_context {
     int64_t io_ns;
     int64_t started_ns;
     struct handler_authz_memo *authz_memo; /* decisions already made for this request */
+    int32_t mutation_throttle_ms;          /* KIP-599 throttle found by the handler (handler_mutation_quota) */
     bool close_after_response;             /* close the connection once the response is sent (SASL failures) */
 };
 
@@ -148,6 +149,8 @@ enum handler_result handle_list_transactions(struct request_context *, void *, v
 enum handler_result handle_describe_acls(struct request_context *, void *, void *);
 enum handler_result handle_create_acls(struct request_context *, void *, void *);
 enum handler_result handle_delete_acls(struct request_context *, void *, void *);
+enum handler_result handle_describe_client_quotas(struct request_context *, void *, void *);
+enum handler_result handle_alter_client_quotas(struct request_context *, void *, void *);
 enum handler_result handle_delete_records(struct request_context *, void *, void *);
 enum handler_result handle_describe_log_dirs(struct request_context *, void *, void *);
 

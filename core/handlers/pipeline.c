@@ -80,6 +80,8 @@ int32_t pipeline_quota_record(struct request_context *ctx, size_t response_bytes
     t = plugin_host_quota_record(host, info, CAIRN_QUOTA_REQUEST, (double)ctx->io_ns, now);
     if (t > throttle)
         throttle = t;
+    if (ctx->mutation_throttle_ms > throttle)
+        throttle = ctx->mutation_throttle_ms;
     if (throttle > 0)
         metrics_add(throttled, 1);
     return throttle;
@@ -105,6 +107,8 @@ static const struct throttle_field throttle_fields[] = {
     {23, 2, offsetof(struct offset_for_leader_epoch_response, throttle_time_ms)},
     {32, 0, offsetof(struct describe_configs_response, throttle_time_ms)},
     {37, 0, offsetof(struct create_partitions_response, throttle_time_ms)},
+    {48, 0, offsetof(struct describe_client_quotas_response, throttle_time_ms)},
+    {49, 0, offsetof(struct alter_client_quotas_response, throttle_time_ms)},
     {60, 0, offsetof(struct describe_cluster_response, throttle_time_ms)},
 };
 

@@ -143,6 +143,11 @@ static void create_one(struct request_context *ctx, bool validate_only,
         out->error_message = error_message(ctx, out->error_code, "not authorized to create this topic");
         return;
     }
+    int32_t created = in->assignments_count > 0  ? in->assignments_count
+                      : in->num_partitions == -1 ? ctx->env->default_num_partitions
+                                                 : in->num_partitions;
+    if (!validate_only && (out->error_code = handler_mutation_quota(ctx, created, 6, &out->error_message)) != 0)
+        return;
 
     struct metadata_replica_assignment *assignments = NULL;
     if (in->assignments_count > 0) {
@@ -312,6 +317,7 @@ static void delete_one(struct request_context *ctx, struct kafka_str name, struc
         }
     }
     bool internal = internal_topic(topic, t);
+    int32_t deleted = t ? t->partition_count : 0;
     metadata_image_release(img);
     if (name.len < 0 && !handler_authorize_resource(ctx, CAIRN_OP_DELETE, CAIRN_RESOURCE_TOPIC, topic, true)) {
         out->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
@@ -324,6 +330,8 @@ static void delete_one(struct request_context *ctx, struct kafka_str name, struc
         out->error_message = error_message(ctx, out->error_code, err);
         return;
     }
+    if ((out->error_code = handler_mutation_quota(ctx, deleted, 5, &out->error_message)) != 0)
+        return;
     out->error_code = metadata_delete_topic(ctx->env->metadata, name.len >= 0 ? topic : NULL,
                                             name.len >= 0 ? NULL : &id, err, sizeof err);
     out->error_message = error_message(ctx, out->error_code, err);
@@ -428,6 +436,13 @@ enum handler_result handle_create_partitions(struct request_context *ctx, void *
             out->error_message = error_message(ctx, out->error_code, err);
             continue;
         }
+        const struct metadata_image *now = metadata_image_acquire(ctx->env->metadata);
+        const struct metadata_topic *cur = metadata_image_topic_by_name(now, name, strlen(name));
+        int32_t added = cur ? in->count - cur->partition_count : 0;
+        metadata_image_release(now);
+        if (!req->validate_only &&
+            (out->error_code = handler_mutation_quota(ctx, added, 3, &out->error_message)) != KAFKA_ERR_NONE)
+            continue;
         struct metadata_replica_assignment *assignments = NULL;
         int32_t assignment_count = in->assignments_count > 0 ? in->assignments_count : 0;
         if (assignment_count > 0) {

@@ -167,7 +167,8 @@ struct metadata_builder *metadata_builder_new(const struct metadata_image *base)
                 goto oom;
         }
     }
-    if (metadata_acls_copy(img, base) != 0 || metadata_scrams_copy(img, base) != 0)
+    if (metadata_acls_copy(img, base) != 0 || metadata_scrams_copy(img, base) != 0 ||
+        metadata_quotas_copy(img, base) != 0)
         goto oom;
     int32_t cap = base->topic_count > 16 ? base->topic_count + base->topic_count / 4 : 16;
     img->topics = malloc((size_t)cap * sizeof(*img->topics));

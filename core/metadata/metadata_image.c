@@ -86,6 +86,7 @@ void metadata_image_free(struct metadata_image *img)
     free(img->broker_configs);
     metadata_acls_free(img);
     metadata_scrams_free(img);
+    metadata_quotas_free(img);
     free(img->name_table);
     free(img->id_table);
     free(img->cluster_id);
@@ -302,5 +303,5 @@ bool metadata_image_equal(const struct metadata_image *a, const struct metadata_
         if (!str_equal(x->resource, y->resource) || !str_equal(x->name, y->name) || !str_equal(x->value, y->value))
             return false;
     }
-    return metadata_acls_equal(a, b) && metadata_scrams_equal(a, b);
+    return metadata_acls_equal(a, b) && metadata_scrams_equal(a, b) && metadata_quotas_equal(a, b);
 }

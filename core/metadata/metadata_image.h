@@ -103,6 +103,8 @@ struct metadata_broker_config {
     char *value;
 };
 
+struct metadata_quota;
+
 struct metadata_image {
     atomic_int refcount;
     int64_t last_offset; /* offset of the last record applied, -1 if none */
@@ -120,6 +122,8 @@ struct metadata_image {
     int32_t acl_count;
     struct metadata_scram *scrams; /* sorted by name, then mechanism */
     int32_t scram_count;
+    struct metadata_quota *quotas; /* client quotas, sorted by entity and key (metadata_quota.h) */
+    int32_t quota_count;
     /* Open-addressing tables of (topic index + 1), 0 = empty; size is a power of two. */
     uint32_t *name_table;
     uint32_t *id_table;

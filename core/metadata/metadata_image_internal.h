@@ -28,4 +28,9 @@ int metadata_scrams_copy(struct metadata_image *dst, const struct metadata_image
 void metadata_scrams_free(struct metadata_image *img);
 bool metadata_scrams_equal(const struct metadata_image *a, const struct metadata_image *b);
 
+/* Client quotas of an image (metadata_quota.c), likewise. */
+int metadata_quotas_copy(struct metadata_image *dst, const struct metadata_image *src);
+void metadata_quotas_free(struct metadata_image *img);
+bool metadata_quotas_equal(const struct metadata_image *a, const struct metadata_image *b);
+
 #endif

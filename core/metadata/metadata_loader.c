@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "metadata/metadata_builder.h"
+#include "metadata/metadata_quota.h"
 #include "metadata/metadata_records.h"
 #include "metadata/metadata_store_internal.h"
 #include "util/logger.h"
@@ -99,6 +100,11 @@ int metadata_image_to_records(const struct metadata_image *img, struct metadata_
     }
     for (int32_t i = 0; i < img->scram_count; i++) {
         metadata_record_write_scram(w, &img->scrams[i]);
+        rc |= mark(out);
+    }
+    for (int32_t i = 0; i < img->quota_count; i++) {
+        const struct metadata_quota *q = &img->quotas[i];
+        metadata_record_write_quota(w, &q->entity, q->key, q->value, false);
         rc |= mark(out);
     }
     return rc != 0 || w->failed ? -1 : 0;

@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "protocol/generated/access_control_entry_record.h"
+#include "metadata/metadata_quota.h"
 #include "protocol/generated/broker_registration_change_record.h"
+#include "protocol/generated/client_quota_record.h"
 #include "protocol/generated/config_record.h"
 #include "protocol/generated/feature_level_record.h"
 #include "protocol/generated/fence_broker_record.h"
@@ -545,6 +547,14 @@ static enum metadata_apply_result apply_body(struct metadata_builder *b, uint32_
         if (!name)
             return invalid(err, errlen, "RemoveUserScramCredentialRecord", r);
         return applied(metadata_builder_remove_scram(b, name, m.mechanism, err, errlen));
+    }
+    case METADATA_RECORD_CLIENT_QUOTA: {
+        struct client_quota_record m;
+        if (version > 0)
+            break;
+        if (decoded(client_quota_record_decode(&m, r, 0, arena), r) != 0)
+            return invalid(err, errlen, "ClientQuotaRecord", r);
+        return applied(metadata_builder_apply_quota_record(b, &m, err, errlen));
     }
     case METADATA_RECORD_NO_OP:
         return METADATA_APPLY_OK;

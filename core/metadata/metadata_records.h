@@ -38,6 +38,7 @@ enum metadata_record_type {
     METADATA_RECORD_NO_OP = 20,
     METADATA_RECORD_USER_SCRAM_CREDENTIAL = 11,
     METADATA_RECORD_REMOVE_USER_SCRAM_CREDENTIAL = 22,
+    METADATA_RECORD_CLIENT_QUOTA = 14,
 };
 
 /* metadata.version feature level written at bootstrap: the first level whose

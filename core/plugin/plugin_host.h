@@ -24,6 +24,9 @@ struct plugin_acl_listener;
 /* Hands every current ACL binding to one listener (a reset call). */
 typedef void (*plugin_acl_snapshot_fn)(void *ctx, const struct cairn_acl_listener *listener);
 
+/* Hands the current client quotas to one listener. */
+typedef void (*plugin_quota_snapshot_fn)(void *ctx, const struct cairn_quota_listener *listener);
+
 /* The counts are public so the request path can skip a hook with a single
  * branch when no plugin provides it. */
 struct plugin_host {
@@ -47,6 +50,12 @@ struct plugin_host {
     size_t acl_listener_count;
     plugin_acl_snapshot_fn acl_snapshot;
     void *acl_snapshot_ctx;
+    /* Quota listeners (quota_subscribe) and their source, likewise. */
+    pthread_mutex_t quota_lock;
+    struct cairn_quota_listener *quota_listeners;
+    size_t quota_listener_count;
+    plugin_quota_snapshot_fn quota_snapshot;
+    void *quota_snapshot_ctx;
 };
 
 /* Loads and initialises every plugin in `plugins`, in order. On failure
@@ -119,5 +128,18 @@ void plugin_host_publish_acls(struct plugin_host *host, const struct cairn_acl_b
                               size_t added_count, const struct cairn_acl_binding *const *removed, size_t removed_count);
 /* True when some plugin subscribed (the feed can skip work otherwise). */
 bool plugin_host_wants_acls(struct plugin_host *host);
+
+/* ---- the quota host service (plugin_quota.c) ---- */
+
+/* Attaches the source of client quotas (the server's metadata feed): each
+ * listener subscribed so far gets the current set now, later ones at
+ * subscription. Call before the listeners start. */
+void plugin_host_attach_quotas(struct plugin_host *host, plugin_quota_snapshot_fn snapshot, void *ctx);
+/* Detaches it; no listener is called afterwards. Call before stop. */
+void plugin_host_detach_quotas(struct plugin_host *host);
+/* Hands the whole new set to every listener. */
+void plugin_host_publish_quotas(struct plugin_host *host, const struct cairn_client_quota *const *quotas,
+                                size_t count);
+bool plugin_host_wants_quotas(struct plugin_host *host);
 
 #endif

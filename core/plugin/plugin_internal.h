@@ -44,6 +44,8 @@ struct plugin_acl_listener {
     struct cairn_acl_listener listener; /* copied, sized to the host's struct */
 };
 int plugin_acl_subscribe(void *ctx, const struct cairn_acl_listener *listener);
+/* plugin_quota.c: the quota_subscribe service. */
+int plugin_quota_subscribe(void *ctx, const struct cairn_quota_listener *listener);
 
 /* plugin_pool.c: the submit_blocking threads. */
 struct plugin_pool;

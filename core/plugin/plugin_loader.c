@@ -432,6 +432,7 @@ int plugin_host_start(const struct broker_config *cfg, int32_t node_id, const ch
         return -1;
     }
     pthread_mutex_init(&host->acl_lock, NULL);
+    pthread_mutex_init(&host->quota_lock, NULL);
     host->node_id = node_id;
     snprintf(host->cluster_id, sizeof host->cluster_id, "%s", cluster_id ? cluster_id : "");
     int threads = config_get_int(cfg, "plugin.blocking.threads");
@@ -480,6 +481,8 @@ void plugin_host_stop(struct plugin_host *host)
     free(host->authenticators);
     free(host->acl_listeners);
     pthread_mutex_destroy(&host->acl_lock);
+    free(host->quota_listeners);
+    pthread_mutex_destroy(&host->quota_lock);
     free(host);
 }
 

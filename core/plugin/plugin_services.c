@@ -226,6 +226,7 @@ void plugin_services_fill(struct loaded_plugin *p)
     h->metric_set = host_metric_set;
     h->submit_blocking = host_submit_blocking;
     h->acl_subscribe = plugin_acl_subscribe;
+    h->quota_subscribe = plugin_quota_subscribe;
     /* Prometheus names allow no '-': plugin names map it to '_'. */
     snprintf(p->metric_prefix, sizeof p->metric_prefix, "cairn_plugin_%s_", p->name);
     for (char *c = p->metric_prefix; *c; c++)

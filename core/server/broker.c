@@ -23,6 +23,7 @@
 #include "plugin/plugin_host.h"
 #include "replica/replica_manager.h"
 #include "server/acl_feed.h"
+#include "server/quota_feed.h"
 #include "server/quorum.h"
 #include "server/storage.h"
 #include "server/broker_tls.h"
@@ -43,6 +44,7 @@ struct broker {
     struct metadata_store *metadata;
     int metadata_subscription;
     struct acl_feed *acl_feed; /* NULL: no plugin reads ACLs */
+    struct quota_feed *quota_feed; /* NULL: no plugin reads client quotas */
     struct purgatory *fetch_purgatory;
     struct fetch_session_cache *fetch_sessions;
     struct group_coordinator *groups;
@@ -455,7 +457,8 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
     if (start_metadata(b, dirs[0], err, errlen) != 0)
         goto fail;
     b->env.metadata = b->metadata;
-    if (acl_feed_start(b->metadata, b->plugins, &b->acl_feed) != 0) {
+    if (acl_feed_start(b->metadata, b->plugins, &b->acl_feed) != 0 ||
+        quota_feed_start(b->metadata, b->plugins, &b->quota_feed) != 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -516,6 +519,7 @@ void broker_stop(struct broker *b)
     /* Every request has completed: no table call can still be running. */
     metrics_http_stop(b->metrics_http);
     acl_feed_stop(b->acl_feed);
+    quota_feed_stop(b->quota_feed);
     plugin_host_stop(b->plugins);
     group_coordinator_destroy(b->groups);
     if (b->group_log)

@@ -20,6 +20,7 @@ static const char *const quota_type_names[QUOTA_TYPE_COUNT] = {
     [QUOTA_PRODUCER_BYTE_RATE] = "producer_byte_rate",
     [QUOTA_CONSUMER_BYTE_RATE] = "consumer_byte_rate",
     [QUOTA_REQUEST_PERCENTAGE] = "request_percentage",
+    [QUOTA_CONTROLLER_MUTATION_RATE] = "controller_mutation_rate",
 };
 
 const char *quota_type_name(enum quota_type type)
@@ -128,7 +129,9 @@ static int quota_parse_limits(char *text, struct quota_entry *entry, char *why, 
         }
         if (type < 0) {
             snprintf(why, whylen,
-                     "unknown quota '%s' (expected producer_byte_rate, consumer_byte_rate or request_percentage)", key);
+                     "unknown quota '%s' (expected producer_byte_rate, consumer_byte_rate, request_percentage or "
+                     "controller_mutation_rate)",
+                     key);
             return CAIRN_INVALID;
         }
         if (entry->has_limit[type]) {
@@ -138,10 +141,10 @@ static int quota_parse_limits(char *text, struct quota_entry *entry, char *why, 
         errno = 0;
         char *end = NULL;
         double limit = strtod(value, &end);
-        bool integral = type == QUOTA_REQUEST_PERCENTAGE || strspn(value, "0123456789") == strlen(value);
+        bool fractional = type == QUOTA_REQUEST_PERCENTAGE || type == QUOTA_CONTROLLER_MUTATION_RATE;
+        bool integral = fractional || strspn(value, "0123456789") == strlen(value);
         if (errno != 0 || end == value || *end != '\0' || !isfinite(limit) || limit <= 0 || !integral) {
-            snprintf(why, whylen, "%s value '%s' is not a positive %s", key, value,
-                     type == QUOTA_REQUEST_PERCENTAGE ? "number" : "integer");
+            snprintf(why, whylen, "%s value '%s' is not a positive %s", key, value, fractional ? "number" : "integer");
             return CAIRN_INVALID;
         }
         entry->has_limit[type] = true;

@@ -16,7 +16,8 @@ enum quota_type {
     QUOTA_PRODUCER_BYTE_RATE = 0,
     QUOTA_CONSUMER_BYTE_RATE = 1,
     QUOTA_REQUEST_PERCENTAGE = 2,
-    QUOTA_TYPE_COUNT = 3,
+    QUOTA_CONTROLLER_MUTATION_RATE = 3, /* partitions created or deleted per second (KIP-599) */
+    QUOTA_TYPE_COUNT = 4,
 };
 
 /* How an entity names its user or client-id part. */
@@ -53,6 +54,14 @@ struct quota_entries {
 int quota_entries_parse(const char *text, struct quota_entries *out, char *err, size_t errlen);
 void quota_entries_free(struct quota_entries *entries);
 const char *quota_type_name(enum quota_type type);
+
+/* The configured entries with the quotas set at run time laid over them:
+ * for an entity and quota type, a run-time value replaces the configured
+ * one (Kafka lets dynamic quotas override static config). ip entities and
+ * keys this plugin does not enforce are skipped. CAIRN_ERROR when out of
+ * memory; out is then empty. */
+int quota_entries_merge(const struct quota_entries *configured, const struct cairn_client_quota *const *quotas,
+                        size_t count, struct quota_entries *out);
 
 /* The entry that governs (user, client_id) for one quota type. A value on
  * the caller's stack; its tags point at the caller's strings. */
@@ -118,9 +127,12 @@ struct quota_sensor_table {
 
 int quota_sensor_table_init(struct quota_sensor_table *table, const struct quota_window_config *window);
 void quota_sensor_table_free(struct quota_sensor_table *table);
-/* Records value into the bucket of match and returns the throttle time. */
+/* Records value into the bucket of match and returns the throttle time.
+ * strict (KIP-599's controller mutations): the rate is checked before
+ * recording; when it is already over the limit nothing is recorded and
+ * the throttle time is returned, else value is recorded and 0 returned. */
 int32_t quota_sensor_record(struct quota_sensor_table *table, enum quota_type type, const struct quota_match *match,
-                            double value, int64_t now_ms);
+                            double value, int64_t now_ms, bool strict);
 size_t quota_sensor_count(struct quota_sensor_table *table);
 
 #endif

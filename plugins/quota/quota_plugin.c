@@ -12,13 +12,15 @@
  * thread: 1 s of work per second is 100. */
 #define QUOTA_PERCENT_PER_NS (100.0 / 1e9)
 
-/* One loaded instance. entries is guarded by entries_lock so a later
- * source (AlterClientQuotas) can swap it; the sensor table locks itself;
- * the rest is immutable after init. */
+/* One loaded instance. entries (the configured ones merged with those set
+ * at run time) is guarded by entries_lock and swapped whole when the quota
+ * host service hands over a new set; the sensor table locks itself; the
+ * rest is immutable after init. */
 struct quota_plugin {
     const struct cairn_host *host;
     pthread_rwlock_t entries_lock;
     struct quota_entries entries;
+    struct quota_entries configured;
     struct quota_sensor_table sensors;
     struct cairn_metric *throttled_responses;
 };
@@ -37,6 +39,10 @@ static int quota_type_of_kind(int32_t kind, double value, enum quota_type *type,
     case CAIRN_QUOTA_REQUEST:
         *type = QUOTA_REQUEST_PERCENTAGE;
         *amount = value * QUOTA_PERCENT_PER_NS;
+        return CAIRN_OK;
+    case CAIRN_QUOTA_CONTROLLER_MUTATION:
+        *type = QUOTA_CONTROLLER_MUTATION_RATE;
+        *amount = value;
         return CAIRN_OK;
     default:
         return CAIRN_NOT_FOUND; /* a kind newer than this plugin */
@@ -65,10 +71,31 @@ static int32_t quota_record(void *instance, const struct cairn_request_info *req
     pthread_rwlock_unlock(&plugin->entries_lock);
     if (!limited)
         return 0;
-    int32_t throttle = quota_sensor_record(&plugin->sensors, type, &match, amount, now_ms);
+    int32_t throttle = quota_sensor_record(&plugin->sensors, type, &match, amount, now_ms,
+                                           type == QUOTA_CONTROLLER_MUTATION_RATE);
     if (throttle > 0 && plugin->throttled_responses)
         plugin->host->metric_add(plugin->throttled_responses, 1);
     return throttle;
+}
+
+/* The quota host service's delivery: the whole set, merged over the
+ * configured entries and swapped in. Usage buckets are kept, so a new limit
+ * applies to the rate already measured. */
+static void quota_on_quotas(void *arg, const struct cairn_client_quota *const *quotas, size_t count)
+{
+    struct quota_plugin *plugin = arg;
+    struct quota_entries merged;
+    if (quota_entries_merge(&plugin->configured, quotas, count, &merged) != CAIRN_OK) {
+        plugin->host->log(plugin->host->ctx, CAIRN_LOG_ERROR, "out of memory applying %zu client quotas", count);
+        return;
+    }
+    pthread_rwlock_wrlock(&plugin->entries_lock);
+    struct quota_entries old = plugin->entries;
+    plugin->entries = merged;
+    pthread_rwlock_unlock(&plugin->entries_lock);
+    quota_entries_free(&old);
+    plugin->host->log(plugin->host->ctx, CAIRN_LOG_INFO, "%zu client quotas set at run time, %zu entries in force",
+                      count, merged.count);
 }
 
 static int quota_read_int(const struct cairn_host *host, const char *key, int64_t min, int64_t max, int64_t *out,
@@ -106,22 +133,31 @@ static int quota_init(const struct cairn_host *host, void **instance, char *err,
         return CAIRN_ERROR;
     }
     plugin->host = host;
-    if (quota_entries_parse(text, &plugin->entries, err, errlen) != CAIRN_OK) {
+    if (quota_entries_parse(text, &plugin->configured, err, errlen) != CAIRN_OK) {
         free(plugin);
         return CAIRN_ERROR;
     }
     struct quota_window_config window = {.samples = (int32_t)samples, .window_ms = window_seconds * 1000};
-    if (quota_sensor_table_init(&plugin->sensors, &window) != CAIRN_OK) {
+    if (quota_entries_merge(&plugin->configured, NULL, 0, &plugin->entries) != CAIRN_OK ||
+        quota_sensor_table_init(&plugin->sensors, &window) != CAIRN_OK) {
         snprintf(err, errlen, "out of memory");
         quota_entries_free(&plugin->entries);
+        quota_entries_free(&plugin->configured);
         free(plugin);
         return CAIRN_ERROR;
     }
     pthread_rwlock_init(&plugin->entries_lock, NULL);
     plugin->throttled_responses = host->counter(host->ctx, "throttled_responses",
                                                 "Requests answered with a non-zero throttle time");
-    host->log(host->ctx, CAIRN_LOG_INFO, "%zu quota entries, %lld windows of %lld s", plugin->entries.count,
+    host->log(host->ctx, CAIRN_LOG_INFO, "%zu quota entries, %lld windows of %lld s", plugin->configured.count,
               (long long)samples, (long long)window_seconds);
+    /* A 1.0 or 1.1 broker has no quota service: the configured entries alone apply. */
+    if (CAIRN_HAS_FIELD(host, struct cairn_host, quota_subscribe) && host->quota_subscribe) {
+        struct cairn_quota_listener listener = {
+            .struct_size = sizeof(listener), .arg = plugin, .on_quotas = quota_on_quotas};
+        if (host->quota_subscribe(host->ctx, &listener) != CAIRN_OK)
+            host->log(host->ctx, CAIRN_LOG_WARN, "cannot subscribe to client quotas; only configured entries apply");
+    }
     *instance = plugin;
     return CAIRN_OK;
 }
@@ -133,6 +169,7 @@ static void quota_fini(void *instance)
         return;
     quota_sensor_table_free(&plugin->sensors);
     quota_entries_free(&plugin->entries);
+    quota_entries_free(&plugin->configured);
     pthread_rwlock_destroy(&plugin->entries_lock);
     free(plugin);
 }

@@ -241,10 +241,19 @@ static struct quota_sensor *quota_sensor_insert(struct quota_sensor_table *table
 }
 
 static int32_t quota_sensor_update(struct quota_sensor_table *table, struct quota_sensor *sensor, double value,
-                                   double limit, int64_t now_ms)
+                                   double limit, int64_t now_ms, bool strict)
 {
     pthread_mutex_lock(&sensor->lock);
     sensor->last_record_ms = now_ms;
+    if (strict) {
+        double before = quota_rate_measure(&sensor->rate, &table->window, now_ms);
+        int64_t window_ms = quota_rate_window_ms(&sensor->rate, &table->window, now_ms);
+        int32_t throttle = quota_throttle_ms(before, limit, window_ms, &table->window);
+        if (throttle == 0)
+            quota_rate_record(&sensor->rate, &table->window, value, now_ms);
+        pthread_mutex_unlock(&sensor->lock);
+        return throttle;
+    }
     quota_rate_record(&sensor->rate, &table->window, value, now_ms);
     double rate = quota_rate_measure(&sensor->rate, &table->window, now_ms);
     int64_t window_ms = quota_rate_window_ms(&sensor->rate, &table->window, now_ms);
@@ -253,7 +262,7 @@ static int32_t quota_sensor_update(struct quota_sensor_table *table, struct quot
 }
 
 int32_t quota_sensor_record(struct quota_sensor_table *table, enum quota_type type, const struct quota_match *match,
-                            double value, int64_t now_ms)
+                            double value, int64_t now_ms, bool strict)
 {
     const char *user = match->user_tag ? match->user_tag : "";
     const char *client = match->client_tag ? match->client_tag : "";
@@ -262,7 +271,7 @@ int32_t quota_sensor_record(struct quota_sensor_table *table, enum quota_type ty
     pthread_rwlock_rdlock(&table->lock);
     struct quota_sensor *sensor = quota_sensor_find(table, hash, type, user, client);
     if (sensor) {
-        int32_t throttle = quota_sensor_update(table, sensor, value, match->limit, now_ms);
+        int32_t throttle = quota_sensor_update(table, sensor, value, match->limit, now_ms, strict);
         pthread_rwlock_unlock(&table->lock);
         return throttle;
     }
@@ -272,7 +281,7 @@ int32_t quota_sensor_record(struct quota_sensor_table *table, enum quota_type ty
     sensor = quota_sensor_find(table, hash, type, user, client);
     if (!sensor)
         sensor = quota_sensor_insert(table, hash, type, user, client, now_ms);
-    int32_t throttle = sensor ? quota_sensor_update(table, sensor, value, match->limit, now_ms) : 0;
+    int32_t throttle = sensor ? quota_sensor_update(table, sensor, value, match->limit, now_ms, strict) : 0;
     pthread_rwlock_unlock(&table->lock);
     return throttle;
 }

@@ -602,6 +602,56 @@ static void test_user_commands(void **state)
     broker_mark_passed(b);
 }
 
+/* cairn quota set | describe over AlterClientQuotas / DescribeClientQuotas:
+ * the commands of docs/operations.md and docs/cli.md. */
+static void test_quota_commands(void **state)
+{
+    struct test_broker *b = *state;
+    broker_start(b, NULL);
+    const char *bs = broker_bootstrap(b);
+    struct run r;
+
+    RUN(&r, "quota", "set", "--user", "alice", "--client-id-default", "--add", "producer_byte_rate=1048576", "--add",
+        "request_percentage=50", "-b", bs);
+    expect(&r, 0, "updated quotas of user=alice,client-id=<default>", NULL);
+    RUN(&r, "quota", "set", "--client-id", "reporting", "--add", "consumer_byte_rate=2097152", "-b", bs);
+    expect(&r, 0, "updated quotas of client-id=reporting", NULL);
+    RUN(&r, "quota", "set", "--ip-default", "--add", "connection_creation_rate=20", "-b", bs);
+    expect(&r, 0, "updated quotas of ip=<default>", NULL);
+    RUN(&r, "quota", "set", "--user", "bob", "--add", "producer_byte_rate=1000", "--validate-only", "-b", bs);
+    expect(&r, 0, "validated quotas of user=bob", NULL);
+
+    RUN(&r, "quota", "describe", "-b", bs);
+    expect(&r, 0, "user=alice,client-id=<default>  request_percentage", NULL);
+    expect(&r, 0, "client-id=reporting", NULL);
+    assert_null(strstr(r.out, "user=bob"));
+    RUN(&r, "quota", "describe", "--user", "alice", "--format", "json", "-b", bs);
+    json_t *v = parse_json(&r);
+    assert_int_equal(json_array_size(v), 1);
+    json_t *q = json_object_get(json_array_get(v, 0), "quotas");
+    assert_true(json_real_value(json_object_get(q, "producer_byte_rate")) == 1048576);
+    assert_true(json_is_null(json_object_get(json_object_get(json_array_get(v, 0), "entity"), "client-id")));
+    json_decref(v);
+
+    RUN(&r, "quota", "set", "--user", "alice", "--client-id-default", "--delete", "request_percentage", "-b", bs);
+    expect(&r, 0, "updated quotas of user=alice,client-id=<default>", NULL);
+    RUN(&r, "quota", "describe", "--user", "alice", "--client-id-default", "--strict", "-b", bs);
+    assert_null(strstr(r.out, "request_percentage"));
+    expect(&r, 0, "producer_byte_rate", NULL);
+
+    RUN(&r, "quota", "set", "--user", "bob", "--add", "bogus_rate=1", "-b", bs);
+    expect(&r, 1, NULL, "INVALID_REQUEST: cannot set quotas of user=bob (Invalid configuration key bogus_rate)");
+    RUN(&r, "quota", "set", "--ip", "10.0.0.1", "--add", "producer_byte_rate=1", "-b", bs);
+    expect(&r, 1, NULL, "Invalid configuration key producer_byte_rate");
+    RUN(&r, "quota", "set", "--user", "bob", "-b", bs);
+    expect(&r, 2, NULL, "quota set wants --add or --delete");
+    RUN(&r, "quota", "set", "--add", "producer_byte_rate=5", "-b", bs);
+    expect(&r, 2, NULL, "quota set wants an entity");
+    RUN(&r, "quota", "set", "--user", "bob", "--add", "producer_byte_rate", "-b", bs);
+    expect(&r, 2, NULL, "--add wants KEY=NUMBER, got 'producer_byte_rate'");
+    broker_mark_passed(b);
+}
+
 /* One controller (process.roles=controller) is its own quorum's leader. */
 static void test_quorum_status(void **state)
 {
@@ -659,6 +709,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_acl_commands, setup, teardown),
         cmocka_unit_test_setup_teardown(test_user_commands, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quorum_status, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_quota_commands, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

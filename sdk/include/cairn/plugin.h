@@ -128,6 +128,15 @@ struct cairn_host {
      * connections. Calls stop before fini. Returns CAIRN_OK, or
      * CAIRN_INVALID for a NULL or too small listener. */
     int (*acl_subscribe)(void *ctx, const struct cairn_acl_listener *listener);
+
+    /* ---- ABI 1.2 (check with CAIRN_HAS_FIELD(host, struct cairn_host, quota_subscribe)) ---- */
+
+    /* Subscribes to the client quotas set at run time (see struct
+     * cairn_quota_listener); the host copies *listener. Call it from init:
+     * the first call then arrives before the broker accepts connections.
+     * Calls stop before fini. Returns CAIRN_OK, or CAIRN_INVALID for a NULL
+     * or too small listener. */
+    int (*quota_subscribe)(void *ctx, const struct cairn_quota_listener *listener);
 };
 
 struct cairn_plugin_descriptor {

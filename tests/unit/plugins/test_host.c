@@ -204,6 +204,15 @@ static int test_host_submit_blocking(void *ctx, void (*work)(void *arg), void (*
     return CAIRN_OK;
 }
 
+static int test_host_quota_subscribe(void *ctx, const struct cairn_quota_listener *listener)
+{
+    struct test_host *th = ctx;
+    if (!listener || listener->struct_size < sizeof(*listener) || !listener->on_quotas)
+        return CAIRN_INVALID;
+    th->quota_listener = *listener;
+    return CAIRN_OK;
+}
+
 void test_host_load(struct test_host *th, const char *name)
 {
     memset(th, 0, sizeof(*th));
@@ -249,6 +258,7 @@ void test_host_load(struct test_host *th, const char *name)
     th->host.metric_add = test_host_metric_add;
     th->host.metric_set = test_host_metric_set;
     th->host.submit_blocking = test_host_submit_blocking;
+    th->host.quota_subscribe = test_host_quota_subscribe;
 }
 
 void test_host_set(struct test_host *th, const char *key, const char *value)

@@ -39,6 +39,8 @@ struct test_host {
     int log_count;
     atomic_llong fixed_wall_ms; /* 0: the real clock */
     void *instance;             /* set by test_host_init on success */
+    /* The listener a plugin passed to quota_subscribe (struct_size 0: none). */
+    struct cairn_quota_listener quota_listener;
 };
 
 /* Loads <CAIRN_PLUGIN_DIR>/<name>.so and checks the descriptor's ABI,

@@ -302,6 +302,45 @@ static void expect_rejected(const char *entries, const char *entry_number, const
         fail_msg("entries '%s': error '%s' should name %s and say '%s'", entries, err, entry_number, reason);
 }
 
+/* Quotas set at run time (the ABI 1.2 quota service) laid over the
+ * configured entries: a run-time value wins for its entity and type, the
+ * configured ones stay for the rest, ip entities and unknown keys are
+ * skipped, and an empty set brings back the configured entries alone. */
+static void test_runtime_quotas_merge(void **state)
+{
+    (void)state;
+    memset(&quota_host.quota_listener, 0, sizeof(quota_host.quota_listener));
+    quota_start("user=alice:producer_byte_rate=1000,consumer_byte_rate=2000");
+    struct cairn_quota_listener *l = &quota_host.quota_listener;
+    assert_int_equal(l->struct_size, sizeof(*l));
+    const struct cairn_client_quota set[] = {
+        {sizeof(set[0]), CAIRN_QUOTA_PART_NAMED, "alice", CAIRN_QUOTA_PART_ABSENT, NULL, CAIRN_QUOTA_PART_ABSENT, NULL,
+         "producer_byte_rate", 5000},
+        {sizeof(set[0]), CAIRN_QUOTA_PART_ABSENT, NULL, CAIRN_QUOTA_PART_NAMED, "app1", CAIRN_QUOTA_PART_ABSENT, NULL,
+         "producer_byte_rate", 4000},
+        {sizeof(set[0]), CAIRN_QUOTA_PART_ABSENT, NULL, CAIRN_QUOTA_PART_ABSENT, NULL, CAIRN_QUOTA_PART_DEFAULT, NULL,
+         "connection_creation_rate", 1},
+        {sizeof(set[0]), CAIRN_QUOTA_PART_DEFAULT, NULL, CAIRN_QUOTA_PART_ABSENT, NULL, CAIRN_QUOTA_PART_ABSENT, NULL,
+         "controller_mutation_rate", 1},
+    };
+    const struct cairn_client_quota *ptrs[] = {&set[0], &set[1], &set[2], &set[3]};
+    l->on_quotas(l->arg, ptrs, 4);
+    /* 100000 bytes in the first window: 10000 B/s over the 10 s measured. */
+    assert_int_equal(quota_rec("alice", "x", CAIRN_QUOTA_PRODUCE, 100000, 0),
+                     expected_first_burst_throttle(100000, 5000));
+    assert_int_equal(quota_rec("alice", "x", CAIRN_QUOTA_FETCH, 100000, 0),
+                     expected_first_burst_throttle(100000, 2000));
+    assert_int_equal(quota_rec("bob", "app1", CAIRN_QUOTA_PRODUCE, 50000, 0),
+                     expected_first_burst_throttle(50000, 4000));
+    assert_int_equal(quota_rec("carol", "other", CAIRN_QUOTA_PRODUCE, 100000, 0), 0);
+
+    l->on_quotas(l->arg, NULL, 0);
+    assert_int_equal(quota_rec("dave", "app1", CAIRN_QUOTA_PRODUCE, 100000, 0), 0);
+    /* alice's bucket keeps its usage: 100000 more bytes at the configured 1000 B/s. */
+    assert_int_equal(quota_rec("alice", "x", CAIRN_QUOTA_PRODUCE, 100000, 0),
+                     expected_first_burst_throttle(200000, 1000));
+}
+
 static void test_malformed_entries_rejected(void **state)
 {
     (void)state;
@@ -349,6 +388,7 @@ int main(void)
         cmocka_unit_test(test_request_percentage),
         cmocka_unit_test(test_concurrent_record),
         cmocka_unit_test(test_malformed_entries_rejected),
+        cmocka_unit_test(test_runtime_quotas_merge),
     };
     return cmocka_run_group_tests(tests, quota_group_setup, quota_group_teardown);
 }
