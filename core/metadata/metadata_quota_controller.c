@@ -125,7 +125,7 @@ int16_t metadata_alter_client_quotas(struct metadata_store *store, struct metada
     }
     if (validate_only)
         return KAFKA_ERR_NONE;
-    pthread_mutex_lock(&store->write_lock);
+    metadata_controller_lock(store);
     const struct metadata_image *img = metadata_store_current_locked(store);
     struct metadata_record_list records;
     int16_t rc = KAFKA_ERR_NONE;
@@ -140,7 +140,7 @@ int16_t metadata_alter_client_quotas(struct metadata_store *store, struct metada
             rc = metadata_store_commit_locked(store, &records, err, errlen);
         metadata_record_list_free(&records);
     }
-    pthread_mutex_unlock(&store->write_lock);
+    metadata_controller_unlock(store);
     for (int32_t i = 0; rc != KAFKA_ERR_NONE && i < count; i++) {
         if (alts[i].error_code != KAFKA_ERR_NONE)
             continue;
