@@ -393,9 +393,12 @@ static void audit_config_change(struct request_context *ctx, const char *operati
         json_t *c = json_object();
         json_object_set_new(c, "name", json_string(key));
         json_object_set_new(c, "op", json_string(op_name(changes[i].op)));
+        long k = resource_type == RESOURCE_BROKER ? config_broker_key_index(key) : -1;
+        bool sensitive = k >= 0 && config_broker_key_at((size_t)k)->type == CONFIG_TYPE_PASSWORD;
         if (changes[i].value.len >= 0) {
+            /* A password never reaches the audit trail, even when refused. */
             kafka_str_to_cstr(changes[i].value, value, sizeof value);
-            json_object_set_new(c, "value", json_string(value));
+            json_object_set_new(c, "value", json_string(sensitive ? "[hidden]" : value));
         }
         json_array_append_new(list, c);
     }
