@@ -168,5 +168,6 @@ int cli_acl_main(int argc, char **argv);
 int cli_user_main(int argc, char **argv);
 int cli_quorum_main(int argc, char **argv);
 int cli_quota_main(int argc, char **argv);
+int cli_config_main(int argc, char **argv);
 
 #endif

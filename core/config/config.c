@@ -88,6 +88,11 @@ const char *config_value_text(const struct broker_config *cfg, const char *key)
     return slot ? slot->parsed.text : NULL;
 }
 
+const char *config_get_text(const struct broker_config *cfg, const char *key)
+{
+    return config_value_text(cfg, key);
+}
+
 /* Getter for a key expected to be of one of the given types. */
 static const struct config_slot *typed_slot(const struct broker_config *cfg, const char *key, unsigned type_mask)
 {
@@ -268,7 +273,7 @@ bool config_describe_next(const struct broker_config *cfg, size_t *pos, struct c
     *out = (struct config_describe_entry){
         .name = def->name,
         .value = sensitive ? NULL : slot->parsed.text,
-        .read_only = !(def->flags & CONFIG_FLAG_DYNAMIC),
+        .read_only = !(def->flags & CONFIG_FLAG_RUNTIME),
         .source = slot->source,
         .is_sensitive = sensitive,
         .type = def->type,

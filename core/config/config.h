@@ -72,6 +72,9 @@ bool config_get_bool(const struct broker_config *cfg, const char *key);
 const char *config_get_string(const struct broker_config *cfg, const char *key);
 /* LIST keys: elements, trimmed, empty elements dropped. *count may be 0. */
 const char *const *config_get_list(const struct broker_config *cfg, const char *key, size_t *count);
+/* Any known key's value as text (trimmed, as written or its default);
+ * NULL when null or unknown. */
+const char *config_get_text(const struct broker_config *cfg, const char *key);
 /* True when the key has a value (set, or a non-null default). */
 bool config_has_value(const struct broker_config *cfg, const char *key);
 /* STATIC_BROKER_CONFIG when set in the file or by --override, else
@@ -104,7 +107,8 @@ struct config_kv {
 int config_keys_with_prefix(const struct broker_config *cfg, const char *prefix, struct config_kv **out, size_t *count);
 
 /* One known key as DescribeConfigs reports it for a broker resource.
- * value is NULL for a null value and for sensitive (PASSWORD) keys. */
+ * value is NULL for a null value and for sensitive (PASSWORD) keys;
+ * read_only is true unless Cairn applies the key at runtime. */
 struct config_describe_entry {
     const char *name;
     const char *value;
@@ -116,6 +120,29 @@ struct config_describe_entry {
 };
 /* Iterate: size_t pos = 0; while (config_describe_next(cfg, &pos, &e)) ... */
 bool config_describe_next(const struct broker_config *cfg, size_t *pos, struct config_describe_entry *out);
+
+/* Dynamic broker configs (AlterConfigs on a BROKER resource). A key may be
+ * set when Kafka classifies it dynamic and Cairn applies it at runtime;
+ * Kafka's per-broker keys only for one broker, not as the cluster-wide
+ * default. Returns CONFIG_DYNAMIC_OK, or the refusal with a message naming
+ * the key in err. */
+enum config_dynamic_verdict {
+    CONFIG_DYNAMIC_OK,
+    CONFIG_DYNAMIC_UNKNOWN,
+    CONFIG_DYNAMIC_READ_ONLY,
+    CONFIG_DYNAMIC_NOT_RUNTIME,
+    CONFIG_DYNAMIC_PER_BROKER_ONLY,
+};
+enum config_dynamic_verdict config_dynamic_check_key(const char *key, bool cluster_default, char *err, size_t errlen);
+/* True for a known key Cairn applies without restart. */
+bool config_key_runtime(const char *key);
+/* A new config: base with the cluster-wide default layer, then the
+ * per-broker layer, over it (sources DYNAMIC_DEFAULT_BROKER_CONFIG and
+ * DYNAMIC_BROKER_CONFIG). Values are validated as at start (err names the
+ * key). The caller frees *out with config_free; base is only read. */
+int config_build_layered(const struct broker_config *base, const struct config_kv *cluster_default,
+                         size_t default_count, const struct config_kv *per_broker, size_t per_broker_count,
+                         struct broker_config **out, char *err, size_t errlen);
 
 const char *config_type_name(enum config_type type);
 const char *config_source_name(enum config_source source);

@@ -169,9 +169,53 @@ static void print_doc_row(FILE *out, const struct config_key_def *def, const cha
     const char *unused = def->group == CONFIG_GROUP_TOPIC
                              ? " *Accepted, not yet used.*"
                              : " *Not implemented yet: start-up refuses any value but the default.*";
-    fprintf(out, "| `%s` | %s | %s%s%s | %s%s%s |\n", def->name, config_type_name(def->type), *dflt ? "`" : "",
+    const char *runtime = def->group != CONFIG_GROUP_TOPIC && (def->flags & CONFIG_FLAG_RUNTIME)
+                              ? " *Dynamic: changeable at runtime (see below).*"
+                              : "";
+    fprintf(out, "| `%s` | %s | %s%s%s | %s%s%s%s |\n", def->name, config_type_name(def->type), *dflt ? "`" : "",
             *dflt ? dflt : "(empty)", *dflt ? "`" : "", def->doc, suffix ? suffix : "",
-            (def->flags & CONFIG_FLAG_UNUSED) ? unused : "");
+            (def->flags & CONFIG_FLAG_UNUSED) ? unused : "", runtime);
+}
+
+/* The keys of one kind, comma-separated, for the dynamic configs section. */
+static void print_key_list(FILE *out, unsigned want, unsigned refuse)
+{
+    bool first = true;
+    for (size_t i = 0; i < config_broker_key_count(); i++) {
+        const struct config_key_def *def = config_broker_key_at(i);
+        if ((def->flags & want) != want || (def->flags & refuse))
+            continue;
+        fprintf(out, "%s`%s`", first ? "" : ", ", def->name);
+        first = false;
+    }
+    fprintf(out, "%s\n", first ? "none" : ".");
+}
+
+/* Which broker keys AlterConfigs may change; printed after the tables. */
+static void print_dynamic_notes(FILE *out)
+{
+    fprintf(out, "\n## Dynamic broker configs\n\n"
+                 "AlterConfigs and IncrementalAlterConfigs on a BROKER resource (`cairn config alter\n"
+                 "--broker ID` or `--broker-defaults`, kafka-configs.sh `--entity-type brokers`)\n"
+                 "change broker keys at runtime: the resource name is a broker id for that broker,\n"
+                 "or empty for the cluster-wide default. The values are kept in the metadata log\n"
+                 "(ConfigRecord), so they survive restarts and reach every broker. A value applies\n"
+                 "in Kafka's order: the broker's own (`DYNAMIC_BROKER_CONFIG`), the cluster-wide\n"
+                 "default (`DYNAMIC_DEFAULT_BROKER_CONFIG`), the config file or `--override`\n"
+                 "(`STATIC_BROKER_CONFIG`), the default (`DEFAULT_CONFIG`); DescribeConfigs reports\n"
+                 "each key's source, and with synonyms every layer that sets it.\n\n"
+                 "Keys Cairn applies without a restart (DescribeConfigs shows them not read-only):\n"
+                 "topic defaults reach every topic without its own value at once (the next append,\n"
+                 "roll or retention pass), the connection limits the next accepted connection:\n\n");
+    print_key_list(out, CONFIG_FLAG_RUNTIME, 0);
+    fprintf(out, "\nKafka lets these change at runtime too, but Cairn reads them at start only, so\n"
+                 "AlterConfigs refuses them with INVALID_CONFIG naming the key (set them in the file\n"
+                 "and restart):\n\n");
+    print_key_list(out, CONFIG_FLAG_DYNAMIC, CONFIG_FLAG_RUNTIME);
+    fprintf(out, "\nEvery other key is read-only, as in Kafka, and refused the same way. Of Kafka's\n"
+                 "per-broker keys (listeners, `ssl.*`, `sasl.enabled.mechanisms`) none is changeable\n"
+                 "yet; a per-broker key set as the cluster-wide default gets INVALID_REQUEST.\n"
+                 "Deleting a dynamic value is always allowed: the key falls back to the next layer.\n");
 }
 
 /* How the ssl.* keys fit together; printed after the tables. */
@@ -276,4 +320,5 @@ void config_print_docs(FILE *out)
         print_doc_row(out, &tk->def, suffix);
     }
     print_tls_notes(out);
+    print_dynamic_notes(out);
 }

@@ -32,6 +32,13 @@ enum config_validator {
 #define CONFIG_FLAG_UNUSED 0x2u
 /* ONE_OF / LIST_OF compare ignoring case. */
 #define CONFIG_FLAG_NOCASE 0x4u
+/* With DYNAMIC: Kafka's "per-broker" update mode, settable for one broker
+ * only; DYNAMIC without it is "cluster-wide" (settable for one broker or as
+ * the cluster-wide default). */
+#define CONFIG_FLAG_PER_BROKER 0x8u
+/* Cairn applies a change made through AlterConfigs without a restart; only
+ * these keys are accepted as dynamic broker configs. */
+#define CONFIG_FLAG_RUNTIME 0x10u
 
 struct config_key_def {
     const char *name;

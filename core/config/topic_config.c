@@ -282,10 +282,11 @@ static const char *broker_value(const struct broker_config *cfg, const struct to
     else
         have_derived = false;
     *source = CONFIG_SOURCE_DEFAULT_CONFIG;
+    /* The first synonym set anywhere (static or dynamic) names the source. */
     for (size_t i = 0; i < TOPIC_CONFIG_MAX_SYNONYMS && tk->synonyms[i]; i++) {
-        if (config_source(cfg, tk->synonyms[i]) == CONFIG_SOURCE_STATIC_BROKER_CONFIG &&
-            config_has_value(cfg, tk->synonyms[i])) {
-            *source = CONFIG_SOURCE_STATIC_BROKER_CONFIG;
+        enum config_source s = config_source(cfg, tk->synonyms[i]);
+        if (s != CONFIG_SOURCE_DEFAULT_CONFIG && config_has_value(cfg, tk->synonyms[i])) {
+            *source = s;
             break;
         }
     }
@@ -439,9 +440,10 @@ int topic_config_describe(const struct broker_config *broker_cfg, const struct c
         const struct config_key_def *def;
         if (!config_slot_for(broker_cfg, name, &def))
             continue;
-        if (config_source(broker_cfg, name) == CONFIG_SOURCE_STATIC_BROKER_CONFIG && config_has_value(broker_cfg, name))
+        enum config_source set = config_source(broker_cfg, name);
+        if (set != CONFIG_SOURCE_DEFAULT_CONFIG && config_has_value(broker_cfg, name))
             out->synonyms[out->synonym_count++] = (struct topic_config_synonym){
-                name, config_value_text(broker_cfg, name), CONFIG_SOURCE_STATIC_BROKER_CONFIG};
+                name, config_value_text(broker_cfg, name), set};
         if (def->default_value)
             out->synonyms[out->synonym_count++] = (struct topic_config_synonym){name, def->default_value,
                                                                                 CONFIG_SOURCE_DEFAULT_CONFIG};

@@ -1,14 +1,16 @@
-/* AlterConfigs and IncrementalAlterConfigs for topics: both become one
- * metadata_alter_topic_configs call per resource, so each resource succeeds
- * or fails as a whole. AlterConfigs replaces a topic's dynamic configs
- * (keys left out are removed); IncrementalAlterConfigs sets, deletes,
- * appends to or subtracts from single keys. */
+/* AlterConfigs and IncrementalAlterConfigs for topics and brokers: both
+ * become one metadata_alter_topic_configs / metadata_alter_broker_configs
+ * call per resource, so each resource succeeds or fails as a whole.
+ * AlterConfigs replaces a resource's dynamic configs (keys left out are
+ * removed); IncrementalAlterConfigs sets, deletes, appends to or subtracts
+ * from single keys. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
+#include "config/config_registry.h"
 #include "config/topic_config.h"
 #include "handlers/handler_util.h"
 #include "metadata/metadata_image.h"
@@ -108,6 +110,53 @@ static char *list_edit(struct request_context *ctx, const char *current, const c
     return out;
 }
 
+/* The value a change leaves for def's key (NULL: unset): SET's value, or
+ * current with APPEND / SUBTRACT applied to it (current NULL: empty). A
+ * null SET unsets with replace_all (AlterConfigs) and is refused
+ * otherwise. Returns KAFKA_ERR_NONE or res's error. */
+static int16_t change_value(struct request_context *ctx, const struct alter_config_change *c,
+                            const struct config_key_def *def, const char *current, bool replace_all, char **out,
+                            struct alter_result *res)
+{
+    const char *key = def->name;
+    char *value = arena_cstr(ctx, c->value);
+    if (c->value.len >= 0 && !value)
+        return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
+    switch (c->op) {
+    case ALTER_CONFIG_SET:
+        break;
+    case ALTER_CONFIG_DELETE:
+        value = NULL;
+        break;
+    case ALTER_CONFIG_APPEND:
+    case ALTER_CONFIG_SUBTRACT: {
+        if (def->type != CONFIG_TYPE_LIST)
+            return fail(res, KAFKA_ERR_INVALID_CONFIG,
+                        c->op == ALTER_CONFIG_APPEND ? "Config value append is not allowed for config key: %s"
+                                                     : "Config value subtract is not allowed for config key: %s",
+                        key);
+        if (!value)
+            return fail(res, KAFKA_ERR_INVALID_REQUEST, "Null value not supported for: %s", key);
+        if (!current)
+            current = "";
+        /* List keys hold a few short names; the bound keeps the quadratic
+         * merge below cheap. */
+        if (strlen(value) > LIST_EDIT_MAX_BYTES || strlen(current) > LIST_EDIT_MAX_BYTES)
+            return fail(res, KAFKA_ERR_INVALID_CONFIG, "List too long to append to or subtract from: %s", key);
+        value = list_edit(ctx, current, value, c->op == ALTER_CONFIG_APPEND);
+        if (!value)
+            return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
+        break;
+    }
+    default:
+        return fail(res, KAFKA_ERR_INVALID_REQUEST, "Unknown config operation for %s", key);
+    }
+    if (c->op == ALTER_CONFIG_SET && !value && !replace_all)
+        return fail(res, KAFKA_ERR_INVALID_REQUEST, "Null value not supported for: %s", key);
+    *out = value;
+    return KAFKA_ERR_NONE;
+}
+
 /* Turns the requested changes into (key, value-or-NULL) pairs for the
  * controller. With replace_all (AlterConfigs), dynamic configs of the topic
  * that the request leaves out are deleted, and a key given twice takes its
@@ -163,41 +212,11 @@ static int16_t plan_topic_changes(struct request_context *ctx, const struct meta
             continue;
         const struct topic_key_def *def = topic_config_key_at((size_t)k);
         const char *key = def->def.name;
-        char *value = arena_cstr(ctx, c->value);
-        if (c->value.len >= 0 && !value)
-            return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
-        switch (c->op) {
-        case ALTER_CONFIG_SET:
-            break; /* a null value unsets (AlterConfigs) or is refused below */
-        case ALTER_CONFIG_DELETE:
-            value = NULL;
-            break;
-        case ALTER_CONFIG_APPEND:
-        case ALTER_CONFIG_SUBTRACT: {
-            if (def->def.type != CONFIG_TYPE_LIST)
-                return fail(res, KAFKA_ERR_INVALID_CONFIG,
-                            c->op == ALTER_CONFIG_APPEND ? "Config value append is not allowed for config key: %s"
-                                                         : "Config value subtract is not allowed for config key: %s",
-                            key);
-            if (!value)
-                return fail(res, KAFKA_ERR_INVALID_REQUEST, "Null value not supported for: %s", key);
-            const char *current = metadata_topic_config(topic, key);
-            if (!current)
-                current = def->def.default_value ? def->def.default_value : "";
-            /* Topic list keys hold a few short names; the bound keeps the
-             * quadratic merge below cheap. */
-            if (strlen(value) > LIST_EDIT_MAX_BYTES || strlen(current) > LIST_EDIT_MAX_BYTES)
-                return fail(res, KAFKA_ERR_INVALID_CONFIG, "List too long to append to or subtract from: %s", key);
-            value = list_edit(ctx, current, value, c->op == ALTER_CONFIG_APPEND);
-            if (!value)
-                return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
-            break;
-        }
-        default:
-            return fail(res, KAFKA_ERR_INVALID_REQUEST, "Unknown config operation for %s", key);
-        }
-        if (c->op == ALTER_CONFIG_SET && !value && !replace_all)
-            return fail(res, KAFKA_ERR_INVALID_REQUEST, "Null value not supported for: %s", key);
+        const char *current = metadata_topic_config(topic, key);
+        char *value;
+        if (change_value(ctx, c, &def->def, current ? current : def->def.default_value, replace_all, &value, res) !=
+            KAFKA_ERR_NONE)
+            return res->error_code;
         kvs[n].key = key;
         kvs[n].value = value;
         n++;
@@ -217,6 +236,127 @@ static int16_t plan_topic_changes(struct request_context *ctx, const struct meta
     *kvs_out = kvs;
     *kv_count_out = n;
     return KAFKA_ERR_NONE;
+}
+
+/* The changes to one broker resource as the controller takes them (kvs)
+ * and the resource's whole dynamic layer after them (layer, for checking
+ * the result builds). Keys are matched by their index in the broker key
+ * table; duplicates as in plan_topic_changes. */
+static int16_t plan_broker_changes(struct request_context *ctx, const struct metadata_image *img, const char *resource,
+                                   const struct alter_config_change *changes, int32_t change_count, bool replace_all,
+                                   struct metadata_config_kv **kvs_out, int32_t *kv_count_out,
+                                   struct config_kv **layer_out, size_t *layer_count_out, struct alter_result *res)
+{
+    size_t key_count = config_broker_key_count();
+    const struct metadata_broker_config *current;
+    int32_t current_count = metadata_image_broker_configs(img, resource, &current);
+    int32_t *last_change = kafka_arena_alloc(&ctx->arena, (key_count + 1) * sizeof *last_change);
+    int32_t *key_of_change = kafka_arena_alloc(&ctx->arena, (size_t)(change_count + 1) * sizeof *key_of_change);
+    struct metadata_config_kv *kvs = kafka_arena_alloc(&ctx->arena,
+                                                       (key_count + (size_t)current_count + 1) * sizeof *kvs);
+    struct config_kv *layer = kafka_arena_alloc(&ctx->arena, (key_count + (size_t)current_count + 1) * sizeof *layer);
+    if (!last_change || !key_of_change || !kvs || !layer)
+        return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
+    for (size_t k = 0; k < key_count; k++)
+        last_change[k] = -1;
+    for (int32_t i = 0; i < change_count; i++) {
+        const struct alter_config_change *c = &changes[i];
+        char name[256];
+        if (c->name.len < 0 || (size_t)c->name.len >= sizeof name ||
+            (c->name.len > 0 && memchr(c->name.data, '\0', (size_t)c->name.len)) ||
+            (c->value.len > 0 && memchr(c->value.data, '\0', (size_t)c->value.len)))
+            return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Invalid config name or value");
+        kafka_str_to_cstr(c->name, name, sizeof name);
+        long k = config_broker_key_index(name);
+        if (k < 0)
+            return fail(res, KAFKA_ERR_INVALID_CONFIG, "Unknown broker config: %s", name);
+        if (!replace_all && last_change[k] >= 0)
+            return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Error due to duplicate config keys");
+        last_change[k] = i;
+        key_of_change[i] = (int32_t)k;
+    }
+    int32_t n = 0;
+    size_t l = 0;
+    /* The entries left alone stay in the layer; AlterConfigs drops them. */
+    for (int32_t i = 0; i < current_count; i++) {
+        long k = config_broker_key_index(current[i].name);
+        if (k >= 0 && last_change[k] >= 0)
+            continue;
+        if (!replace_all) {
+            layer[l++] = (struct config_kv){current[i].name, current[i].value};
+            continue;
+        }
+        struct kafka_str copy = kafka_arena_strdup(&ctx->arena, current[i].name);
+        if (copy.len < 0)
+            return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
+        kvs[n++] = (struct metadata_config_kv){copy.data, NULL};
+    }
+    for (int32_t i = 0; i < change_count; i++) {
+        int32_t k = key_of_change[i];
+        if (last_change[k] != i)
+            continue;
+        const struct config_key_def *def = config_broker_key_at((size_t)k);
+        const char *now = NULL; /* what APPEND / SUBTRACT edit: dynamic, else static */
+        for (int32_t j = 0; j < current_count && !now && def->type == CONFIG_TYPE_LIST; j++)
+            if (strcmp(current[j].name, def->name) == 0)
+                now = current[j].value;
+        if (!now && def->type == CONFIG_TYPE_LIST)
+            now = config_get_string(ctx->env->config, def->name);
+        char *value;
+        if (change_value(ctx, &changes[i], def, now, replace_all, &value, res) != KAFKA_ERR_NONE)
+            return res->error_code;
+        kvs[n++] = (struct metadata_config_kv){def->name, value};
+        if (value)
+            layer[l++] = (struct config_kv){def->name, value};
+    }
+    *kvs_out = kvs;
+    *kv_count_out = n;
+    *layer_out = layer;
+    *layer_count_out = l;
+    return KAFKA_ERR_NONE;
+}
+
+/* A BROKER resource: "" (the cluster-wide default) or a broker id. The
+ * resulting layer must build over this broker's static config (values
+ * parse, cross-key checks hold) before it reaches the metadata log. */
+static void alter_broker(struct request_context *ctx, struct kafka_str resource_name,
+                         const struct alter_config_change *changes, int32_t change_count, bool replace_all,
+                         bool validate_only, struct alter_result *res)
+{
+    char resource[16] = "";
+    if (resource_name.len >= (int32_t)sizeof resource ||
+        (resource_name.len > 0 && !handler_name_cstr(resource_name, resource, sizeof resource)) ||
+        !metadata_broker_resource_valid(resource)) {
+        fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Invalid broker resource name: expected a broker id or empty");
+        return;
+    }
+    char self[16];
+    snprintf(self, sizeof self, "%d", (int)ctx->env->node_id);
+    bool is_default = resource[0] == '\0';
+    const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
+    struct metadata_config_kv *kvs = NULL;
+    int32_t kv_count = 0;
+    struct config_kv *layer = NULL;
+    size_t layer_count = 0;
+    int16_t rc = plan_broker_changes(ctx, img, resource, changes, change_count, replace_all, &kvs, &kv_count, &layer,
+                                     &layer_count, res);
+    struct broker_config *layered = NULL;
+    if (rc == KAFKA_ERR_NONE && (is_default || strcmp(resource, self) == 0) &&
+        metadata_broker_config_layered(img, ctx->env->config, ctx->env->node_id, layer, layer_count, is_default,
+                                       &layered, res->message, sizeof res->message) != 0)
+        rc = res->error_code = KAFKA_ERR_INVALID_CONFIG;
+    config_free(layered);
+    metadata_image_release(img);
+    if (rc != KAFKA_ERR_NONE)
+        return;
+    res->error_code = metadata_alter_broker_configs(ctx->env->metadata, resource, kvs, kv_count, validate_only,
+                                                    res->message, sizeof res->message);
+    if (res->error_code == KAFKA_ERR_NONE) {
+        res->message[0] = '\0';
+        if (!validate_only && kv_count > 0)
+            logger_info("admin", "altered %d dynamic config(s) of broker resource '%s' for %s", (int)kv_count, resource,
+                        ctx->net->peer);
+    }
 }
 
 static const char *op_name(int8_t op)
@@ -253,9 +393,12 @@ static void audit_config_change(struct request_context *ctx, const char *operati
         json_t *c = json_object();
         json_object_set_new(c, "name", json_string(key));
         json_object_set_new(c, "op", json_string(op_name(changes[i].op)));
+        long k = resource_type == RESOURCE_BROKER ? config_broker_key_index(key) : -1;
+        bool sensitive = k >= 0 && config_broker_key_at((size_t)k)->type == CONFIG_TYPE_PASSWORD;
         if (changes[i].value.len >= 0) {
+            /* A password never reaches the audit trail, even when refused. */
             kafka_str_to_cstr(changes[i].value, value, sizeof value);
-            json_object_set_new(c, "value", json_string(value));
+            json_object_set_new(c, "value", json_string(sensitive ? "[hidden]" : value));
         }
         json_array_append_new(list, c);
     }
@@ -304,7 +447,7 @@ static void alter_resource_checked(struct request_context *ctx, int8_t resource_
                                    bool validate_only, struct alter_result *res)
 {
     if (resource_type == RESOURCE_BROKER) {
-        fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "broker configs cannot be changed at runtime yet");
+        alter_broker(ctx, resource_name, changes, change_count, replace_all, validate_only, res);
         return;
     }
     if (resource_type != RESOURCE_TOPIC) {

@@ -1,10 +1,13 @@
 /* DescribeConfigs for topics (dynamic overrides over broker settings over
- * defaults, with synonyms) and for this broker. */
+ * defaults, with synonyms) and for brokers: this broker's configs with the
+ * dynamic ones layered over the static ones, or the cluster-wide default
+ * layer (resource ""). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config/config.h"
+#include "config/config_registry.h"
 #include "config/topic_config.h"
 #include "handlers/handler_util.h"
 #include "metadata/metadata_image.h"
@@ -53,6 +56,14 @@ static int describe_topic(struct request_context *ctx, bool synonyms, bool docs,
         overrides[n_over].value = topic->configs[i].value;
         n_over++;
     }
+    /* Topic defaults come from the broker's keys, dynamic ones included. */
+    struct broker_config *layered = NULL;
+    char why[256];
+    if (metadata_broker_configs_changed(NULL, img, ctx->env->node_id) &&
+        metadata_broker_config_layered(img, ctx->env->config, ctx->env->node_id, NULL, 0, false, &layered, why,
+                                       sizeof why) != 0)
+        layered = NULL; /* an unusable layer is not applied either (replica manager) */
+    const struct broker_config *broker_cfg = layered ? layered : ctx->env->config;
     size_t total = topic_config_key_count();
     HANDLER_NEW_ARRAY(ctx, out->configs, (int32_t)total,
                       describe_configs_response_describe_configs_resource_result_init);
@@ -60,7 +71,7 @@ static int describe_topic(struct request_context *ctx, bool synonyms, bool docs,
     int32_t count = 0;
     struct topic_config_describe_entry e;
     for (size_t i = 0; rc == 0 && i < total; i++) {
-        if (topic_config_describe(ctx->env->config, overrides, n_over, i, &e) != 0)
+        if (topic_config_describe(broker_cfg, overrides, n_over, i, &e) != 0)
             continue;
         if (!key_requested(res, e.name))
             continue;
@@ -88,8 +99,65 @@ static int describe_topic(struct request_context *ctx, bool synonyms, bool docs,
         }
     }
     out->configs_count = count;
+    config_free(layered);
     metadata_image_release(img);
     return rc;
+}
+
+/* Fills one entry's common fields. */
+static void fill_entry(struct request_context *ctx, config_result *c, const char *name, const char *value,
+                       const struct config_key_def *def, enum config_source source, bool docs)
+{
+    bool sensitive = def->type == CONFIG_TYPE_PASSWORD;
+    c->name = opt_str(ctx, name);
+    c->value = sensitive ? (struct kafka_str){NULL, -1} : opt_str(ctx, value);
+    c->read_only = !(def->flags & CONFIG_FLAG_RUNTIME);
+    c->config_source = (int8_t)source;
+    c->is_sensitive = sensitive;
+    c->config_type = (int8_t)def->type;
+    c->documentation = docs ? opt_str(ctx, def->doc) : (struct kafka_str){NULL, -1};
+}
+
+/* The value of key in a resource's dynamic layer, or NULL. */
+static const char *layer_value(const struct metadata_broker_config *layer, int32_t n, const char *key)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (strcmp(layer[i].name, key) == 0)
+            return layer[i].value;
+    return NULL;
+}
+
+/* Kafka's synonyms of a broker key: every layer that gives it a value,
+ * highest precedence first. */
+static int add_synonyms(struct request_context *ctx, config_result *c, const struct config_key_def *def,
+                        const char *mine, const char *dflt)
+{
+    struct layer {
+        const char *value;
+        enum config_source source;
+    } layers[4];
+    int n = 0;
+    if (mine)
+        layers[n++] = (struct layer){mine, CONFIG_SOURCE_DYNAMIC_BROKER_CONFIG};
+    if (dflt)
+        layers[n++] = (struct layer){dflt, CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG};
+    if (config_source(ctx->env->config, def->name) == CONFIG_SOURCE_STATIC_BROKER_CONFIG)
+        layers[n++] = (struct layer){config_get_text(ctx->env->config, def->name), CONFIG_SOURCE_STATIC_BROKER_CONFIG};
+    if (def->default_value)
+        layers[n++] = (struct layer){def->default_value, CONFIG_SOURCE_DEFAULT_CONFIG};
+    if (n == 0)
+        return 0;
+    HANDLER_NEW_ARRAY(ctx, c->synonyms, n, describe_configs_response_describe_configs_synonym_init);
+    if (!c->synonyms)
+        return -1;
+    c->synonyms_count = n;
+    bool sensitive = def->type == CONFIG_TYPE_PASSWORD;
+    for (int i = 0; i < n; i++) {
+        c->synonyms[i].name = c->name;
+        c->synonyms[i].value = sensitive ? (struct kafka_str){NULL, -1} : opt_str(ctx, layers[i].value);
+        c->synonyms[i].source = (int8_t)layers[i].source;
+    }
+    return 0;
 }
 
 static int describe_broker(struct request_context *ctx, bool synonyms, bool docs,
@@ -98,44 +166,44 @@ static int describe_broker(struct request_context *ctx, bool synonyms, bool docs
 {
     char self[16];
     snprintf(self, sizeof self, "%d", ctx->env->node_id);
-    if (res->resource_name.len > 0 && !kafka_str_eq_cstr(res->resource_name, self)) {
+    bool is_default = res->resource_name.len <= 0;
+    if (!is_default && !kafka_str_eq_cstr(res->resource_name, self)) {
         out->error_code = KAFKA_ERR_INVALID_REQUEST;
         out->error_message = kafka_arena_strdup(&ctx->arena, "this broker only describes its own configs");
         return 0;
     }
-    size_t pos = 0, total = 0;
-    struct config_describe_entry e;
-    while (config_describe_next(ctx->env->config, &pos, &e))
-        total++;
+    const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
+    const struct metadata_broker_config *dflt, *mine;
+    int32_t n_dflt = metadata_image_broker_configs(img, "", &dflt);
+    int32_t n_mine = is_default ? 0 : metadata_image_broker_configs(img, self, &mine);
+    size_t total = config_broker_key_count();
     HANDLER_NEW_ARRAY(ctx, out->configs, (int32_t)total,
                       describe_configs_response_describe_configs_resource_result_init);
-    if (!out->configs)
-        return -1;
+    int rc = out->configs ? 0 : -1;
     int32_t count = 0;
-    pos = 0;
-    while (config_describe_next(ctx->env->config, &pos, &e)) {
-        if (!key_requested(res, e.name))
+    for (size_t i = 0; rc == 0 && i < total; i++) {
+        const struct config_key_def *def = config_broker_key_at(i);
+        if (!key_requested(res, def->name))
+            continue;
+        const char *my_value = n_mine > 0 ? layer_value(mine, n_mine, def->name) : NULL;
+        const char *default_value = layer_value(dflt, n_dflt, def->name);
+        /* The cluster-wide default resource lists only what is set there, as Kafka does. */
+        if (is_default && !default_value)
             continue;
         config_result *c = &out->configs[count++];
-        c->name = opt_str(ctx, e.name);
-        c->value = opt_str(ctx, e.value);
-        c->read_only = e.read_only;
-        c->config_source = (int8_t)e.source;
-        c->is_sensitive = e.is_sensitive;
-        c->config_type = (int8_t)e.type;
-        c->documentation = docs ? opt_str(ctx, e.documentation) : (struct kafka_str){NULL, -1};
-        if (synonyms) {
-            HANDLER_NEW_ARRAY(ctx, c->synonyms, 1, describe_configs_response_describe_configs_synonym_init);
-            if (!c->synonyms)
-                return -1;
-            c->synonyms_count = 1;
-            c->synonyms[0].name = c->name;
-            c->synonyms[0].value = c->value;
-            c->synonyms[0].source = c->config_source;
-        }
+        if (my_value)
+            fill_entry(ctx, c, def->name, my_value, def, CONFIG_SOURCE_DYNAMIC_BROKER_CONFIG, docs);
+        else if (default_value)
+            fill_entry(ctx, c, def->name, default_value, def, CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG, docs);
+        else
+            fill_entry(ctx, c, def->name, config_get_text(ctx->env->config, def->name), def,
+                       config_source(ctx->env->config, def->name), docs);
+        if (synonyms)
+            rc = add_synonyms(ctx, c, def, my_value, default_value);
     }
     out->configs_count = count;
-    return 0;
+    metadata_image_release(img);
+    return rc;
 }
 
 enum handler_result handle_describe_configs(struct request_context *ctx, void *request, void *response)

@@ -125,7 +125,7 @@ const struct cairn_request_info *handler_request_info(struct request_context *ct
 void handler_authorize(struct request_context *ctx, const struct cairn_authz_action *const *actions, size_t n,
                        uint8_t *results)
 {
-    if (!handler_has_authorizer(ctx)) {
+    if (!handler_decides(ctx)) {
         memset(results, CAIRN_AUTHZ_ALLOWED, n);
         return;
     }
@@ -154,7 +154,7 @@ bool handler_authorize_resource(struct request_context *ctx, int32_t operation, 
 bool handler_authorize_logged(struct request_context *ctx, int32_t operation, int32_t resource_type, const char *name,
                               bool log_if_allowed, bool log_if_denied)
 {
-    if (!handler_has_authorizer(ctx))
+    if (!handler_decides(ctx))
         return true;
     int memo_count = 0;
     for (struct handler_authz_memo *m = ctx->authz_memo; m; m = m->next, memo_count++)
@@ -192,7 +192,7 @@ bool handler_authorize_logged(struct request_context *ctx, int32_t operation, in
 bool handler_authorize_one(struct request_context *ctx, int32_t operation, int32_t resource_type,
                            const char *resource_name)
 {
-    if (!handler_has_authorizer(ctx))
+    if (!handler_decides(ctx))
         return true;
     return handler_authorize_resource(ctx, operation, resource_type, resource_name ? resource_name : "", true);
 }
@@ -200,7 +200,7 @@ bool handler_authorize_one(struct request_context *ctx, int32_t operation, int32
 bool handler_authorize_name(struct request_context *ctx, int32_t operation, int32_t resource_type,
                             struct kafka_str resource_name, bool audit)
 {
-    if (!handler_has_authorizer(ctx))
+    if (!handler_decides(ctx))
         return true;
     size_t len = resource_name.len > 0 ? (size_t)resource_name.len : 0;
     char *name = kafka_arena_alloc(&ctx->arena, len + 1);

@@ -70,6 +70,14 @@ static inline bool handler_has_authorizer(const struct request_context *ctx)
     return ctx->env->plugins && ctx->env->plugins->authorizer_count > 0;
 }
 
+/* True when authorization decisions are taken: by the authorizers, or by
+ * the default allow-all when only audit plugins are loaded, so that they
+ * record every decision. */
+static inline bool handler_decides(const struct request_context *ctx)
+{
+    return ctx->env->plugins && (ctx->env->plugins->authorizer_count > 0 || ctx->env->plugins->audit_count > 0);
+}
+
 /* The connection and request as plugins see them; built on first use. */
 const struct cairn_request_info *handler_request_info(struct request_context *ctx);
 

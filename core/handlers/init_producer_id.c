@@ -170,7 +170,7 @@ static int16_t init_transactional(struct request_context *ctx, const struct init
  * exists now. */
 static bool may_write_idempotently(struct request_context *ctx)
 {
-    if (!handler_has_authorizer(ctx))
+    if (!handler_decides(ctx))
         return true;
     if (handler_authorize_resource(ctx, CAIRN_OP_IDEMPOTENT_WRITE, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE,
                                    true))

@@ -121,7 +121,7 @@ enum handler_result handle_metadata(struct request_context *ctx, void *request, 
     /* DESCRIBE per requested topic, asked once: a denied topic is neither
      * created nor described. */
     bool *describable = NULL;
-    if (!all_topics && handler_has_authorizer(ctx) && req->topics_count > 0) {
+    if (!all_topics && handler_decides(ctx) && req->topics_count > 0) {
         describable = kafka_arena_alloc(&ctx->arena, (size_t)req->topics_count * sizeof *describable);
         if (!describable) {
             metadata_image_release(img);
@@ -146,7 +146,7 @@ enum handler_result handle_metadata(struct request_context *ctx, void *request, 
             if (!handler_name_cstr(name, topic, sizeof topic))
                 continue;
             /* Kafka's rule: CREATE on the cluster, else CREATE on the topic. */
-            if (handler_has_authorizer(ctx) &&
+            if (handler_decides(ctx) &&
                 !handler_authorize_resource(ctx, CAIRN_OP_CREATE, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE,
                                             false) &&
                 !handler_authorize_resource(ctx, CAIRN_OP_CREATE, CAIRN_RESOURCE_TOPIC, topic, true))

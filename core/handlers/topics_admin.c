@@ -49,7 +49,7 @@ static bool internal_topic(const char *name, const struct metadata_topic *t)
 /* CreateTopics: CREATE on the cluster (not logged when denied), else on the topic. */
 static bool may_create_topic(struct request_context *ctx, struct kafka_str name)
 {
-    if (!handler_has_authorizer(ctx))
+    if (!handler_decides(ctx))
         return true;
     return handler_authorize_resource(ctx, CAIRN_OP_CREATE, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE, false) ||
            handler_authorize_name(ctx, CAIRN_OP_CREATE, CAIRN_RESOURCE_TOPIC, name, true);

@@ -145,6 +145,10 @@ const struct metadata_partition *metadata_topic_partition(const struct metadata_
 /* Value of a topic's dynamic config, NULL when not set. */
 const char *metadata_topic_config(const struct metadata_topic *topic, const char *name);
 int32_t metadata_image_live_broker_count(const struct metadata_image *img);
+/* The dynamic broker configs of one resource ("" the default, "<id>" a
+ * broker), sorted by name: returns the count and points *first at them. */
+int32_t metadata_image_broker_configs(const struct metadata_image *img, const char *resource,
+                                      const struct metadata_broker_config **first);
 /* Replicas of p whose broker is fenced or unregistered (Metadata's
  * offline_replicas): writes up to max ids to out, returns how many exist. */
 int32_t metadata_partition_offline_replicas(const struct metadata_image *img, const struct metadata_partition *p,

@@ -152,6 +152,31 @@ int16_t metadata_set_broker_fenced(struct metadata_store *store, int32_t node_id
 /* True when this node can write the metadata log now (it leads the quorum
  * and has applied all of it; always true on the single-voter log). */
 bool metadata_store_is_controller(struct metadata_store *store);
+/* Dynamic broker configs: resource "" is the cluster-wide default, "<id>"
+ * one broker. Sets (value != NULL) or deletes (value NULL) each key as one
+ * batch of ConfigRecords. A key set must pass config_dynamic_check_key
+ * (INVALID_CONFIG naming the key, or INVALID_REQUEST for a per-broker key
+ * at the default level) and parse as its type; a bad resource name is
+ * INVALID_REQUEST. */
+int16_t metadata_alter_broker_configs(struct metadata_store *store, const char *resource,
+                                      const struct metadata_config_kv *configs, int32_t config_count,
+                                      bool validate_only, char *err, size_t errlen);
+/* "" or a non-negative decimal broker id. */
+bool metadata_broker_resource_valid(const char *resource);
+
+struct broker_config;
+struct config_kv;
+/* base with img's dynamic broker configs for node_id layered over it (see
+ * config_build_layered). extra, when not NULL, replaces the entries of one
+ * layer (the default with extra_is_default, else node_id's) to check a
+ * proposed change. Free *out with config_free. */
+int metadata_broker_config_layered(const struct metadata_image *img, const struct broker_config *base,
+                                   int32_t node_id, const struct config_kv *extra, size_t extra_count,
+                                   bool extra_is_default, struct broker_config **out, char *err, size_t errlen);
+/* True when the default or node_id's dynamic broker configs differ (a NULL
+ * image has none). */
+bool metadata_broker_configs_changed(const struct metadata_image *old_image, const struct metadata_image *new_image,
+                                     int32_t node_id);
 
 /* Size of the producer id blocks the controller hands out (Kafka's). */
 #define METADATA_PRODUCER_ID_BLOCK_SIZE 1000

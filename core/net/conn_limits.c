@@ -155,6 +155,13 @@ static struct net_ip_count *limits_find_open(struct net_conn_limits *l, const st
 
 const char *net_conn_limits_admit(struct net_conn_limits *l, const struct net_ip *ip, int *limit)
 {
+    bool counted;
+    return net_conn_limits_admit_counted(l, ip, limit, &counted);
+}
+
+const char *net_conn_limits_admit_counted(struct net_conn_limits *l, const struct net_ip *ip, int *limit, bool *counted)
+{
+    *counted = false;
     const char *refused = NULL;
     pthread_mutex_lock(&l->mutex);
     struct net_ip_count *entry = l->per_ip ? limits_find_open(l, ip) : NULL;
@@ -187,6 +194,7 @@ const char *net_conn_limits_admit(struct net_conn_limits *l, const struct net_ip
         l->total++;
         if (entry)
             entry->count++;
+        *counted = entry != NULL;
     }
     pthread_mutex_unlock(&l->mutex);
     return refused;
@@ -194,11 +202,31 @@ const char *net_conn_limits_admit(struct net_conn_limits *l, const struct net_ip
 
 void net_conn_limits_release(struct net_conn_limits *l, const struct net_ip *ip)
 {
+    net_conn_limits_release_counted(l, ip, l->per_ip);
+}
+
+void net_conn_limits_release_counted(struct net_conn_limits *l, const struct net_ip *ip, bool counted)
+{
     pthread_mutex_lock(&l->mutex);
     l->total--;
-    struct net_ip_count *entry = l->per_ip ? limits_find_open(l, ip) : NULL;
+    struct net_ip_count *entry = counted ? limits_find_open(l, ip) : NULL;
     if (entry && --entry->count == 0)
         *entry = l->open[--l->open_count];
+    pthread_mutex_unlock(&l->mutex);
+}
+
+void net_server_set_connection_limits(struct net_server *server, int max_connections, int max_connections_per_ip)
+{
+    struct net_conn_limits *l = &server->limits;
+    if (!l->initialised || max_connections < 0 || max_connections_per_ip < 0)
+        return;
+    pthread_mutex_lock(&l->mutex);
+    l->max_total = max_connections;
+    l->max_per_ip = max_connections_per_ip;
+    /* Per-address counts start now: connections already open from an
+     * address are not counted against a per-address limit set later. */
+    if (max_connections_per_ip < INT_MAX)
+        l->per_ip = true;
     pthread_mutex_unlock(&l->mutex);
 }
 
@@ -219,6 +247,6 @@ void net_conn_limits_log_refusal(struct net_conn_limits *l, int fd, const char *
 
 void net_accepted_drop(struct net_server *server, const struct net_accepted *a)
 {
-    net_conn_limits_release(&server->limits, &a->ip);
+    net_conn_limits_release_counted(&server->limits, &a->ip, a->ip_counted);
     close(a->fd);
 }

@@ -45,6 +45,7 @@ struct net_connection *net_connection_open(struct net_loop *loop, const struct n
     c->loop = loop;
     c->fd = fd;
     c->ip = a->ip;
+    c->ip_counted = a->ip_counted;
     c->id = atomic_fetch_add(&server->next_connection_id, 1) + 1;
     c->listener_name = lc->name;
     c->security_protocol = lc->security_protocol;
@@ -124,7 +125,7 @@ void net_connection_close(struct net_connection *c, const char *why)
     c->poll_events = 0;
     struct net_loop *loop = c->loop;
     loop->open_conn_count--;
-    net_conn_limits_release(&loop->server->limits, &c->ip);
+    net_conn_limits_release_counted(&loop->server->limits, &c->ip, c->ip_counted);
     logger_debug(NET_LOG, "connection %" PRIu64 " from %s closed: %s", c->id, c->peer, why);
 
     if (c->waiting_dispatch) {

@@ -160,7 +160,7 @@ static void accept_on_readable(uv_poll_t *handle, int status, int events)
         struct net_accepted a = {.fd = fd, .listener_index = index};
         net_ip_from_sockaddr(&ss, &a.ip);
         int limit = 0;
-        const char *refused = net_conn_limits_admit(&server->limits, &a.ip, &limit);
+        const char *refused = net_conn_limits_admit_counted(&server->limits, &a.ip, &limit, &a.ip_counted);
         if (refused) {
             net_conn_limits_log_refusal(&server->limits, fd, refused, limit);
             close(fd);

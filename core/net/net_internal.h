@@ -47,10 +47,12 @@ struct net_accepted {
     int fd;
     int listener_index;
     struct net_ip ip; /* counted in server->limits until dropped or closed */
+    bool ip_counted;  /* also in its address's count (net_conn_limits_admit_counted) */
 };
 
-/* max.connections and max.connections.per.ip. The limits and overrides
- * are fixed at start; the counts are under mutex (admitted by the accept
+/* max.connections and max.connections.per.ip. The overrides are fixed at
+ * start; the two limits (net_server_set_connection_limits) and the counts
+ * are under mutex (admitted by the accept
  * thread, released by the loop that closes the connection); the refusal
  * log fields belong to the accept thread. */
 struct net_conn_limits {
@@ -123,6 +125,7 @@ struct net_connection {
     void *next_transport_state;
     uint64_t id;
     struct net_ip ip; /* counted in the server's limits until closed */
+    bool ip_counted;  /* also in its address's count */
     char peer[64];
     const char *listener_name;
     int16_t security_protocol;
@@ -263,6 +266,12 @@ void net_conn_limits_destroy(struct net_conn_limits *l);
  * of the limit it would exceed (its value in *limit) and counts nothing. */
 const char *net_conn_limits_admit(struct net_conn_limits *l, const struct net_ip *ip, int *limit);
 void net_conn_limits_release(struct net_conn_limits *l, const struct net_ip *ip);
+/* The same, saying whether the connection went into its address's count
+ * (per-address counting may start after it was admitted), so releasing it
+ * never takes from a count it is not in. */
+const char *net_conn_limits_admit_counted(struct net_conn_limits *l, const struct net_ip *ip, int *limit,
+                                          bool *counted);
+void net_conn_limits_release_counted(struct net_conn_limits *l, const struct net_ip *ip, bool counted);
 /* Accept thread: logs a refused connection, at most once a second. */
 void net_conn_limits_log_refusal(struct net_conn_limits *l, int fd, const char *which, int limit);
 /* Counts an accepted socket out and closes it. */

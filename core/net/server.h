@@ -165,6 +165,12 @@ void net_request_set_transport(struct net_request *req, const struct net_transpo
  * network or io thread (nor from a signal handler). */
 void net_server_stop(struct net_server *server, int64_t grace_ms);
 
+/* Changes max.connections and max.connections.per.ip of a started server
+ * (any thread); connections already open stay open. Per-address counts
+ * begin when the first per-address limit is set, so an address's
+ * connections opened before that do not count against it. */
+void net_server_set_connection_limits(struct net_server *server, int max_connections, int max_connections_per_ip);
+
 /* Stops (with no grace) if still running, then frees the server. */
 void net_server_free(struct net_server *server);
 

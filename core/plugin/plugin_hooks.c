@@ -26,7 +26,10 @@ void plugin_host_authorize(struct plugin_host *host, const struct cairn_request_
 {
     for (size_t i = 0; i < count; i++)
         results[i] = CAIRN_AUTHZ_ALLOWED;
-    if (!host || host->authorizer_count == 0 || count == 0)
+    /* With no authorizer every action is allowed, as Kafka without one;
+     * those decisions are still audited below (an audit-only plugin sees
+     * every decision, as Kafka's audit products record them). */
+    if (!host || count == 0 || (host->authorizer_count == 0 && host->audit_count == 0))
         return;
     uint8_t one[64];
     uint8_t *scratch = count <= sizeof one ? one : NULL;
@@ -77,6 +80,20 @@ void plugin_host_audit(struct plugin_host *host, const struct cairn_audit_event 
     if (!host || host->audit_count == 0)
         return;
     struct cairn_audit_event ev = *event;
+    /* The SDK promises a request: an event raised outside one gets a
+     * placeholder (api_key -1) rather than NULL. */
+    static const struct cairn_principal anonymous = {sizeof anonymous, "User", "ANONYMOUS"};
+    static const struct cairn_request_info outside = {.struct_size = sizeof outside,
+                                                      .principal = &anonymous,
+                                                      .client_host = "",
+                                                      .client_id = "",
+                                                      .listener_name = "",
+                                                      .security_protocol = "",
+                                                      .api_key = -1,
+                                                      .api_version = -1,
+                                                      .correlation_id = -1};
+    if (!ev.request)
+        ev.request = &outside;
     if (ev.timestamp_ms == 0)
         ev.timestamp_ms = clock_wall_ms();
     for (size_t i = 0; i < host->audit_count; i++) {

@@ -72,7 +72,9 @@ int plugin_host_print_docs(const struct broker_config *cfg, FILE *out, char *err
 /* Drains blocking work, finalises plugins in reverse order, unloads them. */
 void plugin_host_stop(struct plugin_host *host);
 
-/* The compiled-in default for plugin.path (colon-separated). */
+/* The default for plugin.path (colon-separated): the build tree's plugins
+ * for a cairnd run from the build tree, else <prefix>/<libdir>/cairn/plugins
+ * next to the running executable, then the configured install location. */
 const char *plugin_host_default_path(void);
 
 /* Asks every authorizer (all must allow; none loaded allows everything)

@@ -1,7 +1,8 @@
 /* Loading plugins: find the file, check the descriptor, bind the config,
  * init; and the reverse at stop. Main thread only. */
 #include <dlfcn.h>
-#include <stdio.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +29,45 @@
 /* A table claiming more than this is garbage, not a newer minor. */
 #define TABLE_MAX_SIZE 65536u
 
+#ifndef CAIRN_BUILD_TREE
+#define CAIRN_BUILD_TREE ""
+#endif
+#ifndef CAIRN_INSTALL_LIBDIR
+#define CAIRN_INSTALL_LIBDIR "lib"
+#endif
+
+static char default_path[PATH_MAX * 2 + 64];
+static pthread_once_t default_path_once = PTHREAD_ONCE_INIT;
+
+/* From the executable's own location (Linux /proc/self/exe): the build
+ * tree's plugins/ when it runs inside the build tree, else
+ * <exe dir>/../<libdir>/cairn/plugins (bin/cairnd of an install prefix);
+ * then the configured install location. */
+static void compute_default_path(void)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    size_t tree_len = strlen(CAIRN_BUILD_TREE);
+    if (n <= 0) {
+        snprintf(default_path, sizeof default_path, "%s", CAIRN_DEFAULT_PLUGIN_PATH);
+        return;
+    }
+    exe[n] = '\0';
+    if (tree_len > 0 && strncmp(exe, CAIRN_BUILD_TREE, tree_len) == 0 && exe[tree_len] == '/') {
+        snprintf(default_path, sizeof default_path, "%s/plugins:%s", CAIRN_BUILD_TREE, CAIRN_DEFAULT_PLUGIN_PATH);
+        return;
+    }
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(default_path, sizeof default_path, "%s/../%s/cairn/plugins:%s", exe, CAIRN_INSTALL_LIBDIR,
+             CAIRN_DEFAULT_PLUGIN_PATH);
+}
+
 const char *plugin_host_default_path(void)
 {
-    return CAIRN_DEFAULT_PLUGIN_PATH;
+    pthread_once(&default_path_once, compute_default_path);
+    return default_path;
 }
 
 static bool plugin_name_valid(const char *name)
@@ -106,6 +143,22 @@ static int parse_value(struct plugin_config_value *v)
 }
 
 /* Binds plugin.<name>.* entries to the declared keys. */
+/* The unknown-key line names the keys the plugin does declare, so a typo
+ * is found without reading its source. */
+static void unknown_key_error(const struct loaded_plugin *p, const char *key, char *err, size_t errlen)
+{
+    int n = snprintf(err, errlen, "plugin '%s': unknown config key %s; it declares ", p->name, key);
+    for (size_t j = 0; j < p->config_count && n >= 0 && (size_t)n < errlen; j++)
+        n += snprintf(err + n, errlen - (size_t)n, "%s%s", j ? ", " : "", p->config[j].name);
+    if (p->config_count == 0 && n >= 0 && (size_t)n < errlen)
+        n += snprintf(err + n, errlen - (size_t)n, "no keys");
+    if (n >= 0 && (size_t)n < errlen)
+        snprintf(err + n, errlen - (size_t)n,
+                 " (each as plugin.%s.<key>; cairnd --print-plugin-docs lists them "
+                 "with types and defaults)",
+                 p->name);
+}
+
 static int bind_config(struct loaded_plugin *p, const struct broker_config *cfg, char *err, size_t errlen)
 {
     const struct cairn_plugin_descriptor *d = p->desc;
@@ -154,8 +207,7 @@ static int bind_config(struct loaded_plugin *p, const struct broker_config *cfg,
             if (strcmp(p->config[j].name, short_name) == 0)
                 v = &p->config[j];
         if (!v) {
-            snprintf(err, errlen, "plugin '%s': unknown config key %s (the plugin does not declare '%s')", p->name,
-                     set[i].key, short_name);
+            unknown_key_error(p, set[i].key, err, errlen);
             rc = -1;
             break;
         }
@@ -443,7 +495,7 @@ int plugin_host_start(const struct broker_config *cfg, int32_t node_id, const ch
     }
     const char *search_path = config_get_string(cfg, "plugin.path");
     if (!search_path || !search_path[0])
-        search_path = CAIRN_DEFAULT_PLUGIN_PATH;
+        search_path = plugin_host_default_path();
     for (size_t i = 0; i < count; i++) {
         struct loaded_plugin *p = NULL;
         if (load_one(host, cfg, names[i], search_path, &p, err, errlen) != 0) {
@@ -516,7 +568,7 @@ int plugin_host_print_docs(const struct broker_config *cfg, FILE *out, char *err
     }
     const char *search_path = config_get_string(cfg, "plugin.path");
     if (!search_path || !search_path[0])
-        search_path = CAIRN_DEFAULT_PLUGIN_PATH;
+        search_path = plugin_host_default_path();
     for (size_t i = 0; i < count; i++) {
         if (!plugin_name_valid(names[i])) {
             snprintf(err, errlen, "plugin '%s': invalid name in plugins=", names[i]);

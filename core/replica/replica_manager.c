@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/config.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_store.h"
 #include "protocol/generated/errors.h"
@@ -38,6 +39,9 @@ struct leadership_listener {
 struct replica_manager {
     struct log_manager *logs;
     const struct broker_config *config;
+    /* config with the image's dynamic broker configs over it; NULL while
+     * there are none. Written and read under apply_lock only. */
+    struct broker_config *layered;
     int32_t node_id;
     /* Serialises applying metadata with registering a listener, so a new
      * listener hears the state as of its registration, then every change
@@ -98,6 +102,7 @@ void replica_manager_destroy(struct replica_manager *rm)
         }
     }
     free(rm->buckets);
+    config_free(rm->layered);
     free(rm->listeners);
     pthread_mutex_destroy(&rm->lock);
     pthread_mutex_destroy(&rm->apply_lock);
@@ -314,6 +319,28 @@ static void apply_partition(struct replica_manager *rm, const struct metadata_to
         notify(rm, t->name, p, leader, part->leader_epoch);
 }
 
+/* Under apply_lock: rebuilds rm->layered when this broker's dynamic
+ * configs changed; returns true then. A set that does not build (values
+ * inconsistent with the static config) is logged and the last good one
+ * kept. */
+static bool refresh_layered(struct replica_manager *rm, const struct metadata_image *old_image,
+                            const struct metadata_image *new_image)
+{
+    if (!metadata_broker_configs_changed(old_image, new_image, rm->node_id))
+        return false;
+    struct broker_config *fresh = NULL;
+    char err[256] = "";
+    if (metadata_broker_config_layered(new_image, rm->config, rm->node_id, NULL, 0, false, &fresh, err, sizeof err) !=
+        0) {
+        logger_warn("replica", "dynamic broker configs not applied: %s", err);
+        return false;
+    }
+    config_free(rm->layered);
+    rm->layered = fresh;
+    logger_info("replica", "applied the dynamic broker configs to topic defaults");
+    return true;
+}
+
 void replica_manager_on_metadata(void *ctx, const struct metadata_image *old_image,
                                  const struct metadata_image *new_image)
 {
@@ -324,6 +351,8 @@ void replica_manager_on_metadata(void *ctx, const struct metadata_image *old_ima
         return;
     }
     pthread_mutex_lock(&rm->apply_lock);
+    bool defaults_changed = refresh_layered(rm, old_image, new_image);
+    const struct broker_config *config = rm->layered ? rm->layered : rm->config;
     for (int32_t i = 0; i < delta.deleted_count; i++) {
         const struct metadata_topic *t = delta.deleted[i];
         for (int32_t p = 0; p < t->partition_count; p++)
@@ -336,11 +365,20 @@ void replica_manager_on_metadata(void *ctx, const struct metadata_image *old_ima
         for (int32_t i = 0; i < counts[l]; i++) {
             const struct metadata_topic *t = lists[l][i];
             struct log_config cfg;
-            replica_log_config(rm->config, t, &cfg);
+            replica_log_config(config, t, &cfg);
             for (int32_t p = 0; p < t->partition_count; p++)
                 if (t->partitions[p].present)
                     apply_partition(rm, t, &t->partitions[p], &cfg);
         }
+    }
+    /* New broker defaults reach every topic, changed or not. */
+    for (int32_t i = 0; defaults_changed && old_image && i < new_image->topic_count; i++) {
+        const struct metadata_topic *t = new_image->topics[i];
+        struct log_config cfg;
+        replica_log_config(config, t, &cfg);
+        for (int32_t p = 0; p < t->partition_count; p++)
+            if (t->partitions[p].present && replica_manager_lookup(rm, t->name, p, NULL, NULL))
+                apply_partition(rm, t, &t->partitions[p], &cfg);
     }
     pthread_mutex_unlock(&rm->apply_lock);
     metadata_delta_free(&delta);

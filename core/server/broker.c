@@ -24,6 +24,7 @@
 #include "replica/replica_manager.h"
 #include "server/acl_feed.h"
 #include "server/quota_feed.h"
+#include "server/dynamic_config.h"
 #include "server/quorum.h"
 #include "server/storage.h"
 #include "server/broker_tls.h"
@@ -45,6 +46,7 @@ struct broker {
     int metadata_subscription;
     struct acl_feed *acl_feed; /* NULL: no plugin reads ACLs */
     struct quota_feed *quota_feed; /* NULL: no plugin reads client quotas */
+    struct dynamic_config *dynamic_config; /* applies max.connections changes to net */
     struct purgatory *fetch_purgatory;
     struct fetch_session_cache *fetch_sessions;
     struct group_coordinator *groups;
@@ -477,6 +479,10 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         goto fail;
     if (start_network(b, err, errlen) != 0)
         goto fail;
+    if (b->net && dynamic_config_start(b->metadata, cfg, b->env.node_id, b->net, &b->dynamic_config) != 0) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
     logger_info("server", "cairnd started: node %d, cluster %s, data in %s, %lld ms", b->env.node_id, b->cluster_id,
                 dirs[0], (long long)(clock_mono_ms() - started));
     *out = b;
@@ -500,6 +506,7 @@ void broker_stop(struct broker *b)
     if (b->leadership_listener > 0)
         replica_manager_remove_leadership_listener(b->replicas, b->leadership_listener);
     coordinator_runtime_destroy(b->coordinators);
+    dynamic_config_stop(b->dynamic_config);
     if (b->net)
         net_server_stop(b->net, 10000);
     /* No request can ask it for producer ids any more. */

@@ -2,138 +2,18 @@
 #include "audit_internal.h"
 
 #include <jansson.h>
+
+#include "cairn/names.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static const char *const audit_api_names[] = {
-    "Produce",
-    "Fetch",
-    "ListOffsets",
-    "Metadata",
-    "LeaderAndIsr",
-    "StopReplica",
-    "UpdateMetadata",
-    "ControlledShutdown",
-    "OffsetCommit",
-    "OffsetFetch",
-    "FindCoordinator",
-    "JoinGroup",
-    "Heartbeat",
-    "LeaveGroup",
-    "SyncGroup",
-    "DescribeGroups",
-    "ListGroups",
-    "SaslHandshake",
-    "ApiVersions",
-    "CreateTopics",
-    "DeleteTopics",
-    "DeleteRecords",
-    "InitProducerId",
-    "OffsetForLeaderEpoch",
-    "AddPartitionsToTxn",
-    "AddOffsetsToTxn",
-    "EndTxn",
-    "WriteTxnMarkers",
-    "TxnOffsetCommit",
-    "DescribeAcls",
-    "CreateAcls",
-    "DeleteAcls",
-    "DescribeConfigs",
-    "AlterConfigs",
-    "AlterReplicaLogDirs",
-    "DescribeLogDirs",
-    "SaslAuthenticate",
-    "CreatePartitions",
-    "CreateDelegationToken",
-    "RenewDelegationToken",
-    "ExpireDelegationToken",
-    "DescribeDelegationToken",
-    "DeleteGroups",
-    "ElectLeaders",
-    "IncrementalAlterConfigs",
-    "AlterPartitionReassignments",
-    "ListPartitionReassignments",
-    "OffsetDelete",
-    "DescribeClientQuotas",
-    "AlterClientQuotas",
-    "DescribeUserScramCredentials",
-    "AlterUserScramCredentials",
-    "Vote",
-    "BeginQuorumEpoch",
-    "EndQuorumEpoch",
-    "DescribeQuorum",
-    "AlterPartition",
-    "UpdateFeatures",
-    "Envelope",
-    "FetchSnapshot",
-    "DescribeCluster",
-    "DescribeProducers",
-    "BrokerRegistration",
-    "BrokerHeartbeat",
-    "UnregisterBroker",
-    "DescribeTransactions",
-    "ListTransactions",
-    "AllocateProducerIds",
-    "ConsumerGroupHeartbeat",
-    "ConsumerGroupDescribe",
-    "ControllerRegistration",
-    "GetTelemetrySubscriptions",
-    "PushTelemetry",
-    "AssignReplicasToDirs",
-    "ListClientMetricsResources",
-    "DescribeTopicPartitions",
-    "ShareGroupHeartbeat",
-    "ShareGroupDescribe",
-    "ShareFetch",
-    "ShareAcknowledge",
-    "AddRaftVoter",
-    "RemoveRaftVoter",
-    "UpdateRaftVoter",
-    "InitializeShareGroupState",
-    "ReadShareGroupState",
-    "WriteShareGroupState",
-    "DeleteShareGroupState",
-    "ReadShareGroupStateSummary",
-};
-
-/* Kafka's enum names (AclOperation, ResourceType, PatternType), indexed by
- * wire value. */
-static const char *const audit_operation_names[] = {
-    "UNKNOWN",
-    "ANY",
-    "ALL",
-    "READ",
-    "WRITE",
-    "CREATE",
-    "DELETE",
-    "ALTER",
-    "DESCRIBE",
-    "CLUSTER_ACTION",
-    "DESCRIBE_CONFIGS",
-    "ALTER_CONFIGS",
-    "IDEMPOTENT_WRITE",
-    "CREATE_TOKENS",
-    "DESCRIBE_TOKENS",
-};
-static const char *const audit_resource_type_names[] = {
-    "UNKNOWN", "ANY", "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID", "DELEGATION_TOKEN", "USER",
-};
-static const char *const audit_pattern_type_names[] = {
-    "UNKNOWN", "ANY", "MATCH", "LITERAL", "PREFIXED",
-};
-
-#define AUDIT_COUNT(array) (sizeof(array) / sizeof((array)[0]))
-
-static const char *audit_table_name(const char *const *table, size_t count, int32_t value)
-{
-    return value >= 0 && (size_t)value < count ? table[value] : "UNKNOWN";
-}
-
+/* Kafka's names for API keys and enum values come from the SDK's names.h. */
 const char *audit_api_name(int32_t api_key)
 {
-    return api_key >= 0 && (size_t)api_key < AUDIT_COUNT(audit_api_names) ? audit_api_names[api_key] : "Unknown";
+    const char *name = cairn_api_key_name(api_key);
+    return strcmp(name, "UNKNOWN") == 0 ? "Unknown" : name;
 }
 
 void audit_format_time(int64_t epoch_ms, char *out, size_t outlen)
@@ -218,9 +98,7 @@ static bool audit_add_request(json_t *object, const struct cairn_request_info *w
 
 static bool audit_add_resource(json_t *object, const struct cairn_audit_event *event)
 {
-    return audit_set(object, "resource_type",
-                     json_string(audit_table_name(audit_resource_type_names, AUDIT_COUNT(audit_resource_type_names),
-                                                  event->resource_type))) &&
+    return audit_set(object, "resource_type", json_string(cairn_resource_type_name(event->resource_type))) &&
            audit_set(object, "resource_name", audit_json_text(event->resource_name));
 }
 
@@ -244,13 +122,9 @@ static bool audit_add_body(json_t *object, const struct cairn_audit_event *event
                audit_set(object, "success", json_boolean(event->success)) &&
                audit_set(object, "error", audit_json_text(event->error_message));
     case CAIRN_AUDIT_AUTHORIZATION:
-        return audit_set(object, "operation",
-                         json_string(audit_table_name(audit_operation_names, AUDIT_COUNT(audit_operation_names),
-                                                      event->operation))) &&
+        return audit_set(object, "operation", json_string(cairn_operation_name(event->operation))) &&
                audit_add_resource(object, event) &&
-               audit_set(object, "pattern_type",
-                         json_string(audit_table_name(audit_pattern_type_names, AUDIT_COUNT(audit_pattern_type_names),
-                                                      event->pattern_type))) &&
+               audit_set(object, "pattern_type", json_string(cairn_pattern_type_name(event->pattern_type))) &&
                audit_set(object, "decision", json_string(event->success ? "allowed" : "denied"));
     case CAIRN_AUDIT_ADMIN:
         return audit_set(object, "operation", audit_json_text(event->admin_operation)) &&

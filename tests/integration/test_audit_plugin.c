@@ -110,6 +110,14 @@ static void test_admin_events_reach_the_file(void **state)
     while ((err = audit_it_delete_topic(rk, "audited")) == RD_KAFKA_RESP_ERR_NO_ERROR && harness_now_ms() < deadline)
         usleep(100000);
     assert_int_equal(err, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
+    /* A refused broker password change is audited without its value. */
+    rd_kafka_ConfigResource_t *cr = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_BROKER, "1");
+    rd_kafka_ConfigResource_set_config(cr, "ssl.key.password", "s3cret-value");
+    rd_kafka_queue_t *queue = rd_kafka_queue_new(rk);
+    rd_kafka_AlterConfigs(rk, &cr, 1, NULL, queue);
+    rd_kafka_event_destroy(rk_admin_result(queue, RD_KAFKA_EVENT_ALTERCONFIGS_RESULT, 20000));
+    rd_kafka_queue_destroy(queue);
+    rd_kafka_ConfigResource_destroy(cr);
     rk_producer_destroy(rk);
 
     /* SIGTERM: fini must write every queued event before the exit. */
@@ -140,6 +148,27 @@ static void test_admin_events_reach_the_file(void **state)
     audit_it_check_event(
         audit_it_find(events, count, "DeleteTopics", "audited", RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART),
         "DeleteTopics");
+    bool password_event = false;
+    for (size_t i = 0; i < count; i++) {
+        char *text = json_dumps(events[i], JSON_COMPACT);
+        assert_null(strstr(text, "s3cret-value"));
+        password_event |= strstr(text, "ssl.key.password") && strstr(text, "[hidden]");
+        free(text);
+    }
+    assert_true(password_event);
+    /* No authorizer is loaded: the default allow-all decisions are audited
+     * too (DeleteTopics asks DELETE on the topic). */
+    bool allowed_delete = false;
+    for (size_t i = 0; i < count && !allowed_delete; i++) {
+        const char *type = json_string_value(json_object_get(events[i], "type"));
+        const char *op = json_string_value(json_object_get(events[i], "operation"));
+        const char *name = json_string_value(json_object_get(events[i], "resource_name"));
+        const char *decision = json_string_value(json_object_get(events[i], "decision"));
+        allowed_delete = type && !strcmp(type, "authorization") && op && !strcmp(op, "DELETE") && name &&
+                         !strcmp(name, "audited") && decision && !strcmp(decision, "allowed");
+    }
+    if (!allowed_delete)
+        fail_msg("no allowed DELETE authorization event on 'audited' among %zu events", count);
     json_t *created = audit_it_find(events, count, "CreateTopics", "audited", 0);
     json_t *details = json_object_get(created, "details");
     if (json_is_object(details) && json_object_get(details, "partitions"))

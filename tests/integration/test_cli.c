@@ -296,6 +296,54 @@ static void test_cluster_info(void **state)
     broker_mark_passed(b);
 }
 
+/* cairn config: broker configs described with their sources, changed at
+ * runtime for one broker and as the cluster-wide default, and refused with
+ * the key named when Cairn cannot change it at runtime. */
+static void test_broker_config_commands(void **state)
+{
+    struct test_broker *b = *state;
+    const char *overrides[] = {"log.retention.hours=100", NULL};
+    broker_start(b, overrides);
+    const char *bs = broker_bootstrap(b);
+    struct run r;
+    RUN(&r, "config", "describe", "--broker", "1", "-b", bs);
+    expect(&r, 0, "STATIC_BROKER_CONFIG", NULL);
+    expect(&r, 0, "READ_ONLY", NULL);
+
+    RUN(&r, "config", "alter", "--broker", "1", "-b", bs, "--set", "message.max.bytes=2000000");
+    expect(&r, 0, "altered 1 config(s) of broker 1", NULL);
+    RUN(&r, "config", "alter", "--broker-defaults", "-b", bs, "--set", "log.retention.ms=3600000");
+    expect(&r, 0, "altered 1 config(s) of the cluster-wide broker default", NULL);
+    RUN(&r, "config", "describe", "--broker", "1", "-b", bs, "--format", "json");
+    json_t *d = parse_json(&r);
+    assert_string_equal(source_of(d, "message.max.bytes"), "DYNAMIC_BROKER_CONFIG");
+    assert_string_equal(json_string_value(json_object_get(config_entry(d, "message.max.bytes"), "value")), "2000000");
+    assert_string_equal(source_of(d, "log.retention.ms"), "DYNAMIC_DEFAULT_BROKER_CONFIG");
+    assert_string_equal(source_of(d, "log.retention.hours"), "STATIC_BROKER_CONFIG");
+    assert_string_equal(source_of(d, "num.io.threads"), "DEFAULT_CONFIG");
+    assert_true(json_is_true(json_object_get(config_entry(d, "num.io.threads"), "read_only")));
+    json_decref(d);
+    RUN(&r, "config", "describe", "--broker-defaults", "-b", bs, "--format", "json");
+    d = parse_json(&r);
+    assert_int_equal(json_array_size(json_object_get(d, "configs")), 1);
+    assert_string_equal(source_of(d, "log.retention.ms"), "DYNAMIC_DEFAULT_BROKER_CONFIG");
+    json_decref(d);
+
+    RUN(&r, "config", "alter", "--broker", "1", "-b", bs, "--delete", "message.max.bytes");
+    expect(&r, 0, "altered 1 config(s) of broker 1", NULL);
+    RUN(&r, "config", "describe", "--broker", "1", "-b", bs, "--format", "json");
+    d = parse_json(&r);
+    assert_string_equal(source_of(d, "message.max.bytes"), "DEFAULT_CONFIG");
+    json_decref(d);
+
+    RUN(&r, "config", "alter", "--broker", "1", "-b", bs, "--set", "num.io.threads=4");
+    expect(&r, 1, NULL, "INVALID_CONFIG");
+    expect(&r, 1, NULL, "num.io.threads");
+    RUN(&r, "config", "describe", "-b", bs);
+    expect(&r, 2, NULL, "--broker ID or --broker-defaults");
+    broker_mark_passed(b);
+}
+
 static void write_text(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -710,6 +758,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_user_commands, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quorum_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quota_commands, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_broker_config_commands, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -219,7 +219,8 @@ static void test_unknown_key(void **state)
     (void)state;
     const char *ov[] = {"plugins=test_required", "plugin.test_required.endpoint=x", "plugin.test_required.colour=red",
                         NULL};
-    const char *want[] = {"plugin 'test_required': unknown config key plugin.test_required.colour", NULL};
+    const char *want[] = {"plugin 'test_required': unknown config key plugin.test_required.colour",
+                          "it declares endpoint, port, fini.file", "cairnd --print-plugin-docs", NULL};
     expect_failure(ov, want);
 }
 

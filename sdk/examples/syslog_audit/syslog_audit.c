@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cairn/names.h>
 #include <cairn/plugin.h>
 
 /* Immutable after init; on_event only reads it and sends on the socket,
@@ -41,26 +42,6 @@ static const struct cairn_config_key *const config_keys[] = {&key_ident, &key_fa
 static const char *const type_names[] = {[CAIRN_AUDIT_AUTHENTICATION] = "AUTHENTICATION",
                                          [CAIRN_AUDIT_AUTHORIZATION] = "AUTHORIZATION",
                                          [CAIRN_AUDIT_ADMIN] = "ADMIN"};
-
-static const char *const op_names[] = {"UNKNOWN",
-                                       "ANY",
-                                       "ALL",
-                                       "READ",
-                                       "WRITE",
-                                       "CREATE",
-                                       "DELETE",
-                                       "ALTER",
-                                       "DESCRIBE",
-                                       "CLUSTER_ACTION",
-                                       "DESCRIBE_CONFIGS",
-                                       "ALTER_CONFIGS",
-                                       "IDEMPOTENT_WRITE",
-                                       "CREATE_TOKENS",
-                                       "DESCRIBE_TOKENS"};
-static const char *const resource_names[] = {"UNKNOWN",          "ANY", "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID",
-                                             "DELEGATION_TOKEN", "USER"};
-/* Unknown values (a newer broker) print as UNKNOWN. */
-#define NAME_OF(table, v) ((v) >= 0 && (size_t)(v) < sizeof table / sizeof table[0] ? table[v] : "UNKNOWN")
 
 static int parse_facility(const char *name)
 {
@@ -160,11 +141,11 @@ static void syslog_on_event(void *instance, const struct cairn_audit_event *ev)
                      ev->error_message ? ev->error_message : "-");
         else if (ev->type == CAIRN_AUDIT_AUTHORIZATION)
             snprintf(line + n, sizeof line - n, " operation=%s resource=%s:%s decision=%s",
-                     NAME_OF(op_names, ev->operation), NAME_OF(resource_names, ev->resource_type),
+                     cairn_operation_name(ev->operation), cairn_resource_type_name(ev->resource_type),
                      ev->resource_name ? ev->resource_name : "-", ev->success ? "ALLOWED" : "DENIED");
         else
             snprintf(line + n, sizeof line - n, " operation=%s resource=%s:%s error_code=%d details=%s",
-                     ev->admin_operation ? ev->admin_operation : "-", NAME_OF(resource_names, ev->resource_type),
+                     ev->admin_operation ? ev->admin_operation : "-", cairn_resource_type_name(ev->resource_type),
                      ev->resource_name ? ev->resource_name : "-", ev->error_code,
                      ev->details_json ? ev->details_json : "{}");
     }

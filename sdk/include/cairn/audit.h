@@ -20,6 +20,8 @@ struct cairn_audit_event {
     uint32_t struct_size;
     int32_t type;         /* enum cairn_audit_event_type */
     int64_t timestamp_ms; /* wall clock */
+    /* Never NULL: the connection and request the event is about (an event
+     * raised outside a request has api_key -1). Valid during the call only. */
     const struct cairn_request_info *request;
 
     /* AUTHENTICATION */
@@ -46,7 +48,14 @@ struct cairn_audit_event {
 
 /* Thread-safety: on_event is called concurrently from io threads, on the
  * request path: copy what you need and return; write on a thread of your
- * own. */
+ * own. Order: events of one connection arrive in request order (one request
+ * per connection is processed at a time); events of different connections
+ * interleave. cairn_host.submit_blocking does not keep order (its jobs run
+ * on several threads), so to write events in the order they happened, push
+ * each copy onto a queue of your own under a mutex inside on_event and let
+ * one writer thread, started in init and joined in fini, drain it (the
+ * shipped audit plugin does this; bound the queue and count what you drop
+ * rather than block). */
 struct cairn_audit_vtable {
     uint32_t struct_size;
     void (*on_event)(void *instance, const struct cairn_audit_event *event);

@@ -116,8 +116,11 @@ struct cairn_host {
 
     /* Runs work(arg) on one of the host's blocking-work threads, then
      * done(arg) (may be NULL) on the same thread. For calls that would
-     * stall an io thread. Returns CAIRN_OK, or CAIRN_RETRIABLE when the
-     * host is shutting down (neither function will run). */
+     * stall an io thread. Jobs run on several threads and keep no order
+     * between them: for ordered work (an audit log) use a queue and one
+     * thread of your own (see audit.h). Returns CAIRN_OK, or
+     * CAIRN_RETRIABLE when the host is shutting down (neither function
+     * will run). */
     int (*submit_blocking)(void *ctx, void (*work)(void *arg), void (*done)(void *arg), void *arg);
 
     /* ---- ABI 1.1 (check with CAIRN_HAS_FIELD(host, struct cairn_host, acl_subscribe)) ---- */

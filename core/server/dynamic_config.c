@@ -1,0 +1,67 @@
+#include "server/dynamic_config.h"
+
+#include <stdlib.h>
+
+#include "config/config.h"
+#include "metadata/metadata_store.h"
+#include "net/server.h"
+#include "util/logger.h"
+
+/* Owned by the main thread; the callback only reads it. */
+struct dynamic_config {
+    struct metadata_store *store;
+    const struct broker_config *base;
+    int32_t node_id;
+    struct net_server *net;
+    int subscription;
+};
+
+static void apply(struct dynamic_config *dc, const struct metadata_image *img)
+{
+    struct broker_config *layered = NULL;
+    char err[256] = "";
+    if (metadata_broker_config_layered(img, dc->base, dc->node_id, NULL, 0, false, &layered, err, sizeof err) != 0) {
+        logger_warn("server", "dynamic broker configs not applied: %s", err);
+        return;
+    }
+    int max_total = config_get_int(layered, "max.connections");
+    int max_per_ip = config_get_int(layered, "max.connections.per.ip");
+    net_server_set_connection_limits(dc->net, max_total, max_per_ip);
+    logger_info("server", "connection limits now max.connections=%d max.connections.per.ip=%d", max_total, max_per_ip);
+    config_free(layered);
+}
+
+static void on_metadata(void *ctx, const struct metadata_image *old_image, const struct metadata_image *new_image)
+{
+    struct dynamic_config *dc = ctx;
+    if (metadata_broker_configs_changed(old_image, new_image, dc->node_id))
+        apply(dc, new_image);
+}
+
+int dynamic_config_start(struct metadata_store *store, const struct broker_config *base, int32_t node_id,
+                         struct net_server *net, struct dynamic_config **out)
+{
+    struct dynamic_config *dc = calloc(1, sizeof *dc);
+    if (!dc)
+        return -1;
+    *dc = (struct dynamic_config){.store = store, .base = base, .node_id = node_id, .net = net};
+    const struct metadata_image *img = metadata_image_acquire(store);
+    if (metadata_broker_configs_changed(NULL, img, node_id))
+        apply(dc, img);
+    metadata_image_release(img);
+    dc->subscription = metadata_store_subscribe(store, on_metadata, dc);
+    if (dc->subscription <= 0) {
+        free(dc);
+        return -1;
+    }
+    *out = dc;
+    return 0;
+}
+
+void dynamic_config_stop(struct dynamic_config *dc)
+{
+    if (!dc)
+        return;
+    metadata_store_unsubscribe(dc->store, dc->subscription);
+    free(dc);
+}

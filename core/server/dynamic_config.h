@@ -1,0 +1,24 @@
+/* Dynamic broker configs the server applies itself: max.connections and
+ * max.connections.per.ip, set on the running net server whenever this
+ * broker's dynamic configs change in the metadata image. (Topic defaults
+ * are applied by the replica manager, which resolves topic configs.)
+ *
+ * Thread-safety: start and stop run on the main thread (start once the
+ * listeners are up, stop before they close); changes are applied on the
+ * thread that publishes a metadata image. */
+#ifndef CAIRN_SERVER_DYNAMIC_CONFIG_H
+#define CAIRN_SERVER_DYNAMIC_CONFIG_H
+#include <stdint.h>
+
+struct broker_config;
+struct metadata_store;
+struct net_server;
+struct dynamic_config;
+
+/* Applies the current image's values, then follows changes. Returns 0, or
+ * -1 on allocation failure. */
+int dynamic_config_start(struct metadata_store *store, const struct broker_config *base, int32_t node_id,
+                         struct net_server *net, struct dynamic_config **out);
+void dynamic_config_stop(struct dynamic_config *dc);
+
+#endif
