@@ -198,6 +198,38 @@ static int64_t query_low_watermark(const struct tiered_state *st)
     return low;
 }
 
+/* ListOffsets v9 for partition 0 and one timestamp spec: the offset. */
+static int64_t list_offset_v9(const struct tiered_state *st, int64_t spec)
+{
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin_flexible(&w, 2, 9, 9009, "tiered-test");
+    raw_put_i32(&w, -1); /* replica id */
+    raw_put_i8(&w, 0);   /* isolation */
+    raw_put_uvarint(&w, 2);
+    raw_put_compact_string(&w, TOPIC);
+    raw_put_uvarint(&w, 2);
+    raw_put_i32(&w, 0);  /* partition */
+    raw_put_i32(&w, -1); /* current leader epoch */
+    raw_put_i64(&w, spec);
+    for (int tags = 0; tags < 3; tags++)
+        raw_put_uvarint(&w, 0);
+    uint8_t *frame = NULL;
+    struct raw_reader r;
+    assert_int_equal(raw_exchange(broker_port(&st->broker), &w, 9009, true, 5000, &frame, &r), 0);
+    (void)raw_get_i32(&r); /* throttle */
+    assert_int_equal(raw_get_uvarint(&r), 2);
+    char name[64];
+    assert_true(raw_get_compact_string(&r, name, sizeof name));
+    assert_int_equal(raw_get_uvarint(&r), 2);
+    assert_int_equal(raw_get_i32(&r), 0);
+    assert_int_equal(raw_get_i16(&r), 0);
+    (void)raw_get_i64(&r); /* timestamp */
+    int64_t offset = raw_get_i64(&r);
+    free(frame);
+    return offset;
+}
+
 static int64_t metric_value(const struct tiered_state *st, const char *name)
 {
     char *page = raw_http_get(st->metrics_port, "/metrics");
@@ -247,6 +279,12 @@ static void test_tiered_read_restart_and_kill(void **state)
     /* Only the active segment (and perhaps the one just rolled) stays. */
     wait_tiered(st, 2, 10);
     assert_int_equal(query_low_watermark(st), 0); /* ListOffsets -2 counts remote segments */
+    /* KIP-1005: earliest-local is the first local segment's base, well past 0;
+     * latest-tiered (-5) is the end of the copied prefix, just below it or more. */
+    int64_t local_start = list_offset_v9(st, -4);
+    assert_true(local_start > 0);
+    assert_true(list_offset_v9(st, -5) >= local_start - 1);
+    assert_int_equal(list_offset_v9(st, -2), 0);
     consume_all_from_zero(st);
     assert_true(metric_value(st, "cairn_remote_copy_segments_total") >= 10);
     assert_true(metric_value(st, "cairn_remote_fetch_requests_total") >= 10);
