@@ -132,6 +132,10 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
         rr.len = 0;
     }
     if (ans->error_code == KAFKA_ERR_NONE && read_committed && rr.len > 0) {
+        /* Markers in remote segments first (they come before the local ones). */
+        if (remote == TIERED_READ_DONE)
+            tiered_aborted_txns(ctx->env->tiered, ps->topic, ps->partition, ps->fetch_offset, rr.next_offset,
+                                partition_log_local_start_offset(log), add_aborted, ans);
         partition_log_aborted_txns(log, ps->fetch_offset, rr.next_offset, add_aborted, ans);
         if (ans->aborted_failed) {
             /* Without the full list the consumer would show aborted records. */

@@ -67,4 +67,12 @@ enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log,
                                     int64_t offset, int32_t max_bytes, int64_t max_offset, uintptr_t key,
                                     struct log_read_result *out, int16_t *kafka_error);
 
+/* read_committed: the aborted transactions held in remote segments whose
+ * marker is at or after fetch_offset and below before_offset (the local
+ * log start: the local list has the rest) and whose first offset is below
+ * upper_bound, in marker order. Calls fn for each; returns how many. */
+size_t tiered_aborted_txns(struct tiered *t, const char *topic, int32_t partition, int64_t fetch_offset,
+                           int64_t upper_bound, int64_t before_offset,
+                           void (*fn)(void *arg, int64_t producer_id, int64_t first_offset), void *arg);
+
 #endif

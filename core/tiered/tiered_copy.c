@@ -203,6 +203,19 @@ static int copy_one(struct tiered *t, struct tiered_partition *p, struct partiti
     char *index_path = segment_file(log, info->base_offset, ".index");
     char *time_path = segment_file(log, info->base_offset, ".timeindex");
     char *txn_path = info->has_txn_index ? segment_file(log, info->base_offset, ".txnindex") : NULL;
+    if (txn_path) {
+        struct txn_index idx = {0};
+        int loaded = txn_index_load_file(&idx, txn_path);
+        pthread_mutex_lock(&p->lock);
+        struct tiered_segment *entry = &p->segs[index_of(p, s.id)];
+        entry->aborted = idx.entries; /* the list owns them (freed with the entry) */
+        entry->aborted_count = idx.count;
+        pthread_mutex_unlock(&p->lock);
+        if (loaded != 0) {
+            logger_warn("tiered", "%s: cannot read: %s", txn_path, strerror(loaded));
+            rc = -1;
+        }
+    }
     char *snapshot_path = segment_file(log, info->next_offset, ".snapshot");
     if (snapshot_path && access(snapshot_path, F_OK) != 0) {
         free(snapshot_path); /* recovery may have pruned it; the plugin is told there is none */
@@ -226,7 +239,7 @@ static int copy_one(struct tiered *t, struct tiered_partition *p, struct partiti
     uint8_t custom[TIERED_CUSTOM_METADATA_MAX];
     size_t custom_len = sizeof custom;
     char err[512] = "";
-    rc = log_path && index_path && time_path
+    rc = rc == 0 && log_path && index_path && time_path
              ? t->rsm->copy_segment(t->rsm_instance, &view, &files, custom, &custom_len, err, sizeof err)
              : CAIRN_ERROR;
     free(log_path);
@@ -236,6 +249,8 @@ static int copy_one(struct tiered *t, struct tiered_partition *p, struct partiti
     free(snapshot_path);
     free(checkpoint);
     if (rc != CAIRN_OK || custom_len > sizeof custom) {
+        if (rc == CAIRN_OK)
+            rc = CAIRN_INVALID;
         metrics_add(t->metrics.copy_errors, 1);
         logger_warn("tiered", "%s-%" PRId32 ": copying segment %" PRId64 " to %s failed (%d): %s", p->topic,
                     p->partition, info->base_offset, t->plugin_name, rc, err);

@@ -545,3 +545,33 @@ enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log,
     pthread_mutex_unlock(&c->lock);
     return status;
 }
+
+size_t tiered_aborted_txns(struct tiered *t, const char *topic, int32_t partition, int64_t fetch_offset,
+                           int64_t upper_bound, int64_t before_offset,
+                           void (*fn)(void *arg, int64_t producer_id, int64_t first_offset), void *arg)
+{
+    if (!t)
+        return 0;
+    pthread_mutex_lock(&t->lock);
+    struct tiered_partition *p = tiered_partition_find_locked(t, topic, partition);
+    pthread_mutex_unlock(&t->lock);
+    if (!p)
+        return 0;
+    size_t n = 0;
+    pthread_mutex_lock(&p->lock);
+    for (size_t i = 0; i < p->count; i++) {
+        const struct tiered_segment *s = &p->segs[i];
+        if (s->state != TIERED_COPY_FINISHED || s->end_offset < fetch_offset)
+            continue;
+        for (size_t k = 0; k < s->aborted_count; k++) {
+            const struct txn_index_entry *e = &s->aborted[k];
+            if (e->last_offset >= fetch_offset && e->last_offset < before_offset && e->first_offset < upper_bound) {
+                if (fn)
+                    fn(arg, e->producer_id, e->first_offset);
+                n++;
+            }
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}

@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include "cairn/remote_storage.h"
+#include "log/txn_index.h"
 #include "metrics/metrics.h"
 #include "tiered/tiered.h"
 
@@ -33,6 +34,10 @@ struct tiered_segment {
     uint8_t custom[TIERED_CUSTOM_METADATA_MAX];
     size_t custom_len;
     enum tiered_segment_state state;
+    /* The segment's .txnindex (aborted transactions whose marker it holds),
+     * kept here so read_committed reads need no extra remote round trip. */
+    struct txn_index_entry *aborted;
+    size_t aborted_count;
 };
 
 /* The remote segments of one partition incarnation (topic id). segs is

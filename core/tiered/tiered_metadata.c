@@ -48,9 +48,12 @@ void tiered_segment_free(struct tiered_segment *s)
 {
     free(s->epochs);
     free(s->epoch_starts);
+    free(s->aborted);
     s->epochs = NULL;
     s->epoch_starts = NULL;
     s->epoch_count = 0;
+    s->aborted = NULL;
+    s->aborted_count = 0;
 }
 
 static json_t *segment_json(const struct tiered_segment *s)
@@ -61,12 +64,19 @@ static json_t *segment_json(const struct tiered_segment *s)
     json_t *epochs = json_array();
     for (size_t i = 0; epochs && i < s->epoch_count; i++)
         json_array_append_new(epochs, json_pack("[iI]", (int)s->epochs[i], (json_int_t)s->epoch_starts[i]));
-    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:i, s:o, s:s}", "segment_id", id, "state",
+    json_t *aborted = json_array();
+    for (size_t i = 0; aborted && i < s->aborted_count; i++) {
+        const struct txn_index_entry *e = &s->aborted[i];
+        json_array_append_new(aborted, json_pack("[IIII]", (json_int_t)e->producer_id, (json_int_t)e->first_offset,
+                                                 (json_int_t)e->last_offset, (json_int_t)e->last_stable_offset));
+    }
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:i, s:o, s:o, s:s}", "segment_id", id, "state",
                      state_names[s->state], "start_offset", (json_int_t)s->start_offset, "end_offset",
                      (json_int_t)s->end_offset, "max_timestamp_ms", (json_int_t)s->max_timestamp_ms,
                      "segment_size_bytes", (json_int_t)s->size_bytes, "event_timestamp_ms",
                      (json_int_t)s->event_timestamp_ms, "broker_id", (int)s->broker_id, "leader_epochs",
-                     epochs ? epochs : json_array(), "custom_metadata", custom);
+                     epochs ? epochs : json_array(), "aborted_txns", aborted ? aborted : json_array(),
+                     "custom_metadata", custom);
 }
 
 int tiered_metadata_save(struct tiered_partition *p, char *err, size_t errlen)
@@ -147,6 +157,22 @@ static int parse_segment(json_t *js, struct tiered_segment *s)
         s->epoch_starts[i] = at;
     }
     s->epoch_count = n;
+    json_t *aborted = json_object_get(js, "aborted_txns");
+    size_t m = json_is_array(aborted) ? json_array_size(aborted) : 0;
+    s->aborted = m ? calloc(m, sizeof *s->aborted) : NULL;
+    for (size_t i = 0; s->aborted && i < m; i++) {
+        json_int_t pid, first, last, lso;
+        if (json_unpack(json_array_get(aborted, i), "[IIII]", &pid, &first, &last, &lso) != 0) {
+            tiered_segment_free(s);
+            return -1;
+        }
+        s->aborted[i] = (struct txn_index_entry){pid, first, last, lso};
+        s->aborted_count++;
+    }
+    if (m && !s->aborted) {
+        tiered_segment_free(s);
+        return -1;
+    }
     return 0;
 }
 

@@ -29,6 +29,7 @@
 /* Owned by the test's main thread. */
 struct tiered_state {
     struct test_broker broker;
+    char remote_root[64];
     char remote_dir[700];
     int metrics_port;
     long produced;
@@ -249,16 +250,17 @@ static int64_t metric_value(const struct tiered_state *st, const char *name)
     return value;
 }
 
-static void test_tiered_read_restart_and_kill(void **state)
+/* cairnd with storage-local in a fresh remote dir, and TOPIC created with
+ * small segments and a local retention of one byte. */
+static void start_tiered(struct tiered_state *st, const char *topic)
 {
-    struct tiered_state *st = *state;
     char path_kv[700], dir_kv[900], metrics_kv[64];
     snprintf(path_kv, sizeof path_kv, "plugin.path=%s", CAIRN_PLUGIN_DIR);
     st->metrics_port = harness_free_port();
     snprintf(metrics_kv, sizeof metrics_kv, "metrics.http.listener=127.0.0.1:%d", st->metrics_port);
-    char tmpl[] = "/tmp/cairn-tiered-XXXXXX";
-    assert_non_null(mkdtemp(tmpl));
-    snprintf(st->remote_dir, sizeof st->remote_dir, "%s/remote", tmpl);
+    snprintf(st->remote_root, sizeof st->remote_root, "/tmp/cairn-tiered-XXXXXX");
+    assert_non_null(mkdtemp(st->remote_root));
+    snprintf(st->remote_dir, sizeof st->remote_dir, "%s/remote", st->remote_root);
     snprintf(dir_kv, sizeof dir_kv, "plugin.storage-local.dir=%s", st->remote_dir);
     const char *ov[] = {path_kv,
                         "plugins=storage-local",
@@ -271,10 +273,15 @@ static void test_tiered_read_restart_and_kill(void **state)
                         "log.retention.check.interval.ms=200",
                         NULL};
     broker_start(&st->broker, ov);
-    rk_create_topic(broker_bootstrap(&st->broker), TOPIC, 1,
+    rk_create_topic(broker_bootstrap(&st->broker), topic, 1,
                     (const char *const[]){"segment.bytes", "32768", "remote.storage.enable", "true",
                                           "local.retention.bytes", "1", NULL});
+}
 
+static void test_tiered_read_restart_and_kill(void **state)
+{
+    struct tiered_state *st = *state;
+    start_tiered(st, TOPIC);
     produce_round(st, RECORDS_PER_ROUND);
     /* Only the active segment (and perhaps the one just rolled) stays. */
     wait_tiered(st, 2, 10);
@@ -307,9 +314,89 @@ static void test_tiered_read_restart_and_kill(void **state)
     consume_all_from_zero(st);
     assert_true(check_metadata(st) >= copied + 10);
     broker_mark_passed(&st->broker);
-    char cmd[800];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
-    assert_int_equal(system(cmd), 0);
+}
+
+#define TXN_TOPIC "tiered-txn"
+#define TXN_ROUNDS 60
+#define TXN_RECORDS 40
+
+/* Transaction r holds values "txn-<r>-<i>-" padded to 200 bytes (so
+ * segments roll often); every fourth is aborted. */
+static bool txn_aborted(long r)
+{
+    return r % 4 == 1;
+}
+
+static void txn_value(long r, long i, char out[256])
+{
+    int len = snprintf(out, 256, "txn-%ld-%ld-", r, i);
+    memset(out + len, 'x', 200 - (size_t)len);
+    out[200] = '\0';
+}
+
+struct txn_cursor {
+    long round, index;
+};
+
+static bool check_committed(const rd_kafka_message_t *msg, void *ctx)
+{
+    struct txn_cursor *c = ctx;
+    while (txn_aborted(c->round))
+        c->round++;
+    char want[256];
+    txn_value(c->round, c->index, want);
+    if (msg->len != strlen(want) || memcmp(msg->payload, want, msg->len) != 0) {
+        fprintf(stderr, "at offset %lld: '%.*s', expected '%s'\n", (long long)msg->offset, (int)msg->len,
+                (const char *)msg->payload, want);
+        return false;
+    }
+    if (++c->index == TXN_RECORDS) {
+        c->index = 0;
+        c->round++;
+    }
+    return true;
+}
+
+/* Aborted transactions whose data and markers now live only remotely stay
+ * invisible to a read_committed consumer (librdkafka's default). */
+static void test_tiered_read_committed(void **state)
+{
+    struct tiered_state *st = *state;
+    start_tiered(st, TXN_TOPIC);
+    rd_kafka_t *p = rk_producer_new(broker_bootstrap(&st->broker),
+                                    (const char *const[]){"transactional.id", "tiered-txn", "batch.size", "16384",
+                                                          NULL});
+    rk_expect_ok(rd_kafka_init_transactions(p, 30000), "init_transactions");
+    for (long r = 0; r < TXN_ROUNDS; r++) {
+        rk_expect_ok(rd_kafka_begin_transaction(p), "begin_transaction");
+        for (long i = 0; i < TXN_RECORDS; i++) {
+            char value[256];
+            txn_value(r, i, value);
+            assert_int_equal(rk_produce_blocking(p, TXN_TOPIC, 0, NULL, 0, value, strlen(value), 0, NULL, NULL),
+                             RD_KAFKA_RESP_ERR_NO_ERROR);
+        }
+        /* Written first, so an abort leaves data and a marker in the log. */
+        assert_int_equal(rd_kafka_flush(p, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
+        if (txn_aborted(r))
+            rk_expect_ok(rd_kafka_abort_transaction(p, 30000), "abort_transaction");
+        else
+            rk_expect_ok(rd_kafka_commit_transaction(p, 30000), "commit_transaction");
+    }
+    rk_producer_destroy(p);
+    long committed = 0;
+    for (long r = 0; r < TXN_ROUNDS; r++)
+        committed += txn_aborted(r) ? 0 : TXN_RECORDS;
+    char local[800];
+    snprintf(local, sizeof local, "%s/" TXN_TOPIC "-0", st->broker.data_dir);
+    long long deadline = harness_now_ms() + 60000;
+    while (count_files(local, ".log") > 2 && harness_now_ms() < deadline)
+        usleep(200 * 1000);
+    assert_true(count_files(local, ".log") <= 2);
+    struct txn_cursor cursor = {0, 0};
+    long want = committed;
+    long got = rk_consume_each(broker_bootstrap(&st->broker), TXN_TOPIC, 1, &want, 90000, check_committed, &cursor);
+    assert_int_equal(got, committed);
+    broker_mark_passed(&st->broker);
 }
 
 static int setup(void **state)
@@ -324,6 +411,11 @@ static int teardown(void **state)
 {
     struct tiered_state *st = *state;
     broker_cleanup(&st->broker);
+    if (st->remote_root[0] && st->broker.passed) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", st->remote_root);
+        assert_int_equal(system(cmd), 0);
+    }
     free(st);
     return 0;
 }
@@ -332,6 +424,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_tiered_read_restart_and_kill, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tiered_read_committed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
