@@ -193,7 +193,9 @@ int16_t partition_log_flush_if_due(struct partition_log *log, int64_t now_ms);
 int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset);
 /* Move the log start offset forward (DeleteRecords); removes whole segments
  * below it, as retention does. OFFSET_OUT_OF_RANGE when offset > log end or
- * negative; an offset at or below the start changes nothing. */
+ * negative; an offset at or below the start changes nothing. Below the
+ * local start (tiered storage) it moves the whole log's start only; the
+ * remote log manager then deletes the remote segments below it. */
 int16_t partition_log_delete_records_before(struct partition_log *log, int64_t offset);
 /* Delete closed segments past retention.ms / retention.bytes; returns the
  * number of segments deleted. */
@@ -223,6 +225,10 @@ int partition_log_closed_segments(struct partition_log *log, struct log_segment_
 void partition_log_set_remote_offsets(struct partition_log *log, int64_t remote_start, int64_t copied_end);
 /* copied_end as last set; -1 when nothing is tiered. */
 int64_t partition_log_remote_copied_end(struct partition_log *log);
+/* A DeleteRecords start below the local start, -1 when none; the remote
+ * log manager persists it and restores it with
+ * partition_log_delete_records_before. */
+int64_t partition_log_remote_floor(struct partition_log *log);
 
 /* partition.metadata: topic id (16 bytes). */
 int partition_log_write_metadata(struct partition_log *log, const uint8_t topic_id[16]);

@@ -28,6 +28,9 @@ struct partition_log {
      * closed segment's copy is confirmed; -1 when none. */
     _Atomic int64_t remote_start_offset;
     _Atomic int64_t remote_copied_end;
+    /* A DeleteRecords start below the local start (the remote part of the
+     * log): no offset below it is served; -1 when none. */
+    _Atomic int64_t remote_floor;
     /* While hw_tracks_end the high watermark is log_end_offset and
      * high_watermark is unused; otherwise high_watermark holds it. Changed
      * under write_lock, read without a lock (see partition_log_high_watermark). */

@@ -126,6 +126,11 @@ int64_t partition_log_remote_copied_end(struct partition_log *log)
     return atomic_load(&log->remote_copied_end);
 }
 
+int64_t partition_log_remote_floor(struct partition_log *log)
+{
+    return atomic_load(&log->remote_floor);
+}
+
 int16_t partition_log_delete_records_before(struct partition_log *log, int64_t offset)
 {
     pthread_mutex_lock(&log->write_lock);
@@ -134,7 +139,12 @@ int16_t partition_log_delete_records_before(struct partition_log *log, int64_t o
         code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
     } else if (offset > atomic_load(&log->log_end_offset) || offset < 0) {
         code = KAFKA_ERR_OFFSET_OUT_OF_RANGE;
-    } else if (offset > atomic_load(&log->log_start_offset)) {
+    } else if (offset <= atomic_load(&log->log_start_offset)) {
+        /* Below the local start: only remote segments hold it; the remote
+         * log manager deletes those wholly below the new start. */
+        if (offset > atomic_load(&log->remote_floor))
+            atomic_store(&log->remote_floor, offset);
+    } else {
         pthread_rwlock_wrlock(&log->lock);
         atomic_store(&log->log_start_offset, offset);
         while (log->segment_count > 1 && log->segments[1]->base_offset <= offset) {
@@ -154,6 +164,9 @@ int16_t partition_log_delete_records_before(struct partition_log *log, int64_t o
 
 void partition_log_restore_start_offset(struct partition_log *log, int64_t offset)
 {
+    /* Only forward of the local start: a checkpoint may have been written
+     * before the remote start was known, and the remote log manager
+     * restores a DeleteRecords start below the local one itself. */
     if (offset > atomic_load(&log->log_start_offset) && offset <= atomic_load(&log->log_end_offset))
         partition_log_delete_records_before(log, offset);
 }

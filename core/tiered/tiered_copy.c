@@ -315,8 +315,6 @@ static void copy_eligible(struct tiered *t, struct tiered_partition *p, struct p
 static void remote_retention(struct tiered *t, struct tiered_partition *p, struct partition_log *log,
                              const struct log_config *cfg, int64_t now_ms)
 {
-    if (!cfg->cleanup_delete)
-        return;
     for (;;) {
         int64_t start, copied_end;
         struct log_segment_info *segs = NULL;
@@ -338,17 +336,21 @@ static void remote_retention(struct tiered *t, struct tiered_partition *p, struc
             if (oldest < 0)
                 oldest = (ssize_t)i;
         }
-        bool by_time = false, by_size = false;
+        bool by_time = false, by_size = false, by_start = false;
         if (oldest >= 0) {
             const struct tiered_segment *s = &p->segs[oldest];
-            by_time = cfg->retention_ms >= 0 && s->max_timestamp_ms >= 0 &&
+            by_start = s->end_offset < partition_log_start_offset(log); /* DeleteRecords */
+            by_time = cfg->cleanup_delete && cfg->retention_ms >= 0 && s->max_timestamp_ms >= 0 &&
                       now_ms - s->max_timestamp_ms > cfg->retention_ms;
-            by_size = cfg->retention_bytes >= 0 && total - s->size_bytes >= cfg->retention_bytes;
+            by_size = cfg->cleanup_delete && cfg->retention_bytes >= 0 && total - s->size_bytes >= cfg->retention_bytes;
         }
         pthread_mutex_unlock(&p->lock);
         free(segs);
-        if ((!by_time && !by_size) || t->stopping ||
-            delete_one(t, p, (size_t)oldest, by_time ? "retention.ms" : "retention.bytes") != 0)
+        if ((!by_time && !by_size && !by_start) || t->stopping ||
+            delete_one(t, p, (size_t)oldest,
+                       by_start  ? "log start offset"
+                       : by_time ? "retention.ms"
+                                 : "retention.bytes") != 0)
             break;
         publish(p, log);
     }
@@ -366,6 +368,14 @@ void tiered_copy_partition(struct tiered *t, struct tiered_partition *p, int64_t
         partition_log_get_config(log, &cfg);
         /* Compacted topics are not tiered (as in Kafka): the cleaner rewrites
          * segments a copy would have to follow. */
+        /* A DeleteRecords start below the local one is kept with the list. */
+        int64_t floor = partition_log_remote_floor(log);
+        if (floor > p->log_start_offset) {
+            pthread_mutex_lock(&p->lock);
+            p->log_start_offset = floor;
+            pthread_mutex_unlock(&p->lock);
+            save(p);
+        }
         if (cfg.remote_storage_enable && !cfg.cleanup_compact)
             copy_eligible(t, p, log);
         remote_retention(t, p, log, &cfg, now_ms);

@@ -478,8 +478,8 @@ enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log,
                                     struct log_read_result *out, int16_t *kafka_error)
 {
     *kafka_error = KAFKA_ERR_NONE;
-    if (!t || offset >= partition_log_local_start_offset(log))
-        return TIERED_READ_LOCAL;
+    if (!t || offset >= partition_log_local_start_offset(log) || offset < partition_log_start_offset(log))
+        return TIERED_READ_LOCAL; /* local data, or below the start: the local read says out of range */
     struct tiered_partition *p = NULL;
     struct tiered_segment seg;
     if (!find_segment(t, topic, partition, offset, &p, &seg))

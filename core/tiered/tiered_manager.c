@@ -54,6 +54,7 @@ struct tiered_partition *tiered_partition_get_locked(struct tiered *t, const cha
         return NULL;
     }
     p->partition = partition;
+    p->log_start_offset = -1;
     memcpy(p->topic_id, topic_id, 16);
     pthread_mutex_init(&p->lock, NULL);
     t->parts[t->part_count++] = p;
@@ -240,6 +241,8 @@ static void publish_all(struct tiered *t)
             tiered_partition_offsets_locked(p, &start, &end);
             pthread_mutex_unlock(&p->lock);
             partition_log_set_remote_offsets(log, start, end);
+            if (p->log_start_offset >= 0)
+                partition_log_delete_records_before(log, p->log_start_offset);
         }
         if (log)
             partition_log_close(log);

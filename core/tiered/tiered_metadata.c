@@ -84,8 +84,9 @@ int tiered_metadata_save(struct tiered_partition *p, char *err, size_t errlen)
     char topic_id[33];
     tiered_hex(p->topic_id, 16, topic_id);
     json_t *segs = json_array();
-    json_t *root = json_pack("{s:i, s:s, s:i, s:s, s:o}", "version", 1, "topic", p->topic, "partition",
-                             (int)p->partition, "topic_id", topic_id, "segments", segs ? segs : json_array());
+    json_t *root = json_pack("{s:i, s:s, s:i, s:s, s:I, s:o}", "version", 1, "topic", p->topic, "partition",
+                             (int)p->partition, "topic_id", topic_id, "log_start_offset",
+                             (json_int_t)p->log_start_offset, "segments", segs ? segs : json_array());
     for (size_t i = 0; root && i < p->count; i++) {
         json_t *s = segment_json(&p->segs[i]);
         if (!s || json_array_append_new(json_object_get(root, "segments"), s) != 0) {
@@ -197,6 +198,9 @@ static int load_file(struct tiered *t, const char *path, char *err, size_t errle
     int rc = p ? 0 : -1;
     if (!p)
         snprintf(err, errlen, "out of memory");
+    json_t *start = json_object_get(root, "log_start_offset");
+    if (p && json_is_integer(start))
+        p->log_start_offset = json_integer_value(start);
     for (size_t i = 0; rc == 0 && i < json_array_size(segs); i++) {
         if (p->count == p->cap) {
             size_t cap = p->cap ? p->cap * 2 : 16;
