@@ -4,7 +4,9 @@
  * must read every record byte for byte, before and after a restart, and
  * after a kill -9 in the middle of copying. The remote segment list is
  * checked against the remote directory: every segment recorded as copied
- * is there whole. */
+ * is there whole. Also: ListOffsets -2/-4/-5, DeleteRecords into the remote
+ * part, read_committed over remote aborted transactions, and topic
+ * deletion removing the remote segments. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -437,6 +439,22 @@ static void test_tiered_read_committed(void **state)
     long want = committed;
     long got = rk_consume_each(broker_bootstrap(&st->broker), TXN_TOPIC, 1, &want, 90000, check_committed, &cursor);
     assert_int_equal(got, committed);
+
+    /* Deleting the topic deletes its remote segments and its metadata file. */
+    char remote[1200], meta_dir[800], cmd[1400];
+    snprintf(remote, sizeof remote, "%s/" TXN_TOPIC "-0", st->remote_dir);
+    snprintf(meta_dir, sizeof meta_dir, "%s/remote-log-metadata", st->broker.data_dir);
+    assert_true(count_files(meta_dir, ".json") == 1);
+    snprintf(cmd, sizeof cmd, "%s topic delete " TXN_TOPIC " -b %s >/dev/null", CAIRN_CLI_PATH,
+             broker_bootstrap(&st->broker));
+    assert_int_equal(system(cmd), 0);
+    deadline = harness_now_ms() + 30000;
+    struct stat sb;
+    while ((stat(remote, &sb) == 0 || count_files(meta_dir, ".json") > 0) && harness_now_ms() < deadline)
+        usleep(200 * 1000);
+    if (stat(remote, &sb) == 0)
+        fail_msg("%s outlived the topic", remote);
+    assert_int_equal(count_files(meta_dir, ".json"), 0);
     broker_mark_passed(&st->broker);
 }
 
