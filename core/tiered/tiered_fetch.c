@@ -405,6 +405,45 @@ void tiered_cache_destroy(struct tiered *t)
     t->cache = NULL;
 }
 
+static struct cache_entry *cache_find_locked(struct tiered_cache *c, const uint8_t id[16])
+{
+    struct cache_entry *e = c->entries;
+    while (e && memcmp(e->id, id, 16) != 0)
+        e = e->next;
+    return e;
+}
+
+/* Queues a download of seg into e (a FAILED entry retried) or a new entry;
+ * returns the entry, NULL when out of memory. Caller holds the cache lock. */
+static struct cache_entry *queue_download_locked(struct tiered_cache *c, struct tiered_partition *p,
+                                                 const struct tiered_segment *seg, struct cache_entry *e)
+{
+    struct cache_job *job = calloc(1, sizeof *job);
+    if (!job)
+        return NULL;
+    if (!e) {
+        e = calloc(1, sizeof *e);
+        if (!e) {
+            free(job);
+            return NULL;
+        }
+        memcpy(e->id, seg->id, 16);
+        e->base_offset = seg->start_offset;
+        e->fd = -1;
+        e->next = c->entries;
+        c->entries = e;
+    }
+    e->state = CACHE_LOADING;
+    *job = (struct cache_job){.entry = e, .p = p, .seg = *seg};
+    if (c->jobs_tail)
+        c->jobs_tail->next = job;
+    else
+        c->jobs = job;
+    c->jobs_tail = job;
+    pthread_cond_signal(&c->cond);
+    return e;
+}
+
 /* As partition_log_read over one segment file. Caller holds the cache lock
  * (the entry stays); reads only immutable data. */
 static int16_t read_entry(const struct cache_entry *e, int64_t offset, int32_t max_bytes, int64_t max_offset,
@@ -447,10 +486,22 @@ static int16_t read_entry(const struct cache_entry *e, int64_t offset, int32_t m
     return KAFKA_ERR_NONE;
 }
 
-/* The finished remote segment holding offset, copied out of p. */
-static bool find_segment(struct tiered *t, const char *topic, int32_t partition, int64_t offset,
-                         struct tiered_partition **pp, struct tiered_segment *out)
+static void copy_plain(struct tiered_segment *out, const struct tiered_segment *s)
 {
+    *out = *s;
+    out->epochs = NULL;
+    out->epoch_starts = NULL;
+    out->epoch_count = 0;
+    out->aborted = NULL;
+    out->aborted_count = 0;
+}
+
+/* The finished remote segment holding offset, and the one after it (for
+ * read-ahead; start_offset -1 when none), copied out of p. */
+static bool find_segment(struct tiered *t, const char *topic, int32_t partition, int64_t offset,
+                         struct tiered_partition **pp, struct tiered_segment *out, struct tiered_segment *next)
+{
+    next->start_offset = -1;
     pthread_mutex_lock(&t->lock);
     struct tiered_partition *p = tiered_partition_find_locked(t, topic, partition);
     pthread_mutex_unlock(&t->lock);
@@ -461,11 +512,10 @@ static bool find_segment(struct tiered *t, const char *topic, int32_t partition,
     for (size_t i = 0; i < p->count && !found; i++) {
         const struct tiered_segment *s = &p->segs[i];
         if (s->state == TIERED_COPY_FINISHED && s->start_offset <= offset && offset <= s->end_offset) {
-            *out = *s;
-            out->epochs = NULL;
-            out->epoch_starts = NULL;
-            out->epoch_count = 0;
+            copy_plain(out, s);
             found = true;
+            if (i + 1 < p->count && p->segs[i + 1].state == TIERED_COPY_FINISHED)
+                copy_plain(next, &p->segs[i + 1]);
         }
     }
     pthread_mutex_unlock(&p->lock);
@@ -481,8 +531,8 @@ enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log,
     if (!t || offset >= partition_log_local_start_offset(log) || offset < partition_log_start_offset(log))
         return TIERED_READ_LOCAL; /* local data, or below the start: the local read says out of range */
     struct tiered_partition *p = NULL;
-    struct tiered_segment seg;
-    if (!find_segment(t, topic, partition, offset, &p, &seg))
+    struct tiered_segment seg, next;
+    if (!find_segment(t, topic, partition, offset, &p, &seg, &next))
         return TIERED_READ_LOCAL; /* below every remote segment: out of range locally too */
     memset(out, 0, sizeof *out);
     out->fd = -1;
@@ -493,9 +543,7 @@ enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log,
         return TIERED_READ_DONE;
     struct tiered_cache *c = t->cache;
     pthread_mutex_lock(&c->lock);
-    struct cache_entry *e = c->entries;
-    while (e && memcmp(e->id, seg.id, 16) != 0)
-        e = e->next;
+    struct cache_entry *e = cache_find_locked(c, seg.id);
     int64_t now = clock_mono_ms();
     enum tiered_read_status status = TIERED_READ_PENDING;
     if (e && e->state == CACHE_READY) {
@@ -507,34 +555,14 @@ enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log,
         *kafka_error = KAFKA_ERR_KAFKA_STORAGE_ERROR; /* retriable: the client tries again */
         status = TIERED_READ_ERROR;
     } else {
-        bool queue = !e || e->state == CACHE_FAILED;
-        struct cache_job *job = queue ? calloc(1, sizeof *job) : NULL;
-        if (!e && job) {
-            e = calloc(1, sizeof *e);
-            if (e) {
-                memcpy(e->id, seg.id, 16);
-                e->base_offset = seg.start_offset;
-                e->fd = -1;
-                e->next = c->entries;
-                c->entries = e;
-            }
+        if (!e || e->state == CACHE_FAILED) {
+            metrics_add(t->metrics.cache_misses, 1);
+            e = queue_download_locked(c, p, &seg, e);
         }
-        if (queue && (!e || !job)) {
-            free(job);
+        if (!e) {
             *kafka_error = KAFKA_ERR_KAFKA_STORAGE_ERROR;
             status = TIERED_READ_ERROR;
         } else {
-            if (queue) {
-                metrics_add(t->metrics.cache_misses, 1);
-                e->state = CACHE_LOADING;
-                *job = (struct cache_job){.entry = e, .p = p, .seg = seg};
-                if (c->jobs_tail)
-                    c->jobs_tail->next = job;
-                else
-                    c->jobs = job;
-                c->jobs_tail = job;
-                pthread_cond_signal(&c->cond);
-            }
             bool known = false;
             for (size_t i = 0; i < e->key_count; i++)
                 known |= e->keys[i] == key;
@@ -542,6 +570,9 @@ enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log,
                 e->keys[e->key_count++] = key;
         }
     }
+    /* Read-ahead: a sequential reader wants the next segment soon. */
+    if (next.start_offset >= 0 && !c->stopping && !cache_find_locked(c, next.id))
+        queue_download_locked(c, p, &next, NULL);
     pthread_mutex_unlock(&c->lock);
     return status;
 }
