@@ -191,6 +191,26 @@ static int check_metadata(const struct tiered_state *st)
     return finished;
 }
 
+/* Bytes of the remote segment cache on disk. */
+static long long cache_bytes(const struct tiered_state *st)
+{
+    char dir[800];
+    snprintf(dir, sizeof dir, "%s/remote-log-cache", st->broker.data_dir);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    long long total = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char path[1100];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (e->d_name[0] != '.' && stat(path, &sb) == 0)
+            total += sb.st_size;
+    }
+    closedir(d);
+    return total;
+}
+
 static int64_t query_low_watermark(const struct tiered_state *st)
 {
     rd_kafka_t *rk = rk_consumer_new(broker_bootstrap(&st->broker), NULL);
@@ -273,6 +293,8 @@ static void start_tiered(struct tiered_state *st, const char *topic)
                         "remote.log.manager.thread.pool.size=2",
                         "remote.log.reader.threads=2",
                         "log.retention.check.interval.ms=200",
+                        /* A few segments' worth: reads from 0 keep evicting. */
+                        "remote.log.index.file.cache.total.size.bytes=100000",
                         NULL};
     broker_start(&st->broker, ov);
     rk_create_topic(broker_bootstrap(&st->broker), topic, 1,
@@ -327,6 +349,8 @@ static void test_tiered_read_restart_and_kill(void **state)
     assert_true(list_offset_v9(st, -5) >= local_start - 1);
     assert_int_equal(list_offset_v9(st, -2), 0);
     consume_all_from_zero(st);
+    /* The cache stayed within its bound (plus the segment just landed). */
+    assert_true(cache_bytes(st) <= 100000 + 32768);
     assert_true(metric_value(st, "cairn_remote_copy_segments_total") >= 10);
     assert_true(metric_value(st, "cairn_remote_fetch_requests_total") >= 10);
     int copied = check_metadata(st);
