@@ -306,7 +306,13 @@ static void copy_eligible(struct tiered *t, struct tiered_partition *p, struct p
         copied_end = segs[i].next_offset;
         publish(p, log);
     }
-    metrics_set(t->metrics.copy_lag_segments, (int64_t)lag);
+    pthread_mutex_lock(&t->lock);
+    p->copy_lag = (int64_t)lag;
+    int64_t total = 0;
+    for (size_t i = 0; i < t->part_count; i++)
+        total += t->parts[i]->copy_lag;
+    pthread_mutex_unlock(&t->lock);
+    metrics_set(t->metrics.copy_lag_segments, total);
     free(segs);
 }
 

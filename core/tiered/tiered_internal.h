@@ -52,6 +52,7 @@ struct tiered_partition {
     struct tiered_segment *segs;
     size_t count, cap;
     int64_t log_start_offset; /* lock: a DeleteRecords start below the local one, -1 when none */
+    int64_t copy_lag; /* manager lock: closed segments below the HW waiting for a copy */
     bool busy;   /* manager lock: a copier works on it */
     bool queued; /* manager lock: waiting in the copy queue */
     bool gone;   /* its topic was deleted and every remote segment with it */

@@ -352,6 +352,7 @@ static void test_tiered_read_restart_and_kill(void **state)
     /* The cache stayed within its bound (plus the segment just landed). */
     assert_true(cache_bytes(st) <= 100000 + 32768);
     assert_true(metric_value(st, "cairn_remote_copy_segments_total") >= 10);
+    assert_int_equal(metric_value(st, "cairn_remote_copy_lag_segments"), 0);
     assert_true(metric_value(st, "cairn_remote_fetch_requests_total") >= 10);
     int copied = check_metadata(st);
     assert_true(copied >= 10);
