@@ -317,7 +317,7 @@ void config_print_docs(FILE *out)
             used += (size_t)snprintf(suffix + used, sizeof suffix - used, "%s`%s`", s ? ", " : "", tk->synonyms[s]);
         if (used + 1 < sizeof suffix)
             strcat(suffix, ".");
-        print_doc_row(out, &tk->def, suffix);
+        print_doc_row(out, &tk->def, tk->synonyms[0] ? suffix : "");
     }
     print_tls_notes(out);
     print_dynamic_notes(out);

@@ -66,6 +66,16 @@ static const struct topic_key_def
     SYN("log.index.interval.bytes")
 }
 ,
+    {TOPIC_RANGE("local.retention.bytes", CONFIG_TYPE_LONG, "-2", -2, I64),
+     .doc = "Tiered topics: local size beyond which copied segments are deleted; -2 means retention.bytes."},
+    SYN("log.local.retention.bytes")
+}
+,
+    {TOPIC_RANGE("local.retention.ms", CONFIG_TYPE_LONG, "-2", -2, I64),
+     .doc = "Tiered topics: age after which copied local segments are deleted; -2 means retention.ms."},
+    SYN("log.local.retention.ms")
+}
+,
     {TOPIC_RANGE("max.compaction.lag.ms", CONFIG_TYPE_LONG, LONG_MAX_TEXT, 1, I64),
      .doc = "Greatest age of a record before its segment must be compacted."},
     SYN("log.cleaner.max.compaction.lag.ms")
@@ -127,6 +137,11 @@ static const struct topic_key_def
     {TOPIC_OTHER("preallocate", CONFIG_TYPE_BOOLEAN, "false", CONFIG_VALID_ANY, NULL),
      .doc = "Preallocate segment files when they are created."},
     SYN("log.preallocate")
+}
+,
+    {TOPIC_OTHER("remote.storage.enable", CONFIG_TYPE_BOOLEAN, "false", CONFIG_VALID_ANY, NULL),
+     .doc = "Copy closed segments to the remote store (needs remote.log.storage.system.enable)."},
+    SYN(NULL) /* Kafka has no broker-wide default for it */
 }
 ,
     {TOPIC_RANGE("retention.bytes", CONFIG_TYPE_LONG, "-1", INT64_MIN, I64),
@@ -294,7 +309,7 @@ static const char *broker_value(const struct broker_config *cfg, const struct to
         snprintf(buf, 24, "%" PRId64, derived);
         return buf;
     }
-    return config_value_text(cfg, tk->synonyms[0]);
+    return tk->synonyms[0] ? config_value_text(cfg, tk->synonyms[0]) : NULL;
 }
 
 enum field_kind { FIELD_I32, FIELD_I64, FIELD_BOOL, FIELD_DOUBLE, FIELD_CLEANUP, FIELD_COMPRESSION, FIELD_TIMESTAMP };
@@ -317,6 +332,8 @@ static const struct field_binding field_bindings[] = {
     BIND("flush.messages", flush_messages, FIELD_I64),
     BIND("flush.ms", flush_ms, FIELD_I64),
     BIND("index.interval.bytes", index_interval_bytes, FIELD_I32),
+    BIND("local.retention.bytes", local_retention_bytes, FIELD_I64),
+    BIND("local.retention.ms", local_retention_ms, FIELD_I64),
     BIND("max.compaction.lag.ms", max_compaction_lag_ms, FIELD_I64),
     BIND("max.message.bytes", max_message_bytes, FIELD_I32),
     BIND("message.timestamp.type", message_timestamp_type, FIELD_TIMESTAMP),
@@ -327,6 +344,7 @@ static const struct field_binding field_bindings[] = {
     BIND("min.compaction.lag.ms", min_compaction_lag_ms, FIELD_I64),
     BIND("min.insync.replicas", min_insync_replicas, FIELD_I32),
     BIND("preallocate", preallocate, FIELD_BOOL),
+    BIND("remote.storage.enable", remote_storage_enable, FIELD_BOOL),
     BIND("retention.bytes", retention_bytes, FIELD_I64),
     BIND("retention.ms", retention_ms, FIELD_I64),
     BIND("segment.bytes", segment_bytes, FIELD_I32),

@@ -54,6 +54,9 @@ struct topic_config_values {
     int64_t segment_ms;
     bool unclean_leader_election_enable;
     bool message_downconversion_enable;
+    bool remote_storage_enable;
+    int64_t local_retention_ms;    /* -2: as retention.ms */
+    int64_t local_retention_bytes; /* -2: as retention.bytes */
 };
 
 /* Topic overrides win over the broker's synonyms, which win over Kafka's

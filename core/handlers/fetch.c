@@ -14,6 +14,7 @@
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"
 #include "net/server.h"
+#include "tiered/tiered.h"
 #include "util/clock.h"
 #include "util/logger.h"
 
@@ -45,6 +46,7 @@ struct partition_answer {
     struct fetch_response_aborted_transaction *aborted;
     int32_t aborted_count, aborted_cap;
     bool aborted_failed;
+    bool remote_pending; /* its records are on their way from the remote store */
 };
 
 static void add_aborted(void *arg, int64_t producer_id, int64_t first_offset)
@@ -109,7 +111,20 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
     ans->log_start_offset = partition_log_start_offset(log);
     struct log_read_result rr;
     int64_t max_offset = read_committed ? ans->last_stable_offset : ans->high_watermark;
-    ans->error_code = partition_log_read(log, ps->fetch_offset, byte_limit, max_offset, &rr);
+    /* Below the local log start, tiered storage answers (off this thread). */
+    int16_t remote_error = KAFKA_ERR_NONE;
+    enum tiered_read_status remote = tiered_read(ctx->env->tiered, log, ps->topic, ps->partition, ps->fetch_offset,
+                                                 byte_limit, max_offset, (uintptr_t)log, &rr, &remote_error);
+    if (remote == TIERED_READ_LOCAL) {
+        ans->error_code = partition_log_read(log, ps->fetch_offset, byte_limit, max_offset, &rr);
+    } else {
+        ans->error_code = remote_error;
+        ans->remote_pending = remote == TIERED_READ_PENDING;
+        if (remote != TIERED_READ_DONE) {
+            rr.fd = -1;
+            rr.len = 0;
+        }
+    }
     if (ans->error_code == KAFKA_ERR_NONE && strict_limit && rr.len > byte_limit) {
         if (rr.fd >= 0)
             close(rr.fd);
@@ -117,6 +132,10 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
         rr.len = 0;
     }
     if (ans->error_code == KAFKA_ERR_NONE && read_committed && rr.len > 0) {
+        /* Markers in remote segments first (they come before the local ones). */
+        if (remote == TIERED_READ_DONE)
+            tiered_aborted_txns(ctx->env->tiered, ps->topic, ps->partition, ps->fetch_offset, rr.next_offset,
+                                partition_log_local_start_offset(log), add_aborted, ans);
         partition_log_aborted_txns(log, ps->fetch_offset, rr.next_offset, add_aborted, ans);
         if (ans->aborted_failed) {
             /* Without the full list the consumer would show aborted records. */
@@ -291,7 +310,7 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
     }
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
     int64_t total = 0;
-    bool any_error = false;
+    bool any_error = false, any_pending = false;
     for (int32_t i = 0; i < n; i++) {
         const struct fetch_partition_state *ps = &f->plan.partitions[i];
         int32_t remaining = total >= f->max_bytes ? 0 : (int32_t)(f->max_bytes - total);
@@ -306,13 +325,16 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
             answers[i].error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
         if (answers[i].error_code != KAFKA_ERR_NONE)
             any_error = true;
+        any_pending |= answers[i].remote_pending;
         if (answers[i].records.len > 0)
             total += answers[i].records.len;
     }
     if (img)
         metadata_image_release(img);
 
-    if (!expired && !any_error && total < f->min_bytes) {
+    /* A remote read in flight is waited for (up to remote.fetch.max.wait.ms)
+     * unless other partitions already answer. */
+    if (!expired && !any_error && (total < f->min_bytes || (any_pending && total == 0))) {
         close_answers(answers, n);
         free(answers);
         return false;
@@ -427,6 +449,29 @@ static int collect_forgotten(struct request_context *ctx, const struct metadata_
     return 0;
 }
 
+/* Whether some partition is read below its local log start, from the
+ * remote store: such a fetch waits for the read even with max_wait_ms 0. */
+static bool needs_remote_read(struct request_context *ctx, const struct fetch_plan *plan)
+{
+    if (!ctx->env->tiered)
+        return false;
+    const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
+    bool remote = false;
+    for (int32_t i = 0; img && !remote && i < plan->partition_count; i++) {
+        const struct fetch_partition_state *ps = &plan->partitions[i];
+        const struct metadata_topic *topic = metadata_image_topic_by_name(img, ps->topic, strlen(ps->topic));
+        struct partition_log *log;
+        if (topic && handler_leader_log(ctx, topic, ps->partition, &log) == KAFKA_ERR_NONE) {
+            remote = ps->fetch_offset < partition_log_local_start_offset(log) &&
+                     ps->fetch_offset >= partition_log_start_offset(log);
+            partition_log_close(log);
+        }
+    }
+    if (img)
+        metadata_image_release(img);
+    return remote;
+}
+
 enum handler_result handle_fetch(struct request_context *ctx, void *request, void *response)
 {
     struct fetch_request *req = request;
@@ -481,9 +526,12 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
     int32_t wait_ms = req->max_wait_ms > 0 ? req->max_wait_ms : 0;
     if (wait_ms > FETCH_MAX_WAIT_CAP_MS)
         wait_ms = FETCH_MAX_WAIT_CAP_MS;
+    bool remote = needs_remote_read(ctx, &f->plan);
+    if (remote && wait_ms < env->remote_fetch_max_wait_ms)
+        wait_ms = (int32_t)env->remote_fetch_max_wait_ms;
     f->op.deadline_mono_ms = clock_mono_ms() + wait_ms;
 
-    if (wait_ms == 0 || f->min_bytes <= 0) {
+    if (!remote && (wait_ms == 0 || f->min_bytes <= 0)) {
         fetch_try_complete(&f->op, true);
         fetch_op_free(&f->op);
         return HANDLER_DEFERRED; /* already answered */

@@ -41,6 +41,8 @@ struct handler_env {
     struct plugin_host *plugins; /* NULL when no plugin is loaded */
     struct group_coordinator *groups;
     struct txn_coordinator *txn_coordinator; /* NULL: this broker coordinates no transactions */
+    struct tiered *tiered;                   /* NULL: remote.log.storage.system.enable is off */
+    int64_t remote_fetch_max_wait_ms;        /* remote.fetch.max.wait.ms */
     int32_t node_id;
     /* Broker defaults read once at start. */
     bool auto_create_topics;

@@ -76,8 +76,10 @@ static void lookup_offset(struct partition_log *log, const struct metadata_parti
         out->offset = visible_end;
         break;
     case LIST_OFFSETS_EARLIEST:
+        out->offset = partition_log_start_offset(log); /* remote segments included */
+        break;
     case LIST_OFFSETS_EARLIEST_LOCAL:
-        out->offset = partition_log_start_offset(log);
+        out->offset = partition_log_local_start_offset(log);
         break;
     case LIST_OFFSETS_MAX_TIMESTAMP:
         if (partition_log_max_timestamp(log, &out->offset, &out->timestamp) != 0) {
@@ -86,10 +88,14 @@ static void lookup_offset(struct partition_log *log, const struct metadata_parti
         }
         break;
     case LIST_OFFSETS_LATEST_TIERED:
-        /* Nothing is tiered: Kafka answers offset -1 with leader epoch -1. */
-        out->offset = -1;
+        /* The last offset whose copy is confirmed; -1 (and leader epoch -1,
+         * as Kafka answers) when nothing is tiered. */
+        out->offset = partition_log_remote_copied_end(log) - 1;
+        if (out->offset < 0) {
+            out->offset = -1;
+            out->leader_epoch = -1;
+        }
         out->timestamp = -1;
-        out->leader_epoch = -1;
         break;
     default:
         if (partition_log_offset_for_timestamp(log, in->timestamp, &out->offset, &out->timestamp) != 0 ||

@@ -22,4 +22,7 @@ void log_config_defaults(struct log_config *cfg)
     cfg->min_compaction_lag_ms = 0;
     cfg->max_compaction_lag_ms = INT64_MAX;
     cfg->min_cleanable_dirty_ratio = 0.5;
+    cfg->remote_storage_enable = false;
+    cfg->local_retention_ms = -2;
+    cfg->local_retention_bytes = -2;
 }

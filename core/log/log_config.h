@@ -38,6 +38,14 @@ struct log_config {
     int64_t min_compaction_lag_ms;    /* min.compaction.lag.ms: records younger stay uncleaned */
     int64_t max_compaction_lag_ms;    /* max.compaction.lag.ms: dirty data older forces a clean */
     double min_cleanable_dirty_ratio; /* min.cleanable.dirty.ratio */
+    /* Tiered storage (KIP-405). remote.storage.enable: closed segments are
+     * copied to the remote store, and local retention deletes a segment
+     * only once its copy is confirmed (partition_log_set_remote_offsets).
+     * local.retention.ms / .bytes bound the local tail; -2 means "as
+     * retention.ms / retention.bytes". */
+    bool remote_storage_enable;
+    int64_t local_retention_ms;
+    int64_t local_retention_bytes;
 };
 
 void log_config_defaults(struct log_config *cfg);

@@ -131,6 +131,9 @@ int partition_log_open_from(const char *dir, const struct log_config *cfg, int64
     pthread_rwlock_init(&log->lock, NULL);
     atomic_init(&log->refcount, 1);
     atomic_init(&log->rolled_unflushed, -1);
+    atomic_init(&log->remote_start_offset, -1);
+    atomic_init(&log->remote_copied_end, -1);
+    atomic_init(&log->remote_floor, -1);
     log->first_unflushed_ms = -1;
     atomic_init(&log->first_unstable_offset, -1);
     atomic_init(&log->hw_tracks_end, true);
@@ -636,6 +639,15 @@ int16_t partition_log_read(struct partition_log *log, int64_t fetch_offset, int3
 }
 
 int64_t partition_log_start_offset(struct partition_log *log)
+{
+    int64_t local = atomic_load(&log->log_start_offset);
+    int64_t remote = atomic_load(&log->remote_start_offset);
+    int64_t start = remote >= 0 && remote < local ? remote : local;
+    int64_t floor = atomic_load(&log->remote_floor);
+    return floor > start && floor < local ? floor : start;
+}
+
+int64_t partition_log_local_start_offset(struct partition_log *log)
 {
     return atomic_load(&log->log_start_offset);
 }

@@ -119,7 +119,13 @@ int32_t partition_log_keyless_records(const struct partition_log *log, const uin
 int16_t partition_log_read(struct partition_log *log, int64_t fetch_offset, int32_t max_bytes,
                            int64_t max_offset_exclusive, struct log_read_result *out);
 
+/* The log start offset: with tiered storage the first offset held
+ * remotely when that is below the local log's first one. */
 int64_t partition_log_start_offset(struct partition_log *log);
+/* The first offset held in local segments (KIP-1005's earliest-local);
+ * the same as partition_log_start_offset without tiered storage. Reads
+ * below it (partition_log_read) answer OFFSET_OUT_OF_RANGE. */
+int64_t partition_log_local_start_offset(struct partition_log *log);
 int64_t partition_log_end_offset(struct partition_log *log);
 
 /* High watermark: the offset below which every record is replicated to the
@@ -187,7 +193,9 @@ int16_t partition_log_flush_if_due(struct partition_log *log, int64_t now_ms);
 int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset);
 /* Move the log start offset forward (DeleteRecords); removes whole segments
  * below it, as retention does. OFFSET_OUT_OF_RANGE when offset > log end or
- * negative; an offset at or below the start changes nothing. */
+ * negative; an offset at or below the start changes nothing. Below the
+ * local start (tiered storage) it moves the whole log's start only; the
+ * remote log manager then deletes the remote segments below it. */
 int16_t partition_log_delete_records_before(struct partition_log *log, int64_t offset);
 /* Delete closed segments past retention.ms / retention.bytes; returns the
  * number of segments deleted. */
@@ -196,6 +204,31 @@ int partition_log_apply_retention(struct partition_log *log, int64_t now_ms);
 int partition_log_roll_if_due(struct partition_log *log, int64_t now_ms);
 /* Set log start from a checkpoint (never moves it backwards). */
 void partition_log_restore_start_offset(struct partition_log *log, int64_t offset);
+
+/* Tiered storage (core/tiered). A closed local segment as the remote log
+ * manager sees it; files are <dir>/<20-digit base_offset>.<ext>. */
+struct log_segment_info {
+    int64_t base_offset;
+    int64_t next_offset; /* last offset + 1 */
+    int64_t size;
+    int64_t max_timestamp; /* -1 when empty */
+    bool has_txn_index;
+};
+/* Every segment but the active one, oldest first (free() *out). Returns 0
+ * or ENOMEM. */
+int partition_log_closed_segments(struct partition_log *log, struct log_segment_info **out, size_t *count);
+/* The remote log's state: remote_start is the first offset held remotely
+ * (-1: none), copied_end the offset below which every closed segment's copy
+ * is confirmed (-1: none). With remote.storage.enable, retention deletes a
+ * local segment only when it ends at or below copied_end, and by
+ * local.retention.* instead of retention.*. */
+void partition_log_set_remote_offsets(struct partition_log *log, int64_t remote_start, int64_t copied_end);
+/* copied_end as last set; -1 when nothing is tiered. */
+int64_t partition_log_remote_copied_end(struct partition_log *log);
+/* A DeleteRecords start below the local start, -1 when none; the remote
+ * log manager persists it and restores it with
+ * partition_log_delete_records_before. */
+int64_t partition_log_remote_floor(struct partition_log *log);
 
 /* partition.metadata: topic id (16 bytes). */
 int partition_log_write_metadata(struct partition_log *log, const uint8_t topic_id[16]);

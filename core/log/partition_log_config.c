@@ -18,7 +18,9 @@ static bool log_config_equal(const struct log_config *a, const struct log_config
            a->cleanup_delete == b->cleanup_delete && a->cleanup_compact == b->cleanup_compact &&
            a->delete_retention_ms == b->delete_retention_ms && a->min_compaction_lag_ms == b->min_compaction_lag_ms &&
            a->max_compaction_lag_ms == b->max_compaction_lag_ms &&
-           a->min_cleanable_dirty_ratio == b->min_cleanable_dirty_ratio;
+           a->min_cleanable_dirty_ratio == b->min_cleanable_dirty_ratio &&
+           a->remote_storage_enable == b->remote_storage_enable && a->local_retention_ms == b->local_retention_ms &&
+           a->local_retention_bytes == b->local_retention_bytes;
 }
 
 bool partition_log_set_config(struct partition_log *log, const struct log_config *cfg)

@@ -21,8 +21,16 @@ struct partition_log {
     pthread_rwlock_t lock;
     struct log_segment **segments; /* ascending base offset; last is active */
     size_t segment_count, segment_cap;
-    _Atomic int64_t log_start_offset;
+    _Atomic int64_t log_start_offset; /* the local log start */
     _Atomic int64_t log_end_offset;
+    /* Tiered storage, set by its manager (partition_log_set_remote_offsets):
+     * the first offset held remotely and the offset below which every
+     * closed segment's copy is confirmed; -1 when none. */
+    _Atomic int64_t remote_start_offset;
+    _Atomic int64_t remote_copied_end;
+    /* A DeleteRecords start below the local start (the remote part of the
+     * log): no offset below it is served; -1 when none. */
+    _Atomic int64_t remote_floor;
     /* While hw_tracks_end the high watermark is log_end_offset and
      * high_watermark is unused; otherwise high_watermark holds it. Changed
      * under write_lock, read without a lock (see partition_log_high_watermark). */

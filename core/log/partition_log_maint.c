@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codec/record_codec.h"
 #include "log/log_checkpoint.h"
@@ -39,24 +40,34 @@ int partition_log_apply_retention(struct partition_log *log, int64_t now_ms)
     int64_t total = 0;
     for (size_t i = 0; i < log->segment_count; i++)
         total += log->segments[i]->size;
+    /* Tiered: the local tail follows local.retention.* (-2: as retention.*);
+     * the whole log's retention is the remote log manager's. */
+    bool tiered = log->cfg.remote_storage_enable;
+    int64_t retention_ms = log->cfg.retention_ms, retention_bytes = log->cfg.retention_bytes;
+    if (tiered && log->cfg.local_retention_ms != -2)
+        retention_ms = log->cfg.local_retention_ms;
+    if (tiered && log->cfg.local_retention_bytes != -2)
+        retention_bytes = log->cfg.local_retention_bytes;
     while (log->segment_count > 1 && !atomic_load(&log->offline)) {
         struct log_segment *oldest = log->segments[0];
         /* A compact-only topic keeps every segment; the cleaner shrinks them. */
         bool delete_policy = log->cfg.cleanup_delete;
         /* An empty closed segment (everything cleaned away) has no timestamp. */
-        bool by_time = delete_policy && log->cfg.retention_ms >= 0 &&
-                       ((oldest->max_timestamp >= 0 && now_ms - oldest->max_timestamp > log->cfg.retention_ms) ||
+        bool by_time = delete_policy && retention_ms >= 0 &&
+                       ((oldest->max_timestamp >= 0 && now_ms - oldest->max_timestamp > retention_ms) ||
                         oldest->size == 0);
-        bool by_size = delete_policy && log->cfg.retention_bytes >= 0 &&
-                       total - oldest->size >= log->cfg.retention_bytes;
+        bool by_size = delete_policy && retention_bytes >= 0 && total - oldest->size >= retention_bytes;
         /* Segments wholly below a DeleteRecords start offset go too. */
         bool below_start = log->segments[1]->base_offset <= atomic_load(&log->log_start_offset);
+        /* Never drop a tiered segment whose remote copy is not confirmed. */
+        if (tiered && !below_start && oldest->next_offset > atomic_load(&log->remote_copied_end))
+            break;
         if (!by_time && !by_size && !below_start)
             break;
         total -= oldest->size;
         logger_info("log", "%s: deleting segment %" PRId64 " (%s)", log->dir, oldest->base_offset,
-                    by_time   ? "retention.ms"
-                    : by_size ? "retention.bytes"
+                    by_time   ? (tiered ? "local.retention.ms" : "retention.ms")
+                    : by_size ? (tiered ? "local.retention.bytes" : "retention.bytes")
                               : "log start offset");
         pthread_rwlock_wrlock(&log->lock);
         partition_log_remove_first_segment(log);
@@ -72,6 +83,54 @@ int partition_log_apply_retention(struct partition_log *log, int64_t now_ms)
     return deleted;
 }
 
+int partition_log_closed_segments(struct partition_log *log, struct log_segment_info **out, size_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    pthread_rwlock_rdlock(&log->lock);
+    size_t n = log->segment_count > 0 ? log->segment_count - 1 : 0;
+    struct log_segment_info *infos = n > 0 ? calloc(n, sizeof *infos) : NULL;
+    if (n > 0 && !infos) {
+        pthread_rwlock_unlock(&log->lock);
+        return ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct log_segment *seg = log->segments[i];
+        infos[i] = (struct log_segment_info){
+            .base_offset = seg->base_offset,
+            .next_offset = seg->next_offset,
+            .size = seg->size,
+            .max_timestamp = seg->max_timestamp,
+        };
+    }
+    pthread_rwlock_unlock(&log->lock);
+    /* .txnindex files exist only for segments holding an abort marker. */
+    for (size_t i = 0; i < n; i++) {
+        char *path = log_segment_path(log->dir, infos[i].base_offset, ".txnindex");
+        infos[i].has_txn_index = path && access(path, F_OK) == 0;
+        free(path);
+    }
+    *out = infos;
+    *count = n;
+    return 0;
+}
+
+void partition_log_set_remote_offsets(struct partition_log *log, int64_t remote_start, int64_t copied_end)
+{
+    atomic_store(&log->remote_start_offset, remote_start);
+    atomic_store(&log->remote_copied_end, copied_end);
+}
+
+int64_t partition_log_remote_copied_end(struct partition_log *log)
+{
+    return atomic_load(&log->remote_copied_end);
+}
+
+int64_t partition_log_remote_floor(struct partition_log *log)
+{
+    return atomic_load(&log->remote_floor);
+}
+
 int16_t partition_log_delete_records_before(struct partition_log *log, int64_t offset)
 {
     pthread_mutex_lock(&log->write_lock);
@@ -80,7 +139,12 @@ int16_t partition_log_delete_records_before(struct partition_log *log, int64_t o
         code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
     } else if (offset > atomic_load(&log->log_end_offset) || offset < 0) {
         code = KAFKA_ERR_OFFSET_OUT_OF_RANGE;
-    } else if (offset > atomic_load(&log->log_start_offset)) {
+    } else if (offset <= atomic_load(&log->log_start_offset)) {
+        /* Below the local start: only remote segments hold it; the remote
+         * log manager deletes those wholly below the new start. */
+        if (offset > atomic_load(&log->remote_floor))
+            atomic_store(&log->remote_floor, offset);
+    } else {
         pthread_rwlock_wrlock(&log->lock);
         atomic_store(&log->log_start_offset, offset);
         while (log->segment_count > 1 && log->segments[1]->base_offset <= offset) {
@@ -100,6 +164,9 @@ int16_t partition_log_delete_records_before(struct partition_log *log, int64_t o
 
 void partition_log_restore_start_offset(struct partition_log *log, int64_t offset)
 {
+    /* Only forward of the local start: a checkpoint may have been written
+     * before the remote start was known, and the remote log manager
+     * restores a DeleteRecords start below the local one itself. */
     if (offset > atomic_load(&log->log_start_offset) && offset <= atomic_load(&log->log_end_offset))
         partition_log_delete_records_before(log, offset);
 }

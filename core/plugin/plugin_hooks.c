@@ -198,3 +198,18 @@ void plugin_host_sasl_end(struct loaded_plugin *p, void *session)
     if (p->desc->authentication->sasl_end)
         p->desc->authentication->sasl_end(p->instance, session);
 }
+
+bool plugin_host_remote_storage(struct plugin_host *host, const struct cairn_remote_storage_vtable **vtable,
+                                void **instance, const char **name)
+{
+    for (size_t i = 0; host && i < host->plugin_count; i++) {
+        struct loaded_plugin *p = host->plugins[i];
+        if (p->desc->remote_storage) {
+            *vtable = p->desc->remote_storage;
+            *instance = p->instance;
+            *name = p->name;
+            return true;
+        }
+    }
+    return false;
+}

@@ -117,6 +117,11 @@ void plugin_host_audit_admin(struct plugin_host *host, const struct cairn_reques
                              const char *admin_operation, int32_t resource_type, const char *resource_name,
                              int16_t error_code, const char *details_json);
 
+/* The remote storage table of the first loaded plugin that has one (the
+ * remote log manager calls it from its own threads); false when none. */
+bool plugin_host_remote_storage(struct plugin_host *host, const struct cairn_remote_storage_vtable **vtable,
+                                void **instance, const char **name);
+
 /* ---- the ACL host service (plugin_acl.c) ---- */
 
 /* Attaches the source of ACL bindings (the server's metadata feed): every

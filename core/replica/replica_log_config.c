@@ -42,6 +42,9 @@ void replica_log_config(const struct broker_config *config, const struct metadat
     out->min_compaction_lag_ms = v.min_compaction_lag_ms;
     out->max_compaction_lag_ms = v.max_compaction_lag_ms;
     out->min_cleanable_dirty_ratio = v.min_cleanable_dirty_ratio;
+    out->remote_storage_enable = v.remote_storage_enable;
+    out->local_retention_ms = v.local_retention_ms;
+    out->local_retention_bytes = v.local_retention_bytes;
     out->message_timestamp_type = v.message_timestamp_type == TOPIC_TIMESTAMP_LOG_APPEND_TIME
                                       ? LOG_TIMESTAMP_LOG_APPEND_TIME
                                       : LOG_TIMESTAMP_CREATE_TIME;

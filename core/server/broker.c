@@ -31,6 +31,7 @@
 #include "server/broker_lifecycle.h"
 #include "server/controller_brokers.h"
 #include "raft/raft_shell_metadata.h"
+#include "tiered/tiered.h"
 #include "txn/txn_coordinator.h"
 #include "txn/txn_log.h"
 #include "util/clock.h"
@@ -70,6 +71,7 @@ struct broker {
     struct raft_shell_metadata *quorum_log; /* the metadata log over the quorum; freed after the quorum stops */
     struct broker_lifecycle *lifecycle;     /* registration with the active controller (quorum only) */
     struct controller_brokers *controller_brokers; /* the controller's side of it */
+    struct tiered *tiered; /* remote.log.storage.system.enable: the remote log manager */
 };
 
 static int validate_topic_config(void *ctx, const char *key, const char *value, char *err, size_t errlen)
@@ -173,6 +175,49 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
     metadata_image_release(img);
     b->metadata_subscription = metadata_store_subscribe(b->metadata, replica_manager_on_metadata, b->replicas);
     return b->metadata_subscription > 0 ? 0 : -1;
+}
+
+static bool tiered_topic_exists(void *ctx, const uint8_t topic_id[16])
+{
+    struct broker *b = ctx;
+    struct kafka_uuid id;
+    memcpy(id.bytes, topic_id, sizeof id.bytes);
+    const struct metadata_image *img = metadata_image_acquire(b->metadata);
+    bool exists = !img || metadata_image_topic_by_id(img, &id) != NULL; /* unknown: keep the data */
+    if (img)
+        metadata_image_release(img);
+    return exists;
+}
+
+static void tiered_read_ready(void *ctx, uintptr_t key)
+{
+    struct broker *b = ctx;
+    purgatory_notify(b->fetch_purgatory, key);
+}
+
+/* The remote log manager, once logs, plugins and metadata are up. */
+static int start_tiered(struct broker *b, const char *dir, char *err, size_t errlen)
+{
+    b->env.remote_fetch_max_wait_ms = config_get_int(b->config, "remote.fetch.max.wait.ms");
+    if (!config_get_bool(b->config, "remote.log.storage.system.enable"))
+        return 0;
+    struct tiered_options opts = {
+        .logs = b->logs,
+        .plugins = b->plugins,
+        .state_dir = dir,
+        .node_id = b->env.node_id,
+        .task_interval_ms = config_get_long(b->config, "remote.log.manager.task.interval.ms"),
+        .copier_threads = config_get_int(b->config, "remote.log.manager.thread.pool.size"),
+        .reader_threads = config_get_int(b->config, "remote.log.reader.threads"),
+        .cache_bytes = config_get_long(b->config, "remote.log.index.file.cache.total.size.bytes"),
+        .topic_exists = tiered_topic_exists,
+        .read_ready = tiered_read_ready,
+        .ctx = b,
+    };
+    if (tiered_start(&opts, &b->tiered, err, errlen) != 0)
+        return -1;
+    b->env.tiered = b->tiered;
+    return 0;
 }
 
 static int16_t allocate_producer_id(void *ctx, int64_t *id)
@@ -459,6 +504,8 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
     if (start_metadata(b, dirs[0], err, errlen) != 0)
         goto fail;
     b->env.metadata = b->metadata;
+    if (start_tiered(b, dirs[0], err, errlen) != 0)
+        goto fail;
     if (acl_feed_start(b->metadata, b->plugins, &b->acl_feed) != 0 ||
         quota_feed_start(b->metadata, b->plugins, &b->quota_feed) != 0) {
         snprintf(err, errlen, "out of memory");
@@ -518,11 +565,16 @@ void broker_stop(struct broker *b)
      * group offsets: stop it before either goes. */
     txn_coordinator_destroy(b->txn_coordinator);
     txn_log_close(b->txn_log);
+    /* Remote reads stop waking the purgatory before it goes; expiring
+     * fetches still call tiered_read, which answers without waiting. */
+    tiered_stop_reads(b->tiered);
     if (b->fetch_purgatory)
         purgatory_destroy(b->fetch_purgatory);
     if (b->net)
         net_server_free(b->net);
     broker_tls_free(&b->tls);
+    /* Copies finish before the plugin and the logs go. */
+    tiered_stop(b->tiered);
     /* Every request has completed: no table call can still be running. */
     metrics_http_stop(b->metrics_http);
     acl_feed_stop(b->acl_feed);

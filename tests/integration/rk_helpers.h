@@ -105,4 +105,8 @@ rd_kafka_resp_err_t rk_produce_blocking(rd_kafka_t *rk, const char *topic, int32
                                         size_t key_len, const void *value, size_t value_len, int64_t timestamp,
                                         rd_kafka_headers_t *headers, void *msg_opaque);
 
+/* rd_kafka_DeleteRecords of partition 0; returns its error, *low the
+ * low watermark it reports. */
+rd_kafka_resp_err_t rk_delete_records(rd_kafka_t *rk, const char *topic, int64_t before, int64_t *low);
+
 #endif

@@ -327,33 +327,6 @@ static void produce_separately(rd_kafka_t *rk, const char *topic, int count, con
     }
 }
 
-/* rd_kafka_DeleteRecords of partition 0; returns its error, *low the
- * low watermark it reports. */
-static rd_kafka_resp_err_t rk_delete_records(rd_kafka_t *rk, const char *topic, int64_t before, int64_t *low)
-{
-    rd_kafka_topic_partition_list_t *offsets = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(offsets, topic, 0)->offset = before;
-    rd_kafka_DeleteRecords_t *del = rd_kafka_DeleteRecords_new(offsets);
-    rd_kafka_topic_partition_list_destroy(offsets);
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_DeleteRecords(rk, &del, 1, NULL, q);
-    rd_kafka_DeleteRecords_destroy(del);
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 15000);
-    if (!ev || rd_kafka_event_type(ev) != RD_KAFKA_EVENT_DELETERECORDS_RESULT)
-        fail_msg("no DeleteRecords result");
-    rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
-    if (!err) {
-        const rd_kafka_topic_partition_list_t *res = rd_kafka_DeleteRecords_result_offsets(
-            rd_kafka_event_DeleteRecords_result(ev));
-        assert_int_equal(res->cnt, 1);
-        err = res->elems[0].err;
-        *low = res->elems[0].offset;
-    }
-    rd_kafka_event_destroy(ev);
-    rd_kafka_queue_destroy(q);
-    return err;
-}
-
 static void watermarks(const struct test_broker *b, const char *topic, int64_t *low, int64_t *high)
 {
     rd_kafka_t *rk = rk_consumer_new(broker_bootstrap(b), NULL);

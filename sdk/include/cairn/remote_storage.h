@@ -43,7 +43,8 @@ struct cairn_remote_segment {
 
 /* LogSegmentData: local files of a closed segment. Paths stay readable for
  * the duration of copy_segment. txn_index_path is NULL when the segment has
- * no aborted transactions. */
+ * no aborted transactions; producer_snapshot_path is NULL when the broker
+ * holds no snapshot at the segment's end (one pruned by recovery). */
 struct cairn_remote_segment_files {
     uint32_t struct_size;
     const char *log_path;

@@ -1,0 +1,131 @@
+/* The remote log manager's state, shared by the files of core/tiered. */
+#ifndef CAIRN_TIERED_TIERED_INTERNAL_H
+#define CAIRN_TIERED_TIERED_INTERNAL_H
+
+#include <pthread.h>
+
+#include "cairn/remote_storage.h"
+#include "log/txn_index.h"
+#include "metrics/metrics.h"
+#include "tiered/tiered.h"
+
+#define TIERED_CUSTOM_METADATA_MAX 128 /* remote.log.metadata.custom.metadata.max.bytes */
+
+/* Kafka's RemoteLogSegmentState, less COPY_SEGMENT_STARTED's siblings that
+ * a single writer never needs. */
+enum tiered_segment_state {
+    TIERED_COPY_STARTED,   /* the plugin may hold part of it; never served */
+    TIERED_COPY_FINISHED,  /* confirmed by the plugin: served, counts as copied */
+    TIERED_DELETE_STARTED, /* being deleted: never served */
+};
+
+/* One remote segment (RemoteLogSegmentMetadata). */
+struct tiered_segment {
+    uint8_t id[16];
+    int64_t start_offset;
+    int64_t end_offset; /* inclusive */
+    int64_t max_timestamp_ms;
+    int64_t size_bytes;
+    int64_t event_timestamp_ms;
+    int32_t broker_id;
+    int32_t *epochs;
+    int64_t *epoch_starts;
+    size_t epoch_count;
+    uint8_t custom[TIERED_CUSTOM_METADATA_MAX];
+    size_t custom_len;
+    enum tiered_segment_state state;
+    /* The segment's .txnindex (aborted transactions whose marker it holds),
+     * kept here so read_committed reads need no extra remote round trip. */
+    struct txn_index_entry *aborted;
+    size_t aborted_count;
+};
+
+/* The remote segments of one partition incarnation (topic id). segs is
+ * guarded by lock (ascending start offset); only the copier holding busy
+ * (under the manager's lock) changes it, readers copy what they need. */
+struct tiered_partition {
+    char *topic;
+    int32_t partition;
+    uint8_t topic_id[16];
+    char *meta_path;
+    pthread_mutex_t lock;
+    struct tiered_segment *segs;
+    size_t count, cap;
+    int64_t log_start_offset; /* lock: a DeleteRecords start below the local one, -1 when none */
+    int64_t copy_lag; /* manager lock: closed segments below the HW waiting for a copy */
+    bool busy;   /* manager lock: a copier works on it */
+    bool queued; /* manager lock: waiting in the copy queue */
+    bool gone;   /* its topic was deleted and every remote segment with it */
+};
+
+struct tiered_metrics {
+    struct metrics_metric *bytes_copied;
+    struct metrics_metric *segments_copied;
+    struct metrics_metric *segments_deleted;
+    struct metrics_metric *copy_errors;
+    struct metrics_metric *delete_errors;
+    struct metrics_metric *fetch_requests;
+    struct metrics_metric *fetch_bytes;
+    struct metrics_metric *fetch_errors;
+    struct metrics_metric *cache_hits;
+    struct metrics_metric *cache_misses;
+    struct metrics_metric *copy_lag_segments;
+};
+
+struct tiered_cache; /* tiered_fetch.c */
+
+struct tiered {
+    struct tiered_options opts;
+    const struct cairn_remote_storage_vtable *rsm;
+    void *rsm_instance;
+    const char *plugin_name;
+    char *meta_dir;
+    pthread_mutex_t lock; /* parts, the queue, stopping */
+    pthread_cond_t work;  /* the copy queue or stopping changed */
+    pthread_cond_t tick;  /* the task thread's sleep */
+    struct tiered_partition **parts;
+    size_t part_count, part_cap;
+    struct tiered_partition **queue;
+    size_t queue_count, queue_cap;
+    bool stopping;
+    pthread_t task_thread;
+    bool task_started;
+    pthread_t *copiers;
+    size_t copier_count;
+    struct tiered_cache *cache;
+    struct tiered_metrics metrics;
+};
+
+/* tiered_metadata.c: the per-partition file
+ * <state_dir>/remote-log-metadata/<topic>-<partition>-<topic id hex>.json,
+ * replaced atomically (write, fsync, rename, directory fsync). */
+int tiered_metadata_save(struct tiered_partition *p, char *err, size_t errlen);
+/* Loads every file of dir into new partitions appended to t->parts. */
+int tiered_metadata_load_all(struct tiered *t, char *err, size_t errlen);
+void tiered_segment_free(struct tiered_segment *s);
+void tiered_hex(const uint8_t *bytes, size_t n, char *out);
+
+/* tiered_manager.c */
+/* The partition for (topic, partition, topic id), created (empty) when
+ * missing; NULL when out of memory. Caller holds t->lock. */
+struct tiered_partition *tiered_partition_get_locked(struct tiered *t, const char *topic, int32_t partition,
+                                                     const uint8_t topic_id[16]);
+/* Finds it without creating; caller holds t->lock. */
+struct tiered_partition *tiered_partition_find_locked(struct tiered *t, const char *topic, int32_t partition);
+/* Offsets the local log learns from the remote list: the first remote
+ * offset and the end of the copied prefix; -1 when none. Caller holds p->lock. */
+void tiered_partition_offsets_locked(const struct tiered_partition *p, int64_t *remote_start, int64_t *copied_end);
+/* Fills a plugin view of segment s of p (pointers into both). */
+void tiered_segment_view(const struct tiered *t, const struct tiered_partition *p, const struct tiered_segment *s,
+                         struct cairn_remote_segment *out);
+
+/* tiered_copy.c, on a copier thread holding p->busy. */
+void tiered_copy_partition(struct tiered *t, struct tiered_partition *p, int64_t now_ms);
+/* Deletes the remote segments of a partition whose topic is gone. */
+void tiered_delete_partition(struct tiered *t, struct tiered_partition *p);
+
+/* tiered_fetch.c */
+int tiered_cache_create(struct tiered *t, char *err, size_t errlen);
+void tiered_cache_destroy(struct tiered *t);
+
+#endif
