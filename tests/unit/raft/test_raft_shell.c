@@ -72,6 +72,11 @@ static int on_commit(void *ctx, const struct metadata_batch *batch)
     return 0;
 }
 
+/* Short, so elections in the tests are quick; the test that writes 6.4 MB
+ * raises it, since a leader slowed by that much I/O on a busy machine (or
+ * under ASan) can otherwise miss a follower's fetch timeout. */
+static int election_timeout_ms = 300;
+
 static void start_node(struct node *nodes, const int *ports, int i)
 {
     {
@@ -93,8 +98,8 @@ static void start_node(struct node *nodes, const int *ports, int i)
         }
         cfg.n_voters = N;
         snprintf(cfg.cluster_id, sizeof cfg.cluster_id, "MkU3OEVBNTcwNTJENDM2Qg");
-        cfg.election_timeout_ms = 300;
-        cfg.fetch_timeout_ms = 600;
+        cfg.election_timeout_ms = election_timeout_ms;
+        cfg.fetch_timeout_ms = 2 * election_timeout_ms;
         int32_t ids[N] = {1, 2, 3};
         cfg.store_ops = &raft_shell_disk_store_ops;
         cfg.store = raft_shell_disk_store_open(n->dir, cfg.cluster_id, ids, N, err, sizeof err);
@@ -301,6 +306,27 @@ static int64_t wait_caught_up(struct node *nodes)
     }
 }
 
+/* Waits until the leader commits the batch ending at `last` in `epoch`. A
+ * new epoch first means the batch may be lost, as Raft allows for an
+ * uncommitted entry, and the record count the test checks would not hold:
+ * that is a failure named as such, not a silent retry. */
+static void wait_committed(struct raft_shell *leader, int32_t epoch, int64_t last, int batch)
+{
+    int64_t deadline = clock_mono_ms() + 20000;
+    for (;;) {
+        struct raft_shell_status st;
+        raft_shell_status(leader, &st);
+        if (st.epoch != epoch)
+            fail_msg("the leader changed (epoch %d to %d) before batch %d committed", (int)epoch, (int)st.epoch, batch);
+        if (st.high_watermark > last)
+            return;
+        if (clock_mono_ms() > deadline)
+            fail_msg("batch %d (last offset %lld) not committed within 20 s (hw %lld)", batch, (long long)last,
+                     (long long)st.high_watermark);
+        usleep(2 * 1000);
+    }
+}
+
 /* Every batch of two logs, read back from their directories, byte for byte. */
 static void assert_same_logs(const char *dir_a, const char *dir_b)
 {
@@ -339,6 +365,7 @@ static void assert_same_logs(const char *dir_a, const char *dir_b)
 static void test_late_follower_catches_up_from_disk(void **state)
 {
     (void)state;
+    election_timeout_ms = 2000;
     int ports[N];
     struct node nodes[N];
     make_nodes(nodes, ports);
@@ -347,6 +374,9 @@ static void test_late_follower_catches_up_from_disk(void **state)
     int leader = wait_leader_of(nodes, N - 1);
     struct raft_shell_metadata *at_leader = nodes[leader - 1].log;
     int32_t epoch = raft_shell_metadata_ops.leader_epoch(at_leader);
+    struct raft_shell_status leader_status;
+    raft_shell_status(nodes[leader - 1].shell, &leader_status);
+    int32_t quorum_epoch = leader_status.epoch;
     static uint8_t bufs[BIG_RECORDS][BIG_RECORD_BYTES];
     for (int b = 0; b < BIG_BATCHES; b++) {
         struct metadata_log_entry records[BIG_RECORDS];
@@ -358,6 +388,7 @@ static void test_late_follower_catches_up_from_disk(void **state)
         int64_t last = -1;
         if (raft_shell_metadata_ops.append(at_leader, epoch, records, BIG_RECORDS, &last, err, sizeof err) != 0)
             fail_msg("append %d at the leader: %s", b, err);
+        wait_committed(nodes[leader - 1].shell, quorum_epoch, last, b);
     }
     start_node(nodes, ports, N - 1);
     int64_t end = wait_caught_up(nodes);
@@ -386,6 +417,7 @@ static void test_late_follower_catches_up_from_disk(void **state)
     stop_nodes(again);
     for (int i = 0; i < N; i++)
         nftw(nodes[i].dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    election_timeout_ms = 300;
 }
 
 int main(void)
