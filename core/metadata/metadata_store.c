@@ -8,6 +8,7 @@
 
 #include "config/uuid.h"
 #include "metadata/metadata_builder.h"
+#include "metadata/metadata_election.h"
 #include "metadata/metadata_records.h"
 #include "metadata/metadata_store_internal.h"
 #include "protocol/generated/errors.h"
@@ -338,6 +339,17 @@ static int16_t register_broker_locked(struct metadata_store *store, int32_t node
         metadata_record_write_unfence_broker(&records.w, node_id, epoch);
         metadata_record_list_mark(&records);
     }
+    /* A new registration is fenced: a broker back from a crash before its
+     * session lapsed loses its leaderships and ISR places here, as a fenced
+     * one would (Kafka's unclean shutdown handling). */
+    bool was_live = self && !self->fenced;
+    bool now_live = need_register ? need_unfence : (need_unfence || was_live);
+    if (was_live != now_live &&
+        metadata_election_for_broker(img, node_id, !now_live, &records) < 0) {
+        metadata_record_list_free(&records);
+        snprintf(err, errlen, "out of memory");
+        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    }
     int16_t rc = metadata_store_commit_locked(store, &records, err, errlen);
     metadata_record_list_free(&records);
     *epoch_out = epoch;
@@ -375,9 +387,17 @@ int16_t metadata_set_broker_fenced(struct metadata_store *store, int32_t node_id
             else
                 metadata_record_write_unfence_broker(&records.w, node_id, br->epoch);
             metadata_record_list_mark(&records);
-            logger_info(LOG_COMPONENT, "%s broker %d (epoch %lld)", fenced ? "fencing" : "unfencing", node_id,
-                        (long long)br->epoch);
-            rc = metadata_store_commit_locked(store, &records, err, errlen);
+            /* Leaders move in the same batch, so no image has a fenced leader. */
+            int32_t moved = metadata_election_for_broker(metadata_store_current_locked(store), node_id, fenced,
+                                                         &records);
+            logger_info(LOG_COMPONENT, "%s broker %d (epoch %lld), %d partition(s) changed",
+                        fenced ? "fencing" : "unfencing", node_id, (long long)br->epoch, (int)moved);
+            if (moved < 0) {
+                snprintf(err, errlen, "out of memory");
+                rc = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+            } else {
+                rc = metadata_store_commit_locked(store, &records, err, errlen);
+            }
             metadata_record_list_free(&records);
         }
     }
