@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "metadata/metadata_store.h"
+#include "server/controller_alter_partition.h"
 #include "protocol/generated/allocate_producer_ids_request.h"
 #include "protocol/generated/allocate_producer_ids_response.h"
 #include "protocol/generated/api_table.h"
@@ -216,6 +217,11 @@ static int encode_allocate(const void *msg, struct kafka_writer *w, int16_t vers
     return allocate_producer_ids_response_encode(msg, w, version);
 }
 
+static int encode_alter_partition(const void *msg, struct kafka_writer *w, int16_t version)
+{
+    return alter_partition_response_encode(msg, w, version);
+}
+
 static int encode_heartbeat(const void *msg, struct kafka_writer *w, int16_t version)
 {
     return broker_heartbeat_response_encode(msg, w, version);
@@ -304,8 +310,8 @@ static void heartbeat(struct controller_brokers *cb, const struct broker_heartbe
         return;
     controller_brokers_heard(cb, in->broker_id);
     if (in->want_shut_down) {
-        /* Controlled shutdown: fenced now rather than a session later. With
-         * one replica per partition there is no other leader to move to. */
+        /* Controlled shutdown: fenced now rather than a session later; its
+         * partitions get new leaders from their ISRs in the same batch. */
         char err[256] = "";
         out->error_code = metadata_set_broker_fenced(cb->store, in->broker_id, epoch, true, err, sizeof err);
         out->is_fenced = out->error_code == KAFKA_ERR_NONE || fenced;
@@ -390,6 +396,7 @@ static void serve(struct controller_brokers *cb, struct net_request *req)
         struct broker_registration_request reg;
         struct broker_heartbeat_request hb;
         struct allocate_producer_ids_request alloc;
+        struct alter_partition_request alter;
     } in;
     if (desc)
         desc->request_init(&in);
@@ -412,6 +419,11 @@ static void serve(struct controller_brokers *cb, struct net_request *req)
         allocate_producer_ids_response_init(&out);
         allocate_ids(cb, &in.alloc, &out);
         respond(req, key, version, header.correlation_id, encode_allocate, &out);
+    } else if (key == CONTROLLER_API_ALTER_PARTITION) {
+        struct alter_partition_response out;
+        alter_partition_response_init(&out);
+        controller_alter_partition(cb->store, &in.alter, version, &out, &arena);
+        respond(req, key, version, header.correlation_id, encode_alter_partition, &out);
     } else {
         struct broker_heartbeat_response out;
         broker_heartbeat_response_init(&out);

@@ -24,8 +24,8 @@ int controller_brokers_start(struct metadata_store *store, const char *cluster_i
                              struct controller_brokers **out, char *err, size_t errlen);
 void controller_brokers_stop(struct controller_brokers *cb);
 
-/* net_request_handler for BrokerRegistration, BrokerHeartbeat and
- * AllocateProducerIds (ctx: cb). */
+/* net_request_handler for BrokerRegistration, BrokerHeartbeat,
+ * AllocateProducerIds and AlterPartition (ctx: cb). */
 void controller_brokers_handle_request(struct net_request *req, void *cb);
 
 /* A heartbeat from a broker on the controller's own node. */

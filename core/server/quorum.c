@@ -11,6 +11,7 @@
 #include "net/server.h"
 #include "raft/raft_shell.h"
 #include "raft/raft_shell_metadata.h"
+#include "server/controller_alter_partition.h"
 #include "server/controller_brokers.h"
 #include "server/storage.h"
 #include "util/clock.h"
@@ -164,7 +165,8 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
         sc.other_api_keys[0] = CONTROLLER_API_BROKER_REGISTRATION;
         sc.other_api_keys[1] = CONTROLLER_API_BROKER_HEARTBEAT;
         sc.other_api_keys[2] = CONTROLLER_API_ALLOCATE_PRODUCER_IDS;
-        sc.n_other_api_keys = 3;
+        sc.other_api_keys[3] = CONTROLLER_API_ALTER_PARTITION;
+        sc.n_other_api_keys = 4;
         sc.other_handler = controller_brokers_handle_request;
         sc.other_ctx = brokers;
     }
