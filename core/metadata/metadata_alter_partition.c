@@ -76,9 +76,8 @@ static bool same_isr(const struct metadata_partition *p, const struct metadata_i
     return true;
 }
 
-int16_t metadata_alter_partition(struct metadata_store *store, int32_t broker_id, int64_t broker_epoch,
-                                 int16_t version, struct metadata_isr_change *changes, int32_t count, char *err,
-                                 size_t errlen)
+int16_t metadata_alter_partition(struct metadata_store *store, int32_t broker_id, int64_t broker_epoch, int16_t version,
+                                 struct metadata_isr_change *changes, int32_t count, char *err, size_t errlen)
 {
     if (!metadata_store_is_controller(store)) {
         snprintf(err, errlen, "this node is not the active controller");
@@ -102,9 +101,12 @@ int16_t metadata_alter_partition(struct metadata_store *store, int32_t broker_id
     int32_t written = 0;
     for (int32_t i = 0; i < count; i++) {
         struct metadata_isr_change *c = &changes[i];
-        const struct metadata_topic *t =
-            version > 1 ? (metadata_uuid_is_zero(&c->topic_id) ? NULL : metadata_image_topic_by_id(img, &c->topic_id))
-                        : (c->topic_name ? metadata_image_topic_by_name(img, c->topic_name, c->topic_name_len) : NULL);
+        const struct metadata_topic *t = version > 1 ? (metadata_uuid_is_zero(&c->topic_id)
+                                                            ? NULL
+                                                            : metadata_image_topic_by_id(img, &c->topic_id))
+                                                     : (c->topic_name ? metadata_image_topic_by_name(img, c->topic_name,
+                                                                                                     c->topic_name_len)
+                                                                      : NULL);
         if (!t) {
             c->error_code = version > 1 ? KAFKA_ERR_UNKNOWN_TOPIC_ID : KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
             continue;

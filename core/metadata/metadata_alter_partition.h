@@ -47,8 +47,7 @@ struct metadata_isr_change {
  * epoch), INELIGIBLE_REPLICA (version 2+; OPERATION_NOT_ATTEMPTED before)
  * for an ISR member not registered, fenced, shutting down or at another
  * broker epoch. */
-int16_t metadata_alter_partition(struct metadata_store *store, int32_t broker_id, int64_t broker_epoch,
-                                 int16_t version, struct metadata_isr_change *changes, int32_t count, char *err,
-                                 size_t errlen);
+int16_t metadata_alter_partition(struct metadata_store *store, int32_t broker_id, int64_t broker_epoch, int16_t version,
+                                 struct metadata_isr_change *changes, int32_t count, char *err, size_t errlen);
 
 #endif

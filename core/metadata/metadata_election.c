@@ -31,8 +31,7 @@ bool metadata_elect_partition(const struct metadata_partition *p, int32_t remove
         n = p->isr_count;
     }
     int32_t leader = -1;
-    if (p->leader >= 0 && p->leader != remove_id && contains(isr_buf, n, p->leader) &&
-        is_live(live_ctx, p->leader)) {
+    if (p->leader >= 0 && p->leader != remove_id && contains(isr_buf, n, p->leader) && is_live(live_ctx, p->leader)) {
         leader = p->leader; /* still a valid leader: keep it */
     } else {
         for (int32_t i = 0; i < p->replica_count && leader < 0; i++) {
@@ -71,7 +70,8 @@ static bool config_true(const char *v)
     return v && strcasecmp(v, "true") == 0;
 }
 
-bool metadata_unclean_election_enabled(const struct metadata_image *img, const struct metadata_topic *t)
+bool metadata_unclean_election_enabled(const struct metadata_image *img, const struct metadata_topic *t,
+                                       bool static_default)
 {
     const char *v = t ? metadata_topic_config(t, METADATA_UNCLEAN_ELECTION_KEY) : NULL;
     if (v)
@@ -81,7 +81,7 @@ bool metadata_unclean_election_enabled(const struct metadata_image *img, const s
     for (int32_t i = 0; i < n; i++)
         if (strcmp(defaults[i].name, METADATA_UNCLEAN_ELECTION_KEY) == 0)
             return config_true(defaults[i].value);
-    return false;
+    return static_default;
 }
 
 /* Liveness after the change: the image's, with one broker's replaced. */
@@ -101,7 +101,7 @@ static bool live_after(void *ctx, int32_t node_id)
 }
 
 int32_t metadata_election_for_broker(const struct metadata_image *img, int32_t node_id, bool fenced,
-                                     struct metadata_record_list *records)
+                                     bool unclean_default, struct metadata_record_list *records)
 {
     struct liveness live = {img, node_id, fenced};
     int32_t written = 0;
@@ -109,7 +109,7 @@ int32_t metadata_election_for_broker(const struct metadata_image *img, int32_t n
     int32_t cap = 0;
     for (int32_t ti = 0; ti < img->topic_count; ti++) {
         const struct metadata_topic *t = img->topics[ti];
-        bool unclean = metadata_unclean_election_enabled(img, t);
+        bool unclean = metadata_unclean_election_enabled(img, t, unclean_default);
         for (int32_t pi = 0; pi < t->partition_count; pi++) {
             const struct metadata_partition *p = &t->partitions[pi];
             if (!p->present)

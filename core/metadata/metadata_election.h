@@ -38,13 +38,15 @@ bool metadata_elect_partition(const struct metadata_partition *p, int32_t remove
                               void *live_ctx, bool unclean, struct metadata_partition_change *out, int32_t *isr_buf);
 
 /* unclean.leader.election.enable for a topic: its own config, then the
- * cluster-wide dynamic broker default, then Kafka's default (false). */
-bool metadata_unclean_election_enabled(const struct metadata_image *img, const struct metadata_topic *t);
+ * cluster-wide dynamic broker default, then static_default (the
+ * controller's static config; Kafka's default is false). */
+bool metadata_unclean_election_enabled(const struct metadata_image *img, const struct metadata_topic *t,
+                                       bool static_default);
 
 /* Appends to records the PartitionChangeRecords that node_id becoming
  * fenced (or unfenced) implies, img being the image before the change.
  * Returns how many were written, or -1 on allocation failure. */
 int32_t metadata_election_for_broker(const struct metadata_image *img, int32_t node_id, bool fenced,
-                                     struct metadata_record_list *records);
+                                     bool unclean_default, struct metadata_record_list *records);
 
 #endif

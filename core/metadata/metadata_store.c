@@ -345,7 +345,8 @@ static int16_t register_broker_locked(struct metadata_store *store, int32_t node
     bool was_live = self && !self->fenced;
     bool now_live = need_register ? need_unfence : (need_unfence || was_live);
     if (was_live != now_live &&
-        metadata_election_for_broker(img, node_id, !now_live, &records) < 0) {
+        metadata_election_for_broker(img, node_id, !now_live, store->unclean_leader_election_enable,
+                                     &records) < 0) {
         metadata_record_list_free(&records);
         snprintf(err, errlen, "out of memory");
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
@@ -389,7 +390,7 @@ int16_t metadata_set_broker_fenced(struct metadata_store *store, int32_t node_id
             metadata_record_list_mark(&records);
             /* Leaders move in the same batch, so no image has a fenced leader. */
             int32_t moved = metadata_election_for_broker(metadata_store_current_locked(store), node_id, fenced,
-                                                         &records);
+                                                         store->unclean_leader_election_enable, &records);
             logger_info(LOG_COMPONENT, "%s broker %d (epoch %lld), %d partition(s) changed",
                         fenced ? "fencing" : "unfencing", node_id, (long long)br->epoch, (int)moved);
             if (moved < 0) {
@@ -435,6 +436,7 @@ int metadata_store_open(const struct metadata_store_options *opts, struct metada
     pthread_cond_init(&store->applied_cond, NULL);
     pthread_mutex_init(&store->image_lock, NULL);
     store->node_id = opts->node_id;
+    store->unclean_leader_election_enable = opts->unclean_leader_election_enable;
     store->default_num_partitions = opts->default_num_partitions > 0 ? opts->default_num_partitions : 1;
     store->default_replication_factor = opts->default_replication_factor > 0 ? opts->default_replication_factor : 1;
     store->validate_topic_config = opts->validate_topic_config;

@@ -46,6 +46,10 @@ struct metadata_store_options {
     /* metadata.log.max.record.bytes.between.snapshots: a snapshot after this
      * many bytes of new records; 0 means Kafka's default, < 0 never. */
     int64_t snapshot_bytes;
+    /* unclean.leader.election.enable of this node's static config: the
+     * election's last resort after the topic's and the cluster's dynamic
+     * values (metadata_election.h). */
+    bool unclean_leader_election_enable;
     /* The metadata quorum's log (raft/raft_shell_metadata.h); NULL: the
      * single-voter local log in dir. With a quorum nothing is written at
      * open: the log is caught up as the quorum commits, and brokers are

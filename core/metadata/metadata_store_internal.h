@@ -43,6 +43,7 @@ struct metadata_store {
     int32_t node_id;
     int32_t default_num_partitions;
     int16_t default_replication_factor;
+    bool unclean_leader_election_enable; /* static config: the election's default */
     metadata_config_validator validate_topic_config;
     void *validate_ctx;
     int64_t producer_id_next; /* write_lock: this broker's block [next, end) */

@@ -119,6 +119,7 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
         .validate_topic_config = validate_topic_config,
         .snapshot_bytes = config_get_long(b->config, "metadata.log.max.record.bytes.between.snapshots"),
         .rack = config_get_string(b->config, "broker.rack"),
+        .unclean_leader_election_enable = config_get_bool(b->config, "unclean.leader.election.enable"),
     };
     if (opts.rack && !opts.rack[0])
         opts.rack = NULL;

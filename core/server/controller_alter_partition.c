@@ -9,8 +9,8 @@
 #define LOG "controller"
 
 /* Each partition of in as a change; NULL on allocation failure. */
-static struct metadata_isr_change *changes_of(const struct alter_partition_request *in, int16_t version,
-                                              int32_t *count, struct kafka_arena *arena)
+static struct metadata_isr_change *changes_of(const struct alter_partition_request *in, int16_t version, int32_t *count,
+                                              struct kafka_arena *arena)
 {
     int32_t n = 0;
     for (int32_t t = 0; t < in->topics_count; t++)
@@ -51,13 +51,13 @@ static struct metadata_isr_change *changes_of(const struct alter_partition_reque
     return all;
 }
 
-void controller_alter_partition(struct metadata_store *store, const struct alter_partition_request *in,
-                                int16_t version, struct alter_partition_response *out, struct kafka_arena *arena)
+void controller_alter_partition(struct metadata_store *store, const struct alter_partition_request *in, int16_t version,
+                                struct alter_partition_response *out, struct kafka_arena *arena)
 {
     int32_t n = 0;
     struct metadata_isr_change *changes = changes_of(in, version, &n, arena);
-    struct alter_partition_response_topic_data *topics =
-        kafka_arena_alloc(arena, (size_t)(in->topics_count > 0 ? in->topics_count : 1) * sizeof(*topics));
+    struct alter_partition_response_topic_data *topics = kafka_arena_alloc(
+        arena, (size_t)(in->topics_count > 0 ? in->topics_count : 1) * sizeof(*topics));
     if (!changes || !topics) {
         out->error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
         return;

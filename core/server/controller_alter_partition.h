@@ -13,7 +13,7 @@ struct metadata_store;
 #define CONTROLLER_API_ALTER_PARTITION 56
 
 /* Fills out (initialized by the caller) from in; arrays of out live in arena. */
-void controller_alter_partition(struct metadata_store *store, const struct alter_partition_request *in,
-                                int16_t version, struct alter_partition_response *out, struct kafka_arena *arena);
+void controller_alter_partition(struct metadata_store *store, const struct alter_partition_request *in, int16_t version,
+                                struct alter_partition_response *out, struct kafka_arena *arena);
 
 #endif

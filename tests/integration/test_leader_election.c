@@ -179,8 +179,7 @@ static void cluster_start(struct cluster *c)
     for (int i = 0; i < N; i++) {
         c->controller_ports[i] = harness_free_port();
         size_t used = strlen(voters);
-        snprintf(voters + used, sizeof voters - used, "%s%d@127.0.0.1:%d", i ? "," : "", i + 1,
-                 c->controller_ports[i]);
+        snprintf(voters + used, sizeof voters - used, "%s%d@127.0.0.1:%d", i ? "," : "", i + 1, c->controller_ports[i]);
     }
     for (int i = 0; i < N; i++) {
         int port;
@@ -229,7 +228,6 @@ static void cluster_stop(struct cluster *c)
         broker_cleanup(&c->nodes[i]);
     }
 }
-
 
 /* ---- AlterPartition and ApiVersions, raw, at a controller listener ---- */
 

@@ -30,8 +30,13 @@ static bool live(void *ctx, int32_t id)
 
 static struct metadata_partition partition(int32_t *replicas, int32_t rc, int32_t *isr, int32_t ic, int32_t leader)
 {
-    return (struct metadata_partition){.present = true, .partition_index = 4, .leader = leader,
-                                       .replicas = replicas, .replica_count = rc, .isr = isr, .isr_count = ic};
+    return (struct metadata_partition){.present = true,
+                                       .partition_index = 4,
+                                       .leader = leader,
+                                       .replicas = replicas,
+                                       .replica_count = rc,
+                                       .isr = isr,
+                                       .isr_count = ic};
 }
 
 static void assert_ids(const int32_t *got, int32_t n, const int32_t *want, int32_t wn)
@@ -254,14 +259,40 @@ static void test_store_unclean_topic_config(void **state)
     struct metadata_config_kv kv = {METADATA_UNCLEAN_ELECTION_KEY, "true"};
     assert_int_equal(metadata_create_topic(f->store, "u", -1, -1, &a, 1, &kv, 1, false, NULL, err, sizeof err),
                      KAFKA_ERR_NONE);
-    set_fenced(f->store, 3, true); /* ISR {2} */
-    set_fenced(f->store, 2, true); /* offline: 2 kept */
+    set_fenced(f->store, 3, true);  /* ISR {2} */
+    set_fenced(f->store, 2, true);  /* offline: 2 kept */
     set_fenced(f->store, 3, false); /* 3 live, not in the ISR: unclean lets it lead */
     const struct metadata_image *img = metadata_image_acquire(f->store);
     const struct metadata_partition *p = part_of(img, "u", 0);
     assert_int_equal(p->leader, 3);
     assert_ids(p->isr, p->isr_count, (int32_t[]){3}, 1);
-    assert_true(metadata_unclean_election_enabled(img, metadata_image_topic_by_name(img, "u", 1)));
+    assert_true(metadata_unclean_election_enabled(img, metadata_image_topic_by_name(img, "u", 1), false));
+    metadata_image_release(img);
+}
+
+/* The node's static unclean.leader.election.enable is the last resort: a
+ * topic config of false still wins over it. */
+static void test_store_unclean_static_default(void **state)
+{
+    struct fixture *f = *state;
+    metadata_store_close(f->store);
+    f->store = NULL;
+    f->opts.unclean_leader_election_enable = true;
+    open_store(f);
+    char err[256] = "";
+    int32_t r0[] = {2, 3};
+    struct metadata_replica_assignment a = {0, r0, 2};
+    struct metadata_config_kv off = {METADATA_UNCLEAN_ELECTION_KEY, "false"};
+    assert_int_equal(metadata_create_topic(f->store, "on", -1, -1, &a, 1, NULL, 0, false, NULL, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    assert_int_equal(metadata_create_topic(f->store, "off", -1, -1, &a, 1, &off, 1, false, NULL, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    set_fenced(f->store, 3, true);
+    set_fenced(f->store, 2, true);
+    set_fenced(f->store, 3, false);
+    const struct metadata_image *img = metadata_image_acquire(f->store);
+    assert_int_equal(part_of(img, "on", 0)->leader, 3);
+    assert_int_equal(part_of(img, "off", 0)->leader, -1);
     metadata_image_release(img);
 }
 
@@ -275,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_unfence_brings_isr_member_back),
         cmocka_unit_test_setup_teardown(test_store_moves_leaders_on_fence_and_unfence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_unclean_topic_config, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_unclean_static_default, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
