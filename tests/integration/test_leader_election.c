@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "rk_helpers.h"
 #include "raw_kafka.h"
 #include "raw_session.h"
 
@@ -439,6 +440,20 @@ static void test_fenced_leader_replaced_from_isr(void **state)
     fprintf(stderr, "[test] leadership moved off broker %d %lld ms after kill -9 (session timeout %d ms)\n", victim,
             moved_ms, SESSION_TIMEOUT_MS);
     assert_true(moved_ms <= SESSION_TIMEOUT_MS + SLACK_MS);
+
+    /* librdkafka, bootstrapped on a survivor, finds the new leaders and
+     * writes to every partition, the moved ones included. */
+    int survivor = victim % N + 1;
+    const char *conf[] = {"acks", "1", NULL};
+    rd_kafka_t *producer = rk_producer_new(broker_bootstrap(&c.nodes[survivor - 1]), conf);
+    assert_true(rk_wait_topic(producer, "el", PARTS, 10000));
+    for (int p = 0; p < PARTS; p++)
+        assert_int_equal(rk_produce_blocking(producer, "el", p, NULL, 0, "after", 5, 0, NULL, NULL),
+                         RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_flush(producer, 15000);
+    assert_int_equal(rk_producer_stats(producer)->failed, 0);
+    assert_int_equal(rk_producer_stats(producer)->delivered, PARTS);
+    rk_producer_destroy(producer);
 
     /* AlterPartition at the controller listener, for a partition the
      * victim followed: its leader L, at leader epoch le and partition
