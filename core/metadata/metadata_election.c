@@ -1,6 +1,7 @@
 /* Leader election on broker fencing and unfencing (see metadata_election.h). */
 #include "metadata/metadata_election.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -70,18 +71,28 @@ static bool config_true(const char *v)
     return v && strcasecmp(v, "true") == 0;
 }
 
+/* The value a dynamic broker config resource gives key, or NULL. */
+static const char *broker_config(const struct metadata_image *img, const char *resource, const char *key)
+{
+    const struct metadata_broker_config *first = NULL;
+    int32_t n = metadata_image_broker_configs(img, resource, &first);
+    for (int32_t i = 0; i < n; i++)
+        if (strcmp(first[i].name, key) == 0)
+            return first[i].value;
+    return NULL;
+}
+
 bool metadata_unclean_election_enabled(const struct metadata_image *img, const struct metadata_topic *t,
-                                       bool static_default)
+                                       const struct metadata_unclean_source *src)
 {
     const char *v = t ? metadata_topic_config(t, METADATA_UNCLEAN_ELECTION_KEY) : NULL;
-    if (v)
-        return config_true(v);
-    const struct metadata_broker_config *defaults = NULL;
-    int32_t n = metadata_image_broker_configs(img, "", &defaults);
-    for (int32_t i = 0; i < n; i++)
-        if (strcmp(defaults[i].name, METADATA_UNCLEAN_ELECTION_KEY) == 0)
-            return config_true(defaults[i].value);
-    return static_default;
+    char node[16];
+    snprintf(node, sizeof node, "%d", (int)src->controller_id);
+    if (!v)
+        v = broker_config(img, node, METADATA_UNCLEAN_ELECTION_KEY);
+    if (!v)
+        v = broker_config(img, "", METADATA_UNCLEAN_ELECTION_KEY);
+    return v ? config_true(v) : src->static_default;
 }
 
 /* Liveness after the change: the image's, with one broker's replaced. */
@@ -101,7 +112,8 @@ static bool live_after(void *ctx, int32_t node_id)
 }
 
 int32_t metadata_election_for_broker(const struct metadata_image *img, int32_t node_id, bool fenced,
-                                     bool unclean_default, struct metadata_record_list *records)
+                                     const struct metadata_unclean_source *unclean_src,
+                                     struct metadata_record_list *records)
 {
     struct liveness live = {img, node_id, fenced};
     int32_t written = 0;
@@ -109,7 +121,7 @@ int32_t metadata_election_for_broker(const struct metadata_image *img, int32_t n
     int32_t cap = 0;
     for (int32_t ti = 0; ti < img->topic_count; ti++) {
         const struct metadata_topic *t = img->topics[ti];
-        bool unclean = metadata_unclean_election_enabled(img, t, unclean_default);
+        bool unclean = metadata_unclean_election_enabled(img, t, unclean_src);
         for (int32_t pi = 0; pi < t->partition_count; pi++) {
             const struct metadata_partition *p = &t->partitions[pi];
             if (!p->present)

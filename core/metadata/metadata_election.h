@@ -37,16 +37,23 @@ typedef bool (*metadata_broker_live_fn)(void *ctx, int32_t node_id);
 bool metadata_elect_partition(const struct metadata_partition *p, int32_t remove_id, metadata_broker_live_fn is_live,
                               void *live_ctx, bool unclean, struct metadata_partition_change *out, int32_t *isr_buf);
 
-/* unclean.leader.election.enable for a topic: its own config, then the
- * cluster-wide dynamic broker default, then static_default (the
- * controller's static config; Kafka's default is false). */
+/* How the controller node decides unclean.leader.election.enable. */
+struct metadata_unclean_source {
+    int32_t controller_id; /* its own dynamic value ("<id>") comes second */
+    bool static_default;   /* its config file's, last (Kafka's default: false) */
+};
+
+/* unclean.leader.election.enable for a topic, in Kafka's order: the topic's
+ * config, the controller node's dynamic value, the cluster-wide dynamic
+ * default, the controller's static config. */
 bool metadata_unclean_election_enabled(const struct metadata_image *img, const struct metadata_topic *t,
-                                       bool static_default);
+                                       const struct metadata_unclean_source *src);
 
 /* Appends to records the PartitionChangeRecords that node_id becoming
  * fenced (or unfenced) implies, img being the image before the change.
  * Returns how many were written, or -1 on allocation failure. */
 int32_t metadata_election_for_broker(const struct metadata_image *img, int32_t node_id, bool fenced,
-                                     bool unclean_default, struct metadata_record_list *records);
+                                     const struct metadata_unclean_source *unclean,
+                                     struct metadata_record_list *records);
 
 #endif

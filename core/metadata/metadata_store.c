@@ -343,10 +343,10 @@ static int16_t register_broker_locked(struct metadata_store *store, int32_t node
      * session lapsed loses its leaderships and ISR places here, as a fenced
      * one would (Kafka's unclean shutdown handling). */
     bool was_live = self && !self->fenced;
+    struct metadata_unclean_source unclean = {store->node_id, store->unclean_leader_election_enable};
     bool now_live = need_register ? need_unfence : (need_unfence || was_live);
     if (was_live != now_live &&
-        metadata_election_for_broker(img, node_id, !now_live, store->unclean_leader_election_enable,
-                                     &records) < 0) {
+        metadata_election_for_broker(img, node_id, !now_live, &unclean, &records) < 0) {
         metadata_record_list_free(&records);
         snprintf(err, errlen, "out of memory");
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
@@ -389,8 +389,9 @@ int16_t metadata_set_broker_fenced(struct metadata_store *store, int32_t node_id
                 metadata_record_write_unfence_broker(&records.w, node_id, br->epoch);
             metadata_record_list_mark(&records);
             /* Leaders move in the same batch, so no image has a fenced leader. */
+            struct metadata_unclean_source unclean = {store->node_id, store->unclean_leader_election_enable};
             int32_t moved = metadata_election_for_broker(metadata_store_current_locked(store), node_id, fenced,
-                                                         store->unclean_leader_election_enable, &records);
+                                                         &unclean, &records);
             logger_info(LOG_COMPONENT, "%s broker %d (epoch %lld), %d partition(s) changed",
                         fenced ? "fencing" : "unfencing", node_id, (long long)br->epoch, (int)moved);
             if (moved < 0) {

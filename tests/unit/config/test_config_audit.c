@@ -92,7 +92,7 @@ static const struct implemented_key implemented[] = {
     {"log.cleaner.min.cleanable.ratio", "tests/unit/log/test_log_cleaner.c"},
     {"log.preallocate", "tests/unit/log/test_log_reserve.c"},
     {"min.insync.replicas", "tests/integration/test_create_topics_wire.c"},
-    {"unclean.leader.election.enable", "tests/unit/config/test_config.c"},
+    {"unclean.leader.election.enable", "tests/unit/metadata/test_metadata_election.c"},
     {"group.min.session.timeout.ms", "tests/integration/test_groups_faults.c"},
     {"group.max.session.timeout.ms", "tests/unit/config/test_config.c"},
     {"group.initial.rebalance.delay.ms", "tests/integration/test_groups_wire.c"},

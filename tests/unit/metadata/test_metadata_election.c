@@ -266,7 +266,8 @@ static void test_store_unclean_topic_config(void **state)
     const struct metadata_partition *p = part_of(img, "u", 0);
     assert_int_equal(p->leader, 3);
     assert_ids(p->isr, p->isr_count, (int32_t[]){3}, 1);
-    assert_true(metadata_unclean_election_enabled(img, metadata_image_topic_by_name(img, "u", 1), false));
+    assert_true(metadata_unclean_election_enabled(img, metadata_image_topic_by_name(img, "u", 1),
+                                                  &(struct metadata_unclean_source){1, false}));
     metadata_image_release(img);
 }
 
@@ -296,6 +297,35 @@ static void test_store_unclean_static_default(void **state)
     metadata_image_release(img);
 }
 
+/* The dynamic values: the controller node's own ("1" here) before the
+ * cluster-wide default (""), as Kafka reads them. */
+static void test_store_unclean_dynamic_values(void **state)
+{
+    struct fixture *f = *state;
+    char err[256] = "";
+    int32_t r0[] = {2, 3};
+    struct metadata_replica_assignment a = {0, r0, 2};
+    assert_int_equal(metadata_create_topic(f->store, "d", -1, -1, &a, 1, NULL, 0, false, NULL, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    struct metadata_config_kv on = {METADATA_UNCLEAN_ELECTION_KEY, "true"};
+    struct metadata_config_kv off = {METADATA_UNCLEAN_ELECTION_KEY, "false"};
+    struct metadata_config_kv unset = {METADATA_UNCLEAN_ELECTION_KEY, NULL};
+    assert_int_equal(metadata_alter_broker_configs(f->store, "", &on, 1, false, err, sizeof err), KAFKA_ERR_NONE);
+    assert_int_equal(metadata_alter_broker_configs(f->store, "1", &off, 1, false, err, sizeof err), KAFKA_ERR_NONE);
+    set_fenced(f->store, 3, true);
+    set_fenced(f->store, 2, true);
+    set_fenced(f->store, 3, false); /* the node's false wins: still offline */
+    const struct metadata_image *img = metadata_image_acquire(f->store);
+    assert_int_equal(part_of(img, "d", 0)->leader, -1);
+    metadata_image_release(img);
+    assert_int_equal(metadata_alter_broker_configs(f->store, "1", &unset, 1, false, err, sizeof err), KAFKA_ERR_NONE);
+    set_fenced(f->store, 3, true);
+    set_fenced(f->store, 3, false); /* now the cluster default's true */
+    img = metadata_image_acquire(f->store);
+    assert_int_equal(part_of(img, "d", 0)->leader, 3);
+    metadata_image_release(img);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,6 +337,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_moves_leaders_on_fence_and_unfence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_unclean_topic_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_unclean_static_default, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_unclean_dynamic_values, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
