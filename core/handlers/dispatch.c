@@ -50,6 +50,7 @@ static const struct api_handler_entry handler_table[] = {
     {36, 0, 2, handle_sasl_authenticate},
     {37, 0, 3, handle_create_partitions},
     {42, 0, 2, handle_delete_groups},
+    {43, 0, 2, handle_elect_leaders},
     {44, 0, 1, handle_incremental_alter_configs},
     {47, 0, 0, handle_offset_delete},
     {48, 0, 1, handle_describe_client_quotas},

@@ -379,6 +379,128 @@ static struct view wait_settled(struct cluster *c, int node, unsigned want, cons
     }
 }
 
+/* ---- ElectLeaders (api 43), raw, at a client listener ---- */
+
+#define EL_MAX 16
+
+struct el_result {
+    int16_t error; /* the request's (version 1+) */
+    int n;         /* partitions answered */
+    char topic[EL_MAX][32];
+    int32_t partition[EL_MAX];
+    int16_t errors[EL_MAX];
+};
+
+struct el_slot {
+    struct call_slot base; /* first: call() signals through it */
+    struct el_result r;
+};
+
+static void elect_done(struct net_client_result *result, void *ctx)
+{
+    struct el_slot *s = ctx;
+    pthread_mutex_lock(&s->base.mu);
+    s->base.status = result->status;
+    if (result->status != NET_CLIENT_OK)
+        fprintf(stderr, "[test] ElectLeaders v%d at node %d: %s\n", (int)result->api_version, (int)result->node_id,
+                result->error);
+    const struct elect_leaders_response *m = result->response;
+    if (result->status == NET_CLIENT_OK && m) {
+        s->r.error = m->error_code;
+        for (int32_t t = 0; t < m->replica_election_results_count; t++) {
+            const struct elect_leaders_response_replica_election_result *tr = &m->replica_election_results[t];
+            for (int32_t i = 0; i < tr->partition_result_count && s->r.n < EL_MAX; i++) {
+                snprintf(s->r.topic[s->r.n], sizeof s->r.topic[0], "%.*s", (int)tr->topic.len, tr->topic.data);
+                s->r.partition[s->r.n] = tr->partition_result[i].partition_id;
+                s->r.errors[s->r.n++] = tr->partition_result[i].error_code;
+            }
+        }
+    }
+    s->base.done = true;
+    pthread_cond_signal(&s->base.cv);
+    pthread_mutex_unlock(&s->base.mu);
+}
+
+/* ElectLeaders at node for "topic:partition" names (NULL names: every
+ * partition); version -1 negotiates (2). */
+static struct el_result elect_leaders(struct cluster *c, int node, int16_t version, int8_t type, const char *const *names,
+                                      int count)
+{
+    struct elect_leaders_request_topic_partitions tp[EL_MAX];
+    int32_t parts[EL_MAX];
+    char topics[EL_MAX][32];
+    for (int i = 0; names && i < count; i++) {
+        const char *colon = strchr(names[i], ':');
+        snprintf(topics[i], sizeof topics[i], "%.*s", (int)(colon - names[i]), names[i]);
+        parts[i] = atoi(colon + 1);
+        elect_leaders_request_topic_partitions_init(&tp[i]);
+        tp[i].topic = kafka_str_from_cstr(topics[i]);
+        tp[i].partitions = &parts[i];
+        tp[i].partitions_count = 1;
+    }
+    struct elect_leaders_request req;
+    elect_leaders_request_init(&req);
+    req.election_type = type;
+    req.topic_partitions = names ? tp : NULL;
+    req.topic_partitions_count = names ? count : -1;
+    req.timeout_ms = 10000;
+    struct el_slot s = {.base = {.error = -1}};
+    pthread_mutex_init(&s.base.mu, NULL);
+    pthread_cond_init(&s.base.cv, NULL);
+    struct net_client_request nr = {.node_id = node,
+                                    .api_key = 43,
+                                    .pinned_version = version,
+                                    .body = &req,
+                                    .timeout_ms = 15000,
+                                    .done = elect_done,
+                                    .ctx = &s};
+    char err[200];
+    if (net_client_send(c->client, &nr, err, sizeof err) != 0)
+        fail_msg("send: %s", err);
+    pthread_mutex_lock(&s.base.mu);
+    while (!s.base.done)
+        pthread_cond_wait(&s.base.cv, &s.base.mu);
+    pthread_mutex_unlock(&s.base.mu);
+    pthread_mutex_destroy(&s.base.mu);
+    pthread_cond_destroy(&s.base.cv);
+    assert_int_equal(s.base.status, NET_CLIENT_OK);
+    return s.r;
+}
+
+/* The error answered for topic-partition, or -1 when it is not listed. */
+static int16_t el_error(const struct el_result *r, const char *topic, int32_t partition)
+{
+    for (int i = 0; i < r->n; i++)
+        if (strcmp(r->topic[i], topic) == 0 && r->partition[i] == partition)
+            return r->errors[i];
+    return -1;
+}
+
+/* CreateTopics of one partition on the given replicas. */
+static int16_t create_assigned(struct cluster *c, int node, const char *name, int32_t *replicas, int n)
+{
+    struct create_topics_request_creatable_replica_assignment a;
+    create_topics_request_creatable_replica_assignment_init(&a);
+    a.partition_index = 0;
+    a.broker_ids = replicas;
+    a.broker_ids_count = n;
+    struct create_topics_request_creatable_topic t;
+    create_topics_request_creatable_topic_init(&t);
+    t.name = kafka_str_from_cstr(name);
+    t.num_partitions = -1;
+    t.replication_factor = -1;
+    t.assignments = &a;
+    t.assignments_count = 1;
+    struct create_topics_request req;
+    create_topics_request_init(&req);
+    req.topics = &t;
+    req.topics_count = 1;
+    req.timeout_ms = 10000;
+    struct call_slot s = {.error = -1};
+    call(c, node, 19, &req, create_done, &s);
+    return s.status == NET_CLIENT_OK ? s.error : -1;
+}
+
 static void test_fenced_leader_replaced_from_isr(void **state)
 {
     (void)state;
@@ -410,6 +532,13 @@ static void test_fenced_leader_replaced_from_isr(void **state)
             victim = before.p[p].leader;
     }
     assert_true(victim > 0);
+    /* A partition on the victim alone: offline once it is fenced. */
+    assert_int_equal(create_assigned(&c, controller, "solo", (int32_t[]){victim}, 1), KAFKA_ERR_NONE);
+    int vp = -1; /* a partition the victim leads and prefers (first replica) */
+    for (int p = 0; p < PARTS; p++)
+        if (before.p[p].leader == victim)
+            vp = p;
+    assert_true(vp >= 0);
     fprintf(stderr, "[test] controller %d; killing broker %d\n", controller, victim);
 
     long long killed_at = harness_now_ms();
@@ -454,6 +583,38 @@ static void test_fenced_leader_replaced_from_isr(void **state)
     assert_int_equal(rk_producer_stats(producer)->failed, 0);
     assert_int_equal(rk_producer_stats(producer)->delivered, PARTS);
     rk_producer_destroy(producer);
+
+    /* ElectLeaders while the victim is down. */
+    char vp_name[16], fp_name[16];
+    int fp = (vp + 1) % PARTS; /* led by its first replica, still live */
+    assert_int_not_equal(before.p[fp].leader, victim);
+    snprintf(vp_name, sizeof vp_name, "el:%d", vp);
+    snprintf(fp_name, sizeof fp_name, "el:%d", fp);
+    const char *named[] = {vp_name, fp_name, "solo:0", "el:99", "nope:0"};
+    struct el_result er = elect_leaders(&c, controller, -1, 0, named, 5);
+    assert_int_equal(er.error, KAFKA_ERR_NONE);
+    assert_int_equal(er.n, 5);
+    assert_int_equal(el_error(&er, "el", vp), KAFKA_ERR_PREFERRED_LEADER_NOT_AVAILABLE);
+    assert_int_equal(el_error(&er, "el", fp), KAFKA_ERR_ELECTION_NOT_NEEDED);
+    assert_int_equal(el_error(&er, "solo", 0), KAFKA_ERR_PREFERRED_LEADER_NOT_AVAILABLE);
+    assert_int_equal(el_error(&er, "el", 99), KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    assert_int_equal(el_error(&er, "nope", 0), KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    /* UNCLEAN: a partition with a leader needs none; solo's only replica is down. */
+    er = elect_leaders(&c, controller, 1, 1, named, 3);
+    assert_int_equal(el_error(&er, "el", vp), KAFKA_ERR_ELECTION_NOT_NEEDED);
+    assert_int_equal(el_error(&er, "solo", 0), KAFKA_ERR_ELIGIBLE_LEADERS_NOT_AVAILABLE);
+    /* No topics: every partition, without those needing no election. */
+    er = elect_leaders(&c, controller, 2, 0, NULL, 0);
+    assert_int_equal(er.error, KAFKA_ERR_NONE);
+    assert_int_equal(el_error(&er, "el", vp), KAFKA_ERR_PREFERRED_LEADER_NOT_AVAILABLE);
+    assert_int_equal(el_error(&er, "solo", 0), KAFKA_ERR_PREFERRED_LEADER_NOT_AVAILABLE);
+    assert_int_equal(el_error(&er, "el", fp), -1);
+    /* Away from the active controller: NOT_CONTROLLER, on each partition at v0. */
+    int survivor_other = 6 - controller - victim;
+    er = elect_leaders(&c, survivor_other, 2, 0, named, 2);
+    assert_int_equal(er.error, KAFKA_ERR_NOT_CONTROLLER);
+    er = elect_leaders(&c, survivor_other, 0, 0, named, 2);
+    assert_int_equal(el_error(&er, "el", vp), KAFKA_ERR_NOT_CONTROLLER);
 
     /* AlterPartition at the controller listener, for a partition the
      * victim followed: its leader L, at leader epoch le and partition
@@ -571,6 +732,30 @@ static void test_fenced_leader_replaced_from_isr(void **state)
     assert_int_equal(r.partition_error, KAFKA_ERR_NONE);
     assert_int_equal(r.partition_epoch, 3);
     assert_int_equal(r.isr_count, 2);
+
+    /* Preferred election: the victim, back in the ISR of the partition it
+     * preferred, leads it again at a higher leader epoch. */
+    struct view now;
+    assert_true(metadata(&c, controller, "el", &now));
+    int32_t vp_leader = now.p[vp].leader;
+    int32_t vp_isr[N] = {now.p[vp].isr[0], now.p[vp].isr[1], victim};
+    r = alter_partition(ctrl_port, 2, vp_leader, registered_epoch(&c, vp_leader), NULL, tid, vp,
+                        now.p[vp].leader_epoch, 1, vp_isr, NULL, 3);
+    assert_int_equal(r.partition_error, KAFKA_ERR_NONE);
+    er = elect_leaders(&c, controller, 0, 0, named, 1);
+    assert_int_equal(el_error(&er, "el", vp), KAFKA_ERR_NONE);
+    for (int i = 0; i < N; i++) {
+        long long until = harness_now_ms() + 10000;
+        struct view v;
+        while (!(metadata(&c, i + 1, "el", &v) && v.p[vp].leader == victim))
+            if (harness_now_ms() > until)
+                fail_msg("node %d: broker %d does not lead el-%d", i + 1, victim, vp);
+            else
+                usleep(100 * 1000);
+        assert_true(v.p[vp].leader_epoch > now.p[vp].leader_epoch);
+    }
+    er = elect_leaders(&c, controller, 2, 0, named, 1);
+    assert_int_equal(el_error(&er, "el", vp), KAFKA_ERR_ELECTION_NOT_NEEDED);
     cluster_stop(&c);
 }
 
