@@ -3,7 +3,9 @@
  * and batched (v4), answers the same coordinator at every broker: the
  * leader of the key's __consumer_offsets / __transaction_state partition,
  * abs(Java hashCode(key)) % partitions, as Metadata names it; and a
- * librdkafka consumer group bootstrapped on another broker works. */
+ * librdkafka consumer group bootstrapped on another broker works. A
+ * transaction over partitions led by every broker gets its COMMIT/ABORT
+ * markers on all of them (WriteTxnMarkers from the coordinator). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -465,10 +467,135 @@ static void test_find_coordinator_from_every_broker(void **state)
     cluster_stop(&c);
 }
 
+#define TXN_TOPIC "txn-spread"
+#define TXN_PARTITIONS 6
+#define MAX_SEEN 16
+
+/* Every partition of TXN_TOPIC as a read_committed consumer sees it up to
+ * its end (the last stable offset). */
+struct committed_view {
+    int count[TXN_PARTITIONS];
+    char values[TXN_PARTITIONS][MAX_SEEN][32];
+    bool at_end[TXN_PARTITIONS];
+};
+
+static void read_committed(const char *bootstrap, struct committed_view *v)
+{
+    memset(v, 0, sizeof *v);
+    /* assign() wants a group id; nothing is committed to it. */
+    const char *conf[] = {"isolation.level", "read_committed", "fetch.wait.max.ms", "100", "group.id", "reader", NULL};
+    rd_kafka_t *rk = rk_consumer_new(bootstrap, conf);
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(TXN_PARTITIONS);
+    for (int p = 0; p < TXN_PARTITIONS; p++)
+        rd_kafka_topic_partition_list_add(list, TXN_TOPIC, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    assert_int_equal(rd_kafka_assign(rk, list), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_topic_partition_list_destroy(list);
+    int ended = 0;
+    long long deadline = harness_now_ms() + 20000;
+    while (ended < TXN_PARTITIONS && harness_now_ms() < deadline) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+        if (!m)
+            continue;
+        int p = m->partition;
+        if (p >= 0 && p < TXN_PARTITIONS) {
+            if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                if (!v->at_end[p])
+                    ended++;
+                v->at_end[p] = true;
+            } else if (!m->err && v->count[p] < MAX_SEEN) {
+                snprintf(v->values[p][v->count[p]++], sizeof v->values[p][0], "%.*s", (int)m->len,
+                         m->payload ? (const char *)m->payload : "");
+            }
+        }
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+}
+
+static void produce_txn(rd_kafka_t *p, const char *prefix, int per_partition, bool commit)
+{
+    rk_expect_ok(rd_kafka_begin_transaction(p), "begin_transaction");
+    for (int part = 0; part < TXN_PARTITIONS; part++) {
+        for (int i = 0; i < per_partition; i++) {
+            char value[32];
+            int n = snprintf(value, sizeof value, "%s-p%d-%d", prefix, part, i);
+            assert_int_equal(rk_produce_blocking(p, TXN_TOPIC, part, NULL, 0, value, (size_t)n, 0, NULL, NULL), 0);
+        }
+    }
+    if (commit)
+        rk_expect_ok(rd_kafka_commit_transaction(p, 60000), "commit_transaction");
+    else
+        rk_expect_ok(rd_kafka_abort_transaction(p, 60000), "abort_transaction");
+}
+
+/* A transaction over partitions led by all three brokers: the coordinator
+ * sends WriteTxnMarkers to the other leaders, so a read_committed consumer
+ * reads exactly the committed records of every partition, none of the
+ * aborted ones, and reaches the end of each (nothing stalls at an open
+ * transaction). */
+static void test_transaction_across_brokers(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_start(&c);
+    int32_t leader = agreed_controller(&c, 30000);
+    assert_int_equal(create_topic(&c, leader, TXN_TOPIC, TXN_PARTITIONS), KAFKA_ERR_NONE);
+    struct call_slot view = wait_topic(&c, 1, TXN_TOPIC, TXN_PARTITIONS, 20000);
+    unsigned led = 0;
+    for (int p = 0; p < TXN_PARTITIONS; p++)
+        led |= 1u << view.leaders[p];
+    assert_int_equal(__builtin_popcount(led), N);
+    for (int node = 2; node <= N; node++)
+        wait_topic(&c, node, TXN_TOPIC, TXN_PARTITIONS, 20000);
+    const char *bootstrap = broker_bootstrap(&c.nodes[leader % N]);
+    const char *conf[] = {"transactional.id", "spread-producer", "transaction.timeout.ms", "60000", "linger.ms", "5",
+                          NULL};
+    rd_kafka_t *p = rk_producer_new(bootstrap, conf);
+    assert_true(rk_wait_topic(p, TXN_TOPIC, TXN_PARTITIONS, 20000));
+    rk_expect_ok(rd_kafka_init_transactions(p, 60000), "init_transactions");
+    produce_txn(p, "c1", 3, true);
+    produce_txn(p, "ab", 2, false);
+    produce_txn(p, "c2", 1, true);
+    rk_producer_destroy(p);
+
+    /* The markers follow EndTxn: wait for every partition's LSO to pass
+     * the last commit, then the view must be exactly the committed data. */
+    struct committed_view v;
+    long long deadline = harness_now_ms() + 60000;
+    for (;;) {
+        read_committed(bootstrap, &v);
+        bool complete = true;
+        for (int part = 0; part < TXN_PARTITIONS; part++)
+            complete &= v.at_end[part] && v.count[part] >= 4;
+        if (complete)
+            break;
+        if (harness_now_ms() > deadline) {
+            for (int part = 0; part < TXN_PARTITIONS; part++)
+                fprintf(stderr, "[test] partition %d (leader %d): %d committed records, %s\n", part,
+                        view.leaders[part], v.count[part], v.at_end[part] ? "at its end" : "no end reached");
+            fail_msg("read_committed did not see every committed record within 60 s");
+        }
+        usleep(500 * 1000);
+    }
+    for (int part = 0; part < TXN_PARTITIONS; part++) {
+        assert_int_equal(v.count[part], 4);
+        char want[32];
+        for (int i = 0; i < 3; i++) {
+            snprintf(want, sizeof want, "c1-p%d-%d", part, i);
+            assert_string_equal(v.values[part][i], want);
+        }
+        snprintf(want, sizeof want, "c2-p%d-0", part);
+        assert_string_equal(v.values[part][3], want);
+    }
+    cluster_stop(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_find_coordinator_from_every_broker),
+        cmocka_unit_test(test_transaction_across_brokers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
