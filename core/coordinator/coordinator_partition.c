@@ -61,5 +61,9 @@ int32_t coordinator_partition_for(const char *key, size_t len, int32_t partition
 {
     if (partition_count <= 0)
         return 0;
-    return (int32_t)(((uint32_t)coordinator_key_hash(key, len) & 0x7fffffffu) % (uint32_t)partition_count);
+    /* Kafka's Utils.abs: |h|, with INT32_MIN giving 0 (not the sign mask,
+     * which the producer's partitioner uses and which differs for negative h). */
+    int32_t h = coordinator_key_hash(key, len);
+    uint32_t a = h == INT32_MIN ? 0u : (uint32_t)(h < 0 ? -(int64_t)h : h);
+    return (int32_t)(a % (uint32_t)partition_count);
 }

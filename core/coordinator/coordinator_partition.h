@@ -1,7 +1,7 @@
 /* Which partition of an internal topic (__consumer_offsets,
  * __transaction_state) holds a coordinator key. Kafka places a key by the
- * Java String hashCode of the key, masked to non-negative, modulo the
- * partition count; clients and tools rely on the same placement. */
+ * Java String hashCode of the key, made non-negative with Utils.abs,
+ * modulo the partition count; clients and tools rely on the same placement. */
 #ifndef CAIRN_COORDINATOR_COORDINATOR_PARTITION_H
 #define CAIRN_COORDINATOR_COORDINATOR_PARTITION_H
 
@@ -12,7 +12,8 @@
  * UTF-8 bytes count as U+FFFD, as Java's decoder replaces them. */
 int32_t coordinator_key_hash(const char *key, size_t len);
 
-/* (hash & 0x7fffffff) % partition_count; 0 when partition_count <= 0. */
+/* abs(hash) % partition_count (abs(INT32_MIN) is 0, as Kafka's Utils.abs);
+ * 0 when partition_count <= 0. */
 int32_t coordinator_partition_for(const char *key, size_t len, int32_t partition_count);
 
 #endif

@@ -1,11 +1,16 @@
-/* FindCoordinator: with a single node, this broker coordinates every group
- * once the group's __consumer_offsets partition is loaded. A transactional
- * id is coordinated here when this broker holds its __transaction_state
- * partition and has loaded it. v5 only lets the answer carry TRANSACTION_ABORTABLE, which a
- * lookup here never needs. */
+/* FindCoordinator: the coordinator of a group (transactional id) is the
+ * leader of the key's __consumer_offsets (__transaction_state) partition,
+ * Kafka's abs(hashCode(key)) % partitions. Every broker answers with that
+ * leader's endpoint on the request's listener, so a client may ask any of
+ * them; COORDINATOR_NOT_AVAILABLE only when the partition has no live
+ * leader, or when it is led here and not loaded yet (clients retry). v5
+ * only lets the answer carry TRANSACTION_ABORTABLE, which a lookup here
+ * never needs. */
 #include <string.h>
 
+#include "coordinator/coordinator_partition.h"
 #include "group/group_coordinator.h"
+#include "group/group_log.h"
 #include "handlers/handler_util.h"
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"
@@ -44,8 +49,21 @@ static int16_t transaction_coordinator_error(struct request_context *ctx, struct
     if (!id)
         return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
     int16_t code = txn_coordinator_ownership(ctx->env->txn_coordinator, id);
-    /* With one broker there is nobody else to point at. */
+    /* Led here per the image but not served yet: the load is on its way. */
     return code == KAFKA_ERR_NOT_COORDINATOR ? KAFKA_ERR_COORDINATOR_NOT_AVAILABLE : code;
+}
+
+/* The live leader of the key's partition of the internal topic, or -1. */
+static int32_t coordinator_node(const struct metadata_image *img, const char *topic_name, struct kafka_str key)
+{
+    const struct metadata_topic *topic = img ? metadata_image_topic_by_name(img, topic_name, strlen(topic_name))
+                                             : NULL;
+    if (!topic || topic->partition_count <= 0)
+        return -1; /* not created yet: clients retry */
+    size_t len = key.len > 0 ? (size_t)key.len : 0;
+    int32_t p = coordinator_partition_for(len ? key.data : "", len, topic->partition_count);
+    const struct metadata_partition *part = metadata_topic_partition(topic, p);
+    return part && part->present ? part->leader : -1;
 }
 
 static void find_one(struct request_context *ctx, const struct metadata_image *img, int8_t key_type,
@@ -64,30 +82,36 @@ static void find_one(struct request_context *ctx, const struct metadata_image *i
             return;
         }
     }
-    if (key_type == KEY_TYPE_TRANSACTION) {
-        out->error_code = transaction_coordinator_error(ctx, key);
-        if (out->error_code != KAFKA_ERR_NONE)
-            return;
-    } else if (key_type != KEY_TYPE_GROUP) {
+    if (key_type != KEY_TYPE_TRANSACTION && key_type != KEY_TYPE_GROUP) {
         out->error_code = KAFKA_ERR_INVALID_REQUEST;
         return;
     }
-    /* Until the group's partition is loaded, clients must retry elsewhere/later. */
-    if (key_type == KEY_TYPE_GROUP) {
-        char *group_id = key_cstr(ctx, key);
-        out->error_code = group_id ? group_coordinator_ownership(ctx->env->groups, group_id)
-                                   : KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
+    if (key_type == KEY_TYPE_TRANSACTION && (key.len <= 0 || memchr(key.data, '\0', (size_t)key.len))) {
+        out->error_code = KAFKA_ERR_INVALID_REQUEST;
+        return;
+    }
+    int32_t leader = coordinator_node(img, key_type == KEY_TYPE_GROUP ? GROUP_LOG_TOPIC : TXN_LOG_TOPIC, key);
+    if (leader >= 0 && leader == ctx->env->node_id) {
+        /* Ours: answer only once the partition is loaded, so the client's
+         * next request finds its state here. */
+        if (key_type == KEY_TYPE_TRANSACTION) {
+            out->error_code = transaction_coordinator_error(ctx, key);
+        } else {
+            char *group_id = key_cstr(ctx, key);
+            out->error_code = group_id ? group_coordinator_ownership(ctx->env->groups, group_id)
+                                       : KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
+        }
         if (out->error_code != KAFKA_ERR_NONE)
             return;
     }
-    const struct metadata_broker *self = metadata_image_broker(img, ctx->env->node_id);
-    const struct metadata_endpoint *ep = self && !self->fenced ? handler_endpoint_for_request(ctx, self) : NULL;
+    const struct metadata_broker *node = leader >= 0 ? metadata_image_broker(img, leader) : NULL;
+    const struct metadata_endpoint *ep = node && !node->fenced ? handler_endpoint_for_request(ctx, node) : NULL;
     if (!ep) {
         out->error_code = KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
         return;
     }
     out->error_code = KAFKA_ERR_NONE;
-    out->node_id = self->node_id;
+    out->node_id = node->node_id;
     out->host = kafka_arena_strdup(&ctx->arena, ep->host);
     out->port = ep->port;
 }

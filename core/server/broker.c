@@ -19,6 +19,7 @@
 #include "log/log_manager.h"
 #include "metadata/metadata_store.h"
 #include "metrics/metrics.h"
+#include "net/client.h"
 #include "net/server.h"
 #include "plugin/plugin_host.h"
 #include "replica/replica_manager.h"
@@ -59,6 +60,7 @@ struct broker {
     struct txn_log *txn_log;
     struct txn_coordinator *txn_coordinator;
     struct txn_markers_local markers; /* ctx of the coordinator's marker ops */
+    struct net_client *marker_client; /* WriteTxnMarkers to other brokers; freed after the coordinator */
     /* Loads and unloads the partitions of __consumer_offsets and
      * __transaction_state; the shards are freed after the coordinators. */
     struct coordinator_runtime *coordinators;
@@ -233,8 +235,25 @@ static int16_t allocate_producer_id(void *ctx, int64_t *id)
     return KAFKA_ERR_NONE;
 }
 
+/* Partitions of a transaction led by other brokers get their markers
+ * through this client (connections open on first use). */
+static int start_marker_client(struct broker *b, char *err, size_t errlen)
+{
+    struct net_client_config cfg;
+    net_client_config_defaults(&cfg);
+    snprintf(cfg.client_id, sizeof cfg.client_id, "broker-%d-txn-coordinator", (int)b->env.node_id);
+    if (net_client_create(&cfg, &b->marker_client, err, errlen) != 0)
+        return -1;
+    b->markers.metadata = b->metadata;
+    b->markers.client = b->marker_client;
+    b->markers.node_id = b->env.node_id;
+    b->markers.listener = config_get_string(b->config, "inter.broker.listener.name");
+    b->markers.request_timeout_ms = 5000;
+    return 0;
+}
+
 /* Opens __transaction_state and creates the transaction coordinator, whose
- * markers go to the local partitions (txn_markers_local);
+ * markers go to the partition leaders (txn_markers_local);
  * load_coordinators loads its partitions. */
 static int start_transactions(struct broker *b, char *err, size_t errlen)
 {
@@ -521,6 +540,8 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
      * markers of prepared transactions at once. */
     b->markers = (struct txn_markers_local){
         .logs = b->logs, .fetch_purgatory = b->fetch_purgatory, .groups = b->groups};
+    if (start_marker_client(b, err, errlen) != 0)
+        goto fail;
     if (start_transactions(b, err, errlen) != 0)
         goto fail;
     if (load_coordinators(b, err, errlen) != 0)
@@ -565,6 +586,8 @@ void broker_stop(struct broker *b)
     /* Its thread writes markers, which wake the purgatory and complete
      * group offsets: stop it before either goes. */
     txn_coordinator_destroy(b->txn_coordinator);
+    if (b->marker_client)
+        net_client_destroy(b->marker_client);
     txn_log_close(b->txn_log);
     /* Remote reads stop waking the purgatory before it goes; expiring
      * fetches still call tiered_read, which answers without waiting. */

@@ -187,5 +187,26 @@ int16_t txn_log_write(struct txn_log *tl, const char *transactional_id, const st
     snprintf(about, sizeof about, "transactional id %s", transactional_id);
     code = internal_topic_append(tl->topic, log, batch, len, false, INTERNAL_TOPIC_FLUSH_RECORDS, NULL, about);
     free(batch);
-    return code == KAFKA_ERR_NONE ? KAFKA_ERR_NONE : KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    return txn_log_append_error(code);
+}
+
+int16_t txn_log_append_error(int16_t code)
+{
+    switch (code) {
+    case KAFKA_ERR_NONE:
+        return KAFKA_ERR_NONE;
+    /* The log can take no write (full or failed disk, offline) or is no
+     * longer led here: the client finds the coordinator again. */
+    case KAFKA_ERR_KAFKA_STORAGE_ERROR:
+    case KAFKA_ERR_NOT_LEADER_OR_FOLLOWER:
+        return KAFKA_ERR_NOT_COORDINATOR;
+    /* Not writable for now: the client retries. */
+    case KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION:
+    case KAFKA_ERR_NOT_ENOUGH_REPLICAS:
+    case KAFKA_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+    case KAFKA_ERR_REQUEST_TIMED_OUT:
+        return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
+    default:
+        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    }
 }

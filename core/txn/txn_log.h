@@ -74,8 +74,17 @@ int32_t txn_log_partition_count(const struct txn_log *tl);
 int16_t txn_log_check(struct txn_log *tl, const char *transactional_id);
 
 /* Appends the id's record (rec NULL: tombstone) and flushes it. Errors as
- * txn_log_check, UNKNOWN_SERVER_ERROR for encode and I/O failures. */
+ * txn_log_check; a failed append as txn_log_append_error maps it;
+ * UNKNOWN_SERVER_ERROR when the record does not encode. */
 int16_t txn_log_write(struct txn_log *tl, const char *transactional_id, const struct txn_log_record *rec);
+
+/* What a coordinator answers when appending to its log failed with code,
+ * as Kafka's TransactionStateManager maps it: the storage failing
+ * (KAFKA_STORAGE_ERROR, a full disk) or leadership gone -> NOT_COORDINATOR;
+ * partition missing, too few replicas, timeout -> COORDINATOR_NOT_AVAILABLE;
+ * anything else -> UNKNOWN_SERVER_ERROR. Both retriable answers make the
+ * client look the coordinator up again and retry. */
+int16_t txn_log_append_error(int16_t code);
 
 /* Replays every partition held here in offset order (rec NULL for a
  * tombstone). Unreadable records are skipped with a warning. Returns 0, or -1

@@ -29,12 +29,15 @@ static void test_java_hash_vectors(void **state)
     assert_int_equal(hash_of("\xe2\x82"), 0xfffd * 31 + 0xfffd);
 }
 
-static void test_partition_is_masked_modulo(void **state)
+static void test_partition_is_abs_modulo(void **state)
 {
     (void)state;
-    /* "Hello World" hashes negative: Kafka masks the sign bit, not abs(). */
-    uint32_t masked = (uint32_t)-862545276 & 0x7fffffffu;
-    assert_int_equal(coordinator_partition_for("Hello World", 11, 50), (int32_t)(masked % 50));
+    /* "Hello World" hashes negative: Kafka's partitionFor takes
+     * Utils.abs(hashCode) (862545276 % 50 = 26), not the sign mask (22). */
+    assert_int_equal(coordinator_partition_for("Hello World", 11, 50), 26);
+    /* "polygenelubricants" hashes to INT32_MIN, which Utils.abs maps to 0. */
+    assert_int_equal(hash_of("polygenelubricants"), INT32_MIN);
+    assert_int_equal(coordinator_partition_for("polygenelubricants", 18, 7), 0);
     assert_int_equal(coordinator_partition_for("hello", 5, 50), 99162322 % 50);
     assert_int_equal(coordinator_partition_for("hello", 5, 0), 0);
     for (int n = 1; n < 64; n++) {
@@ -47,7 +50,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_java_hash_vectors),
-        cmocka_unit_test(test_partition_is_masked_modulo),
+        cmocka_unit_test(test_partition_is_abs_modulo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -317,6 +319,40 @@ static void test_value_versions(void **state)
     kafka_writer_free(&w);
 }
 
+/* EndTxn whose PrepareCommit cannot be written (the disk is full: a
+ * file-size limit makes the append fail with EFBIG, as ENOSPC would)
+ * answers NOT_COORDINATOR, as Kafka's coordinator does when its log
+ * refuses the append, so the client looks the coordinator up again and
+ * retries. Later requests on the offline log keep a retriable answer. */
+static void test_end_on_full_disk_is_retriable(void **state)
+{
+    struct fixture *f = *state;
+    open_all(f, true);
+    int64_t pid;
+    int16_t epoch;
+    assert_int_equal(txn_coordinator_init_producer(f->c, "full-disk", 20000, -1, -1, &pid, &epoch), KAFKA_ERR_NONE);
+    assert_int_equal(txn_coordinator_add_partitions(f->c, "full-disk", pid, epoch, parts, 3), KAFKA_ERR_NONE);
+    struct rlimit saved, limited;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &saved), 0);
+    limited = saved;
+    limited.rlim_cur = 1;
+    signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &limited), 0);
+    int16_t code = txn_coordinator_end(f->c, "full-disk", pid, epoch, true);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &saved), 0);
+    assert_int_equal(code, KAFKA_ERR_NOT_COORDINATOR);
+    /* The log is offline now: every request on its ids is retriable. */
+    code = txn_coordinator_end(f->c, "full-disk", pid, epoch, true);
+    assert_true(code == KAFKA_ERR_NOT_COORDINATOR || code == KAFKA_ERR_COORDINATOR_NOT_AVAILABLE);
+    /* The mapping of every append error Kafka names. */
+    assert_int_equal(txn_log_append_error(KAFKA_ERR_NONE), KAFKA_ERR_NONE);
+    assert_int_equal(txn_log_append_error(KAFKA_ERR_KAFKA_STORAGE_ERROR), KAFKA_ERR_NOT_COORDINATOR);
+    assert_int_equal(txn_log_append_error(KAFKA_ERR_NOT_LEADER_OR_FOLLOWER), KAFKA_ERR_NOT_COORDINATOR);
+    assert_int_equal(txn_log_append_error(KAFKA_ERR_NOT_ENOUGH_REPLICAS), KAFKA_ERR_COORDINATOR_NOT_AVAILABLE);
+    assert_int_equal(txn_log_append_error(KAFKA_ERR_REQUEST_TIMED_OUT), KAFKA_ERR_COORDINATOR_NOT_AVAILABLE);
+    assert_int_equal(txn_log_append_error(KAFKA_ERR_MESSAGE_TOO_LARGE), KAFKA_ERR_UNKNOWN_SERVER_ERROR);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -324,6 +360,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_topic_created_and_placement, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reload_completes_prepared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_requests_wait_for_load, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_end_on_full_disk_is_retriable, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

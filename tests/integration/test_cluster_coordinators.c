@@ -1,0 +1,601 @@
+/* The group and transaction coordinators across three brokers (quorum
+ * nodes, as test_cluster.c starts them). FindCoordinator, single-key (v3)
+ * and batched (v4), answers the same coordinator at every broker: the
+ * leader of the key's __consumer_offsets / __transaction_state partition,
+ * abs(Java hashCode(key)) % partitions, as Metadata names it; and a
+ * librdkafka consumer group bootstrapped on another broker works. A
+ * transaction over partitions led by every broker gets its COMMIT/ABORT
+ * markers on all of them (WriteTxnMarkers from the coordinator). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "rk_helpers.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net/client.h"
+#include "protocol/generated/all_messages.h"
+#include "protocol/generated/errors.h"
+
+#define N 3
+#define INTERNAL_PARTITIONS 3
+#define CLUSTER_ID "Q29vcmRDbHVzdGVyVGVzdA"
+#define KEYS 6
+
+struct cluster {
+    struct test_broker nodes[N];
+    int controller_ports[N];
+    struct net_client *client;
+};
+
+/* One call's outcome, filled by the callbacks on the client's thread. */
+struct call_slot {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    enum net_client_status status;
+    const char *topic; /* Metadata: the topic whose leaders to keep */
+    int32_t controller_id;
+    int partitions;
+    int32_t leaders[16];
+    int16_t error;
+    unsigned brokers; /* Metadata: bit per listed broker id */
+    /* FindCoordinator: one answer per key */
+    int answers;
+    int16_t errors[KEYS];
+    int32_t node_ids[KEYS];
+    int32_t ports[KEYS];
+    char keys[KEYS][32];
+};
+
+static void metadata_done(struct net_client_result *result, void *ctx)
+{
+    struct call_slot *s = ctx;
+    pthread_mutex_lock(&s->mu);
+    s->status = result->status;
+    const struct metadata_response *m = result->response;
+    s->partitions = -1;
+    if (result->status == NET_CLIENT_OK && m) {
+        s->controller_id = m->controller_id;
+        for (int32_t i = 0; i < m->brokers_count; i++)
+            if (m->brokers[i].node_id >= 0 && m->brokers[i].node_id < 32)
+                s->brokers |= 1u << m->brokers[i].node_id;
+        for (int32_t i = 0; i < m->topics_count; i++) {
+            const struct metadata_response_metadata_response_topic *t = &m->topics[i];
+            if (!s->topic || t->error_code != 0 || (size_t)t->name.len != strlen(s->topic) ||
+                memcmp(t->name.data, s->topic, (size_t)t->name.len) != 0)
+                continue;
+            s->partitions = t->partitions_count;
+            for (int32_t p = 0; p < t->partitions_count; p++)
+                if (t->partitions[p].partition_index >= 0 && t->partitions[p].partition_index < 16)
+                    s->leaders[t->partitions[p].partition_index] = t->partitions[p].leader_id;
+        }
+    }
+    s->done = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void create_done(struct net_client_result *result, void *ctx)
+{
+    struct call_slot *s = ctx;
+    pthread_mutex_lock(&s->mu);
+    s->status = result->status;
+    const struct create_topics_response *m = result->response;
+    s->error = -1;
+    if (result->status == NET_CLIENT_OK && m && m->topics_count == 1)
+        s->error = m->topics[0].error_code;
+    s->done = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void find_done(struct net_client_result *result, void *ctx)
+{
+    struct call_slot *s = ctx;
+    pthread_mutex_lock(&s->mu);
+    s->status = result->status;
+    const struct find_coordinator_response *m = result->response;
+    s->answers = 0;
+    if (result->status == NET_CLIENT_OK && m) {
+        if (result->api_version < 4) {
+            s->errors[0] = m->error_code;
+            s->node_ids[0] = m->node_id;
+            s->ports[0] = m->port;
+            s->answers = 1;
+        } else {
+            for (int32_t i = 0; i < m->coordinators_count && i < KEYS; i++) {
+                const struct find_coordinator_response_coordinator *c = &m->coordinators[i];
+                snprintf(s->keys[i], sizeof s->keys[i], "%.*s", (int)c->key.len, c->key.data ? c->key.data : "");
+                s->errors[i] = c->error_code;
+                s->node_ids[i] = c->node_id;
+                s->ports[i] = c->port;
+                s->answers++;
+            }
+        }
+    }
+    s->done = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void call(struct cluster *c, int node, int16_t api_key, int16_t version, const void *body,
+                 net_client_done_fn done, struct call_slot *s)
+{
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    struct net_client_request req = {.node_id = node,
+                                     .api_key = api_key,
+                                     .pinned_version = version,
+                                     .body = body,
+                                     .timeout_ms = 10000,
+                                     .done = done,
+                                     .ctx = s};
+    char err[200];
+    if (net_client_send(c->client, &req, err, sizeof err) != 0)
+        fail_msg("send: %s", err);
+    pthread_mutex_lock(&s->mu);
+    while (!s->done)
+        pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+}
+
+/* Node's Metadata of every topic, keeping topic's leaders. */
+static bool metadata(struct cluster *c, int node, const char *topic, struct call_slot *s)
+{
+    struct metadata_request req;
+    metadata_request_init(&req);
+    req.topics = NULL;
+    req.topics_count = -1;
+    memset(s, 0, sizeof *s);
+    s->topic = topic;
+    call(c, node, 3, -1, &req, metadata_done, s);
+    return s->status == NET_CLIENT_OK;
+}
+
+static int16_t create_topic(struct cluster *c, int node, const char *name, int partitions)
+{
+    struct create_topics_request_creatable_topic t;
+    create_topics_request_creatable_topic_init(&t);
+    t.name = kafka_str_from_cstr(name);
+    t.num_partitions = partitions;
+    t.replication_factor = 1;
+    struct create_topics_request req;
+    create_topics_request_init(&req);
+    req.topics = &t;
+    req.topics_count = 1;
+    req.timeout_ms = 10000;
+    struct call_slot s = {.error = -1};
+    call(c, node, 19, -1, &req, create_done, &s);
+    return s.status == NET_CLIENT_OK ? s.error : -1;
+}
+
+/* Waits until node lists topic with `partitions` partitions, each led by
+ * a live broker; returns that view. */
+static struct call_slot wait_topic(struct cluster *c, int node, const char *topic, int partitions, int timeout_ms)
+{
+    long long deadline = harness_now_ms() + timeout_ms;
+    struct call_slot s;
+    for (;;) {
+        bool ok = metadata(c, node, topic, &s) && s.partitions == partitions;
+        for (int p = 0; ok && p < partitions; p++)
+            ok = s.leaders[p] >= 1 && s.leaders[p] <= N;
+        if (ok)
+            return s;
+        if (harness_now_ms() > deadline)
+            fail_msg("node %d: %s not listed with %d led partitions", node, topic, partitions);
+        usleep(100 * 1000);
+    }
+}
+
+/* The controller all nodes name, once they agree. */
+static int32_t agreed_controller(struct cluster *c, int timeout_ms)
+{
+    long long deadline = harness_now_ms() + timeout_ms;
+    for (;;) {
+        int32_t seen = -1;
+        bool agree = true;
+        for (int i = 0; i < N; i++) {
+            struct call_slot s;
+            if (!metadata(c, i + 1, NULL, &s)) {
+                agree = false;
+                continue;
+            }
+            if (seen < 0)
+                seen = s.controller_id;
+            agree &= s.controller_id == seen;
+        }
+        if (agree && seen >= 1 && seen <= N)
+            return seen;
+        if (harness_now_ms() > deadline)
+            fail_msg("the nodes do not agree on an active controller (last seen %d)", seen);
+        usleep(100 * 1000);
+    }
+}
+
+static void cluster_start(struct cluster *c)
+{
+    memset(c, 0, sizeof *c);
+    char voters[256] = "";
+    for (int i = 0; i < N; i++) {
+        c->controller_ports[i] = harness_free_port();
+        size_t used = strlen(voters);
+        snprintf(voters + used, sizeof voters - used, "%s%d@127.0.0.1:%d", i ? "," : "", i + 1,
+                 c->controller_ports[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        int port;
+        do {
+            port = harness_free_port();
+        } while (port == c->controller_ports[0] || port == c->controller_ports[1] || port == c->controller_ports[2]);
+        char listeners[160], node_id[32], voters_kv[300];
+        snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port,
+                 c->controller_ports[i]);
+        snprintf(node_id, sizeof node_id, "node.id=%d", i + 1);
+        snprintf(voters_kv, sizeof voters_kv, "controller.quorum.voters=%s", voters);
+        const char *overrides[] = {listeners,
+                                   node_id,
+                                   voters_kv,
+                                   "process.roles=broker,controller",
+                                   "controller.listener.names=CONTROLLER",
+                                   "cluster.id=" CLUSTER_ID,
+                                   "controller.quorum.election.timeout.ms=1000",
+                                   "controller.quorum.fetch.timeout.ms=2000",
+                                   "broker.heartbeat.interval.ms=500",
+                                   "broker.session.timeout.ms=9000",
+                                   "offsets.topic.num.partitions=3",
+                                   "transaction.state.log.num.partitions=3",
+                                   NULL};
+        broker_spawn_on_port(&c->nodes[i], port, overrides);
+    }
+    for (int i = 0; i < N; i++)
+        broker_wait_ready(&c->nodes[i]);
+    struct net_client_config cfg;
+    net_client_config_defaults(&cfg);
+    cfg.reconnect_backoff_max_ms = 200;
+    char err[200];
+    if (net_client_create(&cfg, &c->client, err, sizeof err) != 0)
+        fail_msg("client: %s", err);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(net_client_add_node(c->client, i + 1, "127.0.0.1", broker_port(&c->nodes[i])), 0);
+}
+
+static void cluster_stop(struct cluster *c)
+{
+    net_client_destroy(c->client);
+    for (int i = 0; i < N; i++) {
+        if (c->nodes[i].pid > 0)
+            broker_stop(&c->nodes[i]);
+        broker_mark_passed(&c->nodes[i]);
+        broker_cleanup(&c->nodes[i]);
+    }
+}
+
+/* java.lang.String#hashCode of an ASCII string. */
+static int32_t java_hash(const char *s)
+{
+    uint32_t h = 0;
+    for (; *s; s++)
+        h = h * 31u + (unsigned char)*s;
+    return (int32_t)h;
+}
+
+/* Kafka's partitionFor: Utils.abs(hashCode) % partitions. */
+static int kafka_partition_for(const char *key, int partitions)
+{
+    int32_t h = java_hash(key);
+    int64_t a = h == INT32_MIN ? 0 : (h < 0 ? -(int64_t)h : h);
+    return (int)(a % partitions);
+}
+
+/* "Hello World", "orders" and "tx-neg" hash negative, and abs and the
+ * sign mask place them in different partitions of 3, so a wrong rule shows. */
+static const char *const group_keys[KEYS] = {"Hello World", "orders", "g-1", "g-2", "payments-eu", "g-abc"};
+static const char *const txn_keys[KEYS] = {"Hello World", "orders", "t-1", "t-2", "ledger", "tx-neg"};
+
+/* Asks node for every key: one v3 request per key, then one v4 request
+ * with all of them. Fills node_of[k] (both versions must agree); returns
+ * false while some answer is an error (retry). */
+static bool find_all(struct cluster *c, int node, int8_t key_type, const char *const *keys, int32_t *node_of,
+                     int32_t *port_of, int16_t *last_error)
+{
+    for (int k = 0; k < KEYS; k++) {
+        struct find_coordinator_request req;
+        find_coordinator_request_init(&req);
+        req.key = kafka_str_from_cstr(keys[k]);
+        req.key_type = key_type;
+        struct call_slot s;
+        memset(&s, 0, sizeof s);
+        call(c, node, 10, 3, &req, find_done, &s);
+        if (s.status != NET_CLIENT_OK || s.answers != 1 || s.errors[0] != KAFKA_ERR_NONE) {
+            *last_error = s.answers == 1 ? s.errors[0] : -1;
+            return false;
+        }
+        node_of[k] = s.node_ids[0];
+        port_of[k] = s.ports[0];
+    }
+    struct kafka_str batch[KEYS];
+    for (int k = 0; k < KEYS; k++)
+        batch[k] = kafka_str_from_cstr(keys[k]);
+    struct find_coordinator_request req;
+    find_coordinator_request_init(&req);
+    req.key_type = key_type;
+    req.coordinator_keys = batch;
+    req.coordinator_keys_count = KEYS;
+    struct call_slot s;
+    memset(&s, 0, sizeof s);
+    call(c, node, 10, 4, &req, find_done, &s);
+    if (s.status != NET_CLIENT_OK || s.answers != KEYS)
+        fail_msg("node %d: FindCoordinator v4 gave %d answers", node, s.answers);
+    for (int k = 0; k < KEYS; k++) {
+        assert_string_equal(s.keys[k], keys[k]);
+        if (s.errors[k] != KAFKA_ERR_NONE) {
+            *last_error = s.errors[k];
+            return false;
+        }
+        assert_int_equal(s.node_ids[k], node_of[k]);
+        assert_int_equal(s.ports[k], port_of[k]);
+    }
+    return true;
+}
+
+static void check_coordinators(struct cluster *c, int8_t key_type, const char *const *keys, const char *topic,
+                               int32_t *coordinator_of)
+{
+    /* Where Metadata says each key's partition is led. */
+    struct call_slot view = wait_topic(c, 1, topic, INTERNAL_PARTITIONS, 30000);
+    for (int node = 1; node <= N; node++) {
+        int32_t node_of[KEYS], port_of[KEYS];
+        int16_t last_error = 0;
+        long long deadline = harness_now_ms() + 30000;
+        while (!find_all(c, node, key_type, keys, node_of, port_of, &last_error)) {
+            if (harness_now_ms() > deadline) {
+                struct call_slot now;
+                for (int k = 0; k < KEYS; k++) {
+                    struct find_coordinator_request req;
+                    find_coordinator_request_init(&req);
+                    req.key = kafka_str_from_cstr(keys[k]);
+                    req.key_type = key_type;
+                    memset(&now, 0, sizeof now);
+                    call(c, node, 10, 3, &req, find_done, &now);
+                    fprintf(stderr, "[test] node %d: %s (partition %d): error %d, node %d\n", node, keys[k],
+                            kafka_partition_for(keys[k], INTERNAL_PARTITIONS), now.errors[0], now.node_ids[0]);
+                }
+                metadata(c, node, topic, &now);
+                fail_msg("node %d: FindCoordinator (key type %d) still answers error %d after 30 s (%s there: "
+                         "%d partitions led by %d, %d, %d; brokers listed 0x%x)",
+                         node, (int)key_type, (int)last_error, topic, now.partitions, now.leaders[0], now.leaders[1],
+                         now.leaders[2], now.brokers);
+            }
+            usleep(200 * 1000);
+        }
+        for (int k = 0; k < KEYS; k++) {
+            int32_t want = view.leaders[kafka_partition_for(keys[k], INTERNAL_PARTITIONS)];
+            if (node_of[k] != want)
+                fail_msg("node %d names broker %d for %s (key type %d); the leader of its partition %d is %d", node,
+                         node_of[k], keys[k], (int)key_type, kafka_partition_for(keys[k], INTERNAL_PARTITIONS),
+                         want);
+            assert_int_equal(port_of[k], broker_port(&c->nodes[want - 1]));
+            if (node == 1)
+                coordinator_of[k] = node_of[k];
+            assert_int_equal(node_of[k], coordinator_of[k]);
+        }
+    }
+}
+
+static void test_find_coordinator_from_every_broker(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_start(&c);
+    int32_t controller = agreed_controller(&c, 30000);
+    (void)controller;
+    assert_true(java_hash("Hello World") < 0 && java_hash("orders") < 0 && java_hash("tx-neg") < 0);
+    int32_t group_coordinator[KEYS], txn_coordinator[KEYS];
+    check_coordinators(&c, 0, group_keys, "__consumer_offsets", group_coordinator);
+    check_coordinators(&c, 1, txn_keys, "__transaction_state", txn_coordinator);
+    /* The keys do not all land on one broker, or this proves little. */
+    unsigned seen = 0;
+    for (int k = 0; k < KEYS; k++)
+        seen |= 1u << group_coordinator[k] | 1u << txn_coordinator[k];
+    assert_true(__builtin_popcount(seen) >= 2);
+
+    /* A consumer group bootstrapped on a broker that does not coordinate
+     * it: joins, reads every record, commits, and the commit reads back. */
+    int32_t leader = agreed_controller(&c, 30000);
+    assert_int_equal(create_topic(&c, leader, "grp", 3), KAFKA_ERR_NONE);
+    for (int node = 1; node <= N; node++)
+        wait_topic(&c, node, "grp", 3, 20000);
+    const char *group = group_keys[1];
+    int bootstrap_node = group_coordinator[1] % N + 1;
+    const char *bootstrap = broker_bootstrap(&c.nodes[bootstrap_node - 1]);
+    rd_kafka_t *p = rk_producer_new(bootstrap, NULL);
+    assert_true(rk_wait_topic(p, "grp", 3, 20000));
+    for (int i = 0; i < 9; i++) {
+        char value[16];
+        int n = snprintf(value, sizeof value, "v%d", i);
+        assert_int_equal(rk_produce_blocking(p, "grp", i % 3, NULL, 0, value, (size_t)n, 0, NULL, NULL), 0);
+    }
+    rd_kafka_flush(p, 20000);
+    assert_int_equal(rk_producer_stats(p)->delivered, 9);
+    rk_producer_destroy(p);
+
+    char errstr[256];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    const char *kv[] = {"bootstrap.servers", bootstrap, "group.id", group, "auto.offset.reset", "earliest",
+                        "enable.auto.commit", "false", "session.timeout.ms", "10000", NULL};
+    for (int i = 0; kv[i]; i += 2)
+        assert_int_equal(rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof errstr), RD_KAFKA_CONF_OK);
+    rd_kafka_t *consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+    assert_non_null(consumer);
+    rd_kafka_poll_set_consumer(consumer);
+    rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(topics, "grp", RD_KAFKA_PARTITION_UA);
+    assert_int_equal(rd_kafka_subscribe(consumer, topics), 0);
+    rd_kafka_topic_partition_list_destroy(topics);
+    int got = 0;
+    long long deadline = harness_now_ms() + 60000;
+    while (got < 9 && harness_now_ms() < deadline) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(consumer, 200);
+        if (!m)
+            continue;
+        if (!m->err)
+            got++;
+        rd_kafka_message_destroy(m);
+    }
+    assert_int_equal(got, 9);
+    assert_int_equal(rd_kafka_commit(consumer, NULL, 0), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_topic_partition_list_t *committed = rd_kafka_topic_partition_list_new(3);
+    for (int part = 0; part < 3; part++)
+        rd_kafka_topic_partition_list_add(committed, "grp", part);
+    assert_int_equal(rd_kafka_committed(consumer, committed, 20000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    for (int part = 0; part < 3; part++)
+        assert_int_equal(committed->elems[part].offset, 3);
+    rd_kafka_topic_partition_list_destroy(committed);
+    rd_kafka_consumer_close(consumer);
+    rd_kafka_destroy(consumer);
+    cluster_stop(&c);
+}
+
+#define TXN_TOPIC "txn-spread"
+#define TXN_PARTITIONS 6
+#define MAX_SEEN 16
+
+/* Every partition of TXN_TOPIC as a read_committed consumer sees it up to
+ * its end (the last stable offset). */
+struct committed_view {
+    int count[TXN_PARTITIONS];
+    char values[TXN_PARTITIONS][MAX_SEEN][32];
+    bool at_end[TXN_PARTITIONS];
+};
+
+static void read_committed(const char *bootstrap, struct committed_view *v)
+{
+    memset(v, 0, sizeof *v);
+    /* assign() wants a group id; nothing is committed to it. */
+    const char *conf[] = {"isolation.level", "read_committed", "fetch.wait.max.ms", "100", "group.id", "reader", NULL};
+    rd_kafka_t *rk = rk_consumer_new(bootstrap, conf);
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new(TXN_PARTITIONS);
+    for (int p = 0; p < TXN_PARTITIONS; p++)
+        rd_kafka_topic_partition_list_add(list, TXN_TOPIC, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    assert_int_equal(rd_kafka_assign(rk, list), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_topic_partition_list_destroy(list);
+    int ended = 0;
+    long long deadline = harness_now_ms() + 20000;
+    while (ended < TXN_PARTITIONS && harness_now_ms() < deadline) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+        if (!m)
+            continue;
+        int p = m->partition;
+        if (p >= 0 && p < TXN_PARTITIONS) {
+            if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+                if (!v->at_end[p])
+                    ended++;
+                v->at_end[p] = true;
+            } else if (!m->err && v->count[p] < MAX_SEEN) {
+                snprintf(v->values[p][v->count[p]++], sizeof v->values[p][0], "%.*s", (int)m->len,
+                         m->payload ? (const char *)m->payload : "");
+            }
+        }
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+}
+
+static void produce_txn(rd_kafka_t *p, const char *prefix, int per_partition, bool commit)
+{
+    rk_expect_ok(rd_kafka_begin_transaction(p), "begin_transaction");
+    for (int part = 0; part < TXN_PARTITIONS; part++) {
+        for (int i = 0; i < per_partition; i++) {
+            char value[32];
+            int n = snprintf(value, sizeof value, "%s-p%d-%d", prefix, part, i);
+            assert_int_equal(rk_produce_blocking(p, TXN_TOPIC, part, NULL, 0, value, (size_t)n, 0, NULL, NULL), 0);
+        }
+    }
+    if (commit)
+        rk_expect_ok(rd_kafka_commit_transaction(p, 60000), "commit_transaction");
+    else
+        rk_expect_ok(rd_kafka_abort_transaction(p, 60000), "abort_transaction");
+}
+
+/* A transaction over partitions led by all three brokers: the coordinator
+ * sends WriteTxnMarkers to the other leaders, so a read_committed consumer
+ * reads exactly the committed records of every partition, none of the
+ * aborted ones, and reaches the end of each (nothing stalls at an open
+ * transaction). */
+static void test_transaction_across_brokers(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_start(&c);
+    int32_t leader = agreed_controller(&c, 30000);
+    assert_int_equal(create_topic(&c, leader, TXN_TOPIC, TXN_PARTITIONS), KAFKA_ERR_NONE);
+    struct call_slot view = wait_topic(&c, 1, TXN_TOPIC, TXN_PARTITIONS, 20000);
+    unsigned led = 0;
+    for (int p = 0; p < TXN_PARTITIONS; p++)
+        led |= 1u << view.leaders[p];
+    assert_int_equal(__builtin_popcount(led), N);
+    for (int node = 2; node <= N; node++)
+        wait_topic(&c, node, TXN_TOPIC, TXN_PARTITIONS, 20000);
+    const char *bootstrap = broker_bootstrap(&c.nodes[leader % N]);
+    const char *conf[] = {"transactional.id", "spread-producer", "transaction.timeout.ms", "60000", "linger.ms", "5",
+                          NULL};
+    rd_kafka_t *p = rk_producer_new(bootstrap, conf);
+    assert_true(rk_wait_topic(p, TXN_TOPIC, TXN_PARTITIONS, 20000));
+    rk_expect_ok(rd_kafka_init_transactions(p, 60000), "init_transactions");
+    produce_txn(p, "c1", 3, true);
+    produce_txn(p, "ab", 2, false);
+    produce_txn(p, "c2", 1, true);
+    rk_producer_destroy(p);
+
+    /* The markers follow EndTxn: wait for every partition's LSO to pass
+     * the last commit, then the view must be exactly the committed data. */
+    struct committed_view v;
+    long long deadline = harness_now_ms() + 60000;
+    for (;;) {
+        read_committed(bootstrap, &v);
+        bool complete = true;
+        for (int part = 0; part < TXN_PARTITIONS; part++)
+            complete &= v.at_end[part] && v.count[part] >= 4;
+        if (complete)
+            break;
+        if (harness_now_ms() > deadline) {
+            for (int part = 0; part < TXN_PARTITIONS; part++)
+                fprintf(stderr, "[test] partition %d (leader %d): %d committed records, %s\n", part,
+                        view.leaders[part], v.count[part], v.at_end[part] ? "at its end" : "no end reached");
+            fail_msg("read_committed did not see every committed record within 60 s");
+        }
+        usleep(500 * 1000);
+    }
+    for (int part = 0; part < TXN_PARTITIONS; part++) {
+        assert_int_equal(v.count[part], 4);
+        char want[32];
+        for (int i = 0; i < 3; i++) {
+            snprintf(want, sizeof want, "c1-p%d-%d", part, i);
+            assert_string_equal(v.values[part][i], want);
+        }
+        snprintf(want, sizeof want, "c2-p%d-0", part);
+        assert_string_equal(v.values[part][3], want);
+    }
+    cluster_stop(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_find_coordinator_from_every_broker),
+        cmocka_unit_test(test_transaction_across_brokers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
