@@ -90,6 +90,13 @@ bench-txn: build
 bench-rebalance: build
 	$(BUILD)/tools/bench/cairn-rebalance-bench --cairnd $(BUILD)/core/server/cairnd $(REBALANCE_ARGS)
 
+# A good librdkafka producer alone and beside abusive clients (connection
+# flood, trickling senders, non-readers, big requests), side by side
+# (docs/benchmarks.md). HOSTILE_ARGS="--records 500000" etc.
+.PHONY: bench-hostile
+bench-hostile: build
+	tools/hostile-bench --cairnd $(BUILD)/core/server/cairnd --bench $(BUILD)/tools/bench/cairn-bench $(HOSTILE_ARGS)
+
 conformance: build
 	tools/conformance/run.sh --cairnd $(BUILD)/core/server/cairnd
 

@@ -215,12 +215,90 @@ int16_t group_coordinator_ownership(struct group_coordinator *gc, const char *gr
     return err == KAFKA_ERR_NONE ? KAFKA_ERR_NONE : KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
 }
 
+void group_coordinator_connection_closed(struct group_coordinator *gc, uint64_t connection_id)
+{
+    if (!gc || connection_id == 0)
+        return;
+    pthread_mutex_lock(&gc->closed_lock);
+    if (gc->closed_count == gc->closed_cap) {
+        size_t cap = gc->closed_cap ? gc->closed_cap * 2 : 16;
+        uint64_t *grown = realloc(gc->closed_conns, cap * sizeof *grown);
+        if (grown) {
+            gc->closed_conns = grown;
+            gc->closed_cap = cap;
+        }
+    }
+    /* Out of memory: the parked request waits for its timeout, as before. */
+    if (gc->closed_count < gc->closed_cap)
+        gc->closed_conns[gc->closed_count++] = connection_id;
+    pthread_mutex_unlock(&gc->closed_lock);
+}
+
+static bool closed_conn(const uint64_t *ids, size_t n, uint64_t id)
+{
+    for (size_t i = 0; id != 0 && i < n; i++)
+        if (ids[i] == id)
+            return true;
+    return false;
+}
+
+/* Gives up the requests parked by connections that closed (see
+ * group_coordinator_connection_closed). */
+static void cancel_closed_locked(struct group_coordinator *gc, int64_t now)
+{
+    pthread_mutex_lock(&gc->closed_lock);
+    uint64_t *ids = gc->closed_conns;
+    size_t n = gc->closed_count;
+    gc->closed_conns = NULL;
+    gc->closed_count = gc->closed_cap = 0;
+    pthread_mutex_unlock(&gc->closed_lock);
+    if (n == 0) {
+        free(ids);
+        return;
+    }
+    for (size_t b = 0; b < GROUP_BUCKETS; b++) {
+        for (struct group *g = gc->buckets[b], *next; g; g = next) {
+            next = g->next;
+            bool removed = false;
+            for (size_t i = 0; i < g->member_count;) {
+                struct group_member *m = g->members[i];
+                bool join_gone = m->join_cb && closed_conn(ids, n, m->join_conn);
+                bool sync_gone = m->sync_cb && closed_conn(ids, n, m->sync_conn);
+                if (!join_gone && !sync_gone) {
+                    i++;
+                    continue;
+                }
+                if (!m->instance_id) {
+                    logger_info("group", "group %s: member %s left with its connection (a parked %s)", g->group_id,
+                                m->member_id, join_gone ? "JoinGroup" : "SyncGroup");
+                    group_remove_member_at(g, i); /* answers its parked requests */
+                    removed = true;
+                    continue;
+                }
+                if (join_gone) {
+                    group_join_respond_error(m->join_cb, m->join_arg, KAFKA_ERR_UNKNOWN_MEMBER_ID, m->member_id);
+                    m->join_cb = NULL;
+                }
+                if (sync_gone) {
+                    group_sync_respond_error(m->sync_cb, m->sync_arg, KAFKA_ERR_UNKNOWN_MEMBER_ID);
+                    m->sync_cb = NULL;
+                }
+                i++;
+            }
+            if (removed)
+                group_member_removed(gc, g, now);
+        }
+    }
+    free(ids);
+}
+
 static void tick_locked(struct group_coordinator *gc)
 {
     LOCK_ASSERT_HELD(&gc->lock);
     if (gc->shut_down || gc->loading)
         return;
     int64_t now = group_now(gc);
+    cancel_closed_locked(gc, now);
     bool check_expiry = now >= gc->next_expiry_check;
     if (check_expiry)
         gc->next_expiry_check = now + gc->opts.offsets_retention_check_interval_ms;
@@ -275,6 +353,7 @@ int group_coordinator_create(const struct group_coordinator_options *opts, struc
     gc->opts = *opts;
     gc->loading = opts->start_loading;
     pthread_mutex_init(&gc->lock, NULL);
+    pthread_mutex_init(&gc->closed_lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -285,6 +364,7 @@ int group_coordinator_create(const struct group_coordinator_options *opts, struc
         if (pthread_create(&gc->timer_thread, NULL, timer_main, gc) != 0) {
             pthread_cond_destroy(&gc->cond);
             pthread_mutex_destroy(&gc->lock);
+            pthread_mutex_destroy(&gc->closed_lock);
             free(gc);
             return -1;
         }
@@ -327,6 +407,8 @@ void group_coordinator_destroy(struct group_coordinator *gc)
         }
     }
     free(gc->deferred);
+    free(gc->closed_conns);
+    pthread_mutex_destroy(&gc->closed_lock);
     pthread_cond_destroy(&gc->cond);
     pthread_mutex_destroy(&gc->lock);
     free(gc);

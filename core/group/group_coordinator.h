@@ -102,6 +102,7 @@ struct group_join_params {
     int32_t rebalance_timeout_ms;
     bool require_known_member_id;  /* JoinGroup v4+ (KIP-394) */
     bool supports_skip_assignment; /* JoinGroup v9+ (KIP-814) */
+    uint64_t connection_id;        /* the client's, for group_coordinator_connection_closed; 0 = none */
 };
 
 struct group_join_member {
@@ -146,6 +147,7 @@ struct group_sync_params {
     const char *protocol_name;
     const struct group_assignment *assignments; /* the leader's */
     size_t assignment_count;
+    uint64_t connection_id; /* as in group_join_params */
 };
 
 struct group_sync_result {
@@ -160,6 +162,15 @@ typedef void (*group_sync_cb)(void *arg, const struct group_sync_result *result)
 
 void group_coordinator_sync(struct group_coordinator *gc, const struct group_sync_params *p, group_sync_cb cb,
                             void *arg);
+
+/* The client connection connection_id closed while a JoinGroup or SyncGroup
+ * of it may be parked. Any thread; never waits for the coordinator lock, as
+ * it runs in the network layer's cancel hook, which a coordinator callback
+ * completing that same request waits for. The timer thread, within a tick,
+ * answers (to nobody) what that connection has parked and removes its
+ * member when dynamic (a static member keeps its place until its session
+ * expires, as KIP-345 wants), so the rebalance goes on without it. */
+void group_coordinator_connection_closed(struct group_coordinator *gc, uint64_t connection_id);
 
 /* ---- Heartbeat / LeaveGroup ---- */
 

@@ -38,6 +38,7 @@ struct group_member {
     void *join_arg;
     group_sync_cb sync_cb;
     void *sync_arg;
+    uint64_t join_conn, sync_conn; /* connections of the parked requests */
     bool synced;              /* sent SyncGroup for the current generation */
     int64_t session_deadline; /* mono ms */
 };
@@ -114,6 +115,11 @@ struct group_coordinator {
     uint64_t write_seq; /* last order number given to an offset write */
     struct group_deferred_txn_end *deferred;
     size_t deferred_count, deferred_cap;
+    /* group_coordinator_connection_closed: ids queued under closed_lock
+     * (not lock), taken by the next tick. */
+    pthread_mutex_t closed_lock;
+    uint64_t *closed_conns;
+    size_t closed_count, closed_cap;
 };
 
 /* group_coordinator.c */

@@ -446,6 +446,7 @@ void group_member_update_and_park(struct group_coordinator *gc, struct group *g,
         group_join_respond_error(m->join_cb, m->join_arg, KAFKA_ERR_REBALANCE_IN_PROGRESS, m->member_id);
     m->join_cb = cb;
     m->join_arg = arg;
+    m->join_conn = p->connection_id;
     if (g->state != GROUP_PREPARING_REBALANCE)
         group_prepare_rebalance(gc, g, now);
     group_try_complete_join(gc, g, now);

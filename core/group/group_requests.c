@@ -261,6 +261,7 @@ void group_coordinator_sync(struct group_coordinator *gc, const struct group_syn
         group_sync_respond_error(m->sync_cb, m->sync_arg, KAFKA_ERR_REBALANCE_IN_PROGRESS);
     m->sync_cb = cb;
     m->sync_arg = arg;
+    m->sync_conn = p->connection_id;
     m->synced = true;
     m->session_deadline = now + m->session_timeout_ms;
     if (!g->leader || strcmp(g->leader, m->member_id) != 0)

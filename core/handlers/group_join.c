@@ -1,12 +1,21 @@
 /* JoinGroup and SyncGroup: long-poll requests. The handler hands the
  * request to the group coordinator and returns HANDLER_DEFERRED; the
  * coordinator's callback (from this thread or a later one) fills the
- * response and sends it. A connection closed meanwhile is safe: the network
- * layer drops a response for a closed connection. */
+ * response and sends it. A connection that closes meanwhile tells the
+ * coordinator (the cancel hook), which gives the parked request up and
+ * removes its member; the network layer drops the response. */
 #include <stdlib.h>
 
 #include "group/group_coordinator.h"
 #include "handlers/group_handlers.h"
+
+/* The network layer's cancel hook, on the connection's loop thread: the
+ * request is alive until it returns (its completion waits for the hook). */
+static void parked_cancel(void *arg)
+{
+    struct request_context *ctx = arg;
+    group_coordinator_connection_closed(ctx->env->groups, ctx->net->connection_id);
+}
 
 static void join_done(void *arg, const struct group_join_result *r)
 {
@@ -74,7 +83,11 @@ enum handler_result handle_join_group(struct request_context *ctx, void *request
         .rebalance_timeout_ms = ctx->api_version >= 1 ? req->rebalance_timeout_ms : req->session_timeout_ms,
         .require_known_member_id = ctx->api_version >= 4,
         .supports_skip_assignment = ctx->api_version >= 9,
+        .connection_id = ctx->net->connection_id,
     };
+    /* Before the join: it may answer (and free ctx) at once, and completing
+     * removes the hook. */
+    net_request_set_cancel(ctx->net, parked_cancel, ctx);
     group_coordinator_join(ctx->env->groups, &p, join_done, ctx);
     return HANDLER_DEFERRED;
 }
@@ -117,7 +130,9 @@ enum handler_result handle_sync_group(struct request_context *ctx, void *request
         .protocol_name = ctx->api_version >= 5 ? group_handler_cstr(ctx, req->protocol_name) : NULL,
         .assignments = a,
         .assignment_count = (size_t)n,
+        .connection_id = ctx->net->connection_id,
     };
+    net_request_set_cancel(ctx->net, parked_cancel, ctx);
     group_coordinator_sync(ctx->env->groups, &p, sync_done, ctx);
     return HANDLER_DEFERRED;
 }

@@ -250,3 +250,34 @@ void net_accepted_drop(struct net_server *server, const struct net_accepted *a)
     net_conn_limits_release_counted(&server->limits, &a->ip, a->ip_counted);
     close(a->fd);
 }
+
+void net_rate_limit_init(struct net_rate_limit *r, int rate, int64_t now_ms)
+{
+    r->rate = rate;
+    r->tokens = rate;
+    r->last_ms = now_ms;
+}
+
+int64_t net_rate_limit_wait_ms(struct net_rate_limit *r, int64_t now_ms)
+{
+    if (r->rate == INT32_MAX)
+        return 0;
+    if (r->rate <= 0)
+        return 1000; /* a rate of 0 admits nothing: look again now and then */
+    if (now_ms > r->last_ms) {
+        r->tokens += (double)(now_ms - r->last_ms) * r->rate / 1000.0;
+        if (r->tokens > r->rate)
+            r->tokens = r->rate; /* the burst is one second's worth */
+        r->last_ms = now_ms;
+    }
+    if (r->tokens >= 1.0)
+        return 0;
+    int64_t wait = (int64_t)((1.0 - r->tokens) * 1000.0 / r->rate) + 1;
+    return wait > 0 ? wait : 1;
+}
+
+void net_rate_limit_take(struct net_rate_limit *r)
+{
+    if (r->rate != INT32_MAX)
+        r->tokens -= 1.0;
+}

@@ -72,8 +72,9 @@ void net_connection_update_poll(struct net_connection *c)
     if (!c->closed) {
         if (c->out_active)
             want = c->out_held ? 0 : UV_WRITABLE;
-        else if (!c->in_flight && !c->throttled && loop->phase == NET_LOOP_RUNNING && !loop->backpressured)
-            want = UV_READABLE;
+        else if (!c->in_flight && !c->throttled && loop->phase == NET_LOOP_RUNNING && !loop->backpressured &&
+                 (c->reading || !net_server_memory_full(loop->server)))
+            want = UV_READABLE; /* a request begun is read to its end; a new one waits for memory */
         else if (c->in_flight)
             want = UV_DISCONNECT; /* a peer gone while its request waits cancels it */
         if (want == UV_READABLE && c->transport.ops->wants_write && c->transport.ops->wants_write(&c->transport))
@@ -81,6 +82,10 @@ void net_connection_update_poll(struct net_connection *c)
     }
     if (want == c->poll_events)
         return;
+    /* Reading (again) after the broker stopped: a request begun earlier gets
+     * its whole time bound from now, as the pause was not the peer's doing. */
+    if ((want & UV_READABLE) && !(c->poll_events & UV_READABLE) && c->request_started_ms != 0)
+        c->request_started_ms = clock_mono_ms();
     c->poll_events = want;
     if (want == 0)
         uv_poll_stop(&c->poll);
@@ -179,6 +184,7 @@ static int conn_frame_complete(struct net_connection *c, struct net_request_impl
         return -1;
     }
     req->pub.received_mono_ns = clock_mono_ns();
+    c->request_started_ms = 0;
     c->in_flight = req;
     net_loop_dispatch(c->loop, c);
     return 0;
@@ -270,6 +276,8 @@ static ssize_t conn_recv(struct net_connection *c, void *buf, size_t len)
         ssize_t n = c->transport.ops->recv(&c->transport, buf, len);
         if (n > 0) {
             c->last_activity_ms = clock_mono_ms();
+            if (c->request_started_ms == 0)
+                c->request_started_ms = c->last_activity_ms;
             conn_adopt_peer_principal(c);
             return n;
         }
@@ -322,6 +330,8 @@ static void conn_read(struct net_connection *c)
                     return;
             }
         } else {
+            if (net_server_memory_full(c->loop->server))
+                break; /* queued.max.request.bytes: the poll update below mutes it */
             if (c->in_end == NET_INPUT_BUFFER_BYTES) {
                 /* conn_parse always leaves room; never read with a zero length,
                  * which would look like the peer closing. */

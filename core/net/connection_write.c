@@ -49,6 +49,7 @@ int net_connection_set_response(struct net_connection *c, struct kafka_writer *r
     c->out = *response;
     memset(response, 0, sizeof(*response));
     c->out_active = true;
+    c->response_started_ms = clock_mono_ms();
     c->out_pos = 0;
     c->out_splice = 0;
     c->out_splice_sent = 0;
@@ -97,6 +98,7 @@ int net_connection_write(struct net_connection *c)
             if (sent == 0)
                 return 1;
             c->out_pos += (size_t)sent;
+            c->last_activity_ms = clock_mono_ms();
             budget -= (size_t)sent;
             c->last_activity_ms = clock_mono_ms();
             continue;
@@ -129,6 +131,7 @@ int net_connection_write(struct net_connection *c)
         if (sent == 0)
             return 1;
         c->out_splice_sent += sent;
+        c->last_activity_ms = clock_mono_ms();
         budget -= (size_t)sent;
         c->last_activity_ms = clock_mono_ms();
     }

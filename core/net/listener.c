@@ -10,13 +10,14 @@
 #include <unistd.h>
 
 #include "net/net_internal.h"
+#include "util/clock.h"
 #include "util/logger.h"
 
 /* Wait before accepting again when out of descriptors; level-triggered
  * polling would otherwise spin on EMFILE. */
 #define NET_ACCEPT_RETRY_MS 100
 
-static int listener_bind_addrinfo(const struct addrinfo *ai, char *why, size_t whylen)
+static int listener_bind_addrinfo(const struct addrinfo *ai, int backlog, char *why, size_t whylen)
 {
     int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
     if (fd < 0) {
@@ -34,7 +35,7 @@ static int listener_bind_addrinfo(const struct addrinfo *ai, char *why, size_t w
         close(fd);
         return -1;
     }
-    if (listen(fd, SOMAXCONN) != 0) {
+    if (listen(fd, backlog) != 0) {
         snprintf(why, whylen, "listen: %s", strerror(errno));
         close(fd);
         return -1;
@@ -55,7 +56,8 @@ static int listener_port_of(int fd)
     return -1;
 }
 
-static int listener_open(const struct net_listener_config *lc, struct net_listener *out, char *err, size_t errlen)
+static int listener_open(const struct net_listener_config *lc, int backlog, struct net_listener *out, char *err,
+                         size_t errlen)
 {
     const char *host = lc->host;
     char port[16];
@@ -81,7 +83,7 @@ static int listener_open(const struct net_listener_config *lc, struct net_listen
             continue;
         }
         for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-            int fd = listener_bind_addrinfo(ai, why, sizeof(why));
+            int fd = listener_bind_addrinfo(ai, backlog, why, sizeof(why));
             if (fd >= 0) {
                 freeaddrinfo(res);
                 out->fd = fd;
@@ -100,7 +102,8 @@ int net_listeners_open(struct net_server *server, char *err, size_t errlen)
     for (int i = 0; i < NET_MAX_LISTENERS; i++)
         server->listeners[i].fd = -1;
     for (int i = 0; i < server->cfg.listener_count; i++) {
-        if (listener_open(&server->cfg.listeners[i], &server->listeners[i], err, errlen) != 0) {
+        if (listener_open(&server->cfg.listeners[i], server->cfg.socket_listen_backlog_size, &server->listeners[i], err,
+                          errlen) != 0) {
             net_listeners_close(server);
             return -1;
         }
@@ -131,6 +134,38 @@ static void accept_tune_socket(const struct net_config *cfg, int fd)
 }
 
 static void accept_pause_all(struct net_server *server, bool pause);
+static void accept_on_readable(uv_poll_t *handle, int status, int events);
+
+static void accept_on_throttle_end(uv_timer_t *timer)
+{
+    struct net_server *server = timer->loop->data;
+    int index = (int)(intptr_t)timer->data;
+    server->listeners[index].throttled = false;
+    uv_poll_start(&server->listeners[index].poll, UV_READABLE, accept_on_readable);
+}
+
+/* max.connection.creation.rate, the listener's and the broker's: true when
+ * the listener must wait before accepting one more. It then stops polling
+ * until the rate allows; connections wait in the kernel's backlog
+ * (socket.listen.backlog.size), as Kafka's acceptor throttles. */
+static bool accept_throttle(struct net_server *server, int index)
+{
+    struct net_listener *l = &server->listeners[index];
+    int64_t now = clock_mono_ms();
+    int64_t wait = net_rate_limit_wait_ms(&l->creation_rate, now);
+    int64_t broker_wait = net_rate_limit_wait_ms(&server->creation_rate, now);
+    if (broker_wait > wait)
+        wait = broker_wait;
+    if (wait == 0)
+        return false;
+    if (server->accepts_throttled++ % 1000 == 0)
+        logger_info(NET_LOG, "listener %s: max.connection.creation.rate reached, accepting again in %lld ms",
+                    server->cfg.listeners[index].name, (long long)wait);
+    l->throttled = true;
+    uv_poll_stop(&l->poll);
+    uv_timer_start(&l->throttle_timer, accept_on_throttle_end, (uint64_t)wait, 0);
+    return true;
+}
 
 static void accept_on_readable(uv_poll_t *handle, int status, int events)
 {
@@ -142,6 +177,8 @@ static void accept_on_readable(uv_poll_t *handle, int status, int events)
         return;
     }
     for (;;) {
+        if (accept_throttle(server, index))
+            return;
         struct sockaddr_storage ss;
         socklen_t sslen = sizeof(ss);
         memset(&ss, 0, sizeof(ss));
@@ -157,6 +194,8 @@ static void accept_on_readable(uv_poll_t *handle, int status, int events)
             }
             return;
         }
+        net_rate_limit_take(&server->listeners[index].creation_rate);
+        net_rate_limit_take(&server->creation_rate);
         struct net_accepted a = {.fd = fd, .listener_index = index};
         net_ip_from_sockaddr(&ss, &a.ip);
         int limit = 0;
@@ -183,7 +222,7 @@ static void accept_pause_all(struct net_server *server, bool pause)
     for (int i = 0; i < server->cfg.listener_count; i++) {
         if (pause)
             uv_poll_stop(&server->listeners[i].poll);
-        else
+        else if (!server->listeners[i].throttled)
             uv_poll_start(&server->listeners[i].poll, UV_READABLE, accept_on_readable);
     }
     if (pause)
@@ -193,8 +232,10 @@ static void accept_pause_all(struct net_server *server, bool pause)
 static void accept_on_stop(uv_async_t *async)
 {
     struct net_server *server = async->loop->data;
-    for (int i = 0; i < server->cfg.listener_count; i++)
+    for (int i = 0; i < server->cfg.listener_count; i++) {
         uv_close((uv_handle_t *)&server->listeners[i].poll, NULL);
+        uv_close((uv_handle_t *)&server->listeners[i].throttle_timer, NULL);
+    }
     uv_close((uv_handle_t *)&server->accept_retry, NULL);
     uv_close((uv_handle_t *)&server->accept_stop, NULL);
 }
@@ -216,6 +257,15 @@ int net_accept_thread_start(struct net_server *server, char *err, size_t errlen)
     server->accept_uv.data = server;
     uv_async_init(&server->accept_uv, &server->accept_stop, accept_on_stop);
     uv_timer_init(&server->accept_uv, &server->accept_retry);
+    int64_t now = clock_mono_ms();
+    net_rate_limit_init(&server->creation_rate, server->cfg.max_connection_creation_rate, now);
+    for (int i = 0; i < server->cfg.listener_count; i++) {
+        struct net_listener *l = &server->listeners[i];
+        net_rate_limit_init(&l->creation_rate, server->cfg.listeners[i].max_connection_creation_rate, now);
+        uv_timer_init(&server->accept_uv, &l->throttle_timer);
+        l->throttle_timer.data = (void *)(intptr_t)i;
+        l->throttle_timer_initialised = true;
+    }
     for (int i = 0; i < server->cfg.listener_count; i++) {
         uv_poll_t *poll = &server->listeners[i].poll;
         rc = uv_poll_init_socket(&server->accept_uv, poll, server->listeners[i].fd);
@@ -240,6 +290,8 @@ fail:
     for (int i = 0; i < server->cfg.listener_count; i++) {
         if (server->listeners[i].poll_initialised)
             uv_close((uv_handle_t *)&server->listeners[i].poll, NULL);
+        if (server->listeners[i].throttle_timer_initialised)
+            uv_close((uv_handle_t *)&server->listeners[i].throttle_timer, NULL);
     }
     uv_close((uv_handle_t *)&server->accept_retry, NULL);
     uv_close((uv_handle_t *)&server->accept_stop, NULL);

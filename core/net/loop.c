@@ -161,10 +161,37 @@ static void loop_on_idle_timer(uv_timer_t *timer)
             net_connection_close(c, "transport setup timed out");
             continue;
         }
-        if (idle_ms <= 0 || c->in_flight || c->out_active)
+        if (idle_ms <= 0 || c->in_flight)
             continue;
-        if (now - c->last_activity_ms >= idle_ms)
+        /* Writes count as activity: a peer that stops reading its responses
+         * goes idle like one that stops sending. */
+        if (now - c->last_activity_ms >= idle_ms) {
             net_connection_close(c, "idle for longer than connections.max.idle.ms");
+            continue;
+        }
+        /* A peer trickling a request, or reading a response a byte at a
+         * time, shows activity but never finishes: each request must
+         * arrive, and each response be taken, within the same bound. */
+        bool partial_request = c->reading || c->in_end > c->in_start;
+        if (!partial_request)
+            c->request_started_ms = 0;
+        else if (c->request_started_ms == 0)
+            c->request_started_ms = now; /* pipelined bytes left after the last request */
+        if (partial_request && (c->poll_events & UV_READABLE) && now - c->request_started_ms >= idle_ms) {
+            logger_info(NET_LOG,
+                        "closing connection %" PRIu64 " from %s: a request took longer than "
+                        "connections.max.idle.ms (%" PRId64 " ms) to arrive",
+                        c->id, c->peer, idle_ms);
+            net_connection_close(c, "request not received within connections.max.idle.ms");
+            continue;
+        }
+        if (c->out_active && !c->out_held && now - c->response_started_ms >= idle_ms) {
+            logger_info(NET_LOG,
+                        "closing connection %" PRIu64 " from %s: a response was not read within "
+                        "connections.max.idle.ms (%" PRId64 " ms)",
+                        c->id, c->peer, idle_ms);
+            net_connection_close(c, "response not read within connections.max.idle.ms");
+        }
     }
 }
 
@@ -230,6 +257,8 @@ static void loop_on_wakeup(uv_async_t *async)
         completed = next;
     }
     loop_retry_blocked(loop);
+    if (atomic_exchange(&loop->memory_recheck, false))
+        loop_update_all_polls(loop);
     if (phase > loop->phase)
         loop_enter_phase(loop, phase, deadline);
     loop_check_done(loop);

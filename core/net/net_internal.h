@@ -108,6 +108,7 @@ struct net_request_impl {
     void *cancel_arg;
     bool cancelled;
     bool close_on_oom; /* a change could not be recorded: close rather than ignore it */
+    size_t counted_bytes; /* in server->queued_request_bytes until freed */
 };
 
 /* One client socket. Owned by its loop thread; never touched elsewhere. */
@@ -158,6 +159,11 @@ struct net_connection {
     bool out_held; /* the response waits for throttle_timer (a failed authentication's delay) */
 
     int64_t last_activity_ms;
+    /* Slow peers (connections.max.idle.ms also bounds these): when the
+     * first byte of the request being received arrived, and when the
+     * response being written began; 0 = none. */
+    int64_t request_started_ms;
+    int64_t response_started_ms;
 };
 
 enum net_loop_phase { NET_LOOP_RUNNING = 0, NET_LOOP_DRAINING = 1, NET_LOOP_CLOSING = 2 };
@@ -190,6 +196,18 @@ struct net_loop {
     struct net_connection *blocked_head, *blocked_tail;
     bool backpressured;
     bool handles_closing;
+    /* queued.max.request.bytes dropped below its limit: look again at the
+     * connections that stopped reading (set by any thread). */
+    atomic_bool memory_recheck;
+};
+
+/* A connection creation rate (max.connection.creation.rate) as a token
+ * bucket: a second's worth of connections may arrive at once, then one per
+ * 1/rate s. Accept thread only. */
+struct net_rate_limit {
+    int rate; /* per second; INT32_MAX = no limit */
+    double tokens;
+    int64_t last_ms;
 };
 
 struct net_listener {
@@ -197,6 +215,10 @@ struct net_listener {
     int port;
     uv_poll_t poll;
     bool poll_initialised;
+    struct net_rate_limit creation_rate; /* this listener's own rate */
+    uv_timer_t throttle_timer;           /* resumes accepting once the rate allows */
+    bool throttle_timer_initialised;
+    bool throttled;
 };
 
 /* Owned by the controlling thread; shared fields are atomics or under
@@ -214,6 +236,8 @@ struct net_server {
     bool accept_started;
     unsigned next_loop;
     struct net_conn_limits limits;
+    struct net_rate_limit creation_rate; /* all listeners together; accept thread only */
+    uint64_t accepts_throttled;          /* times a listener paused for a rate; accept thread only */
 
     struct net_loop *loops;
     int loop_count;
@@ -226,11 +250,21 @@ struct net_server {
     int64_t inflight; /* requests created and not yet completed */
 
     atomic_uint_fast64_t next_connection_id;
+    /* queued.max.request.bytes: frame bytes of requests read (or being
+     * read) and not yet freed, their peak, and whether a loop stopped
+     * reading for them (the freeing thread then wakes the loops). */
+    atomic_int_fast64_t queued_request_bytes;
+    atomic_int_fast64_t queued_request_bytes_peak;
+    atomic_bool memory_muted;
+    struct metrics_metric *queued_bytes_gauge, *queued_bytes_peak_gauge;
     bool running; /* fully started and not yet stopped */
     bool stopped;
 };
 
 /* server.c */
+/* queued.max.request.bytes is reached: no connection starts a new request.
+ * Any thread; the loops are woken when it no longer holds. */
+bool net_server_memory_full(struct net_server *server);
 /* A dispatched request is finished (completed, or dropped unhandled). */
 void net_server_request_done(struct net_server *server);
 struct net_request_impl *net_request_new(struct net_connection *conn, size_t frame_len, size_t initial_cap);
@@ -274,6 +308,12 @@ const char *net_conn_limits_admit_counted(struct net_conn_limits *l, const struc
 void net_conn_limits_release_counted(struct net_conn_limits *l, const struct net_ip *ip, bool counted);
 /* Accept thread: logs a refused connection, at most once a second. */
 void net_conn_limits_log_refusal(struct net_conn_limits *l, int fd, const char *which, int limit);
+void net_rate_limit_init(struct net_rate_limit *r, int rate, int64_t now_ms);
+/* 0 when one more connection fits the rate now, else the ms until it will;
+ * takes nothing. */
+int64_t net_rate_limit_wait_ms(struct net_rate_limit *r, int64_t now_ms);
+/* Counts one connection created. */
+void net_rate_limit_take(struct net_rate_limit *r);
 /* Counts an accepted socket out and closes it. */
 void net_accepted_drop(struct net_server *server, const struct net_accepted *a);
 

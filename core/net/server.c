@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "metrics/metrics.h"
 #include "net/net_internal.h"
 #include "util/clock.h"
 #include "util/logger.h"
@@ -34,6 +35,11 @@ void net_config_defaults(struct net_config *cfg)
     cfg->socket_receive_buffer_bytes = 102400;
     cfg->max_connections = INT32_MAX;
     cfg->max_connections_per_ip = INT32_MAX;
+    cfg->max_connection_creation_rate = INT32_MAX;
+    for (int i = 0; i < NET_MAX_LISTENERS; i++)
+        cfg->listeners[i].max_connection_creation_rate = INT32_MAX;
+    cfg->socket_listen_backlog_size = 50;
+    cfg->queued_max_request_bytes = -1;
 }
 
 const char *net_security_protocol_name(int protocol)
@@ -80,6 +86,24 @@ static int config_check(const struct net_config *cfg, char *err, size_t errlen)
                      lc->name, net_security_protocol_name(lc->security_protocol));
             return -1;
         }
+        if (lc->max_connection_creation_rate < 0) {
+            snprintf(err, errlen, "listener %s: max.connection.creation.rate %d must be >= 0", lc->name,
+                     lc->max_connection_creation_rate);
+            return -1;
+        }
+    }
+    if (cfg->max_connection_creation_rate < 0) {
+        snprintf(err, errlen, "max.connection.creation.rate %d must be >= 0", cfg->max_connection_creation_rate);
+        return -1;
+    }
+    if (cfg->socket_listen_backlog_size < 1) {
+        snprintf(err, errlen, "socket.listen.backlog.size %d must be >= 1", cfg->socket_listen_backlog_size);
+        return -1;
+    }
+    if (cfg->queued_max_request_bytes < -1 || cfg->queued_max_request_bytes == 0) {
+        snprintf(err, errlen, "queued.max.request.bytes %lld must be -1 or positive",
+                 (long long)cfg->queued_max_request_bytes);
+        return -1;
     }
     if (cfg->num_network_threads < 1 || cfg->num_network_threads > NET_MAX_NETWORK_THREADS) {
         snprintf(err, errlen, "num.network.threads %d must be 1..%d", cfg->num_network_threads,
@@ -125,7 +149,47 @@ struct net_request_impl *net_request_new(struct net_connection *conn, size_t fra
     req->conn = conn;
     req->loop = conn->loop;
     pthread_mutex_init(&req->cancel_lock, NULL);
+    /* The whole frame counts from its first byte, as it will be allocated
+     * in full however slowly it arrives. */
+    struct net_server *server = conn->loop->server;
+    req->counted_bytes = frame_len;
+    int64_t now = atomic_fetch_add(&server->queued_request_bytes, (int64_t)frame_len) + (int64_t)frame_len;
+    int64_t peak = atomic_load(&server->queued_request_bytes_peak);
+    while (now > peak && !atomic_compare_exchange_weak(&server->queued_request_bytes_peak, &peak, now))
+        ;
+    metrics_set(server->queued_bytes_gauge, now);
+    if (now > peak)
+        metrics_set(server->queued_bytes_peak_gauge, now);
     return req;
+}
+
+bool net_server_memory_full(struct net_server *server)
+{
+    int64_t limit = server->cfg.queued_max_request_bytes;
+    if (limit <= 0 || atomic_load(&server->queued_request_bytes) < limit)
+        return false;
+    /* Say a loop waits before looking again, so a free that races with
+     * this either sees the flag or is seen here. */
+    atomic_store(&server->memory_muted, true);
+    return atomic_load(&server->queued_request_bytes) >= limit;
+}
+
+static void request_uncount(struct net_request_impl *req)
+{
+    struct net_server *server = req->loop->server;
+    int64_t now = atomic_fetch_sub(&server->queued_request_bytes, (int64_t)req->counted_bytes) -
+                  (int64_t)req->counted_bytes;
+    req->counted_bytes = 0;
+    metrics_set(server->queued_bytes_gauge, now);
+    int64_t limit = server->cfg.queued_max_request_bytes;
+    if (limit <= 0 || now >= limit || !atomic_load(&server->memory_muted))
+        return;
+    if (!atomic_exchange(&server->memory_muted, false))
+        return;
+    for (int i = 0; i < server->loop_count; i++) {
+        atomic_store(&server->loops[i].memory_recheck, true);
+        net_loop_wake(&server->loops[i]);
+    }
 }
 
 void net_request_free(struct net_request_impl *req)
@@ -142,6 +206,8 @@ void net_request_free(struct net_request_impl *req)
         free(req->change);
     }
     free(req->pub.frame);
+    if (req->counted_bytes)
+        request_uncount(req);
     pthread_mutex_destroy(&req->cancel_lock);
     free(req);
 }
@@ -350,6 +416,11 @@ int net_server_start(const struct net_config *cfg, net_request_handler handler, 
     pthread_cond_init(&server->state_cond, &attr);
     pthread_condattr_destroy(&attr);
     atomic_init(&server->next_connection_id, 0);
+    server->queued_bytes_gauge = metrics_register(METRICS_GAUGE, "cairn_queued_request_bytes", NULL,
+                                                  "Frame bytes of requests read and not yet answered "
+                                                  "(queued.max.request.bytes bounds them).");
+    server->queued_bytes_peak_gauge = metrics_register(METRICS_GAUGE, "cairn_queued_request_bytes_max", NULL,
+                                                       "Highest cairn_queued_request_bytes since the start.");
     server_ignore_sigpipe();
     if (net_conn_limits_init(&server->limits, cfg, err, errlen) != 0)
         goto fail;

@@ -41,6 +41,10 @@ struct net_listener_config {
      * refused unless it has one (no TLS layer exists yet). */
     net_transport_init_fn transport_init;
     void *transport_ctx; /* passed to transport_init; outlives the server */
+    /* listener.name.<l>.max.connection.creation.rate: new connections per
+     * second on this listener; accepts beyond it wait (INT32_MAX = none,
+     * the default from net_config_defaults). */
+    int max_connection_creation_rate;
 };
 
 /* Plain data; copied by net_server_start. */
@@ -60,6 +64,17 @@ struct net_config {
     /* max.connections.per.ip.overrides: "host:count,..." (a host name
      * counts for each address it resolves to at start), default "" */
     char max_connections_per_ip_overrides[1024];
+    /* max.connection.creation.rate: new connections per second across all
+     * listeners, default INT32_MAX (no limit). Beyond it, or beyond a
+     * listener's own rate, the listener stops accepting until the rate
+     * allows one more: connections wait in the kernel's backlog, as
+     * Kafka's acceptor throttles. */
+    int max_connection_creation_rate;
+    int socket_listen_backlog_size; /* socket.listen.backlog.size, default 50 */
+    /* queued.max.request.bytes: bytes of request frames read and not yet
+     * answered; at or above it no connection starts reading a new request
+     * until it drops. -1 (default) = no limit. */
+    int64_t queued_max_request_bytes;
 };
 
 /* One received request, handed to the handler on an io thread. The

@@ -1,8 +1,11 @@
 #include "server/broker.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "config/config.h"
 #include "config/listeners.h"
@@ -339,6 +342,37 @@ static int load_coordinators(struct broker *b, char *err, size_t errlen)
     return 0;
 }
 
+/* listener.name.<l>.max.connection.creation.rate (the name compared ignoring
+ * case, as Kafka writes it in lower case), else *out stays as it is. */
+static int listener_creation_rate(const struct broker_config *cfg, const char *listener, int *out, char *err,
+                                  size_t errlen)
+{
+    struct config_kv *kvs = NULL;
+    size_t count = 0;
+    if (config_keys_with_prefix(cfg, "listener.name.", &kvs, &count) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    size_t llen = strlen(listener);
+    int rc = 0;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        const char *k = kvs[i].key + strlen("listener.name.");
+        if (strncasecmp(k, listener, llen) != 0 || strcmp(k + llen, ".max.connection.creation.rate") != 0)
+            continue;
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(kvs[i].value, &end, 10);
+        if (errno != 0 || end == kvs[i].value || *end != '\0' || v < 0 || v > INT32_MAX) {
+            snprintf(err, errlen, "%s: '%s' is not a rate in 0..%d", kvs[i].key, kvs[i].value, INT32_MAX);
+            rc = -1;
+        } else {
+            *out = (int)v;
+        }
+    }
+    free(kvs);
+    return rc;
+}
+
 static int start_network(struct broker *b, char *err, size_t errlen)
 {
     struct net_config net;
@@ -372,6 +406,9 @@ static int start_network(struct broker *b, char *err, size_t errlen)
             return -1;
         }
         net.listeners[i].security_protocol = (int16_t)id;
+        if (listener_creation_rate(b->config, listeners[i].name, &net.listeners[i].max_connection_creation_rate, err,
+                                   errlen) != 0)
+            return -1;
         b->tls.plugins = b->plugins;
         if (broker_tls_setup(&b->tls, b->config, i, &net.listeners[i], err, errlen) != 0)
             return -1;
@@ -386,6 +423,9 @@ static int start_network(struct broker *b, char *err, size_t errlen)
     net.socket_receive_buffer_bytes = config_get_int(b->config, "socket.receive.buffer.bytes");
     net.max_connections = config_get_int(b->config, "max.connections");
     net.max_connections_per_ip = config_get_int(b->config, "max.connections.per.ip");
+    net.max_connection_creation_rate = config_get_int(b->config, "max.connection.creation.rate");
+    net.socket_listen_backlog_size = config_get_int(b->config, "socket.listen.backlog.size");
+    net.queued_max_request_bytes = config_get_long(b->config, "queued.max.request.bytes");
     const char *ip_overrides = config_get_string(b->config, "max.connections.per.ip.overrides");
     if (ip_overrides && strlen(ip_overrides) >= sizeof net.max_connections_per_ip_overrides) {
         snprintf(err, errlen, "max.connections.per.ip.overrides is longer than %zu bytes",

@@ -149,6 +149,9 @@ static const struct implemented_key implemented[] = {
     {"max.connections", "tests/integration/test_conn_limits.c"},
     {"max.connections.per.ip", "tests/integration/test_conn_limits.c"},
     {"max.connections.per.ip.overrides", "tests/integration/test_conn_limits.c"},
+    {"max.connection.creation.rate", "tests/integration/test_conn_rate.c"},
+    {"socket.listen.backlog.size", "tests/integration/test_conn_rate.c"},
+    {"queued.max.request.bytes", "tests/integration/test_request_memory.c"},
 };
 
 /* Implemented right now on other branches (listener security, SASL, the
@@ -157,7 +160,6 @@ static const char *const in_progress[] = {
     "ssl.keystore.password",
     "ssl.truststore.password",
     "controller.quorum.bootstrap.servers",
-    "queued.max.request.bytes",
 };
 
 static const struct implemented_key *find_implemented(const char *key)

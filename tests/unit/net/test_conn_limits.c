@@ -1,6 +1,7 @@
 /* The connection-limit counts: total and per-address limits, overrides
  * (parsed from max.connections.per.ip.overrides), release, and IPv4 peers
- * seen through a dual-stack socket counted under one key. */
+ * seen through a dual-stack socket counted under one key; and the
+ * max.connection.creation.rate token bucket. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -116,6 +117,38 @@ static void test_malformed_overrides_are_refused(void **state)
     }
 }
 
+/* max.connection.creation.rate's bucket: a second's worth at once, then
+ * one per 1/rate s; no limit never waits; 0 admits nothing. */
+static void test_creation_rate_bucket(void **state)
+{
+    (void)state;
+    struct net_rate_limit r;
+    net_rate_limit_init(&r, 4, 1000);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(net_rate_limit_wait_ms(&r, 1000), 0);
+        net_rate_limit_take(&r);
+    }
+    int64_t wait = net_rate_limit_wait_ms(&r, 1000);
+    assert_true(wait > 240 && wait <= 251); /* a quarter second for the next one */
+    assert_true(net_rate_limit_wait_ms(&r, 1100) > 0);
+    assert_int_equal(net_rate_limit_wait_ms(&r, 1250), 0);
+    net_rate_limit_take(&r);
+    assert_true(net_rate_limit_wait_ms(&r, 1250) > 0);
+    /* A long pause refills a second's worth, not more. */
+    assert_int_equal(net_rate_limit_wait_ms(&r, 100000), 0);
+    for (int i = 0; i < 4; i++)
+        net_rate_limit_take(&r);
+    assert_true(net_rate_limit_wait_ms(&r, 100000) > 0);
+
+    net_rate_limit_init(&r, INT32_MAX, 0);
+    for (int i = 0; i < 1000; i++) {
+        assert_int_equal(net_rate_limit_wait_ms(&r, 0), 0);
+        net_rate_limit_take(&r);
+    }
+    net_rate_limit_init(&r, 0, 0);
+    assert_true(net_rate_limit_wait_ms(&r, 5000) > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -123,6 +156,7 @@ int main(void)
         cmocka_unit_test(test_total_limit),
         cmocka_unit_test(test_overrides),
         cmocka_unit_test(test_malformed_overrides_are_refused),
+        cmocka_unit_test(test_creation_rate_bucket),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
