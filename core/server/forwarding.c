@@ -21,6 +21,7 @@
 #include "protocol/generated/errors.h"
 #include "protocol/generated/request_header.h"
 #include "raft/raft_shell_metadata.h"
+#include "util/clock.h"
 #include "util/logger.h"
 
 #define LOG "forwarding"
@@ -29,6 +30,9 @@
  * still leads in this broker's view until its fetch times out, and the
  * client is better told NOT_CONTROLLER (it retries) than left waiting. */
 #define FORWARD_REQUEST_TIMEOUT_MS 5000
+/* How long a forwarded request is tried again, at the leader this broker
+ * knows, when no answer came (a controller's failover). */
+#define FORWARD_RETRY_MS 15000
 /* How long a topic this broker created may take to reach its own image. */
 #define FORWARD_TIMEOUT_MS 30000
 
@@ -84,6 +88,10 @@ static int read_principal(struct kafka_bytes b, char *type, size_t type_len, cha
 
 /* ==== the broker's side ==== */
 
+/* Set while the outbound client's thread runs a request's local handler:
+ * nothing may then wait for that client. */
+static _Thread_local bool answering_locally;
+
 /* Owned by the main thread; the client is thread-safe. */
 struct broker_forwarding {
     struct handler_env *env;
@@ -92,6 +100,10 @@ struct broker_forwarding {
     struct quorum_voter voters[MAX_VOTERS];
     int n_voters;
     struct net_client *client;
+    pthread_mutex_t mu; /* guards retrying and stopping */
+    pthread_cond_t cond;
+    int retrying; /* retry threads running */
+    bool stopping;
 };
 
 /* One forwarded request, from send to answer. */
@@ -101,7 +113,50 @@ struct forward_call {
     struct kafka_writer principal;
     uint8_t address[16];
     struct envelope_request body;
+    int64_t deadline_ms; /* retries end here (monotonic) */
 };
+
+static bool send_call(struct forward_call *c);
+static void *retry_main(void *arg);
+static bool wait_for_topic(struct broker_forwarding *f, const char *name, int timeout_ms);
+
+/* A client that created topics through this broker goes on to ask it for
+ * them: the answer waits (briefly) until this broker's image has them. */
+#define CREATED_VISIBLE_WAIT_MS 5000
+
+static void await_created_topics(struct broker_forwarding *f, const struct net_request *req, struct kafka_bytes response)
+{
+    int16_t key = (int16_t)((uint16_t)req->frame[0] << 8 | req->frame[1]);
+    int16_t version = (int16_t)((uint16_t)req->frame[2] << 8 | req->frame[3]);
+    if (key != 19)
+        return;
+    struct kafka_arena arena;
+    kafka_arena_init(&arena);
+    /* validate_only creates nothing to wait for. */
+    struct kafka_reader rq;
+    kafka_reader_init(&rq, req->frame, req->frame_len);
+    struct request_header header;
+    request_header_init(&header);
+    struct create_topics_request in;
+    create_topics_request_init(&in);
+    bool created = request_header_decode(&header, &rq, kafka_request_header_version(key, version), &arena) == 0 &&
+                   create_topics_request_decode(&in, &rq, version, &arena) == 0 && !in.validate_only;
+    struct kafka_reader r;
+    kafka_reader_init(&r, response.data, (size_t)response.len);
+    (void)kafka_read_int32(&r);
+    if (kafka_response_header_version(key, version) >= 1)
+        kafka_reader_skip_tagged_fields(&r);
+    struct create_topics_response out;
+    create_topics_response_init(&out);
+    if (created && create_topics_response_decode(&out, &r, version, &arena) == 0) {
+        char name[256];
+        for (int32_t i = 0; i < out.topics_count; i++)
+            if (out.topics[i].error_code == KAFKA_ERR_NONE &&
+                kafka_str_to_cstr(out.topics[i].name, name, sizeof name) && name[0])
+                (void)wait_for_topic(f, name, CREATED_VISIBLE_WAIT_MS);
+    }
+    kafka_arena_free(&arena);
+}
 
 static void forward_call_free(struct forward_call *c)
 {
@@ -113,6 +168,25 @@ static void forward_done(struct net_client_result *result, void *ctx)
 {
     struct forward_call *c = ctx;
     const struct envelope_response *resp = result->status == NET_CLIENT_OK ? result->response : NULL;
+    if (!resp && clock_mono_ms() < c->deadline_ms) {
+        /* No answer (the controller died, most likely): again, from a
+         * thread of its own, once this broker knows a leader. */
+        struct broker_forwarding *f = c->f;
+        pthread_mutex_lock(&f->mu);
+        bool go = !f->stopping;
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (go && pthread_create(&t, &attr, retry_main, c) == 0)
+            f->retrying++;
+        else
+            go = false;
+        pthread_attr_destroy(&attr);
+        pthread_mutex_unlock(&f->mu);
+        if (go)
+            return;
+    }
     if (!resp || resp->error_code != KAFKA_ERR_NONE || resp->response_data.len < 4) {
         /* The broker answers itself: NOT_CONTROLLER, which clients retry. */
         logger_debug(LOG, "forwarding to controller %d failed (%s, error %d): answering locally", result->node_id,
@@ -120,9 +194,14 @@ static void forward_done(struct net_client_result *result, void *ctx)
         struct handler_env *env = c->f->env;
         struct net_request *req = c->req;
         forward_call_free(c);
+        /* On the client's thread: the handlers must not wait for it (a
+         * creation through broker_forwarding_create_topic would). */
+        answering_locally = true;
         handlers_dispatch(req, env);
+        answering_locally = false;
         return;
     }
+    await_created_topics(c->f, c->req, resp->response_data);
     struct kafka_writer w;
     kafka_writer_init(&w, (size_t)resp->response_data.len + 4);
     kafka_write_int32(&w, resp->response_data.len);
@@ -155,6 +234,57 @@ static int peer_address(const char *peer, uint8_t out[16])
     return 0;
 }
 
+static void *retry_main(void *arg)
+{
+    struct forward_call *c = arg;
+    struct broker_forwarding *f = c->f;
+    bool sent = false;
+    for (;;) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&f->mu);
+        bool stopping = f->stopping;
+        pthread_mutex_unlock(&f->mu);
+        if (stopping || clock_mono_ms() >= c->deadline_ms)
+            break;
+        if (send_call(c)) {
+            sent = true;
+            break;
+        }
+    }
+    if (!sent) {
+        struct handler_env *env = f->env;
+        struct net_request *req = c->req;
+        forward_call_free(c);
+        answering_locally = true; /* stopping: no waiting for the client either */
+        handlers_dispatch(req, env);
+        answering_locally = false;
+    }
+    pthread_mutex_lock(&f->mu);
+    f->retrying--;
+    pthread_cond_broadcast(&f->cond);
+    pthread_mutex_unlock(&f->mu);
+    return NULL;
+}
+
+/* Sends c to the leader this broker knows; false when it knows none. */
+static bool send_call(struct forward_call *c)
+{
+    struct broker_forwarding *f = c->f;
+    int32_t leader = raft_shell_metadata_leader_id(f->quorum);
+    if (leader < 0 || leader == f->node_id)
+        return false;
+    struct net_client_request creq = {.node_id = leader,
+                                      .api_key = FORWARDING_API_ENVELOPE,
+                                      .pinned_version = -1,
+                                      .body = &c->body,
+                                      .timeout_ms = FORWARD_REQUEST_TIMEOUT_MS,
+                                      .done = forward_done,
+                                      .ctx = c};
+    char err[256] = "";
+    return net_client_send(f->client, &creq, err, sizeof err) == 0;
+}
+
 static bool forward(struct broker_forwarding *f, struct net_request *req)
 {
     int32_t leader = raft_shell_metadata_leader_id(f->quorum);
@@ -173,15 +303,8 @@ static bool forward(struct broker_forwarding *f, struct net_request *req)
     c->body.request_principal = (struct kafka_bytes){c->principal.buf, (int32_t)c->principal.len};
     int alen = peer_address(req->peer, c->address);
     c->body.client_host_address = (struct kafka_bytes){c->address, alen};
-    struct net_client_request creq = {.node_id = leader,
-                                      .api_key = FORWARDING_API_ENVELOPE,
-                                      .pinned_version = -1,
-                                      .body = &c->body,
-                                      .timeout_ms = FORWARD_REQUEST_TIMEOUT_MS,
-                                      .done = forward_done,
-                                      .ctx = c};
-    char err[256] = "";
-    if (c->principal.failed || net_client_send(f->client, &creq, err, sizeof err) != 0) {
+    c->deadline_ms = clock_mono_ms() + FORWARD_RETRY_MS;
+    if (c->principal.failed || !send_call(c)) {
         forward_call_free(c);
         return false;
     }
@@ -248,9 +371,9 @@ static void create_done(struct net_client_result *result, void *ctx)
 
 /* As at the controller's own node, a creation returns once this node's
  * image has the topic: its caller goes on to open the partitions. */
-static bool wait_for_topic(struct broker_forwarding *f, const char *name)
+static bool wait_for_topic(struct broker_forwarding *f, const char *name, int timeout_ms)
 {
-    for (int waited = 0; waited <= FORWARD_TIMEOUT_MS; waited += 20) {
+    for (int waited = 0; waited <= timeout_ms; waited += 20) {
         const struct metadata_image *img = metadata_image_acquire(f->env->metadata);
         bool found = metadata_image_topic_by_name(img, name, strlen(name)) != NULL;
         metadata_image_release(img);
@@ -268,7 +391,7 @@ int16_t broker_forwarding_create_topic(void *arg, const char *name, int32_t num_
 {
     struct broker_forwarding *f = arg;
     int32_t leader = raft_shell_metadata_leader_id(f->quorum);
-    if (leader < 0 || leader == f->node_id) {
+    if (leader < 0 || leader == f->node_id || answering_locally) {
         snprintf(err, errlen, "no active controller");
         return KAFKA_ERR_NOT_CONTROLLER;
     }
@@ -333,7 +456,7 @@ int16_t broker_forwarding_create_topic(void *arg, const char *name, int32_t num_
         snprintf(err, errlen, "controller %d: %s", (int)leader, c.message[0] ? c.message : "no message");
         /* Created, or created meanwhile by another broker: either way the
          * caller goes on to use it. */
-        if ((error == KAFKA_ERR_NONE || error == KAFKA_ERR_TOPIC_ALREADY_EXISTS) && !wait_for_topic(f, name)) {
+        if ((error == KAFKA_ERR_NONE || error == KAFKA_ERR_TOPIC_ALREADY_EXISTS) && !wait_for_topic(f, name, FORWARD_TIMEOUT_MS)) {
             snprintf(err, errlen, "%s was created but this broker's metadata has not caught up within %d ms", name,
                      FORWARD_TIMEOUT_MS);
             error = KAFKA_ERR_REQUEST_TIMED_OUT;
@@ -361,6 +484,8 @@ int broker_forwarding_start(const char *voters, int32_t node_id, struct raft_she
     }
     f->env = env;
     f->node_id = node_id;
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->cond, NULL);
     f->quorum = quorum;
     f->n_voters = config_parse_quorum_voters(voters, f->voters, MAX_VOTERS, err, errlen);
     if (f->n_voters < 0) {
@@ -391,8 +516,21 @@ void broker_forwarding_stop(struct broker_forwarding *f)
 {
     if (!f)
         return;
-    /* Requests still in flight complete (as failures) before this returns. */
-    net_client_destroy(f->client);
+    /* Retries answer locally now; requests still in flight complete (as
+     * failures, answered locally) before the client is gone. */
+    pthread_mutex_lock(&f->mu);
+    f->stopping = true;
+    while (f->retrying > 0)
+        pthread_cond_wait(&f->cond, &f->mu);
+    pthread_mutex_unlock(&f->mu);
+    if (f->client)
+        net_client_destroy(f->client);
+    pthread_mutex_lock(&f->mu);
+    while (f->retrying > 0)
+        pthread_cond_wait(&f->cond, &f->mu);
+    pthread_mutex_unlock(&f->mu);
+    pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->cond);
     free(f);
 }
 
