@@ -74,6 +74,7 @@ struct broker {
     struct broker_lifecycle *lifecycle;     /* registration with the active controller (quorum only) */
     struct controller_brokers *controller_brokers; /* the controller's side of it */
     struct broker_forwarding *forwarding;           /* a pure broker's admin requests to the controller */
+    struct controller_forwarding *controller_forwarding; /* a voter's side: runs them */
     struct tiered *tiered; /* remote.log.storage.system.enable: the remote log manager */
 };
 
@@ -167,12 +168,19 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
             .voters = config_get_string(b->config, "controller.quorum.voters"),
             .quorum = b->quorum_log,
         };
-        /* Only a voter can become the active controller. */
-        if ((quorum_is_voter(b->config) &&
-             controller_brokers_start(b->metadata, b->cluster_id,
-                                      config_get_int(b->config, "broker.session.timeout.ms"), &b->controller_brokers,
-                                      err, errlen) != 0) ||
-            quorum_start(b->config, b->cluster_id, b->quorum_log, b->controller_brokers, &b->quorum, err, errlen) != 0)
+        /* Only a voter can become the active controller; it also runs the
+         * admin requests pure brokers forward to it. */
+        if (quorum_is_voter(b->config)) {
+            if (controller_brokers_start(b->metadata, b->cluster_id,
+                                         config_get_int(b->config, "broker.session.timeout.ms"),
+                                         &b->controller_brokers, err, errlen) != 0 ||
+                controller_forwarding_start(b->config, b->metadata, b->plugins, &b->controller_forwarding, err,
+                                            errlen) != 0)
+                return -1;
+            controller_brokers_set_forwarding(b->controller_brokers, controller_forwarding_serve,
+                                              b->controller_forwarding);
+        }
+        if (quorum_start(b->config, b->cluster_id, b->quorum_log, b->controller_brokers, &b->quorum, err, errlen) != 0)
             return -1;
         lopts.controller = b->controller_brokers;
         if (broker_lifecycle_start(&lopts, &b->lifecycle, err, errlen) != 0)
@@ -600,6 +608,8 @@ void broker_stop(struct broker *b)
     quorum_stop(b->quorum);
     b->quorum = NULL;
     controller_brokers_stop(b->controller_brokers);
+    controller_forwarding_stop(b->controller_forwarding);
+    b->controller_forwarding = NULL;
     /* Its thread writes markers, which wake the purgatory and complete
      * group offsets: stop it before either goes. */
     txn_coordinator_destroy(b->txn_coordinator);

@@ -164,29 +164,33 @@ static void forward_call_free(struct forward_call *c)
     free(c);
 }
 
+/* Hands c to a retry thread; false when none can start (stopping). */
+static bool start_retry(struct forward_call *c)
+{
+    struct broker_forwarding *f = c->f;
+    pthread_mutex_lock(&f->mu);
+    bool go = !f->stopping;
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (go && pthread_create(&t, &attr, retry_main, c) == 0)
+        f->retrying++;
+    else
+        go = false;
+    pthread_attr_destroy(&attr);
+    pthread_mutex_unlock(&f->mu);
+    return go;
+}
+
 static void forward_done(struct net_client_result *result, void *ctx)
 {
     struct forward_call *c = ctx;
     const struct envelope_response *resp = result->status == NET_CLIENT_OK ? result->response : NULL;
-    if (!resp && clock_mono_ms() < c->deadline_ms) {
-        /* No answer (the controller died, most likely): again, from a
-         * thread of its own, once this broker knows a leader. */
-        struct broker_forwarding *f = c->f;
-        pthread_mutex_lock(&f->mu);
-        bool go = !f->stopping;
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (go && pthread_create(&t, &attr, retry_main, c) == 0)
-            f->retrying++;
-        else
-            go = false;
-        pthread_attr_destroy(&attr);
-        pthread_mutex_unlock(&f->mu);
-        if (go)
-            return;
-    }
+    /* No answer (the controller died, most likely): again, from a thread
+     * of its own, once this broker knows a leader. */
+    if (!resp && clock_mono_ms() < c->deadline_ms && start_retry(c))
+        return;
     if (!resp || resp->error_code != KAFKA_ERR_NONE || resp->response_data.len < 4) {
         /* The broker answers itself: NOT_CONTROLLER, which clients retry. */
         logger_debug(LOG, "forwarding to controller %d failed (%s, error %d): answering locally", result->node_id,
@@ -287,9 +291,6 @@ static bool send_call(struct forward_call *c)
 
 static bool forward(struct broker_forwarding *f, struct net_request *req)
 {
-    int32_t leader = raft_shell_metadata_leader_id(f->quorum);
-    if (leader < 0 || leader == f->node_id)
-        return false;
     struct forward_call *c = calloc(1, sizeof *c);
     if (!c)
         return false;
@@ -304,7 +305,9 @@ static bool forward(struct broker_forwarding *f, struct net_request *req)
     int alen = peer_address(req->peer, c->address);
     c->body.client_host_address = (struct kafka_bytes){c->address, alen};
     c->deadline_ms = clock_mono_ms() + FORWARD_RETRY_MS;
-    if (c->principal.failed || !send_call(c)) {
+    /* No leader known (an election, or this broker still finding the new
+     * one): the retry thread waits for one. */
+    if (c->principal.failed || (!send_call(c) && !start_retry(c))) {
         forward_call_free(c);
         return false;
     }
@@ -542,7 +545,8 @@ struct controller_forwarding {
 };
 
 int controller_forwarding_start(const struct broker_config *cfg, struct metadata_store *store,
-                                struct controller_forwarding **out, char *err, size_t errlen)
+                                struct plugin_host *plugins, struct controller_forwarding **out, char *err,
+                                size_t errlen)
 {
     *out = NULL;
     struct controller_forwarding *f = calloc(1, sizeof *f);
@@ -552,6 +556,7 @@ int controller_forwarding_start(const struct broker_config *cfg, struct metadata
     }
     f->env.config = cfg;
     f->env.metadata = store;
+    f->env.plugins = plugins;
     f->env.node_id = config_node_id(cfg);
     f->env.default_num_partitions = config_get_int(cfg, "num.partitions");
     f->env.default_replication_factor = (int16_t)config_get_int(cfg, "default.replication.factor");

@@ -9,7 +9,10 @@
  * response inside the EnvelopeResponse; the broker hands those bytes to
  * the client as they are.
  *
- * When there is no leader, the Envelope fails, or this broker has an
+ * While no leader is known, or when an Envelope gets no answer, the
+ * request is held and sent to the next leader known, for up to 15 s.
+ * After that, when the controller answers the Envelope with an error, or
+ * when this broker has an
  * authorizer plugin (the controller loads none yet), the broker runs the
  * request itself: its store is no controller, so the client is told
  * NOT_CONTROLLER and retries, as it would with Kafka.
@@ -58,9 +61,13 @@ int16_t broker_forwarding_create_topic(void *f, const char *name, int32_t num_pa
 
 struct controller_forwarding;
 struct metadata_store;
+struct plugin_host;
 
+/* plugins: the node's plugin host (its authorizer checks forwarded
+ * requests as the Envelope's principal), NULL on a controller-only node. */
 int controller_forwarding_start(const struct broker_config *cfg, struct metadata_store *store,
-                                struct controller_forwarding **out, char *err, size_t errlen);
+                                struct plugin_host *plugins, struct controller_forwarding **out, char *err,
+                                size_t errlen);
 void controller_forwarding_stop(struct controller_forwarding *f);
 /* Serves one Envelope request (ctx: the forwarding); completes req. */
 void controller_forwarding_serve(void *f, struct net_request *req);

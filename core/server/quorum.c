@@ -292,7 +292,7 @@ int controller_process_start(struct broker_config *cfg, struct controller_proces
     if (metadata_store_open(&opts, &c->metadata, err, errlen) != 0 ||
         controller_brokers_start(c->metadata, cluster_id, config_get_int(cfg, "broker.session.timeout.ms"),
                                  &c->brokers, err, errlen) != 0 ||
-        controller_forwarding_start(cfg, c->metadata, &c->forwarding, err, errlen) != 0)
+        controller_forwarding_start(cfg, c->metadata, NULL, &c->forwarding, err, errlen) != 0)
         goto fail;
     controller_brokers_set_forwarding(c->brokers, controller_forwarding_serve, c->forwarding);
     if (quorum_start(cfg, cluster_id, c->log, c->brokers, &c->quorum, err, errlen) != 0)

@@ -43,6 +43,12 @@ while IFS= read -r line; do
             [ "$ids" = "4 5 6 " ] || fail "brokers listed: '$ids', want 4 5 6"
             echo "$out" | grep -Eq '^CONTROLLER +[456]$' || fail "the controller named is no broker: $out"
         else
+            # Broker 4 hears of the fence at its next fetch from the leader.
+            for _ in $(seq 1 100); do
+                [ "$ids" = "4 5 " ] && break
+                sleep 0.1
+                ids="$(eval "$line" 2>&1 < /dev/null | broker_ids)"
+            done
             [ "$ids" = "4 5 " ] || fail "after stopping broker 6 the brokers listed are '$ids', want 4 5"
         fi ;;
     "cairn topic describe orders"*)
