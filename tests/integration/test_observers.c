@@ -6,7 +6,9 @@
  * brokers as observers, never as voters. librdkafka bootstrapped on one
  * broker creates a 6-partition topic through it (forwarded in an Envelope
  * to the active controller), with leaders on all three brokers, and
- * produces and consumes every partition. kill -9 of the quorum leader: the
+ * produces and consumes every partition; CreatePartitions, DeleteTopics
+ * and AlterConfigs through brokers, and a topic auto-created
+ * through one, reach every broker. kill -9 of the quorum leader: the
  * brokers keep serving the topic, and a new topic created through a
  * broker succeeds once a new leader is elected. */
 #include <setjmp.h>
@@ -280,6 +282,139 @@ static void produce_and_consume(rd_kafka_t *rk, const char *bootstrap, const cha
     rk_record_set_free(&set);
 }
 
+/* The admin result's first topic error, or the request's error. */
+static rd_kafka_resp_err_t first_topic_error(rd_kafka_event_t *ev, const rd_kafka_topic_result_t **topics, size_t n)
+{
+    if (rd_kafka_event_error(ev))
+        return rd_kafka_event_error(ev);
+    return n == 1 ? rd_kafka_topic_result_error(topics[0]) : RD_KAFKA_RESP_ERR__BAD_MSG;
+}
+
+/* CreatePartitions through rk's broker: topic grows to total. */
+static rd_kafka_resp_err_t rk_add_partitions(rd_kafka_t *rk, const char *topic, int total)
+{
+    char errstr[256];
+    rd_kafka_NewPartitions_t *np = rd_kafka_NewPartitions_new(topic, (size_t)total, errstr, sizeof errstr);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_CreatePartitions(rk, &np, 1, NULL, q);
+    rd_kafka_event_t *ev = rk_admin_result(q, RD_KAFKA_EVENT_CREATEPARTITIONS_RESULT, 30000);
+    size_t n = 0;
+    const rd_kafka_topic_result_t **t =
+        rd_kafka_CreatePartitions_result_topics(rd_kafka_event_CreatePartitions_result(ev), &n);
+    rd_kafka_resp_err_t err = first_topic_error(ev, t, n);
+    rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_NewPartitions_destroy(np);
+    return err;
+}
+
+/* DeleteTopics through rk's broker. */
+static rd_kafka_resp_err_t rk_delete_topic(rd_kafka_t *rk, const char *topic)
+{
+    rd_kafka_DeleteTopic_t *dt = rd_kafka_DeleteTopic_new(topic);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_DeleteTopics(rk, &dt, 1, NULL, q);
+    rd_kafka_event_t *ev = rk_admin_result(q, RD_KAFKA_EVENT_DELETETOPICS_RESULT, 30000);
+    size_t n = 0;
+    const rd_kafka_topic_result_t **t = rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &n);
+    rd_kafka_resp_err_t err = first_topic_error(ev, t, n);
+    rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_DeleteTopic_destroy(dt);
+    return err;
+}
+
+/* AlterConfigs of a topic (librdkafka 2.0 has no incremental one)
+ * through rk's broker: key=value, the other configs back to defaults. */
+static rd_kafka_resp_err_t rk_set_topic_config(rd_kafka_t *rk, const char *topic, const char *key, const char *value)
+{
+    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    assert_int_equal(rd_kafka_ConfigResource_set_config(res, key, value), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AlterConfigs(rk, &res, 1, NULL, q);
+    rd_kafka_event_t *ev = rk_admin_result(q, RD_KAFKA_EVENT_ALTERCONFIGS_RESULT, 30000);
+    rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
+    size_t n = 0;
+    const rd_kafka_ConfigResource_t **out =
+        rd_kafka_AlterConfigs_result_resources(rd_kafka_event_AlterConfigs_result(ev), &n);
+    if (!err)
+        err = n == 1 ? rd_kafka_ConfigResource_error(out[0]) : RD_KAFKA_RESP_ERR__BAD_MSG;
+    rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_ConfigResource_destroy(res);
+    return err;
+}
+
+/* The topic's value of key as broker `node` describes it, "" when unknown. */
+static void topic_config_at(rd_kafka_t *rk, const char *topic, const char *key, char *out, size_t outlen)
+{
+    out[0] = '\0';
+    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_DescribeConfigs(rk, &res, 1, NULL, q);
+    rd_kafka_event_t *ev = rk_admin_result(q, RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT, 30000);
+    size_t n = 0;
+    const rd_kafka_ConfigResource_t **rs =
+        rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
+    for (size_t i = 0; !rd_kafka_event_error(ev) && i < n; i++) {
+        size_t m = 0;
+        const rd_kafka_ConfigEntry_t **entries = rd_kafka_ConfigResource_configs(rs[i], &m);
+        for (size_t j = 0; j < m; j++)
+            if (strcmp(rd_kafka_ConfigEntry_name(entries[j]), key) == 0 && rd_kafka_ConfigEntry_value(entries[j]))
+                snprintf(out, outlen, "%s", rd_kafka_ConfigEntry_value(entries[j]));
+    }
+    rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_ConfigResource_destroy(res);
+}
+
+/* Metadata of one topic from node with allow_auto_topic_creation. */
+static void metadata_auto_create(struct cluster *c, int node, const char *topic)
+{
+    struct metadata_request_metadata_request_topic t;
+    metadata_request_metadata_request_topic_init(&t);
+    t.name = kafka_str_from_cstr(topic);
+    struct metadata_request req;
+    metadata_request_init(&req);
+    req.topics = &t;
+    req.topics_count = 1;
+    req.allow_auto_topic_creation = true;
+    struct slot s = {.topic = topic};
+    call(c, node, 3, &req, metadata_done, &s);
+}
+
+/* Every admin request a pure broker forwards, other than CreateTopics,
+ * and a topic auto-created through one. */
+static void admin_through_brokers(struct cluster *c)
+{
+    rd_kafka_t *rk6 = rk_producer_new(broker_bootstrap(&c->brokers[2]), NULL);
+    rd_kafka_t *rk4 = rk_producer_new(broker_bootstrap(&c->brokers[0]), NULL);
+    assert_int_equal(rk_add_partitions(rk6, "spread", 8), RD_KAFKA_RESP_ERR_NO_ERROR);
+    for (int i = 0; i < NB; i++)
+        wait_view(c, NC + i + 1, "spread", 8, 15000);
+    assert_int_equal(rk_set_topic_config(rk4, "spread", "retention.ms", "3600000"), RD_KAFKA_RESP_ERR_NO_ERROR);
+    char value[64] = "";
+    long long deadline = harness_now_ms() + 15000;
+    while (strcmp(value, "3600000") != 0 && harness_now_ms() < deadline) {
+        topic_config_at(rk6, "spread", "retention.ms", value, sizeof value);
+        if (strcmp(value, "3600000") != 0)
+            usleep(100 * 1000);
+    }
+    assert_string_equal(value, "3600000");
+    char errstr[256];
+    assert_int_equal(rk_create_topic_result(rk4, "doomed", 2, 1, NULL, false, errstr, sizeof errstr),
+                     RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(rk_delete_topic(rk6, "doomed"), RD_KAFKA_RESP_ERR_NO_ERROR);
+    for (int i = 0; i < NB; i++)
+        wait_view(c, NC + i + 1, "doomed", -1, 15000);
+    /* auto.create.topics.enable (on by default) through a broker. */
+    metadata_auto_create(c, NC + 2, "auto-made");
+    for (int i = 0; i < NB; i++)
+        wait_view(c, NC + i + 1, "auto-made", 1, 15000);
+    rk_producer_destroy(rk6);
+    rk_producer_destroy(rk4);
+}
+
 static void test_controllers_and_observer_brokers(void **state)
 {
     (void)state;
@@ -336,6 +471,7 @@ static void test_controllers_and_observer_brokers(void **state)
     assert_int_equal(led, BROKERS);
     assert_true(rk_wait_topic(rk, "spread", 6, 15000));
     produce_and_consume(rk, bootstrap, "spread", 6);
+    admin_through_brokers(&c);
 
     /* kill -9 of the quorum leader: the brokers keep serving, and once a
      * new leader is elected a topic created through a broker commits. */
