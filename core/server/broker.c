@@ -598,6 +598,7 @@ void broker_stop(struct broker *b)
         replica_manager_remove_leadership_listener(b->replicas, b->leadership_listener);
     coordinator_runtime_destroy(b->coordinators);
     dynamic_config_stop(b->dynamic_config);
+    broker_forwarding_quiesce(b->forwarding);
     if (b->net)
         net_server_stop(b->net, 10000);
     /* Forwarded requests still out complete (or answer locally) now. */

@@ -515,17 +515,25 @@ int broker_forwarding_start(const char *voters, int32_t node_id, struct raft_she
     return 0;
 }
 
-void broker_forwarding_stop(struct broker_forwarding *f)
+void broker_forwarding_quiesce(struct broker_forwarding *f)
 {
     if (!f)
         return;
-    /* Retries answer locally now; requests still in flight complete (as
-     * failures, answered locally) before the client is gone. */
+    /* Held requests answer locally now, and no failure is retried. */
     pthread_mutex_lock(&f->mu);
     f->stopping = true;
     while (f->retrying > 0)
         pthread_cond_wait(&f->cond, &f->mu);
     pthread_mutex_unlock(&f->mu);
+}
+
+void broker_forwarding_stop(struct broker_forwarding *f)
+{
+    if (!f)
+        return;
+    /* Requests still in flight complete (as failures, answered locally)
+     * before the client is gone. */
+    broker_forwarding_quiesce(f);
     if (f->client)
         net_client_destroy(f->client);
     pthread_mutex_lock(&f->mu);

@@ -47,6 +47,9 @@ struct raft_shell_metadata;
  * broker's handlers, for everything not forwarded. */
 int broker_forwarding_start(const char *voters, int32_t node_id, struct raft_shell_metadata *quorum,
                             struct handler_env *env, struct broker_forwarding **out, char *err, size_t errlen);
+/* Before the client listeners stop: requests held for a leader are
+ * answered locally at once, so the listeners drain quickly. */
+void broker_forwarding_quiesce(struct broker_forwarding *f);
 void broker_forwarding_stop(struct broker_forwarding *f);
 /* net_request_handler of the client listeners (ctx: the forwarding). */
 void broker_forwarding_dispatch(struct net_request *req, void *f);
