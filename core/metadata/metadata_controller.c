@@ -360,6 +360,9 @@ int16_t metadata_create_topic(struct metadata_store *store, const char *name, in
 {
     if (topic_id_out)
         memset(topic_id_out, 0, sizeof(*topic_id_out));
+    if (store->create_topic && !assignments && !validate_only && !metadata_store_is_controller(store))
+        return store->create_topic(store->create_topic_ctx, name, num_partitions, replication_factor, configs,
+                                   config_count, err, errlen);
     struct metadata_record_list records;
     if (metadata_record_list_init(&records) != 0)
         return error_out(KAFKA_ERR_UNKNOWN_SERVER_ERROR, err, errlen, "out of memory");
@@ -536,6 +539,12 @@ void metadata_store_set_producer_id_allocator(struct metadata_store *store, meta
 {
     store->allocate_ids = fn;
     store->allocate_ids_ctx = ctx;
+}
+
+void metadata_store_set_topic_creator(struct metadata_store *store, metadata_topic_creator fn, void *ctx)
+{
+    store->create_topic = fn;
+    store->create_topic_ctx = ctx;
 }
 
 int16_t metadata_next_producer_id(struct metadata_store *store, int64_t *id, char *err, size_t errlen)

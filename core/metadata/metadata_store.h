@@ -199,6 +199,17 @@ typedef int16_t (*metadata_producer_id_allocator)(void *ctx, int64_t *first, cha
 void metadata_store_set_producer_id_allocator(struct metadata_store *store, metadata_producer_id_allocator fn,
                                               void *ctx);
 
+/* Where a topic is created when this node may not write the metadata log
+ * (a pure broker): the active controller, asked over the network. Used by
+ * metadata_create_topic for creations without manual assignments that are
+ * not validate_only (internal and auto-created topics) while this store is
+ * not the controller. */
+typedef int16_t (*metadata_topic_creator)(void *ctx, const char *name, int32_t num_partitions,
+                                          int16_t replication_factor, const struct metadata_config_kv *configs,
+                                          int32_t config_count, char *err, size_t errlen);
+/* Set once, before the store is shared; NULL: this store's controller only. */
+void metadata_store_set_topic_creator(struct metadata_store *store, metadata_topic_creator fn, void *ctx);
+
 /* The next producer id for this broker, from its current block; allocates a
  * new block when the current one is used up (or none exists yet). */
 int16_t metadata_next_producer_id(struct metadata_store *store, int64_t *id, char *err, size_t errlen);

@@ -50,6 +50,8 @@ struct metadata_store {
     int64_t producer_id_end;
     metadata_producer_id_allocator allocate_ids; /* NULL: this store's controller */
     void *allocate_ids_ctx;
+    metadata_topic_creator create_topic; /* NULL: this store's controller */
+    void *create_topic_ctx;
     struct metadata_subscription *subs;
     int32_t sub_count;
     int next_sub_id;

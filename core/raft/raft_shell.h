@@ -43,6 +43,10 @@ struct raft_shell_listener {
 };
 
 /* Plain data; copied by raft_shell_start. */
+/* Room for the controller's own APIs on its listener (registration,
+ * heartbeat, producer ids, AlterPartition, Envelope, ...). */
+#define RAFT_SHELL_MAX_OTHER_APIS 8
+
 struct raft_shell_config {
     int32_t node_id;
     struct raft_shell_voter voters[RAFT_MAX_VOTERS];
@@ -61,7 +65,7 @@ struct raft_shell_config {
      * BrokerRegistration and BrokerHeartbeat): requests with these keys go
      * to other_handler on the io thread, and ApiVersions lists them with
      * the codecs' version ranges. */
-    int16_t other_api_keys[4];
+    int16_t other_api_keys[RAFT_SHELL_MAX_OTHER_APIS];
     int n_other_api_keys;
     net_request_handler other_handler;
     void *other_ctx;

@@ -63,7 +63,7 @@ static int write_api_versions(struct kafka_writer *w, int16_t version, const voi
                                    RAFT_API_BEGIN_QUORUM_EPOCH,
                                    RAFT_API_END_QUORUM_EPOCH,
                                    RAFT_API_DESCRIBE_QUORUM};
-    struct api_versions_response_api_version list[sizeof keys / sizeof keys[0] + 4];
+    struct api_versions_response_api_version list[sizeof keys / sizeof keys[0] + RAFT_SHELL_MAX_OTHER_APIS];
     size_t n = sizeof keys / sizeof keys[0];
     for (size_t i = 0; i < n; i++) {
         list[i].api_key = keys[i];
@@ -74,7 +74,7 @@ static int write_api_versions(struct kafka_writer *w, int16_t version, const voi
             raft_codec_served(keys[i], &list[i].min_version, &list[i].max_version);
         }
     }
-    for (int i = 0; i < s->cfg.n_other_api_keys && i < 4; i++) {
+    for (int i = 0; i < s->cfg.n_other_api_keys && i < RAFT_SHELL_MAX_OTHER_APIS; i++) {
         const struct kafka_api_desc *d = kafka_api_lookup(s->cfg.other_api_keys[i]);
         if (d)
             list[n++] = (struct api_versions_response_api_version){

@@ -34,6 +34,7 @@
 #include "server/broker_tls.h"
 #include "server/broker_lifecycle.h"
 #include "server/controller_brokers.h"
+#include "server/forwarding.h"
 #include "raft/raft_shell_metadata.h"
 #include "tiered/tiered.h"
 #include "txn/txn_coordinator.h"
@@ -76,6 +77,8 @@ struct broker {
     struct raft_shell_metadata *quorum_log; /* the metadata log over the quorum; freed after the quorum stops */
     struct broker_lifecycle *lifecycle;     /* registration with the active controller (quorum only) */
     struct controller_brokers *controller_brokers; /* the controller's side of it */
+    struct broker_forwarding *forwarding;           /* a pure broker's admin requests to the controller */
+    struct controller_forwarding *controller_forwarding; /* a voter's side: runs them */
     struct tiered *tiered; /* remote.log.storage.system.enable: the remote log manager */
 };
 
@@ -91,6 +94,15 @@ static int validate_topic_config(void *ctx, const char *key, const char *value, 
 static int32_t active_controller(void *ctx)
 {
     return raft_shell_metadata_leader_id(ctx);
+}
+
+/* A pure broker names itself as the controller in Metadata and
+ * DescribeCluster, as Kafka's brokers name a live broker: clients send it
+ * their admin requests and it forwards them to the active controller
+ * (server/forwarding.h). ctx is the broker's node id. */
+static int32_t forwarding_controller(void *ctx)
+{
+    return (int32_t)(intptr_t)ctx;
 }
 
 static int start_metadata(struct broker *b, const char *dir, char *err, size_t errlen)
@@ -137,8 +149,13 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
         opts.log_ops = &raft_shell_metadata_ops;
         opts.log = b->quorum_log;
         opts.snapshot_bytes = -1; /* the quorum's log keeps no snapshots yet */
-        b->env.active_controller = active_controller;
-        b->env.active_controller_ctx = b->quorum_log;
+        if (quorum_is_voter(b->config)) {
+            b->env.active_controller = active_controller;
+            b->env.active_controller_ctx = b->quorum_log;
+        } else {
+            b->env.active_controller = forwarding_controller;
+            b->env.active_controller_ctx = (void *)(intptr_t)b->env.node_id;
+        }
     }
     if (metadata_store_open(&opts, &b->metadata, err, errlen) != 0)
         return -1;
@@ -156,14 +173,33 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
             .voters = config_get_string(b->config, "controller.quorum.voters"),
             .quorum = b->quorum_log,
         };
-        if (controller_brokers_start(b->metadata, b->cluster_id, config_get_int(b->config, "broker.session.timeout.ms"),
-                                     &b->controller_brokers, err, errlen) != 0 ||
-            quorum_start(b->config, b->cluster_id, b->quorum_log, b->controller_brokers, &b->quorum, err, errlen) != 0)
+        /* Only a voter can become the active controller; it also runs the
+         * admin requests pure brokers forward to it. */
+        if (quorum_is_voter(b->config)) {
+            if (controller_brokers_start(b->metadata, b->cluster_id,
+                                         config_get_int(b->config, "broker.session.timeout.ms"),
+                                         &b->controller_brokers, err, errlen) != 0 ||
+                controller_forwarding_start(b->config, b->metadata, b->plugins, &b->controller_forwarding, err,
+                                            errlen) != 0)
+                return -1;
+            controller_brokers_set_forwarding(b->controller_brokers, controller_forwarding_serve,
+                                              b->controller_forwarding);
+        }
+        if (quorum_start(b->config, b->cluster_id, b->quorum_log, b->controller_brokers, &b->quorum, err, errlen) != 0)
             return -1;
         lopts.controller = b->controller_brokers;
         if (broker_lifecycle_start(&lopts, &b->lifecycle, err, errlen) != 0)
             return -1;
         metadata_store_set_producer_id_allocator(b->metadata, broker_lifecycle_allocate_producer_ids, b->lifecycle);
+        if (!quorum_is_voter(b->config)) {
+            /* A pure broker's admin requests, and the topics it creates
+             * itself (internal, auto-created), go to the active controller. */
+            b->env.metadata = b->metadata; /* the forwarding reads the image through it */
+            if (broker_forwarding_start(config_get_string(b->config, "controller.quorum.voters"), b->env.node_id,
+                                        b->quorum_log, &b->env, &b->forwarding, err, errlen) != 0)
+                return -1;
+            metadata_store_set_topic_creator(b->metadata, broker_forwarding_create_topic, b->forwarding);
+        }
         if (broker_lifecycle_wait_unfenced(b->lifecycle, BROKER_UNFENCE_WAIT_MS) != 0) {
             snprintf(err, errlen, "not registered and unfenced by an active controller within %d ms",
                      BROKER_UNFENCE_WAIT_MS);
@@ -434,7 +470,14 @@ static int start_network(struct broker *b, char *err, size_t errlen)
     }
     snprintf(net.max_connections_per_ip_overrides, sizeof net.max_connections_per_ip_overrides, "%s",
              ip_overrides ? ip_overrides : "");
-    if (net_server_start(&net, handlers_dispatch, &b->env, &b->net, err, errlen) != 0)
+    /* A pure broker forwards admin requests to the active controller. */
+    net_request_handler dispatch = handlers_dispatch;
+    void *dispatch_ctx = &b->env;
+    if (b->forwarding) {
+        dispatch = broker_forwarding_dispatch;
+        dispatch_ctx = b->forwarding;
+    }
+    if (net_server_start(&net, dispatch, dispatch_ctx, &b->net, err, errlen) != 0)
         return -1;
     for (int i = 0; i < n; i++)
         logger_info("server", "listening on %s://%s:%d", listeners[i].name,
@@ -616,13 +659,19 @@ void broker_stop(struct broker *b)
         replica_manager_remove_leadership_listener(b->replicas, b->leadership_listener);
     coordinator_runtime_destroy(b->coordinators);
     dynamic_config_stop(b->dynamic_config);
+    broker_forwarding_quiesce(b->forwarding);
     if (b->net)
         net_server_stop(b->net, 10000);
+    /* Forwarded requests still out complete (or answer locally) now. */
+    broker_forwarding_stop(b->forwarding);
+    b->forwarding = NULL;
     /* No request can ask it for producer ids any more. */
     broker_lifecycle_stop(b->lifecycle);
     quorum_stop(b->quorum);
     b->quorum = NULL;
     controller_brokers_stop(b->controller_brokers);
+    controller_forwarding_stop(b->controller_forwarding);
+    b->controller_forwarding = NULL;
     /* Its thread writes markers, which wake the purgatory and complete
      * group offsets: stop it before either goes. */
     txn_coordinator_destroy(b->txn_coordinator);

@@ -51,7 +51,18 @@ struct controller_brokers {
     struct pending *queue_head, *queue_tail; /* under mu */
     pthread_t thread;
     bool thread_started;
+    /* Envelope requests (forwarded admin requests) go here, on the worker;
+     * set before the quorum serves. */
+    void (*forward)(void *ctx, struct net_request *req);
+    void *forward_ctx;
 };
+
+void controller_brokers_set_forwarding(struct controller_brokers *cb, void (*serve)(void *ctx, struct net_request *req),
+                                       void *ctx)
+{
+    cb->forward = serve;
+    cb->forward_ctx = ctx;
+}
 
 static void heard_locked(struct controller_brokers *cb, int32_t node_id, int64_t now)
 {
@@ -384,6 +395,18 @@ static void serve(struct controller_brokers *cb, struct net_request *req)
     }
     int16_t key = (int16_t)((uint16_t)req->frame[0] << 8 | req->frame[1]);
     int16_t version = (int16_t)((uint16_t)req->frame[2] << 8 | req->frame[3]);
+    if (key == CONTROLLER_API_ENVELOPE) {
+        if (cb->forward)
+            cb->forward(cb->forward_ctx, req);
+        else
+            net_request_complete(req, NULL, 0, true);
+        return;
+    }
+    if (key != CONTROLLER_API_BROKER_REGISTRATION && key != CONTROLLER_API_BROKER_HEARTBEAT &&
+        key != CONTROLLER_API_ALLOCATE_PRODUCER_IDS) {
+        net_request_complete(req, NULL, 0, true);
+        return;
+    }
     const struct kafka_api_desc *desc = kafka_api_lookup(key);
     int16_t header_version = kafka_request_header_version(key, version);
     struct kafka_reader r;

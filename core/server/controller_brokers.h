@@ -34,5 +34,12 @@ void controller_brokers_heard(struct controller_brokers *cb, int32_t node_id);
 #define CONTROLLER_API_BROKER_REGISTRATION 62
 #define CONTROLLER_API_BROKER_HEARTBEAT 63
 #define CONTROLLER_API_ALLOCATE_PRODUCER_IDS 67
+#define CONTROLLER_API_ENVELOPE 58
+
+/* Envelope requests (api 58) are handed to serve(ctx, req) on the worker
+ * thread, which completes them; without it they close the connection. Call
+ * before the quorum serves. */
+void controller_brokers_set_forwarding(struct controller_brokers *cb, void (*serve)(void *ctx, struct net_request *req),
+                                       void *ctx);
 
 #endif

@@ -8,11 +8,14 @@
 
 #include "config/listeners.h"
 #include "config/meta_properties.h"
+#include "config/topic_config.h"
 #include "net/server.h"
 #include "raft/raft_shell.h"
 #include "raft/raft_shell_metadata.h"
+#include "metadata/metadata_store.h"
 #include "server/controller_alter_partition.h"
 #include "server/controller_brokers.h"
+#include "server/forwarding.h"
 #include "server/storage.h"
 #include "util/clock.h"
 #include "util/fs_util.h"
@@ -35,6 +38,12 @@ static bool has_role(const struct broker_config *cfg, const char *role)
 }
 
 bool quorum_enabled(const struct broker_config *cfg)
+{
+    /* A pure broker takes part too: as an observer of the voters' log. */
+    return !config_single_node(cfg) && (has_role(cfg, "controller") || has_role(cfg, "broker"));
+}
+
+bool quorum_is_voter(const struct broker_config *cfg)
 {
     return !config_single_node(cfg) && has_role(cfg, "controller");
 }
@@ -140,10 +149,13 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
                  struct controller_brokers *brokers, struct quorum **out, char *err, size_t errlen)
 {
     *out = NULL;
+    /* An observer (process.roles=broker) fetches from the voters and serves
+     * no controller listener of its own. */
+    bool voter = quorum_is_voter(cfg);
     struct net_config net;
     net_config_defaults(&net);
     net.listener_count = 0;
-    if (controller_listener(cfg, &net, err, errlen) != 0)
+    if (voter && controller_listener(cfg, &net, err, errlen) != 0)
         return -1;
     /* The quorum's requests are small and few: one loop, two workers. */
     net.num_network_threads = 1;
@@ -161,12 +173,13 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
     }
     if (metadata)
         sc.listener = raft_shell_metadata_listener(metadata);
-    if (brokers) {
+    if (brokers && voter) {
         sc.other_api_keys[0] = CONTROLLER_API_BROKER_REGISTRATION;
         sc.other_api_keys[1] = CONTROLLER_API_BROKER_HEARTBEAT;
         sc.other_api_keys[2] = CONTROLLER_API_ALLOCATE_PRODUCER_IDS;
         sc.other_api_keys[3] = CONTROLLER_API_ALTER_PARTITION;
-        sc.n_other_api_keys = 4;
+        sc.other_api_keys[4] = CONTROLLER_API_ENVELOPE;
+        sc.n_other_api_keys = 5;
         sc.other_handler = controller_brokers_handle_request;
         sc.other_ctx = brokers;
     }
@@ -189,6 +202,11 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
     }
     if (metadata)
         raft_shell_metadata_attach(metadata, q->shell);
+    if (!voter) {
+        logger_info("server", "node %d follows the metadata quorum as an observer", sc.node_id);
+        *out = q;
+        return 0;
+    }
     if (net_server_start(&net, raft_shell_handle_request, q->shell, &q->net, err, errlen) != 0) {
         raft_shell_stop(q->shell);
         free(q);
@@ -205,16 +223,31 @@ void quorum_stop(struct quorum *q)
     if (!q)
         return;
     /* The shell answers what is in flight while the server drains. */
-    net_server_stop(q->net, 2000);
+    if (q->net)
+        net_server_stop(q->net, 2000);
     raft_shell_stop(q->shell);
-    net_server_free(q->net);
+    if (q->net)
+        net_server_free(q->net);
     free(q);
 }
 
 /* ---- controller-only process ---- */
 
+static int validate_topic_config(void *ctx, const char *key, const char *value, char *err, size_t errlen)
+{
+    (void)ctx;
+    return topic_config_validate(key, value, err, errlen);
+}
+
+/* The active controller runs here: the metadata store's controller over
+ * the quorum's log (its loader keeps the image the controller checks
+ * against) and the brokers' registrations and heartbeats. */
 struct controller_process {
     struct broker_config *config;
+    struct raft_shell_metadata *log;       /* freed after the quorum stops */
+    struct metadata_store *metadata;       /* no endpoints: this node is no broker */
+    struct controller_brokers *brokers;
+    struct controller_forwarding *forwarding; /* Envelope requests from the brokers */
     struct quorum *quorum;
 };
 
@@ -236,7 +269,35 @@ int controller_process_start(struct broker_config *cfg, struct controller_proces
     if (meta_properties_ensure(dirs, dir_count, config_node_id(cfg), config_get_string(cfg, "cluster.id"), cluster_id,
                                err, errlen) != 0)
         goto fail;
-    if (quorum_start(cfg, cluster_id, NULL, NULL, &c->quorum, err, errlen) != 0)
+    const char *dir = config_get_string(cfg, "metadata.log.dir");
+    if (!dir || !dir[0])
+        dir = dir_count ? dirs[0] : NULL;
+    if (!dir) {
+        snprintf(err, errlen, "no log directory for the metadata quorum");
+        goto fail;
+    }
+    struct metadata_store_options opts = {
+        .dir = dir,
+        .node_id = config_node_id(cfg),
+        .cluster_id = cluster_id,
+        .default_num_partitions = config_get_int(cfg, "num.partitions"),
+        .default_replication_factor = (int16_t)config_get_int(cfg, "default.replication.factor"),
+        .snapshot_bytes = -1, /* the quorum's log keeps no snapshots yet */
+        .validate_topic_config = validate_topic_config,
+    };
+    if (!(c->log = raft_shell_metadata_create())) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    opts.log_ops = &raft_shell_metadata_ops;
+    opts.log = c->log;
+    if (metadata_store_open(&opts, &c->metadata, err, errlen) != 0 ||
+        controller_brokers_start(c->metadata, cluster_id, config_get_int(cfg, "broker.session.timeout.ms"),
+                                 &c->brokers, err, errlen) != 0 ||
+        controller_forwarding_start(cfg, c->metadata, NULL, &c->forwarding, err, errlen) != 0)
+        goto fail;
+    controller_brokers_set_forwarding(c->brokers, controller_forwarding_serve, c->forwarding);
+    if (quorum_start(cfg, cluster_id, c->log, c->brokers, &c->quorum, err, errlen) != 0)
         goto fail;
     logger_info("server", "cairnd started as a controller: node %d, cluster %s, %lld ms", config_node_id(cfg),
                 cluster_id, (long long)(clock_mono_ms() - started));
@@ -252,6 +313,10 @@ void controller_process_stop(struct controller_process *c)
     if (!c)
         return;
     quorum_stop(c->quorum);
+    controller_brokers_stop(c->brokers);
+    controller_forwarding_stop(c->forwarding);
+    metadata_store_close(c->metadata);
+    raft_shell_metadata_destroy(c->log);
     config_free(c->config);
     free(c);
 }

@@ -22,8 +22,11 @@ struct quorum;
 #define QUORUM_BESIDE_BROKER_DIR "raft-quorum"
 
 /* True when this node runs a networked quorum: controller.quorum.voters is
- * set and process.roles has the controller role. */
+ * set (a voter with the controller role, else an observer). */
 bool quorum_enabled(const struct broker_config *cfg);
+/* True when this node votes: the quorum is enabled and process.roles has
+ * the controller role. A pure broker (process.roles=broker) observes. */
+bool quorum_is_voter(const struct broker_config *cfg);
 /* True when process.roles is exactly controller (no broker). */
 bool quorum_controller_only(const struct broker_config *cfg);
 /* True when name is one of controller.listener.names. */

@@ -1,0 +1,505 @@
+/* Three process.roles=controller nodes (the quorum) and three
+ * process.roles=broker nodes that follow the metadata log as Raft
+ * observers. Every broker registers with the active controller and lists
+ * the three brokers in Metadata, naming a broker as controller (it
+ * forwards admin requests); DescribeQuorum at the leader lists the three
+ * brokers as observers, never as voters. librdkafka bootstrapped on one
+ * broker creates a 6-partition topic through it (forwarded in an Envelope
+ * to the active controller), with leaders on all three brokers, and
+ * produces and consumes every partition; CreatePartitions, DeleteTopics
+ * and AlterConfigs through brokers, and a topic auto-created
+ * through one, reach every broker. kill -9 of the quorum leader: the
+ * brokers keep serving the topic, and a new topic created through a
+ * broker succeeds once a new leader is elected. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "rk_helpers.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net/client.h"
+#include "protocol/generated/all_messages.h"
+#include "protocol/generated/errors.h"
+#include "raft/raft_codec.h"
+
+#define NC 3 /* controllers, node ids 1..3 */
+#define NB 3 /* brokers, node ids 4..6 */
+#define CLUSTER_ID "T2JzZXJ2ZXJzVGVzdENsdQ"
+#define BROKERS ((1u << 4) | (1u << 5) | (1u << 6))
+
+struct cluster {
+    struct test_broker controllers[NC];
+    struct test_broker brokers[NB];
+    struct net_client *client; /* node ids: 1..3 controller listeners, 4..6 client listeners */
+};
+
+struct view {
+    int32_t controller_id;
+    unsigned brokers; /* bit set of node ids */
+    int partitions;   /* of the topic asked about, -1 when absent */
+    int32_t leaders[16];
+};
+
+struct slot {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    bool ok;
+    const char *topic;
+    struct view view;
+    struct raft_quorum_view quorum;
+};
+
+static void metadata_done(struct net_client_result *result, void *ctx)
+{
+    struct slot *s = ctx;
+    pthread_mutex_lock(&s->mu);
+    const struct metadata_response *m = result->response;
+    s->ok = result->status == NET_CLIENT_OK && m;
+    s->view.partitions = -1;
+    if (s->ok) {
+        s->view.controller_id = m->controller_id;
+        for (int32_t i = 0; i < m->brokers_count; i++)
+            if (m->brokers[i].node_id >= 0 && m->brokers[i].node_id < 32)
+                s->view.brokers |= 1u << m->brokers[i].node_id;
+        for (int32_t i = 0; i < m->topics_count; i++) {
+            const struct metadata_response_metadata_response_topic *t = &m->topics[i];
+            if (t->error_code != 0 || (size_t)t->name.len != strlen(s->topic) ||
+                memcmp(t->name.data, s->topic, (size_t)t->name.len) != 0)
+                continue;
+            s->view.partitions = t->partitions_count;
+            for (int32_t p = 0; p < t->partitions_count; p++)
+                s->view.leaders[t->partitions[p].partition_index % 16] = t->partitions[p].leader_id;
+        }
+    }
+    s->done = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void describe_done(struct net_client_result *result, void *ctx)
+{
+    struct slot *s = ctx;
+    char err[200];
+    pthread_mutex_lock(&s->mu);
+    s->ok = result->status == NET_CLIENT_OK &&
+            raft_codec_read_describe_quorum(result->response, &s->quorum, err, sizeof err) == 0;
+    s->done = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void call(struct cluster *c, int node, int16_t api_key, const void *body, net_client_done_fn done,
+                 struct slot *s)
+{
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    struct net_client_request req = {
+        .node_id = node, .api_key = api_key, .pinned_version = -1, .body = body, .timeout_ms = 3000, .done = done, .ctx = s};
+    char err[200];
+    if (net_client_send(c->client, &req, err, sizeof err) != 0)
+        fail_msg("send: %s", err);
+    pthread_mutex_lock(&s->mu);
+    while (!s->done)
+        pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+}
+
+static bool metadata(struct cluster *c, int node, const char *topic, struct view *out)
+{
+    struct metadata_request req;
+    metadata_request_init(&req);
+    req.topics = NULL;
+    req.topics_count = -1;
+    struct slot s = {.topic = topic};
+    call(c, node, 3, &req, metadata_done, &s);
+    *out = s.view;
+    return s.ok;
+}
+
+static bool describe_quorum(struct cluster *c, int controller, struct raft_quorum_view *out)
+{
+    struct describe_quorum_request_partition_data part = {.partition_index = 0};
+    struct describe_quorum_request_topic_data topic = {
+        .topic_name = kafka_str_from_cstr("__cluster_metadata"), .partitions = &part, .partitions_count = 1};
+    struct describe_quorum_request req = {.topics = &topic, .topics_count = 1};
+    struct slot s = {0};
+    call(c, controller, RAFT_API_DESCRIBE_QUORUM, &req, describe_done, &s);
+    *out = s.quorum;
+    return s.ok && s.quorum.error_code == 0;
+}
+
+/* The quorum's leader as a live controller sees it (skipping `dead`). */
+static int32_t quorum_leader(struct cluster *c, int32_t dead, int timeout_ms)
+{
+    long long deadline = harness_now_ms() + timeout_ms;
+    for (;;) {
+        for (int i = 1; i <= NC; i++) {
+            struct raft_quorum_view v;
+            if (i != dead && describe_quorum(c, i, &v) && v.leader_id >= 1 && v.leader_id != dead)
+                return v.leader_id;
+        }
+        if (harness_now_ms() > deadline)
+            fail_msg("no quorum leader within %d ms", timeout_ms);
+        usleep(100 * 1000);
+    }
+}
+
+/* Waits until broker `node` lists the three brokers and, with a topic,
+ * that many partitions of it. */
+static struct view wait_view(struct cluster *c, int node, const char *topic, int partitions, int timeout_ms)
+{
+    long long deadline = harness_now_ms() + timeout_ms;
+    struct view v;
+    for (;;) {
+        bool ok = metadata(c, node, topic ? topic : "", &v);
+        if (ok && v.brokers == BROKERS && (!topic || v.partitions == partitions))
+            return v;
+        if (harness_now_ms() > deadline)
+            fail_msg("broker %d: Metadata lists brokers 0x%x (want 0x%x), topic %s with %d partitions (want %d)",
+                     node, ok ? v.brokers : 0, BROKERS, topic ? topic : "-", ok ? v.partitions : -2, partitions);
+        usleep(100 * 1000);
+    }
+}
+
+static void cluster_start(struct cluster *c)
+{
+    memset(c, 0, sizeof *c);
+    int cports[NC];
+    char voters[256] = "";
+    for (int i = 0; i < NC; i++) {
+        do {
+            cports[i] = harness_free_port();
+        } while (i > 0 && (cports[i] == cports[0] || cports[i] == cports[i - 1]));
+        size_t used = strlen(voters);
+        snprintf(voters + used, sizeof voters - used, "%s%d@127.0.0.1:%d", i ? "," : "", i + 1, cports[i]);
+    }
+    char voters_kv[300];
+    snprintf(voters_kv, sizeof voters_kv, "controller.quorum.voters=%s", voters);
+    for (int i = 0; i < NC; i++) {
+        char listeners[96], node_id[32];
+        snprintf(listeners, sizeof listeners, "listeners=CONTROLLER://127.0.0.1:%d", cports[i]);
+        snprintf(node_id, sizeof node_id, "node.id=%d", i + 1);
+        const char *overrides[] = {listeners,
+                                   node_id,
+                                   voters_kv,
+                                   "process.roles=controller",
+                                   "controller.listener.names=CONTROLLER",
+                                   "cluster.id=" CLUSTER_ID,
+                                   "controller.quorum.election.timeout.ms=500",
+                                   "controller.quorum.fetch.timeout.ms=1000",
+                                   "broker.session.timeout.ms=6000",
+                                   NULL};
+        broker_spawn_on_port(&c->controllers[i], cports[i], overrides);
+    }
+    for (int i = 0; i < NB; i++) {
+        int port;
+        do {
+            port = harness_free_port();
+        } while (port == cports[0] || port == cports[1] || port == cports[2]);
+        char node_id[32];
+        snprintf(node_id, sizeof node_id, "node.id=%d", NC + i + 1);
+        const char *overrides[] = {node_id,
+                                   voters_kv,
+                                   "process.roles=broker",
+                                   "controller.listener.names=CONTROLLER",
+                                   "cluster.id=" CLUSTER_ID,
+                                   "controller.quorum.election.timeout.ms=500",
+                                   "controller.quorum.fetch.timeout.ms=1000",
+                                   "broker.heartbeat.interval.ms=500",
+                                   "offsets.topic.num.partitions=3",
+                                   "transaction.state.log.num.partitions=3",
+                                   NULL};
+        broker_spawn_on_port(&c->brokers[i], port, overrides);
+    }
+    for (int i = 0; i < NC; i++)
+        broker_wait_ready(&c->controllers[i]);
+    for (int i = 0; i < NB; i++)
+        broker_wait_ready(&c->brokers[i]);
+    struct net_client_config cfg;
+    net_client_config_defaults(&cfg);
+    cfg.reconnect_backoff_max_ms = 200;
+    char err[200];
+    if (net_client_create(&cfg, &c->client, err, sizeof err) != 0)
+        fail_msg("client: %s", err);
+    for (int i = 0; i < NC; i++)
+        assert_int_equal(net_client_add_node(c->client, i + 1, "127.0.0.1", cports[i]), 0);
+    for (int i = 0; i < NB; i++)
+        assert_int_equal(net_client_add_node(c->client, NC + i + 1, "127.0.0.1", broker_port(&c->brokers[i])), 0);
+}
+
+static void cluster_stop(struct cluster *c)
+{
+    net_client_destroy(c->client);
+    for (int i = 0; i < NB; i++) {
+        if (c->brokers[i].pid > 0)
+            broker_stop(&c->brokers[i]);
+        broker_mark_passed(&c->brokers[i]);
+        broker_cleanup(&c->brokers[i]);
+    }
+    for (int i = 0; i < NC; i++) {
+        if (c->controllers[i].pid > 0)
+            broker_stop(&c->controllers[i]);
+        broker_mark_passed(&c->controllers[i]);
+        broker_cleanup(&c->controllers[i]);
+    }
+}
+
+/* Produces 5 records to every partition of topic through rk and consumes
+ * them back, in order, through a fresh consumer on bootstrap. */
+static void produce_and_consume(rd_kafka_t *rk, const char *bootstrap, const char *topic, int partitions)
+{
+    for (int part = 0; part < partitions; part++) {
+        for (int m = 0; m < 5; m++) {
+            char value[32];
+            int n = snprintf(value, sizeof value, "p%d-m%d", part, m);
+            assert_int_equal(rk_produce_blocking(rk, topic, part, NULL, 0, value, (size_t)n, 0, NULL, NULL), 0);
+        }
+    }
+    rd_kafka_flush(rk, 15000);
+    long want[16];
+    for (int p = 0; p < partitions; p++)
+        want[p] = 5;
+    struct rk_record_set set = {0};
+    assert_int_equal(rk_consume_all(bootstrap, topic, partitions, want, 20000, &set), 5 * partitions);
+    for (size_t i = 0; i < set.count; i++) {
+        char expect[32];
+        snprintf(expect, sizeof expect, "p%d-m%lld", set.records[i].partition, (long long)set.records[i].offset);
+        assert_int_equal(set.records[i].value_len, strlen(expect));
+        assert_memory_equal(set.records[i].value, expect, strlen(expect));
+    }
+    rk_record_set_free(&set);
+}
+
+/* The admin result's first topic error, or the request's error. */
+static rd_kafka_resp_err_t first_topic_error(rd_kafka_event_t *ev, const rd_kafka_topic_result_t **topics, size_t n)
+{
+    if (rd_kafka_event_error(ev))
+        return rd_kafka_event_error(ev);
+    return n == 1 ? rd_kafka_topic_result_error(topics[0]) : RD_KAFKA_RESP_ERR__BAD_MSG;
+}
+
+/* CreatePartitions through rk's broker: topic grows to total. */
+static rd_kafka_resp_err_t rk_add_partitions(rd_kafka_t *rk, const char *topic, int total)
+{
+    char errstr[256];
+    rd_kafka_NewPartitions_t *np = rd_kafka_NewPartitions_new(topic, (size_t)total, errstr, sizeof errstr);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_CreatePartitions(rk, &np, 1, NULL, q);
+    rd_kafka_event_t *ev = rk_admin_result(q, RD_KAFKA_EVENT_CREATEPARTITIONS_RESULT, 30000);
+    size_t n = 0;
+    const rd_kafka_topic_result_t **t =
+        rd_kafka_CreatePartitions_result_topics(rd_kafka_event_CreatePartitions_result(ev), &n);
+    rd_kafka_resp_err_t err = first_topic_error(ev, t, n);
+    rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_NewPartitions_destroy(np);
+    return err;
+}
+
+/* DeleteTopics through rk's broker. */
+static rd_kafka_resp_err_t rk_delete_topic(rd_kafka_t *rk, const char *topic)
+{
+    rd_kafka_DeleteTopic_t *dt = rd_kafka_DeleteTopic_new(topic);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_DeleteTopics(rk, &dt, 1, NULL, q);
+    rd_kafka_event_t *ev = rk_admin_result(q, RD_KAFKA_EVENT_DELETETOPICS_RESULT, 30000);
+    size_t n = 0;
+    const rd_kafka_topic_result_t **t = rd_kafka_DeleteTopics_result_topics(rd_kafka_event_DeleteTopics_result(ev), &n);
+    rd_kafka_resp_err_t err = first_topic_error(ev, t, n);
+    rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_DeleteTopic_destroy(dt);
+    return err;
+}
+
+/* AlterConfigs of a topic (librdkafka 2.0 has no incremental one)
+ * through rk's broker: key=value, the other configs back to defaults. */
+static rd_kafka_resp_err_t rk_set_topic_config(rd_kafka_t *rk, const char *topic, const char *key, const char *value)
+{
+    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    assert_int_equal(rd_kafka_ConfigResource_set_config(res, key, value), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AlterConfigs(rk, &res, 1, NULL, q);
+    rd_kafka_event_t *ev = rk_admin_result(q, RD_KAFKA_EVENT_ALTERCONFIGS_RESULT, 30000);
+    rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
+    size_t n = 0;
+    const rd_kafka_ConfigResource_t **out =
+        rd_kafka_AlterConfigs_result_resources(rd_kafka_event_AlterConfigs_result(ev), &n);
+    if (!err)
+        err = n == 1 ? rd_kafka_ConfigResource_error(out[0]) : RD_KAFKA_RESP_ERR__BAD_MSG;
+    rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_ConfigResource_destroy(res);
+    return err;
+}
+
+/* The topic's value of key as broker `node` describes it, "" when unknown. */
+static void topic_config_at(rd_kafka_t *rk, const char *topic, const char *key, char *out, size_t outlen)
+{
+    out[0] = '\0';
+    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_DescribeConfigs(rk, &res, 1, NULL, q);
+    rd_kafka_event_t *ev = rk_admin_result(q, RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT, 30000);
+    size_t n = 0;
+    const rd_kafka_ConfigResource_t **rs =
+        rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
+    for (size_t i = 0; !rd_kafka_event_error(ev) && i < n; i++) {
+        size_t m = 0;
+        const rd_kafka_ConfigEntry_t **entries = rd_kafka_ConfigResource_configs(rs[i], &m);
+        for (size_t j = 0; j < m; j++)
+            if (strcmp(rd_kafka_ConfigEntry_name(entries[j]), key) == 0 && rd_kafka_ConfigEntry_value(entries[j]))
+                snprintf(out, outlen, "%s", rd_kafka_ConfigEntry_value(entries[j]));
+    }
+    rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_ConfigResource_destroy(res);
+}
+
+/* Metadata of one topic from node with allow_auto_topic_creation. */
+static void metadata_auto_create(struct cluster *c, int node, const char *topic)
+{
+    struct metadata_request_metadata_request_topic t;
+    metadata_request_metadata_request_topic_init(&t);
+    t.name = kafka_str_from_cstr(topic);
+    struct metadata_request req;
+    metadata_request_init(&req);
+    req.topics = &t;
+    req.topics_count = 1;
+    req.allow_auto_topic_creation = true;
+    struct slot s = {.topic = topic};
+    call(c, node, 3, &req, metadata_done, &s);
+}
+
+/* Every admin request a pure broker forwards, other than CreateTopics,
+ * and a topic auto-created through one. */
+static void admin_through_brokers(struct cluster *c)
+{
+    rd_kafka_t *rk6 = rk_producer_new(broker_bootstrap(&c->brokers[2]), NULL);
+    rd_kafka_t *rk4 = rk_producer_new(broker_bootstrap(&c->brokers[0]), NULL);
+    assert_int_equal(rk_add_partitions(rk6, "spread", 8), RD_KAFKA_RESP_ERR_NO_ERROR);
+    for (int i = 0; i < NB; i++)
+        wait_view(c, NC + i + 1, "spread", 8, 15000);
+    assert_int_equal(rk_set_topic_config(rk4, "spread", "retention.ms", "3600000"), RD_KAFKA_RESP_ERR_NO_ERROR);
+    char value[64] = "";
+    long long deadline = harness_now_ms() + 15000;
+    while (strcmp(value, "3600000") != 0 && harness_now_ms() < deadline) {
+        topic_config_at(rk6, "spread", "retention.ms", value, sizeof value);
+        if (strcmp(value, "3600000") != 0)
+            usleep(100 * 1000);
+    }
+    assert_string_equal(value, "3600000");
+    char errstr[256];
+    assert_int_equal(rk_create_topic_result(rk4, "doomed", 2, 1, NULL, false, errstr, sizeof errstr),
+                     RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(rk_delete_topic(rk6, "doomed"), RD_KAFKA_RESP_ERR_NO_ERROR);
+    for (int i = 0; i < NB; i++)
+        wait_view(c, NC + i + 1, "doomed", -1, 15000);
+    /* auto.create.topics.enable (on by default) through a broker. */
+    metadata_auto_create(c, NC + 2, "auto-made");
+    for (int i = 0; i < NB; i++)
+        wait_view(c, NC + i + 1, "auto-made", 1, 15000);
+    rk_producer_destroy(rk6);
+    rk_producer_destroy(rk4);
+}
+
+static void test_controllers_and_observer_brokers(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_start(&c);
+    /* Every broker lists the three brokers (no controller) and names one
+     * of them as controller: the one that forwards for it. */
+    for (int i = 0; i < NB; i++) {
+        struct view v = wait_view(&c, NC + i + 1, NULL, 0, 30000);
+        assert_true(v.controller_id >= NC + 1 && v.controller_id <= NC + NB);
+    }
+    /* The leader lists the brokers as observers, the controllers as voters. */
+    int32_t leader = quorum_leader(&c, -1, 15000);
+    long long deadline = harness_now_ms() + 15000;
+    struct raft_quorum_view q;
+    unsigned observers = 0;
+    do {
+        observers = 0;
+        if (describe_quorum(&c, leader, &q) && q.leader_id == leader)
+            for (int i = 0; i < q.n_observers; i++)
+                observers |= 1u << q.observers[i].replica_id;
+        if (observers != BROKERS)
+            usleep(100 * 1000);
+    } while (observers != BROKERS && harness_now_ms() < deadline);
+    assert_int_equal(observers, BROKERS);
+    assert_int_equal(q.n_voters, NC);
+    for (int i = 0; i < q.n_voters; i++)
+        assert_true(q.voters[i].replica_id >= 1 && q.voters[i].replica_id <= NC);
+
+    /* librdkafka on broker 5: it sees the three brokers and creates a
+     * topic through it (forwarded to the active controller). */
+    const char *bootstrap = broker_bootstrap(&c.brokers[1]);
+    const char *conf[] = {"enable.idempotence", "true", NULL};
+    rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
+    const struct rd_kafka_metadata *md = NULL;
+    assert_int_equal(rd_kafka_metadata(rk, 0, NULL, &md, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(md->broker_cnt, NB);
+    unsigned seen = 0;
+    for (int i = 0; i < md->broker_cnt; i++)
+        seen |= 1u << md->brokers[i].id;
+    assert_int_equal(seen, BROKERS);
+    rd_kafka_metadata_destroy(md);
+    char errstr[256];
+    rd_kafka_resp_err_t err = rk_create_topic_result(rk, "spread", 6, 1, NULL, false, errstr, sizeof errstr);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        fail_msg("CreateTopics through broker 5: %s (%s)", rd_kafka_err2str(err), errstr);
+    unsigned led = 0;
+    for (int i = 0; i < NB; i++) {
+        struct view v = wait_view(&c, NC + i + 1, "spread", 6, 15000);
+        led = 0;
+        for (int p = 0; p < 6; p++)
+            led |= 1u << v.leaders[p];
+    }
+    assert_int_equal(led, BROKERS);
+    assert_true(rk_wait_topic(rk, "spread", 6, 15000));
+    produce_and_consume(rk, bootstrap, "spread", 6);
+    admin_through_brokers(&c);
+
+    /* kill -9 of the quorum leader: the brokers keep serving, and once a
+     * new leader is elected a topic created through a broker commits. */
+    broker_kill9(&c.controllers[leader - 1]);
+    int32_t next = quorum_leader(&c, leader, 20000);
+    fprintf(stderr, "[test] controller %d killed, controller %d leads\n", leader, next);
+    deadline = harness_now_ms() + 30000;
+    while ((err = rk_create_topic_result(rk, "after", 3, 1, NULL, false, errstr, sizeof errstr)) !=
+               RD_KAFKA_RESP_ERR_NO_ERROR &&
+           harness_now_ms() < deadline)
+        usleep(300 * 1000);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        fail_msg("CreateTopics after the leader died: %s (%s)", rd_kafka_err2str(err), errstr);
+    for (int i = 0; i < NB; i++)
+        wait_view(&c, NC + i + 1, "after", 3, 15000);
+    assert_true(rk_wait_topic(rk, "after", 3, 15000));
+    produce_and_consume(rk, bootstrap, "after", 3);
+    struct rk_delivery_stats *stats = rk_producer_stats(rk);
+    assert_int_equal(stats->failed, 0);
+    assert_int_equal(stats->delivered, 45);
+    rk_producer_destroy(rk);
+    cluster_stop(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_controllers_and_observer_brokers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
