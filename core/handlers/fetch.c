@@ -14,6 +14,7 @@
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"
 #include "net/server.h"
+#include "replication/replication.h"
 #include "tiered/tiered.h"
 #include "util/clock.h"
 #include "util/logger.h"
@@ -34,6 +35,7 @@ struct fetch_op {
     int32_t min_bytes;
     int32_t max_bytes;
     bool read_committed;
+    bool from_replica; /* a follower's fetch: reads up to the log end, not the high watermark */
 };
 
 struct partition_answer {
@@ -73,14 +75,16 @@ static void add_aborted(void *arg, int64_t producer_id, int64_t first_offset)
  * partition whose next batch does not fit sends no records this time). */
 static void read_partition(struct request_context *ctx, const struct metadata_image *img,
                            const struct fetch_partition_state *ps, int32_t byte_limit, bool strict_limit,
-                           bool read_committed, struct partition_answer *ans)
+                           bool read_committed, bool from_replica, struct partition_answer *ans)
 {
     ans->error_code = KAFKA_ERR_NONE;
     ans->high_watermark = -1;
     ans->last_stable_offset = -1;
     ans->log_start_offset = -1;
     ans->records = kafka_records_from_memory(NULL, 0);
-    if (ps->topic[0] && !handler_authorize_resource(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_TOPIC, ps->topic, true)) {
+    /* A follower was authorised once for the cluster (CLUSTER_ACTION). */
+    if (ps->topic[0] && !from_replica &&
+        !handler_authorize_resource(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_TOPIC, ps->topic, true)) {
         ans->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
         return;
     }
@@ -110,7 +114,10 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
     ans->last_stable_offset = lso < ans->high_watermark ? lso : ans->high_watermark;
     ans->log_start_offset = partition_log_start_offset(log);
     struct log_read_result rr;
-    int64_t max_offset = read_committed ? ans->last_stable_offset : ans->high_watermark;
+    /* Consumers see what the ISR holds; a follower copies everything. */
+    int64_t max_offset = from_replica     ? INT64_MAX
+                         : read_committed ? ans->last_stable_offset
+                                          : ans->high_watermark;
     /* Below the local log start, tiered storage answers (off this thread). */
     int16_t remote_error = KAFKA_ERR_NONE;
     enum tiered_read_status remote = tiered_read(ctx->env->tiered, log, ps->topic, ps->partition, ps->fetch_offset,
@@ -320,7 +327,7 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
             limit = 1;
         answers[i].records.file_fd = -1;
         if (img)
-            read_partition(ctx, img, ps, limit, total > 0, f->read_committed, &answers[i]);
+            read_partition(ctx, img, ps, limit, total > 0, f->read_committed, f->from_replica, &answers[i]);
         else
             answers[i].error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
         if (answers[i].error_code != KAFKA_ERR_NONE)
@@ -478,9 +485,16 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
     struct fetch_response *resp = response;
     struct handler_env *env = ctx->env;
 
-    if (req->replica_id >= 0 || req->replica_state.replica_id >= 0) {
-        /* Follower fetches come with replication; no follower exists yet. */
+    /* From v15 a follower names itself in ReplicaState (KIP-903). */
+    int32_t replica_id = ctx->api_version >= 15 ? req->replica_state.replica_id : req->replica_id;
+    bool from_replica = replica_id >= 0;
+    if (from_replica && !env->replication) {
         resp->error_code = KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
+        return HANDLER_RESPOND;
+    }
+    if (from_replica && !handler_authorize_one(ctx, CAIRN_OP_CLUSTER_ACTION, CAIRN_RESOURCE_CLUSTER,
+                                               HANDLER_CLUSTER_RESOURCE)) {
+        resp->error_code = KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED;
         return HANDLER_RESPOND;
     }
     const struct metadata_image *img = metadata_image_acquire(env->metadata);
@@ -520,7 +534,15 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
         f->max_bytes = INT32_MAX;
     if (env->fetch_max_bytes > 0 && f->max_bytes > env->fetch_max_bytes)
         f->max_bytes = env->fetch_max_bytes;
-    f->read_committed = req->isolation_level == 1;
+    f->read_committed = req->isolation_level == 1 && !from_replica;
+    f->from_replica = from_replica;
+    /* The follower's fetch offset is its log end: it moves the high
+     * watermark before the answer carries it. */
+    for (int32_t i = 0; from_replica && i < f->plan.partition_count; i++) {
+        const struct fetch_partition_state *ps = &f->plan.partitions[i];
+        if (ps->topic[0])
+            replication_follower_fetched(env->replication, ps->topic, ps->partition, replica_id, ps->fetch_offset);
+    }
     f->op.try_complete = fetch_try_complete;
     f->op.free_fn = fetch_op_free;
     int32_t wait_ms = req->max_wait_ms > 0 ? req->max_wait_ms : 0;

@@ -1,0 +1,237 @@
+/* Replication between three cairnd processes (process.roles=broker,
+ * controller on one quorum): a topic with replication factor 3 is produced
+ * to by librdkafka (idempotent, acks=all); every follower's copy of the
+ * partition, .log files byte for byte, equals the leader's, and a consumer
+ * reads every record back. With min.insync.replicas=3 and one follower
+ * killed (kill -9), an acks=all produce answers REQUEST_TIMED_OUT; the
+ * follower restarted catches up to a byte-identical copy. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "rk_helpers.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define N 3
+#define CLUSTER_ID "UmVwbGljYXRpb25UZXN0MQ"
+
+struct cluster {
+    struct test_broker nodes[N];
+    int controller_ports[N];
+};
+
+static void cluster_start(struct cluster *c)
+{
+    memset(c, 0, sizeof *c);
+    char voters[256] = "";
+    for (int i = 0; i < N; i++) {
+        c->controller_ports[i] = harness_free_port();
+        size_t used = strlen(voters);
+        snprintf(voters + used, sizeof voters - used, "%s%d@127.0.0.1:%d", i ? "," : "", i + 1,
+                 c->controller_ports[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        int port;
+        do {
+            port = harness_free_port();
+        } while (port == c->controller_ports[0] || port == c->controller_ports[1] || port == c->controller_ports[2]);
+        char listeners[160], node_id[32], voters_kv[300];
+        snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port,
+                 c->controller_ports[i]);
+        snprintf(node_id, sizeof node_id, "node.id=%d", i + 1);
+        snprintf(voters_kv, sizeof voters_kv, "controller.quorum.voters=%s", voters);
+        const char *overrides[] = {listeners,
+                                   node_id,
+                                   voters_kv,
+                                   "process.roles=broker,controller",
+                                   "controller.listener.names=CONTROLLER",
+                                   "cluster.id=" CLUSTER_ID,
+                                   "controller.quorum.election.timeout.ms=1000",
+                                   "controller.quorum.fetch.timeout.ms=2000",
+                                   "broker.heartbeat.interval.ms=500",
+                                   "broker.session.timeout.ms=30000",
+                                   "offsets.topic.num.partitions=1",
+                                   "transaction.state.log.num.partitions=1",
+                                   "replica.fetch.backoff.ms=200",
+                                   NULL};
+        broker_spawn_on_port(&c->nodes[i], port, overrides);
+    }
+    for (int i = 0; i < N; i++)
+        broker_wait_ready(&c->nodes[i]);
+}
+
+static void cluster_stop(struct cluster *c)
+{
+    for (int i = 0; i < N; i++) {
+        if (c->nodes[i].pid > 0)
+            broker_stop(&c->nodes[i]);
+        broker_mark_passed(&c->nodes[i]);
+        broker_cleanup(&c->nodes[i]);
+    }
+}
+
+/* Creates topic (one partition, replication factor 3) once a controller
+ * takes it, and returns the partition's leader id. */
+static int32_t create_replicated(struct cluster *c, const char *topic, const char *const *configs)
+{
+    rd_kafka_t *admin = rk_producer_new(broker_bootstrap(&c->nodes[0]), NULL);
+    long long deadline = harness_now_ms() + 60000;
+    char errstr[256] = "";
+    rd_kafka_resp_err_t err;
+    while ((err = rk_create_topic_result(admin, topic, 1, 3, configs, false, errstr, sizeof errstr)) !=
+           RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+            break;
+        if (harness_now_ms() > deadline)
+            fail_msg("CreateTopics %s: %s (%s)", topic, rd_kafka_err2str(err), errstr);
+        usleep(200 * 1000);
+    }
+    int32_t leader = -1;
+    while (leader < 0) {
+        const struct rd_kafka_metadata *md = NULL;
+        if (rd_kafka_metadata(admin, 1, NULL, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            for (int t = 0; t < md->topic_cnt; t++)
+                if (strcmp(md->topics[t].topic, topic) == 0 && md->topics[t].partition_cnt == 1 &&
+                    md->topics[t].partitions[0].replica_cnt == 3)
+                    leader = md->topics[t].partitions[0].leader;
+            rd_kafka_metadata_destroy(md);
+        }
+        if (leader < 0 && harness_now_ms() > deadline)
+            fail_msg("no leader for %s", topic);
+        if (leader < 0)
+            usleep(200 * 1000);
+    }
+    rk_producer_destroy(admin);
+    assert_true(leader >= 1 && leader <= N);
+    return leader;
+}
+
+static char *read_whole(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc(n > 0 ? (size_t)n : 1);
+    if (buf && n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = (size_t)(n > 0 ? n : 0);
+    return buf;
+}
+
+/* Whether node's .log files of dir equal the leader's, byte for byte
+ * (why is filled when not). */
+static bool same_logs(const struct test_broker *leader, const struct test_broker *node, const char *dir, char *why,
+                      size_t whylen)
+{
+    char ldir[700], ndir[700];
+    snprintf(ldir, sizeof ldir, "%s/%s", leader->data_dir, dir);
+    snprintf(ndir, sizeof ndir, "%s/%s", node->data_dir, dir);
+    DIR *d = opendir(ldir);
+    if (!d) {
+        snprintf(why, whylen, "no %.700s", ldir);
+        return false;
+    }
+    bool same = true;
+    int files = 0;
+    struct dirent *e;
+    while (same && (e = readdir(d))) {
+        size_t nl = strlen(e->d_name);
+        if (nl < 5 || strcmp(e->d_name + nl - 4, ".log") != 0)
+            continue;
+        files++;
+        char lp[1024], np[1024];
+        snprintf(lp, sizeof lp, "%s/%s", ldir, e->d_name);
+        snprintf(np, sizeof np, "%s/%s", ndir, e->d_name);
+        size_t llen = 0, nlen = 0;
+        char *lb = read_whole(lp, &llen), *nb = read_whole(np, &nlen);
+        same = lb && nb && llen == nlen && memcmp(lb, nb, llen) == 0;
+        if (!same)
+            snprintf(why, whylen, "%.300s: leader %zu bytes, follower %zu bytes%s", e->d_name, llen, nlen,
+                     nb ? "" : " (missing)");
+        free(lb);
+        free(nb);
+    }
+    closedir(d);
+    if (same && files == 0) {
+        snprintf(why, whylen, "no .log file in %.700s", ldir);
+        return false;
+    }
+    return same;
+}
+
+static void wait_identical(struct cluster *c, int32_t leader, const char *dir, int timeout_ms)
+{
+    long long deadline = harness_now_ms() + timeout_ms;
+    for (int i = 0; i < N; i++) {
+        if (i + 1 == leader)
+            continue;
+        char why[1400] = "";
+        while (!same_logs(&c->nodes[leader - 1], &c->nodes[i], dir, why, sizeof why)) {
+            if (harness_now_ms() > deadline) {
+                broker_print_log_tail(&c->nodes[i], 40);
+                fail_msg("node %d's copy of %s differs from leader %d's: %s", i + 1, dir, leader, why);
+            }
+            usleep(200 * 1000);
+        }
+    }
+}
+
+#define RECORDS 3000
+
+static void test_followers_copy_the_leader(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_start(&c);
+    int32_t leader = create_replicated(&c, "repl", NULL);
+    const char *conf[] = {"enable.idempotence", "true", "acks", "all", "linger.ms", "5", NULL};
+    rd_kafka_t *p = rk_producer_new(broker_bootstrap(&c.nodes[0]), conf);
+    for (int m = 0; m < RECORDS; m++) {
+        char key[32], value[64];
+        int kn = snprintf(key, sizeof key, "k%d", m % 17);
+        int vn = snprintf(value, sizeof value, "replicated-%d", m);
+        assert_int_equal(rk_produce_blocking(p, "repl", 0, key, (size_t)kn, value, (size_t)vn, 0, NULL, NULL), 0);
+    }
+    rd_kafka_flush(p, 60000);
+    struct rk_delivery_stats *stats = rk_producer_stats(p);
+    if (stats->failed)
+        fail_msg("%ld deliveries failed: %s", stats->failed, stats->first_error_text);
+    assert_int_equal(stats->delivered, RECORDS);
+    rk_producer_destroy(p);
+
+    wait_identical(&c, leader, "repl-0", 30000);
+
+    long want[1] = {RECORDS};
+    struct rk_record_set set = {0};
+    assert_int_equal(rk_consume_all(broker_bootstrap(&c.nodes[leader - 1]), "repl", 1, want, 30000, &set), RECORDS);
+    for (size_t i = 0; i < set.count; i++) {
+        char expect[64];
+        snprintf(expect, sizeof expect, "replicated-%lld", (long long)set.records[i].offset);
+        assert_int_equal(set.records[i].value_len, strlen(expect));
+        assert_memory_equal(set.records[i].value, expect, strlen(expect));
+    }
+    rk_record_set_free(&set);
+    cluster_stop(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_followers_copy_the_leader),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
