@@ -228,10 +228,64 @@ static void test_followers_copy_the_leader(void **state)
     cluster_stop(&c);
 }
 
+static void produce_acked(const char *bootstrap, const char *topic, int count)
+{
+    const char *conf[] = {"enable.idempotence", "true", "acks", "all", NULL};
+    rd_kafka_t *p = rk_producer_new(bootstrap, conf);
+    for (int m = 0; m < count; m++) {
+        char value[64];
+        int vn = snprintf(value, sizeof value, "strict-%d", m);
+        assert_int_equal(rk_produce_blocking(p, topic, 0, NULL, 0, value, (size_t)vn, 0, NULL, NULL), 0);
+    }
+    rd_kafka_flush(p, 60000);
+    struct rk_delivery_stats *stats = rk_producer_stats(p);
+    if (stats->failed)
+        fail_msg("%ld deliveries failed: %s", stats->failed, stats->first_error_text);
+    assert_int_equal(stats->delivered, count);
+    rk_producer_destroy(p);
+}
+
+/* min.insync.replicas=3 and a follower down (the ISR still names it):
+ * acks=all cannot be satisfied, so the leader answers REQUEST_TIMED_OUT
+ * after the request's timeout. The follower restarted catches up. */
+static void test_acks_all_waits_for_every_replica(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_start(&c);
+    const char *configs[] = {"min.insync.replicas", "3", NULL};
+    int32_t leader = create_replicated(&c, "strict", configs);
+    const char *bootstrap = broker_bootstrap(&c.nodes[leader - 1]);
+    produce_acked(bootstrap, "strict", 500);
+    wait_identical(&c, leader, "strict-0", 30000);
+
+    int follower = leader % N + 1;
+    broker_kill9(&c.nodes[follower - 1]);
+    const char *conf[] = {"enable.idempotence", "false", "acks", "all", "retries", "0", "request.timeout.ms", "2000",
+                          "message.timeout.ms", "30000", NULL};
+    rd_kafka_t *p = rk_producer_new(bootstrap, conf);
+    long long started = harness_now_ms();
+    assert_int_equal(rk_produce_one_delivered(p, "strict"), RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT);
+    assert_true(harness_now_ms() - started >= 1500); /* it waited for the request's timeout */
+    rk_producer_destroy(p);
+
+    broker_restart(&c.nodes[follower - 1]);
+    wait_identical(&c, leader, "strict-0", 60000);
+    produce_acked(bootstrap, "strict", 100);
+    wait_identical(&c, leader, "strict-0", 30000);
+    /* 500 + the timed-out record (appended on the leader, replicated) + 100. */
+    long want[1] = {601};
+    struct rk_record_set set = {0};
+    assert_int_equal(rk_consume_all(bootstrap, "strict", 1, want, 30000, &set), 601);
+    rk_record_set_free(&set);
+    cluster_stop(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_followers_copy_the_leader),
+        cmocka_unit_test(test_acks_all_waits_for_every_replica),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
