@@ -3,7 +3,8 @@
  * to by librdkafka (idempotent, acks=all); every follower's copy of the
  * partition, .log files byte for byte, equals the leader's, and a consumer
  * reads every record back. With min.insync.replicas=3 and one follower
- * killed (kill -9), an acks=all produce answers REQUEST_TIMED_OUT; the
+ * killed (kill -9), an acks=all produce answers REQUEST_TIMED_OUT and a
+ * consumer does not see its record (above the high watermark); the
  * follower restarted catches up to a byte-identical copy. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -268,6 +269,12 @@ static void test_acks_all_waits_for_every_replica(void **state)
     assert_int_equal(rk_produce_one_delivered(p, "strict"), RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT);
     assert_true(harness_now_ms() - started >= 1500); /* it waited for the request's timeout */
     rk_producer_destroy(p);
+    /* The timed-out record is in the leader's log but above the high
+     * watermark: a consumer sees the 500 before it only. */
+    long held[1] = {500};
+    struct rk_record_set before = {0};
+    assert_int_equal(rk_consume_all(bootstrap, "strict", 1, held, 30000, &before), 500);
+    rk_record_set_free(&before);
 
     broker_restart(&c.nodes[follower - 1]);
     wait_identical(&c, leader, "strict-0", 60000);
