@@ -106,6 +106,44 @@ static bool still_following(struct replication *r, const struct fetch_slot *s, c
     return ok;
 }
 
+/* The batch header's fixed part: baseOffset (8) and batchLength (4), then
+ * at least the rest of a v2 header. */
+#define BATCH_LENGTH_PREFIX 12
+#define BATCH_MIN_LENGTH 49
+
+/* Appends the whole batches of data one at a time, as the leader appended
+ * them from producers (one batch per partition per request), so segments
+ * roll at the same offsets and an answer larger than segment.bytes still
+ * fits. A partial batch at the end (a size limit cut it) is left for the
+ * next fetch. Returns the bytes appended, or -1 after a refused batch. */
+static int64_t append_batches(struct fetcher *f, struct fetch_slot *s, uint8_t *data, size_t len)
+{
+    size_t pos = 0;
+    while (len - pos >= BATCH_LENGTH_PREFIX) {
+        const uint8_t *p = data + pos + 8;
+        uint32_t batch_len = ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+        if (batch_len < BATCH_MIN_LENGTH || batch_len > INT32_MAX) {
+            logger_warn("replication", "%s-%d: leader %d sent a batch of length %u", s->topic, s->partition,
+                        f->leader_id, batch_len);
+            return -1;
+        }
+        size_t size = BATCH_LENGTH_PREFIX + (size_t)batch_len;
+        if (size > len - pos)
+            break;
+        struct log_append_result res;
+        memset(&res, 0, sizeof res);
+        int16_t err = partition_log_append_as(s->log, LOG_APPEND_REPLICATION, data + pos, size, -1, &res);
+        if (err != KAFKA_ERR_NONE) {
+            logger_warn("replication", "%s-%d: appending a batch of %zu bytes at %lld from leader %d failed: %s (%s)",
+                        s->topic, s->partition, size, (long long)partition_log_end_offset(s->log), f->leader_id,
+                        kafka_error_name(err), res.error_message);
+            return -1;
+        }
+        pos += size;
+    }
+    return (int64_t)pos;
+}
+
 /* Appends one partition's answer. Returns false on an error worth backing off for. */
 static bool apply_partition(struct fetcher *f, struct fetch_slot *s, struct fetch_response_partition_data *pd)
 {
@@ -118,23 +156,20 @@ static bool apply_partition(struct fetcher *f, struct fetch_slot *s, struct fetc
     if (!still_following(r, s, f))
         return true;
     if (pd->records.len > 0 && pd->records.data) {
-        struct log_append_result res;
-        memset(&res, 0, sizeof res);
         /* The response frame is ours (kept) until freed: appending may
          * touch the bytes in place. */
-        int16_t err = partition_log_append_as(s->log, LOG_APPEND_REPLICATION, (uint8_t *)pd->records.data,
-                                              (size_t)pd->records.len, -1, &res);
-        if (err != KAFKA_ERR_NONE) {
-            logger_warn("replication", "%s-%d: appending %d bytes at %lld from leader %d failed: %s (%s)", s->topic,
-                        s->partition, pd->records.len, (long long)s->fetch_offset, f->leader_id,
-                        kafka_error_name(err), res.error_message);
-            return false;
-        }
+        int64_t appended = append_batches(f, s, (uint8_t *)pd->records.data, (size_t)pd->records.len);
         pthread_mutex_lock(&r->lock);
-        r->stats.appended_bytes += (uint64_t)pd->records.len;
+        r->stats.appended_bytes += (uint64_t)(appended > 0 ? appended : 0);
         pthread_mutex_unlock(&r->lock);
+        if (appended < 0)
+            return false;
     }
     int64_t end = partition_log_end_offset(s->log);
+    /* DeleteRecords on the leader moves the followers' log start too. */
+    int64_t start = pd->log_start_offset < end ? pd->log_start_offset : end;
+    if (start > partition_log_start_offset(s->log))
+        partition_log_delete_records_before(s->log, start);
     int64_t hw = pd->high_watermark < end ? pd->high_watermark : end;
     int64_t before = partition_log_high_watermark(s->log);
     if (hw > before && partition_log_update_high_watermark(s->log, hw) != before && r->opts.high_watermark_moved)

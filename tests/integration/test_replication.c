@@ -1,8 +1,9 @@
 /* Replication between three cairnd processes (process.roles=broker,
  * controller on one quorum): a topic with replication factor 3 is produced
  * to by librdkafka (idempotent, acks=all); every follower's copy of the
- * partition, .log files byte for byte, equals the leader's, and a consumer
- * reads every record back. With min.insync.replicas=3 and one follower
+ * partition, .log files byte for byte (small segments, so several), equals
+ * the leader's, also after DeleteRecords on the leader removed segments,
+ * and a consumer reads every record left back. With min.insync.replicas=3 and one follower
  * killed (kill -9), an acks=all produce answers REQUEST_TIMED_OUT and a
  * consumer does not see its record (above the high watermark); the
  * follower restarted catches up to a byte-identical copy. */
@@ -133,45 +134,70 @@ static char *read_whole(const char *path, size_t *len)
     return buf;
 }
 
-/* Whether node's .log files of dir equal the leader's, byte for byte
- * (why is filled when not). */
+/* Whether every .log file in from_dir is in to_dir with the same bytes
+ * (why is filled when not); files counts them. */
+static bool logs_found_in(const char *from_dir, const char *to_dir, int *files, char *why, size_t whylen)
+{
+    DIR *d = opendir(from_dir);
+    if (!d) {
+        snprintf(why, whylen, "no %.700s", from_dir);
+        return false;
+    }
+    bool same = true;
+    struct dirent *e;
+    while (same && (e = readdir(d))) {
+        size_t nl = strlen(e->d_name);
+        if (nl < 5 || strcmp(e->d_name + nl - 4, ".log") != 0)
+            continue;
+        (*files)++;
+        char fp[1024], tp[1024];
+        snprintf(fp, sizeof fp, "%s/%s", from_dir, e->d_name);
+        snprintf(tp, sizeof tp, "%s/%s", to_dir, e->d_name);
+        size_t flen = 0, tlen = 0;
+        char *fb = read_whole(fp, &flen), *tb = read_whole(tp, &tlen);
+        same = fb && tb && flen == tlen && memcmp(fb, tb, flen) == 0;
+        if (!same)
+            snprintf(why, whylen, "%.300s: %zu bytes in %.300s, %zu bytes%s in %.300s", e->d_name, flen, from_dir,
+                     tlen, tb ? "" : " (missing)", to_dir);
+        free(fb);
+        free(tb);
+    }
+    closedir(d);
+    return same;
+}
+
+/* Whether node's .log files of dir are the leader's: the same names, byte
+ * for byte. */
 static bool same_logs(const struct test_broker *leader, const struct test_broker *node, const char *dir, char *why,
                       size_t whylen)
 {
     char ldir[700], ndir[700];
     snprintf(ldir, sizeof ldir, "%s/%s", leader->data_dir, dir);
     snprintf(ndir, sizeof ndir, "%s/%s", node->data_dir, dir);
-    DIR *d = opendir(ldir);
-    if (!d) {
-        snprintf(why, whylen, "no %.700s", ldir);
+    int leader_files = 0, node_files = 0;
+    if (!logs_found_in(ldir, ndir, &leader_files, why, whylen) || !logs_found_in(ndir, ldir, &node_files, why, whylen))
+        return false;
+    if (leader_files == 0) {
+        snprintf(why, whylen, "no .log file in %.680s", ldir);
         return false;
     }
-    bool same = true;
-    int files = 0;
+    return true;
+}
+
+static int count_logs(const struct test_broker *b, const char *dir)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", b->data_dir, dir);
+    DIR *d = opendir(path);
+    int n = 0;
     struct dirent *e;
-    while (same && (e = readdir(d))) {
+    while (d && (e = readdir(d))) {
         size_t nl = strlen(e->d_name);
-        if (nl < 5 || strcmp(e->d_name + nl - 4, ".log") != 0)
-            continue;
-        files++;
-        char lp[1024], np[1024];
-        snprintf(lp, sizeof lp, "%s/%s", ldir, e->d_name);
-        snprintf(np, sizeof np, "%s/%s", ndir, e->d_name);
-        size_t llen = 0, nlen = 0;
-        char *lb = read_whole(lp, &llen), *nb = read_whole(np, &nlen);
-        same = lb && nb && llen == nlen && memcmp(lb, nb, llen) == 0;
-        if (!same)
-            snprintf(why, whylen, "%.300s: leader %zu bytes, follower %zu bytes%s", e->d_name, llen, nlen,
-                     nb ? "" : " (missing)");
-        free(lb);
-        free(nb);
+        n += nl > 4 && strcmp(e->d_name + nl - 4, ".log") == 0;
     }
-    closedir(d);
-    if (same && files == 0) {
-        snprintf(why, whylen, "no .log file in %.700s", ldir);
-        return false;
-    }
-    return same;
+    if (d)
+        closedir(d);
+    return n;
 }
 
 static void wait_identical(struct cluster *c, int32_t leader, const char *dir, int timeout_ms)
@@ -198,8 +224,10 @@ static void test_followers_copy_the_leader(void **state)
     (void)state;
     struct cluster c;
     cluster_start(&c);
-    int32_t leader = create_replicated(&c, "repl", NULL);
-    const char *conf[] = {"enable.idempotence", "true", "acks", "all", "linger.ms", "5", NULL};
+    /* Small segments: the followers roll where the leader does. */
+    const char *configs[] = {"segment.bytes", "16384", NULL};
+    int32_t leader = create_replicated(&c, "repl", configs);
+    const char *conf[] = {"enable.idempotence", "true", "acks", "all", "linger.ms", "5", "batch.size", "8000", NULL};
     rd_kafka_t *p = rk_producer_new(broker_bootstrap(&c.nodes[0]), conf);
     for (int m = 0; m < RECORDS; m++) {
         char key[32], value[64];
@@ -215,10 +243,23 @@ static void test_followers_copy_the_leader(void **state)
     rk_producer_destroy(p);
 
     wait_identical(&c, leader, "repl-0", 30000);
+    int segments = count_logs(&c.nodes[leader - 1], "repl-0");
+    assert_true(segments > 3);
 
-    long want[1] = {RECORDS};
+    /* DeleteRecords on the leader: the followers drop the same segments. */
+    rd_kafka_t *admin = rk_producer_new(broker_bootstrap(&c.nodes[leader - 1]), NULL);
+    int64_t low = -1;
+    assert_int_equal(rk_delete_records(admin, "repl", RECORDS / 2, &low), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(low, RECORDS / 2);
+    rk_producer_destroy(admin);
+    assert_true(count_logs(&c.nodes[leader - 1], "repl-0") < segments);
+    wait_identical(&c, leader, "repl-0", 30000);
+
+    long want[1] = {RECORDS / 2};
     struct rk_record_set set = {0};
-    assert_int_equal(rk_consume_all(broker_bootstrap(&c.nodes[leader - 1]), "repl", 1, want, 30000, &set), RECORDS);
+    assert_int_equal(rk_consume_all(broker_bootstrap(&c.nodes[leader - 1]), "repl", 1, want, 30000, &set),
+                     RECORDS / 2);
+    assert_int_equal(set.records[0].offset, RECORDS / 2);
     for (size_t i = 0; i < set.count; i++) {
         char expect[64];
         snprintf(expect, sizeof expect, "replicated-%lld", (long long)set.records[i].offset);
