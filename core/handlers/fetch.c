@@ -49,6 +49,11 @@ struct partition_answer {
     int32_t aborted_count, aborted_cap;
     bool aborted_failed;
     bool remote_pending; /* its records are on their way from the remote store */
+    /* A follower whose log diverged from the leader's (KIP-320): the
+     * largest epoch both may share and where it ends here. */
+    bool diverging;
+    int32_t diverging_epoch;
+    int64_t diverging_end_offset;
 };
 
 static void add_aborted(void *arg, int64_t producer_id, int64_t first_offset)
@@ -113,6 +118,26 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
     ans->high_watermark = handler_high_watermark(log);
     ans->last_stable_offset = lso < ans->high_watermark ? lso : ans->high_watermark;
     ans->log_start_offset = partition_log_start_offset(log);
+    /* A follower's last epoch ends earlier here, or is unknown here: it
+     * truncates to where the epochs agree before fetching on. */
+    if (from_replica && ps->last_fetched_epoch >= 0) {
+        int32_t found = -1;
+        int64_t end = partition_log_end_offset_for_epoch(log, ps->last_fetched_epoch, &found);
+        int32_t latest = partition_log_latest_epoch(log);
+        if (found < 0 && latest >= 0 && ps->last_fetched_epoch > latest) {
+            /* An epoch newer than any here: they agree at most up to this
+             * log's end, in its latest epoch. */
+            found = latest;
+            end = partition_log_end_offset(log);
+        }
+        if (found >= 0 && end >= 0 && (found < ps->last_fetched_epoch || end < ps->fetch_offset)) {
+            ans->diverging = true;
+            ans->diverging_epoch = found;
+            ans->diverging_end_offset = end;
+            partition_log_close(log);
+            return;
+        }
+    }
     struct log_read_result rr;
     /* Consumers see what the ISR holds; a follower copies everything. */
     int64_t max_offset = from_replica     ? INT64_MAX
@@ -162,7 +187,7 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
 
 static bool partition_has_news(const struct fetch_partition_state *ps, const struct partition_answer *ans)
 {
-    return ans->error_code != KAFKA_ERR_NONE || ans->records.len > 0 ||
+    return ans->error_code != KAFKA_ERR_NONE || ans->records.len > 0 || ans->diverging ||
            ans->high_watermark != ps->last_high_watermark || ans->log_start_offset != ps->last_log_start_offset;
 }
 
@@ -259,8 +284,8 @@ static void fill_partition(const struct fetch_op *f, const struct fetch_partitio
     pd->high_watermark = ans->high_watermark;
     pd->last_stable_offset = ans->last_stable_offset;
     pd->log_start_offset = ans->log_start_offset;
-    pd->diverging_epoch.epoch = -1;
-    pd->diverging_epoch.end_offset = -1;
+    pd->diverging_epoch.epoch = ans->diverging ? ans->diverging_epoch : -1;
+    pd->diverging_epoch.end_offset = ans->diverging ? ans->diverging_end_offset : -1;
     pd->current_leader.leader_id = -1;
     pd->current_leader.leader_epoch = -1;
     pd->snapshot_id.end_offset = -1;
@@ -418,6 +443,7 @@ static int collect_partitions(struct request_context *ctx, const struct metadata
             ps->log_start_offset = ft->partitions[p].log_start_offset;
             ps->max_bytes = ft->partitions[p].partition_max_bytes;
             ps->current_leader_epoch = ctx->api_version >= 9 ? ft->partitions[p].current_leader_epoch : -1;
+            ps->last_fetched_epoch = ctx->api_version >= 12 ? ft->partitions[p].last_fetched_epoch : -1;
             ps->last_high_watermark = -1;
             ps->last_log_start_offset = -1;
         }

@@ -144,6 +144,25 @@ static int64_t append_batches(struct fetcher *f, struct fetch_slot *s, uint8_t *
     return (int64_t)pos;
 }
 
+/* The leader says this log diverged after epoch (ending at end_offset on
+ * the leader): cut it to where both agree, at most end_offset, and fetch on
+ * from there (KIP-320; another divergence further back, if any, is found
+ * by the next fetch). */
+static void truncate_diverged(struct fetcher *f, struct fetch_slot *s, int32_t epoch, int64_t end_offset)
+{
+    int32_t local_epoch = -1;
+    int64_t local_end = partition_log_end_offset_for_epoch(s->log, epoch, &local_epoch);
+    int64_t to = end_offset;
+    if (local_end >= 0 && local_end < to)
+        to = local_end;
+    int64_t end = partition_log_end_offset(s->log);
+    if (to >= end)
+        return;
+    int16_t err = partition_log_truncate_to(s->log, to);
+    logger_info("replication", "%s-%d: log diverged from leader %d after epoch %d; truncated from %lld to %lld: %s",
+                s->topic, s->partition, f->leader_id, epoch, (long long)end, (long long)to, kafka_error_name(err));
+}
+
 /* Appends one partition's answer. Returns false on an error worth backing off for. */
 static bool apply_partition(struct fetcher *f, struct fetch_slot *s, struct fetch_response_partition_data *pd)
 {
@@ -155,6 +174,10 @@ static bool apply_partition(struct fetcher *f, struct fetch_slot *s, struct fetc
     }
     if (!still_following(r, s, f))
         return true;
+    if (pd->diverging_epoch.epoch >= 0 && pd->diverging_epoch.end_offset >= 0) {
+        truncate_diverged(f, s, pd->diverging_epoch.epoch, pd->diverging_epoch.end_offset);
+        return true;
+    }
     if (pd->records.len > 0 && pd->records.data) {
         /* The response frame is ours (kept) until freed: appending may
          * touch the bytes in place. */

@@ -6,7 +6,8 @@
  * and a consumer reads every record left back. With min.insync.replicas=3 and one follower
  * killed (kill -9), an acks=all produce answers REQUEST_TIMED_OUT and a
  * consumer does not see its record (above the high watermark); the
- * follower restarted catches up to a byte-identical copy. */
+ * follower restarted catches up to a byte-identical copy. A follower whose
+ * log diverged (a batch of an epoch the leader never had) truncates. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -184,6 +185,67 @@ static bool same_logs(const struct test_broker *leader, const struct test_broker
     return true;
 }
 
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+/* Makes a stopped follower's log diverge: a copy of its last batch, at the
+ * next offsets and in leader epoch 7 (which the leader never had), is
+ * appended to its newest segment. partitionLeaderEpoch and baseOffset lie
+ * outside the batch CRC, so recovery takes the batch as valid. */
+static void forge_diverging_batch(const struct test_broker *b, const char *dir)
+{
+    char path[700], newest[256] = "";
+    snprintf(path, sizeof path, "%s/%s", b->data_dir, dir);
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t nl = strlen(e->d_name);
+        if (nl > 4 && strcmp(e->d_name + nl - 4, ".log") == 0 && strcmp(e->d_name, newest) > 0)
+            snprintf(newest, sizeof newest, "%s", e->d_name);
+    }
+    closedir(d);
+    assert_true(newest[0]);
+    char file[1000];
+    snprintf(file, sizeof file, "%s/%s", path, newest);
+    size_t len = 0;
+    uint8_t *data = (uint8_t *)read_whole(file, &len);
+    assert_non_null(data);
+    size_t pos = 0, last = 0;
+    while (pos + 12 <= len) {
+        last = pos;
+        pos += 12 + get_be32(data + pos + 8);
+    }
+    assert_int_equal(pos, len);
+    size_t size = len - last;
+    uint8_t *copy = malloc(size);
+    assert_non_null(copy);
+    memcpy(copy, data + last, size);
+    uint64_t base = 0;
+    for (int i = 0; i < 8; i++)
+        base = base << 8 | copy[i];
+    base += get_be32(copy + 23) + 1; /* lastOffsetDelta + 1 */
+    for (int i = 7; i >= 0; i--, base >>= 8)
+        copy[i] = (uint8_t)base;
+    put_be32(copy + 12, 7); /* partitionLeaderEpoch */
+    FILE *f = fopen(file, "ab");
+    assert_non_null(f);
+    assert_int_equal(fwrite(copy, 1, size, f), size);
+    fclose(f);
+    free(copy);
+    free(data);
+}
+
 static int count_logs(const struct test_broker *b, const char *dir)
 {
     char path[700];
@@ -326,6 +388,15 @@ static void test_acks_all_waits_for_every_replica(void **state)
     struct rk_record_set set = {0};
     assert_int_equal(rk_consume_all(bootstrap, "strict", 1, want, 30000, &set), 601);
     rk_record_set_free(&set);
+
+    /* A follower whose log holds records the leader never had (epoch 7):
+     * the leader names the divergence in its fetch answer and the
+     * follower truncates back to the leader's log. */
+    broker_kill9(&c.nodes[follower - 1]);
+    forge_diverging_batch(&c.nodes[follower - 1], "strict-0");
+    broker_restart(&c.nodes[follower - 1]);
+    wait_identical(&c, leader, "strict-0", 60000);
+    assert_true(broker_log_contains(&c.nodes[follower - 1], "log diverged from leader"));
     cluster_stop(&c);
 }
 
