@@ -59,7 +59,7 @@ static void fetch_done(struct net_client_result *result, void *ctx)
 static int resolve_leader(struct fetcher *f)
 {
     struct replication *r = f->r;
-    const struct metadata_image *img = metadata_image_acquire(r->opts.metadata);
+    const struct metadata_image *img = r->opts.metadata ? metadata_image_acquire(r->opts.metadata) : NULL;
     if (!img)
         return -1;
     const struct metadata_broker *b = metadata_image_broker(img, f->leader_id);
