@@ -262,6 +262,10 @@ static void produce_cancel(void *arg)
  * partition waits. */
 static enum handler_result park(struct request_context *ctx, struct produce_op *po, int32_t timeout_ms)
 {
+    if (po->count == 0) { /* every batch already covered: answer as acks=1 does */
+        produce_op_free(&po->op);
+        return HANDLER_RESPOND;
+    }
     po->ctx = ctx;
     po->purgatory = ctx->env->fetch_purgatory;
     po->op.try_complete = produce_try_complete;
@@ -270,7 +274,7 @@ static enum handler_result park(struct request_context *ctx, struct produce_op *
     bool watch_failed = false;
     for (int32_t i = 0; i < po->count && !watch_failed; i++)
         watch_failed = delayed_op_watch(&po->op, (uintptr_t)po->waits[i].log) != 0;
-    if (po->count == 0 || watch_failed) {
+    if (watch_failed) {
         produce_try_complete(&po->op, true);
         delayed_op_release_keys(&po->op);
         produce_op_free(&po->op);
