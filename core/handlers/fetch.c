@@ -14,6 +14,7 @@
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"
 #include "net/server.h"
+#include "replication/replication.h"
 #include "tiered/tiered.h"
 #include "util/clock.h"
 #include "util/logger.h"
@@ -34,6 +35,7 @@ struct fetch_op {
     int32_t min_bytes;
     int32_t max_bytes;
     bool read_committed;
+    bool from_replica; /* a follower's fetch: reads up to the log end, not the high watermark */
 };
 
 struct partition_answer {
@@ -47,6 +49,11 @@ struct partition_answer {
     int32_t aborted_count, aborted_cap;
     bool aborted_failed;
     bool remote_pending; /* its records are on their way from the remote store */
+    /* A follower whose log diverged from the leader's (KIP-320): the
+     * largest epoch both may share and where it ends here. */
+    bool diverging;
+    int32_t diverging_epoch;
+    int64_t diverging_end_offset;
 };
 
 static void add_aborted(void *arg, int64_t producer_id, int64_t first_offset)
@@ -73,14 +80,16 @@ static void add_aborted(void *arg, int64_t producer_id, int64_t first_offset)
  * partition whose next batch does not fit sends no records this time). */
 static void read_partition(struct request_context *ctx, const struct metadata_image *img,
                            const struct fetch_partition_state *ps, int32_t byte_limit, bool strict_limit,
-                           bool read_committed, struct partition_answer *ans)
+                           bool read_committed, bool from_replica, struct partition_answer *ans)
 {
     ans->error_code = KAFKA_ERR_NONE;
     ans->high_watermark = -1;
     ans->last_stable_offset = -1;
     ans->log_start_offset = -1;
     ans->records = kafka_records_from_memory(NULL, 0);
-    if (ps->topic[0] && !handler_authorize_resource(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_TOPIC, ps->topic, true)) {
+    /* A follower was authorised once for the cluster (CLUSTER_ACTION). */
+    if (ps->topic[0] && !from_replica &&
+        !handler_authorize_resource(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_TOPIC, ps->topic, true)) {
         ans->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
         return;
     }
@@ -109,8 +118,31 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
     ans->high_watermark = handler_high_watermark(log);
     ans->last_stable_offset = lso < ans->high_watermark ? lso : ans->high_watermark;
     ans->log_start_offset = partition_log_start_offset(log);
+    /* A follower's last epoch ends earlier here, or is unknown here: it
+     * truncates to where the epochs agree before fetching on. */
+    if (from_replica && ps->last_fetched_epoch >= 0) {
+        int32_t found = -1;
+        int64_t end = partition_log_end_offset_for_epoch(log, ps->last_fetched_epoch, &found);
+        int32_t latest = partition_log_latest_epoch(log);
+        if (found < 0 && latest >= 0 && ps->last_fetched_epoch > latest) {
+            /* An epoch newer than any here: they agree at most up to this
+             * log's end, in its latest epoch. */
+            found = latest;
+            end = partition_log_end_offset(log);
+        }
+        if (found >= 0 && end >= 0 && (found < ps->last_fetched_epoch || end < ps->fetch_offset)) {
+            ans->diverging = true;
+            ans->diverging_epoch = found;
+            ans->diverging_end_offset = end;
+            partition_log_close(log);
+            return;
+        }
+    }
     struct log_read_result rr;
-    int64_t max_offset = read_committed ? ans->last_stable_offset : ans->high_watermark;
+    /* Consumers see what the ISR holds; a follower copies everything. */
+    int64_t max_offset = from_replica     ? INT64_MAX
+                         : read_committed ? ans->last_stable_offset
+                                          : ans->high_watermark;
     /* Below the local log start, tiered storage answers (off this thread). */
     int16_t remote_error = KAFKA_ERR_NONE;
     enum tiered_read_status remote = tiered_read(ctx->env->tiered, log, ps->topic, ps->partition, ps->fetch_offset,
@@ -155,7 +187,7 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
 
 static bool partition_has_news(const struct fetch_partition_state *ps, const struct partition_answer *ans)
 {
-    return ans->error_code != KAFKA_ERR_NONE || ans->records.len > 0 ||
+    return ans->error_code != KAFKA_ERR_NONE || ans->records.len > 0 || ans->diverging ||
            ans->high_watermark != ps->last_high_watermark || ans->log_start_offset != ps->last_log_start_offset;
 }
 
@@ -252,8 +284,8 @@ static void fill_partition(const struct fetch_op *f, const struct fetch_partitio
     pd->high_watermark = ans->high_watermark;
     pd->last_stable_offset = ans->last_stable_offset;
     pd->log_start_offset = ans->log_start_offset;
-    pd->diverging_epoch.epoch = -1;
-    pd->diverging_epoch.end_offset = -1;
+    pd->diverging_epoch.epoch = ans->diverging ? ans->diverging_epoch : -1;
+    pd->diverging_epoch.end_offset = ans->diverging ? ans->diverging_end_offset : -1;
     pd->current_leader.leader_id = -1;
     pd->current_leader.leader_epoch = -1;
     pd->snapshot_id.end_offset = -1;
@@ -320,7 +352,7 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
             limit = 1;
         answers[i].records.file_fd = -1;
         if (img)
-            read_partition(ctx, img, ps, limit, total > 0, f->read_committed, &answers[i]);
+            read_partition(ctx, img, ps, limit, total > 0, f->read_committed, f->from_replica, &answers[i]);
         else
             answers[i].error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
         if (answers[i].error_code != KAFKA_ERR_NONE)
@@ -411,6 +443,7 @@ static int collect_partitions(struct request_context *ctx, const struct metadata
             ps->log_start_offset = ft->partitions[p].log_start_offset;
             ps->max_bytes = ft->partitions[p].partition_max_bytes;
             ps->current_leader_epoch = ctx->api_version >= 9 ? ft->partitions[p].current_leader_epoch : -1;
+            ps->last_fetched_epoch = ctx->api_version >= 12 ? ft->partitions[p].last_fetched_epoch : -1;
             ps->last_high_watermark = -1;
             ps->last_log_start_offset = -1;
         }
@@ -478,9 +511,16 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
     struct fetch_response *resp = response;
     struct handler_env *env = ctx->env;
 
-    if (req->replica_id >= 0 || req->replica_state.replica_id >= 0) {
-        /* Follower fetches come with replication; no follower exists yet. */
+    /* From v15 a follower names itself in ReplicaState (KIP-903). */
+    int32_t replica_id = ctx->api_version >= 15 ? req->replica_state.replica_id : req->replica_id;
+    bool from_replica = replica_id >= 0;
+    if (from_replica && !env->replication) {
         resp->error_code = KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
+        return HANDLER_RESPOND;
+    }
+    if (from_replica && !handler_authorize_one(ctx, CAIRN_OP_CLUSTER_ACTION, CAIRN_RESOURCE_CLUSTER,
+                                               HANDLER_CLUSTER_RESOURCE)) {
+        resp->error_code = KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED;
         return HANDLER_RESPOND;
     }
     const struct metadata_image *img = metadata_image_acquire(env->metadata);
@@ -520,7 +560,15 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
         f->max_bytes = INT32_MAX;
     if (env->fetch_max_bytes > 0 && f->max_bytes > env->fetch_max_bytes)
         f->max_bytes = env->fetch_max_bytes;
-    f->read_committed = req->isolation_level == 1;
+    f->read_committed = req->isolation_level == 1 && !from_replica;
+    f->from_replica = from_replica;
+    /* The follower's fetch offset is its log end: it moves the high
+     * watermark before the answer carries it. */
+    for (int32_t i = 0; from_replica && i < f->plan.partition_count; i++) {
+        const struct fetch_partition_state *ps = &f->plan.partitions[i];
+        if (ps->topic[0])
+            replication_follower_fetched(env->replication, ps->topic, ps->partition, replica_id, ps->fetch_offset);
+    }
     f->op.try_complete = fetch_try_complete;
     f->op.free_fn = fetch_op_free;
     int32_t wait_ms = req->max_wait_ms > 0 ? req->max_wait_ms : 0;

@@ -27,6 +27,7 @@ struct fetch_partition_state {
     int64_t log_start_offset;
     int32_t max_bytes;
     int32_t current_leader_epoch; /* the client's leader epoch (v9+); -1: not checked */
+    int32_t last_fetched_epoch;   /* a follower's latest epoch (v12+); -1: none */
     /* What the last response said, so an incremental response can skip
      * partitions with nothing new. -1 before the first response. */
     int64_t last_high_watermark;

@@ -29,6 +29,7 @@ struct metrics_metric;
 struct handler_authz_memo;
 struct group_coordinator;
 struct txn_coordinator;
+struct replication;
 
 /* Everything a handler reaches. Built by the server before the first
  * request and read-only afterwards; the pointed-to parts are thread-safe. */
@@ -42,6 +43,7 @@ struct handler_env {
     struct group_coordinator *groups;
     struct txn_coordinator *txn_coordinator; /* NULL: this broker coordinates no transactions */
     struct tiered *tiered;                   /* NULL: remote.log.storage.system.enable is off */
+    struct replication *replication;         /* followers' fetches; NULL: none are served */
     int64_t remote_fetch_max_wait_ms;        /* remote.fetch.max.wait.ms */
     int32_t node_id;
     /* Broker defaults read once at start. */

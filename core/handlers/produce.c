@@ -1,6 +1,11 @@
 /* Produce: validate and append record batches to the partitions this broker
  * leads. With one in-sync replica the high watermark moves with the append,
- * so acks=all answers at once; acks=0 sends no response at all. */
+ * so acks=all answers at once; with followers in the ISR an acks=all
+ * produce waits in the purgatory until the high watermark passes its
+ * batches (REQUEST_TIMED_OUT after the request's timeout,
+ * NOT_LEADER_OR_FOLLOWER when leadership moves meanwhile). acks=0 sends no
+ * response at all. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +16,28 @@
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"
 #include "net/server.h"
+#include "util/clock.h"
 #include "util/logger.h"
+
+/* A partition of an acks=all produce waiting for its followers. */
+struct produce_wait {
+    struct partition_log *log; /* own reference */
+    int64_t required;          /* the high watermark that covers the batch */
+    int32_t leader_epoch;      /* at the append: another one means leadership moved */
+    char topic[256];
+    struct produce_response_partition_produce_response *out; /* in the request's arena */
+    bool finished;
+};
+
+/* Owned by the handler until parked, then by the purgatory. */
+struct produce_op {
+    struct delayed_op op; /* first: the purgatory hands us this pointer */
+    struct request_context *ctx;
+    struct purgatory *purgatory;
+    atomic_bool cancelled;
+    int32_t count, cap;
+    struct produce_wait *waits;
+};
 
 static int32_t topic_min_insync(const struct metadata_topic *topic, int32_t broker_default)
 {
@@ -23,14 +49,36 @@ static int32_t topic_min_insync(const struct metadata_topic *topic, int32_t brok
     return (*end || n < 1) ? broker_default : (int32_t)n;
 }
 
-static void append_records(struct request_context *ctx, const struct metadata_topic *topic,
-                           const struct metadata_partition *p, struct partition_log *log,
-                           struct produce_request_partition_produce_data *in,
-                           struct produce_response_partition_produce_response *out);
+static int64_t append_records(struct request_context *ctx, const struct metadata_topic *topic,
+                              const struct metadata_partition *p, struct partition_log *log,
+                              struct produce_request_partition_produce_data *in,
+                              struct produce_response_partition_produce_response *out);
+
+/* acks=all: keeps the partition in op when its high watermark has yet to
+ * pass the batch. */
+static void add_wait(struct produce_op *op, const struct metadata_topic *topic, const struct metadata_partition *p,
+                     struct partition_log *log, int64_t required,
+                     struct produce_response_partition_produce_response *out)
+{
+    if (partition_log_high_watermark(log) >= required)
+        return;
+    if (op->count == op->cap) {
+        out->error_code = KAFKA_ERR_REQUEST_TIMED_OUT; /* no room to wait: the client retries */
+        return;
+    }
+    struct produce_wait *w = &op->waits[op->count++];
+    partition_log_retain(log);
+    w->log = log;
+    w->required = required;
+    w->leader_epoch = p->leader_epoch;
+    snprintf(w->topic, sizeof w->topic, "%s", topic->name);
+    w->out = out;
+    w->finished = false;
+}
 
 static void produce_partition(struct request_context *ctx, const struct metadata_topic *topic, int16_t acks,
                               struct produce_request_partition_produce_data *in,
-                              struct produce_response_partition_produce_response *out)
+                              struct produce_response_partition_produce_response *out, struct produce_op *op)
 {
     out->index = in->index;
     out->base_offset = -1;
@@ -60,7 +108,9 @@ static void produce_partition(struct request_context *ctx, const struct metadata
     } else if (acks == -1 && p->isr_count < topic_min_insync(topic, ctx->env->min_insync_replicas)) {
         out->error_code = KAFKA_ERR_NOT_ENOUGH_REPLICAS;
     } else {
-        append_records(ctx, topic, p, log, in, out);
+        int64_t required = append_records(ctx, topic, p, log, in, out);
+        if (acks == -1 && required >= 0 && op)
+            add_wait(op, topic, p, log, required, out);
     }
     partition_log_close(log);
 }
@@ -103,10 +153,11 @@ static bool add_record_errors(struct request_context *ctx, const struct metadata
     return true;
 }
 
-static void append_records(struct request_context *ctx, const struct metadata_topic *topic,
-                           const struct metadata_partition *p, struct partition_log *log,
-                           struct produce_request_partition_produce_data *in,
-                           struct produce_response_partition_produce_response *out)
+/* Returns the offset past the batch once it is in the log, else -1. */
+static int64_t append_records(struct request_context *ctx, const struct metadata_topic *topic,
+                              const struct metadata_partition *p, struct partition_log *log,
+                              struct produce_request_partition_produce_data *in,
+                              struct produce_response_partition_produce_response *out)
 {
     /* The records point into the request frame, which this request owns
      * until it completes: offsets are assigned in place. */
@@ -120,7 +171,7 @@ static void append_records(struct request_context *ctx, const struct metadata_to
     }
     if (out->error_code == KAFKA_ERR_INVALID_RECORD && ctx->api_version >= 8 &&
         add_record_errors(ctx, topic, log, in, out))
-        return;
+        return -1;
     if (res.record_index >= 0 && ctx->api_version >= 8) {
         /* One record at fault (a timestamp out of its window): named as
          * Kafka's RecordValidationException names it. */
@@ -136,7 +187,7 @@ static void append_records(struct request_context *ctx, const struct metadata_to
             out->error_message = kafka_arena_strdup(&ctx->arena, res.error_message);
         logger_debug("produce", "append to %s-%d from %s failed: %s (%s)", topic->name, in->index, ctx->net->peer,
                      kafka_error_name(out->error_code), res.error_message);
-        return;
+        return -1;
     }
     out->base_offset = res.base_offset;
     out->log_append_time_ms = res.log_append_time;
@@ -146,9 +197,92 @@ static void append_records(struct request_context *ctx, const struct metadata_to
          * the batch's original base offset and writes nothing. */
         logger_debug("produce", "duplicate batch for %s-%d from %s: already at offset %lld", topic->name, in->index,
                      ctx->net->peer, (long long)res.base_offset);
-        return;
+        return res.last_offset + 1;
     }
     purgatory_notify(ctx->env->fetch_purgatory, (uintptr_t)log);
+    return res.last_offset + 1;
+}
+
+static void produce_op_free(struct delayed_op *op)
+{
+    struct produce_op *po = (struct produce_op *)op;
+    for (int32_t i = 0; i < po->count; i++)
+        partition_log_close(po->waits[i].log);
+    free(po->waits);
+    free(po);
+}
+
+/* Answers once every waiting partition's high watermark covers its batch,
+ * its leadership moved, or time is up. */
+static bool produce_try_complete(struct delayed_op *op, bool expired)
+{
+    struct produce_op *po = (struct produce_op *)op;
+    struct request_context *ctx = po->ctx;
+    if (atomic_load(&po->cancelled)) {
+        request_context_abandon(ctx, true);
+        return true;
+    }
+    const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
+    bool all = true;
+    for (int32_t i = 0; i < po->count; i++) {
+        struct produce_wait *w = &po->waits[i];
+        if (w->finished)
+            continue;
+        const struct metadata_topic *topic = img ? metadata_image_topic_by_name(img, w->topic, strlen(w->topic))
+                                                 : NULL;
+        const struct metadata_partition *p = topic ? metadata_topic_partition(topic, w->out->index) : NULL;
+        if (partition_log_high_watermark(w->log) >= w->required) {
+            w->finished = true;
+        } else if (!p || !p->present || p->leader != ctx->env->node_id || p->leader_epoch != w->leader_epoch) {
+            w->out->error_code = KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
+            w->finished = true;
+        } else if (expired) {
+            w->out->error_code = KAFKA_ERR_REQUEST_TIMED_OUT;
+            w->finished = true;
+        } else {
+            all = false;
+        }
+    }
+    if (img)
+        metadata_image_release(img);
+    if (!all)
+        return false;
+    request_context_respond(ctx);
+    return true;
+}
+
+static void produce_cancel(void *arg)
+{
+    struct produce_op *po = arg;
+    atomic_store(&po->cancelled, true);
+    purgatory_expire_now(po->purgatory, &po->op);
+}
+
+/* Parks po until the followers catch up; answers at once when no
+ * partition waits. */
+static enum handler_result park(struct request_context *ctx, struct produce_op *po, int32_t timeout_ms)
+{
+    if (po->count == 0) { /* every batch already covered: answer as acks=1 does */
+        produce_op_free(&po->op);
+        return HANDLER_RESPOND;
+    }
+    po->ctx = ctx;
+    po->purgatory = ctx->env->fetch_purgatory;
+    po->op.try_complete = produce_try_complete;
+    po->op.free_fn = produce_op_free;
+    po->op.deadline_mono_ms = clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    bool watch_failed = false;
+    for (int32_t i = 0; i < po->count && !watch_failed; i++)
+        watch_failed = delayed_op_watch(&po->op, (uintptr_t)po->waits[i].log) != 0;
+    if (watch_failed) {
+        produce_try_complete(&po->op, true);
+        delayed_op_release_keys(&po->op);
+        produce_op_free(&po->op);
+        return HANDLER_DEFERRED; /* already answered */
+    }
+    net_request_set_cancel(ctx->net, produce_cancel, po);
+    purgatory_add(po->purgatory, &po->op);
+    return HANDLER_DEFERRED;
 }
 
 enum handler_result handle_produce(struct request_context *ctx, void *request, void *response)
@@ -162,12 +296,31 @@ enum handler_result handle_produce(struct request_context *ctx, void *request, v
                        handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TRANSACTIONAL_ID,
                                               req->transactional_id, true);
 
+    struct produce_op *op = NULL;
+    if (req->acks == -1) {
+        int32_t total = 0;
+        for (int32_t t = 0; t < req->topic_data_count; t++)
+            total += req->topic_data[t].partition_data_count;
+        op = calloc(1, sizeof *op);
+        if (op)
+            op->waits = calloc((size_t)(total > 0 ? total : 1), sizeof *op->waits);
+        if (!op || !op->waits) {
+            free(op);
+            return HANDLER_CLOSE;
+        }
+        op->cap = total;
+    }
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
-    if (!img)
+    if (!img) {
+        if (op)
+            produce_op_free(&op->op);
         return HANDLER_CLOSE;
+    }
     HANDLER_NEW_ARRAY(ctx, resp->responses, req->topic_data_count, produce_response_topic_produce_response_init);
     if (!resp->responses) {
         metadata_image_release(img);
+        if (op)
+            produce_op_free(&op->op);
         return HANDLER_CLOSE;
     }
     resp->responses_count = req->topic_data_count;
@@ -179,6 +332,8 @@ enum handler_result handle_produce(struct request_context *ctx, void *request, v
                           produce_response_partition_produce_response_init);
         if (!tout->partition_responses) {
             metadata_image_release(img);
+            if (op)
+                produce_op_free(&op->op);
             return HANDLER_CLOSE;
         }
         tout->partition_responses_count = tin->partition_data_count;
@@ -197,9 +352,11 @@ enum handler_result handle_produce(struct request_context *ctx, void *request, v
                 pout->base_offset = -1;
                 continue;
             }
-            produce_partition(ctx, topic, req->acks, &tin->partition_data[i], pout);
+            produce_partition(ctx, topic, req->acks, &tin->partition_data[i], pout, op);
         }
     }
     metadata_image_release(img);
+    if (op)
+        return park(ctx, op, req->timeout_ms);
     return req->acks == 0 ? HANDLER_NO_RESPONSE : HANDLER_RESPOND;
 }

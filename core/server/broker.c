@@ -26,6 +26,7 @@
 #include "net/server.h"
 #include "plugin/plugin_host.h"
 #include "replica/replica_manager.h"
+#include "replication/replication.h"
 #include "server/acl_feed.h"
 #include "server/quota_feed.h"
 #include "server/dynamic_config.h"
@@ -80,6 +81,7 @@ struct broker {
     struct broker_forwarding *forwarding;           /* a pure broker's admin requests to the controller */
     struct controller_forwarding *controller_forwarding; /* a voter's side: runs them */
     struct tiered *tiered; /* remote.log.storage.system.enable: the remote log manager */
+    struct replication *replication; /* followers' fetchers and the leaders' follower offsets */
 };
 
 static int validate_topic_config(void *ctx, const char *key, const char *value, char *err, size_t errlen)
@@ -217,6 +219,37 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
     metadata_image_release(img);
     b->metadata_subscription = metadata_store_subscribe(b->metadata, replica_manager_on_metadata, b->replicas);
     return b->metadata_subscription > 0 ? 0 : -1;
+}
+
+static void high_watermark_moved(void *ctx, struct partition_log *log)
+{
+    struct broker *b = ctx;
+    purgatory_notify(b->fetch_purgatory, (uintptr_t)log);
+}
+
+/* Fetchers for the partitions this broker follows, once the replica
+ * manager knows them. */
+static int start_replication(struct broker *b, char *err, size_t errlen)
+{
+    const struct broker_config *cfg = b->config;
+    struct replication_options opts = {
+        .replicas = b->replicas,
+        .metadata = b->metadata,
+        .node_id = b->env.node_id,
+        .num_fetchers = config_get_int(cfg, "num.replica.fetchers"),
+        .fetch_max_bytes = config_get_int(cfg, "replica.fetch.max.bytes"),
+        .fetch_response_max_bytes = config_get_int(cfg, "replica.fetch.response.max.bytes"),
+        .fetch_wait_max_ms = config_get_int(cfg, "replica.fetch.wait.max.ms"),
+        .fetch_min_bytes = config_get_int(cfg, "replica.fetch.min.bytes"),
+        .fetch_backoff_ms = config_get_int(cfg, "replica.fetch.backoff.ms"),
+        .socket_timeout_ms = config_get_int(cfg, "replica.socket.timeout.ms"),
+        .high_watermark_moved = high_watermark_moved,
+        .high_watermark_ctx = b,
+    };
+    if (replication_start(&opts, &b->replication, err, errlen) != 0)
+        return -1;
+    b->env.replication = b->replication;
+    return 0;
 }
 
 static bool tiered_topic_exists(void *ctx, const uint8_t topic_id[16])
@@ -607,6 +640,8 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
     if (start_metadata(b, dirs[0], err, errlen) != 0)
         goto fail;
     b->env.metadata = b->metadata;
+    if (start_replication(b, err, errlen) != 0)
+        goto fail;
     if (start_tiered(b, dirs[0], err, errlen) != 0)
         goto fail;
     if (acl_feed_start(b->metadata, b->plugins, &b->acl_feed) != 0 ||
@@ -665,6 +700,9 @@ void broker_stop(struct broker *b)
     /* Forwarded requests still out complete (or answer locally) now. */
     broker_forwarding_stop(b->forwarding);
     b->forwarding = NULL;
+    /* No request reaches it any more; its fetchers stop appending. */
+    replication_stop(b->replication);
+    b->env.replication = NULL;
     /* No request can ask it for producer ids any more. */
     broker_lifecycle_stop(b->lifecycle);
     quorum_stop(b->quorum);

@@ -1,0 +1,443 @@
+/* Fetcher threads (Kafka's ReplicaFetcherThread): each sends Fetch as a
+ * replica to one leader for the partitions assigned to it and appends the
+ * answer to the local logs, keeping the leader's offsets and epochs. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log/partition_log.h"
+#include "metadata/metadata_image.h"
+#include "metadata/metadata_store.h"
+#include "net/client.h"
+#include "protocol/generated/all_messages.h"
+#include "protocol/generated/errors.h"
+#include "replication/replication_internal.h"
+#include "util/logger.h"
+
+#define FETCH_API_KEY 1
+
+/* One partition of a fetch in progress (fetcher thread only). */
+struct fetch_slot {
+    char *topic; /* borrowed from a copy made under the lock */
+    int32_t partition;
+    uint8_t topic_id[16];
+    bool has_topic_id;
+    int32_t leader_epoch;
+    int64_t fetch_offset;
+    struct partition_log *log; /* own reference */
+};
+
+/* Completion of one request, between the client's thread and the fetcher. */
+struct call {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    enum net_client_status status;
+    char error[160];
+    int16_t version;
+    struct net_client_kept *kept;
+};
+
+static void fetch_done(struct net_client_result *result, void *ctx)
+{
+    struct call *c = ctx;
+    pthread_mutex_lock(&c->mu);
+    c->status = result->status;
+    c->version = result->api_version;
+    snprintf(c->error, sizeof c->error, "%s", result->error);
+    if (result->status == NET_CLIENT_OK && result->response)
+        c->kept = net_client_result_keep(result);
+    c->done = true;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* The leader's first PLAINTEXT endpoint, given to the client when it
+ * changed. Returns 0, or -1 when the image does not know one. */
+static int resolve_leader(struct fetcher *f)
+{
+    struct replication *r = f->r;
+    const struct metadata_image *img = r->opts.metadata ? metadata_image_acquire(r->opts.metadata) : NULL;
+    if (!img)
+        return -1;
+    const struct metadata_broker *b = metadata_image_broker(img, f->leader_id);
+    const struct metadata_endpoint *ep = NULL;
+    for (int32_t i = 0; b && i < b->endpoint_count && !ep; i++)
+        if (b->endpoints[i].security_protocol == 0)
+            ep = &b->endpoints[i];
+    int rc = -1;
+    if (ep) {
+        rc = 0;
+        if (strcmp(f->host, ep->host) != 0 || f->port != ep->port) {
+            snprintf(f->host, sizeof f->host, "%s", ep->host);
+            f->port = ep->port;
+            rc = net_client_add_node(r->client, f->leader_id, f->host, f->port);
+            if (rc != 0)
+                f->host[0] = '\0';
+        }
+    }
+    metadata_image_release(img);
+    return rc;
+}
+
+static bool same_partition(const struct fetch_slot *s, const struct fetch_response_fetchable_topic_response *t,
+                           int32_t partition, int16_t version)
+{
+    if (s->partition != partition)
+        return false;
+    if (version >= 13)
+        return s->has_topic_id && memcmp(s->topic_id, t->topic_id.bytes, 16) == 0;
+    return t->topic.len >= 0 && strlen(s->topic) == (size_t)t->topic.len &&
+           memcmp(s->topic, t->topic.data, (size_t)t->topic.len) == 0;
+}
+
+/* Whether the partition is still followed from this leader at this epoch,
+ * so its answer may be appended. */
+static bool still_following(struct replication *r, const struct fetch_slot *s, const struct fetcher *f)
+{
+    pthread_mutex_lock(&r->lock);
+    bool ok = false;
+    for (struct follower_partition *fp = r->followers; fp && !ok; fp = fp->next)
+        ok = fp->fetcher == f && fp->partition == s->partition && fp->leader_epoch == s->leader_epoch &&
+             fp->log == s->log && strcmp(fp->topic, s->topic) == 0;
+    pthread_mutex_unlock(&r->lock);
+    return ok;
+}
+
+/* The batch header's fixed part: baseOffset (8) and batchLength (4), then
+ * at least the rest of a v2 header. */
+#define BATCH_LENGTH_PREFIX 12
+#define BATCH_MIN_LENGTH 49
+
+/* Appends the whole batches of data one at a time, as the leader appended
+ * them from producers (one batch per partition per request), so segments
+ * roll at the same offsets and an answer larger than segment.bytes still
+ * fits. A partial batch at the end (a size limit cut it) is left for the
+ * next fetch. Returns the bytes appended, or -1 after a refused batch. */
+static int64_t append_batches(struct fetcher *f, struct fetch_slot *s, uint8_t *data, size_t len)
+{
+    size_t pos = 0;
+    while (len - pos >= BATCH_LENGTH_PREFIX) {
+        const uint8_t *p = data + pos + 8;
+        uint32_t batch_len = ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+        if (batch_len < BATCH_MIN_LENGTH || batch_len > INT32_MAX) {
+            logger_warn("replication", "%s-%d: leader %d sent a batch of length %u", s->topic, s->partition,
+                        f->leader_id, batch_len);
+            return -1;
+        }
+        size_t size = BATCH_LENGTH_PREFIX + (size_t)batch_len;
+        if (size > len - pos)
+            break;
+        struct log_append_result res;
+        memset(&res, 0, sizeof res);
+        int16_t err = partition_log_append_as(s->log, LOG_APPEND_REPLICATION, data + pos, size, -1, &res);
+        if (err != KAFKA_ERR_NONE) {
+            logger_warn("replication", "%s-%d: appending a batch of %zu bytes at %lld from leader %d failed: %s (%s)",
+                        s->topic, s->partition, size, (long long)partition_log_end_offset(s->log), f->leader_id,
+                        kafka_error_name(err), res.error_message);
+            return -1;
+        }
+        pos += size;
+    }
+    return (int64_t)pos;
+}
+
+/* The leader says this log diverged after epoch (ending at end_offset on
+ * the leader): cut it to where both agree, at most end_offset, and fetch on
+ * from there (KIP-320; another divergence further back, if any, is found
+ * by the next fetch). */
+static void truncate_diverged(struct fetcher *f, struct fetch_slot *s, int32_t epoch, int64_t end_offset)
+{
+    int32_t local_epoch = -1;
+    int64_t local_end = partition_log_end_offset_for_epoch(s->log, epoch, &local_epoch);
+    int64_t to = end_offset;
+    if (local_end >= 0 && local_end < to)
+        to = local_end;
+    int64_t end = partition_log_end_offset(s->log);
+    if (to >= end)
+        return;
+    int16_t err = partition_log_truncate_to(s->log, to);
+    logger_info("replication", "%s-%d: log diverged from leader %d after epoch %d; truncated from %lld to %lld: %s",
+                s->topic, s->partition, f->leader_id, epoch, (long long)end, (long long)to, kafka_error_name(err));
+}
+
+/* Appends one partition's answer. Returns false on an error worth backing off for. */
+static bool apply_partition(struct fetcher *f, struct fetch_slot *s, struct fetch_response_partition_data *pd)
+{
+    struct replication *r = f->r;
+    if (pd->error_code != KAFKA_ERR_NONE) {
+        logger_debug("replication", "%s-%d: leader %d answered %s", s->topic, s->partition, f->leader_id,
+                     kafka_error_name(pd->error_code));
+        return false;
+    }
+    if (!still_following(r, s, f))
+        return true;
+    if (pd->diverging_epoch.epoch >= 0 && pd->diverging_epoch.end_offset >= 0) {
+        truncate_diverged(f, s, pd->diverging_epoch.epoch, pd->diverging_epoch.end_offset);
+        return true;
+    }
+    if (pd->records.len > 0 && pd->records.data) {
+        /* The response frame is ours (kept) until freed: appending may
+         * touch the bytes in place. */
+        int64_t appended = append_batches(f, s, (uint8_t *)pd->records.data, (size_t)pd->records.len);
+        pthread_mutex_lock(&r->lock);
+        r->stats.appended_bytes += (uint64_t)(appended > 0 ? appended : 0);
+        pthread_mutex_unlock(&r->lock);
+        if (appended < 0)
+            return false;
+    }
+    int64_t end = partition_log_end_offset(s->log);
+    /* DeleteRecords on the leader moves the followers' log start too. */
+    int64_t start = pd->log_start_offset < end ? pd->log_start_offset : end;
+    if (start > partition_log_start_offset(s->log))
+        partition_log_delete_records_before(s->log, start);
+    int64_t hw = pd->high_watermark < end ? pd->high_watermark : end;
+    int64_t before = partition_log_high_watermark(s->log);
+    if (hw > before && partition_log_update_high_watermark(s->log, hw) != before && r->opts.high_watermark_moved)
+        r->opts.high_watermark_moved(r->opts.high_watermark_ctx, s->log);
+    return true;
+}
+
+/* The follower names itself in replica_id before v15 and in ReplicaState
+ * from v15 (KIP-903); the codec refuses the other field set. */
+static int encode_fetch(struct kafka_writer *w, int16_t version, void *ctx)
+{
+    struct fetch_request req = *(const struct fetch_request *)ctx;
+    int32_t self = req.replica_id;
+    if (version >= 15) {
+        req.replica_id = -1;
+        req.replica_state.replica_id = self;
+        req.replica_state.replica_epoch = -1;
+    } else {
+        fetch_request_replica_state_init(&req.replica_state);
+    }
+    return fetch_request_encode(&req, w, version);
+}
+
+/* One Fetch to the leader for slots[0..n). Returns 0, or -1 to back off. */
+static int fetch_once(struct fetcher *f, struct fetch_slot *slots, int32_t n)
+{
+    struct replication *r = f->r;
+    if (resolve_leader(f) != 0) {
+        logger_debug("replication", "no PLAINTEXT endpoint known for leader %d", f->leader_id);
+        return -1;
+    }
+    struct fetch_request_fetch_topic *topics = calloc((size_t)n, sizeof *topics);
+    struct fetch_request_fetch_partition *parts = calloc((size_t)n, sizeof *parts);
+    if (!topics || !parts) {
+        free(topics);
+        free(parts);
+        return -1;
+    }
+    /* One topic entry per partition: the leader merges consecutive ones. */
+    for (int32_t i = 0; i < n; i++) {
+        fetch_request_fetch_topic_init(&topics[i]);
+        fetch_request_fetch_partition_init(&parts[i]);
+        topics[i].topic = kafka_str_from_cstr(slots[i].topic);
+        if (slots[i].has_topic_id)
+            memcpy(topics[i].topic_id.bytes, slots[i].topic_id, 16);
+        topics[i].partitions = &parts[i];
+        topics[i].partitions_count = 1;
+        parts[i].partition = slots[i].partition;
+        parts[i].current_leader_epoch = slots[i].leader_epoch;
+        parts[i].fetch_offset = slots[i].fetch_offset;
+        parts[i].last_fetched_epoch = partition_log_latest_epoch(slots[i].log);
+        parts[i].log_start_offset = partition_log_start_offset(slots[i].log);
+        parts[i].partition_max_bytes = r->opts.fetch_max_bytes;
+    }
+    struct fetch_request req;
+    fetch_request_init(&req);
+    req.replica_id = r->opts.node_id;
+    req.max_wait_ms = r->opts.fetch_wait_max_ms;
+    req.min_bytes = r->opts.fetch_min_bytes;
+    req.max_bytes = r->opts.fetch_response_max_bytes;
+    req.isolation_level = 0;
+    req.session_id = 0;
+    req.session_epoch = -1; /* no fetch session: every fetch names its partitions */
+    req.topics = topics;
+    req.topics_count = n;
+    req.forgotten_topics_data_count = 0;
+
+    struct call c = {.status = NET_CLIENT_CANCELLED};
+    pthread_mutex_init(&c.mu, NULL);
+    pthread_cond_init(&c.cv, NULL);
+    struct net_client_request nreq = {.node_id = f->leader_id,
+                                      .api_key = FETCH_API_KEY,
+                                      .pinned_version = -1,
+                                      .encode = encode_fetch,
+                                      .encode_ctx = &req,
+                                      .timeout_ms = r->opts.socket_timeout_ms + r->opts.fetch_wait_max_ms,
+                                      .done = fetch_done,
+                                      .ctx = &c};
+    char err[200] = "";
+    pthread_mutex_lock(&r->lock);
+    int rc = r->stopping ? -1 : net_client_send(r->client, &nreq, err, sizeof err);
+    pthread_mutex_unlock(&r->lock);
+    if (rc == 0) {
+        pthread_mutex_lock(&c.mu);
+        while (!c.done)
+            pthread_cond_wait(&c.cv, &c.mu);
+        pthread_mutex_unlock(&c.mu);
+    }
+    free(topics);
+    free(parts);
+    pthread_mutex_destroy(&c.mu);
+    pthread_cond_destroy(&c.cv);
+    if (rc != 0 || c.status != NET_CLIENT_OK || !c.kept) {
+        if (rc == 0 && c.status != NET_CLIENT_CANCELLED)
+            logger_debug("replication", "fetch from leader %d failed: %s %s", f->leader_id,
+                         net_client_status_name(c.status), c.error);
+        if (c.kept)
+            net_client_kept_free(c.kept);
+        pthread_mutex_lock(&r->lock);
+        r->stats.fetch_errors++;
+        pthread_mutex_unlock(&r->lock);
+        return -1;
+    }
+    struct fetch_response *resp = net_client_kept_response(c.kept);
+    bool backoff = resp->error_code != KAFKA_ERR_NONE;
+    if (backoff)
+        logger_debug("replication", "leader %d refused the fetch: %s", f->leader_id,
+                     kafka_error_name(resp->error_code));
+    for (int32_t t = 0; !backoff && t < resp->responses_count; t++) {
+        struct fetch_response_fetchable_topic_response *tr = &resp->responses[t];
+        for (int32_t p = 0; p < tr->partitions_count; p++) {
+            struct fetch_response_partition_data *pd = &tr->partitions[p];
+            for (int32_t i = 0; i < n; i++) {
+                if (same_partition(&slots[i], tr, pd->partition_index, c.version)) {
+                    if (!apply_partition(f, &slots[i], pd))
+                        backoff = true;
+                    break;
+                }
+            }
+        }
+    }
+    net_client_kept_free(c.kept);
+    pthread_mutex_lock(&r->lock);
+    r->stats.fetches++;
+    if (backoff)
+        r->stats.fetch_errors++;
+    pthread_mutex_unlock(&r->lock);
+    return backoff ? -1 : 0;
+}
+
+/* Under the lock: copies of the partitions assigned to f (their logs
+ * retained, their names duplicated). Returns the count, -1 when out of memory. */
+static int32_t snapshot_slots(struct fetcher *f, struct fetch_slot **out)
+{
+    int32_t n = 0;
+    for (struct follower_partition *fp = f->r->followers; fp; fp = fp->next)
+        n += fp->fetcher == f;
+    if (n == 0) {
+        *out = NULL;
+        return 0;
+    }
+    struct fetch_slot *slots = calloc((size_t)n, sizeof *slots);
+    if (!slots)
+        return -1;
+    int32_t i = 0;
+    for (struct follower_partition *fp = f->r->followers; fp; fp = fp->next) {
+        if (fp->fetcher != f)
+            continue;
+        struct fetch_slot *s = &slots[i];
+        if (!(s->topic = strdup(fp->topic)))
+            continue;
+        s->partition = fp->partition;
+        memcpy(s->topic_id, fp->topic_id, 16);
+        s->has_topic_id = fp->has_topic_id;
+        s->leader_epoch = fp->leader_epoch;
+        partition_log_retain(fp->log);
+        s->log = fp->log;
+        i++;
+    }
+    *out = slots;
+    return i;
+}
+
+static void free_slots(struct fetch_slot *slots, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++) {
+        free(slots[i].topic);
+        partition_log_close(slots[i].log);
+    }
+    free(slots);
+}
+
+static void wait_ms_locked(struct fetcher *f, int64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&f->wake, &f->r->lock, &ts);
+}
+
+static void *fetcher_main(void *arg)
+{
+    struct fetcher *f = arg;
+    struct replication *r = f->r;
+    pthread_mutex_lock(&r->lock);
+    while (!r->stopping) {
+        struct fetch_slot *slots = NULL;
+        int32_t n = snapshot_slots(f, &slots);
+        if (n == 0) {
+            free(slots);
+            pthread_cond_wait(&f->wake, &r->lock);
+            continue;
+        }
+        pthread_mutex_unlock(&r->lock);
+        int rc = -1;
+        if (n > 0) {
+            for (int32_t i = 0; i < n; i++)
+                slots[i].fetch_offset = partition_log_end_offset(slots[i].log);
+            rc = fetch_once(f, slots, n);
+            free_slots(slots, n);
+        }
+        pthread_mutex_lock(&r->lock);
+        if (rc != 0 && !r->stopping)
+            wait_ms_locked(f, r->opts.fetch_backoff_ms);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+struct fetcher *replication_fetcher_for(struct replication *r, int32_t leader_id, int32_t index)
+{
+    for (struct fetcher *f = r->fetchers; f; f = f->next)
+        if (f->leader_id == leader_id && f->index == index)
+            return f;
+    struct fetcher *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    f->r = r;
+    f->leader_id = leader_id;
+    f->index = index;
+    pthread_cond_init(&f->wake, NULL);
+    if (pthread_create(&f->thread, NULL, fetcher_main, f) != 0) {
+        pthread_cond_destroy(&f->wake);
+        free(f);
+        return NULL;
+    }
+    f->started = true;
+    f->next = r->fetchers;
+    r->fetchers = f;
+    return f;
+}
+
+void replication_fetchers_join(struct replication *r)
+{
+    while (r->fetchers) {
+        struct fetcher *f = r->fetchers;
+        r->fetchers = f->next;
+        if (f->started)
+            pthread_join(f->thread, NULL);
+        pthread_cond_destroy(&f->wake);
+        free(f);
+    }
+}

@@ -1,0 +1,268 @@
+/* Replication: following partitions (fetchers, see fetcher.c) and, on the
+ * leader, the followers' log end offsets that move the high watermark. */
+#include "replication/replication.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log/partition_log.h"
+#include "net/client.h"
+#include "protocol/generated/errors.h"
+#include "replica/replica_manager.h"
+#include "replication/replication_internal.h"
+#include "util/logger.h"
+
+static uint32_t partition_hash(const char *topic, int32_t partition)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)topic; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return (h ^ (uint32_t)partition) * 16777619u;
+}
+
+/* Under the lock. The link pointing at the follower entry, or at the end. */
+static struct follower_partition **find_follower(struct replication *r, const char *topic, int32_t partition)
+{
+    struct follower_partition **link = &r->followers;
+    while (*link && ((*link)->partition != partition || strcmp((*link)->topic, topic) != 0))
+        link = &(*link)->next;
+    return link;
+}
+
+static struct leader_partition **find_leader(struct replication *r, const char *topic, int32_t partition)
+{
+    struct leader_partition **link = &r->leaders;
+    while (*link && ((*link)->partition != partition || strcmp((*link)->topic, topic) != 0))
+        link = &(*link)->next;
+    return link;
+}
+
+static void free_follower(struct follower_partition *fp)
+{
+    if (!fp)
+        return;
+    partition_log_close(fp->log);
+    free(fp->topic);
+    free(fp);
+}
+
+/* The replica manager's leadership listener: start or stop following. A
+ * follower fetches from its log end; its high watermark waits for the
+ * leader's. */
+static void on_leadership(void *ctx, const char *topic, int32_t partition, bool became_leader, int32_t leader_epoch)
+{
+    struct replication *r = ctx;
+    struct replica_partition_info info;
+    struct partition_log *log = NULL;
+    bool hosted = replica_manager_lookup(r->opts.replicas, topic, partition, &info, &log);
+    bool follow = hosted && !became_leader && info.role == REPLICA_ROLE_FOLLOWER && info.leader_id >= 0 &&
+                  info.leader_id != r->opts.node_id;
+    /* acks=all produces waiting on a partition no longer led here answer now. */
+    if (hosted && !became_leader && r->opts.high_watermark_moved)
+        r->opts.high_watermark_moved(r->opts.high_watermark_ctx, log);
+    struct follower_partition *fresh = follow ? calloc(1, sizeof *fresh) : NULL;
+    if (fresh) {
+        fresh->topic = strdup(topic);
+        fresh->partition = partition;
+        fresh->leader_id = info.leader_id;
+        fresh->leader_epoch = info.leader_epoch;
+        fresh->has_topic_id = partition_log_topic_id(log, fresh->topic_id) == 0;
+        fresh->log = log;
+        log = NULL;
+    }
+    pthread_mutex_lock(&r->lock);
+    struct follower_partition **link = find_follower(r, topic, partition);
+    struct follower_partition *old = *link;
+    if (old)
+        *link = old->next;
+    /* A new epoch starts the followers' bookkeeping over. */
+    struct leader_partition **llink = find_leader(r, topic, partition);
+    struct leader_partition *lp = *llink;
+    if (lp)
+        *llink = lp->next;
+    if (fresh && fresh->topic && !r->stopping) {
+        fresh->fetcher = replication_fetcher_for(
+            r, fresh->leader_id, (int32_t)(partition_hash(topic, partition) % (uint32_t)r->opts.num_fetchers));
+        if (fresh->fetcher) {
+            fresh->next = r->followers;
+            r->followers = fresh;
+            pthread_cond_signal(&fresh->fetcher->wake);
+            logger_info("replication", "%s-%d: following leader %d at epoch %d from offset %lld", topic, partition,
+                        fresh->leader_id, fresh->leader_epoch, (long long)partition_log_end_offset(fresh->log));
+            fresh = NULL;
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (follow && fresh)
+        logger_error("replication", "%s-%d: cannot start following leader %d (out of memory)", topic, partition,
+                     info.leader_id);
+    else if (old && !follow)
+        logger_info("replication", "%s-%d: stopped following (epoch %d)", topic, partition, leader_epoch);
+    free_follower(fresh);
+    free_follower(old);
+    if (lp) {
+        free(lp->topic);
+        free(lp);
+    }
+    if (log)
+        partition_log_close(log);
+}
+
+int replication_start(const struct replication_options *opts, struct replication **out, char *err, size_t errlen)
+{
+    struct replication *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    r->opts = *opts;
+    if (r->opts.num_fetchers < 1)
+        r->opts.num_fetchers = 1;
+    pthread_mutex_init(&r->lock, NULL);
+    struct net_client_config cfg;
+    net_client_config_defaults(&cfg);
+    snprintf(cfg.client_id, sizeof cfg.client_id, "broker-%d-fetcher", opts->node_id);
+    cfg.request_timeout_ms = opts->socket_timeout_ms;
+    cfg.max_in_flight = 1;
+    if ((int64_t)opts->fetch_response_max_bytes + 65536 > cfg.max_response_bytes)
+        cfg.max_response_bytes = (int64_t)opts->fetch_response_max_bytes + 65536;
+    if (net_client_create(&cfg, &r->client, err, errlen) != 0) {
+        pthread_mutex_destroy(&r->lock);
+        free(r);
+        return -1;
+    }
+    r->listener_id = replica_manager_add_leadership_listener(opts->replicas, on_leadership, r);
+    if (r->listener_id < 0) {
+        snprintf(err, errlen, "out of memory");
+        replication_stop(r);
+        return -1;
+    }
+    *out = r;
+    return 0;
+}
+
+void replication_stop(struct replication *r)
+{
+    if (!r)
+        return;
+    if (r->listener_id > 0)
+        replica_manager_remove_leadership_listener(r->opts.replicas, r->listener_id);
+    /* Sends check stopping under the lock, so none reaches the client
+     * after it is destroyed; destroying it cancels the fetch in flight. */
+    pthread_mutex_lock(&r->lock);
+    r->stopping = true;
+    for (struct fetcher *f = r->fetchers; f; f = f->next)
+        pthread_cond_broadcast(&f->wake);
+    pthread_mutex_unlock(&r->lock);
+    net_client_destroy(r->client);
+    replication_fetchers_join(r);
+    while (r->followers) {
+        struct follower_partition *fp = r->followers;
+        r->followers = fp->next;
+        free_follower(fp);
+    }
+    while (r->leaders) {
+        struct leader_partition *lp = r->leaders;
+        r->leaders = lp->next;
+        free(lp->topic);
+        free(lp);
+    }
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+static bool contains(const int32_t *ids, int32_t count, int32_t id)
+{
+    for (int32_t i = 0; i < count && i < REPLICA_INFO_MAX_REPLICAS; i++)
+        if (ids[i] == id)
+            return true;
+    return false;
+}
+
+/* Under the lock: the entry for this epoch, created or reset; NULL when out of memory. */
+static struct leader_partition *leader_entry(struct replication *r, const char *topic, int32_t partition,
+                                             const struct replica_partition_info *info)
+{
+    struct leader_partition *lp = *find_leader(r, topic, partition);
+    if (!lp) {
+        lp = calloc(1, sizeof *lp);
+        if (!lp || !(lp->topic = strdup(topic))) {
+            free(lp);
+            return NULL;
+        }
+        lp->partition = partition;
+        lp->leader_epoch = -2;
+        lp->next = r->leaders;
+        r->leaders = lp;
+    }
+    if (lp->leader_epoch != info->leader_epoch) {
+        lp->leader_epoch = info->leader_epoch;
+        lp->count = 0;
+    }
+    return lp;
+}
+
+static int64_t *follower_leo_slot(struct leader_partition *lp, int32_t replica_id, bool create)
+{
+    for (int32_t i = 0; i < lp->count; i++)
+        if (lp->replica_ids[i] == replica_id)
+            return &lp->log_end_offsets[i];
+    if (!create || lp->count == LEADER_MAX_REPLICAS)
+        return NULL;
+    lp->replica_ids[lp->count] = replica_id;
+    lp->log_end_offsets[lp->count] = -1;
+    return &lp->log_end_offsets[lp->count++];
+}
+
+int16_t replication_follower_fetched(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
+                                     int64_t fetch_offset)
+{
+    struct replica_partition_info info;
+    struct partition_log *log = NULL;
+    if (!replica_manager_lookup(r->opts.replicas, topic, partition, &info, &log))
+        return KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
+    if (info.role != REPLICA_ROLE_LEADER) {
+        partition_log_close(log);
+        return KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
+    }
+    if (replica_id == r->opts.node_id || !contains(info.replicas, info.replica_count, replica_id)) {
+        partition_log_close(log);
+        return KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+    }
+    /* Read before taking the lock: the follower never asks past it. */
+    int64_t leader_end = partition_log_end_offset(log);
+    int64_t hw = leader_end;
+    pthread_mutex_lock(&r->lock);
+    struct leader_partition *lp = leader_entry(r, topic, partition, &info);
+    int64_t *slot = lp ? follower_leo_slot(lp, replica_id, true) : NULL;
+    if (slot)
+        *slot = fetch_offset < leader_end ? fetch_offset : leader_end;
+    /* The smallest log end over the ISR; a member not heard from in this
+     * epoch holds the high watermark where it is. */
+    for (int32_t i = 0; lp && i < info.isr_count && i < REPLICA_INFO_MAX_REPLICAS; i++) {
+        if (info.isr[i] == r->opts.node_id)
+            continue;
+        int64_t *leo = follower_leo_slot(lp, info.isr[i], false);
+        int64_t v = leo ? *leo : -1;
+        if (v < hw)
+            hw = v;
+    }
+    if (!lp)
+        hw = -1;
+    pthread_mutex_unlock(&r->lock);
+    if (hw >= 0 && !partition_log_high_watermark_tracks_end(log)) {
+        int64_t before = partition_log_high_watermark(log);
+        if (partition_log_update_high_watermark(log, hw) != before && r->opts.high_watermark_moved)
+            r->opts.high_watermark_moved(r->opts.high_watermark_ctx, log);
+    }
+    partition_log_close(log);
+    return KAFKA_ERR_NONE;
+}
+
+void replication_stats(struct replication *r, struct replication_stats *out)
+{
+    pthread_mutex_lock(&r->lock);
+    *out = r->stats;
+    pthread_mutex_unlock(&r->lock);
+}

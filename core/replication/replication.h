@@ -1,0 +1,69 @@
+/* Replication of partition logs between brokers (Kafka's ReplicaFetcherThread
+ * and the leader's follower bookkeeping in Partition).
+ *
+ * Follower side: for every hosted partition this broker follows (per the
+ * replica manager's leadership changes), a fetcher thread sends Fetch with
+ * replica_id = this node to the leader's first PLAINTEXT endpoint (from the
+ * metadata image) through the outbound client, and appends what comes back
+ * with LOG_APPEND_REPLICATION, which keeps the leader's offsets, epochs and
+ * producer state. Partitions are spread over num.replica.fetchers fetchers
+ * per leader. A follower's high watermark is min(leader's, own log end).
+ *
+ * Leader side: replication_follower_fetched records a follower's log end
+ * offset (the fetch offset it asks for) and moves the high watermark to the
+ * smallest log end offset over the ISR, the leader's included.
+ *
+ * Thread-safety: every function may be called from any thread; the module
+ * owns its fetcher threads and one net_client. */
+#ifndef CAIRN_REPLICATION_REPLICATION_H
+#define CAIRN_REPLICATION_REPLICATION_H
+#include <stddef.h>
+#include <stdint.h>
+
+struct replica_manager;
+struct metadata_store;
+struct partition_log;
+struct replication;
+
+struct replication_options {
+    struct replica_manager *replicas; /* borrowed; outlives the module */
+    struct metadata_store *metadata;  /* borrowed; for leaders' endpoints */
+    int32_t node_id;
+    int32_t num_fetchers;          /* num.replica.fetchers, per leader */
+    int32_t fetch_max_bytes;       /* replica.fetch.max.bytes (per partition) */
+    int32_t fetch_response_max_bytes; /* replica.fetch.response.max.bytes */
+    int32_t fetch_wait_max_ms;     /* replica.fetch.wait.max.ms */
+    int32_t fetch_min_bytes;       /* replica.fetch.min.bytes */
+    int64_t fetch_backoff_ms;      /* replica.fetch.backoff.ms */
+    int64_t socket_timeout_ms;     /* replica.socket.timeout.ms */
+    /* Called when a partition's high watermark moved (on the leader after a
+     * follower fetch, on a follower after a fetch), so waiting fetches and
+     * acks=all produces look again. May be NULL. */
+    void (*high_watermark_moved)(void *ctx, struct partition_log *log);
+    void *high_watermark_ctx;
+};
+
+/* Starts the outbound client and registers with the replica manager (the
+ * partitions followed now start fetching at once). Returns 0, or -1 with
+ * err filled. */
+int replication_start(const struct replication_options *opts, struct replication **out, char *err, size_t errlen);
+/* Stops the fetchers (a fetch in flight is cancelled) and frees. NULL: no-op. */
+void replication_stop(struct replication *r);
+
+/* On the leader, for a Fetch from replica_id of topic-partition at
+ * fetch_offset: records the follower's log end offset and moves the high
+ * watermark. Returns KAFKA_ERR_NONE, NOT_LEADER_OR_FOLLOWER when this
+ * broker does not lead the partition, or UNKNOWN_TOPIC_OR_PARTITION when
+ * replica_id is not one of its replicas. */
+int16_t replication_follower_fetched(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
+                                     int64_t fetch_offset);
+
+/* Counters for tests and metrics. */
+struct replication_stats {
+    uint64_t fetches;        /* follower fetch responses handled */
+    uint64_t fetch_errors;   /* failed fetches (network or partition errors) */
+    uint64_t appended_bytes; /* bytes appended as follower */
+};
+void replication_stats(struct replication *r, struct replication_stats *out);
+
+#endif

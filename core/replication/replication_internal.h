@@ -1,0 +1,71 @@
+/* Shared between the module (replication.c: registration, leader-side
+ * bookkeeping) and its fetcher threads (fetcher.c). */
+#ifndef CAIRN_REPLICATION_INTERNAL_H
+#define CAIRN_REPLICATION_INTERNAL_H
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "replication/replication.h"
+
+struct net_client;
+
+/* A partition this broker follows. Fields are read and written under the
+ * module's lock; log is the entry's own reference. */
+struct follower_partition {
+    struct follower_partition *next;
+    char *topic;
+    int32_t partition;
+    uint8_t topic_id[16];
+    bool has_topic_id;
+    int32_t leader_id;
+    int32_t leader_epoch;
+    struct partition_log *log;
+    struct fetcher *fetcher;
+};
+
+/* One fetcher thread: fetches the partitions assigned to it from one leader. */
+struct fetcher {
+    struct fetcher *next;
+    struct replication *r;
+    int32_t leader_id;
+    int32_t index; /* 0 .. num_fetchers-1 */
+    pthread_t thread;
+    bool started;
+    pthread_cond_t wake; /* with the module's lock: partitions added, stop */
+    /* The leader's address as last given to the client (fetcher thread only). */
+    char host[256];
+    int port;
+};
+
+/* On a leader: what each follower last asked for, in one leader epoch. */
+#define LEADER_MAX_REPLICAS 32
+struct leader_partition {
+    struct leader_partition *next;
+    char *topic;
+    int32_t partition;
+    int32_t leader_epoch;
+    int32_t count;
+    int32_t replica_ids[LEADER_MAX_REPLICAS];
+    int64_t log_end_offsets[LEADER_MAX_REPLICAS]; /* -1: not fetched yet in this epoch */
+};
+
+struct replication {
+    struct replication_options opts;
+    struct net_client *client;
+    int listener_id;
+    pthread_mutex_t lock; /* guards everything below */
+    bool stopping;
+    struct follower_partition *followers;
+    struct fetcher *fetchers;
+    struct leader_partition *leaders;
+    struct replication_stats stats;
+};
+
+/* Under the lock: the fetcher of (leader_id, index), started if new; NULL
+ * when out of memory or the thread cannot start. */
+struct fetcher *replication_fetcher_for(struct replication *r, int32_t leader_id, int32_t index);
+/* After stopping is set and the client destroyed: joins and frees every fetcher. */
+void replication_fetchers_join(struct replication *r);
+
+#endif

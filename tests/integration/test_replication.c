@@ -1,0 +1,410 @@
+/* Replication between three cairnd processes (process.roles=broker,
+ * controller on one quorum): a topic with replication factor 3 is produced
+ * to by librdkafka (idempotent, acks=all); every follower's copy of the
+ * partition, .log files byte for byte (small segments, so several), equals
+ * the leader's, also after DeleteRecords on the leader removed segments,
+ * and a consumer reads every record left back. With min.insync.replicas=3 and one follower
+ * killed (kill -9), an acks=all produce answers REQUEST_TIMED_OUT and a
+ * consumer does not see its record (above the high watermark); the
+ * follower restarted catches up to a byte-identical copy. A follower whose
+ * log diverged (a batch of an epoch the leader never had) truncates. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "rk_helpers.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define N 3
+#define CLUSTER_ID "UmVwbGljYXRpb25UZXN0MQ"
+
+struct cluster {
+    struct test_broker nodes[N];
+    int controller_ports[N];
+};
+
+static void cluster_start(struct cluster *c)
+{
+    memset(c, 0, sizeof *c);
+    char voters[256] = "";
+    for (int i = 0; i < N; i++) {
+        c->controller_ports[i] = harness_free_port();
+        size_t used = strlen(voters);
+        snprintf(voters + used, sizeof voters - used, "%s%d@127.0.0.1:%d", i ? "," : "", i + 1,
+                 c->controller_ports[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        int port;
+        do {
+            port = harness_free_port();
+        } while (port == c->controller_ports[0] || port == c->controller_ports[1] || port == c->controller_ports[2]);
+        char listeners[160], node_id[32], voters_kv[300];
+        snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port,
+                 c->controller_ports[i]);
+        snprintf(node_id, sizeof node_id, "node.id=%d", i + 1);
+        snprintf(voters_kv, sizeof voters_kv, "controller.quorum.voters=%s", voters);
+        const char *overrides[] = {listeners,
+                                   node_id,
+                                   voters_kv,
+                                   "process.roles=broker,controller",
+                                   "controller.listener.names=CONTROLLER",
+                                   "cluster.id=" CLUSTER_ID,
+                                   "controller.quorum.election.timeout.ms=1000",
+                                   "controller.quorum.fetch.timeout.ms=2000",
+                                   "broker.heartbeat.interval.ms=500",
+                                   "broker.session.timeout.ms=30000",
+                                   "offsets.topic.num.partitions=1",
+                                   "transaction.state.log.num.partitions=1",
+                                   "replica.fetch.backoff.ms=200",
+                                   NULL};
+        broker_spawn_on_port(&c->nodes[i], port, overrides);
+    }
+    for (int i = 0; i < N; i++)
+        broker_wait_ready(&c->nodes[i]);
+}
+
+static void cluster_stop(struct cluster *c)
+{
+    for (int i = 0; i < N; i++) {
+        if (c->nodes[i].pid > 0)
+            broker_stop(&c->nodes[i]);
+        broker_mark_passed(&c->nodes[i]);
+        broker_cleanup(&c->nodes[i]);
+    }
+}
+
+/* Creates topic (one partition, replication factor 3) once a controller
+ * takes it, and returns the partition's leader id. */
+static int32_t create_replicated(struct cluster *c, const char *topic, const char *const *configs)
+{
+    rd_kafka_t *admin = rk_producer_new(broker_bootstrap(&c->nodes[0]), NULL);
+    long long deadline = harness_now_ms() + 60000;
+    char errstr[256] = "";
+    rd_kafka_resp_err_t err;
+    while ((err = rk_create_topic_result(admin, topic, 1, 3, configs, false, errstr, sizeof errstr)) !=
+           RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+            break;
+        if (harness_now_ms() > deadline)
+            fail_msg("CreateTopics %s: %s (%s)", topic, rd_kafka_err2str(err), errstr);
+        usleep(200 * 1000);
+    }
+    int32_t leader = -1;
+    while (leader < 0) {
+        const struct rd_kafka_metadata *md = NULL;
+        if (rd_kafka_metadata(admin, 1, NULL, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            for (int t = 0; t < md->topic_cnt; t++)
+                if (strcmp(md->topics[t].topic, topic) == 0 && md->topics[t].partition_cnt == 1 &&
+                    md->topics[t].partitions[0].replica_cnt == 3)
+                    leader = md->topics[t].partitions[0].leader;
+            rd_kafka_metadata_destroy(md);
+        }
+        if (leader < 0 && harness_now_ms() > deadline)
+            fail_msg("no leader for %s", topic);
+        if (leader < 0)
+            usleep(200 * 1000);
+    }
+    rk_producer_destroy(admin);
+    assert_true(leader >= 1 && leader <= N);
+    return leader;
+}
+
+static char *read_whole(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc(n > 0 ? (size_t)n : 1);
+    if (buf && n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = (size_t)(n > 0 ? n : 0);
+    return buf;
+}
+
+/* Whether every .log file in from_dir is in to_dir with the same bytes
+ * (why is filled when not); files counts them. */
+static bool logs_found_in(const char *from_dir, const char *to_dir, int *files, char *why, size_t whylen)
+{
+    DIR *d = opendir(from_dir);
+    if (!d) {
+        snprintf(why, whylen, "no %.700s", from_dir);
+        return false;
+    }
+    bool same = true;
+    struct dirent *e;
+    while (same && (e = readdir(d))) {
+        size_t nl = strlen(e->d_name);
+        if (nl < 5 || strcmp(e->d_name + nl - 4, ".log") != 0)
+            continue;
+        (*files)++;
+        char fp[1024], tp[1024];
+        snprintf(fp, sizeof fp, "%s/%s", from_dir, e->d_name);
+        snprintf(tp, sizeof tp, "%s/%s", to_dir, e->d_name);
+        size_t flen = 0, tlen = 0;
+        char *fb = read_whole(fp, &flen), *tb = read_whole(tp, &tlen);
+        same = fb && tb && flen == tlen && memcmp(fb, tb, flen) == 0;
+        if (!same)
+            snprintf(why, whylen, "%.300s: %zu bytes in %.300s, %zu bytes%s in %.300s", e->d_name, flen, from_dir,
+                     tlen, tb ? "" : " (missing)", to_dir);
+        free(fb);
+        free(tb);
+    }
+    closedir(d);
+    return same;
+}
+
+/* Whether node's .log files of dir are the leader's: the same names, byte
+ * for byte. */
+static bool same_logs(const struct test_broker *leader, const struct test_broker *node, const char *dir, char *why,
+                      size_t whylen)
+{
+    char ldir[700], ndir[700];
+    snprintf(ldir, sizeof ldir, "%s/%s", leader->data_dir, dir);
+    snprintf(ndir, sizeof ndir, "%s/%s", node->data_dir, dir);
+    int leader_files = 0, node_files = 0;
+    if (!logs_found_in(ldir, ndir, &leader_files, why, whylen) || !logs_found_in(ndir, ldir, &node_files, why, whylen))
+        return false;
+    if (leader_files == 0) {
+        snprintf(why, whylen, "no .log file in %.680s", ldir);
+        return false;
+    }
+    return true;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+/* Makes a stopped follower's log diverge: a copy of its last batch, at the
+ * next offsets and in leader epoch 7 (which the leader never had), is
+ * appended to its newest segment. partitionLeaderEpoch and baseOffset lie
+ * outside the batch CRC, so recovery takes the batch as valid. */
+static void forge_diverging_batch(const struct test_broker *b, const char *dir)
+{
+    char path[700], newest[256] = "";
+    snprintf(path, sizeof path, "%s/%s", b->data_dir, dir);
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t nl = strlen(e->d_name);
+        if (nl > 4 && strcmp(e->d_name + nl - 4, ".log") == 0 && strcmp(e->d_name, newest) > 0)
+            snprintf(newest, sizeof newest, "%s", e->d_name);
+    }
+    closedir(d);
+    assert_true(newest[0]);
+    char file[1000];
+    snprintf(file, sizeof file, "%s/%s", path, newest);
+    size_t len = 0;
+    uint8_t *data = (uint8_t *)read_whole(file, &len);
+    assert_non_null(data);
+    size_t pos = 0, last = 0;
+    while (pos + 12 <= len) {
+        last = pos;
+        pos += 12 + get_be32(data + pos + 8);
+    }
+    assert_int_equal(pos, len);
+    size_t size = len - last;
+    uint8_t *copy = malloc(size);
+    assert_non_null(copy);
+    memcpy(copy, data + last, size);
+    uint64_t base = 0;
+    for (int i = 0; i < 8; i++)
+        base = base << 8 | copy[i];
+    base += get_be32(copy + 23) + 1; /* lastOffsetDelta + 1 */
+    for (int i = 7; i >= 0; i--, base >>= 8)
+        copy[i] = (uint8_t)base;
+    put_be32(copy + 12, 7); /* partitionLeaderEpoch */
+    FILE *f = fopen(file, "ab");
+    assert_non_null(f);
+    assert_int_equal(fwrite(copy, 1, size, f), size);
+    fclose(f);
+    free(copy);
+    free(data);
+}
+
+static int count_logs(const struct test_broker *b, const char *dir)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", b->data_dir, dir);
+    DIR *d = opendir(path);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t nl = strlen(e->d_name);
+        n += nl > 4 && strcmp(e->d_name + nl - 4, ".log") == 0;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void wait_identical(struct cluster *c, int32_t leader, const char *dir, int timeout_ms)
+{
+    long long deadline = harness_now_ms() + timeout_ms;
+    for (int i = 0; i < N; i++) {
+        if (i + 1 == leader)
+            continue;
+        char why[1400] = "";
+        while (!same_logs(&c->nodes[leader - 1], &c->nodes[i], dir, why, sizeof why)) {
+            if (harness_now_ms() > deadline) {
+                broker_print_log_tail(&c->nodes[i], 40);
+                fail_msg("node %d's copy of %s differs from leader %d's: %s", i + 1, dir, leader, why);
+            }
+            usleep(200 * 1000);
+        }
+    }
+}
+
+#define RECORDS 3000
+
+static void test_followers_copy_the_leader(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_start(&c);
+    /* Small segments: the followers roll where the leader does. */
+    const char *configs[] = {"segment.bytes", "16384", NULL};
+    int32_t leader = create_replicated(&c, "repl", configs);
+    const char *conf[] = {"enable.idempotence", "true", "acks", "all", "linger.ms", "5", "batch.size", "8000", NULL};
+    rd_kafka_t *p = rk_producer_new(broker_bootstrap(&c.nodes[0]), conf);
+    for (int m = 0; m < RECORDS; m++) {
+        char key[32], value[64];
+        int kn = snprintf(key, sizeof key, "k%d", m % 17);
+        int vn = snprintf(value, sizeof value, "replicated-%d", m);
+        assert_int_equal(rk_produce_blocking(p, "repl", 0, key, (size_t)kn, value, (size_t)vn, 0, NULL, NULL), 0);
+    }
+    rd_kafka_flush(p, 60000);
+    struct rk_delivery_stats *stats = rk_producer_stats(p);
+    if (stats->failed)
+        fail_msg("%ld deliveries failed: %s", stats->failed, stats->first_error_text);
+    assert_int_equal(stats->delivered, RECORDS);
+    rk_producer_destroy(p);
+
+    wait_identical(&c, leader, "repl-0", 30000);
+    int segments = count_logs(&c.nodes[leader - 1], "repl-0");
+    assert_true(segments > 3);
+
+    /* DeleteRecords on the leader: the followers drop the same segments. */
+    rd_kafka_t *admin = rk_producer_new(broker_bootstrap(&c.nodes[leader - 1]), NULL);
+    int64_t low = -1;
+    assert_int_equal(rk_delete_records(admin, "repl", RECORDS / 2, &low), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(low, RECORDS / 2);
+    rk_producer_destroy(admin);
+    assert_true(count_logs(&c.nodes[leader - 1], "repl-0") < segments);
+    wait_identical(&c, leader, "repl-0", 30000);
+
+    long want[1] = {RECORDS / 2};
+    struct rk_record_set set = {0};
+    assert_int_equal(rk_consume_all(broker_bootstrap(&c.nodes[leader - 1]), "repl", 1, want, 30000, &set),
+                     RECORDS / 2);
+    assert_int_equal(set.records[0].offset, RECORDS / 2);
+    for (size_t i = 0; i < set.count; i++) {
+        char expect[64];
+        snprintf(expect, sizeof expect, "replicated-%lld", (long long)set.records[i].offset);
+        assert_int_equal(set.records[i].value_len, strlen(expect));
+        assert_memory_equal(set.records[i].value, expect, strlen(expect));
+    }
+    rk_record_set_free(&set);
+    cluster_stop(&c);
+}
+
+static void produce_acked(const char *bootstrap, const char *topic, int count)
+{
+    const char *conf[] = {"enable.idempotence", "true", "acks", "all", NULL};
+    rd_kafka_t *p = rk_producer_new(bootstrap, conf);
+    for (int m = 0; m < count; m++) {
+        char value[64];
+        int vn = snprintf(value, sizeof value, "strict-%d", m);
+        assert_int_equal(rk_produce_blocking(p, topic, 0, NULL, 0, value, (size_t)vn, 0, NULL, NULL), 0);
+    }
+    rd_kafka_flush(p, 60000);
+    struct rk_delivery_stats *stats = rk_producer_stats(p);
+    if (stats->failed)
+        fail_msg("%ld deliveries failed: %s", stats->failed, stats->first_error_text);
+    assert_int_equal(stats->delivered, count);
+    rk_producer_destroy(p);
+}
+
+/* min.insync.replicas=3 and a follower down (the ISR still names it):
+ * acks=all cannot be satisfied, so the leader answers REQUEST_TIMED_OUT
+ * after the request's timeout. The follower restarted catches up. */
+static void test_acks_all_waits_for_every_replica(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_start(&c);
+    const char *configs[] = {"min.insync.replicas", "3", NULL};
+    int32_t leader = create_replicated(&c, "strict", configs);
+    const char *bootstrap = broker_bootstrap(&c.nodes[leader - 1]);
+    produce_acked(bootstrap, "strict", 500);
+    wait_identical(&c, leader, "strict-0", 30000);
+
+    int follower = leader % N + 1;
+    broker_kill9(&c.nodes[follower - 1]);
+    const char *conf[] = {"enable.idempotence", "false", "acks", "all", "retries", "0", "request.timeout.ms", "2000",
+                          "message.timeout.ms", "30000", NULL};
+    rd_kafka_t *p = rk_producer_new(bootstrap, conf);
+    long long started = harness_now_ms();
+    assert_int_equal(rk_produce_one_delivered(p, "strict"), RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT);
+    assert_true(harness_now_ms() - started >= 1500); /* it waited for the request's timeout */
+    rk_producer_destroy(p);
+    /* The timed-out record is in the leader's log but above the high
+     * watermark: a consumer sees the 500 before it only. */
+    long held[1] = {500};
+    struct rk_record_set before = {0};
+    assert_int_equal(rk_consume_all(bootstrap, "strict", 1, held, 30000, &before), 500);
+    rk_record_set_free(&before);
+
+    broker_restart(&c.nodes[follower - 1]);
+    wait_identical(&c, leader, "strict-0", 60000);
+    produce_acked(bootstrap, "strict", 100);
+    wait_identical(&c, leader, "strict-0", 30000);
+    /* 500 + the timed-out record (appended on the leader, replicated) + 100. */
+    long want[1] = {601};
+    struct rk_record_set set = {0};
+    assert_int_equal(rk_consume_all(bootstrap, "strict", 1, want, 30000, &set), 601);
+    rk_record_set_free(&set);
+
+    /* A follower whose log holds records the leader never had (epoch 7):
+     * the leader names the divergence in its fetch answer and the
+     * follower truncates back to the leader's log. */
+    broker_kill9(&c.nodes[follower - 1]);
+    forge_diverging_batch(&c.nodes[follower - 1], "strict-0");
+    broker_restart(&c.nodes[follower - 1]);
+    wait_identical(&c, leader, "strict-0", 60000);
+    assert_true(broker_log_contains(&c.nodes[follower - 1], "log diverged from leader"));
+    cluster_stop(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_followers_copy_the_leader),
+        cmocka_unit_test(test_acks_all_waits_for_every_replica),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

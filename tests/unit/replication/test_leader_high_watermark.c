@@ -1,0 +1,227 @@
+/* The leader's side of replication on a real replica manager and real
+ * logs: a follower's fetch offset is its log end, and the high watermark
+ * is the smallest log end over the ISR (the leader's included); a replica
+ * outside the ISR does not hold it, a broker that is no replica is
+ * refused, a follower not heard from in a new leader epoch holds it, and a
+ * partition this broker follows is not led here. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config/config.h"
+#include "log/partition_log.h"
+#include "metadata/metadata_builder.h"
+#include "protocol/generated/errors.h"
+#include "protocol/record_batch.h"
+#include "replica/replica_manager.h"
+#include "replication/replication.h"
+
+#define SELF 1
+
+struct fixture {
+    char dir[64];
+    struct broker_config *config;
+    struct log_manager *logs;
+    struct replica_manager *rm;
+    struct replication *repl;
+    const struct metadata_image *image;
+    int moved; /* high_watermark_moved calls */
+};
+
+static void on_moved(void *ctx, struct partition_log *log)
+{
+    (void)log;
+    ((struct fixture *)ctx)->moved++;
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/cairn-replication-XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    char err[256];
+    if (config_build(NULL, NULL, 0, &f->config, err, sizeof err) != 0)
+        return -1;
+    struct log_manager_config mcfg;
+    log_manager_config_defaults(&mcfg);
+    mcfg.background_thread = false;
+    struct log_config defaults;
+    replica_log_config(f->config, NULL, &defaults);
+    const char *dirs[] = {f->dir};
+    if (log_manager_open(dirs, 1, &defaults, &mcfg, &f->logs, err, sizeof err) != 0)
+        return -1;
+    struct replica_manager_options opts = {.logs = f->logs, .config = f->config, .node_id = SELF};
+    if (replica_manager_create(&opts, &f->rm) != 0)
+        return -1;
+    struct replication_options ropts = {.replicas = f->rm,
+                                        .node_id = SELF,
+                                        .num_fetchers = 1,
+                                        .fetch_max_bytes = 1048576,
+                                        .fetch_response_max_bytes = 10485760,
+                                        .fetch_wait_max_ms = 500,
+                                        .fetch_min_bytes = 1,
+                                        .fetch_backoff_ms = 1000,
+                                        .socket_timeout_ms = 30000,
+                                        .high_watermark_moved = on_moved,
+                                        .high_watermark_ctx = f};
+    if (replication_start(&ropts, &f->repl, err, sizeof err) != 0)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    replication_stop(f->repl);
+    replica_manager_destroy(f->rm);
+    log_manager_close(f->logs, true);
+    if (f->image)
+        metadata_image_release(f->image);
+    config_free(f->config);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    assert_int_equal(system(cmd), 0);
+    free(f);
+    return 0;
+}
+
+static const struct kafka_uuid TOPIC = {{0xc3, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}};
+
+static void set_partition(struct metadata_builder *b, int32_t index, int32_t leader, int32_t epoch,
+                          const int32_t *replicas, int32_t replica_count, const int32_t *isr, int32_t isr_count)
+{
+    struct metadata_partition p = {
+        .present = true,
+        .partition_index = index,
+        .leader = leader,
+        .leader_epoch = epoch,
+        .partition_epoch = epoch,
+        .replicas = (int32_t *)replicas,
+        .replica_count = replica_count,
+        .isr = (int32_t *)isr,
+        .isr_count = isr_count,
+    };
+    char err[128];
+    assert_int_equal(metadata_builder_set_partition(b, &TOPIC, &p, err, sizeof err), 0);
+}
+
+/* t-0: led here at epoch, replicas 1,2,3 all in sync. t-1: led here,
+ * replica 3 out of the ISR. t-2: led by 2, followed here. */
+static struct metadata_image *image_at(int32_t epoch)
+{
+    struct metadata_builder *b = metadata_builder_new(NULL);
+    char err[128];
+    assert_int_equal(metadata_builder_add_topic(b, "t", 1, &TOPIC, err, sizeof err), 0);
+    int32_t all[] = {SELF, 2, 3};
+    set_partition(b, 0, SELF, epoch, all, 3, all, 3);
+    set_partition(b, 1, SELF, epoch, all, 3, (int32_t[]){SELF, 2}, 2);
+    set_partition(b, 2, 2, epoch, (int32_t[]){2, SELF}, 2, (int32_t[]){2, SELF}, 2);
+    return metadata_builder_finish(b, 1);
+}
+
+static void apply(struct fixture *f, struct metadata_image *next)
+{
+    assert_non_null(next);
+    replica_manager_on_metadata(f->rm, f->image, next);
+    if (f->image)
+        metadata_image_release(f->image);
+    f->image = next;
+}
+
+static struct partition_log *log_of(struct fixture *f, int32_t partition)
+{
+    struct partition_log *log = NULL;
+    assert_true(replica_manager_lookup(f->rm, "t", partition, NULL, &log));
+    return log;
+}
+
+static void append_records(struct partition_log *log, int count)
+{
+    struct record_batch_builder bb;
+    record_batch_builder_init(&bb, 1000);
+    for (int i = 0; i < count; i++)
+        record_batch_builder_add(&bb, 1000 + i, "k", 1, "v", 1, NULL, 0);
+    uint8_t *batch;
+    size_t len;
+    assert_int_equal(record_batch_builder_finish(&bb, &batch, &len), 0);
+    struct log_append_result res;
+    assert_int_equal(partition_log_append(log, batch, len, 0, &res), KAFKA_ERR_NONE);
+    free(batch);
+}
+
+static void test_high_watermark_is_the_smallest_isr_log_end(void **state)
+{
+    struct fixture *f = *state;
+    apply(f, image_at(0));
+    struct partition_log *log = log_of(f, 0);
+    int moved = f->moved; /* t-2, followed here, woke its waiters at the apply */
+    append_records(log, 10);
+    assert_int_equal(partition_log_end_offset(log), 10);
+    /* Followers in the ISR hold it until they have the records. */
+    assert_int_equal(partition_log_high_watermark(log), 0);
+
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 2, 10), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_high_watermark(log), 0); /* 3 not heard from yet */
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 3, 4), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_high_watermark(log), 4);
+    assert_int_equal(f->moved, moved + 1);
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 3, 10), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_high_watermark(log), 10);
+    assert_int_equal(f->moved, moved + 2);
+    /* A fetch offset past the leader's end counts as its end. */
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 2, 99), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_high_watermark(log), 10);
+
+    /* No replica: refused, and it moves nothing. */
+    append_records(log, 5);
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 7, 15), KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    assert_int_equal(partition_log_high_watermark(log), 10);
+
+    /* A new leader epoch: followers must be heard from again. */
+    apply(f, image_at(1));
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 2, 15), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_high_watermark(log), 10);
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 3, 15), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_high_watermark(log), 15);
+    partition_log_close(log);
+}
+
+static void test_replica_outside_the_isr_does_not_hold_it(void **state)
+{
+    struct fixture *f = *state;
+    apply(f, image_at(0));
+    struct partition_log *log = log_of(f, 1);
+    append_records(log, 8);
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 1, 3, 0), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_high_watermark(log), 0);
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 1, 2, 8), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_high_watermark(log), 8);
+    partition_log_close(log);
+}
+
+static void test_a_followed_partition_is_not_led_here(void **state)
+{
+    struct fixture *f = *state;
+    apply(f, image_at(0));
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 2, 2, 0), KAFKA_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 9, 2, 0), KAFKA_ERR_NOT_LEADER_OR_FOLLOWER);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_high_watermark_is_the_smallest_isr_log_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replica_outside_the_isr_does_not_hold_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_followed_partition_is_not_led_here, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
