@@ -148,8 +148,11 @@ static void *producer_main(void *arg)
                 break;
             }
             seq++;
-            int64_t due_us = start_us + seq * interval_us, now_us = chaos_now_ms() * 1000;
-            rd_kafka_poll(rk, due_us > now_us ? (int)((due_us - now_us) / 1000) : 0);
+            /* poll returns early when it served a callback: wait out the rest. */
+            int64_t due_ms = (start_us + seq * interval_us) / 1000, now;
+            rd_kafka_poll(rk, 0);
+            while ((now = chaos_now_ms()) < due_ms && !atomic_load(&w->stop_producers))
+                rd_kafka_poll(rk, (int)(due_ms - now));
         }
         /* What was handed over gets until message.timeout.ms to be acknowledged. */
         int flush_ms = atomic_load(&p->fatal) ? 1000 : w->o->message_timeout_ms + 5000;
