@@ -9,6 +9,11 @@
 run="$repo/tools/chaos/chaos-run"
 seed=3 seconds=60
 
+# The commands docs/operations.md shows are the ones run here.
+for cmd in "tools/chaos/chaos-run --plan-only --seed $seed --seconds $seconds" \
+           "tools/chaos/chaos-run --seed $seed --seconds $seconds --rf 1 --producers 2 --rate 30"; do
+    grep -qxF "\$ $cmd" "$repo/docs/operations.md" || fail "docs/operations.md does not show '$cmd'"
+done
 plan="$("$run" --plan-only --seed "$seed" --seconds "$seconds")"
 contains "$plan" " kill " "the schedule of seed $seed"
 contains "$plan" " pause " "the schedule of seed $seed"

@@ -27,7 +27,7 @@ struct chaos_work_opts {
     int seconds;             /* how long the producers produce */
     int producers;           /* producer threads */
     int rate;                /* records per second, per producer */
-    int drain_seconds;       /* after the producers stop: flush, then read until idle this long */
+    int drain_seconds;       /* after the producers stop: the group reads until caught up, or idle this long */
     int max_drain_seconds;   /* hard bound on the whole drain */
     int message_timeout_ms;  /* librdkafka message.timeout.ms */
 };

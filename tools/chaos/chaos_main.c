@@ -71,7 +71,7 @@ static const char usage[] =
     "usage: cairn-chaos plan  --seed N --seconds S [--nodes 3] [--faults kill,pause]\n"
     "                         [--session-ms 9000] [--tail-ms 15000]\n"
     "       cairn-chaos work  --bootstrap B --topic T --out DIR [--seconds 60] [--producers 2]\n"
-    "                         [--rate 100] [--group G] [--drain-seconds 20] [--max-drain-seconds 180]\n"
+    "                         [--rate 100] [--group G] [--drain-seconds 60] [--max-drain-seconds 180]\n"
     "                         [--message-timeout-ms 120000]\n"
     "       cairn-chaos read  --bootstrap B --topic T --out FILE [--timeout-seconds 120]\n"
     "       cairn-chaos check --acked FILE --read FILE [--examples 10]\n";
@@ -98,7 +98,7 @@ int main(int argc, char **argv)
     uint64_t seed = 1;
     int seconds = 60, nodes = 3, session_ms = 9000, tail_ms = 15000, examples = 10, timeout_s = 120;
     const char *faults = "kill,pause", *acked = NULL, *read = NULL;
-    struct chaos_work_opts w = {.group = "cairn-chaos", .producers = 2, .rate = 100, .drain_seconds = 20,
+    struct chaos_work_opts w = {.group = "cairn-chaos", .producers = 2, .rate = 100, .drain_seconds = 60,
                                 .max_drain_seconds = 180, .message_timeout_ms = 120000};
     int c;
     optind = 2;

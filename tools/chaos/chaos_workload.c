@@ -268,10 +268,17 @@ int chaos_work(const struct chaos_work_opts *o)
     for (int i = 0; i < o->producers; i++)
         pthread_join(ps[i].thread, NULL);
     free(ps);
-    /* The group reads on until it has been idle for drain_seconds. */
+    /* The group reads on until it has read as many records as were
+     * acknowledged and then 3 s more (a late duplicate shows too), or has
+     * been idle for drain_seconds; never past max_drain_seconds. */
     int64_t drain_end = chaos_now_ms() + (int64_t)o->max_drain_seconds * 1000;
-    while (chaos_now_ms() < drain_end && chaos_now_ms() - atomic_load(&w.last_read_ms) < o->drain_seconds * 1000LL)
+    for (;;) {
+        int64_t now = chaos_now_ms(), idle = now - atomic_load(&w.last_read_ms);
+        int caught_up = atomic_load(&w.read_count) >= atomic_load(&w.acked_count);
+        if (now >= drain_end || idle >= o->drain_seconds * 1000LL || (caught_up && idle >= 3000))
+            break;
         sleep(1);
+    }
     atomic_store(&w.stop_consumer, 1);
     pthread_join(consumer, NULL);
     fclose(w.acked.f);
