@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 struct shared_log {
@@ -38,7 +39,8 @@ struct producer {
 static void log_line(struct shared_log *l, const char *line)
 {
     pthread_mutex_lock(&l->lock);
-    fputs(line, l->f);
+    if (l->f)
+        fputs(line, l->f);
     pthread_mutex_unlock(&l->lock);
 }
 
@@ -280,9 +282,19 @@ int chaos_work(const struct chaos_work_opts *o)
         sleep(1);
     }
     atomic_store(&w.stop_consumer, 1);
-    pthread_join(consumer, NULL);
-    fclose(w.acked.f);
+    /* Leaving the group needs its coordinator; when none answers, the
+     * close would wait for ever. The consumer writes nothing once its loop
+     * has seen the stop, so the logs can be closed without it. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 30;
+    if (pthread_timedjoin_np(consumer, NULL, &until) != 0)
+        chaos_log("the consumer did not leave its group within 30 s (no coordinator answers); leaving it");
+    pthread_mutex_lock(&w.read.lock);
     fclose(w.read.f);
+    w.read.f = NULL;
+    pthread_mutex_unlock(&w.read.lock);
+    fclose(w.acked.f);
     chaos_log("workload done: %lld acknowledged, %lld not acknowledged, %lld read by the group",
               (long long)atomic_load(&w.acked_count), (long long)atomic_load(&w.failed_count),
               (long long)atomic_load(&w.read_count));
