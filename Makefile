@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 # ctest jobs; tests that assert time bounds run alone (tests/CMakeLists.txt)
 TEST_JOBS ?= 2
 
-.PHONY: all deps client-deps test-clients build run test test-unit test-integration test-asan fuzz bench bench-txn conformance sim clean
+.PHONY: all deps client-deps test-clients build run test test-unit test-integration test-asan fuzz bench bench-txn conformance sim chaos clean
 
 all: build
 
@@ -96,6 +96,16 @@ bench-rebalance: build
 .PHONY: bench-hostile
 bench-hostile: build
 	tools/hostile-bench --cairnd $(BUILD)/core/server/cairnd --bench $(BUILD)/tools/bench/cairn-bench $(HOSTILE_ARGS)
+
+# A chaos run of SECONDS on a local 3-node cluster: kill -9 and SIGSTOP
+# faults from a seed (SEED, else a new one; printed), an idempotent acks=all
+# workload, then the checker (docs/operations.md, "Chaos runs").
+# RF=3 for replication factor 3; CHAOS_ARGS="--keep --rate 100" etc.
+SECONDS ?= 300
+RF ?= 1
+SEED ?=
+chaos: build
+	tools/chaos/chaos-run --seconds $(SECONDS) --rf $(RF) $(if $(SEED),--seed $(SEED)) $(CHAOS_ARGS)
 
 conformance: build
 	tools/conformance/run.sh --cairnd $(BUILD)/core/server/cairnd
