@@ -9,8 +9,8 @@
  * The high watermark lives in the partition log; this layer decides who
  * moves it. A leader whose ISR is itself alone lets the log track its end
  * (every append is at once "replicated"); any other partition holds it,
- * and replication (later: a follower fetcher, the leader's ISR bookkeeping)
- * moves it with replica_manager_update_high_watermark.
+ * and replication (core/replication: the follower fetchers, the leader's
+ * ISR bookkeeping) moves it.
  *
  * Thread-safety: every function may be called from any thread. Metadata
  * changes are applied one at a time (the store calls its listeners under

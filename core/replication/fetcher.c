@@ -167,6 +167,13 @@ static void truncate_diverged(struct fetcher *f, struct fetch_slot *s, int32_t e
 static bool apply_partition(struct fetcher *f, struct fetch_slot *s, struct fetch_response_partition_data *pd)
 {
     struct replication *r = f->r;
+    if (pd->error_code == KAFKA_ERR_OFFSET_OUT_OF_RANGE) {
+        /* Not resolved here (a follower behind the leader's log start, say
+         * after its data was wiped): it keeps backing off, visibly. */
+        logger_warn("replication", "%s-%d: leader %d has no offset %lld (its log starts at %lld)", s->topic,
+                    s->partition, f->leader_id, (long long)s->fetch_offset, (long long)pd->log_start_offset);
+        return false;
+    }
     if (pd->error_code != KAFKA_ERR_NONE) {
         logger_debug("replication", "%s-%d: leader %d answered %s", s->topic, s->partition, f->leader_id,
                      kafka_error_name(pd->error_code));
