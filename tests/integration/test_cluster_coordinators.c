@@ -198,6 +198,23 @@ static struct call_slot wait_topic(struct cluster *c, int node, const char *topi
     }
 }
 
+#define ALL_BROKERS ((1u << 1) | (1u << 2) | (1u << 3))
+
+/* Waits until every node's Metadata lists the three brokers (registered
+ * and unfenced), so a topic created next is spread over all of them. */
+static void wait_all_brokers(struct cluster *c, int timeout_ms)
+{
+    long long deadline = harness_now_ms() + timeout_ms;
+    for (int node = 1; node <= N; node++) {
+        struct call_slot s;
+        while (!metadata(c, node, NULL, &s) || s.brokers != ALL_BROKERS) {
+            if (harness_now_ms() > deadline)
+                fail_msg("node %d lists brokers 0x%x, not all three", node, s.brokers);
+            usleep(100 * 1000);
+        }
+    }
+}
+
 /* The controller all nodes name, once they agree. */
 static int32_t agreed_controller(struct cluster *c, int timeout_ms)
 {
@@ -414,6 +431,7 @@ static void test_find_coordinator_from_every_broker(void **state)
 
     /* A consumer group bootstrapped on a broker that does not coordinate
      * it: joins, reads every record, commits, and the commit reads back. */
+    wait_all_brokers(&c, 30000);
     int32_t leader = agreed_controller(&c, 30000);
     assert_int_equal(create_topic(&c, leader, "grp", 3), KAFKA_ERR_NONE);
     for (int node = 1; node <= N; node++)
@@ -544,6 +562,7 @@ static void test_transaction_across_brokers(void **state)
     (void)state;
     struct cluster c;
     cluster_start(&c);
+    wait_all_brokers(&c, 30000);
     int32_t leader = agreed_controller(&c, 30000);
     assert_int_equal(create_topic(&c, leader, TXN_TOPIC, TXN_PARTITIONS), KAFKA_ERR_NONE);
     struct call_slot view = wait_topic(&c, 1, TXN_TOPIC, TXN_PARTITIONS, 20000);
