@@ -44,6 +44,32 @@ static void free_marker_parts(struct txn_marker_partition *parts, size_t count)
     free(parts);
 }
 
+static bool marker_written(int16_t code)
+{
+    /* A partition that is gone needs no marker (Kafka treats it so). */
+    return code == KAFKA_ERR_NONE || code == KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+}
+
+/* Kafka resends only the markers still missing: the partitions written
+ * leave the entry's pending list. The Prepare record keeps them all, so a
+ * reload resends every one, which a partition takes as a no-op. Caller
+ * holds the lock. */
+static void drop_written_parts(struct txn_entry *e, const struct txn_marker_partition *parts, size_t count)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < e->part_count; i++) {
+        bool written = false;
+        for (size_t j = 0; j < count && !written; j++)
+            written = marker_written(parts[j].error_code) && parts[j].partition == e->parts[i].partition &&
+                      strcmp(parts[j].topic, e->parts[i].topic) == 0;
+        if (written)
+            free(e->parts[i].topic);
+        else
+            e->parts[kept++] = e->parts[i];
+    }
+    e->part_count = kept;
+}
+
 /* Writes the Complete record once every marker is in. Caller holds the lock. */
 static bool finish(struct txn_coordinator *c, struct txn_entry *e)
 {
@@ -111,13 +137,14 @@ int txn_coordinator_complete_pending(struct txn_coordinator *c)
         pthread_cond_broadcast(&c->marker_done);
         bool all = true;
         for (size_t i = 0; i < count; i++)
-            all &= parts[i].error_code == KAFKA_ERR_NONE || parts[i].error_code == KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            all &= marker_written(parts[i].error_code);
         if (rc == KAFKA_ERR_NONE || all) {
             if (finish(c, e))
                 completed++;
         } else {
-            logger_warn("txn", "%s: %s markers not all written (error %d); will retry", e->transactional_id,
-                        commit ? "commit" : "abort", (int)rc);
+            drop_written_parts(e, parts, count);
+            logger_warn("txn", "%s: %s markers of %zu partition(s) not written yet (error %d); will retry",
+                        e->transactional_id, commit ? "commit" : "abort", e->part_count, (int)rc);
         }
         free_marker_parts(parts, count);
     }

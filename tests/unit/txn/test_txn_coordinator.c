@@ -31,6 +31,7 @@ struct recorder {
     struct marker_call calls[MAX_CALLS];
     int count;
     bool fail;
+    char fail_only[64]; /* "topic-partition": only that one fails (recorded) */
 };
 
 static int16_t record_markers(void *ctx, int64_t producer_id, int16_t producer_epoch, int32_t coordinator_epoch,
@@ -44,6 +45,13 @@ static int16_t record_markers(void *ctx, int64_t producer_id, int16_t producer_e
         return KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
     }
     assert_true(r->count < MAX_CALLS);
+    int16_t result = KAFKA_ERR_NONE;
+    for (size_t i = 0; r->fail_only[0] && i < count; i++) {
+        char name[80];
+        snprintf(name, sizeof name, "%s-%d", parts[i].topic, (int)parts[i].partition);
+        if (strcmp(name, r->fail_only) == 0)
+            parts[i].error_code = result = KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
+    }
     struct marker_call *c = &r->calls[r->count++];
     c->producer_id = producer_id;
     c->epoch = producer_epoch;
@@ -51,7 +59,7 @@ static int16_t record_markers(void *ctx, int64_t producer_id, int16_t producer_e
     c->count = count;
     for (size_t i = 0; i < count && i < 8; i++)
         snprintf(c->parts[i], sizeof c->parts[i], "%s-%d", parts[i].topic, (int)parts[i].partition);
-    return KAFKA_ERR_NONE;
+    return result;
 }
 
 static const struct txn_marker_ops recorder_ops = {.write_markers = record_markers};
@@ -319,6 +327,32 @@ static void test_failed_markers_are_retried(void **state)
     assert_int_equal(state_of(f, "r"), TXN_STATE_COMPLETE_COMMIT);
 }
 
+/* One partition's marker fails: the retry sends that one only, and the
+ * transaction completes once it is written. */
+static void test_retry_resends_only_missing_markers(void **state)
+{
+    struct fixture *f = *state;
+    load(f);
+    int64_t pid;
+    int16_t epoch;
+    init_ok(f, "m", &pid, &epoch);
+    assert_int_equal(txn_coordinator_add_partitions(f->c, "m", pid, epoch, three, 3), KAFKA_ERR_NONE);
+    assert_int_equal(txn_coordinator_end(f->c, "m", pid, epoch, true), KAFKA_ERR_NONE);
+    char missing[64];
+    snprintf(missing, sizeof missing, "%s-%d", three[1].topic, (int)three[1].partition);
+    snprintf(f->rec.fail_only, sizeof f->rec.fail_only, "%s", missing);
+    assert_int_equal(txn_coordinator_complete_pending(f->c), 0);
+    assert_int_equal(state_of(f, "m"), TXN_STATE_PREPARE_COMMIT);
+    assert_int_equal(f->rec.count, 1);
+    assert_int_equal(f->rec.calls[0].count, 3);
+    f->rec.fail_only[0] = '\0';
+    assert_int_equal(txn_coordinator_complete_pending(f->c), 1);
+    assert_int_equal(state_of(f, "m"), TXN_STATE_COMPLETE_COMMIT);
+    assert_int_equal(f->rec.count, 2);
+    assert_int_equal(f->rec.calls[1].count, 1);
+    assert_string_equal(f->rec.calls[1].parts[0], missing);
+}
+
 static void test_no_marker_ops_stays_prepared(void **state)
 {
     struct fixture *f = *state;
@@ -524,6 +558,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_epoch_exhaustion_takes_new_id, setup, teardown),
         cmocka_unit_test_setup_teardown(test_commit_writes_markers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_markers_are_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_retry_resends_only_missing_markers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_marker_ops_stays_prepared, setup_no_markers, teardown),
         cmocka_unit_test_setup_teardown(test_init_aborts_open_transaction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout_aborts_and_fences, setup, teardown),
