@@ -134,7 +134,9 @@ static const struct config_key_def broker_keys[] = {
             "sets one listener's own rate. Beyond either, the listener stops accepting until the rate allows one more "
             "(connections wait in the listen backlog)."},
     {KEY_LONG("connections.max.idle.ms", "600000", -1, I64), MEDIUM, IN(NETWORK),
-     .doc = "Close connections idle this long; -1 disables."},
+     .doc = "Close connections idle this long (no byte read or written); the same bound caps the time to receive "
+            "one request from its first byte and to write one response, so trickling senders and non-readers are "
+            "closed too; -1 disables."},
     {KEY_INT("max.connections", "2147483647", 0, I32), MEDIUM, IN(NETWORK), .flags = DYN | RT,
      .doc = "Connections open at once across all listeners; a new one beyond it is closed at accept; "
             "changeable at runtime."},

@@ -215,31 +215,39 @@ int16_t group_coordinator_ownership(struct group_coordinator *gc, const char *gr
     return err == KAFKA_ERR_NONE ? KAFKA_ERR_NONE : KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
 }
 
+/* How long a closed connection is looked for: its request may reach the
+ * coordinator only after the close was queued. */
+#define GROUP_CLOSED_CONN_KEEP_MS 1000
+
+static void closed_conns_push(struct group_coordinator *gc, uint64_t id, int64_t at)
+{
+    if (gc->closed_count == gc->closed_cap) {
+        size_t cap = gc->closed_cap ? gc->closed_cap * 2 : 16;
+        struct group_closed_conn *grown = realloc(gc->closed_conns, cap * sizeof *grown);
+        if (!grown)
+            return; /* the parked request waits for its timeout, as before */
+        gc->closed_conns = grown;
+        gc->closed_cap = cap;
+    }
+    gc->closed_conns[gc->closed_count++] = (struct group_closed_conn){id, at};
+}
+
 void group_coordinator_connection_closed(struct group_coordinator *gc, uint64_t connection_id)
 {
     if (!gc || connection_id == 0)
         return;
+    int64_t now = group_now(gc);
     pthread_mutex_lock(&gc->closed_lock);
-    if (gc->closed_count == gc->closed_cap) {
-        size_t cap = gc->closed_cap ? gc->closed_cap * 2 : 16;
-        uint64_t *grown = realloc(gc->closed_conns, cap * sizeof *grown);
-        if (grown) {
-            gc->closed_conns = grown;
-            gc->closed_cap = cap;
-        }
-    }
-    /* Out of memory: the parked request waits for its timeout, as before. */
-    if (gc->closed_count < gc->closed_cap)
-        gc->closed_conns[gc->closed_count++] = connection_id;
+    closed_conns_push(gc, connection_id, now);
     pthread_mutex_unlock(&gc->closed_lock);
 }
 
-static bool closed_conn(const uint64_t *ids, size_t n, uint64_t id)
+static struct group_closed_conn *closed_conn(struct group_closed_conn *conns, size_t n, uint64_t id)
 {
     for (size_t i = 0; id != 0 && i < n; i++)
-        if (ids[i] == id)
-            return true;
-    return false;
+        if (conns[i].id == id)
+            return &conns[i];
+    return NULL;
 }
 
 /* Gives up the requests parked by connections that closed (see
@@ -247,13 +255,13 @@ static bool closed_conn(const uint64_t *ids, size_t n, uint64_t id)
 static void cancel_closed_locked(struct group_coordinator *gc, int64_t now)
 {
     pthread_mutex_lock(&gc->closed_lock);
-    uint64_t *ids = gc->closed_conns;
+    struct group_closed_conn *conns = gc->closed_conns;
     size_t n = gc->closed_count;
     gc->closed_conns = NULL;
     gc->closed_count = gc->closed_cap = 0;
     pthread_mutex_unlock(&gc->closed_lock);
     if (n == 0) {
-        free(ids);
+        free(conns);
         return;
     }
     for (size_t b = 0; b < GROUP_BUCKETS; b++) {
@@ -262,24 +270,24 @@ static void cancel_closed_locked(struct group_coordinator *gc, int64_t now)
             bool removed = false;
             for (size_t i = 0; i < g->member_count;) {
                 struct group_member *m = g->members[i];
-                bool join_gone = m->join_cb && closed_conn(ids, n, m->join_conn);
-                bool sync_gone = m->sync_cb && closed_conn(ids, n, m->sync_conn);
-                if (!join_gone && !sync_gone) {
+                struct group_closed_conn *jc = m->join_cb ? closed_conn(conns, n, m->join_conn) : NULL;
+                struct group_closed_conn *sc = m->sync_cb ? closed_conn(conns, n, m->sync_conn) : NULL;
+                if (!jc && !sc) {
                     i++;
                     continue;
                 }
                 if (!m->instance_id) {
                     logger_info("group", "group %s: member %s left with its connection (a parked %s)", g->group_id,
-                                m->member_id, join_gone ? "JoinGroup" : "SyncGroup");
+                                m->member_id, jc ? "JoinGroup" : "SyncGroup");
                     group_remove_member_at(g, i); /* answers its parked requests */
                     removed = true;
                     continue;
                 }
-                if (join_gone) {
+                if (jc) {
                     group_join_respond_error(m->join_cb, m->join_arg, KAFKA_ERR_UNKNOWN_MEMBER_ID, m->member_id);
                     m->join_cb = NULL;
                 }
-                if (sync_gone) {
+                if (sc) {
                     group_sync_respond_error(m->sync_cb, m->sync_arg, KAFKA_ERR_UNKNOWN_MEMBER_ID);
                     m->sync_cb = NULL;
                 }
@@ -289,7 +297,14 @@ static void cancel_closed_locked(struct group_coordinator *gc, int64_t now)
                 group_member_removed(gc, g, now);
         }
     }
-    free(ids);
+    /* Kept a while: a request sent just before its connection closed may
+     * park only after this tick. Connection ids are never reused. */
+    pthread_mutex_lock(&gc->closed_lock);
+    for (size_t i = 0; i < n; i++)
+        if (now - conns[i].at < GROUP_CLOSED_CONN_KEEP_MS)
+            closed_conns_push(gc, conns[i].id, conns[i].at);
+    pthread_mutex_unlock(&gc->closed_lock);
+    free(conns);
 }
 
 static void tick_locked(struct group_coordinator *gc)

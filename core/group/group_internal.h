@@ -99,6 +99,12 @@ struct group_deferred_txn_end {
     bool commit;
 };
 
+/* A client connection that closed (group_coordinator_connection_closed). */
+struct group_closed_conn {
+    uint64_t id;
+    int64_t at; /* group_now when queued */
+};
+
 /* Thread-safety: lock guards every group; the timer thread waits on cond. */
 struct group_coordinator {
     struct group_coordinator_options opts;
@@ -118,7 +124,7 @@ struct group_coordinator {
     /* group_coordinator_connection_closed: ids queued under closed_lock
      * (not lock), taken by the next tick. */
     pthread_mutex_t closed_lock;
-    uint64_t *closed_conns;
+    struct group_closed_conn *closed_conns;
     size_t closed_count, closed_cap;
 };
 

@@ -404,8 +404,10 @@ static void test_bad_requests(void **state)
     st->passed++;
 }
 
-/* A JoinGroup parked in the coordinator whose connection is gone: the
- * broker answers into the void, then the member's session runs out. */
+/* A JoinGroup whose connection is gone right after it was sent: the member
+ * leaves, with its connection if the join was still parked (see
+ * test_group_cancel.c), else when its session runs out; the answers go
+ * into the void. */
 static void test_parked_join_connection_closed(void **state)
 {
     struct faults_state *st = *state;
@@ -427,12 +429,8 @@ static void test_parked_join_connection_closed(void **state)
     raw_writer_free(&w);
     close(fd); /* before the initial rebalance delay lets the join complete */
 
-    usleep(1000000);
     char gstate[64];
     int members;
-    describe_group(port, "gf-gone", gstate, sizeof gstate, &members);
-    fprintf(stderr, "[groups] abandoned join: %s with %d member(s)\n", gstate, members);
-    assert_int_equal(members, 1);
     long long end = harness_now_ms() + 15000;
     while (harness_now_ms() < end) {
         describe_group(port, "gf-gone", gstate, sizeof gstate, &members);
@@ -440,6 +438,7 @@ static void test_parked_join_connection_closed(void **state)
             break;
         usleep(200000);
     }
+    fprintf(stderr, "[groups] abandoned join: %s with %d member(s)\n", gstate, members);
     assert_int_equal(members, 0);
     assert_string_equal(gstate, "Empty");
     assert_true(broker_alive(&st->broker));
