@@ -475,9 +475,11 @@ static void test_controllers_and_observer_brokers(void **state)
 
     /* kill -9 of the quorum leader: the brokers keep serving, and once a
      * new leader is elected a topic created through a broker commits. */
+    long long killed_at = harness_now_ms();
     broker_kill9(&c.controllers[leader - 1]);
     int32_t next = quorum_leader(&c, leader, 20000);
-    fprintf(stderr, "[test] controller %d killed, controller %d leads\n", leader, next);
+    fprintf(stderr, "[test] controller %d killed, controller %d leads after %lld ms\n", leader, next,
+            harness_now_ms() - killed_at);
     deadline = harness_now_ms() + 30000;
     while ((err = rk_create_topic_result(rk, "after", 3, 1, NULL, false, errstr, sizeof errstr)) !=
                RD_KAFKA_RESP_ERR_NO_ERROR &&
@@ -485,6 +487,7 @@ static void test_controllers_and_observer_brokers(void **state)
         usleep(300 * 1000);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
         fail_msg("CreateTopics after the leader died: %s (%s)", rd_kafka_err2str(err), errstr);
+    fprintf(stderr, "[test] a topic created through broker 5 %lld ms after the kill\n", harness_now_ms() - killed_at);
     for (int i = 0; i < NB; i++)
         wait_view(&c, NC + i + 1, "after", 3, 15000);
     assert_true(rk_wait_topic(rk, "after", 3, 15000));
