@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Cairn needs to build, run and test.
+# Installs the Debian packages Cairn needs to build, run and test
+# (iptables: the network partitions of tools/chaos/chaos-run).
 # Only packages that are missing are installed; safe to run repeatedly.
 # With --clients also the clients of tests/clients: node and npm (Debian's,
 # unless a node is already installed), kafka-python (python3-kafka), the
@@ -17,6 +18,7 @@ packages=(
   libcmocka-dev librdkafka-dev kcat openssl libcurl4-openssl-dev
   liblz4-dev libsnappy-dev zlib1g-dev
   clang libclang-rt-14-dev
+  iptables
 )
 if [ "$clients" = 1 ]; then
   packages+=(python3-kafka)

@@ -4,6 +4,8 @@
 # timeout, from a fixed seed whose schedule holds both. Nothing acknowledged
 # may be lost, duplicated, reordered or invented in the full read
 # afterwards; the group's read may hold nothing twice, reordered or invented.
+# Then a 40 s run whose one fault is a network partition (needs root,
+# iptables and cgroup v2, as CI has).
 . "$(dirname "$0")/../cluster/lib.sh"
 : "${CAIRN_CHAOS:?CAIRN_CHAOS must name the cairn-chaos binary}"
 run="$repo/tools/chaos/chaos-run"
@@ -40,5 +42,25 @@ for k in duplicates out_of_order phantoms bad_values; do
     grep -Eq "(^| )$k 0( |$)" "$work/run/check-group.txt" || fail "the group's read has $k: $(cat "$work/run/check-group.txt")"
 done
 [ "$rc" = 0 ] || echo "note: the group's check failed (rc $rc): $(grep '^lost ' "$work/run/check-group.txt")"
+
+# A network partition: seed 5 cuts node 2 off for 12.4 s, past the session
+# timeout. The full read must still hold everything acknowledged, and the
+# iptables chain and the cgroups must be gone afterwards.
+cmd="tools/chaos/chaos-run --seed 5 --seconds 40 --faults partition --rf 1 --producers 2 --rate 30"
+grep -qxF "\$ $cmd" "$repo/docs/operations.md" || fail "docs/operations.md does not show '$cmd'"
+rc=0
+out="$("$run" --seed 5 --seconds 40 --faults partition --rf 1 --producers 2 --rate 30 --base-port 25100 \
+    --dir "$work/part")" || rc=$?
+echo "$out"
+summary="$(echo "$out" | grep '^summary ')" || fail "partition run exited $rc without a summary (logs in $work/part)"
+contains "$summary" " partitions=1 " "partition summary"
+grep -qx "verdict ok" "$work/part/check-final.txt" || fail "after a partition the full read fails: $(cat "$work/part/check-final.txt")"
+# Proof that the cut held: node 2 fenced, or (when it led the quorum) an
+# election without it, or node 2 itself looking for a leader.
+grep -Eq "\] fencing broker 2|node 2 is prospective in epoch [1-9]|is candidate in epoch [2-9]" "$work/part"/cluster/node-*/cairnd.log ||
+    fail "no node noticed that node 2 was cut off"
+! iptables -S CAIRN-CHAOS-25100 > /dev/null 2>&1 || fail "the iptables chain outlived the run"
+! ls -d /sys/fs/cgroup/unified/cairn-chaos-25100-* /sys/fs/cgroup/cairn-chaos-25100-* > /dev/null 2>&1 ||
+    fail "the cgroups outlived the run"
 passed=1
 echo "ok"

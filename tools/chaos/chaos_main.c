@@ -41,15 +41,18 @@ static int64_t rng_between(uint64_t *s, int64_t lo, int64_t hi)
 }
 
 /* One fault at a time: "<at_ms> kill <node> <down_ms>" (kill -9, restart
- * after down_ms) or "<at_ms> pause <node> <pause_ms>" (SIGSTOP, SIGCONT
+ * after down_ms), "<at_ms> pause <node> <pause_ms>" (SIGSTOP, SIGCONT
  * after pause_ms, which exceeds session_ms so the controller fences the
- * node and the consumer group loses a member's session). The last
+ * node and the consumer group loses a member's session) or "<at_ms>
+ * partition <node> <ms>" (the node cut off from the other nodes, not from
+ * clients, for 3 s up to 5 s past session_ms). The last
  * tail_ms of the run stay quiet so the cluster settles before the drain. */
 static int plan(uint64_t seed, int seconds, int nodes, const char *kinds, int session_ms, int tail_ms)
 {
     int want_kill = strstr(kinds, "kill") != NULL, want_pause = strstr(kinds, "pause") != NULL;
-    if (nodes < 1 || seconds < 1 || (!want_kill && !want_pause)) {
-        fprintf(stderr, "cairn-chaos plan: needs --nodes >= 1, --seconds >= 1 and --faults kill,pause\n");
+    int want_partition = strstr(kinds, "partition") != NULL;
+    if (nodes < 1 || seconds < 1 || (!want_kill && !want_pause && !want_partition)) {
+        fprintf(stderr, "cairn-chaos plan: needs --nodes >= 1, --seconds >= 1 and --faults kill,pause,partition\n");
         return 2;
     }
     uint64_t s = seed;
@@ -57,18 +60,38 @@ static int plan(uint64_t seed, int seconds, int nodes, const char *kinds, int se
     int64_t at = rng_between(&s, 3000, 8000);
     for (;;) {
         int node = (int)rng_between(&s, 1, nodes);
-        int kill = want_kill && (!want_pause || rng_next(&s) % 2 == 0);
-        int64_t dur = kill ? rng_between(&s, 1000, 6000) : session_ms + rng_between(&s, 2000, 5000);
+        const char *kind;
+        int64_t dur;
+        if (want_partition) {
+            /* Without partitions the draws below stay as they were, so a
+             * seed's kill/pause schedule does not change. */
+            const char *on[3];
+            int n = 0;
+            if (want_kill)
+                on[n++] = "kill";
+            if (want_pause)
+                on[n++] = "pause";
+            on[n++] = "partition";
+            kind = on[rng_next(&s) % (uint64_t)n];
+        } else {
+            kind = want_kill && (!want_pause || rng_next(&s) % 2 == 0) ? "kill" : "pause";
+        }
+        if (strcmp(kind, "kill") == 0)
+            dur = rng_between(&s, 1000, 6000);
+        else if (strcmp(kind, "pause") == 0)
+            dur = session_ms + rng_between(&s, 2000, 5000);
+        else
+            dur = rng_between(&s, 3000, session_ms + 5000);
         if (at + dur > end)
             break;
-        printf("%" PRId64 " %s %d %" PRId64 "\n", at, kill ? "kill" : "pause", node, dur);
+        printf("%" PRId64 " %s %d %" PRId64 "\n", at, kind, node, dur);
         at += dur + rng_between(&s, 3000, 10000);
     }
     return 0;
 }
 
 static const char usage[] =
-    "usage: cairn-chaos plan  --seed N --seconds S [--nodes 3] [--faults kill,pause]\n"
+    "usage: cairn-chaos plan  --seed N --seconds S [--nodes 3] [--faults kill,pause,partition]\n"
     "                         [--session-ms 9000] [--tail-ms 15000]\n"
     "       cairn-chaos work  --bootstrap B --topic T --out DIR [--seconds 60] [--producers 2]\n"
     "                         [--rate 100] [--group G] [--drain-seconds 60] [--max-drain-seconds 180]\n"
