@@ -151,8 +151,13 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
             .voters = config_get_string(b->config, "controller.quorum.voters"),
             .quorum = b->quorum_log,
         };
+        struct controller_rebalance rebalance = {
+            .enable = config_get_bool(b->config, "auto.leader.rebalance.enable"),
+            .interval_ms = config_get_long(b->config, "leader.imbalance.check.interval.seconds") * 1000,
+            .percentage = (int32_t)config_get_int(b->config, "leader.imbalance.per.broker.percentage"),
+        };
         if (controller_brokers_start(b->metadata, b->cluster_id, config_get_int(b->config, "broker.session.timeout.ms"),
-                                     &b->controller_brokers, err, errlen) != 0 ||
+                                     &rebalance, &b->controller_brokers, err, errlen) != 0 ||
             quorum_start(b->config, b->cluster_id, b->quorum_log, b->controller_brokers, &b->quorum, err, errlen) != 0)
             return -1;
         lopts.controller = b->controller_brokers;

@@ -116,6 +116,7 @@ static void create_done(struct net_client_result *result, void *ctx)
 struct cluster {
     struct test_broker nodes[N];
     int controller_ports[N];
+    int metrics_ports[N];
     struct net_client *client;
 };
 
@@ -173,7 +174,8 @@ static int16_t create_topic(struct cluster *c, int node, const char *name, int p
 
 #define ALL ((1u << 1) | (1u << 2) | (1u << 3))
 
-static void cluster_start(struct cluster *c)
+/* extra: NULL or NULL-terminated settings added to every node's. */
+static void cluster_start(struct cluster *c, const char *const *extra)
 {
     memset(c, 0, sizeof *c);
     char voters[256] = "";
@@ -192,7 +194,11 @@ static void cluster_start(struct cluster *c)
                  c->controller_ports[i]);
         snprintf(node_id, sizeof node_id, "node.id=%d", i + 1);
         snprintf(voters_kv, sizeof voters_kv, "controller.quorum.voters=%s", voters);
-        const char *overrides[] = {listeners,
+        char metrics_kv[64];
+        c->metrics_ports[i] = harness_free_port();
+        snprintf(metrics_kv, sizeof metrics_kv, "metrics.http.listener=127.0.0.1:%d", c->metrics_ports[i]);
+        const char *overrides[24] = {listeners,
+                                   metrics_kv,
                                    node_id,
                                    voters_kv,
                                    "process.roles=broker,controller",
@@ -205,6 +211,12 @@ static void cluster_start(struct cluster *c)
                                    "offsets.topic.num.partitions=1",
                                    "transaction.state.log.num.partitions=1",
                                    NULL};
+        size_t used_n = 0;
+        while (overrides[used_n])
+            used_n++;
+        for (size_t k = 0; extra && extra[k] && used_n + 1 < sizeof overrides / sizeof overrides[0]; k++)
+            overrides[used_n++] = extra[k];
+        overrides[used_n] = NULL;
         broker_spawn_on_port(&c->nodes[i], port, overrides);
     }
     for (int i = 0; i < N; i++)
@@ -505,7 +517,7 @@ static void test_fenced_leader_replaced_from_isr(void **state)
 {
     (void)state;
     struct cluster c;
-    cluster_start(&c);
+    cluster_start(&c, NULL);
     struct view v = wait_settled(&c, 1, ALL, "", 20000);
     /* The active controller, once the nodes agree on it. */
     int32_t controller = -1;
@@ -759,10 +771,121 @@ static void test_fenced_leader_replaced_from_isr(void **state)
     cluster_stop(&c);
 }
 
+/* The active controller, once the three nodes agree on it. */
+static int32_t agreed_controller(struct cluster *c)
+{
+    struct view v;
+    long long deadline = harness_now_ms() + 15000;
+    for (;;) {
+        int32_t seen[N];
+        for (int i = 0; i < N; i++)
+            seen[i] = metadata(c, i + 1, "", &v) ? v.controller_id : -1;
+        if (seen[0] >= 1 && seen[0] == seen[1] && seen[1] == seen[2])
+            return seen[0];
+        if (harness_now_ms() > deadline)
+            fail_msg("no agreed controller");
+        usleep(100 * 1000);
+    }
+}
+
+/* A controller gauge at node (1-based); -1 when it is not exported. */
+static long long gauge(const struct cluster *c, int node, const char *name)
+{
+    char *page = raw_http_get(c->metrics_ports[node - 1], "/metrics");
+    long long v = page ? raw_metric_value(page, name) : -1;
+    free(page);
+    return v;
+}
+
+/* Waits until node's gauge reads want (at_least: want or more). */
+static void wait_gauge_cmp(const struct cluster *c, int node, const char *name, long long want, bool at_least)
+{
+    long long deadline = harness_now_ms() + SLACK_MS;
+    long long v;
+    while (at_least ? (v = gauge(c, node, name)) < want : (v = gauge(c, node, name)) != want) {
+        if (harness_now_ms() > deadline)
+            fail_msg("node %d: %s is %lld, not %lld", node, name, v, want);
+        usleep(100 * 1000);
+    }
+}
+
+static void wait_gauge(const struct cluster *c, int node, const char *name, long long want)
+{
+    wait_gauge_cmp(c, node, name, want, false);
+}
+
+/* auto.leader.rebalance.enable with a 1 s check: a broker back in the ISR
+ * of the partition it prefers leads it again without any request, and the
+ * controller's gauges count the offline and the imbalanced partitions on
+ * the way (other nodes report 0). */
+static void test_auto_rebalance_and_gauges(void **state)
+{
+    (void)state;
+    const char *extra[] = {"leader.imbalance.check.interval.seconds=1", "leader.imbalance.per.broker.percentage=10",
+                           NULL};
+    struct cluster c;
+    cluster_start(&c, extra);
+    wait_settled(&c, 1, ALL, "", 20000);
+    int32_t controller = agreed_controller(&c);
+    assert_int_equal(create_topic(&c, controller, "rb", PARTS, 3), KAFKA_ERR_NONE);
+    struct view before = wait_settled(&c, controller, ALL, "rb", 10000);
+    int32_t victim = -1;
+    int vp = -1;
+    for (int p = 0; p < PARTS; p++)
+        if (before.p[p].leader != controller) {
+            victim = before.p[p].leader;
+            vp = p;
+        }
+    assert_true(victim > 0);
+    int other = 6 - controller - victim;
+    assert_int_equal(create_assigned(&c, controller, "solo", (int32_t[]){victim}, 1), KAFKA_ERR_NONE);
+    wait_gauge(&c, controller, "cairn_controller_offline_partitions", 0);
+    wait_gauge(&c, controller, "cairn_controller_preferred_replica_imbalance", 0);
+
+    broker_kill9(&c.nodes[victim - 1]);
+    unsigned survivors = ALL & ~(1u << victim);
+    struct view moved = wait_settled(&c, controller, survivors, "rb", SESSION_TIMEOUT_MS + SLACK_MS);
+    assert_int_not_equal(moved.p[vp].leader, victim);
+    /* solo-0 has no leader; it and rb-vp are not led by their first
+     * replica (an internal topic's partition may be on the victim too). */
+    wait_gauge_cmp(&c, controller, "cairn_controller_offline_partitions", 1, true);
+    wait_gauge_cmp(&c, controller, "cairn_controller_preferred_replica_imbalance", 2, true);
+    assert_int_equal(gauge(&c, other, "cairn_controller_offline_partitions"), 0);
+    assert_int_equal(gauge(&c, other, "cairn_controller_preferred_replica_imbalance"), 0);
+
+    /* Back, and back in rb-vp's ISR (partition epoch 1 since the fencing):
+     * the next check moves the leadership to it. */
+    broker_restart(&c.nodes[victim - 1]);
+    moved = wait_settled(&c, controller, ALL, "rb", 20000);
+    assert_int_not_equal(moved.p[vp].leader, victim);
+    wait_gauge(&c, controller, "cairn_controller_offline_partitions", 0); /* solo leads again */
+    int32_t leader = moved.p[vp].leader;
+    int32_t isr[N] = {moved.p[vp].isr[0], moved.p[vp].isr[1], victim};
+    struct ap_result r = alter_partition(c.controller_ports[controller - 1], 2, leader, registered_epoch(&c, leader),
+                                         NULL, moved.topic_id, vp, moved.p[vp].leader_epoch, 1, isr, NULL, 3);
+    assert_int_equal(r.partition_error, KAFKA_ERR_NONE);
+    long long grown_at = harness_now_ms();
+    for (int i = 0; i < N; i++) {
+        long long until = harness_now_ms() + SLACK_MS;
+        struct view v;
+        while (!(metadata(&c, i + 1, "rb", &v) && v.p[vp].leader == victim))
+            if (harness_now_ms() > until)
+                fail_msg("node %d: the rebalance did not give rb-%d back to broker %d", i + 1, vp, victim);
+            else
+                usleep(100 * 1000);
+        assert_true(v.p[vp].leader_epoch > moved.p[vp].leader_epoch);
+    }
+    fprintf(stderr, "[test] rebalanced %lld ms after the ISR grew (check interval 1 s)\n",
+            harness_now_ms() - grown_at);
+    wait_gauge(&c, controller, "cairn_controller_preferred_replica_imbalance", 0);
+    cluster_stop(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fenced_leader_replaced_from_isr),
+        cmocka_unit_test(test_auto_rebalance_and_gauges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
