@@ -198,19 +198,19 @@ static void cluster_start(struct cluster *c, const char *const *extra)
         c->metrics_ports[i] = harness_free_port();
         snprintf(metrics_kv, sizeof metrics_kv, "metrics.http.listener=127.0.0.1:%d", c->metrics_ports[i]);
         const char *overrides[24] = {listeners,
-                                   metrics_kv,
-                                   node_id,
-                                   voters_kv,
-                                   "process.roles=broker,controller",
-                                   "controller.listener.names=CONTROLLER",
-                                   "cluster.id=" CLUSTER_ID,
-                                   "controller.quorum.election.timeout.ms=500",
-                                   "controller.quorum.fetch.timeout.ms=1000",
-                                   "broker.heartbeat.interval.ms=500",
-                                   "broker.session.timeout.ms=2000",
-                                   "offsets.topic.num.partitions=1",
-                                   "transaction.state.log.num.partitions=1",
-                                   NULL};
+                                     metrics_kv,
+                                     node_id,
+                                     voters_kv,
+                                     "process.roles=broker,controller",
+                                     "controller.listener.names=CONTROLLER",
+                                     "cluster.id=" CLUSTER_ID,
+                                     "controller.quorum.election.timeout.ms=500",
+                                     "controller.quorum.fetch.timeout.ms=1000",
+                                     "broker.heartbeat.interval.ms=500",
+                                     "broker.session.timeout.ms=2000",
+                                     "offsets.topic.num.partitions=1",
+                                     "transaction.state.log.num.partitions=1",
+                                     NULL};
         size_t used_n = 0;
         while (overrides[used_n])
             used_n++;
@@ -435,8 +435,8 @@ static void elect_done(struct net_client_result *result, void *ctx)
 
 /* ElectLeaders at node for "topic:partition" names (NULL names: every
  * partition); version -1 negotiates (2). */
-static struct el_result elect_leaders(struct cluster *c, int node, int16_t version, int8_t type, const char *const *names,
-                                      int count)
+static struct el_result elect_leaders(struct cluster *c, int node, int16_t version, int8_t type,
+                                      const char *const *names, int count)
 {
     struct elect_leaders_request_topic_partitions tp[EL_MAX];
     int32_t parts[EL_MAX];
@@ -751,8 +751,8 @@ static void test_fenced_leader_replaced_from_isr(void **state)
     assert_true(metadata(&c, controller, "el", &now));
     int32_t vp_leader = now.p[vp].leader;
     int32_t vp_isr[N] = {now.p[vp].isr[0], now.p[vp].isr[1], victim};
-    r = alter_partition(ctrl_port, 2, vp_leader, registered_epoch(&c, vp_leader), NULL, tid, vp,
-                        now.p[vp].leader_epoch, 1, vp_isr, NULL, 3);
+    r = alter_partition(ctrl_port, 2, vp_leader, registered_epoch(&c, vp_leader), NULL, tid, vp, now.p[vp].leader_epoch,
+                        1, vp_isr, NULL, 3);
     assert_int_equal(r.partition_error, KAFKA_ERR_NONE);
     er = elect_leaders(&c, controller, 0, 0, named, 1);
     assert_int_equal(el_error(&er, "el", vp), KAFKA_ERR_NONE);
@@ -879,8 +879,7 @@ static void test_auto_rebalance_and_gauges(void **state)
                 usleep(100 * 1000);
         assert_true(v.p[vp].leader_epoch > moved.p[vp].leader_epoch);
     }
-    fprintf(stderr, "[test] rebalanced %lld ms after the ISR grew (check interval 1 s)\n",
-            harness_now_ms() - grown_at);
+    fprintf(stderr, "[test] rebalanced %lld ms after the ISR grew (check interval 1 s)\n", harness_now_ms() - grown_at);
     wait_gauge(&c, controller, "cairn_controller_preferred_replica_imbalance", imbalance - 1);
     cluster_stop(&c);
 }

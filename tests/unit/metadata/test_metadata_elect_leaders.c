@@ -164,8 +164,9 @@ static void test_unclean_and_all(void **state)
     /* The null list: both reported (PREFERRED cannot help either). */
     struct reported r = {0};
     char err[256] = "";
-    assert_int_equal(metadata_elect_leaders(f->store, METADATA_ELECTION_PREFERRED, NULL, 0, report, &r, err, sizeof err),
-                     KAFKA_ERR_NONE);
+    assert_int_equal(
+        metadata_elect_leaders(f->store, METADATA_ELECTION_PREFERRED, NULL, 0, report, &r, err, sizeof err),
+        KAFKA_ERR_NONE);
     assert_int_equal(r.n, 2);
     assert_int_equal(r.error[0], KAFKA_ERR_PREFERRED_LEADER_NOT_AVAILABLE);
     assert_int_equal(r.error[1], KAFKA_ERR_PREFERRED_LEADER_NOT_AVAILABLE);
