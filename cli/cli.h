@@ -36,6 +36,7 @@ enum {
     KAFKA_API_KEY_CREATE_ACLS = 30,
     KAFKA_API_KEY_DELETE_ACLS = 31,
     KAFKA_API_KEY_CREATE_PARTITIONS = 37,
+    KAFKA_API_KEY_ELECT_LEADERS = 43,
     KAFKA_API_KEY_INCREMENTAL_ALTER_CONFIGS = 44,
     KAFKA_API_KEY_DESCRIBE_CLIENT_QUOTAS = 48,
     KAFKA_API_KEY_ALTER_CLIENT_QUOTAS = 49,
@@ -169,5 +170,6 @@ int cli_user_main(int argc, char **argv);
 int cli_quorum_main(int argc, char **argv);
 int cli_quota_main(int argc, char **argv);
 int cli_config_main(int argc, char **argv);
+int cli_leader_main(int argc, char **argv);
 
 #endif

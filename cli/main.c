@@ -16,6 +16,7 @@ static const char usage[] =
     "  quota    set | describe              (client quotas)\n"
     "  quorum   status                      (KRaft controller quorum)\n"
     "  config   describe | alter            (broker configs: --broker ID or --broker-defaults)\n"
+    "  leader   elect                       (preferred or unclean leader election)\n"
     "\n"
     "flags every command takes:\n"
     "  -b, --brokers host:port,...  bootstrap brokers (else CAIRN_BROKERS, else the profile)\n"
@@ -46,6 +47,8 @@ int main(int argc, char **argv)
         return cli_quota_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "quorum"))
         return cli_quorum_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "leader"))
+        return cli_leader_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "config"))
         return cli_config_main(argc - 1, argv + 1);
     return cli_fail(CLI_EXIT_USAGE, "unknown command '%s'; see cairn --help", argv[1]);

@@ -95,8 +95,15 @@ static const struct config_key_def broker_keys[] = {
      .doc = "Upper bound on the bytes returned by one Fetch request."},
     {KEY_INT("max.incremental.fetch.session.cache.slots", "1000", 0, I32), MEDIUM, IN(SERVER),
      .doc = "Incremental fetch sessions kept by the broker."},
-    {KEY_BOOL("auto.leader.rebalance.enable", "true"), HIGH, IN(SERVER), .flags = LATER,
-     .doc = "Move leadership back to preferred replicas periodically."},
+    {KEY_BOOL("auto.leader.rebalance.enable", "true"), HIGH, IN(SERVER),
+     .doc = "The active controller moves leadership back to preferred replicas (the first of each partition's "
+            "replicas) every leader.imbalance.check.interval.seconds, for brokers whose imbalance is above "
+            "leader.imbalance.per.broker.percentage."},
+    {KEY_LONG("leader.imbalance.check.interval.seconds", "300", 1, I64), HIGH, IN(SERVER),
+     .doc = "How often the active controller checks the preferred-leader imbalance."},
+    {KEY_INT("leader.imbalance.per.broker.percentage", "10", 0, I32), HIGH, IN(SERVER),
+     .doc = "Share (percent) of the partitions a broker is preferred replica of but does not lead above which "
+            "the automatic rebalance moves those leaderships back to it."},
 
     /* network */
     {KEY_STRING("listeners", "PLAINTEXT://localhost:9092"), HIGH, IN(NETWORK), .flags = PER_BROKER,

@@ -27,7 +27,7 @@ struct reported {
         struct kafka_str topic;
         int32_t partition;
         int16_t error_code;
-    } *all;
+    } * all;
     int32_t count, cap;
     bool failed;
 };

@@ -114,8 +114,8 @@ int16_t metadata_elect_leaders(struct metadata_store *store, int8_t type, struct
     if (targets) {
         for (int32_t i = 0; i < count; i++) {
             struct metadata_election_target *tg = &targets[i];
-            const struct metadata_topic *t =
-                tg->topic ? metadata_image_topic_by_name(img, tg->topic, tg->topic_len) : NULL;
+            const struct metadata_topic *t = tg->topic ? metadata_image_topic_by_name(img, tg->topic, tg->topic_len)
+                                                       : NULL;
             const struct metadata_partition *p = t ? metadata_topic_partition(t, tg->partition_index) : NULL;
             tg->error_code = p ? elect_one(img, t, p, type, &records) : KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         }

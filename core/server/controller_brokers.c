@@ -8,7 +8,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "metadata/metadata_elect_leaders.h"
 #include "metadata/metadata_store.h"
+#include "metrics/metrics.h"
 #include "server/controller_alter_partition.h"
 #include "protocol/generated/allocate_producer_ids_request.h"
 #include "protocol/generated/allocate_producer_ids_response.h"
@@ -43,6 +45,11 @@ struct controller_brokers {
     struct metadata_store *store;
     char cluster_id[64];
     int64_t session_timeout_ms;
+    struct controller_rebalance rebalance; /* read-only after start */
+    /* Kafka's OfflinePartitionsCount and PreferredReplicaImbalanceCount:
+     * the active controller's counts, 0 on other nodes. */
+    struct metrics_metric *offline_partitions;
+    struct metrics_metric *preferred_imbalance;
     pthread_mutex_t mu; /* guards sessions, n_sessions, stopping, the queue */
     pthread_cond_t cond;
     struct session sessions[MAX_TRACKED];
@@ -126,13 +133,36 @@ static void check_sessions(struct controller_brokers *cb, bool *was_controller)
 
 static void serve(struct controller_brokers *cb, struct net_request *req);
 
+static void update_gauges(struct controller_brokers *cb, bool controller)
+{
+    int64_t imbalanced = 0, offline = 0;
+    if (controller) {
+        const struct metadata_image *img = metadata_image_acquire(cb->store);
+        metadata_leader_balance_counts(img, &imbalanced, &offline);
+        metadata_image_release(img);
+    }
+    metrics_set(cb->offline_partitions, offline);
+    metrics_set(cb->preferred_imbalance, imbalanced);
+}
+
+/* Kafka's periodic leader-imbalance check at the active controller. */
+static void rebalance(struct controller_brokers *cb)
+{
+    char err[256] = "";
+    int32_t moved = metadata_rebalance_leaders(cb->store, cb->rebalance.percentage, err, sizeof err);
+    if (moved > 0)
+        logger_info(LOG, "leader rebalance: %d partition(s) moved to their preferred leader", (int)moved);
+    else if (moved < 0)
+        logger_warn(LOG, "leader rebalance failed: %s", err);
+}
+
 /* The worker: queued requests first, the session check every
  * SESSION_CHECK_MS. */
 static void *sessions_main(void *arg)
 {
     struct controller_brokers *cb = arg;
     bool was_controller = false;
-    int64_t next_check = 0;
+    int64_t next_check = 0, next_rebalance = 0;
     pthread_mutex_lock(&cb->mu);
     while (!cb->stopping) {
         struct pending *p = cb->queue_head;
@@ -148,8 +178,17 @@ static void *sessions_main(void *arg)
         }
         if (clock_mono_ms() >= next_check) {
             pthread_mutex_unlock(&cb->mu);
+            bool was = was_controller;
             check_sessions(cb, &was_controller);
+            update_gauges(cb, was_controller);
             next_check = clock_mono_ms() + SESSION_CHECK_MS;
+            /* A new controller waits a full interval, as Kafka's. */
+            if (was_controller && !was)
+                next_rebalance = clock_mono_ms() + cb->rebalance.interval_ms;
+            if (was_controller && cb->rebalance.enable && clock_mono_ms() >= next_rebalance) {
+                rebalance(cb);
+                next_rebalance = clock_mono_ms() + cb->rebalance.interval_ms;
+            }
             pthread_mutex_lock(&cb->mu);
             continue;
         }
@@ -175,7 +214,8 @@ static void *sessions_main(void *arg)
 }
 
 int controller_brokers_start(struct metadata_store *store, const char *cluster_id, int64_t session_timeout_ms,
-                             struct controller_brokers **out, char *err, size_t errlen)
+                             const struct controller_rebalance *rebalance, struct controller_brokers **out, char *err,
+                             size_t errlen)
 {
     *out = NULL;
     struct controller_brokers *cb = calloc(1, sizeof *cb);
@@ -186,6 +226,15 @@ int controller_brokers_start(struct metadata_store *store, const char *cluster_i
     cb->store = store;
     snprintf(cb->cluster_id, sizeof cb->cluster_id, "%s", cluster_id);
     cb->session_timeout_ms = session_timeout_ms > 0 ? session_timeout_ms : 9000;
+    if (rebalance)
+        cb->rebalance = *rebalance;
+    if (cb->rebalance.interval_ms <= 0)
+        cb->rebalance.interval_ms = 300000;
+    cb->offline_partitions = metrics_register(METRICS_GAUGE, "cairn_controller_offline_partitions", NULL,
+                                              "Partitions without a leader (the active controller's count).");
+    cb->preferred_imbalance =
+        metrics_register(METRICS_GAUGE, "cairn_controller_preferred_replica_imbalance", NULL,
+                         "Partitions not led by their preferred (first) replica (the active controller's count).");
     pthread_mutex_init(&cb->mu, NULL);
     pthread_cond_init(&cb->cond, NULL);
     if (pthread_create(&cb->thread, NULL, sessions_main, cb) != 0) {

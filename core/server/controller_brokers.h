@@ -13,6 +13,7 @@
 #define CAIRN_SERVER_CONTROLLER_BROKERS_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "net/server.h"
@@ -20,8 +21,17 @@
 struct metadata_store;
 struct controller_brokers;
 
+/* The automatic preferred-leader rebalance the worker runs while this node
+ * is the active controller (auto.leader.rebalance.enable and friends). */
+struct controller_rebalance {
+    bool enable;
+    int64_t interval_ms;
+    int32_t percentage;
+};
+
 int controller_brokers_start(struct metadata_store *store, const char *cluster_id, int64_t session_timeout_ms,
-                             struct controller_brokers **out, char *err, size_t errlen);
+                             const struct controller_rebalance *rebalance, struct controller_brokers **out, char *err,
+                             size_t errlen);
 void controller_brokers_stop(struct controller_brokers *cb);
 
 /* net_request_handler for BrokerRegistration, BrokerHeartbeat,

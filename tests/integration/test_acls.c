@@ -201,8 +201,41 @@ static int16_t raw_describe_all_error(struct test_broker *b, const char *client_
     return code;
 }
 
+/* ElectLeaders v1 (PREFERRED) for topic-0 as client_id: the request's
+ * error, and the one partition's in *partition_error. */
+static int16_t raw_elect_leaders_error(struct test_broker *b, const char *client_id, const char *topic,
+                                       int16_t *partition_error)
+{
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 43, 1, 8, client_id);
+    raw_put_i8(&w, 0); /* PREFERRED */
+    raw_put_i32(&w, 1);
+    raw_put_string(&w, topic);
+    raw_put_i32(&w, 1);
+    raw_put_i32(&w, 0);
+    raw_put_i32(&w, 10000); /* timeout_ms */
+    uint8_t *frame = NULL;
+    struct raw_reader r;
+    if (raw_exchange(broker_port(b), &w, 8, false, 10000, &frame, &r) != 0)
+        return -1;
+    raw_get_i32(&r); /* throttle */
+    int16_t code = raw_get_i16(&r);
+    *partition_error = -1;
+    if (raw_get_i32(&r) == 1) {
+        raw_skip_string(&r);
+        if (raw_get_i32(&r) == 1) {
+            raw_get_i32(&r); /* partition id */
+            *partition_error = raw_get_i16(&r);
+        }
+    }
+    free(frame);
+    return r.overflow ? -1 : code;
+}
+
 /* With CLUSTER denied to one client id: CreateAcls and DeleteAcls answer
- * CLUSTER_AUTHORIZATION_FAILED per entry, DescribeAcls as a whole. */
+ * CLUSTER_AUTHORIZATION_FAILED per entry, DescribeAcls as a whole,
+ * ElectLeaders as a whole and per partition. */
 static void test_acl_apis_authorized(void **state)
 {
     (void)state;
@@ -233,6 +266,12 @@ static void test_acl_apis_authorized(void **state)
         delete_count(denied, filter(RD_KAFKA_RESOURCE_ANY, NULL, RD_KAFKA_RESOURCE_PATTERN_ANY, NULL), &err), -1);
     assert_int_equal(err, RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED);
     assert_int_equal(count_all(admin), 1);
+    /* ElectLeaders needs ALTER on the cluster too. */
+    int16_t perr = 0;
+    assert_int_equal(raw_elect_leaders_error(&b, "acl-denied", "t", &perr), 31); /* CLUSTER_AUTHORIZATION_FAILED */
+    assert_int_equal(perr, 31);
+    assert_int_equal(raw_elect_leaders_error(&b, "acl-admin", "nope", &perr), 0);
+    assert_int_equal(perr, 3); /* UNKNOWN_TOPIC_OR_PARTITION */
     rk_producer_destroy(denied);
     rk_producer_destroy(admin);
     broker_mark_passed(&b);

@@ -746,6 +746,47 @@ static void test_quorum_status(void **state)
     broker_mark_passed(b);
 }
 
+/* cairn leader elect over ElectLeaders: the commands of docs/cli.md on one
+ * broker, where every partition is led by its only (preferred) replica. */
+static void test_leader_elect(void **state)
+{
+    struct test_broker *b = *state;
+    broker_start(b, NULL);
+    const char *bs = broker_bootstrap(b);
+    struct run r;
+    RUN(&r, "topic", "create", "orders", "-b", bs, "--partitions", "2");
+    expect(&r, 0, "created topic 'orders'", NULL);
+
+    RUN(&r, "leader", "elect", "--type", "preferred", "--topic", "orders", "-b", bs);
+    expect(&r, 0, "TOPIC   PARTITION  RESULT", NULL);
+    expect(&r, 0, "orders  0          ELECTION_NOT_NEEDED", NULL);
+    expect(&r, 0, "orders  1          ELECTION_NOT_NEEDED", NULL);
+    RUN(&r, "leader", "elect", "--type", "unclean", "--topic", "orders", "--partition", "1", "--format", "json", "-b",
+        bs);
+    json_t *v = parse_json(&r);
+    assert_int_equal(json_array_size(v), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(v, 0), "result")), "ELECTION_NOT_NEEDED");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(v, 0), "partition")), 1);
+    json_decref(v);
+    /* --all answers only the partitions that needed an election: none. */
+    RUN(&r, "leader", "elect", "--type", "preferred", "--all", "--format", "json", "-b", bs);
+    v = parse_json(&r);
+    assert_int_equal(json_array_size(v), 0);
+    json_decref(v);
+
+    RUN(&r, "leader", "elect", "--type", "preferred", "--topic", "orders", "--partition", "7", "-b", bs);
+    expect(&r, 1, "orders  7          UNKNOWN_TOPIC_OR_PARTITION", NULL);
+    RUN(&r, "leader", "elect", "--type", "preferred", "--topic", "nope", "-b", bs);
+    expect(&r, 1, NULL, "UNKNOWN_TOPIC_OR_PARTITION: topic 'nope' does not exist");
+    RUN(&r, "leader", "elect", "--topic", "orders", "-b", bs);
+    expect(&r, 2, NULL, "leader elect wants --type preferred or --type unclean");
+    RUN(&r, "leader", "elect", "--type", "dirty", "--all", "-b", bs);
+    expect(&r, 2, NULL, "--type wants preferred or unclean, got 'dirty'");
+    RUN(&r, "leader", "elect", "--type", "preferred", "--all", "--topic", "orders", "-b", bs);
+    expect(&r, 2, NULL, "leader elect wants either --all or --topic");
+    broker_mark_passed(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -757,6 +798,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_acl_commands, setup, teardown),
         cmocka_unit_test_setup_teardown(test_user_commands, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quorum_status, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_leader_elect, setup, teardown),
         cmocka_unit_test_setup_teardown(test_quota_commands, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broker_config_commands, setup, teardown),
     };

@@ -1,0 +1,92 @@
+/* The automatic preferred-leader rebalance and the controller gauges on a
+ * three-node broker,controller cluster (leader_cluster.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "leader_cluster.h"
+#include "protocol/generated/errors.h"
+
+/* auto.leader.rebalance.enable with a 1 s check: a broker back in the ISR
+ * of the partition it prefers leads it again without any request, and the
+ * controller's gauges count the offline and the imbalanced partitions on
+ * the way (other nodes report 0). */
+static void test_auto_rebalance_and_gauges(void **state)
+{
+    (void)state;
+    const char *extra[] = {"leader.imbalance.check.interval.seconds=1", "leader.imbalance.per.broker.percentage=10",
+                           NULL};
+    struct cluster c;
+    cluster_start(&c, extra);
+    wait_settled(&c, 1, ALL, "", 20000);
+    int32_t controller = agreed_controller(&c);
+    assert_int_equal(create_topic(&c, controller, "rb", PARTS, 3), KAFKA_ERR_NONE);
+    struct view before = wait_settled(&c, controller, ALL, "rb", 10000);
+    int32_t victim = -1;
+    int vp = -1;
+    for (int p = 0; p < PARTS; p++)
+        if (before.p[p].leader != controller) {
+            victim = before.p[p].leader;
+            vp = p;
+        }
+    assert_true(victim > 0);
+    int other = 6 - controller - victim;
+    assert_int_equal(create_assigned(&c, controller, "solo", (int32_t[]){victim}, 1), KAFKA_ERR_NONE);
+    wait_gauge(&c, controller, "cairn_controller_offline_partitions", 0);
+    wait_gauge(&c, controller, "cairn_controller_preferred_replica_imbalance", 0);
+
+    broker_kill9(&c.nodes[victim - 1]);
+    unsigned survivors = ALL & ~(1u << victim);
+    struct view moved = wait_settled(&c, controller, survivors, "rb", SESSION_TIMEOUT_MS + SLACK_MS);
+    assert_int_not_equal(moved.p[vp].leader, victim);
+    /* solo-0 has no leader; it and rb-vp are not led by their first
+     * replica (an internal topic's partition may be on the victim too). */
+    wait_gauge_cmp(&c, controller, "cairn_controller_offline_partitions", 1, true);
+    wait_gauge_cmp(&c, controller, "cairn_controller_preferred_replica_imbalance", 2, true);
+    assert_int_equal(gauge(&c, other, "cairn_controller_offline_partitions"), 0);
+    assert_int_equal(gauge(&c, other, "cairn_controller_preferred_replica_imbalance"), 0);
+
+    /* Back, and back in rb-vp's ISR (partition epoch 1 since the fencing):
+     * the next check moves the leadership to it. */
+    broker_restart(&c.nodes[victim - 1]);
+    moved = wait_settled(&c, controller, ALL, "rb", 20000);
+    assert_int_not_equal(moved.p[vp].leader, victim);
+    wait_gauge(&c, controller, "cairn_controller_offline_partitions", 0); /* solo leads again */
+    /* rb-vp and any partition of an internal topic the victim prefers
+     * (their ISRs do not grow back here). */
+    long long imbalance = gauge(&c, controller, "cairn_controller_preferred_replica_imbalance");
+    assert_true(imbalance >= 1);
+    int32_t leader = moved.p[vp].leader;
+    int32_t isr[N] = {moved.p[vp].isr[0], moved.p[vp].isr[1], victim};
+    struct ap_result r = alter_partition(c.controller_ports[controller - 1], 2, leader, registered_epoch(&c, leader),
+                                         NULL, moved.topic_id, vp, moved.p[vp].leader_epoch, 1, isr, NULL, 3);
+    assert_int_equal(r.partition_error, KAFKA_ERR_NONE);
+    long long grown_at = harness_now_ms();
+    for (int i = 0; i < N; i++) {
+        long long until = harness_now_ms() + SLACK_MS;
+        struct view v;
+        while (!(metadata(&c, i + 1, "rb", &v) && v.p[vp].leader == victim))
+            if (harness_now_ms() > until)
+                fail_msg("node %d: the rebalance did not give rb-%d back to broker %d", i + 1, vp, victim);
+            else
+                usleep(100 * 1000);
+        assert_true(v.p[vp].leader_epoch > moved.p[vp].leader_epoch);
+    }
+    fprintf(stderr, "[test] rebalanced %lld ms after the ISR grew (check interval 1 s)\n", harness_now_ms() - grown_at);
+    wait_gauge(&c, controller, "cairn_controller_preferred_replica_imbalance", imbalance - 1);
+    cluster_stop(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_auto_rebalance_and_gauges),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
