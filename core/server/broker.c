@@ -178,11 +178,7 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
         /* Only a voter can become the active controller; it also runs the
          * admin requests pure brokers forward to it. */
         if (quorum_is_voter(b->config)) {
-            struct controller_rebalance rebalance = {
-                .enable = config_get_bool(b->config, "auto.leader.rebalance.enable"),
-                .interval_ms = config_get_long(b->config, "leader.imbalance.check.interval.seconds") * 1000,
-                .percentage = (int32_t)config_get_int(b->config, "leader.imbalance.per.broker.percentage"),
-            };
+            struct controller_rebalance rebalance = quorum_rebalance_settings(b->config);
             if (controller_brokers_start(b->metadata, b->cluster_id,
                                          config_get_int(b->config, "broker.session.timeout.ms"), &rebalance,
                                          &b->controller_brokers, err, errlen) != 0 ||

@@ -45,6 +45,7 @@ bool forwarding_api_forwarded(int16_t api_key)
     case 31: /* DeleteAcls */
     case 33: /* AlterConfigs */
     case 37: /* CreatePartitions */
+    case 43: /* ElectLeaders */
     case 44: /* IncrementalAlterConfigs */
     case 49: /* AlterClientQuotas */
         return true;

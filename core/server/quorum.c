@@ -48,6 +48,15 @@ bool quorum_is_voter(const struct broker_config *cfg)
     return !config_single_node(cfg) && has_role(cfg, "controller");
 }
 
+struct controller_rebalance quorum_rebalance_settings(const struct broker_config *cfg)
+{
+    return (struct controller_rebalance){
+        .enable = config_get_bool(cfg, "auto.leader.rebalance.enable"),
+        .interval_ms = config_get_long(cfg, "leader.imbalance.check.interval.seconds") * 1000,
+        .percentage = (int32_t)config_get_int(cfg, "leader.imbalance.per.broker.percentage"),
+    };
+}
+
 bool quorum_controller_only(const struct broker_config *cfg)
 {
     return has_role(cfg, "controller") && !has_role(cfg, "broker");
@@ -284,6 +293,7 @@ int controller_process_start(struct broker_config *cfg, struct controller_proces
         .default_replication_factor = (int16_t)config_get_int(cfg, "default.replication.factor"),
         .snapshot_bytes = -1, /* the quorum's log keeps no snapshots yet */
         .validate_topic_config = validate_topic_config,
+        .unclean_leader_election_enable = config_get_bool(cfg, "unclean.leader.election.enable"),
     };
     if (!(c->log = raft_shell_metadata_create())) {
         snprintf(err, errlen, "out of memory");
@@ -291,9 +301,10 @@ int controller_process_start(struct broker_config *cfg, struct controller_proces
     }
     opts.log_ops = &raft_shell_metadata_ops;
     opts.log = c->log;
+    struct controller_rebalance rebalance = quorum_rebalance_settings(cfg);
     if (metadata_store_open(&opts, &c->metadata, err, errlen) != 0 ||
         controller_brokers_start(c->metadata, cluster_id, config_get_int(cfg, "broker.session.timeout.ms"),
-                                 &c->brokers, err, errlen) != 0 ||
+                                 &rebalance, &c->brokers, err, errlen) != 0 ||
         controller_forwarding_start(cfg, c->metadata, NULL, &c->forwarding, err, errlen) != 0)
         goto fail;
     controller_brokers_set_forwarding(c->brokers, controller_forwarding_serve, c->forwarding);

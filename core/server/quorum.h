@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "config/config.h"
+#include "server/controller_brokers.h"
 
 struct quorum;
 
@@ -27,6 +28,10 @@ bool quorum_enabled(const struct broker_config *cfg);
 /* True when this node votes: the quorum is enabled and process.roles has
  * the controller role. A pure broker (process.roles=broker) observes. */
 bool quorum_is_voter(const struct broker_config *cfg);
+
+/* The active controller's preferred-leader rebalance settings
+ * (auto.leader.rebalance.enable and the leader.imbalance.* keys). */
+struct controller_rebalance quorum_rebalance_settings(const struct broker_config *cfg);
 /* True when process.roles is exactly controller (no broker). */
 bool quorum_controller_only(const struct broker_config *cfg);
 /* True when name is one of controller.listener.names. */
