@@ -403,7 +403,7 @@ static void serve(struct controller_brokers *cb, struct net_request *req)
         return;
     }
     if (key != CONTROLLER_API_BROKER_REGISTRATION && key != CONTROLLER_API_BROKER_HEARTBEAT &&
-        key != CONTROLLER_API_ALLOCATE_PRODUCER_IDS) {
+        key != CONTROLLER_API_ALLOCATE_PRODUCER_IDS && key != CONTROLLER_API_ALTER_PARTITION) {
         net_request_complete(req, NULL, 0, true);
         return;
     }
