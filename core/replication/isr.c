@@ -52,6 +52,13 @@ static int32_t wanted_isr(struct replication *r, struct leader_partition *lp, co
 {
     int32_t n = 0;
     int64_t lag = r->opts.replica_lag_time_max_ms;
+    /* Fetches are judged once: a follower that stopped fetching (dead)
+     * never rejoins on the strength of its last fetch. */
+    bool fetched[LEADER_MAX_REPLICAS];
+    for (int32_t k = 0; k < lp->count; k++) {
+        fetched[k] = lp->fetched_since_check[k];
+        lp->fetched_since_check[k] = false;
+    }
     for (int32_t i = 0; i < info->isr_count && i < REPLICA_INFO_MAX_REPLICAS; i++) {
         int32_t id = info->isr[i];
         if (id != r->opts.node_id) {
@@ -75,11 +82,9 @@ static int32_t wanted_isr(struct replication *r, struct leader_partition *lp, co
              * start of this leader epoch (Kafka's isFollowerInSync), judged
              * at a fetch, as Kafka does, so a dead follower's last state
              * never brings it back. */
-            if (lp->replica_ids[k] == id && lp->fetched_since_check[k] && lp->log_end_offsets[k] >= 0 &&
+            if (lp->replica_ids[k] == id && fetched[k] && lp->log_end_offsets[k] >= 0 &&
                 lp->log_end_offsets[k] >= high_watermark && lp->log_end_offsets[k] >= lp->epoch_start_offset)
                 isr[n++] = id;
-            if (lp->replica_ids[k] == id)
-                lp->fetched_since_check[k] = false;
         }
     }
     return n;

@@ -5,7 +5,8 @@
  * replication factor 3 and min.insync.replicas=2: a follower killed with
  * kill -9 leaves the ISR (Metadata shows two members) within the lag plus
  * slack, and acks=all succeeds again; restarted, it catches up and
- * rejoins the ISR. */
+ * rejoins the ISR. Down again while DeleteRecords moves the leader's log
+ * start past its end, restarted it starts its log over at that start. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -200,6 +201,11 @@ static void test_isr_shrinks_and_grows_back(void **state)
     produce_all(p, "isr", 50);
     assert_int_equal(rk_producer_stats(p)->failed, 0);
     assert_int_equal(rk_producer_stats(p)->delivered, 150);
+    /* A dead follower stays out (its last fetch does not bring it back). */
+    usleep(LAG_MS * 1000);
+    int n_isr = isr_of(p, "isr", isr);
+    assert_int_equal(n_isr, 2);
+    assert_false(has(isr, n_isr, follower));
 
     broker_restart(&c.nodes[follower - 1]);
     long long rejoin_ms = wait_isr(p, "isr", 3, follower, true, 60000);
@@ -209,11 +215,34 @@ static void test_isr_shrinks_and_grows_back(void **state)
     assert_int_equal(rk_producer_stats(p)->failed, 0);
     assert_int_equal(rk_producer_stats(p)->delivered, 200);
     assert_int_equal(isr_of(p, "isr", isr), 3);
-    rk_producer_destroy(p);
     long want[1] = {200};
     struct rk_record_set set = {0};
     assert_int_equal(rk_consume_all(bootstrap, "isr", 1, want, 30000, &set), 200);
     rk_record_set_free(&set);
+
+    /* Down again while the leader goes on and DeleteRecords moves its log
+     * start past the follower's end: restarted, the follower's fetch is
+     * OFFSET_OUT_OF_RANGE, so it drops its log, starts at the leader's log
+     * start, catches up and rejoins. */
+    broker_kill9(&c.nodes[follower - 1]);
+    wait_isr(p, "isr", 2, follower, false, LAG_MS + SLACK_MS);
+    produce_all(p, "isr", 100);
+    assert_int_equal(rk_producer_stats(p)->failed, 0);
+    int64_t low = -1;
+    assert_int_equal(rk_delete_records(p, "isr", 290, &low), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(low, 290);
+    broker_restart(&c.nodes[follower - 1]);
+    wait_isr(p, "isr", 3, follower, true, 60000);
+    assert_true(broker_log_contains(&c.nodes[follower - 1], "truncated fully"));
+    /* Its old segment went; the new log starts at the batch holding 290. */
+    char path[700];
+    snprintf(path, sizeof path, "%s/isr-0/%020d.log", c.nodes[follower - 1].data_dir, 0);
+    assert_int_not_equal(access(path, F_OK), 0);
+    /* In the ISR, it holds acks=all again. */
+    produce_all(p, "isr", 10);
+    assert_int_equal(rk_producer_stats(p)->failed, 0);
+    assert_int_equal(rk_producer_stats(p)->delivered, 310);
+    rk_producer_destroy(p);
     cluster_stop(&c);
 }
 
