@@ -11,7 +11,8 @@
  *
  * Leader side: replication_follower_fetched records a follower's log end
  * offset (the fetch offset it asks for) and moves the high watermark to the
- * smallest log end offset over the ISR, the leader's included.
+ * smallest log end offset over the ISR, the leader's included. With
+ * opts.alter_partition the leader also shrinks and grows the ISR (isr.c).
  *
  * Thread-safety: every function may be called from any thread; the module
  * owns its fetcher threads and one net_client. */
