@@ -141,8 +141,11 @@ static void check_partition(struct replication *r, const char *topic, int32_t pa
                          rc == KAFKA_ERR_INVALID_UPDATE_VERSION || rc == KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION ||
                          rc == KAFKA_ERR_UNKNOWN_TOPIC_ID;
     pthread_mutex_lock(&r->lock);
-    struct leader_partition *cur = replication_leader_entry(r, topic, partition, &info, NULL);
-    if (cur && wait_metadata)
+    /* The entry as it is now: a new leader epoch since then starts over. */
+    struct leader_partition *cur = r->leaders;
+    while (cur && (cur->partition != partition || strcmp(cur->topic, topic) != 0))
+        cur = cur->next;
+    if (cur && cur->leader_epoch == info.leader_epoch && wait_metadata)
         cur->awaiting_partition_epoch = info.partition_epoch;
     if (rc == KAFKA_ERR_NONE) {
         bool removed = false, added = false;
