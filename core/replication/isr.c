@@ -19,6 +19,7 @@
 #include "util/logger.h"
 
 #define LOG "replication"
+#define ISR_SOON_MS 100
 
 struct isr_target {
     char topic[256];
@@ -119,15 +120,22 @@ static void check_partition(struct replication *r, const char *topic, int32_t pa
     int64_t now = replication_now_ms();
     int32_t isr[REPLICA_INFO_MAX_REPLICAS];
     int32_t n = 0;
-    bool send = false;
+    bool send = false, arrived = false;
     pthread_mutex_lock(&r->lock);
     struct leader_partition *lp = replication_leader_entry(r, topic, partition, &info, log);
-    if (lp && (lp->awaiting_partition_epoch < 0 || info.partition_epoch > lp->awaiting_partition_epoch)) {
+    if (lp && lp->awaiting_partition_epoch >= 0 && info.partition_epoch <= lp->awaiting_partition_epoch)
+        r->isr_soon = true; /* look again shortly, for the metadata */
+    else if (lp) {
+        arrived = lp->awaiting_partition_epoch >= 0;
         lp->awaiting_partition_epoch = -1;
         n = wanted_isr(r, lp, &info, hw, now, isr);
         send = !same_set(isr, n, info.isr, info.isr_count);
     }
     pthread_mutex_unlock(&r->lock);
+    /* The changed ISR is in force: waiting acks=all produces look again
+     * (also when the high watermark now tracks the log end, ISR = {self}). */
+    if (arrived && r->opts.high_watermark_moved)
+        r->opts.high_watermark_moved(r->opts.high_watermark_ctx, log);
     partition_log_close(log);
     if (!send)
         return;
@@ -145,8 +153,10 @@ static void check_partition(struct replication *r, const char *topic, int32_t pa
     struct leader_partition *cur = r->leaders;
     while (cur && (cur->partition != partition || strcmp(cur->topic, topic) != 0))
         cur = cur->next;
-    if (cur && cur->leader_epoch == info.leader_epoch && wait_metadata)
+    if (cur && cur->leader_epoch == info.leader_epoch && wait_metadata) {
         cur->awaiting_partition_epoch = info.partition_epoch;
+        r->isr_soon = true;
+    }
     if (rc == KAFKA_ERR_NONE) {
         bool removed = false, added = false;
         for (int32_t i = 0; i < info.isr_count; i++)
@@ -202,10 +212,15 @@ static void *isr_main(void *arg)
     if (period < 50)
         period = 50;
     for (;;) {
+        /* Waiting for metadata after an answer: look again in 100 ms. */
+        pthread_mutex_lock(&r->lock);
+        int64_t wait = r->isr_soon && period > ISR_SOON_MS ? ISR_SOON_MS : period;
+        r->isr_soon = false;
+        pthread_mutex_unlock(&r->lock);
         struct timespec deadline;
         clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_sec += period / 1000;
-        deadline.tv_nsec += (period % 1000) * 1000000;
+        deadline.tv_sec += wait / 1000;
+        deadline.tv_nsec += (wait % 1000) * 1000000;
         if (deadline.tv_nsec >= 1000000000) {
             deadline.tv_sec++;
             deadline.tv_nsec -= 1000000000;

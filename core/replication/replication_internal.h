@@ -78,6 +78,7 @@ struct replication {
     bool isr_started;
     pthread_cond_t isr_wake; /* with lock: a follower may rejoin, stop */
     bool isr_check;          /* set with isr_wake */
+    bool isr_soon;           /* a partition waits for metadata: next round soon */
 };
 
 /* Under the lock: the fetcher of (leader_id, index), started if new; NULL
