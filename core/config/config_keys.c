@@ -304,7 +304,7 @@ static const struct config_key_def broker_keys[] = {
      .doc = "Allow an out-of-sync replica to become leader, losing data; the active controller reads it (topic, "
             "then its own dynamic value, the cluster default, its config file) when a partition has no live "
             "in-sync replica."},
-    {KEY_LONG("replica.lag.time.max.ms", "30000", 1, I64), HIGH, IN(REPLICATION), .flags = LATER,
+    {KEY_LONG("replica.lag.time.max.ms", "30000", 1, I64), HIGH, IN(REPLICATION),
      .doc = "A follower that has not caught up for this long leaves the ISR."},
     {KEY_INT("num.replica.fetchers", "1", 1, I32), HIGH, IN(REPLICATION), .flags = DYN,
      .doc = "Fetcher threads per source broker."},

@@ -191,6 +191,10 @@ int16_t partition_log_flush_if_due(struct partition_log *log, int64_t now_ms);
 /* Drop every batch holding offsets >= offset (the log may end below it when
  * offset falls inside a batch). */
 int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset);
+/* A follower behind the leader's log start (Kafka's truncateFullyAndStartAt):
+ * drop every segment, the leader epochs and the producer state, and start
+ * an empty log at offset (log start, log end and high watermark). */
+int16_t partition_log_truncate_fully_and_start_at(struct partition_log *log, int64_t offset);
 /* Move the log start offset forward (DeleteRecords); removes whole segments
  * below it, as retention does. OFFSET_OUT_OF_RANGE when offset > log end or
  * negative; an offset at or below the start changes nothing. Below the

@@ -3,6 +3,7 @@
  * watermark the replica layer moves. */
 #include "log/partition_log_internal.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -98,4 +99,44 @@ void partition_log_set_high_watermark_tracks_end(struct partition_log *log, bool
 bool partition_log_high_watermark_tracks_end(struct partition_log *log)
 {
     return atomic_load(&log->hw_tracks_end);
+}
+
+int16_t partition_log_truncate_fully_and_start_at(struct partition_log *log, int64_t offset)
+{
+    if (offset < 0)
+        return KAFKA_ERR_OFFSET_OUT_OF_RANGE;
+    pthread_mutex_lock(&log->write_lock);
+    if (atomic_load(&log->offline)) {
+        pthread_mutex_unlock(&log->write_lock);
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
+    int rc = 0;
+    char err[256];
+    struct log_segment *fresh = NULL;
+    log->truncations++;
+    pthread_rwlock_wrlock(&log->lock);
+    while (log->segment_count > 0)
+        log_segment_close(log->segments[--log->segment_count], true);
+    rc = log_segment_create(log->dir, offset, &log->cfg, clock_wall_ms(), &fresh, err, sizeof err);
+    if (rc == 0) {
+        log->segments[log->segment_count++] = fresh;
+        atomic_store(&log->log_start_offset, offset);
+        atomic_store(&log->log_end_offset, offset);
+        atomic_store(&log->high_watermark, offset);
+        atomic_store(&log->recovery_point, offset);
+        /* None of the old epochs has data left (Kafka clears the cache). */
+        leader_epoch_cache_clear(&log->epochs);
+    }
+    pthread_rwlock_unlock(&log->lock);
+    if (rc == 0 && partition_log_save_epochs_locked(log) != KAFKA_ERR_NONE)
+        rc = EIO;
+    if (rc == 0) {
+        /* Snapshots of the old log go; the producer state starts empty. */
+        partition_log_remove_old_snapshots_locked(log);
+        rc = partition_log_load_producers_locked(log);
+    }
+    if (rc != 0)
+        partition_log_mark_offline(log, "starting over", rc);
+    pthread_mutex_unlock(&log->write_lock);
+    return rc == 0 ? KAFKA_ERR_NONE : KAFKA_ERR_KAFKA_STORAGE_ERROR;
 }

@@ -132,6 +132,22 @@ static int64_t append_batches(struct fetcher *f, struct fetch_slot *s, uint8_t *
             break;
         struct log_append_result res;
         memset(&res, 0, sizeof res);
+        /* An empty log (started over at the leader's log start) whose
+         * first batch starts below it: the leader's start fell inside that
+         * batch (DeleteRecords). As Kafka does, start the log at the
+         * batch's base; the leader's log start is applied after. */
+        int64_t base = (int64_t)(((uint64_t)data[pos] << 56) | ((uint64_t)data[pos + 1] << 48) |
+                                 ((uint64_t)data[pos + 2] << 40) | ((uint64_t)data[pos + 3] << 32) |
+                                 ((uint64_t)data[pos + 4] << 24) | ((uint64_t)data[pos + 5] << 16) |
+                                 ((uint64_t)data[pos + 6] << 8) | (uint64_t)data[pos + 7]);
+        int64_t end = partition_log_end_offset(s->log);
+        if (pos == 0 && base >= 0 && base < end && end == partition_log_start_offset(s->log)) {
+            int16_t terr = partition_log_truncate_fully_and_start_at(s->log, base);
+            logger_info("replication", "%s-%d: leader %d's first batch starts at %lld, below the empty log's start "
+                        "%lld: truncated fully and starting there: %s",
+                        s->topic, s->partition, f->leader_id, (long long)base, (long long)end,
+                        kafka_error_name(terr));
+        }
         int16_t err = partition_log_append_as(s->log, LOG_APPEND_REPLICATION, data + pos, size, -1, &res);
         if (err != KAFKA_ERR_NONE) {
             logger_warn("replication", "%s-%d: appending a batch of %zu bytes at %lld from leader %d failed: %s (%s)",
@@ -168,8 +184,20 @@ static bool apply_partition(struct fetcher *f, struct fetch_slot *s, struct fetc
 {
     struct replication *r = f->r;
     if (pd->error_code == KAFKA_ERR_OFFSET_OUT_OF_RANGE) {
-        /* Not resolved here (a follower behind the leader's log start, say
-         * after its data was wiped): it keeps backing off, visibly. */
+        /* Kafka's handleOffsetOutOfRange: behind the leader's log start
+         * (down while DeleteRecords or retention removed what it lacks),
+         * the follower drops its log and starts over at that start; the
+         * next fetch goes from there. Otherwise it backs off, visibly. */
+        int64_t end = partition_log_end_offset(s->log);
+        if (pd->log_start_offset > end && still_following(r, s, f)) {
+            int16_t err = partition_log_truncate_fully_and_start_at(s->log, pd->log_start_offset);
+            logger_info("replication",
+                        "%s-%d: log end %lld is below leader %d's log start %lld; truncated fully and starting "
+                        "there: %s",
+                        s->topic, s->partition, (long long)end, f->leader_id, (long long)pd->log_start_offset,
+                        kafka_error_name(err));
+            return err == KAFKA_ERR_NONE;
+        }
         logger_warn("replication", "%s-%d: leader %d has no offset %lld (its log starts at %lld)", s->topic,
                     s->partition, f->leader_id, (long long)s->fetch_offset, (long long)pd->log_start_offset);
         return false;

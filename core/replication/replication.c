@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log/partition_log.h"
 #include "net/client.h"
@@ -81,6 +82,8 @@ static void on_leadership(void *ctx, const char *topic, int32_t partition, bool 
     struct leader_partition *lp = *llink;
     if (lp)
         *llink = lp->next;
+    if (hosted && became_leader && info.role == REPLICA_ROLE_LEADER && !r->stopping)
+        (void)replication_leader_entry(r, topic, partition, &info, log);
     if (fresh && fresh->topic && !r->stopping) {
         fresh->fetcher = replication_fetcher_for(
             r, fresh->leader_id, (int32_t)(partition_hash(topic, partition) % (uint32_t)r->opts.num_fetchers));
@@ -132,9 +135,15 @@ int replication_start(const struct replication_options *opts, struct replication
         free(r);
         return -1;
     }
+    pthread_cond_init(&r->isr_wake, NULL);
     r->listener_id = replica_manager_add_leadership_listener(opts->replicas, on_leadership, r);
     if (r->listener_id < 0) {
         snprintf(err, errlen, "out of memory");
+        replication_stop(r);
+        return -1;
+    }
+    if (r->opts.alter_partition && replication_isr_start(r) != 0) {
+        snprintf(err, errlen, "cannot start the ISR thread");
         replication_stop(r);
         return -1;
     }
@@ -154,7 +163,9 @@ void replication_stop(struct replication *r)
     r->stopping = true;
     for (struct fetcher *f = r->fetchers; f; f = f->next)
         pthread_cond_broadcast(&f->wake);
+    pthread_cond_broadcast(&r->isr_wake);
     pthread_mutex_unlock(&r->lock);
+    replication_isr_join(r);
     net_client_destroy(r->client);
     replication_fetchers_join(r);
     while (r->followers) {
@@ -168,6 +179,7 @@ void replication_stop(struct replication *r)
         free(lp->topic);
         free(lp);
     }
+    pthread_cond_destroy(&r->isr_wake);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }
@@ -180,9 +192,15 @@ static bool contains(const int32_t *ids, int32_t count, int32_t id)
     return false;
 }
 
-/* Under the lock: the entry for this epoch, created or reset; NULL when out of memory. */
-static struct leader_partition *leader_entry(struct replication *r, const char *topic, int32_t partition,
-                                             const struct replica_partition_info *info)
+int64_t replication_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct leader_partition *replication_leader_entry(struct replication *r, const char *topic, int32_t partition,
+                                                  const struct replica_partition_info *info, struct partition_log *log)
 {
     struct leader_partition *lp = *find_leader(r, topic, partition);
     if (!lp) {
@@ -197,7 +215,12 @@ static struct leader_partition *leader_entry(struct replication *r, const char *
         r->leaders = lp;
     }
     if (lp->leader_epoch != info->leader_epoch) {
+        /* As Kafka's makeLeader: every follower starts the epoch unknown,
+         * the in-sync ones caught up now. */
         lp->leader_epoch = info->leader_epoch;
+        lp->since_ms = replication_now_ms();
+        lp->epoch_start_offset = log ? partition_log_end_offset(log) : -1;
+        lp->awaiting_partition_epoch = -1;
         lp->count = 0;
     }
     return lp;
@@ -210,9 +233,54 @@ static int64_t *follower_leo_slot(struct leader_partition *lp, int32_t replica_i
             return &lp->log_end_offsets[i];
     if (!create || lp->count == LEADER_MAX_REPLICAS)
         return NULL;
-    lp->replica_ids[lp->count] = replica_id;
-    lp->log_end_offsets[lp->count] = -1;
-    return &lp->log_end_offsets[lp->count++];
+    int32_t i = lp->count++;
+    lp->replica_ids[i] = replica_id;
+    lp->log_end_offsets[i] = -1;
+    lp->last_caught_up_ms[i] = lp->since_ms;
+    lp->last_fetch_ms[i] = 0;
+    lp->last_fetch_leader_end[i] = -1;
+    lp->fetched_since_check[i] = false;
+    return &lp->log_end_offsets[i];
+}
+
+/* Under the lock: the high watermark info's ISR allows, -1 when unknown. */
+static int64_t isr_high_watermark(struct replication *r, struct leader_partition *lp,
+                                  const struct replica_partition_info *info, int64_t leader_end)
+{
+    if (!lp)
+        return -1;
+    int64_t hw = leader_end;
+    /* The smallest log end over the ISR; a member not heard from in this
+     * epoch holds the high watermark where it is. */
+    for (int32_t i = 0; i < info->isr_count && i < REPLICA_INFO_MAX_REPLICAS; i++) {
+        if (info->isr[i] == r->opts.node_id)
+            continue;
+        int64_t *leo = follower_leo_slot(lp, info->isr[i], false);
+        int64_t v = leo ? *leo : -1;
+        if (v < hw)
+            hw = v;
+    }
+    return hw;
+}
+
+static void move_high_watermark(struct replication *r, struct partition_log *log, int64_t hw)
+{
+    if (hw >= 0 && !partition_log_high_watermark_tracks_end(log)) {
+        int64_t before = partition_log_high_watermark(log);
+        if (partition_log_update_high_watermark(log, hw) != before && r->opts.high_watermark_moved)
+            r->opts.high_watermark_moved(r->opts.high_watermark_ctx, log);
+    }
+}
+
+void replication_update_high_watermark(struct replication *r, const char *topic, int32_t partition,
+                                       const struct replica_partition_info *info, struct partition_log *log)
+{
+    int64_t leader_end = partition_log_end_offset(log);
+    pthread_mutex_lock(&r->lock);
+    struct leader_partition *lp = replication_leader_entry(r, topic, partition, info, log);
+    int64_t hw = isr_high_watermark(r, lp, info, leader_end);
+    pthread_mutex_unlock(&r->lock);
+    move_high_watermark(r, log, hw);
 }
 
 int16_t replication_follower_fetched(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
@@ -232,30 +300,32 @@ int16_t replication_follower_fetched(struct replication *r, const char *topic, i
     }
     /* Read before taking the lock: the follower never asks past it. */
     int64_t leader_end = partition_log_end_offset(log);
-    int64_t hw = leader_end;
+    int64_t now = replication_now_ms();
     pthread_mutex_lock(&r->lock);
-    struct leader_partition *lp = leader_entry(r, topic, partition, &info);
+    struct leader_partition *lp = replication_leader_entry(r, topic, partition, &info, log);
     int64_t *slot = lp ? follower_leo_slot(lp, replica_id, true) : NULL;
-    if (slot)
+    if (slot) {
+        int32_t i = (int32_t)(slot - lp->log_end_offsets);
         *slot = fetch_offset < leader_end ? fetch_offset : leader_end;
-    /* The smallest log end over the ISR; a member not heard from in this
-     * epoch holds the high watermark where it is. */
-    for (int32_t i = 0; lp && i < info.isr_count && i < REPLICA_INFO_MAX_REPLICAS; i++) {
-        if (info.isr[i] == r->opts.node_id)
-            continue;
-        int64_t *leo = follower_leo_slot(lp, info.isr[i], false);
-        int64_t v = leo ? *leo : -1;
-        if (v < hw)
-            hw = v;
+        /* Kafka's Replica.updateFetchState: caught up now when it asks for
+         * the log end, or as of its previous fetch when it reached the log
+         * end the leader had then. */
+        if (fetch_offset >= leader_end)
+            lp->last_caught_up_ms[i] = now;
+        else if (lp->last_fetch_leader_end[i] >= 0 && fetch_offset >= lp->last_fetch_leader_end[i])
+            lp->last_caught_up_ms[i] = lp->last_fetch_ms[i];
+        lp->last_fetch_leader_end[i] = leader_end;
+        lp->last_fetch_ms[i] = now;
+        lp->fetched_since_check[i] = true;
+        /* A replica outside the ISR may be ready to rejoin: the ISR thread looks. */
+        if (r->isr_started && !contains(info.isr, info.isr_count, replica_id)) {
+            r->isr_check = true;
+            pthread_cond_signal(&r->isr_wake);
+        }
     }
-    if (!lp)
-        hw = -1;
+    int64_t hw = isr_high_watermark(r, lp, &info, leader_end);
     pthread_mutex_unlock(&r->lock);
-    if (hw >= 0 && !partition_log_high_watermark_tracks_end(log)) {
-        int64_t before = partition_log_high_watermark(log);
-        if (partition_log_update_high_watermark(log, hw) != before && r->opts.high_watermark_moved)
-            r->opts.high_watermark_moved(r->opts.high_watermark_ctx, log);
-    }
+    move_high_watermark(r, log, hw);
     partition_log_close(log);
     return KAFKA_ERR_NONE;
 }

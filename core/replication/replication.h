@@ -11,7 +11,8 @@
  *
  * Leader side: replication_follower_fetched records a follower's log end
  * offset (the fetch offset it asks for) and moves the high watermark to the
- * smallest log end offset over the ISR, the leader's included.
+ * smallest log end offset over the ISR, the leader's included. With
+ * opts.alter_partition the leader also shrinks and grows the ISR (isr.c).
  *
  * Thread-safety: every function may be called from any thread; the module
  * owns its fetcher threads and one net_client. */
@@ -24,6 +25,15 @@ struct replica_manager;
 struct metadata_store;
 struct partition_log;
 struct replication;
+
+/* Sends AlterPartition for one partition to the active controller and
+ * waits for the answer: the new ISR (leader included), at the leader and
+ * partition epochs this broker knows. Returns the partition's (or the
+ * request's) error; on NONE *new_partition_epoch is the committed epoch. */
+typedef int16_t (*replication_alter_partition_fn)(void *ctx, const char *topic, const uint8_t topic_id[16],
+                                                  int32_t partition, int32_t leader_epoch, int32_t partition_epoch,
+                                                  const int32_t *isr, int32_t isr_count,
+                                                  int32_t *new_partition_epoch);
 
 struct replication_options {
     struct replica_manager *replicas; /* borrowed; outlives the module */
@@ -41,6 +51,14 @@ struct replication_options {
      * acks=all produces look again. May be NULL. */
     void (*high_watermark_moved)(void *ctx, struct partition_log *log);
     void *high_watermark_ctx;
+    /* ISR changes at the leader (Kafka's Partition.maybeShrinkIsr /
+     * maybeExpandIsr): a follower not caught up to the log end for
+     * replica_lag_time_max_ms leaves the ISR, one whose log end reaches
+     * the high watermark (and the leader epoch's start) rejoins, through
+     * alter_partition. NULL: the ISR is left as the metadata has it. */
+    replication_alter_partition_fn alter_partition;
+    void *alter_partition_ctx;
+    int64_t replica_lag_time_max_ms; /* replica.lag.time.max.ms */
 };
 
 /* Starts the outbound client and registers with the replica manager (the
@@ -63,6 +81,8 @@ struct replication_stats {
     uint64_t fetches;        /* follower fetch responses handled */
     uint64_t fetch_errors;   /* failed fetches (network or partition errors) */
     uint64_t appended_bytes; /* bytes appended as follower */
+    uint64_t isr_shrinks;    /* AlterPartitions accepted that removed a member */
+    uint64_t isr_expands;    /* AlterPartitions accepted that added a member */
 };
 void replication_stats(struct replication *r, struct replication_stats *out);
 

@@ -9,6 +9,8 @@
 #include "replication/replication.h"
 
 struct net_client;
+struct partition_log;
+struct replica_partition_info;
 
 /* A partition this broker follows. Fields are read and written under the
  * module's lock; log is the entry's own reference. */
@@ -38,16 +40,27 @@ struct fetcher {
     int port;
 };
 
-/* On a leader: what each follower last asked for, in one leader epoch. */
+/* On a leader: what each follower last asked for, in one leader epoch,
+ * and when it was last caught up (Kafka's Replica state). */
 #define LEADER_MAX_REPLICAS 32
 struct leader_partition {
     struct leader_partition *next;
     char *topic;
     int32_t partition;
     int32_t leader_epoch;
+    int64_t since_ms;           /* monotonic time this epoch was first seen */
+    int64_t epoch_start_offset; /* leader's log end then, -1 when unknown */
+    /* The partition epoch of the last AlterPartition answered (accepted,
+     * or refused as stale): none is sent again until the image's partition
+     * epoch is past it. -1: not waiting. */
+    int32_t awaiting_partition_epoch;
     int32_t count;
     int32_t replica_ids[LEADER_MAX_REPLICAS];
     int64_t log_end_offsets[LEADER_MAX_REPLICAS]; /* -1: not fetched yet in this epoch */
+    int64_t last_caught_up_ms[LEADER_MAX_REPLICAS];
+    int64_t last_fetch_ms[LEADER_MAX_REPLICAS];
+    int64_t last_fetch_leader_end[LEADER_MAX_REPLICAS];
+    bool fetched_since_check[LEADER_MAX_REPLICAS]; /* a fetch the ISR thread has not judged */
 };
 
 struct replication {
@@ -60,6 +73,12 @@ struct replication {
     struct fetcher *fetchers;
     struct leader_partition *leaders;
     struct replication_stats stats;
+    /* The ISR thread (isr.c), when opts.alter_partition is set. */
+    pthread_t isr_thread;
+    bool isr_started;
+    pthread_cond_t isr_wake; /* with lock: a follower may rejoin, stop */
+    bool isr_check;          /* set with isr_wake */
+    bool isr_soon;           /* a partition waits for metadata: next round soon */
 };
 
 /* Under the lock: the fetcher of (leader_id, index), started if new; NULL
@@ -67,5 +86,18 @@ struct replication {
 struct fetcher *replication_fetcher_for(struct replication *r, int32_t leader_id, int32_t index);
 /* After stopping is set and the client destroyed: joins and frees every fetcher. */
 void replication_fetchers_join(struct replication *r);
+
+int64_t replication_now_ms(void);
+/* Under the lock: the entry of topic-partition for info's leader epoch,
+ * created or reset; NULL when out of memory. */
+struct leader_partition *replication_leader_entry(struct replication *r, const char *topic, int32_t partition,
+                                                  const struct replica_partition_info *info, struct partition_log *log);
+/* Not under the lock: moves log's high watermark to the smallest log end
+ * over info's ISR (the leader's included), notifying when it moved. */
+void replication_update_high_watermark(struct replication *r, const char *topic, int32_t partition,
+                                       const struct replica_partition_info *info, struct partition_log *log);
+/* The ISR thread: start after the module is set up; stop after stopping is set. */
+int replication_isr_start(struct replication *r);
+void replication_isr_join(struct replication *r);
 
 #endif

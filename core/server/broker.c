@@ -246,6 +246,10 @@ static int start_replication(struct broker *b, char *err, size_t errlen)
         .socket_timeout_ms = config_get_int(cfg, "replica.socket.timeout.ms"),
         .high_watermark_moved = high_watermark_moved,
         .high_watermark_ctx = b,
+        /* ISR changes need a controller to ask: a quorum. */
+        .alter_partition = b->lifecycle ? broker_lifecycle_alter_partition : NULL,
+        .alter_partition_ctx = b->lifecycle,
+        .replica_lag_time_max_ms = config_get_long(cfg, "replica.lag.time.max.ms"),
     };
     if (replication_start(&opts, &b->replication, err, errlen) != 0)
         return -1;

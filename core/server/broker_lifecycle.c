@@ -14,12 +14,16 @@
 #include "net/client.h"
 #include "protocol/generated/allocate_producer_ids_request.h"
 #include "protocol/generated/allocate_producer_ids_response.h"
+#include "protocol/generated/alter_partition_request.h"
+#include "protocol/generated/alter_partition_response.h"
 #include "protocol/generated/broker_heartbeat_request.h"
 #include "protocol/generated/broker_heartbeat_response.h"
 #include "protocol/generated/broker_registration_request.h"
 #include "protocol/generated/broker_registration_response.h"
 #include "protocol/generated/errors.h"
+#include "metadata/metadata_alter_partition.h"
 #include "raft/raft_shell_metadata.h"
+#include "server/controller_alter_partition.h"
 #include "server/controller_brokers.h"
 #include "util/logger.h"
 
@@ -70,6 +74,7 @@ struct call {
     int64_t broker_epoch;
     bool is_fenced;
     int64_t producer_id_start;
+    int32_t partition_epoch; /* AlterPartition's answer */
 };
 
 static void call_done(struct net_client_result *result, void *ctx)
@@ -84,6 +89,18 @@ static void call_done(struct net_client_result *result, void *ctx)
             c->producer_id_start = r->producer_id_start;
             if (c->error == KAFKA_ERR_NONE && r->producer_id_len != METADATA_PRODUCER_ID_BLOCK_SIZE)
                 c->error = KAFKA_ERR_UNKNOWN_SERVER_ERROR; /* the store hands out blocks of one size */
+        } else if (result->api_key == CONTROLLER_API_ALTER_PARTITION) {
+            /* One partition asked: its error, else the request's. */
+            const struct alter_partition_response *r = result->response;
+            c->error = r->error_code;
+            if (c->error == KAFKA_ERR_NONE) {
+                if (r->topics_count == 1 && r->topics[0].partitions_count == 1) {
+                    c->error = r->topics[0].partitions[0].error_code;
+                    c->partition_epoch = r->topics[0].partitions[0].partition_epoch;
+                } else {
+                    c->error = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+                }
+            }
         } else if (result->api_key == CONTROLLER_API_BROKER_REGISTRATION) {
             const struct broker_registration_response *r = result->response;
             c->error = r->error_code;
@@ -118,7 +135,8 @@ static int16_t call_leader(struct broker_lifecycle *lc, int32_t leader, int16_t 
     pthread_cond_init(&c->cond, NULL);
     struct net_client_request req = {.node_id = leader,
                                      .api_key = api_key,
-                                     .pinned_version = -1,
+                                     /* AlterPartition v2: by topic id, the ISR without broker epochs */
+                                     .pinned_version = api_key == CONTROLLER_API_ALTER_PARTITION ? 2 : -1,
                                      .body = body,
                                      .timeout_ms = lc->heartbeat_interval_ms,
                                      .done = call_done,
@@ -263,6 +281,75 @@ int16_t broker_lifecycle_allocate_producer_ids(void *ctx, int64_t *first, char *
     }
     *first = c.producer_id_start;
     return KAFKA_ERR_NONE;
+}
+
+int16_t broker_lifecycle_alter_partition(void *ctx, const char *topic, const uint8_t topic_id[16], int32_t partition,
+                                         int32_t leader_epoch, int32_t partition_epoch, const int32_t *isr,
+                                         int32_t isr_count, int32_t *new_partition_epoch)
+{
+    struct broker_lifecycle *lc = ctx;
+    *new_partition_epoch = -1;
+    if (isr_count < 1 || isr_count > 64)
+        return KAFKA_ERR_INVALID_REQUEST;
+    struct kafka_uuid id;
+    memcpy(id.bytes, topic_id, sizeof id.bytes);
+    pthread_mutex_lock(&lc->call_mu);
+    int64_t broker_epoch = lc->epoch;
+    int16_t rc;
+    if (metadata_store_is_controller(lc->store)) {
+        /* The active controller's own node: straight to the store. */
+        struct metadata_isr_member members[64];
+        for (int32_t i = 0; i < isr_count; i++)
+            members[i] = (struct metadata_isr_member){isr[i], -1};
+        struct metadata_isr_change change = {
+            .topic_name = topic,
+            .topic_name_len = strlen(topic),
+            .topic_id = id,
+            .partition_index = partition,
+            .leader_epoch = leader_epoch,
+            .partition_epoch = partition_epoch,
+            .isr = members,
+            .isr_count = isr_count,
+        };
+        char err[256] = "";
+        rc = metadata_alter_partition(lc->store, lc->node_id, broker_epoch, 2, &change, 1, err, sizeof err);
+        if (rc == KAFKA_ERR_NONE)
+            rc = change.error_code;
+        if (rc == KAFKA_ERR_NONE)
+            *new_partition_epoch = change.new_partition_epoch;
+        pthread_mutex_unlock(&lc->call_mu);
+        return rc;
+    }
+    int32_t leader = raft_shell_metadata_leader_id(lc->quorum);
+    if (leader < 0 || leader == lc->node_id || broker_epoch < 0) {
+        pthread_mutex_unlock(&lc->call_mu);
+        return KAFKA_ERR_NOT_CONTROLLER; /* rediscovered at the next try */
+    }
+    struct alter_partition_request_partition_data pd;
+    alter_partition_request_partition_data_init(&pd);
+    pd.partition_index = partition;
+    pd.leader_epoch = leader_epoch;
+    pd.partition_epoch = partition_epoch;
+    pd.new_isr = (int32_t *)isr;
+    pd.new_isr_count = isr_count;
+    struct alter_partition_request_topic_data td;
+    alter_partition_request_topic_data_init(&td);
+    td.topic_name = (struct kafka_str){topic, (int32_t)strlen(topic)};
+    td.topic_id = id;
+    td.partitions = &pd;
+    td.partitions_count = 1;
+    struct alter_partition_request req;
+    alter_partition_request_init(&req);
+    req.broker_id = lc->node_id;
+    req.broker_epoch = broker_epoch;
+    req.topics = &td;
+    req.topics_count = 1;
+    struct call c = {.partition_epoch = -1};
+    rc = call_leader(lc, leader, CONTROLLER_API_ALTER_PARTITION, &req, &c);
+    pthread_mutex_unlock(&lc->call_mu);
+    if (rc == KAFKA_ERR_NONE)
+        *new_partition_epoch = c.partition_epoch;
+    return rc;
 }
 
 static void *lifecycle_main(void *arg)

@@ -93,6 +93,7 @@ static const struct implemented_key implemented[] = {
     {"log.preallocate", "tests/unit/log/test_log_reserve.c"},
     {"min.insync.replicas", "tests/integration/test_create_topics_wire.c"},
     {"unclean.leader.election.enable", "tests/unit/metadata/test_metadata_election.c"},
+    {"replica.lag.time.max.ms", "tests/integration/test_isr.c"},
     {"num.replica.fetchers", "tests/integration/test_replication.c (default)"},
     {"replica.fetch.max.bytes", "tests/integration/test_replication.c (default)"},
     {"replica.fetch.response.max.bytes", "tests/integration/test_replication.c (default)"},

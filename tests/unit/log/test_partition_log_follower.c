@@ -388,6 +388,52 @@ static void test_high_watermark(void **state)
     assert_int_equal(partition_log_high_watermark(log), 10);
 }
 
+/* A follower behind the leader's log start drops its log and starts an
+ * empty one there (segments, epochs, producers gone), then copies on from
+ * it, and the new start survives reopen. */
+static void test_follower_truncates_fully_and_starts_at(void **state)
+{
+    struct pair *p = *state;
+    struct partition_log *leader = p->leader->log, *follower = p->follower->log;
+    for (int i = 0; i < 4; i++)
+        produce(leader, 100, 0, i * 3, 3, false, 1); /* 0..11 */
+    replicate(leader, follower);
+    assert_int_equal(partition_log_end_offset(follower), 12);
+    assert_true(partition_log_producer_count(follower) > 0);
+    for (int i = 0; i < 4; i++)
+        produce(leader, -1, -1, -1, 3, false, 2); /* 12..23 */
+    assert_int_equal(partition_log_delete_records_before(leader, 18), KAFKA_ERR_NONE);
+
+    assert_int_equal(partition_log_truncate_fully_and_start_at(follower, -1), KAFKA_ERR_OFFSET_OUT_OF_RANGE);
+    assert_int_equal(partition_log_truncate_fully_and_start_at(follower, 18), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_start_offset(follower), 18);
+    assert_int_equal(partition_log_end_offset(follower), 18);
+    assert_int_equal(partition_log_high_watermark(follower), 18);
+    assert_int_equal(partition_log_latest_epoch(follower), -1);
+    assert_int_equal(partition_log_producer_count(follower), 0);
+    char path[600];
+    snprintf(path, sizeof path, "%s/%020d.log", p->follower->dir, 0);
+    assert_int_not_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/%020d.log", p->follower->dir, 18);
+    assert_int_equal(access(path, F_OK), 0);
+
+    replicate(leader, follower);
+    assert_int_equal(partition_log_end_offset(follower), 24);
+    size_t la, lb;
+    uint8_t *a = read_all(leader, 18, &la);
+    uint8_t *b = read_all(follower, 18, &lb);
+    assert_int_equal(la, lb);
+    assert_memory_equal(a, b, la);
+    free(a);
+    free(b);
+    assert_int_equal(partition_log_latest_epoch(follower), 2);
+
+    reopen(p->follower, false);
+    assert_int_equal(partition_log_start_offset(p->follower->log), 18);
+    assert_int_equal(partition_log_end_offset(p->follower->log), 24);
+    assert_int_equal(partition_log_latest_epoch(p->follower->log), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -397,6 +443,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_follower_refuses_offsets_that_do_not_follow, pair_setup, pair_teardown),
         cmocka_unit_test_setup_teardown(test_follower_takes_markers_the_client_path_refuses, pair_setup, pair_teardown),
         cmocka_unit_test_setup_teardown(test_high_watermark, pair_setup, pair_teardown),
+        cmocka_unit_test_setup_teardown(test_follower_truncates_fully_and_starts_at, pair_setup, pair_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,263 @@
+/* ISR shrink and expand at the leader, through three cairnd processes
+ * (process.roles=broker,controller), replica.lag.time.max.ms 2000 and a
+ * broker session of 30 s, so only the leader's AlterPartition can move a
+ * live-registered follower out of the ISR in time. A topic with
+ * replication factor 3 and min.insync.replicas=2: a follower killed with
+ * kill -9 leaves the ISR (Metadata shows two members) within the lag plus
+ * slack, and an acks=all produce waiting meanwhile succeeds; restarted,
+ * it catches up and rejoins the ISR. Down again while DeleteRecords moves the leader's log
+ * start past its end, restarted it starts its log over at that start. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "rk_helpers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LAG_MS 2000
+#define LAG_MS_TEXT "2000"
+/* A loaded machine (ASan, parallel builds) stretches fetches and commits. */
+#define SLACK_MS 20000
+
+#define N 3
+#define CLUSTER_ID "SXNyU2hyaW5rRXhwYW5kMQ"
+
+struct cluster {
+    struct test_broker nodes[N];
+    int controller_ports[N];
+};
+
+static void cluster_start(struct cluster *c)
+{
+    memset(c, 0, sizeof *c);
+    char voters[256] = "";
+    for (int i = 0; i < N; i++) {
+        c->controller_ports[i] = harness_free_port();
+        size_t used = strlen(voters);
+        snprintf(voters + used, sizeof voters - used, "%s%d@127.0.0.1:%d", i ? "," : "", i + 1, c->controller_ports[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        int port;
+        do {
+            port = harness_free_port();
+        } while (port == c->controller_ports[0] || port == c->controller_ports[1] || port == c->controller_ports[2]);
+        char listeners[160], node_id[32], voters_kv[300];
+        snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port,
+                 c->controller_ports[i]);
+        snprintf(node_id, sizeof node_id, "node.id=%d", i + 1);
+        snprintf(voters_kv, sizeof voters_kv, "controller.quorum.voters=%s", voters);
+        const char *overrides[] = {listeners,
+                                   node_id,
+                                   voters_kv,
+                                   "process.roles=broker,controller",
+                                   "controller.listener.names=CONTROLLER",
+                                   "cluster.id=" CLUSTER_ID,
+                                   "controller.quorum.election.timeout.ms=1000",
+                                   "controller.quorum.fetch.timeout.ms=2000",
+                                   "broker.heartbeat.interval.ms=500",
+                                   "broker.session.timeout.ms=30000",
+                                   "offsets.topic.num.partitions=1",
+                                   "transaction.state.log.num.partitions=1",
+                                   "replica.fetch.backoff.ms=200",
+                                   "replica.lag.time.max.ms=" LAG_MS_TEXT,
+                                   NULL};
+        broker_spawn_on_port(&c->nodes[i], port, overrides);
+    }
+    for (int i = 0; i < N; i++)
+        broker_wait_ready(&c->nodes[i]);
+}
+
+static void cluster_stop(struct cluster *c)
+{
+    for (int i = 0; i < N; i++) {
+        if (c->nodes[i].pid > 0)
+            broker_stop(&c->nodes[i]);
+        broker_mark_passed(&c->nodes[i]);
+        broker_cleanup(&c->nodes[i]);
+    }
+}
+
+/* Creates topic (one partition, replication factor 3) once a controller
+ * takes it, and returns the partition's leader id. */
+static int32_t create_replicated(struct cluster *c, const char *topic, const char *const *configs)
+{
+    rd_kafka_t *admin = rk_producer_new(broker_bootstrap(&c->nodes[0]), NULL);
+    long long deadline = harness_now_ms() + 60000;
+    char errstr[256] = "";
+    rd_kafka_resp_err_t err;
+    while ((err = rk_create_topic_result(admin, topic, 1, 3, configs, false, errstr, sizeof errstr)) !=
+           RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+            break;
+        if (harness_now_ms() > deadline)
+            fail_msg("CreateTopics %s: %s (%s)", topic, rd_kafka_err2str(err), errstr);
+        usleep(200 * 1000);
+    }
+    int32_t leader = -1;
+    while (leader < 0) {
+        const struct rd_kafka_metadata *md = NULL;
+        if (rd_kafka_metadata(admin, 1, NULL, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            for (int t = 0; t < md->topic_cnt; t++)
+                if (strcmp(md->topics[t].topic, topic) == 0 && md->topics[t].partition_cnt == 1 &&
+                    md->topics[t].partitions[0].replica_cnt == 3)
+                    leader = md->topics[t].partitions[0].leader;
+            rd_kafka_metadata_destroy(md);
+        }
+        if (leader < 0 && harness_now_ms() > deadline)
+            fail_msg("no leader for %s", topic);
+        if (leader < 0)
+            usleep(200 * 1000);
+    }
+    rk_producer_destroy(admin);
+    assert_true(leader >= 1 && leader <= N);
+    return leader;
+}
+
+/* The partition's ISR as a broker's Metadata names it; -1 when unknown. */
+static int isr_of(rd_kafka_t *rk, const char *topic, int32_t isr[8])
+{
+    const struct rd_kafka_metadata *md = NULL;
+    int n = -1;
+    if (rd_kafka_metadata(rk, 1, NULL, &md, 5000) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return -1;
+    for (int t = 0; t < md->topic_cnt; t++)
+        if (strcmp(md->topics[t].topic, topic) == 0 && md->topics[t].partition_cnt == 1) {
+            const rd_kafka_metadata_partition_t *p = &md->topics[t].partitions[0];
+            n = p->isr_cnt < 8 ? p->isr_cnt : 8;
+            for (int i = 0; i < n; i++)
+                isr[i] = p->isrs[i];
+        }
+    rd_kafka_metadata_destroy(md);
+    return n;
+}
+
+static bool has(const int32_t *ids, int n, int32_t id)
+{
+    for (int i = 0; i < n; i++)
+        if (ids[i] == id)
+            return true;
+    return false;
+}
+
+/* Waits until the leader's Metadata gives the ISR want members, with or
+ * without follower; returns the time it took. */
+static long long wait_isr(rd_kafka_t *rk, const char *topic, int want, int32_t follower, bool with, int timeout_ms)
+{
+    long long start = harness_now_ms();
+    for (;;) {
+        int32_t isr[8];
+        int n = isr_of(rk, topic, isr);
+        if (n == want && has(isr, n, follower) == with)
+            return harness_now_ms() - start;
+        if (harness_now_ms() - start > timeout_ms)
+            fail_msg("ISR of %s: %d members (want %d, %s broker %d)", topic, n, want, with ? "with" : "without",
+                     (int)follower);
+        usleep(100 * 1000);
+    }
+}
+
+static void produce_all(rd_kafka_t *p, const char *topic, int count)
+{
+    for (int m = 0; m < count; m++) {
+        char value[64];
+        int vn = snprintf(value, sizeof value, "isr-%d", m);
+        assert_int_equal(rk_produce_blocking(p, topic, 0, NULL, 0, value, (size_t)vn, 0, NULL, NULL), 0);
+    }
+    rd_kafka_flush(p, 60000);
+}
+
+static void test_isr_shrinks_and_grows_back(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_start(&c);
+    const char *configs[] = {"min.insync.replicas", "2", NULL};
+    int32_t leader = create_replicated(&c, "isr", configs);
+    const char *bootstrap = broker_bootstrap(&c.nodes[leader - 1]);
+    const char *conf[] = {"enable.idempotence", "true", "acks", "all", "message.timeout.ms", "60000", NULL};
+    rd_kafka_t *p = rk_producer_new(bootstrap, conf);
+    produce_all(p, "isr", 100);
+    assert_int_equal(rk_producer_stats(p)->delivered, 100);
+    /* Followers fetching keep the ISR whole past the lag. */
+    wait_isr(p, "isr", 3, leader, true, 30000);
+    usleep(2 * LAG_MS * 1000);
+    int32_t isr[8];
+    assert_int_equal(isr_of(p, "isr", isr), 3);
+
+    int32_t follower = leader % 3 + 1;
+    long long killed_at = harness_now_ms();
+    broker_kill9(&c.nodes[follower - 1]);
+    /* acks=all sent at once waits while the dead follower holds the high
+     * watermark, and is answered when the shrink lets it advance: two in
+     * sync meet min.insync.replicas=2. */
+    produce_all(p, "isr", 50);
+    long long acked_ms = harness_now_ms() - killed_at;
+    assert_int_equal(rk_producer_stats(p)->failed, 0);
+    assert_int_equal(rk_producer_stats(p)->delivered, 150);
+    wait_isr(p, "isr", 2, follower, false, LAG_MS + SLACK_MS);
+    long long shrink_ms = harness_now_ms() - killed_at;
+    fprintf(stderr,
+            "[test] broker %d out of the ISR by %lld ms after kill -9, acks=all answered after %lld ms "
+            "(replica.lag.time.max.ms %d)\n",
+            (int)follower, shrink_ms, acked_ms, LAG_MS);
+    assert_true(acked_ms <= LAG_MS + SLACK_MS);
+    assert_true(broker_log_contains(&c.nodes[leader - 1], "ISR ["));
+    /* A dead follower stays out (its last fetch does not bring it back). */
+    usleep(LAG_MS * 1000);
+    int n_isr = isr_of(p, "isr", isr);
+    assert_int_equal(n_isr, 2);
+    assert_false(has(isr, n_isr, follower));
+
+    broker_restart(&c.nodes[follower - 1]);
+    long long rejoin_ms = wait_isr(p, "isr", 3, follower, true, 60000);
+    fprintf(stderr, "[test] broker %d back in the ISR %lld ms after its restart\n", (int)follower, rejoin_ms);
+    /* Back in sync it holds the high watermark again, and keeps up. */
+    produce_all(p, "isr", 50);
+    assert_int_equal(rk_producer_stats(p)->failed, 0);
+    assert_int_equal(rk_producer_stats(p)->delivered, 200);
+    assert_int_equal(isr_of(p, "isr", isr), 3);
+    long want[1] = {200};
+    struct rk_record_set set = {0};
+    assert_int_equal(rk_consume_all(bootstrap, "isr", 1, want, 30000, &set), 200);
+    rk_record_set_free(&set);
+
+    /* Down again while the leader goes on and DeleteRecords moves its log
+     * start past the follower's end: restarted, the follower's fetch is
+     * OFFSET_OUT_OF_RANGE, so it drops its log, starts at the leader's log
+     * start, catches up and rejoins. */
+    broker_kill9(&c.nodes[follower - 1]);
+    wait_isr(p, "isr", 2, follower, false, LAG_MS + SLACK_MS);
+    produce_all(p, "isr", 100);
+    assert_int_equal(rk_producer_stats(p)->failed, 0);
+    int64_t low = -1;
+    assert_int_equal(rk_delete_records(p, "isr", 290, &low), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(low, 290);
+    broker_restart(&c.nodes[follower - 1]);
+    wait_isr(p, "isr", 3, follower, true, 60000);
+    assert_true(broker_log_contains(&c.nodes[follower - 1], "truncated fully"));
+    /* Its old segment went; the new log starts at the batch holding 290. */
+    char path[700];
+    snprintf(path, sizeof path, "%s/isr-0/%020d.log", c.nodes[follower - 1].data_dir, 0);
+    assert_int_not_equal(access(path, F_OK), 0);
+    /* In the ISR, it holds acks=all again. */
+    produce_all(p, "isr", 10);
+    assert_int_equal(rk_producer_stats(p)->failed, 0);
+    assert_int_equal(rk_producer_stats(p)->delivered, 310);
+    rk_producer_destroy(p);
+    cluster_stop(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_isr_shrinks_and_grows_back),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
