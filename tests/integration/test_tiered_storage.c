@@ -24,6 +24,7 @@
 
 #include "harness.h"
 #include "raw_kafka.h"
+#include "raw_session.h"
 #include "rk_helpers.h"
 
 #define TOPIC "tiered"
@@ -600,6 +601,37 @@ static bool count_any(const rd_kafka_message_t *msg, void *ctx)
     return true;
 }
 
+/* The partition's topic id, from its remote folder's name. */
+static void remote_topic_id(const struct tiered_state *st, uint8_t id[16])
+{
+    char dir[1200];
+    assert_true(remote_partition_dir(st, dir, sizeof dir));
+    const char *hex = strrchr(dir, '/') + 1;
+    assert_int_equal(strlen(hex), 32);
+    for (int i = 0; i < 16; i++) {
+        unsigned byte = 0;
+        assert_int_equal(sscanf(hex + 2 * i, "%2x", &byte), 1);
+        id[i] = (uint8_t)byte;
+    }
+}
+
+/* Fetch v17 from offset 0 (below the local start), retried while the
+ * broker is still downloading (an empty answer): the answer's error, and
+ * fails the test if any record comes back. */
+static int16_t raw_fetch_error_from_zero(const struct tiered_state *st, const uint8_t id[16])
+{
+    struct raw_session s = {.fd = raw_connect(broker_port(&st->broker), 5000), .correlation = 1};
+    assert_true(s.fd >= 0);
+    struct raw_fetch_answer a;
+    long long deadline = harness_now_ms() + 30000;
+    do {
+        raw_fetch_v17(&s, id, 0, false, &a);
+        assert_int_equal(a.data_records, 0); /* never the bad object's bytes */
+    } while (a.error == 0 && harness_now_ms() < deadline);
+    close(s.fd);
+    return a.error;
+}
+
 #define FETCH_ERRORS "cairn_remote_errors_total{kind=\"fetch\"}"
 
 /* A corrupt remote object and a missing one: a retriable
@@ -629,6 +661,9 @@ static void test_tiered_bad_remote_object(void **state)
     long delivered = 0, want = 1;
     assert_int_equal(rk_consume_each(broker_bootstrap(&st->broker), TOPIC, 1, &want, 6000, count_any, &delivered), -1);
     assert_int_equal(delivered, 0);
+    uint8_t id[16];
+    remote_topic_id(st, id);
+    assert_int_equal(raw_fetch_error_from_zero(st, id), 56); /* KAFKA_STORAGE_ERROR, retriable */
     assert_true(metric_value(st, FETCH_ERRORS) > errors_before);
 
     /* Missing: the object is gone from the store. */
@@ -683,6 +718,8 @@ static void test_tiered_store_outage(void **state)
     int64_t local_start = list_offset_v9(st, -4);
     int64_t copy_errors = metric_value(st, COPY_ERRORS);
     assert_true(copy_errors >= 0);
+    uint8_t id[16];
+    remote_topic_id(st, id);
 
     char away[800];
     snprintf(away, sizeof away, "%s.away", st->remote_dir);
@@ -713,6 +750,7 @@ static void test_tiered_store_outage(void **state)
     int16_t error = 0;
     assert_int_equal(list_offset_raw(st, st->ts_base, &error), -1);
     assert_int_equal(error, 56);
+    assert_int_equal(raw_fetch_error_from_zero(st, id), 56);
 
     /* The store is back: copies land, the local tail shrinks, and the same
      * lookup and a full read succeed. */
