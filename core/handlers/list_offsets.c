@@ -104,9 +104,8 @@ static void lookup_offset(struct request_context *ctx, const char *topic, struct
         break;
     default:
         /* Remote segments first: they hold the older records. */
-        out->error_code = tiered_offset_for_timestamp(ctx->env->tiered, log, topic, in->partition_index,
-                                                      in->timestamp, remote_timeout_ms,
-                                                      &out->offset, &out->timestamp);
+        out->error_code = tiered_offset_for_timestamp(ctx->env->tiered, log, topic, in->partition_index, in->timestamp,
+                                                      remote_timeout_ms, &out->offset, &out->timestamp);
         if (out->error_code != KAFKA_ERR_NONE) {
             out->offset = -1;
             out->timestamp = -1;

@@ -36,8 +36,8 @@ static rd_kafka_resp_err_t alter_one(rd_kafka_t *rk, const char *topic, const ch
     snprintf(errstr, errlen, "%s", err ? rd_kafka_event_error_string(ev) : "");
     if (!err) {
         size_t count = 0;
-        const rd_kafka_ConfigResource_t **res =
-            rd_kafka_AlterConfigs_result_resources(rd_kafka_event_AlterConfigs_result(ev), &count);
+        const rd_kafka_ConfigResource_t **res = rd_kafka_AlterConfigs_result_resources(
+            rd_kafka_event_AlterConfigs_result(ev), &count);
         assert_int_equal(count, 1);
         err = rd_kafka_ConfigResource_error(res[0]);
         const char *msg = rd_kafka_ConfigResource_error_string(res[0]);
