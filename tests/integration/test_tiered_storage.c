@@ -5,8 +5,9 @@
  * after a kill -9 in the middle of copying. The remote segment list is
  * checked against the remote directory: every segment recorded as copied
  * is there whole. Also: ListOffsets -2/-4/-5, DeleteRecords into the remote
- * part, read_committed over remote aborted transactions, and topic
- * deletion removing the remote segments. */
+ * part, read_committed over remote aborted transactions, topic deletion
+ * removing the remote segments, ListOffsets by timestamp across remote
+ * segments, a corrupt or missing remote object, and a store outage. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
