@@ -474,6 +474,9 @@ static void alter_resource_checked(struct request_context *ctx, int8_t resource_
     metadata_image_release(img);
     if (rc != KAFKA_ERR_NONE)
         return;
+    res->error_code = handler_check_remote_storage(ctx, kvs, kv_count, res->message, sizeof res->message);
+    if (res->error_code != KAFKA_ERR_NONE)
+        return;
 
     res->error_code = metadata_alter_topic_configs(ctx->env->metadata, name, kvs, kv_count, validate_only, res->message,
                                                    sizeof res->message);

@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "config/config.h"
 #include "log/log_manager.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_image.h"
@@ -240,4 +242,21 @@ char *handler_arena_cstr(struct request_context *ctx, struct kafka_str s, bool *
     memcpy(out, s.data, (size_t)s.len);
     out[s.len] = '\0';
     return out;
+}
+
+int16_t handler_check_remote_storage(const struct request_context *ctx, const struct metadata_config_kv *kvs,
+                                     int32_t count, char *msg, size_t msglen)
+{
+    if (config_get_bool(ctx->env->config, "remote.log.storage.system.enable"))
+        return KAFKA_ERR_NONE;
+    for (int32_t i = 0; i < count; i++) {
+        if (kvs[i].key && kvs[i].value && strcmp(kvs[i].key, "remote.storage.enable") == 0 &&
+            strcasecmp(kvs[i].value, "true") == 0) {
+            snprintf(msg, msglen,
+                     "Tiered Storage functionality is disabled in the broker (remote.log.storage.system.enable is "
+                     "false). Topic cannot be configured with remote log storage (remote.storage.enable=true).");
+            return KAFKA_ERR_INVALID_CONFIG;
+        }
+    }
+    return KAFKA_ERR_NONE;
 }

@@ -121,4 +121,12 @@ void handler_audit_admin(struct request_context *ctx, const char *operation, int
             init_fn(&(ptr)[handler_i_]);                                                                               \
     } while (0)
 
+/* KIP-405: a topic may set remote.storage.enable=true only on a broker with
+ * remote.log.storage.system.enable (Kafka refuses it with INVALID_CONFIG
+ * rather than keep every segment locally behind the user's back). Returns
+ * KAFKA_ERR_NONE or INVALID_CONFIG with msg naming the broker key. */
+struct metadata_config_kv;
+int16_t handler_check_remote_storage(const struct request_context *ctx, const struct metadata_config_kv *kvs,
+                                     int32_t count, char *msg, size_t msglen);
+
 #endif

@@ -1,10 +1,12 @@
 /* ListOffsets: earliest, latest, by timestamp, max timestamp, earliest local
- * and latest tiered. v10's TimeoutMs only bounds remote-storage lookups,
- * which Cairn does not have. */
+ * and latest tiered. A lookup by timestamp searches remote segments first;
+ * v10's TimeoutMs bounds the wait for a remote segment (earlier versions:
+ * Kafka's remote.list.offsets.request.timeout.ms default, 30 s). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "handlers/handler_util.h"
+#include "tiered/tiered.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"
@@ -34,12 +36,13 @@ static bool list_offsets_timestamp_supported(int64_t timestamp, int16_t version)
     }
 }
 
-static void lookup_offset(struct partition_log *log, const struct metadata_partition *p, int16_t version,
-                          bool read_committed, const struct list_offsets_request_list_offsets_partition *in,
+static void lookup_offset(struct request_context *ctx, const char *topic, struct partition_log *log,
+                          const struct metadata_partition *p, bool read_committed, int64_t remote_timeout_ms,
+                          const struct list_offsets_request_list_offsets_partition *in,
                           struct list_offsets_response_list_offsets_partition_response *out);
 
 static void list_partition(struct request_context *ctx, const struct metadata_topic *topic, bool read_committed,
-                           const struct list_offsets_request_list_offsets_partition *in,
+                           int64_t remote_timeout_ms, const struct list_offsets_request_list_offsets_partition *in,
                            struct list_offsets_response_list_offsets_partition_response *out)
 {
     out->partition_index = in->partition_index;
@@ -57,15 +60,17 @@ static void list_partition(struct request_context *ctx, const struct metadata_to
     const struct metadata_partition *p = metadata_topic_partition(topic, in->partition_index);
     out->error_code = handler_check_leader_epoch(p, in->current_leader_epoch);
     if (out->error_code == KAFKA_ERR_NONE) {
-        lookup_offset(log, p, ctx->api_version, read_committed, in, out);
+        lookup_offset(ctx, topic->name, log, p, read_committed, remote_timeout_ms, in, out);
     }
     partition_log_close(log);
 }
 
-static void lookup_offset(struct partition_log *log, const struct metadata_partition *p, int16_t version,
-                          bool read_committed, const struct list_offsets_request_list_offsets_partition *in,
+static void lookup_offset(struct request_context *ctx, const char *topic, struct partition_log *log,
+                          const struct metadata_partition *p, bool read_committed, int64_t remote_timeout_ms,
+                          const struct list_offsets_request_list_offsets_partition *in,
                           struct list_offsets_response_list_offsets_partition_response *out)
 {
+    int16_t version = ctx->api_version;
     /* read_committed consumers see nothing at or past the last stable offset. */
     int64_t visible_end = read_committed ? partition_log_last_stable_offset(log) : handler_high_watermark(log);
     /* Not part of responses before v4, and a set value there cannot be encoded. */
@@ -98,6 +103,16 @@ static void lookup_offset(struct partition_log *log, const struct metadata_parti
         out->timestamp = -1;
         break;
     default:
+        /* Remote segments first: they hold the older records. */
+        out->error_code = tiered_offset_for_timestamp(ctx->env->tiered, log, topic, in->partition_index, in->timestamp,
+                                                      remote_timeout_ms, &out->offset, &out->timestamp);
+        if (out->error_code != KAFKA_ERR_NONE) {
+            out->offset = -1;
+            out->timestamp = -1;
+            break;
+        }
+        if (out->offset >= 0)
+            break;
         if (partition_log_offset_for_timestamp(log, in->timestamp, &out->offset, &out->timestamp) != 0 ||
             out->offset >= visible_end) {
             out->offset = -1;
@@ -169,6 +184,7 @@ enum handler_result handle_list_offsets(struct request_context *ctx, void *reque
         goto out;
     }
     resp->topics_count = req->topics_count;
+    int64_t remote_timeout_ms = ctx->api_version >= 10 && req->timeout_ms > 0 ? req->timeout_ms : 30000;
     const bool *duplicate = duplicate_flags(ctx, req);
     if (!duplicate) {
         result = HANDLER_CLOSE;
@@ -199,7 +215,8 @@ enum handler_result handle_list_offsets(struct request_context *ctx, void *reque
                 out->error_code = KAFKA_ERR_INVALID_REQUEST;
                 continue;
             }
-            list_partition(ctx, allowed ? topic : NULL, req->isolation_level == 1, &tin->partitions[i], out);
+            list_partition(ctx, allowed ? topic : NULL, req->isolation_level == 1, remote_timeout_ms,
+                           &tin->partitions[i], out);
             if (!allowed)
                 out->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
         }

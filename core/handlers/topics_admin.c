@@ -184,10 +184,13 @@ static void create_one(struct request_context *ctx, bool validate_only,
             configs[i].value = value;
         }
     }
-    out->error_code = metadata_create_topic(ctx->env->metadata, name, in->num_partitions, in->replication_factor,
-                                            assignments, in->assignments_count > 0 ? in->assignments_count : 0, configs,
-                                            in->configs_count > 0 ? in->configs_count : 0, validate_only,
-                                            &out->topic_id, err, sizeof err);
+    out->error_code = handler_check_remote_storage(ctx, configs, in->configs_count > 0 ? in->configs_count : 0, err,
+                                                   sizeof err);
+    if (out->error_code == KAFKA_ERR_NONE)
+        out->error_code = metadata_create_topic(ctx->env->metadata, name, in->num_partitions, in->replication_factor,
+                                                assignments, in->assignments_count > 0 ? in->assignments_count : 0,
+                                                configs, in->configs_count > 0 ? in->configs_count : 0, validate_only,
+                                                &out->topic_id, err, sizeof err);
     int32_t partitions = in->num_partitions, replication = in->replication_factor;
     if (in->assignments_count > 0) {
         partitions = in->assignments_count;

@@ -67,6 +67,15 @@ enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log,
                                     int64_t offset, int32_t max_bytes, int64_t max_offset, uintptr_t key,
                                     struct log_read_result *out, int16_t *kafka_error);
 
+/* ListOffsets by timestamp below the local log start: the first offset at
+ * or after the log start whose record timestamp is >= ts, searched in the
+ * remote segments; *offset -1 when none there (the local log answers).
+ * May wait up to timeout_ms for a download (request threads only, never
+ * io threads). Returns KAFKA_ERR_NONE, KAFKA_STORAGE_ERROR (the store
+ * failed or holds bad data; retriable) or REQUEST_TIMED_OUT. */
+int16_t tiered_offset_for_timestamp(struct tiered *t, struct partition_log *log, const char *topic, int32_t partition,
+                                    int64_t ts, int64_t timeout_ms, int64_t *offset, int64_t *timestamp);
+
 /* read_committed: the aborted transactions held in remote segments whose
  * marker is at or after fetch_offset and below before_offset (the local
  * log start: the local list has the rest) and whose first offset is below

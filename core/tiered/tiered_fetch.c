@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "protocol/generated/errors.h"
@@ -64,6 +65,7 @@ struct tiered_cache {
     char *dir;
     pthread_mutex_t lock;
     pthread_cond_t cond;
+    pthread_cond_t landed; /* a download finished (tiered_cache_open waits on it) */
     struct cache_entry *entries;
     int64_t bytes;
     struct cache_job *jobs, *jobs_tail;
@@ -292,6 +294,7 @@ static void finish_job(struct tiered *t, struct cache_job *job)
         e->state = CACHE_FAILED;
         e->failed_at_ms = clock_mono_ms();
     }
+    pthread_cond_broadcast(&c->landed);
     pthread_mutex_unlock(&c->lock);
     free(index.data);
     for (size_t i = 0; i < key_count; i++)
@@ -347,6 +350,7 @@ int tiered_cache_create(struct tiered *t, char *err, size_t errlen)
     }
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
+    pthread_cond_init(&c->landed, NULL);
     t->cache = c;
     if (fs_mkdir_p(c->dir, err, errlen) != 0)
         return -1;
@@ -374,6 +378,7 @@ void tiered_stop_reads(struct tiered *t)
     pthread_mutex_lock(&c->lock);
     c->stopping = true;
     pthread_cond_broadcast(&c->cond);
+    pthread_cond_broadcast(&c->landed);
     pthread_mutex_unlock(&c->lock);
     for (size_t i = 0; i < c->reader_count; i++)
         pthread_join(c->readers[i], NULL);
@@ -400,6 +405,7 @@ void tiered_cache_destroy(struct tiered *t)
     free(c->readers);
     free(c->dir);
     pthread_cond_destroy(&c->cond);
+    pthread_cond_destroy(&c->landed);
     pthread_mutex_destroy(&c->lock);
     free(c);
     t->cache = NULL;
@@ -484,6 +490,57 @@ static int16_t read_entry(const struct cache_entry *e, int64_t offset, int32_t m
         out->next_offset = next;
     }
     return KAFKA_ERR_NONE;
+}
+
+int16_t tiered_cache_open(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
+                          int64_t timeout_ms, int *fd, int64_t *size)
+{
+    struct tiered_cache *c = t->cache;
+    *fd = -1;
+    *size = 0;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    bool queued = false;
+    int16_t rc = KAFKA_ERR_NONE;
+    pthread_mutex_lock(&c->lock);
+    for (;;) {
+        struct cache_entry *e = cache_find_locked(c, seg->id);
+        int64_t now = clock_mono_ms();
+        if (e && e->state == CACHE_READY) {
+            e->last_used = now;
+            metrics_add(t->metrics.cache_hits, 1);
+            *fd = dup(e->fd);
+            *size = e->size;
+            rc = *fd < 0 ? KAFKA_ERR_KAFKA_STORAGE_ERROR : KAFKA_ERR_NONE;
+            break;
+        }
+        /* Our own download failed, or a recent one did: the store is
+         * unavailable or holds bad data (retriable, as for a fetch). */
+        if (c->stopping || (e && e->state == CACHE_FAILED && (queued || now - e->failed_at_ms < CACHE_RETRY_MS))) {
+            rc = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+            break;
+        }
+        if (!e || e->state == CACHE_FAILED) {
+            metrics_add(t->metrics.cache_misses, 1);
+            if (!queue_download_locked(c, p, seg, e)) {
+                rc = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+                break;
+            }
+            queued = true;
+        }
+        if (pthread_cond_timedwait(&c->landed, &c->lock, &until) == ETIMEDOUT) {
+            rc = KAFKA_ERR_REQUEST_TIMED_OUT;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
 }
 
 static void copy_plain(struct tiered_segment *out, const struct tiered_segment *s)
