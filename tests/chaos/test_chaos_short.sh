@@ -8,7 +8,9 @@
 # iptables and cgroup v2, as CI has).
 . "$(dirname "$0")/../cluster/lib.sh"
 : "${CAIRN_CHAOS:?CAIRN_CHAOS must name the cairn-chaos binary}"
+. "$(dirname "$0")/ports.sh"
 run="$repo/tools/chaos/chaos-run"
+pick_base_port 3
 seed=3 seconds=60
 
 # The commands docs/operations.md shows are the ones run here.
@@ -22,7 +24,7 @@ contains "$plan" " pause " "the schedule of seed $seed"
 [ "$plan" = "$("$run" --plan-only --seed "$seed" --seconds "$seconds")" ] || fail "one seed, two schedules"
 
 rc=0
-out="$("$run" --seed "$seed" --seconds "$seconds" --rf 1 --base-port 25100 --dir "$work/run" --producers 2 --rate 30)" || rc=$?
+out="$("$run" --seed "$seed" --seconds "$seconds" --rf 1 --base-port "$base_port" --dir "$work/run" --producers 2 --rate 30)" || rc=$?
 echo "$out"
 summary="$(echo "$out" | grep '^summary ')" || fail "chaos run exited $rc without a summary (logs in $work/run)"
 grep -q "workload done" "$work/run/work.log" || fail "the workload did not finish: $(tail -n 3 "$work/run/work.log")"
@@ -49,7 +51,7 @@ done
 cmd="tools/chaos/chaos-run --seed 5 --seconds 40 --faults partition --rf 1 --producers 2 --rate 30"
 grep -qxF "\$ $cmd" "$repo/docs/operations.md" || fail "docs/operations.md does not show '$cmd'"
 rc=0
-out="$("$run" --seed 5 --seconds 40 --faults partition --rf 1 --producers 2 --rate 30 --base-port 25100 \
+out="$("$run" --seed 5 --seconds 40 --faults partition --rf 1 --producers 2 --rate 30 --base-port "$base_port" \
     --dir "$work/part")" || rc=$?
 echo "$out"
 summary="$(echo "$out" | grep '^summary ')" || fail "partition run exited $rc without a summary (logs in $work/part)"
@@ -59,8 +61,8 @@ grep -qx "verdict ok" "$work/part/check-final.txt" || fail "after a partition th
 # election without it, or node 2 itself looking for a leader.
 grep -Eq "\] fencing broker 2|node 2 is prospective in epoch [1-9]|is candidate in epoch [2-9]" "$work/part"/cluster/node-*/cairnd.log ||
     fail "no node noticed that node 2 was cut off"
-! iptables -S CAIRN-CHAOS-25100 > /dev/null 2>&1 || fail "the iptables chain outlived the run"
-! ls -d /sys/fs/cgroup/unified/cairn-chaos-25100-* /sys/fs/cgroup/cairn-chaos-25100-* > /dev/null 2>&1 ||
+! iptables -S "CAIRN-CHAOS-$base_port" > /dev/null 2>&1 || fail "the iptables chain outlived the run"
+! ls -d /sys/fs/cgroup/unified/cairn-chaos-"$base_port"-* /sys/fs/cgroup/cairn-chaos-"$base_port"-* > /dev/null 2>&1 ||
     fail "the cgroups outlived the run"
 passed=1
 echo "ok"
