@@ -2,7 +2,9 @@
 # whose ports base+1..base+N (brokers) and base+101..base+100+N
 # (controllers) nothing uses now, so two runs on one machine (or another
 # test with fixed ports) cannot collide. Bases are drawn below the kernel's
-# ephemeral range, so outgoing connections do not take them mid-run, and a
+# ephemeral range and above the fixed ports other tests use (19092, 21011,
+# 22000-23103; 29092 is skipped), so outgoing connections do not take them
+# mid-run and a later fixed-port test does not meet a chaos node, and a
 # lock file held on fd 9 until the test exits keeps two tests that pick at
 # the same moment from sharing one.
 port_in_use() { # port -> 0 when some socket (any state) or a listener holds it
@@ -13,11 +15,12 @@ port_in_use() { # port -> 0 when some socket (any state) or a listener holds it
 }
 
 pick_base_port() { # nodes
-    local nodes="$1" low=20000 high=32000 lo base try p busy
+    local nodes="$1" low=26000 high=32000 lo base try p busy
     lo="$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2> /dev/null || echo 32768)"
     [ "$lo" -gt $((low + 1000)) ] && [ "$lo" -lt "$high" ] && high="$lo"
     for try in $(seq 1 50); do
         base=$((low + (RANDOM % ((high - low - 200) / 200)) * 200))
+        case "$base" in 29000 | 29200) continue ;; esac
         exec 9> "${TMPDIR:-/tmp}/cairn-chaos-port-$base.lock"
         flock -n 9 || continue
         busy=0
