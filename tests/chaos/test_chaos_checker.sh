@@ -6,6 +6,7 @@
 # the node is killed, one partition's segment is cut to nothing, the node
 # starts again, and the same check must report the loss and exit 1.
 . "$(dirname "$0")/../cluster/lib.sh"
+. "$(dirname "$0")/ports.sh"
 : "${CAIRN_CHAOS:?CAIRN_CHAOS must name the cairn-chaos binary}"
 
 check() { # acked read -> prints the report, sets rc
@@ -48,9 +49,10 @@ check "$work/acked.log" "$work/order.log"
 
 # --- a real broker whose segment loses its records
 c="$work/c"
-"$cluster" up --combined 1 --dir "$c" --base-port 25300 > "$work/up.log"
+pick_base_port 1
+"$cluster" up --combined 1 --dir "$c" --base-port "$base_port" > "$work/up.log"
 "$cluster" wait-leader --dir "$c" > /dev/null
-bootstrap=127.0.0.1:25301
+bootstrap="127.0.0.1:$((base_port + 1))"
 for _ in $(seq 1 60); do
     "$CAIRN" topic create chaos -p 2 -r 1 -b "$bootstrap" > /dev/null 2>&1 && break
     sleep 0.5
