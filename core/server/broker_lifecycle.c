@@ -437,17 +437,50 @@ int broker_lifecycle_wait_unfenced(struct broker_lifecycle *lc, int64_t timeout_
     return unfenced_in_image(lc) ? 0 : -1;
 }
 
+/* This node's registration epoch as the image has it while it is listed
+ * unfenced, else -1: a broker stopped right after a restart may not have
+ * heard its own registration answer, yet clients are sent to it. */
+static int64_t unfenced_epoch_in_image(struct broker_lifecycle *lc)
+{
+    const struct metadata_image *img = metadata_image_acquire(lc->store);
+    const struct metadata_broker *br = metadata_image_broker(img, lc->node_id);
+    int64_t epoch = br && !br->fenced ? br->epoch : -1;
+    metadata_image_release(img);
+    return epoch;
+}
+
 /* Kafka's controlled shutdown, reduced: the controller fences this broker
  * at once, so clients stop being sent to it before the session would lapse.
  * The active controller's own broker skips it: its quorum goes too, and the
- * next leader fences it after the session. */
+ * next leader fences it after the session. While the leader is unknown or
+ * moving (NOT_CONTROLLER, no answer) it is tried again for up to
+ * CONTROLLED_SHUTDOWN_MS, as Kafka's broker keeps asking until told. */
+#define CONTROLLED_SHUTDOWN_MS 2000
 static void controlled_shutdown(struct broker_lifecycle *lc)
 {
-    pthread_mutex_lock(&lc->call_mu);
-    int32_t leader = raft_shell_metadata_leader_id(lc->quorum);
-    int16_t rc = leader >= 0 && leader != lc->node_id && lc->epoch >= 0 ? heartbeat_remote(lc, leader, true)
-                                                                        : KAFKA_ERR_NOT_CONTROLLER;
-    pthread_mutex_unlock(&lc->call_mu);
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    int32_t leader = -1;
+    int16_t rc = KAFKA_ERR_NOT_CONTROLLER;
+    for (;;) {
+        pthread_mutex_lock(&lc->call_mu);
+        leader = raft_shell_metadata_leader_id(lc->quorum);
+        if (lc->epoch < 0)
+            lc->epoch = unfenced_epoch_in_image(lc);
+        bool own = leader == lc->node_id;
+        rc = leader >= 0 && !own && lc->epoch >= 0 ? heartbeat_remote(lc, leader, true) : KAFKA_ERR_NOT_CONTROLLER;
+        pthread_mutex_unlock(&lc->call_mu);
+        if (rc == KAFKA_ERR_NONE || own || rc == KAFKA_ERR_STALE_BROKER_EPOCH ||
+            rc == KAFKA_ERR_BROKER_ID_NOT_REGISTERED)
+            break;
+        if (unfenced_epoch_in_image(lc) < 0 && lc->epoch < 0)
+            break; /* not listed unfenced: nothing to take back */
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t waited_ms = (int64_t)(now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+        if (waited_ms >= CONTROLLED_SHUTDOWN_MS)
+            break;
+        nanosleep(&(struct timespec){.tv_nsec = 100 * 1000000}, NULL);
+    }
     if (rc == KAFKA_ERR_NONE)
         logger_info(LOG, "broker %d fenced by controller %d for its shutdown", lc->node_id, leader);
     else

@@ -440,7 +440,10 @@ static void test_parked_join_connection_closed(void **state)
     }
     fprintf(stderr, "[groups] abandoned join: %s with %d member(s)\n", gstate, members);
     assert_int_equal(members, 0);
-    assert_string_equal(gstate, "Empty");
+    /* Empty, or Dead once the expiration pass has removed the member-less
+     * group with no offsets (as Kafka's does). */
+    if (strcmp(gstate, "Empty") != 0 && strcmp(gstate, "Dead") != 0)
+        fail_msg("the abandoned group is %s, want Empty or Dead", gstate);
     assert_true(broker_alive(&st->broker));
     st->passed++;
 }
