@@ -320,8 +320,9 @@ static const struct config_key_def broker_keys[] = {
      .doc = "Wait after a failed follower fetch before the next."},
     {KEY_INT("replica.socket.timeout.ms", "30000", 1, I32), HIGH, IN(REPLICATION),
      .doc = "Socket timeout of follower fetches."},
-    {KEY_LONG("replica.high.watermark.checkpoint.interval.ms", "5000", 1, I64), HIGH, IN(REPLICATION), .flags = LATER,
-     .doc = "How often high watermarks are checkpointed."},
+    {KEY_LONG("replica.high.watermark.checkpoint.interval.ms", "5000", 1, I64), HIGH, IN(REPLICATION),
+     .doc = "How often each log dir's replication-offset-checkpoint (the high watermarks, loaded back at "
+            "start) is written; also written at clean shutdown."},
 
     /* groups */
     {KEY_INT("group.min.session.timeout.ms", "6000", 0, I32), MEDIUM, IN(GROUPS),

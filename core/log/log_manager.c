@@ -27,6 +27,7 @@
 #define CLEAN_SHUTDOWN_FILE ".kafka_cleanshutdown"
 #define RECOVERY_CHECKPOINT_FILE "recovery-point-offset-checkpoint"
 #define START_CHECKPOINT_FILE "log-start-offset-checkpoint"
+#define HW_CHECKPOINT_FILE "replication-offset-checkpoint"
 
 struct log_manager_entry {
     char *topic;
@@ -55,7 +56,7 @@ struct log_manager {
     struct log_manager_entry *buckets[LOG_MANAGER_BUCKETS];
     size_t count;
     int64_t last_retention_ms, last_flush_ms, last_recovery_ckpt_ms, last_start_ckpt_ms, last_roll_ms;
-    int64_t last_producer_expiry_ms;
+    int64_t last_producer_expiry_ms, last_hw_ckpt_ms;
     struct log_cleaner *cleaner;
 };
 
@@ -65,6 +66,7 @@ void log_manager_config_defaults(struct log_manager_config *cfg)
     cfg->flush_scheduler_interval_ms = INT64_MAX;
     cfg->flush_offset_checkpoint_interval_ms = 60000;
     cfg->flush_start_offset_checkpoint_interval_ms = 60000;
+    cfg->high_watermark_checkpoint_interval_ms = 5000;
     cfg->roll_check_interval_ms = 1000;
     cfg->producer_expiration_check_interval_ms = 600000;
     cfg->background_thread = true;
@@ -251,8 +253,8 @@ static int load_dir(struct log_manager *m, size_t dir_index, char *err, size_t e
             return -1;
         }
     }
-    struct log_offset_checkpoint_entry *recovery = NULL, *starts = NULL;
-    size_t n_recovery = 0, n_starts = 0;
+    struct log_offset_checkpoint_entry *recovery = NULL, *starts = NULL, *hws = NULL;
+    size_t n_recovery = 0, n_starts = 0, n_hws = 0;
     char *path = join(dir, RECOVERY_CHECKPOINT_FILE);
     if (path && !clean && log_offset_checkpoint_read(path, &recovery, &n_recovery) != 0)
         n_recovery = 0;
@@ -260,6 +262,10 @@ static int load_dir(struct log_manager *m, size_t dir_index, char *err, size_t e
     path = join(dir, START_CHECKPOINT_FILE);
     if (path && log_offset_checkpoint_read(path, &starts, &n_starts) != 0)
         n_starts = 0;
+    free(path);
+    path = join(dir, HW_CHECKPOINT_FILE);
+    if (path && log_offset_checkpoint_read(path, &hws, &n_hws) != 0)
+        n_hws = 0;
     free(path);
     if (!clean)
         logger_info("log", "%s: no clean shutdown marker, recovering from checkpoints", dir);
@@ -292,6 +298,12 @@ static int load_dir(struct log_manager *m, size_t dir_index, char *err, size_t e
             int64_t start = checkpoint_lookup(starts, n_starts, job->topic, job->partition, -1);
             if (start >= 0)
                 partition_log_restore_start_offset(job->log, start);
+            /* After the start: the high watermark is clamped to it. A
+             * partition missing from the file keeps following its log end
+             * until the replica layer decides. */
+            int64_t hw = checkpoint_lookup(hws, n_hws, job->topic, job->partition, -1);
+            if (hw >= 0)
+                partition_log_restore_high_watermark(job->log, hw);
             pthread_mutex_lock(&m->lock);
             int rc = insert_locked(m, job->topic, job->partition, dir_index, job->log);
             pthread_mutex_unlock(&m->lock);
@@ -317,6 +329,7 @@ static int load_dir(struct log_manager *m, size_t dir_index, char *err, size_t e
     }
     log_offset_checkpoint_free(recovery, n_recovery);
     log_offset_checkpoint_free(starts, n_starts);
+    log_offset_checkpoint_free(hws, n_hws);
     free(marker);
     return 0;
 }
@@ -362,7 +375,16 @@ static void snapshot_free(struct partition_log **logs, size_t *dir_of, char **to
     free(partitions);
 }
 
-static int write_checkpoint_files(struct log_manager *m, bool recovery, bool starts)
+static const char *const checkpoint_files[] = {RECOVERY_CHECKPOINT_FILE, START_CHECKPOINT_FILE, HW_CHECKPOINT_FILE};
+
+static int64_t checkpoint_value(int kind, struct partition_log *log)
+{
+    return kind == 0 ? partition_log_recovery_point(log)
+           : kind == 1 ? partition_log_start_offset(log)
+                       : partition_log_high_watermark(log);
+}
+
+static int write_checkpoint_files(struct log_manager *m, bool recovery, bool starts, bool hws)
 {
     pthread_mutex_lock(&m->checkpoint_lock);
     size_t *dir_of, n;
@@ -372,8 +394,8 @@ static int write_checkpoint_files(struct log_manager *m, bool recovery, bool sta
     struct log_offset_checkpoint_entry *entries = calloc(n + 1, sizeof *entries);
     int result = (logs && entries) ? 0 : ENOMEM;
     for (size_t d = 0; result == 0 && d < m->dir_count; d++) {
-        for (int kind = 0; kind < 2; kind++) {
-            if ((kind == 0 && !recovery) || (kind == 1 && !starts))
+        for (int kind = 0; kind < 3; kind++) {
+            if ((kind == 0 && !recovery) || (kind == 1 && !starts) || (kind == 2 && !hws))
                 continue;
             size_t k = 0;
             for (size_t i = 0; i < n; i++) {
@@ -381,11 +403,10 @@ static int write_checkpoint_files(struct log_manager *m, bool recovery, bool sta
                     continue;
                 entries[k].topic = topics[i];
                 entries[k].partition = partitions[i];
-                entries[k].offset = kind == 0 ? partition_log_recovery_point(logs[i])
-                                              : partition_log_start_offset(logs[i]);
+                entries[k].offset = checkpoint_value(kind, logs[i]);
                 k++;
             }
-            char *path = join(m->dirs[d], kind == 0 ? RECOVERY_CHECKPOINT_FILE : START_CHECKPOINT_FILE);
+            char *path = join(m->dirs[d], checkpoint_files[kind]);
             int rc = path ? log_offset_checkpoint_write(path, entries, k) : ENOMEM;
             if (rc != 0) {
                 logger_error("log", "cannot write %s: %s", path ? path : m->dirs[d], strerror(rc));
@@ -454,12 +475,12 @@ struct log_cleaner *log_manager_cleaner(struct log_manager *m)
 
 int log_manager_write_checkpoints(struct log_manager *m)
 {
-    return write_checkpoint_files(m, true, true);
+    return write_checkpoint_files(m, true, true, true);
 }
 
 int log_manager_write_start_offsets(struct log_manager *m)
 {
-    return write_checkpoint_files(m, false, true);
+    return write_checkpoint_files(m, false, true, false);
 }
 
 static bool due(int64_t *last, int64_t interval, int64_t now, bool force)
@@ -479,6 +500,7 @@ void log_manager_maintain(struct log_manager *m, int64_t now_ms, bool force)
     bool retention = due(&m->last_retention_ms, m->cfg.retention_check_interval_ms, mono, force);
     bool recovery_ckpt = due(&m->last_recovery_ckpt_ms, m->cfg.flush_offset_checkpoint_interval_ms, mono, force);
     bool start_ckpt = due(&m->last_start_ckpt_ms, m->cfg.flush_start_offset_checkpoint_interval_ms, mono, force);
+    bool hw_ckpt = due(&m->last_hw_ckpt_ms, m->cfg.high_watermark_checkpoint_interval_ms, mono, force);
     bool expire_producers = due(&m->last_producer_expiry_ms, m->cfg.producer_expiration_check_interval_ms, mono, force);
     if (roll || flush || retention || expire_producers) {
         size_t *dir_of, n;
@@ -504,8 +526,8 @@ void log_manager_maintain(struct log_manager *m, int64_t now_ms, bool force)
         }
         snapshot_free(logs, dir_of, topics, partitions, n);
     }
-    if (recovery_ckpt || start_ckpt)
-        write_checkpoint_files(m, recovery_ckpt, start_ckpt);
+    if (recovery_ckpt || start_ckpt || hw_ckpt)
+        write_checkpoint_files(m, recovery_ckpt, start_ckpt, hw_ckpt);
 }
 
 static int64_t min_interval(const struct log_manager_config *c)
@@ -513,6 +535,7 @@ static int64_t min_interval(const struct log_manager_config *c)
     int64_t v = c->retention_check_interval_ms;
     int64_t others[] = {c->flush_scheduler_interval_ms, c->flush_offset_checkpoint_interval_ms,
                         c->flush_start_offset_checkpoint_interval_ms, c->roll_check_interval_ms,
+                        c->high_watermark_checkpoint_interval_ms,
                         c->producer_expiration_check_interval_ms};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
         if (others[i] < v)
@@ -569,7 +592,7 @@ int log_manager_open(const char *const *dirs, size_t dir_count, const struct log
     pthread_cond_init(&m->wake, NULL);
     int64_t mono = clock_mono_ms();
     m->last_retention_ms = m->last_flush_ms = m->last_recovery_ckpt_ms = m->last_start_ckpt_ms = m->last_roll_ms = mono;
-    m->last_producer_expiry_ms = mono;
+    m->last_producer_expiry_ms = m->last_hw_ckpt_ms = mono;
     for (size_t i = 0; i < dir_count; i++) {
         if (!(m->dirs[i] = strdup(dirs[i])))
             snprintf(err, errlen, "cannot create log dir %s: out of memory", dirs[i]);
@@ -585,8 +608,9 @@ int log_manager_open(const char *const *dirs, size_t dir_count, const struct log
         }
     }
     /* Record the recovery points as loaded (unchanged by a rescan, which
-     * does not flush) and the start offsets. */
-    write_checkpoint_files(m, true, true);
+     * does not flush) and the start offsets. Not the high watermarks: the
+     * replica layer has not placed them yet. */
+    write_checkpoint_files(m, true, true, false);
     if (log_cleaner_create(m, &cfg->cleaner, cfg->background_thread, &m->cleaner) != 0) {
         snprintf(err, errlen, "cannot start the log cleaner");
         log_manager_close(m, false);

@@ -1,7 +1,8 @@
 /* All partition logs of a broker, spread over one or more log.dirs.
  *
  * Each log dir holds <topic>-<partition>/ directories plus Kafka's
- * recovery-point-offset-checkpoint and log-start-offset-checkpoint files and,
+ * recovery-point-offset-checkpoint, log-start-offset-checkpoint and
+ * replication-offset-checkpoint (high watermarks, loaded back at open) files and,
  * after a clean shutdown, the .kafka_cleanshutdown marker (present at open:
  * no recovery scan; removed at open, written by a clean close).
  *
@@ -34,6 +35,7 @@ struct log_manager_config {
     int64_t flush_offset_checkpoint_interval_ms;       /* log.flush.offset.checkpoint.interval.ms */
     int64_t flush_start_offset_checkpoint_interval_ms; /* log.flush.start.offset.checkpoint.interval.ms */
     int64_t roll_check_interval_ms;                    /* how often segment.ms is checked */
+    int64_t high_watermark_checkpoint_interval_ms;     /* replica.high.watermark.checkpoint.interval.ms */
     int64_t producer_expiration_check_interval_ms;     /* producer.id.expiration.check.interval.ms */
     bool background_thread;                            /* false: caller drives log_manager_maintain */
     int32_t recovery_threads_per_data_dir;             /* num.recovery.threads.per.data.dir (>= 1) */
@@ -92,7 +94,7 @@ void log_manager_list_free(struct log_manager_partition *parts, size_t n);
 size_t log_manager_dir_count(const struct log_manager *m);
 const char *log_manager_dir_path(const struct log_manager *m, size_t dir_index);
 
-/* Write both offset checkpoints in every log dir. Returns 0 or an errno. */
+/* Write the three offset checkpoints in every log dir. Returns 0 or an errno. */
 int log_manager_write_checkpoints(struct log_manager *m);
 /* Write log-start-offset-checkpoint in every log dir now (DeleteRecords:
  * a moved start offset must survive a crash). Returns 0 or an errno. */

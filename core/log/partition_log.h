@@ -143,6 +143,10 @@ int64_t partition_log_update_high_watermark(struct partition_log *log, int64_t o
  * tracking) until partition_log_update_high_watermark moves it. */
 void partition_log_set_high_watermark_tracks_end(struct partition_log *log, bool track);
 bool partition_log_high_watermark_tracks_end(struct partition_log *log);
+/* At load: the high watermark from replication-offset-checkpoint, clamped to
+ * [log start, log end]; the log stops tracking its end until the replica
+ * layer says otherwise (partition_log_set_high_watermark_tracks_end). */
+void partition_log_restore_high_watermark(struct partition_log *log, int64_t offset);
 int64_t partition_log_size_bytes(struct partition_log *log);
 int64_t partition_log_recovery_point(struct partition_log *log);
 int partition_log_segment_count(struct partition_log *log);

@@ -101,6 +101,25 @@ bool partition_log_high_watermark_tracks_end(struct partition_log *log)
     return atomic_load(&log->hw_tracks_end);
 }
 
+void partition_log_restore_high_watermark(struct partition_log *log, int64_t offset)
+{
+    pthread_mutex_lock(&log->write_lock);
+    int64_t end = atomic_load(&log->log_end_offset);
+    int64_t start = atomic_load(&log->log_start_offset);
+    /* The checkpoint may be ahead of a log cut short by a crash (the HW is
+     * written without the data being flushed) or behind a moved start. */
+    if (offset > end)
+        offset = end;
+    if (offset < start)
+        offset = start;
+    atomic_store(&log->high_watermark, offset);
+    /* Not tracking: the replica layer's "stop tracking" then keeps this
+     * value instead of taking the log end, which may hold records never
+     * replicated; a partition led alone starts tracking again. */
+    atomic_store(&log->hw_tracks_end, false);
+    pthread_mutex_unlock(&log->write_lock);
+}
+
 int16_t partition_log_truncate_fully_and_start_at(struct partition_log *log, int64_t offset)
 {
     if (offset < 0)

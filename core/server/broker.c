@@ -577,6 +577,8 @@ static int start_logs(struct broker *b, const char *const *dirs, size_t dir_coun
     opts.flush_scheduler_interval_ms = config_get_long(b->config, "log.flush.scheduler.interval.ms");
     opts.flush_offset_checkpoint_interval_ms = config_get_long(b->config, "log.flush.offset.checkpoint.interval.ms");
     opts.producer_expiration_check_interval_ms = config_get_long(b->config, "producer.id.expiration.check.interval.ms");
+    opts.high_watermark_checkpoint_interval_ms =
+        config_get_long(b->config, "replica.high.watermark.checkpoint.interval.ms");
     opts.background_thread = true;
     opts.recovery_threads_per_data_dir = config_get_int(b->config, "num.recovery.threads.per.data.dir");
     opts.cleaner.enable = config_get_bool(b->config, "log.cleaner.enable");

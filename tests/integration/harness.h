@@ -63,6 +63,9 @@ void broker_stop(struct test_broker *b);
 void broker_kill9(struct test_broker *b);
 /* Starts the process again with the same dir, port and overrides. */
 void broker_restart(struct test_broker *b);
+/* broker_restart without the wait: every node of a stopped quorum is
+ * started before any can answer (broker_wait_ready on each afterwards). */
+void broker_respawn(struct test_broker *b);
 /* Adds one "key=value" override (a copy) for the next broker_restart. */
 void broker_add_override(struct test_broker *b, const char *kv);
 

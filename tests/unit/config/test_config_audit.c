@@ -100,6 +100,7 @@ static const struct implemented_key implemented[] = {
     {"replica.fetch.wait.max.ms", "tests/integration/test_replication.c (default)"},
     {"replica.fetch.min.bytes", "tests/integration/test_replication.c (default)"},
     {"replica.fetch.backoff.ms", "tests/integration/test_replication.c (default)"},
+    {"replica.high.watermark.checkpoint.interval.ms", "tests/integration/test_hw_checkpoint.c"},
     {"replica.socket.timeout.ms", "tests/integration/test_replication.c (default)"},
     {"auto.leader.rebalance.enable", "tests/integration/test_leader_rebalance.c"},
     {"leader.imbalance.check.interval.seconds", "tests/integration/test_leader_rebalance.c"},

@@ -310,6 +310,76 @@ static void test_roll_flush_checkpointed(void **state)
 }
 
 /* Where a partition's dir lives (g_dirs index), or -1. */
+/* The high watermarks written to replication-offset-checkpoint come back
+ * at open, capped at the log end, and hold (not the log end) when the
+ * replica layer stops tracking; a partition not in the file tracks its end. */
+static void test_high_watermark_checkpoint(void **state)
+{
+    (void)state;
+    struct log_config defaults;
+    log_config_defaults(&defaults);
+    struct log_manager *m = open_manager(&defaults);
+    char err[256];
+    struct partition_log *a, *b, *c;
+    assert_int_equal(log_manager_create(m, "hw", 0, NULL, NULL, &a, err, sizeof err), 0);
+    assert_int_equal(log_manager_create(m, "hw", 1, NULL, NULL, &b, err, sizeof err), 0);
+    append(a, 5); /* 10 records */
+    append(b, 5);
+    partition_log_set_high_watermark_tracks_end(a, false);
+    partition_log_set_high_watermark_tracks_end(b, false);
+    /* Stopping tracking takes the log end. */
+    assert_int_equal(partition_log_high_watermark(a), 10);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/..", partition_log_dir(a));
+    char path[1100];
+    snprintf(path, sizeof path, "%s/replication-offset-checkpoint", dir);
+    char bpath[1100];
+    snprintf(bpath, sizeof bpath, "%s/../replication-offset-checkpoint", partition_log_dir(b));
+    partition_log_close(a);
+    partition_log_close(b);
+    log_manager_close(m, true);
+
+    /* The clean close wrote both at 10. */
+    struct log_offset_checkpoint_entry *entries = NULL;
+    size_t n = 0;
+    assert_int_equal(log_offset_checkpoint_read(path, &entries, &n), 0);
+    bool seen = false;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(entries[i].topic, "hw") == 0 && entries[i].partition == 0) {
+            assert_int_equal(entries[i].offset, 10);
+            seen = true;
+        }
+    assert_true(seen);
+    log_offset_checkpoint_free(entries, n);
+
+    /* Hand-written values: 4 for hw-0, past the end for hw-1 (a log cut
+     * short by a crash), whichever dir each lives in. */
+    struct log_offset_checkpoint_entry e[] = {{"hw", 0, 4}, {"hw", 1, 99}};
+    assert_int_equal(log_offset_checkpoint_write(path, e, 2), 0);
+    if (strcmp(path, bpath) != 0)
+        assert_int_equal(log_offset_checkpoint_write(bpath, e, 2), 0);
+    m = open_manager(&defaults);
+    assert_int_equal(log_manager_create(m, "hw", 2, NULL, NULL, &c, err, sizeof err), 0);
+    a = log_manager_get(m, "hw", 0);
+    b = log_manager_get(m, "hw", 1);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(partition_log_high_watermark(a), 4);
+    assert_int_equal(partition_log_high_watermark(b), 10);
+    assert_false(partition_log_high_watermark_tracks_end(a));
+    assert_true(partition_log_high_watermark_tracks_end(c));
+    /* A follower or a leader with other ISR members keeps the restored value. */
+    partition_log_set_high_watermark_tracks_end(a, false);
+    assert_int_equal(partition_log_high_watermark(a), 4);
+    /* Led alone: it follows the log end again. */
+    partition_log_set_high_watermark_tracks_end(a, true);
+    assert_int_equal(partition_log_high_watermark(a), 10);
+    partition_log_close(a);
+    partition_log_close(b);
+    partition_log_close(c);
+    log_manager_close(m, true);
+}
+
 static int dir_of(const char *name)
 {
     for (int i = 0; i < 2; i++)
@@ -399,6 +469,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_background_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roll_flush_checkpointed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_over_unloaded_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_high_watermark_checkpoint, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,280 @@
+/* The high watermark checkpoint (replication-offset-checkpoint) between
+ * three cairnd processes (process.roles=broker,controller on one quorum):
+ * every node writes the partition's high watermark, in Kafka's text format,
+ * every replica.high.watermark.checkpoint.interval.ms; after kill -9 of the
+ * whole cluster and a restart, the high watermark starts at least at the
+ * checkpointed value and a consumer reads every acknowledged record. A
+ * record the ISR never had (a follower down, min.insync.replicas=3) stays
+ * above the restored high watermark after the leader and the other
+ * follower restart, until the missing follower is back and has it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "rk_helpers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define N 3
+#define CLUSTER_ID "SFdDaGVja3BvaW50VGVzdA"
+
+struct cluster {
+    struct test_broker nodes[N];
+    int controller_ports[N];
+};
+
+static void cluster_start(struct cluster *c)
+{
+    memset(c, 0, sizeof *c);
+    char voters[256] = "";
+    for (int i = 0; i < N; i++) {
+        c->controller_ports[i] = harness_free_port();
+        size_t used = strlen(voters);
+        snprintf(voters + used, sizeof voters - used, "%s%d@127.0.0.1:%d", i ? "," : "", i + 1,
+                 c->controller_ports[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        int port;
+        do {
+            port = harness_free_port();
+        } while (port == c->controller_ports[0] || port == c->controller_ports[1] || port == c->controller_ports[2]);
+        char listeners[160], node_id[32], voters_kv[300];
+        snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port,
+                 c->controller_ports[i]);
+        snprintf(node_id, sizeof node_id, "node.id=%d", i + 1);
+        snprintf(voters_kv, sizeof voters_kv, "controller.quorum.voters=%s", voters);
+        const char *overrides[] = {listeners,
+                                   node_id,
+                                   voters_kv,
+                                   "process.roles=broker,controller",
+                                   "controller.listener.names=CONTROLLER",
+                                   "cluster.id=" CLUSTER_ID,
+                                   "controller.quorum.election.timeout.ms=1000",
+                                   "controller.quorum.fetch.timeout.ms=2000",
+                                   "broker.heartbeat.interval.ms=500",
+                                   "broker.session.timeout.ms=30000",
+                                   "offsets.topic.num.partitions=1",
+                                   "transaction.state.log.num.partitions=1",
+                                   "replica.fetch.backoff.ms=200",
+                                   "replica.high.watermark.checkpoint.interval.ms=300",
+                                   "replica.lag.time.max.ms=60000",
+                                   NULL};
+        broker_spawn_on_port(&c->nodes[i], port, overrides);
+    }
+    for (int i = 0; i < N; i++)
+        broker_wait_ready(&c->nodes[i]);
+}
+
+static void cluster_stop(struct cluster *c)
+{
+    for (int i = 0; i < N; i++) {
+        if (c->nodes[i].pid > 0)
+            broker_stop(&c->nodes[i]);
+        broker_mark_passed(&c->nodes[i]);
+        broker_cleanup(&c->nodes[i]);
+    }
+}
+
+/* Creates topic (one partition, replication factor 3) once a controller
+ * takes it, and returns the partition's leader id. */
+static int32_t create_replicated(struct cluster *c, const char *topic, const char *const *configs)
+{
+    rd_kafka_t *admin = rk_producer_new(broker_bootstrap(&c->nodes[0]), NULL);
+    long long deadline = harness_now_ms() + 60000;
+    char errstr[256] = "";
+    rd_kafka_resp_err_t err;
+    while ((err = rk_create_topic_result(admin, topic, 1, 3, configs, false, errstr, sizeof errstr)) !=
+           RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+            break;
+        if (harness_now_ms() > deadline)
+            fail_msg("CreateTopics %s: %s (%s)", topic, rd_kafka_err2str(err), errstr);
+        usleep(200 * 1000);
+    }
+    int32_t leader = -1;
+    while (leader < 0) {
+        const struct rd_kafka_metadata *md = NULL;
+        if (rd_kafka_metadata(admin, 1, NULL, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            for (int t = 0; t < md->topic_cnt; t++)
+                if (strcmp(md->topics[t].topic, topic) == 0 && md->topics[t].partition_cnt == 1 &&
+                    md->topics[t].partitions[0].replica_cnt == 3)
+                    leader = md->topics[t].partitions[0].leader;
+            rd_kafka_metadata_destroy(md);
+        }
+        if (leader < 0 && harness_now_ms() > deadline)
+            fail_msg("no leader for %s", topic);
+        if (leader < 0)
+            usleep(200 * 1000);
+    }
+    rk_producer_destroy(admin);
+    assert_true(leader >= 1 && leader <= N);
+    return leader;
+}
+
+static void produce_acked(const char *bootstrap, const char *topic, int count)
+{
+    const char *conf[] = {"enable.idempotence", "true", "acks", "all", NULL};
+    rd_kafka_t *p = rk_producer_new(bootstrap, conf);
+    for (int m = 0; m < count; m++) {
+        char value[64];
+        int vn = snprintf(value, sizeof value, "strict-%d", m);
+        assert_int_equal(rk_produce_blocking(p, topic, 0, NULL, 0, value, (size_t)vn, 0, NULL, NULL), 0);
+    }
+    rd_kafka_flush(p, 60000);
+    struct rk_delivery_stats *stats = rk_producer_stats(p);
+    if (stats->failed)
+        fail_msg("%ld deliveries failed: %s", stats->failed, stats->first_error_text);
+    assert_int_equal(stats->delivered, count);
+    rk_producer_destroy(p);
+}
+
+/* The offset the node's replication-offset-checkpoint holds for
+ * <topic> 0, -1 when the file or the line is missing; a file not in
+ * Kafka's format fails the test. */
+static long long checkpointed(const struct test_broker *b, const char *topic)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/replication-offset-checkpoint", b->data_dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char line[512];
+    long long count = -1, found = -1, lines = 0;
+    if (!fgets(line, sizeof line, f) || strcmp(line, "0\n") != 0)
+        fail_msg("%s: version line is not 0", path);
+    if (!fgets(line, sizeof line, f) || sscanf(line, "%lld", &count) != 1)
+        fail_msg("%s: no count line", path);
+    while (fgets(line, sizeof line, f)) {
+        char name[256];
+        int partition;
+        long long offset;
+        if (sscanf(line, "%255s %d %lld", name, &partition, &offset) != 3)
+            fail_msg("%s: bad line %s", path, line);
+        lines++;
+        if (strcmp(name, topic) == 0 && partition == 0)
+            found = offset;
+    }
+    fclose(f);
+    if (lines != count)
+        fail_msg("%s: count %lld but %lld lines", path, count, lines);
+    return found;
+}
+
+static void wait_checkpointed(struct cluster *c, int node, const char *topic, long long want, int timeout_ms)
+{
+    long long deadline = harness_now_ms() + timeout_ms, got = -1;
+    while ((got = checkpointed(&c->nodes[node], topic)) != want) {
+        if (harness_now_ms() > deadline)
+            fail_msg("node %d: replication-offset-checkpoint has %s at %lld, want %lld", node + 1, topic, got, want);
+        usleep(100 * 1000);
+    }
+}
+
+/* The high watermark from the partition's leader (ListOffsets), retried
+ * while the restarted cluster elects one. */
+static int64_t high_watermark(const char *bootstrap, const char *topic)
+{
+    rd_kafka_t *rk = rk_producer_new(bootstrap, NULL);
+    long long deadline = harness_now_ms() + 60000;
+    int64_t low = -1, high = -1;
+    rd_kafka_resp_err_t err;
+    while ((err = rd_kafka_query_watermark_offsets(rk, topic, 0, &low, &high, 5000)) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (harness_now_ms() > deadline)
+            fail_msg("ListOffsets %s: %s", topic, rd_kafka_err2name(err));
+        usleep(200 * 1000);
+    }
+    rk_producer_destroy(rk);
+    return high;
+}
+
+static void test_restart_keeps_acknowledged(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_start(&c);
+    int32_t leader = create_replicated(&c, "hwc", NULL);
+    produce_acked(broker_bootstrap(&c.nodes[leader - 1]), "hwc", 300);
+    /* Followers learn the high watermark from the leader's answers. */
+    for (int i = 0; i < N; i++)
+        wait_checkpointed(&c, i, "hwc", 300, 30000);
+
+    for (int i = 0; i < N; i++)
+        broker_kill9(&c.nodes[i]);
+    for (int i = 0; i < N; i++)
+        broker_respawn(&c.nodes[i]);
+    for (int i = 0; i < N; i++)
+        broker_wait_ready(&c.nodes[i]);
+    int64_t hw = high_watermark(broker_bootstrap(&c.nodes[0]), "hwc");
+    if (hw < 300)
+        fail_msg("high watermark after the restart is %lld, below the checkpointed 300", (long long)hw);
+    long want[1] = {300};
+    struct rk_record_set set = {0};
+    assert_int_equal(rk_consume_all(broker_bootstrap(&c.nodes[0]), "hwc", 1, want, 60000, &set), 300);
+    rk_record_set_free(&set);
+    cluster_stop(&c);
+}
+
+/* min.insync.replicas=3 and a follower down: an acks=all record times out,
+ * in the leader's log (and maybe the other follower's) but above the high
+ * watermark. The leader and the other follower killed and restarted
+ * restore the checkpointed high watermark instead of taking their log
+ * ends, so the record stays hidden until the missing follower is back. */
+static void test_unacknowledged_stays_hidden(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_start(&c);
+    const char *configs[] = {"min.insync.replicas", "3", NULL};
+    int32_t leader = create_replicated(&c, "hwd", configs);
+    produce_acked(broker_bootstrap(&c.nodes[leader - 1]), "hwd", 200);
+    for (int i = 0; i < N; i++)
+        wait_checkpointed(&c, i, "hwd", 200, 30000);
+    int follower = leader % N + 1, other = follower % N + 1;
+    broker_kill9(&c.nodes[follower - 1]);
+    const char *conf[] = {"enable.idempotence", "false", "acks", "all", "retries", "0", "request.timeout.ms", "2000",
+                          "message.timeout.ms", "30000", NULL};
+    rd_kafka_t *p = rk_producer_new(broker_bootstrap(&c.nodes[leader - 1]), conf);
+    assert_int_equal(rk_produce_one_delivered(p, "hwd"), RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT);
+    rk_producer_destroy(p);
+    usleep(1000 * 1000); /* at least three checkpoint intervals: the files keep 200 */
+    wait_checkpointed(&c, leader - 1, "hwd", 200, 1000);
+    wait_checkpointed(&c, other - 1, "hwd", 200, 1000);
+
+    broker_kill9(&c.nodes[leader - 1]);
+    broker_kill9(&c.nodes[other - 1]);
+    broker_respawn(&c.nodes[leader - 1]);
+    broker_respawn(&c.nodes[other - 1]);
+    broker_wait_ready(&c.nodes[leader - 1]);
+    broker_wait_ready(&c.nodes[other - 1]);
+    int64_t hw = high_watermark(broker_bootstrap(&c.nodes[leader - 1]), "hwd");
+    if (hw != 200)
+        fail_msg("high watermark after the restart is %lld, want the checkpointed 200", (long long)hw);
+    long want[1] = {200};
+    struct rk_record_set set = {0};
+    assert_int_equal(rk_consume_all(broker_bootstrap(&c.nodes[leader - 1]), "hwd", 1, want, 60000, &set), 200);
+    rk_record_set_free(&set);
+
+    /* The follower back: it copies the record and the high watermark
+     * passes it. */
+    broker_restart(&c.nodes[follower - 1]);
+    long all[1] = {201};
+    struct rk_record_set after = {0};
+    assert_int_equal(rk_consume_all(broker_bootstrap(&c.nodes[leader - 1]), "hwd", 1, all, 90000, &after), 201);
+    rk_record_set_free(&after);
+    cluster_stop(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_restart_keeps_acknowledged),
+        cmocka_unit_test(test_unacknowledged_stays_hidden),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
