@@ -331,8 +331,26 @@ static void test_isr_shrinks_and_grows_back(void **state)
     int64_t low = -1;
     assert_int_equal(rk_delete_records(p, "isr", 340, &low), RD_KAFKA_RESP_ERR_NO_ERROR);
     assert_int_equal(low, 340);
+    /* Ten more batches of one record each (the producer batched the 100).
+     * The follower gets one batch a fetch, each held the full
+     * replica.fetch.wait.max.ms (500) for a megabyte that never comes:
+     * catching up takes seconds, and its max lag shows it. */
+    for (int i = 0; i < 10; i++)
+        produce_all(p, "isr", 1);
+    assert_int_equal(rk_producer_stats(p)->failed, 0);
+    broker_add_override(&c.nodes[follower - 1], "replica.fetch.max.bytes=1");
+    broker_add_override(&c.nodes[follower - 1], "replica.fetch.min.bytes=1048576");
     broker_restart(&c.nodes[follower - 1]);
+    long long max_lag = -1, lag_deadline = harness_now_ms() + SLACK_MS;
+    while (max_lag <= 0 && harness_now_ms() < lag_deadline) {
+        long long v = metric(&c, follower, MAX_LAG);
+        max_lag = v > max_lag ? v : max_lag;
+        usleep(20 * 1000);
+    }
+    fprintf(stderr, "[test] broker %d: fetcher max lag %lld while catching up\n", (int)follower, max_lag);
+    assert_true(max_lag > 0 && max_lag <= 10);
     wait_isr(p, "isr", 3, follower, true, 60000);
+    wait_metric(&c, follower, MAX_LAG, 0, false);
     assert_true(broker_log_contains(&c.nodes[follower - 1], "truncated fully"));
     /* Its old segment went; the new log starts at the batch holding 340. */
     char path[700];
@@ -341,7 +359,7 @@ static void test_isr_shrinks_and_grows_back(void **state)
     /* In the ISR, it holds acks=all again. */
     produce_all(p, "isr", 10);
     assert_int_equal(rk_producer_stats(p)->failed, 0);
-    assert_int_equal(rk_producer_stats(p)->delivered, 360);
+    assert_int_equal(rk_producer_stats(p)->delivered, 370);
     rk_producer_destroy(p);
     cluster_stop(&c);
 }
