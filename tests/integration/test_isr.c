@@ -202,8 +202,8 @@ static void set_topic_config(rd_kafka_t *rk, const char *topic, const char *key,
     rd_kafka_event_t *ev = rk_admin_result(q, RD_KAFKA_EVENT_ALTERCONFIGS_RESULT, 30000);
     rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
     size_t n = 0;
-    const rd_kafka_ConfigResource_t **out =
-        rd_kafka_AlterConfigs_result_resources(rd_kafka_event_AlterConfigs_result(ev), &n);
+    const rd_kafka_ConfigResource_t **out = rd_kafka_AlterConfigs_result_resources(
+        rd_kafka_event_AlterConfigs_result(ev), &n);
     if (!err)
         err = n == 1 ? rd_kafka_ConfigResource_error(out[0]) : RD_KAFKA_RESP_ERR__BAD_MSG;
     rd_kafka_event_destroy(ev);
