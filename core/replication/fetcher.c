@@ -232,6 +232,13 @@ static bool apply_partition(struct fetcher *f, struct fetch_slot *s, struct fetc
     int64_t before = partition_log_high_watermark(s->log);
     if (hw > before && partition_log_update_high_watermark(s->log, hw) != before && r->opts.high_watermark_moved)
         r->opts.high_watermark_moved(r->opts.high_watermark_ctx, s->log);
+    /* Kafka's fetcher lag: the leader's high watermark past the next offset to fetch. */
+    int64_t lag = pd->high_watermark > end ? pd->high_watermark - end : 0;
+    pthread_mutex_lock(&r->lock);
+    for (struct follower_partition *fp = r->followers; fp; fp = fp->next)
+        if (fp->fetcher == f && fp->partition == s->partition && strcmp(fp->topic, s->topic) == 0)
+            fp->lag = lag;
+    pthread_mutex_unlock(&r->lock);
     return true;
 }
 
@@ -351,6 +358,7 @@ static int fetch_once(struct fetcher *f, struct fetch_slot *slots, int32_t n)
     }
     net_client_kept_free(c.kept);
     pthread_mutex_lock(&r->lock);
+    replication_refresh_max_lag(r);
     r->stats.fetches++;
     if (backoff)
         r->stats.fetch_errors++;

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "log/partition_log.h"
+#include "metrics/metrics.h"
 #include "protocol/generated/errors.h"
 #include "replica/replica_manager.h"
 #include "replication/replication_internal.h"
@@ -20,6 +21,8 @@
 
 #define LOG "replication"
 #define ISR_SOON_MS 100
+/* How often the leader gauges (under-replicated, min ISR) are refreshed. */
+#define GAUGE_PERIOD_MS 1000
 
 struct isr_target {
     char topic[256];
@@ -165,6 +168,8 @@ static void check_partition(struct replication *r, const char *topic, int32_t pa
             added |= !in_list(info.isr, info.isr_count, isr[i]);
         r->stats.isr_shrinks += removed;
         r->stats.isr_expands += added;
+        metrics_add(r->isr_shrinks, removed);
+        metrics_add(r->isr_expands, added);
     }
     pthread_mutex_unlock(&r->lock);
     if (rc == KAFKA_ERR_NONE)
@@ -211,12 +216,21 @@ static void *isr_main(void *arg)
     int64_t period = r->opts.replica_lag_time_max_ms / 2;
     if (period < 50)
         period = 50;
+    int64_t next_round = replication_now_ms() + period;
     for (;;) {
-        /* Waiting for metadata after an answer: look again in 100 ms. */
+        /* Waiting for metadata after an answer: look again in 100 ms. The
+         * gauges are refreshed at least every GAUGE_PERIOD_MS meanwhile. */
+        int64_t now = replication_now_ms();
         pthread_mutex_lock(&r->lock);
-        int64_t wait = r->isr_soon && period > ISR_SOON_MS ? ISR_SOON_MS : period;
+        if (r->isr_soon && now + ISR_SOON_MS < next_round)
+            next_round = now + ISR_SOON_MS;
         r->isr_soon = false;
         pthread_mutex_unlock(&r->lock);
+        int64_t wait = next_round - now;
+        if (wait > GAUGE_PERIOD_MS)
+            wait = GAUGE_PERIOD_MS;
+        if (wait < 0)
+            wait = 0;
         struct timespec deadline;
         clock_gettime(CLOCK_REALTIME, &deadline);
         deadline.tv_sec += wait / 1000;
@@ -229,11 +243,19 @@ static void *isr_main(void *arg)
         while (!r->stopping && !r->isr_check && pthread_cond_timedwait(&r->isr_wake, &r->lock, &deadline) != ETIMEDOUT)
             ;
         bool stopping = r->stopping;
+        bool check = r->isr_check;
         r->isr_check = false;
         pthread_mutex_unlock(&r->lock);
         if (stopping)
             break;
-        check_all(r);
+        /* Without a controller to ask (no alter_partition) only the gauges run. */
+        if (r->opts.alter_partition && (check || replication_now_ms() >= next_round)) {
+            check_all(r);
+            next_round = replication_now_ms() + period;
+        } else if (!r->opts.alter_partition && replication_now_ms() >= next_round) {
+            next_round = replication_now_ms() + period;
+        }
+        replication_refresh_leader_gauges(r);
     }
     return NULL;
 }

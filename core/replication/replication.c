@@ -8,6 +8,9 @@
 #include <time.h>
 
 #include "log/partition_log.h"
+#include "metadata/metadata_image.h"
+#include "metadata/metadata_store.h"
+#include "metrics/metrics.h"
 #include "net/client.h"
 #include "protocol/generated/errors.h"
 #include "replica/replica_manager.h"
@@ -75,8 +78,10 @@ static void on_leadership(void *ctx, const char *topic, int32_t partition, bool 
     pthread_mutex_lock(&r->lock);
     struct follower_partition **link = find_follower(r, topic, partition);
     struct follower_partition *old = *link;
-    if (old)
+    if (old) {
         *link = old->next;
+        replication_refresh_max_lag(r);
+    }
     /* A new epoch starts the followers' bookkeeping over. */
     struct leader_partition **llink = find_leader(r, topic, partition);
     struct leader_partition *lp = *llink;
@@ -136,13 +141,26 @@ int replication_start(const struct replication_options *opts, struct replication
         return -1;
     }
     pthread_cond_init(&r->isr_wake, NULL);
+    /* Kafka's ReplicaManager and ReplicaFetcherManager metrics. */
+    r->under_replicated = metrics_register(METRICS_GAUGE, "cairn_replication_under_replicated_partitions", NULL,
+                                           "Partitions led here whose ISR is smaller than their replica set.");
+    r->under_min_isr = metrics_register(METRICS_GAUGE, "cairn_replication_under_min_isr_partitions", NULL,
+                                        "Partitions led here whose ISR is below min.insync.replicas.");
+    r->at_min_isr = metrics_register(METRICS_GAUGE, "cairn_replication_at_min_isr_partitions", NULL,
+                                     "Partitions led here whose ISR is exactly min.insync.replicas.");
+    r->isr_shrinks = metrics_register(METRICS_COUNTER, "cairn_replication_isr_shrinks_total", NULL,
+                                      "ISR changes by this leader that removed a replica.");
+    r->isr_expands = metrics_register(METRICS_COUNTER, "cairn_replication_isr_expands_total", NULL,
+                                      "ISR changes by this leader that added a replica.");
+    r->max_lag = metrics_register(METRICS_GAUGE, "cairn_replication_fetcher_max_lag", NULL,
+                                  "Largest lag in messages of a partition followed here behind its leader.");
     r->listener_id = replica_manager_add_leadership_listener(opts->replicas, on_leadership, r);
     if (r->listener_id < 0) {
         snprintf(err, errlen, "out of memory");
         replication_stop(r);
         return -1;
     }
-    if (r->opts.alter_partition && replication_isr_start(r) != 0) {
+    if (replication_isr_start(r) != 0) {
         snprintf(err, errlen, "cannot start the ISR thread");
         replication_stop(r);
         return -1;
@@ -318,7 +336,7 @@ int16_t replication_follower_fetched(struct replication *r, const char *topic, i
         lp->last_fetch_ms[i] = now;
         lp->fetched_since_check[i] = true;
         /* A replica outside the ISR may be ready to rejoin: the ISR thread looks. */
-        if (r->isr_started && !contains(info.isr, info.isr_count, replica_id)) {
+        if (r->isr_started && r->opts.alter_partition && !contains(info.isr, info.isr_count, replica_id)) {
             r->isr_check = true;
             pthread_cond_signal(&r->isr_wake);
         }
@@ -335,4 +353,68 @@ void replication_stats(struct replication *r, struct replication_stats *out)
     pthread_mutex_lock(&r->lock);
     *out = r->stats;
     pthread_mutex_unlock(&r->lock);
+}
+
+void replication_refresh_max_lag(struct replication *r)
+{
+    int64_t max = 0;
+    for (struct follower_partition *fp = r->followers; fp; fp = fp->next)
+        if (fp->lag > max)
+            max = fp->lag;
+    metrics_set(r->max_lag, max);
+}
+
+/* Kafka's Partition: min.insync.replicas capped at the replica count, so
+ * a partition with fewer replicas than that is at, not under, its minimum. */
+static int32_t effective_min_isr(const struct metadata_image *img, const char *topic, int32_t broker_default,
+                                 int32_t replica_count)
+{
+    int32_t min_isr = broker_default > 0 ? broker_default : 1;
+    const struct metadata_topic *t = img ? metadata_image_topic_by_name(img, topic, strlen(topic)) : NULL;
+    const char *v = t ? metadata_topic_config(t, "min.insync.replicas") : NULL;
+    if (v) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (!*end && n >= 1 && n <= INT32_MAX)
+            min_isr = (int32_t)n;
+    }
+    return min_isr < replica_count ? min_isr : replica_count;
+}
+
+void replication_refresh_leader_gauges(struct replication *r)
+{
+    pthread_mutex_lock(&r->lock);
+    size_t count = 0;
+    for (struct leader_partition *lp = r->leaders; lp; lp = lp->next)
+        count++;
+    struct {
+        char *topic;
+        int32_t partition;
+    } *led = count ? calloc(count, sizeof *led) : NULL;
+    size_t n = 0;
+    for (struct leader_partition *lp = r->leaders; led && lp && n < count; lp = lp->next)
+        if ((led[n].topic = strdup(lp->topic)))
+            led[n++].partition = lp->partition;
+    pthread_mutex_unlock(&r->lock);
+    if (count && !led)
+        return; /* out of memory: the gauges keep their last values */
+    const struct metadata_image *img = r->opts.metadata ? metadata_image_acquire(r->opts.metadata) : NULL;
+    int64_t under = 0, under_min = 0, at_min = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct replica_partition_info info;
+        if (replica_manager_lookup(r->opts.replicas, led[i].topic, led[i].partition, &info, NULL) &&
+            info.role == REPLICA_ROLE_LEADER) {
+            int32_t min_isr = effective_min_isr(img, led[i].topic, r->opts.min_insync_replicas, info.replica_count);
+            under += info.isr_count < info.replica_count;
+            under_min += info.isr_count < min_isr;
+            at_min += info.isr_count == min_isr;
+        }
+        free(led[i].topic);
+    }
+    free(led);
+    if (img)
+        metadata_image_release(img);
+    metrics_set(r->under_replicated, under);
+    metrics_set(r->under_min_isr, under_min);
+    metrics_set(r->at_min_isr, at_min);
 }

@@ -14,6 +14,12 @@
  * smallest log end offset over the ISR, the leader's included. With
  * opts.alter_partition the leader also shrinks and grows the ISR (isr.c).
  *
+ * Metrics (process-wide registry, core/metrics): on the leader the gauges
+ * cairn_replication_under_replicated_partitions, _under_min_isr_partitions
+ * and _at_min_isr_partitions (refreshed each second by the ISR thread) and
+ * the counters cairn_replication_isr_shrinks_total / _expands_total; on a
+ * follower cairn_replication_fetcher_max_lag (messages).
+ *
  * Thread-safety: every function may be called from any thread; the module
  * owns its fetcher threads and one net_client. */
 #ifndef CAIRN_REPLICATION_REPLICATION_H
@@ -59,6 +65,9 @@ struct replication_options {
     replication_alter_partition_fn alter_partition;
     void *alter_partition_ctx;
     int64_t replica_lag_time_max_ms; /* replica.lag.time.max.ms */
+    /* min.insync.replicas of the broker (read at start), for topics that
+     * do not set their own: the under/at-min-ISR gauges. */
+    int32_t min_insync_replicas;
 };
 
 /* Starts the outbound client and registers with the replica manager (the

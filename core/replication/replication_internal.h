@@ -11,6 +11,7 @@
 struct net_client;
 struct partition_log;
 struct replica_partition_info;
+struct metrics_metric;
 
 /* A partition this broker follows. Fields are read and written under the
  * module's lock; log is the entry's own reference. */
@@ -24,6 +25,9 @@ struct follower_partition {
     int32_t leader_epoch;
     struct partition_log *log;
     struct fetcher *fetcher;
+    /* Leader's high watermark minus this log's end at the last fetch
+     * (Kafka's FetcherLagMetrics), 0 until then. */
+    int64_t lag;
 };
 
 /* One fetcher thread: fetches the partitions assigned to it from one leader. */
@@ -73,12 +77,16 @@ struct replication {
     struct fetcher *fetchers;
     struct leader_partition *leaders;
     struct replication_stats stats;
-    /* The ISR thread (isr.c), when opts.alter_partition is set. */
+    /* The ISR thread (isr.c): the leader gauges each second and, when
+     * opts.alter_partition is set, ISR changes. */
     pthread_t isr_thread;
     bool isr_started;
     pthread_cond_t isr_wake; /* with lock: a follower may rejoin, stop */
     bool isr_check;          /* set with isr_wake */
     bool isr_soon;           /* a partition waits for metadata: next round soon */
+    /* Registered at start; shared process-wide by name (core/metrics). */
+    struct metrics_metric *under_replicated, *under_min_isr, *at_min_isr;
+    struct metrics_metric *isr_shrinks, *isr_expands, *max_lag;
 };
 
 /* Under the lock: the fetcher of (leader_id, index), started if new; NULL
@@ -96,6 +104,10 @@ struct leader_partition *replication_leader_entry(struct replication *r, const c
  * over info's ISR (the leader's included), notifying when it moved. */
 void replication_update_high_watermark(struct replication *r, const char *topic, int32_t partition,
                                        const struct replica_partition_info *info, struct partition_log *log);
+/* Under the lock: sets the fetcher max-lag gauge from every follower's lag. */
+void replication_refresh_max_lag(struct replication *r);
+/* Not under the lock: sets the leader gauges from the partitions led here. */
+void replication_refresh_leader_gauges(struct replication *r);
 /* The ISR thread: start after the module is set up; stop after stopping is set. */
 int replication_isr_start(struct replication *r);
 void replication_isr_join(struct replication *r);

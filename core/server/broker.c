@@ -250,6 +250,7 @@ static int start_replication(struct broker *b, char *err, size_t errlen)
         .alter_partition = b->lifecycle ? broker_lifecycle_alter_partition : NULL,
         .alter_partition_ctx = b->lifecycle,
         .replica_lag_time_max_ms = config_get_long(cfg, "replica.lag.time.max.ms"),
+        .min_insync_replicas = config_get_int(cfg, "min.insync.replicas"),
     };
     if (replication_start(&opts, &b->replication, err, errlen) != 0)
         return -1;

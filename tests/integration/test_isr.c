@@ -6,7 +6,10 @@
  * kill -9 leaves the ISR (Metadata shows two members) within the lag plus
  * slack, and an acks=all produce waiting meanwhile succeeds; restarted,
  * it catches up and rejoins the ISR. Down again while DeleteRecords moves the leader's log
- * start past its end, restarted it starts its log over at that start. */
+ * start past its end, restarted it starts its log over at that start.
+ * The replication metrics on /metrics follow: the leader's
+ * under-replicated, under-min-ISR and at-min-ISR gauges and its ISR shrink
+ * and expand counters, and the followers' fetcher max lag. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +17,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "raw_kafka.h"
 #include "rk_helpers.h"
 
 #include <stdio.h>
@@ -32,6 +36,7 @@
 struct cluster {
     struct test_broker nodes[N];
     int controller_ports[N];
+    int metrics_ports[N];
 };
 
 static void cluster_start(struct cluster *c)
@@ -48,7 +53,9 @@ static void cluster_start(struct cluster *c)
         do {
             port = harness_free_port();
         } while (port == c->controller_ports[0] || port == c->controller_ports[1] || port == c->controller_ports[2]);
-        char listeners[160], node_id[32], voters_kv[300];
+        char listeners[160], node_id[32], voters_kv[300], metrics_kv[64];
+        c->metrics_ports[i] = harness_free_port();
+        snprintf(metrics_kv, sizeof metrics_kv, "metrics.http.listener=127.0.0.1:%d", c->metrics_ports[i]);
         snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port,
                  c->controller_ports[i]);
         snprintf(node_id, sizeof node_id, "node.id=%d", i + 1);
@@ -67,6 +74,7 @@ static void cluster_start(struct cluster *c)
                                    "transaction.state.log.num.partitions=1",
                                    "replica.fetch.backoff.ms=200",
                                    "replica.lag.time.max.ms=" LAG_MS_TEXT,
+                                   metrics_kv,
                                    NULL};
         broker_spawn_on_port(&c->nodes[i], port, overrides);
     }
@@ -163,6 +171,54 @@ static long long wait_isr(rd_kafka_t *rk, const char *topic, int want, int32_t f
     }
 }
 
+/* A sample of node's /metrics (1-based); -1 when not exported. */
+static long long metric(const struct cluster *c, int node, const char *name)
+{
+    char *page = raw_http_get(c->metrics_ports[node - 1], "/metrics");
+    long long v = page ? raw_metric_value(page, name) : -1;
+    free(page);
+    return v;
+}
+
+/* Waits until node's metric reads want (at_least: want or more). */
+static void wait_metric(const struct cluster *c, int node, const char *name, long long want, bool at_least)
+{
+    long long deadline = harness_now_ms() + SLACK_MS;
+    long long v;
+    while (at_least ? (v = metric(c, node, name)) < want : (v = metric(c, node, name)) != want) {
+        if (harness_now_ms() > deadline)
+            fail_msg("node %d: %s is %lld, not %s%lld", node, name, v, at_least ? ">= " : "", want);
+        usleep(100 * 1000);
+    }
+}
+
+/* AlterConfigs of one topic key (librdkafka has no incremental one here). */
+static void set_topic_config(rd_kafka_t *rk, const char *topic, const char *key, const char *value)
+{
+    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    assert_int_equal(rd_kafka_ConfigResource_set_config(res, key, value), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AlterConfigs(rk, &res, 1, NULL, q);
+    rd_kafka_event_t *ev = rk_admin_result(q, RD_KAFKA_EVENT_ALTERCONFIGS_RESULT, 30000);
+    rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
+    size_t n = 0;
+    const rd_kafka_ConfigResource_t **out = rd_kafka_AlterConfigs_result_resources(
+        rd_kafka_event_AlterConfigs_result(ev), &n);
+    if (!err)
+        err = n == 1 ? rd_kafka_ConfigResource_error(out[0]) : RD_KAFKA_RESP_ERR__BAD_MSG;
+    rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_ConfigResource_destroy(res);
+    assert_int_equal(err, RD_KAFKA_RESP_ERR_NO_ERROR);
+}
+
+#define UNDER_REPLICATED "cairn_replication_under_replicated_partitions"
+#define UNDER_MIN_ISR "cairn_replication_under_min_isr_partitions"
+#define AT_MIN_ISR "cairn_replication_at_min_isr_partitions"
+#define SHRINKS "cairn_replication_isr_shrinks_total"
+#define EXPANDS "cairn_replication_isr_expands_total"
+#define MAX_LAG "cairn_replication_fetcher_max_lag"
+
 static void produce_all(rd_kafka_t *p, const char *topic, int count)
 {
     for (int m = 0; m < count; m++) {
@@ -190,8 +246,18 @@ static void test_isr_shrinks_and_grows_back(void **state)
     usleep(2 * LAG_MS * 1000);
     int32_t isr[8];
     assert_int_equal(isr_of(p, "isr", isr), 3);
-
     int32_t follower = leader % 3 + 1;
+    int32_t other = follower % 3 + 1; /* the follower that stays up */
+    /* Whole ISR: nothing under-replicated; 3 in sync is above min 2.
+     * Caught-up followers lag by nothing. */
+    wait_metric(&c, leader, UNDER_REPLICATED, 0, false);
+    wait_metric(&c, leader, UNDER_MIN_ISR, 0, false);
+    wait_metric(&c, leader, AT_MIN_ISR, 0, false);
+    wait_metric(&c, other, MAX_LAG, 0, false);
+    wait_metric(&c, follower, MAX_LAG, 0, false);
+    long long shrinks0 = metric(&c, leader, SHRINKS), expands0 = metric(&c, leader, EXPANDS);
+    assert_true(shrinks0 >= 0 && expands0 >= 0);
+
     long long killed_at = harness_now_ms();
     broker_kill9(&c.nodes[follower - 1]);
     /* acks=all sent at once waits while the dead follower holds the high
@@ -214,18 +280,44 @@ static void test_isr_shrinks_and_grows_back(void **state)
     int n_isr = isr_of(p, "isr", isr);
     assert_int_equal(n_isr, 2);
     assert_false(has(isr, n_isr, follower));
+    /* The leader counts the shrink and the partition now under-replicated
+     * and at its minimum of 2; a minimum of 3 puts it under instead. The
+     * leader may also lead internal partitions (their ISRs shrank in the
+     * same round, more than a gauge period ago): counts are relative. */
+    assert_true(metric(&c, leader, SHRINKS) >= shrinks0 + 1);
+    wait_metric(&c, leader, UNDER_REPLICATED, 1, true);
+    wait_metric(&c, leader, AT_MIN_ISR, 1, true);
+    long long at_min = metric(&c, leader, AT_MIN_ISR), under_min = metric(&c, leader, UNDER_MIN_ISR);
+    fprintf(stderr, "[test] leader %d: %lld under-replicated, %lld at min ISR, %lld under min ISR\n", (int)leader,
+            metric(&c, leader, UNDER_REPLICATED), at_min, under_min);
+    set_topic_config(p, "isr", "min.insync.replicas", "3");
+    wait_metric(&c, leader, UNDER_MIN_ISR, under_min + 1, false);
+    assert_int_equal(metric(&c, leader, AT_MIN_ISR), at_min - 1);
+    set_topic_config(p, "isr", "min.insync.replicas", "2");
+    wait_metric(&c, leader, UNDER_MIN_ISR, under_min, false);
+    wait_metric(&c, leader, AT_MIN_ISR, at_min, false);
+    /* Records the dead follower lacks: it has something to catch up on. */
+    produce_all(p, "isr", 50);
+    assert_int_equal(rk_producer_stats(p)->failed, 0);
 
     broker_restart(&c.nodes[follower - 1]);
     long long rejoin_ms = wait_isr(p, "isr", 3, follower, true, 60000);
     fprintf(stderr, "[test] broker %d back in the ISR %lld ms after its restart\n", (int)follower, rejoin_ms);
+    /* The expand is counted and nothing is under-replicated or at its
+     * minimum; the restarted follower caught up: no lag. */
+    assert_true(metric(&c, leader, EXPANDS) >= expands0 + 1);
+    wait_metric(&c, leader, UNDER_REPLICATED, 0, false);
+    wait_metric(&c, leader, AT_MIN_ISR, 0, false);
+    assert_int_equal(metric(&c, leader, UNDER_MIN_ISR), 0);
+    wait_metric(&c, follower, MAX_LAG, 0, false);
     /* Back in sync it holds the high watermark again, and keeps up. */
     produce_all(p, "isr", 50);
     assert_int_equal(rk_producer_stats(p)->failed, 0);
-    assert_int_equal(rk_producer_stats(p)->delivered, 200);
+    assert_int_equal(rk_producer_stats(p)->delivered, 250);
     assert_int_equal(isr_of(p, "isr", isr), 3);
-    long want[1] = {200};
+    long want[1] = {250};
     struct rk_record_set set = {0};
-    assert_int_equal(rk_consume_all(bootstrap, "isr", 1, want, 30000, &set), 200);
+    assert_int_equal(rk_consume_all(bootstrap, "isr", 1, want, 30000, &set), 250);
     rk_record_set_free(&set);
 
     /* Down again while the leader goes on and DeleteRecords moves its log
@@ -237,19 +329,37 @@ static void test_isr_shrinks_and_grows_back(void **state)
     produce_all(p, "isr", 100);
     assert_int_equal(rk_producer_stats(p)->failed, 0);
     int64_t low = -1;
-    assert_int_equal(rk_delete_records(p, "isr", 290, &low), RD_KAFKA_RESP_ERR_NO_ERROR);
-    assert_int_equal(low, 290);
+    assert_int_equal(rk_delete_records(p, "isr", 340, &low), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(low, 340);
+    /* Ten more batches of one record each (the producer batched the 100).
+     * The follower gets one batch a fetch, each held the full
+     * replica.fetch.wait.max.ms (500) for a megabyte that never comes:
+     * catching up takes seconds, and its max lag shows it. */
+    for (int i = 0; i < 10; i++)
+        produce_all(p, "isr", 1);
+    assert_int_equal(rk_producer_stats(p)->failed, 0);
+    broker_add_override(&c.nodes[follower - 1], "replica.fetch.max.bytes=1");
+    broker_add_override(&c.nodes[follower - 1], "replica.fetch.min.bytes=1048576");
     broker_restart(&c.nodes[follower - 1]);
+    long long max_lag = -1, lag_deadline = harness_now_ms() + SLACK_MS;
+    while (max_lag <= 0 && harness_now_ms() < lag_deadline) {
+        long long v = metric(&c, follower, MAX_LAG);
+        max_lag = v > max_lag ? v : max_lag;
+        usleep(20 * 1000);
+    }
+    fprintf(stderr, "[test] broker %d: fetcher max lag %lld while catching up\n", (int)follower, max_lag);
+    assert_true(max_lag > 0 && max_lag <= 10);
     wait_isr(p, "isr", 3, follower, true, 60000);
+    wait_metric(&c, follower, MAX_LAG, 0, false);
     assert_true(broker_log_contains(&c.nodes[follower - 1], "truncated fully"));
-    /* Its old segment went; the new log starts at the batch holding 290. */
+    /* Its old segment went; the new log starts at the batch holding 340. */
     char path[700];
     snprintf(path, sizeof path, "%s/isr-0/%020d.log", c.nodes[follower - 1].data_dir, 0);
     assert_int_not_equal(access(path, F_OK), 0);
     /* In the ISR, it holds acks=all again. */
     produce_all(p, "isr", 10);
     assert_int_equal(rk_producer_stats(p)->failed, 0);
-    assert_int_equal(rk_producer_stats(p)->delivered, 310);
+    assert_int_equal(rk_producer_stats(p)->delivered, 370);
     rk_producer_destroy(p);
     cluster_stop(&c);
 }

@@ -3,7 +3,8 @@
  * is the smallest log end over the ISR (the leader's included); a replica
  * outside the ISR does not hold it, a broker that is no replica is
  * refused, a follower not heard from in a new leader epoch holds it, and a
- * partition this broker follows is not led here. */
+ * partition this broker follows is not led here. The leader gauges count
+ * under-replicated, under- and at-min-ISR partitions led here. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,11 +18,13 @@
 
 #include "config/config.h"
 #include "log/partition_log.h"
+#include "metrics/metrics.h"
 #include "metadata/metadata_builder.h"
 #include "protocol/generated/errors.h"
 #include "protocol/record_batch.h"
 #include "replica/replica_manager.h"
 #include "replication/replication.h"
+#include "replication/replication_internal.h"
 
 #define SELF 1
 
@@ -31,6 +34,7 @@ struct fixture {
     struct log_manager *logs;
     struct replica_manager *rm;
     struct replication *repl;
+    struct replication_options ropts;
     const struct metadata_image *image;
     int moved; /* high_watermark_moved calls */
 };
@@ -72,6 +76,7 @@ static int setup(void **state)
                                         .socket_timeout_ms = 30000,
                                         .high_watermark_moved = on_moved,
                                         .high_watermark_ctx = f};
+    f->ropts = ropts;
     if (replication_start(&ropts, &f->repl, err, sizeof err) != 0)
         return -1;
     *state = f;
@@ -216,12 +221,55 @@ static void test_a_followed_partition_is_not_led_here(void **state)
     assert_int_equal(replication_follower_fetched(f->repl, "t", 9, 2, 0), KAFKA_ERR_NOT_LEADER_OR_FOLLOWER);
 }
 
+/* The module again, with the broker's min.insync.replicas set to min_isr
+ * (no metadata store here: no topic overrides it), and its leader gauges
+ * refreshed now rather than at the ISR thread's next second. */
+static void restart_with_min_isr(struct fixture *f, int32_t min_isr)
+{
+    replication_stop(f->repl);
+    struct replication_options ropts = f->ropts;
+    ropts.min_insync_replicas = min_isr;
+    char err[256];
+    assert_int_equal(replication_start(&ropts, &f->repl, err, sizeof err), 0);
+    replication_refresh_leader_gauges(f->repl);
+}
+
+static int64_t gauge(const char *name)
+{
+    return metrics_value(metrics_register(METRICS_GAUGE, name, NULL, ""));
+}
+
+/* t-0 (ISR 3 of 3) and t-1 (ISR 2 of 3) are led here, t-2 followed: the
+ * gauges count led partitions only, and a minimum above the replica
+ * count is capped at it, as Kafka's Partition does. */
+static void test_leader_gauges(void **state)
+{
+    struct fixture *f = *state;
+    apply(f, image_at(0));
+    static const struct {
+        int32_t min_isr;
+        int64_t under_min, at_min;
+    } cases[] = {
+        {1, 0, 0}, /* 3 and 2 in sync, above 1 */
+        {2, 0, 1}, /* t-1 at 2 */
+        {3, 1, 1}, /* t-1 under, t-0 at */
+        {5, 1, 1}, /* capped at 3 replicas: the same */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        restart_with_min_isr(f, cases[i].min_isr);
+        assert_int_equal(gauge("cairn_replication_under_replicated_partitions"), 1);
+        assert_int_equal(gauge("cairn_replication_under_min_isr_partitions"), cases[i].under_min);
+        assert_int_equal(gauge("cairn_replication_at_min_isr_partitions"), cases[i].at_min);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_high_watermark_is_the_smallest_isr_log_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replica_outside_the_isr_does_not_hold_it, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_followed_partition_is_not_led_here, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_leader_gauges, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
