@@ -249,10 +249,13 @@ static void test_isr_shrinks_and_grows_back(void **state)
     int32_t follower = leader % 3 + 1;
     int32_t other = follower % 3 + 1; /* the follower that stays up */
     /* Whole ISR: nothing under-replicated; 3 in sync is above min 2.
-     * Caught-up followers lag by nothing. */
+     * Caught-up followers lag by nothing. An internal partition this
+     * leader leads with one replica (created while fewer brokers were
+     * live) is at its minimum of 1, as Kafka counts it: a baseline. */
     wait_metric(&c, leader, UNDER_REPLICATED, 0, false);
     wait_metric(&c, leader, UNDER_MIN_ISR, 0, false);
-    wait_metric(&c, leader, AT_MIN_ISR, 0, false);
+    long long at_min0 = metric(&c, leader, AT_MIN_ISR);
+    assert_true(at_min0 >= 0);
     wait_metric(&c, other, MAX_LAG, 0, false);
     wait_metric(&c, follower, MAX_LAG, 0, false);
     long long shrinks0 = metric(&c, leader, SHRINKS), expands0 = metric(&c, leader, EXPANDS);
@@ -286,7 +289,7 @@ static void test_isr_shrinks_and_grows_back(void **state)
      * same round, more than a gauge period ago): counts are relative. */
     assert_true(metric(&c, leader, SHRINKS) >= shrinks0 + 1);
     wait_metric(&c, leader, UNDER_REPLICATED, 1, true);
-    wait_metric(&c, leader, AT_MIN_ISR, 1, true);
+    wait_metric(&c, leader, AT_MIN_ISR, at_min0 + 1, true);
     long long at_min = metric(&c, leader, AT_MIN_ISR), under_min = metric(&c, leader, UNDER_MIN_ISR);
     fprintf(stderr, "[test] leader %d: %lld under-replicated, %lld at min ISR, %lld under min ISR\n", (int)leader,
             metric(&c, leader, UNDER_REPLICATED), at_min, under_min);
@@ -307,7 +310,7 @@ static void test_isr_shrinks_and_grows_back(void **state)
      * minimum; the restarted follower caught up: no lag. */
     assert_true(metric(&c, leader, EXPANDS) >= expands0 + 1);
     wait_metric(&c, leader, UNDER_REPLICATED, 0, false);
-    wait_metric(&c, leader, AT_MIN_ISR, 0, false);
+    wait_metric(&c, leader, AT_MIN_ISR, at_min0, false);
     assert_int_equal(metric(&c, leader, UNDER_MIN_ISR), 0);
     wait_metric(&c, follower, MAX_LAG, 0, false);
     /* Back in sync it holds the high watermark again, and keeps up. */
