@@ -73,6 +73,16 @@ static int ensure_topic_once(const struct internal_topic_options *opts, int32_t 
     if (rc == KAFKA_ERR_TOPIC_ALREADY_EXISTS)
         return 0; /* created meanwhile by another caller */
     if (rc != KAFKA_ERR_NONE) {
+        /* Another broker's creation may have committed between the check
+         * and this one (the controller then refuses a second TopicRecord):
+         * the topic is there, which is all this needed. */
+        img = metadata_image_acquire(opts->metadata);
+        exists = metadata_image_topic_by_name(img, opts->name, strlen(opts->name)) != NULL;
+        metadata_image_release(img);
+        if (exists)
+            return 0;
+    }
+    if (rc != KAFKA_ERR_NONE) {
         snprintf(err, errlen, "cannot create %s: %s (error %d)", opts->name, why, (int)rc);
         *code = rc;
         return -1;
