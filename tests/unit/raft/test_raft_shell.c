@@ -3,7 +3,8 @@
  * leader; a batch appended at the leader is committed, in order and with
  * the same offsets, to every node's metadata listener; a follower refuses
  * appends. Each node keeps its log and quorum state on disk: restarted on
- * the same directories, every node comes back with its log and epoch. */
+ * the same directories, every node comes back with its log and epoch, and
+ * with a snapshot it loads that and is handed only the log after it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +12,9 @@
 #include <cmocka.h>
 
 #include <ftw.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -24,6 +27,7 @@
 #include "net/server.h"
 #include "raft/raft_shell.h"
 #include "raft/raft_shell_metadata.h"
+#include "metadata/metadata_snapshot.h"
 #include "raft/raft_store.h"
 #include "util/clock.h"
 
@@ -36,6 +40,11 @@ struct seen {
     int n;
     int64_t offsets[MAX_SEEN];
     char values[MAX_SEEN][16];
+    struct raft_shell_metadata *log; /* a record "snap" makes the node write a snapshot */
+    int snapshot_loads;
+    struct metadata_snapshot_id loaded;
+    int32_t loaded_count;
+    char loaded_values[MAX_SEEN][16];
 };
 
 struct node {
@@ -68,6 +77,33 @@ static int on_commit(void *ctx, const struct metadata_batch *batch)
                  (const char *)batch->records[i].value);
         s->n++;
     }
+    /* As the loader does: a snapshot of everything delivered so far, at the
+     * end of the committed batch that asked for it. */
+    const struct metadata_log_entry *lastrec = &batch->records[batch->count - 1];
+    int rc = 0;
+    if (lastrec->len == 4 && memcmp(lastrec->value, "snap", 4) == 0 && s->n == s->total) {
+        struct metadata_log_entry state[MAX_SEEN];
+        for (int i = 0; i < s->n; i++)
+            state[i] = (struct metadata_log_entry){(const uint8_t *)s->values[i], strlen(s->values[i])};
+        struct metadata_snapshot_id id = {.end_offset = batch->base_offset + batch->count, .epoch = batch->epoch};
+        char err[256] = "";
+        rc = raft_shell_metadata_ops.create_snapshot(s->log, &id, 0, state, s->n, err, sizeof err);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+static int on_load_snapshot(void *ctx, const struct metadata_snapshot_id *id, const struct metadata_log_entry *records,
+                            int32_t count)
+{
+    struct seen *s = ctx;
+    pthread_mutex_lock(&s->mu);
+    s->snapshot_loads++;
+    s->loaded = *id;
+    s->loaded_count = count;
+    for (int32_t i = 0; i < count && i < MAX_SEEN; i++)
+        snprintf(s->loaded_values[i], sizeof s->loaded_values[0], "%.*s", (int)records[i].len,
+                 (const char *)records[i].value);
     pthread_mutex_unlock(&s->mu);
     return 0;
 }
@@ -84,8 +120,11 @@ static void start_node(struct node *nodes, const int *ports, int i)
         pthread_mutex_init(&n->seen.mu, NULL);
         n->log = raft_shell_metadata_create();
         assert_non_null(n->log);
-        struct metadata_log_listener listener = {.ctx = &n->seen, .handle_commit = on_commit};
+        n->seen.log = n->log;
+        struct metadata_log_listener listener = {
+            .ctx = &n->seen, .handle_commit = on_commit, .handle_load_snapshot = on_load_snapshot};
         char err[256] = "";
+        assert_int_equal(raft_shell_metadata_set_dir(n->log, n->dir, err, sizeof err), 0);
         assert_int_equal(raft_shell_metadata_ops.register_listener(n->log, &listener, err, sizeof err), 0);
 
         struct raft_shell_config cfg;
@@ -271,6 +310,105 @@ static void test_batches_commit_on_every_node(void **state)
         nftw(nodes[i].dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
+/* ---- snapshots ---- */
+
+static void wait_node_seen(struct node *n, int want)
+{
+    int64_t deadline = clock_mono_ms() + 10000;
+    for (;;) {
+        pthread_mutex_lock(&n->seen.mu);
+        int got = n->seen.n;
+        pthread_mutex_unlock(&n->seen.mu);
+        if (got >= want)
+            return;
+        if (clock_mono_ms() > deadline)
+            fail_msg("a node saw %d of %d committed records", got, want);
+        usleep(20 * 1000);
+    }
+}
+
+static void append_values(struct raft_shell_metadata *at_leader, int32_t epoch, const char *const *values, int count)
+{
+    struct metadata_log_entry records[4];
+    for (int i = 0; i < count; i++)
+        records[i] = (struct metadata_log_entry){(const uint8_t *)values[i], strlen(values[i])};
+    char err[256] = "";
+    int64_t last = -1;
+    if (raft_shell_metadata_ops.append(at_leader, epoch, records, count, &last, err, sizeof err) != 0)
+        fail_msg("append at the leader: %s", err);
+}
+
+/* Every node writes a snapshot at the committed batch "snap" asks for; on
+ * restart it loads it and is handed only the entries after it. A node
+ * whose snapshot file is torn skips it and replays the whole log. */
+static void test_restart_after_snapshot_replays_tail(void **state)
+{
+    (void)state;
+    int ports[N];
+    struct node nodes[N];
+    make_nodes(nodes, ports);
+    start_nodes(nodes, ports);
+    int leader = wait_leader(nodes);
+    struct raft_shell_metadata *at_leader = nodes[leader - 1].log;
+    int32_t epoch = -1;
+    for (int tries = 0; (epoch = raft_shell_metadata_ops.leader_epoch(at_leader)) < 0 && tries < 500; tries++)
+        usleep(10 * 1000);
+    assert_true(epoch >= 1);
+    /* Offset 0 is the LeaderChange entry: a 1, b 2, snap 3, d 4, e 5. */
+    append_values(at_leader, epoch, (const char *[]){"a", "b"}, 2);
+    append_values(at_leader, epoch, (const char *[]){"snap"}, 1);
+    append_values(at_leader, epoch, (const char *[]){"d", "e"}, 2);
+    wait_seen(nodes, 5);
+    struct metadata_snapshot_id want = {0};
+    char path[PATH_MAX], logdir[PATH_MAX], err[256] = "";
+    for (int i = 0; i < N; i++) {
+        snprintf(logdir, sizeof logdir, "%s/__cluster_metadata-0", nodes[i].dir);
+        struct metadata_snapshot_id got;
+        assert_int_equal(metadata_snapshot_latest(logdir, &got, err, sizeof err), 1);
+        assert_int_equal(got.end_offset, 4);
+        want = got;
+        assert_true(raft_shell_metadata_ops.latest_snapshot(nodes[i].log, &got));
+        assert_int_equal(got.end_offset, 4);
+    }
+    stop_nodes(nodes);
+    /* A torn snapshot on the last node: half of it. */
+    snprintf(logdir, sizeof logdir, "%s/__cluster_metadata-0", nodes[N - 1].dir);
+    assert_int_equal(metadata_snapshot_path(path, sizeof path, logdir, &want), 0);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(truncate(path, st.st_size / 2), 0);
+
+    struct node again[N];
+    memset(again, 0, sizeof again);
+    for (int i = 0; i < N; i++)
+        memcpy(again[i].dir, nodes[i].dir, sizeof again[i].dir);
+    start_nodes(again, ports);
+    wait_leader(again);
+    for (int i = 0; i < N - 1; i++) {
+        wait_node_seen(&again[i], 2);
+        pthread_mutex_lock(&again[i].seen.mu);
+        assert_int_equal(again[i].seen.snapshot_loads, 1);
+        assert_int_equal(again[i].seen.loaded.end_offset, 4);
+        assert_int_equal(again[i].seen.loaded_count, 3);
+        assert_string_equal(again[i].seen.loaded_values[2], "snap");
+        /* Only the tail: d and e, at their offsets. */
+        assert_int_equal(again[i].seen.offsets[0], 4);
+        assert_string_equal(again[i].seen.values[0], "d");
+        assert_string_equal(again[i].seen.values[1], "e");
+        pthread_mutex_unlock(&again[i].seen.mu);
+    }
+    wait_node_seen(&again[N - 1], 5);
+    pthread_mutex_lock(&again[N - 1].seen.mu);
+    assert_int_equal(again[N - 1].seen.snapshot_loads, 0);
+    assert_int_equal(again[N - 1].seen.offsets[0], 1);
+    assert_string_equal(again[N - 1].seen.values[0], "a");
+    assert_string_equal(again[N - 1].seen.values[4], "e");
+    pthread_mutex_unlock(&again[N - 1].seen.mu);
+    stop_nodes(again);
+    for (int i = 0; i < N; i++)
+        nftw(nodes[i].dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 /* ---- a log larger than any in-memory bound ---- */
 
 #define BIG_BATCHES 40
@@ -424,6 +562,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batches_commit_on_every_node),
+        cmocka_unit_test(test_restart_after_snapshot_replays_tail),
         cmocka_unit_test(test_late_follower_catches_up_from_disk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
