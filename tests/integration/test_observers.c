@@ -212,6 +212,7 @@ static void cluster_start(struct cluster *c)
         } while (port == cports[0] || port == cports[1] || port == cports[2]);
         char node_id[32];
         snprintf(node_id, sizeof node_id, "node.id=%d", NC + i + 1);
+        /* A small snapshot threshold: observers write snapshots too (checked at the end). */
         const char *overrides[] = {node_id,
                                    voters_kv,
                                    "process.roles=broker",
@@ -222,7 +223,6 @@ static void cluster_start(struct cluster *c)
                                    "broker.heartbeat.interval.ms=500",
                                    "offsets.topic.num.partitions=3",
                                    "transaction.state.log.num.partitions=3",
-                                   /* Observers write snapshots too (checked at the end). */
                                    "metadata.log.max.record.bytes.between.snapshots=1000",
                                    NULL};
         broker_spawn_on_port(&c->brokers[i], port, overrides);
