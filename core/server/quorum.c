@@ -130,6 +130,11 @@ static int shell_config(const struct broker_config *cfg, const char *cluster_id,
     for (int i = 0; i < n; i++)
         ids[i] = sc->voters[i].id;
     sc->store_ops = &raft_shell_disk_store_ops;
+    if ((size_t)snprintf(sc->snapshot_dir, sizeof sc->snapshot_dir, "%s/%s", dir, LOG_MANAGER_METADATA_DIR) >=
+        sizeof sc->snapshot_dir) {
+        snprintf(err, errlen, "metadata log path too long under %s", dir);
+        return -1;
+    }
     sc->store = raft_shell_disk_store_open(dir, cluster_id, ids, n, err, errlen);
     return sc->store ? 0 : -1;
 }

@@ -25,6 +25,11 @@
 #include <unistd.h>
 
 #include "net/server.h"
+#include "protocol/generated/api_table.h"
+#include "protocol/generated/errors.h"
+#include "protocol/generated/fetch_snapshot_request.h"
+#include "protocol/generated/fetch_snapshot_response.h"
+#include "protocol/generated/request_header.h"
 #include "raft/raft_shell.h"
 #include "raft/raft_shell_metadata.h"
 #include "metadata/metadata_snapshot.h"
@@ -140,6 +145,7 @@ static void start_node(struct node *nodes, const int *ports, int i)
         cfg.election_timeout_ms = election_timeout_ms;
         cfg.fetch_timeout_ms = 2 * election_timeout_ms;
         int32_t ids[N] = {1, 2, 3};
+        snprintf(cfg.snapshot_dir, sizeof cfg.snapshot_dir, "%s/__cluster_metadata-0", n->dir);
         cfg.store_ops = &raft_shell_disk_store_ops;
         cfg.store = raft_shell_disk_store_open(n->dir, cfg.cluster_id, ids, N, err, sizeof err);
         if (!cfg.store)
@@ -338,6 +344,130 @@ static void append_values(struct raft_shell_metadata *at_leader, int32_t epoch, 
         fail_msg("append at the leader: %s", err);
 }
 
+/* One FetchSnapshot round trip (v1) to a controller port. */
+struct snapshot_chunk {
+    int16_t error;
+    int64_t size, position;
+    int32_t len;
+    uint8_t data[256];
+};
+
+static void read_full(int fd, void *buf, size_t len)
+{
+    for (size_t got = 0; got < len;) {
+        ssize_t n = read(fd, (uint8_t *)buf + got, len - got);
+        assert_true(n > 0);
+        got += (size_t)n;
+    }
+}
+
+static struct snapshot_chunk fetch_snapshot(int port, int32_t epoch, struct metadata_snapshot_id id, int64_t position,
+                                            int32_t max_bytes)
+{
+    struct kafka_writer w;
+    assert_int_equal(kafka_writer_init(&w, 256), 0);
+    size_t size_at = kafka_writer_reserve(&w, 4);
+    struct request_header h = {.request_api_key = 59, .request_api_version = 1, .correlation_id = 7};
+    h.client_id = kafka_str_from_cstr("test");
+    assert_int_equal(request_header_encode(&h, &w, kafka_request_header_version(59, 1)), 0);
+    struct fetch_snapshot_request_partition_snapshot p;
+    fetch_snapshot_request_partition_snapshot_init(&p);
+    p.partition = 0;
+    p.current_leader_epoch = epoch;
+    p.snapshot_id.end_offset = id.end_offset;
+    p.snapshot_id.epoch = id.epoch;
+    p.position = position;
+    struct fetch_snapshot_request_topic_snapshot t;
+    fetch_snapshot_request_topic_snapshot_init(&t);
+    t.name = kafka_str_from_cstr("__cluster_metadata");
+    t.partitions = &p;
+    t.partitions_count = 1;
+    struct fetch_snapshot_request req;
+    fetch_snapshot_request_init(&req);
+    req.cluster_id = kafka_str_from_cstr("MkU3OEVBNTcwNTJENDM2Qg");
+    req.replica_id = 99;
+    req.max_bytes = max_bytes;
+    req.topics = &t;
+    req.topics_count = 1;
+    assert_int_equal(fetch_snapshot_request_encode(&req, &w, 1), 0);
+    kafka_writer_patch_int32(&w, size_at, (int32_t)(w.len - 4));
+
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+    assert_int_equal(write(fd, w.buf, w.len), (ssize_t)w.len);
+    kafka_writer_free(&w);
+    uint8_t size_buf[4];
+    read_full(fd, size_buf, 4);
+    uint32_t size = (uint32_t)size_buf[0] << 24 | (uint32_t)size_buf[1] << 16 | (uint32_t)size_buf[2] << 8 |
+                    size_buf[3];
+    uint8_t *frame = malloc(size);
+    assert_non_null(frame);
+    read_full(fd, frame, size);
+    close(fd);
+
+    struct kafka_reader r;
+    kafka_reader_init(&r, frame, size);
+    assert_int_equal(kafka_read_int32(&r), 7);   /* the correlation id */
+    assert_int_equal(kafka_read_uvarint(&r), 0); /* response header v1: no tagged fields */
+    struct kafka_arena arena;
+    kafka_arena_init(&arena);
+    struct fetch_snapshot_response resp;
+    fetch_snapshot_response_init(&resp);
+    assert_int_equal(fetch_snapshot_response_decode(&resp, &r, 1, &arena), 0);
+    assert_int_equal(resp.error_code, 0);
+    assert_int_equal(resp.topics_count, 1);
+    assert_int_equal(resp.topics[0].partitions_count, 1);
+    const struct fetch_snapshot_response_partition_snapshot *ps = &resp.topics[0].partitions[0];
+    struct snapshot_chunk c = {.error = ps->error_code, .size = ps->size, .position = ps->position};
+    c.len = ps->unaligned_records.len > 0 ? ps->unaligned_records.len : 0;
+    assert_true(c.len <= (int32_t)sizeof c.data);
+    if (c.len > 0)
+        memcpy(c.data, ps->unaligned_records.data, (size_t)c.len);
+    kafka_arena_free(&arena);
+    free(frame);
+    return c;
+}
+
+/* The leader serves its snapshot file in chunks of at most max_bytes that
+ * reassemble to the file, byte for byte; a follower refuses. */
+static void check_fetch_snapshot(struct node *nodes, const int *ports, int leader, struct metadata_snapshot_id id)
+{
+    struct raft_shell_status st;
+    raft_shell_status(nodes[leader - 1].shell, &st);
+    char logdir[PATH_MAX], path[PATH_MAX];
+    snprintf(logdir, sizeof logdir, "%s/__cluster_metadata-0", nodes[leader - 1].dir);
+    assert_int_equal(metadata_snapshot_path(path, sizeof path, logdir, &id), 0);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static uint8_t file[65536], got[65536];
+    size_t file_len = fread(file, 1, sizeof file, f);
+    fclose(f);
+    assert_true(file_len > 100 && file_len < sizeof file);
+    int64_t position = 0;
+    int chunks = 0;
+    while (position < (int64_t)file_len) {
+        struct snapshot_chunk c = fetch_snapshot(ports[leader - 1], st.epoch, id, position, 100);
+        assert_int_equal(c.error, 0);
+        assert_int_equal(c.size, (int64_t)file_len);
+        assert_int_equal(c.position, position);
+        assert_true(c.len > 0 && c.len <= 100);
+        memcpy(got + position, c.data, (size_t)c.len);
+        position += c.len;
+        chunks++;
+    }
+    assert_true(chunks >= 2);
+    assert_memory_equal(got, file, file_len);
+    int follower = leader % N + 1;
+    assert_int_equal(fetch_snapshot(ports[follower - 1], st.epoch, id, 0, 100).error, KAFKA_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(fetch_snapshot(ports[leader - 1], st.epoch - 1, id, 0, 100).error, KAFKA_ERR_FENCED_LEADER_EPOCH);
+    assert_int_equal(fetch_snapshot(ports[leader - 1], st.epoch, id, (int64_t)file_len + 1, 100).error,
+                     KAFKA_ERR_POSITION_OUT_OF_RANGE);
+    struct metadata_snapshot_id none = {id.end_offset + 1, id.epoch};
+    assert_int_equal(fetch_snapshot(ports[leader - 1], st.epoch, none, 0, 100).error, KAFKA_ERR_SNAPSHOT_NOT_FOUND);
+}
+
 /* Every node writes a snapshot at the committed batch "snap" asks for; on
  * restart it loads it and is handed only the entries after it. A node
  * whose snapshot file is torn skips it and replays the whole log. */
@@ -370,6 +500,7 @@ static void test_restart_after_snapshot_replays_tail(void **state)
         assert_true(raft_shell_metadata_ops.latest_snapshot(nodes[i].log, &got));
         assert_int_equal(got.end_offset, 4);
     }
+    check_fetch_snapshot(nodes, ports, leader, want);
     stop_nodes(nodes);
     /* A torn snapshot on the last node: half of it. */
     snprintf(logdir, sizeof logdir, "%s/__cluster_metadata-0", nodes[N - 1].dir);
