@@ -248,14 +248,30 @@ static void make_nodes(struct node *nodes, int *ports)
     }
 }
 
+/* Fresh directories and ports, all nodes started; returns the leader. */
+static int start_cluster(struct node *nodes, int *ports)
+{
+    make_nodes(nodes, ports);
+    start_nodes(nodes, ports);
+    return wait_leader(nodes);
+}
+
+/* A new leader writes once its listener has every entry of its log. */
+static int32_t wait_writable(struct raft_shell_metadata *at_leader)
+{
+    int32_t epoch = -1;
+    for (int tries = 0; (epoch = raft_shell_metadata_ops.leader_epoch(at_leader)) < 0 && tries < 500; tries++)
+        usleep(10 * 1000);
+    assert_true(epoch >= 1);
+    return epoch;
+}
+
 static void test_batches_commit_on_every_node(void **state)
 {
     (void)state;
     int ports[N];
     struct node nodes[N];
-    make_nodes(nodes, ports);
-    start_nodes(nodes, ports);
-    int leader = wait_leader(nodes);
+    int leader = start_cluster(nodes, ports);
 
     const char *values[] = {"topic-a", "topic-b", "topic-c"};
     struct metadata_log_entry records[3];
@@ -263,11 +279,7 @@ static void test_batches_commit_on_every_node(void **state)
         records[i] = (struct metadata_log_entry){(const uint8_t *)values[i], strlen(values[i])};
     char err[256] = "";
     struct raft_shell_metadata *at_leader = nodes[leader - 1].log;
-    /* A new leader writes once its listener has every entry of its log. */
-    int32_t epoch = -1;
-    for (int tries = 0; (epoch = raft_shell_metadata_ops.leader_epoch(at_leader)) < 0 && tries < 500; tries++)
-        usleep(10 * 1000);
-    assert_true(epoch >= 1);
+    int32_t epoch = wait_writable(at_leader);
     int64_t last = -1;
     if (raft_shell_metadata_ops.append(at_leader, epoch, records, 3, &last, err, sizeof err) != 0)
         fail_msg("append at the leader: %s", err);
@@ -476,14 +488,9 @@ static void test_restart_after_snapshot_replays_tail(void **state)
     (void)state;
     int ports[N];
     struct node nodes[N];
-    make_nodes(nodes, ports);
-    start_nodes(nodes, ports);
-    int leader = wait_leader(nodes);
+    int leader = start_cluster(nodes, ports);
     struct raft_shell_metadata *at_leader = nodes[leader - 1].log;
-    int32_t epoch = -1;
-    for (int tries = 0; (epoch = raft_shell_metadata_ops.leader_epoch(at_leader)) < 0 && tries < 500; tries++)
-        usleep(10 * 1000);
-    assert_true(epoch >= 1);
+    int32_t epoch = wait_writable(at_leader);
     /* Offset 0 is the LeaderChange entry: a 1, b 2, snap 3, d 4, e 5. */
     append_values(at_leader, epoch, (const char *[]){"a", "b"}, 2);
     append_values(at_leader, epoch, (const char *[]){"snap"}, 1);
