@@ -83,6 +83,9 @@ static const struct config_key_def broker_keys[] = {
     {KEY_LONG("metadata.log.max.record.bytes.between.snapshots", "20971520", 1, I64), HIGH, IN(SERVER),
      .doc = "Bytes of new metadata records after which the loader writes a metadata snapshot; a start loads "
             "the newest snapshot and replays only the records after it."},
+    {KEY_LONG("metadata.log.max.snapshot.interval.ms", "3600000", 0, I64), HIGH, IN(SERVER),
+     .doc = "Milliseconds after the last metadata snapshot when new committed records trigger the next one, "
+            "whatever their size (0: only metadata.log.max.record.bytes.between.snapshots)."},
     {KEY_BOOL("auto.create.topics.enable", "true"), HIGH, IN(SERVER),
      .doc = "Create a topic when a client asks for metadata of an unknown one."},
     {KEY_BOOL("delete.topic.enable", "true"), HIGH, IN(SERVER), .doc = "Allow DeleteTopics requests."},

@@ -11,6 +11,7 @@
 #include "metadata/metadata_quota.h"
 #include "metadata/metadata_records.h"
 #include "metadata/metadata_store_internal.h"
+#include "util/clock.h"
 #include "util/logger.h"
 
 #define LOG_COMPONENT "metadata"
@@ -137,8 +138,10 @@ static void snapshot_locked(struct metadata_store *store)
     free(entries);
     metadata_record_list_free(&records);
 out:
-    /* A failed snapshot is retried after as many bytes again, not on every commit. */
+    /* A failed snapshot is retried after as many bytes (or as long) again,
+     * not on every commit. */
     store->bytes_since_snapshot = 0;
+    store->last_snapshot_ms = clock_mono_ms();
     if (rc != 0) {
         logger_error(LOG_COMPONENT, "metadata snapshot at offset %lld failed: %s", (long long)id.end_offset, err);
         return;
@@ -149,6 +152,17 @@ out:
 }
 
 /* ---- listener ---- */
+
+/* Kafka's triggers: enough new record bytes, or new records and the
+ * interval passed since the last snapshot. Only committed batches reach
+ * here, so a snapshot never holds an uncommitted record. */
+static bool snapshot_due(const struct metadata_store *store)
+{
+    if (store->snapshot_bytes > 0 && store->bytes_since_snapshot >= store->snapshot_bytes)
+        return true;
+    return store->snapshot_interval_ms > 0 && store->bytes_since_snapshot > 0 &&
+           clock_mono_ms() - store->last_snapshot_ms >= store->snapshot_interval_ms;
+}
 
 static int handle_commit(void *ctx, const struct metadata_batch *batch)
 {
@@ -171,7 +185,7 @@ static int handle_commit(void *ctx, const struct metadata_batch *batch)
         }
         if (img) {
             publish_locked(store, img);
-            if (store->snapshot_bytes > 0 && store->bytes_since_snapshot >= store->snapshot_bytes)
+            if (snapshot_due(store))
                 snapshot_locked(store);
         } else {
             /* The log has the records; the next open replays them. */
@@ -201,6 +215,7 @@ static int handle_load_snapshot(void *ctx, const struct metadata_snapshot_id *id
         store->applied_offset = id->end_offset - 1;
         store->last_epoch = id->epoch;
         store->bytes_since_snapshot = 0;
+        store->last_snapshot_ms = clock_mono_ms();
         store->stats.snapshot_end_offset = id->end_offset;
         store->stats.snapshot_records = count;
         store->stats.log_records = 0;

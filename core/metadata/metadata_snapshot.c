@@ -61,9 +61,7 @@ static int id_cmp(const void *a, const void *b)
     return x->epoch < y->epoch ? -1 : x->epoch > y->epoch;
 }
 
-/* All snapshot ids in log_dir, oldest first; removes .part leftovers.
- * Returns the count, -1 with err. */
-static int list_snapshots(const char *log_dir, struct metadata_snapshot_id **out, char *err, size_t errlen)
+int metadata_snapshot_list(const char *log_dir, struct metadata_snapshot_id **out, char *err, size_t errlen)
 {
     *out = NULL;
     DIR *d = opendir(log_dir);
@@ -110,7 +108,7 @@ static int list_snapshots(const char *log_dir, struct metadata_snapshot_id **out
 int metadata_snapshot_latest(const char *log_dir, struct metadata_snapshot_id *out, char *err, size_t errlen)
 {
     struct metadata_snapshot_id *ids;
-    int n = list_snapshots(log_dir, &ids, err, errlen);
+    int n = metadata_snapshot_list(log_dir, &ids, err, errlen);
     if (n > 0)
         *out = ids[n - 1];
     free(ids);
@@ -121,7 +119,7 @@ int metadata_snapshot_prune(const char *log_dir, int keep)
 {
     char err[256];
     struct metadata_snapshot_id *ids;
-    int n = list_snapshots(log_dir, &ids, err, sizeof(err));
+    int n = metadata_snapshot_list(log_dir, &ids, err, sizeof(err));
     int deleted = 0;
     for (int i = 0; i < n - keep; i++) {
         char path[PATH_MAX];

@@ -41,6 +41,10 @@ int metadata_snapshot_read(const char *log_dir, const struct metadata_snapshot_i
                            struct metadata_snapshot_contents *out, char *err, size_t errlen);
 void metadata_snapshot_contents_free(struct metadata_snapshot_contents *c);
 
+/* All snapshot ids in log_dir, oldest first (*out malloc'd, NULL when
+ * none); removes .part leftovers. Returns the count, or -1 with err. */
+int metadata_snapshot_list(const char *log_dir, struct metadata_snapshot_id **out, char *err, size_t errlen);
+
 /* Deletes all but the newest keep snapshots; returns how many it deleted. */
 int metadata_snapshot_prune(const char *log_dir, int keep);
 

@@ -443,6 +443,9 @@ int metadata_store_open(const struct metadata_store_options *opts, struct metada
     store->validate_topic_config = opts->validate_topic_config;
     store->validate_ctx = opts->validate_ctx;
     store->snapshot_bytes = opts->snapshot_bytes == 0 ? METADATA_SNAPSHOT_BYTES_DEFAULT : opts->snapshot_bytes;
+    store->snapshot_interval_ms = opts->snapshot_interval_ms < 0 ? METADATA_SNAPSHOT_INTERVAL_MS_DEFAULT
+                                                                 : opts->snapshot_interval_ms;
+    store->last_snapshot_ms = clock_mono_ms();
     store->applied_offset = -1;
     store->failed_offset = -1;
     store->stats.snapshot_end_offset = -1;

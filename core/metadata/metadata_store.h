@@ -46,6 +46,10 @@ struct metadata_store_options {
     /* metadata.log.max.record.bytes.between.snapshots: a snapshot after this
      * many bytes of new records; 0 means Kafka's default, < 0 never. */
     int64_t snapshot_bytes;
+    /* metadata.log.max.snapshot.interval.ms: a snapshot of new records
+     * once this long has passed since the last one; 0 never (Kafka's
+     * meaning of 0), < 0 Kafka's default. */
+    int64_t snapshot_interval_ms;
     /* unclean.leader.election.enable of this node's static config: the
      * election's last resort after the topic's and the cluster's dynamic
      * values (metadata_election.h). */
@@ -59,6 +63,7 @@ struct metadata_store_options {
 };
 
 #define METADATA_SNAPSHOT_BYTES_DEFAULT 20971520
+#define METADATA_SNAPSHOT_INTERVAL_MS_DEFAULT 3600000
 
 /* What the last open loaded, and snapshots written since. */
 struct metadata_load_stats {

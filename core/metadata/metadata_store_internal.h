@@ -39,6 +39,8 @@ struct metadata_store {
     int64_t last_append_time_ms;
     int64_t snapshot_bytes; /* metadata.log.max.record.bytes.between.snapshots; <= 0: never */
     int64_t bytes_since_snapshot;
+    int64_t snapshot_interval_ms; /* metadata.log.max.snapshot.interval.ms; <= 0: never */
+    int64_t last_snapshot_ms;     /* monotonic: the last snapshot written or loaded, or the open */
     struct metadata_load_stats stats;
     int32_t node_id;
     int32_t default_num_partitions;

@@ -47,6 +47,7 @@ bool raft_codec_served(int16_t api_key, int16_t *min_version, int16_t *max_versi
         {RAFT_API_BEGIN_QUORUM_EPOCH, 0, 1},
         {RAFT_API_END_QUORUM_EPOCH, 0, 1},
         {RAFT_API_DESCRIBE_QUORUM, 0, 2},
+        {RAFT_API_FETCH_SNAPSHOT, 0, 1},
     };
     for (size_t i = 0; i < sizeof served / sizeof served[0]; i++) {
         if (served[i].key == api_key) {

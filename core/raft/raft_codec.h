@@ -38,6 +38,7 @@
 #define RAFT_API_BEGIN_QUORUM_EPOCH 53
 #define RAFT_API_END_QUORUM_EPOCH 54
 #define RAFT_API_DESCRIBE_QUORUM 55
+#define RAFT_API_FETCH_SNAPSHOT 59
 
 /* The API that carries a message type (request or response alike). */
 int16_t raft_codec_api_key(enum raft_msg_type type);

@@ -18,6 +18,7 @@
 #ifndef CAIRN_RAFT_RAFT_SHELL_H
 #define CAIRN_RAFT_RAFT_SHELL_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,6 +59,9 @@ struct raft_shell_config {
     int64_t request_timeout_ms;      /* controller.quorum.request.timeout.ms */
     int64_t retry_backoff_ms;        /* controller.quorum.retry.backoff.ms */
     int64_t tick_ms;                 /* how often the core's clock advances; default 10 */
+    /* Where this node's snapshot files are (the quorum log's
+     * __cluster_metadata-0): FetchSnapshot serves them. Empty: none. */
+    char snapshot_dir[PATH_MAX];
     const struct raft_shell_store_ops *store_ops;
     void *store; /* taken over by raft_shell_start */
     struct raft_shell_listener listener;
@@ -85,8 +89,8 @@ void raft_shell_stop(struct raft_shell *shell);
 
 /* net_request_handler of the controller listener (ctx: the shell): serves
  * ApiVersions, and Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and
- * DescribeQuorum through the core; any other request closes the
- * connection. */
+ * DescribeQuorum through the core, FetchSnapshot from the snapshot files
+ * (at the leader); any other request closes the connection. */
 void raft_shell_handle_request(struct net_request *req, void *shell);
 
 struct raft_shell_status {

@@ -91,6 +91,9 @@ struct raft_shell {
 typedef int (*shell_body_fn)(struct kafka_writer *w, int16_t version, const void *arg);
 void shell_respond(const struct shell_reply_to *reply, shell_body_fn body_fn, const void *arg);
 void shell_close(struct net_request *net);
+/* raft_shell_snapshot.c: answers a FetchSnapshot request on the io thread. */
+void shell_serve_fetch_snapshot(struct raft_shell *s, const struct shell_reply_to *reply, const uint8_t *body,
+                                size_t len);
 /* Sends the core's request m (copied) to m->dst through the client. */
 void shell_send_request(struct raft_shell *s, const struct raft_msg *m);
 

@@ -1,10 +1,13 @@
 #include "raft/raft_shell_metadata.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "log/log_manager.h"
+#include "metadata/metadata_snapshot.h"
 #include "protocol/record_batch.h"
 #include "raft/raft_codec.h"
 #include "util/clock.h"
@@ -15,7 +18,23 @@ struct raft_shell_metadata {
     struct raft_shell *shell;
     struct metadata_log_listener listener;
     int64_t delivered_end; /* written on the raft thread: offsets below it were handed to the listener */
+    /* Set before the listener registers, read-only after: where the
+     * quorum's log keeps its snapshot files (empty: no snapshots). */
+    char snapshot_dir[PATH_MAX];
+    struct metadata_snapshot_id latest; /* guarded by mu */
+    bool have_latest;
 };
+
+int raft_shell_metadata_set_dir(struct raft_shell_metadata *log, const char *dir, char *err, size_t errlen)
+{
+    if ((size_t)snprintf(log->snapshot_dir, sizeof log->snapshot_dir, "%s/%s", dir, LOG_MANAGER_METADATA_DIR) >=
+        sizeof log->snapshot_dir) {
+        log->snapshot_dir[0] = '\0';
+        snprintf(err, errlen, "metadata log path too long under %s", dir);
+        return -1;
+    }
+    return 0;
+}
 
 struct raft_shell_metadata *raft_shell_metadata_create(void)
 {
@@ -107,6 +126,50 @@ static struct raft_shell *shell_of(struct raft_shell_metadata *log)
     return shell;
 }
 
+/* Hands the newest snapshot that reads back whole to the listener and
+ * starts deliveries after it: the log's entries below its end offset are
+ * in it. A snapshot that fails its checks (a torn write, a flipped bit) is
+ * skipped with a log line for the next older one, and with none left the
+ * whole log is replayed (its entries start at offset 0 while nothing
+ * cleans the log). */
+static int load_newest_snapshot(struct raft_shell_metadata *log, const struct metadata_log_listener *listener,
+                                char *err, size_t errlen)
+{
+    if (!log->snapshot_dir[0] || !listener->handle_load_snapshot)
+        return 0;
+    struct metadata_snapshot_id *ids = NULL;
+    int n = metadata_snapshot_list(log->snapshot_dir, &ids, err, errlen);
+    if (n < 0)
+        return -1;
+    int rc = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        struct metadata_snapshot_contents snap;
+        char why[512];
+        if (metadata_snapshot_read(log->snapshot_dir, &ids[i], &snap, why, sizeof why) != 0) {
+            logger_warn("raft", "skipping the metadata snapshot at offset %lld, epoch %d: %s",
+                        (long long)ids[i].end_offset, ids[i].epoch, why);
+            continue;
+        }
+        rc = listener->handle_load_snapshot(listener->ctx, &ids[i], snap.records, snap.count);
+        metadata_snapshot_contents_free(&snap);
+        if (rc != 0) {
+            snprintf(err, errlen, "loading the metadata snapshot at offset %lld failed", (long long)ids[i].end_offset);
+            rc = -1;
+            break;
+        }
+        logger_info("raft", "loaded the metadata snapshot at offset %lld, epoch %d; the log is replayed after it",
+                    (long long)ids[i].end_offset, ids[i].epoch);
+        pthread_mutex_lock(&log->mu);
+        log->delivered_end = ids[i].end_offset;
+        log->latest = ids[i];
+        log->have_latest = true;
+        pthread_mutex_unlock(&log->mu);
+        break;
+    }
+    free(ids);
+    return rc;
+}
+
 static int qm_register_listener(void *ctx, const struct metadata_log_listener *listener, char *err, size_t errlen)
 {
     struct raft_shell_metadata *log = ctx;
@@ -117,7 +180,7 @@ static int qm_register_listener(void *ctx, const struct metadata_log_listener *l
     pthread_mutex_lock(&log->mu);
     log->listener = *listener;
     pthread_mutex_unlock(&log->mu);
-    return 0;
+    return load_newest_snapshot(log, listener, err, errlen);
 }
 
 static int qm_append(void *ctx, int32_t epoch, const struct metadata_log_entry *records, int32_t count,
@@ -204,21 +267,34 @@ static int64_t qm_end_offset(void *ctx)
 
 static bool qm_latest_snapshot(void *ctx, struct metadata_snapshot_id *out)
 {
-    (void)ctx;
-    (void)out;
-    return false;
+    struct raft_shell_metadata *log = ctx;
+    pthread_mutex_lock(&log->mu);
+    bool have = log->have_latest;
+    if (have)
+        *out = log->latest;
+    pthread_mutex_unlock(&log->mu);
+    return have;
 }
 
+/* On the raft thread, from the loader's commit callback: the records are
+ * the image as of id, and id.end_offset is at or below the high watermark
+ * (only committed entries reach the loader). */
 static int qm_create_snapshot(void *ctx, const struct metadata_snapshot_id *id, int64_t last_timestamp_ms,
                               const struct metadata_log_entry *records, int32_t count, char *err, size_t errlen)
 {
-    (void)ctx;
-    (void)id;
-    (void)last_timestamp_ms;
-    (void)records;
-    (void)count;
-    snprintf(err, errlen, "snapshots of the quorum's metadata log are not written yet");
-    return -1;
+    struct raft_shell_metadata *log = ctx;
+    if (!log->snapshot_dir[0]) {
+        snprintf(err, errlen, "the metadata quorum has no snapshot directory");
+        return -1;
+    }
+    if (metadata_snapshot_write(log->snapshot_dir, id, last_timestamp_ms, records, count, err, errlen) != 0)
+        return -1;
+    metadata_snapshot_prune(log->snapshot_dir, METADATA_SNAPSHOTS_KEPT);
+    pthread_mutex_lock(&log->mu);
+    log->latest = *id;
+    log->have_latest = true;
+    pthread_mutex_unlock(&log->mu);
+    return 0;
 }
 
 const struct metadata_log_ops raft_shell_metadata_ops = {

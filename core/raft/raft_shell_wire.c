@@ -62,7 +62,8 @@ static int write_api_versions(struct kafka_writer *w, int16_t version, const voi
                                    RAFT_API_VOTE,
                                    RAFT_API_BEGIN_QUORUM_EPOCH,
                                    RAFT_API_END_QUORUM_EPOCH,
-                                   RAFT_API_DESCRIBE_QUORUM};
+                                   RAFT_API_DESCRIBE_QUORUM,
+                                   RAFT_API_FETCH_SNAPSHOT};
     struct api_versions_response_api_version list[sizeof keys / sizeof keys[0] + RAFT_SHELL_MAX_OTHER_APIS];
     size_t n = sizeof keys / sizeof keys[0];
     for (size_t i = 0; i < n; i++) {
@@ -212,6 +213,10 @@ void raft_shell_handle_request(struct net_request *req, void *arg)
     }
     const uint8_t *body = req->frame + (req->frame_len - kafka_reader_remaining(&r));
     struct shell_item *it = NULL;
+    if (reply.api_key == RAFT_API_FETCH_SNAPSHOT) {
+        shell_serve_fetch_snapshot(s, &reply, body, kafka_reader_remaining(&r));
+        return;
+    }
     if (reply.api_key == RAFT_API_DESCRIBE_QUORUM) {
         it = new_item(ITEM_DESCRIBE, &reply);
     } else {

@@ -1,6 +1,7 @@
 #include "server/broker.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +138,7 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
         .default_replication_factor = b->env.default_replication_factor,
         .validate_topic_config = validate_topic_config,
         .snapshot_bytes = config_get_long(b->config, "metadata.log.max.record.bytes.between.snapshots"),
+        .snapshot_interval_ms = config_get_long(b->config, "metadata.log.max.snapshot.interval.ms"),
         .rack = config_get_string(b->config, "broker.rack"),
         .unclean_leader_election_enable = config_get_bool(b->config, "unclean.leader.election.enable"),
     };
@@ -150,7 +152,10 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
         }
         opts.log_ops = &raft_shell_metadata_ops;
         opts.log = b->quorum_log;
-        opts.snapshot_bytes = -1; /* the quorum's log keeps no snapshots yet */
+        char quorum_dir[PATH_MAX];
+        if (quorum_metadata_dir(b->config, quorum_dir, sizeof quorum_dir, err, errlen) != 0 ||
+            raft_shell_metadata_set_dir(b->quorum_log, quorum_dir, err, errlen) != 0)
+            return -1;
         if (quorum_is_voter(b->config)) {
             b->env.active_controller = active_controller;
             b->env.active_controller_ctx = b->quorum_log;

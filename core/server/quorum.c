@@ -72,6 +72,31 @@ bool quorum_is_controller_listener(const struct broker_config *cfg, const char *
     return false;
 }
 
+int quorum_metadata_dir(const struct broker_config *cfg, char *buf, size_t len, char *err, size_t errlen)
+{
+    /* Kafka's metadata.log.dir, else the first of log.dirs. */
+    const char *dir = config_get_string(cfg, "metadata.log.dir");
+    if (!dir || !dir[0]) {
+        size_t n_dirs = 0;
+        const char *const *dirs = config_log_dirs(cfg, &n_dirs);
+        dir = n_dirs ? dirs[0] : NULL;
+    }
+    if (!dir) {
+        snprintf(err, errlen, "no log directory for the metadata quorum");
+        return -1;
+    }
+    /* A broker keeps its own single-voter metadata log in the first log
+     * dir's __cluster_metadata-0 until its controller runs on the quorum:
+     * the quorum's log must not share those segments. */
+    int n = has_role(cfg, "broker") ? snprintf(buf, len, "%s/%s", dir, QUORUM_BESIDE_BROKER_DIR)
+                                    : snprintf(buf, len, "%s", dir);
+    if (n < 0 || (size_t)n >= len) {
+        snprintf(err, errlen, "metadata log path too long under %s", dir);
+        return -1;
+    }
+    return 0;
+}
+
 static int shell_config(const struct broker_config *cfg, const char *cluster_id, struct raft_shell_config *sc,
                         char *err, size_t errlen)
 {
@@ -98,29 +123,18 @@ static int shell_config(const struct broker_config *cfg, const char *cluster_id,
     sc->election_backoff_max_ms = config_get_int(cfg, "controller.quorum.election.backoff.max.ms");
     sc->request_timeout_ms = config_get_int(cfg, "controller.quorum.request.timeout.ms");
     sc->retry_backoff_ms = config_get_int(cfg, "controller.quorum.retry.backoff.ms");
-    /* Kafka's metadata.log.dir, else the first of log.dirs. */
-    const char *dir = config_get_string(cfg, "metadata.log.dir");
-    if (!dir || !dir[0]) {
-        size_t n_dirs = 0;
-        const char *const *dirs = config_log_dirs(cfg, &n_dirs);
-        dir = n_dirs ? dirs[0] : NULL;
-    }
-    if (!dir) {
-        snprintf(err, errlen, "no log directory for the metadata quorum");
+    char dir[PATH_MAX];
+    if (quorum_metadata_dir(cfg, dir, sizeof dir, err, errlen) != 0)
         return -1;
-    }
-    /* A broker keeps its own single-voter metadata log in the first log
-     * dir's __cluster_metadata-0 until its controller runs on the quorum:
-     * the quorum's log must not share those segments. */
-    char beside[PATH_MAX];
-    if (has_role(cfg, "broker")) {
-        snprintf(beside, sizeof beside, "%s/%s", dir, QUORUM_BESIDE_BROKER_DIR);
-        dir = beside;
-    }
     int32_t ids[RAFT_MAX_VOTERS];
     for (int i = 0; i < n; i++)
         ids[i] = sc->voters[i].id;
     sc->store_ops = &raft_shell_disk_store_ops;
+    if ((size_t)snprintf(sc->snapshot_dir, sizeof sc->snapshot_dir, "%s/%s", dir, LOG_MANAGER_METADATA_DIR) >=
+        sizeof sc->snapshot_dir) {
+        snprintf(err, errlen, "metadata log path too long under %s", dir);
+        return -1;
+    }
     sc->store = raft_shell_disk_store_open(dir, cluster_id, ids, n, err, errlen);
     return sc->store ? 0 : -1;
 }
@@ -291,7 +305,8 @@ int controller_process_start(struct broker_config *cfg, struct controller_proces
         .cluster_id = cluster_id,
         .default_num_partitions = config_get_int(cfg, "num.partitions"),
         .default_replication_factor = (int16_t)config_get_int(cfg, "default.replication.factor"),
-        .snapshot_bytes = -1, /* the quorum's log keeps no snapshots yet */
+        .snapshot_bytes = config_get_long(cfg, "metadata.log.max.record.bytes.between.snapshots"),
+        .snapshot_interval_ms = config_get_long(cfg, "metadata.log.max.snapshot.interval.ms"),
         .validate_topic_config = validate_topic_config,
         .unclean_leader_election_enable = config_get_bool(cfg, "unclean.leader.election.enable"),
     };
@@ -301,6 +316,10 @@ int controller_process_start(struct broker_config *cfg, struct controller_proces
     }
     opts.log_ops = &raft_shell_metadata_ops;
     opts.log = c->log;
+    char quorum_dir[PATH_MAX];
+    if (quorum_metadata_dir(cfg, quorum_dir, sizeof quorum_dir, err, errlen) != 0 ||
+        raft_shell_metadata_set_dir(c->log, quorum_dir, err, errlen) != 0)
+        goto fail;
     struct controller_rebalance rebalance = quorum_rebalance_settings(cfg);
     if (metadata_store_open(&opts, &c->metadata, err, errlen) != 0 ||
         controller_brokers_start(c->metadata, cluster_id, config_get_int(cfg, "broker.session.timeout.ms"),

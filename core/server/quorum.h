@@ -22,6 +22,10 @@ struct quorum;
  * log holds the other). */
 #define QUORUM_BESIDE_BROKER_DIR "raft-quorum"
 
+/* The directory the quorum's store is opened on (its log and snapshots in
+ * <dir>/__cluster_metadata-0). Returns 0, or -1 with err. */
+int quorum_metadata_dir(const struct broker_config *cfg, char *buf, size_t len, char *err, size_t errlen);
+
 /* True when this node runs a networked quorum: controller.quorum.voters is
  * set (a voter with the controller role, else an observer). */
 bool quorum_enabled(const struct broker_config *cfg);

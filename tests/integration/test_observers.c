@@ -10,7 +10,8 @@
  * and AlterConfigs through brokers, and a topic auto-created
  * through one, reach every broker. kill -9 of the quorum leader: the
  * brokers keep serving the topic, and a new topic created through a
- * broker succeeds once a new leader is elected. */
+ * broker succeeds once a new leader is elected. The brokers, with a small
+ * snapshot threshold, write metadata snapshots as observers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 #include "harness.h"
 #include "rk_helpers.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +212,7 @@ static void cluster_start(struct cluster *c)
         } while (port == cports[0] || port == cports[1] || port == cports[2]);
         char node_id[32];
         snprintf(node_id, sizeof node_id, "node.id=%d", NC + i + 1);
+        /* A small snapshot threshold: observers write snapshots too (checked at the end). */
         const char *overrides[] = {node_id,
                                    voters_kv,
                                    "process.roles=broker",
@@ -220,6 +223,7 @@ static void cluster_start(struct cluster *c)
                                    "broker.heartbeat.interval.ms=500",
                                    "offsets.topic.num.partitions=3",
                                    "transaction.state.log.num.partitions=3",
+                                   "metadata.log.max.record.bytes.between.snapshots=1000",
                                    NULL};
         broker_spawn_on_port(&c->brokers[i], port, overrides);
     }
@@ -496,6 +500,20 @@ static void test_controllers_and_observer_brokers(void **state)
     assert_int_equal(stats->failed, 0);
     assert_int_equal(stats->delivered, 45);
     rk_producer_destroy(rk);
+    /* Every observer wrote metadata snapshots of what it had committed. */
+    for (int i = 0; i < NB; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/raft-quorum/__cluster_metadata-0", c.brokers[i].data_dir);
+        assert_true(broker_log_contains(&c.brokers[i], "wrote metadata snapshot at offset"));
+        DIR *d = opendir(path);
+        assert_non_null(d);
+        int found = 0;
+        for (struct dirent *e; (e = readdir(d)) != NULL;)
+            found += strstr(e->d_name, ".checkpoint") && !strstr(e->d_name, ".part");
+        closedir(d);
+        if (found < 1)
+            fail_msg("broker %d keeps no snapshot file in %s", NC + i + 1, path);
+    }
     cluster_stop(&c);
 }
 

@@ -3,7 +3,8 @@
  * leader; a batch appended at the leader is committed, in order and with
  * the same offsets, to every node's metadata listener; a follower refuses
  * appends. Each node keeps its log and quorum state on disk: restarted on
- * the same directories, every node comes back with its log and epoch. */
+ * the same directories, every node comes back with its log and epoch, and
+ * with a snapshot it loads that and is handed only the log after it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +12,9 @@
 #include <cmocka.h>
 
 #include <ftw.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -22,8 +25,14 @@
 #include <unistd.h>
 
 #include "net/server.h"
+#include "protocol/generated/api_table.h"
+#include "protocol/generated/errors.h"
+#include "protocol/generated/fetch_snapshot_request.h"
+#include "protocol/generated/fetch_snapshot_response.h"
+#include "protocol/generated/request_header.h"
 #include "raft/raft_shell.h"
 #include "raft/raft_shell_metadata.h"
+#include "metadata/metadata_snapshot.h"
 #include "raft/raft_store.h"
 #include "util/clock.h"
 
@@ -36,6 +45,11 @@ struct seen {
     int n;
     int64_t offsets[MAX_SEEN];
     char values[MAX_SEEN][16];
+    struct raft_shell_metadata *log; /* a record "snap" makes the node write a snapshot */
+    int snapshot_loads;
+    struct metadata_snapshot_id loaded;
+    int32_t loaded_count;
+    char loaded_values[MAX_SEEN][16];
 };
 
 struct node {
@@ -68,6 +82,33 @@ static int on_commit(void *ctx, const struct metadata_batch *batch)
                  (const char *)batch->records[i].value);
         s->n++;
     }
+    /* As the loader does: a snapshot of everything delivered so far, at the
+     * end of the committed batch that asked for it. */
+    const struct metadata_log_entry *lastrec = &batch->records[batch->count - 1];
+    int rc = 0;
+    if (lastrec->len == 4 && memcmp(lastrec->value, "snap", 4) == 0 && s->n == s->total) {
+        struct metadata_log_entry state[MAX_SEEN];
+        for (int i = 0; i < s->n; i++)
+            state[i] = (struct metadata_log_entry){(const uint8_t *)s->values[i], strlen(s->values[i])};
+        struct metadata_snapshot_id id = {.end_offset = batch->base_offset + batch->count, .epoch = batch->epoch};
+        char err[256] = "";
+        rc = raft_shell_metadata_ops.create_snapshot(s->log, &id, 0, state, s->n, err, sizeof err);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+static int on_load_snapshot(void *ctx, const struct metadata_snapshot_id *id, const struct metadata_log_entry *records,
+                            int32_t count)
+{
+    struct seen *s = ctx;
+    pthread_mutex_lock(&s->mu);
+    s->snapshot_loads++;
+    s->loaded = *id;
+    s->loaded_count = count;
+    for (int32_t i = 0; i < count && i < MAX_SEEN; i++)
+        snprintf(s->loaded_values[i], sizeof s->loaded_values[0], "%.*s", (int)records[i].len,
+                 (const char *)records[i].value);
     pthread_mutex_unlock(&s->mu);
     return 0;
 }
@@ -84,8 +125,11 @@ static void start_node(struct node *nodes, const int *ports, int i)
         pthread_mutex_init(&n->seen.mu, NULL);
         n->log = raft_shell_metadata_create();
         assert_non_null(n->log);
-        struct metadata_log_listener listener = {.ctx = &n->seen, .handle_commit = on_commit};
+        n->seen.log = n->log;
+        struct metadata_log_listener listener = {
+            .ctx = &n->seen, .handle_commit = on_commit, .handle_load_snapshot = on_load_snapshot};
         char err[256] = "";
+        assert_int_equal(raft_shell_metadata_set_dir(n->log, n->dir, err, sizeof err), 0);
         assert_int_equal(raft_shell_metadata_ops.register_listener(n->log, &listener, err, sizeof err), 0);
 
         struct raft_shell_config cfg;
@@ -101,6 +145,7 @@ static void start_node(struct node *nodes, const int *ports, int i)
         cfg.election_timeout_ms = election_timeout_ms;
         cfg.fetch_timeout_ms = 2 * election_timeout_ms;
         int32_t ids[N] = {1, 2, 3};
+        snprintf(cfg.snapshot_dir, sizeof cfg.snapshot_dir, "%s/__cluster_metadata-0", n->dir);
         cfg.store_ops = &raft_shell_disk_store_ops;
         cfg.store = raft_shell_disk_store_open(n->dir, cfg.cluster_id, ids, N, err, sizeof err);
         if (!cfg.store)
@@ -203,14 +248,30 @@ static void make_nodes(struct node *nodes, int *ports)
     }
 }
 
+/* Fresh directories and ports, all nodes started; returns the leader. */
+static int start_cluster(struct node *nodes, int *ports)
+{
+    make_nodes(nodes, ports);
+    start_nodes(nodes, ports);
+    return wait_leader(nodes);
+}
+
+/* A new leader writes once its listener has every entry of its log. */
+static int32_t wait_writable(struct raft_shell_metadata *at_leader)
+{
+    int32_t epoch = -1;
+    for (int tries = 0; (epoch = raft_shell_metadata_ops.leader_epoch(at_leader)) < 0 && tries < 500; tries++)
+        usleep(10 * 1000);
+    assert_true(epoch >= 1);
+    return epoch;
+}
+
 static void test_batches_commit_on_every_node(void **state)
 {
     (void)state;
     int ports[N];
     struct node nodes[N];
-    make_nodes(nodes, ports);
-    start_nodes(nodes, ports);
-    int leader = wait_leader(nodes);
+    int leader = start_cluster(nodes, ports);
 
     const char *values[] = {"topic-a", "topic-b", "topic-c"};
     struct metadata_log_entry records[3];
@@ -218,11 +279,7 @@ static void test_batches_commit_on_every_node(void **state)
         records[i] = (struct metadata_log_entry){(const uint8_t *)values[i], strlen(values[i])};
     char err[256] = "";
     struct raft_shell_metadata *at_leader = nodes[leader - 1].log;
-    /* A new leader writes once its listener has every entry of its log. */
-    int32_t epoch = -1;
-    for (int tries = 0; (epoch = raft_shell_metadata_ops.leader_epoch(at_leader)) < 0 && tries < 500; tries++)
-        usleep(10 * 1000);
-    assert_true(epoch >= 1);
+    int32_t epoch = wait_writable(at_leader);
     int64_t last = -1;
     if (raft_shell_metadata_ops.append(at_leader, epoch, records, 3, &last, err, sizeof err) != 0)
         fail_msg("append at the leader: %s", err);
@@ -266,6 +323,225 @@ static void test_batches_commit_on_every_node(void **state)
     for (int i = 0; i < N; i++)
         for (int r = 0; r < 3; r++)
             assert_string_equal(again[i].seen.values[r], values[r]);
+    stop_nodes(again);
+    for (int i = 0; i < N; i++)
+        nftw(nodes[i].dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- snapshots ---- */
+
+static void wait_node_seen(struct node *n, int want)
+{
+    int64_t deadline = clock_mono_ms() + 10000;
+    for (;;) {
+        pthread_mutex_lock(&n->seen.mu);
+        int got = n->seen.n;
+        pthread_mutex_unlock(&n->seen.mu);
+        if (got >= want)
+            return;
+        if (clock_mono_ms() > deadline)
+            fail_msg("a node saw %d of %d committed records", got, want);
+        usleep(20 * 1000);
+    }
+}
+
+static void append_values(struct raft_shell_metadata *at_leader, int32_t epoch, const char *const *values, int count)
+{
+    struct metadata_log_entry records[4];
+    for (int i = 0; i < count; i++)
+        records[i] = (struct metadata_log_entry){(const uint8_t *)values[i], strlen(values[i])};
+    char err[256] = "";
+    int64_t last = -1;
+    if (raft_shell_metadata_ops.append(at_leader, epoch, records, count, &last, err, sizeof err) != 0)
+        fail_msg("append at the leader: %s", err);
+}
+
+/* One FetchSnapshot round trip (v1) to a controller port. */
+struct snapshot_chunk {
+    int16_t error;
+    int64_t size, position;
+    int32_t len;
+    uint8_t data[256];
+};
+
+static void read_full(int fd, void *buf, size_t len)
+{
+    for (size_t got = 0; got < len;) {
+        ssize_t n = read(fd, (uint8_t *)buf + got, len - got);
+        assert_true(n > 0);
+        got += (size_t)n;
+    }
+}
+
+static struct snapshot_chunk fetch_snapshot(int port, int32_t epoch, struct metadata_snapshot_id id, int64_t position,
+                                            int32_t max_bytes)
+{
+    struct kafka_writer w;
+    assert_int_equal(kafka_writer_init(&w, 256), 0);
+    size_t size_at = kafka_writer_reserve(&w, 4);
+    struct request_header h = {.request_api_key = 59, .request_api_version = 1, .correlation_id = 7};
+    h.client_id = kafka_str_from_cstr("test");
+    assert_int_equal(request_header_encode(&h, &w, kafka_request_header_version(59, 1)), 0);
+    struct fetch_snapshot_request_partition_snapshot p;
+    fetch_snapshot_request_partition_snapshot_init(&p);
+    p.partition = 0;
+    p.current_leader_epoch = epoch;
+    p.snapshot_id.end_offset = id.end_offset;
+    p.snapshot_id.epoch = id.epoch;
+    p.position = position;
+    struct fetch_snapshot_request_topic_snapshot t;
+    fetch_snapshot_request_topic_snapshot_init(&t);
+    t.name = kafka_str_from_cstr("__cluster_metadata");
+    t.partitions = &p;
+    t.partitions_count = 1;
+    struct fetch_snapshot_request req;
+    fetch_snapshot_request_init(&req);
+    req.cluster_id = kafka_str_from_cstr("MkU3OEVBNTcwNTJENDM2Qg");
+    req.replica_id = 99;
+    req.max_bytes = max_bytes;
+    req.topics = &t;
+    req.topics_count = 1;
+    assert_int_equal(fetch_snapshot_request_encode(&req, &w, 1), 0);
+    kafka_writer_patch_int32(&w, size_at, (int32_t)(w.len - 4));
+
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+    assert_int_equal(write(fd, w.buf, w.len), (ssize_t)w.len);
+    kafka_writer_free(&w);
+    uint8_t size_buf[4];
+    read_full(fd, size_buf, 4);
+    uint32_t size = (uint32_t)size_buf[0] << 24 | (uint32_t)size_buf[1] << 16 | (uint32_t)size_buf[2] << 8 |
+                    size_buf[3];
+    uint8_t *frame = malloc(size);
+    assert_non_null(frame);
+    read_full(fd, frame, size);
+    close(fd);
+
+    struct kafka_reader r;
+    kafka_reader_init(&r, frame, size);
+    assert_int_equal(kafka_read_int32(&r), 7);   /* the correlation id */
+    assert_int_equal(kafka_read_uvarint(&r), 0); /* response header v1: no tagged fields */
+    struct kafka_arena arena;
+    kafka_arena_init(&arena);
+    struct fetch_snapshot_response resp;
+    fetch_snapshot_response_init(&resp);
+    assert_int_equal(fetch_snapshot_response_decode(&resp, &r, 1, &arena), 0);
+    assert_int_equal(resp.error_code, 0);
+    assert_int_equal(resp.topics_count, 1);
+    assert_int_equal(resp.topics[0].partitions_count, 1);
+    const struct fetch_snapshot_response_partition_snapshot *ps = &resp.topics[0].partitions[0];
+    struct snapshot_chunk c = {.error = ps->error_code, .size = ps->size, .position = ps->position};
+    c.len = ps->unaligned_records.len > 0 ? ps->unaligned_records.len : 0;
+    assert_true(c.len <= (int32_t)sizeof c.data);
+    if (c.len > 0)
+        memcpy(c.data, ps->unaligned_records.data, (size_t)c.len);
+    kafka_arena_free(&arena);
+    free(frame);
+    return c;
+}
+
+/* The leader serves its snapshot file in chunks of at most max_bytes that
+ * reassemble to the file, byte for byte; a follower refuses. */
+static void check_fetch_snapshot(struct node *nodes, const int *ports, int leader, struct metadata_snapshot_id id)
+{
+    struct raft_shell_status st;
+    raft_shell_status(nodes[leader - 1].shell, &st);
+    char logdir[PATH_MAX], path[PATH_MAX];
+    snprintf(logdir, sizeof logdir, "%s/__cluster_metadata-0", nodes[leader - 1].dir);
+    assert_int_equal(metadata_snapshot_path(path, sizeof path, logdir, &id), 0);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static uint8_t file[65536], got[65536];
+    size_t file_len = fread(file, 1, sizeof file, f);
+    fclose(f);
+    assert_true(file_len > 100 && file_len < sizeof file);
+    int64_t position = 0;
+    int chunks = 0;
+    while (position < (int64_t)file_len) {
+        struct snapshot_chunk c = fetch_snapshot(ports[leader - 1], st.epoch, id, position, 100);
+        assert_int_equal(c.error, 0);
+        assert_int_equal(c.size, (int64_t)file_len);
+        assert_int_equal(c.position, position);
+        assert_true(c.len > 0 && c.len <= 100);
+        memcpy(got + position, c.data, (size_t)c.len);
+        position += c.len;
+        chunks++;
+    }
+    assert_true(chunks >= 2);
+    assert_memory_equal(got, file, file_len);
+    int follower = leader % N + 1;
+    assert_int_equal(fetch_snapshot(ports[follower - 1], st.epoch, id, 0, 100).error, KAFKA_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(fetch_snapshot(ports[leader - 1], st.epoch - 1, id, 0, 100).error, KAFKA_ERR_FENCED_LEADER_EPOCH);
+    assert_int_equal(fetch_snapshot(ports[leader - 1], st.epoch, id, (int64_t)file_len + 1, 100).error,
+                     KAFKA_ERR_POSITION_OUT_OF_RANGE);
+    struct metadata_snapshot_id none = {id.end_offset + 1, id.epoch};
+    assert_int_equal(fetch_snapshot(ports[leader - 1], st.epoch, none, 0, 100).error, KAFKA_ERR_SNAPSHOT_NOT_FOUND);
+}
+
+/* Every node writes a snapshot at the committed batch "snap" asks for; on
+ * restart it loads it and is handed only the entries after it. A node
+ * whose snapshot file is torn skips it and replays the whole log. */
+static void test_restart_after_snapshot_replays_tail(void **state)
+{
+    (void)state;
+    int ports[N];
+    struct node nodes[N];
+    int leader = start_cluster(nodes, ports);
+    struct raft_shell_metadata *at_leader = nodes[leader - 1].log;
+    int32_t epoch = wait_writable(at_leader);
+    /* Offset 0 is the LeaderChange entry: a 1, b 2, snap 3, d 4, e 5. */
+    append_values(at_leader, epoch, (const char *[]){"a", "b"}, 2);
+    append_values(at_leader, epoch, (const char *[]){"snap"}, 1);
+    append_values(at_leader, epoch, (const char *[]){"d", "e"}, 2);
+    wait_seen(nodes, 5);
+    struct metadata_snapshot_id want = {0};
+    char path[PATH_MAX], logdir[PATH_MAX], err[256] = "";
+    for (int i = 0; i < N; i++) {
+        snprintf(logdir, sizeof logdir, "%s/__cluster_metadata-0", nodes[i].dir);
+        struct metadata_snapshot_id got;
+        assert_int_equal(metadata_snapshot_latest(logdir, &got, err, sizeof err), 1);
+        assert_int_equal(got.end_offset, 4);
+        want = got;
+        assert_true(raft_shell_metadata_ops.latest_snapshot(nodes[i].log, &got));
+        assert_int_equal(got.end_offset, 4);
+    }
+    check_fetch_snapshot(nodes, ports, leader, want);
+    stop_nodes(nodes);
+    /* A torn snapshot on the last node: half of it. */
+    snprintf(logdir, sizeof logdir, "%s/__cluster_metadata-0", nodes[N - 1].dir);
+    assert_int_equal(metadata_snapshot_path(path, sizeof path, logdir, &want), 0);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(truncate(path, st.st_size / 2), 0);
+
+    struct node again[N];
+    memset(again, 0, sizeof again);
+    for (int i = 0; i < N; i++)
+        memcpy(again[i].dir, nodes[i].dir, sizeof again[i].dir);
+    start_nodes(again, ports);
+    wait_leader(again);
+    for (int i = 0; i < N - 1; i++) {
+        wait_node_seen(&again[i], 2);
+        pthread_mutex_lock(&again[i].seen.mu);
+        assert_int_equal(again[i].seen.snapshot_loads, 1);
+        assert_int_equal(again[i].seen.loaded.end_offset, 4);
+        assert_int_equal(again[i].seen.loaded_count, 3);
+        assert_string_equal(again[i].seen.loaded_values[2], "snap");
+        /* Only the tail: d and e, at their offsets. */
+        assert_int_equal(again[i].seen.offsets[0], 4);
+        assert_string_equal(again[i].seen.values[0], "d");
+        assert_string_equal(again[i].seen.values[1], "e");
+        pthread_mutex_unlock(&again[i].seen.mu);
+    }
+    wait_node_seen(&again[N - 1], 5);
+    pthread_mutex_lock(&again[N - 1].seen.mu);
+    assert_int_equal(again[N - 1].seen.snapshot_loads, 0);
+    assert_int_equal(again[N - 1].seen.offsets[0], 1);
+    assert_string_equal(again[N - 1].seen.values[0], "a");
+    assert_string_equal(again[N - 1].seen.values[4], "e");
+    pthread_mutex_unlock(&again[N - 1].seen.mu);
     stop_nodes(again);
     for (int i = 0; i < N; i++)
         nftw(nodes[i].dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
@@ -424,6 +700,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batches_commit_on_every_node),
+        cmocka_unit_test(test_restart_after_snapshot_replays_tail),
         cmocka_unit_test(test_late_follower_catches_up_from_disk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,124 @@
+/* Quorum snapshots with real cairnd processes (leader_cluster.h): three
+ * broker,controller nodes with a tiny snapshot threshold write
+ * <offset>-<epoch>.checkpoint files beside the quorum's log as topics are
+ * created; a node stopped and restarted loads its newest snapshot, replays
+ * only the log after it (plus what it missed, fetched from the leader) and
+ * lists every topic in Metadata. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "leader_cluster.h"
+#include "protocol/generated/errors.h"
+
+#define TOPICS_BEFORE 24
+#define TOPICS_AFTER 8
+
+/* Snapshot files in node's quorum log dir. */
+static int count_checkpoints(const struct cluster *c, int node)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/raft-quorum/__cluster_metadata-0", c->nodes[node - 1].data_dir);
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len == 42 && strcmp(e->d_name + len - 11, ".checkpoint") == 0)
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* The active controller as a running node sees it, -1 when none yet. */
+static int32_t controller_seen_by(struct cluster *c, int node)
+{
+    struct view v;
+    return metadata(c, node, "", &v) && v.controller_id >= 1 ? v.controller_id : -1;
+}
+
+/* Creates snap-<from..to-1> through the active controller as `via` sees it. */
+static void create_all(struct cluster *c, int via, int from, int to)
+{
+    for (int t = from; t < to; t++) {
+        char name[32];
+        snprintf(name, sizeof name, "snap-%02d", t);
+        int16_t rc = -1;
+        long long until = harness_now_ms() + SLACK_MS;
+        /* A leader change meanwhile answers NOT_CONTROLLER; ask the new one. */
+        for (;;) {
+            int32_t controller = controller_seen_by(c, via);
+            rc = controller > 0 ? create_topic(c, controller, name, 1, 1) : -1;
+            if (rc == KAFKA_ERR_NONE || rc == KAFKA_ERR_TOPIC_ALREADY_EXISTS || harness_now_ms() > until)
+                break;
+            usleep(100 * 1000);
+        }
+        if (rc != KAFKA_ERR_NONE && rc != KAFKA_ERR_TOPIC_ALREADY_EXISTS)
+            fail_msg("creating %s: error %d", name, rc);
+    }
+}
+
+static void wait_topics(struct cluster *c, int node, int count)
+{
+    for (int t = 0; t < count; t++) {
+        char name[32];
+        snprintf(name, sizeof name, "snap-%02d", t);
+        long long until = harness_now_ms() + 2 * SLACK_MS;
+        struct view v;
+        while (!(metadata(c, node, name, &v) && v.partitions == 1))
+            if (harness_now_ms() > until)
+                fail_msg("node %d does not list %s", node, name);
+            else
+                usleep(100 * 1000);
+    }
+}
+
+static void test_restarted_node_loads_snapshot(void **state)
+{
+    (void)state;
+    const char *extra[] = {"metadata.log.max.record.bytes.between.snapshots=1500", NULL};
+    struct cluster c;
+    cluster_start(&c, extra);
+    wait_settled(&c, 1, ALL, "", 20000);
+    create_all(&c, 1, 0, TOPICS_BEFORE);
+    for (int i = 1; i <= N; i++)
+        wait_topics(&c, i, TOPICS_BEFORE);
+    /* Every node, voter and follower alike, wrote snapshots (two kept). */
+    for (int i = 1; i <= N; i++) {
+        long long until = harness_now_ms() + SLACK_MS;
+        while (count_checkpoints(&c, i) < 1 && harness_now_ms() < until)
+            usleep(100 * 1000);
+        int n = count_checkpoints(&c, i);
+        if (n < 1 || n > 2)
+            fail_msg("node %d keeps %d snapshot files", i, n);
+        assert_true(broker_log_contains(&c.nodes[i - 1], "wrote metadata snapshot at offset"));
+    }
+
+    int32_t controller = agreed_controller(&c);
+    int victim = controller % N + 1;
+    broker_stop(&c.nodes[victim - 1]);
+    create_all(&c, controller, TOPICS_BEFORE, TOPICS_BEFORE + TOPICS_AFTER);
+    broker_restart(&c.nodes[victim - 1]);
+    wait_topics(&c, victim, TOPICS_BEFORE + TOPICS_AFTER);
+    assert_true(broker_log_contains(&c.nodes[victim - 1], "loaded the metadata snapshot at offset"));
+    cluster_stop(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_restarted_node_loads_snapshot),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
