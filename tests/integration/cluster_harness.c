@@ -376,3 +376,13 @@ void produce_acked(const char *bootstrap, const char *topic, int count)
     assert_int_equal(stats->delivered, count);
     rk_producer_destroy(p);
 }
+
+void expect_partition_offset_values(const struct rk_record_set *set)
+{
+    for (size_t i = 0; i < set->count; i++) {
+        char expect[32];
+        snprintf(expect, sizeof expect, "p%d-m%lld", set->records[i].partition, (long long)set->records[i].offset);
+        assert_int_equal(set->records[i].value_len, strlen(expect));
+        assert_memory_equal(set->records[i].value, expect, strlen(expect));
+    }
+}

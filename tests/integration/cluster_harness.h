@@ -116,4 +116,9 @@ int32_t create_replicated(struct cluster *c, const char *topic, const char *cons
  * acks=all producer; every one must be delivered. */
 void produce_acked(const char *bootstrap, const char *topic, int count);
 
+struct rk_record_set;
+
+/* Every record of set has the value "p<partition>-m<offset>". */
+void expect_partition_offset_values(const struct rk_record_set *set);
+
 #endif

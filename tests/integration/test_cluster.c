@@ -176,12 +176,7 @@ static void test_librdkafka_over_the_cluster(void **state)
     long want[6] = {5, 5, 5, 5, 5, 5};
     struct rk_record_set set = {0};
     assert_int_equal(rk_consume_all(bootstrap, "rk", 6, want, 15000, &set), 30);
-    for (size_t i = 0; i < set.count; i++) {
-        char expect[32];
-        snprintf(expect, sizeof expect, "p%d-m%lld", set.records[i].partition, (long long)set.records[i].offset);
-        assert_int_equal(set.records[i].value_len, strlen(expect));
-        assert_memory_equal(set.records[i].value, expect, strlen(expect));
-    }
+    expect_partition_offset_values(&set);
     rk_record_set_free(&set);
     cluster_stop(&c);
 }

@@ -342,6 +342,29 @@ static void read_committed(const char *bootstrap, struct committed_view *v)
     rd_kafka_destroy(rk);
 }
 
+/* Reads committed records until every partition is read to its end with
+ * at least min records; false (with each partition's state on stderr)
+ * after 60 s. view names each partition's leader. */
+static bool wait_committed(const char *bootstrap, struct committed_view *v, int min, const struct view *view)
+{
+    long long deadline = harness_now_ms() + 60000;
+    for (;;) {
+        read_committed(bootstrap, v);
+        bool complete = true;
+        for (int part = 0; part < TXN_PARTITIONS; part++)
+            complete &= v->at_end[part] && v->count[part] >= min;
+        if (complete)
+            return true;
+        if (harness_now_ms() > deadline) {
+            for (int part = 0; part < TXN_PARTITIONS; part++)
+                fprintf(stderr, "[test] partition %d (leader %d): %d committed records, %s\n", part,
+                        view->leaders[part], v->count[part], v->at_end[part] ? "at its end" : "no end reached");
+            return false;
+        }
+        usleep(500 * 1000);
+    }
+}
+
 static void produce_txn(rd_kafka_t *p, const char *prefix, int per_partition, bool commit)
 {
     rk_expect_ok(rd_kafka_begin_transaction(p), "begin_transaction");
@@ -395,22 +418,8 @@ static void test_transaction_across_brokers(void **state)
     /* The markers follow EndTxn: wait for every partition's LSO to pass
      * the last commit, then the view must be exactly the committed data. */
     struct committed_view v;
-    long long deadline = harness_now_ms() + 60000;
-    for (;;) {
-        read_committed(bootstrap, &v);
-        bool complete = true;
-        for (int part = 0; part < TXN_PARTITIONS; part++)
-            complete &= v.at_end[part] && v.count[part] >= 4;
-        if (complete)
-            break;
-        if (harness_now_ms() > deadline) {
-            for (int part = 0; part < TXN_PARTITIONS; part++)
-                fprintf(stderr, "[test] partition %d (leader %d): %d committed records, %s\n", part, view.leaders[part],
-                        v.count[part], v.at_end[part] ? "at its end" : "no end reached");
-            fail_msg("read_committed did not see every committed record within 60 s");
-        }
-        usleep(500 * 1000);
-    }
+    if (!wait_committed(bootstrap, &v, 4, &view))
+        fail_msg("read_committed did not see every committed record within 60 s");
     for (int part = 0; part < TXN_PARTITIONS; part++) {
         assert_int_equal(v.count[part], 4);
         char want[32];
@@ -483,22 +492,8 @@ static void test_markers_wait_for_a_leader_that_is_down(void **state)
     broker_restart(&c.nodes[victim - 1]);
     wait_all_brokers(&c, 30000);
     struct committed_view v;
-    deadline = harness_now_ms() + 60000;
-    for (;;) {
-        read_committed(bootstrap, &v);
-        bool complete = true;
-        for (int part = 0; part < TXN_PARTITIONS; part++)
-            complete &= v.at_end[part] && v.count[part] >= 1;
-        if (complete)
-            break;
-        if (harness_now_ms() > deadline) {
-            for (int part = 0; part < TXN_PARTITIONS; part++)
-                fprintf(stderr, "[test] partition %d (leader %d): %d committed records, %s\n", part, view.leaders[part],
-                        v.count[part], v.at_end[part] ? "at its end" : "no end reached");
-            fail_msg("the commit did not reach broker %d's partitions within 60 s of its restart", victim);
-        }
-        usleep(500 * 1000);
-    }
+    if (!wait_committed(bootstrap, &v, 1, &view))
+        fail_msg("the commit did not reach broker %d's partitions within 60 s of its restart", victim);
     for (int part = 0; part < TXN_PARTITIONS; part++) {
         char want[32];
         snprintf(want, sizeof want, "c1-p%d-0", part);

@@ -19,6 +19,7 @@
 
 #include "cluster_harness.h"
 #include "rk_helpers.h"
+#include "topic_configs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,12 +180,7 @@ static void produce_and_consume(rd_kafka_t *rk, const char *bootstrap, const cha
         want[p] = 5;
     struct rk_record_set set = {0};
     assert_int_equal(rk_consume_all(bootstrap, topic, partitions, want, 20000, &set), 5 * partitions);
-    for (size_t i = 0; i < set.count; i++) {
-        char expect[32];
-        snprintf(expect, sizeof expect, "p%d-m%lld", set.records[i].partition, (long long)set.records[i].offset);
-        assert_int_equal(set.records[i].value_len, strlen(expect));
-        assert_memory_equal(set.records[i].value, expect, strlen(expect));
-    }
+    expect_partition_offset_values(&set);
     rk_record_set_free(&set);
 }
 
@@ -227,27 +223,6 @@ static rd_kafka_resp_err_t rk_delete_topic(rd_kafka_t *rk, const char *topic)
     rd_kafka_event_destroy(ev);
     rd_kafka_queue_destroy(q);
     rd_kafka_DeleteTopic_destroy(dt);
-    return err;
-}
-
-/* AlterConfigs of a topic (librdkafka 2.0 has no incremental one)
- * through rk's broker: key=value, the other configs back to defaults. */
-static rd_kafka_resp_err_t rk_set_topic_config(rd_kafka_t *rk, const char *topic, const char *key, const char *value)
-{
-    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
-    assert_int_equal(rd_kafka_ConfigResource_set_config(res, key, value), RD_KAFKA_RESP_ERR_NO_ERROR);
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_AlterConfigs(rk, &res, 1, NULL, q);
-    rd_kafka_event_t *ev = rk_admin_result(q, RD_KAFKA_EVENT_ALTERCONFIGS_RESULT, 30000);
-    rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
-    size_t n = 0;
-    const rd_kafka_ConfigResource_t **out = rd_kafka_AlterConfigs_result_resources(
-        rd_kafka_event_AlterConfigs_result(ev), &n);
-    if (!err)
-        err = n == 1 ? rd_kafka_ConfigResource_error(out[0]) : RD_KAFKA_RESP_ERR__BAD_MSG;
-    rd_kafka_event_destroy(ev);
-    rd_kafka_queue_destroy(q);
-    rd_kafka_ConfigResource_destroy(res);
     return err;
 }
 

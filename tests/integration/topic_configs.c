@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "raw_kafka.h"
+#include "rk_helpers.h"
 #include "topic_configs.h"
 
 rd_kafka_resp_err_t alter_topic_configs(rd_kafka_t *rk, const char *topic, const struct alter_kv *kvs, int n,
@@ -78,4 +79,23 @@ int16_t incremental_alter(int port, const char *topic, const char *name, int8_t 
     assert_false(r.overflow);
     free(frame);
     return error;
+}
+
+rd_kafka_resp_err_t rk_set_topic_config(rd_kafka_t *rk, const char *topic, const char *key, const char *value)
+{
+    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    assert_int_equal(rd_kafka_ConfigResource_set_config(res, key, value), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AlterConfigs(rk, &res, 1, NULL, q);
+    rd_kafka_event_t *ev = rk_admin_result(q, RD_KAFKA_EVENT_ALTERCONFIGS_RESULT, 30000);
+    rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
+    size_t n = 0;
+    const rd_kafka_ConfigResource_t **out = rd_kafka_AlterConfigs_result_resources(
+        rd_kafka_event_AlterConfigs_result(ev), &n);
+    if (!err)
+        err = n == 1 ? rd_kafka_ConfigResource_error(out[0]) : RD_KAFKA_RESP_ERR__BAD_MSG;
+    rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_ConfigResource_destroy(res);
+    return err;
 }

@@ -19,6 +19,11 @@ struct alter_kv {
 rd_kafka_resp_err_t alter_topic_configs(rd_kafka_t *rk, const char *topic, const struct alter_kv *kvs, int n,
                                         bool validate_only, char *errstr, size_t errlen);
 
+/* AlterConfigs of a topic (librdkafka 2.0 has no incremental one)
+ * through rk's broker: key=value, the other configs back to defaults;
+ * waits up to 30 s for the answer. */
+rd_kafka_resp_err_t rk_set_topic_config(rd_kafka_t *rk, const char *topic, const char *key, const char *value);
+
 /* One IncrementalAlterConfigs v0 change (op: 0 SET, 1 DELETE, 2 APPEND,
  * 3 SUBTRACT) of one topic key at the broker on port; returns the
  * resource's error, msg its message. */
