@@ -15,6 +15,7 @@
 #include "raw_kafka.h"
 #include "rk_helpers.h"
 #include "protocol/generated/all_messages.h"
+#include "raft/raft_codec.h"
 
 /* One call in flight: the caller waits on cv until the client's thread
  * has parsed the answer. */
@@ -136,6 +137,32 @@ bool client_metadata(struct net_client *client, int node, const char *topic, str
     out->partitions = -1;
     struct metadata_ask ask = {.topic = topic, .view = out};
     return client_call(client, node, 3, -1, &req, 5000, metadata_parse, &ask) == NET_CLIENT_OK;
+}
+
+struct describe_answer {
+    int rc;
+    struct raft_quorum_view *view;
+};
+
+static void describe_parse(const struct net_client_result *result, void *arg)
+{
+    struct describe_answer *a = arg;
+    char err[200];
+    a->rc = result->status == NET_CLIENT_OK
+                ? raft_codec_read_describe_quorum(result->response, a->view, err, sizeof err)
+                : -1;
+}
+
+int client_describe_quorum(struct net_client *client, int node, int timeout_ms, struct raft_quorum_view *out)
+{
+    struct describe_quorum_request_partition_data part = {.partition_index = 0};
+    struct describe_quorum_request_topic_data topic = {
+        .topic_name = kafka_str_from_cstr("__cluster_metadata"), .partitions = &part, .partitions_count = 1};
+    struct describe_quorum_request req = {.topics = &topic, .topics_count = 1};
+    memset(out, 0, sizeof *out);
+    struct describe_answer a = {.rc = -1, .view = out};
+    client_call(client, node, RAFT_API_DESCRIBE_QUORUM, -1, &req, timeout_ms, describe_parse, &a);
+    return a.rc;
 }
 
 struct view client_wait_view(struct net_client *client, int node, unsigned want, const char *topic, int partitions,

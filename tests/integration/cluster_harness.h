@@ -72,6 +72,12 @@ enum net_client_status client_call(struct net_client *client, int node, int16_t 
  * NULL or ""; none); false when the node did not answer. */
 bool client_metadata(struct net_client *client, int node, const char *topic, struct view *out);
 
+struct raft_quorum_view;
+
+/* DescribeQuorum of __cluster_metadata at node: 0 with out filled, -1 when
+ * unanswered or undecodable. */
+int client_describe_quorum(struct net_client *client, int node, int timeout_ms, struct raft_quorum_view *out);
+
 /* Waits until node's Metadata lists exactly the brokers in want (a bit
  * set over ids) and, when topic is set, `partitions` of it. */
 struct view client_wait_view(struct net_client *client, int node, unsigned want, const char *topic, int partitions,

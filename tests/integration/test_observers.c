@@ -41,24 +41,9 @@ struct observed_cluster {
     struct net_client *client; /* node ids: 1..3 controller listeners, 4..6 client listeners */
 };
 
-static void describe_parse(const struct net_client_result *result, void *arg)
-{
-    struct raft_quorum_view *out = arg;
-    char err[200];
-    if (result->status != NET_CLIENT_OK || raft_codec_read_describe_quorum(result->response, out, err, sizeof err) != 0)
-        out->error_code = -1;
-}
-
 static bool describe_quorum(struct observed_cluster *c, int controller, struct raft_quorum_view *out)
 {
-    struct describe_quorum_request_partition_data part = {.partition_index = 0};
-    struct describe_quorum_request_topic_data topic = {
-        .topic_name = kafka_str_from_cstr("__cluster_metadata"), .partitions = &part, .partitions_count = 1};
-    struct describe_quorum_request req = {.topics = &topic, .topics_count = 1};
-    memset(out, 0, sizeof *out);
-    return client_call(c->client, controller, RAFT_API_DESCRIBE_QUORUM, -1, &req, 3000, describe_parse, out) ==
-               NET_CLIENT_OK &&
-           out->error_code == 0;
+    return client_describe_quorum(c->client, controller, 3000, out) == 0 && out->error_code == 0;
 }
 
 /* The quorum's leader as a live controller sees it (skipping `dead`). */
