@@ -1,45 +1,18 @@
-/* A three-node broker,controller cluster for the leader election tests,
- * driven through the outbound client: Metadata and CreateTopics to chosen
- * nodes, raw AlterPartition at a controller listener, raw ElectLeaders,
- * and the controller gauges from each node's /metrics. Test thread only. */
+/* The leader election tests' requests on top of cluster_harness.h: raw
+ * AlterPartition at a controller listener, ElectLeaders, CreateTopics on
+ * chosen replicas, and the brokers' registered epochs. Test thread only. */
 #ifndef CAIRN_TESTS_LEADER_CLUSTER_H
 #define CAIRN_TESTS_LEADER_CLUSTER_H
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "harness.h"
-#include "net/client.h"
+#include "cluster_harness.h"
 
-#define N 3
 #define PARTS 3
 #define CLUSTER_ID "TGVhZGVyRWxlY3Rpb25Ucw"
 #define SESSION_TIMEOUT_MS 2000
 /* A loaded machine (ASan, 7 builds) may stretch heartbeats and commits. */
 #define SLACK_MS 10000
-
-struct partition_view {
-    int32_t leader;
-    int32_t leader_epoch;
-    int32_t isr[N];
-    int isr_count;
-};
-
-struct view {
-    unsigned brokers; /* bit per listed broker id */
-    int32_t controller_id;
-    int partitions; /* -1 when the topic is absent */
-    uint8_t topic_id[16];
-    struct partition_view p[PARTS];
-};
-
-struct cluster {
-    struct test_broker nodes[N];
-    int controller_ports[N];
-    int metrics_ports[N];
-    struct net_client *client;
-};
-
-#define ALL ((1u << 1) | (1u << 2) | (1u << 3))
 
 struct ap_result {
     int16_t error;           /* the request's */
@@ -59,14 +32,9 @@ struct el_result {
     int16_t errors[EL_MAX];
 };
 
-bool metadata(struct cluster *c, int node, const char *topic, struct view *out);
-
-int16_t create_topic(struct cluster *c, int node, const char *name, int partitions, int16_t rf);
-
-/* extra: NULL or NULL-terminated settings added to every node's. */
-void cluster_start(struct cluster *c, const char *const *extra);
-
-void cluster_stop(struct cluster *c);
+/* The leader tests' cluster; extra: NULL or NULL-terminated settings
+ * added to every node's. */
+void leader_cluster_start(struct cluster *c, const char *const *extra);
 
 /* One partition's change: topic by name (v0-1) or id (v2+); epochs[i] are
  * sent at v3 only. */
@@ -97,16 +65,5 @@ int16_t el_error(const struct el_result *r, const char *topic, int32_t partition
 
 /* CreateTopics of one partition on the given replicas. */
 int16_t create_assigned(struct cluster *c, int node, const char *name, int32_t *replicas, int n);
-
-/* The active controller, once the three nodes agree on it. */
-int32_t agreed_controller(struct cluster *c);
-
-/* A controller gauge at node (1-based); -1 when it is not exported. */
-long long gauge(const struct cluster *c, int node, const char *name);
-
-/* Waits until node's gauge reads want (at_least: want or more). */
-void wait_gauge_cmp(const struct cluster *c, int node, const char *name, long long want, bool at_least);
-
-void wait_gauge(const struct cluster *c, int node, const char *name, long long want);
 
 #endif

@@ -10,6 +10,7 @@
 #include "harness.h"
 #include "raw_kafka.h"
 #include "rk_helpers.h"
+#include "topic_configs.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -25,47 +26,6 @@ struct alter_state {
     rd_kafka_t *rk; /* producer handle, also the admin client */
     int passed;
 };
-
-/* One config change for AlterConfigs: value NULL leaves the key out. */
-struct alter_kv {
-    const char *name;
-    const char *value;
-};
-
-/* Runs AlterConfigs on one topic; returns the resource's error and fills errstr. */
-static rd_kafka_resp_err_t alter_topic_configs(rd_kafka_t *rk, const char *topic, const struct alter_kv *kvs, int n,
-                                               bool validate_only, char *errstr, size_t errlen)
-{
-    rd_kafka_ConfigResource_t *cr = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
-    for (int i = 0; i < n; i++)
-        rd_kafka_ConfigResource_set_config(cr, kvs[i].name, kvs[i].value);
-    rd_kafka_AdminOptions_t *opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_ALTERCONFIGS);
-    char e[256];
-    if (validate_only)
-        rd_kafka_AdminOptions_set_validate_only(opts, 1, e, sizeof e);
-    rd_kafka_queue_t *queue = rd_kafka_queue_new(rk);
-    rd_kafka_AlterConfigs(rk, &cr, 1, opts, queue);
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(queue, 20000);
-    if (!ev)
-        fail_msg("AlterConfigs %s: no answer in 20 s", topic);
-    rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
-    snprintf(errstr, errlen, "%s", err ? rd_kafka_event_error_string(ev) : "");
-    if (!err) {
-        size_t count = 0;
-        const rd_kafka_ConfigResource_t **res = rd_kafka_AlterConfigs_result_resources(
-            rd_kafka_event_AlterConfigs_result(ev), &count);
-        if (count != 1)
-            fail_msg("AlterConfigs %s: %zu resources in the answer", topic, count);
-        err = rd_kafka_ConfigResource_error(res[0]);
-        const char *msg = rd_kafka_ConfigResource_error_string(res[0]);
-        snprintf(errstr, errlen, "%s", msg ? msg : "");
-    }
-    rd_kafka_event_destroy(ev);
-    rd_kafka_queue_destroy(queue);
-    rd_kafka_AdminOptions_destroy(opts);
-    rd_kafka_ConfigResource_destroy(cr);
-    return err;
-}
 
 /* The value of one topic config (malloc()ed; "(null)" for a null value) and its source. */
 static char *describe_topic_config(rd_kafka_t *rk, const char *topic, const char *name, rd_kafka_ConfigSource_t *source)
@@ -230,57 +190,10 @@ static void test_alter_configs_errors(void **state)
     st->passed++;
 }
 
-/* One IncrementalAlterConfigs v0 change on a topic, sent raw. */
-static int16_t incremental_alter(struct alter_state *st, const char *topic, const char *name, int8_t op,
-                                 const char *value, char *msg, size_t msglen)
-{
-    int fd = raw_connect(broker_port(&st->broker), 5000);
-    assert_true(fd >= 0);
-    struct raw_writer w;
-    raw_writer_init(&w);
-    raw_frame_begin(&w, 44, 0, 7, "cairn-it");
-    raw_put_i32(&w, 1); /* resources */
-    raw_put_i8(&w, 2);  /* topic */
-    raw_put_string(&w, topic);
-    raw_put_i32(&w, 1); /* configs */
-    raw_put_string(&w, name);
-    raw_put_i8(&w, op);
-    raw_put_string(&w, value);
-    raw_put_i8(&w, 0); /* validate_only */
-    raw_frame_finish(&w);
-    assert_int_equal(raw_send_all(fd, w.data, w.len), 0);
-    raw_writer_free(&w);
-    uint8_t *frame = NULL;
-    size_t len = 0;
-    int rc = raw_recv_frame(fd, 5000, 1 << 20, &frame, &len);
-    close(fd);
-    if (rc != 0)
-        fail_msg("no IncrementalAlterConfigs answer (rc %d)", rc);
-    struct raw_reader r;
-    raw_reader_init(&r, frame, len);
-    assert_int_equal(raw_get_i32(&r), 7); /* correlation id */
-    raw_get_i32(&r);                      /* throttle */
-    assert_int_equal(raw_get_i32(&r), 1); /* one resource */
-    int16_t error = raw_get_i16(&r);
-    int16_t mlen = raw_get_i16(&r);
-    msg[0] = '\0';
-    if (mlen > 0 && (size_t)mlen <= r.len - r.pos) {
-        snprintf(msg, msglen, "%.*s", (int)mlen, (const char *)r.data + r.pos);
-        raw_skip(&r, (size_t)mlen);
-    }
-    assert_int_equal(raw_get_i8(&r), 2);
-    raw_skip_string(&r);
-    assert_false(r.overflow);
-    free(frame);
-    return error;
-}
-
 /* One IncrementalAlterConfigs resource setting `name` twice: refused whole
  * with INVALID_REQUEST (unlike AlterConfigs, where the last value wins). */
 static void expect_duplicate_keys_refused(struct alter_state *st, const char *topic)
 {
-    int fd = raw_connect(broker_port(&st->broker), 5000);
-    assert_true(fd >= 0);
     struct raw_writer w;
     raw_writer_init(&w);
     raw_frame_begin(&w, 44, 0, 9, "cairn-it");
@@ -294,18 +207,9 @@ static void expect_duplicate_keys_refused(struct alter_state *st, const char *to
         raw_put_string(&w, i == 0 ? "1000" : "2000");
     }
     raw_put_i8(&w, 0);
-    raw_frame_finish(&w);
-    assert_int_equal(raw_send_all(fd, w.data, w.len), 0);
-    raw_writer_free(&w);
     uint8_t *frame = NULL;
-    size_t len = 0;
-    int rc = raw_recv_frame(fd, 5000, 1 << 20, &frame, &len);
-    close(fd);
-    if (rc != 0)
-        fail_msg("no IncrementalAlterConfigs answer (rc %d)", rc);
     struct raw_reader r;
-    raw_reader_init(&r, frame, len);
-    assert_int_equal(raw_get_i32(&r), 9);
+    assert_int_equal(raw_exchange(broker_port(&st->broker), &w, 9, false, 5000, &frame, &r), 0);
     raw_get_i32(&r);
     assert_int_equal(raw_get_i32(&r), 1);
     assert_int_equal(raw_get_i16(&r), 42); /* INVALID_REQUEST */
@@ -316,8 +220,6 @@ static void expect_duplicate_keys_refused(struct alter_state *st, const char *to
 /* The same topic named twice in one request: both answers are INVALID_REQUEST. */
 static void expect_duplicate_resources_refused(struct alter_state *st, const char *topic)
 {
-    int fd = raw_connect(broker_port(&st->broker), 5000);
-    assert_true(fd >= 0);
     struct raw_writer w;
     raw_writer_init(&w);
     raw_frame_begin(&w, 44, 0, 8, "cairn-it");
@@ -331,18 +233,9 @@ static void expect_duplicate_resources_refused(struct alter_state *st, const cha
         raw_put_string(&w, "1000");
     }
     raw_put_i8(&w, 0);
-    raw_frame_finish(&w);
-    assert_int_equal(raw_send_all(fd, w.data, w.len), 0);
-    raw_writer_free(&w);
     uint8_t *frame = NULL;
-    size_t len = 0;
-    int rc = raw_recv_frame(fd, 5000, 1 << 20, &frame, &len);
-    close(fd);
-    if (rc != 0)
-        fail_msg("no IncrementalAlterConfigs answer (rc %d)", rc);
     struct raw_reader r;
-    raw_reader_init(&r, frame, len);
-    assert_int_equal(raw_get_i32(&r), 8);
+    assert_int_equal(raw_exchange(broker_port(&st->broker), &w, 8, false, 5000, &frame, &r), 0);
     raw_get_i32(&r);
     assert_int_equal(raw_get_i32(&r), 2);
     for (int i = 0; i < 2; i++) {
@@ -359,7 +252,7 @@ static void expect_incremental(struct alter_state *st, const char *topic, const 
                                const char *value, int16_t want)
 {
     char msg[512];
-    int16_t got = incremental_alter(st, topic, name, op, value, msg, sizeof msg);
+    int16_t got = incremental_alter(broker_port(&st->broker), topic, name, op, value, msg, sizeof msg);
     if (got != want)
         fail_msg("IncrementalAlterConfigs %s op %d %s=%s: error %d (%s), expected %d", topic, op, name,
                  value ? value : "null", got, msg, want);

@@ -1,7 +1,8 @@
 /* The `cairn` command-line tool run as a real process against a real
  * cairnd: every subcommand's output and exit code, JSON output parsed back,
  * consumer group lag from a librdkafka group, bad input, and the profile
- * file and environment. The commands here are the examples in docs/cli.md. */
+ * file and environment. The commands here and in test_cli_security.c (ACLs,
+ * SCRAM users, quotas) are the examples in docs/cli.md. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,92 +19,8 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "cli_runner.h"
 #include "rk_helpers.h"
-
-#define OUT_MAX 65536
-
-/* One run's captured output; main thread only. */
-struct run {
-    int code;
-    char out[OUT_MAX];
-    char err[OUT_MAX];
-};
-
-static char g_home[512]; /* HOME for the tool: no stray profile from the real one */
-static const char *g_stdin; /* text the next run reads on standard input, or NULL */
-
-static void read_file(const char *path, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    size_t n = fread(buf, 1, len - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
-/* Runs cairn with the NULL-terminated args; env is "NAME=value" or NULL. */
-static void run_env(struct run *r, const char *env, const char *const *args)
-{
-    char out_path[600], err_path[600];
-    snprintf(out_path, sizeof(out_path), "%s/out", g_home);
-    snprintf(err_path, sizeof(err_path), "%s/err", g_home);
-    const char *argv[40] = {CAIRN_CLI_PATH};
-    int n = 1;
-    for (int i = 0; args[i] && n < 39; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (o < 0 || e < 0)
-            _exit(127);
-        if (g_stdin) {
-            char in_path[600];
-            snprintf(in_path, sizeof(in_path), "%s/in", g_home);
-            FILE *in = fopen(in_path, "w");
-            if (!in || fputs(g_stdin, in) < 0 || fclose(in) != 0 || !freopen(in_path, "r", stdin))
-                _exit(127);
-        }
-        dup2(o, 1);
-        dup2(e, 2);
-        setenv("HOME", g_home, 1);
-        unsetenv("CAIRN_BROKERS");
-        if (env)
-            putenv((char *)env);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    g_stdin = NULL;
-    assert_true(WIFEXITED(status));
-    r->code = WEXITSTATUS(status);
-    read_file(out_path, r->out, sizeof(r->out));
-    read_file(err_path, r->err, sizeof(r->err));
-}
-
-#define RUN(r, ...) run_env((r), NULL, (const char *const[]){__VA_ARGS__, NULL})
-#define RUN_ENV(r, env, ...) run_env((r), (env), (const char *const[]){__VA_ARGS__, NULL})
-
-static void expect(const struct run *r, int code, const char *in_out, const char *in_err)
-{
-    if (r->code != code || (in_out && !strstr(r->out, in_out)) || (in_err && !strstr(r->err, in_err)))
-        fail_msg("exit %d (want %d), want stdout with '%s', stderr with '%s'\nstdout:\n%s\nstderr:\n%s", r->code, code,
-                 in_out ? in_out : "", in_err ? in_err : "", r->out, r->err);
-}
-
-static json_t *parse_json(const struct run *r)
-{
-    json_error_t e;
-    json_t *v = json_loads(r->out, 0, &e);
-    if (!v)
-        fail_msg("not JSON (%s): %s", e.text, r->out);
-    return v;
-}
 
 /* The configs entry named key in `cairn topic describe --format json`. */
 static json_t *config_entry(json_t *desc, const char *key)
@@ -122,26 +39,6 @@ static json_t *config_entry(json_t *desc, const char *key)
 static const char *source_of(json_t *desc, const char *key)
 {
     return json_string_value(json_object_get(config_entry(desc, key), "source"));
-}
-
-static int setup(void **state)
-{
-    snprintf(g_home, sizeof(g_home), "/tmp/cairn-cli-home-XXXXXX");
-    if (!mkdtemp(g_home))
-        return -1;
-    struct test_broker *b = calloc(1, sizeof(*b));
-    *state = b;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct test_broker *b = *state;
-    broker_cleanup(b);
-    free(b);
-    char cmd[700];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_home);
-    return system(cmd) == 0 ? 0 : -1;
 }
 
 static void test_topic_lifecycle(void **state)
@@ -487,219 +384,6 @@ static void test_group_lag(void **state)
     broker_mark_passed(b);
 }
 
-/* The rows of `cairn acl list ... --format json` for the given extra flags. */
-static size_t acl_count(const char *bs, const char *const *flags)
-{
-    const char *args[20] = {"acl", "list", "-b", bs, "--format", "json"};
-    int n = 6;
-    for (int i = 0; flags && flags[i] && n < 19; i++)
-        args[n++] = flags[i];
-    args[n] = NULL;
-    struct run r;
-    run_env(&r, NULL, args);
-    expect(&r, 0, NULL, NULL);
-    json_t *v = parse_json(&r);
-    size_t count = json_array_size(v);
-    json_decref(v);
-    return count;
-}
-
-static void test_acl_commands(void **state)
-{
-    struct test_broker *b = *state;
-    broker_start(b, NULL);
-    const char *bs = broker_bootstrap(b);
-    struct run r;
-
-    RUN(&r, "acl", "create", "-b", bs, "--allow-principal", "User:alice", "--operation", "Read", "--operation",
-        "Describe", "--topic", "orders");
-    expect(&r, 0, "created ACL ALLOW User:alice Read on TOPIC:LITERAL:orders from host *", NULL);
-    expect(&r, 0, "created ACL ALLOW User:alice Describe on TOPIC:LITERAL:orders from host *", NULL);
-    RUN(&r, "acl", "create", "-b", bs, "--deny-principal", "User:mallory", "--operation", "Write", "--topic", "pay-",
-        "--resource-pattern-type", "prefixed", "--host", "10.0.0.7");
-    expect(&r, 0, "created ACL DENY User:mallory Write on TOPIC:PREFIXED:pay- from host 10.0.0.7", NULL);
-    RUN(&r, "acl", "create", "-b", bs, "--allow-principal", "User:ops", "--operation", "ALTER_CONFIGS", "--cluster");
-    expect(&r, 0, "created ACL ALLOW User:ops AlterConfigs on CLUSTER:LITERAL:kafka-cluster from host *", NULL);
-
-    RUN(&r, "acl", "list", "-b", bs);
-    expect(&r, 0, "PRINCIPAL", NULL);
-    expect(&r, 0, "User:mallory", NULL);
-    expect(&r, 0, "10.0.0.7", NULL);
-    assert_int_equal(acl_count(bs, NULL), 4);
-    assert_int_equal(acl_count(bs, (const char *const[]){"--topic", "orders", NULL}), 2);
-    assert_int_equal(acl_count(bs, (const char *const[]){"--principal", "User:ops", NULL}), 1);
-    /* match: the literal and prefixed ACLs that apply to a topic name */
-    assert_int_equal(acl_count(bs, (const char *const[]){"--topic", "pay-eu", "--resource-pattern-type", "match",
-                                                         NULL}),
-                     1);
-    RUN(&r, "acl", "list", "-b", bs, "--topic", "pay-", "--resource-pattern-type", "prefixed", "--format", "json");
-    json_t *v = parse_json(&r);
-    assert_int_equal(json_array_size(v), 1);
-    json_t *row = json_array_get(v, 0);
-    assert_string_equal(json_string_value(json_object_get(row, "resource_type")), "TOPIC");
-    assert_string_equal(json_string_value(json_object_get(row, "resource_name")), "pay-");
-    assert_string_equal(json_string_value(json_object_get(row, "pattern_type")), "PREFIXED");
-    assert_string_equal(json_string_value(json_object_get(row, "principal")), "User:mallory");
-    assert_string_equal(json_string_value(json_object_get(row, "host")), "10.0.0.7");
-    assert_string_equal(json_string_value(json_object_get(row, "operation")), "Write");
-    assert_string_equal(json_string_value(json_object_get(row, "permission")), "DENY");
-    json_decref(v);
-
-    RUN(&r, "acl", "delete", "-b", bs, "--topic", "orders", "--allow-principal", "User:alice", "--operation", "Read");
-    expect(&r, 0, "deleted ACL ALLOW User:alice Read on TOPIC:LITERAL:orders from host *", NULL);
-    assert_int_equal(acl_count(bs, (const char *const[]){"--topic", "orders", NULL}), 1);
-    RUN(&r, "acl", "delete", "-b", bs, "--topic", "orders", "--allow-principal", "User:alice", "--operation", "Read");
-    expect(&r, 0, "no ACL matched", NULL);
-    RUN(&r, "acl", "delete", "-b", bs, "--topic", "pay-", "--resource-pattern-type", "any", "--cluster");
-    expect(&r, 0, "deleted ACL DENY User:mallory Write on TOPIC:PREFIXED:pay-", NULL);
-    expect(&r, 0, "deleted ACL ALLOW User:ops AlterConfigs", NULL);
-    assert_int_equal(acl_count(bs, NULL), 1);
-
-    /* bad input: usage errors before any request, Kafka errors named */
-    RUN(&r, "acl", "create", "-b", bs, "--topic", "orders");
-    expect(&r, 2, NULL, "acl create wants --allow-principal or --deny-principal and a resource");
-    RUN(&r, "acl", "create", "-b", bs, "--allow-principal", "alice", "--topic", "orders");
-    expect(&r, 2, NULL, "a principal is TYPE:NAME (User:alice), got 'alice'");
-    RUN(&r, "acl", "create", "-b", bs, "--allow-principal", "User:a", "--operation", "Fly", "--topic", "orders");
-    expect(&r, 2, NULL, "unknown operation 'Fly'");
-    RUN(&r, "acl", "create", "-b", bs, "--allow-principal", "User:a", "--topic", "t", "--resource-pattern-type",
-        "match");
-    expect(&r, 2, NULL, "acl create wants --resource-pattern-type literal or prefixed");
-    RUN(&r, "acl", "list", "-b", bs, "--resource-pattern-type", "glob");
-    expect(&r, 2, NULL, "--resource-pattern-type wants literal, prefixed, match or any, got 'glob'");
-    RUN(&r, "acl", "delete", "-b", bs, "--allow-principal", "User:alice");
-    expect(&r, 2, NULL, "acl delete wants a resource");
-    RUN(&r, "acl", "create", "-b", bs, "--allow-principal", "User:a", "--topic", "");
-    expect(&r, 1, NULL, "INVALID_REQUEST: cannot create ACL ALLOW User:a All on TOPIC:LITERAL: from host *");
-    RUN(&r, "acl", "list", "-b", "127.0.0.1:1", "--timeout", "2000");
-    expect(&r, 3, NULL, NULL);
-    broker_mark_passed(b);
-}
-
-/* Whether librdkafka authenticates on the SASL_PLAINTEXT listener with
- * these credentials (a Metadata request only succeeds after SASL). */
-static bool scram_login_ok(const char *bootstrap, const char *mech, const char *user, const char *password)
-{
-    const char *conf[] = {"security.protocol", "SASL_PLAINTEXT", "sasl.mechanisms", mech, "sasl.username", user,
-                          "sasl.password",     password,         NULL};
-    rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
-    const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, NULL, &md, 5000);
-    if (md)
-        rd_kafka_metadata_destroy(md);
-    rk_producer_destroy(rk);
-    return err == RD_KAFKA_RESP_ERR_NO_ERROR;
-}
-
-static void test_user_commands(void **state)
-{
-    struct test_broker *b = *state;
-    int sasl_port = harness_free_port();
-    assert_true(sasl_port > 0);
-    char listeners[200], sasl_bs[64];
-    snprintf(listeners, sizeof(listeners), "listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:%d",
-             sasl_port);
-    snprintf(sasl_bs, sizeof(sasl_bs), "127.0.0.1:%d", sasl_port);
-    broker_start(b, (const char *const[]){listeners, "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512", NULL});
-    const char *bs = broker_bootstrap(b);
-    struct run r;
-
-    RUN(&r, "user", "create", "alice", "-b", bs, "--mechanism", "SCRAM-SHA-512", "--iterations", "8192",
-        "--password", "alice-secret");
-    expect(&r, 0, "created SCRAM-SHA-512 credential of user 'alice' (8192 iterations)", NULL);
-    g_stdin = "bob-secret\n";
-    RUN(&r, "user", "create", "bob", "-b", bs);
-    expect(&r, 0, "created SCRAM-SHA-256 credential of user 'bob' (4096 iterations)", NULL);
-
-    RUN(&r, "user", "list", "-b", bs);
-    expect(&r, 0, "ITERATIONS", NULL);
-    expect(&r, 0, "SCRAM-SHA-512", NULL);
-    RUN(&r, "user", "list", "alice", "-b", bs, "--format", "json");
-    json_t *v = parse_json(&r);
-    assert_int_equal(json_array_size(v), 1);
-    json_t *u = json_array_get(v, 0);
-    assert_string_equal(json_string_value(json_object_get(u, "user")), "alice");
-    json_t *cred = json_array_get(json_object_get(u, "credentials"), 0);
-    assert_string_equal(json_string_value(json_object_get(cred, "mechanism")), "SCRAM-SHA-512");
-    assert_int_equal(json_integer_value(json_object_get(cred, "iterations")), 8192);
-    json_decref(v);
-
-    /* the salted passwords the tool computed are what a real client logs in with */
-    assert_true(scram_login_ok(sasl_bs, "SCRAM-SHA-512", "alice", "alice-secret"));
-    assert_true(scram_login_ok(sasl_bs, "SCRAM-SHA-256", "bob", "bob-secret"));
-    assert_false(scram_login_ok(sasl_bs, "SCRAM-SHA-512", "alice", "wrong"));
-    assert_false(scram_login_ok(sasl_bs, "SCRAM-SHA-256", "alice", "alice-secret"));
-
-    RUN(&r, "user", "delete", "alice", "-b", bs, "--mechanism", "SCRAM-SHA-512");
-    expect(&r, 0, "deleted SCRAM-SHA-512 credential of user 'alice'", NULL);
-    assert_false(scram_login_ok(sasl_bs, "SCRAM-SHA-512", "alice", "alice-secret"));
-    RUN(&r, "user", "list", "alice", "-b", bs);
-    expect(&r, 1, NULL, "RESOURCE_NOT_FOUND: cannot describe user 'alice'");
-    RUN(&r, "user", "delete", "alice", "-b", bs, "--mechanism", "SCRAM-SHA-512");
-    expect(&r, 1, NULL, "RESOURCE_NOT_FOUND: cannot delete SCRAM-SHA-512 credential of user 'alice'");
-
-    RUN(&r, "user", "create", "carol", "-b", bs, "--mechanism", "MD5", "--password", "x");
-    expect(&r, 2, NULL, "--mechanism wants SCRAM-SHA-256 or SCRAM-SHA-512, got 'MD5'");
-    RUN(&r, "user", "create", "carol", "-b", bs, "--iterations", "100", "--password", "x");
-    expect(&r, 2, NULL, "--iterations wants 4096..16384, got '100'");
-    RUN(&r, "user", "create", "-b", bs, "--password", "x");
-    expect(&r, 2, NULL, "user create wants a user name");
-    g_stdin = "";
-    RUN(&r, "user", "create", "carol", "-b", bs);
-    expect(&r, 2, NULL, "no password: give --password or a line on standard input");
-    broker_mark_passed(b);
-}
-
-/* cairn quota set | describe over AlterClientQuotas / DescribeClientQuotas:
- * the commands of docs/operations.md and docs/cli.md. */
-static void test_quota_commands(void **state)
-{
-    struct test_broker *b = *state;
-    broker_start(b, NULL);
-    const char *bs = broker_bootstrap(b);
-    struct run r;
-
-    RUN(&r, "quota", "set", "--user", "alice", "--client-id-default", "--add", "producer_byte_rate=1048576", "--add",
-        "request_percentage=50", "-b", bs);
-    expect(&r, 0, "updated quotas of user=alice,client-id=<default>", NULL);
-    RUN(&r, "quota", "set", "--client-id", "reporting", "--add", "consumer_byte_rate=2097152", "-b", bs);
-    expect(&r, 0, "updated quotas of client-id=reporting", NULL);
-    RUN(&r, "quota", "set", "--ip-default", "--add", "connection_creation_rate=20", "-b", bs);
-    expect(&r, 0, "updated quotas of ip=<default>", NULL);
-    RUN(&r, "quota", "set", "--user", "bob", "--add", "producer_byte_rate=1000", "--validate-only", "-b", bs);
-    expect(&r, 0, "validated quotas of user=bob", NULL);
-
-    RUN(&r, "quota", "describe", "-b", bs);
-    expect(&r, 0, "user=alice,client-id=<default>  request_percentage", NULL);
-    expect(&r, 0, "client-id=reporting", NULL);
-    assert_null(strstr(r.out, "user=bob"));
-    RUN(&r, "quota", "describe", "--user", "alice", "--format", "json", "-b", bs);
-    json_t *v = parse_json(&r);
-    assert_int_equal(json_array_size(v), 1);
-    json_t *q = json_object_get(json_array_get(v, 0), "quotas");
-    assert_true(json_real_value(json_object_get(q, "producer_byte_rate")) == 1048576);
-    assert_true(json_is_null(json_object_get(json_object_get(json_array_get(v, 0), "entity"), "client-id")));
-    json_decref(v);
-
-    RUN(&r, "quota", "set", "--user", "alice", "--client-id-default", "--delete", "request_percentage", "-b", bs);
-    expect(&r, 0, "updated quotas of user=alice,client-id=<default>", NULL);
-    RUN(&r, "quota", "describe", "--user", "alice", "--client-id-default", "--strict", "-b", bs);
-    assert_null(strstr(r.out, "request_percentage"));
-    expect(&r, 0, "producer_byte_rate", NULL);
-
-    RUN(&r, "quota", "set", "--user", "bob", "--add", "bogus_rate=1", "-b", bs);
-    expect(&r, 1, NULL, "INVALID_REQUEST: cannot set quotas of user=bob (Invalid configuration key bogus_rate)");
-    RUN(&r, "quota", "set", "--ip", "10.0.0.1", "--add", "producer_byte_rate=1", "-b", bs);
-    expect(&r, 1, NULL, "Invalid configuration key producer_byte_rate");
-    RUN(&r, "quota", "set", "--user", "bob", "-b", bs);
-    expect(&r, 2, NULL, "quota set wants --add or --delete");
-    RUN(&r, "quota", "set", "--add", "producer_byte_rate=5", "-b", bs);
-    expect(&r, 2, NULL, "quota set wants an entity");
-    RUN(&r, "quota", "set", "--user", "bob", "--add", "producer_byte_rate", "-b", bs);
-    expect(&r, 2, NULL, "--add wants KEY=NUMBER, got 'producer_byte_rate'");
-    broker_mark_passed(b);
-}
-
 /* One controller (process.roles=controller) is its own quorum's leader. */
 static void test_quorum_status(void **state)
 {
@@ -790,17 +474,14 @@ static void test_leader_elect(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_topic_lifecycle, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cluster_info, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_profile_and_env, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_group_lag, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_acl_commands, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_user_commands, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_quorum_status, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_leader_elect, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_quota_commands, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_broker_config_commands, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_topic_lifecycle, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_bad_input, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_info, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_profile_and_env, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_group_lag, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_quorum_status, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_leader_elect, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_broker_config_commands, cli_setup, cli_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

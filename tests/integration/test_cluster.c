@@ -18,157 +18,26 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "harness.h"
+#include "cluster_harness.h"
 #include "rk_helpers.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "net/client.h"
 #include "protocol/generated/all_messages.h"
 #include "protocol/generated/errors.h"
 
-#define N 3
 #define CLUSTER_ID "Q2x1c3RlclRlc3RDbHVzdA"
 #define SESSION_TIMEOUT_MS 3000
 
-struct cluster {
-    struct test_broker nodes[N];
-    int controller_ports[N];
-    struct net_client *client;
-};
-
-/* What one Metadata answer says. */
-struct view {
-    int32_t controller_id;
-    int broker_count;
-    int32_t brokers[8];
-    int broker_ports[8];
-    char rack[32]; /* of broker 1 */
-    int partitions;   /* of the topic asked about, -1 when absent */
-    int32_t leaders[16];
-};
-
-struct call_slot {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool done;
-    enum net_client_status status;
-    const char *topic;
-    struct view view;
-    int16_t error;
-};
-
-static void metadata_done(struct net_client_result *result, void *ctx)
+/* The producer id of an InitProducerId answer without error; -1 else. */
+static void init_pid_parse(const struct net_client_result *result, void *arg)
 {
-    struct call_slot *s = ctx;
-    pthread_mutex_lock(&s->mu);
-    s->status = result->status;
-    const struct metadata_response *m = result->response;
-    if (result->status == NET_CLIENT_OK && m) {
-        s->view.controller_id = m->controller_id;
-        s->view.partitions = -1;
-        for (int32_t i = 0; i < m->brokers_count && i < 8; i++) {
-            s->view.brokers[s->view.broker_count] = m->brokers[i].node_id;
-            s->view.broker_ports[s->view.broker_count++] = m->brokers[i].port;
-            if (m->brokers[i].node_id == 1 && m->brokers[i].rack.len > 0)
-                snprintf(s->view.rack, sizeof s->view.rack, "%.*s", (int)m->brokers[i].rack.len,
-                         m->brokers[i].rack.data);
-        }
-        for (int32_t i = 0; i < m->topics_count; i++) {
-            const struct metadata_response_metadata_response_topic *t = &m->topics[i];
-            if (t->error_code != 0 || (size_t)t->name.len != strlen(s->topic) ||
-                memcmp(t->name.data, s->topic, (size_t)t->name.len) != 0)
-                continue;
-            s->view.partitions = t->partitions_count;
-            for (int32_t p = 0; p < t->partitions_count && p < 16; p++)
-                s->view.leaders[t->partitions[p].partition_index % 16] = t->partitions[p].leader_id;
-        }
-    }
-    s->done = true;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void create_done(struct net_client_result *result, void *ctx)
-{
-    struct call_slot *s = ctx;
-    pthread_mutex_lock(&s->mu);
-    s->status = result->status;
-    const struct create_topics_response *m = result->response;
-    s->error = -1;
-    if (result->status == NET_CLIENT_OK && m && m->topics_count == 1)
-        s->error = m->topics[0].error_code;
-    s->done = true;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void init_pid_done(struct net_client_result *result, void *ctx)
-{
-    struct call_slot *s = ctx;
-    pthread_mutex_lock(&s->mu);
-    s->status = result->status;
     const struct init_producer_id_response *m = result->response;
-    s->error = -1;
-    if (result->status == NET_CLIENT_OK && m) {
-        s->error = m->error_code;
-        s->view.controller_id = (int32_t)m->producer_id; /* ids stay small in a test */
-    }
-    s->done = true;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void call(struct cluster *c, int node, int16_t api_key, const void *body, net_client_done_fn done,
-                 struct call_slot *s)
-{
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
-    struct net_client_request req = {
-        .node_id = node, .api_key = api_key, .pinned_version = -1, .body = body, .timeout_ms = 5000, .done = done, .ctx = s};
-    char err[200];
-    if (net_client_send(c->client, &req, err, sizeof err) != 0)
-        fail_msg("send: %s", err);
-    pthread_mutex_lock(&s->mu);
-    while (!s->done)
-        pthread_cond_wait(&s->cv, &s->mu);
-    pthread_mutex_unlock(&s->mu);
-    pthread_mutex_destroy(&s->mu);
-    pthread_cond_destroy(&s->cv);
-}
-
-/* Metadata of every topic from node; false when the node did not answer. */
-static bool metadata(struct cluster *c, int node, const char *topic, struct view *out)
-{
-    struct metadata_request req;
-    metadata_request_init(&req);
-    req.topics = NULL;
-    req.topics_count = -1;
-    struct call_slot s = {.topic = topic};
-    call(c, node, 3, &req, metadata_done, &s);
-    *out = s.view;
-    return s.status == NET_CLIENT_OK;
-}
-
-static int16_t create_topic(struct cluster *c, int node, const char *name, int partitions)
-{
-    struct create_topics_request_creatable_topic t;
-    create_topics_request_creatable_topic_init(&t);
-    t.name = kafka_str_from_cstr(name);
-    t.num_partitions = partitions;
-    t.replication_factor = 1;
-    struct create_topics_request req;
-    create_topics_request_init(&req);
-    req.topics = &t;
-    req.topics_count = 1;
-    req.timeout_ms = 10000;
-    struct call_slot s = {.error = -1};
-    call(c, node, 19, &req, create_done, &s);
-    return s.status == NET_CLIENT_OK ? s.error : -1;
+    if (result->status == NET_CLIENT_OK && m && m->error_code == 0)
+        *(int32_t *)arg = (int32_t)m->producer_id; /* ids stay small in a test */
 }
 
 /* InitProducerId (idempotent, no transactional id) at node; the id or -1. */
@@ -180,134 +49,38 @@ static int32_t init_producer_id(struct cluster *c, int node)
     req.transaction_timeout_ms = 60000;
     req.producer_id = -1;
     req.producer_epoch = -1;
-    struct call_slot s = {.error = -1};
-    call(c, node, 22, &req, init_pid_done, &s);
-    return s.status == NET_CLIENT_OK && s.error == 0 ? s.view.controller_id : -1;
+    int32_t id = -1;
+    return client_call(c->client, node, 22, -1, &req, 5000, init_pid_parse, &id) == NET_CLIENT_OK ? id : -1;
 }
 
 static bool lists_broker(const struct view *v, int32_t id)
 {
     for (int i = 0; i < v->broker_count; i++)
-        if (v->brokers[i] == id)
+        if (v->broker_ids[i] == id)
             return true;
     return false;
 }
 
-/* Waits until node's Metadata lists exactly the brokers in want (a bit
- * set over ids 1..N) and, when topic is set, `partitions` of it. */
-static struct view wait_view(struct cluster *c, int node, unsigned want, const char *topic, int partitions,
-                             int timeout_ms)
+static void cluster_up(struct cluster *c)
 {
-    long long deadline = harness_now_ms() + timeout_ms;
-    struct view v;
-    for (;;) {
-        bool ok = metadata(c, node, topic ? topic : "", &v);
-        unsigned got = 0;
-        for (int i = 0; ok && i < v.broker_count; i++)
-            got |= 1u << v.brokers[i];
-        if (ok && got == want && (!topic || v.partitions == partitions))
-            return v;
-        if (harness_now_ms() > deadline)
-            fail_msg("node %d: Metadata lists brokers 0x%x (want 0x%x), topic %s with %d partitions (want %d)",
-                     node, got, want, topic ? topic : "-", ok ? v.partitions : -2, partitions);
-        usleep(100 * 1000);
-    }
-}
-
-#define ALL ((1u << 1) | (1u << 2) | (1u << 3))
-
-static void cluster_start(struct cluster *c)
-{
-    memset(c, 0, sizeof *c);
-    char voters[256] = "";
-    for (int i = 0; i < N; i++) {
-        c->controller_ports[i] = harness_free_port();
-        size_t used = strlen(voters);
-        snprintf(voters + used, sizeof voters - used, "%s%d@127.0.0.1:%d", i ? "," : "", i + 1,
-                 c->controller_ports[i]);
-    }
-    for (int i = 0; i < N; i++) {
-        int port;
-        do {
-            port = harness_free_port();
-        } while (port == c->controller_ports[0] || port == c->controller_ports[1] || port == c->controller_ports[2]);
-        char listeners[160], node_id[32], voters_kv[300];
-        snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port,
-                 c->controller_ports[i]);
-        snprintf(node_id, sizeof node_id, "node.id=%d", i + 1);
-        snprintf(voters_kv, sizeof voters_kv, "controller.quorum.voters=%s", voters);
-        const char *overrides[] = {listeners,
-                                   node_id,
-                                   voters_kv,
-                                   "process.roles=broker,controller",
-                                   "controller.listener.names=CONTROLLER",
-                                   "cluster.id=" CLUSTER_ID,
-                                   "controller.quorum.election.timeout.ms=500",
-                                   "controller.quorum.fetch.timeout.ms=1000",
-                                   "broker.heartbeat.interval.ms=500",
-                                   "broker.session.timeout.ms=3000",
-                                   i == 0 ? "broker.rack=rack-a" : "broker.rack=rack-b",
-                                   "offsets.topic.num.partitions=3",
-                                   "transaction.state.log.num.partitions=3",
-                                   NULL};
-        broker_spawn_on_port(&c->nodes[i], port, overrides);
-    }
-    for (int i = 0; i < N; i++)
-        broker_wait_ready(&c->nodes[i]);
-    struct net_client_config cfg;
-    net_client_config_defaults(&cfg);
-    cfg.reconnect_backoff_max_ms = 200;
-    char err[200];
-    if (net_client_create(&cfg, &c->client, err, sizeof err) != 0)
-        fail_msg("client: %s", err);
-    for (int i = 0; i < N; i++)
-        assert_int_equal(net_client_add_node(c->client, i + 1, "127.0.0.1", broker_port(&c->nodes[i])), 0);
-}
-
-static void cluster_stop(struct cluster *c)
-{
-    net_client_destroy(c->client);
-    for (int i = 0; i < N; i++) {
-        if (c->nodes[i].pid > 0)
-            broker_stop(&c->nodes[i]);
-        broker_mark_passed(&c->nodes[i]);
-        broker_cleanup(&c->nodes[i]);
-    }
-}
-
-/* The controller every live node names, once they agree. */
-static int32_t agreed_controller(struct cluster *c, int32_t not_this, int timeout_ms)
-{
-    long long deadline = harness_now_ms() + timeout_ms;
-    for (;;) {
-        int32_t seen = -1;
-        bool agree = true;
-        for (int i = 0; i < N; i++) {
-            struct view v;
-            if (c->nodes[i].pid <= 0 || !metadata(c, i + 1, "", &v))
-                continue;
-            if (seen < 0)
-                seen = v.controller_id;
-            agree &= v.controller_id == seen;
-        }
-        if (agree && seen >= 1 && seen <= N && seen != not_this)
-            return seen;
-        if (harness_now_ms() > deadline)
-            fail_msg("the nodes do not agree on an active controller (last seen %d)", seen);
-        usleep(100 * 1000);
-    }
+    struct cluster_options o = {.cluster_id = CLUSTER_ID,
+                                .election_timeout_ms = 500,
+                                .session_timeout_ms = SESSION_TIMEOUT_MS,
+                                .internal_partitions = 3,
+                                .node_setting = {"broker.rack=rack-a", "broker.rack=rack-b", "broker.rack=rack-b"}};
+    cluster_start(c, &o);
 }
 
 static void test_topics_through_the_quorum(void **state)
 {
     (void)state;
     struct cluster c;
-    cluster_start(&c);
+    cluster_up(&c);
     /* Every node lists the three brokers with their advertised ports. */
     for (int i = 0; i < N; i++) {
         struct view v = wait_view(&c, i + 1, ALL, NULL, 0, 20000);
         for (int b = 0; b < v.broker_count; b++)
-            assert_int_equal(v.broker_ports[b], broker_port(&c.nodes[v.brokers[b] - 1]));
+            assert_int_equal(v.broker_ports[b], broker_port(&c.nodes[v.broker_ids[b] - 1]));
         assert_string_equal(v.rack, "rack-a");
     }
     int32_t leader = agreed_controller(&c, -1, 10000);
@@ -379,7 +152,7 @@ static void test_librdkafka_over_the_cluster(void **state)
 {
     (void)state;
     struct cluster c;
-    cluster_start(&c);
+    cluster_up(&c);
     for (int i = 0; i < N; i++)
         wait_view(&c, i + 1, ALL, NULL, 0, 20000);
     int32_t leader = agreed_controller(&c, -1, 10000);
@@ -403,12 +176,7 @@ static void test_librdkafka_over_the_cluster(void **state)
     long want[6] = {5, 5, 5, 5, 5, 5};
     struct rk_record_set set = {0};
     assert_int_equal(rk_consume_all(bootstrap, "rk", 6, want, 15000, &set), 30);
-    for (size_t i = 0; i < set.count; i++) {
-        char expect[32];
-        snprintf(expect, sizeof expect, "p%d-m%lld", set.records[i].partition, (long long)set.records[i].offset);
-        assert_int_equal(set.records[i].value_len, strlen(expect));
-        assert_memory_equal(set.records[i].value, expect, strlen(expect));
-    }
+    expect_partition_offset_values(&set);
     rk_record_set_free(&set);
     cluster_stop(&c);
 }

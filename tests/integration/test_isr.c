@@ -16,9 +16,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "harness.h"
+#include "cluster_harness.h"
 #include "raw_kafka.h"
 #include "rk_helpers.h"
+#include "topic_configs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,102 +31,12 @@
 /* A loaded machine (ASan, parallel builds) stretches fetches and commits. */
 #define SLACK_MS 20000
 
-#define N 3
 #define CLUSTER_ID "SXNyU2hyaW5rRXhwYW5kMQ"
 
-struct cluster {
-    struct test_broker nodes[N];
-    int controller_ports[N];
-    int metrics_ports[N];
-};
-
-static void cluster_start(struct cluster *c)
+static void cluster_up(struct cluster *c)
 {
-    memset(c, 0, sizeof *c);
-    char voters[256] = "";
-    for (int i = 0; i < N; i++) {
-        c->controller_ports[i] = harness_free_port();
-        size_t used = strlen(voters);
-        snprintf(voters + used, sizeof voters - used, "%s%d@127.0.0.1:%d", i ? "," : "", i + 1, c->controller_ports[i]);
-    }
-    for (int i = 0; i < N; i++) {
-        int port;
-        do {
-            port = harness_free_port();
-        } while (port == c->controller_ports[0] || port == c->controller_ports[1] || port == c->controller_ports[2]);
-        char listeners[160], node_id[32], voters_kv[300], metrics_kv[64];
-        c->metrics_ports[i] = harness_free_port();
-        snprintf(metrics_kv, sizeof metrics_kv, "metrics.http.listener=127.0.0.1:%d", c->metrics_ports[i]);
-        snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port,
-                 c->controller_ports[i]);
-        snprintf(node_id, sizeof node_id, "node.id=%d", i + 1);
-        snprintf(voters_kv, sizeof voters_kv, "controller.quorum.voters=%s", voters);
-        const char *overrides[] = {listeners,
-                                   node_id,
-                                   voters_kv,
-                                   "process.roles=broker,controller",
-                                   "controller.listener.names=CONTROLLER",
-                                   "cluster.id=" CLUSTER_ID,
-                                   "controller.quorum.election.timeout.ms=1000",
-                                   "controller.quorum.fetch.timeout.ms=2000",
-                                   "broker.heartbeat.interval.ms=500",
-                                   "broker.session.timeout.ms=30000",
-                                   "offsets.topic.num.partitions=1",
-                                   "transaction.state.log.num.partitions=1",
-                                   "replica.fetch.backoff.ms=200",
-                                   "replica.lag.time.max.ms=" LAG_MS_TEXT,
-                                   metrics_kv,
-                                   NULL};
-        broker_spawn_on_port(&c->nodes[i], port, overrides);
-    }
-    for (int i = 0; i < N; i++)
-        broker_wait_ready(&c->nodes[i]);
-}
-
-static void cluster_stop(struct cluster *c)
-{
-    for (int i = 0; i < N; i++) {
-        if (c->nodes[i].pid > 0)
-            broker_stop(&c->nodes[i]);
-        broker_mark_passed(&c->nodes[i]);
-        broker_cleanup(&c->nodes[i]);
-    }
-}
-
-/* Creates topic (one partition, replication factor 3) once a controller
- * takes it, and returns the partition's leader id. */
-static int32_t create_replicated(struct cluster *c, const char *topic, const char *const *configs)
-{
-    rd_kafka_t *admin = rk_producer_new(broker_bootstrap(&c->nodes[0]), NULL);
-    long long deadline = harness_now_ms() + 60000;
-    char errstr[256] = "";
-    rd_kafka_resp_err_t err;
-    while ((err = rk_create_topic_result(admin, topic, 1, 3, configs, false, errstr, sizeof errstr)) !=
-           RD_KAFKA_RESP_ERR_NO_ERROR) {
-        if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-            break;
-        if (harness_now_ms() > deadline)
-            fail_msg("CreateTopics %s: %s (%s)", topic, rd_kafka_err2str(err), errstr);
-        usleep(200 * 1000);
-    }
-    int32_t leader = -1;
-    while (leader < 0) {
-        const struct rd_kafka_metadata *md = NULL;
-        if (rd_kafka_metadata(admin, 1, NULL, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-            for (int t = 0; t < md->topic_cnt; t++)
-                if (strcmp(md->topics[t].topic, topic) == 0 && md->topics[t].partition_cnt == 1 &&
-                    md->topics[t].partitions[0].replica_cnt == 3)
-                    leader = md->topics[t].partitions[0].leader;
-            rd_kafka_metadata_destroy(md);
-        }
-        if (leader < 0 && harness_now_ms() > deadline)
-            fail_msg("no leader for %s", topic);
-        if (leader < 0)
-            usleep(200 * 1000);
-    }
-    rk_producer_destroy(admin);
-    assert_true(leader >= 1 && leader <= N);
-    return leader;
+    static const char *const extra[] = {"replica.lag.time.max.ms=" LAG_MS_TEXT, NULL};
+    replicated_cluster_start(c, CLUSTER_ID, extra);
 }
 
 /* The partition's ISR as a broker's Metadata names it; -1 when unknown. */
@@ -171,45 +82,10 @@ static long long wait_isr(rd_kafka_t *rk, const char *topic, int want, int32_t f
     }
 }
 
-/* A sample of node's /metrics (1-based); -1 when not exported. */
-static long long metric(const struct cluster *c, int node, const char *name)
-{
-    char *page = raw_http_get(c->metrics_ports[node - 1], "/metrics");
-    long long v = page ? raw_metric_value(page, name) : -1;
-    free(page);
-    return v;
-}
-
-/* Waits until node's metric reads want (at_least: want or more). */
-static void wait_metric(const struct cluster *c, int node, const char *name, long long want, bool at_least)
-{
-    long long deadline = harness_now_ms() + SLACK_MS;
-    long long v;
-    while (at_least ? (v = metric(c, node, name)) < want : (v = metric(c, node, name)) != want) {
-        if (harness_now_ms() > deadline)
-            fail_msg("node %d: %s is %lld, not %s%lld", node, name, v, at_least ? ">= " : "", want);
-        usleep(100 * 1000);
-    }
-}
-
 /* AlterConfigs of one topic key (librdkafka has no incremental one here). */
 static void set_topic_config(rd_kafka_t *rk, const char *topic, const char *key, const char *value)
 {
-    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
-    assert_int_equal(rd_kafka_ConfigResource_set_config(res, key, value), RD_KAFKA_RESP_ERR_NO_ERROR);
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_AlterConfigs(rk, &res, 1, NULL, q);
-    rd_kafka_event_t *ev = rk_admin_result(q, RD_KAFKA_EVENT_ALTERCONFIGS_RESULT, 30000);
-    rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
-    size_t n = 0;
-    const rd_kafka_ConfigResource_t **out = rd_kafka_AlterConfigs_result_resources(
-        rd_kafka_event_AlterConfigs_result(ev), &n);
-    if (!err)
-        err = n == 1 ? rd_kafka_ConfigResource_error(out[0]) : RD_KAFKA_RESP_ERR__BAD_MSG;
-    rd_kafka_event_destroy(ev);
-    rd_kafka_queue_destroy(q);
-    rd_kafka_ConfigResource_destroy(res);
-    assert_int_equal(err, RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_int_equal(rk_set_topic_config(rk, topic, key, value), RD_KAFKA_RESP_ERR_NO_ERROR);
 }
 
 #define UNDER_REPLICATED "cairn_replication_under_replicated_partitions"
@@ -233,7 +109,7 @@ static void test_isr_shrinks_and_grows_back(void **state)
 {
     (void)state;
     struct cluster c;
-    cluster_start(&c);
+    cluster_up(&c);
     const char *configs[] = {"min.insync.replicas", "2", NULL};
     int32_t leader = create_replicated(&c, "isr", configs);
     const char *bootstrap = broker_bootstrap(&c.nodes[leader - 1]);

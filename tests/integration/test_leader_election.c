@@ -35,8 +35,7 @@
 /* Waits until node's Metadata has victim in the ISR of partition only
  * (or of every partition when only < 0), at the leaders and leader epochs
  * of ref. */
-static void wait_rejoined(struct cluster *c, int node, int32_t victim, const struct view *ref, int only,
-                          int timeout_ms)
+static void wait_rejoined(struct cluster *c, int node, int32_t victim, const struct view *ref, int only, int timeout_ms)
 {
     long long until = harness_now_ms() + timeout_ms;
     for (;;) {
@@ -60,7 +59,7 @@ static void test_fenced_leader_replaced_from_isr(void **state)
 {
     (void)state;
     struct cluster c;
-    cluster_start(&c, NULL);
+    leader_cluster_start(&c, NULL);
     struct view v = wait_settled(&c, 1, ALL, "", 20000);
     /* The active controller, once the nodes agree on it. */
     int32_t controller = -1;
@@ -76,7 +75,7 @@ static void test_fenced_leader_replaced_from_isr(void **state)
         else
             usleep(100 * 1000);
     }
-    assert_int_equal(create_topic(&c, controller, "el", PARTS, 3), KAFKA_ERR_NONE);
+    assert_int_equal(create_topic_rf(&c, controller, "el", PARTS, 3), KAFKA_ERR_NONE);
     struct view before = wait_settled(&c, controller, ALL, "el", 10000);
     /* A victim that does not run the active controller, so the fencing is
      * the session timeout's, not a controller election's. */

@@ -23,10 +23,10 @@ static void test_auto_rebalance_and_gauges(void **state)
     const char *extra[] = {"leader.imbalance.check.interval.seconds=1", "leader.imbalance.per.broker.percentage=10",
                            NULL};
     struct cluster c;
-    cluster_start(&c, extra);
+    leader_cluster_start(&c, extra);
     wait_settled(&c, 1, ALL, "", 20000);
-    int32_t controller = agreed_controller(&c);
-    assert_int_equal(create_topic(&c, controller, "rb", PARTS, 3), KAFKA_ERR_NONE);
+    int32_t controller = agreed_controller(&c, -1, 15000);
+    assert_int_equal(create_topic_rf(&c, controller, "rb", PARTS, 3), KAFKA_ERR_NONE);
     struct view before = wait_settled(&c, controller, ALL, "rb", 10000);
     int32_t victim = -1;
     int vp = -1;
@@ -38,8 +38,8 @@ static void test_auto_rebalance_and_gauges(void **state)
     assert_true(victim > 0);
     int other = 6 - controller - victim;
     assert_int_equal(create_assigned(&c, controller, "solo", (int32_t[]){victim}, 1), KAFKA_ERR_NONE);
-    wait_gauge(&c, controller, "cairn_controller_offline_partitions", 0);
-    wait_gauge(&c, controller, "cairn_controller_preferred_replica_imbalance", 0);
+    wait_metric(&c, controller, "cairn_controller_offline_partitions", 0, false);
+    wait_metric(&c, controller, "cairn_controller_preferred_replica_imbalance", 0, false);
 
     broker_kill9(&c.nodes[victim - 1]);
     unsigned survivors = ALL & ~(1u << victim);
@@ -47,10 +47,10 @@ static void test_auto_rebalance_and_gauges(void **state)
     assert_int_not_equal(moved.p[vp].leader, victim);
     /* solo-0 has no leader; it and rb-vp are not led by their first
      * replica (an internal topic's partition may be on the victim too). */
-    wait_gauge_cmp(&c, controller, "cairn_controller_offline_partitions", 1, true);
-    wait_gauge_cmp(&c, controller, "cairn_controller_preferred_replica_imbalance", 2, true);
-    assert_int_equal(gauge(&c, other, "cairn_controller_offline_partitions"), 0);
-    assert_int_equal(gauge(&c, other, "cairn_controller_preferred_replica_imbalance"), 0);
+    wait_metric(&c, controller, "cairn_controller_offline_partitions", 1, true);
+    wait_metric(&c, controller, "cairn_controller_preferred_replica_imbalance", 2, true);
+    assert_int_equal(metric(&c, other, "cairn_controller_offline_partitions"), 0);
+    assert_int_equal(metric(&c, other, "cairn_controller_preferred_replica_imbalance"), 0);
 
     /* Back: rb-vp's leader brings it into the ISR with its own
      * AlterPartition, and the next check gives it the leadership back. */
@@ -68,8 +68,8 @@ static void test_auto_rebalance_and_gauges(void **state)
         assert_true(in_isr(&v.p[vp], victim));
     }
     fprintf(stderr, "[test] rebalanced %lld ms after the restart (check interval 1 s)\n", harness_now_ms() - back_at);
-    wait_gauge(&c, controller, "cairn_controller_offline_partitions", 0); /* solo leads again */
-    wait_gauge(&c, controller, "cairn_controller_preferred_replica_imbalance", 0);
+    wait_metric(&c, controller, "cairn_controller_offline_partitions", 0, false); /* solo leads again */
+    wait_metric(&c, controller, "cairn_controller_preferred_replica_imbalance", 0, false);
     cluster_stop(&c);
 }
 

@@ -18,17 +18,16 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "harness.h"
+#include "cluster_harness.h"
 #include "rk_helpers.h"
+#include "topic_configs.h"
 
 #include <dirent.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "net/client.h"
 #include "protocol/generated/all_messages.h"
 #include "protocol/generated/errors.h"
 #include "raft/raft_codec.h"
@@ -38,112 +37,19 @@
 #define CLUSTER_ID "T2JzZXJ2ZXJzVGVzdENsdQ"
 #define BROKERS ((1u << 4) | (1u << 5) | (1u << 6))
 
-struct cluster {
+struct observed_cluster {
     struct test_broker controllers[NC];
     struct test_broker brokers[NB];
     struct net_client *client; /* node ids: 1..3 controller listeners, 4..6 client listeners */
 };
 
-struct view {
-    int32_t controller_id;
-    unsigned brokers; /* bit set of node ids */
-    int partitions;   /* of the topic asked about, -1 when absent */
-    int32_t leaders[16];
-};
-
-struct slot {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool done;
-    bool ok;
-    const char *topic;
-    struct view view;
-    struct raft_quorum_view quorum;
-};
-
-static void metadata_done(struct net_client_result *result, void *ctx)
+static bool describe_quorum(struct observed_cluster *c, int controller, struct raft_quorum_view *out)
 {
-    struct slot *s = ctx;
-    pthread_mutex_lock(&s->mu);
-    const struct metadata_response *m = result->response;
-    s->ok = result->status == NET_CLIENT_OK && m;
-    s->view.partitions = -1;
-    if (s->ok) {
-        s->view.controller_id = m->controller_id;
-        for (int32_t i = 0; i < m->brokers_count; i++)
-            if (m->brokers[i].node_id >= 0 && m->brokers[i].node_id < 32)
-                s->view.brokers |= 1u << m->brokers[i].node_id;
-        for (int32_t i = 0; i < m->topics_count; i++) {
-            const struct metadata_response_metadata_response_topic *t = &m->topics[i];
-            if (t->error_code != 0 || (size_t)t->name.len != strlen(s->topic) ||
-                memcmp(t->name.data, s->topic, (size_t)t->name.len) != 0)
-                continue;
-            s->view.partitions = t->partitions_count;
-            for (int32_t p = 0; p < t->partitions_count; p++)
-                s->view.leaders[t->partitions[p].partition_index % 16] = t->partitions[p].leader_id;
-        }
-    }
-    s->done = true;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void describe_done(struct net_client_result *result, void *ctx)
-{
-    struct slot *s = ctx;
-    char err[200];
-    pthread_mutex_lock(&s->mu);
-    s->ok = result->status == NET_CLIENT_OK &&
-            raft_codec_read_describe_quorum(result->response, &s->quorum, err, sizeof err) == 0;
-    s->done = true;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void call(struct cluster *c, int node, int16_t api_key, const void *body, net_client_done_fn done,
-                 struct slot *s)
-{
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
-    struct net_client_request req = {
-        .node_id = node, .api_key = api_key, .pinned_version = -1, .body = body, .timeout_ms = 3000, .done = done, .ctx = s};
-    char err[200];
-    if (net_client_send(c->client, &req, err, sizeof err) != 0)
-        fail_msg("send: %s", err);
-    pthread_mutex_lock(&s->mu);
-    while (!s->done)
-        pthread_cond_wait(&s->cv, &s->mu);
-    pthread_mutex_unlock(&s->mu);
-    pthread_mutex_destroy(&s->mu);
-    pthread_cond_destroy(&s->cv);
-}
-
-static bool metadata(struct cluster *c, int node, const char *topic, struct view *out)
-{
-    struct metadata_request req;
-    metadata_request_init(&req);
-    req.topics = NULL;
-    req.topics_count = -1;
-    struct slot s = {.topic = topic};
-    call(c, node, 3, &req, metadata_done, &s);
-    *out = s.view;
-    return s.ok;
-}
-
-static bool describe_quorum(struct cluster *c, int controller, struct raft_quorum_view *out)
-{
-    struct describe_quorum_request_partition_data part = {.partition_index = 0};
-    struct describe_quorum_request_topic_data topic = {
-        .topic_name = kafka_str_from_cstr("__cluster_metadata"), .partitions = &part, .partitions_count = 1};
-    struct describe_quorum_request req = {.topics = &topic, .topics_count = 1};
-    struct slot s = {0};
-    call(c, controller, RAFT_API_DESCRIBE_QUORUM, &req, describe_done, &s);
-    *out = s.quorum;
-    return s.ok && s.quorum.error_code == 0;
+    return client_describe_quorum(c->client, controller, 3000, out) == 0 && out->error_code == 0;
 }
 
 /* The quorum's leader as a live controller sees it (skipping `dead`). */
-static int32_t quorum_leader(struct cluster *c, int32_t dead, int timeout_ms)
+static int32_t quorum_leader(struct observed_cluster *c, int32_t dead, int timeout_ms)
 {
     long long deadline = harness_now_ms() + timeout_ms;
     for (;;) {
@@ -160,22 +66,13 @@ static int32_t quorum_leader(struct cluster *c, int32_t dead, int timeout_ms)
 
 /* Waits until broker `node` lists the three brokers and, with a topic,
  * that many partitions of it. */
-static struct view wait_view(struct cluster *c, int node, const char *topic, int partitions, int timeout_ms)
+static struct view wait_broker_view(struct observed_cluster *c, int node, const char *topic, int partitions,
+                                    int timeout_ms)
 {
-    long long deadline = harness_now_ms() + timeout_ms;
-    struct view v;
-    for (;;) {
-        bool ok = metadata(c, node, topic ? topic : "", &v);
-        if (ok && v.brokers == BROKERS && (!topic || v.partitions == partitions))
-            return v;
-        if (harness_now_ms() > deadline)
-            fail_msg("broker %d: Metadata lists brokers 0x%x (want 0x%x), topic %s with %d partitions (want %d)",
-                     node, ok ? v.brokers : 0, BROKERS, topic ? topic : "-", ok ? v.partitions : -2, partitions);
-        usleep(100 * 1000);
-    }
+    return client_wait_view(c->client, node, BROKERS, topic, partitions, timeout_ms);
 }
 
-static void cluster_start(struct cluster *c)
+static void observed_start(struct observed_cluster *c)
 {
     memset(c, 0, sizeof *c);
     int cports[NC];
@@ -231,19 +128,14 @@ static void cluster_start(struct cluster *c)
         broker_wait_ready(&c->controllers[i]);
     for (int i = 0; i < NB; i++)
         broker_wait_ready(&c->brokers[i]);
-    struct net_client_config cfg;
-    net_client_config_defaults(&cfg);
-    cfg.reconnect_backoff_max_ms = 200;
-    char err[200];
-    if (net_client_create(&cfg, &c->client, err, sizeof err) != 0)
-        fail_msg("client: %s", err);
+    c->client = test_client_new();
     for (int i = 0; i < NC; i++)
         assert_int_equal(net_client_add_node(c->client, i + 1, "127.0.0.1", cports[i]), 0);
     for (int i = 0; i < NB; i++)
         assert_int_equal(net_client_add_node(c->client, NC + i + 1, "127.0.0.1", broker_port(&c->brokers[i])), 0);
 }
 
-static void cluster_stop(struct cluster *c)
+static void observed_stop(struct observed_cluster *c)
 {
     net_client_destroy(c->client);
     for (int i = 0; i < NB; i++) {
@@ -277,12 +169,7 @@ static void produce_and_consume(rd_kafka_t *rk, const char *bootstrap, const cha
         want[p] = 5;
     struct rk_record_set set = {0};
     assert_int_equal(rk_consume_all(bootstrap, topic, partitions, want, 20000, &set), 5 * partitions);
-    for (size_t i = 0; i < set.count; i++) {
-        char expect[32];
-        snprintf(expect, sizeof expect, "p%d-m%lld", set.records[i].partition, (long long)set.records[i].offset);
-        assert_int_equal(set.records[i].value_len, strlen(expect));
-        assert_memory_equal(set.records[i].value, expect, strlen(expect));
-    }
+    expect_partition_offset_values(&set);
     rk_record_set_free(&set);
 }
 
@@ -303,8 +190,8 @@ static rd_kafka_resp_err_t rk_add_partitions(rd_kafka_t *rk, const char *topic, 
     rd_kafka_CreatePartitions(rk, &np, 1, NULL, q);
     rd_kafka_event_t *ev = rk_admin_result(q, RD_KAFKA_EVENT_CREATEPARTITIONS_RESULT, 30000);
     size_t n = 0;
-    const rd_kafka_topic_result_t **t =
-        rd_kafka_CreatePartitions_result_topics(rd_kafka_event_CreatePartitions_result(ev), &n);
+    const rd_kafka_topic_result_t **t = rd_kafka_CreatePartitions_result_topics(
+        rd_kafka_event_CreatePartitions_result(ev), &n);
     rd_kafka_resp_err_t err = first_topic_error(ev, t, n);
     rd_kafka_event_destroy(ev);
     rd_kafka_queue_destroy(q);
@@ -328,27 +215,6 @@ static rd_kafka_resp_err_t rk_delete_topic(rd_kafka_t *rk, const char *topic)
     return err;
 }
 
-/* AlterConfigs of a topic (librdkafka 2.0 has no incremental one)
- * through rk's broker: key=value, the other configs back to defaults. */
-static rd_kafka_resp_err_t rk_set_topic_config(rd_kafka_t *rk, const char *topic, const char *key, const char *value)
-{
-    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
-    assert_int_equal(rd_kafka_ConfigResource_set_config(res, key, value), RD_KAFKA_RESP_ERR_NO_ERROR);
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_AlterConfigs(rk, &res, 1, NULL, q);
-    rd_kafka_event_t *ev = rk_admin_result(q, RD_KAFKA_EVENT_ALTERCONFIGS_RESULT, 30000);
-    rd_kafka_resp_err_t err = rd_kafka_event_error(ev);
-    size_t n = 0;
-    const rd_kafka_ConfigResource_t **out =
-        rd_kafka_AlterConfigs_result_resources(rd_kafka_event_AlterConfigs_result(ev), &n);
-    if (!err)
-        err = n == 1 ? rd_kafka_ConfigResource_error(out[0]) : RD_KAFKA_RESP_ERR__BAD_MSG;
-    rd_kafka_event_destroy(ev);
-    rd_kafka_queue_destroy(q);
-    rd_kafka_ConfigResource_destroy(res);
-    return err;
-}
-
 /* The topic's value of key as broker `node` describes it, "" when unknown. */
 static void topic_config_at(rd_kafka_t *rk, const char *topic, const char *key, char *out, size_t outlen)
 {
@@ -358,8 +224,8 @@ static void topic_config_at(rd_kafka_t *rk, const char *topic, const char *key, 
     rd_kafka_DescribeConfigs(rk, &res, 1, NULL, q);
     rd_kafka_event_t *ev = rk_admin_result(q, RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT, 30000);
     size_t n = 0;
-    const rd_kafka_ConfigResource_t **rs =
-        rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev), &n);
+    const rd_kafka_ConfigResource_t **rs = rd_kafka_DescribeConfigs_result_resources(
+        rd_kafka_event_DescribeConfigs_result(ev), &n);
     for (size_t i = 0; !rd_kafka_event_error(ev) && i < n; i++) {
         size_t m = 0;
         const rd_kafka_ConfigEntry_t **entries = rd_kafka_ConfigResource_configs(rs[i], &m);
@@ -373,7 +239,7 @@ static void topic_config_at(rd_kafka_t *rk, const char *topic, const char *key, 
 }
 
 /* Metadata of one topic from node with allow_auto_topic_creation. */
-static void metadata_auto_create(struct cluster *c, int node, const char *topic)
+static void metadata_auto_create(struct observed_cluster *c, int node, const char *topic)
 {
     struct metadata_request_metadata_request_topic t;
     metadata_request_metadata_request_topic_init(&t);
@@ -383,19 +249,18 @@ static void metadata_auto_create(struct cluster *c, int node, const char *topic)
     req.topics = &t;
     req.topics_count = 1;
     req.allow_auto_topic_creation = true;
-    struct slot s = {.topic = topic};
-    call(c, node, 3, &req, metadata_done, &s);
+    client_call(c->client, node, 3, -1, &req, 3000, NULL, NULL);
 }
 
 /* Every admin request a pure broker forwards, other than CreateTopics,
  * and a topic auto-created through one. */
-static void admin_through_brokers(struct cluster *c)
+static void admin_through_brokers(struct observed_cluster *c)
 {
     rd_kafka_t *rk6 = rk_producer_new(broker_bootstrap(&c->brokers[2]), NULL);
     rd_kafka_t *rk4 = rk_producer_new(broker_bootstrap(&c->brokers[0]), NULL);
     assert_int_equal(rk_add_partitions(rk6, "spread", 8), RD_KAFKA_RESP_ERR_NO_ERROR);
     for (int i = 0; i < NB; i++)
-        wait_view(c, NC + i + 1, "spread", 8, 15000);
+        wait_broker_view(c, NC + i + 1, "spread", 8, 15000);
     assert_int_equal(rk_set_topic_config(rk4, "spread", "retention.ms", "3600000"), RD_KAFKA_RESP_ERR_NO_ERROR);
     char value[64] = "";
     long long deadline = harness_now_ms() + 15000;
@@ -410,11 +275,11 @@ static void admin_through_brokers(struct cluster *c)
                      RD_KAFKA_RESP_ERR_NO_ERROR);
     assert_int_equal(rk_delete_topic(rk6, "doomed"), RD_KAFKA_RESP_ERR_NO_ERROR);
     for (int i = 0; i < NB; i++)
-        wait_view(c, NC + i + 1, "doomed", -1, 15000);
+        wait_broker_view(c, NC + i + 1, "doomed", -1, 15000);
     /* auto.create.topics.enable (on by default) through a broker. */
     metadata_auto_create(c, NC + 2, "auto-made");
     for (int i = 0; i < NB; i++)
-        wait_view(c, NC + i + 1, "auto-made", 1, 15000);
+        wait_broker_view(c, NC + i + 1, "auto-made", 1, 15000);
     rk_producer_destroy(rk6);
     rk_producer_destroy(rk4);
 }
@@ -422,12 +287,12 @@ static void admin_through_brokers(struct cluster *c)
 static void test_controllers_and_observer_brokers(void **state)
 {
     (void)state;
-    struct cluster c;
-    cluster_start(&c);
+    struct observed_cluster c;
+    observed_start(&c);
     /* Every broker lists the three brokers (no controller) and names one
      * of them as controller: the one that forwards for it. */
     for (int i = 0; i < NB; i++) {
-        struct view v = wait_view(&c, NC + i + 1, NULL, 0, 30000);
+        struct view v = wait_broker_view(&c, NC + i + 1, NULL, 0, 30000);
         assert_true(v.controller_id >= NC + 1 && v.controller_id <= NC + NB);
     }
     /* The leader lists the brokers as observers, the controllers as voters. */
@@ -467,7 +332,7 @@ static void test_controllers_and_observer_brokers(void **state)
         fail_msg("CreateTopics through broker 5: %s (%s)", rd_kafka_err2str(err), errstr);
     unsigned led = 0;
     for (int i = 0; i < NB; i++) {
-        struct view v = wait_view(&c, NC + i + 1, "spread", 6, 15000);
+        struct view v = wait_broker_view(&c, NC + i + 1, "spread", 6, 15000);
         led = 0;
         for (int p = 0; p < 6; p++)
             led |= 1u << v.leaders[p];
@@ -493,7 +358,7 @@ static void test_controllers_and_observer_brokers(void **state)
         fail_msg("CreateTopics after the leader died: %s (%s)", rd_kafka_err2str(err), errstr);
     fprintf(stderr, "[test] a topic created through broker 5 %lld ms after the kill\n", harness_now_ms() - killed_at);
     for (int i = 0; i < NB; i++)
-        wait_view(&c, NC + i + 1, "after", 3, 15000);
+        wait_broker_view(&c, NC + i + 1, "after", 3, 15000);
     assert_true(rk_wait_topic(rk, "after", 3, 15000));
     produce_and_consume(rk, bootstrap, "after", 3);
     struct rk_delivery_stats *stats = rk_producer_stats(rk);
@@ -514,7 +379,7 @@ static void test_controllers_and_observer_brokers(void **state)
         if (found < 1)
             fail_msg("broker %d keeps no snapshot file in %s", NC + i + 1, path);
     }
-    cluster_stop(&c);
+    observed_stop(&c);
 }
 
 int main(void)

@@ -59,7 +59,7 @@ static void create_all(struct cluster *c, int via, int from, int to)
         /* A leader change meanwhile answers NOT_CONTROLLER; ask the new one. */
         for (;;) {
             int32_t controller = controller_seen_by(c, via);
-            rc = controller > 0 ? create_topic(c, controller, name, 1, 1) : -1;
+            rc = controller > 0 ? create_topic_rf(c, controller, name, 1, 1) : -1;
             if (rc == KAFKA_ERR_NONE || rc == KAFKA_ERR_TOPIC_ALREADY_EXISTS || harness_now_ms() > until)
                 break;
             usleep(100 * 1000);
@@ -89,7 +89,7 @@ static void test_restarted_node_loads_snapshot(void **state)
     (void)state;
     const char *extra[] = {"metadata.log.max.record.bytes.between.snapshots=1500", NULL};
     struct cluster c;
-    cluster_start(&c, extra);
+    leader_cluster_start(&c, extra);
     wait_settled(&c, 1, ALL, "", 20000);
     create_all(&c, 1, 0, TOPICS_BEFORE);
     for (int i = 1; i <= N; i++)
@@ -105,7 +105,7 @@ static void test_restarted_node_loads_snapshot(void **state)
         assert_true(broker_log_contains(&c.nodes[i - 1], "wrote metadata snapshot at offset"));
     }
 
-    int32_t controller = agreed_controller(&c);
+    int32_t controller = agreed_controller(&c, -1, SLACK_MS);
     int victim = controller % N + 1;
     broker_stop(&c.nodes[victim - 1]);
     create_all(&c, controller, TOPICS_BEFORE, TOPICS_BEFORE + TOPICS_AFTER);

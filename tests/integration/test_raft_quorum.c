@@ -15,9 +15,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "harness.h"
+#include "cluster_harness.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +27,6 @@
 #include "protocol/generated/all_messages.h"
 #include "raft/raft_codec.h"
 
-#define N 3
 #define CLUSTER_ID "MkU3OEVBNTcwNTJENDM2Qg"
 /* election.timeout.ms=500, fetch.timeout.ms=1000: a follower waits up to
  * 1 s for the dead leader, then up to 1 s (twice the election timeout) of
@@ -47,54 +45,9 @@ struct quorum_test {
 
 /* ---- DescribeQuorum through the outbound client ---- */
 
-struct describe_slot {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool done;
-    int rc;
-    struct raft_quorum_view view;
-};
-
-static void describe_done(struct net_client_result *result, void *ctx)
-{
-    struct describe_slot *slot = ctx;
-    char err[200];
-    pthread_mutex_lock(&slot->mu);
-    slot->rc = result->status == NET_CLIENT_OK
-                   ? raft_codec_read_describe_quorum(result->response, &slot->view, err, sizeof err)
-                   : -1;
-    slot->done = true;
-    pthread_cond_signal(&slot->cv);
-    pthread_mutex_unlock(&slot->mu);
-}
-
 static int describe(struct quorum_test *q, int i, struct raft_quorum_view *out)
 {
-    struct describe_quorum_request_partition_data part = {.partition_index = 0};
-    struct describe_quorum_request_topic_data topic = {
-        .topic_name = kafka_str_from_cstr("__cluster_metadata"), .partitions = &part, .partitions_count = 1};
-    struct describe_quorum_request req = {.topics = &topic, .topics_count = 1};
-    struct describe_slot slot = {.rc = -1};
-    pthread_mutex_init(&slot.mu, NULL);
-    pthread_cond_init(&slot.cv, NULL);
-    struct net_client_request r = {.node_id = i + 1,
-                                   .api_key = RAFT_API_DESCRIBE_QUORUM,
-                                   .pinned_version = -1,
-                                   .body = &req,
-                                   .timeout_ms = 1000,
-                                   .done = describe_done,
-                                   .ctx = &slot};
-    char err[160];
-    if (net_client_send(q->client, &r, err, sizeof err) != 0)
-        fail_msg("DescribeQuorum not sent: %s", err);
-    pthread_mutex_lock(&slot.mu);
-    while (!slot.done)
-        pthread_cond_wait(&slot.cv, &slot.mu);
-    pthread_mutex_unlock(&slot.mu);
-    pthread_mutex_destroy(&slot.mu);
-    pthread_cond_destroy(&slot.cv);
-    *out = slot.view;
-    return slot.rc;
+    return client_describe_quorum(q->client, i + 1, 1000, out);
 }
 
 static int64_t own_end_offset(const struct raft_quorum_view *v, int32_t id)
@@ -295,8 +248,7 @@ static void test_elect_fail_over_and_rejoin(void **state)
 /* Runs cairnd with the overrides to completion; returns its exit status
  * and its output in out. quorum_state (NULL: none) is put in its
  * quorum-state file first. */
-static int run_cairnd_in(const char *const *overrides, const char *quorum_state, bool format, char *out,
-                         size_t outlen);
+static int run_cairnd_in(const char *const *overrides, const char *quorum_state, bool format, char *out, size_t outlen);
 
 static int run_cairnd(const char *const *overrides, const char *quorum_state, char *out, size_t outlen)
 {
@@ -305,8 +257,7 @@ static int run_cairnd(const char *const *overrides, const char *quorum_state, ch
 
 /* format: run `cairnd format` on the dir first (its own errors are the
  * start's to report). */
-static int run_cairnd_in(const char *const *overrides, const char *quorum_state, bool format, char *out,
-                         size_t outlen)
+static int run_cairnd_in(const char *const *overrides, const char *quorum_state, bool format, char *out, size_t outlen)
 {
     char dir[] = "/tmp/cairn-raft-badcfg-XXXXXX";
     assert_non_null(mkdtemp(dir));
@@ -386,8 +337,8 @@ static void test_bad_configs_refuse_to_start(void **state)
     assert_non_null(strstr(out, "controller listener QUORUM is not one of listeners"));
 
     /* Storage never formatted, and no cluster.id: one line naming the command. */
-    const char *unformatted[] = {listeners, voters, "node.id=1", "process.roles=controller",
-                                 "controller.listener.names=CONTROLLER", NULL};
+    const char *unformatted[] = {
+        listeners, voters, "node.id=1", "process.roles=controller", "controller.listener.names=CONTROLLER", NULL};
     assert_int_equal(run_cairnd_in(unformatted, NULL, false, out, sizeof out), 1);
     assert_non_null(strstr(out, "is not formatted (no meta.properties): run 'cairnd format --config <file> "
                                 "--cluster-id <id>' on this node first"));

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "harness.h"
+#include "cluster_harness.h"
 #include "rk_helpers.h"
 
 #include <dirent.h>
@@ -23,99 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define N 3
 #define CLUSTER_ID "UmVwbGljYXRpb25UZXN0MQ"
-
-struct cluster {
-    struct test_broker nodes[N];
-    int controller_ports[N];
-};
-
-static void cluster_start(struct cluster *c)
-{
-    memset(c, 0, sizeof *c);
-    char voters[256] = "";
-    for (int i = 0; i < N; i++) {
-        c->controller_ports[i] = harness_free_port();
-        size_t used = strlen(voters);
-        snprintf(voters + used, sizeof voters - used, "%s%d@127.0.0.1:%d", i ? "," : "", i + 1,
-                 c->controller_ports[i]);
-    }
-    for (int i = 0; i < N; i++) {
-        int port;
-        do {
-            port = harness_free_port();
-        } while (port == c->controller_ports[0] || port == c->controller_ports[1] || port == c->controller_ports[2]);
-        char listeners[160], node_id[32], voters_kv[300];
-        snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port,
-                 c->controller_ports[i]);
-        snprintf(node_id, sizeof node_id, "node.id=%d", i + 1);
-        snprintf(voters_kv, sizeof voters_kv, "controller.quorum.voters=%s", voters);
-        const char *overrides[] = {listeners,
-                                   node_id,
-                                   voters_kv,
-                                   "process.roles=broker,controller",
-                                   "controller.listener.names=CONTROLLER",
-                                   "cluster.id=" CLUSTER_ID,
-                                   "controller.quorum.election.timeout.ms=1000",
-                                   "controller.quorum.fetch.timeout.ms=2000",
-                                   "broker.heartbeat.interval.ms=500",
-                                   "broker.session.timeout.ms=30000",
-                                   "offsets.topic.num.partitions=1",
-                                   "transaction.state.log.num.partitions=1",
-                                   "replica.fetch.backoff.ms=200",
-                                   NULL};
-        broker_spawn_on_port(&c->nodes[i], port, overrides);
-    }
-    for (int i = 0; i < N; i++)
-        broker_wait_ready(&c->nodes[i]);
-}
-
-static void cluster_stop(struct cluster *c)
-{
-    for (int i = 0; i < N; i++) {
-        if (c->nodes[i].pid > 0)
-            broker_stop(&c->nodes[i]);
-        broker_mark_passed(&c->nodes[i]);
-        broker_cleanup(&c->nodes[i]);
-    }
-}
-
-/* Creates topic (one partition, replication factor 3) once a controller
- * takes it, and returns the partition's leader id. */
-static int32_t create_replicated(struct cluster *c, const char *topic, const char *const *configs)
-{
-    rd_kafka_t *admin = rk_producer_new(broker_bootstrap(&c->nodes[0]), NULL);
-    long long deadline = harness_now_ms() + 60000;
-    char errstr[256] = "";
-    rd_kafka_resp_err_t err;
-    while ((err = rk_create_topic_result(admin, topic, 1, 3, configs, false, errstr, sizeof errstr)) !=
-           RD_KAFKA_RESP_ERR_NO_ERROR) {
-        if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-            break;
-        if (harness_now_ms() > deadline)
-            fail_msg("CreateTopics %s: %s (%s)", topic, rd_kafka_err2str(err), errstr);
-        usleep(200 * 1000);
-    }
-    int32_t leader = -1;
-    while (leader < 0) {
-        const struct rd_kafka_metadata *md = NULL;
-        if (rd_kafka_metadata(admin, 1, NULL, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-            for (int t = 0; t < md->topic_cnt; t++)
-                if (strcmp(md->topics[t].topic, topic) == 0 && md->topics[t].partition_cnt == 1 &&
-                    md->topics[t].partitions[0].replica_cnt == 3)
-                    leader = md->topics[t].partitions[0].leader;
-            rd_kafka_metadata_destroy(md);
-        }
-        if (leader < 0 && harness_now_ms() > deadline)
-            fail_msg("no leader for %s", topic);
-        if (leader < 0)
-            usleep(200 * 1000);
-    }
-    rk_producer_destroy(admin);
-    assert_true(leader >= 1 && leader <= N);
-    return leader;
-}
 
 static char *read_whole(const char *path, size_t *len)
 {
@@ -158,8 +66,8 @@ static bool logs_found_in(const char *from_dir, const char *to_dir, int *files, 
         char *fb = read_whole(fp, &flen), *tb = read_whole(tp, &tlen);
         same = fb && tb && flen == tlen && memcmp(fb, tb, flen) == 0;
         if (!same)
-            snprintf(why, whylen, "%.300s: %zu bytes in %.300s, %zu bytes%s in %.300s", e->d_name, flen, from_dir,
-                     tlen, tb ? "" : " (missing)", to_dir);
+            snprintf(why, whylen, "%.300s: %zu bytes in %.300s, %zu bytes%s in %.300s", e->d_name, flen, from_dir, tlen,
+                     tb ? "" : " (missing)", to_dir);
         free(fb);
         free(tb);
     }
@@ -285,7 +193,7 @@ static void test_followers_copy_the_leader(void **state)
 {
     (void)state;
     struct cluster c;
-    cluster_start(&c);
+    replicated_cluster_start(&c, CLUSTER_ID, NULL);
     /* Small segments: the followers roll where the leader does. */
     const char *configs[] = {"segment.bytes", "16384", NULL};
     int32_t leader = create_replicated(&c, "repl", configs);
@@ -319,8 +227,7 @@ static void test_followers_copy_the_leader(void **state)
 
     long want[1] = {RECORDS / 2};
     struct rk_record_set set = {0};
-    assert_int_equal(rk_consume_all(broker_bootstrap(&c.nodes[leader - 1]), "repl", 1, want, 30000, &set),
-                     RECORDS / 2);
+    assert_int_equal(rk_consume_all(broker_bootstrap(&c.nodes[leader - 1]), "repl", 1, want, 30000, &set), RECORDS / 2);
     assert_int_equal(set.records[0].offset, RECORDS / 2);
     for (size_t i = 0; i < set.count; i++) {
         char expect[64];
@@ -332,23 +239,6 @@ static void test_followers_copy_the_leader(void **state)
     cluster_stop(&c);
 }
 
-static void produce_acked(const char *bootstrap, const char *topic, int count)
-{
-    const char *conf[] = {"enable.idempotence", "true", "acks", "all", NULL};
-    rd_kafka_t *p = rk_producer_new(bootstrap, conf);
-    for (int m = 0; m < count; m++) {
-        char value[64];
-        int vn = snprintf(value, sizeof value, "strict-%d", m);
-        assert_int_equal(rk_produce_blocking(p, topic, 0, NULL, 0, value, (size_t)vn, 0, NULL, NULL), 0);
-    }
-    rd_kafka_flush(p, 60000);
-    struct rk_delivery_stats *stats = rk_producer_stats(p);
-    if (stats->failed)
-        fail_msg("%ld deliveries failed: %s", stats->failed, stats->first_error_text);
-    assert_int_equal(stats->delivered, count);
-    rk_producer_destroy(p);
-}
-
 /* min.insync.replicas=3 and a follower down (the ISR still names it):
  * acks=all cannot be satisfied, so the leader answers REQUEST_TIMED_OUT
  * after the request's timeout. The follower restarted catches up. */
@@ -356,7 +246,7 @@ static void test_acks_all_waits_for_every_replica(void **state)
 {
     (void)state;
     struct cluster c;
-    cluster_start(&c);
+    replicated_cluster_start(&c, CLUSTER_ID, NULL);
     const char *configs[] = {"min.insync.replicas", "3", NULL};
     int32_t leader = create_replicated(&c, "strict", configs);
     const char *bootstrap = broker_bootstrap(&c.nodes[leader - 1]);

@@ -1,0 +1,130 @@
+/* Three process.roles=broker,controller cairnd nodes (ids 1..3) on one
+ * controller quorum, driven through the outbound client: synchronous calls
+ * to a chosen node, Metadata as a view, CreateTopics, waits on what the
+ * nodes list, /metrics samples, and librdkafka helpers the replication
+ * tests share. Test thread only; the parse callbacks run on the client's
+ * thread while the caller waits. */
+#ifndef CAIRN_TESTS_CLUSTER_HARNESS_H
+#define CAIRN_TESTS_CLUSTER_HARNESS_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "harness.h"
+#include "net/client.h"
+
+struct create_topics_request_creatable_topic;
+
+#define N 3
+#define ALL ((1u << 1) | (1u << 2) | (1u << 3))
+#define VIEW_PARTS 16
+#define VIEW_BROKERS 8
+
+struct cluster {
+    struct test_broker nodes[N];
+    int controller_ports[N];
+    int metrics_ports[N];
+    struct net_client *client;
+};
+
+struct cluster_options {
+    const char *cluster_id;
+    int election_timeout_ms;     /* the quorum's; its fetch timeout is twice that */
+    int session_timeout_ms;      /* broker.session.timeout.ms */
+    int internal_partitions;     /* of __consumer_offsets and __transaction_state */
+    const char *const *settings; /* NULL-terminated; every node's, after the listeners and the quorum */
+    const char *const *extra;    /* NULL or NULL-terminated; added after settings */
+    const char *node_setting[N]; /* NULL or one more setting for node i + 1 */
+};
+
+struct partition_view {
+    int32_t leader;
+    int32_t leader_epoch;
+    int32_t isr[N];
+    int isr_count;
+};
+
+/* What one Metadata answer says. */
+struct view {
+    int32_t controller_id;
+    unsigned brokers; /* bit per listed broker id */
+    int broker_count;
+    int32_t broker_ids[VIEW_BROKERS]; /* in the answer's order */
+    int broker_ports[VIEW_BROKERS];
+    char rack[32];  /* of broker 1 */
+    int partitions; /* of the topic asked about, -1 when absent */
+    uint8_t topic_id[16];
+    int32_t leaders[VIEW_PARTS]; /* by partition index */
+    struct partition_view p[VIEW_PARTS];
+};
+
+/* Reads one answer on the client's thread; arg is the caller's. */
+typedef void (*client_parse_fn)(const struct net_client_result *result, void *arg);
+
+/* An outbound client that retries connections quickly; nodes not added. */
+struct net_client *test_client_new(void);
+
+/* Sends one request to node and waits for its answer (version -1
+ * negotiates); parse sees every outcome, NULL skips it. */
+enum net_client_status client_call(struct net_client *client, int node, int16_t api_key, int16_t version,
+                                   const void *body, int timeout_ms, client_parse_fn parse, void *arg);
+
+/* Metadata of every topic from node, keeping topic's partitions (topic
+ * NULL or ""; none); false when the node did not answer. */
+bool client_metadata(struct net_client *client, int node, const char *topic, struct view *out);
+
+struct raft_quorum_view;
+
+/* DescribeQuorum of __cluster_metadata at node: 0 with out filled, -1 when
+ * unanswered or undecodable. */
+int client_describe_quorum(struct net_client *client, int node, int timeout_ms, struct raft_quorum_view *out);
+
+/* Waits until node's Metadata lists exactly the brokers in want (a bit
+ * set over ids) and, when topic is set, `partitions` of it. */
+struct view client_wait_view(struct net_client *client, int node, unsigned want, const char *topic, int partitions,
+                             int timeout_ms);
+
+void cluster_start(struct cluster *c, const struct cluster_options *o);
+
+/* The replication tests' cluster: slow elections, sessions that outlast a
+ * restart, one partition per internal topic; extra as in cluster_options. */
+void replicated_cluster_start(struct cluster *c, const char *cluster_id, const char *const *extra);
+
+void cluster_stop(struct cluster *c);
+
+bool metadata(struct cluster *c, int node, const char *topic, struct view *out);
+
+struct view wait_view(struct cluster *c, int node, unsigned want, const char *topic, int partitions, int timeout_ms);
+
+/* CreateTopics of one topic at node: its error, -1 when unanswered. */
+int16_t create_topic_rf(struct cluster *c, int node, const char *name, int partitions, int16_t rf);
+
+/* The same with replication factor 1. */
+int16_t create_topic(struct cluster *c, int node, const char *name, int partitions);
+
+/* CreateTopics of the one topic at node: its error, -1 when unanswered. */
+int16_t create_one_topic(struct cluster *c, int node, struct create_topics_request_creatable_topic *topic);
+
+/* The controller every live node names, once they agree and it is not
+ * not_this (-1: any). */
+int32_t agreed_controller(struct cluster *c, int32_t not_this, int timeout_ms);
+
+/* A sample of node's /metrics (1-based); -1 when not exported. */
+long long metric(const struct cluster *c, int node, const char *name);
+
+/* Waits until node's metric reads want (at_least: want or more). */
+void wait_metric(const struct cluster *c, int node, const char *name, long long want, bool at_least);
+
+/* Creates topic (one partition, replication factor 3) through librdkafka
+ * once a controller takes it, and returns the partition's leader id. */
+int32_t create_replicated(struct cluster *c, const char *topic, const char *const *configs);
+
+/* Produces count records ("strict-<n>") to partition 0 with an idempotent
+ * acks=all producer; every one must be delivered. */
+void produce_acked(const char *bootstrap, const char *topic, int count);
+
+struct rk_record_set;
+
+/* Every record of set has the value "p<partition>-m<offset>". */
+void expect_partition_offset_values(const struct rk_record_set *set);
+
+#endif
