@@ -372,7 +372,7 @@ static int32_t snapshot_slots(struct fetcher *f, struct fetch_slot **out)
 {
     int32_t n = 0;
     for (struct follower_partition *fp = f->r->followers; fp; fp = fp->next)
-        n += fp->fetcher == f;
+        n += fp->fetcher == f && (!fp->in_flight || fp->in_flight == f);
     if (n == 0) {
         *out = NULL;
         return 0;
@@ -382,11 +382,12 @@ static int32_t snapshot_slots(struct fetcher *f, struct fetch_slot **out)
         return -1;
     int32_t i = 0;
     for (struct follower_partition *fp = f->r->followers; fp; fp = fp->next) {
-        if (fp->fetcher != f)
+        if (fp->fetcher != f || (fp->in_flight && fp->in_flight != f))
             continue;
         struct fetch_slot *s = &slots[i];
         if (!(s->topic = strdup(fp->topic)))
             continue;
+        fp->in_flight = f;
         s->partition = fp->partition;
         memcpy(s->topic_id, fp->topic_id, 16);
         s->has_topic_id = fp->has_topic_id;
@@ -397,6 +398,19 @@ static int32_t snapshot_slots(struct fetcher *f, struct fetch_slot **out)
     }
     *out = slots;
     return i;
+}
+
+/* Under the lock, after a fetch: the partitions f was fetching are free
+ * for another fetcher; one they moved to is woken. */
+static void release_slots(struct fetcher *f)
+{
+    for (struct follower_partition *fp = f->r->followers; fp; fp = fp->next) {
+        if (fp->in_flight != f)
+            continue;
+        fp->in_flight = NULL;
+        if (fp->fetcher != f)
+            pthread_cond_signal(&fp->fetcher->wake);
+    }
 }
 
 static void free_slots(struct fetch_slot *slots, int32_t n)
@@ -443,6 +457,7 @@ static void *fetcher_main(void *arg)
             free_slots(slots, n);
         }
         pthread_mutex_lock(&r->lock);
+        release_slots(f);
         if (rc != 0 && !r->stopping)
             wait_ms_locked(f, r->opts.fetch_backoff_ms);
     }

@@ -25,6 +25,12 @@ static uint32_t partition_hash(const char *topic, int32_t partition)
     return (h ^ (uint32_t)partition) * 16777619u;
 }
 
+/* The fetcher (of a leader's n) that fetches topic-partition. */
+static int32_t fetcher_index(const char *topic, int32_t partition, int32_t n)
+{
+    return (int32_t)(partition_hash(topic, partition) % (uint32_t)(n > 0 ? n : 1));
+}
+
 /* Under the lock. The link pointing at the follower entry, or at the end. */
 static struct follower_partition **find_follower(struct replication *r, const char *topic, int32_t partition)
 {
@@ -80,6 +86,9 @@ static void on_leadership(void *ctx, const char *topic, int32_t partition, bool 
     struct follower_partition *old = *link;
     if (old) {
         *link = old->next;
+        /* A fetch of the old entry still running keeps the new one waiting. */
+        if (fresh)
+            fresh->in_flight = old->in_flight;
         replication_refresh_max_lag(r);
     }
     /* A new epoch starts the followers' bookkeeping over. */
@@ -90,8 +99,8 @@ static void on_leadership(void *ctx, const char *topic, int32_t partition, bool 
     if (hosted && became_leader && info.role == REPLICA_ROLE_LEADER && !r->stopping)
         (void)replication_leader_entry(r, topic, partition, &info, log);
     if (fresh && fresh->topic && !r->stopping) {
-        fresh->fetcher = replication_fetcher_for(
-            r, fresh->leader_id, (int32_t)(partition_hash(topic, partition) % (uint32_t)r->opts.num_fetchers));
+        fresh->fetcher = replication_fetcher_for(r, fresh->leader_id,
+                                                 fetcher_index(topic, partition, r->opts.num_fetchers));
         if (fresh->fetcher) {
             fresh->next = r->followers;
             r->followers = fresh;
@@ -346,6 +355,40 @@ int16_t replication_follower_fetched(struct replication *r, const char *topic, i
     move_high_watermark(r, log, hw);
     partition_log_close(log);
     return KAFKA_ERR_NONE;
+}
+
+void replication_set_num_fetchers(struct replication *r, int32_t num_fetchers)
+{
+    if (!r)
+        return;
+    if (num_fetchers < 1)
+        num_fetchers = 1;
+    pthread_mutex_lock(&r->lock);
+    if (r->stopping || num_fetchers == r->opts.num_fetchers) {
+        pthread_mutex_unlock(&r->lock);
+        return;
+    }
+    int32_t before = r->opts.num_fetchers;
+    r->opts.num_fetchers = num_fetchers;
+    int32_t moved = 0, kept = 0;
+    for (struct follower_partition *fp = r->followers; fp; fp = fp->next) {
+        int32_t index = fetcher_index(fp->topic, fp->partition, num_fetchers);
+        if (fp->fetcher->index == index)
+            continue;
+        struct fetcher *to = replication_fetcher_for(r, fp->leader_id, index);
+        if (!to) {
+            kept++; /* out of memory or threads: it stays where it is */
+            continue;
+        }
+        /* The old fetcher's answer in flight is no longer applied (it
+         * checks fp->fetcher); the new one starts once fp->in_flight clears. */
+        fp->fetcher = to;
+        moved++;
+        pthread_cond_signal(&to->wake);
+    }
+    pthread_mutex_unlock(&r->lock);
+    logger_info("replication", "num.replica.fetchers now %d (was %d): %d partitions moved to another fetcher%s",
+                num_fetchers, before, moved, kept ? ", some kept on their fetcher (cannot start one)" : "");
 }
 
 void replication_stats(struct replication *r, struct replication_stats *out)

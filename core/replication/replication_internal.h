@@ -25,6 +25,11 @@ struct follower_partition {
     int32_t leader_epoch;
     struct partition_log *log;
     struct fetcher *fetcher;
+    /* The fetcher whose fetch in progress includes this partition, NULL
+     * when none: after a move to another fetcher (num.replica.fetchers
+     * changed) the new one waits for the old one's fetch to finish, so
+     * two threads never append to the log at once. */
+    struct fetcher *in_flight;
     /* Leader's high watermark minus this log's end at the last fetch
      * (Kafka's FetcherLagMetrics), 0 until then. */
     int64_t lag;

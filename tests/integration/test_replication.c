@@ -7,7 +7,10 @@
  * killed (kill -9), an acks=all produce answers REQUEST_TIMED_OUT and a
  * consumer does not see its record (above the high watermark); the
  * follower restarted catches up to a byte-identical copy. A follower whose
- * log diverged (a batch of an epoch the leader never had) truncates. */
+ * log diverged (a batch of an epoch the leader never had) truncates.
+ * num.replica.fetchers changed at runtime (IncrementalAlterConfigs of the
+ * cluster-wide default, 1 -> 4 -> 1) moves partitions between fetchers and the
+ * followers keep copying the leader. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +18,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "raw_kafka.h"
 #include "rk_helpers.h"
 
 #include <dirent.h>
@@ -25,6 +29,7 @@
 
 #define N 3
 #define CLUSTER_ID "UmVwbGljYXRpb25UZXN0MQ"
+#define ERR_NOT_CONTROLLER 41
 
 struct cluster {
     struct test_broker nodes[N];
@@ -81,15 +86,16 @@ static void cluster_stop(struct cluster *c)
     }
 }
 
-/* Creates topic (one partition, replication factor 3) once a controller
- * takes it, and returns the partition's leader id. */
-static int32_t create_replicated(struct cluster *c, const char *topic, const char *const *configs)
+/* Creates topic (partitions partitions, replication factor 3) once a
+ * controller takes it, and returns partition 0's leader id once every
+ * partition has a leader. */
+static int32_t create_partitions(struct cluster *c, const char *topic, int partitions, const char *const *configs)
 {
     rd_kafka_t *admin = rk_producer_new(broker_bootstrap(&c->nodes[0]), NULL);
     long long deadline = harness_now_ms() + 60000;
     char errstr[256] = "";
     rd_kafka_resp_err_t err;
-    while ((err = rk_create_topic_result(admin, topic, 1, 3, configs, false, errstr, sizeof errstr)) !=
+    while ((err = rk_create_topic_result(admin, topic, partitions, 3, configs, false, errstr, sizeof errstr)) !=
            RD_KAFKA_RESP_ERR_NO_ERROR) {
         if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
             break;
@@ -102,9 +108,14 @@ static int32_t create_replicated(struct cluster *c, const char *topic, const cha
         const struct rd_kafka_metadata *md = NULL;
         if (rd_kafka_metadata(admin, 1, NULL, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
             for (int t = 0; t < md->topic_cnt; t++)
-                if (strcmp(md->topics[t].topic, topic) == 0 && md->topics[t].partition_cnt == 1 &&
-                    md->topics[t].partitions[0].replica_cnt == 3)
-                    leader = md->topics[t].partitions[0].leader;
+                if (strcmp(md->topics[t].topic, topic) == 0 && md->topics[t].partition_cnt == partitions) {
+                    bool all = true;
+                    for (int p = 0; p < partitions; p++)
+                        all = all && md->topics[t].partitions[p].replica_cnt == 3 &&
+                              md->topics[t].partitions[p].leader >= 1;
+                    if (all)
+                        leader = md->topics[t].partitions[0].leader;
+                }
             rd_kafka_metadata_destroy(md);
         }
         if (leader < 0 && harness_now_ms() > deadline)
@@ -114,6 +125,28 @@ static int32_t create_replicated(struct cluster *c, const char *topic, const cha
     }
     rk_producer_destroy(admin);
     assert_true(leader >= 1 && leader <= N);
+    return leader;
+}
+
+static int32_t create_replicated(struct cluster *c, const char *topic, const char *const *configs)
+{
+    return create_partitions(c, topic, 1, configs);
+}
+
+/* The leader of topic-partition as the metadata of node 1 has it. */
+static int32_t leader_of(struct cluster *c, const char *topic, int32_t partition)
+{
+    rd_kafka_t *admin = rk_producer_new(broker_bootstrap(&c->nodes[0]), NULL);
+    int32_t leader = -1;
+    const struct rd_kafka_metadata *md = NULL;
+    if (rd_kafka_metadata(admin, 1, NULL, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        for (int t = 0; t < md->topic_cnt; t++)
+            for (int p = 0; strcmp(md->topics[t].topic, topic) == 0 && p < md->topics[t].partition_cnt; p++)
+                if (md->topics[t].partitions[p].id == partition)
+                    leader = md->topics[t].partitions[p].leader;
+        rd_kafka_metadata_destroy(md);
+    }
+    rk_producer_destroy(admin);
     return leader;
 }
 
@@ -158,8 +191,8 @@ static bool logs_found_in(const char *from_dir, const char *to_dir, int *files, 
         char *fb = read_whole(fp, &flen), *tb = read_whole(tp, &tlen);
         same = fb && tb && flen == tlen && memcmp(fb, tb, flen) == 0;
         if (!same)
-            snprintf(why, whylen, "%.300s: %zu bytes in %.300s, %zu bytes%s in %.300s", e->d_name, flen, from_dir,
-                     tlen, tb ? "" : " (missing)", to_dir);
+            snprintf(why, whylen, "%.300s: %zu bytes in %.300s, %zu bytes%s in %.300s", e->d_name, flen, from_dir, tlen,
+                     tb ? "" : " (missing)", to_dir);
         free(fb);
         free(tb);
     }
@@ -319,8 +352,7 @@ static void test_followers_copy_the_leader(void **state)
 
     long want[1] = {RECORDS / 2};
     struct rk_record_set set = {0};
-    assert_int_equal(rk_consume_all(broker_bootstrap(&c.nodes[leader - 1]), "repl", 1, want, 30000, &set),
-                     RECORDS / 2);
+    assert_int_equal(rk_consume_all(broker_bootstrap(&c.nodes[leader - 1]), "repl", 1, want, 30000, &set), RECORDS / 2);
     assert_int_equal(set.records[0].offset, RECORDS / 2);
     for (size_t i = 0; i < set.count; i++) {
         char expect[64];
@@ -400,11 +432,107 @@ static void test_acks_all_waits_for_every_replica(void **state)
     cluster_stop(&c);
 }
 
+/* IncrementalAlterConfigs num.replica.fetchers=value as the cluster-wide
+ * default (resource ""), sent to each node in turn until the active
+ * controller takes it; then waits until every node's log says its
+ * fetchers were resized. */
+static void set_fetchers(struct cluster *c, const char *value)
+{
+    long long deadline = harness_now_ms() + 30000;
+    int code = -1;
+    char msg[512] = "";
+    for (int i = 0; code != 0; i = (i + 1) % N) {
+        code = raw_incremental_alter_broker(broker_port(&c->nodes[i]), "", "num.replica.fetchers", 0, value, msg,
+                                            sizeof msg);
+        if (code != 0 && code != -1 && code != ERR_NOT_CONTROLLER)
+            fail_msg("num.replica.fetchers=%s refused by node %d: error %d %s", value, i + 1, code, msg);
+        if (code != 0 && harness_now_ms() > deadline)
+            fail_msg("no node took num.replica.fetchers=%s: error %d %s", value, code, msg);
+    }
+    char needle[64];
+    snprintf(needle, sizeof needle, "num.replica.fetchers now %s", value);
+    for (int i = 0; i < N; i++) {
+        while (!broker_log_contains(&c->nodes[i], needle)) {
+            if (harness_now_ms() > deadline) {
+                broker_print_log_tail(&c->nodes[i], 40);
+                fail_msg("node %d did not log '%s'", i + 1, needle);
+            }
+            usleep(100 * 1000);
+        }
+    }
+}
+
+#define RESIZE_PARTITIONS 8
+
+/* count records to every partition of topic, acks=all. */
+static void produce_everywhere(struct cluster *c, const char *topic, int count)
+{
+    const char *conf[] = {"enable.idempotence", "true", "acks", "all", "linger.ms", "5", NULL};
+    rd_kafka_t *p = rk_producer_new(broker_bootstrap(&c->nodes[0]), conf);
+    for (int m = 0; m < count; m++) {
+        char value[64];
+        int vn = snprintf(value, sizeof value, "resized-%d", m);
+        assert_int_equal(
+            rk_produce_blocking(p, topic, m % RESIZE_PARTITIONS, NULL, 0, value, (size_t)vn, 0, NULL, NULL), 0);
+    }
+    rd_kafka_flush(p, 60000);
+    struct rk_delivery_stats *stats = rk_producer_stats(p);
+    if (stats->failed)
+        fail_msg("%ld deliveries failed: %s", stats->failed, stats->first_error_text);
+    assert_int_equal(stats->delivered, count);
+    rk_producer_destroy(p);
+}
+
+static void wait_all_identical(struct cluster *c, const char *topic)
+{
+    for (int32_t part = 0; part < RESIZE_PARTITIONS; part++) {
+        char dir[128];
+        snprintf(dir, sizeof dir, "%s-%d", topic, part);
+        int32_t leader = leader_of(c, topic, part);
+        assert_true(leader >= 1 && leader <= N);
+        wait_identical(c, leader, dir, 60000);
+    }
+}
+
+/* num.replica.fetchers is a dynamic broker config: raised and lowered at
+ * runtime, the followed partitions move between fetchers (some move: eight
+ * partitions over four fetchers) and replication goes on. */
+static void test_fetcher_count_changes_at_runtime(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_start(&c);
+    (void)create_partitions(&c, "resize", RESIZE_PARTITIONS, NULL);
+    produce_everywhere(&c, "resize", 400);
+    wait_all_identical(&c, "resize");
+
+    set_fetchers(&c, "4");
+    int idle = 0;
+    for (int i = 0; i < N; i++)
+        idle += broker_log_contains(&c.nodes[i], "(was 1): 0 partitions moved");
+    assert_true(idle < N); /* some partition now has another fetcher */
+    produce_everywhere(&c, "resize", 400);
+    wait_all_identical(&c, "resize");
+
+    set_fetchers(&c, "1");
+    produce_everywhere(&c, "resize", 400);
+    wait_all_identical(&c, "resize");
+    long want[RESIZE_PARTITIONS];
+    for (int i = 0; i < RESIZE_PARTITIONS; i++)
+        want[i] = 150;
+    struct rk_record_set set = {0};
+    assert_int_equal(rk_consume_all(broker_bootstrap(&c.nodes[0]), "resize", RESIZE_PARTITIONS, want, 30000, &set),
+                     1200);
+    rk_record_set_free(&set);
+    cluster_stop(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_followers_copy_the_leader),
         cmocka_unit_test(test_acks_all_waits_for_every_replica),
+        cmocka_unit_test(test_fetcher_count_changes_at_runtime),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
