@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "replication/replication.h"
+#include "util/partition_map.h"
 
 struct net_client;
 struct partition_log;
@@ -16,7 +17,7 @@ struct metrics_metric;
 /* A partition this broker follows. Fields are read and written under the
  * module's lock; log is the entry's own reference. */
 struct follower_partition {
-    struct follower_partition *next;
+    struct partition_map_node node; /* in replication.followers, keyed by topic, partition */
     char *topic;
     int32_t partition;
     uint8_t topic_id[16];
@@ -53,7 +54,7 @@ struct fetcher {
  * and when it was last caught up (Kafka's Replica state). */
 #define LEADER_MAX_REPLICAS 32
 struct leader_partition {
-    struct leader_partition *next;
+    struct partition_map_node node; /* in replication.leaders, keyed by topic, partition */
     char *topic;
     int32_t partition;
     int32_t leader_epoch;
@@ -78,9 +79,11 @@ struct replication {
     int listener_id;
     pthread_mutex_t lock; /* guards everything below */
     bool stopping;
-    struct follower_partition *followers;
+    /* Keyed by partition: a fetch of many partitions looks each one up
+     * (still followed? its follower offsets) in O(1). */
+    struct partition_map followers; /* of follower_partition */
     struct fetcher *fetchers;
-    struct leader_partition *leaders;
+    struct partition_map leaders; /* of leader_partition */
     struct replication_stats stats;
     /* The ISR thread (isr.c): the leader gauges each second and, when
      * opts.alter_partition is set, ISR changes. */
@@ -99,6 +102,16 @@ struct replication {
 struct fetcher *replication_fetcher_for(struct replication *r, int32_t leader_id, int32_t index);
 /* After stopping is set and the client destroyed: joins and frees every fetcher. */
 void replication_fetchers_join(struct replication *r);
+
+/* Under the lock: the entry of topic-partition, NULL when none. */
+struct follower_partition *replication_follower(struct replication *r, const char *topic, int32_t partition);
+struct leader_partition *replication_leader(struct replication *r, const char *topic, int32_t partition);
+/* Under the lock: walks the entries (start with *bucket 0 and prev NULL);
+ * NULL at the end. No entry may be added or removed during the walk. */
+struct follower_partition *replication_next_follower(struct replication *r, size_t *bucket,
+                                                     const struct follower_partition *prev);
+struct leader_partition *replication_next_leader(struct replication *r, size_t *bucket,
+                                                 const struct leader_partition *prev);
 
 int64_t replication_now_ms(void);
 /* Under the lock: the entry of topic-partition for info's leader epoch,
