@@ -10,7 +10,9 @@
  * log diverged (a batch of an epoch the leader never had) truncates.
  * num.replica.fetchers changed at runtime (IncrementalAlterConfigs of the
  * cluster-wide default, 1 -> 4 -> 1) moves partitions between fetchers and the
- * followers keep copying the leader. */
+ * followers keep copying the leader. Two CreateTopics of one name sent at
+ * once to two nodes: one creates it, the other is answered
+ * TOPIC_ALREADY_EXISTS. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +24,7 @@
 #include "rk_helpers.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -527,12 +530,70 @@ static void test_fetcher_count_changes_at_runtime(void **state)
     cluster_stop(&c);
 }
 
+/* One CreateTopics of a shared name, started together with the others. */
+struct racer {
+    pthread_t thread;
+    pthread_barrier_t *start;
+    rd_kafka_t *admin;
+    char topic[64];
+    rd_kafka_resp_err_t err;
+    char errstr[256];
+};
+
+static void *race_create(void *arg)
+{
+    struct racer *rc = arg;
+    pthread_barrier_wait(rc->start);
+    rc->err = rk_create_topic_result(rc->admin, rc->topic, 3, 3, NULL, false, rc->errstr, sizeof rc->errstr);
+    return NULL;
+}
+
+/* Kafka's controller answers a creation of a name already taken with
+ * TOPIC_ALREADY_EXISTS, however close the two requests are: never an
+ * internal error. Each round sends the same name to two different nodes
+ * (at least one forwards to the active controller) at once. */
+static void test_concurrent_creates_of_one_name(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_start(&c);
+    (void)create_replicated(&c, "warm-up", NULL); /* a controller is active */
+    for (int round = 0; round < 6; round++) {
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, 2);
+        struct racer racers[2];
+        for (int i = 0; i < 2; i++) {
+            memset(&racers[i], 0, sizeof racers[i]);
+            racers[i].start = &start;
+            racers[i].admin = rk_producer_new(broker_bootstrap(&c.nodes[(round + i) % N]), NULL);
+            snprintf(racers[i].topic, sizeof racers[i].topic, "raced-%d", round);
+        }
+        for (int i = 0; i < 2; i++)
+            assert_int_equal(pthread_create(&racers[i].thread, NULL, race_create, &racers[i]), 0);
+        int created = 0, exists = 0;
+        for (int i = 0; i < 2; i++) {
+            pthread_join(racers[i].thread, NULL);
+            created += racers[i].err == RD_KAFKA_RESP_ERR_NO_ERROR;
+            exists += racers[i].err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS;
+            if (racers[i].err != RD_KAFKA_RESP_ERR_NO_ERROR && racers[i].err != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+                fail_msg("round %d: CreateTopics via node %d: %s (%s)", round, (round + i) % N + 1,
+                         rd_kafka_err2str(racers[i].err), racers[i].errstr);
+            rk_producer_destroy(racers[i].admin);
+        }
+        pthread_barrier_destroy(&start);
+        if (created != 1 || exists != 1)
+            fail_msg("round %d: %d created, %d already exists; expected one of each", round, created, exists);
+    }
+    cluster_stop(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_followers_copy_the_leader),
         cmocka_unit_test(test_acks_all_waits_for_every_replica),
         cmocka_unit_test(test_fetcher_count_changes_at_runtime),
+        cmocka_unit_test(test_concurrent_creates_of_one_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
