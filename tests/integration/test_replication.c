@@ -367,14 +367,16 @@ static void test_followers_copy_the_leader(void **state)
     cluster_stop(&c);
 }
 
-static void produce_acked(const char *bootstrap, const char *topic, int count)
+/* count records spread over partitions 0..partitions-1 of topic,
+ * idempotent with acks=all; fails unless every one is delivered. */
+static void produce_acked(const char *bootstrap, const char *topic, int partitions, int count)
 {
     const char *conf[] = {"enable.idempotence", "true", "acks", "all", NULL};
     rd_kafka_t *p = rk_producer_new(bootstrap, conf);
     for (int m = 0; m < count; m++) {
         char value[64];
-        int vn = snprintf(value, sizeof value, "strict-%d", m);
-        assert_int_equal(rk_produce_blocking(p, topic, 0, NULL, 0, value, (size_t)vn, 0, NULL, NULL), 0);
+        int vn = snprintf(value, sizeof value, "acked-%d", m);
+        assert_int_equal(rk_produce_blocking(p, topic, m % partitions, NULL, 0, value, (size_t)vn, 0, NULL, NULL), 0);
     }
     rd_kafka_flush(p, 60000);
     struct rk_delivery_stats *stats = rk_producer_stats(p);
@@ -395,7 +397,7 @@ static void test_acks_all_waits_for_every_replica(void **state)
     const char *configs[] = {"min.insync.replicas", "3", NULL};
     int32_t leader = create_replicated(&c, "strict", configs);
     const char *bootstrap = broker_bootstrap(&c.nodes[leader - 1]);
-    produce_acked(bootstrap, "strict", 500);
+    produce_acked(bootstrap, "strict", 1, 500);
     wait_identical(&c, leader, "strict-0", 30000);
 
     int follower = leader % N + 1;
@@ -416,7 +418,7 @@ static void test_acks_all_waits_for_every_replica(void **state)
 
     broker_restart(&c.nodes[follower - 1]);
     wait_identical(&c, leader, "strict-0", 60000);
-    produce_acked(bootstrap, "strict", 100);
+    produce_acked(bootstrap, "strict", 1, 100);
     wait_identical(&c, leader, "strict-0", 30000);
     /* 500 + the timed-out record (appended on the leader, replicated) + 100. */
     long want[1] = {601};
@@ -467,25 +469,6 @@ static void set_fetchers(struct cluster *c, const char *value)
 
 #define RESIZE_PARTITIONS 8
 
-/* count records to every partition of topic, acks=all. */
-static void produce_everywhere(struct cluster *c, const char *topic, int count)
-{
-    const char *conf[] = {"enable.idempotence", "true", "acks", "all", "linger.ms", "5", NULL};
-    rd_kafka_t *p = rk_producer_new(broker_bootstrap(&c->nodes[0]), conf);
-    for (int m = 0; m < count; m++) {
-        char value[64];
-        int vn = snprintf(value, sizeof value, "resized-%d", m);
-        assert_int_equal(
-            rk_produce_blocking(p, topic, m % RESIZE_PARTITIONS, NULL, 0, value, (size_t)vn, 0, NULL, NULL), 0);
-    }
-    rd_kafka_flush(p, 60000);
-    struct rk_delivery_stats *stats = rk_producer_stats(p);
-    if (stats->failed)
-        fail_msg("%ld deliveries failed: %s", stats->failed, stats->first_error_text);
-    assert_int_equal(stats->delivered, count);
-    rk_producer_destroy(p);
-}
-
 static void wait_all_identical(struct cluster *c, const char *topic)
 {
     for (int32_t part = 0; part < RESIZE_PARTITIONS; part++) {
@@ -506,7 +489,7 @@ static void test_fetcher_count_changes_at_runtime(void **state)
     struct cluster c;
     cluster_start(&c);
     (void)create_partitions(&c, "resize", RESIZE_PARTITIONS, NULL);
-    produce_everywhere(&c, "resize", 400);
+    produce_acked(broker_bootstrap(&c.nodes[0]), "resize", RESIZE_PARTITIONS, 400);
     wait_all_identical(&c, "resize");
 
     set_fetchers(&c, "4");
@@ -514,11 +497,11 @@ static void test_fetcher_count_changes_at_runtime(void **state)
     for (int i = 0; i < N; i++)
         idle += broker_log_contains(&c.nodes[i], "(was 1): 0 partitions moved");
     assert_true(idle < N); /* some partition now has another fetcher */
-    produce_everywhere(&c, "resize", 400);
+    produce_acked(broker_bootstrap(&c.nodes[0]), "resize", RESIZE_PARTITIONS, 400);
     wait_all_identical(&c, "resize");
 
     set_fetchers(&c, "1");
-    produce_everywhere(&c, "resize", 400);
+    produce_acked(broker_bootstrap(&c.nodes[0]), "resize", RESIZE_PARTITIONS, 400);
     wait_all_identical(&c, "resize");
     long want[RESIZE_PARTITIONS];
     for (int i = 0; i < RESIZE_PARTITIONS; i++)
