@@ -449,7 +449,7 @@ static void *fetcher_main(void *arg)
     struct fetcher *f = arg;
     struct replication *r = f->r;
     pthread_mutex_lock(&r->lock);
-    while (!r->stopping) {
+    while (!r->stopping && !f->retired) {
         struct fetch_slot *slots = NULL;
         int32_t n = snapshot_slots(f, &slots);
         if (n == 0) {
@@ -477,7 +477,7 @@ static void *fetcher_main(void *arg)
 struct fetcher *replication_fetcher_for(struct replication *r, int32_t leader_id, int32_t index)
 {
     for (struct fetcher *f = r->fetchers; f; f = f->next)
-        if (f->leader_id == leader_id && f->index == index)
+        if (f->leader_id == leader_id && f->index == index && !f->retired)
             return f;
     struct fetcher *f = calloc(1, sizeof *f);
     if (!f)

@@ -417,9 +417,28 @@ void replication_set_num_fetchers(struct replication *r, int32_t num_fetchers)
         moved++;
         pthread_cond_signal(&to->wake);
     }
+    /* As Kafka shuts down idle fetcher threads: one past the new count
+     * with nothing left to fetch ends once its fetch in progress does. */
+    int32_t stopped = 0;
+    for (struct fetcher *f = r->fetchers; f; f = f->next) {
+        if (f->retired || f->index < num_fetchers)
+            continue;
+        bool idle = true;
+        b = 0;
+        for (struct follower_partition *fp = replication_next_follower(r, &b, NULL); fp && idle;
+             fp = replication_next_follower(r, &b, fp))
+            idle = fp->fetcher != f;
+        if (idle) {
+            f->retired = true;
+            stopped++;
+            pthread_cond_signal(&f->wake);
+        }
+    }
     pthread_mutex_unlock(&r->lock);
-    logger_info("replication", "num.replica.fetchers now %d (was %d): %d partitions moved to another fetcher%s",
-                num_fetchers, before, moved, kept ? ", some kept on their fetcher (cannot start one)" : "");
+    logger_info("replication",
+                "num.replica.fetchers now %d (was %d): %d idle fetchers stopped, %d partitions moved to another "
+                "fetcher%s",
+                num_fetchers, before, stopped, moved, kept ? "; some kept on their fetcher (cannot start one)" : "");
 }
 
 void replication_stats(struct replication *r, struct replication_stats *out)

@@ -44,7 +44,10 @@ struct fetcher {
     int32_t index; /* 0 .. num_fetchers-1 */
     pthread_t thread;
     bool started;
-    pthread_cond_t wake; /* with the module's lock: partitions added, stop */
+    /* Its index is past num.replica.fetchers and it has no partition: its
+     * thread ends (joined at stop) and it is never given partitions again. */
+    bool retired;
+    pthread_cond_t wake; /* with the module's lock: partitions added, retired, stop */
     /* The leader's address as last given to the client (fetcher thread only). */
     char host[256];
     int port;

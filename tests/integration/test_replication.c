@@ -482,7 +482,8 @@ static void wait_all_identical(struct cluster *c, const char *topic)
 
 /* num.replica.fetchers is a dynamic broker config: raised and lowered at
  * runtime, the followed partitions move between fetchers (some move: eight
- * partitions over four fetchers) and replication goes on. */
+ * partitions over four fetchers), lowered the idle fetchers stop, and
+ * replication goes on. */
 static void test_fetcher_count_changes_at_runtime(void **state)
 {
     (void)state;
@@ -495,12 +496,16 @@ static void test_fetcher_count_changes_at_runtime(void **state)
     set_fetchers(&c, "4");
     int idle = 0;
     for (int i = 0; i < N; i++)
-        idle += broker_log_contains(&c.nodes[i], "(was 1): 0 partitions moved");
+        idle += broker_log_contains(&c.nodes[i], "(was 1): 0 idle fetchers stopped, 0 partitions moved");
     assert_true(idle < N); /* some partition now has another fetcher */
     produce_acked(broker_bootstrap(&c.nodes[0]), "resize", RESIZE_PARTITIONS, 400);
     wait_all_identical(&c, "resize");
 
     set_fetchers(&c, "1");
+    idle = 0;
+    for (int i = 0; i < N; i++)
+        idle += broker_log_contains(&c.nodes[i], "(was 4): 0 idle fetchers stopped");
+    assert_true(idle < N); /* the fetchers past the first stopped */
     produce_acked(broker_bootstrap(&c.nodes[0]), "resize", RESIZE_PARTITIONS, 400);
     wait_all_identical(&c, "resize");
     long want[RESIZE_PARTITIONS];
