@@ -88,8 +88,8 @@ int16_t replication_follower_fetched(struct replication *r, const char *topic, i
 /* num.replica.fetchers changed at runtime (a dynamic broker config):
  * every followed partition whose fetcher index changes moves to the
  * fetcher of its new index (started if new) once the fetch in progress
- * on its old one ends. Fetchers left with no partitions stay idle until
- * stop. Values below 1 count as 1; NULL r: no-op. */
+ * on its old one ends. A fetcher past the new count with no partition
+ * left stops. Values below 1 count as 1; NULL r: no-op. */
 void replication_set_num_fetchers(struct replication *r, int32_t num_fetchers);
 
 /* Counters for tests and metrics. */
