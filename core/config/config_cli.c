@@ -206,7 +206,8 @@ static void print_dynamic_notes(FILE *out)
                  "each key's source, and with synonyms every layer that sets it.\n\n"
                  "Keys Cairn applies without a restart (DescribeConfigs shows them not read-only):\n"
                  "topic defaults reach every topic without its own value at once (the next append,\n"
-                 "roll or retention pass), the connection limits the next accepted connection:\n\n");
+                 "roll or retention pass), the connection limits the next accepted connection,\n"
+                 "`num.replica.fetchers` the followed partitions' fetchers at once:\n\n");
     print_key_list(out, CONFIG_FLAG_RUNTIME, 0);
     fprintf(out, "\nKafka lets these change at runtime too, but Cairn reads them at start only, so\n"
                  "AlterConfigs refuses them with INVALID_CONFIG naming the key (set them in the file\n"

@@ -368,11 +368,29 @@ int16_t metadata_create_topic(struct metadata_store *store, const char *name, in
         return error_out(KAFKA_ERR_UNKNOWN_SERVER_ERROR, err, errlen, "out of memory");
     struct kafka_uuid id;
     metadata_controller_lock(store);
-    int16_t rc = prepare_create_topic_locked(store, name, num_partitions, replication_factor, assignments,
-                                             assignment_count, configs, config_count, validate_only, &records, &id, err,
-                                             errlen);
-    if (rc == KAFKA_ERR_NONE && !validate_only)
+    int16_t rc;
+    /* Validated against the image the commit checks: one taken before this
+     * node led (or had applied its log) may lack a topic another broker
+     * created through the previous leader, and its TopicRecord would be
+     * refused as an internal error rather than TOPIC_ALREADY_EXISTS. */
+    (void)metadata_store_sync_locked(store);
+    for (int attempt = 0;; attempt++) {
+        rc = prepare_create_topic_locked(store, name, num_partitions, replication_factor, assignments, assignment_count,
+                                         configs, config_count, validate_only, &records, &id, err, errlen);
+        if (rc != KAFKA_ERR_NONE || validate_only)
+            break;
+        /* Became leader, or applied more of the log, while preparing. */
+        if (attempt < 3 && metadata_store_sync_locked(store)) {
+            metadata_record_list_free(&records);
+            if (metadata_record_list_init(&records) != 0) {
+                rc = error_out(KAFKA_ERR_UNKNOWN_SERVER_ERROR, err, errlen, "out of memory");
+                break;
+            }
+            continue;
+        }
         rc = metadata_store_commit_locked(store, &records, err, errlen);
+        break;
+    }
     metadata_controller_unlock(store);
     metadata_record_list_free(&records);
     if (rc == KAFKA_ERR_NONE && !validate_only && topic_id_out)

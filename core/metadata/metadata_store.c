@@ -83,6 +83,21 @@ void metadata_controller_lock(struct metadata_store *store)
     store->locked_image = metadata_image_acquire(store);
 }
 
+bool metadata_store_sync_locked(struct metadata_store *store)
+{
+    LOCK_ASSERT_HELD(&store->write_lock);
+    if (store->log_ops->leader_epoch(store->log) < 0)
+        return false;
+    const struct metadata_image *img = metadata_image_acquire(store);
+    if (img == store->locked_image) {
+        metadata_image_release(img);
+        return false;
+    }
+    metadata_image_release(store->locked_image);
+    store->locked_image = img;
+    return true;
+}
+
 void metadata_controller_unlock(struct metadata_store *store)
 {
     metadata_image_release(store->locked_image);
@@ -216,12 +231,16 @@ int16_t metadata_store_commit_locked(struct metadata_store *store, struct metada
         snprintf(err, errlen, "out of memory");
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
-    int16_t rc = check_records_apply(store, entries, records->count, err, errlen);
+    /* Leadership first: a node that does not lead, or still applies its
+     * log, has an image the records were not validated against. */
+    int16_t rc = KAFKA_ERR_NONE;
     int64_t last = -1;
     int32_t epoch = store->log_ops->leader_epoch(store->log);
-    if (rc == KAFKA_ERR_NONE && epoch < 0) {
+    if (epoch < 0) {
         snprintf(err, errlen, "this node is not the active controller");
         rc = KAFKA_ERR_NOT_CONTROLLER;
+    } else {
+        rc = check_records_apply(store, entries, records->count, err, errlen);
     }
     int arc = rc == KAFKA_ERR_NONE ? store->log_ops->append(store->log, epoch, entries, records->count, &last, err,
                                                             errlen)

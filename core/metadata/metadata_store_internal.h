@@ -80,6 +80,13 @@ void metadata_record_list_free(struct metadata_record_list *l);
 int16_t metadata_store_commit_locked(struct metadata_store *store, struct metadata_record_list *records, char *err,
                                      size_t errlen);
 
+/* Under write_lock: when this node leads and its image holds its whole
+ * log, makes that image the one operations validate against (the one the
+ * lock took may predate entries a new quorum leader applied after it).
+ * Returns true when the image changed, so what was validated must be
+ * validated again. */
+bool metadata_store_sync_locked(struct metadata_store *store);
+
 /* The two halves of metadata_create_topic, apart: validate and encode the
  * batch (the image is not touched), then commit it. Each takes write_lock. */
 int16_t metadata_controller_prepare_create_topic(struct metadata_store *store, const char *name, int32_t num_partitions,

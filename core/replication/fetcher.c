@@ -98,10 +98,8 @@ static bool same_partition(const struct fetch_slot *s, const struct fetch_respon
 static bool still_following(struct replication *r, const struct fetch_slot *s, const struct fetcher *f)
 {
     pthread_mutex_lock(&r->lock);
-    bool ok = false;
-    for (struct follower_partition *fp = r->followers; fp && !ok; fp = fp->next)
-        ok = fp->fetcher == f && fp->partition == s->partition && fp->leader_epoch == s->leader_epoch &&
-             fp->log == s->log && strcmp(fp->topic, s->topic) == 0;
+    struct follower_partition *fp = replication_follower(r, s->topic, s->partition);
+    bool ok = fp && fp->fetcher == f && fp->leader_epoch == s->leader_epoch && fp->log == s->log;
     pthread_mutex_unlock(&r->lock);
     return ok;
 }
@@ -235,9 +233,9 @@ static bool apply_partition(struct fetcher *f, struct fetch_slot *s, struct fetc
     /* Kafka's fetcher lag: the leader's high watermark past the next offset to fetch. */
     int64_t lag = pd->high_watermark > end ? pd->high_watermark - end : 0;
     pthread_mutex_lock(&r->lock);
-    for (struct follower_partition *fp = r->followers; fp; fp = fp->next)
-        if (fp->fetcher == f && fp->partition == s->partition && strcmp(fp->topic, s->topic) == 0)
-            fp->lag = lag;
+    struct follower_partition *fp = replication_follower(r, s->topic, s->partition);
+    if (fp && fp->fetcher == f)
+        fp->lag = lag;
     pthread_mutex_unlock(&r->lock);
     return true;
 }
@@ -343,14 +341,19 @@ static int fetch_once(struct fetcher *f, struct fetch_slot *slots, int32_t n)
     if (backoff)
         logger_debug("replication", "leader %d refused the fetch: %s", f->leader_id,
                      kafka_error_name(resp->error_code));
+    /* The leader answers in the order asked: the search for each answer's
+     * slot starts after the previous one's, so a fetch costs O(n). */
+    int32_t next = 0;
     for (int32_t t = 0; !backoff && t < resp->responses_count; t++) {
         struct fetch_response_fetchable_topic_response *tr = &resp->responses[t];
         for (int32_t p = 0; p < tr->partitions_count; p++) {
             struct fetch_response_partition_data *pd = &tr->partitions[p];
-            for (int32_t i = 0; i < n; i++) {
+            for (int32_t k = 0; k < n; k++) {
+                int32_t i = (next + k) % n;
                 if (same_partition(&slots[i], tr, pd->partition_index, c.version)) {
                     if (!apply_partition(f, &slots[i], pd))
                         backoff = true;
+                    next = (i + 1) % n;
                     break;
                 }
             }
@@ -371,8 +374,10 @@ static int fetch_once(struct fetcher *f, struct fetch_slot *slots, int32_t n)
 static int32_t snapshot_slots(struct fetcher *f, struct fetch_slot **out)
 {
     int32_t n = 0;
-    for (struct follower_partition *fp = f->r->followers; fp; fp = fp->next)
-        n += fp->fetcher == f;
+    size_t b = 0;
+    for (struct follower_partition *fp = replication_next_follower(f->r, &b, NULL); fp;
+         fp = replication_next_follower(f->r, &b, fp))
+        n += fp->fetcher == f && (!fp->in_flight || fp->in_flight == f);
     if (n == 0) {
         *out = NULL;
         return 0;
@@ -381,12 +386,15 @@ static int32_t snapshot_slots(struct fetcher *f, struct fetch_slot **out)
     if (!slots)
         return -1;
     int32_t i = 0;
-    for (struct follower_partition *fp = f->r->followers; fp; fp = fp->next) {
-        if (fp->fetcher != f)
+    b = 0;
+    for (struct follower_partition *fp = replication_next_follower(f->r, &b, NULL); fp && i < n;
+         fp = replication_next_follower(f->r, &b, fp)) {
+        if (fp->fetcher != f || (fp->in_flight && fp->in_flight != f))
             continue;
         struct fetch_slot *s = &slots[i];
         if (!(s->topic = strdup(fp->topic)))
             continue;
+        fp->in_flight = f;
         s->partition = fp->partition;
         memcpy(s->topic_id, fp->topic_id, 16);
         s->has_topic_id = fp->has_topic_id;
@@ -397,6 +405,21 @@ static int32_t snapshot_slots(struct fetcher *f, struct fetch_slot **out)
     }
     *out = slots;
     return i;
+}
+
+/* Under the lock, after a fetch: the partitions f was fetching are free
+ * for another fetcher; one they moved to is woken. */
+static void release_slots(struct fetcher *f)
+{
+    size_t b = 0;
+    for (struct follower_partition *fp = replication_next_follower(f->r, &b, NULL); fp;
+         fp = replication_next_follower(f->r, &b, fp)) {
+        if (fp->in_flight != f)
+            continue;
+        fp->in_flight = NULL;
+        if (fp->fetcher != f)
+            pthread_cond_signal(&fp->fetcher->wake);
+    }
 }
 
 static void free_slots(struct fetch_slot *slots, int32_t n)
@@ -426,7 +449,7 @@ static void *fetcher_main(void *arg)
     struct fetcher *f = arg;
     struct replication *r = f->r;
     pthread_mutex_lock(&r->lock);
-    while (!r->stopping) {
+    while (!r->stopping && !f->retired) {
         struct fetch_slot *slots = NULL;
         int32_t n = snapshot_slots(f, &slots);
         if (n == 0) {
@@ -443,6 +466,7 @@ static void *fetcher_main(void *arg)
             free_slots(slots, n);
         }
         pthread_mutex_lock(&r->lock);
+        release_slots(f);
         if (rc != 0 && !r->stopping)
             wait_ms_locked(f, r->opts.fetch_backoff_ms);
     }
@@ -453,7 +477,7 @@ static void *fetcher_main(void *arg)
 struct fetcher *replication_fetcher_for(struct replication *r, int32_t leader_id, int32_t index)
 {
     for (struct fetcher *f = r->fetchers; f; f = f->next)
-        if (f->leader_id == leader_id && f->index == index)
+        if (f->leader_id == leader_id && f->index == index && !f->retired)
             return f;
     struct fetcher *f = calloc(1, sizeof *f);
     if (!f)

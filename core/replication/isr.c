@@ -153,9 +153,7 @@ static void check_partition(struct replication *r, const char *topic, int32_t pa
                          rc == KAFKA_ERR_UNKNOWN_TOPIC_ID;
     pthread_mutex_lock(&r->lock);
     /* The entry as it is now: a new leader epoch since then starts over. */
-    struct leader_partition *cur = r->leaders;
-    while (cur && (cur->partition != partition || strcmp(cur->topic, topic) != 0))
-        cur = cur->next;
+    struct leader_partition *cur = replication_leader(r, topic, partition);
     if (cur && cur->leader_epoch == info.leader_epoch && wait_metadata) {
         cur->awaiting_partition_epoch = info.partition_epoch;
         r->isr_soon = true;
@@ -186,12 +184,11 @@ static void check_partition(struct replication *r, const char *topic, int32_t pa
 static void check_all(struct replication *r)
 {
     pthread_mutex_lock(&r->lock);
-    size_t count = 0;
-    for (struct leader_partition *lp = r->leaders; lp; lp = lp->next)
-        count++;
+    size_t count = r->leaders.count;
     struct isr_target *targets = count ? calloc(count, sizeof *targets) : NULL;
-    size_t n = 0;
-    for (struct leader_partition *lp = r->leaders; targets && lp && n < count; lp = lp->next) {
+    size_t n = 0, b = 0;
+    for (struct leader_partition *lp = replication_next_leader(r, &b, NULL); targets && lp && n < count;
+         lp = replication_next_leader(r, &b, lp)) {
         if (strlen(lp->topic) >= sizeof targets[n].topic)
             continue;
         memcpy(targets[n].topic, lp->topic, strlen(lp->topic) + 1);

@@ -25,21 +25,48 @@ static uint32_t partition_hash(const char *topic, int32_t partition)
     return (h ^ (uint32_t)partition) * 16777619u;
 }
 
-/* Under the lock. The link pointing at the follower entry, or at the end. */
-static struct follower_partition **find_follower(struct replication *r, const char *topic, int32_t partition)
+/* The fetcher (of a leader's n) that fetches topic-partition. */
+static int32_t fetcher_index(const char *topic, int32_t partition, int32_t n)
 {
-    struct follower_partition **link = &r->followers;
-    while (*link && ((*link)->partition != partition || strcmp((*link)->topic, topic) != 0))
-        link = &(*link)->next;
-    return link;
+    return (int32_t)(partition_hash(topic, partition) % (uint32_t)(n > 0 ? n : 1));
 }
 
-static struct leader_partition **find_leader(struct replication *r, const char *topic, int32_t partition)
+struct follower_partition *replication_follower(struct replication *r, const char *topic, int32_t partition)
 {
-    struct leader_partition **link = &r->leaders;
-    while (*link && ((*link)->partition != partition || strcmp((*link)->topic, topic) != 0))
-        link = &(*link)->next;
-    return link;
+    struct partition_map_node *n = partition_map_find(&r->followers, topic, partition);
+    return n ? PARTITION_MAP_ENTRY(n, struct follower_partition, node) : NULL;
+}
+
+struct leader_partition *replication_leader(struct replication *r, const char *topic, int32_t partition)
+{
+    struct partition_map_node *n = partition_map_find(&r->leaders, topic, partition);
+    return n ? PARTITION_MAP_ENTRY(n, struct leader_partition, node) : NULL;
+}
+
+struct follower_partition *replication_next_follower(struct replication *r, size_t *bucket,
+                                                     const struct follower_partition *prev)
+{
+    struct partition_map_node *n = partition_map_next(&r->followers, bucket, prev ? &prev->node : NULL);
+    return n ? PARTITION_MAP_ENTRY(n, struct follower_partition, node) : NULL;
+}
+
+struct leader_partition *replication_next_leader(struct replication *r, size_t *bucket,
+                                                 const struct leader_partition *prev)
+{
+    struct partition_map_node *n = partition_map_next(&r->leaders, bucket, prev ? &prev->node : NULL);
+    return n ? PARTITION_MAP_ENTRY(n, struct leader_partition, node) : NULL;
+}
+
+static struct follower_partition *take_follower(struct replication *r, const char *topic, int32_t partition)
+{
+    struct partition_map_node *n = partition_map_remove(&r->followers, topic, partition);
+    return n ? PARTITION_MAP_ENTRY(n, struct follower_partition, node) : NULL;
+}
+
+static struct leader_partition *take_leader(struct replication *r, const char *topic, int32_t partition)
+{
+    struct partition_map_node *n = partition_map_remove(&r->leaders, topic, partition);
+    return n ? PARTITION_MAP_ENTRY(n, struct leader_partition, node) : NULL;
 }
 
 static void free_follower(struct follower_partition *fp)
@@ -76,25 +103,24 @@ static void on_leadership(void *ctx, const char *topic, int32_t partition, bool 
         log = NULL;
     }
     pthread_mutex_lock(&r->lock);
-    struct follower_partition **link = find_follower(r, topic, partition);
-    struct follower_partition *old = *link;
+    struct follower_partition *old = take_follower(r, topic, partition);
     if (old) {
-        *link = old->next;
+        /* A fetch of the old entry still running keeps the new one waiting. */
+        if (fresh)
+            fresh->in_flight = old->in_flight;
         replication_refresh_max_lag(r);
     }
     /* A new epoch starts the followers' bookkeeping over. */
-    struct leader_partition **llink = find_leader(r, topic, partition);
-    struct leader_partition *lp = *llink;
-    if (lp)
-        *llink = lp->next;
+    struct leader_partition *lp = take_leader(r, topic, partition);
     if (hosted && became_leader && info.role == REPLICA_ROLE_LEADER && !r->stopping)
         (void)replication_leader_entry(r, topic, partition, &info, log);
     if (fresh && fresh->topic && !r->stopping) {
-        fresh->fetcher = replication_fetcher_for(
-            r, fresh->leader_id, (int32_t)(partition_hash(topic, partition) % (uint32_t)r->opts.num_fetchers));
+        fresh->fetcher = replication_fetcher_for(r, fresh->leader_id,
+                                                 fetcher_index(topic, partition, r->opts.num_fetchers));
         if (fresh->fetcher) {
-            fresh->next = r->followers;
-            r->followers = fresh;
+            fresh->node.topic = fresh->topic;
+            fresh->node.partition = partition;
+            partition_map_add(&r->followers, &fresh->node);
             pthread_cond_signal(&fresh->fetcher->wake);
             logger_info("replication", "%s-%d: following leader %d at epoch %d from offset %lld", topic, partition,
                         fresh->leader_id, fresh->leader_epoch, (long long)partition_log_end_offset(fresh->log));
@@ -127,6 +153,12 @@ int replication_start(const struct replication_options *opts, struct replication
     r->opts = *opts;
     if (r->opts.num_fetchers < 1)
         r->opts.num_fetchers = 1;
+    if (partition_map_init(&r->followers) != 0 || partition_map_init(&r->leaders) != 0) {
+        partition_map_free(&r->followers);
+        free(r);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     pthread_mutex_init(&r->lock, NULL);
     struct net_client_config cfg;
     net_client_config_defaults(&cfg);
@@ -137,6 +169,8 @@ int replication_start(const struct replication_options *opts, struct replication
         cfg.max_response_bytes = (int64_t)opts->fetch_response_max_bytes + 65536;
     if (net_client_create(&cfg, &r->client, err, errlen) != 0) {
         pthread_mutex_destroy(&r->lock);
+        partition_map_free(&r->followers);
+        partition_map_free(&r->leaders);
         free(r);
         return -1;
     }
@@ -186,17 +220,20 @@ void replication_stop(struct replication *r)
     replication_isr_join(r);
     net_client_destroy(r->client);
     replication_fetchers_join(r);
-    while (r->followers) {
-        struct follower_partition *fp = r->followers;
-        r->followers = fp->next;
+    /* The tables are discarded: each entry is freed once the walk is past it. */
+    size_t b = 0;
+    for (struct follower_partition *fp = replication_next_follower(r, &b, NULL), *next; fp; fp = next) {
+        next = replication_next_follower(r, &b, fp);
         free_follower(fp);
     }
-    while (r->leaders) {
-        struct leader_partition *lp = r->leaders;
-        r->leaders = lp->next;
+    b = 0;
+    for (struct leader_partition *lp = replication_next_leader(r, &b, NULL), *next; lp; lp = next) {
+        next = replication_next_leader(r, &b, lp);
         free(lp->topic);
         free(lp);
     }
+    partition_map_free(&r->followers);
+    partition_map_free(&r->leaders);
     pthread_cond_destroy(&r->isr_wake);
     pthread_mutex_destroy(&r->lock);
     free(r);
@@ -220,7 +257,7 @@ int64_t replication_now_ms(void)
 struct leader_partition *replication_leader_entry(struct replication *r, const char *topic, int32_t partition,
                                                   const struct replica_partition_info *info, struct partition_log *log)
 {
-    struct leader_partition *lp = *find_leader(r, topic, partition);
+    struct leader_partition *lp = replication_leader(r, topic, partition);
     if (!lp) {
         lp = calloc(1, sizeof *lp);
         if (!lp || !(lp->topic = strdup(topic))) {
@@ -229,8 +266,9 @@ struct leader_partition *replication_leader_entry(struct replication *r, const c
         }
         lp->partition = partition;
         lp->leader_epoch = -2;
-        lp->next = r->leaders;
-        r->leaders = lp;
+        lp->node.topic = lp->topic;
+        lp->node.partition = partition;
+        partition_map_add(&r->leaders, &lp->node);
     }
     if (lp->leader_epoch != info->leader_epoch) {
         /* As Kafka's makeLeader: every follower starts the epoch unknown,
@@ -348,6 +386,61 @@ int16_t replication_follower_fetched(struct replication *r, const char *topic, i
     return KAFKA_ERR_NONE;
 }
 
+void replication_set_num_fetchers(struct replication *r, int32_t num_fetchers)
+{
+    if (!r)
+        return;
+    if (num_fetchers < 1)
+        num_fetchers = 1;
+    pthread_mutex_lock(&r->lock);
+    if (r->stopping || num_fetchers == r->opts.num_fetchers) {
+        pthread_mutex_unlock(&r->lock);
+        return;
+    }
+    int32_t before = r->opts.num_fetchers;
+    r->opts.num_fetchers = num_fetchers;
+    int32_t moved = 0, kept = 0;
+    size_t b = 0;
+    for (struct follower_partition *fp = replication_next_follower(r, &b, NULL); fp;
+         fp = replication_next_follower(r, &b, fp)) {
+        int32_t index = fetcher_index(fp->topic, fp->partition, num_fetchers);
+        if (fp->fetcher->index == index)
+            continue;
+        struct fetcher *to = replication_fetcher_for(r, fp->leader_id, index);
+        if (!to) {
+            kept++; /* out of memory or threads: it stays where it is */
+            continue;
+        }
+        /* The old fetcher's answer in flight is no longer applied (it
+         * checks fp->fetcher); the new one starts once fp->in_flight clears. */
+        fp->fetcher = to;
+        moved++;
+        pthread_cond_signal(&to->wake);
+    }
+    /* As Kafka shuts down idle fetcher threads: one past the new count
+     * with nothing left to fetch ends once its fetch in progress does. */
+    int32_t stopped = 0;
+    for (struct fetcher *f = r->fetchers; f; f = f->next) {
+        if (f->retired || f->index < num_fetchers)
+            continue;
+        bool idle = true;
+        b = 0;
+        for (struct follower_partition *fp = replication_next_follower(r, &b, NULL); fp && idle;
+             fp = replication_next_follower(r, &b, fp))
+            idle = fp->fetcher != f;
+        if (idle) {
+            f->retired = true;
+            stopped++;
+            pthread_cond_signal(&f->wake);
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    logger_info("replication",
+                "num.replica.fetchers now %d (was %d): %d idle fetchers stopped, %d partitions moved to another "
+                "fetcher%s",
+                num_fetchers, before, stopped, moved, kept ? "; some kept on their fetcher (cannot start one)" : "");
+}
+
 void replication_stats(struct replication *r, struct replication_stats *out)
 {
     pthread_mutex_lock(&r->lock);
@@ -358,7 +451,9 @@ void replication_stats(struct replication *r, struct replication_stats *out)
 void replication_refresh_max_lag(struct replication *r)
 {
     int64_t max = 0;
-    for (struct follower_partition *fp = r->followers; fp; fp = fp->next)
+    size_t b = 0;
+    for (struct follower_partition *fp = replication_next_follower(r, &b, NULL); fp;
+         fp = replication_next_follower(r, &b, fp))
         if (fp->lag > max)
             max = fp->lag;
     metrics_set(r->max_lag, max);
@@ -384,15 +479,15 @@ static int32_t effective_min_isr(const struct metadata_image *img, const char *t
 void replication_refresh_leader_gauges(struct replication *r)
 {
     pthread_mutex_lock(&r->lock);
-    size_t count = 0;
-    for (struct leader_partition *lp = r->leaders; lp; lp = lp->next)
-        count++;
+    size_t count = r->leaders.count;
     struct {
         char *topic;
         int32_t partition;
     } *led = count ? calloc(count, sizeof *led) : NULL;
     size_t n = 0;
-    for (struct leader_partition *lp = r->leaders; led && lp && n < count; lp = lp->next)
+    size_t b = 0;
+    for (struct leader_partition *lp = replication_next_leader(r, &b, NULL); led && lp && n < count;
+         lp = replication_next_leader(r, &b, lp))
         if ((led[n].topic = strdup(lp->topic)))
             led[n++].partition = lp->partition;
     pthread_mutex_unlock(&r->lock);

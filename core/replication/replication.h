@@ -85,6 +85,13 @@ void replication_stop(struct replication *r);
 int16_t replication_follower_fetched(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
                                      int64_t fetch_offset);
 
+/* num.replica.fetchers changed at runtime (a dynamic broker config):
+ * every followed partition whose fetcher index changes moves to the
+ * fetcher of its new index (started if new) once the fetch in progress
+ * on its old one ends. A fetcher past the new count with no partition
+ * left stops. Values below 1 count as 1; NULL r: no-op. */
+void replication_set_num_fetchers(struct replication *r, int32_t num_fetchers);
+
 /* Counters for tests and metrics. */
 struct replication_stats {
     uint64_t fetches;        /* follower fetch responses handled */

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "replication/replication.h"
+#include "util/partition_map.h"
 
 struct net_client;
 struct partition_log;
@@ -16,7 +17,7 @@ struct metrics_metric;
 /* A partition this broker follows. Fields are read and written under the
  * module's lock; log is the entry's own reference. */
 struct follower_partition {
-    struct follower_partition *next;
+    struct partition_map_node node; /* in replication.followers, keyed by topic, partition */
     char *topic;
     int32_t partition;
     uint8_t topic_id[16];
@@ -25,6 +26,11 @@ struct follower_partition {
     int32_t leader_epoch;
     struct partition_log *log;
     struct fetcher *fetcher;
+    /* The fetcher whose fetch in progress includes this partition, NULL
+     * when none: after a move to another fetcher (num.replica.fetchers
+     * changed) the new one waits for the old one's fetch to finish, so
+     * two threads never append to the log at once. */
+    struct fetcher *in_flight;
     /* Leader's high watermark minus this log's end at the last fetch
      * (Kafka's FetcherLagMetrics), 0 until then. */
     int64_t lag;
@@ -38,7 +44,10 @@ struct fetcher {
     int32_t index; /* 0 .. num_fetchers-1 */
     pthread_t thread;
     bool started;
-    pthread_cond_t wake; /* with the module's lock: partitions added, stop */
+    /* Its index is past num.replica.fetchers and it has no partition: its
+     * thread ends (joined at stop) and it is never given partitions again. */
+    bool retired;
+    pthread_cond_t wake; /* with the module's lock: partitions added, retired, stop */
     /* The leader's address as last given to the client (fetcher thread only). */
     char host[256];
     int port;
@@ -48,7 +57,7 @@ struct fetcher {
  * and when it was last caught up (Kafka's Replica state). */
 #define LEADER_MAX_REPLICAS 32
 struct leader_partition {
-    struct leader_partition *next;
+    struct partition_map_node node; /* in replication.leaders, keyed by topic, partition */
     char *topic;
     int32_t partition;
     int32_t leader_epoch;
@@ -73,9 +82,11 @@ struct replication {
     int listener_id;
     pthread_mutex_t lock; /* guards everything below */
     bool stopping;
-    struct follower_partition *followers;
+    /* Keyed by partition: a fetch of many partitions looks each one up
+     * (still followed? its follower offsets) in O(1). */
+    struct partition_map followers; /* of follower_partition */
     struct fetcher *fetchers;
-    struct leader_partition *leaders;
+    struct partition_map leaders; /* of leader_partition */
     struct replication_stats stats;
     /* The ISR thread (isr.c): the leader gauges each second and, when
      * opts.alter_partition is set, ISR changes. */
@@ -94,6 +105,16 @@ struct replication {
 struct fetcher *replication_fetcher_for(struct replication *r, int32_t leader_id, int32_t index);
 /* After stopping is set and the client destroyed: joins and frees every fetcher. */
 void replication_fetchers_join(struct replication *r);
+
+/* Under the lock: the entry of topic-partition, NULL when none. */
+struct follower_partition *replication_follower(struct replication *r, const char *topic, int32_t partition);
+struct leader_partition *replication_leader(struct replication *r, const char *topic, int32_t partition);
+/* Under the lock: walks the entries (start with *bucket 0 and prev NULL);
+ * NULL at the end. No entry may be added or removed during the walk. */
+struct follower_partition *replication_next_follower(struct replication *r, size_t *bucket,
+                                                     const struct follower_partition *prev);
+struct leader_partition *replication_next_leader(struct replication *r, size_t *bucket,
+                                                 const struct leader_partition *prev);
 
 int64_t replication_now_ms(void);
 /* Under the lock: the entry of topic-partition for info's leader epoch,

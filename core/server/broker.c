@@ -54,7 +54,7 @@ struct broker {
     int metadata_subscription;
     struct acl_feed *acl_feed; /* NULL: no plugin reads ACLs */
     struct quota_feed *quota_feed; /* NULL: no plugin reads client quotas */
-    struct dynamic_config *dynamic_config; /* applies max.connections changes to net */
+    struct dynamic_config *dynamic_config; /* connection limits and fetcher count changes */
     struct purgatory *fetch_purgatory;
     struct fetch_session_cache *fetch_sessions;
     struct group_coordinator *groups;
@@ -679,7 +679,8 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         goto fail;
     if (start_network(b, err, errlen) != 0)
         goto fail;
-    if (b->net && dynamic_config_start(b->metadata, cfg, b->env.node_id, b->net, &b->dynamic_config) != 0) {
+    if (b->net &&
+        dynamic_config_start(b->metadata, cfg, b->env.node_id, b->net, b->replication, &b->dynamic_config) != 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }

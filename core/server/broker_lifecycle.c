@@ -231,8 +231,8 @@ static void lifecycle_round_locked(struct broker_lifecycle *lc)
         heartbeat_remote(lc, leader, false);
 }
 
-/* Waits ms or until stop; returns true when stopping. */
-static bool wait_or_stop(struct broker_lifecycle *lc, int64_t ms)
+/* The CLOCK_REALTIME time ms from now, as lc->cond's waits take it. */
+static struct timespec deadline_in(int64_t ms)
 {
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
@@ -242,12 +242,33 @@ static bool wait_or_stop(struct broker_lifecycle *lc, int64_t ms)
         deadline.tv_sec++;
         deadline.tv_nsec -= 1000000000;
     }
+    return deadline;
+}
+
+static bool deadline_passed(const struct timespec *deadline)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now.tv_sec > deadline->tv_sec || (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
+}
+
+/* Waits until deadline on lc->cond; with stop_wakes, stop ends the wait
+ * early. Returns true when stopping. */
+static bool wait_until(struct broker_lifecycle *lc, const struct timespec *deadline, bool stop_wakes)
+{
     pthread_mutex_lock(&lc->mu);
-    while (!lc->stopping && pthread_cond_timedwait(&lc->cond, &lc->mu, &deadline) != ETIMEDOUT)
+    while (!(stop_wakes && lc->stopping) && pthread_cond_timedwait(&lc->cond, &lc->mu, deadline) != ETIMEDOUT)
         ;
     bool stopping = lc->stopping;
     pthread_mutex_unlock(&lc->mu);
     return stopping;
+}
+
+/* Waits ms or until stop; returns true when stopping. */
+static bool wait_or_stop(struct broker_lifecycle *lc, int64_t ms)
+{
+    struct timespec deadline = deadline_in(ms);
+    return wait_until(lc, &deadline, true);
 }
 
 static void lifecycle_round(struct broker_lifecycle *lc)
@@ -458,8 +479,7 @@ static int64_t unfenced_epoch_in_image(struct broker_lifecycle *lc)
 #define CONTROLLED_SHUTDOWN_MS 2000
 static void controlled_shutdown(struct broker_lifecycle *lc)
 {
-    struct timespec start, now;
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    struct timespec give_up = deadline_in(CONTROLLED_SHUTDOWN_MS);
     int32_t leader = -1;
     int16_t rc = KAFKA_ERR_NOT_CONTROLLER;
     for (;;) {
@@ -475,11 +495,11 @@ static void controlled_shutdown(struct broker_lifecycle *lc)
             break;
         if (unfenced_epoch_in_image(lc) < 0 && lc->epoch < 0)
             break; /* not listed unfenced: nothing to take back */
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        int64_t waited_ms = (int64_t)(now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
-        if (waited_ms >= CONTROLLED_SHUTDOWN_MS)
+        if (deadline_passed(&give_up))
             break;
-        nanosleep(&(struct timespec){.tv_nsec = 100 * 1000000}, NULL);
+        /* Stopping is already set: the pause is not cut short by it. */
+        struct timespec retry = deadline_in(100);
+        (void)wait_until(lc, &retry, false);
     }
     if (rc == KAFKA_ERR_NONE)
         logger_info(LOG, "broker %d fenced by controller %d for its shutdown", lc->node_id, leader);

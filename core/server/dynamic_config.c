@@ -5,6 +5,7 @@
 #include "config/config.h"
 #include "metadata/metadata_store.h"
 #include "net/server.h"
+#include "replication/replication.h"
 #include "util/logger.h"
 
 /* Owned by the main thread; the callback only reads it. */
@@ -13,6 +14,7 @@ struct dynamic_config {
     const struct broker_config *base;
     int32_t node_id;
     struct net_server *net;
+    struct replication *replication; /* NULL: no fetchers to resize */
     int subscription;
 };
 
@@ -28,6 +30,8 @@ static void apply(struct dynamic_config *dc, const struct metadata_image *img)
     int max_per_ip = config_get_int(layered, "max.connections.per.ip");
     net_server_set_connection_limits(dc->net, max_total, max_per_ip);
     logger_info("server", "connection limits now max.connections=%d max.connections.per.ip=%d", max_total, max_per_ip);
+    /* A no-op when unchanged (Kafka resizes its fetcher pool the same way). */
+    replication_set_num_fetchers(dc->replication, config_get_int(layered, "num.replica.fetchers"));
     config_free(layered);
 }
 
@@ -39,12 +43,13 @@ static void on_metadata(void *ctx, const struct metadata_image *old_image, const
 }
 
 int dynamic_config_start(struct metadata_store *store, const struct broker_config *base, int32_t node_id,
-                         struct net_server *net, struct dynamic_config **out)
+                         struct net_server *net, struct replication *replication, struct dynamic_config **out)
 {
     struct dynamic_config *dc = calloc(1, sizeof *dc);
     if (!dc)
         return -1;
-    *dc = (struct dynamic_config){.store = store, .base = base, .node_id = node_id, .net = net};
+    *dc = (struct dynamic_config){
+        .store = store, .base = base, .node_id = node_id, .net = net, .replication = replication};
     const struct metadata_image *img = metadata_image_acquire(store);
     if (metadata_broker_configs_changed(NULL, img, node_id))
         apply(dc, img);

@@ -353,13 +353,13 @@ void wait_metric(const struct cluster *c, int node, const char *name, long long 
     }
 }
 
-int32_t create_replicated(struct cluster *c, const char *topic, const char *const *configs)
+int32_t create_partitions(struct cluster *c, const char *topic, int partitions, const char *const *configs)
 {
     rd_kafka_t *admin = rk_producer_new(broker_bootstrap(&c->nodes[0]), NULL);
     long long deadline = harness_now_ms() + 60000;
     char errstr[256] = "";
     rd_kafka_resp_err_t err;
-    while ((err = rk_create_topic_result(admin, topic, 1, 3, configs, false, errstr, sizeof errstr)) !=
+    while ((err = rk_create_topic_result(admin, topic, partitions, 3, configs, false, errstr, sizeof errstr)) !=
            RD_KAFKA_RESP_ERR_NO_ERROR) {
         if (err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
             break;
@@ -372,9 +372,14 @@ int32_t create_replicated(struct cluster *c, const char *topic, const char *cons
         const struct rd_kafka_metadata *md = NULL;
         if (rd_kafka_metadata(admin, 1, NULL, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
             for (int t = 0; t < md->topic_cnt; t++)
-                if (strcmp(md->topics[t].topic, topic) == 0 && md->topics[t].partition_cnt == 1 &&
-                    md->topics[t].partitions[0].replica_cnt == 3)
-                    leader = md->topics[t].partitions[0].leader;
+                if (strcmp(md->topics[t].topic, topic) == 0 && md->topics[t].partition_cnt == partitions) {
+                    bool all = true;
+                    for (int p = 0; p < partitions; p++)
+                        all = all && md->topics[t].partitions[p].replica_cnt == 3 &&
+                              md->topics[t].partitions[p].leader >= 1;
+                    if (all)
+                        leader = md->topics[t].partitions[0].leader;
+                }
             rd_kafka_metadata_destroy(md);
         }
         if (leader < 0 && harness_now_ms() > deadline)
@@ -387,14 +392,19 @@ int32_t create_replicated(struct cluster *c, const char *topic, const char *cons
     return leader;
 }
 
-void produce_acked(const char *bootstrap, const char *topic, int count)
+int32_t create_replicated(struct cluster *c, const char *topic, const char *const *configs)
+{
+    return create_partitions(c, topic, 1, configs);
+}
+
+void produce_acked(const char *bootstrap, const char *topic, int partitions, int count)
 {
     const char *conf[] = {"enable.idempotence", "true", "acks", "all", NULL};
     rd_kafka_t *p = rk_producer_new(bootstrap, conf);
     for (int m = 0; m < count; m++) {
         char value[64];
-        int vn = snprintf(value, sizeof value, "strict-%d", m);
-        assert_int_equal(rk_produce_blocking(p, topic, 0, NULL, 0, value, (size_t)vn, 0, NULL, NULL), 0);
+        int vn = snprintf(value, sizeof value, "acked-%d", m);
+        assert_int_equal(rk_produce_blocking(p, topic, m % partitions, NULL, 0, value, (size_t)vn, 0, NULL, NULL), 0);
     }
     rd_kafka_flush(p, 60000);
     struct rk_delivery_stats *stats = rk_producer_stats(p);

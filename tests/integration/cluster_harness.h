@@ -116,11 +116,15 @@ void wait_metric(const struct cluster *c, int node, const char *name, long long 
 
 /* Creates topic (one partition, replication factor 3) through librdkafka
  * once a controller takes it, and returns the partition's leader id. */
+/* Creates topic with partitions partitions at replication factor 3 once a
+ * controller takes it; partition 0's leader once every partition has one. */
+int32_t create_partitions(struct cluster *c, const char *topic, int partitions, const char *const *configs);
+
 int32_t create_replicated(struct cluster *c, const char *topic, const char *const *configs);
 
-/* Produces count records ("strict-<n>") to partition 0 with an idempotent
- * acks=all producer; every one must be delivered. */
-void produce_acked(const char *bootstrap, const char *topic, int count);
+/* Produces count records ("acked-<n>") spread over partitions 0..partitions-1
+ * with an idempotent acks=all producer; every one must be delivered. */
+void produce_acked(const char *bootstrap, const char *topic, int partitions, int count);
 
 struct rk_record_set;
 

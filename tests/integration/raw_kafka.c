@@ -556,3 +556,36 @@ long long raw_metric_value(const char *page, const char *series)
             return atoll(line + n + 1);
     return -1;
 }
+
+int raw_incremental_alter_broker(int port, const char *resource, const char *key, int8_t op, const char *value,
+                                 char *msg, size_t msglen)
+{
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 44, 0, 21, "alter-it");
+    raw_put_i32(&w, 1);
+    raw_put_i8(&w, 4); /* BROKER */
+    raw_put_string(&w, resource);
+    raw_put_i32(&w, 1);
+    raw_put_string(&w, key);
+    raw_put_i8(&w, op);
+    raw_put_string(&w, value);
+    raw_put_i8(&w, 0); /* validate_only */
+    uint8_t *frame = NULL;
+    struct raw_reader r;
+    msg[0] = '\0';
+    if (raw_exchange(port, &w, 21, false, 5000, &frame, &r) != 0) {
+        free(frame);
+        return -1;
+    }
+    raw_get_i32(&r); /* throttle */
+    int rc = raw_get_i32(&r) == 1 ? 0 : -1;
+    int16_t code = raw_get_i16(&r);
+    int16_t mlen = raw_get_i16(&r);
+    if (mlen > 0 && (size_t)mlen <= r.len - r.pos)
+        snprintf(msg, msglen, "%.*s", (int)mlen, (const char *)r.data + r.pos);
+    if (r.overflow)
+        rc = -1;
+    free(frame);
+    return rc == 0 ? code : -1;
+}

@@ -101,6 +101,12 @@ int raw_recv_frame(int fd, int timeout_ms, size_t max_len, uint8_t **out, size_t
  * timeout, a failed connect or send, or another correlation id. */
 int raw_exchange(int port, struct raw_writer *w, int32_t correlation_id, bool flexible_header, int timeout_ms,
                  uint8_t **frame, struct raw_reader *r);
+/* IncrementalAlterConfigs v0 of one key (op 0 SET, 1 DELETE) on one
+ * BROKER resource (a broker id, or "" for the cluster-wide default), on a
+ * new connection. Returns the resource's error code with its message in
+ * msg, or -1 when no well-formed answer came. */
+int raw_incremental_alter_broker(int port, const char *resource, const char *key, int8_t op, const char *value,
+                                 char *msg, size_t msglen);
 /* Waits until the peer closes or resets the connection, discarding
  * anything it sends. Returns true if it closed within timeout_ms. */
 bool raw_wait_closed(int fd, int timeout_ms);

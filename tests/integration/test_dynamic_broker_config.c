@@ -131,45 +131,15 @@ static rd_kafka_resp_err_t alter_broker(rd_kafka_t *rk, const char *name, const 
     return err;
 }
 
-/* IncrementalAlterConfigs v0 on one BROKER resource with one change, raw;
+/* IncrementalAlterConfigs on one BROKER resource with one change, raw;
  * returns the resource's error code and copies its message. */
 static int16_t incremental(const struct test_broker *b, const char *resource, const char *key, int8_t op,
                            const char *value, char *msg, size_t msglen)
 {
-    int fd = raw_connect(broker_port(b), 5000);
-    assert_true(fd >= 0);
-    struct raw_writer w;
-    raw_writer_init(&w);
-    raw_frame_begin(&w, 44, 0, 21, "dyn-it");
-    raw_put_i32(&w, 1);
-    raw_put_i8(&w, 4); /* BROKER */
-    raw_put_string(&w, resource);
-    raw_put_i32(&w, 1);
-    raw_put_string(&w, key);
-    raw_put_i8(&w, op);
-    raw_put_string(&w, value);
-    raw_put_i8(&w, 0);
-    raw_frame_finish(&w);
-    assert_int_equal(raw_send_all(fd, w.data, w.len), 0);
-    raw_writer_free(&w);
-    uint8_t *frame = NULL;
-    size_t len = 0;
-    if (raw_recv_frame(fd, 5000, 1 << 20, &frame, &len) != 0)
+    int code = raw_incremental_alter_broker(broker_port(b), resource, key, op, value, msg, msglen);
+    if (code < 0)
         fail_msg("no IncrementalAlterConfigs answer for %s", key);
-    close(fd);
-    struct raw_reader r;
-    raw_reader_init(&r, frame, len);
-    assert_int_equal(raw_get_i32(&r), 21);
-    raw_get_i32(&r);
-    assert_int_equal(raw_get_i32(&r), 1);
-    int16_t code = raw_get_i16(&r);
-    int16_t mlen = raw_get_i16(&r);
-    msg[0] = '\0';
-    if (mlen > 0 && (size_t)mlen <= r.len - r.pos)
-        snprintf(msg, msglen, "%.*s", (int)mlen, (const char *)r.data + r.pos);
-    assert_false(r.overflow);
-    free(frame);
-    return code;
+    return (int16_t)code;
 }
 
 static void expect_refusal(const struct test_broker *b, const char *resource, const char *key, const char *value,

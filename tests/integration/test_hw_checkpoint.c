@@ -95,7 +95,7 @@ static void test_restart_keeps_acknowledged(void **state)
     struct cluster c;
     cluster_up(&c);
     int32_t leader = create_replicated(&c, "hwc", NULL);
-    produce_acked(broker_bootstrap(&c.nodes[leader - 1]), "hwc", 300);
+    produce_acked(broker_bootstrap(&c.nodes[leader - 1]), "hwc", 1, 300);
     /* Followers learn the high watermark from the leader's answers. */
     for (int i = 0; i < N; i++)
         wait_checkpointed(&c, i, "hwc", 300, 30000);
@@ -128,7 +128,7 @@ static void test_unacknowledged_stays_hidden(void **state)
     cluster_up(&c);
     const char *configs[] = {"min.insync.replicas", "3", NULL};
     int32_t leader = create_replicated(&c, "hwd", configs);
-    produce_acked(broker_bootstrap(&c.nodes[leader - 1]), "hwd", 200);
+    produce_acked(broker_bootstrap(&c.nodes[leader - 1]), "hwd", 1, 200);
     for (int i = 0; i < N; i++)
         wait_checkpointed(&c, i, "hwd", 200, 30000);
     int follower = leader % N + 1, other = follower % N + 1;

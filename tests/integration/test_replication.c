@@ -7,7 +7,12 @@
  * killed (kill -9), an acks=all produce answers REQUEST_TIMED_OUT and a
  * consumer does not see its record (above the high watermark); the
  * follower restarted catches up to a byte-identical copy. A follower whose
- * log diverged (a batch of an epoch the leader never had) truncates. */
+ * log diverged (a batch of an epoch the leader never had) truncates.
+ * num.replica.fetchers changed at runtime (IncrementalAlterConfigs of the
+ * cluster-wide default, 1 -> 4 -> 1) moves partitions between fetchers and the
+ * followers keep copying the leader. Two CreateTopics of one name sent at
+ * once to two nodes: one creates it, the other is answered
+ * TOPIC_ALREADY_EXISTS. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,15 +20,35 @@
 #include <cmocka.h>
 
 #include "cluster_harness.h"
+#include "raw_kafka.h"
 #include "rk_helpers.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define CLUSTER_ID "UmVwbGljYXRpb25UZXN0MQ"
+#define ERR_NOT_CONTROLLER 41
+
+/* The leader of topic-partition as the metadata of node 1 has it. */
+static int32_t leader_of(struct cluster *c, const char *topic, int32_t partition)
+{
+    rd_kafka_t *admin = rk_producer_new(broker_bootstrap(&c->nodes[0]), NULL);
+    int32_t leader = -1;
+    const struct rd_kafka_metadata *md = NULL;
+    if (rd_kafka_metadata(admin, 1, NULL, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        for (int t = 0; t < md->topic_cnt; t++)
+            for (int p = 0; strcmp(md->topics[t].topic, topic) == 0 && p < md->topics[t].partition_cnt; p++)
+                if (md->topics[t].partitions[p].id == partition)
+                    leader = md->topics[t].partitions[p].leader;
+        rd_kafka_metadata_destroy(md);
+    }
+    rk_producer_destroy(admin);
+    return leader;
+}
 
 static char *read_whole(const char *path, size_t *len)
 {
@@ -250,7 +275,7 @@ static void test_acks_all_waits_for_every_replica(void **state)
     const char *configs[] = {"min.insync.replicas", "3", NULL};
     int32_t leader = create_replicated(&c, "strict", configs);
     const char *bootstrap = broker_bootstrap(&c.nodes[leader - 1]);
-    produce_acked(bootstrap, "strict", 500);
+    produce_acked(bootstrap, "strict", 1, 500);
     wait_identical(&c, leader, "strict-0", 30000);
 
     int follower = leader % N + 1;
@@ -271,7 +296,7 @@ static void test_acks_all_waits_for_every_replica(void **state)
 
     broker_restart(&c.nodes[follower - 1]);
     wait_identical(&c, leader, "strict-0", 60000);
-    produce_acked(bootstrap, "strict", 100);
+    produce_acked(bootstrap, "strict", 1, 100);
     wait_identical(&c, leader, "strict-0", 30000);
     /* 500 + the timed-out record (appended on the leader, replicated) + 100. */
     long want[1] = {601};
@@ -290,11 +315,151 @@ static void test_acks_all_waits_for_every_replica(void **state)
     cluster_stop(&c);
 }
 
+/* IncrementalAlterConfigs num.replica.fetchers=value as the cluster-wide
+ * default (resource ""), sent to each node in turn until the active
+ * controller takes it; then waits until every node's log says its
+ * fetchers were resized. */
+static void set_fetchers(struct cluster *c, const char *value)
+{
+    long long deadline = harness_now_ms() + 30000;
+    int code = -1;
+    char msg[512] = "";
+    for (int i = 0; code != 0; i = (i + 1) % N) {
+        code = raw_incremental_alter_broker(broker_port(&c->nodes[i]), "", "num.replica.fetchers", 0, value, msg,
+                                            sizeof msg);
+        if (code != 0 && code != -1 && code != ERR_NOT_CONTROLLER)
+            fail_msg("num.replica.fetchers=%s refused by node %d: error %d %s", value, i + 1, code, msg);
+        if (code != 0 && harness_now_ms() > deadline)
+            fail_msg("no node took num.replica.fetchers=%s: error %d %s", value, code, msg);
+    }
+    char needle[64];
+    snprintf(needle, sizeof needle, "num.replica.fetchers now %s", value);
+    for (int i = 0; i < N; i++) {
+        while (!broker_log_contains(&c->nodes[i], needle)) {
+            if (harness_now_ms() > deadline) {
+                broker_print_log_tail(&c->nodes[i], 40);
+                fail_msg("node %d did not log '%s'", i + 1, needle);
+            }
+            usleep(100 * 1000);
+        }
+    }
+}
+
+#define RESIZE_PARTITIONS 8
+
+static void wait_all_identical(struct cluster *c, const char *topic)
+{
+    for (int32_t part = 0; part < RESIZE_PARTITIONS; part++) {
+        char dir[128];
+        snprintf(dir, sizeof dir, "%s-%d", topic, part);
+        int32_t leader = leader_of(c, topic, part);
+        assert_true(leader >= 1 && leader <= N);
+        wait_identical(c, leader, dir, 60000);
+    }
+}
+
+/* num.replica.fetchers is a dynamic broker config: raised and lowered at
+ * runtime, the followed partitions move between fetchers (some move: eight
+ * partitions over four fetchers), lowered the idle fetchers stop, and
+ * replication goes on. */
+static void test_fetcher_count_changes_at_runtime(void **state)
+{
+    (void)state;
+    struct cluster c;
+    replicated_cluster_start(&c, CLUSTER_ID, NULL);
+    (void)create_partitions(&c, "resize", RESIZE_PARTITIONS, NULL);
+    produce_acked(broker_bootstrap(&c.nodes[0]), "resize", RESIZE_PARTITIONS, 400);
+    wait_all_identical(&c, "resize");
+
+    set_fetchers(&c, "4");
+    int idle = 0;
+    for (int i = 0; i < N; i++)
+        idle += broker_log_contains(&c.nodes[i], "(was 1): 0 idle fetchers stopped, 0 partitions moved");
+    assert_true(idle < N); /* some partition now has another fetcher */
+    produce_acked(broker_bootstrap(&c.nodes[0]), "resize", RESIZE_PARTITIONS, 400);
+    wait_all_identical(&c, "resize");
+
+    set_fetchers(&c, "1");
+    idle = 0;
+    for (int i = 0; i < N; i++)
+        idle += broker_log_contains(&c.nodes[i], "(was 4): 0 idle fetchers stopped");
+    assert_true(idle < N); /* the fetchers past the first stopped */
+    produce_acked(broker_bootstrap(&c.nodes[0]), "resize", RESIZE_PARTITIONS, 400);
+    wait_all_identical(&c, "resize");
+    long want[RESIZE_PARTITIONS];
+    for (int i = 0; i < RESIZE_PARTITIONS; i++)
+        want[i] = 150;
+    struct rk_record_set set = {0};
+    assert_int_equal(rk_consume_all(broker_bootstrap(&c.nodes[0]), "resize", RESIZE_PARTITIONS, want, 30000, &set),
+                     1200);
+    rk_record_set_free(&set);
+    cluster_stop(&c);
+}
+
+/* One CreateTopics of a shared name, started together with the others. */
+struct racer {
+    pthread_t thread;
+    pthread_barrier_t *start;
+    rd_kafka_t *admin;
+    char topic[64];
+    rd_kafka_resp_err_t err;
+    char errstr[256];
+};
+
+static void *race_create(void *arg)
+{
+    struct racer *rc = arg;
+    pthread_barrier_wait(rc->start);
+    rc->err = rk_create_topic_result(rc->admin, rc->topic, 3, 3, NULL, false, rc->errstr, sizeof rc->errstr);
+    return NULL;
+}
+
+/* Kafka's controller answers a creation of a name already taken with
+ * TOPIC_ALREADY_EXISTS, however close the two requests are: never an
+ * internal error. Each round sends the same name to two different nodes
+ * (at least one forwards to the active controller) at once. */
+static void test_concurrent_creates_of_one_name(void **state)
+{
+    (void)state;
+    struct cluster c;
+    replicated_cluster_start(&c, CLUSTER_ID, NULL);
+    (void)create_replicated(&c, "warm-up", NULL); /* a controller is active */
+    for (int round = 0; round < 6; round++) {
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, 2);
+        struct racer racers[2];
+        for (int i = 0; i < 2; i++) {
+            memset(&racers[i], 0, sizeof racers[i]);
+            racers[i].start = &start;
+            racers[i].admin = rk_producer_new(broker_bootstrap(&c.nodes[(round + i) % N]), NULL);
+            snprintf(racers[i].topic, sizeof racers[i].topic, "raced-%d", round);
+        }
+        for (int i = 0; i < 2; i++)
+            assert_int_equal(pthread_create(&racers[i].thread, NULL, race_create, &racers[i]), 0);
+        int created = 0, exists = 0;
+        for (int i = 0; i < 2; i++) {
+            pthread_join(racers[i].thread, NULL);
+            created += racers[i].err == RD_KAFKA_RESP_ERR_NO_ERROR;
+            exists += racers[i].err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS;
+            if (racers[i].err != RD_KAFKA_RESP_ERR_NO_ERROR && racers[i].err != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+                fail_msg("round %d: CreateTopics via node %d: %s (%s)", round, (round + i) % N + 1,
+                         rd_kafka_err2str(racers[i].err), racers[i].errstr);
+            rk_producer_destroy(racers[i].admin);
+        }
+        pthread_barrier_destroy(&start);
+        if (created != 1 || exists != 1)
+            fail_msg("round %d: %d created, %d already exists; expected one of each", round, created, exists);
+    }
+    cluster_stop(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_followers_copy_the_leader),
         cmocka_unit_test(test_acks_all_waits_for_every_replica),
+        cmocka_unit_test(test_fetcher_count_changes_at_runtime),
+        cmocka_unit_test(test_concurrent_creates_of_one_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,7 +94,7 @@ static const struct implemented_key implemented[] = {
     {"min.insync.replicas", "tests/integration/test_create_topics_wire.c"},
     {"unclean.leader.election.enable", "tests/unit/metadata/test_metadata_election.c"},
     {"replica.lag.time.max.ms", "tests/integration/test_isr.c"},
-    {"num.replica.fetchers", "tests/integration/test_replication.c (default)"},
+    {"num.replica.fetchers", "tests/integration/test_replication.c"},
     {"replica.fetch.max.bytes", "tests/integration/test_replication.c (default)"},
     {"replica.fetch.response.max.bytes", "tests/integration/test_replication.c (default)"},
     {"replica.fetch.wait.max.ms", "tests/integration/test_replication.c (default)"},

@@ -2,7 +2,10 @@
  * image alone until committed; the loader builds the same image as applying
  * the log directly; snapshots load to the same image as a full replay and
  * cut the replay to the tail; a corrupt snapshot fails the open; ACL records
- * replay into the image; data dirs without snapshots still load. */
+ * replay into the image; data dirs without snapshots still load. The
+ * controller's locked image, older than one the loader published while
+ * the lock was held (a new quorum leader applying its log), is brought up
+ * to date before a creation is validated. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -520,6 +523,44 @@ static void test_data_dir_without_snapshots_loads(void **state)
     metadata_image_release(before);
 }
 
+/* A topic the loader applies while the controller lock is held (as a new
+ * quorum leader applies the previous leader's entries) is missing from the
+ * image the lock took; metadata_store_sync_locked brings it in, so the
+ * creation of that name is validated against it. */
+static void test_sync_brings_the_locked_image_up_to_date(void **state)
+{
+    struct fixture *f = *state;
+    struct metadata_record_list records;
+    assert_int_equal(metadata_record_list_init(&records), 0);
+    char err[256] = "";
+    assert_int_equal(metadata_controller_prepare_create_topic(f->store, "late", 1, 1, &records, err, sizeof(err)),
+                     KAFKA_ERR_NONE);
+    struct metadata_log_entry entries[8];
+    assert_true(records.count <= 8);
+    size_t start = 0;
+    for (int32_t i = 0; i < records.count; i++) {
+        entries[i] = (struct metadata_log_entry){records.w.buf + start, records.ends[i] - start};
+        start = records.ends[i];
+    }
+    const struct metadata_image *before = metadata_image_acquire(f->store);
+    struct metadata_batch batch = {.base_offset = before->last_offset + 1,
+                                   .epoch = 0,
+                                   .records = entries,
+                                   .count = records.count,
+                                   .bytes = records.w.len};
+    metadata_image_release(before);
+
+    metadata_controller_lock(f->store);
+    struct metadata_log_listener listener = metadata_loader_listener(f->store);
+    assert_int_equal(listener.handle_commit(listener.ctx, &batch), 0);
+    assert_null(metadata_image_topic_by_name(metadata_store_current_locked(f->store), "late", 4));
+    assert_true(metadata_store_sync_locked(f->store));
+    assert_non_null(metadata_image_topic_by_name(metadata_store_current_locked(f->store), "late", 4));
+    assert_false(metadata_store_sync_locked(f->store)); /* nothing new since */
+    metadata_controller_unlock(f->store);
+    metadata_record_list_free(&records);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -531,6 +572,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_acl_records_replay_and_remove, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scram_credentials_replay_and_snapshot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_data_dir_without_snapshots_loads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sync_brings_the_locked_image_up_to_date, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

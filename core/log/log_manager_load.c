@@ -1,0 +1,233 @@
+/* Log manager start-up: discovery of the partition dirs of a log dir, the
+ * clean-shutdown marker and the offset checkpoints, and a short-lived pool
+ * of recovery threads that opens the partitions. */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log/log_checkpoint.h"
+#include "log/log_manager_internal.h"
+#include "util/clock.h"
+#include "util/fs_util.h"
+#include "util/logger.h"
+
+static int64_t checkpoint_lookup(const struct log_offset_checkpoint_entry *e, size_t n, const char *topic,
+                                 int32_t partition, int64_t missing)
+{
+    for (size_t i = 0; i < n; i++)
+        if (e[i].partition == partition && strcmp(e[i].topic, topic) == 0)
+            return e[i].offset;
+    return missing;
+}
+
+/* One partition dir of a log dir being loaded. The loading thread fills the
+ * inputs before any worker starts; exactly one worker (whichever claims the
+ * index) writes the outputs; the loading thread reads them after joining. */
+struct load_job {
+    char *pdir;
+    char *topic;
+    int32_t partition;
+    int64_t recovery_point;
+    struct partition_log *log; /* output: NULL when opening failed */
+    char err[256];             /* output: why opening failed */
+};
+
+/* Shared by the recovery workers of one log dir: jobs are claimed through
+ * the atomic counter, so no lock is needed; the rest is read-only. */
+struct load_pool {
+    const struct log_config *defaults;
+    struct load_job *jobs;
+    size_t job_count;
+    atomic_size_t next;
+};
+
+static void *load_worker(void *arg)
+{
+    struct load_pool *pool = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&pool->next, 1);
+        if (i >= pool->job_count)
+            break;
+        struct load_job *job = &pool->jobs[i];
+        if (partition_log_open_from(job->pdir, pool->defaults, job->recovery_point, &job->log, job->err,
+                                    sizeof job->err) != 0)
+            job->log = NULL;
+    }
+    return NULL;
+}
+
+/* Open every job with up to `threads` threads, the caller being one of them.
+ * A thread that cannot be started only means fewer workers. */
+static void run_load_pool(struct load_pool *pool, int32_t threads)
+{
+    size_t helpers = threads > 1 ? (size_t)threads - 1 : 0;
+    size_t useful = pool->job_count > 1 ? pool->job_count - 1 : 0;
+    if (helpers > useful)
+        helpers = useful;
+    pthread_t *ids = helpers ? calloc(helpers, sizeof *ids) : NULL;
+    size_t started = 0;
+    for (size_t i = 0; ids && i < helpers; i++) {
+        if (pthread_create(&ids[i], NULL, load_worker, pool) != 0) {
+            logger_warn("log", "cannot start a recovery thread; loading with %zu", started + 1);
+            break;
+        }
+        started++;
+    }
+    load_worker(pool);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(ids[i], NULL);
+    free(ids);
+}
+
+/* The partition dirs of dir in readdir order, which fixes the order of
+ * table insertion and of error lines whatever the thread count. */
+static struct load_job *list_partition_dirs(const char *dir, size_t *count)
+{
+    struct load_job *jobs = NULL;
+    size_t n = 0, cap = 0;
+    DIR *d = opendir(dir);
+    struct dirent *ent;
+    while (d && (ent = readdir(d)) != NULL) {
+        char *topic;
+        int32_t partition;
+        /* The cluster metadata log lives beside the partitions but belongs
+         * to the metadata store, which opens it itself. */
+        if (ent->d_name[0] == '.' || strcmp(ent->d_name, LOG_MANAGER_METADATA_DIR) == 0 ||
+            log_parse_partition_dir(ent->d_name, &topic, &partition) != 0)
+            continue;
+        char *pdir = log_manager_join(dir, ent->d_name);
+        struct stat st;
+        if (!pdir || stat(pdir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            free(pdir);
+            free(topic);
+            continue;
+        }
+        if (n == cap) {
+            size_t grown_cap = cap ? cap * 2 : 64;
+            struct load_job *grown = realloc(jobs, grown_cap * sizeof *grown);
+            if (!grown) {
+                logger_error("log", "%s: out of memory listing partitions", dir);
+                free(pdir);
+                free(topic);
+                break;
+            }
+            jobs = grown;
+            cap = grown_cap;
+        }
+        memset(&jobs[n], 0, sizeof jobs[n]);
+        jobs[n].pdir = pdir;
+        jobs[n].topic = topic;
+        jobs[n].partition = partition;
+        n++;
+    }
+    if (d)
+        closedir(d);
+    *count = n;
+    return jobs;
+}
+
+/* Returns 0, or -1 with err when the clean shutdown marker cannot be
+ * removed durably: the broker must not run on a directory where a crash
+ * would afterwards pass for a clean stop. */
+int log_manager_load_dir(struct log_manager *m, size_t dir_index, char *err, size_t errlen)
+{
+    const char *dir = m->dirs[dir_index];
+    char *marker = log_manager_join(dir, CLEAN_SHUTDOWN_FILE);
+    bool clean = marker && access(marker, F_OK) == 0;
+    if (clean) {
+        /* The marker is trusted once: removed, and the removal synced,
+         * before any log opens, so a crash from here on reads as one. */
+        int rc = unlink(marker) == 0 ? fs_fsync_dir(dir) : errno;
+        if (rc != 0) {
+            snprintf(err, errlen, "cannot remove the clean shutdown marker %s durably: %s", marker, strerror(rc));
+            free(marker);
+            return -1;
+        }
+    }
+    struct log_offset_checkpoint_entry *recovery = NULL, *starts = NULL, *hws = NULL;
+    size_t n_recovery = 0, n_starts = 0, n_hws = 0;
+    char *path = log_manager_join(dir, RECOVERY_CHECKPOINT_FILE);
+    if (path && !clean && log_offset_checkpoint_read(path, &recovery, &n_recovery) != 0)
+        n_recovery = 0;
+    free(path);
+    path = log_manager_join(dir, START_CHECKPOINT_FILE);
+    if (path && log_offset_checkpoint_read(path, &starts, &n_starts) != 0)
+        n_starts = 0;
+    free(path);
+    path = log_manager_join(dir, HW_CHECKPOINT_FILE);
+    if (path && log_offset_checkpoint_read(path, &hws, &n_hws) != 0)
+        n_hws = 0;
+    free(path);
+    if (!clean)
+        logger_info("log", "%s: no clean shutdown marker, recovering from checkpoints", dir);
+    int64_t load_start_ns = clock_mono_ns();
+
+    struct load_pool pool = {.defaults = &m->defaults};
+    pool.jobs = list_partition_dirs(dir, &pool.job_count);
+    atomic_init(&pool.next, 0);
+    for (size_t i = 0; i < pool.job_count; i++)
+        pool.jobs[i].recovery_point = clean ? -1
+                                            : checkpoint_lookup(recovery, n_recovery, pool.jobs[i].topic,
+                                                                pool.jobs[i].partition, 0);
+    run_load_pool(&pool, m->cfg.recovery_threads_per_data_dir);
+
+    struct partition_log_recovery_stats total = {0};
+    size_t recovered = 0;
+    for (size_t i = 0; i < pool.job_count; i++) {
+        struct load_job *job = &pool.jobs[i];
+        if (!job->log) {
+            logger_error("log", "cannot load %s: %s", job->pdir, job->err);
+        } else {
+            struct partition_log_recovery_stats one;
+            partition_log_recovery_stats(job->log, &one);
+            if (one.scanned_bytes > 0) {
+                recovered++;
+                total.scanned_bytes += one.scanned_bytes;
+                total.scan_ns += one.scan_ns;
+                total.producers_ns += one.producers_ns;
+            }
+            int64_t start = checkpoint_lookup(starts, n_starts, job->topic, job->partition, -1);
+            if (start >= 0)
+                partition_log_restore_start_offset(job->log, start);
+            /* After the start: the high watermark is clamped to it. A
+             * partition missing from the file keeps following its log end
+             * until the replica layer decides. */
+            int64_t hw = checkpoint_lookup(hws, n_hws, job->topic, job->partition, -1);
+            if (hw >= 0)
+                partition_log_restore_high_watermark(job->log, hw);
+            pthread_mutex_lock(&m->lock);
+            int rc = log_manager_insert_locked(m, job->topic, job->partition, dir_index, job->log);
+            pthread_mutex_unlock(&m->lock);
+            if (rc != 0)
+                partition_log_close(job->log);
+        }
+        free(job->pdir);
+        free(job->topic);
+    }
+    free(pool.jobs);
+    if (!clean) {
+        /* One line with the rescan rate: recovery time is what an operator
+         * waits for after a crash. Scan and producer times are summed over
+         * the recovery threads, so they may exceed the wall time. */
+        int64_t wall_ns = clock_mono_ns() - load_start_ns;
+        double mib = (double)total.scanned_bytes / (1024.0 * 1024.0);
+        logger_info("log",
+                    "%s: recovered %zu partitions, rescanned %.1f MiB in %.3f s (%.0f MiB/s; "
+                    "scan %.3f s, producer state %.3f s; %" PRId32 " recovery threads)",
+                    dir, recovered, mib, (double)wall_ns / 1e9, wall_ns > 0 ? mib / ((double)wall_ns / 1e9) : 0.0,
+                    (double)total.scan_ns / 1e9, (double)total.producers_ns / 1e9,
+                    m->cfg.recovery_threads_per_data_dir);
+    }
+    log_offset_checkpoint_free(recovery, n_recovery);
+    log_offset_checkpoint_free(starts, n_starts);
+    log_offset_checkpoint_free(hws, n_hws);
+    free(marker);
+    return 0;
+}
