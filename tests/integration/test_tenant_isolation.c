@@ -1,12 +1,14 @@
 /* Tenant isolation as seen by one tenant: User:ANONYMOUS (the PLAINTEXT
- * listener) is given ALL on the prefix "team-a." of topics and groups
- * through the acl-authorizer plugin, and nothing else. Another tenant's
+ * listener) is given ALL on the prefix "team-a." of topics, groups and
+ * transactional ids through the acl-authorizer plugin, and nothing else. Another tenant's
  * topic, group and transactional id (made before the authorizer was
  * loaded) must get, API by API, the very answer (error code and message)
  * that names which never existed get: no leak through Metadata,
  * ListGroups, DescribeGroups, OffsetFetch, ListOffsets, DescribeConfigs,
  * CreateTopics (TOPIC_AUTHORIZATION_FAILED before TOPIC_ALREADY_EXISTS),
- * CreatePartitions, DeleteTopics, DeleteRecords or AlterConfigs. */
+ * CreatePartitions, DeleteTopics, DeleteRecords, AlterConfigs,
+ * DescribeProducers, DescribeTransactions, ListTransactions or
+ * DescribeLogDirs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,14 +18,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
+#include "raw_session.h"
 #include "rk_helpers.h"
 
 #define OTHER_TOPIC "team-b.orders"
 #define NEVER_TOPIC "team-b.never"
 #define OTHER_GROUP "team-b.group"
 #define NEVER_GROUP "team-b.nogroup"
+#define OTHER_TXN "team-b.tx"
+#define NEVER_TXN "team-b.notx"
 
 /* One answer: an error code and a message with the resource's name
  * replaced by "<name>", so two names' answers compare equal. */
@@ -251,6 +257,97 @@ static void commit_one(struct test_broker *b, const char *group, const char *top
     rd_kafka_destroy(rk);
 }
 
+/* True when the bytes of needle occur in the frame. */
+static bool frame_names(const uint8_t *frame, size_t len, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(frame + i, needle, n) == 0)
+            return true;
+    return false;
+}
+
+/* DescribeProducers v0 of partition 0 of topic: its error and message. */
+static void describe_producers_answer(struct raw_session *s, const char *topic, struct answer *a)
+{
+    struct raw_writer w;
+    raw_session_begin(s, &w, 61, 0);
+    raw_put_compact_array_len(&w, 1);
+    raw_put_compact_string(&w, topic);
+    raw_put_compact_array_len(&w, 1);
+    raw_put_i32(&w, 0);
+    raw_put_uvarint(&w, 0);
+    raw_put_uvarint(&w, 0);
+    struct raw_reader r;
+    uint8_t *frame = raw_session_roundtrip(s, &w, &r, true);
+    raw_get_i32(&r);
+    assert_int_equal(raw_get_uvarint(&r), 2);
+    char name[64], message[256] = "";
+    raw_get_compact_string(&r, name, sizeof name);
+    assert_int_equal(raw_get_uvarint(&r), 2);
+    raw_get_i32(&r);
+    int16_t err = raw_get_i16(&r);
+    raw_get_compact_string(&r, message, sizeof message);
+    assert_false(r.overflow);
+    free(frame);
+    answer_set(a, err, message, topic);
+}
+
+/* DescribeTransactions v0 of one id: its error and state. */
+static void describe_transactions_answer(struct raw_session *s, const char *id, struct answer *a)
+{
+    struct raw_writer w;
+    raw_session_begin(s, &w, 65, 0);
+    raw_put_compact_array_len(&w, 1);
+    raw_put_compact_string(&w, id);
+    raw_put_uvarint(&w, 0);
+    struct raw_reader r;
+    uint8_t *frame = raw_session_roundtrip(s, &w, &r, true);
+    raw_get_i32(&r);
+    assert_int_equal(raw_get_uvarint(&r), 2);
+    int16_t err = raw_get_i16(&r);
+    char got[64], state[64] = "";
+    raw_get_compact_string(&r, got, sizeof got);
+    raw_get_compact_string(&r, state, sizeof state);
+    assert_false(r.overflow);
+    free(frame);
+    answer_set(a, err, state, id);
+}
+
+/* Whether a response to a body-less-filter request (ListTransactions v0
+ * with no filters, DescribeLogDirs v2 for every topic) names `name`. */
+static bool listing_names(struct raw_session *s, int16_t api, int16_t version, const char *name)
+{
+    struct raw_writer w;
+    raw_session_begin(s, &w, api, version);
+    if (api == 66) {
+        raw_put_compact_array_len(&w, 0); /* state filters */
+        raw_put_compact_array_len(&w, 0); /* producer id filters */
+    } else {
+        raw_put_uvarint(&w, 0); /* topics: null, every topic */
+    }
+    raw_put_uvarint(&w, 0);
+    struct raw_reader r;
+    uint8_t *frame = raw_session_roundtrip(s, &w, &r, true);
+    bool named = frame_names(frame, r.len, name);
+    free(frame);
+    return named;
+}
+
+/* Commits one transaction as transactional id. */
+static void transaction(struct test_broker *b, const char *id, const char *topic)
+{
+    const char *conf[] = {"transactional.id", id, NULL};
+    rd_kafka_t *rk = rk_producer_new(broker_bootstrap(b), conf);
+    rk_expect_ok(rd_kafka_init_transactions(rk, 20000), "init_transactions");
+    rk_expect_ok(rd_kafka_begin_transaction(rk), "begin_transaction");
+    assert_int_equal(rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_VALUE("v", 1),
+                                       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END),
+                     RD_KAFKA_RESP_ERR_NO_ERROR);
+    rk_expect_ok(rd_kafka_commit_transaction(rk, 20000), "commit_transaction");
+    rk_producer_destroy(rk);
+}
+
 static void test_other_tenant_looks_absent(void **state)
 {
     (void)state;
@@ -265,6 +362,15 @@ static void test_other_tenant_looks_absent(void **state)
     commit_one(&b, OTHER_GROUP, OTHER_TOPIC);
     commit_one(&b, OTHER_GROUP, "team-a.orders");
     commit_one(&b, "team-a.group", "team-a.orders");
+    transaction(&b, OTHER_TXN, OTHER_TOPIC);
+    transaction(&b, "team-a.tx", "team-a.orders");
+    /* librdkafka 2.0 makes no transactional-id ACL: the cairn tool does. */
+    char acl[800];
+    snprintf(acl, sizeof acl,
+             "'%s' acl create --allow-principal User:ANONYMOUS --operation All --transactional-id team-a. "
+             "--resource-pattern-type prefixed -b %s > /dev/null",
+             CAIRN_CLI_PATH, broker_bootstrap(&b));
+    assert_int_equal(system(acl), 0);
     acl_allow_prefix(&b, RD_KAFKA_RESOURCE_TOPIC);
     acl_allow_prefix(&b, RD_KAFKA_RESOURCE_GROUP);
     broker_stop(&b);
@@ -311,6 +417,26 @@ static void test_other_tenant_looks_absent(void **state)
     assert_true(group_listed(rk, "team-a.group"));
     assert_false(group_listed(rk, OTHER_GROUP));
     rk_producer_destroy(rk);
+
+    /* The APIs librdkafka 2.0 has no call for, raw. */
+    struct raw_session s = {.fd = raw_connect(b.port, 10000)};
+    assert_true(s.fd >= 0);
+    describe_producers_answer(&s, OTHER_TOPIC, &other);
+    describe_producers_answer(&s, NEVER_TOPIC, &never);
+    assert_same("DescribeProducers", &other, &never);
+    describe_transactions_answer(&s, OTHER_TXN, &other);
+    describe_transactions_answer(&s, NEVER_TXN, &never);
+    assert_same("DescribeTransactions", &other, &never);
+    /* ListTransactions lists the tenant's own transactional id only. */
+    assert_true(listing_names(&s, 66, 0, "team-a.tx"));
+    assert_false(listing_names(&s, 66, 0, OTHER_TXN));
+    describe_transactions_answer(&s, "team-a.tx", &other);
+    assert_int_equal(other.err, 0);
+    /* DescribeLogDirs needs DESCRIBE on the cluster (Kafka's rule), which
+     * a tenant is not given: it names no topic at all. */
+    assert_false(listing_names(&s, 35, 2, OTHER_TOPIC));
+    assert_false(listing_names(&s, 35, 2, "team-a.orders"));
+    close(s.fd);
     broker_mark_passed(&b);
     broker_cleanup(&b);
 }
