@@ -1,7 +1,8 @@
 /* The tenant-limits topic policy in a real cairnd, through librdkafka's
  * admin API as three SCRAM principals: User:team-a-app (under the tenant
  * principal prefix User:team-a-*, owning topics "team-a."), User:bob
- * (owning "bob.") and User:carol (no tenant, not limited). Creations,
+ * (owning "bob.") and User:carol (no tenant, not limited), plus the
+ * PLAINTEXT listener's User:ANONYMOUS for raw IncrementalAlterConfigs. Creations,
  * partition additions and retention changes within the caps succeed; over
  * a cap they get POLICY_VIOLATION with a message naming the cap, the same
  * for validate_only requests. */
@@ -18,13 +19,14 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "raw_session.h"
 #include "rk_helpers.h"
 
 #define PASSWORD "tenant-secret"
 #define TENANTS                                                                                                        \
     "plugin.tenant-limits.entries=principal=User:team-a-*,prefix=team-a.:max.partitions.per.topic=4,"                  \
     "max.partitions=6,max.replication.factor=1,max.retention.ms=86400000,max.retention.bytes=1048576;"                 \
-    "principal=User:bob,prefix=bob.:max.partitions=2"
+    "principal=User:bob,prefix=bob.:max.partitions=2;principal=User:ANONYMOUS,prefix=anon.:max.retention.bytes=1000"
 
 struct tenants_it {
     struct test_broker broker;
@@ -132,6 +134,39 @@ static rd_kafka_resp_err_t set_config(rd_kafka_t *rk, const char *topic, const c
     return err;
 }
 
+/* IncrementalAlterConfigs v1 SET of one topic key, raw over PLAINTEXT
+ * (User:ANONYMOUS): librdkafka 2.0 has no call for it. */
+static int16_t incremental_set(struct tenants_it *t, const char *topic, const char *key, const char *value,
+                               bool validate_only, char *msg, size_t len)
+{
+    struct raw_session s = {.fd = raw_connect(t->broker.port, 10000)};
+    assert_true(s.fd >= 0);
+    struct raw_writer w;
+    raw_session_begin(&s, &w, 44, 1);
+    raw_put_compact_array_len(&w, 1);
+    raw_put_i8(&w, 2); /* TOPIC */
+    raw_put_compact_string(&w, topic);
+    raw_put_compact_array_len(&w, 1);
+    raw_put_compact_string(&w, key);
+    raw_put_i8(&w, 0); /* SET */
+    raw_put_compact_string(&w, value);
+    raw_put_uvarint(&w, 0);
+    raw_put_uvarint(&w, 0);
+    raw_put_i8(&w, validate_only);
+    raw_put_uvarint(&w, 0);
+    struct raw_reader r;
+    uint8_t *frame = raw_session_roundtrip(&s, &w, &r, true);
+    close(s.fd);
+    raw_get_i32(&r);
+    assert_int_equal(raw_get_uvarint(&r), 2);
+    int16_t err = raw_get_i16(&r);
+    msg[0] = '\0';
+    raw_get_compact_string(&r, msg, len);
+    assert_false(r.overflow);
+    free(frame);
+    return err;
+}
+
 static void test_tenant_caps(void **state)
 {
     (void)state;
@@ -184,6 +219,14 @@ static void test_tenant_caps(void **state)
     assert_true(rk_wait_topic(bob, "bob.small", 2, 15000));
     assert_refused(add_partitions(bob, "bob.small", 3, false, msg, sizeof msg), msg, "max.partitions=2");
     rk_producer_destroy(bob);
+
+    /* IncrementalAlterConfigs, as the tenant of the PLAINTEXT listener. */
+    rk_create_topic(broker_bootstrap(&t.broker), "anon.t", 1, NULL);
+    assert_refused(incremental_set(&t, "anon.t", "retention.bytes", "1001", true, msg, sizeof msg), msg,
+                   "max.retention.bytes=1000");
+    assert_refused(incremental_set(&t, "anon.t", "retention.bytes", "-1", false, msg, sizeof msg), msg,
+                   "max.retention.bytes=1000");
+    assert_int_equal(incremental_set(&t, "anon.t", "retention.bytes", "1000", false, msg, sizeof msg), 0);
 
     /* No tenant names carol: nothing limits her. */
     rd_kafka_t *carol = client_as(&t, "carol");
