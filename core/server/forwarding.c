@@ -125,8 +125,7 @@ static bool wait_for_topic(struct broker_forwarding *f, const char *name, int ti
  * them: the answer waits (briefly) until this broker's image has them. */
 #define CREATED_VISIBLE_WAIT_MS 5000
 
-static void await_created_topics(struct broker_forwarding *f, const struct net_request *req,
-                                 struct kafka_bytes response)
+static void await_created_topics(struct broker_forwarding *f, const struct net_request *req, struct kafka_bytes response)
 {
     int16_t key = (int16_t)((uint16_t)req->frame[0] << 8 | req->frame[1]);
     int16_t version = (int16_t)((uint16_t)req->frame[2] << 8 | req->frame[3]);
@@ -321,13 +320,11 @@ void broker_forwarding_dispatch(struct net_request *req, void *arg)
     struct broker_forwarding *f = arg;
     /* On a SASL listener nothing is forwarded before the connection has
      * authenticated: the local handlers run the exchange (and refuse). */
-    bool sasl = req->security_protocol == NET_SECURITY_SASL_PLAINTEXT ||
-                req->security_protocol == NET_SECURITY_SASL_SSL;
+    bool sasl = req->security_protocol == NET_SECURITY_SASL_PLAINTEXT || req->security_protocol == NET_SECURITY_SASL_SSL;
     bool authenticated = !sasl || (req->principal_name && strcmp(req->principal_name, "ANONYMOUS") != 0);
     /* The controller loads no authorizer yet: with one loaded here nothing
-     * leaves unchecked, the local handlers authorize and answer. The same
-     * for a topic policy (a controller-only node loads no plugins). */
-    bool authorizer = f->env->plugins && (f->env->plugins->authorizer_count > 0 || f->env->plugins->policy_count > 0);
+     * leaves unchecked, the local handlers authorize and answer. */
+    bool authorizer = f->env->plugins && f->env->plugins->authorizer_count > 0;
     if (req->frame_len >= 8 && authenticated && !authorizer && !sasl_expects_raw_token(req) &&
         forwarding_api_forwarded(be16(req->frame)) && forward(f, req))
         return;
@@ -355,8 +352,7 @@ static void create_done(struct net_client_result *result, void *ctx)
     else if (resp) {
         /* The inner answer: CreateTopics v4, response header v0. */
         struct kafka_reader r;
-        kafka_reader_init(&r, resp->response_data.data,
-                          resp->response_data.len > 0 ? (size_t)resp->response_data.len : 0);
+        kafka_reader_init(&r, resp->response_data.data, resp->response_data.len > 0 ? (size_t)resp->response_data.len : 0);
         (void)kafka_read_int32(&r);
         struct kafka_arena arena;
         kafka_arena_init(&arena);
@@ -464,8 +460,7 @@ int16_t broker_forwarding_create_topic(void *arg, const char *name, int32_t num_
         snprintf(err, errlen, "controller %d: %s", (int)leader, c.message[0] ? c.message : "no message");
         /* Created, or created meanwhile by another broker: either way the
          * caller goes on to use it. */
-        if ((error == KAFKA_ERR_NONE || error == KAFKA_ERR_TOPIC_ALREADY_EXISTS) &&
-            !wait_for_topic(f, name, FORWARD_TIMEOUT_MS)) {
+        if ((error == KAFKA_ERR_NONE || error == KAFKA_ERR_TOPIC_ALREADY_EXISTS) && !wait_for_topic(f, name, FORWARD_TIMEOUT_MS)) {
             snprintf(err, errlen, "%s was created but this broker's metadata has not caught up within %d ms", name,
                      FORWARD_TIMEOUT_MS);
             error = KAFKA_ERR_REQUEST_TIMED_OUT;

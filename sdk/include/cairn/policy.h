@@ -5,12 +5,12 @@
  * reaches the client as POLICY_VIOLATION (error code 44) with the plugin's
  * message as the error message.
  *
- * Where it runs: in the request handler of the node that applies the
- * change, after authorization and before the metadata is written. A
- * request a broker forwards to the controller (Envelope) is checked there
- * with the original principal, so list the plugin on every node that can
- * run the controller as well as on the brokers. validate_only requests are
- * checked like the others (validate_only is set). */
+ * Where it runs: at the controller, in the request handler that applies
+ * the change, after authorization and before the metadata is written. A
+ * request a broker forwards (Envelope) is checked there with the original
+ * principal, so list the plugin on every node that can be the active
+ * controller. validate_only requests are checked like the others
+ * (validate_only is set). */
 #ifndef CAIRN_POLICY_H
 #define CAIRN_POLICY_H
 
