@@ -5,7 +5,8 @@
  * PLAINTEXT listener's User:ANONYMOUS for raw IncrementalAlterConfigs. Creations,
  * partition additions and retention changes within the caps succeed; over
  * a cap they get POLICY_VIOLATION with a message naming the cap, the same
- * for validate_only requests. */
+ * for validate_only requests. And through a pure broker without plugins:
+ * its forwarded CreateTopics is judged by the combined controller node. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -239,10 +240,93 @@ static void test_tenant_caps(void **state)
     broker_cleanup(&t.broker);
 }
 
+/* CreateTopics v7 of one topic, raw on the PLAINTEXT listener at port
+ * (User:ANONYMOUS): its error and message. */
+static int16_t raw_create(int port, const char *topic, int32_t partitions, char *msg, size_t len)
+{
+    struct raw_session s = {.fd = raw_connect(port, 10000)};
+    assert_true(s.fd >= 0);
+    struct raw_writer w;
+    raw_session_begin(&s, &w, 19, 7);
+    raw_put_compact_array_len(&w, 1);
+    raw_put_compact_string(&w, topic);
+    raw_put_i32(&w, partitions);
+    raw_put_i16(&w, -1);
+    raw_put_compact_array_len(&w, 0); /* assignments */
+    raw_put_compact_array_len(&w, 0); /* configs */
+    raw_put_uvarint(&w, 0);
+    raw_put_i32(&w, 20000);
+    raw_put_i8(&w, 0);
+    raw_put_uvarint(&w, 0);
+    struct raw_reader r;
+    uint8_t *frame = raw_session_roundtrip(&s, &w, &r, true);
+    close(s.fd);
+    raw_get_i32(&r);
+    assert_int_equal(raw_get_uvarint(&r), 2);
+    char name[64];
+    raw_get_compact_string(&r, name, sizeof name);
+    raw_skip(&r, 16);
+    int16_t err = raw_get_i16(&r);
+    msg[0] = '\0';
+    raw_get_compact_string(&r, msg, len);
+    assert_false(r.overflow);
+    free(frame);
+    return err;
+}
+
+/* A pure broker (no plugins) forwards CreateTopics in an Envelope to the
+ * combined controller node, which loads tenant-limits: the controller
+ * judges the request with the principal the broker saw. */
+static void test_forwarded_requests_judged_at_controller(void **state)
+{
+    (void)state;
+    struct test_broker controller = {0}, broker = {0};
+    int cport = harness_free_port(), p1, p2;
+    do {
+        p1 = harness_free_port();
+    } while (p1 == cport);
+    do {
+        p2 = harness_free_port();
+    } while (p2 == cport || p2 == p1);
+    char voters[80], listeners[160], plugin_path[600];
+    snprintf(voters, sizeof voters, "controller.quorum.voters=1@127.0.0.1:%d", cport);
+    snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", p1, cport);
+    snprintf(plugin_path, sizeof plugin_path, "plugin.path=%s", CAIRN_PLUGIN_DIR);
+#define FORWARD_COMMON                                                                                                 \
+    voters, "controller.listener.names=CONTROLLER", "cluster.id=VGVuYW50TGltaXRzRndkMQ",                               \
+        "controller.quorum.election.timeout.ms=500", "controller.quorum.fetch.timeout.ms=1000",                        \
+        "broker.heartbeat.interval.ms=500", "offsets.topic.num.partitions=1", "transaction.state.log.num.partitions=1"
+    const char *combined[] = {
+        listeners,
+        "node.id=1",
+        "process.roles=broker,controller",
+        plugin_path,
+        "plugins=tenant-limits",
+        "plugin.tenant-limits.entries=principal=User:ANONYMOUS,prefix=fwd.:max.partitions.per.topic=2",
+        FORWARD_COMMON,
+        NULL};
+    const char *pure[] = {"node.id=2", "process.roles=broker", FORWARD_COMMON, NULL};
+#undef FORWARD_COMMON
+    broker_spawn_on_port(&controller, p1, combined);
+    broker_spawn_on_port(&broker, p2, pure);
+    broker_wait_ready(&controller);
+    broker_wait_ready(&broker);
+    char msg[512];
+    assert_refused(raw_create(p2, "fwd.big", 3, msg, sizeof msg), msg, "max.partitions.per.topic=2");
+    assert_int_equal(raw_create(p2, "fwd.ok", 2, msg, sizeof msg), 0);
+    broker_stop(&broker);
+    broker_stop(&controller);
+    broker_mark_passed(&broker);
+    broker_mark_passed(&controller);
+    broker_cleanup(&broker);
+    broker_cleanup(&controller);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tenant_caps),
+        cmocka_unit_test(test_forwarded_requests_judged_at_controller),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
