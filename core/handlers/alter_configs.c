@@ -13,6 +13,7 @@
 #include "config/config_registry.h"
 #include "config/topic_config.h"
 #include "handlers/handler_util.h"
+#include "handlers/topic_policy.h"
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"
 #include "net/server.h"
@@ -471,8 +472,21 @@ static void alter_resource_checked(struct request_context *ctx, int8_t resource_
     struct metadata_config_kv *kvs = NULL;
     int32_t kv_count = 0;
     int16_t rc = plan_topic_changes(ctx, topic, changes, change_count, replace_all, &kvs, &kv_count, res);
+    struct topic_policy_change change = {
+        .kind = CAIRN_POLICY_ALTER_CONFIGS,
+        .topic = name,
+        .validate_only = validate_only,
+        .partitions = topic->partition_count,
+        .current_partitions = topic->partition_count,
+        .replication_factor = topic->partition_count > 0 ? (int16_t)topic->partitions[0].replica_count : 0,
+        .configs = kvs,
+        .config_count = kv_count,
+    };
     metadata_image_release(img);
     if (rc != KAFKA_ERR_NONE)
+        return;
+    res->error_code = topic_policy_check(ctx, &change, res->message, sizeof res->message);
+    if (res->error_code != KAFKA_ERR_NONE)
         return;
     res->error_code = handler_check_remote_storage(ctx, kvs, kv_count, res->message, sizeof res->message);
     if (res->error_code != KAFKA_ERR_NONE)

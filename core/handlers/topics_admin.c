@@ -8,6 +8,7 @@
 #include "config/config.h"
 #include "config/topic_config.h"
 #include "handlers/handler_util.h"
+#include "handlers/topic_policy.h"
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"
 #include "net/server.h"
@@ -184,13 +185,6 @@ static void create_one(struct request_context *ctx, bool validate_only,
             configs[i].value = value;
         }
     }
-    out->error_code = handler_check_remote_storage(ctx, configs, in->configs_count > 0 ? in->configs_count : 0, err,
-                                                   sizeof err);
-    if (out->error_code == KAFKA_ERR_NONE)
-        out->error_code = metadata_create_topic(ctx->env->metadata, name, in->num_partitions, in->replication_factor,
-                                                assignments, in->assignments_count > 0 ? in->assignments_count : 0,
-                                                configs, in->configs_count > 0 ? in->configs_count : 0, validate_only,
-                                                &out->topic_id, err, sizeof err);
     int32_t partitions = in->num_partitions, replication = in->replication_factor;
     if (in->assignments_count > 0) {
         partitions = in->assignments_count;
@@ -200,6 +194,26 @@ static void create_one(struct request_context *ctx, bool validate_only,
         partitions = ctx->env->default_num_partitions;
     if (replication == -1)
         replication = ctx->env->default_replication_factor;
+    struct topic_policy_change change = {
+        .kind = CAIRN_POLICY_CREATE_TOPIC,
+        .topic = name,
+        .validate_only = validate_only,
+        .partitions = partitions,
+        .replication_factor = (int16_t)replication,
+        .assignments = assignments,
+        .assignment_count = in->assignments_count,
+        .configs = configs,
+        .config_count = in->configs_count,
+    };
+    out->error_code = topic_policy_check(ctx, &change, err, sizeof err);
+    if (out->error_code == KAFKA_ERR_NONE)
+        out->error_code = handler_check_remote_storage(ctx, configs, in->configs_count > 0 ? in->configs_count : 0, err,
+                                                       sizeof err);
+    if (out->error_code == KAFKA_ERR_NONE)
+        out->error_code = metadata_create_topic(ctx->env->metadata, name, in->num_partitions, in->replication_factor,
+                                                assignments, in->assignments_count > 0 ? in->assignments_count : 0,
+                                                configs, in->configs_count > 0 ? in->configs_count : 0, validate_only,
+                                                &out->topic_id, err, sizeof err);
     out->error_message = error_message(ctx, out->error_code, err);
     if (out->error_code == KAFKA_ERR_NONE) {
         out->num_partitions = partitions;
@@ -442,6 +456,8 @@ enum handler_result handle_create_partitions(struct request_context *ctx, void *
         const struct metadata_image *now = metadata_image_acquire(ctx->env->metadata);
         const struct metadata_topic *cur = metadata_image_topic_by_name(now, name, strlen(name));
         int32_t added = cur ? in->count - cur->partition_count : 0;
+        int32_t current = cur ? cur->partition_count : 0;
+        int16_t replication = cur && cur->partition_count > 0 ? (int16_t)cur->partitions[0].replica_count : 0;
         metadata_image_release(now);
         if (!req->validate_only &&
             (out->error_code = handler_mutation_quota(ctx, added, 3, &out->error_message)) != KAFKA_ERR_NONE)
@@ -463,8 +479,21 @@ enum handler_result handle_create_partitions(struct request_context *ctx, void *
                 assignments[j].broker_count = in->assignments[j].broker_ids_count;
             }
         }
-        out->error_code = metadata_create_partitions(ctx->env->metadata, name, in->count, assignments, assignment_count,
-                                                     req->validate_only, err, sizeof err);
+        /* An unknown topic is left to the metadata store to answer. */
+        struct topic_policy_change change = {
+            .kind = CAIRN_POLICY_CREATE_PARTITIONS,
+            .topic = name,
+            .validate_only = req->validate_only,
+            .partitions = in->count,
+            .current_partitions = current,
+            .replication_factor = replication,
+            .assignments = assignments,
+            .assignment_count = assignment_count,
+        };
+        out->error_code = cur ? topic_policy_check(ctx, &change, err, sizeof err) : KAFKA_ERR_NONE;
+        if (out->error_code == KAFKA_ERR_NONE)
+            out->error_code = metadata_create_partitions(ctx->env->metadata, name, in->count, assignments,
+                                                         assignment_count, req->validate_only, err, sizeof err);
         out->error_message = error_message(ctx, out->error_code, err);
         if (auditing(ctx))
             audit_topic_change(ctx, "CreatePartitions", name, out->error_code,

@@ -34,10 +34,12 @@ struct plugin_host {
     size_t quota_count;
     size_t audit_count;
     size_t authenticator_count;
+    size_t policy_count;
     struct loaded_plugin **authorizers;
     struct loaded_plugin **quotas;
     struct loaded_plugin **audits;
     struct loaded_plugin **authenticators;
+    struct loaded_plugin **policies;
     struct loaded_plugin **plugins; /* every loaded plugin, in init order */
     size_t plugin_count;
     struct plugin_pool *pool; /* submit_blocking threads */
@@ -122,6 +124,14 @@ void plugin_host_audit_admin(struct plugin_host *host, const struct cairn_reques
 bool plugin_host_remote_storage(struct plugin_host *host, const struct cairn_remote_storage_vtable **vtable,
                                 void **instance, const char **name);
 
+/* ---- topic policies (plugin_policy.c) ---- */
+
+/* Asks every policy plugin about one change (change->count_topics and
+ * host_private are the caller's). True when all allow; otherwise false with
+ * the first refusal's message in message (never empty). */
+bool plugin_host_policy_check(struct plugin_host *host, const struct cairn_request_info *request,
+                              const struct cairn_policy_request *change, char *message, size_t message_len);
+
 /* ---- the ACL host service (plugin_acl.c) ---- */
 
 /* Attaches the source of ACL bindings (the server's metadata feed): every
@@ -145,8 +155,7 @@ void plugin_host_attach_quotas(struct plugin_host *host, plugin_quota_snapshot_f
 /* Detaches it; no listener is called afterwards. Call before stop. */
 void plugin_host_detach_quotas(struct plugin_host *host);
 /* Hands the whole new set to every listener. */
-void plugin_host_publish_quotas(struct plugin_host *host, const struct cairn_client_quota *const *quotas,
-                                size_t count);
+void plugin_host_publish_quotas(struct plugin_host *host, const struct cairn_client_quota *const *quotas, size_t count);
 bool plugin_host_wants_quotas(struct plugin_host *host);
 
 #endif

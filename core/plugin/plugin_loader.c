@@ -26,6 +26,7 @@
 #define QUOTA_V1_0_SIZE (offsetof(struct cairn_quota_vtable, record) + sizeof(void *))
 #define AUDIT_V1_0_SIZE (offsetof(struct cairn_audit_vtable, on_event) + sizeof(void *))
 #define REMOTE_V1_0_SIZE (offsetof(struct cairn_remote_storage_vtable, delete_segment) + sizeof(void *))
+#define POLICY_V1_3_SIZE (offsetof(struct cairn_policy_vtable, check) + sizeof(void *))
 /* A table claiming more than this is garbage, not a newer minor. */
 #define TABLE_MAX_SIZE 65536u
 
@@ -259,6 +260,9 @@ static bool table_ok(const void *table, size_t min_size)
 static int check_capabilities(struct loaded_plugin *p, char *err, size_t errlen)
 {
     const struct cairn_plugin_descriptor *d = p->desc;
+    /* A descriptor built for 1.0-1.2 ends before the policy table. */
+    const struct cairn_policy_vtable *policy = CAIRN_HAS_FIELD(d, struct cairn_plugin_descriptor, policy) ? d->policy
+                                                                                                          : NULL;
     const struct {
         uint32_t bit;
         const char *what;
@@ -270,6 +274,7 @@ static int check_capabilities(struct loaded_plugin *p, char *err, size_t errlen)
         {CAIRN_CAP_QUOTA, "quota", d->quota, QUOTA_V1_0_SIZE},
         {CAIRN_CAP_AUDIT, "audit", d->audit, AUDIT_V1_0_SIZE},
         {CAIRN_CAP_REMOTE_STORAGE, "remote storage", d->remote_storage, REMOTE_V1_0_SIZE},
+        {CAIRN_CAP_POLICY, "policy", policy, POLICY_V1_3_SIZE},
     };
     uint32_t known = 0;
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
@@ -298,6 +303,8 @@ static int check_capabilities(struct loaded_plugin *p, char *err, size_t errlen)
     if (d->remote_storage && (!d->remote_storage->copy_segment || !d->remote_storage->fetch_segment ||
                               !d->remote_storage->fetch_index || !d->remote_storage->delete_segment))
         missing = "a remote storage function";
+    if (policy && !policy->check)
+        missing = "policy.check";
     if (missing) {
         snprintf(err, errlen, "plugin '%s': %s is NULL", p->name, missing);
         return -1;
@@ -429,6 +436,9 @@ static int index_capabilities(struct plugin_host *host, size_t cap)
             return -1;
         if (p->desc->authentication && add_to(&host->authenticators, &host->authenticator_count, p, cap) != 0)
             return -1;
+        if (CAIRN_HAS_FIELD(p->desc, struct cairn_plugin_descriptor, policy) && p->desc->policy &&
+            add_to(&host->policies, &host->policy_count, p, cap) != 0)
+            return -1;
     }
     return 0;
 }
@@ -528,6 +538,7 @@ void plugin_host_stop(struct plugin_host *host)
     plugin_pool_free(host->pool);
     free(host->plugins);
     free(host->authorizers);
+    free(host->policies);
     free(host->quotas);
     free(host->audits);
     free(host->authenticators);

@@ -4,6 +4,11 @@
  * a quota asking for plugin.abi_v1_0.throttle.ms on every Produce, and an
  * audit sink appending one line per event to plugin.abi_v1_0.audit.file.
  * integration_test_abi_v1_0 loads it into the current cairnd. */
+/* The same source is built against the frozen v1.2 headers as abi_v1_2. */
+#ifndef ABI_PLUGIN_NAME
+#define ABI_PLUGIN_NAME "abi_v1_0"
+#endif
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,7 +119,7 @@ static const struct cairn_plugin_descriptor descriptor = {
     .struct_size = sizeof descriptor,
     .abi_major = CAIRN_PLUGIN_ABI_MAJOR,
     .abi_minor = CAIRN_PLUGIN_ABI_MINOR,
-    .name = "abi_v1_0",
+    .name = ABI_PLUGIN_NAME,
     .version = "1.0.0",
     .description = "Built against the frozen ABI v1.0 headers.",
     .capabilities = CAIRN_CAP_AUTHORIZATION | CAIRN_CAP_QUOTA | CAIRN_CAP_AUDIT,

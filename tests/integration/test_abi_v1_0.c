@@ -41,20 +41,19 @@ static char *read_text(const char *path)
     return strdup(buf);
 }
 
-static void test_v1_0_plugin_in_live_broker(void **state)
+/* name: abi_v1_0 (built against the 1.0 headers) or abi_v1_2 (1.2). */
+static void check_old_plugin_in_live_broker(struct test_broker *b, const char *name)
 {
-    struct test_broker *b = *state;
-    char path_kv[600], audit_kv[700], audit_path[600];
+    char path_kv[600], audit_kv[700], audit_path[600], plugins_kv[64], deny_kv[80], throttle_kv[80];
     snprintf(path_kv, sizeof path_kv, "plugin.path=%s", ABI_PLUGIN_DIR);
-    snprintf(audit_path, sizeof audit_path, "/tmp/cairn-abi-audit-%d.log", (int)getpid());
+    snprintf(audit_path, sizeof audit_path, "/tmp/cairn-abi-audit-%s-%d.log", name, (int)getpid());
     remove(audit_path);
-    snprintf(audit_kv, sizeof audit_kv, "plugin.abi_v1_0.audit.file=%s", audit_path);
-    const char *ov[] = {path_kv,
-                        "plugins=abi_v1_0",
-                        audit_kv,
-                        "plugin.abi_v1_0.deny.topic=abi-denied",
-                        "plugin.abi_v1_0.throttle.ms=250",
-                        NULL};
+    snprintf(audit_kv, sizeof audit_kv, "plugin.%s.audit.file=%s", name, audit_path);
+    snprintf(plugins_kv, sizeof plugins_kv, "plugins=%s", name);
+    snprintf(deny_kv, sizeof deny_kv, "plugin.%s.deny.topic=abi-denied", name);
+    snprintf(throttle_kv, sizeof throttle_kv, "plugin.%s.throttle.ms=250", name);
+    atomic_store(&max_throttle_ms, 0);
+    const char *ov[] = {path_kv, plugins_kv, audit_kv, deny_kv, throttle_kv, NULL};
     broker_start(b, ov);
     const char *bs = broker_bootstrap(b);
 
@@ -102,24 +101,36 @@ static void test_v1_0_plugin_in_live_broker(void **state)
     broker_mark_passed(b);
 }
 
+static void test_v1_0_plugin_in_live_broker(void **state)
+{
+    check_old_plugin_in_live_broker(*state, "abi_v1_0");
+}
+
+/* A 1.2 descriptor ends before the 1.3 policy table: the broker must not read past it. */
+static void test_v1_2_plugin_in_live_broker(void **state)
+{
+    check_old_plugin_in_live_broker(*state, "abi_v1_2");
+}
+
 static int abi_setup(void **state)
 {
-    static struct test_broker broker;
-    memset(&broker, 0, sizeof broker);
-    *state = &broker;
-    return 0;
+    struct test_broker *broker = calloc(1, sizeof *broker);
+    *state = broker;
+    return broker ? 0 : -1;
 }
 
 static int abi_teardown(void **state)
 {
     broker_cleanup(*state);
+    free(*state);
     return 0;
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_v1_0_plugin_in_live_broker),
+        cmocka_unit_test_setup_teardown(test_v1_0_plugin_in_live_broker, abi_setup, abi_teardown),
+        cmocka_unit_test_setup_teardown(test_v1_2_plugin_in_live_broker, abi_setup, abi_teardown),
     };
-    return cmocka_run_group_tests(tests, abi_setup, abi_teardown);
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }

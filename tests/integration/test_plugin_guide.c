@@ -222,7 +222,7 @@ static void test_install_has_plugins(void **state)
     install_prefix();
     char dir[700];
     installed_plugin_dir(prefix, dir, sizeof dir);
-    const char *shipped[] = {"audit", "quota", "auth-sasl", "acl-authorizer", "auth-mtls"};
+    const char *shipped[] = {"audit", "quota", "auth-sasl", "acl-authorizer", "auth-mtls", "tenant-limits"};
     for (size_t i = 0; i < sizeof shipped / sizeof shipped[0]; i++)
         run("test -f '%s/%s.so'", dir, shipped[i]);
 

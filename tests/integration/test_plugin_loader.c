@@ -194,7 +194,7 @@ static void test_abi_major_mismatch(void **state)
 {
     (void)state;
     const char *ov[] = {"plugins=test_abi2", NULL};
-    const char *want[] = {"plugin 'test_abi2': ABI mismatch", "2.3", "this broker provides 1.2", NULL};
+    const char *want[] = {"plugin 'test_abi2': ABI mismatch", "2.3", "this broker provides 1.3", NULL};
     expect_failure(ov, want);
 }
 

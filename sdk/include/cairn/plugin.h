@@ -32,6 +32,7 @@
 #include "cairn/audit.h"
 #include "cairn/authn.h"
 #include "cairn/authz.h"
+#include "cairn/policy.h"
 #include "cairn/quota.h"
 #include "cairn/remote_storage.h"
 #include "cairn/types.h"
@@ -48,6 +49,7 @@ enum cairn_capability {
     CAIRN_CAP_QUOTA = 1u << 2,
     CAIRN_CAP_AUDIT = 1u << 3,
     CAIRN_CAP_REMOTE_STORAGE = 1u << 4,
+    CAIRN_CAP_POLICY = 1u << 5, /* ABI 1.3 */
 };
 
 enum cairn_config_type {
@@ -166,6 +168,11 @@ struct cairn_plugin_descriptor {
     const struct cairn_quota_vtable *quota;
     const struct cairn_audit_vtable *audit;
     const struct cairn_remote_storage_vtable *remote_storage;
+
+    /* ---- ABI 1.3: topic policies (see policy.h); a descriptor built for
+     * an earlier minor ends before this field, and the host reads it only
+     * when struct_size covers it. ---- */
+    const struct cairn_policy_vtable *policy;
 };
 
 typedef const struct cairn_plugin_descriptor *(*cairn_plugin_entry_fn)(void);

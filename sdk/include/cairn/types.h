@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define CAIRN_PLUGIN_ABI_MAJOR 1
-#define CAIRN_PLUGIN_ABI_MINOR 2
+#define CAIRN_PLUGIN_ABI_MINOR 3
 
 #if defined(__GNUC__) || defined(__clang__)
 #define CAIRN_PLUGIN_EXPORT __attribute__((visibility("default")))
