@@ -443,7 +443,8 @@ static void read_frames(struct client_node *n)
         if (got == -EAGAIN)
             return;
         if (got <= 0) {
-            connection_failed(n, "%s", got == 0 ? "connection closed by the peer" : strerror((int)-got));
+            const char *why = got == 0 ? "connection closed by the peer" : strerror((int)-got);
+            connection_failed(n, "%s", got < 0 && n->transport.error[0] ? n->transport.error : why);
             return;
         }
         char err[160];

@@ -207,7 +207,9 @@ static ssize_t io_result(struct client_transport *t, int ret, const char *what)
     char why[512];
     tls_error_string(why, sizeof why);
     const struct tls_client *c = t->ctx;
-    logger_warn(TLS_LOG, "%s link: TLS %s with %s:%d failed: %s", c->link, what, t->host ? t->host : "?", t->port, why);
+    snprintf(t->error, sizeof t->error, "TLS %s with %s:%d failed: %.180s%s", what, t->host ? t->host : "?", t->port,
+             why, strstr(why, "alert") ? " (the server refused this certificate?)" : "");
+    logger_warn(TLS_LOG, "%s link: %s", c->link, t->error);
     return -ECONNRESET;
 }
 
