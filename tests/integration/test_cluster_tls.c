@@ -75,7 +75,8 @@ static bool port_taken(const int *ports, int n, int port)
 /* Spawns the three nodes with `keystore` (a file in certs_dir) and the
  * extra setting (NULL: none); node `wrong_ca` (1-based, 0: none) trusts
  * other-ca.pem instead of the CA that signed everyone's certificate. */
-static void cluster_spawn_with(struct cluster *c, int wrong_ca, const char *keystore_file, const char *extra)
+static void cluster_spawn_with(struct cluster *c, int wrong_ca, const char *keystore_file, const char *extra,
+                               const char *extra2)
 {
     memset(c, 0, sizeof *c);
     int ports[3 * N];
@@ -121,6 +122,7 @@ static void cluster_spawn_with(struct cluster *c, int wrong_ca, const char *keys
                                    "transaction.state.log.num.partitions=1",
                                    "replica.fetch.backoff.ms=200",
                                    extra,
+                                   extra2,
                                    NULL};
         broker_spawn_on_port(&c->nodes[i], ports[i], overrides);
     }
@@ -128,7 +130,7 @@ static void cluster_spawn_with(struct cluster *c, int wrong_ca, const char *keys
 
 static void cluster_spawn(struct cluster *c, int wrong_ca)
 {
-    cluster_spawn_with(c, wrong_ca, "server.pem", NULL);
+    cluster_spawn_with(c, wrong_ca, "server.pem", NULL, NULL);
 }
 
 static void cluster_stop(struct cluster *c)
@@ -295,19 +297,21 @@ static void spawn_single(struct test_broker *b, const char *keystore, const char
 
 /* ssl.endpoint.identification.algorithm: with Kafka's default (https) a
  * server certificate that names another host is refused, even from the
- * trusted CA, so no quorum forms; empty turns the host check off (the
- * chain is still verified) and the cluster comes up. */
+ * trusted CA, so no quorum forms; empty (here per listener) turns the
+ * host check off (the chain is still verified) and the cluster comes up. */
 static void test_endpoint_identification(void **state)
 {
     (void)state;
     struct cluster c;
-    cluster_spawn_with(&c, 0, "elsewhere.pem", NULL);
+    cluster_spawn_with(&c, 0, "elsewhere.pem", NULL, NULL);
     wait_log(&c.nodes[0], "certificate verify failed: IP address mismatch", 30000);
     for (int i = 0; i < N; i++)
         broker_kill9(&c.nodes[i]);
     cluster_stop(&c);
 
-    cluster_spawn_with(&c, 0, "elsewhere.pem", "ssl.endpoint.identification.algorithm=");
+    /* Per listener, as Kafka's listener.name.<name>.ssl.* overrides. */
+    cluster_spawn_with(&c, 0, "elsewhere.pem", "listener.name.controller.ssl.endpoint.identification.algorithm=",
+                       "listener.name.internal.ssl.endpoint.identification.algorithm=");
     for (int i = 0; i < N; i++)
         broker_wait_ready(&c.nodes[i]);
     wait_brokers(&c.nodes[0], (1u << 1) | (1u << 2) | (1u << 3), 30000);
