@@ -20,7 +20,7 @@ static const char acl_usage[] =
     "  --operation: All, Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs,\n"
     "               AlterConfigs, IdempotentWrite (repeatable; create defaults to All, list/delete to any)\n"
     "  --host: create defaults to *, list/delete match any host\n"
-    "common flags: -b/--brokers, --profile, --format, --timeout MS, -h/--help (see cairn --help)\n";
+    "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
 
 /* Kafka's enum values (AclOperation, ResourceType, PatternType, AclPermissionType). */
 enum { RT_ANY = 1, RT_TOPIC = 2, RT_GROUP = 3, RT_CLUSTER = 4, RT_TXN = 5 };

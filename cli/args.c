@@ -1,9 +1,11 @@
 /* Flag parsing shared by every command, and the profile file. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 
@@ -30,10 +32,18 @@ static char *trim(char *s)
     return s;
 }
 
-/* Applies one librdkafka-named property. Settings cairn cannot honour yet
- * (TLS, SASL) are refused rather than ignored: connecting in plaintext to
- * a cluster the file says is secured would be wrong. */
-static int profile_apply(const char *path, int line, const char *key, const char *val, struct cli_settings *s)
+static int set_path(char *dst, size_t len, const char *where, const char *key, const char *val)
+{
+    if (strlen(val) >= len)
+        return cli_fail(CLI_EXIT_USAGE, "%s: %s is too long", where, key);
+    snprintf(dst, len, "%s", val);
+    return 0;
+}
+
+/* Applies one librdkafka-named property. Settings cairn cannot honour
+ * (SASL) are refused rather than ignored: connecting without them to a
+ * cluster the settings say is secured would be wrong. */
+int cli_setting_apply(const char *where, const char *key, const char *val, struct cli_settings *s)
 {
     if (!strcmp(key, "bootstrap.servers") || !strcmp(key, "metadata.broker.list")) {
         snprintf(s->brokers, sizeof(s->brokers), "%s", val);
@@ -42,18 +52,31 @@ static int profile_apply(const char *path, int line, const char *key, const char
     } else if (!strcmp(key, "request.timeout.ms") || !strcmp(key, "socket.timeout.ms")) {
         long long v;
         if (cli_parse_int(val, 1, 3600000, &v) < 0)
-            return cli_fail(CLI_EXIT_USAGE, "%s:%d: %s must be milliseconds, got '%s'", path, line, key, val);
+            return cli_fail(CLI_EXIT_USAGE, "%s: %s must be milliseconds, got '%s'", where, key, val);
         s->timeout_ms = v;
     } else if (!strcmp(key, "security.protocol")) {
-        if (strcasecmp(val, "plaintext") != 0)
+        if (strcasecmp(val, "plaintext") != 0 && strcasecmp(val, "ssl") != 0)
             return cli_fail(CLI_EXIT_USAGE,
-                            "%s:%d: security.protocol=%s is not supported by cairn yet (only plaintext); "
-                            "use a plaintext listener",
-                            path, line, val);
+                            "%s: security.protocol=%s is not supported by cairn (plaintext or ssl; no SASL yet)", where,
+                            val);
+        s->ssl = strcasecmp(val, "ssl") == 0;
+    } else if (!strcmp(key, "ssl.ca.location")) {
+        return set_path(s->ssl_ca, sizeof(s->ssl_ca), where, key, val);
+    } else if (!strcmp(key, "ssl.certificate.location")) {
+        return set_path(s->ssl_cert, sizeof(s->ssl_cert), where, key, val);
+    } else if (!strcmp(key, "ssl.key.location")) {
+        return set_path(s->ssl_key, sizeof(s->ssl_key), where, key, val);
+    } else if (!strcmp(key, "ssl.key.password")) {
+        return set_path(s->ssl_key_password, sizeof(s->ssl_key_password), where, key, val);
+    } else if (!strcmp(key, "ssl.endpoint.identification.algorithm")) {
+        if (strcasecmp(val, "https") != 0 && strcasecmp(val, "none") != 0 && *val)
+            return cli_fail(CLI_EXIT_USAGE, "%s: ssl.endpoint.identification.algorithm wants https or none, got '%s'",
+                            where, val);
+        s->ssl_no_host_check = strcasecmp(val, "https") != 0;
     } else if (!strncmp(key, "ssl.", 4) || !strncmp(key, "sasl.", 5)) {
-        return cli_fail(CLI_EXIT_USAGE, "%s:%d: %s is not supported by cairn yet (only plaintext)", path, line, key);
+        return cli_fail(CLI_EXIT_USAGE, "%s: %s is not supported by cairn", where, key);
     }
-    /* Anything else belongs to other tools sharing the file (group.id, ...). */
+    /* Anything else belongs to other tools sharing the settings (group.id, ...). */
     return 0;
 }
 
@@ -75,7 +98,9 @@ int cli_profile_load(const char *path, struct cli_settings *s)
             break;
         }
         *eq = '\0';
-        rc = profile_apply(path, line, trim(l), trim(eq + 1), s);
+        char where[1100];
+        snprintf(where, sizeof(where), "%s:%d", path, line);
+        rc = cli_setting_apply(where, trim(l), trim(eq + 1), s);
     }
     fclose(f);
     return rc;
@@ -92,9 +117,36 @@ static const struct option common_long[] = {
 };
 #define COMMON_LONG_COUNT (sizeof(common_long) / sizeof(common_long[0]))
 
+/* The settings also read from the environment as CAIRN_<KEY> (upper
+ * case, dots as underscores), e.g. CAIRN_SSL_CA_LOCATION. */
+static const char *const env_keys[] = {
+    "security.protocol", "ssl.ca.location",   "ssl.certificate.location",
+    "ssl.key.location",  "ssl.key.password",  "ssl.endpoint.identification.algorithm",
+    "client.id",         "request.timeout.ms"};
+
+static int apply_env(struct cli_settings *s)
+{
+    for (size_t i = 0; i < sizeof(env_keys) / sizeof(env_keys[0]); i++) {
+        char name[96] = "CAIRN_";
+        size_t n = strlen(name);
+        for (const char *k = env_keys[i]; *k && n + 1 < sizeof(name); k++)
+            name[n++] = *k == '.' ? '_' : (char)toupper((unsigned char)*k);
+        name[n] = '\0';
+        const char *v = getenv(name);
+        if (v && cli_setting_apply(name, env_keys[i], v, s) != 0)
+            return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* -X key=value, applied last in the order given. */
+#define MAX_X_FLAGS 16
+
 /* Defaults, then the profile (--profile, else ~/.config/cairn/profile when
- * it exists), then CAIRN_BROKERS, then flags. */
-static int resolve(struct cli_settings *s, const char *flag_brokers, const char *profile, long long flag_timeout)
+ * it exists), then the environment (CAIRN_BROKERS, CAIRN_<KEY>), then
+ * flags (-X key=value, then the others). */
+static int resolve(struct cli_settings *s, const char *flag_brokers, const char *profile, long long flag_timeout,
+                   char *const *x_flags, int n_x)
 {
     char home_profile[1024];
     if (!profile) {
@@ -116,6 +168,18 @@ static int resolve(struct cli_settings *s, const char *flag_brokers, const char 
     const char *env = getenv("CAIRN_BROKERS");
     if (env && *env)
         snprintf(s->brokers, sizeof(s->brokers), "%s", env);
+    if (apply_env(s) != 0)
+        return CLI_EXIT_USAGE;
+    for (int i = 0; i < n_x; i++) {
+        char kv[1100];
+        snprintf(kv, sizeof(kv), "%s", x_flags[i]);
+        char *eq = strchr(kv, '=');
+        if (!eq)
+            return cli_fail(CLI_EXIT_USAGE, "-X wants key=value, got '%s'", x_flags[i]);
+        *eq = '\0';
+        if (cli_setting_apply("-X", kv, eq + 1, s) != 0)
+            return CLI_EXIT_USAGE;
+    }
     if (flag_brokers)
         snprintf(s->brokers, sizeof(s->brokers), "%s", flag_brokers);
     if (flag_timeout > 0)
@@ -137,9 +201,11 @@ int cli_parse(int argc, char **argv, const char *usage, const char *own_short, c
         longs[n++] = own_long[i];
     memset(&longs[n], 0, sizeof(longs[n]));
     char shorts[64];
-    snprintf(shorts, sizeof(shorts), "+b:h%s", own_short ? own_short : "");
+    snprintf(shorts, sizeof(shorts), "+b:hX:%s", own_short ? own_short : "");
 
     const char *flag_brokers = NULL, *profile = NULL;
+    char *x_flags[MAX_X_FLAGS];
+    int n_x = 0;
     long long timeout = 0;
     *npos = 0;
     opterr = 0;
@@ -159,6 +225,11 @@ int cli_parse(int argc, char **argv, const char *usage, const char *own_short, c
             return CLI_EXIT_OK;
         case 'b':
             flag_brokers = optarg;
+            break;
+        case 'X':
+            if (n_x == MAX_X_FLAGS)
+                return cli_fail(CLI_EXIT_USAGE, "at most %d -X flags", MAX_X_FLAGS);
+            x_flags[n_x++] = optarg;
             break;
         case OPT_PROFILE:
             profile = optarg;
@@ -185,5 +256,5 @@ int cli_parse(int argc, char **argv, const char *usage, const char *own_short, c
         }
         }
     }
-    return resolve(s, flag_brokers, profile, timeout) ? CLI_EXIT_USAGE : -1;
+    return resolve(s, flag_brokers, profile, timeout, x_flags, n_x) ? CLI_EXIT_USAGE : -1;
 }

@@ -52,6 +52,12 @@ struct cli_settings {
     char client_id[64];
     int64_t timeout_ms; /* per request, and for bootstrap */
     bool json;
+    /* TLS, in librdkafka's names: security.protocol=ssl, ssl.ca.location,
+     * ssl.certificate.location, ssl.key.location, ssl.key.password,
+     * ssl.endpoint.identification.algorithm (https, the default, or none). */
+    bool ssl;
+    char ssl_ca[512], ssl_cert[512], ssl_key[512], ssl_key_password[256];
+    bool ssl_no_host_check;
 };
 
 /* ---- args.c ---- */
@@ -65,6 +71,10 @@ struct option;
 typedef int (*cli_flag_fn)(int opt, const char *arg, void *ctx);
 int cli_parse(int argc, char **argv, const char *usage, const char *own_short, const struct option *own_long,
               cli_flag_fn own, void *ctx, struct cli_settings *s, char **pos, int *npos, int max_pos);
+/* Applies one librdkafka-named setting (from the profile, CAIRN_<KEY> or
+ * -X key=value; `where` names it in errors). Returns 0, or CLI_EXIT_USAGE
+ * with the reason printed. */
+int cli_setting_apply(const char *where, const char *key, const char *val, struct cli_settings *s);
 /* Reads a "key=value" profile (librdkafka property names) into s. Returns
  * 0, or CLI_EXIT_USAGE with the reason printed. */
 int cli_profile_load(const char *path, struct cli_settings *s);
@@ -103,8 +113,11 @@ int cli_json_print(struct json_t *v);
 
 /* A bootstrapped connection: the client plus the cluster's Metadata.
  * Owned by the main thread. */
+struct tls_client;
+
 struct cli_conn {
     struct net_client *client;
+    struct tls_client *tls; /* security.protocol=ssl; freed after the client */
     int64_t timeout_ms;
     int32_t any_node;      /* a broker that answered (bootstrap or real id) */
     int32_t controller_id; /* from Metadata; any_node if the cluster names none */
@@ -158,8 +171,8 @@ int cli_acl_operation_parse(const char *text, int8_t *out);
 /* SCRAM's SaltedPassword = Hi(password, salt, iterations), PBKDF2 with the
  * mechanism's HMAC (1: SHA-256, 2: SHA-512) into out (64 bytes room).
  * Returns the length written, or -1. */
-int cli_scram_salted_password(int8_t mechanism, const char *password, const uint8_t *salt, int salt_len,
-                              int iterations, uint8_t *out);
+int cli_scram_salted_password(int8_t mechanism, const char *password, const uint8_t *salt, int salt_len, int iterations,
+                              uint8_t *out);
 
 /* ---- command families ---- */
 int cli_topic_main(int argc, char **argv);

@@ -9,7 +9,7 @@
 static const char cluster_usage[] =
     "usage: cairn cluster info [--format json]\n"
     "  shows the cluster id, the controller id and every broker with host:port and rack\n"
-    "common flags: -b/--brokers, --profile, --format, --timeout MS, -h/--help (see cairn --help)\n";
+    "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
 
 static int cluster_info(const struct cli_conn *c, bool json)
 {

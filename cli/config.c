@@ -202,7 +202,7 @@ static const char config_usage[] =
     "usage: cairn config <subcommand> (--broker ID | --broker-defaults) [flags]\n"
     "  describe                                 every broker config with its value and source\n"
     "  alter [--set key=value]... [--delete key]...   change dynamic broker configs at runtime\n"
-    "common flags: -b/--brokers, --profile, --format, --timeout MS, -h/--help (see cairn --help)\n";
+    "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
 
 int cli_config_main(int argc, char **argv)
 {

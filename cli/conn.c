@@ -1,11 +1,14 @@
 /* Connection and routing: a blocking call helper over the outbound client,
  * bootstrap through Metadata, and the group coordinator lookup. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "tls/tls.h"
 
 /* One request in flight: the main thread waits on it, the client's thread
  * completes it. Lives on the main thread's stack for the call. */
@@ -193,6 +196,61 @@ static int register_brokers(struct cli_conn *c)
 /* Bootstrap entries get ids below any real node id. */
 #define CLI_BOOTSTRAP_ID_BASE (-1000)
 
+/* A whole small file (a PEM certificate or key), NUL-terminated; NULL
+ * with the reason printed. */
+static char *slurp(const char *key, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        cli_fail(CLI_EXIT_USAGE, "%s: cannot read %s: %s", key, path, strerror(errno));
+        return NULL;
+    }
+    char *buf = malloc(1 << 20);
+    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    fclose(f);
+    if (buf)
+        buf[n] = '\0';
+    return buf;
+}
+
+/* librdkafka's TLS settings as the broker's ssl.* ones: the CA file is the
+ * truststore, the certificate and key files an inline keystore. */
+static int tls_open(struct cli_conn *c, const struct cli_settings *s)
+{
+    static const char system_cas[] = "/etc/ssl/certs/ca-certificates.crt";
+    const char *ca = s->ssl_ca[0] ? s->ssl_ca : (access(system_cas, R_OK) == 0 ? system_cas : NULL);
+    if (!ca)
+        return cli_fail(CLI_EXIT_USAGE, "security.protocol=ssl needs ssl.ca.location (no system CA file found)");
+    if (!s->ssl_cert[0] != !s->ssl_key[0])
+        return cli_fail(CLI_EXIT_USAGE, "ssl.certificate.location and ssl.key.location go together");
+    struct tls_settings ts;
+    memset(&ts, 0, sizeof(ts));
+    char *cert = NULL, *key = NULL;
+    int rc = CLI_EXIT_USAGE;
+    if (s->ssl_cert[0] &&
+        (!(cert = slurp("ssl.certificate.location", s->ssl_cert)) || !(key = slurp("ssl.key.location", s->ssl_key))))
+        goto out;
+    if (tls_settings_set(&ts, TLS_TRUSTSTORE_LOCATION, ca) != 0 ||
+        (cert && tls_settings_set(&ts, TLS_KEYSTORE_CERTIFICATE_CHAIN, cert) != 0) ||
+        (key && tls_settings_set(&ts, TLS_KEYSTORE_KEY, key) != 0) ||
+        (s->ssl_key_password[0] && tls_settings_set(&ts, TLS_KEY_PASSWORD, s->ssl_key_password) != 0) ||
+        tls_settings_set(&ts, TLS_ENDPOINT_IDENTIFICATION, s->ssl_no_host_check ? "" : "https") != 0) {
+        cli_fail(CLI_EXIT_USAGE, "out of memory");
+        goto out;
+    }
+    char err[1024];
+    if (tls_client_create("cairn", &ts, &c->tls, err, sizeof(err)) != 0) {
+        cli_fail(CLI_EXIT_USAGE, "%s", err);
+        goto out;
+    }
+    rc = 0;
+out:
+    tls_settings_clear(&ts);
+    free(cert);
+    free(key);
+    return rc;
+}
+
 /* Starts the outbound client with the settings' id and timeouts. */
 static int client_open(struct cli_conn *c, const struct cli_settings *s)
 {
@@ -205,9 +263,19 @@ static int client_open(struct cli_conn *c, const struct cli_settings *s)
     snprintf(cfg.software_version, sizeof(cfg.software_version), "0.1.0");
     cfg.request_timeout_ms = s->timeout_ms;
     cfg.connection_setup_timeout_ms = s->timeout_ms;
+    if (s->ssl) {
+        int rc = tls_open(c, s);
+        if (rc)
+            return rc;
+        cfg.transport_ops = &tls_client_transport_ops;
+        cfg.transport_ctx = c->tls;
+    }
     char err[256];
-    if (net_client_create(&cfg, &c->client, err, sizeof(err)) < 0)
+    if (net_client_create(&cfg, &c->client, err, sizeof(err)) < 0) {
+        tls_client_free(c->tls);
+        c->tls = NULL;
         return cli_fail(CLI_EXIT_UNREACHABLE, "cannot start the client: %s", err);
+    }
     return 0;
 }
 
@@ -296,6 +364,8 @@ void cli_close(struct cli_conn *c)
     if (c->client)
         net_client_destroy(c->client);
     c->client = NULL;
+    tls_client_free(c->tls); /* no connection uses it any more */
+    c->tls = NULL;
 }
 
 static int build_find_coordinator(void *req, int16_t version, struct kafka_arena *a, void *ctx)

@@ -425,7 +425,7 @@ static const char group_usage[] =
     "usage: cairn group <subcommand> [flags]\n"
     "  list [--format json]             groups on every broker, with state and protocol type\n"
     "  describe GROUP [--format json]   members, their assignments, committed offsets, log end and lag\n"
-    "common flags: -b/--brokers, --profile, --format, --timeout MS, -h/--help (see cairn --help)\n";
+    "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
 
 int cli_group_main(int argc, char **argv)
 {

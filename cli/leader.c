@@ -16,7 +16,7 @@ static const char leader_usage[] =
     "  in sync; unclean gives a partition without a leader to any live replica, possibly losing\n"
     "  acknowledged records. --all elects for every partition, --topic for every partition of T\n"
     "  (or only partition N)\n"
-    "common flags: -b/--brokers, --profile, --format, --timeout MS, -h/--help (see cairn --help)\n";
+    "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
 
 enum { OPT_TYPE = 4100, OPT_TOPIC, OPT_PARTITION, OPT_ALL };
 

@@ -21,6 +21,7 @@ static const char usage[] =
     "flags every command takes:\n"
     "  -b, --brokers host:port,...  bootstrap brokers (else CAIRN_BROKERS, else the profile)\n"
     "      --profile FILE           librdkafka-style key=value file (default ~/.config/cairn/profile)\n"
+    "  -X key=value                 a profile key (security.protocol=ssl, ssl.ca.location, ...); also CAIRN_<KEY>\n"
     "      --format text|json       output format of read commands\n"
     "      --timeout MS             request timeout (default 10000)\n"
     "  -h, --help                   help for any command\n"

@@ -16,7 +16,7 @@ static const char quorum_usage[] =
     "  shows the leader, its epoch, the high watermark and every voter and observer with\n"
     "  its log end offset and lag behind the leader; without --bootstrap-controller the\n"
     "  first -b/--brokers address is asked\n"
-    "common flags: -b/--brokers, --profile, --format, --timeout MS, -h/--help (see cairn --help)\n";
+    "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
 
 enum { OPT_BOOTSTRAP_CONTROLLER = 4000 };
 

@@ -19,7 +19,7 @@ static const char quota_usage[] =
     "                controller_mutation_rate (users, client ids), connection_creation_rate (ips)\n"
     "  --delete      remove a quota\n"
     "  --strict      describe only entities with exactly the parts given\n"
-    "common flags: -b/--brokers, --profile, --format, --timeout MS, -h/--help (see cairn --help)\n";
+    "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
 
 enum { ENTITY_TYPES = 3, OPS_MAX = 16 };
 static const char *const entity_types[ENTITY_TYPES] = {"user", "client-id", "ip"};

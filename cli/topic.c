@@ -486,7 +486,7 @@ static const char topic_usage[] =
     "  delete NAME...\n"
     "  add-partitions NAME... -n/--num N      add N partitions to each topic\n"
     "  alter-config NAME [--set key=value]... [--delete key]...\n"
-    "common flags: -b/--brokers, --profile, --format, --timeout MS, -h/--help (see cairn --help)\n";
+    "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
 
 int cli_topic_main(int argc, char **argv)
 {

@@ -21,7 +21,7 @@ static const char user_usage[] =
     "  --mechanism   SCRAM-SHA-256 (default) or SCRAM-SHA-512\n"
     "  --iterations  PBKDF2 iterations, 4096..16384 (default 4096)\n"
     "  --password    else the first line of standard input is the password\n"
-    "common flags: -b/--brokers, --profile, --format, --timeout MS, -h/--help (see cairn --help)\n";
+    "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
 
 /* Kafka's ScramMechanism type values. */
 enum { MECH_SHA256 = 1, MECH_SHA512 = 2 };

@@ -118,10 +118,13 @@ static const struct config_key_def broker_keys[] = {
      LOW, IN(NETWORK), .flags = PER_BROKER,
      .doc = "Security protocol of each listener name, as NAME:PROTOCOL,...; every listener name needs an entry. "
             "All four protocols are served; SSL and SASL_SSL listeners need a keystore (ssl.*)."},
-    {KEY_STRING("inter.broker.listener.name", NULL), MEDIUM, IN(NETWORK), .flags = LATER,
-     .doc = "Listener brokers use to reach each other."},
-    {KEY_ONE_OF("security.inter.broker.protocol", "PLAINTEXT", PROTOCOLS), MEDIUM, IN(NETWORK), .flags = LATER,
-     .doc = "Protocol between brokers when inter.broker.listener.name is not set."},
+    {KEY_STRING("inter.broker.listener.name", NULL), MEDIUM, IN(NETWORK),
+     .doc = "Listener brokers use to reach each other (replica fetchers, transaction markers), with its protocol "
+            "from listener.security.protocol.map: PLAINTEXT, or SSL with the ssl.* keys "
+            "(listener.name.<name>.ssl.* first)."},
+    {KEY_ONE_OF("security.inter.broker.protocol", "PLAINTEXT", PROTOCOLS), MEDIUM, IN(NETWORK),
+     .doc = "Protocol between brokers when inter.broker.listener.name is not set: the listener of that name is "
+            "used."},
     {KEY_INT("num.network.threads", "3", 1, I32), HIGH, IN(NETWORK), .flags = DYN,
      .doc = "Network threads (one event loop each) reading requests and writing responses."},
     {KEY_INT("num.io.threads", "8", 1, I32), HIGH, IN(NETWORK), .flags = DYN,
@@ -183,7 +186,8 @@ static const struct config_key_def broker_keys[] = {
     {KEY_ONE_OF("ssl.truststore.type", "PEM", "PEM"), MEDIUM, IN(NETWORK), .flags = PER_BROKER,
      .doc = "Format of the truststore; only PEM."},
     {KEY_STRING("ssl.truststore.location", NULL), HIGH, IN(NETWORK), .flags = PER_BROKER,
-     .doc = "PEM file of CA certificates trusted for client certificates."},
+     .doc = "PEM file of CA certificates trusted for client certificates, and for the servers of the broker's "
+            "own SSL links."},
     {KEY_PASSWORD("ssl.truststore.certificates"), HIGH, IN(NETWORK), .flags = PER_BROKER,
      .doc = "Trusted CA certificates as inline PEM, instead of ssl.truststore.location."},
     {KEY_PASSWORD("ssl.truststore.password"), HIGH, IN(NETWORK), .flags = LATER | PER_BROKER,
@@ -194,6 +198,16 @@ static const struct config_key_def broker_keys[] = {
      .doc = "TLS versions accepted from clients."},
     {KEY_LIST("ssl.cipher.suites", ""), LOW, IN(NETWORK), .flags = PER_BROKER,
      .doc = "Cipher suites (IANA or OpenSSL names); empty keeps OpenSSL's defaults."},
+    {KEY_STRING("ssl.endpoint.identification.algorithm", "https"), LOW, IN(NETWORK), .flags = PER_BROKER,
+     .doc = "On the broker's own TLS links (controller quorum, registration, forwarding, replica fetchers, "
+            "transaction markers): https checks that the server's certificate names the host connected to (a DNS "
+            "or IP SAN); empty turns that check off (the certificate chain is still verified)."},
+    {KEY_STRING("sasl.mechanism.controller.protocol", "GSSAPI"), MEDIUM, IN(NETWORK),
+     .doc = "SASL mechanism of the controller links. Those links speak PLAINTEXT or SSL only: a controller "
+            "listener mapped to SASL_PLAINTEXT or SASL_SSL is refused at startup."},
+    {KEY_STRING("sasl.mechanism.inter.broker.protocol", "GSSAPI"), MEDIUM, IN(NETWORK),
+     .doc = "SASL mechanism between brokers. Inter-broker links speak PLAINTEXT or SSL only: an inter-broker "
+            "listener mapped to SASL_PLAINTEXT or SASL_SSL is refused at startup."},
     {KEY_LONG("ssl.handshake.timeout.ms", "10000", 1, I64), LOW, IN(NETWORK),
      .doc = "Cairn's own: a TLS client that has not finished its handshake this long after connecting is "
             "closed, however slowly it keeps sending."},

@@ -34,7 +34,8 @@ struct txn_markers_local {
     struct metadata_store *metadata;
     struct net_client *client;
     int32_t node_id;
-    const char *listener;       /* inter.broker.listener.name; NULL or "": the first PLAINTEXT endpoint */
+    const char *listener;       /* the inter-broker listener; NULL or "": the first PLAINTEXT endpoint */
+    bool link_is_tls;           /* the client speaks TLS: never fall back to a PLAINTEXT endpoint */
     int64_t request_timeout_ms; /* per WriteTxnMarkers request; <= 0 means 5000 */
 };
 

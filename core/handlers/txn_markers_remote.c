@@ -39,19 +39,11 @@ struct remote_request {
     struct write_txn_markers_request_writable_txn_marker_topic *topics;
 };
 
-/* The endpoint other brokers reach leader on: inter.broker.listener.name
- * when set, else the first PLAINTEXT one (the outbound client speaks no
- * TLS or SASL). */
+/* The endpoint other brokers reach leader on: the inter-broker listener's. */
 static const struct metadata_endpoint *broker_endpoint(const struct txn_markers_local *local,
                                                        const struct metadata_broker *b)
 {
-    for (int32_t i = 0; local->listener && local->listener[0] && i < b->endpoint_count; i++)
-        if (strcmp(b->endpoints[i].listener, local->listener) == 0)
-            return &b->endpoints[i];
-    for (int32_t i = 0; i < b->endpoint_count; i++)
-        if (b->endpoints[i].security_protocol == 0)
-            return &b->endpoints[i];
-    return NULL;
+    return metadata_broker_link_endpoint(b, local->listener, local->link_is_tls);
 }
 
 static void set_errors(struct remote_request *r, int16_t code)

@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 uint32_t metadata_hash_name(const char *name, size_t len)
 {
@@ -186,6 +187,18 @@ const struct metadata_broker *metadata_image_broker(const struct metadata_image 
         else
             hi = mid - 1;
     }
+    return NULL;
+}
+
+const struct metadata_endpoint *metadata_broker_link_endpoint(const struct metadata_broker *b, const char *listener,
+                                                              bool tls)
+{
+    for (int32_t i = 0; b && listener && listener[0] && i < b->endpoint_count; i++)
+        if (strcasecmp(b->endpoints[i].listener, listener) == 0)
+            return &b->endpoints[i];
+    for (int32_t i = 0; b && !tls && i < b->endpoint_count; i++)
+        if (b->endpoints[i].security_protocol == 0)
+            return &b->endpoints[i];
     return NULL;
 }
 

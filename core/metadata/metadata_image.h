@@ -139,6 +139,12 @@ const struct metadata_topic *metadata_image_topic_by_name(const struct metadata_
                                                           size_t name_len);
 const struct metadata_topic *metadata_image_topic_by_id(const struct metadata_image *img, const struct kafka_uuid *id);
 const struct metadata_broker *metadata_image_broker(const struct metadata_image *img, int32_t node_id);
+/* The endpoint of b another broker connects to: the one of listener (the
+ * inter-broker listener name); when there is none, or listener is NULL or
+ * empty, b's first PLAINTEXT endpoint unless tls (a TLS link never falls
+ * back to plaintext). NULL when b is NULL or has no such endpoint. */
+const struct metadata_endpoint *metadata_broker_link_endpoint(const struct metadata_broker *b, const char *listener,
+                                                              bool tls);
 const struct metadata_acl *metadata_image_acl(const struct metadata_image *img, const struct kafka_uuid *id);
 const struct metadata_scram *metadata_image_scram(const struct metadata_image *img, const char *name, int8_t mechanism);
 const struct metadata_partition *metadata_topic_partition(const struct metadata_topic *topic, int32_t partition);

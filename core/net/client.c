@@ -234,7 +234,8 @@ static struct client_node *node_new(struct net_client *c, int32_t id, const char
     n->id = id;
     snprintf(n->host, sizeof n->host, "%s", host);
     n->port = port;
-    n->transport.ops = &client_plain_transport;
+    n->transport.ops = c->cfg.transport_ops ? c->cfg.transport_ops : &client_plain_transport;
+    n->transport.ctx = c->cfg.transport_ctx;
     n->transport.fd = -1;
     n->next_correlation_id = 1;
     n->api_versions_sent = -1;

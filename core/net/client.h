@@ -27,6 +27,8 @@
 
 #include "protocol/wire.h"
 
+struct client_transport_ops;
+
 /* Plain data; copied by net_client_create. */
 struct net_client_config {
     char client_id[64];                  /* request header client_id */
@@ -38,6 +40,11 @@ struct net_client_config {
     int64_t request_timeout_ms;          /* request.timeout.ms, default 30000 */
     int max_in_flight;                   /* max.in.flight.requests.per.connection, default 5 */
     int64_t max_response_bytes;          /* cap on one response frame, default 104857600 */
+    /* NULL: plain TCP. Otherwise every connection runs over these
+     * operations (net/client_transport.h), e.g. TLS from tls/tls.h, with
+     * transport_ctx shared by all of them; it must outlive the client. */
+    const struct client_transport_ops *transport_ops;
+    void *transport_ctx;
 };
 
 enum net_client_status {

@@ -45,7 +45,10 @@ static void update_poll(struct client_node *n)
 {
     if (!n->poll)
         return;
-    int want = n->state == CLIENT_NODE_CONNECTING ? UV_WRITABLE : UV_READABLE;
+    int want = UV_READABLE;
+    if (n->state == CLIENT_NODE_CONNECTING)
+        want = !n->transport.ops->wants_write || n->transport.ops->wants_write(&n->transport) ? UV_WRITABLE
+                                                                                              : UV_READABLE;
     if (n->state != CLIENT_NODE_CONNECTING && has_unwritten(n))
         want |= UV_WRITABLE;
     if (want != n->poll_events) {
@@ -281,6 +284,9 @@ static void start_connect(struct client_node *n)
     n->attempt++;
     n->setup_deadline_ms = client_now_ms() + c->cfg.connection_setup_timeout_ms;
     client_frame_reader_init(&n->reader, c->cfg.max_response_bytes);
+    n->transport.host = n->host;
+    n->transport.port = n->port;
+    n->transport.error[0] = '\0';
 
     char port[16];
     snprintf(port, sizeof port, "%d", n->port);
@@ -316,13 +322,23 @@ static void start_connect(struct client_node *n)
 static void finish_connect(struct client_node *n)
 {
     int rc = n->transport.ops->finish_connect(&n->transport);
-    if (rc == -EAGAIN)
+    if (rc == -EAGAIN) {
+        update_poll(n); /* a handshake may wait for the other direction */
         return;
+    }
+    if (rc != 0 && n->transport.error[0]) {
+        /* The peer answered and refused (e.g. a certificate): another
+         * address of the same host would say the same. */
+        n->next_addr = NULL;
+        connection_failed(n, "%s", n->transport.error);
+        return;
+    }
     if (rc != 0) {
         close_socket(n);
         try_next_address(n, -rc);
         return;
     }
+    n->transport.failures = 0;
     send_api_versions(n, API_VERSIONS_FIRST_TRY);
 }
 
@@ -415,14 +431,20 @@ static void on_frame(struct client_node *n, uint8_t *frame, size_t len)
 
 static void read_frames(struct client_node *n)
 {
-    for (int i = 0; i < MAX_READS_PER_EVENT && n->state != CLIENT_NODE_IDLE; i++) {
+    /* Past the fairness bound, go on only while the transport holds bytes
+     * no readiness event would announce again. */
+    for (int i = 0;
+         n->state != CLIENT_NODE_IDLE &&
+         (i < MAX_READS_PER_EVENT || (n->transport.ops->pending && n->transport.ops->pending(&n->transport)));
+         i++) {
         size_t room;
         uint8_t *dst = client_frame_reader_space(&n->reader, &room);
         ssize_t got = n->transport.ops->read(&n->transport, dst, room);
         if (got == -EAGAIN)
             return;
         if (got <= 0) {
-            connection_failed(n, "%s", got == 0 ? "connection closed by the peer" : strerror((int)-got));
+            const char *why = got == 0 ? "connection closed by the peer" : strerror((int)-got);
+            connection_failed(n, "%s", got < 0 && n->transport.error[0] ? n->transport.error : why);
             return;
         }
         char err[160];
@@ -445,7 +467,7 @@ static void on_poll(uv_poll_t *handle, int status, int events)
     if (status < 0) {
         connection_failed(n, "socket error: %s", uv_strerror(status));
     } else if (n->state == CLIENT_NODE_CONNECTING) {
-        if (events & (UV_WRITABLE | UV_DISCONNECT))
+        if (events & (UV_WRITABLE | UV_READABLE | UV_DISCONNECT))
             finish_connect(n);
     } else {
         if (events & (UV_READABLE | UV_DISCONNECT))

@@ -17,30 +17,7 @@
 #include "net/client.h"
 #include "net/client_frame.h"
 
-/* ---- transport: the only code that touches the socket's bytes ----
- * A TLS layer supplies another ops table; the connection code only sees
- * "would block" (returns -EAGAIN), "closed/failed" (other negative errno)
- * or a byte count. */
-struct client_transport;
-
-struct client_transport_ops {
-    /* Starts a non-blocking connect; 0 (in progress or done) or -errno. */
-    int (*connect)(struct client_transport *t, const struct sockaddr *addr, socklen_t addrlen);
-    /* After the socket turned writable: 0 once connected (and any
-     * handshake done), -EAGAIN to wait for more readiness, -errno on failure. */
-    int (*finish_connect)(struct client_transport *t);
-    ssize_t (*read)(struct client_transport *t, void *buf, size_t len);
-    ssize_t (*writev)(struct client_transport *t, const struct iovec *iov, int iovcnt);
-    void (*close)(struct client_transport *t);
-};
-
-struct client_transport {
-    const struct client_transport_ops *ops;
-    int fd;      /* -1 when closed; polled by the connection */
-    void *state; /* the transport's own (NULL for plain TCP) */
-};
-
-extern const struct client_transport_ops client_plain_transport;
+#include "net/client_transport.h"
 
 /* ---- requests ---- */
 

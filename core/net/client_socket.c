@@ -73,6 +73,7 @@ static void plain_close(struct client_transport *t)
 }
 
 const struct client_transport_ops client_plain_transport = {
+    .name = "plaintext",
     .connect = plain_connect,
     .finish_connect = plain_finish_connect,
     .read = plain_read,

@@ -399,7 +399,8 @@ static int create_node(struct raft_shell *s, char *err, size_t errlen)
         snprintf(err, errlen, "cannot start the quorum core (error %d)", rc_create);
         return -1;
     }
-    logger_info(LOG, "node %d starts the metadata quorum of %d voters: epoch %d, voted for %d, %lld entries to offset %lld",
+    logger_info(LOG,
+                "node %d starts the metadata quorum of %d voters: epoch %d, voted for %d, %lld entries to offset %lld",
                 s->cfg.node_id, s->cfg.n_voters, has_qs ? qs.leader_epoch : 0, has_qs ? qs.voted_id : RAFT_NO_ID,
                 (long long)n_entries, (long long)end);
     return 0;
@@ -414,6 +415,8 @@ static int start_client(struct raft_shell *s, char *err, size_t errlen)
     cc.reconnect_backoff_ms = s->cfg.retry_backoff_ms > 0 ? s->cfg.retry_backoff_ms : 1;
     cc.reconnect_backoff_max_ms = s->cfg.election_timeout_ms;
     cc.connection_setup_timeout_ms = s->cfg.request_timeout_ms;
+    cc.transport_ops = s->cfg.transport_ops;
+    cc.transport_ctx = s->cfg.transport_ctx;
     if (net_client_create(&cc, &s->client, err, errlen) != 0)
         return -1;
     for (int i = 0; i < s->cfg.n_voters; i++) {

@@ -73,6 +73,10 @@ struct raft_shell_config {
     int n_other_api_keys;
     net_request_handler other_handler;
     void *other_ctx;
+    /* How the quorum's client connects to the other voters (NULL: plain
+     * TCP); see net/client.h. The context outlives the shell. */
+    const struct client_transport_ops *transport_ops;
+    void *transport_ctx;
 };
 
 /* Kafka's defaults; node_id, voters, cluster_id and the store are the caller's. */

@@ -54,8 +54,10 @@ static void fetch_done(struct net_client_result *result, void *ctx)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* The leader's first PLAINTEXT endpoint, given to the client when it
- * changed. Returns 0, or -1 when the image does not know one. */
+/* The leader's endpoint on the inter-broker listener (without one
+ * configured, or when a PLAINTEXT link finds no endpoint of that name, its
+ * first PLAINTEXT endpoint), given to the client when it changed. Returns
+ * 0, or -1 when the image does not know one. */
 static int resolve_leader(struct fetcher *f)
 {
     struct replication *r = f->r;
@@ -63,10 +65,8 @@ static int resolve_leader(struct fetcher *f)
     if (!img)
         return -1;
     const struct metadata_broker *b = metadata_image_broker(img, f->leader_id);
-    const struct metadata_endpoint *ep = NULL;
-    for (int32_t i = 0; b && i < b->endpoint_count && !ep; i++)
-        if (b->endpoints[i].security_protocol == 0)
-            ep = &b->endpoints[i];
+    const struct metadata_endpoint *ep = metadata_broker_link_endpoint(b, r->opts.listener,
+                                                                       r->opts.transport_ops != NULL);
     int rc = -1;
     if (ep) {
         rc = 0;
@@ -141,10 +141,10 @@ static int64_t append_batches(struct fetcher *f, struct fetch_slot *s, uint8_t *
         int64_t end = partition_log_end_offset(s->log);
         if (pos == 0 && base >= 0 && base < end && end == partition_log_start_offset(s->log)) {
             int16_t terr = partition_log_truncate_fully_and_start_at(s->log, base);
-            logger_info("replication", "%s-%d: leader %d's first batch starts at %lld, below the empty log's start "
+            logger_info("replication",
+                        "%s-%d: leader %d's first batch starts at %lld, below the empty log's start "
                         "%lld: truncated fully and starting there: %s",
-                        s->topic, s->partition, f->leader_id, (long long)base, (long long)end,
-                        kafka_error_name(terr));
+                        s->topic, s->partition, f->leader_id, (long long)base, (long long)end, kafka_error_name(terr));
         }
         int16_t err = partition_log_append_as(s->log, LOG_APPEND_REPLICATION, data + pos, size, -1, &res);
         if (err != KAFKA_ERR_NONE) {
@@ -261,7 +261,8 @@ static int fetch_once(struct fetcher *f, struct fetch_slot *slots, int32_t n)
 {
     struct replication *r = f->r;
     if (resolve_leader(f) != 0) {
-        logger_debug("replication", "no PLAINTEXT endpoint known for leader %d", f->leader_id);
+        logger_debug("replication", "no endpoint of listener %s known for leader %d",
+                     r->opts.listener && r->opts.listener[0] ? r->opts.listener : "PLAINTEXT", f->leader_id);
         return -1;
     }
     struct fetch_request_fetch_topic *topics = calloc((size_t)n, sizeof *topics);

@@ -38,20 +38,21 @@ struct replication;
  * request's) error; on NONE *new_partition_epoch is the committed epoch. */
 typedef int16_t (*replication_alter_partition_fn)(void *ctx, const char *topic, const uint8_t topic_id[16],
                                                   int32_t partition, int32_t leader_epoch, int32_t partition_epoch,
-                                                  const int32_t *isr, int32_t isr_count,
-                                                  int32_t *new_partition_epoch);
+                                                  const int32_t *isr, int32_t isr_count, int32_t *new_partition_epoch);
+
+struct client_transport_ops;
 
 struct replication_options {
     struct replica_manager *replicas; /* borrowed; outlives the module */
     struct metadata_store *metadata;  /* borrowed; for leaders' endpoints */
     int32_t node_id;
-    int32_t num_fetchers;          /* num.replica.fetchers, per leader */
-    int32_t fetch_max_bytes;       /* replica.fetch.max.bytes (per partition) */
+    int32_t num_fetchers;             /* num.replica.fetchers, per leader */
+    int32_t fetch_max_bytes;          /* replica.fetch.max.bytes (per partition) */
     int32_t fetch_response_max_bytes; /* replica.fetch.response.max.bytes */
-    int32_t fetch_wait_max_ms;     /* replica.fetch.wait.max.ms */
-    int32_t fetch_min_bytes;       /* replica.fetch.min.bytes */
-    int64_t fetch_backoff_ms;      /* replica.fetch.backoff.ms */
-    int64_t socket_timeout_ms;     /* replica.socket.timeout.ms */
+    int32_t fetch_wait_max_ms;        /* replica.fetch.wait.max.ms */
+    int32_t fetch_min_bytes;          /* replica.fetch.min.bytes */
+    int64_t fetch_backoff_ms;         /* replica.fetch.backoff.ms */
+    int64_t socket_timeout_ms;        /* replica.socket.timeout.ms */
     /* Called when a partition's high watermark moved (on the leader after a
      * follower fetch, on a follower after a fetch), so waiting fetches and
      * acks=all produces look again. May be NULL. */
@@ -68,6 +69,13 @@ struct replication_options {
     /* min.insync.replicas of the broker (read at start), for topics that
      * do not set their own: the under/at-min-ISR gauges. */
     int32_t min_insync_replicas;
+    /* The listener of the leaders' endpoints to fetch from (Kafka's
+     * inter-broker listener); NULL or empty: the first PLAINTEXT one. */
+    const char *listener;
+    /* How the fetchers connect (NULL: plain TCP); the context outlives
+     * the module. */
+    const struct client_transport_ops *transport_ops;
+    void *transport_ctx;
 };
 
 /* Starts the outbound client and registers with the replica manager (the

@@ -37,6 +37,8 @@
 #include "server/broker_lifecycle.h"
 #include "server/controller_brokers.h"
 #include "server/forwarding.h"
+#include "server/links.h"
+#include "tls/tls.h"
 #include "raft/raft_shell_metadata.h"
 #include "tiered/tiered.h"
 #include "txn/txn_coordinator.h"
@@ -52,8 +54,8 @@ struct broker {
     struct replica_manager *replicas; /* hosted partitions, driven by metadata */
     struct metadata_store *metadata;
     int metadata_subscription;
-    struct acl_feed *acl_feed; /* NULL: no plugin reads ACLs */
-    struct quota_feed *quota_feed; /* NULL: no plugin reads client quotas */
+    struct acl_feed *acl_feed;             /* NULL: no plugin reads ACLs */
+    struct quota_feed *quota_feed;         /* NULL: no plugin reads client quotas */
     struct dynamic_config *dynamic_config; /* connection limits and fetcher count changes */
     struct purgatory *fetch_purgatory;
     struct fetch_session_cache *fetch_sessions;
@@ -61,6 +63,9 @@ struct broker {
     struct group_log *group_log;
     struct net_server *net;
     struct broker_tls tls; /* contexts of the SSL listeners; freed after net */
+    /* How this broker's clients reach the controllers and the other
+     * brokers; closed after every client is destroyed. */
+    struct server_link controller_link, broker_link;
     struct plugin_host *plugins;
     struct metrics_http *metrics_http;
     struct txn_log *txn_log;
@@ -76,13 +81,13 @@ struct broker {
     struct handler_env env;
     char cluster_id[64];
     struct quorum *quorum; /* controller.quorum.voters set: the networked quorum, on the controller listener */
-    struct raft_shell_metadata *quorum_log; /* the metadata log over the quorum; freed after the quorum stops */
-    struct broker_lifecycle *lifecycle;     /* registration with the active controller (quorum only) */
+    struct raft_shell_metadata *quorum_log;        /* the metadata log over the quorum; freed after the quorum stops */
+    struct broker_lifecycle *lifecycle;            /* registration with the active controller (quorum only) */
     struct controller_brokers *controller_brokers; /* the controller's side of it */
-    struct broker_forwarding *forwarding;           /* a pure broker's admin requests to the controller */
+    struct broker_forwarding *forwarding;          /* a pure broker's admin requests to the controller */
     struct controller_forwarding *controller_forwarding; /* a voter's side: runs them */
-    struct tiered *tiered; /* remote.log.storage.system.enable: the remote log manager */
-    struct replication *replication; /* followers' fetchers and the leaders' follower offsets */
+    struct tiered *tiered;                               /* remote.log.storage.system.enable: the remote log manager */
+    struct replication *replication;                     /* followers' fetchers and the leaders' follower offsets */
 };
 
 static int validate_topic_config(void *ctx, const char *key, const char *value, char *err, size_t errlen)
@@ -179,6 +184,7 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
             .cluster_id = b->cluster_id,
             .voters = config_get_string(b->config, "controller.quorum.voters"),
             .quorum = b->quorum_log,
+            .link = &b->controller_link,
         };
         /* Only a voter can become the active controller; it also runs the
          * admin requests pure brokers forward to it. */
@@ -204,7 +210,7 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
              * itself (internal, auto-created), go to the active controller. */
             b->env.metadata = b->metadata; /* the forwarding reads the image through it */
             if (broker_forwarding_start(config_get_string(b->config, "controller.quorum.voters"), b->env.node_id,
-                                        b->quorum_log, &b->env, &b->forwarding, err, errlen) != 0)
+                                        b->quorum_log, &b->env, &b->controller_link, &b->forwarding, err, errlen) != 0)
                 return -1;
             metadata_store_set_topic_creator(b->metadata, broker_forwarding_create_topic, b->forwarding);
         }
@@ -256,6 +262,9 @@ static int start_replication(struct broker *b, char *err, size_t errlen)
         .alter_partition_ctx = b->lifecycle,
         .replica_lag_time_max_ms = config_get_long(cfg, "replica.lag.time.max.ms"),
         .min_insync_replicas = config_get_int(cfg, "min.insync.replicas"),
+        .listener = b->broker_link.listener,
+        .transport_ops = b->broker_link.tls ? &tls_client_transport_ops : NULL,
+        .transport_ctx = b->broker_link.tls,
     };
     if (replication_start(&opts, &b->replication, err, errlen) != 0)
         return -1;
@@ -325,12 +334,14 @@ static int start_marker_client(struct broker *b, char *err, size_t errlen)
     struct net_client_config cfg;
     net_client_config_defaults(&cfg);
     snprintf(cfg.client_id, sizeof cfg.client_id, "broker-%d-txn-coordinator", (int)b->env.node_id);
+    server_link_apply(&b->broker_link, &cfg);
     if (net_client_create(&cfg, &b->marker_client, err, errlen) != 0)
         return -1;
     b->markers.metadata = b->metadata;
     b->markers.client = b->marker_client;
     b->markers.node_id = b->env.node_id;
-    b->markers.listener = config_get_string(b->config, "inter.broker.listener.name");
+    b->markers.listener = b->broker_link.listener;
+    b->markers.link_is_tls = b->broker_link.tls != NULL;
     b->markers.request_timeout_ms = 5000;
     return 0;
 }
@@ -583,8 +594,8 @@ static int start_logs(struct broker *b, const char *const *dirs, size_t dir_coun
     opts.flush_scheduler_interval_ms = config_get_long(b->config, "log.flush.scheduler.interval.ms");
     opts.flush_offset_checkpoint_interval_ms = config_get_long(b->config, "log.flush.offset.checkpoint.interval.ms");
     opts.producer_expiration_check_interval_ms = config_get_long(b->config, "producer.id.expiration.check.interval.ms");
-    opts.high_watermark_checkpoint_interval_ms =
-        config_get_long(b->config, "replica.high.watermark.checkpoint.interval.ms");
+    opts.high_watermark_checkpoint_interval_ms = config_get_long(b->config,
+                                                                 "replica.high.watermark.checkpoint.interval.ms");
     opts.background_thread = true;
     opts.recovery_threads_per_data_dir = config_get_int(b->config, "num.recovery.threads.per.data.dir");
     opts.cleaner.enable = config_get_bool(b->config, "log.cleaner.enable");
@@ -650,6 +661,11 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         goto fail;
     }
     b->env.fetch_sessions = b->fetch_sessions;
+    /* The links' TLS contexts and SASL refusals, before any client starts. */
+    if (quorum_enabled(cfg) && server_link_open(cfg, SERVER_LINK_CONTROLLER, &b->controller_link, err, errlen) != 0)
+        goto fail;
+    if (server_link_open(cfg, SERVER_LINK_INTER_BROKER, &b->broker_link, err, errlen) != 0)
+        goto fail;
     if (start_metadata(b, dirs[0], err, errlen) != 0)
         goto fail;
     b->env.metadata = b->metadata;
@@ -760,6 +776,8 @@ void broker_stop(struct broker *b)
     if (b->logs)
         log_manager_close(b->logs, true);
     fetch_session_cache_destroy(b->fetch_sessions);
+    server_link_close(&b->controller_link);
+    server_link_close(&b->broker_link);
     config_free(b->config);
     free(b);
 }

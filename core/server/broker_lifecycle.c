@@ -1,4 +1,5 @@
 #include "server/broker_lifecycle.h"
+#include "server/links.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -200,8 +201,8 @@ static int16_t heartbeat_remote(struct broker_lifecycle *lc, int32_t leader, boo
     struct call c = {.broker_epoch = -1};
     int16_t rc = call_leader(lc, leader, CONTROLLER_API_BROKER_HEARTBEAT, &req, &c);
     if (rc == KAFKA_ERR_STALE_BROKER_EPOCH || rc == KAFKA_ERR_BROKER_ID_NOT_REGISTERED) {
-        logger_info(LOG, "broker %d: controller %d does not know epoch %lld (error %d): registering again",
-                    lc->node_id, leader, (long long)lc->epoch, rc);
+        logger_info(LOG, "broker %d: controller %d does not know epoch %lld (error %d): registering again", lc->node_id,
+                    leader, (long long)lc->epoch, rc);
         lc->epoch = -1;
     }
     return rc;
@@ -429,6 +430,7 @@ int broker_lifecycle_start(const struct broker_lifecycle_options *opts, struct b
     net_client_config_defaults(&ccfg);
     snprintf(ccfg.client_id, sizeof ccfg.client_id, "cairn-broker-%d", (int)lc->node_id);
     ccfg.reconnect_backoff_max_ms = 500;
+    server_link_apply(opts->link, &ccfg);
     if (net_client_create(&ccfg, &lc->client, err, errlen) != 0) {
         broker_lifecycle_stop(lc);
         return -1;

@@ -21,17 +21,20 @@ struct broker_lifecycle;
 struct raft_shell_metadata;
 struct controller_brokers;
 
+struct server_link;
+
 struct broker_lifecycle_options {
     struct metadata_store *store;
     int32_t node_id;
     const struct metadata_endpoint *endpoints; /* copied */
     int32_t endpoint_count;
-    const char *rack; /* NULL when none; copied */
+    const char *rack;              /* NULL when none; copied */
     int64_t heartbeat_interval_ms; /* broker.heartbeat.interval.ms */
     const char *cluster_id;
-    const char *voters;                   /* controller.quorum.voters: where the leader listens */
-    struct raft_shell_metadata *quorum;   /* who leads */
+    const char *voters;                    /* controller.quorum.voters: where the leader listens */
+    struct raft_shell_metadata *quorum;    /* who leads */
     struct controller_brokers *controller; /* this node's controller side */
+    const struct server_link *link;        /* how to reach the controllers; outlives the lifecycle */
 };
 
 /* Returns 0, or -1 with err. */

@@ -1,4 +1,5 @@
 #include "server/forwarding.h"
+#include "server/links.h"
 
 #include <arpa/inet.h>
 #include <pthread.h>
@@ -125,7 +126,8 @@ static bool wait_for_topic(struct broker_forwarding *f, const char *name, int ti
  * them: the answer waits (briefly) until this broker's image has them. */
 #define CREATED_VISIBLE_WAIT_MS 5000
 
-static void await_created_topics(struct broker_forwarding *f, const struct net_request *req, struct kafka_bytes response)
+static void await_created_topics(struct broker_forwarding *f, const struct net_request *req,
+                                 struct kafka_bytes response)
 {
     int16_t key = (int16_t)((uint16_t)req->frame[0] << 8 | req->frame[1]);
     int16_t version = (int16_t)((uint16_t)req->frame[2] << 8 | req->frame[3]);
@@ -320,7 +322,8 @@ void broker_forwarding_dispatch(struct net_request *req, void *arg)
     struct broker_forwarding *f = arg;
     /* On a SASL listener nothing is forwarded before the connection has
      * authenticated: the local handlers run the exchange (and refuse). */
-    bool sasl = req->security_protocol == NET_SECURITY_SASL_PLAINTEXT || req->security_protocol == NET_SECURITY_SASL_SSL;
+    bool sasl = req->security_protocol == NET_SECURITY_SASL_PLAINTEXT ||
+                req->security_protocol == NET_SECURITY_SASL_SSL;
     bool authenticated = !sasl || (req->principal_name && strcmp(req->principal_name, "ANONYMOUS") != 0);
     /* The controller loads no authorizer yet: with one loaded here nothing
      * leaves unchecked, the local handlers authorize and answer. */
@@ -352,7 +355,8 @@ static void create_done(struct net_client_result *result, void *ctx)
     else if (resp) {
         /* The inner answer: CreateTopics v4, response header v0. */
         struct kafka_reader r;
-        kafka_reader_init(&r, resp->response_data.data, resp->response_data.len > 0 ? (size_t)resp->response_data.len : 0);
+        kafka_reader_init(&r, resp->response_data.data,
+                          resp->response_data.len > 0 ? (size_t)resp->response_data.len : 0);
         (void)kafka_read_int32(&r);
         struct kafka_arena arena;
         kafka_arena_init(&arena);
@@ -460,7 +464,8 @@ int16_t broker_forwarding_create_topic(void *arg, const char *name, int32_t num_
         snprintf(err, errlen, "controller %d: %s", (int)leader, c.message[0] ? c.message : "no message");
         /* Created, or created meanwhile by another broker: either way the
          * caller goes on to use it. */
-        if ((error == KAFKA_ERR_NONE || error == KAFKA_ERR_TOPIC_ALREADY_EXISTS) && !wait_for_topic(f, name, FORWARD_TIMEOUT_MS)) {
+        if ((error == KAFKA_ERR_NONE || error == KAFKA_ERR_TOPIC_ALREADY_EXISTS) &&
+            !wait_for_topic(f, name, FORWARD_TIMEOUT_MS)) {
             snprintf(err, errlen, "%s was created but this broker's metadata has not caught up within %d ms", name,
                      FORWARD_TIMEOUT_MS);
             error = KAFKA_ERR_REQUEST_TIMED_OUT;
@@ -478,7 +483,8 @@ out:
 }
 
 int broker_forwarding_start(const char *voters, int32_t node_id, struct raft_shell_metadata *quorum,
-                            struct handler_env *env, struct broker_forwarding **out, char *err, size_t errlen)
+                            struct handler_env *env, const struct server_link *link, struct broker_forwarding **out,
+                            char *err, size_t errlen)
 {
     *out = NULL;
     struct broker_forwarding *f = calloc(1, sizeof *f);
@@ -500,6 +506,7 @@ int broker_forwarding_start(const char *voters, int32_t node_id, struct raft_she
     net_client_config_defaults(&ccfg);
     snprintf(ccfg.client_id, sizeof ccfg.client_id, "cairn-forwarding-%d", (int)node_id);
     ccfg.reconnect_backoff_max_ms = 500;
+    server_link_apply(link, &ccfg);
     if (net_client_create(&ccfg, &f->client, err, errlen) != 0) {
         free(f);
         return -1;

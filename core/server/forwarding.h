@@ -45,8 +45,10 @@ struct raft_shell_metadata;
 
 /* voters: controller.quorum.voters; quorum: tells who leads; env: the
  * broker's handlers, for everything not forwarded. */
+struct server_link; /* server/links.h; outlives the forwarding */
 int broker_forwarding_start(const char *voters, int32_t node_id, struct raft_shell_metadata *quorum,
-                            struct handler_env *env, struct broker_forwarding **out, char *err, size_t errlen);
+                            struct handler_env *env, const struct server_link *link, struct broker_forwarding **out,
+                            char *err, size_t errlen);
 /* Before the client listeners stop: requests held for a leader are
  * answered locally at once, so the listeners drain quickly. */
 void broker_forwarding_quiesce(struct broker_forwarding *f);

@@ -16,7 +16,9 @@
 #include "server/controller_alter_partition.h"
 #include "server/controller_brokers.h"
 #include "server/forwarding.h"
+#include "server/links.h"
 #include "server/storage.h"
+#include "tls/tls.h"
 #include "util/clock.h"
 #include "util/fs_util.h"
 #include "util/logger.h"
@@ -25,6 +27,8 @@
 struct quorum {
     struct raft_shell *shell;
     struct net_server *net;
+    struct tls_listener *tls; /* an SSL controller listener's; freed after net */
+    struct server_link link;  /* how the shell's client reaches the other voters */
 };
 
 static bool has_role(const struct broker_config *cfg, const char *role)
@@ -140,7 +144,8 @@ static int shell_config(const struct broker_config *cfg, const char *cluster_id,
 }
 
 /* The first listener named in controller.listener.names. */
-static int controller_listener(const struct broker_config *cfg, struct net_config *net, char *err, size_t errlen)
+static int controller_listener(const struct broker_config *cfg, struct net_config *net, struct tls_listener **tls,
+                               char *err, size_t errlen)
 {
     struct listener_spec specs[NET_MAX_LISTENERS];
     int n = config_parse_listeners(config_get_string(cfg, "listeners"), specs, NET_MAX_LISTENERS, err, errlen);
@@ -156,11 +161,29 @@ static int controller_listener(const struct broker_config *cfg, struct net_confi
         snprintf(l->host, sizeof l->host, "%s", specs[i].host);
         l->port = specs[i].port;
         int protocol = config_security_protocol_id(config_listener_security_protocol(cfg, specs[i].name));
-        if (protocol != 0) {
-            snprintf(err, errlen, "controller listener %s must be PLAINTEXT (no TLS or SASL layer yet)", specs[i].name);
+        if (protocol != NET_SECURITY_PLAINTEXT && protocol != NET_SECURITY_SSL) {
+            snprintf(err, errlen,
+                     "controller listener %s must be PLAINTEXT or SSL (SASL is not served on the controller "
+                     "listener; sasl.mechanism.controller.protocol is not used)",
+                     specs[i].name);
             return -1;
         }
         l->security_protocol = (int16_t)protocol;
+        if (protocol == NET_SECURITY_SSL) {
+            /* Plain TLS: the voters and brokers are known by their
+             * certificates, no principal mapping. */
+            struct tls_settings settings;
+            if (tls_settings_from_config(cfg, specs[i].name, &settings) != 0) {
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+            int rc = tls_listener_create(specs[i].name, &settings, NULL, NULL, tls, err, errlen);
+            tls_settings_clear(&settings);
+            if (rc != 0)
+                return -1;
+            l->transport_init = tls_listener_transport_init;
+            l->transport_ctx = *tls;
+        }
         net->listener_count = 1;
         return 0;
     }
@@ -178,21 +201,28 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
     struct net_config net;
     net_config_defaults(&net);
     net.listener_count = 0;
-    if (voter && controller_listener(cfg, &net, err, errlen) != 0)
-        return -1;
-    /* The quorum's requests are small and few: one loop, two workers. */
-    net.num_network_threads = 1;
-    net.num_io_threads = 2;
-    net.socket_request_max_bytes = config_get_int(cfg, "socket.request.max.bytes");
     struct quorum *q = calloc(1, sizeof *q);
     if (!q) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    if ((voter && controller_listener(cfg, &net, &q->tls, err, errlen) != 0) ||
+        server_link_open(cfg, SERVER_LINK_CONTROLLER, &q->link, err, errlen) != 0) {
+        quorum_stop(q);
+        return -1;
+    }
+    /* The quorum's requests are small and few: one loop, two workers. */
+    net.num_network_threads = 1;
+    net.num_io_threads = 2;
+    net.socket_request_max_bytes = config_get_int(cfg, "socket.request.max.bytes");
     struct raft_shell_config sc;
     if (shell_config(cfg, cluster_id, &sc, err, errlen) != 0) {
-        free(q);
+        quorum_stop(q);
         return -1;
+    }
+    if (q->link.tls) {
+        sc.transport_ops = &tls_client_transport_ops;
+        sc.transport_ctx = q->link.tls;
     }
     if (metadata)
         sc.listener = raft_shell_metadata_listener(metadata);
@@ -215,12 +245,12 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
                      "port %d",
                      sc.node_id, sc.voters[i].port, net.listeners[0].name, net.listeners[0].port);
             sc.store_ops->close(sc.store);
-            free(q);
+            quorum_stop(q);
             return -1;
         }
     }
     if (raft_shell_start(&sc, &q->shell, err, errlen) != 0) {
-        free(q);
+        quorum_stop(q);
         return -1;
     }
     if (metadata)
@@ -231,8 +261,7 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
         return 0;
     }
     if (net_server_start(&net, raft_shell_handle_request, q->shell, &q->net, err, errlen) != 0) {
-        raft_shell_stop(q->shell);
-        free(q);
+        quorum_stop(q);
         return -1;
     }
     logger_info("server", "metadata quorum listening on %s://%s:%d", net.listeners[0].name,
@@ -248,9 +277,12 @@ void quorum_stop(struct quorum *q)
     /* The shell answers what is in flight while the server drains. */
     if (q->net)
         net_server_stop(q->net, 2000);
-    raft_shell_stop(q->shell);
+    if (q->shell)
+        raft_shell_stop(q->shell);
     if (q->net)
         net_server_free(q->net);
+    tls_listener_free(q->tls);
+    server_link_close(&q->link);
     free(q);
 }
 
@@ -267,8 +299,8 @@ static int validate_topic_config(void *ctx, const char *key, const char *value, 
  * against) and the brokers' registrations and heartbeats. */
 struct controller_process {
     struct broker_config *config;
-    struct raft_shell_metadata *log;       /* freed after the quorum stops */
-    struct metadata_store *metadata;       /* no endpoints: this node is no broker */
+    struct raft_shell_metadata *log; /* freed after the quorum stops */
+    struct metadata_store *metadata; /* no endpoints: this node is no broker */
     struct controller_brokers *brokers;
     struct controller_forwarding *forwarding; /* Envelope requests from the brokers */
     struct quorum *quorum;
@@ -322,8 +354,8 @@ int controller_process_start(struct broker_config *cfg, struct controller_proces
         goto fail;
     struct controller_rebalance rebalance = quorum_rebalance_settings(cfg);
     if (metadata_store_open(&opts, &c->metadata, err, errlen) != 0 ||
-        controller_brokers_start(c->metadata, cluster_id, config_get_int(cfg, "broker.session.timeout.ms"),
-                                 &rebalance, &c->brokers, err, errlen) != 0 ||
+        controller_brokers_start(c->metadata, cluster_id, config_get_int(cfg, "broker.session.timeout.ms"), &rebalance,
+                                 &c->brokers, err, errlen) != 0 ||
         controller_forwarding_start(cfg, c->metadata, NULL, &c->forwarding, err, errlen) != 0)
         goto fail;
     controller_brokers_set_forwarding(c->brokers, controller_forwarding_serve, c->forwarding);

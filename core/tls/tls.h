@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/client_transport.h"
 #include "net/transport.h"
 
 struct broker_config;
@@ -30,6 +31,7 @@ enum tls_key {
     TLS_CLIENT_AUTH,
     TLS_ENABLED_PROTOCOLS,
     TLS_CIPHER_SUITES,
+    TLS_ENDPOINT_IDENTIFICATION, /* outgoing links only: "https" (default) or "" */
     TLS_KEY_COUNT
 };
 
@@ -76,6 +78,27 @@ void tls_listener_free(struct tls_listener *l);
 
 /* A net_transport_init_fn; ctx is the struct tls_listener. */
 int tls_listener_transport_init(void *ctx, struct net_transport *t);
+
+/* ---- outgoing links (the broker's outbound client: quorum, controller,
+ * replica fetchers, transaction markers) ----
+ * The server certificate is always verified against the truststore
+ * (ssl.truststore.*, required); the keystore (ssl.keystore.*), when set, is
+ * presented to listeners that ask for a client certificate; with
+ * ssl.endpoint.identification.algorithm=https (Kafka's default) the
+ * certificate must also name the host connected to (a DNS or IP SAN).
+ *
+ * Threads: create/free on any one thread, while no client uses it; the
+ * operations run on the outbound client's loop thread. */
+struct tls_client;
+
+/* link_name names the link in errors and logs ("controller", ...). -1
+ * with err naming the key and OpenSSL's reason. */
+int tls_client_create(const char *link_name, const struct tls_settings *s, struct tls_client **out, char *err,
+                      size_t errlen);
+void tls_client_free(struct tls_client *c);
+
+/* For net_client_config.transport_ops, with transport_ctx the tls_client. */
+extern const struct client_transport_ops tls_client_transport_ops;
 
 /* The transport's ops, for tests and log lines. */
 extern const struct net_transport_ops tls_transport_ops;

@@ -368,3 +368,36 @@ SSL_CTX *tls_context_build(const struct tls_settings *s, char *err, size_t errle
     }
     return ctx;
 }
+
+SSL_CTX *tls_client_context_build(const struct tls_settings *s, char *err, size_t errlen)
+{
+    ERR_clear_error();
+    if (check_types(s, err, errlen) != 0)
+        return NULL;
+    if (!s->value[TLS_TRUSTSTORE_LOCATION] && !s->value[TLS_TRUSTSTORE_CERTIFICATES]) {
+        snprintf(err, errlen,
+                 "an SSL link needs trusted certificates to check the server against: set "
+                 "ssl.truststore.location or ssl.truststore.certificates");
+        return NULL;
+    }
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) {
+        char why[256];
+        tls_error_string(why, sizeof why);
+        snprintf(err, errlen, "cannot create a TLS context: %s", why);
+        return NULL;
+    }
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+    /* The client's writes coalesce iovecs in a stack buffer: a retried
+     * write may come from another address. */
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    bool has_keystore = s->value[TLS_KEYSTORE_LOCATION] || s->value[TLS_KEYSTORE_CERTIFICATE_CHAIN];
+    if (load_truststore(ctx, s, err, errlen) != 0 || (has_keystore && load_keystore(ctx, s, err, errlen) != 0) ||
+        set_protocols(ctx, s, err, errlen) != 0 || set_ciphers(ctx, s, err, errlen) != 0) {
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}

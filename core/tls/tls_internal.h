@@ -26,6 +26,10 @@ struct tls_listener {
  * reason. */
 SSL_CTX *tls_context_build(const struct tls_settings *s, char *err, size_t errlen);
 
+/* Builds a client context for outgoing links from s: truststore required,
+ * keystore when set. NULL with err naming the key. */
+SSL_CTX *tls_client_context_build(const struct tls_settings *s, char *err, size_t errlen);
+
 /* OpenSSL's reasons for the last failure on this thread, joined, and the
  * queue emptied. */
 void tls_error_string(char *out, size_t outlen);

@@ -20,6 +20,7 @@ static const char *const key_names[TLS_KEY_COUNT] = {
     [TLS_CLIENT_AUTH] = "ssl.client.auth",
     [TLS_ENABLED_PROTOCOLS] = "ssl.enabled.protocols",
     [TLS_CIPHER_SUITES] = "ssl.cipher.suites",
+    [TLS_ENDPOINT_IDENTIFICATION] = "ssl.endpoint.identification.algorithm",
 };
 
 const char *tls_key_name(enum tls_key key)
@@ -72,8 +73,14 @@ int tls_settings_from_config(const struct broker_config *cfg, const char *listen
                 source = overrides[i].key;
             }
         }
-        if (value && !*value)
+        /* Empty means unset, except for endpoint identification, where
+         * Kafka's empty value turns the host name check off. */
+        if (k == TLS_ENDPOINT_IDENTIFICATION) {
+            if (!value)
+                value = config_get_string(cfg, key_names[k]);
+        } else if (value && !*value) {
             value = NULL;
+        }
         rc = settings_put(s, (enum tls_key)k, source, value);
     }
     free(overrides);

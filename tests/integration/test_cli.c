@@ -266,11 +266,11 @@ static void test_profile_and_env(void **state)
     expect(&r, 0, "CONTROLLER", NULL);
 
     /* Unsupported security settings are refused, not ignored. */
-    snprintf(path, sizeof(path), "%s/ssl.conf", g_home);
-    snprintf(text, sizeof(text), "bootstrap.servers=%s\nsecurity.protocol=SSL\n", broker_bootstrap(b));
+    snprintf(path, sizeof(path), "%s/sasl.conf", g_home);
+    snprintf(text, sizeof(text), "bootstrap.servers=%s\nsecurity.protocol=SASL_SSL\n", broker_bootstrap(b));
     write_text(path, text);
     RUN(&r, "cluster", "info", "--profile", path);
-    expect(&r, 2, NULL, "security.protocol=SSL is not supported");
+    expect(&r, 2, NULL, "security.protocol=SASL_SSL is not supported");
 
     /* CAIRN_BROKERS, with no flag and no profile. */
     snprintf(env, sizeof(env), "CAIRN_BROKERS=%s", broker_bootstrap(b));
@@ -471,6 +471,69 @@ static void test_leader_elect(void **state)
     broker_mark_passed(b);
 }
 
+/* TLS settings in librdkafka's names, from -X, the profile and CAIRN_<KEY>,
+ * against an SSL listener that requires a client certificate (certificates
+ * from tls/make_certs.sh): the cluster answers over TLS; a wrong CA, a
+ * missing client certificate and SASL are refused with their reasons. */
+static void test_tls_settings(void **state)
+{
+    struct test_broker *b = *state;
+    char certs[600], cmd[1400];
+    snprintf(certs, sizeof(certs), "%s/certs", g_home);
+    assert_int_equal(mkdir(certs, 0700), 0);
+    snprintf(cmd, sizeof(cmd), "sh '%s/tests/integration/tls/make_certs.sh' '%s'", CAIRN_SOURCE_DIR, certs);
+    assert_int_equal(system(cmd), 0);
+    int ssl_port = harness_free_port();
+    char listeners[160], keystore[700], truststore[700], ssl_hp[64];
+    snprintf(listeners, sizeof(listeners), "listeners=PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:%d", ssl_port);
+    snprintf(keystore, sizeof(keystore), "ssl.keystore.location=%s/server.pem", certs);
+    snprintf(truststore, sizeof(truststore), "ssl.truststore.location=%s/ca.pem", certs);
+    snprintf(ssl_hp, sizeof(ssl_hp), "127.0.0.1:%d", ssl_port);
+    const char *overrides[] = {listeners, keystore, truststore, "ssl.client.auth=required", NULL};
+    broker_start(b, overrides);
+
+    char ca[700], other_ca[700], cert[700], key[700];
+    snprintf(ca, sizeof(ca), "ssl.ca.location=%s/ca.pem", certs);
+    snprintf(other_ca, sizeof(other_ca), "ssl.ca.location=%s/other-ca.pem", certs);
+    snprintf(cert, sizeof(cert), "ssl.certificate.location=%s/client.pem", certs);
+    snprintf(key, sizeof(key), "ssl.key.location=%s/client.key", certs);
+    struct run r;
+
+    /* -X key=value: the bootstrap and the brokers Metadata lists (the SSL
+     * listener's endpoints) are reached over TLS, the host checked. */
+    RUN(&r, "cluster", "info", "-b", ssl_hp, "-X", "security.protocol=ssl", "-X", ca, "-X", cert, "-X", key);
+    expect(&r, 0, ssl_hp, NULL);
+    RUN(&r, "topic", "create", "tls-topic", "-b", ssl_hp, "-X", "security.protocol=SSL", "-X", ca, "-X", cert, "-X",
+        key, "-X", "ssl.endpoint.identification.algorithm=https");
+    expect(&r, 0, NULL, NULL);
+
+    /* The profile holds the files; CAIRN_SECURITY_PROTOCOL turns TLS on. */
+    char path[700], text[3000];
+    snprintf(path, sizeof(path), "%s/tls.conf", g_home);
+    snprintf(text, sizeof(text), "bootstrap.servers=%s\n%s\n%s\n%s\n", ssl_hp, ca, cert, key);
+    write_text(path, text);
+    RUN_ENV(&r, "CAIRN_SECURITY_PROTOCOL=ssl", "topic", "list", "--profile", path);
+    expect(&r, 0, "tls-topic", NULL);
+    /* Without it, plaintext to a TLS listener gets nowhere. */
+    RUN(&r, "topic", "list", "--profile", path, "--timeout", "2000");
+    expect(&r, 3, NULL, NULL);
+    /* A -X flag beats the profile. */
+    RUN(&r, "topic", "list", "--profile", path, "-X", "security.protocol=ssl", "-X", other_ca, "--timeout", "3000");
+    expect(&r, 3, NULL, "certificate verify failed");
+    /* The listener requires a client certificate (TLS 1.3: its alert
+     * comes after the client's side of the handshake). */
+    RUN(&r, "topic", "list", "-b", ssl_hp, "-X", "security.protocol=ssl", "-X", ca, "--timeout", "3000");
+    expect(&r, 3, NULL, "alert certificate required");
+    RUN(&r, "topic", "list", "-b", ssl_hp, "-X", "security.protocol=ssl", "-X", ca, "-X",
+        "ssl.endpoint.identification.algorithm=bogus");
+    expect(&r, 2, NULL, "ssl.endpoint.identification.algorithm wants https or none");
+    RUN(&r, "topic", "list", "-b", ssl_hp, "-X", "sasl.mechanism=PLAIN");
+    expect(&r, 2, NULL, "sasl.mechanism is not supported");
+    RUN_ENV(&r, "CAIRN_SECURITY_PROTOCOL=sasl_ssl", "topic", "list", "-b", ssl_hp);
+    expect(&r, 2, NULL, "CAIRN_SECURITY_PROTOCOL: security.protocol=sasl_ssl is not supported");
+    broker_mark_passed(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -478,6 +541,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_input, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_cluster_info, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_profile_and_env, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_tls_settings, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_group_lag, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_quorum_status, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_leader_elect, cli_setup, cli_teardown),

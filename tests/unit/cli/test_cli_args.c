@@ -88,7 +88,21 @@ static void test_profile(void **state)
     assert_string_equal(s.client_id, "ops");
     assert_int_equal(s.timeout_ms, 2500);
 
-    assert_int_equal(cli_profile_load(write_profile("ssl", "security.protocol=SSL\n"), &s), CLI_EXIT_USAGE);
+    assert_int_equal(cli_profile_load(write_profile("ssl", "security.protocol=SSL\nssl.ca.location=/ca.pem\n"
+                                                           "ssl.certificate.location=/c.pem\nssl.key.location=/c.key\n"
+                                                           "ssl.key.password=pw\n"
+                                                           "ssl.endpoint.identification.algorithm=none\n"),
+                                      &s),
+                     0);
+    assert_true(s.ssl);
+    assert_string_equal(s.ssl_ca, "/ca.pem");
+    assert_string_equal(s.ssl_cert, "/c.pem");
+    assert_string_equal(s.ssl_key, "/c.key");
+    assert_string_equal(s.ssl_key_password, "pw");
+    assert_true(s.ssl_no_host_check);
+    assert_int_equal(cli_profile_load(write_profile("sasl_ssl", "security.protocol=SASL_SSL\n"), &s), CLI_EXIT_USAGE);
+    assert_int_equal(cli_profile_load(write_profile("ssl_other", "ssl.keystore.location=/k.p12\n"), &s),
+                     CLI_EXIT_USAGE);
     assert_int_equal(cli_profile_load(write_profile("sasl", "sasl.username=x\n"), &s), CLI_EXIT_USAGE);
     assert_int_equal(cli_profile_load(write_profile("noeq", "bootstrap.servers\n"), &s), CLI_EXIT_USAGE);
     assert_int_equal(cli_profile_load(write_profile("badms", "request.timeout.ms=soon\n"), &s), CLI_EXIT_USAGE);

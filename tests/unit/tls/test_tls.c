@@ -127,6 +127,58 @@ static void test_context_errors_name_the_key(void **state)
     tls_listener_free(l);
 }
 
+/* A link client from key/value pairs (NULL-terminated); NULL with err. */
+static struct tls_client *link_client_with(char *err, size_t errlen, ...)
+{
+    struct tls_settings s;
+    memset(&s, 0, sizeof s);
+    va_list ap;
+    va_start(ap, errlen);
+    int key;
+    while ((key = va_arg(ap, int)) >= 0)
+        assert_int_equal(tls_settings_set(&s, (enum tls_key)key, va_arg(ap, const char *)), 0);
+    va_end(ap);
+    struct tls_client *c = NULL;
+    err[0] = '\0';
+    tls_client_create("controller", &s, &c, err, errlen);
+    tls_settings_clear(&s);
+    return c;
+}
+
+/* The outgoing links' contexts: a truststore is required (the server is
+ * always verified), the keystore optional, the endpoint check https or
+ * off; errors name the link and the key. */
+static void test_link_client_settings(void **state)
+{
+    (void)state;
+    char err[1024];
+    struct tls_client *c = link_client_with(err, sizeof err, TLS_KEYSTORE_LOCATION, path("server.pem"), -1);
+    assert_null(c);
+    if (!strstr(err, "controller link: an SSL link needs trusted certificates"))
+        fail_msg("%s", err);
+    c = link_client_with(err, sizeof err, TLS_TRUSTSTORE_LOCATION, path("ca.pem"), TLS_ENDPOINT_IDENTIFICATION, "dns",
+                         -1);
+    assert_null(c);
+    if (!strstr(err, "ssl.endpoint.identification.algorithm: 'dns' is not supported"))
+        fail_msg("%s", err);
+    c = link_client_with(err, sizeof err, TLS_TRUSTSTORE_LOCATION, path("ca.pem"), TLS_KEYSTORE_LOCATION,
+                         path("missing.pem"), -1);
+    assert_null(c);
+    if (!strstr(err, "ssl.keystore.location: cannot open"))
+        fail_msg("%s", err);
+    /* Truststore only (no client certificate), and with a keystore and
+     * the host check off. */
+    c = link_client_with(err, sizeof err, TLS_TRUSTSTORE_LOCATION, path("ca.pem"), -1);
+    if (!c)
+        fail_msg("%s", err);
+    tls_client_free(c);
+    c = link_client_with(err, sizeof err, TLS_TRUSTSTORE_LOCATION, path("ca.pem"), TLS_KEYSTORE_LOCATION,
+                         path("server.pem"), TLS_ENDPOINT_IDENTIFICATION, "", -1);
+    if (!c)
+        fail_msg("%s", err);
+    tls_client_free(c);
+}
+
 struct pair {
     int server_fd, client_fd;
     struct net_transport server;
@@ -324,6 +376,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_context_errors_name_the_key),
+        cmocka_unit_test(test_link_client_settings),
         cmocka_unit_test(test_transport_round_trip),
         cmocka_unit_test(test_client_certificate_principal),
         cmocka_unit_test(test_garbage_instead_of_client_hello),
