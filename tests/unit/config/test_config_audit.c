@@ -31,6 +31,7 @@ static const struct implemented_key implemented[] = {
     {"broker.id", "tests/unit/config/test_config.c"},
     {"cluster.id", "tests/unit/config/test_meta_properties.c"},
     {"metadata.log.max.record.bytes.between.snapshots", "tests/integration/test_metadata_snapshot.c"},
+    {"metadata.log.max.snapshot.interval.ms", "tests/integration/test_quorum_snapshot.c"},
     {"auto.create.topics.enable", "tests/integration/test_kcat.c"},
     {"delete.topic.enable", "tests/integration/test_admin.c"},
     {"num.partitions", "tests/integration/test_groups.c"},
