@@ -126,6 +126,15 @@ static void apply_output(struct raft_shell *s, struct raft_output *out, bool *ap
         if (s->cfg.listener.on_high_watermark)
             s->cfg.listener.on_high_watermark(s->cfg.listener.ctx, s, out->offset);
         break;
+    case RAFT_OUT_FETCH_SNAPSHOT:
+        /* This node's store never moves its log start, so neither does a
+         * leader of the same build: downloading snapshots is not done here
+         * yet. The core fetches again after its idle wait. */
+        if (shell_log_now(s, &s->snapshot_refused_ms))
+            logger_warn(LOG, "node %d: leader %d answered with snapshot %lld-%d, which this node cannot download",
+                        s->cfg.node_id, out->leader_id, (long long)out->offset, out->epoch);
+        raft_node_snapshot_done(s->node, clock_mono_ms(), false, out->offset, out->epoch);
+        break;
     case RAFT_OUT_ROLE:
         logger_info(LOG, "node %d is %s in epoch %d (leader %d)", s->cfg.node_id, raft_role_name(out->role), out->epoch,
                     out->leader_id);
@@ -399,7 +408,8 @@ static int create_node(struct raft_shell *s, char *err, size_t errlen)
         snprintf(err, errlen, "cannot start the quorum core (error %d)", rc_create);
         return -1;
     }
-    logger_info(LOG, "node %d starts the metadata quorum of %d voters: epoch %d, voted for %d, %lld entries to offset %lld",
+    logger_info(LOG,
+                "node %d starts the metadata quorum of %d voters: epoch %d, voted for %d, %lld entries to offset %lld",
                 s->cfg.node_id, s->cfg.n_voters, has_qs ? qs.leader_epoch : 0, has_qs ? qs.voted_id : RAFT_NO_ID,
                 (long long)n_entries, (long long)end);
     return 0;

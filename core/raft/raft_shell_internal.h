@@ -75,6 +75,7 @@ struct raft_shell {
     int64_t voter_set_answer_ms;   /* INCONSISTENT_VOTER_SET came back */
     int64_t cluster_id_refused_ms; /* a request of another cluster came in */
     int64_t cluster_id_answer_ms;  /* another cluster answered ours */
+    int64_t snapshot_refused_ms;   /* a Fetch answer named a snapshot to download */
 
     /* raft thread only */
     struct shell_pending *pending;
@@ -108,8 +109,7 @@ void shell_voter_set_mismatch(struct raft_shell *s, int64_t *last_ms, const char
  * keeps headers only). */
 /* Every entry's header (data NULL), read in bounded chunks; *entries_out
  * is malloc'd. Returns 0, or -1 with err. */
-int shell_load_headers(struct raft_shell *s, struct raft_entry **entries_out, int64_t *n_out, char *err,
-                       size_t errlen);
+int shell_load_headers(struct raft_shell *s, struct raft_entry **entries_out, int64_t *n_out, char *err, size_t errlen);
 /* The core's fetch answer m (headers only) with its entries' bytes read
  * from the store, within max_bytes (at least one entry); filled owns its
  * records (raft_msg_clear). Returns 0, or -1 with filled holding none. */
