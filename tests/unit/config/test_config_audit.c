@@ -32,7 +32,7 @@ static const struct implemented_key implemented[] = {
     {"cluster.id", "tests/unit/config/test_meta_properties.c"},
     {"metadata.log.max.record.bytes.between.snapshots", "tests/integration/test_metadata_snapshot.c"},
     {"metadata.log.max.snapshot.interval.ms", "tests/integration/test_quorum_snapshot.c (default)"},
-    {"metadata.max.retention.bytes", "tests/unit/raft/test_raft_shell.c"},
+    {"metadata.max.retention.bytes", "tests/integration/test_quorum_snapshot.c"},
     {"metadata.max.retention.ms", "tests/integration/test_quorum_snapshot.c (default)"},
     {"auto.create.topics.enable", "tests/integration/test_kcat.c"},
     {"delete.topic.enable", "tests/integration/test_admin.c"},
