@@ -396,10 +396,19 @@ static int log_start(struct raft_shell *s, struct raft_config *rc, char *err, si
     int n = s->cfg.snapshot_dir[0] ? metadata_snapshot_list(s->cfg.snapshot_dir, &ids, err, errlen) : 0;
     if (n < 0)
         return -1;
-    struct metadata_snapshot_id newest = n > 0 ? ids[n - 1] : (struct metadata_snapshot_id){-1, -1};
+    /* The newest that reads back whole: the one the listener loaded. */
+    struct metadata_snapshot_id newest = {-1, -1};
+    for (int i = n - 1; i >= 0 && newest.end_offset < 0; i--) {
+        struct metadata_snapshot_contents snap;
+        char why[256];
+        if (metadata_snapshot_read(s->cfg.snapshot_dir, &ids[i], &snap, why, sizeof why) != 0)
+            continue;
+        metadata_snapshot_contents_free(&snap);
+        newest = ids[i];
+    }
     free(ids);
     if (newest.end_offset < start) {
-        snprintf(err, errlen, "the metadata log starts at %lld but no snapshot covers the offsets below it",
+        snprintf(err, errlen, "the metadata log starts at %lld but no readable snapshot covers the offsets below it",
                  (long long)start);
         return -1;
     }
