@@ -447,6 +447,7 @@ static int create_node(struct raft_shell *s, char *err, size_t errlen)
     bool has_qs = false;
     if (s->cfg.store_ops->load_qs(s->cfg.store, &qs, &has_qs, err, errlen) != 0)
         return -1;
+    shell_download_remove_leftovers(s);
     if (log_start(s, &rc, err, errlen) != 0)
         return -1;
     struct raft_entry *headers = NULL;

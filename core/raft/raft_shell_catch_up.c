@@ -4,6 +4,7 @@
  * FetchSnapshot in bounded chunks, installing it (atomic rename, checked
  * read back, loaded into the image, the store restarted at its end) and
  * fetching on from there. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -312,6 +313,24 @@ void shell_download_chunk(struct raft_shell *s, struct shell_chunk *ch)
         install(s);
     else
         send_chunk_request(s);
+}
+
+void shell_download_remove_leftovers(struct raft_shell *s)
+{
+    DIR *d = s->cfg.snapshot_dir[0] ? opendir(s->cfg.snapshot_dir) : NULL;
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        char path[PATH_MAX];
+        if (n > 9 && strcmp(e->d_name + n - 9, ".download") == 0 &&
+            (size_t)snprintf(path, sizeof path, "%s/%s", s->cfg.snapshot_dir, e->d_name) < sizeof path) {
+            logger_info(LOG, "node %d: removing %s, a snapshot download cut short", s->cfg.node_id, path);
+            unlink(path);
+        }
+    }
+    closedir(d);
 }
 
 void shell_chunk_free(struct shell_chunk *ch)

@@ -156,6 +156,8 @@ void shell_download_start(struct raft_shell *s, int64_t end_offset, int32_t epoc
 void shell_download_chunk(struct raft_shell *s, struct shell_chunk *chunk);
 void shell_download_abort(struct raft_shell *s, const char *why);
 void shell_chunk_free(struct shell_chunk *chunk);
+/* At start: deletes the .download files a crash left behind. */
+void shell_download_remove_leftovers(struct raft_shell *s);
 
 /* raft_shell.c */
 /* Hands an item to the raft thread; false (item untouched) once stopping. */
