@@ -86,6 +86,12 @@ static const struct config_key_def broker_keys[] = {
     {KEY_LONG("metadata.log.max.snapshot.interval.ms", "3600000", 0, I64), HIGH, IN(SERVER),
      .doc = "Milliseconds after the last metadata snapshot when new committed records trigger the next one, "
             "whatever their size (0: only metadata.log.max.record.bytes.between.snapshots)."},
+    {KEY_LONG("metadata.max.retention.bytes", "104857600", -1, I64), HIGH, IN(SERVER),
+     .doc = "Bytes of metadata log past which the log is cleaned behind the newest metadata snapshot (its start "
+            "moves up to the snapshot's end; replicas further behind download the snapshot); -1: no limit."},
+    {KEY_LONG("metadata.max.retention.ms", "604800000", -1, I64), HIGH, IN(SERVER),
+     .doc = "Age of the oldest metadata log batch past which the log is cleaned behind the newest metadata "
+            "snapshot; -1: no limit."},
     {KEY_BOOL("auto.create.topics.enable", "true"), HIGH, IN(SERVER),
      .doc = "Create a topic when a client asks for metadata of an unknown one."},
     {KEY_BOOL("delete.topic.enable", "true"), HIGH, IN(SERVER), .doc = "Allow DeleteTopics requests."},

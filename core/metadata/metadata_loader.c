@@ -201,11 +201,48 @@ static int handle_commit(void *ctx, const struct metadata_batch *batch)
     return rc;
 }
 
+/* publish_lock held. The cluster id and controller id are this node's, not
+ * the log's: they carry over from the published image. */
+static int load_snapshot_live(struct metadata_store *store, const struct metadata_snapshot_id *id,
+                              const struct metadata_log_entry *records, int32_t count)
+{
+    struct metadata_builder *b = metadata_builder_new(NULL);
+    char err[256];
+    if (!b)
+        return -1;
+    apply_records(b, records, count, id->end_offset - 1, true);
+    if (metadata_builder_set_cluster(b, store->current->cluster_id, store->current->controller_id, err, sizeof err) !=
+        0) {
+        metadata_builder_free(b);
+        return -1;
+    }
+    struct metadata_image *img = metadata_builder_finish(b, id->end_offset - 1);
+    if (!img)
+        return -1;
+    publish_locked(store, img);
+    store->applied_offset = id->end_offset - 1;
+    store->last_epoch = id->epoch;
+    store->bytes_since_snapshot = 0;
+    store->last_snapshot_ms = clock_mono_ms();
+    store->stats.snapshot_end_offset = id->end_offset;
+    store->stats.snapshot_records = count;
+    store->stats.log_records = 0;
+    pthread_cond_broadcast(&store->applied_cond);
+    return 0;
+}
+
 static int handle_load_snapshot(void *ctx, const struct metadata_snapshot_id *id,
                                 const struct metadata_log_entry *records, int32_t count)
 {
     struct metadata_store *store = ctx;
     pthread_mutex_lock(&store->publish_lock);
+    if (!store->catch_up && store->current) {
+        /* At run time (a replica behind the leader's log start downloaded
+         * it): the snapshot's image replaces the published one whole. */
+        int rc = load_snapshot_live(store, id, records, count);
+        pthread_mutex_unlock(&store->publish_lock);
+        return rc;
+    }
     /* A snapshot replaces whatever was loaded before it. */
     metadata_builder_free(store->catch_up);
     store->catch_up = metadata_builder_new(NULL);

@@ -135,6 +135,11 @@ struct raft_fetch_resp {
     int64_t fetch_offset;       /* the request's; records start here */
     struct raft_entry *records; /* owned, consecutive from fetch_offset */
     int32_t n_records;
+    /* Kafka's SnapshotId: the fetch offset is below the leader's log start,
+     * so the fetcher must first download the snapshot ending here (with
+     * FetchSnapshot). 0 or -1: none (no snapshot ends at 0). */
+    int64_t snapshot_end_offset;
+    int32_t snapshot_epoch;
 };
 
 struct raft_msg {
@@ -175,6 +180,10 @@ enum raft_output_type {
     RAFT_OUT_PERSIST_QS,     /* qs, qs_version: report back with raft_node_qs_persisted */
     RAFT_OUT_HIGH_WATERMARK, /* offset: entries below it are committed */
     RAFT_OUT_ROLE,           /* role, epoch, leader_id */
+    /* offset, epoch, leader_id: this replica is behind the leader's log
+     * start and must download the snapshot (offset, epoch) from leader_id,
+     * then call raft_node_snapshot_done. It fetches nothing until then. */
+    RAFT_OUT_FETCH_SNAPSHOT,
 };
 
 struct raft_output {
@@ -207,6 +216,10 @@ struct raft_config {
      * with the bytes of the log. raft_node_create then takes entries
      * without data. APPEND outputs still carry the data. */
     bool entries_on_disk;
+    /* Where the log starts (the end of the snapshot it follows, and that
+     * snapshot's epoch); 0 / 0 for a log from the beginning. */
+    int64_t log_start_offset;
+    int32_t log_start_epoch;
     uint64_t seed; /* randomizes timeouts; no global PRNG */
 };
 
@@ -216,8 +229,8 @@ void raft_config_defaults(struct raft_config *cfg);
 struct raft_node;
 
 /* Starts a replica from what is durable: the last persisted quorum state
- * (NULL: none) and the fsynced log entries (copied; consecutive from offset
- * 0, each count >= 1). node_id need not be a voter: then the replica is an
+ * (NULL: none) and the fsynced log entries (copied; consecutive from
+ * cfg->log_start_offset, each count >= 1). node_id need not be a voter: then the replica is an
  * observer. */
 int raft_node_create(struct raft_node **out, const struct raft_config *cfg, const struct raft_quorum_state *qs,
                      const struct raft_entry *entries, int64_t n_entries, int64_t now_ms);
@@ -237,6 +250,22 @@ void raft_node_flushed(struct raft_node *node, int64_t now_ms, int64_t offset);
 void raft_node_qs_persisted(struct raft_node *node, int64_t now_ms, uint64_t version);
 /* Graceful resignation of a leader: EndQuorumEpoch to the other voters. */
 void raft_node_resign(struct raft_node *node, int64_t now_ms);
+
+/* Log start (KIP-630). Cleaning behind a snapshot: drops the entries below
+ * offset, which must be an entry boundary at or below the high watermark;
+ * epoch is the epoch of the entry just before it (the snapshot's epoch).
+ * RAFT_ERR_INVALID otherwise. Fetches below it get a SnapshotId answer. */
+int raft_node_advance_log_start(struct raft_node *node, int64_t offset, int32_t epoch);
+/* The answer to RAFT_OUT_FETCH_SNAPSHOT. installed: the caller wrote the
+ * snapshot (offset, epoch), loaded it and emptied its store to start at
+ * offset; the core drops its log and starts it there (the high watermark
+ * rises to offset: a snapshot holds committed entries only). Not
+ * installed: the download failed; the replica fetches again. */
+void raft_node_snapshot_done(struct raft_node *node, int64_t now_ms, bool installed, int64_t offset, int32_t epoch);
+/* A chunk of the snapshot arrived from the leader: counts as contact, so a
+ * long download does not time the leader out. */
+void raft_node_snapshot_progress(struct raft_node *node, int64_t now_ms);
+int64_t raft_node_log_start(const struct raft_node *node);
 
 /* Takes the next output; false when none is queued. */
 bool raft_node_poll(struct raft_node *node, struct raft_output *out);

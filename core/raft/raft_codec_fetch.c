@@ -202,6 +202,10 @@ int raft_codec_write_fetch_response(struct kafka_writer *w, int16_t version, int
         part.diverging_epoch.end_offset = f->diverging_end_offset;
         part.current_leader.leader_id = f->current_leader_id;
         part.current_leader.leader_epoch = f->current_leader_epoch;
+        if (f->snapshot_end_offset > 0) {
+            part.snapshot_id.end_offset = f->snapshot_end_offset;
+            part.snapshot_id.epoch = f->snapshot_epoch;
+        }
         part.records = kafka_records_from_memory(records, (int32_t)records_len);
     }
     struct fetch_response_fetchable_topic_response topic;
@@ -241,6 +245,10 @@ int raft_codec_read_fetch_response(const void *response, int64_t fetch_offset, s
     f->current_leader_id = p->current_leader.leader_id;
     f->current_leader_epoch = p->current_leader.leader_epoch;
     f->fetch_offset = fetch_offset;
+    f->snapshot_end_offset = p->snapshot_id.end_offset;
+    f->snapshot_epoch = p->snapshot_id.epoch;
+    if (f->snapshot_end_offset < -1 || (f->snapshot_end_offset > 0 && f->snapshot_epoch < 0))
+        return raft_codec_fail(err, errlen, "Fetch", "invalid SnapshotId");
     if (p->records.len > 0 && p->records.data &&
         entries_from_records(f, p->records.data, (size_t)p->records.len, err, errlen) != 0) {
         raft_msg_clear(out);

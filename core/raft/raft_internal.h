@@ -31,8 +31,12 @@ struct raft_node {
     enum raft_role role;
     bool failed; /* an output could not be queued: inputs are ignored */
 
-    /* log: log_len entries, the first at offset 0, each starting where the
-     * one before ends; flushed_end and hw are entry boundaries */
+    /* log: log_len entries, the first at log_start (the end of the snapshot
+     * it follows, of epoch log_start_epoch), each starting where the one
+     * before ends; flushed_end and hw are entry boundaries */
+    int64_t log_start;
+    int32_t log_start_epoch;
+    bool snapshot_pending; /* follower: RAFT_OUT_FETCH_SNAPSHOT not answered yet */
     struct raft_entry *log;
     int64_t log_len;
     int64_t log_cap;

@@ -116,7 +116,7 @@ void raft_replication_tick(struct raft_node *n)
         return;
     if (n->fetch_inflight && n->now - n->fetch_sent_at >= request_timeout_ms(n))
         n->fetch_inflight = false;
-    if (n->fetch_inflight || n->now < n->next_fetch_at)
+    if (n->fetch_inflight || n->snapshot_pending || n->now < n->next_fetch_at)
         return;
     if (discovering) {
         /* An observer asks the voters in turn who leads. */
@@ -162,6 +162,15 @@ static void attach_records(const struct raft_node *n, struct raft_fetch_resp *re
     }
 }
 
+/* The fetcher needs what only the snapshot at the log start still holds. */
+static void answer_snapshot(struct raft_node *n, struct raft_msg *resp)
+{
+    resp->u.fetch_resp.snapshot_end_offset = n->log_start;
+    resp->u.fetch_resp.snapshot_epoch = n->log_start_epoch;
+    resp->u.fetch_resp.high_watermark = n->hw;
+    raft_send(n, resp);
+}
+
 void raft_on_fetch_req(struct raft_node *n, const struct raft_msg *m)
 {
     const struct raft_fetch_req *r = &m->u.fetch_req;
@@ -174,6 +183,8 @@ void raft_on_fetch_req(struct raft_node *n, const struct raft_msg *m)
     fr->current_leader_id = n->leader_id;
     fr->current_leader_epoch = n->epoch;
     fr->fetch_offset = r->fetch_offset;
+    fr->snapshot_end_offset = -1;
+    fr->snapshot_epoch = -1;
     if (fr->error_code != RAFT_OK || r->fetch_offset < 0) {
         raft_send(n, &resp);
         return;
@@ -183,7 +194,16 @@ void raft_on_fetch_req(struct raft_node *n, const struct raft_msg *m)
         n->voter_last_fetch[idx] = n->now;
         n->begin_acked[idx] = true;
     }
-    if (r->fetch_offset > 0) {
+    /* Kafka's validateOffsetAndEpoch with a log start: at the start with
+     * the snapshot's epoch matches; below it (or at it with another epoch)
+     * only the snapshot can bring the fetcher up. */
+    bool at_start = r->fetch_offset == n->log_start &&
+                    (n->log_start == 0 || r->last_fetched_epoch == n->log_start_epoch);
+    if (!at_start && r->fetch_offset <= n->log_start) {
+        answer_snapshot(n, &resp);
+        return;
+    }
+    if (!at_start) {
         int32_t epoch;
         int64_t end;
         raft_end_offset_for_epoch(n, r->last_fetched_epoch, &epoch, &end);
@@ -194,6 +214,10 @@ void raft_on_fetch_req(struct raft_node *n, const struct raft_msg *m)
             int64_t i = raft_log_index(n, r->fetch_offset);
             epoch = i > 0 ? n->log[i - 1].epoch : -1;
             end = n->log[i].offset;
+        }
+        if ((epoch != r->last_fetched_epoch || end < r->fetch_offset) && end < n->log_start) {
+            answer_snapshot(n, &resp);
+            return;
         }
         if (epoch != r->last_fetched_epoch || end < r->fetch_offset) {
             fr->diverging_epoch = epoch;
@@ -243,6 +267,18 @@ void raft_on_fetch_resp(struct raft_node *n, const struct raft_msg *m)
     n->fetch_inflight = false;
     n->fetch_deadline = n->now + n->cfg.fetch_timeout_ms;
     n->leader_contact = n->now;
+    if (r->snapshot_end_offset > 0) {
+        /* Behind the leader's log start: the caller downloads its snapshot. */
+        if (r->high_watermark > n->leader_hw)
+            n->leader_hw = r->high_watermark;
+        n->snapshot_pending = true;
+        struct raft_output o = {.type = RAFT_OUT_FETCH_SNAPSHOT,
+                                .offset = r->snapshot_end_offset,
+                                .epoch = r->snapshot_epoch,
+                                .leader_id = n->leader_id};
+        raft_emit(n, &o);
+        return;
+    }
     if (r->diverging_end_offset >= 0) {
         int32_t epoch;
         int64_t end;

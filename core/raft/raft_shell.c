@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "protocol/generated/errors.h"
 #include "protocol/record_batch.h"
@@ -24,6 +25,9 @@ void raft_shell_config_defaults(struct raft_shell_config *cfg)
     cfg->request_timeout_ms = 2000;
     cfg->retry_backoff_ms = 20;
     cfg->tick_ms = 10;
+    cfg->retention_bytes = 104857600;
+    cfg->retention_ms = 604800000;
+    cfg->snapshot_chunk_bytes = 1 << 20;
 }
 
 bool shell_enqueue(struct raft_shell *s, struct shell_item *item)
@@ -94,6 +98,7 @@ static void set_status(struct raft_shell *s)
     s->status.leader_id = raft_node_leader(s->node);
     s->status.high_watermark = raft_node_high_watermark(s->node);
     s->status.end_offset = raft_node_end_offset(s->node);
+    s->status.log_start = raft_node_log_start(s->node);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -125,6 +130,10 @@ static void apply_output(struct raft_shell *s, struct raft_output *out, bool *ap
     case RAFT_OUT_HIGH_WATERMARK:
         if (s->cfg.listener.on_high_watermark)
             s->cfg.listener.on_high_watermark(s->cfg.listener.ctx, s, out->offset);
+        break;
+    case RAFT_OUT_FETCH_SNAPSHOT:
+        /* Behind the leader's log start (KIP-630). */
+        shell_download_start(s, out->offset, out->epoch, out->leader_id);
         break;
     case RAFT_OUT_ROLE:
         logger_info(LOG, "node %d is %s in epoch %d (leader %d)", s->cfg.node_id, raft_role_name(out->role), out->epoch,
@@ -303,6 +312,9 @@ static void take_item(struct raft_shell *s, struct shell_item *it)
     case ITEM_APPEND:
         take_append(s, it->append, now);
         return;
+    case ITEM_SNAPSHOT_CHUNK:
+        shell_download_chunk(s, it->chunk);
+        break;
     }
     drain(s);
 }
@@ -328,11 +340,13 @@ static void on_tick(uv_timer_t *t)
     raft_node_tick(s->node, now);
     drain(s);
     expire_pending(s, now);
+    shell_maybe_clean(s, now);
 }
 
 static void free_item(struct shell_item *it)
 {
     raft_msg_clear(&it->msg);
+    shell_chunk_free(it->chunk);
     free(it);
 }
 
@@ -369,6 +383,51 @@ static void raft_thread(void *arg)
 
 /* ---- start / stop ---- */
 
+/* A cleaned log (its store starts past 0) starts where the newest snapshot
+ * ends: the entries below are in it, and the epoch before the start is
+ * the snapshot's. A snapshot past the log's end (installed, then a crash
+ * before the store restarted) restarts the store there. */
+static int log_start(struct raft_shell *s, struct raft_config *rc, char *err, size_t errlen)
+{
+    int64_t start = s->cfg.store_ops->start_offset ? s->cfg.store_ops->start_offset(s->cfg.store) : 0;
+    if (start == 0)
+        return 0;
+    struct metadata_snapshot_id *ids = NULL;
+    int n = s->cfg.snapshot_dir[0] ? metadata_snapshot_list(s->cfg.snapshot_dir, &ids, err, errlen) : 0;
+    if (n < 0)
+        return -1;
+    /* The newest that reads back whole: the one the listener loaded. */
+    struct metadata_snapshot_id newest = {-1, -1};
+    for (int i = n - 1; i >= 0 && newest.end_offset < 0; i--) {
+        struct metadata_snapshot_contents snap;
+        char why[256];
+        if (metadata_snapshot_read(s->cfg.snapshot_dir, &ids[i], &snap, why, sizeof why) != 0)
+            continue;
+        metadata_snapshot_contents_free(&snap);
+        newest = ids[i];
+    }
+    free(ids);
+    if (newest.end_offset < start) {
+        snprintf(err, errlen, "the metadata log starts at %lld but no readable snapshot covers the offsets below it",
+                 (long long)start);
+        return -1;
+    }
+    struct raft_entry *probe = NULL;
+    int64_t n_probe = 0;
+    if (shell_load_headers(s, start, &probe, &n_probe, err, errlen) != 0)
+        return -1;
+    int64_t end = n_probe ? probe[n_probe - 1].offset + probe[n_probe - 1].count : start;
+    free(probe);
+    if (newest.end_offset > end && s->cfg.store_ops->start_at(s->cfg.store, newest.end_offset, err, errlen) != 0)
+        return -1;
+    if (newest.end_offset < end && newest.end_offset > start &&
+        s->cfg.store_ops->delete_before(s->cfg.store, newest.end_offset, err, errlen) != 0)
+        return -1;
+    rc->log_start_offset = newest.end_offset;
+    rc->log_start_epoch = newest.epoch;
+    return 0;
+}
+
 static int create_node(struct raft_shell *s, char *err, size_t errlen)
 {
     struct raft_config rc;
@@ -388,9 +447,12 @@ static int create_node(struct raft_shell *s, char *err, size_t errlen)
     bool has_qs = false;
     if (s->cfg.store_ops->load_qs(s->cfg.store, &qs, &has_qs, err, errlen) != 0)
         return -1;
+    shell_download_remove_leftovers(s);
+    if (log_start(s, &rc, err, errlen) != 0)
+        return -1;
     struct raft_entry *headers = NULL;
     int64_t n_entries = 0;
-    if (shell_load_headers(s, &headers, &n_entries, err, errlen) != 0)
+    if (shell_load_headers(s, rc.log_start_offset, &headers, &n_entries, err, errlen) != 0)
         return -1;
     int rc_create = raft_node_create(&s->node, &rc, has_qs ? &qs : NULL, headers, n_entries, clock_mono_ms());
     int64_t end = n_entries ? headers[n_entries - 1].offset + headers[n_entries - 1].count : 0;
@@ -524,6 +586,10 @@ void raft_shell_stop(struct raft_shell *s)
     for (size_t i = 0; i < s->n_pending; i++)
         shell_close(s->pending[i].reply.net);
     free(s->pending);
+    if (s->download.active) { /* a download cut short by the stop */
+        close(s->download.fd);
+        unlink(s->download.part_path);
+    }
     raft_node_destroy(s->node);
     free(s->scratch.data);
     s->cfg.store_ops->close(s->cfg.store);

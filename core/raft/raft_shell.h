@@ -41,6 +41,11 @@ struct raft_shell_listener {
     /* Entries below high_watermark are committed (raft_shell_entry reads them). */
     void (*on_high_watermark)(void *ctx, struct raft_shell *shell, int64_t high_watermark);
     void (*on_role)(void *ctx, enum raft_role role, int32_t epoch, int32_t leader_id);
+    /* A snapshot downloaded from the leader is in snapshot_dir: load it
+     * (it replaces the image; commits go on after end_offset). Returns 0,
+     * or -1 with err (unreadable: the download is thrown away). */
+    int (*on_snapshot)(void *ctx, struct raft_shell *shell, int64_t end_offset, int32_t epoch, char *err,
+                       size_t errlen);
 };
 
 /* Plain data; copied by raft_shell_start. */
@@ -62,6 +67,13 @@ struct raft_shell_config {
     /* Where this node's snapshot files are (the quorum log's
      * __cluster_metadata-0): FetchSnapshot serves them. Empty: none. */
     char snapshot_dir[PATH_MAX];
+    /* Cleaning behind snapshots: the log start moves up to the newest
+     * snapshot once the log holds more than retention_bytes
+     * (metadata.max.retention.bytes) or its oldest batch is older than
+     * retention_ms (metadata.max.retention.ms); -1: no limit. */
+    int64_t retention_bytes;
+    int64_t retention_ms;
+    int32_t snapshot_chunk_bytes; /* a FetchSnapshot request's MaxBytes */
     const struct raft_shell_store_ops *store_ops;
     void *store; /* taken over by raft_shell_start */
     struct raft_shell_listener listener;
@@ -103,6 +115,7 @@ struct raft_shell_status {
     int32_t leader_id;
     int64_t high_watermark;
     int64_t end_offset;
+    int64_t log_start; /* the end of the snapshot the log follows; 0: a whole log */
 };
 
 void raft_shell_status(struct raft_shell *shell, struct raft_shell_status *out);

@@ -12,7 +12,7 @@
 /* Owned by the raft thread once the shell has started. */
 struct disk_store {
     struct raft_store *log;
-    char qs_dir[PATH_MAX]; /* <dir>/__cluster_metadata-0, where Kafka keeps quorum-state */
+    char qs_dir[PATH_MAX];   /* <dir>/__cluster_metadata-0, where Kafka keeps quorum-state */
     struct raft_store_qs qs; /* cluster id and voters written with every quorum state */
 };
 
@@ -95,6 +95,21 @@ static int disk_read(void *store, int64_t offset, int32_t max_bytes, int (*fn)(v
     return rc;
 }
 
+static int64_t disk_start_offset(void *store)
+{
+    return raft_store_start_offset(((struct disk_store *)store)->log);
+}
+
+static int disk_delete_before(void *store, int64_t offset, char *err, size_t errlen)
+{
+    return raft_store_delete_before(((struct disk_store *)store)->log, offset, err, errlen);
+}
+
+static int disk_start_at(void *store, int64_t offset, char *err, size_t errlen)
+{
+    return raft_store_start_at(((struct disk_store *)store)->log, offset, err, errlen);
+}
+
 static void disk_close(void *store)
 {
     struct disk_store *s = store;
@@ -111,5 +126,8 @@ const struct raft_shell_store_ops raft_shell_disk_store_ops = {
     .truncate = disk_truncate,
     .flush = disk_flush,
     .read = disk_read,
+    .start_offset = disk_start_offset,
+    .delete_before = disk_delete_before,
+    .start_at = disk_start_at,
     .close = disk_close,
 };

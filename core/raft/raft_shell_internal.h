@@ -7,14 +7,41 @@
 #include <uv.h>
 
 #include "net/client.h"
+#include "metadata/metadata_snapshot.h"
 #include "raft/raft_codec.h"
 #include "raft/raft_shell.h"
 
 enum shell_item_kind {
-    ITEM_REQUEST,  /* msg: a request for the core; net answered with its response */
-    ITEM_DESCRIBE, /* net: a DescribeQuorum request, answered from the core's state */
-    ITEM_RESPONSE, /* msg: another voter's answer to the core's request */
-    ITEM_APPEND,   /* append: raft_shell_append waiting for the raft thread */
+    ITEM_REQUEST,        /* msg: a request for the core; net answered with its response */
+    ITEM_DESCRIBE,       /* net: a DescribeQuorum request, answered from the core's state */
+    ITEM_RESPONSE,       /* msg: another voter's answer to the core's request */
+    ITEM_APPEND,         /* append: raft_shell_append waiting for the raft thread */
+    ITEM_SNAPSHOT_CHUNK, /* chunk: a FetchSnapshot answer (or failure) */
+};
+
+/* One FetchSnapshot answer for the download in progress. */
+struct shell_chunk {
+    uint64_t seq;       /* the download it belongs to */
+    int16_t error_code; /* -1: the request failed (why) */
+    char why[200];
+    struct metadata_snapshot_id id;
+    int64_t size;
+    int64_t position;
+    uint8_t *data; /* owned */
+    int32_t len;
+};
+
+/* The snapshot being downloaded (raft thread only). */
+struct shell_download {
+    bool active;
+    struct metadata_snapshot_id id;
+    int32_t leader;
+    int64_t position; /* bytes written so far */
+    int fd;
+    char part_path[PATH_MAX];
+    uint64_t seq;
+    int chunks;
+    int64_t started_ms;
 };
 
 /* The frame a response goes back in. */
@@ -42,6 +69,7 @@ struct shell_item {
     struct raft_msg msg;
     struct shell_reply_to reply;
     struct shell_append *append;
+    struct shell_chunk *chunk;
 };
 
 /* An inbound request the core has not answered yet. */
@@ -82,6 +110,8 @@ struct raft_shell {
     int32_t next_local_correlation;
     bool store_failed;
     struct raft_entry scratch; /* raft_shell_entry's answer, read from the store */
+    struct shell_download download;
+    int64_t next_clean_ms;
 };
 
 /* raft_shell_wire.c */
@@ -106,9 +136,9 @@ void shell_voter_set_mismatch(struct raft_shell *s, int64_t *last_ms, const char
 
 /* raft_shell_read.c: the log's bytes, read back from the store (the core
  * keeps headers only). */
-/* Every entry's header (data NULL), read in bounded chunks; *entries_out
+/* Every entry's header (data NULL) from start, read in bounded chunks; *entries_out
  * is malloc'd. Returns 0, or -1 with err. */
-int shell_load_headers(struct raft_shell *s, struct raft_entry **entries_out, int64_t *n_out, char *err,
+int shell_load_headers(struct raft_shell *s, int64_t start, struct raft_entry **entries_out, int64_t *n_out, char *err,
                        size_t errlen);
 /* The core's fetch answer m (headers only) with its entries' bytes read
  * from the store, within max_bytes (at least one entry); filled owns its
@@ -117,6 +147,17 @@ int shell_fill_fetch(struct raft_shell *s, const struct raft_msg *m, int32_t max
 /* The entry of header with its bytes, valid until the next call; NULL
  * (logged) when the store cannot give it. */
 const struct raft_entry *shell_entry_from_store(struct raft_shell *s, const struct raft_entry *header);
+
+/* raft_shell_catch_up.c (raft thread) */
+/* Cleans the log behind the newest snapshot once retention says so. */
+void shell_maybe_clean(struct raft_shell *s, int64_t now);
+/* RAFT_OUT_FETCH_SNAPSHOT: starts downloading snapshot (end_offset, epoch). */
+void shell_download_start(struct raft_shell *s, int64_t end_offset, int32_t epoch, int32_t leader);
+void shell_download_chunk(struct raft_shell *s, struct shell_chunk *chunk);
+void shell_download_abort(struct raft_shell *s, const char *why);
+void shell_chunk_free(struct shell_chunk *chunk);
+/* At start: deletes the .download files a crash left behind. */
+void shell_download_remove_leftovers(struct raft_shell *s);
 
 /* raft_shell.c */
 /* Hands an item to the raft thread; false (item untouched) once stopping. */

@@ -71,7 +71,8 @@ static int deliver_entry(const struct metadata_log_listener *listener, const str
     int32_t n = 0;
     int rc = record_batch_records_begin(&it, e->data, e->len);
     while (rc == 0 && n < e->count && (rc = record_batch_records_next(&it, &rec)) == 1) {
-        records[n++] = (struct metadata_log_entry){.value = rec.value, .len = rec.value_len > 0 ? (size_t)rec.value_len : 0};
+        records[n++] = (struct metadata_log_entry){.value = rec.value,
+                                                   .len = rec.value_len > 0 ? (size_t)rec.value_len : 0};
         rc = 0;
     }
     if (rc < 0 || n != e->count) {
@@ -113,9 +114,40 @@ static void on_high_watermark(void *ctx, struct raft_shell *shell, int64_t hw)
     }
 }
 
+/* On the raft thread: a snapshot downloaded from the leader replaces the
+ * image; deliveries go on after it. */
+static int on_snapshot(void *ctx, struct raft_shell *shell, int64_t end_offset, int32_t epoch, char *err, size_t errlen)
+{
+    (void)shell;
+    struct raft_shell_metadata *log = ctx;
+    pthread_mutex_lock(&log->mu);
+    struct metadata_log_listener listener = log->listener;
+    pthread_mutex_unlock(&log->mu);
+    struct metadata_snapshot_id id = {end_offset, epoch};
+    struct metadata_snapshot_contents snap;
+    if (!listener.handle_load_snapshot) {
+        snprintf(err, errlen, "the metadata listener loads no snapshots");
+        return -1;
+    }
+    if (metadata_snapshot_read(log->snapshot_dir, &id, &snap, err, errlen) != 0)
+        return -1;
+    int rc = listener.handle_load_snapshot(listener.ctx, &id, snap.records, snap.count);
+    metadata_snapshot_contents_free(&snap);
+    if (rc != 0) {
+        snprintf(err, errlen, "loading the metadata snapshot at offset %lld failed", (long long)end_offset);
+        return -1;
+    }
+    pthread_mutex_lock(&log->mu);
+    log->delivered_end = end_offset;
+    log->latest = id;
+    log->have_latest = true;
+    pthread_mutex_unlock(&log->mu);
+    return 0;
+}
+
 struct raft_shell_listener raft_shell_metadata_listener(struct raft_shell_metadata *log)
 {
-    return (struct raft_shell_listener){.ctx = log, .on_high_watermark = on_high_watermark};
+    return (struct raft_shell_listener){.ctx = log, .on_high_watermark = on_high_watermark, .on_snapshot = on_snapshot};
 }
 
 static struct raft_shell *shell_of(struct raft_shell_metadata *log)

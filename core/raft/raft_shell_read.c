@@ -66,11 +66,11 @@ static int read_into(struct raft_shell *s, int64_t offset, int32_t max_bytes, st
     return rc < 0 ? -1 : 0;
 }
 
-int shell_load_headers(struct raft_shell *s, struct raft_entry **entries_out, int64_t *n_out, char *err,
+int shell_load_headers(struct raft_shell *s, int64_t start, struct raft_entry **entries_out, int64_t *n_out, char *err,
                        size_t errlen)
 {
     struct entry_list l = {.limit = -1};
-    int64_t offset = 0;
+    int64_t offset = start;
     for (;;) {
         int64_t before = l.n;
         if (read_into(s, offset, LOAD_CHUNK_BYTES, &l, err, errlen) != 0) {

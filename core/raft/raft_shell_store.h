@@ -38,6 +38,12 @@ struct raft_shell_store_ops {
      * is returned. The entry passed to fn is valid during the call. */
     int (*read)(void *store, int64_t offset, int32_t max_bytes, int (*fn)(void *arg, const struct raft_entry *e),
                 void *arg, char *err, size_t errlen);
+    /* Log start (KIP-630): the first offset held; moving it up behind a
+     * snapshot (whole segments below it go); restarting an empty log at a
+     * downloaded snapshot's end. */
+    int64_t (*start_offset)(void *store);
+    int (*delete_before)(void *store, int64_t offset, char *err, size_t errlen);
+    int (*start_at)(void *store, int64_t offset, char *err, size_t errlen);
     void (*close)(void *store);
 };
 

@@ -120,7 +120,7 @@ int raft_majority(const struct raft_node *n)
 
 int32_t raft_last_epoch(const struct raft_node *n)
 {
-    return n->log_len ? n->log[n->log_len - 1].epoch : 0;
+    return n->log_len ? n->log[n->log_len - 1].epoch : n->log_start_epoch;
 }
 
 /* Outputs are few and small. If one cannot be queued the node stops for
@@ -206,12 +206,12 @@ void raft_set_role(struct raft_node *n, enum raft_role role)
 int64_t raft_log_end(const struct raft_node *n)
 {
     if (n->log_len == 0)
-        return 0;
+        return n->log_start;
     const struct raft_entry *last = &n->log[n->log_len - 1];
     return last->offset + last->count;
 }
 
-/* Index of the entry holding offset: log_len at or past the end, 0 below 0. */
+/* Index of the entry holding offset: log_len at or past the end, 0 below the start. */
 int64_t raft_log_index(const struct raft_node *n, int64_t offset)
 {
     int64_t lo = 0, hi = n->log_len;
@@ -230,8 +230,8 @@ int64_t raft_log_boundary(const struct raft_node *n, int64_t offset)
 {
     if (offset >= raft_log_end(n))
         return raft_log_end(n);
-    if (offset <= 0)
-        return 0;
+    if (offset <= n->log_start)
+        return n->log_start;
     const struct raft_entry *e = &n->log[raft_log_index(n, offset)];
     return e->offset == offset ? offset : e->offset;
 }
@@ -295,8 +295,14 @@ void raft_end_offset_for_epoch(const struct raft_node *n, int32_t epoch, int32_t
     int64_t i = n->log_len - 1;
     while (i >= 0 && n->log[i].epoch > epoch)
         i--;
-    *epoch_out = i >= 0 ? n->log[i].epoch : -1;
-    *end_out = i >= 0 ? n->log[i].offset + n->log[i].count : 0;
+    if (i >= 0) {
+        *epoch_out = n->log[i].epoch;
+        *end_out = n->log[i].offset + n->log[i].count;
+    } else {
+        /* Nothing left in the log: the snapshot's id stands for what is below. */
+        *epoch_out = n->log_start > 0 ? n->log_start_epoch : -1;
+        *end_out = n->log_start;
+    }
 }
 
 int raft_node_create(struct raft_node **out, const struct raft_config *cfg, const struct raft_quorum_state *qs,
@@ -316,6 +322,13 @@ int raft_node_create(struct raft_node **out, const struct raft_config *cfg, cons
     n->epoch = qs ? qs->leader_epoch : 0;
     n->voted_id = qs ? qs->voted_id : RAFT_NO_ID;
     n->leader_id = qs ? qs->leader_id : RAFT_NO_ID;
+    if (cfg->log_start_offset < 0) {
+        raft_node_destroy(n);
+        return RAFT_ERR_INVALID;
+    }
+    n->log_start = cfg->log_start_offset;
+    n->log_start_epoch = cfg->log_start_epoch;
+    n->hw = n->log_start; /* a snapshot holds committed entries only */
     for (int64_t i = 0; i < n_entries; i++) {
         if (entries[i].offset != raft_log_end(n) || entries[i].count < 1 ||
             raft_log_append(n, entries[i].epoch, entries[i].data, entries[i].len, entries[i].count) != RAFT_OK) {
@@ -494,6 +507,10 @@ int64_t raft_node_high_watermark(const struct raft_node *n)
 {
     return n->hw;
 }
+int64_t raft_node_log_start(const struct raft_node *n)
+{
+    return n->log_start;
+}
 int64_t raft_node_end_offset(const struct raft_node *n)
 {
     return raft_log_end(n);
@@ -509,7 +526,7 @@ bool raft_node_failed(const struct raft_node *n)
 
 const struct raft_entry *raft_node_entry(const struct raft_node *n, int64_t offset)
 {
-    if (offset < 0 || offset >= raft_log_end(n))
+    if (offset < n->log_start || offset >= raft_log_end(n))
         return NULL;
     return &n->log[raft_log_index(n, offset)];
 }

@@ -334,5 +334,30 @@ int raft_store_read(struct raft_store *s, int64_t offset, int32_t max_bytes, str
 
 int raft_store_recover(struct raft_store *s, struct raft_entry **entries_out, int64_t *n_out, char *err, size_t errlen)
 {
-    return raft_store_read(s, 0, INT32_MAX, entries_out, n_out, err, errlen);
+    return raft_store_read(s, partition_log_start_offset(s->log), INT32_MAX, entries_out, n_out, err, errlen);
+}
+
+int64_t raft_store_start_offset(struct raft_store *s)
+{
+    return partition_log_start_offset(s->log);
+}
+
+int raft_store_delete_before(struct raft_store *s, int64_t offset, char *err, size_t errlen)
+{
+    int16_t code = partition_log_delete_records_before(s->log, offset);
+    if (code != KAFKA_ERR_NONE) {
+        snprintf(err, errlen, "moving the raft log start to %lld failed (error %d)", (long long)offset, (int)code);
+        return -1;
+    }
+    return 0;
+}
+
+int raft_store_start_at(struct raft_store *s, int64_t offset, char *err, size_t errlen)
+{
+    int16_t code = partition_log_truncate_fully_and_start_at(s->log, offset);
+    if (code != KAFKA_ERR_NONE) {
+        snprintf(err, errlen, "restarting the raft log at %lld failed (error %d)", (long long)offset, (int)code);
+        return -1;
+    }
+    return 0;
 }

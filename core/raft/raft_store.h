@@ -61,7 +61,7 @@ int raft_store_open(const char *parent_dir, struct raft_store **out, char *err, 
 void raft_store_close(struct raft_store *store);
 
 /* Reads the log back as the entries raft_node_create takes (one per batch,
- * from offset 0). *entries_out is NULL when the log is empty. Returns 0,
+ * from the log start). *entries_out is NULL when the log is empty. Returns 0,
  * or -1 with err. */
 int raft_store_recover(struct raft_store *store, struct raft_entry **entries_out, int64_t *n_out, char *err,
                        size_t errlen);
@@ -95,5 +95,17 @@ int raft_store_read(struct raft_store *store, int64_t offset, int32_t max_bytes,
                     int64_t *n_out, char *err, size_t errlen);
 
 void raft_store_entries_free(struct raft_entry *entries, int64_t n);
+
+/* Log start (KIP-630). The first offset the log holds. After a restart it
+ * may be below where raft_store_delete_before last moved it (whole
+ * segments only are deleted), never above. */
+int64_t raft_store_start_offset(struct raft_store *store);
+/* Cleaning behind a snapshot: the log starts at offset (at most the log
+ * end); whole segments below it are deleted. Returns 0, or -1 with err. */
+int raft_store_delete_before(struct raft_store *store, int64_t offset, char *err, size_t errlen);
+/* After installing a snapshot ending at offset: drops every batch and
+ * starts an empty log there (Kafka's truncateFullyAndStartAt). Returns 0,
+ * or -1 with err. */
+int raft_store_start_at(struct raft_store *store, int64_t offset, char *err, size_t errlen);
 
 #endif

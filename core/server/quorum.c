@@ -127,6 +127,8 @@ static int shell_config(const struct broker_config *cfg, const char *cluster_id,
     sc->election_backoff_max_ms = config_get_int(cfg, "controller.quorum.election.backoff.max.ms");
     sc->request_timeout_ms = config_get_int(cfg, "controller.quorum.request.timeout.ms");
     sc->retry_backoff_ms = config_get_int(cfg, "controller.quorum.retry.backoff.ms");
+    sc->retention_bytes = config_get_long(cfg, "metadata.max.retention.bytes");
+    sc->retention_ms = config_get_long(cfg, "metadata.max.retention.ms");
     char dir[PATH_MAX];
     if (quorum_metadata_dir(cfg, dir, sizeof dir, err, errlen) != 0)
         return -1;

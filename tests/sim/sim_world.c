@@ -255,6 +255,11 @@ static void drain(struct sim_world *w, int node)
             if (o.role == RAFT_LEADER)
                 plan_leader_crash(w, node);
             break;
+        case RAFT_OUT_FETCH_SNAPSHOT:
+            /* No simulated node moves its log start, so no leader may name a snapshot. */
+            sim_violation(w, "n%d asked to download snapshot %lld-%d though no log was cleaned", node,
+                          (long long)o.offset, o.epoch);
+            break;
         }
         raft_output_clear(&o);
     }

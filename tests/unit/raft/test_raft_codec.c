@@ -341,6 +341,18 @@ static void test_fetch_response_records(void **state)
     assert_int_equal(out.u.fetch_resp.diverging_epoch, 2);
     assert_int_equal(out.u.fetch_resp.diverging_end_offset, 8);
     assert_int_equal(out.u.fetch_resp.n_records, 0);
+    assert_true(out.u.fetch_resp.snapshot_end_offset <= 0);
+
+    /* SnapshotId (KIP-630): the fetcher is below the leader's log start. */
+    struct raft_msg snap = diverge;
+    snap.u.fetch_resp.diverging_epoch = -1;
+    snap.u.fetch_resp.diverging_end_offset = -1;
+    snap.u.fetch_resp.snapshot_end_offset = 42;
+    snap.u.fetch_resp.snapshot_epoch = 3;
+    assert_int_equal(response_round_trip(&req, &snap, 17, 0, &out, err, sizeof err), 0);
+    assert_int_equal(out.u.fetch_resp.snapshot_end_offset, 42);
+    assert_int_equal(out.u.fetch_resp.snapshot_epoch, 3);
+    assert_int_equal(out.u.fetch_resp.diverging_end_offset, -1);
 
     /* Records that do not start where the fetch asked are refused. */
     req.u.fetch_req.fetch_offset = 11;

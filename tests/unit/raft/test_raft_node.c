@@ -666,6 +666,135 @@ static void test_entries_on_disk_keeps_headers(void **state)
     raft_node_destroy(node);
 }
 
+/* KIP-630 at the leader: the log start moves only to a committed entry
+ * boundary with its epoch, and a fetch below it (or at it with another
+ * epoch) is answered with the snapshot's id instead of records. */
+static void test_log_start_answers_snapshot(void **state)
+{
+    (void)state;
+    int32_t epochs[] = {1, 1, 1};
+    struct raft_quorum_state qs = {.leader_epoch = 1, .voted_id = RAFT_NO_ID, .leader_id = RAFT_NO_ID};
+    struct raft_node *node = make_node(0, &qs, epochs, 3);
+    int64_t now = elect(node);
+    int32_t epoch = raft_node_epoch(node);
+    struct outs outs;
+    raft_node_flushed(node, now, 4);
+    struct raft_msg m = fetch_req(1, epoch, 4, epoch);
+    raft_node_receive(node, now, &m);
+    drain(node, &outs);
+    outs_free(&outs);
+    assert_int_equal(raft_node_high_watermark(node), 4);
+    assert_int_equal(raft_node_advance_log_start(node, 4, 1), RAFT_ERR_INVALID);     /* entry 3 is of epoch 2 */
+    assert_int_equal(raft_node_advance_log_start(node, 5, epoch), RAFT_ERR_INVALID); /* past the HW */
+    assert_int_equal(raft_node_advance_log_start(node, 3, 1), RAFT_OK);
+    assert_int_equal(raft_node_log_start(node), 3);
+    assert_null(raft_node_entry(node, 2));
+    assert_non_null(raft_node_entry(node, 3));
+
+    struct {
+        int64_t offset;
+        int32_t last_epoch;
+        bool snapshot;
+    } cases[] = {{0, 0, true}, {1, 1, true}, {3, 0, true}, {3, 1, false}, {4, epoch, false}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        m = fetch_req(2, epoch, cases[i].offset, cases[i].last_epoch);
+        raft_node_receive(node, now, &m);
+        drain(node, &outs);
+        const struct raft_output *resp = find_send(&outs, RAFT_MSG_FETCH_RESP, 2);
+        assert_non_null(resp);
+        const struct raft_fetch_resp *fr = &resp->msg.u.fetch_resp;
+        assert_int_equal(fr->error_code, RAFT_OK);
+        assert_int_equal(fr->diverging_end_offset, -1);
+        assert_int_equal(fr->snapshot_end_offset, cases[i].snapshot ? 3 : -1);
+        assert_int_equal(fr->snapshot_epoch, cases[i].snapshot ? 1 : -1);
+        assert_int_equal(fr->n_records, cases[i].snapshot || cases[i].offset == 4 ? 0 : 1);
+        assert_int_equal(fr->high_watermark, 4);
+        outs_free(&outs);
+    }
+
+    /* An empty log past its start still checks epochs against the snapshot's. */
+    assert_int_equal(raft_node_advance_log_start(node, 4, epoch), RAFT_OK);
+    assert_int_equal(raft_node_end_offset(node), 4);
+    assert_null(raft_node_entry(node, 3));
+    m = fetch_req(2, epoch, 4, epoch);
+    raft_node_receive(node, now, &m);
+    drain(node, &outs);
+    assert_int_equal(find_send(&outs, RAFT_MSG_FETCH_RESP, 2)->msg.u.fetch_resp.snapshot_end_offset, -1);
+    outs_free(&outs);
+    raft_node_destroy(node);
+}
+
+/* KIP-630 at a follower: a SnapshotId answer asks the caller to download
+ * it and stops fetching until raft_node_snapshot_done; the download's
+ * progress keeps the leader's silence from starting an election; once
+ * installed, the log starts at the snapshot's end and fetching goes on. */
+static void test_follower_installs_snapshot(void **state)
+{
+    (void)state;
+    int32_t epochs[] = {1, 1};
+    struct raft_quorum_state qs = {.leader_epoch = 3, .voted_id = RAFT_NO_ID, .leader_id = 2};
+    struct raft_node *node = make_node(0, &qs, epochs, 2);
+    struct outs outs;
+    raft_node_tick(node, 1);
+    drain(node, &outs);
+    const struct raft_output *req = find_send(&outs, RAFT_MSG_FETCH_REQ, 2);
+    assert_non_null(req);
+    struct raft_msg m = {.type = RAFT_MSG_FETCH_RESP, .src = 2, .dst = 0, .correlation_id = req->msg.correlation_id};
+    m.u.fetch_resp = (struct raft_fetch_resp){.high_watermark = 12,
+                                              .diverging_epoch = -1,
+                                              .diverging_end_offset = -1,
+                                              .current_leader_id = 2,
+                                              .current_leader_epoch = 3,
+                                              .fetch_offset = 2,
+                                              .snapshot_end_offset = 10,
+                                              .snapshot_epoch = 2};
+    outs_free(&outs);
+    raft_node_receive(node, 2, &m);
+    drain(node, &outs);
+    const struct raft_output *want = find_type(&outs, RAFT_OUT_FETCH_SNAPSHOT);
+    assert_non_null(want);
+    assert_int_equal(want->offset, 10);
+    assert_int_equal(want->epoch, 2);
+    assert_int_equal(want->leader_id, 2);
+    outs_free(&outs);
+
+    for (int64_t now = 500; now <= 6000; now += 500) {
+        raft_node_snapshot_progress(node, now);
+        raft_node_tick(node, now);
+        drain(node, &outs);
+        assert_null(find_send(&outs, RAFT_MSG_FETCH_REQ, -1));
+        assert_int_equal(raft_node_role(node), RAFT_FOLLOWER);
+        outs_free(&outs);
+    }
+    raft_node_snapshot_done(node, 6001, true, 10, 2);
+    drain(node, &outs);
+    assert_int_equal(raft_node_log_start(node), 10);
+    assert_int_equal(raft_node_end_offset(node), 10);
+    assert_int_equal(raft_node_high_watermark(node), 10);
+    assert_non_null(find_type(&outs, RAFT_OUT_HIGH_WATERMARK));
+    req = find_send(&outs, RAFT_MSG_FETCH_REQ, 2);
+    assert_non_null(req);
+    assert_int_equal(req->msg.u.fetch_req.fetch_offset, 10);
+    assert_int_equal(req->msg.u.fetch_req.last_fetched_epoch, 2);
+    outs_free(&outs);
+    raft_node_destroy(node);
+
+    /* A restart from a cleaned log: entries from the configured start. */
+    struct raft_config cfg;
+    raft_config_defaults(&cfg);
+    cfg.node_id = 0;
+    cfg.n_voters = 1;
+    cfg.log_start_offset = 5;
+    cfg.log_start_epoch = 1;
+    struct raft_entry e = {.offset = 5, .epoch = 1, .count = 2, .len = 1, .data = (uint8_t *)"x"};
+    assert_int_equal(raft_node_create(&node, &cfg, NULL, &e, 1, 0), RAFT_OK);
+    assert_int_equal(raft_node_end_offset(node), 7);
+    assert_int_equal(raft_node_high_watermark(node), 5);
+    raft_node_destroy(node);
+    e.offset = 0;
+    assert_int_equal(raft_node_create(&node, &cfg, NULL, &e, 1, 0), RAFT_ERR_INVALID);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -681,6 +810,8 @@ int main(void)
         cmocka_unit_test(test_follower_truncates_whole_batch),
         cmocka_unit_test(test_replica_states),
         cmocka_unit_test(test_entries_on_disk_keeps_headers),
+        cmocka_unit_test(test_log_start_answers_snapshot),
+        cmocka_unit_test(test_follower_installs_snapshot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -117,6 +117,10 @@ static int on_load_snapshot(void *ctx, const struct metadata_snapshot_id *id, co
  * raises it, since a leader slowed by that much I/O on a busy machine (or
  * under ASan) can otherwise miss a follower's fetch timeout. */
 static int election_timeout_ms = 300;
+/* metadata.max.retention.bytes and the FetchSnapshot chunk size of the nodes
+ * started next (the snapshot test cleans at once and downloads in small chunks). */
+static int64_t retention_bytes = 104857600;
+static int32_t chunk_bytes = 1 << 20;
 
 static void start_node(struct node *nodes, const int *ports, int i)
 {
@@ -144,6 +148,8 @@ static void start_node(struct node *nodes, const int *ports, int i)
         snprintf(cfg.cluster_id, sizeof cfg.cluster_id, "MkU3OEVBNTcwNTJENDM2Qg");
         cfg.election_timeout_ms = election_timeout_ms;
         cfg.fetch_timeout_ms = 2 * election_timeout_ms;
+        cfg.retention_bytes = retention_bytes;
+        cfg.snapshot_chunk_bytes = chunk_bytes;
         int32_t ids[N] = {1, 2, 3};
         snprintf(cfg.snapshot_dir, sizeof cfg.snapshot_dir, "%s/__cluster_metadata-0", n->dir);
         cfg.store_ops = &raft_shell_disk_store_ops;
@@ -696,12 +702,134 @@ static void test_late_follower_catches_up_from_disk(void **state)
     election_timeout_ms = 300;
 }
 
+static void read_whole(const char *path, uint8_t **buf, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *buf = malloc(size > 0 ? (size_t)size : 1);
+    assert_non_null(*buf);
+    assert_int_equal(fread(*buf, 1, (size_t)size, f), (size_t)size);
+    *len = (size_t)size;
+    fclose(f);
+}
+
+static void wait_log_start(struct raft_shell *shell, int64_t want)
+{
+    int64_t deadline = clock_mono_ms() + 15000;
+    struct raft_shell_status st;
+    for (raft_shell_status(shell, &st); st.log_start != want; raft_shell_status(shell, &st)) {
+        if (clock_mono_ms() > deadline)
+            fail_msg("log start %lld, want %lld", (long long)st.log_start, (long long)want);
+        usleep(20 * 1000);
+    }
+}
+
+/* KIP-630: with metadata.max.retention.bytes at 0 the two running nodes
+ * clean their logs behind the snapshot at offset 4; a node that was down
+ * fetches from offset 0, is answered with that snapshot's id, downloads
+ * it with FetchSnapshot in chunks of 64 bytes, installs a byte-identical
+ * copy, loads it and goes on fetching the log after it. */
+static void test_late_follower_fetches_snapshot(void **state)
+{
+    (void)state;
+    retention_bytes = 0;
+    chunk_bytes = 64;
+    int ports[N];
+    struct node nodes[N];
+    make_nodes(nodes, ports);
+    for (int i = 0; i < N - 1; i++)
+        start_node(nodes, ports, i);
+    int leader = wait_leader_of(nodes, N - 1);
+    struct raft_shell_metadata *at_leader = nodes[leader - 1].log;
+    int32_t epoch = wait_writable(at_leader);
+    /* Offset 0 is the LeaderChange entry: a 1, b 2, snap 3, d 4. */
+    append_values(at_leader, epoch, (const char *[]){"a", "b"}, 2);
+    append_values(at_leader, epoch, (const char *[]){"snap"}, 1);
+    append_values(at_leader, epoch, (const char *[]){"d"}, 1);
+    for (int i = 0; i < N - 1; i++) {
+        wait_node_seen(&nodes[i], 4);
+        wait_log_start(nodes[i].shell, 4);
+    }
+    start_node(nodes, ports, N - 1);
+    struct node *late = &nodes[N - 1];
+    wait_node_seen(late, 1);
+    wait_log_start(late->shell, 4);
+    pthread_mutex_lock(&late->seen.mu);
+    assert_int_equal(late->seen.snapshot_loads, 1);
+    assert_int_equal(late->seen.loaded.end_offset, 4);
+    assert_int_equal(late->seen.loaded_count, 3);
+    assert_string_equal(late->seen.loaded_values[0], "a");
+    assert_string_equal(late->seen.loaded_values[2], "snap");
+    /* Only the log after the snapshot was delivered. */
+    assert_int_equal(late->seen.offsets[0], 4);
+    assert_string_equal(late->seen.values[0], "d");
+    pthread_mutex_unlock(&late->seen.mu);
+    /* Its log goes on with the quorum's. */
+    append_values(at_leader, epoch, (const char *[]){"e"}, 1);
+    wait_node_seen(late, 2);
+    struct raft_shell_status st, lst;
+    raft_shell_status(late->shell, &st);
+    raft_shell_status(nodes[leader - 1].shell, &lst);
+    assert_int_equal(st.end_offset, lst.end_offset);
+
+    char logdir[PATH_MAX], mine[PATH_MAX], theirs[PATH_MAX];
+    struct metadata_snapshot_id id = {4, late->seen.loaded.epoch};
+    snprintf(logdir, sizeof logdir, "%s/__cluster_metadata-0", late->dir);
+    assert_int_equal(metadata_snapshot_path(mine, sizeof mine, logdir, &id), 0);
+    snprintf(logdir, sizeof logdir, "%s/__cluster_metadata-0", nodes[leader - 1].dir);
+    assert_int_equal(metadata_snapshot_path(theirs, sizeof theirs, logdir, &id), 0);
+    uint8_t *a, *b;
+    size_t alen, blen;
+    read_whole(mine, &a, &alen);
+    read_whole(theirs, &b, &blen);
+    assert_true(alen > 3 * 64); /* several chunks */
+    assert_int_equal(alen, blen);
+    assert_memory_equal(a, b, alen);
+    free(a);
+    free(b);
+    char part[PATH_MAX + 16];
+    snprintf(part, sizeof part, "%s.download", mine);
+    assert_int_not_equal(access(part, F_OK), 0);
+    stop_nodes(nodes);
+
+    /* Restarted, the late node starts its log at the snapshot, and a
+     * download a crash cut short is removed. */
+    snprintf(part, sizeof part, "%s/__cluster_metadata-0/00000000000000000099-0000000001.checkpoint.download",
+             late->dir);
+    FILE *torn = fopen(part, "w");
+    assert_non_null(torn);
+    fclose(torn);
+    struct node again[N];
+    memset(again, 0, sizeof again);
+    for (int i = 0; i < N; i++)
+        memcpy(again[i].dir, nodes[i].dir, sizeof again[i].dir);
+    start_nodes(again, ports);
+    raft_shell_status(again[N - 1].shell, &st);
+    assert_int_equal(st.log_start, 4);
+    assert_int_equal(st.end_offset, lst.end_offset);
+    pthread_mutex_lock(&again[N - 1].seen.mu);
+    assert_int_equal(again[N - 1].seen.snapshot_loads, 1);
+    assert_int_equal(again[N - 1].seen.loaded.end_offset, 4);
+    pthread_mutex_unlock(&again[N - 1].seen.mu);
+    assert_int_not_equal(access(part, F_OK), 0);
+    stop_nodes(again);
+    for (int i = 0; i < N; i++)
+        nftw(nodes[i].dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    retention_bytes = 104857600;
+    chunk_bytes = 1 << 20;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batches_commit_on_every_node),
         cmocka_unit_test(test_restart_after_snapshot_replays_tail),
         cmocka_unit_test(test_late_follower_catches_up_from_disk),
+        cmocka_unit_test(test_late_follower_fetches_snapshot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

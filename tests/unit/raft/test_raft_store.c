@@ -322,6 +322,51 @@ static void test_truncate_then_append(void **state)
     raft_store_close(s);
 }
 
+/* KIP-630: cleaning moves the start up (reads below it fail, recovery
+ * starts there); installing a snapshot restarts an empty log at its end,
+ * which survives a reopen. */
+static void test_log_start(void **state)
+{
+    const char *dir = *state;
+    char err[512];
+    struct raft_store *s;
+    assert_int_equal(raft_store_open(dir, &s, err, sizeof err), 0);
+    append(s, make_entry(0, 1, 2));
+    append(s, make_entry(2, 1, 3));
+    append(s, make_entry(5, 2, 2));
+    int64_t flushed;
+    assert_int_equal(raft_store_flush(s, INT64_MAX, &flushed, err, sizeof err), 0);
+    assert_int_equal(raft_store_start_offset(s), 0);
+    assert_int_equal(raft_store_delete_before(s, 2, err, sizeof err), 0);
+    assert_int_equal(raft_store_start_offset(s), 2);
+    assert_int_equal(raft_store_delete_before(s, 8, err, sizeof err), -1); /* past the end */
+    struct raft_entry *entries;
+    int64_t n;
+    assert_int_equal(raft_store_read(s, 0, 1 << 20, &entries, &n, err, sizeof err), -1);
+    assert_int_equal(raft_store_recover(s, &entries, &n, err, sizeof err), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(entries[0].offset, 2);
+    raft_store_entries_free(entries, n);
+
+    assert_int_equal(raft_store_start_at(s, 20, err, sizeof err), 0);
+    assert_int_equal(raft_store_start_offset(s), 20);
+    assert_int_equal(raft_store_end_offset(s), 20);
+    append(s, make_entry(20, 4, 3));
+    assert_int_equal(raft_store_flush(s, INT64_MAX, &flushed, err, sizeof err), 0);
+    assert_int_equal(flushed, 23);
+    raft_store_close(s);
+
+    assert_int_equal(raft_store_open(dir, &s, err, sizeof err), 0);
+    assert_int_equal(raft_store_start_offset(s), 20);
+    assert_int_equal(raft_store_recover(s, &entries, &n, err, sizeof err), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(entries[0].offset, 20);
+    assert_int_equal(entries[0].epoch, 4);
+    assert_int_equal(entries[0].count, 3);
+    raft_store_entries_free(entries, n);
+    raft_store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -330,6 +375,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_log_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_tail_recovers_whole_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_then_append, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_start, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
