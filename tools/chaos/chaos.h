@@ -46,8 +46,9 @@ struct chaos_produce_opts {
     const char *name;     /* the producer part of the keys */
     const char *log_path; /* A and S lines appended here, or NULL */
     int count;
-    int retries;    /* 0: no retries and no idempotence, so each error shows */
-    int timeout_ms; /* message.timeout.ms */
+    int retries;     /* 0: no retries and no idempotence, so each error shows */
+    int timeout_ms;  /* message.timeout.ms */
+    int print_times; /* print "ok <seq> <wall ms>" as each is acknowledged */
 };
 
 struct chaos_read_opts {
@@ -66,7 +67,8 @@ struct chaos_check_result {
 /* Each returns a process exit code (0 ok, 1 failed, 2 usage). */
 int chaos_work(const struct chaos_work_opts *o);
 int chaos_read(const struct chaos_read_opts *o);
-/* Prints "produced ok N failed M" and, per failure, "error <NAME>". */
+/* Prints "produced ok N failed M" and, per failure, "error <NAME>"; with
+ * print_times, "ok <seq> <wall-clock ms>" per acknowledgement. */
 int chaos_produce(const struct chaos_produce_opts *o);
 /* Fills r; 0 when nothing acknowledged was lost, duplicated, reordered or
  * invented, 1 when something was, 2 when a log cannot be read. Prints a

@@ -98,7 +98,7 @@ static const char usage[] =
     "                         [--message-timeout-ms 120000] [--txn-producers 0] [--txn-size 10]\n"
     "       cairn-chaos read  --bootstrap B --topic T --out FILE [--timeout-seconds 120]\n"
     "       cairn-chaos produce --bootstrap B --topic T --name N [--count 1] [--retries 0]\n"
-    "                         [--message-timeout-ms 10000] [--out ACKED_LOG]\n"
+    "                         [--message-timeout-ms 10000] [--out ACKED_LOG] [--times]\n"
     "       cairn-chaos check --acked FILE --read FILE [--examples 10]\n";
 
 int main(int argc, char **argv)
@@ -133,12 +133,13 @@ int main(int argc, char **argv)
         {"name", required_argument, 0, 'N'},
         {"count", required_argument, 0, 'c'},
         {"retries", required_argument, 0, 'y'},
+        {"times", no_argument, 0, 'M'},
         {0, 0, 0, 0},
     };
     uint64_t seed = 1;
     int seconds = 60, nodes = 3, session_ms = 9000, tail_ms = 15000, examples = 10, timeout_s = 120;
     const char *faults = "kill,pause", *acked = NULL, *read = NULL, *name = "probe";
-    int count = 1, retries = 0, timeout_given = 0;
+    int count = 1, retries = 0, timeout_given = 0, print_times = 0;
     struct chaos_work_opts w = {.group = "cairn-chaos",
                                 .producers = 2,
                                 .rate = 100,
@@ -211,6 +212,9 @@ int main(int argc, char **argv)
         case 'y':
             retries = atoi(optarg);
             break;
+        case 'M':
+            print_times = 1;
+            break;
         case 'w':
             timeout_s = atoi(optarg);
             break;
@@ -255,7 +259,8 @@ int main(int argc, char **argv)
                                        .log_path = w.out_dir,
                                        .count = count,
                                        .retries = retries,
-                                       .timeout_ms = timeout_given ? w.message_timeout_ms : 10000};
+                                       .timeout_ms = timeout_given ? w.message_timeout_ms : 10000,
+                                       .print_times = print_times};
         if (!p.bootstrap || !p.topic || count < 1 || retries < 0 || strchr(name, ' ') || strchr(name, '-')) {
             fputs(usage, stderr);
             return 2;

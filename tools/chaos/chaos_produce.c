@@ -87,6 +87,10 @@ int chaos_produce(const struct chaos_produce_opts *o)
             continue;
         }
         ok++;
+        if (o->print_times) {
+            printf("ok %d %lld\n", seq, (long long)chaos_now_ms());
+            fflush(stdout);
+        }
         if (log)
             fprintf(log, "A %s %d %d %lld\n", o->name, seq, (int)out->part, (long long)out->off);
     }
