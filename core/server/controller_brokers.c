@@ -37,7 +37,6 @@ struct session {
  * quorum, whose Fetch requests need the server's io threads free. */
 struct pending {
     struct net_request *req;
-    int64_t received_ms; /* monotonic: when the request was queued */
     struct pending *next;
 };
 
@@ -76,9 +75,7 @@ static void heard_locked(struct controller_brokers *cb, int32_t node_id, int64_t
 {
     for (int i = 0; i < cb->n_sessions; i++) {
         if (cb->sessions[i].node_id == node_id) {
-            /* Never backwards: a heartbeat served late carries its arrival time. */
-            if (now > cb->sessions[i].last_heard_ms)
-                cb->sessions[i].last_heard_ms = now;
+            cb->sessions[i].last_heard_ms = now;
             return;
         }
     }
@@ -134,7 +131,7 @@ static void check_sessions(struct controller_brokers *cb, bool *was_controller)
     *was_controller = true;
 }
 
-static void serve(struct controller_brokers *cb, struct net_request *req, int64_t received_ms);
+static void serve(struct controller_brokers *cb, struct net_request *req);
 
 static void update_gauges(struct controller_brokers *cb, bool controller)
 {
@@ -174,7 +171,7 @@ static void *sessions_main(void *arg)
             if (!cb->queue_head)
                 cb->queue_tail = NULL;
             pthread_mutex_unlock(&cb->mu);
-            serve(cb, p->req, p->received_ms);
+            serve(cb, p->req);
             free(p);
             pthread_mutex_lock(&cb->mu);
             continue;
@@ -361,13 +358,8 @@ static int16_t check_broker_epoch(struct controller_brokers *cb, int32_t node_id
     return *registered_epoch == epoch ? KAFKA_ERR_NONE : KAFKA_ERR_STALE_BROKER_EPOCH;
 }
 
-/* received_ms: when the heartbeat reached this node. The session runs from
- * then, not from when the worker got to it: behind a burst of
- * AlterPartition writes a heartbeat can wait seconds in the queue, and
- * stamping it late kept a broker killed meanwhile "alive" that much longer
- * (a leader's failover took up to session + 5 s). */
 static void heartbeat(struct controller_brokers *cb, const struct broker_heartbeat_request *in,
-                      struct broker_heartbeat_response *out, int64_t received_ms)
+                      struct broker_heartbeat_response *out)
 {
     bool fenced = true;
     int64_t epoch = -1;
@@ -376,9 +368,7 @@ static void heartbeat(struct controller_brokers *cb, const struct broker_heartbe
     out->error_code = metadata_store_is_controller(cb->store) ? known : KAFKA_ERR_NOT_CONTROLLER;
     if (out->error_code != KAFKA_ERR_NONE)
         return;
-    pthread_mutex_lock(&cb->mu);
-    heard_locked(cb, in->broker_id, received_ms);
-    pthread_mutex_unlock(&cb->mu);
+    controller_brokers_heard(cb, in->broker_id);
     if (in->want_shut_down) {
         /* Controlled shutdown: fenced now rather than a session later; its
          * partitions get new leaders from their ISRs in the same batch. */
@@ -409,7 +399,6 @@ void controller_brokers_handle_request(struct net_request *req, void *ctx)
         return;
     }
     p->req = req;
-    p->received_ms = clock_mono_ms();
     pthread_mutex_lock(&cb->mu);
     bool stopping = cb->stopping;
     if (!stopping) {
@@ -447,7 +436,7 @@ static void allocate_ids(struct controller_brokers *cb, const struct allocate_pr
     }
 }
 
-static void serve(struct controller_brokers *cb, struct net_request *req, int64_t received_ms)
+static void serve(struct controller_brokers *cb, struct net_request *req)
 {
     if (req->frame_len < 8) {
         net_request_complete(req, NULL, 0, true);
@@ -510,7 +499,7 @@ static void serve(struct controller_brokers *cb, struct net_request *req, int64_
     } else {
         struct broker_heartbeat_response out;
         broker_heartbeat_response_init(&out);
-        heartbeat(cb, &in.hb, &out, received_ms);
+        heartbeat(cb, &in.hb, &out);
         respond(req, key, version, header.correlation_id, encode_heartbeat, &out);
     }
     kafka_arena_free(&arena);
