@@ -29,6 +29,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -n "$dir" ] || dir="$(mktemp -d "${TMPDIR:-/tmp}/cairn-acks-XXXXXX")"
+mkdir -p "$dir"
 c="$dir/cluster"
 trap '"$repo/tools/cairn-cluster" down --dir "$c" > /dev/null 2>&1 || true' EXIT
 "$repo/tools/cairn-cluster" up --combined 3 --dir "$c" --base-port "$base_port" > "$dir/up.log"
