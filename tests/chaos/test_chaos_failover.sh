@@ -22,7 +22,7 @@ out="$("$repo/tools/chaos/chaos-replication" --scenarios failover --rounds 3 --s
 echo "$out"
 [ "$(echo "$out" | grep -c '^round [0-9]* killed [456] failover_ms [0-9]* ')" = 3 ] ||
     fail "not three measured rounds (logs in $work/run)"
-echo "$out" | awk -v b="$bound_ms" '$1 == "round" && $5 > b { bad = 1 } END { exit bad }' ||
+echo "$out" | awk -v b="$bound_ms" '$1 == "round" && $6 > b { bad = 1 } END { exit bad }' ||
     fail "a failover took longer than $bound_ms ms with a $session_ms ms session (logs in $work/run)"
 # Each fencing came one session after the last heartbeat sent before the kill.
 grep -h "sent no heartbeat for" "$work/run"/cluster/node-[123]/cairnd.log ||
