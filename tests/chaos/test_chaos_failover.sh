@@ -9,7 +9,8 @@
 # times whenever its image lagged its log for a moment (each burst of
 # metadata writes, such as the ISR shrinks that follow a broker's death,
 # 3 s after it here), so the dead leader got a new full session from the
-# end of the burst and failovers took 14-16 s instead of 9-10.
+# end of the burst and failovers took 14-16 s instead of 9-10. And each
+# restarted broker must rejoin the ISR without help.
 . "$(dirname "$0")/../cluster/lib.sh"
 : "${CAIRN_CHAOS:?CAIRN_CHAOS must name the cairn-chaos binary}"
 . "$(dirname "$0")/ports.sh"
@@ -28,6 +29,11 @@ echo "$out" | awk -v b="$bound_ms" '$1 == "round" && $6 > b { bad = 1 } END { ex
 grep -h "sent no heartbeat for" "$work/run"/cluster/node-[123]/cairnd.log ||
     fail "no broker was fenced for its missing heartbeats"
 echo "$out" | grep -q "^scenario failover rounds=3 " || fail "no failover summary"
+# Every restarted leader rejoined the ISR by itself (a broker once kept
+# following at the leader epoch of its start when the image moved on
+# while its replica layer subscribed).
+echo "$out" | grep -q "^scenario failover .* stuck_restarts=0$" ||
+    fail "a restarted broker did not rejoin the ISR: $(echo "$out" | grep '^note: ')"
 [ "$rc" = 0 ] || fail "chaos-replication exited $rc"
 passed=1
 echo "ok"
