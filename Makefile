@@ -100,7 +100,8 @@ bench-hostile: build
 # A chaos run of SECONDS on a local 3-node cluster: kill -9 and SIGSTOP
 # faults from a seed (SEED, else a new one; printed), an idempotent acks=all
 # workload, then the checker (docs/operations.md, "Chaos runs").
-# RF=3 for replication factor 3; CHAOS_ARGS="--keep --rate 100" etc.
+# RF=3 for replication factor 3; CHAOS_ARGS="--keep --rate 100" etc., e.g.
+# CHAOS_ARGS="--min-insync 2 --txn-producers 1 --faults kill,pause,partition".
 SECONDS ?= 300
 RF ?= 1
 SEED ?=

@@ -431,6 +431,11 @@ bool metadata_store_is_controller(struct metadata_store *store)
     return store->log_ops->leader_epoch(store->log) >= 0;
 }
 
+bool metadata_store_catching_up(struct metadata_store *store)
+{
+    return store->log_ops->catching_up && store->log_ops->catching_up(store->log);
+}
+
 int metadata_store_open(const struct metadata_store_options *opts, struct metadata_store **out, char *err,
                         size_t errlen)
 {

@@ -161,6 +161,10 @@ int16_t metadata_set_broker_fenced(struct metadata_store *store, int32_t node_id
 /* True when this node can write the metadata log now (it leads the quorum
  * and has applied all of it; always true on the single-voter log). */
 bool metadata_store_is_controller(struct metadata_store *store);
+/* True while this node leads the quorum but its image has not caught up with
+ * its log (is_controller says false meanwhile): still the controller, only
+ * not able to write for a moment. */
+bool metadata_store_catching_up(struct metadata_store *store);
 /* Dynamic broker configs: resource "" is the cluster-wide default, "<id>"
  * one broker. Sets (value != NULL) or deletes (value NULL) each key as one
  * batch of ConfigRecords. A key set must pass config_dynamic_check_key

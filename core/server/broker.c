@@ -225,11 +225,25 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    /* Bring the hosted partitions in line with the replayed image, then follow changes. */
-    const struct metadata_image *img = metadata_image_acquire(b->metadata);
-    replica_manager_on_metadata(b->replicas, NULL, img);
-    metadata_image_release(img);
+    /* Follow changes, then bring the hosted partitions in line with the
+     * current image. Subscribing first: an image published between the
+     * first apply and the subscription was lost before, and a broker
+     * restarted while its metadata still streamed in kept following a
+     * partition's leader at an old epoch, out of the ISR for good. The
+     * listener may apply a newer image before the full apply of an older
+     * one: apply again until the image applied is still the current one. */
     b->metadata_subscription = metadata_store_subscribe(b->metadata, replica_manager_on_metadata, b->replicas);
+    const struct metadata_image *img = metadata_image_acquire(b->metadata);
+    for (;;) {
+        replica_manager_on_metadata(b->replicas, NULL, img);
+        const struct metadata_image *now = metadata_image_acquire(b->metadata);
+        bool same = now == img;
+        metadata_image_release(img);
+        img = now;
+        if (same)
+            break;
+    }
+    metadata_image_release(img);
     return b->metadata_subscription > 0 ? 0 : -1;
 }
 

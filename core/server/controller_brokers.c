@@ -99,6 +99,12 @@ static void check_sessions(struct controller_brokers *cb, bool *was_controller)
 {
     bool is_controller = metadata_store_is_controller(cb->store);
     int64_t now = clock_mono_ms();
+    /* A leader whose image is behind its log (every burst of metadata
+     * writes, such as the ISR shrinks that follow a broker's death) checks
+     * later and keeps the heartbeat times: forgetting them gave every broker,
+     * a dead one too, a new full session from the end of the burst. */
+    if (!is_controller && metadata_store_catching_up(cb->store))
+        return;
     if (!is_controller) {
         pthread_mutex_lock(&cb->mu);
         cb->n_sessions = 0;
@@ -365,10 +371,14 @@ static void heartbeat(struct controller_brokers *cb, const struct broker_heartbe
     int64_t epoch = -1;
     int16_t known = check_broker_epoch(cb, in->broker_id, in->broker_epoch, &fenced, &epoch);
     out->is_fenced = fenced;
-    out->error_code = metadata_store_is_controller(cb->store) ? known : KAFKA_ERR_NOT_CONTROLLER;
+    bool controller = metadata_store_is_controller(cb->store);
+    out->error_code = controller ? known : KAFKA_ERR_NOT_CONTROLLER;
+    /* A leader catching up with its log answers NOT_CONTROLLER (the broker
+     * tries again) but has heard from the broker all the same. */
+    if (known == KAFKA_ERR_NONE && (controller || metadata_store_catching_up(cb->store)))
+        controller_brokers_heard(cb, in->broker_id);
     if (out->error_code != KAFKA_ERR_NONE)
         return;
-    controller_brokers_heard(cb, in->broker_id);
     if (in->want_shut_down) {
         /* Controlled shutdown: fenced now rather than a session later; its
          * partitions get new leaders from their ISRs in the same batch. */

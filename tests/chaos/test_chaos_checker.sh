@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The chaos checker sees what it is there to see. First on crafted logs: a
 # clean history passes; a lost acknowledged record, a duplicate, a phantom
-# and a reordering each fail it and are named. Then on a real broker: a
+# and a reordering each fail it and are named, as does a read record of an
+# aborted transaction. Then on a real broker: a
 # one-node cluster takes a short workload and the full read checks clean;
 # the node is killed, one partition's segment is cut to nothing, the node
 # starts again, and the same check must report the loss and exit 1.
@@ -46,6 +47,21 @@ check "$work/acked.log" "$work/phantom.log"
 printf 'R 0 0 0.0-2 ok\nR 0 1 0.0-0 ok\nR 1 0 0.0-1 ok\nR 1 1 0.0-3 ok\n' > "$work/order.log"
 check "$work/acked.log" "$work/order.log"
 [ "$rc" = 1 ] && [ "$(field out_of_order)" = 1 ] || fail "reordering not seen: $report"
+
+# A transactional producer t0.0: seqs 0-1 committed, 2-3 aborted. Reading
+# the committed ones passes; reading an aborted one fails as aborted_read;
+# missing a committed one is a loss.
+printf 'A t0.0 0 0 0\nA t0.0 1 0 1\nX t0.0 2\nX t0.0 3\nS t0.0 4\n' > "$work/txn.log"
+printf 'R 0 0 t0.0-0 ok\nR 0 1 t0.0-1 ok\n' > "$work/txn-ok.log"
+check "$work/txn.log" "$work/txn-ok.log"
+[ "$rc" = 0 ] && [ "$(field aborted)" = 2 ] && [ "$(field aborted_read)" = 0 ] || fail "committed-only read: $report"
+printf 'R 0 0 t0.0-0 ok\nR 0 1 t0.0-1 ok\nR 0 3 t0.0-3 ok\n' > "$work/txn-bad.log"
+check "$work/txn.log" "$work/txn-bad.log"
+[ "$rc" = 1 ] && [ "$(field aborted_read)" = 1 ] || fail "an aborted record read is not seen: $report"
+contains "$report" "aborted read: t0.0-3 at partition 0 offset 3" "aborted read example"
+printf 'R 0 0 t0.0-0 ok\n' > "$work/txn-lost.log"
+check "$work/txn.log" "$work/txn-lost.log"
+[ "$rc" = 1 ] && [ "$(field lost)" = 1 ] || fail "a committed record missing is not a loss: $report"
 
 # --- a real broker whose segment loses its records
 c="$work/c"

@@ -11,6 +11,8 @@
  *   phantom     read, but never handed to produce() (unknown producer, or a
  *               seq at or past the count it sent), or a value that does not
  *               match its key
+ *   aborted read  a record of an aborted transaction ("X" line) was read
+ *               (read_committed readers must never see one)
  * and two it reports without failing: a position read with two different
  * keys (the log at that offset was rewritten, as when a new leader reuses
  * offsets), and a key read at a position other than the acknowledged one. */
@@ -21,22 +23,23 @@
 #include <string.h>
 
 #define NO_OFFSET (-1)
+#define ABORTED (-2)
 
 struct producer_log {
     char name[32];
-    int64_t sent;          /* -1 until an "S" line says */
-    int64_t cap;           /* entries allocated below */
-    int32_t *acked_part;   /* by seq; -1: not acknowledged */
+    int64_t sent;        /* -1 until an "S" line says */
+    int64_t cap;         /* entries allocated below */
+    int32_t *acked_part; /* by seq; -1: not acknowledged, ABORTED: its transaction aborted */
     int64_t *acked_off;
-    int32_t *positions;    /* distinct positions this seq was read at */
+    int32_t *positions; /* distinct positions this seq was read at */
 };
 
 struct read_rec {
     int32_t part;
     int64_t off;
-    int32_t prod;  /* index in producers, -1 unknown */
+    int32_t prod; /* index in producers, -1 unknown */
     int64_t seq;
-    int bad;       /* value did not match, or key not ours */
+    int bad; /* value did not match, or key not ours */
 };
 
 struct check {
@@ -116,6 +119,11 @@ static int load_acked(struct check *c, const char *path)
                 goto bad;
             c->prods[i].acked_part[seq] = part;
             c->prods[i].acked_off[seq] = off;
+        } else if (sscanf(line, "X %63s %lld", name, &seq) == 2 && seq >= 0) {
+            int i = find_producer(c, name, 1);
+            if (i < 0 || grow(&c->prods[i], seq) < 0)
+                goto bad;
+            c->prods[i].acked_part[seq] = ABORTED;
         } else if (sscanf(line, "S %63s %lld", name, &seq) == 2 && seq >= 0) {
             int i = find_producer(c, name, 1);
             if (i < 0)
@@ -210,10 +218,10 @@ static int by_producer(const void *a, const void *b)
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
-#define EXAMPLE(count, ...)                                                                                  \
-    do {                                                                                                     \
-        if ((count)++ < examples)                                                                            \
-            fprintf(out, __VA_ARGS__);                                                                       \
+#define EXAMPLE(count, ...)                                                                                            \
+    do {                                                                                                               \
+        if ((count)++ < examples)                                                                                      \
+            fprintf(out, __VA_ARGS__);                                                                                 \
     } while (0)
 
 int chaos_check(const char *acked_path, const char *read_path, int examples, FILE *out, struct chaos_check_result *r)
@@ -245,7 +253,8 @@ int chaos_check(const char *acked_path, const char *read_path, int examples, FIL
         struct read_rec *x = &c.reads[i];
         struct producer_log *p = x->prod >= 0 ? &c.prods[x->prod] : NULL;
         if (!p || x->seq < 0 || (p->sent >= 0 && x->seq >= p->sent) || (p->sent < 0 && x->seq >= p->cap)) {
-            EXAMPLE(r->phantoms, "phantom: partition %d offset %" PRId64 " holds a record never sent\n", x->part, x->off);
+            EXAMPLE(r->phantoms, "phantom: partition %d offset %" PRId64 " holds a record never sent\n", x->part,
+                    x->off);
             x->prod = -1;
             continue;
         }
@@ -254,6 +263,11 @@ int chaos_check(const char *acked_path, const char *read_path, int examples, FIL
                     p->name, x->seq);
         if (grow(p, x->seq) < 0)
             goto done;
+        if (p->acked_part[x->seq] == ABORTED)
+            EXAMPLE(r->aborted_read,
+                    "aborted read: %s-%" PRId64 " at partition %d offset %" PRId64
+                    " belongs to an aborted transaction\n",
+                    p->name, x->seq, x->part, x->off);
         if (p->positions[x->seq]++ == 1)
             EXAMPLE(r->duplicates, "duplicate: %s-%" PRId64 " read at partition %d offset %" PRId64 " and before\n",
                     p->name, x->seq, x->part, x->off);
@@ -265,6 +279,7 @@ int chaos_check(const char *acked_path, const char *read_path, int examples, FIL
         if (p->sent > 0)
             r->sent += p->sent;
         for (int64_t s = 0; s < p->cap; s++) {
+            r->aborted += p->acked_part[s] == ABORTED;
             if (p->acked_part[s] < 0)
                 continue;
             r->acked++;
@@ -279,17 +294,19 @@ int chaos_check(const char *acked_path, const char *read_path, int examples, FIL
         struct read_rec *a = &c.reads[i - 1], *b = &c.reads[i];
         if (a->prod >= 0 && a->prod == b->prod && a->part == b->part && b->seq < a->seq)
             EXAMPLE(r->out_of_order,
-                    "out of order: %s-%" PRId64 " at partition %d offset %" PRId64 " after seq %" PRId64 " at %" PRId64 "\n",
+                    "out of order: %s-%" PRId64 " at partition %d offset %" PRId64 " after seq %" PRId64 " at %" PRId64
+                    "\n",
                     c.prods[b->prod].name, b->seq, b->part, b->off, a->seq, a->off);
     }
     fprintf(out,
             "sent %" PRId64 " acked %" PRId64 " read %" PRId64 " redelivered %" PRId64 "\n"
             "lost %" PRId64 " duplicates %" PRId64 " out_of_order %" PRId64 " phantoms %" PRId64 " bad_values %" PRId64
             "\n"
-            "rewritten_offsets %" PRId64 " moved %" PRId64 "\n",
+            "rewritten_offsets %" PRId64 " moved %" PRId64 "\n"
+            "aborted %" PRId64 " aborted_read %" PRId64 "\n",
             r->sent, r->acked, r->read_unique, r->redelivered, r->lost, r->duplicates, r->out_of_order, r->phantoms,
-            r->bad_values, r->rewritten_offsets, r->moved);
-    rc = (r->lost || r->duplicates || r->out_of_order || r->phantoms || r->bad_values) ? 1 : 0;
+            r->bad_values, r->rewritten_offsets, r->moved, r->aborted, r->aborted_read);
+    rc = (r->lost || r->duplicates || r->out_of_order || r->phantoms || r->bad_values || r->aborted_read) ? 1 : 0;
     fprintf(out, "verdict %s\n", rc ? "FAIL" : "ok");
 done:
     for (int i = 0; i < c.nprods; i++) {

@@ -95,8 +95,10 @@ static const char usage[] =
     "                         [--session-ms 9000] [--tail-ms 15000]\n"
     "       cairn-chaos work  --bootstrap B --topic T --out DIR [--seconds 60] [--producers 2]\n"
     "                         [--rate 100] [--group G] [--drain-seconds 60] [--max-drain-seconds 180]\n"
-    "                         [--message-timeout-ms 120000]\n"
+    "                         [--message-timeout-ms 120000] [--txn-producers 0] [--txn-size 10]\n"
     "       cairn-chaos read  --bootstrap B --topic T --out FILE [--timeout-seconds 120]\n"
+    "       cairn-chaos produce --bootstrap B --topic T --name N [--count 1] [--retries 0]\n"
+    "                         [--message-timeout-ms 10000] [--out ACKED_LOG] [--times]\n"
     "       cairn-chaos check --acked FILE --read FILE [--examples 10]\n";
 
 int main(int argc, char **argv)
@@ -107,66 +109,163 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     static const struct option longs[] = {
-        {"seed", required_argument, 0, 'S'},          {"seconds", required_argument, 0, 's'},
-        {"nodes", required_argument, 0, 'n'},         {"faults", required_argument, 0, 'f'},
-        {"session-ms", required_argument, 0, 'x'},    {"tail-ms", required_argument, 0, 't'},
-        {"bootstrap", required_argument, 0, 'b'},     {"topic", required_argument, 0, 'T'},
-        {"out", required_argument, 0, 'o'},           {"producers", required_argument, 0, 'p'},
-        {"rate", required_argument, 0, 'r'},          {"group", required_argument, 0, 'g'},
-        {"drain-seconds", required_argument, 0, 'd'}, {"max-drain-seconds", required_argument, 0, 'D'},
-        {"message-timeout-ms", required_argument, 0, 'm'}, {"timeout-seconds", required_argument, 0, 'w'},
-        {"acked", required_argument, 0, 'a'},         {"read", required_argument, 0, 'R'},
-        {"examples", required_argument, 0, 'e'},      {0, 0, 0, 0},
+        {"seed", required_argument, 0, 'S'},
+        {"seconds", required_argument, 0, 's'},
+        {"nodes", required_argument, 0, 'n'},
+        {"faults", required_argument, 0, 'f'},
+        {"session-ms", required_argument, 0, 'x'},
+        {"tail-ms", required_argument, 0, 't'},
+        {"bootstrap", required_argument, 0, 'b'},
+        {"topic", required_argument, 0, 'T'},
+        {"out", required_argument, 0, 'o'},
+        {"producers", required_argument, 0, 'p'},
+        {"rate", required_argument, 0, 'r'},
+        {"group", required_argument, 0, 'g'},
+        {"drain-seconds", required_argument, 0, 'd'},
+        {"max-drain-seconds", required_argument, 0, 'D'},
+        {"message-timeout-ms", required_argument, 0, 'm'},
+        {"timeout-seconds", required_argument, 0, 'w'},
+        {"acked", required_argument, 0, 'a'},
+        {"read", required_argument, 0, 'R'},
+        {"examples", required_argument, 0, 'e'},
+        {"txn-producers", required_argument, 0, 'X'},
+        {"txn-size", required_argument, 0, 'z'},
+        {"name", required_argument, 0, 'N'},
+        {"count", required_argument, 0, 'c'},
+        {"retries", required_argument, 0, 'y'},
+        {"times", no_argument, 0, 'M'},
+        {0, 0, 0, 0},
     };
     uint64_t seed = 1;
     int seconds = 60, nodes = 3, session_ms = 9000, tail_ms = 15000, examples = 10, timeout_s = 120;
-    const char *faults = "kill,pause", *acked = NULL, *read = NULL;
-    struct chaos_work_opts w = {.group = "cairn-chaos", .producers = 2, .rate = 100, .drain_seconds = 60,
-                                .max_drain_seconds = 180, .message_timeout_ms = 120000};
+    const char *faults = "kill,pause", *acked = NULL, *read = NULL, *name = "probe";
+    int count = 1, retries = 0, timeout_given = 0, print_times = 0;
+    struct chaos_work_opts w = {.group = "cairn-chaos",
+                                .producers = 2,
+                                .rate = 100,
+                                .drain_seconds = 60,
+                                .max_drain_seconds = 180,
+                                .message_timeout_ms = 120000,
+                                .txn_size = 10};
     int c;
     optind = 2;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
         switch (c) {
-        case 'S': seed = strtoull(optarg, NULL, 10); break;
-        case 's': seconds = atoi(optarg); break;
-        case 'n': nodes = atoi(optarg); break;
-        case 'f': faults = optarg; break;
-        case 'x': session_ms = atoi(optarg); break;
-        case 't': tail_ms = atoi(optarg); break;
-        case 'b': w.bootstrap = optarg; break;
-        case 'T': w.topic = optarg; break;
-        case 'o': w.out_dir = optarg; break;
-        case 'p': w.producers = atoi(optarg); break;
-        case 'r': w.rate = atoi(optarg); break;
-        case 'g': w.group = optarg; break;
-        case 'd': w.drain_seconds = atoi(optarg); break;
-        case 'D': w.max_drain_seconds = atoi(optarg); break;
-        case 'm': w.message_timeout_ms = atoi(optarg); break;
-        case 'w': timeout_s = atoi(optarg); break;
-        case 'a': acked = optarg; break;
-        case 'R': read = optarg; break;
-        case 'e': examples = atoi(optarg); break;
-        default: fputs(usage, stderr); return 2;
+        case 'S':
+            seed = strtoull(optarg, NULL, 10);
+            break;
+        case 's':
+            seconds = atoi(optarg);
+            break;
+        case 'n':
+            nodes = atoi(optarg);
+            break;
+        case 'f':
+            faults = optarg;
+            break;
+        case 'x':
+            session_ms = atoi(optarg);
+            break;
+        case 't':
+            tail_ms = atoi(optarg);
+            break;
+        case 'b':
+            w.bootstrap = optarg;
+            break;
+        case 'T':
+            w.topic = optarg;
+            break;
+        case 'o':
+            w.out_dir = optarg;
+            break;
+        case 'p':
+            w.producers = atoi(optarg);
+            break;
+        case 'r':
+            w.rate = atoi(optarg);
+            break;
+        case 'g':
+            w.group = optarg;
+            break;
+        case 'd':
+            w.drain_seconds = atoi(optarg);
+            break;
+        case 'D':
+            w.max_drain_seconds = atoi(optarg);
+            break;
+        case 'm':
+            w.message_timeout_ms = atoi(optarg);
+            timeout_given = 1;
+            break;
+        case 'X':
+            w.txn_producers = atoi(optarg);
+            break;
+        case 'z':
+            w.txn_size = atoi(optarg);
+            break;
+        case 'N':
+            name = optarg;
+            break;
+        case 'c':
+            count = atoi(optarg);
+            break;
+        case 'y':
+            retries = atoi(optarg);
+            break;
+        case 'M':
+            print_times = 1;
+            break;
+        case 'w':
+            timeout_s = atoi(optarg);
+            break;
+        case 'a':
+            acked = optarg;
+            break;
+        case 'R':
+            read = optarg;
+            break;
+        case 'e':
+            examples = atoi(optarg);
+            break;
+        default:
+            fputs(usage, stderr);
+            return 2;
         }
     }
     if (strcmp(cmd, "plan") == 0)
         return plan(seed, seconds, nodes, faults, session_ms, tail_ms);
     if (strcmp(cmd, "work") == 0) {
         w.seconds = seconds;
-        if (!w.bootstrap || !w.topic || !w.out_dir || w.producers < 1 || w.producers > 64 || w.rate < 1) {
+        if (!w.bootstrap || !w.topic || !w.out_dir || w.producers < 0 || w.producers > 64 || w.rate < 1 ||
+            w.txn_producers < 0 || w.txn_producers > 64 || w.producers + w.txn_producers < 1) {
             fputs(usage, stderr);
             return 2;
         }
         return chaos_work(&w);
     }
     if (strcmp(cmd, "read") == 0) {
-        struct chaos_read_opts r = {.bootstrap = w.bootstrap, .topic = w.topic, .out_path = w.out_dir,
-                                    .timeout_seconds = timeout_s};
+        struct chaos_read_opts r = {
+            .bootstrap = w.bootstrap, .topic = w.topic, .out_path = w.out_dir, .timeout_seconds = timeout_s};
         if (!r.bootstrap || !r.topic || !r.out_path) {
             fputs(usage, stderr);
             return 2;
         }
         return chaos_read(&r);
+    }
+    if (strcmp(cmd, "produce") == 0) {
+        struct chaos_produce_opts p = {.bootstrap = w.bootstrap,
+                                       .topic = w.topic,
+                                       .name = name,
+                                       .log_path = w.out_dir,
+                                       .count = count,
+                                       .retries = retries,
+                                       .timeout_ms = timeout_given ? w.message_timeout_ms : 10000,
+                                       .print_times = print_times};
+        if (!p.bootstrap || !p.topic || count < 1 || retries < 0 || strchr(name, ' ') || strchr(name, '-')) {
+            fputs(usage, stderr);
+            return 2;
+        }
+        return chaos_produce(&p);
     }
     if (strcmp(cmd, "check") == 0) {
         if (!acked || !read) {

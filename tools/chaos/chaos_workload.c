@@ -7,26 +7,12 @@
  * its rd_kafka_t), and the main thread, which only starts and stops them.
  * The two log files are shared and written under their own mutex. */
 #include "chaos.h"
+#include "chaos_work.h"
 
-#include <librdkafka/rdkafka.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-struct shared_log {
-    pthread_mutex_t lock;
-    FILE *f;
-};
-
-struct work {
-    const struct chaos_work_opts *o;
-    struct shared_log acked, read;
-    atomic_int stop_producers, stop_consumer;
-    atomic_llong acked_count, failed_count, read_count, last_read_ms;
-};
 
 struct producer {
     struct work *w;
@@ -36,7 +22,7 @@ struct producer {
     pthread_t thread;
 };
 
-static void log_line(struct shared_log *l, const char *line)
+void chaos_log_line(struct shared_log *l, const char *line)
 {
     pthread_mutex_lock(&l->lock);
     if (l->f)
@@ -51,7 +37,7 @@ static void log_flush(struct shared_log *l)
     pthread_mutex_unlock(&l->lock);
 }
 
-static int set(rd_kafka_conf_t *conf, const char *k, const char *v)
+int chaos_conf_set(rd_kafka_conf_t *conf, const char *k, const char *v)
 {
     char err[256];
     if (rd_kafka_conf_set(conf, k, v, err, sizeof err) != RD_KAFKA_CONF_OK) {
@@ -61,8 +47,7 @@ static int set(rd_kafka_conf_t *conf, const char *k, const char *v)
     return 0;
 }
 
-/* The value a record of this key carries; a reader compares it. */
-static int value_for(const char *key, char *buf, size_t len)
+int chaos_value_for(const char *key, char *buf, size_t len)
 {
     return snprintf(buf, len, "chaos-value:%s", key);
 }
@@ -80,7 +65,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     }
     char line[128];
     snprintf(line, sizeof line, "A %s %lld %d %lld\n", p->name, seq, (int)m->partition, (long long)m->offset);
-    log_line(&p->w->acked, line);
+    chaos_log_line(&p->w->acked, line);
     atomic_fetch_add(&p->w->acked_count, 1);
 }
 
@@ -102,9 +87,9 @@ static rd_kafka_t *new_producer(struct producer *p)
     char err[256], timeout[32];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     snprintf(timeout, sizeof timeout, "%d", o->message_timeout_ms);
-    if (set(conf, "bootstrap.servers", o->bootstrap) || set(conf, "enable.idempotence", "true") ||
-        set(conf, "acks", "all") || set(conf, "linger.ms", "5") || set(conf, "message.timeout.ms", timeout) ||
-        set(conf, "client.id", p->name)) {
+    if (chaos_conf_set(conf, "bootstrap.servers", o->bootstrap) || chaos_conf_set(conf, "enable.idempotence", "true") ||
+        chaos_conf_set(conf, "acks", "all") || chaos_conf_set(conf, "linger.ms", "5") ||
+        chaos_conf_set(conf, "message.timeout.ms", timeout) || chaos_conf_set(conf, "client.id", p->name)) {
         rd_kafka_conf_destroy(conf);
         return NULL;
     }
@@ -136,7 +121,7 @@ static void *producer_main(void *arg)
         while (!atomic_load(&w->stop_producers) && !atomic_load(&p->fatal)) {
             char key[48], value[80];
             int klen = snprintf(key, sizeof key, "%s-%lld", p->name, seq);
-            int vlen = value_for(key, value, sizeof value);
+            int vlen = chaos_value_for(key, value, sizeof value);
             rd_kafka_resp_err_t e = rd_kafka_producev(
                 rk, RD_KAFKA_V_TOPIC(w->o->topic), RD_KAFKA_V_KEY(key, (size_t)klen),
                 RD_KAFKA_V_VALUE(value, (size_t)vlen), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
@@ -162,7 +147,7 @@ static void *producer_main(void *arg)
             chaos_log("producer %s: %d records still unacknowledged after the flush", p->name, rd_kafka_outq_len(rk));
         char line[64];
         snprintf(line, sizeof line, "S %s %lld\n", p->name, seq);
-        log_line(&w->acked, line);
+        chaos_log_line(&w->acked, line);
         rd_kafka_destroy(rk);
         p->incarnation++;
     }
@@ -178,10 +163,10 @@ static void record_read(struct shared_log *l, const rd_kafka_message_t *m)
         if (strchr(key, ' ') || strchr(key, '\n'))
             strcpy(key, "?");
     }
-    int wlen = value_for(key, want, sizeof want);
+    int wlen = chaos_value_for(key, want, sizeof want);
     int ok = m->payload && m->len == (size_t)wlen && memcmp(m->payload, want, (size_t)wlen) == 0;
     snprintf(line, sizeof line, "R %d %lld %s %s\n", (int)m->partition, (long long)m->offset, key, ok ? "ok" : "bad");
-    log_line(l, line);
+    chaos_log_line(l, line);
 }
 
 static void *consumer_main(void *arg)
@@ -189,10 +174,12 @@ static void *consumer_main(void *arg)
     struct work *w = arg;
     char err[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (set(conf, "bootstrap.servers", w->o->bootstrap) || set(conf, "group.id", w->o->group) ||
-        set(conf, "auto.offset.reset", "earliest") || set(conf, "enable.auto.commit", "true") ||
-        set(conf, "auto.commit.interval.ms", "1000") || set(conf, "session.timeout.ms", "10000") ||
-        set(conf, "heartbeat.interval.ms", "2000") || set(conf, "client.id", "chaos-consumer")) {
+    if (chaos_conf_set(conf, "bootstrap.servers", w->o->bootstrap) || chaos_conf_set(conf, "group.id", w->o->group) ||
+        chaos_conf_set(conf, "auto.offset.reset", "earliest") || chaos_conf_set(conf, "enable.auto.commit", "true") ||
+        chaos_conf_set(conf, "auto.commit.interval.ms", "1000") ||
+        chaos_conf_set(conf, "session.timeout.ms", "10000") || chaos_conf_set(conf, "heartbeat.interval.ms", "2000") ||
+        chaos_conf_set(conf, "client.id", "chaos-consumer") ||
+        chaos_conf_set(conf, "isolation.level", "read_committed")) {
         rd_kafka_conf_destroy(conf);
         return NULL;
     }
@@ -258,6 +245,9 @@ int chaos_work(const struct chaos_work_opts *o)
         ps[i].index = i;
         pthread_create(&ps[i].thread, NULL, producer_main, &ps[i]);
     }
+    void *txn = NULL;
+    if (o->txn_producers > 0 && chaos_txn_start(&w, &txn) < 0)
+        return 1;
     int64_t end = chaos_now_ms() + (int64_t)o->seconds * 1000;
     while (chaos_now_ms() < end) {
         sleep(1);
@@ -270,6 +260,8 @@ int chaos_work(const struct chaos_work_opts *o)
     for (int i = 0; i < o->producers; i++)
         pthread_join(ps[i].thread, NULL);
     free(ps);
+    if (txn)
+        chaos_txn_join(txn);
     /* The group reads on until it has read as many records as were
      * acknowledged and then 3 s more (a late duplicate shows too), or has
      * been idle for drain_seconds; never past max_drain_seconds. */
@@ -295,9 +287,11 @@ int chaos_work(const struct chaos_work_opts *o)
     w.read.f = NULL;
     pthread_mutex_unlock(&w.read.lock);
     fclose(w.acked.f);
-    chaos_log("workload done: %lld acknowledged, %lld not acknowledged, %lld read by the group",
+    chaos_log("workload done: %lld acknowledged, %lld not acknowledged, %lld read by the group; transactions: "
+              "%lld committed, %lld aborted, %lld of unknown outcome",
               (long long)atomic_load(&w.acked_count), (long long)atomic_load(&w.failed_count),
-              (long long)atomic_load(&w.read_count));
+              (long long)atomic_load(&w.read_count), (long long)atomic_load(&w.committed_txns),
+              (long long)atomic_load(&w.aborted_txns), (long long)atomic_load(&w.unknown_txns));
     return 0;
 }
 
@@ -307,8 +301,10 @@ int chaos_read(const struct chaos_read_opts *o)
 {
     char err[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (set(conf, "bootstrap.servers", o->bootstrap) || set(conf, "group.id", "cairn-chaos-read") ||
-        set(conf, "enable.auto.commit", "false") || set(conf, "enable.partition.eof", "true")) {
+    if (chaos_conf_set(conf, "bootstrap.servers", o->bootstrap) ||
+        chaos_conf_set(conf, "group.id", "cairn-chaos-read") || chaos_conf_set(conf, "enable.auto.commit", "false") ||
+        chaos_conf_set(conf, "enable.partition.eof", "true") ||
+        chaos_conf_set(conf, "isolation.level", "read_committed")) {
         rd_kafka_conf_destroy(conf);
         return 2;
     }
@@ -350,7 +346,8 @@ int chaos_read(const struct chaos_read_opts *o)
     for (int p = 0; p < nparts; p++) {
         int64_t lo;
         rd_kafka_resp_err_t e;
-        while ((e = rd_kafka_query_watermark_offsets(rk, o->topic, p, &lo, &high[p], 5000)) && chaos_now_ms() < deadline)
+        while ((e = rd_kafka_query_watermark_offsets(rk, o->topic, p, &lo, &high[p], 5000)) &&
+               chaos_now_ms() < deadline)
             sleep(1);
         if (e) {
             chaos_log("read: partition %d has no high watermark: %s", p, rd_kafka_err2str(e));
