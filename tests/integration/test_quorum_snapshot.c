@@ -179,9 +179,9 @@ static void test_stopped_node_catches_up_through_fetch_snapshot(void **state)
     const char *extra[] = {"metadata.log.max.record.bytes.between.snapshots=1500", "metadata.max.retention.bytes=0",
                            NULL};
     struct cluster c;
-    cluster_start(&c, extra);
+    leader_cluster_start(&c, extra);
     wait_settled(&c, 1, ALL, "", 20000);
-    int32_t controller = agreed_controller(&c);
+    int32_t controller = agreed_controller(&c, -1, SLACK_MS);
     int victim = controller % N + 1;
     broker_stop(&c.nodes[victim - 1]);
     create_all(&c, controller, 0, TOPICS_BEFORE);
@@ -200,7 +200,7 @@ static void test_stopped_node_catches_up_through_fetch_snapshot(void **state)
     wait_topics(&c, victim, TOPICS_BEFORE);
     assert_true(broker_log_contains(&c.nodes[victim - 1], "behind the leader's log start; downloading"));
     assert_true(broker_log_contains(&c.nodes[victim - 1], "downloaded with FetchSnapshot from leader"));
-    controller = agreed_controller(&c);
+    controller = agreed_controller(&c, -1, SLACK_MS);
     int partial = -1;
     if (controller != victim)
         assert_true(identical_checkpoints(&c, victim, controller, &partial) >= 1);
