@@ -105,8 +105,12 @@ static void on_leadership(void *ctx, const char *topic, int32_t partition, bool 
     pthread_mutex_lock(&r->lock);
     struct follower_partition *old = take_follower(r, topic, partition);
     if (old) {
-        /* A fetch of the old entry still running keeps the new one waiting. */
-        if (fresh)
+        /* A fetch of the old entry from the same leader still running keeps
+         * the new one waiting, so two fetchers never append to one log. A
+         * new leader's entry does not wait: the old leader may be dead and
+         * its fetch stuck until the request times out, and the old
+         * fetcher's answer is dropped (still_following checks the epoch). */
+        if (fresh && fresh->leader_id == old->leader_id)
             fresh->in_flight = old->in_flight;
         replication_refresh_max_lag(r);
     }
