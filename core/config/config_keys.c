@@ -92,6 +92,14 @@ static const struct config_key_def broker_keys[] = {
     {KEY_LONG("metadata.max.retention.ms", "604800000", -1, I64), HIGH, IN(SERVER),
      .doc = "Age of the oldest metadata log batch past which the log is cleaned behind the newest metadata "
             "snapshot; -1: no limit."},
+    {KEY_INT("metadata.log.segment.bytes", "1073741824", 8388608, I32), HIGH, IN(SERVER),
+     .doc = "Size at which the metadata log rolls a new segment; cleaning behind a snapshot deletes whole "
+            "segments only."},
+    {KEY_LONG("metadata.log.segment.ms", "604800000", 1, I64), HIGH, IN(SERVER),
+     .doc = "Age after which the metadata log rolls a new segment at its next append."},
+    {KEY_LONG("internal.metadata.log.segment.bytes", "0", 0, I32), LOW, IN(SERVER),
+     .doc = "Internal, for tests: when above 0, the metadata log's segment size in place of "
+            "metadata.log.segment.bytes, without its 8 MiB minimum (as Kafka's internal override)."},
     {KEY_BOOL("auto.create.topics.enable", "true"), HIGH, IN(SERVER),
      .doc = "Create a topic when a client asks for metadata of an unknown one."},
     {KEY_BOOL("delete.topic.enable", "true"), HIGH, IN(SERVER), .doc = "Allow DeleteTopics requests."},

@@ -40,6 +40,11 @@ void *raft_shell_disk_store_open(const char *dir, const char *cluster_id, const 
     return s;
 }
 
+void raft_shell_disk_store_set_segments(void *store, int64_t segment_bytes, int64_t segment_ms)
+{
+    raft_store_set_segments(((struct disk_store *)store)->log, segment_bytes, segment_ms);
+}
+
 static int disk_load_qs(void *store, struct raft_quorum_state *qs, bool *found, char *err, size_t errlen)
 {
     struct disk_store *s = store;

@@ -56,5 +56,7 @@ extern const struct raft_shell_store_ops raft_shell_disk_store_ops;
  * err filled on failure. */
 void *raft_shell_disk_store_open(const char *dir, const char *cluster_id, const int32_t *voters, int n_voters,
                                  char *err, size_t errlen);
+/* The log's segment size and age (raft_store_set_segments). */
+void raft_shell_disk_store_set_segments(void *store, int64_t segment_bytes, int64_t segment_ms);
 
 #endif

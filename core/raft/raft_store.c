@@ -53,6 +53,17 @@ int raft_store_open(const char *parent_dir, struct raft_store **out, char *err, 
     return 0;
 }
 
+void raft_store_set_segments(struct raft_store *s, int64_t segment_bytes, int64_t segment_ms)
+{
+    struct log_config cfg;
+    partition_log_get_config(s->log, &cfg);
+    if (segment_bytes > 0)
+        cfg.segment_bytes = segment_bytes;
+    if (segment_ms > 0)
+        cfg.segment_ms = segment_ms;
+    (void)partition_log_set_config(s->log, &cfg);
+}
+
 void raft_store_close(struct raft_store *s)
 {
     if (!s)

@@ -59,6 +59,10 @@ struct raft_store;
  * recovery: a torn or corrupt tail is cut to the last whole batch. */
 int raft_store_open(const char *parent_dir, struct raft_store **out, char *err, size_t errlen);
 void raft_store_close(struct raft_store *store);
+/* Segment rolling of the log (metadata.log.segment.bytes / .ms): cleaning
+ * behind a snapshot deletes whole segments only, so smaller ones free disk
+ * sooner. Takes effect at the next append; values <= 0 keep the current. */
+void raft_store_set_segments(struct raft_store *store, int64_t segment_bytes, int64_t segment_ms);
 
 /* Reads the log back as the entries raft_node_create takes (one per batch,
  * from the log start). *entries_out is NULL when the log is empty. Returns 0,

@@ -205,15 +205,16 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
         if (broker_lifecycle_start(&lopts, &b->lifecycle, err, errlen) != 0)
             return -1;
         metadata_store_set_producer_id_allocator(b->metadata, broker_lifecycle_allocate_producer_ids, b->lifecycle);
-        if (!quorum_is_voter(b->config)) {
-            /* A pure broker's admin requests, and the topics it creates
-             * itself (internal, auto-created), go to the active controller. */
-            b->env.metadata = b->metadata; /* the forwarding reads the image through it */
-            if (broker_forwarding_start(config_get_string(b->config, "controller.quorum.voters"), b->env.node_id,
-                                        b->quorum_log, &b->env, &b->controller_link, &b->forwarding, err, errlen) != 0)
-                return -1;
+        /* A pure broker's admin requests, and the topics it creates itself
+         * (internal, auto-created), go to the active controller; a voter's
+         * config changes go there while another voter leads. */
+        bool voter = quorum_is_voter(b->config);
+        b->env.metadata = b->metadata; /* the forwarding reads the image through it */
+        if (broker_forwarding_start(config_get_string(b->config, "controller.quorum.voters"), b->env.node_id, voter,
+                                    b->quorum_log, &b->env, &b->controller_link, &b->forwarding, err, errlen) != 0)
+            return -1;
+        if (!voter)
             metadata_store_set_topic_creator(b->metadata, broker_forwarding_create_topic, b->forwarding);
-        }
         if (broker_lifecycle_wait_unfenced(b->lifecycle, BROKER_UNFENCE_WAIT_MS) != 0) {
             snprintf(err, errlen, "not registered and unfenced by an active controller within %d ms",
                      BROKER_UNFENCE_WAIT_MS);
@@ -539,7 +540,7 @@ static int start_network(struct broker *b, char *err, size_t errlen)
     }
     snprintf(net.max_connections_per_ip_overrides, sizeof net.max_connections_per_ip_overrides, "%s",
              ip_overrides ? ip_overrides : "");
-    /* A pure broker forwards admin requests to the active controller. */
+    /* A quorum node forwards admin requests to the active controller. */
     net_request_handler dispatch = handlers_dispatch;
     void *dispatch_ctx = &b->env;
     if (b->forwarding) {

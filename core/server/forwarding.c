@@ -55,6 +55,16 @@ bool forwarding_api_forwarded(int16_t api_key)
     }
 }
 
+/* A voter runs most admin requests itself (its store answers
+ * NOT_CONTROLLER when it does not lead, as the tests and clients expect),
+ * but config changes are forwarded as Kafka's brokers forward them: a
+ * client sends a BROKER resource's change to that broker (or to any, for
+ * the cluster-wide default), not to the controller. */
+static bool voter_forwards(int16_t api_key)
+{
+    return api_key == 33 /* AlterConfigs */ || api_key == 44 /* IncrementalAlterConfigs */;
+}
+
 static int16_t be16(const uint8_t *p)
 {
     return (int16_t)((uint16_t)p[0] << 8 | p[1]);
@@ -98,6 +108,7 @@ static _Thread_local bool answering_locally;
 struct broker_forwarding {
     struct handler_env *env;
     int32_t node_id;
+    bool voter; /* a combined node: forwards only while another node leads */
     struct raft_shell_metadata *quorum;
     struct quorum_voter voters[MAX_VOTERS];
     int n_voters;
@@ -252,7 +263,9 @@ static void *retry_main(void *arg)
         pthread_mutex_lock(&f->mu);
         bool stopping = f->stopping;
         pthread_mutex_unlock(&f->mu);
-        if (stopping || clock_mono_ms() >= c->deadline_ms)
+        /* A voter that became the leader meanwhile runs the request itself. */
+        if (stopping || clock_mono_ms() >= c->deadline_ms ||
+            (f->voter && raft_shell_metadata_leader_id(f->quorum) == f->node_id))
             break;
         if (send_call(c)) {
             sent = true;
@@ -328,6 +341,13 @@ void broker_forwarding_dispatch(struct net_request *req, void *arg)
     /* The controller loads no authorizer yet: with one loaded here nothing
      * leaves unchecked, the local handlers authorize and answer. */
     bool authorizer = f->env->plugins && f->env->plugins->authorizer_count > 0;
+    if (f->voter && req->frame_len >= 8) {
+        int32_t leader = raft_shell_metadata_leader_id(f->quorum);
+        if (!voter_forwards(be16(req->frame)) || leader < 0 || leader == f->node_id) {
+            handlers_dispatch(req, f->env);
+            return;
+        }
+    }
     if (req->frame_len >= 8 && authenticated && !authorizer && !sasl_expects_raw_token(req) &&
         forwarding_api_forwarded(be16(req->frame)) && forward(f, req))
         return;
@@ -482,7 +502,7 @@ out:
     return error;
 }
 
-int broker_forwarding_start(const char *voters, int32_t node_id, struct raft_shell_metadata *quorum,
+int broker_forwarding_start(const char *voters, int32_t node_id, bool voter, struct raft_shell_metadata *quorum,
                             struct handler_env *env, const struct server_link *link, struct broker_forwarding **out,
                             char *err, size_t errlen)
 {
@@ -494,6 +514,7 @@ int broker_forwarding_start(const char *voters, int32_t node_id, struct raft_she
     }
     f->env = env;
     f->node_id = node_id;
+    f->voter = voter;
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cond, NULL);
     f->quorum = quorum;

@@ -7,7 +7,9 @@
  * leader. The controller runs the inner request through the same API
  * handler a broker runs, as that principal, and returns the encoded
  * response inside the EnvelopeResponse; the broker hands those bytes to
- * the client as they are.
+ * the client as they are. A combined broker,controller node forwards
+ * AlterConfigs and IncrementalAlterConfigs only, while another voter
+ * leads (a client sends a broker resource's change to that broker).
  *
  * While no leader is known, or when an Envelope gets no answer, the
  * request is held and sent to the next leader known, for up to 15 s.
@@ -44,9 +46,11 @@ struct metadata_config_kv;
 struct raft_shell_metadata;
 
 /* voters: controller.quorum.voters; quorum: tells who leads; env: the
- * broker's handlers, for everything not forwarded. */
+ * broker's handlers, for everything not forwarded. voter: this node is a
+ * combined broker and controller; it forwards only AlterConfigs and
+ * IncrementalAlterConfigs, and only while another voter leads. */
 struct server_link; /* server/links.h; outlives the forwarding */
-int broker_forwarding_start(const char *voters, int32_t node_id, struct raft_shell_metadata *quorum,
+int broker_forwarding_start(const char *voters, int32_t node_id, bool voter, struct raft_shell_metadata *quorum,
                             struct handler_env *env, const struct server_link *link, struct broker_forwarding **out,
                             char *err, size_t errlen);
 /* Before the client listeners stop: requests held for a leader are

@@ -142,7 +142,14 @@ static int shell_config(const struct broker_config *cfg, const char *cluster_id,
         return -1;
     }
     sc->store = raft_shell_disk_store_open(dir, cluster_id, ids, n, err, errlen);
-    return sc->store ? 0 : -1;
+    if (!sc->store)
+        return -1;
+    /* The internal key, when set, goes below Kafka's 8 MiB minimum (tests). */
+    int64_t segment_bytes = config_get_long(cfg, "internal.metadata.log.segment.bytes");
+    if (segment_bytes <= 0)
+        segment_bytes = config_get_int(cfg, "metadata.log.segment.bytes");
+    raft_shell_disk_store_set_segments(sc->store, segment_bytes, config_get_long(cfg, "metadata.log.segment.ms"));
+    return 0;
 }
 
 /* The first listener named in controller.listener.names. */

@@ -3,7 +3,8 @@
  * <offset>-<epoch>.checkpoint files beside the quorum's log as topics are
  * created; a node stopped and restarted loads its newest snapshot, replays
  * only the log after it (plus what it missed, fetched from the leader) and
- * lists every topic in Metadata; with the log cleaned behind snapshots, a
+ * lists every topic in Metadata; with the log cleaned behind snapshots
+ * (small segments: old segment files deleted), a
  * node that was down catches up by downloading the leader's snapshot. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,6 +41,15 @@ static int count_checkpoints(const struct cluster *c, int node)
     }
     closedir(d);
     return n;
+}
+
+/* True while node's quorum log still has its first segment file. */
+static bool first_segment_present(const struct cluster *c, int node)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/raft-quorum/__cluster_metadata-0/00000000000000000000.log",
+             c->nodes[node - 1].data_dir);
+    return access(path, F_OK) == 0;
 }
 
 /* The active controller as a running node sees it, -1 when none yet. */
@@ -169,20 +179,24 @@ static int identical_checkpoints(const struct cluster *c, int node, int other, i
 
 /* KIP-630 end to end: with metadata.max.retention.bytes at 0 the running
  * nodes clean their quorum log behind each snapshot while one node is
- * down; restarted, it is behind the leader's log start, so it downloads
+ * down, and with small segments the segment files below the new log
+ * start are deleted; restarted, it is behind the leader's log start, so it downloads
  * the leader's snapshot with FetchSnapshot (its copy is byte-identical),
  * loads it and lists every topic, including those created while it was
  * down. */
 static void test_stopped_node_catches_up_through_fetch_snapshot(void **state)
 {
     (void)state;
+    /* Small segments (internal.metadata.log.segment.bytes, below Kafka's
+     * 8 MiB minimum of metadata.log.segment.bytes): cleaning deletes files. */
     const char *extra[] = {"metadata.log.max.record.bytes.between.snapshots=1500", "metadata.max.retention.bytes=0",
-                           NULL};
+                           "internal.metadata.log.segment.bytes=2048", NULL};
     struct cluster c;
     leader_cluster_start(&c, extra);
     wait_settled(&c, 1, ALL, "", 20000);
     int32_t controller = agreed_controller(&c, -1, SLACK_MS);
     int victim = controller % N + 1;
+    assert_true(first_segment_present(&c, controller)); /* nothing cleaned yet */
     broker_stop(&c.nodes[victim - 1]);
     create_all(&c, controller, 0, TOPICS_BEFORE);
     /* Both running nodes clean their logs (retention applies to each). */
@@ -194,6 +208,11 @@ static void test_stopped_node_catches_up_through_fetch_snapshot(void **state)
                harness_now_ms() < until)
             usleep(100 * 1000);
         assert_true(broker_log_contains(&c.nodes[i - 1], "metadata log cleaned behind snapshot"));
+        /* The segments below the new log start are gone from the disk. */
+        until = harness_now_ms() + SLACK_MS;
+        while (first_segment_present(&c, i) && harness_now_ms() < until)
+            usleep(100 * 1000);
+        assert_false(first_segment_present(&c, i));
     }
 
     broker_restart(&c.nodes[victim - 1]);

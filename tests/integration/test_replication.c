@@ -9,8 +9,11 @@
  * follower restarted catches up to a byte-identical copy. A follower whose
  * log diverged (a batch of an epoch the leader never had) truncates.
  * num.replica.fetchers changed at runtime (IncrementalAlterConfigs of the
- * cluster-wide default, 1 -> 4 -> 1) moves partitions between fetchers and the
- * followers keep copying the leader. Two CreateTopics of one name sent at
+ * cluster-wide default, 1 -> 4 -> 1, sent to a node that is not the active
+ * controller, which forwards it) moves partitions between fetchers and the
+ * followers keep copying the leader; every node describes the value as a
+ * dynamic default, and one broker's own value sent through another
+ * non-controller node reaches that broker only. Two CreateTopics of one name sent at
  * once to two nodes: one creates it, the other is answered
  * TOPIC_ALREADY_EXISTS. */
 #include <setjmp.h>
@@ -31,7 +34,6 @@
 #include <unistd.h>
 
 #define CLUSTER_ID "UmVwbGljYXRpb25UZXN0MQ"
-#define ERR_NOT_CONTROLLER 41
 
 /* The leader of topic-partition as the metadata of node 1 has it. */
 static int32_t leader_of(struct cluster *c, const char *topic, int32_t partition)
@@ -315,34 +317,99 @@ static void test_acks_all_waits_for_every_replica(void **state)
     cluster_stop(&c);
 }
 
-/* IncrementalAlterConfigs num.replica.fetchers=value as the cluster-wide
- * default (resource ""), sent to each node in turn until the active
- * controller takes it; then waits until every node's log says its
- * fetchers were resized. */
-static void set_fetchers(struct cluster *c, const char *value)
+/* A node that is not the active controller (it forwards config changes). */
+static int non_controller(struct cluster *c, int32_t not_this)
+{
+    int32_t controller = agreed_controller(c, -1, 30000);
+    assert_true(controller >= 1 && controller <= N);
+    for (int i = 1; i <= N; i++)
+        if (i != controller && i != not_this)
+            return i;
+    fail_msg("no node other than controller %d and %d", controller, not_this);
+    return -1;
+}
+
+/* Waits until node's log has line. */
+static void wait_logged(struct cluster *c, int node, const char *line, long long deadline)
+{
+    while (!broker_log_contains(&c->nodes[node - 1], line)) {
+        if (harness_now_ms() > deadline) {
+            broker_print_log_tail(&c->nodes[node - 1], 40);
+            fail_msg("node %d did not log '%s'", node, line);
+        }
+        usleep(100 * 1000);
+    }
+}
+
+/* IncrementalAlterConfigs key=value on one BROKER resource (a broker id,
+ * or "" for the cluster-wide default), sent once to a node that is not the
+ * active controller: it forwards the change, which must succeed. -1 (no
+ * answer, a loaded machine) is tried again. */
+static void alter_broker_via(struct cluster *c, int via, const char *resource, const char *key, const char *value)
 {
     long long deadline = harness_now_ms() + 30000;
-    int code = -1;
     char msg[512] = "";
-    for (int i = 0; code != 0; i = (i + 1) % N) {
-        code = raw_incremental_alter_broker(broker_port(&c->nodes[i]), "", "num.replica.fetchers", 0, value, msg,
-                                            sizeof msg);
-        if (code != 0 && code != -1 && code != ERR_NOT_CONTROLLER)
-            fail_msg("num.replica.fetchers=%s refused by node %d: error %d %s", value, i + 1, code, msg);
-        if (code != 0 && harness_now_ms() > deadline)
-            fail_msg("no node took num.replica.fetchers=%s: error %d %s", value, code, msg);
+    int code;
+    while ((code = raw_incremental_alter_broker(broker_port(&c->nodes[via - 1]), resource, key, 0, value, msg,
+                                                sizeof msg)) == -1 &&
+           harness_now_ms() < deadline)
+        usleep(200 * 1000);
+    if (code != 0)
+        fail_msg("%s=%s on broker resource '%s' via node %d: error %d %s", key, value, resource, via, code, msg);
+}
+
+/* DescribeConfigs of node's own BROKER resource, asked of that node:
+ * key must be value, from source. */
+static void expect_described(struct cluster *c, int node, const char *key, const char *value,
+                             rd_kafka_ConfigSource_t source)
+{
+    char id[16];
+    snprintf(id, sizeof id, "%d", node);
+    rd_kafka_t *rk = rk_producer_new(broker_bootstrap(&c->nodes[node - 1]), NULL);
+    rd_kafka_ConfigResource_t *cr = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_BROKER, id);
+    rd_kafka_queue_t *queue = rd_kafka_queue_new(rk);
+    rd_kafka_DescribeConfigs(rk, &cr, 1, NULL, queue);
+    rd_kafka_event_t *ev = rk_admin_result(queue, RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT, 20000);
+    if (rd_kafka_event_error(ev))
+        fail_msg("DescribeConfigs of broker %d: %s", node, rd_kafka_event_error_string(ev));
+    size_t n = 0, count = 0;
+    const rd_kafka_ConfigResource_t **res = rd_kafka_DescribeConfigs_result_resources(
+        rd_kafka_event_DescribeConfigs_result(ev), &n);
+    assert_int_equal(n, 1);
+    const rd_kafka_ConfigEntry_t **entries = rd_kafka_ConfigResource_configs(res[0], &count);
+    bool found = false;
+    for (size_t i = 0; i < count && !found; i++) {
+        if (strcmp(rd_kafka_ConfigEntry_name(entries[i]), key) != 0)
+            continue;
+        found = true;
+        const char *got = rd_kafka_ConfigEntry_value(entries[i]);
+        rd_kafka_ConfigSource_t from = rd_kafka_ConfigEntry_source(entries[i]);
+        if (!got || strcmp(got, value) != 0 || from != source)
+            fail_msg("broker %d: %s is %s (%s), expected %s (%s)", node, key, got ? got : "(null)",
+                     rd_kafka_ConfigSource_name(from), value, rd_kafka_ConfigSource_name(source));
     }
+    rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(queue);
+    rd_kafka_ConfigResource_destroy(cr);
+    rk_producer_destroy(rk);
+    if (!found)
+        fail_msg("DescribeConfigs of broker %d: no %s", node, key);
+}
+
+/* num.replica.fetchers=value as the cluster-wide default (resource ""),
+ * sent to a node that is not the active controller; then waits until every
+ * node's log says its fetchers were resized, and every node describes the
+ * value as a dynamic default. */
+static void set_fetchers(struct cluster *c, const char *value)
+{
+    alter_broker_via(c, non_controller(c, -1), "", "num.replica.fetchers", value);
     char needle[64];
     snprintf(needle, sizeof needle, "num.replica.fetchers now %s", value);
-    for (int i = 0; i < N; i++) {
-        while (!broker_log_contains(&c->nodes[i], needle)) {
-            if (harness_now_ms() > deadline) {
-                broker_print_log_tail(&c->nodes[i], 40);
-                fail_msg("node %d did not log '%s'", i + 1, needle);
-            }
-            usleep(100 * 1000);
-        }
-    }
+    long long deadline = harness_now_ms() + 30000;
+    for (int i = 1; i <= N; i++)
+        wait_logged(c, i, needle, deadline);
+    for (int i = 1; i <= N; i++)
+        expect_described(c, i, "num.replica.fetchers", value, RD_KAFKA_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG);
 }
 
 #define RESIZE_PARTITIONS 8
@@ -393,6 +460,17 @@ static void test_fetcher_count_changes_at_runtime(void **state)
     assert_int_equal(rk_consume_all(broker_bootstrap(&c.nodes[0]), "resize", RESIZE_PARTITIONS, want, 30000, &set),
                      1200);
     rk_record_set_free(&set);
+
+    /* One broker's own value, sent through another broker that is not the
+     * controller either: only that broker takes it, over the default. */
+    int target = non_controller(&c, -1);
+    int via = non_controller(&c, target);
+    char id[16];
+    snprintf(id, sizeof id, "%d", target);
+    alter_broker_via(&c, via, id, "num.replica.fetchers", "2");
+    wait_logged(&c, target, "num.replica.fetchers now 2", harness_now_ms() + 30000);
+    expect_described(&c, target, "num.replica.fetchers", "2", RD_KAFKA_CONFIG_SOURCE_DYNAMIC_BROKER_CONFIG);
+    expect_described(&c, via, "num.replica.fetchers", "1", RD_KAFKA_CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG);
     cluster_stop(&c);
 }
 

@@ -1,7 +1,8 @@
 /* The quorum's disk state: the quorum-state file in Kafka's format (round
  * trip, corrupt -> error naming the file) and the Raft log as record
  * batches (round trip through recovery, a torn tail cut to the last whole
- * batch, truncate then append, reads within a byte budget). */
+ * batch, truncate then append, reads within a byte budget); with small
+ * segments, cleaning below a new log start deletes segment files. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <dirent.h>
 #include <ftw.h>
 
 #include <cmocka.h>
@@ -367,6 +369,67 @@ static void test_log_start(void **state)
     raft_store_close(s);
 }
 
+/* Segment files (*.log) of the store opened on dir. */
+static int count_segments(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/__cluster_metadata-0", dir);
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        n += len > 4 && strcmp(e->d_name + len - 4, ".log") == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Twenty batches, then cleaning below offset 60 (as behind a snapshot). */
+static void fill_and_clean(const char *dir, int64_t segment_bytes, int *before, int *after)
+{
+    char err[512];
+    struct raft_store *s;
+    assert_int_equal(mkdir(dir, 0700), 0);
+    assert_int_equal(raft_store_open(dir, &s, err, sizeof err), 0);
+    raft_store_set_segments(s, segment_bytes, 0);
+    for (int64_t offset = 0; offset < 80; offset += 4)
+        append(s, make_entry(offset, 1, 4));
+    int64_t flushed;
+    assert_int_equal(raft_store_flush(s, INT64_MAX, &flushed, err, sizeof err), 0);
+    *before = count_segments(dir);
+    assert_int_equal(raft_store_delete_before(s, 60, err, sizeof err), 0);
+    *after = count_segments(dir);
+    /* What is left still reads from where the log now starts. */
+    assert_true(raft_store_start_offset(s) <= 60);
+    struct raft_entry *entries;
+    int64_t n;
+    assert_int_equal(raft_store_recover(s, &entries, &n, err, sizeof err), 0);
+    assert_true(n >= 5);
+    assert_int_equal(entries[n - 1].offset, 76);
+    raft_store_entries_free(entries, n);
+    raft_store_close(s);
+}
+
+/* metadata.log.segment.bytes: at the default one segment holds the whole
+ * log and cleaning frees nothing; with small segments the log rolls and
+ * cleaning deletes the segment files below the new start. */
+static void test_small_segments_are_deleted_behind_start(void **state)
+{
+    char big[512], small[512];
+    snprintf(big, sizeof big, "%s/big", (const char *)*state);
+    snprintf(small, sizeof small, "%s/small", (const char *)*state);
+    int before, after;
+    fill_and_clean(big, 0, &before, &after);
+    assert_int_equal(before, 1);
+    assert_int_equal(after, 1);
+    fill_and_clean(small, 300, &before, &after);
+    assert_true(before >= 5);
+    assert_true(after < before);
+    assert_true(after <= before / 2); /* 60 of 80 offsets were cleaned */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -376,6 +439,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_torn_tail_recovers_whole_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_then_append, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_small_segments_are_deleted_behind_start, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
