@@ -34,14 +34,14 @@ struct tenants_it {
     char sasl_bootstrap[64];
 };
 
-/* cairn user create <name> --password PASSWORD, over the PLAINTEXT listener. */
-static void scram_user(struct tenants_it *t, const char *name)
+/* cairn user create <name> --password PASSWORD, over a PLAINTEXT listener. */
+static void scram_user_at(const char *bootstrap, const char *name)
 {
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        execl(CAIRN_CLI_PATH, CAIRN_CLI_PATH, "user", "create", name, "--password", PASSWORD, "-b",
-              broker_bootstrap(&t->broker), (char *)NULL);
+        execl(CAIRN_CLI_PATH, CAIRN_CLI_PATH, "user", "create", name, "--password", PASSWORD, "-b", bootstrap,
+              (char *)NULL);
         _exit(127);
     }
     int status = 0;
@@ -49,13 +49,23 @@ static void scram_user(struct tenants_it *t, const char *name)
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-/* An admin client authenticated as name. */
-static rd_kafka_t *client_as(struct tenants_it *t, const char *name)
+static void scram_user(struct tenants_it *t, const char *name)
+{
+    scram_user_at(broker_bootstrap(&t->broker), name);
+}
+
+/* An admin client authenticated as name on the SASL listener at bootstrap. */
+static rd_kafka_t *client_at(const char *bootstrap, const char *name)
 {
     const char *conf[] = {"security.protocol", "SASL_PLAINTEXT", "sasl.mechanisms",
                           "SCRAM-SHA-256",     "sasl.username",  name,
                           "sasl.password",     PASSWORD,         NULL};
-    return rk_producer_new(t->sasl_bootstrap, conf);
+    return rk_producer_new(bootstrap, conf);
+}
+
+static rd_kafka_t *client_as(struct tenants_it *t, const char *name)
+{
+    return client_at(t->sasl_bootstrap, name);
 }
 
 /* Asserts a refusal as POLICY_VIOLATION whose message names cap. */
@@ -322,11 +332,83 @@ static void test_forwarded_requests_judged_at_controller(void **state)
     broker_cleanup(&controller);
 }
 
+/* A controller-only node loads the plugins too: a pure broker forwards
+ * CreateTopics (and the SCRAM user's creation) to it in Envelopes, and it
+ * judges them with tenant-limits and authorizes them with acl-authorizer
+ * as the principal the broker authenticated. User:ANONYMOUS (PLAINTEXT,
+ * also the broker's principal on the controller listener) is a super
+ * user; User:mallory (SCRAM) has no ACL. */
+static void test_controller_only_node_loads_plugins(void **state)
+{
+    (void)state;
+    struct test_broker controller = {0}, broker = {0};
+    int cport = harness_free_port(), port, sasl_port;
+    do {
+        port = harness_free_port();
+    } while (port == cport);
+    do {
+        sasl_port = harness_free_port();
+    } while (sasl_port == cport || sasl_port == port);
+    char voters[80], clisteners[96], blisteners[160], plugin_path[600], sasl_bootstrap[64];
+    snprintf(voters, sizeof voters, "controller.quorum.voters=1@127.0.0.1:%d", cport);
+    snprintf(clisteners, sizeof clisteners, "listeners=CONTROLLER://127.0.0.1:%d", cport);
+    snprintf(blisteners, sizeof blisteners, "listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:%d",
+             sasl_port);
+    snprintf(plugin_path, sizeof plugin_path, "plugin.path=%s", CAIRN_PLUGIN_DIR);
+    snprintf(sasl_bootstrap, sizeof sasl_bootstrap, "127.0.0.1:%d", sasl_port);
+#define CTRL_ONLY_COMMON                                                                                               \
+    voters, plugin_path, "plugins=tenant-limits,acl-authorizer",                                                       \
+        "plugin.tenant-limits.entries=principal=User:ANONYMOUS,prefix=fwd.:max.partitions.per.topic=2",                \
+        "plugin.acl-authorizer.super.users=User:ANONYMOUS", "controller.listener.names=CONTROLLER",                    \
+        "cluster.id=Q3RybE9ubHlQbHVnaW5zMQ", "controller.quorum.election.timeout.ms=500",                              \
+        "controller.quorum.fetch.timeout.ms=1000", "broker.heartbeat.interval.ms=500",                                 \
+        "offsets.topic.num.partitions=1", "transaction.state.log.num.partitions=1"
+    const char *ctrl[] = {clisteners, "node.id=1", "process.roles=controller", CTRL_ONLY_COMMON, NULL};
+    const char *pure[] = {
+        blisteners,       "node.id=2", "process.roles=broker", "sasl.enabled.mechanisms=SCRAM-SHA-256",
+        CTRL_ONLY_COMMON, NULL};
+#undef CTRL_ONLY_COMMON
+    broker_spawn_on_port(&controller, cport, ctrl);
+    broker_spawn_on_port(&broker, port, pure);
+    broker_wait_ready(&controller);
+    broker_wait_ready(&broker);
+    char msg[512];
+    /* The broker registers and learns the leader: until then NOT_CONTROLLER. */
+    int16_t err = -1;
+    for (int64_t deadline = harness_now_ms() + 30000; harness_now_ms() < deadline; usleep(200 * 1000))
+        if ((err = raw_create(port, "fwd.big", 3, msg, sizeof msg)) != 41 /* NOT_CONTROLLER */)
+            break;
+    assert_refused(err, msg, "max.partitions.per.topic=2");
+    assert_int_equal(raw_create(port, "fwd.ok", 2, msg, sizeof msg), 0);
+
+    /* The user is made at the controller (forwarded), then authenticates
+     * at the broker once its image has the credential. */
+    scram_user_at(broker_bootstrap(&broker), "mallory");
+    rd_kafka_t *mallory = client_at(sasl_bootstrap, "mallory");
+    rd_kafka_resp_err_t rerr = RD_KAFKA_RESP_ERR_NO_ERROR;
+    for (int64_t deadline = harness_now_ms() + 30000; harness_now_ms() < deadline; usleep(200 * 1000))
+        if ((rerr = create(mallory, "mallory.t", 1, 1, NULL, false, msg, sizeof msg)) ==
+                RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+            rerr == RD_KAFKA_RESP_ERR_NO_ERROR)
+            break;
+    rk_producer_destroy(mallory);
+    if (rerr != RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+        fail_msg("expected TOPIC_AUTHORIZATION_FAILED, got %s: %s", rd_kafka_err2name(rerr), msg);
+
+    broker_stop(&broker);
+    broker_stop(&controller);
+    broker_mark_passed(&broker);
+    broker_mark_passed(&controller);
+    broker_cleanup(&broker);
+    broker_cleanup(&controller);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tenant_caps),
         cmocka_unit_test(test_forwarded_requests_judged_at_controller),
+        cmocka_unit_test(test_controller_only_node_loads_plugins),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
