@@ -360,9 +360,13 @@ static void create_done(struct net_client_result *result, void *ctx)
     int16_t error = KAFKA_ERR_NOT_CONTROLLER;
     char message[200] = "";
     const struct envelope_response *resp = result->status == NET_CLIENT_OK ? result->response : NULL;
-    if (resp && resp->error_code != KAFKA_ERR_NONE)
+    if (resp && resp->error_code != KAFKA_ERR_NONE) {
         error = resp->error_code;
-    else if (resp) {
+        if (error == KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED)
+            snprintf(message, sizeof message,
+                     "the Envelope was refused: this broker has no CLUSTER_ACTION on the "
+                     "cluster at the controller");
+    } else if (resp) {
         /* The inner answer: CreateTopics v4, response header v0. */
         struct kafka_reader r;
         kafka_reader_init(&r, resp->response_data.data,

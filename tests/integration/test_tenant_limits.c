@@ -147,10 +147,10 @@ static rd_kafka_resp_err_t set_config(rd_kafka_t *rk, const char *topic, const c
 
 /* IncrementalAlterConfigs v1 SET of one topic key, raw over PLAINTEXT
  * (User:ANONYMOUS): librdkafka 2.0 has no call for it. */
-static int16_t incremental_set(struct tenants_it *t, const char *topic, const char *key, const char *value,
-                               bool validate_only, char *msg, size_t len)
+static int16_t incremental_set_at(int port, const char *topic, const char *key, const char *value, bool validate_only,
+                                  char *msg, size_t len)
 {
-    struct raw_session s = {.fd = raw_connect(t->broker.port, 10000)};
+    struct raw_session s = {.fd = raw_connect(port, 10000)};
     assert_true(s.fd >= 0);
     struct raw_writer w;
     raw_session_begin(&s, &w, 44, 1);
@@ -176,6 +176,12 @@ static int16_t incremental_set(struct tenants_it *t, const char *topic, const ch
     assert_false(r.overflow);
     free(frame);
     return err;
+}
+
+static int16_t incremental_set(struct tenants_it *t, const char *topic, const char *key, const char *value,
+                               bool validate_only, char *msg, size_t len)
+{
+    return incremental_set_at(t->broker.port, topic, key, value, validate_only, msg, len);
 }
 
 static void test_tenant_caps(void **state)
@@ -358,7 +364,8 @@ static void test_controller_only_node_loads_plugins(void **state)
     snprintf(sasl_bootstrap, sizeof sasl_bootstrap, "127.0.0.1:%d", sasl_port);
 #define CTRL_ONLY_COMMON                                                                                               \
     voters, plugin_path, "plugins=tenant-limits,acl-authorizer",                                                       \
-        "plugin.tenant-limits.entries=principal=User:ANONYMOUS,prefix=fwd.:max.partitions.per.topic=2",                \
+        "plugin.tenant-limits.entries=principal=User:ANONYMOUS,prefix=fwd.:max.partitions.per.topic=2,"                \
+        "max.retention.ms=86400000",                                                                                   \
         "plugin.acl-authorizer.super.users=User:ANONYMOUS", "controller.listener.names=CONTROLLER",                    \
         "cluster.id=Q3RybE9ubHlQbHVnaW5zMQ", "controller.quorum.election.timeout.ms=500",                              \
         "controller.quorum.fetch.timeout.ms=1000", "broker.heartbeat.interval.ms=500",                                 \
@@ -379,7 +386,18 @@ static void test_controller_only_node_loads_plugins(void **state)
         if ((err = raw_create(port, "fwd.big", 3, msg, sizeof msg)) != 41 /* NOT_CONTROLLER */)
             break;
     assert_refused(err, msg, "max.partitions.per.topic=2");
-    assert_int_equal(raw_create(port, "fwd.ok", 2, msg, sizeof msg), 0);
+    assert_int_equal(raw_create(port, "fwd.ok", 1, msg, sizeof msg), 0);
+    /* CreatePartitions, AlterConfigs and IncrementalAlterConfigs are judged there too. */
+    rd_kafka_t *anon = rk_producer_new(broker_bootstrap(&broker), NULL);
+    assert_true(rk_wait_topic(anon, "fwd.ok", 1, 15000));
+    assert_refused(add_partitions(anon, "fwd.ok", 3, false, msg, sizeof msg), msg, "max.partitions.per.topic=2");
+    assert_int_equal(add_partitions(anon, "fwd.ok", 2, false, msg, sizeof msg), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_refused(set_config(anon, "fwd.ok", "retention.ms", "-1", false, msg, sizeof msg), msg,
+                   "max.retention.ms=86400000");
+    rk_producer_destroy(anon);
+    assert_refused(incremental_set_at(port, "fwd.ok", "retention.ms", "90000000", false, msg, sizeof msg), msg,
+                   "max.retention.ms=86400000");
+    assert_int_equal(incremental_set_at(port, "fwd.ok", "retention.ms", "3600000", false, msg, sizeof msg), 0);
 
     /* The user is made at the controller (forwarded), then authenticates
      * at the broker once its image has the credential. */
