@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "config/listeners.h"
+#include "handlers/handler_util.h"
 #include "handlers/handlers.h"
 #include "handlers/sasl.h"
 #include "net/client.h"
@@ -49,6 +50,7 @@ bool forwarding_api_forwarded(int16_t api_key)
     case 43: /* ElectLeaders */
     case 44: /* IncrementalAlterConfigs */
     case 49: /* AlterClientQuotas */
+    case 51: /* AlterUserScramCredentials */
         return true;
     default:
         return false;
@@ -64,6 +66,13 @@ static bool voter_forwards(int16_t api_key)
 {
     return api_key == 33 /* AlterConfigs */ || api_key == 44 /* IncrementalAlterConfigs */;
 }
+
+/* The principal of a broker's own requests (internal and auto-created
+ * topics): decided by the broker, so the controller runs them without the
+ * policies and the authorizer, as a combined node does. No client's
+ * request is forwarded with it (see broker_forwarding_dispatch), and only
+ * a sender with CLUSTER_ACTION may send Envelopes. */
+#define BROKER_OWN_PRINCIPAL_TYPE "CairnBroker"
 
 static int16_t be16(const uint8_t *p)
 {
@@ -338,9 +347,10 @@ void broker_forwarding_dispatch(struct net_request *req, void *arg)
     bool sasl = req->security_protocol == NET_SECURITY_SASL_PLAINTEXT ||
                 req->security_protocol == NET_SECURITY_SASL_SSL;
     bool authenticated = !sasl || (req->principal_name && strcmp(req->principal_name, "ANONYMOUS") != 0);
-    /* The controller loads no authorizer yet: with one loaded here nothing
-     * leaves unchecked, the local handlers authorize and answer. */
-    bool authorizer = f->env->plugins && f->env->plugins->authorizer_count > 0;
+    /* With an authorizer loaded the controller authorizes the forwarded
+     * request as the principal this broker authenticated: every node loads
+     * the same plugins (controller-only ones too). */
+    bool own_type = req->principal_type && strcmp(req->principal_type, BROKER_OWN_PRINCIPAL_TYPE) == 0;
     if (f->voter && req->frame_len >= 8) {
         int32_t leader = raft_shell_metadata_leader_id(f->quorum);
         if (!voter_forwards(be16(req->frame)) || leader < 0 || leader == f->node_id) {
@@ -348,7 +358,7 @@ void broker_forwarding_dispatch(struct net_request *req, void *arg)
             return;
         }
     }
-    if (req->frame_len >= 8 && authenticated && !authorizer && !sasl_expects_raw_token(req) &&
+    if (req->frame_len >= 8 && authenticated && !own_type && !sasl_expects_raw_token(req) &&
         forwarding_api_forwarded(be16(req->frame)) && forward(f, req))
         return;
     handlers_dispatch(req, f->env);
@@ -370,9 +380,13 @@ static void create_done(struct net_client_result *result, void *ctx)
     int16_t error = KAFKA_ERR_NOT_CONTROLLER;
     char message[200] = "";
     const struct envelope_response *resp = result->status == NET_CLIENT_OK ? result->response : NULL;
-    if (resp && resp->error_code != KAFKA_ERR_NONE)
+    if (resp && resp->error_code != KAFKA_ERR_NONE) {
         error = resp->error_code;
-    else if (resp) {
+        if (error == KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED)
+            snprintf(message, sizeof message,
+                     "the Envelope was refused: this broker has no CLUSTER_ACTION on the "
+                     "cluster at the controller");
+    } else if (resp) {
         /* The inner answer: CreateTopics v4, response header v0. */
         struct kafka_reader r;
         kafka_reader_init(&r, resp->response_data.data,
@@ -452,7 +466,9 @@ int16_t broker_forwarding_create_topic(void *arg, const char *name, int32_t num_
     struct kafka_writer frame, principal;
     kafka_writer_init(&frame, 256);
     kafka_writer_init(&principal, 64);
-    write_principal(&principal, "User", "ANONYMOUS");
+    char own_name[16];
+    snprintf(own_name, sizeof own_name, "%d", (int)f->node_id);
+    write_principal(&principal, BROKER_OWN_PRINCIPAL_TYPE, own_name);
     int16_t error = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     if (request_header_encode(&header, &frame, 1) != 0 || create_topics_request_encode(&req, &frame, 4) != 0 ||
         frame.failed || principal.failed || kafka_writer_flatten(&frame) != 0) {
@@ -579,6 +595,7 @@ void broker_forwarding_stop(struct broker_forwarding *f)
 /* Read-only after start. */
 struct controller_forwarding {
     struct handler_env env;
+    struct handler_env own_env; /* a broker's own requests: no plugins */
 };
 
 int controller_forwarding_start(const struct broker_config *cfg, struct metadata_store *store,
@@ -597,6 +614,8 @@ int controller_forwarding_start(const struct broker_config *cfg, struct metadata
     f->env.node_id = config_node_id(cfg);
     f->env.default_num_partitions = config_get_int(cfg, "num.partitions");
     f->env.default_replication_factor = (int16_t)config_get_int(cfg, "default.replication.factor");
+    f->own_env = f->env;
+    f->own_env.plugins = NULL;
     *out = f;
     return 0;
 }
@@ -651,7 +670,7 @@ static int run_inner(struct controller_forwarding *f, const struct envelope_requ
     struct request_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return -1;
-    ctx->env = &f->env;
+    ctx->env = strcmp(ptype, BROKER_OWN_PRINCIPAL_TYPE) == 0 ? &f->own_env : &f->env;
     ctx->net = &inner;
     ctx->api_key = key;
     ctx->api_version = version;
@@ -689,6 +708,28 @@ out:
     return rc;
 }
 
+/* As Kafka: only a broker (CLUSTER_ACTION on the cluster, as the
+ * principal of the Envelope's own connection) may forward requests. */
+static bool sender_may_forward(struct controller_forwarding *f, struct net_request *req, int16_t version)
+{
+    if (!f->env.plugins || f->env.plugins->authorizer_count == 0)
+        return true;
+    struct request_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return false;
+    ctx->env = &f->env;
+    ctx->net = req;
+    ctx->api_key = FORWARDING_API_ENVELOPE;
+    ctx->api_version = version;
+    ctx->desc = kafka_api_lookup(FORWARDING_API_ENVELOPE);
+    kafka_arena_init(&ctx->arena);
+    bool allowed = handler_authorize_one(ctx, CAIRN_OP_CLUSTER_ACTION, CAIRN_RESOURCE_CLUSTER,
+                                         HANDLER_CLUSTER_RESOURCE);
+    kafka_arena_free(&ctx->arena);
+    free(ctx);
+    return allowed;
+}
+
 void controller_forwarding_serve(void *arg, struct net_request *req)
 {
     struct controller_forwarding *f = arg;
@@ -719,7 +760,12 @@ void controller_forwarding_serve(void *arg, struct net_request *req)
     envelope_response_init(&out);
     struct kafka_writer inner;
     kafka_writer_init(&inner, 256);
-    if (run_inner(f, &in, req->peer, &inner) == 0 && !inner.failed && kafka_writer_flatten(&inner) == 0)
+    if (!sender_may_forward(f, req, version)) {
+        logger_warn(LOG, "%s (%s:%s) may not forward requests: no CLUSTER_ACTION on the cluster", req->peer,
+                    req->principal_type ? req->principal_type : "User",
+                    req->principal_name ? req->principal_name : "ANONYMOUS");
+        out.error_code = KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED;
+    } else if (run_inner(f, &in, req->peer, &inner) == 0 && !inner.failed && kafka_writer_flatten(&inner) == 0)
         out.response_data = (struct kafka_bytes){inner.buf, (int32_t)inner.len};
     else
         out.error_code = KAFKA_ERR_INVALID_REQUEST;

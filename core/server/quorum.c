@@ -10,9 +10,11 @@
 #include "config/meta_properties.h"
 #include "config/topic_config.h"
 #include "net/server.h"
+#include "plugin/plugin_host.h"
 #include "raft/raft_shell.h"
 #include "raft/raft_shell_metadata.h"
 #include "metadata/metadata_store.h"
+#include "server/acl_feed.h"
 #include "server/controller_alter_partition.h"
 #include "server/controller_brokers.h"
 #include "server/forwarding.h"
@@ -313,6 +315,10 @@ struct controller_process {
     struct controller_brokers *brokers;
     struct controller_forwarding *forwarding; /* Envelope requests from the brokers */
     struct quorum *quorum;
+    /* The plugins a broker loads: the forwarded admin requests are
+     * authorized, judged by the policies and audited here. */
+    struct plugin_host *plugins;
+    struct acl_feed *acl_feed; /* NULL: no plugin reads ACLs */
 };
 
 int controller_process_start(struct broker_config *cfg, struct controller_process **out, char *err, size_t errlen)
@@ -332,6 +338,8 @@ int controller_process_start(struct broker_config *cfg, struct controller_proces
         goto fail;
     if (meta_properties_ensure(dirs, dir_count, config_node_id(cfg), config_get_string(cfg, "cluster.id"), cluster_id,
                                err, errlen) != 0)
+        goto fail;
+    if (plugin_host_start(cfg, config_node_id(cfg), cluster_id, &c->plugins, err, errlen) != 0)
         goto fail;
     const char *dir = config_get_string(cfg, "metadata.log.dir");
     if (!dir || !dir[0])
@@ -365,8 +373,12 @@ int controller_process_start(struct broker_config *cfg, struct controller_proces
     if (metadata_store_open(&opts, &c->metadata, err, errlen) != 0 ||
         controller_brokers_start(c->metadata, cluster_id, config_get_int(cfg, "broker.session.timeout.ms"), &rebalance,
                                  &c->brokers, err, errlen) != 0 ||
-        controller_forwarding_start(cfg, c->metadata, NULL, &c->forwarding, err, errlen) != 0)
+        controller_forwarding_start(cfg, c->metadata, c->plugins, &c->forwarding, err, errlen) != 0)
         goto fail;
+    if (acl_feed_start(c->metadata, c->plugins, &c->acl_feed) != 0) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
     controller_brokers_set_forwarding(c->brokers, controller_forwarding_serve, c->forwarding);
     if (quorum_start(cfg, cluster_id, c->log, c->brokers, &c->quorum, err, errlen) != 0)
         goto fail;
@@ -386,7 +398,9 @@ void controller_process_stop(struct controller_process *c)
     quorum_stop(c->quorum);
     controller_brokers_stop(c->brokers);
     controller_forwarding_stop(c->forwarding);
+    acl_feed_stop(c->acl_feed);
     metadata_store_close(c->metadata);
+    plugin_host_stop(c->plugins);
     raft_shell_metadata_destroy(c->log);
     config_free(c->config);
     free(c);

@@ -6,7 +6,11 @@
  * partition additions and retention changes within the caps succeed; over
  * a cap they get POLICY_VIOLATION with a message naming the cap, the same
  * for validate_only requests. And through a pure broker without plugins:
- * its forwarded CreateTopics is judged by the combined controller node. */
+ * its forwarded CreateTopics is judged by the combined controller node;
+ * through a pure broker in front of a controller-only node (both loading
+ * tenant-limits and acl-authorizer), the controller judges and authorizes
+ * the forwarded requests, and runs no Envelope from a sender without
+ * CLUSTER_ACTION. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,14 +38,14 @@ struct tenants_it {
     char sasl_bootstrap[64];
 };
 
-/* cairn user create <name> --password PASSWORD, over the PLAINTEXT listener. */
-static void scram_user(struct tenants_it *t, const char *name)
+/* cairn user create <name> --password PASSWORD, over a PLAINTEXT listener. */
+static void scram_user_at(const char *bootstrap, const char *name)
 {
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        execl(CAIRN_CLI_PATH, CAIRN_CLI_PATH, "user", "create", name, "--password", PASSWORD, "-b",
-              broker_bootstrap(&t->broker), (char *)NULL);
+        execl(CAIRN_CLI_PATH, CAIRN_CLI_PATH, "user", "create", name, "--password", PASSWORD, "-b", bootstrap,
+              (char *)NULL);
         _exit(127);
     }
     int status = 0;
@@ -49,13 +53,23 @@ static void scram_user(struct tenants_it *t, const char *name)
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-/* An admin client authenticated as name. */
-static rd_kafka_t *client_as(struct tenants_it *t, const char *name)
+static void scram_user(struct tenants_it *t, const char *name)
+{
+    scram_user_at(broker_bootstrap(&t->broker), name);
+}
+
+/* An admin client authenticated as name on the SASL listener at bootstrap. */
+static rd_kafka_t *client_at(const char *bootstrap, const char *name)
 {
     const char *conf[] = {"security.protocol", "SASL_PLAINTEXT", "sasl.mechanisms",
                           "SCRAM-SHA-256",     "sasl.username",  name,
                           "sasl.password",     PASSWORD,         NULL};
-    return rk_producer_new(t->sasl_bootstrap, conf);
+    return rk_producer_new(bootstrap, conf);
+}
+
+static rd_kafka_t *client_as(struct tenants_it *t, const char *name)
+{
+    return client_at(t->sasl_bootstrap, name);
 }
 
 /* Asserts a refusal as POLICY_VIOLATION whose message names cap. */
@@ -137,10 +151,10 @@ static rd_kafka_resp_err_t set_config(rd_kafka_t *rk, const char *topic, const c
 
 /* IncrementalAlterConfigs v1 SET of one topic key, raw over PLAINTEXT
  * (User:ANONYMOUS): librdkafka 2.0 has no call for it. */
-static int16_t incremental_set(struct tenants_it *t, const char *topic, const char *key, const char *value,
-                               bool validate_only, char *msg, size_t len)
+static int16_t incremental_set_at(int port, const char *topic, const char *key, const char *value, bool validate_only,
+                                  char *msg, size_t len)
 {
-    struct raw_session s = {.fd = raw_connect(t->broker.port, 10000)};
+    struct raw_session s = {.fd = raw_connect(port, 10000)};
     assert_true(s.fd >= 0);
     struct raw_writer w;
     raw_session_begin(&s, &w, 44, 1);
@@ -166,6 +180,12 @@ static int16_t incremental_set(struct tenants_it *t, const char *topic, const ch
     assert_false(r.overflow);
     free(frame);
     return err;
+}
+
+static int16_t incremental_set(struct tenants_it *t, const char *topic, const char *key, const char *value,
+                               bool validate_only, char *msg, size_t len)
+{
+    return incremental_set_at(t->broker.port, topic, key, value, validate_only, msg, len);
 }
 
 static void test_tenant_caps(void **state)
@@ -322,11 +342,175 @@ static void test_forwarded_requests_judged_at_controller(void **state)
     broker_cleanup(&controller);
 }
 
+/* A controller-only node loads the plugins too: a pure broker forwards
+ * CreateTopics (and the SCRAM user's creation) to it in Envelopes, and it
+ * judges them with tenant-limits and authorizes them with acl-authorizer
+ * as the principal the broker authenticated. User:ANONYMOUS (PLAINTEXT,
+ * also the broker's principal on the controller listener) is a super
+ * user; User:mallory (SCRAM) has no ACL. */
+static void test_controller_only_node_loads_plugins(void **state)
+{
+    (void)state;
+    struct test_broker controller = {0}, broker = {0};
+    int cport = harness_free_port(), port, sasl_port;
+    do {
+        port = harness_free_port();
+    } while (port == cport);
+    do {
+        sasl_port = harness_free_port();
+    } while (sasl_port == cport || sasl_port == port);
+    char voters[80], clisteners[96], blisteners[160], plugin_path[600], sasl_bootstrap[64];
+    snprintf(voters, sizeof voters, "controller.quorum.voters=1@127.0.0.1:%d", cport);
+    snprintf(clisteners, sizeof clisteners, "listeners=CONTROLLER://127.0.0.1:%d", cport);
+    snprintf(blisteners, sizeof blisteners, "listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:%d",
+             sasl_port);
+    snprintf(plugin_path, sizeof plugin_path, "plugin.path=%s", CAIRN_PLUGIN_DIR);
+    snprintf(sasl_bootstrap, sizeof sasl_bootstrap, "127.0.0.1:%d", sasl_port);
+#define CTRL_ONLY_COMMON                                                                                               \
+    voters, plugin_path, "plugins=tenant-limits,acl-authorizer",                                                       \
+        "plugin.tenant-limits.entries=principal=User:ANONYMOUS,prefix=fwd.:max.partitions.per.topic=2,"                \
+        "max.retention.ms=86400000",                                                                                   \
+        "plugin.acl-authorizer.super.users=User:ANONYMOUS", "controller.listener.names=CONTROLLER",                    \
+        "cluster.id=Q3RybE9ubHlQbHVnaW5zMQ", "controller.quorum.election.timeout.ms=500",                              \
+        "controller.quorum.fetch.timeout.ms=1000", "broker.heartbeat.interval.ms=500",                                 \
+        "offsets.topic.num.partitions=1", "transaction.state.log.num.partitions=1"
+    const char *ctrl[] = {clisteners, "node.id=1", "process.roles=controller", CTRL_ONLY_COMMON, NULL};
+    const char *pure[] = {
+        blisteners,       "node.id=2", "process.roles=broker", "sasl.enabled.mechanisms=SCRAM-SHA-256",
+        CTRL_ONLY_COMMON, NULL};
+#undef CTRL_ONLY_COMMON
+    broker_spawn_on_port(&controller, cport, ctrl);
+    broker_spawn_on_port(&broker, port, pure);
+    broker_wait_ready(&controller);
+    broker_wait_ready(&broker);
+    char msg[512];
+    /* The broker registers and learns the leader: until then NOT_CONTROLLER. */
+    int16_t err = -1;
+    for (int64_t deadline = harness_now_ms() + 30000; harness_now_ms() < deadline; usleep(200 * 1000))
+        if ((err = raw_create(port, "fwd.big", 3, msg, sizeof msg)) != 41 /* NOT_CONTROLLER */)
+            break;
+    assert_refused(err, msg, "max.partitions.per.topic=2");
+    assert_int_equal(raw_create(port, "fwd.ok", 1, msg, sizeof msg), 0);
+    /* CreatePartitions, AlterConfigs and IncrementalAlterConfigs are judged there too. */
+    rd_kafka_t *anon = rk_producer_new(broker_bootstrap(&broker), NULL);
+    assert_true(rk_wait_topic(anon, "fwd.ok", 1, 15000));
+    assert_refused(add_partitions(anon, "fwd.ok", 3, false, msg, sizeof msg), msg, "max.partitions.per.topic=2");
+    assert_int_equal(add_partitions(anon, "fwd.ok", 2, false, msg, sizeof msg), RD_KAFKA_RESP_ERR_NO_ERROR);
+    assert_refused(set_config(anon, "fwd.ok", "retention.ms", "-1", false, msg, sizeof msg), msg,
+                   "max.retention.ms=86400000");
+    rk_producer_destroy(anon);
+    assert_refused(incremental_set_at(port, "fwd.ok", "retention.ms", "90000000", false, msg, sizeof msg), msg,
+                   "max.retention.ms=86400000");
+    assert_int_equal(incremental_set_at(port, "fwd.ok", "retention.ms", "3600000", false, msg, sizeof msg), 0);
+
+    /* The user is made at the controller (forwarded), then authenticates
+     * at the broker once its image has the credential. */
+    scram_user_at(broker_bootstrap(&broker), "mallory");
+    rd_kafka_t *mallory = client_at(sasl_bootstrap, "mallory");
+    rd_kafka_resp_err_t rerr = RD_KAFKA_RESP_ERR_NO_ERROR;
+    for (int64_t deadline = harness_now_ms() + 30000; harness_now_ms() < deadline; usleep(200 * 1000))
+        if ((rerr = create(mallory, "mallory.t", 1, 1, NULL, false, msg, sizeof msg)) ==
+                RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+            rerr == RD_KAFKA_RESP_ERR_NO_ERROR)
+            break;
+    rk_producer_destroy(mallory);
+    if (rerr != RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+        fail_msg("expected TOPIC_AUTHORIZATION_FAILED, got %s: %s", rd_kafka_err2name(rerr), msg);
+
+    broker_stop(&broker);
+    broker_stop(&controller);
+    broker_mark_passed(&broker);
+    broker_mark_passed(&controller);
+    broker_cleanup(&broker);
+    broker_cleanup(&controller);
+}
+
+/* An Envelope (v0) sent straight to the controller listener at cport as
+ * User:ANONYMOUS, carrying a CreateTopics v7 of topic: its error. */
+static int16_t raw_envelope_create(int cport, const char *topic)
+{
+    struct raw_writer inner;
+    raw_writer_init(&inner);
+    raw_frame_begin_flexible(&inner, 19, 7, 1, "forger");
+    raw_put_compact_array_len(&inner, 1);
+    raw_put_compact_string(&inner, topic);
+    raw_put_i32(&inner, 1);
+    raw_put_i16(&inner, -1);
+    raw_put_compact_array_len(&inner, 0);
+    raw_put_compact_array_len(&inner, 0);
+    raw_put_uvarint(&inner, 0);
+    raw_put_i32(&inner, 20000);
+    raw_put_i8(&inner, 0);
+    raw_put_uvarint(&inner, 0);
+    raw_frame_finish(&inner);
+    /* Kafka's principal serde: version 0, type, name, token flag, no tags. */
+    struct raw_writer principal;
+    raw_writer_init(&principal);
+    raw_put_i16(&principal, 0);
+    raw_put_compact_string(&principal, "User");
+    raw_put_compact_string(&principal, "admin");
+    raw_put_i8(&principal, 0);
+    raw_put_uvarint(&principal, 0);
+    struct raw_session s = {.fd = raw_connect(cport, 10000)};
+    assert_true(s.fd >= 0);
+    struct raw_writer w;
+    raw_session_begin(&s, &w, 58, 0);
+    raw_put_compact_bytes(&w, inner.data + 4, inner.len - 4); /* without the size */
+    raw_put_compact_bytes(&w, principal.data, principal.len);
+    raw_put_compact_bytes(&w, "\x7f\0\0\x01", 4);
+    raw_put_uvarint(&w, 0);
+    raw_writer_free(&inner);
+    raw_writer_free(&principal);
+    struct raw_reader r;
+    uint8_t *frame = raw_session_roundtrip(&s, &w, &r, true);
+    close(s.fd);
+    uint64_t data_len = raw_get_uvarint(&r); /* compact nullable bytes: length + 1 */
+    raw_skip(&r, data_len > 0 ? (size_t)data_len - 1 : 0);
+    int16_t err = raw_get_i16(&r);
+    assert_false(r.overflow);
+    free(frame);
+    return err;
+}
+
+/* As in Kafka, only a sender with CLUSTER_ACTION on the cluster may send
+ * Envelopes: here the controller listener's User:ANONYMOUS has none. */
+static void test_envelope_needs_cluster_action(void **state)
+{
+    (void)state;
+    struct test_broker controller = {0};
+    int cport = harness_free_port();
+    char voters[80], listeners[96], plugin_path[600];
+    snprintf(voters, sizeof voters, "controller.quorum.voters=1@127.0.0.1:%d", cport);
+    snprintf(listeners, sizeof listeners, "listeners=CONTROLLER://127.0.0.1:%d", cport);
+    snprintf(plugin_path, sizeof plugin_path, "plugin.path=%s", CAIRN_PLUGIN_DIR);
+    const char *ctrl[] = {listeners,
+                          voters,
+                          plugin_path,
+                          "node.id=1",
+                          "process.roles=controller",
+                          "plugins=acl-authorizer",
+                          "plugin.acl-authorizer.super.users=User:admin",
+                          "controller.listener.names=CONTROLLER",
+                          "cluster.id=Q3RybE9ubHlQbHVnaW5zMQ",
+                          "controller.quorum.election.timeout.ms=500",
+                          NULL};
+    broker_spawn_on_port(&controller, cport, ctrl);
+    broker_wait_ready(&controller);
+    /* The inner principal (a super user) does not matter: the sender does. */
+    assert_int_equal(raw_envelope_create(cport, "forged"), 31 /* CLUSTER_AUTHORIZATION_FAILED */);
+    assert_true(broker_log_contains(&controller, "may not forward requests"));
+    broker_stop(&controller);
+    broker_mark_passed(&controller);
+    broker_cleanup(&controller);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tenant_caps),
         cmocka_unit_test(test_forwarded_requests_judged_at_controller),
+        cmocka_unit_test(test_controller_only_node_loads_plugins),
+        cmocka_unit_test(test_envelope_needs_cluster_action),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
