@@ -257,6 +257,48 @@ static void test_sasl_commands(void **state)
     broker_mark_passed(b);
 }
 
+/* PLAIN through the auth-sasl plugin against a sasldb made with
+ * saslpasswd2: topic create and list over SASL_PLAINTEXT, and Kafka's
+ * PLAIN failure message for a wrong password. */
+static void test_sasl_plain(void **state)
+{
+#ifndef CAIRN_PLUGIN_DIR
+    (void)state;
+    skip();
+#else
+    struct test_broker *b = *state;
+    char db[600], cmd[900], db_key[700], plugin_path[600], listeners[200], sasl_bs[64];
+    snprintf(db, sizeof(db), "%s/sasldb", g_home);
+    snprintf(cmd, sizeof(cmd),
+             "printf %%s 'gina-secret' | /usr/sbin/saslpasswd2 -p -c -f '%s' -u cairn -a cairn gina 2>&1", db);
+    if (system(cmd) != 0)
+        fail_msg("saslpasswd2 failed (is sasl2-bin installed?): %s", cmd);
+    int sasl_port = harness_free_port();
+    assert_true(sasl_port > 0);
+    snprintf(listeners, sizeof(listeners), "listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:%d",
+             sasl_port);
+    snprintf(sasl_bs, sizeof(sasl_bs), "127.0.0.1:%d", sasl_port);
+    snprintf(db_key, sizeof(db_key), "plugin.auth-sasl.sasldb_path=%s", db);
+    snprintf(plugin_path, sizeof(plugin_path), "plugin.path=%s", CAIRN_PLUGIN_DIR);
+    broker_start(b, (const char *const[]){listeners, plugin_path, "plugins=auth-sasl", db_key,
+                                          "plugin.auth-sasl.realm=cairn", "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256",
+                                          NULL});
+    struct run r;
+    RUN(&r, "topic", "create", "plain-orders", "-b", sasl_bs, "-X", "security.protocol=sasl_plaintext", "-X",
+        "sasl.mechanism=PLAIN", "-X", "sasl.username=gina", "-X", "sasl.password=gina-secret");
+    expect(&r, 0, "created topic 'plain-orders'", NULL);
+    RUN(&r, "topic", "list", "-b", sasl_bs, "-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanism=PLAIN",
+        "-X", "sasl.username=gina", "-X", "sasl.password=gina-secret");
+    expect(&r, 0, "plain-orders", NULL);
+    RUN(&r, "topic", "list", "-b", sasl_bs, "-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanism=PLAIN",
+        "-X", "sasl.username=gina", "-X", "sasl.password=wrong");
+    expect(&r, 1, NULL,
+           "SASL_AUTHENTICATION_FAILED: SASL PLAIN authentication of user 'gina' failed (Authentication failed: "
+           "Invalid username or password)");
+    broker_mark_passed(b);
+#endif
+}
+
 /* cairn quota set | describe over AlterClientQuotas / DescribeClientQuotas:
  * the commands of docs/operations.md and docs/cli.md. */
 static void test_quota_commands(void **state)
@@ -313,6 +355,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_acl_commands, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_user_commands, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_sasl_commands, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_sasl_plain, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_quota_commands, cli_setup, cli_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
