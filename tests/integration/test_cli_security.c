@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli_runner.h"
@@ -187,7 +188,7 @@ static void test_user_commands(void **state)
     broker_mark_passed(b);
 }
 
-/* cairn over SASL_PLAINTEXT (the profile keys of docs/cli.md): SCRAM users
+/* cairn over SASL_PLAINTEXT and SASL_SSL (the profile keys of docs/cli.md): SCRAM users
  * made with `cairn user create` on the PLAINTEXT listener then create and
  * list topics through the SASL listener, from -X flags, the environment
  * and a profile; a wrong password and a mechanism the broker does not
@@ -195,13 +196,23 @@ static void test_user_commands(void **state)
 static void test_sasl_commands(void **state)
 {
     struct test_broker *b = *state;
-    int sasl_port = harness_free_port();
-    assert_true(sasl_port > 0);
-    char listeners[200], sasl_bs[64];
-    snprintf(listeners, sizeof(listeners), "listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:%d",
-             sasl_port);
+    char certs[600], cmd[1400], keystore[700], ca[700];
+    snprintf(certs, sizeof(certs), "%s/certs", g_home);
+    assert_int_equal(mkdir(certs, 0700), 0);
+    snprintf(cmd, sizeof(cmd), "sh '%s/tests/integration/tls/make_certs.sh' '%s'", CAIRN_SOURCE_DIR, certs);
+    assert_int_equal(system(cmd), 0);
+    snprintf(keystore, sizeof(keystore), "ssl.keystore.location=%s/server.pem", certs);
+    snprintf(ca, sizeof(ca), "ssl.ca.location=%s/ca.pem", certs);
+    int sasl_port = harness_free_port(), ssl_port = harness_free_port();
+    assert_true(sasl_port > 0 && ssl_port > 0);
+    char listeners[300], sasl_bs[64], ssl_bs[64];
+    snprintf(listeners, sizeof(listeners),
+             "listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:%d,SASL_SSL://127.0.0.1:%d", sasl_port,
+             ssl_port);
     snprintf(sasl_bs, sizeof(sasl_bs), "127.0.0.1:%d", sasl_port);
-    broker_start(b, (const char *const[]){listeners, "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512", NULL});
+    snprintf(ssl_bs, sizeof(ssl_bs), "127.0.0.1:%d", ssl_port);
+    broker_start(
+        b, (const char *const[]){listeners, keystore, "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512", NULL});
     const char *bs = broker_bootstrap(b);
     struct run r;
 
@@ -234,6 +245,14 @@ static void test_sasl_commands(void **state)
     fclose(f);
     RUN(&r, "topic", "list", "--profile", profile, "--format", "json");
     expect(&r, 0, "sasl-orders", NULL);
+
+    /* SASL_SSL: the same over TLS, the CA from ssl.ca.location */
+    RUN(&r, "topic", "list", "-b", ssl_bs, "-X", "security.protocol=sasl_ssl", "-X", ca, "-X",
+        "sasl.mechanism=SCRAM-SHA-512", "-X", "sasl.username=bob", "-X", "sasl.password=bob-secret");
+    expect(&r, 0, "sasl-orders", NULL);
+    RUN(&r, "topic", "list", "-b", ssl_bs, "-X", "security.protocol=sasl_ssl", "-X", ca, "-X",
+        "sasl.mechanism=SCRAM-SHA-512", "-X", "sasl.username=bob", "-X", "sasl.password=alice-secret");
+    expect(&r, 1, NULL, "SASL_AUTHENTICATION_FAILED: SASL SCRAM-SHA-512 authentication of user 'bob' failed");
 
     /* failures: the broker's message, exit code 1; nothing created */
     RUN(&r, "topic", "create", "sasl-nope", "-b", sasl_bs, "-X", "security.protocol=sasl_plaintext", "-X",
