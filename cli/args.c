@@ -41,8 +41,9 @@ static int set_path(char *dst, size_t len, const char *where, const char *key, c
 }
 
 /* Applies one librdkafka-named property. Settings cairn cannot honour
- * (SASL) are refused rather than ignored: connecting without them to a
- * cluster the settings say is secured would be wrong. */
+ * (other ssl.* and sasl.* keys) are refused rather than ignored:
+ * connecting without them to a cluster the settings say is secured would
+ * be wrong. */
 int cli_setting_apply(const char *where, const char *key, const char *val, struct cli_settings *s)
 {
     if (!strcmp(key, "bootstrap.servers") || !strcmp(key, "metadata.broker.list")) {
@@ -55,11 +56,26 @@ int cli_setting_apply(const char *where, const char *key, const char *val, struc
             return cli_fail(CLI_EXIT_USAGE, "%s: %s must be milliseconds, got '%s'", where, key, val);
         s->timeout_ms = v;
     } else if (!strcmp(key, "security.protocol")) {
-        if (strcasecmp(val, "plaintext") != 0 && strcasecmp(val, "ssl") != 0)
+        bool ssl = !strcasecmp(val, "ssl") || !strcasecmp(val, "sasl_ssl");
+        bool sasl = !strcasecmp(val, "sasl_plaintext") || !strcasecmp(val, "sasl_ssl");
+        if (!ssl && !sasl && strcasecmp(val, "plaintext") != 0)
             return cli_fail(CLI_EXIT_USAGE,
-                            "%s: security.protocol=%s is not supported by cairn (plaintext or ssl; no SASL yet)", where,
+                            "%s: security.protocol=%s is not supported by cairn (plaintext, ssl, sasl_plaintext or "
+                            "sasl_ssl)",
+                            where, val);
+        s->ssl = ssl;
+        s->sasl = sasl;
+    } else if (!strcmp(key, "sasl.mechanism") || !strcmp(key, "sasl.mechanisms")) {
+        const char *m = cli_sasl_mechanism_canonical(val);
+        if (!m)
+            return cli_fail(CLI_EXIT_USAGE,
+                            "%s: %s=%s is not supported by cairn (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", where, key,
                             val);
-        s->ssl = strcasecmp(val, "ssl") == 0;
+        snprintf(s->sasl_mechanism, sizeof(s->sasl_mechanism), "%s", m);
+    } else if (!strcmp(key, "sasl.username")) {
+        return set_path(s->sasl_username, sizeof(s->sasl_username), where, key, val);
+    } else if (!strcmp(key, "sasl.password")) {
+        return set_path(s->sasl_password, sizeof(s->sasl_password), where, key, val);
     } else if (!strcmp(key, "ssl.ca.location")) {
         return set_path(s->ssl_ca, sizeof(s->ssl_ca), where, key, val);
     } else if (!strcmp(key, "ssl.certificate.location")) {
@@ -120,9 +136,10 @@ static const struct option common_long[] = {
 /* The settings also read from the environment as CAIRN_<KEY> (upper
  * case, dots as underscores), e.g. CAIRN_SSL_CA_LOCATION. */
 static const char *const env_keys[] = {
-    "security.protocol", "ssl.ca.location",   "ssl.certificate.location",
-    "ssl.key.location",  "ssl.key.password",  "ssl.endpoint.identification.algorithm",
-    "client.id",         "request.timeout.ms"};
+    "security.protocol", "ssl.ca.location",    "ssl.certificate.location",
+    "ssl.key.location",  "ssl.key.password",   "ssl.endpoint.identification.algorithm",
+    "client.id",         "request.timeout.ms", "sasl.mechanism",
+    "sasl.username",     "sasl.password"};
 
 static int apply_env(struct cli_settings *s)
 {

@@ -29,12 +29,14 @@ enum {
     KAFKA_API_KEY_FIND_COORDINATOR = 10,
     KAFKA_API_KEY_DESCRIBE_GROUPS = 15,
     KAFKA_API_KEY_LIST_GROUPS = 16,
+    KAFKA_API_KEY_SASL_HANDSHAKE = 17,
     KAFKA_API_KEY_CREATE_TOPICS = 19,
     KAFKA_API_KEY_DELETE_TOPICS = 20,
     KAFKA_API_KEY_DESCRIBE_CONFIGS = 32,
     KAFKA_API_KEY_DESCRIBE_ACLS = 29,
     KAFKA_API_KEY_CREATE_ACLS = 30,
     KAFKA_API_KEY_DELETE_ACLS = 31,
+    KAFKA_API_KEY_SASL_AUTHENTICATE = 36,
     KAFKA_API_KEY_CREATE_PARTITIONS = 37,
     KAFKA_API_KEY_ELECT_LEADERS = 43,
     KAFKA_API_KEY_INCREMENTAL_ALTER_CONFIGS = 44,
@@ -58,6 +60,11 @@ struct cli_settings {
     bool ssl;
     char ssl_ca[512], ssl_cert[512], ssl_key[512], ssl_key_password[256];
     bool ssl_no_host_check;
+    /* SASL, in librdkafka's names: security.protocol=sasl_plaintext or
+     * sasl_ssl, sasl.mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512),
+     * sasl.username, sasl.password. */
+    bool sasl;
+    char sasl_mechanism[32], sasl_username[256], sasl_password[256];
 };
 
 /* ---- args.c ---- */
@@ -115,10 +122,25 @@ int cli_json_print(struct json_t *v);
  * Owned by the main thread. */
 struct tls_client;
 
+/* A node's connection counter when it was last authenticated (sasl.c). */
+struct cli_sasl_node {
+    int32_t node_id;
+    uint64_t connections;
+};
+#define CLI_SASL_MAX_NODES 64
+
 struct cli_conn {
     struct net_client *client;
     struct tls_client *tls; /* security.protocol=ssl; freed after the client */
     int64_t timeout_ms;
+    /* SASL: empty mechanism for none. */
+    char sasl_mechanism[32], sasl_username[256], sasl_password[256];
+    struct cli_sasl_node sasl_nodes[CLI_SASL_MAX_NODES];
+    int sasl_nodes_count;
+    /* Set: a failed call stores the network error here instead of
+     * printing it (bootstrap tries the next broker). */
+    char *net_err;
+    size_t net_err_len;
     int32_t any_node;      /* a broker that answered (bootstrap or real id) */
     int32_t controller_id; /* from Metadata; any_node if the cluster names none */
     struct net_client_kept *meta_kept;
@@ -149,6 +171,20 @@ int cli_connect_direct(struct cli_conn *c, const struct cli_settings *s, const c
  * CLI_EXIT_UNREACHABLE with the reason printed. */
 int cli_call(struct cli_conn *c, int32_t node, int16_t api_key, cli_build_fn build, void *ctx, struct cli_reply *out);
 void cli_reply_free(struct cli_reply *r);
+/* cli_call without SASL, at version pinned (-1: negotiated): for the SASL
+ * exchange itself. */
+int cli_call_raw(struct cli_conn *c, int32_t node, int16_t api_key, int16_t pinned, cli_build_fn build, void *ctx,
+                 struct cli_reply *out);
+
+/* ---- sasl.c ---- */
+
+/* "scram-sha-256" -> "SCRAM-SHA-256" for the mechanisms the tool speaks;
+ * NULL for others. */
+const char *cli_sasl_mechanism_canonical(const char *name);
+/* Authenticates the node's connection unless it already is (opening it
+ * when needed). Returns 0 or an exit code (message printed, or stored in
+ * c->net_err for a network failure). */
+int cli_sasl_ensure(struct cli_conn *c, int32_t node);
 /* Metadata for the given topics (n < 0: all topics). */
 int cli_metadata(struct cli_conn *c, const char *const *topics, int n, struct cli_reply *out);
 /* The group's coordinator (FindCoordinator), registered as a node. Returns

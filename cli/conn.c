@@ -66,7 +66,7 @@ static int encode_request(struct kafka_writer *wr, int16_t version, void *ctx)
     return rc;
 }
 
-static int call_quiet(struct cli_conn *c, int32_t node, int16_t api_key, cli_build_fn build, void *ctx,
+static int call_quiet(struct cli_conn *c, int32_t node, int16_t api_key, int16_t pinned, cli_build_fn build, void *ctx,
                       int64_t timeout_ms, struct cli_reply *out, char *err, size_t errlen)
 {
     struct cli_wait w = {.desc = kafka_api_lookup(api_key), .build = build, .build_ctx = ctx};
@@ -80,7 +80,7 @@ static int call_quiet(struct cli_conn *c, int32_t node, int16_t api_key, cli_bui
     struct net_client_request req = {
         .node_id = node,
         .api_key = api_key,
-        .pinned_version = -1,
+        .pinned_version = pinned,
         .encode = encode_request,
         .encode_ctx = &w,
         .timeout_ms = timeout_ms,
@@ -107,15 +107,26 @@ static int call_quiet(struct cli_conn *c, int32_t node, int16_t api_key, cli_bui
     return rc;
 }
 
-int cli_call(struct cli_conn *c, int32_t node, int16_t api_key, cli_build_fn build, void *ctx, struct cli_reply *out)
+int cli_call_raw(struct cli_conn *c, int32_t node, int16_t api_key, int16_t pinned, cli_build_fn build, void *ctx,
+                 struct cli_reply *out)
 {
     char err[256];
-    if (call_quiet(c, node, api_key, build, ctx, c->timeout_ms, out, err, sizeof(err)) == 0)
+    if (call_quiet(c, node, api_key, pinned, build, ctx, c->timeout_ms, out, err, sizeof(err)) == 0)
         return 0;
+    if (c->net_err) {
+        snprintf(c->net_err, c->net_err_len, "%s", err);
+        return CLI_EXIT_UNREACHABLE;
+    }
     const struct kafka_api_desc *d = kafka_api_lookup(api_key);
     return cli_fail(CLI_EXIT_UNREACHABLE,
                     "%s request to broker %d failed: %s; check the broker is up or raise --timeout", d ? d->name : "?",
                     (int)node, err);
+}
+
+int cli_call(struct cli_conn *c, int32_t node, int16_t api_key, cli_build_fn build, void *ctx, struct cli_reply *out)
+{
+    int rc = cli_sasl_ensure(c, node);
+    return rc ? rc : cli_call_raw(c, node, api_key, -1, build, ctx, out);
 }
 
 void cli_reply_free(struct cli_reply *r)
@@ -256,6 +267,16 @@ static int client_open(struct cli_conn *c, const struct cli_settings *s)
 {
     memset(c, 0, sizeof(*c));
     c->timeout_ms = s->timeout_ms;
+    if (s->sasl) {
+        if (!s->sasl_mechanism[0] || !s->sasl_username[0])
+            return cli_fail(CLI_EXIT_USAGE,
+                            "security.protocol=%s needs sasl.mechanism (%s), sasl.username and "
+                            "sasl.password",
+                            s->ssl ? "sasl_ssl" : "sasl_plaintext", "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512");
+        snprintf(c->sasl_mechanism, sizeof(c->sasl_mechanism), "%s", s->sasl_mechanism);
+        snprintf(c->sasl_username, sizeof(c->sasl_username), "%s", s->sasl_username);
+        snprintf(c->sasl_password, sizeof(c->sasl_password), "%s", s->sasl_password);
+    }
     struct net_client_config cfg;
     net_client_config_defaults(&cfg);
     snprintf(cfg.client_id, sizeof(cfg.client_id), "%s", s->client_id[0] ? s->client_id : "cairn-cli");
@@ -332,8 +353,24 @@ int cli_connect(struct cli_conn *c, const struct cli_settings *s)
             continue;
         struct metadata_ctx mc = {NULL, 0};
         struct cli_reply r;
-        char e[256];
-        if (call_quiet(c, id, KAFKA_API_KEY_METADATA, build_metadata, &mc, share, &r, e, sizeof(e)) < 0) {
+        char e[256] = "";
+        /* SASL first, within this broker's share; a network failure moves
+         * on to the next broker, an authentication failure stops. */
+        c->net_err = e;
+        c->net_err_len = sizeof(e);
+        c->timeout_ms = share;
+        int auth = cli_sasl_ensure(c, id);
+        c->net_err = NULL;
+        c->timeout_ms = s->timeout_ms;
+        if (auth == CLI_EXIT_UNREACHABLE && e[0]) {
+            snprintf(last_err, sizeof(last_err), "%s: %s", tok, e);
+            continue;
+        }
+        if (auth) {
+            cli_close(c);
+            return auth;
+        }
+        if (call_quiet(c, id, KAFKA_API_KEY_METADATA, -1, build_metadata, &mc, share, &r, e, sizeof(e)) < 0) {
             snprintf(last_err, sizeof(last_err), "%s: %s", tok, e);
             continue;
         }

@@ -9,10 +9,10 @@
 #include <strings.h>
 
 #include <jansson.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include "cli.h"
+#include "sasl/scram.h"
 
 static const char user_usage[] =
     "usage: cairn user create NAME [--mechanism M] [--iterations N] [--password P]\n"
@@ -76,14 +76,14 @@ static int user_flag(int opt, const char *arg, void *ctx)
     return CLI_EXIT_USAGE;
 }
 
-int cli_scram_salted_password(int8_t mechanism, const char *password, const uint8_t *salt, int salt_len,
-                              int iterations, uint8_t *out)
+/* core/sasl's derivation: the broker's check and this one cannot drift. */
+int cli_scram_salted_password(int8_t mechanism, const char *password, const uint8_t *salt, int salt_len, int iterations,
+                              uint8_t *out)
 {
-    const EVP_MD *md = mechanism == MECH_SHA512 ? EVP_sha512() : EVP_sha256();
-    int len = EVP_MD_get_size(md);
-    if (PKCS5_PBKDF2_HMAC(password, (int)strlen(password), salt, salt_len, iterations, md, len, out) != 1)
+    if (salt_len < 0 ||
+        scram_salted_password(mechanism, password, strlen(password), salt, (size_t)salt_len, iterations, out) != 0)
         return -1;
-    return len;
+    return (int)scram_key_len(mechanism);
 }
 
 /* Salt and SaltedPassword for the upsertion. Returns 0 or an exit code. */
@@ -141,8 +141,7 @@ static int user_alter(struct cli_conn *c, struct user_args *u)
         char what[600];
         snprintf(what, sizeof(what), "cannot %s %s credential of user '%s'", verb, mech_name(u->mechanism), u->name);
         rc = cli_kafka_fail(m->results[0].error_code, m->results[0].error_message, what,
-                            m->results[0].error_code == KAFKA_ERR_RESOURCE_NOT_FOUND ? "see `cairn user list`"
-                                                                                      : NULL);
+                            m->results[0].error_code == KAFKA_ERR_RESOURCE_NOT_FOUND ? "see `cairn user list`" : NULL);
     } else if (u->password) {
         printf("created %s credential of user '%s' (%lld iterations)\n", mech_name(u->mechanism), u->name,
                u->iterations);
@@ -192,8 +191,8 @@ static int user_list(struct cli_conn *c, struct user_names *un, bool json)
     json_t *arr = json ? json_array() : NULL;
     struct cli_table *t = json ? NULL : cli_table_new(3, headers);
     for (int32_t i = 0; i < m->results_count; i++) {
-        const struct describe_user_scram_credentials_response_describe_user_scram_credentials_result *u =
-            &m->results[i];
+        const struct describe_user_scram_credentials_response_describe_user_scram_credentials_result
+            *u = &m->results[i];
         if (u->error_code != KAFKA_ERR_NONE) {
             char what[600];
             snprintf(what, sizeof(what), "cannot describe user '%s'", cli_str(u->user));

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli_runner.h"
@@ -60,9 +61,8 @@ static void test_acl_commands(void **state)
     assert_int_equal(acl_count(bs, (const char *const[]){"--topic", "orders", NULL}), 2);
     assert_int_equal(acl_count(bs, (const char *const[]){"--principal", "User:ops", NULL}), 1);
     /* match: the literal and prefixed ACLs that apply to a topic name */
-    assert_int_equal(acl_count(bs, (const char *const[]){"--topic", "pay-eu", "--resource-pattern-type", "match",
-                                                         NULL}),
-                     1);
+    assert_int_equal(
+        acl_count(bs, (const char *const[]){"--topic", "pay-eu", "--resource-pattern-type", "match", NULL}), 1);
     RUN(&r, "acl", "list", "-b", bs, "--topic", "pay-", "--resource-pattern-type", "prefixed", "--format", "json");
     json_t *v = parse_json(&r);
     assert_int_equal(json_array_size(v), 1);
@@ -111,8 +111,15 @@ static void test_acl_commands(void **state)
  * these credentials (a Metadata request only succeeds after SASL). */
 static bool scram_login_ok(const char *bootstrap, const char *mech, const char *user, const char *password)
 {
-    const char *conf[] = {"security.protocol", "SASL_PLAINTEXT", "sasl.mechanisms", mech, "sasl.username", user,
-                          "sasl.password",     password,         NULL};
+    const char *conf[] = {"security.protocol",
+                          "SASL_PLAINTEXT",
+                          "sasl.mechanisms",
+                          mech,
+                          "sasl.username",
+                          user,
+                          "sasl.password",
+                          password,
+                          NULL};
     rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
     const struct rd_kafka_metadata *md = NULL;
     rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, NULL, &md, 5000);
@@ -135,8 +142,8 @@ static void test_user_commands(void **state)
     const char *bs = broker_bootstrap(b);
     struct run r;
 
-    RUN(&r, "user", "create", "alice", "-b", bs, "--mechanism", "SCRAM-SHA-512", "--iterations", "8192",
-        "--password", "alice-secret");
+    RUN(&r, "user", "create", "alice", "-b", bs, "--mechanism", "SCRAM-SHA-512", "--iterations", "8192", "--password",
+        "alice-secret");
     expect(&r, 0, "created SCRAM-SHA-512 credential of user 'alice' (8192 iterations)", NULL);
     g_stdin = "bob-secret\n";
     RUN(&r, "user", "create", "bob", "-b", bs);
@@ -179,6 +186,136 @@ static void test_user_commands(void **state)
     RUN(&r, "user", "create", "carol", "-b", bs);
     expect(&r, 2, NULL, "no password: give --password or a line on standard input");
     broker_mark_passed(b);
+}
+
+/* cairn over SASL_PLAINTEXT and SASL_SSL (the profile keys of docs/cli.md): SCRAM users
+ * made with `cairn user create` on the PLAINTEXT listener then create and
+ * list topics through the SASL listener, from -X flags, the environment
+ * and a profile; a wrong password and a mechanism the broker does not
+ * enable fail with the broker's error. */
+static void test_sasl_commands(void **state)
+{
+    struct test_broker *b = *state;
+    char certs[600], cmd[1400], keystore[700], ca[700];
+    snprintf(certs, sizeof(certs), "%s/certs", g_home);
+    assert_int_equal(mkdir(certs, 0700), 0);
+    snprintf(cmd, sizeof(cmd), "sh '%s/tests/integration/tls/make_certs.sh' '%s'", CAIRN_SOURCE_DIR, certs);
+    assert_int_equal(system(cmd), 0);
+    snprintf(keystore, sizeof(keystore), "ssl.keystore.location=%s/server.pem", certs);
+    snprintf(ca, sizeof(ca), "ssl.ca.location=%s/ca.pem", certs);
+    int sasl_port = harness_free_port(), ssl_port = harness_free_port();
+    assert_true(sasl_port > 0 && ssl_port > 0);
+    char listeners[300], sasl_bs[64], ssl_bs[64];
+    snprintf(listeners, sizeof(listeners),
+             "listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:%d,SASL_SSL://127.0.0.1:%d", sasl_port,
+             ssl_port);
+    snprintf(sasl_bs, sizeof(sasl_bs), "127.0.0.1:%d", sasl_port);
+    snprintf(ssl_bs, sizeof(ssl_bs), "127.0.0.1:%d", ssl_port);
+    broker_start(
+        b, (const char *const[]){listeners, keystore, "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512", NULL});
+    const char *bs = broker_bootstrap(b);
+    struct run r;
+
+    RUN(&r, "user", "create", "alice", "-b", bs, "--password", "alice-secret");
+    expect(&r, 0, "created SCRAM-SHA-256 credential of user 'alice'", NULL);
+    RUN(&r, "user", "create", "bob", "-b", bs, "--mechanism", "SCRAM-SHA-512", "--password", "bob-secret");
+    expect(&r, 0, "created SCRAM-SHA-512 credential of user 'bob'", NULL);
+
+    /* -X flags; create then list also opens a second connection (to the
+     * broker's real id after bootstrap), authenticated on its own */
+    RUN(&r, "topic", "create", "sasl-orders", "-b", sasl_bs, "-p", "2", "-X", "security.protocol=sasl_plaintext", "-X",
+        "sasl.mechanism=SCRAM-SHA-256", "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret");
+    expect(&r, 0, "created topic 'sasl-orders'", NULL);
+    RUN(&r, "topic", "list", "-b", sasl_bs, "-X", "security.protocol=SASL_PLAINTEXT", "-X",
+        "sasl.mechanisms=scram-sha-256", "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret");
+    expect(&r, 0, "sasl-orders", NULL);
+
+    /* the environment (CAIRN_SASL_PASSWORD) and a profile */
+    RUN_ENV(&r, "CAIRN_SASL_PASSWORD=bob-secret", "topic", "describe", "sasl-orders", "-b", sasl_bs, "-X",
+            "security.protocol=sasl_plaintext", "-X", "sasl.mechanism=SCRAM-SHA-512", "-X", "sasl.username=bob");
+    expect(&r, 0, "sasl-orders", NULL);
+    char profile[600];
+    snprintf(profile, sizeof(profile), "%s/sasl.profile", g_home);
+    FILE *f = fopen(profile, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "bootstrap.servers=%s\nsecurity.protocol=sasl_plaintext\nsasl.mechanism=SCRAM-SHA-512\n"
+            "sasl.username=bob\nsasl.password=bob-secret\n",
+            sasl_bs);
+    fclose(f);
+    RUN(&r, "topic", "list", "--profile", profile, "--format", "json");
+    expect(&r, 0, "sasl-orders", NULL);
+
+    /* SASL_SSL: the same over TLS, the CA from ssl.ca.location */
+    RUN(&r, "topic", "list", "-b", ssl_bs, "-X", "security.protocol=sasl_ssl", "-X", ca, "-X",
+        "sasl.mechanism=SCRAM-SHA-512", "-X", "sasl.username=bob", "-X", "sasl.password=bob-secret");
+    expect(&r, 0, "sasl-orders", NULL);
+    RUN(&r, "topic", "list", "-b", ssl_bs, "-X", "security.protocol=sasl_ssl", "-X", ca, "-X",
+        "sasl.mechanism=SCRAM-SHA-512", "-X", "sasl.username=bob", "-X", "sasl.password=alice-secret");
+    expect(&r, 1, NULL, "SASL_AUTHENTICATION_FAILED: SASL SCRAM-SHA-512 authentication of user 'bob' failed");
+
+    /* failures: the broker's message, exit code 1; nothing created */
+    RUN(&r, "topic", "create", "sasl-nope", "-b", sasl_bs, "-X", "security.protocol=sasl_plaintext", "-X",
+        "sasl.mechanism=SCRAM-SHA-256", "-X", "sasl.username=alice", "-X", "sasl.password=wrong");
+    expect(&r, 1, NULL,
+           "SASL_AUTHENTICATION_FAILED: SASL SCRAM-SHA-256 authentication of user 'alice' failed (Authentication "
+           "failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256)");
+    RUN(&r, "topic", "list", "--profile", profile, "-X", "sasl.mechanism=SCRAM-SHA-256");
+    expect(&r, 1, NULL, "SASL_AUTHENTICATION_FAILED");
+    RUN(&r, "topic", "list", "--profile", profile, "-X", "sasl.mechanism=PLAIN");
+    expect(&r, 1, NULL,
+           "UNSUPPORTED_SASL_MECHANISM: the broker does not enable SASL mechanism PLAIN (it enables: "
+           "SCRAM-SHA-256,SCRAM-SHA-512)");
+    RUN(&r, "topic", "list", "-b", sasl_bs, "-X", "security.protocol=sasl_plaintext");
+    expect(&r, 2, NULL, "security.protocol=sasl_plaintext needs sasl.mechanism");
+    RUN(&r, "topic", "list", "-b", sasl_bs, "-X", "sasl.mechanism=GSSAPI");
+    expect(&r, 2, NULL, "sasl.mechanism=GSSAPI is not supported by cairn (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)");
+    RUN(&r, "topic", "list", "-b", bs);
+    expect(&r, 0, "sasl-orders", NULL);
+    assert_null(strstr(r.out, "sasl-nope"));
+    broker_mark_passed(b);
+}
+
+/* PLAIN through the auth-sasl plugin against a sasldb made with
+ * saslpasswd2: topic create and list over SASL_PLAINTEXT, and Kafka's
+ * PLAIN failure message for a wrong password. */
+static void test_sasl_plain(void **state)
+{
+#ifndef CAIRN_PLUGIN_DIR
+    (void)state;
+    skip();
+#else
+    struct test_broker *b = *state;
+    char db[600], cmd[900], db_key[700], plugin_path[600], listeners[200], sasl_bs[64];
+    snprintf(db, sizeof(db), "%s/sasldb", g_home);
+    snprintf(cmd, sizeof(cmd),
+             "printf %%s 'gina-secret' | /usr/sbin/saslpasswd2 -p -c -f '%s' -u cairn -a cairn gina 2>&1", db);
+    if (system(cmd) != 0)
+        fail_msg("saslpasswd2 failed (is sasl2-bin installed?): %s", cmd);
+    int sasl_port = harness_free_port();
+    assert_true(sasl_port > 0);
+    snprintf(listeners, sizeof(listeners), "listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:%d",
+             sasl_port);
+    snprintf(sasl_bs, sizeof(sasl_bs), "127.0.0.1:%d", sasl_port);
+    snprintf(db_key, sizeof(db_key), "plugin.auth-sasl.sasldb_path=%s", db);
+    snprintf(plugin_path, sizeof(plugin_path), "plugin.path=%s", CAIRN_PLUGIN_DIR);
+    broker_start(b, (const char *const[]){listeners, plugin_path, "plugins=auth-sasl", db_key,
+                                          "plugin.auth-sasl.realm=cairn", "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256",
+                                          NULL});
+    struct run r;
+    RUN(&r, "topic", "create", "plain-orders", "-b", sasl_bs, "-X", "security.protocol=sasl_plaintext", "-X",
+        "sasl.mechanism=PLAIN", "-X", "sasl.username=gina", "-X", "sasl.password=gina-secret");
+    expect(&r, 0, "created topic 'plain-orders'", NULL);
+    RUN(&r, "topic", "list", "-b", sasl_bs, "-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanism=PLAIN",
+        "-X", "sasl.username=gina", "-X", "sasl.password=gina-secret");
+    expect(&r, 0, "plain-orders", NULL);
+    RUN(&r, "topic", "list", "-b", sasl_bs, "-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanism=PLAIN",
+        "-X", "sasl.username=gina", "-X", "sasl.password=wrong");
+    expect(&r, 1, NULL,
+           "SASL_AUTHENTICATION_FAILED: SASL PLAIN authentication of user 'gina' failed (Authentication failed: "
+           "Invalid username or password)");
+    broker_mark_passed(b);
+#endif
 }
 
 /* cairn quota set | describe over AlterClientQuotas / DescribeClientQuotas:
@@ -236,6 +373,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_acl_commands, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_user_commands, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_sasl_commands, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_sasl_plain, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_quota_commands, cli_setup, cli_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -100,10 +100,21 @@ static void test_profile(void **state)
     assert_string_equal(s.ssl_key, "/c.key");
     assert_string_equal(s.ssl_key_password, "pw");
     assert_true(s.ssl_no_host_check);
-    assert_int_equal(cli_profile_load(write_profile("sasl_ssl", "security.protocol=SASL_SSL\n"), &s), CLI_EXIT_USAGE);
+    assert_int_equal(
+        cli_profile_load(write_profile("sasl_ssl", "security.protocol=SASL_SSL\nsasl.mechanisms=scram-sha-512\n"
+                                                   "sasl.username=u\nsasl.password=p\n"),
+                         &s),
+        0);
+    assert_true(s.ssl);
+    assert_true(s.sasl);
+    assert_string_equal(s.sasl_mechanism, "SCRAM-SHA-512");
+    assert_string_equal(s.sasl_username, "u");
+    assert_string_equal(s.sasl_password, "p");
+    assert_int_equal(cli_profile_load(write_profile("proto", "security.protocol=sasl_gssapi\n"), &s), CLI_EXIT_USAGE);
+    assert_int_equal(cli_profile_load(write_profile("gssapi", "sasl.mechanism=GSSAPI\n"), &s), CLI_EXIT_USAGE);
     assert_int_equal(cli_profile_load(write_profile("ssl_other", "ssl.keystore.location=/k.p12\n"), &s),
                      CLI_EXIT_USAGE);
-    assert_int_equal(cli_profile_load(write_profile("sasl", "sasl.username=x\n"), &s), CLI_EXIT_USAGE);
+    assert_int_equal(cli_profile_load(write_profile("sasl", "sasl.kerberos.service.name=kafka\n"), &s), CLI_EXIT_USAGE);
     assert_int_equal(cli_profile_load(write_profile("noeq", "bootstrap.servers\n"), &s), CLI_EXIT_USAGE);
     assert_int_equal(cli_profile_load(write_profile("badms", "request.timeout.ms=soon\n"), &s), CLI_EXIT_USAGE);
     assert_int_equal(cli_profile_load("/nonexistent/profile", &s), CLI_EXIT_USAGE);
