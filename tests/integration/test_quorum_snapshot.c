@@ -164,7 +164,7 @@ static int identical_checkpoints(const struct cluster *c, int node, int other, i
             (*partial)++;
         if (n != 42 || strcmp(e->d_name + n - 11, ".checkpoint") != 0)
             continue;
-        char a[1200], b[1200];
+        char a[1300], b[1300]; /* dir (1024) + "/" + d_name (256) */
         snprintf(a, sizeof a, "%s/%s", dir, e->d_name);
         snprintf(b, sizeof b, "%s/%s", odir, e->d_name);
         long alen = 0, blen = -1;
