@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Cairn needs to build, run and test
-# (iptables: the network partitions of tools/chaos/chaos-run).
+# (iptables: the network partitions of tools/chaos/chaos-run; krb5-*: the
+# throwaway Kerberos realm of the GSSAPI test, and Cyrus's GSSAPI module).
 # Only packages that are missing are installed; safe to run repeatedly.
 # With --clients also the clients of tests/clients: node and npm (Debian's,
 # unless a node is already installed), kafka-python (python3-kafka), the
@@ -19,6 +20,7 @@ packages=(
   liblz4-dev libsnappy-dev zlib1g-dev
   clang libclang-rt-14-dev
   iptables
+  krb5-kdc krb5-admin-server krb5-user libsasl2-modules-gssapi-mit
 )
 if [ "$clients" = 1 ]; then
   packages+=(python3-kafka)

@@ -1,20 +1,29 @@
-/* The auth-sasl plugin: SASL PLAIN served by Cyrus SASL (libsasl2), so the
- * passwords are checked against Cyrus's own stores: a sasldb file
- * (pwcheck_method=auxprop, auxprop_plugin=sasldb) or saslauthd (LDAP, PAM),
- * chosen in plugin.auth-sasl.*.
+/* The auth-sasl plugin: SASL PLAIN and GSSAPI (Kerberos) served by Cyrus
+ * SASL (libsasl2). PLAIN passwords are checked against Cyrus's own stores:
+ * a sasldb file (pwcheck_method=auxprop, auxprop_plugin=sasldb) or
+ * saslauthd (LDAP, PAM), chosen in plugin.auth-sasl.*. GSSAPI tickets are
+ * checked with the broker's keytab by Cyrus's gssapi module (MIT krb5); the
+ * Kerberos name becomes a Kafka user by sasl.kerberos.principal.to.local.rules
+ * (DEFAULT).
  *
  * Threads: every Cyrus call is made under one mutex, since libsasl2's
- * default mutex hooks do not lock; a PLAIN check against sasldb is short. */
+ * default mutex hooks do not lock; a PLAIN check against sasldb and a
+ * GSSAPI accept against a keytab are short. */
+#include <errno.h>
 #include <pthread.h>
 #include <sasl/sasl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cairn/plugin.h"
 
 /* Kafka's answer to a failed PLAIN authentication. */
 #define AUTH_SASL_FAILED_MESSAGE "Authentication failed: Invalid username or password"
+/* The client's message for a refused GSSAPI exchange; Cyrus's detail (the
+ * krb5 reason) is appended, as Kafka passes the GSSException's text. */
+#define AUTH_SASL_GSSAPI_FAILED "Authentication failed during GSSAPI (Kerberos) authentication"
 
 struct auth_sasl {
     const struct cairn_host *host;
@@ -25,6 +34,9 @@ struct auth_sasl {
     const char *auxprop_plugin;
     const char *sasldb_path;
     const char *saslauthd_path;
+    /* GSSAPI: the host of the service principal <service>/<host>@REALM
+     * (Cyrus's serverFQDN; NULL: the machine's name). */
+    const char *kerberos_host;
     sasl_callback_t callbacks[2];
     struct cairn_metric *failures;
 };
@@ -54,7 +66,7 @@ static int auth_sasl_getopt(void *context, const char *plugin_name, const char *
     else if (strcmp(option, "saslauthd_path") == 0 && p->saslauthd_path[0])
         value = p->saslauthd_path;
     else if (strcmp(option, "mech_list") == 0)
-        value = "PLAIN";
+        value = "PLAIN GSSAPI";
     if (!value)
         return SASL_FAIL;
     *result = value;
@@ -73,6 +85,48 @@ static int auth_sasl_string(const struct cairn_host *host, const char *key, cons
     return CAIRN_OK;
 }
 
+/* The GSSAPI keys checked at start: the keytab reaches MIT krb5 through
+ * KRB5_KTNAME (Cyrus has no keytab option for MIT), set while cairnd is
+ * still starting; only the DEFAULT mapping rule is served. */
+static int auth_sasl_kerberos_setup(const struct cairn_host *host, char *err, size_t errlen)
+{
+    const char *keytab = NULL, *rules = NULL;
+    if (auth_sasl_string(host, "keytab", &keytab, err, errlen) != CAIRN_OK ||
+        auth_sasl_string(host, "principal_to_local_rules", &rules, err, errlen) != CAIRN_OK)
+        return CAIRN_ERROR;
+    if (strcmp(rules, "DEFAULT") != 0) {
+        snprintf(err, errlen, "principal_to_local_rules: only DEFAULT is supported, not '%s'", rules);
+        return CAIRN_ERROR;
+    }
+    if (keytab[0]) {
+        if (access(keytab, R_OK) != 0) {
+            snprintf(err, errlen, "keytab %s: %s", keytab, strerror(errno));
+            return CAIRN_ERROR;
+        }
+        char value[4200];
+        snprintf(value, sizeof value, "FILE:%s", keytab);
+        if (setenv("KRB5_KTNAME", value, 1) != 0) {
+            snprintf(err, errlen, "setenv KRB5_KTNAME: %s", strerror(errno));
+            return CAIRN_ERROR;
+        }
+    }
+    return CAIRN_OK;
+}
+
+/* Kafka's DEFAULT rule: a name of the default realm maps to its first
+ * component (kafka-client -> kafka-client, kafka/host -> kafka). Cyrus has
+ * already dropped the realm when it is krb5's default realm, so a name
+ * still holding '@' is of another realm, which DEFAULT does not map.
+ * Returns false when no rule applies. */
+static bool auth_sasl_kerberos_short_name(const char *name, char *out, size_t outlen)
+{
+    if (strchr(name, '@') || !name[0] || name[0] == '/')
+        return false;
+    size_t n = strcspn(name, "/");
+    snprintf(out, outlen, "%.*s", (int)n, name);
+    return true;
+}
+
 static int auth_sasl_init(const struct cairn_host *host, void **instance, char *err, size_t errlen)
 {
     struct auth_sasl *p = calloc(1, sizeof *p);
@@ -86,7 +140,9 @@ static int auth_sasl_init(const struct cairn_host *host, void **instance, char *
         auth_sasl_string(host, "pwcheck_method", &p->pwcheck_method, err, errlen) != CAIRN_OK ||
         auth_sasl_string(host, "auxprop_plugin", &p->auxprop_plugin, err, errlen) != CAIRN_OK ||
         auth_sasl_string(host, "sasldb_path", &p->sasldb_path, err, errlen) != CAIRN_OK ||
-        auth_sasl_string(host, "saslauthd_path", &p->saslauthd_path, err, errlen) != CAIRN_OK) {
+        auth_sasl_string(host, "saslauthd_path", &p->saslauthd_path, err, errlen) != CAIRN_OK ||
+        auth_sasl_string(host, "kerberos_host", &p->kerberos_host, err, errlen) != CAIRN_OK ||
+        auth_sasl_kerberos_setup(host, err, errlen) != CAIRN_OK) {
         free(p);
         return CAIRN_ERROR;
     }
@@ -101,9 +157,13 @@ static int auth_sasl_init(const struct cairn_host *host, void **instance, char *
         free(p);
         return CAIRN_ERROR;
     }
-    p->failures = host->counter(host->ctx, "failed_authentications_total", "PLAIN authentications Cyrus refused");
-    host->log(host->ctx, CAIRN_LOG_INFO, "Cyrus SASL serves PLAIN (pwcheck_method=%s, auxprop_plugin=%s, sasldb=%s)",
-              p->pwcheck_method, p->auxprop_plugin, p->sasldb_path);
+    p->failures = host->counter(host->ctx, "failed_authentications_total",
+                                "PLAIN and GSSAPI authentications Cyrus refused");
+    host->log(
+        host->ctx, CAIRN_LOG_INFO,
+        "Cyrus SASL serves PLAIN (pwcheck_method=%s, auxprop_plugin=%s, sasldb=%s) and GSSAPI (service %s, host %s)",
+        p->pwcheck_method, p->auxprop_plugin, p->sasldb_path, p->service,
+        p->kerberos_host[0] ? p->kerberos_host : "(host name)");
     *instance = p;
     return CAIRN_OK;
 }
@@ -127,7 +187,16 @@ static int auth_sasl_start(void *instance, const char *mechanism, const struct c
     }
     snprintf(s->mechanism, sizeof s->mechanism, "%s", mechanism);
     pthread_mutex_lock(&auth_sasl_lock);
-    int rc = sasl_server_new(p->service, NULL, p->realm[0] ? p->realm : NULL, NULL, NULL, p->callbacks, 0, &s->conn);
+    int rc = sasl_server_new(p->service, p->kerberos_host[0] ? p->kerberos_host : NULL, p->realm[0] ? p->realm : NULL,
+                             NULL, NULL, p->callbacks, 0, &s->conn);
+    if (rc == SASL_OK) {
+        /* Kafka has no SASL security layer after authentication: GSSAPI
+         * must settle on "no layer", so offer no integrity or privacy. */
+        sasl_security_properties_t props = {.min_ssf = 0, .max_ssf = 0, .maxbufsize = 0};
+        rc = sasl_setprop(s->conn, SASL_SEC_PROPS, &props);
+        if (rc != SASL_OK)
+            sasl_dispose(&s->conn);
+    }
     pthread_mutex_unlock(&auth_sasl_lock);
     if (rc != SASL_OK) {
         snprintf(err, errlen, "sasl_server_new: %s", sasl_errstring(rc, NULL, NULL));
@@ -156,9 +225,17 @@ static int auth_sasl_step(void *instance, void *session, const uint8_t *in, size
     s->started = true;
     const void *user = NULL;
     char detail[256] = "";
-    if (rc == SASL_OK && (sasl_getprop(s->conn, SASL_USERNAME, &user) != SASL_OK || !user))
+    bool gssapi = strcmp(s->mechanism, "GSSAPI") == 0;
+    /* GSSAPI: the principal is the Kerberos name (the authentication id),
+     * not whatever authorization id the client asked for. */
+    if (rc == SASL_OK && (sasl_getprop(s->conn, gssapi ? SASL_AUTHUSER : SASL_USERNAME, &user) != SASL_OK || !user))
         rc = SASL_FAIL;
-    if (rc == SASL_OK) {
+    if (rc == SASL_OK && gssapi) {
+        if (!auth_sasl_kerberos_short_name(user, principal->name, sizeof principal->name)) {
+            snprintf(detail, sizeof detail, "no principal.to.local rule applies to %.200s", (const char *)user);
+            rc = SASL_NOAUTHZ;
+        }
+    } else if (rc == SASL_OK) {
         /* Cyrus names the user with its realm; the principal is the bare
          * name when that realm is the configured one (as a sasldb user). */
         const char *name = user;
@@ -183,7 +260,10 @@ static int auth_sasl_step(void *instance, void *session, const uint8_t *in, size
     p->host->log(p->host->ctx, CAIRN_LOG_INFO, "Cyrus refused %s: %s", s->mechanism, detail);
     if (p->failures)
         p->host->metric_add(p->failures, 1);
-    snprintf(err, errlen, "%s", AUTH_SASL_FAILED_MESSAGE);
+    if (gssapi)
+        snprintf(err, errlen, "%s: %s", AUTH_SASL_GSSAPI_FAILED, detail[0] ? detail : sasl_errstring(rc, NULL, NULL));
+    else
+        snprintf(err, errlen, "%s", AUTH_SASL_FAILED_MESSAGE);
     return CAIRN_SASL_FAILED;
 }
 
@@ -216,13 +296,21 @@ AUTH_SASL_KEY(auth_sasl_key_auxprop, "auxprop_plugin", "sasldb", "Cyrus auxprop_
 AUTH_SASL_KEY(auth_sasl_key_sasldb, "sasldb_path", "/etc/sasldb2", "The sasldb file (made with saslpasswd2 -f).");
 AUTH_SASL_KEY(auth_sasl_key_saslauthd, "saslauthd_path", "",
               "The saslauthd socket directory's mux path; empty uses Cyrus's default.");
+AUTH_SASL_KEY(auth_sasl_key_keytab, "keytab", "",
+              "GSSAPI: the keytab holding the broker's service key (sets KRB5_KTNAME); empty uses krb5's default.");
+AUTH_SASL_KEY(auth_sasl_key_kerberos_host, "kerberos_host", "",
+              "GSSAPI: the host part of the service principal <service>/<host>@REALM; empty uses the host name.");
+AUTH_SASL_KEY(
+    auth_sasl_key_rules, "principal_to_local_rules", "DEFAULT",
+    "GSSAPI: Kafka's sasl.kerberos.principal.to.local.rules; DEFAULT maps name[/host]@default-realm to name.");
 
 static const struct cairn_config_key *const auth_sasl_config_keys[] = {
-    &auth_sasl_key_service, &auth_sasl_key_realm,  &auth_sasl_key_pwcheck,
-    &auth_sasl_key_auxprop, &auth_sasl_key_sasldb, &auth_sasl_key_saslauthd,
+    &auth_sasl_key_service, &auth_sasl_key_realm,         &auth_sasl_key_pwcheck,
+    &auth_sasl_key_auxprop, &auth_sasl_key_sasldb,        &auth_sasl_key_saslauthd,
+    &auth_sasl_key_keytab,  &auth_sasl_key_kerberos_host, &auth_sasl_key_rules,
 };
 
-static const char *const auth_sasl_mechanisms[] = {"PLAIN", NULL};
+static const char *const auth_sasl_mechanisms[] = {"PLAIN", "GSSAPI", NULL};
 
 static const struct cairn_authn_vtable auth_sasl_vtable = {
     .struct_size = sizeof(struct cairn_authn_vtable),
@@ -238,7 +326,7 @@ static const struct cairn_plugin_descriptor auth_sasl_descriptor = {
     .abi_minor = CAIRN_PLUGIN_ABI_MINOR,
     .name = "auth-sasl",
     .version = "1.0.0",
-    .description = "SASL PLAIN through Cyrus SASL (sasldb, saslauthd)",
+    .description = "SASL PLAIN (sasldb, saslauthd) and GSSAPI (Kerberos) through Cyrus SASL",
     .capabilities = CAIRN_CAP_AUTHENTICATION,
     .config_keys = auth_sasl_config_keys,
     .config_key_count = sizeof(auth_sasl_config_keys) / sizeof(auth_sasl_config_keys[0]),

@@ -1,0 +1,266 @@
+/* SASL GSSAPI (Kerberos) through the auth-sasl plugin against a real MIT
+ * KDC the test starts on loopback (krb5_kdc.c): librdkafka, which runs
+ * kinit with the client's keytab and speaks GSSAPI through Cyrus SASL,
+ * produces and consumes as kafka-client@CAIRN.TEST; the broker sees
+ * User:kafka-client (the DEFAULT principal.to.local rule). A client whose
+ * principal the KDC does not know gets no ticket and is refused, and a
+ * token that is no Kerberos token gets SASL_AUTHENTICATION_FAILED with the
+ * GSSAPI reason. Skipped only when the KDC binaries are not installed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "krb5_kdc.h"
+#include "raw_kafka.h"
+#include "raw_session.h"
+#include "rk_helpers.h"
+
+#define ERR_SASL_AUTHENTICATION_FAILED 58
+
+struct gssapi_it {
+    struct test_kdc kdc;
+    struct test_broker broker;
+    int sasl_port;
+    char sasl_bootstrap[64];
+    char client_keytab[300];
+    char ghost_keytab[300];
+};
+
+struct auth_errors {
+    int count;
+    char text[1024];
+};
+
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    (void)rk;
+    struct auth_errors *e = opaque;
+    if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION) {
+        e->count++;
+        snprintf(e->text, sizeof e->text, "%s", reason);
+    }
+}
+
+/* The client settings of a Kerberos login as principal with keytab, into
+ * kv (room for 16 entries): librdkafka runs kinit.cmd itself. */
+static void kerberos_conf(const char *principal, const char *keytab, char *kinit, size_t kinit_len, const char **kv)
+{
+    /* kinit into this test's ticket cache (KRB5CCNAME, set by the KDC helper). */
+    snprintf(kinit, kinit_len, "kinit -k -t '%s' %s", keytab, principal);
+    const char *pairs[] = {"security.protocol",
+                           "SASL_PLAINTEXT",
+                           "sasl.mechanisms",
+                           "GSSAPI",
+                           "sasl.kerberos.service.name",
+                           "kafka",
+                           "sasl.kerberos.principal",
+                           principal,
+                           "sasl.kerberos.keytab",
+                           keytab,
+                           "sasl.kerberos.kinit.cmd",
+                           kinit,
+                           "broker.address.family",
+                           "v4",
+                           NULL};
+    memcpy(kv, pairs, sizeof pairs);
+}
+
+static rd_kafka_t *kerberos_producer(struct gssapi_it *t, const char *principal, const char *keytab,
+                                     struct auth_errors *errors)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char errstr[512], kinit[600];
+    const char *kv[16];
+    kerberos_conf(principal, keytab, kinit, sizeof kinit, kv);
+    assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers", t->sasl_bootstrap, errstr, sizeof errstr),
+                     RD_KAFKA_CONF_OK);
+    assert_int_equal(rd_kafka_conf_set(conf, "linger.ms", "5", errstr, sizeof errstr), RD_KAFKA_CONF_OK);
+    for (int i = 0; kv[i]; i += 2)
+        if (rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof errstr) != RD_KAFKA_CONF_OK)
+            fail_msg("%s: %s", kv[i], errstr);
+    rd_kafka_conf_set_error_cb(conf, on_error);
+    rd_kafka_conf_set_opaque(conf, errors);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    if (!rk)
+        fail_msg("rd_kafka_new: %s", errstr);
+    return rk;
+}
+
+/* Creates the realm, its principals and keytabs, and starts cairnd with a
+ * SASL_PLAINTEXT listener serving GSSAPI as kafka/localhost. False: the
+ * KDC binaries are missing (the test skips). */
+static bool start(struct gssapi_it *t)
+{
+    if (!test_kdc_available())
+        return false;
+    char why[512], service_keytab[300];
+    if (test_kdc_start(&t->kdc, why, sizeof why) != 0)
+        fail_msg("KDC: %s", why);
+    if (test_kdc_add_principal(&t->kdc, "kafka/localhost", "kafka.keytab", service_keytab, sizeof service_keytab, why,
+                               sizeof why) != 0 ||
+        test_kdc_add_principal(&t->kdc, "kafka-client", "client.keytab", t->client_keytab, sizeof t->client_keytab, why,
+                               sizeof why) != 0 ||
+        test_kdc_add_principal(&t->kdc, "ghost", "ghost.keytab", t->ghost_keytab, sizeof t->ghost_keytab, why,
+                               sizeof why) != 0)
+        fail_msg("%s", why);
+    /* ghost's keytab outlives its principal: the KDC no longer knows it. */
+    assert_int_equal(test_kdc_delete_principal(&t->kdc, "ghost"), 0);
+
+    t->sasl_port = harness_free_port();
+    assert_true(t->sasl_port > 0);
+    /* The client asks for a ticket to kafka/<the host it dials>. */
+    snprintf(t->sasl_bootstrap, sizeof t->sasl_bootstrap, "localhost:%d", t->sasl_port);
+    char listeners[200], advertised[200], plugin_path[600], keytab[400];
+    snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:%d",
+             t->sasl_port);
+    snprintf(advertised, sizeof advertised,
+             "advertised.listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://localhost:%d", t->sasl_port);
+    snprintf(plugin_path, sizeof plugin_path, "plugin.path=%s", CAIRN_PLUGIN_DIR);
+    snprintf(keytab, sizeof keytab, "plugin.auth-sasl.keytab=%s", service_keytab);
+    const char *overrides[] = {listeners,
+                               advertised,
+                               plugin_path,
+                               "plugins=auth-sasl",
+                               "sasl.enabled.mechanisms=GSSAPI",
+                               keytab,
+                               "plugin.auth-sasl.kerberos_host=localhost",
+                               NULL};
+    broker_start(&t->broker, overrides);
+    return true;
+}
+
+static void stop(struct gssapi_it *t)
+{
+    broker_stop(&t->broker);
+    broker_mark_passed(&t->broker);
+    broker_cleanup(&t->broker);
+    test_kdc_stop(&t->kdc);
+}
+
+static void produce_and_consume(struct gssapi_it *t, const char *topic)
+{
+    struct auth_errors errors = {0};
+    rd_kafka_t *rk = kerberos_producer(t, "kafka-client", t->client_keytab, &errors);
+    for (int i = 0; i < 10; i++) {
+        char value[32];
+        snprintf(value, sizeof value, "kerberos-%d", i);
+        assert_int_equal(rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
+                                           RD_KAFKA_V_VALUE(value, strlen(value)),
+                                           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END),
+                         RD_KAFKA_RESP_ERR_NO_ERROR);
+    }
+    if (rd_kafka_flush(rk, 30000) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        fail_msg("produce over GSSAPI did not finish; authentication errors: %d %s", errors.count, errors.text);
+    assert_int_equal(errors.count, 0);
+    rd_kafka_destroy(rk);
+
+    char kinit[600];
+    const char *conf[16];
+    kerberos_conf("kafka-client", t->client_keytab, kinit, sizeof kinit, conf);
+    rd_kafka_t *consumer = rk_consumer_new(t->sasl_bootstrap, conf);
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(consumer, topic, NULL);
+    assert_int_equal(rd_kafka_consume_start(rkt, 0, RD_KAFKA_OFFSET_BEGINNING), 0);
+    int got = 0;
+    long long deadline = harness_now_ms() + 30000;
+    while (got < 10 && harness_now_ms() < deadline) {
+        rd_kafka_message_t *m = rd_kafka_consume(rkt, 0, 500);
+        if (!m)
+            continue;
+        if (!m->err) {
+            char want[32];
+            snprintf(want, sizeof want, "kerberos-%d", got);
+            assert_int_equal(m->len, strlen(want));
+            assert_memory_equal(m->payload, want, m->len);
+            got++;
+        }
+        rd_kafka_message_destroy(m);
+    }
+    assert_int_equal(got, 10);
+    rd_kafka_consume_stop(rkt, 0);
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_destroy(consumer);
+}
+
+/* SaslHandshake v1 for GSSAPI, then one SaslAuthenticate v2 with `token`;
+ * returns the error code, the message in message. */
+static int16_t raw_gssapi_token(struct gssapi_it *t, const void *token, size_t len, char *message, size_t cap)
+{
+    struct raw_session s = {raw_connect(t->sasl_port, 10000), 0};
+    assert_true(s.fd >= 0);
+    struct raw_writer w;
+    struct raw_reader r;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 17, 1, ++s.correlation, "gssapi-it");
+    raw_put_string(&w, "GSSAPI");
+    uint8_t *frame = raw_session_roundtrip(&s, &w, &r, false);
+    assert_int_equal(raw_get_i16(&r), 0);
+    free(frame);
+
+    raw_session_begin(&s, &w, 36, 2);
+    raw_put_compact_bytes(&w, token, len);
+    raw_put_uvarint(&w, 0);
+    frame = raw_session_roundtrip(&s, &w, &r, true);
+    int16_t err = raw_get_i16(&r);
+    message[0] = '\0';
+    raw_get_compact_string(&r, message, cap);
+    free(frame);
+    close(s.fd);
+    return err;
+}
+
+static void test_gssapi_with_librdkafka(void **state)
+{
+    (void)state;
+    struct gssapi_it t;
+    memset(&t, 0, sizeof t);
+    if (!start(&t)) {
+        print_message("skipping: MIT Kerberos KDC binaries (krb5kdc, kdb5_util, kadmin.local, kinit) "
+                      "are not installed; apt-get install krb5-kdc krb5-admin-server krb5-user\n");
+        skip();
+    }
+    rk_create_topic(broker_bootstrap(&t.broker), "kerberos-topic", 1, NULL);
+    produce_and_consume(&t, "kerberos-topic");
+    /* The Kerberos name kafka-client@CAIRN.TEST is the Kafka user kafka-client. */
+    if (!broker_log_contains(&t.broker, "User:kafka-client authenticated with GSSAPI"))
+        fail_msg("the broker did not log User:kafka-client authenticating with GSSAPI");
+
+    /* A principal the KDC does not know gets no ticket: librdkafka's kinit
+     * fails and the login is refused. The cache holds no earlier ticket. */
+    assert_int_equal(system("kdestroy -q 2>/dev/null || true"), 0);
+    struct auth_errors errors = {0};
+    rd_kafka_t *rk = kerberos_producer(&t, "ghost", t.ghost_keytab, &errors);
+    long long deadline = harness_now_ms() + 20000;
+    while (errors.count == 0 && harness_now_ms() < deadline)
+        rd_kafka_poll(rk, 100);
+    rd_kafka_destroy(rk);
+    if (errors.count == 0)
+        fail_msg("a client without a ticket was not refused");
+    print_message("refused client: %s\n", errors.text);
+    assert_false(broker_log_contains(&t.broker, "User:ghost authenticated"));
+
+    /* A token that is not Kerberos: the broker answers with the GSSAPI reason. */
+    char message[256];
+    const char garbage[] = "not a kerberos token";
+    assert_int_equal(raw_gssapi_token(&t, garbage, sizeof garbage - 1, message, sizeof message),
+                     ERR_SASL_AUTHENTICATION_FAILED);
+    if (!strstr(message, "GSSAPI"))
+        fail_msg("expected a GSSAPI failure message, got: %s", message);
+    stop(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gssapi_with_librdkafka),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
