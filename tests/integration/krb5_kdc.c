@@ -150,10 +150,10 @@ int test_kdc_add_principal(struct test_kdc *k, const char *principal, const char
     return 0;
 }
 
-int test_kdc_delete_principal(struct test_kdc *k, const char *principal)
+int test_kdc_admin(struct test_kdc *k, const char *query)
 {
     char cmd[600];
-    snprintf(cmd, sizeof cmd, KDC_SBIN "/kadmin.local -r %s -q 'delprinc -force %s'", k->realm, principal);
+    snprintf(cmd, sizeof cmd, KDC_SBIN "/kadmin.local -r %s -q '%s'", k->realm, query);
     return run(k, cmd);
 }
 

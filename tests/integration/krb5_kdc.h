@@ -27,8 +27,9 @@ int test_kdc_start(struct test_kdc *k, char *why, size_t whylen);
  * to k->dir/<file>; fills path. 0, or -1 with the reason in why. */
 int test_kdc_add_principal(struct test_kdc *k, const char *principal, const char *file, char *path, size_t pathlen,
                            char *why, size_t whylen);
-/* Deletes a principal from the database (its keytab stays). 0, or -1. */
-int test_kdc_delete_principal(struct test_kdc *k, const char *principal);
+/* Runs one kadmin.local query (e.g. "delprinc -force ghost", after which
+ * ghost's keytab stays but the KDC no longer knows it). 0, or -1. */
+int test_kdc_admin(struct test_kdc *k, const char *query);
 /* Stops the KDC and removes the realm's files. */
 void test_kdc_stop(struct test_kdc *k);
 
