@@ -190,6 +190,18 @@ static void produce_and_consume(struct gssapi_it *t, const char *topic)
     rd_kafka_destroy(consumer);
 }
 
+/* The broker's log reaches its file a little later than the client's answer. */
+static bool wait_log(struct gssapi_it *t, const char *needle)
+{
+    long long deadline = harness_now_ms() + 10000;
+    while (!broker_log_contains(&t->broker, needle))
+        if (harness_now_ms() > deadline)
+            return false;
+        else
+            usleep(100 * 1000);
+    return true;
+}
+
 /* SaslHandshake v1 for GSSAPI, then one SaslAuthenticate v2 with `token`;
  * returns the error code, the message in message. */
 static int16_t raw_gssapi_token(struct gssapi_it *t, const void *token, size_t len, char *message, size_t cap)
@@ -230,7 +242,7 @@ static void test_gssapi_with_librdkafka(void **state)
     rk_create_topic(broker_bootstrap(&t.broker), "kerberos-topic", 1, NULL);
     produce_and_consume(&t, "kerberos-topic");
     /* The Kerberos name kafka-client@CAIRN.TEST is the Kafka user kafka-client. */
-    if (!broker_log_contains(&t.broker, "User:kafka-client authenticated with GSSAPI"))
+    if (!wait_log(&t, "User:kafka-client authenticated with GSSAPI"))
         fail_msg("the broker did not log User:kafka-client authenticating with GSSAPI");
 
     /* A principal the KDC does not know gets no ticket: librdkafka's kinit
