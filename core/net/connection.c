@@ -206,11 +206,16 @@ static int conn_parse(struct net_connection *c)
     const uint8_t *p = c->in_buf + c->in_start;
     int64_t size = (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
     int64_t max = c->loop->server->cfg.socket_request_max_bytes;
-    if (size <= 0 || size > max) {
+    /* On SASL listeners an empty frame is valid, as in Kafka: a bare token
+     * after SaslHandshake v0 may be empty (GSSAPI's second client token);
+     * the dispatcher closes an empty frame that should have been a request. */
+    bool sasl = c->security_protocol == NET_SECURITY_SASL_PLAINTEXT || c->security_protocol == NET_SECURITY_SASL_SSL;
+    int64_t min = sasl ? 0 : 1;
+    if (size < min || size > max) {
         logger_warn(NET_LOG,
-                    "closing connection %" PRIu64 " from %s: request size %" PRId64 " is outside 1..%" PRId64
+                    "closing connection %" PRIu64 " from %s: request size %" PRId64 " is outside %" PRId64 "..%" PRId64
                     " (socket.request.max.bytes)",
-                    c->id, c->peer, size, max);
+                    c->id, c->peer, size, min, max);
         net_connection_close(c, "invalid request size");
         return -1;
     }
