@@ -164,6 +164,17 @@ static int auth_sasl_init(const struct cairn_host *host, void **instance, char *
         "Cyrus SASL serves PLAIN (pwcheck_method=%s, auxprop_plugin=%s, sasldb=%s) and GSSAPI (service %s, host %s)",
         p->pwcheck_method, p->auxprop_plugin, p->sasldb_path, p->service,
         p->kerberos_host[0] ? p->kerberos_host : "(host name)");
+    /* Cyrus loads its mechanisms as modules: say so now if GSSAPI's is
+     * missing, rather than at each client's failed exchange. */
+    bool gssapi_module = false;
+    pthread_mutex_lock(&auth_sasl_lock);
+    const char **mechs = sasl_global_listmech();
+    for (size_t i = 0; mechs && mechs[i]; i++)
+        gssapi_module = gssapi_module || strcmp(mechs[i], "GSSAPI") == 0;
+    pthread_mutex_unlock(&auth_sasl_lock);
+    if (!gssapi_module)
+        host->log(host->ctx, CAIRN_LOG_WARN,
+                  "Cyrus SASL has no GSSAPI module (Debian: libsasl2-modules-gssapi-mit): GSSAPI logins will fail");
     *instance = p;
     return CAIRN_OK;
 }
