@@ -1,4 +1,6 @@
-/* The throwaway Kerberos realm of krb5_kdc.h. */
+/* The throwaway Kerberos realm of krb5_kdc.h. krb5kdc runs in the
+ * foreground as the test's child, killed with the test (PR_SET_PDEATHSIG)
+ * if it fails before test_kdc_stop; a failed test keeps the realm's dir. */
 #include "krb5_kdc.h"
 
 #include <arpa/inet.h>
@@ -8,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -101,12 +104,17 @@ int test_kdc_start(struct test_kdc *k, char *why, size_t whylen)
         snprintf(why, whylen, "kdb5_util create failed (see %s/commands.log)", k->dir);
         return -1;
     }
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         snprintf(why, whylen, "fork: %s", strerror(errno));
         return -1;
     }
     if (pid == 0) {
+        /* A failed test leaves without test_kdc_stop: the KDC goes with it. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
         char log[400];
         snprintf(log, sizeof log, "%s/krb5kdc.out", k->dir);
         FILE *out = freopen(log, "w", stdout);
