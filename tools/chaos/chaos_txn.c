@@ -4,7 +4,7 @@
  * A transactional producer (transactional.id "chaos-txn-<thread>", kept
  * across incarnations so a new one fences the old) writes txn_size records
  * per transaction and commits two transactions out of three, aborting the
- * third. Only when commit_transaction returns success are the records
+ * third after sending its records (so that they are in the logs). Only when commit_transaction returns success are the records
  * logged as "A" (acknowledged: they must be read); only when
  * abort_transaction returns success are they logged as "X" (they must never
  * be read by a read_committed consumer). A transaction whose end failed
@@ -160,6 +160,13 @@ static void log_txn(struct txn_producer *p, int committed)
 static int end_txn(struct txn_producer *p, rd_kafka_t *rk, int commit)
 {
     char first[512] = "";
+    /* A deliberate abort sends the records first: they reach the logs, so
+     * the abort markers must hide them, and no AddPartitionsToTxn is in
+     * flight when EndTxn goes out (librdkafka sends EndTxn then, and when
+     * the previous commit's markers are still being written the
+     * coordinator answers INVALID_TXN_STATE, fatal: librdkafka issue 4849). */
+    if (!commit)
+        rd_kafka_flush(rk, 30000);
     for (int attempt = 0; attempt < 10; attempt++) {
         rd_kafka_error_t *e = commit ? rd_kafka_commit_transaction(rk, 60000) : rd_kafka_abort_transaction(rk, 60000);
         if (!e)
