@@ -4,8 +4,9 @@
  * A transactional producer (transactional.id "chaos-txn-<thread>", kept
  * across incarnations so a new one fences the old) writes txn_size records
  * per transaction and commits two transactions out of three, aborting the
- * third after sending its records (so that they are in the logs). Only when commit_transaction returns success are the records
- * logged as "A" (acknowledged: they must be read); only when
+ * third after sending its records (so that they are in the logs). Only
+ * when commit_transaction returns success are the records logged as "A"
+ * (acknowledged: they must be read); only when
  * abort_transaction returns success are they logged as "X" (they must never
  * be read by a read_committed consumer). A transaction whose end failed
  * fatally has an unknown outcome and is logged as neither; it is counted,
