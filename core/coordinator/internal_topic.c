@@ -37,8 +37,8 @@ struct internal_topic {
 };
 
 /* Creates the topic when the image lacks it. Returns 0 or -1 with err. */
-static int ensure_topic_once(const struct internal_topic_options *opts, int32_t num_partitions,
-                             int32_t segment_bytes, int16_t *code, char *err, size_t errlen)
+static int ensure_topic_once(const struct internal_topic_options *opts, int32_t num_partitions, int32_t segment_bytes,
+                             int16_t *code, char *err, size_t errlen)
 {
     *code = KAFKA_ERR_NONE;
     const struct metadata_image *img = metadata_image_acquire(opts->metadata);
@@ -221,15 +221,14 @@ struct partition_log *internal_topic_partition_log(const struct internal_topic *
     return t && p >= 0 && p < t->partition_count ? t->partitions[p] : NULL;
 }
 
-int16_t internal_topic_append(const struct internal_topic *t, struct partition_log *log, uint8_t *batch, size_t len,
-                              bool coordinator_origin, enum internal_topic_flush flush, int64_t *end_offset,
-                              const char *what)
+static int16_t append_at(const struct internal_topic *t, struct partition_log *log, int32_t epoch, uint8_t *batch,
+                         size_t len, bool coordinator_origin, enum internal_topic_flush flush, int64_t *end_offset,
+                         const char *what)
 {
-    int32_t epoch = partition_log_latest_epoch(log);
     struct log_append_result res;
     memset(&res, 0, sizeof res);
-    int16_t code = coordinator_origin ? partition_log_append_coordinator(log, batch, len, epoch < 0 ? 0 : epoch, &res)
-                                      : partition_log_append(log, batch, len, epoch < 0 ? 0 : epoch, &res);
+    int16_t code = coordinator_origin ? partition_log_append_coordinator(log, batch, len, epoch, &res)
+                                      : partition_log_append(log, batch, len, epoch, &res);
     if (code != KAFKA_ERR_NONE) {
         logger_warn(t->component, "cannot write %s to %s: error %d %s", what, partition_log_dir(log), (int)code,
                     res.error_message);
@@ -242,6 +241,32 @@ int16_t internal_topic_append(const struct internal_topic *t, struct partition_l
     code = flush == INTERNAL_TOPIC_FLUSH_RECORDS ? partition_log_flush_records(log) : partition_log_flush(log);
     if (code != KAFKA_ERR_NONE)
         logger_error(t->component, "cannot flush %s in %s: error %d", what, partition_log_dir(log), (int)code);
+    return code;
+}
+
+int16_t internal_topic_append(const struct internal_topic *t, struct partition_log *log, uint8_t *batch, size_t len,
+                              bool coordinator_origin, enum internal_topic_flush flush, int64_t *end_offset,
+                              const char *what)
+{
+    int32_t epoch = partition_log_latest_epoch(log);
+    return append_at(t, log, epoch < 0 ? 0 : epoch, batch, len, coordinator_origin, flush, end_offset, what);
+}
+
+int16_t internal_topic_append_replicated(const struct internal_topic *t, struct partition_log *log, uint8_t *batch,
+                                         size_t len, enum internal_topic_flush flush, int64_t timeout_ms,
+                                         const char *what)
+{
+    int32_t epoch = partition_log_latest_epoch(log);
+    if (epoch < 0)
+        epoch = 0;
+    int64_t end = -1;
+    int16_t code = append_at(t, log, epoch, batch, len, false, flush, &end, what);
+    if (code != KAFKA_ERR_NONE)
+        return code;
+    code = partition_log_wait_replicated(log, epoch, end, timeout_ms);
+    if (code != KAFKA_ERR_NONE)
+        logger_warn(t->component, "%s in %s (epoch %d, up to offset %" PRId64 ") not replicated: %s", what,
+                    partition_log_dir(log), (int)epoch, end, kafka_error_name(code));
     return code;
 }
 

@@ -79,6 +79,16 @@ int16_t internal_topic_append(const struct internal_topic *t, struct partition_l
                               bool coordinator_origin, enum internal_topic_flush flush, int64_t *end_offset,
                               const char *what);
 
+/* internal_topic_append (producer rules), then waits up to timeout_ms for
+ * the batch to be replicated to the ISR (partition_log_wait_replicated),
+ * as Kafka's coordinators write with acks=all: state a coordinator acts on
+ * must survive a change of leader. Returns NONE, the append's error,
+ * NOT_LEADER_OR_FOLLOWER (the batch was cut by a truncation) or
+ * REQUEST_TIMED_OUT (not replicated in time; it may still be later). */
+int16_t internal_topic_append_replicated(const struct internal_topic *t, struct partition_log *log, uint8_t *batch,
+                                         size_t len, enum internal_topic_flush flush, int64_t timeout_ms,
+                                         const char *what);
+
 /* The log of partition p when this broker holds it (NULL otherwise). Not
  * retained: it lives as long as the topic. */
 struct partition_log *internal_topic_partition_log(const struct internal_topic *t, int32_t p);

@@ -17,6 +17,10 @@
 #include "protocol/generated/errors.h"
 #include "util/logger.h"
 
+/* How long a marker waits for its replication before the write counts as
+ * failed (the coordinator then writes it again). */
+#define TXN_MARKER_REPLICATION_TIMEOUT_MS 5000
+
 int16_t txn_markers_write_partition(const struct txn_markers_local *local, struct partition_log *log, const char *topic,
                                     int32_t partition, int64_t producer_id, int16_t producer_epoch,
                                     int32_t coordinator_epoch, bool commit, int32_t leader_epoch)
@@ -29,6 +33,21 @@ int16_t txn_markers_write_partition(const struct txn_markers_local *local, struc
     if (code == KAFKA_ERR_NONE && offset >= 0 && local->fetch_purgatory)
         /* The log's address is the watch key fetches park on, as for produce. */
         purgatory_notify(local->fetch_purgatory, (uintptr_t)log);
+    if (code == KAFKA_ERR_NONE) {
+        /* Done only once replicated, as Kafka writes markers with acks=all:
+         * a marker lost with a change of leader would leave the
+         * transaction open there, and the producer's next COMMIT marker
+         * would commit the aborted records with it. A retry finds the
+         * transaction closed and writes nothing: it waits for the log end,
+         * which covers the marker written before. */
+        int64_t end = offset >= 0 ? offset + 1 : partition_log_end_offset(log);
+        code = partition_log_wait_replicated(log, partition_log_latest_epoch(log), end,
+                                             TXN_MARKER_REPLICATION_TIMEOUT_MS);
+        if (code != KAFKA_ERR_NONE)
+            logger_warn(
+                "txn", "%s marker for producer %" PRId64 " on %s-%" PRId32 " (log end %" PRId64 ") not replicated: %s",
+                commit ? "COMMIT" : "ABORT", producer_id, topic ? topic : "?", partition, end, kafka_error_name(code));
+    }
     if (code == KAFKA_ERR_NONE && local->groups && topic && strcmp(topic, GROUP_LOG_TOPIC) == 0) {
         /* A reload replays this marker to settle the pending offsets, so it
          * must be on disk before memory says they are settled. */

@@ -143,6 +143,16 @@ int64_t partition_log_update_high_watermark(struct partition_log *log, int64_t o
  * tracking) until partition_log_update_high_watermark moves it. */
 void partition_log_set_high_watermark_tracks_end(struct partition_log *log, bool track);
 bool partition_log_high_watermark_tracks_end(struct partition_log *log);
+/* Waits until the records below end, appended here at leader epoch epoch,
+ * are replicated (the high watermark reaches end), as an acks=all produce
+ * does. A coordinator calls it after writing its own state or a marker, so
+ * that it answers only for what survives a change of leader. Returns NONE,
+ * NOT_LEADER_OR_FOLLOWER when a truncation cut those records (another
+ * leader's log won), or REQUEST_TIMED_OUT after timeout_ms (the followers
+ * did not fetch them: this node may no longer lead, or has no ISR). Polls;
+ * takes no lock the replica layer needs. epoch -1 (a log without epochs)
+ * only waits for the high watermark. */
+int16_t partition_log_wait_replicated(struct partition_log *log, int32_t epoch, int64_t end, int64_t timeout_ms);
 /* At load: the high watermark from replication-offset-checkpoint, clamped to
  * [log start, log end]; the log stops tracking its end until the replica
  * layer says otherwise (partition_log_set_high_watermark_tracks_end). */

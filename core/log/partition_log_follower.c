@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
@@ -71,6 +72,30 @@ int64_t partition_log_high_watermark(struct partition_log *log)
     if (hw > end)
         hw = end;
     return hw < start ? start : hw;
+}
+
+int16_t partition_log_wait_replicated(struct partition_log *log, int32_t epoch, int64_t end, int64_t timeout_ms)
+{
+    int64_t deadline = clock_mono_ms() + timeout_ms;
+    for (;;) {
+        /* The records are still ours while the epoch they were written in
+         * reaches past them: a truncation to another leader's log ends the
+         * epoch earlier (KIP-101's end offset for an epoch). */
+        if (epoch >= 0) {
+            int32_t found = -1;
+            int64_t epoch_end = partition_log_end_offset_for_epoch(log, epoch, &found);
+            if (found != epoch || epoch_end < end)
+                return KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
+        }
+        if (partition_log_high_watermark(log) >= end)
+            return KAFKA_ERR_NONE;
+        if (atomic_load(&log->offline))
+            return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+        if (clock_mono_ms() >= deadline)
+            return KAFKA_ERR_REQUEST_TIMED_OUT;
+        struct timespec pause = {.tv_sec = 0, .tv_nsec = 2 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
 }
 
 int64_t partition_log_update_high_watermark(struct partition_log *log, int64_t offset)

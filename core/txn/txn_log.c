@@ -70,6 +70,11 @@ struct internal_topic *txn_log_topic(const struct txn_log *tl)
     return tl ? tl->topic : NULL;
 }
 
+/* How long a write of the transaction log waits for its replication (Kafka
+ * waits request.timeout.ms; shorter here, as the coordinator holds its lock
+ * meanwhile): the client then retries on COORDINATOR_NOT_AVAILABLE. */
+#define TXN_LOG_REPLICATION_TIMEOUT_MS 5000
+
 static int16_t log_for_id(struct txn_log *tl, const char *id, struct partition_log **out)
 {
     return internal_topic_log_for_key(tl ? tl->topic : NULL, id, out);
@@ -185,7 +190,11 @@ int16_t txn_log_write(struct txn_log *tl, const char *transactional_id, const st
     }
     char about[256];
     snprintf(about, sizeof about, "transactional id %s", transactional_id);
-    code = internal_topic_append(tl->topic, log, batch, len, false, INTERNAL_TOPIC_FLUSH_RECORDS, NULL, about);
+    /* Replicated before the coordinator acts on it: a state only this node
+     * had would be lost with its leadership, and the next coordinator would
+     * take an aborted transaction for an open one (and commit it). */
+    code = internal_topic_append_replicated(tl->topic, log, batch, len, INTERNAL_TOPIC_FLUSH_RECORDS,
+                                            TXN_LOG_REPLICATION_TIMEOUT_MS, about);
     free(batch);
     return txn_log_append_error(code);
 }

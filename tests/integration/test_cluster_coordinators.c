@@ -6,7 +6,8 @@
  * librdkafka consumer group bootstrapped on another broker works. A
  * transaction over partitions led by every broker gets its COMMIT/ABORT
  * markers on all of them (WriteTxnMarkers from the coordinator), also when
- * one leader is down at commit time and comes back later. */
+ * one leader is down at commit time and comes back later. EndTxn answers
+ * only once the coordinator's state is replicated to its followers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include "cluster_harness.h"
 #include "rk_helpers.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -503,12 +505,66 @@ static void test_markers_wait_for_a_leader_that_is_down(void **state)
     cluster_stop(&c);
 }
 
+/* EndTxn is answered only once the coordinator's PrepareCommit is
+ * replicated: with both followers of its __transaction_state partition
+ * stopped, a commit cannot succeed (a state only the coordinator held
+ * would be lost with its leadership; the next coordinator would then take
+ * an aborted transaction for an open one and commit it). Once they run
+ * again, the same commit completes. */
+static void test_end_txn_waits_for_replication(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_up(&c);
+    wait_all_brokers(&c, 30000);
+    int32_t controller = agreed_controller(&c, -1, 30000);
+    const char *id = "replicated-end";
+    int32_t coordinator = -1;
+    long long deadline = harness_now_ms() + 30000;
+    while ((coordinator = txn_coordinator_of(&c, controller, id)) < 0 && harness_now_ms() < deadline)
+        usleep(200 * 1000);
+    assert_true(coordinator >= 1 && coordinator <= N);
+    assert_int_equal(create_topic(&c, controller, TXN_TOPIC, TXN_PARTITIONS), KAFKA_ERR_NONE);
+    wait_topic(&c, controller, TXN_TOPIC, TXN_PARTITIONS, 20000);
+    const char *bootstrap = broker_bootstrap(&c.nodes[coordinator - 1]);
+    const char *conf[] = {"transactional.id", id, "transaction.timeout.ms", "60000", NULL};
+    rd_kafka_t *p = rk_producer_new(bootstrap, conf);
+    assert_true(rk_wait_topic(p, TXN_TOPIC, TXN_PARTITIONS, 20000));
+    rk_expect_ok(rd_kafka_init_transactions(p, 60000), "init_transactions");
+    rk_expect_ok(rd_kafka_begin_transaction(p), "begin_transaction");
+    for (int part = 0; part < TXN_PARTITIONS; part++)
+        assert_int_equal(rk_produce_blocking(p, TXN_TOPIC, part, NULL, 0, "r", 1, 0, NULL, NULL), 0);
+    assert_int_equal(rd_kafka_flush(p, 60000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    for (int n = 1; n <= N; n++)
+        if (n != coordinator)
+            assert_int_equal(kill(c.nodes[n - 1].pid, SIGSTOP), 0);
+    rd_kafka_error_t *e = rd_kafka_commit_transaction(p, 8000);
+    for (int n = 1; n <= N; n++)
+        if (n != coordinator)
+            assert_int_equal(kill(c.nodes[n - 1].pid, SIGCONT), 0);
+    if (!e)
+        fail_msg("commit_transaction succeeded while the coordinator's followers were stopped");
+    assert_true(rd_kafka_error_is_retriable(e));
+    rd_kafka_error_destroy(e);
+    /* Retried: the followers fetch the coordinator's state, the commit ends. */
+    deadline = harness_now_ms() + 60000;
+    while ((e = rd_kafka_commit_transaction(p, 10000)) && rd_kafka_error_is_retriable(e) &&
+           harness_now_ms() < deadline) {
+        rd_kafka_error_destroy(e);
+        usleep(200 * 1000);
+    }
+    rk_expect_ok(e, "commit_transaction after the followers resumed");
+    rk_producer_destroy(p);
+    cluster_stop(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_find_coordinator_from_every_broker),
         cmocka_unit_test(test_transaction_across_brokers),
         cmocka_unit_test(test_markers_wait_for_a_leader_that_is_down),
+        cmocka_unit_test(test_end_txn_waits_for_replication),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

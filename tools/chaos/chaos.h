@@ -38,6 +38,8 @@ struct chaos_work_opts {
     int message_timeout_ms; /* librdkafka message.timeout.ms */
     int txn_producers;      /* transactional producer threads (same rate each) */
     int txn_size;           /* records per transaction; every third transaction aborts */
+    int strict_txn;         /* a transaction of unknown outcome (fatal end) fails the workload */
+    int txn_debug;          /* librdkafka "eos,protocol,msg" debug to <out_dir>/txn-debug.log */
 };
 
 struct chaos_produce_opts {

@@ -96,6 +96,7 @@ static const char usage[] =
     "       cairn-chaos work  --bootstrap B --topic T --out DIR [--seconds 60] [--producers 2]\n"
     "                         [--rate 100] [--group G] [--drain-seconds 60] [--max-drain-seconds 180]\n"
     "                         [--message-timeout-ms 120000] [--txn-producers 0] [--txn-size 10]\n"
+    "                         [--strict-txn] [--txn-debug]\n"
     "       cairn-chaos read  --bootstrap B --topic T --out FILE [--timeout-seconds 120]\n"
     "       cairn-chaos produce --bootstrap B --topic T --name N [--count 1] [--retries 0]\n"
     "                         [--message-timeout-ms 10000] [--out ACKED_LOG] [--times]\n"
@@ -134,6 +135,8 @@ int main(int argc, char **argv)
         {"count", required_argument, 0, 'c'},
         {"retries", required_argument, 0, 'y'},
         {"times", no_argument, 0, 'M'},
+        {"strict-txn", no_argument, 0, 'F'},
+        {"txn-debug", no_argument, 0, 'G'},
         {0, 0, 0, 0},
     };
     uint64_t seed = 1;
@@ -214,6 +217,12 @@ int main(int argc, char **argv)
             break;
         case 'M':
             print_times = 1;
+            break;
+        case 'F':
+            w.strict_txn = 1;
+            break;
+        case 'G':
+            w.txn_debug = 1;
             break;
         case 'w':
             timeout_s = atoi(optarg);

@@ -18,6 +18,7 @@ struct shared_log {
 struct work {
     const struct chaos_work_opts *o;
     struct shared_log acked, read;
+    struct shared_log *txn_debug; /* librdkafka debug of transactional producers, or NULL */
     atomic_int stop_producers, stop_consumer;
     atomic_llong acked_count, failed_count, read_count, last_read_ms;
     atomic_llong committed_txns, aborted_txns, unknown_txns;

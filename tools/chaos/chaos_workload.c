@@ -245,6 +245,13 @@ int chaos_work(const struct chaos_work_opts *o)
         ps[i].index = i;
         pthread_create(&ps[i].thread, NULL, producer_main, &ps[i]);
     }
+    struct shared_log txn_debug = {.f = NULL};
+    pthread_mutex_init(&txn_debug.lock, NULL);
+    if (o->txn_producers > 0 && o->txn_debug) {
+        if (!(txn_debug.f = open_in(o->out_dir, "txn-debug.log")))
+            return 1;
+        w.txn_debug = &txn_debug;
+    }
     void *txn = NULL;
     if (o->txn_producers > 0 && chaos_txn_start(&w, &txn) < 0)
         return 1;
@@ -262,6 +269,12 @@ int chaos_work(const struct chaos_work_opts *o)
     free(ps);
     if (txn)
         chaos_txn_join(txn);
+    if (txn_debug.f) {
+        pthread_mutex_lock(&txn_debug.lock);
+        fclose(txn_debug.f);
+        txn_debug.f = NULL;
+        pthread_mutex_unlock(&txn_debug.lock);
+    }
     /* The group reads on until it has read as many records as were
      * acknowledged and then 3 s more (a late duplicate shows too), or has
      * been idle for drain_seconds; never past max_drain_seconds. */
@@ -292,6 +305,11 @@ int chaos_work(const struct chaos_work_opts *o)
               (long long)atomic_load(&w.acked_count), (long long)atomic_load(&w.failed_count),
               (long long)atomic_load(&w.read_count), (long long)atomic_load(&w.committed_txns),
               (long long)atomic_load(&w.aborted_txns), (long long)atomic_load(&w.unknown_txns));
+    if (o->strict_txn && atomic_load(&w.unknown_txns) > 0) {
+        chaos_log("--strict-txn: %lld transactions ended fatally (see the FATAL lines)",
+                  (long long)atomic_load(&w.unknown_txns));
+        return 1;
+    }
     return 0;
 }
 

@@ -1,7 +1,8 @@
 /* The replication append origin and the high watermark: a follower's copy
  * of a leader's log keeps every byte, offset and epoch, rebuilds the same
  * producer state, transactions and LSO, refuses batches that do not follow
- * its log end, and survives reopen and recovery. */
+ * its log end, and survives reopen and recovery; and the wait of a
+ * coordinator for its records to be replicated. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -388,6 +389,39 @@ static void test_high_watermark(void **state)
     assert_int_equal(partition_log_high_watermark(log), 10);
 }
 
+/* What a coordinator waits on after writing its state or a marker: the
+ * high watermark reaching its records, unless a truncation to another
+ * leader's log cut them (a later epoch then fills those offsets, and the
+ * high watermark may pass them without them being there). */
+static void test_wait_replicated(void **state)
+{
+    struct pair *p = *state;
+    struct partition_log *log = p->follower->log;
+    produce(log, -1, -1, -1, 5, false, 0); /* 0..4 at epoch 0 */
+    /* Led alone, the high watermark is the log end: nothing to wait for. */
+    assert_int_equal(partition_log_wait_replicated(log, 0, 5, 0), KAFKA_ERR_NONE);
+
+    partition_log_set_high_watermark_tracks_end(log, false);
+    produce(log, -1, -1, -1, 3, false, 1); /* 5..7 at epoch 1, not replicated yet */
+    assert_int_equal(partition_log_wait_replicated(log, 1, 8, 50), KAFKA_ERR_REQUEST_TIMED_OUT);
+    partition_log_update_high_watermark(log, 6);
+    assert_int_equal(partition_log_wait_replicated(log, 1, 8, 50), KAFKA_ERR_REQUEST_TIMED_OUT);
+    partition_log_update_high_watermark(log, 8);
+    assert_int_equal(partition_log_wait_replicated(log, 1, 8, 50), KAFKA_ERR_NONE);
+
+    produce(log, -1, -1, -1, 2, false, 1); /* 8..9 at epoch 1 */
+    /* Another leader's log wins: cut to 8, then its epoch 2 fills 8..11
+     * and its high watermark passes 10. */
+    assert_int_equal(partition_log_truncate_to(log, 8), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_wait_replicated(log, 1, 10, 50), KAFKA_ERR_NOT_LEADER_OR_FOLLOWER);
+    produce(log, -1, -1, -1, 4, false, 2);
+    partition_log_update_high_watermark(log, 12);
+    assert_int_equal(partition_log_wait_replicated(log, 1, 10, 50), KAFKA_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(partition_log_wait_replicated(log, 2, 12, 50), KAFKA_ERR_NONE);
+    /* A log without epochs only waits for the high watermark. */
+    assert_int_equal(partition_log_wait_replicated(log, -1, 12, 0), KAFKA_ERR_NONE);
+}
+
 /* A follower behind the leader's log start drops its log and starts an
  * empty one there (segments, epochs, producers gone), then copies on from
  * it, and the new start survives reopen. */
@@ -443,6 +477,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_follower_refuses_offsets_that_do_not_follow, pair_setup, pair_teardown),
         cmocka_unit_test_setup_teardown(test_follower_takes_markers_the_client_path_refuses, pair_setup, pair_teardown),
         cmocka_unit_test_setup_teardown(test_high_watermark, pair_setup, pair_teardown),
+        cmocka_unit_test_setup_teardown(test_wait_replicated, pair_setup, pair_teardown),
         cmocka_unit_test_setup_teardown(test_follower_truncates_fully_and_starts_at, pair_setup, pair_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
