@@ -53,27 +53,11 @@ static uint32_t be32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-static int read_full(int fd, void *buf, size_t len, off_t pos)
+/* pread or pwrite all of len bytes at pos; 0, or -1 on an error or end of file. */
+static int io_full(int fd, uint8_t *p, size_t len, off_t pos, bool to_file)
 {
-    uint8_t *p = buf;
     while (len > 0) {
-        ssize_t n = pread(fd, p, len, pos);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-        pos += n;
-    }
-    return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t len, off_t pos)
-{
-    const uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t n = pwrite(fd, p, len, pos);
+        ssize_t n = to_file ? pwrite(fd, p, len, pos) : pread(fd, p, len, pos);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -97,7 +81,7 @@ static long scan_segment(const char *path, FILE *out)
     off_t pos = 0;
     uint8_t hdr[BATCH_HEADER];
     /* A preallocated or reserved tail reads as zeros: a zero length ends it. */
-    while (read_full(fd, hdr, sizeof hdr, pos) == 0) {
+    while (io_full(fd, hdr, sizeof hdr, pos, false) == 0) {
         uint32_t len = be32(hdr + BATCH_LENGTH_AT);
         if (len < BATCH_HEADER - 12 || len > (1u << 30))
             break;
@@ -129,7 +113,7 @@ static double wall_us(void)
 struct run {
     const struct batch *batches;
     size_t count;
-    const uint8_t *ring;
+    uint8_t *ring;
     size_t ring_bytes;
     const char *dir;
     bool index;
@@ -178,11 +162,11 @@ static int run_mode(const struct run *r, const char *mode, int pass)
             if (fallocate(fd, FALLOC_FL_KEEP_SIZE, reserved, to - reserved) == 0)
                 reserved = to;
         }
-        rc = write_full(fd, r->ring + src, len, pos);
+        rc = io_full(fd, r->ring + src, len, pos, true);
         if (rc == 0 && r->index) {
-            rc = write_full(ifd, entry, 8, (off_t)i * 8);
+            rc = io_full(ifd, entry, 8, (off_t)i * 8, true);
             if (rc == 0)
-                rc = write_full(tfd, entry, 12, (off_t)i * 12);
+                rc = io_full(tfd, entry, 12, (off_t)i * 12, true);
         }
         pos += len;
         src += len;
