@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
         --override) overrides+=(--override "$2"); shift ;;
         --compression) compression="$2"; shift ;;
         --write-floor) write_floor=1 ;;
-        -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) binaries+=("$1") ;;
     esac
