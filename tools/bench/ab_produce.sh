@@ -6,13 +6,19 @@
 #
 # usage: tools/bench/ab_produce.sh [--rounds R] [--records N] [--bench PATH]
 #            [--perf-stat] [--out DIR] [--override key=value]...
-#            [--compression CODEC] CAIRND|mock...
+#            [--compression CODEC] [--write-floor] CAIRND|mock...
 #
 # Each run: cairnd on a free loopback port, `cairn-bench produce` of N
 # records of 1 KiB to one partition, acks=1, linger.ms=5, --broker-pid;
 # --compression sets the producer's codec (none, gzip, snappy, lz4, zstd).
 # --perf-stat also wraps each run's broker in `perf stat -p` (cycles,
 # user/kernel split) and keeps the output next to the JSON reports.
+# --write-floor also measures, after each cairnd run, the CPU per record of
+# appending that run's own batches (sizes read from its segments) to a new
+# file on the same file system (`cairn-write-floor`, reserve-steps, three
+# passes: the first into memory the page cache must obtain, the others into
+# pages the previous pass freed), and prints per round the ratios cairnd /
+# mock and cairnd / (mock + write). The load average is kept for every run.
 # On a VM whose kernel hands free memory back to the host
 # (/sys/module/page_reporting), the setting and the amount handed back
 # during the series are printed: page cache built on memory the host took
@@ -30,6 +36,7 @@ out=""
 compression=none
 overrides=()
 binaries=()
+write_floor=0
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -40,7 +47,8 @@ while [ $# -gt 0 ]; do
         --out) out="$2"; shift ;;
         --override) overrides+=(--override "$2"); shift ;;
         --compression) compression="$2"; shift ;;
-        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --write-floor) write_floor=1 ;;
+        -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) binaries+=("$1") ;;
     esac
@@ -48,6 +56,11 @@ while [ $# -gt 0 ]; do
 done
 [ ${#binaries[@]} -ge 1 ] || { echo "name at least one cairnd binary" >&2; exit 2; }
 [ -x "$bench" ] || { echo "cairn-bench not found at $bench (pass --bench)" >&2; exit 1; }
+floor_bin="$(dirname "$bench")/cairn-write-floor"
+if [ "$write_floor" = 1 ] && [ ! -x "$floor_bin" ]; then
+    echo "cairn-write-floor not found next to cairn-bench" >&2
+    exit 1
+fi
 [ -n "$out" ] || out="$(mktemp -d /tmp/cairn-ab.XXXXXX)"
 mkdir -p "$out"
 
@@ -99,6 +112,7 @@ start_mock() { # tag; sets broker_pid and port
 run_one() { # binary-index round
     local idx="$1" round="$2" bin="${binaries[$1]}" port tag
     tag="b$idx-r$round"
+    cut -d' ' -f1-3 /proc/loadavg >"$out/$tag.load"
     if [ "$bin" = mock ]; then
         start_mock "$tag"
     else
@@ -124,6 +138,19 @@ run_one() { # binary-index round
         --record-size 1024 --acks 1 --linger-ms 5 --partitions 1 --compression "$compression" \
         --broker-pid "$broker_pid" \
         >"$out/$tag.json" 2>>"$out/bench.log" || echo "  $tag incomplete" >&2
+    if [ "$write_floor" = 1 ] && [ "$bin" != mock ]; then
+        # The sizes are read while the segments exist; the write runs after
+        # they are deleted, on the same file system, as the next run would.
+        find "$data_dir/data" -path '*/ab-0/*.log' | sort |
+            xargs "$floor_bin" --sizes-out "$out/$tag.sizes" 2>>"$out/bench.log" || true
+        local floor_dir
+        floor_dir="$(dirname "$data_dir")"
+        stop_broker
+        if [ -s "$out/$tag.sizes" ]; then
+            "$floor_bin" --sizes "$out/$tag.sizes" --dir "$floor_dir" \
+                reserve-steps reserve-steps reserve-steps >"$out/$tag.floor.json" 2>>"$out/bench.log" || echo "  $tag floor incomplete" >&2
+        fi
+    fi
     stop_broker
     python3 - "$out/$tag.json" "$idx" <<'EOF'
 import json, sys
@@ -173,6 +200,57 @@ for i in range(n):
     print(f"{bins[i]}: runs {len(cpu)}  broker us/record median {m:.3f} "
           f"(min {min(cpu):.3f} max {max(cpu):.3f})  msgs/s median {statistics.median(rate):.0f} "
           f"(min {min(rate):.0f} max {max(rate):.0f})  latency p99 ms median {statistics.median(p99):.1f}")
+def load(tag):
+    try:
+        return json.load(open(os.path.join(out, tag + ".json")))
+    except (OSError, ValueError):
+        return None
+def floor(tag):
+    modes = {}
+    try:
+        for line in open(os.path.join(out, tag + ".floor.json")):
+            f = json.loads(line)
+            key = f["mode"] + ("+index" if f["index"] else "")
+            modes.setdefault(key + " first", f)
+            if key + " least" not in modes or f["cpu_us"] < modes[key + " least"]["cpu_us"]:
+                modes[key + " least"] = f
+    except (OSError, ValueError):
+        pass
+    return modes
+mock = bins.index("mock") if "mock" in bins else None
+if mock is not None:
+    rounds = sorted({int(f.rsplit("-r", 1)[1].split(".")[0]) for f in glob.glob(os.path.join(out, "b*-r*.json"))})
+    for i in range(n):
+        if i == mock:
+            continue
+        rows = []
+        for rd in rounds:
+            m, c = load(f"b{mock}-r{rd}"), load(f"b{i}-r{rd}")
+            if not m or not c or "broker_cpu" not in m or "broker_cpu" not in c:
+                continue
+            mu, cu = m["broker_cpu"]["us_per_record"], c["broker_cpu"]["us_per_record"]
+            fl = floor(f"b{i}-r{rd}")
+            w = {k: v["cpu_us_per_record"] for k, v in fl.items()}
+            batch = next(iter(fl.values()))["mean_batch_bytes"] if fl else float("nan")
+            with open(os.path.join(out, f"b{i}-r{rd}.load")) as lf:
+                la = lf.read().split()[0]
+            rows.append((rd, la, mu, cu, w, c["msgs_per_sec"] / m["msgs_per_sec"], batch))
+        if not rows:
+            continue
+        print(f"{bins[i]} against mock, per round:")
+        for rd, la, mu, cu, w, tr, batch in rows:
+            ws = " ".join(f"{k} {v:.3f}" for k, v in sorted(w.items()))
+            ratio = "".join(f"  cairnd/(mock+write {k}) {cu / (mu + v):.2f}" for k, v in sorted(w.items()))
+            print(f"  round {rd} load {la}: mock {mu:.3f} cairnd {cu:.3f} us/record, write {ws} "
+                  f"(mean batch {batch:.0f} B); cairnd/mock {cu / mu:.2f}{ratio}, msgs/s cairnd/mock {tr:.2f}")
+        med = statistics.median
+        print(f"  medians of the per-round ratios: cairnd/mock {med([r[3] / r[2] for r in rows]):.2f}, "
+              f"msgs/s {med([r[5] for r in rows]):.2f}", end="")
+        for k in sorted({k for r in rows for k in r[4]}):
+            vals = [r for r in rows if k in r[4]]
+            print(f", write {k} {med([r[4][k] for r in vals]):.3f} us/record, "
+                  f"cairnd/(mock+write {k}) {med([r[3] / (r[2] + r[4][k]) for r in vals]):.2f}", end="")
+        print()
 if n > 1 and meds[0]:
     for i in range(1, n):
         if meds[i]:
