@@ -392,6 +392,30 @@ int16_t replication_follower_fetched(struct replication *r, const char *topic, i
     return KAFKA_ERR_NONE;
 }
 
+bool replication_follower_state(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
+                                int64_t *log_end_offset, int64_t *since_caught_up_ms)
+{
+    if (!r)
+        return false;
+    struct replica_partition_info info;
+    if (!replica_manager_lookup(r->opts.replicas, topic, partition, &info, NULL) || info.role != REPLICA_ROLE_LEADER)
+        return false;
+    bool known = false;
+    int64_t now = replication_now_ms();
+    pthread_mutex_lock(&r->lock);
+    struct leader_partition *lp = replication_leader(r, topic, partition);
+    /* An entry of an older epoch says nothing about this one. */
+    int64_t *slot = lp && lp->leader_epoch == info.leader_epoch ? follower_leo_slot(lp, replica_id, false) : NULL;
+    if (slot && *slot >= 0) {
+        int32_t i = (int32_t)(slot - lp->log_end_offsets);
+        *log_end_offset = *slot;
+        *since_caught_up_ms = now > lp->last_caught_up_ms[i] ? now - lp->last_caught_up_ms[i] : 0;
+        known = true;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return known;
+}
+
 void replication_set_num_fetchers(struct replication *r, int32_t num_fetchers)
 {
     if (!r)
