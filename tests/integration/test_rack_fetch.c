@@ -345,6 +345,10 @@ static void test_without_selector_the_leader_serves(void **state)
     produce_records(bootstrap, topic);
     wait_full_isr(&c, leader, topic);
     consume_all(bootstrap, topic, racks[follower - 1]);
+    /* Byte for byte: no redirect, and a follower serves no consumer. */
+    assert_int_equal(wire_fetch(&c, leader, topic, 0, -1, racks[follower - 1], false).preferred_read_replica, -1);
+    assert_int_equal(wire_fetch(&c, follower, topic, 0, -1, racks[follower - 1], false).error,
+                     ERR_NOT_LEADER_OR_FOLLOWER);
     for (int n = 1; n <= N; n++) {
         assert_int_equal(counter(&c, n, "cairn_fetch_follower_reads_total"), 0);
         assert_int_equal(counter(&c, n, "cairn_fetch_preferred_replica_total"), 0);
