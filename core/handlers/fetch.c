@@ -183,8 +183,12 @@ static void read_partition(const struct fetch_op *f, const struct metadata_image
                                           : ans->high_watermark;
     /* Below the local log start, tiered storage answers (off this thread). */
     int16_t remote_error = KAFKA_ERR_NONE;
-    enum tiered_read_status remote = tiered_read(ctx->env->tiered, log, ps->topic, ps->partition, ps->fetch_offset,
-                                                 byte_limit, max_offset, (uintptr_t)log, &rr, &remote_error);
+    /* A follower reads its local log only: below it the consumer goes to
+     * the leader (OFFSET_OUT_OF_RANGE), which reads the remote store. */
+    enum tiered_read_status remote = as_follower ? TIERED_READ_LOCAL
+                                                 : tiered_read(ctx->env->tiered, log, ps->topic, ps->partition,
+                                                               ps->fetch_offset, byte_limit, max_offset, (uintptr_t)log,
+                                                               &rr, &remote_error);
     if (remote == TIERED_READ_LOCAL) {
         ans->error_code = partition_log_read(log, ps->fetch_offset, byte_limit, max_offset, &rr);
     } else {
