@@ -37,6 +37,7 @@ struct fetch_op {
     int32_t max_bytes;
     bool read_committed;
     bool from_replica; /* a follower's fetch: reads up to the log end, not the high watermark */
+    int32_t replica_id;
     /* A consumer Fetch (v11+) with replica.selector.class set: a follower
      * serves it, and the leader may name a preferred read replica in
      * client_rack (KIP-392). client_rack lives in the request's arena. */
@@ -382,6 +383,36 @@ static void remember_sent(struct fetch_op *f, const struct partition_answer *ans
                               f->plan.partition_count);
 }
 
+/* With rack-aware fetching consumers read from followers up to the
+ * follower's high watermark, so a follower is answered as soon as the
+ * leader's has moved past what it was last sent (Kafka's DelayedFetch),
+ * rather than at replica.fetch.wait.max.ms. */
+static bool replica_hw_behind(const struct fetch_op *f, const struct partition_answer *answers)
+{
+    if (!f->from_replica || !f->ctx->env->rack_aware_replica_selector)
+        return false;
+    for (int32_t i = 0; i < f->plan.partition_count; i++) {
+        const struct fetch_partition_state *ps = &f->plan.partitions[i];
+        if (ps->topic[0] && answers[i].error_code == KAFKA_ERR_NONE && !answers[i].diverging &&
+            replication_follower_hw_behind(f->ctx->env->replication, ps->topic, ps->partition, f->replica_id,
+                                           answers[i].high_watermark))
+            return true;
+    }
+    return false;
+}
+
+static void note_replica_hw(const struct fetch_op *f, const struct partition_answer *answers)
+{
+    if (!f->from_replica || !f->ctx->env->rack_aware_replica_selector)
+        return;
+    for (int32_t i = 0; i < f->plan.partition_count; i++) {
+        const struct fetch_partition_state *ps = &f->plan.partitions[i];
+        if (ps->topic[0] && answers[i].error_code == KAFKA_ERR_NONE && !answers[i].diverging)
+            replication_follower_hw_sent(f->ctx->env->replication, ps->topic, ps->partition, f->replica_id,
+                                         answers[i].high_watermark);
+    }
+}
+
 /* Reads every partition; answers when there is enough (or time is up). */
 static bool fetch_try_complete(struct delayed_op *op, bool expired)
 {
@@ -425,7 +456,8 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
 
     /* A remote read in flight is waited for (up to remote.fetch.max.wait.ms)
      * unless other partitions already answer. */
-    if (!expired && !any_error && !any_redirect && (total < f->min_bytes || (any_pending && total == 0))) {
+    if (!expired && !any_error && !any_redirect && (total < f->min_bytes || (any_pending && total == 0)) &&
+        !replica_hw_behind(f, answers)) {
         close_answers(answers, n);
         free(answers);
         return false;
@@ -440,6 +472,7 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
         return true;
     }
     remember_sent(f, answers);
+    note_replica_hw(f, answers);
     close_answers(answers, n);
     free(answers);
     request_context_respond(ctx);
@@ -621,6 +654,7 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
         f->max_bytes = env->fetch_max_bytes;
     f->read_committed = req->isolation_level == 1 && !from_replica;
     f->from_replica = from_replica;
+    f->replica_id = replica_id;
     f->closest_replica = env->rack_aware_replica_selector && ctx->api_version >= 11 && !from_replica;
     f->client_rack = ctx->api_version >= 11 ? req->rack_id : (struct kafka_str){NULL, -1};
     /* The follower's fetch offset is its log end: it moves the high

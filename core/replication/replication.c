@@ -302,6 +302,7 @@ static int64_t *follower_leo_slot(struct leader_partition *lp, int32_t replica_i
     lp->last_fetch_ms[i] = 0;
     lp->last_fetch_leader_end[i] = -1;
     lp->fetched_since_check[i] = false;
+    lp->sent_high_watermark[i] = -1;
     return &lp->log_end_offsets[i];
 }
 
@@ -414,6 +415,39 @@ bool replication_follower_state(struct replication *r, const char *topic, int32_
     }
     pthread_mutex_unlock(&r->lock);
     return known;
+}
+
+/* Under the lock: follower replica_id's sent high watermark slot, NULL
+ * when the follower has not fetched in this epoch. */
+static int64_t *sent_hw_slot(struct replication *r, const char *topic, int32_t partition, int32_t replica_id)
+{
+    struct leader_partition *lp = replication_leader(r, topic, partition);
+    int64_t *leo = lp ? follower_leo_slot(lp, replica_id, false) : NULL;
+    return leo ? &lp->sent_high_watermark[leo - lp->log_end_offsets] : NULL;
+}
+
+bool replication_follower_hw_behind(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
+                                    int64_t high_watermark)
+{
+    if (!r)
+        return false;
+    pthread_mutex_lock(&r->lock);
+    int64_t *slot = sent_hw_slot(r, topic, partition, replica_id);
+    bool behind = slot && *slot < high_watermark;
+    pthread_mutex_unlock(&r->lock);
+    return behind;
+}
+
+void replication_follower_hw_sent(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
+                                  int64_t high_watermark)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->lock);
+    int64_t *slot = sent_hw_slot(r, topic, partition, replica_id);
+    if (slot)
+        *slot = high_watermark;
+    pthread_mutex_unlock(&r->lock);
 }
 
 void replication_set_num_fetchers(struct replication *r, int32_t num_fetchers)

@@ -101,6 +101,15 @@ int16_t replication_follower_fetched(struct replication *r, const char *topic, i
  * this epoch. */
 bool replication_follower_state(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
                                 int64_t *log_end_offset, int64_t *since_caught_up_ms);
+/* On the leader, so a follower learns a moved high watermark without
+ * waiting for new data (Kafka's DelayedFetch, KIP-392): whether follower
+ * replica_id was last sent a high watermark below high_watermark (or none
+ * yet in this epoch), and recording what an answer sends it. A follower
+ * that has not fetched in this epoch is never behind. */
+bool replication_follower_hw_behind(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
+                                    int64_t high_watermark);
+void replication_follower_hw_sent(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
+                                  int64_t high_watermark);
 /* num.replica.fetchers changed at runtime (a dynamic broker config):
  * every followed partition whose fetcher index changes moves to the
  * fetcher of its new index (started if new) once the fetch in progress

@@ -30,6 +30,8 @@
 
 #define RECORDS 300
 #define API_FETCH 1
+#define FOLLOWER_WAIT_MS 10000
+#define FOLLOWER_WAIT_MS_TEXT "10000"
 #define ERR_NOT_LEADER_OR_FOLLOWER 6
 #define ERR_OFFSET_OUT_OF_RANGE 1
 #define RACK_AWARE "replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector"
@@ -38,7 +40,10 @@ static const char *const racks[N] = {"a", "b", "c"};
 
 static void cluster_up(struct cluster *c, const char *cluster_id, bool selector)
 {
-    static const char *const settings[] = {"replica.fetch.backoff.ms=200", NULL};
+    /* Followers' fetches wait long for data: a follower learns a moved
+     * high watermark at once only because the leader answers it then. */
+    static const char *const settings[] = {"replica.fetch.backoff.ms=200",
+                                           "replica.fetch.wait.max.ms=" FOLLOWER_WAIT_MS_TEXT, NULL};
     static const char *const with_selector[] = {RACK_AWARE, NULL};
     struct cluster_options o = {.cluster_id = cluster_id,
                                 .election_timeout_ms = 1000,
@@ -277,8 +282,9 @@ static void check_follower_lso(struct cluster *c, const char *topic, int32_t lea
     rk_expect_ok(rd_kafka_begin_transaction(p), "begin_transaction");
     assert_int_equal(rk_produce_blocking(p, topic, 0, NULL, 0, "open", 4, 0, NULL, NULL), 0);
     assert_int_equal(rd_kafka_flush(p, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
-    /* The follower learns the new high watermark on its next fetch. */
-    long long deadline = harness_now_ms() + 20000;
+    /* The leader answers the follower's waiting fetch once the high
+     * watermark passes what it sent, well before the fetch's wait ends. */
+    long long started = harness_now_ms(), deadline = started + 3 * FOLLOWER_WAIT_MS;
     struct wire_answer a;
     while ((a = wire_fetch(c, follower, topic, 0, -1, NULL, true)).high_watermark != RECORDS + 1) {
         if (harness_now_ms() > deadline)
@@ -286,6 +292,10 @@ static void check_follower_lso(struct cluster *c, const char *topic, int32_t lea
                      RECORDS + 1);
         usleep(100 * 1000);
     }
+    long long took = harness_now_ms() - started;
+    print_message("follower %d saw the new high watermark %lld ms after the produce was acknowledged\n", (int)follower,
+                  took);
+    assert_true(took < FOLLOWER_WAIT_MS / 2);
     assert_int_equal(a.error, 0);
     assert_int_equal(a.last_stable_offset, RECORDS);
     assert_true(a.records_bytes > 0 && a.last_offset < RECORDS);
