@@ -227,6 +227,14 @@ int config_check_consistency(struct broker_config *cfg, char *err, size_t errlen
         snprintf(err, errlen, "no data directory: log.dirs and log.dir are both empty");
         return -1;
     }
+    /* Kafka loads any ReplicaSelector class; Cairn has the rack-aware one. */
+    const struct config_slot *selector = config_slot_for(cfg, "replica.selector.class", NULL);
+    if (!selector->parsed.is_null && selector->parsed.text[0] &&
+        strcmp(selector->parsed.text, "org.apache.kafka.common.replica.RackAwareReplicaSelector") != 0)
+        return bad_value(cfg, "replica.selector.class",
+                         "the only replica selector is org.apache.kafka.common.replica.RackAwareReplicaSelector "
+                         "(leave it unset to fetch from leaders only)",
+                         err, errlen);
     if (integer_of(cfg, "group.min.session.timeout.ms") > integer_of(cfg, "group.max.session.timeout.ms")) {
         snprintf(err, errlen, "group.min.session.timeout.ms (%lld) is larger than group.max.session.timeout.ms (%lld)",
                  (long long)integer_of(cfg, "group.min.session.timeout.ms"),

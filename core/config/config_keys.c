@@ -349,6 +349,11 @@ static const struct config_key_def broker_keys[] = {
      .doc = "Bytes a follower fetch waits for."},
     {KEY_INT("replica.fetch.backoff.ms", "1000", 0, I32), MEDIUM, IN(REPLICATION),
      .doc = "Wait after a failed follower fetch before the next."},
+    {KEY_STRING("replica.selector.class", NULL), MEDIUM, IN(REPLICATION),
+     .doc = "Where consumers may fetch from (KIP-392). Unset: the leader only. "
+            "org.apache.kafka.common.replica.RackAwareReplicaSelector: followers in the ISR serve Fetch v11+ up to "
+            "their high watermark, and the leader sends a consumer whose client.rack differs from its own rack to "
+            "an in-sync replica in that rack. Any other value is refused at start."},
     {KEY_INT("replica.socket.timeout.ms", "30000", 1, I32), HIGH, IN(REPLICATION),
      .doc = "Socket timeout of follower fetches."},
     {KEY_LONG("replica.high.watermark.checkpoint.interval.ms", "5000", 1, I64), HIGH, IN(REPLICATION),

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "handlers/fetch_replica.h"
 #include "handlers/fetch_session.h"
 #include "handlers/handler_util.h"
 #include "coordinator/purgatory.h"
@@ -36,6 +37,12 @@ struct fetch_op {
     int32_t max_bytes;
     bool read_committed;
     bool from_replica; /* a follower's fetch: reads up to the log end, not the high watermark */
+    int32_t replica_id;
+    /* A consumer Fetch (v11+) with replica.selector.class set: a follower
+     * serves it, and the leader may name a preferred read replica in
+     * client_rack (KIP-392). client_rack lives in the request's arena. */
+    bool closest_replica;
+    struct kafka_str client_rack;
 };
 
 struct partition_answer {
@@ -54,6 +61,8 @@ struct partition_answer {
     bool diverging;
     int32_t diverging_epoch;
     int64_t diverging_end_offset;
+    int32_t preferred_read_replica; /* -1: none; else no records, the consumer goes there */
+    bool follower_read;             /* served by this broker as a follower */
 };
 
 static void add_aborted(void *arg, int64_t producer_id, int64_t first_offset)
@@ -75,14 +84,32 @@ static void add_aborted(void *arg, int64_t producer_id, int64_t first_offset)
     ans->aborted_count++;
 }
 
+/* The partition's log to read: this broker leads it or, for a consumer
+ * that may fetch from the closest replica, follows it in the ISR. */
+static int16_t open_partition_log(struct request_context *ctx, const struct fetch_op *f,
+                                  const struct metadata_topic *topic, int32_t partition, struct partition_log **log,
+                                  bool *as_follower)
+{
+    *as_follower = false;
+    int16_t err = handler_leader_log(ctx, topic, partition, log);
+    if (err == KAFKA_ERR_NOT_LEADER_OR_FOLLOWER && f->closest_replica) {
+        err = fetch_follower_log(ctx, topic, partition, log);
+        *as_follower = err == KAFKA_ERR_NONE;
+    }
+    return err;
+}
+
 /* strict_limit: the byte limit is hard (KIP-74: only the first partition
  * with data may exceed the limits, so a consumer always progresses; a later
  * partition whose next batch does not fit sends no records this time). */
-static void read_partition(struct request_context *ctx, const struct metadata_image *img,
+static void read_partition(const struct fetch_op *f, const struct metadata_image *img,
                            const struct fetch_partition_state *ps, int32_t byte_limit, bool strict_limit,
-                           bool read_committed, bool from_replica, struct partition_answer *ans)
+                           struct partition_answer *ans)
 {
+    struct request_context *ctx = f->ctx;
+    bool read_committed = f->read_committed, from_replica = f->from_replica;
     ans->error_code = KAFKA_ERR_NONE;
+    ans->preferred_read_replica = -1;
     ans->high_watermark = -1;
     ans->last_stable_offset = -1;
     ans->log_start_offset = -1;
@@ -102,9 +129,11 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
         return;
     }
     struct partition_log *log;
-    ans->error_code = handler_leader_log(ctx, topic, ps->partition, &log);
+    bool as_follower;
+    ans->error_code = open_partition_log(ctx, f, topic, ps->partition, &log, &as_follower);
     if (ans->error_code != KAFKA_ERR_NONE)
         return;
+    ans->follower_read = as_follower;
     /* KIP-320: a consumer that knows another leader epoch is told which way
      * it is off, and refreshes its metadata, as with ListOffsets. */
     ans->error_code = handler_check_leader_epoch(metadata_topic_partition(topic, ps->partition),
@@ -118,6 +147,16 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
     ans->high_watermark = handler_high_watermark(log);
     ans->last_stable_offset = lso < ans->high_watermark ? lso : ans->high_watermark;
     ans->log_start_offset = partition_log_start_offset(log);
+    /* The leader sends a consumer in another rack to an in-sync replica in
+     * its own, with no records (Kafka's ReplicaManager skips the read). */
+    if (f->closest_replica && !as_follower) {
+        ans->preferred_read_replica = fetch_preferred_read_replica(ctx, img, topic, ps->partition, ps->fetch_offset,
+                                                                   f->client_rack);
+        if (ans->preferred_read_replica >= 0) {
+            partition_log_close(log);
+            return;
+        }
+    }
     /* A follower's last epoch ends earlier here, or is unknown here: it
      * truncates to where the epochs agree before fetching on. */
     if (from_replica && ps->last_fetched_epoch >= 0) {
@@ -145,8 +184,12 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
                                           : ans->high_watermark;
     /* Below the local log start, tiered storage answers (off this thread). */
     int16_t remote_error = KAFKA_ERR_NONE;
-    enum tiered_read_status remote = tiered_read(ctx->env->tiered, log, ps->topic, ps->partition, ps->fetch_offset,
-                                                 byte_limit, max_offset, (uintptr_t)log, &rr, &remote_error);
+    /* A follower reads its local log only: below it the consumer goes to
+     * the leader (OFFSET_OUT_OF_RANGE), which reads the remote store. */
+    enum tiered_read_status remote = as_follower ? TIERED_READ_LOCAL
+                                                 : tiered_read(ctx->env->tiered, log, ps->topic, ps->partition,
+                                                               ps->fetch_offset, byte_limit, max_offset, (uintptr_t)log,
+                                                               &rr, &remote_error);
     if (remote == TIERED_READ_LOCAL) {
         ans->error_code = partition_log_read(log, ps->fetch_offset, byte_limit, max_offset, &rr);
     } else {
@@ -156,6 +199,16 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
             rr.fd = -1;
             rr.len = 0;
         }
+    }
+    /* Past a follower's log end, a consumer that sent no leader epoch may
+     * be here on stale metadata: empty, not out of range, so it retries
+     * rather than resets (KAFKA-14255). One that sent an epoch asks the
+     * leader, which knows whether the offset exists (KIP-392). */
+    if (as_follower && ans->error_code == KAFKA_ERR_OFFSET_OUT_OF_RANGE && ps->current_leader_epoch < 0 &&
+        ps->fetch_offset > partition_log_end_offset(log)) {
+        ans->error_code = KAFKA_ERR_NONE;
+        rr.fd = -1;
+        rr.len = 0;
     }
     if (ans->error_code == KAFKA_ERR_NONE && strict_limit && rr.len > byte_limit) {
         if (rr.fd >= 0)
@@ -188,7 +241,8 @@ static void read_partition(struct request_context *ctx, const struct metadata_im
 static bool partition_has_news(const struct fetch_partition_state *ps, const struct partition_answer *ans)
 {
     return ans->error_code != KAFKA_ERR_NONE || ans->records.len > 0 || ans->diverging ||
-           ans->high_watermark != ps->last_high_watermark || ans->log_start_offset != ps->last_log_start_offset;
+           ans->preferred_read_replica >= 0 || ans->high_watermark != ps->last_high_watermark ||
+           ans->log_start_offset != ps->last_log_start_offset;
 }
 
 static void close_answers(struct partition_answer *answers, int32_t n)
@@ -308,7 +362,11 @@ static void fill_partition(const struct fetch_op *f, const struct fetch_partitio
             ans->records = kafka_records_from_memory(NULL, 0);
         }
     }
-    pd->preferred_read_replica = -1;
+    pd->preferred_read_replica = ans->preferred_read_replica;
+    if (ans->preferred_read_replica >= 0)
+        fetch_count_redirect();
+    if (ans->follower_read)
+        fetch_count_follower_read();
     pd->records = ans->records;
     ans->records.file_fd = -1; /* the response owns it now */
 }
@@ -323,6 +381,36 @@ static void remember_sent(struct fetch_op *f, const struct partition_answer *ans
     }
     fetch_session_record_sent(f->ctx->env->fetch_sessions, f->plan.response_session_id, f->plan.partitions,
                               f->plan.partition_count);
+}
+
+/* With rack-aware fetching consumers read from followers up to the
+ * follower's high watermark, so a follower is answered as soon as the
+ * leader's has moved past what it was last sent (Kafka's DelayedFetch),
+ * rather than at replica.fetch.wait.max.ms. */
+static bool replica_hw_behind(const struct fetch_op *f, const struct partition_answer *answers)
+{
+    if (!f->from_replica || !f->ctx->env->rack_aware_replica_selector)
+        return false;
+    for (int32_t i = 0; i < f->plan.partition_count; i++) {
+        const struct fetch_partition_state *ps = &f->plan.partitions[i];
+        if (ps->topic[0] && answers[i].error_code == KAFKA_ERR_NONE && !answers[i].diverging &&
+            replication_follower_hw_behind(f->ctx->env->replication, ps->topic, ps->partition, f->replica_id,
+                                           answers[i].high_watermark))
+            return true;
+    }
+    return false;
+}
+
+static void note_replica_hw(const struct fetch_op *f, const struct partition_answer *answers)
+{
+    if (!f->from_replica || !f->ctx->env->rack_aware_replica_selector)
+        return;
+    for (int32_t i = 0; i < f->plan.partition_count; i++) {
+        const struct fetch_partition_state *ps = &f->plan.partitions[i];
+        if (ps->topic[0] && answers[i].error_code == KAFKA_ERR_NONE && !answers[i].diverging)
+            replication_follower_hw_sent(f->ctx->env->replication, ps->topic, ps->partition, f->replica_id,
+                                         answers[i].high_watermark);
+    }
 }
 
 /* Reads every partition; answers when there is enough (or time is up). */
@@ -342,7 +430,7 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
     }
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
     int64_t total = 0;
-    bool any_error = false, any_pending = false;
+    bool any_error = false, any_pending = false, any_redirect = false;
     for (int32_t i = 0; i < n; i++) {
         const struct fetch_partition_state *ps = &f->plan.partitions[i];
         int32_t remaining = total >= f->max_bytes ? 0 : (int32_t)(f->max_bytes - total);
@@ -351,13 +439,15 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
         if (total == 0 && limit <= 0)
             limit = 1;
         answers[i].records.file_fd = -1;
+        answers[i].preferred_read_replica = -1;
         if (img)
-            read_partition(ctx, img, ps, limit, total > 0, f->read_committed, f->from_replica, &answers[i]);
+            read_partition(f, img, ps, limit, total > 0, &answers[i]);
         else
             answers[i].error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
         if (answers[i].error_code != KAFKA_ERR_NONE)
             any_error = true;
         any_pending |= answers[i].remote_pending;
+        any_redirect |= answers[i].preferred_read_replica >= 0;
         if (answers[i].records.len > 0)
             total += answers[i].records.len;
     }
@@ -366,7 +456,8 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
 
     /* A remote read in flight is waited for (up to remote.fetch.max.wait.ms)
      * unless other partitions already answer. */
-    if (!expired && !any_error && (total < f->min_bytes || (any_pending && total == 0))) {
+    if (!expired && !any_error && !any_redirect && (total < f->min_bytes || (any_pending && total == 0)) &&
+        !replica_hw_behind(f, answers)) {
         close_answers(answers, n);
         free(answers);
         return false;
@@ -381,6 +472,7 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
         return true;
     }
     remember_sent(f, answers);
+    note_replica_hw(f, answers);
     close_answers(answers, n);
     free(answers);
     request_context_respond(ctx);
@@ -562,6 +654,9 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
         f->max_bytes = env->fetch_max_bytes;
     f->read_committed = req->isolation_level == 1 && !from_replica;
     f->from_replica = from_replica;
+    f->replica_id = replica_id;
+    f->closest_replica = env->rack_aware_replica_selector && ctx->api_version >= 11 && !from_replica;
+    f->client_rack = ctx->api_version >= 11 ? req->rack_id : (struct kafka_str){NULL, -1};
     /* The follower's fetch offset is its log end: it moves the high
      * watermark before the answer carries it. */
     for (int32_t i = 0; from_replica && i < f->plan.partition_count; i++) {
@@ -591,8 +686,9 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
         const struct fetch_partition_state *ps = &f->plan.partitions[i];
         const struct metadata_topic *topic = metadata_image_topic_by_name(watch_img, ps->topic, strlen(ps->topic));
         struct partition_log *log;
+        bool as_follower;
         /* The address is only an identity here: the reference is dropped at once. */
-        if (topic && handler_leader_log(ctx, topic, ps->partition, &log) == KAFKA_ERR_NONE) {
+        if (topic && open_partition_log(ctx, f, topic, ps->partition, &log, &as_follower) == KAFKA_ERR_NONE) {
             watch_failed = delayed_op_watch(&f->op, (uintptr_t)log) != 0;
             partition_log_close(log);
         }

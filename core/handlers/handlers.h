@@ -52,6 +52,7 @@ struct handler_env {
     int16_t default_replication_factor;
     int32_t fetch_max_bytes;
     int32_t min_insync_replicas;
+    bool rack_aware_replica_selector; /* replica.selector.class is Kafka's RackAwareReplicaSelector */
     /* The active controller's id for Metadata and DescribeCluster (a
      * metadata quorum's leader); NULL: the image's controller id. */
     int32_t (*active_controller)(void *ctx);

@@ -302,6 +302,7 @@ static int64_t *follower_leo_slot(struct leader_partition *lp, int32_t replica_i
     lp->last_fetch_ms[i] = 0;
     lp->last_fetch_leader_end[i] = -1;
     lp->fetched_since_check[i] = false;
+    lp->sent_high_watermark[i] = -1;
     return &lp->log_end_offsets[i];
 }
 
@@ -390,6 +391,63 @@ int16_t replication_follower_fetched(struct replication *r, const char *topic, i
     move_high_watermark(r, log, hw);
     partition_log_close(log);
     return KAFKA_ERR_NONE;
+}
+
+bool replication_follower_state(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
+                                int64_t *log_end_offset, int64_t *since_caught_up_ms)
+{
+    if (!r)
+        return false;
+    struct replica_partition_info info;
+    if (!replica_manager_lookup(r->opts.replicas, topic, partition, &info, NULL) || info.role != REPLICA_ROLE_LEADER)
+        return false;
+    bool known = false;
+    int64_t now = replication_now_ms();
+    pthread_mutex_lock(&r->lock);
+    struct leader_partition *lp = replication_leader(r, topic, partition);
+    /* An entry of an older epoch says nothing about this one. */
+    int64_t *slot = lp && lp->leader_epoch == info.leader_epoch ? follower_leo_slot(lp, replica_id, false) : NULL;
+    if (slot && *slot >= 0) {
+        int32_t i = (int32_t)(slot - lp->log_end_offsets);
+        *log_end_offset = *slot;
+        *since_caught_up_ms = now > lp->last_caught_up_ms[i] ? now - lp->last_caught_up_ms[i] : 0;
+        known = true;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return known;
+}
+
+/* Under the lock: follower replica_id's sent high watermark slot, NULL
+ * when the follower has not fetched in this epoch. */
+static int64_t *sent_hw_slot(struct replication *r, const char *topic, int32_t partition, int32_t replica_id)
+{
+    struct leader_partition *lp = replication_leader(r, topic, partition);
+    int64_t *leo = lp ? follower_leo_slot(lp, replica_id, false) : NULL;
+    return leo ? &lp->sent_high_watermark[leo - lp->log_end_offsets] : NULL;
+}
+
+bool replication_follower_hw_behind(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
+                                    int64_t high_watermark)
+{
+    if (!r)
+        return false;
+    pthread_mutex_lock(&r->lock);
+    int64_t *slot = sent_hw_slot(r, topic, partition, replica_id);
+    bool behind = slot && *slot < high_watermark;
+    pthread_mutex_unlock(&r->lock);
+    return behind;
+}
+
+void replication_follower_hw_sent(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
+                                  int64_t high_watermark)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->lock);
+    int64_t *slot = sent_hw_slot(r, topic, partition, replica_id);
+    if (slot)
+        *slot = high_watermark;
+    pthread_mutex_unlock(&r->lock);
 }
 
 void replication_set_num_fetchers(struct replication *r, int32_t num_fetchers)

@@ -24,6 +24,7 @@
  * owns its fetcher threads and one net_client. */
 #ifndef CAIRN_REPLICATION_REPLICATION_H
 #define CAIRN_REPLICATION_REPLICATION_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -93,6 +94,22 @@ void replication_stop(struct replication *r);
 int16_t replication_follower_fetched(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
                                      int64_t fetch_offset);
 
+/* On the leader, what the rack-aware replica selector weighs (KIP-392):
+ * follower replica_id's log end offset as of its last fetch in the current
+ * leader epoch, and how long ago it was last caught up. False when this
+ * broker does not lead the partition or the follower has not fetched in
+ * this epoch. */
+bool replication_follower_state(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
+                                int64_t *log_end_offset, int64_t *since_caught_up_ms);
+/* On the leader, so a follower learns a moved high watermark without
+ * waiting for new data (Kafka's DelayedFetch, KIP-392): whether follower
+ * replica_id was last sent a high watermark below high_watermark (or none
+ * yet in this epoch), and recording what an answer sends it. A follower
+ * that has not fetched in this epoch is never behind. */
+bool replication_follower_hw_behind(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
+                                    int64_t high_watermark);
+void replication_follower_hw_sent(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
+                                  int64_t high_watermark);
 /* num.replica.fetchers changed at runtime (a dynamic broker config):
  * every followed partition whose fetcher index changes moves to the
  * fetcher of its new index (started if new) once the fetch in progress

@@ -74,6 +74,9 @@ struct leader_partition {
     int64_t last_fetch_ms[LEADER_MAX_REPLICAS];
     int64_t last_fetch_leader_end[LEADER_MAX_REPLICAS];
     bool fetched_since_check[LEADER_MAX_REPLICAS]; /* a fetch the ISR thread has not judged */
+    /* The high watermark last sent to each follower in a Fetch answer, -1:
+     * none yet in this epoch (replication_follower_hw_behind). */
+    int64_t sent_high_watermark[LEADER_MAX_REPLICAS];
 };
 
 struct replication {

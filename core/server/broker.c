@@ -641,6 +641,8 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
     b->env.default_replication_factor = (int16_t)config_get_int(cfg, "default.replication.factor");
     b->env.fetch_max_bytes = config_get_int(cfg, "fetch.max.bytes");
     b->env.min_insync_replicas = config_get_int(cfg, "min.insync.replicas");
+    const char *selector = config_get_string(cfg, "replica.selector.class");
+    b->env.rack_aware_replica_selector = selector && selector[0];
 
     size_t dir_count = 0;
     const char *const *dirs = config_log_dirs(cfg, &dir_count);

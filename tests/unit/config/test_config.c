@@ -508,6 +508,21 @@ static void test_group_session_bounds_checked(void **state)
     assert_string_equal(build_error("cluster.id", "AAAAAAAAAAAAAAAAAAAAAA"), "");
 }
 
+/* Kafka's rack-aware selector is the one value accepted; unset is leader-only. */
+static void test_replica_selector_class_checked(void **state)
+{
+    (void)state;
+    const char *rack_aware = "org.apache.kafka.common.replica.RackAwareReplicaSelector";
+    assert_string_equal(build_error("replica.selector.class", rack_aware), "");
+    assert_string_equal(build_error("replica.selector.class", ""), "");
+    const char *err = build_error("replica.selector.class", "com.example.NearestSelector");
+    assert_non_null(strstr(err, "'replica.selector.class'"));
+    assert_non_null(strstr(err, rack_aware));
+    struct broker_config *cfg = build_ok(NULL, NULL, 0);
+    assert_null(config_get_string(cfg, "replica.selector.class"));
+    config_free(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -526,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_help_and_version_return_one),
         cmocka_unit_test(test_describe_iterator),
         cmocka_unit_test(test_group_session_bounds_checked),
+        cmocka_unit_test(test_replica_selector_class_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,38 @@
+/* Fetching from the closest replica (KIP-392): the leader's rack-aware
+ * choice of a preferred read replica, and the follower's side of a
+ * consumer Fetch. Used by fetch.c only; any io thread may call these. */
+#ifndef CAIRN_HANDLERS_FETCH_REPLICA_H
+#define CAIRN_HANDLERS_FETCH_REPLICA_H
+#include <stdint.h>
+
+#include "handlers/handlers.h"
+#include "metadata/metadata_image.h"
+
+struct partition_log;
+
+/* Kafka's value of replica.selector.class that turns rack-aware
+ * selection on (its class name, so configs carry over unchanged). */
+#define FETCH_RACK_AWARE_SELECTOR "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
+/* On the leader (Kafka's RackAwareReplicaSelector): for a consumer in
+ * client_rack fetching at fetch_offset, the id of an in-sync follower in
+ * that rack holding fetch_offset (the one furthest ahead, then the one
+ * caught up most recently), reachable on the consumer's listener; -1 when
+ * the consumer names no rack, the leader is in its rack, or no follower
+ * qualifies (the leader serves). */
+int32_t fetch_preferred_read_replica(struct request_context *ctx, const struct metadata_image *img,
+                                     const struct metadata_topic *topic, int32_t partition, int64_t fetch_offset,
+                                     struct kafka_str client_rack);
+
+/* The log of a partition this broker follows and may serve a consumer
+ * from: a replica in the ISR, not the leader. NOT_LEADER_OR_FOLLOWER
+ * otherwise (the consumer goes back to the leader). */
+int16_t fetch_follower_log(struct request_context *ctx, const struct metadata_topic *topic, int32_t partition,
+                           struct partition_log **log_out);
+
+/* Counters on /metrics: partitions a follower served to consumers, and
+ * partitions the leader sent to a preferred read replica. */
+void fetch_count_follower_read(void);
+void fetch_count_redirect(void);
+
+#endif
