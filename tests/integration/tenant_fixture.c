@@ -16,13 +16,14 @@ rd_kafka_t *tenant_client(struct test_broker *b, const char *group)
     return group ? rk_consumer_new(broker_bootstrap(b), conf) : rk_producer_new(broker_bootstrap(b), NULL);
 }
 
-static void acl_allow_prefix(struct test_broker *b, rd_kafka_ResourceType_t type)
+static void acl_allow_prefix(struct test_broker *b, rd_kafka_ResourceType_t type, const char *prefix,
+                             const char *principal)
 {
     char errstr[256];
     rd_kafka_t *rk = tenant_client(b, NULL);
     rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_AclBinding_t *acl = rd_kafka_AclBinding_new(type, "team-a.", RD_KAFKA_RESOURCE_PATTERN_PREFIXED,
-                                                         "User:ANONYMOUS", "*", RD_KAFKA_ACL_OPERATION_ALL,
+    rd_kafka_AclBinding_t *acl = rd_kafka_AclBinding_new(type, prefix, RD_KAFKA_RESOURCE_PATTERN_PREFIXED, principal,
+                                                         "*", RD_KAFKA_ACL_OPERATION_ALL,
                                                          RD_KAFKA_ACL_PERMISSION_TYPE_ALLOW, errstr, sizeof errstr);
     assert_non_null(acl);
     rd_kafka_CreateAcls(rk, &acl, 1, NULL, q);
@@ -68,6 +69,8 @@ void tenant_fixture_start(struct test_broker *b)
     commit_one(b, TENANT_OTHER_GROUP, TENANT_OTHER_TOPIC);
     commit_one(b, TENANT_OTHER_GROUP, TENANT_OWN_TOPIC);
     commit_one(b, TENANT_OWN_GROUP, TENANT_OWN_TOPIC);
+    /* The tenant's group once read the other tenant's topic. */
+    commit_one(b, TENANT_OWN_GROUP, TENANT_OTHER_TOPIC);
     transaction(b, TENANT_OTHER_TXN, TENANT_OTHER_TOPIC);
     transaction(b, TENANT_OWN_TXN, TENANT_OWN_TOPIC);
     /* librdkafka 2.0 makes no transactional-id ACL: the cairn tool does. */
@@ -77,8 +80,10 @@ void tenant_fixture_start(struct test_broker *b)
              "--resource-pattern-type prefixed -b %s > /dev/null",
              CAIRN_CLI_PATH, broker_bootstrap(b));
     assert_int_equal(system(acl), 0);
-    acl_allow_prefix(b, RD_KAFKA_RESOURCE_TOPIC);
-    acl_allow_prefix(b, RD_KAFKA_RESOURCE_GROUP);
+    acl_allow_prefix(b, RD_KAFKA_RESOURCE_TOPIC, "team-a.", "User:ANONYMOUS");
+    acl_allow_prefix(b, RD_KAFKA_RESOURCE_GROUP, "team-a.", "User:ANONYMOUS");
+    /* The other tenant's own ACL, which names its prefix. */
+    acl_allow_prefix(b, RD_KAFKA_RESOURCE_TOPIC, "team-b.", "User:team-b");
     broker_stop(b);
     char path_kv[600];
     snprintf(path_kv, sizeof path_kv, "plugin.path=%s", CAIRN_PLUGIN_DIR);

@@ -3,7 +3,8 @@
  * groups and transactional ids through the acl-authorizer plugin, and
  * nothing else. Another tenant's topic, records, group and transactional id
  * (TENANT_OTHER_*) are made before the authorizer is loaded, as are the
- * tenant's own (TENANT_OWN_*). Include <cmocka.h> (with its prerequisites)
+ * tenant's own (TENANT_OWN_*), an offset of the tenant's group for the
+ * other tenant's topic and an ACL of User:team-b on the prefix "team-b.". Include <cmocka.h> (with its prerequisites)
  * before this header.
  *
  * Thread-safety: used from the test thread only. */

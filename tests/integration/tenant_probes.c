@@ -84,6 +84,17 @@ static int build_metadata(struct kafka_writer *w, int16_t v, const struct names 
     return metadata_request_encode(&m, w, v);
 }
 
+/* Metadata of every topic (topics null). */
+static int build_metadata_all(struct kafka_writer *w, int16_t v, const struct names *n)
+{
+    (void)n;
+    struct metadata_request m;
+    metadata_request_init(&m);
+    m.topics = NULL;
+    m.topics_count = -1;
+    return metadata_request_encode(&m, w, v);
+}
+
 static int build_offset_commit(struct kafka_writer *w, int16_t v, const struct names *n)
 {
     struct offset_commit_request_offset_commit_request_partition part;
@@ -117,6 +128,17 @@ static int build_offset_fetch(struct kafka_writer *w, int16_t v, const struct na
     m.group_id = str(n->group);
     m.topics = &topic;
     m.topics_count = 1;
+    return offset_fetch_request_encode(&m, w, v);
+}
+
+/* Every committed offset of the group (topics null). */
+static int build_offset_fetch_all(struct kafka_writer *w, int16_t v, const struct names *n)
+{
+    struct offset_fetch_request m;
+    offset_fetch_request_init(&m);
+    m.group_id = str(n->group);
+    m.topics = NULL;
+    m.topics_count = -1;
     return offset_fetch_request_encode(&m, w, v);
 }
 
@@ -408,6 +430,20 @@ static int build_describe_acls_txn(struct kafka_writer *w, int16_t v, const stru
     return describe_acls(w, v, n, KIND_TXN);
 }
 
+/* Every ACL (an ANY filter). */
+static int build_describe_all_acls(struct kafka_writer *w, int16_t v, const struct names *n)
+{
+    (void)n;
+    struct describe_acls_request m;
+    describe_acls_request_init(&m);
+    m.resource_type_filter = 1; /* ANY */
+    m.resource_name_filter = (struct kafka_str){NULL, -1};
+    m.pattern_type_filter = 1;
+    m.operation = 1;
+    m.permission_type = 1;
+    return describe_acls_request_encode(&m, w, v);
+}
+
 static int build_create_acls(struct kafka_writer *w, int16_t v, const struct names *n)
 {
     struct create_acls_request_acl_creation acl;
@@ -609,57 +645,62 @@ static int build_list_transactions(struct kafka_writer *w, int16_t v, const stru
 }
 
 const struct tenant_probe tenant_probes[] = {
-    {0, 8, KIND_TOPIC, build_produce, THROTTLE_LAST, 0},
-    {1, 12, KIND_TOPIC, build_fetch, 0, 0},
-    {2, 7, KIND_TOPIC, build_list_offsets, 0, 0},
-    {3, 12, KIND_TOPIC, build_metadata, 0, 0},
-    {8, 8, KIND_GROUP, build_offset_commit, 0, 0},
-    {8, 8, KIND_TOPIC, build_offset_commit, 0, 0},
-    {9, 7, KIND_GROUP, build_offset_fetch, 0, 0},
-    {9, 7, KIND_TOPIC, build_offset_fetch, 0, 0},
-    {10, 3, KIND_GROUP, build_find_group, 0, 0},
-    {10, 3, KIND_TXN, build_find_txn, 0, 0},
-    {11, 7, KIND_GROUP, build_join_group, 0, 0},
-    {12, 4, KIND_GROUP, build_heartbeat, 0, 0},
-    {13, 4, KIND_GROUP, build_leave_group, 0, 0},
-    {14, 5, KIND_GROUP, build_sync_group, 0, 0},
-    {15, 5, KIND_GROUP, build_describe_groups, 0, 0},
-    {16, 4, KIND_LISTING, build_list_groups, 0, PROBE_OWN_LISTED},
-    {19, 7, KIND_TOPIC, build_create_topics, 0, 0},
-    {21, 2, KIND_TOPIC, build_delete_records, 0, 0},
-    {22, 4, KIND_TXN, build_init_producer_id, 0, 0},
-    {23, 4, KIND_TOPIC, build_offset_for_leader_epoch, 0, 0},
-    {24, 3, KIND_TXN, build_add_partitions_to_txn, 0, 0},
-    {24, 3, KIND_TOPIC, build_add_partitions_to_txn, 0, 0},
-    {25, 3, KIND_TXN, build_add_offsets_to_txn, 0, 0},
-    {25, 3, KIND_GROUP, build_add_offsets_to_txn, 0, 0},
-    {26, 3, KIND_TXN, build_end_txn, 0, 0},
-    {27, 1, KIND_TOPIC, build_write_txn_markers, THROTTLE_NONE, PROBE_CLUSTER_GATED},
-    {28, 3, KIND_TXN, build_txn_offset_commit, 0, 0},
-    {28, 3, KIND_GROUP, build_txn_offset_commit, 0, 0},
-    {28, 3, KIND_TOPIC, build_txn_offset_commit, 0, 0},
-    {29, 2, KIND_TOPIC, build_describe_acls_topic, 0, PROBE_CLUSTER_GATED},
-    {29, 2, KIND_GROUP, build_describe_acls_group, 0, PROBE_CLUSTER_GATED},
-    {29, 2, KIND_TXN, build_describe_acls_txn, 0, PROBE_CLUSTER_GATED},
-    {30, 2, KIND_TOPIC, build_create_acls, 0, PROBE_CLUSTER_GATED},
-    {31, 2, KIND_TOPIC, build_delete_acls, 0, PROBE_CLUSTER_GATED},
-    {32, 4, KIND_TOPIC, build_describe_configs, 0, 0},
-    {33, 2, KIND_TOPIC, build_alter_configs, 0, 0},
-    {35, 2, KIND_TOPIC, build_describe_log_dirs, 0, PROBE_CLUSTER_GATED},
+    {0, 8, KIND_TOPIC, build_produce, THROTTLE_LAST, 0, KIND_LISTING},
+    {1, 12, KIND_TOPIC, build_fetch, 0, 0, KIND_LISTING},
+    {2, 7, KIND_TOPIC, build_list_offsets, 0, 0, KIND_LISTING},
+    {3, 12, KIND_TOPIC, build_metadata, 0, 0, KIND_LISTING},
+    {3, 12, KIND_LISTING, build_metadata_all, 0, PROBE_OWN_LISTED, KIND_TOPIC},
+    {8, 8, KIND_GROUP, build_offset_commit, 0, 0, KIND_LISTING},
+    {8, 8, KIND_TOPIC, build_offset_commit, 0, 0, KIND_LISTING},
+    {9, 7, KIND_GROUP, build_offset_fetch, 0, 0, KIND_LISTING},
+    {9, 7, KIND_TOPIC, build_offset_fetch, 0, 0, KIND_LISTING},
+    /* Every committed offset of the tenant's group, which also holds one
+     * for the other tenant's topic (committed before the ACLs). */
+    {9, 7, KIND_LISTING, build_offset_fetch_all, 0, PROBE_OWN_LISTED, KIND_TOPIC},
+    {10, 3, KIND_GROUP, build_find_group, 0, 0, KIND_LISTING},
+    {10, 3, KIND_TXN, build_find_txn, 0, 0, KIND_LISTING},
+    {11, 7, KIND_GROUP, build_join_group, 0, 0, KIND_LISTING},
+    {12, 4, KIND_GROUP, build_heartbeat, 0, 0, KIND_LISTING},
+    {13, 4, KIND_GROUP, build_leave_group, 0, 0, KIND_LISTING},
+    {14, 5, KIND_GROUP, build_sync_group, 0, 0, KIND_LISTING},
+    {15, 5, KIND_GROUP, build_describe_groups, 0, 0, KIND_LISTING},
+    {16, 4, KIND_LISTING, build_list_groups, 0, PROBE_OWN_LISTED, KIND_GROUP},
+    {19, 7, KIND_TOPIC, build_create_topics, 0, 0, KIND_LISTING},
+    {21, 2, KIND_TOPIC, build_delete_records, 0, 0, KIND_LISTING},
+    {22, 4, KIND_TXN, build_init_producer_id, 0, 0, KIND_LISTING},
+    {23, 4, KIND_TOPIC, build_offset_for_leader_epoch, 0, 0, KIND_LISTING},
+    {24, 3, KIND_TXN, build_add_partitions_to_txn, 0, 0, KIND_LISTING},
+    {24, 3, KIND_TOPIC, build_add_partitions_to_txn, 0, 0, KIND_LISTING},
+    {25, 3, KIND_TXN, build_add_offsets_to_txn, 0, 0, KIND_LISTING},
+    {25, 3, KIND_GROUP, build_add_offsets_to_txn, 0, 0, KIND_LISTING},
+    {26, 3, KIND_TXN, build_end_txn, 0, 0, KIND_LISTING},
+    {27, 1, KIND_TOPIC, build_write_txn_markers, THROTTLE_NONE, PROBE_CLUSTER_GATED, KIND_LISTING},
+    {28, 3, KIND_TXN, build_txn_offset_commit, 0, 0, KIND_LISTING},
+    {28, 3, KIND_GROUP, build_txn_offset_commit, 0, 0, KIND_LISTING},
+    {28, 3, KIND_TOPIC, build_txn_offset_commit, 0, 0, KIND_LISTING},
+    {29, 2, KIND_TOPIC, build_describe_acls_topic, 0, PROBE_CLUSTER_GATED, KIND_LISTING},
+    {29, 2, KIND_GROUP, build_describe_acls_group, 0, PROBE_CLUSTER_GATED, KIND_LISTING},
+    {29, 2, KIND_TXN, build_describe_acls_txn, 0, PROBE_CLUSTER_GATED, KIND_LISTING},
+    {29, 2, KIND_LISTING, build_describe_all_acls, 0, 0, KIND_LISTING},
+    {30, 2, KIND_TOPIC, build_create_acls, 0, PROBE_CLUSTER_GATED, KIND_LISTING},
+    {31, 2, KIND_TOPIC, build_delete_acls, 0, PROBE_CLUSTER_GATED, KIND_LISTING},
+    {32, 4, KIND_TOPIC, build_describe_configs, 0, 0, KIND_LISTING},
+    {33, 2, KIND_TOPIC, build_alter_configs, 0, 0, KIND_LISTING},
+    {35, 2, KIND_TOPIC, build_describe_log_dirs, 0, PROBE_CLUSTER_GATED, KIND_LISTING},
     /* DescribeLogDirs needs DESCRIBE on the cluster, which the tenant lacks:
      * the listing names no topic, its own included. */
-    {35, 2, KIND_LISTING, build_describe_all_log_dirs, 0, 0},
-    {37, 2, KIND_TOPIC, build_create_partitions, 0, 0},
-    {42, 2, KIND_GROUP, build_delete_groups, 0, 0},
-    {43, 2, KIND_TOPIC, build_elect_leaders, 0, PROBE_CLUSTER_GATED},
-    {44, 1, KIND_TOPIC, build_incremental_alter_configs, 0, 0},
-    {47, 0, KIND_GROUP, build_offset_delete, 2, 0},
-    {47, 0, KIND_TOPIC, build_offset_delete, 2, 0},
-    {61, 0, KIND_TOPIC, build_describe_producers, 0, 0},
-    {65, 0, KIND_TXN, build_describe_transactions, 0, 0},
-    {66, 1, KIND_LISTING, build_list_transactions, 0, PROBE_OWN_LISTED},
+    {35, 2, KIND_LISTING, build_describe_all_log_dirs, 0, 0, KIND_LISTING},
+    {37, 2, KIND_TOPIC, build_create_partitions, 0, 0, KIND_LISTING},
+    {42, 2, KIND_GROUP, build_delete_groups, 0, 0, KIND_LISTING},
+    {43, 2, KIND_TOPIC, build_elect_leaders, 0, PROBE_CLUSTER_GATED, KIND_LISTING},
+    {44, 1, KIND_TOPIC, build_incremental_alter_configs, 0, 0, KIND_LISTING},
+    {47, 0, KIND_GROUP, build_offset_delete, 2, 0, KIND_LISTING},
+    {47, 0, KIND_TOPIC, build_offset_delete, 2, 0, KIND_LISTING},
+    {61, 0, KIND_TOPIC, build_describe_producers, 0, 0, KIND_LISTING},
+    {65, 0, KIND_TXN, build_describe_transactions, 0, 0, KIND_LISTING},
+    {66, 1, KIND_LISTING, build_list_transactions, 0, PROBE_OWN_LISTED, KIND_TXN},
     /* Last: were it to leak, it would delete the other tenant's topic. */
-    {20, 6, KIND_TOPIC, build_delete_topics, 0, 0},
+    {20, 6, KIND_TOPIC, build_delete_topics, 0, 0, KIND_LISTING},
 };
 
 const size_t tenant_probe_count = sizeof tenant_probes / sizeof tenant_probes[0];

@@ -26,7 +26,8 @@ struct names {
 enum { THROTTLE_NONE = -1, THROTTLE_LAST = -2 };
 
 enum {
-    /* Listing: the tenant's own name must show, or the probe proves nothing. */
+    /* Listing: the tenant's own name of the kind in `listed` must show, or
+     * the probe proves nothing. */
     PROBE_OWN_LISTED = 1,
     /* The API needs a cluster permission the tenant lacks, so its own name
      * gets the same refusal as the others; every other probe must answer
@@ -44,8 +45,9 @@ struct tenant_probe {
     int16_t version;
     enum name_kind kind;
     build_fn build;
-    int throttle_at; /* byte offset in the body, or THROTTLE_* */
-    unsigned flags;  /* PROBE_* */
+    int throttle_at;       /* byte offset in the body, or THROTTLE_* */
+    unsigned flags;        /* PROBE_* */
+    enum name_kind listed; /* PROBE_OWN_LISTED: which own name shows; else KIND_LISTING */
 };
 
 extern const struct tenant_probe tenant_probes[];

@@ -127,8 +127,10 @@ static void run_probe(struct raw_session *s, const struct tenant_probe *p)
         for (size_t i = 0; i < 3; i++)
             if (holds(b.data, b.len, others[i]))
                 fail_msg("%s v%d lists another tenant's name %s", api->name, p->version, others[i]);
-        if ((p->flags & PROBE_OWN_LISTED) &&
-            !holds(b.data, b.len, p->api_key == 16 ? TENANT_OWN_GROUP : TENANT_OWN_TXN))
+        const char *listed = p->listed == KIND_GROUP ? TENANT_OWN_GROUP
+                             : p->listed == KIND_TXN ? TENANT_OWN_TXN
+                                                     : TENANT_OWN_TOPIC;
+        if ((p->flags & PROBE_OWN_LISTED) && !holds(b.data, b.len, listed))
             fail_msg("%s v%d does not list the tenant's own name: the probe proves nothing", api->name, p->version);
         free(b.frame);
         return;
