@@ -7,7 +7,11 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "protocol/generated/all_messages.h"
+#include "raw_session.h"
 #include "tenant_fixture.h"
 
 rd_kafka_t *tenant_client(struct test_broker *b, const char *group)
@@ -57,7 +61,44 @@ static void transaction(struct test_broker *b, const char *id, const char *topic
     rk_producer_destroy(rk);
 }
 
-void tenant_fixture_start(struct test_broker *b)
+/* The id of `topic`, by a Metadata v12 any principal may send (before the
+ * authorizer is loaded). */
+static void topic_id_of(struct test_broker *b, const char *topic, uint8_t id[16])
+{
+    struct metadata_request_metadata_request_topic t;
+    metadata_request_metadata_request_topic_init(&t);
+    t.name = kafka_str_from_cstr(topic);
+    struct metadata_request m;
+    metadata_request_init(&m);
+    m.topics = &t;
+    m.topics_count = 1;
+    struct kafka_writer kw;
+    assert_int_equal(kafka_writer_init(&kw, 128), 0);
+    assert_int_equal(metadata_request_encode(&m, &kw, 12), 0);
+    struct raw_session s = {.fd = raw_connect(b->port, 10000)};
+    assert_true(s.fd >= 0);
+    struct raw_writer w;
+    raw_session_begin(&s, &w, 3, 12);
+    raw_put_bytes(&w, kw.buf, kw.len);
+    kafka_writer_free(&kw);
+    struct raw_reader r;
+    uint8_t *frame = raw_session_roundtrip(&s, &w, &r, true);
+    close(s.fd);
+    struct kafka_reader kr;
+    kafka_reader_init(&kr, r.data + r.pos, r.len - r.pos);
+    struct kafka_arena arena;
+    kafka_arena_init(&arena);
+    struct metadata_response resp;
+    metadata_response_init(&resp);
+    assert_int_equal(metadata_response_decode(&resp, &kr, 12, &arena), 0);
+    assert_int_equal(resp.topics_count, 1);
+    assert_int_equal(resp.topics[0].error_code, 0);
+    memcpy(id, resp.topics[0].topic_id.bytes, 16);
+    kafka_arena_free(&arena);
+    free(frame);
+}
+
+void tenant_fixture_start(struct test_broker *b, struct tenant_topic_ids *ids)
 {
     broker_start(b, NULL);
     /* Before the authorizer: the other tenant's topic, records and group. */
@@ -66,6 +107,10 @@ void tenant_fixture_start(struct test_broker *b)
     rd_kafka_t *p = tenant_client(b, NULL);
     assert_int_equal(rk_produce_one_delivered(p, TENANT_OTHER_TOPIC), RD_KAFKA_RESP_ERR_NO_ERROR);
     rk_producer_destroy(p);
+    if (ids) {
+        topic_id_of(b, TENANT_OTHER_TOPIC, ids->other);
+        topic_id_of(b, TENANT_OWN_TOPIC, ids->own);
+    }
     commit_one(b, TENANT_OTHER_GROUP, TENANT_OTHER_TOPIC);
     commit_one(b, TENANT_OTHER_GROUP, TENANT_OWN_TOPIC);
     commit_one(b, TENANT_OWN_GROUP, TENANT_OWN_TOPIC);

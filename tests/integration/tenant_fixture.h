@@ -11,6 +11,8 @@
 #ifndef CAIRN_TESTS_TENANT_FIXTURE_H
 #define CAIRN_TESTS_TENANT_FIXTURE_H
 
+#include <stdint.h>
+
 #include "harness.h"
 #include "rk_helpers.h"
 
@@ -21,9 +23,14 @@
 #define TENANT_OWN_GROUP "team-a.group"
 #define TENANT_OWN_TXN "team-a.tx"
 
+/* The topic ids of TENANT_OTHER_TOPIC and TENANT_OWN_TOPIC. */
+struct tenant_topic_ids {
+    uint8_t other[16], own[16];
+};
+
 /* Starts b, makes both tenants' names, creates the ACLs and restarts b with
- * the acl-authorizer loaded. */
-void tenant_fixture_start(struct test_broker *b);
+ * the acl-authorizer loaded. ids (NULL: not wanted) receives the topic ids. */
+void tenant_fixture_start(struct test_broker *b, struct tenant_topic_ids *ids);
 
 /* A librdkafka consumer in `group` (auto commit off), or a producer when
  * group is NULL. */

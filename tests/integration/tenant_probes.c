@@ -10,6 +10,12 @@ static struct kafka_str str(const char *s)
 
 static int32_t partition0[] = {0};
 
+/* The topic's name, or a null string when the request names it by id. */
+static struct kafka_str topic_name(const struct names *n)
+{
+    return n->topic ? str(n->topic) : (struct kafka_str){NULL, -1};
+}
+
 static int build_produce(struct kafka_writer *w, int16_t v, const struct names *n)
 {
     struct produce_request_partition_produce_data part;
@@ -38,7 +44,8 @@ static int build_fetch(struct kafka_writer *w, int16_t v, const struct names *n)
     part.partition_max_bytes = 1 << 20;
     struct fetch_request_fetch_topic topic;
     fetch_request_fetch_topic_init(&topic);
-    topic.topic = str(n->topic);
+    topic.topic = topic_name(n);
+    topic.topic_id = n->topic_id;
     topic.partitions = &part;
     topic.partitions_count = 1;
     struct fetch_request m;
@@ -74,7 +81,8 @@ static int build_metadata(struct kafka_writer *w, int16_t v, const struct names 
 {
     struct metadata_request_metadata_request_topic topic;
     metadata_request_metadata_request_topic_init(&topic);
-    topic.name = str(n->topic);
+    topic.name = topic_name(n);
+    topic.topic_id = n->topic_id;
     struct metadata_request m;
     metadata_request_init(&m);
     m.topics = &topic;
@@ -252,8 +260,9 @@ static int build_delete_topics(struct kafka_writer *w, int16_t v, const struct n
 {
     struct delete_topics_request_delete_topic_state topic;
     delete_topics_request_delete_topic_state_init(&topic);
-    topic.name = str(n->topic);
-    struct kafka_str name = str(n->topic);
+    topic.name = topic_name(n);
+    topic.topic_id = n->topic_id;
+    struct kafka_str name = topic_name(n);
     struct delete_topics_request m;
     delete_topics_request_init(&m);
     m.topics = &topic;
@@ -647,8 +656,10 @@ static int build_list_transactions(struct kafka_writer *w, int16_t v, const stru
 const struct tenant_probe tenant_probes[] = {
     {0, 8, KIND_TOPIC, build_produce, THROTTLE_LAST, 0, KIND_LISTING},
     {1, 12, KIND_TOPIC, build_fetch, 0, 0, KIND_LISTING},
+    {1, 13, KIND_TOPIC_ID, build_fetch, 0, 0, KIND_LISTING},
     {2, 7, KIND_TOPIC, build_list_offsets, 0, 0, KIND_LISTING},
     {3, 12, KIND_TOPIC, build_metadata, 0, 0, KIND_LISTING},
+    {3, 12, KIND_TOPIC_ID, build_metadata, 0, PROBE_OWN_LISTED, KIND_TOPIC},
     {3, 12, KIND_LISTING, build_metadata_all, 0, PROBE_OWN_LISTED, KIND_TOPIC},
     {8, 8, KIND_GROUP, build_offset_commit, 0, 0, KIND_LISTING},
     {8, 8, KIND_TOPIC, build_offset_commit, 0, 0, KIND_LISTING},
@@ -700,6 +711,7 @@ const struct tenant_probe tenant_probes[] = {
     {65, 0, KIND_TXN, build_describe_transactions, 0, 0, KIND_LISTING},
     {66, 1, KIND_LISTING, build_list_transactions, 0, PROBE_OWN_LISTED, KIND_TXN},
     /* Last: were it to leak, it would delete the other tenant's topic. */
+    {20, 6, KIND_TOPIC_ID, build_delete_topics, 0, 0, KIND_LISTING},
     {20, 6, KIND_TOPIC, build_delete_topics, 0, 0, KIND_LISTING},
 };
 

@@ -13,13 +13,15 @@
 
 #include "protocol/wire.h"
 
-/* What a probe varies: a topic, a group or a transactional id; a listing
- * names nothing and must not list another tenant's names. */
-enum name_kind { KIND_TOPIC, KIND_GROUP, KIND_TXN, KIND_LISTING };
+/* What a probe varies: a topic, a group, a transactional id or a topic id
+ * (the request then names no topic); a listing names nothing and must not
+ * list another tenant's names. */
+enum name_kind { KIND_TOPIC, KIND_GROUP, KIND_TXN, KIND_TOPIC_ID, KIND_LISTING };
 
 /* The names one request is built from. */
 struct names {
-    const char *topic, *group, *txn;
+    const char *topic, *group, *txn; /* topic NULL: by topic_id */
+    struct kafka_uuid topic_id;
 };
 
 /* Where the throttle time sits in an answer's body, when not at a byte offset. */
@@ -27,7 +29,7 @@ enum { THROTTLE_NONE = -1, THROTTLE_LAST = -2 };
 
 enum {
     /* Listing: the tenant's own name of the kind in `listed` must show, or
-     * the probe proves nothing. */
+     * the probe proves nothing; by topic id: the own topic's id names it. */
     PROBE_OWN_LISTED = 1,
     /* The API needs a cluster permission the tenant lacks, so its own name
      * gets the same refusal as the others; every other probe must answer

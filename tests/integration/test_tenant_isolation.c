@@ -307,7 +307,7 @@ static void test_other_tenant_looks_absent(void **state)
 {
     (void)state;
     struct test_broker b = {0};
-    tenant_fixture_start(&b);
+    tenant_fixture_start(&b, NULL);
 
     rd_kafka_t *rk = tenant_client(&b, NULL);
     struct answer other, never;
