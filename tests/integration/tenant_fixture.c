@@ -14,6 +14,15 @@
 #include "raw_session.h"
 #include "tenant_fixture.h"
 
+bool tenant_bytes_hold(const uint8_t *data, size_t len, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(data + i, needle, n) == 0)
+            return true;
+    return false;
+}
+
 rd_kafka_t *tenant_client(struct test_broker *b, const char *group)
 {
     const char *conf[] = {"group.id", group ? group : "team-a.probe", "enable.auto.commit", "false", NULL};

@@ -36,4 +36,7 @@ void tenant_fixture_start(struct test_broker *b, struct tenant_topic_ids *ids);
  * group is NULL. */
 rd_kafka_t *tenant_client(struct test_broker *b, const char *group);
 
+/* True when the bytes of needle occur in data (an answer that names it). */
+bool tenant_bytes_hold(const uint8_t *data, size_t len, const char *needle);
+
 #endif

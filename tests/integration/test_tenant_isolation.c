@@ -8,7 +8,8 @@
  * CreateTopics (TOPIC_AUTHORIZATION_FAILED before TOPIC_ALREADY_EXISTS),
  * CreatePartitions, DeleteTopics, DeleteRecords, AlterConfigs,
  * DescribeProducers, DescribeTransactions, ListTransactions or
- * DescribeLogDirs. */
+ * DescribeLogDirs. The setup is tenant_fixture.c; test_tenant_walk.c
+ * probes every API ApiVersions lists, byte for byte. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -226,16 +227,6 @@ static bool group_listed(rd_kafka_t *rk, const char *group)
     return found;
 }
 
-/* True when the bytes of needle occur in the frame. */
-static bool frame_names(const uint8_t *frame, size_t len, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (size_t i = 0; i + n <= len; i++)
-        if (memcmp(frame + i, needle, n) == 0)
-            return true;
-    return false;
-}
-
 /* DescribeProducers v0 of partition 0 of topic: its error and message. */
 static void describe_producers_answer(struct raw_session *s, const char *topic, struct answer *a)
 {
@@ -298,7 +289,7 @@ static bool listing_names(struct raw_session *s, int16_t api, int16_t version, c
     raw_put_uvarint(&w, 0);
     struct raw_reader r;
     uint8_t *frame = raw_session_roundtrip(s, &w, &r, true);
-    bool named = frame_names(frame, r.len, name);
+    bool named = tenant_bytes_hold(frame, r.len, name);
     free(frame);
     return named;
 }

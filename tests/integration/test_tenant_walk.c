@@ -92,15 +92,6 @@ static void roundtrip(struct raw_session *s, const struct tenant_probe *p, const
         memset(out->frame + (out->data - out->frame) + at, 0, 4);
 }
 
-static bool holds(const uint8_t *data, size_t len, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (size_t i = 0; i + n <= len; i++)
-        if (memcmp(data + i, needle, n) == 0)
-            return true;
-    return false;
-}
-
 /* Reads every occurrence of the n bytes `from` in the body as `to`. */
 static void rename_in(struct body *b, const void *from, const void *to, size_t n)
 {
@@ -133,7 +124,7 @@ static void run_probe(struct raw_session *s, const struct tenant_probe *p)
             memcpy(own.topic_id.bytes, topic_ids.own, 16);
             if (p->flags & PROBE_OWN_LISTED) { /* the tenant's own id: its name */
                 roundtrip(s, p, &own, &b);
-                bool named = holds(b.data, b.len, TENANT_OWN_TOPIC);
+                bool named = tenant_bytes_hold(b.data, b.len, TENANT_OWN_TOPIC);
                 free(b.frame);
                 if (!named)
                     fail_msg("%s v%d does not name the tenant's own topic by id", api->name, p->version);
@@ -143,12 +134,12 @@ static void run_probe(struct raw_session *s, const struct tenant_probe *p)
         roundtrip(s, p, &own, &b);
         const char *others[] = {TENANT_OTHER_TOPIC, TENANT_OTHER_GROUP, TENANT_OTHER_TXN};
         for (size_t i = 0; i < 3; i++)
-            if (holds(b.data, b.len, others[i]))
+            if (tenant_bytes_hold(b.data, b.len, others[i]))
                 fail_msg("%s v%d lists another tenant's name %s", api->name, p->version, others[i]);
         const char *listed = p->listed == KIND_GROUP ? TENANT_OWN_GROUP
                              : p->listed == KIND_TXN ? TENANT_OWN_TXN
                                                      : TENANT_OWN_TOPIC;
-        if (p->kind == KIND_LISTING && (p->flags & PROBE_OWN_LISTED) && !holds(b.data, b.len, listed))
+        if (p->kind == KIND_LISTING && (p->flags & PROBE_OWN_LISTED) && !tenant_bytes_hold(b.data, b.len, listed))
             fail_msg("%s v%d does not list the tenant's own name: the probe proves nothing", api->name, p->version);
         free(b.frame);
         return;
