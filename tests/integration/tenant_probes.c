@@ -150,6 +150,21 @@ static int build_offset_fetch_all(struct kafka_writer *w, int16_t v, const struc
     return offset_fetch_request_encode(&m, w, v);
 }
 
+/* The same in the v8+ form (a groups array): every offset of one group. */
+static int build_offset_fetch_group_all(struct kafka_writer *w, int16_t v, const struct names *n)
+{
+    struct offset_fetch_request_offset_fetch_request_group group;
+    offset_fetch_request_offset_fetch_request_group_init(&group);
+    group.group_id = str(n->group);
+    group.topics = NULL;
+    group.topics_count = -1;
+    struct offset_fetch_request m;
+    offset_fetch_request_init(&m);
+    m.groups = &group;
+    m.groups_count = 1;
+    return offset_fetch_request_encode(&m, w, v);
+}
+
 static int find_coordinator(struct kafka_writer *w, int16_t v, const char *key, int8_t type)
 {
     struct find_coordinator_request m;
@@ -668,6 +683,7 @@ const struct tenant_probe tenant_probes[] = {
     /* Every committed offset of the tenant's group, which also holds one
      * for the other tenant's topic (committed before the ACLs). */
     {9, 7, KIND_LISTING, build_offset_fetch_all, 0, PROBE_OWN_LISTED, KIND_TOPIC},
+    {9, 9, KIND_LISTING, build_offset_fetch_group_all, 0, PROBE_OWN_LISTED, KIND_TOPIC},
     {10, 3, KIND_GROUP, build_find_group, 0, 0, KIND_LISTING},
     {10, 3, KIND_TXN, build_find_txn, 0, 0, KIND_LISTING},
     {11, 7, KIND_GROUP, build_join_group, 0, 0, KIND_LISTING},
