@@ -12,9 +12,11 @@
  * is read as the never-existing one; the tenant's own name must get a
  * different answer (so the request is well formed and reached the
  * authorized path), unless the API needs a cluster permission the tenant
- * lacks. A listing probe (ListGroups,
- * ListTransactions, DescribeLogDirs of every topic) names nothing: its
- * answer must not hold another tenant's name. */
+ * lacks. A listing probe (Metadata of every topic, every committed offset
+ * of the tenant's group, ListGroups, ListTransactions, every ACL,
+ * DescribeLogDirs of every topic) names nothing: its answer must not hold
+ * another tenant's name. A probe by the other tenant's topic id (Metadata,
+ * Fetch, DeleteTopics) must not name its topic either. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -109,39 +111,47 @@ static void hex(char *out, size_t cap, const uint8_t *data, size_t len, size_t f
         used += (size_t)snprintf(out + used, cap - used, "%02x ", data[i]);
 }
 
+/* A listing, or a request by the other tenant's topic id: its answer must
+ * not hold another tenant's name. */
+static void run_listing_probe(struct raw_session *s, const struct tenant_probe *p, const struct kafka_api_desc *api,
+                              struct names own)
+{
+    /* By id, Kafka's answers tell an unauthorized id from an unknown
+     * one (TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_ID), as cairn's
+     * do: a tenant can only hold another's id if it was given it. The
+     * name behind the id must still not show. */
+    struct body b;
+    if (p->kind == KIND_TOPIC_ID) {
+        own.topic = NULL;
+        memcpy(own.topic_id.bytes, topic_ids.own, 16);
+        if (p->flags & PROBE_OWN_LISTED) { /* the tenant's own id: its name */
+            roundtrip(s, p, &own, &b);
+            bool named = tenant_bytes_hold(b.data, b.len, TENANT_OWN_TOPIC);
+            free(b.frame);
+            if (!named)
+                fail_msg("%s v%d does not name the tenant's own topic by id", api->name, p->version);
+        }
+        memcpy(own.topic_id.bytes, topic_ids.other, 16);
+    }
+    roundtrip(s, p, &own, &b);
+    const char *others[] = {TENANT_OTHER_TOPIC, TENANT_OTHER_GROUP, TENANT_OTHER_TXN};
+    for (size_t i = 0; i < 3; i++)
+        if (tenant_bytes_hold(b.data, b.len, others[i]))
+            fail_msg("%s v%d lists another tenant's name %s", api->name, p->version, others[i]);
+    const char *listed = p->listed == KIND_GROUP ? TENANT_OWN_GROUP
+                         : p->listed == KIND_TXN ? TENANT_OWN_TXN
+                                                 : TENANT_OWN_TOPIC;
+    if (p->kind == KIND_LISTING && (p->flags & PROBE_OWN_LISTED) && !tenant_bytes_hold(b.data, b.len, listed))
+        fail_msg("%s v%d does not list the tenant's own name: the probe proves nothing", api->name, p->version);
+    free(b.frame);
+}
+
 static void run_probe(struct raw_session *s, const struct tenant_probe *p)
 {
     const struct kafka_api_desc *api = kafka_api_lookup(p->api_key);
     struct names own = {TENANT_OWN_TOPIC, TENANT_OWN_GROUP, TENANT_OWN_TXN, {{0}}};
     if (p->kind == KIND_LISTING || p->kind == KIND_TOPIC_ID) {
-        /* By id, Kafka's answers tell an unauthorized id from an unknown
-         * one (TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_ID), as cairn's
-         * do: a tenant can only hold another's id if it was given it. The
-         * name behind the id must still not show. */
-        struct body b;
-        if (p->kind == KIND_TOPIC_ID) {
-            own.topic = NULL;
-            memcpy(own.topic_id.bytes, topic_ids.own, 16);
-            if (p->flags & PROBE_OWN_LISTED) { /* the tenant's own id: its name */
-                roundtrip(s, p, &own, &b);
-                bool named = tenant_bytes_hold(b.data, b.len, TENANT_OWN_TOPIC);
-                free(b.frame);
-                if (!named)
-                    fail_msg("%s v%d does not name the tenant's own topic by id", api->name, p->version);
-            }
-            memcpy(own.topic_id.bytes, topic_ids.other, 16);
-        }
-        roundtrip(s, p, &own, &b);
-        const char *others[] = {TENANT_OTHER_TOPIC, TENANT_OTHER_GROUP, TENANT_OTHER_TXN};
-        for (size_t i = 0; i < 3; i++)
-            if (tenant_bytes_hold(b.data, b.len, others[i]))
-                fail_msg("%s v%d lists another tenant's name %s", api->name, p->version, others[i]);
-        const char *listed = p->listed == KIND_GROUP ? TENANT_OWN_GROUP
-                             : p->listed == KIND_TXN ? TENANT_OWN_TXN
-                                                     : TENANT_OWN_TOPIC;
-        if (p->kind == KIND_LISTING && (p->flags & PROBE_OWN_LISTED) && !tenant_bytes_hold(b.data, b.len, listed))
-            fail_msg("%s v%d does not list the tenant's own name: the probe proves nothing", api->name, p->version);
-        free(b.frame);
+        run_listing_probe(s, p, api, own);
         return;
     }
     struct names other = own, never = own;
