@@ -119,7 +119,10 @@ enum handler_result handle_metadata(struct request_context *ctx, void *request, 
     bool allow_create = env->auto_create_topics && (ctx->api_version < 4 || req->allow_auto_topic_creation);
 
     /* DESCRIBE per requested topic, asked once: a denied topic is neither
-     * created nor described. */
+     * created nor described. A topic asked for by id is authorized by the
+     * name the id resolves to, and a denied one is answered with its id
+     * only (Kafka's rule): its name and partitions are not the tenant's to
+     * see. An unknown id has nothing to deny. */
     bool *describable = NULL;
     if (!all_topics && handler_decides(ctx) && req->topics_count > 0) {
         describable = kafka_arena_alloc(&ctx->arena, (size_t)req->topics_count * sizeof *describable);
@@ -127,10 +130,18 @@ enum handler_result handle_metadata(struct request_context *ctx, void *request, 
             metadata_image_release(img);
             return HANDLER_CLOSE;
         }
-        for (int32_t i = 0; i < req->topics_count; i++)
-            describable[i] = req->topics[i].name.len < 0 ||
-                             handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC, req->topics[i].name,
-                                                    true);
+        for (int32_t i = 0; i < req->topics_count; i++) {
+            struct kafka_str name = req->topics[i].name;
+            if (name.len < 0) {
+                const struct metadata_topic *by_id = metadata_image_topic_by_id(img, &req->topics[i].topic_id);
+                if (!by_id) {
+                    describable[i] = true;
+                    continue;
+                }
+                name = kafka_str_from_cstr(by_id->name);
+            }
+            describable[i] = handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC, name, true);
+        }
     }
 
     /* Create what is missing first, then answer from one image. */

@@ -337,6 +337,10 @@ static void delete_one(struct request_context *ctx, struct kafka_str name, struc
     int32_t deleted = t ? t->partition_count : 0;
     metadata_image_release(img);
     if (name.len < 0 && !handler_authorize_resource(ctx, CAIRN_OP_DELETE, CAIRN_RESOURCE_TOPIC, topic, true)) {
+        /* Denied by id: the name behind it is shown only to a principal
+         * that may describe the topic (Kafka's rule). */
+        if (!handler_authorize_resource(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC, topic, false))
+            out->name = (struct kafka_str){NULL, -1};
         out->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
         out->error_message = error_message(ctx, out->error_code, err);
         return;

@@ -9,7 +9,8 @@
  * at the entry's last ':' so names may contain colons. */
 #include "quota_internal.h"
 
-#include <ctype.h>
+#include "entry_text.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -28,17 +29,6 @@ const char *quota_type_name(enum quota_type type)
     return type < QUOTA_TYPE_COUNT ? quota_type_names[type] : "unknown";
 }
 
-/* Trims blanks in place. */
-static char *quota_trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t len = strlen(s);
-    while (len > 0 && isspace((unsigned char)s[len - 1]))
-        s[--len] = '\0';
-    return s;
-}
-
 static void quota_entry_free(struct quota_entry *entry)
 {
     free(entry->entity.user);
@@ -55,16 +45,11 @@ void quota_entries_free(struct quota_entries *entries)
     entries->count = 0;
 }
 
-/* Splits "key=value" in place; false without '=' or with an empty side. */
+/* Splits "key=value" in place; false without '=', with an empty side or
+ * with a second '=' (names hold none). */
 static bool quota_split_pair(char *pair, char **key, char **value)
 {
-    char *eq = strchr(pair, '=');
-    if (!eq)
-        return false;
-    *eq = '\0';
-    *key = quota_trim(pair);
-    *value = quota_trim(eq + 1);
-    return (*key)[0] != '\0' && (*value)[0] != '\0' && strchr(*value, '=') == NULL;
+    return entry_split_pair(pair, key, value) && strchr(*value, '=') == NULL;
 }
 
 static int quota_parse_entity(char *text, struct quota_entity *entity, char *why, size_t whylen)
@@ -74,7 +59,7 @@ static int quota_parse_entity(char *text, struct quota_entity *entity, char *why
     for (char *part = strtok_r(text, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
         char *key, *value;
         if (!quota_split_pair(part, &key, &value)) {
-            snprintf(why, whylen, "entity part '%s' is not user=<name> or client-id=<name>", quota_trim(part));
+            snprintf(why, whylen, "entity part '%s' is not user=<name> or client-id=<name>", entry_trim(part));
             return CAIRN_INVALID;
         }
         enum quota_part *slot;
@@ -119,7 +104,7 @@ static int quota_parse_limits(char *text, struct quota_entry *entry, char *why, 
     for (char *item = strtok_r(text, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
         char *key, *value;
         if (!quota_split_pair(item, &key, &value)) {
-            snprintf(why, whylen, "quota '%s' is not <quota>=<number>", quota_trim(item));
+            snprintf(why, whylen, "quota '%s' is not <quota>=<number>", entry_trim(item));
             return CAIRN_INVALID;
         }
         int type = -1;
@@ -209,7 +194,7 @@ int quota_entries_parse(const char *text, struct quota_entries *out, char *err, 
         char *next = strchr(cursor, ';');
         if (next)
             *next++ = '\0';
-        char *entry_text = quota_trim(cursor);
+        char *entry_text = entry_trim(cursor);
         cursor = next;
         if (entry_text[0] == '\0')
             continue;

@@ -9,7 +9,8 @@
  * precedes it. */
 #include "tenant_rules.h"
 
-#include <ctype.h>
+#include "entry_text.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,28 +25,6 @@ static const char *const cap_names[TENANT_CAP_COUNT] = {
 const char *tenant_cap_name(enum tenant_cap cap)
 {
     return cap < TENANT_CAP_COUNT ? cap_names[cap] : "unknown";
-}
-
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t len = strlen(s);
-    while (len > 0 && isspace((unsigned char)s[len - 1]))
-        s[--len] = '\0';
-    return s;
-}
-
-/* "key=value" split in place; false without '=' or with an empty side. */
-static bool split_pair(char *pair, char **key, char **value)
-{
-    char *eq = strchr(pair, '=');
-    if (!eq)
-        return false;
-    *eq = '\0';
-    *key = trim(pair);
-    *value = trim(eq + 1);
-    return (*key)[0] != '\0' && (*value)[0] != '\0';
 }
 
 static bool parse_count(const char *text, int64_t *out)
@@ -65,8 +44,8 @@ static int parse_who(char *text, struct tenant_rule *rule, char *why, size_t why
     char *save = NULL;
     for (char *part = strtok_r(text, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
         char *key, *value;
-        if (!split_pair(part, &key, &value)) {
-            snprintf(why, whylen, "'%s' is not principal=<principal> or prefix=<topic prefix>", trim(part));
+        if (!entry_split_pair(part, &key, &value)) {
+            snprintf(why, whylen, "'%s' is not principal=<principal> or prefix=<topic prefix>", entry_trim(part));
             return CAIRN_INVALID;
         }
         char **slot = strcmp(key, "principal") == 0 ? &rule->principal
@@ -108,8 +87,8 @@ static int parse_caps(char *text, struct tenant_rule *rule, char *why, size_t wh
     char *save = NULL;
     for (char *item = strtok_r(text, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
         char *key, *value;
-        if (!split_pair(item, &key, &value)) {
-            snprintf(why, whylen, "cap '%s' is not <cap>=<integer>", trim(item));
+        if (!entry_split_pair(item, &key, &value)) {
+            snprintf(why, whylen, "cap '%s' is not <cap>=<integer>", entry_trim(item));
             return CAIRN_INVALID;
         }
         int cap = -1;
@@ -164,7 +143,7 @@ int tenant_rules_parse(const char *text, struct tenant_rules *out, char *err, si
     int rc = CAIRN_OK;
     char *save = NULL;
     for (char *entry = strtok_r(copy, ";", &save); entry && rc == CAIRN_OK; entry = strtok_r(NULL, ";", &save)) {
-        entry = trim(entry);
+        entry = entry_trim(entry);
         if (!entry[0])
             continue;
         char shown[160];

@@ -8,7 +8,8 @@
  * CreateTopics (TOPIC_AUTHORIZATION_FAILED before TOPIC_ALREADY_EXISTS),
  * CreatePartitions, DeleteTopics, DeleteRecords, AlterConfigs,
  * DescribeProducers, DescribeTransactions, ListTransactions or
- * DescribeLogDirs. */
+ * DescribeLogDirs. The setup is tenant_fixture.c; test_tenant_walk.c
+ * probes every API ApiVersions lists, byte for byte. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,12 +24,13 @@
 #include "harness.h"
 #include "raw_session.h"
 #include "rk_helpers.h"
+#include "tenant_fixture.h"
 
-#define OTHER_TOPIC "team-b.orders"
+#define OTHER_TOPIC TENANT_OTHER_TOPIC
 #define NEVER_TOPIC "team-b.never"
-#define OTHER_GROUP "team-b.group"
+#define OTHER_GROUP TENANT_OTHER_GROUP
 #define NEVER_GROUP "team-b.nogroup"
-#define OTHER_TXN "team-b.tx"
+#define OTHER_TXN TENANT_OTHER_TXN
 #define NEVER_TXN "team-b.notx"
 
 /* One answer: an error code and a message with the resource's name
@@ -63,12 +65,6 @@ static void assert_same(const char *api, const struct answer *other, const struc
                  rd_kafka_err2name(other->err), other->message, rd_kafka_err2name(never->err), never->message);
     if (other->err == RD_KAFKA_RESP_ERR_NO_ERROR)
         fail_msg("%s answered without an error for another tenant's name", api);
-}
-
-static rd_kafka_t *client(struct test_broker *b, const char *group)
-{
-    const char *conf[] = {"group.id", group ? group : "team-a.probe", "enable.auto.commit", "false", NULL};
-    return group ? rk_consumer_new(broker_bootstrap(b), conf) : rk_producer_new(broker_bootstrap(b), NULL);
 }
 
 static void metadata_answer(rd_kafka_t *rk, const char *topic, struct answer *a)
@@ -198,7 +194,7 @@ static void admin_answer(rd_kafka_t *rk, admin_call_fn call, rd_kafka_event_type
 
 static void offset_fetch_answer(struct test_broker *b, const char *group, struct answer *a)
 {
-    rd_kafka_t *rk = client(b, group);
+    rd_kafka_t *rk = tenant_client(b, group);
     rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(parts, "team-a.orders", 0);
     int err = rd_kafka_committed(rk, parts, 10000);
@@ -229,42 +225,6 @@ static bool group_listed(rd_kafka_t *rk, const char *group)
     rd_kafka_event_destroy(ev);
     rd_kafka_queue_destroy(q);
     return found;
-}
-
-static void acl_allow_prefix(struct test_broker *b, rd_kafka_ResourceType_t type)
-{
-    char errstr[256];
-    rd_kafka_t *rk = client(b, NULL);
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_AclBinding_t *acl = rd_kafka_AclBinding_new(type, "team-a.", RD_KAFKA_RESOURCE_PATTERN_PREFIXED,
-                                                         "User:ANONYMOUS", "*", RD_KAFKA_ACL_OPERATION_ALL,
-                                                         RD_KAFKA_ACL_PERMISSION_TYPE_ALLOW, errstr, sizeof errstr);
-    assert_non_null(acl);
-    rd_kafka_CreateAcls(rk, &acl, 1, NULL, q);
-    rd_kafka_event_destroy(rk_admin_result(q, RD_KAFKA_EVENT_CREATEACLS_RESULT, 20000));
-    rd_kafka_AclBinding_destroy(acl);
-    rd_kafka_queue_destroy(q);
-    rk_producer_destroy(rk);
-}
-
-static void commit_one(struct test_broker *b, const char *group, const char *topic)
-{
-    rd_kafka_t *rk = client(b, group);
-    rd_kafka_topic_partition_list_t *offsets = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(offsets, topic, 0)->offset = 1;
-    assert_int_equal(rd_kafka_commit(rk, offsets, 0), RD_KAFKA_RESP_ERR_NO_ERROR);
-    rd_kafka_topic_partition_list_destroy(offsets);
-    rd_kafka_destroy(rk);
-}
-
-/* True when the bytes of needle occur in the frame. */
-static bool frame_names(const uint8_t *frame, size_t len, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (size_t i = 0; i + n <= len; i++)
-        if (memcmp(frame + i, needle, n) == 0)
-            return true;
-    return false;
 }
 
 /* DescribeProducers v0 of partition 0 of topic: its error and message. */
@@ -329,58 +289,18 @@ static bool listing_names(struct raw_session *s, int16_t api, int16_t version, c
     raw_put_uvarint(&w, 0);
     struct raw_reader r;
     uint8_t *frame = raw_session_roundtrip(s, &w, &r, true);
-    bool named = frame_names(frame, r.len, name);
+    bool named = tenant_bytes_hold(frame, r.len, name);
     free(frame);
     return named;
-}
-
-/* Commits one transaction as transactional id. */
-static void transaction(struct test_broker *b, const char *id, const char *topic)
-{
-    const char *conf[] = {"transactional.id", id, NULL};
-    rd_kafka_t *rk = rk_producer_new(broker_bootstrap(b), conf);
-    rk_expect_ok(rd_kafka_init_transactions(rk, 20000), "init_transactions");
-    rk_expect_ok(rd_kafka_begin_transaction(rk), "begin_transaction");
-    assert_int_equal(rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_VALUE("v", 1),
-                                       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END),
-                     RD_KAFKA_RESP_ERR_NO_ERROR);
-    rk_expect_ok(rd_kafka_commit_transaction(rk, 20000), "commit_transaction");
-    rk_producer_destroy(rk);
 }
 
 static void test_other_tenant_looks_absent(void **state)
 {
     (void)state;
     struct test_broker b = {0};
-    broker_start(&b, NULL);
-    /* Before the authorizer: the other tenant's topic, records and group. */
-    rk_create_topic(broker_bootstrap(&b), OTHER_TOPIC, 1, NULL);
-    rk_create_topic(broker_bootstrap(&b), "team-a.orders", 1, NULL);
-    rd_kafka_t *p = client(&b, NULL);
-    assert_int_equal(rk_produce_one_delivered(p, OTHER_TOPIC), RD_KAFKA_RESP_ERR_NO_ERROR);
-    rk_producer_destroy(p);
-    commit_one(&b, OTHER_GROUP, OTHER_TOPIC);
-    commit_one(&b, OTHER_GROUP, "team-a.orders");
-    commit_one(&b, "team-a.group", "team-a.orders");
-    transaction(&b, OTHER_TXN, OTHER_TOPIC);
-    transaction(&b, "team-a.tx", "team-a.orders");
-    /* librdkafka 2.0 makes no transactional-id ACL: the cairn tool does. */
-    char acl[800];
-    snprintf(acl, sizeof acl,
-             "'%s' acl create --allow-principal User:ANONYMOUS --operation All --transactional-id team-a. "
-             "--resource-pattern-type prefixed -b %s > /dev/null",
-             CAIRN_CLI_PATH, broker_bootstrap(&b));
-    assert_int_equal(system(acl), 0);
-    acl_allow_prefix(&b, RD_KAFKA_RESOURCE_TOPIC);
-    acl_allow_prefix(&b, RD_KAFKA_RESOURCE_GROUP);
-    broker_stop(&b);
-    char path_kv[600];
-    snprintf(path_kv, sizeof path_kv, "plugin.path=%s", CAIRN_PLUGIN_DIR);
-    broker_add_override(&b, path_kv);
-    broker_add_override(&b, "plugins=acl-authorizer");
-    broker_restart(&b);
+    tenant_fixture_start(&b, NULL);
 
-    rd_kafka_t *rk = client(&b, NULL);
+    rd_kafka_t *rk = tenant_client(&b, NULL);
     struct answer other, never;
     metadata_answer(rk, OTHER_TOPIC, &other);
     metadata_answer(rk, NEVER_TOPIC, &never);
