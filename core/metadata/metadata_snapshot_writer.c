@@ -112,6 +112,10 @@ static void *writer_main(void *arg)
     struct metadata_store *store = arg;
     pthread_mutex_lock(&store->snap_mu);
     while (!store->snap_stop) {
+        if (!store->snap_kicked && store->snapshot_interval_ms <= 0) {
+            pthread_cond_wait(&store->snap_cond, &store->snap_mu); /* only kicks matter */
+            continue;
+        }
         if (!store->snap_kicked) {
             /* Woken by a kick, or in time to see the interval pass. */
             int64_t wait_ms = store->snapshot_interval_ms > 0 && store->snapshot_interval_ms < INTERVAL_CHECK_MS

@@ -83,6 +83,16 @@ static long long wait_snapshot_past(const struct test_broker *b, long long after
     return -1;
 }
 
+/* Snapshots are written on a thread of their own, and pruned just after
+ * the newest is renamed into place: polls until there are n. */
+static bool wait_snapshot_count(const struct test_broker *b, int n)
+{
+    for (long long deadline = harness_now_ms() + 30000; harness_now_ms() < deadline; pause_ms(50))
+        if (count_snapshots(b) == n)
+            return true;
+    return false;
+}
+
 #define INTERVAL_MS 700
 
 static void test_interval_snapshots_a_change_once_it_passes(void **state)
@@ -115,12 +125,17 @@ static void test_interval_snapshots_a_change_once_it_passes(void **state)
     long long after = wait_snapshot_past(b, first);
     if (after < 0)
         fail_msg("no snapshot after the second change (newest still ends at %lld)", first);
-    char *log = test_read_file(b->log_path, NULL);
-    assert_non_null(log);
+    /* Logged once the file is in place. */
     char line[96];
     snprintf(line, sizeof(line), "wrote metadata snapshot at offset %lld,", after);
-    assert_non_null(strstr(log, line));
-    free(log);
+    bool logged = false;
+    for (long long until = harness_now_ms() + 30000; !logged && harness_now_ms() < until; pause_ms(50)) {
+        char *log = test_read_file(b->log_path, NULL);
+        assert_non_null(log);
+        logged = strstr(log, line) != NULL;
+        free(log);
+    }
+    assert_true(logged);
     pause_ms(4 * INTERVAL_MS);
     assert_int_equal(newest_snapshot(b), after);
     broker_mark_passed(b);
@@ -143,7 +158,7 @@ static void test_restart_from_snapshot_keeps_topics(void **state)
     const char *configs[] = {"retention.ms", "123456", NULL};
     rk_create_topic(broker_bootstrap(b), names[0], partitions[0], configs);
     rk_create_topic(broker_bootstrap(b), names[1], partitions[1], NULL);
-    assert_int_equal(count_snapshots(b), 2);
+    assert_true(wait_snapshot_count(b, 2));
 
     broker_kill9(b);
     broker_restart(b);
@@ -158,7 +173,7 @@ static void test_restart_from_snapshot_keeps_topics(void **state)
     broker_stop(b);
     broker_restart(b);
     expect_topics(b, names, partitions, 3);
-    assert_int_equal(count_snapshots(b), 2);
+    assert_true(wait_snapshot_count(b, 2));
     broker_mark_passed(b);
 }
 

@@ -86,12 +86,17 @@ static void sleep_ms(int64_t ms)
     nanosleep(&ts, NULL);
 }
 
-/* Polls until the newest snapshot ends at end_offset; false on timeout. */
+/* Polls until the newest snapshot ends at end_offset, then lets the
+ * writer finish its cycle (the count moves after the file is in place);
+ * false on timeout. */
 static bool wait_for_snapshot(struct fixture *f, int64_t end_offset)
 {
-    for (int64_t deadline = clock_mono_ms() + WAIT_MS; clock_mono_ms() < deadline; sleep_ms(20))
-        if (newest_snapshot(f) == end_offset)
+    for (int64_t deadline = clock_mono_ms() + WAIT_MS; clock_mono_ms() < deadline; sleep_ms(20)) {
+        if (newest_snapshot(f) == end_offset) {
+            metadata_snapshot_writer_flush(f->store);
             return true;
+        }
+    }
     return false;
 }
 
