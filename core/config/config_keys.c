@@ -84,8 +84,9 @@ static const struct config_key_def broker_keys[] = {
      .doc = "Bytes of new metadata records after which the loader writes a metadata snapshot; a start loads "
             "the newest snapshot and replays only the records after it."},
     {KEY_LONG("metadata.log.max.snapshot.interval.ms", "3600000", 0, I64), HIGH, IN(SERVER),
-     .doc = "Milliseconds after the last metadata snapshot when new committed records trigger the next one, "
-            "whatever their size (0: only metadata.log.max.record.bytes.between.snapshots)."},
+     .doc = "Milliseconds after the last metadata snapshot after which records committed since are snapshotted, "
+            "whatever their size and with no further commit needed (KIP-876; 0: only "
+            "metadata.log.max.record.bytes.between.snapshots)."},
     {KEY_LONG("metadata.max.retention.bytes", "104857600", -1, I64), HIGH, IN(SERVER),
      .doc = "Bytes of metadata log past which the log is cleaned behind the newest metadata snapshot (its start "
             "moves up to the snapshot's end; replicas further behind download the snapshot); -1: no limit."},

@@ -1,7 +1,7 @@
 /* The loader: the metadata log's listener. It applies committed batches in
  * offset order to a builder, publishes each new immutable image, tells
- * subscribers, and writes a snapshot of the published image every
- * snapshot_bytes bytes of records. At open it builds one image from the
+ * subscribers, and kicks the snapshot writer (metadata_snapshot_writer.c)
+ * every snapshot_bytes bytes of records. At open it builds one image from the
  * snapshot and the log's tail and publishes it once. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,58 +111,7 @@ int metadata_image_to_records(const struct metadata_image *img, struct metadata_
     return rc != 0 || w->failed ? -1 : 0;
 }
 
-/* Writes a snapshot of the published image. Caller holds publish_lock. */
-static void snapshot_locked(struct metadata_store *store)
-{
-    const struct metadata_image *img = store->current;
-    struct metadata_snapshot_id id = {.end_offset = img->last_offset + 1, .epoch = store->last_epoch};
-    struct metadata_record_list records;
-    struct metadata_log_entry *entries = NULL;
-    char err[512] = "out of memory";
-    int rc = -1;
-    int32_t count = 0;
-    if (metadata_record_list_init(&records) != 0)
-        goto out;
-    count = records.count;
-    if (metadata_image_to_records(img, &records) == 0 &&
-        (entries = calloc(records.count > 0 ? (size_t)records.count : 1, sizeof(*entries)))) {
-        size_t start = 0;
-        for (int32_t i = 0; i < records.count; i++) {
-            entries[i] = (struct metadata_log_entry){records.w.buf + start, records.ends[i] - start};
-            start = records.ends[i];
-        }
-        count = records.count;
-        rc = store->log_ops->create_snapshot(store->log, &id, store->last_append_time_ms, entries, count, err,
-                                             sizeof(err));
-    }
-    free(entries);
-    metadata_record_list_free(&records);
-out:
-    /* A failed snapshot is retried after as many bytes (or as long) again,
-     * not on every commit. */
-    store->bytes_since_snapshot = 0;
-    store->last_snapshot_ms = clock_mono_ms();
-    if (rc != 0) {
-        logger_error(LOG_COMPONENT, "metadata snapshot at offset %lld failed: %s", (long long)id.end_offset, err);
-        return;
-    }
-    store->stats.snapshots_written++;
-    logger_info(LOG_COMPONENT, "wrote metadata snapshot at offset %lld, epoch %d (%d records)",
-                (long long)id.end_offset, (int)id.epoch, (int)count);
-}
-
 /* ---- listener ---- */
-
-/* Kafka's triggers: enough new record bytes, or new records and the
- * interval passed since the last snapshot. Only committed batches reach
- * here, so a snapshot never holds an uncommitted record. */
-static bool snapshot_due(const struct metadata_store *store)
-{
-    if (store->snapshot_bytes > 0 && store->bytes_since_snapshot >= store->snapshot_bytes)
-        return true;
-    return store->snapshot_interval_ms > 0 && store->bytes_since_snapshot > 0 &&
-           clock_mono_ms() - store->last_snapshot_ms >= store->snapshot_interval_ms;
-}
 
 static int handle_commit(void *ctx, const struct metadata_batch *batch)
 {
@@ -185,8 +134,12 @@ static int handle_commit(void *ctx, const struct metadata_batch *batch)
         }
         if (img) {
             publish_locked(store, img);
-            if (snapshot_due(store))
-                snapshot_locked(store);
+            /* Kafka's triggers: enough new record bytes, or new records
+             * and the interval passed. Only committed batches reach here,
+             * so a snapshot never holds an uncommitted record; the writer
+             * thread writes it, not this one (the raft thread). */
+            if (metadata_snapshot_due(store))
+                metadata_snapshot_writer_kick(store);
         } else {
             /* The log has the records; the next open replays them. */
             logger_error(LOG_COMPONENT, "out of memory applying metadata offsets %lld..%lld",

@@ -291,6 +291,7 @@ static int local_register_listener(void *ctx, const struct metadata_log_listener
 {
     struct metadata_log *log = ctx;
     struct metadata_snapshot_id id = {.end_offset = 0, .epoch = 0};
+    metadata_snapshot_remove_parts(log->dir);
     int found = metadata_snapshot_latest(log->dir, &id, err, errlen);
     if (found < 0)
         return -1;

@@ -74,14 +74,6 @@ int metadata_snapshot_list(const char *log_dir, struct metadata_snapshot_id **ou
     int count = 0, cap = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        size_t n = strlen(e->d_name);
-        if (n > strlen(PART_SUFFIX) && strcmp(e->d_name + n - strlen(PART_SUFFIX), PART_SUFFIX) == 0 &&
-            strstr(e->d_name, METADATA_SNAPSHOT_SUFFIX)) {
-            char path[PATH_MAX];
-            if ((size_t)snprintf(path, sizeof(path), "%s/%s", log_dir, e->d_name) < sizeof(path))
-                unlink(path);
-            continue;
-        }
         struct metadata_snapshot_id id;
         if (parse_name(e->d_name, &id) != 0)
             continue;
@@ -103,6 +95,24 @@ int metadata_snapshot_list(const char *log_dir, struct metadata_snapshot_id **ou
     if (count > 1)
         qsort(*out, (size_t)count, sizeof(**out), id_cmp);
     return count;
+}
+
+void metadata_snapshot_remove_parts(const char *log_dir)
+{
+    DIR *d = opendir(log_dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n > strlen(PART_SUFFIX) && strcmp(e->d_name + n - strlen(PART_SUFFIX), PART_SUFFIX) == 0 &&
+            strstr(e->d_name, METADATA_SNAPSHOT_SUFFIX)) {
+            char path[PATH_MAX];
+            if ((size_t)snprintf(path, sizeof(path), "%s/%s", log_dir, e->d_name) < sizeof(path))
+                unlink(path);
+        }
+    }
+    closedir(d);
 }
 
 int metadata_snapshot_latest(const char *log_dir, struct metadata_snapshot_id *out, char *err, size_t errlen)

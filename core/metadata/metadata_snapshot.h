@@ -23,9 +23,13 @@
 int metadata_snapshot_write(const char *log_dir, const struct metadata_snapshot_id *id, int64_t last_timestamp_ms,
                             const struct metadata_log_entry *records, int32_t count, char *err, size_t errlen);
 
-/* The newest snapshot in log_dir: 1 found (*out set), 0 none, -1 with err.
- * Removes leftover partial (.part) files of an interrupted write. */
+/* The newest snapshot in log_dir: 1 found (*out set), 0 none, -1 with err. */
 int metadata_snapshot_latest(const char *log_dir, struct metadata_snapshot_id *out, char *err, size_t errlen);
+
+/* Removes the partial (.part) files of a write a crash interrupted. Only
+ * at open, before the store's snapshot writer starts: at run time a .part
+ * file is the writer's snapshot in progress. */
+void metadata_snapshot_remove_parts(const char *log_dir);
 
 /* A snapshot read back: records point into buf. Owned by the caller. */
 struct metadata_snapshot_contents {

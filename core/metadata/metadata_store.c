@@ -261,14 +261,19 @@ int16_t metadata_store_commit_locked(struct metadata_store *store, struct metada
     deadline.tv_sec += COMMIT_WAIT_S;
     bool timed_out = false;
     pthread_mutex_lock(&store->publish_lock);
-    while (store->applied_offset < last && !timed_out)
+    while (store->applied_offset < last && !timed_out && !store->closing)
         timed_out = pthread_cond_timedwait(&store->applied_cond, &store->publish_lock, &deadline) != 0 &&
                     store->applied_offset < last;
+    bool closing = store->closing && store->applied_offset < last;
     bool failed = store->failed_offset > last - records->count;
     pthread_mutex_unlock(&store->publish_lock);
     /* The next step of the same operation validates against what it wrote. */
     metadata_image_release(store->locked_image);
     store->locked_image = metadata_image_acquire(store);
+    if (closing) {
+        snprintf(err, errlen, "this node is shutting down");
+        return KAFKA_ERR_REQUEST_TIMED_OUT;
+    }
     if (timed_out) {
         snprintf(err, errlen, "the metadata quorum did not commit the batch in %d s", COMMIT_WAIT_S);
         return KAFKA_ERR_REQUEST_TIMED_OUT;
@@ -460,6 +465,8 @@ int metadata_store_open(const struct metadata_store_options *opts, struct metada
     pthread_mutex_init(&store->publish_lock, NULL);
     pthread_cond_init(&store->applied_cond, NULL);
     pthread_mutex_init(&store->image_lock, NULL);
+    pthread_mutex_init(&store->snap_mu, NULL);
+    pthread_cond_init(&store->snap_cond, NULL);
     store->node_id = opts->node_id;
     store->unclean_leader_election_enable = opts->unclean_leader_election_enable;
     store->default_num_partitions = opts->default_num_partitions > 0 ? opts->default_num_partitions : 1;
@@ -492,6 +499,10 @@ int metadata_store_open(const struct metadata_store_options *opts, struct metada
     if (store->log_ops->register_listener(store->log, &listener, err, errlen) != 0 ||
         metadata_loader_finish_catch_up(store, opts->cluster_id, opts->node_id, err, errlen) != 0)
         goto fail;
+    if (metadata_snapshot_writer_start(store) != 0) {
+        snprintf(err, errlen, "cannot start the metadata snapshot writer");
+        goto fail;
+    }
     const struct metadata_image *img = store->current;
     if (store->stats.snapshot_end_offset >= 0)
         logger_info(LOG_COMPONENT, "loaded the metadata snapshot at offset %lld (%lld records)",
@@ -519,10 +530,21 @@ void metadata_store_load_stats(struct metadata_store *store, struct metadata_loa
     pthread_mutex_unlock(&store->publish_lock);
 }
 
+void metadata_store_begin_shutdown(struct metadata_store *store)
+{
+    if (!store)
+        return;
+    pthread_mutex_lock(&store->publish_lock);
+    store->closing = true;
+    pthread_cond_broadcast(&store->applied_cond);
+    pthread_mutex_unlock(&store->publish_lock);
+}
+
 void metadata_store_close(struct metadata_store *store)
 {
     if (!store)
         return;
+    metadata_snapshot_writer_stop(store);
     metadata_builder_free(store->catch_up);
     metadata_image_release(store->current);
     metadata_log_close(store->local_log);
@@ -531,5 +553,7 @@ void metadata_store_close(struct metadata_store *store)
     pthread_mutex_destroy(&store->publish_lock);
     pthread_cond_destroy(&store->applied_cond);
     pthread_mutex_destroy(&store->image_lock);
+    pthread_mutex_destroy(&store->snap_mu);
+    pthread_cond_destroy(&store->snap_cond);
     free(store);
 }

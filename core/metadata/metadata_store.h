@@ -76,6 +76,12 @@ struct metadata_load_stats {
 int metadata_store_open(const struct metadata_store_options *opts, struct metadata_store **out, char *err,
                         size_t errlen);
 void metadata_store_close(struct metadata_store *store);
+/* At shutdown, before the threads that run controller operations are
+ * joined: an operation waiting for its batch to commit (up to 10 s, and
+ * a quorum that is stopping never commits it) returns at once with
+ * REQUEST_TIMED_OUT, and later ones do not wait. Any thread; NULL is a
+ * no-op. */
+void metadata_store_begin_shutdown(struct metadata_store *store);
 
 void metadata_store_load_stats(struct metadata_store *store, struct metadata_load_stats *out);
 

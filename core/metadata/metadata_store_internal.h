@@ -42,6 +42,20 @@ struct metadata_store {
     int64_t snapshot_interval_ms; /* metadata.log.max.snapshot.interval.ms; <= 0: never */
     int64_t last_snapshot_ms;     /* monotonic: the last snapshot written or loaded, or the open */
     struct metadata_load_stats stats;
+    bool closing; /* publish_lock: commit waits end at once (shutdown) */
+    /* The snapshot writer's thread (metadata_snapshot_writer.c); snap_mu
+     * guards the flags. Lock order: publish_lock, then snap_mu. */
+    pthread_mutex_t snap_mu;
+    pthread_cond_t snap_cond; /* a kick, the stop, or the writer going idle */
+    pthread_t snap_thread;
+    bool snap_started;
+    bool snap_kicked; /* a trigger fired since the writer last looked */
+    bool snap_busy;   /* checking or writing */
+    bool snap_stop;
+    /* Tests: while hold is set the writer waits, image taken, before
+     * writing it (held says it is waiting), as a slow disk would. */
+    bool snap_test_hold;
+    bool snap_test_held;
     int32_t node_id;
     int32_t default_num_partitions;
     int16_t default_replication_factor;
@@ -106,6 +120,22 @@ int metadata_loader_finish_catch_up(struct metadata_store *store, const char *cl
 /* Records that rebuild img (a snapshot's data records), appended to out.
  * Returns 0, or -1 on allocation failure. */
 int metadata_image_to_records(const struct metadata_image *img, struct metadata_record_list *out);
+
+/* ---- snapshot writer (metadata_snapshot_writer.c) ---- */
+
+/* Kafka's triggers (KIP-630, KIP-876): snapshot_bytes of new records, or
+ * new records and snapshot_interval_ms since the last snapshot. Caller
+ * holds publish_lock. */
+bool metadata_snapshot_due(const struct metadata_store *store);
+/* Wakes the writer to check the triggers; any thread. */
+void metadata_snapshot_writer_kick(struct metadata_store *store);
+/* Starts the writer once the store has published its first image;
+ * returns 0 or -1. */
+int metadata_snapshot_writer_start(struct metadata_store *store);
+/* Lets a snapshot in progress finish and joins the thread. */
+void metadata_snapshot_writer_stop(struct metadata_store *store);
+/* Waits until the writer has acted on every kick so far (tests). */
+void metadata_snapshot_writer_flush(struct metadata_store *store);
 
 /* The controller's lock: takes write_lock, waits (a bounded time) until the
  * log can be written (a new quorum leader first applies what its log holds),

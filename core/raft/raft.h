@@ -266,6 +266,9 @@ void raft_node_snapshot_done(struct raft_node *node, int64_t now_ms, bool instal
  * long download does not time the leader out. */
 void raft_node_snapshot_progress(struct raft_node *node, int64_t now_ms);
 int64_t raft_node_log_start(const struct raft_node *node);
+/* The bytes of the log's entries from its start to its end (the sum of
+ * their lengths), kept as the log changes rather than walked. */
+int64_t raft_node_log_bytes(const struct raft_node *node);
 
 /* Takes the next output; false when none is queued. */
 bool raft_node_poll(struct raft_node *node, struct raft_output *out);

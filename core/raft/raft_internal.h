@@ -40,6 +40,10 @@ struct raft_node {
     struct raft_entry *log;
     int64_t log_len;
     int64_t log_cap;
+    /* The sum of the log's entry lengths, kept on append, truncation and
+     * start moves: retention (metadata.max.retention.bytes) reads it
+     * instead of walking every entry. */
+    int64_t log_bytes;
     int64_t flushed_end;
     int64_t hw;
     int64_t leader_hw; /* follower: the leader's last reported HW this epoch */

@@ -19,8 +19,10 @@ int raft_node_advance_log_start(struct raft_node *n, int64_t offset, int32_t epo
     int64_t keep = raft_log_index(n, offset);
     if (keep == 0 || n->log[keep - 1].epoch != epoch)
         return RAFT_ERR_INVALID;
-    for (int64_t i = 0; i < keep; i++)
+    for (int64_t i = 0; i < keep; i++) {
+        n->log_bytes -= n->log[i].len;
         free(n->log[i].data);
+    }
     memmove(n->log, n->log + keep, (size_t)(n->log_len - keep) * sizeof *n->log);
     n->log_len -= keep;
     n->log_start = offset;
@@ -63,6 +65,7 @@ void raft_node_snapshot_done(struct raft_node *n, int64_t now_ms, bool installed
         for (int64_t i = 0; i < n->log_len; i++)
             free(n->log[i].data);
         n->log_len = 0;
+        n->log_bytes = 0;
         n->log_start = offset;
         n->log_start_epoch = epoch;
         n->flushed_end = offset;
@@ -73,4 +76,9 @@ void raft_node_snapshot_done(struct raft_node *n, int64_t now_ms, bool installed
         raft_raise_hw(n, offset);
     }
     raft_replication_tick(n);
+}
+
+int64_t raft_node_log_bytes(const struct raft_node *n)
+{
+    return n->log_bytes;
 }

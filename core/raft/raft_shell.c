@@ -50,6 +50,16 @@ bool shell_enqueue(struct raft_shell *s, struct shell_item *item)
     return true;
 }
 
+void raft_shell_snapshot_written(struct raft_shell *s)
+{
+    struct shell_item *it = calloc(1, sizeof *it);
+    if (!it)
+        return; /* the periodic check finds the snapshot */
+    it->kind = ITEM_SNAPSHOT_WRITTEN;
+    if (!shell_enqueue(s, it))
+        free(it);
+}
+
 /* ---- outputs ---- */
 
 static void store_error(struct raft_shell *s, const char *what, const char *err)
@@ -314,6 +324,10 @@ static void take_item(struct raft_shell *s, struct shell_item *it)
         return;
     case ITEM_SNAPSHOT_CHUNK:
         shell_download_chunk(s, it->chunk);
+        break;
+    case ITEM_SNAPSHOT_WRITTEN:
+        s->next_clean_ms = 0; /* retention is checked now */
+        shell_maybe_clean(s, now);
         break;
     }
     drain(s);

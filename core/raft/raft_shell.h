@@ -136,6 +136,11 @@ struct raft_shell_record {
 int raft_shell_append(struct raft_shell *shell, int32_t epoch, const struct raft_shell_record *records, int32_t count,
                       int32_t *epoch_out, int64_t *last_offset_out);
 
+/* From any thread but the raft thread: a snapshot file was written (and
+ * made durable), so the raft thread checks retention and may clean the log
+ * behind it now rather than at its next periodic check. Does not wait. */
+void raft_shell_snapshot_written(struct raft_shell *shell);
+
 /* The log entry at offset, or NULL. Only on the raft thread (from the
  * listener's callbacks); valid until the callback returns. */
 const struct raft_entry *raft_shell_entry(struct raft_shell *shell, int64_t offset);

@@ -29,26 +29,16 @@
 
 /* ---- cleaning ---- */
 
-/* The log's bytes from its start, and the newest timestamp of its first
- * batch (-1: none), from the core's headers and one store read. */
-static int64_t log_bytes(struct raft_shell *s, int64_t *first_ts)
+/* The newest timestamp of the log's first batch (-1: none), from one
+ * store read. The log's bytes are the core's running count. */
+static int64_t first_batch_timestamp(struct raft_shell *s)
 {
-    int64_t bytes = 0, end = raft_node_end_offset(s->node);
-    *first_ts = -1;
-    for (int64_t off = raft_node_log_start(s->node); off < end;) {
-        const struct raft_entry *e = raft_node_entry(s->node, off);
-        if (!e)
-            break;
-        if (off == raft_node_log_start(s->node)) {
-            const struct raft_entry *full = shell_entry_from_store(s, e);
-            struct record_batch_header h;
-            if (full && record_batch_parse_header(full->data, full->len, &h) == 0)
-                *first_ts = h.max_timestamp;
-        }
-        bytes += e->len;
-        off = e->offset + e->count;
-    }
-    return bytes;
+    const struct raft_entry *e = raft_node_entry(s->node, raft_node_log_start(s->node));
+    const struct raft_entry *full = e ? shell_entry_from_store(s, e) : NULL;
+    struct record_batch_header h;
+    if (full && record_batch_parse_header(full->data, full->len, &h) == 0)
+        return h.max_timestamp;
+    return -1;
 }
 
 void shell_maybe_clean(struct raft_shell *s, int64_t now)
@@ -68,9 +58,9 @@ void shell_maybe_clean(struct raft_shell *s, int64_t now)
     int64_t start = raft_node_log_start(s->node);
     if (newest.end_offset <= start)
         return;
-    int64_t first_ts = -1;
-    int64_t bytes = log_bytes(s, &first_ts);
+    int64_t bytes = raft_node_log_bytes(s->node);
     bool over_bytes = s->cfg.retention_bytes >= 0 && bytes > s->cfg.retention_bytes;
+    int64_t first_ts = over_bytes || s->cfg.retention_ms < 0 ? -1 : first_batch_timestamp(s);
     bool over_ms = s->cfg.retention_ms >= 0 && first_ts >= 0 && first_ts < clock_wall_ms() - s->cfg.retention_ms;
     if (!over_bytes && !over_ms)
         return;

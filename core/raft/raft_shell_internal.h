@@ -12,11 +12,12 @@
 #include "raft/raft_shell.h"
 
 enum shell_item_kind {
-    ITEM_REQUEST,        /* msg: a request for the core; net answered with its response */
-    ITEM_DESCRIBE,       /* net: a DescribeQuorum request, answered from the core's state */
-    ITEM_RESPONSE,       /* msg: another voter's answer to the core's request */
-    ITEM_APPEND,         /* append: raft_shell_append waiting for the raft thread */
-    ITEM_SNAPSHOT_CHUNK, /* chunk: a FetchSnapshot answer (or failure) */
+    ITEM_REQUEST,          /* msg: a request for the core; net answered with its response */
+    ITEM_DESCRIBE,         /* net: a DescribeQuorum request, answered from the core's state */
+    ITEM_RESPONSE,         /* msg: another voter's answer to the core's request */
+    ITEM_APPEND,           /* append: raft_shell_append waiting for the raft thread */
+    ITEM_SNAPSHOT_CHUNK,   /* chunk: a FetchSnapshot answer (or failure) */
+    ITEM_SNAPSHOT_WRITTEN, /* the metadata snapshot writer made a new snapshot */
 };
 
 /* One FetchSnapshot answer for the download in progress. */

@@ -169,6 +169,7 @@ static int load_newest_snapshot(struct raft_shell_metadata *log, const struct me
 {
     if (!log->snapshot_dir[0] || !listener->handle_load_snapshot)
         return 0;
+    metadata_snapshot_remove_parts(log->snapshot_dir);
     struct metadata_snapshot_id *ids = NULL;
     int n = metadata_snapshot_list(log->snapshot_dir, &ids, err, errlen);
     if (n < 0)
@@ -308,9 +309,10 @@ static bool qm_latest_snapshot(void *ctx, struct metadata_snapshot_id *out)
     return have;
 }
 
-/* On the raft thread, from the loader's commit callback: the records are
- * the image as of id, and id.end_offset is at or below the high watermark
- * (only committed entries reach the loader). */
+/* On the store's snapshot writer thread: the records are the image as of
+ * id, and id.end_offset is at or below the high watermark (only committed
+ * entries reach the loader). The raft thread hears of it through its
+ * inbox, so cleaning behind it need not wait for the periodic check. */
 static int qm_create_snapshot(void *ctx, const struct metadata_snapshot_id *id, int64_t last_timestamp_ms,
                               const struct metadata_log_entry *records, int32_t count, char *err, size_t errlen)
 {
@@ -323,8 +325,13 @@ static int qm_create_snapshot(void *ctx, const struct metadata_snapshot_id *id, 
         return -1;
     metadata_snapshot_prune(log->snapshot_dir, METADATA_SNAPSHOTS_KEPT);
     pthread_mutex_lock(&log->mu);
-    log->latest = *id;
+    /* A snapshot downloaded while this one was written may be newer. */
+    if (!log->have_latest || id->end_offset > log->latest.end_offset)
+        log->latest = *id;
     log->have_latest = true;
+    /* Under mu: the quorum detaches the shell before stopping it. */
+    if (log->shell)
+        raft_shell_snapshot_written(log->shell);
     pthread_mutex_unlock(&log->mu);
     return 0;
 }

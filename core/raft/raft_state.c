@@ -259,6 +259,7 @@ int raft_log_append(struct raft_node *n, int32_t epoch, const void *data, uint32
         return RAFT_ERR_NOMEM;
     }
     n->log_len++;
+    n->log_bytes += len;
     raft_emit(n, &o);
     return RAFT_OK;
 }
@@ -270,8 +271,10 @@ void raft_log_truncate(struct raft_node *n, int64_t offset)
     if (first >= n->log_len)
         return;
     offset = n->log[first].offset;
-    for (int64_t i = first; i < n->log_len; i++)
+    for (int64_t i = first; i < n->log_len; i++) {
+        n->log_bytes -= n->log[i].len;
         entry_free(&n->log[i]);
+    }
     n->log_len = first;
     if (n->flushed_end > offset)
         n->flushed_end = offset;

@@ -744,6 +744,11 @@ void broker_stop(struct broker *b)
     broker_forwarding_quiesce(b->forwarding);
     if (b->net)
         net_server_stop(b->net, 10000);
+    /* Controller operations still waiting for a commit (the lifecycle's,
+     * the broker fencer's, forwarded ones) return now: the joins below,
+     * and the controller_brokers one after the quorum has stopped and can
+     * commit nothing, would otherwise wait out their 10 s each. */
+    metadata_store_begin_shutdown(b->metadata);
     /* Forwarded requests still out complete (or answer locally) now. */
     broker_forwarding_stop(b->forwarding);
     b->forwarding = NULL;

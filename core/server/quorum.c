@@ -29,8 +29,9 @@
 struct quorum {
     struct raft_shell *shell;
     struct net_server *net;
-    struct tls_listener *tls; /* an SSL controller listener's; freed after net */
-    struct server_link link;  /* how the shell's client reaches the other voters */
+    struct tls_listener *tls;             /* an SSL controller listener's; freed after net */
+    struct server_link link;              /* how the shell's client reaches the other voters */
+    struct raft_shell_metadata *metadata; /* attached to shell; detached before it stops */
 };
 
 static bool has_role(const struct broker_config *cfg, const char *role)
@@ -266,6 +267,7 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
     }
     if (metadata)
         raft_shell_metadata_attach(metadata, q->shell);
+    q->metadata = metadata;
     if (!voter) {
         logger_info("server", "node %d follows the metadata quorum as an observer", sc.node_id);
         *out = q;
@@ -288,6 +290,10 @@ void quorum_stop(struct quorum *q)
     /* The shell answers what is in flight while the server drains. */
     if (q->net)
         net_server_stop(q->net, 2000);
+    /* The snapshot writer and late controller operations find no shell
+     * from here, rather than one being freed. */
+    if (q->metadata)
+        raft_shell_metadata_attach(q->metadata, NULL);
     if (q->shell)
         raft_shell_stop(q->shell);
     if (q->net)
@@ -395,6 +401,9 @@ void controller_process_stop(struct controller_process *c)
 {
     if (!c)
         return;
+    /* Operations waiting for a commit the stopping quorum will not make
+     * return now, so the joins below do not wait them out (10 s). */
+    metadata_store_begin_shutdown(c->metadata);
     quorum_stop(c->quorum);
     controller_brokers_stop(c->brokers);
     controller_forwarding_stop(c->forwarding);

@@ -119,10 +119,29 @@ static uint64_t client_seq_of(const struct raft_entry *e)
     return seq;
 }
 
+/* The core's running byte count (what metadata.max.retention.bytes reads)
+ * is the sum of its entries, however the log got where it is. */
+static void check_log_bytes(struct sim_world *w, int node)
+{
+    const struct raft_node *r = w->nodes[node].raft;
+    int64_t bytes = 0;
+    for (int64_t off = raft_node_log_start(r); off < raft_node_end_offset(r);) {
+        const struct raft_entry *e = raft_node_entry(r, off);
+        if (!e)
+            break;
+        bytes += e->len;
+        off = e->offset + e->count;
+    }
+    if (bytes != raft_node_log_bytes(r))
+        sim_violation(w, "node %d counts %lld log bytes, its entries hold %lld", node,
+                      (long long)raft_node_log_bytes(r), (long long)bytes);
+}
+
 /* Checks the entries a node's new HW commits, whole batches at a time. */
 void sim_check_hw(struct sim_world *w, int node, int64_t hw)
 {
     struct sim_node *sn = &w->nodes[node];
+    check_log_bytes(w, node);
     for (int64_t off = sn->checked_upto; off < hw;) {
         const struct raft_entry *e = raft_node_entry(sn->raft, off);
         if (!e) {
@@ -164,6 +183,7 @@ void sim_check_hw(struct sim_world *w, int node, int64_t hw)
 
 void sim_check_truncate(struct sim_world *w, int node, int64_t offset)
 {
+    check_log_bytes(w, node);
     if (offset < w->nodes[node].checked_upto)
         sim_violation(w, "node %d truncated its log to %lld below its own HW %lld", node, (long long)offset,
                       (long long)w->nodes[node].checked_upto);

@@ -8,6 +8,7 @@
 
 #include "metadata/metadata_log.h"
 #include "metadata/metadata_store.h"
+#include "metadata/metadata_store_internal.h"
 
 struct fixture {
     char dir[64];
@@ -22,6 +23,16 @@ static inline void open_store(struct fixture *f)
     char err[512] = "";
     if (metadata_store_open(&f->opts, &f->store, err, sizeof(err)) != 0)
         fail_msg("open failed: %s", err);
+}
+
+/* Closes the store once its snapshot writer has acted on every commit so
+ * far: what a test wrote is in the snapshots it looks for after. */
+static inline void close_store(struct fixture *f)
+{
+    if (f->store)
+        metadata_snapshot_writer_flush(f->store);
+    metadata_store_close(f->store);
+    f->store = NULL;
 }
 
 /* A fixture whose options the caller may adjust before open_store; dir_template

@@ -32,8 +32,7 @@
 
 static void reopen_store(struct fixture *f, int64_t snapshot_bytes)
 {
-    metadata_store_close(f->store);
-    f->store = NULL;
+    close_store(f);
     f->opts.snapshot_bytes = snapshot_bytes;
     open_store(f);
 }
@@ -280,9 +279,12 @@ static void test_snapshot_load_equals_full_replay(void **state)
     struct fixture *f = *state;
     reopen_store(f, 1); /* a snapshot after every commit */
     populate(f);
+    metadata_snapshot_writer_flush(f->store);
     struct metadata_load_stats stats;
     metadata_store_load_stats(f->store, &stats);
-    assert_true(stats.snapshots_written >= 8);
+    /* Commits while a snapshot is written share the next one: at least
+     * the first commit's and the last state's. */
+    assert_true(stats.snapshots_written >= 2);
     const struct metadata_image *live = metadata_image_acquire(f->store);
 
     /* Kafka's names, and only the last two kept. */
@@ -369,6 +371,7 @@ static void test_corrupt_snapshot_fails_open(void **state)
     struct fixture *f = *state;
     reopen_store(f, 1);
     create_topic(f, "kept", 2);
+    metadata_snapshot_writer_flush(f->store);
     char names[4][64];
     int n = list_snapshots(f, names, 4);
     assert_true(n >= 1);

@@ -228,7 +228,7 @@ static void test_quotas_survive_replay_and_snapshot(void **state)
     const struct metadata_image *live = metadata_image_acquire(f->store);
     assert_int_equal(live->quota_count, 3);
 
-    metadata_store_close(f->store);
+    close_store(f);
     f->opts.snapshot_bytes = -1;
     open_store(f);
     struct metadata_load_stats stats;

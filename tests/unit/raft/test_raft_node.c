@@ -294,6 +294,80 @@ static struct raft_msg fetch_req(int32_t from, int32_t epoch, int64_t offset, in
     return m;
 }
 
+/* The log's bytes the slow way: every entry's length, start to end. */
+static int64_t walk_bytes(const struct raft_node *node)
+{
+    int64_t bytes = 0;
+    for (int64_t off = raft_node_log_start(node); off < raft_node_end_offset(node);) {
+        const struct raft_entry *e = raft_node_entry(node, off);
+        assert_non_null(e);
+        bytes += e->len;
+        off = e->offset + e->count;
+    }
+    return bytes;
+}
+
+/* The running count retention reads (metadata.max.retention.bytes) is
+ * the walk's after a restart, appends, and cleaning behind a snapshot. */
+static void test_log_bytes_follow_appends_and_cleaning(void **state)
+{
+    (void)state;
+    struct raft_config cfg;
+    raft_config_defaults(&cfg);
+    cfg.node_id = 0;
+    cfg.n_voters = 3;
+    for (int i = 0; i < 3; i++)
+        cfg.voters[i] = i;
+    static uint8_t body[300];
+    struct raft_entry restored[] = {{.offset = 0, .epoch = 1, .count = 2, .len = 10, .data = body},
+                                    {.offset = 2, .epoch = 1, .count = 1, .len = 20, .data = body},
+                                    {.offset = 3, .epoch = 1, .count = 3, .len = 30, .data = body}};
+    struct raft_quorum_state qs = {.leader_epoch = 1, .voted_id = RAFT_NO_ID, .leader_id = RAFT_NO_ID};
+    struct raft_node *node;
+    assert_int_equal(raft_node_create(&node, &cfg, &qs, restored, 3, 0), RAFT_OK);
+    struct outs outs;
+    drain(node, &outs);
+    outs_free(&outs);
+    assert_int_equal(raft_node_log_bytes(node), 60);
+    assert_int_equal(walk_bytes(node), 60);
+
+    int64_t now = elect(node); /* the leader's LeaderChange entry */
+    int32_t epoch = raft_node_epoch(node);
+    assert_true(raft_node_log_bytes(node) > 60);
+    assert_int_equal(raft_node_log_bytes(node), walk_bytes(node));
+    int64_t offset = -1;
+    assert_int_equal(raft_node_append(node, now, body, 300, 4, &offset), RAFT_OK);
+    assert_int_equal(raft_node_append(node, now, body, 7, 1, &offset), RAFT_OK);
+    drain(node, &outs);
+    outs_free(&outs);
+    int64_t all = raft_node_log_bytes(node);
+    assert_int_equal(all, walk_bytes(node));
+
+    /* Committed and cleaned behind a snapshot at offset 3 (epoch 1). */
+    int64_t end = raft_node_end_offset(node);
+    raft_node_flushed(node, now, end);
+    struct raft_msg m = fetch_req(1, epoch, end, epoch);
+    raft_node_receive(node, now, &m);
+    drain(node, &outs);
+    outs_free(&outs);
+    assert_int_equal(raft_node_high_watermark(node), end);
+    assert_int_equal(raft_node_advance_log_start(node, 3, 1), RAFT_OK);
+    assert_int_equal(raft_node_log_bytes(node), all - 30);
+    assert_int_equal(raft_node_log_bytes(node), walk_bytes(node));
+    /* A refused move changes nothing. */
+    assert_int_equal(raft_node_advance_log_start(node, end + 1, epoch), RAFT_ERR_INVALID);
+    assert_int_equal(raft_node_log_bytes(node), all - 30);
+    assert_int_equal(raft_node_advance_log_start(node, end, epoch), RAFT_OK);
+    assert_int_equal(raft_node_log_bytes(node), 0);
+    assert_int_equal(walk_bytes(node), 0);
+    assert_int_equal(raft_node_append(node, now, body, 5, 1, &offset), RAFT_OK);
+    assert_int_equal(raft_node_log_bytes(node), 5);
+    assert_int_equal(walk_bytes(node), 5);
+    drain(node, &outs);
+    outs_free(&outs);
+    raft_node_destroy(node);
+}
+
 static void test_hw_waits_for_own_epoch(void **state)
 {
     (void)state;
@@ -538,6 +612,9 @@ static void test_follower_truncates_whole_batch(void **state)
     assert_non_null(trunc);
     assert_int_equal(trunc->offset, 3);
     assert_int_equal(raft_node_end_offset(node), 3);
+    /* The running byte count dropped the truncated entry. */
+    assert_int_equal(raft_node_log_bytes(node), 1);
+    assert_int_equal(raft_node_log_bytes(node), walk_bytes(node));
     req = find_send(&outs, RAFT_MSG_FETCH_REQ, 2);
     assert_non_null(req);
     assert_int_equal(req->msg.u.fetch_req.fetch_offset, 3);
@@ -766,8 +843,10 @@ static void test_follower_installs_snapshot(void **state)
         assert_int_equal(raft_node_role(node), RAFT_FOLLOWER);
         outs_free(&outs);
     }
+    assert_int_equal(raft_node_log_bytes(node), 2);
     raft_node_snapshot_done(node, 6001, true, 10, 2);
     drain(node, &outs);
+    assert_int_equal(raft_node_log_bytes(node), 0);
     assert_int_equal(raft_node_log_start(node), 10);
     assert_int_equal(raft_node_end_offset(node), 10);
     assert_int_equal(raft_node_high_watermark(node), 10);
@@ -803,6 +882,7 @@ int main(void)
         cmocka_unit_test(test_pre_vote_keeps_epoch),
         cmocka_unit_test(test_observer_never_votes),
         cmocka_unit_test(test_begin_epoch_makes_follower),
+        cmocka_unit_test(test_log_bytes_follow_appends_and_cleaning),
         cmocka_unit_test(test_hw_waits_for_own_epoch),
         cmocka_unit_test(test_leader_answers_divergence),
         cmocka_unit_test(test_follower_truncates_on_divergence),
