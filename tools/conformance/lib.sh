@@ -213,7 +213,6 @@ default.replication.factor=1
 offsets.topic.replication.factor=1
 offsets.topic.num.partitions=4
 transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
 delete.topic.enable=true
 message.max.bytes=10485760
 EOF_SETTINGS
