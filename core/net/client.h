@@ -4,7 +4,7 @@
  * Shaped after Kafka's NetworkClient: one connection per node, opened with
  * exponential backoff (reconnect.backoff.ms .. reconnect.backoff.max.ms,
  * +/-20% jitter) and a setup timeout; ApiVersions on every new connection
- * (v3, falling back as Kafka clients do); each request sent at
+ * (v3, falling back as Kafka clients do), then SASL when configured; each request sent at
  * min(highest version Cairn's codecs know, broker's max) unless pinned; up
  * to max_in_flight requests per connection, answered in order.
  *
@@ -45,6 +45,14 @@ struct net_client_config {
      * transport_ctx shared by all of them; it must outlive the client. */
     const struct client_transport_ops *transport_ops;
     void *transport_ctx;
+    /* Empty: no SASL. Otherwise every new connection authenticates after
+     * ApiVersions (SaslHandshake v1, SaslAuthenticate rounds of
+     * sasl/sasl_client.h: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) before any
+     * request goes out; a refusal is a connection failure (backoff, and a
+     * warning naming sasl_link, the mechanism and the server's message). */
+    char sasl_mechanism[16];
+    char sasl_username[256], sasl_password[256];
+    char sasl_link[32]; /* for log lines, e.g. "controller" */
 };
 
 enum net_client_status {
