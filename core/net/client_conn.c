@@ -91,6 +91,7 @@ void client_node_disconnect(struct client_node *n, enum net_client_status status
     n->next_addr = NULL;
     client_frame_reader_free(&n->reader);
     client_sasl_end(n);
+    n->session_end_ms = 0;
     n->state = CLIENT_NODE_IDLE;
     int64_t backoff = 0;
     if (count_failure) {
@@ -510,6 +511,12 @@ static bool in_setup(const struct client_node *n)
 
 void client_node_kick(struct client_node *n)
 {
+    /* A broker closes a SASL session past its lifetime at the next
+     * request; re-authenticating is a new connection, made between
+     * requests, so no call is lost. */
+    if (n->state == CLIENT_NODE_READY && n->session_end_ms > 0 && n->in_flight.count == 0 &&
+        client_now_ms() >= n->session_end_ms)
+        client_node_disconnect(n, NET_CLIENT_NETWORK_ERROR, false, "SASL session lifetime nearly over");
     if (n->state == CLIENT_NODE_IDLE) {
         if (n->waiting.count > 0 && client_now_ms() >= n->backoff_until_ms)
             start_connect(n);

@@ -3,7 +3,9 @@
  * carrying the messages of sasl/sasl_client.h, all as the connection's own
  * requests, so nothing a caller queued goes out before the connection is
  * authenticated. Any refusal fails the connection (backoff) and is logged
- * once per run of failures at powers of two, as TLS refusals are.
+ * once per run of failures at powers of two, as TLS refusals are. A
+ * session lifetime the broker grants (connections.max.reauth.ms) is met by
+ * reconnecting between requests before it ends (client_node_kick).
  * Everything here runs on the client's loop thread. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -117,6 +119,9 @@ static void on_authenticate(struct client_node *n, const struct sasl_authenticat
     if (step == SASL_CLIENT_SEND) {
         send_authenticate(n);
     } else if (step == SASL_CLIENT_DONE) {
+        /* KIP-368: reconnect at 85% of the lifetime the broker grants. */
+        if (r->session_lifetime_ms > 0)
+            n->session_end_ms = client_now_ms() + r->session_lifetime_ms * 85 / 100;
         client_sasl_end(n);
         client_node_ready(n);
     } else {

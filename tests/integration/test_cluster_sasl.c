@@ -34,13 +34,14 @@ static const char *const settings[] = {
     "reconnect.backoff.max.ms=500",
     NULL};
 
-static void start(struct cluster *c, const char *node3)
+static void start(struct cluster *c, const char *node3, const char *const *extra)
 {
     struct cluster_options o = {.cluster_id = CLUSTER_ID,
                                 .election_timeout_ms = 1000,
                                 .session_timeout_ms = 30000,
                                 .internal_partitions = 1,
                                 .settings = settings,
+                                .extra = extra,
                                 .extra_listener = "INTERNAL",
                                 .node_setting = {NULL, NULL, node3}};
     cluster_start(c, &o);
@@ -77,13 +78,28 @@ static void wait_log(struct test_broker *b, const char *needle, int timeout_ms)
     }
 }
 
+/* Lines of b's log holding needle. */
+static int count_lines(const struct test_broker *b, const char *needle)
+{
+    FILE *f = fopen(b->log_path, "r");
+    if (!f)
+        return 0;
+    char line[2048];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
 /* min.insync.replicas=3: every acks=all produce needs both followers, which
  * fetch over SCRAM-SHA-512. */
 static void test_replication_over_scram(void **state)
 {
     (void)state;
     struct cluster c;
-    start(&c, NULL);
+    const char *reauth[] = {"connections.max.reauth.ms=2000", NULL};
+    start(&c, NULL, reauth);
     const char *configs[] = {"min.insync.replicas", "3", NULL};
     int32_t leader = create_replicated(&c, "linked", configs);
     const char *bootstrap = broker_bootstrap(&c.nodes[leader - 1]);
@@ -98,6 +114,19 @@ static void test_replication_over_scram(void **state)
     struct view v;
     assert_true(metadata(&c, leader, "linked", &v));
     assert_int_equal(v.p[0].isr_count, 3);
+
+    /* Sessions last 2 s (connections.max.reauth.ms): the followers open
+     * new ones before theirs end, so the leader never has to close one,
+     * and acks=all goes on needing both. */
+    long long deadline = harness_now_ms() + 30000;
+    while (count_lines(&c.nodes[leader - 1], "User:broker authenticated with SCRAM-SHA-512") < 6) {
+        if (harness_now_ms() > deadline)
+            fail_msg("the followers did not renew their sessions");
+        usleep(200 * 1000);
+    }
+    produce_acked(bootstrap, "linked", 1, 100);
+    for (int i = 0; i < N; i++)
+        assert_false(broker_log_contains(&c.nodes[i], "its session expired"));
     cluster_stop(&c);
 }
 
@@ -115,7 +144,7 @@ static void test_wrong_password_stays_out(void **state)
 {
     (void)state;
     struct cluster c;
-    start(&c, JAAS_KEY JAAS_MODULE "username=\"broker\" password=\"wrong\";");
+    start(&c, JAAS_KEY JAAS_MODULE "username=\"broker\" password=\"wrong\";", NULL);
     int32_t leader = create_partitions(&c, "kept-out", 3, NULL);
     (void)leader;
     wait_log(&c.nodes[2], "inter-broker link: SASL SCRAM-SHA-512 authentication as broker with 127.0.0.1:", 30000);
