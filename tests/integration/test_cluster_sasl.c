@@ -4,7 +4,8 @@
  * The credential is made through AlterUserScramCredentials (the cairn tool)
  * once the quorum is up; replica fetchers authenticate on every connection
  * before their first Fetch. A node with a wrong password stays out of the
- * ISR, and its log names the mechanism and the leader's refusal. */
+ * ISR, and its log names the mechanism and the leader's refusal. PLAIN
+ * runs through the auth-sasl plugin. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -130,6 +131,44 @@ static void test_replication_over_scram(void **state)
     cluster_stop(&c);
 }
 
+/* PLAIN through the auth-sasl plugin (Cyrus, a sasldb made here): the
+ * credential needs nothing from the quorum. */
+static void test_replication_over_plain(void **state)
+{
+    (void)state;
+    char db[256], cmd[600], db_key[300], plugin_path[600];
+    snprintf(db, sizeof db, "/tmp/cairn-links-sasldb-%d", (int)getpid());
+    unlink(db);
+    snprintf(cmd, sizeof cmd,
+             "printf %%s 'plain-secret' | /usr/sbin/saslpasswd2 -p -c -f '%s' -u cairn -a cairn broker 2>&1", db);
+    if (system(cmd) != 0)
+        fail_msg("saslpasswd2 failed (is sasl2-bin installed?): %s", cmd);
+    snprintf(db_key, sizeof db_key, "plugin.auth-sasl.sasldb_path=%s", db);
+    snprintf(plugin_path, sizeof plugin_path, "plugin.path=%s", CAIRN_PLUGIN_DIR);
+    const char *plain[] = {plugin_path,
+                           "plugins=auth-sasl",
+                           db_key,
+                           "plugin.auth-sasl.realm=cairn",
+                           "sasl.enabled.mechanisms=PLAIN",
+                           "sasl.mechanism.inter.broker.protocol=PLAIN",
+                           "listener.name.internal.plain.sasl.jaas.config=org.apache.kafka.common.security.plain."
+                           "PlainLoginModule required username=\"broker\" password=\"plain-secret\";",
+                           NULL};
+    struct cluster c;
+    start(&c, NULL, plain);
+    const char *configs[] = {"min.insync.replicas", "3", NULL};
+    int32_t leader = create_replicated(&c, "plain-linked", configs);
+    const char *bootstrap = broker_bootstrap(&c.nodes[leader - 1]);
+    produce_acked(bootstrap, "plain-linked", 1, 200);
+    long want[1] = {200};
+    struct rk_record_set set = {0};
+    assert_int_equal(rk_consume_all(bootstrap, "plain-linked", 1, want, 30000, &set), 200);
+    rk_record_set_free(&set);
+    wait_log(&c.nodes[leader - 1], "User:broker authenticated with PLAIN", 5000);
+    cluster_stop(&c);
+    unlink(db);
+}
+
 static bool isr_has(const struct partition_view *p, int32_t id)
 {
     for (int i = 0; i < p->isr_count; i++)
@@ -171,6 +210,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_replication_over_scram),
+        cmocka_unit_test(test_replication_over_plain),
         cmocka_unit_test(test_wrong_password_stays_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
