@@ -26,9 +26,12 @@
 #define SASL_AUTHENTICATE_MAX_VERSION 2
 
 /* Fails the connection, with a warning when the failures in a row reach
- * 1, 2, 4, 8... (a wrong password retried with backoff would flood). */
-static void auth_failed(struct client_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void auth_failed(struct client_node *n, const char *fmt, ...)
+ * 1, 2, 4, 8... (a wrong password retried with backoff would flood), and
+ * the calls waiting for the node with AUTH_FAILED, code and detail (the
+ * node's message) in their result. */
+static void auth_refused(struct client_node *n, int16_t code, const char *detail, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void auth_refused(struct client_node *n, int16_t code, const char *detail, const char *fmt, ...)
 {
     char why[400];
     va_list ap;
@@ -37,12 +40,17 @@ static void auth_failed(struct client_node *n, const char *fmt, ...)
     va_end(ap);
     const struct net_client_config *cfg = &n->client->cfg;
     uint32_t in_a_row = n->failures + 1;
-    if ((in_a_row & (in_a_row - 1)) == 0)
+    if (cfg->sasl_link[0] && (in_a_row & (in_a_row - 1)) == 0)
         logger_warn("sasl", "%s link: SASL %s authentication as %s with %s:%d failed: %s (%u failed in a row)",
-                    cfg->sasl_link[0] ? cfg->sasl_link : "outbound", cfg->sasl_mechanism, cfg->sasl_username, n->host,
-                    n->port, why, in_a_row);
+                    cfg->sasl_link, cfg->sasl_mechanism, cfg->sasl_username, n->host, n->port, why, in_a_row);
     client_node_failed(n, "SASL %s authentication failed: %.200s", cfg->sasl_mechanism, why);
+    for (struct client_call *call; (call = client_list_pop(&n->waiting));) {
+        call->auth_error = code;
+        client_call_finish(call, NET_CLIENT_AUTH_FAILED, -1, "%s", detail ? detail : why);
+    }
 }
+
+#define auth_failed(n, ...) auth_refused((n), -1, NULL, __VA_ARGS__)
 
 void client_sasl_end(struct client_node *n)
 {
@@ -93,8 +101,8 @@ static void on_handshake(struct client_node *n, const struct sasl_handshake_resp
             used += (size_t)snprintf(enabled + used, sizeof enabled - used, "%s%.*s", i ? "," : "",
                                      r->mechanisms[i].data && r->mechanisms[i].len > 0 ? (int)r->mechanisms[i].len : 0,
                                      r->mechanisms[i].data ? r->mechanisms[i].data : "");
-        auth_failed(n, "SaslHandshake error %d: the listener enables %s", r->error_code,
-                    r->mechanisms_count > 0 ? enabled : "no mechanism");
+        auth_refused(n, r->error_code, enabled, "SaslHandshake error %d: the listener enables %s", r->error_code,
+                     r->mechanisms_count > 0 ? enabled : "no mechanism");
         return;
     }
     char err[300];
@@ -109,8 +117,11 @@ static void on_handshake(struct client_node *n, const struct sasl_handshake_resp
 static void on_authenticate(struct client_node *n, const struct sasl_authenticate_response *r)
 {
     if (r->error_code != KAFKA_ERR_NONE) {
-        auth_failed(n, "error %d: %.*s", r->error_code, r->error_message.len > 0 ? (int)r->error_message.len : 0,
-                    r->error_message.data ? r->error_message.data : "");
+        char msg[300];
+        snprintf(msg, sizeof msg, "%.*s",
+                 r->error_message.data && r->error_message.len > 0 ? (int)r->error_message.len : 0,
+                 r->error_message.data ? r->error_message.data : "");
+        auth_refused(n, r->error_code, msg, "error %d: %s", r->error_code, msg);
         return;
     }
     char err[300];

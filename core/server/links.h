@@ -30,7 +30,7 @@ struct server_link {
     int16_t protocol;       /* NET_SECURITY_* of the listener */
     struct tls_client *tls; /* set for SSL and SASL_SSL */
     /* Set for SASL_PLAINTEXT and SASL_SSL. */
-    char sasl_mechanism[16];
+    char sasl_mechanism[32];
     char sasl_username[256], sasl_password[256];
 };
 

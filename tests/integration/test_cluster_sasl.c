@@ -32,7 +32,6 @@ static const char *const settings[] = {
     JAAS_KEY JAAS_MODULE "username=\"broker\" password=\"broker-secret\";",
     "replica.fetch.backoff.ms=200",
     "replica.lag.time.max.ms=3000",
-    "reconnect.backoff.max.ms=500",
     NULL};
 
 static void start(struct cluster *c, const char *node3, const char *const *extra)
