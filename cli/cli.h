@@ -122,21 +122,14 @@ int cli_json_print(struct json_t *v);
  * Owned by the main thread. */
 struct tls_client;
 
-/* A node's connection counter when it was last authenticated (sasl.c). */
-struct cli_sasl_node {
-    int32_t node_id;
-    uint64_t connections;
-};
-#define CLI_SASL_MAX_NODES 64
-
 struct cli_conn {
     struct net_client *client;
     struct tls_client *tls; /* security.protocol=ssl; freed after the client */
     int64_t timeout_ms;
-    /* SASL: empty mechanism for none. */
-    char sasl_mechanism[32], sasl_username[256], sasl_password[256];
-    struct cli_sasl_node sasl_nodes[CLI_SASL_MAX_NODES];
-    int sasl_nodes_count;
+    /* SASL: empty mechanism for none. The outbound client authenticates
+     * every connection it opens (net/client.h); these name the failures. */
+    char sasl_mechanism[32], sasl_username[256];
+    int16_t auth_error; /* of the last call failed with NET_CLIENT_AUTH_FAILED */
     /* Set: a failed call stores the network error here instead of
      * printing it (bootstrap tries the next broker). */
     char *net_err;
@@ -171,8 +164,7 @@ int cli_connect_direct(struct cli_conn *c, const struct cli_settings *s, const c
  * CLI_EXIT_UNREACHABLE with the reason printed. */
 int cli_call(struct cli_conn *c, int32_t node, int16_t api_key, cli_build_fn build, void *ctx, struct cli_reply *out);
 void cli_reply_free(struct cli_reply *r);
-/* cli_call without SASL, at version pinned (-1: negotiated): for the SASL
- * exchange itself. */
+/* cli_call at version pinned (-1: negotiated). */
 int cli_call_raw(struct cli_conn *c, int32_t node, int16_t api_key, int16_t pinned, cli_build_fn build, void *ctx,
                  struct cli_reply *out);
 
@@ -181,10 +173,10 @@ int cli_call_raw(struct cli_conn *c, int32_t node, int16_t api_key, int16_t pinn
 /* "scram-sha-256" -> "SCRAM-SHA-256" for the mechanisms the tool speaks;
  * NULL for others. */
 const char *cli_sasl_mechanism_canonical(const char *name);
-/* Authenticates the node's connection unless it already is (opening it
- * when needed). Returns 0 or an exit code (message printed, or stored in
- * c->net_err for a network failure). */
-int cli_sasl_ensure(struct cli_conn *c, int32_t node);
+/* Prints why the broker refused the SASL authentication (code: its error,
+ * -1 for a refusal of the tool's own; detail: its message, or the
+ * mechanisms it enables). Returns the exit code. */
+int cli_sasl_failed(const struct cli_conn *c, int16_t code, const char *detail);
 /* Metadata for the given topics (n < 0: all topics). */
 int cli_metadata(struct cli_conn *c, const char *const *topics, int n, struct cli_reply *out);
 /* The group's coordinator (FindCoordinator), registered as a node. Returns

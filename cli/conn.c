@@ -18,6 +18,7 @@ struct cli_wait {
     bool done;
     enum net_client_status status;
     char error[160];
+    int16_t auth_error; /* NET_CLIENT_AUTH_FAILED: the broker's code */
     int16_t version;
     struct net_client_kept *kept;
     /* the encode side */
@@ -40,6 +41,7 @@ static void on_done(struct net_client_result *r, void *ctx)
     } else {
         snprintf(w->error, sizeof(w->error), "%s", r->error);
     }
+    w->auth_error = r->auth_error;
     w->version = r->api_version;
     w->kept = kept;
     w->done = true;
@@ -98,6 +100,11 @@ static int call_quiet(struct cli_conn *c, int32_t node, int16_t api_key, int16_t
             out->response = net_client_kept_response(w.kept);
             out->version = w.version;
             rc = 0;
+        } else if (w.status == NET_CLIENT_AUTH_FAILED) {
+            /* Not a network failure: another broker would refuse it too. */
+            c->auth_error = w.auth_error;
+            snprintf(err, errlen, "%s", w.error);
+            rc = -2;
         } else {
             snprintf(err, errlen, "%s%s%s", net_client_status_name(w.status), w.error[0] ? ": " : "", w.error);
         }
@@ -111,8 +118,11 @@ int cli_call_raw(struct cli_conn *c, int32_t node, int16_t api_key, int16_t pinn
                  struct cli_reply *out)
 {
     char err[256];
-    if (call_quiet(c, node, api_key, pinned, build, ctx, c->timeout_ms, out, err, sizeof(err)) == 0)
+    int rc = call_quiet(c, node, api_key, pinned, build, ctx, c->timeout_ms, out, err, sizeof(err));
+    if (rc == 0)
         return 0;
+    if (rc == -2)
+        return cli_sasl_failed(c, c->auth_error, err);
     if (c->net_err) {
         snprintf(c->net_err, c->net_err_len, "%s", err);
         return CLI_EXIT_UNREACHABLE;
@@ -125,8 +135,7 @@ int cli_call_raw(struct cli_conn *c, int32_t node, int16_t api_key, int16_t pinn
 
 int cli_call(struct cli_conn *c, int32_t node, int16_t api_key, cli_build_fn build, void *ctx, struct cli_reply *out)
 {
-    int rc = cli_sasl_ensure(c, node);
-    return rc ? rc : cli_call_raw(c, node, api_key, -1, build, ctx, out);
+    return cli_call_raw(c, node, api_key, -1, build, ctx, out);
 }
 
 void cli_reply_free(struct cli_reply *r)
@@ -275,10 +284,14 @@ static int client_open(struct cli_conn *c, const struct cli_settings *s)
                             s->ssl ? "sasl_ssl" : "sasl_plaintext", "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512");
         snprintf(c->sasl_mechanism, sizeof(c->sasl_mechanism), "%s", s->sasl_mechanism);
         snprintf(c->sasl_username, sizeof(c->sasl_username), "%s", s->sasl_username);
-        snprintf(c->sasl_password, sizeof(c->sasl_password), "%s", s->sasl_password);
     }
     struct net_client_config cfg;
     net_client_config_defaults(&cfg);
+    if (s->sasl) {
+        snprintf(cfg.sasl_mechanism, sizeof(cfg.sasl_mechanism), "%s", s->sasl_mechanism);
+        snprintf(cfg.sasl_username, sizeof(cfg.sasl_username), "%s", s->sasl_username);
+        snprintf(cfg.sasl_password, sizeof(cfg.sasl_password), "%s", s->sasl_password);
+    }
     snprintf(cfg.client_id, sizeof(cfg.client_id), "%s", s->client_id[0] ? s->client_id : "cairn-cli");
     snprintf(cfg.software_name, sizeof(cfg.software_name), "cairn-cli");
     snprintf(cfg.software_version, sizeof(cfg.software_version), "0.1.0");
@@ -354,23 +367,15 @@ int cli_connect(struct cli_conn *c, const struct cli_settings *s)
         struct metadata_ctx mc = {NULL, 0};
         struct cli_reply r;
         char e[256] = "";
-        /* SASL first, within this broker's share; a network failure moves
-         * on to the next broker, an authentication failure stops. */
-        c->net_err = e;
-        c->net_err_len = sizeof(e);
-        c->timeout_ms = share;
-        int auth = cli_sasl_ensure(c, id);
-        c->net_err = NULL;
-        c->timeout_ms = s->timeout_ms;
-        if (auth == CLI_EXIT_UNREACHABLE && e[0]) {
-            snprintf(last_err, sizeof(last_err), "%s: %s", tok, e);
-            continue;
-        }
-        if (auth) {
+        /* The connection authenticates first (SASL); a refusal stops, a
+         * network failure moves on to the next broker. */
+        int got = call_quiet(c, id, KAFKA_API_KEY_METADATA, -1, build_metadata, &mc, share, &r, e, sizeof(e));
+        if (got == -2) {
+            int code = cli_sasl_failed(c, c->auth_error, e);
             cli_close(c);
-            return auth;
+            return code;
         }
-        if (call_quiet(c, id, KAFKA_API_KEY_METADATA, -1, build_metadata, &mc, share, &r, e, sizeof(e)) < 0) {
+        if (got < 0) {
             snprintf(last_err, sizeof(last_err), "%s: %s", tok, e);
             continue;
         }

@@ -218,11 +218,13 @@ static const struct config_key_def broker_keys[] = {
             "transaction markers): https checks that the server's certificate names the host connected to (a DNS "
             "or IP SAN); empty turns that check off (the certificate chain is still verified)."},
     {KEY_STRING("sasl.mechanism.controller.protocol", "GSSAPI"), MEDIUM, IN(NETWORK),
-     .doc = "SASL mechanism of the controller links. Those links speak PLAINTEXT or SSL only: a controller "
-            "listener mapped to SASL_PLAINTEXT or SASL_SSL is refused at startup."},
+     .doc = "SASL mechanism of the controller links. The controller listener serves PLAINTEXT or SSL only: one "
+            "mapped to SASL_PLAINTEXT or SASL_SSL is refused at startup."},
     {KEY_STRING("sasl.mechanism.inter.broker.protocol", "GSSAPI"), MEDIUM, IN(NETWORK),
-     .doc = "SASL mechanism between brokers. Inter-broker links speak PLAINTEXT or SSL only: an inter-broker "
-            "listener mapped to SASL_PLAINTEXT or SASL_SSL is refused at startup."},
+     .doc = "SASL mechanism of the inter-broker link (replica fetchers, transaction markers) when its listener "
+            "maps to SASL_PLAINTEXT or SASL_SSL: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, with the node's credentials "
+            "in listener.name.<listener>.<mechanism>.sasl.jaas.config (names in lower case); Kafka's default GSSAPI "
+            "is refused at startup there."},
     {KEY_LONG("ssl.handshake.timeout.ms", "10000", 1, I64), LOW, IN(NETWORK),
      .doc = "Cairn's own: a TLS client that has not finished its handshake this long after connecting is "
             "closed, however slowly it keeps sending."},

@@ -35,7 +35,7 @@ struct txn_markers_local {
     struct net_client *client;
     int32_t node_id;
     const char *listener;       /* the inter-broker listener; NULL or "": the first PLAINTEXT endpoint */
-    bool link_is_tls;           /* the client speaks TLS: never fall back to a PLAINTEXT endpoint */
+    bool link_is_tls;           /* TLS or SASL link: never fall back to a PLAINTEXT endpoint */
     int64_t request_timeout_ms; /* per WriteTxnMarkers request; <= 0 means 5000 */
 };
 

@@ -48,6 +48,8 @@ const char *net_client_status_name(enum net_client_status s)
         return "UNKNOWN_NODE";
     case NET_CLIENT_BAD_RESPONSE:
         return "BAD_RESPONSE";
+    case NET_CLIENT_AUTH_FAILED:
+        return "AUTH_FAILED";
     case NET_CLIENT_ENCODE_FAILED:
         return "ENCODE_FAILED";
     }
@@ -67,6 +69,8 @@ int16_t net_client_status_kafka_error(enum net_client_status s)
         return KAFKA_ERR_BROKER_NOT_AVAILABLE;
     case NET_CLIENT_BAD_RESPONSE:
         return KAFKA_ERR_CORRUPT_MESSAGE;
+    case NET_CLIENT_AUTH_FAILED:
+        return KAFKA_ERR_SASL_AUTHENTICATION_FAILED;
     case NET_CLIENT_NETWORK_ERROR:
     case NET_CLIENT_CANCELLED:
     case NET_CLIENT_ENCODE_FAILED:
@@ -140,6 +144,7 @@ void client_call_finish(struct client_call *call, enum net_client_status status,
         r.node_id = call->node_id;
         r.api_key = call->api_key;
         r.api_version = version;
+        r.auth_error = call->auth_error;
         kafka_arena_init(&r.arena_);
         if (fmt) {
             va_list ap;

@@ -4,7 +4,7 @@
  * Shaped after Kafka's NetworkClient: one connection per node, opened with
  * exponential backoff (reconnect.backoff.ms .. reconnect.backoff.max.ms,
  * +/-20% jitter) and a setup timeout; ApiVersions on every new connection
- * (v3, falling back as Kafka clients do); each request sent at
+ * (v3, falling back as Kafka clients do), then SASL when configured; each request sent at
  * min(highest version Cairn's codecs know, broker's max) unless pinned; up
  * to max_in_flight requests per connection, answered in order.
  *
@@ -45,6 +45,16 @@ struct net_client_config {
      * transport_ctx shared by all of them; it must outlive the client. */
     const struct client_transport_ops *transport_ops;
     void *transport_ctx;
+    /* Empty: no SASL. Otherwise every new connection authenticates after
+     * ApiVersions (SaslHandshake v1, SaslAuthenticate rounds of
+     * sasl/sasl_client.h: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) before any
+     * request goes out; a refusal is a connection failure (backoff, and a
+     * warning naming sasl_link, the mechanism and the server's message); the
+     * calls waiting for that node then fail with NET_CLIENT_AUTH_FAILED, as
+     * Kafka's clients fail them with an AuthenticationException. */
+    char sasl_mechanism[32];
+    char sasl_username[256], sasl_password[256];
+    char sasl_link[32]; /* names the link in log lines; empty: no log line (the caller reports) */
 };
 
 enum net_client_status {
@@ -56,6 +66,7 @@ enum net_client_status {
     NET_CLIENT_UNKNOWN_NODE,        /* no net_client_add_node for the node id */
     NET_CLIENT_BAD_RESPONSE,        /* the response did not decode */
     NET_CLIENT_ENCODE_FAILED,       /* the request did not encode */
+    NET_CLIENT_AUTH_FAILED,         /* the node refused the SASL authentication (see auth_error) */
 };
 
 const char *net_client_status_name(enum net_client_status s);
@@ -73,7 +84,12 @@ struct net_client_result {
     int32_t node_id;
     int16_t api_key;
     int16_t api_version; /* version sent (-1 if never sent) */
-    void *response;      /* decoded response struct (e.g. struct metadata_response *); NULL unless OK,
+    /* AUTH_FAILED: the node's error code (SASL_AUTHENTICATION_FAILED,
+     * UNSUPPORTED_SASL_MECHANISM...; -1 when the refusal was the client's,
+     * e.g. a server that did not prove itself), and error holds only the
+     * node's message (or the mechanisms it enables). */
+    int16_t auth_error;
+    void *response; /* decoded response struct (e.g. struct metadata_response *); NULL unless OK,
                             * and NULL for a no_response request */
     /* private */
     uint8_t *frame_;

@@ -1,5 +1,5 @@
 /* One node's connection in the outbound client: connect with backoff,
- * ApiVersions, pipelined writes, in-order responses, deadlines. Everything
+ * ApiVersions, SASL (client_sasl.c), pipelined writes, in-order responses, deadlines. Everything
  * here runs on the client's loop thread. */
 #include <errno.h>
 #include <netdb.h>
@@ -90,6 +90,8 @@ void client_node_disconnect(struct client_node *n, enum net_client_status status
     n->addrs = NULL;
     n->next_addr = NULL;
     client_frame_reader_free(&n->reader);
+    client_sasl_end(n);
+    n->session_end_ms = 0;
     n->state = CLIENT_NODE_IDLE;
     int64_t backoff = 0;
     if (count_failure) {
@@ -110,8 +112,7 @@ void client_node_disconnect(struct client_node *n, enum net_client_status status
         client_call_finish(call, status, call->version, "node %d (%s:%d): %s", n->id, n->host, n->port, why);
 }
 
-static void connection_failed(struct client_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void connection_failed(struct client_node *n, const char *fmt, ...)
+void client_node_failed(struct client_node *n, const char *fmt, ...)
 {
     char why[160];
     va_list ap;
@@ -160,7 +161,7 @@ static void flush(struct client_node *n)
         if (w == -EAGAIN)
             break;
         if (w < 0) {
-            connection_failed(n, "write failed: %s", strerror((int)-w));
+            client_node_failed(n, "write failed: %s", strerror((int)-w));
             return;
         }
         size_t left = (size_t)w;
@@ -195,31 +196,37 @@ static int put_in_flight(struct client_node *n, struct client_call *call, int16_
     return 0;
 }
 
-static void send_api_versions(struct client_node *n, int16_t version)
+int client_node_send_internal(struct client_node *n, int16_t api_key, int16_t version, const void *body)
 {
     struct client_call *call = calloc(1, sizeof *call);
     if (!call) {
-        connection_failed(n, "out of memory");
-        return;
+        client_node_failed(n, "out of memory");
+        return -1;
     }
     call->node_id = n->id;
-    call->api_key = API_VERSIONS_KEY;
-    call->desc = kafka_api_lookup(API_VERSIONS_KEY);
+    call->api_key = api_key;
+    call->desc = kafka_api_lookup(api_key);
     call->internal = true;
     call->deadline_ms = n->setup_deadline_ms;
+    call->body = body; /* encoded right away, so a stack struct will do */
+    if (!call->desc || put_in_flight(n, call, version) != 0) {
+        free(call);
+        client_node_failed(n, "cannot encode the request of API key %d v%d", api_key, version);
+        return -1;
+    }
+    flush(n);
+    return 0;
+}
+
+static void send_api_versions(struct client_node *n, int16_t version)
+{
     struct api_versions_request req;
     api_versions_request_init(&req);
     req.client_software_name = kafka_str_from_cstr(n->client->cfg.software_name);
     req.client_software_version = kafka_str_from_cstr(n->client->cfg.software_version);
-    call->body = &req; /* encoded right away, so a stack struct will do */
-    if (put_in_flight(n, call, version) != 0) {
-        free(call);
-        connection_failed(n, "cannot encode ApiVersions v%d", version);
-        return;
-    }
     n->api_versions_sent = version;
     n->state = CLIENT_NODE_NEGOTIATING;
-    flush(n);
+    client_node_send_internal(n, API_VERSIONS_KEY, version, &req);
 }
 
 /* ---- connecting ---- */
@@ -241,7 +248,7 @@ static void try_next_address(struct client_node *n, int last_error)
         if (!n->poll || uv_poll_init(&n->client->loop, n->poll, n->transport.fd) != 0) {
             free(n->poll);
             n->poll = NULL;
-            connection_failed(n, "cannot poll the socket");
+            client_node_failed(n, "cannot poll the socket");
             return;
         }
         n->poll->data = n;
@@ -249,7 +256,7 @@ static void try_next_address(struct client_node *n, int last_error)
         update_poll(n);
         return;
     }
-    connection_failed(n, "connect failed: %s", strerror(last_error));
+    client_node_failed(n, "connect failed: %s", strerror(last_error));
 }
 
 static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *ai)
@@ -265,7 +272,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *ai)
     }
     n->resolve = NULL;
     if (status != 0 || !ai) {
-        connection_failed(n, "cannot resolve %s: %s", n->host, uv_strerror(status ? status : UV_EAI_NONAME));
+        client_node_failed(n, "cannot resolve %s: %s", n->host, uv_strerror(status ? status : UV_EAI_NONAME));
     } else {
         n->addrs = ai;
         n->next_addr = ai;
@@ -304,7 +311,7 @@ static void start_connect(struct client_node *n)
     }
     struct client_resolve *r = calloc(1, sizeof *r);
     if (!r) {
-        connection_failed(n, "out of memory");
+        client_node_failed(n, "out of memory");
         return;
     }
     r->node = n;
@@ -313,7 +320,7 @@ static void start_connect(struct client_node *n)
     int rc = uv_getaddrinfo(&c->loop, &r->req, on_resolved, n->host, port, &hints);
     if (rc != 0) {
         free(r);
-        connection_failed(n, "cannot resolve %s: %s", n->host, uv_strerror(rc));
+        client_node_failed(n, "cannot resolve %s: %s", n->host, uv_strerror(rc));
         return;
     }
     n->resolve = r;
@@ -330,7 +337,7 @@ static void finish_connect(struct client_node *n)
         /* The peer answered and refused (e.g. a certificate): another
          * address of the same host would say the same. */
         n->next_addr = NULL;
-        connection_failed(n, "%s", n->transport.error);
+        client_node_failed(n, "%s", n->transport.error);
         return;
     }
     if (rc != 0) {
@@ -352,7 +359,19 @@ static int16_t listed_max(const struct api_versions_response *r, int16_t key)
     return -1;
 }
 
-static void negotiated(struct client_node *n, const struct api_versions_response *r, int16_t version)
+void client_node_ready(struct client_node *n)
+{
+    struct net_client *c = n->client;
+    pthread_mutex_lock(&c->mutex);
+    n->stats.connections++;
+    n->stats.ready = true;
+    n->stats.api_versions_version = n->api_versions_sent;
+    pthread_mutex_unlock(&c->mutex);
+    n->state = CLIENT_NODE_READY;
+    n->failures = 0;
+}
+
+static void negotiated(struct client_node *n, const struct api_versions_response *r)
 {
     struct net_client *c = n->client;
     pthread_mutex_lock(&c->mutex);
@@ -366,12 +385,12 @@ static void negotiated(struct client_node *n, const struct api_versions_response
         }
     }
     n->versions_known = true;
-    n->stats.connections++;
-    n->stats.ready = true;
-    n->stats.api_versions_version = version;
     pthread_mutex_unlock(&c->mutex);
-    n->state = CLIENT_NODE_READY;
-    n->failures = 0;
+    /* With SASL the connection is ready only once authenticated. */
+    if (c->cfg.sasl_mechanism[0])
+        client_sasl_start(n);
+    else
+        client_node_ready(n);
 }
 
 /* The ApiVersions answer on a new connection. A broker that does not know
@@ -390,14 +409,14 @@ static void on_api_versions(struct client_node *n, int16_t sent, const uint8_t *
         rc = api_versions_response_decode(&r, &rd, 0, &arena);
     }
     if (rc != 0) {
-        connection_failed(n, "malformed ApiVersions v%d response: %s", sent, rd.error);
+        client_node_failed(n, "malformed ApiVersions v%d response: %s", sent, rd.error);
     } else if (r.error_code == KAFKA_ERR_UNSUPPORTED_VERSION &&
                client_api_versions_retry(sent, listed_max(&r, API_VERSIONS_KEY)) >= 0) {
         send_api_versions(n, client_api_versions_retry(sent, listed_max(&r, API_VERSIONS_KEY)));
     } else if (r.error_code != KAFKA_ERR_NONE) {
-        connection_failed(n, "ApiVersions v%d failed with error %d", sent, r.error_code);
+        client_node_failed(n, "ApiVersions v%d failed with error %d", sent, r.error_code);
     } else {
-        negotiated(n, &r, sent);
+        negotiated(n, &r);
     }
     kafka_arena_free(&arena);
 }
@@ -407,7 +426,7 @@ static void on_frame(struct client_node *n, uint8_t *frame, size_t len)
     struct client_call *call = n->in_flight.head;
     if (!call || call->written < call->frame.len) {
         free(frame);
-        connection_failed(n, "response with no request in flight");
+        client_node_failed(n, "response with no request in flight");
         return;
     }
     char err[160];
@@ -415,14 +434,17 @@ static void on_frame(struct client_node *n, uint8_t *frame, size_t len)
                                               sizeof err);
     if (body_at < 0) {
         free(frame);
-        connection_failed(n, "%s", err);
+        client_node_failed(n, "%s", err);
         return;
     }
     client_list_pop(&n->in_flight);
     if (call->internal) {
-        int16_t sent = call->version;
+        int16_t sent = call->version, key = call->api_key;
         client_call_finish(call, NET_CLIENT_OK, sent, NULL);
-        on_api_versions(n, sent, frame + body_at, len - (size_t)body_at);
+        if (key == API_VERSIONS_KEY)
+            on_api_versions(n, sent, frame + body_at, len - (size_t)body_at);
+        else
+            client_sasl_on_response(n, key, sent, frame + body_at, len - (size_t)body_at);
         free(frame);
         return;
     }
@@ -444,13 +466,13 @@ static void read_frames(struct client_node *n)
             return;
         if (got <= 0) {
             const char *why = got == 0 ? "connection closed by the peer" : strerror((int)-got);
-            connection_failed(n, "%s", got < 0 && n->transport.error[0] ? n->transport.error : why);
+            client_node_failed(n, "%s", got < 0 && n->transport.error[0] ? n->transport.error : why);
             return;
         }
         char err[160];
         int rc = client_frame_reader_advance(&n->reader, (size_t)got, err, sizeof err);
         if (rc < 0) {
-            connection_failed(n, "%s", err);
+            client_node_failed(n, "%s", err);
             return;
         }
         if (rc == 1) {
@@ -465,7 +487,7 @@ static void on_poll(uv_poll_t *handle, int status, int events)
 {
     struct client_node *n = handle->data;
     if (status < 0) {
-        connection_failed(n, "socket error: %s", uv_strerror(status));
+        client_node_failed(n, "socket error: %s", uv_strerror(status));
     } else if (n->state == CLIENT_NODE_CONNECTING) {
         if (events & (UV_WRITABLE | UV_READABLE | UV_DISCONNECT))
             finish_connect(n);
@@ -481,8 +503,20 @@ static void on_poll(uv_poll_t *handle, int status, int events)
 
 /* ---- scheduling ---- */
 
+static bool in_setup(const struct client_node *n)
+{
+    return n->state == CLIENT_NODE_CONNECTING || n->state == CLIENT_NODE_NEGOTIATING ||
+           n->state == CLIENT_NODE_AUTHENTICATING;
+}
+
 void client_node_kick(struct client_node *n)
 {
+    /* A broker closes a SASL session past its lifetime at the next
+     * request; re-authenticating is a new connection, made between
+     * requests, so no call is lost. */
+    if (n->state == CLIENT_NODE_READY && n->session_end_ms > 0 && n->in_flight.count == 0 &&
+        client_now_ms() >= n->session_end_ms)
+        client_node_disconnect(n, NET_CLIENT_NETWORK_ERROR, false, "SASL session lifetime nearly over");
     if (n->state == CLIENT_NODE_IDLE) {
         if (n->waiting.count > 0 && client_now_ms() >= n->backoff_until_ms)
             start_connect(n);
@@ -532,9 +566,9 @@ static int expire(struct client_call_list *list, int64_t now, struct client_call
 
 void client_node_tick(struct client_node *n, int64_t now)
 {
-    if ((n->state == CLIENT_NODE_CONNECTING || n->state == CLIENT_NODE_NEGOTIATING) && now >= n->setup_deadline_ms)
-        connection_failed(n, "connection setup timed out after %lld ms",
-                          (long long)n->client->cfg.connection_setup_timeout_ms);
+    if (in_setup(n) && now >= n->setup_deadline_ms)
+        client_node_failed(n, "connection setup timed out after %lld ms",
+                           (long long)n->client->cfg.connection_setup_timeout_ms);
     struct client_call_list timed_out = {0};
     expire(&n->waiting, now, &timed_out);
     /* An in-flight request that times out takes its connection down, as in
@@ -545,14 +579,14 @@ void client_node_tick(struct client_node *n, int64_t now)
         client_call_finish(call, NET_CLIENT_TIMED_OUT, call->version, "%s to node %d timed out", call->desc->name,
                            n->id);
     if (lost_in_flight)
-        connection_failed(n, "disconnected after a request timed out");
+        client_node_failed(n, "disconnected after a request timed out");
     client_node_kick(n);
 }
 
 int64_t client_node_next_deadline(const struct client_node *n)
 {
     int64_t next = INT64_MAX;
-    if (n->state == CLIENT_NODE_CONNECTING || n->state == CLIENT_NODE_NEGOTIATING)
+    if (in_setup(n))
         next = n->setup_deadline_ms;
     if (n->state == CLIENT_NODE_IDLE && n->waiting.count > 0 && n->backoff_until_ms < next)
         next = n->backoff_until_ms;

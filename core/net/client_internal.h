@@ -19,6 +19,8 @@
 
 #include "net/client_transport.h"
 
+struct sasl_client;
+
 /* ---- requests ---- */
 
 struct client_call {
@@ -35,8 +37,9 @@ struct client_call {
     void *ctx;
     int64_t deadline_ms; /* monotonic */
     int32_t correlation_id;
-    bool internal;             /* the connection's own ApiVersions */
+    bool internal;             /* the connection's own ApiVersions or SASL */
     bool no_response;          /* complete once written (Produce acks=0) */
+    int16_t auth_error;        /* result.auth_error when failed with AUTH_FAILED */
     struct kafka_writer frame; /* encoded request while in flight */
     size_t written;            /* bytes of frame already on the socket */
 };
@@ -52,9 +55,10 @@ struct client_call *client_list_pop(struct client_call_list *l);
 /* ---- nodes ---- */
 
 enum client_node_state {
-    CLIENT_NODE_IDLE,        /* no connection; reconnect once backoff_until passes */
-    CLIENT_NODE_CONNECTING,  /* TCP (and transport) setup */
-    CLIENT_NODE_NEGOTIATING, /* ApiVersions in flight */
+    CLIENT_NODE_IDLE,           /* no connection; reconnect once backoff_until passes */
+    CLIENT_NODE_CONNECTING,     /* TCP (and transport) setup */
+    CLIENT_NODE_NEGOTIATING,    /* ApiVersions in flight */
+    CLIENT_NODE_AUTHENTICATING, /* SaslHandshake / SaslAuthenticate in flight */
     CLIENT_NODE_READY,
 };
 
@@ -82,6 +86,8 @@ struct client_node {
     struct client_call_list in_flight; /* sent or being written, in order */
     struct client_frame_reader reader;
     int16_t api_versions_sent;
+    struct sasl_client *sasl; /* while authenticating, else NULL */
+    int64_t session_end_ms;   /* SASL session lifetime (KIP-368) nearly over: reconnect when idle; 0 none */
     /* Under the client mutex: read by net_client_api_range / _node_stats. */
     int16_t api_min[CLIENT_API_KEYS], api_max[CLIENT_API_KEYS]; /* -1: not served */
     bool versions_known;
@@ -126,6 +132,22 @@ int64_t client_node_next_deadline(const struct client_node *n);
 /* Closes the connection: in-flight calls fail with `status`; with
  * count_failure the reconnect backs off. */
 void client_node_disconnect(struct client_node *n, enum net_client_status status, bool count_failure, const char *why);
+/* Fails the connection with the reason given, counting a failure. */
+void client_node_failed(struct client_node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Puts one of the connection's own requests (ApiVersions, SASL) in flight
+ * ahead of any waiting call; 0, or -1 after failing the connection. */
+int client_node_send_internal(struct client_node *n, int16_t api_key, int16_t version, const void *body);
+/* Marks the connection usable (negotiated, and authenticated with SASL). */
+void client_node_ready(struct client_node *n);
+
+/* client_sasl.c: authentication of a new connection (cfg.sasl_mechanism). */
+/* After ApiVersions: SaslHandshake, then SaslAuthenticate rounds. */
+void client_sasl_start(struct client_node *n);
+/* The answer to one of those (body of the response frame). */
+void client_sasl_on_response(struct client_node *n, int16_t api_key, int16_t version, const uint8_t *body, size_t len);
+/* Frees the exchange's state (on disconnect). */
+void client_sasl_end(struct client_node *n);
+
 /* Fails every call of the node with status (destroy, unknown node). */
 void client_node_fail_all(struct client_node *n, enum net_client_status status, const char *why);
 

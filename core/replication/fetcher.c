@@ -65,8 +65,7 @@ static int resolve_leader(struct fetcher *f)
     if (!img)
         return -1;
     const struct metadata_broker *b = metadata_image_broker(img, f->leader_id);
-    const struct metadata_endpoint *ep = metadata_broker_link_endpoint(b, r->opts.listener,
-                                                                       r->opts.transport_ops != NULL);
+    const struct metadata_endpoint *ep = metadata_broker_link_endpoint(b, r->opts.listener, r->opts.link_strict);
     int rc = -1;
     if (ep) {
         rc = 0;

@@ -169,8 +169,8 @@ int replication_start(const struct replication_options *opts, struct replication
     snprintf(cfg.client_id, sizeof cfg.client_id, "broker-%d-fetcher", opts->node_id);
     cfg.request_timeout_ms = opts->socket_timeout_ms;
     cfg.max_in_flight = 1;
-    cfg.transport_ops = opts->transport_ops;
-    cfg.transport_ctx = opts->transport_ctx;
+    if (opts->link_apply)
+        opts->link_apply(opts->link, &cfg);
     if ((int64_t)opts->fetch_response_max_bytes + 65536 > cfg.max_response_bytes)
         cfg.max_response_bytes = (int64_t)opts->fetch_response_max_bytes + 65536;
     if (net_client_create(&cfg, &r->client, err, errlen) != 0) {

@@ -41,7 +41,7 @@ typedef int16_t (*replication_alter_partition_fn)(void *ctx, const char *topic, 
                                                   int32_t partition, int32_t leader_epoch, int32_t partition_epoch,
                                                   const int32_t *isr, int32_t isr_count, int32_t *new_partition_epoch);
 
-struct client_transport_ops;
+struct net_client_config;
 
 struct replication_options {
     struct replica_manager *replicas; /* borrowed; outlives the module */
@@ -73,10 +73,12 @@ struct replication_options {
     /* The listener of the leaders' endpoints to fetch from (Kafka's
      * inter-broker listener); NULL or empty: the first PLAINTEXT one. */
     const char *listener;
-    /* How the fetchers connect (NULL: plain TCP); the context outlives
-     * the module. */
-    const struct client_transport_ops *transport_ops;
-    void *transport_ctx;
+    /* How the fetchers connect: link_apply (NULL: plain TCP) sets the
+     * client's transport and SASL from link, which outlives the module;
+     * link_strict (TLS or SASL) never falls back to a PLAINTEXT endpoint. */
+    void (*link_apply)(const void *link, struct net_client_config *cfg);
+    const void *link;
+    bool link_strict;
 };
 
 /* Starts the outbound client and registers with the replica manager (the

@@ -256,6 +256,11 @@ static void high_watermark_moved(void *ctx, struct partition_log *log)
 
 /* Fetchers for the partitions this broker follows, once the replica
  * manager knows them. */
+static void apply_link(const void *link, struct net_client_config *cc)
+{
+    server_link_apply(link, cc);
+}
+
 static int start_replication(struct broker *b, char *err, size_t errlen)
 {
     const struct broker_config *cfg = b->config;
@@ -278,8 +283,9 @@ static int start_replication(struct broker *b, char *err, size_t errlen)
         .replica_lag_time_max_ms = config_get_long(cfg, "replica.lag.time.max.ms"),
         .min_insync_replicas = config_get_int(cfg, "min.insync.replicas"),
         .listener = b->broker_link.listener,
-        .transport_ops = b->broker_link.tls ? &tls_client_transport_ops : NULL,
-        .transport_ctx = b->broker_link.tls,
+        .link_apply = apply_link,
+        .link = &b->broker_link,
+        .link_strict = b->broker_link.protocol != NET_SECURITY_PLAINTEXT,
     };
     if (replication_start(&opts, &b->replication, err, errlen) != 0)
         return -1;
@@ -356,7 +362,7 @@ static int start_marker_client(struct broker *b, char *err, size_t errlen)
     b->markers.client = b->marker_client;
     b->markers.node_id = b->env.node_id;
     b->markers.listener = b->broker_link.listener;
-    b->markers.link_is_tls = b->broker_link.tls != NULL;
+    b->markers.link_is_tls = b->broker_link.protocol != NET_SECURITY_PLAINTEXT;
     b->markers.request_timeout_ms = 5000;
     return 0;
 }

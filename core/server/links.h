@@ -4,8 +4,11 @@
  * (replica fetchers, transaction markers) on inter.broker.listener.name, or
  * the listener named after security.inter.broker.protocol. Each speaks its
  * listener's protocol from listener.security.protocol.map: PLAINTEXT, or
- * SSL with the broker's ssl.* keys (listener.name.<name>.ssl.* first).
- * SASL on these links is refused at start-up.
+ * SSL with the broker's ssl.* keys (listener.name.<name>.ssl.* first), and
+ * for SASL_PLAINTEXT / SASL_SSL authentication with
+ * sasl.mechanism.controller.protocol / sasl.mechanism.inter.broker.protocol
+ * and the node's credentials in
+ * listener.name.<listener>.<mechanism>.sasl.jaas.config.
  *
  * Threads: open/close on the main thread; a link is read-only in between
  * and outlives every client it was applied to. */
@@ -22,16 +25,20 @@ struct tls_client;
 enum server_link_kind { SERVER_LINK_CONTROLLER, SERVER_LINK_INTER_BROKER };
 
 struct server_link {
+    enum server_link_kind kind;
     char listener[32];
-    int16_t protocol;       /* NET_SECURITY_PLAINTEXT or NET_SECURITY_SSL */
-    struct tls_client *tls; /* set for SSL */
+    int16_t protocol;       /* NET_SECURITY_* of the listener */
+    struct tls_client *tls; /* set for SSL and SASL_SSL */
+    /* Set for SASL_PLAINTEXT and SASL_SSL. */
+    char sasl_mechanism[32];
+    char sasl_username[256], sasl_password[256];
 };
 
-/* 0, or -1 with err naming the key at fault (a SASL protocol, a bad or
- * missing truststore). */
+/* 0, or -1 with err naming the key at fault (a SASL mechanism the link
+ * does not speak, missing or bad credentials, a bad or missing truststore). */
 int server_link_open(const struct broker_config *cfg, enum server_link_kind kind, struct server_link *out, char *err,
                      size_t errlen);
-/* Makes a client use the link's transport (nothing to do for PLAINTEXT). */
+/* Makes a client use the link's transport and SASL credentials. */
 void server_link_apply(const struct server_link *l, struct net_client_config *cc);
 /* After every client it was applied to is destroyed. */
 void server_link_close(struct server_link *l);

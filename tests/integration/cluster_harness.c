@@ -248,9 +248,16 @@ void cluster_start(struct cluster *c, const struct cluster_options *o)
         do {
             port = harness_free_port();
         } while (port == c->controller_ports[0] || port == c->controller_ports[1] || port == c->controller_ports[2]);
-        char listeners[160], node_id[32], metrics_kv[64];
-        snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", port,
-                 c->controller_ports[i]);
+        char listeners[200], node_id[32], metrics_kv[64];
+        int used = snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d",
+                            port, c->controller_ports[i]);
+        if (o->extra_listener) {
+            do {
+                c->extra_ports[i] = harness_free_port();
+            } while (c->extra_ports[i] == port || c->extra_ports[i] == c->controller_ports[i]);
+            snprintf(listeners + used, sizeof listeners - (size_t)used, ",%s://127.0.0.1:%d", o->extra_listener,
+                     c->extra_ports[i]);
+        }
         snprintf(node_id, sizeof node_id, "node.id=%d", i + 1);
         c->metrics_ports[i] = harness_free_port();
         snprintf(metrics_kv, sizeof metrics_kv, "metrics.http.listener=127.0.0.1:%d", c->metrics_ports[i]);

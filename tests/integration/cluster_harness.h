@@ -23,6 +23,7 @@ struct cluster {
     struct test_broker nodes[N];
     int controller_ports[N];
     int metrics_ports[N];
+    int extra_ports[N]; /* of cluster_options.extra_listener, 0 without */
     struct net_client *client;
 };
 
@@ -34,6 +35,7 @@ struct cluster_options {
     const char *const *settings; /* NULL-terminated; every node's, after the listeners and the quorum */
     const char *const *extra;    /* NULL or NULL-terminated; added after settings */
     const char *node_setting[N]; /* NULL or one more setting for node i + 1 */
+    const char *extra_listener;  /* NULL or a third listener's name, on 127.0.0.1 and a free port */
 };
 
 struct partition_view {
