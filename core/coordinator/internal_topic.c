@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "coordinator/coordinator_partition.h"
+#include "coordinator/purgatory.h"
 #include "log/log_manager.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_store.h"
@@ -34,6 +35,7 @@ struct internal_topic {
      * not replicated here or its log could not be opened. */
     struct partition_log **partitions;
     bool *replicated_here;
+    struct purgatory *fetch_purgatory; /* not owned */
 };
 
 /* Creates the topic when the image lacks it. Returns 0 or -1 with err. */
@@ -176,6 +178,7 @@ int internal_topic_open(const struct internal_topic_options *opts, struct intern
     }
     t->name = opts->name;
     t->component = opts->component;
+    t->fetch_purgatory = opts->fetch_purgatory;
     if (ensure_topic(opts, num_partitions, segment_bytes, err, errlen) != 0 ||
         open_partitions(t, opts, num_partitions, segment_bytes, err, errlen) != 0) {
         internal_topic_close(t);
@@ -236,6 +239,8 @@ static int16_t append_at(const struct internal_topic *t, struct partition_log *l
     }
     if (end_offset)
         *end_offset = res.last_offset + 1;
+    if (t->fetch_purgatory)
+        purgatory_notify(t->fetch_purgatory, (uintptr_t)log);
     if (flush == INTERNAL_TOPIC_FLUSH_NONE)
         return KAFKA_ERR_NONE;
     code = flush == INTERNAL_TOPIC_FLUSH_RECORDS ? partition_log_flush_records(log) : partition_log_flush(log);

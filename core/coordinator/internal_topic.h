@@ -30,6 +30,8 @@ struct record_batch_header;
 struct internal_topic;
 
 /* The strings must outlive the topic (string literals in practice). */
+struct purgatory;
+
 struct internal_topic_options {
     const char *name;          /* "__consumer_offsets" */
     const char *component;     /* logger component, "group" */
@@ -42,6 +44,10 @@ struct internal_topic_options {
     /* A partition replicated on this node whose log the broker has not
      * created yet is created by internal_topic_open. */
     int32_t node_id;
+    /* Woken on every append, so a follower's parked fetch of the partition
+     * is answered at once rather than at replica.fetch.wait.max.ms (the
+     * coordinator's replicated writes wait for it). NULL: nobody to wake. */
+    struct purgatory *fetch_purgatory;
 };
 
 /* Creates the topic when the metadata image lacks it, then takes a reference

@@ -43,6 +43,7 @@ int group_log_open(const struct group_log_options *opts, struct group_log **out,
         .replication_factor = opts->replication_factor,
         .segment_bytes = opts->segment_bytes,
         .node_id = opts->node_id,
+        .fetch_purgatory = opts->fetch_purgatory,
     };
     if (internal_topic_open(&topic, &gl->topic, err, errlen) != 0) {
         free(gl);

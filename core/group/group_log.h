@@ -25,6 +25,8 @@ struct log_manager;
 struct metadata_store;
 struct group_log;
 
+struct purgatory;
+
 struct group_log_options {
     struct log_manager *logs;
     struct metadata_store *metadata;
@@ -35,6 +37,7 @@ struct group_log_options {
      * created yet is created by group_log_open. */
     int32_t node_id;
     int32_t load_buffer_size; /* offsets.load.buffer.size; <= 0 means 5242880 */
+    struct purgatory *fetch_purgatory; /* woken on each append (followers' parked fetches); may be NULL */
 };
 
 /* Creates __consumer_offsets on first start (cleanup.policy=compact) and

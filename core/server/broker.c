@@ -380,6 +380,7 @@ static int start_transactions(struct broker *b, char *err, size_t errlen)
         .segment_bytes = config_get_int(b->config, "transaction.state.log.segment.bytes"),
         .node_id = b->env.node_id,
         .load_buffer_size = config_get_int(b->config, "transaction.state.log.load.buffer.size"),
+        .fetch_purgatory = b->fetch_purgatory,
     };
     if (txn_log_open(&lopts, &b->txn_log, err, errlen) != 0)
         return -1;
@@ -586,6 +587,7 @@ static int start_groups(struct broker *b, char *err, size_t errlen)
         .segment_bytes = config_get_int(b->config, "offsets.topic.segment.bytes"),
         .node_id = b->env.node_id,
         .load_buffer_size = config_get_int(b->config, "offsets.load.buffer.size"),
+        .fetch_purgatory = b->fetch_purgatory,
     };
     char log_err[256];
     if (group_log_open(&log_opts, &b->group_log, log_err, sizeof log_err) != 0) {

@@ -43,6 +43,7 @@ int txn_log_open(const struct txn_log_options *opts, struct txn_log **out, char 
         .replication_factor = opts->replication_factor,
         .segment_bytes = opts->segment_bytes,
         .node_id = opts->node_id,
+        .fetch_purgatory = opts->fetch_purgatory,
     };
     if (internal_topic_open(&topic, &tl->topic, err, errlen) != 0) {
         free(tl);

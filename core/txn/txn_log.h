@@ -53,6 +53,8 @@ struct txn_log_record {
     int64_t start_ms; /* -1 when no transaction is open */
 };
 
+struct purgatory;
+
 struct txn_log_options {
     struct log_manager *logs;
     struct metadata_store *metadata;
@@ -61,6 +63,7 @@ struct txn_log_options {
     int32_t segment_bytes;      /* transaction.state.log.segment.bytes, default 104857600 */
     int32_t node_id;
     int32_t load_buffer_size; /* transaction.state.log.load.buffer.size; <= 0 means 5242880 */
+    struct purgatory *fetch_purgatory; /* woken on each append (followers' parked fetches); may be NULL */
 };
 
 /* Creates __transaction_state on first start and opens its partitions held

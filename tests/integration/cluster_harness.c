@@ -94,6 +94,7 @@ static void read_topic(const struct metadata_response_metadata_response_topic *t
         struct partition_view *pv = &v->p[mp->partition_index];
         pv->leader = mp->leader_id;
         pv->leader_epoch = mp->leader_epoch;
+        pv->replica_count = mp->replica_nodes_count;
         pv->isr_count = 0;
         for (int32_t j = 0; j < mp->isr_nodes_count && j < N; j++)
             pv->isr[pv->isr_count++] = mp->isr_nodes[j];

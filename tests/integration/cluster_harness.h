@@ -43,6 +43,7 @@ struct partition_view {
     int32_t leader_epoch;
     int32_t isr[N];
     int isr_count;
+    int replica_count;
 };
 
 /* What one Metadata answer says. */

@@ -515,15 +515,31 @@ static void test_end_txn_waits_for_replication(void **state)
 {
     (void)state;
     struct cluster c;
-    cluster_up(&c);
-    wait_all_brokers(&c, 30000);
-    int32_t controller = agreed_controller(&c, -1, 30000);
     const char *id = "replicated-end";
-    int32_t coordinator = -1;
-    long long deadline = harness_now_ms() + 30000;
-    while ((coordinator = txn_coordinator_of(&c, controller, id)) < 0 && harness_now_ms() < deadline)
-        usleep(200 * 1000);
-    assert_true(coordinator >= 1 && coordinator <= N);
+    int32_t controller = -1, coordinator = -1;
+    long long deadline;
+    /* __transaction_state takes as many replicas as brokers are live when
+     * it is created (internal_topic.c), which on a loaded machine can be one;
+     * such a partition has no followers to wait for, so start again. */
+    for (int attempt = 1;; attempt++) {
+        cluster_up(&c);
+        wait_all_brokers(&c, 30000);
+        controller = agreed_controller(&c, -1, 30000);
+        deadline = harness_now_ms() + 30000;
+        while ((coordinator = txn_coordinator_of(&c, controller, id)) < 0 && harness_now_ms() < deadline)
+            usleep(200 * 1000);
+        assert_true(coordinator >= 1 && coordinator <= N);
+        struct view v;
+        int txn_partition = kafka_partition_for(id, 3);
+        if (!metadata(&c, coordinator, "__transaction_state", &v) || v.partitions != 3)
+            fail_msg("__transaction_state is not in broker %d's metadata", coordinator);
+        if (v.p[txn_partition].replica_count >= 2)
+            break;
+        if (attempt == 4)
+            fail_msg("__transaction_state was created with one replica in 4 cluster starts");
+        fprintf(stderr, "[test] __transaction_state has one replica; starting the cluster again\n");
+        cluster_stop(&c);
+    }
     assert_int_equal(create_topic(&c, controller, TXN_TOPIC, TXN_PARTITIONS), KAFKA_ERR_NONE);
     wait_topic(&c, controller, TXN_TOPIC, TXN_PARTITIONS, 20000);
     const char *bootstrap = broker_bootstrap(&c.nodes[coordinator - 1]);
@@ -535,6 +551,21 @@ static void test_end_txn_waits_for_replication(void **state)
     for (int part = 0; part < TXN_PARTITIONS; part++)
         assert_int_equal(rk_produce_blocking(p, TXN_TOPIC, part, NULL, 0, "r", 1, 0, NULL, NULL), 0);
     assert_int_equal(rd_kafka_flush(p, 60000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    /* A follower out of the ISR would leave the coordinator alone in it, and
+     * then the commit may rightly succeed: wait for every replica. */
+    int txn_partition = kafka_partition_for(id, 3);
+    bool full_isr = false;
+    deadline = harness_now_ms() + 30000;
+    while (!full_isr && harness_now_ms() < deadline) {
+        struct view v;
+        full_isr = metadata(&c, coordinator, "__transaction_state", &v) && v.partitions == 3 &&
+                   v.p[txn_partition].leader == coordinator &&
+                   v.p[txn_partition].isr_count == v.p[txn_partition].replica_count;
+        if (!full_isr)
+            usleep(200 * 1000);
+    }
+    if (!full_isr)
+        fail_msg("__transaction_state-%d never had all its replicas in its ISR", txn_partition);
     for (int n = 1; n <= N; n++)
         if (n != coordinator)
             assert_int_equal(kill(c.nodes[n - 1].pid, SIGSTOP), 0);
