@@ -192,6 +192,17 @@ int log_manager_list(struct log_manager *m, struct log_manager_partition **out, 
     return 0;
 }
 
+void log_manager_cancel_replication_waits(struct log_manager *m)
+{
+    struct log_manager_partition *parts;
+    size_t n;
+    if (!m || log_manager_list(m, &parts, &n) != 0)
+        return;
+    for (size_t i = 0; i < n; i++)
+        partition_log_cancel_replication_waits(parts[i].log);
+    log_manager_list_free(parts, n);
+}
+
 void log_manager_list_free(struct log_manager_partition *parts, size_t n)
 {
     for (size_t i = 0; i < n; i++) {

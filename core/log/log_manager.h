@@ -91,6 +91,8 @@ struct log_manager_partition {
 /* Returns 0 or ENOMEM; free with log_manager_list_free. */
 int log_manager_list(struct log_manager *m, struct log_manager_partition **out, size_t *n);
 void log_manager_list_free(struct log_manager_partition *parts, size_t n);
+/* partition_log_cancel_replication_waits on every log held now. */
+void log_manager_cancel_replication_waits(struct log_manager *m);
 size_t log_manager_dir_count(const struct log_manager *m);
 const char *log_manager_dir_path(const struct log_manager *m, size_t dir_index);
 

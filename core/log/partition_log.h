@@ -153,6 +153,11 @@ bool partition_log_high_watermark_tracks_end(struct partition_log *log);
  * takes no lock the replica layer needs. epoch -1 (a log without epochs)
  * only waits for the high watermark. */
 int16_t partition_log_wait_replicated(struct partition_log *log, int32_t epoch, int64_t end, int64_t timeout_ms);
+
+/* Ends every wait_replicated on log, now and later, with REQUEST_TIMED_OUT:
+ * a stopping broker's followers may be gone, and its in-flight requests
+ * must not hold the shutdown for the wait's timeout. */
+void partition_log_cancel_replication_waits(struct partition_log *log);
 /* At load: the high watermark from replication-offset-checkpoint, clamped to
  * [log start, log end]; the log stops tracking its end until the replica
  * layer says otherwise (partition_log_set_high_watermark_tracks_end). */

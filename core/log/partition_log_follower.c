@@ -91,11 +91,16 @@ int16_t partition_log_wait_replicated(struct partition_log *log, int32_t epoch, 
             return KAFKA_ERR_NONE;
         if (atomic_load(&log->offline))
             return KAFKA_ERR_KAFKA_STORAGE_ERROR;
-        if (clock_mono_ms() >= deadline)
+        if (clock_mono_ms() >= deadline || atomic_load(&log->replication_waits_cancelled))
             return KAFKA_ERR_REQUEST_TIMED_OUT;
         struct timespec pause = {.tv_sec = 0, .tv_nsec = 2 * 1000 * 1000};
         nanosleep(&pause, NULL);
     }
+}
+
+void partition_log_cancel_replication_waits(struct partition_log *log)
+{
+    atomic_store(&log->replication_waits_cancelled, true);
 }
 
 int64_t partition_log_update_high_watermark(struct partition_log *log, int64_t offset)

@@ -56,6 +56,7 @@ struct partition_log {
     struct txn_index aborted; /* write_lock + lock exclusive to change; lock shared to read */
     atomic_int refcount;
     atomic_bool offline;
+    atomic_bool replication_waits_cancelled; /* set once, by a stopping broker */
     atomic_bool deleted;
     struct partition_log_recovery_stats recovery; /* written once by open */
 };

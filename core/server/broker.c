@@ -740,6 +740,9 @@ void broker_stop(struct broker *b)
         return;
     /* Order matters: stop taking requests, let parked fetches answer, then
      * close the data and metadata logs cleanly. */
+    /* A coordinator waiting for its followers (which may be stopping too)
+     * answers now instead of holding the network layer's drain. */
+    log_manager_cancel_replication_waits(b->logs);
     /* Parked JoinGroup/SyncGroup requests answer NOT_COORDINATOR now, so
      * the network layer's drain does not wait out rebalance timeouts. */
     group_coordinator_shutdown(b->groups);
