@@ -307,6 +307,7 @@ static void gssapi_over_handshake_v0(struct gssapi_it *t)
     if (round_trips < 3)
         fail_msg("GSSAPI took %d round trips, expected at least 3", round_trips);
     sasl_dispose(&conn);
+    sasl_client_done(); /* frees the GSSAPI mechanism's credentials too */
 
     /* Metadata v1 with no topics: answered only on an authenticated connection. */
     raw_writer_init(&w);

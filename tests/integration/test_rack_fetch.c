@@ -256,7 +256,7 @@ static void check_wire_answers(struct cluster *c, const char *topic, int32_t lea
     rd_kafka_t *admin = rk_producer_new(broker_bootstrap(&c->nodes[leader - 1]), NULL);
     char errstr[256];
     assert_int_equal(rk_create_topic_result(admin, narrow, 1, 2, NULL, false, errstr, sizeof errstr), 0);
-    rd_kafka_destroy(admin);
+    rk_producer_destroy(admin);
     struct view nv = wait_view(c, leader, ALL, narrow, 1, 20000);
     int32_t outsider = -1;
     for (int32_t n = 1; n <= N; n++) {
@@ -304,7 +304,7 @@ static void check_follower_lso(struct cluster *c, const char *topic, int32_t lea
     struct wire_answer committed = wire_fetch(c, follower, topic, RECORDS, -1, NULL, true);
     assert_true(committed.records_bytes <= 0);
     rk_expect_ok(rd_kafka_abort_transaction(p, 30000), "abort_transaction");
-    rd_kafka_destroy(p);
+    rk_producer_destroy(p);
 }
 
 static void test_consumer_reads_from_follower_in_its_rack(void **state)

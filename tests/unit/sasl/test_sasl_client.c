@@ -50,7 +50,9 @@ static enum sasl_client_step run_scram(int mech, const char *client_password, co
         again.stage = 1;
         uint8_t forged[200];
         memcpy(forged, out, out_len);
-        forged[out_len - 2] = forged[out_len - 2] == 'A' ? 'B' : 'A';
+        /* A character in the middle of "v=<base64>": the last ones may
+         * carry only padding bits, which a decoder rightly ignores. */
+        forged[4] = forged[4] == 'A' ? 'B' : 'A';
         assert_int_equal(sasl_client_next(&again, forged, out_len, err, errlen), SASL_CLIENT_FAILED);
         assert_non_null(strstr(err, "did not prove"));
     }
