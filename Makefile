@@ -3,8 +3,12 @@
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
-# ctest jobs; tests that assert time bounds run alone (tests/CMakeLists.txt)
-TEST_JOBS ?= 2
+# ctest jobs; tests that assert time bounds run alone (tests/CMakeLists.txt).
+# Most integration tests wait on brokers and clients rather than compute, so
+# the release pass runs three at a time on two cores; the sanitizer pass is
+# CPU-bound and gains nothing past two.
+TEST_JOBS ?= 3
+ASAN_TEST_JOBS ?= 2
 
 .PHONY: all deps client-deps test-clients build run test test-unit test-integration test-asan fuzz bench bench-txn conformance sim chaos clean
 
@@ -50,7 +54,7 @@ test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCAIRN_SANITIZE=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest --output-on-failure -j $(TEST_JOBS) -LE slow
+		ctest --output-on-failure -j $(ASAN_TEST_JOBS) -LE slow
 
 # The KRaft quorum simulator over SEEDS seeds from SEED_FIRST; a failing
 # seed prints the command that replays it with a trace.
@@ -70,12 +74,9 @@ fuzz: deps
 	build-fuzz/tests/fuzz/broker_request_seeds build-fuzz/corpus-broker
 	cp tests/fuzz/broker-regressions/* build-fuzz/corpus-broker/
 	build-fuzz/tests/fuzz/sasl_messages_seeds build-fuzz/corpus-sasl
-	build-fuzz/tests/fuzz/fuzz_request_decode -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus
-	build-fuzz/tests/fuzz/fuzz_record_codec -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-codec
-	build-fuzz/tests/fuzz/fuzz_record_batch -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-batch
-	build-fuzz/tests/fuzz/fuzz_internal_records -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-internal
-	build-fuzz/tests/fuzz/fuzz_broker_requests -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-broker
-	build-fuzz/tests/fuzz/fuzz_sasl_messages -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-sasl
+	tests/fuzz/run-pairs.sh build-fuzz $(FUZZ_SECONDS) fuzz_request_decode:corpus fuzz_record_codec:corpus-codec \
+		fuzz_record_batch:corpus-batch fuzz_internal_records:corpus-internal \
+		fuzz_broker_requests:corpus-broker fuzz_sasl_messages:corpus-sasl
 
 bench: build
 	tools/bench/compare.sh $(BUILD)/core/server/cairnd
