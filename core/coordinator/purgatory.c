@@ -35,6 +35,7 @@ struct purgatory {
     struct delayed_op **heap; /* min-heap by deadline */
     int64_t heap_len, heap_cap;
     bool stopping;
+    bool draining; /* purgatory_expire_all was called: new operations get no wait */
     pthread_t expiry_thread;
     struct metrics_metric *waiting; /* heap_len, for /metrics; may be NULL */
 };
@@ -327,6 +328,8 @@ void purgatory_add(struct purgatory *p, struct delayed_op *op)
         }
     }
     if (parked) {
+        if (p->draining)
+            op->deadline_mono_ms = clock_mono_ms();
         op->heap_index = p->heap_len;
         p->heap[p->heap_len++] = op;
         metrics_set(p->waiting, p->heap_len);
@@ -362,6 +365,21 @@ void purgatory_expire_now(struct purgatory *p, struct delayed_op *op)
         heap_up(p, i);
         pthread_cond_signal(&p->wake);
     }
+    pthread_mutex_unlock(&p->lock);
+}
+
+void purgatory_expire_all(struct purgatory *p)
+{
+    if (!p)
+        return;
+    int64_t now = clock_mono_ms();
+    pthread_mutex_lock(&p->lock);
+    p->draining = true;
+    /* Every deadline equal: still a valid min-heap. */
+    for (int64_t i = 0; i < p->heap_len; i++)
+        if (p->heap[i]->deadline_mono_ms > now)
+            p->heap[i]->deadline_mono_ms = now;
+    pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->lock);
 }
 

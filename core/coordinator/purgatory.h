@@ -64,6 +64,10 @@ void purgatory_add(struct purgatory *p, struct delayed_op *op);
  * freed (it has not completed); an op not parked (yet or any more) is left
  * alone. */
 void purgatory_expire_now(struct purgatory *p, struct delayed_op *op);
+/* For a stopping broker: every waiting operation completes now (expired,
+ * answering with what it has), and any added later does not wait, so the
+ * network layer's drain is not held for a fetch's max wait. NULL ignored. */
+void purgatory_expire_all(struct purgatory *p);
 /* Something changed for key: waiting operations watching it try again. */
 void purgatory_notify(struct purgatory *p, uintptr_t key);
 /* Number of operations waiting (for metrics and tests); also exported as

@@ -743,6 +743,9 @@ void broker_stop(struct broker *b)
     /* A coordinator waiting for its followers (which may be stopping too)
      * answers now instead of holding the network layer's drain. */
     log_manager_cancel_replication_waits(b->logs);
+    /* Parked fetches (a follower's may wait replica.fetch.wait.max.ms)
+     * answer now with what they have. */
+    purgatory_expire_all(b->fetch_purgatory);
     /* Parked JoinGroup/SyncGroup requests answer NOT_COORDINATOR now, so
      * the network layer's drain does not wait out rebalance timeouts. */
     group_coordinator_shutdown(b->groups);

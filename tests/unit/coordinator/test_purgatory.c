@@ -245,6 +245,36 @@ static void test_destroy_expires_waiting(void **state)
     free(t);
 }
 
+/* A stopping broker: waiting operations answer at once, and one added
+ * afterwards does not wait out its deadline either. */
+static void test_expire_all_answers_now_and_later(void **state)
+{
+    (void)state;
+    struct purgatory *p;
+    assert_int_equal(purgatory_create("t", &p), 0);
+    atomic_int ready = 0, freed = 0;
+    struct test_op *a = new_op(&ready, &freed, 600000, 11);
+    struct test_op *b = new_op(&ready, &freed, 300000, 12);
+    purgatory_add(p, &a->op);
+    purgatory_add(p, &b->op);
+    assert_int_equal(atomic_load(&a->completions), 0);
+    int64_t start = clock_mono_ms();
+    purgatory_expire_all(p);
+    wait_for(&freed, 2, 5000);
+    assert_int_equal(atomic_load(&a->expired), 1);
+    assert_int_equal(atomic_load(&b->expired), 1);
+    struct test_op *later = new_op(&ready, &freed, 600000, 13);
+    purgatory_add(p, &later->op);
+    wait_for(&freed, 3, 5000);
+    assert_int_equal(atomic_load(&later->completions), 1);
+    assert_int_equal(atomic_load(&later->expired), 1);
+    assert_true(clock_mono_ms() - start < 5000);
+    purgatory_destroy(p);
+    free(a);
+    free(b);
+    free(later);
+}
+
 struct counting_op {
     struct delayed_op op;
     atomic_int attempts;
@@ -304,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_deadline_expires),
         cmocka_unit_test(test_concurrent_notify_and_expiry),
         cmocka_unit_test(test_destroy_expires_waiting),
+        cmocka_unit_test(test_expire_all_answers_now_and_later),
         cmocka_unit_test(test_many_keys_all_watched),
         cmocka_unit_test(test_release_keys_without_purgatory),
         cmocka_unit_test(test_repeated_keys_attempt_once),
