@@ -14,6 +14,8 @@
 #include <ftw.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,18 +211,47 @@ void broker_print_log_tail(const struct test_broker *b, int lines)
     free(ring);
 }
 
-int harness_free_port(void)
+/* Listening ports come from below the kernel's ephemeral range
+ * (32768-60999 here): a port taken from that range and left unbound while
+ * a broker starts or restarts could go to any client's outgoing connection
+ * meanwhile ("Address already in use", seen with three tests at a time).
+ * 13000-18999 is clear of the fixed ports the shell tests use (19092 and
+ * up). A port is handed out once per process and only if it binds now. */
+#define FREE_PORT_FIRST 13000
+#define FREE_PORT_COUNT 6000
+
+static bool port_binds(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
-        return -1;
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = 0};
+        return false;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 && getsockname(fd, (struct sockaddr *)&addr, &len) == 0)
-        port = ntohs(addr.sin_port);
+    bool ok = bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0;
     close(fd);
+    return ok;
+}
+
+int harness_free_port(void)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static bool handed_out[FREE_PORT_COUNT];
+    static uint64_t state;
+    pthread_mutex_lock(&lock);
+    if (state == 0)
+        state = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL) ^ 0x9E3779B97F4A7C15ull;
+    int port = -1;
+    for (int tries = 0; tries < 4 * FREE_PORT_COUNT && port < 0; tries++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        int i = (int)((state >> 33) % FREE_PORT_COUNT);
+        if (!handed_out[i] && port_binds(FREE_PORT_FIRST + i)) {
+            handed_out[i] = true;
+            port = FREE_PORT_FIRST + i;
+        }
+    }
+    pthread_mutex_unlock(&lock);
     return port;
 }
 

@@ -267,6 +267,8 @@ static void check_wire_answers(struct cluster *c, const char *topic, int32_t lea
             outsider = n;
     }
     assert_true(outsider >= 1 && nv.p[0].isr_count == 2);
+    /* Until its image has the topic it would answer UNKNOWN_TOPIC_OR_PARTITION. */
+    wait_view(c, outsider, ALL, narrow, 1, 20000);
     a = wire_fetch(c, outsider, narrow, 0, -1, racks[outsider - 1], false);
     assert_int_equal(a.error, ERR_NOT_LEADER_OR_FOLLOWER);
 }
