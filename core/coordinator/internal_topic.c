@@ -40,7 +40,7 @@ struct internal_topic {
 
 /* Creates the topic when the image lacks it. Returns 0 or -1 with err. */
 static int ensure_topic_once(const struct internal_topic_options *opts, int32_t num_partitions, int32_t segment_bytes,
-                             int16_t *code, char *err, size_t errlen)
+                             bool may_wait, int16_t *code, char *err, size_t errlen)
 {
     *code = KAFKA_ERR_NONE;
     const struct metadata_image *img = metadata_image_acquire(opts->metadata);
@@ -55,6 +55,12 @@ static int ensure_topic_once(const struct internal_topic_options *opts, int32_t 
         return -1;
     }
     int16_t rf = opts->replication_factor > 0 ? opts->replication_factor : DEFAULT_REPLICATION_FACTOR;
+    int32_t want = opts->expected_brokers < rf ? opts->expected_brokers : rf;
+    if (may_wait && live < want) {
+        snprintf(err, errlen, "%d of %d brokers live", (int)live, (int)want);
+        *code = KAFKA_ERR_NOT_ENOUGH_REPLICAS;
+        return -1;
+    }
     if (rf > live) {
         /* Kafka would wait for more brokers; a small cluster should work out of the box. */
         logger_info(opts->component,
@@ -97,14 +103,17 @@ static int ensure_topic_once(const struct internal_topic_options *opts, int32_t 
 /* On a quorum broker only the active controller can create the topic: the
  * others wait for it to appear in their image. */
 #define ENSURE_TOPIC_WAIT_MS 60000
+#define INTERNAL_TOPIC_BROKER_WAIT_MS 5000
 
 static int ensure_topic(const struct internal_topic_options *opts, int32_t num_partitions, int32_t segment_bytes,
                         char *err, size_t errlen)
 {
     int16_t code = KAFKA_ERR_NONE;
     for (int64_t waited = 0;; waited += 100) {
-        int rc = ensure_topic_once(opts, num_partitions, segment_bytes, &code, err, errlen);
-        if (rc == 0 || code != KAFKA_ERR_NOT_CONTROLLER || waited >= ENSURE_TOPIC_WAIT_MS)
+        int rc = ensure_topic_once(opts, num_partitions, segment_bytes, waited < INTERNAL_TOPIC_BROKER_WAIT_MS, &code,
+                                   err, errlen);
+        if (rc == 0 || (code != KAFKA_ERR_NOT_CONTROLLER && code != KAFKA_ERR_NOT_ENOUGH_REPLICAS) ||
+            waited >= ENSURE_TOPIC_WAIT_MS)
             return rc;
         struct timespec ts = {.tv_sec = 0, .tv_nsec = 100 * 1000 * 1000};
         nanosleep(&ts, NULL);

@@ -48,6 +48,12 @@ struct internal_topic_options {
      * is answered at once rather than at replica.fetch.wait.max.ms (the
      * coordinator's replicated writes wait for it). NULL: nobody to wake. */
     struct purgatory *fetch_purgatory;
+    /* On a quorum of several voters, how many live brokers to wait for
+     * (up to INTERNAL_TOPIC_BROKER_WAIT_MS) before creating the topic with
+     * fewer replicas than replication_factor: a first broker starting alone
+     * would otherwise leave the topic with one replica for good. 0: no wait
+     * (a single node). */
+    int32_t expected_brokers;
 };
 
 /* Creates the topic when the metadata image lacks it, then takes a reference

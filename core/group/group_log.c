@@ -44,6 +44,7 @@ int group_log_open(const struct group_log_options *opts, struct group_log **out,
         .segment_bytes = opts->segment_bytes,
         .node_id = opts->node_id,
         .fetch_purgatory = opts->fetch_purgatory,
+        .expected_brokers = opts->expected_brokers,
     };
     if (internal_topic_open(&topic, &gl->topic, err, errlen) != 0) {
         free(gl);

@@ -38,6 +38,7 @@ struct group_log_options {
     int32_t node_id;
     int32_t load_buffer_size; /* offsets.load.buffer.size; <= 0 means 5242880 */
     struct purgatory *fetch_purgatory; /* woken on each append (followers' parked fetches); may be NULL */
+    int32_t expected_brokers; /* internal_topic_options.expected_brokers */
 };
 
 /* Creates __consumer_offsets on first start (cleanup.policy=compact) and

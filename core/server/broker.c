@@ -367,6 +367,20 @@ static int start_marker_client(struct broker *b, char *err, size_t errlen)
     return 0;
 }
 
+/* How many live brokers an internal topic waits for before it is created
+ * with fewer replicas than configured: the voters of a quorum of several
+ * (the brokers a cluster is likely to start with); 0 on a single node. */
+static int32_t expected_brokers(const struct broker *b)
+{
+    if (!quorum_enabled(b->config))
+        return 0;
+    struct quorum_voter voters[16];
+    char err[128];
+    int n = config_parse_quorum_voters(config_get_string(b->config, "controller.quorum.voters"), voters, 16, err,
+                                       sizeof err);
+    return n > 1 ? n : 0;
+}
+
 /* Opens __transaction_state and creates the transaction coordinator, whose
  * markers go to the partition leaders (txn_markers_local);
  * load_coordinators loads its partitions. */
@@ -381,6 +395,7 @@ static int start_transactions(struct broker *b, char *err, size_t errlen)
         .node_id = b->env.node_id,
         .load_buffer_size = config_get_int(b->config, "transaction.state.log.load.buffer.size"),
         .fetch_purgatory = b->fetch_purgatory,
+        .expected_brokers = expected_brokers(b),
     };
     if (txn_log_open(&lopts, &b->txn_log, err, errlen) != 0)
         return -1;
@@ -588,6 +603,7 @@ static int start_groups(struct broker *b, char *err, size_t errlen)
         .node_id = b->env.node_id,
         .load_buffer_size = config_get_int(b->config, "offsets.load.buffer.size"),
         .fetch_purgatory = b->fetch_purgatory,
+        .expected_brokers = expected_brokers(b),
     };
     char log_err[256];
     if (group_log_open(&log_opts, &b->group_log, log_err, sizeof log_err) != 0) {

@@ -44,6 +44,7 @@ int txn_log_open(const struct txn_log_options *opts, struct txn_log **out, char 
         .segment_bytes = opts->segment_bytes,
         .node_id = opts->node_id,
         .fetch_purgatory = opts->fetch_purgatory,
+        .expected_brokers = opts->expected_brokers,
     };
     if (internal_topic_open(&topic, &tl->topic, err, errlen) != 0) {
         free(tl);

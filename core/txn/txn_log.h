@@ -64,6 +64,7 @@ struct txn_log_options {
     int32_t node_id;
     int32_t load_buffer_size; /* transaction.state.log.load.buffer.size; <= 0 means 5242880 */
     struct purgatory *fetch_purgatory; /* woken on each append (followers' parked fetches); may be NULL */
+    int32_t expected_brokers; /* internal_topic_options.expected_brokers */
 };
 
 /* Creates __transaction_state on first start and opens its partitions held

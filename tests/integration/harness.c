@@ -234,6 +234,43 @@ static bool port_binds(int port)
     return ok;
 }
 
+/* Tests run side by side (ctest -j): a port is claimed across processes
+ * by a file naming the claiming pid, taken over once that pid is gone. */
+#define PORT_CLAIM_DIR "/tmp/cairn-test-ports"
+
+static bool port_claim(int port)
+{
+    char path[64];
+    snprintf(path, sizeof path, PORT_CLAIM_DIR "/%d", port);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            char pid[24];
+            int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+            bool ok = write(fd, pid, (size_t)n) == n;
+            close(fd);
+            return ok;
+        }
+        if (errno == ENOENT) {
+            (void)mkdir(PORT_CLAIM_DIR, 0777);
+            continue;
+        }
+        if (errno != EEXIST)
+            return true; /* no claim possible here: the bind check still applies */
+        FILE *f = fopen(path, "r");
+        int owner = 0;
+        if (f) {
+            if (fscanf(f, "%d", &owner) != 1)
+                owner = 0;
+            fclose(f);
+        }
+        if (owner > 0 && (owner == (int)getpid() || kill(owner, 0) == 0 || errno != ESRCH))
+            return false; /* held by a live process */
+        (void)unlink(path);
+    }
+    return false;
+}
+
 int harness_free_port(void)
 {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -246,7 +283,7 @@ int harness_free_port(void)
     for (int tries = 0; tries < 4 * FREE_PORT_COUNT && port < 0; tries++) {
         state = state * 6364136223846793005ull + 1442695040888963407ull;
         int i = (int)((state >> 33) % FREE_PORT_COUNT);
-        if (!handed_out[i] && port_binds(FREE_PORT_FIRST + i)) {
+        if (!handed_out[i] && port_claim(FREE_PORT_FIRST + i) && port_binds(FREE_PORT_FIRST + i)) {
             handed_out[i] = true;
             port = FREE_PORT_FIRST + i;
         }
