@@ -3,6 +3,7 @@
 #include "coordinator/internal_topic.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "coordinator/coordinator_partition.h"
 #include "coordinator/purgatory.h"
 #include "log/log_manager.h"
+#include "util/clock.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_store.h"
 #include "protocol/generated/errors.h"
@@ -103,15 +105,20 @@ static int ensure_topic_once(const struct internal_topic_options *opts, int32_t 
 /* On a quorum broker only the active controller can create the topic: the
  * others wait for it to appear in their image. */
 #define ENSURE_TOPIC_WAIT_MS 60000
-#define INTERNAL_TOPIC_BROKER_WAIT_MS 5000
+/* One bound for the process, shared by both internal topics, so a
+ * cluster with fewer brokers than voters starts at most this much later. */
+#define INTERNAL_TOPIC_BROKER_WAIT_MS 2000
+static _Atomic int64_t broker_wait_deadline_ms;
 
 static int ensure_topic(const struct internal_topic_options *opts, int32_t num_partitions, int32_t segment_bytes,
                         char *err, size_t errlen)
 {
     int16_t code = KAFKA_ERR_NONE;
     for (int64_t waited = 0;; waited += 100) {
-        int rc = ensure_topic_once(opts, num_partitions, segment_bytes, waited < INTERNAL_TOPIC_BROKER_WAIT_MS, &code,
-                                   err, errlen);
+        int64_t now = clock_mono_ms(), unset = 0;
+        atomic_compare_exchange_strong(&broker_wait_deadline_ms, &unset, now + INTERNAL_TOPIC_BROKER_WAIT_MS);
+        bool may_wait = now < atomic_load(&broker_wait_deadline_ms);
+        int rc = ensure_topic_once(opts, num_partitions, segment_bytes, may_wait, &code, err, errlen);
         if (rc == 0 || (code != KAFKA_ERR_NOT_CONTROLLER && code != KAFKA_ERR_NOT_ENOUGH_REPLICAS) ||
             waited >= ENSURE_TOPIC_WAIT_MS)
             return rc;

@@ -49,7 +49,7 @@ struct internal_topic_options {
      * coordinator's replicated writes wait for it). NULL: nobody to wake. */
     struct purgatory *fetch_purgatory;
     /* On a quorum of several voters, how many live brokers to wait for
-     * (up to INTERNAL_TOPIC_BROKER_WAIT_MS) before creating the topic with
+     * (up to 2 s from the first creation, for both topics) before creating the topic with
      * fewer replicas than replication_factor: a first broker starting alone
      * would otherwise leave the topic with one replica for good. 0: no wait
      * (a single node). */
