@@ -93,6 +93,11 @@ struct net_request_impl {
     struct net_request pub;
     struct net_loop *loop;
     struct net_connection *conn;   /* dereferenced on the loop thread only */
+    /* The connection's principal when the request was read: pub points
+     * here, not into the connection, which the loop thread may free while
+     * a worker still dispatches (seen at shutdown under ASan). */
+    char principal_type[NET_PRINCIPAL_TYPE_MAX];
+    char principal_name[NET_PRINCIPAL_NAME_MAX];
     size_t frame_cap;              /* bytes allocated for pub.frame */
     struct net_request_impl *next; /* loop's completed list */
     struct kafka_writer response;

@@ -143,8 +143,10 @@ struct net_request_impl *net_request_new(struct net_connection *conn, size_t fra
     memcpy(req->pub.peer, conn->peer, sizeof(req->pub.peer));
     req->pub.listener_name = conn->listener_name;
     req->pub.security_protocol = conn->security_protocol;
-    req->pub.principal_type = conn->principal_type;
-    req->pub.principal_name = conn->principal_name;
+    memcpy(req->principal_type, conn->principal_type, sizeof(req->principal_type));
+    memcpy(req->principal_name, conn->principal_name, sizeof(req->principal_name));
+    req->pub.principal_type = req->principal_type;
+    req->pub.principal_name = req->principal_name;
     req->pub.auth_state = conn->auth_state;
     req->conn = conn;
     req->loop = conn->loop;
