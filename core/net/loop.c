@@ -308,15 +308,21 @@ static void *loop_thread_main(void *arg)
         interval = 1000;
     uv_timer_start(&loop->idle_timer, loop_on_idle_timer, (uint64_t)interval, (uint64_t)interval);
     uv_run(&loop->uv, UV_RUN_DEFAULT);
+    /* Connections whose request was never completed in time stay until
+     * net_loop_destroy: a worker may still be reading the request's
+     * auth_state, which the connection owns. */
+    return NULL;
+}
 
-    /* Left are connections whose request was never completed in time: the
-     * request is abandoned to its completer, which will just free it. */
+/* After the workers are joined: the requests left are abandoned to their
+ * completers (a parked Fetch, say), which will just free them. */
+static void loop_free_abandoned_connections(struct net_loop *loop)
+{
     while (loop->conns) {
         struct net_connection *c = loop->conns;
         c->in_flight = NULL;
         net_connection_free_if_done(c);
     }
-    return NULL;
 }
 
 int net_loop_thread_start(struct net_loop *loop)
@@ -350,6 +356,7 @@ void net_loop_destroy(struct net_loop *loop)
         uv_close((uv_handle_t *)&loop->close_timer, NULL);
         uv_run(&loop->uv, UV_RUN_DEFAULT);
     }
+    loop_free_abandoned_connections(loop);
     uv_loop_close(&loop->uv);
     for (size_t i = 0; i < loop->new_fd_count; i++)
         net_accepted_drop(loop->server, &loop->new_fds[i]);

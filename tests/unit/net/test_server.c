@@ -2,6 +2,7 @@
  * loopback port, driven by plain blocking sockets. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <inttypes.h>
 #include <stddef.h>
 
 #include <cmocka.h>
@@ -454,6 +455,91 @@ static void test_stop_gives_up_after_grace(void **state)
     fixture_finish(&f); /* joins the completer after the late completion */
 }
 
+/* A connection's auth state for test_stop_while_workers_hold_requests:
+ * the worker checks it is still intact after the server gave up. */
+struct test_auth_state {
+    char tag[32];
+};
+
+static atomic_int auth_state_damaged;
+
+static void test_auth_state_free(void *state)
+{
+    struct test_auth_state *s = state;
+    memset(s->tag, 0, sizeof(s->tag));
+    free(s);
+}
+
+/* The first request of a connection installs its auth state; later ones
+ * sleep on the worker for their argument, then read the principal and the
+ * auth state, as a SASL handler does. */
+static void auth_state_handler(struct net_request *req, void *arg)
+{
+    struct test_ctx *ctx = arg;
+    atomic_fetch_add(&ctx->handled, 1);
+    if (!req->auth_state) {
+        struct test_auth_state *s = calloc(1, sizeof(*s));
+        assert_non_null(s);
+        snprintf(s->tag, sizeof(s->tag), "conn-%" PRIu64, req->connection_id);
+        assert_int_equal(net_request_set_auth_state(req, s, test_auth_state_free), 0);
+    } else {
+        test_sleep_ms(test_arg(req, 0));
+        char want[32];
+        snprintf(want, sizeof(want), "conn-%" PRIu64, req->connection_id);
+        const struct test_auth_state *s = req->auth_state;
+        if (strcmp(s->tag, want) != 0 || strcmp(req->principal_type, "User") != 0 ||
+            strcmp(req->principal_name, "ANONYMOUS") != 0)
+            atomic_fetch_add(&auth_state_damaged, 1);
+    }
+    struct kafka_writer w;
+    test_echo_response(&w, req);
+    net_request_complete(req, &w, 0, false);
+}
+
+/* A stop that gives up while a worker still runs one connection's request
+ * and others wait in the queue: the connections are freed only after the
+ * workers are joined, so what a handler reads through the request stays
+ * valid (a heap-use-after-free under ASan before). */
+static void test_stop_while_workers_hold_requests(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct net_config cfg;
+    test_config(&cfg);
+    cfg.num_io_threads = 1;
+    fixture_start_with(&f, &cfg, auth_state_handler);
+    atomic_store(&auth_state_damaged, 0);
+
+    enum { CONNS = 4 };
+    int fds[CONNS];
+    int32_t no_sleep = 0, sleep_ms = 400;
+    for (int c = 0; c < CONNS; c++) {
+        fds[c] = test_connect(f.port);
+        assert_int_equal(test_send_request(fds[c], c, TEST_CMD_SLOW, &no_sleep, 1), 0);
+        uint8_t arg[4];
+        test_put_be32(arg, 0);
+        expect_echo(fds[c], c, arg, 4);
+    }
+    for (int c = 0; c < CONNS; c++)
+        assert_int_equal(test_send_request(fds[c], 100 + c, TEST_CMD_SLOW, &sleep_ms, 1), 0);
+    for (int i = 0; i < 500 && atomic_load(&f.ctx.handled) < CONNS + 1; i++)
+        test_sleep_ms(2);
+    assert_int_equal(atomic_load(&f.ctx.handled), CONNS + 1);
+
+    int64_t start = clock_mono_ms();
+    net_server_stop(f.server, 50);
+    /* The one running request finishes its sleep; the queued ones are
+     * completed unhandled. */
+    assert_true(clock_mono_ms() - start >= sleep_ms - 100);
+    assert_int_equal(atomic_load(&f.ctx.handled), CONNS + 1);
+    assert_int_equal(atomic_load(&auth_state_damaged), 0);
+    for (int c = 0; c < CONNS; c++) {
+        assert_true(test_wait_closed(fds[c]));
+        close(fds[c]);
+    }
+    fixture_finish(&f);
+}
+
 /* Listener host forms: a name, the IPv4 wildcard, the dual-stack
  * wildcard and the empty host all accept loopback IPv4 clients. */
 static void test_listener_host_forms(void **state)
@@ -529,6 +615,7 @@ int main(void)
         cmocka_unit_test(test_no_response_and_close_after),
         cmocka_unit_test(test_stop_completes_inflight_requests),
         cmocka_unit_test(test_stop_gives_up_after_grace),
+        cmocka_unit_test(test_stop_while_workers_hold_requests),
         cmocka_unit_test(test_listener_host_forms),
         cmocka_unit_test(test_start_rejects_bad_config_and_busy_port),
     };
