@@ -26,7 +26,13 @@
 
 #define LOG "controller"
 #define MAX_TRACKED 256
-#define SESSION_CHECK_MS 250
+/* The session check runs every session timeout / SESSION_CHECK_PARTS,
+ * within these bounds: a dead broker is fenced at most that long after its
+ * session ran out (with a lowered broker.session.timeout.ms the fixed
+ * 250 ms was a third of the failover). */
+#define SESSION_CHECK_MAX_MS 250
+#define SESSION_CHECK_MIN_MS 20
+#define SESSION_CHECK_PARTS 8
 
 struct session {
     int32_t node_id;
@@ -162,11 +168,20 @@ static void rebalance(struct controller_brokers *cb)
         logger_warn(LOG, "leader rebalance failed: %s", err);
 }
 
+static int64_t session_check_interval_ms(int64_t session_timeout_ms)
+{
+    int64_t interval = session_timeout_ms / SESSION_CHECK_PARTS;
+    if (interval > SESSION_CHECK_MAX_MS)
+        return SESSION_CHECK_MAX_MS;
+    return interval < SESSION_CHECK_MIN_MS ? SESSION_CHECK_MIN_MS : interval;
+}
+
 /* The worker: queued requests first, the session check every
- * SESSION_CHECK_MS. */
+ * session_check_interval_ms. */
 static void *sessions_main(void *arg)
 {
     struct controller_brokers *cb = arg;
+    const int64_t check_ms = session_check_interval_ms(cb->session_timeout_ms);
     bool was_controller = false;
     int64_t next_check = 0, next_rebalance = 0;
     pthread_mutex_lock(&cb->mu);
@@ -187,7 +202,7 @@ static void *sessions_main(void *arg)
             bool was = was_controller;
             check_sessions(cb, &was_controller);
             update_gauges(cb, was_controller);
-            next_check = clock_mono_ms() + SESSION_CHECK_MS;
+            next_check = clock_mono_ms() + check_ms;
             /* A new controller waits a full interval, as Kafka's. */
             if (was_controller && !was)
                 next_rebalance = clock_mono_ms() + cb->rebalance.interval_ms;
@@ -200,7 +215,7 @@ static void *sessions_main(void *arg)
         }
         struct timespec deadline;
         clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_nsec += SESSION_CHECK_MS * 1000000L;
+        deadline.tv_nsec += check_ms * 1000000L;
         if (deadline.tv_nsec >= 1000000000L) {
             deadline.tv_sec++;
             deadline.tv_nsec -= 1000000000L;

@@ -42,6 +42,8 @@ struct chaos_work_opts {
     int txn_debug;          /* librdkafka "eos,protocol,msg" debug to <out_dir>/txn-debug.log */
 };
 
+#define CHAOS_MAX_CLIENT_PROPS 8
+
 struct chaos_produce_opts {
     const char *bootstrap;
     const char *topic;
@@ -51,6 +53,10 @@ struct chaos_produce_opts {
     int retries;     /* 0: no retries and no idempotence, so each error shows */
     int timeout_ms;  /* message.timeout.ms */
     int print_times; /* print "ok <seq> <wall ms>" as each is acknowledged */
+    /* "key=value" librdkafka settings applied last (--client-prop), e.g.
+     * reconnect.backoff.max.ms or debug */
+    const char *client_props[CHAOS_MAX_CLIENT_PROPS];
+    int client_prop_count;
 };
 
 struct chaos_read_opts {

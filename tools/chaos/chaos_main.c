@@ -100,6 +100,7 @@ static const char usage[] =
     "       cairn-chaos read  --bootstrap B --topic T --out FILE [--timeout-seconds 120]\n"
     "       cairn-chaos produce --bootstrap B --topic T --name N [--count 1] [--retries 0]\n"
     "                         [--message-timeout-ms 10000] [--out ACKED_LOG] [--times]\n"
+    "                         [--client-prop key=value]...\n"
     "       cairn-chaos check --acked FILE --read FILE [--examples 10]\n";
 
 int main(int argc, char **argv)
@@ -135,6 +136,7 @@ int main(int argc, char **argv)
         {"count", required_argument, 0, 'c'},
         {"retries", required_argument, 0, 'y'},
         {"times", no_argument, 0, 'M'},
+        {"client-prop", required_argument, 0, 'P'},
         {"strict-txn", no_argument, 0, 'F'},
         {"txn-debug", no_argument, 0, 'G'},
         {0, 0, 0, 0},
@@ -143,6 +145,8 @@ int main(int argc, char **argv)
     int seconds = 60, nodes = 3, session_ms = 9000, tail_ms = 15000, examples = 10, timeout_s = 120;
     const char *faults = "kill,pause", *acked = NULL, *read = NULL, *name = "probe";
     int count = 1, retries = 0, timeout_given = 0, print_times = 0;
+    const char *client_props[CHAOS_MAX_CLIENT_PROPS] = {0};
+    int client_prop_count = 0;
     struct chaos_work_opts w = {.group = "cairn-chaos",
                                 .producers = 2,
                                 .rate = 100,
@@ -218,6 +222,13 @@ int main(int argc, char **argv)
         case 'M':
             print_times = 1;
             break;
+        case 'P':
+            if (client_prop_count >= CHAOS_MAX_CLIENT_PROPS) {
+                fprintf(stderr, "cairn-chaos: at most %d --client-prop\n", CHAOS_MAX_CLIENT_PROPS);
+                return 2;
+            }
+            client_props[client_prop_count++] = optarg;
+            break;
         case 'F':
             w.strict_txn = 1;
             break;
@@ -269,7 +280,9 @@ int main(int argc, char **argv)
                                        .count = count,
                                        .retries = retries,
                                        .timeout_ms = timeout_given ? w.message_timeout_ms : 10000,
-                                       .print_times = print_times};
+                                       .print_times = print_times,
+                                       .client_prop_count = client_prop_count};
+        memcpy(p.client_props, client_props, sizeof(p.client_props));
         if (!p.bootstrap || !p.topic || count < 1 || retries < 0 || strchr(name, ' ') || strchr(name, '-')) {
             fputs(usage, stderr);
             return 2;

@@ -42,6 +42,22 @@ int chaos_produce(const struct chaos_produce_opts *o)
         rd_kafka_conf_destroy(conf);
         return 2;
     }
+    for (int i = 0; i < o->client_prop_count; i++) {
+        char key[128];
+        const char *eq = strchr(o->client_props[i], '=');
+        size_t klen = eq ? (size_t)(eq - o->client_props[i]) : 0;
+        if (!eq || klen == 0 || klen >= sizeof key) {
+            chaos_log("produce: --client-prop wants key=value, not '%s'", o->client_props[i]);
+            rd_kafka_conf_destroy(conf);
+            return 2;
+        }
+        memcpy(key, o->client_props[i], klen);
+        key[klen] = '\0';
+        if (chaos_conf_set(conf, key, eq + 1)) {
+            rd_kafka_conf_destroy(conf);
+            return 2;
+        }
+    }
     rd_kafka_conf_set_dr_msg_cb(conf, on_produce_delivery);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
     if (!rk) {
