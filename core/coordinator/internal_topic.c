@@ -38,6 +38,7 @@ struct internal_topic {
     struct partition_log **partitions;
     bool *replicated_here;
     struct purgatory *fetch_purgatory; /* not owned */
+    struct metadata_store *metadata;   /* not owned; for the ISR check */
 };
 
 /* Creates the topic when the image lacks it. Returns 0 or -1 with err. */
@@ -72,14 +73,19 @@ static int ensure_topic_once(const struct internal_topic_options *opts, int32_t 
     }
     char segment[24];
     snprintf(segment, sizeof segment, "%" PRId32, segment_bytes);
+    char min_isr[24];
+    int32_t min_isr_value = opts->min_insync_replicas < rf ? opts->min_insync_replicas : rf;
+    snprintf(min_isr, sizeof min_isr, "%" PRId32, min_isr_value);
     const struct metadata_config_kv configs[] = {
         {"cleanup.policy", "compact"},
         {"segment.bytes", segment},
         {"retention.ms", "-1"},
+        {"min.insync.replicas", min_isr}, /* last: left out when not set */
     };
+    int32_t config_count = (int32_t)(sizeof configs / sizeof configs[0]) - (min_isr_value > 0 ? 0 : 1);
     char why[256] = "";
     int16_t rc = metadata_create_topic(opts->metadata, opts->name, num_partitions, rf, NULL, 0, configs,
-                                       (int32_t)(sizeof configs / sizeof configs[0]), false, NULL, why, sizeof why);
+                                       config_count, false, NULL, why, sizeof why);
     if (rc == KAFKA_ERR_TOPIC_ALREADY_EXISTS)
         return 0; /* created meanwhile by another caller */
     if (rc != KAFKA_ERR_NONE) {
@@ -195,6 +201,7 @@ int internal_topic_open(const struct internal_topic_options *opts, struct intern
     t->name = opts->name;
     t->component = opts->component;
     t->fetch_purgatory = opts->fetch_purgatory;
+    t->metadata = opts->metadata;
     if (ensure_topic(opts, num_partitions, segment_bytes, err, errlen) != 0 ||
         open_partitions(t, opts, num_partitions, segment_bytes, err, errlen) != 0) {
         internal_topic_close(t);
@@ -273,10 +280,40 @@ int16_t internal_topic_append(const struct internal_topic *t, struct partition_l
     return append_at(t, log, epoch < 0 ? 0 : epoch, batch, len, coordinator_origin, flush, end_offset, what);
 }
 
+/* NOT_ENOUGH_REPLICAS when the ISR of log's partition is below the topic's
+ * min.insync.replicas, as an acks=all produce is refused before its append
+ * (Kafka's coordinators then answer COORDINATOR_NOT_AVAILABLE). */
+static int16_t check_min_insync(const struct internal_topic *t, const struct partition_log *log, const char *what)
+{
+    int32_t index = -1;
+    for (int32_t i = 0; i < t->partition_count; i++)
+        if (t->partitions[i] == log)
+            index = i;
+    if (index < 0 || !t->metadata)
+        return KAFKA_ERR_NONE;
+    int16_t code = KAFKA_ERR_NONE;
+    const struct metadata_image *img = metadata_image_acquire(t->metadata);
+    const struct metadata_topic *topic = metadata_image_topic_by_name(img, t->name, strlen(t->name));
+    const struct metadata_partition *p = topic ? metadata_topic_partition(topic, index) : NULL;
+    const char *v = topic ? metadata_topic_config(topic, "min.insync.replicas") : NULL;
+    char *end = NULL;
+    long min_isr = v ? strtol(v, &end, 10) : 0;
+    if (p && v && end && *end == '\0' && p->isr_count < min_isr) {
+        logger_warn(t->component, "%s: %s-%d has %d in-sync replica(s), below min.insync.replicas %ld: not written",
+                    what, t->name, (int)index, (int)p->isr_count, min_isr);
+        code = KAFKA_ERR_NOT_ENOUGH_REPLICAS;
+    }
+    metadata_image_release(img);
+    return code;
+}
+
 int16_t internal_topic_append_replicated(const struct internal_topic *t, struct partition_log *log, uint8_t *batch,
                                          size_t len, enum internal_topic_flush flush, int64_t timeout_ms,
                                          const char *what)
 {
+    int16_t refused = check_min_insync(t, log, what);
+    if (refused != KAFKA_ERR_NONE)
+        return refused;
     int32_t epoch = partition_log_latest_epoch(log);
     if (epoch < 0)
         epoch = 0;

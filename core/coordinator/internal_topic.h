@@ -54,6 +54,11 @@ struct internal_topic_options {
      * would otherwise leave the topic with one replica for good. 0: no wait
      * (a single node). */
     int32_t expected_brokers;
+    /* The topic's min.insync.replicas when this creates it (capped at its
+     * replication factor), as Kafka sets transaction.state.log.min.isr on
+     * __transaction_state; internal_topic_append_replicated refuses to
+     * write below it. <= 0: no such config (the broker default applies). */
+    int32_t min_insync_replicas;
 };
 
 /* Creates the topic when the metadata image lacks it, then takes a reference
@@ -94,9 +99,11 @@ int16_t internal_topic_append(const struct internal_topic *t, struct partition_l
 /* internal_topic_append (producer rules), then waits up to timeout_ms for
  * the batch to be replicated to the ISR (partition_log_wait_replicated),
  * as Kafka's coordinators write with acks=all: state a coordinator acts on
- * must survive a change of leader. Returns NONE, the append's error,
- * NOT_LEADER_OR_FOLLOWER (the batch was cut by a truncation) or
- * REQUEST_TIMED_OUT (not replicated in time; it may still be later). */
+ * must survive a change of leader. Returns NONE, NOT_ENOUGH_REPLICAS
+ * before appending when the partition's ISR is smaller than the topic's
+ * min.insync.replicas, the append's error, NOT_LEADER_OR_FOLLOWER (the
+ * batch was cut by a truncation) or REQUEST_TIMED_OUT (not replicated in
+ * time; it may still be later). */
 int16_t internal_topic_append_replicated(const struct internal_topic *t, struct partition_log *log, uint8_t *batch,
                                          size_t len, enum internal_topic_flush flush, int64_t timeout_ms,
                                          const char *what);

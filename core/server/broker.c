@@ -391,6 +391,7 @@ static int start_transactions(struct broker *b, char *err, size_t errlen)
         .metadata = b->metadata,
         .num_partitions = config_get_int(b->config, "transaction.state.log.num.partitions"),
         .replication_factor = (int16_t)config_get_int(b->config, "transaction.state.log.replication.factor"),
+        .min_insync_replicas = config_get_int(b->config, "transaction.state.log.min.isr"),
         .segment_bytes = config_get_int(b->config, "transaction.state.log.segment.bytes"),
         .node_id = b->env.node_id,
         .load_buffer_size = config_get_int(b->config, "transaction.state.log.load.buffer.size"),

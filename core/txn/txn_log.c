@@ -45,6 +45,7 @@ int txn_log_open(const struct txn_log_options *opts, struct txn_log **out, char 
         .node_id = opts->node_id,
         .fetch_purgatory = opts->fetch_purgatory,
         .expected_brokers = opts->expected_brokers,
+        .min_insync_replicas = opts->min_insync_replicas,
     };
     if (internal_topic_open(&topic, &tl->topic, err, errlen) != 0) {
         free(tl);

@@ -65,6 +65,7 @@ struct txn_log_options {
     int32_t load_buffer_size; /* transaction.state.log.load.buffer.size; <= 0 means 5242880 */
     struct purgatory *fetch_purgatory; /* woken on each append (followers' parked fetches); may be NULL */
     int32_t expected_brokers; /* internal_topic_options.expected_brokers */
+    int32_t min_insync_replicas; /* transaction.state.log.min.isr: internal_topic_options.min_insync_replicas */
 };
 
 /* Creates __transaction_state on first start and opens its partitions held

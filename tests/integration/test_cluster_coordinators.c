@@ -7,7 +7,8 @@
  * transaction over partitions led by every broker gets its COMMIT/ABORT
  * markers on all of them (WriteTxnMarkers from the coordinator), also when
  * one leader is down at commit time and comes back later. EndTxn answers
- * only once the coordinator's state is replicated to its followers. */
+ * only once the coordinator's state is replicated to its followers, and
+ * not at all below transaction.state.log.min.isr. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -505,6 +506,70 @@ static void test_markers_wait_for_a_leader_that_is_down(void **state)
     cluster_stop(&c);
 }
 
+/* Starts the cluster (with extra settings, or NULL) until the
+ * __transaction_state partition of transactional id id has at least
+ * min_replicas replicas: the topic takes as many replicas as brokers are
+ * live when it is created (internal_topic.c), which on a loaded machine can
+ * be fewer, so start again. Fills the agreed controller and id's
+ * coordinator. */
+static void start_with_txn_replicas(struct cluster *c, const char *const *extra, const char *id, int min_replicas,
+                                    int32_t *controller, int32_t *coordinator)
+{
+    int txn_partition = kafka_partition_for(id, 3);
+    for (int attempt = 1;; attempt++) {
+        struct cluster_options o = {.cluster_id = CLUSTER_ID,
+                                    .election_timeout_ms = 1000,
+                                    .session_timeout_ms = 9000,
+                                    .internal_partitions = 3,
+                                    .extra = extra};
+        cluster_start(c, &o);
+        wait_all_brokers(c, 30000);
+        *controller = agreed_controller(c, -1, 30000);
+        long long deadline = harness_now_ms() + 30000;
+        while ((*coordinator = txn_coordinator_of(c, *controller, id)) < 0 && harness_now_ms() < deadline)
+            usleep(200 * 1000);
+        assert_true(*coordinator >= 1 && *coordinator <= N);
+        struct view v;
+        if (!metadata(c, *coordinator, "__transaction_state", &v) || v.partitions != 3)
+            fail_msg("__transaction_state is not in broker %d's metadata", *coordinator);
+        if (v.p[txn_partition].replica_count >= min_replicas)
+            return;
+        if (attempt == 4)
+            fail_msg("__transaction_state had fewer than %d replicas in 4 cluster starts", min_replicas);
+        fprintf(stderr, "[test] __transaction_state has %d replica(s); starting the cluster again\n",
+                v.p[txn_partition].replica_count);
+        cluster_stop(c);
+    }
+}
+
+/* Creates TXN_TOPIC and a transactional producer bootstrapped on the
+ * coordinator, with its transaction begun. */
+static rd_kafka_t *begin_txn_on(struct cluster *c, int32_t controller, int32_t coordinator, const char *id)
+{
+    assert_int_equal(create_topic(c, controller, TXN_TOPIC, TXN_PARTITIONS), KAFKA_ERR_NONE);
+    wait_topic(c, controller, TXN_TOPIC, TXN_PARTITIONS, 20000);
+    const char *bootstrap = broker_bootstrap(&c->nodes[coordinator - 1]);
+    const char *conf[] = {"transactional.id", id, "transaction.timeout.ms", "60000", NULL};
+    rd_kafka_t *p = rk_producer_new(bootstrap, conf);
+    assert_true(rk_wait_topic(p, TXN_TOPIC, TXN_PARTITIONS, 20000));
+    rk_expect_ok(rd_kafka_init_transactions(p, 60000), "init_transactions");
+    rk_expect_ok(rd_kafka_begin_transaction(p), "begin_transaction");
+    return p;
+}
+
+/* Commits, retrying retriable errors for up to 60 s. */
+static void commit_with_retries(rd_kafka_t *p, const char *what)
+{
+    rd_kafka_error_t *e;
+    long long deadline = harness_now_ms() + 60000;
+    while ((e = rd_kafka_commit_transaction(p, 10000)) && rd_kafka_error_is_retriable(e) &&
+           harness_now_ms() < deadline) {
+        rd_kafka_error_destroy(e);
+        usleep(200 * 1000);
+    }
+    rk_expect_ok(e, what);
+}
+
 /* EndTxn is answered only once the coordinator's PrepareCommit is
  * replicated: with both followers of its __transaction_state partition
  * stopped, a commit cannot succeed (a state only the coordinator held
@@ -518,36 +583,8 @@ static void test_end_txn_waits_for_replication(void **state)
     const char *id = "replicated-end";
     int32_t controller = -1, coordinator = -1;
     long long deadline;
-    /* __transaction_state takes as many replicas as brokers are live when
-     * it is created (internal_topic.c), which on a loaded machine can be one;
-     * such a partition has no followers to wait for, so start again. */
-    for (int attempt = 1;; attempt++) {
-        cluster_up(&c);
-        wait_all_brokers(&c, 30000);
-        controller = agreed_controller(&c, -1, 30000);
-        deadline = harness_now_ms() + 30000;
-        while ((coordinator = txn_coordinator_of(&c, controller, id)) < 0 && harness_now_ms() < deadline)
-            usleep(200 * 1000);
-        assert_true(coordinator >= 1 && coordinator <= N);
-        struct view v;
-        int txn_partition = kafka_partition_for(id, 3);
-        if (!metadata(&c, coordinator, "__transaction_state", &v) || v.partitions != 3)
-            fail_msg("__transaction_state is not in broker %d's metadata", coordinator);
-        if (v.p[txn_partition].replica_count >= 2)
-            break;
-        if (attempt == 4)
-            fail_msg("__transaction_state was created with one replica in 4 cluster starts");
-        fprintf(stderr, "[test] __transaction_state has one replica; starting the cluster again\n");
-        cluster_stop(&c);
-    }
-    assert_int_equal(create_topic(&c, controller, TXN_TOPIC, TXN_PARTITIONS), KAFKA_ERR_NONE);
-    wait_topic(&c, controller, TXN_TOPIC, TXN_PARTITIONS, 20000);
-    const char *bootstrap = broker_bootstrap(&c.nodes[coordinator - 1]);
-    const char *conf[] = {"transactional.id", id, "transaction.timeout.ms", "60000", NULL};
-    rd_kafka_t *p = rk_producer_new(bootstrap, conf);
-    assert_true(rk_wait_topic(p, TXN_TOPIC, TXN_PARTITIONS, 20000));
-    rk_expect_ok(rd_kafka_init_transactions(p, 60000), "init_transactions");
-    rk_expect_ok(rd_kafka_begin_transaction(p), "begin_transaction");
+    start_with_txn_replicas(&c, NULL, id, 2, &controller, &coordinator);
+    rd_kafka_t *p = begin_txn_on(&c, controller, coordinator, id);
     for (int part = 0; part < TXN_PARTITIONS; part++)
         assert_int_equal(rk_produce_blocking(p, TXN_TOPIC, part, NULL, 0, "r", 1, 0, NULL, NULL), 0);
     assert_int_equal(rd_kafka_flush(p, 60000), RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -578,13 +615,57 @@ static void test_end_txn_waits_for_replication(void **state)
     assert_true(rd_kafka_error_is_retriable(e));
     rd_kafka_error_destroy(e);
     /* Retried: the followers fetch the coordinator's state, the commit ends. */
-    deadline = harness_now_ms() + 60000;
-    while ((e = rd_kafka_commit_transaction(p, 10000)) && rd_kafka_error_is_retriable(e) &&
-           harness_now_ms() < deadline) {
-        rd_kafka_error_destroy(e);
-        usleep(200 * 1000);
+    commit_with_retries(p, "commit_transaction after the followers resumed");
+    rk_producer_destroy(p);
+    cluster_stop(&c);
+}
+
+/* transaction.state.log.min.isr, here 3 (the replication factor): with
+ * one follower of the coordinator's __transaction_state partition dead and
+ * out of its ISR, the coordinator writes nothing and answers
+ * COORDINATOR_NOT_AVAILABLE, which the client retries (a replicated write
+ * alone would succeed on the two replicas left); with the follower back in
+ * the ISR, the same commit completes. */
+static void test_txn_log_min_isr(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"transaction.state.log.min.isr=3", "replica.lag.time.max.ms=2000", NULL};
+    const char *id = "min-isr-producer";
+    int txn_partition = kafka_partition_for(id, 3);
+    struct cluster c;
+    int32_t controller = -1, coordinator = -1;
+    long long deadline;
+    start_with_txn_replicas(&c, extra, id, N, &controller, &coordinator);
+    int victim = 1;
+    while (victim == coordinator || victim == controller)
+        victim++;
+    assert_true(victim <= N);
+    rd_kafka_t *p = begin_txn_on(&c, controller, coordinator, id);
+    assert_int_equal(rk_produce_blocking(p, TXN_TOPIC, 0, NULL, 0, "m", 1, 0, NULL, NULL), 0);
+    assert_int_equal(rd_kafka_flush(p, 60000), RD_KAFKA_RESP_ERR_NO_ERROR);
+
+    broker_kill9(&c.nodes[victim - 1]);
+    bool shrunk = false;
+    deadline = harness_now_ms() + 30000;
+    while (!shrunk && harness_now_ms() < deadline) {
+        struct view v;
+        shrunk = metadata(&c, coordinator, "__transaction_state", &v) && v.partitions == 3 &&
+                 v.p[txn_partition].leader == coordinator && v.p[txn_partition].isr_count == N - 1;
+        if (!shrunk)
+            usleep(200 * 1000);
     }
-    rk_expect_ok(e, "commit_transaction after the followers resumed");
+    if (!shrunk)
+        fail_msg("__transaction_state-%d kept broker %d in its ISR", txn_partition, victim);
+    rd_kafka_error_t *e = rd_kafka_commit_transaction(p, 5000);
+    if (!e)
+        fail_msg("commit_transaction succeeded with %d of %d replicas in sync and min.isr %d", N - 1, N, N);
+    assert_true(rd_kafka_error_is_retriable(e));
+    rd_kafka_error_destroy(e);
+    assert_true(broker_log_contains(&c.nodes[coordinator - 1], "below min.insync.replicas 3: not written"));
+
+    broker_restart(&c.nodes[victim - 1]);
+    wait_all_brokers(&c, 30000);
+    commit_with_retries(p, "commit_transaction once the ISR is whole again");
     rk_producer_destroy(p);
     cluster_stop(&c);
 }
@@ -596,6 +677,7 @@ int main(void)
         cmocka_unit_test(test_transaction_across_brokers),
         cmocka_unit_test(test_markers_wait_for_a_leader_that_is_down),
         cmocka_unit_test(test_end_txn_waits_for_replication),
+        cmocka_unit_test(test_txn_log_min_isr),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
