@@ -183,7 +183,7 @@ static void *sessions_main(void *arg)
     struct controller_brokers *cb = arg;
     const int64_t check_ms = session_check_interval_ms(cb->session_timeout_ms);
     bool was_controller = false;
-    int64_t next_check = 0, next_rebalance = 0;
+    int64_t next_check = 0, next_rebalance = 0, next_gauges = 0;
     pthread_mutex_lock(&cb->mu);
     while (!cb->stopping) {
         struct pending *p = cb->queue_head;
@@ -201,7 +201,12 @@ static void *sessions_main(void *arg)
             pthread_mutex_unlock(&cb->mu);
             bool was = was_controller;
             check_sessions(cb, &was_controller);
-            update_gauges(cb, was_controller);
+            /* The gauges walk every partition: at most every 250 ms, however
+             * often the sessions are checked. */
+            if (clock_mono_ms() >= next_gauges || was_controller != was) {
+                update_gauges(cb, was_controller);
+                next_gauges = clock_mono_ms() + SESSION_CHECK_MAX_MS;
+            }
             next_check = clock_mono_ms() + check_ms;
             /* A new controller waits a full interval, as Kafka's. */
             if (was_controller && !was)
