@@ -19,6 +19,7 @@
 #include "util/logger.h"
 
 #define DEFAULT_LOAD_BUFFER_SIZE 5242880
+#define DEFAULT_COMMIT_TIMEOUT_MS 5000
 
 int group_log_open(const struct group_log_options *opts, struct group_log **out, char *err, size_t errlen)
 {
@@ -33,6 +34,7 @@ int group_log_open(const struct group_log_options *opts, struct group_log **out,
         return -1;
     }
     gl->load_buffer_size = (size_t)(opts->load_buffer_size > 0 ? opts->load_buffer_size : DEFAULT_LOAD_BUFFER_SIZE);
+    gl->commit_timeout_ms = opts->commit_timeout_ms > 0 ? opts->commit_timeout_ms : DEFAULT_COMMIT_TIMEOUT_MS;
     const struct internal_topic_options topic = {
         .name = GROUP_LOG_TOPIC,
         .component = "group",
@@ -162,6 +164,10 @@ static int16_t batch_writer_commit(struct batch_writer *bw, struct group_log *gl
     char about[256];
     snprintf(about, sizeof about, "%s of group %s", what, group_id);
     int64_t end_offset = -1;
+    /* internal_topic_append writes at the latest epoch too. */
+    int32_t epoch = partition_log_latest_epoch(log);
+    if (sync_point)
+        sync_point->leader_epoch = epoch < 0 ? 0 : epoch;
     code = internal_topic_append(gl->topic, log, batch, len, true,
                                  sync_point ? INTERNAL_TOPIC_FLUSH_NONE : INTERNAL_TOPIC_FLUSH_ALL, &end_offset, about);
     if (sync_point)
@@ -277,7 +283,24 @@ static int16_t sync_appended(void *store, const struct group_sync_point *sync_po
         logger_error("group", "cannot flush offsets in %s: error %d", partition_log_dir(log), (int)code);
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
-    return KAFKA_ERR_NONE;
+    /* Answered only once the followers have it: a commit only this node
+     * held would be lost with its leadership, and a consumer (or a
+     * transaction's consumed offsets) would start again from older ones. */
+    code = partition_log_wait_replicated(log, sync_point->leader_epoch, sync_point->end_offset, gl->commit_timeout_ms);
+    switch (code) {
+    case KAFKA_ERR_NONE:
+        return KAFKA_ERR_NONE;
+    /* Kafka's mapping for a commit's append. */
+    case KAFKA_ERR_NOT_LEADER_OR_FOLLOWER:
+    case KAFKA_ERR_KAFKA_STORAGE_ERROR:
+        logger_warn("group", "offsets in %s up to %" PRId64 " were cut by a change of leader", partition_log_dir(log),
+                    sync_point->end_offset);
+        return KAFKA_ERR_NOT_COORDINATOR;
+    default:
+        logger_warn("group", "offsets in %s up to %" PRId64 " not replicated within offsets.commit.timeout.ms (%" PRId64
+                    " ms)", partition_log_dir(log), sync_point->end_offset, gl->commit_timeout_ms);
+        return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
+    }
 }
 
 static int16_t store_group(void *store, const struct group_snapshot_record *group)

@@ -39,6 +39,9 @@ struct group_log_options {
     int32_t load_buffer_size; /* offsets.load.buffer.size; <= 0 means 5242880 */
     struct purgatory *fetch_purgatory; /* woken on each append (followers' parked fetches); may be NULL */
     int32_t expected_brokers; /* internal_topic_options.expected_brokers */
+    /* offsets.commit.timeout.ms: how long a commit waits for the ISR
+     * (sync); <= 0 means 5000 */
+    int32_t commit_timeout_ms;
 };
 
 /* Creates __consumer_offsets on first start (cleanup.policy=compact) and

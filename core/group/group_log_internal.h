@@ -12,6 +12,7 @@ struct internal_topic;
 struct group_log {
     struct internal_topic *topic;
     size_t load_buffer_size;
+    int64_t commit_timeout_ms; /* offsets.commit.timeout.ms */
 };
 
 #endif

@@ -56,6 +56,7 @@ struct group_snapshot_record {
 struct group_sync_point {
     int32_t partition;
     int64_t end_offset;
+    int32_t leader_epoch; /* the partition's epoch the batch was written in */
 };
 
 struct group_load_visitor;
@@ -91,8 +92,10 @@ struct group_store_ops {
     int16_t (*append_txn_offsets)(void *store, const char *group_id, int64_t producer_id, int16_t producer_epoch,
                                   const struct group_offset_record *offsets, size_t count,
                                   struct group_sync_point *sync_point);
-    /* Makes durable what an append_* reported; concurrent calls may share
-     * one disk sync. Any thread, no coordinator lock held. */
+    /* Makes durable what an append_* reported, and waits until the
+     * partition's ISR has it (offsets.commit.timeout.ms), as Kafka commits
+     * offsets with acks=all; concurrent calls may share one disk sync. Any
+     * thread, no coordinator lock held. */
     int16_t (*sync)(void *store, const struct group_sync_point *sync_point);
 
     /* Replays one partition of the store into the visitor (per-partition

@@ -603,6 +603,7 @@ static int start_groups(struct broker *b, char *err, size_t errlen)
         .segment_bytes = config_get_int(b->config, "offsets.topic.segment.bytes"),
         .node_id = b->env.node_id,
         .load_buffer_size = config_get_int(b->config, "offsets.load.buffer.size"),
+        .commit_timeout_ms = config_get_int(b->config, "offsets.commit.timeout.ms"),
         .fetch_purgatory = b->fetch_purgatory,
         .expected_brokers = expected_brokers(b),
     };

@@ -8,7 +8,8 @@
  * markers on all of them (WriteTxnMarkers from the coordinator), also when
  * one leader is down at commit time and comes back later. EndTxn answers
  * only once the coordinator's state is replicated to its followers, and
- * not at all below transaction.state.log.min.isr. */
+ * not at all below transaction.state.log.min.isr; an offset commit only
+ * once its followers have it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -436,15 +437,21 @@ static void test_transaction_across_brokers(void **state)
     cluster_stop(&c);
 }
 
-/* The coordinator of a transactional id as node answers it (-1 on error). */
-static int32_t txn_coordinator_of(struct cluster *c, int node, const char *id)
+/* The coordinator of a group (key_type 0) or transactional id (1) as node
+ * answers it (-1 on error). */
+static int32_t coordinator_of(struct cluster *c, int node, int8_t key_type, const char *id)
 {
     struct find_coordinator_request req;
     find_coordinator_request_init(&req);
     req.key = kafka_str_from_cstr(id);
-    req.key_type = 1;
+    req.key_type = key_type;
     struct find_answers s;
     return find(c, node, 3, &req, &s) && s.answers == 1 && s.errors[0] == KAFKA_ERR_NONE ? s.node_ids[0] : -1;
+}
+
+static int32_t txn_coordinator_of(struct cluster *c, int node, const char *id)
+{
+    return coordinator_of(c, node, 1, id);
 }
 
 /* A leader that is down when the transaction commits: its marker fails
@@ -506,16 +513,17 @@ static void test_markers_wait_for_a_leader_that_is_down(void **state)
     cluster_stop(&c);
 }
 
-/* Starts the cluster (with extra settings, or NULL) until the
- * __transaction_state partition of transactional id id has at least
- * min_replicas replicas: the topic takes as many replicas as brokers are
- * live when it is created (internal_topic.c), which on a loaded machine can
- * be fewer, so start again. Fills the agreed controller and id's
- * coordinator. */
-static void start_with_txn_replicas(struct cluster *c, const char *const *extra, const char *id, int min_replicas,
-                                    int32_t *controller, int32_t *coordinator)
+/* Starts the cluster (with extra settings, or NULL) until the partition of
+ * the internal topic that holds id (a group for key_type 0, a transactional
+ * id for 1) has at least min_replicas replicas: the topic takes as many
+ * replicas as brokers are live when it is created (internal_topic.c), which
+ * on a loaded machine can be fewer, so start again. Fills the agreed
+ * controller and id's coordinator. */
+static void start_with_replicas(struct cluster *c, const char *const *extra, int8_t key_type, const char *id,
+                                int min_replicas, int32_t *controller, int32_t *coordinator)
 {
-    int txn_partition = kafka_partition_for(id, 3);
+    const char *internal = key_type == 0 ? "__consumer_offsets" : "__transaction_state";
+    int partition = kafka_partition_for(id, 3);
     for (int attempt = 1;; attempt++) {
         struct cluster_options o = {.cluster_id = CLUSTER_ID,
                                     .election_timeout_ms = 1000,
@@ -526,20 +534,36 @@ static void start_with_txn_replicas(struct cluster *c, const char *const *extra,
         wait_all_brokers(c, 30000);
         *controller = agreed_controller(c, -1, 30000);
         long long deadline = harness_now_ms() + 30000;
-        while ((*coordinator = txn_coordinator_of(c, *controller, id)) < 0 && harness_now_ms() < deadline)
+        while ((*coordinator = coordinator_of(c, *controller, key_type, id)) < 0 && harness_now_ms() < deadline)
             usleep(200 * 1000);
         assert_true(*coordinator >= 1 && *coordinator <= N);
         struct view v;
-        if (!metadata(c, *coordinator, "__transaction_state", &v) || v.partitions != 3)
-            fail_msg("__transaction_state is not in broker %d's metadata", *coordinator);
-        if (v.p[txn_partition].replica_count >= min_replicas)
+        if (!metadata(c, *coordinator, internal, &v) || v.partitions != 3)
+            fail_msg("%s is not in broker %d's metadata", internal, *coordinator);
+        if (v.p[partition].replica_count >= min_replicas)
             return;
         if (attempt == 4)
-            fail_msg("__transaction_state had fewer than %d replicas in 4 cluster starts", min_replicas);
-        fprintf(stderr, "[test] __transaction_state has %d replica(s); starting the cluster again\n",
-                v.p[txn_partition].replica_count);
+            fail_msg("%s had fewer than %d replicas in 4 cluster starts", internal, min_replicas);
+        fprintf(stderr, "[test] %s has %d replica(s); starting the cluster again\n", internal,
+                v.p[partition].replica_count);
         cluster_stop(c);
     }
+}
+
+/* Waits until the coordinator leads id's partition of the internal topic
+ * with every replica in its ISR. */
+static void wait_full_isr(struct cluster *c, const char *internal, const char *id, int32_t coordinator)
+{
+    int partition = kafka_partition_for(id, 3);
+    long long deadline = harness_now_ms() + 30000;
+    while (harness_now_ms() < deadline) {
+        struct view v;
+        if (metadata(c, coordinator, internal, &v) && v.partitions == 3 && v.p[partition].leader == coordinator &&
+            v.p[partition].isr_count == v.p[partition].replica_count)
+            return;
+        usleep(200 * 1000);
+    }
+    fail_msg("%s-%d never had all its replicas in its ISR", internal, partition);
 }
 
 /* Creates TXN_TOPIC and a transactional producer bootstrapped on the
@@ -582,27 +606,14 @@ static void test_end_txn_waits_for_replication(void **state)
     struct cluster c;
     const char *id = "replicated-end";
     int32_t controller = -1, coordinator = -1;
-    long long deadline;
-    start_with_txn_replicas(&c, NULL, id, 2, &controller, &coordinator);
+    start_with_replicas(&c, NULL, 1, id, 2, &controller, &coordinator);
     rd_kafka_t *p = begin_txn_on(&c, controller, coordinator, id);
     for (int part = 0; part < TXN_PARTITIONS; part++)
         assert_int_equal(rk_produce_blocking(p, TXN_TOPIC, part, NULL, 0, "r", 1, 0, NULL, NULL), 0);
     assert_int_equal(rd_kafka_flush(p, 60000), RD_KAFKA_RESP_ERR_NO_ERROR);
     /* A follower out of the ISR would leave the coordinator alone in it, and
      * then the commit may rightly succeed: wait for every replica. */
-    int txn_partition = kafka_partition_for(id, 3);
-    bool full_isr = false;
-    deadline = harness_now_ms() + 30000;
-    while (!full_isr && harness_now_ms() < deadline) {
-        struct view v;
-        full_isr = metadata(&c, coordinator, "__transaction_state", &v) && v.partitions == 3 &&
-                   v.p[txn_partition].leader == coordinator &&
-                   v.p[txn_partition].isr_count == v.p[txn_partition].replica_count;
-        if (!full_isr)
-            usleep(200 * 1000);
-    }
-    if (!full_isr)
-        fail_msg("__transaction_state-%d never had all its replicas in its ISR", txn_partition);
+    wait_full_isr(&c, "__transaction_state", id, coordinator);
     for (int n = 1; n <= N; n++)
         if (n != coordinator)
             assert_int_equal(kill(c.nodes[n - 1].pid, SIGSTOP), 0);
@@ -635,7 +646,7 @@ static void test_txn_log_min_isr(void **state)
     struct cluster c;
     int32_t controller = -1, coordinator = -1;
     long long deadline;
-    start_with_txn_replicas(&c, extra, id, N, &controller, &coordinator);
+    start_with_replicas(&c, extra, 1, id, N, &controller, &coordinator);
     int victim = 1;
     while (victim == coordinator || victim == controller)
         victim++;
@@ -670,6 +681,92 @@ static void test_txn_log_min_isr(void **state)
     cluster_stop(&c);
 }
 
+struct commit_answer {
+    bool answered;
+    int16_t error;
+};
+
+static void commit_parse(const struct net_client_result *result, void *arg)
+{
+    struct commit_answer *a = arg;
+    const struct offset_commit_response *m = result->response;
+    if (result->status != NET_CLIENT_OK || !m || m->topics_count != 1 || m->topics[0].partitions_count != 1)
+        return;
+    a->answered = true;
+    a->error = m->topics[0].partitions[0].error_code;
+}
+
+/* A simple OffsetCommit (no generation) of partition 0 of topic at node:
+ * its error, -1 when unanswered. */
+static int commit_offset(struct cluster *c, int node, const char *group, const char *topic, int64_t offset)
+{
+    struct offset_commit_request_offset_commit_request_partition part;
+    offset_commit_request_offset_commit_request_partition_init(&part);
+    part.partition_index = 0;
+    part.committed_offset = offset;
+    struct offset_commit_request_offset_commit_request_topic t;
+    offset_commit_request_offset_commit_request_topic_init(&t);
+    t.name = kafka_str_from_cstr(topic);
+    t.partitions = &part;
+    t.partitions_count = 1;
+    struct offset_commit_request m;
+    offset_commit_request_init(&m);
+    m.group_id = kafka_str_from_cstr(group);
+    m.generation_id_or_member_epoch = -1;
+    m.member_id = kafka_str_from_cstr("");
+    m.topics = &t;
+    m.topics_count = 1;
+    struct commit_answer a = {0};
+    client_call(c->client, node, 8, 8, &m, 20000, commit_parse, &a);
+    return a.answered ? a.error : -1;
+}
+
+/* An offset commit is answered only once the followers of its
+ * __consumer_offsets partition have it: with them stopped, the commit
+ * waits offsets.commit.timeout.ms and is answered COORDINATOR_NOT_AVAILABLE
+ * (a commit only the coordinator held would be lost with its leadership);
+ * with them running again, it succeeds. */
+static void test_offset_commit_waits_for_replication(void **state)
+{
+    (void)state;
+    static const char *const extra[] = {"offsets.commit.timeout.ms=2000", NULL};
+    const char *group = "replicated-commit";
+    struct cluster c;
+    int32_t controller = -1, coordinator = -1;
+    start_with_replicas(&c, extra, 0, group, 2, &controller, &coordinator);
+    assert_int_equal(create_topic(&c, controller, TXN_TOPIC, 1), KAFKA_ERR_NONE);
+    wait_topic(&c, coordinator, TXN_TOPIC, 1, 20000);
+    wait_full_isr(&c, "__consumer_offsets", group, coordinator);
+    long long deadline = harness_now_ms() + 30000;
+    int code;
+    while ((code = commit_offset(&c, coordinator, group, TXN_TOPIC, 5)) != KAFKA_ERR_NONE &&
+           harness_now_ms() < deadline)
+        usleep(200 * 1000);
+    assert_int_equal(code, KAFKA_ERR_NONE);
+
+    for (int n = 1; n <= N; n++)
+        if (n != coordinator)
+            assert_int_equal(kill(c.nodes[n - 1].pid, SIGSTOP), 0);
+    long long start = harness_now_ms();
+    code = commit_offset(&c, coordinator, group, TXN_TOPIC, 7);
+    long long took = harness_now_ms() - start;
+    for (int n = 1; n <= N; n++)
+        if (n != coordinator)
+            assert_int_equal(kill(c.nodes[n - 1].pid, SIGCONT), 0);
+    if (code != KAFKA_ERR_COORDINATOR_NOT_AVAILABLE)
+        fail_msg("a commit with the followers stopped was answered %d after %lld ms, not "
+                 "COORDINATOR_NOT_AVAILABLE after offsets.commit.timeout.ms",
+                 code, took);
+    assert_true(took >= 1900);
+
+    deadline = harness_now_ms() + 60000;
+    while ((code = commit_offset(&c, coordinator, group, TXN_TOPIC, 7)) != KAFKA_ERR_NONE &&
+           harness_now_ms() < deadline)
+        usleep(200 * 1000);
+    assert_int_equal(code, KAFKA_ERR_NONE);
+    cluster_stop(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -678,6 +775,7 @@ int main(void)
         cmocka_unit_test(test_markers_wait_for_a_leader_that_is_down),
         cmocka_unit_test(test_end_txn_waits_for_replication),
         cmocka_unit_test(test_txn_log_min_isr),
+        cmocka_unit_test(test_offset_commit_waits_for_replication),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

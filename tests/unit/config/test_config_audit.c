@@ -130,6 +130,7 @@ static const struct implemented_key implemented[] = {
     {"transaction.state.log.segment.bytes", "tests/unit/txn/test_txn_log.c"},
     {"transaction.state.log.load.buffer.size", "tests/unit/txn/test_txn_log.c"},
     {"transaction.state.log.min.isr", "tests/integration/test_cluster_coordinators.c"},
+    {"offsets.commit.timeout.ms", "tests/integration/test_cluster_coordinators.c"},
     {"transaction.abort.timed.out.transaction.cleanup.interval.ms", "tests/integration/test_transactions.c"},
     {"transaction.remove.expired.transaction.cleanup.interval.ms", "tests/unit/txn/test_txn_coordinator.c"},
     {"producer.id.expiration.ms", "tests/unit/log/test_producer_state_log.c"},
