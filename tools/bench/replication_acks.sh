@@ -16,8 +16,9 @@
 #
 # usage: tools/bench/replication_acks.sh [--rounds 3] [--records 300000]
 #            [--rate R[,R...] [--seconds 10]] [--linger-ms MS]
-#            [--prop key=value]... [--base-port 27800] [--dir D]
-# --prop is added to every node's server.properties (cairn-cluster up).
+#            [--prop key=value]... [--client key=value]... [--base-port 27800] [--dir D]
+# --prop is added to every node's server.properties (cairn-cluster up),
+# --client is a librdkafka property of every run (cairn-bench -X).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -25,7 +26,7 @@ repo="$(cd "$here/../.." && pwd)"
 bench="${CAIRN_BENCH:-$repo/build/tools/bench/cairn-bench}"
 CAIRN="${CAIRN:-$repo/build/cli/cairn}"
 export CAIRN
-rounds=3 records=300000 base_port=27800 dir="" rates="" seconds=10 linger="" props=()
+rounds=3 records=300000 base_port=27800 dir="" rates="" seconds=10 linger="" props=() client=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds="$2"; shift 2 ;;
@@ -34,9 +35,10 @@ while [ $# -gt 0 ]; do
         --seconds) seconds="$2"; shift 2 ;;
         --linger-ms) linger="$2"; shift 2 ;;
         --prop) props+=(--prop "$2"); shift 2 ;;
+        --client) client+=(-X "$2"); shift 2 ;;
         --base-port) base_port="$2"; shift 2 ;;
         --dir) dir="$2"; shift 2 ;;
-        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "replication_acks: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
@@ -63,7 +65,7 @@ run() { # acks replicas round rate(0: saturating)
     [ "$rate" -gt 0 ] && args=(--records "$((rate * seconds))" --rate "$rate" --linger-ms "${linger:-0}")
     load0="$(cut -d' ' -f1 /proc/loadavg)"
     "$bench" produce --bootstrap "$bootstrap" --topic "$t" --acks "$acks" --partitions 3 \
-        --replication-factor "$rf" "${args[@]}" > "$dir/$t.json"
+        --replication-factor "$rf" "${args[@]}" "${client[@]}" > "$dir/$t.json"
     load1="$(cut -d' ' -f1 /proc/loadavg)"
     python3 - "$dir/$t.json" "$acks" "$rf" "$round" "$rate" "$load0" "$load1" <<'PY'
 import json, sys
