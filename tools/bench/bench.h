@@ -29,6 +29,7 @@ struct bench_options {
     long flush_timeout_ms;                      /* produce: give up waiting for delivery reports */
     long long txn_size;                         /* produce: records per transaction, 0 = none */
     const char *txn_id;                         /* produce: transactional.id (with txn_size) */
+    long long rate;                             /* produce: records/s on a fixed schedule, 0 = unbounded */
     int brokers;                                /* mock-cluster */
     int port;                                   /* mock-cluster: 0 = any */
     const char *overrides[BENCH_MAX_OVERRIDES]; /* "key=value" for librdkafka */

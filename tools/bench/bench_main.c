@@ -22,7 +22,8 @@ void bench_usage(FILE *out)
                  "  cairn-bench produce --bootstrap H:P --topic T --records N\n"
                  "      [--record-size 1024] [--acks 1] [--linger-ms 5] [--partitions P]\n"
                  "      [--replication-factor 1] [--compression none] [--broker-pid PID]\n"
-                 "      [--flush-timeout-ms 120000] [--txn-size N [--txn-id ID]] [-X key=value]...\n"
+                 "      [--flush-timeout-ms 120000] [--txn-size N [--txn-id ID]] [--rate R]\n"
+                 "      [-X key=value]...\n"
                  "  cairn-bench consume --bootstrap H:P --topic T --records N\n"
                  "      [--group G] [--idle-timeout-ms 10000] [--broker-pid PID] [-X key=value]...\n"
                  "  cairn-bench mock-cluster [--brokers 1] [--topic T --partitions P]\n"
@@ -34,7 +35,9 @@ void bench_usage(FILE *out)
                  "until SIGTERM or SIGINT. wait-topic reports how long until the topic has\n"
                  "P partitions, each with a leader. produce --txn-size N sends the records\n"
                  "in transactions of N records each (transactional.id --txn-id, default\n"
-                 "cairn-bench-<pid>) and reports the commit latency.\n");
+                 "cairn-bench-<pid>) and reports the commit latency. produce --rate R sends\n"
+                 "R records per second on a fixed schedule (open loop) and times each record\n"
+                 "from the moment it was due, not from when it was sent.\n");
 }
 
 static int parse_long(const char *name, const char *text, long long min, long long max, long long *out, char *err,
@@ -115,6 +118,9 @@ int bench_options_parse(int argc, char **argv, struct bench_options *opts, char 
         } else if (!strcmp(name, "--txn-size")) {
             rc = parse_long(name, value, 0, LLONG_MAX / 2, &n, err, errlen);
             opts->txn_size = n;
+        } else if (!strcmp(name, "--rate")) {
+            rc = parse_long(name, value, 0, 10000000, &n, err, errlen);
+            opts->rate = n;
         } else if (!strcmp(name, "--txn-id"))
             opts->txn_id = value;
         else if (!strcmp(name, "--brokers")) {
@@ -145,6 +151,10 @@ int bench_options_parse(int argc, char **argv, struct bench_options *opts, char 
                        !strcmp(opts->command, "wait-topic");
     if (needs_broker && (!opts->bootstrap || !opts->topic)) {
         snprintf(err, errlen, "%s needs --bootstrap and --topic", opts->command);
+        return -1;
+    }
+    if (opts->rate > 0 && opts->txn_size > 0) {
+        snprintf(err, errlen, "--rate and --txn-size cannot be combined");
         return -1;
     }
     return 0;

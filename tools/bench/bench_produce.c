@@ -1,13 +1,19 @@
 /* produce: sends N records of a fixed size as fast as the client allows and
  * times each one from rd_kafka_producev() to its delivery report. With
  * --txn-size the records go in transactions of that many records, and each
- * rd_kafka_commit_transaction() is timed too. */
+ * rd_kafka_commit_transaction() is timed too. With --rate R record i is
+ * due i / R seconds after the start and timed from that moment (open loop). */
 #include "bench.h"
 #include "bench_histogram.h"
 #include "bench_report.h"
+#include "bench_schedule.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Producer counters. Written by the delivery report callback, which runs
@@ -24,6 +30,8 @@ struct produce_state {
     struct bench_histogram commit_latency; /* --txn-size: per commit_transaction() */
     uint64_t transactions;
     double commit_sum_us;
+    struct bench_histogram send_lag; /* --rate: handed to librdkafka minus due time */
+    uint64_t last_send_us;           /* --rate: when the last record was handed over */
 };
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
@@ -157,6 +165,90 @@ static uint64_t send_all(rd_kafka_t *rk, const struct bench_options *opts, struc
     return sent;
 }
 
+/* Reads every pending wake-up byte of the non-blocking pipe. */
+static void drain_wakeups(int fd)
+{
+    char buf[64];
+    while (read(fd, buf, sizeof(buf)) > 0)
+        ;
+}
+
+/* Sleeps until due_us while serving delivery reports the moment they
+ * arrive: librdkafka writes a byte to wake_fd when its main queue goes from
+ * empty to not empty, so a report is timed within microseconds, not at the
+ * next millisecond poll. */
+static void wait_until(rd_kafka_t *rk, int wake_fd, uint64_t due_us)
+{
+    for (;;) {
+        /* Drain before serving: a report queued after this poll writes a
+         * new byte, so the ppoll below cannot sleep through it. */
+        drain_wakeups(wake_fd);
+        rd_kafka_poll(rk, 0);
+        uint64_t now = bench_now_us();
+        if (now >= due_us)
+            return;
+        uint64_t wait = due_us - now;
+        struct timespec ts = {(time_t)(wait / 1000000u), (long)(wait % 1000000u) * 1000};
+        struct pollfd pfd = {.fd = wake_fd, .events = POLLIN};
+        if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR)
+            return;
+    }
+}
+
+/* --rate: sends record i when it is due (start + i / rate), stamped with
+ * its due time, so a record the client could only send late (a stall, a
+ * full queue) counts its wait in its latency. Returns how many were
+ * handed to librdkafka. */
+static uint64_t send_at_rate(rd_kafka_t *rk, const struct bench_options *opts, struct produce_state *st,
+                             const unsigned char *payload, uint64_t start, char *err, size_t errlen)
+{
+    int fds[2];
+    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        return 0;
+    }
+    rd_kafka_queue_t *main_queue = rd_kafka_queue_get_main(rk);
+    rd_kafka_queue_io_event_enable(main_queue, fds[1], "1", 1);
+
+    uint64_t sent = 0;
+    for (long long i = 0; i < opts->records; i++) {
+        uint64_t due = bench_schedule_due_us(start, (uint64_t)i, (uint64_t)opts->rate);
+        wait_until(rk, fds[0], due);
+        int32_t partition = opts->partitions > 0 ? (int32_t)(i % opts->partitions) : RD_KAFKA_PARTITION_UA;
+        rd_kafka_resp_err_t e;
+        while ((e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(opts->topic), RD_KAFKA_V_PARTITION(partition),
+                                      RD_KAFKA_V_VALUE((void *)payload, (size_t)opts->record_size),
+                                      RD_KAFKA_V_OPAQUE((void *)(uintptr_t)due), RD_KAFKA_V_END)) ==
+               RD_KAFKA_RESP_ERR__QUEUE_FULL)
+            rd_kafka_poll(rk, 1);
+        if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            snprintf(err, errlen, "produce: %s", rd_kafka_err2str(e));
+            break;
+        }
+        st->last_send_us = bench_now_us();
+        bench_histogram_record(&st->send_lag, st->last_send_us > due ? st->last_send_us - due : 0);
+        sent++;
+    }
+    /* librdkafka must not write to the pipe once it is closed. */
+    rd_kafka_queue_io_event_enable(main_queue, -1, NULL, 0);
+    rd_kafka_queue_destroy(main_queue);
+    close(fds[0]);
+    close(fds[1]);
+    return sent;
+}
+
+/* The schedule's outcome: target and achieved rate, and how late records
+ * were handed to librdkafka (a client that cannot keep up shows here). */
+static json_t *rate_json(const struct bench_options *opts, const struct produce_state *st, uint64_t sent,
+                         uint64_t start)
+{
+    return json_pack("{s:I, s:f, s:{s:f, s:f, s:f}}", "target", (json_int_t)opts->rate, "achieved",
+                     bench_schedule_achieved_rate(sent, start, st->last_send_us, (uint64_t)opts->rate), "send_lag_ms",
+                     "p50", (double)bench_histogram_quantile(&st->send_lag, 0.50) / 1000.0, "p99",
+                     (double)bench_histogram_quantile(&st->send_lag, 0.99) / 1000.0, "max",
+                     (double)st->send_lag.max_us / 1000.0);
+}
+
 int bench_run_produce(const struct bench_options *opts)
 {
     char err[512] = "";
@@ -170,6 +262,7 @@ int bench_run_produce(const struct bench_options *opts)
     }
     bench_histogram_init(&st->latency);
     bench_histogram_init(&st->commit_latency);
+    bench_histogram_init(&st->send_lag);
     fill_payload(payload, (size_t)opts->record_size);
 
     rd_kafka_t *rk = create_producer(opts, st, err, sizeof(err));
@@ -207,7 +300,8 @@ int bench_run_produce(const struct bench_options *opts)
     struct bench_cpu_window cpu;
     bench_cpu_window_start(&cpu, opts->broker_pid);
     uint64_t start = bench_now_us();
-    uint64_t sent = send_all(rk, opts, st, payload, err, sizeof(err));
+    uint64_t sent = opts->rate > 0 ? send_at_rate(rk, opts, st, payload, start, err, sizeof(err))
+                                   : send_all(rk, opts, st, payload, err, sizeof(err));
     rd_kafka_resp_err_t flush_err = rd_kafka_flush(rk, (int)opts->flush_timeout_ms);
     /* A transactional run ends with its last commit, after the last report. */
     uint64_t end = opts->txn_size == 0 && st->last_report_us > start ? st->last_report_us : bench_now_us();
@@ -228,6 +322,8 @@ int bench_run_produce(const struct bench_options *opts)
                                   (double)bench_histogram_quantile(&st->latency, 0.99) / 1000.0, "p999",
                                   (double)bench_histogram_quantile(&st->latency, 0.999) / 1000.0, "max",
                                   (double)st->latency.max_us / 1000.0));
+    if (opts->rate > 0)
+        json_object_set_new(report, "rate", rate_json(opts, st, sent, start));
     if (opts->txn_size > 0) {
         json_object_set_new(report, "txn_size", json_integer((json_int_t)opts->txn_size));
         json_object_set_new(report, "transactions", json_integer((json_int_t)st->transactions));

@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
 # acks=1 against acks=all on replication factor 3, side by side in one run:
 # a local cluster of 3 combined broker,controller nodes (tools/cairn-cluster),
-# and for each round one `cairn-bench produce` per acks setting (the order
-# alternates each round) on a fresh topic of 3 partitions, 3 replicas and
-# min.insync.replicas=2: N records of 1 KiB, linger.ms=5, as fast as the
-# producer can (saturating: its latency is mostly its own queue).
-# Prints one line per run (records/s, p50/p99 ms, the load average) and the
-# medians per setting with their ratio.
+# and for each round one `cairn-bench produce` per setting (the order
+# alternates each round) on a fresh topic of 3 partitions, records of 1 KiB.
+#
+# Without --rate (saturating): acks=1 and acks=all, both on 3 replicas with
+# min.insync.replicas=2, N records each as fast as the producer can, linger
+# 5 ms (the latency is then mostly the producer's own queue).
+# With --rate R[,R...] (fixed rate, open loop): acks=1 on 1 replica against
+# acks=all on 3 replicas with min.insync.replicas=2, for --seconds S at each
+# rate R records/s (`cairn-bench produce --rate`: latency from each record's
+# due time), linger --linger-ms (default 0 in this mode).
+# Prints one line per run (records/s, latency percentiles, load average at
+# its start and end) and the medians per setting with their ratio.
 #
 # usage: tools/bench/replication_acks.sh [--rounds 3] [--records 300000]
-#            [--base-port 27800] [--dir D]
+#            [--rate R[,R...] [--seconds 10]] [--linger-ms MS]
+#            [--prop key=value]... [--client key=value]... [--base-port 27800] [--dir D]
+# --prop is added to every node's server.properties (cairn-cluster up),
+# --client is a librdkafka property of every run (cairn-bench -X).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -17,14 +26,19 @@ repo="$(cd "$here/../.." && pwd)"
 bench="${CAIRN_BENCH:-$repo/build/tools/bench/cairn-bench}"
 CAIRN="${CAIRN:-$repo/build/cli/cairn}"
 export CAIRN
-rounds=3 records=300000 base_port=27800 dir=""
+rounds=3 records=300000 base_port=27800 dir="" rates="" seconds=10 linger="" props=() client=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds="$2"; shift 2 ;;
         --records) records="$2"; shift 2 ;;
+        --rate) rates="$2"; shift 2 ;;
+        --seconds) seconds="$2"; shift 2 ;;
+        --linger-ms) linger="$2"; shift 2 ;;
+        --prop) props+=(--prop "$2"); shift 2 ;;
+        --client) client+=(-X "$2"); shift 2 ;;
         --base-port) base_port="$2"; shift 2 ;;
         --dir) dir="$2"; shift 2 ;;
-        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "replication_acks: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
@@ -32,43 +46,67 @@ done
 mkdir -p "$dir"
 c="$dir/cluster"
 trap '"$repo/tools/cairn-cluster" down --dir "$c" > /dev/null 2>&1 || true' EXIT
-"$repo/tools/cairn-cluster" up --combined 3 --dir "$c" --base-port "$base_port" > "$dir/up.log"
+"$repo/tools/cairn-cluster" up --combined 3 --dir "$c" --base-port "$base_port" "${props[@]}" > "$dir/up.log"
 "$repo/tools/cairn-cluster" wait-leader --dir "$c" > /dev/null
 bootstrap="127.0.0.1:$((base_port + 1)),127.0.0.1:$((base_port + 2)),127.0.0.1:$((base_port + 3))"
 
-run() { # acks round
-    local t="acks-$1-$2" id
+run() { # acks replicas round rate(0: saturating)
+    local acks="$1" rf="$2" round="$3" rate="$4" t="acks-$1-rf$2-r$4-$3" id config=() load0 load1
+    [ "$rf" -gt 1 ] && config=(-c min.insync.replicas=2)
     for _ in $(seq 1 60); do
         for id in 1 2 3; do
-            "$CAIRN" topic create "$t" -p 3 -r 3 -c min.insync.replicas=2 -b "127.0.0.1:$((base_port + id))" \
+            "$CAIRN" topic create "$t" -p 3 -r "$rf" "${config[@]}" -b "127.0.0.1:$((base_port + id))" \
                 >> "$dir/up.log" 2>&1 && break 2
         done
         sleep 0.5
     done
     "$bench" wait-topic --bootstrap "$bootstrap" --topic "$t" --partitions 3 > /dev/null
-    local load; load="$(cut -d' ' -f1 /proc/loadavg)"
-    "$bench" produce --bootstrap "$bootstrap" --topic "$t" --records "$records" --acks "$1" --partitions 3 \
-        --replication-factor 3 > "$dir/$t.json"
-    python3 - "$dir/$t.json" "$1" "$2" "$load" <<'PY'
+    local args=(--records "$records" --linger-ms "${linger:-5}")
+    [ "$rate" -gt 0 ] && args=(--records "$((rate * seconds))" --rate "$rate" --linger-ms "${linger:-0}")
+    load0="$(cut -d' ' -f1 /proc/loadavg)"
+    "$bench" produce --bootstrap "$bootstrap" --topic "$t" --acks "$acks" --partitions 3 \
+        --replication-factor "$rf" "${args[@]}" "${client[@]}" > "$dir/$t.json"
+    load1="$(cut -d' ' -f1 /proc/loadavg)"
+    python3 - "$dir/$t.json" "$acks" "$rf" "$round" "$rate" "$load0" "$load1" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-print("run acks=%s round=%s records_per_s=%.0f p50_ms=%.1f p99_ms=%.1f failed=%d load=%s" % (
-    sys.argv[2], sys.argv[3], r["msgs_per_sec"], r["latency_ms"]["p50"], r["latency_ms"]["p99"], r["failed"], sys.argv[4]))
+l = r["latency_ms"]
+achieved = r["rate"]["achieved"] if "rate" in r else r["msgs_per_sec"]
+print("run acks=%s rf=%s round=%s rate=%s records_per_s=%.0f p50_ms=%.2f p99_ms=%.2f p999_ms=%.2f max_ms=%.2f"
+      " send_lag_max_ms=%.2f failed=%d load=%s-%s" % (
+    sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], achieved, l["p50"], l["p99"], l["p999"], l["max"],
+    r["rate"]["send_lag_ms"]["max"] if "rate" in r else 0.0, r["failed"], sys.argv[6], sys.argv[7]))
 PY
 }
-for r in $(seq 1 "$rounds"); do
-    if [ $((r % 2)) = 1 ]; then run 1 "$r"; run all "$r"; else run all "$r"; run 1 "$r"; fi
-done | tee "$dir/runs.txt"
+
+echo "loadavg at start: $(cat /proc/loadavg)" | tee "$dir/load.txt"
+if [ -z "$rates" ]; then
+    for r in $(seq 1 "$rounds"); do
+        if [ $((r % 2)) = 1 ]; then run 1 3 "$r" 0; run all 3 "$r" 0; else run all 3 "$r" 0; run 1 3 "$r" 0; fi
+    done
+else
+    for rate in ${rates//,/ }; do
+        for r in $(seq 1 "$rounds"); do
+            if [ $((r % 2)) = 1 ]; then run 1 1 "$r" "$rate"; run all 3 "$r" "$rate"
+            else run all 3 "$r" "$rate"; run 1 1 "$r" "$rate"; fi
+        done
+    done
+fi | tee "$dir/runs.txt"
+echo "loadavg at end: $(cat /proc/loadavg)" | tee -a "$dir/load.txt"
 python3 - "$dir/runs.txt" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     f = dict(kv.split("=") for kv in line.split()[1:])
-    rows.setdefault(f["acks"], []).append(f)
-med = {a: {k: statistics.median(float(x[k]) for x in v) for k in ("records_per_s", "p50_ms", "p99_ms")} for a, v in rows.items()}
-for a in ("1", "all"):
-    m = med[a]
-    print("median acks=%s records_per_s=%.0f p50_ms=%.1f p99_ms=%.1f" % (a, m["records_per_s"], m["p50_ms"], m["p99_ms"]))
-print("ratio all/1 records_per_s=%.2f p99=%.2f" % (med["all"]["records_per_s"] / med["1"]["records_per_s"],
-                                                   med["all"]["p99_ms"] / med["1"]["p99_ms"]))
+    rows.setdefault((f["rate"], f["acks"]), []).append(f)
+keys = ("records_per_s", "p50_ms", "p99_ms", "p999_ms", "max_ms")
+med = {k: {m: statistics.median(float(x[m]) for x in v) for m in keys} for k, v in rows.items()}
+for rate in sorted({k[0] for k in med}, key=int):
+    for acks in ("1", "all"):
+        m = med[(rate, acks)]
+        print("median rate=%s acks=%s records_per_s=%.0f p50_ms=%.2f p99_ms=%.2f p999_ms=%.2f max_ms=%.2f" % (
+            rate, acks, m["records_per_s"], m["p50_ms"], m["p99_ms"], m["p999_ms"], m["max_ms"]))
+    a, b = med[(rate, "all")], med[(rate, "1")]
+    print("ratio rate=%s all/1 records_per_s=%.2f p50=%.2f p99=%.2f" % (
+        rate, a["records_per_s"] / b["records_per_s"], a["p50_ms"] / b["p50_ms"], a["p99_ms"] / b["p99_ms"]))
 PY

@@ -1,4 +1,5 @@
-/* Unit tests for the latency histogram and the /proc stat parser. */
+/* Unit tests for the latency histogram, the fixed-rate send schedule and
+ * the /proc stat parser. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 
 #include "bench_cpu.h"
 #include "bench_histogram.h"
+#include "bench_schedule.h"
 
 static void test_bucket_ranges_are_contiguous(void **state)
 {
@@ -82,6 +84,72 @@ static void test_quantile_small_values_exact(void **state)
     free(h);
 }
 
+static void test_schedule_due_times_are_exact(void **state)
+{
+    (void)state;
+    /* 2 000 records/s: one every 500 us, from the start on. */
+    assert_int_equal(bench_schedule_due_us(1000, 0, 2000), 1000);
+    assert_int_equal(bench_schedule_due_us(1000, 1, 2000), 1500);
+    assert_int_equal(bench_schedule_due_us(1000, 1999, 2000), 1000 + 999500);
+    assert_int_equal(bench_schedule_due_us(1000, 2000, 2000), 1000 + 1000000);
+    /* A rate that does not divide a second: truncated per record, but no
+     * drift accumulates (record 3 at exactly one second, 3 000 at 1 000 s). */
+    assert_int_equal(bench_schedule_due_us(0, 1, 3), 333333);
+    assert_int_equal(bench_schedule_due_us(0, 2, 3), 666666);
+    assert_int_equal(bench_schedule_due_us(0, 3, 3), 1000000);
+    assert_int_equal(bench_schedule_due_us(0, 3000, 3), 1000000000ull);
+    assert_int_equal(bench_schedule_due_us(0, 7, 7000000), 1);
+}
+
+static void test_schedule_is_monotonic_and_even(void **state)
+{
+    (void)state;
+    uint64_t rates[] = {1, 3, 999, 2000, 10000, 333333, 10000000};
+    for (size_t r = 0; r < sizeof(rates) / sizeof(rates[0]); r++) {
+        uint64_t prev = bench_schedule_due_us(5, 0, rates[r]);
+        for (uint64_t i = 1; i < 20000; i++) {
+            uint64_t due = bench_schedule_due_us(5, i, rates[r]);
+            assert_true(due >= prev);
+            /* Gaps differ by at most the 1 us of truncation. */
+            uint64_t gap = due - prev;
+            assert_true(gap * rates[r] <= 1000000u + rates[r]);
+            assert_true(gap * rates[r] + rates[r] >= 1000000u);
+            prev = due;
+        }
+    }
+}
+
+static void test_schedule_large_index_does_not_overflow(void **state)
+{
+    (void)state;
+    /* index * 10^6 would wrap at these indexes; the exact value does not. */
+    uint64_t index = 4000000000000000000ull, rate = 10000000;
+    unsigned __int128 exact = (unsigned __int128)index * 1000000u / rate;
+    assert_true(exact < UINT64_MAX);
+    assert_int_equal(bench_schedule_due_us(0, index, rate), (uint64_t)exact);
+    index = 18000000000000ull * 7 + 5;
+    rate = 7;
+    exact = (unsigned __int128)index * 1000000u / rate;
+    assert_true(exact < UINT64_MAX);
+    assert_int_equal(bench_schedule_due_us(0, index, rate), (uint64_t)exact);
+}
+
+static void test_schedule_achieved_rate(void **state)
+{
+    (void)state;
+    /* On schedule: 10 000 records at 2 000/s, the last sent when due. */
+    uint64_t last = bench_schedule_due_us(100, 9999, 2000);
+    double on_time = bench_schedule_achieved_rate(10000, 100, last, 2000);
+    assert_true(on_time > 1999.99 && on_time < 2000.01);
+    /* The last record sent 5 s late: 10 000 records over 10 s. */
+    double behind = bench_schedule_achieved_rate(10000, 100, last + 5000000, 2000);
+    assert_true(behind > 999.9 && behind < 1000.1);
+    assert_true(bench_schedule_achieved_rate(0, 100, 100, 2000) == 0.0);
+    /* One record: one interval. */
+    double one = bench_schedule_achieved_rate(1, 100, 100, 2000);
+    assert_true(one > 1999.99 && one < 2000.01);
+}
+
 static void test_proc_stat_parse(void **state)
 {
     (void)state;
@@ -132,6 +200,10 @@ int main(void)
         cmocka_unit_test(test_bucket_width_is_bounded),
         cmocka_unit_test(test_quantiles_of_uniform_samples),
         cmocka_unit_test(test_quantile_small_values_exact),
+        cmocka_unit_test(test_schedule_due_times_are_exact),
+        cmocka_unit_test(test_schedule_is_monotonic_and_even),
+        cmocka_unit_test(test_schedule_large_index_does_not_overflow),
+        cmocka_unit_test(test_schedule_achieved_rate),
         cmocka_unit_test(test_proc_stat_parse),
         cmocka_unit_test(test_proc_stat_rejects_garbage),
         cmocka_unit_test(test_read_own_process),
