@@ -6,7 +6,7 @@
  * every forwarded admin request (an Envelope from a voter that does not
  * lead) authenticates first; a connection that has
  * not gets ApiVersions and the SASL exchange only. A node with a wrong
- * password stays out while the other two go on. */
+ * password stays out while the other two go on. The same over SASL_SSL. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,7 +31,8 @@
 
 static char sasldb[256], sasldb_kv[300], plugin_path_kv[600];
 
-static void start(struct cluster *c, const char *node3, unsigned not_awaited)
+/* extra: NULL or more settings for every node, after the ones here. */
+static void start(struct cluster *c, const char *node3, unsigned not_awaited, const char *const *extra)
 {
     snprintf(sasldb, sizeof sasldb, "/tmp/cairn-ctrl-sasldb-%d", (int)getpid());
     unlink(sasldb);
@@ -57,6 +58,7 @@ static void start(struct cluster *c, const char *node3, unsigned not_awaited)
                                 .session_timeout_ms = 6000,
                                 .internal_partitions = 1,
                                 .settings = settings,
+                                .extra = extra,
                                 .node_setting = {NULL, NULL, node3},
                                 .not_awaited = not_awaited};
     cluster_start(c, &o);
@@ -135,7 +137,7 @@ static void test_quorum_over_plain(void **state)
 {
     (void)state;
     struct cluster c;
-    start(&c, NULL, 0);
+    start(&c, NULL, 0, NULL);
     wait_view(&c, 1, ALL, NULL, 0, 30000);
     int32_t leader = agreed_controller(&c, -1, 30000);
     assert_true(leader >= 1 && leader <= N);
@@ -195,7 +197,7 @@ static void test_wrong_password_stays_out(void **state)
 {
     (void)state;
     struct cluster c;
-    start(&c, JAAS_KEY JAAS_MODULE "username=\"controller\" password=\"wrong\";", 1u << 3);
+    start(&c, JAAS_KEY JAAS_MODULE "username=\"controller\" password=\"wrong\";", 1u << 3, NULL);
     const unsigned two = (1u << 1) | (1u << 2);
     wait_view(&c, 1, two, NULL, 0, 30000);
     wait_log(&c.nodes[2], "controller link: SASL PLAIN authentication as controller with 127.0.0.1:", 30000);
@@ -215,11 +217,43 @@ static void test_wrong_password_stays_out(void **state)
     stop(&c);
 }
 
+/* SASL_SSL: the same PLAIN exchange inside TLS, the listener's certificate
+ * checked against the CA (tests/integration/tls/make_certs.sh). */
+static void test_quorum_over_sasl_ssl(void **state)
+{
+    (void)state;
+    const char *tmp = getenv("TMPDIR");
+    char certs[256], cmd[1200], keystore[400], truststore[400];
+    snprintf(certs, sizeof certs, "%s/cairn-ctrl-sasl-ssl-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(certs));
+    snprintf(cmd, sizeof cmd, "sh '%s/tests/integration/tls/make_certs.sh' '%s' >/dev/null 2>&1", CAIRN_SOURCE_DIR,
+             certs);
+    assert_int_equal(system(cmd), 0);
+    snprintf(keystore, sizeof keystore, "ssl.keystore.location=%s/server.pem", certs);
+    snprintf(truststore, sizeof truststore, "ssl.truststore.location=%s/ca.pem", certs);
+    const char *ssl[] = {"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL", keystore, truststore,
+                         NULL};
+    struct cluster c;
+    start(&c, NULL, 0, ssl);
+    wait_view(&c, 1, ALL, NULL, 0, 30000);
+    int32_t leader = create_at_controller(&c, ALL, "over-sasl-ssl", 3);
+    for (int node = 1; node <= N; node++)
+        wait_view(&c, node, ALL, "over-sasl-ssl", 2, 30000);
+    alter_forwarded(&c, leader == 1 ? 2 : 1);
+    wait_log(&c.nodes[leader - 1], "User:controller authenticated with PLAIN from", 5000);
+    for (int i = 0; i < N; i++)
+        assert_false(broker_log_contains(&c.nodes[i], "TLS handshake with"));
+    stop(&c);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", certs);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quorum_over_plain),
         cmocka_unit_test(test_wrong_password_stays_out),
+        cmocka_unit_test(test_quorum_over_sasl_ssl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
