@@ -6,7 +6,8 @@
  * every forwarded admin request (an Envelope from a voter that does not
  * lead) authenticates first; a connection that has
  * not gets ApiVersions and the SASL exchange only. A node with a wrong
- * password stays out while the other two go on. The same over SASL_SSL. */
+ * password stays out while the other two go on. The same over SASL_SSL,
+ * and a node moved to SCRAM-SHA-512 once its credential is in the log. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -217,6 +218,58 @@ static void test_wrong_password_stays_out(void **state)
     stop(&c);
 }
 
+/* True when some node's log holds needle. */
+static bool any_logged(struct cluster *c, const char *needle)
+{
+    for (int i = 0; i < N; i++)
+        if (broker_log_contains(&c->nodes[i], needle))
+            return true;
+    return false;
+}
+
+/* SCRAM on the controller link: the credential lives in the metadata log,
+ * so it is made while the controllers authenticate with PLAIN (both
+ * enabled), then node 3 restarts on SCRAM-SHA-512 and must get back in. */
+static void test_move_to_scram(void **state)
+{
+    (void)state;
+    const char *both[] = {"listener.name.controller.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512", NULL};
+    struct cluster c;
+    start(&c, NULL, 0, both);
+    wait_view(&c, 1, ALL, NULL, 0, 30000);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "'%s' user create controller -b %s --mechanism SCRAM-SHA-512 --password scram-secret >/dev/null",
+             CAIRN_CLI_PATH, broker_bootstrap(&c.nodes[0]));
+    assert_int_equal(system(cmd), 0);
+    for (int i = 0; i < N; i++) {
+        snprintf(cmd, sizeof cmd, "'%s' user list controller -b %s 2>/dev/null | grep -q SCRAM-SHA-512", CAIRN_CLI_PATH,
+                 broker_bootstrap(&c.nodes[i]));
+        long long deadline = harness_now_ms() + 20000;
+        while (system(cmd) != 0) {
+            if (harness_now_ms() > deadline)
+                fail_msg("node %d does not list the SCRAM credential of controller", i + 1);
+            usleep(200 * 1000);
+        }
+    }
+    broker_stop(&c.nodes[2]);
+    broker_add_override(&c.nodes[2], "sasl.mechanism.controller.protocol=SCRAM-SHA-512");
+    broker_add_override(&c.nodes[2], "listener.name.controller.scram-sha-512.sasl.jaas.config="
+                                     "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                                     "username=\"controller\" password=\"scram-secret\";");
+    /* Ready only once registered and unfenced: over SCRAM. */
+    broker_restart(&c.nodes[2]);
+    long long deadline = harness_now_ms() + 10000;
+    while (!any_logged(&c, "User:controller authenticated with SCRAM-SHA-512 from")) {
+        if (harness_now_ms() > deadline)
+            fail_msg("no controller logged node 3's SCRAM-SHA-512 authentication");
+        usleep(200 * 1000);
+    }
+    create_at_controller(&c, ALL, "after-scram", 3);
+    wait_view(&c, 3, ALL, "after-scram", 2, 30000);
+    stop(&c);
+}
+
 /* SASL_SSL: the same PLAIN exchange inside TLS, the listener's certificate
  * checked against the CA (tests/integration/tls/make_certs.sh). */
 static void test_quorum_over_sasl_ssl(void **state)
@@ -254,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_quorum_over_plain),
         cmocka_unit_test(test_wrong_password_stays_out),
         cmocka_unit_test(test_quorum_over_sasl_ssl),
+        cmocka_unit_test(test_move_to_scram),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
