@@ -7,7 +7,8 @@
  * lead) authenticates first; a connection that has
  * not gets ApiVersions and the SASL exchange only. A node with a wrong
  * password stays out while the other two go on. The same over SASL_SSL,
- * and a node moved to SCRAM-SHA-512 once its credential is in the log. */
+ * a node moved to SCRAM-SHA-512 once its credential is in the log, and
+ * separate roles (controller-only nodes, an observing broker). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +23,7 @@
 #include "cluster_harness.h"
 #include "harness.h"
 #include "raw_kafka.h"
+#include "rk_helpers.h"
 
 #define CLUSTER_ID "Y3RybC1zYXNsLWNsdXN0ZQ"
 #define JAAS_KEY "listener.name.controller.plain.sasl.jaas.config="
@@ -32,8 +34,9 @@
 
 static char sasldb[256], sasldb_kv[300], plugin_path_kv[600];
 
-/* extra: NULL or more settings for every node, after the ones here. */
-static void start(struct cluster *c, const char *node3, unsigned not_awaited, const char *const *extra)
+/* Makes the sasldb (user controller, password ctrl-secret) and returns
+ * the SASL settings every node gets. */
+static const char *const *sasl_settings(void)
 {
     snprintf(sasldb, sizeof sasldb, "/tmp/cairn-ctrl-sasldb-%d", (int)getpid());
     unlink(sasldb);
@@ -45,15 +48,22 @@ static void start(struct cluster *c, const char *node3, unsigned not_awaited, co
         fail_msg("saslpasswd2 failed (is sasl2-bin installed?): %s", cmd);
     snprintf(sasldb_kv, sizeof sasldb_kv, "plugin.auth-sasl.sasldb_path=%s", sasldb);
     snprintf(plugin_path_kv, sizeof plugin_path_kv, "plugin.path=%s", CAIRN_PLUGIN_DIR);
-    const char *settings[] = {"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
-                              plugin_path_kv,
-                              "plugins=auth-sasl",
-                              sasldb_kv,
-                              "plugin.auth-sasl.realm=cairn",
-                              "listener.name.controller.sasl.enabled.mechanisms=PLAIN",
-                              "sasl.mechanism.controller.protocol=PLAIN",
-                              JAAS_KEY JAAS_MODULE "username=\"controller\" password=\"ctrl-secret\";",
-                              NULL};
+    static const char *settings[] = {"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+                                     plugin_path_kv,
+                                     "plugins=auth-sasl",
+                                     sasldb_kv,
+                                     "plugin.auth-sasl.realm=cairn",
+                                     "listener.name.controller.sasl.enabled.mechanisms=PLAIN",
+                                     "sasl.mechanism.controller.protocol=PLAIN",
+                                     JAAS_KEY JAAS_MODULE "username=\"controller\" password=\"ctrl-secret\";",
+                                     NULL};
+    return settings;
+}
+
+/* extra: NULL or more settings for every node, after the ones here. */
+static void start(struct cluster *c, const char *node3, unsigned not_awaited, const char *const *extra)
+{
+    const char *const *settings = sasl_settings();
     struct cluster_options o = {.cluster_id = CLUSTER_ID,
                                 .election_timeout_ms = 1000,
                                 .session_timeout_ms = 6000,
@@ -270,6 +280,78 @@ static void test_move_to_scram(void **state)
     stop(&c);
 }
 
+/* Separate roles: three process.roles=controller nodes serve the SASL
+ * controller listener alone (PLAIN from their own plugin host), and a
+ * process.roles=broker node follows the log as an observer, registers,
+ * and forwards a CreateTopics in an Envelope, each over an authenticated
+ * link. */
+static void test_controllers_and_observer_broker(void **state)
+{
+    (void)state;
+    const char *const *settings = sasl_settings();
+    int cports[N];
+    char voters[256] = "", voters_kv[300];
+    for (int i = 0; i < N; i++) {
+        do {
+            cports[i] = harness_free_port();
+        } while (i > 0 && (cports[i] == cports[0] || cports[i] == cports[i - 1]));
+        size_t used = strlen(voters);
+        snprintf(voters + used, sizeof voters - used, "%s%d@127.0.0.1:%d", i ? "," : "", i + 1, cports[i]);
+    }
+    snprintf(voters_kv, sizeof voters_kv, "controller.quorum.voters=%s", voters);
+    struct test_broker nodes[N + 1];
+    memset(nodes, 0, sizeof nodes);
+    for (int i = 0; i <= N; i++) {
+        char listeners[96], node_id[32];
+        snprintf(listeners, sizeof listeners, "listeners=CONTROLLER://127.0.0.1:%d", i < N ? cports[i] : 0);
+        snprintf(node_id, sizeof node_id, "node.id=%d", i + 1);
+        const char *overrides[32] = {node_id,
+                                     voters_kv,
+                                     i < N ? "process.roles=controller" : "process.roles=broker",
+                                     "controller.listener.names=CONTROLLER",
+                                     "cluster.id=" CLUSTER_ID,
+                                     "controller.quorum.election.timeout.ms=1000",
+                                     "controller.quorum.fetch.timeout.ms=2000",
+                                     "broker.session.timeout.ms=6000",
+                                     "broker.heartbeat.interval.ms=500",
+                                     "offsets.topic.num.partitions=1",
+                                     "transaction.state.log.num.partitions=1"};
+        int n = 11;
+        if (i < N)
+            overrides[n++] = listeners;
+        for (int k = 0; settings[k]; k++)
+            overrides[n++] = settings[k];
+        overrides[n] = NULL;
+        int port = i < N ? cports[i] : harness_free_port();
+        broker_spawn_on_port(&nodes[i], port, overrides);
+    }
+    /* The broker answers only once registered and unfenced. */
+    for (int i = 0; i <= N; i++)
+        broker_wait_ready(&nodes[i]);
+    rd_kafka_t *admin = rk_producer_new(broker_bootstrap(&nodes[N]), NULL);
+    long long deadline = harness_now_ms() + 30000;
+    char errstr[256] = "";
+    rd_kafka_resp_err_t err;
+    while ((err = rk_create_topic_result(admin, "via-envelope", 2, 1, NULL, false, errstr, sizeof errstr)) !=
+           RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (harness_now_ms() > deadline)
+            fail_msg("CreateTopics at the broker: %s (%s)", rd_kafka_err2str(err), errstr);
+        usleep(300 * 1000);
+    }
+    assert_true(rk_wait_topic(admin, "via-envelope", 2, 30000));
+    rk_producer_destroy(admin);
+    bool seen = false;
+    for (int i = 0; i < N; i++)
+        seen = seen || broker_log_contains(&nodes[i], "User:controller authenticated with PLAIN from");
+    assert_true(seen);
+    for (int i = 0; i <= N; i++) {
+        broker_stop(&nodes[i]);
+        broker_mark_passed(&nodes[i]);
+        broker_cleanup(&nodes[i]);
+    }
+    unlink(sasldb);
+}
+
 /* SASL_SSL: the same PLAIN exchange inside TLS, the listener's certificate
  * checked against the CA (tests/integration/tls/make_certs.sh). */
 static void test_quorum_over_sasl_ssl(void **state)
@@ -308,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_wrong_password_stays_out),
         cmocka_unit_test(test_quorum_over_sasl_ssl),
         cmocka_unit_test(test_move_to_scram),
+        cmocka_unit_test(test_controllers_and_observer_broker),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
