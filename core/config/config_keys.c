@@ -218,8 +218,12 @@ static const struct config_key_def broker_keys[] = {
             "transaction markers): https checks that the server's certificate names the host connected to (a DNS "
             "or IP SAN); empty turns that check off (the certificate chain is still verified)."},
     {KEY_STRING("sasl.mechanism.controller.protocol", "GSSAPI"), MEDIUM, IN(NETWORK),
-     .doc = "SASL mechanism of the controller links. The controller listener serves PLAINTEXT or SSL only: one "
-            "mapped to SASL_PLAINTEXT or SASL_SSL is refused at startup."},
+     .doc = "SASL mechanism of the controller links (quorum requests between voters, broker registration and "
+            "heartbeats, forwarded admin requests) when the controller listener maps to SASL_PLAINTEXT or SASL_SSL: "
+            "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, with the node's credentials in "
+            "listener.name.<controller listener>.<mechanism>.sasl.jaas.config (names in lower case); the controller "
+            "listener must serve it (listener.name.<l>.sasl.enabled.mechanisms). Kafka's default GSSAPI is refused "
+            "at startup there."},
     {KEY_STRING("sasl.mechanism.inter.broker.protocol", "GSSAPI"), MEDIUM, IN(NETWORK),
      .doc = "SASL mechanism of the inter-broker link (replica fetchers, transaction markers) when its listener "
             "maps to SASL_PLAINTEXT or SASL_SSL: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, with the node's credentials "
@@ -376,7 +380,8 @@ static const struct config_key_def broker_keys[] = {
     {KEY_INT("offsets.topic.num.partitions", "50", 1, I32), HIGH, IN(GROUPS),
      .doc = "Partitions of __consumer_offsets (fixed once created)."},
     {KEY_SHORT("offsets.topic.replication.factor", "3", 1, INT16_MAX), HIGH, IN(GROUPS),
-     .doc = "Replication factor of __consumer_offsets, capped at the live broker count once the brokers a quorum of several voters expects (one per voter) have had 2 s to register."},
+     .doc = "Replication factor of __consumer_offsets, capped at the live broker count once the brokers a quorum of "
+            "several voters expects (one per voter) have had 2 s to register."},
     {KEY_INT("offsets.topic.segment.bytes", "104857600", 1, I32), HIGH, IN(GROUPS),
      .doc = "Segment size of __consumer_offsets."},
     {KEY_INT("offsets.retention.minutes", "10080", 1, I32), HIGH, IN(GROUPS),
@@ -398,7 +403,8 @@ static const struct config_key_def broker_keys[] = {
     {KEY_INT("transaction.state.log.num.partitions", "50", 1, I32), HIGH, IN(TRANSACTIONS),
      .doc = "Partitions of __transaction_state (fixed once created)."},
     {KEY_SHORT("transaction.state.log.replication.factor", "3", 1, INT16_MAX), HIGH, IN(TRANSACTIONS),
-     .doc = "Replication factor of __transaction_state, capped at the live broker count once the brokers a quorum of several voters expects (one per voter) have had 2 s to register."},
+     .doc = "Replication factor of __transaction_state, capped at the live broker count once the brokers a quorum of "
+            "several voters expects (one per voter) have had 2 s to register."},
     {KEY_INT("transaction.state.log.segment.bytes", "104857600", 1, I32), HIGH, IN(TRANSACTIONS),
      .doc = "Segment size of __transaction_state."},
     {KEY_INT("transaction.state.log.min.isr", "2", 1, I32), HIGH, IN(TRANSACTIONS),

@@ -12,6 +12,7 @@
 #include "handlers/handler_util.h"
 #include "handlers/sasl_internal.h"
 #include "net/server.h"
+#include "protocol/generated/api_table.h"
 #include "util/clock.h"
 #include "util/logger.h"
 
@@ -77,6 +78,37 @@ bool sasl_gate(struct request_context *ctx)
     close_after(ctx);
     request_context_respond(ctx);
     return false;
+}
+
+void sasl_front_dispatch(struct net_request *req, struct handler_env *env, net_request_handler next, void *next_ctx)
+{
+    enum sasl_phase phase = phase_of(req);
+    if (!sasl_listener(req->security_protocol) || phase == SASL_PHASE_AUTHENTICATED) {
+        next(req, next_ctx);
+        return;
+    }
+    if (sasl_expects_raw_token(req)) {
+        handlers_dispatch(req, env);
+        return;
+    }
+    if (req->frame_len < 8) {
+        net_request_complete(req, NULL, 0, true);
+        return;
+    }
+    int16_t key = (int16_t)((uint16_t)req->frame[0] << 8 | req->frame[1]);
+    if (key == API_API_VERSIONS && phase == SASL_PHASE_INITIAL) {
+        next(req, next_ctx);
+        return;
+    }
+    /* The gate answers an ApiVersions in the middle of an exchange. */
+    if (key == API_SASL_HANDSHAKE || key == API_SASL_AUTHENTICATE || key == API_API_VERSIONS) {
+        handlers_dispatch(req, env);
+        return;
+    }
+    const struct kafka_api_desc *desc = kafka_api_lookup(key);
+    logger_info("sasl", "closing connection from %s on %s: unexpected %s request before SASL authentication", req->peer,
+                req->listener_name, desc ? desc->name : "unknown");
+    net_request_complete(req, NULL, 0, true);
 }
 
 /* The listener's sasl.enabled.mechanisms: listener.name.<l>.sasl.enabled.mechanisms

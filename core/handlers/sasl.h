@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "handlers/handlers.h"
+#include "net/server.h"
 
 /* Runs after a request is decoded, before its handler. True: go on. False:
  * the gate answered (ILLEGAL_SASL_STATE, then close) or closed the
@@ -31,6 +32,15 @@ void sasl_handle_raw_token(struct net_request *req, struct handler_env *env);
  * Writes up to max names (pointers into config or plugin memory); returns
  * how many. */
 int sasl_offered_mechanisms(const struct handler_env *env, const char *listener, const char **out, int max);
+
+/* The front of a SASL listener whose other requests another handler
+ * serves (the controller listener, served by the quorum): ApiVersions
+ * before a handshake and every request once authenticated go to next;
+ * SaslHandshake, SaslAuthenticate and the tokens run through
+ * handlers_dispatch with env (its config, plugins and metadata: the
+ * mechanisms' credentials); anything else closes the connection unanswered,
+ * as the broker's gate does. env and next_ctx outlive the server. */
+void sasl_front_dispatch(struct net_request *req, struct handler_env *env, net_request_handler next, void *next_ctx);
 
 enum handler_result handle_sasl_handshake(struct request_context *, void *, void *);
 enum handler_result handle_sasl_authenticate(struct request_context *, void *, void *);

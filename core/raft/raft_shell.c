@@ -491,8 +491,8 @@ static int start_client(struct raft_shell *s, char *err, size_t errlen)
     cc.reconnect_backoff_ms = s->cfg.retry_backoff_ms > 0 ? s->cfg.retry_backoff_ms : 1;
     cc.reconnect_backoff_max_ms = s->cfg.election_timeout_ms;
     cc.connection_setup_timeout_ms = s->cfg.request_timeout_ms;
-    cc.transport_ops = s->cfg.transport_ops;
-    cc.transport_ctx = s->cfg.transport_ctx;
+    if (s->cfg.client_setup)
+        s->cfg.client_setup(s->cfg.client_setup_ctx, &cc);
     if (net_client_create(&cc, &s->client, err, errlen) != 0)
         return -1;
     for (int i = 0; i < s->cfg.n_voters; i++) {

@@ -52,6 +52,9 @@ struct raft_shell_listener {
 /* Room for the controller's own APIs on its listener (registration,
  * heartbeat, producer ids, AlterPartition, Envelope, ...). */
 #define RAFT_SHELL_MAX_OTHER_APIS 8
+#define RAFT_SHELL_MAX_FRONT_APIS 4
+
+struct net_client_config;
 
 struct raft_shell_config {
     int32_t node_id;
@@ -85,10 +88,18 @@ struct raft_shell_config {
     int n_other_api_keys;
     net_request_handler other_handler;
     void *other_ctx;
-    /* How the quorum's client connects to the other voters (NULL: plain
-     * TCP); see net/client.h. The context outlives the shell. */
-    const struct client_transport_ops *transport_ops;
-    void *transport_ctx;
+    /* APIs a front handler answers before requests reach
+     * raft_shell_handle_request (SaslHandshake and SaslAuthenticate on a
+     * SASL controller listener): ApiVersions lists them with these ranges. */
+    struct raft_shell_api {
+        int16_t api_key, min_version, max_version;
+    } front_apis[RAFT_SHELL_MAX_FRONT_APIS];
+    int n_front_apis;
+    /* Sets how the quorum's client connects to the other voters (its
+     * transport, SASL credentials; see net/client.h); NULL: plain TCP. The
+     * context outlives the shell. */
+    void (*client_setup)(const void *ctx, struct net_client_config *cc);
+    const void *client_setup_ctx;
 };
 
 /* Kafka's defaults; node_id, voters, cluster_id and the store are the caller's. */

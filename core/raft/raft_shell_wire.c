@@ -64,7 +64,8 @@ static int write_api_versions(struct kafka_writer *w, int16_t version, const voi
                                    RAFT_API_END_QUORUM_EPOCH,
                                    RAFT_API_DESCRIBE_QUORUM,
                                    RAFT_API_FETCH_SNAPSHOT};
-    struct api_versions_response_api_version list[sizeof keys / sizeof keys[0] + RAFT_SHELL_MAX_OTHER_APIS];
+    struct api_versions_response_api_version
+        list[sizeof keys / sizeof keys[0] + RAFT_SHELL_MAX_OTHER_APIS + RAFT_SHELL_MAX_FRONT_APIS];
     size_t n = sizeof keys / sizeof keys[0];
     for (size_t i = 0; i < n; i++) {
         list[i].api_key = keys[i];
@@ -81,6 +82,10 @@ static int write_api_versions(struct kafka_writer *w, int16_t version, const voi
             list[n++] = (struct api_versions_response_api_version){
                 .api_key = d->api_key, .min_version = d->min_version, .max_version = d->max_version};
     }
+    for (int i = 0; i < s->cfg.n_front_apis && i < RAFT_SHELL_MAX_FRONT_APIS; i++)
+        list[n++] = (struct api_versions_response_api_version){.api_key = s->cfg.front_apis[i].api_key,
+                                                               .min_version = s->cfg.front_apis[i].min_version,
+                                                               .max_version = s->cfg.front_apis[i].max_version};
     struct api_versions_response resp;
     api_versions_response_init(&resp);
     resp.error_code = error;

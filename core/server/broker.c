@@ -199,7 +199,9 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
             controller_brokers_set_forwarding(b->controller_brokers, controller_forwarding_serve,
                                               b->controller_forwarding);
         }
-        if (quorum_start(b->config, b->cluster_id, b->quorum_log, b->controller_brokers, &b->quorum, err, errlen) != 0)
+        struct quorum_auth auth = {b->metadata, b->plugins};
+        if (quorum_start(b->config, b->cluster_id, b->quorum_log, b->controller_brokers, &auth, &b->quorum, err,
+                         errlen) != 0)
             return -1;
         lopts.controller = b->controller_brokers;
         if (broker_lifecycle_start(&lopts, &b->lifecycle, err, errlen) != 0)

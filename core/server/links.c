@@ -103,16 +103,6 @@ int server_link_open(const struct broker_config *cfg, enum server_link_kind kind
         return -1;
     }
     bool sasl = id == NET_SECURITY_SASL_PLAINTEXT || id == NET_SECURITY_SASL_SSL;
-    if (sasl && kind == SERVER_LINK_CONTROLLER) {
-        /* The quorum serves its listener itself, without SASL. */
-        snprintf(err, errlen,
-                 "controller link: listener %s (from %s) maps to %s, but the controller listener serves PLAINTEXT or "
-                 "SSL only (sasl.mechanism.controller.protocol=%s): map it to SSL or PLAINTEXT in "
-                 "listener.security.protocol.map",
-                 listener, key, protocol ? protocol : listener,
-                 config_get_string(cfg, "sasl.mechanism.controller.protocol"));
-        return -1;
-    }
     if (sasl && link_sasl(cfg, kind, listener, out, err, errlen) != 0)
         return -1;
     out->protocol = (int16_t)id;

@@ -9,6 +9,8 @@
 #include "config/listeners.h"
 #include "config/meta_properties.h"
 #include "config/topic_config.h"
+#include "handlers/sasl.h"
+#include "net/client.h"
 #include "net/server.h"
 #include "plugin/plugin_host.h"
 #include "raft/raft_shell.h"
@@ -25,6 +27,9 @@
 #include "util/fs_util.h"
 #include "util/logger.h"
 
+#define SASL_HANDSHAKE_KEY 17
+#define SASL_AUTHENTICATE_KEY 36
+
 /* Owned by the main thread. */
 struct quorum {
     struct raft_shell *shell;
@@ -32,6 +37,9 @@ struct quorum {
     struct tls_listener *tls;             /* an SSL controller listener's; freed after net */
     struct server_link link;              /* how the shell's client reaches the other voters */
     struct raft_shell_metadata *metadata; /* attached to shell; detached before it stops */
+    /* A SASL controller listener's mechanisms read config, plugins and
+     * metadata only; read-only once the server starts. */
+    struct handler_env sasl_env;
 };
 
 static bool has_role(const struct broker_config *cfg, const char *role)
@@ -173,17 +181,15 @@ static int controller_listener(const struct broker_config *cfg, struct net_confi
         snprintf(l->host, sizeof l->host, "%s", specs[i].host);
         l->port = specs[i].port;
         int protocol = config_security_protocol_id(config_listener_security_protocol(cfg, specs[i].name));
-        if (protocol != NET_SECURITY_PLAINTEXT && protocol != NET_SECURITY_SSL) {
-            snprintf(err, errlen,
-                     "controller listener %s must be PLAINTEXT or SSL (SASL is not served on the controller "
-                     "listener; sasl.mechanism.controller.protocol is not used)",
+        if (protocol < 0) {
+            snprintf(err, errlen, "controller listener %s has no protocol in listener.security.protocol.map",
                      specs[i].name);
             return -1;
         }
         l->security_protocol = (int16_t)protocol;
-        if (protocol == NET_SECURITY_SSL) {
-            /* Plain TLS: the voters and brokers are known by their
-             * certificates, no principal mapping. */
+        if (protocol == NET_SECURITY_SSL || protocol == NET_SECURITY_SASL_SSL) {
+            /* TLS without principal mapping: on SSL the voters and brokers
+             * are known by their certificates, on SASL_SSL by SASL. */
             struct tls_settings settings;
             if (tls_settings_from_config(cfg, specs[i].name, &settings) != 0) {
                 snprintf(err, errlen, "out of memory");
@@ -203,8 +209,57 @@ static int controller_listener(const struct broker_config *cfg, struct net_confi
     return -1;
 }
 
+static bool is_sasl(int16_t protocol)
+{
+    return protocol == NET_SECURITY_SASL_PLAINTEXT || protocol == NET_SECURITY_SASL_SSL;
+}
+
+/* A SASL controller listener must offer a mechanism, and the one this node
+ * authenticates with itself (the other voters are configured alike). */
+static int check_sasl_listener(struct quorum *q, const struct net_listener_config *l, char *err, size_t errlen)
+{
+    const char *offered[16];
+    int n = sasl_offered_mechanisms(&q->sasl_env, l->name, offered, 16);
+    char list[256] = "";
+    size_t used = 0;
+    bool own = false;
+    for (int i = 0; i < n && used < sizeof list; i++) {
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? "," : "", offered[i]);
+        own = own || strcmp(offered[i], q->link.sasl_mechanism) == 0;
+    }
+    if (n == 0) {
+        snprintf(err, errlen,
+                 "controller listener %s maps to %s, but it serves none of its SASL mechanisms "
+                 "(listener.name.%s.sasl.enabled.mechanisms or sasl.enabled.mechanisms): enable SCRAM-SHA-256, "
+                 "SCRAM-SHA-512, or a mechanism of a loaded authentication plugin (auth-sasl serves PLAIN)",
+                 l->name, net_security_protocol_name(l->security_protocol), l->name);
+        return -1;
+    }
+    if (!own) {
+        snprintf(err, errlen,
+                 "sasl.mechanism.controller.protocol=%s is not one of the mechanisms the controller listener %s "
+                 "serves (%s): the other controllers would refuse it too",
+                 q->link.sasl_mechanism, l->name, list);
+        return -1;
+    }
+    return 0;
+}
+
+/* The controller listener's handler when it is a SASL listener. */
+static void serve_sasl(struct net_request *req, void *arg)
+{
+    struct quorum *q = arg;
+    sasl_front_dispatch(req, &q->sasl_env, raft_shell_handle_request, q->shell);
+}
+
+static void apply_link(const void *link, struct net_client_config *cc)
+{
+    server_link_apply(link, cc);
+}
+
 int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct raft_shell_metadata *metadata,
-                 struct controller_brokers *brokers, struct quorum **out, char *err, size_t errlen)
+                 struct controller_brokers *brokers, const struct quorum_auth *auth, struct quorum **out, char *err,
+                 size_t errlen)
 {
     *out = NULL;
     /* An observer (process.roles=broker) fetches from the voters and serves
@@ -218,8 +273,17 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    q->sasl_env.config = cfg;
+    q->sasl_env.node_id = config_node_id(cfg);
+    q->sasl_env.metadata = auth ? auth->store : NULL;
+    q->sasl_env.plugins = auth ? auth->plugins : NULL;
     if ((voter && controller_listener(cfg, &net, &q->tls, err, errlen) != 0) ||
         server_link_open(cfg, SERVER_LINK_CONTROLLER, &q->link, err, errlen) != 0) {
+        quorum_stop(q);
+        return -1;
+    }
+    bool sasl = voter && is_sasl(net.listeners[0].security_protocol);
+    if (sasl && check_sasl_listener(q, &net.listeners[0], err, errlen) != 0) {
         quorum_stop(q);
         return -1;
     }
@@ -232,9 +296,15 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
         quorum_stop(q);
         return -1;
     }
-    if (q->link.tls) {
-        sc.transport_ops = &tls_client_transport_ops;
-        sc.transport_ctx = q->link.tls;
+    sc.client_setup = apply_link;
+    sc.client_setup_ctx = &q->link;
+    if (sasl) {
+        static const int16_t front[] = {SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY};
+        for (size_t i = 0; i < sizeof front / sizeof front[0]; i++) {
+            const struct api_handler_entry *e = handlers_find(front[i]);
+            sc.front_apis[sc.n_front_apis++] = (struct raft_shell_api){front[i], e ? e->min_version : 0,
+                                                                       e ? e->max_version : 0};
+        }
     }
     if (metadata)
         sc.listener = raft_shell_metadata_listener(metadata);
@@ -273,7 +343,8 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
         *out = q;
         return 0;
     }
-    if (net_server_start(&net, raft_shell_handle_request, q->shell, &q->net, err, errlen) != 0) {
+    if (net_server_start(&net, sasl ? serve_sasl : raft_shell_handle_request, sasl ? (void *)q : (void *)q->shell,
+                         &q->net, err, errlen) != 0) {
         quorum_stop(q);
         return -1;
     }
@@ -386,7 +457,8 @@ int controller_process_start(struct broker_config *cfg, struct controller_proces
         goto fail;
     }
     controller_brokers_set_forwarding(c->brokers, controller_forwarding_serve, c->forwarding);
-    if (quorum_start(cfg, cluster_id, c->log, c->brokers, &c->quorum, err, errlen) != 0)
+    struct quorum_auth auth = {c->metadata, c->plugins};
+    if (quorum_start(cfg, cluster_id, c->log, c->brokers, &auth, &c->quorum, err, errlen) != 0)
         goto fail;
     logger_info("server", "cairnd started as a controller: node %d, cluster %s, %lld ms", config_node_id(cfg),
                 cluster_id, (long long)(clock_mono_ms() - started));

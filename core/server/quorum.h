@@ -44,13 +44,28 @@ bool quorum_is_controller_listener(const struct broker_config *cfg, const char *
 struct raft_shell_metadata;
 
 struct controller_brokers;
+struct metadata_store;
+struct plugin_host;
+
+/* What a SASL controller listener checks credentials against: SCRAM in
+ * store's image, other mechanisms in plugins (NULL: none loaded). Both
+ * outlive the quorum. */
+struct quorum_auth {
+    struct metadata_store *store;
+    struct plugin_host *plugins;
+};
 
 /* Starts the shell and serves the first controller listener. With metadata
  * (its listener registered), committed entries go to it and it is attached
  * to the shell; with brokers, the listener also serves BrokerRegistration
- * and BrokerHeartbeat. Returns 0, or -1 with err filled. */
+ * and BrokerHeartbeat. A controller listener mapped to SASL_PLAINTEXT or
+ * SASL_SSL serves nothing but ApiVersions and the SASL exchange before a
+ * connection authenticates (auth), and the quorum's own client
+ * authenticates with sasl.mechanism.controller.protocol. Returns 0, or -1
+ * with err filled. */
 int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct raft_shell_metadata *metadata,
-                 struct controller_brokers *brokers, struct quorum **out, char *err, size_t errlen);
+                 struct controller_brokers *brokers, const struct quorum_auth *auth, struct quorum **out, char *err,
+                 size_t errlen);
 /* Stops serving, then stops the shell. NULL is fine. */
 void quorum_stop(struct quorum *q);
 

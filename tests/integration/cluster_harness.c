@@ -286,7 +286,8 @@ void cluster_start(struct cluster *c, const struct cluster_options *o)
         broker_spawn_on_port(&c->nodes[i], port, overrides);
     }
     for (int i = 0; i < N; i++)
-        broker_wait_ready(&c->nodes[i]);
+        if (!(o->not_awaited & (1u << (i + 1))))
+            broker_wait_ready(&c->nodes[i]);
     c->client = test_client_new();
     for (int i = 0; i < N; i++)
         assert_int_equal(net_client_add_node(c->client, i + 1, "127.0.0.1", broker_port(&c->nodes[i])), 0);

@@ -36,6 +36,7 @@ struct cluster_options {
     const char *const *extra;    /* NULL or NULL-terminated; added after settings */
     const char *node_setting[N]; /* NULL or one more setting for node i + 1 */
     const char *extra_listener;  /* NULL or a third listener's name, on 127.0.0.1 and a free port */
+    unsigned not_awaited;        /* bit per node id: nodes cluster_start does not wait for (kept out) */
 };
 
 struct partition_view {

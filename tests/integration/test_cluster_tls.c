@@ -331,8 +331,8 @@ static void wait_exit(struct test_broker *b)
 }
 
 /* A SASL inter-broker link needs a mechanism it speaks and the node's
- * credentials in Kafka's JAAS form; the controller listener serves no SASL.
- * Each gap stops start-up with a line naming the key
+ * credentials in Kafka's JAAS form, and so does a SASL controller listener,
+ * which must also serve the mechanism the node uses. Each gap stops start-up with a line naming the key
  * (test_cluster_sasl.c runs the link itself). */
 static void expect_refused(const char *const *extra, const char *needle)
 {
@@ -372,10 +372,32 @@ static void test_sasl_links_refused(void **state)
                                   NULL};
     expect_refused(extra_option, "option user_admin is not served (only username and password)");
 
+    /* A SASL controller listener: the node's own credentials, and a
+     * mechanism the listener serves (test_controller_sasl.c runs it). */
     const char *controller[] = {"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL",
                                 "sasl.mechanism.controller.protocol=SCRAM-SHA-256", NULL};
-    expect_refused(controller, "the controller listener serves PLAINTEXT or SSL only "
-                               "(sasl.mechanism.controller.protocol=SCRAM-SHA-256)");
+    expect_refused(controller, "controller link: listener CONTROLLER uses SASL SCRAM-SHA-256 "
+                               "(sasl.mechanism.controller.protocol), but "
+                               "listener.name.controller.scram-sha-256.sasl.jaas.config is not set");
+
+    const char *unserved[] = {"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL",
+                              "sasl.mechanism.controller.protocol=PLAIN",
+                              "listener.name.controller.plain.sasl.jaas.config="
+                              "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                              "username=\"b\" password=\"p\";",
+                              NULL};
+    expect_refused(unserved, "controller listener CONTROLLER maps to SASL_SSL, but it serves none of its SASL "
+                             "mechanisms");
+
+    const char *other[] = {"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL",
+                           "listener.name.controller.sasl.enabled.mechanisms=SCRAM-SHA-512",
+                           "sasl.mechanism.controller.protocol=SCRAM-SHA-256",
+                           "listener.name.controller.scram-sha-256.sasl.jaas.config="
+                           "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                           "username=\"b\" password=\"p\";",
+                           NULL};
+    expect_refused(other, "sasl.mechanism.controller.protocol=SCRAM-SHA-256 is not one of the mechanisms the "
+                          "controller listener CONTROLLER serves (SCRAM-SHA-512)");
 }
 
 int main(void)
