@@ -405,14 +405,10 @@ static void test_describe_quorum(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vote_request),
-        cmocka_unit_test(test_vote_pre_vote_is_skipped_by_plain_decoder),
-        cmocka_unit_test(test_epoch_requests),
-        cmocka_unit_test(test_fetch_request),
-        cmocka_unit_test(test_cluster_id_mismatch),
-        cmocka_unit_test(test_fetch_of_another_partition_is_refused),
-        cmocka_unit_test(test_small_responses),
-        cmocka_unit_test(test_fetch_response_records),
+        cmocka_unit_test(test_vote_request),        cmocka_unit_test(test_vote_pre_vote_is_skipped_by_plain_decoder),
+        cmocka_unit_test(test_epoch_requests),      cmocka_unit_test(test_fetch_request),
+        cmocka_unit_test(test_cluster_id_mismatch), cmocka_unit_test(test_fetch_of_another_partition_is_refused),
+        cmocka_unit_test(test_small_responses),     cmocka_unit_test(test_fetch_response_records),
         cmocka_unit_test(test_describe_quorum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
