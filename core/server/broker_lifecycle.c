@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -449,11 +450,21 @@ oom:
     return -1;
 }
 
+static bool stop_signal_pending(void)
+{
+    sigset_t pending;
+    if (sigpending(&pending) != 0)
+        return false;
+    return sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1;
+}
+
 int broker_lifecycle_wait_unfenced(struct broker_lifecycle *lc, int64_t timeout_ms)
 {
     for (int64_t waited = 0; waited < timeout_ms; waited += 50) {
         if (unfenced_in_image(lc))
             return 0;
+        if (stop_signal_pending())
+            return BROKER_LIFECYCLE_STOP_PENDING;
         if (wait_or_stop(lc, 50))
             return -1;
     }

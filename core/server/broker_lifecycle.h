@@ -41,7 +41,11 @@ struct broker_lifecycle_options {
 int broker_lifecycle_start(const struct broker_lifecycle_options *opts, struct broker_lifecycle **out, char *err,
                            size_t errlen);
 /* Waits up to timeout_ms for this broker to be registered and unfenced in
- * the published image. Returns 0, or -1 on timeout. */
+ * the published image. Returns 0, -1 on timeout, or
+ * BROKER_LIFECYCLE_STOP_PENDING once SIGTERM or SIGINT is pending: cairnd
+ * blocks them in every thread (main.c), so one sent during start-up waits
+ * at process level, and a node kept out of its cluster still stops. */
+#define BROKER_LIFECYCLE_STOP_PENDING (-2)
 int broker_lifecycle_wait_unfenced(struct broker_lifecycle *lc, int64_t timeout_ms);
 void broker_lifecycle_stop(struct broker_lifecycle *lc);
 

@@ -65,6 +65,14 @@ int main(int argc, char **argv)
                       ? controller_process_start(cfg, &controller, err, sizeof err)
                       : broker_start(cfg, &broker, err, sizeof err);
     if (started != 0) {
+        /* A stop asked for during start-up is no failure: the start undid
+         * what it had begun, and the signal is still pending here. */
+        sigset_t pending;
+        if (sigpending(&pending) == 0 && (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1)) {
+            logger_info("server", "received %s during start-up (%s): shut down",
+                        sigismember(&pending, SIGINT) == 1 ? "SIGINT" : "SIGTERM", err);
+            return 0;
+        }
         /* One line: the logger writes to stderr too. */
         logger_error("server", "start-up failed: %s", err);
         return 1;
