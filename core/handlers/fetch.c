@@ -179,9 +179,7 @@ static void read_partition(const struct fetch_op *f, const struct metadata_image
     }
     struct log_read_result rr;
     /* Consumers see what the ISR holds; a follower copies everything. */
-    int64_t max_offset = from_replica     ? INT64_MAX
-                         : read_committed ? ans->last_stable_offset
-                                          : ans->high_watermark;
+    int64_t max_offset = from_replica ? INT64_MAX : read_committed ? ans->last_stable_offset : ans->high_watermark;
     /* Below the local log start, tiered storage answers (off this thread). */
     int16_t remote_error = KAFKA_ERR_NONE;
     /* A follower reads its local log only: below it the consumer goes to
@@ -606,12 +604,14 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
     /* From v15 a follower names itself in ReplicaState (KIP-903). */
     int32_t replica_id = ctx->api_version >= 15 ? req->replica_state.replica_id : req->replica_id;
     bool from_replica = replica_id >= 0;
+    /* KIP-903: the follower's broker epoch, which the leader's ISR change names. */
+    int64_t replica_epoch = ctx->api_version >= 15 ? req->replica_state.replica_epoch : -1;
     if (from_replica && !env->replication) {
         resp->error_code = KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
         return HANDLER_RESPOND;
     }
-    if (from_replica && !handler_authorize_one(ctx, CAIRN_OP_CLUSTER_ACTION, CAIRN_RESOURCE_CLUSTER,
-                                               HANDLER_CLUSTER_RESOURCE)) {
+    if (from_replica &&
+        !handler_authorize_one(ctx, CAIRN_OP_CLUSTER_ACTION, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE)) {
         resp->error_code = KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED;
         return HANDLER_RESPOND;
     }
@@ -662,7 +662,8 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
     for (int32_t i = 0; from_replica && i < f->plan.partition_count; i++) {
         const struct fetch_partition_state *ps = &f->plan.partitions[i];
         if (ps->topic[0])
-            replication_follower_fetched(env->replication, ps->topic, ps->partition, replica_id, ps->fetch_offset);
+            replication_follower_fetched(env->replication, ps->topic, ps->partition, replica_id, replica_epoch,
+                                         ps->fetch_offset);
     }
     f->op.try_complete = fetch_try_complete;
     f->op.free_fn = fetch_op_free;

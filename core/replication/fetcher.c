@@ -247,8 +247,7 @@ static int encode_fetch(struct kafka_writer *w, int16_t version, void *ctx)
     int32_t self = req.replica_id;
     if (version >= 15) {
         req.replica_id = -1;
-        req.replica_state.replica_id = self;
-        req.replica_state.replica_epoch = -1;
+        req.replica_state.replica_id = self; /* replica_epoch set by fetch_once */
     } else {
         fetch_request_replica_state_init(&req.replica_state);
     }
@@ -290,6 +289,7 @@ static int fetch_once(struct fetcher *f, struct fetch_slot *slots, int32_t n)
     struct fetch_request req;
     fetch_request_init(&req);
     req.replica_id = r->opts.node_id;
+    req.replica_state.replica_epoch = r->opts.broker_epoch ? r->opts.broker_epoch(r->opts.broker_epoch_ctx) : -1;
     req.max_wait_ms = r->opts.fetch_wait_max_ms;
     req.min_bytes = r->opts.fetch_min_bytes;
     req.max_bytes = r->opts.fetch_response_max_bytes;

@@ -49,6 +49,22 @@ static void format_ids(const int32_t *ids, int32_t n, char *out, size_t outlen)
     }
 }
 
+/* Under the lock: each member's broker epoch as Kafka's leader sends it
+ * (KIP-903): its own for this broker, a follower's as its last fetch in
+ * this leader epoch named it, else -1. */
+static void isr_epochs(struct replication *r, const struct leader_partition *lp, const int32_t *isr, int32_t n,
+                       int64_t own_epoch, int64_t *epochs)
+{
+    for (int32_t i = 0; i < n; i++) {
+        epochs[i] = -1;
+        if (isr[i] == r->opts.node_id)
+            epochs[i] = own_epoch;
+        for (int32_t k = 0; k < lp->count && isr[i] != r->opts.node_id; k++)
+            if (lp->replica_ids[k] == isr[i])
+                epochs[i] = lp->broker_epochs[k];
+    }
+}
+
 /* Under the lock: the ISR this leader wants for lp, in *isr (leader
  * first kept where it is). Returns the count. */
 static int32_t wanted_isr(struct replication *r, struct leader_partition *lp, const struct replica_partition_info *info,
@@ -122,8 +138,10 @@ static void check_partition(struct replication *r, const char *topic, int32_t pa
     (void)partition_log_topic_id(log, topic_id);
     int64_t now = replication_now_ms();
     int32_t isr[REPLICA_INFO_MAX_REPLICAS];
+    int64_t epochs[REPLICA_INFO_MAX_REPLICAS];
     int32_t n = 0;
     bool send = false, arrived = false;
+    int64_t own_epoch = r->opts.broker_epoch ? r->opts.broker_epoch(r->opts.broker_epoch_ctx) : -1;
     pthread_mutex_lock(&r->lock);
     struct leader_partition *lp = replication_leader_entry(r, topic, partition, &info, log);
     if (lp && lp->awaiting_partition_epoch >= 0 && info.partition_epoch <= lp->awaiting_partition_epoch)
@@ -133,6 +151,7 @@ static void check_partition(struct replication *r, const char *topic, int32_t pa
         lp->awaiting_partition_epoch = -1;
         n = wanted_isr(r, lp, &info, hw, now, isr);
         send = !same_set(isr, n, info.isr, info.isr_count);
+        isr_epochs(r, lp, isr, n, own_epoch, epochs);
     }
     pthread_mutex_unlock(&r->lock);
     /* The changed ISR is in force: waiting acks=all produces look again
@@ -147,7 +166,7 @@ static void check_partition(struct replication *r, const char *topic, int32_t pa
     format_ids(isr, n, to, sizeof to);
     int32_t new_epoch = -1;
     int16_t rc = r->opts.alter_partition(r->opts.alter_partition_ctx, topic, topic_id, partition, info.leader_epoch,
-                                         info.partition_epoch, isr, n, &new_epoch);
+                                         info.partition_epoch, isr, epochs, n, &new_epoch);
     bool wait_metadata = rc == KAFKA_ERR_NONE || rc == KAFKA_ERR_FENCED_LEADER_EPOCH ||
                          rc == KAFKA_ERR_INVALID_UPDATE_VERSION || rc == KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION ||
                          rc == KAFKA_ERR_UNKNOWN_TOPIC_ID;

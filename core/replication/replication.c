@@ -301,6 +301,7 @@ static int64_t *follower_leo_slot(struct leader_partition *lp, int32_t replica_i
     lp->last_caught_up_ms[i] = lp->since_ms;
     lp->last_fetch_ms[i] = 0;
     lp->last_fetch_leader_end[i] = -1;
+    lp->broker_epochs[i] = -1;
     lp->fetched_since_check[i] = false;
     lp->sent_high_watermark[i] = -1;
     return &lp->log_end_offsets[i];
@@ -347,7 +348,7 @@ void replication_update_high_watermark(struct replication *r, const char *topic,
 }
 
 int16_t replication_follower_fetched(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
-                                     int64_t fetch_offset)
+                                     int64_t replica_epoch, int64_t fetch_offset)
 {
     struct replica_partition_info info;
     struct partition_log *log = NULL;
@@ -379,6 +380,7 @@ int16_t replication_follower_fetched(struct replication *r, const char *topic, i
             lp->last_caught_up_ms[i] = lp->last_fetch_ms[i];
         lp->last_fetch_leader_end[i] = leader_end;
         lp->last_fetch_ms[i] = now;
+        lp->broker_epochs[i] = replica_epoch;
         lp->fetched_since_check[i] = true;
         /* A replica outside the ISR may be ready to rejoin: the ISR thread looks. */
         if (r->isr_started && r->opts.alter_partition && !contains(info.isr, info.isr_count, replica_id)) {

@@ -37,9 +37,13 @@ struct replication;
  * waits for the answer: the new ISR (leader included), at the leader and
  * partition epochs this broker knows. Returns the partition's (or the
  * request's) error; on NONE *new_partition_epoch is the committed epoch. */
+/* isr_epochs[i] is member i's broker epoch as its last fetch named it
+ * (KIP-903; -1: unknown), so that the controller refuses a member that
+ * has restarted since (INELIGIBLE_REPLICA). */
 typedef int16_t (*replication_alter_partition_fn)(void *ctx, const char *topic, const uint8_t topic_id[16],
                                                   int32_t partition, int32_t leader_epoch, int32_t partition_epoch,
-                                                  const int32_t *isr, int32_t isr_count, int32_t *new_partition_epoch);
+                                                  const int32_t *isr, const int64_t *isr_epochs, int32_t isr_count,
+                                                  int32_t *new_partition_epoch);
 
 struct net_client_config;
 
@@ -66,6 +70,11 @@ struct replication_options {
      * alter_partition. NULL: the ISR is left as the metadata has it. */
     replication_alter_partition_fn alter_partition;
     void *alter_partition_ctx;
+    /* This broker's registration epoch, -1 while unregistered (NULL: -1):
+     * followers name it in Fetch (ReplicaState.ReplicaEpoch, v15+) and a
+     * leader in its own ISR entry (KIP-903). Called from any thread. */
+    int64_t (*broker_epoch)(void *ctx);
+    void *broker_epoch_ctx;
     int64_t replica_lag_time_max_ms; /* replica.lag.time.max.ms */
     /* min.insync.replicas of the broker (read at start), for topics that
      * do not set their own: the under/at-min-ISR gauges. */
@@ -89,12 +98,13 @@ int replication_start(const struct replication_options *opts, struct replication
 void replication_stop(struct replication *r);
 
 /* On the leader, for a Fetch from replica_id of topic-partition at
- * fetch_offset: records the follower's log end offset and moves the high
+ * fetch_offset: records the follower's log end offset and broker epoch
+ * (replica_epoch, -1 before Fetch v15), and moves the high
  * watermark. Returns KAFKA_ERR_NONE, NOT_LEADER_OR_FOLLOWER when this
  * broker does not lead the partition, or UNKNOWN_TOPIC_OR_PARTITION when
  * replica_id is not one of its replicas. */
 int16_t replication_follower_fetched(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
-                                     int64_t fetch_offset);
+                                     int64_t replica_epoch, int64_t fetch_offset);
 
 /* On the leader, what the rack-aware replica selector weighs (KIP-392):
  * follower replica_id's log end offset as of its last fetch in the current

@@ -73,6 +73,7 @@ struct leader_partition {
     int64_t last_caught_up_ms[LEADER_MAX_REPLICAS];
     int64_t last_fetch_ms[LEADER_MAX_REPLICAS];
     int64_t last_fetch_leader_end[LEADER_MAX_REPLICAS];
+    int64_t broker_epochs[LEADER_MAX_REPLICAS];    /* as the follower's last fetch named it, -1: unknown */
     bool fetched_since_check[LEADER_MAX_REPLICAS]; /* a fetch the ISR thread has not judged */
     /* The high watermark last sent to each follower in a Fetch answer, -1:
      * none yet in this epoch (replication_follower_hw_behind). */

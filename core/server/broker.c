@@ -287,6 +287,8 @@ static int start_replication(struct broker *b, char *err, size_t errlen)
         /* ISR changes need a controller to ask: a quorum. */
         .alter_partition = b->lifecycle ? broker_lifecycle_alter_partition : NULL,
         .alter_partition_ctx = b->lifecycle,
+        .broker_epoch = b->lifecycle ? broker_lifecycle_epoch : NULL,
+        .broker_epoch_ctx = b->lifecycle,
         .replica_lag_time_max_ms = config_get_long(cfg, "replica.lag.time.max.ms"),
         .min_insync_replicas = config_get_int(cfg, "min.insync.replicas"),
         .listener = b->broker_link.listener,

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,9 @@ struct broker_lifecycle {
     pthread_mutex_t call_mu; /* serializes calls to the leader; guards client_node and epoch */
     int32_t client_node;     /* voter the client knows, -1 */
     int64_t epoch;           /* broker epoch from the last registration, -1 */
+    /* epoch as other threads read it without call_mu (a call to the
+     * controller may hold that for a heartbeat interval) */
+    _Atomic int64_t published_epoch;
     pthread_t thread;
     bool thread_started;
     pthread_mutex_t mu; /* guards stopping */
@@ -78,6 +82,21 @@ struct call {
     int64_t producer_id_start;
     int32_t partition_epoch; /* AlterPartition's answer */
 };
+
+/* Caller holds call_mu (or is the only thread, at start). */
+static void set_epoch(struct broker_lifecycle *lc, int64_t epoch)
+{
+    if (epoch >= 0 && epoch != lc->epoch)
+        logger_info(LOG, "broker %d now has broker epoch %lld", lc->node_id, (long long)epoch);
+    lc->epoch = epoch;
+    atomic_store(&lc->published_epoch, epoch);
+}
+
+int64_t broker_lifecycle_epoch(void *ctx)
+{
+    struct broker_lifecycle *lc = ctx;
+    return atomic_load(&lc->published_epoch);
+}
 
 static void call_done(struct net_client_result *result, void *ctx)
 {
@@ -137,8 +156,8 @@ static int16_t call_leader(struct broker_lifecycle *lc, int32_t leader, int16_t 
     pthread_cond_init(&c->cond, NULL);
     struct net_client_request req = {.node_id = leader,
                                      .api_key = api_key,
-                                     /* AlterPartition v2: by topic id, the ISR without broker epochs */
-                                     .pinned_version = api_key == CONTROLLER_API_ALTER_PARTITION ? 2 : -1,
+                                     /* AlterPartition v3: by topic id, the ISR with broker epochs (KIP-903) */
+                                     .pinned_version = api_key == CONTROLLER_API_ALTER_PARTITION ? 3 : -1,
                                      .body = body,
                                      .timeout_ms = lc->heartbeat_interval_ms,
                                      .done = call_done,
@@ -180,7 +199,7 @@ static void register_remote(struct broker_lifecycle *lc, int32_t leader)
     struct call c = {.broker_epoch = -1};
     int16_t rc = call_leader(lc, leader, CONTROLLER_API_BROKER_REGISTRATION, &req, &c);
     if (rc == KAFKA_ERR_NONE) {
-        lc->epoch = c.broker_epoch;
+        set_epoch(lc, c.broker_epoch);
         logger_info(LOG, "broker %d registered with controller %d at epoch %lld", lc->node_id, leader,
                     (long long)lc->epoch);
     } else if (rc != KAFKA_ERR_NOT_CONTROLLER && rc != KAFKA_ERR_NETWORK_EXCEPTION) {
@@ -204,7 +223,7 @@ static int16_t heartbeat_remote(struct broker_lifecycle *lc, int32_t leader, boo
     if (rc == KAFKA_ERR_STALE_BROKER_EPOCH || rc == KAFKA_ERR_BROKER_ID_NOT_REGISTERED) {
         logger_info(LOG, "broker %d: controller %d does not know epoch %lld (error %d): registering again", lc->node_id,
                     leader, (long long)lc->epoch, rc);
-        lc->epoch = -1;
+        set_epoch(lc, -1);
     }
     return rc;
 }
@@ -216,8 +235,10 @@ static void lifecycle_round_locked(struct broker_lifecycle *lc)
 {
     if (metadata_store_is_controller(lc->store)) {
         char err[256] = "";
+        int64_t epoch = lc->epoch;
         int16_t rc = metadata_register_broker(lc->store, lc->node_id, lc->endpoints, lc->endpoint_count, lc->rack,
-                                              false, &lc->epoch, err, sizeof err);
+                                              false, &epoch, err, sizeof err);
+        set_epoch(lc, epoch);
         if (rc == KAFKA_ERR_NONE)
             controller_brokers_heard(lc->controller, lc->node_id);
         else if (rc != KAFKA_ERR_NOT_CONTROLLER)
@@ -308,7 +329,7 @@ int16_t broker_lifecycle_allocate_producer_ids(void *ctx, int64_t *first, char *
 
 int16_t broker_lifecycle_alter_partition(void *ctx, const char *topic, const uint8_t topic_id[16], int32_t partition,
                                          int32_t leader_epoch, int32_t partition_epoch, const int32_t *isr,
-                                         int32_t isr_count, int32_t *new_partition_epoch)
+                                         const int64_t *isr_epochs, int32_t isr_count, int32_t *new_partition_epoch)
 {
     struct broker_lifecycle *lc = ctx;
     *new_partition_epoch = -1;
@@ -323,7 +344,7 @@ int16_t broker_lifecycle_alter_partition(void *ctx, const char *topic, const uin
         /* The active controller's own node: straight to the store. */
         struct metadata_isr_member members[64];
         for (int32_t i = 0; i < isr_count; i++)
-            members[i] = (struct metadata_isr_member){isr[i], -1};
+            members[i] = (struct metadata_isr_member){isr[i], isr_epochs[i]};
         struct metadata_isr_change change = {
             .topic_name = topic,
             .topic_name_len = strlen(topic),
@@ -335,7 +356,7 @@ int16_t broker_lifecycle_alter_partition(void *ctx, const char *topic, const uin
             .isr_count = isr_count,
         };
         char err[256] = "";
-        rc = metadata_alter_partition(lc->store, lc->node_id, broker_epoch, 2, &change, 1, err, sizeof err);
+        rc = metadata_alter_partition(lc->store, lc->node_id, broker_epoch, 3, &change, 1, err, sizeof err);
         if (rc == KAFKA_ERR_NONE)
             rc = change.error_code;
         if (rc == KAFKA_ERR_NONE)
@@ -353,8 +374,11 @@ int16_t broker_lifecycle_alter_partition(void *ctx, const char *topic, const uin
     pd.partition_index = partition;
     pd.leader_epoch = leader_epoch;
     pd.partition_epoch = partition_epoch;
-    pd.new_isr = (int32_t *)isr;
-    pd.new_isr_count = isr_count;
+    struct alter_partition_request_broker_state states[64];
+    for (int32_t i = 0; i < isr_count; i++)
+        states[i] = (struct alter_partition_request_broker_state){isr[i], isr_epochs[i]};
+    pd.new_isr_with_epochs = states;
+    pd.new_isr_with_epochs_count = isr_count;
     struct alter_partition_request_topic_data td;
     alter_partition_request_topic_data_init(&td);
     td.topic_name = (struct kafka_str){topic, (int32_t)strlen(topic)};
@@ -402,7 +426,7 @@ int broker_lifecycle_start(const struct broker_lifecycle_options *opts, struct b
     lc->heartbeat_interval_ms = opts->heartbeat_interval_ms > 0 ? opts->heartbeat_interval_ms : 2000;
     lc->quorum = opts->quorum;
     lc->controller = opts->controller;
-    lc->epoch = -1;
+    set_epoch(lc, -1);
     lc->client_node = -1;
     snprintf(lc->cluster_id, sizeof lc->cluster_id, "%s", opts->cluster_id ? opts->cluster_id : "");
     pthread_mutex_init(&lc->mu, NULL);
@@ -499,7 +523,7 @@ static void controlled_shutdown(struct broker_lifecycle *lc)
         pthread_mutex_lock(&lc->call_mu);
         leader = raft_shell_metadata_leader_id(lc->quorum);
         if (lc->epoch < 0)
-            lc->epoch = unfenced_epoch_in_image(lc);
+            set_epoch(lc, unfenced_epoch_in_image(lc));
         bool own = leader == lc->node_id;
         rc = leader >= 0 && !own && lc->epoch >= 0 ? heartbeat_remote(lc, leader, true) : KAFKA_ERR_NOT_CONTROLLER;
         pthread_mutex_unlock(&lc->call_mu);

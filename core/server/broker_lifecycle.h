@@ -54,12 +54,16 @@ void broker_lifecycle_stop(struct broker_lifecycle *lc);
  * active controller (Kafka's RPC). Any thread. */
 int16_t broker_lifecycle_allocate_producer_ids(void *ctx, int64_t *first, char *err, size_t errlen);
 
-/* replication_alter_partition_fn (ctx: the lifecycle): AlterPartition v2
+/* replication_alter_partition_fn (ctx: the lifecycle): AlterPartition v3
  * for one partition to the active controller (the store directly on its
- * own node), with this broker's epoch; NOT_CONTROLLER when none is known.
- * Any thread; serialised with the heartbeats. */
+ * own node), with this broker's epoch and each member's (KIP-903);
+ * NOT_CONTROLLER when none is known. Any thread; serialised with the
+ * heartbeats. */
 int16_t broker_lifecycle_alter_partition(void *ctx, const char *topic, const uint8_t topic_id[16], int32_t partition,
                                          int32_t leader_epoch, int32_t partition_epoch, const int32_t *isr,
-                                         int32_t isr_count, int32_t *new_partition_epoch);
+                                         const int64_t *isr_epochs, int32_t isr_count, int32_t *new_partition_epoch);
+/* This broker's registration epoch, -1 while unregistered (ctx: the
+ * lifecycle). Any thread, without waiting for a call in progress. */
+int64_t broker_lifecycle_epoch(void *ctx);
 
 #endif

@@ -544,3 +544,15 @@ void broker_cleanup(struct test_broker *b)
         free(b->overrides[i]);
     b->override_count = 0;
 }
+
+void broker_wait_log(struct test_broker *b, const char *needle, int timeout_ms)
+{
+    long long deadline = harness_now_ms() + timeout_ms;
+    while (!broker_log_contains(b, needle)) {
+        if (harness_now_ms() > deadline) {
+            broker_print_log_tail(b, 40);
+            fail_msg("no '%s' in %s within %d ms", needle, b->log_path, timeout_ms);
+        }
+        usleep(200 * 1000);
+    }
+}

@@ -77,6 +77,9 @@ void broker_cleanup(struct test_broker *b);
 
 /* Prints the last `lines` lines of the broker log to stderr. */
 void broker_print_log_tail(const struct test_broker *b, int lines);
+/* Waits up to timeout_ms for a line of the broker log holding needle;
+ * fails the test with the log's tail otherwise. */
+void broker_wait_log(struct test_broker *b, const char *needle, int timeout_ms);
 /* True if a line of the broker log contains needle. */
 bool broker_log_contains(const struct test_broker *b, const char *needle);
 

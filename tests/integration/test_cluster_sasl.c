@@ -66,18 +66,6 @@ static void start(struct cluster *c, const char *node3, const char *const *extra
     }
 }
 
-static void wait_log(struct test_broker *b, const char *needle, int timeout_ms)
-{
-    long long deadline = harness_now_ms() + timeout_ms;
-    while (!broker_log_contains(b, needle)) {
-        if (harness_now_ms() > deadline) {
-            broker_print_log_tail(b, 40);
-            fail_msg("no '%s' in %s within %d ms", needle, b->log_path, timeout_ms);
-        }
-        usleep(200 * 1000);
-    }
-}
-
 /* Lines of b's log holding needle. */
 static int count_lines(const struct test_broker *b, const char *needle)
 {
@@ -109,7 +97,7 @@ static void test_replication_over_scram(void **state)
     assert_int_equal(rk_consume_all(bootstrap, "linked", 1, want, 30000, &set), 300);
     rk_record_set_free(&set);
     /* The leader saw its followers as the SCRAM user, on INTERNAL. */
-    wait_log(&c.nodes[leader - 1], "User:broker authenticated with SCRAM-SHA-512", 5000);
+    broker_wait_log(&c.nodes[leader - 1], "User:broker authenticated with SCRAM-SHA-512", 5000);
     assert_true(broker_log_contains(&c.nodes[leader - 1], "on INTERNAL"));
     struct view v;
     assert_true(metadata(&c, leader, "linked", &v));
@@ -163,7 +151,7 @@ static void test_replication_over_plain(void **state)
     struct rk_record_set set = {0};
     assert_int_equal(rk_consume_all(bootstrap, "plain-linked", 1, want, 30000, &set), 200);
     rk_record_set_free(&set);
-    wait_log(&c.nodes[leader - 1], "User:broker authenticated with PLAIN", 5000);
+    broker_wait_log(&c.nodes[leader - 1], "User:broker authenticated with PLAIN", 5000);
     cluster_stop(&c);
     unlink(db);
 }
@@ -185,8 +173,9 @@ static void test_wrong_password_stays_out(void **state)
     start(&c, JAAS_KEY JAAS_MODULE "username=\"broker\" password=\"wrong\";", NULL);
     int32_t leader = create_partitions(&c, "kept-out", 3, NULL);
     (void)leader;
-    wait_log(&c.nodes[2], "inter-broker link: SASL SCRAM-SHA-512 authentication as broker with 127.0.0.1:", 30000);
-    wait_log(&c.nodes[2], "invalid credentials with SASL mechanism SCRAM-SHA-512", 5000);
+    broker_wait_log(&c.nodes[2],
+                    "inter-broker link: SASL SCRAM-SHA-512 authentication as broker with 127.0.0.1:", 30000);
+    broker_wait_log(&c.nodes[2], "invalid credentials with SASL mechanism SCRAM-SHA-512", 5000);
     /* Every partition node 3 follows loses it from the ISR. */
     long long deadline = harness_now_ms() + 30000;
     for (;;) {

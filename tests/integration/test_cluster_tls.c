@@ -170,18 +170,6 @@ static void wait_brokers(const struct test_broker *node, unsigned want, int time
     }
 }
 
-static void wait_log(struct test_broker *b, const char *needle, int timeout_ms)
-{
-    long long deadline = harness_now_ms() + timeout_ms;
-    while (!broker_log_contains(b, needle)) {
-        if (harness_now_ms() > deadline) {
-            broker_print_log_tail(b, 40);
-            fail_msg("no '%s' in %s within %d ms", needle, b->log_path, timeout_ms);
-        }
-        usleep(200 * 1000);
-    }
-}
-
 static void test_quorum_and_replication_over_mutual_tls(void **state)
 {
     (void)state;
@@ -246,7 +234,7 @@ static void test_node_with_wrong_ca_stays_out(void **state)
     broker_wait_ready(&c.nodes[0]);
     broker_wait_ready(&c.nodes[1]);
     /* Node 3 cannot verify the others' certificates, nor they its. */
-    wait_log(&c.nodes[2], "certificate verify failed", 30000);
+    broker_wait_log(&c.nodes[2], "certificate verify failed", 30000);
     wait_brokers(&c.nodes[0], (1u << 1) | (1u << 2), 30000);
     /* Still out a while later: never registered. */
     usleep(3000 * 1000);
@@ -305,7 +293,7 @@ static void test_endpoint_identification(void **state)
     (void)state;
     struct cluster c;
     cluster_spawn_with(&c, 0, "elsewhere.pem", NULL, NULL);
-    wait_log(&c.nodes[0], "certificate verify failed: IP address mismatch", 30000);
+    broker_wait_log(&c.nodes[0], "certificate verify failed: IP address mismatch", 30000);
     for (int i = 0; i < N; i++)
         broker_kill9(&c.nodes[i]);
     cluster_stop(&c);
@@ -341,7 +329,7 @@ static void expect_refused(const char *const *extra, const char *needle)
     memset(&b, 0, sizeof b);
     spawn_single(&b, "server.pem", extra);
     wait_exit(&b);
-    wait_log(&b, needle, 5000);
+    broker_wait_log(&b, needle, 5000);
     broker_mark_passed(&b);
     broker_cleanup(&b);
 }

@@ -81,18 +81,6 @@ static void stop(struct cluster *c)
     unlink(sasldb);
 }
 
-static void wait_log(struct test_broker *b, const char *needle, int timeout_ms)
-{
-    long long deadline = harness_now_ms() + timeout_ms;
-    while (!broker_log_contains(b, needle)) {
-        if (harness_now_ms() > deadline) {
-            broker_print_log_tail(b, 40);
-            fail_msg("no '%s' in %s within %d ms", needle, b->log_path, timeout_ms);
-        }
-        usleep(200 * 1000);
-    }
-}
-
 /* The active controller as node 1 names it, once it is one of `among`
  * (a bit per node id). */
 static int32_t controller_among(struct cluster *c, unsigned among)
@@ -159,7 +147,7 @@ static void test_quorum_over_plain(void **state)
     other = leader == 1 ? 2 : 1;
     alter_forwarded(&c, other);
     /* The leader saw the others as the PLAIN user on its controller listener. */
-    wait_log(&c.nodes[leader - 1], "User:controller authenticated with PLAIN from", 5000);
+    broker_wait_log(&c.nodes[leader - 1], "User:controller authenticated with PLAIN from", 5000);
     assert_true(broker_log_contains(&c.nodes[leader - 1], "on CONTROLLER"));
 
     /* Unauthenticated: ApiVersions lists the SASL APIs; a quorum request
@@ -180,7 +168,7 @@ static void test_quorum_over_plain(void **state)
     raw_writer_free(&w);
     assert_true(raw_wait_closed(fd, 5000));
     close(fd);
-    wait_log(&c.nodes[other - 1], "unexpected DescribeQuorum request before SASL authentication", 5000);
+    broker_wait_log(&c.nodes[other - 1], "unexpected DescribeQuorum request before SASL authentication", 5000);
 
     /* The operator's tool authenticates like the nodes do. */
     char cmd[1024];
@@ -211,8 +199,8 @@ static void test_wrong_password_stays_out(void **state)
     start(&c, JAAS_KEY JAAS_MODULE "username=\"controller\" password=\"wrong\";", 1u << 3, NULL);
     const unsigned two = (1u << 1) | (1u << 2);
     wait_view(&c, 1, two, NULL, 0, 30000);
-    wait_log(&c.nodes[2], "controller link: SASL PLAIN authentication as controller with 127.0.0.1:", 30000);
-    wait_log(&c.nodes[2], "failed: error 58", 5000);
+    broker_wait_log(&c.nodes[2], "controller link: SASL PLAIN authentication as controller with 127.0.0.1:", 30000);
+    broker_wait_log(&c.nodes[2], "failed: error 58", 5000);
     int32_t leader = create_at_controller(&c, two, "without-three", 2);
     wait_view(&c, 1, two, "without-three", 2, 30000);
     wait_view(&c, 2, two, "without-three", 2, 30000);
@@ -375,7 +363,7 @@ static void test_quorum_over_sasl_ssl(void **state)
     for (int node = 1; node <= N; node++)
         wait_view(&c, node, ALL, "over-sasl-ssl", 2, 30000);
     alter_forwarded(&c, leader == 1 ? 2 : 1);
-    wait_log(&c.nodes[leader - 1], "User:controller authenticated with PLAIN from", 5000);
+    broker_wait_log(&c.nodes[leader - 1], "User:controller authenticated with PLAIN from", 5000);
     for (int i = 0; i < N; i++)
         assert_false(broker_log_contains(&c.nodes[i], "TLS handshake with"));
     stop(&c);

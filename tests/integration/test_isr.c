@@ -17,16 +17,22 @@
 #include <cmocka.h>
 
 #include "cluster_harness.h"
+#include "net/client.h"
+#include "protocol/generated/errors.h"
+#include "protocol/generated/fetch_request.h"
+#include "protocol/generated/fetch_response.h"
 #include "raw_kafka.h"
 #include "rk_helpers.h"
 #include "topic_configs.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define LAG_MS 2000
+#define API_FETCH 1
 #define LAG_MS_TEXT "2000"
 /* A loaded machine (ASan, parallel builds) stretches fetches and commits. */
 #define SLACK_MS 20000
@@ -243,10 +249,140 @@ static void test_isr_shrinks_and_grows_back(void **state)
     cluster_stop(&c);
 }
 
+/* The broker epoch a node last logged for itself, -1 when none. */
+static long long logged_broker_epoch(const struct test_broker *b)
+{
+    FILE *f = fopen(b->log_path, "r");
+    if (!f)
+        return -1;
+    char line[1024];
+    long long epoch = -1;
+    while (fgets(line, sizeof line, f)) {
+        const char *at = strstr(line, "now has broker epoch ");
+        if (at)
+            epoch = strtoll(at + strlen("now has broker epoch "), NULL, 10);
+    }
+    fclose(f);
+    return epoch;
+}
+
+struct forged_answer {
+    int16_t error;
+    int64_t high_watermark;
+};
+
+static void forged_parse(const struct net_client_result *result, void *arg)
+{
+    struct forged_answer *a = arg;
+    const struct fetch_response *m = result->response;
+    if (result->status != NET_CLIENT_OK || !m || m->responses_count != 1 || m->responses[0].partitions_count != 1)
+        return;
+    a->error = m->responses[0].partitions[0].error_code;
+    a->high_watermark = m->responses[0].partitions[0].high_watermark;
+}
+
+/* A follower's Fetch v15 of partition 0 as broker `replica` at broker
+ * epoch `replica_epoch` (ReplicaState, KIP-903), sent by the test. */
+static struct forged_answer forged_fetch(struct cluster *c, int32_t leader, const struct view *v, int32_t replica,
+                                         int64_t replica_epoch, int64_t offset)
+{
+    struct fetch_request_fetch_partition part;
+    fetch_request_fetch_partition_init(&part);
+    part.partition = 0;
+    part.fetch_offset = offset;
+    part.current_leader_epoch = v->p[0].leader_epoch;
+    part.partition_max_bytes = 1024;
+    struct fetch_request_fetch_topic t;
+    fetch_request_fetch_topic_init(&t);
+    memcpy(t.topic_id.bytes, v->topic_id, sizeof t.topic_id.bytes);
+    t.partitions = &part;
+    t.partitions_count = 1;
+    struct fetch_request req;
+    fetch_request_init(&req);
+    req.replica_id = -1;
+    req.replica_state.replica_id = replica;
+    req.replica_state.replica_epoch = replica_epoch;
+    req.max_wait_ms = 0;
+    req.min_bytes = 1;
+    req.max_bytes = 1 << 20;
+    req.session_epoch = -1;
+    req.topics = &t;
+    req.topics_count = 1;
+    struct forged_answer a = {.error = -1, .high_watermark = -1};
+    assert_int_equal(client_call(c->client, leader, API_FETCH, 15, &req, 10000, forged_parse, &a), NET_CLIENT_OK);
+    return a;
+}
+
+/* KIP-903: the leader names each ISR member's broker epoch in
+ * AlterPartition (v3), as the member's own fetches gave it. A fetch that
+ * names an epoch the broker no longer has (an earlier incarnation's) must
+ * not bring it back into the ISR: the controller answers
+ * INELIGIBLE_REPLICA. The same fetch with the current epoch does. The
+ * follower is paused throughout, so only the test's fetches speak for it. */
+static void test_isr_refuses_stale_broker_epoch(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_up(&c);
+    int32_t leader = create_replicated(&c, "stale", NULL);
+    const char *bootstrap = broker_bootstrap(&c.nodes[leader - 1]);
+    const char *conf[] = {"enable.idempotence", "true", "acks", "all", "message.timeout.ms", "60000", NULL};
+    rd_kafka_t *p = rk_producer_new(bootstrap, conf);
+    produce_all(p, "stale", 10);
+    assert_int_equal(rk_producer_stats(p)->delivered, 10);
+    wait_isr(p, "stale", 3, leader, true, 30000);
+    int32_t follower = leader % 3 + 1;
+    long long epoch = logged_broker_epoch(&c.nodes[follower - 1]);
+    assert_true(epoch >= 0);
+    long long stale = epoch > 0 ? epoch - 1 : epoch + 1;
+
+    assert_int_equal(kill(c.nodes[follower - 1].pid, SIGSTOP), 0);
+    wait_isr(p, "stale", 2, follower, false, LAG_MS + SLACK_MS);
+    struct view v;
+    assert_true(metadata(&c, leader, "stale", &v));
+    assert_true(v.p[0].leader == leader);
+    struct forged_answer a = forged_fetch(&c, leader, &v, follower, stale, 0);
+    assert_int_equal(a.error, KAFKA_ERR_NONE);
+    assert_true(a.high_watermark >= 10);
+    int64_t end = a.high_watermark;
+
+    /* Caught up, but at a stale epoch: refused, and it stays out. */
+    for (int i = 0; i < 20; i++) {
+        a = forged_fetch(&c, leader, &v, follower, stale, end);
+        assert_int_equal(a.error, KAFKA_ERR_NONE);
+        usleep(150 * 1000);
+    }
+    broker_wait_log(&c.nodes[leader - 1], "failed (error 107)", SLACK_MS);
+    int32_t isr[8];
+    int n = isr_of(p, "stale", isr);
+    assert_int_equal(n, 2);
+    assert_false(has(isr, n, follower));
+
+    /* The same fetch at the epoch the broker has now brings it back. */
+    long long deadline = harness_now_ms() + SLACK_MS;
+    for (;;) {
+        a = forged_fetch(&c, leader, &v, follower, epoch, end);
+        assert_int_equal(a.error, KAFKA_ERR_NONE);
+        n = isr_of(p, "stale", isr);
+        if (n == 3 && has(isr, n, follower))
+            break;
+        if (harness_now_ms() > deadline)
+            fail_msg("broker %d not back in the ISR at its current epoch %lld", (int)follower, epoch);
+        usleep(150 * 1000);
+    }
+    assert_int_equal(kill(c.nodes[follower - 1].pid, SIGCONT), 0);
+    produce_all(p, "stale", 10);
+    assert_int_equal(rk_producer_stats(p)->failed, 0);
+    assert_int_equal(rk_producer_stats(p)->delivered, 20);
+    rk_producer_destroy(p);
+    cluster_stop(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_isr_shrinks_and_grows_back),
+        cmocka_unit_test(test_isr_refuses_stale_broker_epoch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

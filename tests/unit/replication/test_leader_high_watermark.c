@@ -177,28 +177,28 @@ static void test_high_watermark_is_the_smallest_isr_log_end(void **state)
     /* Followers in the ISR hold it until they have the records. */
     assert_int_equal(partition_log_high_watermark(log), 0);
 
-    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 2, 10), KAFKA_ERR_NONE);
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 2, -1, 10), KAFKA_ERR_NONE);
     assert_int_equal(partition_log_high_watermark(log), 0); /* 3 not heard from yet */
-    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 3, 4), KAFKA_ERR_NONE);
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 3, -1, 4), KAFKA_ERR_NONE);
     assert_int_equal(partition_log_high_watermark(log), 4);
     assert_int_equal(f->moved, moved + 1);
-    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 3, 10), KAFKA_ERR_NONE);
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 3, -1, 10), KAFKA_ERR_NONE);
     assert_int_equal(partition_log_high_watermark(log), 10);
     assert_int_equal(f->moved, moved + 2);
     /* A fetch offset past the leader's end counts as its end. */
-    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 2, 99), KAFKA_ERR_NONE);
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 2, -1, 99), KAFKA_ERR_NONE);
     assert_int_equal(partition_log_high_watermark(log), 10);
 
     /* No replica: refused, and it moves nothing. */
     append_records(log, 5);
-    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 7, 15), KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 7, -1, 15), KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION);
     assert_int_equal(partition_log_high_watermark(log), 10);
 
     /* A new leader epoch: followers must be heard from again. */
     apply(f, image_at(1));
-    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 2, 15), KAFKA_ERR_NONE);
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 2, -1, 15), KAFKA_ERR_NONE);
     assert_int_equal(partition_log_high_watermark(log), 10);
-    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 3, 15), KAFKA_ERR_NONE);
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 0, 3, -1, 15), KAFKA_ERR_NONE);
     assert_int_equal(partition_log_high_watermark(log), 15);
     partition_log_close(log);
 }
@@ -209,9 +209,9 @@ static void test_replica_outside_the_isr_does_not_hold_it(void **state)
     apply(f, image_at(0));
     struct partition_log *log = log_of(f, 1);
     append_records(log, 8);
-    assert_int_equal(replication_follower_fetched(f->repl, "t", 1, 3, 0), KAFKA_ERR_NONE);
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 1, 3, -1, 0), KAFKA_ERR_NONE);
     assert_int_equal(partition_log_high_watermark(log), 0);
-    assert_int_equal(replication_follower_fetched(f->repl, "t", 1, 2, 8), KAFKA_ERR_NONE);
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 1, 2, -1, 8), KAFKA_ERR_NONE);
     assert_int_equal(partition_log_high_watermark(log), 8);
     partition_log_close(log);
 }
@@ -220,8 +220,8 @@ static void test_a_followed_partition_is_not_led_here(void **state)
 {
     struct fixture *f = *state;
     apply(f, image_at(0));
-    assert_int_equal(replication_follower_fetched(f->repl, "t", 2, 2, 0), KAFKA_ERR_NOT_LEADER_OR_FOLLOWER);
-    assert_int_equal(replication_follower_fetched(f->repl, "t", 9, 2, 0), KAFKA_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 2, 2, -1, 0), KAFKA_ERR_NOT_LEADER_OR_FOLLOWER);
+    assert_int_equal(replication_follower_fetched(f->repl, "t", 9, 2, -1, 0), KAFKA_ERR_NOT_LEADER_OR_FOLLOWER);
 }
 
 /* The module again, with the broker's min.insync.replicas set to min_isr
@@ -316,7 +316,7 @@ static void test_fetch_of_many_partitions(void **state)
     for (int round = 0; round < ROUNDS; round++) {
         double started = now_us();
         for (int32_t i = 0; i < MANY; i++)
-            assert_int_equal(replication_follower_fetched(f->repl, "many", i, 2 + round % 2, round ? 1 : 0),
+            assert_int_equal(replication_follower_fetched(f->repl, "many", i, 2 + round % 2, -1, round ? 1 : 0),
                              KAFKA_ERR_NONE);
         double took = now_us() - started;
         if (round == 0 || took < best)
