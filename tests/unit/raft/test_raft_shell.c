@@ -705,11 +705,17 @@ static void test_late_follower_catches_up_from_disk(void **state)
     memset(again, 0, sizeof again);
     for (int i = 0; i < N; i++)
         memcpy(again[i].dir, nodes[i].dir, sizeof again[i].dir);
+    /* The old leader starts resigned and tells the others to elect soon:
+     * on a slow start a new leader may already have written its
+     * LeaderChange record (one entry, in a later epoch) before the last
+     * node is up. Anything short of the whole log is a failed load. */
     start_nodes(again, ports);
     for (int i = 0; i < N; i++) {
         struct raft_shell_status st;
         raft_shell_status(again[i].shell, &st);
-        assert_int_equal(st.end_offset, end);
+        if (st.end_offset != end && !(st.end_offset > end && st.epoch > quorum_epoch))
+            fail_msg("node %d restarted at end offset %lld in epoch %d; it wrote %lld in epoch %d", i + 1,
+                     (long long)st.end_offset, (int)st.epoch, (long long)end, (int)quorum_epoch);
     }
     stop_nodes(again);
     for (int i = 0; i < N; i++)
@@ -822,10 +828,14 @@ static void test_late_follower_fetches_snapshot(void **state)
     memset(again, 0, sizeof again);
     for (int i = 0; i < N; i++)
         memcpy(again[i].dir, nodes[i].dir, sizeof again[i].dir);
-    start_nodes(again, ports);
+    /* The late node first and alone: no leader can write before it is
+     * looked at. */
+    start_node(again, ports, N - 1);
     raft_shell_status(again[N - 1].shell, &st);
     assert_int_equal(st.log_start, 4);
     assert_int_equal(st.end_offset, lst.end_offset);
+    for (int i = 0; i < N - 1; i++)
+        start_node(again, ports, i);
     pthread_mutex_lock(&again[N - 1].seen.mu);
     assert_int_equal(again[N - 1].seen.snapshot_loads, 1);
     assert_int_equal(again[N - 1].seen.loaded.end_offset, 4);
