@@ -233,8 +233,11 @@ static bool apply_partition(struct fetcher *f, struct fetch_slot *s, struct fetc
     int64_t lag = pd->high_watermark > end ? pd->high_watermark - end : 0;
     pthread_mutex_lock(&r->lock);
     struct follower_partition *fp = replication_follower(r, s->topic, s->partition);
-    if (fp && fp->fetcher == f)
+    if (fp && fp->fetcher == f) {
         fp->lag = lag;
+        if (lag == 0)
+            fp->caught_up_ms = replication_now_ms();
+    }
     pthread_mutex_unlock(&r->lock);
     return true;
 }

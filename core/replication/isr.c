@@ -272,6 +272,10 @@ static void *isr_main(void *arg)
             next_round = replication_now_ms() + period;
         }
         replication_refresh_leader_gauges(r);
+        /* The followers' time lag grows while no fetch answers. */
+        pthread_mutex_lock(&r->lock);
+        replication_refresh_max_lag(r);
+        pthread_mutex_unlock(&r->lock);
     }
     return NULL;
 }

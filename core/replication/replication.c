@@ -98,6 +98,7 @@ static void on_leadership(void *ctx, const char *topic, int32_t partition, bool 
         fresh->partition = partition;
         fresh->leader_id = info.leader_id;
         fresh->leader_epoch = info.leader_epoch;
+        fresh->caught_up_ms = replication_now_ms();
         fresh->has_topic_id = partition_log_topic_id(log, fresh->topic_id) == 0;
         fresh->log = log;
         log = NULL;
@@ -194,6 +195,8 @@ int replication_start(const struct replication_options *opts, struct replication
                                       "ISR changes by this leader that added a replica.");
     r->max_lag = metrics_register(METRICS_GAUGE, "cairn_replication_fetcher_max_lag", NULL,
                                   "Largest lag in messages of a partition followed here behind its leader.");
+    r->max_lag_ms = metrics_register(METRICS_GAUGE, "cairn_replication_fetcher_max_lag_ms", NULL,
+                                     "Longest time a partition followed here has not been caught up with its leader.");
     r->listener_id = replica_manager_add_leadership_listener(opts->replicas, on_leadership, r);
     if (r->listener_id < 0) {
         snprintf(err, errlen, "out of memory");
@@ -516,13 +519,17 @@ void replication_stats(struct replication *r, struct replication_stats *out)
 
 void replication_refresh_max_lag(struct replication *r)
 {
-    int64_t max = 0;
+    int64_t max = 0, max_ms = 0, now = replication_now_ms();
     size_t b = 0;
     for (struct follower_partition *fp = replication_next_follower(r, &b, NULL); fp;
-         fp = replication_next_follower(r, &b, fp))
+         fp = replication_next_follower(r, &b, fp)) {
         if (fp->lag > max)
             max = fp->lag;
+        if (now - fp->caught_up_ms > max_ms)
+            max_ms = now - fp->caught_up_ms;
+    }
     metrics_set(r->max_lag, max);
+    metrics_set(r->max_lag_ms, max_ms);
 }
 
 /* Kafka's Partition: min.insync.replicas capped at the replica count, so

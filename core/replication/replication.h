@@ -18,7 +18,8 @@
  * cairn_replication_under_replicated_partitions, _under_min_isr_partitions
  * and _at_min_isr_partitions (refreshed each second by the ISR thread) and
  * the counters cairn_replication_isr_shrinks_total / _expands_total; on a
- * follower cairn_replication_fetcher_max_lag (messages).
+ * follower cairn_replication_fetcher_max_lag (messages) and
+ * cairn_replication_fetcher_max_lag_ms (time since last caught up).
  *
  * Thread-safety: every function may be called from any thread; the module
  * owns its fetcher threads and one net_client. */

@@ -34,6 +34,9 @@ struct follower_partition {
     /* Leader's high watermark minus this log's end at the last fetch
      * (Kafka's FetcherLagMetrics), 0 until then. */
     int64_t lag;
+    /* Monotonic ms of the last fetch that found it caught up (lag 0), or
+     * of when it started following: the time lag counts from there. */
+    int64_t caught_up_ms;
 };
 
 /* One fetcher thread: fetches the partitions assigned to it from one leader. */
@@ -101,7 +104,7 @@ struct replication {
     bool isr_soon;           /* a partition waits for metadata: next round soon */
     /* Registered at start; shared process-wide by name (core/metrics). */
     struct metrics_metric *under_replicated, *under_min_isr, *at_min_isr;
-    struct metrics_metric *isr_shrinks, *isr_expands, *max_lag;
+    struct metrics_metric *isr_shrinks, *isr_expands, *max_lag, *max_lag_ms;
 };
 
 /* Under the lock: the fetcher of (leader_id, index), started if new; NULL

@@ -100,6 +100,7 @@ static void set_topic_config(rd_kafka_t *rk, const char *topic, const char *key,
 #define SHRINKS "cairn_replication_isr_shrinks_total"
 #define EXPANDS "cairn_replication_isr_expands_total"
 #define MAX_LAG "cairn_replication_fetcher_max_lag"
+#define MAX_LAG_MS "cairn_replication_fetcher_max_lag_ms"
 
 static void produce_all(rd_kafka_t *p, const char *topic, int count)
 {
@@ -226,16 +227,28 @@ static void test_isr_shrinks_and_grows_back(void **state)
     broker_add_override(&c.nodes[follower - 1], "replica.fetch.max.bytes=1");
     broker_add_override(&c.nodes[follower - 1], "replica.fetch.min.bytes=1048576");
     broker_restart(&c.nodes[follower - 1]);
-    long long max_lag = -1, lag_deadline = harness_now_ms() + SLACK_MS;
-    while (max_lag <= 0 && harness_now_ms() < lag_deadline) {
+    long long max_lag = -1, max_lag_ms = -1, lag_deadline = harness_now_ms() + SLACK_MS;
+    while ((max_lag <= 0 || max_lag_ms < 1000) && harness_now_ms() < lag_deadline) {
         long long v = metric(&c, follower, MAX_LAG);
         max_lag = v > max_lag ? v : max_lag;
+        v = metric(&c, follower, MAX_LAG_MS);
+        max_lag_ms = v > max_lag_ms ? v : max_lag_ms;
         usleep(20 * 1000);
     }
-    fprintf(stderr, "[test] broker %d: fetcher max lag %lld while catching up\n", (int)follower, max_lag);
+    fprintf(stderr, "[test] broker %d: fetcher max lag %lld records, %lld ms while catching up\n", (int)follower,
+            max_lag, max_lag_ms);
     assert_true(max_lag > 0 && max_lag <= 10);
+    /* Each one-record fetch is held 500 ms: behind for seconds. */
+    assert_true(max_lag_ms >= 1000);
     wait_isr(p, "isr", 3, follower, true, 60000);
     wait_metric(&c, follower, MAX_LAG, 0, false);
+    /* Caught up, the time lag is back under one held fetch and a bit. */
+    long long settle = harness_now_ms() + SLACK_MS;
+    while (metric(&c, follower, MAX_LAG_MS) > 1500) {
+        if (harness_now_ms() > settle)
+            fail_msg("broker %d: %s still %lld", (int)follower, MAX_LAG_MS, metric(&c, follower, MAX_LAG_MS));
+        usleep(100 * 1000);
+    }
     assert_true(broker_log_contains(&c.nodes[follower - 1], "truncated fully"));
     /* Its old segment went; the new log starts at the batch holding 340. */
     char path[700];
