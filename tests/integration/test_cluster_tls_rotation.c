@@ -8,10 +8,11 @@
  * rewritten with a CA2 certificate and every node gets SIGHUP, then the
  * truststore with CA2 alone and SIGHUP again. One node is killed (-9) and
  * restarted, so every link to and from it reconnects: it trusts CA2 only,
- * so the others' links must present their new certificates. It is the
- * topic's preferred leader, and the rebalance (every second) gives it the
- * leadership back once it is in the ISR: the others' replica fetchers then
- * connect to it. The ISR is full again and acks=all succeeds. Before the
+ * so the others' links must present their new certificates. It leads the
+ * topic's partition (its first replica; should the controller move the
+ * leadership while it is down, the rebalance every second gives it back
+ * once it is in the ISR), so the others' replica fetchers connect to it.
+ * The ISR is full again and acks=all succeeds. Before the
  * rotation, a truststore that is no certificate at all is refused on
  * SIGHUP with a line naming the link and the file, and the old one stays. */
 #include <setjmp.h>
