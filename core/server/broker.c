@@ -847,5 +847,13 @@ void broker_stop(struct broker *b)
 
 int broker_reload_tls(struct broker *b)
 {
-    return broker_tls_reload(&b->tls);
+    if (!b)
+        return 0;
+    /* The links' contexts live inside their tls_client, which every client
+     * they were applied to shares: one swap each covers the fetchers,
+     * markers, forwarding, registration and the quorum's link. */
+    int failures = broker_tls_reload(&b->tls) + quorum_reload_tls(b->quorum);
+    failures += server_link_reload(&b->controller_link) != 0;
+    failures += server_link_reload(&b->broker_link) != 0;
+    return failures;
 }

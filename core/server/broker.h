@@ -16,9 +16,11 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
 /* Graceful stop: finish in-flight requests, flush logs, write the
  * clean-shutdown marker, free everything. */
 void broker_stop(struct broker *b);
-/* Re-reads the certificates and keys of every SSL listener (SIGHUP): new
- * connections use them, open ones keep theirs. Returns the listeners that
- * failed (they keep their previous certificates; logged). */
+/* Re-reads the certificates and keys of every SSL listener, the quorum's
+ * controller listener, and the outgoing links (controller and
+ * inter-broker; SIGHUP): new connections use them, open ones keep theirs.
+ * Returns the parts that failed (they keep their previous certificates;
+ * logged). NULL is fine. */
 int broker_reload_tls(struct broker *b);
 
 #endif

@@ -13,6 +13,7 @@
 #include "net/server.h"
 #include "sasl/sasl_client.h"
 #include "tls/tls.h"
+#include "util/logger.h"
 
 static const char *link_name(enum server_link_kind kind)
 {
@@ -131,6 +132,17 @@ void server_link_apply(const struct server_link *l, struct net_client_config *cc
         snprintf(cc->sasl_link, sizeof cc->sasl_link, "%s",
                  l->kind == SERVER_LINK_CONTROLLER ? "controller" : "inter-broker");
     }
+}
+
+int server_link_reload(struct server_link *l)
+{
+    if (!l->tls)
+        return 0;
+    char err[1024];
+    if (tls_client_reload(l->tls, err, sizeof err) == 0)
+        return 0;
+    logger_error("server", "TLS reload failed, keeping the previous certificates: %s", err);
+    return -1;
 }
 
 void server_link_close(struct server_link *l)

@@ -10,8 +10,9 @@
  * and the node's credentials in
  * listener.name.<listener>.<mechanism>.sasl.jaas.config.
  *
- * Threads: open/close on the main thread; a link is read-only in between
- * and outlives every client it was applied to. */
+ * Threads: open/close/reload on the main thread; a link is read-only in
+ * between (server_link_reload swaps its TLS context inside the tls_client,
+ * see tls/tls.h) and outlives every client it was applied to. */
 #ifndef CAIRN_SERVER_LINKS_H
 #define CAIRN_SERVER_LINKS_H
 
@@ -40,6 +41,10 @@ int server_link_open(const struct broker_config *cfg, enum server_link_kind kind
                      size_t errlen);
 /* Makes a client use the link's transport and SASL credentials. */
 void server_link_apply(const struct server_link *l, struct net_client_config *cc);
+/* Re-reads the link's keystore and truststore (SIGHUP): new connections
+ * use them, established ones keep theirs. A no-op without TLS. On failure
+ * the old ones stay, logged with the link, the key and the file. 0 or -1. */
+int server_link_reload(struct server_link *l);
 /* After every client it was applied to is destroyed. */
 void server_link_close(struct server_link *l);
 

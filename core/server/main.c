@@ -78,10 +78,14 @@ int main(int argc, char **argv)
         return 1;
     }
     int sig = 0;
-    /* SIGHUP re-reads TLS certificates and keys; the config file is not re-read. */
+    /* SIGHUP re-reads TLS certificates and keys, of the listeners and of the
+     * outgoing links; the config file is not re-read. */
     while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
         logger_info("server", "received SIGHUP: reloading TLS certificates and keys");
-        broker_reload_tls(broker);
+        if (controller)
+            controller_process_reload_tls(controller);
+        else
+            broker_reload_tls(broker);
     }
     logger_info("server", "received %s: shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
     if (controller)

@@ -13,6 +13,7 @@
 #include "net/client.h"
 #include "net/server.h"
 #include "plugin/plugin_host.h"
+#include "protocol/generated/api_keys.h"
 #include "raft/raft_shell.h"
 #include "raft/raft_shell_metadata.h"
 #include "metadata/metadata_store.h"
@@ -26,9 +27,6 @@
 #include "util/clock.h"
 #include "util/fs_util.h"
 #include "util/logger.h"
-
-#define SASL_HANDSHAKE_KEY 17
-#define SASL_AUTHENTICATE_KEY 36
 
 /* Owned by the main thread. */
 struct quorum {
@@ -299,7 +297,7 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
     sc.client_setup = apply_link;
     sc.client_setup_ctx = &q->link;
     if (sasl) {
-        static const int16_t front[] = {SASL_HANDSHAKE_KEY, SASL_AUTHENTICATE_KEY};
+        static const int16_t front[] = {API_SASL_HANDSHAKE, API_SASL_AUTHENTICATE};
         for (size_t i = 0; i < sizeof front / sizeof front[0]; i++) {
             const struct api_handler_entry *e = handlers_find(front[i]);
             sc.front_apis[sc.n_front_apis++] = (struct raft_shell_api){front[i], e ? e->min_version : 0,
@@ -372,6 +370,21 @@ void quorum_stop(struct quorum *q)
     tls_listener_free(q->tls);
     server_link_close(&q->link);
     free(q);
+}
+
+int quorum_reload_tls(struct quorum *q)
+{
+    if (!q)
+        return 0;
+    int failures = 0;
+    char err[1024];
+    if (q->tls && tls_listener_reload(q->tls, err, sizeof err) != 0) {
+        logger_error("server", "TLS reload failed, keeping the previous certificates: %s", err);
+        failures++;
+    }
+    if (server_link_reload(&q->link) != 0)
+        failures++;
+    return failures;
 }
 
 /* ---- controller-only process ---- */
@@ -467,6 +480,11 @@ int controller_process_start(struct broker_config *cfg, struct controller_proces
 fail:
     controller_process_stop(c);
     return -1;
+}
+
+int controller_process_reload_tls(struct controller_process *c)
+{
+    return c ? quorum_reload_tls(c->quorum) : 0;
 }
 
 void controller_process_stop(struct controller_process *c)

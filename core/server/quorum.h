@@ -68,11 +68,18 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
                  size_t errlen);
 /* Stops serving, then stops the shell. NULL is fine. */
 void quorum_stop(struct quorum *q);
+/* SIGHUP, on the main thread: re-reads the certificates and keys of an SSL
+ * controller listener and of the quorum's own link to the other voters.
+ * New connections use them; open ones keep theirs; a part whose files are
+ * bad keeps its old ones (logged). Returns the failures. NULL is fine. */
+int quorum_reload_tls(struct quorum *q);
 
 /* A controller-only process (process.roles=controller): data dirs and
  * meta.properties, then the quorum; no client listener, no logs. */
 struct controller_process;
 int controller_process_start(struct broker_config *cfg, struct controller_process **out, char *err, size_t errlen);
 void controller_process_stop(struct controller_process *c);
+/* quorum_reload_tls of its quorum (SIGHUP). */
+int controller_process_reload_tls(struct controller_process *c);
 
 #endif

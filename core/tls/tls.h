@@ -52,6 +52,8 @@ int tls_settings_from_config(const struct broker_config *cfg, const char *listen
 /* Sets one value (tests and callers without a broker_config). */
 int tls_settings_set(struct tls_settings *s, enum tls_key key, const char *value);
 void tls_settings_clear(struct tls_settings *s);
+/* dst = a private copy of src. 0, or -1 (out of memory; dst cleared). */
+int tls_settings_copy(struct tls_settings *dst, const struct tls_settings *src);
 
 /* Maps a verified client certificate to a principal. Returns 0 with type
  * and name filled, 1 to keep the default (User:<subject DN>), -1 to refuse
@@ -88,13 +90,20 @@ int tls_listener_transport_init(void *ctx, struct net_transport *t);
  * certificate must also name the host connected to (a DNS or IP SAN).
  *
  * Threads: create/free on any one thread, while no client uses it; the
- * operations run on the outbound client's loop thread. */
+ * operations run on the outbound clients' loop threads, concurrently with
+ * a reload on another thread (the context is swapped under a mutex, and
+ * every connection holds its own reference to the one it started with). */
 struct tls_client;
 
 /* link_name names the link in errors and logs ("controller", ...). -1
  * with err naming the key and OpenSSL's reason. */
 int tls_client_create(const char *link_name, const struct tls_settings *s, struct tls_client **out, char *err,
                       size_t errlen);
+/* Rebuilds the context from the same settings, re-reading every file:
+ * new connections present the new keystore and trust the new truststore,
+ * open ones keep theirs. On failure the old context stays and err names
+ * the link, the key and the file. */
+int tls_client_reload(struct tls_client *c, char *err, size_t errlen);
 void tls_client_free(struct tls_client *c);
 
 /* For net_client_config.transport_ops, with transport_ctx the tls_client. */

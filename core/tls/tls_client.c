@@ -5,12 +5,16 @@
  * client's connection setup timeout. A refused certificate fails the
  * attempt with OpenSSL's reason in the transport's error (and the log).
  *
- * Threads: a tls_client is read-only once built and shared by the
- * connections of one or more clients; a tls_client_conn belongs to its
- * client's loop thread. */
+ * Threads: a tls_client is shared by the connections of one or more
+ * clients (their loop threads call tls_connect); its settings are
+ * read-only, and its context is swapped by tls_client_reload (the main
+ * thread, on SIGHUP) under mutex. Each connection's SSL holds its own
+ * reference to the context it started with, so a swap never frees one in
+ * use. A tls_client_conn belongs to its client's loop thread. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <openssl/err.h>
+#include <pthread.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +29,10 @@
 
 struct tls_client {
     char link[32];
-    SSL_CTX *ctx;
-    bool verify_host; /* ssl.endpoint.identification.algorithm=https */
+    bool verify_host;             /* ssl.endpoint.identification.algorithm=https */
+    struct tls_settings settings; /* a copy, re-read by a reload */
+    pthread_mutex_t mutex;        /* guards ctx */
+    SSL_CTX *ctx;                 /* new connections' context; one reference */
 };
 
 struct tls_client_conn {
@@ -52,14 +58,39 @@ int tls_client_create(const char *link_name, const struct tls_settings *s, struc
     }
     snprintf(c->link, sizeof c->link, "%s", link_name);
     c->verify_host = *algorithm != '\0';
-    char why[768];
-    c->ctx = tls_client_context_build(s, why, sizeof why);
-    if (!c->ctx) {
-        snprintf(err, errlen, "%s link: %s", link_name, why);
+    if (tls_settings_copy(&c->settings, s) != 0) {
+        snprintf(err, errlen, "out of memory");
         free(c);
         return -1;
     }
+    char why[768];
+    c->ctx = tls_client_context_build(&c->settings, why, sizeof why);
+    if (!c->ctx) {
+        snprintf(err, errlen, "%s link: %s", link_name, why);
+        tls_settings_clear(&c->settings);
+        free(c);
+        return -1;
+    }
+    pthread_mutex_init(&c->mutex, NULL);
     *out = c;
+    return 0;
+}
+
+int tls_client_reload(struct tls_client *c, char *err, size_t errlen)
+{
+    char why[768];
+    SSL_CTX *fresh = tls_client_context_build(&c->settings, why, sizeof why);
+    if (!fresh) {
+        snprintf(err, errlen, "%s link: %s", c->link, why);
+        return -1;
+    }
+    pthread_mutex_lock(&c->mutex);
+    SSL_CTX *old = c->ctx;
+    c->ctx = fresh;
+    pthread_mutex_unlock(&c->mutex);
+    /* Open connections hold their own references to it. */
+    SSL_CTX_free(old);
+    logger_info(TLS_LOG, "%s link: TLS certificates and keys reloaded", c->link);
     return 0;
 }
 
@@ -68,6 +99,8 @@ void tls_client_free(struct tls_client *c)
     if (!c)
         return;
     SSL_CTX_free(c->ctx);
+    pthread_mutex_destroy(&c->mutex);
+    tls_settings_clear(&c->settings);
     free(c);
 }
 
@@ -99,12 +132,18 @@ static void conn_free(struct client_transport *t)
 
 static int tls_connect(struct client_transport *t, const struct sockaddr *addr, socklen_t addrlen)
 {
-    const struct tls_client *c = t->ctx;
+    struct tls_client *c = t->ctx;
     int rc = client_plain_transport.connect(t, addr, addrlen);
     if (rc != 0)
         return rc;
     struct tls_client_conn *tc = calloc(1, sizeof *tc);
-    SSL *ssl = tc ? SSL_new(c->ctx) : NULL;
+    SSL *ssl = NULL;
+    if (tc) {
+        /* SSL_new takes its own reference: the context outlives a swap. */
+        pthread_mutex_lock(&c->mutex);
+        ssl = SSL_new(c->ctx);
+        pthread_mutex_unlock(&c->mutex);
+    }
     bool ok = ssl && SSL_set_fd(ssl, t->fd) == 1;
     /* SNI carries names only, never address literals (RFC 6066). */
     if (ok && t->host && !is_ip_literal(t->host))

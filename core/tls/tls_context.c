@@ -35,7 +35,11 @@ static void fail_with_openssl(const struct tls_settings *s, enum tls_key key, co
 {
     char why[512];
     tls_error_string(why, sizeof why);
-    snprintf(err, errlen, "%s: %s: %s", s->source[key] ? s->source[key] : tls_key_name(key), what, why);
+    /* A file key also names the file: a reload's error must say which
+     * file is bad, not just which key pointed at it. */
+    bool file = (key == TLS_KEYSTORE_LOCATION || key == TLS_TRUSTSTORE_LOCATION) && s->value[key];
+    snprintf(err, errlen, "%s: %s: %s%s%s%s", s->source[key] ? s->source[key] : tls_key_name(key), what, why,
+             file ? " (in " : "", file ? s->value[key] : "", file ? ")" : "");
 }
 
 /* A BIO over the PEM text of a file key or an inline key, whichever is set. */

@@ -90,6 +90,18 @@ int tls_settings_from_config(const struct broker_config *cfg, const char *listen
     return rc;
 }
 
+int tls_settings_copy(struct tls_settings *dst, const struct tls_settings *src)
+{
+    memset(dst, 0, sizeof *dst);
+    for (int k = 0; k < TLS_KEY_COUNT; k++)
+        if (src->source[k] && settings_put(dst, (enum tls_key)k, src->source[k], src->value[k]) != 0) {
+            tls_settings_clear(dst);
+            return -1;
+        }
+    dst->handshake_timeout_ms = src->handshake_timeout_ms;
+    return 0;
+}
+
 int tls_listener_create(const char *listener_name, const struct tls_settings *s, tls_principal_fn map_principal,
                         void *map_ctx, struct tls_listener **out, char *err, size_t errlen)
 {
@@ -100,14 +112,11 @@ int tls_listener_create(const char *listener_name, const struct tls_settings *s,
         return -1;
     }
     snprintf(l->name, sizeof l->name, "%s", listener_name);
-    for (int k = 0; k < TLS_KEY_COUNT; k++)
-        if (s->source[k] && settings_put(&l->settings, (enum tls_key)k, s->source[k], s->value[k]) != 0) {
-            tls_settings_clear(&l->settings);
-            free(l);
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-    l->settings.handshake_timeout_ms = s->handshake_timeout_ms;
+    if (tls_settings_copy(&l->settings, s) != 0) {
+        free(l);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     l->map_principal = map_principal;
     l->map_ctx = map_ctx;
     char why[768];

@@ -23,6 +23,7 @@
 
 #include "harness.h"
 #include "rk_helpers.h"
+#include "tls_cluster.h"
 
 #define N 3
 #define CLUSTER_ID "Q2x1c3RlclRsc1Rlc3QxMg"
@@ -33,15 +34,10 @@ static char certs_dir[256];
 static int group_setup(void **state)
 {
     (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(certs_dir, sizeof certs_dir, "%s/cairn-cluster-tls-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(certs_dir))
-        return -1;
-    char cmd[1600];
-    snprintf(cmd, sizeof cmd, "sh '%s/tests/integration/tls/make_certs.sh' '%s'", CAIRN_SOURCE_DIR, certs_dir);
-    if (system(cmd) != 0)
+    if (tls_certs_make("cairn-cluster-tls", certs_dir, sizeof certs_dir) != 0)
         return -1;
     /* A certificate from the right CA that names another host only. */
+    char cmd[1600];
     snprintf(cmd, sizeof cmd,
              "cd '%s' && printf 'subjectAltName=DNS:elsewhere.example\\n' >elsewhere.ext && "
              "openssl req -newkey rsa:2048 -nodes -keyout elsewhere.key -out elsewhere.csr -subj /CN=elsewhere "
@@ -55,9 +51,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", certs_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tls_certs_remove(certs_dir);
 }
 
 struct cluster {

@@ -179,6 +179,39 @@ static void test_link_client_settings(void **state)
     tls_client_free(c);
 }
 
+static void write_text(const char *file, const char *text)
+{
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A link's reload re-reads the files; a bad one is refused with the link,
+ * the key and the file named (the old context stays in use). */
+static void test_link_client_reload(void **state)
+{
+    (void)state;
+    char err[1024], trust[400];
+    snprintf(trust, sizeof trust, "%s", path("link-trust.pem"));
+    write_text(trust, read_text(path("ca.pem")));
+    struct tls_client *c = link_client_with(err, sizeof err, TLS_TRUSTSTORE_LOCATION, trust, -1);
+    if (!c)
+        fail_msg("%s", err);
+    assert_int_equal(tls_client_reload(c, err, sizeof err), 0);
+    write_text(trust, "not a certificate\n");
+    assert_int_equal(tls_client_reload(c, err, sizeof err), -1);
+    if (!strstr(err, "controller link: ssl.truststore.location: no certificate found") || !strstr(err, trust))
+        fail_msg("%s", err);
+    assert_int_equal(unlink(trust), 0);
+    assert_int_equal(tls_client_reload(c, err, sizeof err), -1);
+    if (!strstr(err, "cannot open") || !strstr(err, trust))
+        fail_msg("%s", err);
+    write_text(trust, read_text(path("other-ca.pem")));
+    assert_int_equal(tls_client_reload(c, err, sizeof err), 0);
+    tls_client_free(c);
+}
+
 struct pair {
     int server_fd, client_fd;
     struct net_transport server;
@@ -375,11 +408,9 @@ static void test_garbage_instead_of_client_hello(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_context_errors_name_the_key),
-        cmocka_unit_test(test_link_client_settings),
-        cmocka_unit_test(test_transport_round_trip),
-        cmocka_unit_test(test_client_certificate_principal),
-        cmocka_unit_test(test_garbage_instead_of_client_hello),
+        cmocka_unit_test(test_context_errors_name_the_key),  cmocka_unit_test(test_link_client_settings),
+        cmocka_unit_test(test_link_client_reload),           cmocka_unit_test(test_transport_round_trip),
+        cmocka_unit_test(test_client_certificate_principal), cmocka_unit_test(test_garbage_instead_of_client_hello),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
