@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "net/client.h"
 #include "protocol/messages.h"
@@ -25,6 +26,7 @@ enum {
 enum {
     KAFKA_API_KEY_LIST_OFFSETS = 2,
     KAFKA_API_KEY_METADATA = 3,
+    KAFKA_API_KEY_OFFSET_COMMIT = 8,
     KAFKA_API_KEY_OFFSET_FETCH = 9,
     KAFKA_API_KEY_FIND_COORDINATOR = 10,
     KAFKA_API_KEY_DESCRIBE_GROUPS = 15,
@@ -44,6 +46,7 @@ enum {
     KAFKA_API_KEY_ALTER_CLIENT_QUOTAS = 49,
     KAFKA_API_KEY_DESCRIBE_USER_SCRAM_CREDENTIALS = 50,
     KAFKA_API_KEY_ALTER_USER_SCRAM_CREDENTIALS = 51,
+    KAFKA_API_KEY_OFFSET_DELETE = 47,
     KAFKA_API_KEY_DESCRIBE_QUORUM = 55,
 };
 
@@ -190,6 +193,36 @@ int cli_coordinator(struct cli_conn *c, const char *group, int32_t *node);
  * partition. Returns 0, or -1 when the bytes do not decode. */
 typedef void (*cli_assignment_fn)(struct kafka_str topic, int32_t partition, void *ctx);
 int cli_assignment_each(struct kafka_bytes b, cli_assignment_fn fn, void *ctx);
+/* Request builders: DescribeGroups for one group, OffsetFetch of every
+ * committed offset of one group (ctx: the group id). */
+int cli_build_describe_groups(void *req, int16_t version, struct kafka_arena *a, void *ctx);
+int cli_build_offset_fetch_all(void *req, int16_t version, struct kafka_arena *a, void *ctx);
+/* Walks an OffsetFetch reply's committed offsets (any version). Returns 0,
+ * or CLI_EXIT_KAFKA with the group-level error printed. */
+typedef void (*cli_committed_fn)(struct kafka_str topic, int32_t partition, int64_t offset, void *ctx);
+int cli_offset_fetch_each(const struct cli_reply *r, const char *group, cli_committed_fn fn, void *ctx);
+
+/* ---- group_offsets.c: group reset-offsets and delete-offsets ---- */
+int cli_group_reset_offsets(int argc, char **argv);
+int cli_group_delete_offsets(int argc, char **argv);
+
+/* ---- completion.c ---- */
+
+/* One command family of the tool: the table main() dispatches on, prints
+ * as help and turns into shell completion. subcommands is space-separated. */
+struct cli_command {
+    const char *name;
+    const char *subcommands;
+    const char *note; /* shown after the subcommands in help, or NULL */
+    int (*run)(int argc, char **argv);
+};
+/* Prints the commands as the help text lists them. */
+void cli_commands_help(FILE *out, const struct cli_command *cmds, size_t n);
+/* cairn completion bash|zsh: prints a completion script for cmds. */
+int cli_completion_main(int argc, char **argv, const struct cli_command *cmds, size_t n);
+/* The long and short forms of the flags every command takes
+ * ("--brokers", "-b", ...), NULL-terminated. */
+const char *const *cli_common_flags(void);
 
 /* ---- acl.c, user.c ---- */
 

@@ -1,4 +1,5 @@
-/* cairn group: list, and describe with members, assignments and lag. */
+/* cairn group: list, and describe with members, assignments and lag
+ * (reset-offsets and delete-offsets are in group_offsets.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +105,7 @@ static void on_assigned(struct kafka_str topic, int32_t partition, void *ctx)
         row->member = ma->member;
 }
 
-static int build_describe_groups(void *req, int16_t version, struct kafka_arena *a, void *ctx)
+int cli_build_describe_groups(void *req, int16_t version, struct kafka_arena *a, void *ctx)
 {
     struct describe_groups_request *m = req;
     (void)version;
@@ -116,7 +117,7 @@ static int build_describe_groups(void *req, int16_t version, struct kafka_arena 
     return 0;
 }
 
-static int build_offset_fetch(void *req, int16_t version, struct kafka_arena *a, void *ctx)
+int cli_build_offset_fetch_all(void *req, int16_t version, struct kafka_arena *a, void *ctx)
 {
     struct offset_fetch_request *m = req;
     if (version < 2)
@@ -227,8 +228,7 @@ static int fill_log_ends(struct cli_conn *c, struct group_rows *rs)
     return rc;
 }
 
-/* Adds the committed offsets from an OffsetFetch reply to rs. */
-static int read_committed(const struct cli_reply *r, const char *group, struct group_rows *rs)
+int cli_offset_fetch_each(const struct cli_reply *r, const char *group, cli_committed_fn fn, void *ctx)
 {
     const struct offset_fetch_response *m = r->response;
     int16_t code = m->error_code;
@@ -245,20 +245,23 @@ static int read_committed(const struct cli_reply *r, const char *group, struct g
                 for (int32_t p = 0; p < m->groups[g].topics[t].partitions_count; p++) {
                     const struct offset_fetch_response_offset_fetch_response_partitions
                         *pp = &m->groups[g].topics[t].partitions[p];
-                    struct group_row *row = row_find_or_add(rs, m->groups[g].topics[t].name, pp->partition_index);
-                    if (row)
-                        row->committed = pp->committed_offset;
+                    fn(m->groups[g].topics[t].name, pp->partition_index, pp->committed_offset, ctx);
                 }
         return 0;
     }
     for (int32_t t = 0; t < m->topics_count; t++)
         for (int32_t p = 0; p < m->topics[t].partitions_count; p++) {
             const struct offset_fetch_response_offset_fetch_response_partition *pp = &m->topics[t].partitions[p];
-            struct group_row *row = row_find_or_add(rs, m->topics[t].name, pp->partition_index);
-            if (row)
-                row->committed = pp->committed_offset;
+            fn(m->topics[t].name, pp->partition_index, pp->committed_offset, ctx);
         }
     return 0;
+}
+
+static void on_committed(struct kafka_str topic, int32_t partition, int64_t offset, void *ctx)
+{
+    struct group_row *row = row_find_or_add(ctx, topic, partition);
+    if (row)
+        row->committed = offset;
 }
 
 static void print_group(const char *group, const struct describe_groups_response_described_group *g, json_t *jmembers,
@@ -306,7 +309,7 @@ static int group_describe(struct cli_conn *c, const char *group, bool json)
     if (rc)
         return rc;
     struct cli_reply dr, fr;
-    rc = cli_call(c, coord, KAFKA_API_KEY_DESCRIBE_GROUPS, build_describe_groups, (void *)group, &dr);
+    rc = cli_call(c, coord, KAFKA_API_KEY_DESCRIBE_GROUPS, cli_build_describe_groups, (void *)group, &dr);
     if (rc)
         return rc;
     const struct describe_groups_response *d = dr.response;
@@ -346,10 +349,10 @@ static int group_describe(struct cli_conn *c, const char *group, bool json)
                                                   "assignment", ma.json));
         cli_table_add(mt, owned[i] ? owned[i] : "", cli_str(mem->client_id), cli_str(mem->client_host), ma.text);
     }
-    rc = owned ? cli_call(c, coord, KAFKA_API_KEY_OFFSET_FETCH, build_offset_fetch, (void *)group, &fr)
+    rc = owned ? cli_call(c, coord, KAFKA_API_KEY_OFFSET_FETCH, cli_build_offset_fetch_all, (void *)group, &fr)
                : cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
     if (rc == 0) {
-        rc = read_committed(&fr, group, &rs);
+        rc = cli_offset_fetch_each(&fr, group, on_committed, &rs);
         cli_reply_free(&fr);
     }
     if (rs.n)
@@ -425,6 +428,8 @@ static const char group_usage[] =
     "usage: cairn group <subcommand> [flags]\n"
     "  list [--format json]             groups on every broker, with state and protocol type\n"
     "  describe GROUP [--format json]   members, their assignments, committed offsets, log end and lag\n"
+    "  reset-offsets GROUP ...          plan (and with --execute commit) new committed offsets; see --help\n"
+    "  delete-offsets GROUP --topic T   delete committed offsets; see --help\n"
     "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
 
 int cli_group_main(int argc, char **argv)
@@ -433,6 +438,10 @@ int cli_group_main(int argc, char **argv)
         fputs(group_usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
     }
+    if (!strcmp(argv[1], "reset-offsets"))
+        return cli_group_reset_offsets(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "delete-offsets"))
+        return cli_group_delete_offsets(argc - 1, argv + 1);
     bool list = !strcmp(argv[1], "list"), describe = !strcmp(argv[1], "describe");
     if (!list && !describe)
         return cli_fail(CLI_EXIT_USAGE, "unknown subcommand 'group %s'\n%s", argv[1], group_usage);
