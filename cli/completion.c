@@ -30,16 +30,17 @@ static void print_words(const struct cli_command *cmds, size_t n)
     printf("help");
 }
 
-static void print_common_flags(void)
+/* A shell command printing the common flags and those named in
+ * `cairn CMD SUB --help` (run by the shell when the user completes a
+ * flag), one a line, each once; run is how the shell names CMD SUB. */
+static void print_flags_command(const char *run)
 {
+    printf("$( (printf '%%s\\n'");
     const char *const *f = cli_common_flags();
     for (size_t i = 0; f[i]; i++)
-        printf("%s%s", i ? " " : "", f[i]);
+        printf(" %s", f[i]);
+    printf("; %s --help 2>/dev/null | grep -o -e '--[a-z][a-z-]*') | sort -u)", run);
 }
-
-/* The flags named in `cairn CMD SUB --help`, run by the shell when the
- * user completes a flag. */
-#define HELP_FLAGS "--help 2>/dev/null | grep -o -e '--[a-z][a-z-]*' | sort -u"
 
 static void print_bash(const struct cli_command *cmds, size_t n)
 {
@@ -70,8 +71,8 @@ static void print_bash(const struct cli_command *cmds, size_t n)
            "    fi\n"
            "    if [[ $cur == -* ]]; then\n"
            "        local flags=\"");
-    print_common_flags();
-    printf(" $(\"${COMP_WORDS[0]}\" \"${COMP_WORDS[1]}\" \"${COMP_WORDS[2]}\" " HELP_FLAGS ")\"\n"
+    print_flags_command("\"${COMP_WORDS[0]}\" \"${COMP_WORDS[1]}\" \"${COMP_WORDS[2]}\"");
+    printf("\"\n"
            "        COMPREPLY=($(compgen -W \"$flags\" -- \"$cur\"))\n"
            "    fi\n"
            "}\n"
@@ -104,9 +105,9 @@ static void print_zsh(const struct cli_command *cmds, size_t n)
            "        return\n"
            "    fi\n"
            "    if [[ ${words[CURRENT]} == -* ]]; then\n"
-           "        flags=(");
-    print_common_flags();
-    printf(" ${(f)\"$(${words[1]} ${words[2]} ${words[3]} " HELP_FLAGS ")\"})\n"
+           "        flags=(${(f)\"");
+    print_flags_command("${words[1]} ${words[2]} ${words[3]}");
+    printf("\"})\n"
            "        compadd -a flags\n"
            "        return\n"
            "    fi\n"
