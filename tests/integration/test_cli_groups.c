@@ -119,14 +119,22 @@ static void expect_plan(const struct run *r, long long p0, long long p1)
     json_decref(v);
 }
 
-static void iso_time(long long ms, char *buf, size_t len)
+/* ms as ISO-8601 in the zone east_min minutes east of UTC ("Z" for 0). */
+static void iso_time_zone(long long ms, int east_min, char *buf, size_t len)
 {
-    time_t t = (time_t)(ms / 1000);
+    time_t t = (time_t)(ms / 1000) + east_min * 60;
     struct tm tm;
     gmtime_r(&t, &tm);
-    char base[32];
+    char base[32], zone[16] = "Z";
     strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, len, "%s.%03lldZ", base, ms % 1000);
+    if (east_min)
+        snprintf(zone, sizeof(zone), "%c%02d:%02d", east_min < 0 ? '-' : '+', abs(east_min) / 60, abs(east_min) % 60);
+    snprintf(buf, len, "%s.%03lld%s", base, ms % 1000, zone);
+}
+
+static void iso_time(long long ms, char *buf, size_t len)
+{
+    iso_time_zone(ms, 0, buf, len);
 }
 
 #define NONE (-2) /* expect_plan: the partition is not in the plan */
@@ -153,9 +161,11 @@ static void test_reset_modes(void **state)
     rd_kafka_destroy(c);
     expect_committed(bs, "billing", 4, 2);
 
-    char ts[32], at[48], at6[48];
+    char ts[32], at[48], at6[48], at_east[48], at_west[48];
     snprintf(ts, sizeof(ts), "%lld", g_t0 + 3500);
     iso_time(g_t0 + 5000, at, sizeof(at));
+    iso_time_zone(g_t0 + 2000, 120, at_east, sizeof(at_east));
+    iso_time_zone(g_t0 + 3000, -330, at_west, sizeof(at_west));
     iso_time(g_t0 + 6000, at6, sizeof(at6));
     struct run r;
     /* Dry runs: the plan, nothing committed. */
@@ -170,6 +180,7 @@ static void test_reset_modes(void **state)
         {"--to-earliest", NULL, 0, 0}, {"--to-latest", NULL, 10, 5}, {"--to-offset", "7", 7, 5},
         {"--to-timestamp", ts, 4, 4},  {"--to-datetime", at, 5, 5},  {"--shift-by", "-3", 1, 0},
         {"--shift-by", "4", 8, 5},     {"--shift-by", "-100", 0, 0}, {"--to-offset", "0", 0, 0},
+        {"--to-datetime", at_east, 2, 2}, {"--to-datetime", at_west, 3, 3},
     };
     for (size_t i = 0; i < sizeof(dry) / sizeof(dry[0]); i++) {
         if (dry[i].value)
@@ -191,7 +202,18 @@ static void test_reset_modes(void **state)
     /* --execute: committed as planned. */
     RUN(&r, "group", "reset-offsets", "billing", "--topic", "events", "--to-latest", "--execute", "-b", bs);
     expect(&r, 0, "RESULT", NULL);
-    expect(&r, 0, "billing  events  0          4               10          COMMITTED", NULL);
+    expect(&r, 0,
+           "GROUP    TOPIC   PARTITION  CURRENT-OFFSET  NEW-OFFSET  RESULT\n"
+           "billing  events  0          4               10          COMMITTED\n"
+           "billing  events  1          2               5           COMMITTED\n",
+           NULL);
+    expect_committed(bs, "billing", 10, 5);
+    RUN(&r, "group", "reset-offsets", "billing", "--topic", "events:1", "--shift-by", "-3", "--format", "json", "-b",
+        bs);
+    expect(&r, 0,
+           "{\n  \"group\": \"billing\",\n  \"state\": \"Empty\",\n  \"executed\": false,\n  \"offsets\": [\n    {\n"
+           "      \"topic\": \"events\",\n      \"partition\": 1,\n      \"current\": 5,\n      \"new\": 2\n    }\n  ]\n}",
+           "dry run");
     expect_committed(bs, "billing", 10, 5);
     RUN(&r, "group", "reset-offsets", "billing", "--all-topics", "--to-earliest", "--execute", "-b", bs);
     expect(&r, 0, "COMMITTED", NULL);
@@ -262,17 +284,22 @@ static void test_active_group(void **state)
     rd_kafka_topic_partition_list_destroy(offs);
 
     RUN(&r, "group", "reset-offsets", "shipping", "--topic", "events", "--to-earliest", "--execute", "-b", bs);
-    expect(&r, 1, NULL, "NON_EMPTY_GROUP: group 'shipping' is Stable with 1 member(s)");
+    expect(&r, 1, NULL,
+           "NON_EMPTY_GROUP: group 'shipping' is Stable with 1 member(s): offsets can be reset only while it is "
+           "Empty; stop its consumers first");
     RUN(&r, "group", "reset-offsets", "shipping", "--all-topics", "--to-latest", "-b", bs);
     expect(&r, 1, NULL, "is Stable");
     assert_null(strstr(r.out, "events"));
     expect_committed(bs, "shipping", 1, 1);
 
     RUN(&r, "group", "delete-offsets", "shipping", "--topic", "events", "-b", bs);
-    expect(&r, 1, "TOPIC   PARTITION  RESULT\nevents  0          GROUP_SUBSCRIBED_TO_TOPIC", "2 of 2 offset(s)");
+    expect(&r, 1,
+           "TOPIC   PARTITION  RESULT\nevents  0          GROUP_SUBSCRIBED_TO_TOPIC\n"
+           "events  1          GROUP_SUBSCRIBED_TO_TOPIC\n",
+           "cairn: 2 of 2 offset(s) of group 'shipping' were not deleted (RESULT names why)");
     expect_committed(bs, "shipping", 1, 1);
     RUN(&r, "group", "delete-offsets", "shipping", "--topic", "audit", "-b", bs);
-    expect(&r, 0, "audit  0          DELETED", NULL);
+    expect(&r, 0, "TOPIC  PARTITION  RESULT\naudit  0          DELETED\n", NULL);
     assert_int_equal(committed(bs, "shipping", "audit", 0), -1);
 
     rd_kafka_consumer_close(c);
