@@ -168,8 +168,7 @@ static int parse_datetime(const char *text, long long *ms)
         long offset = 0;
         if (*rest == '+' || *rest == '-') {
             int oh, om, n = 0;
-            if (sscanf(rest + 1, "%2d:%2d%n", &oh, &om, &n) != 2 || rest[1 + n] != '\0' || n != 5 || oh > 23 ||
-                om > 59)
+            if (sscanf(rest + 1, "%2d:%2d%n", &oh, &om, &n) != 2 || rest[1 + n] != '\0' || n != 5 || oh > 23 || om > 59)
                 return -1;
             offset = (oh * 3600L + om * 60L) * (*rest == '-' ? -1 : 1);
         } else if (strcmp(rest, "Z") != 0) {
@@ -222,8 +221,8 @@ static int on_flag(int opt, const char *arg, void *ctx)
         return set_mode(f, RESET_TIMESTAMP);
     case OPT_TO_DATETIME:
         if (parse_datetime(arg, &f->value) < 0)
-            return cli_fail(CLI_EXIT_USAGE,
-                            "--to-datetime wants YYYY-MM-DDTHH:mm:SS[.sss][Z|+hh:mm|-hh:mm], got '%s'", arg);
+            return cli_fail(CLI_EXIT_USAGE, "--to-datetime wants YYYY-MM-DDTHH:mm:SS[.sss][Z|+hh:mm|-hh:mm], got '%s'",
+                            arg);
         return set_mode(f, RESET_TIMESTAMP);
     case OPT_SHIFT_BY:
         if (cli_parse_int(arg, INT64_MIN / 2, INT64_MAX / 2, &f->value) < 0)
@@ -379,8 +378,7 @@ static int list_offsets(struct cli_conn *c, struct plan *pl, int64_t timestamp)
         if (leader < 0) {
             char what[400];
             snprintf(what, sizeof(what), "partition %s:%d has no leader", pl->v[i].topic, (int)pl->v[i].partition);
-            return cli_kafka_fail(KAFKA_ERR_LEADER_NOT_AVAILABLE, (struct kafka_str){NULL, -1}, what,
-                                  "retry shortly");
+            return cli_kafka_fail(KAFKA_ERR_LEADER_NOT_AVAILABLE, (struct kafka_str){NULL, -1}, what, "retry shortly");
         }
         bool seen = false;
         for (int j = 0; j < i && !seen; j++)
@@ -403,13 +401,11 @@ static int list_offsets(struct cli_conn *c, struct plan *pl, int64_t timestamp)
                     continue;
                 if (pr->error_code != KAFKA_ERR_NONE) {
                     char what[400];
-                    snprintf(what, sizeof(what), "cannot look up offsets of %s:%d", part->topic,
-                             (int)part->partition);
+                    snprintf(what, sizeof(what), "cannot look up offsets of %s:%d", part->topic, (int)part->partition);
                     rc = cli_kafka_fail(pr->error_code, (struct kafka_str){NULL, -1}, what, "retry shortly");
                     break;
                 }
-                int64_t off = r.version >= 1 ? pr->offset
-                                             : pr->old_style_offsets_count ? pr->old_style_offsets[0] : -1;
+                int64_t off = r.version >= 1 ? pr->offset : pr->old_style_offsets_count ? pr->old_style_offsets[0] : -1;
                 *(timestamp == -2 ? &part->earliest : timestamp == -1 ? &part->latest : &part->at_time) = off;
             }
         cli_reply_free(&r);
@@ -572,8 +568,8 @@ static int print_plan(const char *group, const char *state, const struct plan *p
                       offset_text(p->target, tgt, sizeof(tgt)), result);
     }
     if (json) {
-        cli_json_print(json_pack("{s:s, s:s, s:b, s:o}", "group", group, "state", state, "executed", executed,
-                                 "offsets", arr));
+        cli_json_print(
+            json_pack("{s:s, s:s, s:b, s:o}", "group", group, "state", state, "executed", executed, "offsets", arr));
     } else {
         json_decref(arr);
         cli_table_print(t);
@@ -604,8 +600,7 @@ static int reset_offsets(struct cli_conn *c, const char *group, const struct off
         char what[400];
         snprintf(what, sizeof(what), "group '%s' is %s with %d member(s): offsets can be reset only while it is Empty",
                  group, state, members);
-        rc = cli_kafka_fail(KAFKA_ERR_NON_EMPTY_GROUP, (struct kafka_str){NULL, -1}, what,
-                            "stop its consumers first");
+        rc = cli_kafka_fail(KAFKA_ERR_NON_EMPTY_GROUP, (struct kafka_str){NULL, -1}, what, "stop its consumers first");
     }
     if (rc == 0 && f->all_topics) {
         if (pl.n == 0) {
@@ -686,8 +681,7 @@ static int delete_offsets(struct cli_conn *c, const char *group, const struct of
         for (int32_t t = 0; rc == 0 && t < m->topics_count; t++)
             for (int32_t p = 0; p < m->topics[t].partitions_count; p++) {
                 struct kafka_str name = m->topics[t].name;
-                struct plan_part *part = plan_find(&pl, name.data ? name.data : "",
-                                                   name.len > 0 ? (size_t)name.len : 0,
+                struct plan_part *part = plan_find(&pl, name.data ? name.data : "", name.len > 0 ? (size_t)name.len : 0,
                                                    m->topics[t].partitions[p].partition_index);
                 if (part)
                     part->error = m->topics[t].partitions[p].error_code;

@@ -45,8 +45,9 @@ static rd_kafka_t *group_consumer(const char *bs, const char *group, const char 
 {
     char errstr[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    const char *kv[] = {"bootstrap.servers",  bs,      "group.id",           group, "auto.offset.reset", reset,
-                        "enable.auto.commit", "false", "session.timeout.ms", "6000", NULL};
+    const char *kv[] = {
+        "bootstrap.servers",  bs,     "group.id", group, "auto.offset.reset", reset, "enable.auto.commit", "false",
+        "session.timeout.ms", "6000", NULL};
     for (int i = 0; kv[i]; i += 2)
         assert_int_equal(rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof errstr), RD_KAFKA_CONF_OK);
     rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
@@ -170,16 +171,17 @@ static void test_reset_modes(void **state)
     struct run r;
     /* Dry runs: the plan, nothing committed. */
     RUN(&r, "group", "reset-offsets", "billing", "--topic", "events", "--to-earliest", "-b", bs);
-    expect(&r, 0, "GROUP    TOPIC   PARTITION  CURRENT-OFFSET  NEW-OFFSET\nbilling  events  0          4               0",
+    expect(&r, 0,
+           "GROUP    TOPIC   PARTITION  CURRENT-OFFSET  NEW-OFFSET\nbilling  events  0          4               0",
            "dry run: nothing was committed");
     expect(&r, 0, "billing  events  1          2               0", NULL);
     const struct {
         const char *flag, *value;
         long long p0, p1;
     } dry[] = {
-        {"--to-earliest", NULL, 0, 0}, {"--to-latest", NULL, 10, 5}, {"--to-offset", "7", 7, 5},
-        {"--to-timestamp", ts, 4, 4},  {"--to-datetime", at, 5, 5},  {"--shift-by", "-3", 1, 0},
-        {"--shift-by", "4", 8, 5},     {"--shift-by", "-100", 0, 0}, {"--to-offset", "0", 0, 0},
+        {"--to-earliest", NULL, 0, 0},    {"--to-latest", NULL, 10, 5},     {"--to-offset", "7", 7, 5},
+        {"--to-timestamp", ts, 4, 4},     {"--to-datetime", at, 5, 5},      {"--shift-by", "-3", 1, 0},
+        {"--shift-by", "4", 8, 5},        {"--shift-by", "-100", 0, 0},     {"--to-offset", "0", 0, 0},
         {"--to-datetime", at_east, 2, 2}, {"--to-datetime", at_west, 3, 3},
     };
     for (size_t i = 0; i < sizeof(dry) / sizeof(dry[0]); i++) {
@@ -210,10 +212,11 @@ static void test_reset_modes(void **state)
     expect_committed(bs, "billing", 10, 5);
     RUN(&r, "group", "reset-offsets", "billing", "--topic", "events:1", "--shift-by", "-3", "--format", "json", "-b",
         bs);
-    expect(&r, 0,
-           "{\n  \"group\": \"billing\",\n  \"state\": \"Empty\",\n  \"executed\": false,\n  \"offsets\": [\n    {\n"
-           "      \"topic\": \"events\",\n      \"partition\": 1,\n      \"current\": 5,\n      \"new\": 2\n    }\n  ]\n}",
-           "dry run");
+    expect(
+        &r, 0,
+        "{\n  \"group\": \"billing\",\n  \"state\": \"Empty\",\n  \"executed\": false,\n  \"offsets\": [\n    {\n"
+        "      \"topic\": \"events\",\n      \"partition\": 1,\n      \"current\": 5,\n      \"new\": 2\n    }\n  ]\n}",
+        "dry run");
     expect_committed(bs, "billing", 10, 5);
     RUN(&r, "group", "reset-offsets", "billing", "--all-topics", "--to-earliest", "--execute", "-b", bs);
     expect(&r, 0, "COMMITTED", NULL);
