@@ -186,6 +186,22 @@ int cli_metadata(struct cli_conn *c, const char *const *topics, int n, struct cl
  * 0 or an exit code (message printed). */
 int cli_coordinator(struct cli_conn *c, const char *group, int32_t *node);
 
+/* ---- list_offsets.c ---- */
+
+/* One partition whose offset ListOffsets looks up: topic, partition and
+ * leader in; offset (-1: none or failed) and error out. */
+struct cli_offset_query {
+    const char *topic;
+    int32_t partition;
+    int32_t leader; /* -1: unknown (error LEADER_NOT_AVAILABLE) */
+    int64_t offset;
+    int16_t error;
+};
+/* Looks up every query's offset at timestamp (-2 earliest, -1 latest, else
+ * ms since the epoch) with one ListOffsets to each leader. Returns 0 (each
+ * query's own error set), or CLI_EXIT_UNREACHABLE with the reason printed. */
+int cli_list_offsets(struct cli_conn *c, struct cli_offset_query *q, int n, int64_t timestamp);
+
 /* ---- group.c ---- */
 
 /* Walks a consumer protocol assignment (ConsumerProtocolAssignment: a

@@ -137,41 +137,6 @@ int cli_build_offset_fetch_all(void *req, int16_t version, struct kafka_arena *a
     return 0;
 }
 
-/* Rows led by one broker, for one ListOffsets. */
-struct list_offsets_ctx {
-    struct group_rows *rs;
-    int32_t leader;
-};
-
-static int build_list_offsets(void *req, int16_t version, struct kafka_arena *a, void *ctx)
-{
-    struct list_offsets_request *m = req;
-    const struct list_offsets_ctx *lc = ctx;
-    (void)version;
-    m->replica_id = -1;
-    m->topics = kafka_arena_alloc(a, sizeof(*m->topics) * (size_t)lc->rs->n);
-    if (!m->topics)
-        return -1;
-    for (int i = 0; i < lc->rs->n; i++) {
-        const struct group_row *row = &lc->rs->v[i];
-        if (row->leader != lc->leader)
-            continue;
-        /* One topic entry per partition keeps this simple; brokers accept repeats. */
-        struct list_offsets_request_list_offsets_topic *t = &m->topics[m->topics_count++];
-        list_offsets_request_list_offsets_topic_init(t);
-        t->name = kafka_str_from_cstr(row->topic);
-        t->partitions = kafka_arena_alloc(a, sizeof(*t->partitions));
-        if (!t->partitions)
-            return -1;
-        list_offsets_request_list_offsets_partition_init(&t->partitions[0]);
-        t->partitions[0].partition_index = row->partition;
-        t->partitions[0].timestamp = -1; /* latest */
-        t->partitions_count = 1;
-    }
-    m->timeout_ms = 30000;
-    return 0;
-}
-
 /* Reads the leader of every row from Metadata, then each leader's log end
  * offsets. Rows whose leader is unknown keep log_end -1. */
 static int fill_log_ends(struct cli_conn *c, struct group_rows *rs)
@@ -200,31 +165,16 @@ static int fill_log_ends(struct cli_conn *c, struct group_rows *rs)
                     rs->v[i].leader = m->topics[t].partitions[p].leader_id;
         }
     cli_reply_free(&mr);
-    for (int i = 0; i < rs->n && rc == 0; i++) {
-        int32_t leader = rs->v[i].leader;
-        bool seen = leader < 0;
-        for (int j = 0; j < i && !seen; j++)
-            seen = rs->v[j].leader == leader;
-        if (seen)
-            continue;
-        struct list_offsets_ctx lc = {rs, leader};
-        struct cli_reply r;
-        rc = cli_call(c, leader, KAFKA_API_KEY_LIST_OFFSETS, build_list_offsets, &lc, &r);
-        if (rc)
-            break;
-        const struct list_offsets_response *lo = r.response;
-        for (int32_t t = 0; t < lo->topics_count; t++)
-            for (int32_t p = 0; p < lo->topics[t].partitions_count; p++) {
-                const struct list_offsets_response_list_offsets_partition_response *pr = &lo->topics[t].partitions[p];
-                if (pr->error_code != KAFKA_ERR_NONE)
-                    continue;
-                int64_t off = r.version >= 1 ? pr->offset : pr->old_style_offsets_count ? pr->old_style_offsets[0] : -1;
-                struct group_row *row = row_find_or_add(rs, lo->topics[t].name, pr->partition_index);
-                if (row)
-                    row->log_end = off;
-            }
-        cli_reply_free(&r);
-    }
+    struct cli_offset_query *q = calloc((size_t)rs->n, sizeof(*q));
+    if (!q)
+        return cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
+    for (int i = 0; i < rs->n; i++)
+        q[i] = (struct cli_offset_query){
+            .topic = rs->v[i].topic, .partition = rs->v[i].partition, .leader = rs->v[i].leader};
+    rc = cli_list_offsets(c, q, rs->n, -1);
+    for (int i = 0; i < rs->n && rc == 0; i++)
+        rs->v[i].log_end = q[i].offset;
+    free(q);
     return rc;
 }
 

@@ -331,85 +331,28 @@ static int plan_from_metadata(struct cli_conn *c, struct plan *pl, const struct 
     return rc;
 }
 
-/* One ListOffsets: the partitions one broker leads, one spec for all. */
-struct list_ctx {
-    struct plan *pl;
-    int32_t leader;
-    int64_t timestamp; /* -2 earliest, -1 latest, else ms */
-};
-
-static int build_list_offsets(void *req, int16_t version, struct kafka_arena *a, void *ctx)
-{
-    struct list_offsets_request *m = req;
-    const struct list_ctx *lc = ctx;
-    if (lc->timestamp >= 0 && version < 1)
-        return -1; /* by time needs v1 */
-    m->replica_id = -1;
-    m->topics = kafka_arena_alloc(a, sizeof(*m->topics) * (size_t)lc->pl->n);
-    if (!m->topics)
-        return -1;
-    for (int i = 0; i < lc->pl->n; i++) {
-        const struct plan_part *p = &lc->pl->v[i];
-        if (p->leader != lc->leader)
-            continue;
-        struct list_offsets_request_list_offsets_topic *t = &m->topics[m->topics_count++];
-        list_offsets_request_list_offsets_topic_init(t);
-        t->name = kafka_str_from_cstr(p->topic);
-        t->partitions = kafka_arena_alloc(a, sizeof(*t->partitions));
-        if (!t->partitions)
-            return -1;
-        list_offsets_request_list_offsets_partition_init(&t->partitions[0]);
-        t->partitions[0].partition_index = p->partition;
-        t->partitions[0].timestamp = lc->timestamp;
-        t->partitions[0].max_num_offsets = 1;
-        t->partitions_count = 1;
-    }
-    m->timeout_ms = 30000;
-    return 0;
-}
-
 /* Fills earliest (-2), latest (-1) or at_time (ms) of every partition
  * from its leader. Returns 0 or an exit code (a partition's error named). */
 static int list_offsets(struct cli_conn *c, struct plan *pl, int64_t timestamp)
 {
-    int rc = 0;
+    struct cli_offset_query *q = calloc((size_t)(pl->n ? pl->n : 1), sizeof(*q));
+    if (!q)
+        return cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
+    for (int i = 0; i < pl->n; i++)
+        q[i] = (struct cli_offset_query){
+            .topic = pl->v[i].topic, .partition = pl->v[i].partition, .leader = pl->v[i].leader};
+    int rc = cli_list_offsets(c, q, pl->n, timestamp);
     for (int i = 0; i < pl->n && rc == 0; i++) {
-        int32_t leader = pl->v[i].leader;
-        if (leader < 0) {
+        struct plan_part *p = &pl->v[i];
+        if (q[i].error != KAFKA_ERR_NONE) {
             char what[400];
-            snprintf(what, sizeof(what), "partition %s:%d has no leader", pl->v[i].topic, (int)pl->v[i].partition);
-            return cli_kafka_fail(KAFKA_ERR_LEADER_NOT_AVAILABLE, (struct kafka_str){NULL, -1}, what, "retry shortly");
-        }
-        bool seen = false;
-        for (int j = 0; j < i && !seen; j++)
-            seen = pl->v[j].leader == leader;
-        if (seen)
-            continue;
-        struct list_ctx lc = {pl, leader, timestamp};
-        struct cli_reply r;
-        rc = cli_call(c, leader, KAFKA_API_KEY_LIST_OFFSETS, build_list_offsets, &lc, &r);
-        if (rc)
+            snprintf(what, sizeof(what), "cannot look up offsets of %s:%d", p->topic, (int)p->partition);
+            rc = cli_kafka_fail(q[i].error, (struct kafka_str){NULL, -1}, what, "retry shortly");
             break;
-        const struct list_offsets_response *lo = r.response;
-        for (int32_t t = 0; t < lo->topics_count && rc == 0; t++)
-            for (int32_t p = 0; p < lo->topics[t].partitions_count && rc == 0; p++) {
-                const struct list_offsets_response_list_offsets_partition_response *pr = &lo->topics[t].partitions[p];
-                struct kafka_str name = lo->topics[t].name;
-                struct plan_part *part = plan_find(pl, name.data ? name.data : "", name.len > 0 ? (size_t)name.len : 0,
-                                                   pr->partition_index);
-                if (!part)
-                    continue;
-                if (pr->error_code != KAFKA_ERR_NONE) {
-                    char what[400];
-                    snprintf(what, sizeof(what), "cannot look up offsets of %s:%d", part->topic, (int)part->partition);
-                    rc = cli_kafka_fail(pr->error_code, (struct kafka_str){NULL, -1}, what, "retry shortly");
-                    break;
-                }
-                int64_t off = r.version >= 1 ? pr->offset : pr->old_style_offsets_count ? pr->old_style_offsets[0] : -1;
-                *(timestamp == -2 ? &part->earliest : timestamp == -1 ? &part->latest : &part->at_time) = off;
-            }
-        cli_reply_free(&r);
+        }
+        *(timestamp == -2 ? &p->earliest : timestamp == -1 ? &p->latest : &p->at_time) = q[i].offset;
     }
+    free(q);
     return rc;
 }
 

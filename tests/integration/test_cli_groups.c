@@ -77,6 +77,16 @@ static void subscribe_assigned(rd_kafka_t *c, const char *topic, int partitions)
     assert_true(assigned);
 }
 
+/* Commits p0 and p1 for events:0 and events:1 as member c. */
+static void commit_events(rd_kafka_t *c, long long p0, long long p1)
+{
+    rd_kafka_topic_partition_list_t *offs = rd_kafka_topic_partition_list_new(2);
+    rd_kafka_topic_partition_list_add(offs, "events", 0)->offset = p0;
+    rd_kafka_topic_partition_list_add(offs, "events", 1)->offset = p1;
+    assert_int_equal(rd_kafka_commit(c, offs, 0), 0);
+    rd_kafka_topic_partition_list_destroy(offs);
+}
+
 /* The group's committed offset of topic:partition read with librdkafka
  * (-1: none). */
 static long long committed(const char *bs, const char *group, const char *topic, int partition)
@@ -153,11 +163,7 @@ static void test_reset_modes(void **state)
     /* The group consumed and committed 4 and 2, then stopped: Empty. */
     rd_kafka_t *c = group_consumer(bs, "billing", "earliest");
     subscribe_assigned(c, "events", 2);
-    rd_kafka_topic_partition_list_t *offs = rd_kafka_topic_partition_list_new(2);
-    rd_kafka_topic_partition_list_add(offs, "events", 0)->offset = 4;
-    rd_kafka_topic_partition_list_add(offs, "events", 1)->offset = 2;
-    assert_int_equal(rd_kafka_commit(c, offs, 0), 0);
-    rd_kafka_topic_partition_list_destroy(offs);
+    commit_events(c, 4, 2);
     rd_kafka_consumer_close(c);
     rd_kafka_destroy(c);
     expect_committed(bs, "billing", 4, 2);
@@ -280,11 +286,7 @@ static void test_active_group(void **state)
 
     rd_kafka_t *c = group_consumer(bs, "shipping", "earliest");
     subscribe_assigned(c, "events", 2);
-    rd_kafka_topic_partition_list_t *offs = rd_kafka_topic_partition_list_new(2);
-    rd_kafka_topic_partition_list_add(offs, "events", 0)->offset = 1;
-    rd_kafka_topic_partition_list_add(offs, "events", 1)->offset = 1;
-    assert_int_equal(rd_kafka_commit(c, offs, 0), 0);
-    rd_kafka_topic_partition_list_destroy(offs);
+    commit_events(c, 1, 1);
 
     RUN(&r, "group", "reset-offsets", "shipping", "--topic", "events", "--to-earliest", "--execute", "-b", bs);
     expect(&r, 1, NULL,
