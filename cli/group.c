@@ -374,10 +374,57 @@ static int group_list(struct cli_conn *c, bool json)
     return CLI_EXIT_OK;
 }
 
+static int build_delete_groups(void *req, int16_t version, struct kafka_arena *a, void *ctx)
+{
+    struct delete_groups_request *m = req;
+    (void)version;
+    m->groups_names = kafka_arena_alloc(a, sizeof(*m->groups_names));
+    if (!m->groups_names)
+        return -1;
+    m->groups_names[0] = kafka_str_from_cstr(ctx);
+    m->groups_names_count = 1;
+    return 0;
+}
+
+/* DeleteGroups, one group at a time to its own coordinator; every group is
+ * tried. Kafka's broker refuses a group with members (NON_EMPTY_GROUP). */
+static int group_delete(struct cli_conn *c, char **groups, int n)
+{
+    int rc = CLI_EXIT_OK;
+    for (int i = 0; i < n; i++) {
+        int32_t coord;
+        int one = cli_coordinator(c, groups[i], &coord);
+        struct cli_reply r;
+        if (one == 0)
+            one = cli_call(c, coord, KAFKA_API_KEY_DELETE_GROUPS, build_delete_groups, groups[i], &r);
+        if (one == CLI_EXIT_UNREACHABLE)
+            return one;
+        if (one == 0) {
+            const struct delete_groups_response *m = r.response;
+            int16_t code = m->results_count ? m->results[0].error_code : KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+            if (code == KAFKA_ERR_NONE) {
+                printf("deleted group '%s'\n", groups[i]);
+            } else {
+                char what[400];
+                snprintf(what, sizeof(what), "cannot delete group '%s'", groups[i]);
+                one = cli_kafka_fail(code, (struct kafka_str){NULL, -1}, what,
+                                     code == KAFKA_ERR_NON_EMPTY_GROUP      ? "stop its consumers first"
+                                     : code == KAFKA_ERR_GROUP_ID_NOT_FOUND ? "see `cairn group list`"
+                                                                            : NULL);
+            }
+            cli_reply_free(&r);
+        }
+        if (one)
+            rc = one;
+    }
+    return rc;
+}
+
 static const char group_usage[] =
     "usage: cairn group <subcommand> [flags]\n"
     "  list [--format json]             groups on every broker, with state and protocol type\n"
     "  describe GROUP [--format json]   members, their assignments, committed offsets, log end and lag\n"
+    "  delete GROUP...                  delete groups that have no members, with their committed offsets\n"
     "  reset-offsets GROUP ...          plan (and with --execute commit) new committed offsets; see --help\n"
     "  delete-offsets GROUP --topic T   delete committed offsets; see --help\n"
     "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
@@ -392,22 +439,27 @@ int cli_group_main(int argc, char **argv)
         return cli_group_reset_offsets(argc - 1, argv + 1);
     if (!strcmp(argv[1], "delete-offsets"))
         return cli_group_delete_offsets(argc - 1, argv + 1);
-    bool list = !strcmp(argv[1], "list"), describe = !strcmp(argv[1], "describe");
-    if (!list && !describe)
+    bool list = !strcmp(argv[1], "list"), describe = !strcmp(argv[1], "describe"), del = !strcmp(argv[1], "delete");
+    if (!list && !describe && !del)
         return cli_fail(CLI_EXIT_USAGE, "unknown subcommand 'group %s'\n%s", argv[1], group_usage);
     struct cli_settings s;
-    char *pos[1];
+    char *pos[64];
     int npos;
-    int rc = cli_parse(argc - 1, argv + 1, group_usage, "", NULL, NULL, NULL, &s, pos, &npos, describe ? 1 : 0);
+    int rc = cli_parse(argc - 1, argv + 1, group_usage, "", NULL, NULL, NULL, &s, pos, &npos,
+                       describe ? 1
+                       : del    ? 64
+                                : 0);
     if (rc >= 0)
         return rc;
     if (describe && npos != 1)
         return cli_fail(CLI_EXIT_USAGE, "group describe wants one group id\n%s", group_usage);
+    if (del && npos < 1)
+        return cli_fail(CLI_EXIT_USAGE, "group delete wants one or more group ids\n%s", group_usage);
     struct cli_conn c;
     rc = cli_connect(&c, &s);
     if (rc)
         return rc;
-    rc = list ? group_list(&c, s.json) : group_describe(&c, pos[0], s.json);
+    rc = list ? group_list(&c, s.json) : del ? group_delete(&c, pos, npos) : group_describe(&c, pos[0], s.json);
     cli_close(&c);
     return rc;
 }

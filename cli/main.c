@@ -11,7 +11,7 @@ static int completion_main(int argc, char **argv);
 static const struct cli_command commands[] = {
     {"topic", "create list describe delete add-partitions alter-config", NULL, cli_topic_main},
     {"cluster", "info", NULL, cli_cluster_main},
-    {"group", "list describe reset-offsets delete-offsets", NULL, cli_group_main},
+    {"group", "list describe delete reset-offsets delete-offsets", NULL, cli_group_main},
     {"acl", "create list delete", NULL, cli_acl_main},
     {"user", "create list delete", "SCRAM credentials", cli_user_main},
     {"quota", "set describe", "client quotas", cli_quota_main},

@@ -307,6 +307,9 @@ static void test_active_group(void **state)
     expect(&r, 0, "TOPIC  PARTITION  RESULT\naudit  0          DELETED\n", NULL);
     assert_int_equal(committed(bs, "shipping", "audit", 0), -1);
 
+    RUN(&r, "group", "delete", "shipping", "-b", bs);
+    expect(&r, 1, NULL, "NON_EMPTY_GROUP: cannot delete group 'shipping'; stop its consumers first");
+
     rd_kafka_consumer_close(c);
     rd_kafka_destroy(c);
     /* Left the group: Empty, so the topic's offsets can go. */
@@ -320,6 +323,12 @@ static void test_active_group(void **state)
     RUN(&r, "group", "reset-offsets", "shipping", "--all-topics", "--to-earliest", "--execute", "-b", bs);
     expect(&r, 0, "events  1          1               0", NULL);
     expect_committed(bs, "shipping", -1, 0);
+    /* An Empty group can be deleted, its offsets with it. */
+    RUN(&r, "group", "delete", "shipping", "-b", bs);
+    expect(&r, 0, "deleted group 'shipping'", NULL);
+    expect_committed(bs, "shipping", -1, -1);
+    RUN(&r, "group", "delete", "shipping", "-b", bs);
+    expect(&r, 1, NULL, "GROUP_ID_NOT_FOUND: cannot delete group 'shipping'");
     broker_mark_passed(b);
 }
 
@@ -364,9 +373,12 @@ static void test_bad_input(void **state)
     expect(&r, 2, NULL, "delete-offsets wants --topic");
     RUN(&r, "group", "delete-offsets", "g", "--topic", "events", "--execute", "-b", bs);
     expect(&r, 2, NULL, "takes only --topic");
+    RUN(&r, "group", "delete", "-b", bs);
+    expect(&r, 2, NULL, "group delete wants one or more group ids");
     RUN(&r, "completion", "fish");
     expect(&r, 2, NULL, "completion wants bash or zsh, got 'fish'");
-    const char *const helps[][3] = {{"group", "reset-offsets", "--help"},
+    const char *const helps[][3] = {{"group", "delete", "--help"},
+                                    {"group", "reset-offsets", "--help"},
                                     {"group", "delete-offsets", "--help"},
                                     {"completion", "--help", NULL},
                                     {"completion", "bash", "--help"}};
