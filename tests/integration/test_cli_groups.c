@@ -392,9 +392,10 @@ static void test_bad_input(void **state)
     broker_mark_passed(b);
 }
 
-/* Runs a bash script with the cairn build directory first in PATH; its
- * stdout in out. Returns bash's exit status. */
-static int run_bash(const char *script, char *out, size_t len)
+/* Runs a script in shell ("bash --norc --noprofile", "zsh -f") with the
+ * cairn build directory first in PATH and HOME the test's own; its stdout
+ * and stderr in out. Returns the shell's exit status. */
+static int run_shell(const char *shell, const char *script, char *out, size_t len)
 {
     char path[600], out_path[600], cmd[1400], dir[512];
     snprintf(path, sizeof(path), "%s/script.bash", g_home);
@@ -403,9 +404,9 @@ static int run_bash(const char *script, char *out, size_t len)
     *strrchr(dir, '/') = '\0';
     FILE *f = fopen(path, "w");
     assert_non_null(f);
-    fprintf(f, "PATH='%s':\"$PATH\"\n%s", dir, script);
+    fprintf(f, "PATH='%s':\"$PATH\"\nHOME='%s'\n%s", dir, g_home, script);
     fclose(f);
-    snprintf(cmd, sizeof(cmd), "bash --norc --noprofile '%s' > '%s' 2>&1", path, out_path);
+    snprintf(cmd, sizeof(cmd), "%s '%s' > '%s' 2>&1", shell, path, out_path);
     int rc = system(cmd);
     f = fopen(out_path, "r");
     assert_non_null(f);
@@ -438,7 +439,7 @@ static void test_completion(void **state)
              "%scomp cairn gr\ncomp cairn group re\ncomp cairn group reset-offsets billing --to-e\n"
              "comp cairn topic list --format j\ncomp cairn group describe x --form\n",
              base);
-    assert_int_equal(run_bash(script, out, sizeof(out)), 0);
+    assert_int_equal(run_shell("bash --norc --noprofile", script, out, sizeof(out)), 0);
     if (!strstr(out, "complete -o default -F _cairn cairn\n[group]\n[reset-offsets]\n[--to-earliest]\n[json]\n"
                      "[--format]\n"))
         fail_msg("completion:\n%s", out);
@@ -482,11 +483,33 @@ static void test_completion(void **state)
     assert_true(ncommands >= 10);
     assert_non_null(strstr(all_commands, "group "));
     assert_non_null(strstr(all_commands, "completion "));
-    assert_int_equal(run_bash(script, out, sizeof(out)), 0);
+    assert_int_equal(run_shell("bash --norc --noprofile", script, out, sizeof(out)), 0);
     char want_all[4200];
     snprintf(want_all, sizeof(want_all), "[%shelp]\n%s", all_commands, want);
     if (!strstr(out, want_all))
         fail_msg("want:\n%s\ngot:\n%s", want_all, out);
+
+    /* zsh (scripts/setup-deps.sh installs it): the script loads after
+     * compinit and registers _cairn; run with compadd standing in for the
+     * builtin, it offers the same words. */
+    if (system("command -v zsh > /dev/null 2>&1") != 0)
+        fail_msg("zsh is not installed (scripts/setup-deps.sh installs it)");
+    static const char zsh_script[] =
+        "autoload -U compinit && compinit -u -D || exit 7\n"
+        "source <(cairn completion zsh) || exit 9\n"
+        "print -r -- \"registered $_comps[cairn]\"\n"
+        "compadd() { if [[ $1 == -a ]]; then print -r -- \"[${(P)2}]\"; else shift; print -r -- \"[$*]\"; fi }\n"
+        "_files() { print -r -- '[files]' }\n"
+        "comp() { words=(\"$@\"); CURRENT=$#; _cairn }\n"
+        "comp cairn gr\ncomp cairn group ''\ncomp cairn group reset-offsets g --to-e\n"
+        "comp cairn topic list --format ''\ncomp cairn topic list --profile ''\n";
+    assert_int_equal(run_shell("zsh -f", zsh_script, out, sizeof(out)), 0);
+    char want_zsh[2048];
+    snprintf(want_zsh, sizeof(want_zsh),
+             "registered _cairn\n[%shelp]\n[list describe delete reset-offsets delete-offsets]\n", all_commands);
+    if (!strstr(out, want_zsh) || !strstr(out, " --to-earliest --to-latest --to-offset --to-timestamp --topic ") ||
+        !strstr(out, "]\n[text json]\n[files]\n"))
+        fail_msg("zsh completion, want:\n%s\ngot:\n%s", want_zsh, out);
 }
 
 int main(void)
