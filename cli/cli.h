@@ -202,6 +202,8 @@ struct cli_offset_query {
  * ms since the epoch) with one ListOffsets to each leader. Returns 0 (each
  * query's own error set), or CLI_EXIT_UNREACHABLE with the reason printed. */
 int cli_list_offsets(struct cli_conn *c, struct cli_offset_query *q, int n, int64_t timestamp);
+/* The leader of topic's partition in a Metadata reply, or -1. */
+int32_t cli_metadata_leader(const struct metadata_response *m, const char *topic, int32_t partition);
 
 /* ---- group.c ---- */
 

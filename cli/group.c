@@ -157,13 +157,7 @@ static int fill_log_ends(struct cli_conn *c, struct group_rows *rs)
         return rc;
     const struct metadata_response *m = mr.response;
     for (int i = 0; i < rs->n; i++)
-        for (int32_t t = 0; t < m->topics_count; t++) {
-            if (strcmp(cli_str(m->topics[t].name), rs->v[i].topic))
-                continue;
-            for (int32_t p = 0; p < m->topics[t].partitions_count; p++)
-                if (m->topics[t].partitions[p].partition_index == rs->v[i].partition)
-                    rs->v[i].leader = m->topics[t].partitions[p].leader_id;
-        }
+        rs->v[i].leader = cli_metadata_leader(m, rs->v[i].topic, rs->v[i].partition);
     cli_reply_free(&mr);
     struct cli_offset_query *q = calloc((size_t)rs->n, sizeof(*q));
     if (!q)

@@ -320,13 +320,7 @@ static int plan_from_metadata(struct cli_conn *c, struct plan *pl, const struct 
             rc = cli_fail(CLI_EXIT_USAGE, "--topic wants T or T:P,P..., got '%s'", f->topics[i]);
     }
     for (int i = 0; i < pl->n; i++)
-        for (int32_t t = 0; t < m->topics_count; t++) {
-            if (strcmp(cli_str(m->topics[t].name), pl->v[i].topic))
-                continue;
-            for (int32_t p = 0; p < m->topics[t].partitions_count; p++)
-                if (m->topics[t].partitions[p].partition_index == pl->v[i].partition)
-                    pl->v[i].leader = m->topics[t].partitions[p].leader_id;
-        }
+        pl->v[i].leader = cli_metadata_leader(m, pl->v[i].topic, pl->v[i].partition);
     cli_reply_free(&mr);
     return rc;
 }

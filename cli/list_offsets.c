@@ -90,3 +90,15 @@ int cli_list_offsets(struct cli_conn *c, struct cli_offset_query *q, int n, int6
     }
     return rc;
 }
+
+int32_t cli_metadata_leader(const struct metadata_response *m, const char *topic, int32_t partition)
+{
+    for (int32_t t = 0; t < m->topics_count; t++) {
+        if (strcmp(cli_str(m->topics[t].name), topic) != 0)
+            continue;
+        for (int32_t p = 0; p < m->topics[t].partitions_count; p++)
+            if (m->topics[t].partitions[p].partition_index == partition)
+                return m->topics[t].partitions[p].leader_id;
+    }
+    return -1;
+}
