@@ -246,33 +246,70 @@ static void on_committed(struct kafka_str topic, int32_t partition, int64_t offs
         p->current = offset;
 }
 
+/* Adds the partitions "0,2" of topic (each must exist in mt). Returns 0 or
+ * an exit code. */
+static int add_listed_partitions(struct plan *pl, const struct metadata_response_metadata_response_topic *mt,
+                                 const char *topic, const char *flag, const char *list)
+{
+    char *copy = strdup(list);
+    if (!copy)
+        return cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
+    int rc = 0, count = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save), count++) {
+        long long v;
+        bool found = false;
+        if (cli_parse_int(tok, 0, INT32_MAX, &v) < 0) {
+            rc = cli_fail(CLI_EXIT_USAGE, "--topic wants T or T:P,P..., got '%s'", flag);
+            break;
+        }
+        for (int32_t p = 0; p < mt->partitions_count && !found; p++)
+            found = mt->partitions[p].partition_index == v;
+        if (!found) {
+            char what[400];
+            snprintf(what, sizeof(what), "topic '%.255s' has no partition %lld (it has %d)", topic, v,
+                     (int)mt->partitions_count);
+            rc = cli_kafka_fail(KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION, (struct kafka_str){NULL, -1}, what, NULL);
+        } else if (!plan_add(pl, topic, strlen(topic), (int32_t)v)) {
+            rc = cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
+        }
+    }
+    free(copy);
+    if (rc == 0 && count == 0)
+        rc = cli_fail(CLI_EXIT_USAGE, "--topic wants T or T:P,P..., got '%s'", flag);
+    return rc;
+}
+
 /* Adds the partitions --topic names (all of a topic's when none are given)
  * and every partition's leader, from Metadata. Returns 0 or an exit code. */
 static int plan_from_metadata(struct cli_conn *c, struct plan *pl, const struct offsets_flags *f)
 {
-    const char *names[MAX_TOPIC_FLAGS + 1];
-    char buf[MAX_TOPIC_FLAGS][256];
+    char buf[MAX_TOPIC_FLAGS][256]; /* the topic of each --topic */
+    const char **names = calloc((size_t)(f->ntopics + pl->n + 1), sizeof(*names));
+    if (!names)
+        return cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
     int nn = 0;
     for (int i = 0; i < f->ntopics; i++) {
         size_t len = strcspn(f->topics[i], ":");
-        if (len == 0 || len >= sizeof(buf[0]))
+        if (len == 0 || len >= sizeof(buf[0])) {
+            free(names);
             return cli_fail(CLI_EXIT_USAGE, "--topic wants T or T:P,P..., got '%s'", f->topics[i]);
+        }
         memcpy(buf[i], f->topics[i], len);
         buf[i][len] = '\0';
         names[nn++] = buf[i];
     }
-    for (int i = 0; i < pl->n && nn < MAX_TOPIC_FLAGS; i++) {
+    for (int i = 0; i < pl->n; i++) {
         bool seen = false;
         for (int j = 0; j < nn && !seen; j++)
             seen = !strcmp(names[j], pl->v[i].topic);
         if (!seen)
             names[nn++] = pl->v[i].topic;
     }
-    if (nn == 0)
-        return 0;
     struct cli_reply mr;
-    int rc = cli_metadata(c, names, nn, &mr);
-    if (rc)
+    int rc = nn ? cli_metadata(c, names, nn, &mr) : 0;
+    free(names);
+    if (rc || nn == 0)
         return rc;
     const struct metadata_response *m = mr.response;
     for (int i = 0; i < f->ntopics && rc == 0; i++) {
@@ -285,39 +322,13 @@ static int plan_from_metadata(struct cli_conn *c, struct plan *pl, const struct 
             snprintf(what, sizeof(what), "topic '%.255s' does not exist", buf[i]);
             rc = cli_kafka_fail(mt ? mt->error_code : KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION,
                                 (struct kafka_str){NULL, -1}, what, "see `cairn topic list`");
-            break;
-        }
-        const char *parts = strchr(f->topics[i], ':');
-        if (!parts) {
-            for (int32_t p = 0; p < mt->partitions_count; p++)
+        } else if (strchr(f->topics[i], ':')) {
+            rc = add_listed_partitions(pl, mt, buf[i], f->topics[i], strchr(f->topics[i], ':') + 1);
+        } else {
+            for (int32_t p = 0; p < mt->partitions_count && rc == 0; p++)
                 if (!plan_add(pl, buf[i], strlen(buf[i]), mt->partitions[p].partition_index))
                     rc = cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
-            continue;
         }
-        /* "T:0,2": each partition must exist. */
-        char list[256];
-        snprintf(list, sizeof(list), "%s", parts + 1);
-        char *save = NULL;
-        int count = 0;
-        for (char *tok = strtok_r(list, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save), count++) {
-            long long v;
-            bool found = false;
-            if (cli_parse_int(tok, 0, INT32_MAX, &v) == 0)
-                for (int32_t p = 0; p < mt->partitions_count && !found; p++)
-                    found = mt->partitions[p].partition_index == v;
-            if (cli_parse_int(tok, 0, INT32_MAX, &v) < 0) {
-                rc = cli_fail(CLI_EXIT_USAGE, "--topic wants T or T:P,P..., got '%s'", f->topics[i]);
-            } else if (!found) {
-                char what[400];
-                snprintf(what, sizeof(what), "topic '%.255s' has no partition %lld (it has %d)", buf[i], v,
-                         (int)mt->partitions_count);
-                rc = cli_kafka_fail(KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION, (struct kafka_str){NULL, -1}, what, NULL);
-            } else if (!plan_add(pl, buf[i], strlen(buf[i]), (int32_t)v)) {
-                rc = cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
-            }
-        }
-        if (rc == 0 && count == 0)
-            rc = cli_fail(CLI_EXIT_USAGE, "--topic wants T or T:P,P..., got '%s'", f->topics[i]);
     }
     for (int i = 0; i < pl->n; i++)
         pl->v[i].leader = cli_metadata_leader(m, pl->v[i].topic, pl->v[i].partition);
