@@ -133,6 +133,23 @@ static const struct option common_long[] = {
 };
 #define COMMON_LONG_COUNT (sizeof(common_long) / sizeof(common_long[0]))
 
+const char *const *cli_common_flags(void)
+{
+    /* The long names of common_long, then the short forms getopt takes. */
+    static char names[COMMON_LONG_COUNT][32];
+    static const char *list[COMMON_LONG_COUNT + 4];
+    size_t n = 0;
+    for (size_t i = 0; i < COMMON_LONG_COUNT; i++) {
+        snprintf(names[i], sizeof(names[i]), "--%s", common_long[i].name);
+        list[n++] = names[i];
+    }
+    list[n++] = "-b";
+    list[n++] = "-h";
+    list[n++] = "-X";
+    list[n] = NULL;
+    return list;
+}
+
 /* The settings also read from the environment as CAIRN_<KEY> (upper
  * case, dots as underscores), e.g. CAIRN_SSL_CA_LOCATION. */
 static const char *const env_keys[] = {

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "net/client.h"
 #include "protocol/messages.h"
@@ -25,6 +26,7 @@ enum {
 enum {
     KAFKA_API_KEY_LIST_OFFSETS = 2,
     KAFKA_API_KEY_METADATA = 3,
+    KAFKA_API_KEY_OFFSET_COMMIT = 8,
     KAFKA_API_KEY_OFFSET_FETCH = 9,
     KAFKA_API_KEY_FIND_COORDINATOR = 10,
     KAFKA_API_KEY_DESCRIBE_GROUPS = 15,
@@ -38,12 +40,14 @@ enum {
     KAFKA_API_KEY_DELETE_ACLS = 31,
     KAFKA_API_KEY_SASL_AUTHENTICATE = 36,
     KAFKA_API_KEY_CREATE_PARTITIONS = 37,
+    KAFKA_API_KEY_DELETE_GROUPS = 42,
     KAFKA_API_KEY_ELECT_LEADERS = 43,
     KAFKA_API_KEY_INCREMENTAL_ALTER_CONFIGS = 44,
     KAFKA_API_KEY_DESCRIBE_CLIENT_QUOTAS = 48,
     KAFKA_API_KEY_ALTER_CLIENT_QUOTAS = 49,
     KAFKA_API_KEY_DESCRIBE_USER_SCRAM_CREDENTIALS = 50,
     KAFKA_API_KEY_ALTER_USER_SCRAM_CREDENTIALS = 51,
+    KAFKA_API_KEY_OFFSET_DELETE = 47,
     KAFKA_API_KEY_DESCRIBE_QUORUM = 55,
 };
 
@@ -183,6 +187,24 @@ int cli_metadata(struct cli_conn *c, const char *const *topics, int n, struct cl
  * 0 or an exit code (message printed). */
 int cli_coordinator(struct cli_conn *c, const char *group, int32_t *node);
 
+/* ---- list_offsets.c ---- */
+
+/* One partition whose offset ListOffsets looks up: topic, partition and
+ * leader in; offset (-1: none or failed) and error out. */
+struct cli_offset_query {
+    const char *topic;
+    int32_t partition;
+    int32_t leader; /* -1: unknown (error LEADER_NOT_AVAILABLE) */
+    int64_t offset;
+    int16_t error;
+};
+/* Looks up every query's offset at timestamp (-2 earliest, -1 latest, else
+ * ms since the epoch) with one ListOffsets to each leader. Returns 0 (each
+ * query's own error set), or CLI_EXIT_UNREACHABLE with the reason printed. */
+int cli_list_offsets(struct cli_conn *c, struct cli_offset_query *q, int n, int64_t timestamp);
+/* The leader of topic's partition in a Metadata reply, or -1. */
+int32_t cli_metadata_leader(const struct metadata_response *m, const char *topic, int32_t partition);
+
 /* ---- group.c ---- */
 
 /* Walks a consumer protocol assignment (ConsumerProtocolAssignment: a
@@ -190,6 +212,36 @@ int cli_coordinator(struct cli_conn *c, const char *group, int32_t *node);
  * partition. Returns 0, or -1 when the bytes do not decode. */
 typedef void (*cli_assignment_fn)(struct kafka_str topic, int32_t partition, void *ctx);
 int cli_assignment_each(struct kafka_bytes b, cli_assignment_fn fn, void *ctx);
+/* Request builders: DescribeGroups for one group, OffsetFetch of every
+ * committed offset of one group (ctx: the group id). */
+int cli_build_describe_groups(void *req, int16_t version, struct kafka_arena *a, void *ctx);
+int cli_build_offset_fetch_all(void *req, int16_t version, struct kafka_arena *a, void *ctx);
+/* Walks an OffsetFetch reply's committed offsets (any version). Returns 0,
+ * or CLI_EXIT_KAFKA with the group-level error printed. */
+typedef void (*cli_committed_fn)(struct kafka_str topic, int32_t partition, int64_t offset, void *ctx);
+int cli_offset_fetch_each(const struct cli_reply *r, const char *group, cli_committed_fn fn, void *ctx);
+
+/* ---- group_offsets.c: group reset-offsets and delete-offsets ---- */
+int cli_group_reset_offsets(int argc, char **argv);
+int cli_group_delete_offsets(int argc, char **argv);
+
+/* ---- completion.c ---- */
+
+/* One command family of the tool: the table main() dispatches on, prints
+ * as help and turns into shell completion. subcommands is space-separated. */
+struct cli_command {
+    const char *name;
+    const char *subcommands;
+    const char *note; /* shown after the subcommands in help, or NULL */
+    int (*run)(int argc, char **argv);
+};
+/* Prints the commands as the help text lists them. */
+void cli_commands_help(FILE *out, const struct cli_command *cmds, size_t n);
+/* cairn completion bash|zsh: prints a completion script for cmds. */
+int cli_completion_main(int argc, char **argv, const struct cli_command *cmds, size_t n);
+/* The long and short forms of the flags every command takes
+ * ("--brokers", "-b", ...), NULL-terminated. */
+const char *const *cli_common_flags(void);
 
 /* ---- acl.c, user.c ---- */
 

@@ -1,4 +1,5 @@
-/* cairn group: list, and describe with members, assignments and lag. */
+/* cairn group: list, and describe with members, assignments and lag
+ * (reset-offsets and delete-offsets are in group_offsets.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +105,7 @@ static void on_assigned(struct kafka_str topic, int32_t partition, void *ctx)
         row->member = ma->member;
 }
 
-static int build_describe_groups(void *req, int16_t version, struct kafka_arena *a, void *ctx)
+int cli_build_describe_groups(void *req, int16_t version, struct kafka_arena *a, void *ctx)
 {
     struct describe_groups_request *m = req;
     (void)version;
@@ -116,7 +117,7 @@ static int build_describe_groups(void *req, int16_t version, struct kafka_arena 
     return 0;
 }
 
-static int build_offset_fetch(void *req, int16_t version, struct kafka_arena *a, void *ctx)
+int cli_build_offset_fetch_all(void *req, int16_t version, struct kafka_arena *a, void *ctx)
 {
     struct offset_fetch_request *m = req;
     if (version < 2)
@@ -133,41 +134,6 @@ static int build_offset_fetch(void *req, int16_t version, struct kafka_arena *a,
         m->group_id = kafka_str_from_cstr(ctx);
         m->topics_count = -1;
     }
-    return 0;
-}
-
-/* Rows led by one broker, for one ListOffsets. */
-struct list_offsets_ctx {
-    struct group_rows *rs;
-    int32_t leader;
-};
-
-static int build_list_offsets(void *req, int16_t version, struct kafka_arena *a, void *ctx)
-{
-    struct list_offsets_request *m = req;
-    const struct list_offsets_ctx *lc = ctx;
-    (void)version;
-    m->replica_id = -1;
-    m->topics = kafka_arena_alloc(a, sizeof(*m->topics) * (size_t)lc->rs->n);
-    if (!m->topics)
-        return -1;
-    for (int i = 0; i < lc->rs->n; i++) {
-        const struct group_row *row = &lc->rs->v[i];
-        if (row->leader != lc->leader)
-            continue;
-        /* One topic entry per partition keeps this simple; brokers accept repeats. */
-        struct list_offsets_request_list_offsets_topic *t = &m->topics[m->topics_count++];
-        list_offsets_request_list_offsets_topic_init(t);
-        t->name = kafka_str_from_cstr(row->topic);
-        t->partitions = kafka_arena_alloc(a, sizeof(*t->partitions));
-        if (!t->partitions)
-            return -1;
-        list_offsets_request_list_offsets_partition_init(&t->partitions[0]);
-        t->partitions[0].partition_index = row->partition;
-        t->partitions[0].timestamp = -1; /* latest */
-        t->partitions_count = 1;
-    }
-    m->timeout_ms = 30000;
     return 0;
 }
 
@@ -191,44 +157,22 @@ static int fill_log_ends(struct cli_conn *c, struct group_rows *rs)
         return rc;
     const struct metadata_response *m = mr.response;
     for (int i = 0; i < rs->n; i++)
-        for (int32_t t = 0; t < m->topics_count; t++) {
-            if (strcmp(cli_str(m->topics[t].name), rs->v[i].topic))
-                continue;
-            for (int32_t p = 0; p < m->topics[t].partitions_count; p++)
-                if (m->topics[t].partitions[p].partition_index == rs->v[i].partition)
-                    rs->v[i].leader = m->topics[t].partitions[p].leader_id;
-        }
+        rs->v[i].leader = cli_metadata_leader(m, rs->v[i].topic, rs->v[i].partition);
     cli_reply_free(&mr);
-    for (int i = 0; i < rs->n && rc == 0; i++) {
-        int32_t leader = rs->v[i].leader;
-        bool seen = leader < 0;
-        for (int j = 0; j < i && !seen; j++)
-            seen = rs->v[j].leader == leader;
-        if (seen)
-            continue;
-        struct list_offsets_ctx lc = {rs, leader};
-        struct cli_reply r;
-        rc = cli_call(c, leader, KAFKA_API_KEY_LIST_OFFSETS, build_list_offsets, &lc, &r);
-        if (rc)
-            break;
-        const struct list_offsets_response *lo = r.response;
-        for (int32_t t = 0; t < lo->topics_count; t++)
-            for (int32_t p = 0; p < lo->topics[t].partitions_count; p++) {
-                const struct list_offsets_response_list_offsets_partition_response *pr = &lo->topics[t].partitions[p];
-                if (pr->error_code != KAFKA_ERR_NONE)
-                    continue;
-                int64_t off = r.version >= 1 ? pr->offset : pr->old_style_offsets_count ? pr->old_style_offsets[0] : -1;
-                struct group_row *row = row_find_or_add(rs, lo->topics[t].name, pr->partition_index);
-                if (row)
-                    row->log_end = off;
-            }
-        cli_reply_free(&r);
-    }
+    struct cli_offset_query *q = calloc((size_t)rs->n, sizeof(*q));
+    if (!q)
+        return cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
+    for (int i = 0; i < rs->n; i++)
+        q[i] = (struct cli_offset_query){
+            .topic = rs->v[i].topic, .partition = rs->v[i].partition, .leader = rs->v[i].leader};
+    rc = cli_list_offsets(c, q, rs->n, -1);
+    for (int i = 0; i < rs->n && rc == 0; i++)
+        rs->v[i].log_end = q[i].offset;
+    free(q);
     return rc;
 }
 
-/* Adds the committed offsets from an OffsetFetch reply to rs. */
-static int read_committed(const struct cli_reply *r, const char *group, struct group_rows *rs)
+int cli_offset_fetch_each(const struct cli_reply *r, const char *group, cli_committed_fn fn, void *ctx)
 {
     const struct offset_fetch_response *m = r->response;
     int16_t code = m->error_code;
@@ -245,20 +189,23 @@ static int read_committed(const struct cli_reply *r, const char *group, struct g
                 for (int32_t p = 0; p < m->groups[g].topics[t].partitions_count; p++) {
                     const struct offset_fetch_response_offset_fetch_response_partitions
                         *pp = &m->groups[g].topics[t].partitions[p];
-                    struct group_row *row = row_find_or_add(rs, m->groups[g].topics[t].name, pp->partition_index);
-                    if (row)
-                        row->committed = pp->committed_offset;
+                    fn(m->groups[g].topics[t].name, pp->partition_index, pp->committed_offset, ctx);
                 }
         return 0;
     }
     for (int32_t t = 0; t < m->topics_count; t++)
         for (int32_t p = 0; p < m->topics[t].partitions_count; p++) {
             const struct offset_fetch_response_offset_fetch_response_partition *pp = &m->topics[t].partitions[p];
-            struct group_row *row = row_find_or_add(rs, m->topics[t].name, pp->partition_index);
-            if (row)
-                row->committed = pp->committed_offset;
+            fn(m->topics[t].name, pp->partition_index, pp->committed_offset, ctx);
         }
     return 0;
+}
+
+static void on_committed(struct kafka_str topic, int32_t partition, int64_t offset, void *ctx)
+{
+    struct group_row *row = row_find_or_add(ctx, topic, partition);
+    if (row)
+        row->committed = offset;
 }
 
 static void print_group(const char *group, const struct describe_groups_response_described_group *g, json_t *jmembers,
@@ -306,7 +253,7 @@ static int group_describe(struct cli_conn *c, const char *group, bool json)
     if (rc)
         return rc;
     struct cli_reply dr, fr;
-    rc = cli_call(c, coord, KAFKA_API_KEY_DESCRIBE_GROUPS, build_describe_groups, (void *)group, &dr);
+    rc = cli_call(c, coord, KAFKA_API_KEY_DESCRIBE_GROUPS, cli_build_describe_groups, (void *)group, &dr);
     if (rc)
         return rc;
     const struct describe_groups_response *d = dr.response;
@@ -346,10 +293,10 @@ static int group_describe(struct cli_conn *c, const char *group, bool json)
                                                   "assignment", ma.json));
         cli_table_add(mt, owned[i] ? owned[i] : "", cli_str(mem->client_id), cli_str(mem->client_host), ma.text);
     }
-    rc = owned ? cli_call(c, coord, KAFKA_API_KEY_OFFSET_FETCH, build_offset_fetch, (void *)group, &fr)
+    rc = owned ? cli_call(c, coord, KAFKA_API_KEY_OFFSET_FETCH, cli_build_offset_fetch_all, (void *)group, &fr)
                : cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
     if (rc == 0) {
-        rc = read_committed(&fr, group, &rs);
+        rc = cli_offset_fetch_each(&fr, group, on_committed, &rs);
         cli_reply_free(&fr);
     }
     if (rs.n)
@@ -421,10 +368,59 @@ static int group_list(struct cli_conn *c, bool json)
     return CLI_EXIT_OK;
 }
 
+static int build_delete_groups(void *req, int16_t version, struct kafka_arena *a, void *ctx)
+{
+    struct delete_groups_request *m = req;
+    (void)version;
+    m->groups_names = kafka_arena_alloc(a, sizeof(*m->groups_names));
+    if (!m->groups_names)
+        return -1;
+    m->groups_names[0] = kafka_str_from_cstr(ctx);
+    m->groups_names_count = 1;
+    return 0;
+}
+
+/* DeleteGroups, one group at a time to its own coordinator; every group is
+ * tried. Kafka's broker refuses a group with members (NON_EMPTY_GROUP). */
+static int group_delete(struct cli_conn *c, char **groups, int n)
+{
+    int rc = CLI_EXIT_OK;
+    for (int i = 0; i < n; i++) {
+        int32_t coord;
+        int one = cli_coordinator(c, groups[i], &coord);
+        struct cli_reply r;
+        if (one == 0)
+            one = cli_call(c, coord, KAFKA_API_KEY_DELETE_GROUPS, build_delete_groups, groups[i], &r);
+        if (one == CLI_EXIT_UNREACHABLE)
+            return one;
+        if (one == 0) {
+            const struct delete_groups_response *m = r.response;
+            int16_t code = m->results_count ? m->results[0].error_code : KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+            if (code == KAFKA_ERR_NONE) {
+                printf("deleted group '%s'\n", groups[i]);
+            } else {
+                char what[400];
+                snprintf(what, sizeof(what), "cannot delete group '%s'", groups[i]);
+                one = cli_kafka_fail(code, (struct kafka_str){NULL, -1}, what,
+                                     code == KAFKA_ERR_NON_EMPTY_GROUP      ? "stop its consumers first"
+                                     : code == KAFKA_ERR_GROUP_ID_NOT_FOUND ? "see `cairn group list`"
+                                                                            : NULL);
+            }
+            cli_reply_free(&r);
+        }
+        if (one)
+            rc = one;
+    }
+    return rc;
+}
+
 static const char group_usage[] =
     "usage: cairn group <subcommand> [flags]\n"
     "  list [--format json]             groups on every broker, with state and protocol type\n"
     "  describe GROUP [--format json]   members, their assignments, committed offsets, log end and lag\n"
+    "  delete GROUP...                  delete groups that have no members, with their committed offsets\n"
+    "  reset-offsets GROUP ...          plan (and with --execute commit) new committed offsets; see --help\n"
+    "  delete-offsets GROUP --topic T   delete committed offsets; see --help\n"
     "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
 
 int cli_group_main(int argc, char **argv)
@@ -433,22 +429,31 @@ int cli_group_main(int argc, char **argv)
         fputs(group_usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
     }
-    bool list = !strcmp(argv[1], "list"), describe = !strcmp(argv[1], "describe");
-    if (!list && !describe)
+    if (!strcmp(argv[1], "reset-offsets"))
+        return cli_group_reset_offsets(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "delete-offsets"))
+        return cli_group_delete_offsets(argc - 1, argv + 1);
+    bool list = !strcmp(argv[1], "list"), describe = !strcmp(argv[1], "describe"), del = !strcmp(argv[1], "delete");
+    if (!list && !describe && !del)
         return cli_fail(CLI_EXIT_USAGE, "unknown subcommand 'group %s'\n%s", argv[1], group_usage);
     struct cli_settings s;
-    char *pos[1];
+    char *pos[64];
     int npos;
-    int rc = cli_parse(argc - 1, argv + 1, group_usage, "", NULL, NULL, NULL, &s, pos, &npos, describe ? 1 : 0);
+    int rc = cli_parse(argc - 1, argv + 1, group_usage, "", NULL, NULL, NULL, &s, pos, &npos,
+                       describe ? 1
+                       : del    ? 64
+                                : 0);
     if (rc >= 0)
         return rc;
     if (describe && npos != 1)
         return cli_fail(CLI_EXIT_USAGE, "group describe wants one group id\n%s", group_usage);
+    if (del && npos < 1)
+        return cli_fail(CLI_EXIT_USAGE, "group delete wants one or more group ids\n%s", group_usage);
     struct cli_conn c;
     rc = cli_connect(&c, &s);
     if (rc)
         return rc;
-    rc = list ? group_list(&c, s.json) : group_describe(&c, pos[0], s.json);
+    rc = list ? group_list(&c, s.json) : del ? group_delete(&c, pos, npos) : group_describe(&c, pos[0], s.json);
     cli_close(&c);
     return rc;
 }

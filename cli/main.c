@@ -4,19 +4,30 @@
 
 #include "cli.h"
 
-static const char usage[] =
-    "usage: cairn <command> <subcommand> [flags]\n"
-    "\n"
-    "commands:\n"
-    "  topic    create | list | describe | delete | add-partitions | alter-config\n"
-    "  cluster  info\n"
-    "  group    list | describe\n"
-    "  acl      create | list | delete\n"
-    "  user     create | list | delete      (SCRAM credentials)\n"
-    "  quota    set | describe              (client quotas)\n"
-    "  quorum   status                      (KRaft controller quorum)\n"
-    "  config   describe | alter            (broker configs: --broker ID or --broker-defaults)\n"
-    "  leader   elect                       (preferred or unclean leader election)\n"
+static int completion_main(int argc, char **argv);
+
+/* The commands: dispatched on, listed by --help and completed by the
+ * scripts `cairn completion` prints. */
+static const struct cli_command commands[] = {
+    {"topic", "create list describe delete add-partitions alter-config", NULL, cli_topic_main},
+    {"cluster", "info", NULL, cli_cluster_main},
+    {"group", "list describe delete reset-offsets delete-offsets", NULL, cli_group_main},
+    {"acl", "create list delete", NULL, cli_acl_main},
+    {"user", "create list delete", "SCRAM credentials", cli_user_main},
+    {"quota", "set describe", "client quotas", cli_quota_main},
+    {"quorum", "status", "KRaft controller quorum", cli_quorum_main},
+    {"config", "describe alter", "broker configs: --broker ID or --broker-defaults", cli_config_main},
+    {"leader", "elect", "preferred or unclean leader election", cli_leader_main},
+    {"completion", "bash zsh", "shell completion script", completion_main},
+};
+#define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
+
+static int completion_main(int argc, char **argv)
+{
+    return cli_completion_main(argc, argv, commands, COMMAND_COUNT);
+}
+
+static const char usage_flags[] =
     "\n"
     "flags every command takes:\n"
     "  -b, --brokers host:port,...  bootstrap brokers (else CAIRN_BROKERS, else the profile)\n"
@@ -33,26 +44,14 @@ static const char usage[] =
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
-        fputs(usage, argc < 2 ? stderr : stdout);
+        FILE *out = argc < 2 ? stderr : stdout;
+        fputs("usage: cairn <command> <subcommand> [flags]\n\ncommands:\n", out);
+        cli_commands_help(out, commands, COMMAND_COUNT);
+        fputs(usage_flags, out);
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
     }
-    if (!strcmp(argv[1], "topic"))
-        return cli_topic_main(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "cluster"))
-        return cli_cluster_main(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "group"))
-        return cli_group_main(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "acl"))
-        return cli_acl_main(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "user"))
-        return cli_user_main(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "quota"))
-        return cli_quota_main(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "quorum"))
-        return cli_quorum_main(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "leader"))
-        return cli_leader_main(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "config"))
-        return cli_config_main(argc - 1, argv + 1);
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
     return cli_fail(CLI_EXIT_USAGE, "unknown command '%s'; see cairn --help", argv[1]);
 }

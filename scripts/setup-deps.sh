@@ -19,7 +19,7 @@ packages=(
   libcmocka-dev librdkafka-dev kcat openssl libcurl4-openssl-dev
   liblz4-dev libsnappy-dev zlib1g-dev
   clang libclang-rt-14-dev
-  iptables
+  iptables zsh
   krb5-kdc krb5-admin-server krb5-user libsasl2-modules-gssapi-mit
 )
 if [ "$clients" = 1 ]; then
