@@ -336,7 +336,7 @@ static void test_controllers_and_observer_broker(void **state)
     /* SIGHUP on a controller-only node reloads its quorum's TLS (none
      * here) and it serves on: the clean stop below checks it did not die. */
     assert_int_equal(kill(broker_pid(&nodes[0]), SIGHUP), 0);
-    wait_log(&nodes[0], "received SIGHUP", 10000);
+    broker_wait_log(&nodes[0], "received SIGHUP", 10000);
     for (int i = 0; i <= N; i++) {
         broker_stop(&nodes[i]);
         broker_mark_passed(&nodes[i]);
