@@ -3,8 +3,9 @@
  * so acks=all answers at once; with followers in the ISR an acks=all
  * produce waits in the purgatory until the high watermark passes its
  * batches (REQUEST_TIMED_OUT after the request's timeout,
- * NOT_LEADER_OR_FOLLOWER when leadership moves meanwhile). acks=0 sends no
- * response at all. */
+ * NOT_LEADER_OR_FOLLOWER when leadership moves meanwhile,
+ * NOT_ENOUGH_REPLICAS_AFTER_APPEND when it passes with the ISR below
+ * min.insync.replicas). acks=0 sends no response at all. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,10 +229,15 @@ static bool produce_try_complete(struct delayed_op *op, bool expired)
         struct produce_wait *w = &po->waits[i];
         if (w->finished)
             continue;
-        const struct metadata_topic *topic = img ? metadata_image_topic_by_name(img, w->topic, strlen(w->topic))
-                                                 : NULL;
+        const struct metadata_topic *topic = img ? metadata_image_topic_by_name(img, w->topic, strlen(w->topic)) : NULL;
         const struct metadata_partition *p = topic ? metadata_topic_partition(topic, w->out->index) : NULL;
         if (partition_log_high_watermark(w->log) >= w->required) {
+            /* Kafka's checkEnoughReplicasReachOffset: the batch is in the
+             * ISR, but an ISR shrunk below the minimum since the append
+             * (the shrink is what let the high watermark pass) does not
+             * meet what acks=all promised. */
+            if (p && p->present && p->isr_count < topic_min_insync(topic, ctx->env->min_insync_replicas))
+                w->out->error_code = KAFKA_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND;
             w->finished = true;
         } else if (!p || !p->present || p->leader != ctx->env->node_id || p->leader_epoch != w->leader_epoch) {
             w->out->error_code = KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;

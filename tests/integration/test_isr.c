@@ -391,11 +391,47 @@ static void test_isr_refuses_stale_broker_epoch(void **state)
     cluster_stop(&c);
 }
 
+/* acks=all with min.insync.replicas 3 on 3 replicas: a record sent while
+ * a follower is dead waits, and when the ISR shrinks to 2 (which lets the
+ * high watermark pass it) it is answered NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+ * as Kafka does; the next is refused before the append with
+ * NOT_ENOUGH_REPLICAS. */
+static void test_acks_all_after_shrink_below_min_isr(void **state)
+{
+    (void)state;
+    struct cluster c;
+    cluster_up(&c);
+    const char *configs[] = {"min.insync.replicas", "3", NULL};
+    int32_t leader = create_replicated(&c, "below-min", configs);
+    const char *bootstrap = broker_bootstrap(&c.nodes[leader - 1]);
+    const char *conf[] = {"acks", "all", "retries", "0", "message.timeout.ms", "60000", NULL};
+    rd_kafka_t *p = rk_producer_new(bootstrap, conf);
+    wait_isr(p, "below-min", 3, leader, true, 30000);
+    assert_int_equal(rk_produce_one_delivered(p, "below-min"), RD_KAFKA_RESP_ERR_NO_ERROR);
+    int32_t follower = leader % 3 + 1;
+    broker_kill9(&c.nodes[follower - 1]);
+    struct rk_delivery_slot slot = {0};
+    assert_int_equal(rk_produce_blocking(p, "below-min", 0, NULL, 0, "w", 1, 0, NULL, &slot), 0);
+    long long deadline = harness_now_ms() + LAG_MS + SLACK_MS;
+    while (!slot.done && harness_now_ms() < deadline)
+        rd_kafka_poll(p, 100);
+    assert_true(slot.done);
+    fprintf(stderr, "[test] acks=all while the ISR shrank below min.insync.replicas: %s\n",
+            rd_kafka_err2name(slot.err));
+    assert_int_equal(slot.err, RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND);
+    wait_isr(p, "below-min", 2, follower, false, SLACK_MS);
+    assert_int_equal(rk_produce_one_delivered(p, "below-min"), RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS);
+    rk_producer_destroy(p);
+    broker_restart(&c.nodes[follower - 1]);
+    cluster_stop(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_isr_shrinks_and_grows_back),
         cmocka_unit_test(test_isr_refuses_stale_broker_epoch),
+        cmocka_unit_test(test_acks_all_after_shrink_below_min_isr),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
