@@ -279,10 +279,15 @@ static void *txn_thread_main(void *arg)
         if (c->stopping || c->work_due)
             continue;
         int64_t until = next_abort < next_expire ? next_abort : next_expire;
-        /* Markers that failed (or are unavailable) are retried soon, not at
-         * the next abort check. */
-        if (any_pending(c) && c->opts.markers && until > now + MARKER_RETRY_MS) {
-            until = now + MARKER_RETRY_MS;
+        /* Markers that failed (or were skipped while their partition
+         * loaded) are retried at the next wake, at most MARKER_RETRY_MS
+         * away. Only waking early used to retry them: with an abort check
+         * due sooner than that, none ever was, and the transaction stayed
+         * in Prepare* with every InitProducerId answered
+         * CONCURRENT_TRANSACTIONS. */
+        if (any_pending(c) && c->opts.markers) {
+            if (until > now + MARKER_RETRY_MS)
+                until = now + MARKER_RETRY_MS;
             c->work_due = true;
         }
         struct timespec ts;

@@ -30,7 +30,8 @@ struct marker_call {
 struct recorder {
     struct marker_call calls[MAX_CALLS];
     int count;
-    bool fail;
+    bool fail;          /* read and written atomically: a test thread clears it */
+    int failed_calls;   /* atomically, as fail */
     char fail_only[64]; /* "topic-partition": only that one fails (recorded) */
 };
 
@@ -39,7 +40,8 @@ static int16_t record_markers(void *ctx, int64_t producer_id, int16_t producer_e
 {
     (void)coordinator_epoch;
     struct recorder *r = ctx;
-    if (r->fail) {
+    if (__atomic_load_n(&r->fail, __ATOMIC_SEQ_CST)) {
+        __atomic_add_fetch(&r->failed_calls, 1, __ATOMIC_SEQ_CST);
         for (size_t i = 0; i < count; i++)
             parts[i].error_code = KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
         return KAFKA_ERR_NOT_LEADER_OR_FOLLOWER;
@@ -548,6 +550,49 @@ static void test_background_thread_completes_and_times_out(void **state)
     txn_coordinator_destroy(c);
 }
 
+/* Failed markers are retried by the thread on its own, also when the
+ * abort check runs as often as the marker retry (it used to keep the
+ * retry from ever being due: the transaction stayed prepared for good). */
+static void test_background_thread_retries_failed_markers(void **state)
+{
+    (void)state;
+    struct threaded t;
+    memset(&t, 0, sizeof t);
+    atomic_store(&t.now, 1000000);
+    t.next_id = 90;
+    t.rec.fail = true;
+    struct txn_coordinator_options opts = {
+        .markers = &recorder_ops,
+        .markers_ctx = &t.rec,
+        .allocate_producer_id = threaded_allocate,
+        .allocate_ctx = &t,
+        .now_ms = threaded_now,
+        .clock_ctx = &t,
+        .abort_check_interval_ms = 500,
+        .background_thread = true,
+    };
+    struct txn_coordinator *c;
+    char err[256] = "";
+    assert_int_equal(txn_coordinator_create(&opts, &c, err, sizeof err), 0);
+    assert_int_equal(txn_coordinator_load(c, err, sizeof err), 0);
+    int64_t pid;
+    int16_t epoch;
+    assert_int_equal(txn_coordinator_init_producer(c, "retry", 10000, -1, -1, &pid, &epoch), KAFKA_ERR_NONE);
+    assert_int_equal(txn_coordinator_add_partitions(c, "retry", pid, epoch, three, 2), KAFKA_ERR_NONE);
+    assert_int_equal(txn_coordinator_end(c, "retry", pid, epoch, true), KAFKA_ERR_NONE);
+    for (int i = 0; i < 500 && __atomic_load_n(&t.rec.failed_calls, __ATOMIC_SEQ_CST) == 0; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(__atomic_load_n(&t.rec.failed_calls, __ATOMIC_SEQ_CST) > 0);
+    __atomic_store_n(&t.rec.fail, false, __ATOMIC_SEQ_CST);
+    assert_true(wait_for_state(c, "retry", TXN_STATE_COMPLETE_COMMIT));
+    assert_int_equal(t.rec.count, 1);
+    assert_true(t.rec.calls[0].commit);
+    assert_int_equal(t.rec.calls[0].count, 2);
+    txn_coordinator_destroy(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -566,6 +611,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_verify_partitions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_and_state_names, setup, teardown),
         cmocka_unit_test(test_background_thread_completes_and_times_out),
+        cmocka_unit_test(test_background_thread_retries_failed_markers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
