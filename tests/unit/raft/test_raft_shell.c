@@ -582,7 +582,9 @@ static void big_record(uint8_t *buf, int batch, int record)
 
 static int64_t wait_caught_up(struct node *nodes)
 {
-    int64_t deadline = clock_mono_ms() + 20000;
+    /* Seconds when idle; a machine loaded enough to time fetches out
+     * (and move the leadership meanwhile) has taken over 20 s. */
+    int64_t deadline = clock_mono_ms() + 60000;
     for (;;) {
         struct raft_shell_status st[N];
         for (int i = 0; i < N; i++)
@@ -792,9 +794,17 @@ static void test_late_follower_fetches_snapshot(void **state)
     /* Its log goes on with the quorum's. */
     append_values(at_leader, epoch, (const char *[]){"e"}, 1);
     wait_node_seen(late, 2);
+    /* The status is published apart from the delivery: look until the
+     * two agree. */
     struct raft_shell_status st, lst;
-    raft_shell_status(late->shell, &st);
-    raft_shell_status(nodes[leader - 1].shell, &lst);
+    int64_t deadline = clock_mono_ms() + 10000;
+    for (;;) {
+        raft_shell_status(late->shell, &st);
+        raft_shell_status(nodes[leader - 1].shell, &lst);
+        if (st.end_offset == lst.end_offset || clock_mono_ms() > deadline)
+            break;
+        usleep(20 * 1000);
+    }
     assert_int_equal(st.end_offset, lst.end_offset);
 
     char logdir[PATH_MAX], mine[PATH_MAX], theirs[PATH_MAX];
