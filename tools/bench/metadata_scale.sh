@@ -5,12 +5,12 @@
 #
 # usage: tools/bench/metadata_scale.sh [--topics T] [--partitions P]
 #            [--replication-factor R] [--brokers B] [--batch K]
-#            [--snapshot-interval-ms MS] [--base-port PORT] [--keep] [--out DIR]
-#            [--prop key=value]...
+#            [--snapshot-interval-ms MS] [--wait-timeout-ms MS] [--base-port PORT]
+#            [--keep] [--out DIR] [--prop key=value]...
 #
 # Defaults: 1000 topics x 100 partitions (100,000), RF 1, 1 broker, 100
 # topics per CreateTopics. RF R needs --brokers R or more.
-# Reports (JSON on stdout, also DIR/scale.json):
+# Reports (JSON on stdout, also DIR/scale.json when --out is given):
 #  - create_seconds: the CreateTopics batches; created_until_led_seconds: from
 #    the first batch until an all-topics Metadata lists every partition with
 #    a leader;
@@ -24,7 +24,9 @@
 #  - the same for a controller restart, and the controller's VmRSS/VmHWM.
 # The broker waits for a snapshot (metadata.log.max.snapshot.interval.ms,
 # default here 2000) before its restart, so the restart loads a snapshot
-# rather than replaying the whole log.
+# rather than replaying the whole log. The script exits non-zero when a
+# creation fails or the partitions are not all back, each led, within
+# --wait-timeout-ms (default 1800000) after a restart.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -33,7 +35,7 @@ export CAIRND="${CAIRND:-$repo/build/core/server/cairnd}"
 export CAIRN="${CAIRN:-$repo/build/cli/cairn}"
 bench="${CAIRN_BENCH:-$repo/build/tools/bench/cairn-bench}"
 cluster="$repo/tools/cairn-cluster"
-topics=1000 partitions=100 rf=1 brokers=1 batch=100 snapshot_ms=2000 base_port="" keep=0 out=""
+topics=1000 partitions=100 rf=1 brokers=1 batch=100 snapshot_ms=2000 wait_ms=1800000 base_port="" keep=0 out=""
 props=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -43,11 +45,12 @@ while [ $# -gt 0 ]; do
         --brokers) brokers="$2"; shift ;;
         --batch) batch="$2"; shift ;;
         --snapshot-interval-ms) snapshot_ms="$2"; shift ;;
+        --wait-timeout-ms) wait_ms="$2"; shift ;;
         --base-port) base_port="$2"; shift ;;
         --keep) keep=1 ;;
         --out) out="$2"; shift ;;
         --prop) props+=(--prop "$2"); shift ;;
-        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -55,7 +58,8 @@ done
 [ -x "$CAIRND" ] || { echo "cairnd not found at $CAIRND" >&2; exit 1; }
 [ -x "$bench" ] || { echo "cairn-bench not found at $bench (set CAIRN_BENCH)" >&2; exit 1; }
 [ "$brokers" -ge "$rf" ] || { echo "--replication-factor $rf needs --brokers $rf or more" >&2; exit 2; }
-[ -n "$out" ] || out="$(mktemp -d /tmp/cairn-scale.XXXXXX)"
+own_out=0
+[ -n "$out" ] || { out="$(mktemp -d /tmp/cairn-scale.XXXXXX)"; own_out=1; }
 mkdir -p "$out"
 dir="$out/cluster"
 
@@ -81,7 +85,9 @@ for b in $broker_ids; do bootstrap="${bootstrap:+$bootstrap,}127.0.0.1:$((base_p
 
 cleanup() {
     [ -f "$dir/cluster.env" ] && "$cluster" down --dir "$dir" >/dev/null 2>&1 || true
-    if [ "$keep" = 1 ]; then echo "cluster kept in $dir" >&2; else rm -rf "$dir"; fi
+    if [ "$keep" = 1 ]; then echo "cluster kept in $dir" >&2
+    elif [ "$own_out" = 1 ]; then rm -rf "$out"
+    else rm -rf "$dir"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -103,7 +109,7 @@ snapshot_bytes() {
 }
 wait_all() { # -> wait-partitions JSON
     "$bench" wait-partitions --bootstrap "$bootstrap" --topic scale --topics "$topics" --partitions "$partitions" \
-        --idle-timeout-ms 1800000 2>>"$out/bench.log"
+        --idle-timeout-ms "$wait_ms" 2>>"$out/bench.log"
 }
 # Start a node and return once its port accepts; prints seconds since exec.
 restart_node() { # node
