@@ -48,8 +48,8 @@ static int create_batch(rd_kafka_t *rk, const struct bench_options *opts, int fi
     int failed = 0;
     for (int i = 0; i < n; i++) {
         topic_name(name, sizeof(name), opts->topic, first + i);
-        topics[i] = rd_kafka_NewTopic_new(name, opts->partitions > 0 ? opts->partitions : 1,
-                                          opts->replication_factor, err, sizeof(err));
+        topics[i] = rd_kafka_NewTopic_new(name, opts->partitions > 0 ? opts->partitions : 1, opts->replication_factor,
+                                          err, sizeof(err));
         if (!topics[i]) {
             fprintf(stderr, "cairn-bench: %s: %s\n", name, err);
             failed = n;
@@ -67,14 +67,13 @@ static int create_batch(rd_kafka_t *rk, const struct bench_options *opts, int fi
         failed = n;
     } else {
         size_t count = 0;
-        const rd_kafka_topic_result_t **res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev),
-                                                                                 &count);
+        const rd_kafka_topic_result_t **res = rd_kafka_CreateTopics_result_topics(
+            rd_kafka_event_CreateTopics_result(ev), &count);
         for (size_t i = 0; i < count; i++) {
             rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
             if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
                 if (failed++ < 3)
-                    fprintf(stderr, "cairn-bench: %s: %s\n", rd_kafka_topic_result_name(res[i]),
-                            rd_kafka_err2str(e));
+                    fprintf(stderr, "cairn-bench: %s: %s\n", rd_kafka_topic_result_name(res[i]), rd_kafka_err2str(e));
             }
         }
         if (count != (size_t)n)
@@ -113,9 +112,8 @@ int bench_run_create_topics(const struct bench_options *opts)
     double seconds = (double)(bench_now_us() - start) / 1e6;
     int parts = opts->partitions > 0 ? opts->partitions : 1;
     json_t *report = json_pack("{s:s, s:i, s:i, s:i, s:i, s:f, s:f, s:i}", "command", "create-topics", "topics", total,
-                               "partitions_per_topic", parts, "replication_factor", opts->replication_factor,
-                               "batch", batch, "seconds", seconds, "slowest_batch_seconds", slowest, "failed",
-                               failed);
+                               "partitions_per_topic", parts, "replication_factor", opts->replication_factor, "batch",
+                               batch, "seconds", seconds, "slowest_batch_seconds", slowest, "failed", failed);
     bench_report_print(report);
     json_decref(report);
     rd_kafka_destroy(rk);
@@ -124,8 +122,7 @@ int bench_run_create_topics(const struct bench_options *opts)
 
 /* Topics named "<prefix>-NNNNN" in md, and of their partitions how many
  * exist and how many have a leader. */
-static void count_prefix(const rd_kafka_metadata_t *md, const char *prefix, int *topics, long *partitions,
-                         long *led)
+static void count_prefix(const rd_kafka_metadata_t *md, const char *prefix, int *topics, long *partitions, long *led)
 {
     size_t plen = strlen(prefix);
     *topics = 0;
