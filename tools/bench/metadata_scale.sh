@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Metadata scale: creates N partitions on a local cluster of one controller
-# and one broker (tools/cairn-cluster), then restarts the broker and the
-# controller and times how long each takes to serve them all again.
+# and B brokers (tools/cairn-cluster; brokers apart from the controller, so
+# that each process's start-up and RSS are its own), then restarts the first
+# broker and the controller and times how long each takes to serve them all
+# again.
 #
 # usage: tools/bench/metadata_scale.sh [--topics T] [--partitions P]
 #            [--replication-factor R] [--brokers B] [--batch K]
@@ -50,7 +52,7 @@ while [ $# -gt 0 ]; do
         --keep) keep=1 ;;
         --out) out="$2"; shift ;;
         --prop) props+=(--prop "$2"); shift ;;
-        -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
     shift
