@@ -52,7 +52,7 @@ while [ $# -gt 0 ]; do
         --keep) keep=1 ;;
         --out) out="$2"; shift ;;
         --prop) props+=(--prop "$2"); shift ;;
-        -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
     shift
