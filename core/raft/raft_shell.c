@@ -138,6 +138,11 @@ static void apply_output(struct raft_shell *s, struct raft_output *out, bool *ap
             *qs_version = out->qs_version;
         break;
     case RAFT_OUT_HIGH_WATERMARK:
+        /* The listener may apply for long (a broker opening thousands of
+         * partitions): publish the role and leader first, or a status left
+         * at "no leader" by a fetch timeout stays so for the whole apply,
+         * and a broker, heartbeating the leader it names, is fenced. */
+        set_status(s);
         if (s->cfg.listener.on_high_watermark)
             s->cfg.listener.on_high_watermark(s->cfg.listener.ctx, s, out->offset);
         break;

@@ -12,7 +12,7 @@
 /* Command-line options of every sub-command. Filled once by
  * bench_options_parse() on the main thread and read-only afterwards. */
 struct bench_options {
-    const char *command; /* produce, consume, mock-cluster, wait-topic */
+    const char *command; /* produce, consume, mock-cluster, wait-topic, create-topics, wait-partitions */
     const char *bootstrap;
     const char *topic;
     long long records;
@@ -32,6 +32,8 @@ struct bench_options {
     long long rate;                             /* produce: records/s on a fixed schedule, 0 = unbounded */
     int brokers;                                /* mock-cluster */
     int port;                                   /* mock-cluster: 0 = any */
+    int topics;                                 /* create-topics, wait-partitions: topic count */
+    int batch;                                  /* create-topics: topics per CreateTopics */
     const char *overrides[BENCH_MAX_OVERRIDES]; /* "key=value" for librdkafka */
     int override_count;
 };
@@ -71,6 +73,8 @@ int bench_run_produce(const struct bench_options *opts);
 int bench_run_consume(const struct bench_options *opts);
 int bench_run_mock_cluster(const struct bench_options *opts);
 int bench_run_wait_topic(const struct bench_options *opts);
+int bench_run_create_topics(const struct bench_options *opts);
+int bench_run_wait_partitions(const struct bench_options *opts);
 
 /* Monotonic clock in microseconds. */
 uint64_t bench_now_us(void);

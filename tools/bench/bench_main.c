@@ -29,6 +29,10 @@ void bench_usage(FILE *out)
                  "  cairn-bench mock-cluster [--brokers 1] [--topic T --partitions P]\n"
                  "  cairn-bench wait-topic --bootstrap H:P --topic T [--partitions P]\n"
                  "      [--idle-timeout-ms 10000]\n"
+                 "  cairn-bench create-topics --bootstrap H:P --topic PREFIX --topics N\n"
+                 "      [--partitions P] [--replication-factor R] [--batch 100]\n"
+                 "  cairn-bench wait-partitions --bootstrap H:P --topic PREFIX --topics N\n"
+                 "      [--partitions P] [--idle-timeout-ms 10000]\n"
                  "\n"
                  "produce and consume print one JSON object on stdout. mock-cluster prints\n"
                  "the bootstrap address of an in-process librdkafka mock cluster and serves\n"
@@ -37,7 +41,10 @@ void bench_usage(FILE *out)
                  "in transactions of N records each (transactional.id --txn-id, default\n"
                  "cairn-bench-<pid>) and reports the commit latency. produce --rate R sends\n"
                  "R records per second on a fixed schedule (open loop) and times each record\n"
-                 "from the moment it was due, not from when it was sent.\n");
+                 "from the moment it was due, not from when it was sent. create-topics makes\n"
+                 "topics PREFIX-00000.. in CreateTopics requests of --batch topics each;\n"
+                 "wait-partitions reports how long until all N of them are in Metadata with\n"
+                 "P partitions each, every one with a leader.\n");
 }
 
 static int parse_long(const char *name, const char *text, long long min, long long max, long long *out, char *err,
@@ -129,6 +136,12 @@ int bench_options_parse(int argc, char **argv, struct bench_options *opts, char 
         } else if (!strcmp(name, "--port")) {
             rc = parse_long(name, value, 0, 65535, &n, err, errlen);
             opts->port = (int)n;
+        } else if (!strcmp(name, "--topics")) {
+            rc = parse_long(name, value, 1, 1000000, &n, err, errlen);
+            opts->topics = (int)n;
+        } else if (!strcmp(name, "--batch")) {
+            rc = parse_long(name, value, 1, 100000, &n, err, errlen);
+            opts->batch = (int)n;
         } else if (!strcmp(name, "-X")) {
             if (!strchr(value, '=')) {
                 snprintf(err, errlen, "-X expects key=value, got '%s'", value);
@@ -148,7 +161,8 @@ int bench_options_parse(int argc, char **argv, struct bench_options *opts, char 
     }
 
     int needs_broker = !strcmp(opts->command, "produce") || !strcmp(opts->command, "consume") ||
-                       !strcmp(opts->command, "wait-topic");
+                       !strcmp(opts->command, "wait-topic") || !strcmp(opts->command, "create-topics") ||
+                       !strcmp(opts->command, "wait-partitions");
     if (needs_broker && (!opts->bootstrap || !opts->topic)) {
         snprintf(err, errlen, "%s needs --bootstrap and --topic", opts->command);
         return -1;
@@ -180,6 +194,10 @@ int main(int argc, char **argv)
         return bench_run_consume(&opts);
     if (!strcmp(opts.command, "wait-topic"))
         return bench_run_wait_topic(&opts);
+    if (!strcmp(opts.command, "create-topics"))
+        return bench_run_create_topics(&opts);
+    if (!strcmp(opts.command, "wait-partitions"))
+        return bench_run_wait_partitions(&opts);
     if (!strcmp(opts.command, "mock-cluster"))
         return bench_run_mock_cluster(&opts);
     fprintf(stderr, "cairn-bench: unknown command '%s'\n", opts.command);

@@ -858,6 +858,127 @@ static void test_late_follower_fetches_snapshot(void **state)
     chunk_bytes = 1 << 20;
 }
 
+/* ---- a slow listener ---- */
+
+/* An observer (a broker) whose listener takes longer than the fetch timeout
+ * to apply a batch (a broker opening thousands of partitions) must keep
+ * publishing the leader it follows meanwhile: its heartbeats go to the
+ * leader raft_shell_status names, and a status stuck at "no leader" for a
+ * whole apply got brokers fenced while they created partitions. */
+struct slow_listener {
+    pthread_mutex_t mu;
+    int slow_started; /* "slow" records whose apply began */
+    int slow_done;
+};
+
+#define SLOW_APPLY_MS 2500
+
+static int on_slow_commit(void *ctx, const struct metadata_batch *batch)
+{
+    struct slow_listener *l = ctx;
+    for (int32_t i = 0; i < batch->count; i++) {
+        if (batch->records[i].len != 4 || memcmp(batch->records[i].value, "slow", 4) != 0)
+            continue;
+        pthread_mutex_lock(&l->mu);
+        l->slow_started++;
+        pthread_mutex_unlock(&l->mu);
+        usleep(SLOW_APPLY_MS * 1000);
+        pthread_mutex_lock(&l->mu);
+        l->slow_done++;
+        pthread_mutex_unlock(&l->mu);
+    }
+    return 0;
+}
+
+static int slow_count(struct slow_listener *l, bool done)
+{
+    pthread_mutex_lock(&l->mu);
+    int n = done ? l->slow_done : l->slow_started;
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
+static void test_slow_apply_keeps_leader_visible(void **state)
+{
+    (void)state;
+    int ports[N];
+    struct node nodes[N];
+    int leader = start_cluster(nodes, ports);
+    int32_t epoch = wait_writable(nodes[leader - 1].log);
+
+    char dir[64] = "/tmp/raft_shell_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    struct slow_listener sl = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    struct raft_shell_metadata *log = raft_shell_metadata_create();
+    assert_non_null(log);
+    struct metadata_log_listener listener = {.ctx = &sl, .handle_commit = on_slow_commit};
+    char err[256] = "";
+    assert_int_equal(raft_shell_metadata_set_dir(log, dir, err, sizeof err), 0);
+    assert_int_equal(raft_shell_metadata_ops.register_listener(log, &listener, err, sizeof err), 0);
+    struct raft_shell_config cfg;
+    raft_shell_config_defaults(&cfg);
+    cfg.node_id = N + 1; /* no voter: an observer */
+    for (int v = 0; v < N; v++) {
+        cfg.voters[v].id = v + 1;
+        snprintf(cfg.voters[v].host, sizeof cfg.voters[v].host, "127.0.0.1");
+        cfg.voters[v].port = ports[v];
+    }
+    cfg.n_voters = N;
+    snprintf(cfg.cluster_id, sizeof cfg.cluster_id, "MkU3OEVBNTcwNTJENDM2Qg");
+    cfg.election_timeout_ms = election_timeout_ms;
+    cfg.fetch_timeout_ms = 2 * election_timeout_ms;
+    int32_t ids[N] = {1, 2, 3};
+    snprintf(cfg.snapshot_dir, sizeof cfg.snapshot_dir, "%s/__cluster_metadata-0", dir);
+    cfg.store_ops = &raft_shell_disk_store_ops;
+    cfg.store = raft_shell_disk_store_open(dir, cfg.cluster_id, ids, N, err, sizeof err);
+    assert_non_null(cfg.store);
+    cfg.listener = raft_shell_metadata_listener(log);
+    struct raft_shell *shell = NULL;
+    if (raft_shell_start(&cfg, &shell, err, sizeof err) != 0)
+        fail_msg("observer: %s", err);
+    raft_shell_metadata_attach(log, shell);
+
+    /* Two slow batches, the second sent while the first is applied, so it
+     * arrives after the observer's fetch timed out during the first. */
+    struct metadata_log_entry slow = {(const uint8_t *)"slow", 4};
+    int64_t last = -1;
+    for (int round = 0; round < 2; round++) {
+        if (raft_shell_metadata_ops.append(nodes[leader - 1].log, epoch, &slow, 1, &last, err, sizeof err) != 0)
+            fail_msg("append: %s", err);
+        int64_t deadline = clock_mono_ms() + 20000;
+        while (slow_count(&sl, false) <= round && clock_mono_ms() < deadline)
+            usleep(5 * 1000);
+        assert_true(slow_count(&sl, false) > round);
+    }
+    /* During the second apply: the longest stretch without a leader in the
+     * observer's status. Without it published before the apply it is the
+     * whole apply (2.5 s); with it, at most a fetch round trip. */
+    int64_t longest = 0, since = -1;
+    int64_t deadline = clock_mono_ms() + 20000;
+    while (slow_count(&sl, true) < 2 && clock_mono_ms() < deadline) {
+        struct raft_shell_status st;
+        raft_shell_status(shell, &st);
+        int64_t now = clock_mono_ms();
+        if (st.leader_id < 0 && since < 0)
+            since = now;
+        if (st.leader_id >= 0)
+            since = -1;
+        if (since >= 0 && now - since > longest)
+            longest = now - since;
+        usleep(5 * 1000);
+    }
+    assert_int_equal(slow_count(&sl, true), 2);
+    if (longest >= SLOW_APPLY_MS / 2)
+        fail_msg("the observer named no leader for %lld ms of a %d ms apply", (long long)longest, SLOW_APPLY_MS);
+
+    raft_shell_stop(shell);
+    raft_shell_metadata_destroy(log);
+    stop_nodes(nodes);
+    nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    for (int i = 0; i < N; i++)
+        nftw(nodes[i].dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -865,6 +986,7 @@ int main(void)
         cmocka_unit_test(test_restart_after_snapshot_replays_tail),
         cmocka_unit_test(test_late_follower_catches_up_from_disk),
         cmocka_unit_test(test_late_follower_fetches_snapshot),
+        cmocka_unit_test(test_slow_apply_keeps_leader_visible),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
