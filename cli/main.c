@@ -17,6 +17,8 @@ static const char usage[] =
     "  quorum   status                      (KRaft controller quorum)\n"
     "  config   describe | alter            (broker configs: --broker ID or --broker-defaults)\n"
     "  leader   elect                       (preferred or unclean leader election)\n"
+    "  produce  TOPIC                       (records from standard input, one per line)\n"
+    "  consume  TOPIC                       (records to standard output)\n"
     "\n"
     "flags every command takes:\n"
     "  -b, --brokers host:port,...  bootstrap brokers (else CAIRN_BROKERS, else the profile)\n"
@@ -54,5 +56,9 @@ int main(int argc, char **argv)
         return cli_leader_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "config"))
         return cli_config_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "produce"))
+        return cli_produce_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "consume"))
+        return cli_consume_main(argc - 1, argv + 1);
     return cli_fail(CLI_EXIT_USAGE, "unknown command '%s'; see cairn --help", argv[1]);
 }
