@@ -153,19 +153,78 @@ static void test_produce_read_by_librdkafka(void **state)
     broker_mark_passed(b);
 }
 
-/* The README's quick start: a topic the broker creates on first use. */
-static void test_quick_start(void **state)
+/* Fails unless the file (docs/cli.md, README.md) shows text. */
+static void file_shows(const char *path, const char *text)
+{
+    static char doc[200000];
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(doc, 1, sizeof(doc) - 1, f);
+    fclose(f);
+    doc[n] = '\0';
+    if (!strstr(doc, text))
+        fail_msg("%s does not show:\n%s", path, text);
+}
+
+static void doc_shows(const char *text)
+{
+    file_shows(CAIRN_SOURCE_DIR "/docs/cli.md", text);
+}
+
+/* The examples of docs/cli.md "Producing and consuming" and the README's
+ * quick start, as written there (-b added), with the output shown. */
+static void test_doc_examples(void **state)
 {
     struct test_broker *b = *state;
     broker_start(b, NULL);
     const char *bs = broker_bootstrap(b);
     struct run r;
+    doc_shows("$ echo hello | cairn produce demo\n$ cairn consume demo -e\nhello\n");
+    file_shows(CAIRN_SOURCE_DIR "/README.md",
+               "echo hello | build/cli/cairn produce demo\nbuild/cli/cairn consume demo -e\n");
     g_stdin = "hello\n";
-    RUN(&r, "produce", "demo", "-b", bs);
+    RUN(&r, "produce", "demo", "-b", bs); /* created by the broker on first use */
     expect(&r, 0, NULL, NULL);
+    assert_string_equal(r.out, "");
     RUN(&r, "consume", "demo", "-b", bs, "-e");
-    expect(&r, 0, "hello\n", NULL);
+    expect(&r, 0, NULL, NULL);
     assert_string_equal(r.out, "hello\n");
+
+    RUN(&r, "topic", "create", "orders", "--partitions", "3", "-b", bs);
+    expect(&r, 0, NULL, NULL);
+    doc_shows("$ cairn topic create orders --partitions 3\n");
+    const char *produced = "{\"topic\":\"orders\",\"partition\":0,\"offset\":0}\n"
+                           "{\"topic\":\"orders\",\"partition\":1,\"offset\":0}\n";
+    char shown[600];
+    snprintf(shown, sizeof(shown),
+             "$ printf 'alice:order 7\\ndave:order 9\\n' | cairn produce orders -K : -H source=cli --format json\n%s",
+             produced);
+    doc_shows(shown);
+    g_stdin = "alice:order 7\ndave:order 9\n";
+    RUN(&r, "produce", "orders", "-K", ":", "-H", "source=cli", "--format", "json", "-b", bs);
+    expect(&r, 0, NULL, NULL);
+    assert_string_equal(r.out, produced);
+
+    const char *listed = "0 0 alice=order 7 [source=cli]\n1 0 dave=order 9 [source=cli]\n";
+    snprintf(shown, sizeof(shown), "$ cairn consume orders -e --format '%%p %%o %%k=%%v [%%h]\\n'\n%s", listed);
+    doc_shows(shown);
+    RUN(&r, "consume", "orders", "-e", "--format", "%p %o %k=%v [%h]\\n", "-b", bs);
+    expect(&r, 0, NULL, NULL);
+    assert_string_equal(r.out, listed);
+
+    doc_shows("$ cairn consume orders -e -p 1 --format json\n{\"topic\":\"orders\",\"partition\":1,\"offset\":0,"
+              "\"timestamp\":");
+    doc_shows(",\"key\":\"dave\",\"value\":\"order 9\",\"headers\":[{\"key\":\"source\",\"value\":\"cli\"}]}\n");
+    RUN(&r, "consume", "orders", "-e", "-p", "1", "--format", "json", "-b", bs);
+    expect(&r, 0, "{\"topic\":\"orders\",\"partition\":1,\"offset\":0,\"timestamp\":", NULL);
+    expect(&r, 0, ",\"key\":\"dave\",\"value\":\"order 9\",\"headers\":[{\"key\":\"source\",\"value\":\"cli\"}]}\n",
+           NULL);
+
+    doc_shows("$ cairn consume orders -c 1 -g audit\norder 7\n$ cairn consume orders -e -g audit\norder 9\n");
+    RUN(&r, "consume", "orders", "-c", "1", "-g", "audit", "-b", bs);
+    assert_string_equal(r.out, "order 7\n");
+    RUN(&r, "consume", "orders", "-e", "-g", "audit", "-b", bs);
+    assert_string_equal(r.out, "order 9\n");
     broker_mark_passed(b);
 }
 
@@ -416,7 +475,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_produce_read_by_librdkafka, cli_setup, cli_teardown),
-        cmocka_unit_test_setup_teardown(test_quick_start, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_doc_examples, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_consume_formats, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_consume_positions, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_read_committed, cli_setup, cli_teardown),
