@@ -687,7 +687,13 @@ static int consume_loop(struct consumer *k)
             }
             cli_sleep_ms(backoff);
             backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
+            /* A broker still down leaves the old leaders, asked again. */
+            k->c->net_err = net_err;
+            k->c->net_err_len = sizeof(net_err);
             rc = cli_topic_lookup(k->c, k->t.name, false, &k->t);
+            k->c->net_err = NULL;
+            if (rc == CLI_EXIT_UNREACHABLE)
+                rc = 0;
         } else {
             stuck_since = -1;
             backoff = 100;

@@ -347,8 +347,14 @@ static int flush(struct producer *p)
         backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
         for (int32_t i = 0; i < p->nbuilders; i++)
             pb[i].error = pb[i].pending ? KAFKA_ERR_NONE : pb[i].error;
-        /* New leaders; partitions only grow, so pb's indexes stay valid. */
+        /* New leaders; partitions only grow, so pb's indexes stay valid. A
+         * broker still down leaves the old ones, tried again until then. */
+        p->c->net_err = p->net_err;
+        p->c->net_err_len = sizeof(p->net_err);
         rc = cli_topic_lookup(p->c, p->t.name, false, &p->t);
+        p->c->net_err = NULL;
+        if (rc == CLI_EXIT_UNREACHABLE)
+            rc = 0;
     }
     if (rc == 0 && (p->a->verbose || p->a->json))
         print_delivered(p, pb);

@@ -15,8 +15,11 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli_runner.h"
 #include "harness.h"
@@ -409,6 +412,109 @@ static void test_read_committed(void **state)
     broker_mark_passed(b);
 }
 
+/* cairn run in the background with a pipe as standard input and stdout
+ * in a file of g_home. */
+struct bg_run {
+    pid_t pid;
+    int in; /* write end, -1 when closed */
+    char out_path[600];
+};
+
+static void bg_start(struct bg_run *bg, const char *name, const char *const *args)
+{
+    int fds[2];
+    /* Close-on-exec: a broker restarted meanwhile must not hold the write end. */
+    assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+    snprintf(bg->out_path, sizeof(bg->out_path), "%s/%s.out", g_home, name);
+    const char *argv[24] = {CAIRN_CLI_PATH};
+    int n = 1;
+    for (int i = 0; args[i] && n < 23; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    bg->pid = fork();
+    assert_true(bg->pid >= 0);
+    if (bg->pid == 0) {
+        int o = open(bg->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (o < 0)
+            _exit(127);
+        dup2(fds[0], 0);
+        dup2(o, 1);
+        close(fds[1]);
+        setenv("HOME", g_home, 1);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[0]);
+    bg->in = fds[1];
+}
+
+static void bg_write(struct bg_run *bg, const char *text)
+{
+    assert_int_equal(write(bg->in, text, strlen(text)), (ssize_t)strlen(text));
+}
+
+/* Waits up to 30 s for the output file to hold want; fails otherwise. */
+static void bg_wait_output(const struct bg_run *bg, const char *want)
+{
+    static char buf[4096];
+    for (long long until = harness_now_ms() + 30000;; usleep(50000)) {
+        FILE *f = fopen(bg->out_path, "r");
+        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = '\0';
+        if (!strcmp(buf, want))
+            return;
+        if (harness_now_ms() > until)
+            fail_msg("%s: want '%s', have '%s'", bg->out_path, want, buf);
+    }
+}
+
+static int bg_finish(struct bg_run *bg)
+{
+    if (bg->in >= 0)
+        close(bg->in);
+    bg->in = -1;
+    int status = 0;
+    assert_int_equal(waitpid(bg->pid, &status, 0), bg->pid);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+/* The broker goes away mid-stream and comes back: produce retries the
+ * batch written while it was down, consume looks the leader up again and
+ * carries on; neither loses or repeats a record. */
+static void test_broker_restart(void **state)
+{
+    struct test_broker *b = *state;
+    broker_start(b, NULL);
+    const char *bs = broker_bootstrap(b);
+    struct run r;
+    RUN(&r, "topic", "create", "steady", "-b", bs);
+    expect(&r, 0, NULL, NULL);
+    struct bg_run prod, cons;
+    bg_start(&prod, "produce", (const char *const[]){"produce", "steady", "-b", bs, "-v", "--timeout", "30000", NULL});
+    bg_start(&cons, "consume",
+             (const char *const[]){"consume", "steady", "-b", bs, "-c", "3", "--timeout", "30000", NULL});
+    bg_write(&prod, "before\n");
+    bg_wait_output(&prod, "partition 0 offset 0\n");
+    bg_wait_output(&cons, "before\n");
+    broker_stop(b);
+    bg_write(&prod, "during\n"); /* sent to a broker that is not there */
+    usleep(300000);
+    broker_restart(b);
+    bg_wait_output(&prod, "partition 0 offset 0\npartition 0 offset 1\n");
+    bg_write(&prod, "after\n");
+    assert_int_equal(bg_finish(&prod), 0);
+    assert_int_equal(bg_finish(&cons), 0);
+    bg_wait_output(&prod, "partition 0 offset 0\npartition 0 offset 1\npartition 0 offset 2\n");
+    bg_wait_output(&cons, "before\nduring\nafter\n");
+    RUN(&r, "consume", "steady", "-b", bs, "-e");
+    expect(&r, 0, NULL, NULL);
+    assert_string_equal(r.out, "before\nduring\nafter\n");
+    broker_mark_passed(b);
+}
+
 static void test_bad_input(void **state)
 {
     struct test_broker *b = *state;
@@ -479,6 +585,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_consume_formats, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_consume_positions, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_read_committed, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_broker_restart, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, cli_setup, cli_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
