@@ -28,11 +28,10 @@ enum { PT_ANY = 1, PT_MATCH = 2, PT_LITERAL = 3, PT_PREFIXED = 4 };
 enum { OP_ANY = 1, OP_ALL = 2 };
 enum { PERM_ANY = 1, PERM_DENY = 2, PERM_ALLOW = 3 };
 
-static const char *const op_names[] = {
-    "Unknown",         "Any",          "All",           "Read",          "Write",           "Create",
-    "Delete",          "Alter",        "Describe",      "ClusterAction", "DescribeConfigs", "AlterConfigs",
-    "IdempotentWrite", "CreateTokens", "DescribeTokens"};
-static const char *const rt_names[] = {"UNKNOWN",          "ANY", "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID",
+static const char *const op_names[] = {"Unknown", "Any", "All", "Read", "Write", "Create", "Delete", "Alter",
+                                       "Describe", "ClusterAction", "DescribeConfigs", "AlterConfigs",
+                                       "IdempotentWrite", "CreateTokens", "DescribeTokens"};
+static const char *const rt_names[] = {"UNKNOWN", "ANY", "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID",
                                        "DELEGATION_TOKEN", "USER"};
 static const char *const pt_names[] = {"UNKNOWN", "ANY", "MATCH", "LITERAL", "PREFIXED"};
 static const char *const perm_names[] = {"UNKNOWN", "ANY", "DENY", "ALLOW"};
@@ -125,7 +124,7 @@ static int acl_flag(int opt, const char *arg, void *ctx)
     case OPT_PRINCIPAL:
         if (!strchr(arg, ':'))
             return cli_fail(CLI_EXIT_USAGE, "a principal is TYPE:NAME (User:alice), got '%s'", arg);
-        a->pr[a->npr++] = (struct acl_principal){arg, opt == OPT_ALLOW  ? PERM_ALLOW
+        a->pr[a->npr++] = (struct acl_principal){arg, opt == OPT_ALLOW ? PERM_ALLOW
                                                       : opt == OPT_DENY ? PERM_DENY
                                                                         : PERM_ANY};
         return -1;
@@ -137,9 +136,7 @@ static int acl_flag(int opt, const char *arg, void *ctx)
     case OPT_TOPIC:
     case OPT_GROUP:
     case OPT_TXN:
-        a->res[a->nres++] = (struct acl_resource){opt == OPT_TOPIC   ? RT_TOPIC
-                                                  : opt == OPT_GROUP ? RT_GROUP
-                                                                     : RT_TXN,
+        a->res[a->nres++] = (struct acl_resource){opt == OPT_TOPIC ? RT_TOPIC : opt == OPT_GROUP ? RT_GROUP : RT_TXN,
                                                   arg};
         return -1;
     case OPT_CLUSTER:
@@ -151,7 +148,8 @@ static int acl_flag(int opt, const char *arg, void *ctx)
                 a->pattern = p;
                 return -1;
             }
-        return cli_fail(CLI_EXIT_USAGE, "--resource-pattern-type wants literal, prefixed, match or any, got '%s'", arg);
+        return cli_fail(CLI_EXIT_USAGE, "--resource-pattern-type wants literal, prefixed, match or any, got '%s'",
+                        arg);
     case OPT_HOST:
         a->host = arg;
         return -1;
@@ -289,8 +287,8 @@ static json_t *row_json(const struct acl_row *w)
                      NAME_OF(perm_names, w->perm));
 }
 
-static const char *const row_headers[] = {"RESOURCE", "NAME",      "PATTERN",   "PRINCIPAL",
-                                          "HOST",     "OPERATION", "PERMISSION"};
+static const char *const row_headers[] = {"RESOURCE", "NAME", "PATTERN", "PRINCIPAL", "HOST", "OPERATION",
+                                          "PERMISSION"};
 
 static void row_add(struct cli_table *t, const struct acl_row *w)
 {
@@ -342,7 +340,7 @@ static int acl_list(struct cli_conn *c, const struct acl_args *a, bool json)
                 for (int32_t k = 0; k < res->acls_count; k++) {
                     const struct describe_acls_response_acl_description *d = &res->acls[k];
                     struct acl_row w = {res->resource_type, res->pattern_type, d->operation, d->permission_type,
-                                        res->resource_name, d->principal,      d->host};
+                                        res->resource_name,  d->principal,      d->host};
                     if (json)
                         json_array_append_new(arr, row_json(&w));
                     else
@@ -450,9 +448,8 @@ int cli_acl_main(int argc, char **argv)
     if (!strcmp(sub, "create") && (rc = create_check(&a)) >= 0)
         return rc;
     if (!strcmp(sub, "delete") && a.nres == 0)
-        return cli_fail(CLI_EXIT_USAGE,
-                        "acl delete wants a resource (--topic, --group, --transactional-id or "
-                        "--cluster)\n%s",
+        return cli_fail(CLI_EXIT_USAGE, "acl delete wants a resource (--topic, --group, --transactional-id or "
+                                        "--cluster)\n%s",
                         acl_usage);
     struct cli_conn c;
     rc = cli_connect(&c, &s);

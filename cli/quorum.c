@@ -68,11 +68,11 @@ static void replicas_out(const struct describe_quorum_response_replica_state *r,
     for (int32_t i = 0; i < n; i++) {
         int64_t lag = r[i].log_end_offset >= 0 ? end - r[i].log_end_offset : -1;
         if (arr) {
-            json_array_append_new(arr,
-                                  json_pack("{s:i, s:I, s:I, s:I, s:I}", "id", (int)r[i].replica_id, "log_end_offset",
-                                            (json_int_t)r[i].log_end_offset, "lag", (json_int_t)lag,
-                                            "last_fetch_timestamp", (json_int_t)r[i].last_fetch_timestamp,
-                                            "last_caught_up_timestamp", (json_int_t)r[i].last_caught_up_timestamp));
+            json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I}", "id", (int)r[i].replica_id,
+                                                 "log_end_offset", (json_int_t)r[i].log_end_offset, "lag",
+                                                 (json_int_t)lag, "last_fetch_timestamp",
+                                                 (json_int_t)r[i].last_fetch_timestamp, "last_caught_up_timestamp",
+                                                 (json_int_t)r[i].last_caught_up_timestamp));
             continue;
         }
         char id[16], leo[24], lagtxt[24];
@@ -107,8 +107,8 @@ static int quorum_status(struct cli_conn *c, bool json)
         replicas_out(p->current_voters, p->current_voters_count, end, "voter", voters, NULL);
         replicas_out(p->observers, p->observers_count, end, "observer", observers, NULL);
         rc = cli_json_print(json_pack("{s:i, s:i, s:I, s:o, s:o}", "leader_id", (int)p->leader_id, "leader_epoch",
-                                      (int)p->leader_epoch, "high_watermark", (json_int_t)p->high_watermark, "voters",
-                                      voters, "observers", observers));
+                                      (int)p->leader_epoch, "high_watermark", (json_int_t)p->high_watermark,
+                                      "voters", voters, "observers", observers));
     } else {
         printf("LEADER          %d\nEPOCH           %d\nHIGH WATERMARK  %" PRId64 "\n\n", (int)p->leader_id,
                (int)p->leader_epoch, p->high_watermark);
