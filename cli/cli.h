@@ -217,12 +217,20 @@ struct cli_topic_info {
     int32_t partitions;
     int32_t *leader;
 };
+/* How cli_topic_lookup takes an unknown topic: an error (EXISTING), a
+ * topic the broker may create and is waited for (CREATE, as producers
+ * ask), or one that existed a moment ago, waited for (REFRESH: a broker
+ * restarting knows it only once its metadata is loaded). */
+enum cli_lookup { CLI_LOOKUP_EXISTING, CLI_LOOKUP_CREATE, CLI_LOOKUP_REFRESH };
 /* Metadata for one topic, asked again (until --timeout) while a partition
- * has no leader; auto_create lets the broker create it (as producers ask).
- * Registers the brokers the answer lists. Returns 0 or an exit code
+ * has no leader or, per mode, while the topic is unknown. Registers the
+ * brokers the answer lists. Returns 0 or an exit code
  * (UNKNOWN_TOPIC_OR_PARTITION named). */
-int cli_topic_lookup(struct cli_conn *c, const char *topic, bool auto_create, struct cli_topic_info *t);
+int cli_topic_lookup(struct cli_conn *c, const char *topic, enum cli_lookup mode, struct cli_topic_info *t);
 void cli_topic_info_free(struct cli_topic_info *t);
+/* 0 when partition (-1: none named) exists in t; else prints
+ * UNKNOWN_TOPIC_OR_PARTITION and returns its exit code. */
+int cli_topic_has_partition(const struct cli_topic_info *t, long long partition);
 /* Kafka's murmur2 hash of a record key (the default partitioner's). */
 uint32_t cli_murmur2(const void *data, size_t len);
 /* ListOffsets for parts[0..n) at timestamp (-1 latest, -2 earliest, or

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "consume.h"
 #include "codec/record_codec.h"
 #include "protocol/record_batch.h"
 
@@ -53,21 +54,6 @@ static const struct option consume_long[] = {
     {"isolation", required_argument, NULL, OPT_ISOLATION},
     {"group", required_argument, NULL, 'g'},
     {NULL, 0, NULL, 0},
-};
-
-enum start_kind { START_DEFAULT, START_EARLIEST, START_LATEST, START_AT, START_FROM_END, START_TIMESTAMP };
-
-/* Flags; plain data on the main thread's stack. */
-struct consume_args {
-    long long partition; /* -1: all */
-    enum start_kind start;
-    long long start_value;
-    long long count; /* -1: no limit */
-    bool exit_at_end;
-    const char *format; /* NULL: json or the default */
-    bool json;
-    int8_t isolation;
-    const char *group;
 };
 
 static int consume_flag(int opt, const char *arg, void *ctx)
@@ -127,30 +113,6 @@ static int consume_flag(int opt, const char *arg, void *ctx)
     return CLI_EXIT_USAGE;
 }
 
-/* One partition being read. */
-struct part {
-    int32_t id;
-    int64_t position;  /* next offset to print */
-    int64_t end;       /* high watermark (read_committed: last stable offset) of the last answer */
-    int64_t committed; /* the group's offset as last committed or fetched; -1 none */
-    int32_t max_bytes;
-    bool at_end;
-};
-
-/* The consumer; main thread only. */
-struct consumer {
-    struct cli_conn *c;
-    struct cli_topic_info t;
-    const struct consume_args *a;
-    struct part *parts;
-    int nparts;
-    long long printed;
-    int32_t coordinator;
-    uint8_t *inflated;
-    size_t inflated_cap;
-    int64_t last_commit_ms;
-};
-
 static volatile sig_atomic_t stop_requested;
 
 static void on_stop_signal(int sig)
@@ -203,174 +165,12 @@ static int start_from_list_offsets(struct consumer *k)
     return rc;
 }
 
-static int build_offset_fetch(void *req, int16_t version, struct kafka_arena *ar, void *ctx)
-{
-    struct offset_fetch_request *m = req;
-    const struct consumer *k = ctx;
-    int32_t *ids = kafka_arena_alloc(ar, sizeof(*ids) * (size_t)k->nparts);
-    if (!ids)
-        return -1;
-    for (int i = 0; i < k->nparts; i++)
-        ids[i] = k->parts[i].id;
-    m->require_stable = true;
-    if (version >= 8) {
-        m->groups = kafka_arena_alloc(ar, sizeof(*m->groups));
-        if (!m->groups || !(m->groups[0].topics = kafka_arena_alloc(ar, sizeof(*m->groups[0].topics))))
-            return -1;
-        struct offset_fetch_request_offset_fetch_request_group *g = &m->groups[0];
-        struct offset_fetch_request_offset_fetch_request_topics *t = g->topics;
-        offset_fetch_request_offset_fetch_request_group_init(g);
-        g->topics = t;
-        offset_fetch_request_offset_fetch_request_topics_init(t);
-        g->group_id = kafka_str_from_cstr(k->a->group);
-        t->name = kafka_str_from_cstr(k->t.name);
-        t->partition_indexes = ids;
-        t->partition_indexes_count = k->nparts;
-        g->topics_count = 1;
-        m->groups_count = 1;
-        return 0;
-    }
-    m->group_id = kafka_str_from_cstr(k->a->group);
-    m->topics = kafka_arena_alloc(ar, sizeof(*m->topics));
-    if (!m->topics)
-        return -1;
-    offset_fetch_request_offset_fetch_request_topic_init(&m->topics[0]);
-    m->topics[0].name = kafka_str_from_cstr(k->t.name);
-    m->topics[0].partition_indexes = ids;
-    m->topics[0].partition_indexes_count = k->nparts;
-    m->topics_count = 1;
-    return 0;
-}
-
-static struct part *part_by_id(struct consumer *k, int32_t id)
+struct part *cli_consume_part(struct consumer *k, int32_t id)
 {
     for (int i = 0; i < k->nparts; i++)
         if (k->parts[i].id == id)
             return &k->parts[i];
     return NULL;
-}
-
-static int take_committed(struct consumer *k, int32_t partition, int64_t offset, int16_t error)
-{
-    struct part *p = part_by_id(k, partition);
-    if (!p)
-        return 0;
-    if (error != KAFKA_ERR_NONE) {
-        char what[400];
-        snprintf(what, sizeof(what), "cannot read group '%s' offset of partition %d", k->a->group, (int)partition);
-        return cli_kafka_fail(error, (struct kafka_str){NULL, -1}, what, NULL);
-    }
-    p->committed = offset;
-    if (offset >= 0 && k->a->start == START_DEFAULT)
-        p->position = offset;
-    return 0;
-}
-
-/* The group's committed offsets (OffsetFetch to its coordinator). */
-static int fetch_committed(struct consumer *k)
-{
-    int rc = cli_coordinator(k->c, k->a->group, &k->coordinator);
-    if (rc)
-        return rc;
-    struct cli_reply r;
-    rc = cli_call(k->c, k->coordinator, KAFKA_API_KEY_OFFSET_FETCH, build_offset_fetch, k, &r);
-    if (rc)
-        return rc;
-    const struct offset_fetch_response *m = r.response;
-    int16_t err = r.version >= 8   ? (m->groups_count ? m->groups[0].error_code : KAFKA_ERR_NONE)
-                  : r.version >= 2 ? m->error_code
-                                   : KAFKA_ERR_NONE;
-    if (err != KAFKA_ERR_NONE) {
-        char what[400];
-        snprintf(what, sizeof(what), "cannot read the offsets of group '%s'", k->a->group);
-        rc = cli_kafka_fail(err, (struct kafka_str){NULL, -1}, what, NULL);
-    } else if (r.version >= 8) {
-        for (int32_t g = 0; g < m->groups_count && rc == 0; g++)
-            for (int32_t t = 0; t < m->groups[g].topics_count && rc == 0; t++)
-                for (int32_t i = 0; i < m->groups[g].topics[t].partitions_count && rc == 0; i++) {
-                    const struct offset_fetch_response_offset_fetch_response_partitions
-                        *p = &m->groups[g].topics[t].partitions[i];
-                    rc = take_committed(k, p->partition_index, p->committed_offset, p->error_code);
-                }
-    } else {
-        for (int32_t t = 0; t < m->topics_count && rc == 0; t++)
-            for (int32_t i = 0; i < m->topics[t].partitions_count && rc == 0; i++) {
-                const struct offset_fetch_response_offset_fetch_response_partition *p = &m->topics[t].partitions[i];
-                rc = take_committed(k, p->partition_index, p->committed_offset, p->error_code);
-            }
-    }
-    cli_reply_free(&r);
-    return rc;
-}
-
-/* ---- committing ---- */
-
-static int build_offset_commit(void *req, int16_t version, struct kafka_arena *ar, void *ctx)
-{
-    struct offset_commit_request *m = req;
-    const struct consumer *k = ctx;
-    (void)version;
-    m->group_id = kafka_str_from_cstr(k->a->group);
-    m->generation_id_or_member_epoch = -1; /* a simple consumer: no generation, no member */
-    m->member_id = kafka_str_from_cstr("");
-    m->retention_time_ms = -1;
-    m->topics = kafka_arena_alloc(ar, sizeof(*m->topics));
-    struct offset_commit_request_offset_commit_request_partition *ps = kafka_arena_alloc(ar, sizeof(*ps) *
-                                                                                                 (size_t)k->nparts);
-    if (!m->topics || !ps)
-        return -1;
-    offset_commit_request_offset_commit_request_topic_init(&m->topics[0]);
-    m->topics[0].name = kafka_str_from_cstr(k->t.name);
-    int32_t n = 0;
-    for (int i = 0; i < k->nparts; i++) {
-        const struct part *p = &k->parts[i];
-        if (p->position == p->committed)
-            continue;
-        offset_commit_request_offset_commit_request_partition_init(&ps[n]);
-        ps[n].partition_index = p->id;
-        ps[n].committed_offset = p->position;
-        ps[n].committed_metadata = kafka_str_from_cstr("");
-        n++;
-    }
-    m->topics[0].partitions = ps;
-    m->topics[0].partitions_count = n;
-    m->topics_count = 1;
-    return 0;
-}
-
-/* Commits every position that moved since the last commit. */
-static int commit_positions(struct consumer *k)
-{
-    bool moved = false;
-    for (int i = 0; i < k->nparts; i++)
-        moved |= k->parts[i].position != k->parts[i].committed;
-    k->last_commit_ms = cli_now_ms();
-    if (!k->a->group || !moved)
-        return 0;
-    struct cli_reply r;
-    int rc = cli_call(k->c, k->coordinator, KAFKA_API_KEY_OFFSET_COMMIT, build_offset_commit, k, &r);
-    if (rc)
-        return rc;
-    const struct offset_commit_response *m = r.response;
-    for (int32_t t = 0; t < m->topics_count && rc == 0; t++)
-        for (int32_t i = 0; i < m->topics[t].partitions_count && rc == 0; i++) {
-            const struct offset_commit_response_offset_commit_response_partition *pr = &m->topics[t].partitions[i];
-            struct part *p = part_by_id(k, pr->partition_index);
-            if (pr->error_code == KAFKA_ERR_NONE) {
-                if (p)
-                    p->committed = p->position;
-                continue;
-            }
-            char what[400];
-            snprintf(what, sizeof(what), "cannot commit group '%s' offset of partition %d", k->a->group,
-                     (int)pr->partition_index);
-            rc = cli_kafka_fail(pr->error_code, (struct kafka_str){NULL, -1}, what,
-                                pr->error_code == KAFKA_ERR_UNKNOWN_MEMBER_ID
-                                    ? "the group has members; cairn commits only to a group without members"
-                                    : NULL);
-        }
-    cli_reply_free(&r);
-    return rc;
 }
 
 /* ---- fetching ---- */
@@ -435,6 +235,7 @@ static bool fetch_retriable(int16_t code)
     case KAFKA_ERR_UNKNOWN_LEADER_EPOCH:
     case KAFKA_ERR_KAFKA_STORAGE_ERROR:
     case KAFKA_ERR_UNKNOWN_TOPIC_ID:
+    case KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION: /* a broker still loading its logs */
     case KAFKA_ERR_NETWORK_EXCEPTION:
     case KAFKA_ERR_REQUEST_TIMED_OUT:
         return true;
@@ -604,7 +405,7 @@ static int fetch_from(struct consumer *k, int32_t leader, int32_t max_wait_ms, b
     for (int32_t t = 0; t < m->responses_count && rc == TAKE_MORE; t++)
         for (int32_t i = 0; i < m->responses[t].partitions_count && rc == TAKE_MORE; i++) {
             const struct fetch_response_partition_data *pd = &m->responses[t].partitions[i];
-            struct part *p = part_by_id(k, pd->partition_index);
+            struct part *p = cli_consume_part(k, pd->partition_index);
             if (!p)
                 continue;
             if (pd->error_code == KAFKA_ERR_NONE) {
@@ -690,7 +491,7 @@ static int consume_loop(struct consumer *k)
             /* A broker still down leaves the old leaders, asked again. */
             k->c->net_err = net_err;
             k->c->net_err_len = sizeof(net_err);
-            rc = cli_topic_lookup(k->c, k->t.name, false, &k->t);
+            rc = cli_topic_lookup(k->c, k->t.name, CLI_LOOKUP_REFRESH, &k->t);
             k->c->net_err = NULL;
             if (rc == CLI_EXIT_UNREACHABLE)
                 rc = 0;
@@ -699,7 +500,7 @@ static int consume_loop(struct consumer *k)
             backoff = 100;
         }
         if (rc == 0 && k->a->group && cli_now_ms() - k->last_commit_ms >= CONSUME_COMMIT_MS)
-            rc = commit_positions(k);
+            rc = cli_consume_commit(k);
     }
     free(leaders);
     return rc;
@@ -708,16 +509,13 @@ static int consume_loop(struct consumer *k)
 static int consume_run(struct cli_conn *c, const char *topic, const struct consume_args *a)
 {
     struct consumer k = {.c = c, .a = a};
-    int rc = cli_topic_lookup(c, topic, false, &k.t);
+    int rc = cli_topic_lookup(c, topic, CLI_LOOKUP_EXISTING, &k.t);
     if (rc)
         return rc;
-    if (a->partition >= k.t.partitions) {
-        char what[400];
-        snprintf(what, sizeof(what), "partition %lld of '%s' does not exist (%d partitions)", a->partition, topic,
-                 (int)k.t.partitions);
+    rc = cli_topic_has_partition(&k.t, a->partition);
+    if (rc) {
         cli_topic_info_free(&k.t);
-        return cli_kafka_fail(KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION, (struct kafka_str){NULL, -1}, what,
-                              "see `cairn topic describe`");
+        return rc;
     }
     k.nparts = a->partition >= 0 ? 1 : k.t.partitions;
     k.parts = calloc((size_t)k.nparts, sizeof(*k.parts));
@@ -732,14 +530,14 @@ static int consume_run(struct cli_conn *c, const char *topic, const struct consu
                                    .committed = -1,
                                    .max_bytes = CONSUME_PARTITION_BYTES};
     if (a->group)
-        rc = fetch_committed(&k);
+        rc = cli_consume_fetch_committed(&k);
     if (rc == 0)
         rc = start_from_list_offsets(&k);
     k.last_commit_ms = cli_now_ms();
     if (rc == 0)
         rc = consume_loop(&k);
     if (rc == 0)
-        rc = commit_positions(&k);
+        rc = cli_consume_commit(&k);
     free(k.parts);
     free(k.inflated);
     cli_topic_info_free(&k.t);

@@ -202,6 +202,7 @@ static bool produce_retriable(int16_t code)
     case KAFKA_ERR_KAFKA_STORAGE_ERROR:
     case KAFKA_ERR_FENCED_LEADER_EPOCH:
     case KAFKA_ERR_UNKNOWN_LEADER_EPOCH:
+    case KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION: /* a broker still loading its logs */
         return true;
     default:
         return false;
@@ -351,7 +352,7 @@ static int flush(struct producer *p)
          * broker still down leaves the old ones, tried again until then. */
         p->c->net_err = p->net_err;
         p->c->net_err_len = sizeof(p->net_err);
-        rc = cli_topic_lookup(p->c, p->t.name, false, &p->t);
+        rc = cli_topic_lookup(p->c, p->t.name, CLI_LOOKUP_REFRESH, &p->t);
         p->c->net_err = NULL;
         if (rc == CLI_EXIT_UNREACHABLE)
             rc = 0;
@@ -469,16 +470,13 @@ static int next_line(struct producer *p, struct line_reader *r, const uint8_t **
 static int produce_run(struct cli_conn *c, const char *topic, const struct produce_args *a)
 {
     struct producer p = {.c = c, .a = a};
-    int rc = cli_topic_lookup(c, topic, true, &p.t);
+    int rc = cli_topic_lookup(c, topic, CLI_LOOKUP_CREATE, &p.t);
     if (rc)
         return rc;
-    if (a->partition >= p.t.partitions) {
-        char what[400];
-        snprintf(what, sizeof(what), "partition %lld of '%s' does not exist (%d partitions)", a->partition, topic,
-                 (int)p.t.partitions);
+    rc = cli_topic_has_partition(&p.t, a->partition);
+    if (rc) {
         cli_topic_info_free(&p.t);
-        return cli_kafka_fail(KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION, (struct kafka_str){NULL, -1}, what,
-                              "see `cairn topic describe`");
+        return rc;
     }
     p.nbuilders = p.t.partitions;
     p.sticky = (int32_t)((uint64_t)cli_now_ms() % (uint64_t)p.nbuilders);

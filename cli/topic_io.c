@@ -113,9 +113,11 @@ static int take_metadata(struct cli_conn *c, const struct metadata_response *m, 
     return missing;
 }
 
-int cli_topic_lookup(struct cli_conn *c, const char *topic, bool auto_create, struct cli_topic_info *t)
+int cli_topic_lookup(struct cli_conn *c, const char *topic, enum cli_lookup mode, struct cli_topic_info *t)
 {
-    snprintf(t->name, sizeof(t->name), "%s", topic);
+    bool auto_create = mode == CLI_LOOKUP_CREATE;
+    if (topic != t->name) /* a refresh passes t's own name */
+        snprintf(t->name, sizeof(t->name), "%s", topic);
     struct topic_meta_ctx tc = {topic, auto_create};
     int64_t deadline = cli_now_ms() + c->timeout_ms;
     int64_t backoff = 50;
@@ -126,8 +128,10 @@ int cli_topic_lookup(struct cli_conn *c, const char *topic, bool auto_create, st
             return rc;
         const struct metadata_response *m = r.response;
         int16_t err = m->topics_count == 1 ? m->topics[0].error_code : KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
-        /* An auto-created topic shows as unknown or leaderless at first. */
-        bool settling = metadata_settling(err) || (auto_create && err == KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+        /* An auto-created topic shows as unknown or leaderless at first,
+         * and so does a known one on a broker that is still starting. */
+        bool settling = metadata_settling(err) ||
+                        (mode != CLI_LOOKUP_EXISTING && err == KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION);
         int missing = 0;
         if (err == KAFKA_ERR_NONE) {
             missing = take_metadata(c, m, t);
@@ -157,6 +161,17 @@ int cli_topic_lookup(struct cli_conn *c, const char *topic, bool auto_create, st
         cli_sleep_ms(backoff);
         backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
     }
+}
+
+int cli_topic_has_partition(const struct cli_topic_info *t, long long partition)
+{
+    if (partition < t->partitions)
+        return 0;
+    char what[400];
+    snprintf(what, sizeof(what), "partition %lld of '%s' does not exist (%d partitions)", partition, t->name,
+             (int)t->partitions);
+    return cli_kafka_fail(KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION, (struct kafka_str){NULL, -1}, what,
+                          "see `cairn topic describe`");
 }
 
 void cli_topic_info_free(struct cli_topic_info *t)
