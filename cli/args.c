@@ -229,10 +229,13 @@ int cli_parse(int argc, char **argv, const char *usage, const char *own_short, c
     s->timeout_ms = 10000;
     struct option longs[64];
     size_t n = 0;
+    /* The command's own flags first: getopt_long takes the first exact
+     * match, so a command may take over a common flag (consume's --format
+     * also takes a format string). */
+    for (size_t i = 0; own_long && own_long[i].name && n < 63 - COMMON_LONG_COUNT; i++)
+        longs[n++] = own_long[i];
     for (size_t i = 0; i < COMMON_LONG_COUNT; i++)
         longs[n++] = common_long[i];
-    for (size_t i = 0; own_long && own_long[i].name && n < 63; i++)
-        longs[n++] = own_long[i];
     memset(&longs[n], 0, sizeof(longs[n]));
     char shorts[64];
     snprintf(shorts, sizeof(shorts), "+b:hX:%s", own_short ? own_short : "");

@@ -24,6 +24,8 @@ enum {
 
 /* The API keys the tool sends (Kafka's numbering). */
 enum {
+    KAFKA_API_KEY_PRODUCE = 0,
+    KAFKA_API_KEY_FETCH = 1,
     KAFKA_API_KEY_LIST_OFFSETS = 2,
     KAFKA_API_KEY_METADATA = 3,
     KAFKA_API_KEY_OFFSET_COMMIT = 8,
@@ -143,6 +145,7 @@ struct cli_conn {
     struct net_client_kept *meta_kept;
     struct metadata_response *meta; /* cluster metadata (brokers, no topics) */
     int16_t meta_version;
+    bool no_response; /* the next calls expect no answer (Produce with acks=0) */
 };
 
 /* A kept response: the caller reads response and frees with cli_reply_free. */
@@ -254,6 +257,53 @@ int cli_acl_operation_parse(const char *text, int8_t *out);
 int cli_scram_salted_password(int8_t mechanism, const char *password, const uint8_t *salt, int salt_len, int iterations,
                               uint8_t *out);
 
+/* ---- topic_io.c: what produce and consume share ---- */
+
+/* A topic's partitions and their leaders (by partition index; -1: none).
+ * Owned by the main thread; free with cli_topic_info_free. */
+struct cli_topic_info {
+    char name[256];
+    struct kafka_uuid id; /* zero before Metadata v10 */
+    int32_t partitions;
+    int32_t *leader;
+};
+/* How cli_topic_lookup takes an unknown topic: an error (EXISTING), a
+ * topic the broker may create and is waited for (CREATE, as producers
+ * ask), or one that existed a moment ago, waited for (REFRESH: a broker
+ * restarting knows it only once its metadata is loaded). */
+enum cli_lookup { CLI_LOOKUP_EXISTING, CLI_LOOKUP_CREATE, CLI_LOOKUP_REFRESH };
+/* Metadata for one topic, asked again (until --timeout) while a partition
+ * has no leader or, per mode, while the topic is unknown. Registers the
+ * brokers the answer lists. Returns 0 or an exit code
+ * (UNKNOWN_TOPIC_OR_PARTITION named). */
+int cli_topic_lookup(struct cli_conn *c, const char *topic, enum cli_lookup mode, struct cli_topic_info *t);
+void cli_topic_info_free(struct cli_topic_info *t);
+/* 0 when partition (-1: none named) exists in t; else prints
+ * UNKNOWN_TOPIC_OR_PARTITION and returns its exit code. */
+int cli_topic_has_partition(const struct cli_topic_info *t, long long partition);
+/* Kafka's murmur2 hash of a record key (the default partitioner's). */
+uint32_t cli_murmur2(const void *data, size_t len);
+/* ListOffsets for parts[0..n) at timestamp (-1 latest, -2 earliest, or
+ * milliseconds) from each partition's leader: out[i] the offset (-1 when
+ * no record is at or after the timestamp). Returns 0 or an exit code. */
+int cli_list_offsets(struct cli_conn *c, const struct cli_topic_info *t, const int32_t *parts, int n, int64_t timestamp,
+                     int8_t isolation, int64_t *out);
+int64_t cli_now_ms(void);
+void cli_sleep_ms(int64_t ms);
+
+/* ---- record_out.c: how consume prints a record ---- */
+
+struct record_batch_record;
+/* Checks a consume format string's escapes; -1 with the reason in err. */
+int cli_format_check(const char *fmt, char *err, size_t errlen);
+/* The record through a checked format string (docs/cli.md lists the escapes). */
+void cli_record_print_format(FILE *out, const char *fmt, const char *topic, int32_t partition,
+                             const struct record_batch_record *r);
+/* The record as one JSON object on a line: topic, partition, offset,
+ * timestamp, key, value, headers (bytes that are not UTF-8 as
+ * key_base64/value_base64). */
+void cli_record_print_json(FILE *out, const char *topic, int32_t partition, const struct record_batch_record *r);
+
 /* ---- command families ---- */
 int cli_topic_main(int argc, char **argv);
 int cli_cluster_main(int argc, char **argv);
@@ -264,5 +314,7 @@ int cli_quorum_main(int argc, char **argv);
 int cli_quota_main(int argc, char **argv);
 int cli_config_main(int argc, char **argv);
 int cli_leader_main(int argc, char **argv);
+int cli_produce_main(int argc, char **argv);
+int cli_consume_main(int argc, char **argv);
 
 #endif

@@ -35,7 +35,7 @@ static void on_done(struct net_client_result *r, void *ctx)
         kept = net_client_result_keep(r);
     pthread_mutex_lock(&w->mu);
     w->status = r->status;
-    if (r->status == NET_CLIENT_OK && !kept) {
+    if (r->status == NET_CLIENT_OK && r->response && !kept) {
         w->status = NET_CLIENT_BAD_RESPONSE;
         snprintf(w->error, sizeof(w->error), "out of memory keeping the response");
     } else {
@@ -88,6 +88,7 @@ static int call_quiet(struct cli_conn *c, int32_t node, int16_t api_key, int16_t
         .timeout_ms = timeout_ms,
         .done = on_done,
         .ctx = &w,
+        .no_response = c->no_response,
     };
     int rc = -1;
     if (net_client_send(c->client, &req, err, errlen) == 0) {
@@ -97,7 +98,7 @@ static int call_quiet(struct cli_conn *c, int32_t node, int16_t api_key, int16_t
         pthread_mutex_unlock(&w.mu);
         if (w.status == NET_CLIENT_OK) {
             out->kept = w.kept;
-            out->response = net_client_kept_response(w.kept);
+            out->response = w.kept ? net_client_kept_response(w.kept) : NULL;
             out->version = w.version;
             rc = 0;
         } else if (w.status == NET_CLIENT_AUTH_FAILED) {

@@ -1,6 +1,7 @@
 /* The pure parts of the admin commands: ACL operation names as
- * kafka-acls.sh spells them, and SCRAM's SaltedPassword (PBKDF2) checked
- * against PBKDF2-HMAC outputs from other implementations. */
+ * kafka-acls.sh spells them, SCRAM's SaltedPassword (PBKDF2) checked
+ * against PBKDF2-HMAC outputs from other implementations, and produce's
+ * murmur2 and consume's format strings. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,11 +56,44 @@ static void test_salted_password(void **state)
                               "393ea81677a2896190024e87531f0b09da994075c8b01cd03509b63c77547a48");
 }
 
+/* Kafka's Utils.murmur2 on the inputs of Kafka's own UtilsTest. */
+static void test_murmur2(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        int32_t want;
+    } cases[] = {
+        {"21", -973932308},
+        {"foobar", -790332482},
+        {"a-little-bit-long-string", -985981536},
+        {"a-little-bit-longer-string", -1486304829},
+        {"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971},
+        {"abc", 479470107},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        assert_int_equal((int32_t)cli_murmur2(cases[i].in, strlen(cases[i].in)), cases[i].want);
+}
+
+static void test_format_check(void **state)
+{
+    (void)state;
+    char err[256];
+    assert_int_equal(cli_format_check("%t %p %o %T %k %K %v %S %h %%\\n\\t\\r\\\\\\0", err, sizeof(err)), 0);
+    assert_int_equal(cli_format_check("plain", err, sizeof(err)), 0);
+    assert_int_equal(cli_format_check("%q", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "unknown escape '%q'"));
+    assert_int_equal(cli_format_check("end %", err, sizeof(err)), -1);
+    assert_int_equal(cli_format_check("\\x", err, sizeof(err)), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_operation_names),
         cmocka_unit_test(test_salted_password),
+        cmocka_unit_test(test_murmur2),
+        cmocka_unit_test(test_format_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

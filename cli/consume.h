@@ -1,0 +1,57 @@
+/* What cli/consume.c and cli/consume_group.c share: the consumer's
+ * flags and state. Main thread only. */
+#ifndef CAIRN_CLI_CONSUME_H
+#define CAIRN_CLI_CONSUME_H
+
+#include "cli.h"
+
+enum start_kind { START_DEFAULT, START_EARLIEST, START_LATEST, START_AT, START_FROM_END, START_TIMESTAMP };
+
+/* Flags; plain data on the main thread's stack. */
+struct consume_args {
+    long long partition; /* -1: all */
+    enum start_kind start;
+    long long start_value;
+    long long count; /* -1: no limit */
+    bool exit_at_end;
+    const char *format; /* NULL: json or the default */
+    bool json;
+    int8_t isolation;
+    const char *group;
+};
+
+/* One partition being read. */
+struct part {
+    int32_t id;
+    int64_t position;  /* next offset to print */
+    int64_t end;       /* high watermark (read_committed: last stable offset) of the last answer */
+    int64_t committed; /* the group's offset as last committed or fetched; -1 none */
+    int32_t max_bytes;
+    bool at_end;
+};
+
+/* The consumer; main thread only. */
+struct consumer {
+    struct cli_conn *c;
+    struct cli_topic_info t;
+    const struct consume_args *a;
+    struct part *parts;
+    int nparts;
+    long long printed;
+    int32_t coordinator;
+    uint8_t *inflated;
+    size_t inflated_cap;
+    int64_t last_commit_ms;
+};
+
+/* The part of k reading partition id, or NULL. */
+struct part *cli_consume_part(struct consumer *k, int32_t id);
+/* The group's committed offsets (FindCoordinator, OffsetFetch): each
+ * part's committed, and its position when no start was given. Returns 0
+ * or an exit code (message printed). */
+int cli_consume_fetch_committed(struct consumer *k);
+/* OffsetCommit of every position that moved (nothing without --group).
+ * Returns 0 or an exit code (message printed). */
+int cli_consume_commit(struct consumer *k);
+
+#endif

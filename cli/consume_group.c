@@ -1,0 +1,169 @@
+/* cairn consume --group: the group's committed offsets read with
+ * OffsetFetch and the positions committed with OffsetCommit, as Kafka's
+ * simple consumer mode does (generation -1, no member id: the group is not
+ * joined, and the coordinator takes the commit only while it has no
+ * members). */
+#include <stdio.h>
+#include <string.h>
+
+#include "consume.h"
+
+static int build_offset_fetch(void *req, int16_t version, struct kafka_arena *ar, void *ctx)
+{
+    struct offset_fetch_request *m = req;
+    const struct consumer *k = ctx;
+    int32_t *ids = kafka_arena_alloc(ar, sizeof(*ids) * (size_t)k->nparts);
+    if (!ids)
+        return -1;
+    for (int i = 0; i < k->nparts; i++)
+        ids[i] = k->parts[i].id;
+    m->require_stable = true;
+    if (version >= 8) {
+        m->groups = kafka_arena_alloc(ar, sizeof(*m->groups));
+        if (!m->groups || !(m->groups[0].topics = kafka_arena_alloc(ar, sizeof(*m->groups[0].topics))))
+            return -1;
+        struct offset_fetch_request_offset_fetch_request_group *g = &m->groups[0];
+        struct offset_fetch_request_offset_fetch_request_topics *t = g->topics;
+        offset_fetch_request_offset_fetch_request_group_init(g);
+        g->topics = t;
+        offset_fetch_request_offset_fetch_request_topics_init(t);
+        g->group_id = kafka_str_from_cstr(k->a->group);
+        t->name = kafka_str_from_cstr(k->t.name);
+        t->partition_indexes = ids;
+        t->partition_indexes_count = k->nparts;
+        g->topics_count = 1;
+        m->groups_count = 1;
+        return 0;
+    }
+    m->group_id = kafka_str_from_cstr(k->a->group);
+    m->topics = kafka_arena_alloc(ar, sizeof(*m->topics));
+    if (!m->topics)
+        return -1;
+    offset_fetch_request_offset_fetch_request_topic_init(&m->topics[0]);
+    m->topics[0].name = kafka_str_from_cstr(k->t.name);
+    m->topics[0].partition_indexes = ids;
+    m->topics[0].partition_indexes_count = k->nparts;
+    m->topics_count = 1;
+    return 0;
+}
+
+static int take_committed(struct consumer *k, int32_t partition, int64_t offset, int16_t error)
+{
+    struct part *p = cli_consume_part(k, partition);
+    if (!p)
+        return 0;
+    if (error != KAFKA_ERR_NONE) {
+        char what[400];
+        snprintf(what, sizeof(what), "cannot read group '%s' offset of partition %d", k->a->group, (int)partition);
+        return cli_kafka_fail(error, (struct kafka_str){NULL, -1}, what, NULL);
+    }
+    p->committed = offset;
+    if (offset >= 0 && k->a->start == START_DEFAULT)
+        p->position = offset;
+    return 0;
+}
+
+/* The group's committed offsets (OffsetFetch to its coordinator). */
+int cli_consume_fetch_committed(struct consumer *k)
+{
+    int rc = cli_coordinator(k->c, k->a->group, &k->coordinator);
+    if (rc)
+        return rc;
+    struct cli_reply r;
+    rc = cli_call(k->c, k->coordinator, KAFKA_API_KEY_OFFSET_FETCH, build_offset_fetch, k, &r);
+    if (rc)
+        return rc;
+    const struct offset_fetch_response *m = r.response;
+    int16_t err = r.version >= 8   ? (m->groups_count ? m->groups[0].error_code : KAFKA_ERR_NONE)
+                  : r.version >= 2 ? m->error_code
+                                   : KAFKA_ERR_NONE;
+    if (err != KAFKA_ERR_NONE) {
+        char what[400];
+        snprintf(what, sizeof(what), "cannot read the offsets of group '%s'", k->a->group);
+        rc = cli_kafka_fail(err, (struct kafka_str){NULL, -1}, what, NULL);
+    } else if (r.version >= 8) {
+        for (int32_t g = 0; g < m->groups_count && rc == 0; g++)
+            for (int32_t t = 0; t < m->groups[g].topics_count && rc == 0; t++)
+                for (int32_t i = 0; i < m->groups[g].topics[t].partitions_count && rc == 0; i++) {
+                    const struct offset_fetch_response_offset_fetch_response_partitions
+                        *p = &m->groups[g].topics[t].partitions[i];
+                    rc = take_committed(k, p->partition_index, p->committed_offset, p->error_code);
+                }
+    } else {
+        for (int32_t t = 0; t < m->topics_count && rc == 0; t++)
+            for (int32_t i = 0; i < m->topics[t].partitions_count && rc == 0; i++) {
+                const struct offset_fetch_response_offset_fetch_response_partition *p = &m->topics[t].partitions[i];
+                rc = take_committed(k, p->partition_index, p->committed_offset, p->error_code);
+            }
+    }
+    cli_reply_free(&r);
+    return rc;
+}
+
+static int build_offset_commit(void *req, int16_t version, struct kafka_arena *ar, void *ctx)
+{
+    struct offset_commit_request *m = req;
+    const struct consumer *k = ctx;
+    (void)version;
+    m->group_id = kafka_str_from_cstr(k->a->group);
+    m->generation_id_or_member_epoch = -1; /* a simple consumer: no generation, no member */
+    m->member_id = kafka_str_from_cstr("");
+    m->retention_time_ms = -1;
+    m->topics = kafka_arena_alloc(ar, sizeof(*m->topics));
+    struct offset_commit_request_offset_commit_request_partition *ps = kafka_arena_alloc(ar, sizeof(*ps) *
+                                                                                                 (size_t)k->nparts);
+    if (!m->topics || !ps)
+        return -1;
+    offset_commit_request_offset_commit_request_topic_init(&m->topics[0]);
+    m->topics[0].name = kafka_str_from_cstr(k->t.name);
+    int32_t n = 0;
+    for (int i = 0; i < k->nparts; i++) {
+        const struct part *p = &k->parts[i];
+        if (p->position == p->committed)
+            continue;
+        offset_commit_request_offset_commit_request_partition_init(&ps[n]);
+        ps[n].partition_index = p->id;
+        ps[n].committed_offset = p->position;
+        ps[n].committed_metadata = kafka_str_from_cstr("");
+        n++;
+    }
+    m->topics[0].partitions = ps;
+    m->topics[0].partitions_count = n;
+    m->topics_count = 1;
+    return 0;
+}
+
+/* Commits every position that moved since the last commit. */
+int cli_consume_commit(struct consumer *k)
+{
+    bool moved = false;
+    for (int i = 0; i < k->nparts; i++)
+        moved |= k->parts[i].position != k->parts[i].committed;
+    k->last_commit_ms = cli_now_ms();
+    if (!k->a->group || !moved)
+        return 0;
+    struct cli_reply r;
+    int rc = cli_call(k->c, k->coordinator, KAFKA_API_KEY_OFFSET_COMMIT, build_offset_commit, k, &r);
+    if (rc)
+        return rc;
+    const struct offset_commit_response *m = r.response;
+    for (int32_t t = 0; t < m->topics_count && rc == 0; t++)
+        for (int32_t i = 0; i < m->topics[t].partitions_count && rc == 0; i++) {
+            const struct offset_commit_response_offset_commit_response_partition *pr = &m->topics[t].partitions[i];
+            struct part *p = cli_consume_part(k, pr->partition_index);
+            if (pr->error_code == KAFKA_ERR_NONE) {
+                if (p)
+                    p->committed = p->position;
+                continue;
+            }
+            char what[400];
+            snprintf(what, sizeof(what), "cannot commit group '%s' offset of partition %d", k->a->group,
+                     (int)pr->partition_index);
+            rc = cli_kafka_fail(pr->error_code, (struct kafka_str){NULL, -1}, what,
+                                pr->error_code == KAFKA_ERR_UNKNOWN_MEMBER_ID
+                                    ? "the group has members; cairn commits only to a group without members"
+                                    : NULL);
+        }
+    cli_reply_free(&r);
+    return rc;
+}
