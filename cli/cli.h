@@ -286,8 +286,8 @@ uint32_t cli_murmur2(const void *data, size_t len);
 /* ListOffsets for parts[0..n) at timestamp (-1 latest, -2 earliest, or
  * milliseconds) from each partition's leader: out[i] the offset (-1 when
  * no record is at or after the timestamp). Returns 0 or an exit code. */
-int cli_list_offsets(struct cli_conn *c, const struct cli_topic_info *t, const int32_t *parts, int n, int64_t timestamp,
-                     int8_t isolation, int64_t *out);
+int cli_topic_list_offsets(struct cli_conn *c, const struct cli_topic_info *t, const int32_t *parts, int n,
+                           int64_t timestamp, int8_t isolation, int64_t *out);
 int64_t cli_now_ms(void);
 void cli_sleep_ms(int64_t ms);
 

@@ -137,16 +137,16 @@ static int start_from_list_offsets(struct consumer *k)
                  : a->start == START_LATEST || a->start == START_FROM_END ? -1
                                                                           : -2;
     if (rc == 0 && n)
-        rc = cli_list_offsets(k->c, &k->t, ids, n, ts, a->isolation, at);
+        rc = cli_topic_list_offsets(k->c, &k->t, ids, n, ts, a->isolation, at);
     if (rc == 0 && n && a->start == START_FROM_END)
-        rc = cli_list_offsets(k->c, &k->t, ids, n, -2, a->isolation, earliest);
+        rc = cli_topic_list_offsets(k->c, &k->t, ids, n, -2, a->isolation, earliest);
     /* No record at or after the timestamp: from the end. */
     bool want_latest = false;
     for (int j = 0; rc == 0 && j < n; j++)
         want_latest |= a->start == START_TIMESTAMP && at[j] < 0;
     int64_t *latest = want_latest ? earliest : NULL;
     if (latest)
-        rc = cli_list_offsets(k->c, &k->t, ids, n, -1, a->isolation, latest);
+        rc = cli_topic_list_offsets(k->c, &k->t, ids, n, -1, a->isolation, latest);
     for (int i = 0, j = 0; rc == 0 && i < k->nparts; i++) {
         struct part *p = &k->parts[i];
         if (p->position >= 0)

@@ -216,8 +216,8 @@ static int build_list_offsets(void *req, int16_t version, struct kafka_arena *a,
     return 0;
 }
 
-int cli_list_offsets(struct cli_conn *c, const struct cli_topic_info *t, const int32_t *parts, int n, int64_t timestamp,
-                     int8_t isolation, int64_t *out)
+int cli_topic_list_offsets(struct cli_conn *c, const struct cli_topic_info *t, const int32_t *parts, int n,
+                           int64_t timestamp, int8_t isolation, int64_t *out)
 {
     int32_t *mine = calloc((size_t)(n > 0 ? n : 1), sizeof(*mine));
     int *index = calloc((size_t)(n > 0 ? n : 1), sizeof(*index));
