@@ -128,6 +128,7 @@ static void group_free(struct group *g)
     free(g->pending);
     group_offsets_free(g);
     group_txn_offsets_free(g);
+    group_inflight_free(g);
     free(g->group_id);
     free(g->protocol_type);
     free(g->protocol);
