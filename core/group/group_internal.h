@@ -87,6 +87,10 @@ struct group {
     int64_t initial_delay_remaining_ms;
     /* CompletingRebalance: members that have not synced by then are dropped. */
     int64_t sync_deadline;
+    /* The generation whose assignment (the leader's SyncGroup) is being
+     * written and replicated; 0 when none (generations start at 1). The
+     * group stays CompletingRebalance until that write ends. */
+    int32_t assignment_writing;
 
     int32_t partition;  /* of __consumer_offsets when the coordinator has shards; -1 otherwise */
     struct group *next; /* hash chain */
@@ -145,6 +149,11 @@ char *group_strdup(const char *s);
 char *group_strndup_bytes(const char *s, size_t n);
 uint8_t *group_memdup(const uint8_t *p, size_t n);
 void group_snapshot_store(struct group_coordinator *gc, struct group *g);
+/* Writes g's record. With a sync_point and a store that splits group
+ * writes (append_group), only appends it and fills *sync_point for the
+ * store's sync (partition -1: nothing to sync); otherwise writes it
+ * durably. Returns the store's error. */
+int16_t group_snapshot_write(struct group_coordinator *gc, struct group *g, struct group_sync_point *sync_point);
 /* Common request preconditions for a request on group_id: NONE, or the
  * error to answer with (shut down, loading, its partition not served). */
 int16_t group_coordinator_serving(struct group_coordinator *gc, const char *group_id);

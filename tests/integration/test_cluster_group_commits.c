@@ -1,11 +1,13 @@
-/* What the group coordinator holds in memory after a commit that failed to
+/* What the group coordinator holds in memory after a write that failed to
  * replicate. With the followers of the group's __consumer_offsets
  * partition stopped, an OffsetCommit and a TxnOffsetCommit each wait
  * offsets.commit.timeout.ms and are answered COORDINATOR_NOT_AVAILABLE;
  * the coordinator must then answer OffsetFetch as if they had not
  * happened: the previous committed offset, and (require_stable) no pending
  * transactional offset left behind for a later COMMIT marker to apply. Once
- * the followers run again, both kinds of commit take effect as usual. */
+ * the followers run again, both kinds of commit take effect as usual. The
+ * leader's SyncGroup likewise waits for its group record and fails the
+ * generation when that record is not replicated in time. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -121,12 +123,104 @@ static void signal_followers(struct cluster *c, int32_t coordinator, int sig)
             assert_int_equal(kill(c->nodes[n - 1].pid, sig), 0);
 }
 
+struct join_answer {
+    int16_t error; /* -1: unanswered */
+    int32_t generation;
+    char member_id[128];
+    char leader[128];
+};
+
+static void join_parse(const struct net_client_result *result, void *arg)
+{
+    struct join_answer *a = arg;
+    const struct join_group_response *m = result->response;
+    if (result->status != NET_CLIENT_OK || !m)
+        return;
+    a->error = m->error_code;
+    a->generation = m->generation_id;
+    snprintf(a->member_id, sizeof a->member_id, "%.*s", m->member_id.len > 0 ? (int)m->member_id.len : 0,
+             m->member_id.data ? m->member_id.data : "");
+    snprintf(a->leader, sizeof a->leader, "%.*s", m->leader.len > 0 ? (int)m->leader.len : 0,
+             m->leader.data ? m->leader.data : "");
+}
+
+/* JoinGroup v3 (no MEMBER_ID_REQUIRED round) of a one-member group. */
+static struct join_answer join_group(struct cluster *c, int node, const char *group, const char *member_id)
+{
+    struct join_group_request_join_group_request_protocol proto;
+    join_group_request_join_group_request_protocol_init(&proto);
+    proto.name = kafka_str_from_cstr("range");
+    proto.metadata = (struct kafka_bytes){.data = (const uint8_t *)"sub", .len = 3};
+    struct join_group_request m;
+    join_group_request_init(&m);
+    m.group_id = kafka_str_from_cstr(group);
+    m.session_timeout_ms = 30000;
+    m.rebalance_timeout_ms = 30000;
+    m.member_id = kafka_str_from_cstr(member_id);
+    m.protocol_type = kafka_str_from_cstr("consumer");
+    m.protocols = &proto;
+    m.protocols_count = 1;
+    struct join_answer a = {.error = -1};
+    client_call(c->client, node, 11, 3, &m, 20000, join_parse, &a);
+    return a;
+}
+
+struct sync_answer {
+    int16_t error; /* -1: unanswered */
+    char assignment[32];
+};
+
+static void sync_parse(const struct net_client_result *result, void *arg)
+{
+    struct sync_answer *a = arg;
+    const struct sync_group_response *m = result->response;
+    if (result->status != NET_CLIENT_OK || !m)
+        return;
+    a->error = m->error_code;
+    snprintf(a->assignment, sizeof a->assignment, "%.*s", m->assignment.len > 0 ? (int)m->assignment.len : 0,
+             m->assignment.data ? (const char *)m->assignment.data : "");
+}
+
+/* SyncGroup v2 of the leader, assigning itself `assignment`. */
+static struct sync_answer sync_group(struct cluster *c, int node, const char *group, const struct join_answer *j,
+                                     const char *assignment)
+{
+    struct sync_group_request_sync_group_request_assignment a;
+    sync_group_request_sync_group_request_assignment_init(&a);
+    a.member_id = kafka_str_from_cstr(j->member_id);
+    a.assignment = (struct kafka_bytes){.data = (const uint8_t *)assignment, .len = (int32_t)strlen(assignment)};
+    struct sync_group_request m;
+    sync_group_request_init(&m);
+    m.group_id = kafka_str_from_cstr(group);
+    m.generation_id = j->generation;
+    m.member_id = kafka_str_from_cstr(j->member_id);
+    m.assignments = &a;
+    m.assignments_count = 1;
+    struct sync_answer s = {.error = -1};
+    client_call(c->client, node, 14, 2, &m, 20000, sync_parse, &s);
+    return s;
+}
+
+/* Joins (as member_id, "" for a new member) until answered NONE, for up
+ * to 60 s. */
+static struct join_answer join_until_ok(struct cluster *c, int node, const char *group, const char *member_id)
+{
+    long long deadline = harness_now_ms() + 60000;
+    struct join_answer j;
+    while ((j = join_group(c, node, group, member_id)).error != KAFKA_ERR_NONE && harness_now_ms() < deadline)
+        usleep(200 * 1000);
+    if (j.error != KAFKA_ERR_NONE)
+        fail_msg("JoinGroup still answered %d after 60 s", j.error);
+    assert_string_equal(j.leader, j.member_id);
+    return j;
+}
+
 /* The followers are stopped only around the two failing commits and the
  * fetches that check them; every assertion comes after SIGCONT. */
 static void test_failed_commits_leave_memory_unchanged(void **state)
 {
     (void)state;
-    static const char *const extra[] = {"offsets.commit.timeout.ms=2000", NULL};
+    static const char *const extra[] = {"offsets.commit.timeout.ms=2000", "group.initial.rebalance.delay.ms=0", NULL};
     const char *group = "unreplicated-commit";
     struct cluster c;
     int32_t controller = -1, coordinator = -1;
@@ -173,6 +267,40 @@ static void test_failed_commits_leave_memory_unchanged(void **state)
     assert_int_equal(pending.error, KAFKA_ERR_UNSTABLE_OFFSET_COMMIT);
     struct fetch_answer unstable_ok = fetch_offset(&c, coordinator, group, false);
     assert_int_equal(unstable_ok.committed, 8);
+
+    /* SyncGroup of the leader: answered only once the group record with
+     * the assignment is replicated (Kafka's storeGroup), so with the
+     * followers stopped it fails after offsets.commit.timeout.ms. */
+    char sync_group_id[64];
+    for (int i = 0;; i++) { /* a new group in the same partition */
+        snprintf(sync_group_id, sizeof sync_group_id, "unreplicated-sync-%d", i);
+        if (kafka_partition_for(sync_group_id, 3) == kafka_partition_for(group, 3))
+            break;
+    }
+    wait_full_isr(&c, "__consumer_offsets", sync_group_id, coordinator);
+    struct join_answer j = join_until_ok(&c, coordinator, sync_group_id, "");
+    signal_followers(&c, coordinator, SIGSTOP);
+    start = harness_now_ms();
+    struct sync_answer failed = sync_group(&c, coordinator, sync_group_id, &j, "first");
+    took = harness_now_ms() - start;
+    signal_followers(&c, coordinator, SIGCONT);
+    if (failed.error != KAFKA_ERR_COORDINATOR_NOT_AVAILABLE)
+        fail_msg("SyncGroup with the followers stopped was answered %d after %lld ms, not "
+                 "COORDINATOR_NOT_AVAILABLE after offsets.commit.timeout.ms",
+                 failed.error, took);
+    assert_true(took >= 1900);
+    /* The generation failed: the member rejoins and the next one completes. */
+    long long deadline = harness_now_ms() + 60000;
+    struct sync_answer ok = {.error = -1};
+    while (harness_now_ms() < deadline) {
+        j = join_until_ok(&c, coordinator, sync_group_id, j.member_id);
+        ok = sync_group(&c, coordinator, sync_group_id, &j, "second");
+        if (ok.error == KAFKA_ERR_NONE)
+            break;
+        usleep(200 * 1000);
+    }
+    assert_int_equal(ok.error, KAFKA_ERR_NONE);
+    assert_string_equal(ok.assignment, "second");
     cluster_stop(&c);
 }
 
