@@ -215,7 +215,7 @@ void group_coordinator_txn_commit(struct group_coordinator *gc, const struct gro
     if (err == KAFKA_ERR_NONE) {
         /* Pending from the append on, as in the log: a marker written
          * after it ends it whether or not the sync has returned; a failed
-         * sync takes it back (txn_commit_finish). */
+         * sync takes it back (txn_commit_failed). */
         first_seq = gc->write_seq + 1;
         size_t k = 0;
         for (size_t i = 0; i < count; i++) {
