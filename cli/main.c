@@ -17,6 +17,7 @@ static const char usage[] =
     "  quorum   status                      (KRaft controller quorum)\n"
     "  config   describe | alter            (broker configs: --broker ID or --broker-defaults)\n"
     "  leader   elect                       (preferred or unclean leader election)\n"
+    "  reassign start | cancel | list       (partition reassignment)\n"
     "\n"
     "flags every command takes:\n"
     "  -b, --brokers host:port,...  bootstrap brokers (else CAIRN_BROKERS, else the profile)\n"
@@ -52,6 +53,8 @@ int main(int argc, char **argv)
         return cli_quorum_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "leader"))
         return cli_leader_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "reassign"))
+        return cli_reassign_main(argc - 1, argv + 1);
     if (!strcmp(argv[1], "config"))
         return cli_config_main(argc - 1, argv + 1);
     return cli_fail(CLI_EXIT_USAGE, "unknown command '%s'; see cairn --help", argv[1]);
