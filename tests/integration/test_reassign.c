@@ -31,6 +31,7 @@
 
 #include "cli_runner.h"
 #include "leader_cluster.h"
+#include "raw_kafka.h"
 #include "rk_helpers.h"
 
 #define TOPIC "moved"
@@ -247,6 +248,22 @@ static void start_cluster(void)
     wait_view(&g_cluster, 1, ALL | (1u << 4), NULL, 0, WAIT_MS);
 }
 
+/* ApiVersions of the broker on port lists keys 45 and 46 at version 0. */
+static void expect_advertised(int port)
+{
+    int fd = raw_connect(port, 5000);
+    assert_true(fd >= 0);
+    struct raw_api_versions v;
+    assert_int_equal(raw_api_versions(fd, 3, 7, &v), 0);
+    close(fd);
+    for (int16_t key = 45; key <= 46; key++) {
+        const struct raw_api_range *range = raw_api_versions_find(&v, key);
+        assert_non_null(range);
+        assert_int_equal(range->min_version, 0);
+        assert_int_equal(range->max_version, 0);
+    }
+}
+
 static void expect_refusals(void)
 {
     const char *b = broker_bootstrap(&g_cluster.nodes[0]);
@@ -305,6 +322,8 @@ static void test_reassignment_completes_and_cancels(void **state)
     snprintf(g_home, sizeof g_home, "/tmp/cairn-reassign-home-XXXXXX");
     assert_non_null(mkdtemp(g_home));
     start_cluster();
+    expect_advertised(broker_port(&g_cluster.nodes[0]));
+    expect_advertised(broker_port(&g_four));
     int32_t ctl = agreed_controller(&g_cluster, -1, WAIT_MS);
     int32_t replicas[] = {1, 2, 3};
     assert_int_equal(create_assigned(&g_cluster, ctl, TOPIC, replicas, 3), 0);
