@@ -140,8 +140,7 @@ static int reassign_alter(struct cli_conn *c, struct reassign_args *a, bool json
     for (int32_t i = 0; i < m->responses_count; i++) {
         const struct alter_partition_reassignments_response_reassignable_topic_response *tr = &m->responses[i];
         for (int32_t j = 0; j < tr->partitions_count; j++) {
-            const struct alter_partition_reassignments_response_reassignable_partition_response *p =
-                &tr->partitions[j];
+            const struct alter_partition_reassignments_response_reassignable_partition_response *p = &tr->partitions[j];
             const char *result = p->error_code == KAFKA_ERR_NONE ? (a->start ? "STARTED" : "CANCELLED")
                                                                  : kafka_error_name(p->error_code);
             if (p->error_code != KAFKA_ERR_NONE)
@@ -215,11 +214,11 @@ static int reassign_list(struct cli_conn *c, struct reassign_args *a, bool json)
         for (int32_t j = 0; j < tr->partitions_count; j++) {
             const struct list_partition_reassignments_response_ongoing_partition_reassignment *p = &tr->partitions[j];
             if (arr) {
-                json_array_append_new(
-                    arr, json_pack("{s:s, s:i, s:o, s:o, s:o}", "topic", cli_str(tr->name), "partition",
-                                   (int)p->partition_index, "replicas", json_ids(p->replicas, p->replicas_count),
-                                   "adding", json_ids(p->adding_replicas, p->adding_replicas_count), "removing",
-                                   json_ids(p->removing_replicas, p->removing_replicas_count)));
+                json_array_append_new(arr, json_pack("{s:s, s:i, s:o, s:o, s:o}", "topic", cli_str(tr->name),
+                                                     "partition", (int)p->partition_index, "replicas",
+                                                     json_ids(p->replicas, p->replicas_count), "adding",
+                                                     json_ids(p->adding_replicas, p->adding_replicas_count), "removing",
+                                                     json_ids(p->removing_replicas, p->removing_replicas_count)));
             } else {
                 char part[16], rep[256], add[256], rem[256];
                 snprintf(part, sizeof(part), "%d", (int)p->partition_index);

@@ -133,7 +133,8 @@ static bool list_one(struct request_context *ctx, struct list_partition_reassign
         tr = &resp->topics[resp->topics_count++];
         list_partition_reassignments_response_ongoing_topic_reassignment_init(tr);
         tr->name = kafka_arena_strdup(&ctx->arena, t->name);
-        HANDLER_NEW_ARRAY(ctx, tr->partitions, cap, list_partition_reassignments_response_ongoing_partition_reassignment_init);
+        HANDLER_NEW_ARRAY(ctx, tr->partitions, cap,
+                          list_partition_reassignments_response_ongoing_partition_reassignment_init);
         if (!tr->name.data || !tr->partitions)
             return false;
     }

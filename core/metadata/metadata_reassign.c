@@ -205,8 +205,7 @@ int16_t metadata_alter_reassignments(struct metadata_store *store, struct metada
     for (int32_t i = 0; i < count; i++) {
         struct metadata_reassignment *it = &items[i];
         it->error_message[0] = '\0';
-        const struct metadata_topic *t = it->topic ? metadata_image_topic_by_name(img, it->topic, it->topic_len)
-                                                   : NULL;
+        const struct metadata_topic *t = it->topic ? metadata_image_topic_by_name(img, it->topic, it->topic_len) : NULL;
         const struct metadata_partition *p = t ? metadata_topic_partition(t, it->partition_index) : NULL;
         if (!p) {
             refuse(it, KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION, "The topic or partition does not exist.");

@@ -29,7 +29,7 @@ struct metadata_reassignment {
     int32_t partition_index;
     const int32_t *replicas; /* NULL: cancel */
     int32_t replica_count;
-    int16_t error_code;    /* out */
+    int16_t error_code;      /* out */
     char error_message[128]; /* out, "" when none */
 };
 

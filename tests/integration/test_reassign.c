@@ -2,6 +2,8 @@
  * process.roles=broker,controller nodes (ids 1-3) and a fourth,
  * process.roles=broker; a topic with one partition on {1,2,3} and an
  * idempotent acks=all producer writing throughout.
+ *  - every node's ApiVersions lists keys 45 and 46; the pure broker
+ *    forwards AlterPartitionReassignments to the active controller;
  *  - `cairn reassign` refuses an unknown partition, an unregistered or
  *    duplicate broker, and a cancel when nothing moves, with Kafka's codes;
  *  - with broker 4 stopped (SIGSTOP) a reassignment to {2,3,4} stays under
@@ -31,6 +33,8 @@
 
 #include "cli_runner.h"
 #include "leader_cluster.h"
+#include "protocol/generated/all_messages.h"
+#include "protocol/generated/errors.h"
 #include "raw_kafka.h"
 #include "rk_helpers.h"
 
@@ -70,8 +74,8 @@ static void *produce_loop(void *arg)
     (void)arg;
     char errstr[256];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    const char *kv[] = {"bootstrap.servers", g_bootstrap, "enable.idempotence", "true", "acks", "all",
-                        "linger.ms", "5", "message.timeout.ms", "120000", NULL};
+    const char *kv[] = {"bootstrap.servers", g_bootstrap, "enable.idempotence", "true",   "acks", "all",
+                        "linger.ms",         "5",         "message.timeout.ms", "120000", NULL};
     for (int i = 0; kv[i]; i += 2)
         if (rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof errstr) != RD_KAFKA_CONF_OK)
             return NULL;
@@ -152,7 +156,8 @@ static int32_t wait_replicas(const int32_t *want, int wn, bool full_isr, bool an
     int32_t reps[16], isr[16], leader = -1;
     int rn = 0, in = 0;
     for (;;) {
-        if (describe(2, reps, &rn, isr, &in, &leader) && (any_order ? rn == wn && subset(reps, rn, want, wn) : same_ids(reps, rn, want, wn)) && in > 0 &&
+        if (describe(2, reps, &rn, isr, &in, &leader) &&
+            (any_order ? rn == wn && subset(reps, rn, want, wn) : same_ids(reps, rn, want, wn)) && in > 0 &&
             subset(isr, in, want, wn) && (!full_isr || in == wn) && subset(&leader, 1, want, wn))
             return leader;
         if (harness_now_ms() > until)
@@ -245,6 +250,7 @@ static void start_cluster(void)
                                "replica.fetch.backoff.ms=200",
                                NULL};
     broker_start(&g_four, overrides);
+    assert_int_equal(net_client_add_node(g_cluster.client, 4, "127.0.0.1", broker_port(&g_four)), 0);
     wait_view(&g_cluster, 1, ALL | (1u << 4), NULL, 0, WAIT_MS);
 }
 
@@ -264,8 +270,49 @@ static void expect_advertised(int port)
     }
 }
 
+static void alter_parse(const struct net_client_result *result, void *arg)
+{
+    const struct alter_partition_reassignments_response *m = result->response;
+    if (result->status == NET_CLIENT_OK && m)
+        *(int16_t *)arg = m->error_code != 0 ? m->error_code
+                          : m->responses_count == 1 && m->responses[0].partitions_count == 1
+                              ? m->responses[0].partitions[0].error_code
+                              : -2;
+}
+
+/* One partition's AlterPartitionReassignments (replicas NULL: cancel) sent
+ * to node as is: its error, -1 when unanswered. */
+static int16_t alter_at(int node, const char *topic, int32_t partition, int32_t *replicas, int n)
+{
+    struct alter_partition_reassignments_request_reassignable_partition p;
+    alter_partition_reassignments_request_reassignable_partition_init(&p);
+    p.partition_index = partition;
+    p.replicas = replicas;
+    p.replicas_count = replicas ? n : -1;
+    struct alter_partition_reassignments_request_reassignable_topic t;
+    alter_partition_reassignments_request_reassignable_topic_init(&t);
+    t.name = kafka_str_from_cstr(topic);
+    t.partitions = &p;
+    t.partitions_count = 1;
+    struct alter_partition_reassignments_request req;
+    alter_partition_reassignments_request_init(&req);
+    req.timeout_ms = 10000;
+    req.topics = &t;
+    req.topics_count = 1;
+    int16_t error = -1;
+    if (client_call(g_cluster.client, node, 45, -1, &req, 20000, alter_parse, &error) != NET_CLIENT_OK)
+        return -1;
+    return error;
+}
+
 static void expect_refusals(void)
 {
+    /* The pure broker forwards to the active controller: its answers are
+     * the controller's, not NOT_CONTROLLER. */
+    assert_int_equal(alter_at(4, "nope", 0, (int32_t[]){1, 2}, 2), KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION);
+    assert_int_equal(alter_at(4, TOPIC, 0, (int32_t[]){2, 5}, 2), KAFKA_ERR_INVALID_REPLICA_ASSIGNMENT);
+    assert_int_equal(alter_at(4, TOPIC, 0, NULL, 0), KAFKA_ERR_NO_REASSIGNMENT_IN_PROGRESS);
+
     const char *b = broker_bootstrap(&g_cluster.nodes[0]);
     struct run r;
     RUN(&r, "reassign", "start", "-b", b, "--topic", "nope", "--partition", "0", "--replicas", "1,2");

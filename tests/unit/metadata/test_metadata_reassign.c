@@ -92,8 +92,11 @@ static void create(struct metadata_store *store, const char *name, int32_t *repl
 static int16_t reassign(struct metadata_store *store, const char *topic, int32_t partition, const int32_t *replicas,
                         int32_t n)
 {
-    struct metadata_reassignment it = {.topic = topic, .topic_len = strlen(topic), .partition_index = partition,
-                                       .replicas = replicas, .replica_count = n};
+    struct metadata_reassignment it = {.topic = topic,
+                                       .topic_len = strlen(topic),
+                                       .partition_index = partition,
+                                       .replicas = replicas,
+                                       .replica_count = n};
     char err[256] = "";
     assert_int_equal(metadata_alter_reassignments(store, &it, 1, err, sizeof err), KAFKA_ERR_NONE);
     return it.error_code;
