@@ -41,6 +41,14 @@
 #define TOPIC "moved"
 #define MAX_RECORDS 200000
 #define WAIT_MS 60000
+/* Broker 4's follower.replication.throttled.rate, and what the throttled
+ * topic holds: 2 MB take at least 4 s to copy at that rate. */
+#define THROTTLE_RATE 500000
+#define SLOW_RECORDS 100
+#define SLOW_VALUE_BYTES 20000
+
+#define TEXT_(x) #x
+#define TEXT(x) TEXT_(x)
 
 static struct cluster g_cluster;
 static struct test_broker g_four;
@@ -238,17 +246,13 @@ static void start_cluster(void)
                  g_cluster.controller_ports[i]);
     }
     snprintf(voters_kv, sizeof voters_kv, "controller.quorum.voters=%s", voters);
-    const char *overrides[] = {"node.id=4",
-                               voters_kv,
-                               "process.roles=broker",
-                               "controller.listener.names=CONTROLLER",
-                               "cluster.id=" CLUSTER_ID,
-                               "controller.quorum.election.timeout.ms=1000",
-                               "controller.quorum.fetch.timeout.ms=2000",
-                               "broker.heartbeat.interval.ms=500",
-                               "broker.session.timeout.ms=60000",
-                               "replica.fetch.backoff.ms=200",
-                               NULL};
+    const char *overrides[] = {"node.id=4", voters_kv, "process.roles=broker", "controller.listener.names=CONTROLLER",
+                               "cluster.id=" CLUSTER_ID, "controller.quorum.election.timeout.ms=1000",
+                               "controller.quorum.fetch.timeout.ms=2000", "broker.heartbeat.interval.ms=500",
+                               "broker.session.timeout.ms=60000", "replica.fetch.backoff.ms=200",
+                               "follower.replication.throttled.rate=" TEXT(THROTTLE_RATE),
+                               /* Small fetches: the throttle's first period (from start) lets one through free. */
+                               "replica.fetch.max.bytes=100000", NULL};
     broker_start(&g_four, overrides);
     assert_int_equal(net_client_add_node(g_cluster.client, 4, "127.0.0.1", broker_port(&g_four)), 0);
     wait_view(&g_cluster, 1, ALL | (1u << 4), NULL, 0, WAIT_MS);
@@ -363,6 +367,42 @@ static void cancel_stalled_reassignment(void)
     assert_int_equal(kill(broker_pid(&g_four), SIGCONT), 0);
 }
 
+/* A move onto broker 4 of a partition whose topic names 0:4 in
+ * follower.replication.throttled.replicas copies at most THROTTLE_RATE
+ * bytes a second. */
+static void throttled_move(void)
+{
+    int32_t ctl = agreed_controller(&g_cluster, -1, WAIT_MS);
+    int32_t replicas[] = {1, 2, 3};
+    assert_int_equal(create_assigned(&g_cluster, ctl, "slow", replicas, 3), 0);
+    const char *b = broker_bootstrap(&g_cluster.nodes[0]);
+    struct run r;
+    RUN(&r, "topic", "alter-config", "slow", "-b", b, "--set", "follower.replication.throttled.replicas=0:4");
+    expect(&r, 0, NULL, NULL);
+    /* One record a batch: fetches stay near replica.fetch.max.bytes. */
+    const char *conf[] = {"acks", "all", "batch.num.messages", "1", NULL};
+    rd_kafka_t *p = rk_producer_new(g_bootstrap, conf);
+    char *value = malloc(SLOW_VALUE_BYTES);
+    memset(value, 'v', SLOW_VALUE_BYTES);
+    for (int m = 0; m < SLOW_RECORDS; m++)
+        assert_int_equal(rk_produce_blocking(p, "slow", 0, NULL, 0, value, SLOW_VALUE_BYTES, 0, NULL, NULL), 0);
+    rd_kafka_flush(p, 60000);
+    assert_int_equal(rk_producer_stats(p)->delivered, SLOW_RECORDS);
+    rk_producer_destroy(p);
+    free(value);
+    long long started = harness_now_ms();
+    RUN(&r, "reassign", "start", "-b", b, "--topic", "slow", "--partition", "0", "--replicas", "1,2,4");
+    expect(&r, 0, "STARTED", NULL);
+    wait_no_reassignment();
+    long long took = harness_now_ms() - started;
+    double floor_ms = 1000.0 * SLOW_RECORDS * SLOW_VALUE_BYTES / THROTTLE_RATE;
+    /* Less one check interval's allowance the throttle lets through. */
+    if ((double)took < floor_ms * 0.7)
+        fail_msg("the throttled move took %lld ms, %.0f ms at least at %d bytes/s", took, floor_ms * 0.7,
+                 THROTTLE_RATE);
+    printf("throttled move of %d bytes: %lld ms\n", SLOW_RECORDS * SLOW_VALUE_BYTES, took);
+}
+
 static void test_reassignment_completes_and_cancels(void **state)
 {
     (void)state;
@@ -450,6 +490,7 @@ static void test_reassignment_completes_and_cancels(void **state)
             usleep(200 * 1000);
         }
     }
+    throttled_move();
     broker_stop(&g_four);
     broker_mark_passed(&g_four);
     broker_cleanup(&g_four);
