@@ -12,7 +12,10 @@
  *  - with broker 4 running, the reassignment to {2,3,4} completes: the list
  *    empties, Metadata names replicas {2,3,4} with an ISR inside them,
  *    broker 1 deletes its copy, broker 4's log is byte for byte the new
- *    leader's, and every acknowledged record is read exactly once. */
+ *    leader's, and every acknowledged record is read exactly once;
+ *  - a 2 MB move onto broker 4 (follower.replication.throttled.rate
+ *    THROTTLE_RATE) of a topic naming 0:4 in
+ *    follower.replication.throttled.replicas takes at least 2 MB / rate. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
