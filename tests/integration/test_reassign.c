@@ -54,6 +54,9 @@
 #define TEXT(x) TEXT_(x)
 
 static struct cluster g_cluster;
+static long long g_t0;
+/* Progress on stdout, with the time since the test began. */
+#define STAGE(what) printf("[reassign] %6lld ms: %s\n", harness_now_ms() - g_t0, (what))
 static struct test_broker g_four;
 static char g_bootstrap[128];
 
@@ -411,7 +414,9 @@ static void test_reassignment_completes_and_cancels(void **state)
     (void)state;
     snprintf(g_home, sizeof g_home, "/tmp/cairn-reassign-home-XXXXXX");
     assert_non_null(mkdtemp(g_home));
+    g_t0 = harness_now_ms();
     start_cluster();
+    STAGE("four brokers up");
     expect_advertised(broker_port(&g_cluster.nodes[0]));
     expect_advertised(broker_port(&g_four));
     int32_t ctl = agreed_controller(&g_cluster, -1, WAIT_MS);
@@ -425,8 +430,11 @@ static void test_reassignment_completes_and_cancels(void **state)
         usleep(50 * 1000);
     assert_true(atomic_load(&g_prod.acked_count) >= 200);
 
+    STAGE("producing");
     expect_refusals();
+    STAGE("refusals checked");
     cancel_stalled_reassignment();
+    STAGE("stalled reassignment cancelled");
 
     /* The real move, producing throughout. */
     long acked_before = atomic_load(&g_prod.acked_count);
@@ -436,13 +444,16 @@ static void test_reassignment_completes_and_cancels(void **state)
     expect(&r, 0, "STARTED", NULL);
     wait_no_reassignment();
     static const int32_t target[] = {2, 3, 4};
+    STAGE("reassignment complete");
     int32_t leader = wait_replicas(target, 3, false, false);
-    /* Broker 1 drops its copy; broker 4 holds one. */
-    until = harness_now_ms() + WAIT_MS;
+    /* Broker 1 drops its copy, promptly: not once a produce waiting there
+     * times out (librdkafka's request.timeout.ms, 30 s); broker 4 holds one. */
+    until = harness_now_ms() + 20000;
     while (has_partition_dir(&g_cluster.nodes[0]) && harness_now_ms() < until)
         usleep(200 * 1000);
     assert_false(has_partition_dir(&g_cluster.nodes[0]));
     assert_true(has_partition_dir(&g_four));
+    STAGE("broker 1's copy deleted");
     /* More records through the new replicas, then stop. */
     until = harness_now_ms() + WAIT_MS;
     while (atomic_load(&g_prod.acked_count) < acked_before + 500 && harness_now_ms() < until)
@@ -453,6 +464,7 @@ static void test_reassignment_completes_and_cancels(void **state)
     assert_true(acked >= acked_before + 500);
     assert_int_equal(atomic_load(&g_prod.failed_count), 0);
 
+    STAGE("producer stopped");
     /* Every acknowledged record exactly once, read from the new replicas. */
     long want = acked;
     struct rk_record_set set = {0};
@@ -493,7 +505,9 @@ static void test_reassignment_completes_and_cancels(void **state)
             usleep(200 * 1000);
         }
     }
+    STAGE("records and logs checked");
     throttled_move();
+    STAGE("throttled move done");
     broker_stop(&g_four);
     broker_mark_passed(&g_four);
     broker_cleanup(&g_four);
