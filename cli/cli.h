@@ -45,6 +45,8 @@ enum {
     KAFKA_API_KEY_DELETE_GROUPS = 42,
     KAFKA_API_KEY_ELECT_LEADERS = 43,
     KAFKA_API_KEY_INCREMENTAL_ALTER_CONFIGS = 44,
+    KAFKA_API_KEY_ALTER_PARTITION_REASSIGNMENTS = 45,
+    KAFKA_API_KEY_LIST_PARTITION_REASSIGNMENTS = 46,
     KAFKA_API_KEY_DESCRIBE_CLIENT_QUOTAS = 48,
     KAFKA_API_KEY_ALTER_CLIENT_QUOTAS = 49,
     KAFKA_API_KEY_DESCRIBE_USER_SCRAM_CREDENTIALS = 50,
@@ -316,5 +318,6 @@ int cli_config_main(int argc, char **argv);
 int cli_leader_main(int argc, char **argv);
 int cli_produce_main(int argc, char **argv);
 int cli_consume_main(int argc, char **argv);
+int cli_reassign_main(int argc, char **argv);
 
 #endif

@@ -356,6 +356,9 @@ static const struct config_key_def broker_keys[] = {
      .doc = "Bytes a follower fetch waits for."},
     {KEY_INT("replica.fetch.backoff.ms", "1000", 0, I32), MEDIUM, IN(REPLICATION),
      .doc = "Wait after a failed follower fetch before the next."},
+    {KEY_LONG("follower.replication.throttled.rate", "9223372036854775807", 1, I64), MEDIUM, IN(REPLICATION),
+     .doc = "Bytes per second this broker's fetchers append, together, for the replicas a topic's "
+            "follower.replication.throttled.replicas names with this broker (read at start)."},
     {KEY_STRING("replica.selector.class", NULL), MEDIUM, IN(REPLICATION),
      .doc = "Where consumers may fetch from (KIP-392). Unset: the leader only. "
             "org.apache.kafka.common.replica.RackAwareReplicaSelector: followers in the ISR serve Fetch v11+ up to "

@@ -61,6 +61,9 @@ static const struct topic_key_def
     SYN("log.flush.interval.ms", "log.flush.scheduler.interval.ms")
 }
 ,
+    {TOPIC_OTHER("follower.replication.throttled.replicas", CONFIG_TYPE_LIST, "", CONFIG_VALID_ANY, NULL),
+     .doc = "Replicas whose follower fetches follower.replication.throttled.rate limits: partition:broker "
+            "pairs, or * for every replica of the topic."}},
     {TOPIC_RANGE("index.interval.bytes", CONFIG_TYPE_INT, "4096", 0, I32),
      .doc = "Bytes appended between two offset index entries."},
     SYN("log.index.interval.bytes")

@@ -147,6 +147,8 @@ enum handler_result handle_offset_delete(struct request_context *, void *, void 
 enum handler_result handle_write_txn_markers(struct request_context *, void *, void *);
 enum handler_result handle_describe_producers(struct request_context *, void *, void *);
 enum handler_result handle_elect_leaders(struct request_context *, void *, void *);
+enum handler_result handle_alter_partition_reassignments(struct request_context *, void *, void *);
+enum handler_result handle_list_partition_reassignments(struct request_context *, void *, void *);
 enum handler_result handle_add_partitions_to_txn(struct request_context *, void *, void *);
 enum handler_result handle_add_offsets_to_txn(struct request_context *, void *, void *);
 enum handler_result handle_end_txn(struct request_context *, void *, void *);

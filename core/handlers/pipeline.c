@@ -108,6 +108,8 @@ static const struct throttle_field throttle_fields[] = {
     {32, 0, offsetof(struct describe_configs_response, throttle_time_ms)},
     {37, 0, offsetof(struct create_partitions_response, throttle_time_ms)},
     {43, 0, offsetof(struct elect_leaders_response, throttle_time_ms)},
+    {45, 0, offsetof(struct alter_partition_reassignments_response, throttle_time_ms)},
+    {46, 0, offsetof(struct list_partition_reassignments_response, throttle_time_ms)},
     {48, 0, offsetof(struct describe_client_quotas_response, throttle_time_ms)},
     {49, 0, offsetof(struct alter_client_quotas_response, throttle_time_ms)},
     {60, 0, offsetof(struct describe_cluster_response, throttle_time_ms)},

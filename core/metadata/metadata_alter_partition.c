@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metadata/metadata_reassign.h"
 #include "metadata/metadata_records.h"
 #include "metadata/metadata_store_internal.h"
 #include "protocol/generated/errors.h"
@@ -121,9 +122,12 @@ int16_t metadata_alter_partition(struct metadata_store *store, int32_t broker_id
         c->leader = p->leader;
         c->new_leader_epoch = p->leader_epoch;
         c->new_partition_epoch = p->partition_epoch;
-        if (same_isr(p, c->isr, c->isr_count))
+        bool completes = metadata_reassignment_in_progress(p);
+        if (same_isr(p, c->isr, c->isr_count) && !completes)
             continue; /* nothing to write: the current state answers */
-        int32_t *grown = realloc(ids, (size_t)(c->isr_count > 0 ? c->isr_count : 1) * sizeof(*ids));
+        /* Room for the ISR, then the completion's replicas and ISR. */
+        size_t need = (size_t)c->isr_count + 2 * (size_t)p->replica_count + 3;
+        int32_t *grown = realloc(ids, need * sizeof(*ids));
         if (!grown) {
             snprintf(err, errlen, "out of memory");
             rc = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
@@ -134,6 +138,11 @@ int16_t metadata_alter_partition(struct metadata_store *store, int32_t broker_id
             ids[k] = c->isr[k].broker_id;
         struct metadata_partition_change pc = {
             .partition_index = c->partition_index, .leader = -2, .isr = ids, .isr_count = c->isr_count};
+        /* Every adding replica in sync: the reassignment completes in the
+         * same record (Kafka's PartitionChangeBuilder). */
+        completes = completes && metadata_reassignment_complete(img, p, ids, c->isr_count, &pc, ids + c->isr_count);
+        if (!completes && same_isr(p, c->isr, c->isr_count))
+            continue;
         metadata_record_write_partition_change(&records.w, &t->topic_id, &pc);
         if (metadata_record_list_mark(&records) != 0) {
             snprintf(err, errlen, "out of memory");
@@ -141,8 +150,12 @@ int16_t metadata_alter_partition(struct metadata_store *store, int32_t broker_id
             goto out;
         }
         c->new_partition_epoch = p->partition_epoch + 1; /* the loader's bump */
-        logger_info(LOG_COMPONENT, "broker %d alters the ISR of %s-%d to %d member(s)", (int)broker_id, t->name,
-                    (int)c->partition_index, (int)c->isr_count);
+        if (completes && pc.leader != p->leader) {
+            c->leader = pc.leader;
+            c->new_leader_epoch = p->leader_epoch + 1;
+        }
+        logger_info(LOG_COMPONENT, "broker %d alters the ISR of %s-%d to %d member(s)%s", (int)broker_id, t->name,
+                    (int)c->partition_index, (int)c->isr_count, completes ? "; its reassignment completes" : "");
         written++;
     }
     if (written > 0)

@@ -79,7 +79,10 @@ static int partition_copy(struct metadata_partition *dst, const struct metadata_
     *dst = *src;
     dst->replicas = dup_ints(src->replicas, src->replica_count);
     dst->isr = dup_ints(src->isr, src->isr_count);
-    if ((src->replica_count > 0 && !dst->replicas) || (src->isr_count > 0 && !dst->isr))
+    dst->adding = dup_ints(src->adding, src->adding_count);
+    dst->removing = dup_ints(src->removing, src->removing_count);
+    if ((src->replica_count > 0 && !dst->replicas) || (src->isr_count > 0 && !dst->isr) ||
+        (src->adding_count > 0 && !dst->adding) || (src->removing_count > 0 && !dst->removing))
         return -1;
     return 0;
 }
@@ -479,11 +482,25 @@ int metadata_builder_change_partition(struct metadata_builder *b, const struct k
     if (!t)
         return fail(err, errlen, "out of memory");
     struct metadata_partition *p = &t->partitions[c->partition_index];
-    int32_t *isr = NULL, *replicas = NULL;
+    int32_t *isr = NULL, *replicas = NULL, *adding = NULL, *removing = NULL;
     if ((c->isr && c->isr_count > 0 && !(isr = dup_ints(c->isr, c->isr_count))) ||
-        (c->replicas && c->replica_count > 0 && !(replicas = dup_ints(c->replicas, c->replica_count)))) {
+        (c->replicas && c->replica_count > 0 && !(replicas = dup_ints(c->replicas, c->replica_count))) ||
+        (c->adding && c->adding_count > 0 && !(adding = dup_ints(c->adding, c->adding_count))) ||
+        (c->removing && c->removing_count > 0 && !(removing = dup_ints(c->removing, c->removing_count)))) {
         free(isr);
+        free(replicas);
+        free(adding);
         return fail(err, errlen, "out of memory");
+    }
+    if (c->adding) {
+        free(p->adding);
+        p->adding = adding;
+        p->adding_count = c->adding_count;
+    }
+    if (c->removing) {
+        free(p->removing);
+        p->removing = removing;
+        p->removing_count = c->removing_count;
     }
     if (c->isr) {
         free(p->isr);

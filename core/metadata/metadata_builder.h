@@ -49,6 +49,10 @@ struct metadata_partition_change {
     int32_t isr_count;
     const int32_t *replicas;
     int32_t replica_count;
+    const int32_t *adding; /* reassignment; NULL = unchanged, empty = cleared */
+    int32_t adding_count;
+    const int32_t *removing;
+    int32_t removing_count;
 };
 int metadata_builder_change_partition(struct metadata_builder *b, const struct kafka_uuid *topic_id,
                                       const struct metadata_partition_change *c, char *err, size_t errlen);

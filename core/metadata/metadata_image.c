@@ -33,6 +33,8 @@ void metadata_partition_clear(struct metadata_partition *p)
 {
     free(p->replicas);
     free(p->isr);
+    free(p->adding);
+    free(p->removing);
     memset(p, 0, sizeof(*p));
 }
 
@@ -285,7 +287,9 @@ static bool topic_equal(const struct metadata_topic *a, const struct metadata_to
         if (x->present != y->present || x->partition_index != y->partition_index || x->leader != y->leader ||
             x->leader_epoch != y->leader_epoch || x->partition_epoch != y->partition_epoch ||
             !ints_equal(x->replicas, x->replica_count, y->replicas, y->replica_count) ||
-            !ints_equal(x->isr, x->isr_count, y->isr, y->isr_count))
+            !ints_equal(x->isr, x->isr_count, y->isr, y->isr_count) ||
+            !ints_equal(x->adding, x->adding_count, y->adding, y->adding_count) ||
+            !ints_equal(x->removing, x->removing_count, y->removing, y->removing_count))
             return false;
     }
     for (int32_t i = 0; i < a->config_count; i++)

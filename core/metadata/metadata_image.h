@@ -50,6 +50,12 @@ struct metadata_partition {
     int32_t replica_count;
     int32_t *isr;
     int32_t isr_count;
+    /* An in-progress reassignment (KIP-455): replicas being added to and
+     * removed from the replica list; both empty when none is. */
+    int32_t *adding;
+    int32_t adding_count;
+    int32_t *removing;
+    int32_t removing_count;
 };
 
 struct metadata_config_entry {

@@ -196,8 +196,10 @@ void metadata_record_write_partition(struct kafka_writer *w, const struct kafka_
     m.replicas_count = p->replica_count;
     m.isr = p->isr;
     m.isr_count = p->isr_count;
-    m.removing_replicas_count = 0;
-    m.adding_replicas_count = 0;
+    m.removing_replicas = p->removing;
+    m.removing_replicas_count = p->removing_count;
+    m.adding_replicas = p->adding;
+    m.adding_replicas_count = p->adding_count;
     m.leader = p->leader;
     m.leader_epoch = p->leader_epoch;
     m.partition_epoch = p->partition_epoch;
@@ -224,6 +226,14 @@ void metadata_record_write_partition_change(struct kafka_writer *w, const struct
     if (c->replicas) {
         m.replicas = (int32_t *)c->replicas;
         m.replicas_count = c->replica_count;
+    }
+    if (c->adding) {
+        m.adding_replicas = (int32_t *)c->adding;
+        m.adding_replicas_count = c->adding_count;
+    }
+    if (c->removing) {
+        m.removing_replicas = (int32_t *)c->removing;
+        m.removing_replicas_count = c->removing_count;
     }
     partition_change_record_encode(&m, w, PARTITION_CHANGE_MAX_VERSION);
 }
@@ -332,6 +342,10 @@ static enum metadata_apply_result apply_partition(struct metadata_builder *b, st
         .replica_count = m.replicas_count,
         .isr = m.isr,
         .isr_count = m.isr_count,
+        .adding = m.adding_replicas,
+        .adding_count = m.adding_replicas_count > 0 ? m.adding_replicas_count : 0,
+        .removing = m.removing_replicas,
+        .removing_count = m.removing_replicas_count > 0 ? m.removing_replicas_count : 0,
     };
     return applied(metadata_builder_set_partition(b, &m.topic_id, &p, err, errlen));
 }
@@ -358,6 +372,10 @@ static enum metadata_apply_result apply_partition_change(struct metadata_builder
         .isr_count = m.isr_count > 0 ? m.isr_count : 0,
         .replicas = present_array(m.replicas, m.replicas_count),
         .replica_count = m.replicas_count > 0 ? m.replicas_count : 0,
+        .adding = present_array(m.adding_replicas, m.adding_replicas_count),
+        .adding_count = m.adding_replicas_count > 0 ? m.adding_replicas_count : 0,
+        .removing = present_array(m.removing_replicas, m.removing_replicas_count),
+        .removing_count = m.removing_replicas_count > 0 ? m.removing_replicas_count : 0,
     };
     return applied(metadata_builder_change_partition(b, &m.topic_id, &c, err, errlen));
 }

@@ -173,13 +173,27 @@ static void notify(struct replica_manager *rm, const char *topic, int32_t partit
     free(copy);
 }
 
-/* Stop hosting topic-partition: listeners hear it is no longer led here,
- * then the log goes. */
+/* Stop hosting topic-partition: listeners hear it is no longer led here
+ * while it is still hosted (so they can reach its log: acks=all produces
+ * waiting on it answer NOT_LEADER_OR_FOLLOWER now, not at their timeout),
+ * then the log goes. Under apply_lock: nothing else changes the table. */
 static void unhost(struct replica_manager *rm, const char *topic, int32_t partition)
 {
     pthread_mutex_lock(&rm->lock);
+    struct hosted_partition *hp = *find_link(rm, topic, partition);
+    int32_t epoch = hp ? hp->leader_epoch : -1;
+    if (hp) { /* read meanwhile as led by nobody: neither led nor followed here */
+        if (hp->role == REPLICA_ROLE_LEADER)
+            rm->leaders--;
+        hp->role = REPLICA_ROLE_FOLLOWER;
+        hp->leader_id = -1;
+    }
+    pthread_mutex_unlock(&rm->lock);
+    if (hp)
+        notify(rm, topic, partition, false, epoch);
+    pthread_mutex_lock(&rm->lock);
     struct hosted_partition **link = find_link(rm, topic, partition);
-    struct hosted_partition *hp = *link;
+    hp = *link;
     if (hp) {
         *link = hp->next;
         rm->hosted--;
@@ -187,8 +201,6 @@ static void unhost(struct replica_manager *rm, const char *topic, int32_t partit
             rm->leaders--;
     }
     pthread_mutex_unlock(&rm->lock);
-    if (hp)
-        notify(rm, topic, partition, false, hp->leader_epoch);
     free_hosted(hp);
     log_manager_delete(rm->logs, topic, partition);
 }

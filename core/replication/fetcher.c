@@ -108,6 +108,44 @@ static bool still_following(struct replication *r, const struct fetch_slot *s, c
 #define BATCH_LENGTH_PREFIX 12
 #define BATCH_MIN_LENGTH 49
 
+bool replication_throttled_replica(const char *list, int32_t partition, int32_t broker)
+{
+    for (const char *p = list; p && *p;) {
+        size_t len = strcspn(p, ",");
+        const char *a = p, *end = p + len;
+        while (a < end && (*a == ' ' || *a == '\t'))
+            a++;
+        while (end > a && (end[-1] == ' ' || end[-1] == '\t'))
+            end--;
+        if (end - a == 1 && *a == '*')
+            return true;
+        char *colon = NULL;
+        long part = strtol(a, &colon, 10);
+        if (colon && colon < end && *colon == ':' && colon > a) {
+            char *tail = NULL;
+            long id = strtol(colon + 1, &tail, 10);
+            if (tail == end && tail > colon + 1 && part == partition && id == broker)
+                return true;
+        }
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
+/* Whether this broker's replica of topic-partition is throttled: the
+ * topic's follower.replication.throttled.replicas names it. */
+static bool follower_throttled(struct replication *r, const char *topic, int32_t partition)
+{
+    if (!r->follower_throttle.enabled || !r->opts.metadata)
+        return false;
+    const struct metadata_image *img = metadata_image_acquire(r->opts.metadata);
+    const struct metadata_topic *t = metadata_image_topic_by_name(img, topic, strlen(topic));
+    const char *v = t ? metadata_topic_config(t, "follower.replication.throttled.replicas") : NULL;
+    bool throttled = v && replication_throttled_replica(v, partition, r->opts.node_id);
+    metadata_image_release(img);
+    return throttled;
+}
+
 /* Appends the whole batches of data one at a time, as the leader appended
  * them from producers (one batch per partition per request), so segments
  * roll at the same offsets and an answer larger than segment.bytes still
@@ -219,6 +257,8 @@ static bool apply_partition(struct fetcher *f, struct fetch_slot *s, struct fetc
         pthread_mutex_unlock(&r->lock);
         if (appended < 0)
             return false;
+        if (appended > 0 && follower_throttled(r, s->topic, s->partition))
+            log_throttler_observe(&r->follower_throttle, appended);
     }
     int64_t end = partition_log_end_offset(s->log);
     /* DeleteRecords on the leader moves the followers' log start too. */

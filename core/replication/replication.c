@@ -182,6 +182,10 @@ int replication_start(const struct replication_options *opts, struct replication
         return -1;
     }
     pthread_cond_init(&r->isr_wake, NULL);
+    log_throttler_init(&r->follower_throttle,
+                       opts->follower_throttled_rate > 0 && opts->follower_throttled_rate < INT64_MAX
+                           ? (double)opts->follower_throttled_rate
+                           : 0);
     /* Kafka's ReplicaManager and ReplicaFetcherManager metrics. */
     r->under_replicated = metrics_register(METRICS_GAUGE, "cairn_replication_under_replicated_partitions", NULL,
                                            "Partitions led here whose ISR is smaller than their replica set.");
@@ -226,6 +230,7 @@ void replication_stop(struct replication *r)
         pthread_cond_broadcast(&f->wake);
     pthread_cond_broadcast(&r->isr_wake);
     pthread_mutex_unlock(&r->lock);
+    log_throttler_cancel(&r->follower_throttle); /* a fetcher asleep in it wakes */
     replication_isr_join(r);
     net_client_destroy(r->client);
     replication_fetchers_join(r);
@@ -244,6 +249,7 @@ void replication_stop(struct replication *r)
     partition_map_free(&r->followers);
     partition_map_free(&r->leaders);
     pthread_cond_destroy(&r->isr_wake);
+    log_throttler_destroy(&r->follower_throttle);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }

@@ -59,6 +59,10 @@ struct replication_options {
     int32_t fetch_min_bytes;          /* replica.fetch.min.bytes */
     int64_t fetch_backoff_ms;         /* replica.fetch.backoff.ms */
     int64_t socket_timeout_ms;        /* replica.socket.timeout.ms */
+    /* follower.replication.throttled.rate (bytes/s, INT64_MAX: none): what
+     * the fetchers append together for the partitions whose topic's
+     * follower.replication.throttled.replicas names this broker. */
+    int64_t follower_throttled_rate;
     /* Called when a partition's high watermark moved (on the leader after a
      * follower fetch, on a follower after a fetch), so waiting fetches and
      * acks=all produces look again. May be NULL. */
@@ -90,6 +94,11 @@ struct replication_options {
     const void *link;
     bool link_strict;
 };
+
+/* Whether a follower.replication.throttled.replicas value names the
+ * replica of partition on broker: "*", or a comma-separated list of
+ * partition:broker pairs (blanks around each ignored). */
+bool replication_throttled_replica(const char *list, int32_t partition, int32_t broker);
 
 /* Starts the outbound client and registers with the replica manager (the
  * partitions followed now start fetching at once). Returns 0, or -1 with

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "log/log_throttler.h"
 #include "replication/replication.h"
 #include "util/partition_map.h"
 
@@ -105,6 +106,9 @@ struct replication {
     /* Registered at start; shared process-wide by name (core/metrics). */
     struct metrics_metric *under_replicated, *under_min_isr, *at_min_isr;
     struct metrics_metric *isr_shrinks, *isr_expands, *max_lag, *max_lag_ms;
+    /* follower.replication.throttled.rate over the throttled partitions'
+     * appends; a fetcher sleeps in it (opts.follower_throttled_rate). */
+    struct log_throttler follower_throttle;
 };
 
 /* Under the lock: the fetcher of (leader_id, index), started if new; NULL

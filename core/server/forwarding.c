@@ -49,6 +49,7 @@ bool forwarding_api_forwarded(int16_t api_key)
     case 37: /* CreatePartitions */
     case 43: /* ElectLeaders */
     case 44: /* IncrementalAlterConfigs */
+    case 45: /* AlterPartitionReassignments */
     case 49: /* AlterClientQuotas */
     case 51: /* AlterUserScramCredentials */
         return true;

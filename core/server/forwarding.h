@@ -1,7 +1,8 @@
 /* Admin requests from a pure broker to the active controller, as Kafka's
  * forwarding (KIP-590): a broker that is no voter wraps a client's
  * CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
- * IncrementalAlterConfigs, CreateAcls, DeleteAcls or AlterClientQuotas
+ * IncrementalAlterConfigs, CreateAcls, DeleteAcls, AlterClientQuotas,
+ * ElectLeaders or AlterPartitionReassignments
  * frame, unchanged, in an Envelope (api 58) with the client's principal
  * and address, and sends it over the controller listener to the quorum's
  * leader. The controller runs the inner request through the same API

@@ -618,6 +618,41 @@ static int build_elect_leaders(struct kafka_writer *w, int16_t v, const struct n
     return elect_leaders_request_encode(&m, w, v);
 }
 
+static int build_alter_partition_reassignments(struct kafka_writer *w, int16_t v, const struct names *n)
+{
+    struct alter_partition_reassignments_request_reassignable_partition part;
+    alter_partition_reassignments_request_reassignable_partition_init(&part);
+    part.partition_index = 0;
+    part.replicas = NULL; /* a cancel */
+    part.replicas_count = -1;
+    struct alter_partition_reassignments_request_reassignable_topic topic;
+    alter_partition_reassignments_request_reassignable_topic_init(&topic);
+    topic.name = str(n->topic);
+    topic.partitions = &part;
+    topic.partitions_count = 1;
+    struct alter_partition_reassignments_request m;
+    alter_partition_reassignments_request_init(&m);
+    m.timeout_ms = 10000;
+    m.topics = &topic;
+    m.topics_count = 1;
+    return alter_partition_reassignments_request_encode(&m, w, v);
+}
+
+static int build_list_partition_reassignments(struct kafka_writer *w, int16_t v, const struct names *n)
+{
+    struct list_partition_reassignments_request_list_partition_reassignments_topics topic;
+    list_partition_reassignments_request_list_partition_reassignments_topics_init(&topic);
+    topic.name = str(n->topic);
+    topic.partition_indexes = partition0;
+    topic.partition_indexes_count = 1;
+    struct list_partition_reassignments_request m;
+    list_partition_reassignments_request_init(&m);
+    m.timeout_ms = 10000;
+    m.topics = &topic;
+    m.topics_count = 1;
+    return list_partition_reassignments_request_encode(&m, w, v);
+}
+
 static int build_offset_delete(struct kafka_writer *w, int16_t v, const struct names *n)
 {
     struct offset_delete_request_offset_delete_request_partition part;
@@ -721,6 +756,8 @@ const struct tenant_probe tenant_probes[] = {
     {42, 2, KIND_GROUP, build_delete_groups, 0, 0, KIND_LISTING},
     {43, 2, KIND_TOPIC, build_elect_leaders, 0, PROBE_CLUSTER_GATED, KIND_LISTING},
     {44, 1, KIND_TOPIC, build_incremental_alter_configs, 0, 0, KIND_LISTING},
+    {45, 0, KIND_TOPIC, build_alter_partition_reassignments, 0, PROBE_CLUSTER_GATED, KIND_LISTING},
+    {46, 0, KIND_TOPIC, build_list_partition_reassignments, 0, PROBE_CLUSTER_GATED, KIND_LISTING},
     {47, 0, KIND_GROUP, build_offset_delete, 2, 0, KIND_LISTING},
     {47, 0, KIND_TOPIC, build_offset_delete, 2, 0, KIND_LISTING},
     {61, 0, KIND_TOPIC, build_describe_producers, 0, 0, KIND_LISTING},

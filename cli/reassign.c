@@ -1,0 +1,276 @@
+/* cairn reassign: AlterPartitionReassignments and ListPartitionReassignments
+ * (KIP-455), like kafka-reassign-partitions.sh without the JSON files:
+ *   start  --topic T --partition N --replicas 2,3,4 [--partition ...]
+ *   cancel --topic T --partition N [--partition ...]
+ *   list   [--topic T [--partition N ...]]
+ * start and cancel print each partition's result (a Kafka error exits 1);
+ * list prints the reassignments under way with their adding and removing
+ * replicas. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli.h"
+
+static const char reassign_usage[] =
+    "usage: cairn reassign start --topic T --partition N --replicas ID,ID,... [--partition N --replicas ...]\n"
+    "       cairn reassign cancel --topic T --partition N [--partition N ...]\n"
+    "       cairn reassign list [--topic T [--partition N ...]] [--format json]\n"
+    "  start moves each partition to the replicas given (the first one preferred leader): the new\n"
+    "  replicas copy the log, join the ISR, then the old ones are dropped and delete their copy.\n"
+    "  cancel returns partitions under reassignment to their original replicas. list shows the\n"
+    "  reassignments under way\n"
+    "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
+
+enum { OPT_TOPIC = 4200, OPT_PARTITION, OPT_REPLICAS };
+
+static const struct option reassign_long[] = {
+    {"topic", required_argument, NULL, OPT_TOPIC},
+    {"partition", required_argument, NULL, OPT_PARTITION},
+    {"replicas", required_argument, NULL, OPT_REPLICAS},
+    {NULL, 0, NULL, 0},
+};
+
+#define REASSIGN_MAX_PARTITIONS 256
+#define REASSIGN_MAX_REPLICAS 64
+
+struct reassign_args {
+    bool start;
+    const char *topic;
+    int32_t partitions[REASSIGN_MAX_PARTITIONS];
+    int32_t count;
+    int32_t replicas[REASSIGN_MAX_PARTITIONS][REASSIGN_MAX_REPLICAS];
+    int32_t replica_count[REASSIGN_MAX_PARTITIONS]; /* -1: not given */
+};
+
+/* "2,3,4" into out; returns the count or -1. */
+static int32_t parse_ids(const char *arg, int32_t *out)
+{
+    int32_t n = 0;
+    const char *p = arg;
+    while (*p) {
+        char id[16];
+        size_t len = strcspn(p, ",");
+        long long v;
+        if (len == 0 || len >= sizeof id || n == REASSIGN_MAX_REPLICAS)
+            return -1;
+        memcpy(id, p, len);
+        id[len] = '\0';
+        if (cli_parse_int(id, 0, INT32_MAX, &v) != 0)
+            return -1;
+        out[n++] = (int32_t)v;
+        p += len + (p[len] == ',');
+    }
+    return n > 0 ? n : -1;
+}
+
+static int reassign_flag(int opt, const char *arg, void *ctx)
+{
+    struct reassign_args *a = ctx;
+    long long v;
+    switch (opt) {
+    case OPT_TOPIC:
+        a->topic = arg;
+        return -1;
+    case OPT_PARTITION:
+        if (cli_parse_int(arg, 0, INT32_MAX, &v) != 0)
+            return cli_fail(CLI_EXIT_USAGE, "--partition wants a partition number, got '%s'", arg);
+        if (a->count == REASSIGN_MAX_PARTITIONS)
+            return cli_fail(CLI_EXIT_USAGE, "at most %d partitions at once", REASSIGN_MAX_PARTITIONS);
+        a->partitions[a->count] = (int32_t)v;
+        a->replica_count[a->count++] = -1;
+        return -1;
+    case OPT_REPLICAS:
+        if (a->count == 0 || a->replica_count[a->count - 1] >= 0)
+            return cli_fail(CLI_EXIT_USAGE, "--replicas follows the --partition it is for");
+        a->replica_count[a->count - 1] = parse_ids(arg, a->replicas[a->count - 1]);
+        if (a->replica_count[a->count - 1] < 0)
+            return cli_fail(CLI_EXIT_USAGE, "--replicas wants broker ids like 2,3,4, got '%s'", arg);
+        return -1;
+    default:
+        return CLI_EXIT_USAGE;
+    }
+}
+
+static int build_alter(void *req, int16_t version, struct kafka_arena *arena, void *ctx)
+{
+    (void)version;
+    const struct reassign_args *a = ctx;
+    struct alter_partition_reassignments_request *m = req;
+    m->timeout_ms = 30000;
+    m->topics = kafka_arena_alloc(arena, sizeof(*m->topics));
+    if (!m->topics)
+        return -1;
+    alter_partition_reassignments_request_reassignable_topic_init(m->topics);
+    m->topics_count = 1;
+    m->topics->name = kafka_str_from_cstr(a->topic);
+    m->topics->partitions = kafka_arena_alloc(arena, (size_t)a->count * sizeof(*m->topics->partitions));
+    if (!m->topics->partitions)
+        return -1;
+    m->topics->partitions_count = a->count;
+    for (int32_t i = 0; i < a->count; i++) {
+        struct alter_partition_reassignments_request_reassignable_partition *p = &m->topics->partitions[i];
+        alter_partition_reassignments_request_reassignable_partition_init(p);
+        p->partition_index = a->partitions[i];
+        p->replicas = a->start ? (int32_t *)a->replicas[i] : NULL; /* null: cancel */
+        p->replicas_count = a->start ? a->replica_count[i] : -1;
+    }
+    return 0;
+}
+
+static int reassign_alter(struct cli_conn *c, struct reassign_args *a, bool json)
+{
+    struct cli_reply r;
+    int rc = cli_call(c, c->controller_id, KAFKA_API_KEY_ALTER_PARTITION_REASSIGNMENTS, build_alter, a, &r);
+    if (rc)
+        return rc;
+    const struct alter_partition_reassignments_response *m = r.response;
+    if (m->error_code != KAFKA_ERR_NONE) {
+        rc = cli_kafka_fail(m->error_code, m->error_message,
+                            a->start ? "cannot reassign partitions" : "cannot cancel reassignments", NULL);
+        cli_reply_free(&r);
+        return rc;
+    }
+    json_t *arr = json ? json_array() : NULL;
+    static const char *const headers[] = {"TOPIC", "PARTITION", "RESULT", "MESSAGE"};
+    struct cli_table *t = json ? NULL : cli_table_new(4, headers);
+    for (int32_t i = 0; i < m->responses_count; i++) {
+        const struct alter_partition_reassignments_response_reassignable_topic_response *tr = &m->responses[i];
+        for (int32_t j = 0; j < tr->partitions_count; j++) {
+            const struct alter_partition_reassignments_response_reassignable_partition_response *p = &tr->partitions[j];
+            const char *result = p->error_code == KAFKA_ERR_NONE ? (a->start ? "STARTED" : "CANCELLED")
+                                                                 : kafka_error_name(p->error_code);
+            if (p->error_code != KAFKA_ERR_NONE)
+                rc = CLI_EXIT_KAFKA;
+            if (arr) {
+                json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:s}", "topic", cli_str(tr->name), "partition",
+                                                     (int)p->partition_index, "result", result, "message",
+                                                     cli_str(p->error_message)));
+            } else {
+                char part[16];
+                snprintf(part, sizeof(part), "%d", (int)p->partition_index);
+                cli_table_add(t, cli_str(tr->name), part, result, cli_str(p->error_message));
+            }
+        }
+    }
+    if (arr)
+        cli_json_print(arr);
+    else
+        cli_table_print(t);
+    cli_reply_free(&r);
+    return rc;
+}
+
+static int build_list(void *req, int16_t version, struct kafka_arena *arena, void *ctx)
+{
+    (void)version;
+    const struct reassign_args *a = ctx;
+    struct list_partition_reassignments_request *m = req;
+    m->timeout_ms = 30000;
+    if (!a->topic) {
+        m->topics = NULL;
+        m->topics_count = -1; /* every partition */
+        return 0;
+    }
+    m->topics = kafka_arena_alloc(arena, sizeof(*m->topics));
+    if (!m->topics)
+        return -1;
+    list_partition_reassignments_request_list_partition_reassignments_topics_init(m->topics);
+    m->topics_count = 1;
+    m->topics->name = kafka_str_from_cstr(a->topic);
+    m->topics->partition_indexes = (int32_t *)a->partitions;
+    m->topics->partition_indexes_count = a->count;
+    return 0;
+}
+
+static json_t *json_ids(const int32_t *v, int32_t n)
+{
+    json_t *arr = json_array();
+    for (int32_t i = 0; i < n; i++)
+        json_array_append_new(arr, json_integer(v[i]));
+    return arr;
+}
+
+static int reassign_list(struct cli_conn *c, struct reassign_args *a, bool json)
+{
+    struct cli_reply r;
+    int rc = cli_call(c, c->controller_id, KAFKA_API_KEY_LIST_PARTITION_REASSIGNMENTS, build_list, a, &r);
+    if (rc)
+        return rc;
+    const struct list_partition_reassignments_response *m = r.response;
+    if (m->error_code != KAFKA_ERR_NONE) {
+        rc = cli_kafka_fail(m->error_code, m->error_message, "cannot list reassignments", NULL);
+        cli_reply_free(&r);
+        return rc;
+    }
+    json_t *arr = json ? json_array() : NULL;
+    static const char *const headers[] = {"TOPIC", "PARTITION", "REPLICAS", "ADDING", "REMOVING"};
+    struct cli_table *t = json ? NULL : cli_table_new(5, headers);
+    for (int32_t i = 0; i < m->topics_count; i++) {
+        const struct list_partition_reassignments_response_ongoing_topic_reassignment *tr = &m->topics[i];
+        for (int32_t j = 0; j < tr->partitions_count; j++) {
+            const struct list_partition_reassignments_response_ongoing_partition_reassignment *p = &tr->partitions[j];
+            if (arr) {
+                json_array_append_new(arr, json_pack("{s:s, s:i, s:o, s:o, s:o}", "topic", cli_str(tr->name),
+                                                     "partition", (int)p->partition_index, "replicas",
+                                                     json_ids(p->replicas, p->replicas_count), "adding",
+                                                     json_ids(p->adding_replicas, p->adding_replicas_count), "removing",
+                                                     json_ids(p->removing_replicas, p->removing_replicas_count)));
+            } else {
+                char part[16], rep[256], add[256], rem[256];
+                snprintf(part, sizeof(part), "%d", (int)p->partition_index);
+                cli_table_add(t, cli_str(tr->name), part, cli_int_list(p->replicas, p->replicas_count, rep, sizeof rep),
+                              cli_int_list(p->adding_replicas, p->adding_replicas_count, add, sizeof add),
+                              cli_int_list(p->removing_replicas, p->removing_replicas_count, rem, sizeof rem));
+            }
+        }
+    }
+    if (arr)
+        cli_json_print(arr);
+    else
+        cli_table_print(t);
+    cli_reply_free(&r);
+    return rc;
+}
+
+int cli_reassign_main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        fputs(reassign_usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+    }
+    bool start = !strcmp(argv[1], "start"), cancel = !strcmp(argv[1], "cancel"), list = !strcmp(argv[1], "list");
+    if (!start && !cancel && !list)
+        return cli_fail(CLI_EXIT_USAGE, "unknown subcommand 'reassign %s'\n%s", argv[1], reassign_usage);
+    struct reassign_args *a = calloc(1, sizeof(*a));
+    if (!a)
+        return cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
+    a->start = start;
+    struct cli_settings s;
+    char *pos[1];
+    int npos;
+    int rc = cli_parse(argc - 1, argv + 1, reassign_usage, "", reassign_long, reassign_flag, a, &s, pos, &npos, 0);
+    if (rc < 0 && !list && (!a->topic || a->count == 0))
+        rc = cli_fail(CLI_EXIT_USAGE, "reassign %s wants --topic and at least one --partition", argv[1]);
+    if (rc < 0 && list && a->count > 0 && !a->topic)
+        rc = cli_fail(CLI_EXIT_USAGE, "--partition goes with --topic");
+    for (int32_t i = 0; rc < 0 && i < a->count; i++) {
+        if (start && a->replica_count[i] < 0)
+            rc = cli_fail(CLI_EXIT_USAGE, "partition %d has no --replicas", (int)a->partitions[i]);
+        else if (!start && a->replica_count[i] >= 0)
+            rc = cli_fail(CLI_EXIT_USAGE, "--replicas goes with reassign start only");
+    }
+    if (rc < 0) {
+        struct cli_conn c;
+        rc = cli_connect(&c, &s);
+        if (!rc) {
+            rc = list ? reassign_list(&c, a, s.json) : reassign_alter(&c, a, s.json);
+            cli_close(&c);
+        }
+    }
+    free(a);
+    return rc;
+}
