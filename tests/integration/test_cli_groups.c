@@ -484,7 +484,7 @@ static void test_completion(void **state)
     assert_non_null(strstr(all_commands, "group "));
     assert_non_null(strstr(all_commands, "completion "));
     assert_int_equal(run_shell("bash --norc --noprofile", script, out, sizeof(out)), 0);
-    char want_all[4200];
+    char want_all[sizeof want + sizeof all_commands + 16];
     snprintf(want_all, sizeof(want_all), "[%shelp]\n%s", all_commands, want);
     if (!strstr(out, want_all))
         fail_msg("want:\n%s\ngot:\n%s", want_all, out);
