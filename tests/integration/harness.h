@@ -35,7 +35,7 @@ struct test_broker {
  * listeners/log.dirs/node.id set plus the NULL-terminated "key=value"
  * list in overrides (may be NULL; "{port}" in one stands for
  * the broker's PLAINTEXT port). Returns once the broker answers
- * ApiVersions; fails the test after 10 s. */
+ * ApiVersions; fails the test after 30 s. */
 void broker_start(struct test_broker *b, const char *const *overrides);
 
 /* The same on a port chosen by the caller (0: a free one), for nodes that
