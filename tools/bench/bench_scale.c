@@ -114,8 +114,7 @@ int bench_run_create_topics(const struct bench_options *opts)
     json_t *report = json_pack("{s:s, s:i, s:i, s:i, s:i, s:f, s:f, s:i}", "command", "create-topics", "topics", total,
                                "partitions_per_topic", parts, "replication_factor", opts->replication_factor, "batch",
                                batch, "seconds", seconds, "slowest_batch_seconds", slowest, "failed", failed);
-    bench_report_print(report);
-    json_decref(report);
+    bench_report_print(report); /* frees it */
     rd_kafka_destroy(rk);
     return failed ? 1 : 0;
 }
@@ -173,8 +172,7 @@ int bench_run_wait_partitions(const struct bench_options *opts)
                                "last_metadata_seconds", metadata_seconds);
     if (!ok)
         json_object_set_new(report, "error", json_string("timed out"));
-    bench_report_print(report);
-    json_decref(report);
+    bench_report_print(report); /* frees it */
     rd_kafka_destroy(rk);
     return ok ? 0 : 1;
 }
