@@ -252,6 +252,7 @@ static void test_consume_formats(void **state)
         assert_int_equal(rk_produce_blocking(p, "events", i % 2, key, strlen(key), value, strlen(value),
                                              1700000000000LL + i, h, NULL),
                          RD_KAFKA_RESP_ERR_NO_ERROR);
+        rd_kafka_headers_destroy(h); /* rk_produce_blocking sends a copy */
     }
     /* A null value and a value that is not UTF-8, on partition 0. */
     assert_int_equal(rk_produce_blocking(p, "events", 0, "nul", 3, NULL, 0, 1700000000100LL, NULL, NULL), 0);
