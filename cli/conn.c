@@ -208,9 +208,13 @@ static int register_brokers(struct cli_conn *c)
         if (net_client_add_node(c->client, b->node_id, cli_str(b->host), b->port) < 0)
             return cli_fail(CLI_EXIT_UNREACHABLE, "cannot register broker %d", (int)b->node_id);
     }
-    c->controller_id = m->controller_id;
-    if (c->controller_id < 0 && m->brokers_count > 0)
-        c->controller_id = m->brokers[0].node_id;
+    /* A controller the answer does not list (a broker naming itself while
+     * its own image still has it fenced) has no address: ask the broker
+     * that answered instead, which forwards what it must. */
+    bool listed = false;
+    for (int32_t i = 0; i < m->brokers_count; i++)
+        listed = listed || m->brokers[i].node_id == m->controller_id;
+    c->controller_id = listed ? m->controller_id : c->any_node;
     return 0;
 }
 
