@@ -392,7 +392,7 @@ static const struct config_key_def broker_keys[] = {
     {KEY_LONG("offsets.retention.check.interval.ms", "600000", 1, I64), HIGH, IN(GROUPS),
      .doc = "How often expired offsets are looked for."},
     {KEY_INT("offsets.commit.timeout.ms", "5000", 1, I32), HIGH, IN(GROUPS),
-     .doc = "How long an offset commit (OffsetCommit, TxnOffsetCommit) waits for every in-sync replica of its __consumer_offsets partition; past it the commit is answered COORDINATOR_NOT_AVAILABLE, which clients retry."},
+     .doc = "How long an offset commit (OffsetCommit, TxnOffsetCommit) or a group leader's SyncGroup waits for every in-sync replica of its __consumer_offsets partition; past it the request is answered COORDINATOR_NOT_AVAILABLE, which clients retry (a failed SyncGroup rebalances the group)."},
     {KEY_INT("offsets.load.buffer.size", "5242880", 1, I32), HIGH, IN(GROUPS),
      .doc = "Read buffer used when loading __consumer_offsets."},
     {KEY_INT("offset.metadata.max.bytes", "4096", 0, I32), HIGH, IN(GROUPS),

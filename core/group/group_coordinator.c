@@ -128,6 +128,7 @@ static void group_free(struct group *g)
     free(g->pending);
     group_offsets_free(g);
     group_txn_offsets_free(g);
+    group_inflight_free(g);
     free(g->group_id);
     free(g->protocol_type);
     free(g->protocol);
@@ -146,13 +147,16 @@ void group_remove(struct group_coordinator *gc, struct group *g)
     group_free(g);
 }
 
-void group_snapshot_store(struct group_coordinator *gc, struct group *g)
+int16_t group_snapshot_write(struct group_coordinator *gc, struct group *g, struct group_sync_point *sync_point)
 {
-    if (!gc->opts.ops || !gc->opts.ops->store_group)
-        return;
+    bool split = sync_point && gc->opts.ops && gc->opts.ops->append_group && gc->opts.ops->sync;
+    if (sync_point)
+        *sync_point = (struct group_sync_point){.partition = -1, .end_offset = -1};
+    if (!gc->opts.ops || (!split && !gc->opts.ops->store_group))
+        return KAFKA_ERR_NONE;
     struct group_member_record *recs = calloc(g->member_count ? g->member_count : 1, sizeof *recs);
     if (!recs)
-        return;
+        return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     for (size_t i = 0; i < g->member_count; i++) {
         const struct group_member *m = g->members[i];
         const struct group_member_protocol *p = g->protocol ? group_member_protocol(m, g->protocol) : NULL;
@@ -179,10 +183,17 @@ void group_snapshot_store(struct group_coordinator *gc, struct group *g)
         .members = recs,
         .member_count = g->member_count,
     };
-    int16_t err = gc->opts.ops->store_group(gc->opts.store, &rec);
+    int16_t err = split ? gc->opts.ops->append_group(gc->opts.store, &rec, sync_point)
+                        : gc->opts.ops->store_group(gc->opts.store, &rec);
     if (err != KAFKA_ERR_NONE)
         logger_warn("group", "could not store group %s generation %d: error %d", g->group_id, g->generation, err);
     free(recs);
+    return err;
+}
+
+void group_snapshot_store(struct group_coordinator *gc, struct group *g)
+{
+    (void)group_snapshot_write(gc, g, NULL);
 }
 
 int16_t group_coordinator_serving(struct group_coordinator *gc, const char *group_id)

@@ -39,8 +39,8 @@ struct group_member {
     group_sync_cb sync_cb;
     void *sync_arg;
     uint64_t join_conn, sync_conn; /* connections of the parked requests */
-    bool synced;              /* sent SyncGroup for the current generation */
-    int64_t session_deadline; /* mono ms */
+    bool synced;                   /* sent SyncGroup for the current generation */
+    int64_t session_deadline;      /* mono ms */
 };
 
 /* A member id handed out with MEMBER_ID_REQUIRED, not yet joined. */
@@ -73,6 +73,10 @@ struct group {
     /* At most one per (producer, topic, partition), in write order. */
     struct group_txn_offset *txn_offsets;
     size_t txn_offset_count, txn_offset_cap;
+    /* Plain commits written to the group log whose sync has not ended
+     * (group_inflight.c), in write order; hash and marked unused. */
+    struct group_offset *inflight;
+    size_t inflight_count, inflight_cap;
 
     /* PreparingRebalance: when the join phase ends. The first rebalance of
      * an empty group waits group.initial.rebalance.delay.ms, extended while
@@ -83,6 +87,10 @@ struct group {
     int64_t initial_delay_remaining_ms;
     /* CompletingRebalance: members that have not synced by then are dropped. */
     int64_t sync_deadline;
+    /* The generation whose assignment (the leader's SyncGroup) is being
+     * written and replicated; 0 when none (generations start at 1). The
+     * group stays CompletingRebalance until that write ends. */
+    int32_t assignment_writing;
 
     int32_t partition;  /* of __consumer_offsets when the coordinator has shards; -1 otherwise */
     struct group *next; /* hash chain */
@@ -141,6 +149,11 @@ char *group_strdup(const char *s);
 char *group_strndup_bytes(const char *s, size_t n);
 uint8_t *group_memdup(const uint8_t *p, size_t n);
 void group_snapshot_store(struct group_coordinator *gc, struct group *g);
+/* Writes g's record. With a sync_point and a store that splits group
+ * writes (append_group), only appends it and fills *sync_point for the
+ * store's sync (partition -1: nothing to sync); otherwise writes it
+ * durably. Returns the store's error. */
+int16_t group_snapshot_write(struct group_coordinator *gc, struct group *g, struct group_sync_point *sync_point);
 /* Common request preconditions for a request on group_id: NONE, or the
  * error to answer with (shut down, loading, its partition not served). */
 int16_t group_coordinator_serving(struct group_coordinator *gc, const char *group_id);
@@ -205,10 +218,31 @@ void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t
 void group_offsets_free(struct group *g);
 /* Whether the store splits commits into append (under the lock) and sync. */
 bool group_store_split_commits(const struct group_coordinator *gc);
-/* Called without the lock after an append_* op: makes the append durable,
- * or sets its error on every entry that has none. */
-void group_store_sync(struct group_coordinator *gc, const struct group_sync_point *sync_point,
-                      struct group_offset_commit *offsets, size_t count);
+/* Called without the lock after an append_* op: makes the append durable
+ * and replicated, or sets its error on every entry that has none. Returns
+ * that error (NONE on success). */
+int16_t group_store_sync(struct group_coordinator *gc, const struct group_sync_point *sync_point,
+                         struct group_offset_commit *offsets, size_t count);
+
+/* group_inflight.c: commits between append and sync */
+/* Frees o's strings. */
+void group_offset_release(struct group_offset *o);
+/* Moves src into g's committed offsets unless a later write is there;
+ * releases src's strings either way. */
+void group_offset_apply(struct group *g, struct group_offset *src);
+/* Keeps a copy of rec as in flight, numbered ++gc->write_seq. Returns 0, or
+ * -1 when out of memory. */
+int group_inflight_add(struct group_coordinator *gc, struct group *g, const struct group_offset_record *rec);
+/* Ends the in-flight commits numbered first_seq..last_seq: applied to the
+ * committed offsets (apply, their sync succeeded) or dropped. */
+void group_inflight_finish(struct group *g, uint64_t first_seq, uint64_t last_seq, bool apply);
+/* Whether a plain commit of the partition is in flight. */
+bool group_inflight_pending(const struct group *g, const char *topic, int32_t partition);
+/* OffsetDelete: a commit in flight for the partition is not applied. */
+void group_inflight_drop_partition(struct group *g, const char *topic, int32_t partition);
+void group_inflight_free(struct group *g);
+/* Whether g holds nothing (made only for a request that then failed). */
+bool group_unused(const struct group *g);
 
 /* group_txn_offsets.c */
 void group_txn_offsets_free(struct group *g);

@@ -280,7 +280,7 @@ static int16_t sync_appended(void *store, const struct group_sync_point *sync_po
         return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
     int16_t code = partition_log_flush_to(log, sync_point->end_offset);
     if (code != KAFKA_ERR_NONE) {
-        logger_error("group", "cannot flush offsets in %s: error %d", partition_log_dir(log), (int)code);
+        logger_error("group", "cannot flush group records in %s: error %d", partition_log_dir(log), (int)code);
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
     /* Answered only once the followers have it: a commit only this node
@@ -293,17 +293,19 @@ static int16_t sync_appended(void *store, const struct group_sync_point *sync_po
     /* Kafka's mapping for a commit's append. */
     case KAFKA_ERR_NOT_LEADER_OR_FOLLOWER:
     case KAFKA_ERR_KAFKA_STORAGE_ERROR:
-        logger_warn("group", "offsets in %s up to %" PRId64 " were cut by a change of leader", partition_log_dir(log),
-                    sync_point->end_offset);
+        logger_warn("group", "group records in %s up to %" PRId64 " were cut by a change of leader",
+                    partition_log_dir(log), sync_point->end_offset);
         return KAFKA_ERR_NOT_COORDINATOR;
     default:
-        logger_warn("group", "offsets in %s up to %" PRId64 " not replicated within offsets.commit.timeout.ms (%" PRId64
-                    " ms)", partition_log_dir(log), sync_point->end_offset, gl->commit_timeout_ms);
+        logger_warn("group",
+                    "group records in %s up to %" PRId64 " not replicated within offsets.commit.timeout.ms (%" PRId64
+                    " ms)",
+                    partition_log_dir(log), sync_point->end_offset, gl->commit_timeout_ms);
         return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
     }
 }
 
-static int16_t store_group(void *store, const struct group_snapshot_record *group)
+static int16_t write_group(void *store, const struct group_snapshot_record *group, struct group_sync_point *sync_point)
 {
     if (!group || !group->group_id)
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
@@ -318,9 +320,20 @@ static int16_t store_group(void *store, const struct group_snapshot_record *grou
     if (rc == 0)
         rc = group_log_encode_group_value(&bw.value, group);
     batch_writer_add(&bw, rc, true);
-    code = batch_writer_commit(&bw, store, group->group_id, false, "the metadata", NULL);
+    code = batch_writer_commit(&bw, store, group->group_id, false, "the metadata", sync_point);
     batch_writer_free(&bw);
     return code;
+}
+
+static int16_t store_group(void *store, const struct group_snapshot_record *group)
+{
+    return write_group(store, group, NULL);
+}
+
+static int16_t append_group(void *store, const struct group_snapshot_record *group, struct group_sync_point *sync_point)
+{
+    *sync_point = (struct group_sync_point){.partition = -1, .end_offset = -1};
+    return write_group(store, group, sync_point);
 }
 
 static int load_partition(void *store, int32_t partition, const struct group_load_visitor *visitor, void *ctx,
@@ -337,6 +350,7 @@ static const struct group_store_ops group_log_ops = {
     .store_txn_offsets = store_txn_offsets,
     .append_offsets = append_offsets,
     .append_txn_offsets = append_txn_offsets,
+    .append_group = append_group,
     .sync = sync_appended,
     .load_partition = load_partition,
 };

@@ -21,16 +21,34 @@ bool group_store_split_commits(const struct group_coordinator *gc)
     return ops && ops->append_offsets && ops->append_txn_offsets && ops->sync;
 }
 
-void group_store_sync(struct group_coordinator *gc, const struct group_sync_point *sync_point,
-                      struct group_offset_commit *offsets, size_t count)
+int16_t group_store_sync(struct group_coordinator *gc, const struct group_sync_point *sync_point,
+                         struct group_offset_commit *offsets, size_t count)
 {
     int16_t err = gc->opts.ops->sync(gc->opts.store, sync_point);
     if (err == KAFKA_ERR_NONE)
-        return;
+        return err;
     /* The entries still without an error are the ones that were written. */
     for (size_t i = 0; i < count; i++)
         if (offsets[i].error_code == KAFKA_ERR_NONE)
             offsets[i].error_code = err;
+    return err;
+}
+
+/* After the sync of a commit's append: its offsets become committed, or
+ * (the sync failed) are forgotten. The group is looked up again: it may
+ * have been deleted or unloaded meanwhile, and then nothing of this commit
+ * is left to apply (a reloaded group has fresh numbers). */
+static void commit_finish(struct group_coordinator *gc, const char *group_id, uint64_t first_seq, uint64_t last_seq,
+                          bool synced)
+{
+    pthread_mutex_lock(&gc->lock);
+    struct group *g = group_find(gc, group_id);
+    if (g) {
+        group_inflight_finish(g, first_seq, last_seq, synced);
+        if (!synced && group_unused(g))
+            group_remove(gc, g);
+    }
+    pthread_mutex_unlock(&gc->lock);
 }
 
 /* Kafka's order: identity and generation first, then the group's state. */
@@ -70,6 +88,7 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
 {
     struct group_sync_point sync_point = {.partition = -1, .end_offset = -1};
     bool need_sync = false;
+    uint64_t first_seq = 0, last_seq = 0;
     pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_serving(gc, p->group_id);
     struct group *g = NULL;
@@ -100,64 +119,55 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
 
     int64_t wall = group_wall_now(gc);
     int64_t expire = p->retention_ms > 0 ? wall + p->retention_ms : -1;
-    if (gc->opts.ops && gc->opts.ops->store_offsets) {
-        struct group_offset_record *recs = calloc(valid, sizeof *recs);
-        if (!recs) {
+    struct group_offset_record *recs = calloc(valid, sizeof *recs);
+    if (!recs)
+        err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+    /* Kept in flight, not in the committed table, until the write is
+     * durable and replicated (Kafka's pending offset commits). */
+    first_seq = gc->write_seq + 1;
+    size_t n = 0;
+    for (size_t i = 0; i < count && recs && err == KAFKA_ERR_NONE; i++) {
+        if (offsets[i].error_code != KAFKA_ERR_NONE)
+            continue;
+        recs[n] = (struct group_offset_record){
+            .topic = offsets[i].topic,
+            .partition = offsets[i].partition,
+            .offset = offsets[i].offset,
+            .leader_epoch = offsets[i].leader_epoch,
+            .metadata = offsets[i].metadata,
+            .metadata_len = offsets[i].metadata_len,
+            .commit_timestamp = wall,
+            .expire_timestamp = expire,
+        };
+        if (group_inflight_add(gc, g, &recs[n++]) != 0)
             err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-        } else {
-            size_t n = 0;
-            for (size_t i = 0; i < count; i++) {
-                if (offsets[i].error_code != KAFKA_ERR_NONE)
-                    continue;
-                recs[n++] = (struct group_offset_record){
-                    .topic = offsets[i].topic,
-                    .partition = offsets[i].partition,
-                    .offset = offsets[i].offset,
-                    .leader_epoch = offsets[i].leader_epoch,
-                    .metadata = offsets[i].metadata,
-                    .metadata_len = offsets[i].metadata_len,
-                    .commit_timestamp = wall,
-                    .expire_timestamp = expire,
-                };
-            }
-            if (group_store_split_commits(gc)) {
-                err = gc->opts.ops->append_offsets(gc->opts.store, g->group_id, recs, n, &sync_point);
-                need_sync = err == KAFKA_ERR_NONE;
-            } else {
-                err = gc->opts.ops->store_offsets(gc->opts.store, g->group_id, recs, n);
-            }
-            free(recs);
-        }
-        if (err != KAFKA_ERR_NONE) {
-            for (size_t i = 0; i < count; i++)
-                if (offsets[i].error_code == KAFKA_ERR_NONE)
-                    offsets[i].error_code = err;
-            goto out;
-        }
     }
-    for (size_t i = 0; i < count; i++) {
-        struct group_offset_commit *c = &offsets[i];
-        if (c->error_code != KAFKA_ERR_NONE)
-            continue;
-        struct group_offset *o = group_offset_table_add(&g->offsets, c->topic, c->partition);
-        if (!o) {
-            c->error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-            continue;
-        }
-        free(o->metadata);
-        o->metadata = group_strndup_bytes(c->metadata, c->metadata_len);
-        o->metadata_len = o->metadata ? c->metadata_len : 0;
-        o->offset = c->offset;
-        o->leader_epoch = c->leader_epoch;
-        o->commit_timestamp = wall;
-        o->expire_timestamp = expire;
-        o->write_seq = ++gc->write_seq;
+    last_seq = gc->write_seq;
+    if (err == KAFKA_ERR_NONE && gc->opts.ops && group_store_split_commits(gc)) {
+        err = gc->opts.ops->append_offsets(gc->opts.store, g->group_id, recs, n, &sync_point);
+        need_sync = err == KAFKA_ERR_NONE;
+    } else if (err == KAFKA_ERR_NONE && gc->opts.ops && gc->opts.ops->store_offsets) {
+        err = gc->opts.ops->store_offsets(gc->opts.store, g->group_id, recs, n);
+    }
+    free(recs);
+    /* Written and durable already (or no store): committed now. */
+    if (!need_sync)
+        group_inflight_finish(g, first_seq, last_seq, err == KAFKA_ERR_NONE);
+    if (err != KAFKA_ERR_NONE) {
+        for (size_t i = 0; i < count; i++)
+            if (offsets[i].error_code == KAFKA_ERR_NONE)
+                offsets[i].error_code = err;
+        /* A group made only for this commit does not outlive its failure. */
+        if (group_unused(g))
+            group_remove(gc, g);
     }
 out:
     pthread_mutex_unlock(&gc->lock);
     /* Outside the lock, so other groups' requests do not wait for the disk. */
-    if (need_sync)
-        group_store_sync(gc, &sync_point, offsets, count);
+    if (need_sync) {
+        int16_t serr = group_store_sync(gc, &sync_point, offsets, count);
+        commit_finish(gc, p->group_id, first_seq, last_seq, serr == KAFKA_ERR_NONE);
+    }
 }
 
 static void fill_fetch(struct group_offset_fetch *f, const struct group *g, const char *topic, int32_t partition,
@@ -165,8 +175,10 @@ static void fill_fetch(struct group_offset_fetch *f, const struct group *g, cons
 {
     const struct group_offset *o = g ? group_offset_table_find(&g->offsets, topic, partition) : NULL;
     f->error_code = KAFKA_ERR_NONE;
-    if (require_stable && g && group_txn_offset_pending(g, topic, partition)) {
-        /* KIP-447: the client retries until the transaction has ended. */
+    if (require_stable && g &&
+        (group_txn_offset_pending(g, topic, partition) || group_inflight_pending(g, topic, partition))) {
+        /* KIP-447: the client retries until the transaction (or the
+         * commit in flight) has ended. */
         f->error_code = KAFKA_ERR_UNSTABLE_OFFSET_COMMIT;
         o = NULL;
     }
@@ -345,6 +357,11 @@ int16_t group_coordinator_delete_offsets(struct group_coordinator *gc, const cha
         goto out;
     }
     group_offset_table_remove_marked(&g->offsets);
+    /* A commit of a deleted partition still in flight is not applied
+     * after the tombstone (Kafka drops pending commits here too). */
+    for (size_t i = 0; i < count; i++)
+        if (offsets[i].error_code == KAFKA_ERR_NONE)
+            group_inflight_drop_partition(g, offsets[i].topic, offsets[i].partition);
 out:
     free(del);
     pthread_mutex_unlock(&gc->lock);
@@ -354,12 +371,16 @@ out:
 static int16_t delete_group_locked(struct group_coordinator *gc, struct group *g)
 {
     LOCK_ASSERT_HELD(&gc->lock);
-    size_t n = g->offsets.count;
+    /* Commits in flight get tombstones too: their records may be in the
+     * log ahead of the group's tombstone. */
+    size_t n = g->offsets.count + g->inflight_count;
     struct group_offset **all = calloc(n ? n : 1, sizeof *all);
     if (!all)
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < g->offsets.count; i++)
         all[i] = &g->offsets.items[i];
+    for (size_t i = 0; i < g->inflight_count; i++)
+        all[g->offsets.count + i] = &g->inflight[i];
     int16_t err = store_delete_offsets(gc, g, all, n, true);
     free(all);
     if (err != KAFKA_ERR_NONE)
@@ -406,7 +427,8 @@ void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t
                            strcmp(g->protocol_type, CONSUMER_PROTOCOL_TYPE) == 0;
     if (g->state != GROUP_EMPTY && !stable_consumer)
         return;
-    if (g->state == GROUP_EMPTY && g->offsets.count == 0 && g->pending_count == 0 && g->txn_offset_count == 0) {
+    if (g->state == GROUP_EMPTY && g->offsets.count == 0 && g->pending_count == 0 && g->txn_offset_count == 0 &&
+        g->inflight_count == 0) {
         /* Nothing left to keep (Kafka drops such groups too): this also
          * bounds the groups that stray JoinGroups leave behind. */
         if (delete_group_locked(gc, g) != KAFKA_ERR_NONE)
@@ -421,6 +443,9 @@ void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t
         struct group_offset *o = &g->offsets.items[i];
         if (stable_consumer && group_subscribed_to(g, o->topic))
             continue;
+        /* Kafka keeps an offset while a newer commit of it is in flight. */
+        if (group_inflight_pending(g, o->topic, o->partition))
+            continue;
         int64_t base = o->commit_timestamp;
         if (!stable_consumer && g->state_timestamp > base)
             base = g->state_timestamp;
@@ -430,7 +455,8 @@ void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t
     }
     /* Pending transactional offsets keep the group (not its expired
      * committed offsets) until their transaction ends. */
-    if (n > 0 && n == g->offsets.count && g->state == GROUP_EMPTY && g->txn_offset_count == 0) {
+    if (n > 0 && n == g->offsets.count && g->state == GROUP_EMPTY && g->txn_offset_count == 0 &&
+        g->inflight_count == 0) {
         logger_info("group", "group %s: every committed offset expired; removing the group", g->group_id);
         if (delete_group_locked(gc, g) != KAFKA_ERR_NONE)
             logger_warn("group", "could not remove expired group %s", g->group_id);

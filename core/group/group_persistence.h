@@ -92,6 +92,11 @@ struct group_store_ops {
     int16_t (*append_txn_offsets)(void *store, const char *group_id, int64_t producer_id, int16_t producer_epoch,
                                   const struct group_offset_record *offsets, size_t count,
                                   struct group_sync_point *sync_point);
+    /* store_group split the same way, for the leader's SyncGroup: the
+     * group is answered only once its assignment is replicated. NULL: the
+     * coordinator uses store_group. */
+    int16_t (*append_group)(void *store, const struct group_snapshot_record *group,
+                            struct group_sync_point *sync_point);
     /* Makes durable what an append_* reported, and waits until the
      * partition's ISR has it (offsets.commit.timeout.ms), as Kafka commits
      * offsets with acks=all; concurrent calls may share one disk sync. Any

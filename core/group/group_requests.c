@@ -216,6 +216,24 @@ static void sync_respond_assignment(struct group *g, struct group_member *m, gro
     cb(arg, &r);
 }
 
+/* The assignment could not be written (or replicated): every waiting
+ * member gets the error, and the group rebalances (Kafka's
+ * resetAndPropagateAssignmentError, then maybePrepareRebalance). */
+static void assignment_failed(struct group_coordinator *gc, struct group *g, int16_t err, int64_t now)
+{
+    logger_warn("group", "group %s generation %d: the assignment was not stored (error %d); rebalancing", g->group_id,
+                g->generation, (int)err);
+    for (size_t i = 0; i < g->member_count; i++) {
+        struct group_member *o = g->members[i];
+        if (!o->sync_cb)
+            continue;
+        group_sync_cb ocb = o->sync_cb;
+        o->sync_cb = NULL;
+        group_sync_respond_error(ocb, o->sync_arg, err);
+    }
+    group_prepare_rebalance(gc, g, now);
+}
+
 void group_coordinator_sync(struct group_coordinator *gc, const struct group_sync_params *p, group_sync_cb cb,
                             void *arg)
 {
@@ -266,6 +284,10 @@ void group_coordinator_sync(struct group_coordinator *gc, const struct group_syn
     m->session_deadline = now + m->session_timeout_ms;
     if (!g->leader || strcmp(g->leader, m->member_id) != 0)
         goto out;
+    /* The leader again while its assignment is being written: it waits
+     * with the others for that write. */
+    if (g->assignment_writing == g->generation)
+        goto out;
 
     /* The leader's assignment completes the generation. */
     for (size_t i = 0; i < g->member_count; i++) {
@@ -281,8 +303,33 @@ void group_coordinator_sync(struct group_coordinator *gc, const struct group_syn
             break;
         }
     }
+    bool split = gc->opts.ops && gc->opts.ops->append_group && gc->opts.ops->sync;
+    struct group_sync_point sync_point;
+    int16_t werr = group_snapshot_write(gc, g, split ? &sync_point : NULL);
+    if (!split)
+        werr = KAFKA_ERR_NONE; /* a store that writes in one step: a failure is only logged */
+    else if (werr == KAFKA_ERR_NONE && sync_point.partition >= 0) {
+        /* Kafka answers the generation only once its record is replicated
+         * (offsets.commit.timeout.ms); the wait runs outside the lock. */
+        int32_t generation = g->generation;
+        g->assignment_writing = generation;
+        pthread_mutex_unlock(&gc->lock);
+        werr = gc->opts.ops->sync(gc->opts.store, &sync_point);
+        pthread_mutex_lock(&gc->lock);
+        /* The group may have moved on (a rebalance, an unload) meanwhile;
+         * then this write decides nothing. */
+        g = group_find(gc, p->group_id ? p->group_id : "");
+        if (!g || g->assignment_writing != generation)
+            goto out;
+        g->assignment_writing = 0;
+        if (g->state != GROUP_COMPLETING_REBALANCE || g->generation != generation)
+            goto out;
+    }
+    if (werr != KAFKA_ERR_NONE) {
+        assignment_failed(gc, g, werr, group_now(gc));
+        goto out;
+    }
     group_set_state(gc, g, GROUP_STABLE);
-    group_snapshot_store(gc, g);
     for (size_t i = 0; i < g->member_count; i++) {
         struct group_member *o = g->members[i];
         if (!o->sync_cb)

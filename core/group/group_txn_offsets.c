@@ -13,8 +13,7 @@
 
 static void txn_offset_release(struct group_txn_offset *t)
 {
-    free(t->offset.topic);
-    free(t->offset.metadata);
+    group_offset_release(&t->offset);
 }
 
 void group_txn_offsets_free(struct group *g)
@@ -114,11 +113,37 @@ static int16_t txn_commit_check(const struct group *g, const struct group_txn_co
     return KAFKA_ERR_NONE;
 }
 
+/* The sync of a TxnOffsetCommit failed: its pending offsets are taken back,
+ * so that no later marker of the producer commits what the client was told
+ * failed. One the producer wrote again since (a newer number) stays. */
+static void txn_commit_failed(struct group_coordinator *gc, const char *group_id, int64_t producer_id,
+                              uint64_t first_seq, uint64_t last_seq)
+{
+    pthread_mutex_lock(&gc->lock);
+    struct group *g = group_find(gc, group_id);
+    if (g) {
+        size_t kept = 0;
+        for (size_t i = 0; i < g->txn_offset_count; i++) {
+            struct group_txn_offset *t = &g->txn_offsets[i];
+            uint64_t seq = t->offset.write_seq;
+            if (t->producer_id == producer_id && seq >= first_seq && seq <= last_seq)
+                txn_offset_release(t);
+            else
+                g->txn_offsets[kept++] = *t;
+        }
+        g->txn_offset_count = kept;
+        if (group_unused(g))
+            group_remove(gc, g);
+    }
+    pthread_mutex_unlock(&gc->lock);
+}
+
 void group_coordinator_txn_commit(struct group_coordinator *gc, const struct group_txn_commit_params *p,
                                   struct group_offset_commit *offsets, size_t count)
 {
     struct group_sync_point sync_point = {.partition = -1, .end_offset = -1};
     bool need_sync = false;
+    uint64_t first_seq = 0, last_seq = 0;
     pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_serving(gc, p->group_id);
     if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0]))
@@ -188,6 +213,10 @@ void group_coordinator_txn_commit(struct group_coordinator *gc, const struct gro
     else if (gc->opts.ops)
         err = KAFKA_ERR_UNKNOWN_SERVER_ERROR; /* a store that cannot keep them must not ack them */
     if (err == KAFKA_ERR_NONE) {
+        /* Pending from the append on, as in the log: a marker written
+         * after it ends it whether or not the sync has returned; a failed
+         * sync takes it back (txn_commit_failed). */
+        first_seq = gc->write_seq + 1;
         size_t k = 0;
         for (size_t i = 0; i < count; i++) {
             if (offsets[i].error_code != KAFKA_ERR_NONE)
@@ -196,6 +225,7 @@ void group_coordinator_txn_commit(struct group_coordinator *gc, const struct gro
             if (txn_offset_put(gc, g, p->producer_id, &recs[k++]) != 0)
                 logger_warn("group", "group %s: out of memory keeping a pending transactional offset", g->group_id);
         }
+        last_seq = gc->write_seq;
     }
     free(recs);
     if (err == KAFKA_ERR_NONE)
@@ -210,37 +240,8 @@ fail:
             offsets[i].error_code = err;
 out:
     pthread_mutex_unlock(&gc->lock);
-    if (need_sync)
-        group_store_sync(gc, &sync_point, offsets, count);
-}
-
-/* Moves t into g's committed offsets unless a later plain commit is there;
- * releases t's strings either way. */
-static void txn_offset_apply(struct group *g, struct group_txn_offset *t)
-{
-    const struct group_offset *src = &t->offset;
-    struct group_offset *o = group_offset_table_find(&g->offsets, src->topic, src->partition);
-    if (o && o->write_seq > src->write_seq) {
-        txn_offset_release(t);
-        return;
-    }
-    if (!o)
-        o = group_offset_table_add(&g->offsets, src->topic, src->partition);
-    if (!o) {
-        logger_warn("group", "group %s: out of memory committing a transactional offset", g->group_id);
-        txn_offset_release(t);
-        return;
-    }
-    free(o->metadata);
-    o->metadata = t->offset.metadata; /* takes it */
-    o->metadata_len = t->offset.metadata_len;
-    t->offset.metadata = NULL;
-    o->offset = src->offset;
-    o->leader_epoch = src->leader_epoch;
-    o->commit_timestamp = src->commit_timestamp;
-    o->expire_timestamp = src->expire_timestamp;
-    o->write_seq = src->write_seq;
-    txn_offset_release(t);
+    if (need_sync && group_store_sync(gc, &sync_point, offsets, count) != KAFKA_ERR_NONE)
+        txn_commit_failed(gc, p->group_id, p->producer_id, first_seq, last_seq);
 }
 
 /* Caller holds the lock. */
@@ -265,7 +266,7 @@ static void complete_txn_locked(struct group_coordinator *gc, int32_t offsets_pa
                 }
                 done++;
                 if (commit)
-                    txn_offset_apply(g, t);
+                    group_offset_apply(g, &t->offset);
                 else
                     txn_offset_release(t);
             }

@@ -501,6 +501,20 @@ function assignedPartitions(consumer, topic) {
   return a ? [...a.partitions].sort((x, y) => x - y) : []
 }
 
+function assignmentKey(consumer, topic) {
+  return `${consumer.generationId}:${assignedPartitions(consumer, topic).join()}`
+}
+
+// Whether the member has settled into its current assignment: its stream
+// has read the committed offsets again for it (the 'offsets' event after
+// a join) and a fetch has ended since. The client answers a fetch sent
+// before the join with records it then rewinds to the committed offsets
+// when the refresh lands later, so records are produced only once both
+// have happened (the broker's answers are the same either way).
+function settled(member, topic) {
+  return member.refreshedFor === assignmentKey(member.consumer, topic) && member.fetchedSinceRefresh
+}
+
 // A group member: a consumer, its stream, and what it has read. Every
 // record is checked on arrival; a record read twice by any member, or from
 // a partition the member does not own, fails the test.
@@ -516,7 +530,14 @@ async function startMember(bootstrap, name, groupId, topic, total, seen, errors)
     heartbeatInterval: 500,
     maxWaitTime: 300,
   })
-  const member = { name, consumer, stream, count: 0, next: new Map() }
+  const member = { name, consumer, stream, count: 0, next: new Map(), refreshedFor: null, fetchedSinceRefresh: false }
+  stream.on('offsets', () => {
+    member.refreshedFor = assignmentKey(consumer, topic)
+    member.fetchedSinceRefresh = false
+  })
+  stream.on('fetch', () => {
+    if (member.refreshedFor) member.fetchedSinceRefresh = true
+  })
   stream.on('data', m => {
     try {
       const where = `${name} ${m.topic}-${m.partition}@${m.offset}`
@@ -588,7 +609,9 @@ async function group(bootstrap) {
       pa.length > 0 &&
       pb.length > 0 &&
       pa.length + pb.length === PARTITIONS &&
-      union.size === PARTITIONS
+      union.size === PARTITIONS &&
+      settled(a, topic) &&
+      settled(b, topic)
     )
   })
 
@@ -625,9 +648,9 @@ async function group(bootstrap) {
   const bBefore = b.count
   await a.stream.close()
   await a.consumer.close()
-  await waitFor('B to own all partitions', 20000, () => {
+  await waitFor('B to own all partitions and settle into them', 20000, () => {
     checkErrors()
-    return assignedPartitions(b.consumer, topic).length === PARTITIONS
+    return assignedPartitions(b.consumer, topic).length === PARTITIONS && settled(b, topic)
   })
   await produceRange([producer], topic, FIRST, total)
   await waitFor(`${SECOND} new records read by B`, 15000, () => {

@@ -41,6 +41,7 @@ struct gated_store {
     int appends;
     int syncs_entered;
     bool released;
+    int64_t release_end; /* a sync of this end_offset proceeds even when not released */
     int16_t sync_result;
     int64_t next_end;
     int64_t synced_end; /* end_offset of the last finished sync */
@@ -90,7 +91,7 @@ static int16_t gs_sync(void *s, const struct group_sync_point *sp)
     pthread_mutex_lock(&gs->mu);
     gs->syncs_entered++;
     pthread_cond_broadcast(&gs->cond);
-    while (!gs->released)
+    while (!gs->released && sp->end_offset != gs->release_end)
         pthread_cond_wait(&gs->cond, &gs->mu);
     gs->synced_end = sp->end_offset;
     int16_t rc = gs->sync_result;
@@ -117,6 +118,7 @@ static struct group_coordinator *gated_coordinator(struct gated_store *gs)
     o.initial_rebalance_delay_ms = 0;
     o.ops = &gated_ops;
     o.store = gs;
+    o.offsets_topic_partitions = 1; /* every group in partition 0 */
     struct group_coordinator *gc;
     assert_int_equal(group_coordinator_create(&o, &gc), 0);
     return gc;
@@ -231,6 +233,138 @@ static void test_failed_sync_fails_written_entries(void **state)
     gated_free(gc, &gs);
 }
 
+static int64_t fetch_one(struct group_coordinator *gc, bool require_stable, int16_t *err)
+{
+    struct group_offset_fetch f = {.topic = "t", .partition = 0};
+    assert_int_equal(group_coordinator_fetch_offsets_stable(gc, "g", require_stable, &f, 1), KAFKA_ERR_NONE);
+    free(f.metadata);
+    if (err)
+        *err = f.error_code;
+    return f.offset;
+}
+
+static void start_commit(struct commit_job *j, pthread_t *t, struct group_coordinator *gc, struct gated_store *gs,
+                         bool transactional, int64_t offset)
+{
+    *j = (struct commit_job){.gc = gc,
+                             .gs = gs,
+                             .transactional = transactional,
+                             .entry = {.topic = "t", .partition = 0, .offset = offset, .leader_epoch = 1}};
+    assert_int_equal(pthread_create(t, NULL, commit_thread, j), 0);
+}
+
+static void set_gate(struct gated_store *gs, bool released, int16_t sync_result)
+{
+    pthread_mutex_lock(&gs->mu);
+    gs->released = released;
+    gs->sync_result = sync_result;
+    pthread_cond_broadcast(&gs->cond);
+    pthread_mutex_unlock(&gs->mu);
+}
+
+/* A commit whose sync has not ended is not an offset yet: OffsetFetch keeps
+ * answering the previous one (require_stable: UNSTABLE_OFFSET_COMMIT), and
+ * after a failed sync memory is as before the commit. */
+static void test_commit_visible_only_after_sync(void **state)
+{
+    (void)state;
+    struct gated_store gs;
+    struct group_coordinator *gc = gated_coordinator(&gs);
+    set_gate(&gs, true, KAFKA_ERR_NONE);
+    struct commit_job j;
+    pthread_t t;
+    start_commit(&j, &t, gc, &gs, false, 10);
+    pthread_join(t, NULL);
+    assert_int_equal(j.entry.error_code, KAFKA_ERR_NONE);
+    assert_int_equal(fetch_one(gc, false, NULL), 10);
+
+    set_gate(&gs, false, KAFKA_ERR_COORDINATOR_NOT_AVAILABLE);
+    start_commit(&j, &t, gc, &gs, false, 42);
+    wait_sync_entered(&gs, 2);
+    int16_t err, stable_err;
+    int64_t seen = fetch_one(gc, false, &err);
+    int64_t seen_stable = fetch_one(gc, true, &stable_err);
+    /* Released before asserting, so a failure does not leave it blocked. */
+    set_gate(&gs, true, KAFKA_ERR_COORDINATOR_NOT_AVAILABLE);
+    pthread_join(t, NULL);
+    assert_int_equal(seen, 10);
+    assert_int_equal(err, KAFKA_ERR_NONE);
+    assert_int_equal(seen_stable, -1);
+    assert_int_equal(stable_err, KAFKA_ERR_UNSTABLE_OFFSET_COMMIT);
+    assert_int_equal(j.entry.error_code, KAFKA_ERR_COORDINATOR_NOT_AVAILABLE);
+    assert_int_equal(fetch_one(gc, true, &err), 10);
+    assert_int_equal(err, KAFKA_ERR_NONE);
+
+    set_gate(&gs, true, KAFKA_ERR_NONE);
+    start_commit(&j, &t, gc, &gs, false, 43);
+    pthread_join(t, NULL);
+    assert_int_equal(j.entry.error_code, KAFKA_ERR_NONE);
+    assert_int_equal(fetch_one(gc, false, NULL), 43);
+    gated_free(gc, &gs);
+}
+
+/* Two commits of one partition in flight: the one written later stays,
+ * whichever sync ends first. */
+static void test_later_commit_wins(void **state)
+{
+    (void)state;
+    struct gated_store gs;
+    struct group_coordinator *gc = gated_coordinator(&gs);
+    struct commit_job first, second;
+    pthread_t t1, t2;
+    start_commit(&first, &t1, gc, &gs, false, 100);
+    wait_sync_entered(&gs, 1);
+    start_commit(&second, &t2, gc, &gs, false, 200);
+    wait_sync_entered(&gs, 2);
+    /* The second append ends at 2 (one record each): only its sync ends. */
+    pthread_mutex_lock(&gs.mu);
+    gs.release_end = 2;
+    pthread_cond_broadcast(&gs.cond);
+    pthread_mutex_unlock(&gs.mu);
+    pthread_join(t2, NULL);
+    int64_t seen = fetch_one(gc, false, NULL);
+    release_sync(&gs);
+    pthread_join(t1, NULL);
+    assert_int_equal(second.entry.error_code, KAFKA_ERR_NONE);
+    assert_int_equal(seen, 200);
+    assert_int_equal(first.entry.error_code, KAFKA_ERR_NONE);
+    assert_int_equal(fetch_one(gc, false, NULL), 200);
+    gated_free(gc, &gs);
+}
+
+/* A TxnOffsetCommit whose sync failed leaves no pending offset: the
+ * producer's COMMIT marker does not make it committed, and require_stable
+ * fetches are not held up by it. A successful one still waits for the
+ * marker. */
+static void test_failed_txn_sync_not_committed(void **state)
+{
+    (void)state;
+    struct gated_store gs;
+    struct group_coordinator *gc = gated_coordinator(&gs);
+    set_gate(&gs, true, KAFKA_ERR_COORDINATOR_NOT_AVAILABLE);
+    struct commit_job j;
+    pthread_t t;
+    start_commit(&j, &t, gc, &gs, true, 7);
+    pthread_join(t, NULL);
+    assert_int_equal(j.entry.error_code, KAFKA_ERR_COORDINATOR_NOT_AVAILABLE);
+    int16_t err;
+    assert_int_equal(fetch_one(gc, true, &err), -1);
+    assert_int_equal(err, KAFKA_ERR_NONE);
+    group_coordinator_complete_txn(gc, 0, 9, true);
+    assert_int_equal(fetch_one(gc, false, NULL), -1);
+
+    set_gate(&gs, true, KAFKA_ERR_NONE);
+    start_commit(&j, &t, gc, &gs, true, 8);
+    pthread_join(t, NULL);
+    assert_int_equal(j.entry.error_code, KAFKA_ERR_NONE);
+    assert_int_equal(fetch_one(gc, true, &err), -1);
+    assert_int_equal(err, KAFKA_ERR_UNSTABLE_OFFSET_COMMIT);
+    group_coordinator_complete_txn(gc, 0, 9, true);
+    assert_int_equal(fetch_one(gc, true, &err), 8);
+    assert_int_equal(err, KAFKA_ERR_NONE);
+    gated_free(gc, &gs);
+}
+
 /* ---- over the real group log ---- */
 
 #define PARTITIONS 3
@@ -315,6 +449,9 @@ int main(void)
         cmocka_unit_test(test_commit_syncs_outside_lock),
         cmocka_unit_test(test_txn_commit_syncs_outside_lock),
         cmocka_unit_test(test_failed_sync_fails_written_entries),
+        cmocka_unit_test(test_commit_visible_only_after_sync),
+        cmocka_unit_test(test_later_commit_wins),
+        cmocka_unit_test(test_failed_txn_sync_not_committed),
         cmocka_unit_test(test_group_log_durable_on_return),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
