@@ -13,7 +13,9 @@
  *    are acknowledged promptly, and the move is still far from done;
  *  - test_runtime_rate_change: a move copies at most about SLOW_RATE, and
  *    once the rate is raised at runtime (no restart) it completes in a
- *    fraction of the time the old rate would need. */
+ *    fraction of the time the old rate would need;
+ *  - test_follower_throttle_spares_other_partitions: the same with broker
+ *    3's follower.replication.throttled.rate (set at runtime) instead. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,6 +38,7 @@
 #define LEADER_RATE 500000
 #define SLOW_RATE 100000
 #define FAST_RATE 100000000
+#define CRAWL_RATE 50000
 #define RECORDS 100
 #define VALUE_BYTES 20000
 #define MOVE_BYTES ((long long)RECORDS * VALUE_BYTES)
@@ -263,12 +266,61 @@ static void test_runtime_rate_change(void **state)
     assert_int_equal(log_bytes(3, "slowc"), log_bytes(1, "slowc"));
 }
 
+/* The follower side: broker 3's follower.replication.throttled.rate (set
+ * at runtime) holds a move back without holding back the other partition
+ * its fetcher from broker 1 carries: throttled partitions sit fetches out
+ * while the rate is exceeded, the fetcher does not sleep. */
+static void test_follower_throttle_spares_other_partitions(void **state)
+{
+    (void)state;
+    set_leader_rate(FAST_RATE);
+    set_broker_config(3, "follower.replication.throttled.rate=" TEXT(CRAWL_RATE));
+    create_loaded("slowd");
+    struct run r;
+    RUN(&r, "topic", "alter-config", "slowd", "-b", node_bootstrap(1), "--set",
+        "follower.replication.throttled.replicas=0:3");
+    expect(&r, 0, NULL, NULL);
+    struct view v;
+    assert_true(metadata(&g_cluster, 1, "slowd", &v));
+    assert_int_equal(v.p[0].leader, 1); /* the busy partition's leader: one fetcher on broker 3 */
+    const char *conf[] = {"acks", "all", "linger.ms", "0", NULL};
+    rd_kafka_t *p = rk_producer_new(g_bootstrap, conf);
+    assert_int_equal(rk_produce_one_delivered(p, "busy"), RD_KAFKA_RESP_ERR_NO_ERROR);
+    start_move("slowd");
+    long long until = harness_now_ms() + WAIT_MS;
+    while (log_bytes(3, "slowd") == 0 && harness_now_ms() < until)
+        usleep(50 * 1000);
+    long long worst = 0, total = harness_now_ms();
+    for (int i = 0; i < 20; i++) {
+        long long t = harness_now_ms();
+        assert_int_equal(rk_produce_one_delivered(p, "busy"), RD_KAFKA_RESP_ERR_NO_ERROR);
+        t = harness_now_ms() - t;
+        worst = t > worst ? t : worst;
+    }
+    total = harness_now_ms() - total;
+    long long copied = log_bytes(3, "slowd");
+    printf("follower throttle at %d bytes/s: 20 acks=all records to the unthrottled partition took %lld ms, "
+           "slowest %lld ms; broker 3 copied %lld of %lld bytes of the throttled one\n",
+           CRAWL_RATE, total, worst, copied, MOVE_BYTES);
+    rk_producer_destroy(p);
+    /* A fetcher sleeping off each FETCH_MAX of the throttled partition
+     * (2 s at CRAWL_RATE) would hold every record about a second. */
+    if (total > 8000)
+        fail_msg("20 acks=all records to the unthrottled partition took %lld ms", total);
+    if (copied > MOVE_BYTES / 2 || !reassignment_listed())
+        fail_msg("broker 3 copied %lld of %lld bytes at %d bytes/s: not throttled", copied, MOVE_BYTES, CRAWL_RATE);
+    RUN(&r, "reassign", "cancel", "-b", node_bootstrap(1), "--topic", "slowd", "--partition", "0");
+    expect(&r, 0, NULL, NULL);
+    wait_no_reassignment(WAIT_MS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_leader_throttle_bounds_move),
         cmocka_unit_test(test_unthrottled_partition_keeps_up),
         cmocka_unit_test(test_runtime_rate_change),
+        cmocka_unit_test(test_follower_throttle_spares_other_partitions),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
