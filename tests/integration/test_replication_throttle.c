@@ -15,7 +15,11 @@
  *    once the rate is raised at runtime (no restart) it completes in a
  *    fraction of the time the old rate would need;
  *  - test_follower_throttle_spares_other_partitions: the same with broker
- *    3's follower.replication.throttled.rate (set at runtime) instead. */
+ *    3's follower.replication.throttled.rate (set at runtime) instead;
+ *  - test_cli_throttle_and_verify: `cairn reassign start --throttle` sets
+ *    the rates on the brokers involved and the topic's throttled replicas,
+ *    the move keeps to the rate, and `cairn reassign verify` removes the
+ *    throttle once the move is complete (not before). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,6 +43,7 @@
 #define SLOW_RATE 100000
 #define FAST_RATE 100000000
 #define CRAWL_RATE 50000
+#define CLI_RATE 400000
 #define RECORDS 100
 #define VALUE_BYTES 20000
 #define MOVE_BYTES ((long long)RECORDS * VALUE_BYTES)
@@ -314,6 +319,79 @@ static void test_follower_throttle_spares_other_partitions(void **state)
     wait_no_reassignment(WAIT_MS);
 }
 
+/* broker id's value of key as `cairn config describe` lists it, with its
+ * source; false when it is not listed. */
+static bool broker_config(int id, const char *key, char *value, size_t vlen, char *source, size_t slen)
+{
+    char broker[16];
+    snprintf(broker, sizeof broker, "%d", id);
+    struct run r;
+    RUN(&r, "config", "describe", "--broker", broker, "-b", node_bootstrap(id), "--format", "json");
+    expect(&r, 0, NULL, NULL);
+    json_t *j = parse_json(&r);
+    bool found = false;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(j, "configs"), i, e)
+    {
+        if (strcmp(json_string_value(json_object_get(e, "name")), key) != 0)
+            continue;
+        const char *v = json_string_value(json_object_get(e, "value"));
+        snprintf(value, vlen, "%s", v ? v : "");
+        snprintf(source, slen, "%s", json_string_value(json_object_get(e, "source")));
+        found = true;
+    }
+    json_decref(j);
+    return found;
+}
+
+/* `cairn reassign start --throttle` sets both rates on the brokers
+ * involved (and the topic's throttled replicas), the move keeps to it,
+ * and `cairn reassign verify` removes the throttle once it is done. */
+static void test_cli_throttle_and_verify(void **state)
+{
+    (void)state;
+    create_loaded("slowe");
+    long long started = harness_now_ms();
+    struct run r;
+    RUN(&r, "reassign", "start", "-b", node_bootstrap(1), "--topic", "slowe", "--partition", "0", "--replicas", "1,2,3",
+        "--throttle", TEXT(CLI_RATE));
+    expect(&r, 0, "STARTED",
+           "throttle: " TEXT(CLI_RATE) " bytes/s on brokers 1,2,3; leader replicas 0:1,0:2, "
+                                       "follower replicas 0:3");
+    char value[64], source[64];
+    for (int id = 1; id <= 3; id++) {
+        assert_true(broker_config(id, "leader.replication.throttled.rate", value, sizeof value, source, sizeof source));
+        assert_string_equal(value, TEXT(CLI_RATE));
+        assert_string_equal(source, "DYNAMIC_BROKER_CONFIG");
+        assert_true(
+            broker_config(id, "follower.replication.throttled.rate", value, sizeof value, source, sizeof source));
+        assert_string_equal(value, TEXT(CLI_RATE));
+    }
+    RUN(&r, "reassign", "verify", "-b", node_bootstrap(1), "--topic", "slowe", "--partition", "0");
+    expect(&r, 0, "IN_PROGRESS", NULL);
+    if (strstr(r.out, "throttle removed"))
+        fail_msg("verify removed the throttle of a move under way:\n%s", r.out);
+    wait_no_reassignment(WAIT_MS);
+    long long took = harness_now_ms() - started;
+    double floor_ms = 1000.0 * (double)MOVE_BYTES / CLI_RATE;
+    printf("move with --throttle %d: %lld ms (%.0f ms at the rate)\n", CLI_RATE, took, floor_ms);
+    if ((double)took < floor_ms * 0.7)
+        fail_msg("the move with --throttle %d took %lld ms, %.0f ms at least", CLI_RATE, took, floor_ms * 0.7);
+    RUN(&r, "reassign", "verify", "-b", node_bootstrap(1), "--topic", "slowe", "--partition", "0");
+    expect(&r, 0, "COMPLETE", NULL);
+    expect(&r, 0, "throttle removed", NULL);
+    /* Back to the config files' values (no dynamic one left). */
+    for (int id = 1; id <= 3; id++) {
+        assert_true(broker_config(id, "leader.replication.throttled.rate", value, sizeof value, source, sizeof source));
+        assert_string_equal(value, TEXT(LEADER_RATE));
+        assert_string_not_equal(source, "DYNAMIC_BROKER_CONFIG");
+        assert_true(
+            broker_config(id, "follower.replication.throttled.rate", value, sizeof value, source, sizeof source));
+        assert_string_equal(value, "9223372036854775807");
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -321,6 +399,7 @@ int main(void)
         cmocka_unit_test(test_unthrottled_partition_keeps_up),
         cmocka_unit_test(test_runtime_rate_change),
         cmocka_unit_test(test_follower_throttle_spares_other_partitions),
+        cmocka_unit_test(test_cli_throttle_and_verify),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
