@@ -345,20 +345,47 @@ static bool broker_config(int id, const char *key, char *value, size_t vlen, cha
     return found;
 }
 
+/* Fails unless docs/cli.md shows text (its example is this test's run),
+ * blanks at line ends aside (tables pad their last column). */
+static void doc_shows(char *text)
+{
+    char *w = text;
+    for (const char *p = text; *p; p++) {
+        if (*p == '\n')
+            while (w > text && w[-1] == ' ')
+                w--;
+        *w++ = *p;
+    }
+    *w = '\0';
+    static char doc[200000];
+    FILE *f = fopen(CAIRN_SOURCE_DIR "/docs/cli.md", "r");
+    assert_non_null(f);
+    size_t n = fread(doc, 1, sizeof(doc) - 1, f);
+    fclose(f);
+    doc[n] = '\0';
+    if (!strstr(doc, text))
+        fail_msg("docs/cli.md does not show:\n%s", text);
+}
+
 /* `cairn reassign start --throttle` sets both rates on the brokers
  * involved (and the topic's throttled replicas), the move keeps to it,
  * and `cairn reassign verify` removes the throttle once it is done. */
 static void test_cli_throttle_and_verify(void **state)
 {
     (void)state;
-    create_loaded("slowe");
+    create_loaded("orders");
     long long started = harness_now_ms();
     struct run r;
-    RUN(&r, "reassign", "start", "-b", node_bootstrap(1), "--topic", "slowe", "--partition", "0", "--replicas", "1,2,3",
-        "--throttle", TEXT(CLI_RATE));
+    RUN(&r, "reassign", "start", "-b", node_bootstrap(1), "--topic", "orders", "--partition", "0", "--replicas",
+        "1,2,3", "--throttle", TEXT(CLI_RATE));
     expect(&r, 0, "STARTED",
            "throttle: " TEXT(CLI_RATE) " bytes/s on brokers 1,2,3; leader replicas 0:1,0:2, "
                                        "follower replicas 0:3");
+    static char shown[2 * OUT_MAX + 256];
+    snprintf(shown, sizeof shown,
+             "$ cairn reassign start --topic orders --partition 0 --replicas 1,2,3 --throttle " TEXT(CLI_RATE) "\n%s%s",
+             r.err, r.out);
+    doc_shows(shown);
     char value[64], source[64];
     for (int id = 1; id <= 3; id++) {
         assert_true(broker_config(id, "leader.replication.throttled.rate", value, sizeof value, source, sizeof source));
@@ -368,7 +395,7 @@ static void test_cli_throttle_and_verify(void **state)
             broker_config(id, "follower.replication.throttled.rate", value, sizeof value, source, sizeof source));
         assert_string_equal(value, TEXT(CLI_RATE));
     }
-    RUN(&r, "reassign", "verify", "-b", node_bootstrap(1), "--topic", "slowe", "--partition", "0");
+    RUN(&r, "reassign", "verify", "-b", node_bootstrap(1), "--topic", "orders", "--partition", "0");
     expect(&r, 0, "IN_PROGRESS", NULL);
     if (strstr(r.out, "throttle removed"))
         fail_msg("verify removed the throttle of a move under way:\n%s", r.out);
@@ -378,9 +405,11 @@ static void test_cli_throttle_and_verify(void **state)
     printf("move with --throttle %d: %lld ms (%.0f ms at the rate)\n", CLI_RATE, took, floor_ms);
     if ((double)took < floor_ms * 0.7)
         fail_msg("the move with --throttle %d took %lld ms, %.0f ms at least", CLI_RATE, took, floor_ms * 0.7);
-    RUN(&r, "reassign", "verify", "-b", node_bootstrap(1), "--topic", "slowe", "--partition", "0");
+    RUN(&r, "reassign", "verify", "-b", node_bootstrap(1), "--topic", "orders", "--partition", "0");
     expect(&r, 0, "COMPLETE", NULL);
     expect(&r, 0, "throttle removed", NULL);
+    snprintf(shown, sizeof shown, "$ cairn reassign verify --topic orders --partition 0\n%s", r.out);
+    doc_shows(shown);
     /* Back to the config files' values (no dynamic one left). */
     for (int id = 1; id <= 3; id++) {
         assert_true(broker_config(id, "leader.replication.throttled.rate", value, sizeof value, source, sizeof source));
