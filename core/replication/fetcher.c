@@ -28,6 +28,7 @@ struct fetch_slot {
     int64_t fetch_offset;
     struct partition_log *log; /* own reference */
     bool throttled;            /* follower.replication.throttled.replicas names it here */
+    bool caught_up;            /* its last fetch found it at the leader's high watermark */
 };
 
 /* Completion of one request, between the client's thread and the fetcher. */
@@ -276,6 +277,7 @@ static bool apply_partition(struct fetcher *f, struct fetch_slot *s, struct fetc
     struct follower_partition *fp = replication_follower(r, s->topic, s->partition);
     if (fp && fp->fetcher == f) {
         fp->lag = lag;
+        fp->lag_known = true;
         if (lag == 0)
             fp->caught_up_ms = replication_now_ms();
     }
@@ -443,6 +445,7 @@ static int32_t snapshot_slots(struct fetcher *f, struct fetch_slot **out)
         memcpy(s->topic_id, fp->topic_id, 16);
         s->has_topic_id = fp->has_topic_id;
         s->leader_epoch = fp->leader_epoch;
+        s->caught_up = fp->lag_known && fp->lag == 0;
         partition_log_retain(fp->log);
         s->log = fp->log;
         i++;
@@ -489,17 +492,19 @@ static void wait_ms_locked(struct fetcher *f, int64_t ms)
 }
 
 /* Kafka's shouldFollowerThrottle: while follower.replication.throttled.rate
- * is exceeded the throttled partitions sit this fetch out (moved to the
- * end of slots, still to be freed) and the others are fetched as usual;
- * nothing sleeps. Returns how many slots to fetch; *wait_ms is how long
+ * is exceeded the throttled partitions (named in the topic's
+ * follower.replication.throttled.replicas, not caught up) sit this fetch
+ * out (moved to the end of slots, still to be freed) and the others are
+ * fetched as usual; nothing sleeps. Returns how many slots to fetch; *wait_ms is how long
  * to wait first when none is left (until the quota frees, at most
  * replica.fetch.backoff.ms, as Kafka waits on an empty fetch). */
 static int32_t leave_out_throttled(struct fetcher *f, struct fetch_slot *slots, int32_t n, int64_t *wait_ms)
 {
     struct replication *r = f->r;
     *wait_ms = 0;
+    /* Kafka's follower leaves a caught-up replica unthrottled. */
     for (int32_t i = 0; i < n; i++)
-        slots[i].throttled = follower_throttled(r, slots[i].topic, slots[i].partition);
+        slots[i].throttled = !slots[i].caught_up && follower_throttled(r, slots[i].topic, slots[i].partition);
     if (!replication_quota_exceeded(&r->follower_quota))
         return n;
     int32_t kept = 0;

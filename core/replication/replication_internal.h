@@ -35,6 +35,7 @@ struct follower_partition {
     /* Leader's high watermark minus this log's end at the last fetch
      * (Kafka's FetcherLagMetrics), 0 until then. */
     int64_t lag;
+    bool lag_known; /* a fetch has set lag since it started following */
     /* Monotonic ms of the last fetch that found it caught up (lag 0), or
      * of when it started following: the time lag counts from there. */
     int64_t caught_up_ms;
