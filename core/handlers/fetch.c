@@ -688,6 +688,12 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
     int32_t wait_ms = req->max_wait_ms > 0 ? req->max_wait_ms : 0;
     if (wait_ms > FETCH_MAX_WAIT_CAP_MS)
         wait_ms = FETCH_MAX_WAIT_CAP_MS;
+    /* A follower's fetch parked while the leader throttle is exceeded
+     * wakes when it frees, so the throttled partitions move at the rate
+     * rather than once per replica.fetch.wait.max.ms. */
+    int64_t quota_ms = from_replica ? replication_leader_quota_wait_ms(env->replication) : 0;
+    if (quota_ms > 0 && quota_ms < wait_ms)
+        wait_ms = (int32_t)quota_ms;
     bool remote = needs_remote_read(ctx, &f->plan);
     if (remote && wait_ms < env->remote_fetch_max_wait_ms)
         wait_ms = (int32_t)env->remote_fetch_max_wait_ms;

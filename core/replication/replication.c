@@ -604,6 +604,11 @@ bool replication_leader_quota_exceeded(struct replication *r)
     return r && replication_quota_exceeded(&r->leader_quota);
 }
 
+int64_t replication_leader_quota_wait_ms(struct replication *r)
+{
+    return r ? replication_quota_wait_ms(&r->leader_quota) : 0;
+}
+
 void replication_leader_quota_record(struct replication *r, int64_t bytes)
 {
     if (r)

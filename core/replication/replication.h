@@ -153,6 +153,9 @@ void replication_set_throttled_rates(struct replication *r, int64_t leader_rate,
  * answer sent for throttled partitions. NULL r: never exceeded. */
 bool replication_leader_quota_exceeded(struct replication *r);
 void replication_leader_quota_record(struct replication *r, int64_t bytes);
+/* Milliseconds until leader.replication.throttled.rate is no longer
+ * exceeded (0: it is not), so a follower's fetch parks no longer. */
+int64_t replication_leader_quota_wait_ms(struct replication *r);
 
 /* Counters for tests and metrics. */
 struct replication_stats {
