@@ -135,17 +135,13 @@ bool replication_throttled_replica(const char *list, int32_t partition, int32_t 
 }
 
 /* Whether this broker's replica of topic-partition is throttled: the
- * topic's follower.replication.throttled.replicas names it. */
-static bool follower_throttled(struct replication *r, const char *topic, int32_t partition)
+ * topic's follower.replication.throttled.replicas names it in img. */
+static bool follower_throttled(struct replication *r, const struct metadata_image *img, const char *topic,
+                               int32_t partition)
 {
-    if (!replication_quota_enabled(&r->follower_quota) || !r->opts.metadata)
-        return false;
-    const struct metadata_image *img = metadata_image_acquire(r->opts.metadata);
-    const struct metadata_topic *t = metadata_image_topic_by_name(img, topic, strlen(topic));
+    const struct metadata_topic *t = img ? metadata_image_topic_by_name(img, topic, strlen(topic)) : NULL;
     const char *v = t ? metadata_topic_config(t, "follower.replication.throttled.replicas") : NULL;
-    bool throttled = v && replication_throttled_replica(v, partition, r->opts.node_id);
-    metadata_image_release(img);
-    return throttled;
+    return v && replication_throttled_replica(v, partition, r->opts.node_id);
 }
 
 /* Appends the whole batches of data one at a time, as the leader appended
@@ -495,16 +491,22 @@ static void wait_ms_locked(struct fetcher *f, int64_t ms)
  * is exceeded the throttled partitions (named in the topic's
  * follower.replication.throttled.replicas, not caught up) sit this fetch
  * out (moved to the end of slots, still to be freed) and the others are
- * fetched as usual; nothing sleeps. Returns how many slots to fetch; *wait_ms is how long
- * to wait first when none is left (until the quota frees, at most
- * replica.fetch.backoff.ms, as Kafka waits on an empty fetch). */
+ * fetched as usual; nothing sleeps. Returns how many slots to fetch;
+ * *wait_ms is how long to wait first when none is left (until the quota
+ * frees, at most replica.fetch.backoff.ms, as Kafka waits on an empty
+ * fetch). The topics' configs come from one image for the whole fetch. */
 static int32_t leave_out_throttled(struct fetcher *f, struct fetch_slot *slots, int32_t n, int64_t *wait_ms)
 {
     struct replication *r = f->r;
     *wait_ms = 0;
+    if (!replication_quota_enabled(&r->follower_quota) || !r->opts.metadata)
+        return n;
     /* Kafka's follower leaves a caught-up replica unthrottled. */
+    const struct metadata_image *img = metadata_image_acquire(r->opts.metadata);
     for (int32_t i = 0; i < n; i++)
-        slots[i].throttled = !slots[i].caught_up && follower_throttled(r, slots[i].topic, slots[i].partition);
+        slots[i].throttled = !slots[i].caught_up && follower_throttled(r, img, slots[i].topic, slots[i].partition);
+    if (img)
+        metadata_image_release(img);
     if (!replication_quota_exceeded(&r->follower_quota))
         return n;
     int32_t kept = 0;
