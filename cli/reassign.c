@@ -1,11 +1,13 @@
 /* cairn reassign: AlterPartitionReassignments and ListPartitionReassignments
  * (KIP-455), like kafka-reassign-partitions.sh without the JSON files:
- *   start  --topic T --partition N --replicas 2,3,4 [--partition ...]
+ *   start  --topic T --partition N --replicas 2,3,4 [--partition ...] [--throttle B]
  *   cancel --topic T --partition N [--partition ...]
  *   list   [--topic T [--partition N ...]]
+ *   verify --topic T --partition N [--partition ...]
  * start and cancel print each partition's result (a Kafka error exits 1);
  * list prints the reassignments under way with their adding and removing
- * replicas. */
+ * replicas; verify whether the partitions still move, and once none does
+ * removes the throttle start --throttle set (reassign_throttle.c). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,23 +16,30 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "reassign_throttle.h"
 
 static const char reassign_usage[] =
     "usage: cairn reassign start --topic T --partition N --replicas ID,ID,... [--partition N --replicas ...]\n"
+    "                            [--throttle BYTES_PER_SEC]\n"
     "       cairn reassign cancel --topic T --partition N [--partition N ...]\n"
     "       cairn reassign list [--topic T [--partition N ...]] [--format json]\n"
+    "       cairn reassign verify --topic T --partition N [--partition N ...] [--format json]\n"
     "  start moves each partition to the replicas given (the first one preferred leader): the new\n"
     "  replicas copy the log, join the ISR, then the old ones are dropped and delete their copy.\n"
     "  cancel returns partitions under reassignment to their original replicas. list shows the\n"
-    "  reassignments under way\n"
+    "  reassignments under way. --throttle sets leader.replication.throttled.rate and\n"
+    "  follower.replication.throttled.rate on the brokers involved and the topic's *.throttled.replicas\n"
+    "  for the moving partitions; verify tells whether they still move and, once none does, removes\n"
+    "  those throttle configs\n"
     "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
 
-enum { OPT_TOPIC = 4200, OPT_PARTITION, OPT_REPLICAS };
+enum { OPT_TOPIC = 4200, OPT_PARTITION, OPT_REPLICAS, OPT_THROTTLE };
 
 static const struct option reassign_long[] = {
     {"topic", required_argument, NULL, OPT_TOPIC},
     {"partition", required_argument, NULL, OPT_PARTITION},
     {"replicas", required_argument, NULL, OPT_REPLICAS},
+    {"throttle", required_argument, NULL, OPT_THROTTLE},
     {NULL, 0, NULL, 0},
 };
 
@@ -44,6 +53,7 @@ struct reassign_args {
     int32_t count;
     int32_t replicas[REASSIGN_MAX_PARTITIONS][REASSIGN_MAX_REPLICAS];
     int32_t replica_count[REASSIGN_MAX_PARTITIONS]; /* -1: not given */
+    int64_t throttle;                               /* bytes/s; -1: not given */
 };
 
 /* "2,3,4" into out; returns the count or -1. */
@@ -89,6 +99,11 @@ static int reassign_flag(int opt, const char *arg, void *ctx)
         a->replica_count[a->count - 1] = parse_ids(arg, a->replicas[a->count - 1]);
         if (a->replica_count[a->count - 1] < 0)
             return cli_fail(CLI_EXIT_USAGE, "--replicas wants broker ids like 2,3,4, got '%s'", arg);
+        return -1;
+    case OPT_THROTTLE:
+        if (cli_parse_int(arg, 1, INT64_MAX, &v) != 0)
+            return cli_fail(CLI_EXIT_USAGE, "--throttle wants bytes per second, got '%s'", arg);
+        a->throttle = v;
         return -1;
     default:
         return CLI_EXIT_USAGE;
@@ -236,6 +251,59 @@ static int reassign_list(struct cli_conn *c, struct reassign_args *a, bool json)
     return rc;
 }
 
+/* Whether partition is in the ListPartitionReassignments answer. */
+static bool listed(const struct list_partition_reassignments_response *m, int32_t partition)
+{
+    for (int32_t i = 0; i < m->topics_count; i++)
+        for (int32_t j = 0; j < m->topics[i].partitions_count; j++)
+            if (m->topics[i].partitions[j].partition_index == partition)
+                return true;
+    return false;
+}
+
+/* kafka-reassign-partitions --verify: each partition IN_PROGRESS or
+ * COMPLETE; once all are complete the throttle configs are removed. */
+static int reassign_verify(struct cli_conn *c, struct reassign_args *a, bool json)
+{
+    struct cli_reply r;
+    int rc = cli_call(c, c->controller_id, KAFKA_API_KEY_LIST_PARTITION_REASSIGNMENTS, build_list, a, &r);
+    if (rc)
+        return rc;
+    const struct list_partition_reassignments_response *m = r.response;
+    if (m->error_code != KAFKA_ERR_NONE) {
+        rc = cli_kafka_fail(m->error_code, m->error_message, "cannot list reassignments", NULL);
+        cli_reply_free(&r);
+        return rc;
+    }
+    json_t *arr = json ? json_array() : NULL;
+    static const char *const headers[] = {"TOPIC", "PARTITION", "STATUS"};
+    struct cli_table *t = json ? NULL : cli_table_new(3, headers);
+    bool moving = false;
+    for (int32_t i = 0; i < a->count; i++) {
+        bool busy = listed(m, a->partitions[i]);
+        moving |= busy;
+        const char *status = busy ? "IN_PROGRESS" : "COMPLETE";
+        char part[16];
+        snprintf(part, sizeof part, "%d", (int)a->partitions[i]);
+        if (arr)
+            json_array_append_new(arr, json_pack("{s:s, s:i, s:s}", "topic", a->topic, "partition",
+                                                 (int)a->partitions[i], "status", status));
+        else
+            cli_table_add(t, a->topic, part, status);
+    }
+    cli_reply_free(&r);
+    if (arr)
+        cli_json_print(arr);
+    else
+        cli_table_print(t);
+    if (!moving) {
+        rc = reassign_throttle_clear(c, a->topic);
+        if (rc == 0)
+            fprintf(json ? stderr : stdout, "throttle removed\n");
+    }
+    return rc;
+}
+
 int cli_reassign_main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -243,12 +311,14 @@ int cli_reassign_main(int argc, char **argv)
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
     }
     bool start = !strcmp(argv[1], "start"), cancel = !strcmp(argv[1], "cancel"), list = !strcmp(argv[1], "list");
-    if (!start && !cancel && !list)
+    bool verify = !strcmp(argv[1], "verify");
+    if (!start && !cancel && !list && !verify)
         return cli_fail(CLI_EXIT_USAGE, "unknown subcommand 'reassign %s'\n%s", argv[1], reassign_usage);
     struct reassign_args *a = calloc(1, sizeof(*a));
     if (!a)
         return cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
     a->start = start;
+    a->throttle = -1;
     struct cli_settings s;
     char *pos[1];
     int npos;
@@ -257,6 +327,8 @@ int cli_reassign_main(int argc, char **argv)
         rc = cli_fail(CLI_EXIT_USAGE, "reassign %s wants --topic and at least one --partition", argv[1]);
     if (rc < 0 && list && a->count > 0 && !a->topic)
         rc = cli_fail(CLI_EXIT_USAGE, "--partition goes with --topic");
+    if (rc < 0 && !start && a->throttle >= 0)
+        rc = cli_fail(CLI_EXIT_USAGE, "--throttle goes with reassign start only");
     for (int32_t i = 0; rc < 0 && i < a->count; i++) {
         if (start && a->replica_count[i] < 0)
             rc = cli_fail(CLI_EXIT_USAGE, "partition %d has no --replicas", (int)a->partitions[i]);
@@ -267,7 +339,13 @@ int cli_reassign_main(int argc, char **argv)
         struct cli_conn c;
         rc = cli_connect(&c, &s);
         if (!rc) {
-            rc = list ? reassign_list(&c, a, s.json) : reassign_alter(&c, a, s.json);
+            if (start && a->throttle > 0)
+                rc = reassign_throttle_set(&c, a->topic, a->partitions, &a->replicas[0][0], REASSIGN_MAX_REPLICAS,
+                                           a->replica_count, a->count, a->throttle);
+            if (!rc)
+                rc = list     ? reassign_list(&c, a, s.json)
+                     : verify ? reassign_verify(&c, a, s.json)
+                              : reassign_alter(&c, a, s.json);
             cli_close(&c);
         }
     }

@@ -207,7 +207,8 @@ static void print_dynamic_notes(FILE *out)
                  "Keys Cairn applies without a restart (DescribeConfigs shows them not read-only):\n"
                  "topic defaults reach every topic without its own value at once (the next append,\n"
                  "roll or retention pass), the connection limits the next accepted connection,\n"
-                 "`num.replica.fetchers` the followed partitions' fetchers at once:\n\n");
+                 "`num.replica.fetchers` the followed partitions' fetchers at once, the replication\n"
+                 "throttle rates the next fetch:\n\n");
     print_key_list(out, CONFIG_FLAG_RUNTIME, 0);
     fprintf(out, "\nKafka lets these change at runtime too, but Cairn reads them at start only, so\n"
                  "AlterConfigs refuses them with INVALID_CONFIG naming the key (set them in the file\n"

@@ -357,8 +357,15 @@ static const struct config_key_def broker_keys[] = {
     {KEY_INT("replica.fetch.backoff.ms", "1000", 0, I32), MEDIUM, IN(REPLICATION),
      .doc = "Wait after a failed follower fetch before the next."},
     {KEY_LONG("follower.replication.throttled.rate", "9223372036854775807", 1, I64), MEDIUM, IN(REPLICATION),
-     .doc = "Bytes per second this broker's fetchers append, together, for the replicas a topic's "
-            "follower.replication.throttled.replicas names with this broker (read at start)."},
+     .flags = DYN | RT,
+     .doc = "Bytes per second this broker's fetchers copy, together, for the replicas a topic's "
+            "follower.replication.throttled.replicas names with this broker; while it is exceeded those "
+            "partitions are left out of fetches and the others go on. Changeable at runtime."},
+    {KEY_LONG("leader.replication.throttled.rate", "9223372036854775807", 1, I64), MEDIUM, IN(REPLICATION),
+     .flags = DYN | RT,
+     .doc = "Bytes per second this broker sends, together, in Fetch answers to followers outside the ISR of "
+            "partitions whose topic's leader.replication.throttled.replicas names this broker's replica; while "
+            "it is exceeded those partitions answer empty and the others as usual. Changeable at runtime."},
     {KEY_STRING("replica.selector.class", NULL), MEDIUM, IN(REPLICATION),
      .doc = "Where consumers may fetch from (KIP-392). Unset: the leader only. "
             "org.apache.kafka.common.replica.RackAwareReplicaSelector: followers in the ISR serve Fetch v11+ up to "

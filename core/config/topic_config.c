@@ -63,12 +63,15 @@ static const struct topic_key_def
 ,
     {TOPIC_OTHER("follower.replication.throttled.replicas", CONFIG_TYPE_LIST, "", CONFIG_VALID_ANY, NULL),
      .doc = "Replicas whose follower fetches follower.replication.throttled.rate limits: partition:broker "
-            "pairs, or * for every replica of the topic."}},
+            "pairs naming the follower's replica, or * for every replica of the topic."}},
     {TOPIC_RANGE("index.interval.bytes", CONFIG_TYPE_INT, "4096", 0, I32),
      .doc = "Bytes appended between two offset index entries."},
     SYN("log.index.interval.bytes")
 }
 ,
+    {TOPIC_OTHER("leader.replication.throttled.replicas", CONFIG_TYPE_LIST, "", CONFIG_VALID_ANY, NULL),
+     .doc = "Replicas whose leader answers to followers outside the ISR leader.replication.throttled.rate "
+            "limits: partition:broker pairs naming the leader's replica, or * for every replica of the topic."}},
     {TOPIC_RANGE("local.retention.bytes", CONFIG_TYPE_LONG, "-2", -2, I64),
      .doc = "Tiered topics: local size beyond which copied segments are deleted; -2 means retention.bytes."},
     SYN("log.local.retention.bytes")

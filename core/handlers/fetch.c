@@ -61,6 +61,9 @@ struct partition_answer {
     bool diverging;
     int32_t diverging_epoch;
     int64_t diverging_end_offset;
+    /* A follower's answer leader.replication.throttled.rate limits: its
+     * bytes count against the rate (empty while it is exceeded). */
+    bool leader_throttled;
     int32_t preferred_read_replica; /* -1: none; else no records, the consumer goes there */
     bool follower_read;             /* served by this broker as a follower */
 };
@@ -173,6 +176,15 @@ static void read_partition(const struct fetch_op *f, const struct metadata_image
             ans->diverging = true;
             ans->diverging_epoch = found;
             ans->diverging_end_offset = end;
+            partition_log_close(log);
+            return;
+        }
+    }
+    /* Kafka's ReplicaManager: a throttled partition over the rate goes
+     * back empty; the other partitions of the fetch are read as usual. */
+    if (from_replica && fetch_leader_throttled(ctx, topic, ps->partition, f->replica_id)) {
+        ans->leader_throttled = true;
+        if (replication_leader_quota_exceeded(ctx->env->replication)) {
             partition_log_close(log);
             return;
         }
@@ -460,6 +472,12 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
         free(answers);
         return false;
     }
+    /* What goes to throttled followers counts once, when sent. */
+    int64_t throttled_bytes = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (answers[i].leader_throttled && answers[i].error_code == KAFKA_ERR_NONE)
+            throttled_bytes += answers[i].records.len;
+    replication_leader_quota_record(ctx->env->replication, throttled_bytes);
     struct fetch_response *resp = ctx->response;
     resp->session_id = f->plan.response_session_id;
     resp->error_code = KAFKA_ERR_NONE;
@@ -670,6 +688,12 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
     int32_t wait_ms = req->max_wait_ms > 0 ? req->max_wait_ms : 0;
     if (wait_ms > FETCH_MAX_WAIT_CAP_MS)
         wait_ms = FETCH_MAX_WAIT_CAP_MS;
+    /* A follower's fetch parked while the leader throttle is exceeded
+     * wakes when it frees, so the throttled partitions move at the rate
+     * rather than once per replica.fetch.wait.max.ms. */
+    int64_t quota_ms = from_replica ? replication_leader_quota_wait_ms(env->replication) : 0;
+    if (quota_ms > 0 && quota_ms < wait_ms)
+        wait_ms = (int32_t)quota_ms;
     bool remote = needs_remote_read(ctx, &f->plan);
     if (remote && wait_ms < env->remote_fetch_max_wait_ms)
         wait_ms = (int32_t)env->remote_fetch_max_wait_ms;

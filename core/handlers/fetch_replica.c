@@ -109,3 +109,20 @@ int16_t fetch_follower_log(struct request_context *ctx, const struct metadata_to
     *log_out = log;
     return KAFKA_ERR_NONE;
 }
+
+bool fetch_leader_throttled(const struct request_context *ctx, const struct metadata_topic *topic, int32_t partition,
+                            int32_t replica_id)
+{
+    const char *list = metadata_topic_config(topic, "leader.replication.throttled.replicas");
+    if (!list || !list[0] || !replication_throttled_replica(list, partition, ctx->env->node_id))
+        return false;
+    const struct metadata_partition *p = metadata_topic_partition(topic, partition);
+    if (!p)
+        return false;
+    /* An in-sync follower is never held back: the high watermark, and
+     * acks=all produces, wait on it. */
+    for (int32_t i = 0; i < p->isr_count; i++)
+        if (p->isr[i] == replica_id)
+            return false;
+    return true;
+}

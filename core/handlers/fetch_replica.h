@@ -3,6 +3,7 @@
  * consumer Fetch. Used by fetch.c only; any io thread may call these. */
 #ifndef CAIRN_HANDLERS_FETCH_REPLICA_H
 #define CAIRN_HANDLERS_FETCH_REPLICA_H
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "handlers/handlers.h"
@@ -29,6 +30,13 @@ int32_t fetch_preferred_read_replica(struct request_context *ctx, const struct m
  * otherwise (the consumer goes back to the leader). */
 int16_t fetch_follower_log(struct request_context *ctx, const struct metadata_topic *topic, int32_t partition,
                            struct partition_log **log_out);
+
+/* On the leader, for a follower's Fetch (Kafka's shouldLeaderThrottle
+ * less its quota check): whether the topic's
+ * leader.replication.throttled.replicas names this broker's replica of
+ * partition and follower replica_id is outside the ISR. */
+bool fetch_leader_throttled(const struct request_context *ctx, const struct metadata_topic *topic, int32_t partition,
+                            int32_t replica_id);
 
 /* Counters on /metrics: partitions a follower served to consumers, and
  * partitions the leader sent to a preferred read replica. */

@@ -27,6 +27,8 @@ struct fetch_slot {
     int32_t leader_epoch;
     int64_t fetch_offset;
     struct partition_log *log; /* own reference */
+    bool throttled;            /* follower.replication.throttled.replicas names it here */
+    bool caught_up;            /* its last fetch found it at the leader's high watermark */
 };
 
 /* Completion of one request, between the client's thread and the fetcher. */
@@ -133,17 +135,13 @@ bool replication_throttled_replica(const char *list, int32_t partition, int32_t 
 }
 
 /* Whether this broker's replica of topic-partition is throttled: the
- * topic's follower.replication.throttled.replicas names it. */
-static bool follower_throttled(struct replication *r, const char *topic, int32_t partition)
+ * topic's follower.replication.throttled.replicas names it in img. */
+static bool follower_throttled(struct replication *r, const struct metadata_image *img, const char *topic,
+                               int32_t partition)
 {
-    if (!r->follower_throttle.enabled || !r->opts.metadata)
-        return false;
-    const struct metadata_image *img = metadata_image_acquire(r->opts.metadata);
-    const struct metadata_topic *t = metadata_image_topic_by_name(img, topic, strlen(topic));
+    const struct metadata_topic *t = img ? metadata_image_topic_by_name(img, topic, strlen(topic)) : NULL;
     const char *v = t ? metadata_topic_config(t, "follower.replication.throttled.replicas") : NULL;
-    bool throttled = v && replication_throttled_replica(v, partition, r->opts.node_id);
-    metadata_image_release(img);
-    return throttled;
+    return v && replication_throttled_replica(v, partition, r->opts.node_id);
 }
 
 /* Appends the whole batches of data one at a time, as the leader appended
@@ -257,8 +255,8 @@ static bool apply_partition(struct fetcher *f, struct fetch_slot *s, struct fetc
         pthread_mutex_unlock(&r->lock);
         if (appended < 0)
             return false;
-        if (appended > 0 && follower_throttled(r, s->topic, s->partition))
-            log_throttler_observe(&r->follower_throttle, appended);
+        if (appended > 0 && s->throttled)
+            replication_quota_record(&r->follower_quota, appended);
     }
     int64_t end = partition_log_end_offset(s->log);
     /* DeleteRecords on the leader moves the followers' log start too. */
@@ -275,6 +273,7 @@ static bool apply_partition(struct fetcher *f, struct fetch_slot *s, struct fetc
     struct follower_partition *fp = replication_follower(r, s->topic, s->partition);
     if (fp && fp->fetcher == f) {
         fp->lag = lag;
+        fp->lag_known = true;
         if (lag == 0)
             fp->caught_up_ms = replication_now_ms();
     }
@@ -442,6 +441,7 @@ static int32_t snapshot_slots(struct fetcher *f, struct fetch_slot **out)
         memcpy(s->topic_id, fp->topic_id, 16);
         s->has_topic_id = fp->has_topic_id;
         s->leader_epoch = fp->leader_epoch;
+        s->caught_up = fp->lag_known && fp->lag == 0;
         partition_log_retain(fp->log);
         s->log = fp->log;
         i++;
@@ -487,6 +487,45 @@ static void wait_ms_locked(struct fetcher *f, int64_t ms)
     pthread_cond_timedwait(&f->wake, &f->r->lock, &ts);
 }
 
+/* Kafka's shouldFollowerThrottle: while follower.replication.throttled.rate
+ * is exceeded the throttled partitions (named in the topic's
+ * follower.replication.throttled.replicas, not caught up) sit this fetch
+ * out (moved to the end of slots, still to be freed) and the others are
+ * fetched as usual; nothing sleeps. Returns how many slots to fetch;
+ * *wait_ms is how long to wait first when none is left (until the quota
+ * frees, at most replica.fetch.backoff.ms, as Kafka waits on an empty
+ * fetch). The topics' configs come from one image for the whole fetch. */
+static int32_t leave_out_throttled(struct fetcher *f, struct fetch_slot *slots, int32_t n, int64_t *wait_ms)
+{
+    struct replication *r = f->r;
+    *wait_ms = 0;
+    if (!replication_quota_enabled(&r->follower_quota) || !r->opts.metadata)
+        return n;
+    /* Kafka's follower leaves a caught-up replica unthrottled. */
+    const struct metadata_image *img = metadata_image_acquire(r->opts.metadata);
+    for (int32_t i = 0; i < n; i++)
+        slots[i].throttled = !slots[i].caught_up && follower_throttled(r, img, slots[i].topic, slots[i].partition);
+    if (img)
+        metadata_image_release(img);
+    if (!replication_quota_exceeded(&r->follower_quota))
+        return n;
+    int32_t kept = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (slots[i].throttled)
+            continue;
+        struct fetch_slot tmp = slots[kept];
+        slots[kept] = slots[i];
+        slots[i] = tmp;
+        kept++;
+    }
+    if (kept == 0) {
+        int64_t ms = replication_quota_wait_ms(&r->follower_quota);
+        int64_t cap = r->opts.fetch_backoff_ms > 0 ? r->opts.fetch_backoff_ms : 1;
+        *wait_ms = ms < 1 ? 1 : ms < cap ? ms : cap;
+    }
+    return kept;
+}
+
 static void *fetcher_main(void *arg)
 {
     struct fetcher *f = arg;
@@ -502,16 +541,20 @@ static void *fetcher_main(void *arg)
         }
         pthread_mutex_unlock(&r->lock);
         int rc = -1;
+        int64_t quota_wait_ms = 0;
         if (n > 0) {
-            for (int32_t i = 0; i < n; i++)
+            int32_t kept = leave_out_throttled(f, slots, n, &quota_wait_ms);
+            for (int32_t i = 0; i < kept; i++)
                 slots[i].fetch_offset = partition_log_end_offset(slots[i].log);
-            rc = fetch_once(f, slots, n);
+            rc = kept > 0 ? fetch_once(f, slots, kept) : 0;
             free_slots(slots, n);
         }
         pthread_mutex_lock(&r->lock);
         release_slots(f);
         if (rc != 0 && !r->stopping)
             wait_ms_locked(f, r->opts.fetch_backoff_ms);
+        else if (quota_wait_ms > 0 && !r->stopping)
+            wait_ms_locked(f, quota_wait_ms);
     }
     pthread_mutex_unlock(&r->lock);
     return NULL;

@@ -182,10 +182,8 @@ int replication_start(const struct replication_options *opts, struct replication
         return -1;
     }
     pthread_cond_init(&r->isr_wake, NULL);
-    log_throttler_init(&r->follower_throttle,
-                       opts->follower_throttled_rate > 0 && opts->follower_throttled_rate < INT64_MAX
-                           ? (double)opts->follower_throttled_rate
-                           : 0);
+    replication_quota_init(&r->follower_quota, opts->follower_throttled_rate);
+    replication_quota_init(&r->leader_quota, opts->leader_throttled_rate);
     /* Kafka's ReplicaManager and ReplicaFetcherManager metrics. */
     r->under_replicated = metrics_register(METRICS_GAUGE, "cairn_replication_under_replicated_partitions", NULL,
                                            "Partitions led here whose ISR is smaller than their replica set.");
@@ -230,7 +228,6 @@ void replication_stop(struct replication *r)
         pthread_cond_broadcast(&f->wake);
     pthread_cond_broadcast(&r->isr_wake);
     pthread_mutex_unlock(&r->lock);
-    log_throttler_cancel(&r->follower_throttle); /* a fetcher asleep in it wakes */
     replication_isr_join(r);
     net_client_destroy(r->client);
     replication_fetchers_join(r);
@@ -249,7 +246,8 @@ void replication_stop(struct replication *r)
     partition_map_free(&r->followers);
     partition_map_free(&r->leaders);
     pthread_cond_destroy(&r->isr_wake);
-    log_throttler_destroy(&r->follower_throttle);
+    replication_quota_destroy(&r->follower_quota);
+    replication_quota_destroy(&r->leader_quota);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }
@@ -591,4 +589,28 @@ void replication_refresh_leader_gauges(struct replication *r)
     metrics_set(r->under_replicated, under);
     metrics_set(r->under_min_isr, under_min);
     metrics_set(r->at_min_isr, at_min);
+}
+
+void replication_set_throttled_rates(struct replication *r, int64_t leader_rate, int64_t follower_rate)
+{
+    if (!r)
+        return;
+    replication_quota_set_rate(&r->leader_quota, leader_rate);
+    replication_quota_set_rate(&r->follower_quota, follower_rate);
+}
+
+bool replication_leader_quota_exceeded(struct replication *r)
+{
+    return r && replication_quota_exceeded(&r->leader_quota);
+}
+
+int64_t replication_leader_quota_wait_ms(struct replication *r)
+{
+    return r ? replication_quota_wait_ms(&r->leader_quota) : 0;
+}
+
+void replication_leader_quota_record(struct replication *r, int64_t bytes)
+{
+    if (r)
+        replication_quota_record(&r->leader_quota, bytes);
 }

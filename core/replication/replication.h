@@ -63,6 +63,11 @@ struct replication_options {
      * the fetchers append together for the partitions whose topic's
      * follower.replication.throttled.replicas names this broker. */
     int64_t follower_throttled_rate;
+    /* leader.replication.throttled.rate (bytes/s, INT64_MAX: none): what
+     * Fetch answers of partitions led here send, together, to followers
+     * outside the ISR when the topic's leader.replication.throttled.replicas
+     * names this broker's replica (the Fetch handler asks and records). */
+    int64_t leader_throttled_rate;
     /* Called when a partition's high watermark moved (on the leader after a
      * follower fetch, on a follower after a fetch), so waiting fetches and
      * acks=all produces look again. May be NULL. */
@@ -95,8 +100,8 @@ struct replication_options {
     bool link_strict;
 };
 
-/* Whether a follower.replication.throttled.replicas value names the
- * replica of partition on broker: "*", or a comma-separated list of
+/* Whether a follower.replication.throttled.replicas (or leader.*) value
+ * names the replica of partition on broker: "*", or a comma-separated list of
  * partition:broker pairs (blanks around each ignored). */
 bool replication_throttled_replica(const char *list, int32_t partition, int32_t broker);
 
@@ -138,6 +143,19 @@ void replication_follower_hw_sent(struct replication *r, const char *topic, int3
  * on its old one ends. A fetcher past the new count with no partition
  * left stops. Values below 1 count as 1; NULL r: no-op. */
 void replication_set_num_fetchers(struct replication *r, int32_t num_fetchers);
+
+/* Both throttle rates changed at runtime (dynamic broker configs),
+ * effective from the next fetch. NULL r: no-op. */
+void replication_set_throttled_rates(struct replication *r, int64_t leader_rate, int64_t follower_rate);
+/* On the leader, for Fetch answers to throttled followers (Kafka's
+ * shouldLeaderThrottle): whether leader.replication.throttled.rate is
+ * exceeded now (the partition then goes back empty), and the bytes an
+ * answer sent for throttled partitions. NULL r: never exceeded. */
+bool replication_leader_quota_exceeded(struct replication *r);
+void replication_leader_quota_record(struct replication *r, int64_t bytes);
+/* Milliseconds until leader.replication.throttled.rate is no longer
+ * exceeded (0: it is not), so a follower's fetch parks no longer. */
+int64_t replication_leader_quota_wait_ms(struct replication *r);
 
 /* Counters for tests and metrics. */
 struct replication_stats {

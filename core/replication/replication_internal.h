@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "log/log_throttler.h"
+#include "replication/quota.h"
 #include "replication/replication.h"
 #include "util/partition_map.h"
 
@@ -35,6 +35,7 @@ struct follower_partition {
     /* Leader's high watermark minus this log's end at the last fetch
      * (Kafka's FetcherLagMetrics), 0 until then. */
     int64_t lag;
+    bool lag_known; /* a fetch has set lag since it started following */
     /* Monotonic ms of the last fetch that found it caught up (lag 0), or
      * of when it started following: the time lag counts from there. */
     int64_t caught_up_ms;
@@ -107,8 +108,11 @@ struct replication {
     struct metrics_metric *under_replicated, *under_min_isr, *at_min_isr;
     struct metrics_metric *isr_shrinks, *isr_expands, *max_lag, *max_lag_ms;
     /* follower.replication.throttled.rate over the throttled partitions'
-     * appends; a fetcher sleeps in it (opts.follower_throttled_rate). */
-    struct log_throttler follower_throttle;
+     * appends (the fetchers leave them out while it is exceeded), and
+     * leader.replication.throttled.rate over what Fetch answers send
+     * throttled followers (the handler asks and records). */
+    struct replication_quota follower_quota;
+    struct replication_quota leader_quota;
 };
 
 /* Under the lock: the fetcher of (leader_id, index), started if new; NULL

@@ -243,6 +243,7 @@ static int start_replication(struct broker *b, char *err, size_t errlen)
         .fetch_backoff_ms = config_get_int(cfg, "replica.fetch.backoff.ms"),
         .socket_timeout_ms = config_get_int(cfg, "replica.socket.timeout.ms"),
         .follower_throttled_rate = config_get_long(cfg, "follower.replication.throttled.rate"),
+        .leader_throttled_rate = config_get_long(cfg, "leader.replication.throttled.rate"),
         .high_watermark_moved = high_watermark_moved,
         .high_watermark_ctx = b,
         /* ISR changes need a controller to ask: a quorum. */

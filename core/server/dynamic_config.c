@@ -32,6 +32,14 @@ static void apply(struct dynamic_config *dc, const struct metadata_image *img)
     logger_info("server", "connection limits now max.connections=%d max.connections.per.ip=%d", max_total, max_per_ip);
     /* A no-op when unchanged (Kafka resizes its fetcher pool the same way). */
     replication_set_num_fetchers(dc->replication, config_get_int(layered, "num.replica.fetchers"));
+    /* Kafka's BrokerConfigHandler: the replication quotas take a new rate at once. */
+    int64_t leader_rate = config_get_long(layered, "leader.replication.throttled.rate");
+    int64_t follower_rate = config_get_long(layered, "follower.replication.throttled.rate");
+    replication_set_throttled_rates(dc->replication, leader_rate, follower_rate);
+    logger_info("server",
+                "replication throttles now leader.replication.throttled.rate=%lld "
+                "follower.replication.throttled.rate=%lld",
+                (long long)leader_rate, (long long)follower_rate);
     config_free(layered);
 }
 

@@ -107,6 +107,7 @@ static const struct implemented_key implemented[] = {
     {"replica.fetch.min.bytes", "tests/integration/test_replication.c (default)"},
     {"replica.fetch.backoff.ms", "tests/integration/test_replication.c (default)"},
     {"follower.replication.throttled.rate", "tests/integration/test_reassign.c"},
+    {"leader.replication.throttled.rate", "tests/integration/test_replication_throttle.c"},
     {"replica.high.watermark.checkpoint.interval.ms", "tests/integration/test_hw_checkpoint.c"},
     {"replica.socket.timeout.ms", "tests/integration/test_replication.c (default)"},
     {"replica.selector.class", "tests/integration/test_rack_fetch.c"},
