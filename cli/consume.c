@@ -6,9 +6,9 @@
  * (OffsetFetch). Batches are decoded here, compressed ones inflated;
  * control batches are skipped, and under read_committed so are the batches
  * of aborted transactions (the answer's aborted list, as Kafka's consumer
- * does). With --group the positions are committed with OffsetCommit as a
- * simple consumer (generation -1, no member id): the group is not joined,
- * so the broker takes the commit only while the group has no members. */
+ * does). With --group the tool is a member of the group
+ * (consume_member.c): it reads the partitions assigned to it and commits
+ * their positions under its generation (consume_group.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
