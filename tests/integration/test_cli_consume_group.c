@@ -300,6 +300,18 @@ static void test_two_members_split(void **state)
     assert_string_equal(json_string_value(json_object_get(d, "protocol_type")), "consumer");
     assert_string_equal(json_string_value(json_object_get(d, "protocol")), "range");
     json_decref(d);
+    /* The table names each cairn member with its range: 0,1 or 2,3. */
+    struct run r;
+    RUN(&r, "group", "describe", "split", "-b", bs);
+    expect(&r, 0, "cairn-b", NULL);
+    const char *line = strstr(r.out, "cairn-a");
+    assert_non_null(line);
+    const char *eol = strchr(line, '\n');
+    const char *range = strstr(line, "events:0,1");
+    if (!range || (eol && range > eol))
+        range = strstr(line, "events:2,3");
+    if (!range || (eol && range > eol))
+        fail_msg("cairn-a's assignment is not a range of two partitions:\n%s", r.out);
 
     produce(bs, "events", 0, 200);
     wait_total((const struct member *const[]){&a, &c}, (struct seen *const[]){&seen_a, &seen_b}, 2, 200);
