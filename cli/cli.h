@@ -197,7 +197,9 @@ int cli_sasl_failed(const struct cli_conn *c, int16_t code, const char *detail);
 /* Metadata for the given topics (n < 0: all topics). */
 int cli_metadata(struct cli_conn *c, const char *const *topics, int n, struct cli_reply *out);
 /* The group's coordinator (FindCoordinator), registered as a node. Returns
- * 0 or an exit code (message printed). */
+ * 0 or an exit code (message printed). With c->net_err set, a network
+ * failure or a coordinator not available yet is stored there instead and
+ * returns CLI_EXIT_UNREACHABLE. */
 int cli_coordinator(struct cli_conn *c, const char *group, int32_t *node);
 
 /* ---- list_offsets.c ---- */

@@ -486,7 +486,9 @@ static int consume_loop(struct consumer *k)
             int64_t now = cli_now_ms();
             if (stuck_since < 0)
                 stuck_since = now;
-            if (now - stuck_since > k->c->timeout_ms) {
+            /* A group member waits for the cluster to come back, as
+             * Kafka's consumers do; a plain read gives up at --timeout. */
+            if (!k->a->group && now - stuck_since > k->c->timeout_ms) {
                 rc = cli_fail(CLI_EXIT_UNREACHABLE, "cannot read '%s' within --timeout %lld ms: %s", k->t.name,
                               (long long)k->c->timeout_ms, net_err);
                 break;

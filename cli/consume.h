@@ -51,7 +51,7 @@ struct consumer {
     bool rejoin; /* the coordinator asked for a rebalance */
     char member_id[512];
     int32_t generation;
-    int64_t last_heartbeat_ms;
+    int64_t last_heartbeat_ms, last_heartbeat_ok_ms;
 };
 
 /* Set by SIGINT/SIGTERM: the read ends, the positions committed. */

@@ -64,11 +64,8 @@ static int take_committed(struct consumer *k, int32_t partition, int64_t offset,
 /* The group's committed offsets (OffsetFetch to its coordinator). */
 int cli_consume_fetch_committed(struct consumer *k)
 {
-    int rc = cli_coordinator(k->c, k->a->group, &k->coordinator);
-    if (rc)
-        return rc;
-    struct cli_reply r;
-    rc = cli_call(k->c, k->coordinator, KAFKA_API_KEY_OFFSET_FETCH, build_offset_fetch, k, &r);
+    struct cli_reply r; /* the coordinator found by the join */
+    int rc = cli_call(k->c, k->coordinator, KAFKA_API_KEY_OFFSET_FETCH, build_offset_fetch, k, &r);
     if (rc)
         return rc;
     const struct offset_fetch_response *m = r.response;
@@ -131,6 +128,23 @@ static int build_offset_commit(void *req, int16_t version, struct kafka_arena *a
     return 0;
 }
 
+/* Commit errors after which the member joins again (its partitions may
+ * be someone else's, or the coordinator moved) rather than exits. */
+static bool member_lost(int16_t code)
+{
+    switch (code) {
+    case KAFKA_ERR_REBALANCE_IN_PROGRESS:
+    case KAFKA_ERR_ILLEGAL_GENERATION:
+    case KAFKA_ERR_UNKNOWN_MEMBER_ID:
+    case KAFKA_ERR_NOT_COORDINATOR:
+    case KAFKA_ERR_COORDINATOR_NOT_AVAILABLE:
+    case KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS:
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* Commits every position that moved since the last commit. */
 int cli_consume_commit(struct consumer *k)
 {
@@ -157,9 +171,7 @@ int cli_consume_commit(struct consumer *k)
             /* The group moved on without this member (a rebalance, the
              * session expired): its partitions are someone else's now;
              * the next owner reads from the last commit. */
-            if (k->member &&
-                (pr->error_code == KAFKA_ERR_REBALANCE_IN_PROGRESS || pr->error_code == KAFKA_ERR_ILLEGAL_GENERATION ||
-                 pr->error_code == KAFKA_ERR_UNKNOWN_MEMBER_ID)) {
+            if (k->member && member_lost(pr->error_code)) {
                 if (pr->error_code == KAFKA_ERR_UNKNOWN_MEMBER_ID)
                     k->member_id[0] = '\0';
                 k->rejoin = true;

@@ -175,6 +175,7 @@ struct join_ctx {
     int32_t nms;
     struct kafka_bytes *assignments;
     char protocol[64];
+    int64_t deadline; /* of the whole join */
 };
 
 static int build_join(void *req, int16_t version, struct kafka_arena *ar, void *ctx)
@@ -258,6 +259,39 @@ static int build_leave(void *req, int16_t version, struct kafka_arena *ar, void 
     return 0;
 }
 
+/* Network failures of the member's own requests land here instead of
+ * being printed (cli_conn.net_err): a member waits for its coordinator to
+ * come back, as Kafka's consumers do. Main thread only. */
+static char member_net_err[256];
+
+static void quiet(struct consumer *k)
+{
+    k->c->net_err = member_net_err;
+    k->c->net_err_len = sizeof(member_net_err);
+}
+
+static void loud(struct consumer *k)
+{
+    k->c->net_err = NULL;
+}
+
+/* FindCoordinator, asked again while no broker answers or the coordinator
+ * is still loading, until deadline. Returns 0 or an exit code. */
+static int find_coordinator(struct consumer *k, int64_t deadline)
+{
+    for (;;) {
+        quiet(k);
+        int rc = cli_coordinator(k->c, k->a->group, &k->coordinator);
+        loud(k);
+        if (rc != CLI_EXIT_UNREACHABLE)
+            return rc;
+        if (cli_now_ms() > deadline || cli_consume_stop)
+            return cli_fail(CLI_EXIT_UNREACHABLE, "cannot reach the coordinator of group '%s': %s", k->a->group,
+                            member_net_err);
+        cli_sleep_ms(250);
+    }
+}
+
 /* Errors after which finding the coordinator again lets the member go on. */
 static bool coordinator_moved(int16_t code)
 {
@@ -320,8 +354,15 @@ static int join_round(struct consumer *k, struct join_ctx *j)
     /* The coordinator answers a JoinGroup once every member has joined. */
     int64_t timeout = k->c->timeout_ms;
     k->c->timeout_ms = (int64_t)k->a->rebalance_timeout_ms + timeout;
+    quiet(k);
     int rc = cli_call(k->c, k->coordinator, KAFKA_API_KEY_JOIN_GROUP, build_join, j, &jr);
+    loud(k);
     k->c->timeout_ms = timeout;
+    if (rc == CLI_EXIT_UNREACHABLE) /* the coordinator went away: find it again */
+    {
+        int found = find_coordinator(k, j->deadline);
+        rc = found ? found : ROUND_AGAIN;
+    }
     if (rc)
         goto out;
     const struct join_group_response *m = jr.response;
@@ -331,7 +372,7 @@ static int join_round(struct consumer *k, struct join_ctx *j)
         if (m->error_code == KAFKA_ERR_UNKNOWN_MEMBER_ID)
             k->member_id[0] = '\0';
         if (coordinator_moved(m->error_code))
-            rc = cli_coordinator(k->c, k->a->group, &k->coordinator);
+            rc = find_coordinator(k, j->deadline);
         bool again = m->error_code == KAFKA_ERR_MEMBER_ID_REQUIRED || m->error_code == KAFKA_ERR_UNKNOWN_MEMBER_ID ||
                      m->error_code == KAFKA_ERR_REBALANCE_IN_PROGRESS || coordinator_moved(m->error_code);
         rc = rc ? rc : again ? ROUND_AGAIN : group_fail(k, m->error_code, "cannot join");
@@ -342,7 +383,13 @@ static int join_round(struct consumer *k, struct join_ctx *j)
     j->nms = 0;
     if (!strcmp(cli_str(m->leader), k->member_id) && (rc = leader_assign(j, m, &ar)) != 0)
         goto out;
+    quiet(k);
     rc = cli_call(k->c, k->coordinator, KAFKA_API_KEY_SYNC_GROUP, build_sync, j, &sr);
+    loud(k);
+    if (rc == CLI_EXIT_UNREACHABLE) {
+        int found = find_coordinator(k, j->deadline);
+        rc = found ? found : ROUND_AGAIN;
+    }
     if (rc)
         goto out;
     const struct sync_group_response *s = sr.response;
@@ -350,7 +397,7 @@ static int join_round(struct consumer *k, struct join_ctx *j)
         if (s->error_code == KAFKA_ERR_UNKNOWN_MEMBER_ID)
             k->member_id[0] = '\0';
         if (coordinator_moved(s->error_code))
-            rc = cli_coordinator(k->c, k->a->group, &k->coordinator);
+            rc = find_coordinator(k, j->deadline);
         bool again = s->error_code == KAFKA_ERR_REBALANCE_IN_PROGRESS ||
                      s->error_code == KAFKA_ERR_ILLEGAL_GENERATION || s->error_code == KAFKA_ERR_UNKNOWN_MEMBER_ID ||
                      coordinator_moved(s->error_code);
@@ -379,7 +426,9 @@ int cli_consume_member_join(struct consumer *k)
 {
     struct kafka_arena ar;
     kafka_arena_init(&ar);
-    struct join_ctx j = {.k = k};
+    /* The coordinator may be away (a broker restarting) or every member
+     * slow to rejoin: both within the rebalance timeout. */
+    struct join_ctx j = {.k = k, .deadline = cli_now_ms() + k->c->timeout_ms + k->a->rebalance_timeout_ms};
     struct consumer_protocol_subscription sub;
     consumer_protocol_subscription_init(&sub);
     struct kafka_str topic = kafka_str_from_cstr(k->t.name);
@@ -388,15 +437,14 @@ int cli_consume_member_join(struct consumer *k)
     sub.user_data = (struct kafka_bytes){NULL, -1};
     int rc = proto_bytes(&sub, encode_subscription, &ar, &j.subscription) < 0
                  ? cli_fail(CLI_EXIT_UNREACHABLE, "out of memory")
-                 : cli_coordinator(k->c, k->a->group, &k->coordinator);
+                 : find_coordinator(k, j.deadline);
     k->member = false;
     k->nparts = 0;
-    int64_t deadline = cli_now_ms() + k->c->timeout_ms + k->a->rebalance_timeout_ms;
     while (rc == 0 && (rc = join_round(k, &j)) == ROUND_AGAIN) {
         rc = 0;
         if (cli_consume_stop)
             break;
-        if (cli_now_ms() > deadline) {
+        if (cli_now_ms() > j.deadline) {
             rc = cli_fail(CLI_EXIT_KAFKA, "cannot join group '%s' within %lld ms: it keeps rebalancing", k->a->group,
                           (long long)(k->c->timeout_ms + k->a->rebalance_timeout_ms));
             break;
@@ -404,7 +452,7 @@ int cli_consume_member_join(struct consumer *k)
         cli_sleep_ms(100);
     }
     kafka_arena_free(&ar);
-    k->last_heartbeat_ms = cli_now_ms();
+    k->last_heartbeat_ms = k->last_heartbeat_ok_ms = cli_now_ms();
     if (rc == 0 && k->member && k->nparts > 0)
         rc = cli_consume_fetch_committed(k);
     if (rc == 0 && k->member) {
@@ -421,11 +469,24 @@ static int heartbeat(struct consumer *k)
 {
     struct cli_reply r;
     k->last_heartbeat_ms = cli_now_ms();
+    quiet(k);
     int rc = cli_call(k->c, k->coordinator, KAFKA_API_KEY_HEARTBEAT, build_heartbeat, k, &r);
+    loud(k);
+    if (rc == CLI_EXIT_UNREACHABLE) {
+        /* Asked again next interval; past the session timeout the group
+         * has surely given the partitions away: join again. */
+        if (k->last_heartbeat_ms - k->last_heartbeat_ok_ms > k->a->session_timeout_ms) {
+            k->member = false;
+            k->rejoin = true;
+        }
+        return 0;
+    }
     if (rc)
         return rc;
     int16_t code = ((const struct heartbeat_response *)r.response)->error_code;
     cli_reply_free(&r);
+    if (code == KAFKA_ERR_NONE || code == KAFKA_ERR_REBALANCE_IN_PROGRESS)
+        k->last_heartbeat_ok_ms = k->last_heartbeat_ms;
     switch (code) {
     case KAFKA_ERR_NONE:
         return 0;
@@ -440,12 +501,21 @@ static int heartbeat(struct consumer *k)
         k->rejoin = true;
         return 0;
     default:
-        if (coordinator_moved(code)) {
+        if (coordinator_moved(code)) { /* the join finds the new one */
             k->rejoin = true;
-            return cli_coordinator(k->c, k->a->group, &k->coordinator);
+            return 0;
         }
         return group_fail(k, code, "heartbeat to");
     }
+}
+
+/* A commit whose network failure is left for the next one. */
+static int commit_or_later(struct consumer *k)
+{
+    quiet(k);
+    int rc = cli_consume_commit(k);
+    loud(k);
+    return rc == CLI_EXIT_UNREACHABLE ? 0 : rc;
 }
 
 int cli_consume_member_poll(struct consumer *k)
@@ -454,11 +524,11 @@ int cli_consume_member_poll(struct consumer *k)
     if (cli_now_ms() - k->last_heartbeat_ms >= k->a->heartbeat_interval_ms)
         rc = heartbeat(k);
     if (rc == 0 && !k->rejoin && cli_now_ms() - k->last_commit_ms >= k->a->commit_interval_ms)
-        rc = cli_consume_commit(k);
+        rc = commit_or_later(k);
     if (rc == 0 && k->rejoin && !cli_consume_stop) {
         /* Eager rebalance: the positions are committed before the
          * partitions are given up, so the next owner starts there. */
-        rc = cli_consume_commit(k);
+        rc = commit_or_later(k);
         if (rc == 0)
             rc = cli_consume_member_join(k);
     }

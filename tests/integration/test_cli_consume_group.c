@@ -43,6 +43,9 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
+/* --timeout of the members started next. */
+static const char *member_timeout = "30000";
+
 /* A `cairn consume --group` process, its output in a file. */
 struct member {
     pid_t pid;
@@ -68,9 +71,9 @@ static void member_start(struct member *m, const char *bs, const char *topic, co
         dup2(e, 2);
         setenv("HOME", g_home, 1);
         unsetenv("CAIRN_BROKERS");
-        execl(CAIRN_CLI_PATH, CAIRN_CLI_PATH, "consume", topic, "-b", bs, "-g", group, "--format", "%p:%o:%v\\n", "-X",
-              cid, "-X", "heartbeat.interval.ms=300", "-X", "session.timeout.ms=10000", "-X",
-              "auto.commit.interval.ms=1000", (char *)NULL);
+        execl(CAIRN_CLI_PATH, CAIRN_CLI_PATH, "consume", topic, "-b", bs, "-g", group, "--timeout", member_timeout,
+              "--format", "%p:%o:%v\\n", "-X", cid, "-X", "heartbeat.interval.ms=300", "-X", "session.timeout.ms=10000",
+              "-X", "auto.commit.interval.ms=1000", (char *)NULL);
         _exit(127);
     }
 }
@@ -408,6 +411,32 @@ static void test_member_takeover(void **state)
     broker_mark_passed(b);
 }
 
+/* The broker restarts under a member: its heartbeats and commits fail
+ * for a while, it waits for the coordinator to come back, joins again if
+ * the group forgot it, and goes on reading; every record is read. */
+static void test_member_broker_restart(void **state)
+{
+    struct test_broker *b = *state;
+    broker_start(b, fast_groups);
+    const char *bs = broker_bootstrap(b);
+    rk_create_topic(bs, "events", PARTS, NULL);
+    struct member a;
+    member_timeout = "2000";
+    member_start(&a, bs, "events", "restart", "cairn-a");
+    member_timeout = "30000";
+    wait_assignment(bs, "restart", "events", (const char *const[]){"cairn-a"}, (const int[]){4}, 1, NULL);
+    produce(bs, "events", 0, 100);
+    wait_values(&a, &seen_a, &a, &seen_b, 0, 100);
+    broker_stop(b);
+    sleep_ms(8000); /* longer than the member's --timeout: its requests fail */
+    broker_restart(b);
+    produce(bs, "events", 100, 100);
+    wait_values(&a, &seen_a, &a, &seen_b, 100, 200);
+    wait_assignment(bs, "restart", "events", (const char *const[]){"cairn-a"}, (const int[]){4}, 1, NULL);
+    member_stop(&a);
+    broker_mark_passed(b);
+}
+
 /* A cairn member and a librdkafka consumer (range assignor) share a group:
  * first with cairn leading the assignment, then with librdkafka leading. */
 static void test_member_with_librdkafka(void **state)
@@ -514,6 +543,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_two_members_split, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_member_takeover, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_member_with_librdkafka, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_member_broker_restart, cli_setup, cli_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
