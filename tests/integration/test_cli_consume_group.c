@@ -286,20 +286,34 @@ static void wait_values(const struct member *m1, struct seen *s1, const struct m
 
 static struct seen seen_a, seen_b, seen_c;
 
+/* A broker (groups rebalancing without the initial delay) with the
+ * four-partition topic "events"; returns its bootstrap address. */
+static const char *broker_with_topic(struct test_broker *b)
+{
+    broker_start(b, fast_groups);
+    const char *bs = broker_bootstrap(b);
+    rk_create_topic(bs, "events", PARTS, NULL);
+    return bs;
+}
+
+/* cairn-a joins group alone (all four partitions), then cairn-b: two each. */
+static void start_two_members(const char *bs, const char *group, struct member *a, struct member *c)
+{
+    member_start(a, bs, "events", group, "cairn-a");
+    wait_assignment(bs, group, "events", (const char *const[]){"cairn-a"}, (const int[]){4}, 1, NULL);
+    member_start(c, bs, "events", group, "cairn-b");
+    wait_assignment(bs, group, "events", (const char *const[]){"cairn-a", "cairn-b"}, (const int[]){2, 2}, 2, NULL);
+}
+
 /* Two cairn members split the four partitions two each, and every record
  * is read exactly once between them. describe shows both members with
  * their assignment; after they exit, the commits cover every record. */
 static void test_two_members_split(void **state)
 {
     struct test_broker *b = *state;
-    broker_start(b, fast_groups);
-    const char *bs = broker_bootstrap(b);
-    rk_create_topic(bs, "events", PARTS, NULL);
+    const char *bs = broker_with_topic(b);
     struct member a, c;
-    member_start(&a, bs, "events", "split", "cairn-a");
-    wait_assignment(bs, "split", "events", (const char *const[]){"cairn-a"}, (const int[]){4}, 1, NULL);
-    member_start(&c, bs, "events", "split", "cairn-b");
-    wait_assignment(bs, "split", "events", (const char *const[]){"cairn-a", "cairn-b"}, (const int[]){2, 2}, 2, NULL);
+    start_two_members(bs, "split", &a, &c);
     json_t *d = describe(bs, "split");
     assert_string_equal(json_string_value(json_object_get(d, "protocol_type")), "consumer");
     assert_string_equal(json_string_value(json_object_get(d, "protocol")), "range");
@@ -353,18 +367,12 @@ static void test_two_members_split(void **state)
 static void test_member_takeover(void **state)
 {
     struct test_broker *b = *state;
-    broker_start(b, fast_groups);
-    const char *bs = broker_bootstrap(b);
-    rk_create_topic(bs, "events", PARTS, NULL);
+    const char *bs = broker_with_topic(b);
     struct member a, c;
     /* Commits at exit and at rebalances only: no periodic commit hides a
      * missing one. */
     member_commit = "auto.commit.interval.ms=600000";
-    member_start(&a, bs, "events", "takeover", "cairn-a");
-    wait_assignment(bs, "takeover", "events", (const char *const[]){"cairn-a"}, (const int[]){4}, 1, NULL);
-    member_start(&c, bs, "events", "takeover", "cairn-b");
-    wait_assignment(bs, "takeover", "events", (const char *const[]){"cairn-a", "cairn-b"}, (const int[]){2, 2}, 2,
-                    NULL);
+    start_two_members(bs, "takeover", &a, &c);
     produce(bs, "events", 0, 200);
     wait_total((const struct member *const[]){&a, &c}, (struct seen *const[]){&seen_a, &seen_b}, 2, 200);
     member_stop(&a);
@@ -427,9 +435,7 @@ static void test_member_takeover(void **state)
 static void test_member_broker_restart(void **state)
 {
     struct test_broker *b = *state;
-    broker_start(b, fast_groups);
-    const char *bs = broker_bootstrap(b);
-    rk_create_topic(bs, "events", PARTS, NULL);
+    const char *bs = broker_with_topic(b);
     struct member a;
     member_timeout = "2000";
     member_start(&a, bs, "events", "restart", "cairn-a");
@@ -452,9 +458,7 @@ static void test_member_broker_restart(void **state)
 static void test_member_with_librdkafka(void **state)
 {
     struct test_broker *b = *state;
-    broker_start(b, fast_groups);
-    const char *bs = broker_bootstrap(b);
-    rk_create_topic(bs, "events", PARTS, NULL);
+    const char *bs = broker_with_topic(b);
     struct member a;
     member_start(&a, bs, "events", "mixed", "cairn-a");
     wait_assignment(bs, "mixed", "events", (const char *const[]){"cairn-a"}, (const int[]){4}, 1, NULL);
