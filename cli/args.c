@@ -55,6 +55,16 @@ int cli_setting_apply(const char *where, const char *key, const char *val, struc
         if (cli_parse_int(val, 1, 3600000, &v) < 0)
             return cli_fail(CLI_EXIT_USAGE, "%s: %s must be milliseconds, got '%s'", where, key, val);
         s->timeout_ms = v;
+    } else if (!strcmp(key, "session.timeout.ms") || !strcmp(key, "heartbeat.interval.ms") ||
+               !strcmp(key, "max.poll.interval.ms") || !strcmp(key, "auto.commit.interval.ms")) {
+        long long v;
+        if (cli_parse_int(val, 1, 86400000, &v) < 0)
+            return cli_fail(CLI_EXIT_USAGE, "%s: %s must be milliseconds, got '%s'", where, key, val);
+        int32_t *to = key[0] == 's'   ? &s->session_timeout_ms
+                      : key[0] == 'h' ? &s->heartbeat_interval_ms
+                      : key[0] == 'm' ? &s->max_poll_interval_ms
+                                      : &s->auto_commit_interval_ms;
+        *to = (int32_t)v;
     } else if (!strcmp(key, "security.protocol")) {
         bool ssl = !strcasecmp(val, "ssl") || !strcasecmp(val, "sasl_ssl");
         bool sasl = !strcasecmp(val, "sasl_plaintext") || !strcasecmp(val, "sasl_ssl");
@@ -227,6 +237,11 @@ int cli_parse(int argc, char **argv, const char *usage, const char *own_short, c
     memset(s, 0, sizeof(*s));
     snprintf(s->brokers, sizeof(s->brokers), "127.0.0.1:9092");
     s->timeout_ms = 10000;
+    /* librdkafka's defaults. */
+    s->session_timeout_ms = 45000;
+    s->heartbeat_interval_ms = 3000;
+    s->max_poll_interval_ms = 300000;
+    s->auto_commit_interval_ms = 5000;
     struct option longs[64];
     size_t n = 0;
     /* The command's own flags first: getopt_long takes the first exact

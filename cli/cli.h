@@ -31,6 +31,10 @@ enum {
     KAFKA_API_KEY_OFFSET_COMMIT = 8,
     KAFKA_API_KEY_OFFSET_FETCH = 9,
     KAFKA_API_KEY_FIND_COORDINATOR = 10,
+    KAFKA_API_KEY_JOIN_GROUP = 11,
+    KAFKA_API_KEY_HEARTBEAT = 12,
+    KAFKA_API_KEY_LEAVE_GROUP = 13,
+    KAFKA_API_KEY_SYNC_GROUP = 14,
     KAFKA_API_KEY_DESCRIBE_GROUPS = 15,
     KAFKA_API_KEY_LIST_GROUPS = 16,
     KAFKA_API_KEY_SASL_HANDSHAKE = 17,
@@ -73,6 +77,10 @@ struct cli_settings {
      * sasl.username, sasl.password. */
     bool sasl;
     char sasl_mechanism[32], sasl_username[256], sasl_password[256];
+    /* A consumer group member (cairn consume --group), in librdkafka's
+     * names: session.timeout.ms, heartbeat.interval.ms,
+     * max.poll.interval.ms (the rebalance timeout), auto.commit.interval.ms. */
+    int32_t session_timeout_ms, heartbeat_interval_ms, max_poll_interval_ms, auto_commit_interval_ms;
 };
 
 /* ---- args.c ---- */
@@ -189,7 +197,9 @@ int cli_sasl_failed(const struct cli_conn *c, int16_t code, const char *detail);
 /* Metadata for the given topics (n < 0: all topics). */
 int cli_metadata(struct cli_conn *c, const char *const *topics, int n, struct cli_reply *out);
 /* The group's coordinator (FindCoordinator), registered as a node. Returns
- * 0 or an exit code (message printed). */
+ * 0 or an exit code (message printed). With c->net_err set, a network
+ * failure or a coordinator not available yet is stored there instead and
+ * returns CLI_EXIT_UNREACHABLE. */
 int cli_coordinator(struct cli_conn *c, const char *group, int32_t *node);
 
 /* ---- list_offsets.c ---- */

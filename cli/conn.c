@@ -452,7 +452,13 @@ int cli_coordinator(struct cli_conn *c, const char *group, int32_t *node)
         id = m->coordinators[0].node_id;
         port = m->coordinators[0].port;
     }
-    if (code != KAFKA_ERR_NONE) {
+    bool retriable = code == KAFKA_ERR_COORDINATOR_NOT_AVAILABLE || code == KAFKA_ERR_NOT_COORDINATOR ||
+                     code == KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS;
+    if (code != KAFKA_ERR_NONE && retriable && c->net_err) {
+        /* A broker still loading its groups: the caller waits and asks again. */
+        snprintf(c->net_err, c->net_err_len, "%s", kafka_error_name(code));
+        rc = CLI_EXIT_UNREACHABLE;
+    } else if (code != KAFKA_ERR_NONE) {
         rc = cli_kafka_fail(code, msg, "finding the group coordinator", "retry shortly, or check the broker log");
     } else if (net_client_add_node(c->client, id, cli_str(host), port) < 0) {
         rc = cli_fail(CLI_EXIT_UNREACHABLE, "cannot register coordinator %d", (int)id);

@@ -6,9 +6,9 @@
  * (OffsetFetch). Batches are decoded here, compressed ones inflated;
  * control batches are skipped, and under read_committed so are the batches
  * of aborted transactions (the answer's aborted list, as Kafka's consumer
- * does). With --group the positions are committed with OffsetCommit as a
- * simple consumer (generation -1, no member id): the group is not joined,
- * so the broker takes the commit only while the group has no members. */
+ * does). With --group the tool is a member of the group
+ * (consume_member.c): it reads the partitions assigned to it and commits
+ * their positions under its generation (consume_group.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -23,7 +23,6 @@
 
 #define CONSUME_PARTITION_BYTES (1 << 20) /* max.partition.fetch.bytes */
 #define CONSUME_FETCH_BYTES (50 << 20)    /* fetch.max.bytes */
-#define CONSUME_COMMIT_MS 5000            /* auto.commit.interval.ms */
 
 static const char consume_usage[] =
     "usage: cairn consume TOPIC [flags] > records\n"
@@ -38,8 +37,9 @@ static const char consume_usage[] =
     "                            %K key length, %v value, %S value length, %h headers (k=v,k=v), %%,\n"
     "                            \\n \\t \\r \\\\ \\0\n"
     "      --isolation LEVEL     read_uncommitted (default) or read_committed\n"
-    "  -g, --group GROUP         start at GROUP's committed offsets (when no --offset/--timestamp) and\n"
-    "                            commit the positions (without joining: the group must have no members)\n"
+    "  -g, --group GROUP         read as a member of GROUP: the partitions the group assigns, from\n"
+    "                            its committed offsets (--offset/--timestamp where none), positions\n"
+    "                            committed every auto.commit.interval.ms and at exit\n"
     "common flags: -b/--brokers, --profile, -X key=value, --timeout MS, -h/--help (see cairn --help)\n";
 
 enum { OPT_TIMESTAMP = 5100, OPT_FORMAT, OPT_ISOLATION };
@@ -113,17 +113,17 @@ static int consume_flag(int opt, const char *arg, void *ctx)
     return CLI_EXIT_USAGE;
 }
 
-static volatile sig_atomic_t stop_requested;
+volatile sig_atomic_t cli_consume_stop;
 
 static void on_stop_signal(int sig)
 {
     (void)sig;
-    stop_requested = 1;
+    cli_consume_stop = 1;
 }
 
 /* ---- start positions ---- */
 
-static int start_from_list_offsets(struct consumer *k)
+int cli_consume_start_positions(struct consumer *k)
 {
     const struct consume_args *a = k->a;
     int32_t *ids = calloc((size_t)k->nparts, sizeof(*ids));
@@ -442,13 +442,13 @@ static int flush_stdout(void)
  * or an error. */
 static int consume_loop(struct consumer *k)
 {
-    int32_t *leaders = calloc((size_t)k->nparts, sizeof(*leaders));
+    int32_t *leaders = calloc((size_t)k->parts_cap, sizeof(*leaders));
     if (!leaders)
         return cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
     int rc = 0;
     int64_t stuck_since = -1, backoff = 100;
     char net_err[256] = "";
-    while (rc == 0 && !stop_requested) {
+    while (rc == 0 && !cli_consume_stop) {
         int32_t nleaders = 0;
         for (int i = 0; i < k->nparts; i++) {
             int32_t l = k->t.leader[k->parts[i].id];
@@ -458,8 +458,13 @@ static int consume_loop(struct consumer *k)
             if (part_wanted(k, &k->parts[i]) && j == nleaders)
                 leaders[nleaders++] = l;
         }
-        if (nleaders == 0)
-            break; /* -e: every partition at its end */
+        if (nleaders == 0 && (k->a->exit_at_end || !k->a->group))
+            break;           /* -e: every partition at its end */
+        if (nleaders == 0) { /* a member without partitions waits for a rebalance */
+            cli_sleep_ms(200);
+            rc = cli_consume_member_poll(k);
+            continue;
+        }
         /* -e needs no waiting; several leaders are asked in turn. */
         int32_t wait = k->a->exit_at_end ? 0 : nleaders > 1 ? 100 : 500;
         bool refresh = false;
@@ -481,7 +486,9 @@ static int consume_loop(struct consumer *k)
             int64_t now = cli_now_ms();
             if (stuck_since < 0)
                 stuck_since = now;
-            if (now - stuck_since > k->c->timeout_ms) {
+            /* A group member waits for the cluster to come back, as
+             * Kafka's consumers do; a plain read gives up at --timeout. */
+            if (!k->a->group && now - stuck_since > k->c->timeout_ms) {
                 rc = cli_fail(CLI_EXIT_UNREACHABLE, "cannot read '%s' within --timeout %lld ms: %s", k->t.name,
                               (long long)k->c->timeout_ms, net_err);
                 break;
@@ -499,8 +506,8 @@ static int consume_loop(struct consumer *k)
             stuck_since = -1;
             backoff = 100;
         }
-        if (rc == 0 && k->a->group && cli_now_ms() - k->last_commit_ms >= CONSUME_COMMIT_MS)
-            rc = cli_consume_commit(k);
+        if (rc == 0 && k->a->group)
+            rc = cli_consume_member_poll(k);
     }
     free(leaders);
     return rc;
@@ -518,6 +525,7 @@ static int consume_run(struct cli_conn *c, const char *topic, const struct consu
         return rc;
     }
     k.nparts = a->partition >= 0 ? 1 : k.t.partitions;
+    k.parts_cap = k.nparts;
     k.parts = calloc((size_t)k.nparts, sizeof(*k.parts));
     if (!k.parts) {
         cli_topic_info_free(&k.t);
@@ -529,15 +537,21 @@ static int consume_run(struct cli_conn *c, const char *topic, const struct consu
                                    .end = -1,
                                    .committed = -1,
                                    .max_bytes = CONSUME_PARTITION_BYTES};
-    if (a->group)
-        rc = cli_consume_fetch_committed(&k);
-    if (rc == 0)
-        rc = start_from_list_offsets(&k);
     k.last_commit_ms = cli_now_ms();
+    if (a->group) {
+        k.nparts = 0; /* the group's assignment says which */
+        rc = cli_consume_member_join(&k);
+    } else {
+        rc = cli_consume_start_positions(&k);
+    }
     if (rc == 0)
         rc = consume_loop(&k);
-    if (rc == 0)
-        rc = cli_consume_commit(&k);
+    /* Ctrl-C, the count or the end: commit and leave, so the others
+     * take the partitions over at once. */
+    if (a->group) {
+        int left = cli_consume_member_leave(&k);
+        rc = rc ? rc : left;
+    }
     free(k.parts);
     free(k.inflated);
     cli_topic_info_free(&k.t);
@@ -555,6 +569,13 @@ int cli_consume_main(int argc, char **argv)
         return rc;
     if (npos != 1)
         return cli_fail(CLI_EXIT_USAGE, "consume wants one topic name\n%s", consume_usage);
+    if (a.group && a.partition >= 0)
+        return cli_fail(CLI_EXIT_USAGE, "--group and --partition cannot be used together (the group assigns the "
+                                        "partitions)");
+    a.session_timeout_ms = s.session_timeout_ms;
+    a.heartbeat_interval_ms = s.heartbeat_interval_ms;
+    a.rebalance_timeout_ms = s.max_poll_interval_ms;
+    a.commit_interval_ms = s.auto_commit_interval_ms;
     /* Ctrl-C ends the read cleanly (the group's positions committed). */
     struct sigaction sa = {.sa_handler = on_stop_signal};
     sigaction(SIGINT, &sa, NULL);

@@ -3,6 +3,8 @@
 #ifndef CAIRN_CLI_CONSUME_H
 #define CAIRN_CLI_CONSUME_H
 
+#include <signal.h>
+
 #include "cli.h"
 
 enum start_kind { START_DEFAULT, START_EARLIEST, START_LATEST, START_AT, START_FROM_END, START_TIMESTAMP };
@@ -18,6 +20,8 @@ struct consume_args {
     bool json;
     int8_t isolation;
     const char *group;
+    /* Group membership timing (cli_settings, librdkafka's names). */
+    int32_t session_timeout_ms, heartbeat_interval_ms, rebalance_timeout_ms, commit_interval_ms;
 };
 
 /* One partition being read. */
@@ -36,13 +40,22 @@ struct consumer {
     struct cli_topic_info t;
     const struct consume_args *a;
     struct part *parts;
-    int nparts;
+    int nparts, parts_cap;
     long long printed;
     int32_t coordinator;
     uint8_t *inflated;
     size_t inflated_cap;
     int64_t last_commit_ms;
+    /* --group: this process as a member of the group (consume_member.c). */
+    bool member; /* joined (a generation and an assignment) */
+    bool rejoin; /* the coordinator asked for a rebalance */
+    char member_id[512];
+    int32_t generation;
+    int64_t last_heartbeat_ms, last_heartbeat_ok_ms;
 };
+
+/* Set by SIGINT/SIGTERM: the read ends, the positions committed. */
+extern volatile sig_atomic_t cli_consume_stop;
 
 /* The part of k reading partition id, or NULL. */
 struct part *cli_consume_part(struct consumer *k, int32_t id);
@@ -53,5 +66,21 @@ int cli_consume_fetch_committed(struct consumer *k);
 /* OffsetCommit of every position that moved (nothing without --group).
  * Returns 0 or an exit code (message printed). */
 int cli_consume_commit(struct consumer *k);
+/* Positions for parts without one (position < 0) from the start flags
+ * (ListOffsets). Returns 0 or an exit code (message printed). */
+int cli_consume_start_positions(struct consumer *k);
+
+/* ---- consume_member.c: --group as a member of the group ---- */
+
+/* Joins the group (FindCoordinator, JoinGroup, SyncGroup; the leader
+ * assigns with the range assignor) and sets k->parts to the assignment,
+ * each at its committed offset or the start flags. Returns 0 or an exit
+ * code (message printed). */
+int cli_consume_member_join(struct consumer *k);
+/* Between fetches: heartbeats when due, commits when due, and on a
+ * rebalance commits and joins again. Returns 0 or an exit code. */
+int cli_consume_member_poll(struct consumer *k);
+/* Commits the positions and leaves the group. Returns 0 or an exit code. */
+int cli_consume_member_leave(struct consumer *k);
 
 #endif

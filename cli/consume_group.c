@@ -1,8 +1,6 @@
 /* cairn consume --group: the group's committed offsets read with
- * OffsetFetch and the positions committed with OffsetCommit, as Kafka's
- * simple consumer mode does (generation -1, no member id: the group is not
- * joined, and the coordinator takes the commit only while it has no
- * members). */
+ * OffsetFetch and the positions committed with OffsetCommit under the
+ * member's generation (consume_member.c joins the group). */
 #include <stdio.h>
 #include <string.h>
 
@@ -58,7 +56,7 @@ static int take_committed(struct consumer *k, int32_t partition, int64_t offset,
         return cli_kafka_fail(error, (struct kafka_str){NULL, -1}, what, NULL);
     }
     p->committed = offset;
-    if (offset >= 0 && k->a->start == START_DEFAULT)
+    if (offset >= 0) /* a member goes on from the group's offset; the start flags apply where none */
         p->position = offset;
     return 0;
 }
@@ -66,11 +64,8 @@ static int take_committed(struct consumer *k, int32_t partition, int64_t offset,
 /* The group's committed offsets (OffsetFetch to its coordinator). */
 int cli_consume_fetch_committed(struct consumer *k)
 {
-    int rc = cli_coordinator(k->c, k->a->group, &k->coordinator);
-    if (rc)
-        return rc;
-    struct cli_reply r;
-    rc = cli_call(k->c, k->coordinator, KAFKA_API_KEY_OFFSET_FETCH, build_offset_fetch, k, &r);
+    struct cli_reply r; /* the coordinator found by the join */
+    int rc = cli_call(k->c, k->coordinator, KAFKA_API_KEY_OFFSET_FETCH, build_offset_fetch, k, &r);
     if (rc)
         return rc;
     const struct offset_fetch_response *m = r.response;
@@ -106,8 +101,8 @@ static int build_offset_commit(void *req, int16_t version, struct kafka_arena *a
     const struct consumer *k = ctx;
     (void)version;
     m->group_id = kafka_str_from_cstr(k->a->group);
-    m->generation_id_or_member_epoch = -1; /* a simple consumer: no generation, no member */
-    m->member_id = kafka_str_from_cstr("");
+    m->generation_id_or_member_epoch = k->member ? k->generation : -1;
+    m->member_id = kafka_str_from_cstr(k->member ? k->member_id : "");
     m->retention_time_ms = -1;
     m->topics = kafka_arena_alloc(ar, sizeof(*m->topics));
     struct offset_commit_request_offset_commit_request_partition *ps = kafka_arena_alloc(ar, sizeof(*ps) *
@@ -119,7 +114,7 @@ static int build_offset_commit(void *req, int16_t version, struct kafka_arena *a
     int32_t n = 0;
     for (int i = 0; i < k->nparts; i++) {
         const struct part *p = &k->parts[i];
-        if (p->position == p->committed)
+        if (p->position == p->committed || p->position < 0)
             continue;
         offset_commit_request_offset_commit_request_partition_init(&ps[n]);
         ps[n].partition_index = p->id;
@@ -133,14 +128,31 @@ static int build_offset_commit(void *req, int16_t version, struct kafka_arena *a
     return 0;
 }
 
+/* Commit errors after which the member joins again (its partitions may
+ * be someone else's, or the coordinator moved) rather than exits. */
+static bool member_lost(int16_t code)
+{
+    switch (code) {
+    case KAFKA_ERR_REBALANCE_IN_PROGRESS:
+    case KAFKA_ERR_ILLEGAL_GENERATION:
+    case KAFKA_ERR_UNKNOWN_MEMBER_ID:
+    case KAFKA_ERR_NOT_COORDINATOR:
+    case KAFKA_ERR_COORDINATOR_NOT_AVAILABLE:
+    case KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS:
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* Commits every position that moved since the last commit. */
 int cli_consume_commit(struct consumer *k)
 {
     bool moved = false;
     for (int i = 0; i < k->nparts; i++)
-        moved |= k->parts[i].position != k->parts[i].committed;
+        moved |= k->parts[i].position != k->parts[i].committed && k->parts[i].position >= 0;
     k->last_commit_ms = cli_now_ms();
-    if (!k->a->group || !moved)
+    if (!k->a->group || !moved || !k->member)
         return 0;
     struct cli_reply r;
     int rc = cli_call(k->c, k->coordinator, KAFKA_API_KEY_OFFSET_COMMIT, build_offset_commit, k, &r);
@@ -156,13 +168,19 @@ int cli_consume_commit(struct consumer *k)
                     p->committed = p->position;
                 continue;
             }
+            /* The group moved on without this member (a rebalance, the
+             * session expired): its partitions are someone else's now;
+             * the next owner reads from the last commit. */
+            if (k->member && member_lost(pr->error_code)) {
+                if (pr->error_code == KAFKA_ERR_UNKNOWN_MEMBER_ID)
+                    k->member_id[0] = '\0';
+                k->rejoin = true;
+                continue;
+            }
             char what[400];
             snprintf(what, sizeof(what), "cannot commit group '%s' offset of partition %d", k->a->group,
                      (int)pr->partition_index);
-            rc = cli_kafka_fail(pr->error_code, (struct kafka_str){NULL, -1}, what,
-                                pr->error_code == KAFKA_ERR_UNKNOWN_MEMBER_ID
-                                    ? "the group has members; cairn commits only to a group without members"
-                                    : NULL);
+            rc = cli_kafka_fail(pr->error_code, (struct kafka_str){NULL, -1}, what, NULL);
         }
     cli_reply_free(&r);
     return rc;

@@ -370,11 +370,17 @@ static void test_consume_positions(void **state)
     RUN(&r, "consume", "log", "-b", bs, "-e", "-g", "readers");
     expect(&r, 0, NULL, NULL);
     assert_string_equal(r.out, "");
-    /* An explicit offset beats the commit, and is committed in turn. */
-    RUN(&r, "consume", "log", "-b", bs, "-c", "1", "-g", "readers", "-o", "1", "--format", fmt);
+    /* The commit beats --offset, which applies where the group has none
+     * (as auto.offset.reset); what is read then is committed in turn. */
+    RUN(&r, "consume", "log", "-b", bs, "-e", "-g", "readers", "-o", "1", "--format", fmt);
+    expect(&r, 0, NULL, NULL);
+    assert_string_equal(r.out, "");
+    RUN(&r, "consume", "log", "-b", bs, "-c", "1", "-g", "fresh", "-o", "1", "--format", fmt);
     assert_string_equal(r.out, "1:r1\n");
-    RUN(&r, "consume", "log", "-b", bs, "-c", "1", "-g", "readers", "--format", fmt);
+    RUN(&r, "consume", "log", "-b", bs, "-c", "1", "-g", "fresh", "-o", "latest", "--format", fmt);
     assert_string_equal(r.out, "2:r2\n");
+    RUN(&r, "consume", "log", "-b", bs, "-g", "fresh", "-p", "0");
+    expect(&r, 2, NULL, "--group and --partition cannot be used together");
     broker_mark_passed(b);
 }
 

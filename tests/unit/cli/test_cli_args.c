@@ -186,6 +186,24 @@ static void test_parse_flags_and_precedence(void **state)
     assert_true(s.json);
     unsetenv("CAIRN_BROKERS");
 
+    /* A group member's timings: librdkafka's defaults, then its keys. */
+    assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", NULL}), -1);
+    assert_int_equal(s.session_timeout_ms, 45000);
+    assert_int_equal(s.heartbeat_interval_ms, 3000);
+    assert_int_equal(s.max_poll_interval_ms, 300000);
+    assert_int_equal(s.auto_commit_interval_ms, 5000);
+    assert_int_equal(
+        parse(&s, &o, pos, &npos,
+              (const char *const[]){"list", "-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=200", "-X",
+                                    "max.poll.interval.ms=9000", "-X", "auto.commit.interval.ms=100", NULL}),
+        -1);
+    assert_int_equal(s.session_timeout_ms, 6000);
+    assert_int_equal(s.heartbeat_interval_ms, 200);
+    assert_int_equal(s.max_poll_interval_ms, 9000);
+    assert_int_equal(s.auto_commit_interval_ms, 100);
+    assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "-X", "session.timeout.ms=soon", NULL}),
+                     CLI_EXIT_USAGE);
+
     /* Usage errors and help. */
     assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "--bogus", NULL}), CLI_EXIT_USAGE);
     assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "-x", NULL}), CLI_EXIT_USAGE);
