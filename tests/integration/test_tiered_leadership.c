@@ -268,13 +268,13 @@ static void test_only_the_leader_tiers(void **state)
     struct store s;
     wait_copied_end_at_least(ROUND / 2, &s);
     wait_followers_trimmed(&c, leader, -1, 3);
+    for (int n = 1; n <= N; n++)
+        if (n != leader)
+            assert_int_equal(metric(&c, n, COPIED), 0);
     wait_store_matches_manifest(&s);
     int64_t first_end = copied_end(&s);
     for (int i = 0; i < s.count; i++)
         assert_int_equal(s.broker[i], leader);
-    for (int n = 1; n <= N; n++)
-        if (n != leader)
-            assert_int_equal(metric(&c, n, COPIED), 0);
     long long leader_copies = metric(&c, leader, COPIED);
     assert_true(leader_copies >= 10);
     fprintf(stderr, "[test] leader %d copied %lld segments, copied end %lld\n", leader, leader_copies,
