@@ -8,7 +8,8 @@
  * -9 of the leader, the new leader copies on from the copied end (nothing
  * below it a second time), no object is left unlisted, and a consumer
  * from offset 0 reads every record byte for byte, the old leader's copies
- * served from the store. */
+ * served from the store. Restarted, the old leader catches up from
+ * behind the new leader's local start and trims as a follower. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -317,6 +318,21 @@ static void test_only_the_leader_tiers(void **state)
     assert_int_equal(got, 2 * ROUND);
     assert_int_equal(next_record, 2 * ROUND);
     assert_true(metric(&c, next, "cairn_remote_fetch_requests_total") > 0);
+
+    /* The old leader, back as a follower behind the new leader's local
+     * start, catches up (the leader serves it from the store), rejoins the
+     * ISR and trims below the copied end, copying nothing itself. */
+    broker_restart(&c.nodes[leader - 1]);
+    deadline = harness_now_ms() + 60000;
+    struct view v;
+    while (!metadata(&c, next, TOPIC, &v) || v.partitions != 1 || v.p[0].isr_count != N) {
+        if (harness_now_ms() > deadline)
+            fail_msg("broker %d did not rejoin the ISR", leader);
+        usleep(200 * 1000);
+    }
+    wait_followers_trimmed(&c, next, -1, 3);
+    assert_int_equal(metric(&c, leader, COPIED), 0);
+    assert_int_equal(metric(&c, follower, COPIED), 0);
 
     cluster_stop(&c);
     char cmd[128];
