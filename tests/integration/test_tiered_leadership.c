@@ -25,25 +25,15 @@
 
 #include "cluster_harness.h"
 #include "rk_helpers.h"
+#include "tiered_common.h"
 
-#define TOPIC "tiered"
-#define ROUND 4000
+#define ROUND RECORDS_PER_ROUND
 #define CLUSTER_ID "VGllcmVkTGVhZGVyc2hpcA"
 #define MANIFEST_ID "ffffffffffffffffffffffffffffffff"
 #define COPIED "cairn_remote_copy_segments_total"
 
-static char remote_root[64];
-static char remote_dir[700];
-
-static void record_value(long i, char *out, size_t outlen)
-{
-    /* Varied lengths and content so a shifted or mixed-up byte shows. */
-    int len = snprintf(out, outlen, "value-%06ld-", i);
-    int extra = (int)(i * 37 % 200);
-    for (int k = 0; k < extra && (size_t)len < outlen - 1; k++)
-        out[len++] = (char)('a' + (i + k) % 26);
-    out[len] = '\0';
-}
+/* Only its remote_root and remote_dir are used: the store the three nodes share. */
+static struct tiered_state store_at;
 
 static void produce(const char *bootstrap, long from, long count)
 {
@@ -52,7 +42,7 @@ static void produce(const char *bootstrap, long from, long count)
     for (long i = from; i < from + count; i++) {
         char key[32], value[256];
         snprintf(key, sizeof key, "key-%ld", i);
-        record_value(i, value, sizeof value);
+        tiered_record_value(i, value, sizeof value);
         assert_int_equal(rk_produce_blocking(p, TOPIC, 0, key, strlen(key), value, strlen(value), 0, NULL, NULL),
                          RD_KAFKA_RESP_ERR_NO_ERROR);
     }
@@ -61,40 +51,6 @@ static void produce(const char *bootstrap, long from, long count)
     if (stats->failed)
         fail_msg("%ld deliveries failed: %s", stats->failed, stats->first_error_text);
     rk_producer_destroy(p);
-}
-
-static bool check_record(const rd_kafka_message_t *msg, void *ctx)
-{
-    long *next = ctx;
-    char key[32], value[256];
-    snprintf(key, sizeof key, "key-%ld", *next);
-    record_value(*next, value, sizeof value);
-    if (msg->offset != *next || msg->key_len != strlen(key) || memcmp(msg->key, key, msg->key_len) != 0 ||
-        msg->len != strlen(value) || memcmp(msg->payload, value, msg->len) != 0) {
-        fprintf(stderr, "record at offset %lld differs from record %ld\n", (long long)msg->offset, *next);
-        return false;
-    }
-    (*next)++;
-    return true;
-}
-
-/* <remote>/tiered-0/<topic id>: false until the first object lands. */
-static bool partition_dir(char *out, size_t outlen)
-{
-    char parent[800];
-    snprintf(parent, sizeof parent, "%s/" TOPIC "-0", remote_dir);
-    DIR *d = opendir(parent);
-    if (!d)
-        return false;
-    struct dirent *e;
-    bool found = false;
-    while (!found && (e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.') {
-            snprintf(out, outlen, "%s/%s", parent, e->d_name);
-            found = true;
-        }
-    closedir(d);
-    return found;
 }
 
 /* What the store holds: the manifest's segments (start, end, broker, state)
@@ -113,7 +69,7 @@ static void read_store(struct store *s)
 {
     memset(s, 0, sizeof *s);
     char dir[1200];
-    if (!partition_dir(dir, sizeof dir))
+    if (!remote_partition_dir(&store_at, dir, sizeof dir))
         return;
     char path[1400];
     snprintf(path, sizeof path, "%s/%020d-" MANIFEST_ID ".log", dir, 0);
@@ -182,17 +138,7 @@ static int local_segments(const struct test_broker *b)
 {
     char dir[800];
     snprintf(dir, sizeof dir, "%s/" TOPIC "-0", b->data_dir);
-    DIR *d = opendir(dir);
-    if (!d)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name);
-        n += l > 4 && strcmp(e->d_name + l - 4, ".log") == 0;
-    }
-    closedir(d);
-    return n;
+    return count_files(dir, ".log");
 }
 
 /* Waits until every live node other than leader holds at most max local
@@ -235,12 +181,12 @@ static int32_t leader_of(struct cluster *c, int node)
 static void test_only_the_leader_tiers(void **state)
 {
     (void)state;
-    snprintf(remote_root, sizeof remote_root, "/tmp/cairn-tierlead-XXXXXX");
-    assert_non_null(mkdtemp(remote_root));
-    snprintf(remote_dir, sizeof remote_dir, "%s/remote", remote_root);
+    snprintf(store_at.remote_root, sizeof store_at.remote_root, "/tmp/cairn-tierlead-XXXXXX");
+    assert_non_null(mkdtemp(store_at.remote_root));
+    snprintf(store_at.remote_dir, sizeof store_at.remote_dir, "%s/remote", store_at.remote_root);
     char path_kv[700], dir_kv[900];
     snprintf(path_kv, sizeof path_kv, "plugin.path=%s", CAIRN_PLUGIN_DIR);
-    snprintf(dir_kv, sizeof dir_kv, "plugin.storage-local.dir=%s", remote_dir);
+    snprintf(dir_kv, sizeof dir_kv, "plugin.storage-local.dir=%s", store_at.remote_dir);
     const char *settings[] = {"replica.fetch.backoff.ms=200",
                               path_kv,
                               "plugins=storage-local",
@@ -314,7 +260,7 @@ static void test_only_the_leader_tiers(void **state)
 
     /* From offset 0: the old leader's copies, then the new leader's. */
     long next_record = 0, want = 2 * ROUND;
-    long got = rk_consume_each(bootstrap, TOPIC, 1, &want, 90000, check_record, &next_record);
+    long got = rk_consume_each(bootstrap, TOPIC, 1, &want, 90000, tiered_check_record, &next_record);
     assert_int_equal(got, 2 * ROUND);
     assert_int_equal(next_record, 2 * ROUND);
     assert_true(metric(&c, next, "cairn_remote_fetch_requests_total") > 0);
@@ -336,7 +282,7 @@ static void test_only_the_leader_tiers(void **state)
 
     cluster_stop(&c);
     char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", remote_root);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", store_at.remote_root);
     assert_int_equal(system(cmd), 0);
 }
 
