@@ -391,6 +391,9 @@ static void remote_retention(struct tiered *t, struct tiered_partition *p, struc
 static void follow(struct tiered *t, struct tiered_partition *p, struct partition_log *log)
 {
     p->leading_epoch = -1;
+    pthread_mutex_lock(&t->lock);
+    p->copy_lag = 0; /* the leader's to report */
+    pthread_mutex_unlock(&t->lock);
     if (tiered_manifest_read(t, p) != 0)
         return;
     publish(p, log);

@@ -99,6 +99,18 @@ static int buffer_write(void *ctx, const uint8_t *data, size_t len)
     return CAIRN_OK;
 }
 
+/* Whether l names the segments p lists, in the same states, and the same
+ * log start. Caller holds p->lock. */
+static bool same_list_locked(const struct tiered_partition *p, const struct tiered_list *l)
+{
+    if (l->count != p->count || l->log_start_offset > p->log_start_offset)
+        return false;
+    for (size_t i = 0; i < l->count; i++)
+        if (memcmp(l->segs[i].id, p->segs[i].id, 16) != 0 || l->segs[i].state != p->segs[i].state)
+            return false;
+    return true;
+}
+
 int tiered_manifest_read(struct tiered *t, struct tiered_partition *p)
 {
     struct cairn_remote_segment view;
@@ -121,6 +133,11 @@ int tiered_manifest_read(struct tiered *t, struct tiered_partition *p)
     }
     free(buf.data);
     pthread_mutex_lock(&p->lock);
+    if (same_list_locked(p, &list)) {
+        pthread_mutex_unlock(&p->lock);
+        tiered_list_free(&list);
+        return 0; /* a follower reads every pass: no rewrite when nothing changed */
+    }
     for (size_t i = 0; i < p->count; i++)
         tiered_segment_free(&p->segs[i]);
     free(p->segs);
