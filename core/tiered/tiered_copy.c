@@ -55,28 +55,32 @@ static enum tiered_role role_of(struct tiered *t, struct tiered_partition *p, in
     return t->opts.role(t->opts.ctx, p->topic, p->partition, epoch, replicas);
 }
 
-/* The list, durable here and, for a replicated partition, in the store's
- * manifest: a change takes effect only once the other replicas can see
- * it. A broker that lost the lead meanwhile writes nothing (-1). */
+#define SAVE_LOST_LEAD 1 /* save's answer when this broker no longer leads */
+
+/* The list, in the store's manifest first for a replicated partition (a
+ * change counts only once the other replicas can see it), then durable
+ * here: the local file never claims a copy the manifest does not, so a
+ * restart never trims local data on an unconfirmed copy. A broker that
+ * lost the lead writes nothing and gets SAVE_LOST_LEAD. */
 static int save(struct tiered *t, struct tiered_partition *p)
 {
+    if (p->replicated) {
+        int32_t epoch, replicas;
+        if (role_of(t, p, &epoch, &replicas) != TIERED_ROLE_LEADER || epoch != p->leading_epoch) {
+            logger_info("tiered", "%s-%" PRId32 ": no longer leader at epoch %" PRId32 "; the list stays unpublished",
+                        p->topic, p->partition, p->leading_epoch);
+            return SAVE_LOST_LEAD;
+        }
+        if (tiered_manifest_write(t, p, epoch) != 0)
+            return -1;
+    }
     char err[512] = "";
     pthread_mutex_lock(&p->lock);
     int rc = tiered_metadata_save(p, err, sizeof err);
     pthread_mutex_unlock(&p->lock);
-    if (rc != 0) {
+    if (rc != 0)
         logger_error("tiered", "%s-%" PRId32 ": cannot save the remote segment list: %s", p->topic, p->partition, err);
-        return rc;
-    }
-    if (!p->replicated)
-        return 0;
-    int32_t epoch, replicas;
-    if (role_of(t, p, &epoch, &replicas) != TIERED_ROLE_LEADER || epoch != p->leading_epoch) {
-        logger_info("tiered", "%s-%" PRId32 ": no longer leader at epoch %" PRId32 "; the list stays unpublished",
-                    p->topic, p->partition, p->leading_epoch);
-        return -1;
-    }
-    return tiered_manifest_write(t, p, epoch);
+    return rc;
 }
 
 /* Deletes segment i (by id, as the list may shift) from the store and the
@@ -289,7 +293,24 @@ static int copy_one(struct tiered *t, struct tiered_partition *p, struct partiti
     memcpy(entry->custom, custom, custom_len);
     entry->custom_len = custom_len;
     pthread_mutex_unlock(&p->lock);
-    if (save(t, p) != 0) {
+    int saved = save(t, p);
+    if (saved == SAVE_LOST_LEAD) {
+        /* Copied while leading, never to be listed: the new leader may not
+         * know this copy, so it goes now (its id is this attempt's alone). */
+        pthread_mutex_lock(&p->lock);
+        ssize_t at = index_of(p, s.id);
+        struct tiered_segment mine = p->segs[at];
+        pthread_mutex_unlock(&p->lock);
+        tiered_segment_view(t, p, &mine, &view);
+        if (t->rsm->delete_segment(t->rsm_instance, &view, err, sizeof err) != CAIRN_OK)
+            logger_warn("tiered", "%s-%" PRId32 ": the copy at %" PRId64 " made before losing the lead stays: %s",
+                        p->topic, p->partition, info->base_offset, err);
+        pthread_mutex_lock(&p->lock);
+        remove_at_locked(p, (size_t)index_of(p, s.id));
+        pthread_mutex_unlock(&p->lock);
+        return -1;
+    }
+    if (saved != 0) {
         /* Not durable: not copied, so local retention keeps the segment. */
         pthread_mutex_lock(&p->lock);
         p->segs[index_of(p, s.id)].state = TIERED_COPY_STARTED;
