@@ -198,7 +198,7 @@ static void test_only_the_leader_tiers(void **state)
     struct cluster c;
     struct cluster_options o = {.cluster_id = CLUSTER_ID,
                                 .election_timeout_ms = 1000,
-                                .session_timeout_ms = 8000,
+                                .session_timeout_ms = 10000,
                                 .internal_partitions = 1,
                                 .settings = settings};
     cluster_start(&c, &o);
