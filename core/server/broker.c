@@ -276,6 +276,20 @@ static bool tiered_topic_exists(void *ctx, const uint8_t topic_id[16])
     return exists;
 }
 
+/* Leadership as the replica manager records it: only a leader copies and
+ * deletes remote segments. */
+static enum tiered_role tiered_role(void *ctx, const char *topic, int32_t partition, int32_t *leader_epoch,
+                                    int32_t *replica_count)
+{
+    struct broker *b = ctx;
+    struct replica_partition_info info;
+    if (!replica_manager_lookup(b->replicas, topic, partition, &info, NULL))
+        return TIERED_ROLE_NONE;
+    *leader_epoch = info.leader_epoch;
+    *replica_count = info.replica_count;
+    return info.role == REPLICA_ROLE_LEADER ? TIERED_ROLE_LEADER : TIERED_ROLE_FOLLOWER;
+}
+
 static void tiered_read_ready(void *ctx, uintptr_t key)
 {
     struct broker *b = ctx;
@@ -298,6 +312,7 @@ static int start_tiered(struct broker *b, const char *dir, char *err, size_t err
         .reader_threads = config_get_int(b->config, "remote.log.reader.threads"),
         .cache_bytes = config_get_long(b->config, "remote.log.index.file.cache.total.size.bytes"),
         .topic_exists = tiered_topic_exists,
+        .role = tiered_role,
         .read_ready = tiered_read_ready,
         .ctx = b,
     };

@@ -22,18 +22,29 @@
 struct tiered;
 struct plugin_host;
 
+/* This broker's part in a partition, as the replica layer knows it. */
+enum tiered_role {
+    TIERED_ROLE_LEADER,   /* copies, deletes, and writes the partition's manifest to the store */
+    TIERED_ROLE_FOLLOWER, /* reads the leader's manifest; never copies nor deletes */
+    TIERED_ROLE_NONE,     /* not hosted here: left alone */
+};
+
 struct tiered_options {
     struct log_manager *logs;
     struct plugin_host *plugins;
     const char *state_dir; /* holds remote-log-metadata/ and remote-log-cache/ */
     int32_t node_id;
-    int64_t task_interval_ms;  /* remote.log.manager.task.interval.ms */
-    int32_t copier_threads;    /* remote.log.manager.thread.pool.size */
-    int32_t reader_threads;    /* remote.log.reader.threads */
-    int64_t cache_bytes;       /* remote.log.index.file.cache.total.size.bytes */
+    int64_t task_interval_ms; /* remote.log.manager.task.interval.ms */
+    int32_t copier_threads;   /* remote.log.manager.thread.pool.size */
+    int32_t reader_threads;   /* remote.log.reader.threads */
+    int64_t cache_bytes;      /* remote.log.index.file.cache.total.size.bytes */
     /* Whether a topic id (16 bytes) still names a topic: a partition's
      * remote segments are deleted once its topic is gone. */
     bool (*topic_exists)(void *ctx, const uint8_t topic_id[16]);
+    /* This broker's role for topic-partition, with the leader epoch and
+     * the replica count; NULL: leader of every partition, alone. */
+    enum tiered_role (*role)(void *ctx, const char *topic, int32_t partition, int32_t *leader_epoch,
+                             int32_t *replica_count);
     /* A remote read for the log keyed key landed: parked fetches retry. */
     void (*read_ready)(void *ctx, uintptr_t key);
     void *ctx;

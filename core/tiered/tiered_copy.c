@@ -45,8 +45,35 @@ static void remove_at_locked(struct tiered_partition *p, size_t i)
     p->count--;
 }
 
-static int save(struct tiered_partition *p)
+/* This broker's role for p now; the leader epoch in *epoch. */
+static enum tiered_role role_of(struct tiered *t, struct tiered_partition *p, int32_t *epoch, int32_t *replicas)
 {
+    *epoch = 0;
+    *replicas = 1;
+    if (!t->opts.role)
+        return TIERED_ROLE_LEADER;
+    return t->opts.role(t->opts.ctx, p->topic, p->partition, epoch, replicas);
+}
+
+#define SAVE_LOST_LEAD 1 /* save's answer when this broker no longer leads */
+
+/* The list, in the store's manifest first for a replicated partition (a
+ * change counts only once the other replicas can see it), then durable
+ * here: the local file never claims a copy the manifest does not, so a
+ * restart never trims local data on an unconfirmed copy. A broker that
+ * lost the lead writes nothing and gets SAVE_LOST_LEAD. */
+static int save(struct tiered *t, struct tiered_partition *p)
+{
+    if (p->replicated) {
+        int32_t epoch, replicas;
+        if (role_of(t, p, &epoch, &replicas) != TIERED_ROLE_LEADER || epoch != p->leading_epoch) {
+            logger_info("tiered", "%s-%" PRId32 ": no longer leader at epoch %" PRId32 "; the list stays unpublished",
+                        p->topic, p->partition, p->leading_epoch);
+            return SAVE_LOST_LEAD;
+        }
+        if (tiered_manifest_write(t, p, epoch) != 0)
+            return -1;
+    }
     char err[512] = "";
     pthread_mutex_lock(&p->lock);
     int rc = tiered_metadata_save(p, err, sizeof err);
@@ -67,7 +94,7 @@ static int delete_one(struct tiered *t, struct tiered_partition *p, size_t i, co
     bool was_started = p->segs[i].state == TIERED_DELETE_STARTED;
     p->segs[i].state = TIERED_DELETE_STARTED;
     pthread_mutex_unlock(&p->lock);
-    if (!was_started && save(p) != 0)
+    if (!was_started && save(t, p) != 0)
         return -1;
     struct cairn_remote_segment view;
     pthread_mutex_lock(&p->lock);
@@ -88,9 +115,9 @@ static int delete_one(struct tiered *t, struct tiered_partition *p, size_t i, co
     remove_at_locked(p, (size_t)index_of(p, id));
     pthread_mutex_unlock(&p->lock);
     metrics_add(t->metrics.segments_deleted, 1);
-    logger_info("tiered", "%s-%" PRId32 ": deleted remote segment %" PRId64 "-%" PRId64 " (%s)", p->topic,
-                p->partition, copy.start_offset, copy.end_offset, why);
-    return save(p);
+    logger_info("tiered", "%s-%" PRId32 ": deleted remote segment %" PRId64 "-%" PRId64 " (%s)", p->topic, p->partition,
+                copy.start_offset, copy.end_offset, why);
+    return save(t, p);
 }
 
 /* Entries a crash or a failure left unfinished: their objects go. */
@@ -191,7 +218,7 @@ static int copy_one(struct tiered *t, struct tiered_partition *p, struct partiti
         free(checkpoint);
         return -1;
     }
-    if (save(p) != 0) {
+    if (save(t, p) != 0) {
         pthread_mutex_lock(&p->lock);
         remove_at_locked(p, (size_t)index_of(p, s.id));
         pthread_mutex_unlock(&p->lock);
@@ -266,7 +293,24 @@ static int copy_one(struct tiered *t, struct tiered_partition *p, struct partiti
     memcpy(entry->custom, custom, custom_len);
     entry->custom_len = custom_len;
     pthread_mutex_unlock(&p->lock);
-    if (save(p) != 0) {
+    int saved = save(t, p);
+    if (saved == SAVE_LOST_LEAD) {
+        /* Copied while leading, never to be listed: the new leader may not
+         * know this copy, so it goes now (its id is this attempt's alone). */
+        pthread_mutex_lock(&p->lock);
+        ssize_t at = index_of(p, s.id);
+        struct tiered_segment mine = p->segs[at];
+        pthread_mutex_unlock(&p->lock);
+        tiered_segment_view(t, p, &mine, &view);
+        if (t->rsm->delete_segment(t->rsm_instance, &view, err, sizeof err) != CAIRN_OK)
+            logger_warn("tiered", "%s-%" PRId32 ": the copy at %" PRId64 " made before losing the lead stays: %s",
+                        p->topic, p->partition, info->base_offset, err);
+        pthread_mutex_lock(&p->lock);
+        remove_at_locked(p, (size_t)index_of(p, s.id));
+        pthread_mutex_unlock(&p->lock);
+        return -1;
+    }
+    if (saved != 0) {
         /* Not durable: not copied, so local retention keeps the segment. */
         pthread_mutex_lock(&p->lock);
         p->segs[index_of(p, s.id)].state = TIERED_COPY_STARTED;
@@ -362,31 +406,80 @@ static void remote_retention(struct tiered *t, struct tiered_partition *p, struc
     }
 }
 
+/* A follower: the leader's manifest becomes the list, and the local log
+ * learns the copied end the leader confirmed (local retention stays below
+ * it). No manifest yet: nothing is confirmed, the log keeps everything. */
+static void follow(struct tiered *t, struct tiered_partition *p, struct partition_log *log)
+{
+    p->leading_epoch = -1;
+    pthread_mutex_lock(&t->lock);
+    p->copy_lag = 0; /* the leader's to report */
+    pthread_mutex_unlock(&t->lock);
+    if (tiered_manifest_read(t, p) != 0)
+        return;
+    publish(p, log);
+}
+
+/* On taking the lead: the list the previous leader left in the store, so
+ * copies continue from its copied end and its segments stay served. */
+static int take_lead(struct tiered *t, struct tiered_partition *p, int32_t epoch)
+{
+    if (p->synced_epoch == epoch)
+        return 0;
+    if (tiered_manifest_read(t, p) < 0)
+        return -1; /* the store failed: copying now could duplicate; next pass */
+    p->synced_epoch = epoch;
+    p->leading_epoch = epoch;
+    return 0;
+}
+
 void tiered_copy_partition(struct tiered *t, struct tiered_partition *p, int64_t now_ms)
 {
-    clean_unfinished(t, p);
+    int32_t epoch, replicas;
+    enum tiered_role role = role_of(t, p, &epoch, &replicas);
+    if (role == TIERED_ROLE_NONE)
+        return;
+    p->replicated = t->opts.role != NULL && (replicas > 1 || p->manifest_epoch >= 0);
     struct partition_log *log = log_manager_get(t->opts.logs, p->topic, p->partition);
     if (!log)
         return;
     uint8_t id[16];
-    if (partition_log_topic_id(log, id) == 0 && memcmp(id, p->topic_id, 16) == 0) {
-        struct log_config cfg;
-        partition_log_get_config(log, &cfg);
-        /* Compacted topics are not tiered (as in Kafka): the cleaner rewrites
-         * segments a copy would have to follow. */
-        /* A DeleteRecords start below the local one is kept with the list. */
-        int64_t floor = partition_log_remote_floor(log);
-        if (floor > p->log_start_offset) {
-            pthread_mutex_lock(&p->lock);
-            p->log_start_offset = floor;
-            pthread_mutex_unlock(&p->lock);
-            save(p);
-        }
-        if (cfg.remote_storage_enable && !cfg.cleanup_compact)
-            copy_eligible(t, p, log);
-        remote_retention(t, p, log, &cfg, now_ms);
-        publish(p, log);
+    if (partition_log_topic_id(log, id) != 0 || memcmp(id, p->topic_id, 16) != 0) {
+        partition_log_close(log);
+        return;
     }
+    if (role == TIERED_ROLE_FOLLOWER) {
+        p->synced_epoch = -1;
+        follow(t, p, log);
+        partition_log_close(log);
+        return;
+    }
+    if (p->replicated && take_lead(t, p, epoch) != 0) {
+        partition_log_close(log);
+        return;
+    }
+    p->leading_epoch = epoch;
+    if (p->replicated && p->manifest_epoch != epoch && save(t, p) != 0) {
+        partition_log_close(log);
+        return;
+    }
+    clean_unfinished(t, p);
+    struct log_config cfg;
+    partition_log_get_config(log, &cfg);
+    /* A DeleteRecords start below the local one is kept with the list. */
+    int64_t floor = partition_log_remote_floor(log);
+    if (floor > p->log_start_offset) {
+        pthread_mutex_lock(&p->lock);
+        p->log_start_offset = floor;
+        pthread_mutex_unlock(&p->lock);
+        save(t, p);
+    }
+    /* Compacted topics are not tiered (as in Kafka): the cleaner rewrites
+     * segments a copy would have to follow. */
+    if (cfg.remote_storage_enable && !cfg.cleanup_compact)
+        copy_eligible(t, p, log);
+    remote_retention(t, p, log, &cfg, now_ms);
+    publish(p, log);
     partition_log_close(log);
 }
 
@@ -395,7 +488,7 @@ void tiered_delete_partition(struct tiered *t, struct tiered_partition *p)
     for (size_t i = 0; i < p->count;)
         if (delete_one(t, p, i, "topic deleted") != 0)
             i++;
-    if (p->count == 0) {
+    if (p->count == 0 && tiered_manifest_delete(t, p) == 0) {
         if (unlink(p->meta_path) != 0 && errno != ENOENT)
             logger_warn("tiered", "cannot remove %s: %s", p->meta_path, strerror(errno));
         pthread_mutex_lock(&t->lock);

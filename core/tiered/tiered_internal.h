@@ -52,10 +52,26 @@ struct tiered_partition {
     struct tiered_segment *segs;
     size_t count, cap;
     int64_t log_start_offset; /* lock: a DeleteRecords start below the local one, -1 when none */
-    int64_t copy_lag; /* manager lock: closed segments below the HW waiting for a copy */
-    bool busy;   /* manager lock: a copier works on it */
-    bool queued; /* manager lock: waiting in the copy queue */
-    bool gone;   /* its topic was deleted and every remote segment with it */
+    int64_t copy_lag;         /* manager lock: closed segments below the HW waiting for a copy */
+    bool busy;                /* manager lock: a copier works on it */
+    bool queued;              /* manager lock: waiting in the copy queue */
+    bool gone;                /* its topic was deleted and every remote segment with it */
+    /* Replication (copier holding busy): whether other replicas read the
+     * manifest (replica count > 1), the leader epoch this broker leads in
+     * (-1: not leading), the epoch whose manifest it read on taking the
+     * lead and the epoch it last wrote the manifest in. */
+    bool replicated;
+    int32_t leading_epoch;
+    int32_t synced_epoch;
+    int32_t manifest_epoch;
+};
+
+/* A remote segment list read back from a file or a manifest. */
+struct tiered_list {
+    struct tiered_segment *segs;
+    size_t count;
+    int64_t log_start_offset;
+    int32_t leader_epoch; /* the epoch of the leader that wrote it; -1 in a broker's own file */
 };
 
 struct tiered_metrics {
@@ -100,6 +116,25 @@ struct tiered {
  * <state_dir>/remote-log-metadata/<topic>-<partition>-<topic id hex>.json,
  * replaced atomically (write, fsync, rename, directory fsync). */
 int tiered_metadata_save(struct tiered_partition *p, char *err, size_t errlen);
+/* The list as JSON text (malloc'd; NULL when out of memory). Caller holds
+ * p->lock. */
+char *tiered_metadata_text(const struct tiered_partition *p, int32_t leader_epoch);
+/* Parses text written by tiered_metadata_text for partition p (another
+ * partition's list is refused). Returns 0, or -1 with err. */
+int tiered_metadata_parse(const char *text, size_t len, const struct tiered_partition *p, struct tiered_list *out,
+                          char *err, size_t errlen);
+void tiered_list_free(struct tiered_list *l);
+
+/* tiered_manifest.c: the partition's list kept in the remote store itself,
+ * as an object only the leader writes and every replica reads (see the
+ * file's comment for how it rides on copy_segment / fetch_segment). */
+/* Writes p's list (the leader, at epoch). Returns 0, or -1 (logged). */
+int tiered_manifest_write(struct tiered *t, struct tiered_partition *p, int32_t epoch);
+/* Replaces p's list by the manifest's and saves it locally. Returns 0, 1
+ * when the store holds no manifest (p unchanged), -1 on a failure (logged). */
+int tiered_manifest_read(struct tiered *t, struct tiered_partition *p);
+/* Deletes the manifest object (a deleted topic). Returns 0 or -1. */
+int tiered_manifest_delete(struct tiered *t, struct tiered_partition *p);
 /* Loads every file of dir into new partitions appended to t->parts. */
 int tiered_metadata_load_all(struct tiered *t, char *err, size_t errlen);
 void tiered_segment_free(struct tiered_segment *s);

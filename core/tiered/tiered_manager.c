@@ -55,6 +55,7 @@ struct tiered_partition *tiered_partition_get_locked(struct tiered *t, const cha
     }
     p->partition = partition;
     p->log_start_offset = -1;
+    p->leading_epoch = p->synced_epoch = p->manifest_epoch = -1;
     memcpy(p->topic_id, topic_id, 16);
     pthread_mutex_init(&p->lock, NULL);
     t->parts[t->part_count++] = p;
@@ -294,8 +295,9 @@ int tiered_start(const struct tiered_options *opts, struct tiered **out, char *e
     pthread_condattr_destroy(&attr);
     register_metrics(&t->metrics);
     if (!plugin_host_remote_storage(opts->plugins, &t->rsm, &t->rsm_instance, &t->plugin_name)) {
-        snprintf(err, errlen, "remote.log.storage.system.enable is true but no plugin in plugins= provides remote "
-                              "storage (e.g. storage-local)");
+        snprintf(err, errlen,
+                 "remote.log.storage.system.enable is true but no plugin in plugins= provides remote "
+                 "storage (e.g. storage-local)");
         goto fail;
     }
     if (asprintf(&t->meta_dir, "%s/remote-log-metadata", opts->state_dir) < 0) {

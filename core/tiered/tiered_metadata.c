@@ -70,23 +70,23 @@ static json_t *segment_json(const struct tiered_segment *s)
         json_array_append_new(aborted, json_pack("[IIII]", (json_int_t)e->producer_id, (json_int_t)e->first_offset,
                                                  (json_int_t)e->last_offset, (json_int_t)e->last_stable_offset));
     }
-    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:i, s:o, s:o, s:s}", "segment_id", id, "state",
-                     state_names[s->state], "start_offset", (json_int_t)s->start_offset, "end_offset",
-                     (json_int_t)s->end_offset, "max_timestamp_ms", (json_int_t)s->max_timestamp_ms,
-                     "segment_size_bytes", (json_int_t)s->size_bytes, "event_timestamp_ms",
-                     (json_int_t)s->event_timestamp_ms, "broker_id", (int)s->broker_id, "leader_epochs",
-                     epochs ? epochs : json_array(), "aborted_txns", aborted ? aborted : json_array(),
-                     "custom_metadata", custom);
+    return json_pack(
+        "{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:i, s:o, s:o, s:s}", "segment_id", id, "state", state_names[s->state],
+        "start_offset", (json_int_t)s->start_offset, "end_offset", (json_int_t)s->end_offset, "max_timestamp_ms",
+        (json_int_t)s->max_timestamp_ms, "segment_size_bytes", (json_int_t)s->size_bytes, "event_timestamp_ms",
+        (json_int_t)s->event_timestamp_ms, "broker_id", (int)s->broker_id, "leader_epochs",
+        epochs ? epochs : json_array(), "aborted_txns", aborted ? aborted : json_array(), "custom_metadata", custom);
 }
 
-int tiered_metadata_save(struct tiered_partition *p, char *err, size_t errlen)
+char *tiered_metadata_text(const struct tiered_partition *p, int32_t leader_epoch)
 {
     char topic_id[33];
     tiered_hex(p->topic_id, 16, topic_id);
     json_t *segs = json_array();
-    json_t *root = json_pack("{s:i, s:s, s:i, s:s, s:I, s:o}", "version", 1, "topic", p->topic, "partition",
+    json_t *root = json_pack("{s:i, s:s, s:i, s:s, s:I, s:i, s:o}", "version", 1, "topic", p->topic, "partition",
                              (int)p->partition, "topic_id", topic_id, "log_start_offset",
-                             (json_int_t)p->log_start_offset, "segments", segs ? segs : json_array());
+                             (json_int_t)p->log_start_offset, "leader_epoch", (int)leader_epoch, "segments",
+                             segs ? segs : json_array());
     for (size_t i = 0; root && i < p->count; i++) {
         json_t *s = segment_json(&p->segs[i]);
         if (!s || json_array_append_new(json_object_get(root, "segments"), s) != 0) {
@@ -96,6 +96,12 @@ int tiered_metadata_save(struct tiered_partition *p, char *err, size_t errlen)
     }
     char *text = root ? json_dumps(root, JSON_INDENT(1)) : NULL;
     json_decref(root);
+    return text;
+}
+
+int tiered_metadata_save(struct tiered_partition *p, char *err, size_t errlen)
+{
+    char *text = tiered_metadata_text(p, -1);
     if (!text) {
         snprintf(err, errlen, "out of memory");
         return ENOMEM;
@@ -177,6 +183,73 @@ static int parse_segment(json_t *js, struct tiered_segment *s)
     return 0;
 }
 
+/* The segments of a parsed list into *segs (*count of them). */
+static int parse_segments(json_t *segs, struct tiered_segment **out, size_t *count, char *err, size_t errlen)
+{
+    size_t n = json_array_size(segs);
+    *out = n ? calloc(n, sizeof **out) : NULL;
+    *count = 0;
+    if (n && !*out) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (parse_segment(json_array_get(segs, i), &(*out)[i]) != 0) {
+            snprintf(err, errlen, "segment %zu is malformed", i);
+            return -1;
+        }
+        (*count)++;
+    }
+    return 0;
+}
+
+int tiered_metadata_parse(const char *text, size_t len, const struct tiered_partition *p, struct tiered_list *out,
+                          char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    out->log_start_offset = -1;
+    out->leader_epoch = -1;
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    const char *topic = NULL, *topic_id = NULL;
+    int partition = -1;
+    json_t *segs = NULL;
+    uint8_t id[16];
+    if (!root ||
+        json_unpack(root, "{s:s, s:i, s:s, s:o}", "topic", &topic, "partition", &partition, "topic_id", &topic_id,
+                    "segments", &segs) != 0 ||
+        unhex(topic_id, id, 16) != 0 || !json_is_array(segs)) {
+        snprintf(err, errlen, "not a remote segment list (%s)", root ? "fields" : jerr.text);
+        json_decref(root);
+        return -1;
+    }
+    if (strcmp(topic, p->topic) != 0 || partition != p->partition || memcmp(id, p->topic_id, 16) != 0) {
+        snprintf(err, errlen, "the list of another partition (%s-%d)", topic, partition);
+        json_decref(root);
+        return -1;
+    }
+    json_t *start = json_object_get(root, "log_start_offset");
+    if (json_is_integer(start))
+        out->log_start_offset = json_integer_value(start);
+    json_t *epoch = json_object_get(root, "leader_epoch");
+    if (json_is_integer(epoch))
+        out->leader_epoch = (int32_t)json_integer_value(epoch);
+    int rc = parse_segments(segs, &out->segs, &out->count, err, errlen);
+    json_decref(root);
+    if (rc != 0)
+        tiered_list_free(out);
+    return rc;
+}
+
+void tiered_list_free(struct tiered_list *l)
+{
+    for (size_t i = 0; i < l->count; i++)
+        tiered_segment_free(&l->segs[i]);
+    free(l->segs);
+    l->segs = NULL;
+    l->count = 0;
+}
+
 static int load_file(struct tiered *t, const char *path, char *err, size_t errlen)
 {
     json_error_t jerr;
@@ -185,8 +258,9 @@ static int load_file(struct tiered *t, const char *path, char *err, size_t errle
     int partition = -1;
     json_t *segs = NULL;
     uint8_t id[16];
-    if (!root || json_unpack(root, "{s:s, s:i, s:s, s:o}", "topic", &topic, "partition", &partition, "topic_id",
-                             &topic_id, "segments", &segs) != 0 ||
+    if (!root ||
+        json_unpack(root, "{s:s, s:i, s:s, s:o}", "topic", &topic, "partition", &partition, "topic_id", &topic_id,
+                    "segments", &segs) != 0 ||
         unhex(topic_id, id, 16) != 0 || !json_is_array(segs)) {
         snprintf(err, errlen, "%s: not a remote segment list (%s)", path, root ? "fields" : jerr.text);
         json_decref(root);
@@ -195,33 +269,32 @@ static int load_file(struct tiered *t, const char *path, char *err, size_t errle
     pthread_mutex_lock(&t->lock);
     struct tiered_partition *p = tiered_partition_get_locked(t, topic, partition, id);
     pthread_mutex_unlock(&t->lock);
-    int rc = p ? 0 : -1;
-    if (!p)
+    if (!p) {
         snprintf(err, errlen, "out of memory");
-    json_t *start = json_object_get(root, "log_start_offset");
-    if (p && json_is_integer(start))
-        p->log_start_offset = json_integer_value(start);
-    for (size_t i = 0; rc == 0 && i < json_array_size(segs); i++) {
-        if (p->count == p->cap) {
-            size_t cap = p->cap ? p->cap * 2 : 16;
-            struct tiered_segment *grown = realloc(p->segs, cap * sizeof *grown);
-            if (!grown) {
-                snprintf(err, errlen, "out of memory");
-                rc = -1;
-                break;
-            }
-            p->segs = grown;
-            p->cap = cap;
-        }
-        if (parse_segment(json_array_get(segs, i), &p->segs[p->count]) != 0) {
-            snprintf(err, errlen, "%s: segment %zu is malformed", path, i);
-            rc = -1;
-            break;
-        }
-        p->count++;
+        json_decref(root);
+        return -1;
     }
+    json_t *start = json_object_get(root, "log_start_offset");
+    if (json_is_integer(start))
+        p->log_start_offset = json_integer_value(start);
+    char why[256] = "";
+    struct tiered_segment *list = NULL;
+    size_t n = 0;
+    int rc = parse_segments(segs, &list, &n, why, sizeof why);
     json_decref(root);
-    return rc;
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        for (size_t i = 0; i < n; i++)
+            tiered_segment_free(&list[i]);
+        free(list);
+        return -1;
+    }
+    for (size_t i = 0; i < p->count; i++)
+        tiered_segment_free(&p->segs[i]);
+    free(p->segs);
+    p->segs = list;
+    p->count = p->cap = n;
+    return 0;
 }
 
 int tiered_metadata_load_all(struct tiered *t, char *err, size_t errlen)

@@ -16,7 +16,7 @@
 #include "rk_helpers.h"
 #include "tiered_common.h"
 
-static void record_value(long i, char *out, size_t outlen)
+void tiered_record_value(long i, char *out, size_t outlen)
 {
     /* Varied lengths and content so a shifted or mixed-up byte shows. */
     int len = snprintf(out, outlen, "value-%06ld-", i);
@@ -34,7 +34,7 @@ void produce_round(struct tiered_state *st, long count)
         long i = st->produced + n;
         char key[32], value[256];
         snprintf(key, sizeof key, "key-%ld", i);
-        record_value(i, value, sizeof value);
+        tiered_record_value(i, value, sizeof value);
         int64_t ts = st->ts_base ? st->ts_base + 10 * (int64_t)i : 0;
         assert_int_equal(rk_produce_blocking(p, TOPIC, 0, key, strlen(key), value, strlen(value), ts, NULL, NULL),
                          RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -102,12 +102,12 @@ void wait_tiered(struct tiered_state *st, int max_local, int min_remote)
     fail_msg("local segments %d (want <= %d), remote %d (want >= %d)", l, max_local, r, min_remote);
 }
 
-static bool check_record(const rd_kafka_message_t *msg, void *ctx)
+bool tiered_check_record(const rd_kafka_message_t *msg, void *ctx)
 {
     long *next = ctx;
     char key[32], value[256];
     snprintf(key, sizeof key, "key-%ld", *next);
-    record_value(*next, value, sizeof value);
+    tiered_record_value(*next, value, sizeof value);
     if (msg->offset != *next || msg->key_len != strlen(key) || memcmp(msg->key, key, msg->key_len) != 0 ||
         msg->len != strlen(value) || memcmp(msg->payload, value, msg->len) != 0) {
         fprintf(stderr, "record at offset %lld differs from record %ld\n", (long long)msg->offset, *next);
@@ -121,7 +121,7 @@ void consume_all_from_zero(struct tiered_state *st)
 {
     long next = 0;
     long want = st->produced;
-    long got = rk_consume_each(broker_bootstrap(&st->broker), TOPIC, 1, &want, 90000, check_record, &next);
+    long got = rk_consume_each(broker_bootstrap(&st->broker), TOPIC, 1, &want, 90000, tiered_check_record, &next);
     if (got != st->produced) {
         broker_print_log_tail(&st->broker, 40);
         fail_msg("consumed %ld of %ld records", got, st->produced);

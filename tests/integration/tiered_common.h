@@ -25,6 +25,14 @@ struct tiered_state {
     int64_t ts_base; /* non-zero: record i is stamped ts_base + 10 * i */
 };
 
+/* Record i's value: varied lengths and content so a shifted or mixed-up
+ * byte shows (keys are key-<i>). */
+void tiered_record_value(long i, char *out, size_t outlen);
+
+/* rk_consume_each's callback: the message is record *(long *)ctx (offset,
+ * key and value), then counts it. */
+bool tiered_check_record(const rd_kafka_message_t *msg, void *ctx);
+
 /* Produces count more records (keys key-<i>, values record_value) to
  * partition 0 of TOPIC; every one must be acknowledged. */
 void produce_round(struct tiered_state *st, long count);
