@@ -87,7 +87,9 @@ struct client_node {
     struct client_frame_reader reader;
     int16_t api_versions_sent;
     struct sasl_client *sasl; /* while authenticating, else NULL */
-    int64_t session_end_ms;   /* SASL session lifetime (KIP-368) nearly over: reconnect when idle; 0 none */
+    uint8_t *sasl_msg;        /* OAUTHBEARER's initial response while authenticating, else NULL */
+    size_t sasl_msg_len;
+    int64_t session_end_ms; /* SASL session lifetime (KIP-368) nearly over: reconnect when idle; 0 none */
     /* Under the client mutex: read by net_client_api_range / _node_stats. */
     int16_t api_min[CLIENT_API_KEYS], api_max[CLIENT_API_KEYS]; /* -1: not served */
     bool versions_known;
