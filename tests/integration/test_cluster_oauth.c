@@ -257,6 +257,21 @@ static void alter_forwarded(struct cluster *c, int via)
         fail_msg("num.replica.fetchers=2 via node %d: error %d %s", via, code, msg);
 }
 
+/* Lines of every node's log holding needle. */
+static int count_logged(struct cluster *c, const char *needle)
+{
+    int n = 0;
+    for (int i = 0; i < N; i++) {
+        FILE *f = fopen(c->nodes[i].log_path, "r");
+        char line[2048];
+        while (f && fgets(line, sizeof line, f))
+            n += strstr(line, needle) != NULL;
+        if (f)
+            fclose(f);
+    }
+    return n;
+}
+
 static bool any_logged(struct cluster *c, const char *needle)
 {
     for (int i = 0; i < N; i++)
@@ -300,10 +315,19 @@ static void test_links_over_oauthbearer(void **state)
      * each node fetches new ones before, and its links re-authenticate
      * with them (the plugin ends a session when its token expires). */
     int first = atomic_load(&idp.issued);
+    const char *authenticated = "User:" CLIENT_ID " authenticated with OAUTHBEARER from";
+    int sessions = count_logged(&c, authenticated);
     long long deadline = started + (TOKEN_LIFETIME_S + 5) * 1000LL + 30000;
     while (harness_now_ms() < started + (TOKEN_LIFETIME_S + 5) * 1000LL || atomic_load(&idp.issued) < first + N) {
         if (harness_now_ms() > deadline)
             fail_msg("the nodes fetched %d tokens after the first %d", atomic_load(&idp.issued) - first, first);
+        usleep(200 * 1000);
+    }
+    /* Sessions end with their tokens: the links opened new ones since. */
+    deadline = harness_now_ms() + 20000;
+    while (count_logged(&c, authenticated) < sessions + N) {
+        if (harness_now_ms() > deadline)
+            fail_msg("no new sessions after the first tokens expired (%d before)", sessions);
         usleep(200 * 1000);
     }
     produce_acked(bootstrap, "oauth-linked", 1, 100);

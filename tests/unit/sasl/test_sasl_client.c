@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -139,12 +140,57 @@ static void test_jaas(void **state)
     assert_non_null(strstr(err, "user_admin"));
 }
 
+/* OAuthBearerLoginModule's options for the links, and Kafka's initial
+ * client response. */
+static void test_jaas_oauth_and_message(void **state)
+{
+    (void)state;
+    char id[64], secret[64], scope[64], err[200];
+    struct sasl_jaas_option opts[] = {
+        {"clientId", id, sizeof id}, {"clientSecret", secret, sizeof secret}, {"scope", scope, sizeof scope}};
+    const char *module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule";
+    assert_int_equal(sasl_jaas_parse_module("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+                                            "required clientId=\"broker\" clientSecret=\"s3cret\";",
+                                            module, opts, 3, err, sizeof err),
+                     0);
+    assert_string_equal(id, "broker");
+    assert_string_equal(secret, "s3cret");
+    assert_string_equal(scope, "");
+    assert_int_equal(sasl_jaas_parse_module("org.apache.kafka.common.security.plain.PlainLoginModule required;", module,
+                                            opts, 3, err, sizeof err),
+                     -2);
+    assert_int_equal(sasl_jaas_parse_module("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+                                            "required clientId=b unsecuredLoginStringClaim_sub=x;",
+                                            module, opts, 3, err, sizeof err),
+                     -1);
+    assert_string_equal(err, "option unsecuredLoginStringClaim_sub is not served (only clientId, clientSecret and "
+                             "scope)");
+    assert_int_equal(sasl_jaas_parse_module("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+                                            "required clientSecret=\"0123456789012345678901234567890123456789"
+                                            "01234567890123456789012345\";",
+                                            module, opts, 3, err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "clientSecret is too long"));
+    assert_null(strstr(err, "0123"));
+
+    size_t len = 0;
+    char *msg = sasl_oauthbearer_message("abc.def.ghi", &len);
+    assert_non_null(msg);
+    assert_int_equal(len, 29);
+    assert_memory_equal(msg,
+                        "n,,\x01"
+                        "auth=Bearer abc.def.ghi\x01\x01",
+                        len);
+    free(msg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scram_against_the_server),
         cmocka_unit_test(test_plain_and_bad_input),
         cmocka_unit_test(test_jaas),
+        cmocka_unit_test(test_jaas_oauth_and_message),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
