@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -267,8 +268,14 @@ static void *login_main(void *arg)
         char *token = request_token(l, &expiry, err, sizeof err);
         int64_t wait;
         if (token) {
-            int64_t at = oauth_login_refresh_at(&l->s, start, expiry, (double)rand() / ((double)RAND_MAX + 1.0));
+            /* The jitter spreads the refreshes of many nodes; rand() would be the same in each. */
+            uint32_t r = 0;
+            if (RAND_bytes((unsigned char *)&r, sizeof r) != 1)
+                r = (uint32_t)start;
+            int64_t at = oauth_login_refresh_at(&l->s, start, expiry, (double)r / 4294967296.0);
             wait = at > start ? at - start : 0;
+            if (wait < l->s.retry_backoff_ms) /* a token about to expire must not make a busy loop */
+                wait = l->s.retry_backoff_ms;
             logger_info("oauth", "%s link: got an access token for client %s from %s, valid %lld s, next one in %lld s",
                         l->link, l->client_id, l->url, (long long)((expiry - start) / 1000), (long long)(wait / 1000));
             failures = 0;
