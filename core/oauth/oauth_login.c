@@ -22,6 +22,8 @@
 /* Owned by the main thread (start/stop); token, expiry, last_error and
  * attempted are guarded by mu, the rest is read-only while the thread runs. */
 struct oauth_login {
+    struct oauth_login *next; /* in the registry, under registry_mu */
+    int refs;                 /* under registry_mu */
     struct oauth_login_settings s;
     char link[32], url[FIELD_MAX], client_id[FIELD_MAX], client_secret[FIELD_MAX], scope[FIELD_MAX];
     pthread_t thread;
@@ -32,6 +34,12 @@ struct oauth_login {
     int64_t expiry_ms; /* Unix ms */
     char last_error[400];
 };
+
+/* The logins running in this process: links with the same settings share
+ * one (a combined node opens its controller link twice, for the quorum and
+ * for the broker), so one token request serves both. */
+static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct oauth_login *registry;
 
 struct answer {
     char *data;
@@ -310,7 +318,7 @@ static void *login_main(void *arg)
     return NULL;
 }
 
-struct oauth_login *oauth_login_start(const struct oauth_login_settings *s, char *err, size_t errlen)
+static struct oauth_login *login_new(const struct oauth_login_settings *s, char *err, size_t errlen)
 {
     /* Thread-safe in libcurl 7.84+; called on the main thread anyway. */
     CURLcode crc = curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -380,10 +388,8 @@ int oauth_login_token(struct oauth_login *l, char **token, char *err, size_t err
     return *token ? 0 : -1;
 }
 
-void oauth_login_stop(struct oauth_login *l)
+static void login_free(struct oauth_login *l)
 {
-    if (!l)
-        return;
     pthread_mutex_lock(&l->mu);
     l->stopping = true;
     pthread_cond_broadcast(&l->cond);
@@ -397,4 +403,49 @@ void oauth_login_stop(struct oauth_login *l)
     OPENSSL_cleanse(l, sizeof *l);
     free(l);
     curl_global_cleanup();
+}
+
+static bool same_settings(const struct oauth_login_settings *a, const struct oauth_login_settings *b)
+{
+    return strcmp(a->link, b->link) == 0 && strcmp(a->token_endpoint_url, b->token_endpoint_url) == 0 &&
+           strcmp(a->client_id, b->client_id) == 0 && strcmp(a->client_secret, b->client_secret) == 0 &&
+           strcmp(a->scope ? a->scope : "", b->scope ? b->scope : "") == 0 &&
+           a->refresh_window_factor == b->refresh_window_factor &&
+           a->refresh_window_jitter == b->refresh_window_jitter &&
+           a->refresh_min_period_ms == b->refresh_min_period_ms && a->refresh_buffer_ms == b->refresh_buffer_ms &&
+           a->connect_timeout_ms == b->connect_timeout_ms && a->read_timeout_ms == b->read_timeout_ms &&
+           a->retry_backoff_ms == b->retry_backoff_ms && a->retry_backoff_max_ms == b->retry_backoff_max_ms;
+}
+
+struct oauth_login *oauth_login_start(const struct oauth_login_settings *s, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&registry_mu);
+    struct oauth_login *l = registry;
+    while (l && !same_settings(&l->s, s))
+        l = l->next;
+    if (!l && (l = login_new(s, err, errlen)) != NULL) {
+        l->next = registry;
+        registry = l;
+    }
+    if (l)
+        l->refs++;
+    pthread_mutex_unlock(&registry_mu);
+    return l;
+}
+
+void oauth_login_stop(struct oauth_login *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&registry_mu);
+    bool last = --l->refs == 0;
+    if (last) {
+        struct oauth_login **p = &registry;
+        while (*p != l)
+            p = &(*p)->next;
+        *p = l->next;
+    }
+    pthread_mutex_unlock(&registry_mu);
+    if (last)
+        login_free(l);
 }

@@ -32,17 +32,19 @@ struct oauth_login_settings {
 
 struct oauth_login;
 
-/* Starts the login and waits for its first request's outcome (bounded by
- * the timeouts), so links opened next find a token when the endpoint
- * answers; a refusal is logged and retried, not an error here. NULL with
- * err only when the login cannot run at all. */
+/* Starts the login and waits for its first request's outcome (5 s at
+ * most), so links opened next find a token when the endpoint answers; a
+ * refusal is logged and retried, not an error here. A login with the same
+ * settings already running is shared (counted: one stop per start). NULL
+ * with err only when the login cannot run at all. */
 struct oauth_login *oauth_login_start(const struct oauth_login_settings *s, char *err, size_t errlen);
 
 /* A copy of the current access token in *token (caller frees), 0; or -1
  * with err saying why there is none (the endpoint's last answer). */
 int oauth_login_token(struct oauth_login *l, char **token, char *err, size_t errlen);
 
-/* Stops the thread, wipes the secret and the token. NULL is a no-op. */
+/* Drops one start; the last one stops the thread and wipes the secret
+ * and the token. NULL is a no-op. */
 void oauth_login_stop(struct oauth_login *l);
 
 /* When to fetch again a token valid from start_ms to expiry_ms (Unix

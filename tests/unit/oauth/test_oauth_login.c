@@ -77,6 +77,16 @@ static void test_endpoint_down(void **state)
     assert_null(token);
     assert_non_null(strstr(err, "no access token from http://127.0.0.1:1/token: "));
     assert_null(strstr(err, "secret"));
+    /* The same settings share the login; another client gets its own. */
+    struct oauth_login *same = oauth_login_start(&s, err, sizeof err);
+    assert_ptr_equal(same, l);
+    s.client_id = "other";
+    struct oauth_login *other = oauth_login_start(&s, err, sizeof err);
+    assert_non_null(other);
+    assert_ptr_not_equal(other, l);
+    oauth_login_stop(same);
+    assert_int_equal(oauth_login_token(l, &token, err, sizeof err), -1);
+    oauth_login_stop(other);
     oauth_login_stop(l);
     oauth_login_stop(NULL);
 }
