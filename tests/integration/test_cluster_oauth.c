@@ -8,7 +8,8 @@
  * broker registers, a config change is forwarded, an acks=all produce
  * needs both followers, and the links go on with new tokens after the
  * first ones expired. A node with a wrong client secret gets no token,
- * never registers, and its log names the link and the endpoint's error. */
+ * never registers, and its log names the link and the endpoint's error;
+ * nodes started while the endpoint is down come up once it is back. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <openssl/evp.h>
 #include <poll.h>
@@ -45,13 +47,15 @@
 /* The test's identity provider: POST /token with HTTP Basic client
  * credentials and grant_type=client_credentials&scope=kafka.cluster gets
  * an ES256 JWT for sub=<client id>; anything else a 401 or 400 with an
- * RFC 6749 error. Its thread alone signs (jwt_forge is single-threaded). */
+ * RFC 6749 error. */
 struct idp {
     int fd, port;
     pthread_t thread;
     atomic_bool stop;
+    atomic_bool down; /* answers 503 temporarily_unavailable while set */
     EVP_PKEY *key;
-    atomic_int issued, refused;
+    atomic_int issued, refused, serving;
+    pthread_mutex_t sign_mu; /* jwt_forge is single-threaded */
 };
 
 static void idp_answer(int fd, int status, const char *body)
@@ -90,7 +94,7 @@ static int basic_credentials(const char *req, char *out, size_t cap)
 
 static void idp_serve(struct idp *idp, int fd)
 {
-    struct timeval tv = {2, 0};
+    struct timeval tv = {15, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     char req[8192];
     size_t len = 0;
@@ -113,6 +117,11 @@ static void idp_serve(struct idp *idp, int fd)
         return;
     }
     char creds[512];
+    if (atomic_load(&idp->down)) {
+        atomic_fetch_add(&idp->refused, 1);
+        idp_answer(fd, 503, "{\"error\":\"temporarily_unavailable\",\"error_description\":\"down for the test\"}");
+        return;
+    }
     if (strncmp(req, "POST /token ", 12) != 0 || !strstr(body, "grant_type=client_credentials") ||
         !strstr(body, "scope=" SCOPE)) {
         atomic_fetch_add(&idp->refused, 1);
@@ -130,7 +139,9 @@ static void idp_serve(struct idp *idp, int fd)
              "{\"sub\":\"" CLIENT_ID "\",\"aud\":\"cairn\",\"iss\":\"https://issuer.test\",\"iat\":%ld,\"exp\":%ld,"
              "\"scope\":\"" SCOPE "\"}",
              now - 1, now + TOKEN_LIFETIME_S);
+    pthread_mutex_lock(&idp->sign_mu);
     char *token = forge_token(idp->key, "ES256", "idp-key", claims);
+    pthread_mutex_unlock(&idp->sign_mu);
     if (!token) {
         idp_answer(fd, 400, "{\"error\":\"server_error\"}");
         return;
@@ -143,6 +154,23 @@ static void idp_serve(struct idp *idp, int fd)
     idp_answer(fd, 200, answer);
 }
 
+struct idp_conn {
+    struct idp *idp;
+    int fd;
+};
+
+static void *idp_conn_main(void *arg)
+{
+    struct idp_conn *c = arg;
+    idp_serve(c->idp, c->fd);
+    close(c->fd);
+    atomic_fetch_sub(&c->idp->serving, 1);
+    free(c);
+    return NULL;
+}
+
+/* One thread per connection: a node that is slow to send its request (a
+ * loaded machine) holds up no other. */
 static void *idp_main(void *arg)
 {
     struct idp *idp = arg;
@@ -151,12 +179,24 @@ static void *idp_main(void *arg)
         if (poll(&p, 1, 200) <= 0)
             continue;
         /* CLOEXEC: the cairnd processes forked meanwhile must not hold them. */
-        int fd = accept4(idp->fd, NULL, NULL, SOCK_CLOEXEC);
+        int fd = accept4(idp->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
             continue;
-        idp_serve(idp, fd);
-        close(fd);
+        int flags = fcntl(fd, F_GETFL);
+        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+        struct idp_conn *c = malloc(sizeof *c);
+        pthread_t t;
+        atomic_fetch_add(&idp->serving, 1);
+        if (!c || (c->idp = idp, c->fd = fd, pthread_create(&t, NULL, idp_conn_main, c)) != 0) {
+            atomic_fetch_sub(&idp->serving, 1);
+            close(fd);
+            free(c);
+            continue;
+        }
+        pthread_detach(t);
     }
+    while (atomic_load(&idp->serving) > 0)
+        usleep(10000);
     return NULL;
 }
 
@@ -164,6 +204,7 @@ static void idp_start(struct idp *idp, EVP_PKEY *key)
 {
     memset(idp, 0, sizeof *idp);
     idp->key = key;
+    pthread_mutex_init(&idp->sign_mu, NULL);
     idp->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     assert_true(idp->fd >= 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -335,8 +376,10 @@ static void test_links_over_oauthbearer(void **state)
     assert_int_equal(v.p[0].isr_count, 3);
     alter_forwarded(&c, controller == 1 ? 3 : 1);
     wait_view(&c, 2, ALL, "oauth-linked", 1, 10000);
-    assert_false(any_logged(&c, "did not give client"));
-    assert_false(any_logged(&c, "OAUTHBEARER authentication as"));
+    /* The listeners never refused a token the links sent, new or old. */
+    assert_false(any_logged(&c, "on CONTROLLER failed"));
+    assert_false(any_logged(&c, "on INTERNAL failed"));
+    assert_int_equal(atomic_load(&idp.refused), 0);
     cluster_stop(&c);
     idp_stop(&idp);
     cleanup(key);
@@ -387,11 +430,43 @@ static void test_wrong_secret_stays_out(void **state)
     cleanup(key);
 }
 
+/* The endpoint is down when the nodes start: they start anyway, their
+ * links fail with its answer, and once it is back the logins retry, the
+ * brokers register and the quorum forms. */
+static void test_endpoint_back_later(void **state)
+{
+    (void)state;
+    EVP_PKEY *key = make_key();
+    struct idp idp;
+    idp_start(&idp, key);
+    atomic_store(&idp.down, true);
+    struct cluster c;
+    start(&c, &idp, NULL, ALL);
+    char line[300];
+    snprintf(line, sizeof line,
+             "controller link: the token endpoint http://127.0.0.1:%d/token did not give client " CLIENT_ID
+             " an access token: HTTP 503: temporarily_unavailable (down for the test)",
+             idp.port);
+    for (int i = 0; i < N; i++)
+        broker_wait_log(&c.nodes[i], line, 30000);
+    broker_wait_log(&c.nodes[0], "controller link: SASL OAUTHBEARER authentication as " CLIENT_ID, 30000);
+    assert_int_equal(atomic_load(&idp.issued), 0);
+    atomic_store(&idp.down, false);
+    for (int i = 0; i < N; i++)
+        broker_wait_ready(&c.nodes[i]);
+    wait_view(&c, 1, ALL, NULL, 0, 30000);
+    assert_true(atomic_load(&idp.issued) >= N);
+    cluster_stop(&c);
+    idp_stop(&idp);
+    cleanup(key);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_links_over_oauthbearer),
         cmocka_unit_test(test_wrong_secret_stays_out),
+        cmocka_unit_test(test_endpoint_back_later),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
