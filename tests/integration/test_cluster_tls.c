@@ -355,6 +355,25 @@ static void test_sasl_links_refused(void **state)
                                   NULL};
     expect_refused(extra_option, "option user_admin is not served (only username and password)");
 
+    /* OAUTHBEARER needs the token endpoint and OAuthBearerLoginModule's client credentials. */
+    const char *no_endpoint[] = {"inter.broker.listener.name=INTERNAL",
+                                 "sasl.mechanism.inter.broker.protocol=OAUTHBEARER",
+                                 "listener.name.internal.oauthbearer.sasl.jaas.config="
+                                 "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                                 "clientId=\"b\" clientSecret=\"s\";",
+                                 NULL};
+    expect_refused(no_endpoint, "inter-broker link: listener INTERNAL uses SASL OAUTHBEARER, but "
+                                "sasl.oauthbearer.token.endpoint.url is not set");
+    const char *plain_module[] = {"inter.broker.listener.name=INTERNAL",
+                                  "sasl.mechanism.inter.broker.protocol=oauthbearer",
+                                  "sasl.oauthbearer.token.endpoint.url=http://127.0.0.1:1/token",
+                                  "listener.name.internal.oauthbearer.sasl.jaas.config="
+                                  "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                                  "username=\"b\" password=\"p\";",
+                                  NULL};
+    expect_refused(plain_module, "listener.name.internal.oauthbearer.sasl.jaas.config: the login module must be "
+                                 "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule");
+
     /* A SASL controller listener: the node's own credentials, and a
      * mechanism the listener serves (test_controller_sasl.c runs it). */
     const char *controller[] = {"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL",
