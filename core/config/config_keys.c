@@ -220,17 +220,23 @@ static const struct config_key_def broker_keys[] = {
     {KEY_STRING("sasl.mechanism.controller.protocol", "GSSAPI"), MEDIUM, IN(NETWORK),
      .doc = "SASL mechanism of the controller links (quorum requests between voters, broker registration and "
             "heartbeats, forwarded admin requests) when the controller listener maps to SASL_PLAINTEXT or SASL_SSL: "
-            "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER, with the node's credentials in "
+            "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI, with the node's credentials in "
             "listener.name.<controller listener>.<mechanism>.sasl.jaas.config (names in lower case; for OAUTHBEARER "
-            "the token endpoint's clientId, clientSecret and scope, see sasl.oauthbearer.token.endpoint.url); the "
-            "controller listener must serve it (listener.name.<l>.sasl.enabled.mechanisms). Kafka's default GSSAPI "
-            "is refused at startup there."},
+            "the token endpoint's clientId, clientSecret and scope, see sasl.oauthbearer.token.endpoint.url; for "
+            "GSSAPI Krb5LoginModule's keyTab and principal, see sasl.kerberos.service.name); the controller listener "
+            "must serve it (listener.name.<l>.sasl.enabled.mechanisms)."},
     {KEY_STRING("sasl.mechanism.inter.broker.protocol", "GSSAPI"), MEDIUM, IN(NETWORK),
      .doc = "SASL mechanism of the inter-broker link (replica fetchers, transaction markers) when its listener "
-            "maps to SASL_PLAINTEXT or SASL_SSL: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER, with the node's "
-            "credentials in listener.name.<listener>.<mechanism>.sasl.jaas.config (names in lower case; for "
+            "maps to SASL_PLAINTEXT or SASL_SSL: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI, with the "
+            "node's credentials in listener.name.<listener>.<mechanism>.sasl.jaas.config (names in lower case; for "
             "OAUTHBEARER the token endpoint's clientId, clientSecret and scope, see "
-            "sasl.oauthbearer.token.endpoint.url); Kafka's default GSSAPI is refused at startup there."},
+            "sasl.oauthbearer.token.endpoint.url; for GSSAPI Krb5LoginModule's keyTab and principal, see "
+            "sasl.kerberos.service.name)."},
+    {KEY_STRING("sasl.kerberos.service.name", NULL), MEDIUM, IN(NETWORK),
+     .doc = "GSSAPI on the node's own links: the first part of the service principal asked for, "
+            "<name>/<host dialled>@REALM (serviceName in the link's Krb5LoginModule entry wins). The link's keyTab "
+            "becomes krb5's client keytab (KRB5_CLIENT_KTNAME), one per process; krb5 takes the principal from it "
+            "(or from the ticket cache)."},
     {KEY_STRING("sasl.oauthbearer.token.endpoint.url", NULL), MEDIUM, IN(NETWORK),
      .doc = "OAUTHBEARER on the node's own links (sasl.mechanism.controller.protocol or "
             "sasl.mechanism.inter.broker.protocol): the identity provider's OAuth 2 token endpoint (http or https). "

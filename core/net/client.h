@@ -61,6 +61,11 @@ struct net_client_config {
      * client. */
     int (*sasl_token)(void *ctx, char **token, char *err, size_t errlen);
     void *sasl_token_ctx;
+    /* GSSAPI: the service principal's first part (<service>/<host>), the
+     * host being the one dialled; the node's own principal is krb5's
+     * (the client keytab, KRB5_CLIENT_KTNAME). sasl_username names it in
+     * log lines. */
+    char sasl_kerberos_service[64];
     char sasl_link[32]; /* names the link in log lines; empty: no log line (the caller reports) */
 };
 

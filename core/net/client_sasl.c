@@ -60,8 +60,16 @@ static bool is_oauthbearer(const struct net_client_config *cfg)
     return strcmp(cfg->sasl_mechanism, "OAUTHBEARER") == 0;
 }
 
+static bool is_gssapi(const struct net_client_config *cfg)
+{
+    return strcmp(cfg->sasl_mechanism, "GSSAPI") == 0;
+}
+
 void client_sasl_end(struct client_node *n)
 {
+    client_gssapi_free(n->gssapi);
+    n->gssapi = NULL;
+    n->gssapi_sent_last = false;
     if (n->sasl_msg) {
         memset(n->sasl_msg, 0, n->sasl_msg_len);
         free(n->sasl_msg);
@@ -100,7 +108,8 @@ static void send_authenticate(struct client_node *n, const uint8_t *bytes, size_
         version = SASL_AUTHENTICATE_MAX_VERSION;
     struct sasl_authenticate_request req;
     sasl_authenticate_request_init(&req);
-    req.auth_bytes = (struct kafka_bytes){bytes, (int32_t)len};
+    static const uint8_t empty[1];
+    req.auth_bytes = (struct kafka_bytes){bytes ? bytes : empty, (int32_t)len};
     client_node_send_internal(n, SASL_AUTHENTICATE_KEY, version, &req);
 }
 
@@ -119,6 +128,18 @@ static void on_handshake(struct client_node *n, const struct sasl_handshake_resp
         return;
     }
     char err[300];
+    if (is_gssapi(cfg)) {
+        const uint8_t *tok = NULL;
+        size_t len = 0;
+        int rc = client_gssapi_start(cfg->sasl_kerberos_service, n->host, &n->gssapi, &tok, &len, err, sizeof err);
+        if (rc < 0) {
+            auth_failed(n, "%s", err);
+            return;
+        }
+        n->gssapi_sent_last = rc == 0;
+        send_authenticate(n, tok, len);
+        return;
+    }
     if (is_oauthbearer(cfg)) {
         /* The token source never waits on the network: it hands over the
          * token it holds, or says why it has none. */
@@ -138,7 +159,7 @@ static void on_handshake(struct client_node *n, const struct sasl_handshake_resp
         send_authenticate(n, n->sasl_msg, n->sasl_msg_len);
         return;
     }
-    if (sasl_client_start(n->sasl, cfg->sasl_mechanism, cfg->sasl_username, cfg->sasl_password, err, sizeof err) !=
+    if (sasl_client_begin(n->sasl, cfg->sasl_mechanism, cfg->sasl_username, cfg->sasl_password, err, sizeof err) !=
         SASL_CLIENT_SEND) {
         auth_failed(n, "%s", err);
         return;
@@ -176,7 +197,22 @@ static void on_authenticate(struct client_node *n, const struct sasl_authenticat
     char err[300];
     size_t len = r->auth_bytes.len > 0 ? (size_t)r->auth_bytes.len : 0;
     enum sasl_client_step step;
-    if (is_oauthbearer(&n->client->cfg)) {
+    if (n->gssapi) {
+        /* Done once the server accepts the last token; else the next one. */
+        if (n->gssapi_sent_last) {
+            step = SASL_CLIENT_DONE;
+        } else {
+            const uint8_t *tok = NULL;
+            size_t tlen = 0;
+            int rc = client_gssapi_step(n->gssapi, r->auth_bytes.data, len, &tok, &tlen, err, sizeof err);
+            if (rc >= 0) {
+                n->gssapi_sent_last = rc == 0;
+                send_authenticate(n, tok, tlen);
+                return;
+            }
+            step = SASL_CLIENT_FAILED;
+        }
+    } else if (is_oauthbearer(&n->client->cfg)) {
         step = oauthbearer_next(n, r->auth_bytes.data, len, err, sizeof err);
         if (step == SASL_CLIENT_SEND)
             return;

@@ -71,7 +71,7 @@ static int hmac(int mech, const uint8_t *key, size_t key_len, const void *data, 
     return HMAC(md, key, (int)key_len, data, len, out, &out_len) ? 0 : -1;
 }
 
-enum sasl_client_step sasl_client_start(struct sasl_client *c, const char *mechanism, const char *username,
+enum sasl_client_step sasl_client_begin(struct sasl_client *c, const char *mechanism, const char *username,
                                         const char *password, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);

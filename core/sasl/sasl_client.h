@@ -42,9 +42,10 @@ struct sasl_client {
     size_t out_len;
 };
 
-/* Starts an exchange; on SASL_CLIENT_SEND, out holds the first message.
+/* Starts an exchange (not sasl_client_start: that is Cyrus SASL's, which
+ * net/client_gssapi.c calls in the same binary); on SASL_CLIENT_SEND, out holds the first message.
  * SASL_CLIENT_FAILED for an unknown mechanism or names too long. */
-enum sasl_client_step sasl_client_start(struct sasl_client *c, const char *mechanism, const char *username,
+enum sasl_client_step sasl_client_begin(struct sasl_client *c, const char *mechanism, const char *username,
                                         const char *password, char *err, size_t errlen);
 /* The server's answer to the last message sent (auth_bytes of a successful
  * SaslAuthenticate). */

@@ -110,6 +110,59 @@ static int link_oauth(const struct broker_config *cfg, enum server_link_kind kin
     return out->oauth ? 0 : -1;
 }
 
+#define JAAS_KRB5 "com.sun.security.auth.module.Krb5LoginModule"
+
+/* GSSAPI: the node's Kerberos login, Krb5LoginModule's keyTab (handed to
+ * krb5 as KRB5_CLIENT_KTNAME, one per process) and principal (its name
+ * in log lines; krb5 takes the keytab's), and the service name. */
+static int link_kerberos(const struct broker_config *cfg, enum server_link_kind kind, const char *listener,
+                         const char *jaas_key, const char *jaas, struct server_link *out, char *err, size_t errlen)
+{
+    char keytab[SASL_JAAS_VALUE_MAX], service[64], use_keytab[16], store_key[16], use_cache[16], why[200];
+    struct sasl_jaas_option opts[] = {{"useKeyTab", use_keytab, sizeof use_keytab},
+                                      {"storeKey", store_key, sizeof store_key},
+                                      {"keyTab", keytab, sizeof keytab},
+                                      {"principal", out->sasl_username, sizeof out->sasl_username},
+                                      {"serviceName", service, sizeof service},
+                                      {"useTicketCache", use_cache, sizeof use_cache}};
+    int rc = sasl_jaas_parse_module(jaas, JAAS_KRB5, opts, 6, why, sizeof why);
+    if (rc == -2) {
+        snprintf(err, errlen, "%s: the login module must be %s for GSSAPI", jaas_key, JAAS_KRB5);
+        return -1;
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: %s", jaas_key, why);
+        return -1;
+    }
+    const char *configured = config_get_string(cfg, "sasl.kerberos.service.name");
+    if (!service[0] && configured)
+        snprintf(service, sizeof service, "%s", configured);
+    if (!service[0]) {
+        snprintf(err, errlen,
+                 "%s link: listener %s uses SASL GSSAPI, but neither sasl.kerberos.service.name nor serviceName in "
+                 "%s is set",
+                 link_name(kind), listener, jaas_key);
+        return -1;
+    }
+    if (keytab[0]) {
+        const char *current = getenv("KRB5_CLIENT_KTNAME");
+        if (current && strcmp(current, keytab) != 0 &&
+            strcmp(current + (strncmp(current, "FILE:", 5) ? 0 : 5), keytab)) {
+            snprintf(err, errlen, "%s: keyTab %s, but this process already uses the client keytab %s", jaas_key, keytab,
+                     current);
+            return -1;
+        }
+        if (setenv("KRB5_CLIENT_KTNAME", keytab, 1) != 0) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    if (!out->sasl_username[0])
+        snprintf(out->sasl_username, sizeof out->sasl_username, "(krb5's default principal)");
+    snprintf(out->kerberos_service, sizeof out->kerberos_service, "%s", service);
+    return 0;
+}
+
 /* The link's SASL mechanism and the node's own credentials for it, from
  * listener.name.<listener>.<mechanism>.sasl.jaas.config. */
 static int link_sasl(const struct broker_config *cfg, enum server_link_kind kind, const char *listener,
@@ -119,11 +172,12 @@ static int link_sasl(const struct broker_config *cfg, enum server_link_kind kind
                                                           : "sasl.mechanism.inter.broker.protocol";
     const char *configured = config_get_string(cfg, mech_key);
     bool oauth = configured && strcasecmp(configured, "OAUTHBEARER") == 0;
-    const char *mech = oauth ? "OAUTHBEARER" : sasl_client_mechanism_canonical(configured);
+    bool kerberos = configured && strcasecmp(configured, "GSSAPI") == 0;
+    const char *mech = oauth ? "OAUTHBEARER" : kerberos ? "GSSAPI" : sasl_client_mechanism_canonical(configured);
     if (!mech) {
         snprintf(err, errlen,
                  "%s link: listener %s is a SASL listener, but %s=%s is not a mechanism the link speaks: set it to "
-                 "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER",
+                 "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI",
                  link_name(kind), listener, mech_key, configured);
         return -1;
     }
@@ -138,6 +192,8 @@ static int link_sasl(const struct broker_config *cfg, enum server_link_kind kind
     int rc = 0;
     if (oauth) {
         rc = link_oauth(cfg, kind, listener, jaas_key, jaas, out, err, errlen);
+    } else if (kerberos) {
+        rc = link_kerberos(cfg, kind, listener, jaas_key, jaas, out, err, errlen);
     } else if (sasl_jaas_parse(jaas, mech, out->sasl_username, sizeof out->sasl_username, out->sasl_password,
                                sizeof out->sasl_password, why, sizeof why) != 0) {
         snprintf(err, errlen, "%s: %s", jaas_key, why);
@@ -201,6 +257,7 @@ void server_link_apply(const struct server_link *l, struct net_client_config *cc
         snprintf(cc->sasl_password, sizeof cc->sasl_password, "%s", l->sasl_password);
         cc->sasl_token = l->oauth ? link_token : NULL;
         cc->sasl_token_ctx = l->oauth;
+        snprintf(cc->sasl_kerberos_service, sizeof cc->sasl_kerberos_service, "%s", l->kerberos_service);
         snprintf(cc->sasl_link, sizeof cc->sasl_link, "%s",
                  l->kind == SERVER_LINK_CONTROLLER ? "controller" : "inter-broker");
     }

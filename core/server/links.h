@@ -38,6 +38,7 @@ struct server_link {
     char sasl_mechanism[32];
     char sasl_username[256], sasl_password[256]; /* OAUTHBEARER: the clientId, no password */
     struct oauth_login *oauth;                   /* set for OAUTHBEARER */
+    char kerberos_service[64];                   /* GSSAPI: the service principal's first part */
 };
 
 /* 0, or -1 with err naming the key at fault (a SASL mechanism the link

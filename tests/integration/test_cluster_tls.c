@@ -332,8 +332,9 @@ static void test_sasl_links_refused(void **state)
 {
     (void)state;
     const char *gssapi[] = {"inter.broker.listener.name=INTERNAL", NULL};
-    expect_refused(gssapi, "inter-broker link: listener INTERNAL is a SASL listener, but "
-                           "sasl.mechanism.inter.broker.protocol=GSSAPI is not a mechanism the link speaks");
+    expect_refused(gssapi,
+                   "inter-broker link: listener INTERNAL uses SASL GSSAPI (sasl.mechanism.inter.broker.protocol), "
+                   "but listener.name.internal.gssapi.sasl.jaas.config is not set");
 
     const char *no_jaas[] = {"security.inter.broker.protocol=SASL_SSL", "sasl.mechanism.inter.broker.protocol=PLAIN",
                              NULL};

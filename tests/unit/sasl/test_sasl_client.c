@@ -26,7 +26,7 @@ static enum sasl_client_step run_scram(int mech, const char *client_password, co
     assert_int_equal(scram_credential_from_salted(mech, salted, key_len, salt, 16, 4096, &cred), 0);
 
     static struct sasl_client c;
-    enum sasl_client_step step = sasl_client_start(&c, scram_mechanism_name(mech), "bro,ker", client_password, err,
+    enum sasl_client_step step = sasl_client_begin(&c, scram_mechanism_name(mech), "bro,ker", client_password, err,
                                                    errlen);
     assert_int_equal(step, SASL_CLIENT_SEND);
     struct scram_server *s = scram_server_new(mech);
@@ -76,14 +76,14 @@ static void test_plain_and_bad_input(void **state)
     (void)state;
     static struct sasl_client c;
     char err[300] = "";
-    assert_int_equal(sasl_client_start(&c, "plain", "u", "p", err, sizeof err), SASL_CLIENT_SEND);
+    assert_int_equal(sasl_client_begin(&c, "plain", "u", "p", err, sizeof err), SASL_CLIENT_SEND);
     assert_int_equal(c.out_len, 4);
     assert_memory_equal(c.out, "\0u\0p", 4);
     assert_int_equal(sasl_client_next(&c, NULL, 0, err, sizeof err), SASL_CLIENT_DONE);
-    assert_int_equal(sasl_client_start(&c, "GSSAPI", "u", "p", err, sizeof err), SASL_CLIENT_FAILED);
+    assert_int_equal(sasl_client_begin(&c, "GSSAPI", "u", "p", err, sizeof err), SASL_CLIENT_FAILED);
     assert_non_null(strstr(err, "GSSAPI"));
     /* A server-first-message with another nonce, or none, is refused. */
-    assert_int_equal(sasl_client_start(&c, "SCRAM-SHA-256", "u", "p", err, sizeof err), SASL_CLIENT_SEND);
+    assert_int_equal(sasl_client_begin(&c, "SCRAM-SHA-256", "u", "p", err, sizeof err), SASL_CLIENT_SEND);
     const char *bad = "r=othernonce,s=c2FsdA==,i=4096";
     assert_int_equal(sasl_client_next(&c, (const uint8_t *)bad, strlen(bad), err, sizeof err), SASL_CLIENT_FAILED);
     assert_non_null(strstr(err, "bad server-first-message"));
