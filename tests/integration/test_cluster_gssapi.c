@@ -27,14 +27,6 @@
 #define CLUSTER_ID "Z3NzYXBpLWxpbmtzLWNsdQ"
 #define MODULE "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
 
-static bool any_logged(struct cluster *c, const char *needle)
-{
-    for (int i = 0; i < N; i++)
-        if (broker_log_contains(&c->nodes[i], needle))
-            return true;
-    return false;
-}
-
 struct realm {
     struct test_kdc kdc;
     char service_keytab[300], broker_keytab[300];
@@ -102,21 +94,6 @@ static void start(struct cluster *c, struct realm *r, const char *node3, unsigne
     cluster_start(c, &o);
 }
 
-/* IncrementalAlterConfigs at a voter that does not lead: forwarded in an
- * Envelope over the controller link. */
-static void alter_forwarded(struct cluster *c, int via)
-{
-    long long deadline = harness_now_ms() + 30000;
-    char msg[512] = "";
-    int code;
-    while ((code = raw_incremental_alter_broker(broker_port(&c->nodes[via - 1]), "", "num.replica.fetchers", 0, "2",
-                                                msg, sizeof msg)) != 0 &&
-           harness_now_ms() < deadline)
-        usleep(300 * 1000);
-    if (code != 0)
-        fail_msg("num.replica.fetchers=2 via node %d: error %d %s", via, code, msg);
-}
-
 #define SKIP_WITHOUT_KDC()                                                                                             \
     do {                                                                                                               \
         print_message("skipping: MIT Kerberos KDC binaries (krb5kdc, kdb5_util, kadmin.local, kinit) "                 \
@@ -134,7 +111,7 @@ static void test_links_over_gssapi(void **state)
     start(&c, &r, NULL, 0);
     wait_view(&c, 1, ALL, NULL, 0, 30000);
     int32_t controller = agreed_controller(&c, -1, 30000);
-    alter_forwarded(&c, controller == 1 ? 2 : 1);
+    cluster_alter_forwarded(&c, controller == 1 ? 2 : 1);
     const char *configs[] = {"min.insync.replicas", "3", NULL};
     int32_t leader = create_replicated(&c, "gssapi-linked", configs);
     produce_acked(broker_bootstrap(&c.nodes[leader - 1]), "gssapi-linked", 1, 200);
@@ -142,10 +119,10 @@ static void test_links_over_gssapi(void **state)
     assert_true(metadata(&c, leader, "gssapi-linked", &v));
     assert_int_equal(v.p[0].isr_count, 3);
     broker_wait_log(&c.nodes[leader - 1], "User:broker authenticated with GSSAPI from", 5000);
-    assert_true(any_logged(&c, "on INTERNAL"));
-    assert_true(any_logged(&c, "on CONTROLLER"));
-    assert_false(any_logged(&c, "on CONTROLLER failed"));
-    assert_false(any_logged(&c, "on INTERNAL failed"));
+    assert_true(cluster_any_logged(&c, "on INTERNAL"));
+    assert_true(cluster_any_logged(&c, "on CONTROLLER"));
+    assert_false(cluster_any_logged(&c, "on CONTROLLER failed"));
+    assert_false(cluster_any_logged(&c, "on INTERNAL failed"));
     cluster_stop(&c);
     test_kdc_stop(&r.kdc);
 }
@@ -173,7 +150,7 @@ static void test_unknown_service_stays_out(void **state)
             fail_msg("no active controller among nodes 1 and 2");
         usleep(200 * 1000);
     }
-    alter_forwarded(&c, v.controller_id == 1 ? 2 : 1);
+    cluster_alter_forwarded(&c, v.controller_id == 1 ? 2 : 1);
     assert_true(broker_alive(&c.nodes[2]));
     wait_view(&c, 2, two, NULL, 0, 10000);
     cluster_stop(&c);

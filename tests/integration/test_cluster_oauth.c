@@ -283,21 +283,6 @@ static void cleanup(EVP_PKEY *key)
     rmdir(dir);
 }
 
-/* IncrementalAlterConfigs at a voter that does not lead: forwarded to the
- * active controller in an Envelope, over the controller link. */
-static void alter_forwarded(struct cluster *c, int via)
-{
-    long long deadline = harness_now_ms() + 30000;
-    char msg[512] = "";
-    int code;
-    while ((code = raw_incremental_alter_broker(broker_port(&c->nodes[via - 1]), "", "num.replica.fetchers", 0, "2",
-                                                msg, sizeof msg)) != 0 &&
-           harness_now_ms() < deadline)
-        usleep(300 * 1000);
-    if (code != 0)
-        fail_msg("num.replica.fetchers=2 via node %d: error %d %s", via, code, msg);
-}
-
 /* Lines of every node's log holding needle. */
 static int count_logged(struct cluster *c, const char *needle)
 {
@@ -311,14 +296,6 @@ static int count_logged(struct cluster *c, const char *needle)
             fclose(f);
     }
     return n;
-}
-
-static bool any_logged(struct cluster *c, const char *needle)
-{
-    for (int i = 0; i < N; i++)
-        if (broker_log_contains(&c->nodes[i], needle))
-            return true;
-    return false;
 }
 
 /* Every broker registers over the controller link, replicas fetch over
@@ -336,7 +313,7 @@ static void test_links_over_oauthbearer(void **state)
     start(&c, &idp, NULL, 0);
     wait_view(&c, 1, ALL, NULL, 0, 30000);
     int32_t controller = agreed_controller(&c, -1, 30000);
-    alter_forwarded(&c, controller == 1 ? 2 : 1);
+    cluster_alter_forwarded(&c, controller == 1 ? 2 : 1);
 
     const char *configs[] = {"min.insync.replicas", "3", NULL};
     int32_t leader = create_replicated(&c, "oauth-linked", configs);
@@ -347,8 +324,8 @@ static void test_links_over_oauthbearer(void **state)
     assert_int_equal(v.p[0].isr_count, 3);
     /* The principal is the token's subject, on both listeners. */
     broker_wait_log(&c.nodes[leader - 1], "User:" CLIENT_ID " authenticated with OAUTHBEARER from", 5000);
-    assert_true(any_logged(&c, "on INTERNAL"));
-    assert_true(any_logged(&c, "on CONTROLLER"));
+    assert_true(cluster_any_logged(&c, "on INTERNAL"));
+    assert_true(cluster_any_logged(&c, "on CONTROLLER"));
     assert_true(atomic_load(&idp.issued) >= N);
     assert_int_equal(atomic_load(&idp.refused), 0);
 
@@ -374,11 +351,11 @@ static void test_links_over_oauthbearer(void **state)
     produce_acked(bootstrap, "oauth-linked", 1, 100);
     assert_true(metadata(&c, leader, "oauth-linked", &v));
     assert_int_equal(v.p[0].isr_count, 3);
-    alter_forwarded(&c, controller == 1 ? 3 : 1);
+    cluster_alter_forwarded(&c, controller == 1 ? 3 : 1);
     wait_view(&c, 2, ALL, "oauth-linked", 1, 10000);
     /* The listeners never refused a token the links sent, new or old. */
-    assert_false(any_logged(&c, "on CONTROLLER failed"));
-    assert_false(any_logged(&c, "on INTERNAL failed"));
+    assert_false(cluster_any_logged(&c, "on CONTROLLER failed"));
+    assert_false(cluster_any_logged(&c, "on INTERNAL failed"));
     assert_int_equal(atomic_load(&idp.refused), 0);
     cluster_stop(&c);
     idp_stop(&idp);
@@ -419,7 +396,7 @@ static void test_wrong_secret_stays_out(void **state)
             fail_msg("no active controller among nodes 1 and 2");
         usleep(200 * 1000);
     }
-    alter_forwarded(&c, v.controller_id == 1 ? 2 : 1);
+    cluster_alter_forwarded(&c, v.controller_id == 1 ? 2 : 1);
     /* Node 3 is still running and still not registered. */
     assert_true(broker_alive(&c.nodes[2]));
     wait_view(&c, 2, two, NULL, 0, 10000);
