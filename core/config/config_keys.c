@@ -220,15 +220,50 @@ static const struct config_key_def broker_keys[] = {
     {KEY_STRING("sasl.mechanism.controller.protocol", "GSSAPI"), MEDIUM, IN(NETWORK),
      .doc = "SASL mechanism of the controller links (quorum requests between voters, broker registration and "
             "heartbeats, forwarded admin requests) when the controller listener maps to SASL_PLAINTEXT or SASL_SSL: "
-            "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, with the node's credentials in "
-            "listener.name.<controller listener>.<mechanism>.sasl.jaas.config (names in lower case); the controller "
-            "listener must serve it (listener.name.<l>.sasl.enabled.mechanisms). Kafka's default GSSAPI is refused "
-            "at startup there."},
+            "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI, with the node's credentials in "
+            "listener.name.<controller listener>.<mechanism>.sasl.jaas.config (names in lower case; for OAUTHBEARER "
+            "the token endpoint's clientId, clientSecret and scope, see sasl.oauthbearer.token.endpoint.url; for "
+            "GSSAPI Krb5LoginModule's keyTab and principal, see sasl.kerberos.service.name); the controller listener "
+            "must serve it (listener.name.<l>.sasl.enabled.mechanisms)."},
     {KEY_STRING("sasl.mechanism.inter.broker.protocol", "GSSAPI"), MEDIUM, IN(NETWORK),
      .doc = "SASL mechanism of the inter-broker link (replica fetchers, transaction markers) when its listener "
-            "maps to SASL_PLAINTEXT or SASL_SSL: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, with the node's credentials "
-            "in listener.name.<listener>.<mechanism>.sasl.jaas.config (names in lower case); Kafka's default GSSAPI "
-            "is refused at startup there."},
+            "maps to SASL_PLAINTEXT or SASL_SSL: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI, with the "
+            "node's credentials in listener.name.<listener>.<mechanism>.sasl.jaas.config (names in lower case; for "
+            "OAUTHBEARER the token endpoint's clientId, clientSecret and scope, see "
+            "sasl.oauthbearer.token.endpoint.url; for GSSAPI Krb5LoginModule's keyTab and principal, see "
+            "sasl.kerberos.service.name)."},
+    {KEY_STRING("sasl.kerberos.service.name", NULL), MEDIUM, IN(NETWORK),
+     .doc = "GSSAPI on the node's own links: the first part of the service principal asked for, "
+            "<name>/<host dialled>@REALM (serviceName in the link's Krb5LoginModule entry wins). The link's keyTab "
+            "becomes krb5's client keytab (KRB5_CLIENT_KTNAME), one per process; krb5 takes the principal from it "
+            "(or from the ticket cache)."},
+    {KEY_STRING("sasl.oauthbearer.token.endpoint.url", NULL), MEDIUM, IN(NETWORK),
+     .doc = "OAUTHBEARER on the node's own links (sasl.mechanism.controller.protocol or "
+            "sasl.mechanism.inter.broker.protocol): the identity provider's OAuth 2 token endpoint (http or https). "
+            "The node asks it for a token with the client-credentials grant, as clientId and clientSecret (HTTP "
+            "Basic) with the optional scope of listener.name.<listener>.oauthbearer.sasl.jaas.config "
+            "(OAuthBearerLoginModule), and fetches a new one before it expires (sasl.login.refresh.*)."},
+    {KEY_DOUBLE("sasl.login.refresh.window.factor", "0.8", 0.5, 1.0), LOW, IN(NETWORK),
+     .doc = "OAUTHBEARER links: a new token is fetched once this share of the current one's lifetime has passed "
+            "(plus the jitter)."},
+    {KEY_DOUBLE("sasl.login.refresh.window.jitter", "0.05", 0.0, 0.25), LOW, IN(NETWORK),
+     .doc = "OAUTHBEARER links: up to this share of the token's lifetime is added at random to the refresh time."},
+    {KEY_SHORT("sasl.login.refresh.min.period.seconds", "60", 0, 900), LOW, IN(NETWORK),
+     .doc = "OAUTHBEARER links: least time between a token's fetch and the next; ignored, with the buffer, when "
+            "both add up to more than the token's lifetime."},
+    {KEY_SHORT("sasl.login.refresh.buffer.seconds", "300", 0, 3600), LOW, IN(NETWORK),
+     .doc = "OAUTHBEARER links: a new token is fetched at least this long before the current one expires "
+            "(within sasl.login.refresh.min.period.seconds)."},
+    {KEY_INT("sasl.login.connect.timeout.ms", NULL, 1, I32), LOW, IN(NETWORK),
+     .doc = "OAUTHBEARER links: connection timeout of a token request; unset: 10000 (Kafka waits without end)."},
+    {KEY_INT("sasl.login.read.timeout.ms", NULL, 1, I32), LOW, IN(NETWORK),
+     .doc = "OAUTHBEARER links: time a token request may take once connected; unset: 10000 (Kafka waits without "
+            "end)."},
+    {KEY_LONG("sasl.login.retry.backoff.ms", "100", 1, I64), LOW, IN(NETWORK),
+     .doc = "OAUTHBEARER links: wait after a failed token request; it doubles with each failure in a row up to "
+            "sasl.login.retry.backoff.max.ms."},
+    {KEY_LONG("sasl.login.retry.backoff.max.ms", "10000", 1, I64), LOW, IN(NETWORK),
+     .doc = "OAUTHBEARER links: longest wait between failed token requests."},
     {KEY_LONG("ssl.handshake.timeout.ms", "10000", 1, I64), LOW, IN(NETWORK),
      .doc = "Cairn's own: a TLS client that has not finished its handshake this long after connecting is "
             "closed, however slowly it keeps sending."},
@@ -399,7 +434,9 @@ static const struct config_key_def broker_keys[] = {
     {KEY_LONG("offsets.retention.check.interval.ms", "600000", 1, I64), HIGH, IN(GROUPS),
      .doc = "How often expired offsets are looked for."},
     {KEY_INT("offsets.commit.timeout.ms", "5000", 1, I32), HIGH, IN(GROUPS),
-     .doc = "How long an offset commit (OffsetCommit, TxnOffsetCommit) or a group leader's SyncGroup waits for every in-sync replica of its __consumer_offsets partition; past it the request is answered COORDINATOR_NOT_AVAILABLE, which clients retry (a failed SyncGroup rebalances the group)."},
+     .doc = "How long an offset commit (OffsetCommit, TxnOffsetCommit) or a group leader's SyncGroup waits for every "
+            "in-sync replica of its __consumer_offsets partition; past it the request is answered "
+            "COORDINATOR_NOT_AVAILABLE, which clients retry (a failed SyncGroup rebalances the group)."},
     {KEY_INT("offsets.load.buffer.size", "5242880", 1, I32), HIGH, IN(GROUPS),
      .doc = "Read buffer used when loading __consumer_offsets."},
     {KEY_INT("offset.metadata.max.bytes", "4096", 0, I32), HIGH, IN(GROUPS),
@@ -418,7 +455,9 @@ static const struct config_key_def broker_keys[] = {
     {KEY_INT("transaction.state.log.segment.bytes", "104857600", 1, I32), HIGH, IN(TRANSACTIONS),
      .doc = "Segment size of __transaction_state."},
     {KEY_INT("transaction.state.log.min.isr", "2", 1, I32), HIGH, IN(TRANSACTIONS),
-     .doc = "min.insync.replicas of __transaction_state, capped at its replication factor, set when the topic is created. Below it the transaction coordinator writes nothing and answers COORDINATOR_NOT_AVAILABLE, which clients retry."},
+     .doc = "min.insync.replicas of __transaction_state, capped at its replication factor, set when the topic is "
+            "created. Below it the transaction coordinator writes nothing and answers COORDINATOR_NOT_AVAILABLE, which "
+            "clients retry."},
     {KEY_INT("transaction.state.log.load.buffer.size", "5242880", 1, I32), HIGH, IN(TRANSACTIONS),
      .doc = "Read buffer used when loading __transaction_state."},
     {KEY_INT("transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", 1, I32), LOW, IN(TRANSACTIONS),

@@ -47,13 +47,25 @@ struct net_client_config {
     void *transport_ctx;
     /* Empty: no SASL. Otherwise every new connection authenticates after
      * ApiVersions (SaslHandshake v1, SaslAuthenticate rounds of
-     * sasl/sasl_client.h: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) before any
+     * sasl/sasl_client.h: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; OAUTHBEARER) before any
      * request goes out; a refusal is a connection failure (backoff, and a
      * warning naming sasl_link, the mechanism and the server's message); the
      * calls waiting for that node then fail with NET_CLIENT_AUTH_FAILED, as
      * Kafka's clients fail them with an AuthenticationException. */
     char sasl_mechanism[32];
     char sasl_username[256], sasl_password[256];
+    /* OAUTHBEARER: the token to send, a copy in *token (freed by the
+     * client) and 0, or -1 with err; called on the client's thread for
+     * every authentication, so it must not block (sasl_username then only
+     * names the client in log lines). sasl_token_ctx must outlive the
+     * client. */
+    int (*sasl_token)(void *ctx, char **token, char *err, size_t errlen);
+    void *sasl_token_ctx;
+    /* GSSAPI: the service principal's first part (<service>/<host>), the
+     * host being the one dialled; the node's own principal is krb5's
+     * (the client keytab, KRB5_CLIENT_KTNAME). sasl_username names it in
+     * log lines. */
+    char sasl_kerberos_service[64];
     char sasl_link[32]; /* names the link in log lines; empty: no log line (the caller reports) */
 };
 

@@ -20,6 +20,7 @@
 #include "net/client_transport.h"
 
 struct sasl_client;
+struct client_gssapi;
 
 /* ---- requests ---- */
 
@@ -87,7 +88,11 @@ struct client_node {
     struct client_frame_reader reader;
     int16_t api_versions_sent;
     struct sasl_client *sasl; /* while authenticating, else NULL */
-    int64_t session_end_ms;   /* SASL session lifetime (KIP-368) nearly over: reconnect when idle; 0 none */
+    uint8_t *sasl_msg;        /* OAUTHBEARER's initial response while authenticating, else NULL */
+    size_t sasl_msg_len;
+    struct client_gssapi *gssapi; /* GSSAPI's Cyrus exchange while authenticating, else NULL */
+    bool gssapi_sent_last;        /* the last token is out: the next success completes */
+    int64_t session_end_ms;       /* SASL session lifetime (KIP-368) nearly over: reconnect when idle; 0 none */
     /* Under the client mutex: read by net_client_api_range / _node_stats. */
     int16_t api_min[CLIENT_API_KEYS], api_max[CLIENT_API_KEYS]; /* -1: not served */
     bool versions_known;
@@ -139,6 +144,15 @@ void client_node_failed(struct client_node *n, const char *fmt, ...) __attribute
 int client_node_send_internal(struct client_node *n, int16_t api_key, int16_t version, const void *body);
 /* Marks the connection usable (negotiated, and authenticated with SASL). */
 void client_node_ready(struct client_node *n);
+
+/* client_gssapi.c: Cyrus SASL's GSSAPI client. start/step give the token
+ * to send (valid until the next call): 1 more rounds follow, 0 it is the
+ * last, -1 failed (err). */
+int client_gssapi_start(const char *service, const char *host, struct client_gssapi **out, const uint8_t **tok,
+                        size_t *len, char *err, size_t errlen);
+int client_gssapi_step(struct client_gssapi *g, const uint8_t *in, size_t in_len, const uint8_t **tok, size_t *len,
+                       char *err, size_t errlen);
+void client_gssapi_free(struct client_gssapi *g);
 
 /* client_sasl.c: authentication of a new connection (cfg.sasl_mechanism). */
 /* After ApiVersions: SaslHandshake, then SaslAuthenticate rounds. */

@@ -6,6 +6,9 @@
  * once per run of failures at powers of two, as TLS refusals are. A
  * session lifetime the broker grants (connections.max.reauth.ms) is met by
  * reconnecting between requests before it ends (client_node_kick).
+ * OAUTHBEARER (RFC 7628) sends the token cfg.sasl_token hands over in
+ * Kafka's initial client response; a server's error challenge is answered
+ * with %x01, as the RFC asks, and its refusal follows.
  * Everything here runs on the client's loop thread. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -52,8 +55,26 @@ static void auth_refused(struct client_node *n, int16_t code, const char *detail
 
 #define auth_failed(n, ...) auth_refused((n), -1, NULL, __VA_ARGS__)
 
+static bool is_oauthbearer(const struct net_client_config *cfg)
+{
+    return strcmp(cfg->sasl_mechanism, "OAUTHBEARER") == 0;
+}
+
+static bool is_gssapi(const struct net_client_config *cfg)
+{
+    return strcmp(cfg->sasl_mechanism, "GSSAPI") == 0;
+}
+
 void client_sasl_end(struct client_node *n)
 {
+    client_gssapi_free(n->gssapi);
+    n->gssapi = NULL;
+    n->gssapi_sent_last = false;
+    if (n->sasl_msg) {
+        memset(n->sasl_msg, 0, n->sasl_msg_len);
+        free(n->sasl_msg);
+        n->sasl_msg = NULL;
+    }
     if (n->sasl) {
         sasl_client_clear(n->sasl);
         free(n->sasl);
@@ -80,14 +101,15 @@ void client_sasl_start(struct client_node *n)
     client_node_send_internal(n, SASL_HANDSHAKE_KEY, 1, &req);
 }
 
-static void send_authenticate(struct client_node *n)
+static void send_authenticate(struct client_node *n, const uint8_t *bytes, size_t len)
 {
     int16_t version = n->api_max[SASL_AUTHENTICATE_KEY];
     if (version > SASL_AUTHENTICATE_MAX_VERSION)
         version = SASL_AUTHENTICATE_MAX_VERSION;
     struct sasl_authenticate_request req;
     sasl_authenticate_request_init(&req);
-    req.auth_bytes = (struct kafka_bytes){n->sasl->out, (int32_t)n->sasl->out_len};
+    static const uint8_t empty[1];
+    req.auth_bytes = (struct kafka_bytes){bytes ? bytes : empty, (int32_t)len};
     client_node_send_internal(n, SASL_AUTHENTICATE_KEY, version, &req);
 }
 
@@ -106,12 +128,60 @@ static void on_handshake(struct client_node *n, const struct sasl_handshake_resp
         return;
     }
     char err[300];
-    if (sasl_client_start(n->sasl, cfg->sasl_mechanism, cfg->sasl_username, cfg->sasl_password, err, sizeof err) !=
+    if (is_gssapi(cfg)) {
+        const uint8_t *tok = NULL;
+        size_t len = 0;
+        int rc = client_gssapi_start(cfg->sasl_kerberos_service, n->host, &n->gssapi, &tok, &len, err, sizeof err);
+        if (rc < 0) {
+            auth_failed(n, "%s", err);
+            return;
+        }
+        n->gssapi_sent_last = rc == 0;
+        send_authenticate(n, tok, len);
+        return;
+    }
+    if (is_oauthbearer(cfg)) {
+        /* The token source never waits on the network: it hands over the
+         * token it holds, or says why it has none. */
+        char *token = NULL;
+        if (!cfg->sasl_token || cfg->sasl_token(cfg->sasl_token_ctx, &token, err, sizeof err) != 0) {
+            auth_failed(n, "%s", cfg->sasl_token ? err : "no token source for OAUTHBEARER");
+            return;
+        }
+        memset(n->sasl, 0, sizeof *n->sasl);
+        n->sasl_msg = (uint8_t *)sasl_oauthbearer_message(token, &n->sasl_msg_len);
+        memset(token, 0, strlen(token));
+        free(token);
+        if (!n->sasl_msg) {
+            client_node_failed(n, "out of memory");
+            return;
+        }
+        send_authenticate(n, n->sasl_msg, n->sasl_msg_len);
+        return;
+    }
+    if (sasl_client_begin(n->sasl, cfg->sasl_mechanism, cfg->sasl_username, cfg->sasl_password, err, sizeof err) !=
         SASL_CLIENT_SEND) {
         auth_failed(n, "%s", err);
         return;
     }
-    send_authenticate(n);
+    send_authenticate(n, n->sasl->out, n->sasl->out_len);
+}
+
+/* OAUTHBEARER's answer: empty when the token is taken; otherwise the
+ * server's error challenge, answered with %x01 (its refusal comes next). */
+static enum sasl_client_step oauthbearer_next(struct client_node *n, const uint8_t *in, size_t len, char *err,
+                                              size_t errlen)
+{
+    if (n->sasl->stage++ == 0 && len == 0)
+        return SASL_CLIENT_DONE;
+    if (n->sasl->stage == 1) {
+        static const uint8_t ack[1] = {0x01};
+        send_authenticate(n, ack, 1);
+        return SASL_CLIENT_SEND;
+    }
+    snprintf(err, errlen, "the server answered %%x01 without refusing: '%.*s'", (int)(len > 200 ? 200 : len),
+             (const char *)in);
+    return SASL_CLIENT_FAILED;
 }
 
 static void on_authenticate(struct client_node *n, const struct sasl_authenticate_response *r)
@@ -126,9 +196,31 @@ static void on_authenticate(struct client_node *n, const struct sasl_authenticat
     }
     char err[300];
     size_t len = r->auth_bytes.len > 0 ? (size_t)r->auth_bytes.len : 0;
-    enum sasl_client_step step = sasl_client_next(n->sasl, r->auth_bytes.data, len, err, sizeof err);
+    enum sasl_client_step step;
+    if (n->gssapi) {
+        /* Done once the server accepts the last token; else the next one. */
+        if (n->gssapi_sent_last) {
+            step = SASL_CLIENT_DONE;
+        } else {
+            const uint8_t *tok = NULL;
+            size_t tlen = 0;
+            int rc = client_gssapi_step(n->gssapi, r->auth_bytes.data, len, &tok, &tlen, err, sizeof err);
+            if (rc >= 0) {
+                n->gssapi_sent_last = rc == 0;
+                send_authenticate(n, tok, tlen);
+                return;
+            }
+            step = SASL_CLIENT_FAILED;
+        }
+    } else if (is_oauthbearer(&n->client->cfg)) {
+        step = oauthbearer_next(n, r->auth_bytes.data, len, err, sizeof err);
+        if (step == SASL_CLIENT_SEND)
+            return;
+    } else {
+        step = sasl_client_next(n->sasl, r->auth_bytes.data, len, err, sizeof err);
+    }
     if (step == SASL_CLIENT_SEND) {
-        send_authenticate(n);
+        send_authenticate(n, n->sasl->out, n->sasl->out_len);
     } else if (step == SASL_CLIENT_DONE) {
         /* KIP-368: reconnect at 85% of the lifetime the broker grants. */
         if (r->session_lifetime_ms > 0)

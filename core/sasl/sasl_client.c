@@ -71,7 +71,7 @@ static int hmac(int mech, const uint8_t *key, size_t key_len, const void *data, 
     return HMAC(md, key, (int)key_len, data, len, out, &out_len) ? 0 : -1;
 }
 
-enum sasl_client_step sasl_client_start(struct sasl_client *c, const char *mechanism, const char *username,
+enum sasl_client_step sasl_client_begin(struct sasl_client *c, const char *mechanism, const char *username,
                                         const char *password, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
@@ -228,26 +228,21 @@ static const char *jaas_token(const char *p, char *out, size_t cap)
     return p;
 }
 
-int sasl_jaas_parse(const char *text, const char *mechanism, char *username, size_t ulen, char *password, size_t plen,
-                    char *err, size_t errlen)
+int sasl_jaas_parse_module(const char *text, const char *module_name, struct sasl_jaas_option *opts, size_t count,
+                           char *err, size_t errlen)
 {
-    bool scram = scram_mechanism_from_name(mechanism) != SCRAM_UNKNOWN;
-    const char *want = scram ? JAAS_SCRAM : JAAS_PLAIN;
-    char module[128], flag[32], key[64], value[SASL_CLIENT_NAME_MAX];
-    username[0] = password[0] = '\0';
+    char module[128], flag[32], key[64], value[SASL_JAAS_VALUE_MAX];
+    for (size_t i = 0; i < count; i++)
+        opts[i].value[0] = '\0';
     const char *p = jaas_token(skip_space(text), module, sizeof module);
-    if (!p || strcmp(module, want) != 0) {
-        snprintf(err, errlen,
-                 "the login module must be %s for %s (only PlainLoginModule and ScramLoginModule are "
-                 "served)",
-                 want, mechanism);
-        return -1;
-    }
+    if (!p || strcmp(module, module_name) != 0)
+        return -2;
     p = jaas_token(skip_space(p), flag, sizeof flag);
     if (!p || strcmp(flag, "required") != 0) {
         snprintf(err, errlen, "expected 'required' after %s", module);
         return -1;
     }
+    int rc = 0;
     for (p = skip_space(p); *p && *p != ';'; p = skip_space(p)) {
         p = jaas_token(p, key, sizeof key);
         if (!p || *(p = skip_space(p)) != '=') {
@@ -257,26 +252,71 @@ int sasl_jaas_parse(const char *text, const char *mechanism, char *username, siz
         const char *v = jaas_token(skip_space(p + 1), value, sizeof value);
         if (!v) {
             snprintf(err, errlen, "the value of option %s is too long or its quote is not closed", key);
-            return -1;
+            rc = -1;
+            break;
         }
         p = v;
-        if (strcmp(key, "username") == 0) {
-            snprintf(username, ulen, "%s", value);
-        } else if (strcmp(key, "password") == 0) {
-            snprintf(password, plen, "%s", value);
-        } else {
-            snprintf(err, errlen, "option %s is not served (only username and password)", key);
-            return -1;
+        size_t i = 0;
+        while (i < count && strcmp(key, opts[i].key) != 0)
+            i++;
+        if (i == count) {
+            char served[160] = "";
+            for (size_t k = 0, used = 0; k < count && used < sizeof served; k++)
+                used += (size_t)snprintf(served + used, sizeof served - used, "%s%s",
+                                         k == 0           ? ""
+                                         : k + 1 == count ? " and "
+                                                          : ", ",
+                                         opts[k].key);
+            snprintf(err, errlen, "option %s is not served (only %s)", key, served);
+            rc = -1;
+            break;
         }
+        if (strlen(value) >= opts[i].cap) {
+            snprintf(err, errlen, "the value of option %s is too long", key);
+            rc = -1;
+            break;
+        }
+        snprintf(opts[i].value, opts[i].cap, "%s", value);
     }
     OPENSSL_cleanse(value, sizeof value);
-    if (*p != ';' || *skip_space(p + 1)) {
+    if (rc == 0 && (*p != ';' || *skip_space(p + 1))) {
         snprintf(err, errlen, "the entry must end with a single ';'");
-        return -1;
+        rc = -1;
     }
+    return rc;
+}
+
+int sasl_jaas_parse(const char *text, const char *mechanism, char *username, size_t ulen, char *password, size_t plen,
+                    char *err, size_t errlen)
+{
+    bool scram = scram_mechanism_from_name(mechanism) != SCRAM_UNKNOWN;
+    const char *want = scram ? JAAS_SCRAM : JAAS_PLAIN;
+    struct sasl_jaas_option opts[] = {{"username", username, ulen}, {"password", password, plen}};
+    int rc = sasl_jaas_parse_module(text, want, opts, 2, err, errlen);
+    if (rc == -2)
+        snprintf(err, errlen,
+                 "the login module must be %s for %s (only PlainLoginModule and ScramLoginModule are "
+                 "served)",
+                 want, mechanism);
+    if (rc != 0)
+        return -1;
     if (!username[0] || !password[0]) {
         snprintf(err, errlen, "username and password are both required");
         return -1;
     }
     return 0;
+}
+
+char *sasl_oauthbearer_message(const char *token, size_t *len)
+{
+    size_t need = strlen(token) + sizeof "n,,\x01"
+                                         "auth=Bearer \x01\x01";
+    char *msg = malloc(need);
+    if (!msg)
+        return NULL;
+    *len = (size_t)snprintf(msg, need,
+                            "n,,\x01"
+                            "auth=Bearer %s\x01\x01",
+                            token);
+    return msg;
 }

@@ -4,8 +4,10 @@
  * links (net/client_conn.c) and by the cairn tool (cli/sasl.c).
  *
  * Also parses the credentials a broker gives its links in Kafka's
- * `sasl.jaas.config` form, PlainLoginModule and ScramLoginModule with
- * username and password only.
+ * `sasl.jaas.config` form: PlainLoginModule and ScramLoginModule with
+ * username and password only, and the options of any other login module
+ * (OAuthBearerLoginModule's clientId, clientSecret, scope) through
+ * sasl_jaas_parse_module.
  *
  * Threads: a sasl_client is owned by one thread (one connection's). */
 #ifndef CAIRN_SASL_CLIENT_H
@@ -40,9 +42,10 @@ struct sasl_client {
     size_t out_len;
 };
 
-/* Starts an exchange; on SASL_CLIENT_SEND, out holds the first message.
+/* Starts an exchange (not sasl_client_start: that is Cyrus SASL's, which
+ * net/client_gssapi.c calls in the same binary); on SASL_CLIENT_SEND, out holds the first message.
  * SASL_CLIENT_FAILED for an unknown mechanism or names too long. */
-enum sasl_client_step sasl_client_start(struct sasl_client *c, const char *mechanism, const char *username,
+enum sasl_client_step sasl_client_begin(struct sasl_client *c, const char *mechanism, const char *username,
                                         const char *password, char *err, size_t errlen);
 /* The server's answer to the last message sent (auth_bytes of a successful
  * SaslAuthenticate). */
@@ -58,5 +61,25 @@ void sasl_client_clear(struct sasl_client *c);
  * (never quoting the password). */
 int sasl_jaas_parse(const char *text, const char *mechanism, char *username, size_t ulen, char *password, size_t plen,
                     char *err, size_t errlen);
+
+/* One option a login module takes: its key, and where its value goes
+ * (cap bytes with the NUL; left empty when the entry does not set it). */
+struct sasl_jaas_option {
+    const char *key;
+    char *value;
+    size_t cap;
+};
+#define SASL_JAAS_VALUE_MAX 1024
+
+/* Parses `<module_name> required key="value" ...;` taking only the keys of
+ * opts. 0; -2 when the entry names another module (err untouched); -1 with
+ * err for anything else wrong (never quoting a value). */
+int sasl_jaas_parse_module(const char *text, const char *module_name, struct sasl_jaas_option *opts, size_t count,
+                           char *err, size_t errlen);
+
+/* The OAUTHBEARER initial client response of RFC 7628 as Kafka's clients
+ * send it: "n,,\x01auth=Bearer <token>\x01\x01". Caller frees; NULL when out
+ * of memory. */
+char *sasl_oauthbearer_message(const char *token, size_t *len);
 
 #endif

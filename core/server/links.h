@@ -8,7 +8,10 @@
  * for SASL_PLAINTEXT / SASL_SSL authentication with
  * sasl.mechanism.controller.protocol / sasl.mechanism.inter.broker.protocol
  * and the node's credentials in
- * listener.name.<listener>.<mechanism>.sasl.jaas.config.
+ * listener.name.<listener>.<mechanism>.sasl.jaas.config; for OAUTHBEARER
+ * those are the clientId and clientSecret of a client-credentials login at
+ * sasl.oauthbearer.token.endpoint.url, which the link owns and runs from
+ * open to close (oauth/oauth_login.h).
  *
  * Threads: open/close/reload on the main thread; a link is read-only in
  * between (server_link_reload swaps its TLS context inside the tls_client,
@@ -21,6 +24,7 @@
 
 struct broker_config;
 struct net_client_config;
+struct oauth_login;
 struct tls_client;
 
 enum server_link_kind { SERVER_LINK_CONTROLLER, SERVER_LINK_INTER_BROKER };
@@ -32,7 +36,9 @@ struct server_link {
     struct tls_client *tls; /* set for SSL and SASL_SSL */
     /* Set for SASL_PLAINTEXT and SASL_SSL. */
     char sasl_mechanism[32];
-    char sasl_username[256], sasl_password[256];
+    char sasl_username[256], sasl_password[256]; /* OAUTHBEARER: the clientId, no password */
+    struct oauth_login *oauth;                   /* set for OAUTHBEARER */
+    char kerberos_service[64];                   /* GSSAPI: the service principal's first part */
 };
 
 /* 0, or -1 with err naming the key at fault (a SASL mechanism the link

@@ -432,3 +432,24 @@ void expect_partition_offset_values(const struct rk_record_set *set)
         assert_memory_equal(set->records[i].value, expect, strlen(expect));
     }
 }
+
+void cluster_alter_forwarded(struct cluster *c, int via)
+{
+    long long deadline = harness_now_ms() + 30000;
+    char msg[512] = "";
+    int code;
+    while ((code = raw_incremental_alter_broker(broker_port(&c->nodes[via - 1]), "", "num.replica.fetchers", 0, "2",
+                                                msg, sizeof msg)) != 0 &&
+           harness_now_ms() < deadline)
+        usleep(300 * 1000);
+    if (code != 0)
+        fail_msg("num.replica.fetchers=2 via node %d: error %d %s", via, code, msg);
+}
+
+bool cluster_any_logged(const struct cluster *c, const char *needle)
+{
+    for (int i = 0; i < N; i++)
+        if (broker_log_contains(&c->nodes[i], needle))
+            return true;
+    return false;
+}

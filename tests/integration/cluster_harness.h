@@ -135,4 +135,12 @@ struct rk_record_set;
 /* Every record of set has the value "p<partition>-m<offset>". */
 void expect_partition_offset_values(const struct rk_record_set *set);
 
+/* IncrementalAlterConfigs of the cluster-wide num.replica.fetchers=2 at
+ * node via, retried for 30 s; at a voter that does not lead it goes to the
+ * active controller in an Envelope, over the controller link. */
+void cluster_alter_forwarded(struct cluster *c, int via);
+
+/* True when some node's log holds needle. */
+bool cluster_any_logged(const struct cluster *c, const char *needle);
+
 #endif

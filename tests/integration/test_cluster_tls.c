@@ -332,8 +332,9 @@ static void test_sasl_links_refused(void **state)
 {
     (void)state;
     const char *gssapi[] = {"inter.broker.listener.name=INTERNAL", NULL};
-    expect_refused(gssapi, "inter-broker link: listener INTERNAL is a SASL listener, but "
-                           "sasl.mechanism.inter.broker.protocol=GSSAPI is not a mechanism the link speaks");
+    expect_refused(gssapi,
+                   "inter-broker link: listener INTERNAL uses SASL GSSAPI (sasl.mechanism.inter.broker.protocol), "
+                   "but listener.name.internal.gssapi.sasl.jaas.config is not set");
 
     const char *no_jaas[] = {"security.inter.broker.protocol=SASL_SSL", "sasl.mechanism.inter.broker.protocol=PLAIN",
                              NULL};
@@ -354,6 +355,25 @@ static void test_sasl_links_refused(void **state)
                                   "username=\"b\" password=\"p\" user_admin=\"x\";",
                                   NULL};
     expect_refused(extra_option, "option user_admin is not served (only username and password)");
+
+    /* OAUTHBEARER needs the token endpoint and OAuthBearerLoginModule's client credentials. */
+    const char *no_endpoint[] = {"inter.broker.listener.name=INTERNAL",
+                                 "sasl.mechanism.inter.broker.protocol=OAUTHBEARER",
+                                 "listener.name.internal.oauthbearer.sasl.jaas.config="
+                                 "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                                 "clientId=\"b\" clientSecret=\"s\";",
+                                 NULL};
+    expect_refused(no_endpoint, "inter-broker link: listener INTERNAL uses SASL OAUTHBEARER, but "
+                                "sasl.oauthbearer.token.endpoint.url is not set");
+    const char *plain_module[] = {"inter.broker.listener.name=INTERNAL",
+                                  "sasl.mechanism.inter.broker.protocol=oauthbearer",
+                                  "sasl.oauthbearer.token.endpoint.url=http://127.0.0.1:1/token",
+                                  "listener.name.internal.oauthbearer.sasl.jaas.config="
+                                  "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                                  "username=\"b\" password=\"p\";",
+                                  NULL};
+    expect_refused(plain_module, "listener.name.internal.oauthbearer.sasl.jaas.config: the login module must be "
+                                 "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule");
 
     /* A SASL controller listener: the node's own credentials, and a
      * mechanism the listener serves (test_controller_sasl.c runs it). */

@@ -114,22 +114,6 @@ static int32_t create_at_controller(struct cluster *c, unsigned among, const cha
     }
 }
 
-/* IncrementalAlterConfigs of the cluster-wide broker default at a voter
- * that does not lead: it goes to the active controller in an Envelope,
- * over the controller link, and must succeed. */
-static void alter_forwarded(struct cluster *c, int via)
-{
-    long long deadline = harness_now_ms() + 30000;
-    char msg[512] = "";
-    int code;
-    while ((code = raw_incremental_alter_broker(broker_port(&c->nodes[via - 1]), "", "num.replica.fetchers", 0, "2",
-                                                msg, sizeof msg)) != 0 &&
-           harness_now_ms() < deadline)
-        usleep(300 * 1000);
-    if (code != 0)
-        fail_msg("num.replica.fetchers=2 via node %d: error %d %s", via, code, msg);
-}
-
 /* The quorum elects, every broker registers and heartbeats, a topic made
  * at the active controller reaches every node's image over the quorum's
  * Fetch, and a config change at a voter that does not lead is forwarded. */
@@ -146,7 +130,7 @@ static void test_quorum_over_plain(void **state)
     for (int node = 1; node <= N; node++)
         wait_view(&c, node, ALL, "over-sasl", 2, 30000);
     other = leader == 1 ? 2 : 1;
-    alter_forwarded(&c, other);
+    cluster_alter_forwarded(&c, other);
     /* The leader saw the others as the PLAIN user on its controller listener. */
     broker_wait_log(&c.nodes[leader - 1], "User:controller authenticated with PLAIN from", 5000);
     assert_true(broker_log_contains(&c.nodes[leader - 1], "on CONTROLLER"));
@@ -205,7 +189,7 @@ static void test_wrong_password_stays_out(void **state)
     int32_t leader = create_at_controller(&c, two, "without-three", 2);
     wait_view(&c, 1, two, "without-three", 2, 30000);
     wait_view(&c, 2, two, "without-three", 2, 30000);
-    alter_forwarded(&c, leader == 1 ? 2 : 1);
+    cluster_alter_forwarded(&c, leader == 1 ? 2 : 1);
     /* The others refused node 3 and say so. */
     assert_true(broker_log_contains(&c.nodes[0], "on CONTROLLER failed") ||
                 broker_log_contains(&c.nodes[1], "on CONTROLLER failed"));
@@ -215,15 +199,6 @@ static void test_wrong_password_stays_out(void **state)
     broker_stop(&c.nodes[2]);
     assert_true(broker_log_contains(&c.nodes[2], "received SIGTERM during start-up"));
     stop(&c);
-}
-
-/* True when some node's log holds needle. */
-static bool any_logged(struct cluster *c, const char *needle)
-{
-    for (int i = 0; i < N; i++)
-        if (broker_log_contains(&c->nodes[i], needle))
-            return true;
-    return false;
 }
 
 /* SCRAM on the controller link: the credential lives in the metadata log,
@@ -259,7 +234,7 @@ static void test_move_to_scram(void **state)
     /* Ready only once registered and unfenced: over SCRAM. */
     broker_restart(&c.nodes[2]);
     long long deadline = harness_now_ms() + 10000;
-    while (!any_logged(&c, "User:controller authenticated with SCRAM-SHA-512 from")) {
+    while (!cluster_any_logged(&c, "User:controller authenticated with SCRAM-SHA-512 from")) {
         if (harness_now_ms() > deadline)
             fail_msg("no controller logged node 3's SCRAM-SHA-512 authentication");
         usleep(200 * 1000);
@@ -367,7 +342,7 @@ static void test_quorum_over_sasl_ssl(void **state)
     int32_t leader = create_at_controller(&c, ALL, "over-sasl-ssl", 3);
     for (int node = 1; node <= N; node++)
         wait_view(&c, node, ALL, "over-sasl-ssl", 2, 30000);
-    alter_forwarded(&c, leader == 1 ? 2 : 1);
+    cluster_alter_forwarded(&c, leader == 1 ? 2 : 1);
     broker_wait_log(&c.nodes[leader - 1], "User:controller authenticated with PLAIN from", 5000);
     for (int i = 0; i < N; i++)
         assert_false(broker_log_contains(&c.nodes[i], "TLS handshake with"));

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -25,7 +26,7 @@ static enum sasl_client_step run_scram(int mech, const char *client_password, co
     assert_int_equal(scram_credential_from_salted(mech, salted, key_len, salt, 16, 4096, &cred), 0);
 
     static struct sasl_client c;
-    enum sasl_client_step step = sasl_client_start(&c, scram_mechanism_name(mech), "bro,ker", client_password, err,
+    enum sasl_client_step step = sasl_client_begin(&c, scram_mechanism_name(mech), "bro,ker", client_password, err,
                                                    errlen);
     assert_int_equal(step, SASL_CLIENT_SEND);
     struct scram_server *s = scram_server_new(mech);
@@ -75,14 +76,14 @@ static void test_plain_and_bad_input(void **state)
     (void)state;
     static struct sasl_client c;
     char err[300] = "";
-    assert_int_equal(sasl_client_start(&c, "plain", "u", "p", err, sizeof err), SASL_CLIENT_SEND);
+    assert_int_equal(sasl_client_begin(&c, "plain", "u", "p", err, sizeof err), SASL_CLIENT_SEND);
     assert_int_equal(c.out_len, 4);
     assert_memory_equal(c.out, "\0u\0p", 4);
     assert_int_equal(sasl_client_next(&c, NULL, 0, err, sizeof err), SASL_CLIENT_DONE);
-    assert_int_equal(sasl_client_start(&c, "GSSAPI", "u", "p", err, sizeof err), SASL_CLIENT_FAILED);
+    assert_int_equal(sasl_client_begin(&c, "GSSAPI", "u", "p", err, sizeof err), SASL_CLIENT_FAILED);
     assert_non_null(strstr(err, "GSSAPI"));
     /* A server-first-message with another nonce, or none, is refused. */
-    assert_int_equal(sasl_client_start(&c, "SCRAM-SHA-256", "u", "p", err, sizeof err), SASL_CLIENT_SEND);
+    assert_int_equal(sasl_client_begin(&c, "SCRAM-SHA-256", "u", "p", err, sizeof err), SASL_CLIENT_SEND);
     const char *bad = "r=othernonce,s=c2FsdA==,i=4096";
     assert_int_equal(sasl_client_next(&c, (const uint8_t *)bad, strlen(bad), err, sizeof err), SASL_CLIENT_FAILED);
     assert_non_null(strstr(err, "bad server-first-message"));
@@ -139,12 +140,57 @@ static void test_jaas(void **state)
     assert_non_null(strstr(err, "user_admin"));
 }
 
+/* OAuthBearerLoginModule's options for the links, and Kafka's initial
+ * client response. */
+static void test_jaas_oauth_and_message(void **state)
+{
+    (void)state;
+    char id[64], secret[64], scope[64], err[200];
+    struct sasl_jaas_option opts[] = {
+        {"clientId", id, sizeof id}, {"clientSecret", secret, sizeof secret}, {"scope", scope, sizeof scope}};
+    const char *module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule";
+    assert_int_equal(sasl_jaas_parse_module("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+                                            "required clientId=\"broker\" clientSecret=\"s3cret\";",
+                                            module, opts, 3, err, sizeof err),
+                     0);
+    assert_string_equal(id, "broker");
+    assert_string_equal(secret, "s3cret");
+    assert_string_equal(scope, "");
+    assert_int_equal(sasl_jaas_parse_module("org.apache.kafka.common.security.plain.PlainLoginModule required;", module,
+                                            opts, 3, err, sizeof err),
+                     -2);
+    assert_int_equal(sasl_jaas_parse_module("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+                                            "required clientId=b unsecuredLoginStringClaim_sub=x;",
+                                            module, opts, 3, err, sizeof err),
+                     -1);
+    assert_string_equal(err, "option unsecuredLoginStringClaim_sub is not served (only clientId, clientSecret and "
+                             "scope)");
+    assert_int_equal(sasl_jaas_parse_module("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+                                            "required clientSecret=\"0123456789012345678901234567890123456789"
+                                            "01234567890123456789012345\";",
+                                            module, opts, 3, err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "clientSecret is too long"));
+    assert_null(strstr(err, "0123"));
+
+    size_t len = 0;
+    char *msg = sasl_oauthbearer_message("abc.def.ghi", &len);
+    assert_non_null(msg);
+    assert_int_equal(len, 29);
+    assert_memory_equal(msg,
+                        "n,,\x01"
+                        "auth=Bearer abc.def.ghi\x01\x01",
+                        len);
+    free(msg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scram_against_the_server),
         cmocka_unit_test(test_plain_and_bad_input),
         cmocka_unit_test(test_jaas),
+        cmocka_unit_test(test_jaas_oauth_and_message),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
