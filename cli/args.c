@@ -65,6 +65,18 @@ int cli_setting_apply(const char *where, const char *key, const char *val, struc
                       : key[0] == 'm' ? &s->max_poll_interval_ms
                                       : &s->auto_commit_interval_ms;
         *to = (int32_t)v;
+    } else if (!strcmp(key, "enable.idempotence")) {
+        if (!strcasecmp(val, "true") || !strcmp(val, "1"))
+            s->idempotence = 1;
+        else if (!strcasecmp(val, "false") || !strcmp(val, "0"))
+            s->idempotence = 0;
+        else
+            return cli_fail(CLI_EXIT_USAGE, "%s: enable.idempotence wants true or false, got '%s'", where, val);
+    } else if (!strcmp(key, "delivery.timeout.ms") || !strcmp(key, "message.timeout.ms")) {
+        long long v;
+        if (cli_parse_int(val, 1, 86400000, &v) < 0)
+            return cli_fail(CLI_EXIT_USAGE, "%s: %s must be milliseconds, got '%s'", where, key, val);
+        s->delivery_timeout_ms = v;
     } else if (!strcmp(key, "security.protocol")) {
         bool ssl = !strcasecmp(val, "ssl") || !strcasecmp(val, "sasl_ssl");
         bool sasl = !strcasecmp(val, "sasl_plaintext") || !strcasecmp(val, "sasl_ssl");
@@ -242,6 +254,7 @@ int cli_parse(int argc, char **argv, const char *usage, const char *own_short, c
     s->heartbeat_interval_ms = 3000;
     s->max_poll_interval_ms = 300000;
     s->auto_commit_interval_ms = 5000;
+    s->idempotence = -1;
     struct option longs[64];
     size_t n = 0;
     /* The command's own flags first: getopt_long takes the first exact

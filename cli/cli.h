@@ -39,6 +39,7 @@ enum {
     KAFKA_API_KEY_LIST_GROUPS = 16,
     KAFKA_API_KEY_SASL_HANDSHAKE = 17,
     KAFKA_API_KEY_CREATE_TOPICS = 19,
+    KAFKA_API_KEY_INIT_PRODUCER_ID = 22,
     KAFKA_API_KEY_DELETE_TOPICS = 20,
     KAFKA_API_KEY_DESCRIBE_CONFIGS = 32,
     KAFKA_API_KEY_DESCRIBE_ACLS = 29,
@@ -81,6 +82,11 @@ struct cli_settings {
      * names: session.timeout.ms, heartbeat.interval.ms,
      * max.poll.interval.ms (the rebalance timeout), auto.commit.interval.ms. */
     int32_t session_timeout_ms, heartbeat_interval_ms, max_poll_interval_ms, auto_commit_interval_ms;
+    /* cairn produce, in librdkafka's names: enable.idempotence (-1 unset,
+     * 0 or 1) and delivery.timeout.ms (alias message.timeout.ms; 0: the
+     * --timeout), how long a batch is retried before produce gives up. */
+    int8_t idempotence;
+    int64_t delivery_timeout_ms;
 };
 
 /* ---- args.c ---- */

@@ -8,8 +8,11 @@
  * nothing more to read right now (so interactive use sees each line sent).
  * A partition whose leader moved (NOT_LEADER_OR_FOLLOWER, ...) or a broker
  * that stopped answering is retried against fresh Metadata until --timeout;
- * any other error stops with exit 1 naming it. Delivery is at least once: a
- * retried request may have been written before its answer was lost. */
+ * any other error stops with exit 1 naming it. The producer is idempotent
+ * unless told otherwise (enable.idempotence, produce_idempotent.h): each
+ * batch carries a producer id and sequence, so a retried request whose
+ * answer was lost is not written twice. Without it delivery is at least
+ * once. */
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
@@ -19,6 +22,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "produce_idempotent.h"
 #include "codec/record_codec.h"
 #include "protocol/record_batch.h"
 
@@ -34,10 +38,13 @@ static const char produce_usage[] =
     "  -p, --partition N         every record to partition N (default: murmur2 of the key,\n"
     "                            as Kafka's default partitioner; unkeyed records sticky per request)\n"
     "  -H, --header KEY=VALUE    a header on every record (repeatable)\n"
-    "      --acks all|1|0        acknowledgement the leader waits for (default all)\n"
+    "      --acks all|1|0        acknowledgement the leader waits for (default all; 1 or 0\n"
+    "                            turn the idempotent producer off unless it was asked for)\n"
     "  -z, --compression CODEC   none (default), gzip, snappy, lz4 or zstd\n"
     "  -v, --verbose             print each record's partition and offset\n"
     "      --format json         print each record's topic, partition and offset as a JSON line\n"
+    "  -X enable.idempotence=false  at-least-once delivery: no producer id or sequences\n"
+    "  -X delivery.timeout.ms=MS     how long a batch is retried (default: --timeout)\n"
     "common flags: -b/--brokers, --profile, -X key=value, --timeout MS, -h/--help (see cairn --help)\n";
 
 enum { OPT_ACKS = 5000, OPT_FORMAT };
@@ -57,6 +64,7 @@ struct produce_args {
     struct record_batch_header_field headers[PRODUCE_MAX_HEADERS];
     int nheaders;
     int16_t acks;
+    bool acks_set;
     int compression;
     bool verbose, json;
 };
@@ -95,6 +103,7 @@ static int produce_flag(int opt, const char *arg, void *ctx)
             a->acks = (int16_t)(arg[0] - '0');
         else
             return cli_fail(CLI_EXIT_USAGE, "--acks wants all, 1 or 0, got '%s'", arg);
+        a->acks_set = true;
         return -1;
     case 'z': {
         static const char *const names[] = {"none", "gzip", "snappy", "lz4", "zstd"};
@@ -144,6 +153,8 @@ struct producer {
     size_t nrecs, cap;
     size_t pending_bytes;
     int32_t sticky; /* partition of unkeyed records in this request */
+    int64_t delivery_timeout_ms;
+    struct produce_idem idem;
     char net_err[256];
 };
 
@@ -247,9 +258,10 @@ static int send_to_leader(struct producer *p, struct partition_batch *pb, int32_
                 continue;
             struct partition_batch *b = &pb[pr->index];
             b->error = pr->error_code;
-            if (pr->error_code == KAFKA_ERR_NONE) {
+            if (pr->error_code == KAFKA_ERR_NONE || produce_idem_already_written(&p->idem, pr->error_code)) {
                 b->pending = false;
-                b->base_offset = pr->base_offset;
+                b->error = KAFKA_ERR_NONE;
+                b->base_offset = pr->error_code == KAFKA_ERR_NONE ? pr->base_offset : -1;
             } else if (!produce_retriable(pr->error_code)) {
                 char what[400];
                 snprintf(what, sizeof(what), "cannot produce to partition %d of '%s'", (int)pr->index, p->t.name);
@@ -257,7 +269,7 @@ static int send_to_leader(struct producer *p, struct partition_batch *pb, int32_
                                     what,
                                     pr->error_code == KAFKA_ERR_MESSAGE_TOO_LARGE
                                         ? "a line is larger than the topic's max.message.bytes"
-                                        : NULL);
+                                        : produce_idem_hint(pr->error_code));
             }
         }
     cli_reply_free(&r);
@@ -285,6 +297,7 @@ static int seal_batches(struct producer *p, struct partition_batch *pb)
     for (int32_t i = 0; i < p->nbuilders; i++) {
         if (p->builders[i].count == 0)
             continue;
+        produce_idem_stamp(&p->idem, i, &p->builders[i]);
         if (record_batch_builder_finish(&p->builders[i], &pb[i].buf, &pb[i].len) < 0)
             return cli_fail(CLI_EXIT_UNREACHABLE, "out of memory building a record batch");
         pb[i].pending = true;
@@ -312,7 +325,7 @@ static int flush(struct producer *p)
     if (!pb)
         return cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
     int rc = seal_batches(p, pb);
-    int64_t deadline = cli_now_ms() + p->c->timeout_ms, backoff = 100;
+    int64_t deadline = cli_now_ms() + p->delivery_timeout_ms, backoff = 100;
     int32_t *leaders = calloc((size_t)p->nbuilders, sizeof(*leaders));
     if (!leaders)
         rc = cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
@@ -336,8 +349,8 @@ static int flush(struct producer *p)
             break;
         if (cli_now_ms() + backoff > deadline) {
             char what[800];
-            snprintf(what, sizeof(what), "cannot produce to partition %d of '%s' within --timeout %lld ms%s%s",
-                     (int)left, p->t.name, (long long)p->c->timeout_ms, p->net_err[0] ? ": " : "", p->net_err);
+            snprintf(what, sizeof(what), "cannot produce to partition %d of '%s' within %lld ms%s%s", (int)left,
+                     p->t.name, (long long)p->delivery_timeout_ms, p->net_err[0] ? ": " : "", p->net_err);
             rc = pb[left].error == KAFKA_ERR_NETWORK_EXCEPTION && p->net_err[0]
                      ? cli_fail(CLI_EXIT_UNREACHABLE, "%s; check the broker is up or raise --timeout", what)
                      : cli_kafka_fail(pb[left].error, (struct kafka_str){NULL, -1}, what,
@@ -467,9 +480,11 @@ static int next_line(struct producer *p, struct line_reader *r, const uint8_t **
     }
 }
 
-static int produce_run(struct cli_conn *c, const char *topic, const struct produce_args *a)
+static int produce_run(struct cli_conn *c, const char *topic, const struct produce_args *a,
+                       const struct cli_settings *s, bool idempotent)
 {
     struct producer p = {.c = c, .a = a};
+    p.delivery_timeout_ms = s->delivery_timeout_ms > 0 ? s->delivery_timeout_ms : c->timeout_ms;
     int rc = cli_topic_lookup(c, topic, CLI_LOOKUP_CREATE, &p.t);
     if (rc)
         return rc;
@@ -479,6 +494,11 @@ static int produce_run(struct cli_conn *c, const char *topic, const struct produ
         return rc;
     }
     p.nbuilders = p.t.partitions;
+    rc = produce_idem_init(&p.idem, c, idempotent, p.nbuilders, cli_now_ms() + p.delivery_timeout_ms);
+    if (rc) {
+        cli_topic_info_free(&p.t);
+        return rc;
+    }
     p.sticky = (int32_t)((uint64_t)cli_now_ms() % (uint64_t)p.nbuilders);
     p.builders = calloc((size_t)p.nbuilders, sizeof(*p.builders));
     struct line_reader r = {.cap = 1 << 20};
@@ -504,6 +524,7 @@ static int produce_run(struct cli_conn *c, const char *topic, const struct produ
     free(p.builders);
     free(p.recs);
     free(r.buf);
+    produce_idem_free(&p.idem);
     cli_topic_info_free(&p.t);
     return rc;
 }
@@ -519,11 +540,15 @@ int cli_produce_main(int argc, char **argv)
         return rc;
     if (npos != 1)
         return cli_fail(CLI_EXIT_USAGE, "produce wants one topic name\n%s", produce_usage);
+    bool idempotent;
+    rc = produce_idem_resolve(s.idempotence, a.acks_set, a.acks, &idempotent);
+    if (rc)
+        return rc;
     struct cli_conn c;
     rc = cli_connect(&c, &s);
     if (rc)
         return rc;
-    rc = produce_run(&c, pos[0], &a);
+    rc = produce_run(&c, pos[0], &a, &s, idempotent);
     cli_close(&c);
     return rc;
 }
