@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "produce_idempotent.h"
 
 static char g_dir[64];
 
@@ -204,6 +205,24 @@ static void test_parse_flags_and_precedence(void **state)
     assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "-X", "session.timeout.ms=soon", NULL}),
                      CLI_EXIT_USAGE);
 
+    /* The producer's: idempotence unset (on unless acks say otherwise). */
+    assert_int_equal(s.idempotence, -1);
+    assert_int_equal(s.delivery_timeout_ms, 0);
+    assert_int_equal(
+        parse(&s, &o, pos, &npos,
+              (const char *const[]){"list", "-X", "enable.idempotence=false", "-X", "delivery.timeout.ms=40000", NULL}),
+        -1);
+    assert_int_equal(s.idempotence, 0);
+    assert_int_equal(s.delivery_timeout_ms, 40000);
+    assert_int_equal(
+        parse(&s, &o, pos, &npos,
+              (const char *const[]){"list", "-X", "enable.idempotence=TRUE", "-X", "message.timeout.ms=5", NULL}),
+        -1);
+    assert_int_equal(s.idempotence, 1);
+    assert_int_equal(s.delivery_timeout_ms, 5);
+    assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "-X", "enable.idempotence=yes", NULL}),
+                     CLI_EXIT_USAGE);
+
     /* Usage errors and help. */
     assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "--bogus", NULL}), CLI_EXIT_USAGE);
     assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "-x", NULL}), CLI_EXIT_USAGE);
@@ -214,6 +233,45 @@ static void test_parse_flags_and_precedence(void **state)
     assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "--profile", "/nonexistent", NULL}),
                      CLI_EXIT_USAGE);
     assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "--help", NULL}), CLI_EXIT_OK);
+}
+
+/* enable.idempotence against --acks, as Kafka 3's producer; sequences
+ * advance per partition by each batch's records and wrap after INT32_MAX. */
+static void test_produce_idempotence(void **state)
+{
+    (void)state;
+    bool on = false;
+    assert_int_equal(produce_idem_resolve(-1, false, -1, &on), 0);
+    assert_true(on);
+    assert_int_equal(produce_idem_resolve(-1, true, -1, &on), 0);
+    assert_true(on);
+    assert_int_equal(produce_idem_resolve(-1, true, 1, &on), 0);
+    assert_false(on);
+    assert_int_equal(produce_idem_resolve(0, false, -1, &on), 0);
+    assert_false(on);
+    assert_int_equal(produce_idem_resolve(1, true, 0, &on), CLI_EXIT_USAGE);
+    assert_int_equal(produce_idem_resolve(1, true, 1, &on), CLI_EXIT_USAGE);
+
+    int32_t seq[2] = {0, INT32_MAX - 1};
+    struct produce_idem id = {.enabled = true, .producer_id = 7, .epoch = 0, .partitions = 2, .next_seq = seq};
+    struct record_batch_builder b;
+    record_batch_builder_init(&b, 0);
+    b.count = 3;
+    produce_idem_stamp(&id, 0, &b);
+    assert_int_equal(b.producer_id, 7);
+    assert_int_equal(b.producer_epoch, 0);
+    assert_int_equal(b.base_sequence, 0);
+    produce_idem_stamp(&id, 0, &b);
+    assert_int_equal(b.base_sequence, 3);
+    assert_int_equal(seq[0], 6);
+    produce_idem_stamp(&id, 1, &b);
+    assert_int_equal(b.base_sequence, INT32_MAX - 1);
+    assert_int_equal(seq[1], 1); /* INT32_MAX - 1, INT32_MAX, then 0 */
+    assert_true(produce_idem_already_written(&id, KAFKA_ERR_DUPLICATE_SEQUENCE_NUMBER));
+    assert_false(produce_idem_already_written(&id, KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER));
+    assert_non_null(produce_idem_hint(KAFKA_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER));
+    assert_non_null(produce_idem_hint(KAFKA_ERR_UNKNOWN_PRODUCER_ID));
+    assert_null(produce_idem_hint(KAFKA_ERR_NONE));
 }
 
 static void test_home_profile(void **state)
@@ -273,9 +331,10 @@ static void test_assignment_decode(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_int),    cmocka_unit_test(test_split_host_port),
-        cmocka_unit_test(test_profile),      cmocka_unit_test(test_parse_flags_and_precedence),
-        cmocka_unit_test(test_home_profile), cmocka_unit_test(test_assignment_decode),
+        cmocka_unit_test(test_parse_int),         cmocka_unit_test(test_split_host_port),
+        cmocka_unit_test(test_profile),           cmocka_unit_test(test_parse_flags_and_precedence),
+        cmocka_unit_test(test_home_profile),      cmocka_unit_test(test_produce_idempotence),
+        cmocka_unit_test(test_assignment_decode),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
