@@ -175,10 +175,11 @@ const char *const *cli_common_flags(void)
 /* The settings also read from the environment as CAIRN_<KEY> (upper
  * case, dots as underscores), e.g. CAIRN_SSL_CA_LOCATION. */
 static const char *const env_keys[] = {
-    "security.protocol", "ssl.ca.location",    "ssl.certificate.location",
-    "ssl.key.location",  "ssl.key.password",   "ssl.endpoint.identification.algorithm",
-    "client.id",         "request.timeout.ms", "sasl.mechanism",
-    "sasl.username",     "sasl.password"};
+    "security.protocol",  "ssl.ca.location",    "ssl.certificate.location",
+    "ssl.key.location",   "ssl.key.password",   "ssl.endpoint.identification.algorithm",
+    "client.id",          "request.timeout.ms", "sasl.mechanism",
+    "sasl.username",      "sasl.password",      "enable.idempotence",
+    "delivery.timeout.ms"};
 
 static int apply_env(struct cli_settings *s)
 {

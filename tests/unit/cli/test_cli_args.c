@@ -222,6 +222,13 @@ static void test_parse_flags_and_precedence(void **state)
     assert_int_equal(s.delivery_timeout_ms, 5);
     assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "-X", "enable.idempotence=yes", NULL}),
                      CLI_EXIT_USAGE);
+    setenv("CAIRN_ENABLE_IDEMPOTENCE", "false", 1);
+    setenv("CAIRN_DELIVERY_TIMEOUT_MS", "700", 1);
+    assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", NULL}), -1);
+    assert_int_equal(s.idempotence, 0);
+    assert_int_equal(s.delivery_timeout_ms, 700);
+    unsetenv("CAIRN_ENABLE_IDEMPOTENCE");
+    unsetenv("CAIRN_DELIVERY_TIMEOUT_MS");
 
     /* Usage errors and help. */
     assert_int_equal(parse(&s, &o, pos, &npos, (const char *const[]){"list", "--bogus", NULL}), CLI_EXIT_USAGE);
