@@ -4,7 +4,9 @@
  * puts them, compression) read back by librdkafka; records produced by
  * librdkafka (keys, headers, timestamps, lz4 batches, binary values) read
  * by cairn in every output form; start positions, counts and the end;
- * group commits; transactions under read_committed; bad input. The
+ * group commits; transactions under read_committed; the idempotent
+ * producer (stored batch headers, a retry across a frozen broker); bad
+ * input. The
  * commands are the examples of docs/cli.md ("Producing and consuming"). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -677,8 +679,10 @@ static int produce_across_freeze(struct test_broker *b, const char *topic, bool 
     bg_wait_output(&prod, "partition 0 offset 0\n");
     assert_int_equal(kill(b->pid, SIGSTOP), 0);
     bg_write(&prod, "second\n");
-    /* Past the 1 s request timeout: the request is retried meanwhile. */
-    usleep(2500000);
+    /* Well past the 1 s request timeout (a margin for a loaded machine):
+     * the request times out, its connection is closed and it is sent
+     * again, all while the broker is frozen. */
+    usleep(4000000);
     assert_int_equal(kill(b->pid, SIGCONT), 0);
     /* Without idempotence the offset of "second" is the retry's, which
      * may come after the original's; so only the line count is awaited. */
