@@ -6,8 +6,8 @@
  * by cairn in every output form; start positions, counts and the end;
  * group commits; transactions under read_committed; the idempotent
  * producer (stored batch headers, a retry across a frozen broker); bad
- * input. The
- * commands are the examples of docs/cli.md ("Producing and consuming"). */
+ * input. The commands are the examples of docs/cli.md ("Producing and
+ * consuming"). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
