@@ -414,6 +414,19 @@ int16_t log_manager_create(struct log_manager *m, const char *topic, int32_t par
     pthread_mutex_lock(&m->lock);
     struct log_manager_entry *e = find_locked(m, topic, partition);
     if (e) {
+        /* Loaded at start without a topic id: a kill -9 between the dir's
+         * creation and partition.metadata's rename leaves none. As Kafka's
+         * assignTopicId, the id is written now; without it a follower's
+         * fetches (by topic id) got UNKNOWN_TOPIC_ID from the leader forever. */
+        uint8_t on_disk_id[16];
+        if (topic_id && partition_log_topic_id(e->log, on_disk_id) != 0) {
+            if (partition_log_write_metadata(e->log, topic_id) != 0) {
+                pthread_mutex_unlock(&m->lock);
+                snprintf(err, errlen, "cannot write partition.metadata");
+                return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+            }
+            logger_info("log", "%s-%" PRId32 ": had no topic id on disk; partition.metadata written", topic, partition);
+        }
         if (out) {
             partition_log_retain(e->log);
             *out = e->log;

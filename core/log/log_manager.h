@@ -57,8 +57,9 @@ int log_manager_open(const char *const *dirs, size_t dir_count, const struct log
  * or NULL when this broker has no log for it. */
 struct partition_log *log_manager_get(struct log_manager *m, const char *topic, int32_t partition);
 
-/* Create the log (or return the existing one) in the log dir holding the
- * fewest partitions. topic_id may be NULL; cfg NULL means the defaults.
+/* Create the log (or return the existing one, writing topic_id to its
+ * partition.metadata when it has none) in the log dir holding the fewest
+ * partitions. topic_id may be NULL; cfg NULL means the defaults.
  * Returns KAFKA_ERR_NONE with a new reference in *out (may be NULL if not
  * wanted), or a Kafka error with err. */
 int16_t log_manager_create(struct log_manager *m, const char *topic, int32_t partition, const uint8_t *topic_id,

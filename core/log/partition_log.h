@@ -208,7 +208,8 @@ int16_t partition_log_flush_to(struct partition_log *log, int64_t end_offset);
 /* Flush when flush.ms has passed since the oldest unflushed append. */
 int16_t partition_log_flush_if_due(struct partition_log *log, int64_t now_ms);
 /* Drop every batch holding offsets >= offset (the log may end below it when
- * offset falls inside a batch). */
+ * offset falls inside a batch). At or past the log end no batch goes, but
+ * a leader epoch entry starting at the log end does (as in Kafka). */
 int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset);
 /* A follower behind the leader's log start (Kafka's truncateFullyAndStartAt):
  * drop every segment, the leader epochs and the producer state, and start

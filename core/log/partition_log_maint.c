@@ -178,9 +178,22 @@ int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset)
         pthread_mutex_unlock(&log->write_lock);
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
-    if (offset >= atomic_load(&log->log_end_offset) || offset < 0) {
+    if (offset < 0) {
         pthread_mutex_unlock(&log->write_lock);
         return KAFKA_ERR_NONE;
+    }
+    if (offset >= atomic_load(&log->log_end_offset)) {
+        /* No record to cut, but, as Kafka's truncateTo, an epoch entry at
+         * the log end goes: one this replica began as leader without
+         * writing in it, which the new leader may never have had; kept, a
+         * follower would name it in every fetch and get the same
+         * divergence back forever. */
+        pthread_rwlock_wrlock(&log->lock);
+        bool cut = partition_log_epochs_end_moved(log, atomic_load(&log->log_end_offset));
+        pthread_rwlock_unlock(&log->lock);
+        int16_t code = cut ? partition_log_save_epochs_locked(log) : KAFKA_ERR_NONE;
+        pthread_mutex_unlock(&log->write_lock);
+        return code;
     }
     int rc = 0;
     bool epochs_cut = false;

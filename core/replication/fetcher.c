@@ -205,8 +205,22 @@ static void truncate_diverged(struct fetcher *f, struct fetch_slot *s, int32_t e
     if (local_end >= 0 && local_end < to)
         to = local_end;
     int64_t end = partition_log_end_offset(s->log);
-    if (to >= end)
+    if (to >= end) {
+        /* Nothing to cut, but the epoch the fetch named may be one this
+         * replica began at its log end as a leader and never wrote in:
+         * truncating at the end drops it, so the next fetch names the
+         * last epoch it holds records of (else the leader answers the same
+         * divergence forever and the follower never moves). */
+        int32_t before = partition_log_latest_epoch(s->log);
+        int16_t err = partition_log_truncate_to(s->log, end);
+        int32_t after = partition_log_latest_epoch(s->log);
+        if (before != after)
+            logger_info("replication",
+                        "%s-%d: leader %d has no epoch %d; dropped it from the end of the log's epochs (latest now "
+                        "%d): %s",
+                        s->topic, s->partition, f->leader_id, before, after, kafka_error_name(err));
         return;
+    }
     int16_t err = partition_log_truncate_to(s->log, to);
     logger_info("replication", "%s-%d: log diverged from leader %d after epoch %d; truncated from %lld to %lld: %s",
                 s->topic, s->partition, f->leader_id, epoch, (long long)end, (long long)to, kafka_error_name(err));

@@ -135,6 +135,44 @@ static void test_create_reopen_clean(void **state)
     log_manager_close(m, true);
 }
 
+/* A kill -9 between a partition dir's creation and partition.metadata's
+ * rename leaves a log without a topic id. Loaded at the next start, it
+ * gets the id when the partition is hosted again (Kafka's
+ * assignTopicId): a follower fetches by topic id, and without it the
+ * leader answered UNKNOWN_TOPIC_ID forever. */
+static void test_loaded_log_without_topic_id_gets_it(void **state)
+{
+    (void)state;
+    struct log_config defaults;
+    log_config_defaults(&defaults);
+    struct log_manager *m = open_manager(&defaults);
+    uint8_t id[16] = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6};
+    char err[256];
+    struct partition_log *log;
+    assert_int_equal(log_manager_create(m, "orders", 3, id, NULL, &log, err, sizeof err), KAFKA_ERR_NONE);
+    append(log, 2);
+    partition_log_close(log);
+    log_manager_close(m, false);
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s/orders-3", exists(g_dirs[0], "orders-3") ? g_dirs[0] : g_dirs[1]);
+    snprintf(path, sizeof path, "%s/partition.metadata", dir);
+    assert_int_equal(unlink(path), 0);
+
+    m = open_manager(&defaults);
+    log = log_manager_get(m, "orders", 3);
+    assert_non_null(log);
+    uint8_t back[16];
+    assert_int_not_equal(partition_log_topic_id(log, back), 0);
+    partition_log_close(log);
+    assert_int_equal(log_manager_create(m, "orders", 3, id, NULL, &log, err, sizeof err), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_topic_id(log, back), 0);
+    assert_memory_equal(back, id, 16);
+    assert_int_equal(partition_log_end_offset(log), 4);
+    partition_log_close(log);
+    log_manager_close(m, true);
+    assert_true(exists(dir, "partition.metadata"));
+}
+
 /* A marker that cannot be removed (here a directory of that name) would
  * make a later crash pass for a clean stop: the open refuses, naming it. */
 static void test_marker_not_removable_refuses_open(void **state)
@@ -463,6 +501,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_reopen_clean, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_loaded_log_without_topic_id_gets_it, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unclean_recovery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_marker_not_removable_refuses_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_retention, setup, teardown),

@@ -243,6 +243,31 @@ static void test_truncation_trims(void **state)
     assert_int_equal(partition_log_latest_epoch(f->log), -1);
 }
 
+/* A replica that led an epoch without writing in it, then follows a
+ * leader that never had that epoch: the fetcher's truncation at its log
+ * end drops the entry (Kafka's truncateTo), so its next fetch names the
+ * last epoch it holds records of. Kept, every fetch got the same
+ * divergence back and the follower never moved. */
+static void test_truncation_at_end_drops_an_epoch_without_records(void **state)
+{
+    struct fixture *f = *state;
+    open_log(f, false);
+    append(f, 5, 0, false);
+    assert_int_equal(partition_log_assign_leader_epoch(f->log, 1), KAFKA_ERR_NONE);
+    expect_checkpoint(f, "0\n2\n0 0\n1 5\n");
+    assert_int_equal(partition_log_latest_epoch(f->log), 1);
+    assert_int_equal(partition_log_truncate_to(f->log, 5), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_end_offset(f->log), 5);
+    expect_checkpoint(f, "0\n1\n0 0\n");
+    assert_int_equal(partition_log_latest_epoch(f->log), 0);
+    /* Past the end, an epoch with records stays, and nothing is cut. */
+    assert_int_equal(partition_log_truncate_to(f->log, 9), KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_end_offset(f->log), 5);
+    expect_checkpoint(f, "0\n1\n0 0\n");
+    open_log(f, false);
+    assert_int_equal(partition_log_latest_epoch(f->log), 0);
+}
+
 static void test_missing_or_malformed_file_rebuilt(void **state)
 {
     struct fixture *f = *state;
@@ -344,6 +369,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_leader_epoch_starts_at_log_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_follower_appends_keep_batch_epochs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncation_trims, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncation_at_end_drops_an_epoch_without_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_or_malformed_file_rebuilt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unclean_open_fixes_stale_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_partial_recovery, setup, teardown),
