@@ -209,18 +209,28 @@ static json_t *json_ids(const int32_t *v, int32_t n)
     return arr;
 }
 
+/* ListPartitionReassignments for a's partitions (all when none named);
+ * 0 with the answer in *r (the caller frees it), else the exit code. */
+static int list_reassignments(struct cli_conn *c, struct reassign_args *a, struct cli_reply *r)
+{
+    int rc = cli_call(c, c->controller_id, KAFKA_API_KEY_LIST_PARTITION_REASSIGNMENTS, build_list, a, r);
+    if (rc)
+        return rc;
+    const struct list_partition_reassignments_response *m = r->response;
+    if (m->error_code != KAFKA_ERR_NONE) {
+        rc = cli_kafka_fail(m->error_code, m->error_message, "cannot list reassignments", NULL);
+        cli_reply_free(r);
+    }
+    return rc;
+}
+
 static int reassign_list(struct cli_conn *c, struct reassign_args *a, bool json)
 {
     struct cli_reply r;
-    int rc = cli_call(c, c->controller_id, KAFKA_API_KEY_LIST_PARTITION_REASSIGNMENTS, build_list, a, &r);
+    int rc = list_reassignments(c, a, &r);
     if (rc)
         return rc;
     const struct list_partition_reassignments_response *m = r.response;
-    if (m->error_code != KAFKA_ERR_NONE) {
-        rc = cli_kafka_fail(m->error_code, m->error_message, "cannot list reassignments", NULL);
-        cli_reply_free(&r);
-        return rc;
-    }
     json_t *arr = json ? json_array() : NULL;
     static const char *const headers[] = {"TOPIC", "PARTITION", "REPLICAS", "ADDING", "REMOVING"};
     struct cli_table *t = json ? NULL : cli_table_new(5, headers);
@@ -266,15 +276,10 @@ static bool listed(const struct list_partition_reassignments_response *m, int32_
 static int reassign_verify(struct cli_conn *c, struct reassign_args *a, bool json)
 {
     struct cli_reply r;
-    int rc = cli_call(c, c->controller_id, KAFKA_API_KEY_LIST_PARTITION_REASSIGNMENTS, build_list, a, &r);
+    int rc = list_reassignments(c, a, &r);
     if (rc)
         return rc;
     const struct list_partition_reassignments_response *m = r.response;
-    if (m->error_code != KAFKA_ERR_NONE) {
-        rc = cli_kafka_fail(m->error_code, m->error_message, "cannot list reassignments", NULL);
-        cli_reply_free(&r);
-        return rc;
-    }
     json_t *arr = json ? json_array() : NULL;
     static const char *const headers[] = {"TOPIC", "PARTITION", "STATUS"};
     struct cli_table *t = json ? NULL : cli_table_new(3, headers);
