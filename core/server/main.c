@@ -38,6 +38,10 @@ int main(int argc, char **argv)
     }
     argc = kept;
     argv[argc] = NULL;
+    /* The check's verdict is its one line: an unknown key's start-up
+     * warning would only repeat it. */
+    if (check && logger_get_level() < LOGGER_ERROR)
+        logger_set_level(LOGGER_ERROR);
     int rc = config_load(argc, argv, &cfg, err, sizeof err);
     if (rc == 0 && plugin_docs) {
         rc = plugin_host_print_docs(cfg, stdout, err, sizeof err);

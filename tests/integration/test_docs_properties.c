@@ -297,6 +297,58 @@ static void test_check_binds_and_creates_nothing(void **state)
     close(fd);
 }
 
+/* The commands of docs/operations.md "Checking a config", run as written in
+ * a directory whose server.properties is the guide's controller example;
+ * each prints exactly the lines shown after it. */
+static void test_operations_commands(void **state)
+{
+    (void)state;
+    struct block blocks[MAX_BLOCKS];
+    int n = collect(CAIRN_SOURCE_DIR "/docs/operations.md", "docs/operations.md", blocks, 0);
+    assert_true(n >= 1);
+    char path[400];
+    snprintf(path, sizeof path, "%s/server.properties", work);
+    write_file(path, blocks[0].text);
+    free_blocks(blocks, n);
+
+    char *md = slurp(CAIRN_SOURCE_DIR "/docs/operations.md");
+    assert_non_null(md);
+    const char *section = strstr(md, "\n## Checking a config\n");
+    assert_non_null(section);
+    const char *start = strstr(section, "```sh\n");
+    assert_non_null(start);
+    start += strlen("```sh\n");
+    const char *end = strstr(start, "```");
+    assert_non_null(end);
+    char bindir[600];
+    snprintf(bindir, sizeof bindir, "%s", broker_binary());
+    char *slash = strrchr(bindir, '/');
+    if (slash)
+        *slash = '\0';
+    int commands = 0;
+    for (const char *c = start; c < end && strncmp(c, "$ ", 2) == 0;) {
+        const char *nl = strchr(c, '\n');
+        const char *next = strstr(nl, "\n$ ");
+        if (!next || next > end)
+            next = end - 1;
+        char cmd[2048], expected[2048], got[4096] = "";
+        snprintf(cmd, sizeof cmd, "cd '%s' && PATH='%s':\"$PATH\" %.*s 2>&1", work, slash ? bindir : ".",
+                 (int)(nl - c - 2), c + 2);
+        snprintf(expected, sizeof expected, "%.*s", (int)(next + 1 - (nl + 1)), nl + 1);
+        FILE *f = popen(cmd, "r");
+        assert_non_null(f);
+        size_t got_len = fread(got, 1, sizeof got - 1, f);
+        got[got_len] = '\0';
+        pclose(f);
+        if (strcmp(got, expected) != 0)
+            fail_msg("%s\nprinted:\n%s\nthe docs show:\n%s", cmd, got, expected);
+        commands++;
+        c = next + 1;
+    }
+    assert_int_equal(commands, 3);
+    free(md);
+}
+
 /* The SDK examples the plugin guide configures, compiled from the tree. */
 static int setup(void **state)
 {
@@ -331,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_a_misspelt_key_in_any_block_is_refused),
         cmocka_unit_test(test_known_bad_configs_are_refused),
         cmocka_unit_test(test_check_binds_and_creates_nothing),
+        cmocka_unit_test(test_operations_commands),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
