@@ -42,8 +42,8 @@ static int check_listener_key(const struct broker_config *cfg, const char *key, 
     const char *dot = strchr(listener, '.');
     if (!dot || dot == listener || !listener_known(cfg, listener, (size_t)(dot - listener))) {
         snprintf(err, errlen,
-                 "unknown configuration key '%s': no listener %.*s in listeners or listener.security.protocol.map",
-                 key, dot ? (int)(dot - listener) : (int)strlen(listener), listener);
+                 "unknown configuration key '%s': no listener %.*s in listeners or listener.security.protocol.map", key,
+                 dot ? (int)(dot - listener) : (int)strlen(listener), listener);
         return -1;
     }
     const char *rest = dot + 1;

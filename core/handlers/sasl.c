@@ -111,8 +111,8 @@ void sasl_front_dispatch(struct net_request *req, struct handler_env *env, net_r
     net_request_complete(req, NULL, 0, true);
 }
 
-int sasl_enabled_mechanisms(const struct broker_config *cfg, const char *listener, const char **out, int max,
-                              char *buf, size_t buflen)
+int sasl_enabled_mechanisms(const struct broker_config *cfg, const char *listener, const char **out, int max, char *buf,
+                            size_t buflen)
 {
     struct config_kv *kvs = NULL;
     size_t count = 0;

@@ -172,8 +172,8 @@ static int link_kerberos(const struct broker_config *cfg, enum server_link_kind 
 
 /* The link's SASL mechanism and the node's own credentials for it, from
  * listener.name.<listener>.<mechanism>.sasl.jaas.config. */
-static int link_sasl(const struct broker_config *cfg, enum server_link_kind kind, const char *listener,
-                     bool check_only, struct server_link *out, char *err, size_t errlen)
+static int link_sasl(const struct broker_config *cfg, enum server_link_kind kind, const char *listener, bool check_only,
+                     struct server_link *out, char *err, size_t errlen)
 {
     const char *mech_key = kind == SERVER_LINK_CONTROLLER ? "sasl.mechanism.controller.protocol"
                                                           : "sasl.mechanism.inter.broker.protocol";

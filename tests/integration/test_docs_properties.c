@@ -247,8 +247,7 @@ static void test_known_bad_configs_are_refused(void **state)
                    "cairnd: invalid value 'abc' for 'num.partitions': expected an integer in [1, 2147483647]");
     assert_refused("--check-config --override listeners=PLAINTEXT://:9092,INTERNAL://:9094",
                    "listener name INTERNAL has no entry in listener.security.protocol.map");
-    assert_refused("--check-config --override controller.quorum.voters=1@10.0.0.1",
-                   "for 'controller.quorum.voters'");
+    assert_refused("--check-config --override controller.quorum.voters=1@10.0.0.1", "for 'controller.quorum.voters'");
     assert_refused("--check-config --override listeners=PLAINTEXT://:9092,INTERNAL://:9094 "
                    "--override listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT "
                    "--override inter.broker.listener.name=INTERNAL "
@@ -359,7 +358,8 @@ static int setup(void **state)
     const char *examples[] = {"hello_audit", "prefix_authorizer", "syslog_audit"};
     for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++) {
         char cmd[2048];
-        snprintf(cmd, sizeof cmd, "'%s' -O1 -I'%s/sdk/include' -fPIC -shared -o '%s/%s.so' '%s/sdk/examples/%s/%s.c' -pthread",
+        snprintf(cmd, sizeof cmd,
+                 "'%s' -O1 -I'%s/sdk/include' -fPIC -shared -o '%s/%s.so' '%s/sdk/examples/%s/%s.c' -pthread",
                  C_COMPILER_PATH, CAIRN_SOURCE_DIR, work, examples[i], CAIRN_SOURCE_DIR, examples[i], examples[i]);
         if (system(cmd) != 0)
             return -1;

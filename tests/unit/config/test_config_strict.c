@@ -120,12 +120,9 @@ static void test_voters_format_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_known_keys_pass),
-        cmocka_unit_test(test_unknown_key_refused),
-        cmocka_unit_test(test_bad_integer_refused),
-        cmocka_unit_test(test_listener_without_protocol_refused),
-        cmocka_unit_test(test_listener_keys),
-        cmocka_unit_test(test_plugin_key_of_unlisted_plugin),
+        cmocka_unit_test(test_known_keys_pass),       cmocka_unit_test(test_unknown_key_refused),
+        cmocka_unit_test(test_bad_integer_refused),   cmocka_unit_test(test_listener_without_protocol_refused),
+        cmocka_unit_test(test_listener_keys),         cmocka_unit_test(test_plugin_key_of_unlisted_plugin),
         cmocka_unit_test(test_voters_format_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
