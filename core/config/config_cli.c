@@ -74,7 +74,7 @@ static int pending_add(struct pending_entries *p, const char *key, const char *v
     return 0;
 }
 
-int config_load(int argc, char **argv, struct broker_config **out, char *err, size_t errlen)
+static int load(int argc, char **argv, bool strict, struct broker_config **out, char *err, size_t errlen)
 {
     const char *program = argc > 0 && argv[0] ? argv[0] : "cairnd";
     const char *config_path = NULL;
@@ -142,8 +142,17 @@ int config_load(int argc, char **argv, struct broker_config **out, char *err, si
     for (size_t i = 0; i < overrides.count; i++)
         if (pending_add(&all, overrides.entries[i].key, overrides.entries[i].value) < 0)
             goto oom;
+    /* An unknown key first: its misspelling may be why a check below fails. */
+    for (size_t i = 0; strict && i < all.count; i++)
+        if (config_check_key_name(all.keys[i], err, errlen) < 0)
+            goto done;
     if (config_build(all.keys, all.values, all.count, out, err, errlen) < 0)
         goto done;
+    if (strict && config_check_known_keys(*out, err, errlen) < 0) {
+        config_free(*out);
+        *out = NULL;
+        goto done;
+    }
     if (config_check_implemented(*out, err, errlen) < 0) {
         config_free(*out);
         *out = NULL;
@@ -164,6 +173,16 @@ done:
     properties_free(&file);
     properties_free(&overrides);
     return rc;
+}
+
+int config_load(int argc, char **argv, struct broker_config **out, char *err, size_t errlen)
+{
+    return load(argc, argv, false, out, err, errlen);
+}
+
+int config_load_strict(int argc, char **argv, struct broker_config **out, char *err, size_t errlen)
+{
+    return load(argc, argv, true, out, err, errlen);
 }
 
 static void print_doc_row(FILE *out, const struct config_key_def *def, const char *suffix)

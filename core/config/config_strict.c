@@ -88,6 +88,14 @@ static int check_plugin_key(const struct broker_config *cfg, const char *key, ch
     return -1;
 }
 
+int config_check_key_name(const char *key, char *err, size_t errlen)
+{
+    if (config_broker_key_index(key) >= 0 || strncmp(key, "listener.name.", 14) == 0 || strncmp(key, "plugin.", 7) == 0)
+        return 0;
+    snprintf(err, errlen, "unknown configuration key '%s' (start-up ignores it with a warning)", key);
+    return -1;
+}
+
 int config_check_known_keys(const struct broker_config *cfg, char *err, size_t errlen)
 {
     for (size_t i = 0; i < cfg->explicit_entries.count; i++) {
@@ -101,8 +109,7 @@ int config_check_known_keys(const struct broker_config *cfg, char *err, size_t e
         else if (strncmp(key, "plugin.", 7) == 0)
             rc = check_plugin_key(cfg, key, err, errlen);
         else
-            rc = (snprintf(err, errlen, "unknown configuration key '%s' (start-up ignores it with a warning)", key),
-                  -1);
+            rc = config_check_key_name(key, err, errlen);
         if (rc < 0)
             return -1;
     }

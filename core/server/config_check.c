@@ -63,8 +63,6 @@ static int check_controller_sasl(const struct broker_config *cfg, const char *me
 
 int server_config_check(const struct broker_config *cfg, char *err, size_t errlen)
 {
-    if (config_check_known_keys(cfg, err, errlen) != 0)
-        return -1;
     /* main's choice between the two start-ups. */
     bool broker_role = !(quorum_controller_only(cfg) && quorum_enabled(cfg));
     if (broker_role && check_broker_listeners(cfg, err, errlen) != 0)

@@ -9,8 +9,8 @@
 
 struct broker_config;
 
-/* After config_load (its parsing, value and cross-key checks): every key
- * known (config_check_known_keys), the role's listeners, the controller and
+/* After config_load_strict (parsing, values, cross-key checks, every key
+ * known): the role's listeners, the controller and
  * inter-broker links' SASL mechanism and JAAS entry, a SASL controller
  * listener enabling the mechanism the node authenticates with, and each
  * listed plugin's keys against its descriptor (plugin_host_check_config).

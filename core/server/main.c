@@ -42,7 +42,8 @@ int main(int argc, char **argv)
      * warning would only repeat it. */
     if (check && logger_get_level() < LOGGER_ERROR)
         logger_set_level(LOGGER_ERROR);
-    int rc = config_load(argc, argv, &cfg, err, sizeof err);
+    int rc = check ? config_load_strict(argc, argv, &cfg, err, sizeof err)
+                   : config_load(argc, argv, &cfg, err, sizeof err);
     if (rc == 0 && plugin_docs) {
         rc = plugin_host_print_docs(cfg, stdout, err, sizeof err);
         config_free(cfg);

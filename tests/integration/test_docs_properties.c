@@ -5,8 +5,9 @@
  *   plugins and the SDK examples it compiles); files the blocks name
  *   (keytabs, sasldb, /var/lib/cairn) need not exist, as --check-config
  *   reads none of them;
- * - the same block with any one key misspelt must be refused (exit 2),
- *   so a renamed key in the docs, or in the registry, fails here;
+ * - the same block with any one key misspelt must be refused (exit 2) with
+ *   a line naming that key, so a renamed key in the docs, or in the
+ *   registry, fails here;
  * - known-bad configs are refused with start-up's own line, and the check
  *   binds no port and creates no log directory. */
 #include <setjmp.h>
@@ -215,7 +216,9 @@ static void test_a_misspelt_key_in_any_block_is_refused(void **state)
         for (int k = 0; (text = misspell(blocks[i].text, k, key, sizeof key)) != NULL; k++) {
             write_file(path, text);
             struct outcome o = check_file(path, NULL);
-            if (o.exit_code != 2 || strstr(o.out, "configuration OK") || !strstr(o.err, "cairnd: "))
+            /* The line names the misspelt key, whatever else it would break. */
+            if (o.exit_code != 2 || strstr(o.out, "configuration OK") || !strstr(o.err, "cairnd: ") ||
+                !strstr(o.err, key))
                 fail_msg("%s: with %s misspelt, cairnd --check-config exited %d:\n%s%s", blocks[i].where, key,
                          o.exit_code, o.out, o.err);
             refused++;
