@@ -52,6 +52,23 @@ int config_load(int argc, char **argv, struct broker_config **out, char *err, si
  * configs holding such keys. Returns 0 or -1 with err. */
 int config_check_implemented(const struct broker_config *cfg, char *err, size_t errlen);
 
+/* config_load for cairnd --check-config: the keys set are read strictly
+ * (config_check_key_name before anything else, config_check_known_keys
+ * once built). Same return convention. */
+int config_load_strict(int argc, char **argv, struct broker_config **out, char *err, size_t errlen);
+
+/* -1 with err for a key that is neither a broker key nor under
+ * listener.name. or plugin. (start-up only warns about it); else 0. */
+int config_check_key_name(const char *key, char *err, size_t errlen);
+
+/* cairnd --check-config's stricter reading of the keys set (start-up only
+ * warns about an unknown key): every key must be a broker key,
+ * listener.name.<listener>.<broker key or mechanism.sasl.jaas.config> for a
+ * listener of listeners or listener.security.protocol.map (its value
+ * checked as the broker key's), or plugin.<name>.* for a plugin listed in
+ * plugins. Returns 0 or -1 with err naming the first key at fault. */
+int config_check_known_keys(const struct broker_config *cfg, char *err, size_t errlen);
+
 /* Build a config from already-parsed key/value pairs (file entries first,
  * then overrides); used by config_load and by tests. keys/values may be NULL
  * when count is 0. Same return convention as config_load (never 1). */

@@ -111,11 +111,8 @@ void sasl_front_dispatch(struct net_request *req, struct handler_env *env, net_r
     net_request_complete(req, NULL, 0, true);
 }
 
-/* The listener's sasl.enabled.mechanisms: listener.name.<l>.sasl.enabled.mechanisms
- * (listener names compare ignoring case), else the broker-wide key. The
- * override's raw value is split into buf. */
-static int enabled_mechanisms(const struct broker_config *cfg, const char *listener, const char **out, int max,
-                              char *buf, size_t buflen)
+int sasl_enabled_mechanisms(const struct broker_config *cfg, const char *listener, const char **out, int max, char *buf,
+                            size_t buflen)
 {
     struct config_kv *kvs = NULL;
     size_t count = 0;
@@ -150,7 +147,7 @@ int sasl_offered_mechanisms(const struct handler_env *env, const char *listener,
      * as callers use the names before their next call. */
     static _Thread_local char buf[1024];
     const char *enabled[SASL_MAX_MECHANISMS];
-    int n = enabled_mechanisms(env->config, listener, enabled, SASL_MAX_MECHANISMS, buf, sizeof buf);
+    int n = sasl_enabled_mechanisms(env->config, listener, enabled, SASL_MAX_MECHANISMS, buf, sizeof buf);
     int k = 0;
     for (int i = 0; i < n && k < max; i++)
         if (sasl_mech_served(env, enabled[i]))

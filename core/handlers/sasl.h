@@ -26,6 +26,12 @@ bool sasl_expects_raw_token(const struct net_request *req);
 /* Answers such a token with a bare token (or closes on failure). */
 void sasl_handle_raw_token(struct net_request *req, struct handler_env *env);
 
+/* The listener's sasl.enabled.mechanisms: listener.name.<l>.sasl.enabled.mechanisms
+ * (listener names compare ignoring case), else the broker-wide key, served
+ * or not. The override's raw value is split into buf. Returns how many. */
+int sasl_enabled_mechanisms(const struct broker_config *cfg, const char *listener, const char **out, int max, char *buf,
+                            size_t buflen);
+
 /* Mechanisms a listener offers: sasl.enabled.mechanisms (or its
  * listener.name.<listener>. override) that something serves (the core's
  * SCRAM, or a loaded authentication plugin), in the configured order.

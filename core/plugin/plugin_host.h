@@ -67,6 +67,15 @@ struct plugin_host {
 int plugin_host_start(const struct broker_config *cfg, int32_t node_id, const char *cluster_id,
                       struct plugin_host **out, char *err, size_t errlen);
 
+/* cairnd --check-config: for each plugin in `plugins`, the checks of
+ * plugin_host_start that need no initialisation: the name, the file on
+ * plugin.path, its descriptor and ABI, and plugin.<name>.* against its
+ * declared keys (unknown keys, required keys, values of the declared
+ * type). The plugin is dlopen'ed for its descriptor but never initialised,
+ * so what init reads or contacts (files, endpoints) is not checked.
+ * 0, or -1 with err as plugin_host_start words it. */
+int plugin_host_check_config(const struct broker_config *cfg, char *err, size_t errlen);
+
 /* Prints each configured plugin's description and config keys (Markdown),
  * reading descriptors without initialising anything. 0, or -1 with err. */
 int plugin_host_print_docs(const struct broker_config *cfg, FILE *out, char *err, size_t errlen);

@@ -363,8 +363,10 @@ static void unload(struct loaded_plugin *p)
     free(p);
 }
 
-static int load_one(struct plugin_host *host, const struct broker_config *cfg, const char *name,
-                    const char *search_path, struct loaded_plugin **out, char *err, size_t errlen)
+/* The plugin's file, descriptor and config bound to its declared keys;
+ * nothing of the plugin runs but its entry function. */
+static int load_descriptor(const struct broker_config *cfg, const char *name, const char *search_path,
+                           struct loaded_plugin **out, char *err, size_t errlen)
 {
     struct loaded_plugin *p = calloc(1, sizeof *p);
     if (!p) {
@@ -372,7 +374,6 @@ static int load_one(struct plugin_host *host, const struct broker_config *cfg, c
         return -1;
     }
     *out = p;
-    p->owner = host;
     snprintf(p->name, sizeof p->name, "%s", name);
     if (find_plugin_file(p, search_path, err, errlen) != 0)
         return -1;
@@ -396,8 +397,16 @@ static int load_one(struct plugin_host *host, const struct broker_config *cfg, c
     p->desc = entry();
     if (check_descriptor(p, err, errlen) != 0)
         return -1;
-    if (bind_config(p, cfg, err, errlen) != 0)
+    return bind_config(p, cfg, err, errlen);
+}
+
+static int load_one(struct plugin_host *host, const struct broker_config *cfg, const char *name,
+                    const char *search_path, struct loaded_plugin **out, char *err, size_t errlen)
+{
+    if (load_descriptor(cfg, name, search_path, out, err, errlen) != 0)
         return -1;
+    struct loaded_plugin *p = *out;
+    p->owner = host;
     plugin_services_fill(p);
     char init_err[1024] = "";
     if (p->desc->init(&p->host, &p->instance, init_err, sizeof init_err) != CAIRN_OK) {
@@ -466,15 +475,8 @@ static void warn_orphan_keys(const struct broker_config *cfg, const char *const 
     free(set);
 }
 
-int plugin_host_start(const struct broker_config *cfg, int32_t node_id, const char *cluster_id,
-                      struct plugin_host **out, char *err, size_t errlen)
+static int check_names(const char *const *names, size_t count, char *err, size_t errlen)
 {
-    *out = NULL;
-    size_t count = 0;
-    const char *const *names = config_get_list(cfg, "plugins", &count);
-    warn_orphan_keys(cfg, names, count);
-    if (count == 0)
-        return 0;
     for (size_t i = 0; i < count; i++) {
         if (!plugin_name_valid(names[i])) {
             snprintf(err, errlen, "plugin '%s': invalid name in plugins= (use [a-z0-9_-], at most 63 characters)",
@@ -487,6 +489,42 @@ int plugin_host_start(const struct broker_config *cfg, int32_t node_id, const ch
                 return -1;
             }
     }
+    return 0;
+}
+
+static const char *search_path_of(const struct broker_config *cfg)
+{
+    const char *search_path = config_get_string(cfg, "plugin.path");
+    return search_path && search_path[0] ? search_path : plugin_host_default_path();
+}
+
+int plugin_host_check_config(const struct broker_config *cfg, char *err, size_t errlen)
+{
+    size_t count = 0;
+    const char *const *names = config_get_list(cfg, "plugins", &count);
+    if (check_names(names, count, err, errlen) != 0)
+        return -1;
+    for (size_t i = 0; i < count; i++) {
+        struct loaded_plugin *p = NULL;
+        int rc = load_descriptor(cfg, names[i], search_path_of(cfg), &p, err, errlen);
+        unload(p); /* never initialised: fini is not called */
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int plugin_host_start(const struct broker_config *cfg, int32_t node_id, const char *cluster_id,
+                      struct plugin_host **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    size_t count = 0;
+    const char *const *names = config_get_list(cfg, "plugins", &count);
+    warn_orphan_keys(cfg, names, count);
+    if (count == 0)
+        return 0;
+    if (check_names(names, count, err, errlen) != 0)
+        return -1;
     struct plugin_host *host = calloc(1, sizeof *host);
     if (!host || !(host->plugins = calloc(count, sizeof *host->plugins))) {
         free(host);
@@ -503,12 +541,9 @@ int plugin_host_start(const struct broker_config *cfg, int32_t node_id, const ch
         plugin_host_stop(host);
         return -1;
     }
-    const char *search_path = config_get_string(cfg, "plugin.path");
-    if (!search_path || !search_path[0])
-        search_path = plugin_host_default_path();
     for (size_t i = 0; i < count; i++) {
         struct loaded_plugin *p = NULL;
-        if (load_one(host, cfg, names[i], search_path, &p, err, errlen) != 0) {
+        if (load_one(host, cfg, names[i], search_path_of(cfg), &p, err, errlen) != 0) {
             unload(p);
             plugin_host_stop(host);
             return -1;

@@ -65,7 +65,8 @@ static int link_jaas(const struct broker_config *cfg, const char *listener, cons
 /* OAUTHBEARER: the client-credentials login the link's connections take
  * their token from (oauth/oauth_login.h). */
 static int link_oauth(const struct broker_config *cfg, enum server_link_kind kind, const char *listener,
-                      const char *jaas_key, const char *jaas, struct server_link *out, char *err, size_t errlen)
+                      const char *jaas_key, const char *jaas, bool check_only, struct server_link *out, char *err,
+                      size_t errlen)
 {
     char secret[SASL_JAAS_VALUE_MAX], scope[SASL_JAAS_VALUE_MAX], why[200];
     struct sasl_jaas_option opts[] = {{"clientId", out->sasl_username, sizeof out->sasl_username},
@@ -84,7 +85,12 @@ static int link_oauth(const struct broker_config *cfg, enum server_link_kind kin
         snprintf(err, errlen,
                  "%s link: listener %s uses SASL OAUTHBEARER, but sasl.oauthbearer.token.endpoint.url is not set",
                  link_name(kind), listener);
-    if (rc == 0 && out->sasl_username[0] && secret[0] && url && *url) {
+    bool valid = rc == 0 && out->sasl_username[0] && secret[0] && url && *url;
+    if (valid && check_only) { /* --check-config: no login thread, no request */
+        memset(secret, 0, sizeof secret);
+        return 0;
+    }
+    if (valid) {
         int64_t connect = config_get_long(cfg, "sasl.login.connect.timeout.ms");
         int64_t read = config_get_long(cfg, "sasl.login.read.timeout.ms");
         struct oauth_login_settings s = {
@@ -116,7 +122,8 @@ static int link_oauth(const struct broker_config *cfg, enum server_link_kind kin
  * krb5 as KRB5_CLIENT_KTNAME, one per process) and principal (its name
  * in log lines; krb5 takes the keytab's), and the service name. */
 static int link_kerberos(const struct broker_config *cfg, enum server_link_kind kind, const char *listener,
-                         const char *jaas_key, const char *jaas, struct server_link *out, char *err, size_t errlen)
+                         const char *jaas_key, const char *jaas, bool check_only, struct server_link *out, char *err,
+                         size_t errlen)
 {
     char keytab[SASL_JAAS_VALUE_MAX], service[64], use_keytab[16], store_key[16], use_cache[16], why[200];
     struct sasl_jaas_option opts[] = {{"useKeyTab", use_keytab, sizeof use_keytab},
@@ -144,7 +151,7 @@ static int link_kerberos(const struct broker_config *cfg, enum server_link_kind 
                  link_name(kind), listener, jaas_key);
         return -1;
     }
-    if (keytab[0]) {
+    if (keytab[0] && !check_only) {
         const char *current = getenv("KRB5_CLIENT_KTNAME");
         if (current && strcmp(current, keytab) != 0 &&
             strcmp(current + (strncmp(current, "FILE:", 5) ? 0 : 5), keytab)) {
@@ -165,7 +172,7 @@ static int link_kerberos(const struct broker_config *cfg, enum server_link_kind 
 
 /* The link's SASL mechanism and the node's own credentials for it, from
  * listener.name.<listener>.<mechanism>.sasl.jaas.config. */
-static int link_sasl(const struct broker_config *cfg, enum server_link_kind kind, const char *listener,
+static int link_sasl(const struct broker_config *cfg, enum server_link_kind kind, const char *listener, bool check_only,
                      struct server_link *out, char *err, size_t errlen)
 {
     const char *mech_key = kind == SERVER_LINK_CONTROLLER ? "sasl.mechanism.controller.protocol"
@@ -191,9 +198,9 @@ static int link_sasl(const struct broker_config *cfg, enum server_link_kind kind
     }
     int rc = 0;
     if (oauth) {
-        rc = link_oauth(cfg, kind, listener, jaas_key, jaas, out, err, errlen);
+        rc = link_oauth(cfg, kind, listener, jaas_key, jaas, check_only, out, err, errlen);
     } else if (kerberos) {
-        rc = link_kerberos(cfg, kind, listener, jaas_key, jaas, out, err, errlen);
+        rc = link_kerberos(cfg, kind, listener, jaas_key, jaas, check_only, out, err, errlen);
     } else if (sasl_jaas_parse(jaas, mech, out->sasl_username, sizeof out->sasl_username, out->sasl_password,
                                sizeof out->sasl_password, why, sizeof why) != 0) {
         snprintf(err, errlen, "%s: %s", jaas_key, why);
@@ -210,8 +217,10 @@ static int link_token(void *ctx, char **token, char *err, size_t errlen)
     return oauth_login_token(ctx, token, err, errlen);
 }
 
-int server_link_open(const struct broker_config *cfg, enum server_link_kind kind, struct server_link *out, char *err,
-                     size_t errlen)
+/* check_only (--check-config): the same reading of the keys, without the
+ * side effects: no token login, no KRB5_CLIENT_KTNAME, no TLS files read. */
+static int link_setup(const struct broker_config *cfg, enum server_link_kind kind, bool check_only,
+                      struct server_link *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     out->kind = kind;
@@ -230,10 +239,10 @@ int server_link_open(const struct broker_config *cfg, enum server_link_kind kind
         return -1;
     }
     bool sasl = id == NET_SECURITY_SASL_PLAINTEXT || id == NET_SECURITY_SASL_SSL;
-    if (sasl && link_sasl(cfg, kind, listener, out, err, errlen) != 0)
+    if (sasl && link_sasl(cfg, kind, listener, check_only, out, err, errlen) != 0)
         return -1;
     out->protocol = (int16_t)id;
-    if (id != NET_SECURITY_SSL && id != NET_SECURITY_SASL_SSL)
+    if (check_only || (id != NET_SECURITY_SSL && id != NET_SECURITY_SASL_SSL))
         return 0;
     struct tls_settings settings;
     if (tls_settings_from_config(cfg, listener, &settings) != 0) {
@@ -242,6 +251,22 @@ int server_link_open(const struct broker_config *cfg, enum server_link_kind kind
     }
     int rc = tls_client_create(link_name(kind), &settings, &out->tls, err, errlen);
     tls_settings_clear(&settings);
+    return rc;
+}
+
+int server_link_open(const struct broker_config *cfg, enum server_link_kind kind, struct server_link *out, char *err,
+                     size_t errlen)
+{
+    return link_setup(cfg, kind, false, out, err, errlen);
+}
+
+int server_link_check(const struct broker_config *cfg, enum server_link_kind kind, char *mechanism, size_t mechlen,
+                      char *err, size_t errlen)
+{
+    struct server_link l;
+    int rc = link_setup(cfg, kind, true, &l, err, errlen);
+    snprintf(mechanism, mechlen, "%s", l.sasl_mechanism);
+    memset(l.sasl_password, 0, sizeof l.sasl_password);
     return rc;
 }
 

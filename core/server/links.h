@@ -45,6 +45,12 @@ struct server_link {
  * does not speak, missing or bad credentials, a bad or missing truststore). */
 int server_link_open(const struct broker_config *cfg, enum server_link_kind kind, struct server_link *out, char *err,
                      size_t errlen);
+/* --check-config: the same reading of the link's keys as server_link_open
+ * (mechanism, JAAS entry, token endpoint set) with none of its effects:
+ * no token login, no KRB5_CLIENT_KTNAME, no TLS file read. mechanism gets
+ * the link's SASL mechanism, "" without SASL. 0, or -1 with err. */
+int server_link_check(const struct broker_config *cfg, enum server_link_kind kind, char *mechanism, size_t mechlen,
+                      char *err, size_t errlen);
 /* Makes a client use the link's transport and SASL credentials. */
 void server_link_apply(const struct server_link *l, struct net_client_config *cc);
 /* Re-reads the link's keystore and truststore (SIGHUP): new connections

@@ -1,5 +1,6 @@
 /* cairnd: a Kafka-compatible broker.
  *   cairnd [--config server.properties] [--override key=value]...
+ *   cairnd --check-config [--config server.properties] [--override key=value]...
  *   cairnd format --config <file> --cluster-id <id> [--ignore-formatted]
  *   cairnd random-uuid */
 #include <pthread.h>
@@ -11,6 +12,7 @@
 #include "config/config.h"
 #include "plugin/plugin_host.h"
 #include "server/broker.h"
+#include "server/config_check.h"
 #include "server/quorum.h"
 #include "server/storage.h"
 #include "util/logger.h"
@@ -22,24 +24,40 @@ int main(int argc, char **argv)
         return storage_rc;
     char err[1024] = "";
     struct broker_config *cfg = NULL;
-    /* --print-plugin-docs needs the whole config (plugins, plugin.path):
-     * take it out and let config_load parse the rest. */
-    bool plugin_docs = false;
+    /* --print-plugin-docs and --check-config need the whole config: take
+     * them out and let config_load parse the rest. */
+    bool plugin_docs = false, check = false;
     int kept = 0;
     for (int i = 0; i < argc; i++) {
         if (i > 0 && strcmp(argv[i], "--print-plugin-docs") == 0)
             plugin_docs = true;
+        else if (i > 0 && strcmp(argv[i], "--check-config") == 0)
+            check = true;
         else
             argv[kept++] = argv[i];
     }
     argc = kept;
     argv[argc] = NULL;
-    int rc = config_load(argc, argv, &cfg, err, sizeof err);
+    /* The check's verdict is its one line: an unknown key's start-up
+     * warning would only repeat it. */
+    if (check && logger_get_level() < LOGGER_ERROR)
+        logger_set_level(LOGGER_ERROR);
+    int rc = check ? config_load_strict(argc, argv, &cfg, err, sizeof err)
+                   : config_load(argc, argv, &cfg, err, sizeof err);
     if (rc == 0 && plugin_docs) {
         rc = plugin_host_print_docs(cfg, stdout, err, sizeof err);
         config_free(cfg);
         if (rc == 0)
             return 0;
+    }
+    if (rc == 0 && check) {
+        /* Start-up's checks that need no port, directory or peer. */
+        rc = server_config_check(cfg, err, sizeof err);
+        config_free(cfg);
+        if (rc == 0) {
+            printf("configuration OK\n");
+            return 0;
+        }
     }
     if (rc == 1)
         return 0;
