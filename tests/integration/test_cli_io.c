@@ -480,25 +480,6 @@ static void bg_wait_output(const struct bg_run *bg, const char *want)
     }
 }
 
-/* Waits up to 30 s for the output file to hold n lines. */
-static void bg_wait_lines(const struct bg_run *bg, int n)
-{
-    static char buf[4096];
-    for (long long until = harness_now_ms() + 30000;; usleep(50000)) {
-        FILE *f = fopen(bg->out_path, "r");
-        size_t len = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-        if (f)
-            fclose(f);
-        int lines = 0;
-        for (size_t i = 0; i < len; i++)
-            lines += buf[i] == '\n';
-        if (lines >= n)
-            return;
-        if (harness_now_ms() > until)
-            fail_msg("%s: want %d lines, have %d", bg->out_path, n, lines);
-    }
-}
-
 static int bg_finish(struct bg_run *bg)
 {
     if (bg->in >= 0)
