@@ -315,13 +315,18 @@ static bool endpoints_match(const struct metadata_broker *br, const struct metad
  * changed, and unfencing. Caller holds the controller lock. */
 static int16_t register_broker_locked(struct metadata_store *store, int32_t node_id,
                                       const struct metadata_endpoint *endpoints, int32_t endpoint_count,
-                                      const char *rack, bool stay_fenced, int64_t *epoch_out, char *err,
-                                      size_t errlen)
+                                      const char *rack, const struct kafka_uuid *incarnation, bool stay_fenced,
+                                      int64_t *epoch_out, char *err, size_t errlen)
 {
     const struct metadata_image *img = metadata_store_current_locked(store);
     const struct metadata_broker *self = metadata_image_broker(img, node_id);
     bool need_feature = img->metadata_version == 0;
-    bool need_register = !self || !endpoints_match(self, endpoints, endpoint_count, rack);
+    /* A new process is a new incarnation and gets a new epoch, as in Kafka:
+     * it may have lost an unflushed tail, so it must not keep the previous
+     * one's leaderships or ISR places (KIP-903 tells their fetches apart). */
+    bool new_incarnation =
+        self && incarnation && memcmp(&self->incarnation_id, incarnation, sizeof(*incarnation)) != 0;
+    bool need_register = !self || new_incarnation || !endpoints_match(self, endpoints, endpoint_count, rack);
     bool need_unfence = !stay_fenced && (need_register || self->fenced);
     int64_t epoch = self ? self->epoch : -1;
     if (!need_feature && !need_register && !need_unfence) {
@@ -349,7 +354,9 @@ static int16_t register_broker_locked(struct metadata_store *store, int32_t node
             .endpoint_count = endpoint_count,
             .fenced = true,
         };
-        if (uuid_random(br.incarnation_id.bytes) != 0) {
+        if (incarnation)
+            br.incarnation_id = *incarnation;
+        else if (uuid_random(br.incarnation_id.bytes) != 0) {
             metadata_record_list_free(&records);
             snprintf(err, errlen, "no randomness for the broker incarnation id");
             return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
@@ -383,11 +390,12 @@ static int16_t register_broker_locked(struct metadata_store *store, int32_t node
 
 int16_t metadata_register_broker(struct metadata_store *store, int32_t node_id,
                                  const struct metadata_endpoint *endpoints, int32_t endpoint_count, const char *rack,
-                                 bool stay_fenced, int64_t *epoch_out, char *err, size_t errlen)
+                                 const struct kafka_uuid *incarnation, bool stay_fenced, int64_t *epoch_out, char *err,
+                                 size_t errlen)
 {
     metadata_controller_lock(store);
-    int16_t rc = register_broker_locked(store, node_id, endpoints, endpoint_count, rack, stay_fenced, epoch_out, err,
-                                        errlen);
+    int16_t rc = register_broker_locked(store, node_id, endpoints, endpoint_count, rack, incarnation, stay_fenced,
+                                        epoch_out, err, errlen);
     metadata_controller_unlock(store);
     return rc;
 }
@@ -514,7 +522,7 @@ int metadata_store_open(const struct metadata_store_options *opts, struct metada
     /* A quorum's brokers register with the active controller instead. */
     int64_t epoch = -1;
     if (!opts->log_ops && metadata_register_broker(store, opts->node_id, opts->endpoints, opts->endpoint_count,
-                                                   opts->rack, false, &epoch, err, errlen) != KAFKA_ERR_NONE)
+                                                   opts->rack, NULL, false, &epoch, err, errlen) != KAFKA_ERR_NONE)
         goto fail;
     *out = store;
     return 0;

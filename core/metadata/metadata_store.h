@@ -150,13 +150,15 @@ int16_t metadata_alter_topic_configs(struct metadata_store *store, const char *n
 
 /* Registers a broker (KRaft's BrokerRegistration at the controller): the
  * metadata.version feature on a fresh log, a RegisterBrokerRecord when the
- * broker is missing or its endpoints or rack changed (its epoch is that
- * record's offset), and unfencing when fenced (unless stay_fenced).
- * *epoch_out gets the broker epoch. NOT_CONTROLLER when this node does not
- * lead the metadata quorum. */
+ * broker is missing, its endpoints or rack changed, or incarnation (the
+ * process's random id; NULL: any) differs from the registered one (its
+ * epoch is that record's offset), and unfencing when fenced (unless
+ * stay_fenced). *epoch_out gets the broker epoch. NOT_CONTROLLER when this
+ * node does not lead the metadata quorum. */
 int16_t metadata_register_broker(struct metadata_store *store, int32_t node_id,
                                  const struct metadata_endpoint *endpoints, int32_t endpoint_count, const char *rack,
-                                 bool stay_fenced, int64_t *epoch_out, char *err, size_t errlen);
+                                 const struct kafka_uuid *incarnation, bool stay_fenced, int64_t *epoch_out, char *err,
+                                 size_t errlen);
 
 /* Fences (fenced) or unfences a registered broker at its current epoch; a
  * broker already in that state writes nothing. UNKNOWN_MEMBER_ID for a

@@ -62,11 +62,18 @@ struct broker_lifecycle {
     bool stopping;
 };
 
+/* Unfenced under this incarnation's registration: after a restart the
+ * image read from disk may still list the previous one unfenced (its
+ * fencing record not yet applied), and opening the listeners then would
+ * send clients a Metadata answer without this broker in it. */
 static bool unfenced_in_image(struct broker_lifecycle *lc)
 {
+    int64_t registered = atomic_load(&lc->published_epoch);
+    if (registered < 0)
+        return false;
     const struct metadata_image *img = metadata_image_acquire(lc->store);
     const struct metadata_broker *br = metadata_image_broker(img, lc->node_id);
-    bool ok = br && !br->fenced;
+    bool ok = br && !br->fenced && br->epoch == registered;
     metadata_image_release(img);
     return ok;
 }
@@ -237,7 +244,7 @@ static void lifecycle_round_locked(struct broker_lifecycle *lc)
         char err[256] = "";
         int64_t epoch = lc->epoch;
         int16_t rc = metadata_register_broker(lc->store, lc->node_id, lc->endpoints, lc->endpoint_count, lc->rack,
-                                              false, &epoch, err, sizeof err);
+                                              &lc->incarnation_id, false, &epoch, err, sizeof err);
         set_epoch(lc, epoch);
         if (rc == KAFKA_ERR_NONE)
             controller_brokers_heard(lc->controller, lc->node_id);

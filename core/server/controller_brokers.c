@@ -360,7 +360,8 @@ static int16_t registration(struct controller_brokers *cb, const struct broker_r
     char err[256] = "";
     /* Registered fenced; the first heartbeat that has caught up unfences. */
     int16_t rc = metadata_register_broker(cb->store, in->broker_id, eps, in->listeners_count,
-                                          in->rack.len > 0 ? rack : NULL, true, epoch, err, sizeof err);
+                                          in->rack.len > 0 ? rack : NULL, &in->incarnation_id, true, epoch, err,
+                                          sizeof err);
     if (rc == KAFKA_ERR_NONE)
         controller_brokers_heard(cb, in->broker_id);
     else if (rc != KAFKA_ERR_NOT_CONTROLLER)

@@ -111,7 +111,7 @@ static void test_register_and_fence_another_broker(void **state)
     struct metadata_endpoint ep = {"PLAINTEXT", "host-2", 9093, 0};
     char err[256] = "";
     int64_t epoch = -1;
-    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, "rack-b", true, &epoch, err, sizeof err),
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, "rack-b", NULL, true, &epoch, err, sizeof err),
                      KAFKA_ERR_NONE);
     const struct metadata_image *img = metadata_image_acquire(f->store);
     const struct metadata_broker *br = metadata_image_broker(img, 2);
@@ -125,7 +125,7 @@ static void test_register_and_fence_another_broker(void **state)
 
     /* The same registration again writes nothing and keeps the epoch. */
     int64_t again = -1;
-    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, "rack-b", true, &again, err, sizeof err),
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, "rack-b", NULL, true, &again, err, sizeof err),
                      KAFKA_ERR_NONE);
     assert_int_equal(again, epoch);
     img = metadata_image_acquire(f->store);
@@ -149,6 +149,40 @@ static void test_register_and_fence_another_broker(void **state)
     assert_false(metadata_image_broker(img, 1)->fenced);
     metadata_image_release(img);
     assert_true(metadata_store_is_controller(f->store));
+}
+
+/* A restarted broker is a new incarnation: a new RegisterBrokerRecord, a
+ * new epoch and fenced again even if the previous one was live, while a
+ * retry of the same incarnation keeps its epoch. */
+static void test_new_incarnation_registers_again(void **state)
+{
+    struct fixture *f = *state;
+    struct metadata_endpoint ep = {"PLAINTEXT", "host-2", 9093, 0};
+    char err[256] = "";
+    struct kafka_uuid first = {{1, 2, 3}}, second = {{4, 5, 6}};
+    int64_t epoch = -1, again = -1, next = -1;
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, NULL, &first, true, &epoch, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    assert_int_equal(metadata_set_broker_fenced(f->store, 2, epoch, false, err, sizeof err), KAFKA_ERR_NONE);
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, NULL, &first, true, &again, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    assert_int_equal(again, epoch);
+    const struct metadata_image *img = metadata_image_acquire(f->store);
+    assert_false(metadata_image_broker(img, 2)->fenced);
+    metadata_image_release(img);
+
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, NULL, &second, true, &next, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    assert_true(next > epoch);
+    img = metadata_image_acquire(f->store);
+    const struct metadata_broker *br = metadata_image_broker(img, 2);
+    assert_true(br->fenced);
+    assert_int_equal(br->epoch, next);
+    assert_memory_equal(&br->incarnation_id, &second, sizeof second);
+    metadata_image_release(img);
+    /* The previous incarnation's epoch is stale now. */
+    assert_int_equal(metadata_set_broker_fenced(f->store, 2, epoch, false, err, sizeof err),
+                     KAFKA_ERR_UNKNOWN_MEMBER_ID);
 }
 
 static void expect_create_error(struct fixture *f, const char *name, int32_t partitions, int16_t rf,
@@ -487,6 +521,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bootstrap_registers_this_broker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_register_and_fence_another_broker, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_new_incarnation_registers_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_topic_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_topic_lifecycle_and_replay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_tail_is_truncated, setup, teardown),
