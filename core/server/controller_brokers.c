@@ -59,7 +59,8 @@ struct controller_brokers {
      * the active controller's counts, 0 on other nodes. */
     struct metrics_metric *offline_partitions;
     struct metrics_metric *preferred_imbalance;
-    pthread_mutex_t mu; /* guards sessions, n_sessions, stopping, the queue */
+    pthread_mutex_t mu;       /* guards sessions, n_sessions, stopping, the queue */
+    pthread_mutex_t fence_mu; /* one fence_lapsed at a time; taken before mu */
     pthread_cond_t cond;
     struct session sessions[MAX_TRACKED];
     int n_sessions;
@@ -109,31 +110,13 @@ void controller_brokers_heard(struct controller_brokers *cb, int32_t node_id)
 
 /* ---- session checks ---- */
 
-/* At the controller: fences every unfenced broker not heard from within the
- * session timeout. A broker never heard from since this node took over gets
- * a full session from then (a new controller knows no heartbeat times). Of
- * the sessions that lapse in one check, those with a refused new
- * incarnation waiting go last: fencing moves leaderships and ISR places to
- * the brokers still unfenced, and the last ISR member kept is best the one
- * about to come back (after a restart of several brokers at once, fencing
- * by node id left a partition waiting for a broker that was really down). */
-static void check_sessions(struct controller_brokers *cb, bool *was_controller)
+/* Fences every unfenced broker whose session has lapsed, those with a
+ * refused successor last (see check_sessions). On the worker and, for the
+ * controller's own broker, the lifecycle thread: fence_mu keeps the order. */
+static void fence_lapsed(struct controller_brokers *cb)
 {
-    bool is_controller = metadata_store_is_controller(cb->store);
+    pthread_mutex_lock(&cb->fence_mu);
     int64_t now = clock_mono_ms();
-    /* A leader whose image is behind its log (every burst of metadata
-     * writes, such as the ISR shrinks that follow a broker's death) checks
-     * later and keeps the heartbeat times: forgetting them gave every broker,
-     * a dead one too, a new full session from the end of the burst. */
-    if (!is_controller && metadata_store_catching_up(cb->store))
-        return;
-    if (!is_controller) {
-        pthread_mutex_lock(&cb->mu);
-        cb->n_sessions = 0;
-        pthread_mutex_unlock(&cb->mu);
-        *was_controller = false;
-        return;
-    }
     const struct metadata_image *img = metadata_image_acquire(cb->store);
     for (int pass = 0; pass < 2; pass++) {
         for (int32_t i = 0; i < img->broker_count; i++) {
@@ -158,6 +141,34 @@ static void check_sessions(struct controller_brokers *cb, bool *was_controller)
         }
     }
     metadata_image_release(img);
+    pthread_mutex_unlock(&cb->fence_mu);
+}
+
+/* At the controller: fences every unfenced broker not heard from within the
+ * session timeout. A broker never heard from since this node took over gets
+ * a full session from then (a new controller knows no heartbeat times). Of
+ * the sessions that lapse in one check, those with a refused new
+ * incarnation waiting go last: fencing moves leaderships and ISR places to
+ * the brokers still unfenced, and the last ISR member kept is best the one
+ * about to come back (after a restart of several brokers at once, fencing
+ * by node id left a partition waiting for a broker that was really down). */
+static void check_sessions(struct controller_brokers *cb, bool *was_controller)
+{
+    bool is_controller = metadata_store_is_controller(cb->store);
+    /* A leader whose image is behind its log (every burst of metadata
+     * writes, such as the ISR shrinks that follow a broker's death) checks
+     * later and keeps the heartbeat times: forgetting them gave every broker,
+     * a dead one too, a new full session from the end of the burst. */
+    if (!is_controller && metadata_store_catching_up(cb->store))
+        return;
+    if (!is_controller) {
+        pthread_mutex_lock(&cb->mu);
+        cb->n_sessions = 0;
+        pthread_mutex_unlock(&cb->mu);
+        *was_controller = false;
+        return;
+    }
+    fence_lapsed(cb);
     *was_controller = true;
 }
 
@@ -177,6 +188,12 @@ int16_t controller_brokers_register(struct controller_brokers *cb, int32_t node_
                                     const struct kafka_uuid *incarnation_id, int64_t previous_epoch, bool stay_fenced,
                                     int64_t *epoch, char *err, size_t errlen)
 {
+    /* A lapsed session is fenced first, with every other lapsed one in
+     * the check's order, rather than by this registration's new record:
+     * fenced here, a restarted broker's leaderships could go to a broker
+     * whose session was about to lapse too. */
+    if (!session_valid(cb, node_id) && metadata_store_is_controller(cb->store))
+        fence_lapsed(cb);
     struct metadata_incarnation inc = {
         .id = *incarnation_id,
         .previous_epoch = previous_epoch,
@@ -317,6 +334,7 @@ int controller_brokers_start(struct metadata_store *store, const char *cluster_i
         METRICS_GAUGE, "cairn_controller_preferred_replica_imbalance", NULL,
         "Partitions not led by their preferred (first) replica (the active controller's count).");
     pthread_mutex_init(&cb->mu, NULL);
+    pthread_mutex_init(&cb->fence_mu, NULL);
     pthread_cond_init(&cb->cond, NULL);
     if (pthread_create(&cb->thread, NULL, sessions_main, cb) != 0) {
         snprintf(err, errlen, "cannot start the broker session thread");
@@ -340,6 +358,7 @@ void controller_brokers_stop(struct controller_brokers *cb)
         pthread_join(cb->thread, NULL);
     }
     pthread_mutex_destroy(&cb->mu);
+    pthread_mutex_destroy(&cb->fence_mu);
     pthread_cond_destroy(&cb->cond);
     free(cb);
 }
