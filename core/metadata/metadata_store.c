@@ -242,9 +242,9 @@ int16_t metadata_store_commit_locked(struct metadata_store *store, struct metada
     } else {
         rc = check_records_apply(store, entries, records->count, err, errlen);
     }
-    int arc = rc == KAFKA_ERR_NONE ? store->log_ops->append(store->log, epoch, entries, records->count, &last, err,
-                                                            errlen)
-                                   : 0;
+    int arc = rc == KAFKA_ERR_NONE
+                  ? store->log_ops->append(store->log, epoch, entries, records->count, &last, err, errlen)
+                  : 0;
     if (arc == METADATA_LOG_NOT_LEADER) {
         rc = KAFKA_ERR_NOT_CONTROLLER;
     } else if (arc != 0) {
@@ -281,7 +281,8 @@ int16_t metadata_store_commit_locked(struct metadata_store *store, struct metada
     /* The listener wakes this thread before the log counts the batch as
      * delivered: a leader catching up on its own batch is still leading. */
     int32_t now_epoch = store->log_ops->leader_epoch(store->log);
-    if (now_epoch != epoch && !(now_epoch < 0 && store->log_ops->catching_up && store->log_ops->catching_up(store->log))) {
+    if (now_epoch != epoch &&
+        !(now_epoch < 0 && store->log_ops->catching_up && store->log_ops->catching_up(store->log))) {
         /* Another leader may have written other records at these offsets. */
         snprintf(err, errlen, "the active controller changed while the batch was committed");
         return KAFKA_ERR_NOT_CONTROLLER;
@@ -315,13 +316,31 @@ static bool endpoints_match(const struct metadata_broker *br, const struct metad
  * changed, and unfencing. Caller holds the controller lock. */
 static int16_t register_broker_locked(struct metadata_store *store, int32_t node_id,
                                       const struct metadata_endpoint *endpoints, int32_t endpoint_count,
-                                      const char *rack, bool stay_fenced, int64_t *epoch_out, char *err,
-                                      size_t errlen)
+                                      const char *rack, const struct metadata_incarnation *incarnation,
+                                      bool stay_fenced, int64_t *epoch_out, char *err, size_t errlen)
 {
     const struct metadata_image *img = metadata_store_current_locked(store);
     const struct metadata_broker *self = metadata_image_broker(img, node_id);
     bool need_feature = img->metadata_version == 0;
-    bool need_register = !self || !endpoints_match(self, endpoints, endpoint_count, rack);
+    /* A new process is a new incarnation and gets a new epoch, as in Kafka:
+     * it may have lost an unflushed tail, so it must not keep the previous
+     * one's leaderships or ISR places (KIP-903 tells their fetches apart). */
+    bool new_incarnation = self && incarnation &&
+                           memcmp(&self->incarnation_id, &incarnation->id, sizeof(incarnation->id)) != 0;
+    /* Kafka's ClusterControlManager: the registered process may still be
+     * running (the same node.id twice, or a kill -9 whose session has not
+     * lapsed); the newcomer waits until its session lapses and fences it,
+     * unless it proves a clean shutdown of that very registration. Taking
+     * over at once fenced a live-looking epoch and could hand its
+     * leaderships to another broker that is really dead. */
+    if (new_incarnation && !self->fenced && incarnation->registered_session_valid &&
+        incarnation->previous_epoch != self->epoch) {
+        snprintf(err, errlen, "broker %d is registered at epoch %lld by another incarnation whose session is valid",
+                 node_id, (long long)self->epoch);
+        *epoch_out = -1;
+        return KAFKA_ERR_DUPLICATE_BROKER_REGISTRATION;
+    }
+    bool need_register = !self || new_incarnation || !endpoints_match(self, endpoints, endpoint_count, rack);
     bool need_unfence = !stay_fenced && (need_register || self->fenced);
     int64_t epoch = self ? self->epoch : -1;
     if (!need_feature && !need_register && !need_unfence) {
@@ -349,7 +368,9 @@ static int16_t register_broker_locked(struct metadata_store *store, int32_t node
             .endpoint_count = endpoint_count,
             .fenced = true,
         };
-        if (uuid_random(br.incarnation_id.bytes) != 0) {
+        if (incarnation)
+            br.incarnation_id = incarnation->id;
+        else if (uuid_random(br.incarnation_id.bytes) != 0) {
             metadata_record_list_free(&records);
             snprintf(err, errlen, "no randomness for the broker incarnation id");
             return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
@@ -369,8 +390,7 @@ static int16_t register_broker_locked(struct metadata_store *store, int32_t node
     bool was_live = self && !self->fenced;
     struct metadata_unclean_source unclean = {store->node_id, store->unclean_leader_election_enable};
     bool now_live = need_register ? need_unfence : (need_unfence || was_live);
-    if (was_live != now_live &&
-        metadata_election_for_broker(img, node_id, !now_live, &unclean, &records) < 0) {
+    if (was_live != now_live && metadata_election_for_broker(img, node_id, !now_live, &unclean, &records) < 0) {
         metadata_record_list_free(&records);
         snprintf(err, errlen, "out of memory");
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
@@ -383,17 +403,18 @@ static int16_t register_broker_locked(struct metadata_store *store, int32_t node
 
 int16_t metadata_register_broker(struct metadata_store *store, int32_t node_id,
                                  const struct metadata_endpoint *endpoints, int32_t endpoint_count, const char *rack,
-                                 bool stay_fenced, int64_t *epoch_out, char *err, size_t errlen)
+                                 const struct metadata_incarnation *incarnation, bool stay_fenced, int64_t *epoch_out,
+                                 char *err, size_t errlen)
 {
     metadata_controller_lock(store);
-    int16_t rc = register_broker_locked(store, node_id, endpoints, endpoint_count, rack, stay_fenced, epoch_out, err,
-                                        errlen);
+    int16_t rc = register_broker_locked(store, node_id, endpoints, endpoint_count, rack, incarnation, stay_fenced,
+                                        epoch_out, err, errlen);
     metadata_controller_unlock(store);
     return rc;
 }
 
-int16_t metadata_set_broker_fenced(struct metadata_store *store, int32_t node_id, int64_t epoch, bool fenced,
-                                   char *err, size_t errlen)
+int16_t metadata_set_broker_fenced(struct metadata_store *store, int32_t node_id, int64_t epoch, bool fenced, char *err,
+                                   size_t errlen)
 {
     metadata_controller_lock(store);
     const struct metadata_broker *br = metadata_image_broker(metadata_store_current_locked(store), node_id);
@@ -514,7 +535,7 @@ int metadata_store_open(const struct metadata_store_options *opts, struct metada
     /* A quorum's brokers register with the active controller instead. */
     int64_t epoch = -1;
     if (!opts->log_ops && metadata_register_broker(store, opts->node_id, opts->endpoints, opts->endpoint_count,
-                                                   opts->rack, false, &epoch, err, errlen) != KAFKA_ERR_NONE)
+                                                   opts->rack, NULL, false, &epoch, err, errlen) != KAFKA_ERR_NONE)
         goto fail;
     *out = store;
     return 0;

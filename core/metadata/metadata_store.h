@@ -148,21 +148,35 @@ int16_t metadata_alter_topic_configs(struct metadata_store *store, const char *n
                                      const struct metadata_config_kv *configs, int32_t config_count, bool validate_only,
                                      char *err, size_t errlen);
 
+/* Who registers (BrokerRegistration's IncarnationId and
+ * PreviousBrokerEpoch), and what the controller knows of the registered
+ * one's session. */
+struct metadata_incarnation {
+    struct kafka_uuid id;          /* the process's random id */
+    int64_t previous_epoch;        /* its epoch before a clean shutdown, -1 */
+    bool registered_session_valid; /* the registered broker heard from within broker.session.timeout.ms */
+};
+
 /* Registers a broker (KRaft's BrokerRegistration at the controller): the
  * metadata.version feature on a fresh log, a RegisterBrokerRecord when the
- * broker is missing or its endpoints or rack changed (its epoch is that
- * record's offset), and unfencing when fenced (unless stay_fenced).
- * *epoch_out gets the broker epoch. NOT_CONTROLLER when this node does not
- * lead the metadata quorum. */
+ * broker is missing, its endpoints or rack changed, or incarnation (NULL:
+ * any) is a new one (its epoch is that record's offset), and unfencing when
+ * fenced (unless stay_fenced). A new incarnation while the registered one
+ * is unfenced with a valid session gets DUPLICATE_BROKER_REGISTRATION, as
+ * from Kafka's controller (two processes with one node.id, or a restart
+ * within the session), unless its previous_epoch is the registered epoch (a
+ * clean shutdown). *epoch_out gets the broker epoch (-1 when refused).
+ * NOT_CONTROLLER when this node does not lead the metadata quorum. */
 int16_t metadata_register_broker(struct metadata_store *store, int32_t node_id,
                                  const struct metadata_endpoint *endpoints, int32_t endpoint_count, const char *rack,
-                                 bool stay_fenced, int64_t *epoch_out, char *err, size_t errlen);
+                                 const struct metadata_incarnation *incarnation, bool stay_fenced, int64_t *epoch_out,
+                                 char *err, size_t errlen);
 
 /* Fences (fenced) or unfences a registered broker at its current epoch; a
  * broker already in that state writes nothing. UNKNOWN_MEMBER_ID for a
  * broker not registered (or at another epoch when epoch >= 0). */
-int16_t metadata_set_broker_fenced(struct metadata_store *store, int32_t node_id, int64_t epoch, bool fenced,
-                                   char *err, size_t errlen);
+int16_t metadata_set_broker_fenced(struct metadata_store *store, int32_t node_id, int64_t epoch, bool fenced, char *err,
+                                   size_t errlen);
 
 /* True when this node can write the metadata log now (it leads the quorum
  * and has applied all of it; always true on the single-voter log). */
@@ -189,9 +203,9 @@ struct config_kv;
  * config_build_layered). extra, when not NULL, replaces the entries of one
  * layer (the default with extra_is_default, else node_id's) to check a
  * proposed change. Free *out with config_free. */
-int metadata_broker_config_layered(const struct metadata_image *img, const struct broker_config *base,
-                                   int32_t node_id, const struct config_kv *extra, size_t extra_count,
-                                   bool extra_is_default, struct broker_config **out, char *err, size_t errlen);
+int metadata_broker_config_layered(const struct metadata_image *img, const struct broker_config *base, int32_t node_id,
+                                   const struct config_kv *extra, size_t extra_count, bool extra_is_default,
+                                   struct broker_config **out, char *err, size_t errlen);
 /* True when the default or node_id's dynamic broker configs differ (a NULL
  * image has none). */
 bool metadata_broker_configs_changed(const struct metadata_image *old_image, const struct metadata_image *new_image,

@@ -109,6 +109,7 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
     };
     if (opts.rack && !opts.rack[0])
         opts.rack = NULL;
+    char quorum_dir[PATH_MAX] = "";
     if (quorum_enabled(b->config)) {
         /* The controller and the loader run on the quorum's log. */
         if (!(b->quorum_log = raft_shell_metadata_create())) {
@@ -117,7 +118,6 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
         }
         opts.log_ops = &raft_shell_metadata_ops;
         opts.log = b->quorum_log;
-        char quorum_dir[PATH_MAX];
         if (quorum_metadata_dir(b->config, quorum_dir, sizeof quorum_dir, err, errlen) != 0 ||
             raft_shell_metadata_set_dir(b->quorum_log, quorum_dir, err, errlen) != 0)
             return -1;
@@ -145,6 +145,7 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
             .voters = config_get_string(b->config, "controller.quorum.voters"),
             .quorum = b->quorum_log,
             .link = &b->controller_link,
+            .state_dir = quorum_dir[0] ? quorum_dir : NULL,
         };
         /* Only a voter can become the active controller; it also runs the
          * admin requests pure brokers forward to it. */

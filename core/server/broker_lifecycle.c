@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "config/listeners.h"
 #include "config/uuid.h"
 #include "metadata/metadata_store.h"
+#include "log/log_checkpoint.h"
 #include "net/client.h"
 #include "protocol/generated/allocate_producer_ids_request.h"
 #include "protocol/generated/allocate_producer_ids_response.h"
@@ -55,6 +57,12 @@ struct broker_lifecycle {
     /* epoch as other threads read it without call_mu (a call to the
      * controller may hold that for a heartbeat interval) */
     _Atomic int64_t published_epoch;
+    /* The epoch of the previous process's clean stop, sent as
+     * PreviousBrokerEpoch until a registration succeeds; -1. Under call_mu. */
+    int64_t previous_epoch;
+    char *state_dir;
+    bool refused;     /* the last registration was refused as a duplicate; under call_mu */
+    int64_t retry_ms; /* pause before the next round while unregistered; under call_mu */
     pthread_t thread;
     bool thread_started;
     pthread_mutex_t mu; /* guards stopping */
@@ -62,11 +70,18 @@ struct broker_lifecycle {
     bool stopping;
 };
 
+/* Unfenced under this incarnation's registration: after a restart the
+ * image read from disk may still list the previous one unfenced (its
+ * fencing record not yet applied), and opening the listeners then would
+ * send clients a Metadata answer without this broker in it. */
 static bool unfenced_in_image(struct broker_lifecycle *lc)
 {
+    int64_t registered = atomic_load(&lc->published_epoch);
+    if (registered < 0)
+        return false;
     const struct metadata_image *img = metadata_image_acquire(lc->store);
     const struct metadata_broker *br = metadata_image_broker(img, lc->node_id);
-    bool ok = br && !br->fenced;
+    bool ok = br && !br->fenced && br->epoch == registered;
     metadata_image_release(img);
     return ok;
 }
@@ -90,6 +105,33 @@ static void set_epoch(struct broker_lifecycle *lc, int64_t epoch)
         logger_info(LOG, "broker %d now has broker epoch %lld", lc->node_id, (long long)epoch);
     lc->epoch = epoch;
     atomic_store(&lc->published_epoch, epoch);
+}
+
+#define RETRY_MIN_MS 100
+#define RETRY_MAX_MS 1000
+
+/* A registration's outcome: a refusal as a duplicate (the previous
+ * incarnation's session still runs at the controller) is logged once and
+ * retried with a growing pause until that session lapses. Caller holds
+ * call_mu. */
+static void registration_outcome(struct broker_lifecycle *lc, int16_t rc)
+{
+    if (rc == KAFKA_ERR_DUPLICATE_BROKER_REGISTRATION) {
+        if (!lc->refused)
+            logger_warn(LOG, "broker %d: registration refused, previous incarnation's session still valid; retrying",
+                        lc->node_id);
+        lc->refused = true;
+        lc->retry_ms = lc->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : lc->retry_ms * 2;
+        return;
+    }
+    if (rc != KAFKA_ERR_NONE)
+        return;
+    if (lc->refused)
+        logger_info(LOG, "broker %d: registration accepted after the previous incarnation's session lapsed",
+                    lc->node_id);
+    lc->refused = false;
+    lc->retry_ms = RETRY_MIN_MS;
+    lc->previous_epoch = -1; /* proves one clean stop, once */
 }
 
 int64_t broker_lifecycle_epoch(void *ctx)
@@ -195,14 +237,16 @@ static void register_remote(struct broker_lifecycle *lc, int32_t leader)
     req.listeners = listeners;
     req.listeners_count = n;
     req.rack = lc->rack ? (struct kafka_str){lc->rack, (int32_t)strlen(lc->rack)} : (struct kafka_str){NULL, -1};
-    req.previous_broker_epoch = lc->epoch;
+    req.previous_broker_epoch = lc->previous_epoch;
     struct call c = {.broker_epoch = -1};
     int16_t rc = call_leader(lc, leader, CONTROLLER_API_BROKER_REGISTRATION, &req, &c);
+    registration_outcome(lc, rc);
     if (rc == KAFKA_ERR_NONE) {
         set_epoch(lc, c.broker_epoch);
         logger_info(LOG, "broker %d registered with controller %d at epoch %lld", lc->node_id, leader,
                     (long long)lc->epoch);
-    } else if (rc != KAFKA_ERR_NOT_CONTROLLER && rc != KAFKA_ERR_NETWORK_EXCEPTION) {
+    } else if (rc != KAFKA_ERR_NOT_CONTROLLER && rc != KAFKA_ERR_NETWORK_EXCEPTION &&
+               rc != KAFKA_ERR_DUPLICATE_BROKER_REGISTRATION) {
         logger_warn(LOG, "broker %d: registration with controller %d failed (error %d)", lc->node_id, leader, rc);
     }
 }
@@ -233,15 +277,17 @@ static int16_t heartbeat_remote(struct broker_lifecycle *lc, int32_t leader, boo
  * holds call_mu. */
 static void lifecycle_round_locked(struct broker_lifecycle *lc)
 {
-    if (metadata_store_is_controller(lc->store)) {
+    if (lc->controller && metadata_store_is_controller(lc->store)) {
+        /* The same rule as over the network: a restart within the previous
+         * incarnation's session waits for it to lapse. */
         char err[256] = "";
         int64_t epoch = lc->epoch;
-        int16_t rc = metadata_register_broker(lc->store, lc->node_id, lc->endpoints, lc->endpoint_count, lc->rack,
-                                              false, &epoch, err, sizeof err);
+        int16_t rc = controller_brokers_register(lc->controller, lc->node_id, lc->endpoints, lc->endpoint_count,
+                                                 lc->rack, &lc->incarnation_id, lc->previous_epoch, false, &epoch, err,
+                                                 sizeof err);
         set_epoch(lc, epoch);
-        if (rc == KAFKA_ERR_NONE)
-            controller_brokers_heard(lc->controller, lc->node_id);
-        else if (rc != KAFKA_ERR_NOT_CONTROLLER)
+        registration_outcome(lc, rc);
+        if (rc != KAFKA_ERR_NONE && rc != KAFKA_ERR_NOT_CONTROLLER && rc != KAFKA_ERR_DUPLICATE_BROKER_REGISTRATION)
             logger_warn(LOG, "broker %d could not register: %s (error %d)", lc->node_id, err, (int)rc);
         return;
     }
@@ -402,11 +448,52 @@ int16_t broker_lifecycle_alter_partition(void *ctx, const char *topic, const uin
 static void *lifecycle_main(void *arg)
 {
     struct broker_lifecycle *lc = arg;
+    int64_t pause;
     do {
         lifecycle_round(lc);
-        /* Quick rounds until registered, then at the heartbeat interval. */
-    } while (!wait_or_stop(lc, unfenced_in_image(lc) ? lc->heartbeat_interval_ms : 100));
+        pthread_mutex_lock(&lc->call_mu);
+        pause = lc->retry_ms;
+        pthread_mutex_unlock(&lc->call_mu);
+        /* Quick rounds until registered (slower while refused), then at
+         * the heartbeat interval. */
+    } while (!wait_or_stop(lc, unfenced_in_image(lc) ? lc->heartbeat_interval_ms : pause));
     return NULL;
+}
+
+/* The epoch the previous process left at its clean stop, -1; the file is
+ * removed, so a crash after this start does not pass for a clean stop. */
+static int64_t take_clean_shutdown_epoch(struct broker_lifecycle *lc)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", lc->state_dir, BROKER_LIFECYCLE_EPOCH_FILE) >= (int)sizeof path)
+        return -1;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    long long epoch = -1;
+    if (fscanf(f, "%lld", &epoch) != 1 || epoch < 0)
+        epoch = -1;
+    fclose(f);
+    if (unlink(path) != 0)
+        logger_warn(LOG, "cannot remove %s: %s", path, strerror(errno));
+    if (epoch >= 0)
+        logger_info(LOG, "broker %d stopped cleanly at broker epoch %lld", lc->node_id, epoch);
+    return epoch;
+}
+
+/* Leaves the epoch for the next start: it proves to the controller that
+ * this registration ended cleanly, so the next one need not wait for the
+ * session to lapse (the active controller's own broker is not fenced at
+ * its shutdown). */
+static void leave_clean_shutdown_epoch(struct broker_lifecycle *lc)
+{
+    char path[4096], text[32];
+    if (!lc->state_dir || lc->epoch < 0 ||
+        snprintf(path, sizeof path, "%s/%s", lc->state_dir, BROKER_LIFECYCLE_EPOCH_FILE) >= (int)sizeof path)
+        return;
+    int len = snprintf(text, sizeof text, "%lld\n", (long long)lc->epoch);
+    if (log_file_write_atomic(path, text, (size_t)len) != 0)
+        logger_warn(LOG, "cannot write %s: the next start waits for this session to lapse", path);
 }
 
 static char *dup_or_null(const char *s)
@@ -428,6 +515,13 @@ int broker_lifecycle_start(const struct broker_lifecycle_options *opts, struct b
     lc->controller = opts->controller;
     set_epoch(lc, -1);
     lc->client_node = -1;
+    lc->retry_ms = RETRY_MIN_MS;
+    lc->previous_epoch = -1;
+    if (opts->state_dir) {
+        if (!(lc->state_dir = strdup(opts->state_dir)))
+            goto oom;
+        lc->previous_epoch = take_clean_shutdown_epoch(lc);
+    }
     snprintf(lc->cluster_id, sizeof lc->cluster_id, "%s", opts->cluster_id ? opts->cluster_id : "");
     pthread_mutex_init(&lc->mu, NULL);
     pthread_mutex_init(&lc->call_mu, NULL);
@@ -555,6 +649,7 @@ void broker_lifecycle_stop(struct broker_lifecycle *lc)
         pthread_mutex_unlock(&lc->mu);
         pthread_join(lc->thread, NULL);
         controlled_shutdown(lc);
+        leave_clean_shutdown_epoch(lc);
     }
     if (lc->client)
         net_client_destroy(lc->client);
@@ -564,6 +659,7 @@ void broker_lifecycle_stop(struct broker_lifecycle *lc)
     }
     free(lc->endpoints);
     free(lc->rack);
+    free(lc->state_dir);
     pthread_mutex_destroy(&lc->mu);
     pthread_mutex_destroy(&lc->call_mu);
     pthread_cond_destroy(&lc->cond);

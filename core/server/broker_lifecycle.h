@@ -35,7 +35,14 @@ struct broker_lifecycle_options {
     struct raft_shell_metadata *quorum;    /* who leads */
     struct controller_brokers *controller; /* this node's controller side */
     const struct server_link *link;        /* how to reach the controllers; outlives the lifecycle */
+    /* Where a clean stop leaves its broker epoch for the next start's
+     * PreviousBrokerEpoch (BROKER_LIFECYCLE_EPOCH_FILE); NULL: nowhere. */
+    const char *state_dir;
 };
+
+/* The broker epoch at the last clean stop, in decimal: read and removed
+ * at start, written by broker_lifecycle_stop. */
+#define BROKER_LIFECYCLE_EPOCH_FILE "clean-shutdown-broker-epoch"
 
 /* Returns 0, or -1 with err. */
 int broker_lifecycle_start(const struct broker_lifecycle_options *opts, struct broker_lifecycle **out, char *err,

@@ -37,6 +37,9 @@
 struct session {
     int32_t node_id;
     int64_t last_heard_ms; /* monotonic */
+    /* When a new incarnation's registration was last refused while this
+     * session ran (-1: none): the id's old process is likely gone. */
+    int64_t refused_ms;
 };
 
 /* A request waiting for the worker: a registration commits through the
@@ -56,7 +59,8 @@ struct controller_brokers {
      * the active controller's counts, 0 on other nodes. */
     struct metrics_metric *offline_partitions;
     struct metrics_metric *preferred_imbalance;
-    pthread_mutex_t mu; /* guards sessions, n_sessions, stopping, the queue */
+    pthread_mutex_t mu;       /* guards sessions, n_sessions, stopping, the queue */
+    pthread_mutex_t fence_mu; /* one fence_lapsed at a time; taken before mu */
     pthread_cond_t cond;
     struct session sessions[MAX_TRACKED];
     int n_sessions;
@@ -86,7 +90,15 @@ static void heard_locked(struct controller_brokers *cb, int32_t node_id, int64_t
         }
     }
     if (cb->n_sessions < MAX_TRACKED)
-        cb->sessions[cb->n_sessions++] = (struct session){node_id, now};
+        cb->sessions[cb->n_sessions++] = (struct session){node_id, now, -1};
+}
+
+static struct session *find_locked(struct controller_brokers *cb, int32_t node_id)
+{
+    for (int i = 0; i < cb->n_sessions; i++)
+        if (cb->sessions[i].node_id == node_id)
+            return &cb->sessions[i];
+    return NULL;
 }
 
 void controller_brokers_heard(struct controller_brokers *cb, int32_t node_id)
@@ -98,13 +110,51 @@ void controller_brokers_heard(struct controller_brokers *cb, int32_t node_id)
 
 /* ---- session checks ---- */
 
+/* Fences every unfenced broker whose session has lapsed, those with a
+ * refused successor last (see check_sessions). On the worker and, for the
+ * controller's own broker, the lifecycle thread: fence_mu keeps the order. */
+static void fence_lapsed(struct controller_brokers *cb)
+{
+    pthread_mutex_lock(&cb->fence_mu);
+    int64_t now = clock_mono_ms();
+    const struct metadata_image *img = metadata_image_acquire(cb->store);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t i = 0; i < img->broker_count; i++) {
+            const struct metadata_broker *br = &img->brokers[i];
+            if (br->fenced)
+                continue;
+            pthread_mutex_lock(&cb->mu);
+            struct session *s = find_locked(cb, br->node_id);
+            int64_t last = s ? s->last_heard_ms : -1;
+            bool successor = s && s->refused_ms >= 0 && now - s->refused_ms <= cb->session_timeout_ms;
+            if (last < 0)
+                heard_locked(cb, br->node_id, now);
+            pthread_mutex_unlock(&cb->mu);
+            if (last < 0 || now - last <= cb->session_timeout_ms || successor != (pass == 1))
+                continue;
+            char err[256] = "";
+            logger_info(LOG, "broker %d sent no heartbeat for %lld ms: fencing it", br->node_id,
+                        (long long)(now - last));
+            int16_t rc = metadata_set_broker_fenced(cb->store, br->node_id, br->epoch, true, err, sizeof err);
+            if (rc != KAFKA_ERR_NONE)
+                logger_warn(LOG, "could not fence broker %d: %s (error %d)", br->node_id, err, (int)rc);
+        }
+    }
+    metadata_image_release(img);
+    pthread_mutex_unlock(&cb->fence_mu);
+}
+
 /* At the controller: fences every unfenced broker not heard from within the
  * session timeout. A broker never heard from since this node took over gets
- * a full session from then (a new controller knows no heartbeat times). */
+ * a full session from then (a new controller knows no heartbeat times). Of
+ * the sessions that lapse in one check, those with a refused new
+ * incarnation waiting go last: fencing moves leaderships and ISR places to
+ * the brokers still unfenced, and the last ISR member kept is best the one
+ * about to come back (after a restart of several brokers at once, fencing
+ * by node id left a partition waiting for a broker that was really down). */
 static void check_sessions(struct controller_brokers *cb, bool *was_controller)
 {
     bool is_controller = metadata_store_is_controller(cb->store);
-    int64_t now = clock_mono_ms();
     /* A leader whose image is behind its log (every burst of metadata
      * writes, such as the ISR shrinks that follow a broker's death) checks
      * later and keeps the heartbeat times: forgetting them gave every broker,
@@ -118,29 +168,51 @@ static void check_sessions(struct controller_brokers *cb, bool *was_controller)
         *was_controller = false;
         return;
     }
-    const struct metadata_image *img = metadata_image_acquire(cb->store);
-    for (int32_t i = 0; i < img->broker_count; i++) {
-        const struct metadata_broker *br = &img->brokers[i];
-        if (br->fenced)
-            continue;
-        pthread_mutex_lock(&cb->mu);
-        int64_t last = -1;
-        for (int j = 0; j < cb->n_sessions; j++)
-            if (cb->sessions[j].node_id == br->node_id)
-                last = cb->sessions[j].last_heard_ms;
-        if (last < 0)
-            heard_locked(cb, br->node_id, now);
-        pthread_mutex_unlock(&cb->mu);
-        if (last < 0 || now - last <= cb->session_timeout_ms)
-            continue;
-        char err[256] = "";
-        logger_info(LOG, "broker %d sent no heartbeat for %lld ms: fencing it", br->node_id, (long long)(now - last));
-        int16_t rc = metadata_set_broker_fenced(cb->store, br->node_id, br->epoch, true, err, sizeof err);
-        if (rc != KAFKA_ERR_NONE)
-            logger_warn(LOG, "could not fence broker %d: %s (error %d)", br->node_id, err, (int)rc);
-    }
-    metadata_image_release(img);
+    fence_lapsed(cb);
     *was_controller = true;
+}
+
+/* Valid unless its last heartbeat is more than a session ago; a broker not
+ * heard from since this node took over counts from then, as in the check. */
+static bool session_valid(struct controller_brokers *cb, int32_t node_id)
+{
+    pthread_mutex_lock(&cb->mu);
+    struct session *s = find_locked(cb, node_id);
+    bool valid = !s || clock_mono_ms() - s->last_heard_ms <= cb->session_timeout_ms;
+    pthread_mutex_unlock(&cb->mu);
+    return valid;
+}
+
+int16_t controller_brokers_register(struct controller_brokers *cb, int32_t node_id,
+                                    const struct metadata_endpoint *endpoints, int32_t endpoint_count, const char *rack,
+                                    const struct kafka_uuid *incarnation_id, int64_t previous_epoch, bool stay_fenced,
+                                    int64_t *epoch, char *err, size_t errlen)
+{
+    /* A lapsed session is fenced first, with every other lapsed one in
+     * the check's order, rather than by this registration's new record:
+     * fenced here, a restarted broker's leaderships could go to a broker
+     * whose session was about to lapse too. */
+    if (!session_valid(cb, node_id) && metadata_store_is_controller(cb->store))
+        fence_lapsed(cb);
+    struct metadata_incarnation inc = {
+        .id = *incarnation_id,
+        .previous_epoch = previous_epoch,
+        .registered_session_valid = session_valid(cb, node_id),
+    };
+    int16_t rc = metadata_register_broker(cb->store, node_id, endpoints, endpoint_count, rack, &inc, stay_fenced, epoch,
+                                          err, errlen);
+    pthread_mutex_lock(&cb->mu);
+    int64_t now = clock_mono_ms();
+    struct session *s = find_locked(cb, node_id);
+    if (rc == KAFKA_ERR_NONE) {
+        heard_locked(cb, node_id, now);
+        if ((s = find_locked(cb, node_id)))
+            s->refused_ms = -1;
+    } else if (rc == KAFKA_ERR_DUPLICATE_BROKER_REGISTRATION && s) {
+        s->refused_ms = now; /* the session itself is not extended */
+    }
+    pthread_mutex_unlock(&cb->mu);
+    return rc;
 }
 
 static void serve(struct controller_brokers *cb, struct net_request *req);
@@ -258,10 +330,11 @@ int controller_brokers_start(struct metadata_store *store, const char *cluster_i
         cb->rebalance.interval_ms = 300000;
     cb->offline_partitions = metrics_register(METRICS_GAUGE, "cairn_controller_offline_partitions", NULL,
                                               "Partitions without a leader (the active controller's count).");
-    cb->preferred_imbalance =
-        metrics_register(METRICS_GAUGE, "cairn_controller_preferred_replica_imbalance", NULL,
-                         "Partitions not led by their preferred (first) replica (the active controller's count).");
+    cb->preferred_imbalance = metrics_register(
+        METRICS_GAUGE, "cairn_controller_preferred_replica_imbalance", NULL,
+        "Partitions not led by their preferred (first) replica (the active controller's count).");
     pthread_mutex_init(&cb->mu, NULL);
+    pthread_mutex_init(&cb->fence_mu, NULL);
     pthread_cond_init(&cb->cond, NULL);
     if (pthread_create(&cb->thread, NULL, sessions_main, cb) != 0) {
         snprintf(err, errlen, "cannot start the broker session thread");
@@ -285,6 +358,7 @@ void controller_brokers_stop(struct controller_brokers *cb)
         pthread_join(cb->thread, NULL);
     }
     pthread_mutex_destroy(&cb->mu);
+    pthread_mutex_destroy(&cb->fence_mu);
     pthread_cond_destroy(&cb->cond);
     free(cb);
 }
@@ -335,12 +409,10 @@ static void respond(struct net_request *req, int16_t api_key, int16_t version, i
     kafka_writer_free(&w);
 }
 
-static int16_t registration(struct controller_brokers *cb, const struct broker_registration_request *in,
-                            int64_t *epoch)
+static int16_t registration(struct controller_brokers *cb, const struct broker_registration_request *in, int64_t *epoch)
 {
-    if (in->cluster_id.len >= 0 &&
-        (strlen(cb->cluster_id) != (size_t)in->cluster_id.len ||
-         memcmp(cb->cluster_id, in->cluster_id.data, (size_t)in->cluster_id.len) != 0)) {
+    if (in->cluster_id.len >= 0 && (strlen(cb->cluster_id) != (size_t)in->cluster_id.len ||
+                                    memcmp(cb->cluster_id, in->cluster_id.data, (size_t)in->cluster_id.len) != 0)) {
         logger_error(LOG, "broker %d registered for cluster %.*s, but this is cluster %s: refused", in->broker_id,
                      (int)in->cluster_id.len, in->cluster_id.data, cb->cluster_id);
         return KAFKA_ERR_INCONSISTENT_CLUSTER_ID;
@@ -358,12 +430,14 @@ static int16_t registration(struct controller_brokers *cb, const struct broker_r
     char rack[256];
     snprintf(rack, sizeof rack, "%.*s", (int)(in->rack.len > 0 ? in->rack.len : 0), in->rack.data);
     char err[256] = "";
-    /* Registered fenced; the first heartbeat that has caught up unfences. */
-    int16_t rc = metadata_register_broker(cb->store, in->broker_id, eps, in->listeners_count,
-                                          in->rack.len > 0 ? rack : NULL, true, epoch, err, sizeof err);
-    if (rc == KAFKA_ERR_NONE)
-        controller_brokers_heard(cb, in->broker_id);
-    else if (rc != KAFKA_ERR_NOT_CONTROLLER)
+    /* Registered fenced; the first heartbeat that has caught up unfences.
+     * PreviousBrokerEpoch is -1 from requests before v3. */
+    int16_t rc = controller_brokers_register(cb, in->broker_id, eps, in->listeners_count,
+                                             in->rack.len > 0 ? rack : NULL, &in->incarnation_id,
+                                             in->previous_broker_epoch, true, epoch, err, sizeof err);
+    if (rc == KAFKA_ERR_DUPLICATE_BROKER_REGISTRATION)
+        logger_info(LOG, "registration of broker %d refused: %s", in->broker_id, err);
+    else if (rc != KAFKA_ERR_NONE && rc != KAFKA_ERR_NOT_CONTROLLER)
         logger_warn(LOG, "registration of broker %d failed: %s (error %d)", in->broker_id, err, (int)rc);
     return rc;
 }

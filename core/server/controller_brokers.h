@@ -41,6 +41,19 @@ void controller_brokers_handle_request(struct net_request *req, void *cb);
 /* A heartbeat from a broker on the controller's own node. */
 void controller_brokers_heard(struct controller_brokers *cb, int32_t node_id);
 
+/* A registration at this controller (the network's BrokerRegistration, and
+ * the broker on the controller's own node): metadata_register_broker with
+ * what the sessions know of the registered incarnation, so a new one is
+ * refused (DUPLICATE_BROKER_REGISTRATION) while the registered one's
+ * session is valid. previous_epoch: the broker's epoch before a clean
+ * shutdown, -1. Any thread. */
+struct metadata_endpoint;
+struct kafka_uuid;
+int16_t controller_brokers_register(struct controller_brokers *cb, int32_t node_id,
+                                    const struct metadata_endpoint *endpoints, int32_t endpoint_count, const char *rack,
+                                    const struct kafka_uuid *incarnation_id, int64_t previous_epoch, bool stay_fenced,
+                                    int64_t *epoch, char *err, size_t errlen);
+
 #define CONTROLLER_API_BROKER_REGISTRATION 62
 #define CONTROLLER_API_BROKER_HEARTBEAT 63
 #define CONTROLLER_API_ALLOCATE_PRODUCER_IDS 67

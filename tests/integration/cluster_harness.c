@@ -295,10 +295,16 @@ void cluster_start(struct cluster *c, const struct cluster_options *o)
 
 void replicated_cluster_start(struct cluster *c, const char *cluster_id, const char *const *extra)
 {
+    replicated_cluster_start_session(c, cluster_id, extra, 30000);
+}
+
+void replicated_cluster_start_session(struct cluster *c, const char *cluster_id, const char *const *extra,
+                                      int session_timeout_ms)
+{
     static const char *const settings[] = {"replica.fetch.backoff.ms=200", NULL};
     struct cluster_options o = {.cluster_id = cluster_id,
                                 .election_timeout_ms = 1000,
-                                .session_timeout_ms = 30000,
+                                .session_timeout_ms = session_timeout_ms,
                                 .internal_partitions = 1,
                                 .settings = settings,
                                 .extra = extra};

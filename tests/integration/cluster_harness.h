@@ -92,6 +92,10 @@ void cluster_start(struct cluster *c, const struct cluster_options *o);
 /* The replication tests' cluster: slow elections, sessions that outlast a
  * restart, one partition per internal topic; extra as in cluster_options. */
 void replicated_cluster_start(struct cluster *c, const char *cluster_id, const char *const *extra);
+/* The same with another broker.session.timeout.ms: a broker back from
+ * kill -9 is refused registration until its previous session lapses. */
+void replicated_cluster_start_session(struct cluster *c, const char *cluster_id, const char *const *extra,
+                                      int session_timeout_ms);
 
 void cluster_stop(struct cluster *c);
 

@@ -164,7 +164,10 @@ static void test_links_follow_a_certificate_rotation(void **state)
                               NULL};
     struct cluster_options o = {.cluster_id = "Q2x1c3RlclJvdGF0aW9uMQ",
                                 .election_timeout_ms = 1000,
-                                .session_timeout_ms = 30000,
+                                /* The victim back from kill -9 is refused
+                                 * registration until its previous session
+                                 * lapses: short of the start timeout. */
+                                .session_timeout_ms = 10000,
                                 .internal_partitions = 1,
                                 .settings = settings,
                                 .extra_listener = "INTERNAL"};
@@ -190,13 +193,13 @@ static void test_links_follow_a_certificate_rotation(void **state)
     assert_int_equal(kill(broker_pid(&c.nodes[0]), SIGHUP), 0);
     snprintf(named, sizeof named, "(in %s/truststore.pem)", certs_dir);
     broker_wait_log_count(&c.nodes[0],
-                    "TLS reload failed, keeping the previous certificates: inter-broker link: "
-                    "ssl.truststore.location: no certificate found",
-                    1, 20000);
+                          "TLS reload failed, keeping the previous certificates: inter-broker link: "
+                          "ssl.truststore.location: no certificate found",
+                          1, 20000);
     broker_wait_log_count(&c.nodes[0],
-                    "TLS reload failed, keeping the previous certificates: controller link: "
-                    "ssl.truststore.location: no certificate found",
-                    2, 20000);
+                          "TLS reload failed, keeping the previous certificates: controller link: "
+                          "ssl.truststore.location: no certificate found",
+                          2, 20000);
     broker_wait_log_count(&c.nodes[0], named, 5, 20000); /* and the two listeners */
     assert_int_equal(broker_log_count(&c.nodes[0], RELOADED), 0);
     tls_certs_write(certs_dir, "truststore.pem", both_cas);

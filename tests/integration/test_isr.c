@@ -42,7 +42,10 @@
 static void cluster_up(struct cluster *c)
 {
     static const char *const extra[] = {"replica.lag.time.max.ms=" LAG_MS_TEXT, NULL};
-    replicated_cluster_start(c, CLUSTER_ID, extra);
+    /* Sessions well past the lag time (the leaders shrink the ISR, not
+     * the controller's fencing), short enough that a follower back from
+     * kill -9, refused until its previous session lapses, is not long out. */
+    replicated_cluster_start_session(c, CLUSTER_ID, extra, 12000);
 }
 
 /* The partition's ISR as a broker's Metadata names it; -1 when unknown. */

@@ -31,7 +31,7 @@ static int setup(void **state)
     char err[256] = "";
     for (int32_t id = 2; id <= 3; id++) {
         struct metadata_endpoint ep = {"PLAINTEXT", "localhost", (uint16_t)(9090 + id), 0};
-        if (metadata_register_broker(e->f->store, id, &ep, 1, NULL, false, &e->epochs[id], err, sizeof err) !=
+        if (metadata_register_broker(e->f->store, id, &ep, 1, NULL, NULL, false, &e->epochs[id], err, sizeof err) !=
             KAFKA_ERR_NONE)
             return -1;
     }

@@ -28,7 +28,8 @@ static int setup(void **state)
     for (int32_t id = 2; id <= 3; id++) {
         struct metadata_endpoint ep = {"PLAINTEXT", "localhost", (uint16_t)(9090 + id), 0};
         int64_t epoch = -1;
-        if (metadata_register_broker(f->store, id, &ep, 1, NULL, false, &epoch, err, sizeof err) != KAFKA_ERR_NONE)
+        if (metadata_register_broker(f->store, id, &ep, 1, NULL, NULL, false, &epoch, err, sizeof err) !=
+            KAFKA_ERR_NONE)
             fail_msg("register %d: %s", (int)id, err);
     }
     *state = f;

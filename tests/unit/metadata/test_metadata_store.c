@@ -111,7 +111,7 @@ static void test_register_and_fence_another_broker(void **state)
     struct metadata_endpoint ep = {"PLAINTEXT", "host-2", 9093, 0};
     char err[256] = "";
     int64_t epoch = -1;
-    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, "rack-b", true, &epoch, err, sizeof err),
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, "rack-b", NULL, true, &epoch, err, sizeof err),
                      KAFKA_ERR_NONE);
     const struct metadata_image *img = metadata_image_acquire(f->store);
     const struct metadata_broker *br = metadata_image_broker(img, 2);
@@ -125,7 +125,7 @@ static void test_register_and_fence_another_broker(void **state)
 
     /* The same registration again writes nothing and keeps the epoch. */
     int64_t again = -1;
-    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, "rack-b", true, &again, err, sizeof err),
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, "rack-b", NULL, true, &again, err, sizeof err),
                      KAFKA_ERR_NONE);
     assert_int_equal(again, epoch);
     img = metadata_image_acquire(f->store);
@@ -149,6 +149,101 @@ static void test_register_and_fence_another_broker(void **state)
     assert_false(metadata_image_broker(img, 1)->fenced);
     metadata_image_release(img);
     assert_true(metadata_store_is_controller(f->store));
+}
+
+/* A restarted broker is a new incarnation: a new RegisterBrokerRecord, a
+ * new epoch and fenced again once the previous one's session has lapsed
+ * (even before the controller fenced it), while a retry of the same
+ * incarnation keeps its epoch. */
+static void test_new_incarnation_registers_again(void **state)
+{
+    struct fixture *f = *state;
+    struct metadata_endpoint ep = {"PLAINTEXT", "host-2", 9093, 0};
+    char err[256] = "";
+    struct metadata_incarnation first = {{{1, 2, 3}}, -1, true}, second = {{{4, 5, 6}}, -1, false};
+    int64_t epoch = -1, again = -1, next = -1;
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, NULL, &first, true, &epoch, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    assert_int_equal(metadata_set_broker_fenced(f->store, 2, epoch, false, err, sizeof err), KAFKA_ERR_NONE);
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, NULL, &first, true, &again, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    assert_int_equal(again, epoch);
+    const struct metadata_image *img = metadata_image_acquire(f->store);
+    assert_false(metadata_image_broker(img, 2)->fenced);
+    metadata_image_release(img);
+
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, NULL, &second, true, &next, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    assert_true(next > epoch);
+    img = metadata_image_acquire(f->store);
+    const struct metadata_broker *br = metadata_image_broker(img, 2);
+    assert_true(br->fenced);
+    assert_int_equal(br->epoch, next);
+    assert_memory_equal(&br->incarnation_id, &second.id, sizeof second.id);
+    metadata_image_release(img);
+    /* The previous incarnation's epoch is stale now. */
+    assert_int_equal(metadata_set_broker_fenced(f->store, 2, epoch, false, err, sizeof err),
+                     KAFKA_ERR_UNKNOWN_MEMBER_ID);
+}
+
+static void expect_registered(struct fixture *f, int64_t epoch, const struct kafka_uuid *id, bool fenced)
+{
+    const struct metadata_image *img = metadata_image_acquire(f->store);
+    const struct metadata_broker *br = metadata_image_broker(img, 2);
+    assert_non_null(br);
+    assert_int_equal(br->epoch, epoch);
+    assert_memory_equal(&br->incarnation_id, id, sizeof *id);
+    assert_int_equal(br->fenced, fenced);
+    metadata_image_release(img);
+}
+
+/* Kafka's controller rule: a new incarnation is refused
+ * (DUPLICATE_BROKER_REGISTRATION) while the registered one is unfenced
+ * with a valid session, unless it names the registered epoch as its
+ * PreviousBrokerEpoch (a clean shutdown); once the registered one is
+ * fenced (its session lapsed), it is accepted. */
+static void test_new_incarnation_refused_while_session_valid(void **state)
+{
+    struct fixture *f = *state;
+    struct metadata_endpoint ep = {"PLAINTEXT", "host-2", 9093, 0};
+    char err[256] = "";
+    struct metadata_incarnation first = {{{1}}, -1, true}, second = {{{2}}, -1, true}, third = {{{3}}, -1, true};
+    int64_t epoch = -1, got = 7;
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, NULL, &first, false, &epoch, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    expect_registered(f, epoch, &first.id, false);
+
+    /* Refused, without a record: the registered one keeps its epoch,
+     * its incarnation and its place. */
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, NULL, &second, true, &got, err, sizeof err),
+                     KAFKA_ERR_DUPLICATE_BROKER_REGISTRATION);
+    assert_int_equal(got, -1);
+    assert_non_null(strstr(err, "session"));
+    second.previous_epoch = epoch - 1; /* not the registered epoch */
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, NULL, &second, true, &got, err, sizeof err),
+                     KAFKA_ERR_DUPLICATE_BROKER_REGISTRATION);
+    expect_registered(f, epoch, &first.id, false);
+
+    /* The registered epoch as PreviousBrokerEpoch: accepted at once. */
+    second.previous_epoch = epoch;
+    int64_t second_epoch = -1;
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, NULL, &second, true, &second_epoch, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    assert_true(second_epoch > epoch);
+    expect_registered(f, second_epoch, &second.id, true);
+    assert_int_equal(metadata_set_broker_fenced(f->store, 2, second_epoch, false, err, sizeof err), KAFKA_ERR_NONE);
+
+    /* Refused while the second runs; accepted once the controller has
+     * fenced it for its lapsed session. */
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, NULL, &third, true, &got, err, sizeof err),
+                     KAFKA_ERR_DUPLICATE_BROKER_REGISTRATION);
+    expect_registered(f, second_epoch, &second.id, false);
+    assert_int_equal(metadata_set_broker_fenced(f->store, 2, second_epoch, true, err, sizeof err), KAFKA_ERR_NONE);
+    int64_t third_epoch = -1;
+    assert_int_equal(metadata_register_broker(f->store, 2, &ep, 1, NULL, &third, true, &third_epoch, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    assert_true(third_epoch > second_epoch);
+    expect_registered(f, third_epoch, &third.id, true);
 }
 
 static void expect_create_error(struct fixture *f, const char *name, int32_t partitions, int16_t rf,
@@ -487,6 +582,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bootstrap_registers_this_broker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_register_and_fence_another_broker, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_new_incarnation_registers_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_new_incarnation_refused_while_session_valid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_topic_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_topic_lifecycle_and_replay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_tail_is_truncated, setup, teardown),
