@@ -273,7 +273,9 @@ static void test_acks_all_waits_for_every_replica(void **state)
 {
     (void)state;
     struct cluster c;
-    replicated_cluster_start(&c, CLUSTER_ID, NULL);
+    /* A 10 s session: the follower back from kill -9 (twice) is a new
+     * incarnation, taken only once its previous session lapses. */
+    replicated_cluster_start_session(&c, CLUSTER_ID, NULL, 10000);
     const char *configs[] = {"min.insync.replicas", "3", NULL};
     int32_t leader = create_replicated(&c, "strict", configs);
     const char *bootstrap = broker_bootstrap(&c.nodes[leader - 1]);
