@@ -8,7 +8,8 @@
  *    given only the partition leader's address with -b; that broker is
  *    killed mid-stream and the run still finishes well within --timeout
  *    (Metadata refreshes go to the other brokers the cluster listed), every
- *    line written once, as `cairn consume` from another broker shows. */
+ *    line written once, as `cairn consume` from another broker shows; a
+ *    `cairn consume` started on the same single broker reads them all. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +25,8 @@
 #include "cluster_harness.h"
 
 #define LINES 40
+#define TEXT_(x) #x
+#define TEXT(x) TEXT_(x)
 
 /* One stored batch's idempotence fields (the v2 header: producerId at 43,
  * producerEpoch 51, baseSequence 53, recordCount 57). */
@@ -123,7 +126,8 @@ static void test_produce_bootstrap_dies(void **state)
 {
     (void)state;
     wait_view(&g_cluster, 1, ALL, NULL, 0, 30000); /* every broker registered */
-    assert_int_equal(create_topic_rf(&g_cluster, 1, "failover", 1, 3), 0);
+    int32_t controller = agreed_controller(&g_cluster, -1, 30000);
+    assert_int_equal(create_topic_rf(&g_cluster, controller, "failover", 1, 3), 0);
     struct view v = wait_view(&g_cluster, 1, ALL, "failover", 1, 30000);
     int32_t a = v.leaders[0];
     assert_true(a >= 1 && a <= N);
@@ -136,9 +140,12 @@ static void test_produce_bootstrap_dies(void **state)
         assert_true(harness_now_ms() < until);
         v = wait_view(&g_cluster, other, ALL, "failover", 1, 30000);
     }
-    struct bg_run prod;
+    struct bg_run prod, cons;
     bg_start(&prod, "produce",
              (const char *const[]){"produce", "failover", "-b", boot, "-v", "--timeout", "60000", NULL});
+    /* A reader on the same single bootstrap follows the leader move too. */
+    bg_start(&cons, "consume",
+             (const char *const[]){"consume", "failover", "-b", boot, "-c", TEXT(LINES), "--timeout", "60000", NULL});
     char line[32];
     for (int i = 0; i < LINES / 2; i++) {
         snprintf(line, sizeof line, "line%d\n", i);
@@ -164,6 +171,9 @@ static void test_produce_bootstrap_dies(void **state)
     for (int i = 0; i < LINES; i++)
         used += (size_t)snprintf(want + used, sizeof want - used, "line%d\n", i);
     assert_string_equal(r.out, want);
+    bg_wait_lines(&cons, LINES);
+    assert_int_equal(bg_finish(&cons), 0);
+    bg_wait_output(&cons, want);
 }
 
 int main(void)
