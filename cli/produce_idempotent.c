@@ -72,7 +72,7 @@ static int init_pid(struct produce_idem *id, struct cli_conn *c, int64_t deadlin
     struct init_pid_ctx ic = {(int32_t)(c->timeout_ms < 60000 ? 60000 : c->timeout_ms), id->producer_id, id->epoch};
     for (int64_t backoff = 100;; backoff = backoff * 2 > 1000 ? 1000 : backoff * 2) {
         struct cli_reply r;
-        int rc = cli_call(c, c->any_node, KAFKA_API_KEY_INIT_PRODUCER_ID, build_init_pid, &ic, &r);
+        int rc = cli_call_any(c, KAFKA_API_KEY_INIT_PRODUCER_ID, build_init_pid, &ic, &r);
         if (rc)
             return rc;
         const struct init_producer_id_response *m = r.response;
