@@ -60,8 +60,11 @@ static void note_batch(const uint8_t *batch, size_t len, void *ctx)
 static void test_produce_epoch_bump(void **state)
 {
     struct test_broker *b = *state;
+    /* Debug logging shows when the leader drops the idle producer. */
+    setenv("CAIRN_LOG_LEVEL", "debug", 1);
     broker_start(b, (const char *const[]){"producer.id.expiration.ms=1000",
                                           "producer.id.expiration.check.interval.ms=200", NULL});
+    unsetenv("CAIRN_LOG_LEVEL");
     const char *bs = broker_bootstrap(b);
     struct run r;
     RUN(&r, "topic", "create", "bump", "-b", bs);
@@ -70,9 +73,11 @@ static void test_produce_epoch_bump(void **state)
     bg_start(&prod, "produce", (const char *const[]){"produce", "bump", "-b", bs, "-v", "--timeout", "30000", NULL});
     bg_write(&prod, "a\nb\n");
     bg_wait_lines(&prod, 2);
-    /* Past producer.id.expiration.ms and a few checks: the leader drops
-     * the producer, so the next batch (sequence 2) is UNKNOWN_PRODUCER_ID. */
-    usleep(3000000);
+    /* Past producer.id.expiration.ms the leader drops the producer, so the
+     * next batch (sequence 2) is UNKNOWN_PRODUCER_ID. */
+    for (long long until = harness_now_ms() + 30000; !broker_log_contains(b, "expired 1 idle producers");
+         usleep(100000))
+        assert_true(harness_now_ms() < until);
     bg_write(&prod, "c\n");
     bg_wait_lines(&prod, 3);
     assert_int_equal(bg_finish(&prod), 0);
