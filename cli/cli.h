@@ -144,6 +144,8 @@ int cli_json_print(struct json_t *v);
  * Owned by the main thread. */
 struct tls_client;
 
+#define CLI_KNOWN_BROKERS 64
+
 struct cli_conn {
     struct net_client *client;
     struct tls_client *tls; /* security.protocol=ssl; freed after the client */
@@ -156,12 +158,22 @@ struct cli_conn {
      * printing it (bootstrap tries the next broker). */
     char *net_err;
     size_t net_err_len;
-    int32_t any_node;      /* a broker that answered (bootstrap or real id) */
+    int32_t any_node; /* a broker that answered (bootstrap or real id) */
+    /* Brokers Metadata listed, for refreshes once the one asked stops
+     * answering (as Kafka's clients do): failed_ms 0 until a call to it
+     * fails. nbootstrap: the -b entries registered, the last resort. */
+    struct cli_known_broker {
+        int32_t id;
+        int64_t failed_ms;
+    } known[CLI_KNOWN_BROKERS];
+    int nknown;
+    int nbootstrap;
     int32_t controller_id; /* from Metadata; any_node if the cluster names none */
     struct net_client_kept *meta_kept;
     struct metadata_response *meta; /* cluster metadata (brokers, no topics) */
     int16_t meta_version;
     bool no_response; /* the next calls expect no answer (Produce with acks=0) */
+    bool fail_fast;   /* the next calls fail at a refused connection (net/client.h) */
 };
 
 /* A kept response: the caller reads response and frees with cli_reply_free. */
@@ -187,6 +199,13 @@ int cli_connect_direct(struct cli_conn *c, const struct cli_settings *s, const c
  * CLI_EXIT_UNREACHABLE with the reason printed. */
 int cli_call(struct cli_conn *c, int32_t node, int16_t api_key, cli_build_fn build, void *ctx, struct cli_reply *out);
 void cli_reply_free(struct cli_reply *r);
+/* cli_call to any broker that answers: the last one that did, then the
+ * known brokers least recently failed first, then the bootstrap list.
+ * Metadata refreshes go this way so a dead bootstrap broker does not
+ * hide the rest of the cluster. */
+int cli_call_any(struct cli_conn *c, int16_t api_key, cli_build_fn build, void *ctx, struct cli_reply *out);
+/* Remembers (and registers) the brokers a Metadata answer lists. */
+void cli_note_brokers(struct cli_conn *c, const struct metadata_response *m);
 /* cli_call at version pinned (-1: negotiated). */
 int cli_call_raw(struct cli_conn *c, int32_t node, int16_t api_key, int16_t pinned, cli_build_fn build, void *ctx,
                  struct cli_reply *out);

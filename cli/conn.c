@@ -10,6 +10,9 @@
 #include "cli.h"
 #include "tls/tls.h"
 
+/* Bootstrap entries get ids below any real node id. */
+#define CLI_BOOTSTRAP_ID_BASE (-1000)
+
 /* One request in flight: the main thread waits on it, the client's thread
  * completes it. Lives on the main thread's stack for the call. */
 struct cli_wait {
@@ -89,6 +92,9 @@ static int call_quiet(struct cli_conn *c, int32_t node, int16_t api_key, int16_t
         .done = on_done,
         .ctx = &w,
         .no_response = c->no_response,
+        /* A caller that handles network failures itself (net_err set) or
+         * has other brokers to ask does not wait out a dead broker. */
+        .fail_fast = c->net_err != NULL || c->fail_fast,
     };
     int rc = -1;
     if (net_client_send(c->client, &req, err, errlen) == 0) {
@@ -139,6 +145,96 @@ int cli_call(struct cli_conn *c, int32_t node, int16_t api_key, cli_build_fn bui
     return cli_call_raw(c, node, api_key, -1, build, ctx, out);
 }
 
+static struct cli_known_broker *known_find(struct cli_conn *c, int32_t id)
+{
+    for (int i = 0; i < c->nknown; i++)
+        if (c->known[i].id == id)
+            return &c->known[i];
+    return NULL;
+}
+
+void cli_note_brokers(struct cli_conn *c, const struct metadata_response *m)
+{
+    for (int32_t i = 0; i < m->brokers_count; i++) {
+        const struct metadata_response_metadata_response_broker *b = &m->brokers[i];
+        if (net_client_add_node(c->client, b->node_id, cli_str(b->host), b->port) < 0)
+            continue;
+        if (!known_find(c, b->node_id) && c->nknown < CLI_KNOWN_BROKERS)
+            c->known[c->nknown++] = (struct cli_known_broker){b->node_id, 0};
+    }
+}
+
+/* The order cli_call_any tries: the broker that last answered unless it
+ * has failed since, the known ones by last failure (never first), then
+ * the bootstrap entries. Returns the count. */
+static int any_candidates(const struct cli_conn *c, int32_t *ids, int cap)
+{
+    int n = 0;
+    struct cli_known_broker order[CLI_KNOWN_BROKERS];
+    int k = c->nknown;
+    memcpy(order, c->known, sizeof(order[0]) * (size_t)k);
+    for (int i = 1; i < k; i++) /* insertion sort: a handful of brokers */
+        for (int j = i; j > 0 && order[j].failed_ms < order[j - 1].failed_ms; j--) {
+            struct cli_known_broker t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    bool last_ok = true;
+    for (int i = 0; i < k; i++)
+        if (order[i].id == c->any_node)
+            last_ok = order[i].failed_ms == 0;
+    if (last_ok && n < cap)
+        ids[n++] = c->any_node;
+    for (int i = 0; i < k && n < cap; i++)
+        if (order[i].id != c->any_node || !last_ok)
+            ids[n++] = order[i].id;
+    for (int i = 0; i < c->nbootstrap && n < cap; i++) {
+        int32_t id = CLI_BOOTSTRAP_ID_BASE - i;
+        if (id != c->any_node || !last_ok)
+            ids[n++] = id;
+    }
+    return n;
+}
+
+int cli_call_any(struct cli_conn *c, int16_t api_key, cli_build_fn build, void *ctx, struct cli_reply *out)
+{
+    int32_t ids[CLI_KNOWN_BROKERS + 16];
+    int n = c->nknown ? any_candidates(c, ids, (int)(sizeof(ids) / sizeof(ids[0]))) : 0;
+    if (n <= 1)
+        return cli_call(c, c->any_node, api_key, build, ctx, out);
+    /* A dead broker on loopback refuses at once; one that hangs gets a
+     * share of --timeout, so the whole round stays within it. */
+    int64_t share = c->timeout_ms / n;
+    if (share < 2000)
+        share = c->timeout_ms < 2000 ? c->timeout_ms : 2000;
+    char err[256] = "";
+    for (int i = 0; i < n; i++) {
+        c->fail_fast = i + 1 < n; /* the last one gets its share to answer */
+        int rc = call_quiet(c, ids[i], api_key, -1, build, ctx, share, out, err, sizeof(err));
+        c->fail_fast = false;
+        struct cli_known_broker *kb = known_find(c, ids[i]);
+        if (rc == 0) {
+            if (kb)
+                kb->failed_ms = 0;
+            c->any_node = ids[i];
+            return 0;
+        }
+        if (rc == -2)
+            return cli_sasl_failed(c, c->auth_error, err);
+        if (kb)
+            kb->failed_ms = cli_now_ms();
+    }
+    if (c->net_err) {
+        snprintf(c->net_err, c->net_err_len, "%s", err);
+        return CLI_EXIT_UNREACHABLE;
+    }
+    const struct kafka_api_desc *d = kafka_api_lookup(api_key);
+    return cli_fail(CLI_EXIT_UNREACHABLE,
+                    "%s request failed on every known broker (last: %s); check the brokers are "
+                    "up or raise --timeout",
+                    d ? d->name : "?", err);
+}
+
 void cli_reply_free(struct cli_reply *r)
 {
     if (r->kept)
@@ -175,7 +271,7 @@ static int build_metadata(void *req, int16_t version, struct kafka_arena *a, voi
 int cli_metadata(struct cli_conn *c, const char *const *topics, int n, struct cli_reply *out)
 {
     struct metadata_ctx mc = {topics, n};
-    return cli_call(c, c->any_node, KAFKA_API_KEY_METADATA, build_metadata, &mc, out);
+    return cli_call_any(c, KAFKA_API_KEY_METADATA, build_metadata, &mc, out);
 }
 
 int cli_split_host_port(const char *hp, char *host, size_t hostlen, int *port)
@@ -208,6 +304,7 @@ static int register_brokers(struct cli_conn *c)
         if (net_client_add_node(c->client, b->node_id, cli_str(b->host), b->port) < 0)
             return cli_fail(CLI_EXIT_UNREACHABLE, "cannot register broker %d", (int)b->node_id);
     }
+    cli_note_brokers(c, m);
     /* A controller the answer does not list (a broker naming itself while
      * its own image still has it fenced) has no address: ask the broker
      * that answered instead, which forwards what it must. */
@@ -217,9 +314,6 @@ static int register_brokers(struct cli_conn *c)
     c->controller_id = listed ? m->controller_id : c->any_node;
     return 0;
 }
-
-/* Bootstrap entries get ids below any real node id. */
-#define CLI_BOOTSTRAP_ID_BASE (-1000)
 
 /* A whole small file (a PEM certificate or key), NUL-terminated; NULL
  * with the reason printed. */
@@ -388,6 +482,7 @@ int cli_connect(struct cli_conn *c, const struct cli_settings *s)
         c->meta = r.response;
         c->meta_version = r.version;
         c->any_node = id;
+        c->nbootstrap = idx + 1;
         int rc = register_brokers(c);
         if (rc)
             cli_close(c);
@@ -434,7 +529,7 @@ static int build_find_coordinator(void *req, int16_t version, struct kafka_arena
 int cli_coordinator(struct cli_conn *c, const char *group, int32_t *node)
 {
     struct cli_reply r;
-    int rc = cli_call(c, c->any_node, KAFKA_API_KEY_FIND_COORDINATOR, build_find_coordinator, (void *)group, &r);
+    int rc = cli_call_any(c, KAFKA_API_KEY_FIND_COORDINATOR, build_find_coordinator, (void *)group, &r);
     if (rc)
         return rc;
     const struct find_coordinator_response *m = r.response;

@@ -11,8 +11,10 @@
  * any other error stops with exit 1 naming it. The producer is idempotent
  * unless told otherwise (enable.idempotence, produce_idempotent.h): each
  * batch carries a producer id and sequence, so a retried request whose
- * answer was lost is not written twice. Without it delivery is at least
- * once. */
+ * answer was lost is not written twice. A leader that lost the producer's
+ * sequences (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID) gets the
+ * unacknowledged batches again under a bumped epoch (KIP-360). Without it
+ * delivery is at least once. */
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
@@ -29,6 +31,7 @@
 #define PRODUCE_FLUSH_BYTES (1 << 20) /* pending record bytes that send a request */
 #define PRODUCE_MAX_LINE (64 << 20)   /* a longer line is refused */
 #define PRODUCE_MAX_HEADERS 32
+#define PRODUCE_MAX_BUMPS 3 /* epoch bumps per request before the error stops the run */
 
 static const char produce_usage[] =
     "usage: cairn produce TOPIC [flags] < records\n"
@@ -262,7 +265,7 @@ static int send_to_leader(struct producer *p, struct partition_batch *pb, int32_
                 b->pending = false;
                 b->error = KAFKA_ERR_NONE;
                 b->base_offset = pr->error_code == KAFKA_ERR_NONE ? pr->base_offset : -1;
-            } else if (!produce_retriable(pr->error_code)) {
+            } else if (!produce_retriable(pr->error_code) && !produce_idem_recoverable(&p->idem, pr->error_code)) {
                 char what[400];
                 snprintf(what, sizeof(what), "cannot produce to partition %d of '%s'", (int)pr->index, p->t.name);
                 rc = cli_kafka_fail(pr->error_code, r.version >= 8 ? pr->error_message : (struct kafka_str){NULL, -1},
@@ -326,6 +329,7 @@ static int flush(struct producer *p)
         return cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
     int rc = seal_batches(p, pb);
     int64_t deadline = cli_now_ms() + p->delivery_timeout_ms, backoff = 100;
+    int bumps = 0;
     int32_t *leaders = calloc((size_t)p->nbuilders, sizeof(*leaders));
     if (!leaders)
         rc = cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
@@ -341,12 +345,37 @@ static int flush(struct producer *p)
         }
         for (int32_t j = 0; j < nleaders && rc == 0; j++)
             rc = send_to_leader(p, pb, leaders[j]);
-        int32_t left = -1;
+        int32_t left = -1, lost = -1;
         for (int32_t i = 0; i < p->nbuilders; i++)
-            if (pb[i].pending)
+            if (pb[i].pending) {
                 left = i;
+                lost = produce_idem_recoverable(&p->idem, pb[i].error) ? i : lost;
+            }
+        bool lost_state = lost >= 0;
         if (rc || left < 0)
             break;
+        if (lost_state && bumps < PRODUCE_MAX_BUMPS) {
+            /* The leader lost this producer's sequences (records deleted,
+             * the producer expired, a truncation): as Kafka's producer
+             * (KIP-360), a new epoch restarts every sequence at 0 and the
+             * batches not acknowledged go out again under it. */
+            bumps++;
+            rc = produce_idem_bump(&p->idem, p->c, deadline);
+            for (int32_t i = 0; rc == 0 && i < p->nbuilders; i++)
+                if (pb[i].pending) {
+                    produce_idem_restamp(&p->idem, i, pb[i].buf, pb[i].len);
+                    pb[i].error = KAFKA_ERR_NONE;
+                }
+            if (rc)
+                break;
+            continue;
+        }
+        if (lost_state) {
+            char what[400];
+            snprintf(what, sizeof(what), "cannot produce to partition %d of '%s'", (int)lost, p->t.name);
+            rc = cli_kafka_fail(pb[lost].error, (struct kafka_str){NULL, -1}, what, produce_idem_hint(pb[lost].error));
+            break;
+        }
         if (cli_now_ms() + backoff > deadline) {
             char what[800];
             snprintf(what, sizeof(what), "cannot produce to partition %d of '%s' within %lld ms%s%s", (int)left,

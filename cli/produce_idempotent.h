@@ -21,6 +21,7 @@ struct produce_idem {
     int16_t epoch;
     int32_t partitions;
     int32_t *next_seq; /* per partition */
+    int bumps;         /* epoch bumps after lost sequence state */
 };
 
 /* Resolves enable.idempotence against the acks asked for, as Kafka 3's
@@ -44,6 +45,18 @@ void produce_idem_stamp(struct produce_idem *id, int32_t partition, struct recor
 /* For an answer's error: true when it means the batch is in the log
  * (DUPLICATE_SEQUENCE_NUMBER: a retry of a batch already written). */
 bool produce_idem_already_written(const struct produce_idem *id, int16_t code);
+/* For an answer's error: true when the leader lost this producer's
+ * sequence state (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID), which
+ * Kafka's producer recovers from by bumping its epoch (KIP-360). */
+bool produce_idem_recoverable(const struct produce_idem *id, int16_t code);
+/* Bumps the epoch (InitProducerId with the current id and epoch; a broker
+ * that no longer knows the id hands out a new one) and restarts every
+ * partition's sequence at 0. Returns 0 or an exit code (message printed). */
+int produce_idem_bump(struct produce_idem *id, struct cli_conn *c, int64_t deadline_ms);
+/* Rewrites a sealed batch's producer id, epoch and base sequence with the
+ * current ones (the CRC recomputed) and advances the partition's sequence:
+ * the unacknowledged batches go out again under the new epoch. */
+void produce_idem_restamp(struct produce_idem *id, int32_t partition, uint8_t *batch, size_t len);
 /* A hint for the idempotence errors that stop the producer (the broker
  * lost or rejected this producer's sequence state), or NULL. */
 const char *produce_idem_hint(int16_t code);

@@ -88,8 +88,7 @@ static bool metadata_settling(int16_t code)
 static int take_metadata(struct cli_conn *c, const struct metadata_response *m, struct cli_topic_info *t)
 {
     /* Brokers may have joined or moved since the bootstrap. */
-    for (int32_t i = 0; i < m->brokers_count; i++)
-        net_client_add_node(c->client, m->brokers[i].node_id, cli_str(m->brokers[i].host), m->brokers[i].port);
+    cli_note_brokers(c, m);
     const struct metadata_response_metadata_response_topic *tp = &m->topics[0];
     int32_t n = tp->partitions_count;
     int32_t *leader = calloc((size_t)(n > 0 ? n : 1), sizeof(*leader));
@@ -123,7 +122,7 @@ int cli_topic_lookup(struct cli_conn *c, const char *topic, enum cli_lookup mode
     int64_t backoff = 50;
     for (;;) {
         struct cli_reply r;
-        int rc = cli_call(c, c->any_node, KAFKA_API_KEY_METADATA, build_topic_metadata, &tc, &r);
+        int rc = cli_call_any(c, KAFKA_API_KEY_METADATA, build_topic_metadata, &tc, &r);
         if (rc)
             return rc;
         const struct metadata_response *m = r.response;

@@ -390,6 +390,7 @@ int net_client_send(struct net_client *c, const struct net_client_request *req, 
     call->ctx = req->ctx;
     call->no_response = req->no_response || (req->api_key == PRODUCE_KEY && !req->encode &&
                                              ((const struct produce_request *)req->body)->acks == 0);
+    call->fail_fast = req->fail_fast;
     int64_t timeout = req->timeout_ms > 0 ? req->timeout_ms : c->cfg.request_timeout_ms;
     call->deadline_ms = client_now_ms() + timeout;
     pthread_mutex_lock(&c->mutex);

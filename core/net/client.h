@@ -133,6 +133,10 @@ struct net_client_request {
      * and no response once the request is written. Set automatically for a
      * Produce body with acks 0; set it for an encode callback that writes one. */
     bool no_response;
+    /* A failed connection attempt to the node fails the request at once
+     * (NETWORK_ERROR) instead of leaving it for the next attempt: for a
+     * caller with other brokers to ask, or its own retry loop. */
+    bool fail_fast;
 };
 
 /* Live counters of one node's connection, for monitoring and tests. */

@@ -110,6 +110,17 @@ void client_node_disconnect(struct client_node *n, enum net_client_status status
     /* The node is consistent before any callback runs. */
     for (struct client_call *call; (call = client_list_pop(&n->in_flight));)
         client_call_finish(call, status, call->version, "node %d (%s:%d): %s", n->id, n->host, n->port, why);
+    if (!count_failure)
+        return;
+    /* Callers that asked not to wait for the next attempt. */
+    struct client_call_list keep = {NULL, NULL, 0};
+    for (struct client_call *call; (call = client_list_pop(&n->waiting));) {
+        if (call->fail_fast)
+            client_call_finish(call, status, -1, "node %d (%s:%d): %s", n->id, n->host, n->port, why);
+        else
+            client_list_push(&keep, call);
+    }
+    n->waiting = keep;
 }
 
 void client_node_failed(struct client_node *n, const char *fmt, ...)

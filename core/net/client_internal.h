@@ -40,6 +40,7 @@ struct client_call {
     int32_t correlation_id;
     bool internal;             /* the connection's own ApiVersions or SASL */
     bool no_response;          /* complete once written (Produce acks=0) */
+    bool fail_fast;            /* a failed connection attempt fails it too */
     int16_t auth_error;        /* result.auth_error when failed with AUTH_FAILED */
     struct kafka_writer frame; /* encoded request while in flight */
     size_t written;            /* bytes of frame already on the socket */

@@ -107,3 +107,83 @@ int cli_teardown(void **state)
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_home);
     return system(cmd) == 0 ? 0 : -1;
 }
+
+void bg_start(struct bg_run *bg, const char *name, const char *const *args)
+{
+    int fds[2];
+    /* Close-on-exec: a broker restarted meanwhile must not hold the write end. */
+    assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+    snprintf(bg->out_path, sizeof(bg->out_path), "%s/%s.out", g_home, name);
+    const char *argv[24] = {CAIRN_CLI_PATH};
+    int n = 1;
+    for (int i = 0; args[i] && n < 23; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    bg->pid = fork();
+    assert_true(bg->pid >= 0);
+    if (bg->pid == 0) {
+        int o = open(bg->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (o < 0)
+            _exit(127);
+        dup2(fds[0], 0);
+        dup2(o, 1);
+        close(fds[1]);
+        setenv("HOME", g_home, 1);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[0]);
+    bg->in = fds[1];
+}
+
+void bg_write(struct bg_run *bg, const char *text)
+{
+    assert_int_equal(write(bg->in, text, strlen(text)), (ssize_t)strlen(text));
+}
+
+/* Waits up to 30 s for the output file to hold want; fails otherwise. */
+void bg_wait_output(const struct bg_run *bg, const char *want)
+{
+    static char buf[4096];
+    for (long long until = harness_now_ms() + 30000;; usleep(50000)) {
+        FILE *f = fopen(bg->out_path, "r");
+        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = '\0';
+        if (!strcmp(buf, want))
+            return;
+        if (harness_now_ms() > until)
+            fail_msg("%s: want '%s', have '%s'", bg->out_path, want, buf);
+    }
+}
+
+/* Waits up to 30 s for the output file to hold n lines. */
+void bg_wait_lines(const struct bg_run *bg, int n)
+{
+    static char buf[4096];
+    for (long long until = harness_now_ms() + 30000;; usleep(50000)) {
+        FILE *f = fopen(bg->out_path, "r");
+        size_t len = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        int lines = 0;
+        for (size_t i = 0; i < len; i++)
+            lines += buf[i] == '\n';
+        if (lines >= n)
+            return;
+        if (harness_now_ms() > until)
+            fail_msg("%s: want %d lines, have %d", bg->out_path, n, lines);
+    }
+}
+
+int bg_finish(struct bg_run *bg)
+{
+    if (bg->in >= 0)
+        close(bg->in);
+    bg->in = -1;
+    int status = 0;
+    assert_int_equal(waitpid(bg->pid, &status, 0), bg->pid);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}

@@ -35,4 +35,21 @@ int cli_setup(void **state);
 
 int cli_teardown(void **state);
 
+/* cairn run in the background with a pipe as standard input and stdout
+ * in a file of g_home. */
+struct bg_run {
+    int pid;
+    int in; /* write end, -1 when closed */
+    char out_path[600];
+};
+
+/* Starts cairn with args (NULL-terminated, without the program). */
+void bg_start(struct bg_run *bg, const char *name, const char *const *args);
+void bg_write(struct bg_run *bg, const char *text);
+/* Waits up to 30 s for the output file to hold exactly want / n lines. */
+void bg_wait_output(const struct bg_run *bg, const char *want);
+void bg_wait_lines(const struct bg_run *bg, int n);
+/* Closes standard input and returns the exit code. */
+int bg_finish(struct bg_run *bg);
+
 #endif

@@ -4,7 +4,8 @@
  * reached through a host name; a peer that answers with the wrong
  * correlation id (the connection closes and the request fails with a
  * network error); and a peer that accepts but never answers (the
- * connection setup timeout fires and the client backs off and retries). */
+ * connection setup timeout fires and the client backs off and retries);
+ * and a refused connection failing a fail_fast request at once. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -358,6 +359,41 @@ static void test_destroy_from_a_callback_is_refused(void **state)
     assert_int_equal(m.outcome.completions, 1);
 }
 
+/* A refused connection: a plain request waits for the next attempts until
+ * its timeout, one with fail_fast fails at the first refusal. */
+static void test_fail_fast_on_a_refused_connection(void **state)
+{
+    (void)state;
+    int port;
+    close(listen_loopback(&port)); /* nothing listens there now */
+    struct net_client_config cfg;
+    net_client_config_defaults(&cfg);
+    for (int fast = 0; fast < 2; fast++) {
+        struct net_client *c = client_to("127.0.0.1", port, &cfg);
+        struct outcome o = {.mu = PTHREAD_MUTEX_INITIALIZER};
+        struct metadata_request md;
+        metadata_request_init(&md);
+        struct net_client_request req = {
+            .node_id = 7,
+            .api_key = KEY_METADATA,
+            .pinned_version = -1,
+            .body = &md,
+            .timeout_ms = 1500,
+            .done = on_done,
+            .ctx = &o,
+            .fail_fast = fast,
+        };
+        char err[160];
+        int64_t start = clock_mono_ms();
+        assert_int_equal(net_client_send(c, &req, err, sizeof err), 0);
+        wait_outcome(&o, 5000);
+        int64_t took = clock_mono_ms() - start;
+        assert_int_equal(o.status, fast ? NET_CLIENT_NETWORK_ERROR : NET_CLIENT_TIMED_OUT);
+        assert_true(fast ? took < 1000 : took >= 1400);
+        net_client_destroy(c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -365,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_wrong_correlation_id_fails_the_request),
         cmocka_unit_test(test_setup_timeout_when_the_peer_stays_silent),
         cmocka_unit_test(test_destroy_from_a_callback_is_refused),
+        cmocka_unit_test(test_fail_fast_on_a_refused_connection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
