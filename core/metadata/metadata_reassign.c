@@ -60,6 +60,19 @@ static int32_t pick_leader(const struct metadata_image *img, int32_t current, co
     return -1;
 }
 
+void metadata_partition_change_fence_removed(const struct metadata_partition *p, struct metadata_partition_change *c)
+{
+    if (c->leader == p->leader)
+        c->leader = -2; /* no leader change of its own */
+    if (c->leader != -2 || !c->replicas)
+        return;
+    for (int32_t i = 0; i < p->replica_count; i++)
+        if (!has(c->replicas, c->replica_count, p->replicas[i])) {
+            c->leader = p->leader; /* names the leader: the epoch moves */
+            return;
+        }
+}
+
 bool metadata_reassignment_complete(const struct metadata_image *img, const struct metadata_partition *p,
                                     const int32_t *isr, int32_t isr_count, struct metadata_partition_change *c,
                                     int32_t *buf)
@@ -88,6 +101,7 @@ bool metadata_reassignment_complete(const struct metadata_image *img, const stru
         .removing = target,
         .removing_count = 0,
     };
+    metadata_partition_change_fence_removed(p, c);
     return true;
 }
 
@@ -175,6 +189,8 @@ static int16_t reassign_one(const struct metadata_image *img, const struct metad
             .removing_count = mn,
         };
     }
+    /* Judged against the partition as it is (c may come from next). */
+    metadata_partition_change_fence_removed(p, &c);
     metadata_record_write_partition_change(&records->w, &t->topic_id, &c);
     int rc = metadata_record_list_mark(records);
     if (rc == 0)
@@ -182,7 +198,7 @@ static int16_t reassign_one(const struct metadata_image *img, const struct metad
                     (int)p->partition_index,
                     it->replicas ? (c.adding_count || c.removing_count ? "reassignment started" : "reassigned")
                                  : "reassignment cancelled",
-                    (int)c.adding_count, (int)c.removing_count, (int)c.leader);
+                    (int)c.adding_count, (int)c.removing_count, (int)(c.leader == -2 ? p->leader : c.leader));
     free(buf);
     it->error_message[0] = '\0';
     return it->error_code = rc == 0 ? KAFKA_ERR_NONE : KAFKA_ERR_UNKNOWN_SERVER_ERROR;

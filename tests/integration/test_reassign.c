@@ -15,7 +15,9 @@
  *    leader's, and every acknowledged record is read exactly once;
  *  - a 2 MB move onto broker 4 (follower.replication.throttled.rate
  *    THROTTLE_RATE) of a topic naming 0:4 in
- *    follower.replication.throttled.replicas takes at least 2 MB / rate. */
+ *    follower.replication.throttled.replicas takes at least 2 MB / rate;
+ *    its completion drops broker 3 under leader 1 and bumps the leader
+ *    epoch: a Fetch at the old epoch is FENCED_LEADER_EPOCH. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -124,12 +126,14 @@ static const char *four_node_bootstrap(void)
     return g_bootstrap;
 }
 
-/* `cairn topic describe` of TOPIC from node: replicas and ISR of partition 0. */
-static bool describe(int node, int32_t *replicas, int *rn, int32_t *isr, int *in, int32_t *leader)
+/* `cairn topic describe` of topic from node: replicas, ISR, leader and
+ * leader epoch of partition 0 (epoch may be NULL). */
+static bool describe_topic(const char *topic, int node, int32_t *replicas, int *rn, int32_t *isr, int *in,
+                           int32_t *leader, int32_t *epoch)
 {
     struct run r;
     const char *b = node == 4 ? broker_bootstrap(&g_four) : broker_bootstrap(&g_cluster.nodes[node - 1]);
-    RUN(&r, "topic", "describe", TOPIC, "-b", b, "--format", "json");
+    RUN(&r, "topic", "describe", topic, "-b", b, "--format", "json");
     if (r.code != 0)
         return false;
     json_t *j = parse_json(&r);
@@ -141,8 +145,15 @@ static bool describe(int node, int32_t *replicas, int *rn, int32_t *isr, int *in
     json_array_foreach(json_object_get(p, "replicas"), i, v) replicas[(*rn)++] = (int32_t)json_integer_value(v);
     json_array_foreach(json_object_get(p, "isr"), i, v) isr[(*in)++] = (int32_t)json_integer_value(v);
     *leader = (int32_t)json_integer_value(json_object_get(p, "leader"));
+    if (epoch)
+        *epoch = (int32_t)json_integer_value(json_object_get(p, "leader_epoch"));
     json_decref(j);
     return ok;
+}
+
+static bool describe(int node, int32_t *replicas, int *rn, int32_t *isr, int *in, int32_t *leader)
+{
+    return describe_topic(TOPIC, node, replicas, rn, isr, in, leader, NULL);
 }
 
 static bool same_ids(const int32_t *a, int an, const int32_t *b, int bn)
@@ -378,6 +389,71 @@ static void cancel_stalled_reassignment(void)
     assert_int_equal(kill(broker_pid(&g_four), SIGCONT), 0);
 }
 
+static void fetch_parse(const struct net_client_result *result, void *arg)
+{
+    const struct fetch_response *m = result->response;
+    if (result->status == NET_CLIENT_OK && m)
+        *(int16_t *)arg = m->error_code != 0 ? m->error_code
+                          : m->responses_count == 1 && m->responses[0].partitions_count == 1
+                              ? m->responses[0].partitions[0].error_code
+                              : -2;
+}
+
+/* Fetch v12 of topic-0 at node with current_leader_epoch: the partition's
+ * error, -1 when unanswered. */
+static int16_t fetch_at_epoch(int node, const char *topic, int32_t epoch)
+{
+    struct fetch_request_fetch_partition p;
+    fetch_request_fetch_partition_init(&p);
+    p.partition = 0;
+    p.current_leader_epoch = epoch;
+    p.partition_max_bytes = 1024;
+    struct fetch_request_fetch_topic t;
+    fetch_request_fetch_topic_init(&t);
+    t.topic = kafka_str_from_cstr(topic);
+    t.partitions = &p;
+    t.partitions_count = 1;
+    struct fetch_request req;
+    fetch_request_init(&req);
+    req.max_wait_ms = 0;
+    req.max_bytes = 4096;
+    req.topics = &t;
+    req.topics_count = 1;
+    int16_t error = -1;
+    if (client_call(g_cluster.client, node, 1, 12, &req, 20000, fetch_parse, &error) != NET_CLIENT_OK)
+        return -1;
+    return error;
+}
+
+/* The completion of a move that removes a replica but keeps the leader
+ * bumps the leader epoch (Kafka's PartitionChangeBuilder): a fetch at the
+ * old epoch is fenced, one at the new epoch served. */
+static void expect_epoch_bumped(const char *topic, int32_t leader_before, int32_t epoch_before, const int32_t *target,
+                                int tn)
+{
+    int32_t reps[16], isr[16], leader = -1, epoch = -1;
+    int rn = 0, in = 0;
+    long long until = harness_now_ms() + WAIT_MS;
+    while (!(describe_topic(topic, 2, reps, &rn, isr, &in, &leader, &epoch) && same_ids(reps, rn, target, tn))) {
+        if (harness_now_ms() > until)
+            fail_msg("%s-0 does not reach its target replicas", topic);
+        usleep(200 * 1000);
+    }
+    assert_int_equal(leader, leader_before);
+    assert_int_equal(epoch, epoch_before + 1);
+    int16_t old_rc = -1, new_rc = -1;
+    until = harness_now_ms() + WAIT_MS;
+    for (;;) {
+        old_rc = fetch_at_epoch(leader, topic, epoch_before);
+        new_rc = fetch_at_epoch(leader, topic, epoch);
+        if ((old_rc == KAFKA_ERR_FENCED_LEADER_EPOCH && new_rc == KAFKA_ERR_NONE) || harness_now_ms() > until)
+            break;
+        usleep(200 * 1000);
+    }
+    assert_int_equal(old_rc, KAFKA_ERR_FENCED_LEADER_EPOCH);
+    assert_int_equal(new_rc, KAFKA_ERR_NONE);
+}
+
 /* A move onto broker 4 of a partition whose topic names 0:4 in
  * follower.replication.throttled.replicas copies at most THROTTLE_RATE
  * bytes a second. */
@@ -401,11 +477,16 @@ static void throttled_move(void)
     assert_int_equal(rk_producer_stats(p)->delivered, SLOW_RECORDS);
     rk_producer_destroy(p);
     free(value);
+    int32_t reps[16], isr[16], leader = -1, epoch = -1;
+    int rn = 0, in = 0;
+    assert_true(describe_topic("slow", 2, reps, &rn, isr, &in, &leader, &epoch));
     long long started = harness_now_ms();
     RUN(&r, "reassign", "start", "-b", b, "--topic", "slow", "--partition", "0", "--replicas", "1,2,4");
     expect(&r, 0, "STARTED", NULL);
     wait_no_reassignment();
     long long took = harness_now_ms() - started;
+    /* Broker 3 removed, leader 1 kept: the epoch moves all the same. */
+    expect_epoch_bumped("slow", leader, epoch, (const int32_t[]){1, 2, 4}, 3);
     double floor_ms = 1000.0 * SLOW_RECORDS * SLOW_VALUE_BYTES / THROTTLE_RATE;
     /* Less one check interval's allowance the throttle lets through. */
     if ((double)took < floor_ms * 0.7)

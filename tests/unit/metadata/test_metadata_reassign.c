@@ -3,7 +3,8 @@
  * survival over a reopen (replay and snapshot), the completion when
  * AlterPartition brings every adding replica into the ISR (a removed
  * leader replaced at a new leader epoch), an immediate completion when
- * nothing is added, a cancel, and Kafka's errors. */
+ * nothing is added, a cancel, Kafka's errors, and the leader-epoch bump
+ * when a replica leaves the set. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -223,8 +224,56 @@ static void test_cancel_and_errors(void **state)
     EXPECT_IDS(s.isr, s.in, 1, 2, 3);
     assert_int_equal(s.an + s.mn, 0);
     assert_int_equal(s.leader, 1);
-    assert_int_equal(s.leader_epoch, before.leader_epoch);
+    assert_int_equal(s.leader_epoch, before.leader_epoch + 1); /* broker 4 dropped: fenced */
     assert_int_equal(reassign(f->store, "c", 0, NULL, 0), KAFKA_ERR_NO_REASSIGNMENT_IN_PROGRESS);
+}
+
+/* Kafka's PartitionChangeBuilder: a replica leaving the replica set bumps
+ * the leader epoch even when the leader stays, so the removed replica's
+ * fetches at the old epoch are fenced; a set that only grows does not. */
+static void test_removed_replica_bumps_leader_epoch(void **state)
+{
+    struct fixture *f = *state;
+    /* Move 3 -> 4 under leader 1: the start only adds, the completion removes. */
+    create(f->store, "e", (int32_t[]){1, 2, 3}, 3);
+    struct state before = get(f->store, "e");
+    assert_int_equal(reassign(f->store, "e", 0, (int32_t[]){1, 2, 4}, 3), KAFKA_ERR_NONE);
+    struct state s = get(f->store, "e");
+    assert_int_equal(s.leader_epoch, before.leader_epoch);
+    struct metadata_isr_change c = alter_isr(f->store, "e", (int32_t[]){1, 2, 3, 4}, 4);
+    s = get(f->store, "e");
+    EXPECT_IDS(s.replicas, s.rn, 1, 2, 4);
+    assert_int_equal(s.leader, 1);
+    assert_int_equal(s.leader_epoch, before.leader_epoch + 1);
+    assert_int_equal(s.partition_epoch, before.partition_epoch + 2);
+    /* The leader learns the bumped epoch in the AlterPartition answer. */
+    assert_int_equal(c.leader, 1);
+    assert_int_equal(c.new_leader_epoch, s.leader_epoch);
+    /* Replayed, the record bumps it again to the same value. */
+    close_store(f);
+    open_store(f);
+    assert_int_equal(get(f->store, "e").leader_epoch, before.leader_epoch + 1);
+
+    /* Removal only, completing at once, leader kept. */
+    create(f->store, "h", (int32_t[]){1, 2, 3}, 3);
+    before = get(f->store, "h");
+    assert_int_equal(reassign(f->store, "h", 0, (int32_t[]){1, 2}, 2), KAFKA_ERR_NONE);
+    s = get(f->store, "h");
+    EXPECT_IDS(s.replicas, s.rn, 1, 2);
+    assert_int_equal(s.leader, 1);
+    assert_int_equal(s.leader_epoch, before.leader_epoch + 1);
+
+    /* Growth only: no bump at the start or the completion. */
+    create(f->store, "g", (int32_t[]){1, 2}, 2);
+    before = get(f->store, "g");
+    assert_int_equal(reassign(f->store, "g", 0, (int32_t[]){1, 2, 3}, 3), KAFKA_ERR_NONE);
+    c = alter_isr(f->store, "g", (int32_t[]){1, 2, 3}, 3);
+    s = get(f->store, "g");
+    EXPECT_IDS(s.replicas, s.rn, 1, 2, 3);
+    assert_int_equal(s.an + s.mn, 0);
+    assert_int_equal(s.leader, 1);
+    assert_int_equal(s.leader_epoch, before.leader_epoch);
+    assert_int_equal(c.new_leader_epoch, before.leader_epoch);
 }
 
 int main(void)
@@ -233,6 +282,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reassignment_completes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_removal_only_completes_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_and_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_removed_replica_bumps_leader_epoch, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
