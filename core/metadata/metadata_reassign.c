@@ -130,6 +130,21 @@ static int16_t validate_target(const struct metadata_image *img, struct metadata
     return KAFKA_ERR_NONE;
 }
 
+/* Kafka's validatePartitionReplicationFactorUnchanged: the count the
+ * partition is headed for (its replicas less those being removed) against
+ * the target's. */
+static int16_t validate_replication_factor(const struct metadata_partition *p, struct metadata_reassignment *it)
+{
+    int32_t current = 0;
+    for (int32_t i = 0; i < p->replica_count; i++)
+        current += !has(p->removing, p->removing_count, p->replicas[i]);
+    if (current == it->replica_count)
+        return KAFKA_ERR_NONE;
+    char msg[96];
+    snprintf(msg, sizeof msg, "The replication factor is changed from %d to %d", (int)current, (int)it->replica_count);
+    return refuse(it, KAFKA_ERR_INVALID_REPLICATION_FACTOR, msg);
+}
+
 static bool same_list(const int32_t *a, int32_t an, const int32_t *b, int32_t bn)
 {
     return an == bn && (an == 0 || memcmp(a, b, (size_t)an * sizeof(*a)) == 0);
@@ -144,6 +159,8 @@ static int16_t reassign_one(const struct metadata_image *img, const struct metad
     if (!it->replicas && !metadata_reassignment_in_progress(p))
         return refuse(it, KAFKA_ERR_NO_REASSIGNMENT_IN_PROGRESS, "No reassignment is in progress for this partition.");
     if (it->replicas && validate_target(img, it) != KAFKA_ERR_NONE)
+        return it->error_code;
+    if (it->replicas && it->keep_replication_factor && validate_replication_factor(p, it) != KAFKA_ERR_NONE)
         return it->error_code;
     size_t cap = (size_t)(p->replica_count + p->isr_count + it->replica_count + 1);
     int32_t *buf = malloc(8 * cap * sizeof(*buf));

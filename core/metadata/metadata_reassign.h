@@ -31,6 +31,10 @@ struct metadata_reassignment {
     int32_t partition_index;
     const int32_t *replicas; /* NULL: cancel */
     int32_t replica_count;
+    /* KIP-860 (AllowReplicationFactorChange false): a target whose length
+     * differs from the replica count the partition is headed for is
+     * refused with INVALID_REPLICATION_FACTOR. */
+    bool keep_replication_factor;
     int16_t error_code;      /* out */
     char error_message[128]; /* out, "" when none */
 };
@@ -39,7 +43,8 @@ struct metadata_reassignment {
  * when this node cannot write the metadata log, or the commit's error;
  * NONE leaves each partition's error: UNKNOWN_TOPIC_OR_PARTITION,
  * INVALID_REPLICA_ASSIGNMENT (empty list, a duplicate, a broker not
- * registered), NO_REASSIGNMENT_IN_PROGRESS (a cancel of nothing). */
+ * registered), INVALID_REPLICATION_FACTOR (keep_replication_factor),
+ * NO_REASSIGNMENT_IN_PROGRESS (a cancel of nothing). */
 int16_t metadata_alter_reassignments(struct metadata_store *store, struct metadata_reassignment *items, int32_t count,
                                      char *err, size_t errlen);
 

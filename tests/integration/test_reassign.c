@@ -6,6 +6,8 @@
  *    forwards AlterPartitionReassignments to the active controller;
  *  - `cairn reassign` refuses an unknown partition, an unregistered or
  *    duplicate broker, and a cancel when nothing moves, with Kafka's codes;
+ *    v1 with AllowReplicationFactorChange false refuses a changed replica
+ *    count with INVALID_REPLICATION_FACTOR (KIP-860);
  *  - with broker 4 stopped (SIGSTOP) a reassignment to {2,3,4} stays under
  *    way (listed with adding [4], removing [1]); cancelled, the partition is
  *    back on {1,2,3} and the list is empty;
@@ -275,7 +277,8 @@ static void start_cluster(void)
     wait_view(&g_cluster, 1, ALL | (1u << 4), NULL, 0, WAIT_MS);
 }
 
-/* ApiVersions of the broker on port lists keys 45 and 46 at version 0. */
+/* ApiVersions of the broker on port lists key 45 at versions 0-1 (v1:
+ * KIP-860) and 46 at version 0. */
 static void expect_advertised(int port)
 {
     int fd = raw_connect(port, 5000);
@@ -287,7 +290,7 @@ static void expect_advertised(int port)
         const struct raw_api_range *range = raw_api_versions_find(&v, key);
         assert_non_null(range);
         assert_int_equal(range->min_version, 0);
-        assert_int_equal(range->max_version, 0);
+        assert_int_equal(range->max_version, key == 45 ? 1 : 0);
     }
 }
 
@@ -301,9 +304,10 @@ static void alter_parse(const struct net_client_result *result, void *arg)
                               : -2;
 }
 
-/* One partition's AlterPartitionReassignments (replicas NULL: cancel) sent
- * to node as is: its error, -1 when unanswered. */
-static int16_t alter_at(int node, const char *topic, int32_t partition, int32_t *replicas, int n)
+/* One partition's AlterPartitionReassignments v1 (replicas NULL: cancel)
+ * with AllowReplicationFactorChange allow, sent to node as is: its error,
+ * -1 when unanswered. */
+static int16_t alter_at_v1(int node, const char *topic, int32_t partition, int32_t *replicas, int n, bool allow)
 {
     struct alter_partition_reassignments_request_reassignable_partition p;
     alter_partition_reassignments_request_reassignable_partition_init(&p);
@@ -318,12 +322,18 @@ static int16_t alter_at(int node, const char *topic, int32_t partition, int32_t 
     struct alter_partition_reassignments_request req;
     alter_partition_reassignments_request_init(&req);
     req.timeout_ms = 10000;
+    req.allow_replication_factor_change = allow;
     req.topics = &t;
     req.topics_count = 1;
     int16_t error = -1;
-    if (client_call(g_cluster.client, node, 45, -1, &req, 20000, alter_parse, &error) != NET_CLIENT_OK)
+    if (client_call(g_cluster.client, node, 45, 1, &req, 20000, alter_parse, &error) != NET_CLIENT_OK)
         return -1;
     return error;
+}
+
+static int16_t alter_at(int node, const char *topic, int32_t partition, int32_t *replicas, int n)
+{
+    return alter_at_v1(node, topic, partition, replicas, n, true);
 }
 
 static void expect_refusals(void)
@@ -333,6 +343,12 @@ static void expect_refusals(void)
     assert_int_equal(alter_at(4, "nope", 0, (int32_t[]){1, 2}, 2), KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION);
     assert_int_equal(alter_at(4, TOPIC, 0, (int32_t[]){2, 5}, 2), KAFKA_ERR_INVALID_REPLICA_ASSIGNMENT);
     assert_int_equal(alter_at(4, TOPIC, 0, NULL, 0), KAFKA_ERR_NO_REASSIGNMENT_IN_PROGRESS);
+    /* KIP-860: v1 with AllowReplicationFactorChange false refuses a new
+     * replica count, through the forwarding broker and at the controller. */
+    assert_int_equal(alter_at_v1(4, TOPIC, 0, (int32_t[]){2, 3}, 2, false), KAFKA_ERR_INVALID_REPLICATION_FACTOR);
+    assert_int_equal(
+        alter_at_v1(agreed_controller(&g_cluster, -1, WAIT_MS), TOPIC, 0, (int32_t[]){1, 2, 3, 4}, 4, false),
+        KAFKA_ERR_INVALID_REPLICATION_FACTOR);
 
     const char *b = broker_bootstrap(&g_cluster.nodes[0]);
     struct run r;
