@@ -17,7 +17,8 @@
  *    leader's, and every acknowledged record is read exactly once;
  *  - a 2 MB move onto broker 4 (follower.replication.throttled.rate
  *    THROTTLE_RATE) of a topic naming 0:4 in
- *    follower.replication.throttled.replicas takes at least 2 MB / rate;
+ *    follower.replication.throttled.replicas takes at least 2 MB / rate (a
+ *    value other than "*" or partition:broker pairs is INVALID_CONFIG);
  *    its completion drops broker 3 under leader 1 and bumps the leader
  *    epoch: a Fetch at the old epoch is FENCED_LEADER_EPOCH. */
 #include <setjmp.h>
@@ -470,6 +471,15 @@ static void expect_epoch_bumped(const char *topic, int32_t leader_before, int32_
     assert_int_equal(new_rc, KAFKA_ERR_NONE);
 }
 
+/* The tool failed with INVALID_CONFIG and a message naming key. */
+static void expect_invalid_config(const struct run *r, const char *key)
+{
+    static char both[2 * OUT_MAX + 2];
+    snprintf(both, sizeof both, "%s\n%s", r->out, r->err);
+    if (r->code != 1 || !strstr(both, "INVALID_CONFIG") || !strstr(both, key))
+        fail_msg("exit %d, want 1 with INVALID_CONFIG naming %s:\n%s", r->code, key, both);
+}
+
 /* A move onto broker 4 of a partition whose topic names 0:4 in
  * follower.replication.throttled.replicas copies at most THROTTLE_RATE
  * bytes a second. */
@@ -480,6 +490,13 @@ static void throttled_move(void)
     assert_int_equal(create_assigned(&g_cluster, ctl, "slow", replicas, 3), 0);
     const char *b = broker_bootstrap(&g_cluster.nodes[0]);
     struct run r;
+    /* Kafka's ThrottledReplicaListValidator: "*" or partition:broker pairs;
+     * anything else is INVALID_CONFIG naming the key (IncrementalAlterConfigs
+     * here, CreateTopics below). */
+    RUN(&r, "topic", "alter-config", "slow", "-b", b, "--set", "follower.replication.throttled.replicas=0-4");
+    expect_invalid_config(&r, "follower.replication.throttled.replicas");
+    RUN(&r, "topic", "create", "unthrottled", "-b", b, "-c", "leader.replication.throttled.replicas=all");
+    expect_invalid_config(&r, "leader.replication.throttled.replicas");
     RUN(&r, "topic", "alter-config", "slow", "-b", b, "--set", "follower.replication.throttled.replicas=0:4");
     expect(&r, 0, NULL, NULL);
     /* One record a batch: fetches stay near replica.fetch.max.bytes. */
