@@ -20,7 +20,9 @@
  *    follower.replication.throttled.replicas takes at least 2 MB / rate (a
  *    value other than "*" or partition:broker pairs is INVALID_CONFIG);
  *    its completion drops broker 3 under leader 1 and bumps the leader
- *    epoch: a Fetch at the old epoch is FENCED_LEADER_EPOCH. */
+ *    epoch: a Fetch at the old epoch is FENCED_LEADER_EPOCH;
+ *  - `cairn reassign generate` proposes a balanced assignment over brokers
+ *    1-3 (docs/cli.md's example), and its start command completes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -528,6 +530,62 @@ static void throttled_move(void)
     printf("throttled move of %d bytes: %lld ms\n", SLOW_RECORDS * SLOW_VALUE_BYTES, took);
 }
 
+/* The generate run docs/cli.md shows: the assignment after the moves
+ * above, and the proposal over brokers 1-3 (kept replicas, one added). */
+static const char g_generated[] =
+    "Current partition replica assignment (to roll back)\n"
+    "{\"version\":1,\"partitions\":[{\"topic\":\"moved\",\"partition\":0,\"replicas\":[2,3,4]},"
+    "{\"topic\":\"slow\",\"partition\":0,\"replicas\":[1,2,4]}]}\n"
+    "\n"
+    "Proposed partition reassignment configuration\n"
+    "{\"version\":1,\"partitions\":[{\"topic\":\"moved\",\"partition\":0,\"replicas\":[2,3,1]},"
+    "{\"topic\":\"slow\",\"partition\":0,\"replicas\":[1,2,3]}]}\n"
+    "\n"
+    "To apply it:\n"
+    "cairn reassign start --topic moved --partition 0 --replicas 2,3,1\n"
+    "cairn reassign start --topic slow --partition 0 --replicas 1,2,3\n";
+
+/* `cairn reassign generate` (kafka-reassign-partitions --generate) over
+ * brokers 1-3: the current assignment, a balanced proposal keeping what
+ * it can, and the start commands; TOPIC's is run and completes. */
+static void generate_and_apply(void)
+{
+    const char *b = broker_bootstrap(&g_cluster.nodes[0]);
+    struct run r;
+    RUN(&r, "reassign", "generate", "-b", b, "--topics", TOPIC ",slow", "--broker-list", "1,2,3");
+    expect(&r, 0, NULL, NULL);
+    if (strcmp(r.out, g_generated) != 0)
+        fail_msg("reassign generate printed:\n%s\nnot:\n%s", r.out, g_generated);
+    static char doc[300000];
+    FILE *f = fopen(CAIRN_SOURCE_DIR "/docs/cli.md", "r");
+    assert_non_null(f);
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    fclose(f);
+    doc[n] = '\0';
+    static char shown[sizeof g_generated + 128];
+    snprintf(shown, sizeof shown, "$ cairn reassign generate --topics moved,slow --broker-list 1,2,3\n%s", g_generated);
+    if (!strstr(doc, shown))
+        fail_msg("docs/cli.md does not show:\n%s", shown);
+    RUN(&r, "reassign", "generate", "-b", b, "--topics", "slow", "--broker-list", "1,2", "--format", "json");
+    expect(&r, 2, NULL, "slow-0 has 3 replicas, more than the 2 brokers given");
+    RUN(&r, "reassign", "generate", "-b", b, "--topics", "nope", "--broker-list", "1,2,3");
+    expect(&r, 1, NULL, "UNKNOWN_TOPIC_OR_PARTITION");
+    RUN(&r, "reassign", "generate", "-b", b, "--topics", TOPIC, "--broker-list", "1,2,3", "--format", "json");
+    expect(&r, 0, NULL, NULL);
+    json_t *j = parse_json(&r);
+    json_t *cur = json_array_get(json_object_get(json_object_get(j, "current"), "partitions"), 0);
+    json_t *prop = json_array_get(json_object_get(json_object_get(j, "proposed"), "partitions"), 0);
+    assert_int_equal(json_array_size(json_object_get(cur, "replicas")), 3);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(prop, "replicas"), 2)), 1);
+    json_decref(j);
+    /* The printed command applies it. */
+    RUN(&r, "reassign", "start", "-b", b, "--topic", TOPIC, "--partition", "0", "--replicas", "2,3,1");
+    expect(&r, 0, "STARTED", NULL);
+    wait_no_reassignment();
+    static const int32_t proposed[] = {2, 3, 1};
+    wait_replicas(proposed, 3, false, false);
+}
+
 static void test_reassignment_completes_and_cancels(void **state)
 {
     (void)state;
@@ -627,6 +685,8 @@ static void test_reassignment_completes_and_cancels(void **state)
     STAGE("records and logs checked");
     throttled_move();
     STAGE("throttled move done");
+    generate_and_apply();
+    STAGE("generated assignment applied");
     broker_stop(&g_four);
     broker_mark_passed(&g_four);
     broker_cleanup(&g_four);
