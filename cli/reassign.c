@@ -343,6 +343,8 @@ int cli_reassign_main(int argc, char **argv)
     int rc = cli_parse(argc - 1, argv + 1, reassign_usage, "", reassign_long, reassign_flag, a, &s, pos, &npos, 0);
     if (rc < 0 && generate && (!a->topics || !a->broker_list || a->topic || a->count > 0))
         rc = cli_fail(CLI_EXIT_USAGE, "reassign generate wants --topics and --broker-list (and no --topic)");
+    if (rc < 0 && generate)
+        rc = reassign_generate(NULL, a->topics, a->broker_list, false); /* usage errors before connecting */
     if (rc < 0 && (a->topics || a->broker_list) && !generate)
         rc = cli_fail(CLI_EXIT_USAGE, "--topics and --broker-list go with reassign generate only");
     if (rc < 0 && !list && !generate && (!a->topic || a->count == 0))

@@ -234,6 +234,8 @@ int reassign_generate(struct cli_conn *c, const char *topics, const char *broker
             return cli_fail(CLI_EXIT_USAGE, "--broker-list names broker %lld twice", v);
         ids[i] = (int32_t)v;
     }
+    if (!c)
+        return -1; /* the arguments are good */
     struct cli_reply r;
     int rc = cli_metadata(c, (const char *const *)names, nt, &r);
     if (rc)

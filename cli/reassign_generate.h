@@ -34,7 +34,8 @@ int reassign_plan(struct reassign_plan_partition *parts, int32_t n, const int32_
  * topics' assignment (Metadata) and prints it and the proposal as
  * {"version":1,"partitions":[{"topic","partition","replicas"}]} (with
  * --format json one object {"current", "proposed"}), then, in text, the
- * `cairn reassign start` commands that apply it. Returns the exit code. */
+ * `cairn reassign start` commands that apply it. Returns the exit code;
+ * c NULL only checks the arguments (-1 when they are good). */
 int reassign_generate(struct cli_conn *c, const char *topics, const char *brokers, bool json);
 
 #endif
