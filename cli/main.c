@@ -18,7 +18,7 @@ static const struct cli_command commands[] = {
     {"quorum", "status", "KRaft controller quorum", cli_quorum_main},
     {"config", "describe alter", "broker configs: --broker ID or --broker-defaults", cli_config_main},
     {"leader", "elect", "preferred or unclean leader election", cli_leader_main},
-    {"reassign", "start cancel list verify", "partition reassignment", cli_reassign_main},
+    {"reassign", "start cancel list verify generate", "partition reassignment", cli_reassign_main},
     {"produce", "", "TOPIC: records from standard input, one per line", cli_produce_main},
     {"consume", "", "TOPIC: records to standard output", cli_consume_main},
     {"completion", "bash zsh", "shell completion script", completion_main},

@@ -4,6 +4,7 @@
  *   cancel --topic T --partition N [--partition ...]
  *   list   [--topic T [--partition N ...]]
  *   verify --topic T --partition N [--partition ...]
+ *   generate --topics A,B --broker-list 1,2,3 (reassign_generate.c)
  * start and cancel print each partition's result (a Kafka error exits 1);
  * list prints the reassignments under way with their adding and removing
  * replicas; verify whether the partitions still move, and once none does
@@ -16,6 +17,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "reassign_generate.h"
 #include "reassign_throttle.h"
 
 static const char reassign_usage[] =
@@ -24,22 +26,26 @@ static const char reassign_usage[] =
     "       cairn reassign cancel --topic T --partition N [--partition N ...]\n"
     "       cairn reassign list [--topic T [--partition N ...]] [--format json]\n"
     "       cairn reassign verify --topic T --partition N [--partition N ...] [--format json]\n"
+    "       cairn reassign generate --topics T,T,... --broker-list ID,ID,... [--format json]\n"
     "  start moves each partition to the replicas given (the first one preferred leader): the new\n"
     "  replicas copy the log, join the ISR, then the old ones are dropped and delete their copy.\n"
     "  cancel returns partitions under reassignment to their original replicas. list shows the\n"
     "  reassignments under way. --throttle sets leader.replication.throttled.rate and\n"
     "  follower.replication.throttled.rate on the brokers involved and the topic's *.throttled.replicas\n"
     "  for the moving partitions; verify tells whether they still move and, once none does, removes\n"
-    "  those throttle configs\n"
+    "  those throttle configs. generate proposes a balanced assignment of the topics over the brokers\n"
+    "  listed (the current one printed too, to roll back) and the reassign start commands applying it\n"
     "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
 
-enum { OPT_TOPIC = 4200, OPT_PARTITION, OPT_REPLICAS, OPT_THROTTLE };
+enum { OPT_TOPIC = 4200, OPT_PARTITION, OPT_REPLICAS, OPT_THROTTLE, OPT_TOPICS, OPT_BROKER_LIST };
 
 static const struct option reassign_long[] = {
     {"topic", required_argument, NULL, OPT_TOPIC},
     {"partition", required_argument, NULL, OPT_PARTITION},
     {"replicas", required_argument, NULL, OPT_REPLICAS},
     {"throttle", required_argument, NULL, OPT_THROTTLE},
+    {"topics", required_argument, NULL, OPT_TOPICS},
+    {"broker-list", required_argument, NULL, OPT_BROKER_LIST},
     {NULL, 0, NULL, 0},
 };
 
@@ -54,6 +60,7 @@ struct reassign_args {
     int32_t replicas[REASSIGN_MAX_PARTITIONS][REASSIGN_MAX_REPLICAS];
     int32_t replica_count[REASSIGN_MAX_PARTITIONS]; /* -1: not given */
     int64_t throttle;                               /* bytes/s; -1: not given */
+    const char *topics, *broker_list;               /* generate */
 };
 
 /* "2,3,4" into out; returns the count or -1. */
@@ -99,6 +106,12 @@ static int reassign_flag(int opt, const char *arg, void *ctx)
         a->replica_count[a->count - 1] = parse_ids(arg, a->replicas[a->count - 1]);
         if (a->replica_count[a->count - 1] < 0)
             return cli_fail(CLI_EXIT_USAGE, "--replicas wants broker ids like 2,3,4, got '%s'", arg);
+        return -1;
+    case OPT_TOPICS:
+        a->topics = arg;
+        return -1;
+    case OPT_BROKER_LIST:
+        a->broker_list = arg;
         return -1;
     case OPT_THROTTLE:
         if (cli_parse_int(arg, 1, INT64_MAX, &v) != 0)
@@ -316,8 +329,8 @@ int cli_reassign_main(int argc, char **argv)
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
     }
     bool start = !strcmp(argv[1], "start"), cancel = !strcmp(argv[1], "cancel"), list = !strcmp(argv[1], "list");
-    bool verify = !strcmp(argv[1], "verify");
-    if (!start && !cancel && !list && !verify)
+    bool verify = !strcmp(argv[1], "verify"), generate = !strcmp(argv[1], "generate");
+    if (!start && !cancel && !list && !verify && !generate)
         return cli_fail(CLI_EXIT_USAGE, "unknown subcommand 'reassign %s'\n%s", argv[1], reassign_usage);
     struct reassign_args *a = calloc(1, sizeof(*a));
     if (!a)
@@ -328,7 +341,13 @@ int cli_reassign_main(int argc, char **argv)
     char *pos[1];
     int npos;
     int rc = cli_parse(argc - 1, argv + 1, reassign_usage, "", reassign_long, reassign_flag, a, &s, pos, &npos, 0);
-    if (rc < 0 && !list && (!a->topic || a->count == 0))
+    if (rc < 0 && generate && (!a->topics || !a->broker_list || a->topic || a->count > 0))
+        rc = cli_fail(CLI_EXIT_USAGE, "reassign generate wants --topics and --broker-list (and no --topic)");
+    if (rc < 0 && generate)
+        rc = reassign_generate(NULL, a->topics, a->broker_list, false); /* usage errors before connecting */
+    if (rc < 0 && (a->topics || a->broker_list) && !generate)
+        rc = cli_fail(CLI_EXIT_USAGE, "--topics and --broker-list go with reassign generate only");
+    if (rc < 0 && !list && !generate && (!a->topic || a->count == 0))
         rc = cli_fail(CLI_EXIT_USAGE, "reassign %s wants --topic and at least one --partition", argv[1]);
     if (rc < 0 && list && a->count > 0 && !a->topic)
         rc = cli_fail(CLI_EXIT_USAGE, "--partition goes with --topic");
@@ -348,9 +367,10 @@ int cli_reassign_main(int argc, char **argv)
                 rc = reassign_throttle_set(&c, a->topic, a->partitions, &a->replicas[0][0], REASSIGN_MAX_REPLICAS,
                                            a->replica_count, a->count, a->throttle);
             if (!rc)
-                rc = list     ? reassign_list(&c, a, s.json)
-                     : verify ? reassign_verify(&c, a, s.json)
-                              : reassign_alter(&c, a, s.json);
+                rc = list       ? reassign_list(&c, a, s.json)
+                     : verify   ? reassign_verify(&c, a, s.json)
+                     : generate ? reassign_generate(&c, a->topics, a->broker_list, s.json)
+                                : reassign_alter(&c, a, s.json);
             cli_close(&c);
         }
     }

@@ -61,17 +61,25 @@ static const struct topic_key_def
     SYN("log.flush.interval.ms", "log.flush.scheduler.interval.ms")
 }
 ,
-    {TOPIC_OTHER("follower.replication.throttled.replicas", CONFIG_TYPE_LIST, "", CONFIG_VALID_ANY, NULL),
-     .doc = "Replicas whose follower fetches follower.replication.throttled.rate limits: partition:broker "
-            "pairs naming the follower's replica, or * for every replica of the topic."}},
+{
+    TOPIC_OTHER("follower.replication.throttled.replicas", CONFIG_TYPE_LIST, "", CONFIG_VALID_ANY, NULL),
+        .doc = "Replicas whose follower fetches follower.replication.throttled.rate limits: partition:broker "
+               "pairs naming the follower's replica, or * for every replica of the topic."
+}
+}
+,
     {TOPIC_RANGE("index.interval.bytes", CONFIG_TYPE_INT, "4096", 0, I32),
      .doc = "Bytes appended between two offset index entries."},
     SYN("log.index.interval.bytes")
 }
 ,
-    {TOPIC_OTHER("leader.replication.throttled.replicas", CONFIG_TYPE_LIST, "", CONFIG_VALID_ANY, NULL),
-     .doc = "Replicas whose leader answers to followers outside the ISR leader.replication.throttled.rate "
-            "limits: partition:broker pairs naming the leader's replica, or * for every replica of the topic."}},
+{
+    TOPIC_OTHER("leader.replication.throttled.replicas", CONFIG_TYPE_LIST, "", CONFIG_VALID_ANY, NULL),
+        .doc = "Replicas whose leader answers to followers outside the ISR leader.replication.throttled.rate "
+               "limits: partition:broker pairs naming the leader's replica, or * for every replica of the topic."
+}
+}
+,
     {TOPIC_RANGE("local.retention.bytes", CONFIG_TYPE_LONG, "-2", -2, I64),
      .doc = "Tiered topics: local size beyond which copied segments are deleted; -2 means retention.bytes."},
     SYN("log.local.retention.bytes")
@@ -253,6 +261,50 @@ static bool message_format_version_valid(const char *value)
     return false;
 }
 
+/* Kafka's ThrottledReplicaListValidator for
+ * {leader,follower}.replication.throttled.replicas: the literal "*", or a
+ * comma-separated list whose elements (blanks around each ignored) are each
+ * empty or partitionId:brokerId in digits. */
+static bool throttled_replicas_valid(const char *value)
+{
+    const char *start = value;
+    while (*start == ' ' || *start == '\t')
+        start++;
+    const char *end = start + strlen(start);
+    while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    if (end - start == 1 && *start == '*')
+        return true;
+    for (const char *c = start; c < end;) {
+        while (c < end && (*c == ' ' || *c == '\t'))
+            c++;
+        size_t digits = 0;
+        while (c < end && *c >= '0' && *c <= '9')
+            c++, digits++;
+        if (digits > 0) { /* partition, then ':' and the broker */
+            if (c >= end || *c != ':')
+                return false;
+            c++;
+            size_t broker = 0;
+            while (c < end && *c >= '0' && *c <= '9')
+                c++, broker++;
+            if (broker == 0)
+                return false;
+        }
+        while (c < end && (*c == ' ' || *c == '\t'))
+            c++;
+        if (c < end && *c++ != ',')
+            return false;
+    }
+    return true;
+}
+
+static bool is_throttled_replicas_key(const char *key)
+{
+    return strcmp(key, "leader.replication.throttled.replicas") == 0 ||
+           strcmp(key, "follower.replication.throttled.replicas") == 0;
+}
+
 int topic_config_validate(const char *key, const char *value, char *err, size_t errlen)
 {
     const struct topic_key_def *tk = topic_config_find(key);
@@ -268,6 +320,13 @@ int topic_config_validate(const char *key, const char *value, char *err, size_t 
         snprintf(err, errlen,
                  "invalid value '%s' for 'message.format.version': expected a Kafka version such as 2.8 or 0.10.0",
                  value);
+        return KAFKA_ERR_INVALID_CONFIG;
+    }
+    if (is_throttled_replicas_key(key) && !throttled_replicas_valid(value)) {
+        snprintf(err, errlen,
+                 "invalid value '%s' for '%s': expected the literal '*' or a comma-separated list of "
+                 "partitionId:brokerId pairs",
+                 value, key);
         return KAFKA_ERR_INVALID_CONFIG;
     }
     struct config_parsed parsed;

@@ -52,7 +52,7 @@ static const struct api_handler_entry handler_table[] = {
     {42, 0, 2, handle_delete_groups},
     {43, 0, 2, handle_elect_leaders},
     {44, 0, 1, handle_incremental_alter_configs},
-    {45, 0, 0, handle_alter_partition_reassignments},
+    {45, 0, 1, handle_alter_partition_reassignments},
     {46, 0, 0, handle_list_partition_reassignments},
     {47, 0, 0, handle_offset_delete},
     {48, 0, 1, handle_describe_client_quotas},

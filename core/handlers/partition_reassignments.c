@@ -56,6 +56,7 @@ enum handler_result handle_alter_partition_reassignments(struct request_context 
 {
     struct alter_partition_reassignments_request *req = request;
     struct alter_partition_reassignments_response *resp = response;
+    resp->allow_replication_factor_change = req->allow_replication_factor_change;
     if (!handler_authorize_one(ctx, CAIRN_OP_ALTER, CAIRN_RESOURCE_CLUSTER, HANDLER_CLUSTER_RESOURCE)) {
         resp->error_code = KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED;
         return answer_all(ctx, req, resp, KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED) ? HANDLER_RESPOND : HANDLER_CLOSE;
@@ -78,6 +79,7 @@ enum handler_result handle_alter_partition_reassignments(struct request_context 
                 /* A null list cancels; an empty one is refused. */
                 .replicas = pp->replicas_count < 0 ? NULL : (pp->replicas ? pp->replicas : (const int32_t *)items),
                 .replica_count = pp->replicas_count < 0 ? 0 : pp->replicas_count,
+                .keep_replication_factor = !req->allow_replication_factor_change, /* v1, KIP-860 */
             };
         }
     }

@@ -150,7 +150,7 @@ int16_t metadata_alter_partition(struct metadata_store *store, int32_t broker_id
             goto out;
         }
         c->new_partition_epoch = p->partition_epoch + 1; /* the loader's bump */
-        if (completes && pc.leader != p->leader) {
+        if (completes && pc.leader != -2) {              /* a new leader, or the epoch bump of a removal */
             c->leader = pc.leader;
             c->new_leader_epoch = p->leader_epoch + 1;
         }

@@ -512,8 +512,10 @@ int metadata_builder_change_partition(struct metadata_builder *b, const struct k
         p->replicas = replicas;
         p->replica_count = c->replica_count;
     }
-    /* Kafka bumps the leader epoch on a leader change and the partition epoch on every change. */
-    if (c->leader != -2 && c->leader != p->leader) {
+    /* As Kafka's PartitionRegistration.merge: a record naming a leader
+     * (even the current one) bumps the leader epoch; every change bumps
+     * the partition epoch. */
+    if (c->leader != -2) {
         p->leader = c->leader;
         p->leader_epoch++;
     }

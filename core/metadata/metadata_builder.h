@@ -41,7 +41,9 @@ int metadata_builder_remove_topic(struct metadata_builder *b, const struct kafka
 int metadata_builder_set_partition(struct metadata_builder *b, const struct kafka_uuid *topic_id,
                                    const struct metadata_partition *p, char *err, size_t errlen);
 
-/* A partial change (PartitionChangeRecord): NULL arrays and leader -2 mean unchanged. */
+/* A partial change (PartitionChangeRecord): NULL arrays and leader -2 mean
+ * unchanged; any other leader, the current one included, bumps the leader
+ * epoch (writers name the current leader only to force that bump). */
 struct metadata_partition_change {
     int32_t partition_index;
     int32_t leader; /* -2 = unchanged, -1 = no leader */

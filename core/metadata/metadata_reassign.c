@@ -60,6 +60,19 @@ static int32_t pick_leader(const struct metadata_image *img, int32_t current, co
     return -1;
 }
 
+void metadata_partition_change_fence_removed(const struct metadata_partition *p, struct metadata_partition_change *c)
+{
+    if (c->leader == p->leader)
+        c->leader = -2; /* no leader change of its own */
+    if (c->leader != -2 || !c->replicas)
+        return;
+    for (int32_t i = 0; i < p->replica_count; i++)
+        if (!has(c->replicas, c->replica_count, p->replicas[i])) {
+            c->leader = p->leader; /* names the leader: the epoch moves */
+            return;
+        }
+}
+
 bool metadata_reassignment_complete(const struct metadata_image *img, const struct metadata_partition *p,
                                     const int32_t *isr, int32_t isr_count, struct metadata_partition_change *c,
                                     int32_t *buf)
@@ -88,6 +101,7 @@ bool metadata_reassignment_complete(const struct metadata_image *img, const stru
         .removing = target,
         .removing_count = 0,
     };
+    metadata_partition_change_fence_removed(p, c);
     return true;
 }
 
@@ -116,6 +130,21 @@ static int16_t validate_target(const struct metadata_image *img, struct metadata
     return KAFKA_ERR_NONE;
 }
 
+/* Kafka's validatePartitionReplicationFactorUnchanged: the count the
+ * partition is headed for (its replicas less those being removed) against
+ * the target's. */
+static int16_t validate_replication_factor(const struct metadata_partition *p, struct metadata_reassignment *it)
+{
+    int32_t current = 0;
+    for (int32_t i = 0; i < p->replica_count; i++)
+        current += !has(p->removing, p->removing_count, p->replicas[i]);
+    if (current == it->replica_count)
+        return KAFKA_ERR_NONE;
+    char msg[96];
+    snprintf(msg, sizeof msg, "The replication factor is changed from %d to %d", (int)current, (int)it->replica_count);
+    return refuse(it, KAFKA_ERR_INVALID_REPLICATION_FACTOR, msg);
+}
+
 static bool same_list(const int32_t *a, int32_t an, const int32_t *b, int32_t bn)
 {
     return an == bn && (an == 0 || memcmp(a, b, (size_t)an * sizeof(*a)) == 0);
@@ -130,6 +159,8 @@ static int16_t reassign_one(const struct metadata_image *img, const struct metad
     if (!it->replicas && !metadata_reassignment_in_progress(p))
         return refuse(it, KAFKA_ERR_NO_REASSIGNMENT_IN_PROGRESS, "No reassignment is in progress for this partition.");
     if (it->replicas && validate_target(img, it) != KAFKA_ERR_NONE)
+        return it->error_code;
+    if (it->replicas && it->keep_replication_factor && validate_replication_factor(p, it) != KAFKA_ERR_NONE)
         return it->error_code;
     size_t cap = (size_t)(p->replica_count + p->isr_count + it->replica_count + 1);
     int32_t *buf = malloc(8 * cap * sizeof(*buf));
@@ -175,6 +206,8 @@ static int16_t reassign_one(const struct metadata_image *img, const struct metad
             .removing_count = mn,
         };
     }
+    /* Judged against the partition as it is (c may come from next). */
+    metadata_partition_change_fence_removed(p, &c);
     metadata_record_write_partition_change(&records->w, &t->topic_id, &c);
     int rc = metadata_record_list_mark(records);
     if (rc == 0)
@@ -182,7 +215,7 @@ static int16_t reassign_one(const struct metadata_image *img, const struct metad
                     (int)p->partition_index,
                     it->replicas ? (c.adding_count || c.removing_count ? "reassignment started" : "reassigned")
                                  : "reassignment cancelled",
-                    (int)c.adding_count, (int)c.removing_count, (int)c.leader);
+                    (int)c.adding_count, (int)c.removing_count, (int)(c.leader == -2 ? p->leader : c.leader));
     free(buf);
     it->error_message[0] = '\0';
     return it->error_code = rc == 0 ? KAFKA_ERR_NONE : KAFKA_ERR_UNKNOWN_SERVER_ERROR;

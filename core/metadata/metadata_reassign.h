@@ -9,7 +9,9 @@
  *    partition takes replicas = T, ISR = ISR & T and a leader from T when
  *    its leader is removed; adding and removing are cleared;
  *  - a null list cancels: replicas go back to C, the adding ones leave the
- *    ISR (and the leadership, when one of them led).
+ *    ISR (and the leadership, when one of them led);
+ *  - any of these that drops a replica bumps the leader epoch, as Kafka
+ *    (metadata_partition_change_fence_removed).
  *
  * Thread-safety: metadata_alter_reassignments takes the controller lock;
  * the completion is a pure function over an image. */
@@ -29,6 +31,10 @@ struct metadata_reassignment {
     int32_t partition_index;
     const int32_t *replicas; /* NULL: cancel */
     int32_t replica_count;
+    /* KIP-860 (AllowReplicationFactorChange false): a target whose length
+     * differs from the replica count the partition is headed for is
+     * refused with INVALID_REPLICATION_FACTOR. */
+    bool keep_replication_factor;
     int16_t error_code;      /* out */
     char error_message[128]; /* out, "" when none */
 };
@@ -37,9 +43,19 @@ struct metadata_reassignment {
  * when this node cannot write the metadata log, or the commit's error;
  * NONE leaves each partition's error: UNKNOWN_TOPIC_OR_PARTITION,
  * INVALID_REPLICA_ASSIGNMENT (empty list, a duplicate, a broker not
- * registered), NO_REASSIGNMENT_IN_PROGRESS (a cancel of nothing). */
+ * registered), INVALID_REPLICATION_FACTOR (keep_replication_factor),
+ * NO_REASSIGNMENT_IN_PROGRESS (a cancel of nothing). */
 int16_t metadata_alter_reassignments(struct metadata_store *store, struct metadata_reassignment *items, int32_t count,
                                      char *err, size_t errlen);
+
+/* Kafka's PartitionChangeBuilder leader-epoch rule for a change c to p: a
+ * leader equal to p's becomes -2 (unchanged), then a replica list that
+ * drops any of p's replicas names p's leader again, which bumps the leader
+ * epoch. A removed replica still fetching at the old epoch is fenced
+ * (FENCED_LEADER_EPOCH) and the kept followers fetch at the new one. The
+ * ISR shrinking alone bumps nothing: Kafka does so only below
+ * metadata.version 3.6-IV0, and Cairn writes a later level. */
+void metadata_partition_change_fence_removed(const struct metadata_partition *p, struct metadata_partition_change *c);
 
 /* Whether p, given the ISR it is about to have, completes its
  * reassignment: fills *c (replicas, ISR, leader, cleared adding/removing;

@@ -6,6 +6,8 @@
  *    forwards AlterPartitionReassignments to the active controller;
  *  - `cairn reassign` refuses an unknown partition, an unregistered or
  *    duplicate broker, and a cancel when nothing moves, with Kafka's codes;
+ *    v1 with AllowReplicationFactorChange false refuses a changed replica
+ *    count with INVALID_REPLICATION_FACTOR (KIP-860);
  *  - with broker 4 stopped (SIGSTOP) a reassignment to {2,3,4} stays under
  *    way (listed with adding [4], removing [1]); cancelled, the partition is
  *    back on {1,2,3} and the list is empty;
@@ -15,7 +17,12 @@
  *    leader's, and every acknowledged record is read exactly once;
  *  - a 2 MB move onto broker 4 (follower.replication.throttled.rate
  *    THROTTLE_RATE) of a topic naming 0:4 in
- *    follower.replication.throttled.replicas takes at least 2 MB / rate. */
+ *    follower.replication.throttled.replicas takes at least 2 MB / rate (a
+ *    value other than "*" or partition:broker pairs is INVALID_CONFIG);
+ *    its completion drops broker 3 under leader 1 and bumps the leader
+ *    epoch: a Fetch at the old epoch is FENCED_LEADER_EPOCH;
+ *  - `cairn reassign generate` proposes a balanced assignment over brokers
+ *    1-3 (docs/cli.md's example), and its start command completes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -124,12 +131,14 @@ static const char *four_node_bootstrap(void)
     return g_bootstrap;
 }
 
-/* `cairn topic describe` of TOPIC from node: replicas and ISR of partition 0. */
-static bool describe(int node, int32_t *replicas, int *rn, int32_t *isr, int *in, int32_t *leader)
+/* `cairn topic describe` of topic from node: replicas, ISR, leader and
+ * leader epoch of partition 0 (epoch may be NULL). */
+static bool describe_topic(const char *topic, int node, int32_t *replicas, int *rn, int32_t *isr, int *in,
+                           int32_t *leader, int32_t *epoch)
 {
     struct run r;
     const char *b = node == 4 ? broker_bootstrap(&g_four) : broker_bootstrap(&g_cluster.nodes[node - 1]);
-    RUN(&r, "topic", "describe", TOPIC, "-b", b, "--format", "json");
+    RUN(&r, "topic", "describe", topic, "-b", b, "--format", "json");
     if (r.code != 0)
         return false;
     json_t *j = parse_json(&r);
@@ -141,8 +150,15 @@ static bool describe(int node, int32_t *replicas, int *rn, int32_t *isr, int *in
     json_array_foreach(json_object_get(p, "replicas"), i, v) replicas[(*rn)++] = (int32_t)json_integer_value(v);
     json_array_foreach(json_object_get(p, "isr"), i, v) isr[(*in)++] = (int32_t)json_integer_value(v);
     *leader = (int32_t)json_integer_value(json_object_get(p, "leader"));
+    if (epoch)
+        *epoch = (int32_t)json_integer_value(json_object_get(p, "leader_epoch"));
     json_decref(j);
     return ok;
+}
+
+static bool describe(int node, int32_t *replicas, int *rn, int32_t *isr, int *in, int32_t *leader)
+{
+    return describe_topic(TOPIC, node, replicas, rn, isr, in, leader, NULL);
 }
 
 static bool same_ids(const int32_t *a, int an, const int32_t *b, int bn)
@@ -264,7 +280,8 @@ static void start_cluster(void)
     wait_view(&g_cluster, 1, ALL | (1u << 4), NULL, 0, WAIT_MS);
 }
 
-/* ApiVersions of the broker on port lists keys 45 and 46 at version 0. */
+/* ApiVersions of the broker on port lists key 45 at versions 0-1 (v1:
+ * KIP-860) and 46 at version 0. */
 static void expect_advertised(int port)
 {
     int fd = raw_connect(port, 5000);
@@ -276,7 +293,7 @@ static void expect_advertised(int port)
         const struct raw_api_range *range = raw_api_versions_find(&v, key);
         assert_non_null(range);
         assert_int_equal(range->min_version, 0);
-        assert_int_equal(range->max_version, 0);
+        assert_int_equal(range->max_version, key == 45 ? 1 : 0);
     }
 }
 
@@ -290,9 +307,10 @@ static void alter_parse(const struct net_client_result *result, void *arg)
                               : -2;
 }
 
-/* One partition's AlterPartitionReassignments (replicas NULL: cancel) sent
- * to node as is: its error, -1 when unanswered. */
-static int16_t alter_at(int node, const char *topic, int32_t partition, int32_t *replicas, int n)
+/* One partition's AlterPartitionReassignments v1 (replicas NULL: cancel)
+ * with AllowReplicationFactorChange allow, sent to node as is: its error,
+ * -1 when unanswered. */
+static int16_t alter_at_v1(int node, const char *topic, int32_t partition, int32_t *replicas, int n, bool allow)
 {
     struct alter_partition_reassignments_request_reassignable_partition p;
     alter_partition_reassignments_request_reassignable_partition_init(&p);
@@ -307,12 +325,18 @@ static int16_t alter_at(int node, const char *topic, int32_t partition, int32_t 
     struct alter_partition_reassignments_request req;
     alter_partition_reassignments_request_init(&req);
     req.timeout_ms = 10000;
+    req.allow_replication_factor_change = allow;
     req.topics = &t;
     req.topics_count = 1;
     int16_t error = -1;
-    if (client_call(g_cluster.client, node, 45, -1, &req, 20000, alter_parse, &error) != NET_CLIENT_OK)
+    if (client_call(g_cluster.client, node, 45, 1, &req, 20000, alter_parse, &error) != NET_CLIENT_OK)
         return -1;
     return error;
+}
+
+static int16_t alter_at(int node, const char *topic, int32_t partition, int32_t *replicas, int n)
+{
+    return alter_at_v1(node, topic, partition, replicas, n, true);
 }
 
 static void expect_refusals(void)
@@ -322,6 +346,12 @@ static void expect_refusals(void)
     assert_int_equal(alter_at(4, "nope", 0, (int32_t[]){1, 2}, 2), KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION);
     assert_int_equal(alter_at(4, TOPIC, 0, (int32_t[]){2, 5}, 2), KAFKA_ERR_INVALID_REPLICA_ASSIGNMENT);
     assert_int_equal(alter_at(4, TOPIC, 0, NULL, 0), KAFKA_ERR_NO_REASSIGNMENT_IN_PROGRESS);
+    /* KIP-860: v1 with AllowReplicationFactorChange false refuses a new
+     * replica count, through the forwarding broker and at the controller. */
+    assert_int_equal(alter_at_v1(4, TOPIC, 0, (int32_t[]){2, 3}, 2, false), KAFKA_ERR_INVALID_REPLICATION_FACTOR);
+    assert_int_equal(
+        alter_at_v1(agreed_controller(&g_cluster, -1, WAIT_MS), TOPIC, 0, (int32_t[]){1, 2, 3, 4}, 4, false),
+        KAFKA_ERR_INVALID_REPLICATION_FACTOR);
 
     const char *b = broker_bootstrap(&g_cluster.nodes[0]);
     struct run r;
@@ -378,6 +408,80 @@ static void cancel_stalled_reassignment(void)
     assert_int_equal(kill(broker_pid(&g_four), SIGCONT), 0);
 }
 
+static void fetch_parse(const struct net_client_result *result, void *arg)
+{
+    const struct fetch_response *m = result->response;
+    if (result->status == NET_CLIENT_OK && m)
+        *(int16_t *)arg = m->error_code != 0 ? m->error_code
+                          : m->responses_count == 1 && m->responses[0].partitions_count == 1
+                              ? m->responses[0].partitions[0].error_code
+                              : -2;
+}
+
+/* Fetch v12 of topic-0 at node with current_leader_epoch: the partition's
+ * error, -1 when unanswered. */
+static int16_t fetch_at_epoch(int node, const char *topic, int32_t epoch)
+{
+    struct fetch_request_fetch_partition p;
+    fetch_request_fetch_partition_init(&p);
+    p.partition = 0;
+    p.current_leader_epoch = epoch;
+    p.partition_max_bytes = 1024;
+    struct fetch_request_fetch_topic t;
+    fetch_request_fetch_topic_init(&t);
+    t.topic = kafka_str_from_cstr(topic);
+    t.partitions = &p;
+    t.partitions_count = 1;
+    struct fetch_request req;
+    fetch_request_init(&req);
+    req.max_wait_ms = 0;
+    req.max_bytes = 4096;
+    req.topics = &t;
+    req.topics_count = 1;
+    int16_t error = -1;
+    if (client_call(g_cluster.client, node, 1, 12, &req, 20000, fetch_parse, &error) != NET_CLIENT_OK)
+        return -1;
+    return error;
+}
+
+/* The completion of a move that removes a replica but keeps the leader
+ * bumps the leader epoch (Kafka's PartitionChangeBuilder): a fetch at the
+ * old epoch is fenced, one at the new epoch served. */
+static void expect_epoch_bumped(const char *topic, int32_t leader_before, int32_t epoch_before, const int32_t *target,
+                                int tn)
+{
+    int32_t reps[16], isr[16], leader = -1, epoch = -1;
+    int rn = 0, in = 0;
+    long long until = harness_now_ms() + WAIT_MS;
+    while (!(describe_topic(topic, 2, reps, &rn, isr, &in, &leader, &epoch) && same_ids(reps, rn, target, tn))) {
+        if (harness_now_ms() > until)
+            fail_msg("%s-0 does not reach its target replicas", topic);
+        usleep(200 * 1000);
+    }
+    assert_int_equal(leader, leader_before);
+    assert_int_equal(epoch, epoch_before + 1);
+    int16_t old_rc = -1, new_rc = -1;
+    until = harness_now_ms() + WAIT_MS;
+    for (;;) {
+        old_rc = fetch_at_epoch(leader, topic, epoch_before);
+        new_rc = fetch_at_epoch(leader, topic, epoch);
+        if ((old_rc == KAFKA_ERR_FENCED_LEADER_EPOCH && new_rc == KAFKA_ERR_NONE) || harness_now_ms() > until)
+            break;
+        usleep(200 * 1000);
+    }
+    assert_int_equal(old_rc, KAFKA_ERR_FENCED_LEADER_EPOCH);
+    assert_int_equal(new_rc, KAFKA_ERR_NONE);
+}
+
+/* The tool failed with INVALID_CONFIG and a message naming key. */
+static void expect_invalid_config(const struct run *r, const char *key)
+{
+    static char both[2 * OUT_MAX + 2];
+    snprintf(both, sizeof both, "%s\n%s", r->out, r->err);
+    if (r->code != 1 || !strstr(both, "INVALID_CONFIG") || !strstr(both, key))
+        fail_msg("exit %d, want 1 with INVALID_CONFIG naming %s:\n%s", r->code, key, both);
+}
+
 /* A move onto broker 4 of a partition whose topic names 0:4 in
  * follower.replication.throttled.replicas copies at most THROTTLE_RATE
  * bytes a second. */
@@ -388,6 +492,13 @@ static void throttled_move(void)
     assert_int_equal(create_assigned(&g_cluster, ctl, "slow", replicas, 3), 0);
     const char *b = broker_bootstrap(&g_cluster.nodes[0]);
     struct run r;
+    /* Kafka's ThrottledReplicaListValidator: "*" or partition:broker pairs;
+     * anything else is INVALID_CONFIG naming the key (IncrementalAlterConfigs
+     * here, CreateTopics below). */
+    RUN(&r, "topic", "alter-config", "slow", "-b", b, "--set", "follower.replication.throttled.replicas=0-4");
+    expect_invalid_config(&r, "follower.replication.throttled.replicas");
+    RUN(&r, "topic", "create", "unthrottled", "-b", b, "-c", "leader.replication.throttled.replicas=all");
+    expect_invalid_config(&r, "leader.replication.throttled.replicas");
     RUN(&r, "topic", "alter-config", "slow", "-b", b, "--set", "follower.replication.throttled.replicas=0:4");
     expect(&r, 0, NULL, NULL);
     /* One record a batch: fetches stay near replica.fetch.max.bytes. */
@@ -401,17 +512,78 @@ static void throttled_move(void)
     assert_int_equal(rk_producer_stats(p)->delivered, SLOW_RECORDS);
     rk_producer_destroy(p);
     free(value);
+    int32_t reps[16], isr[16], leader = -1, epoch = -1;
+    int rn = 0, in = 0;
+    assert_true(describe_topic("slow", 2, reps, &rn, isr, &in, &leader, &epoch));
     long long started = harness_now_ms();
     RUN(&r, "reassign", "start", "-b", b, "--topic", "slow", "--partition", "0", "--replicas", "1,2,4");
     expect(&r, 0, "STARTED", NULL);
     wait_no_reassignment();
     long long took = harness_now_ms() - started;
+    /* Broker 3 removed, leader 1 kept: the epoch moves all the same. */
+    expect_epoch_bumped("slow", leader, epoch, (const int32_t[]){1, 2, 4}, 3);
     double floor_ms = 1000.0 * SLOW_RECORDS * SLOW_VALUE_BYTES / THROTTLE_RATE;
     /* Less one check interval's allowance the throttle lets through. */
     if ((double)took < floor_ms * 0.7)
         fail_msg("the throttled move took %lld ms, %.0f ms at least at %d bytes/s", took, floor_ms * 0.7,
                  THROTTLE_RATE);
     printf("throttled move of %d bytes: %lld ms\n", SLOW_RECORDS * SLOW_VALUE_BYTES, took);
+}
+
+/* The generate run docs/cli.md shows: the assignment after the moves
+ * above, and the proposal over brokers 1-3 (kept replicas, one added). */
+static const char g_generated[] =
+    "Current partition replica assignment (to roll back)\n"
+    "{\"version\":1,\"partitions\":[{\"topic\":\"moved\",\"partition\":0,\"replicas\":[2,3,4]},"
+    "{\"topic\":\"slow\",\"partition\":0,\"replicas\":[1,2,4]}]}\n"
+    "\n"
+    "Proposed partition reassignment configuration\n"
+    "{\"version\":1,\"partitions\":[{\"topic\":\"moved\",\"partition\":0,\"replicas\":[2,3,1]},"
+    "{\"topic\":\"slow\",\"partition\":0,\"replicas\":[1,2,3]}]}\n"
+    "\n"
+    "To apply it:\n"
+    "cairn reassign start --topic moved --partition 0 --replicas 2,3,1\n"
+    "cairn reassign start --topic slow --partition 0 --replicas 1,2,3\n";
+
+/* `cairn reassign generate` (kafka-reassign-partitions --generate) over
+ * brokers 1-3: the current assignment, a balanced proposal keeping what
+ * it can, and the start commands; TOPIC's is run and completes. */
+static void generate_and_apply(void)
+{
+    const char *b = broker_bootstrap(&g_cluster.nodes[0]);
+    struct run r;
+    RUN(&r, "reassign", "generate", "-b", b, "--topics", TOPIC ",slow", "--broker-list", "1,2,3");
+    expect(&r, 0, NULL, NULL);
+    if (strcmp(r.out, g_generated) != 0)
+        fail_msg("reassign generate printed:\n%s\nnot:\n%s", r.out, g_generated);
+    static char doc[300000];
+    FILE *f = fopen(CAIRN_SOURCE_DIR "/docs/cli.md", "r");
+    assert_non_null(f);
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    fclose(f);
+    doc[n] = '\0';
+    static char shown[sizeof g_generated + 128];
+    snprintf(shown, sizeof shown, "$ cairn reassign generate --topics moved,slow --broker-list 1,2,3\n%s", g_generated);
+    if (!strstr(doc, shown))
+        fail_msg("docs/cli.md does not show:\n%s", shown);
+    RUN(&r, "reassign", "generate", "-b", b, "--topics", "slow", "--broker-list", "1,2", "--format", "json");
+    expect(&r, 2, NULL, "slow-0 has 3 replicas, more than the 2 brokers given");
+    RUN(&r, "reassign", "generate", "-b", b, "--topics", "nope", "--broker-list", "1,2,3");
+    expect(&r, 1, NULL, "UNKNOWN_TOPIC_OR_PARTITION");
+    RUN(&r, "reassign", "generate", "-b", b, "--topics", TOPIC, "--broker-list", "1,2,3", "--format", "json");
+    expect(&r, 0, NULL, NULL);
+    json_t *j = parse_json(&r);
+    json_t *cur = json_array_get(json_object_get(json_object_get(j, "current"), "partitions"), 0);
+    json_t *prop = json_array_get(json_object_get(json_object_get(j, "proposed"), "partitions"), 0);
+    assert_int_equal(json_array_size(json_object_get(cur, "replicas")), 3);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(prop, "replicas"), 2)), 1);
+    json_decref(j);
+    /* The printed command applies it. */
+    RUN(&r, "reassign", "start", "-b", b, "--topic", TOPIC, "--partition", "0", "--replicas", "2,3,1");
+    expect(&r, 0, "STARTED", NULL);
+    wait_no_reassignment();
+    static const int32_t proposed[] = {2, 3, 1};
+    wait_replicas(proposed, 3, false, false);
 }
 
 static void test_reassignment_completes_and_cancels(void **state)
@@ -513,6 +685,8 @@ static void test_reassignment_completes_and_cancels(void **state)
     STAGE("records and logs checked");
     throttled_move();
     STAGE("throttled move done");
+    generate_and_apply();
+    STAGE("generated assignment applied");
     broker_stop(&g_four);
     broker_mark_passed(&g_four);
     broker_cleanup(&g_four);

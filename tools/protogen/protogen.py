@@ -77,10 +77,13 @@ def main():
     ap.add_argument("--out", required=True, help="output folder for generated C (core/protocol/generated)")
     ap.add_argument("--test-out", help="folder for the generated round-trip fill code "
                     "(default: tests/unit/protocol next to --out, when it exists)")
+    ap.add_argument("--overlay", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas"),
+                    help="folder of schemas replacing --schemas' files of the same name "
+                    "(default: tools/protogen/schemas)")
     args = ap.parse_args()
 
     try:
-        loader = SchemaLoader(args.schemas)
+        loader = SchemaLoader(args.schemas, args.overlay)
         messages = loader.load()
     except (SchemaError, OSError, ValueError) as e:
         print("protogen: %s" % e, file=sys.stderr)

@@ -161,21 +161,27 @@ def parse_default(raw):
 
 
 class SchemaLoader:
-    def __init__(self, root):
+    def __init__(self, root, overlay=None):
         self.root = root
+        # A folder of the same layout whose files replace (or add to) the
+        # root's: later Kafka versions of a message than the copied schemas.
+        self.overlay = overlay
         self.messages = []
 
     def load(self):
         for sub in SCHEMA_DIRS:
-            folder = os.path.join(self.root, sub)
-            if not os.path.isdir(folder):
-                continue
-            for fn in sorted(os.listdir(folder)):
-                if fn.endswith(".json"):
-                    path = os.path.join(folder, fn)
-                    with open(path, encoding="utf-8") as f:
-                        doc = json.loads(strip_comments(f.read()))
-                    self.messages.append(self.build_message(doc, sub + "/" + fn))
+            paths = {}
+            for base in (self.root, self.overlay):
+                folder = os.path.join(base, sub) if base else None
+                if not folder or not os.path.isdir(folder):
+                    continue
+                for fn in os.listdir(folder):
+                    if fn.endswith(".json"):
+                        paths[fn] = os.path.join(folder, fn)
+            for fn in sorted(paths):
+                with open(paths[fn], encoding="utf-8") as f:
+                    doc = json.loads(strip_comments(f.read()))
+                self.messages.append(self.build_message(doc, sub + "/" + fn))
         self.messages.sort(key=lambda m: (m.cname, m.source))
         self.resolve_names()
         return self.messages

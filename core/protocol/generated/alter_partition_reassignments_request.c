@@ -23,6 +23,7 @@ void alter_partition_reassignments_request_init(struct alter_partition_reassignm
 {
     memset(m, 0, sizeof(*m));
     m->timeout_ms = (int32_t)INT64_C(60000);
+    m->allow_replication_factor_change = true;
     m->topics = NULL;
     m->topics_count = 0;
 }
@@ -183,6 +184,9 @@ size_t alter_partition_reassignments_request_size(const struct alter_partition_r
     (void)m;
     (void)version;
     n += 4;
+    if (version >= 1) {
+        n += 1;
+    }
     n += kafka_uvarint_size(m->topics_count < 0 ? 0 : (uint32_t)m->topics_count + 1);
     for (int32_t i = 0; i < m->topics_count; i++) {
         n += alter_partition_reassignments_request_reassignable_topic_size(&m->topics[i], version);
@@ -197,13 +201,18 @@ int alter_partition_reassignments_request_decode(struct alter_partition_reassign
     (void)arena;
     (void)version;
     alter_partition_reassignments_request_init(m);
-    if (version < 0 || version > 0) {
+    if (version < 0 || version > 1) {
         kafka_reader_fail(r, "AlterPartitionReassignmentsRequest: unsupported version %d", version);
         return -1;
     }
     m->timeout_ms = kafka_read_int32(r);
     if (r->failed)
         return kafka_reader_field_error(r, "TimeoutMs");
+    if (version >= 1) {
+        m->allow_replication_factor_change = kafka_read_bool(r);
+        if (r->failed)
+            return kafka_reader_field_error(r, "AllowReplicationFactorChange");
+    }
     {
         size_t min_el = 3;
         int32_t n = kafka_read_compact_array_len(r, min_el);
@@ -241,9 +250,14 @@ int alter_partition_reassignments_request_encode(const struct alter_partition_re
 {
     (void)m;
     (void)version;
-    if (version < 0 || version > 0)
+    if (version < 0 || version > 1)
         return -1;
     kafka_write_int32(w, m->timeout_ms);
+    if ((version <= 0) && !(m->allow_replication_factor_change == true))
+        return -1;
+    if (version >= 1) {
+        kafka_write_bool(w, m->allow_replication_factor_change);
+    }
     if (m->topics_count < 0) {
         return -1;
     } else {

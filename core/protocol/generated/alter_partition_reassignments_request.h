@@ -21,6 +21,7 @@ struct alter_partition_reassignments_request_reassignable_topic {
 
 struct alter_partition_reassignments_request {
     int32_t timeout_ms;
+    bool allow_replication_factor_change;
     struct alter_partition_reassignments_request_reassignable_topic *topics;
     int32_t topics_count;
 };

@@ -22,6 +22,7 @@ void alter_partition_reassignments_response_reassignable_topic_response_init(str
 void alter_partition_reassignments_response_init(struct alter_partition_reassignments_response *m)
 {
     memset(m, 0, sizeof(*m));
+    m->allow_replication_factor_change = true;
     m->error_message.data = "";
     m->error_message.len = 0;
     m->responses = NULL;
@@ -158,6 +159,9 @@ size_t alter_partition_reassignments_response_size(const struct alter_partition_
     (void)m;
     (void)version;
     n += 4;
+    if (version >= 1) {
+        n += 1;
+    }
     n += 2;
     n += kafka_uvarint_size(m->error_message.len < 0 ? 0 : (uint32_t)m->error_message.len + 1);
     if (m->error_message.len > 0)
@@ -176,13 +180,18 @@ int alter_partition_reassignments_response_decode(struct alter_partition_reassig
     (void)arena;
     (void)version;
     alter_partition_reassignments_response_init(m);
-    if (version < 0 || version > 0) {
+    if (version < 0 || version > 1) {
         kafka_reader_fail(r, "AlterPartitionReassignmentsResponse: unsupported version %d", version);
         return -1;
     }
     m->throttle_time_ms = kafka_read_int32(r);
     if (r->failed)
         return kafka_reader_field_error(r, "ThrottleTimeMs");
+    if (version >= 1) {
+        m->allow_replication_factor_change = kafka_read_bool(r);
+        if (r->failed)
+            return kafka_reader_field_error(r, "AllowReplicationFactorChange");
+    }
     m->error_code = kafka_read_int16(r);
     if (r->failed)
         return kafka_reader_field_error(r, "ErrorCode");
@@ -226,9 +235,12 @@ int alter_partition_reassignments_response_encode(const struct alter_partition_r
 {
     (void)m;
     (void)version;
-    if (version < 0 || version > 0)
+    if (version < 0 || version > 1)
         return -1;
     kafka_write_int32(w, m->throttle_time_ms);
+    if (version >= 1) {
+        kafka_write_bool(w, m->allow_replication_factor_change);
+    }
     kafka_write_int16(w, m->error_code);
     kafka_write_compact_string(w, m->error_message);
     if (m->responses_count < 0) {

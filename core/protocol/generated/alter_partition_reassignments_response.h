@@ -21,6 +21,7 @@ struct alter_partition_reassignments_response_reassignable_topic_response {
 
 struct alter_partition_reassignments_response {
     int32_t throttle_time_ms;
+    bool allow_replication_factor_change;
     int16_t error_code;
     struct kafka_str error_message;
     struct alter_partition_reassignments_response_reassignable_topic_response *responses;

@@ -48,6 +48,31 @@ static void test_validate(void **state)
     assert_int_equal(topic_config_validate("retention.ms", NULL, err, sizeof err), KAFKA_ERR_INVALID_CONFIG);
 }
 
+/* Kafka's ThrottledReplicaListValidator: "*" or partitionId:brokerId pairs. */
+static void test_validate_throttled_replicas(void **state)
+{
+    (void)state;
+    char err[256];
+    static const char *const keys[] = {"leader.replication.throttled.replicas",
+                                       "follower.replication.throttled.replicas"};
+    static const char *const good[] = {"", "*", " * ", "0:1", "0:1,1:2", "0:1 , 12:304", "0:1,", "0:1,,1:2"};
+    static const char *const bad[] = {"x",     "0",   "0:",  ":1",   "0:1:2",   "a:1",  "0:b",
+                                      "*,0:1", "0:*", "* *", "-1:2", "0:1;1:2", "0 :1", "1:-2"};
+    for (size_t k = 0; k < 2; k++) {
+        for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+            if (topic_config_validate(keys[k], good[i], err, sizeof err) != 0)
+                fail_msg("'%s' refused for %s: %s", good[i], keys[k], err);
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            if (topic_config_validate(keys[k], bad[i], err, sizeof err) != KAFKA_ERR_INVALID_CONFIG)
+                fail_msg("'%s' accepted for %s", bad[i], keys[k]);
+            assert_non_null(strstr(err, keys[k]));
+        }
+    }
+    assert_int_equal(topic_config_validate(keys[0], "0:x", err, sizeof err), KAFKA_ERR_INVALID_CONFIG);
+    assert_string_equal(err, "invalid value '0:x' for 'leader.replication.throttled.replicas': expected the literal "
+                             "'*' or a comma-separated list of partitionId:brokerId pairs");
+}
+
 static void test_resolve_kafka_defaults_without_broker(void **state)
 {
     (void)state;
@@ -157,6 +182,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_validate),
+        cmocka_unit_test(test_validate_throttled_replicas),
         cmocka_unit_test(test_resolve_kafka_defaults_without_broker),
         cmocka_unit_test(test_resolve_precedence),
         cmocka_unit_test(test_describe_synonyms),

@@ -3,7 +3,8 @@
  * survival over a reopen (replay and snapshot), the completion when
  * AlterPartition brings every adding replica into the ISR (a removed
  * leader replaced at a new leader epoch), an immediate completion when
- * nothing is added, a cancel, and Kafka's errors. */
+ * nothing is added, a cancel, Kafka's errors, the leader-epoch bump
+ * when a replica leaves the set, and KIP-860's kept replication factor. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,18 +90,28 @@ static void create(struct metadata_store *store, const char *name, int32_t *repl
                      KAFKA_ERR_NONE);
 }
 
-/* One partition's reassignment (replicas NULL: cancel); its error. */
-static int16_t reassign(struct metadata_store *store, const char *topic, int32_t partition, const int32_t *replicas,
-                        int32_t n)
+/* One partition's reassignment (replicas NULL: cancel), refused when keep
+ * and the replica count changes (KIP-860); its error. */
+static int16_t reassign_rf(struct metadata_store *store, const char *topic, int32_t partition, const int32_t *replicas,
+                           int32_t n, bool keep)
 {
     struct metadata_reassignment it = {.topic = topic,
                                        .topic_len = strlen(topic),
                                        .partition_index = partition,
                                        .replicas = replicas,
-                                       .replica_count = n};
+                                       .replica_count = n,
+                                       .keep_replication_factor = keep};
     char err[256] = "";
     assert_int_equal(metadata_alter_reassignments(store, &it, 1, err, sizeof err), KAFKA_ERR_NONE);
+    if (it.error_code == KAFKA_ERR_INVALID_REPLICATION_FACTOR)
+        assert_non_null(strstr(it.error_message, "The replication factor is changed from"));
     return it.error_code;
+}
+
+static int16_t reassign(struct metadata_store *store, const char *topic, int32_t partition, const int32_t *replicas,
+                        int32_t n)
+{
+    return reassign_rf(store, topic, partition, replicas, n, false);
 }
 
 /* The leader's AlterPartition to isr; returns the answer. */
@@ -224,8 +235,83 @@ static void test_cancel_and_errors(void **state)
     EXPECT_IDS(s.isr, s.in, 1, 2, 3);
     assert_int_equal(s.an + s.mn, 0);
     assert_int_equal(s.leader, 1);
-    assert_int_equal(s.leader_epoch, before.leader_epoch);
+    assert_int_equal(s.leader_epoch, before.leader_epoch + 1); /* broker 4 dropped: fenced */
     assert_int_equal(reassign(f->store, "c", 0, NULL, 0), KAFKA_ERR_NO_REASSIGNMENT_IN_PROGRESS);
+}
+
+/* Kafka's PartitionChangeBuilder: a replica leaving the replica set bumps
+ * the leader epoch even when the leader stays, so the removed replica's
+ * fetches at the old epoch are fenced; a set that only grows does not. */
+static void test_removed_replica_bumps_leader_epoch(void **state)
+{
+    struct fixture *f = *state;
+    /* Move 3 -> 4 under leader 1: the start only adds, the completion removes. */
+    create(f->store, "e", (int32_t[]){1, 2, 3}, 3);
+    struct state before = get(f->store, "e");
+    assert_int_equal(reassign(f->store, "e", 0, (int32_t[]){1, 2, 4}, 3), KAFKA_ERR_NONE);
+    struct state s = get(f->store, "e");
+    assert_int_equal(s.leader_epoch, before.leader_epoch);
+    struct metadata_isr_change c = alter_isr(f->store, "e", (int32_t[]){1, 2, 3, 4}, 4);
+    s = get(f->store, "e");
+    EXPECT_IDS(s.replicas, s.rn, 1, 2, 4);
+    assert_int_equal(s.leader, 1);
+    assert_int_equal(s.leader_epoch, before.leader_epoch + 1);
+    assert_int_equal(s.partition_epoch, before.partition_epoch + 2);
+    /* The leader learns the bumped epoch in the AlterPartition answer. */
+    assert_int_equal(c.leader, 1);
+    assert_int_equal(c.new_leader_epoch, s.leader_epoch);
+    /* Replayed, the record bumps it again to the same value. */
+    close_store(f);
+    open_store(f);
+    assert_int_equal(get(f->store, "e").leader_epoch, before.leader_epoch + 1);
+
+    /* Removal only, completing at once, leader kept. */
+    create(f->store, "h", (int32_t[]){1, 2, 3}, 3);
+    before = get(f->store, "h");
+    assert_int_equal(reassign(f->store, "h", 0, (int32_t[]){1, 2}, 2), KAFKA_ERR_NONE);
+    s = get(f->store, "h");
+    EXPECT_IDS(s.replicas, s.rn, 1, 2);
+    assert_int_equal(s.leader, 1);
+    assert_int_equal(s.leader_epoch, before.leader_epoch + 1);
+
+    /* Growth only: no bump at the start or the completion. */
+    create(f->store, "g", (int32_t[]){1, 2}, 2);
+    before = get(f->store, "g");
+    assert_int_equal(reassign(f->store, "g", 0, (int32_t[]){1, 2, 3}, 3), KAFKA_ERR_NONE);
+    c = alter_isr(f->store, "g", (int32_t[]){1, 2, 3}, 3);
+    s = get(f->store, "g");
+    EXPECT_IDS(s.replicas, s.rn, 1, 2, 3);
+    assert_int_equal(s.an + s.mn, 0);
+    assert_int_equal(s.leader, 1);
+    assert_int_equal(s.leader_epoch, before.leader_epoch);
+    assert_int_equal(c.new_leader_epoch, before.leader_epoch);
+}
+
+/* KIP-860: with AllowReplicationFactorChange false a target must be as
+ * long as the replica set the partition is headed for; nothing is written
+ * for a refusal, and a cancel is never refused. */
+static void test_replication_factor_kept(void **state)
+{
+    struct fixture *f = *state;
+    create(f->store, "k", (int32_t[]){1, 2, 3}, 3);
+    struct state before = get(f->store, "k");
+    assert_int_equal(reassign_rf(f->store, "k", 0, (int32_t[]){2, 3}, 2, true), KAFKA_ERR_INVALID_REPLICATION_FACTOR);
+    assert_int_equal(reassign_rf(f->store, "k", 0, (int32_t[]){1, 2, 3, 4}, 4, true),
+                     KAFKA_ERR_INVALID_REPLICATION_FACTOR);
+    assert_int_equal(get(f->store, "k").partition_epoch, before.partition_epoch);
+    /* Same count, other brokers: under way as {2, 3, 4} with 1 removing. */
+    assert_int_equal(reassign_rf(f->store, "k", 0, (int32_t[]){2, 3, 4}, 3, true), KAFKA_ERR_NONE);
+    struct state s = get(f->store, "k");
+    EXPECT_IDS(s.replicas, s.rn, 2, 3, 4, 1);
+    /* Counted against where it is headed (3), not its 4 replicas now. */
+    assert_int_equal(reassign_rf(f->store, "k", 0, (int32_t[]){2, 3, 4, 1}, 4, true),
+                     KAFKA_ERR_INVALID_REPLICATION_FACTOR);
+    assert_int_equal(reassign_rf(f->store, "k", 0, (int32_t[]){3, 4, 2}, 3, true), KAFKA_ERR_NONE);
+    assert_int_equal(reassign_rf(f->store, "k", 0, NULL, 0, true), KAFKA_ERR_NONE);
+    /* Allowed, the same shrink goes through. */
+    assert_int_equal(reassign_rf(f->store, "k", 0, (int32_t[]){2, 3}, 2, false), KAFKA_ERR_NONE);
+    s = get(f->store, "k");
+    EXPECT_IDS(s.replicas, s.rn, 2, 3);
 }
 
 int main(void)
@@ -234,6 +320,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reassignment_completes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_removal_only_completes_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_and_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_removed_replica_bumps_leader_epoch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replication_factor_kept, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
