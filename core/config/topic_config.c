@@ -64,7 +64,8 @@ static const struct topic_key_def
 {
     TOPIC_OTHER("follower.replication.throttled.replicas", CONFIG_TYPE_LIST, "", CONFIG_VALID_ANY, NULL),
         .doc = "Replicas whose follower fetches follower.replication.throttled.rate limits: partition:broker "
-               "pairs naming the follower's replica, or * for every replica of the topic."
+               "pairs naming the follower's replica, or * for every replica of the topic; any other value is "
+               "refused (INVALID_CONFIG)."
 }
 }
 ,
@@ -76,7 +77,8 @@ static const struct topic_key_def
 {
     TOPIC_OTHER("leader.replication.throttled.replicas", CONFIG_TYPE_LIST, "", CONFIG_VALID_ANY, NULL),
         .doc = "Replicas whose leader answers to followers outside the ISR leader.replication.throttled.rate "
-               "limits: partition:broker pairs naming the leader's replica, or * for every replica of the topic."
+               "limits: partition:broker pairs naming the leader's replica, or * for every replica of the topic; "
+               "any other value is refused (INVALID_CONFIG)."
 }
 }
 ,
