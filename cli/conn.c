@@ -20,7 +20,7 @@ struct cli_wait {
     pthread_cond_t cv;
     bool done;
     enum net_client_status status;
-    char error[160];
+    char error[320];
     int16_t auth_error; /* NET_CLIENT_AUTH_FAILED: the broker's code */
     int16_t version;
     struct net_client_kept *kept;
@@ -124,7 +124,7 @@ static int call_quiet(struct cli_conn *c, int32_t node, int16_t api_key, int16_t
 int cli_call_raw(struct cli_conn *c, int32_t node, int16_t api_key, int16_t pinned, cli_build_fn build, void *ctx,
                  struct cli_reply *out)
 {
-    char err[256];
+    char err[400];
     int rc = call_quiet(c, node, api_key, pinned, build, ctx, c->timeout_ms, out, err, sizeof(err));
     if (rc == 0)
         return 0;
@@ -207,7 +207,7 @@ int cli_call_any(struct cli_conn *c, int16_t api_key, cli_build_fn build, void *
     int64_t share = c->timeout_ms / n;
     if (share < 2000)
         share = c->timeout_ms < 2000 ? c->timeout_ms : 2000;
-    char err[256] = "";
+    char err[400] = "";
     for (int i = 0; i < n; i++) {
         c->fail_fast = i + 1 < n; /* the last one gets its share to answer */
         int rc = call_quiet(c, ids[i], api_key, -1, build, ctx, share, out, err, sizeof(err));
@@ -403,7 +403,7 @@ static int client_open(struct cli_conn *c, const struct cli_settings *s)
         cfg.transport_ops = &tls_client_transport_ops;
         cfg.transport_ctx = c->tls;
     }
-    char err[256];
+    char err[400];
     if (net_client_create(&cfg, &c->client, err, sizeof(err)) < 0) {
         tls_client_free(c->tls);
         c->tls = NULL;

@@ -92,7 +92,7 @@ int16_t net_client_status_kafka_error(enum net_client_status s);
  * the client owns both. */
 struct net_client_result {
     enum net_client_status status;
-    char error[160]; /* human-readable detail when status != OK */
+    char error[320]; /* human-readable detail when status != OK */
     int32_t node_id;
     int16_t api_key;
     int16_t api_version; /* version sent (-1 if never sent) */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include "net/client_internal.h"
@@ -93,6 +94,8 @@ void client_node_disconnect(struct client_node *n, enum net_client_status status
     client_sasl_end(n);
     n->session_end_ms = 0;
     n->state = CLIENT_NODE_IDLE;
+    if (count_failure && !was_ready)
+        snprintf(n->last_failure, sizeof n->last_failure, "%s", why);
     int64_t backoff = 0;
     if (count_failure) {
         n->failures++;
@@ -380,6 +383,7 @@ void client_node_ready(struct client_node *n)
     pthread_mutex_unlock(&c->mutex);
     n->state = CLIENT_NODE_READY;
     n->failures = 0;
+    n->last_failure[0] = '\0';
 }
 
 static void negotiated(struct client_node *n, const struct api_versions_response *r)
@@ -498,7 +502,14 @@ static void on_poll(uv_poll_t *handle, int status, int events)
 {
     struct client_node *n = handle->data;
     if (status < 0) {
-        client_node_failed(n, "socket error: %s", uv_strerror(status));
+        /* libuv reports a socket's error condition (POLLERR) as UV_EBADF;
+         * the cause (a refused connect, a reset) is in SO_ERROR. */
+        int soerr = 0;
+        socklen_t len = sizeof soerr;
+        if (n->transport.fd >= 0 && getsockopt(n->transport.fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 && soerr != 0)
+            client_node_failed(n, "socket error: %s", strerror(soerr));
+        else
+            client_node_failed(n, "socket error: %s", uv_strerror(status));
     } else if (n->state == CLIENT_NODE_CONNECTING) {
         if (events & (UV_WRITABLE | UV_READABLE | UV_DISCONNECT))
             finish_connect(n);
@@ -587,8 +598,8 @@ void client_node_tick(struct client_node *n, int64_t now)
      * it cannot be answered before it. */
     bool lost_in_flight = expire(&n->in_flight, now, &timed_out) > 0;
     for (struct client_call *call; (call = client_list_pop(&timed_out));)
-        client_call_finish(call, NET_CLIENT_TIMED_OUT, call->version, "%s to node %d timed out", call->desc->name,
-                           n->id);
+        client_call_finish(call, NET_CLIENT_TIMED_OUT, call->version, "%s to node %d timed out%s%s", call->desc->name,
+                           n->id, n->last_failure[0] ? "; its last connection attempt failed: " : "", n->last_failure);
     if (lost_in_flight)
         client_node_failed(n, "disconnected after a request timed out");
     client_node_kick(n);

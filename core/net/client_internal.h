@@ -98,6 +98,9 @@ struct client_node {
     int16_t api_min[CLIENT_API_KEYS], api_max[CLIENT_API_KEYS]; /* -1: not served */
     bool versions_known;
     struct net_client_node_stats stats;
+    /* Why the last connection attempt that never became ready failed ("" once
+     * one is ready): a request that times out waiting names it. */
+    char last_failure[160];
 };
 
 /* ---- the client ---- */

@@ -37,7 +37,7 @@ struct call {
     pthread_cond_t cv;
     bool done;
     enum net_client_status status;
-    char error[160];
+    char error[320];
     int16_t version;
     struct net_client_kept *kept;
 };

@@ -697,6 +697,8 @@ static void test_bad_input(void **state)
     expect(&r, 3, NULL, "no broker reachable");
     RUN(&r, "consume", "small", "-b", dead, "--timeout", "1500");
     expect(&r, 3, NULL, "no broker reachable");
+    /* A timed-out request names why its node's last connection failed. */
+    expect(&r, 3, NULL, "its last connection attempt failed: socket error: Connection refused");
     broker_mark_passed(b);
 }
 

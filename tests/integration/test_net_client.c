@@ -39,7 +39,7 @@ struct done_slot {
     pthread_cond_t cv;
     int completions;
     enum net_client_status status;
-    char error[160];
+    char error[320];
     int16_t version;
     struct net_client_kept *kept;
     long long done_ms;
