@@ -141,16 +141,23 @@ void bg_write(struct bg_run *bg, const char *text)
     assert_int_equal(write(bg->in, text, strlen(text)), (ssize_t)strlen(text));
 }
 
+/* The output file so far, NUL-terminated, in a buffer of the caller's. */
+static size_t bg_read(const struct bg_run *bg, char *buf, size_t cap)
+{
+    FILE *f = fopen(bg->out_path, "r");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    return n;
+}
+
 /* Waits up to 30 s for the output file to hold want; fails otherwise. */
 void bg_wait_output(const struct bg_run *bg, const char *want)
 {
     static char buf[4096];
     for (long long until = harness_now_ms() + 30000;; usleep(50000)) {
-        FILE *f = fopen(bg->out_path, "r");
-        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-        if (f)
-            fclose(f);
-        buf[n] = '\0';
+        bg_read(bg, buf, sizeof(buf));
         if (!strcmp(buf, want))
             return;
         if (harness_now_ms() > until)
@@ -163,10 +170,7 @@ void bg_wait_lines(const struct bg_run *bg, int n)
 {
     static char buf[4096];
     for (long long until = harness_now_ms() + 30000;; usleep(50000)) {
-        FILE *f = fopen(bg->out_path, "r");
-        size_t len = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-        if (f)
-            fclose(f);
+        size_t len = bg_read(bg, buf, sizeof(buf));
         int lines = 0;
         for (size_t i = 0; i < len; i++)
             lines += buf[i] == '\n';
@@ -175,6 +179,23 @@ void bg_wait_lines(const struct bg_run *bg, int n)
         if (harness_now_ms() > until)
             fail_msg("%s: want %d lines, have %d", bg->out_path, n, lines);
     }
+}
+
+/* The v2 batch header: producerId at byte 43, producerEpoch 51,
+ * baseSequence 53, recordCount 57. */
+static long long be_int(const uint8_t *p, int n)
+{
+    unsigned long long v = 0;
+    for (int i = 0; i < n; i++)
+        v = v << 8 | p[i];
+    return n == 8 ? (long long)v : n == 4 ? (long long)(int32_t)v : (long long)(int16_t)v;
+}
+
+struct batch_ids batch_ids_read(const uint8_t *batch, size_t len)
+{
+    assert_true(len >= 61);
+    return (struct batch_ids){be_int(batch + 43, 8), (int)be_int(batch + 51, 2), (int)be_int(batch + 53, 4),
+                              (int)be_int(batch + 57, 4)};
 }
 
 int bg_finish(struct bg_run *bg)

@@ -4,6 +4,8 @@
 #ifndef CAIRN_TESTS_CLI_RUNNER_H
 #define CAIRN_TESTS_CLI_RUNNER_H
 #include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #define OUT_MAX 65536
 
@@ -49,6 +51,14 @@ void bg_write(struct bg_run *bg, const char *text);
 /* Waits up to 30 s for the output file to hold exactly want / n lines. */
 void bg_wait_output(const struct bg_run *bg, const char *want);
 void bg_wait_lines(const struct bg_run *bg, int n);
+
+/* One stored record batch's idempotence fields, read from its v2 header
+ * (the tests walk a partition's segments with broker_each_stored_batch). */
+struct batch_ids {
+    long long pid;
+    int epoch, seq, count;
+};
+struct batch_ids batch_ids_read(const uint8_t *batch, size_t len);
 /* Closes standard input and returns the exit code. */
 int bg_finish(struct bg_run *bg);
 

@@ -28,33 +28,17 @@
 #define TEXT_(x) #x
 #define TEXT(x) TEXT_(x)
 
-/* One stored batch's idempotence fields (the v2 header: producerId at 43,
- * producerEpoch 51, baseSequence 53, recordCount 57). */
-struct batch_ids {
-    long long pid;
-    int epoch, seq, count;
-};
-
 struct batches {
     struct batch_ids b[64];
     int n;
 };
 
-static long long be(const uint8_t *p, int n)
-{
-    unsigned long long v = 0;
-    for (int i = 0; i < n; i++)
-        v = v << 8 | p[i];
-    return n == 8 ? (long long)v : n == 4 ? (long long)(int32_t)v : (long long)(int16_t)v;
-}
-
 static void note_batch(const uint8_t *batch, size_t len, void *ctx)
 {
     struct batches *s = ctx;
-    assert_true(len >= 61);
+    struct batch_ids ids = batch_ids_read(batch, len);
     if (s->n < 64)
-        s->b[s->n++] = (struct batch_ids){be(batch + 43, 8), (int)be(batch + 51, 2), (int)be(batch + 53, 4),
-                                          (int)be(batch + 57, 4)};
+        s->b[s->n++] = ids;
 }
 
 static void test_produce_epoch_bump(void **state)

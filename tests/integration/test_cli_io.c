@@ -457,8 +457,7 @@ static void test_broker_restart(void **state)
 }
 
 /* The idempotence fields of the batches stored for one partition, in log
- * order (the v2 batch header: producerId at byte 43, producerEpoch 51,
- * baseSequence 53, record count 57). */
+ * order. */
 struct stored_seqs {
     int batches, records;
     long long producer_id; /* of the first batch */
@@ -466,25 +465,16 @@ struct stored_seqs {
     bool one_producer;
 };
 
-static long long be_int(const uint8_t *p, int n)
-{
-    unsigned long long v = 0;
-    for (int i = 0; i < n; i++)
-        v = v << 8 | p[i];
-    return n == 8 ? (long long)v : n == 4 ? (long long)(int32_t)v : (long long)(int16_t)v;
-}
-
 static void note_batch(const uint8_t *batch, size_t len, void *ctx)
 {
     struct stored_seqs *s = ctx;
-    assert_true(len >= 61);
-    long long pid = be_int(batch + 43, 8), seq = be_int(batch + 53, 4), count = be_int(batch + 57, 4);
+    struct batch_ids ids = batch_ids_read(batch, len);
     if (s->batches == 0)
-        s->producer_id = pid;
-    s->one_producer &= pid == s->producer_id && be_int(batch + 51, 2) >= 0;
-    s->in_order &= seq == s->records;
+        s->producer_id = ids.pid;
+    s->one_producer &= ids.pid == s->producer_id && ids.epoch >= 0;
+    s->in_order &= ids.seq == s->records;
     s->batches++;
-    s->records += (int)count;
+    s->records += ids.count;
 }
 
 static struct stored_seqs stored_seqs(const struct test_broker *b, const char *partition_dir)
