@@ -20,6 +20,7 @@ enum {
     CLI_EXIT_KAFKA = 1,       /* the broker answered with a Kafka error */
     CLI_EXIT_USAGE = 2,       /* bad flags, arguments or profile */
     CLI_EXIT_UNREACHABLE = 3, /* no broker reachable (or it stopped answering) */
+    CLI_EXIT_TIMEOUT = 4,     /* a --wait ran out of time with the work under way */
 };
 
 /* The API keys the tool sends (Kafka's numbering). */
