@@ -356,7 +356,9 @@ static int reassign_verify(struct cli_conn *c, struct reassign_args *a, bool jso
             cli_table_add(t, a->topic, part, status);
     }
     cli_reply_free(&r);
-    if (arr)
+    if (arr && a->start)
+        json_decref(arr); /* start --wait: stdout holds start's JSON already, one document */
+    else if (arr)
         cli_json_print(arr);
     else
         cli_table_print(t);

@@ -24,7 +24,7 @@
  *    --disallow-replication-factor-change` (AlterPartitionReassignments v1,
  *    KIP-860) of a plan that adds a replica is refused with
  *    INVALID_REPLICATION_FACTOR and changes nothing; the same plan without
- *    the flag is accepted;
+ *    the flag is accepted (and waited for with --wait --format json);
  *  - test_cli_wait: `cairn reassign start --wait --wait-timeout` of a
  *    throttled move gives up with exit 4 while it is under way, and
  *    `cairn reassign verify --wait` prints 0/1 then 1/1 partitions
@@ -494,10 +494,14 @@ static void test_cli_keep_replication_factor(void **state)
     RUN(&r, "reassign", "start", "-b", node_bootstrap(1), "--topic", "keeprf", "--partition", "0", "--replicas", "2,1",
         "--disallow-replication-factor-change");
     expect(&r, 0, "STARTED", NULL);
+    /* --wait --format json: progress on stderr, one JSON document out. */
     RUN(&r, "reassign", "start", "-b", node_bootstrap(1), "--topic", "keeprf", "--partition", "0", "--replicas",
-        "1,2,3");
-    expect(&r, 0, "STARTED", NULL);
-    wait_no_reassignment(WAIT_MS);
+        "1,2,3", "--wait", "--format", "json");
+    expect(&r, 0, NULL, "1/1 partitions reassigned");
+    json_t *j = parse_json(&r);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(j, 0), "result")), "STARTED");
+    json_decref(j);
+    assert_false(reassignment_listed());
     wait_replicas("keeprf", "1,2,3");
     RUN(&r, "reassign", "verify", "-b", node_bootstrap(1), "--topic", "keeprf", "--partition", "0",
         "--disallow-replication-factor-change");
