@@ -65,6 +65,11 @@ int cli_setting_apply(const char *where, const char *key, const char *val, struc
                       : key[0] == 'm' ? &s->max_poll_interval_ms
                                       : &s->auto_commit_interval_ms;
         *to = (int32_t)v;
+    } else if (!strcmp(key, "group.instance.id")) {
+        return set_path(s->group_instance_id, sizeof(s->group_instance_id), where, key, val);
+    } else if (!strcmp(key, "debug")) {
+        /* librdkafka's comma-separated contexts; only the group's has output here. */
+        s->debug_cgrp = strstr(val, "cgrp") != NULL || strstr(val, "all") != NULL;
     } else if (!strcmp(key, "enable.idempotence")) {
         if (!strcasecmp(val, "true") || !strcmp(val, "1"))
             s->idempotence = 1;

@@ -20,6 +20,7 @@ enum {
     CLI_EXIT_KAFKA = 1,       /* the broker answered with a Kafka error */
     CLI_EXIT_USAGE = 2,       /* bad flags, arguments or profile */
     CLI_EXIT_UNREACHABLE = 3, /* no broker reachable (or it stopped answering) */
+    CLI_EXIT_TIMEOUT = 4,     /* a --wait ran out of time with the work under way */
 };
 
 /* The API keys the tool sends (Kafka's numbering). */
@@ -82,6 +83,10 @@ struct cli_settings {
      * names: session.timeout.ms, heartbeat.interval.ms,
      * max.poll.interval.ms (the rebalance timeout), auto.commit.interval.ms. */
     int32_t session_timeout_ms, heartbeat_interval_ms, max_poll_interval_ms, auto_commit_interval_ms;
+    /* group.instance.id: a static member (KIP-345); empty for a dynamic one. */
+    char group_instance_id[256];
+    /* debug: librdkafka's contexts; cgrp (or all) prints the member's joins on stderr. */
+    bool debug_cgrp;
     /* cairn produce, in librdkafka's names: enable.idempotence (-1 unset,
      * 0 or 1) and delivery.timeout.ms (alias message.timeout.ms; 0: the
      * --timeout), how long a batch is retried before produce gives up. */

@@ -40,9 +40,12 @@ static const char consume_usage[] =
     "  -g, --group GROUP         read as a member of GROUP: the partitions the group assigns, from\n"
     "                            its committed offsets (--offset/--timestamp where none), positions\n"
     "                            committed every auto.commit.interval.ms and at exit\n"
+    "      --group-instance-id ID  a static member of the group (KIP-345, group.instance.id): a restart\n"
+    "                            within session.timeout.ms keeps its partitions without a rebalance;\n"
+    "                            no LeaveGroup at exit\n"
     "common flags: -b/--brokers, --profile, -X key=value, --timeout MS, -h/--help (see cairn --help)\n";
 
-enum { OPT_TIMESTAMP = 5100, OPT_FORMAT, OPT_ISOLATION };
+enum { OPT_TIMESTAMP = 5100, OPT_FORMAT, OPT_ISOLATION, OPT_GROUP_INSTANCE_ID };
 
 static const struct option consume_long[] = {
     {"partition", required_argument, NULL, 'p'},
@@ -53,6 +56,7 @@ static const struct option consume_long[] = {
     {"format", required_argument, NULL, OPT_FORMAT},
     {"isolation", required_argument, NULL, OPT_ISOLATION},
     {"group", required_argument, NULL, 'g'},
+    {"group-instance-id", required_argument, NULL, OPT_GROUP_INSTANCE_ID},
     {NULL, 0, NULL, 0},
 };
 
@@ -108,6 +112,11 @@ static int consume_flag(int opt, const char *arg, void *ctx)
         if (!*arg)
             return cli_fail(CLI_EXIT_USAGE, "--group wants a group id");
         a->group = arg;
+        return -1;
+    case OPT_GROUP_INSTANCE_ID:
+        if (!*arg || strlen(arg) > 249)
+            return cli_fail(CLI_EXIT_USAGE, "--group-instance-id wants an id of 1 to 249 characters");
+        a->group_instance_id = arg;
         return -1;
     }
     return CLI_EXIT_USAGE;
@@ -572,6 +581,13 @@ int cli_consume_main(int argc, char **argv)
     if (a.group && a.partition >= 0)
         return cli_fail(CLI_EXIT_USAGE, "--group and --partition cannot be used together (the group assigns the "
                                         "partitions)");
+    if (a.group_instance_id && !a.group)
+        return cli_fail(CLI_EXIT_USAGE, "--group-instance-id goes with --group");
+    /* group.instance.id from -X, the environment or the profile (shared
+     * with librdkafka apps: ignored by a read without --group). */
+    if (!a.group_instance_id && s.group_instance_id[0] && a.group)
+        a.group_instance_id = s.group_instance_id;
+    a.debug_group = s.debug_cgrp;
     a.session_timeout_ms = s.session_timeout_ms;
     a.heartbeat_interval_ms = s.heartbeat_interval_ms;
     a.rebalance_timeout_ms = s.max_poll_interval_ms;

@@ -20,6 +20,8 @@ struct consume_args {
     bool json;
     int8_t isolation;
     const char *group;
+    const char *group_instance_id; /* NULL: a dynamic member */
+    bool debug_group;              /* debug=cgrp: each join printed on stderr */
     /* Group membership timing (cli_settings, librdkafka's names). */
     int32_t session_timeout_ms, heartbeat_interval_ms, rebalance_timeout_ms, commit_interval_ms;
 };
@@ -52,7 +54,13 @@ struct consumer {
     char member_id[512];
     int32_t generation;
     int64_t last_heartbeat_ms, last_heartbeat_ok_ms;
+    bool static_unsupported; /* the coordinator speaks JoinGroup below v5 (KIP-345) */
 };
+
+/* The member's group.instance.id as a wire string (null when dynamic). */
+struct kafka_str cli_consume_instance_id(const struct consumer *k);
+/* What to do about FENCED_INSTANCE_ID (a static buffer). */
+const char *cli_consume_fenced_hint(const struct consumer *k);
 
 /* Set by SIGINT/SIGTERM: the read ends, the positions committed. */
 extern volatile sig_atomic_t cli_consume_stop;
@@ -80,7 +88,9 @@ int cli_consume_member_join(struct consumer *k);
 /* Between fetches: heartbeats when due, commits when due, and on a
  * rebalance commits and joins again. Returns 0 or an exit code. */
 int cli_consume_member_poll(struct consumer *k);
-/* Commits the positions and leaves the group. Returns 0 or an exit code. */
+/* Commits the positions and leaves the group; a static member
+ * (group.instance.id) only commits, keeping its partitions until
+ * session.timeout.ms, as Kafka's consumer does. Returns 0 or an exit code. */
 int cli_consume_member_leave(struct consumer *k);
 
 #endif

@@ -99,10 +99,12 @@ static int build_offset_commit(void *req, int16_t version, struct kafka_arena *a
 {
     struct offset_commit_request *m = req;
     const struct consumer *k = ctx;
-    (void)version;
+    if (k->a->group_instance_id && version < 7) /* GroupInstanceId came with v7 */
+        return -1;
     m->group_id = kafka_str_from_cstr(k->a->group);
     m->generation_id_or_member_epoch = k->member ? k->generation : -1;
     m->member_id = kafka_str_from_cstr(k->member ? k->member_id : "");
+    m->group_instance_id = k->member ? cli_consume_instance_id(k) : (struct kafka_str){NULL, -1};
     m->retention_time_ms = -1;
     m->topics = kafka_arena_alloc(ar, sizeof(*m->topics));
     struct offset_commit_request_offset_commit_request_partition *ps = kafka_arena_alloc(ar, sizeof(*ps) *
@@ -180,7 +182,13 @@ int cli_consume_commit(struct consumer *k)
             char what[400];
             snprintf(what, sizeof(what), "cannot commit group '%s' offset of partition %d", k->a->group,
                      (int)pr->partition_index);
-            rc = cli_kafka_fail(pr->error_code, (struct kafka_str){NULL, -1}, what, NULL);
+            bool fenced = pr->error_code == KAFKA_ERR_FENCED_INSTANCE_ID;
+            if (fenced) { /* another process is this member now: no more commits */
+                k->member = false;
+                k->member_id[0] = '\0';
+            }
+            rc = cli_kafka_fail(pr->error_code, (struct kafka_str){NULL, -1}, what,
+                                fenced ? cli_consume_fenced_hint(k) : NULL);
         }
     cli_reply_free(&r);
     return rc;

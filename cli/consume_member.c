@@ -9,7 +9,13 @@
  * (a fetch waits at most 500 ms, well under heartbeat.interval.ms). On
  * REBALANCE_IN_PROGRESS the positions are committed first, then the member
  * joins again; at exit it commits and sends LeaveGroup so the others take
- * its partitions over without waiting for the session to expire. */
+ * its partitions over without waiting for the session to expire.
+ *
+ * With group.instance.id (KIP-345) the member is static: every request
+ * names the instance, and at exit it sends no LeaveGroup, so a restart
+ * within session.timeout.ms takes its old place (and partitions) without
+ * a rebalance. A second process with the same id fences the first, which
+ * then hears FENCED_INSTANCE_ID and exits. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +79,7 @@ static int32_t subscription_topics(struct kafka_bytes b, struct kafka_arena *ar,
 
 struct member_sub {
     struct kafka_str id;
+    struct kafka_str key; /* the order the range assignor deals in: instance id, else member id */
     struct kafka_str *topics;
     int32_t ntopics;
     struct consumer_protocol_assignment out;
@@ -81,9 +88,9 @@ struct member_sub {
 static int by_member_id(const void *x, const void *y)
 {
     const struct member_sub *a = x, *b = y;
-    int32_t n = a->id.len < b->id.len ? a->id.len : b->id.len;
-    int c = n > 0 ? memcmp(a->id.data, b->id.data, (size_t)n) : 0;
-    return c ? c : (a->id.len > b->id.len) - (a->id.len < b->id.len);
+    int32_t n = a->key.len < b->key.len ? a->key.len : b->key.len;
+    int c = n > 0 ? memcmp(a->key.data, b->key.data, (size_t)n) : 0;
+    return c ? c : (a->key.len > b->key.len) - (a->key.len < b->key.len);
 }
 
 static bool str_eq(struct kafka_str a, struct kafka_str b)
@@ -116,7 +123,8 @@ static int32_t topic_partitions(struct consumer *k, struct kafka_str topic)
 }
 
 /* Kafka's RangeAssignor: per topic, the members subscribing to it in
- * member id order each take a contiguous range, the first (partitions %
+ * member id order (static members by instance id, so a restart keeps
+ * the same partitions) each take a contiguous range, the first (partitions %
  * members) one more. Fills ms[i].out; arrays from ar. Returns 0 or -1. */
 static int range_assign(struct consumer *k, struct member_sub *ms, int32_t n, struct kafka_arena *ar)
 {
@@ -178,17 +186,25 @@ struct join_ctx {
     int64_t deadline; /* of the whole join */
 };
 
+struct kafka_str cli_consume_instance_id(const struct consumer *k)
+{
+    return k->a->group_instance_id ? kafka_str_from_cstr(k->a->group_instance_id) : (struct kafka_str){NULL, -1};
+}
+
 static int build_join(void *req, int16_t version, struct kafka_arena *ar, void *ctx)
 {
     struct join_group_request *m = req;
     struct join_ctx *j = ctx;
     const struct consume_args *a = j->k->a;
-    (void)version;
+    if (a->group_instance_id && version < 5) { /* GroupInstanceId came with v5 */
+        j->k->static_unsupported = true;
+        return -1;
+    }
     m->group_id = kafka_str_from_cstr(a->group);
     m->session_timeout_ms = a->session_timeout_ms;
     m->rebalance_timeout_ms = a->rebalance_timeout_ms;
     m->member_id = kafka_str_from_cstr(j->k->member_id);
-    m->group_instance_id = (struct kafka_str){NULL, -1};
+    m->group_instance_id = cli_consume_instance_id(j->k);
     m->protocol_type = kafka_str_from_cstr("consumer");
     m->protocols = kafka_arena_alloc(ar, sizeof(*m->protocols));
     if (!m->protocols)
@@ -205,11 +221,12 @@ static int build_sync(void *req, int16_t version, struct kafka_arena *ar, void *
 {
     struct sync_group_request *m = req;
     struct join_ctx *j = ctx;
-    (void)version;
+    if (j->k->a->group_instance_id && version < 3)
+        return -1;
     m->group_id = kafka_str_from_cstr(j->k->a->group);
     m->generation_id = j->k->generation;
     m->member_id = kafka_str_from_cstr(j->k->member_id);
-    m->group_instance_id = (struct kafka_str){NULL, -1};
+    m->group_instance_id = cli_consume_instance_id(j->k);
     m->protocol_type = kafka_str_from_cstr("consumer");
     m->protocol_name = kafka_str_from_cstr(j->protocol);
     if (j->nms > 0) {
@@ -230,12 +247,13 @@ static int build_heartbeat(void *req, int16_t version, struct kafka_arena *ar, v
 {
     struct heartbeat_request *m = req;
     const struct consumer *k = ctx;
-    (void)version;
     (void)ar;
+    if (k->a->group_instance_id && version < 3)
+        return -1;
     m->group_id = kafka_str_from_cstr(k->a->group);
     m->generation_id = k->generation;
     m->member_id = kafka_str_from_cstr(k->member_id);
-    m->group_instance_id = (struct kafka_str){NULL, -1};
+    m->group_instance_id = cli_consume_instance_id(k);
     return 0;
 }
 
@@ -299,11 +317,17 @@ static bool coordinator_moved(int16_t code)
            code == KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS;
 }
 
-static int group_fail(const struct consumer *k, int16_t code, const char *step)
+/* Prints why a group request failed; a fenced static member is told why. */
+static int group_fail(struct consumer *k, int16_t code, const char *step)
 {
     char what[400];
     snprintf(what, sizeof(what), "%s group '%s'", step, k->a->group);
-    return cli_kafka_fail(code, (struct kafka_str){NULL, -1}, what, NULL);
+    if (code == KAFKA_ERR_FENCED_INSTANCE_ID) {
+        k->member = false; /* the other process holds the partitions: nothing to commit or leave */
+        k->member_id[0] = '\0';
+    }
+    return cli_kafka_fail(code, (struct kafka_str){NULL, -1}, what,
+                          code == KAFKA_ERR_FENCED_INSTANCE_ID ? cli_consume_fenced_hint(k) : NULL);
 }
 
 /* The leader's part of a join: every member's assignment, encoded. */
@@ -315,7 +339,9 @@ static int leader_assign(struct join_ctx *j, const struct join_group_response *j
     if (!j->ms || !j->assignments)
         return cli_fail(CLI_EXIT_UNREACHABLE, "out of memory");
     for (int32_t i = 0; i < j->nms; i++) {
-        j->ms[i] = (struct member_sub){.id = jr->members[i].member_id};
+        const struct join_group_response_join_group_response_member *jm = &jr->members[i];
+        j->ms[i] = (struct member_sub){.id = jm->member_id,
+                                       .key = jm->group_instance_id.len >= 0 ? jm->group_instance_id : jm->member_id};
         j->ms[i].ntopics = subscription_topics(jr->members[i].metadata, ar, &j->ms[i].topics);
         if (j->ms[i].ntopics < 0) /* undecodable: that member gets nothing */
             j->ms[i].ntopics = 0;
@@ -358,6 +384,13 @@ static int join_round(struct consumer *k, struct join_ctx *j)
     int rc = cli_call(k->c, k->coordinator, KAFKA_API_KEY_JOIN_GROUP, build_join, j, &jr);
     loud(k);
     k->c->timeout_ms = timeout;
+    if (rc && k->static_unsupported) {
+        rc = cli_fail(CLI_EXIT_USAGE,
+                      "the coordinator of group '%s' speaks JoinGroup below v5, without static membership "
+                      "(KIP-345): leave out --group-instance-id",
+                      k->a->group);
+        goto out;
+    }
     if (rc == CLI_EXIT_UNREACHABLE) /* the coordinator went away: find it again */
     {
         int found = find_coordinator(k, j->deadline);
@@ -381,7 +414,9 @@ static int join_round(struct consumer *k, struct join_ctx *j)
     k->generation = m->generation_id;
     snprintf(j->protocol, sizeof(j->protocol), "%s", cli_str(m->protocol_name));
     j->nms = 0;
-    if (!strcmp(cli_str(m->leader), k->member_id) && (rc = leader_assign(j, m, &ar)) != 0)
+    /* KIP-814: a static leader rejoining a Stable group skips the
+     * assignment; the group keeps the one it has. */
+    if (!strcmp(cli_str(m->leader), k->member_id) && !m->skip_assignment && (rc = leader_assign(j, m, &ar)) != 0)
         goto out;
     quiet(k);
     rc = cli_call(k->c, k->coordinator, KAFKA_API_KEY_SYNC_GROUP, build_sync, j, &sr);
@@ -412,6 +447,15 @@ static int join_round(struct consumer *k, struct join_ctx *j)
     }
     k->member = true;
     k->rejoin = false;
+    if (k->a->debug_group) {
+        char ids[512] = "";
+        size_t used = 0;
+        for (int i = 0; i < k->nparts && used < sizeof ids; i++)
+            used += (size_t)snprintf(ids + used, sizeof ids - used, "%s%d", i ? "," : "", (int)k->parts[i].id);
+        fprintf(stderr, "cairn: group '%s': joined generation %d as member %s%s%s, partitions [%s]\n", k->a->group,
+                (int)k->generation, k->member_id, k->a->group_instance_id ? " instance " : "",
+                k->a->group_instance_id ? k->a->group_instance_id : "", ids);
+    }
     rc = ROUND_DONE;
 out:
     if (jr.kept)
@@ -490,6 +534,8 @@ static int heartbeat(struct consumer *k)
     switch (code) {
     case KAFKA_ERR_NONE:
         return 0;
+    case KAFKA_ERR_FENCED_INSTANCE_ID:
+        return group_fail(k, code, "fenced from");
     case KAFKA_ERR_REBALANCE_IN_PROGRESS:
         k->rejoin = true;
         return 0;
@@ -535,10 +581,22 @@ int cli_consume_member_poll(struct consumer *k)
     return rc;
 }
 
+const char *cli_consume_fenced_hint(const struct consumer *k)
+{
+    static char hint[400];
+    snprintf(hint, sizeof hint,
+             "another process joined as group.instance.id '%s' and took this member's place; give each process "
+             "its own --group-instance-id",
+             k->a->group_instance_id ? k->a->group_instance_id : "");
+    return hint;
+}
+
 int cli_consume_member_leave(struct consumer *k)
 {
     int rc = cli_consume_commit(k);
-    if (!k->member_id[0])
+    /* A static member keeps its place for session.timeout.ms (Kafka's
+     * consumer sends no LeaveGroup either): a restart resumes it. */
+    if (!k->member_id[0] || k->a->group_instance_id)
         return rc;
     struct cli_reply r;
     int left = cli_call(k->c, k->coordinator, KAFKA_API_KEY_LEAVE_GROUP, build_leave, k, &r);

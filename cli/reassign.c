@@ -1,18 +1,22 @@
 /* cairn reassign: AlterPartitionReassignments and ListPartitionReassignments
  * (KIP-455), like kafka-reassign-partitions.sh without the JSON files:
  *   start  --topic T --partition N --replicas 2,3,4 [--partition ...] [--throttle B]
+ *          [--disallow-replication-factor-change] [--wait [--wait-timeout MS]]
  *   cancel --topic T --partition N [--partition ...]
  *   list   [--topic T [--partition N ...]]
- *   verify --topic T --partition N [--partition ...]
+ *   verify --topic T --partition N [--partition ...] [--wait [--wait-timeout MS]]
  *   generate --topics A,B --broker-list 1,2,3 (reassign_generate.c)
  * start and cancel print each partition's result (a Kafka error exits 1);
  * list prints the reassignments under way with their adding and removing
  * replicas; verify whether the partitions still move, and once none does
- * removes the throttle start --throttle set (reassign_throttle.c). */
+ * removes the throttle start --throttle set (reassign_throttle.c); with
+ * --wait, start and verify poll until no partition moves, showing
+ * progress, then verify. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -22,10 +26,12 @@
 
 static const char reassign_usage[] =
     "usage: cairn reassign start --topic T --partition N --replicas ID,ID,... [--partition N --replicas ...]\n"
-    "                            [--throttle BYTES_PER_SEC]\n"
+    "                            [--throttle BYTES_PER_SEC] [--disallow-replication-factor-change]\n"
+    "                            [--wait [--wait-timeout MS]]\n"
     "       cairn reassign cancel --topic T --partition N [--partition N ...]\n"
     "       cairn reassign list [--topic T [--partition N ...]] [--format json]\n"
-    "       cairn reassign verify --topic T --partition N [--partition N ...] [--format json]\n"
+    "       cairn reassign verify --topic T --partition N [--partition N ...] [--wait [--wait-timeout MS]]\n"
+    "                             [--format json]\n"
     "       cairn reassign generate --topics T,T,... --broker-list ID,ID,... [--format json]\n"
     "  start moves each partition to the replicas given (the first one preferred leader): the new\n"
     "  replicas copy the log, join the ISR, then the old ones are dropped and delete their copy.\n"
@@ -34,10 +40,24 @@ static const char reassign_usage[] =
     "  follower.replication.throttled.rate on the brokers involved and the topic's *.throttled.replicas\n"
     "  for the moving partitions; verify tells whether they still move and, once none does, removes\n"
     "  those throttle configs. generate proposes a balanced assignment of the topics over the brokers\n"
-    "  listed (the current one printed too, to roll back) and the reassign start commands applying it\n"
+    "  listed (the current one printed too, to roll back) and the reassign start commands applying it.\n"
+    "  --disallow-replication-factor-change makes the controller refuse a plan changing a partition's\n"
+    "  replica count (INVALID_REPLICATION_FACTOR; AlterPartitionReassignments v1, KIP-860). --wait\n"
+    "  polls until none of the partitions moves, printing how many are done (a bar redrawn in place on\n"
+    "  a terminal), then verifies; --wait-timeout MS gives up after MS with exit code 4\n"
     "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
 
-enum { OPT_TOPIC = 4200, OPT_PARTITION, OPT_REPLICAS, OPT_THROTTLE, OPT_TOPICS, OPT_BROKER_LIST };
+enum {
+    OPT_TOPIC = 4200,
+    OPT_PARTITION,
+    OPT_REPLICAS,
+    OPT_THROTTLE,
+    OPT_TOPICS,
+    OPT_BROKER_LIST,
+    OPT_DISALLOW_RF_CHANGE,
+    OPT_WAIT,
+    OPT_WAIT_TIMEOUT,
+};
 
 static const struct option reassign_long[] = {
     {"topic", required_argument, NULL, OPT_TOPIC},
@@ -46,6 +66,9 @@ static const struct option reassign_long[] = {
     {"throttle", required_argument, NULL, OPT_THROTTLE},
     {"topics", required_argument, NULL, OPT_TOPICS},
     {"broker-list", required_argument, NULL, OPT_BROKER_LIST},
+    {"disallow-replication-factor-change", no_argument, NULL, OPT_DISALLOW_RF_CHANGE},
+    {"wait", no_argument, NULL, OPT_WAIT},
+    {"wait-timeout", required_argument, NULL, OPT_WAIT_TIMEOUT},
     {NULL, 0, NULL, 0},
 };
 
@@ -61,6 +84,10 @@ struct reassign_args {
     int32_t replica_count[REASSIGN_MAX_PARTITIONS]; /* -1: not given */
     int64_t throttle;                               /* bytes/s; -1: not given */
     const char *topics, *broker_list;               /* generate */
+    bool keep_replication_factor;                   /* AllowReplicationFactorChange false (KIP-860) */
+    bool needs_v1;                                  /* set when the broker offered v0 only */
+    bool wait;
+    int64_t wait_timeout_ms; /* 0: no limit */
 };
 
 /* "2,3,4" into out; returns the count or -1. */
@@ -113,6 +140,17 @@ static int reassign_flag(int opt, const char *arg, void *ctx)
     case OPT_BROKER_LIST:
         a->broker_list = arg;
         return -1;
+    case OPT_DISALLOW_RF_CHANGE:
+        a->keep_replication_factor = true;
+        return -1;
+    case OPT_WAIT:
+        a->wait = true;
+        return -1;
+    case OPT_WAIT_TIMEOUT:
+        if (cli_parse_int(arg, 1, INT64_MAX / 2, &v) != 0)
+            return cli_fail(CLI_EXIT_USAGE, "--wait-timeout wants milliseconds, got '%s'", arg);
+        a->wait_timeout_ms = v;
+        return -1;
     case OPT_THROTTLE:
         if (cli_parse_int(arg, 1, INT64_MAX, &v) != 0)
             return cli_fail(CLI_EXIT_USAGE, "--throttle wants bytes per second, got '%s'", arg);
@@ -125,9 +163,13 @@ static int reassign_flag(int opt, const char *arg, void *ctx)
 
 static int build_alter(void *req, int16_t version, struct kafka_arena *arena, void *ctx)
 {
-    (void)version;
-    const struct reassign_args *a = ctx;
+    struct reassign_args *a = ctx;
     struct alter_partition_reassignments_request *m = req;
+    if (a->keep_replication_factor && version < 1) {
+        a->needs_v1 = true; /* v0 cannot carry the flag: refuse rather than drop it */
+        return -1;
+    }
+    m->allow_replication_factor_change = !a->keep_replication_factor;
     m->timeout_ms = 30000;
     m->topics = kafka_arena_alloc(arena, sizeof(*m->topics));
     if (!m->topics)
@@ -153,6 +195,10 @@ static int reassign_alter(struct cli_conn *c, struct reassign_args *a, bool json
 {
     struct cli_reply r;
     int rc = cli_call(c, c->controller_id, KAFKA_API_KEY_ALTER_PARTITION_REASSIGNMENTS, build_alter, a, &r);
+    if (rc && a->needs_v1)
+        return cli_fail(CLI_EXIT_USAGE,
+                        "--disallow-replication-factor-change needs AlterPartitionReassignments v1 (KIP-860), and "
+                        "the controller speaks v0 only; leave the flag out");
     if (rc)
         return rc;
     const struct alter_partition_reassignments_response *m = r.response;
@@ -310,7 +356,9 @@ static int reassign_verify(struct cli_conn *c, struct reassign_args *a, bool jso
             cli_table_add(t, a->topic, part, status);
     }
     cli_reply_free(&r);
-    if (arr)
+    if (arr && a->start)
+        json_decref(arr); /* start --wait: stdout holds start's JSON already, one document */
+    else if (arr)
         cli_json_print(arr);
     else
         cli_table_print(t);
@@ -320,6 +368,69 @@ static int reassign_verify(struct cli_conn *c, struct reassign_args *a, bool jso
             fprintf(json ? stderr : stdout, "throttle removed\n");
     }
     return rc;
+}
+
+#define WAIT_POLL_MS 500
+#define WAIT_BAR_WIDTH 30
+
+/* On a terminal one bar line redrawn in place; otherwise a plain line,
+ * which the caller prints only when the count moves. */
+static void show_progress(FILE *out, bool tty, int32_t done, int32_t total, int64_t elapsed_ms)
+{
+    if (tty) {
+        char bar[WAIT_BAR_WIDTH + 1];
+        int filled = total > 0 ? (int)((int64_t)done * WAIT_BAR_WIDTH / total) : WAIT_BAR_WIDTH;
+        memset(bar, '#', (size_t)filled);
+        memset(bar + filled, '-', (size_t)(WAIT_BAR_WIDTH - filled));
+        bar[WAIT_BAR_WIDTH] = '\0';
+        fprintf(out, "\r[%s] %d/%d partitions reassigned, %lld s ", bar, (int)done, (int)total,
+                (long long)(elapsed_ms / 1000));
+    } else {
+        fprintf(out, "%d/%d partitions reassigned\n", (int)done, (int)total);
+    }
+    fflush(out);
+}
+
+/* Polls ListPartitionReassignments until none of a's partitions is
+ * listed (0), the wait times out (CLI_EXIT_TIMEOUT) or a call fails. */
+static int reassign_wait(struct cli_conn *c, struct reassign_args *a, bool json)
+{
+    FILE *out = json ? stderr : stdout; /* stdout holds the JSON */
+    bool tty = isatty(fileno(out));
+    int64_t started = cli_now_ms();
+    int32_t last_done = -1;
+    for (;;) {
+        struct cli_reply r;
+        int rc = list_reassignments(c, a, &r);
+        if (rc) {
+            if (tty && last_done >= 0)
+                fputc('\n', out);
+            return rc;
+        }
+        int32_t moving = 0;
+        for (int32_t i = 0; i < a->count; i++)
+            moving += listed(r.response, a->partitions[i]);
+        cli_reply_free(&r);
+        int32_t done = a->count - moving;
+        int64_t elapsed = cli_now_ms() - started;
+        if (tty || done != last_done)
+            show_progress(out, tty, done, a->count, elapsed);
+        last_done = done;
+        if (moving == 0 || (a->wait_timeout_ms > 0 && elapsed >= a->wait_timeout_ms)) {
+            if (tty)
+                fputc('\n', out);
+            if (moving == 0)
+                return 0;
+            return cli_fail(CLI_EXIT_TIMEOUT,
+                            "%d of %d partitions still moving after %lld ms; wait again with reassign verify "
+                            "--wait, or stop them with reassign cancel",
+                            (int)moving, (int)a->count, (long long)elapsed);
+        }
+        int64_t nap = WAIT_POLL_MS;
+        if (a->wait_timeout_ms > 0 && a->wait_timeout_ms - elapsed < nap)
+            nap = a->wait_timeout_ms - elapsed;
+        cli_sleep_ms(nap);
+    }
 }
 
 int cli_reassign_main(int argc, char **argv)
@@ -353,6 +464,12 @@ int cli_reassign_main(int argc, char **argv)
         rc = cli_fail(CLI_EXIT_USAGE, "--partition goes with --topic");
     if (rc < 0 && !start && a->throttle >= 0)
         rc = cli_fail(CLI_EXIT_USAGE, "--throttle goes with reassign start only");
+    if (rc < 0 && !start && a->keep_replication_factor)
+        rc = cli_fail(CLI_EXIT_USAGE, "--disallow-replication-factor-change goes with reassign start only");
+    if (rc < 0 && !start && !verify && a->wait)
+        rc = cli_fail(CLI_EXIT_USAGE, "--wait goes with reassign start and verify only");
+    if (rc < 0 && a->wait_timeout_ms > 0 && !a->wait)
+        rc = cli_fail(CLI_EXIT_USAGE, "--wait-timeout goes with --wait");
     for (int32_t i = 0; rc < 0 && i < a->count; i++) {
         if (start && a->replica_count[i] < 0)
             rc = cli_fail(CLI_EXIT_USAGE, "partition %d has no --replicas", (int)a->partitions[i]);
@@ -366,11 +483,15 @@ int cli_reassign_main(int argc, char **argv)
             if (start && a->throttle > 0)
                 rc = reassign_throttle_set(&c, a->topic, a->partitions, &a->replicas[0][0], REASSIGN_MAX_REPLICAS,
                                            a->replica_count, a->count, a->throttle);
+            if (!rc && (start || cancel))
+                rc = reassign_alter(&c, a, s.json);
+            if (!rc && a->wait)
+                rc = reassign_wait(&c, a, s.json);
             if (!rc)
-                rc = list       ? reassign_list(&c, a, s.json)
-                     : verify   ? reassign_verify(&c, a, s.json)
-                     : generate ? reassign_generate(&c, a->topics, a->broker_list, s.json)
-                                : reassign_alter(&c, a, s.json);
+                rc = list                ? reassign_list(&c, a, s.json)
+                     : generate          ? reassign_generate(&c, a->topics, a->broker_list, s.json)
+                     : verify || a->wait ? reassign_verify(&c, a, s.json)
+                                         : CLI_EXIT_OK;
             cli_close(&c);
         }
     }

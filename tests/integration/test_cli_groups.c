@@ -29,7 +29,7 @@ static long long g_t0;
 static void produce_events(const char *bs)
 {
     rk_create_topic(bs, "events", 2, NULL);
-    g_t0 = (harness_now_ms() / 1000 - 3600) * 1000; /* an hour ago, whole seconds */
+    g_t0 = ((long long)time(NULL) - 3600) * 1000; /* an hour ago (wall clock: record timestamps), whole seconds */
     rd_kafka_t *p = rk_producer_new(bs, NULL);
     for (int i = 0; i < 15; i++) {
         int part = i < 10 ? 0 : 1, idx = i < 10 ? i : i - 10;

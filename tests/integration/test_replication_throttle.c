@@ -19,7 +19,17 @@
  *  - test_cli_throttle_and_verify: `cairn reassign start --throttle` sets
  *    the rates on the brokers involved and the topic's throttled replicas,
  *    the move keeps to the rate, and `cairn reassign verify` removes the
- *    throttle once the move is complete (not before). */
+ *    throttle once the move is complete (not before);
+ *  - test_cli_keep_replication_factor: `cairn reassign start
+ *    --disallow-replication-factor-change` (AlterPartitionReassignments v1,
+ *    KIP-860) of a plan that adds a replica is refused with
+ *    INVALID_REPLICATION_FACTOR and changes nothing; the same plan without
+ *    the flag is accepted (and waited for with --wait --format json);
+ *  - test_cli_wait: `cairn reassign start --wait --wait-timeout` of a
+ *    throttled move gives up with exit 4 while it is under way, and
+ *    `cairn reassign verify --wait` prints 0/1 then 1/1 partitions
+ *    reassigned (plain lines: stdout is no terminal) and exits 0 once it
+ *    is complete. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -434,6 +444,99 @@ static void test_cli_throttle_and_verify(void **state)
     }
 }
 
+/* Replicas of topic-0 as node 2's Metadata names them, as "1,2" (empty
+ * while node 2 does not know the topic yet). */
+static void replicas_of(const char *topic, char *out, size_t len)
+{
+    struct run r;
+    out[0] = '\0';
+    RUN(&r, "topic", "describe", topic, "-b", node_bootstrap(2), "--format", "json");
+    if (r.code != 0)
+        return;
+    json_t *j = parse_json(&r);
+    json_t *reps = json_object_get(json_array_get(json_object_get(j, "partitions"), 0), "replicas");
+    size_t used = 0, i;
+    json_t *v;
+    json_array_foreach(reps, i, v)
+        used += (size_t)snprintf(out + used, len - used, "%s%lld", i ? "," : "", (long long)json_integer_value(v));
+    json_decref(j);
+}
+
+/* Waits until node 2 names want as topic-0's replicas. */
+static void wait_replicas(const char *topic, const char *want)
+{
+    char now[64];
+    long long until = harness_now_ms() + WAIT_MS;
+    for (replicas_of(topic, now, sizeof now); strcmp(now, want) != 0; replicas_of(topic, now, sizeof now)) {
+        if (harness_now_ms() > until)
+            fail_msg("%s-0 is on '%s', not %s", topic, now, want);
+        usleep(200 * 1000);
+    }
+}
+
+/* KIP-860: with --disallow-replication-factor-change a plan turning two
+ * replicas into three is refused and nothing moves; without it the same
+ * plan is accepted. */
+static void test_cli_keep_replication_factor(void **state)
+{
+    (void)state;
+    int32_t ctl = agreed_controller(&g_cluster, -1, WAIT_MS);
+    int32_t replicas[] = {1, 2};
+    assert_int_equal(create_assigned(&g_cluster, ctl, "keeprf", replicas, 2), 0);
+    wait_view(&g_cluster, 1, ALL, "keeprf", 1, WAIT_MS);
+    struct run r;
+    RUN(&r, "reassign", "start", "-b", node_bootstrap(1), "--topic", "keeprf", "--partition", "0", "--replicas",
+        "1,2,3", "--disallow-replication-factor-change");
+    expect(&r, 1, "INVALID_REPLICATION_FACTOR", NULL);
+    assert_false(reassignment_listed());
+    wait_replicas("keeprf", "1,2");
+    /* The same count in another order is no change of factor. */
+    RUN(&r, "reassign", "start", "-b", node_bootstrap(1), "--topic", "keeprf", "--partition", "0", "--replicas", "2,1",
+        "--disallow-replication-factor-change");
+    expect(&r, 0, "STARTED", NULL);
+    /* --wait --format json: progress on stderr, one JSON document out. */
+    RUN(&r, "reassign", "start", "-b", node_bootstrap(1), "--topic", "keeprf", "--partition", "0", "--replicas",
+        "1,2,3", "--wait", "--format", "json");
+    expect(&r, 0, NULL, "1/1 partitions reassigned");
+    json_t *j = parse_json(&r);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(j, 0), "result")), "STARTED");
+    json_decref(j);
+    assert_false(reassignment_listed());
+    wait_replicas("keeprf", "1,2,3");
+    RUN(&r, "reassign", "verify", "-b", node_bootstrap(1), "--topic", "keeprf", "--partition", "0",
+        "--disallow-replication-factor-change");
+    expect(&r, 2, NULL, "--disallow-replication-factor-change goes with reassign start only");
+}
+
+/* --wait on a throttled move (about MOVE_BYTES / LEADER_RATE, 4 s): a
+ * timeout well short of it exits 4 naming what still moves; verify
+ * --wait prints the progress lines and exits 0 once it is done. */
+static void test_cli_wait(void **state)
+{
+    (void)state;
+    create_loaded("waited");
+    struct run r;
+    RUN(&r, "reassign", "start", "-b", node_bootstrap(1), "--topic", "waited", "--partition", "0", "--replicas",
+        "1,2,3", "--wait", "--wait-timeout", "300");
+    expect(&r, 4, "0/1 partitions reassigned\n", "1 of 1 partitions still moving after");
+    assert_null(strstr(r.out, "1/1"));
+    assert_true(reassignment_listed());
+    RUN(&r, "reassign", "verify", "-b", node_bootstrap(1), "--topic", "waited", "--partition", "0", "--wait");
+    expect(&r, 0, "0/1 partitions reassigned\n1/1 partitions reassigned\n", NULL);
+    expect(&r, 0, "COMPLETE", NULL);
+    assert_null(strchr(r.out, '\r')); /* no bar redrawn: stdout is a file */
+    static char shown[OUT_MAX + 128];
+    snprintf(shown, sizeof shown, "$ cairn reassign verify --topic waited --partition 0 --wait\n%s", r.out);
+    doc_shows(shown);
+    assert_false(reassignment_listed());
+    assert_int_equal(log_bytes(3, "waited"), log_bytes(1, "waited"));
+    RUN(&r, "reassign", "list", "-b", node_bootstrap(1), "--wait");
+    expect(&r, 2, NULL, "--wait goes with reassign start and verify only");
+    RUN(&r, "reassign", "verify", "-b", node_bootstrap(1), "--topic", "waited", "--partition", "0", "--wait-timeout",
+        "5");
+    expect(&r, 2, NULL, "--wait-timeout goes with --wait");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -442,6 +545,8 @@ int main(void)
         cmocka_unit_test(test_runtime_rate_change),
         cmocka_unit_test(test_follower_throttle_spares_other_partitions),
         cmocka_unit_test(test_cli_throttle_and_verify),
+        cmocka_unit_test(test_cli_keep_replication_factor),
+        cmocka_unit_test(test_cli_wait),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
