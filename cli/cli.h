@@ -177,8 +177,9 @@ struct cli_conn {
     struct net_client_kept *meta_kept;
     struct metadata_response *meta; /* cluster metadata (brokers, no topics) */
     int16_t meta_version;
-    bool no_response; /* the next calls expect no answer (Produce with acks=0) */
-    bool fail_fast;   /* the next calls fail at a refused connection (net/client.h) */
+    bool no_response;                   /* the next calls expect no answer (Produce with acks=0) */
+    bool fail_fast;                     /* the next calls fail at a refused connection (net/client.h) */
+    enum net_client_status last_status; /* of the last call */
 };
 
 /* A kept response: the caller reads response and frees with cli_reply_free. */
@@ -209,6 +210,18 @@ void cli_reply_free(struct cli_reply *r);
  * Metadata refreshes go this way so a dead bootstrap broker does not
  * hide the rest of the cluster. */
 int cli_call_any(struct cli_conn *c, int16_t api_key, cli_build_fn build, void *ctx, struct cli_reply *out);
+/* True when a controller-bound answer says NOT_CONTROLLER anywhere. */
+typedef bool (*cli_controller_moved_fn)(const void *response);
+/* cli_call to the controller Metadata named. An answer of NOT_CONTROLLER
+ * (the quorum's leader moved, or the node asked lost its lead) or a
+ * refused connection (the controller died) is asked again of the
+ * controller a fresh Metadata names, backing off 100 ms to 1 s, until
+ * --timeout, as Kafka's admin client retries them; the last answer is
+ * returned as it came. */
+int cli_call_controller(struct cli_conn *c, int16_t api_key, cli_build_fn build, void *ctx,
+                        cli_controller_moved_fn moved, struct cli_reply *out);
+/* cli_controller_moved_fn of IncrementalAlterConfigs. */
+bool cli_alter_configs_moved(const void *response);
 /* Remembers (and registers) the brokers a Metadata answer lists. */
 void cli_note_brokers(struct cli_conn *c, const struct metadata_response *m);
 /* cli_call at version pinned (-1: negotiated). */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -97,11 +98,13 @@ static int call_quiet(struct cli_conn *c, int32_t node, int16_t api_key, int16_t
         .fail_fast = c->net_err != NULL || c->fail_fast,
     };
     int rc = -1;
+    c->last_status = NET_CLIENT_CANCELLED; /* not sent */
     if (net_client_send(c->client, &req, err, errlen) == 0) {
         pthread_mutex_lock(&w.mu);
         while (!w.done)
             pthread_cond_wait(&w.cv, &w.mu);
         pthread_mutex_unlock(&w.mu);
+        c->last_status = w.status;
         if (w.status == NET_CLIENT_OK) {
             out->kept = w.kept;
             out->response = w.kept ? net_client_kept_response(w.kept) : NULL;
@@ -121,13 +124,10 @@ static int call_quiet(struct cli_conn *c, int32_t node, int16_t api_key, int16_t
     return rc;
 }
 
-int cli_call_raw(struct cli_conn *c, int32_t node, int16_t api_key, int16_t pinned, cli_build_fn build, void *ctx,
-                 struct cli_reply *out)
+/* The exit code of a call_quiet failure (rc -1 or -2), its reason printed
+ * (or stored in c->net_err). */
+static int call_failed(struct cli_conn *c, int32_t node, int16_t api_key, int rc, const char *err)
 {
-    char err[400];
-    int rc = call_quiet(c, node, api_key, pinned, build, ctx, c->timeout_ms, out, err, sizeof(err));
-    if (rc == 0)
-        return 0;
     if (rc == -2)
         return cli_sasl_failed(c, c->auth_error, err);
     if (c->net_err) {
@@ -138,6 +138,14 @@ int cli_call_raw(struct cli_conn *c, int32_t node, int16_t api_key, int16_t pinn
     return cli_fail(CLI_EXIT_UNREACHABLE,
                     "%s request to broker %d failed: %s; check the broker is up or raise --timeout", d ? d->name : "?",
                     (int)node, err);
+}
+
+int cli_call_raw(struct cli_conn *c, int32_t node, int16_t api_key, int16_t pinned, cli_build_fn build, void *ctx,
+                 struct cli_reply *out)
+{
+    char err[400];
+    int rc = call_quiet(c, node, api_key, pinned, build, ctx, c->timeout_ms, out, err, sizeof(err));
+    return rc == 0 ? 0 : call_failed(c, node, api_key, rc, err);
 }
 
 int cli_call(struct cli_conn *c, int32_t node, int16_t api_key, cli_build_fn build, void *ctx, struct cli_reply *out)
@@ -296,9 +304,8 @@ int cli_split_host_port(const char *hp, char *host, size_t hostlen, int *port)
     return 0;
 }
 
-static int register_brokers(struct cli_conn *c)
+static int register_brokers(struct cli_conn *c, const struct metadata_response *m)
 {
-    const struct metadata_response *m = c->meta;
     for (int32_t i = 0; i < m->brokers_count; i++) {
         const struct metadata_response_metadata_response_broker *b = &m->brokers[i];
         if (net_client_add_node(c->client, b->node_id, cli_str(b->host), b->port) < 0)
@@ -483,7 +490,7 @@ int cli_connect(struct cli_conn *c, const struct cli_settings *s)
         c->meta_version = r.version;
         c->any_node = id;
         c->nbootstrap = idx + 1;
-        int rc = register_brokers(c);
+        int rc = register_brokers(c, c->meta);
         if (rc)
             cli_close(c);
         return rc;
@@ -495,6 +502,60 @@ int cli_connect(struct cli_conn *c, const struct cli_settings *s)
     cli_close(c);
     return cli_fail(CLI_EXIT_UNREACHABLE, "no broker reachable (%s); check -b/--brokers, CAIRN_BROKERS or the profile",
                     last_err);
+}
+
+/* The controller as Metadata names it now; the kept c->meta (which callers
+ * may hold pointers into) is left as it is. */
+static int refresh_controller(struct cli_conn *c)
+{
+    struct metadata_ctx mc = {NULL, 0};
+    struct cli_reply r;
+    int rc = cli_call_any(c, KAFKA_API_KEY_METADATA, build_metadata, &mc, &r);
+    if (rc)
+        return rc;
+    rc = register_brokers(c, r.response);
+    cli_reply_free(&r);
+    return rc;
+}
+
+bool cli_alter_configs_moved(const void *response)
+{
+    const struct incremental_alter_configs_response *m = response;
+    for (int32_t i = 0; i < m->responses_count; i++)
+        if (m->responses[i].error_code == KAFKA_ERR_NOT_CONTROLLER)
+            return true;
+    return false;
+}
+
+int cli_call_controller(struct cli_conn *c, int16_t api_key, cli_build_fn build, void *ctx,
+                        cli_controller_moved_fn moved, struct cli_reply *out)
+{
+    int64_t deadline = cli_now_ms() + c->timeout_ms;
+    int64_t backoff_ms = 100;
+    for (;;) {
+        char err[400] = "";
+        int32_t node = c->controller_id;
+        int64_t left = deadline - cli_now_ms();
+        /* A controller that died refuses at once: ask Metadata again
+         * rather than wait out --timeout on it. */
+        c->fail_fast = true;
+        int rc = call_quiet(c, node, api_key, -1, build, ctx, left > 1 ? left : 1, out, err, sizeof(err));
+        c->fail_fast = false;
+        bool again = rc == 0 ? moved(out->response) : c->last_status == NET_CLIENT_NETWORK_ERROR;
+        if (!again)
+            return rc == 0 ? 0 : call_failed(c, node, api_key, rc, err);
+        bool last = cli_now_ms() + backoff_ms > deadline;
+        if (last)
+            return rc == 0 ? 0 : call_failed(c, node, api_key, rc, err);
+        if (rc == 0)
+            cli_reply_free(out);
+        struct timespec pause = {.tv_sec = backoff_ms / 1000, .tv_nsec = (backoff_ms % 1000) * 1000000};
+        nanosleep(&pause, NULL);
+        backoff_ms = backoff_ms * 2 > 1000 ? 1000 : backoff_ms * 2;
+        rc = refresh_controller(c);
+        if (rc)
+            return rc;
+    }
 }
 
 void cli_close(struct cli_conn *c)

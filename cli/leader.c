@@ -112,6 +112,18 @@ static int topic_partitions(struct cli_conn *c, struct elect_args *a)
     return rc;
 }
 
+static bool elect_moved(const void *response)
+{
+    const struct elect_leaders_response *m = response;
+    if (m->error_code == KAFKA_ERR_NOT_CONTROLLER)
+        return true;
+    for (int32_t i = 0; i < m->replica_election_results_count; i++)
+        for (int32_t j = 0; j < m->replica_election_results[i].partition_result_count; j++)
+            if (m->replica_election_results[i].partition_result[j].error_code == KAFKA_ERR_NOT_CONTROLLER)
+                return true;
+    return false;
+}
+
 static int leader_elect(struct cli_conn *c, struct elect_args *a, bool json)
 {
     int rc = 0;
@@ -126,7 +138,7 @@ static int leader_elect(struct cli_conn *c, struct elect_args *a, bool json)
         a->partition_count = 1;
     }
     struct cli_reply r;
-    rc = cli_call(c, c->controller_id, KAFKA_API_KEY_ELECT_LEADERS, build_elect_leaders, a, &r);
+    rc = cli_call_controller(c, KAFKA_API_KEY_ELECT_LEADERS, build_elect_leaders, a, elect_moved, &r);
     if (a->partitions != &one)
         free(a->partitions);
     a->partitions = NULL;

@@ -191,10 +191,15 @@ static int build_alter(void *req, int16_t version, struct kafka_arena *arena, vo
     return 0;
 }
 
+static bool alter_moved(const void *response)
+{
+    return ((const struct alter_partition_reassignments_response *)response)->error_code == KAFKA_ERR_NOT_CONTROLLER;
+}
+
 static int reassign_alter(struct cli_conn *c, struct reassign_args *a, bool json)
 {
     struct cli_reply r;
-    int rc = cli_call(c, c->controller_id, KAFKA_API_KEY_ALTER_PARTITION_REASSIGNMENTS, build_alter, a, &r);
+    int rc = cli_call_controller(c, KAFKA_API_KEY_ALTER_PARTITION_REASSIGNMENTS, build_alter, a, alter_moved, &r);
     if (rc && a->needs_v1)
         return cli_fail(CLI_EXIT_USAGE,
                         "--disallow-replication-factor-change needs AlterPartitionReassignments v1 (KIP-860), and "

@@ -56,7 +56,10 @@ static int build_alter_one(void *req, int16_t version, struct kafka_arena *a, vo
 static int alter_one(struct cli_conn *c, int32_t node, const struct alter_one *o, const char *what)
 {
     struct cli_reply r;
-    int rc = cli_call(c, node, KAFKA_API_KEY_INCREMENTAL_ALTER_CONFIGS, build_alter_one, (void *)o, &r);
+    int rc = node == c->controller_id
+                 ? cli_call_controller(c, KAFKA_API_KEY_INCREMENTAL_ALTER_CONFIGS, build_alter_one, (void *)o,
+                                       cli_alter_configs_moved, &r)
+                 : cli_call(c, node, KAFKA_API_KEY_INCREMENTAL_ALTER_CONFIGS, build_alter_one, (void *)o, &r);
     if (rc)
         return rc;
     const struct incremental_alter_configs_response *m = r.response;

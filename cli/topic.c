@@ -116,10 +116,19 @@ static int build_create(void *req, int16_t version, struct kafka_arena *a, void 
     return 0;
 }
 
+static bool create_moved(const void *response)
+{
+    const struct create_topics_response *m = response;
+    for (int32_t i = 0; i < m->topics_count; i++)
+        if (m->topics[i].error_code == KAFKA_ERR_NOT_CONTROLLER)
+            return true;
+    return false;
+}
+
 static int topic_create(struct cli_conn *c, struct named *nm)
 {
     struct cli_reply r;
-    int rc = cli_call(c, c->controller_id, KAFKA_API_KEY_CREATE_TOPICS, build_create, nm, &r);
+    int rc = cli_call_controller(c, KAFKA_API_KEY_CREATE_TOPICS, build_create, nm, create_moved, &r);
     if (rc)
         return rc;
     const struct create_topics_response *m = r.response;
@@ -334,10 +343,19 @@ static int build_delete(void *req, int16_t version, struct kafka_arena *a, void 
     return 0;
 }
 
+static bool delete_moved(const void *response)
+{
+    const struct delete_topics_response *m = response;
+    for (int32_t i = 0; i < m->responses_count; i++)
+        if (m->responses[i].error_code == KAFKA_ERR_NOT_CONTROLLER)
+            return true;
+    return false;
+}
+
 static int topic_delete(struct cli_conn *c, struct named *nm)
 {
     struct cli_reply r;
-    int rc = cli_call(c, c->controller_id, KAFKA_API_KEY_DELETE_TOPICS, build_delete, nm, &r);
+    int rc = cli_call_controller(c, KAFKA_API_KEY_DELETE_TOPICS, build_delete, nm, delete_moved, &r);
     if (rc)
         return rc;
     const struct delete_topics_response *m = r.response;
@@ -377,6 +395,15 @@ static int build_create_partitions(void *req, int16_t version, struct kafka_aren
     return 0;
 }
 
+static bool create_partitions_moved(const void *response)
+{
+    const struct create_partitions_response *m = response;
+    for (int32_t i = 0; i < m->results_count; i++)
+        if (m->results[i].error_code == KAFKA_ERR_NOT_CONTROLLER)
+            return true;
+    return false;
+}
+
 static int topic_add_partitions(struct cli_conn *c, struct named *nm)
 {
     struct cli_reply mr, r;
@@ -400,7 +427,8 @@ static int topic_add_partitions(struct cli_conn *c, struct named *nm)
     if (rc)
         return rc;
     nm->counts = counts;
-    rc = cli_call(c, c->controller_id, KAFKA_API_KEY_CREATE_PARTITIONS, build_create_partitions, nm, &r);
+    rc = cli_call_controller(c, KAFKA_API_KEY_CREATE_PARTITIONS, build_create_partitions, nm, create_partitions_moved,
+                             &r);
     if (rc)
         return rc;
     const struct create_partitions_response *cp = r.response;
@@ -456,7 +484,8 @@ static int build_alter(void *req, int16_t version, struct kafka_arena *a, void *
 static int topic_alter_config(struct cli_conn *c, struct named *nm)
 {
     struct cli_reply r;
-    int rc = cli_call(c, c->controller_id, KAFKA_API_KEY_INCREMENTAL_ALTER_CONFIGS, build_alter, nm, &r);
+    int rc = cli_call_controller(c, KAFKA_API_KEY_INCREMENTAL_ALTER_CONFIGS, build_alter, nm, cli_alter_configs_moved,
+                                 &r);
     if (rc)
         return rc;
     const struct incremental_alter_configs_response *m = r.response;

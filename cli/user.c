@@ -126,11 +126,20 @@ static int build_alter(void *req, int16_t version, struct kafka_arena *arena, vo
     return 0;
 }
 
+static bool user_alter_moved(const void *response)
+{
+    const struct alter_user_scram_credentials_response *m = response;
+    for (int32_t i = 0; i < m->results_count; i++)
+        if (m->results[i].error_code == KAFKA_ERR_NOT_CONTROLLER)
+            return true;
+    return false;
+}
+
 /* create (u->password set) or delete (not). */
 static int user_alter(struct cli_conn *c, struct user_args *u)
 {
     struct cli_reply r;
-    int rc = cli_call(c, c->controller_id, KAFKA_API_KEY_ALTER_USER_SCRAM_CREDENTIALS, build_alter, u, &r);
+    int rc = cli_call_controller(c, KAFKA_API_KEY_ALTER_USER_SCRAM_CREDENTIALS, build_alter, u, user_alter_moved, &r);
     if (rc)
         return rc;
     const struct alter_user_scram_credentials_response *m = r.response;

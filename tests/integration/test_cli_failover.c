@@ -9,7 +9,12 @@
  *    killed mid-stream and the run still finishes well within --timeout
  *    (Metadata refreshes go to the other brokers the cluster listed), every
  *    line written once, as `cairn consume` from another broker shows; a
- *    `cairn consume` started on the same single broker reads them all. */
+ *    `cairn consume` started on the same single broker reads them all;
+ *  - test_admin_waits_for_controller: the controller and another voter
+ *    killed; `cairn topic create` bootstrapped on the node left finds the
+ *    controller it names dead, or NOT_CONTROLLER, and keeps asking
+ *    Metadata again (as Kafka's admin client retries both) until the other
+ *    voter is back and a new controller takes the request. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,10 +24,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli_runner.h"
 #include "cluster_harness.h"
+#include "../common/test_file.h"
 
 #define LINES 40
 #define TEXT_(x) #x
@@ -165,12 +172,45 @@ static void test_produce_bootstrap_dies(void **state)
     bg_wait_output(&cons, want);
 }
 
+static void test_admin_waits_for_controller(void **state)
+{
+    (void)state;
+    wait_view(&g_cluster, 1, ALL, NULL, 0, 30000);
+    int32_t controller = agreed_controller(&g_cluster, -1, 30000);
+    int32_t left = controller % N + 1, other = left % N + 1;
+    broker_kill9(&g_cluster.nodes[controller - 1]);
+    broker_kill9(&g_cluster.nodes[other - 1]);
+    char bs[64];
+    snprintf(bs, sizeof bs, "%s", broker_bootstrap(&g_cluster.nodes[left - 1]));
+    struct bg_run create;
+    bg_start(&create, "create",
+             (const char *const[]){"topic", "create", "waited", "-b", bs, "--timeout", "60000", NULL});
+    /* The node left names the dead controller, then none: no answer yet. */
+    usleep(2000000);
+    assert_int_equal(waitpid(create.pid, NULL, WNOHANG), 0);
+    /* A quorum again, without the controller cairn first heard of: it
+     * gets there only by asking Metadata again. */
+    broker_respawn(&g_cluster.nodes[other - 1]);
+    broker_wait_ready(&g_cluster.nodes[other - 1]);
+    assert_int_equal(bg_finish(&create), 0);
+    bg_wait_lines(&create, 1);
+    char *out = test_read_file(create.out_path, NULL);
+    assert_non_null(out);
+    assert_non_null(strstr(out, "created topic 'waited'"));
+    free(out);
+    broker_respawn(&g_cluster.nodes[controller - 1]);
+    broker_wait_ready(&g_cluster.nodes[controller - 1]);
+    struct view v = wait_view(&g_cluster, left, ALL, "waited", 1, 30000);
+    assert_int_equal(v.partitions, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest single[] = {
         cmocka_unit_test_setup_teardown(test_produce_epoch_bump, cli_setup, cli_teardown),
     };
     const struct CMUnitTest cluster[] = {
+        cmocka_unit_test(test_admin_waits_for_controller),
         cmocka_unit_test(test_produce_bootstrap_dies),
     };
     int failed = cmocka_run_group_tests_name("single broker", single, NULL, NULL);

@@ -167,7 +167,13 @@ conformance_find_bench() {
 conformance_target_pid=""
 conformance_target_dir=""
 
+conformance_cluster_dir=""
+
 conformance_stop_target() {
+    if [ -n "$conformance_cluster_dir" ]; then
+        "$conformance_repo/tools/cairn-cluster" down --dir "$conformance_cluster_dir" --wipe >/dev/null 2>&1 || true
+        conformance_cluster_dir=""
+    fi
     if [ -n "$conformance_target_pid" ] && kill -0 "$conformance_target_pid" 2>/dev/null; then
         kill -TERM "$conformance_target_pid" 2>/dev/null || true
         for _ in $(seq 1 50); do
@@ -239,4 +245,35 @@ conformance_start_cairnd() {
         return 1
     fi
     bootstrap="127.0.0.1:$port"
+}
+
+# Starts a local cluster of `nodes` combined broker,controller cairnd
+# processes with tools/cairn-cluster, with the suite's settings and
+# replication factor 3 where the node count allows (the tests that need
+# several brokers create RF 3 topics); sets bootstrap to every broker.
+conformance_start_cluster() {
+    local cairnd="$1" work="$2" nodes="$3" port rf kv
+    port="$(conformance_free_port)"
+    rf=$((nodes < 3 ? nodes : 3))
+    conformance_cluster_dir="$(mktemp -d /tmp/cairn-conformance-cluster.XXXXXX)"
+    local args=(up --dir "$conformance_cluster_dir" --combined "$nodes" --base-port "$port")
+    while IFS= read -r kv; do
+        case "$kv" in
+            default.replication.factor=*) kv="default.replication.factor=$rf" ;;
+            offsets.topic.replication.factor=*) kv="offsets.topic.replication.factor=$rf" ;;
+            transaction.state.log.replication.factor=*) kv="transaction.state.log.replication.factor=$rf" ;;
+        esac
+        args+=(--prop "$kv")
+    done < <(conformance_cairnd_settings)
+    echo "starting $nodes cairnd nodes (broker,controller) from port $((port + 1)) in $conformance_cluster_dir"
+    CAIRND="$cairnd" "$conformance_repo/tools/cairn-cluster" "${args[@]}" >"$work/target.log" 2>&1 || {
+        echo "the cluster did not start; see $work/target.log and $conformance_cluster_dir" >&2
+        cat "$work/target.log" >&2
+        return 1
+    }
+    bootstrap=""
+    local i
+    for i in $(seq 1 "$nodes"); do
+        bootstrap="$bootstrap${bootstrap:+,}127.0.0.1:$((port + i))"
+    done
 }

@@ -5,8 +5,8 @@
 # --suite npm (librdkafka 2.12.0 from node-rdkafka's npm package) to
 # tools/conformance/work-2.12/results.txt.
 #
-# usage: tools/conformance/run.sh [--suite debian|npm] [--quick] [--target cairnd|mock]
-#            [--cairnd PATH] [--bootstrap H:P] [--tests 0001,0002,...]
+# usage: tools/conformance/run.sh [--suite debian|npm] [--quick] [--target cairnd|cluster|mock]
+#            [--nodes N] [--cairnd PATH] [--bootstrap H:P] [--tests 0001,0002,...]
 #            [--timeout SECONDS] [--jobs N] [--kafka-version V] [--prepare-only]
 set -euo pipefail
 
@@ -24,6 +24,7 @@ per_test_timeout=""
 jobs=2
 kafka_version=3.9.0
 mock_brokers=1
+cluster_nodes=3
 prepare_only=0
 suite=debian
 
@@ -44,6 +45,7 @@ while [ $# -gt 0 ]; do
         --jobs) jobs="$2"; shift ;;
         --kafka-version) kafka_version="$2"; shift ;;
         --mock-brokers) mock_brokers="$2"; shift ;;
+        --nodes) cluster_nodes="$2"; shift ;;
         --prepare-only) prepare_only=1 ;;
         -h|--help) usage 0 ;;
         *) echo "unknown argument: $1" >&2; usage 2 ;;
@@ -52,8 +54,8 @@ while [ $# -gt 0 ]; do
 done
 
 case "$target" in
-    cairnd|mock|external) ;;
-    *) echo "--target must be cairnd or mock" >&2; exit 2 ;;
+    cairnd|mock|cluster|external) ;;
+    *) echo "--target must be cairnd, cluster or mock" >&2; exit 2 ;;
 esac
 
 case "$suite" in
@@ -88,6 +90,13 @@ case "$target" in
         [ -x "$cairnd" ] || { echo "cairnd not found at $cairnd (use --cairnd PATH)" >&2; exit 1; }
         conformance_start_cairnd "$cairnd" "$work"
         label="cairnd ($cairnd) at $bootstrap"
+        ;;
+    cluster)
+        [ -n "$cairnd" ] || cairnd="$repo/build/core/server/cairnd"
+        [ -x "$cairnd" ] || { echo "cairnd not found at $cairnd (use --cairnd PATH)" >&2; exit 1; }
+        conformance_repo="$repo"
+        conformance_start_cluster "$cairnd" "$work" "$cluster_nodes"
+        label="$cluster_nodes cairnd nodes ($cairnd) at $bootstrap"
         ;;
     external)
         label="broker at $bootstrap"
