@@ -51,8 +51,10 @@ while [ $# -gt 0 ]; do
 done
 cairnd="$build/core/server/cairnd"
 bench="$build/tools/bench/cairn-bench"
-[ -x "$cairnd" ] && [ -x "$bench" ] && [ -e "$build/plugins/storage-local.so" ] ||
-    { echo "build cairnd, cairn-bench and the storage plugins in $build first" >&2; exit 1; }
+if [ ! -x "$cairnd" ] || [ ! -x "$bench" ] || [ ! -e "$build/plugins/storage-local.so" ]; then
+    echo "build cairnd, cairn-bench and the storage plugins in $build first" >&2
+    exit 1
+fi
 if [ "$with_s3" = 1 ] && { [ ! -e "$build/plugins/storage-s3.so" ] || [ ! -d "$s3rver_dir/node_modules/s3rver" ]; }; then
     echo "storage-s3.so or $s3rver_dir/node_modules/s3rver missing (npm ci there, or --no-s3)" >&2
     exit 1
@@ -76,7 +78,9 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-started_count() { cat "$out/cairnd-$1.log" 2>/dev/null | grep -c "cairnd started" || true; }
+started_count() { # how many times cairnd NAME logged its start
+    if [ -e "$out/cairnd-$1.log" ]; then grep -c "cairnd started" "$out/cairnd-$1.log" || true; else echo 0; fi
+}
 
 # start_broker NAME extra-overrides...: sets broker, port, metrics_port,
 # data (kept across restarts of NAME); read-ahead as $ahead says.
@@ -201,7 +205,7 @@ run_backend() {
 : >"$out/metrics.txt"
 mkdir -p "$work/remote"
 run_backend storage-local "plugins=storage-local" "plugin.storage-local.dir=$work/remote"
-backends="storage-local"
+backends=(storage-local)
 if [ "$with_s3" = 1 ]; then
     mkdir -p "$work/s3"
     node "$s3rver_dir/serve.js" "$work/s3" 0 cairn-tier AKCAIRNBENCH 'cairn/bench+secret' >"$work/s3rver.out" 2>&1 &
@@ -212,10 +216,10 @@ if [ "$with_s3" = 1 ]; then
     run_backend s3rver "plugins=storage-s3" "plugin.storage-s3.bucket=cairn-tier" \
         "plugin.storage-s3.endpoint=http://127.0.0.1:$s3port" "plugin.storage-s3.path.style.access=true" \
         "plugin.storage-s3.access.key.id=AKCAIRNBENCH" "plugin.storage-s3.secret.access.key=cairn/bench+secret"
-    backends="$backends s3rver"
+    backends+=(s3rver)
 fi
 
-python3 - "$out" "$rounds" $backends <<'PY'
+python3 - "$out" "$rounds" "${backends[@]}" <<'PY'
 import json, statistics, sys
 out, rounds, backends = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 load = lambda name: json.load(open(f"{out}/{name}.json"))
