@@ -73,6 +73,7 @@ cleanup() {
     [ -z "$broker" ] || { kill "$broker" 2>/dev/null || true; wait "$broker" 2>/dev/null || true; }
     [ -z "$s3rver" ] || { kill "$s3rver" 2>/dev/null || true; wait "$s3rver" 2>/dev/null || true; }
     rm -rf "$work/data" "$work/remote" "$work/s3"
+    case "$out" in "$work"/*) ;; *) rm -rf "$work" ;; esac # the reports elsewhere: nothing left to keep
 }
 trap cleanup EXIT
 
