@@ -304,6 +304,10 @@ static const struct config_key_def broker_keys[] = {
      .doc = "Threads that copy segments to and delete them from the remote store."},
     {KEY_INT("remote.log.reader.threads", "10", 1, 256), LOW, IN(LOG),
      .doc = "Threads that read remote segments for fetches."},
+    {KEY_INT("remote.log.read.ahead.segments", "1", 0, 16), LOW, IN(LOG),
+     .doc = "Cairn's own: remote segments a fetch from a remote segment downloads ahead of it (per partition, at "
+            "most this many downloads in flight, only while they fit in the cache with the one being read); "
+            "0 disables read-ahead."},
     {KEY_INT("remote.fetch.max.wait.ms", "500", 1, I32), LOW, IN(LOG),
      .doc = "Longest a fetch waits for remote data before answering without it."},
     {KEY_LONG("remote.log.index.file.cache.total.size.bytes", "1073741824", 1, I64), LOW, IN(LOG),

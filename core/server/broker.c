@@ -311,6 +311,7 @@ static int start_tiered(struct broker *b, const char *dir, char *err, size_t err
         .task_interval_ms = config_get_long(b->config, "remote.log.manager.task.interval.ms"),
         .copier_threads = config_get_int(b->config, "remote.log.manager.thread.pool.size"),
         .reader_threads = config_get_int(b->config, "remote.log.reader.threads"),
+        .read_ahead_segments = config_get_int(b->config, "remote.log.read.ahead.segments"),
         .cache_bytes = config_get_long(b->config, "remote.log.index.file.cache.total.size.bytes"),
         .topic_exists = tiered_topic_exists,
         .role = tiered_role,

@@ -34,10 +34,11 @@ struct tiered_options {
     struct plugin_host *plugins;
     const char *state_dir; /* holds remote-log-metadata/ and remote-log-cache/ */
     int32_t node_id;
-    int64_t task_interval_ms; /* remote.log.manager.task.interval.ms */
-    int32_t copier_threads;   /* remote.log.manager.thread.pool.size */
-    int32_t reader_threads;   /* remote.log.reader.threads */
-    int64_t cache_bytes;      /* remote.log.index.file.cache.total.size.bytes */
+    int64_t task_interval_ms;    /* remote.log.manager.task.interval.ms */
+    int32_t copier_threads;      /* remote.log.manager.thread.pool.size */
+    int32_t reader_threads;      /* remote.log.reader.threads */
+    int32_t read_ahead_segments; /* remote.log.read.ahead.segments (0: none) */
+    int64_t cache_bytes;         /* remote.log.index.file.cache.total.size.bytes */
     /* Whether a topic id (16 bytes) still names a topic: a partition's
      * remote segments are deleted once its topic is gone. */
     bool (*topic_exists)(void *ctx, const uint8_t topic_id[16]);

@@ -7,7 +7,14 @@
  *
  * The request thread never waits: a read that misses the cache queues a
  * download and answers PENDING; the download's end calls read_ready with
- * the keys of every read that waited. */
+ * the keys of every read that waited.
+ *
+ * Read-ahead: a fetch served from (or waiting for) remote segment N queues
+ * the downloads of the next remote.log.read.ahead.segments segments, so a
+ * reader going forward finds them ready. At most that many are in flight
+ * per partition, and only while the segment being read and the unread
+ * read-ahead segments fit in the cache together; eviction spares the
+ * segment a partition is reading, then unread read-ahead segments. */
 #include "tiered/tiered_internal.h"
 
 #include <dirent.h>
@@ -42,6 +49,10 @@ struct index_entry {
 struct cache_entry {
     uint8_t id[16];
     int64_t base_offset;
+    struct tiered_partition *p; /* lives as long as the manager */
+    int64_t seg_size;           /* the copied segment's size, known before the download */
+    bool ahead;                 /* queued by read-ahead, no fetch reached it yet: in p->ahead_bytes */
+    bool ahead_loading;         /* queued by read-ahead, downloading, no fetch waits: in p->ahead_loading */
     enum cache_state state;
     int fd;
     int64_t size;
@@ -233,19 +244,49 @@ out:
     return rc;
 }
 
-/* Drops least recently used ready entries until the cache fits, keeping keep. */
+/* A read-ahead entry leaves the unread window of its partition. */
+static void ahead_clear_locked(struct cache_entry *e)
+{
+    if (e->ahead) {
+        e->ahead = false;
+        e->p->ahead_bytes -= e->seg_size;
+    }
+}
+
+static bool being_read(const struct cache_entry *e)
+{
+    return e->p && e->p->reading_known && memcmp(e->p->reading_id, e->id, 16) == 0;
+}
+
+/* The least recently used ready entry that may go (never keep nor one a
+ * partition is reading; unread read-ahead entries only when with_ahead). */
+static struct cache_entry **pick_victim(struct tiered_cache *c, const struct cache_entry *keep, bool with_ahead)
+{
+    struct cache_entry **victim = NULL;
+    for (struct cache_entry **e = &c->entries; *e; e = &(*e)->next) {
+        const struct cache_entry *x = *e;
+        if (x->state != CACHE_READY || x == keep || being_read(x) || (x->ahead && !with_ahead))
+            continue;
+        if (!victim || x->last_used < (*victim)->last_used)
+            victim = e;
+    }
+    return victim;
+}
+
+/* Drops least recently used ready entries until the cache fits, keeping
+ * keep and the segments being read, and unread read-ahead ones if it can. */
 static void evict_locked(struct tiered *t, const struct cache_entry *keep)
 {
     struct tiered_cache *c = t->cache;
     while (c->bytes > t->opts.cache_bytes) {
-        struct cache_entry **victim = NULL;
-        for (struct cache_entry **e = &c->entries; *e; e = &(*e)->next)
-            if ((*e)->state == CACHE_READY && *e != keep && (!victim || (*e)->last_used < (*victim)->last_used))
-                victim = e;
+        struct cache_entry **victim = pick_victim(c, keep, false);
+        if (!victim)
+            victim = pick_victim(c, keep, true);
         if (!victim)
             return;
         struct cache_entry *gone = *victim;
         *victim = gone->next;
+        ahead_clear_locked(gone);
         c->bytes -= gone->size;
         char *path = entry_path(c, gone->id, ".log");
         if (path)
@@ -273,6 +314,10 @@ static void finish_job(struct tiered *t, struct cache_job *job)
     size_t key_count = e->key_count;
     memcpy(keys, e->keys, key_count * sizeof keys[0]);
     e->key_count = 0;
+    if (e->ahead_loading) {
+        e->ahead_loading = false;
+        e->p->ahead_loading--;
+    }
     if (rc == 0) {
         e->state = CACHE_READY;
         e->fd = fd;
@@ -293,6 +338,7 @@ static void finish_job(struct tiered *t, struct cache_job *job)
     } else {
         e->state = CACHE_FAILED;
         e->failed_at_ms = clock_mono_ms();
+        ahead_clear_locked(e);
     }
     pthread_cond_broadcast(&c->landed);
     pthread_mutex_unlock(&c->lock);
@@ -435,6 +481,8 @@ static struct cache_entry *queue_download_locked(struct tiered_cache *c, struct 
         }
         memcpy(e->id, seg->id, 16);
         e->base_offset = seg->start_offset;
+        e->p = p;
+        e->seg_size = seg->size_bytes;
         e->fd = -1;
         e->next = c->entries;
         c->entries = e;
@@ -553,12 +601,15 @@ static void copy_plain(struct tiered_segment *out, const struct tiered_segment *
     out->aborted_count = 0;
 }
 
-/* The finished remote segment holding offset, and the one after it (for
- * read-ahead; start_offset -1 when none), copied out of p. */
+#define READ_AHEAD_MAX 16 /* remote.log.read.ahead.segments' upper bound */
+
+/* The finished remote segment holding offset, and up to next_max finished
+ * ones right after it (for read-ahead; *next_count of them), copied out of p. */
 static bool find_segment(struct tiered *t, const char *topic, int32_t partition, int64_t offset,
-                         struct tiered_partition **pp, struct tiered_segment *out, struct tiered_segment *next)
+                         struct tiered_partition **pp, struct tiered_segment *out, struct tiered_segment *next,
+                         size_t next_max, size_t *next_count)
 {
-    next->start_offset = -1;
+    *next_count = 0;
     pthread_mutex_lock(&t->lock);
     struct tiered_partition *p = tiered_partition_find_locked(t, topic, partition);
     pthread_mutex_unlock(&t->lock);
@@ -571,13 +622,39 @@ static bool find_segment(struct tiered *t, const char *topic, int32_t partition,
         if (s->state == TIERED_COPY_FINISHED && s->start_offset <= offset && offset <= s->end_offset) {
             copy_plain(out, s);
             found = true;
-            if (i + 1 < p->count && p->segs[i + 1].state == TIERED_COPY_FINISHED)
-                copy_plain(next, &p->segs[i + 1]);
+            for (size_t k = i + 1; k < p->count && *next_count < next_max; k++) {
+                if (p->segs[k].state != TIERED_COPY_FINISHED)
+                    break; /* a gap: what follows is not where this reader goes next */
+                copy_plain(&next[(*next_count)++], &p->segs[k]);
+            }
         }
     }
     pthread_mutex_unlock(&p->lock);
     *pp = p;
     return found;
+}
+
+/* Queues the downloads of the segments after seg that a sequential reader
+ * reaches next, within the partition's in-flight and cache budgets. */
+static void read_ahead_locked(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
+                              const struct tiered_segment *next, size_t next_count)
+{
+    struct tiered_cache *c = t->cache;
+    for (size_t i = 0; i < next_count && !c->stopping; i++) {
+        if (cache_find_locked(c, next[i].id))
+            continue; /* cached, downloading, or failed (a fetch retries that) */
+        if (p->ahead_loading >= t->opts.read_ahead_segments ||
+            seg->size_bytes + p->ahead_bytes + next[i].size_bytes > t->opts.cache_bytes)
+            return;
+        struct cache_entry *e = queue_download_locked(c, p, &next[i], NULL);
+        if (!e)
+            return;
+        e->ahead = true;
+        e->ahead_loading = true;
+        p->ahead_loading++;
+        p->ahead_bytes += next[i].size_bytes;
+        metrics_add(t->metrics.read_ahead_started, 1);
+    }
 }
 
 enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log, const char *topic, int32_t partition,
@@ -588,8 +665,12 @@ enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log,
     if (!t || offset >= partition_log_local_start_offset(log) || offset < partition_log_start_offset(log))
         return TIERED_READ_LOCAL; /* local data, or below the start: the local read says out of range */
     struct tiered_partition *p = NULL;
-    struct tiered_segment seg, next;
-    if (!find_segment(t, topic, partition, offset, &p, &seg, &next))
+    struct tiered_segment seg, next[READ_AHEAD_MAX];
+    size_t ahead_max = t->opts.read_ahead_segments > 0 ? (size_t)t->opts.read_ahead_segments : 0;
+    if (ahead_max > READ_AHEAD_MAX)
+        ahead_max = READ_AHEAD_MAX;
+    size_t next_count = 0;
+    if (!find_segment(t, topic, partition, offset, &p, &seg, next, ahead_max, &next_count))
         return TIERED_READ_LOCAL; /* below every remote segment: out of range locally too */
     memset(out, 0, sizeof *out);
     out->fd = -1;
@@ -603,6 +684,16 @@ enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log,
     struct cache_entry *e = cache_find_locked(c, seg.id);
     int64_t now = clock_mono_ms();
     enum tiered_read_status status = TIERED_READ_PENDING;
+    if (e && e->ahead) {
+        if (e->state == CACHE_READY)
+            metrics_add(t->metrics.read_ahead_hits, 1);
+        ahead_clear_locked(e);
+    }
+    if (e && e->ahead_loading) {
+        /* A fetch waits for it now: no longer ahead, so the next one may start. */
+        e->ahead_loading = false;
+        e->p->ahead_loading--;
+    }
     if (e && e->state == CACHE_READY) {
         e->last_used = now;
         metrics_add(t->metrics.cache_hits, 1);
@@ -627,9 +718,11 @@ enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log,
                 e->keys[e->key_count++] = key;
         }
     }
-    /* Read-ahead: a sequential reader wants the next segment soon. */
-    if (next.start_offset >= 0 && !c->stopping && !cache_find_locked(c, next.id))
-        queue_download_locked(c, p, &next, NULL);
+    if (status != TIERED_READ_ERROR) {
+        memcpy(p->reading_id, seg.id, 16);
+        p->reading_known = true;
+        read_ahead_locked(t, p, &seg, next, next_count);
+    }
     pthread_mutex_unlock(&c->lock);
     return status;
 }

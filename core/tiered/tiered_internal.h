@@ -64,6 +64,13 @@ struct tiered_partition {
     int32_t leading_epoch;
     int32_t synced_epoch;
     int32_t manifest_epoch;
+    /* Read-ahead (the cache lock): the segment the last fetch was served
+     * from or waited for (never evicted), read-ahead downloads still in
+     * flight, and the bytes of read-ahead segments no fetch reached yet. */
+    uint8_t reading_id[16];
+    bool reading_known;
+    int32_t ahead_loading;
+    int64_t ahead_bytes;
 };
 
 /* A remote segment list read back from a file or a manifest. */
@@ -85,6 +92,8 @@ struct tiered_metrics {
     struct metrics_metric *fetch_errors;
     struct metrics_metric *cache_hits;
     struct metrics_metric *cache_misses;
+    struct metrics_metric *read_ahead_started;
+    struct metrics_metric *read_ahead_hits;
     struct metrics_metric *copy_lag_segments;
 };
 

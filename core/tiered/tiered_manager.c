@@ -273,6 +273,10 @@ static void register_metrics(struct tiered_metrics *m)
                                      "Remote reads served from the local segment cache");
     m->cache_misses = metrics_register(METRICS_COUNTER, "cairn_remote_cache_misses_total", NULL,
                                        "Remote reads that had to fetch from the remote store");
+    m->read_ahead_started = metrics_register(METRICS_COUNTER, "cairn_remote_read_ahead_started_total", NULL,
+                                             "Remote segment downloads started ahead of a sequential reader");
+    m->read_ahead_hits = metrics_register(METRICS_COUNTER, "cairn_remote_read_ahead_hits_total", NULL,
+                                          "Remote reads that found a read-ahead segment already downloaded");
     m->copy_lag_segments = metrics_register(METRICS_GAUGE, "cairn_remote_copy_lag_segments", NULL,
                                             "Closed segments below the high watermark not yet copied");
 }

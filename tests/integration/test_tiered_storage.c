@@ -6,9 +6,9 @@
  * checked against the remote directory: every segment recorded as copied
  * is there whole. Also: ListOffsets -2/-4/-5, DeleteRecords into the remote
  * part, read_committed over remote aborted transactions, topic deletion
- * removing the remote segments, and ListOffsets by timestamp across remote
- * segments. A corrupt or missing remote object and a store outage are in
- * test_tiered_faults.c. */
+ * removing the remote segments, ListOffsets by timestamp across remote
+ * segments, and read-ahead for a sequential reader. A corrupt or missing
+ * remote object and a store outage are in test_tiered_faults.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -184,6 +184,39 @@ static void test_tiered_read_restart_and_kill(void **state)
     broker_mark_passed(&st->broker);
 }
 
+#define READ_AHEAD_STARTED "cairn_remote_read_ahead_started_total"
+#define READ_AHEAD_HITS "cairn_remote_read_ahead_hits_total"
+
+/* A consumer from offset 0 across many remote segments: read-ahead
+ * (remote.log.read.ahead.segments, 1 by default) downloads the next
+ * segment while the reader is on one, and later fetches find it ready;
+ * every record is still byte for byte what was produced. At 0 nothing is
+ * read ahead and every segment is fetched when the reader reaches it. */
+static void test_tiered_read_ahead(void **state)
+{
+    struct tiered_state *st = *state;
+    start_tiered(st, TOPIC);
+    produce_round(st, RECORDS_PER_ROUND);
+    wait_tiered(st, 2, 10);
+    consume_all_from_zero(st);
+    int64_t started = metric_value(st, READ_AHEAD_STARTED);
+    int64_t hits = metric_value(st, READ_AHEAD_HITS);
+    fprintf(stderr, "read-ahead on: %lld started, %lld found ready, %lld cache misses\n", (long long)started,
+            (long long)hits, (long long)metric_value(st, "cairn_remote_cache_misses_total"));
+    assert_true(started > 0);
+    assert_true(hits > 0);
+    assert_true(hits <= started);
+
+    broker_stop(&st->broker);
+    broker_add_override(&st->broker, "remote.log.read.ahead.segments=0");
+    broker_restart(&st->broker); /* the cache starts empty again */
+    consume_all_from_zero(st);
+    assert_int_equal(metric_value(st, READ_AHEAD_STARTED), 0);
+    assert_int_equal(metric_value(st, READ_AHEAD_HITS), 0);
+    assert_true(metric_value(st, "cairn_remote_cache_misses_total") >= 10); /* each segment on demand */
+    broker_mark_passed(&st->broker);
+}
+
 #define TXN_TOPIC "tiered-txn"
 #define TXN_ROUNDS 60
 #define TXN_RECORDS 40
@@ -314,6 +347,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_tiered_read_restart_and_kill, tiered_setup, tiered_teardown),
+        cmocka_unit_test_setup_teardown(test_tiered_read_ahead, tiered_setup, tiered_teardown),
         cmocka_unit_test_setup_teardown(test_tiered_read_committed, tiered_setup, tiered_teardown),
         cmocka_unit_test_setup_teardown(test_tiered_offsets_by_timestamp, tiered_setup, tiered_teardown),
     };

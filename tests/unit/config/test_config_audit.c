@@ -69,6 +69,7 @@ static const struct implemented_key implemented[] = {
     {"remote.log.manager.task.interval.ms", "tests/integration/test_tiered_storage.c"},
     {"remote.log.manager.thread.pool.size", "tests/integration/test_tiered_storage.c"},
     {"remote.log.reader.threads", "tests/integration/test_tiered_storage.c"},
+    {"remote.log.read.ahead.segments", "tests/integration/test_tiered_storage.c"},
     {"remote.fetch.max.wait.ms", "tests/integration/test_tiered_storage.c"},
     {"remote.log.index.file.cache.total.size.bytes", "tests/integration/test_tiered_storage.c"},
     {"log.index.interval.bytes", "tests/unit/log/test_partition_log.c"},
