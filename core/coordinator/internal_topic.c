@@ -84,8 +84,8 @@ static int ensure_topic_once(const struct internal_topic_options *opts, int32_t 
     };
     int32_t config_count = (int32_t)(sizeof configs / sizeof configs[0]) - (min_isr_value > 0 ? 0 : 1);
     char why[256] = "";
-    int16_t rc = metadata_create_topic(opts->metadata, opts->name, num_partitions, rf, NULL, 0, configs,
-                                       config_count, false, NULL, why, sizeof why);
+    int16_t rc = metadata_create_own_topic(opts->metadata, opts->name, num_partitions, rf, configs, config_count, why,
+                                           sizeof why);
     if (rc == KAFKA_ERR_TOPIC_ALREADY_EXISTS)
         return 0; /* created meanwhile by another caller */
     if (rc != KAFKA_ERR_NONE) {

@@ -55,9 +55,7 @@ int16_t handler_auto_create_topic(struct request_context *ctx, const char *name)
     if (handler_topic_name_error(kafka_str_from_cstr(name)) != KAFKA_ERR_NONE)
         return KAFKA_ERR_INVALID_TOPIC_EXCEPTION;
     char err[256] = "";
-    struct kafka_uuid id;
-    int16_t code = metadata_create_topic(ctx->env->metadata, name, -1, -1, NULL, 0, NULL, 0, false, &id, err,
-                                         sizeof err);
+    int16_t code = metadata_create_own_topic(ctx->env->metadata, name, -1, -1, NULL, 0, err, sizeof err);
     if (code == KAFKA_ERR_NONE)
         logger_info("handlers", "auto-created topic '%s' with %d partitions for %s", name,
                     ctx->env->default_num_partitions, ctx->net->peer);

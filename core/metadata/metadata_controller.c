@@ -565,6 +565,23 @@ void metadata_store_set_topic_creator(struct metadata_store *store, metadata_top
     store->create_topic_ctx = ctx;
 }
 
+void metadata_store_set_own_topic_creator(struct metadata_store *store, metadata_topic_creator fn, void *ctx)
+{
+    store->create_own_topic = fn;
+    store->create_own_topic_ctx = ctx;
+}
+
+int16_t metadata_create_own_topic(struct metadata_store *store, const char *name, int32_t num_partitions,
+                                  int16_t replication_factor, const struct metadata_config_kv *configs,
+                                  int32_t config_count, char *err, size_t errlen)
+{
+    if (!store->create_topic && store->create_own_topic && !metadata_store_is_controller(store))
+        return store->create_own_topic(store->create_own_topic_ctx, name, num_partitions, replication_factor, configs,
+                                       config_count, err, errlen);
+    return metadata_create_topic(store, name, num_partitions, replication_factor, NULL, 0, configs, config_count, false,
+                                 NULL, err, errlen);
+}
+
 int16_t metadata_next_producer_id(struct metadata_store *store, int64_t *id, char *err, size_t errlen)
 {
     metadata_controller_lock(store);

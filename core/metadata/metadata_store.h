@@ -238,6 +238,17 @@ typedef int16_t (*metadata_topic_creator)(void *ctx, const char *name, int32_t n
                                           int32_t config_count, char *err, size_t errlen);
 /* Set once, before the store is shared; NULL: this store's controller only. */
 void metadata_store_set_topic_creator(struct metadata_store *store, metadata_topic_creator fn, void *ctx);
+/* Where a voter that does not lead creates the topics it needs itself
+ * (internal and auto-created), as Kafka's brokers forward them; its
+ * CreateTopics still answer NOT_CONTROLLER. Set once, before sharing. */
+void metadata_store_set_own_topic_creator(struct metadata_store *store, metadata_topic_creator fn, void *ctx);
+/* A topic this node needs itself (an internal one, or auto-created by
+ * Metadata or Produce): created here when this store is the controller,
+ * otherwise through the topic creator (pure broker) or the own-topic
+ * creator (voter), else answered as metadata_create_topic answers. */
+int16_t metadata_create_own_topic(struct metadata_store *store, const char *name, int32_t num_partitions,
+                                  int16_t replication_factor, const struct metadata_config_kv *configs,
+                                  int32_t config_count, char *err, size_t errlen);
 
 /* The next producer id for this broker, from its current block; allocates a
  * new block when the current one is used up (or none exists yet). */

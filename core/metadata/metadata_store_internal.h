@@ -28,8 +28,8 @@ struct metadata_store {
     pthread_mutex_t image_lock;
     const struct metadata_image *current;
     const struct metadata_log_ops *log_ops;
-    void *log;                      /* the ops' context */
-    struct metadata_log *local_log; /* the single voter's log, closed with the store */
+    void *log;                                 /* the ops' context */
+    struct metadata_log *local_log;            /* the single voter's log, closed with the store */
     const struct metadata_image *locked_image; /* write_lock: the controller's retained image */
     /* loader state (publish_lock) */
     struct metadata_builder *catch_up; /* replay at open: one builder, published once */
@@ -68,6 +68,8 @@ struct metadata_store {
     void *allocate_ids_ctx;
     metadata_topic_creator create_topic; /* NULL: this store's controller */
     void *create_topic_ctx;
+    metadata_topic_creator create_own_topic; /* a voter's: its internal and auto-created topics */
+    void *create_own_topic_ctx;
     struct metadata_subscription *subs;
     int32_t sub_count;
     int next_sub_id;

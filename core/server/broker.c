@@ -178,6 +178,8 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
             return -1;
         if (!voter)
             metadata_store_set_topic_creator(b->metadata, broker_forwarding_create_topic, b->forwarding);
+        else
+            metadata_store_set_own_topic_creator(b->metadata, broker_forwarding_create_topic, b->forwarding);
         int waited = broker_lifecycle_wait_unfenced(b->lifecycle, BROKER_UNFENCE_WAIT_MS);
         if (waited == BROKER_LIFECYCLE_STOP_PENDING) {
             snprintf(err, errlen, "stopped by a signal before it was registered and unfenced");
