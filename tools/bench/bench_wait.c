@@ -42,3 +42,44 @@ int bench_run_wait_topic(const struct bench_options *opts)
     rd_kafka_destroy(rk);
     return rc;
 }
+
+/* end-offsets: the sum of the topic's partitions' high watermarks, so a
+ * script can tell how many records a producer it does not control (another
+ * tenant's) got into the log between two samples. */
+int bench_run_end_offsets(const struct bench_options *opts)
+{
+    char err[512];
+    rd_kafka_conf_t *conf = bench_conf_new(opts, NULL, 0, err, sizeof(err));
+    if (!conf) {
+        fprintf(stderr, "cairn-bench: %s\n", err);
+        return 1;
+    }
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+    if (!rk) {
+        fprintf(stderr, "cairn-bench: %s\n", err);
+        rd_kafka_conf_destroy(conf);
+        return 1;
+    }
+    int count = bench_topic_partition_count(rk, opts->topic, err, sizeof(err));
+    if (count <= 0) {
+        fprintf(stderr, "cairn-bench: %s\n", count < 0 ? err : "topic not found");
+        rd_kafka_destroy(rk);
+        return 1;
+    }
+    int64_t sum = 0;
+    for (int32_t p = 0; p < count; p++) {
+        int64_t low = 0, high = 0;
+        rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(rk, opts->topic, p, &low, &high,
+                                                                 (int)opts->idle_timeout_ms);
+        if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            fprintf(stderr, "cairn-bench: end offset of %s-%d: %s\n", opts->topic, (int)p, rd_kafka_err2str(e));
+            rd_kafka_destroy(rk);
+            return 1;
+        }
+        sum += high;
+    }
+    bench_report_print(json_pack("{s:s, s:s, s:i, s:I}", "command", "end-offsets", "topic", opts->topic, "partitions",
+                                 count, "end_offset_sum", (json_int_t)sum));
+    rd_kafka_destroy(rk);
+    return 0;
+}
