@@ -61,8 +61,9 @@ password="tenant-bench-secret"
 noisy_rate=$((noisy_quota * 10 / record_size))
 [ "$noisy_rate" -gt 0 ] || { echo "tenant_isolation: --noisy-quota below a tenth of a record" >&2; exit 2; }
 
-broker_pid="" noisy_pid=""
+broker_pid="" noisy_pid="" sampler_pid=""
 cleanup() {
+    [ -n "$sampler_pid" ] && { kill -TERM "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true; }
     [ -n "$noisy_pid" ] && { kill -TERM "$noisy_pid" 2>/dev/null || true; wait "$noisy_pid" 2>/dev/null || true; }
     [ -n "$broker_pid" ] && { kill -TERM "$broker_pid" 2>/dev/null || true; wait "$broker_pid" 2>/dev/null || true; }
     rm -rf "$data"
@@ -124,6 +125,10 @@ quiet_run alone
 "$bench" produce $(tenant_args noisy) --rate "$noisy_rate" --records $((noisy_rate * (warmup + seconds + 3600))) \
     > "$out/noisy.json" 2>> "$out/bench.log" &
 noisy_pid=$!
+# The noisy tenant's end offsets about every second, to show how its rate
+# moves within the quota's window.
+(while true; do end_offsets noisy.events; sleep 1; done > "$out/noisy-timeline.txt" 2>> "$out/bench.log") &
+sampler_pid=$!
 sleep "$warmup" # the noisy tenant's burst allowance is spent and it is throttled
 kill -0 "$noisy_pid" 2>/dev/null || { echo "tenant_isolation: the noisy tenant stopped: $(cat "$out/noisy.json")" >&2; exit 1; }
 read -r t0 off0 <<< "$(end_offsets noisy.events)"
@@ -132,6 +137,7 @@ read -r t1 off1 <<< "$(end_offsets noisy.events)"
 [[ "$off0" =~ ^[0-9]+$ && "${off1:-}" =~ ^[0-9]+$ ]] ||
     { echo "tenant_isolation: no end offsets of noisy.events, see $out/bench.log" >&2; exit 1; }
 kill -0 "$noisy_pid" 2>/dev/null || { echo "tenant_isolation: the noisy tenant stopped early: $(cat "$out/noisy.json")" >&2; exit 1; }
+kill -TERM "$sampler_pid"; wait "$sampler_pid" 2>/dev/null || true; sampler_pid=""
 kill -TERM "$noisy_pid"; wait "$noisy_pid" 2>/dev/null || true; noisy_pid=""
 
 python3 - "$out" "$t0" "$off0" "$t1" "$off1" "$record_size" "$noisy_quota" "$noisy_rate" "$quiet_quota" <<'EOF'
@@ -142,6 +148,14 @@ alone = json.load(open(f"{out}/quiet-alone.json"))
 beside = json.load(open(f"{out}/quiet-beside.json"))
 loads = {p: open(f"{out}/load-{p}.txt").read().split() for p in ("alone", "beside")}
 noisy_bytes_per_sec = (off1 - off0) * size / (t1 - t0)
+# Rate between successive samples (about 1 s apart) within the quiet run.
+points = []
+for line in open(f"{out}/noisy-timeline.txt"):
+    f = line.split()
+    if len(f) == 2 and f[1].isdigit():
+        points.append((float(f[0]), int(f[1])))
+steps = [((b[1] - a[1]) * size / (b[0] - a[0])) / quota for a, b in zip(points, points[1:])
+         if b[0] > a[0] and a[0] >= t0 - 0.5 and b[0] <= t1 + 0.5]
 s = {
     "quiet_rate": alone["rate"]["target"], "record_size": size, "quiet_quota": int(quiet_quota),
     "noisy_quota": quota, "noisy_offered_records_per_sec": int(noisy_rate),
@@ -150,6 +164,7 @@ s = {
     "quiet_beside": {"p50_ms": beside["latency_ms"]["p50"], "p99_ms": beside["latency_ms"]["p99"],
                      "msgs_per_sec": beside["msgs_per_sec"], "load": loads["beside"]},
     "noisy_bytes_per_sec": noisy_bytes_per_sec, "noisy_seconds": t1 - t0,
+    "noisy_per_second_over_quota": [round(x, 3) for x in steps],
 }
 s["p99_ratio"] = s["quiet_beside"]["p99_ms"] / s["quiet_alone"]["p99_ms"]
 s["p50_ratio"] = s["quiet_beside"]["p50_ms"] / s["quiet_alone"]["p50_ms"]
@@ -171,5 +186,8 @@ print(f"| records/s | {a['msgs_per_sec']:.0f} | {b['msgs_per_sec']:.0f} | {s['th
 print(f"| load average (start end) | {' '.join(a['load'])} | {' '.join(b['load'])} | |")
 print(f"noisy tenant: {noisy_bytes_per_sec:.0f} B/s over {s['noisy_seconds']:.1f} s = {s['noisy_over_quota']:.3f} x its quota "
       f"({met('noisy_within_10pct_of_quota')}: within 10 %)")
+if steps:
+    print(f"noisy tenant, about every second during that time, x its quota: min {min(steps):.2f}, max {max(steps):.2f}, "
+          f"seconds above 2x: {sum(1 for x in steps if x > 2)} of {len(steps)} (timeline: noisy-timeline.txt)")
 EOF
 echo "results in $out" >&2
