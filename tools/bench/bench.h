@@ -34,6 +34,7 @@ struct bench_options {
     int port;                                   /* mock-cluster: 0 = any */
     int topics;                                 /* create-topics, wait-partitions: topic count */
     int batch;                                  /* create-topics: topics per CreateTopics */
+    long every_ms;                              /* end-offsets: sample period, 0 = once */
     const char *overrides[BENCH_MAX_OVERRIDES]; /* "key=value" for librdkafka */
     int override_count;
 };

@@ -21,8 +21,10 @@
 #
 # usage: tools/bench/tenant_isolation.sh [--seconds 30] [--warmup-seconds 15]
 #            [--long] [--quiet-rate 1000] [--record-size 1024]
-#            [--quiet-quota 2097152] [--noisy-quota 2097152] [--out DIR]
-# --long runs 120 s phases after a 20 s warm-up. Binaries: $CAIRND, $CAIRN,
+#            [--quiet-quota 2097152] [--noisy-quota 2097152]
+#            [--override key=value]... [--out DIR]
+# --long runs 120 s phases after a 20 s warm-up; --override is a broker
+# config (e.g. plugin.quota.quota.window.num=2). Binaries: $CAIRND, $CAIRN,
 # $CAIRN_BENCH and the plugin directory $CAIRN_PLUGIN_DIR, by default from
 # build/.
 set -euo pipefail
@@ -33,7 +35,7 @@ cairnd="${CAIRND:-$repo/build/core/server/cairnd}"
 cairn="${CAIRN:-$repo/build/cli/cairn}"
 bench="${CAIRN_BENCH:-$repo/build/tools/bench/cairn-bench}"
 plugin_dir="${CAIRN_PLUGIN_DIR:-$repo/build/plugins}"
-seconds=30 warmup=15 quiet_rate=1000 record_size=1024 quiet_quota=2097152 noisy_quota=2097152 out=""
+seconds=30 warmup=15 quiet_rate=1000 record_size=1024 quiet_quota=2097152 noisy_quota=2097152 out="" overrides=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --seconds) seconds="$2"; shift 2 ;;
@@ -43,8 +45,9 @@ while [ $# -gt 0 ]; do
         --record-size) record_size="$2"; shift 2 ;;
         --quiet-quota) quiet_quota="$2"; shift 2 ;;
         --noisy-quota) noisy_quota="$2"; shift 2 ;;
+        --override) overrides+=(--override "$2"); shift 2 ;;
         --out) out="$2"; shift 2 ;;
-        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "tenant_isolation: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
@@ -81,7 +84,7 @@ sasl="127.0.0.1:$sasl_port"
     --override "sasl.enabled.mechanisms=SCRAM-SHA-256" --override "plugin.path=$plugin_dir" \
     --override "plugins=quota" \
     --override "plugin.quota.entries=user=quiet:producer_byte_rate=$quiet_quota;user=noisy:producer_byte_rate=$noisy_quota" \
-    > "$out/cairnd.log" 2>&1 &
+    "${overrides[@]}" > "$out/cairnd.log" 2>&1 &
 broker_pid=$!
 up=0
 for _ in $(seq 1 600); do
@@ -99,12 +102,10 @@ tenant_args() { # user
          "-X security.protocol=SASL_PLAINTEXT -X sasl.mechanisms=SCRAM-SHA-256 -X sasl.username=$1" \
          "-X sasl.password=$password -X client.id=$1-app"
 }
-end_offsets() { # topic: prints "<seconds since epoch> <sum of end offsets>"
-    local t off
-    t="$(date +%s.%N)"
-    off="$("$bench" end-offsets --bootstrap "$plain" --topic "$1" 2>> "$out/bench.log" |
-        python3 -c 'import json, sys; print(json.load(sys.stdin)["end_offset_sum"])' 2>> "$out/bench.log")" || off=""
-    echo "$t $off"
+end_offsets() { # topic: prints "<milliseconds since epoch> <sum of end offsets>"
+    "$bench" end-offsets --bootstrap "$plain" --topic "$1" 2>> "$out/bench.log" |
+        python3 -c 'import json, sys; r = json.load(sys.stdin); print(r["time_ms"], r["end_offset_sum"])' \
+            2>> "$out/bench.log" || true
 }
 quiet_run() { # phase
     local load0
@@ -127,14 +128,15 @@ quiet_run alone
 noisy_pid=$!
 # The noisy tenant's end offsets about every second, to show how its rate
 # moves within the quota's window.
-(while true; do end_offsets noisy.events; sleep 1; done > "$out/noisy-timeline.txt" 2>> "$out/bench.log") &
+"$bench" end-offsets --bootstrap "$plain" --topic noisy.events --every-ms 1000 \
+    > "$out/noisy-timeline.jsonl" 2>> "$out/bench.log" &
 sampler_pid=$!
 sleep "$warmup" # the noisy tenant's burst allowance is spent and it is throttled
 kill -0 "$noisy_pid" 2>/dev/null || { echo "tenant_isolation: the noisy tenant stopped: $(cat "$out/noisy.json")" >&2; exit 1; }
 read -r t0 off0 <<< "$(end_offsets noisy.events)"
 quiet_run beside
 read -r t1 off1 <<< "$(end_offsets noisy.events)"
-[[ "$off0" =~ ^[0-9]+$ && "${off1:-}" =~ ^[0-9]+$ ]] ||
+[[ "${off0:-}" =~ ^[0-9]+$ && "${off1:-}" =~ ^[0-9]+$ ]] ||
     { echo "tenant_isolation: no end offsets of noisy.events, see $out/bench.log" >&2; exit 1; }
 kill -0 "$noisy_pid" 2>/dev/null || { echo "tenant_isolation: the noisy tenant stopped early: $(cat "$out/noisy.json")" >&2; exit 1; }
 kill -TERM "$sampler_pid"; wait "$sampler_pid" 2>/dev/null || true; sampler_pid=""
@@ -143,17 +145,14 @@ kill -TERM "$noisy_pid"; wait "$noisy_pid" 2>/dev/null || true; noisy_pid=""
 python3 - "$out" "$t0" "$off0" "$t1" "$off1" "$record_size" "$noisy_quota" "$noisy_rate" "$quiet_quota" <<'EOF'
 import json, sys
 out, t0, off0, t1, off1, size, quota, noisy_rate, quiet_quota = sys.argv[1:]
-t0, t1, off0, off1, size, quota = float(t0), float(t1), int(off0), int(off1), int(size), int(quota)
+t0, t1, off0, off1, size, quota = int(t0) / 1e3, int(t1) / 1e3, int(off0), int(off1), int(size), int(quota)
 alone = json.load(open(f"{out}/quiet-alone.json"))
 beside = json.load(open(f"{out}/quiet-beside.json"))
 loads = {p: open(f"{out}/load-{p}.txt").read().split() for p in ("alone", "beside")}
 noisy_bytes_per_sec = (off1 - off0) * size / (t1 - t0)
 # Rate between successive samples (about 1 s apart) within the quiet run.
-points = []
-for line in open(f"{out}/noisy-timeline.txt"):
-    f = line.split()
-    if len(f) == 2 and f[1].isdigit():
-        points.append((float(f[0]), int(f[1])))
+points = [(r["time_ms"] / 1e3, r["end_offset_sum"])
+          for r in (json.loads(line) for line in open(f"{out}/noisy-timeline.jsonl") if line.strip())]
 steps = [((b[1] - a[1]) * size / (b[0] - a[0])) / quota for a, b in zip(points, points[1:])
          if b[0] > a[0] and a[0] >= t0 - 0.5 and b[0] <= t1 + 0.5]
 s = {
@@ -188,6 +187,6 @@ print(f"noisy tenant: {noisy_bytes_per_sec:.0f} B/s over {s['noisy_seconds']:.1f
       f"({met('noisy_within_10pct_of_quota')}: within 10 %)")
 if steps:
     print(f"noisy tenant, about every second during that time, x its quota: min {min(steps):.2f}, max {max(steps):.2f}, "
-          f"seconds above 2x: {sum(1 for x in steps if x > 2)} of {len(steps)} (timeline: noisy-timeline.txt)")
+          f"seconds above 2x: {sum(1 for x in steps if x > 2)} of {len(steps)} (timeline: noisy-timeline.jsonl)")
 EOF
 echo "results in $out" >&2

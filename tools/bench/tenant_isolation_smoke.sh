@@ -22,6 +22,8 @@ for phase in ("quiet_alone", "quiet_beside"):
         sys.exit(f"{phase}: no records")
 for k in ("p50_ratio", "p99_ratio", "throughput_ratio", "noisy_over_quota", "noisy_bytes_per_sec"):
     number(s[k], k)
+for i, v in enumerate(s["noisy_per_second_over_quota"]):
+    number(v, f"noisy_per_second_over_quota[{i}]")
 if s["noisy_bytes_per_sec"] <= 0:
     sys.exit("the noisy tenant got no records into its topic")
 for phase in ("alone", "beside"):
