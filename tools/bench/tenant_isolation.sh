@@ -133,7 +133,11 @@ noisy_pid=$!
 sampler_pid=$!
 sleep "$warmup" # the noisy tenant's burst allowance is spent and it is throttled
 kill -0 "$noisy_pid" 2>/dev/null || { echo "tenant_isolation: the noisy tenant stopped: $(cat "$out/noisy.json")" >&2; exit 1; }
-read -r t0 off0 <<< "$(end_offsets noisy.events)"
+for _ in $(seq 1 60); do # the noisy tenant's topic may still be in creation on a slow machine
+    read -r t0 off0 <<< "$(end_offsets noisy.events)"
+    [[ "${off0:-}" =~ ^[0-9]+$ ]] && break
+    sleep 1
+done
 quiet_run beside
 read -r t1 off1 <<< "$(end_offsets noisy.events)"
 [[ "${off0:-}" =~ ^[0-9]+$ && "${off1:-}" =~ ^[0-9]+$ ]] ||
