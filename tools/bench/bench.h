@@ -12,7 +12,7 @@
 /* Command-line options of every sub-command. Filled once by
  * bench_options_parse() on the main thread and read-only afterwards. */
 struct bench_options {
-    const char *command; /* produce, consume, mock-cluster, wait-topic, create-topics, wait-partitions */
+    const char *command; /* produce, consume, mock-cluster, wait-topic, create-topics, wait-partitions, end-offsets */
     const char *bootstrap;
     const char *topic;
     long long records;
@@ -34,6 +34,7 @@ struct bench_options {
     int port;                                   /* mock-cluster: 0 = any */
     int topics;                                 /* create-topics, wait-partitions: topic count */
     int batch;                                  /* create-topics: topics per CreateTopics */
+    long every_ms;                              /* end-offsets: sample period, 0 = once */
     const char *overrides[BENCH_MAX_OVERRIDES]; /* "key=value" for librdkafka */
     int override_count;
 };
@@ -75,6 +76,7 @@ int bench_run_mock_cluster(const struct bench_options *opts);
 int bench_run_wait_topic(const struct bench_options *opts);
 int bench_run_create_topics(const struct bench_options *opts);
 int bench_run_wait_partitions(const struct bench_options *opts);
+int bench_run_end_offsets(const struct bench_options *opts);
 
 /* Monotonic clock in microseconds. */
 uint64_t bench_now_us(void);

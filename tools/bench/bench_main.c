@@ -33,6 +33,7 @@ void bench_usage(FILE *out)
                  "      [--partitions P] [--replication-factor R] [--batch 100]\n"
                  "  cairn-bench wait-partitions --bootstrap H:P --topic PREFIX --topics N\n"
                  "      [--partitions P] [--idle-timeout-ms 10000]\n"
+                 "  cairn-bench end-offsets --bootstrap H:P --topic T [--every-ms MS]\n"
                  "\n"
                  "produce and consume print one JSON object on stdout. mock-cluster prints\n"
                  "the bootstrap address of an in-process librdkafka mock cluster and serves\n"
@@ -44,7 +45,9 @@ void bench_usage(FILE *out)
                  "from the moment it was due, not from when it was sent. create-topics makes\n"
                  "topics PREFIX-00000.. in CreateTopics requests of --batch topics each;\n"
                  "wait-partitions reports how long until all N of them are in Metadata with\n"
-                 "P partitions each, every one with a leader.\n");
+                 "P partitions each, every one with a leader. end-offsets prints the sum of\n"
+                 "the topic's partitions' high watermarks and the wall time (time_ms), once\n"
+                 "or, with --every-ms, on that period until killed.\n");
 }
 
 static int parse_long(const char *name, const char *text, long long min, long long max, long long *out, char *err,
@@ -142,6 +145,9 @@ int bench_options_parse(int argc, char **argv, struct bench_options *opts, char 
         } else if (!strcmp(name, "--batch")) {
             rc = parse_long(name, value, 1, 100000, &n, err, errlen);
             opts->batch = (int)n;
+        } else if (!strcmp(name, "--every-ms")) {
+            rc = parse_long(name, value, 1, 3600000, &n, err, errlen);
+            opts->every_ms = (long)n;
         } else if (!strcmp(name, "-X")) {
             if (!strchr(value, '=')) {
                 snprintf(err, errlen, "-X expects key=value, got '%s'", value);
@@ -162,7 +168,7 @@ int bench_options_parse(int argc, char **argv, struct bench_options *opts, char 
 
     int needs_broker = !strcmp(opts->command, "produce") || !strcmp(opts->command, "consume") ||
                        !strcmp(opts->command, "wait-topic") || !strcmp(opts->command, "create-topics") ||
-                       !strcmp(opts->command, "wait-partitions");
+                       !strcmp(opts->command, "wait-partitions") || !strcmp(opts->command, "end-offsets");
     if (needs_broker && (!opts->bootstrap || !opts->topic)) {
         snprintf(err, errlen, "%s needs --bootstrap and --topic", opts->command);
         return -1;
@@ -198,6 +204,8 @@ int main(int argc, char **argv)
         return bench_run_create_topics(&opts);
     if (!strcmp(opts.command, "wait-partitions"))
         return bench_run_wait_partitions(&opts);
+    if (!strcmp(opts.command, "end-offsets"))
+        return bench_run_end_offsets(&opts);
     if (!strcmp(opts.command, "mock-cluster"))
         return bench_run_mock_cluster(&opts);
     fprintf(stderr, "cairn-bench: unknown command '%s'\n", opts.command);

@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# Tenant isolation on one shared cairnd: does a tenant pushing far past its
+# produce quota cost a quiet tenant anything?
+#
+# One cairnd with a SASL_PLAINTEXT listener (SCRAM-SHA-256) and the quota
+# plugin; two tenants, the SCRAM users "quiet" and "noisy", each with a
+# producer_byte_rate quota on its user (Kafka's user entity). Then:
+#   1. alone:  the quiet tenant produces at a fixed rate (cairn-bench produce
+#      --rate, open loop, latency from each record's due time) for --seconds.
+#   2. beside: the noisy tenant starts producing at 10 times its quota (open
+#      loop too: once throttled its client queue fills, so it then offers as
+#      much as the broker reads); after --warmup-seconds (its burst allowance
+#      spent, throttling in its steady state) the quiet tenant runs again at
+#      the same rate for --seconds. The noisy tenant's rate is the growth of
+#      its topic's end offsets during the quiet tenant's run, times the
+#      record size.
+# Prints the quiet tenant's p50/p99 and throughput in both phases with the
+# ratios (beside / alone), the noisy tenant's achieved rate over its quota,
+# and each goal (p99 within 20 %, throughput within 5 %, noisy within 10 %
+# of its quota) as met or not. Writes every report and summary.json to --out.
+#
+# usage: tools/bench/tenant_isolation.sh [--seconds 30] [--warmup-seconds 15]
+#            [--long] [--quiet-rate 1000] [--record-size 1024]
+#            [--quiet-quota 2097152] [--noisy-quota 2097152]
+#            [--override key=value]... [--out DIR]
+# --long runs 120 s phases after a 20 s warm-up; --override is a broker
+# config (e.g. plugin.quota.quota.window.num=2). Binaries: $CAIRND, $CAIRN,
+# $CAIRN_BENCH and the plugin directory $CAIRN_PLUGIN_DIR, by default from
+# build/.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+cairnd="${CAIRND:-$repo/build/core/server/cairnd}"
+cairn="${CAIRN:-$repo/build/cli/cairn}"
+bench="${CAIRN_BENCH:-$repo/build/tools/bench/cairn-bench}"
+plugin_dir="${CAIRN_PLUGIN_DIR:-$repo/build/plugins}"
+seconds=30 warmup=15 quiet_rate=1000 record_size=1024 quiet_quota=2097152 noisy_quota=2097152 out="" overrides=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --seconds) seconds="$2"; shift 2 ;;
+        --warmup-seconds) warmup="$2"; shift 2 ;;
+        --long) seconds=120; warmup=20; shift ;;
+        --quiet-rate) quiet_rate="$2"; shift 2 ;;
+        --record-size) record_size="$2"; shift 2 ;;
+        --quiet-quota) quiet_quota="$2"; shift 2 ;;
+        --noisy-quota) noisy_quota="$2"; shift 2 ;;
+        --override) overrides+=(--override "$2"); shift 2 ;;
+        --out) out="$2"; shift 2 ;;
+        -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "tenant_isolation: unknown argument '$1'" >&2; exit 2 ;;
+    esac
+done
+for n in "$seconds" "$warmup" "$quiet_rate" "$record_size" "$quiet_quota" "$noisy_quota"; do
+    [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "tenant_isolation: '$n' is not a positive integer" >&2; exit 2; }
+done
+for b in "$cairnd" "$cairn" "$bench"; do
+    [ -x "$b" ] || { echo "tenant_isolation: $b is missing (build first)" >&2; exit 1; }
+done
+[ -n "$out" ] || out="$(mktemp -d "${TMPDIR:-/tmp}/cairn-tenant-isolation.XXXXXX")"
+mkdir -p "$out"
+data="$(mktemp -d "${TMPDIR:-/tmp}/cairn-tenant-data.XXXXXX")"
+password="tenant-bench-secret"
+noisy_rate=$((noisy_quota * 10 / record_size))
+[ "$noisy_rate" -gt 0 ] || { echo "tenant_isolation: --noisy-quota below a tenth of a record" >&2; exit 2; }
+
+broker_pid="" noisy_pid="" sampler_pid=""
+cleanup() {
+    [ -n "$sampler_pid" ] && { kill -TERM "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true; }
+    [ -n "$noisy_pid" ] && { kill -TERM "$noisy_pid" 2>/dev/null || true; wait "$noisy_pid" 2>/dev/null || true; }
+    [ -n "$broker_pid" ] && { kill -TERM "$broker_pid" 2>/dev/null || true; wait "$broker_pid" 2>/dev/null || true; }
+    rm -rf "$data"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+plain_port="$(free_port)"
+sasl_port="$(free_port)"
+while [ "$sasl_port" = "$plain_port" ]; do sasl_port="$(free_port)"; done
+plain="127.0.0.1:$plain_port"
+sasl="127.0.0.1:$sasl_port"
+
+"$cairnd" --override "listeners=PLAINTEXT://$plain,SASL_PLAINTEXT://$sasl" --override "log.dirs=$data/log" \
+    --override "sasl.enabled.mechanisms=SCRAM-SHA-256" --override "plugin.path=$plugin_dir" \
+    --override "plugins=quota" \
+    --override "plugin.quota.entries=user=quiet:producer_byte_rate=$quiet_quota;user=noisy:producer_byte_rate=$noisy_quota" \
+    "${overrides[@]}" > "$out/cairnd.log" 2>&1 &
+broker_pid=$!
+up=0
+for _ in $(seq 1 600); do
+    kill -0 "$broker_pid" 2>/dev/null || break
+    if (exec 3<>"/dev/tcp/127.0.0.1/$sasl_port") 2>/dev/null; then up=1; break; fi
+    sleep 0.05
+done
+[ "$up" = 1 ] || { echo "tenant_isolation: cairnd did not start, see $out/cairnd.log" >&2; exit 1; }
+for user in quiet noisy; do
+    "$cairn" user create "$user" --password "$password" -b "$plain" >> "$out/setup.log" 2>&1
+done
+
+tenant_args() { # user
+    echo "--bootstrap $sasl --topic $1.events --partitions 1 --record-size $record_size" \
+         "-X security.protocol=SASL_PLAINTEXT -X sasl.mechanisms=SCRAM-SHA-256 -X sasl.username=$1" \
+         "-X sasl.password=$password -X client.id=$1-app"
+}
+end_offsets() { # topic: prints "<milliseconds since epoch> <sum of end offsets>"
+    "$bench" end-offsets --bootstrap "$plain" --topic "$1" 2>> "$out/bench.log" |
+        python3 -c 'import json, sys; r = json.load(sys.stdin); print(r["time_ms"], r["end_offset_sum"])' \
+            2>> "$out/bench.log" || true
+}
+quiet_run() { # phase
+    local load0
+    load0="$(cut -d' ' -f1 /proc/loadavg)"
+    # shellcheck disable=SC2046
+    "$bench" produce $(tenant_args quiet) --rate "$quiet_rate" --records $((quiet_rate * seconds)) \
+        --broker-pid "$broker_pid" > "$out/quiet-$1.json" 2>> "$out/bench.log" ||
+        { echo "tenant_isolation: the quiet tenant's $1 run failed: $(cat "$out/quiet-$1.json")" >&2; exit 1; }
+    echo "$load0 $(cut -d' ' -f1 /proc/loadavg)" > "$out/load-$1.txt"
+    echo "  quiet $1: $(tr -d '\n' < "$out/quiet-$1.json" | cut -c1-200)" >&2
+}
+
+quiet_run alone
+
+# The noisy tenant: far more records than it can send, stopped once the
+# quiet tenant's second run is over.
+# shellcheck disable=SC2046
+"$bench" produce $(tenant_args noisy) --rate "$noisy_rate" --records $((noisy_rate * (warmup + seconds + 3600))) \
+    > "$out/noisy.json" 2>> "$out/bench.log" &
+noisy_pid=$!
+# The noisy tenant's end offsets about every second, to show how its rate
+# moves within the quota's window.
+"$bench" end-offsets --bootstrap "$plain" --topic noisy.events --every-ms 1000 \
+    > "$out/noisy-timeline.jsonl" 2>> "$out/bench.log" &
+sampler_pid=$!
+sleep "$warmup" # the noisy tenant's burst allowance is spent and it is throttled
+kill -0 "$noisy_pid" 2>/dev/null || { echo "tenant_isolation: the noisy tenant stopped: $(cat "$out/noisy.json")" >&2; exit 1; }
+for _ in $(seq 1 60); do # the noisy tenant's topic may still be in creation on a slow machine
+    read -r t0 off0 <<< "$(end_offsets noisy.events)"
+    [[ "${off0:-}" =~ ^[0-9]+$ ]] && break
+    sleep 1
+done
+quiet_run beside
+read -r t1 off1 <<< "$(end_offsets noisy.events)"
+[[ "${off0:-}" =~ ^[0-9]+$ && "${off1:-}" =~ ^[0-9]+$ ]] ||
+    { echo "tenant_isolation: no end offsets of noisy.events, see $out/bench.log" >&2; exit 1; }
+kill -0 "$noisy_pid" 2>/dev/null || { echo "tenant_isolation: the noisy tenant stopped early: $(cat "$out/noisy.json")" >&2; exit 1; }
+kill -TERM "$sampler_pid"; wait "$sampler_pid" 2>/dev/null || true; sampler_pid=""
+kill -TERM "$noisy_pid"; wait "$noisy_pid" 2>/dev/null || true; noisy_pid=""
+
+python3 - "$out" "$t0" "$off0" "$t1" "$off1" "$record_size" "$noisy_quota" "$noisy_rate" "$quiet_quota" <<'EOF'
+import json, sys
+out, t0, off0, t1, off1, size, quota, noisy_rate, quiet_quota = sys.argv[1:]
+t0, t1, off0, off1, size, quota = int(t0) / 1e3, int(t1) / 1e3, int(off0), int(off1), int(size), int(quota)
+alone = json.load(open(f"{out}/quiet-alone.json"))
+beside = json.load(open(f"{out}/quiet-beside.json"))
+loads = {p: open(f"{out}/load-{p}.txt").read().split() for p in ("alone", "beside")}
+noisy_bytes_per_sec = (off1 - off0) * size / (t1 - t0)
+# Rate between successive samples (about 1 s apart) within the quiet run.
+points = [(r["time_ms"] / 1e3, r["end_offset_sum"])
+          for r in (json.loads(line) for line in open(f"{out}/noisy-timeline.jsonl") if line.strip())]
+steps = [((b[1] - a[1]) * size / (b[0] - a[0])) / quota for a, b in zip(points, points[1:])
+         if b[0] > a[0] and a[0] >= t0 - 0.5 and b[0] <= t1 + 0.5]
+s = {
+    "quiet_rate": alone["rate"]["target"], "record_size": size, "quiet_quota": int(quiet_quota),
+    "noisy_quota": quota, "noisy_offered_records_per_sec": int(noisy_rate),
+    "quiet_alone": {"p50_ms": alone["latency_ms"]["p50"], "p99_ms": alone["latency_ms"]["p99"],
+                    "msgs_per_sec": alone["msgs_per_sec"], "load": loads["alone"]},
+    "quiet_beside": {"p50_ms": beside["latency_ms"]["p50"], "p99_ms": beside["latency_ms"]["p99"],
+                     "msgs_per_sec": beside["msgs_per_sec"], "load": loads["beside"]},
+    "noisy_bytes_per_sec": noisy_bytes_per_sec, "noisy_seconds": t1 - t0,
+    "noisy_per_second_over_quota": [round(x, 3) for x in steps],
+}
+s["p99_ratio"] = s["quiet_beside"]["p99_ms"] / s["quiet_alone"]["p99_ms"]
+s["p50_ratio"] = s["quiet_beside"]["p50_ms"] / s["quiet_alone"]["p50_ms"]
+s["throughput_ratio"] = s["quiet_beside"]["msgs_per_sec"] / s["quiet_alone"]["msgs_per_sec"]
+s["noisy_over_quota"] = noisy_bytes_per_sec / quota
+s["goals"] = {"p99_within_20pct": abs(s["p99_ratio"] - 1) < 0.20,
+              "throughput_within_5pct": abs(s["throughput_ratio"] - 1) < 0.05,
+              "noisy_within_10pct_of_quota": abs(s["noisy_over_quota"] - 1) < 0.10}
+json.dump(s, open(f"{out}/summary.json", "w"), indent=1)
+a, b = s["quiet_alone"], s["quiet_beside"]
+met = lambda g: "met" if s["goals"][g] else "NOT met"
+print(f"quiet tenant: {s['quiet_rate']} records/s of {size} B (quota {int(quiet_quota)} B/s); "
+      f"noisy tenant: quota {quota} B/s, offered {int(noisy_rate)} records/s (10x)")
+print("| quiet tenant | alone | beside noisy | beside / alone |")
+print("|---|---|---|---|")
+print(f"| p50 ms | {a['p50_ms']:.2f} | {b['p50_ms']:.2f} | {s['p50_ratio']:.2f} |")
+print(f"| p99 ms | {a['p99_ms']:.2f} | {b['p99_ms']:.2f} | {s['p99_ratio']:.2f} ({met('p99_within_20pct')}: within 20 %) |")
+print(f"| records/s | {a['msgs_per_sec']:.0f} | {b['msgs_per_sec']:.0f} | {s['throughput_ratio']:.3f} ({met('throughput_within_5pct')}: within 5 %) |")
+print(f"| load average (start end) | {' '.join(a['load'])} | {' '.join(b['load'])} | |")
+print(f"noisy tenant: {noisy_bytes_per_sec:.0f} B/s over {s['noisy_seconds']:.1f} s = {s['noisy_over_quota']:.3f} x its quota "
+      f"({met('noisy_within_10pct_of_quota')}: within 10 %)")
+if steps:
+    print(f"noisy tenant, about every second during that time, x its quota: min {min(steps):.2f}, max {max(steps):.2f}, "
+          f"seconds above 2x: {sum(1 for x in steps if x > 2)} of {len(steps)} (timeline: noisy-timeline.jsonl)")
+EOF
+echo "results in $out" >&2
