@@ -9,9 +9,13 @@
  * produces and consumes every partition; CreatePartitions, DeleteTopics
  * and AlterConfigs through brokers, and a topic auto-created
  * through one, reach every broker. kill -9 of the quorum leader: the
- * brokers keep serving the topic, and a new topic created through a
- * broker succeeds once a new leader is elected. The brokers, with a small
- * snapshot threshold, write metadata snapshots as observers. */
+ * brokers keep serving (records produced and consumed during the
+ * election), and a new topic created through a broker succeeds once a new
+ * leader is elected; the killed controller restarts on its data and
+ * catches up. Then a minority (one follower controller) is stopped: topics
+ * are still created and records flow, and every broker keeps every topic.
+ * The brokers, with a small snapshot threshold, write metadata snapshots
+ * as observers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -62,6 +66,42 @@ static int32_t quorum_leader(struct observed_cluster *c, int32_t dead, int timeo
             fail_msg("no quorum leader within %d ms", timeout_ms);
         usleep(100 * 1000);
     }
+}
+
+/* Waits until the quorum's leader (whichever node it is by then) reports
+ * voter `id` fetched up to its high watermark: back in the quorum. */
+static void wait_voter_caught_up(struct observed_cluster *c, int32_t id, int timeout_ms)
+{
+    long long deadline = harness_now_ms() + timeout_ms;
+    for (;;) {
+        int32_t leader = quorum_leader(c, -1, timeout_ms);
+        struct raft_quorum_view q;
+        if (describe_quorum(c, leader, &q) && q.leader_id == leader)
+            for (int i = 0; i < q.n_voters; i++)
+                if (q.voters[i].replica_id == id && q.voters[i].log_end_offset >= q.high_watermark)
+                    return;
+        if (harness_now_ms() > deadline)
+            fail_msg("controller %d did not catch up with the quorum within %d ms", id, timeout_ms);
+        usleep(100 * 1000);
+    }
+}
+
+/* Creates topic through rk's broker, retrying while the quorum has no
+ * leader, and waits until every broker and rk list it. */
+static void create_topic_everywhere(struct observed_cluster *c, rd_kafka_t *rk, const char *topic, int partitions)
+{
+    char errstr[256];
+    rd_kafka_resp_err_t err;
+    long long deadline = harness_now_ms() + 30000;
+    while ((err = rk_create_topic_result(rk, topic, partitions, 1, NULL, false, errstr, sizeof errstr)) !=
+               RD_KAFKA_RESP_ERR_NO_ERROR &&
+           harness_now_ms() < deadline)
+        usleep(300 * 1000);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        fail_msg("CreateTopics %s: %s (%s)", topic, rd_kafka_err2str(err), errstr);
+    for (int i = 0; i < NB; i++)
+        client_wait_view(c->client, NC + i + 1, BROKERS, topic, partitions, 15000);
+    assert_true(rk_wait_topic(rk, topic, partitions, 15000));
 }
 
 /* Waits until broker `node` lists the three brokers and, with a topic,
@@ -342,10 +382,14 @@ static void test_controllers_and_observer_brokers(void **state)
     produce_and_consume(rk, bootstrap, "spread", 6);
     admin_through_brokers(&c);
 
-    /* kill -9 of the quorum leader: the brokers keep serving, and once a
-     * new leader is elected a topic created through a broker commits. */
+    /* kill -9 of the quorum leader: the brokers keep serving (the data
+     * path needs no controller: records go in and out while the others
+     * elect), and once a new leader is elected a topic created through a
+     * broker commits. */
+    create_topic_everywhere(&c, rk, "steady", 3);
     long long killed_at = harness_now_ms();
     broker_kill9(&c.controllers[leader - 1]);
+    produce_and_consume(rk, bootstrap, "steady", 3);
     int32_t next = quorum_leader(&c, leader, 20000);
     fprintf(stderr, "[test] controller %d killed, controller %d leads after %lld ms\n", leader, next,
             harness_now_ms() - killed_at);
@@ -361,9 +405,31 @@ static void test_controllers_and_observer_brokers(void **state)
         wait_broker_view(&c, NC + i + 1, "after", 3, 15000);
     assert_true(rk_wait_topic(rk, "after", 3, 15000));
     produce_and_consume(rk, bootstrap, "after", 3);
+
+    /* The killed controller restarts on its data and catches up. */
+    broker_restart(&c.controllers[leader - 1]);
+    wait_voter_caught_up(&c, leader, 60000);
+    /* A minority stopped (one follower of three): the two left keep a
+     * leader, so topics are still created and records flow. */
+    int32_t active = quorum_leader(&c, -1, 15000);
+    int32_t down = active % NC + 1;
+    broker_stop(&c.controllers[down - 1]);
+    create_topic_everywhere(&c, rk, "minority", 3);
+    produce_and_consume(rk, bootstrap, "minority", 3);
+    /* Topics from before the kill, during it and after both faults are on
+     * every broker. */
+    for (int i = 0; i < NB; i++) {
+        wait_broker_view(&c, NC + i + 1, "spread", 8, 15000);
+        wait_broker_view(&c, NC + i + 1, "steady", 3, 15000);
+        wait_broker_view(&c, NC + i + 1, "after", 3, 15000);
+        wait_broker_view(&c, NC + i + 1, "minority", 3, 15000);
+    }
+    broker_restart(&c.controllers[down - 1]);
+    wait_voter_caught_up(&c, down, 60000);
+
     struct rk_delivery_stats *stats = rk_producer_stats(rk);
     assert_int_equal(stats->failed, 0);
-    assert_int_equal(stats->delivered, 45);
+    assert_int_equal(stats->delivered, 75);
     rk_producer_destroy(rk);
     /* Every observer wrote metadata snapshots of what it had committed. */
     for (int i = 0; i < NB; i++) {
