@@ -14,6 +14,8 @@
  * leader is elected; the killed controller restarts on its data and
  * catches up. Then a minority (one follower controller) is stopped: topics
  * are still created and records flow, and every broker keeps every topic.
+ * A second process with a broker's node.id is refused registration
+ * (DUPLICATE_BROKER_REGISTRATION) and never takes that broker's place.
  * The brokers, with a small snapshot threshold, write metadata snapshots
  * as observers. */
 #include <setjmp.h>
@@ -45,6 +47,8 @@ struct observed_cluster {
     struct test_broker controllers[NC];
     struct test_broker brokers[NB];
     struct net_client *client; /* node ids: 1..3 controller listeners, 4..6 client listeners */
+    char voters_kv[300];
+    int cports[NC];
 };
 
 static bool describe_quorum(struct observed_cluster *c, int controller, struct raft_quorum_view *out)
@@ -112,6 +116,32 @@ static struct view wait_broker_view(struct observed_cluster *c, int node, const 
     return client_wait_view(c->client, node, BROKERS, topic, partitions, timeout_ms);
 }
 
+/* Starts a process.roles=broker node with this node id on a free port
+ * (without waiting for it). */
+static void spawn_broker(struct observed_cluster *c, struct test_broker *b, int node)
+{
+    int port;
+    do {
+        port = harness_free_port();
+    } while (port == c->cports[0] || port == c->cports[1] || port == c->cports[2]);
+    char node_id[32];
+    snprintf(node_id, sizeof node_id, "node.id=%d", node);
+    /* A small snapshot threshold: observers write snapshots too (checked at the end). */
+    const char *overrides[] = {node_id,
+                               c->voters_kv,
+                               "process.roles=broker",
+                               "controller.listener.names=CONTROLLER",
+                               "cluster.id=" CLUSTER_ID,
+                               "controller.quorum.election.timeout.ms=500",
+                               "controller.quorum.fetch.timeout.ms=1000",
+                               "broker.heartbeat.interval.ms=500",
+                               "offsets.topic.num.partitions=3",
+                               "transaction.state.log.num.partitions=3",
+                               "metadata.log.max.record.bytes.between.snapshots=1000",
+                               NULL};
+    broker_spawn_on_port(b, port, overrides);
+}
+
 static void observed_start(struct observed_cluster *c)
 {
     memset(c, 0, sizeof *c);
@@ -142,28 +172,10 @@ static void observed_start(struct observed_cluster *c)
                                    NULL};
         broker_spawn_on_port(&c->controllers[i], cports[i], overrides);
     }
-    for (int i = 0; i < NB; i++) {
-        int port;
-        do {
-            port = harness_free_port();
-        } while (port == cports[0] || port == cports[1] || port == cports[2]);
-        char node_id[32];
-        snprintf(node_id, sizeof node_id, "node.id=%d", NC + i + 1);
-        /* A small snapshot threshold: observers write snapshots too (checked at the end). */
-        const char *overrides[] = {node_id,
-                                   voters_kv,
-                                   "process.roles=broker",
-                                   "controller.listener.names=CONTROLLER",
-                                   "cluster.id=" CLUSTER_ID,
-                                   "controller.quorum.election.timeout.ms=500",
-                                   "controller.quorum.fetch.timeout.ms=1000",
-                                   "broker.heartbeat.interval.ms=500",
-                                   "offsets.topic.num.partitions=3",
-                                   "transaction.state.log.num.partitions=3",
-                                   "metadata.log.max.record.bytes.between.snapshots=1000",
-                                   NULL};
-        broker_spawn_on_port(&c->brokers[i], port, overrides);
-    }
+    snprintf(c->voters_kv, sizeof c->voters_kv, "%s", voters_kv);
+    memcpy(c->cports, cports, sizeof cports);
+    for (int i = 0; i < NB; i++)
+        spawn_broker(c, &c->brokers[i], NC + i + 1);
     for (int i = 0; i < NC; i++)
         broker_wait_ready(&c->controllers[i]);
     for (int i = 0; i < NB; i++)
@@ -431,6 +443,31 @@ static void test_controllers_and_observer_brokers(void **state)
     assert_int_equal(stats->failed, 0);
     assert_int_equal(stats->delivered, 75);
     rk_producer_destroy(rk);
+    /* A second process with broker 4's node.id: the controller refuses its
+     * registration (DUPLICATE_BROKER_REGISTRATION) while broker 4's
+     * session is valid, it says so, and it never opens its listener;
+     * broker 4 stays listed at its own port and keeps serving. */
+    struct test_broker twin;
+    memset(&twin, 0, sizeof twin);
+    spawn_broker(&c, &twin, NC + 1);
+    broker_wait_log(&twin, "registration refused, previous incarnation's session still valid", 30000);
+    for (int i = 0; i < NB; i++) {
+        struct view v = wait_broker_view(&c, NC + i + 1, "minority", 3, 15000);
+        for (int b = 0; b < v.broker_count; b++)
+            if (v.broker_ids[b] == NC + 1)
+                assert_int_equal(v.broker_ports[b], broker_port(&c.brokers[0]));
+    }
+    assert_true(broker_alive(&twin));
+    assert_false(broker_log_contains(&twin, "registration accepted"));
+    rd_kafka_t *at4 = rk_producer_new(broker_bootstrap(&c.brokers[0]), NULL);
+    create_topic_everywhere(&c, at4, "twin", 3);
+    produce_and_consume(at4, broker_bootstrap(&c.brokers[0]), "twin", 3);
+    assert_int_equal(rk_producer_stats(at4)->failed, 0);
+    rk_producer_destroy(at4);
+    broker_kill9(&twin);
+    broker_mark_passed(&twin);
+    broker_cleanup(&twin);
+
     /* Every observer wrote metadata snapshots of what it had committed. */
     for (int i = 0; i < NB; i++) {
         char path[1024];
