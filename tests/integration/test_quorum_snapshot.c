@@ -61,7 +61,7 @@ static int corrupt_checkpoints(const struct cluster *c, int node)
         size_t len = strlen(e->d_name);
         if (len != 42 || strcmp(e->d_name + len - 11, ".checkpoint") != 0)
             continue;
-        char path[1100];
+        char path[1024 + 2 + 256]; /* dir, '/', a file name */
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         struct stat st;
         assert_int_equal(stat(path, &st), 0);
