@@ -72,7 +72,8 @@ static const struct config_key_def broker_keys[] = {
     {KEY_INT("broker.session.timeout.ms", "9000", 1, I32), MEDIUM, IN(SERVER),
      .doc = "Time without a heartbeat after which the active controller fences a broker."},
     {KEY_STRING("broker.rack", NULL), MEDIUM, IN(SERVER),
-     .doc = "Rack of the broker, recorded in its registration and listed in Metadata and DescribeCluster."},
+     .doc = "Rack of the broker, recorded in its registration and listed in Metadata and DescribeCluster. When "
+            "every live broker has one, new partitions put their replicas on distinct racks while racks remain."},
     {KEY_STRING("cluster.id", NULL), MEDIUM, IN(SERVER),
      .doc = "Expected cluster id (22-char base64url); generated on first start when not set. With "
             "controller.quorum.voters the id comes from the storage written by cairnd format (then, if set, it "

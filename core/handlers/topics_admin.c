@@ -9,6 +9,7 @@
 #include "config/topic_config.h"
 #include "handlers/handler_util.h"
 #include "handlers/topic_policy.h"
+#include "log/log_manager.h"
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"
 #include "net/server.h"
@@ -44,7 +45,7 @@ static bool auditing(struct request_context *ctx)
 static bool internal_topic(const char *name, const struct metadata_topic *t)
 {
     return (t && t->is_internal) || strcmp(name, "__consumer_offsets") == 0 ||
-           strcmp(name, "__transaction_state") == 0 || strcmp(name, "__cluster_metadata") == 0;
+           strcmp(name, "__transaction_state") == 0 || strcmp(name, LOG_MANAGER_METADATA_TOPIC) == 0;
 }
 
 /* CreateTopics: CREATE on the cluster (not logged when denied), else on the topic. */

@@ -9,6 +9,7 @@
 
 #include "config/uuid.h"
 #include "log/log_manager.h"
+#include "metadata/metadata_placement.h"
 #include "metadata/metadata_records.h"
 #include "metadata/metadata_store.h"
 #include "metadata/metadata_store_internal.h"
@@ -80,28 +81,6 @@ static int32_t live_brokers(const struct metadata_image *img, int32_t **out)
         if (!img->brokers[i].fenced)
             (*out)[n++] = img->brokers[i].node_id;
     return n;
-}
-
-/* Kafka's rack-unaware placement: the first replica walks the brokers from a
- * random start; followers are shifted by a per-round offset so replicas of
- * consecutive partitions spread over different brokers. */
-static void place_replicas(const int32_t *brokers, int32_t n, int32_t first_partition, int32_t count, int16_t rf,
-                           int32_t *out /* count * rf */)
-{
-    int32_t start = (int32_t)(random_u32() % (uint32_t)n);
-    int32_t shift = (int32_t)(random_u32() % (uint32_t)n);
-    for (int32_t i = 0; i < count; i++) {
-        int32_t p = first_partition + i;
-        if (p > 0 && p % n == 0)
-            shift++;
-        int32_t first = (p + start) % n;
-        int32_t *replicas = &out[(size_t)i * (size_t)rf];
-        replicas[0] = brokers[first];
-        for (int32_t j = 0; j < rf - 1; j++) {
-            int32_t step = n > 1 ? 1 + (shift + j) % (n - 1) : 0;
-            replicas[j + 1] = brokers[(first + step) % n];
-        }
-    }
 }
 
 /* Checks manual assignments and copies them to out (count * rf ids). */
@@ -183,8 +162,21 @@ static int16_t plan_replicas(const struct metadata_image *img, const struct meta
         free(brokers);
         return error_out(KAFKA_ERR_UNKNOWN_SERVER_ERROR, err, errlen, "out of memory");
     }
-    place_replicas(brokers, live, first_partition, count, rf, ids);
+    const char **racks = malloc((size_t)(live > 0 ? live : 1) * sizeof(*racks));
+    if (!racks) {
+        free(brokers);
+        free(ids);
+        return error_out(KAFKA_ERR_UNKNOWN_SERVER_ERROR, err, errlen, "out of memory");
+    }
+    for (int32_t i = 0; i < live; i++)
+        racks[i] = metadata_image_broker(img, brokers[i])->rack;
+    int rc = metadata_place_replicas(brokers, racks, live, first_partition, count, rf, random_u32(), random_u32(), ids);
+    free(racks);
     free(brokers);
+    if (rc != 0) {
+        free(ids);
+        return error_out(KAFKA_ERR_UNKNOWN_SERVER_ERROR, err, errlen, "out of memory");
+    }
     *rf_out = rf;
     *out = ids;
     return KAFKA_ERR_NONE;

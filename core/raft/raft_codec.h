@@ -24,10 +24,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "log/log_manager.h"
 #include "protocol/wire.h"
 #include "raft/raft.h"
 
-#define RAFT_CODEC_TOPIC "__cluster_metadata"
+#define RAFT_CODEC_TOPIC LOG_MANAGER_METADATA_TOPIC
 #define RAFT_CODEC_PREVOTE_TAG 10000
 /* The record bytes a follower's quorum Fetch asks for when the core sets
  * no budget; the leader answers with whole batches within it (at least one). */

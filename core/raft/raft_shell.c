@@ -170,6 +170,17 @@ static void drain(struct raft_shell *s)
             apply_output(s, &out, &appended, &qs_version);
             raft_output_clear(&out);
         }
+        if (s->store_failed && !s->store_resigned && raft_node_role(s->node) == RAFT_LEADER) {
+            /* A leader that cannot write would go on answering fetches, so
+             * no follower would ever time out and the quorum would commit
+             * nothing more: hand it over (EndQuorumEpoch). Unable to persist
+             * a vote, this node cannot lead again, nor count. */
+            logger_error(LOG, "node %d: resigning the leadership of epoch %d: its metadata store cannot write",
+                         s->cfg.node_id, raft_node_epoch(s->node));
+            s->store_resigned = true;
+            raft_node_resign(s->node, clock_mono_ms());
+            continue;
+        }
         if (s->store_failed || (!appended && !qs_version))
             break;
         int64_t now = clock_mono_ms();

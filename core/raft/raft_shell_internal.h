@@ -110,6 +110,7 @@ struct raft_shell {
     size_t n_pending, cap_pending;
     int32_t next_local_correlation;
     bool store_failed;
+    bool store_resigned;       /* resigned the leadership once the store failed */
     struct raft_entry scratch; /* raft_shell_entry's answer, read from the store */
     struct shell_download download;
     int64_t next_clean_ms;

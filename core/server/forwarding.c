@@ -304,13 +304,18 @@ static bool send_call(struct forward_call *c)
     int32_t leader = raft_shell_metadata_leader_id(f->quorum);
     if (leader < 0 || leader == f->node_id)
         return false;
+    /* Fail fast: a leader killed a moment ago refuses the connection, and
+     * the request would otherwise wait out its whole timeout for it while
+     * this broker learns the new leader; the retry thread asks again every
+     * 100 ms, at whichever leader it knows by then. */
     struct net_client_request creq = {.node_id = leader,
                                       .api_key = FORWARDING_API_ENVELOPE,
                                       .pinned_version = -1,
                                       .body = &c->body,
                                       .timeout_ms = FORWARD_REQUEST_TIMEOUT_MS,
                                       .done = forward_done,
-                                      .ctx = c};
+                                      .ctx = c,
+                                      .fail_fast = true};
     char err[256] = "";
     return net_client_send(f->client, &creq, err, sizeof err) == 0;
 }

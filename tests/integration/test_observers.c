@@ -9,9 +9,15 @@
  * produces and consumes every partition; CreatePartitions, DeleteTopics
  * and AlterConfigs through brokers, and a topic auto-created
  * through one, reach every broker. kill -9 of the quorum leader: the
- * brokers keep serving the topic, and a new topic created through a
- * broker succeeds once a new leader is elected. The brokers, with a small
- * snapshot threshold, write metadata snapshots as observers. */
+ * brokers keep serving (records produced and consumed during the
+ * election), and a new topic created through a broker succeeds once a new
+ * leader is elected; the killed controller restarts on its data and
+ * catches up. Then a minority (one follower controller) is stopped: topics
+ * are still created and records flow, and every broker keeps every topic.
+ * A second process with a broker's node.id is refused registration
+ * (DUPLICATE_BROKER_REGISTRATION) and never takes that broker's place.
+ * The brokers, with a small snapshot threshold, write metadata snapshots
+ * as observers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -41,6 +47,8 @@ struct observed_cluster {
     struct test_broker controllers[NC];
     struct test_broker brokers[NB];
     struct net_client *client; /* node ids: 1..3 controller listeners, 4..6 client listeners */
+    char voters_kv[300];
+    int cports[NC];
 };
 
 static bool describe_quorum(struct observed_cluster *c, int controller, struct raft_quorum_view *out)
@@ -64,12 +72,74 @@ static int32_t quorum_leader(struct observed_cluster *c, int32_t dead, int timeo
     }
 }
 
+/* Waits until the quorum's leader (whichever node it is by then) reports
+ * voter `id` fetched up to its high watermark: back in the quorum. */
+static void wait_voter_caught_up(struct observed_cluster *c, int32_t id, int timeout_ms)
+{
+    long long deadline = harness_now_ms() + timeout_ms;
+    for (;;) {
+        int32_t leader = quorum_leader(c, -1, timeout_ms);
+        struct raft_quorum_view q;
+        if (describe_quorum(c, leader, &q) && q.leader_id == leader)
+            for (int i = 0; i < q.n_voters; i++)
+                if (q.voters[i].replica_id == id && q.voters[i].log_end_offset >= q.high_watermark)
+                    return;
+        if (harness_now_ms() > deadline)
+            fail_msg("controller %d did not catch up with the quorum within %d ms", id, timeout_ms);
+        usleep(100 * 1000);
+    }
+}
+
+/* Creates topic through rk's broker, retrying while the quorum has no
+ * leader, and waits until every broker and rk list it. */
+static void create_topic_everywhere(struct observed_cluster *c, rd_kafka_t *rk, const char *topic, int partitions)
+{
+    char errstr[256];
+    rd_kafka_resp_err_t err;
+    long long deadline = harness_now_ms() + 30000;
+    while ((err = rk_create_topic_result(rk, topic, partitions, 1, NULL, false, errstr, sizeof errstr)) !=
+               RD_KAFKA_RESP_ERR_NO_ERROR &&
+           harness_now_ms() < deadline)
+        usleep(300 * 1000);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        fail_msg("CreateTopics %s: %s (%s)", topic, rd_kafka_err2str(err), errstr);
+    for (int i = 0; i < NB; i++)
+        client_wait_view(c->client, NC + i + 1, BROKERS, topic, partitions, 15000);
+    assert_true(rk_wait_topic(rk, topic, partitions, 15000));
+}
+
 /* Waits until broker `node` lists the three brokers and, with a topic,
  * that many partitions of it. */
 static struct view wait_broker_view(struct observed_cluster *c, int node, const char *topic, int partitions,
                                     int timeout_ms)
 {
     return client_wait_view(c->client, node, BROKERS, topic, partitions, timeout_ms);
+}
+
+/* Starts a process.roles=broker node with this node id on a free port
+ * (without waiting for it). */
+static void spawn_broker(struct observed_cluster *c, struct test_broker *b, int node)
+{
+    int port;
+    do {
+        port = harness_free_port();
+    } while (port == c->cports[0] || port == c->cports[1] || port == c->cports[2]);
+    char node_id[32];
+    snprintf(node_id, sizeof node_id, "node.id=%d", node);
+    /* A small snapshot threshold: observers write snapshots too (checked at the end). */
+    const char *overrides[] = {node_id,
+                               c->voters_kv,
+                               "process.roles=broker",
+                               "controller.listener.names=CONTROLLER",
+                               "cluster.id=" CLUSTER_ID,
+                               "controller.quorum.election.timeout.ms=500",
+                               "controller.quorum.fetch.timeout.ms=1000",
+                               "broker.heartbeat.interval.ms=500",
+                               "offsets.topic.num.partitions=3",
+                               "transaction.state.log.num.partitions=3",
+                               "metadata.log.max.record.bytes.between.snapshots=1000",
+                               NULL};
+    broker_spawn_on_port(b, port, overrides);
 }
 
 static void observed_start(struct observed_cluster *c)
@@ -102,28 +172,10 @@ static void observed_start(struct observed_cluster *c)
                                    NULL};
         broker_spawn_on_port(&c->controllers[i], cports[i], overrides);
     }
-    for (int i = 0; i < NB; i++) {
-        int port;
-        do {
-            port = harness_free_port();
-        } while (port == cports[0] || port == cports[1] || port == cports[2]);
-        char node_id[32];
-        snprintf(node_id, sizeof node_id, "node.id=%d", NC + i + 1);
-        /* A small snapshot threshold: observers write snapshots too (checked at the end). */
-        const char *overrides[] = {node_id,
-                                   voters_kv,
-                                   "process.roles=broker",
-                                   "controller.listener.names=CONTROLLER",
-                                   "cluster.id=" CLUSTER_ID,
-                                   "controller.quorum.election.timeout.ms=500",
-                                   "controller.quorum.fetch.timeout.ms=1000",
-                                   "broker.heartbeat.interval.ms=500",
-                                   "offsets.topic.num.partitions=3",
-                                   "transaction.state.log.num.partitions=3",
-                                   "metadata.log.max.record.bytes.between.snapshots=1000",
-                                   NULL};
-        broker_spawn_on_port(&c->brokers[i], port, overrides);
-    }
+    snprintf(c->voters_kv, sizeof c->voters_kv, "%s", voters_kv);
+    memcpy(c->cports, cports, sizeof cports);
+    for (int i = 0; i < NB; i++)
+        spawn_broker(c, &c->brokers[i], NC + i + 1);
     for (int i = 0; i < NC; i++)
         broker_wait_ready(&c->controllers[i]);
     for (int i = 0; i < NB; i++)
@@ -342,10 +394,14 @@ static void test_controllers_and_observer_brokers(void **state)
     produce_and_consume(rk, bootstrap, "spread", 6);
     admin_through_brokers(&c);
 
-    /* kill -9 of the quorum leader: the brokers keep serving, and once a
-     * new leader is elected a topic created through a broker commits. */
+    /* kill -9 of the quorum leader: the brokers keep serving (the data
+     * path needs no controller: records go in and out while the others
+     * elect), and once a new leader is elected a topic created through a
+     * broker commits. */
+    create_topic_everywhere(&c, rk, "steady", 3);
     long long killed_at = harness_now_ms();
     broker_kill9(&c.controllers[leader - 1]);
+    produce_and_consume(rk, bootstrap, "steady", 3);
     int32_t next = quorum_leader(&c, leader, 20000);
     fprintf(stderr, "[test] controller %d killed, controller %d leads after %lld ms\n", leader, next,
             harness_now_ms() - killed_at);
@@ -361,10 +417,57 @@ static void test_controllers_and_observer_brokers(void **state)
         wait_broker_view(&c, NC + i + 1, "after", 3, 15000);
     assert_true(rk_wait_topic(rk, "after", 3, 15000));
     produce_and_consume(rk, bootstrap, "after", 3);
+
+    /* The killed controller restarts on its data and catches up. */
+    broker_restart(&c.controllers[leader - 1]);
+    wait_voter_caught_up(&c, leader, 60000);
+    /* A minority stopped (one follower of three): the two left keep a
+     * leader, so topics are still created and records flow. */
+    int32_t active = quorum_leader(&c, -1, 15000);
+    int32_t down = active % NC + 1;
+    broker_stop(&c.controllers[down - 1]);
+    create_topic_everywhere(&c, rk, "minority", 3);
+    produce_and_consume(rk, bootstrap, "minority", 3);
+    /* Topics from before the kill, during it and after both faults are on
+     * every broker. */
+    for (int i = 0; i < NB; i++) {
+        wait_broker_view(&c, NC + i + 1, "spread", 8, 15000);
+        wait_broker_view(&c, NC + i + 1, "steady", 3, 15000);
+        wait_broker_view(&c, NC + i + 1, "after", 3, 15000);
+        wait_broker_view(&c, NC + i + 1, "minority", 3, 15000);
+    }
+    broker_restart(&c.controllers[down - 1]);
+    wait_voter_caught_up(&c, down, 60000);
+
     struct rk_delivery_stats *stats = rk_producer_stats(rk);
     assert_int_equal(stats->failed, 0);
-    assert_int_equal(stats->delivered, 45);
+    assert_int_equal(stats->delivered, 75);
     rk_producer_destroy(rk);
+    /* A second process with broker 4's node.id: the controller refuses its
+     * registration (DUPLICATE_BROKER_REGISTRATION) while broker 4's
+     * session is valid, it says so, and it never opens its listener;
+     * broker 4 stays listed at its own port and keeps serving. */
+    struct test_broker twin;
+    memset(&twin, 0, sizeof twin);
+    spawn_broker(&c, &twin, NC + 1);
+    broker_wait_log(&twin, "registration refused, previous incarnation's session still valid", 30000);
+    for (int i = 0; i < NB; i++) {
+        struct view v = wait_broker_view(&c, NC + i + 1, "minority", 3, 15000);
+        for (int b = 0; b < v.broker_count; b++)
+            if (v.broker_ids[b] == NC + 1)
+                assert_int_equal(v.broker_ports[b], broker_port(&c.brokers[0]));
+    }
+    assert_true(broker_alive(&twin));
+    assert_false(broker_log_contains(&twin, "registration accepted"));
+    rd_kafka_t *at4 = rk_producer_new(broker_bootstrap(&c.brokers[0]), NULL);
+    create_topic_everywhere(&c, at4, "twin", 3);
+    produce_and_consume(at4, broker_bootstrap(&c.brokers[0]), "twin", 3);
+    assert_int_equal(rk_producer_stats(at4)->failed, 0);
+    rk_producer_destroy(at4);
+    broker_kill9(&twin);
+    broker_mark_passed(&twin);
+    broker_cleanup(&twin);
+
     /* Every observer wrote metadata snapshots of what it had committed. */
     for (int i = 0; i < NB; i++) {
         char path[1024];

@@ -5,7 +5,8 @@
  * only the log after it (plus what it missed, fetched from the leader) and
  * lists every topic in Metadata; with the log cleaned behind snapshots
  * (small segments: old segment files deleted), a
- * node that was down catches up by downloading the leader's snapshot. */
+ * node that was down catches up by downloading the leader's snapshot, and
+ * a node whose snapshots are all corrupt refuses to start, naming why. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "leader_cluster.h"
@@ -39,6 +41,32 @@ static int count_checkpoints(const struct cluster *c, int node)
         size_t len = strlen(e->d_name);
         if (len == 42 && strcmp(e->d_name + len - 11, ".checkpoint") == 0)
             n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Cuts every snapshot file of node's quorum log to half its size (a torn
+ * write, as after a crash mid-write); returns how many. */
+static int corrupt_checkpoints(const struct cluster *c, int node)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/raft-quorum/__cluster_metadata-0", c->nodes[node - 1].data_dir);
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len != 42 || strcmp(e->d_name + len - 11, ".checkpoint") != 0)
+            continue;
+        char path[1024 + 2 + 256]; /* dir, '/', a file name */
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(truncate(path, st.st_size / 2), 0);
+        n++;
     }
     closedir(d);
     return n;
@@ -280,6 +308,27 @@ static void test_stopped_node_catches_up_through_fetch_snapshot(void **state)
     else
         identical_checkpoints(&c, victim, victim % N + 1, &partial);
     assert_int_equal(partial, 0);
+
+    /* A node whose log is cleaned and whose every snapshot is corrupt
+     * cannot rebuild the offsets below its log start: it refuses to start
+     * and says why, rather than starting from an empty image. */
+    int broken = -1;
+    for (int i = 1; i <= N && broken < 0; i++)
+        if (i != victim && i != controller)
+            broken = i;
+    for (int i = 1; i <= N && broken < 0; i++)
+        if (i != victim)
+            broken = i;
+    assert_false(first_segment_present(&c, broken));
+    broker_stop(&c.nodes[broken - 1]);
+    assert_true(corrupt_checkpoints(&c, broken) >= 1);
+    broker_respawn(&c.nodes[broken - 1]);
+    long long until = harness_now_ms() + 60000;
+    while (broker_alive(&c.nodes[broken - 1]) && harness_now_ms() < until)
+        usleep(100 * 1000);
+    if (broker_alive(&c.nodes[broken - 1]))
+        fail_msg("node %d started with every snapshot corrupt and its log cleaned", broken);
+    assert_true(broker_log_contains(&c.nodes[broken - 1], "no readable snapshot covers the offsets below it"));
     cluster_stop(&c);
 }
 

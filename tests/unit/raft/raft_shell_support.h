@@ -121,6 +121,9 @@ static int election_timeout_ms = 300;
  * started next (the snapshot test cleans at once and downloads in small chunks). */
 static int64_t retention_bytes = 104857600;
 static int32_t chunk_bytes = 1 << 20;
+/* A test may put its own store in front of node i's disk store: it returns
+ * the store to use and sets *ops to its operations. NULL: the disk store. */
+static void *(*wrap_store)(int i, void *disk_store, const struct raft_shell_store_ops **ops);
 
 static inline void start_node(struct node *nodes, const int *ports, int i)
 {
@@ -156,6 +159,8 @@ static inline void start_node(struct node *nodes, const int *ports, int i)
         cfg.store = raft_shell_disk_store_open(n->dir, cfg.cluster_id, ids, N, err, sizeof err);
         if (!cfg.store)
             fail_msg("store %d: %s", i + 1, err);
+        if (wrap_store)
+            cfg.store = wrap_store(i, cfg.store, &cfg.store_ops);
         cfg.listener = raft_shell_metadata_listener(n->log);
         if (raft_shell_start(&cfg, &n->shell, err, sizeof err) != 0)
             fail_msg("shell %d: %s", i + 1, err);
