@@ -248,15 +248,18 @@ conformance_start_cairnd() {
 }
 
 # Starts a local cluster of `nodes` combined broker,controller cairnd
-# processes with tools/cairn-cluster, with the suite's settings and
+# processes with tools/cairn-cluster, with the suite's settings,
 # replication factor 3 where the node count allows (the tests that need
-# several brokers create RF 3 topics); sets bootstrap to every broker.
+# several brokers create RF 3 topics), a rack per node and the rack-aware
+# replica selector (0101 fetches from a follower in its rack); sets
+# bootstrap to every broker.
 conformance_start_cluster() {
     local cairnd="$1" work="$2" nodes="$3" port rf kv
     port="$(conformance_free_port)"
     rf=$((nodes < 3 ? nodes : 3))
     conformance_cluster_dir="$(mktemp -d /tmp/cairn-conformance-cluster.XXXXXX)"
-    local args=(up --dir "$conformance_cluster_dir" --combined "$nodes" --base-port "$port")
+    local args=(up --dir "$conformance_cluster_dir" --combined "$nodes" --base-port "$port" --racks
+        --prop replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector)
     while IFS= read -r kv; do
         case "$kv" in
             default.replication.factor=*) kv="default.replication.factor=$rf" ;;
