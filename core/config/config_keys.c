@@ -311,6 +311,25 @@ static const struct config_key_def broker_keys[] = {
             "0 disables read-ahead."},
     {KEY_INT("remote.fetch.max.wait.ms", "500", 1, I32), LOW, IN(LOG),
      .doc = "Longest a fetch waits for remote data before answering without it."},
+    {KEY_LONG("remote.log.manager.copy.max.bytes.per.second", "9223372036854775807", 1, I64), MEDIUM, IN(LOG),
+     .flags = DYN | RT,
+     .doc = "Bytes per second the broker copies to remote storage, all partitions together, measured over "
+            "remote.log.manager.copy.quota.window.num windows; while it is exceeded the next segment copy waits "
+            "(producers and fetches are never held). Changeable at runtime."},
+    {KEY_INT("remote.log.manager.copy.quota.window.num", "11", 1, 128), LOW, IN(LOG),
+     .doc = "Samples kept to measure the remote copy rate."},
+    {KEY_INT("remote.log.manager.copy.quota.window.size.seconds", "1", 1, I32), LOW, IN(LOG),
+     .doc = "Length of each sample of the remote copy rate."},
+    {KEY_LONG("remote.log.manager.fetch.max.bytes.per.second", "9223372036854775807", 1, I64), MEDIUM, IN(LOG),
+     .flags = DYN | RT,
+     .doc = "Bytes per second the broker reads from remote storage for fetches, measured over "
+            "remote.log.manager.fetch.quota.window.num windows; while it is exceeded a fetch that needs a remote "
+            "segment not yet cached gets no data for that partition this round and asks again. Changeable at "
+            "runtime."},
+    {KEY_INT("remote.log.manager.fetch.quota.window.num", "11", 1, 128), LOW, IN(LOG),
+     .doc = "Samples kept to measure the remote fetch rate."},
+    {KEY_INT("remote.log.manager.fetch.quota.window.size.seconds", "1", 1, I32), LOW, IN(LOG),
+     .doc = "Length of each sample of the remote fetch rate."},
     {KEY_LONG("remote.log.index.file.cache.total.size.bytes", "1073741824", 1, I64), LOW, IN(LOG),
      .doc = "Disk space for remote segments and indexes fetched to serve reads (least recently used go first)."},
     {KEY_INT("log.index.interval.bytes", "4096", 0, I32), MEDIUM, IN(LOG), .flags = DYN | RT,

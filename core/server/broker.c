@@ -315,6 +315,12 @@ static int start_tiered(struct broker *b, const char *dir, char *err, size_t err
         .reader_threads = config_get_int(b->config, "remote.log.reader.threads"),
         .read_ahead_segments = config_get_int(b->config, "remote.log.read.ahead.segments"),
         .cache_bytes = config_get_long(b->config, "remote.log.index.file.cache.total.size.bytes"),
+        .copy_max_bytes_per_second = config_get_long(b->config, "remote.log.manager.copy.max.bytes.per.second"),
+        .copy_quota_window_num = config_get_int(b->config, "remote.log.manager.copy.quota.window.num"),
+        .copy_quota_window_seconds = config_get_int(b->config, "remote.log.manager.copy.quota.window.size.seconds"),
+        .fetch_max_bytes_per_second = config_get_long(b->config, "remote.log.manager.fetch.max.bytes.per.second"),
+        .fetch_quota_window_num = config_get_int(b->config, "remote.log.manager.fetch.quota.window.num"),
+        .fetch_quota_window_seconds = config_get_int(b->config, "remote.log.manager.fetch.quota.window.size.seconds"),
         .topic_exists = tiered_topic_exists,
         .role = tiered_role,
         .read_ready = tiered_read_ready,
@@ -544,8 +550,8 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         goto fail;
     if (start_network(b, err, errlen) != 0)
         goto fail;
-    if (b->net &&
-        dynamic_config_start(b->metadata, cfg, b->env.node_id, b->net, b->replication, &b->dynamic_config) != 0) {
+    if (b->net && dynamic_config_start(b->metadata, cfg, b->env.node_id, b->net, b->replication, b->tiered,
+                                       &b->dynamic_config) != 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }

@@ -6,6 +6,7 @@
 #include "metadata/metadata_store.h"
 #include "net/server.h"
 #include "replication/replication.h"
+#include "tiered/tiered.h"
 #include "util/logger.h"
 
 /* Owned by the main thread; the callback only reads it. */
@@ -15,6 +16,7 @@ struct dynamic_config {
     int32_t node_id;
     struct net_server *net;
     struct replication *replication; /* NULL: no fetchers to resize */
+    struct tiered *tiered;           /* NULL: remote storage is off */
     int subscription;
 };
 
@@ -40,6 +42,9 @@ static void apply(struct dynamic_config *dc, const struct metadata_image *img)
                 "replication throttles now leader.replication.throttled.rate=%lld "
                 "follower.replication.throttled.rate=%lld",
                 (long long)leader_rate, (long long)follower_rate);
+    /* KIP-956's quotas are dynamic in Kafka too (DynamicRemoteLogConfig). */
+    tiered_set_quotas(dc->tiered, config_get_long(layered, "remote.log.manager.copy.max.bytes.per.second"),
+                      config_get_long(layered, "remote.log.manager.fetch.max.bytes.per.second"));
     config_free(layered);
 }
 
@@ -51,13 +56,14 @@ static void on_metadata(void *ctx, const struct metadata_image *old_image, const
 }
 
 int dynamic_config_start(struct metadata_store *store, const struct broker_config *base, int32_t node_id,
-                         struct net_server *net, struct replication *replication, struct dynamic_config **out)
+                         struct net_server *net, struct replication *replication, struct tiered *tiered,
+                         struct dynamic_config **out)
 {
     struct dynamic_config *dc = calloc(1, sizeof *dc);
     if (!dc)
         return -1;
     *dc = (struct dynamic_config){
-        .store = store, .base = base, .node_id = node_id, .net = net, .replication = replication};
+        .store = store, .base = base, .node_id = node_id, .net = net, .replication = replication, .tiered = tiered};
     const struct metadata_image *img = metadata_image_acquire(store);
     if (metadata_broker_configs_changed(NULL, img, node_id))
         apply(dc, img);

@@ -1,6 +1,7 @@
 /* Dynamic broker configs the server applies itself: max.connections and
  * max.connections.per.ip, set on the running net server, and
- * num.replica.fetchers, which resizes the replica fetchers, whenever this
+ * num.replica.fetchers, which resizes the replica fetchers, the replication
+ * throttles and the remote copy and fetch quotas, whenever this
  * broker's dynamic configs change in the metadata image. (Topic defaults
  * are applied by the replica manager, which resolves topic configs.)
  *
@@ -15,12 +16,14 @@ struct broker_config;
 struct metadata_store;
 struct net_server;
 struct replication;
+struct tiered;
 struct dynamic_config;
 
 /* Applies the current image's values, then follows changes. replication
- * may be NULL. Returns 0, or -1 on allocation failure. */
+ * and tiered may be NULL. Returns 0, or -1 on allocation failure. */
 int dynamic_config_start(struct metadata_store *store, const struct broker_config *base, int32_t node_id,
-                         struct net_server *net, struct replication *replication, struct dynamic_config **out);
+                         struct net_server *net, struct replication *replication, struct tiered *tiered,
+                         struct dynamic_config **out);
 void dynamic_config_stop(struct dynamic_config *dc);
 
 #endif

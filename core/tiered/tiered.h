@@ -39,6 +39,14 @@ struct tiered_options {
     int32_t reader_threads;      /* remote.log.reader.threads */
     int32_t read_ahead_segments; /* remote.log.read.ahead.segments (0: none) */
     int64_t cache_bytes;         /* remote.log.index.file.cache.total.size.bytes */
+    /* KIP-956: remote.log.manager.{copy,fetch}.max.bytes.per.second (INT64_MAX:
+     * unlimited) and their .quota.window.num / .quota.window.size.seconds. */
+    int64_t copy_max_bytes_per_second;
+    int32_t copy_quota_window_num;
+    int32_t copy_quota_window_seconds;
+    int64_t fetch_max_bytes_per_second;
+    int32_t fetch_quota_window_num;
+    int32_t fetch_quota_window_seconds;
     /* Whether a topic id (16 bytes) still names a topic: a partition's
      * remote segments are deleted once its topic is gone. */
     bool (*topic_exists)(void *ctx, const uint8_t topic_id[16]);
@@ -61,6 +69,10 @@ void tiered_stop_reads(struct tiered *t);
 /* Stops the threads (a copy in progress finishes first) and frees. Accepts
  * NULL. */
 void tiered_stop(struct tiered *t);
+
+/* New copy and fetch quotas (bytes/s, INT64_MAX: unlimited), effective at
+ * once: a copier waiting on the old copy quota re-reads it. Accepts NULL. */
+void tiered_set_quotas(struct tiered *t, int64_t copy_max_bytes_per_second, int64_t fetch_max_bytes_per_second);
 
 /* One pass of the task now, on the caller's thread (tests, shutdown). */
 void tiered_run_once(struct tiered *t, int64_t now_ms);

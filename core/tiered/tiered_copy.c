@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log/leader_epoch_cache.h"
@@ -324,6 +325,31 @@ static int copy_one(struct tiered *t, struct tiered_partition *p, struct partiti
     return 0;
 }
 
+/* Kafka's RLMCopyTask: before each segment, wait while the broker's copy
+ * rate is over remote.log.manager.copy.max.bytes.per.second, then count
+ * the segment's bytes at once, so copiers of other partitions see them
+ * before the copy ends. False when stopping. */
+static bool copy_quota_allows(struct tiered *t, int64_t bytes)
+{
+    pthread_mutex_lock(&t->lock);
+    int64_t wait_ms;
+    while (!t->stopping && (wait_ms = tiered_quota_throttle_ms(&t->copy_quota)) > 0) {
+        int64_t started = clock_mono_ms();
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        int64_t ns = until.tv_nsec + (wait_ms % 1000) * 1000000;
+        until.tv_sec += (time_t)(wait_ms / 1000 + ns / 1000000000);
+        until.tv_nsec = (long)(ns % 1000000000);
+        pthread_cond_timedwait(&t->quota_wake, &t->lock, &until);
+        metrics_add(t->metrics.copy_throttle_ms, clock_mono_ms() - started);
+    }
+    bool go = !t->stopping;
+    pthread_mutex_unlock(&t->lock);
+    if (go)
+        tiered_quota_record(&t->copy_quota, bytes);
+    return go;
+}
+
 static void copy_eligible(struct tiered *t, struct tiered_partition *p, struct partition_log *log)
 {
     int64_t hw = partition_log_high_watermark(log);
@@ -342,7 +368,7 @@ static void copy_eligible(struct tiered *t, struct tiered_partition *p, struct p
     for (size_t i = 0; i < n; i++) {
         if (segs[i].next_offset <= copied_end || segs[i].next_offset > bound)
             continue;
-        if (stalled || t->stopping || copy_one(t, p, log, &segs[i]) != 0) {
+        if (stalled || t->stopping || !copy_quota_allows(t, segs[i].size) || copy_one(t, p, log, &segs[i]) != 0) {
             stalled = true; /* in order: a later segment waits for this one */
             lag++;
             continue;

@@ -467,9 +467,10 @@ static struct cache_entry *cache_find_locked(struct tiered_cache *c, const uint8
 
 /* Queues a download of seg into e (a FAILED entry retried) or a new entry;
  * returns the entry, NULL when out of memory. Caller holds the cache lock. */
-static struct cache_entry *queue_download_locked(struct tiered_cache *c, struct tiered_partition *p,
+static struct cache_entry *queue_download_locked(struct tiered *t, struct tiered_partition *p,
                                                  const struct tiered_segment *seg, struct cache_entry *e)
 {
+    struct tiered_cache *c = t->cache;
     struct cache_job *job = calloc(1, sizeof *job);
     if (!job)
         return NULL;
@@ -495,6 +496,8 @@ static struct cache_entry *queue_download_locked(struct tiered_cache *c, struct 
         c->jobs = job;
     c->jobs_tail = job;
     pthread_cond_signal(&c->cond);
+    /* Counted when queued, so the next read sees it (KIP-956's fetch quota). */
+    tiered_quota_record(&t->fetch_quota, seg->size_bytes);
     return e;
 }
 
@@ -576,7 +579,7 @@ int16_t tiered_cache_open(struct tiered *t, struct tiered_partition *p, const st
         }
         if (!e || e->state == CACHE_FAILED) {
             metrics_add(t->metrics.cache_misses, 1);
-            if (!queue_download_locked(c, p, seg, e)) {
+            if (!queue_download_locked(t, p, seg, e)) {
                 rc = KAFKA_ERR_KAFKA_STORAGE_ERROR;
                 break;
             }
@@ -644,9 +647,10 @@ static void read_ahead_locked(struct tiered *t, struct tiered_partition *p, cons
         if (cache_find_locked(c, next[i].id))
             continue; /* cached, downloading, or failed (a fetch retries that) */
         if (p->ahead_loading >= t->opts.read_ahead_segments ||
-            seg->size_bytes + p->ahead_bytes + next[i].size_bytes > t->opts.cache_bytes)
+            seg->size_bytes + p->ahead_bytes + next[i].size_bytes > t->opts.cache_bytes ||
+            tiered_quota_exceeded(&t->fetch_quota))
             return;
-        struct cache_entry *e = queue_download_locked(c, p, &next[i], NULL);
+        struct cache_entry *e = queue_download_locked(t, p, &next[i], NULL);
         if (!e)
             return;
         e->ahead = true;
@@ -684,6 +688,7 @@ enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log,
     struct cache_entry *e = cache_find_locked(c, seg.id);
     int64_t now = clock_mono_ms();
     enum tiered_read_status status = TIERED_READ_PENDING;
+    int64_t throttle_ms = 0;
     if (e && e->ahead) {
         if (e->state == CACHE_READY)
             metrics_add(t->metrics.read_ahead_hits, 1);
@@ -702,10 +707,16 @@ enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log,
     } else if (c->stopping || (e && e->state == CACHE_FAILED && now - e->failed_at_ms < CACHE_RETRY_MS)) {
         *kafka_error = KAFKA_ERR_KAFKA_STORAGE_ERROR; /* retriable: the client tries again */
         status = TIERED_READ_ERROR;
+    } else if ((!e || e->state == CACHE_FAILED) && (throttle_ms = tiered_quota_throttle_ms(&t->fetch_quota)) > 0) {
+        /* KIP-956: over the remote fetch quota, no new download; this
+         * partition answers empty this round and the consumer asks again. */
+        metrics_add(t->metrics.fetch_throttled, 1);
+        metrics_add(t->metrics.fetch_throttle_ms, throttle_ms);
+        status = TIERED_READ_DONE;
     } else {
         if (!e || e->state == CACHE_FAILED) {
             metrics_add(t->metrics.cache_misses, 1);
-            e = queue_download_locked(c, p, &seg, e);
+            e = queue_download_locked(t, p, &seg, e);
         }
         if (!e) {
             *kafka_error = KAFKA_ERR_KAFKA_STORAGE_ERROR;

@@ -8,6 +8,7 @@
 #include "log/txn_index.h"
 #include "metrics/metrics.h"
 #include "tiered/tiered.h"
+#include "tiered/tiered_quota.h"
 
 #define TIERED_CUSTOM_METADATA_MAX 128 /* remote.log.metadata.custom.metadata.max.bytes */
 
@@ -95,6 +96,9 @@ struct tiered_metrics {
     struct metrics_metric *read_ahead_started;
     struct metrics_metric *read_ahead_hits;
     struct metrics_metric *copy_lag_segments;
+    struct metrics_metric *copy_throttle_ms;  /* time copiers waited on the copy quota */
+    struct metrics_metric *fetch_throttled;   /* remote reads answered empty by the fetch quota */
+    struct metrics_metric *fetch_throttle_ms; /* the fetch quota's throttle time at each of those */
 };
 
 struct tiered_cache; /* tiered_fetch.c */
@@ -119,6 +123,11 @@ struct tiered {
     size_t copier_count;
     struct tiered_cache *cache;
     struct tiered_metrics metrics;
+    /* KIP-956: copies wait while copy_quota is exceeded (on quota_wake,
+     * with lock); downloads are not started while fetch_quota is. */
+    struct tiered_quota copy_quota;
+    struct tiered_quota fetch_quota;
+    pthread_cond_t quota_wake; /* stopping or a new copy quota */
 };
 
 /* tiered_metadata.c: the per-partition file

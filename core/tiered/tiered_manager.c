@@ -279,6 +279,29 @@ static void register_metrics(struct tiered_metrics *m)
                                           "Remote reads that found a read-ahead segment already downloaded");
     m->copy_lag_segments = metrics_register(METRICS_GAUGE, "cairn_remote_copy_lag_segments", NULL,
                                             "Closed segments below the high watermark not yet copied");
+    m->copy_throttle_ms = metrics_register(
+        METRICS_COUNTER, "cairn_remote_copy_throttle_time_ms_total", NULL,
+        "Milliseconds copies waited for remote.log.manager.copy.max.bytes.per.second");
+    m->fetch_throttled = metrics_register(
+        METRICS_COUNTER, "cairn_remote_fetch_throttled_total", NULL,
+        "Fetches answered without remote data because remote.log.manager.fetch.max.bytes.per.second was exceeded");
+    m->fetch_throttle_ms = metrics_register(METRICS_COUNTER, "cairn_remote_fetch_throttle_time_ms_total", NULL,
+                                            "Sum of the fetch quota's throttle time at each throttled fetch");
+}
+
+void tiered_set_quotas(struct tiered *t, int64_t copy_max_bytes_per_second, int64_t fetch_max_bytes_per_second)
+{
+    if (!t)
+        return;
+    tiered_quota_set_bound(&t->copy_quota, copy_max_bytes_per_second);
+    tiered_quota_set_bound(&t->fetch_quota, fetch_max_bytes_per_second);
+    pthread_mutex_lock(&t->lock);
+    pthread_cond_broadcast(&t->quota_wake);
+    pthread_mutex_unlock(&t->lock);
+    logger_info("tiered",
+                "remote quotas now remote.log.manager.copy.max.bytes.per.second=%" PRId64
+                " remote.log.manager.fetch.max.bytes.per.second=%" PRId64,
+                copy_max_bytes_per_second, fetch_max_bytes_per_second);
 }
 
 int tiered_start(const struct tiered_options *opts, struct tiered **out, char *err, size_t errlen)
@@ -296,7 +319,12 @@ int tiered_start(const struct tiered_options *opts, struct tiered **out, char *e
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&t->tick, &attr);
+    pthread_cond_init(&t->quota_wake, &attr);
     pthread_condattr_destroy(&attr);
+    tiered_quota_init(&t->copy_quota, opts->copy_max_bytes_per_second, opts->copy_quota_window_num,
+                      (int64_t)opts->copy_quota_window_seconds * 1000);
+    tiered_quota_init(&t->fetch_quota, opts->fetch_max_bytes_per_second, opts->fetch_quota_window_num,
+                      (int64_t)opts->fetch_quota_window_seconds * 1000);
     register_metrics(&t->metrics);
     if (!plugin_host_remote_storage(opts->plugins, &t->rsm, &t->rsm_instance, &t->plugin_name)) {
         snprintf(err, errlen,
@@ -347,6 +375,7 @@ void tiered_stop(struct tiered *t)
     t->stopping = true;
     pthread_cond_broadcast(&t->work);
     pthread_cond_broadcast(&t->tick);
+    pthread_cond_broadcast(&t->quota_wake);
     pthread_mutex_unlock(&t->lock);
     if (t->task_started)
         pthread_join(t->task_thread, NULL);
@@ -361,6 +390,9 @@ void tiered_stop(struct tiered *t)
     free(t->meta_dir);
     pthread_cond_destroy(&t->work);
     pthread_cond_destroy(&t->tick);
+    pthread_cond_destroy(&t->quota_wake);
+    tiered_quota_destroy(&t->copy_quota);
+    tiered_quota_destroy(&t->fetch_quota);
     pthread_mutex_destroy(&t->lock);
     free(t);
 }

@@ -191,7 +191,7 @@ int64_t metric_value(const struct tiered_state *st, const char *name)
 
 /* cairnd with storage-local in a fresh remote dir, and TOPIC created with
  * small segments and a local retention of one byte. */
-void start_tiered(struct tiered_state *st, const char *topic)
+void start_tiered_with(struct tiered_state *st, const char *topic, const char *const *extra, const char *segment_bytes)
 {
     char path_kv[700], dir_kv[900], metrics_kv[64];
     snprintf(path_kv, sizeof path_kv, "plugin.path=%s", CAIRN_PLUGIN_DIR);
@@ -201,15 +201,27 @@ void start_tiered(struct tiered_state *st, const char *topic)
     assert_non_null(mkdtemp(st->remote_root));
     snprintf(st->remote_dir, sizeof st->remote_dir, "%s/remote", st->remote_root);
     snprintf(dir_kv, sizeof dir_kv, "plugin.storage-local.dir=%s", st->remote_dir);
-    const char *ov[] = {path_kv, "plugins=storage-local", dir_kv, metrics_kv, "remote.log.storage.system.enable=true",
-                        "remote.log.manager.task.interval.ms=200", "remote.log.manager.thread.pool.size=2",
-                        "remote.log.reader.threads=2", "log.retention.check.interval.ms=200",
-                        /* A few segments' worth: reads from 0 keep evicting. */
-                        "remote.log.index.file.cache.total.size.bytes=100000", NULL};
+    const char *base[] = {path_kv, "plugins=storage-local", dir_kv, metrics_kv, "remote.log.storage.system.enable=true",
+                          "remote.log.manager.task.interval.ms=200", "remote.log.manager.thread.pool.size=2",
+                          "remote.log.reader.threads=2", "log.retention.check.interval.ms=200",
+                          /* A few segments' worth: reads from 0 keep evicting. */
+                          "remote.log.index.file.cache.total.size.bytes=100000"};
+    const char *ov[32];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
+        ov[n++] = base[i];
+    for (size_t i = 0; extra && extra[i] && n < sizeof ov / sizeof ov[0] - 1; i++)
+        ov[n++] = extra[i];
+    ov[n] = NULL;
     broker_start(&st->broker, ov);
     rk_create_topic(broker_bootstrap(&st->broker), topic, 1,
-                    (const char *const[]){"segment.bytes", "32768", "remote.storage.enable", "true",
+                    (const char *const[]){"segment.bytes", segment_bytes, "remote.storage.enable", "true",
                                           "local.retention.bytes", "1", NULL});
+}
+
+void start_tiered(struct tiered_state *st, const char *topic)
+{
+    start_tiered_with(st, topic, NULL, "32768");
 }
 
 /* A day ago, so no retention or timestamp bound gets in the way. */

@@ -64,6 +64,10 @@ int64_t metric_value(const struct tiered_state *st, const char *name);
  * small segments and a local retention of one byte. */
 void start_tiered(struct tiered_state *st, const char *topic);
 
+/* The same with extra broker overrides (NULL-terminated, later ones win)
+ * and the topic's segment.bytes. */
+void start_tiered_with(struct tiered_state *st, const char *topic, const char *const *extra, const char *segment_bytes);
+
 /* A day ago, so no retention or timestamp bound gets in the way. */
 int64_t day_old_ms(void);
 
