@@ -69,7 +69,7 @@ static void alter_broker(struct tiered_state *st, const char *name, const char *
     rd_kafka_event_destroy(ev);
     rd_kafka_queue_destroy(queue);
     rd_kafka_ConfigResource_destroy(cr);
-    rd_kafka_destroy(rk);
+    rk_producer_destroy(rk);
 }
 
 /* Waits (deadline) until metric name reaches at least min; its value. */

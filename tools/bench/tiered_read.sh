@@ -18,8 +18,14 @@
 # a second or less), medians, ratios to the local read and the median time
 # to the first record.
 #
+# --override KEY=VALUE (repeatable) adds a broker config to every broker
+# (e.g. remote.log.manager.copy.max.bytes.per.second); --produce-only skips
+# the reads and reports the produce comparison and the time, after the last
+# produce, until every tiered topic was copied.
+#
 # usage: tools/bench/tiered_read.sh [--mb 256] [--segment-mb 8] [--rounds 3]
 #            [--read-ahead 1] [--s3rver-dir DIR] [--no-s3] [--build DIR] [--out DIR]
+#            [--override KEY=VALUE]... [--produce-only]
 # --mb 1024 is the issue's 1 GB. --s3rver-dir: a tests/clients/s3rver with
 # its node_modules installed (default: this tree's).
 set -euo pipefail
@@ -34,6 +40,8 @@ read_ahead=1
 s3rver_dir="$repo/tests/clients/s3rver"
 with_s3=1
 out=""
+extra=()
+produce_only=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --mb) mb="$2"; shift ;;
@@ -44,7 +52,9 @@ while [ $# -gt 0 ]; do
         --no-s3) with_s3=0 ;;
         --build) build="$2"; shift ;;
         --out) out="$2"; shift ;;
-        -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --override) extra+=("$2"); shift ;;
+        --produce-only) produce_only=1 ;;
+        -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -98,7 +108,7 @@ start_broker() {
         --override "remote.log.manager.task.interval.ms=500" --override "log.retention.check.interval.ms=500"
         --override "remote.log.index.file.cache.total.size.bytes=$cache_bytes"
         --override "remote.log.read.ahead.segments=$ahead")
-    for kv in "$@"; do args+=(--override "$kv"); done
+    for kv in "$@" ${extra[@]+"${extra[@]}"}; do args+=(--override "$kv"); done
     local starts
     starts=$(started_count "$name")
     "$cairnd" "${args[@]}" >>"$out/cairnd-$name.log" 2>&1 &
@@ -173,7 +183,14 @@ run_backend() {
         done
     done
     note "$name: waiting for the tiered topics to be copied"
+    local copy_wait_start=$SECONDS
     for r in $(seq "$rounds"); do wait_tiered "on-$r"; done
+    echo "$name copied_s_after_last_produce $((SECONDS - copy_wait_start))" >>"$out/metrics.txt"
+    echo "$name copy_throttle_ms $(metric cairn_remote_copy_throttle_time_ms_total)" >>"$out/metrics.txt"
+    if [ "$produce_only" = 1 ]; then
+        stop_broker
+        return 0
+    fi
     note "$name: on-1 keeps $(find "$data/on-1-0" -name '*.log' | wc -l) local segments"
     consume on-1 "$name-cold-ahead-1"
     for r in $(seq "$rounds"); do
@@ -220,9 +237,9 @@ if [ "$with_s3" = 1 ]; then
     backends+=(s3rver)
 fi
 
-python3 - "$out" "$rounds" "${backends[@]}" <<'PY'
+python3 - "$out" "$rounds" "$produce_only" "${backends[@]}" <<'PY'
 import json, statistics, sys
-out, rounds, backends = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+out, rounds, produce_only, backends = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4:]
 load = lambda name: json.load(open(f"{out}/{name}.json"))
 mbs = lambda names: [load(n)["mb_per_sec"] for n in names]
 p99 = lambda x: (x.get("latency_ms") or {}).get("p99", float("nan"))
@@ -237,6 +254,8 @@ for b in backends:
               f"   p99 ms {lat} [{med(p99(x) for x in prod[k]):.0f}]")
     ratio = med(x["mb_per_sec"] for x in prod["on"]) / med(x["mb_per_sec"] for x in prod["off"])
     print(f"  produce on/off (medians): {ratio:.2f}")
+    if produce_only:
+        continue
     # The rate from the first record to the last (the client's start apart),
     # the time to the first record, and the rate from assignment.
     after = lambda names: [load(n)["mb_per_sec_after_first"] for n in names]
