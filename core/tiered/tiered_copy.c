@@ -344,9 +344,9 @@ static bool copy_quota_allows(struct tiered *t, int64_t bytes)
         metrics_add(t->metrics.copy_throttle_ms, clock_mono_ms() - started);
     }
     bool go = !t->stopping;
-    pthread_mutex_unlock(&t->lock);
-    if (go)
+    if (go) /* under the lock: two copiers never both pass on the same room */
         tiered_quota_record(&t->copy_quota, bytes);
+    pthread_mutex_unlock(&t->lock);
     return go;
 }
 
