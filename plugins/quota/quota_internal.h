@@ -111,6 +111,29 @@ int64_t quota_rate_window_ms(struct quota_rate *rate, const struct quota_window_
  * (rate - limit) / limit * window, capped at samples * window_ms. */
 int32_t quota_throttle_ms(double rate, double limit, int64_t window_ms, const struct quota_window_config *config);
 
+/* How usage turns into a throttle time (the plugin's throttle.algorithm). */
+enum quota_throttle_algorithm {
+    /* A token bucket holding one window's worth of quota: bursts bounded. */
+    QUOTA_THROTTLE_TOKEN_BUCKET = 0,
+    /* Kafka's: the sampled rate above and (rate - limit) / limit * window. */
+    QUOTA_THROTTLE_SAMPLED_RATE = 1,
+};
+
+/* Parses a throttle.algorithm value; CAIRN_INVALID for an unknown one. */
+int quota_throttle_algorithm_parse(const char *text, enum quota_throttle_algorithm *out);
+
+/* Credits limit per second up to one window's worth (window_ms of quota). */
+struct quota_token_bucket {
+    double tokens; /* may be negative: a debt the throttle repays */
+    int64_t last_ms;
+    bool started;
+};
+
+/* Takes value from the bucket and returns how long until its debt is
+ * repaid (0 with none), capped as quota_throttle_ms. Not thread-safe. */
+int32_t quota_bucket_record(struct quota_token_bucket *bucket, const struct quota_window_config *config, double value,
+                            double limit, int64_t now_ms);
+
 /* Usage buckets keyed by (type, user tag, client tag). Lookups share
  * lock (read); inserting and sweeping idle buckets take it for writing;
  * each bucket's rate has its own mutex. */
@@ -123,14 +146,17 @@ struct quota_sensor_table {
     size_t sweep_at; /* sweep idle sensors once count reaches this */
     int64_t idle_expiry_ms;
     struct quota_window_config window;
+    enum quota_throttle_algorithm algorithm;
 };
 
-int quota_sensor_table_init(struct quota_sensor_table *table, const struct quota_window_config *window);
+int quota_sensor_table_init(struct quota_sensor_table *table, const struct quota_window_config *window,
+                            enum quota_throttle_algorithm algorithm);
 void quota_sensor_table_free(struct quota_sensor_table *table);
-/* Records value into the bucket of match and returns the throttle time.
- * strict (KIP-599's controller mutations): the rate is checked before
- * recording; when it is already over the limit nothing is recorded and
- * the throttle time is returned, else value is recorded and 0 returned. */
+/* Records value into the bucket of match and returns the throttle time,
+ * by the table's algorithm. strict (KIP-599's controller mutations) always
+ * uses the sampled rate, checked before recording: when it is already
+ * over the limit nothing is recorded and the throttle time is returned,
+ * else value is recorded and 0 returned. */
 int32_t quota_sensor_record(struct quota_sensor_table *table, enum quota_type type, const struct quota_match *match,
                             double value, int64_t now_ms, bool strict);
 size_t quota_sensor_count(struct quota_sensor_table *table);

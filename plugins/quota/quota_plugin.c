@@ -126,6 +126,17 @@ static int quota_init(const struct cairn_host *host, void **instance, char *err,
         snprintf(err, errlen, "config entries: %s", why[0] ? why : "not available");
         return CAIRN_ERROR;
     }
+    const char *algorithm_text = NULL;
+    enum quota_throttle_algorithm algorithm;
+    if (host->config_string(host->ctx, "throttle.algorithm", &algorithm_text, why, sizeof(why)) != CAIRN_OK ||
+        !algorithm_text) {
+        snprintf(err, errlen, "config throttle.algorithm: %s", why[0] ? why : "not available");
+        return CAIRN_ERROR;
+    }
+    if (quota_throttle_algorithm_parse(algorithm_text, &algorithm) != CAIRN_OK) {
+        snprintf(err, errlen, "config throttle.algorithm: '%s' is not token-bucket or sampled-rate", algorithm_text);
+        return CAIRN_ERROR;
+    }
 
     struct quota_plugin *plugin = calloc(1, sizeof(*plugin));
     if (!plugin) {
@@ -139,7 +150,7 @@ static int quota_init(const struct cairn_host *host, void **instance, char *err,
     }
     struct quota_window_config window = {.samples = (int32_t)samples, .window_ms = window_seconds * 1000};
     if (quota_entries_merge(&plugin->configured, NULL, 0, &plugin->entries) != CAIRN_OK ||
-        quota_sensor_table_init(&plugin->sensors, &window) != CAIRN_OK) {
+        quota_sensor_table_init(&plugin->sensors, &window, algorithm) != CAIRN_OK) {
         snprintf(err, errlen, "out of memory");
         quota_entries_free(&plugin->entries);
         quota_entries_free(&plugin->configured);
@@ -149,8 +160,8 @@ static int quota_init(const struct cairn_host *host, void **instance, char *err,
     pthread_rwlock_init(&plugin->entries_lock, NULL);
     plugin->throttled_responses = host->counter(host->ctx, "throttled_responses",
                                                 "Requests answered with a non-zero throttle time");
-    host->log(host->ctx, CAIRN_LOG_INFO, "%zu quota entries, %lld windows of %lld s", plugin->configured.count,
-              (long long)samples, (long long)window_seconds);
+    host->log(host->ctx, CAIRN_LOG_INFO, "%zu quota entries, %lld windows of %lld s, throttle by %s",
+              plugin->configured.count, (long long)samples, (long long)window_seconds, algorithm_text);
     /* A 1.0 or 1.1 broker has no quota service: the configured entries alone apply. */
     if (CAIRN_HAS_FIELD(host, struct cairn_host, quota_subscribe) && host->quota_subscribe) {
         struct cairn_quota_listener listener = {
@@ -197,10 +208,23 @@ static const struct cairn_config_key quota_key_window_size = {
     .doc = "Length of each sample in seconds.",
 };
 
+static const struct cairn_config_key quota_key_throttle_algorithm = {
+    .struct_size = sizeof(struct cairn_config_key),
+    .name = "throttle.algorithm",
+    .type = CAIRN_CONFIG_STRING,
+    .default_value = "token-bucket",
+    .doc = "How usage becomes a throttle time. token-bucket: each client's bucket holds one "
+           "quota.window.size.seconds of quota, so no window admits much more than the quota. sampled-rate: "
+           "Kafka's rate over quota.window.num samples, which lets up to quota.window.num - 1 windows' worth through "
+           "at once after idle and each time the sample holding a burst expires. controller_mutation_rate always "
+           "uses sampled-rate.",
+};
+
 static const struct cairn_config_key *const quota_config_keys[] = {
     &quota_key_entries,
     &quota_key_window_num,
     &quota_key_window_size,
+    &quota_key_throttle_algorithm,
 };
 
 static const struct cairn_quota_vtable quota_vtable = {

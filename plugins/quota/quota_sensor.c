@@ -93,8 +93,8 @@ int32_t quota_throttle_ms(double rate, double limit, int64_t window_ms, const st
     return (int32_t)llround(throttle);
 }
 
-/* One usage bucket. Fields other than rate, last_record_ms and lock are
- * immutable; those three are guarded by lock. */
+/* One usage bucket. Fields other than rate, bucket, last_record_ms and
+ * lock are immutable; those are guarded by lock. */
 struct quota_sensor {
     struct quota_sensor *next;
     uint64_t hash;
@@ -104,6 +104,7 @@ struct quota_sensor {
     pthread_mutex_t lock;
     int64_t last_record_ms;
     struct quota_rate rate;
+    struct quota_token_bucket bucket;
 };
 
 static uint64_t quota_hash(enum quota_type type, const char *user, const char *client)
@@ -117,7 +118,19 @@ static uint64_t quota_hash(enum quota_type type, const char *user, const char *c
     return h;
 }
 
-int quota_sensor_table_init(struct quota_sensor_table *table, const struct quota_window_config *window)
+int quota_throttle_algorithm_parse(const char *text, enum quota_throttle_algorithm *out)
+{
+    if (strcmp(text, "token-bucket") == 0)
+        *out = QUOTA_THROTTLE_TOKEN_BUCKET;
+    else if (strcmp(text, "sampled-rate") == 0)
+        *out = QUOTA_THROTTLE_SAMPLED_RATE;
+    else
+        return CAIRN_INVALID;
+    return CAIRN_OK;
+}
+
+int quota_sensor_table_init(struct quota_sensor_table *table, const struct quota_window_config *window,
+                            enum quota_throttle_algorithm algorithm)
 {
     memset(table, 0, sizeof(*table));
     table->buckets = calloc(QUOTA_INITIAL_BUCKETS, sizeof(*table->buckets));
@@ -127,6 +140,7 @@ int quota_sensor_table_init(struct quota_sensor_table *table, const struct quota
     table->sweep_at = QUOTA_FIRST_SWEEP;
     table->idle_expiry_ms = QUOTA_IDLE_EXPIRY_MS;
     table->window = *window;
+    table->algorithm = algorithm;
     pthread_rwlock_init(&table->lock, NULL);
     return CAIRN_OK;
 }
@@ -251,6 +265,11 @@ static int32_t quota_sensor_update(struct quota_sensor_table *table, struct quot
         int32_t throttle = quota_throttle_ms(before, limit, window_ms, &table->window);
         if (throttle == 0)
             quota_rate_record(&sensor->rate, &table->window, value, now_ms);
+        pthread_mutex_unlock(&sensor->lock);
+        return throttle;
+    }
+    if (table->algorithm == QUOTA_THROTTLE_TOKEN_BUCKET) {
+        int32_t throttle = quota_bucket_record(&sensor->bucket, &table->window, value, limit, now_ms);
         pthread_mutex_unlock(&sensor->lock);
         return throttle;
     }

@@ -122,9 +122,9 @@ static void test_producer_byte_rate_per_client_id(void **state)
     struct test_broker *broker = *state;
     char plugin_path[600];
     snprintf(plugin_path, sizeof(plugin_path), "plugin.path=%s", CAIRN_PLUGIN_DIR);
-    /* Two one-second windows instead of Kafka's eleven: with eleven, a
-     * client may burst ten seconds' worth (all 2 MB here) before the
-     * measured rate passes the quota. */
+    /* Two one-second windows instead of Kafka's eleven: with eleven and
+     * throttle.algorithm=sampled-rate, a client may burst ten seconds'
+     * worth (all 2 MB here) before the measured rate passes the quota. */
     const char *overrides[] = {plugin_path,
                                "plugins=quota",
                                "plugin.quota.entries=client-id=slow:producer_byte_rate=200000",

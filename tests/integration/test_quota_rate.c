@@ -135,8 +135,10 @@ static void test_producer_held_to_byte_rate(void **state)
     struct test_broker *broker = *state;
     char plugin_path[600];
     snprintf(plugin_path, sizeof plugin_path, "plugin.path=%s", CAIRN_PLUGIN_DIR);
-    /* Two one-second samples: Kafka's default eleven would let the first
-     * ten seconds' worth through as one burst. */
+    /* Two one-second samples, so the bounds below hold with either
+     * throttle.algorithm: with Kafka's sampled rate the default eleven
+     * would let the first ten seconds' worth through as one burst
+     * (test_quota_burst covers the default window). */
     const char *overrides[] = {plugin_path,
                                "plugins=quota",
                                "plugin.quota.entries=client-id=limited:producer_byte_rate=1000000",

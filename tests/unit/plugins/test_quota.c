@@ -32,14 +32,23 @@ static int quota_group_teardown(void **state)
     return 0;
 }
 
-static void quota_start(const char *entries)
+/* Starts the plugin with Kafka's sampled-rate throttle, whose math most
+ * tests here check, or with the given throttle.algorithm. */
+static void quota_start_with(const char *entries, const char *algorithm)
 {
     test_host_fini(&quota_host);
     test_host_clear_config(&quota_host);
     test_host_set(&quota_host, "entries", entries);
+    if (algorithm)
+        test_host_set(&quota_host, "throttle.algorithm", algorithm);
     char err[512];
     if (test_host_init(&quota_host, err, sizeof(err)) != CAIRN_OK)
         fail_msg("quota init with '%s' failed: %s", entries, err);
+}
+
+static void quota_start(const char *entries)
+{
+    quota_start_with(entries, "sampled-rate");
 }
 
 static int32_t quota_rec(const char *user, const char *client_id, int32_t kind, double value, int64_t now_ms)
@@ -220,6 +229,7 @@ static void test_throttle_bounded_by_window(void **state)
     test_host_fini(&quota_host);
     test_host_clear_config(&quota_host);
     test_host_set(&quota_host, "entries", "client-id=c:producer_byte_rate=1000");
+    test_host_set(&quota_host, "throttle.algorithm", "sampled-rate");
     test_host_set(&quota_host, "quota.window.num", "3");
     test_host_set(&quota_host, "quota.window.size.seconds", "2");
     char err[256];
@@ -237,6 +247,66 @@ static void test_throttle_bounded_by_window(void **state)
     assert_int_equal(quota_rec("u", "e", CAIRN_QUOTA_PRODUCE, NAN, 0), 0);
     assert_int_equal(quota_rec("u", "e", CAIRN_QUOTA_PRODUCE, INFINITY, 0), 0);
     assert_int_equal(quota_host.descriptor->quota->record(quota_host.instance, NULL, CAIRN_QUOTA_PRODUCE, 1e9, 0), 0);
+}
+
+/* The default throttle: a bucket of one window's worth of quota, credited
+ * at the quota. What passes in any window stays near the quota, where the
+ * sampled rate lets ten windows' worth through at once (above). */
+static void test_token_bucket(void **state)
+{
+    (void)state;
+    quota_start_with("client-id=c:producer_byte_rate=1000", NULL);
+    /* One second's worth passes; the next byte is a debt of 1 ms. */
+    assert_int_equal(quota_rec("u", "c", CAIRN_QUOTA_PRODUCE, 1000, 0), 0);
+    assert_int_equal(quota_rec("u", "c", CAIRN_QUOTA_PRODUCE, 1, 0), 1);
+    /* 15000 bytes at once (the sampled rate would say 5 s): 15 s of debt,
+     * capped at the longest throttle, 11 windows. */
+    quota_start_with("client-id=c:producer_byte_rate=1000", "token-bucket");
+    assert_int_equal(quota_rec("u", "c", CAIRN_QUOTA_PRODUCE, 15000, 0), 11000);
+    /* The debt is held to what the longest throttle repays (11000 bytes),
+     * and 3 s repay 3000 of it. */
+    assert_int_equal(quota_rec("u", "c", CAIRN_QUOTA_PRODUCE, 0, 3000), 8000);
+    assert_int_equal(quota_rec("u", "c", CAIRN_QUOTA_PRODUCE, 0, 11000), 0);
+    /* Idle time refills the bucket to one window, no more. */
+    assert_int_equal(quota_rec("u", "c", CAIRN_QUOTA_PRODUCE, 1000, 60000), 0);
+    assert_int_equal(quota_rec("u", "c", CAIRN_QUOTA_PRODUCE, 500, 60000), 500);
+
+    /* A client offering 10 times its quota in 100 ms steps, as long as it
+     * is not throttled: no second passes more than the quota plus one
+     * window's worth, and over 30 s it gets the quota. */
+    quota_start_with("client-id=c:producer_byte_rate=1000", "token-bucket");
+    double per_second[30] = {0};
+    int64_t unmuted_at = 0;
+    for (int64_t t = 0; t < 30000; t += 100) {
+        if (t < unmuted_at)
+            continue;
+        int32_t throttle = quota_rec("u", "c", CAIRN_QUOTA_PRODUCE, 1000, t);
+        per_second[t / 1000] += 1000;
+        unmuted_at = t + throttle;
+    }
+    double total = 0;
+    for (int s = 0; s < 30; s++) {
+        assert_true(per_second[s] <= 2000);
+        total += per_second[s];
+    }
+    assert_true(total >= 29000 && total <= 31000);
+
+    /* Windows of 2 s: the bucket holds 2 s of quota. */
+    test_host_fini(&quota_host);
+    test_host_clear_config(&quota_host);
+    test_host_set(&quota_host, "entries", "client-id=c:producer_byte_rate=1000");
+    test_host_set(&quota_host, "quota.window.size.seconds", "2");
+    char err[256];
+    assert_int_equal(test_host_init(&quota_host, err, sizeof(err)), CAIRN_OK);
+    assert_int_equal(quota_rec("u", "c", CAIRN_QUOTA_PRODUCE, 2000, 0), 0);
+    assert_int_equal(quota_rec("u", "c", CAIRN_QUOTA_PRODUCE, 250, 0), 250);
+
+    /* An unknown algorithm stops start-up with a message naming the key. */
+    test_host_fini(&quota_host);
+    test_host_set(&quota_host, "throttle.algorithm", "leaky");
+    assert_int_not_equal(test_host_init(&quota_host, err, sizeof(err)), CAIRN_OK);
+    assert_non_null(strstr(err, "throttle.algorithm"));
+    assert_non_null(strstr(err, "leaky"));
 }
 
 static void test_request_percentage(void **state)
@@ -385,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_usage_buckets),
         cmocka_unit_test(test_rate_math_over_windows),
         cmocka_unit_test(test_throttle_bounded_by_window),
+        cmocka_unit_test(test_token_bucket),
         cmocka_unit_test(test_request_percentage),
         cmocka_unit_test(test_concurrent_record),
         cmocka_unit_test(test_malformed_entries_rejected),
