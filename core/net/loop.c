@@ -200,8 +200,16 @@ static void loop_on_close_deadline(uv_timer_t *timer)
     struct net_loop *loop = timer->data;
     for (struct net_connection *c = loop->conns, *next; c; c = next) {
         next = c->next;
-        if (!c->closed)
-            net_connection_close(c, "server stopping (flush deadline passed)");
+        if (c->closed)
+            continue;
+        /* What held the stop up to its deadline: named so a slow stop can
+         * be traced to the peer that did not read, or the request that did
+         * not finish. */
+        logger_warn(NET_LOG, "stopping: connection %" PRIu64 " from %s on %s still open at the flush deadline (%s%s%s)",
+                    c->id, c->peer, c->listener_name ? c->listener_name : "?",
+                    c->out_active ? "its response not fully written" : "nothing to write",
+                    c->in_flight ? ", a request in flight" : "", c->reading ? ", a request half read" : "");
+        net_connection_close(c, "server stopping (flush deadline passed)");
     }
 }
 

@@ -7,6 +7,11 @@
 
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "net_test_support.h"
 #include "net_test_fixture.h"
 
@@ -455,6 +460,54 @@ static void test_stop_gives_up_after_grace(void **state)
     fixture_finish(&f); /* joins the completer after the late completion */
 }
 
+/* A peer that never reads a large response holds the stop to its flush
+ * deadline; the log then names that connection and why it was still open. */
+static void test_stop_names_unread_response(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct net_config cfg;
+    test_config(&cfg);
+    fixture_start(&f, &cfg);
+    int fd = test_connect(f.port);
+    assert_true(fd >= 0);
+    int small = 4096;
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small), 0);
+    /* More than the kernel buffers on both ends hold, echoed back. */
+    size_t payload = 16u << 20;
+    uint8_t *req = calloc(1, payload + 64);
+    assert_non_null(req);
+    size_t len = test_build_request(req, 1, TEST_CMD_ECHO, NULL, 0, NULL, 0);
+    test_put_be32(req, (uint32_t)(len - 4 + payload));
+    assert_int_equal(test_send_all(fd, req, len + payload), 0);
+    free(req);
+    for (int i = 0; i < 2500 && atomic_load(&f.ctx.handled) < 1; i++)
+        test_sleep_ms(2);
+    assert_int_equal(atomic_load(&f.ctx.handled), 1);
+    test_sleep_ms(200); /* the response is being written, and stalls */
+
+    char log_path[] = "/tmp/cairn-net-stop-XXXXXX";
+    int log_fd = mkstemp(log_path);
+    assert_true(log_fd >= 0);
+    fflush(stderr);
+    int saved_stderr = dup(2);
+    assert_true(saved_stderr >= 0);
+    assert_int_equal(dup2(log_fd, 2), 2);
+    net_server_stop(f.server, 300);
+    fflush(stderr);
+    assert_int_equal(dup2(saved_stderr, 2), 2);
+    close(saved_stderr);
+    char logged[4096] = "";
+    ssize_t n = pread(log_fd, logged, sizeof logged - 1, 0);
+    close(log_fd);
+    unlink(log_path);
+    logged[n > 0 ? n : 0] = '\0';
+    if (!strstr(logged, "still open at the flush deadline (its response not fully written)"))
+        fail_msg("the stop did not name the connection it gave up on; it logged:\n%s", logged);
+    close(fd);
+    fixture_finish(&f);
+}
+
 /* A connection's auth state for test_stop_while_workers_hold_requests:
  * the worker checks it is still intact after the server gave up. */
 struct test_auth_state {
@@ -615,6 +668,7 @@ int main(void)
         cmocka_unit_test(test_no_response_and_close_after),
         cmocka_unit_test(test_stop_completes_inflight_requests),
         cmocka_unit_test(test_stop_gives_up_after_grace),
+        cmocka_unit_test(test_stop_names_unread_response),
         cmocka_unit_test(test_stop_while_workers_hold_requests),
         cmocka_unit_test(test_listener_host_forms),
         cmocka_unit_test(test_start_rejects_bad_config_and_busy_port),
