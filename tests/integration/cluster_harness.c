@@ -128,6 +128,19 @@ static void metadata_parse(const struct net_client_result *result, void *arg)
     }
 }
 
+void client_metadata_auto_create(struct net_client *client, int node, const char *topic, int timeout_ms)
+{
+    struct metadata_request_metadata_request_topic t;
+    metadata_request_metadata_request_topic_init(&t);
+    t.name = kafka_str_from_cstr(topic);
+    struct metadata_request req;
+    metadata_request_init(&req);
+    req.topics = &t;
+    req.topics_count = 1;
+    req.allow_auto_topic_creation = true;
+    client_call(client, node, 3, -1, &req, timeout_ms, NULL, NULL);
+}
+
 bool client_metadata(struct net_client *client, int node, const char *topic, struct view *out)
 {
     struct metadata_request req;

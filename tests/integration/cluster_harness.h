@@ -75,6 +75,9 @@ enum net_client_status client_call(struct net_client *client, int node, int16_t 
 /* Metadata of every topic from node, keeping topic's partitions (topic
  * NULL or ""; none); false when the node did not answer. */
 bool client_metadata(struct net_client *client, int node, const char *topic, struct view *out);
+/* Metadata of one topic from node with allow_auto_topic_creation, the
+ * answer not read: the node creates the topic (or forwards its creation). */
+void client_metadata_auto_create(struct net_client *client, int node, const char *topic, int timeout_ms);
 
 struct raft_quorum_view;
 

@@ -98,20 +98,6 @@ static void cluster_up(struct cluster *c)
     cluster_start(c, &o);
 }
 
-/* Metadata of one topic from node with allow_auto_topic_creation. */
-static void metadata_auto_create(struct cluster *c, int node, const char *topic)
-{
-    struct metadata_request_metadata_request_topic t;
-    metadata_request_metadata_request_topic_init(&t);
-    t.name = kafka_str_from_cstr(topic);
-    struct metadata_request req;
-    metadata_request_init(&req);
-    req.topics = &t;
-    req.topics_count = 1;
-    req.allow_auto_topic_creation = true;
-    client_call(c->client, node, 3, -1, &req, 10000, NULL, NULL);
-}
-
 static void test_topics_through_the_quorum(void **state)
 {
     (void)state;
@@ -130,7 +116,7 @@ static void test_topics_through_the_quorum(void **state)
     assert_int_equal(create_topic(&c, other, "refused", 1), KAFKA_ERR_NOT_CONTROLLER);
     /* A topic it needs itself (auto-created by Metadata) it asks the
      * active controller for, as Kafka's brokers forward it. */
-    metadata_auto_create(&c, other, "auto-made");
+    client_metadata_auto_create(c.client, other, "auto-made", 10000);
     for (int i = 0; i < N; i++)
         wait_view(&c, i + 1, ALL, "auto-made", 1, 15000);
     assert_int_equal(create_topic(&c, leader, "spread", 6), KAFKA_ERR_NONE);

@@ -290,20 +290,6 @@ static void topic_config_at(rd_kafka_t *rk, const char *topic, const char *key, 
     rd_kafka_ConfigResource_destroy(res);
 }
 
-/* Metadata of one topic from node with allow_auto_topic_creation. */
-static void metadata_auto_create(struct observed_cluster *c, int node, const char *topic)
-{
-    struct metadata_request_metadata_request_topic t;
-    metadata_request_metadata_request_topic_init(&t);
-    t.name = kafka_str_from_cstr(topic);
-    struct metadata_request req;
-    metadata_request_init(&req);
-    req.topics = &t;
-    req.topics_count = 1;
-    req.allow_auto_topic_creation = true;
-    client_call(c->client, node, 3, -1, &req, 3000, NULL, NULL);
-}
-
 /* Every admin request a pure broker forwards, other than CreateTopics,
  * and a topic auto-created through one. */
 static void admin_through_brokers(struct observed_cluster *c)
@@ -329,7 +315,7 @@ static void admin_through_brokers(struct observed_cluster *c)
     for (int i = 0; i < NB; i++)
         wait_broker_view(c, NC + i + 1, "doomed", -1, 15000);
     /* auto.create.topics.enable (on by default) through a broker. */
-    metadata_auto_create(c, NC + 2, "auto-made");
+    client_metadata_auto_create(c->client, NC + 2, "auto-made", 3000);
     for (int i = 0; i < NB; i++)
         wait_broker_view(c, NC + i + 1, "auto-made", 1, 15000);
     rk_producer_destroy(rk6);
