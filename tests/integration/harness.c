@@ -561,3 +561,17 @@ void broker_wait_log(struct test_broker *b, const char *needle, int timeout_ms)
         usleep(200 * 1000);
     }
 }
+
+int broker_slot_setup(void **state)
+{
+    static struct test_broker broker;
+    memset(&broker, 0, sizeof broker);
+    *state = &broker;
+    return 0;
+}
+
+int broker_slot_teardown(void **state)
+{
+    broker_cleanup(*state);
+    return 0;
+}

@@ -69,6 +69,12 @@ void broker_respawn(struct test_broker *b);
 /* Adds one "key=value" override (a copy) for the next broker_restart. */
 void broker_add_override(struct test_broker *b, const char *kv);
 
+/* cmocka setup and teardown (per test or per group) for tests that start
+ * their own broker in one slot: *state is a zeroed struct test_broker,
+ * and teardown cleans it up (stops it, removes its dir if it passed). */
+int broker_slot_setup(void **state);
+int broker_slot_teardown(void **state);
+
 /* Call at the end of a test body: lets broker_cleanup delete the dir. */
 void broker_mark_passed(struct test_broker *b);
 /* Kills a still-running process and removes the temp dir unless the test

@@ -535,26 +535,12 @@ static void test_controller_mutation_rate(void **state)
     broker_mark_passed(b);
 }
 
-static int setup(void **state)
-{
-    static struct test_broker broker;
-    memset(&broker, 0, sizeof broker);
-    *state = &broker;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    broker_cleanup(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_alter_and_describe_every_version, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_runtime_quota_throttles_producer, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_controller_mutation_rate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alter_and_describe_every_version, broker_slot_setup, broker_slot_teardown),
+        cmocka_unit_test_setup_teardown(test_runtime_quota_throttles_producer, broker_slot_setup, broker_slot_teardown),
+        cmocka_unit_test_setup_teardown(test_controller_mutation_rate, broker_slot_setup, broker_slot_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -196,24 +196,10 @@ static void test_no_second_far_over_quota(void **state)
     broker_mark_passed(broker);
 }
 
-static int burst_setup(void **state)
-{
-    static struct test_broker broker;
-    memset(&broker, 0, sizeof broker);
-    *state = &broker;
-    return 0;
-}
-
-static int burst_teardown(void **state)
-{
-    broker_cleanup(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_second_far_over_quota),
     };
-    return cmocka_run_group_tests(tests, burst_setup, burst_teardown);
+    return cmocka_run_group_tests(tests, broker_slot_setup, broker_slot_teardown);
 }

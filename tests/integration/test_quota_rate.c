@@ -210,24 +210,10 @@ static void test_producer_held_to_byte_rate(void **state)
     broker_mark_passed(broker);
 }
 
-static int rate_setup(void **state)
-{
-    static struct test_broker broker;
-    memset(&broker, 0, sizeof broker);
-    *state = &broker;
-    return 0;
-}
-
-static int rate_teardown(void **state)
-{
-    broker_cleanup(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_producer_held_to_byte_rate),
     };
-    return cmocka_run_group_tests(tests, rate_setup, rate_teardown);
+    return cmocka_run_group_tests(tests, broker_slot_setup, broker_slot_teardown);
 }
