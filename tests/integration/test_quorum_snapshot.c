@@ -27,28 +27,9 @@
 #define TOPICS_BEFORE 24
 #define TOPICS_AFTER 8
 
-/* Snapshot files in node's quorum log dir. */
-static int count_checkpoints(const struct cluster *c, int node)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/raft-quorum/__cluster_metadata-0", c->nodes[node - 1].data_dir);
-    DIR *d = opendir(path);
-    if (!d)
-        return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (len == 42 && strcmp(e->d_name + len - 11, ".checkpoint") == 0)
-            n++;
-    }
-    closedir(d);
-    return n;
-}
-
-/* Cuts every snapshot file of node's quorum log to half its size (a torn
- * write, as after a crash mid-write); returns how many. */
-static int corrupt_checkpoints(const struct cluster *c, int node)
+/* The snapshot files in node's quorum log dir: how many; with cut, each
+ * is first cut to half its size (a torn write, as after a crash mid-write). */
+static int walk_checkpoints(const struct cluster *c, int node, bool cut)
 {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/raft-quorum/__cluster_metadata-0", c->nodes[node - 1].data_dir);
@@ -61,11 +42,13 @@ static int corrupt_checkpoints(const struct cluster *c, int node)
         size_t len = strlen(e->d_name);
         if (len != 42 || strcmp(e->d_name + len - 11, ".checkpoint") != 0)
             continue;
-        char path[1024 + 2 + 256]; /* dir, '/', a file name */
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat st;
-        assert_int_equal(stat(path, &st), 0);
-        assert_int_equal(truncate(path, st.st_size / 2), 0);
+        if (cut) {
+            char path[1024 + 2 + 256]; /* dir, '/', a file name */
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            struct stat st;
+            assert_int_equal(stat(path, &st), 0);
+            assert_int_equal(truncate(path, st.st_size / 2), 0);
+        }
         n++;
     }
     closedir(d);
@@ -140,7 +123,7 @@ static void test_restarted_node_loads_snapshot(void **state)
          * the newest's rename and the prune, and the line follows both. */
         long long until = harness_now_ms() + SLACK_MS;
         int n;
-        while (((n = count_checkpoints(&c, i)) < 1 || n > 2 ||
+        while (((n = walk_checkpoints(&c, i, false)) < 1 || n > 2 ||
                 !broker_log_contains(&c.nodes[i - 1], "wrote metadata snapshot at offset")) &&
                harness_now_ms() < until)
             usleep(100 * 1000);
@@ -321,7 +304,7 @@ static void test_stopped_node_catches_up_through_fetch_snapshot(void **state)
             broken = i;
     assert_false(first_segment_present(&c, broken));
     broker_stop(&c.nodes[broken - 1]);
-    assert_true(corrupt_checkpoints(&c, broken) >= 1);
+    assert_true(walk_checkpoints(&c, broken, true) >= 1);
     broker_respawn(&c.nodes[broken - 1]);
     long long until = harness_now_ms() + 60000;
     while (broker_alive(&c.nodes[broken - 1]) && harness_now_ms() < until)
