@@ -1,5 +1,6 @@
-/* Every ```properties block of README.md and docs/<name>.md, as a user copies
- * it, through `cairnd --check-config`:
+/* Every ```properties block of README.md, docs/, the plugins' READMEs
+ * (plugins/<name>/README.md) and sdk/, as a user copies it, through
+ * `cairnd --check-config`:
  * - each block must be accepted as written ("configuration OK", exit 0).
  *   The test supplies only plugin.path (an --override naming the build's
  *   plugins and the SDK examples it compiles); files the blocks name
@@ -103,7 +104,9 @@ static int collect(const char *path, const char *name, struct block *blocks, int
     char *md = slurp(path);
     assert_non_null(md);
     const char *p = md;
-    while (n < MAX_BLOCKS && (p = strstr(p, "```properties\n")) != NULL) {
+    while ((p = strstr(p, "```properties\n")) != NULL) {
+        if (n == MAX_BLOCKS)
+            fail_msg("%s: more than %d properties blocks in all; raise MAX_BLOCKS", name, MAX_BLOCKS);
         int line = 1;
         for (const char *c = md; c < p; c++)
             line += *c == '\n';
@@ -119,23 +122,40 @@ static int collect(const char *path, const char *name, struct block *blocks, int
     return n;
 }
 
+/* The blocks of every .md file under dir (relative to the source tree),
+ * subdirectories included. */
+static int collect_tree(const char *dir, struct block *blocks, int n)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", CAIRN_SOURCE_DIR, dir);
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char name[300];
+        snprintf(name, sizeof name, "%s/%s", dir, e->d_name);
+        snprintf(path, sizeof path, "%s/%s", CAIRN_SOURCE_DIR, name);
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        size_t len = strlen(e->d_name);
+        if (S_ISDIR(st.st_mode))
+            n = collect_tree(name, blocks, n);
+        else if (len >= 4 && strcmp(e->d_name + len - 3, ".md") == 0)
+            n = collect(path, name, blocks, n);
+    }
+    closedir(d);
+    return n;
+}
+
+/* README.md, docs/, the plugins' READMEs and the SDK's. */
 static int all_blocks(struct block *blocks)
 {
     int n = collect(CAIRN_SOURCE_DIR "/README.md", "README.md", blocks, 0);
-    DIR *dir = opendir(CAIRN_SOURCE_DIR "/docs");
-    assert_non_null(dir);
-    struct dirent *e;
-    while ((e = readdir(dir)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (len < 4 || strcmp(e->d_name + len - 3, ".md") != 0)
-            continue;
-        char path[600], name[300];
-        snprintf(path, sizeof path, "%s/docs/%s", CAIRN_SOURCE_DIR, e->d_name);
-        snprintf(name, sizeof name, "docs/%s", e->d_name);
-        n = collect(path, name, blocks, n);
-    }
-    closedir(dir);
-    return n;
+    n = collect_tree("docs", blocks, n);
+    n = collect_tree("plugins", blocks, n);
+    return collect_tree("sdk", blocks, n);
 }
 
 static void free_blocks(struct block *blocks, int n)
@@ -149,8 +169,9 @@ static void test_every_block_is_accepted(void **state)
     (void)state;
     struct block blocks[MAX_BLOCKS];
     int n = all_blocks(blocks);
-    /* docs/operations.md has six, docs/plugin-guide.md five. */
-    assert_true(n >= 11);
+    /* docs/operations.md has six, docs/plugin-guide.md five, the plugins'
+     * READMEs eleven. */
+    assert_true(n >= 22);
     char path[400];
     snprintf(path, sizeof path, "%s/block.properties", work);
     for (int i = 0; i < n; i++) {
