@@ -11,7 +11,9 @@
  * replicas; verify whether the partitions still move, and once none does
  * removes the throttle start --throttle set (reassign_throttle.c); with
  * --wait, start and verify poll until no partition moves, showing
- * progress, then verify. */
+ * progress, then verify. With --wait --format json, stdout is one JSON
+ * object a line (an event each: started, progress, done or timeout), so a
+ * script can follow the move as it goes. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +29,7 @@
 static const char reassign_usage[] =
     "usage: cairn reassign start --topic T --partition N --replicas ID,ID,... [--partition N --replicas ...]\n"
     "                            [--throttle BYTES_PER_SEC] [--disallow-replication-factor-change]\n"
-    "                            [--wait [--wait-timeout MS]]\n"
+    "                            [--wait [--wait-timeout MS]] [--format json]\n"
     "       cairn reassign cancel --topic T --partition N [--partition N ...]\n"
     "       cairn reassign list [--topic T [--partition N ...]] [--format json]\n"
     "       cairn reassign verify --topic T --partition N [--partition N ...] [--wait [--wait-timeout MS]]\n"
@@ -44,7 +46,9 @@ static const char reassign_usage[] =
     "  --disallow-replication-factor-change makes the controller refuse a plan changing a partition's\n"
     "  replica count (INVALID_REPLICATION_FACTOR; AlterPartitionReassignments v1, KIP-860). --wait\n"
     "  polls until none of the partitions moves, printing how many are done (a bar redrawn in place on\n"
-    "  a terminal), then verifies; --wait-timeout MS gives up after MS with exit code 4\n"
+    "  a terminal), then verifies; --wait-timeout MS gives up after MS with exit code 4. With --format\n"
+    "  json, --wait prints one JSON object a line: {\"event\":\"started\"} (start), \"progress\" each time\n"
+    "  the count changes, then \"done\" (the verify) or \"timeout\"\n"
     "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
 
 enum {
@@ -196,6 +200,19 @@ static bool alter_moved(const void *response)
     return ((const struct alter_partition_reassignments_response *)response)->error_code == KAFKA_ERR_NOT_CONTROLLER;
 }
 
+/* One JSON object on a line of its own, flushed at once: with --wait
+ * --format json each step of the wait is such an event. */
+static void print_event(json_t *event)
+{
+    char *text = json_dumps(event, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (text) {
+        puts(text);
+        free(text);
+    }
+    fflush(stdout);
+    json_decref(event);
+}
+
 static int reassign_alter(struct cli_conn *c, struct reassign_args *a, bool json)
 {
     struct cli_reply r;
@@ -235,7 +252,9 @@ static int reassign_alter(struct cli_conn *c, struct reassign_args *a, bool json
             }
         }
     }
-    if (arr)
+    if (arr && a->wait)
+        print_event(json_pack("{s:s, s:o}", "event", "started", "partitions", arr));
+    else if (arr)
         cli_json_print(arr);
     else
         cli_table_print(t);
@@ -335,6 +354,35 @@ static bool listed(const struct list_partition_reassignments_response *m, int32_
     return false;
 }
 
+/* Each of a's partitions with its status, IN_PROGRESS while the answer m
+ * lists it, else COMPLETE; *moving counts the former. */
+static json_t *partition_statuses(const struct reassign_args *a, const struct list_partition_reassignments_response *m,
+                                  int32_t *moving)
+{
+    json_t *arr = json_array();
+    *moving = 0;
+    for (int32_t i = 0; i < a->count; i++) {
+        bool busy = listed(m, a->partitions[i]);
+        *moving += busy;
+        json_array_append_new(arr, json_pack("{s:s, s:i, s:s}", "topic", a->topic, "partition", (int)a->partitions[i],
+                                             "status", busy ? "IN_PROGRESS" : "COMPLETE"));
+    }
+    return arr;
+}
+
+/* A progress, done or timeout event of --wait --format json, with the
+ * partitions' statuses (a reference taken) and the time since the wait
+ * began (-1: left out). */
+static json_t *wait_event(const char *name, const struct reassign_args *a, int32_t moving, json_t *partitions,
+                          int64_t elapsed_ms)
+{
+    json_t *event = json_pack("{s:s, s:i, s:i, s:O}", "event", name, "reassigned", (int)(a->count - moving), "total",
+                              (int)a->count, "partitions", partitions);
+    if (event && elapsed_ms >= 0)
+        json_object_set_new(event, "elapsed_ms", json_integer(elapsed_ms));
+    return event;
+}
+
 /* kafka-reassign-partitions --verify: each partition IN_PROGRESS or
  * COMPLETE; once all are complete the throttle configs are removed. */
 static int reassign_verify(struct cli_conn *c, struct reassign_args *a, bool json)
@@ -343,31 +391,35 @@ static int reassign_verify(struct cli_conn *c, struct reassign_args *a, bool jso
     int rc = list_reassignments(c, a, &r);
     if (rc)
         return rc;
-    const struct list_partition_reassignments_response *m = r.response;
-    json_t *arr = json ? json_array() : NULL;
-    static const char *const headers[] = {"TOPIC", "PARTITION", "STATUS"};
-    struct cli_table *t = json ? NULL : cli_table_new(3, headers);
-    bool moving = false;
-    for (int32_t i = 0; i < a->count; i++) {
-        bool busy = listed(m, a->partitions[i]);
-        moving |= busy;
-        const char *status = busy ? "IN_PROGRESS" : "COMPLETE";
-        char part[16];
-        snprintf(part, sizeof part, "%d", (int)a->partitions[i]);
-        if (arr)
-            json_array_append_new(arr, json_pack("{s:s, s:i, s:s}", "topic", a->topic, "partition",
-                                                 (int)a->partitions[i], "status", status));
-        else
-            cli_table_add(t, a->topic, part, status);
-    }
+    int32_t moving;
+    json_t *arr = partition_statuses(a, r.response, &moving);
     cli_reply_free(&r);
-    if (arr && a->start)
-        json_decref(arr); /* start --wait: stdout holds start's JSON already, one document */
-    else if (arr)
+    if (json && a->wait) {
+        /* The last event: the statuses and whether the throttle went. */
+        rc = moving == 0 ? reassign_throttle_clear(c, a->topic) : 0;
+        json_t *done = wait_event("done", a, moving, arr, -1);
+        json_decref(arr);
+        json_object_set_new(done, "throttle_removed", json_boolean(moving == 0 && rc == 0));
+        print_event(done);
+        return rc;
+    }
+    if (json) {
         cli_json_print(arr);
-    else
+    } else {
+        static const char *const headers[] = {"TOPIC", "PARTITION", "STATUS"};
+        struct cli_table *t = cli_table_new(3, headers);
+        size_t i;
+        json_t *p;
+        json_array_foreach(arr, i, p)
+        {
+            char part[16];
+            snprintf(part, sizeof part, "%lld", (long long)json_integer_value(json_object_get(p, "partition")));
+            cli_table_add(t, a->topic, part, json_string_value(json_object_get(p, "status")));
+        }
+        json_decref(arr);
         cli_table_print(t);
-    if (!moving) {
+    }
+    if (moving == 0) {
         rc = reassign_throttle_clear(c, a->topic);
         if (rc == 0)
             fprintf(json ? stderr : stdout, "throttle removed\n");
@@ -397,11 +449,12 @@ static void show_progress(FILE *out, bool tty, int32_t done, int32_t total, int6
 }
 
 /* Polls ListPartitionReassignments until none of a's partitions is
- * listed (0), the wait times out (CLI_EXIT_TIMEOUT) or a call fails. */
+ * listed (0), the wait times out (CLI_EXIT_TIMEOUT) or a call fails. With
+ * json, a progress event each time the count changes (a timeout event
+ * last, if it comes to that); otherwise the bar or plain lines. */
 static int reassign_wait(struct cli_conn *c, struct reassign_args *a, bool json)
 {
-    FILE *out = json ? stderr : stdout; /* stdout holds the JSON */
-    bool tty = isatty(fileno(out));
+    bool tty = !json && isatty(fileno(stdout));
     int64_t started = cli_now_ms();
     int32_t last_done = -1;
     for (;;) {
@@ -409,21 +462,26 @@ static int reassign_wait(struct cli_conn *c, struct reassign_args *a, bool json)
         int rc = list_reassignments(c, a, &r);
         if (rc) {
             if (tty && last_done >= 0)
-                fputc('\n', out);
+                fputc('\n', stdout);
             return rc;
         }
-        int32_t moving = 0;
-        for (int32_t i = 0; i < a->count; i++)
-            moving += listed(r.response, a->partitions[i]);
+        int32_t moving;
+        json_t *partitions = partition_statuses(a, r.response, &moving);
         cli_reply_free(&r);
         int32_t done = a->count - moving;
         int64_t elapsed = cli_now_ms() - started;
-        if (tty || done != last_done)
-            show_progress(out, tty, done, a->count, elapsed);
+        bool timed_out = moving > 0 && a->wait_timeout_ms > 0 && elapsed >= a->wait_timeout_ms;
+        if (json && done != last_done)
+            print_event(wait_event("progress", a, moving, partitions, elapsed));
+        if (json && timed_out)
+            print_event(wait_event("timeout", a, moving, partitions, elapsed));
+        if (!json && (tty || done != last_done))
+            show_progress(stdout, tty, done, a->count, elapsed);
+        json_decref(partitions);
         last_done = done;
-        if (moving == 0 || (a->wait_timeout_ms > 0 && elapsed >= a->wait_timeout_ms)) {
+        if (moving == 0 || timed_out) {
             if (tty)
-                fputc('\n', out);
+                fputc('\n', stdout);
             if (moving == 0)
                 return 0;
             return cli_fail(CLI_EXIT_TIMEOUT,

@@ -24,12 +24,15 @@
  *    --disallow-replication-factor-change` (AlterPartitionReassignments v1,
  *    KIP-860) of a plan that adds a replica is refused with
  *    INVALID_REPLICATION_FACTOR and changes nothing; the same plan without
- *    the flag is accepted (and waited for with --wait --format json);
+ *    the flag is accepted (and waited for with --wait --format json: a
+ *    started event, then done);
  *  - test_cli_wait: `cairn reassign start --wait --wait-timeout` of a
  *    throttled move gives up with exit 4 while it is under way, and
  *    `cairn reassign verify --wait` prints 0/1 then 1/1 partitions
  *    reassigned (plain lines: stdout is no terminal) and exits 0 once it
- *    is complete. */
+ *    is complete; with --format json the same waits print one JSON event
+ *    a line (started, progress, timeout; progress, done), as docs/cli.md
+ *    shows them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -474,6 +477,96 @@ static void wait_replicas(const char *topic, const char *want)
     }
 }
 
+#define MAX_EVENTS 64
+
+/* The run's stdout as --wait --format json prints it: one JSON object a
+ * line; fails on anything else. Returns how many. */
+static int json_lines(const struct run *r, json_t **events)
+{
+    int n = 0;
+    for (const char *line = r->out; *line;) {
+        const char *nl = strchr(line, '\n');
+        if (!nl)
+            fail_msg("stdout does not end in a newline:\n%s", r->out);
+        if (n == MAX_EVENTS)
+            fail_msg("more than %d lines:\n%s", MAX_EVENTS, r->out);
+        json_error_t err;
+        events[n] = json_loadb(line, (size_t)(nl - line), 0, &err);
+        if (!json_is_object(events[n]))
+            fail_msg("line %d is no JSON object (%s):\n%s", n + 1, err.text, r->out);
+        n++;
+        line = nl + 1;
+    }
+    return n;
+}
+
+static void free_events(json_t **events, int n)
+{
+    for (int i = 0; i < n; i++)
+        json_decref(events[i]);
+}
+
+static const char *event_name(json_t *event)
+{
+    const char *name = json_string_value(json_object_get(event, "event"));
+    assert_non_null(name);
+    return name;
+}
+
+/* The status of the one partition a progress, timeout or done event names. */
+static const char *partition_status(json_t *event)
+{
+    json_t *partitions = json_object_get(event, "partitions");
+    assert_int_equal(json_array_size(partitions), 1);
+    const char *status = json_string_value(json_object_get(json_array_get(partitions, 0), "status"));
+    assert_non_null(status);
+    return status;
+}
+
+/* A progress or timeout event: reassigned of one, the partition's status
+ * agreeing, the time waited a number. */
+static void expect_count(json_t *event, const char *name, int reassigned)
+{
+    assert_string_equal(event_name(event), name);
+    assert_int_equal(json_integer_value(json_object_get(event, "reassigned")), reassigned);
+    assert_int_equal(json_integer_value(json_object_get(event, "total")), 1);
+    assert_string_equal(partition_status(event), reassigned ? "COMPLETE" : "IN_PROGRESS");
+    assert_true(json_is_integer(json_object_get(event, "elapsed_ms")));
+}
+
+/* docs/cli.md shows the events of `command`: the same lines, elapsed_ms
+ * apart (a time, which varies). */
+static void doc_shows_events(const char *command, json_t **events, int n)
+{
+    static char doc[200000];
+    FILE *f = fopen(CAIRN_SOURCE_DIR "/docs/cli.md", "r");
+    assert_non_null(f);
+    size_t len = fread(doc, 1, sizeof(doc) - 1, f);
+    fclose(f);
+    doc[len] = '\0';
+    const char *at = strstr(doc, command);
+    if (!at)
+        fail_msg("docs/cli.md does not show %s", command);
+    at += strlen(command);
+    int shown = 0;
+    for (const char *line = at; strncmp(line, "```", 3) != 0; line = strchr(line, '\n') + 1) {
+        json_t *want = json_loadb(line, (size_t)(strchr(line, '\n') - line), 0, NULL);
+        if (!want || shown == n)
+            fail_msg("docs/cli.md, after %s: line %d is not one of the %d events printed", command, shown + 1, n);
+        json_object_del(want, "elapsed_ms");
+        json_t *got = json_deep_copy(events[shown]);
+        json_object_del(got, "elapsed_ms");
+        if (!json_equal(want, got)) {
+            char *g = json_dumps(got, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            fail_msg("docs/cli.md, after %s: line %d differs from the event printed, %s", command, shown + 1, g);
+        }
+        json_decref(want);
+        json_decref(got);
+        shown++;
+    }
+    assert_int_equal(shown, n);
+}
+
 /* KIP-860: with --disallow-replication-factor-change a plan turning two
  * replicas into three is refused and nothing moves; without it the same
  * plan is accepted. */
@@ -494,13 +587,22 @@ static void test_cli_keep_replication_factor(void **state)
     RUN(&r, "reassign", "start", "-b", node_bootstrap(1), "--topic", "keeprf", "--partition", "0", "--replicas", "2,1",
         "--disallow-replication-factor-change");
     expect(&r, 0, "STARTED", NULL);
-    /* --wait --format json: progress on stderr, one JSON document out. */
+    /* --wait --format json: one event a line, the start's results first. */
     RUN(&r, "reassign", "start", "-b", node_bootstrap(1), "--topic", "keeprf", "--partition", "0", "--replicas",
         "1,2,3", "--wait", "--format", "json");
-    expect(&r, 0, NULL, "1/1 partitions reassigned");
-    json_t *j = parse_json(&r);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(j, 0), "result")), "STARTED");
-    json_decref(j);
+    expect(&r, 0, NULL, NULL);
+    json_t *events[MAX_EVENTS];
+    int n = json_lines(&r, events);
+    assert_true(n >= 3);
+    assert_string_equal(event_name(events[0]), "started");
+    json_t *started = json_array_get(json_object_get(events[0], "partitions"), 0);
+    assert_string_equal(json_string_value(json_object_get(started, "result")), "STARTED");
+    assert_int_equal(json_integer_value(json_object_get(started, "partition")), 0);
+    assert_string_equal(event_name(events[n - 2]), "progress");
+    assert_string_equal(event_name(events[n - 1]), "done");
+    assert_string_equal(partition_status(events[n - 1]), "COMPLETE");
+    assert_true(json_is_true(json_object_get(events[n - 1], "throttle_removed")));
+    free_events(events, n);
     assert_false(reassignment_listed());
     wait_replicas("keeprf", "1,2,3");
     RUN(&r, "reassign", "verify", "-b", node_bootstrap(1), "--topic", "keeprf", "--partition", "0",
@@ -532,6 +634,32 @@ static void test_cli_wait(void **state)
     assert_int_equal(log_bytes(3, "waited"), log_bytes(1, "waited"));
     RUN(&r, "reassign", "list", "-b", node_bootstrap(1), "--wait");
     expect(&r, 2, NULL, "--wait goes with reassign start and verify only");
+
+    /* The same waits with --format json, on another throttled move. */
+    create_loaded("watched");
+    RUN(&r, "reassign", "start", "-b", node_bootstrap(1), "--topic", "watched", "--partition", "0", "--replicas",
+        "1,2,3", "--wait", "--wait-timeout", "300", "--format", "json");
+    expect(&r, 4, NULL, "1 of 1 partitions still moving after");
+    json_t *events[MAX_EVENTS];
+    int n = json_lines(&r, events);
+    assert_int_equal(n, 3);
+    assert_string_equal(event_name(events[0]), "started");
+    expect_count(events[1], "progress", 0);
+    expect_count(events[2], "timeout", 0);
+    assert_true(json_integer_value(json_object_get(events[2], "elapsed_ms")) >= 300);
+    free_events(events, n);
+    RUN(&r, "reassign", "verify", "-b", node_bootstrap(1), "--topic", "watched", "--partition", "0", "--wait",
+        "--format", "json");
+    expect(&r, 0, NULL, NULL);
+    n = json_lines(&r, events);
+    assert_int_equal(n, 3);
+    expect_count(events[0], "progress", 0);
+    expect_count(events[1], "progress", 1);
+    assert_string_equal(event_name(events[2]), "done");
+    assert_string_equal(partition_status(events[2]), "COMPLETE");
+    doc_shows_events("$ cairn reassign verify --topic watched --partition 0 --wait --format json\n", events, n);
+    free_events(events, n);
+    assert_false(reassignment_listed());
     RUN(&r, "reassign", "verify", "-b", node_bootstrap(1), "--topic", "waited", "--partition", "0", "--wait-timeout",
         "5");
     expect(&r, 2, NULL, "--wait-timeout goes with --wait");
