@@ -371,6 +371,18 @@ static bool broker_config(int id, const char *key, char *value, size_t vlen, cha
     return found;
 }
 
+/* The text of docs/cli.md (a buffer of its own, read again each call). */
+static const char *cli_md(void)
+{
+    static char doc[200000];
+    FILE *f = fopen(CAIRN_SOURCE_DIR "/docs/cli.md", "r");
+    assert_non_null(f);
+    size_t n = fread(doc, 1, sizeof(doc) - 1, f);
+    fclose(f);
+    doc[n] = '\0';
+    return doc;
+}
+
 /* Fails unless docs/cli.md shows text (its example is this test's run),
  * blanks at line ends aside (tables pad their last column). */
 static void doc_shows(char *text)
@@ -383,13 +395,7 @@ static void doc_shows(char *text)
         *w++ = *p;
     }
     *w = '\0';
-    static char doc[200000];
-    FILE *f = fopen(CAIRN_SOURCE_DIR "/docs/cli.md", "r");
-    assert_non_null(f);
-    size_t n = fread(doc, 1, sizeof(doc) - 1, f);
-    fclose(f);
-    doc[n] = '\0';
-    if (!strstr(doc, text))
+    if (!strstr(cli_md(), text))
         fail_msg("docs/cli.md does not show:\n%s", text);
 }
 
@@ -538,13 +544,7 @@ static void expect_count(json_t *event, const char *name, int reassigned)
  * apart (a time, which varies). */
 static void doc_shows_events(const char *command, json_t **events, int n)
 {
-    static char doc[200000];
-    FILE *f = fopen(CAIRN_SOURCE_DIR "/docs/cli.md", "r");
-    assert_non_null(f);
-    size_t len = fread(doc, 1, sizeof(doc) - 1, f);
-    fclose(f);
-    doc[len] = '\0';
-    const char *at = strstr(doc, command);
+    const char *at = strstr(cli_md(), command);
     if (!at)
         fail_msg("docs/cli.md does not show %s", command);
     at += strlen(command);
