@@ -403,7 +403,7 @@ static int16_t register_broker_locked(struct metadata_store *store, int32_t node
     /* Kafka's unclean shutdown: a new incarnation without proof of a clean
      * stop leaves every ELR (it may lack its unflushed tail). A feature
      * change in this batch counts from the next one. */
-    bool unclean_restart = new_incarnation && incarnation->previous_epoch != self->epoch;
+    bool unclean_restart = img->elr_version >= 1 && new_incarnation && incarnation->previous_epoch != self->epoch;
     if ((was_live != now_live || unclean_restart) &&
         metadata_election_for_broker(img, node_id, !now_live, unclean_restart, &unclean, store->min_insync_replicas,
                                      &records) < 0) {
