@@ -199,13 +199,16 @@ static void test_without_elr_stays_offline(void **state)
     /* B is live and has every acknowledged record, but is no ISR member:
      * the partition waits for A. Watched for a while, it stays leaderless. */
     long long until = harness_now_ms() + 5000;
+    int offline_views = 0;
     while (harness_now_ms() < until) {
         int32_t leader = leader_seen(&c, observer);
-        if (leader == b)
-            fail_msg("elr-0 elected %d without ELR", (int)b);
+        if (leader >= 0)
+            fail_msg("elr-0 elected %d without ELR (the paused replica: %d)", (int)leader, (int)b);
+        offline_views += leader == -1;
         usleep(200 * 1000);
     }
-    assert_int_equal(leader_seen(&c, observer), -1);
+    if (offline_views == 0)
+        fail_msg("node %d never answered Metadata for elr-0", (int)observer);
     cluster_stop(&c);
 }
 
