@@ -401,6 +401,12 @@ static const struct config_key_def broker_keys[] = {
      .doc = "Allow an out-of-sync replica to become leader, losing data; the active controller reads it (topic, "
             "then its own dynamic value, the cluster default, its config file) when a partition has no live "
             "in-sync replica."},
+    {KEY_BOOL("eligible.leader.replicas.enable", "false"), MEDIUM, IN(REPLICATION),
+     .doc = "Eligible Leader Replicas (KIP-966): the active controller finalizes the feature "
+            "eligible.leader.replicas.version at 1 (true) or 0 (false) in the metadata log when a broker registers. "
+            "At 1, replicas leaving an ISR below min.insync.replicas stay eligible to lead, a partition whose ISR "
+            "empties elects one of them cleanly, and a leader does not advance the high watermark below "
+            "min.insync.replicas. Set it alike on every controller."},
     {KEY_LONG("replica.lag.time.max.ms", "30000", 1, I64), HIGH, IN(REPLICATION),
      .doc = "A follower that has not caught up for this long leaves the ISR."},
     {KEY_INT("num.replica.fetchers", "1", 1, I32), HIGH, IN(REPLICATION), .flags = DYN | RT,

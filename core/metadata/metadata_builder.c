@@ -81,8 +81,11 @@ static int partition_copy(struct metadata_partition *dst, const struct metadata_
     dst->isr = dup_ints(src->isr, src->isr_count);
     dst->adding = dup_ints(src->adding, src->adding_count);
     dst->removing = dup_ints(src->removing, src->removing_count);
+    dst->elr = dup_ints(src->elr, src->elr_count);
+    dst->last_known_elr = dup_ints(src->last_known_elr, src->last_known_elr_count);
     if ((src->replica_count > 0 && !dst->replicas) || (src->isr_count > 0 && !dst->isr) ||
-        (src->adding_count > 0 && !dst->adding) || (src->removing_count > 0 && !dst->removing))
+        (src->adding_count > 0 && !dst->adding) || (src->removing_count > 0 && !dst->removing) ||
+        (src->elr_count > 0 && !dst->elr) || (src->last_known_elr_count > 0 && !dst->last_known_elr))
         return -1;
     return 0;
 }
@@ -144,6 +147,7 @@ struct metadata_builder *metadata_builder_new(const struct metadata_image *base)
     img->last_offset = base->last_offset;
     img->controller_id = base->controller_id;
     img->metadata_version = base->metadata_version;
+    img->elr_version = base->elr_version;
     img->next_producer_id = base->next_producer_id;
     if (base->cluster_id && !(img->cluster_id = dup_opt(base->cluster_id)))
         goto oom;
@@ -245,6 +249,11 @@ int metadata_builder_set_feature(struct metadata_builder *b, const char *name, s
     static const char metadata_version[] = "metadata.version";
     if (name_len == sizeof(metadata_version) - 1 && memcmp(name, metadata_version, name_len) == 0) {
         b->img->metadata_version = level;
+        return 0;
+    }
+    static const char elr_version[] = METADATA_ELR_FEATURE;
+    if (name_len == sizeof(elr_version) - 1 && memcmp(name, elr_version, name_len) == 0) {
+        b->img->elr_version = level;
         return 0;
     }
     (void)err;
@@ -482,15 +491,30 @@ int metadata_builder_change_partition(struct metadata_builder *b, const struct k
     if (!t)
         return fail(err, errlen, "out of memory");
     struct metadata_partition *p = &t->partitions[c->partition_index];
-    int32_t *isr = NULL, *replicas = NULL, *adding = NULL, *removing = NULL;
+    int32_t *isr = NULL, *replicas = NULL, *adding = NULL, *removing = NULL, *elr = NULL, *last_known = NULL;
     if ((c->isr && c->isr_count > 0 && !(isr = dup_ints(c->isr, c->isr_count))) ||
         (c->replicas && c->replica_count > 0 && !(replicas = dup_ints(c->replicas, c->replica_count))) ||
         (c->adding && c->adding_count > 0 && !(adding = dup_ints(c->adding, c->adding_count))) ||
-        (c->removing && c->removing_count > 0 && !(removing = dup_ints(c->removing, c->removing_count)))) {
+        (c->removing && c->removing_count > 0 && !(removing = dup_ints(c->removing, c->removing_count))) ||
+        (c->elr && c->elr_count > 0 && !(elr = dup_ints(c->elr, c->elr_count))) ||
+        (c->last_known_elr && c->last_known_elr_count > 0 &&
+         !(last_known = dup_ints(c->last_known_elr, c->last_known_elr_count)))) {
         free(isr);
         free(replicas);
         free(adding);
+        free(removing);
+        free(elr);
         return fail(err, errlen, "out of memory");
+    }
+    if (c->elr) {
+        free(p->elr);
+        p->elr = elr;
+        p->elr_count = c->elr_count;
+    }
+    if (c->last_known_elr) {
+        free(p->last_known_elr);
+        p->last_known_elr = last_known;
+        p->last_known_elr_count = c->last_known_elr_count;
     }
     if (c->adding) {
         free(p->adding);

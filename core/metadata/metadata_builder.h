@@ -7,6 +7,10 @@
 #define CAIRN_METADATA_METADATA_BUILDER_H
 #include "metadata/metadata_image.h"
 
+/* The finalized feature that turns Eligible Leader Replicas on (level 1),
+ * as Kafka names it. */
+#define METADATA_ELR_FEATURE "eligible.leader.replicas.version"
+
 struct metadata_builder;
 
 /* base may be NULL (empty cluster). Returns NULL on allocation failure. */
@@ -55,6 +59,10 @@ struct metadata_partition_change {
     int32_t adding_count;
     const int32_t *removing;
     int32_t removing_count;
+    const int32_t *elr; /* KIP-966; NULL = unchanged, empty = cleared */
+    int32_t elr_count;
+    const int32_t *last_known_elr;
+    int32_t last_known_elr_count;
 };
 int metadata_builder_change_partition(struct metadata_builder *b, const struct kafka_uuid *topic_id,
                                       const struct metadata_partition_change *c, char *err, size_t errlen);

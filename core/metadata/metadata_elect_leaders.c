@@ -60,9 +60,16 @@ static int16_t elect_preferred(const struct metadata_image *img, const struct me
     return KAFKA_ERR_PREFERRED_LEADER_NOT_AVAILABLE;
 }
 
+static int32_t topic_min_isr(const struct metadata_store *store, const struct metadata_image *img,
+                             const struct metadata_topic *t)
+{
+    return metadata_min_insync_replicas(img, t, store->node_id, store->min_insync_replicas);
+}
+
 /* Decides one partition and appends its record; returns its error. */
 static int16_t elect_one(const struct metadata_image *img, const struct metadata_topic *t,
-                         const struct metadata_partition *p, int8_t type, struct metadata_record_list *records)
+                         const struct metadata_partition *p, int8_t type, int32_t min_isr,
+                         struct metadata_record_list *records)
 {
     struct metadata_partition_change c;
     int32_t *buf = NULL;
@@ -75,10 +82,14 @@ static int16_t elect_one(const struct metadata_image *img, const struct metadata
     } else {
         if (p->leader >= 0)
             return KAFKA_ERR_ELECTION_NOT_NEEDED;
-        buf = malloc((size_t)(p->replica_count + p->isr_count + 1) * sizeof(*buf));
+        buf = malloc((size_t)metadata_election_buffer_len(p) * sizeof(*buf));
         if (!buf)
             return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-        if (!metadata_elect_partition(p, -1, may_lead, (void *)img, true, &c, buf)) {
+        /* A live ELR member first (clean), as Kafka's UNCLEAN election. */
+        struct metadata_elr_policy policy = {
+            .enabled = img->elr_version >= 1, .min_isr = min_isr, .unclean_restart_id = -1};
+        if (!metadata_elect_partition_elr(p, -1, may_lead, (void *)img, true, policy.enabled ? &policy : NULL, &c,
+                                          buf)) {
             free(buf);
             return KAFKA_ERR_ELIGIBLE_LEADERS_NOT_AVAILABLE;
         }
@@ -117,7 +128,8 @@ int16_t metadata_elect_leaders(struct metadata_store *store, int8_t type, struct
             const struct metadata_topic *t = tg->topic ? metadata_image_topic_by_name(img, tg->topic, tg->topic_len)
                                                        : NULL;
             const struct metadata_partition *p = t ? metadata_topic_partition(t, tg->partition_index) : NULL;
-            tg->error_code = p ? elect_one(img, t, p, type, &records) : KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            tg->error_code = p ? elect_one(img, t, p, type, topic_min_isr(store, img, t), &records)
+                               : KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION;
         }
     } else {
         for (int32_t ti = 0; ti < img->topic_count; ti++) {
@@ -126,7 +138,7 @@ int16_t metadata_elect_leaders(struct metadata_store *store, int8_t type, struct
                 const struct metadata_partition *p = &t->partitions[pi];
                 if (!p->present)
                     continue;
-                int16_t rc = elect_one(img, t, p, type, &records);
+                int16_t rc = elect_one(img, t, p, type, topic_min_isr(store, img, t), &records);
                 if (rc != KAFKA_ERR_ELECTION_NOT_NEEDED && report)
                     report(report_ctx, t->name, p->partition_index, rc);
             }
@@ -226,7 +238,7 @@ int32_t metadata_rebalance_leaders(struct metadata_store *store, int32_t percent
             const struct preferred_share *s = share_of(&shares, &share_count, p->replicas[0]);
             if (!s || s->not_leading * 100 <= (int64_t)percentage * s->total)
                 continue;
-            if (elect_one(img, t, p, METADATA_ELECTION_PREFERRED, &records) == KAFKA_ERR_NONE)
+            if (elect_one(img, t, p, METADATA_ELECTION_PREFERRED, 1, &records) == KAFKA_ERR_NONE)
                 moved++;
         }
     }

@@ -35,6 +35,8 @@ void metadata_partition_clear(struct metadata_partition *p)
     free(p->isr);
     free(p->adding);
     free(p->removing);
+    free(p->elr);
+    free(p->last_known_elr);
     memset(p, 0, sizeof(*p));
 }
 
@@ -289,7 +291,9 @@ static bool topic_equal(const struct metadata_topic *a, const struct metadata_to
             !ints_equal(x->replicas, x->replica_count, y->replicas, y->replica_count) ||
             !ints_equal(x->isr, x->isr_count, y->isr, y->isr_count) ||
             !ints_equal(x->adding, x->adding_count, y->adding, y->adding_count) ||
-            !ints_equal(x->removing, x->removing_count, y->removing, y->removing_count))
+            !ints_equal(x->removing, x->removing_count, y->removing, y->removing_count) ||
+            !ints_equal(x->elr, x->elr_count, y->elr, y->elr_count) ||
+            !ints_equal(x->last_known_elr, x->last_known_elr_count, y->last_known_elr, y->last_known_elr_count))
             return false;
     }
     for (int32_t i = 0; i < a->config_count; i++)
@@ -305,9 +309,9 @@ bool metadata_image_equal(const struct metadata_image *a, const struct metadata_
     if (!a || !b)
         return false;
     if (!str_equal(a->cluster_id, b->cluster_id) || a->controller_id != b->controller_id ||
-        a->metadata_version != b->metadata_version || a->broker_count != b->broker_count ||
-        a->next_producer_id != b->next_producer_id || a->topic_count != b->topic_count ||
-        a->broker_config_count != b->broker_config_count)
+        a->metadata_version != b->metadata_version || a->elr_version != b->elr_version ||
+        a->broker_count != b->broker_count || a->next_producer_id != b->next_producer_id ||
+        a->topic_count != b->topic_count || a->broker_config_count != b->broker_config_count)
         return false;
     for (int32_t i = 0; i < a->broker_count; i++)
         if (!broker_equal(&a->brokers[i], &b->brokers[i]))

@@ -56,6 +56,15 @@ struct metadata_partition {
     int32_t adding_count;
     int32_t *removing;
     int32_t removing_count;
+    /* Eligible Leader Replicas (KIP-966): replicas outside the ISR that have
+     * every record up to the high watermark, kept while the ISR is below
+     * min.insync.replicas; last_known_elr holds former ELR members that lost
+     * that guarantee (unclean restart), for an operator's unclean recovery.
+     * Both empty unless eligible.leader.replicas.version is on. */
+    int32_t *elr;
+    int32_t elr_count;
+    int32_t *last_known_elr;
+    int32_t last_known_elr_count;
 };
 
 struct metadata_config_entry {
@@ -117,6 +126,7 @@ struct metadata_image {
     char *cluster_id;
     int32_t controller_id;
     int16_t metadata_version;        /* metadata.version feature level, 0 if unset */
+    int16_t elr_version;             /* eligible.leader.replicas.version feature level, 0 if unset */
     struct metadata_broker *brokers; /* sorted by node_id */
     int32_t broker_count;
     struct metadata_topic **topics; /* sorted by name */

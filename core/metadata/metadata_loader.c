@@ -65,6 +65,10 @@ int metadata_image_to_records(const struct metadata_image *img, struct metadata_
         metadata_record_write_feature_level(w, "metadata.version", img->metadata_version);
         rc |= mark(out);
     }
+    if (img->elr_version > 0) {
+        metadata_record_write_feature_level(w, METADATA_ELR_FEATURE, img->elr_version);
+        rc |= mark(out);
+    }
     for (int32_t i = 0; i < img->broker_count; i++) {
         /* The registration carries the epoch and the fenced flags. */
         metadata_record_write_register_broker(w, &img->brokers[i], METADATA_VERSION_LEVEL);

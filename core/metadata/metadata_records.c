@@ -205,7 +205,16 @@ void metadata_record_write_partition(struct kafka_writer *w, const struct kafka_
     m.partition_epoch = p->partition_epoch;
     m.directories = dirs;
     m.directories_count = p->replica_count;
-    /* Recovery state RECOVERED and null ELR are the defaults, left out. */
+    /* Recovery state RECOVERED is the default, left out; so is an empty
+     * ELR (null), as Kafka writes it. */
+    if (p->elr_count > 0) {
+        m.eligible_leader_replicas = p->elr;
+        m.eligible_leader_replicas_count = p->elr_count;
+    }
+    if (p->last_known_elr_count > 0) {
+        m.last_known_elr = p->last_known_elr;
+        m.last_known_elr_count = p->last_known_elr_count;
+    }
     partition_record_encode(&m, w, PARTITION_MAX_VERSION);
     free(dirs);
 }
@@ -234,6 +243,14 @@ void metadata_record_write_partition_change(struct kafka_writer *w, const struct
     if (c->removing) {
         m.removing_replicas = (int32_t *)c->removing;
         m.removing_replicas_count = c->removing_count;
+    }
+    if (c->elr) {
+        m.eligible_leader_replicas = (int32_t *)c->elr;
+        m.eligible_leader_replicas_count = c->elr_count;
+    }
+    if (c->last_known_elr) {
+        m.last_known_elr = (int32_t *)c->last_known_elr;
+        m.last_known_elr_count = c->last_known_elr_count;
     }
     partition_change_record_encode(&m, w, PARTITION_CHANGE_MAX_VERSION);
 }
@@ -329,7 +346,7 @@ static enum metadata_apply_result apply_partition(struct metadata_builder *b, st
                                                   struct kafka_arena *arena, char *err, size_t errlen)
 {
     struct partition_record m;
-    /* Recovery state, directories and ELR are decoded but not tracked. */
+    /* Recovery state and directories are decoded but not tracked. */
     if (decoded(partition_record_decode(&m, r, (int16_t)version, arena), r) != 0 || m.replicas_count < 0 ||
         m.isr_count < 0)
         return invalid(err, errlen, "PartitionRecord", r);
@@ -346,6 +363,10 @@ static enum metadata_apply_result apply_partition(struct metadata_builder *b, st
         .adding_count = m.adding_replicas_count > 0 ? m.adding_replicas_count : 0,
         .removing = m.removing_replicas,
         .removing_count = m.removing_replicas_count > 0 ? m.removing_replicas_count : 0,
+        .elr = m.eligible_leader_replicas,
+        .elr_count = m.eligible_leader_replicas_count > 0 ? m.eligible_leader_replicas_count : 0,
+        .last_known_elr = m.last_known_elr,
+        .last_known_elr_count = m.last_known_elr_count > 0 ? m.last_known_elr_count : 0,
     };
     return applied(metadata_builder_set_partition(b, &m.topic_id, &p, err, errlen));
 }
@@ -376,6 +397,10 @@ static enum metadata_apply_result apply_partition_change(struct metadata_builder
         .adding_count = m.adding_replicas_count > 0 ? m.adding_replicas_count : 0,
         .removing = present_array(m.removing_replicas, m.removing_replicas_count),
         .removing_count = m.removing_replicas_count > 0 ? m.removing_replicas_count : 0,
+        .elr = present_array(m.eligible_leader_replicas, m.eligible_leader_replicas_count),
+        .elr_count = m.eligible_leader_replicas_count > 0 ? m.eligible_leader_replicas_count : 0,
+        .last_known_elr = present_array(m.last_known_elr, m.last_known_elr_count),
+        .last_known_elr_count = m.last_known_elr_count > 0 ? m.last_known_elr_count : 0,
     };
     return applied(metadata_builder_change_partition(b, &m.topic_id, &c, err, errlen));
 }

@@ -322,6 +322,8 @@ static int16_t register_broker_locked(struct metadata_store *store, int32_t node
     const struct metadata_image *img = metadata_store_current_locked(store);
     const struct metadata_broker *self = metadata_image_broker(img, node_id);
     bool need_feature = img->metadata_version == 0;
+    int16_t elr_level = store->eligible_leader_replicas_enable ? 1 : 0;
+    bool need_elr_feature = img->elr_version != elr_level;
     /* A new process is a new incarnation and gets a new epoch, as in Kafka:
      * it may have lost an unflushed tail, so it must not keep the previous
      * one's leaderships or ISR places (KIP-903 tells their fetches apart). */
@@ -343,7 +345,7 @@ static int16_t register_broker_locked(struct metadata_store *store, int32_t node
     bool need_register = !self || new_incarnation || !endpoints_match(self, endpoints, endpoint_count, rack);
     bool need_unfence = !stay_fenced && (need_register || self->fenced);
     int64_t epoch = self ? self->epoch : -1;
-    if (!need_feature && !need_register && !need_unfence) {
+    if (!need_feature && !need_elr_feature && !need_register && !need_unfence) {
         *epoch_out = epoch;
         return KAFKA_ERR_NONE;
     }
@@ -357,6 +359,14 @@ static int16_t register_broker_locked(struct metadata_store *store, int32_t node
         metadata_record_write_feature_level(&records.w, "metadata.version", METADATA_VERSION_LEVEL);
         metadata_record_list_mark(&records);
         next++;
+    }
+    if (need_elr_feature) {
+        /* Kafka finalizes it with the storage tool or UpdateFeatures; here
+         * the controller's config decides, read by every node from the log. */
+        metadata_record_write_feature_level(&records.w, METADATA_ELR_FEATURE, elr_level);
+        metadata_record_list_mark(&records);
+        next++;
+        logger_info(LOG_COMPONENT, "finalizing %s at %d", METADATA_ELR_FEATURE, (int)elr_level);
     }
     if (need_register) {
         /* Kafka's broker epoch is the offset of the registration record. */
@@ -390,7 +400,13 @@ static int16_t register_broker_locked(struct metadata_store *store, int32_t node
     bool was_live = self && !self->fenced;
     struct metadata_unclean_source unclean = {store->node_id, store->unclean_leader_election_enable};
     bool now_live = need_register ? need_unfence : (need_unfence || was_live);
-    if (was_live != now_live && metadata_election_for_broker(img, node_id, !now_live, &unclean, &records) < 0) {
+    /* Kafka's unclean shutdown: a new incarnation without proof of a clean
+     * stop leaves every ELR (it may lack its unflushed tail). A feature
+     * change in this batch counts from the next one. */
+    bool unclean_restart = img->elr_version >= 1 && new_incarnation && incarnation->previous_epoch != self->epoch;
+    if ((was_live != now_live || unclean_restart) &&
+        metadata_election_for_broker(img, node_id, !now_live, unclean_restart, &unclean, store->min_insync_replicas,
+                                     &records) < 0) {
         metadata_record_list_free(&records);
         snprintf(err, errlen, "out of memory");
         return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
@@ -435,8 +451,8 @@ int16_t metadata_set_broker_fenced(struct metadata_store *store, int32_t node_id
             metadata_record_list_mark(&records);
             /* Leaders move in the same batch, so no image has a fenced leader. */
             struct metadata_unclean_source unclean = {store->node_id, store->unclean_leader_election_enable};
-            int32_t moved = metadata_election_for_broker(metadata_store_current_locked(store), node_id, fenced,
-                                                         &unclean, &records);
+            int32_t moved = metadata_election_for_broker(metadata_store_current_locked(store), node_id, fenced, false,
+                                                         &unclean, store->min_insync_replicas, &records);
             logger_info(LOG_COMPONENT, "%s broker %d (epoch %lld), %d partition(s) changed",
                         fenced ? "fencing" : "unfencing", node_id, (long long)br->epoch, (int)moved);
             if (moved < 0) {
@@ -490,6 +506,8 @@ int metadata_store_open(const struct metadata_store_options *opts, struct metada
     pthread_cond_init(&store->snap_cond, NULL);
     store->node_id = opts->node_id;
     store->unclean_leader_election_enable = opts->unclean_leader_election_enable;
+    store->min_insync_replicas = opts->min_insync_replicas;
+    store->eligible_leader_replicas_enable = opts->eligible_leader_replicas_enable;
     store->default_num_partitions = opts->default_num_partitions > 0 ? opts->default_num_partitions : 1;
     store->default_replication_factor = opts->default_replication_factor > 0 ? opts->default_replication_factor : 1;
     store->validate_topic_config = opts->validate_topic_config;

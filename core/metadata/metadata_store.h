@@ -54,6 +54,13 @@ struct metadata_store_options {
      * election's last resort after the topic's and the cluster's dynamic
      * values (metadata_election.h). */
     bool unclean_leader_election_enable;
+    /* min.insync.replicas of this node's static config: the ELR's minimum
+     * after the topic's and the cluster's dynamic values. */
+    int32_t min_insync_replicas;
+    /* eligible.leader.replicas.enable: the level of the feature
+     * eligible.leader.replicas.version this node finalizes as controller
+     * (1 or 0) when a broker registers. */
+    bool eligible_leader_replicas_enable;
     /* The metadata quorum's log (raft/raft_shell_metadata.h); NULL: the
      * single-voter local log in dir. With a quorum nothing is written at
      * open: the log is caught up as the quorum commits, and brokers are

@@ -59,7 +59,9 @@ struct metadata_store {
     int32_t node_id;
     int32_t default_num_partitions;
     int16_t default_replication_factor;
-    bool unclean_leader_election_enable; /* static config: the election's default */
+    bool unclean_leader_election_enable;  /* static config: the election's default */
+    int32_t min_insync_replicas;          /* static config: the ELR's minimum's default */
+    bool eligible_leader_replicas_enable; /* finalizes eligible.leader.replicas.version */
     metadata_config_validator validate_topic_config;
     void *validate_ctx;
     int64_t producer_id_next; /* write_lock: this broker's block [next, end) */

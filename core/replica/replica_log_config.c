@@ -8,7 +8,10 @@
 /* More dynamic configs than a topic can hold (one per topic-level key). */
 #define MAX_TOPIC_OVERRIDES 64
 
-void replica_log_config(const struct broker_config *config, const struct metadata_topic *topic, struct log_config *out)
+/* The topic's configs over the broker's; on an invalid topic config the
+ * broker defaults alone (logged). */
+static void resolve_topic(const struct broker_config *config, const struct metadata_topic *topic,
+                          struct topic_config_values *v)
 {
     struct config_kv overrides[MAX_TOPIC_OVERRIDES] = {{0}};
     int32_t n = 0;
@@ -17,13 +20,25 @@ void replica_log_config(const struct broker_config *config, const struct metadat
         overrides[n].value = topic->configs[i].value;
         n++;
     }
-    struct topic_config_values v;
     char err[256];
-    if (topic_config_resolve(config, overrides, (size_t)n, &v, err, sizeof err) != 0) {
+    if (topic_config_resolve(config, overrides, (size_t)n, v, err, sizeof err) != 0) {
         logger_warn("replica", "topic %s has an invalid config (%s); using broker defaults for it",
                     topic ? topic->name : "(defaults)", err);
-        topic_config_resolve(config, NULL, 0, &v, err, sizeof err);
+        topic_config_resolve(config, NULL, 0, v, err, sizeof err);
     }
+}
+
+int32_t replica_min_insync_replicas(const struct broker_config *config, const struct metadata_topic *topic)
+{
+    struct topic_config_values v;
+    resolve_topic(config, topic, &v);
+    return v.min_insync_replicas;
+}
+
+void replica_log_config(const struct broker_config *config, const struct metadata_topic *topic, struct log_config *out)
+{
+    struct topic_config_values v;
+    resolve_topic(config, topic, &v);
     log_config_defaults(out);
     out->segment_bytes = v.segment_bytes;
     out->segment_ms = v.segment_ms;

@@ -28,6 +28,7 @@ struct hosted_partition {
     int32_t replica_count;
     int32_t *isr;
     int32_t isr_count;
+    int32_t high_watermark_min_isr; /* replica_partition_info's */
 };
 
 struct leadership_listener {
@@ -215,9 +216,11 @@ static bool contains(const int32_t *ids, int32_t count, int32_t id)
 
 /* Whether appends alone move the high watermark: nobody else leads the
  * partition and no other replica is in sync (so none must catch up). */
-static bool high_watermark_tracks_end(const struct metadata_partition *p, int32_t self)
+static bool high_watermark_tracks_end(const struct metadata_partition *p, int32_t self, int32_t min_isr)
 {
     if (p->leader >= 0 && p->leader != self)
+        return false;
+    if (p->isr_count < min_isr) /* KIP-966: held below the minimum */
         return false;
     for (int32_t i = 0; i < p->isr_count; i++)
         if (p->isr[i] != self)
@@ -237,7 +240,7 @@ static int32_t *copy_ids(const int32_t *ids, int32_t count)
  * reference, taken over). Returns whether listeners must hear of it: a new
  * partition, or a new leader epoch. */
 static bool record_state(struct replica_manager *rm, const char *topic, const struct metadata_partition *part,
-                         struct partition_log *log)
+                         int32_t high_watermark_min_isr, struct partition_log *log)
 {
     int32_t *replicas = copy_ids(part->replicas, part->replica_count);
     int32_t *isr = copy_ids(part->isr, part->isr_count);
@@ -291,6 +294,7 @@ static bool record_state(struct replica_manager *rm, const char *topic, const st
     hp->replica_count = part->replica_count;
     hp->isr = isr;
     hp->isr_count = part->isr_count;
+    hp->high_watermark_min_isr = high_watermark_min_isr;
     if (is_new)
         maybe_grow(rm);
     pthread_mutex_unlock(&rm->lock);
@@ -302,7 +306,8 @@ static bool record_state(struct replica_manager *rm, const char *topic, const st
 /* A partition of a created or changed topic: host it (creating its log,
  * applying cfg, taking leadership) or stop hosting it. */
 static void apply_partition(struct replica_manager *rm, const struct metadata_topic *t,
-                            const struct metadata_partition *part, const struct log_config *cfg)
+                            const struct metadata_partition *part, const struct log_config *cfg,
+                            int32_t high_watermark_min_isr)
 {
     int32_t p = part->partition_index;
     if (!contains(part->replicas, part->replica_count, rm->node_id)) {
@@ -326,8 +331,9 @@ static void apply_partition(struct replica_manager *rm, const struct metadata_to
     /* As Kafka on becoming leader: the epoch starts at the log end. */
     if (leader)
         partition_log_assign_leader_epoch(log, part->leader_epoch);
-    partition_log_set_high_watermark_tracks_end(log, high_watermark_tracks_end(part, rm->node_id));
-    if (record_state(rm, t->name, part, log))
+    int32_t min_isr = high_watermark_min_isr < part->replica_count ? high_watermark_min_isr : part->replica_count;
+    partition_log_set_high_watermark_tracks_end(log, high_watermark_tracks_end(part, rm->node_id, min_isr));
+    if (record_state(rm, t->name, part, min_isr, log))
         notify(rm, t->name, p, leader, part->leader_epoch);
 }
 
@@ -364,7 +370,10 @@ void replica_manager_on_metadata(void *ctx, const struct metadata_image *old_ima
     }
     pthread_mutex_lock(&rm->apply_lock);
     bool defaults_changed = refresh_layered(rm, old_image, new_image);
+    /* eligible.leader.replicas.version turned on or off reaches every topic. */
+    defaults_changed |= old_image && old_image->elr_version != new_image->elr_version;
     const struct broker_config *config = rm->layered ? rm->layered : rm->config;
+    bool elr_on = new_image->elr_version >= 1;
     for (int32_t i = 0; i < delta.deleted_count; i++) {
         const struct metadata_topic *t = delta.deleted[i];
         for (int32_t p = 0; p < t->partition_count; p++)
@@ -378,9 +387,10 @@ void replica_manager_on_metadata(void *ctx, const struct metadata_image *old_ima
             const struct metadata_topic *t = lists[l][i];
             struct log_config cfg;
             replica_log_config(config, t, &cfg);
+            int32_t hw_min_isr = elr_on ? replica_min_insync_replicas(config, t) : 0;
             for (int32_t p = 0; p < t->partition_count; p++)
                 if (t->partitions[p].present)
-                    apply_partition(rm, t, &t->partitions[p], &cfg);
+                    apply_partition(rm, t, &t->partitions[p], &cfg, hw_min_isr);
         }
     }
     /* New broker defaults reach every topic, changed or not. */
@@ -388,9 +398,10 @@ void replica_manager_on_metadata(void *ctx, const struct metadata_image *old_ima
         const struct metadata_topic *t = new_image->topics[i];
         struct log_config cfg;
         replica_log_config(config, t, &cfg);
+        int32_t hw_min_isr = elr_on ? replica_min_insync_replicas(config, t) : 0;
         for (int32_t p = 0; p < t->partition_count; p++)
             if (t->partitions[p].present && replica_manager_lookup(rm, t->name, p, NULL, NULL))
-                apply_partition(rm, t, &t->partitions[p], &cfg);
+                apply_partition(rm, t, &t->partitions[p], &cfg, hw_min_isr);
     }
     pthread_mutex_unlock(&rm->apply_lock);
     metadata_delta_free(&delta);
@@ -416,6 +427,7 @@ bool replica_manager_lookup(struct replica_manager *rm, const char *topic, int32
         out->partition_epoch = hp->partition_epoch;
         out->replica_count = hp->replica_count;
         out->isr_count = hp->isr_count;
+        out->high_watermark_min_isr = hp->high_watermark_min_isr;
         copy_ids_capped(out->replicas, hp->replicas, hp->replica_count);
         copy_ids_capped(out->isr, hp->isr, hp->isr_count);
     }

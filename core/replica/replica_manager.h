@@ -35,6 +35,8 @@ struct replica_manager;
  * dynamic configs over the broker's. An invalid topic config is logged and
  * the broker's defaults used. */
 void replica_log_config(const struct broker_config *config, const struct metadata_topic *topic, struct log_config *out);
+/* min.insync.replicas of topic (its config over the broker's). */
+int32_t replica_min_insync_replicas(const struct broker_config *config, const struct metadata_topic *topic);
 
 struct replica_manager_options {
     struct log_manager *logs;           /* borrowed; outlives the manager */
@@ -69,6 +71,10 @@ struct replica_partition_info {
     int32_t partition_epoch;
     int32_t replica_count;
     int32_t isr_count;
+    /* KIP-966's rule with eligible.leader.replicas.version on: the high
+     * watermark moves only while the ISR has at least this many members
+     * (min.insync.replicas capped at the replica count); 0: no such rule. */
+    int32_t high_watermark_min_isr;
     int32_t replicas[REPLICA_INFO_MAX_REPLICAS];
     int32_t isr[REPLICA_INFO_MAX_REPLICAS];
 };

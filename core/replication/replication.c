@@ -320,6 +320,10 @@ static int64_t isr_high_watermark(struct replication *r, struct leader_partition
 {
     if (!lp)
         return -1;
+    /* KIP-966: below min.insync.replicas the high watermark holds, so every
+     * replica that leaves the ISR meanwhile (into the ELR) has all below it. */
+    if (info->isr_count < info->high_watermark_min_isr)
+        return -1;
     int64_t hw = leader_end;
     /* The smallest log end over the ISR; a member not heard from in this
      * epoch holds the high watermark where it is. */

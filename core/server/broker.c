@@ -106,6 +106,8 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
         .snapshot_interval_ms = config_get_long(b->config, "metadata.log.max.snapshot.interval.ms"),
         .rack = config_get_string(b->config, "broker.rack"),
         .unclean_leader_election_enable = config_get_bool(b->config, "unclean.leader.election.enable"),
+        .min_insync_replicas = config_get_int(b->config, "min.insync.replicas"),
+        .eligible_leader_replicas_enable = config_get_bool(b->config, "eligible.leader.replicas.enable"),
     };
     if (opts.rack && !opts.rack[0])
         opts.rack = NULL;

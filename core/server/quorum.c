@@ -448,6 +448,8 @@ int controller_process_start(struct broker_config *cfg, struct controller_proces
         .snapshot_interval_ms = config_get_long(cfg, "metadata.log.max.snapshot.interval.ms"),
         .validate_topic_config = validate_topic_config,
         .unclean_leader_election_enable = config_get_bool(cfg, "unclean.leader.election.enable"),
+        .min_insync_replicas = config_get_int(cfg, "min.insync.replicas"),
+        .eligible_leader_replicas_enable = config_get_bool(cfg, "eligible.leader.replicas.enable"),
     };
     if (!(c->log = raft_shell_metadata_create())) {
         snprintf(err, errlen, "out of memory");

@@ -106,6 +106,7 @@ static const struct implemented_key implemented[] = {
     {"log.preallocate", "tests/unit/log/test_log_reserve.c"},
     {"min.insync.replicas", "tests/integration/test_create_topics_wire.c"},
     {"unclean.leader.election.enable", "tests/unit/metadata/test_metadata_election.c"},
+    {"eligible.leader.replicas.enable", "tests/integration/test_elr.c"},
     {"replica.lag.time.max.ms", "tests/integration/test_isr.c"},
     {"num.replica.fetchers", "tests/integration/test_replication.c"},
     {"replica.fetch.max.bytes", "tests/integration/test_replication.c (default)"},
