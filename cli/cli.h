@@ -372,5 +372,6 @@ int cli_leader_main(int argc, char **argv);
 int cli_produce_main(int argc, char **argv);
 int cli_consume_main(int argc, char **argv);
 int cli_reassign_main(int argc, char **argv);
+int cli_partition_main(int argc, char **argv);
 
 #endif

@@ -1,5 +1,6 @@
-/* cairn config: describe and alter dynamic broker configs (a broker's own,
- * or the cluster-wide default), as kafka-configs.sh --entity-type brokers. */
+/* cairn config: describe and alter configs of a broker (its own, or the
+ * cluster-wide default) or of a topic, as kafka-configs.sh --entity-type
+ * brokers|topics. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,18 +11,20 @@
 #include "cli.h"
 
 #define MAX_CHANGES 64
+#define RESOURCE_TOPIC 2
 #define RESOURCE_BROKER 4
 
 /* Flags; plain data on the main thread's stack. */
 struct config_flags {
     const char *broker; /* "" for --broker-defaults, NULL when neither given */
+    const char *topic;  /* --topic, instead of a broker */
     const char *set[MAX_CHANGES];
     int nset;
     const char *del[MAX_CHANGES];
     int ndel;
 };
 
-enum { OPT_BROKER = 3000, OPT_DEFAULTS, OPT_SET, OPT_DELETE };
+enum { OPT_BROKER = 3000, OPT_DEFAULTS, OPT_TOPIC, OPT_SET, OPT_DELETE };
 
 static int on_flag(int opt, const char *arg, void *ctx)
 {
@@ -35,6 +38,11 @@ static int on_flag(int opt, const char *arg, void *ctx)
         return -1;
     case OPT_DEFAULTS:
         f->broker = "";
+        return -1;
+    case OPT_TOPIC:
+        if (!arg[0])
+            return cli_fail(CLI_EXIT_USAGE, "--topic wants a topic name");
+        f->topic = arg;
         return -1;
     case OPT_SET:
         if (!strchr(arg, '=') || arg[0] == '=')
@@ -53,24 +61,41 @@ static int on_flag(int opt, const char *arg, void *ctx)
 }
 
 static const struct option config_long[] = {
-    {"broker", required_argument, NULL, OPT_BROKER},
-    {"broker-defaults", no_argument, NULL, OPT_DEFAULTS},
-    {"set", required_argument, NULL, OPT_SET},
-    {"delete", required_argument, NULL, OPT_DELETE},
-    {NULL, 0, NULL, 0},
+    {"broker", required_argument, NULL, OPT_BROKER}, {"broker-defaults", no_argument, NULL, OPT_DEFAULTS},
+    {"topic", required_argument, NULL, OPT_TOPIC},   {"set", required_argument, NULL, OPT_SET},
+    {"delete", required_argument, NULL, OPT_DELETE}, {NULL, 0, NULL, 0},
 };
 
-/* Where a request for the resource goes: the broker itself (a broker
- * describes only its own configs), or the controller for the default. */
-static int32_t target_node(const struct cli_conn *c, const char *broker)
+/* The resource a command names: a broker, the broker default ("") or a
+ * topic. Plain data on the main thread's stack. */
+struct config_resource {
+    int8_t type;
+    const char *name;
+};
+
+static struct config_resource resource_of(const struct config_flags *f)
 {
-    return broker[0] ? (int32_t)strtol(broker, NULL, 10) : c->controller_id;
+    if (f->topic)
+        return (struct config_resource){RESOURCE_TOPIC, f->topic};
+    return (struct config_resource){RESOURCE_BROKER, f->broker};
 }
 
-static const char *resource_label(const char *broker, char *buf, size_t len)
+/* Where a request for the resource goes: the broker itself (a broker
+ * describes only its own configs), or the controller for the default and
+ * for topics (any broker would do; the controller's image is the newest). */
+static int32_t target_node(const struct cli_conn *c, const struct config_resource *res)
 {
-    if (broker[0])
-        snprintf(buf, len, "broker %s", broker);
+    if (res->type == RESOURCE_BROKER && res->name[0])
+        return (int32_t)strtol(res->name, NULL, 10);
+    return c->controller_id;
+}
+
+static const char *resource_label(const struct config_resource *res, char *buf, size_t len)
+{
+    if (res->type == RESOURCE_TOPIC)
+        snprintf(buf, len, "topic %s", res->name);
+    else if (res->name[0])
+        snprintf(buf, len, "broker %s", res->name);
     else
         snprintf(buf, len, "the cluster-wide broker default");
     return buf;
@@ -81,30 +106,32 @@ static const char *resource_label(const char *broker, char *buf, size_t len)
 static int build_describe(void *req, int16_t version, struct kafka_arena *a, void *ctx)
 {
     struct describe_configs_request *m = req;
+    const struct config_resource *res = ctx;
     (void)version;
     m->resources = kafka_arena_alloc(a, sizeof(*m->resources));
     if (!m->resources)
         return -1;
     describe_configs_request_describe_configs_resource_init(&m->resources[0]);
-    m->resources[0].resource_type = RESOURCE_BROKER;
-    m->resources[0].resource_name = kafka_str_from_cstr(ctx);
+    m->resources[0].resource_type = res->type;
+    m->resources[0].resource_name = kafka_str_from_cstr(res->name);
     m->resources[0].configuration_keys_count = -1;
     m->resources_count = 1;
     return 0;
 }
 
-static int config_describe(struct cli_conn *c, const char *broker, bool json)
+static int config_describe(struct cli_conn *c, const struct config_resource *resource, bool json)
 {
     struct cli_reply r;
-    int rc = cli_call(c, target_node(c, broker), KAFKA_API_KEY_DESCRIBE_CONFIGS, build_describe, (void *)broker, &r);
+    int rc = cli_call(c, target_node(c, resource), KAFKA_API_KEY_DESCRIBE_CONFIGS, build_describe, (void *)resource,
+                      &r);
     if (rc)
         return rc;
     const struct describe_configs_response *d = r.response;
     const struct describe_configs_response_describe_configs_result *res = d->results_count ? &d->results[0] : NULL;
-    char label[64];
+    char label[300];
     if (!res || res->error_code != KAFKA_ERR_NONE) {
-        char what[128];
-        snprintf(what, sizeof what, "cannot describe the configs of %s", resource_label(broker, label, sizeof label));
+        char what[400];
+        snprintf(what, sizeof what, "cannot describe the configs of %s", resource_label(resource, label, sizeof label));
         rc = cli_kafka_fail(res ? res->error_code : KAFKA_ERR_UNKNOWN_SERVER_ERROR,
                             res ? res->error_message : (struct kafka_str){NULL, -1}, what, NULL);
         cli_reply_free(&r);
@@ -128,7 +155,8 @@ static int config_describe(struct cli_conn *c, const char *broker, bool json)
     }
     cli_reply_free(&r);
     if (json)
-        return cli_json_print(json_pack("{s:s, s:o}", "broker", broker, "configs", arr));
+        return cli_json_print(json_pack("{s:s, s:o}", resource->type == RESOURCE_TOPIC ? "topic" : "broker",
+                                        resource->name, "configs", arr));
     cli_table_print(t);
     return CLI_EXIT_OK;
 }
@@ -139,6 +167,7 @@ static int build_alter(void *req, int16_t version, struct kafka_arena *a, void *
 {
     struct incremental_alter_configs_request *m = req;
     const struct config_flags *f = ctx;
+    struct config_resource target = resource_of(f);
     (void)version;
     m->resources = kafka_arena_alloc(a, sizeof(*m->resources));
     struct incremental_alter_configs_request_alterable_config *changes = kafka_arena_alloc(
@@ -146,8 +175,8 @@ static int build_alter(void *req, int16_t version, struct kafka_arena *a, void *
     if (!m->resources || !changes)
         return -1;
     incremental_alter_configs_request_alter_configs_resource_init(&m->resources[0]);
-    m->resources[0].resource_type = RESOURCE_BROKER;
-    m->resources[0].resource_name = kafka_str_from_cstr(f->broker);
+    m->resources[0].resource_type = target.type;
+    m->resources[0].resource_name = kafka_str_from_cstr(target.name);
     for (int i = 0; i < f->nset + f->ndel; i++) {
         struct incremental_alter_configs_request_alterable_config *ch = &changes[i];
         incremental_alter_configs_request_alterable_config_init(ch);
@@ -176,15 +205,16 @@ static int build_alter(void *req, int16_t version, struct kafka_arena *a, void *
 static int config_alter(struct cli_conn *c, struct config_flags *f)
 {
     struct cli_reply r;
-    int rc = cli_call(c, target_node(c, f->broker), KAFKA_API_KEY_INCREMENTAL_ALTER_CONFIGS, build_alter, f, &r);
+    struct config_resource target = resource_of(f);
+    int rc = cli_call(c, target_node(c, &target), KAFKA_API_KEY_INCREMENTAL_ALTER_CONFIGS, build_alter, f, &r);
     if (rc)
         return rc;
     const struct incremental_alter_configs_response *m = r.response;
-    char label[64];
-    resource_label(f->broker, label, sizeof label);
+    char label[300];
+    resource_label(&target, label, sizeof label);
     for (int32_t i = 0; i < m->responses_count; i++) {
         const struct incremental_alter_configs_response_alter_configs_resource_response *e = &m->responses[i];
-        char what[128];
+        char what[400];
         snprintf(what, sizeof what, "cannot alter the configs of %s", label);
         if (e->error_code != KAFKA_ERR_NONE)
             rc = cli_kafka_fail(e->error_code, e->error_message, what,
@@ -199,9 +229,9 @@ static int config_alter(struct cli_conn *c, struct config_flags *f)
 /* ---- dispatch ---- */
 
 static const char config_usage[] =
-    "usage: cairn config <subcommand> (--broker ID | --broker-defaults) [flags]\n"
-    "  describe                                 every broker config with its value and source\n"
-    "  alter [--set key=value]... [--delete key]...   change dynamic broker configs at runtime\n"
+    "usage: cairn config <subcommand> (--broker ID | --broker-defaults | --topic T) [flags]\n"
+    "  describe                                 every config of the broker or topic with its value and source\n"
+    "  alter [--set key=value]... [--delete key]...   change broker or topic configs at runtime\n"
     "common flags: -b/--brokers, --profile, -X key=value, --format, --timeout MS, -h/--help (see cairn --help)\n";
 
 int cli_config_main(int argc, char **argv)
@@ -223,8 +253,9 @@ int cli_config_main(int argc, char **argv)
         return rc;
     if (npos > 0)
         return cli_fail(CLI_EXIT_USAGE, "config %s takes no arguments, got '%s'\n%s", sub, pos[0], config_usage);
-    if (!f.broker)
-        return cli_fail(CLI_EXIT_USAGE, "config %s wants --broker ID or --broker-defaults\n%s", sub, config_usage);
+    if (!f.broker == !f.topic)
+        return cli_fail(CLI_EXIT_USAGE, "config %s wants one of --broker ID, --broker-defaults or --topic T\n%s", sub,
+                        config_usage);
     if (!describe && f.nset + f.ndel == 0)
         return cli_fail(CLI_EXIT_USAGE, "config alter wants --set key=value or --delete key\n%s", config_usage);
     if (describe && f.nset + f.ndel > 0)
@@ -233,7 +264,8 @@ int cli_config_main(int argc, char **argv)
     rc = cli_connect(&c, &s);
     if (rc)
         return rc;
-    rc = describe ? config_describe(&c, f.broker, s.json) : config_alter(&c, &f);
+    struct config_resource resource = resource_of(&f);
+    rc = describe ? config_describe(&c, &resource, s.json) : config_alter(&c, &f);
     cli_close(&c);
     return rc;
 }

@@ -17,7 +17,10 @@
  *    when out of memory), so a close here means a handler built an answer
  *    the response encoder refused, or gave up on valid input;
  *  - a request that cannot park (all but Fetch, JoinGroup and SyncGroup)
- *    is answered within BROKER_FUZZ_ALIVE_MS; one that may park is given
+ *    is answered within BROKER_FUZZ_ALIVE_MS (CreateTopics and
+ *    CreatePartitions within BROKER_FUZZ_CREATE_MS: a valid one may add up
+ *    to 10,000 partitions, each a directory of synced files, answered once
+ *    they exist); one that may park is given
  *    BROKER_FUZZ_ANSWER_MS, after which the harness drops the connection and
  *    a fresh connection must still get ApiVersions answered within
  *    BROKER_FUZZ_ALIVE_MS (the broker is not hung or wedged).
@@ -50,6 +53,7 @@
 
 #define BROKER_FUZZ_ANSWER_MS 100
 #define BROKER_FUZZ_ALIVE_MS 10000
+#define BROKER_FUZZ_CREATE_MS 120000
 #define BROKER_FUZZ_MAX_RESPONSE (64u << 20)
 #define BROKER_FUZZ_API_SLOTS 128
 
@@ -632,7 +636,9 @@ static void run_request(const uint8_t *data, size_t size)
     /* Only Fetch, JoinGroup and SyncGroup may park; anything else must
      * answer at once, give or take a slow disk under the sanitizers. */
     bool long_poll = api_key == 1 || api_key == 11 || api_key == 14;
-    int rc = recv_frame(fuzz.fd, long_poll ? BROKER_FUZZ_ANSWER_MS : BROKER_FUZZ_ALIVE_MS, &frame, &len);
+    bool creates = api_key == 19 || api_key == 37;
+    int answer_ms = long_poll ? BROKER_FUZZ_ANSWER_MS : creates ? BROKER_FUZZ_CREATE_MS : BROKER_FUZZ_ALIVE_MS;
+    int rc = recv_frame(fuzz.fd, answer_ms, &frame, &len);
     if (fuzz.trace) {
         fprintf(stderr, "fuzz_broker_requests: %s v%d: %s", desc->name, pick.version,
                 rc == 0  ? "answer"
@@ -653,7 +659,7 @@ static void run_request(const uint8_t *data, size_t size)
             broker_failed("%s v%d decodes but the broker closed the connection", desc->name, pick.version);
     } else {
         if (!long_poll)
-            broker_failed("%s v%d not answered within %d ms", desc->name, pick.version, BROKER_FUZZ_ALIVE_MS);
+            broker_failed("%s v%d not answered within %d ms", desc->name, pick.version, answer_ms);
         /* Parked (a long Fetch wait, a JoinGroup) or stuck: drop it and
          * make sure the broker still serves others. */
         stats->timed_out++;

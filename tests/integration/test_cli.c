@@ -237,7 +237,62 @@ static void test_broker_config_commands(void **state)
     expect(&r, 1, NULL, "INVALID_CONFIG");
     expect(&r, 1, NULL, "num.io.threads");
     RUN(&r, "config", "describe", "-b", bs);
-    expect(&r, 2, NULL, "--broker ID or --broker-defaults");
+    expect(&r, 2, NULL, "one of --broker ID, --broker-defaults or --topic T");
+    RUN(&r, "config", "describe", "--broker", "1", "--topic", "orders", "-b", bs);
+    expect(&r, 2, NULL, "one of --broker ID, --broker-defaults or --topic T");
+    broker_mark_passed(b);
+}
+
+/* Fails unless docs/cli.md shows text as written. */
+static void cli_doc_shows(const char *text)
+{
+    static char doc[200000];
+    FILE *f = fopen(CAIRN_SOURCE_DIR "/docs/cli.md", "r");
+    assert_non_null(f);
+    size_t n = fread(doc, 1, sizeof(doc) - 1, f);
+    fclose(f);
+    doc[n] = '\0';
+    if (!strstr(doc, text))
+        fail_msg("docs/cli.md does not show:\n%s", text);
+}
+
+/* cairn config --topic: a topic's configs described with their sources and
+ * changed at runtime, as kafka-configs.sh --entity-type topics does; the
+ * change is what `cairn topic describe` then reports. */
+static void test_topic_config_commands(void **state)
+{
+    struct test_broker *b = *state;
+    broker_start(b, NULL);
+    const char *bs = broker_bootstrap(b);
+    struct run r;
+    RUN(&r, "topic", "create", "orders", "-b", bs, "-c", "retention.ms=3600000");
+    expect(&r, 0, "created topic 'orders'", NULL);
+
+    RUN(&r, "config", "describe", "--topic", "orders", "-b", bs);
+    expect(&r, 0, "DYNAMIC_TOPIC_CONFIG", NULL);
+    RUN(&r, "config", "alter", "--topic", "orders", "-b", bs, "--set", "cleanup.policy=compact", "--delete",
+        "retention.ms");
+    expect(&r, 0, "altered 2 config(s) of topic orders", NULL);
+    cli_doc_shows("$ cairn config alter --topic orders --set cleanup.policy=compact --delete retention.ms\n"
+                  "altered 2 config(s) of topic orders\n");
+    RUN(&r, "config", "describe", "--topic", "orders", "-b", bs, "--format", "json");
+    json_t *d = parse_json(&r);
+    assert_string_equal(json_string_value(json_object_get(d, "topic")), "orders");
+    assert_string_equal(source_of(d, "cleanup.policy"), "DYNAMIC_TOPIC_CONFIG");
+    assert_string_equal(json_string_value(json_object_get(config_entry(d, "cleanup.policy"), "value")), "compact");
+    assert_string_not_equal(source_of(d, "retention.ms"), "DYNAMIC_TOPIC_CONFIG");
+    json_decref(d);
+    RUN(&r, "topic", "describe", "orders", "-b", bs, "--format", "json");
+    d = parse_json(&r);
+    assert_string_equal(json_string_value(json_object_get(config_entry(d, "cleanup.policy"), "value")), "compact");
+    json_decref(d);
+
+    RUN(&r, "config", "alter", "--topic", "orders", "-b", bs, "--set", "cleanup.policy=sometimes");
+    expect(&r, 1, NULL, "INVALID_CONFIG");
+    expect(&r, 1, NULL, "cannot alter the configs of topic orders");
+    RUN(&r, "config", "describe", "--topic", "nope", "-b", bs);
+    expect(&r, 1, NULL, "UNKNOWN_TOPIC_OR_PARTITION");
+    expect(&r, 1, NULL, "cannot describe the configs of topic nope");
     broker_mark_passed(b);
 }
 
@@ -468,6 +523,22 @@ static void test_leader_elect(void **state)
     expect(&r, 2, NULL, "--type wants preferred or unclean, got 'dirty'");
     RUN(&r, "leader", "elect", "--type", "preferred", "--all", "--topic", "orders", "-b", bs);
     expect(&r, 2, NULL, "leader elect wants either --all or --topic");
+
+    /* The same under Kafka's names: cairn partition elect-leaders and
+     * cairn partition reassign. */
+    RUN(&r, "partition", "elect-leaders", "--type", "preferred", "--topic", "orders", "-b", bs);
+    cli_doc_shows("`cairn partition elect-leaders\n--type preferred --topic orders`");
+    expect(&r, 0, "orders  0          ELECTION_NOT_NEEDED", NULL);
+    expect(&r, 0, "orders  1          ELECTION_NOT_NEEDED", NULL);
+    RUN(&r, "partition", "elect-leaders", "--topic", "orders", "-b", bs);
+    expect(&r, 2, NULL, "leader elect wants --type preferred or --type unclean");
+    RUN(&r, "partition", "reassign", "list", "--format", "json", "-b", bs);
+    v = parse_json(&r);
+    assert_true(json_is_array(v));
+    assert_int_equal(json_array_size(v), 0);
+    json_decref(v);
+    RUN(&r, "partition", "move", "-b", bs);
+    expect(&r, 2, NULL, "unknown subcommand 'partition move'");
     broker_mark_passed(b);
 }
 
@@ -549,6 +620,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_quorum_status, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_leader_elect, cli_setup, cli_teardown),
         cmocka_unit_test_setup_teardown(test_broker_config_commands, cli_setup, cli_teardown),
+        cmocka_unit_test_setup_teardown(test_topic_config_commands, cli_setup, cli_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,7 +8,7 @@
 # usage: tools/bench/metadata_scale.sh [--topics T] [--partitions P]
 #            [--replication-factor R] [--brokers B] [--batch K]
 #            [--snapshot-interval-ms MS] [--wait-timeout-ms MS] [--base-port PORT]
-#            [--keep] [--out DIR] [--prop key=value]...
+#            [--keep] [--out DIR] [--prop key=value]... [--list-rounds R]
 #
 # Defaults: 1000 topics x 100 partitions (100,000), RF 1, 1 broker, 100
 # topics per CreateTopics. RF R needs --brokers R or more.
@@ -23,7 +23,11 @@
 #    i.e. after its metadata load and log load) and until Metadata lists
 #    every partition led; the broker's own "loaded" log lines; its VmRSS and
 #    VmHWM then;
-#  - the same for a controller restart, and the controller's VmRSS/VmHWM.
+#  - the same for a controller restart, and the controller's VmRSS/VmHWM;
+#  - with --list-rounds R (default 0): R rounds, the order alternating, of
+#    `cairn topic list` and `kcat -L` against the brokers after the creation
+#    (each an all-topics Metadata, printed to a file whose topic count is
+#    checked), with each run's seconds and the medians.
 # The broker waits for a snapshot (metadata.log.max.snapshot.interval.ms,
 # default here 2000) before its restart, so the restart loads a snapshot
 # rather than replaying the whole log. The script exits non-zero when a
@@ -37,7 +41,7 @@ export CAIRND="${CAIRND:-$repo/build/core/server/cairnd}"
 export CAIRN="${CAIRN:-$repo/build/cli/cairn}"
 bench="${CAIRN_BENCH:-$repo/build/tools/bench/cairn-bench}"
 cluster="$repo/tools/cairn-cluster"
-topics=1000 partitions=100 rf=1 brokers=1 batch=100 snapshot_ms=2000 wait_ms=1800000 base_port="" keep=0 out=""
+topics=1000 partitions=100 rf=1 brokers=1 batch=100 snapshot_ms=2000 wait_ms=1800000 base_port="" keep=0 out="" list_rounds=0
 props=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -50,9 +54,10 @@ while [ $# -gt 0 ]; do
         --wait-timeout-ms) wait_ms="$2"; shift ;;
         --base-port) base_port="$2"; shift ;;
         --keep) keep=1 ;;
+        --list-rounds) list_rounds="$2"; shift ;;
         --out) out="$2"; shift ;;
         --prop) props+=(--prop "$2"); shift ;;
-        -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -135,6 +140,38 @@ led="$(wait_all)"
 created_until_led="$(since "$t_create")"
 echo "created: $create; led after $created_until_led s" >&2
 
+# `cairn topic list` against `kcat -L`, both an all-topics Metadata; the
+# order alternates each round, and each output must name every topic.
+list_one() { # tool -> seconds
+    local t0 file="$out/list.$1" n
+    t0="$(now)"
+    if [ "$1" = cairn ]; then "$CAIRN" topic list -b "$bootstrap" >"$file"
+    else "$kcat" -L -b "$bootstrap" >"$file"; fi
+    since "$t0"
+    n="$(grep -c 'scale-' "$file" || true)"
+    [ "$n" -ge "$topics" ] || { echo "$1 listed $n of $topics topics" >&2; exit 1; }
+}
+topic_list="null"
+if [ "$list_rounds" -gt 0 ]; then
+    kcat="$(command -v kcat || true)"
+    cairn_s=() kcat_s=()
+    for r in $(seq 1 "$list_rounds"); do
+        order="cairn kcat"; [ $((r % 2)) = 0 ] && order="kcat cairn"
+        for tool in $order; do
+            [ "$tool" = kcat ] && [ -z "$kcat" ] && continue
+            t="$(list_one "$tool")"
+            if [ "$tool" = cairn ]; then cairn_s+=("$t"); else kcat_s+=("$t"); fi
+        done
+    done
+    topic_list="$(python3 -c '
+import json, statistics, sys
+c = [float(x) for x in sys.argv[1].split()]
+k = [float(x) for x in sys.argv[2].split()]
+print(json.dumps({"cairn_seconds": c, "kcat_seconds": k, "cairn_median": statistics.median(c),
+                  "kcat_median": statistics.median(k) if k else None}))' "${cairn_s[*]}" "${kcat_s[*]:-}")"
+    echo "topic list: $topic_list" >&2
+fi
+
 # Let the broker's loader snapshot everything, so its restart loads one:
 # wait until its newest snapshot stays the same for a few intervals.
 settle=$((snapshot_ms / 1000 * 2 + 3))
@@ -175,7 +212,7 @@ echo "controller: listening after $controller_listen s, all led after $controlle
 cat <<EOF | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)))' | tee "$out/scale.json"
 {"topics": $topics, "partitions_per_topic": $partitions, "partitions": $total, "replication_factor": $rf,
  "brokers": $brokers, "create": $create, "created_until_led_seconds": $created_until_led,
- "metadata": $sizes, "broker_partition_dirs": $partition_dirs,
+ "metadata": $sizes, "broker_partition_dirs": $partition_dirs, "topic_list": $topic_list,
  "controller_memory_after_create": $controller_mem_after_create, "broker_memory_after_create": $broker_mem_after_create,
  "broker_restart": {"listening_seconds": $broker_listen, "all_led_seconds": $broker_led, "memory": $broker_mem,
                     "wait": $broker_led_json, "log": $broker_log},
