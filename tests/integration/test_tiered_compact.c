@@ -221,14 +221,12 @@ static void wait_only_active_local(struct tiered_state *st)
 }
 
 struct view {
-    const struct produced *pr;
     const int64_t *remote_starts;
     size_t remote_count;
     int64_t local_start;
     int64_t last_offset;
     long records;
     long remote_records;
-    size_t segment;            /* remote segment of the previous record */
     int64_t seen_in_seg[KEYS]; /* last remote segment index + 1 a key was seen in */
     char last_seen[KEYS][64];
     bool seen[KEYS];
@@ -286,8 +284,7 @@ static void check_compacted_view(struct tiered_state *st, const struct produced 
     int64_t local_start = list_offset_v9(st, -4);
     struct view *v = calloc(1, sizeof *v);
     assert_non_null(v);
-    *v = (struct view){
-        .pr = pr, .remote_starts = starts, .remote_count = remote, .local_start = local_start, .last_offset = -1};
+    *v = (struct view){.remote_starts = starts, .remote_count = remote, .local_start = local_start, .last_offset = -1};
     long got = rk_consume_each(broker_bootstrap(&st->broker), TOPIC, 1, NULL, 90000, check_record, v);
     if (got < 0) {
         broker_print_log_tail(&st->broker, 40);
