@@ -3,7 +3,8 @@
  * manager has published its offsets; a segment is claimable for a copy
  * only once cleaned; a claimed segment is never rewritten again, however
  * dirty the log gets; tombstones stay whatever delete.retention.ms says;
- * each segment keeps a batch at its last offset. */
+ * each segment keeps a batch at its last offset; a pass during which the
+ * copier claims one of its segments swaps nothing in. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,9 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
+
+#include "log/log_throttler.h"
 
 #include "cleaner_test_util.h"
 
@@ -180,11 +184,86 @@ static void test_checkpoint_below_floor_starts_at_floor(void **state)
     partition_log_close(log);
 }
 
+struct pass_run {
+    struct partition_log *log;
+    int64_t first_dirty;
+    struct log_clean_options opt;
+    struct log_clean_result res;
+    int rc;
+};
+
+static void *pass_main(void *arg)
+{
+    struct pass_run *run = arg;
+    run->rc = partition_log_clean(run->log, run->first_dirty, clock_wall_ms(), &run->opt, &run->res);
+    return NULL;
+}
+
+static void test_claim_during_a_pass_keeps_the_segment(void **state)
+{
+    (void)state;
+    struct log_config cfg;
+    tiered_compact_config(&cfg);
+    struct partition_log *log = open_log(&cfg);
+    write_overwrites(log);
+    partition_log_set_remote_offsets(log, -1, -1);
+    struct log_clean_options force = default_opts;
+    force.force = true;
+    struct log_clean_result res;
+    assert_int_equal(partition_log_clean(log, -1, clock_wall_ms(), &force, &res), 0);
+    assert_true(res.cleaned);
+    write_overwrites(log); /* the next pass rewrites segment 0 again */
+
+    /* A slow pass (its reads throttled to a few KB/s: seconds between its
+     * first output file and its swap), and a claim of segment 0 meanwhile. */
+    struct log_throttler throttler;
+    log_throttler_init(&throttler, 4000);
+    struct pass_run run = {.log = log, .first_dirty = res.first_dirty_offset, .opt = force};
+    run.opt.throttler = &throttler;
+    pthread_t pass;
+    assert_int_equal(pthread_create(&pass, NULL, pass_main, &run), 0);
+    int64_t deadline = clock_mono_ms() + 30000;
+    while (count_files(".log.cleaned") == 0 && clock_mono_ms() < deadline)
+        usleep(1000);
+    assert_true(count_files(".log.cleaned") > 0);
+    struct log_segment_info *segs = NULL;
+    size_t n = 0;
+    assert_int_equal(partition_log_closed_segments(log, &segs, &n), 0);
+    struct log_segment_info claimed = segs[0];
+    free(segs);
+    assert_int_equal(partition_log_claim_for_copy(log, &claimed), 0);
+    size_t before_len = 0;
+    uint8_t *before = segment_bytes(claimed.base_offset, &before_len);
+    assert_int_equal(pthread_join(pass, NULL), 0);
+    log_throttler_destroy(&throttler);
+
+    /* The swap found segment 0 claimed: nothing swapped, nothing left over. */
+    assert_int_equal(run.rc, 0);
+    assert_false(run.res.cleaned);
+    assert_int_equal(count_files(".log.cleaned"), 0);
+    size_t after_len = 0;
+    uint8_t *after = segment_bytes(claimed.base_offset, &after_len);
+    assert_int_equal(after_len, before_len);
+    assert_memory_equal(after, before, before_len);
+    free(before);
+    free(after);
+
+    /* The next pass starts above the claim and succeeds. */
+    assert_int_equal(partition_log_clean(log, res.first_dirty_offset, clock_wall_ms(), &force, &res), 0);
+    assert_true(res.cleaned);
+    after = segment_bytes(claimed.base_offset, &after_len);
+    assert_int_equal(after_len, before_len);
+    free(after);
+    check_segment_ends(log);
+    partition_log_close(log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_claimed_segments_stay_as_copied, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_below_floor_starts_at_floor, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_claim_during_a_pass_keeps_the_segment, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
