@@ -42,7 +42,8 @@ static const struct topic_key_def
 }
 ,
     {TOPIC_RANGE("delete.retention.ms", CONFIG_TYPE_LONG, "86400000", 0, I64),
-     .doc = "How long tombstones stay in a compacted topic."},
+     .doc = "How long tombstones stay in a compacted topic. A tiered one (remote.storage.enable) keeps "
+            "them until total retention: older values of their keys may be in remote segments."},
     SYN("log.cleaner.delete.retention.ms")
 }
 ,
@@ -156,7 +157,8 @@ static const struct topic_key_def
 }
 ,
     {TOPIC_OTHER("remote.storage.enable", CONFIG_TYPE_BOOLEAN, "false", CONFIG_VALID_ANY, NULL),
-     .doc = "Copy closed segments to the remote store (needs remote.log.storage.system.enable)."},
+     .doc = "Copy closed segments to the remote store (needs remote.log.storage.system.enable). A compacted "
+            "topic copies a segment once the cleaner has cleaned it."},
     SYN(NULL) /* Kafka has no broker-wide default for it */
 }
 ,

@@ -88,15 +88,16 @@ int partition_log_clean(struct partition_log *log, int64_t first_dirty, int64_t 
 /* How dirty a log is, from its segment list alone (no file is read), as
  * partition_log_clean would find it: what the cleaner threads rank logs by. */
 struct log_clean_dirtiness {
-    int64_t first_dirty_offset; /* the checkpointed one, or the log start */
-    int64_t cleanable_end;      /* first offset a pass may not touch */
-    size_t cleanable_segments;  /* segments below cleanable_end */
-    size_t first_dirty_segment; /* index of the first one holding dirty offsets */
-    int64_t clean_bytes;        /* cleanable bytes below the first dirty offset */
-    int64_t dirty_bytes;        /* cleanable bytes from it on */
-    double dirty_ratio;         /* dirty_bytes / (clean_bytes + dirty_bytes), 0 if none */
-    bool overdue;               /* dirty data older than max.compaction.lag.ms */
-    bool due;                   /* dirty, and ratio >= min.cleanable.dirty.ratio or overdue */
+    int64_t first_dirty_offset;     /* the checkpointed one, or the log start */
+    int64_t cleanable_end;          /* first offset a pass may not touch */
+    size_t cleanable_segments;      /* segments below cleanable_end */
+    size_t first_dirty_segment;     /* index of the first one holding dirty offsets */
+    size_t first_cleanable_segment; /* tiered: the first at or above the tier floor */
+    int64_t clean_bytes;            /* cleanable bytes below the first dirty offset */
+    int64_t dirty_bytes;            /* cleanable bytes from it on */
+    double dirty_ratio;             /* dirty_bytes / (clean_bytes + dirty_bytes), 0 if none */
+    bool overdue;                   /* dirty data older than max.compaction.lag.ms */
+    bool due;                       /* dirty, and ratio >= min.cleanable.dirty.ratio or overdue */
 };
 
 /* Takes the log's write lock briefly; a log that is not compacted, offline,

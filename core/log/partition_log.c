@@ -134,6 +134,9 @@ int partition_log_open_from(const char *dir, const struct log_config *cfg, int64
     atomic_init(&log->remote_start_offset, -1);
     atomic_init(&log->remote_copied_end, -1);
     atomic_init(&log->remote_floor, -1);
+    atomic_init(&log->copy_claimed_end, -1);
+    atomic_init(&log->remote_published, false);
+    atomic_init(&log->clean_checkpoint, -1);
     log->first_unflushed_ms = -1;
     atomic_init(&log->first_unstable_offset, -1);
     atomic_init(&log->hw_tracks_end, true);

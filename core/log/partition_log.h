@@ -247,6 +247,18 @@ int partition_log_closed_segments(struct partition_log *log, struct log_segment_
  * local segment only when it ends at or below copied_end, and by
  * local.retention.* instead of retention.*. */
 void partition_log_set_remote_offsets(struct partition_log *log, int64_t remote_start, int64_t copied_end);
+/* Compacted tiered topics: the cleaner and the copier agree through the log.
+ * Before copying a closed segment the copier claims it: under the write
+ * lock, info (found by base_offset) is refreshed from the live segment and
+ * the claim raises the tier floor to its end. A compacted log's segment is
+ * claimable only once the cleaner has cleaned it (it ends at or below the
+ * cleaner's first dirty offset). The cleaner never rewrites a segment below
+ * the floor, and drops a pass whose swap would. Returns 0, EAGAIN (not
+ * cleaned yet) or ENOENT (no such closed segment any more). */
+int partition_log_claim_for_copy(struct partition_log *log, struct log_segment_info *info);
+/* max(copied_end, the last claim's end): offsets below it are the copier's;
+ * -1 when none. */
+int64_t partition_log_tier_floor(struct partition_log *log);
 /* copied_end as last set; -1 when nothing is tiered. */
 int64_t partition_log_remote_copied_end(struct partition_log *log);
 /* A DeleteRecords start below the local start, -1 when none; the remote

@@ -133,10 +133,24 @@ static void dirtiness_locked(struct partition_log *log, int64_t first_dirty, int
     int64_t end = atomic_load(&log->log_end_offset);
     if (first_dirty < start || first_dirty > end)
         first_dirty = start;
+    /* Tiered: segments below the tier floor are copied or being copied, and
+     * were cleaned before their copy; the cleaner leaves them as they are. */
+    int64_t tier_floor = partition_log_tier_floor(log);
+    if (first_dirty < tier_floor && tier_floor <= end)
+        first_dirty = tier_floor;
     d->first_dirty_offset = first_dirty;
     d->cleanable_end = first_dirty;
     if (!cfg->cleanup_compact || n < 2 || atomic_load(&log->offline) || atomic_load(&log->deleted))
         return;
+    /* Until the remote log manager has said what is copied (after a start),
+     * a tiered log is not touched: a pass could merge copied segments. */
+    if (cfg->remote_storage_enable && !atomic_load(&log->remote_published))
+        return;
+    atomic_store(&log->clean_checkpoint, first_dirty);
+    size_t skip = 0;
+    while (skip + 1 < n && log->segments[skip]->base_offset < tier_floor)
+        skip++;
+    d->first_cleanable_segment = skip;
 
     /* Never the active segment, nor offsets of open transactions, nor
      * records younger than min.compaction.lag.ms. */
@@ -145,7 +159,7 @@ static void dirtiness_locked(struct partition_log *log, int64_t first_dirty, int
     if (unstable >= 0 && unstable < uncleanable)
         uncleanable = unstable;
     if (cfg->min_compaction_lag_ms > 0) {
-        for (size_t i = 0; i + 1 < n; i++) {
+        for (size_t i = skip; i + 1 < n; i++) {
             const struct log_segment *s = log->segments[i];
             if (log->segments[i + 1]->base_offset <= first_dirty)
                 continue;
@@ -161,11 +175,11 @@ static void dirtiness_locked(struct partition_log *log, int64_t first_dirty, int
         k++;
     d->cleanable_segments = k;
     d->first_dirty_segment = k;
-    if (k == 0)
+    if (k <= skip)
         return;
     d->cleanable_end = log->segments[k]->base_offset;
 
-    for (size_t i = 0; i < k; i++) {
+    for (size_t i = skip; i < k; i++) {
         const struct log_segment *s = log->segments[i];
         if (log->segments[i + 1]->base_offset <= first_dirty) {
             d->clean_bytes += s->size;
@@ -203,9 +217,10 @@ static int make_plan(struct partition_log *log, int64_t first_dirty, int64_t now
     out->first_dirty_offset = d.first_dirty_offset;
     out->dirty_ratio = d.dirty_ratio;
     plan->first_dirty = d.first_dirty_offset;
-    size_t k = d.cleanable_segments;
-    if (k == 0 || (!d.due && !opt->force))
+    size_t skip = d.first_cleanable_segment;
+    if (d.cleanable_segments <= skip || (!d.due && !opt->force))
         return 0;
+    size_t k = d.cleanable_segments - skip;
 
     plan->segs = calloc(k, sizeof *plan->segs);
     plan->groups = calloc(k, sizeof *plan->groups);
@@ -215,11 +230,11 @@ static int make_plan(struct partition_log *log, int64_t first_dirty, int64_t now
         return ENOMEM;
     for (size_t i = 0; i < k; i++) {
         struct clean_segment *cs = &plan->segs[i];
-        struct log_segment *s = log->segments[i];
+        struct log_segment *s = log->segments[skip + i];
         struct stat st;
         cs->seg = s;
         cs->base = s->base_offset;
-        cs->next_base = log->segments[i + 1]->base_offset;
+        cs->next_base = log->segments[skip + i + 1]->base_offset;
         cs->size = s->size;
         cs->index_bytes = (int64_t)(s->index_count * sizeof(struct log_offset_entry));
         cs->fd = dup(s->log_fd);
@@ -228,7 +243,8 @@ static int make_plan(struct partition_log *log, int64_t first_dirty, int64_t now
             return errno;
         cs->mtime = st.st_mtim;
     }
-    plan->first_dirty_index = d.first_dirty_segment;
+    plan->first_dirty_index = d.first_dirty_segment - skip;
+    plan->tiered = plan->cfg.remote_storage_enable || partition_log_tier_floor(log) >= 0;
     plan->truncations = log->truncations;
     if (log->producers)
         producer_state_foreach(log->producers, collect_producer, plan);
@@ -436,7 +452,7 @@ static int rewrite_member(struct partition_log *log, struct clean_plan *plan, si
     bool was_clean = cs->next_base <= plan->first_dirty;
     struct keep_ctx keep = {
         .map = map,
-        .drop_tombstones = was_clean && plan->cfg.delete_retention_ms < INT64_MAX &&
+        .drop_tombstones = was_clean && !plan->tiered && plan->cfg.delete_retention_ms < INT64_MAX &&
                            timespec_ms(cs->mtime) + plan->cfg.delete_retention_ms < now_ms,
     };
     int64_t out_start = o->written + (int64_t)o->len;
@@ -452,16 +468,18 @@ static int rewrite_member(struct partition_log *log, struct clean_plan *plan, si
         size_t total = record_batch_total_size(&h);
         pos += (int64_t)total;
         count_read(plan, (int64_t)total, false);
+        bool keeps_end = plan->tiered && pos == cs->size; /* the segment's last batch */
         if (record_batch_is_control(&h)) {
             bool drop = false;
             rc = clean_txn_control_batch(txn, &h, p, total, keep.drop_tombstones, &drop);
-            if (rc == 0 && drop)
+            if (rc == 0 && drop && !keeps_end)
                 *changed = true;
             else if (rc == 0)
                 rc = out_append(o, p, total);
             continue;
         }
-        bool keep_empty = h.producer_id >= 0 && is_last_of_producer(plan, h.producer_id, record_batch_last_offset(&h));
+        bool keep_empty = keeps_end || (h.producer_id >= 0 &&
+                                        is_last_of_producer(plan, h.producer_id, record_batch_last_offset(&h)));
         rc = clean_txn_data_batch(txn, &h, &keep.drop_all);
         if (rc != 0)
             break;
@@ -693,6 +711,8 @@ int partition_log_clean(struct partition_log *log, int64_t first_dirty, int64_t 
 
     pthread_mutex_lock(&log->write_lock);
     rc = clean_swap_in(log, &plan, &txn, now_ms, opt->stop_after);
+    if (rc == 0 && opt->stop_after == LOG_CLEAN_STOP_NONE)
+        atomic_store(&log->clean_checkpoint, plan.segs[plan.count - 1].next_base);
     pthread_mutex_unlock(&log->write_lock);
     clean_txn_free(&txn);
     if (rc != 0)

@@ -49,6 +49,13 @@ struct clean_plan {
     size_t group_count;
     size_t first_dirty_index; /* first segment holding dirty offsets */
     int64_t first_dirty;
+    /* Tiered (remote.storage.enable, or remote data exists). Tombstones and
+     * transaction markers stay: older records of their keys may be in
+     * remote segments, which are never rewritten. And each segment keeps
+     * its last batch (emptied if need be), so a copied segment holds data
+     * up to its last offset and a remote reader always finds a batch at or
+     * after its offset in the segment that covers it. */
+    bool tiered;
     uint64_t truncations;
     struct producer_last *producers;
     size_t producer_count, producer_cap;

@@ -181,8 +181,12 @@ int clean_swap_in(struct partition_log *log, struct clean_plan *plan, const stru
 {
     if (atomic_load(&log->offline) || atomic_load(&log->deleted) || log->truncations != plan->truncations)
         return ESTALE;
+    /* The copier claimed a segment of the pass meanwhile: its copy reads the
+     * files as they are, so they stay. */
+    int64_t tier_floor = partition_log_tier_floor(log);
     for (size_t g = 0; g < plan->group_count; g++)
-        if (plan->groups[g].rewritten && !group_live(log, plan, &plan->groups[g]))
+        if (plan->groups[g].rewritten &&
+            (!group_live(log, plan, &plan->groups[g]) || plan->segs[plan->groups[g].first].base < tier_floor))
             return ESTALE;
     if (stop_after == LOG_CLEAN_STOP_AFTER_CLEANED)
         return 0;
@@ -241,7 +245,9 @@ int clean_swap_in(struct partition_log *log, struct clean_plan *plan, const stru
     for (size_t g = plan->group_count; rc == 0 && g-- > 0;) {
         const struct clean_group *grp = &plan->groups[g];
         size_t j = grp->rewritten && grp->new_size == 0 ? find_live(log, &plan->segs[grp->first]) : SIZE_MAX;
-        if (j == SIZE_MAX || j == 0)
+        /* Nor one after a segment below the tier floor: that one's end is
+         * what its remote copy says. */
+        if (j == SIZE_MAX || j == 0 || log->segments[j - 1]->base_offset < tier_floor)
             continue;
         struct log_segment *gone = log->segments[j];
         pthread_rwlock_wrlock(&log->lock);

@@ -163,6 +163,7 @@ int16_t partition_log_truncate_fully_and_start_at(struct partition_log *log, int
     char err[256];
     struct log_segment *fresh = NULL;
     log->truncations++;
+    atomic_store(&log->clean_checkpoint, -1); /* the cleaner sets it again */
     pthread_rwlock_wrlock(&log->lock);
     while (log->segment_count > 0)
         log_segment_close(log->segments[--log->segment_count], true);

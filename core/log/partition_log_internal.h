@@ -31,6 +31,14 @@ struct partition_log {
     /* A DeleteRecords start below the local start (the remote part of the
      * log): no offset below it is served; -1 when none. */
     _Atomic int64_t remote_floor;
+    /* Compacted tiered topics (partition_log_claim_for_copy): the end of the
+     * last segment the copier claimed (-1: none); remote_published once the
+     * remote log manager has set the offsets above; clean_checkpoint the
+     * first dirty offset the cleaner last worked from (-1: unknown). Written
+     * under write_lock. */
+    _Atomic int64_t copy_claimed_end;
+    atomic_bool remote_published;
+    _Atomic int64_t clean_checkpoint;
     /* While hw_tracks_end the high watermark is log_end_offset and
      * high_watermark is unused; otherwise high_watermark holds it. Changed
      * under write_lock, read without a lock (see partition_log_high_watermark). */

@@ -50,8 +50,9 @@ int partition_log_apply_retention(struct partition_log *log, int64_t now_ms)
         retention_bytes = log->cfg.local_retention_bytes;
     while (log->segment_count > 1 && !atomic_load(&log->offline)) {
         struct log_segment *oldest = log->segments[0];
-        /* A compact-only topic keeps every segment; the cleaner shrinks them. */
-        bool delete_policy = log->cfg.cleanup_delete;
+        /* A compact-only topic keeps every segment; the cleaner shrinks them.
+         * Tiered, its local copies of copied segments go by local retention. */
+        bool delete_policy = log->cfg.cleanup_delete || tiered;
         /* An empty closed segment (everything cleaned away) has no timestamp. */
         bool by_time = delete_policy && retention_ms >= 0 &&
                        ((oldest->max_timestamp >= 0 && now_ms - oldest->max_timestamp > retention_ms) ||
@@ -119,6 +120,44 @@ void partition_log_set_remote_offsets(struct partition_log *log, int64_t remote_
 {
     atomic_store(&log->remote_start_offset, remote_start);
     atomic_store(&log->remote_copied_end, copied_end);
+    atomic_store(&log->remote_published, true);
+}
+
+int64_t partition_log_tier_floor(struct partition_log *log)
+{
+    int64_t copied = atomic_load(&log->remote_copied_end);
+    int64_t claimed = atomic_load(&log->copy_claimed_end);
+    return copied > claimed ? copied : claimed;
+}
+
+int partition_log_claim_for_copy(struct partition_log *log, struct log_segment_info *info)
+{
+    int rc = ENOENT;
+    pthread_mutex_lock(&log->write_lock);
+    pthread_rwlock_rdlock(&log->lock);
+    for (size_t i = 0; i + 1 < log->segment_count; i++) {
+        const struct log_segment *seg = log->segments[i];
+        if (seg->base_offset != info->base_offset)
+            continue;
+        info->next_offset = seg->next_offset;
+        info->size = seg->size;
+        info->max_timestamp = seg->max_timestamp;
+        /* A compacted log copies only what the cleaner has cleaned: the
+         * segment ends at or below the first dirty offset it worked from. */
+        int64_t cleaned_to = atomic_load(&log->clean_checkpoint);
+        rc = log->cfg.cleanup_compact && (cleaned_to < 0 || seg->next_offset > cleaned_to) ? EAGAIN : 0;
+        if (rc == 0 && atomic_load(&log->copy_claimed_end) < seg->next_offset)
+            atomic_store(&log->copy_claimed_end, seg->next_offset);
+        break;
+    }
+    pthread_rwlock_unlock(&log->lock);
+    pthread_mutex_unlock(&log->write_lock);
+    if (rc == 0) { /* a pass may have merged .txnindex files before the claim */
+        char *path = log_segment_path(log->dir, info->base_offset, ".txnindex");
+        info->has_txn_index = path && access(path, F_OK) == 0;
+        free(path);
+    }
+    return rc;
 }
 
 int64_t partition_log_remote_copied_end(struct partition_log *log)
@@ -198,6 +237,7 @@ int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset)
     int rc = 0;
     bool epochs_cut = false;
     log->truncations++;
+    atomic_store(&log->clean_checkpoint, -1); /* the cleaner sets it again */
     pthread_rwlock_wrlock(&log->lock);
     while (log->segment_count > 1 && log->segments[log->segment_count - 1]->base_offset >= offset)
         log_segment_close(log->segments[--log->segment_count], true);

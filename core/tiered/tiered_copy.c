@@ -368,7 +368,13 @@ static void copy_eligible(struct tiered *t, struct tiered_partition *p, struct p
     for (size_t i = 0; i < n; i++) {
         if (segs[i].next_offset <= copied_end || segs[i].next_offset > bound)
             continue;
-        if (stalled || t->stopping || !copy_quota_allows(t, segs[i].size) || copy_one(t, p, log, &segs[i]) != 0) {
+        /* The claim keeps the cleaner off the segment from here on, and
+         * refreshes segs[i] from the live segment (a pass may have rewritten
+         * it since the listing). A compacted segment waits for its cleaning. */
+        if (!stalled && !t->stopping && partition_log_claim_for_copy(log, &segs[i]) != 0)
+            stalled = true;
+        if (stalled || t->stopping || segs[i].next_offset > bound || !copy_quota_allows(t, segs[i].size) ||
+            copy_one(t, p, log, &segs[i]) != 0) {
             stalled = true; /* in order: a later segment waits for this one */
             lag++;
             continue;
@@ -500,9 +506,9 @@ void tiered_copy_partition(struct tiered *t, struct tiered_partition *p, int64_t
         pthread_mutex_unlock(&p->lock);
         save(t, p);
     }
-    /* Compacted topics are not tiered (as in Kafka): the cleaner rewrites
-     * segments a copy would have to follow. */
-    if (cfg.remote_storage_enable && !cfg.cleanup_compact)
+    /* Compacted topics too, unlike Kafka: a segment is copied once cleaned,
+     * and the cleaner leaves it from its claim on (partition_log.h). */
+    if (cfg.remote_storage_enable)
         copy_eligible(t, p, log);
     remote_retention(t, p, log, &cfg, now_ms);
     publish(p, log);
