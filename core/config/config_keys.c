@@ -66,7 +66,8 @@ static const struct config_key_def broker_keys[] = {
     {KEY_INT("controller.quorum.request.timeout.ms", "2000", 1, I32), MEDIUM, IN(SERVER),
      .doc = "Time a quorum request (Vote, Fetch, ...) to another controller waits for its answer."},
     {KEY_INT("controller.quorum.retry.backoff.ms", "20", 0, I32), LOW, IN(SERVER),
-     .doc = "Wait before reconnecting to a controller after a failed connection."},
+     .doc = "Wait before reconnecting to a controller after a failed connection, and before a quorum Fetch "
+            "that failed is sent again."},
     {KEY_INT("broker.heartbeat.interval.ms", "2000", 1, I32), MEDIUM, IN(SERVER),
      .doc = "Time between a broker's heartbeats to the active controller (with controller.quorum.voters set)."},
     {KEY_INT("broker.session.timeout.ms", "9000", 1, I32), MEDIUM, IN(SERVER),

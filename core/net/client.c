@@ -443,6 +443,14 @@ static void route_call(struct net_client *c, struct client_call *call)
         client_call_finish(call, NET_CLIENT_UNKNOWN_NODE, -1, "no address for node %d", call->node_id);
         return;
     }
+    /* A node that failed a moment ago is not tried before its backoff ends;
+     * a fail_fast caller is told so now rather than then (as Kafka's
+     * NetworkClient fails a send to a node it cannot connect to). */
+    if (call->fail_fast && n->state == CLIENT_NODE_IDLE && n->failures > 0 && client_now_ms() < n->backoff_until_ms) {
+        client_call_finish(call, NET_CLIENT_NETWORK_ERROR, -1, "node %d (%s:%d): in reconnect backoff after a failure",
+                           n->id, n->host, n->port);
+        return;
+    }
     client_list_push(&n->waiting, call);
 }
 

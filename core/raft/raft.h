@@ -208,6 +208,7 @@ struct raft_config {
     int64_t fetch_timeout_ms;        /* controller.quorum.fetch.timeout.ms */
     int64_t election_backoff_max_ms; /* controller.quorum.election.backoff.max.ms */
     int64_t fetch_idle_ms;           /* wait before re-fetching after an empty answer */
+    int64_t retry_backoff_ms;        /* controller.quorum.retry.backoff.ms: after a failed request */
     int32_t fetch_max_records;
     /* The caller's store holds the log's bytes: the core keeps each entry's
      * offset, epoch, count and len but not its data (NULL in its log, in
@@ -248,6 +249,13 @@ int raft_node_append(struct raft_node *node, int64_t now_ms, const void *data, u
  * offset inside an entry covers only the entries before it). */
 void raft_node_flushed(struct raft_node *node, int64_t now_ms, int64_t offset);
 void raft_node_qs_persisted(struct raft_node *node, int64_t now_ms, uint64_t version);
+/* A request the core sent will get no answer: its connection was refused
+ * or broke, or it timed out in the caller's client. msg is the request as
+ * the core sent it (type, dst and correlation_id are read). A failed Fetch
+ * is sent again after cfg.retry_backoff_ms; an observer whose fetch to its
+ * leader failed asks another voter who leads instead of waiting out the
+ * fetch timeout (Kafka's observer does the same). */
+void raft_node_request_failed(struct raft_node *node, int64_t now_ms, const struct raft_msg *msg);
 /* Graceful resignation of a leader: EndQuorumEpoch to the other voters. */
 void raft_node_resign(struct raft_node *node, int64_t now_ms);
 

@@ -23,6 +23,7 @@ void raft_become_unattached(struct raft_node *n, int32_t epoch, int64_t deadline
     raft_set_qs(n, epoch, voted, RAFT_NO_ID);
     n->election_deadline = deadline;
     n->fetch_inflight = false;
+    n->leader_unreachable = false;
     n->next_fetch_at = n->now;
     n->leader_hw = 0;
     raft_set_role(n, RAFT_UNATTACHED);
@@ -38,6 +39,7 @@ void raft_become_follower(struct raft_node *n, int32_t epoch, int32_t leader)
     raft_set_qs(n, epoch, voted, leader);
     n->fetch_deadline = n->now + n->cfg.fetch_timeout_ms;
     n->fetch_inflight = false;
+    n->leader_unreachable = false;
     n->next_fetch_at = n->now;
     raft_set_role(n, RAFT_FOLLOWER);
 }

@@ -56,7 +56,13 @@ struct raft_node {
     int64_t fetch_sent_at;
     bool fetch_inflight;
     int32_t fetch_correlation; /* of the fetch in flight */
-    int32_t discover_next;     /* observer without leader: voter index to ask */
+    int32_t fetch_dst;         /* whom the fetch in flight went to */
+    /* Observer following a leader: its last fetch to the leader failed, so
+     * it alternates between asking another voter who leads (ask_other) and
+     * trying the leader again, until either answers with news. */
+    bool leader_unreachable;
+    bool ask_other;
+    int32_t discover_next; /* observer without leader: voter index to ask */
 
     /* election */
     bool granted[RAFT_MAX_VOTERS];
@@ -114,6 +120,7 @@ void raft_leader_start(struct raft_node *n);
 void raft_replication_tick(struct raft_node *n);
 void raft_on_fetch_req(struct raft_node *n, const struct raft_msg *m);
 void raft_on_fetch_resp(struct raft_node *n, const struct raft_msg *m);
+void raft_fetch_failed(struct raft_node *n);
 void raft_update_hw(struct raft_node *n);
 void raft_track_fetch(struct raft_node *n, int32_t replica_id, int64_t fetch_offset);
 

@@ -17,6 +17,11 @@ static int64_t request_timeout_ms(const struct raft_node *n)
     return n->cfg.election_timeout_ms / 2 + 1;
 }
 
+static int64_t retry_backoff_ms(const struct raft_node *n)
+{
+    return n->cfg.retry_backoff_ms > 0 ? n->cfg.retry_backoff_ms : 1;
+}
+
 static void send_begin(struct raft_node *n, int i)
 {
     struct raft_msg m = {.type = RAFT_MSG_BEGIN_EPOCH_REQ, .dst = n->cfg.voters[i]};
@@ -96,8 +101,43 @@ static void send_fetch(struct raft_node *n, int32_t to)
     };
     m.correlation_id = ++n->fetch_correlation;
     n->fetch_inflight = true;
+    n->fetch_dst = to;
     n->fetch_sent_at = n->now;
     raft_send(n, &m);
+}
+
+/* A voter other than the leader and this replica, at random (Kafka's
+ * observer picks a random voter too); RAFT_NO_ID when there is none. */
+static int32_t other_voter(struct raft_node *n)
+{
+    int32_t candidates[RAFT_MAX_VOTERS];
+    int count = 0;
+    for (int i = 0; i < n->cfg.n_voters; i++)
+        if (n->cfg.voters[i] != n->leader_id && i != n->self_index)
+            candidates[count++] = n->cfg.voters[i];
+    return count ? candidates[raft_rand(n, (uint64_t)count)] : RAFT_NO_ID;
+}
+
+/* The fetch in flight will get no answer; the next goes out after
+ * backoff_ms. */
+static void fetch_lost(struct raft_node *n, int64_t backoff_ms)
+{
+    n->fetch_inflight = false;
+    n->next_fetch_at = n->now + backoff_ms;
+    /* An observer learns of a new leader only from the leader's answers,
+     * so one that cannot reach its leader asks another voter at once
+     * rather than waiting out controller.quorum.fetch.timeout.ms; a voter
+     * keeps at its leader and elects once the fetch timeout passes. */
+    if (n->self_index < 0 && n->role == RAFT_FOLLOWER && n->fetch_dst == n->leader_id) {
+        n->leader_unreachable = true;
+        n->ask_other = true;
+        n->next_fetch_at = n->now;
+    }
+}
+
+void raft_fetch_failed(struct raft_node *n)
+{
+    fetch_lost(n, retry_backoff_ms(n));
 }
 
 void raft_replication_tick(struct raft_node *n)
@@ -114,10 +154,20 @@ void raft_replication_tick(struct raft_node *n)
     bool discovering = n->self_index < 0 && n->role == RAFT_UNATTACHED;
     if (n->role != RAFT_FOLLOWER && !discovering)
         return;
+    /* A timed-out fetch has waited long enough: the next goes at once. */
     if (n->fetch_inflight && n->now - n->fetch_sent_at >= request_timeout_ms(n))
-        n->fetch_inflight = false;
+        fetch_lost(n, 0);
     if (n->fetch_inflight || n->snapshot_pending || n->now < n->next_fetch_at)
         return;
+    if (n->leader_unreachable && n->ask_other) {
+        /* Any other voter answers with the leader and epoch it knows. */
+        n->ask_other = false;
+        int32_t other = other_voter(n);
+        if (other != RAFT_NO_ID) {
+            send_fetch(n, other);
+            return;
+        }
+    }
     if (discovering) {
         /* An observer asks the voters in turn who leads. */
         int i = n->discover_next++ % n->cfg.n_voters;
@@ -250,6 +300,12 @@ void raft_on_fetch_resp(struct raft_node *n, const struct raft_msg *m)
     if (n->role != RAFT_FOLLOWER || m->src != n->leader_id) {
         if (n->role == RAFT_UNATTACHED)
             n->fetch_inflight = false;
+        if (n->role == RAFT_FOLLOWER && n->leader_unreachable) {
+            /* Another voter still names the same leader: try the leader
+             * again after a backoff (a failure there asks again). */
+            n->fetch_inflight = false;
+            n->next_fetch_at = n->now + retry_backoff_ms(n);
+        }
         return;
     }
     if (r->current_leader_epoch == n->epoch && r->current_leader_id != n->leader_id) {
@@ -265,6 +321,7 @@ void raft_on_fetch_resp(struct raft_node *n, const struct raft_msg *m)
     if (r->fetch_offset != raft_log_end(n))
         return;
     n->fetch_inflight = false;
+    n->leader_unreachable = false;
     n->fetch_deadline = n->now + n->cfg.fetch_timeout_ms;
     n->leader_contact = n->now;
     if (r->snapshot_end_offset > 0) {

@@ -335,6 +335,9 @@ static void take_item(struct raft_shell *s, struct shell_item *it)
     case ITEM_RESPONSE:
         raft_node_receive(s->node, now, &it->msg);
         break;
+    case ITEM_REQUEST_FAILED:
+        raft_node_request_failed(s->node, now, &it->msg);
+        break;
     case ITEM_APPEND:
         take_append(s, it->append, now);
         return;
@@ -469,6 +472,7 @@ static int create_node(struct raft_shell *s, char *err, size_t errlen)
     rc.election_timeout_ms = s->cfg.election_timeout_ms;
     rc.fetch_timeout_ms = s->cfg.fetch_timeout_ms;
     rc.election_backoff_max_ms = s->cfg.election_backoff_max_ms;
+    rc.retry_backoff_ms = s->cfg.retry_backoff_ms;
     /* The store holds the bytes; the core only their headers. */
     rc.entries_on_disk = true;
     rc.seed = (uint64_t)clock_mono_ns() ^ ((uint64_t)(uint32_t)s->cfg.node_id << 32);

@@ -15,6 +15,7 @@ enum shell_item_kind {
     ITEM_REQUEST,          /* msg: a request for the core; net answered with its response */
     ITEM_DESCRIBE,         /* net: a DescribeQuorum request, answered from the core's state */
     ITEM_RESPONSE,         /* msg: another voter's answer to the core's request */
+    ITEM_REQUEST_FAILED,   /* msg: the core's request, which will get no answer */
     ITEM_APPEND,           /* append: raft_shell_append waiting for the raft thread */
     ITEM_SNAPSHOT_CHUNK,   /* chunk: a FetchSnapshot answer (or failure) */
     ITEM_SNAPSHOT_WRITTEN, /* the metadata snapshot writer made a new snapshot */

@@ -271,8 +271,22 @@ static int encode_outbound(struct kafka_writer *w, int16_t version, void *ctx)
     return raft_codec_write_request(w, version, o->s->cfg.cluster_id[0] ? o->s->cfg.cluster_id : NULL, &o->msg);
 }
 
+/* Tells the core that its request o will get no answer, so that it need
+ * not wait for its own timers (a Fetch to a leader just killed). */
+static void hand_back_failure(struct outbound *o)
+{
+    struct shell_item *it = calloc(1, sizeof *it);
+    if (!it)
+        return;
+    it->kind = ITEM_REQUEST_FAILED;
+    it->msg = o->msg; /* a request: owns nothing */
+    if (!shell_enqueue(o->s, it))
+        free(it);
+}
+
 /* On the client's thread: map the answer and hand it to the raft thread.
- * A failed request is simply lost: the core's timers cover it. */
+ * A failed Fetch is reported to the core; other failed requests are
+ * simply lost: the core's timers cover them. */
 static void outbound_done(struct net_client_result *result, void *ctx)
 {
     struct outbound *o = ctx;
@@ -304,6 +318,8 @@ static void outbound_done(struct net_client_result *result, void *ctx)
     } else if (result->status != NET_CLIENT_CANCELLED) {
         logger_debug(LOG, "request to voter %d: %s %s", o->msg.dst, net_client_status_name(result->status),
                      result->error);
+        if (o->msg.type == RAFT_MSG_FETCH_REQ)
+            hand_back_failure(o);
     }
     free(o);
 }
@@ -324,6 +340,9 @@ void shell_send_request(struct raft_shell *s, const struct raft_msg *m)
         .timeout_ms = s->cfg.request_timeout_ms,
         .done = outbound_done,
         .ctx = o,
+        /* A Fetch to a node that refuses connections fails at once: its
+         * sender (an observer above all) then asks another voter. */
+        .fail_fast = m->type == RAFT_MSG_FETCH_REQ,
     };
     char err[160];
     if (net_client_send(s->client, &req, err, sizeof err) != 0) {

@@ -30,6 +30,7 @@ void raft_config_defaults(struct raft_config *cfg)
     cfg->fetch_timeout_ms = 2000;
     cfg->election_backoff_max_ms = 1000;
     cfg->fetch_idle_ms = 50;
+    cfg->retry_backoff_ms = 20;
     cfg->fetch_max_records = 16;
     cfg->seed = 1;
 }
@@ -425,6 +426,15 @@ void raft_node_receive(struct raft_node *n, int64_t now_ms, const struct raft_ms
         raft_on_fetch_resp(n, m);
         break;
     }
+    raft_node_tick(n, now_ms);
+}
+
+void raft_node_request_failed(struct raft_node *n, int64_t now_ms, const struct raft_msg *m)
+{
+    if (!advance_clock(n, now_ms))
+        return;
+    if (m->type == RAFT_MSG_FETCH_REQ && n->fetch_inflight && m->correlation_id == n->fetch_correlation)
+        raft_fetch_failed(n);
     raft_node_tick(n, now_ms);
 }
 

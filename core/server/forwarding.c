@@ -39,6 +39,11 @@
 /* How long a forwarded request is tried again, at the leader this broker
  * knows, when no answer came (a controller's failover). */
 #define FORWARD_RETRY_MS 15000
+/* While a forwarded request waits for a new leader: how often the retry
+ * looks at the leader the quorum layer knows, and how often it tries the
+ * same leader again. */
+#define FORWARD_LEADER_POLL_MS 10
+#define FORWARD_RETRY_SAME_MS 100
 /* How long a topic this broker created may take to reach its own image. */
 #define FORWARD_TIMEOUT_MS 30000
 
@@ -128,7 +133,8 @@ struct forward_call {
     struct kafka_writer principal;
     uint8_t address[16];
     struct envelope_request body;
-    int64_t deadline_ms; /* retries end here (monotonic) */
+    int64_t deadline_ms;   /* retries end here (monotonic) */
+    int32_t failed_leader; /* the controller the last attempt went to */
 };
 
 static bool send_call(struct forward_call *c);
@@ -203,9 +209,12 @@ static void forward_done(struct net_client_result *result, void *ctx)
 {
     struct forward_call *c = ctx;
     const struct envelope_response *resp = result->status == NET_CLIENT_OK ? result->response : NULL;
-    /* No answer (the controller died, most likely): again, from a thread
-     * of its own, once this broker knows a leader. */
-    if (!resp && clock_mono_ms() < c->deadline_ms && start_retry(c))
+    /* No answer (the controller died, most likely) or NOT_CONTROLLER (it
+     * no longer leads): again, from a thread of its own, once this broker
+     * knows a leader, as Kafka's forwarding channel does. */
+    bool moved = !resp || resp->error_code == KAFKA_ERR_NOT_CONTROLLER;
+    c->failed_leader = result->node_id;
+    if (moved && clock_mono_ms() < c->deadline_ms && start_retry(c))
         return;
     if (!resp || resp->error_code != KAFKA_ERR_NONE || resp->response_data.len < 4) {
         /* The broker answers itself: NOT_CONTROLLER, which clients retry. */
@@ -259,16 +268,24 @@ static void *retry_main(void *arg)
     struct forward_call *c = arg;
     struct broker_forwarding *f = c->f;
     bool sent = false;
+    int64_t last_try_ms = clock_mono_ms();
     for (;;) {
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = 100 * 1000 * 1000};
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = FORWARD_LEADER_POLL_MS * 1000 * 1000};
         nanosleep(&ts, NULL);
         pthread_mutex_lock(&f->mu);
         bool stopping = f->stopping;
         pthread_mutex_unlock(&f->mu);
+        int32_t leader = raft_shell_metadata_leader_id(f->quorum);
+        int64_t now = clock_mono_ms();
         /* A voter that became the leader meanwhile runs the request itself. */
-        if (stopping || clock_mono_ms() >= c->deadline_ms ||
-            (f->voter && raft_shell_metadata_leader_id(f->quorum) == f->node_id))
+        if (stopping || now >= c->deadline_ms || (f->voter && leader == f->node_id))
             break;
+        /* Sent as soon as the quorum layer names another leader (its
+         * observer asks the voters once the old one refuses); the same
+         * one is tried again only every FORWARD_RETRY_SAME_MS. */
+        if (leader == c->failed_leader && now - last_try_ms < FORWARD_RETRY_SAME_MS)
+            continue;
+        last_try_ms = now;
         if (send_call(c)) {
             sent = true;
             break;
@@ -298,8 +315,8 @@ static bool send_call(struct forward_call *c)
         return false;
     /* Fail fast: a leader killed a moment ago refuses the connection, and
      * the request would otherwise wait out its whole timeout for it while
-     * this broker learns the new leader; the retry thread asks again every
-     * 100 ms, at whichever leader it knows by then. */
+     * this broker learns the new leader; the retry thread sends it again
+     * once the broker knows another leader. */
     struct net_client_request creq = {.node_id = leader,
                                       .api_key = FORWARDING_API_ENVELOPE,
                                       .pinned_version = -1,
@@ -328,6 +345,7 @@ static bool forward(struct broker_forwarding *f, struct net_request *req)
     int alen = peer_address(req->peer, c->address);
     c->body.client_host_address = (struct kafka_bytes){c->address, alen};
     c->deadline_ms = clock_mono_ms() + FORWARD_RETRY_MS;
+    c->failed_leader = -1;
     /* No leader known (an election, or this broker still finding the new
      * one): the retry thread waits for one. */
     if (c->principal.failed || (!send_call(c) && !start_retry(c))) {

@@ -32,6 +32,9 @@ enum sim_ev_type {
     SIM_EV_FAULT,
     SIM_EV_CLIENT,
     SIM_EV_CRASH, /* a planned crash of this incarnation */
+    /* msg: a Fetch that reached a crashed node; its sender (node) learns
+     * that it failed, as a refused connection tells a real one */
+    SIM_EV_REFUSED,
 };
 
 struct sim_event {

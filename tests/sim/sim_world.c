@@ -505,6 +505,23 @@ static void handle(struct sim_world *w, struct sim_event *ev)
                 sim_trace(w, "n%d <- n%d %s", ev->node, ev->msg.src, msg_name(ev->msg.type));
             raft_node_receive(sn->raft, sim_local_time(w, ev->node), &ev->msg);
             drain(w, ev->node);
+        } else if (ev->msg.type == RAFT_MSG_FETCH_REQ) {
+            /* A crashed node refuses the connection: the sender hears of
+             * it a moment later (the shell hands the core a failed Fetch). */
+            struct sim_event refused = {.time = w->now + 1 + (int64_t)sim_below(&w->rng, 5),
+                                        .type = SIM_EV_REFUSED,
+                                        .node = ev->msg.src,
+                                        .msg = ev->msg};
+            ev->msg = (struct raft_msg){0}; /* a Fetch request owns nothing; now the new event's */
+            schedule(w, &refused);
+        }
+        raft_msg_clear(&ev->msg);
+        break;
+    case SIM_EV_REFUSED:
+        if (sn->raft) {
+            sim_trace(w, "n%d: fetch to n%d refused", ev->node, ev->msg.dst);
+            raft_node_request_failed(sn->raft, sim_local_time(w, ev->node), &ev->msg);
+            drain(w, ev->node);
         }
         raft_msg_clear(&ev->msg);
         break;

@@ -394,6 +394,44 @@ static void test_fail_fast_on_a_refused_connection(void **state)
     }
 }
 
+/* After a refused connection the node waits out its reconnect backoff
+ * (here 4 s at least, 0.8 x 5 s); a fail_fast request sent meanwhile fails
+ * at once instead of waiting for the next attempt to be refused. */
+static void test_fail_fast_during_reconnect_backoff(void **state)
+{
+    (void)state;
+    int port;
+    close(listen_loopback(&port)); /* nothing listens there now */
+    struct net_client_config cfg;
+    net_client_config_defaults(&cfg);
+    cfg.reconnect_backoff_ms = 5000;
+    cfg.reconnect_backoff_max_ms = 5000;
+    struct net_client *c = client_to("127.0.0.1", port, &cfg);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct outcome o = {.mu = PTHREAD_MUTEX_INITIALIZER};
+        struct metadata_request md;
+        metadata_request_init(&md);
+        struct net_client_request req = {
+            .node_id = 7,
+            .api_key = KEY_METADATA,
+            .pinned_version = -1,
+            .body = &md,
+            .timeout_ms = 10000,
+            .done = on_done,
+            .ctx = &o,
+            .fail_fast = true,
+        };
+        char err[160];
+        int64_t start = clock_mono_ms();
+        assert_int_equal(net_client_send(c, &req, err, sizeof err), 0);
+        wait_outcome(&o, 12000);
+        int64_t took = clock_mono_ms() - start;
+        assert_int_equal(o.status, NET_CLIENT_NETWORK_ERROR);
+        assert_true(took < 3000);
+    }
+    net_client_destroy(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -402,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_setup_timeout_when_the_peer_stays_silent),
         cmocka_unit_test(test_destroy_from_a_callback_is_refused),
         cmocka_unit_test(test_fail_fast_on_a_refused_connection),
+        cmocka_unit_test(test_fail_fast_during_reconnect_backoff),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

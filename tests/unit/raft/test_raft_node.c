@@ -448,6 +448,123 @@ static void test_follower_truncates_whole_batch(void **state)
     raft_node_destroy(node);
 }
 
+/* Persists every quorum state in outs (so held messages go out) and
+ * drains what follows into outs. */
+static void persist_and_drain(struct raft_node *node, int64_t now, struct outs *outs)
+{
+    const struct raft_output *persist = find_type(outs, RAFT_OUT_PERSIST_QS);
+    if (!persist)
+        return;
+    uint64_t version = persist->qs_version;
+    outs_free(outs);
+    raft_node_qs_persisted(node, now, version);
+    drain(node, outs);
+}
+
+/* The one Fetch in outs, copied out; fails when there is none. */
+static struct raft_msg the_fetch(const struct outs *outs)
+{
+    const struct raft_output *o = find_send(outs, RAFT_MSG_FETCH_REQ, -1);
+    assert_non_null(o);
+    return o->msg;
+}
+
+static struct raft_msg not_leader_answer(const struct raft_msg *req, int32_t leader, int32_t epoch)
+{
+    struct raft_msg m = {
+        .type = RAFT_MSG_FETCH_RESP, .src = req->dst, .dst = req->src, .correlation_id = req->correlation_id};
+    m.u.fetch_resp = (struct raft_fetch_resp){.error_code = RAFT_ERR_NOT_LEADER,
+                                              .high_watermark = -1,
+                                              .diverging_epoch = -1,
+                                              .diverging_end_offset = -1,
+                                              .current_leader_id = leader,
+                                              .current_leader_epoch = epoch,
+                                              .fetch_offset = req->u.fetch_req.fetch_offset,
+                                              .snapshot_end_offset = -1,
+                                              .snapshot_epoch = -1};
+    return m;
+}
+
+/* An observer whose fetch to its leader fails (refused connection) asks
+ * another voter who leads at once, tries the leader again after the retry
+ * backoff while the voters still name it, and follows the new leader as
+ * soon as a voter names it: all long before its fetch timeout (2000 ms). */
+static void test_observer_asks_another_voter_when_its_leader_fails(void **state)
+{
+    (void)state;
+    struct raft_quorum_state qs = {.leader_epoch = 3, .voted_id = RAFT_NO_ID, .leader_id = 0};
+    struct raft_node *node = make_node(5, &qs, NULL, 0);
+    assert_int_equal(raft_node_role(node), RAFT_FOLLOWER);
+    struct outs outs;
+    raft_node_tick(node, 1);
+    drain(node, &outs);
+    persist_and_drain(node, 1, &outs);
+    struct raft_msg fetch = the_fetch(&outs);
+    assert_int_equal(fetch.dst, 0);
+    outs_free(&outs);
+
+    raft_node_request_failed(node, 2, &fetch);
+    drain(node, &outs);
+    struct raft_msg ask = the_fetch(&outs);
+    assert_true(ask.dst == 1 || ask.dst == 2);
+    outs_free(&outs);
+    /* That voter still follows leader 0 in epoch 3: back to the leader,
+     * after the backoff. */
+    struct raft_msg answer = not_leader_answer(&ask, 0, 3);
+    raft_node_receive(node, 3, &answer);
+    drain(node, &outs);
+    assert_null(find_send(&outs, RAFT_MSG_FETCH_REQ, -1));
+    outs_free(&outs);
+    raft_node_tick(node, 3 + 20);
+    drain(node, &outs);
+    fetch = the_fetch(&outs);
+    assert_int_equal(fetch.dst, 0);
+    outs_free(&outs);
+
+    /* Refused again; now a voter names leader 2 in epoch 4. */
+    raft_node_request_failed(node, 30, &fetch);
+    drain(node, &outs);
+    ask = the_fetch(&outs);
+    assert_true(ask.dst == 1 || ask.dst == 2);
+    outs_free(&outs);
+    answer = not_leader_answer(&ask, 2, 4);
+    raft_node_receive(node, 31, &answer);
+    drain(node, &outs);
+    persist_and_drain(node, 31, &outs);
+    assert_int_equal(raft_node_role(node), RAFT_FOLLOWER);
+    assert_int_equal(raft_node_epoch(node), 4);
+    assert_int_equal(raft_node_leader(node), 2);
+    /* Its first fetch to the new leader goes once that state is durable. */
+    assert_int_equal(the_fetch(&outs).dst, 2);
+    outs_free(&outs);
+    raft_node_destroy(node);
+}
+
+/* A voter whose fetch to its leader fails keeps at its leader (after the
+ * retry backoff): it finds a new leader by its own election. */
+static void test_voter_retries_its_leader_after_a_failed_fetch(void **state)
+{
+    (void)state;
+    struct raft_quorum_state qs = {.leader_epoch = 3, .voted_id = RAFT_NO_ID, .leader_id = 0};
+    struct raft_node *node = make_node(1, &qs, NULL, 0);
+    struct outs outs;
+    raft_node_tick(node, 1);
+    drain(node, &outs);
+    persist_and_drain(node, 1, &outs);
+    struct raft_msg fetch = the_fetch(&outs);
+    assert_int_equal(fetch.dst, 0);
+    outs_free(&outs);
+    raft_node_request_failed(node, 2, &fetch);
+    drain(node, &outs);
+    assert_null(find_send(&outs, RAFT_MSG_FETCH_REQ, -1));
+    outs_free(&outs);
+    raft_node_tick(node, 2 + 20);
+    drain(node, &outs);
+    assert_int_equal(the_fetch(&outs).dst, 0);
+    outs_free(&outs);
+    raft_node_destroy(node);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -462,6 +579,8 @@ int main(void)
         cmocka_unit_test(test_follower_truncates_on_divergence),
         cmocka_unit_test(test_leader_batches),
         cmocka_unit_test(test_follower_truncates_whole_batch),
+        cmocka_unit_test(test_observer_asks_another_voter_when_its_leader_fails),
+        cmocka_unit_test(test_voter_retries_its_leader_after_a_failed_fetch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
