@@ -65,10 +65,11 @@ struct tiered_partition {
     int32_t leading_epoch;
     int32_t synced_epoch;
     int32_t manifest_epoch;
-    /* Read-ahead (the cache lock): the segment the last fetch was served
-     * from or waited for (never evicted), read-ahead downloads still in
-     * flight, and the bytes of read-ahead segments no fetch reached yet. */
+    /* Read-ahead (the cache lock): the segment and chunk the last fetch was
+     * served from or waited for (never evicted), read-ahead downloads still
+     * in flight, and the bytes of read-ahead chunks no fetch reached yet. */
     uint8_t reading_id[16];
+    int64_t reading_chunk;
     bool reading_known;
     int32_t ahead_loading;
     int64_t ahead_bytes;
