@@ -1,7 +1,8 @@
-/* Downloads for the remote read path: ranged reads of a remote segment
- * (the plugin's fetch_segment with [start, end)) checked before use, and
- * offset indexes. Called on the remote log reader threads and by
- * tiered_cache_open's caller, never on an io thread. */
+/* Chunks for the remote read path: ranged reads of a remote segment (the
+ * plugin's fetch_segment with [start, end)) checked before use, offset
+ * indexes, and reads of the batches of a cached chunk. Downloads run on the
+ * remote log reader threads and in tiered_cache_open's caller, never on an
+ * io thread. */
 #include "tiered/tiered_chunk.h"
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "protocol/generated/errors.h"
 #include "protocol/record_batch.h"
 
 struct file_sink {
@@ -178,4 +180,42 @@ int tiered_index_download(struct tiered *t, struct tiered_partition *p, const st
     *out = entries;
     *count = n;
     return 0;
+}
+
+int16_t tiered_chunk_read(int fd, int64_t chunk_start, int64_t chunk_size, int64_t pos, int64_t offset,
+                          int32_t max_bytes, int64_t max_offset, struct log_read_result *out, bool *passed)
+{
+    *passed = false;
+    int64_t end = chunk_start + chunk_size;
+    int64_t first = -1, total = 0, next = offset;
+    while (pos + RECORD_BATCH_HEADER_SIZE <= end) {
+        uint8_t head[RECORD_BATCH_HEADER_SIZE];
+        struct record_batch_header h;
+        if (pread(fd, head, sizeof head, pos - chunk_start) != (ssize_t)sizeof head)
+            return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+        record_batch_parse_header(head, sizeof head, &h);
+        int64_t size = (int64_t)record_batch_total_size(&h);
+        if (first < 0 && record_batch_last_offset(&h) < offset) {
+            pos += size;
+            continue;
+        }
+        if (record_batch_last_offset(&h) >= max_offset || (total > 0 && total + size > (int64_t)max_bytes))
+            break;
+        if (first < 0)
+            first = pos;
+        total += size;
+        pos += size;
+        next = record_batch_last_offset(&h) + 1;
+    }
+    if (first < 0 && pos >= end)
+        *passed = true;
+    if (total > 0) {
+        out->fd = dup(fd);
+        if (out->fd < 0)
+            return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+        out->file_pos = first - chunk_start;
+        out->len = total;
+        out->next_offset = next;
+    }
+    return KAFKA_ERR_NONE;
 }

@@ -25,4 +25,13 @@ int tiered_chunk_download(struct tiered *t, struct tiered_partition *p, const st
 int tiered_index_download(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
                           struct tiered_index_entry **out, size_t *count, char *err, size_t errlen);
 
+/* As partition_log_read over the batches of one chunk file (holding bytes
+ * [chunk_start, chunk_start + chunk_size) of the segment) from segment
+ * position pos on: out gets a dup of fd and the range of whole batches from
+ * offset on, up to max_bytes (one batch at least) and below max_offset.
+ * *passed: the chunk ends before offset (the next chunk holds it). Returns
+ * KAFKA_ERR_NONE or KAFKA_STORAGE_ERROR. */
+int16_t tiered_chunk_read(int fd, int64_t chunk_start, int64_t chunk_size, int64_t pos, int64_t offset,
+                          int32_t max_bytes, int64_t max_offset, struct log_read_result *out, bool *passed);
+
 #endif

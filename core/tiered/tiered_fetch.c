@@ -45,7 +45,6 @@
 #include <unistd.h>
 
 #include "protocol/generated/errors.h"
-#include "protocol/record_batch.h"
 #include "tiered/tiered_chunk.h"
 #include "util/clock.h"
 #include "util/fs_util.h"
@@ -131,12 +130,17 @@ static int64_t chunk_end(const struct cache_entry *ie, size_t k)
 
 /* Chunk starts from the index: 0, then the first indexed batch at or after
  * each multiple of chunk_bytes (entries out of order or past the end are
- * ignored: a bad index then fails the chunk check, never serves). */
+ * ignored: a bad index then fails the chunk check, never serves). On
+ * failure (out of memory) the index is dropped too. */
 static int split_chunks(struct cache_entry *ie, int64_t chunk_bytes)
 {
     ie->chunk_starts = calloc(ie->index_count + 1, sizeof *ie->chunk_starts);
-    if (!ie->chunk_starts)
+    if (!ie->chunk_starts) {
+        free(ie->index);
+        ie->index = NULL;
+        ie->index_count = 0;
         return -1;
+    }
     ie->chunk_starts[0] = 0;
     ie->chunk_count = 1;
     int64_t mark = chunk_bytes;
@@ -354,7 +358,7 @@ static void finish_job(struct tiered *t, struct cache_job *job)
         e->index_count = index_count;
         index = NULL;
         if (split_chunks(e, t->opts.chunk_bytes) != 0)
-            rc = -1;
+            rc = -1; /* out of memory: a retry downloads it again */
     }
     if (rc == 0) {
         e->state = CACHE_READY;
@@ -527,48 +531,6 @@ int16_t tiered_cache_open(struct tiered *t, struct tiered_partition *p, const st
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
     *size = seg->size_bytes;
-    return KAFKA_ERR_NONE;
-}
-
-/* As partition_log_read over the batches of one chunk from position pos of
- * the segment on. *passed: the chunk ends before offset (the next chunk
- * holds it). Caller holds the cache lock (the entry stays); reads only
- * immutable data. */
-static int16_t read_chunk(const struct cache_entry *e, int64_t pos, int64_t offset, int32_t max_bytes,
-                          int64_t max_offset, struct log_read_result *out, bool *passed)
-{
-    *passed = false;
-    int64_t end = e->start + e->size;
-    int64_t first = -1, total = 0, next = offset;
-    while (pos + RECORD_BATCH_HEADER_SIZE <= end) {
-        uint8_t head[RECORD_BATCH_HEADER_SIZE];
-        struct record_batch_header h;
-        if (pread(e->fd, head, sizeof head, pos - e->start) != (ssize_t)sizeof head)
-            return KAFKA_ERR_KAFKA_STORAGE_ERROR;
-        record_batch_parse_header(head, sizeof head, &h);
-        int64_t size = (int64_t)record_batch_total_size(&h);
-        if (first < 0 && record_batch_last_offset(&h) < offset) {
-            pos += size;
-            continue;
-        }
-        if (record_batch_last_offset(&h) >= max_offset || (total > 0 && total + size > (int64_t)max_bytes))
-            break;
-        if (first < 0)
-            first = pos;
-        total += size;
-        pos += size;
-        next = record_batch_last_offset(&h) + 1;
-    }
-    if (first < 0 && pos >= end)
-        *passed = true;
-    if (total > 0) {
-        out->fd = dup(e->fd);
-        if (out->fd < 0)
-            return KAFKA_ERR_KAFKA_STORAGE_ERROR;
-        out->file_pos = first - e->start;
-        out->len = total;
-        out->next_offset = next;
-    }
     return KAFKA_ERR_NONE;
 }
 
@@ -751,7 +713,8 @@ enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log,
             e->last_used = now;
             metrics_add(t->metrics.cache_hits, 1);
             bool passed = false;
-            *kafka_error = read_chunk(e, pos > e->start ? pos : e->start, offset, max_bytes, max_offset, out, &passed);
+            *kafka_error = tiered_chunk_read(e->fd, e->start, e->size, pos > e->start ? pos : e->start, offset,
+                                             max_bytes, max_offset, out, &passed);
             status = *kafka_error == KAFKA_ERR_NONE ? TIERED_READ_DONE : TIERED_READ_ERROR;
             if (status != TIERED_READ_DONE || !passed || k + 1 >= ie->chunk_count)
                 break;
