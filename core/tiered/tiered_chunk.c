@@ -1,8 +1,7 @@
 /* Chunks for the remote read path: ranged reads of a remote segment (the
  * plugin's fetch_segment with [start, end)) checked before use, offset
- * indexes, and reads of the batches of a cached chunk. Downloads run on the
- * remote log reader threads and in tiered_cache_open's caller, never on an
- * io thread. */
+ * and time indexes, and reads of the batches of a cached chunk. Downloads
+ * run on the remote log reader threads only. */
 #include "tiered/tiered_chunk.h"
 
 #include <errno.h>
@@ -146,37 +145,80 @@ out:
     return rc;
 }
 
+/* The bytes of one of seg's index objects: 0 with *data (malloc'd, maybe
+ * NULL when empty), 1 when the store holds none, -1 with err. */
+static int index_bytes(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
+                       int32_t index_type, uint8_t **data, size_t *len, char *err, size_t errlen)
+{
+    struct cairn_remote_segment view;
+    tiered_segment_view(t, p, seg, &view);
+    struct memory_sink index = {0};
+    struct cairn_byte_sink sink = {sizeof sink, &index, write_to_memory};
+    int status = t->rsm->fetch_index(t->rsm_instance, &view, index_type, &sink, err, errlen);
+    if (status != CAIRN_OK) {
+        free(index.data);
+        return status == CAIRN_NOT_FOUND ? 1 : -1;
+    }
+    *data = index.data;
+    *len = index.len;
+    return 0;
+}
+
+static uint32_t get_be32(const uint8_t *b)
+{
+    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
 int tiered_index_download(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
                           struct tiered_index_entry **out, size_t *count, char *err, size_t errlen)
 {
     *out = NULL;
     *count = 0;
-    struct cairn_remote_segment view;
-    tiered_segment_view(t, p, seg, &view);
-    struct memory_sink index = {0};
-    struct cairn_byte_sink sink = {sizeof sink, &index, write_to_memory};
-    int status = t->rsm->fetch_index(t->rsm_instance, &view, CAIRN_REMOTE_INDEX_OFFSET, &sink, err, errlen);
-    if (status == CAIRN_NOT_FOUND) {
-        free(index.data);
-        return 0; /* scanned from the start instead, in one chunk */
-    }
-    if (status != CAIRN_OK) {
-        free(index.data);
-        return -1;
-    }
-    size_t n = index.len / 8;
+    uint8_t *data = NULL;
+    size_t len = 0;
+    int rc = index_bytes(t, p, seg, CAIRN_REMOTE_INDEX_OFFSET, &data, &len, err, errlen);
+    if (rc != 0)
+        return rc > 0 ? 0 : -1; /* none: scanned from the start instead, in one chunk */
+    size_t n = len / 8;
     struct tiered_index_entry *entries = n ? calloc(n, sizeof *entries) : NULL;
     if (n && !entries) {
-        free(index.data);
+        free(data);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
-        const uint8_t *b = index.data + 8 * i;
-        entries[i].rel_offset = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-        entries[i].position = (uint32_t)b[4] << 24 | (uint32_t)b[5] << 16 | (uint32_t)b[6] << 8 | b[7];
+        entries[i].rel_offset = get_be32(data + 8 * i);
+        entries[i].position = get_be32(data + 8 * i + 4);
     }
-    free(index.data);
+    free(data);
+    *out = entries;
+    *count = n;
+    return 0;
+}
+
+int tiered_time_index_download(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
+                               struct tiered_time_entry **out, size_t *count, char *err, size_t errlen)
+{
+    *out = NULL;
+    *count = 0;
+    uint8_t *data = NULL;
+    size_t len = 0;
+    int rc = index_bytes(t, p, seg, CAIRN_REMOTE_INDEX_TIMESTAMP, &data, &len, err, errlen);
+    if (rc != 0)
+        return rc > 0 ? 0 : -1; /* none: a search scans from the segment's start */
+    size_t n = len / 12;
+    struct tiered_time_entry *entries = n ? calloc(n, sizeof *entries) : NULL;
+    if (n && !entries) {
+        free(data);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t ts = (uint64_t)get_be32(data + 12 * i) << 32 | get_be32(data + 12 * i + 4);
+        entries[i].timestamp = (int64_t)ts;
+        entries[i].rel_offset = get_be32(data + 12 * i + 8);
+    }
+    free(data);
     *out = entries;
     *count = n;
     return 0;

@@ -13,6 +13,13 @@ struct tiered_index_entry {
     uint32_t position;
 };
 
+/* One entry of a remote segment's time index: every record up to offset
+ * base + rel_offset has a timestamp at most timestamp. */
+struct tiered_time_entry {
+    int64_t timestamp;
+    uint32_t rel_offset;
+};
+
 /* Downloads bytes [start, end) of seg to path (written as path.tmp and
  * renamed) and checks them: exactly end - start bytes, whole batches
  * within the segment's offsets, ascending, CRC intact. Returns 0 with the
@@ -24,6 +31,11 @@ int tiered_chunk_download(struct tiered *t, struct tiered_partition *p, const st
  * when the store holds none). Returns 0, or -1 with err. */
 int tiered_index_download(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
                           struct tiered_index_entry **out, size_t *count, char *err, size_t errlen);
+
+/* Downloads seg's time index: *out (malloc'd, *count entries; NULL and 0
+ * when the store holds none). Returns 0, or -1 with err. */
+int tiered_time_index_download(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
+                               struct tiered_time_entry **out, size_t *count, char *err, size_t errlen);
 
 /* As partition_log_read over the batches of one chunk file (holding bytes
  * [chunk_start, chunk_start + chunk_size) of the segment) from segment

@@ -20,7 +20,10 @@
  *
  * The request thread never waits: a read that misses the cache queues a
  * download and answers PENDING; the download's end calls read_ready with
- * the keys of every read that waited.
+ * the keys of every read that waited. Timestamp lookups (ListOffsets, on
+ * a blocking-work thread, tiered_timestamp.c) use the same entries, plus
+ * the time index, and wait on `landed` for the reader threads' downloads,
+ * up to their deadline.
  *
  * Read-ahead: a fetch served from (or waiting for) a chunk queues the
  * downloads of the chunks after it, in the same segment and then the
@@ -45,72 +48,18 @@
 #include <unistd.h>
 
 #include "protocol/generated/errors.h"
+#include "tiered/tiered_cache.h"
 #include "tiered/tiered_chunk.h"
 #include "util/clock.h"
 #include "util/fs_util.h"
 #include "util/logger.h"
-
-#define CACHE_RETRY_MS 1000 /* a failed download is retried by the next read after this */
-#define CACHE_MAX_KEYS 64   /* waiters remembered per download; more are woken by their deadline */
-#define INDEX_CHUNK (-1)    /* the entry of a segment's offset index, not of a chunk */
-#define INDEX_MIN_CHARGE 4096
-#define READ_AHEAD_IN_FLIGHT 4 /* read-ahead downloads per partition at most */
-
-enum cache_state { CACHE_LOADING, CACHE_READY, CACHE_FAILED };
-
-/* A segment's offset index (chunk INDEX_CHUNK) or one of its chunks.
- * Guarded by the cache lock; fd, index and chunk_starts are immutable once
- * READY and freed only on eviction. */
-struct cache_entry {
-    uint8_t id[16];
-    int64_t chunk;
-    int64_t base_offset;
-    struct tiered_partition *p; /* lives as long as the manager */
-    int64_t seg_size;           /* the copied segment's size */
-    int64_t start;              /* a chunk's first byte in the segment */
-    int64_t size;               /* a chunk's bytes (known before its download); an index's memory */
-    bool ahead;                 /* chunk queued by read-ahead, no fetch reached it yet: in p->ahead_bytes */
-    bool ahead_loading;         /* queued by read-ahead, downloading, no fetch waits: in p->ahead_loading */
-    bool ahead_first_chunk;     /* index queued by read-ahead: chunk 0 follows it ahead */
-    enum cache_state state;
-    int fd;
-    struct tiered_index_entry *index;
-    size_t index_count;
-    int64_t *chunk_starts; /* ascending from 0; chunk k ends at chunk_starts[k + 1] or seg_size */
-    size_t chunk_count;
-    int64_t last_used;
-    int64_t failed_at_ms;
-    uintptr_t keys[CACHE_MAX_KEYS];
-    size_t key_count;
-    struct cache_entry *next;
-};
-
-struct cache_job {
-    struct cache_entry *entry;
-    struct tiered_partition *p;
-    struct tiered_segment seg; /* without its epoch arrays */
-    int64_t chunk, start, end;
-    struct cache_job *next;
-};
-
-struct tiered_cache {
-    char *dir;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    struct cache_entry *entries;
-    int64_t bytes; /* chunk files and index memory, bounded by opts.cache_bytes */
-    struct cache_job *jobs, *jobs_tail;
-    bool stopping;
-    pthread_t *readers;
-    size_t reader_count;
-    uint64_t temp_seq; /* names of whole-segment downloads (tiered_cache_open) */
-};
 
 static void entry_free(struct cache_entry *e)
 {
     if (e->fd >= 0)
         close(e->fd);
     free(e->index);
+    free(e->times);
     free(e->chunk_starts);
     free(e);
 }
@@ -123,7 +72,7 @@ static char *chunk_path(const struct tiered_cache *c, const uint8_t id[16], int6
     return asprintf(&path, "%s/%s.%" PRId64 ".chunk", c->dir, hex, chunk) < 0 ? NULL : path;
 }
 
-static int64_t chunk_end(const struct cache_entry *ie, size_t k)
+int64_t tiered_cache_chunk_end(const struct cache_entry *ie, size_t k)
 {
     return k + 1 < ie->chunk_count ? ie->chunk_starts[k + 1] : ie->seg_size;
 }
@@ -155,7 +104,7 @@ static int split_chunks(struct cache_entry *ie, int64_t chunk_bytes)
 }
 
 /* The position of the last indexed batch below offset (0 when none). */
-static int64_t floor_position(const struct cache_entry *ie, int64_t offset)
+int64_t tiered_cache_floor_position(const struct cache_entry *ie, int64_t offset)
 {
     int64_t pos = 0;
     for (size_t i = 0; i < ie->index_count; i++) {
@@ -167,7 +116,7 @@ static int64_t floor_position(const struct cache_entry *ie, int64_t offset)
     return pos;
 }
 
-static size_t chunk_of(const struct cache_entry *ie, int64_t pos)
+size_t tiered_cache_chunk_of(const struct cache_entry *ie, int64_t pos)
 {
     size_t k = 0;
     while (k + 1 < ie->chunk_count && ie->chunk_starts[k + 1] <= pos)
@@ -229,7 +178,7 @@ static void evict_locked(struct tiered *t, const struct cache_entry *keep)
         *victim = gone->next;
         ahead_clear_locked(gone);
         c->bytes -= gone->size;
-        if (gone->chunk != INDEX_CHUNK) {
+        if (gone->chunk >= 0) {
             char *path = chunk_path(c, gone->id, gone->chunk);
             if (path)
                 unlink(path); /* readers holding a dup()ed fd keep the data */
@@ -239,7 +188,7 @@ static void evict_locked(struct tiered *t, const struct cache_entry *keep)
     }
 }
 
-static struct cache_entry *cache_find_locked(struct tiered_cache *c, const uint8_t id[16], int64_t chunk)
+struct cache_entry *tiered_cache_find_locked(struct tiered_cache *c, const uint8_t id[16], int64_t chunk)
 {
     struct cache_entry *e = c->entries;
     while (e && (e->chunk != chunk || memcmp(e->id, id, 16) != 0))
@@ -250,9 +199,9 @@ static struct cache_entry *cache_find_locked(struct tiered_cache *c, const uint8
 /* Queues a download of chunk [start, end) of seg (or of its index: chunk
  * INDEX_CHUNK) into e (a FAILED entry retried) or a new entry; returns the
  * entry, NULL when out of memory. Caller holds the cache lock. */
-static struct cache_entry *queue_download_locked(struct tiered *t, struct tiered_partition *p,
-                                                 const struct tiered_segment *seg, int64_t chunk, int64_t start,
-                                                 int64_t end, struct cache_entry *e)
+struct cache_entry *tiered_cache_queue_locked(struct tiered *t, struct tiered_partition *p,
+                                              const struct tiered_segment *seg, int64_t chunk, int64_t start,
+                                              int64_t end, struct cache_entry *e)
 {
     struct tiered_cache *c = t->cache;
     struct cache_job *job = calloc(1, sizeof *job);
@@ -270,7 +219,7 @@ static struct cache_entry *queue_download_locked(struct tiered *t, struct tiered
         e->p = p;
         e->seg_size = seg->size_bytes;
         e->start = start;
-        e->size = chunk == INDEX_CHUNK ? 0 : end - start;
+        e->size = chunk < 0 ? 0 : end - start;
         e->fd = -1;
         e->next = c->entries;
         c->entries = e;
@@ -284,7 +233,7 @@ static struct cache_entry *queue_download_locked(struct tiered *t, struct tiered
     c->jobs_tail = job;
     pthread_cond_signal(&c->cond);
     /* Counted when queued, so the next read sees it (KIP-956's fetch quota). */
-    if (chunk != INDEX_CHUNK)
+    if (chunk >= 0)
         tiered_quota_record(&t->fetch_quota, end - start);
     return e;
 }
@@ -307,13 +256,13 @@ static bool ahead_chunk_locked(struct tiered *t, struct tiered_partition *p, con
     struct tiered_cache *c = t->cache;
     if (c->stopping)
         return false;
-    if (cache_find_locked(c, seg->id, (int64_t)k))
+    if (tiered_cache_find_locked(c, seg->id, (int64_t)k))
         return true; /* cached, downloading, or failed (a fetch retries that) */
-    int64_t start = ie->chunk_starts[k], end = chunk_end(ie, k);
+    int64_t start = ie->chunk_starts[k], end = tiered_cache_chunk_end(ie, k);
     if (p->ahead_loading >= in_flight_cap || current_bytes + p->ahead_bytes + (end - start) > t->opts.cache_bytes ||
         tiered_quota_exceeded(&t->fetch_quota))
         return false;
-    struct cache_entry *e = queue_download_locked(t, p, seg, (int64_t)k, start, end, NULL);
+    struct cache_entry *e = tiered_cache_queue_locked(t, p, seg, (int64_t)k, start, end, NULL);
     if (!e)
         return false;
     e->ahead = true;
@@ -330,10 +279,14 @@ static void finish_job(struct tiered *t, struct cache_job *job)
     int fd = -1;
     struct tiered_index_entry *index = NULL;
     size_t index_count = 0;
+    struct tiered_time_entry *times = NULL;
+    size_t time_count = 0;
     char err[512] = "";
     int rc;
     if (job->chunk == INDEX_CHUNK) {
         rc = tiered_index_download(t, job->p, &job->seg, &index, &index_count, err, sizeof err);
+    } else if (job->chunk == TIME_INDEX_CHUNK) {
+        rc = tiered_time_index_download(t, job->p, &job->seg, &times, &time_count, err, sizeof err);
     } else {
         char *path = chunk_path(c, job->seg.id, job->chunk);
         rc = path ? tiered_chunk_download(t, job->p, &job->seg, job->start, job->end, path, &fd, err, sizeof err) : -1;
@@ -360,11 +313,17 @@ static void finish_job(struct tiered *t, struct cache_job *job)
         if (split_chunks(e, t->opts.chunk_bytes) != 0)
             rc = -1; /* out of memory: a retry downloads it again */
     }
+    if (rc == 0 && e->chunk == TIME_INDEX_CHUNK) {
+        e->times = times;
+        e->time_count = time_count;
+        times = NULL;
+    }
     if (rc == 0) {
         e->state = CACHE_READY;
         e->fd = fd;
-        if (e->chunk == INDEX_CHUNK) { /* a page at least, so the bound also bounds the entry count */
-            e->size = (int64_t)(e->index_count * sizeof *e->index + e->chunk_count * sizeof *e->chunk_starts);
+        if (e->chunk < 0) { /* a page at least, so the bound also bounds the entry count */
+            e->size = (int64_t)(e->index_count * sizeof *e->index + e->chunk_count * sizeof *e->chunk_starts +
+                                e->time_count * sizeof *e->times);
             if (e->size < INDEX_MIN_CHARGE)
                 e->size = INDEX_MIN_CHARGE;
         }
@@ -381,8 +340,10 @@ static void finish_job(struct tiered *t, struct cache_job *job)
         ahead_clear_locked(e);
     }
     e->ahead_first_chunk = false;
+    pthread_cond_broadcast(&c->landed);
     pthread_mutex_unlock(&c->lock);
     free(index);
+    free(times);
     for (size_t i = 0; i < key_count; i++)
         if (t->opts.read_ready)
             t->opts.read_ready(t->opts.ctx, keys[i]);
@@ -438,6 +399,7 @@ int tiered_cache_create(struct tiered *t, char *err, size_t errlen)
         t->opts.chunk_bytes = 4 << 20;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
+    pthread_cond_init(&c->landed, NULL);
     t->cache = c;
     if (fs_mkdir_p(c->dir, err, errlen) != 0)
         return -1;
@@ -465,6 +427,7 @@ void tiered_stop_reads(struct tiered *t)
     pthread_mutex_lock(&c->lock);
     c->stopping = true;
     pthread_cond_broadcast(&c->cond);
+    pthread_cond_broadcast(&c->landed);
     pthread_mutex_unlock(&c->lock);
     for (size_t i = 0; i < c->reader_count; i++)
         pthread_join(c->readers[i], NULL);
@@ -491,47 +454,10 @@ void tiered_cache_destroy(struct tiered *t)
     free(c->readers);
     free(c->dir);
     pthread_cond_destroy(&c->cond);
+    pthread_cond_destroy(&c->landed);
     pthread_mutex_destroy(&c->lock);
     free(c);
     t->cache = NULL;
-}
-
-/* The whole segment, downloaded on the calling thread into an unlinked
- * file of the cache directory (outside the chunk cache: timestamp lookups
- * scan one segment each and are rare beside fetches). */
-int16_t tiered_cache_open(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
-                          int64_t timeout_ms, int *fd, int64_t *size)
-{
-    (void)timeout_ms; /* the plugin call cannot be cut short; it bounds its own waits */
-    struct tiered_cache *c = t->cache;
-    *fd = -1;
-    *size = 0;
-    char hex[33];
-    tiered_hex(seg->id, 16, hex);
-    pthread_mutex_lock(&c->lock);
-    bool stopping = c->stopping;
-    uint64_t seq = ++c->temp_seq;
-    if (!stopping) {
-        metrics_add(t->metrics.cache_misses, 1);
-        tiered_quota_record(&t->fetch_quota, seg->size_bytes);
-    }
-    pthread_mutex_unlock(&c->lock);
-    char *path = NULL;
-    if (stopping || asprintf(&path, "%s/%s.whole.%" PRIu64, c->dir, hex, seq) < 0)
-        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
-    char err[512] = "";
-    int rc = tiered_chunk_download(t, p, seg, 0, seg->size_bytes, path, fd, err, sizeof err);
-    if (rc == 0)
-        unlink(path); /* the open fd keeps it; nothing to clean up later */
-    free(path);
-    if (rc != 0) {
-        metrics_add(t->metrics.fetch_errors, 1);
-        logger_warn("tiered", "%s-%" PRId32 ": reading remote segment %" PRId64 " failed: %s", p->topic, p->partition,
-                    seg->start_offset, err);
-        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
-    }
-    *size = seg->size_bytes;
-    return KAFKA_ERR_NONE;
 }
 
 static void copy_plain(struct tiered_segment *out, const struct tiered_segment *s)
@@ -590,17 +516,17 @@ static void read_ahead_locked(struct tiered *t, struct tiered_partition *p, cons
      * counted in chunks of the segment being read. */
     size_t want = t->opts.read_ahead_segments > 0 ? (size_t)t->opts.read_ahead_segments * ie->chunk_count : 0;
     int32_t cap = ahead_in_flight_cap(want);
-    int64_t current = chunk_end(ie, k) - ie->chunk_starts[k];
+    int64_t current = tiered_cache_chunk_end(ie, k) - ie->chunk_starts[k];
     size_t counted = 0;
     for (size_t j = k + 1; j < ie->chunk_count && counted < want; j++, counted++)
         if (!ahead_chunk_locked(t, p, seg, ie, j, current, cap))
             return;
     for (size_t i = 0; i < next_count && counted < want && !c->stopping; i++) {
-        struct cache_entry *nie = cache_find_locked(c, next[i].id, INDEX_CHUNK);
+        struct cache_entry *nie = tiered_cache_find_locked(c, next[i].id, INDEX_CHUNK);
         if (!nie) {
             if (p->ahead_loading >= cap || tiered_quota_exceeded(&t->fetch_quota))
                 return;
-            nie = queue_download_locked(t, p, &next[i], INDEX_CHUNK, 0, 0, NULL);
+            nie = tiered_cache_queue_locked(t, p, &next[i], INDEX_CHUNK, 0, 0, NULL);
             if (nie) {
                 nie->ahead_loading = true;
                 nie->ahead_first_chunk = true;
@@ -618,7 +544,7 @@ static void read_ahead_locked(struct tiered *t, struct tiered_partition *p, cons
 
 /* A fetch touches entry e (maybe NULL): it is no longer read-ahead, so the
  * next read-ahead may start; counts a read-ahead hit. */
-static void touch_locked(struct tiered *t, struct cache_entry *e)
+void tiered_cache_touch_locked(struct tiered *t, struct cache_entry *e)
 {
     if (!e)
         return;
@@ -652,7 +578,7 @@ static enum tiered_read_status want_locked(struct tiered *t, struct tiered_parti
     }
     if (!e || e->state == CACHE_FAILED) {
         metrics_add(t->metrics.cache_misses, 1);
-        e = queue_download_locked(t, p, seg, chunk, start, end, e);
+        e = tiered_cache_queue_locked(t, p, seg, chunk, start, end, e);
     }
     if (!e) {
         *kafka_error = KAFKA_ERR_KAFKA_STORAGE_ERROR;
@@ -692,21 +618,21 @@ enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log,
     pthread_mutex_lock(&c->lock);
     int64_t now = clock_mono_ms();
     enum tiered_read_status status;
-    struct cache_entry *ie = cache_find_locked(c, seg.id, INDEX_CHUNK);
-    touch_locked(t, ie);
+    struct cache_entry *ie = tiered_cache_find_locked(c, seg.id, INDEX_CHUNK);
+    tiered_cache_touch_locked(t, ie);
     size_t k = 0;
     if (!ie || ie->state != CACHE_READY) {
         status = want_locked(t, p, &seg, ie, INDEX_CHUNK, 0, 0, key, kafka_error);
         ie = NULL;
     } else {
         ie->last_used = now;
-        int64_t pos = floor_position(ie, offset);
-        k = chunk_of(ie, pos);
+        int64_t pos = tiered_cache_floor_position(ie, offset);
+        k = tiered_cache_chunk_of(ie, pos);
         for (;;) {
-            struct cache_entry *e = cache_find_locked(c, seg.id, (int64_t)k);
-            touch_locked(t, e);
+            struct cache_entry *e = tiered_cache_find_locked(c, seg.id, (int64_t)k);
+            tiered_cache_touch_locked(t, e);
             if (!e || e->state != CACHE_READY) {
-                status = want_locked(t, p, &seg, e, (int64_t)k, ie->chunk_starts[k], chunk_end(ie, k), key,
+                status = want_locked(t, p, &seg, e, (int64_t)k, ie->chunk_starts[k], tiered_cache_chunk_end(ie, k), key,
                                      kafka_error);
                 break;
             }

@@ -181,11 +181,5 @@ void tiered_delete_partition(struct tiered *t, struct tiered_partition *p);
 /* tiered_fetch.c */
 int tiered_cache_create(struct tiered *t, char *err, size_t errlen);
 void tiered_cache_destroy(struct tiered *t);
-/* Opens the cached copy of seg (downloading it first, waiting at most
- * timeout_ms): *fd (the caller closes it) and *size. Returns
- * KAFKA_ERR_NONE, KAFKA_STORAGE_ERROR (the store failed or holds bad data)
- * or REQUEST_TIMED_OUT. Blocks: not for io threads. */
-int16_t tiered_cache_open(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
-                          int64_t timeout_ms, int *fd, int64_t *size);
 
 #endif

@@ -237,8 +237,10 @@ static void remote_topic_id(const struct tiered_state *st, uint8_t id[16])
 
 /* A 4 MiB remote segment read in 256 KiB chunks: a fetch at offset 0
  * downloads about one chunk (remote.log.chunk.size.bytes), not the whole
- * segment; a consumer from 0 then reads every record byte for byte, and
- * with read-ahead the next chunks of the same segment are found ready. */
+ * segment; so does a ListOffsets by timestamp in the middle of it (the
+ * time and offset indexes say which chunk); a consumer from 0 then reads
+ * every record byte for byte, and with read-ahead the next chunks of the
+ * same segment are found ready. */
 static void test_tiered_chunked_read(void **state)
 {
     struct tiered_state *st = *state;
@@ -248,7 +250,8 @@ static void test_tiered_chunked_read(void **state)
                       (const char *const[]){chunk_kv, "remote.log.index.file.cache.total.size.bytes=67108864",
                                             "remote.log.read.ahead.segments=0", NULL},
                       "4194304");
-    produce_round(st, 40000); /* about 5 MiB: the first segment rolls and is copied */
+    st->ts_base = day_old_ms(); /* record i stamped ts_base + 10 * i */
+    produce_round(st, 40000);   /* about 5 MiB: the first segment rolls and is copied */
     wait_tiered(st, 1, 1);
     assert_true(list_offset_v9(st, -4) > 0);
     assert_int_equal(metric_value(st, FETCH_BYTES), 0);
@@ -271,6 +274,19 @@ static void test_tiered_chunked_read(void **state)
     assert_true(downloaded > 0);
     assert_true(downloaded < 2 * CHUNK_BYTES); /* a chunk and at most one batch past its mark */
     assert_int_equal(metric_value(st, "cairn_remote_fetch_requests_total"), 1);
+
+    /* By timestamp, mid-segment: the chunk holding the answer. */
+    int64_t middle = list_offset_v9(st, -4) / 2;
+    assert_int_equal(list_offset_v9(st, st->ts_base + 10 * middle), middle);
+    assert_int_equal(list_offset_v9(st, st->ts_base + 10 * middle - 5), middle);
+    int64_t by_timestamp = metric_value(st, FETCH_BYTES) - downloaded;
+    fprintf(stderr, "a timestamp lookup at offset %lld downloaded %lld bytes\n", (long long)middle,
+            (long long)by_timestamp);
+    /* One chunk; two when the answer's batch is the first of the next
+     * chunk (the indexes cannot tell): never the 4 MiB segment. */
+    assert_true(by_timestamp > 0);
+    assert_true(by_timestamp < 3 * CHUNK_BYTES);
+    assert_true(metric_value(st, "cairn_remote_fetch_requests_total") <= 3);
 
     consume_all_from_zero(st);
 
