@@ -307,9 +307,14 @@ static const struct config_key_def broker_keys[] = {
     {KEY_INT("remote.log.reader.threads", "10", 1, 256), LOW, IN(LOG),
      .doc = "Threads that read remote segments for fetches."},
     {KEY_INT("remote.log.read.ahead.segments", "1", 0, 16), LOW, IN(LOG),
-     .doc = "Cairn's own: remote segments a fetch from a remote segment downloads ahead of it (per partition, at "
-            "most this many downloads in flight, only while they fit in the cache with the one being read); "
-            "0 disables read-ahead."},
+     .doc = "Cairn's own: how far a fetch from remote data downloads ahead, in segments: the chunks (see "
+            "remote.log.chunk.size.bytes) after the one it reads, in the same segment and then the next ones, as "
+            "many as this many times the chunks of the segment being read (per partition, at most 4 downloads "
+            "in flight, only while they fit in the cache with the chunk being read). 0 disables read-ahead."},
+    {KEY_LONG("remote.log.chunk.size.bytes", "4194304", 4096, I64), LOW, IN(LOG),
+     .doc = "Cairn's own: remote segments are downloaded and cached in chunks of about this many bytes (each "
+            "starts at the first indexed batch at or after a multiple of it, so it holds whole batches); a fetch "
+            "downloads only the chunk holding its offset, not the whole segment."},
     {KEY_INT("remote.fetch.max.wait.ms", "500", 1, I32), LOW, IN(LOG),
      .doc = "Longest a fetch waits for remote data before answering without it."},
     {KEY_LONG("remote.log.manager.copy.max.bytes.per.second", "9223372036854775807", 1, I64), MEDIUM, IN(LOG),
@@ -332,7 +337,8 @@ static const struct config_key_def broker_keys[] = {
     {KEY_INT("remote.log.manager.fetch.quota.window.size.seconds", "1", 1, I32), LOW, IN(LOG),
      .doc = "Length of each sample of the remote fetch rate."},
     {KEY_LONG("remote.log.index.file.cache.total.size.bytes", "1073741824", 1, I64), LOW, IN(LOG),
-     .doc = "Disk space for remote segments and indexes fetched to serve reads (least recently used go first)."},
+     .doc = "Space for the remote segment chunks (on disk) and offset indexes (in memory) fetched to serve reads "
+            "(least recently used go first)."},
     {KEY_INT("log.index.interval.bytes", "4096", 0, I32), MEDIUM, IN(LOG), .flags = DYN | RT,
      .doc = "Bytes appended between two entries of the sparse offset index."},
     {KEY_INT("log.index.size.max.bytes", "10485760", 4, I32), MEDIUM, IN(LOG), .flags = DYN | RT,

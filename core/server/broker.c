@@ -317,6 +317,7 @@ static int start_tiered(struct broker *b, const char *dir, char *err, size_t err
         .reader_threads = config_get_int(b->config, "remote.log.reader.threads"),
         .read_ahead_segments = config_get_int(b->config, "remote.log.read.ahead.segments"),
         .cache_bytes = config_get_long(b->config, "remote.log.index.file.cache.total.size.bytes"),
+        .chunk_bytes = config_get_long(b->config, "remote.log.chunk.size.bytes"),
         .copy_max_bytes_per_second = config_get_long(b->config, "remote.log.manager.copy.max.bytes.per.second"),
         .copy_quota_window_num = config_get_int(b->config, "remote.log.manager.copy.quota.window.num"),
         .copy_quota_window_seconds = config_get_int(b->config, "remote.log.manager.copy.quota.window.size.seconds"),

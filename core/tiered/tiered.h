@@ -39,6 +39,7 @@ struct tiered_options {
     int32_t reader_threads;      /* remote.log.reader.threads */
     int32_t read_ahead_segments; /* remote.log.read.ahead.segments (0: none) */
     int64_t cache_bytes;         /* remote.log.index.file.cache.total.size.bytes */
+    int64_t chunk_bytes;         /* remote.log.chunk.size.bytes */
     /* KIP-956: remote.log.manager.{copy,fetch}.max.bytes.per.second (INT64_MAX:
      * unlimited) and their .quota.window.num / .quota.window.size.seconds. */
     int64_t copy_max_bytes_per_second;

@@ -1,20 +1,39 @@
-/* Reads below the local log start: remote segments are fetched whole by
- * the reader threads into an on-disk cache (<state_dir>/remote-log-cache,
- * emptied at start, bounded by remote.log.index.file.cache.total.size.bytes,
- * least recently used first out), checked batch by batch (framing, offsets
- * within the segment, CRC) before anything is served, then read exactly
- * as a local segment is: the same batches, the same bytes.
+/* Reads below the local log start, served in chunks of remote segments.
+ *
+ * A remote segment is read in chunks of about remote.log.chunk.size.bytes:
+ * chunk k starts at the first batch the segment's offset index lists at or
+ * after position k * chunk size (chunk 0 at 0), and ends where the next one
+ * starts, so a chunk always holds whole batches and no batch is split
+ * between two. A segment without an offset index is one chunk. A fetch at
+ * offset O downloads the segment's offset index (kept in memory), then only
+ * the chunk holding O (fetch_segment with that byte range), and answers the
+ * batches from O on up to max_bytes that lie in that chunk: whole batches
+ * exactly as a local read of the segment gives them, stopping at the
+ * chunk's end as a local read stops at its segment's end (the consumer
+ * asks again from the next offset).
+ *
+ * Chunks are files in an on-disk cache (<state_dir>/remote-log-cache,
+ * emptied at start), checked batch by batch (framing, offsets within the
+ * segment, CRC) before anything is served. Chunk files and indexes together
+ * are bounded by remote.log.index.file.cache.total.size.bytes, least
+ * recently used first out.
  *
  * The request thread never waits: a read that misses the cache queues a
  * download and answers PENDING; the download's end calls read_ready with
- * the keys of every read that waited.
+ * the keys of every read that waited. Timestamp lookups (ListOffsets, on
+ * a blocking-work thread, tiered_timestamp.c) use the same entries, plus
+ * the time index, and wait on `landed` for the reader threads' downloads,
+ * up to their deadline.
  *
- * Read-ahead: a fetch served from (or waiting for) remote segment N queues
- * the downloads of the next remote.log.read.ahead.segments segments, so a
- * reader going forward finds them ready. At most that many are in flight
- * per partition, and only while the segment being read and the unread
- * read-ahead segments fit in the cache together; eviction spares the
- * segment a partition is reading, then unread read-ahead segments. */
+ * Read-ahead: a fetch served from (or waiting for) a chunk queues the
+ * downloads of the chunks after it, in the same segment and then the
+ * following ones, remote.log.read.ahead.segments segments' worth (that many
+ * times the chunk count of the segment being read; with segments no larger
+ * than a chunk, that many segments as before), so a reader going forward
+ * finds them ready. At most READ_AHEAD_IN_FLIGHT are in flight per
+ * partition, and only while the chunk being read and the unread read-ahead
+ * chunks fit in the cache together; eviction spares the chunk a partition
+ * is reading, then unread read-ahead chunks. */
 #include "tiered/tiered_internal.h"
 
 #include <dirent.h>
@@ -29,237 +48,108 @@
 #include <unistd.h>
 
 #include "protocol/generated/errors.h"
-#include "protocol/record_batch.h"
+#include "tiered/tiered_cache.h"
+#include "tiered/tiered_chunk.h"
 #include "util/clock.h"
 #include "util/fs_util.h"
 #include "util/logger.h"
-
-#define CACHE_RETRY_MS 1000 /* a failed download is retried by the next read after this */
-#define CACHE_MAX_KEYS 64   /* waiters remembered per download; more are woken by their deadline */
-
-enum cache_state { CACHE_LOADING, CACHE_READY, CACHE_FAILED };
-
-struct index_entry {
-    uint32_t rel_offset;
-    uint32_t position;
-};
-
-/* One remote segment in the cache. Guarded by the cache lock; fd and index
- * are immutable once READY and freed only on eviction. */
-struct cache_entry {
-    uint8_t id[16];
-    int64_t base_offset;
-    struct tiered_partition *p; /* lives as long as the manager */
-    int64_t seg_size;           /* the copied segment's size, known before the download */
-    bool ahead;                 /* queued by read-ahead, no fetch reached it yet: in p->ahead_bytes */
-    bool ahead_loading;         /* queued by read-ahead, downloading, no fetch waits: in p->ahead_loading */
-    enum cache_state state;
-    int fd;
-    int64_t size;
-    struct index_entry *index;
-    size_t index_count;
-    int64_t last_used;
-    int64_t failed_at_ms;
-    uintptr_t keys[CACHE_MAX_KEYS];
-    size_t key_count;
-    struct cache_entry *next;
-};
-
-struct cache_job {
-    struct cache_entry *entry;
-    struct tiered_partition *p;
-    struct tiered_segment seg; /* without its epoch arrays */
-    struct cache_job *next;
-};
-
-struct tiered_cache {
-    char *dir;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    pthread_cond_t landed; /* a download finished (tiered_cache_open waits on it) */
-    struct cache_entry *entries;
-    int64_t bytes;
-    struct cache_job *jobs, *jobs_tail;
-    bool stopping;
-    pthread_t *readers;
-    size_t reader_count;
-};
 
 static void entry_free(struct cache_entry *e)
 {
     if (e->fd >= 0)
         close(e->fd);
     free(e->index);
+    free(e->times);
+    free(e->chunk_starts);
     free(e);
 }
 
-static char *entry_path(const struct tiered_cache *c, const uint8_t id[16], const char *ext)
+static char *chunk_path(const struct tiered_cache *c, const uint8_t id[16], int64_t chunk)
 {
     char hex[33];
     tiered_hex(id, 16, hex);
     char *path = NULL;
-    return asprintf(&path, "%s/%s%s", c->dir, hex, ext) < 0 ? NULL : path;
+    return asprintf(&path, "%s/%s.%" PRId64 ".chunk", c->dir, hex, chunk) < 0 ? NULL : path;
 }
 
-struct file_sink {
-    FILE *f;
-};
-
-static int write_to_file(void *ctx, const uint8_t *data, size_t len)
+int64_t tiered_cache_chunk_end(const struct cache_entry *ie, size_t k)
 {
-    struct file_sink *s = ctx;
-    return fwrite(data, 1, len, s->f) == len ? CAIRN_OK : CAIRN_ERROR;
+    return k + 1 < ie->chunk_count ? ie->chunk_starts[k + 1] : ie->seg_size;
 }
 
-struct memory_sink {
-    uint8_t *data;
-    size_t len, cap;
-};
-
-static int write_to_memory(void *ctx, const uint8_t *data, size_t len)
+/* Chunk starts from the index: 0, then the first indexed batch at or after
+ * each multiple of chunk_bytes (entries out of order or past the end are
+ * ignored: a bad index then fails the chunk check, never serves). On
+ * failure (out of memory) the index is dropped too. */
+static int split_chunks(struct cache_entry *ie, int64_t chunk_bytes)
 {
-    struct memory_sink *m = ctx;
-    if (m->len + len > m->cap) {
-        size_t cap = (m->len + len) * 2;
-        uint8_t *grown = realloc(m->data, cap);
-        if (!grown)
-            return CAIRN_ERROR;
-        m->data = grown;
-        m->cap = cap;
+    ie->chunk_starts = calloc(ie->index_count + 1, sizeof *ie->chunk_starts);
+    if (!ie->chunk_starts) {
+        free(ie->index);
+        ie->index = NULL;
+        ie->index_count = 0;
+        return -1;
     }
-    memcpy(m->data + m->len, data, len);
-    m->len += len;
-    return CAIRN_OK;
+    ie->chunk_starts[0] = 0;
+    ie->chunk_count = 1;
+    int64_t mark = chunk_bytes;
+    for (size_t i = 0; i < ie->index_count; i++) {
+        int64_t pos = ie->index[i].position;
+        if (pos <= ie->chunk_starts[ie->chunk_count - 1] || pos >= ie->seg_size || pos < mark)
+            continue;
+        ie->chunk_starts[ie->chunk_count++] = pos;
+        mark = (pos / chunk_bytes + 1) * chunk_bytes;
+    }
+    return 0;
 }
 
-/* Every batch of the downloaded file: whole, inside the segment's offsets,
- * ascending, CRC intact. Returns NULL or what is wrong. */
-static const char *check_segment(int fd, int64_t size, const struct tiered_segment *seg)
+/* The position of the last indexed batch below offset (0 when none). */
+int64_t tiered_cache_floor_position(const struct cache_entry *ie, int64_t offset)
 {
-    if (size != seg->size_bytes)
-        return "size differs from the copied segment";
-    int64_t pos = 0, expect_from = seg->start_offset;
-    uint8_t *buf = NULL;
-    size_t cap = 0;
-    const char *bad = NULL;
-    while (!bad && pos < size) {
-        uint8_t head[RECORD_BATCH_HEADER_SIZE];
-        struct record_batch_header h;
-        if (size - pos < RECORD_BATCH_HEADER_SIZE || pread(fd, head, sizeof head, pos) != (ssize_t)sizeof head) {
-            bad = "truncated batch header";
+    int64_t pos = 0;
+    for (size_t i = 0; i < ie->index_count; i++) {
+        if (ie->base_offset + ie->index[i].rel_offset >= offset)
             break;
-        }
-        record_batch_parse_header(head, sizeof head, &h);
-        size_t total = record_batch_total_size(&h);
-        if (h.batch_length < RECORD_BATCH_HEADER_SIZE - 12 || (int64_t)total > size - pos ||
-            h.base_offset < expect_from || record_batch_last_offset(&h) > seg->end_offset) {
-            bad = "batch framing or offsets outside the segment";
-            break;
-        }
-        if (total > cap) {
-            uint8_t *grown = realloc(buf, total);
-            if (!grown) {
-                bad = "out of memory";
-                break;
-            }
-            buf = grown;
-            cap = total;
-        }
-        if (pread(fd, buf, total, pos) != (ssize_t)total)
-            bad = "short read";
-        else if (!record_batch_crc_ok(buf, total))
-            bad = "batch CRC mismatch";
-        expect_from = record_batch_last_offset(&h) + 1;
-        pos += (int64_t)total;
+        if (ie->index[i].position < ie->seg_size)
+            pos = ie->index[i].position;
     }
-    free(buf);
-    return bad;
+    return pos;
 }
 
-/* Fetches the segment and its offset index. Returns 0 with the file open
- * in *fd, or -1 with err. */
-static int download(struct tiered *t, struct cache_job *job, int *fd, struct memory_sink *index, char *err,
-                    size_t errlen)
+size_t tiered_cache_chunk_of(const struct cache_entry *ie, int64_t pos)
 {
-    struct tiered_cache *c = t->cache;
-    struct cairn_remote_segment view;
-    tiered_segment_view(t, job->p, &job->seg, &view);
-    char *path = entry_path(c, job->seg.id, ".log");
-    char *tmp = entry_path(c, job->seg.id, ".log.tmp");
-    FILE *f = tmp ? fopen(tmp, "wb") : NULL;
-    int rc = -1;
-    if (!path || !f) {
-        snprintf(err, errlen, "cannot create %s: %s", tmp ? tmp : "a cache file", strerror(errno));
-        goto out;
-    }
-    struct file_sink fs = {f};
-    struct cairn_byte_sink sink = {sizeof sink, &fs, write_to_file};
-    metrics_add(t->metrics.fetch_requests, 1);
-    int status = t->rsm->fetch_segment(t->rsm_instance, &view, 0, -1, &sink, err, errlen);
-    if (fclose(f) != 0 && status == CAIRN_OK) {
-        snprintf(err, errlen, "cannot write %s", tmp);
-        status = CAIRN_ERROR;
-    }
-    f = NULL;
-    if (status == CAIRN_OK) {
-        struct cairn_byte_sink isink = {sizeof isink, index, write_to_memory};
-        status = t->rsm->fetch_index(t->rsm_instance, &view, CAIRN_REMOTE_INDEX_OFFSET, &isink, err, errlen);
-        if (status == CAIRN_NOT_FOUND) {
-            index->len = 0; /* scanned from the start instead */
-            status = CAIRN_OK;
-        }
-    }
-    if (status != CAIRN_OK || rename(tmp, path) != 0) {
-        if (status == CAIRN_OK)
-            snprintf(err, errlen, "rename %s: %s", tmp, strerror(errno));
-        goto out;
-    }
-    *fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (*fd < 0 || fstat(*fd, &st) != 0) {
-        snprintf(err, errlen, "open %s: %s", path, strerror(errno));
-        goto out;
-    }
-    metrics_add(t->metrics.fetch_bytes, st.st_size);
-    const char *bad = check_segment(*fd, st.st_size, &job->seg);
-    if (bad) {
-        snprintf(err, errlen, "remote segment %" PRId64 "-%" PRId64 " is corrupt: %s", job->seg.start_offset,
-                 job->seg.end_offset, bad);
-        goto out;
-    }
-    rc = 0;
-out:
-    if (f)
-        fclose(f);
-    if (rc != 0 && *fd >= 0) {
-        close(*fd);
-        *fd = -1;
-    }
-    if (tmp)
-        unlink(tmp);
-    if (rc != 0 && path)
-        unlink(path);
-    free(path);
-    free(tmp);
-    return rc;
+    size_t k = 0;
+    while (k + 1 < ie->chunk_count && ie->chunk_starts[k + 1] <= pos)
+        k++;
+    return k;
 }
 
-/* A read-ahead entry leaves the unread window of its partition. */
+/* A read-ahead chunk leaves the unread window of its partition. */
 static void ahead_clear_locked(struct cache_entry *e)
 {
     if (e->ahead) {
         e->ahead = false;
-        e->p->ahead_bytes -= e->seg_size;
+        e->p->ahead_bytes -= e->size;
     }
 }
 
+static void ahead_loading_clear_locked(struct cache_entry *e)
+{
+    if (e->ahead_loading) {
+        e->ahead_loading = false;
+        e->p->ahead_loading--;
+    }
+}
+
+/* The index and the chunk a partition reads now are never evicted. */
 static bool being_read(const struct cache_entry *e)
 {
-    return e->p && e->p->reading_known && memcmp(e->p->reading_id, e->id, 16) == 0;
+    return e->p && e->p->reading_known && memcmp(e->p->reading_id, e->id, 16) == 0 &&
+           (e->chunk == INDEX_CHUNK || e->chunk == e->p->reading_chunk);
 }
 
 /* The least recently used ready entry that may go (never keep nor one a
- * partition is reading; unread read-ahead entries only when with_ahead). */
+ * partition is reading; unread read-ahead chunks only when with_ahead). */
 static struct cache_entry **pick_victim(struct tiered_cache *c, const struct cache_entry *keep, bool with_ahead)
 {
     struct cache_entry **victim = NULL;
@@ -274,7 +164,7 @@ static struct cache_entry **pick_victim(struct tiered_cache *c, const struct cac
 }
 
 /* Drops least recently used ready entries until the cache fits, keeping
- * keep and the segments being read, and unread read-ahead ones if it can. */
+ * keep and what partitions are reading, and unread read-ahead if it can. */
 static void evict_locked(struct tiered *t, const struct cache_entry *keep)
 {
     struct tiered_cache *c = t->cache;
@@ -288,61 +178,172 @@ static void evict_locked(struct tiered *t, const struct cache_entry *keep)
         *victim = gone->next;
         ahead_clear_locked(gone);
         c->bytes -= gone->size;
-        char *path = entry_path(c, gone->id, ".log");
-        if (path)
-            unlink(path); /* readers holding a dup()ed fd keep the data */
-        free(path);
+        if (gone->chunk >= 0) {
+            char *path = chunk_path(c, gone->id, gone->chunk);
+            if (path)
+                unlink(path); /* readers holding a dup()ed fd keep the data */
+            free(path);
+        }
         entry_free(gone);
     }
 }
 
+struct cache_entry *tiered_cache_find_locked(struct tiered_cache *c, const uint8_t id[16], int64_t chunk)
+{
+    struct cache_entry *e = c->entries;
+    while (e && (e->chunk != chunk || memcmp(e->id, id, 16) != 0))
+        e = e->next;
+    return e;
+}
+
+/* Queues a download of chunk [start, end) of seg (or of its index: chunk
+ * INDEX_CHUNK) into e (a FAILED entry retried) or a new entry; returns the
+ * entry, NULL when out of memory. Caller holds the cache lock. */
+struct cache_entry *tiered_cache_queue_locked(struct tiered *t, struct tiered_partition *p,
+                                              const struct tiered_segment *seg, int64_t chunk, int64_t start,
+                                              int64_t end, struct cache_entry *e)
+{
+    struct tiered_cache *c = t->cache;
+    struct cache_job *job = calloc(1, sizeof *job);
+    if (!job)
+        return NULL;
+    if (!e) {
+        e = calloc(1, sizeof *e);
+        if (!e) {
+            free(job);
+            return NULL;
+        }
+        memcpy(e->id, seg->id, 16);
+        e->chunk = chunk;
+        e->base_offset = seg->start_offset;
+        e->p = p;
+        e->seg_size = seg->size_bytes;
+        e->start = start;
+        e->size = chunk < 0 ? 0 : end - start;
+        e->fd = -1;
+        e->next = c->entries;
+        c->entries = e;
+    }
+    e->state = CACHE_LOADING;
+    *job = (struct cache_job){.entry = e, .p = p, .seg = *seg, .chunk = chunk, .start = start, .end = end};
+    if (c->jobs_tail)
+        c->jobs_tail->next = job;
+    else
+        c->jobs = job;
+    c->jobs_tail = job;
+    pthread_cond_signal(&c->cond);
+    /* Counted when queued, so the next read sees it (KIP-956's fetch quota). */
+    if (chunk >= 0)
+        tiered_quota_record(&t->fetch_quota, end - start);
+    return e;
+}
+
+/* Read-ahead downloads in flight per partition: as many as the window
+ * holds, at most READ_AHEAD_IN_FLIGHT (reader threads serve every
+ * partition). */
+static int32_t ahead_in_flight_cap(size_t window)
+{
+    return window < READ_AHEAD_IN_FLIGHT ? (int32_t)window : READ_AHEAD_IN_FLIGHT;
+}
+
+/* Queues chunk k of the segment indexed by ie as read-ahead unless it is
+ * known already. Returns false when the partition's read-ahead budget (in
+ * flight below in_flight_cap, cache room beside the current_bytes being
+ * read, fetch quota) is spent. */
+static bool ahead_chunk_locked(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
+                               const struct cache_entry *ie, size_t k, int64_t current_bytes, int32_t in_flight_cap)
+{
+    struct tiered_cache *c = t->cache;
+    if (c->stopping)
+        return false;
+    if (tiered_cache_find_locked(c, seg->id, (int64_t)k))
+        return true; /* cached, downloading, or failed (a fetch retries that) */
+    int64_t start = ie->chunk_starts[k], end = tiered_cache_chunk_end(ie, k);
+    if (p->ahead_loading >= in_flight_cap || current_bytes + p->ahead_bytes + (end - start) > t->opts.cache_bytes ||
+        tiered_quota_exceeded(&t->fetch_quota))
+        return false;
+    struct cache_entry *e = tiered_cache_queue_locked(t, p, seg, (int64_t)k, start, end, NULL);
+    if (!e)
+        return false;
+    e->ahead = true;
+    e->ahead_loading = true;
+    p->ahead_loading++;
+    p->ahead_bytes += e->size;
+    metrics_add(t->metrics.read_ahead_started, 1);
+    return true;
+}
+
 static void finish_job(struct tiered *t, struct cache_job *job)
 {
+    struct tiered_cache *c = t->cache;
     int fd = -1;
-    struct memory_sink index = {0};
+    struct tiered_index_entry *index = NULL;
+    size_t index_count = 0;
+    struct tiered_time_entry *times = NULL;
+    size_t time_count = 0;
     char err[512] = "";
-    int rc = download(t, job, &fd, &index, err, sizeof err);
+    int rc;
+    if (job->chunk == INDEX_CHUNK) {
+        rc = tiered_index_download(t, job->p, &job->seg, &index, &index_count, err, sizeof err);
+    } else if (job->chunk == TIME_INDEX_CHUNK) {
+        rc = tiered_time_index_download(t, job->p, &job->seg, &times, &time_count, err, sizeof err);
+    } else {
+        char *path = chunk_path(c, job->seg.id, job->chunk);
+        rc = path ? tiered_chunk_download(t, job->p, &job->seg, job->start, job->end, path, &fd, err, sizeof err) : -1;
+        if (!path)
+            snprintf(err, sizeof err, "out of memory");
+        free(path);
+    }
     if (rc != 0) {
         metrics_add(t->metrics.fetch_errors, 1);
         logger_warn("tiered", "%s-%" PRId32 ": reading remote segment %" PRId64 " failed: %s", job->p->topic,
                     job->p->partition, job->seg.start_offset, err);
     }
-    struct tiered_cache *c = t->cache;
     pthread_mutex_lock(&c->lock);
     struct cache_entry *e = job->entry;
     uintptr_t keys[CACHE_MAX_KEYS];
     size_t key_count = e->key_count;
     memcpy(keys, e->keys, key_count * sizeof keys[0]);
     e->key_count = 0;
-    if (e->ahead_loading) {
-        e->ahead_loading = false;
-        e->p->ahead_loading--;
+    ahead_loading_clear_locked(e);
+    if (rc == 0 && e->chunk == INDEX_CHUNK) {
+        e->index = index;
+        e->index_count = index_count;
+        index = NULL;
+        if (split_chunks(e, t->opts.chunk_bytes) != 0)
+            rc = -1; /* out of memory: a retry downloads it again */
+    }
+    if (rc == 0 && e->chunk == TIME_INDEX_CHUNK) {
+        e->times = times;
+        e->time_count = time_count;
+        times = NULL;
     }
     if (rc == 0) {
         e->state = CACHE_READY;
         e->fd = fd;
-        struct stat st;
-        e->size = fstat(fd, &st) == 0 ? st.st_size : 0;
-        e->index_count = index.len / 8;
-        e->index = e->index_count ? calloc(e->index_count, sizeof *e->index) : NULL;
-        if (!e->index)
-            e->index_count = 0;
-        for (size_t i = 0; i < e->index_count; i++) {
-            const uint8_t *b = index.data + 8 * i;
-            e->index[i].rel_offset = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-            e->index[i].position = (uint32_t)b[4] << 24 | (uint32_t)b[5] << 16 | (uint32_t)b[6] << 8 | b[7];
+        if (e->chunk < 0) { /* a page at least, so the bound also bounds the entry count */
+            e->size = (int64_t)(e->index_count * sizeof *e->index + e->chunk_count * sizeof *e->chunk_starts +
+                                e->time_count * sizeof *e->times);
+            if (e->size < INDEX_MIN_CHARGE)
+                e->size = INDEX_MIN_CHARGE;
         }
         c->bytes += e->size;
         e->last_used = clock_mono_ms();
+        if (e->ahead_first_chunk)
+            ahead_chunk_locked(t, job->p, &job->seg, e, 0, 0, ahead_in_flight_cap((size_t)t->opts.read_ahead_segments));
         evict_locked(t, e);
     } else {
+        if (fd >= 0)
+            close(fd);
         e->state = CACHE_FAILED;
         e->failed_at_ms = clock_mono_ms();
         ahead_clear_locked(e);
     }
+    e->ahead_first_chunk = false;
     pthread_cond_broadcast(&c->landed);
     pthread_mutex_unlock(&c->lock);
-    free(index.data);
+    free(index);
+    free(times);
     for (size_t i = 0; i < key_count; i++)
         if (t->opts.read_ready)
             t->opts.read_ready(t->opts.ctx, keys[i]);
@@ -394,6 +395,8 @@ int tiered_cache_create(struct tiered *t, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    if (t->opts.chunk_bytes <= 0)
+        t->opts.chunk_bytes = 4 << 20;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
     pthread_cond_init(&c->landed, NULL);
@@ -457,143 +460,6 @@ void tiered_cache_destroy(struct tiered *t)
     t->cache = NULL;
 }
 
-static struct cache_entry *cache_find_locked(struct tiered_cache *c, const uint8_t id[16])
-{
-    struct cache_entry *e = c->entries;
-    while (e && memcmp(e->id, id, 16) != 0)
-        e = e->next;
-    return e;
-}
-
-/* Queues a download of seg into e (a FAILED entry retried) or a new entry;
- * returns the entry, NULL when out of memory. Caller holds the cache lock. */
-static struct cache_entry *queue_download_locked(struct tiered *t, struct tiered_partition *p,
-                                                 const struct tiered_segment *seg, struct cache_entry *e)
-{
-    struct tiered_cache *c = t->cache;
-    struct cache_job *job = calloc(1, sizeof *job);
-    if (!job)
-        return NULL;
-    if (!e) {
-        e = calloc(1, sizeof *e);
-        if (!e) {
-            free(job);
-            return NULL;
-        }
-        memcpy(e->id, seg->id, 16);
-        e->base_offset = seg->start_offset;
-        e->p = p;
-        e->seg_size = seg->size_bytes;
-        e->fd = -1;
-        e->next = c->entries;
-        c->entries = e;
-    }
-    e->state = CACHE_LOADING;
-    *job = (struct cache_job){.entry = e, .p = p, .seg = *seg};
-    if (c->jobs_tail)
-        c->jobs_tail->next = job;
-    else
-        c->jobs = job;
-    c->jobs_tail = job;
-    pthread_cond_signal(&c->cond);
-    /* Counted when queued, so the next read sees it (KIP-956's fetch quota). */
-    tiered_quota_record(&t->fetch_quota, seg->size_bytes);
-    return e;
-}
-
-/* As partition_log_read over one segment file. Caller holds the cache lock
- * (the entry stays); reads only immutable data. */
-static int16_t read_entry(const struct cache_entry *e, int64_t offset, int32_t max_bytes, int64_t max_offset,
-                          struct log_read_result *out)
-{
-    int64_t pos = 0;
-    for (size_t i = 0; i < e->index_count; i++) {
-        if (e->base_offset + e->index[i].rel_offset >= offset)
-            break;
-        pos = e->index[i].position;
-    }
-    int64_t first = -1, total = 0, next = offset;
-    while (pos + RECORD_BATCH_HEADER_SIZE <= e->size) {
-        uint8_t head[RECORD_BATCH_HEADER_SIZE];
-        struct record_batch_header h;
-        if (pread(e->fd, head, sizeof head, pos) != (ssize_t)sizeof head)
-            return KAFKA_ERR_KAFKA_STORAGE_ERROR;
-        record_batch_parse_header(head, sizeof head, &h);
-        int64_t size = (int64_t)record_batch_total_size(&h);
-        if (first < 0 && record_batch_last_offset(&h) < offset) {
-            pos += size;
-            continue;
-        }
-        if (record_batch_last_offset(&h) >= max_offset || (total > 0 && total + size > (int64_t)max_bytes))
-            break;
-        if (first < 0)
-            first = pos;
-        total += size;
-        pos += size;
-        next = record_batch_last_offset(&h) + 1;
-    }
-    if (total > 0) {
-        out->fd = dup(e->fd);
-        if (out->fd < 0)
-            return KAFKA_ERR_KAFKA_STORAGE_ERROR;
-        out->file_pos = first;
-        out->len = total;
-        out->next_offset = next;
-    }
-    return KAFKA_ERR_NONE;
-}
-
-int16_t tiered_cache_open(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
-                          int64_t timeout_ms, int *fd, int64_t *size)
-{
-    struct tiered_cache *c = t->cache;
-    *fd = -1;
-    *size = 0;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    bool queued = false;
-    int16_t rc = KAFKA_ERR_NONE;
-    pthread_mutex_lock(&c->lock);
-    for (;;) {
-        struct cache_entry *e = cache_find_locked(c, seg->id);
-        int64_t now = clock_mono_ms();
-        if (e && e->state == CACHE_READY) {
-            e->last_used = now;
-            metrics_add(t->metrics.cache_hits, 1);
-            *fd = dup(e->fd);
-            *size = e->size;
-            rc = *fd < 0 ? KAFKA_ERR_KAFKA_STORAGE_ERROR : KAFKA_ERR_NONE;
-            break;
-        }
-        /* Our own download failed, or a recent one did: the store is
-         * unavailable or holds bad data (retriable, as for a fetch). */
-        if (c->stopping || (e && e->state == CACHE_FAILED && (queued || now - e->failed_at_ms < CACHE_RETRY_MS))) {
-            rc = KAFKA_ERR_KAFKA_STORAGE_ERROR;
-            break;
-        }
-        if (!e || e->state == CACHE_FAILED) {
-            metrics_add(t->metrics.cache_misses, 1);
-            if (!queue_download_locked(t, p, seg, e)) {
-                rc = KAFKA_ERR_KAFKA_STORAGE_ERROR;
-                break;
-            }
-            queued = true;
-        }
-        if (pthread_cond_timedwait(&c->landed, &c->lock, &until) == ETIMEDOUT) {
-            rc = KAFKA_ERR_REQUEST_TIMED_OUT;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&c->lock);
-    return rc;
-}
-
 static void copy_plain(struct tiered_segment *out, const struct tiered_segment *s)
 {
     *out = *s;
@@ -637,28 +503,93 @@ static bool find_segment(struct tiered *t, const char *topic, int32_t partition,
     return found;
 }
 
-/* Queues the downloads of the segments after seg that a sequential reader
- * reaches next, within the partition's in-flight and cache budgets. */
+/* Queues the downloads of the chunks after chunk k of seg that a
+ * sequential reader reaches next: the rest of seg, then the following
+ * segments (whose index comes first, then their chunk 0), within the
+ * partition's in-flight and cache budgets. */
 static void read_ahead_locked(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
-                              const struct tiered_segment *next, size_t next_count)
+                              const struct cache_entry *ie, size_t k, const struct tiered_segment *next,
+                              size_t next_count)
 {
     struct tiered_cache *c = t->cache;
-    for (size_t i = 0; i < next_count && !c->stopping; i++) {
-        if (cache_find_locked(c, next[i].id))
-            continue; /* cached, downloading, or failed (a fetch retries that) */
-        if (p->ahead_loading >= t->opts.read_ahead_segments ||
-            seg->size_bytes + p->ahead_bytes + next[i].size_bytes > t->opts.cache_bytes ||
-            tiered_quota_exceeded(&t->fetch_quota))
+    /* The window: remote.log.read.ahead.segments segments' worth of chunks,
+     * counted in chunks of the segment being read. */
+    size_t want = t->opts.read_ahead_segments > 0 ? (size_t)t->opts.read_ahead_segments * ie->chunk_count : 0;
+    int32_t cap = ahead_in_flight_cap(want);
+    int64_t current = tiered_cache_chunk_end(ie, k) - ie->chunk_starts[k];
+    size_t counted = 0;
+    for (size_t j = k + 1; j < ie->chunk_count && counted < want; j++, counted++)
+        if (!ahead_chunk_locked(t, p, seg, ie, j, current, cap))
             return;
-        struct cache_entry *e = queue_download_locked(t, p, &next[i], NULL);
-        if (!e)
+    for (size_t i = 0; i < next_count && counted < want && !c->stopping; i++) {
+        struct cache_entry *nie = tiered_cache_find_locked(c, next[i].id, INDEX_CHUNK);
+        if (!nie) {
+            if (p->ahead_loading >= cap || tiered_quota_exceeded(&t->fetch_quota))
+                return;
+            nie = tiered_cache_queue_locked(t, p, &next[i], INDEX_CHUNK, 0, 0, NULL);
+            if (nie) {
+                nie->ahead_loading = true;
+                nie->ahead_first_chunk = true;
+                p->ahead_loading++;
+            }
+            return; /* its chunks are known once it lands */
+        }
+        if (nie->state != CACHE_READY)
             return;
-        e->ahead = true;
-        e->ahead_loading = true;
-        p->ahead_loading++;
-        p->ahead_bytes += next[i].size_bytes;
-        metrics_add(t->metrics.read_ahead_started, 1);
+        for (size_t j = 0; j < nie->chunk_count && counted < want; j++, counted++)
+            if (!ahead_chunk_locked(t, p, &next[i], nie, j, current, cap))
+                return;
     }
+}
+
+/* A fetch touches entry e (maybe NULL): it is no longer read-ahead, so the
+ * next read-ahead may start; counts a read-ahead hit. */
+void tiered_cache_touch_locked(struct tiered *t, struct cache_entry *e)
+{
+    if (!e)
+        return;
+    if (e->ahead && e->state == CACHE_READY)
+        metrics_add(t->metrics.read_ahead_hits, 1);
+    ahead_clear_locked(e);
+    ahead_loading_clear_locked(e);
+    e->ahead_first_chunk = false;
+}
+
+/* A fetch needs entry e (NULL: not known; else LOADING or FAILED) of seg:
+ * the retriable error after a recent failure, an empty answer over the
+ * fetch quota, or a download queued (unless one runs) that wakes key. */
+static enum tiered_read_status want_locked(struct tiered *t, struct tiered_partition *p,
+                                           const struct tiered_segment *seg, struct cache_entry *e, int64_t chunk,
+                                           int64_t start, int64_t end, uintptr_t key, int16_t *kafka_error)
+{
+    struct tiered_cache *c = t->cache;
+    int64_t now = clock_mono_ms();
+    int64_t throttle_ms = 0;
+    if (c->stopping || (e && e->state == CACHE_FAILED && now - e->failed_at_ms < CACHE_RETRY_MS)) {
+        *kafka_error = KAFKA_ERR_KAFKA_STORAGE_ERROR; /* retriable: the client tries again */
+        return TIERED_READ_ERROR;
+    }
+    if ((!e || e->state == CACHE_FAILED) && (throttle_ms = tiered_quota_throttle_ms(&t->fetch_quota)) > 0) {
+        /* KIP-956: over the remote fetch quota, no new download; this
+         * partition answers empty this round and the consumer asks again. */
+        metrics_add(t->metrics.fetch_throttled, 1);
+        metrics_add(t->metrics.fetch_throttle_ms, throttle_ms);
+        return TIERED_READ_DONE;
+    }
+    if (!e || e->state == CACHE_FAILED) {
+        metrics_add(t->metrics.cache_misses, 1);
+        e = tiered_cache_queue_locked(t, p, seg, chunk, start, end, e);
+    }
+    if (!e) {
+        *kafka_error = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+        return TIERED_READ_ERROR;
+    }
+    bool known = false;
+    for (size_t i = 0; i < e->key_count; i++)
+        known |= e->keys[i] == key;
+    if (!known && e->key_count < CACHE_MAX_KEYS)
+        e->keys[e->key_count++] = key;
+    return TIERED_READ_PENDING;
 }
 
 enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log, const char *topic, int32_t partition,
@@ -685,54 +616,43 @@ enum tiered_read_status tiered_read(struct tiered *t, struct partition_log *log,
         return TIERED_READ_DONE;
     struct tiered_cache *c = t->cache;
     pthread_mutex_lock(&c->lock);
-    struct cache_entry *e = cache_find_locked(c, seg.id);
     int64_t now = clock_mono_ms();
-    enum tiered_read_status status = TIERED_READ_PENDING;
-    int64_t throttle_ms = 0;
-    if (e && e->ahead) {
-        if (e->state == CACHE_READY)
-            metrics_add(t->metrics.read_ahead_hits, 1);
-        ahead_clear_locked(e);
-    }
-    if (e && e->ahead_loading) {
-        /* A fetch waits for it now: no longer ahead, so the next one may start. */
-        e->ahead_loading = false;
-        e->p->ahead_loading--;
-    }
-    if (e && e->state == CACHE_READY) {
-        e->last_used = now;
-        metrics_add(t->metrics.cache_hits, 1);
-        *kafka_error = read_entry(e, offset, max_bytes, max_offset, out);
-        status = *kafka_error == KAFKA_ERR_NONE ? TIERED_READ_DONE : TIERED_READ_ERROR;
-    } else if (c->stopping || (e && e->state == CACHE_FAILED && now - e->failed_at_ms < CACHE_RETRY_MS)) {
-        *kafka_error = KAFKA_ERR_KAFKA_STORAGE_ERROR; /* retriable: the client tries again */
-        status = TIERED_READ_ERROR;
-    } else if ((!e || e->state == CACHE_FAILED) && (throttle_ms = tiered_quota_throttle_ms(&t->fetch_quota)) > 0) {
-        /* KIP-956: over the remote fetch quota, no new download; this
-         * partition answers empty this round and the consumer asks again. */
-        metrics_add(t->metrics.fetch_throttled, 1);
-        metrics_add(t->metrics.fetch_throttle_ms, throttle_ms);
-        status = TIERED_READ_DONE;
+    enum tiered_read_status status;
+    struct cache_entry *ie = tiered_cache_find_locked(c, seg.id, INDEX_CHUNK);
+    tiered_cache_touch_locked(t, ie);
+    size_t k = 0;
+    if (!ie || ie->state != CACHE_READY) {
+        status = want_locked(t, p, &seg, ie, INDEX_CHUNK, 0, 0, key, kafka_error);
+        ie = NULL;
     } else {
-        if (!e || e->state == CACHE_FAILED) {
-            metrics_add(t->metrics.cache_misses, 1);
-            e = queue_download_locked(t, p, &seg, e);
-        }
-        if (!e) {
-            *kafka_error = KAFKA_ERR_KAFKA_STORAGE_ERROR;
-            status = TIERED_READ_ERROR;
-        } else {
-            bool known = false;
-            for (size_t i = 0; i < e->key_count; i++)
-                known |= e->keys[i] == key;
-            if (!known && e->key_count < CACHE_MAX_KEYS)
-                e->keys[e->key_count++] = key;
+        ie->last_used = now;
+        int64_t pos = tiered_cache_floor_position(ie, offset);
+        k = tiered_cache_chunk_of(ie, pos);
+        for (;;) {
+            struct cache_entry *e = tiered_cache_find_locked(c, seg.id, (int64_t)k);
+            tiered_cache_touch_locked(t, e);
+            if (!e || e->state != CACHE_READY) {
+                status = want_locked(t, p, &seg, e, (int64_t)k, ie->chunk_starts[k], tiered_cache_chunk_end(ie, k), key,
+                                     kafka_error);
+                break;
+            }
+            e->last_used = now;
+            metrics_add(t->metrics.cache_hits, 1);
+            bool passed = false;
+            *kafka_error = tiered_chunk_read(e->fd, e->start, e->size, pos > e->start ? pos : e->start, offset,
+                                             max_bytes, max_offset, out, &passed);
+            status = *kafka_error == KAFKA_ERR_NONE ? TIERED_READ_DONE : TIERED_READ_ERROR;
+            if (status != TIERED_READ_DONE || !passed || k + 1 >= ie->chunk_count)
+                break;
+            k++; /* offset lies further on */
         }
     }
     if (status != TIERED_READ_ERROR) {
         memcpy(p->reading_id, seg.id, 16);
+        p->reading_chunk = (int64_t)k;
         p->reading_known = true;
-        read_ahead_locked(t, p, &seg, next, next_count);
+        if (ie)
+            read_ahead_locked(t, p, &seg, ie, k, next, next_count);
     }
     pthread_mutex_unlock(&c->lock);
     return status;

@@ -65,10 +65,11 @@ struct tiered_partition {
     int32_t leading_epoch;
     int32_t synced_epoch;
     int32_t manifest_epoch;
-    /* Read-ahead (the cache lock): the segment the last fetch was served
-     * from or waited for (never evicted), read-ahead downloads still in
-     * flight, and the bytes of read-ahead segments no fetch reached yet. */
+    /* Read-ahead (the cache lock): the segment and chunk the last fetch was
+     * served from or waited for (never evicted), read-ahead downloads still
+     * in flight, and the bytes of read-ahead chunks no fetch reached yet. */
     uint8_t reading_id[16];
+    int64_t reading_chunk;
     bool reading_known;
     int32_t ahead_loading;
     int64_t ahead_bytes;
@@ -180,11 +181,5 @@ void tiered_delete_partition(struct tiered *t, struct tiered_partition *p);
 /* tiered_fetch.c */
 int tiered_cache_create(struct tiered *t, char *err, size_t errlen);
 void tiered_cache_destroy(struct tiered *t);
-/* Opens the cached copy of seg (downloading it first, waiting at most
- * timeout_ms): *fd (the caller closes it) and *size. Returns
- * KAFKA_ERR_NONE, KAFKA_STORAGE_ERROR (the store failed or holds bad data)
- * or REQUEST_TIMED_OUT. Blocks: not for io threads. */
-int16_t tiered_cache_open(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
-                          int64_t timeout_ms, int *fd, int64_t *size);
 
 #endif

@@ -266,17 +266,17 @@ static void register_metrics(struct tiered_metrics *m)
     m->fetch_errors = metrics_register(METRICS_COUNTER, "cairn_remote_errors_total", "kind=\"fetch\"",
                                        "Failed remote storage operations, by kind");
     m->fetch_requests = metrics_register(METRICS_COUNTER, "cairn_remote_fetch_requests_total", NULL,
-                                         "Segment reads from the remote store");
+                                         "Ranged reads of remote segments (chunks) from the remote store");
     m->fetch_bytes = metrics_register(METRICS_COUNTER, "cairn_remote_fetch_bytes_total", NULL,
                                       "Bytes read from the remote store");
     m->cache_hits = metrics_register(METRICS_COUNTER, "cairn_remote_cache_hits_total", NULL,
-                                     "Remote reads served from the local segment cache");
+                                     "Remote reads that found the index or chunk they needed in the local chunk cache");
     m->cache_misses = metrics_register(METRICS_COUNTER, "cairn_remote_cache_misses_total", NULL,
-                                       "Remote reads that had to fetch from the remote store");
+                                       "Remote reads that queued an index or chunk download from the remote store");
     m->read_ahead_started = metrics_register(METRICS_COUNTER, "cairn_remote_read_ahead_started_total", NULL,
-                                             "Remote segment downloads started ahead of a sequential reader");
+                                             "Remote chunk downloads started ahead of a sequential reader");
     m->read_ahead_hits = metrics_register(METRICS_COUNTER, "cairn_remote_read_ahead_hits_total", NULL,
-                                          "Remote reads that found a read-ahead segment already downloaded");
+                                          "Remote reads that found a read-ahead chunk already downloaded");
     m->copy_lag_segments = metrics_register(METRICS_GAUGE, "cairn_remote_copy_lag_segments", NULL,
                                             "Closed segments below the high watermark not yet copied");
     m->copy_throttle_ms = metrics_register(

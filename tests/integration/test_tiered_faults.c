@@ -11,9 +11,12 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "raw_kafka.h"
@@ -255,11 +258,99 @@ static void test_tiered_store_outage(void **state)
     broker_mark_passed(&st->broker);
 }
 
+/* ListOffsets v10 for one timestamp of partition 0 with TimeoutMs: the
+ * offset, the partition's error in *error and the answer's delay. */
+static int64_t list_offset_v10(const struct tiered_state *st, int64_t spec, int32_t timeout_ms, int16_t *error,
+                               long long *took_ms)
+{
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin_flexible(&w, 2, 10, 9010, "tiered-test");
+    raw_put_i32(&w, -1); /* replica id */
+    raw_put_i8(&w, 0);   /* isolation */
+    raw_put_uvarint(&w, 2);
+    raw_put_compact_string(&w, TOPIC);
+    raw_put_uvarint(&w, 2);
+    raw_put_i32(&w, 0);  /* partition */
+    raw_put_i32(&w, -1); /* current leader epoch */
+    raw_put_i64(&w, spec);
+    raw_put_uvarint(&w, 0); /* partition tags */
+    raw_put_uvarint(&w, 0); /* topic tags */
+    raw_put_i32(&w, timeout_ms);
+    raw_put_uvarint(&w, 0); /* request tags */
+    uint8_t *frame = NULL;
+    struct raw_reader r;
+    long long started = harness_now_ms();
+    assert_int_equal(raw_exchange(broker_port(&st->broker), &w, 9010, true, 60000, &frame, &r), 0);
+    *took_ms = harness_now_ms() - started;
+    (void)raw_get_i32(&r); /* throttle */
+    assert_int_equal(raw_get_uvarint(&r), 2);
+    char name[64];
+    assert_true(raw_get_compact_string(&r, name, sizeof name));
+    assert_int_equal(raw_get_uvarint(&r), 2);
+    assert_int_equal(raw_get_i32(&r), 0);
+    *error = raw_get_i16(&r);
+    (void)raw_get_i64(&r); /* timestamp */
+    int64_t offset = raw_get_i64(&r);
+    free(frame);
+    return offset;
+}
+
+/* A store that does not answer (the segment's object replaced by a FIFO
+ * nobody writes: the plugin's open blocks): ListOffsets by timestamp on a
+ * remote segment waits for the reader thread's download only up to v10's
+ * TimeoutMs and answers REQUEST_TIMED_OUT (7) then, so the request thread
+ * never downloads itself; once the store answers (with a bad object, then
+ * the real one back) the lookup gives the right offset again. */
+static void test_tiered_timestamp_timeout_slow_store(void **state)
+{
+    struct tiered_state *st = *state;
+    start_stamped_round(st);
+    int64_t base = remote_base_holding(st, 1500);
+    char object[1300], moved[1400];
+    remote_segment_file(st, base, object, sizeof object);
+    snprintf(moved, sizeof moved, "%s.away", object);
+    assert_int_equal(rename(object, moved), 0);
+    assert_int_equal(mkfifo(object, 0644), 0);
+
+    int16_t error = 0;
+    long long took = 0;
+    for (int round = 0; round < 2; round++) { /* the second finds the download still stuck */
+        assert_int_equal(list_offset_v10(st, st->ts_base + 10 * (base + 3), 2000, &error, &took), -1);
+        assert_int_equal(error, 7); /* REQUEST_TIMED_OUT */
+        fprintf(stderr, "timed out after %lld ms (TimeoutMs 2000)\n", took);
+        assert_true(took >= 1500);
+        assert_true(took < 20000); /* not held by the stuck download */
+    }
+
+    /* The store answers: an empty object (fails its check), then the real
+     * one back; the lookup is served once the retry delay passed. */
+    long long deadline = harness_now_ms() + 30000;
+    int writer = -1;
+    while ((writer = open(object, O_WRONLY | O_NONBLOCK)) < 0 && errno == ENXIO && harness_now_ms() < deadline)
+        usleep(50 * 1000);
+    assert_true(writer >= 0);
+    assert_int_equal(close(writer), 0);
+    assert_int_equal(unlink(object), 0);
+    assert_int_equal(rename(moved, object), 0);
+    deadline = harness_now_ms() + 30000;
+    int64_t got = -1;
+    while (harness_now_ms() < deadline) {
+        got = list_offset_v10(st, st->ts_base + 10 * (base + 3), 30000, &error, &took);
+        if (error == 0 && got == base + 3)
+            break;
+        usleep(200 * 1000);
+    }
+    assert_int_equal(got, base + 3);
+    broker_mark_passed(&st->broker);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_tiered_bad_remote_object, tiered_setup, tiered_teardown),
         cmocka_unit_test_setup_teardown(test_tiered_store_outage, tiered_setup, tiered_teardown),
+        cmocka_unit_test_setup_teardown(test_tiered_timestamp_timeout_slow_store, tiered_setup, tiered_teardown),
     };
     /* CAIRN_TEST_FILTER=<glob> runs only the matching tests (by hand). */
     if (getenv("CAIRN_TEST_FILTER"))

@@ -7,7 +7,8 @@
  * is there whole. Also: ListOffsets -2/-4/-5, DeleteRecords into the remote
  * part, read_committed over remote aborted transactions, topic deletion
  * removing the remote segments, ListOffsets by timestamp across remote
- * segments, and read-ahead for a sequential reader. A corrupt or missing
+ * segments, read-ahead for a sequential reader, and a large segment read
+ * in chunks (a fetch downloads only the chunk it needs). A corrupt or missing
  * remote object and a store outage are in test_tiered_faults.c. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -217,6 +218,88 @@ static void test_tiered_read_ahead(void **state)
     broker_mark_passed(&st->broker);
 }
 
+#define CHUNK_BYTES (256 * 1024)
+#define FETCH_BYTES "cairn_remote_fetch_bytes_total"
+
+/* The partition's topic id, from its remote folder's name. */
+static void remote_topic_id(const struct tiered_state *st, uint8_t id[16])
+{
+    char dir[1200];
+    assert_true(remote_partition_dir(st, dir, sizeof dir));
+    const char *hex = strrchr(dir, '/') + 1;
+    assert_int_equal(strlen(hex), 32);
+    for (int i = 0; i < 16; i++) {
+        unsigned byte = 0;
+        assert_int_equal(sscanf(hex + 2 * i, "%2x", &byte), 1);
+        id[i] = (uint8_t)byte;
+    }
+}
+
+/* A 4 MiB remote segment read in 256 KiB chunks: a fetch at offset 0
+ * downloads about one chunk (remote.log.chunk.size.bytes), not the whole
+ * segment; so does a ListOffsets by timestamp in the middle of it (the
+ * time and offset indexes say which chunk); a consumer from 0 then reads
+ * every record byte for byte, and with read-ahead the next chunks of the
+ * same segment are found ready. */
+static void test_tiered_chunked_read(void **state)
+{
+    struct tiered_state *st = *state;
+    char chunk_kv[64];
+    snprintf(chunk_kv, sizeof chunk_kv, "remote.log.chunk.size.bytes=%d", CHUNK_BYTES);
+    start_tiered_with(st, TOPIC,
+                      (const char *const[]){chunk_kv, "remote.log.index.file.cache.total.size.bytes=67108864",
+                                            "remote.log.read.ahead.segments=0", NULL},
+                      "4194304");
+    st->ts_base = day_old_ms(); /* record i stamped ts_base + 10 * i */
+    produce_round(st, 40000);   /* about 5 MiB: the first segment rolls and is copied */
+    wait_tiered(st, 1, 1);
+    assert_true(list_offset_v9(st, -4) > 0);
+    assert_int_equal(metric_value(st, FETCH_BYTES), 0);
+
+    /* One fetch from 0 (retried while the chunk downloads). */
+    uint8_t id[16];
+    remote_topic_id(st, id);
+    struct raw_session s = {.fd = raw_connect(broker_port(&st->broker), 5000), .correlation = 1};
+    assert_true(s.fd >= 0);
+    struct raw_fetch_answer a;
+    long long deadline = harness_now_ms() + 30000;
+    do {
+        raw_fetch_v17(&s, id, 0, false, &a);
+        assert_int_equal(a.error, 0);
+    } while (a.data_records == 0 && harness_now_ms() < deadline);
+    close(s.fd);
+    assert_true(a.data_records > 0);
+    int64_t downloaded = metric_value(st, FETCH_BYTES);
+    fprintf(stderr, "a fetch at 0 downloaded %lld bytes of a 4 MiB segment\n", (long long)downloaded);
+    assert_true(downloaded > 0);
+    assert_true(downloaded < 2 * CHUNK_BYTES); /* a chunk and at most one batch past its mark */
+    assert_int_equal(metric_value(st, "cairn_remote_fetch_requests_total"), 1);
+
+    /* By timestamp, mid-segment: the chunk holding the answer. */
+    int64_t middle = list_offset_v9(st, -4) / 2;
+    assert_int_equal(list_offset_v9(st, st->ts_base + 10 * middle), middle);
+    assert_int_equal(list_offset_v9(st, st->ts_base + 10 * middle - 5), middle);
+    int64_t by_timestamp = metric_value(st, FETCH_BYTES) - downloaded;
+    fprintf(stderr, "a timestamp lookup at offset %lld downloaded %lld bytes\n", (long long)middle,
+            (long long)by_timestamp);
+    /* One chunk; two when the answer's batch is the first of the next
+     * chunk (the indexes cannot tell): never the 4 MiB segment. */
+    assert_true(by_timestamp > 0);
+    assert_true(by_timestamp < 3 * CHUNK_BYTES);
+    assert_true(metric_value(st, "cairn_remote_fetch_requests_total") <= 3);
+
+    consume_all_from_zero(st);
+
+    /* Read-ahead over chunks: the next chunks of the segment come ready. */
+    broker_stop(&st->broker);
+    broker_add_override(&st->broker, "remote.log.read.ahead.segments=2");
+    broker_restart(&st->broker);
+    consume_all_from_zero(st);
+    assert_true(metric_value(st, "cairn_remote_read_ahead_started_total") > 0);
+    assert_true(metric_value(st, "cairn_remote_read_ahead_hits_total") > 0);
+    broker_mark_passed(&st->broker);
+}
+
 #define TXN_TOPIC "tiered-txn"
 #define TXN_ROUNDS 60
 #define TXN_RECORDS 40
@@ -348,6 +431,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_tiered_read_restart_and_kill, tiered_setup, tiered_teardown),
         cmocka_unit_test_setup_teardown(test_tiered_read_ahead, tiered_setup, tiered_teardown),
+        cmocka_unit_test_setup_teardown(test_tiered_chunked_read, tiered_setup, tiered_teardown),
         cmocka_unit_test_setup_teardown(test_tiered_read_committed, tiered_setup, tiered_teardown),
         cmocka_unit_test_setup_teardown(test_tiered_offsets_by_timestamp, tiered_setup, tiered_teardown),
     };

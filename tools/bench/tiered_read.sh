@@ -12,7 +12,10 @@
 # one with an empty segment cache (cold), then per round the untiered one
 # (the local log) and the tiered one again (warm cache), alternating; then
 # cold reads again on restarted brokers (the cache starts empty), without
-# read-ahead (remote.log.read.ahead.segments=0) and with it, alternating.
+# read-ahead (remote.log.read.ahead.segments=0) and with it, alternating;
+# then per round one Fetch from offset 0 on a restarted broker without
+# read-ahead (first_fetch.py): the cold first-fetch latency and the bytes
+# downloaded for it, beside the same Fetch of the local topic.
 # Prints per-round MB/s (from the first record to the last: librdkafka may
 # wait up to 0.5 s before its first ListOffsets, which would swamp a read of
 # a second or less), medians, ratios to the local read and the median time
@@ -218,6 +221,19 @@ run_backend() {
         consume on-1 "$name-cold-ahead-$((r + 1))"
         stop_broker
     done
+    # One Fetch from offset 0 on a restarted broker (cold cache, no
+    # read-ahead so the bytes downloaded are the fetch's own): how long until
+    # its answer, and what the broker downloaded for it; then the same Fetch
+    # of the local topic.
+    ahead=0
+    for r in $(seq "$rounds"); do
+        start_broker "$name" "$@"
+        note "$name: first fetch, cold $r"
+        python3 "$here/first_fetch.py" "127.0.0.1:$port" on-1 >"$out/$name-first-remote-$r.json"
+        echo "$name first_fetch_downloaded_bytes_$r $(metric cairn_remote_fetch_bytes_total)" >>"$out/metrics.txt"
+        python3 "$here/first_fetch.py" "127.0.0.1:$port" off-1 >"$out/$name-first-local-$r.json"
+        stop_broker
+    done
 }
 
 : >"$out/metrics.txt"
@@ -270,6 +286,12 @@ for b in backends:
         print(f"  consume {label:<28} MB/s {', '.join(f'{x:.0f}' for x in v)} [{med(v):.0f}]"
               f"  ratio to local {med(v) / local:.2f}  first record {first:.0f} ms"
               f"  from assignment [{med(mbs(names)):.0f}] MB/s")
+    for kind in ("remote", "local"):
+        ff = [load(f"{b}-first-{kind}-{r}") for r in range(1, rounds + 1)]
+        label = "remote (cold)" if kind == "remote" else "local"
+        cells = ", ".join("%.0f" % x["ms"] for x in ff)
+        print(f"  first Fetch from 0, {label:<14} ms {cells} [{med(x['ms'] for x in ff):.0f}]"
+              f"  record bytes {med(x['record_bytes'] for x in ff):.0f}")
 print(open(f"{out}/metrics.txt").read(), end="")
 PY
 echo "reports in $out" >&2
