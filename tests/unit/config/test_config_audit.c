@@ -70,6 +70,7 @@ static const struct implemented_key implemented[] = {
     {"remote.log.manager.thread.pool.size", "tests/integration/test_tiered_storage.c"},
     {"remote.log.reader.threads", "tests/integration/test_tiered_storage.c"},
     {"remote.log.read.ahead.segments", "tests/integration/test_tiered_storage.c"},
+    {"remote.log.chunk.size.bytes", "tests/integration/test_tiered_storage.c"},
     {"remote.fetch.max.wait.ms", "tests/integration/test_tiered_storage.c"},
     {"remote.log.index.file.cache.total.size.bytes", "tests/integration/test_tiered_storage.c"},
     {"remote.log.manager.copy.max.bytes.per.second", "tests/integration/test_tiered_quota.c"},
