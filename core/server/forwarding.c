@@ -402,6 +402,8 @@ static void create_done(struct net_client_result *result, void *ctx)
             snprintf(message, sizeof message,
                      "the Envelope was refused: this broker has no CLUSTER_ACTION on the "
                      "cluster at the controller");
+        else if (error == KAFKA_ERR_NOT_CONTROLLER)
+            snprintf(message, sizeof message, "the Envelope was refused: not the active controller");
     } else if (resp) {
         /* The inner answer: CreateTopics v4, response header v0. */
         struct kafka_reader r;

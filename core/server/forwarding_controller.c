@@ -1,8 +1,10 @@
 /* The controller's side of forwarding (KIP-590): an Envelope from a
  * broker, its inner request run through the same API handler a broker
  * runs, as the principal the broker authenticated, and the encoded answer
- * returned inside the EnvelopeResponse. The broker's side, which wraps and
- * sends the requests, is forwarding.c. */
+ * returned inside the EnvelopeResponse. A controller that is not the
+ * active one answers the Envelope itself with NOT_CONTROLLER, as Kafka's
+ * does. The broker's side, which wraps and sends the requests (and sends
+ * them again on NOT_CONTROLLER), is forwarding.c. */
 #include "server/forwarding.h"
 #include "server/forwarding_internal.h"
 
@@ -13,6 +15,7 @@
 
 #include "handlers/handler_util.h"
 #include "handlers/handlers.h"
+#include "metadata/metadata_store.h"
 #include "plugin/plugin_host.h"
 #include "protocol/generated/api_table.h"
 #include "protocol/generated/envelope_request.h"
@@ -161,6 +164,13 @@ static bool sender_may_forward(struct controller_forwarding *f, struct net_reque
     return allowed;
 }
 
+/* A leader still applying its log counts as active: its operations wait
+ * for the log (metadata_controller_lock) rather than refuse. */
+static bool controller_active(const struct controller_forwarding *f)
+{
+    return metadata_store_is_controller(f->env.metadata) || metadata_store_catching_up(f->env.metadata);
+}
+
 void controller_forwarding_serve(void *arg, struct net_request *req)
 {
     struct controller_forwarding *f = arg;
@@ -196,6 +206,12 @@ void controller_forwarding_serve(void *arg, struct net_request *req)
                     req->principal_type ? req->principal_type : "User",
                     req->principal_name ? req->principal_name : "ANONYMOUS");
         out.error_code = KAFKA_ERR_CLUSTER_AUTHORIZATION_FAILED;
+    } else if (!controller_active(f)) {
+        /* As Kafka: the Envelope itself is refused, its request not run,
+         * so the forwarding broker sends it again to the new leader
+         * instead of handing the client the inner NOT_CONTROLLER. */
+        logger_debug(LOG, "Envelope from %s refused: this node is not the active controller", req->peer);
+        out.error_code = KAFKA_ERR_NOT_CONTROLLER;
     } else if (run_inner(f, &in, req->peer, &inner) == 0 && !inner.failed && kafka_writer_flatten(&inner) == 0)
         out.response_data = (struct kafka_bytes){inner.buf, (int32_t)inner.len};
     else
