@@ -221,8 +221,17 @@ enum handler_result handle_describe_topic_partitions(struct request_context *ctx
     int32_t n = 0, denied_count = 0;
     for (int32_t i = 0; i < name_count; i++) {
         struct kafka_str name = names[i];
+        /* Authorized before the limit is looked at, so a cursor never names
+         * a topic the principal may not describe (Kafka filters first).
+         * Implicit when listing every topic: a denied one is left out. */
+        if (!handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC, name, !all_topics)) {
+            if (!all_topics)
+                denied[denied_count++] = i;
+            continue;
+        }
         if (remaining == 0) {
-            /* The limit was reached at a topic's end: resume at this one. */
+            /* The limit was reached at a topic's end: resume at this one,
+             * which Kafka names even when it does not exist. */
             resp->next_cursor = kafka_arena_alloc(&ctx->arena, sizeof *resp->next_cursor);
             if (!resp->next_cursor)
                 goto out;
@@ -230,12 +239,6 @@ enum handler_result handle_describe_topic_partitions(struct request_context *ctx
             resp->next_cursor->topic_name = name;
             resp->next_cursor->partition_index = 0;
             break;
-        }
-        /* Implicit when listing every topic: a denied one is just left out. */
-        if (!handler_authorize_name(ctx, CAIRN_OP_DESCRIBE, CAIRN_RESOURCE_TOPIC, name, !all_topics)) {
-            if (!all_topics)
-                denied[denied_count++] = i;
-            continue;
         }
         const struct metadata_topic *topic = metadata_image_topic_by_name(img, name.data, (size_t)name.len);
         dtp_topic *out = &resp->topics[n];

@@ -1,8 +1,10 @@
 /* DescribeTopicPartitions (KIP-966) against three cairnd nodes: each
  * partition's leader, replicas and ISR as the controller placed them (and
  * as Metadata says), topics in name order with an unknown one answered
- * UNKNOWN_TOPIC_OR_PARTITION, and paging by ResponsePartitionLimit with
- * the cursor across topics, as Kafka's broker pages. */
+ * UNKNOWN_TOPIC_OR_PARTITION, a topic the authorizer hides answered
+ * TOPIC_AUTHORIZATION_FAILED (and never named by a cursor), and paging by
+ * ResponsePartitionLimit with the cursor across topics, as Kafka's broker
+ * pages. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,11 +25,11 @@
  * ALTER_CONFIGS: every topic operation, as answered without an authorizer. */
 #define ALL_TOPIC_OPS ((1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11))
 
-static void create_rf3(struct cluster *c, const char *name, int partitions)
+static void create_rf(struct cluster *c, const char *name, int partitions, int16_t rf)
 {
     long long deadline = harness_now_ms() + 60000;
     for (int node = 1;; node = node % N + 1) {
-        int16_t err = create_topic_rf(c, node, name, partitions, 3);
+        int16_t err = create_topic_rf(c, node, name, partitions, rf);
         if (err == KAFKA_ERR_NONE || err == KAFKA_ERR_TOPIC_ALREADY_EXISTS)
             return;
         if (harness_now_ms() > deadline)
@@ -101,9 +103,14 @@ static void test_describe_and_page(void **state)
 {
     (void)state;
     struct cluster c;
-    replicated_cluster_start(&c, CLUSTER_ID, NULL);
-    create_rf3(&c, "dtp-a", 3);
-    create_rf3(&c, "dtp-b", 2);
+    /* The test authorizer denies every operation on dtp-secret. */
+    const char *authz[] = {"plugin.path=" TEST_PLUGIN_DIR, "plugins=test_authz",
+                           "plugin.test_authz.deny.topics=dtp-secret", NULL};
+    replicated_cluster_start(&c, CLUSTER_ID, authz);
+    /* First: a node that has dtp-a and dtp-b has it too (one log). */
+    create_rf(&c, "dtp-secret", 1, 1);
+    create_rf(&c, "dtp-a", 3, 3);
+    create_rf(&c, "dtp-b", 2, 3);
     /* Every node asked below must have both topics first. */
     wait_in_sync(&c, 1);
     wait_in_sync(&c, 3);
@@ -169,9 +176,23 @@ static void test_describe_and_page(void **state)
 
     /* Every topic (none named), from the cursor on. */
     assert_true(describe_topic_partitions(c.client, 3, NULL, 4, "dtp-a", 1, &v));
-    assert_int_equal(v.topic_count, 2);
     expect_page(&v, "dtp-a", 1, 2);
     expect_page(&v, "dtp-b", 0, 2);
+    /* The limit is spent at dtp-b's end; dtp-secret is next but hidden. */
+    assert_int_equal(v.topic_count, 2);
+    expect_cursor(&v, NULL, 0);
+
+    /* A denied topic comes after the others, with no id or partitions. */
+    const char *with_denied[] = {"dtp-secret", "dtp-a", NULL};
+    assert_true(describe_topic_partitions(c.client, 1, with_denied, 2000, NULL, 0, &v));
+    assert_int_equal(v.topic_count, 2);
+    assert_string_equal(v.topics[0].name, "dtp-a");
+    assert_int_equal(v.topics[0].error_code, KAFKA_ERR_NONE);
+    assert_int_equal(v.topics[0].authorized_operations, ALL_TOPIC_OPS);
+    assert_string_equal(v.topics[1].name, "dtp-secret");
+    assert_int_equal(v.topics[1].error_code, KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED);
+    assert_int_equal(v.topics[1].partition_count, 0);
+    assert_int_equal(v.topics[1].authorized_operations, INT32_MIN);
 
     /* A cursor on a topic the request does not name. */
     const char *only_b[] = {"dtp-b", NULL};
