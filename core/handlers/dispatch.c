@@ -63,6 +63,7 @@ static const struct api_handler_entry handler_table[] = {
     {61, 0, 0, handle_describe_producers},
     {65, 0, 0, handle_describe_transactions},
     {66, 0, 1, handle_list_transactions},
+    {75, 0, 0, handle_describe_topic_partitions},
 };
 
 const struct api_handler_entry *handlers_table(int *count)

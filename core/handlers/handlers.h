@@ -161,5 +161,6 @@ enum handler_result handle_describe_client_quotas(struct request_context *, void
 enum handler_result handle_alter_client_quotas(struct request_context *, void *, void *);
 enum handler_result handle_delete_records(struct request_context *, void *, void *);
 enum handler_result handle_describe_log_dirs(struct request_context *, void *, void *);
+enum handler_result handle_describe_topic_partitions(struct request_context *, void *, void *);
 
 #endif

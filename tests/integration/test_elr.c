@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "cluster_harness.h"
+#include "dtp_view.h"
 #include "rk_helpers.h"
 
 #include <signal.h>
@@ -87,6 +88,32 @@ static void wait_isr_alone(struct cluster *c, int node, int32_t only)
     }
 }
 
+/* DescribeTopicPartitions at node shows elr-0 with ISR {isr_only} and, with
+ * ELR on, the replica dropped below min.insync.replicas as its ELR
+ * (elr_member); -1: an empty ELR. */
+static void expect_elr_described(struct cluster *c, int node, int32_t isr_only, int32_t elr_member)
+{
+    const char *topics[] = {"elr", NULL};
+    long long deadline = harness_now_ms() + 30000;
+    for (;;) {
+        struct dtp_view v;
+        if (describe_topic_partitions(c->client, node, topics, 2000, NULL, 0, &v) && v.topic_count == 1 &&
+            v.topics[0].partition_count == 1) {
+            const struct dtp_partition *p = &v.topics[0].p[0];
+            bool elr_as_expected = elr_member < 0 ? p->elr_count == 0 : p->elr_count == 1 && p->elr[0] == elr_member;
+            if (p->isr_count == 1 && p->isr[0] == isr_only && elr_as_expected) {
+                assert_int_equal(p->replica_count, 2);
+                assert_int_equal(p->last_known_elr_count, 0);
+                return;
+            }
+        }
+        if (harness_now_ms() > deadline)
+            fail_msg("DescribeTopicPartitions at %d: elr-0 never had ISR {%d} and ELR {%d}", node, (int)isr_only,
+                     (int)elr_member);
+        usleep(200 * 1000);
+    }
+}
+
 /* The offset node's replication-offset-checkpoint holds for elr 0, -1
  * when the file or the line is missing. */
 static long long checkpointed(const struct test_broker *b)
@@ -130,6 +157,7 @@ static int32_t lose_leader_after_shrink(struct cluster *c, bool elr, int32_t *ob
     /* B paused past replica.lag.time.max.ms: A drops it from the ISR. */
     assert_int_equal(kill(c->nodes[b - 1].pid, SIGSTOP), 0);
     wait_isr_alone(c, other, a);
+    expect_elr_described(c, other, a, elr ? b : -1);
     /* An acks=1 record to A alone: KIP-966 holds the high watermark below
      * min.insync.replicas; without ELR it moves (A is the whole ISR). */
     const char *acks1[] = {"enable.idempotence", "false", "acks", "1", NULL};
