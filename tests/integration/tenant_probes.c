@@ -703,6 +703,29 @@ static int build_list_transactions(struct kafka_writer *w, int16_t v, const stru
     return list_transactions_request_encode(&m, w, v);
 }
 
+/* DescribeTopicPartitions of one named topic. */
+static int build_describe_topic_partitions(struct kafka_writer *w, int16_t v, const struct names *n)
+{
+    struct describe_topic_partitions_request_topic_request topic;
+    describe_topic_partitions_request_topic_request_init(&topic);
+    topic.name = str(n->topic);
+    struct describe_topic_partitions_request m;
+    describe_topic_partitions_request_init(&m);
+    m.topics = &topic;
+    m.topics_count = 1;
+    return describe_topic_partitions_request_encode(&m, w, v);
+}
+
+/* DescribeTopicPartitions of every topic (an empty list). */
+static int build_describe_topic_partitions_all(struct kafka_writer *w, int16_t v, const struct names *n)
+{
+    (void)n;
+    struct describe_topic_partitions_request m;
+    describe_topic_partitions_request_init(&m);
+    m.topics_count = 0;
+    return describe_topic_partitions_request_encode(&m, w, v);
+}
+
 const struct tenant_probe tenant_probes[] = {
     {0, 8, KIND_TOPIC, build_produce, THROTTLE_LAST, 0, KIND_LISTING},
     {1, 12, KIND_TOPIC, build_fetch, 0, 0, KIND_LISTING},
@@ -762,6 +785,8 @@ const struct tenant_probe tenant_probes[] = {
     {47, 0, KIND_TOPIC, build_offset_delete, 2, 0, KIND_LISTING},
     {61, 0, KIND_TOPIC, build_describe_producers, 0, 0, KIND_LISTING},
     {65, 0, KIND_TXN, build_describe_transactions, 0, 0, KIND_LISTING},
+    {75, 0, KIND_TOPIC, build_describe_topic_partitions, 0, 0, KIND_LISTING},
+    {75, 0, KIND_LISTING, build_describe_topic_partitions_all, 0, PROBE_OWN_LISTED, KIND_TOPIC},
     {66, 1, KIND_LISTING, build_list_transactions, 0, PROBE_OWN_LISTED, KIND_TXN},
     /* Last: were it to leak, it would delete the other tenant's topic. */
     {20, 6, KIND_TOPIC_ID, build_delete_topics, 0, 0, KIND_LISTING},
