@@ -472,3 +472,20 @@ bool cluster_any_logged(const struct cluster *c, const char *needle)
             return true;
     return false;
 }
+
+void cluster_pick_voters(int n, int *ports, char *voters_kv, size_t len)
+{
+    size_t used = (size_t)snprintf(voters_kv, len, "controller.quorum.voters=");
+    for (int i = 0; i < n; i++) {
+        bool taken;
+        do {
+            ports[i] = harness_free_port();
+            taken = false;
+            for (int j = 0; j < i; j++)
+                taken = taken || ports[j] == ports[i];
+        } while (taken);
+        used += (size_t)snprintf(voters_kv + used, used < len ? len - used : 0, "%s%d@127.0.0.1:%d", i ? "," : "",
+                                 i + 1, ports[i]);
+    }
+    assert_true(used < len);
+}

@@ -90,6 +90,9 @@ int client_describe_quorum(struct net_client *client, int node, int timeout_ms, 
 struct view client_wait_view(struct net_client *client, int node, unsigned want, const char *topic, int partitions,
                              int timeout_ms);
 
+/* n distinct free loopback ports in ports[] for controllers with node ids
+ * 1..n, and voters_kv = "controller.quorum.voters=1@127.0.0.1:P1,...". */
+void cluster_pick_voters(int n, int *ports, char *voters_kv, size_t len);
 void cluster_start(struct cluster *c, const struct cluster_options *o);
 
 /* The replication tests' cluster: slow elections, sessions that outlast a

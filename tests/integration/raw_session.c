@@ -357,3 +357,50 @@ void raw_broker_fixture_stop(struct raw_broker_fixture *f)
     f->session.fd = -1;
     broker_cleanup(&f->broker);
 }
+
+int16_t raw_envelope_create_topic(int port, const char *topic, const char *client_id, uint64_t *response_len)
+{
+    struct raw_writer inner;
+    raw_writer_init(&inner);
+    raw_frame_begin_flexible(&inner, 19, 7, 1, client_id);
+    raw_put_compact_array_len(&inner, 1);
+    raw_put_compact_string(&inner, topic);
+    raw_put_i32(&inner, 1);
+    raw_put_i16(&inner, -1);
+    raw_put_compact_array_len(&inner, 0);
+    raw_put_compact_array_len(&inner, 0);
+    raw_put_uvarint(&inner, 0);
+    raw_put_i32(&inner, 20000);
+    raw_put_i8(&inner, 0);
+    raw_put_uvarint(&inner, 0);
+    raw_frame_finish(&inner);
+    /* Kafka's principal serde: version 0, type, name, token flag, no tags. */
+    struct raw_writer principal;
+    raw_writer_init(&principal);
+    raw_put_i16(&principal, 0);
+    raw_put_compact_string(&principal, "User");
+    raw_put_compact_string(&principal, "admin");
+    raw_put_i8(&principal, 0);
+    raw_put_uvarint(&principal, 0);
+    struct raw_session s = {.fd = raw_connect(port, 10000)};
+    assert_true(s.fd >= 0);
+    struct raw_writer w;
+    raw_session_begin(&s, &w, 58, 0);
+    raw_put_compact_bytes(&w, inner.data + 4, inner.len - 4); /* without the size */
+    raw_put_compact_bytes(&w, principal.data, principal.len);
+    raw_put_compact_bytes(&w, "\x7f\0\0\x01", 4);
+    raw_put_uvarint(&w, 0);
+    raw_writer_free(&inner);
+    raw_writer_free(&principal);
+    struct raw_reader r;
+    uint8_t *frame = raw_session_roundtrip(&s, &w, &r, true);
+    close(s.fd);
+    uint64_t len = raw_get_uvarint(&r); /* compact nullable bytes: length + 1 */
+    raw_skip(&r, len > 0 ? (size_t)len - 1 : 0);
+    int16_t err = raw_get_i16(&r);
+    assert_false(r.overflow);
+    free(frame);
+    if (response_len)
+        *response_len = len;
+    return err;
+}

@@ -49,6 +49,12 @@ void raw_session_begin(struct raw_session *s, struct raw_writer *w, int16_t api,
 /* Finishes, sends and frees w, then reads the answer; r reads its body past
  * the response header. Returns the frame to free. */
 uint8_t *raw_session_roundtrip(struct raw_session *s, struct raw_writer *w, struct raw_reader *r, bool flexible_header);
+/* An Envelope (v0) sent on a new connection to the listener at port, as a
+ * forwarding broker sends it: a CreateTopics v7 of `topic` (one partition,
+ * client id `client_id`) on behalf of User:admin from 127.0.0.1. Returns
+ * the Envelope's ErrorCode; *response_len (may be NULL) gets its Response
+ * field's compact length (0: null, else length + 1). */
+int16_t raw_envelope_create_topic(int port, const char *topic, const char *client_id, uint64_t *response_len);
 /* Frees the frame and fails the test unless r read it exactly. */
 void raw_session_finish_read(struct raw_reader *r, uint8_t *frame);
 

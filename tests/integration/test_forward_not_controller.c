@@ -35,20 +35,8 @@ struct controllers {
 static void controllers_start(struct controllers *c)
 {
     memset(c, 0, sizeof *c);
-    char voters[256] = "";
-    for (int i = 0; i < NC; i++) {
-        bool taken;
-        do {
-            c->cports[i] = harness_free_port();
-            taken = false;
-            for (int j = 0; j < i; j++)
-                taken = taken || c->cports[j] == c->cports[i];
-        } while (taken);
-        size_t used = strlen(voters);
-        snprintf(voters + used, sizeof voters - used, "%s%d@127.0.0.1:%d", i ? "," : "", i + 1, c->cports[i]);
-    }
     char voters_kv[300];
-    snprintf(voters_kv, sizeof voters_kv, "controller.quorum.voters=%s", voters);
+    cluster_pick_voters(NC, c->cports, voters_kv, sizeof voters_kv);
     for (int i = 0; i < NC; i++) {
         char listeners[96], node_id[32];
         snprintf(listeners, sizeof listeners, "listeners=CONTROLLER://127.0.0.1:%d", c->cports[i]);
@@ -109,50 +97,12 @@ struct envelope_answer {
     uint64_t response_len; /* compact nullable bytes: 0 for null, else length + 1 */
 };
 
-/* An Envelope (v0) sent straight to the controller listener at cport,
- * carrying a CreateTopics v7 of topic as User:admin. */
+/* An Envelope sent straight to the controller listener at cport, carrying a
+ * CreateTopics of topic as User:admin. */
 static struct envelope_answer raw_envelope_create(int cport, const char *topic)
 {
-    struct raw_writer inner;
-    raw_writer_init(&inner);
-    raw_frame_begin_flexible(&inner, 19, 7, 1, "forwarder");
-    raw_put_compact_array_len(&inner, 1);
-    raw_put_compact_string(&inner, topic);
-    raw_put_i32(&inner, 1);
-    raw_put_i16(&inner, -1);
-    raw_put_compact_array_len(&inner, 0);
-    raw_put_compact_array_len(&inner, 0);
-    raw_put_uvarint(&inner, 0);
-    raw_put_i32(&inner, 20000);
-    raw_put_i8(&inner, 0);
-    raw_put_uvarint(&inner, 0);
-    raw_frame_finish(&inner);
-    /* Kafka's principal serde: version 0, type, name, token flag, no tags. */
-    struct raw_writer principal;
-    raw_writer_init(&principal);
-    raw_put_i16(&principal, 0);
-    raw_put_compact_string(&principal, "User");
-    raw_put_compact_string(&principal, "admin");
-    raw_put_i8(&principal, 0);
-    raw_put_uvarint(&principal, 0);
-    struct raw_session s = {.fd = raw_connect(cport, 10000)};
-    assert_true(s.fd >= 0);
-    struct raw_writer w;
-    raw_session_begin(&s, &w, 58, 0);
-    raw_put_compact_bytes(&w, inner.data + 4, inner.len - 4); /* without the size */
-    raw_put_compact_bytes(&w, principal.data, principal.len);
-    raw_put_compact_bytes(&w, "\x7f\0\0\x01", 4);
-    raw_put_uvarint(&w, 0);
-    raw_writer_free(&inner);
-    raw_writer_free(&principal);
-    struct raw_reader r;
-    uint8_t *frame = raw_session_roundtrip(&s, &w, &r, true);
-    close(s.fd);
-    struct envelope_answer a = {.response_len = raw_get_uvarint(&r)};
-    raw_skip(&r, a.response_len > 0 ? (size_t)a.response_len - 1 : 0);
-    a.error = raw_get_i16(&r);
-    assert_false(r.overflow);
-    free(frame);
+    struct envelope_answer a;
+    a.error = raw_envelope_create_topic(cport, topic, "forwarder", &a.response_len);
     return a;
 }
 

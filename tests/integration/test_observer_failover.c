@@ -40,20 +40,8 @@ struct failover_cluster {
 static void failover_start(struct failover_cluster *c)
 {
     memset(c, 0, sizeof *c);
-    char voters[256] = "";
-    for (int i = 0; i < NC; i++) {
-        bool taken;
-        do {
-            c->cports[i] = harness_free_port();
-            taken = false;
-            for (int j = 0; j < i; j++)
-                taken = taken || c->cports[j] == c->cports[i];
-        } while (taken);
-        size_t used = strlen(voters);
-        snprintf(voters + used, sizeof voters - used, "%s%d@127.0.0.1:%d", i ? "," : "", i + 1, c->cports[i]);
-    }
     char voters_kv[300];
-    snprintf(voters_kv, sizeof voters_kv, "controller.quorum.voters=%s", voters);
+    cluster_pick_voters(NC, c->cports, voters_kv, sizeof voters_kv);
     for (int i = 0; i < NC; i++) {
         char listeners[96], node_id[32];
         snprintf(listeners, sizeof listeners, "listeners=CONTROLLER://127.0.0.1:%d", c->cports[i]);

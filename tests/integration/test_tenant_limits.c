@@ -425,53 +425,6 @@ static void test_controller_only_node_loads_plugins(void **state)
     broker_cleanup(&controller);
 }
 
-/* An Envelope (v0) sent straight to the controller listener at cport as
- * User:ANONYMOUS, carrying a CreateTopics v7 of topic: its error. */
-static int16_t raw_envelope_create(int cport, const char *topic)
-{
-    struct raw_writer inner;
-    raw_writer_init(&inner);
-    raw_frame_begin_flexible(&inner, 19, 7, 1, "forger");
-    raw_put_compact_array_len(&inner, 1);
-    raw_put_compact_string(&inner, topic);
-    raw_put_i32(&inner, 1);
-    raw_put_i16(&inner, -1);
-    raw_put_compact_array_len(&inner, 0);
-    raw_put_compact_array_len(&inner, 0);
-    raw_put_uvarint(&inner, 0);
-    raw_put_i32(&inner, 20000);
-    raw_put_i8(&inner, 0);
-    raw_put_uvarint(&inner, 0);
-    raw_frame_finish(&inner);
-    /* Kafka's principal serde: version 0, type, name, token flag, no tags. */
-    struct raw_writer principal;
-    raw_writer_init(&principal);
-    raw_put_i16(&principal, 0);
-    raw_put_compact_string(&principal, "User");
-    raw_put_compact_string(&principal, "admin");
-    raw_put_i8(&principal, 0);
-    raw_put_uvarint(&principal, 0);
-    struct raw_session s = {.fd = raw_connect(cport, 10000)};
-    assert_true(s.fd >= 0);
-    struct raw_writer w;
-    raw_session_begin(&s, &w, 58, 0);
-    raw_put_compact_bytes(&w, inner.data + 4, inner.len - 4); /* without the size */
-    raw_put_compact_bytes(&w, principal.data, principal.len);
-    raw_put_compact_bytes(&w, "\x7f\0\0\x01", 4);
-    raw_put_uvarint(&w, 0);
-    raw_writer_free(&inner);
-    raw_writer_free(&principal);
-    struct raw_reader r;
-    uint8_t *frame = raw_session_roundtrip(&s, &w, &r, true);
-    close(s.fd);
-    uint64_t data_len = raw_get_uvarint(&r); /* compact nullable bytes: length + 1 */
-    raw_skip(&r, data_len > 0 ? (size_t)data_len - 1 : 0);
-    int16_t err = raw_get_i16(&r);
-    assert_false(r.overflow);
-    free(frame);
-    return err;
-}
-
 /* As in Kafka, only a sender with CLUSTER_ACTION on the cluster may send
  * Envelopes: here the controller listener's User:ANONYMOUS has none. */
 static void test_envelope_needs_cluster_action(void **state)
@@ -497,7 +450,7 @@ static void test_envelope_needs_cluster_action(void **state)
     broker_spawn_on_port(&controller, cport, ctrl);
     broker_wait_ready(&controller);
     /* The inner principal (a super user) does not matter: the sender does. */
-    assert_int_equal(raw_envelope_create(cport, "forged"), 31 /* CLUSTER_AUTHORIZATION_FAILED */);
+    assert_int_equal(raw_envelope_create_topic(cport, "forged", "forger", NULL), 31 /* CLUSTER_AUTHORIZATION_FAILED */);
     assert_true(broker_log_contains(&controller, "may not forward requests"));
     broker_stop(&controller);
     broker_mark_passed(&controller);
