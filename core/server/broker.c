@@ -605,10 +605,13 @@ void broker_stop(struct broker *b)
     /* No request can ask it for producer ids any more. */
     broker_lifecycle_stop(b->lifecycle);
     quorum_stop(b->quorum);
-    b->quorum = NULL;
     controller_brokers_stop(b->controller_brokers);
     controller_forwarding_stop(b->controller_forwarding);
     b->controller_forwarding = NULL;
+    /* The broker sessions and forwarding threads completed their last
+     * controller-listener requests into the stopped server: free it now. */
+    quorum_free(b->quorum);
+    b->quorum = NULL;
     /* Its thread writes markers, which wake the purgatory and complete
      * group offsets: stop it before either goes. */
     txn_coordinator_destroy(b->txn_coordinator);

@@ -38,6 +38,7 @@ struct quorum {
     /* A SASL controller listener's mechanisms read config, plugins and
      * metadata only; read-only once the server starts. */
     struct handler_env sasl_env;
+    bool stopped; /* quorum_stop ran; quorum_free frees */
 };
 
 static bool has_role(const struct broker_config *cfg, const char *role)
@@ -277,12 +278,12 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
     q->sasl_env.plugins = auth ? auth->plugins : NULL;
     if ((voter && controller_listener(cfg, &net, &q->tls, err, errlen) != 0) ||
         server_link_open(cfg, SERVER_LINK_CONTROLLER, &q->link, err, errlen) != 0) {
-        quorum_stop(q);
+        quorum_free(q);
         return -1;
     }
     bool sasl = voter && is_sasl(net.listeners[0].security_protocol);
     if (sasl && check_sasl_listener(q, &net.listeners[0], err, errlen) != 0) {
-        quorum_stop(q);
+        quorum_free(q);
         return -1;
     }
     /* The quorum's requests are small and few: one loop, two workers. */
@@ -291,7 +292,7 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
     net.socket_request_max_bytes = config_get_int(cfg, "socket.request.max.bytes");
     struct raft_shell_config sc;
     if (shell_config(cfg, cluster_id, &sc, err, errlen) != 0) {
-        quorum_stop(q);
+        quorum_free(q);
         return -1;
     }
     sc.client_setup = apply_link;
@@ -325,12 +326,12 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
                      "port %d",
                      sc.node_id, sc.voters[i].port, net.listeners[0].name, net.listeners[0].port);
             sc.store_ops->close(sc.store);
-            quorum_stop(q);
+            quorum_free(q);
             return -1;
         }
     }
     if (raft_shell_start(&sc, &q->shell, err, errlen) != 0) {
-        quorum_stop(q);
+        quorum_free(q);
         return -1;
     }
     if (metadata)
@@ -343,7 +344,7 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
     }
     if (net_server_start(&net, sasl ? serve_sasl : raft_shell_handle_request, sasl ? (void *)q : (void *)q->shell,
                          &q->net, err, errlen) != 0) {
-        quorum_stop(q);
+        quorum_free(q);
         return -1;
     }
     logger_info("server", "metadata quorum listening on %s://%s:%d", net.listeners[0].name,
@@ -354,8 +355,9 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
 
 void quorum_stop(struct quorum *q)
 {
-    if (!q)
+    if (!q || q->stopped)
         return;
+    q->stopped = true;
     /* The shell answers what is in flight while the server drains. */
     if (q->net)
         net_server_stop(q->net, 2000);
@@ -365,6 +367,17 @@ void quorum_stop(struct quorum *q)
         raft_shell_metadata_attach(q->metadata, NULL);
     if (q->shell)
         raft_shell_stop(q->shell);
+    q->shell = NULL;
+}
+
+void quorum_free(struct quorum *q)
+{
+    if (!q)
+        return;
+    quorum_stop(q);
+    /* A request the broker sessions or forwarding threads still held past
+     * the drain completed into the stopped server (and was dropped there):
+     * the server goes only once those threads are stopped, after this. */
     if (q->net)
         net_server_free(q->net);
     tls_listener_free(q->tls);
@@ -499,6 +512,7 @@ void controller_process_stop(struct controller_process *c)
     quorum_stop(c->quorum);
     controller_brokers_stop(c->brokers);
     controller_forwarding_stop(c->forwarding);
+    quorum_free(c->quorum);
     acl_feed_stop(c->acl_feed);
     metadata_store_close(c->metadata);
     plugin_host_stop(c->plugins);

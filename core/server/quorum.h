@@ -66,8 +66,14 @@ struct quorum_auth {
 int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct raft_shell_metadata *metadata,
                  struct controller_brokers *brokers, const struct quorum_auth *auth, struct quorum **out, char *err,
                  size_t errlen);
-/* Stops serving, then stops the shell. NULL is fine. */
+/* Stops serving, then stops the shell; the listener's memory stays until
+ * quorum_free, so the controller's threads that serve its requests (broker
+ * sessions, forwarded Envelopes) can still complete what they hold. NULL
+ * and a second call are fine. */
 void quorum_stop(struct quorum *q);
+/* Stops if not stopped, then frees: call once every thread that completes
+ * the listener's requests has stopped. NULL is fine. */
+void quorum_free(struct quorum *q);
 /* SIGHUP, on the main thread: re-reads the certificates and keys of an SSL
  * controller listener and of the quorum's own link to the other voters.
  * New connections use them; open ones keep theirs; a part whose files are
