@@ -489,3 +489,28 @@ void cluster_pick_voters(int n, int *ports, char *voters_kv, size_t len)
     }
     assert_true(used < len);
 }
+
+void cluster_spawn_controllers(struct test_broker *nodes, int n, int *ports, const char *cluster_id, int election_ms,
+                               int fetch_ms, char *voters_kv, size_t len)
+{
+    char cluster_kv[64], election_kv[64], fetch_kv[64];
+    cluster_pick_voters(n, ports, voters_kv, len);
+    snprintf(cluster_kv, sizeof cluster_kv, "cluster.id=%s", cluster_id);
+    snprintf(election_kv, sizeof election_kv, "controller.quorum.election.timeout.ms=%d", election_ms);
+    snprintf(fetch_kv, sizeof fetch_kv, "controller.quorum.fetch.timeout.ms=%d", fetch_ms);
+    for (int i = 0; i < n; i++) {
+        char listeners[96], node_id[32];
+        snprintf(listeners, sizeof listeners, "listeners=CONTROLLER://127.0.0.1:%d", ports[i]);
+        snprintf(node_id, sizeof node_id, "node.id=%d", i + 1);
+        const char *overrides[] = {listeners,
+                                   node_id,
+                                   voters_kv,
+                                   "process.roles=controller",
+                                   "controller.listener.names=CONTROLLER",
+                                   cluster_kv,
+                                   election_kv,
+                                   fetch_kv,
+                                   NULL};
+        broker_spawn_on_port(&nodes[i], ports[i], overrides);
+    }
+}

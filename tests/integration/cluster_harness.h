@@ -93,6 +93,12 @@ struct view client_wait_view(struct net_client *client, int node, unsigned want,
 /* n distinct free loopback ports in ports[] for controllers with node ids
  * 1..n, and voters_kv = "controller.quorum.voters=1@127.0.0.1:P1,...". */
 void cluster_pick_voters(int n, int *ports, char *voters_kv, size_t len);
+/* Spawns n controller-only nodes (ids 1..n, process.roles=controller) on
+ * ports picked by cluster_pick_voters, with the given cluster id and quorum
+ * timeouts; voters_kv gets their controller.quorum.voters entry for other
+ * nodes. The caller waits for them (broker_wait_ready). */
+void cluster_spawn_controllers(struct test_broker *nodes, int n, int *ports, const char *cluster_id, int election_ms,
+                               int fetch_ms, char *voters_kv, size_t len);
 void cluster_start(struct cluster *c, const struct cluster_options *o);
 
 /* The replication tests' cluster: slow elections, sessions that outlast a

@@ -41,22 +41,7 @@ static void failover_start(struct failover_cluster *c)
 {
     memset(c, 0, sizeof *c);
     char voters_kv[300];
-    cluster_pick_voters(NC, c->cports, voters_kv, sizeof voters_kv);
-    for (int i = 0; i < NC; i++) {
-        char listeners[96], node_id[32];
-        snprintf(listeners, sizeof listeners, "listeners=CONTROLLER://127.0.0.1:%d", c->cports[i]);
-        snprintf(node_id, sizeof node_id, "node.id=%d", i + 1);
-        const char *overrides[] = {listeners,
-                                   node_id,
-                                   voters_kv,
-                                   "process.roles=controller",
-                                   "controller.listener.names=CONTROLLER",
-                                   "cluster.id=" CLUSTER_ID,
-                                   "controller.quorum.election.timeout.ms=300",
-                                   "controller.quorum.fetch.timeout.ms=1000",
-                                   NULL};
-        broker_spawn_on_port(&c->controllers[i], c->cports[i], overrides);
-    }
+    cluster_spawn_controllers(c->controllers, NC, c->cports, CLUSTER_ID, 300, 1000, voters_kv, sizeof voters_kv);
     int port;
     do {
         port = harness_free_port();
