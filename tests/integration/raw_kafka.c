@@ -465,6 +465,53 @@ bool raw_wait_closed(int fd, int timeout_ms)
     }
 }
 
+/* A compact array of {name, i16, i16, tagged fields}; `levels` is the
+ * finalized layout (max before min). */
+static int parse_feature_array(struct raw_reader *r, struct raw_feature_range *out, int cap, bool levels)
+{
+    int64_t n = (int64_t)raw_get_uvarint(r) - 1;
+    if (n < 0 || n > cap) {
+        r->overflow = true;
+        return 0;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (!raw_get_compact_string(r, out[i].name, sizeof out[i].name))
+            return 0;
+        int16_t a = raw_get_i16(r), b = raw_get_i16(r);
+        out[i].min_version = levels ? b : a;
+        out[i].max_version = levels ? a : b;
+        raw_skip_tagged_fields(r);
+    }
+    return (int)n;
+}
+
+/* ApiVersions v3+ top-level tagged fields: 0 SupportedFeatures,
+ * 1 FinalizedFeaturesEpoch, 2 FinalizedFeatures; others skipped. */
+static void parse_feature_tags(struct raw_reader *r, struct raw_api_versions *out)
+{
+    uint64_t tags = raw_get_uvarint(r);
+    for (uint64_t t = 0; t < tags && !r->overflow; t++) {
+        uint64_t tag = raw_get_uvarint(r);
+        uint64_t size = raw_get_uvarint(r);
+        if (tag == 0)
+            out->supported_count = parse_feature_array(r, out->supported, 8, false);
+        else if (tag == 1)
+            out->finalized_epoch = raw_get_i64(r);
+        else if (tag == 2)
+            out->finalized_count = parse_feature_array(r, out->finalized, 8, true);
+        else
+            raw_skip(r, (size_t)size);
+    }
+}
+
+const struct raw_feature_range *raw_feature_find(const struct raw_feature_range *list, int count, const char *name)
+{
+    for (int i = 0; i < count; i++)
+        if (strcmp(list[i].name, name) == 0)
+            return &list[i];
+    return NULL;
+}
+
 int raw_api_versions(int fd, int16_t version, int32_t correlation_id, struct raw_api_versions *out)
 {
     memset(out, 0, sizeof(*out));
@@ -506,6 +553,11 @@ int raw_api_versions(int fd, int16_t version, int32_t correlation_id, struct raw
             raw_skip_tagged_fields(&r);
     }
     out->count = (int)count;
+    out->finalized_epoch = -1;
+    if (version >= 1)
+        (void)raw_get_i32(&r); /* throttle_time_ms */
+    if (compact)
+        parse_feature_tags(&r, out);
     bool ok = !r.overflow && got_correlation == correlation_id;
     free(frame);
     return ok ? 0 : -1;

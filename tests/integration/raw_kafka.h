@@ -118,16 +118,32 @@ struct raw_api_range {
     int16_t max_version;
 };
 
+/* A feature range of ApiVersions v3+ (KIP-584): min/max supported
+ * versions, or the finalized min/max levels. */
+struct raw_feature_range {
+    char name[64];
+    int16_t min_version;
+    int16_t max_version;
+};
+
 struct raw_api_versions {
     int16_t error_code;
     int count;
     struct raw_api_range ranges[128];
+    /* v3+ tagged fields; counts 0 and epoch -1 when absent. */
+    int supported_count;
+    struct raw_feature_range supported[8];
+    int64_t finalized_epoch;
+    int finalized_count;
+    struct raw_feature_range finalized[8];
 };
 
 /* Sends ApiVersions (the given version, header v1 or v2 as the version
  * needs) and parses the v0-layout part of the answer. Returns 0 on
  * success, -1 on I/O failure or malformed answer. */
 int raw_api_versions(int fd, int16_t version, int32_t correlation_id, struct raw_api_versions *out);
+/* Looks up a supported or finalized feature by name; NULL if absent. */
+const struct raw_feature_range *raw_feature_find(const struct raw_feature_range *list, int count, const char *name);
 /* Looks up api_key; returns NULL if absent. */
 const struct raw_api_range *raw_api_versions_find(const struct raw_api_versions *v, int16_t api_key);
 

@@ -20,6 +20,7 @@
 
 #include "cluster_harness.h"
 #include "dtp_view.h"
+#include "raw_kafka.h"
 #include "rk_helpers.h"
 
 #include <signal.h>
@@ -189,12 +190,40 @@ static int32_t leader_seen(struct cluster *c, int node)
     return metadata(c, node, "elr", &v) && v.partitions > 0 ? v.p[0].leader : -2;
 }
 
+/* ApiVersions on every node names the feature level the log holds:
+ * eligible.leader.replicas.version 1 with the switch on, not listed
+ * without it (a level of 0 is not finalized). */
+static void expect_elr_finalized(struct cluster *c, bool elr)
+{
+    for (int i = 0; i < N; i++) {
+        long long deadline = harness_now_ms() + 30000;
+        for (int32_t correlation = 1;; correlation++) {
+            struct raw_api_versions v = {0};
+            int fd = raw_connect(c->nodes[i].port, 5000);
+            bool answered = fd >= 0 && raw_api_versions(fd, 4, correlation, &v) == 0;
+            if (fd >= 0)
+                close(fd);
+            const struct raw_feature_range *f = answered ? raw_feature_find(v.finalized, v.finalized_count,
+                                                                            "eligible.leader.replicas.version")
+                                                         : NULL;
+            if (answered && (elr ? f && f->min_version == 1 && f->max_version == 1 : !f) &&
+                raw_feature_find(v.finalized, v.finalized_count, "metadata.version"))
+                break;
+            if (harness_now_ms() > deadline)
+                fail_msg("node %d: ELR level %d in ApiVersions (%d finalized), expected %s", i + 1,
+                         f ? f->max_version : 0, v.finalized_count, elr ? "1" : "none");
+            usleep(200 * 1000);
+        }
+    }
+}
+
 static void start(struct cluster *c, bool elr)
 {
     const char *extra[] = {"replica.lag.time.max.ms=2000", "replica.high.watermark.checkpoint.interval.ms=200",
                            elr ? "eligible.leader.replicas.enable=true" : "eligible.leader.replicas.enable=false",
                            NULL};
     replicated_cluster_start_session(c, CLUSTER_ID, extra, ELR_SESSION_MS);
+    expect_elr_finalized(c, elr);
 }
 
 static void test_elr_elects_clean_replica(void **state)

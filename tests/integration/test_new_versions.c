@@ -47,6 +47,41 @@ static void test_api_versions_advertise_new_maxima(void **state)
     }
 }
 
+/* KIP-584 features in ApiVersions v3+: what this build supports, what the
+ * metadata log has finalized (metadata.version, written at first start; ELR
+ * off by default), and v3's rule that a minimum of 0 is sent as 1. */
+static void test_api_versions_features(void **state)
+{
+    struct raw_broker_fixture *st = *state;
+    for (int16_t version = 3; version <= 4; version++) {
+        struct raw_api_versions v;
+        assert_int_equal(raw_api_versions(st->session.fd, version, ++st->session.correlation, &v), 0);
+        assert_int_equal(v.error_code, ERR_NONE);
+        const struct raw_feature_range *mv = raw_feature_find(v.supported, v.supported_count, "metadata.version");
+        const struct raw_feature_range *elr = raw_feature_find(v.supported, v.supported_count,
+                                                               "eligible.leader.replicas.version");
+        if (!mv || !elr)
+            fail_msg("v%d: %d supported features, metadata.version or ELR missing", version, v.supported_count);
+        assert_int_equal(mv->max_version, 22);
+        assert_true(mv->min_version >= 1 && mv->min_version <= mv->max_version);
+        assert_int_equal(elr->min_version, version >= 4 ? 0 : 1);
+        assert_int_equal(elr->max_version, 1);
+
+        const struct raw_feature_range *fin = raw_feature_find(v.finalized, v.finalized_count, "metadata.version");
+        if (!fin)
+            fail_msg("v%d: metadata.version not finalized (%d finalized)", version, v.finalized_count);
+        assert_int_equal(fin->min_version, 22);
+        assert_int_equal(fin->max_version, 22);
+        assert_null(raw_feature_find(v.finalized, v.finalized_count, "eligible.leader.replicas.version"));
+        assert_true(v.finalized_epoch >= 0);
+    }
+    /* v2 has no tagged fields: the features are not sent. */
+    struct raw_api_versions v2;
+    assert_int_equal(raw_api_versions(st->session.fd, 2, ++st->session.correlation, &v2), 0);
+    assert_int_equal(v2.supported_count, 0);
+    assert_int_equal(v2.finalized_epoch, -1);
+}
+
 static void test_fetch_v17_returns_records(void **state)
 {
     struct raw_broker_fixture *st = *state;
@@ -410,6 +445,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_api_versions_advertise_new_maxima),
+        cmocka_unit_test(test_api_versions_features),
         cmocka_unit_test(test_fetch_v17_returns_records),
         cmocka_unit_test(test_list_offsets_v9_v10),
         cmocka_unit_test(test_simple_group_offsets_and_list_groups),
