@@ -54,7 +54,8 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
-static int read_url(const char *url, long timeout_ms, struct fetch_buffer *b, char *err, size_t errlen)
+static int read_url(const char *url, const char *ca_file, long timeout_ms, struct fetch_buffer *b, char *err,
+                    size_t errlen)
 {
     CURL *curl = curl_easy_init();
     if (!curl) {
@@ -71,11 +72,17 @@ static int read_url(const char *url, long timeout_ms, struct fetch_buffer *b, ch
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_err);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, b);
+    /* An identity provider with a private CA: its certificate chains to
+     * that CA, not to one of the system's bundle. */
+    if (ca_file && ca_file[0])
+        curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file);
     CURLcode rc = curl_easy_perform(curl);
     curl_easy_cleanup(curl);
     if (rc != CURLE_OK) {
         snprintf(err, errlen, "%s: %s", url,
-                 b->too_large ? "larger than 1 MiB" : curl_err[0] ? curl_err : curl_easy_strerror(rc));
+                 b->too_large  ? "larger than 1 MiB"
+                 : curl_err[0] ? curl_err
+                               : curl_easy_strerror(rc));
         return -1;
     }
     return 0;
@@ -104,11 +111,12 @@ void oauth_source_global_cleanup(void)
     curl_global_cleanup();
 }
 
-int oauth_source_fetch(const char *url, long timeout_ms, struct jwks **out, char *err, size_t errlen)
+int oauth_source_fetch(const char *url, const char *ca_file, long timeout_ms, struct jwks **out, char *err,
+                       size_t errlen)
 {
     struct fetch_buffer b = {0};
     int rc = strncmp(url, "file://", 7) == 0 ? read_file(url + 7, &b, err, errlen)
-                                             : read_url(url, timeout_ms, &b, err, errlen);
+                                             : read_url(url, ca_file, timeout_ms, &b, err, errlen);
     if (rc == 0) {
         char why[256];
         if (jwks_parse(b.data ? b.data : "", b.len, out, why, sizeof why) != 0) {

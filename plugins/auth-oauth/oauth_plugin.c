@@ -27,6 +27,7 @@
 struct oauth {
     const struct cairn_host *host;
     const char *url;
+    const char *ca_file; /* "" for the system's CAs */
     int64_t refresh_ms;
     int64_t retry_backoff_max_ms;
     int64_t max_token_bytes;
@@ -61,7 +62,7 @@ static void refresh_keys(struct oauth *o)
 {
     struct jwks *fresh = NULL;
     char err[512] = "";
-    if (oauth_source_fetch(o->url, OAUTH_FETCH_TIMEOUT_MS, &fresh, err, sizeof err) != 0) {
+    if (oauth_source_fetch(o->url, o->ca_file, OAUTH_FETCH_TIMEOUT_MS, &fresh, err, sizeof err) != 0) {
         o->host->log(o->host->ctx, CAIRN_LOG_WARN, "JWKS refresh failed, keeping the keys held: %s", err);
         if (o->refresh_failures)
             o->host->metric_add(o->refresh_failures, 1);
@@ -159,7 +160,8 @@ static int read_config(struct oauth *o, char *err, size_t errlen)
         config_str(h, "sasl.oauthbearer.sub.claim.name", &p->sub_claim, err, errlen) != CAIRN_OK ||
         config_str(h, "sasl.oauthbearer.scope.claim.name", &p->scope_claim, err, errlen) != CAIRN_OK ||
         config_str(h, "required.scopes", &p->required_scopes, err, errlen) != CAIRN_OK ||
-        config_num(h, "max.token.bytes", 64, &o->max_token_bytes, err, errlen) != CAIRN_OK)
+        config_num(h, "max.token.bytes", 64, &o->max_token_bytes, err, errlen) != CAIRN_OK ||
+        config_str(h, "ssl.truststore.location", &o->ca_file, err, errlen) != CAIRN_OK)
         return CAIRN_ERROR;
     char why[300];
     if (oauth_source_check(o->url, why, sizeof why) != 0) {
@@ -197,7 +199,7 @@ static int oauth_init(const struct cairn_host *host, void **instance, char *err,
      * (the refresh thread retries), as an identity provider can be. */
     char why[512] = "";
     o->last_fetch_ms = mono_ms(o);
-    if (oauth_source_fetch(o->url, OAUTH_FETCH_TIMEOUT_MS, &o->keys, why, sizeof why) != 0) {
+    if (oauth_source_fetch(o->url, o->ca_file, OAUTH_FETCH_TIMEOUT_MS, &o->keys, why, sizeof why) != 0) {
         if (strncmp(o->url, "file://", 7) == 0) {
             snprintf(err, errlen, "sasl.oauthbearer.jwks.endpoint.url: %s", why);
             oauth_source_global_cleanup();
@@ -383,9 +385,13 @@ OAUTH_KEY(key_scope, "sasl.oauthbearer.scope.claim.name", CAIRN_CONFIG_STRING, "
 OAUTH_KEY(key_required, "required.scopes", CAIRN_CONFIG_STRING, "",
           "Scopes every token must have (comma- or space-separated); empty requires none.");
 OAUTH_KEY(key_max, "max.token.bytes", CAIRN_CONFIG_INT, "65536", "Largest token accepted.");
+OAUTH_KEY(key_truststore, "ssl.truststore.location", CAIRN_CONFIG_STRING, "",
+          "PEM file of the CA certificates an https:// JWKS endpoint's certificate must chain to; empty trusts the "
+          "system's CAs (Kafka's JAAS option for the OAuth HTTPS client).");
 
 static const struct cairn_config_key *const oauth_config_keys[] = {
-    &key_url, &key_refresh, &key_backoff, &key_skew, &key_aud, &key_iss, &key_sub, &key_scope, &key_required, &key_max,
+    &key_url, &key_refresh, &key_backoff,  &key_skew, &key_aud,        &key_iss,
+    &key_sub, &key_scope,   &key_required, &key_max,  &key_truststore,
 };
 
 static const char *const oauth_mechanisms[] = {"OAUTHBEARER", NULL};

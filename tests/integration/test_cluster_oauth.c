@@ -17,24 +17,18 @@
 
 #include <cmocka.h>
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <openssl/evp.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cluster_harness.h"
 #include "harness.h"
 #include "jwt_forge.h"
+#include "oauth_idp.h"
 #include "raw_kafka.h"
 
 #define CLUSTER_ID "b2F1dGgtbGlua3MtY2x1cw"
@@ -44,183 +38,20 @@
 #define MODULE "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
 #define TOKEN_LIFETIME_S 20
 
-/* The test's identity provider: POST /token with HTTP Basic client
- * credentials and grant_type=client_credentials&scope=kafka.cluster gets
- * an ES256 JWT for sub=<client id>; anything else a 401 or 400 with an
- * RFC 6749 error. */
-struct idp {
-    int fd, port;
-    pthread_t thread;
-    atomic_bool stop;
-    atomic_bool down; /* answers 503 temporarily_unavailable while set */
-    EVP_PKEY *key;
-    atomic_int issued, refused, serving;
-    pthread_mutex_t sign_mu; /* jwt_forge is single-threaded */
-};
-
-static void idp_answer(int fd, int status, const char *body)
+/* The test's identity provider (oauth_idp.h): POST /token with HTTP Basic
+ * client credentials and grant_type=client_credentials&scope=kafka.cluster
+ * gets an ES256 JWT for sub=<client id>; anything else a 401 or 400 with
+ * an RFC 6749 error. */
+static void start_idp(struct idp *idp, EVP_PKEY *key)
 {
-    char head[256];
-    int n = snprintf(head, sizeof head,
-                     "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: "
-                     "close\r\n\r\n",
-                     status,
-                     status == 200   ? "OK"
-                     : status == 401 ? "Unauthorized"
-                                     : "Bad Request",
-                     strlen(body));
-    if (write(fd, head, (size_t)n) != n || write(fd, body, strlen(body)) != (ssize_t)strlen(body))
-        return;
-}
-
-/* The client id and secret of "Authorization: Basic ..." in the request. */
-static int basic_credentials(const char *req, char *out, size_t cap)
-{
-    for (const char *p = req; (p = strchr(p, '\n')); p++) {
-        if (strncasecmp(p + 1, "authorization: basic ", 21) != 0)
-            continue;
-        const char *b64 = p + 22;
-        size_t len = strcspn(b64, "\r\n");
-        if (len == 0 || len / 4 * 3 + 1 > cap)
-            return -1;
-        int n = EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)b64, (int)len);
-        if (n < 0)
-            return -1;
-        out[n] = '\0';
-        return 0;
-    }
-    return -1;
-}
-
-static void idp_serve(struct idp *idp, int fd)
-{
-    struct timeval tv = {15, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    char req[8192];
-    size_t len = 0;
-    const char *body = NULL;
-    while (len + 1 < sizeof req) {
-        ssize_t got = read(fd, req + len, sizeof req - 1 - len);
-        if (got <= 0)
-            return;
-        len += (size_t)got;
-        req[len] = '\0';
-        char *end = strstr(req, "\r\n\r\n");
-        const char *cl = strcasestr(req, "content-length:");
-        if (end && cl && strlen(end + 4) >= (size_t)atoi(cl + 15)) {
-            body = end + 4;
-            break;
-        }
-    }
-    if (!body) {
-        fprintf(stderr, "[idp] incomplete request (%zu bytes): %.300s\n", len, req);
-        return;
-    }
-    char creds[512];
-    if (atomic_load(&idp->down)) {
-        atomic_fetch_add(&idp->refused, 1);
-        idp_answer(fd, 503, "{\"error\":\"temporarily_unavailable\",\"error_description\":\"down for the test\"}");
-        return;
-    }
-    if (strncmp(req, "POST /token ", 12) != 0 || !strstr(body, "grant_type=client_credentials") ||
-        !strstr(body, "scope=" SCOPE)) {
-        atomic_fetch_add(&idp->refused, 1);
-        idp_answer(fd, 400, "{\"error\":\"invalid_request\",\"error_description\":\"not a client-credentials grant\"}");
-        return;
-    }
-    if (basic_credentials(req, creds, sizeof creds) != 0 || strcmp(creds, CLIENT_ID ":" SECRET) != 0) {
-        atomic_fetch_add(&idp->refused, 1);
-        idp_answer(fd, 401, "{\"error\":\"invalid_client\",\"error_description\":\"client authentication failed\"}");
-        return;
-    }
-    char claims[512];
-    long now = (long)time(NULL);
-    snprintf(claims, sizeof claims,
-             "{\"sub\":\"" CLIENT_ID "\",\"aud\":\"cairn\",\"iss\":\"https://issuer.test\",\"iat\":%ld,\"exp\":%ld,"
-             "\"scope\":\"" SCOPE "\"}",
-             now - 1, now + TOKEN_LIFETIME_S);
-    pthread_mutex_lock(&idp->sign_mu);
-    char *token = forge_token(idp->key, "ES256", "idp-key", claims);
-    pthread_mutex_unlock(&idp->sign_mu);
-    if (!token) {
-        idp_answer(fd, 400, "{\"error\":\"server_error\"}");
-        return;
-    }
-    char answer[4096];
-    snprintf(answer, sizeof answer, "{\"access_token\":\"%s\",\"token_type\":\"Bearer\",\"expires_in\":%d}", token,
-             TOKEN_LIFETIME_S);
-    free(token);
-    atomic_fetch_add(&idp->issued, 1);
-    idp_answer(fd, 200, answer);
-}
-
-struct idp_conn {
-    struct idp *idp;
-    int fd;
-};
-
-static void *idp_conn_main(void *arg)
-{
-    struct idp_conn *c = arg;
-    idp_serve(c->idp, c->fd);
-    close(c->fd);
-    atomic_fetch_sub(&c->idp->serving, 1);
-    free(c);
-    return NULL;
-}
-
-/* One thread per connection: a node that is slow to send its request (a
- * loaded machine) holds up no other. */
-static void *idp_main(void *arg)
-{
-    struct idp *idp = arg;
-    while (!atomic_load(&idp->stop)) {
-        struct pollfd p = {idp->fd, POLLIN, 0};
-        if (poll(&p, 1, 200) <= 0)
-            continue;
-        /* CLOEXEC: the cairnd processes forked meanwhile must not hold them. */
-        int fd = accept4(idp->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd < 0)
-            continue;
-        int flags = fcntl(fd, F_GETFL);
-        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-        struct idp_conn *c = malloc(sizeof *c);
-        pthread_t t;
-        atomic_fetch_add(&idp->serving, 1);
-        if (!c || (c->idp = idp, c->fd = fd, pthread_create(&t, NULL, idp_conn_main, c)) != 0) {
-            atomic_fetch_sub(&idp->serving, 1);
-            close(fd);
-            free(c);
-            continue;
-        }
-        pthread_detach(t);
-    }
-    while (atomic_load(&idp->serving) > 0)
-        usleep(10000);
-    return NULL;
-}
-
-static void idp_start(struct idp *idp, EVP_PKEY *key)
-{
-    memset(idp, 0, sizeof *idp);
-    idp->key = key;
-    pthread_mutex_init(&idp->sign_mu, NULL);
-    idp->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(idp->fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t alen = sizeof a;
-    assert_int_equal(bind(idp->fd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(listen(idp->fd, 64), 0);
-    assert_int_equal(getsockname(idp->fd, (struct sockaddr *)&a, &alen), 0);
-    idp->port = ntohs(a.sin_port);
-    assert_int_equal(pthread_create(&idp->thread, NULL, idp_main, idp), 0);
-}
-
-static void idp_stop(struct idp *idp)
-{
-    atomic_store(&idp->stop, true);
-    pthread_join(idp->thread, NULL);
-    close(idp->fd);
+    const struct idp_options o = {.client_id = CLIENT_ID,
+                                  .secret = SECRET,
+                                  .scope = SCOPE,
+                                  .lifetime_s = TOKEN_LIFETIME_S,
+                                  .key = key,
+                                  .alg = "ES256",
+                                  .kid = "idp-key"};
+    idp_start(idp, &o);
 }
 
 static char dir[256], jwks_path[300];
@@ -307,7 +138,7 @@ static void test_links_over_oauthbearer(void **state)
     (void)state;
     EVP_PKEY *key = make_key();
     struct idp idp;
-    idp_start(&idp, key);
+    start_idp(&idp, key);
     struct cluster c;
     long long started = harness_now_ms();
     start(&c, &idp, NULL, 0);
@@ -370,7 +201,7 @@ static void test_wrong_secret_stays_out(void **state)
     (void)state;
     EVP_PKEY *key = make_key();
     struct idp idp;
-    idp_start(&idp, key);
+    start_idp(&idp, key);
     struct cluster c;
     start(&c, &idp,
           "listener.name.controller.oauthbearer.sasl.jaas.config=" MODULE "clientId=\"" CLIENT_ID
@@ -415,7 +246,7 @@ static void test_endpoint_back_later(void **state)
     (void)state;
     EVP_PKEY *key = make_key();
     struct idp idp;
-    idp_start(&idp, key);
+    start_idp(&idp, key);
     atomic_store(&idp.down, true);
     struct cluster c;
     start(&c, &idp, NULL, ALL);

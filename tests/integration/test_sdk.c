@@ -3,9 +3,10 @@
  * with CMake (find_package(CairnPlugin)) from the installed files only, load
  * the builds into cairnd and check their effect with librdkafka:
  * hello_audit's event file, prefix_authorizer's decisions on create,
- * produce and consume, and syslog_audit's RFC 3164 datagrams (sent to a
+ * produce and consume, syslog_audit's RFC 3164 datagrams (sent to a
  * socket of the test's own through socket.path, so the host's /dev/log is
- * never touched). */
+ * never touched), and static_plain's SASL/PLAIN logins (a right password
+ * admitted as its user, wrong ones refused). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -434,11 +435,151 @@ static void test_sdk_examples(void **state)
         fprintf(stderr, "[sdk] /dev/log exists or /dev is read-only: syslog(3) path not exercised\n");
 }
 
+/* What one SASL/PLAIN login as user/password came to. */
+struct plain_outcome {
+    int auth_errors;
+    char last_error[512];
+    bool delivered;
+};
+
+static void on_plain_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    (void)rk;
+    struct plain_outcome *o = opaque;
+    if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION) {
+        o->auth_errors++;
+        snprintf(o->last_error, sizeof o->last_error, "%s", reason);
+    }
+}
+
+static void on_plain_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk;
+    struct plain_outcome *o = opaque;
+    if (!m->err)
+        o->delivered = true;
+}
+
+/* A producer logging in with PLAIN on bootstrap sends one message to
+ * topic: delivered, or refused at authentication (20 s at most). */
+static struct plain_outcome plain_produce(const char *bootstrap, const char *user, const char *password,
+                                          const char *topic)
+{
+    struct plain_outcome o = {0};
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char errstr[512];
+    const char *kv[] = {"bootstrap.servers",
+                        bootstrap,
+                        "security.protocol",
+                        "SASL_PLAINTEXT",
+                        "sasl.mechanisms",
+                        "PLAIN",
+                        "sasl.username",
+                        user,
+                        "sasl.password",
+                        password,
+                        "message.timeout.ms",
+                        "20000",
+                        NULL};
+    for (int i = 0; kv[i]; i += 2)
+        if (rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof errstr) != RD_KAFKA_CONF_OK)
+            fail_msg("%s: %s", kv[i], errstr);
+    rd_kafka_conf_set_error_cb(conf, on_plain_error);
+    rd_kafka_conf_set_dr_msg_cb(conf, on_plain_delivery);
+    rd_kafka_conf_set_opaque(conf, &o);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    if (!rk)
+        fail_msg("rd_kafka_new: %s", errstr);
+    assert_int_equal(rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_VALUE("v", 1),
+                                       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END),
+                     RD_KAFKA_RESP_ERR_NO_ERROR);
+    long long deadline = harness_now_ms() + 20000;
+    while (!o.delivered && o.auth_errors == 0 && harness_now_ms() < deadline)
+        rd_kafka_poll(rk, 100);
+    rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    rd_kafka_poll(rk, 0);
+    rd_kafka_destroy(rk);
+    if (!o.delivered && o.auth_errors == 0)
+        fail_msg("PLAIN as %s: neither delivered nor refused in 20 s", user);
+    return o;
+}
+
+static void expect_plain_refused(const char *bootstrap, const char *user, const char *password)
+{
+    struct plain_outcome o = plain_produce(bootstrap, user, password, "plain-refused");
+    assert_false(o.delivered);
+    if (!strstr(o.last_error, "Invalid username or password"))
+        fail_msg("PLAIN as %s/%s: refused without Kafka's text: %s", user, password, o.last_error);
+}
+
+/* static_plain from plugin_dir on a SASL_PLAINTEXT listener: the users of
+ * the file produce as themselves; a wrong password, an unknown user and
+ * a known user's password under another name are refused. */
+static void run_static_plain(const char *plugin_dir, const char *tag)
+{
+    char users[400], path_kv[500], file_kv[500], listeners[200], bootstrap[64], topic[64];
+    snprintf(users, sizeof users, "%s/plain-users-%s", work, tag);
+    FILE *f = fopen(users, "w");
+    assert_non_null(f);
+    fputs("# who may log in\nalice:alice-secret\n\norders-service:s3cr3t:with:colons\n", f);
+    fclose(f);
+    int port = harness_free_port();
+    assert_true(port > 0);
+    snprintf(bootstrap, sizeof bootstrap, "127.0.0.1:%d", port);
+    snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:%d", port);
+    snprintf(path_kv, sizeof path_kv, "plugin.path=%s", plugin_dir);
+    snprintf(file_kv, sizeof file_kv, "plugin.static_plain.users.file=%s", users);
+    const char *ov[] = {listeners, "sasl.enabled.mechanisms=PLAIN", path_kv, "plugins=static_plain", file_kv, NULL};
+    struct test_broker b;
+    memset(&b, 0, sizeof b);
+    broker_start(&b, ov);
+    broker_wait_log(&b, "2 user(s) from", 10000);
+
+    snprintf(topic, sizeof topic, "plain-%s", tag);
+    struct plain_outcome o = plain_produce(bootstrap, "alice", "alice-secret", topic);
+    if (!o.delivered)
+        fail_msg("alice with her password was not admitted: %s", o.last_error);
+    assert_int_equal(o.auth_errors, 0);
+    broker_wait_log(&b, "User:alice authenticated with PLAIN from", 10000);
+    o = plain_produce(bootstrap, "orders-service", "s3cr3t:with:colons", topic);
+    assert_true(o.delivered);
+
+    expect_plain_refused(bootstrap, "alice", "wrong");
+    expect_plain_refused(bootstrap, "alice", "alice-secre");
+    expect_plain_refused(bootstrap, "mallory", "alice-secret");
+    expect_plain_refused(bootstrap, "orders-service", "alice-secret");
+    assert_true(broker_log_contains(&b, "PLAIN login refused for 'mallory'"));
+    assert_false(broker_log_contains(&b, "User:mallory authenticated"));
+    broker_stop(&b);
+    broker_mark_passed(&b);
+    broker_cleanup(&b);
+}
+
+static void test_sdk_authenticator(void **state)
+{
+    (void)state;
+    char pc[400], cm[400], setting[500];
+    build_example("static_plain", pc, cm, sizeof pc);
+    expect_startup_failure(pc, "static_plain", "plugin.static_plain.users.file=/nonexistent/plain-users",
+                           "init failed: users.file: cannot open '/nonexistent/plain-users'");
+    char bad[400];
+    snprintf(bad, sizeof bad, "%s/plain-users-bad", work);
+    FILE *f = fopen(bad, "w");
+    assert_non_null(f);
+    fputs("alice:alice-secret\nno-colon-here\n", f);
+    fclose(f);
+    snprintf(setting, sizeof setting, "plugin.static_plain.users.file=%s", bad);
+    expect_startup_failure(cm, "static_plain", setting, "init failed: users.file: line 2 is not user:password");
+    run_static_plain(pc, "pc");
+    run_static_plain(cm, "cm");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sdk_install_and_build),
         cmocka_unit_test(test_sdk_examples),
+        cmocka_unit_test(test_sdk_authenticator),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
