@@ -55,9 +55,13 @@ struct net_config {
     int num_io_threads;               /* num.io.threads, default 8 */
     int queued_max_requests;          /* queued.max.requests, default 500 */
     int64_t socket_request_max_bytes; /* socket.request.max.bytes, default 104857600 */
-    int64_t connections_max_idle_ms;  /* connections.max.idle.ms, default 600000; <= 0 disables */
-    int socket_send_buffer_bytes;     /* socket.send.buffer.bytes, default 102400; -1 = OS default */
-    int socket_receive_buffer_bytes;  /* socket.receive.buffer.bytes, default 102400; -1 = OS default */
+    /* sasl.server.max.receive.size, default 524288: on SASL listeners, the
+     * largest frame (size prefix excluded) of a connection that has not
+     * authenticated yet; a larger announced size closes it unread. */
+    int64_t sasl_server_max_receive_size;
+    int64_t connections_max_idle_ms; /* connections.max.idle.ms, default 600000; <= 0 disables */
+    int socket_send_buffer_bytes;    /* socket.send.buffer.bytes, default 102400; -1 = OS default */
+    int socket_receive_buffer_bytes; /* socket.receive.buffer.bytes, default 102400; -1 = OS default */
     /* New connections beyond these are closed at accept. */
     int max_connections;        /* max.connections (all listeners), default INT32_MAX */
     int max_connections_per_ip; /* max.connections.per.ip, default INT32_MAX */
