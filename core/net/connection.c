@@ -494,6 +494,8 @@ static void conn_on_delay_end(uv_timer_t *timer)
 /* Takes what a completion changes; the transport waits for its response. */
 static void conn_apply_change(struct net_connection *c, struct net_conn_change *change)
 {
+    if (change->begin_reauthentication)
+        c->authenticated = false;
     if (change->set_principal) {
         memcpy(c->principal_type, change->principal_type, sizeof(c->principal_type));
         memcpy(c->principal_name, change->principal_name, sizeof(c->principal_name));

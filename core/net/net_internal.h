@@ -79,6 +79,7 @@ struct net_conn_change {
     char principal_name[NET_PRINCIPAL_NAME_MAX];
     bool set_session_expiry;
     int64_t session_expiry_ms;
+    bool begin_reauthentication;                   /* bound its frames as unauthenticated again */
     const struct net_transport_ops *transport_ops; /* NULL: keep the transport */
     void *transport_state;
     bool set_auth_state;
@@ -139,7 +140,8 @@ struct net_connection {
     char principal_type[NET_PRINCIPAL_TYPE_MAX];
     char principal_name[NET_PRINCIPAL_NAME_MAX];
     /* A completion set the principal (a SASL exchange succeeded): from then
-     * on sasl.server.max.receive.size no longer bounds its frames. */
+     * on sasl.server.max.receive.size no longer bounds its frames, until a
+     * re-authentication begins (net_request_begin_reauthentication). */
     bool authenticated;
     int64_t session_expiry_ms; /* clock_mono_ms() deadline, 0 = none (KIP-368) */
     void *auth_state;          /* net_request_set_auth_state; freed with the connection */

@@ -290,6 +290,17 @@ void net_request_set_session_expiry(struct net_request *pub, int64_t expiry_mono
     change->set_session_expiry = true;
 }
 
+void net_request_begin_reauthentication(struct net_request *pub)
+{
+    struct net_conn_change *change = request_change(pub);
+    if (!change) {
+        /* Unbounded re-authentication frames are not an option. */
+        ((struct net_request_impl *)pub)->close_on_oom = true;
+        return;
+    }
+    change->begin_reauthentication = true;
+}
+
 int net_request_set_auth_state(struct net_request *pub, void *state, void (*free_fn)(void *state))
 {
     struct net_conn_change *change = request_change(pub);

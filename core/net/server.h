@@ -163,6 +163,13 @@ int net_request_set_principal(struct net_request *req, const char *type, const c
  * 0 means the session never expires (the default). */
 void net_request_set_session_expiry(struct net_request *req, int64_t expiry_mono_ms);
 
+/* KIP-368 re-authentication began: from the connection's next frame,
+ * sasl.server.max.receive.size bounds it again, until a completion sets
+ * its principal (Kafka reads re-authentication tokens with that bound too).
+ * If the change cannot be recorded, the connection closes after the
+ * response. */
+void net_request_begin_reauthentication(struct net_request *req);
+
 /* Gives the connection a new authentication state (replacing and freeing
  * any previous one with its free function) from then on; free_fn(state)
  * runs when the connection is freed, or at once if the completion is never

@@ -5,7 +5,8 @@
  * closed on the size prefix alone, with a log line naming the peer and the
  * size, while the broker's memory stays flat; a frame at the bound is
  * answered; an authenticated connection is bound by socket.request.max.bytes
- * only; a SCRAM client on another connection keeps working throughout.
+ * only, except while it re-authenticates (KIP-368); a SCRAM client on
+ * another connection keeps working throughout.
  *
  * Without the bound the 100 MB frame is below socket.request.max.bytes:
  * the broker buffers everything sent and waits for the rest. */
@@ -93,8 +94,11 @@ static void authenticate_frame_of_size(struct raw_writer *w, int32_t corr, size_
 {
     raw_frame_begin_flexible(w, 36, 2, corr, "sasl-it");
     size_t header = w->len - 4;
-    /* header + uvarint(token+1) (3 bytes at this size) + token + tagged(1) */
-    size_t token = frame_size - header - 3 - 1;
+    /* header + uvarint(token + 1) + token + tagged fields (1 byte) */
+    size_t varint = 1;
+    while (frame_size - header - varint >= ((size_t)1 << (7 * varint)))
+        varint++;
+    size_t token = frame_size - header - varint - 1;
     uint8_t *filler = malloc(token);
     assert_non_null(filler);
     memset(filler, 'x', token);
@@ -273,7 +277,7 @@ static int api_versions_with_client_id(int fd, int32_t corr, size_t client_id_le
 }
 
 /* A configured bound is the one applied, and only until the connection
- * authenticated. */
+ * authenticated, and again while it re-authenticates. */
 static void test_configured_bound_until_authenticated(void **state)
 {
     (void)state;
@@ -299,7 +303,27 @@ static void test_configured_bound_until_authenticated(void **state)
     scram_wire_login(&c, SHA256, "hana", "hana-secret", &a);
     assert_int_equal(a.error, 0);
     assert_int_equal(api_versions_with_client_id(c.fd, ++c.corr, 20000), 0);
+
+    /* KIP-368 re-authentication is bound again until it succeeds... */
+    assert_int_equal(scram_wire_handshake(&c, "SCRAM-SHA-256", mechanisms, sizeof mechanisms), 0);
+    scram_wire_login(&c, SHA256, "hana", "hana-secret", &a);
+    assert_int_equal(a.error, 0);
+    assert_int_equal(api_versions_with_client_id(c.fd, ++c.corr, 20000), 0);
+    /* ...and a token above the bound during it closes the connection
+     * unanswered (read, it would be answered as a failed login). */
+    assert_int_equal(scram_wire_handshake(&c, "SCRAM-SHA-256", mechanisms, sizeof mechanisms), 0);
+    char peer[64];
+    local_peer(c.fd, peer, sizeof peer);
+    struct raw_writer w;
+    raw_writer_init(&w);
+    authenticate_frame_of_size(&w, ++c.corr, 1001);
+    send_until_closed(c.fd, w.data, w.len);
+    raw_writer_free(&w);
+    uint8_t *frame = NULL;
+    size_t len = 0;
+    assert_int_equal(raw_recv_frame(c.fd, CLOSE_MS, 1 << 20, &frame, &len), 1);
     close(c.fd);
+    expect_refusal_logged(&t, peer, 1001);
     assert_true(broker_log_contains(&t.broker, "exceeds sasl.server.max.receive.size=1000"));
     sasl_it_stop(&t);
 }
