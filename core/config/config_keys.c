@@ -186,6 +186,11 @@ static const struct config_key_def broker_keys[] = {
     {KEY_LONG("connections.max.reauth.ms", "0", 0, I64), MEDIUM, IN(NETWORK),
      .doc = "KIP-368: lifetime of an authenticated SASL session, sent to the client, which must re-authenticate "
             "before it ends; the broker closes a connection that does not. 0 disables."},
+    {KEY_INT("sasl.server.max.receive.size", "524288", 1, I32), MEDIUM, IN(NETWORK),
+     .doc = "Largest frame a connection on a SASL listener may send before it has authenticated, or while it "
+            "re-authenticates (SaslHandshake, SaslAuthenticate, ApiVersions, bare tokens); a larger announced size "
+            "closes the connection before any of the frame is read. socket.request.max.bytes applies once "
+            "authenticated."},
     /* TLS: PEM only (KIP-651); each key may be set per listener as
      * listener.name.<name>.ssl.* */
     {KEY_ONE_OF("ssl.keystore.type", "PEM", "PEM"), MEDIUM, IN(NETWORK), .flags = PER_BROKER,

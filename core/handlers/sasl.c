@@ -210,6 +210,8 @@ enum handler_result handle_sasl_handshake(struct request_context *ctx, void *req
     st->handshake_version = ctx->api_version;
     st->reauthenticating = reauth;
     st->phase = SASL_PHASE_HANDSHAKE_DONE;
+    if (reauth)
+        net_request_begin_reauthentication(ctx->net);
     resp->error_code = KAFKA_ERR_NONE;
     return HANDLER_RESPOND;
 }

@@ -211,6 +211,20 @@ static int conn_parse(struct net_connection *c)
      * the dispatcher closes an empty frame that should have been a request. */
     bool sasl = c->security_protocol == NET_SECURITY_SASL_PLAINTEXT || c->security_protocol == NET_SECURITY_SASL_SSL;
     int64_t min = sasl ? 0 : 1;
+    /* Before authenticating, anyone may connect: Kafka's
+     * sasl.server.max.receive.size bounds every frame until then (requests
+     * and bare tokens alike), so an unknown peer cannot make the broker
+     * hold up to socket.request.max.bytes per connection. Checked on the
+     * size prefix alone, before anything is allocated for the frame. */
+    int64_t sasl_max = c->loop->server->cfg.sasl_server_max_receive_size;
+    if (sasl && !c->authenticated && size > sasl_max) {
+        logger_warn(NET_LOG,
+                    "closing connection %" PRIu64 " from %s on %s: frame of %" PRId64
+                    " bytes before SASL authentication exceeds sasl.server.max.receive.size=%" PRId64,
+                    c->id, c->peer, c->listener_name, size, sasl_max);
+        net_connection_close(c, "unauthenticated frame too large");
+        return -1;
+    }
     if (size < min || size > max) {
         logger_warn(NET_LOG,
                     "closing connection %" PRIu64 " from %s: request size %" PRId64 " is outside %" PRId64 "..%" PRId64
@@ -480,9 +494,12 @@ static void conn_on_delay_end(uv_timer_t *timer)
 /* Takes what a completion changes; the transport waits for its response. */
 static void conn_apply_change(struct net_connection *c, struct net_conn_change *change)
 {
+    if (change->begin_reauthentication)
+        c->authenticated = false;
     if (change->set_principal) {
         memcpy(c->principal_type, change->principal_type, sizeof(c->principal_type));
         memcpy(c->principal_name, change->principal_name, sizeof(c->principal_name));
+        c->authenticated = true;
         logger_debug(NET_LOG, "connection %" PRIu64 " from %s now acts as %s:%s", c->id, c->peer, c->principal_type,
                      c->principal_name);
     }

@@ -79,6 +79,7 @@ struct net_conn_change {
     char principal_name[NET_PRINCIPAL_NAME_MAX];
     bool set_session_expiry;
     int64_t session_expiry_ms;
+    bool begin_reauthentication;                   /* bound its frames as unauthenticated again */
     const struct net_transport_ops *transport_ops; /* NULL: keep the transport */
     void *transport_state;
     bool set_auth_state;
@@ -92,7 +93,7 @@ struct net_conn_change {
 struct net_request_impl {
     struct net_request pub;
     struct net_loop *loop;
-    struct net_connection *conn;   /* dereferenced on the loop thread only */
+    struct net_connection *conn; /* dereferenced on the loop thread only */
     /* The connection's principal when the request was read: pub points
      * here, not into the connection, which the loop thread may free while
      * a worker still dispatches (seen at shutdown under ASan). */
@@ -112,7 +113,7 @@ struct net_request_impl {
     net_request_cancel_fn cancel_fn;
     void *cancel_arg;
     bool cancelled;
-    bool close_on_oom; /* a change could not be recorded: close rather than ignore it */
+    bool close_on_oom;    /* a change could not be recorded: close rather than ignore it */
     size_t counted_bytes; /* in server->queued_request_bytes until freed */
 };
 
@@ -138,6 +139,10 @@ struct net_connection {
     /* Who the connection acts as; a completion may change it (SASL). */
     char principal_type[NET_PRINCIPAL_TYPE_MAX];
     char principal_name[NET_PRINCIPAL_NAME_MAX];
+    /* A completion set the principal (a SASL exchange succeeded): from then
+     * on sasl.server.max.receive.size no longer bounds its frames, until a
+     * re-authentication begins (net_request_begin_reauthentication). */
+    bool authenticated;
     int64_t session_expiry_ms; /* clock_mono_ms() deadline, 0 = none (KIP-368) */
     void *auth_state;          /* net_request_set_auth_state; freed with the connection */
     void (*auth_state_free)(void *state);

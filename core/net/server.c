@@ -30,6 +30,7 @@ void net_config_defaults(struct net_config *cfg)
     cfg->num_io_threads = 8;
     cfg->queued_max_requests = 500;
     cfg->socket_request_max_bytes = 104857600;
+    cfg->sasl_server_max_receive_size = 524288;
     cfg->connections_max_idle_ms = 600000;
     cfg->socket_send_buffer_bytes = 102400;
     cfg->socket_receive_buffer_bytes = 102400;
@@ -122,6 +123,11 @@ static int config_check(const struct net_config *cfg, char *err, size_t errlen)
     if (cfg->socket_request_max_bytes < 1 || cfg->socket_request_max_bytes > INT32_MAX) {
         snprintf(err, errlen, "socket.request.max.bytes %lld must be 1..%d", (long long)cfg->socket_request_max_bytes,
                  INT32_MAX);
+        return -1;
+    }
+    if (cfg->sasl_server_max_receive_size < 1 || cfg->sasl_server_max_receive_size > INT32_MAX) {
+        snprintf(err, errlen, "sasl.server.max.receive.size %lld must be 1..%d",
+                 (long long)cfg->sasl_server_max_receive_size, INT32_MAX);
         return -1;
     }
     return 0;
@@ -282,6 +288,17 @@ void net_request_set_session_expiry(struct net_request *pub, int64_t expiry_mono
     }
     change->session_expiry_ms = expiry_mono_ms > 0 ? expiry_mono_ms : 0;
     change->set_session_expiry = true;
+}
+
+void net_request_begin_reauthentication(struct net_request *pub)
+{
+    struct net_conn_change *change = request_change(pub);
+    if (!change) {
+        /* Unbounded re-authentication frames are not an option. */
+        ((struct net_request_impl *)pub)->close_on_oom = true;
+        return;
+    }
+    change->begin_reauthentication = true;
 }
 
 int net_request_set_auth_state(struct net_request *pub, void *state, void (*free_fn)(void *state))

@@ -55,9 +55,13 @@ struct net_config {
     int num_io_threads;               /* num.io.threads, default 8 */
     int queued_max_requests;          /* queued.max.requests, default 500 */
     int64_t socket_request_max_bytes; /* socket.request.max.bytes, default 104857600 */
-    int64_t connections_max_idle_ms;  /* connections.max.idle.ms, default 600000; <= 0 disables */
-    int socket_send_buffer_bytes;     /* socket.send.buffer.bytes, default 102400; -1 = OS default */
-    int socket_receive_buffer_bytes;  /* socket.receive.buffer.bytes, default 102400; -1 = OS default */
+    /* sasl.server.max.receive.size, default 524288: on SASL listeners, the
+     * largest frame (size prefix excluded) of a connection that has not
+     * authenticated yet; a larger announced size closes it unread. */
+    int64_t sasl_server_max_receive_size;
+    int64_t connections_max_idle_ms; /* connections.max.idle.ms, default 600000; <= 0 disables */
+    int socket_send_buffer_bytes;    /* socket.send.buffer.bytes, default 102400; -1 = OS default */
+    int socket_receive_buffer_bytes; /* socket.receive.buffer.bytes, default 102400; -1 = OS default */
     /* New connections beyond these are closed at accept. */
     int max_connections;        /* max.connections (all listeners), default INT32_MAX */
     int max_connections_per_ip; /* max.connections.per.ip, default INT32_MAX */
@@ -158,6 +162,13 @@ int net_request_set_principal(struct net_request *req, const char *type, const c
  * closed on its next request that is not SaslHandshake or SaslAuthenticate.
  * 0 means the session never expires (the default). */
 void net_request_set_session_expiry(struct net_request *req, int64_t expiry_mono_ms);
+
+/* KIP-368 re-authentication began: from the connection's next frame,
+ * sasl.server.max.receive.size bounds it again, until a completion sets
+ * its principal (Kafka reads re-authentication tokens with that bound too).
+ * If the change cannot be recorded, the connection closes after the
+ * response. */
+void net_request_begin_reauthentication(struct net_request *req);
 
 /* Gives the connection a new authentication state (replacing and freeing
  * any previous one with its free function) from then on; free_fn(state)

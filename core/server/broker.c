@@ -411,6 +411,7 @@ static int start_network(struct broker *b, char *err, size_t errlen)
     net.num_io_threads = config_get_int(b->config, "num.io.threads");
     net.queued_max_requests = config_get_int(b->config, "queued.max.requests");
     net.socket_request_max_bytes = config_get_int(b->config, "socket.request.max.bytes");
+    net.sasl_server_max_receive_size = config_get_int(b->config, "sasl.server.max.receive.size");
     net.connections_max_idle_ms = config_get_long(b->config, "connections.max.idle.ms");
     net.socket_send_buffer_bytes = config_get_int(b->config, "socket.send.buffer.bytes");
     net.socket_receive_buffer_bytes = config_get_int(b->config, "socket.receive.buffer.bytes");

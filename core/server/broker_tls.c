@@ -51,6 +51,25 @@ static int map_principal(void *ctx, const char *listener_name, const char *peer_
     return rc == CAIRN_ERROR ? -1 : 0;
 }
 
+/* Runs on a network loop thread when a client failed the TLS handshake:
+ * an authentication failure of an unknown client in the audit log. */
+static void audit_refusal(void *ctx, const char *listener_name, const char *peer_addr, const char *why)
+{
+    struct broker_tls *bt = ctx;
+    char host[64];
+    struct cairn_principal principal = {sizeof principal, "User", "ANONYMOUS"};
+    struct cairn_request_info info = {.struct_size = sizeof info,
+                                      .principal = &principal,
+                                      .client_host = host,
+                                      .client_id = "",
+                                      .listener_name = listener_name,
+                                      .security_protocol = "SSL",
+                                      .api_key = -1,
+                                      .api_version = -1};
+    split_peer(peer_addr, host, sizeof host, &info.client_port);
+    plugin_host_audit_authentication(bt->plugins, &info, "SSL", false, why);
+}
+
 int broker_tls_setup(struct broker_tls *bt, const struct broker_config *cfg, int index, struct net_listener_config *lc,
                      char *err, size_t errlen)
 {
@@ -66,6 +85,7 @@ int broker_tls_setup(struct broker_tls *bt, const struct broker_config *cfg, int
     tls_settings_clear(&settings);
     if (rc != 0)
         return -1;
+    tls_listener_set_refusal_hook(bt->listeners[index], audit_refusal, bt);
     lc->transport_init = tls_listener_transport_init;
     lc->transport_ctx = bt->listeners[index];
     return 0;

@@ -81,6 +81,15 @@ void tls_listener_free(struct tls_listener *l);
 /* A net_transport_init_fn; ctx is the struct tls_listener. */
 int tls_listener_transport_init(void *ctx, struct net_transport *t);
 
+/* Told of each client the listener refused during the TLS handshake (no
+ * client certificate where one is required, an untrusted or expired one,
+ * a protocol error), with OpenSSL's reason: Kafka counts these as failed
+ * authentications. A refusal of the certificate's principal goes to
+ * map_principal instead. Runs on a network loop thread. */
+typedef void (*tls_refusal_fn)(void *ctx, const char *listener_name, const char *peer_addr, const char *why);
+/* Before the network server starts; fn NULL: nobody is told. */
+void tls_listener_set_refusal_hook(struct tls_listener *l, tls_refusal_fn fn, void *ctx);
+
 /* ---- outgoing links (the broker's outbound client: quorum, controller,
  * replica fetchers, transaction markers) ----
  * The server certificate is always verified against the truststore

@@ -18,6 +18,8 @@ struct tls_listener {
     struct tls_settings settings;
     tls_principal_fn map_principal;
     void *map_ctx;
+    tls_refusal_fn on_refusal; /* set before the server starts; read by loop threads */
+    void *refusal_ctx;
     pthread_mutex_t mutex;
     SSL_CTX *ctx;
 };

@@ -150,6 +150,12 @@ int tls_listener_reload(struct tls_listener *l, char *err, size_t errlen)
     return 0;
 }
 
+void tls_listener_set_refusal_hook(struct tls_listener *l, tls_refusal_fn fn, void *ctx)
+{
+    l->on_refusal = fn;
+    l->refusal_ctx = ctx;
+}
+
 void tls_listener_free(struct tls_listener *l)
 {
     if (!l)

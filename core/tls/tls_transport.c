@@ -72,6 +72,15 @@ static ssize_t tls_result(struct tls_conn *tc, int ret, const char *what)
                     tc->listener->name, X509_verify_cert_error_string(verify), why);
     else
         logger_info(TLS_LOG, "%s with %s on %s failed: %s", what, tc->peer, tc->listener->name, why);
+    if (!tc->handshake_done && tc->listener->on_refusal) {
+        char reason[768];
+        if (verify != X509_V_OK)
+            snprintf(reason, sizeof reason, "TLS handshake failed: client certificate refused: %s (%s)",
+                     X509_verify_cert_error_string(verify), why);
+        else
+            snprintf(reason, sizeof reason, "TLS handshake failed: %s", why);
+        tc->listener->on_refusal(tc->listener->refusal_ctx, tc->listener->name, tc->peer, reason);
+    }
     errno = ECONNRESET;
     return -1;
 }

@@ -193,6 +193,7 @@ static const struct implemented_key implemented[] = {
     {"sasl.enabled.mechanisms", "tests/integration/test_sasl.c"},
     {"connections.max.reauth.ms", "tests/integration/test_sasl.c"},
     {"connection.failed.authentication.delay.ms", "tests/integration/test_sasl.c"},
+    {"sasl.server.max.receive.size", "tests/integration/test_sasl_receive_bound.c"},
     {"max.connections", "tests/integration/test_conn_limits.c"},
     {"max.connections.per.ip", "tests/integration/test_conn_limits.c"},
     {"max.connections.per.ip.overrides", "tests/integration/test_conn_limits.c"},

@@ -640,6 +640,11 @@ static void test_start_rejects_bad_config_and_busy_port(void **state)
     assert_non_null(strstr(err, "socket.request.max.bytes"));
 
     test_config(&cfg);
+    cfg.sasl_server_max_receive_size = 0;
+    assert_int_equal(net_server_start(&cfg, test_handler, &ctx, &server, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "sasl.server.max.receive.size"));
+
+    test_config(&cfg);
     assert_int_equal(net_server_start(&cfg, test_handler, &ctx, &server, err, sizeof(err)), 0);
     struct net_config clash;
     test_config(&clash);

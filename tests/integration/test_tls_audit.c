@@ -1,0 +1,135 @@
+/* TLS handshake refusals reach the audit log as failed authentications
+ * (mechanism "SSL", principal User:ANONYMOUS, OpenSSL's reason), as SASL
+ * failures do: a real cairnd with ssl.client.auth=required and the audit
+ * plugin, librdkafka clients with no certificate and with one signed by
+ * another CA, and one with a good certificate that is let in. The
+ * certificates are made by tls/make_certs.sh. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <librdkafka/rdkafka.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "rk_helpers.h"
+
+static char certs_dir[256];
+
+static int group_setup(void **state)
+{
+    (void)state;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(certs_dir, sizeof certs_dir, "%s/cairn-tls-audit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(certs_dir))
+        return -1;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "sh '%s/tests/integration/tls/make_certs.sh' '%s'", CAIRN_SOURCE_DIR, certs_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", certs_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* True when a Metadata request over SSL gets through within timeout_ms;
+ * client names a certificate/key pair in certs_dir, or NULL for none. */
+static bool ssl_metadata_works(const char *bootstrap, const char *client, int timeout_ms)
+{
+    char ca[400], cert[400], key[400];
+    snprintf(ca, sizeof ca, "%s/ca.pem", certs_dir);
+    snprintf(cert, sizeof cert, "%s/%s.pem", certs_dir, client ? client : "");
+    snprintf(key, sizeof key, "%s/%s.key", certs_dir, client ? client : "");
+    const char *conf[] = {"security.protocol",
+                          "ssl",
+                          "ssl.ca.location",
+                          ca,
+                          "socket.timeout.ms",
+                          "4000",
+                          client ? "ssl.certificate.location" : NULL,
+                          cert,
+                          "ssl.key.location",
+                          key,
+                          NULL};
+    rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 1, NULL, &md, timeout_ms);
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    rk_producer_destroy(rk);
+    return err == RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+/* Lines of the file at path containing all of a, b and c. */
+static int file_lines_with(const char *path, const char *a, const char *b, const char *c)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[8192];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, a) && strstr(line, b) && strstr(line, c);
+    fclose(f);
+    return n;
+}
+
+static void test_handshake_refusals_are_audited(void **state)
+{
+    (void)state;
+    int ssl_port = harness_free_port();
+    assert_true(ssl_port > 0);
+    char listeners[160], keystore[400], trust[400], plugin_path[600], audit_path[400], audit_file[500], bootstrap[64];
+    snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:%d", ssl_port);
+    snprintf(keystore, sizeof keystore, "ssl.keystore.location=%s/server.pem", certs_dir);
+    snprintf(trust, sizeof trust, "ssl.truststore.location=%s/ca.pem", certs_dir);
+    snprintf(plugin_path, sizeof plugin_path, "plugin.path=%s", CAIRN_PLUGIN_DIR);
+    snprintf(audit_path, sizeof audit_path, "%s/audit.log", certs_dir);
+    snprintf(audit_file, sizeof audit_file, "plugin.audit.file.path=%s", audit_path);
+    snprintf(bootstrap, sizeof bootstrap, "127.0.0.1:%d", ssl_port);
+    const char *overrides[] = {listeners,   keystore,        trust,      "ssl.client.auth=required",
+                               plugin_path, "plugins=audit", audit_file, NULL};
+    struct test_broker b;
+    broker_start(&b, overrides);
+
+    assert_false(ssl_metadata_works(bootstrap, NULL, 3000));
+    assert_false(ssl_metadata_works(bootstrap, "stranger", 3000));
+    assert_true(ssl_metadata_works(bootstrap, "client", 15000));
+    broker_stop(&b); /* the audit plugin writes everything before exiting */
+
+    int no_certificate = file_lines_with(audit_path, "\"User:ANONYMOUS\"", "\"SSL\"",
+                                         "peer did not return a certificate");
+    int untrusted = file_lines_with(audit_path, "\"User:ANONYMOUS\"", "\"SSL\"",
+                                    "unable to get local issuer certificate");
+    int admitted = file_lines_with(audit_path, "CN=alice", "\"SSL\"", "\"success\":true");
+    if (no_certificate < 1 || untrusted < 1 || admitted < 1) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "cat '%s' >&2", audit_path);
+        assert_int_equal(system(cmd), 0);
+        fail_msg("audit log: %d refusals for a missing certificate, %d for an untrusted one, %d admissions",
+                 no_certificate, untrusted, admitted);
+    }
+    /* A refusal is never recorded as a success. */
+    assert_int_equal(file_lines_with(audit_path, "\"User:ANONYMOUS\"", "\"SSL\"", "\"success\":true"), 0);
+    broker_mark_passed(&b);
+    broker_cleanup(&b);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_handshake_refusals_are_audited),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
