@@ -15,6 +15,7 @@
 
 #include "protocol/generated/errors.h"
 #include "protocol/record_batch.h"
+#include "util/clock.h"
 
 struct file_sink {
     FILE *f;
@@ -49,9 +50,11 @@ static int write_to_memory(void *ctx, const uint8_t *data, size_t len)
 
 /* Every batch of the file: whole, the last one ending at its end, inside
  * the segment's offsets, ascending, CRC intact. Returns NULL or what is
- * wrong. */
-static const char *check_batches(int fd, int64_t size, const struct tiered_segment *seg)
+ * wrong; *local when that is this broker's failure (memory, its own file),
+ * not the downloaded bytes'. */
+static const char *check_batches(int fd, int64_t size, const struct tiered_segment *seg, bool *local)
 {
+    *local = false;
     int64_t pos = 0, expect_from = seg->start_offset;
     uint8_t *buf = NULL;
     size_t cap = 0;
@@ -74,14 +77,16 @@ static const char *check_batches(int fd, int64_t size, const struct tiered_segme
             uint8_t *grown = realloc(buf, total);
             if (!grown) {
                 bad = "out of memory";
+                *local = true;
                 break;
             }
             buf = grown;
             cap = total;
         }
-        if (pread(fd, buf, total, pos) != (ssize_t)total)
+        if (pread(fd, buf, total, pos) != (ssize_t)total) {
             bad = "short read";
-        else if (!record_batch_crc_ok(buf, total))
+            *local = true;
+        } else if (!record_batch_crc_ok(buf, total))
             bad = "batch CRC mismatch";
         expect_from = record_batch_last_offset(&h) + 1;
         pos += (int64_t)total;
@@ -91,9 +96,11 @@ static const char *check_batches(int fd, int64_t size, const struct tiered_segme
 }
 
 int tiered_chunk_download(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg, int64_t start,
-                          int64_t end, const char *path, int *fd, char *err, size_t errlen)
+                          int64_t end, const char *path, int *fd, enum tiered_error_kind *kind, char *err,
+                          size_t errlen)
 {
     *fd = -1;
+    *kind = TIERED_ERROR_OTHER;
     struct cairn_remote_segment view;
     tiered_segment_view(t, p, seg, &view);
     char *tmp = NULL;
@@ -107,10 +114,14 @@ int tiered_chunk_download(struct tiered *t, struct tiered_partition *p, const st
     struct file_sink fs = {f};
     struct cairn_byte_sink sink = {sizeof sink, &fs, write_to_file};
     metrics_add(t->metrics.fetch_requests, 1);
+    int64_t started_ns = clock_mono_ns();
     int status = t->rsm->fetch_segment(t->rsm_instance, &view, start, end, &sink, err, errlen);
+    tiered_observe_fetch(t, TIERED_FETCH_SEGMENT, started_ns);
+    if (status != CAIRN_OK)
+        *kind = tiered_error_kind_of(status);
     if (fclose(f) != 0 && status == CAIRN_OK) {
         snprintf(err, errlen, "cannot write %s", tmp);
-        status = CAIRN_ERROR;
+        status = CAIRN_ERROR; /* this broker's disk: kind stays other */
     }
     if (status != CAIRN_OK)
         goto out;
@@ -125,9 +136,11 @@ int tiered_chunk_download(struct tiered *t, struct tiered_partition *p, const st
         goto out;
     }
     metrics_add(t->metrics.fetch_bytes, st.st_size);
+    bool local = false;
     const char *bad = st.st_size != end - start ? "size differs from the copied segment"
-                                                : check_batches(*fd, st.st_size, seg);
+                                                : check_batches(*fd, st.st_size, seg, &local);
     if (bad) {
+        *kind = local ? TIERED_ERROR_OTHER : TIERED_ERROR_CORRUPT;
         snprintf(err, errlen, "remote segment %" PRId64 "-%" PRId64 " bytes %" PRId64 "-%" PRId64 " are corrupt: %s",
                  seg->start_offset, seg->end_offset, start, end, bad);
         goto out;
@@ -146,17 +159,21 @@ out:
 }
 
 /* The bytes of one of seg's index objects: 0 with *data (malloc'd, maybe
- * NULL when empty), 1 when the store holds none, -1 with err. */
+ * NULL when empty), 1 when the store holds none, -1 with err and *kind. */
 static int index_bytes(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
-                       int32_t index_type, uint8_t **data, size_t *len, char *err, size_t errlen)
+                       int32_t index_type, uint8_t **data, size_t *len, enum tiered_error_kind *kind, char *err,
+                       size_t errlen)
 {
     struct cairn_remote_segment view;
     tiered_segment_view(t, p, seg, &view);
     struct memory_sink index = {0};
     struct cairn_byte_sink sink = {sizeof sink, &index, write_to_memory};
+    int64_t started_ns = clock_mono_ns();
     int status = t->rsm->fetch_index(t->rsm_instance, &view, index_type, &sink, err, errlen);
+    tiered_observe_fetch(t, TIERED_FETCH_INDEX, started_ns);
     if (status != CAIRN_OK) {
         free(index.data);
+        *kind = tiered_error_kind_of(status);
         return status == CAIRN_NOT_FOUND ? 1 : -1;
     }
     *data = index.data;
@@ -170,13 +187,15 @@ static uint32_t get_be32(const uint8_t *b)
 }
 
 int tiered_index_download(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
-                          struct tiered_index_entry **out, size_t *count, char *err, size_t errlen)
+                          struct tiered_index_entry **out, size_t *count, enum tiered_error_kind *kind, char *err,
+                          size_t errlen)
 {
+    *kind = TIERED_ERROR_OTHER;
     *out = NULL;
     *count = 0;
     uint8_t *data = NULL;
     size_t len = 0;
-    int rc = index_bytes(t, p, seg, CAIRN_REMOTE_INDEX_OFFSET, &data, &len, err, errlen);
+    int rc = index_bytes(t, p, seg, CAIRN_REMOTE_INDEX_OFFSET, &data, &len, kind, err, errlen);
     if (rc != 0)
         return rc > 0 ? 0 : -1; /* none: scanned from the start instead, in one chunk */
     size_t n = len / 8;
@@ -197,13 +216,15 @@ int tiered_index_download(struct tiered *t, struct tiered_partition *p, const st
 }
 
 int tiered_time_index_download(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
-                               struct tiered_time_entry **out, size_t *count, char *err, size_t errlen)
+                               struct tiered_time_entry **out, size_t *count, enum tiered_error_kind *kind, char *err,
+                               size_t errlen)
 {
+    *kind = TIERED_ERROR_OTHER;
     *out = NULL;
     *count = 0;
     uint8_t *data = NULL;
     size_t len = 0;
-    int rc = index_bytes(t, p, seg, CAIRN_REMOTE_INDEX_TIMESTAMP, &data, &len, err, errlen);
+    int rc = index_bytes(t, p, seg, CAIRN_REMOTE_INDEX_TIMESTAMP, &data, &len, kind, err, errlen);
     if (rc != 0)
         return rc > 0 ? 0 : -1; /* none: a search scans from the segment's start */
     size_t n = len / 12;

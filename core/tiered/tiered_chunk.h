@@ -23,19 +23,23 @@ struct tiered_time_entry {
 /* Downloads bytes [start, end) of seg to path (written as path.tmp and
  * renamed) and checks them: exactly end - start bytes, whole batches
  * within the segment's offsets, ascending, CRC intact. Returns 0 with the
- * file open read-only in *fd, or -1 with err (nothing left at path). */
+ * file open read-only in *fd, or -1 with err and *kind (nothing left at
+ * path). Each plugin call lands in the fetch latency histogram. */
 int tiered_chunk_download(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg, int64_t start,
-                          int64_t end, const char *path, int *fd, char *err, size_t errlen);
+                          int64_t end, const char *path, int *fd, enum tiered_error_kind *kind, char *err,
+                          size_t errlen);
 
 /* Downloads seg's offset index: *out (malloc'd, *count entries; NULL and 0
- * when the store holds none). Returns 0, or -1 with err. */
+ * when the store holds none). Returns 0, or -1 with err and *kind. */
 int tiered_index_download(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
-                          struct tiered_index_entry **out, size_t *count, char *err, size_t errlen);
+                          struct tiered_index_entry **out, size_t *count, enum tiered_error_kind *kind, char *err,
+                          size_t errlen);
 
 /* Downloads seg's time index: *out (malloc'd, *count entries; NULL and 0
- * when the store holds none). Returns 0, or -1 with err. */
+ * when the store holds none). Returns 0, or -1 with err and *kind. */
 int tiered_time_index_download(struct tiered *t, struct tiered_partition *p, const struct tiered_segment *seg,
-                               struct tiered_time_entry **out, size_t *count, char *err, size_t errlen);
+                               struct tiered_time_entry **out, size_t *count, enum tiered_error_kind *kind, char *err,
+                               size_t errlen);
 
 /* As partition_log_read over the batches of one chunk file (holding bytes
  * [chunk_start, chunk_start + chunk_size) of the segment) from segment

@@ -107,7 +107,7 @@ static int delete_one(struct tiered *t, struct tiered_partition *p, size_t i, co
     char err[512] = "";
     int rc = t->rsm->delete_segment(t->rsm_instance, &view, err, sizeof err);
     if (rc != CAIRN_OK) {
-        metrics_add(t->metrics.delete_errors, 1);
+        tiered_count_error(t, TIERED_OP_DELETE, tiered_error_kind_of(rc));
         logger_warn("tiered", "%s-%" PRId32 ": deleting remote segment at %" PRId64 " failed (%d): %s", p->topic,
                     p->partition, copy.start_offset, rc, err);
         return -1;
@@ -279,7 +279,7 @@ static int copy_one(struct tiered *t, struct tiered_partition *p, struct partiti
     if (rc != CAIRN_OK || custom_len > sizeof custom) {
         if (rc == CAIRN_OK)
             rc = CAIRN_INVALID;
-        metrics_add(t->metrics.copy_errors, 1);
+        tiered_count_error(t, TIERED_OP_COPY, tiered_error_kind_of(rc));
         logger_warn("tiered", "%s-%" PRId32 ": copying segment %" PRId64 " to %s failed (%d): %s", p->topic,
                     p->partition, info->base_offset, t->plugin_name, rc, err);
         pthread_mutex_lock(&p->lock);
@@ -364,6 +364,7 @@ static void copy_eligible(struct tiered *t, struct tiered_partition *p, struct p
     tiered_partition_offsets_locked(p, &start, &copied_end);
     pthread_mutex_unlock(&p->lock);
     size_t lag = 0;
+    int64_t lag_bytes = 0;
     bool stalled = false;
     for (size_t i = 0; i < n; i++) {
         if (segs[i].next_offset <= copied_end || segs[i].next_offset > bound)
@@ -377,6 +378,7 @@ static void copy_eligible(struct tiered *t, struct tiered_partition *p, struct p
             copy_one(t, p, log, &segs[i]) != 0) {
             stalled = true; /* in order: a later segment waits for this one */
             lag++;
+            lag_bytes += segs[i].size;
             continue;
         }
         copied_end = segs[i].next_offset;
@@ -384,11 +386,15 @@ static void copy_eligible(struct tiered *t, struct tiered_partition *p, struct p
     }
     pthread_mutex_lock(&t->lock);
     p->copy_lag = (int64_t)lag;
-    int64_t total = 0;
-    for (size_t i = 0; i < t->part_count; i++)
+    p->copy_lag_bytes = lag_bytes;
+    int64_t total = 0, total_bytes = 0;
+    for (size_t i = 0; i < t->part_count; i++) {
         total += t->parts[i]->copy_lag;
+        total_bytes += t->parts[i]->copy_lag_bytes;
+    }
     pthread_mutex_unlock(&t->lock);
     metrics_set(t->metrics.copy_lag_segments, total);
+    metrics_set(t->metrics.copy_lag_bytes, total_bytes);
     free(segs);
 }
 
@@ -446,6 +452,7 @@ static void follow(struct tiered *t, struct tiered_partition *p, struct partitio
     p->leading_epoch = -1;
     pthread_mutex_lock(&t->lock);
     p->copy_lag = 0; /* the leader's to report */
+    p->copy_lag_bytes = 0;
     pthread_mutex_unlock(&t->lock);
     if (tiered_manifest_read(t, p) != 0)
         return;

@@ -282,20 +282,22 @@ static void finish_job(struct tiered *t, struct cache_job *job)
     struct tiered_time_entry *times = NULL;
     size_t time_count = 0;
     char err[512] = "";
+    enum tiered_error_kind kind = TIERED_ERROR_OTHER;
     int rc;
     if (job->chunk == INDEX_CHUNK) {
-        rc = tiered_index_download(t, job->p, &job->seg, &index, &index_count, err, sizeof err);
+        rc = tiered_index_download(t, job->p, &job->seg, &index, &index_count, &kind, err, sizeof err);
     } else if (job->chunk == TIME_INDEX_CHUNK) {
-        rc = tiered_time_index_download(t, job->p, &job->seg, &times, &time_count, err, sizeof err);
+        rc = tiered_time_index_download(t, job->p, &job->seg, &times, &time_count, &kind, err, sizeof err);
     } else {
         char *path = chunk_path(c, job->seg.id, job->chunk);
-        rc = path ? tiered_chunk_download(t, job->p, &job->seg, job->start, job->end, path, &fd, err, sizeof err) : -1;
+        rc = path ? tiered_chunk_download(t, job->p, &job->seg, job->start, job->end, path, &fd, &kind, err, sizeof err)
+                  : -1;
         if (!path)
             snprintf(err, sizeof err, "out of memory");
         free(path);
     }
     if (rc != 0) {
-        metrics_add(t->metrics.fetch_errors, 1);
+        tiered_count_error(t, TIERED_OP_FETCH, kind);
         logger_warn("tiered", "%s-%" PRId32 ": reading remote segment %" PRId64 " failed: %s", job->p->topic,
                     job->p->partition, job->seg.start_offset, err);
     }

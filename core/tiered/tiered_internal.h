@@ -54,6 +54,7 @@ struct tiered_partition {
     size_t count, cap;
     int64_t log_start_offset; /* lock: a DeleteRecords start below the local one, -1 when none */
     int64_t copy_lag;         /* manager lock: closed segments below the HW waiting for a copy */
+    int64_t copy_lag_bytes;   /* manager lock: their bytes */
     bool busy;                /* manager lock: a copier works on it */
     bool queued;              /* manager lock: waiting in the copy queue */
     bool gone;                /* its topic was deleted and every remote segment with it */
@@ -83,20 +84,41 @@ struct tiered_list {
     int32_t leader_epoch; /* the epoch of the leader that wrote it; -1 in a broker's own file */
 };
 
+/* What a failed remote operation was doing: the op label of
+ * cairn_remote_errors_total. */
+enum tiered_op { TIERED_OP_COPY, TIERED_OP_FETCH, TIERED_OP_DELETE, TIERED_OP_COUNT };
+
+/* Why it failed: the kind label. The plugin ABI's status codes say
+ * missing (CAIRN_NOT_FOUND) and unavailable (CAIRN_RETRIABLE: an outage, a
+ * throttled or timed-out request; the ABI has no separate timeout code);
+ * corrupt is Cairn's own check of downloaded bytes failing; other is every
+ * other status, and failures on this broker (its disk, its memory). */
+enum tiered_error_kind {
+    TIERED_ERROR_MISSING,
+    TIERED_ERROR_CORRUPT,
+    TIERED_ERROR_UNAVAILABLE,
+    TIERED_ERROR_OTHER,
+    TIERED_ERROR_KIND_COUNT
+};
+
+/* The object a remote fetch brings: the object label of
+ * cairn_remote_fetch_latency_seconds. */
+enum tiered_fetch_object { TIERED_FETCH_SEGMENT, TIERED_FETCH_INDEX, TIERED_FETCH_MANIFEST, TIERED_FETCH_OBJECT_COUNT };
+
 struct tiered_metrics {
     struct metrics_metric *bytes_copied;
     struct metrics_metric *segments_copied;
     struct metrics_metric *segments_deleted;
-    struct metrics_metric *copy_errors;
-    struct metrics_metric *delete_errors;
+    struct metrics_metric *errors[TIERED_OP_COUNT][TIERED_ERROR_KIND_COUNT];
+    struct metrics_metric *fetch_latency[TIERED_FETCH_OBJECT_COUNT]; /* every plugin fetch call, failed ones too */
     struct metrics_metric *fetch_requests;
     struct metrics_metric *fetch_bytes;
-    struct metrics_metric *fetch_errors;
     struct metrics_metric *cache_hits;
     struct metrics_metric *cache_misses;
     struct metrics_metric *read_ahead_started;
     struct metrics_metric *read_ahead_hits;
     struct metrics_metric *copy_lag_segments;
+    struct metrics_metric *copy_lag_bytes;
     struct metrics_metric *copy_throttle_ms;  /* time copiers waited on the copy quota */
     struct metrics_metric *fetch_throttled;   /* remote reads answered empty by the fetch quota */
     struct metrics_metric *fetch_throttle_ms; /* the fetch quota's throttle time at each of those */
@@ -172,6 +194,16 @@ void tiered_partition_offsets_locked(const struct tiered_partition *p, int64_t *
 /* Fills a plugin view of segment s of p (pointers into both). */
 void tiered_segment_view(const struct tiered *t, const struct tiered_partition *p, const struct tiered_segment *s,
                          struct cairn_remote_segment *out);
+
+/* tiered_metrics.c */
+void tiered_metrics_register(struct tiered_metrics *m);
+/* The error kind of a plugin call's status (not CAIRN_OK). */
+enum tiered_error_kind tiered_error_kind_of(int status);
+/* Counts one failed remote operation in cairn_remote_errors_total. */
+void tiered_count_error(struct tiered *t, enum tiered_op op, enum tiered_error_kind kind);
+/* Records one plugin fetch call that started at started_ns
+ * (clock_mono_ns) in cairn_remote_fetch_latency_seconds. */
+void tiered_observe_fetch(struct tiered *t, enum tiered_fetch_object object, int64_t started_ns);
 
 /* tiered_copy.c, on a copier thread holding p->busy. */
 void tiered_copy_partition(struct tiered *t, struct tiered_partition *p, int64_t now_ms);

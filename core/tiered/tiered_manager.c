@@ -251,44 +251,6 @@ static void publish_all(struct tiered *t)
     pthread_mutex_unlock(&t->lock);
 }
 
-static void register_metrics(struct tiered_metrics *m)
-{
-    m->bytes_copied = metrics_register(METRICS_COUNTER, "cairn_remote_copy_bytes_total", NULL,
-                                       "Bytes of segments copied to the remote store");
-    m->segments_copied = metrics_register(METRICS_COUNTER, "cairn_remote_copy_segments_total", NULL,
-                                          "Segments copied to the remote store");
-    m->segments_deleted = metrics_register(METRICS_COUNTER, "cairn_remote_delete_segments_total", NULL,
-                                           "Remote segments deleted (retention, deleted topics)");
-    m->copy_errors = metrics_register(METRICS_COUNTER, "cairn_remote_errors_total", "kind=\"copy\"",
-                                      "Failed remote storage operations, by kind");
-    m->delete_errors = metrics_register(METRICS_COUNTER, "cairn_remote_errors_total", "kind=\"delete\"",
-                                        "Failed remote storage operations, by kind");
-    m->fetch_errors = metrics_register(METRICS_COUNTER, "cairn_remote_errors_total", "kind=\"fetch\"",
-                                       "Failed remote storage operations, by kind");
-    m->fetch_requests = metrics_register(METRICS_COUNTER, "cairn_remote_fetch_requests_total", NULL,
-                                         "Ranged reads of remote segments (chunks) from the remote store");
-    m->fetch_bytes = metrics_register(METRICS_COUNTER, "cairn_remote_fetch_bytes_total", NULL,
-                                      "Bytes read from the remote store");
-    m->cache_hits = metrics_register(METRICS_COUNTER, "cairn_remote_cache_hits_total", NULL,
-                                     "Remote reads that found the index or chunk they needed in the local chunk cache");
-    m->cache_misses = metrics_register(METRICS_COUNTER, "cairn_remote_cache_misses_total", NULL,
-                                       "Remote reads that queued an index or chunk download from the remote store");
-    m->read_ahead_started = metrics_register(METRICS_COUNTER, "cairn_remote_read_ahead_started_total", NULL,
-                                             "Remote chunk downloads started ahead of a sequential reader");
-    m->read_ahead_hits = metrics_register(METRICS_COUNTER, "cairn_remote_read_ahead_hits_total", NULL,
-                                          "Remote reads that found a read-ahead chunk already downloaded");
-    m->copy_lag_segments = metrics_register(METRICS_GAUGE, "cairn_remote_copy_lag_segments", NULL,
-                                            "Closed segments below the high watermark not yet copied");
-    m->copy_throttle_ms = metrics_register(
-        METRICS_COUNTER, "cairn_remote_copy_throttle_time_ms_total", NULL,
-        "Milliseconds copies waited for remote.log.manager.copy.max.bytes.per.second");
-    m->fetch_throttled = metrics_register(
-        METRICS_COUNTER, "cairn_remote_fetch_throttled_total", NULL,
-        "Fetches answered without remote data because remote.log.manager.fetch.max.bytes.per.second was exceeded");
-    m->fetch_throttle_ms = metrics_register(METRICS_COUNTER, "cairn_remote_fetch_throttle_time_ms_total", NULL,
-                                            "Sum of the fetch quota's throttle time at each throttled fetch");
-}
-
 void tiered_set_quotas(struct tiered *t, int64_t copy_max_bytes_per_second, int64_t fetch_max_bytes_per_second)
 {
     if (!t)
@@ -325,7 +287,7 @@ int tiered_start(const struct tiered_options *opts, struct tiered **out, char *e
                       (int64_t)opts->copy_quota_window_seconds * 1000);
     tiered_quota_init(&t->fetch_quota, opts->fetch_max_bytes_per_second, opts->fetch_quota_window_num,
                       (int64_t)opts->fetch_quota_window_seconds * 1000);
-    register_metrics(&t->metrics);
+    tiered_metrics_register(&t->metrics);
     if (!plugin_host_remote_storage(opts->plugins, &t->rsm, &t->rsm_instance, &t->plugin_name)) {
         snprintf(err, errlen,
                  "remote.log.storage.system.enable is true but no plugin in plugins= provides remote "

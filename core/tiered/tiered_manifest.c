@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "util/fs_util.h"
 #include "util/logger.h"
 
@@ -65,7 +66,7 @@ int tiered_manifest_write(struct tiered *t, struct tiered_partition *p, int32_t 
     unlink(tmp);
     free(tmp);
     if (rc != 0) {
-        metrics_add(t->metrics.copy_errors, 1);
+        tiered_count_error(t, TIERED_OP_COPY, tiered_error_kind_of(rc));
         logger_warn("tiered", "%s-%" PRId32 ": writing the remote segment manifest failed (%d): %s", p->topic,
                     p->partition, rc, err);
         return -1;
@@ -118,15 +119,18 @@ int tiered_manifest_read(struct tiered *t, struct tiered_partition *p)
     struct buffer buf = {0};
     struct cairn_byte_sink sink = {.struct_size = sizeof sink, .ctx = &buf, .write = buffer_write};
     char err[512] = "";
+    int64_t started_ns = clock_mono_ns();
     int rc = t->rsm->fetch_segment(t->rsm_instance, &view, 0, -1, &sink, err, sizeof err);
-    if (rc == CAIRN_NOT_FOUND) {
+    tiered_observe_fetch(t, TIERED_FETCH_MANIFEST, started_ns);
+    if (rc == CAIRN_NOT_FOUND) { /* none written yet: not an error */
         free(buf.data);
         return 1;
     }
     struct tiered_list list;
     if (rc != CAIRN_OK || tiered_metadata_parse(buf.data ? buf.data : "", buf.len, p, &list, err, sizeof err) != 0) {
         free(buf.data);
-        metrics_add(t->metrics.fetch_errors, 1);
+        /* A manifest the plugin returned but that does not parse is corrupt. */
+        tiered_count_error(t, TIERED_OP_FETCH, rc != CAIRN_OK ? tiered_error_kind_of(rc) : TIERED_ERROR_CORRUPT);
         logger_warn("tiered", "%s-%" PRId32 ": reading the remote segment manifest failed (%d): %s", p->topic,
                     p->partition, rc, err);
         return -1;
@@ -159,7 +163,7 @@ int tiered_manifest_delete(struct tiered *t, struct tiered_partition *p)
     char err[512] = "";
     int rc = t->rsm->delete_segment(t->rsm_instance, &view, err, sizeof err);
     if (rc != CAIRN_OK) {
-        metrics_add(t->metrics.delete_errors, 1);
+        tiered_count_error(t, TIERED_OP_DELETE, tiered_error_kind_of(rc));
         logger_warn("tiered", "%s-%" PRId32 ": deleting the remote segment manifest failed (%d): %s", p->topic,
                     p->partition, rc, err);
         return -1;

@@ -281,7 +281,7 @@ int16_t tiered_offset_for_timestamp(struct tiered *t, struct partition_log *log,
                             : -1;
             close(fd);
             if (found < 0) {
-                metrics_add(t->metrics.fetch_errors, 1);
+                tiered_count_error(t, TIERED_OP_FETCH, TIERED_ERROR_CORRUPT);
                 return KAFKA_ERR_KAFKA_STORAGE_ERROR;
             }
             if (found == 1)

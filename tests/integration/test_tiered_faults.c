@@ -124,11 +124,13 @@ static int16_t raw_fetch_error_from_zero(const struct tiered_state *st, const ui
     return a.error;
 }
 
-#define FETCH_ERRORS "cairn_remote_errors_total{kind=\"fetch\"}"
+#define CORRUPT_FETCHES "cairn_remote_errors_total{op=\"fetch\",kind=\"corrupt\"}"
+#define MISSING_FETCHES "cairn_remote_errors_total{op=\"fetch\",kind=\"missing\"}"
 
 /* A corrupt remote object and a missing one: a retriable
- * KAFKA_STORAGE_ERROR (56) and a metric, never wrong bytes; other
- * partitions keep serving; the repaired object is served again. */
+ * KAFKA_STORAGE_ERROR (56) and a metric, each of its own kind, never wrong
+ * bytes; other partitions keep serving; the repaired object is served
+ * again. */
 static void test_tiered_bad_remote_object(void **state)
 {
     struct tiered_state *st = *state;
@@ -138,8 +140,10 @@ static void test_tiered_bad_remote_object(void **state)
     /* Far from segment 0, whose reads also read the next one ahead. */
     int64_t second_base = remote_base_holding(st, 1500);
     remote_segment_file(st, second_base, second, sizeof second);
-    int64_t errors_before = metric_value(st, FETCH_ERRORS);
-    assert_true(errors_before >= 0);
+    int64_t corrupt_before = metric_value(st, CORRUPT_FETCHES);
+    int64_t missing_before = metric_value(st, MISSING_FETCHES);
+    assert_true(corrupt_before >= 0);
+    assert_true(missing_before >= 0);
 
     flip_byte(first);
     int16_t error = 0;
@@ -153,7 +157,8 @@ static void test_tiered_bad_remote_object(void **state)
     uint8_t id[16];
     remote_topic_id(st, id);
     assert_int_equal(raw_fetch_error_from_zero(st, id), 56); /* KAFKA_STORAGE_ERROR, retriable */
-    assert_true(metric_value(st, FETCH_ERRORS) > errors_before);
+    assert_true(metric_value(st, CORRUPT_FETCHES) > corrupt_before);
+    assert_int_equal(metric_value(st, MISSING_FETCHES), missing_before); /* every object is still there */
 
     /* Missing: the object is gone from the store. */
     snprintf(moved, sizeof moved, "%s.away", second);
@@ -161,6 +166,7 @@ static void test_tiered_bad_remote_object(void **state)
     error = 0;
     assert_int_equal(list_offset_raw(st, st->ts_base + 10 * second_base, &error), -1);
     assert_int_equal(error, 56);
+    assert_true(metric_value(st, MISSING_FETCHES) > missing_before);
 
     /* The broker keeps serving other partitions. */
     rk_create_topic(broker_bootstrap(&st->broker), "plain", 1, NULL);
@@ -190,7 +196,21 @@ static void test_tiered_bad_remote_object(void **state)
     broker_mark_passed(&st->broker);
 }
 
-#define COPY_ERRORS "cairn_remote_errors_total{kind=\"copy\"}"
+/* Failed copies of every kind: the sum of cairn_remote_errors_total's
+ * op="copy" series. */
+static int64_t copy_errors_total(const struct tiered_state *st)
+{
+    static const char *const kinds[] = {"missing", "corrupt", "unavailable", "other"};
+    int64_t total = 0;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "cairn_remote_errors_total{op=\"copy\",kind=\"%s\"}", kinds[i]);
+        int64_t v = metric_value(st, name);
+        assert_true(v >= 0);
+        total += v;
+    }
+    return total;
+}
 
 /* The store goes away (its directory replaced by a plain file, so every
  * write and read fails even for root): produce keeps working, copies fail
@@ -203,7 +223,7 @@ static void test_tiered_store_outage(void **state)
     struct tiered_state *st = *state;
     start_stamped_round(st);
     int64_t local_start = list_offset_v9(st, -4);
-    int64_t copy_errors = metric_value(st, COPY_ERRORS);
+    int64_t copy_errors = copy_errors_total(st);
     assert_true(copy_errors >= 0);
     uint8_t id[16];
     remote_topic_id(st, id);
@@ -217,9 +237,12 @@ static void test_tiered_store_outage(void **state)
 
     produce_round(st, RECORDS_PER_ROUND); /* asserts every record acknowledged */
     long long deadline = harness_now_ms() + 60000;
-    while (metric_value(st, COPY_ERRORS) < copy_errors + 3 && harness_now_ms() < deadline)
+    while (copy_errors_total(st) < copy_errors + 3 && harness_now_ms() < deadline)
         usleep(200 * 1000);
-    assert_true(metric_value(st, COPY_ERRORS) >= copy_errors + 3); /* retried, pass after pass */
+    assert_true(copy_errors_total(st) >= copy_errors + 3); /* retried, pass after pass */
+    /* What waits for a copy shows as copy lag, in segments and bytes. */
+    assert_true(metric_value(st, "cairn_remote_copy_lag_segments") > 0);
+    assert_true(metric_value(st, "cairn_remote_copy_lag_bytes") > 0);
     /* No local segment goes before its copy landed: the local start never
      * passes the end of the confirmed copies (a copy finished just before
      * the outage may still trim), and every segment rolled during the

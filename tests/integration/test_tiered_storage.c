@@ -154,6 +154,7 @@ static void test_tiered_read_restart_and_kill(void **state)
     assert_true(cache_bytes(st) <= 100000 + 32768);
     assert_true(metric_value(st, "cairn_remote_copy_segments_total") >= 10);
     assert_int_equal(metric_value(st, "cairn_remote_copy_lag_segments"), 0);
+    assert_int_equal(metric_value(st, "cairn_remote_copy_lag_bytes"), 0);
     assert_true(metric_value(st, "cairn_remote_fetch_requests_total") >= 10);
     int copied = check_metadata(st);
     assert_true(copied >= 10);
@@ -220,6 +221,9 @@ static void test_tiered_read_ahead(void **state)
 
 #define CHUNK_BYTES (256 * 1024)
 #define FETCH_BYTES "cairn_remote_fetch_bytes_total"
+#define SEGMENT_FETCHES "cairn_remote_fetch_latency_seconds_count{object=\"segment\"}"
+#define SEGMENT_FETCHES_INF "cairn_remote_fetch_latency_seconds_bucket{object=\"segment\",le=\"+Inf\"}"
+#define INDEX_FETCHES "cairn_remote_fetch_latency_seconds_count{object=\"index\"}"
 
 /* The partition's topic id, from its remote folder's name. */
 static void remote_topic_id(const struct tiered_state *st, uint8_t id[16])
@@ -255,6 +259,7 @@ static void test_tiered_chunked_read(void **state)
     wait_tiered(st, 1, 1);
     assert_true(list_offset_v9(st, -4) > 0);
     assert_int_equal(metric_value(st, FETCH_BYTES), 0);
+    assert_int_equal(metric_value(st, SEGMENT_FETCHES), 0);
 
     /* One fetch from 0 (retried while the chunk downloads). */
     uint8_t id[16];
@@ -274,6 +279,12 @@ static void test_tiered_chunked_read(void **state)
     assert_true(downloaded > 0);
     assert_true(downloaded < 2 * CHUNK_BYTES); /* a chunk and at most one batch past its mark */
     assert_int_equal(metric_value(st, "cairn_remote_fetch_requests_total"), 1);
+    /* Its download is in the latency histogram, as are the indexes read
+     * to find the chunk. */
+    assert_int_equal(metric_value(st, SEGMENT_FETCHES), 1);
+    assert_int_equal(metric_value(st, SEGMENT_FETCHES_INF), 1);
+    int64_t index_fetches = metric_value(st, INDEX_FETCHES);
+    assert_true(index_fetches >= 1);
 
     /* By timestamp, mid-segment: the chunk holding the answer. */
     int64_t middle = list_offset_v9(st, -4) / 2;
@@ -287,6 +298,11 @@ static void test_tiered_chunked_read(void **state)
     assert_true(by_timestamp > 0);
     assert_true(by_timestamp < 3 * CHUNK_BYTES);
     assert_true(metric_value(st, "cairn_remote_fetch_requests_total") <= 3);
+    /* Every chunk download timed: the count grew with them. */
+    int64_t segment_fetches = metric_value(st, SEGMENT_FETCHES);
+    assert_true(segment_fetches > 1);
+    assert_true(segment_fetches <= metric_value(st, "cairn_remote_fetch_requests_total"));
+    assert_true(metric_value(st, INDEX_FETCHES) > index_fetches); /* the time index */
 
     consume_all_from_zero(st);
 

@@ -52,6 +52,46 @@ static void test_register_and_render(void **state)
     metrics_registry_clear();
 }
 
+static void test_histogram(void **state)
+{
+    (void)state;
+    const double bounds[] = {0.01, 0.1, 1};
+    struct metrics_metric *h = metrics_register_histogram("test_latency_seconds", "op=\"get\"", "Latency.", bounds, 3);
+    struct metrics_metric *plain = metrics_register_histogram("test_plain_seconds", NULL, "Plain.", bounds, 3);
+    assert_non_null(h);
+    assert_non_null(plain);
+    assert_ptr_equal(metrics_register_histogram("test_latency_seconds", "op=\"get\"", "x", bounds, 3), h);
+    const double other[] = {0.5};
+    assert_null(metrics_register_histogram("test_latency_seconds", "op=\"get\"", "x", other, 1)); /* other buckets */
+    const double descending[] = {1, 0.5};
+    assert_null(metrics_register_histogram("test_bad_seconds", NULL, "x", descending, 2));
+    assert_null(metrics_register_histogram("test_bad_seconds", NULL, "x", bounds, 0));
+    assert_null(metrics_register(METRICS_HISTOGRAM, "test_bad_seconds", NULL, "needs bounds"));
+    assert_null(metrics_register(METRICS_COUNTER, "test_latency_seconds", NULL, "kind clash"));
+    metrics_observe(h, 0.005);
+    metrics_observe(h, 0.01); /* on a bound: that bucket */
+    metrics_observe(h, 0.5);
+    metrics_observe(h, 7);
+    metrics_add(h, 100); /* not a counter: ignored */
+    metrics_observe(plain, 0.25);
+    assert_int_equal(metrics_value(h), 4);
+
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(metrics_render(&text, &len), 0);
+    assert_non_null(strstr(text, "# TYPE test_latency_seconds histogram\n"));
+    assert_non_null(strstr(text, "test_latency_seconds_bucket{op=\"get\",le=\"0.01\"} 2\n"
+                                 "test_latency_seconds_bucket{op=\"get\",le=\"0.1\"} 2\n"
+                                 "test_latency_seconds_bucket{op=\"get\",le=\"1\"} 3\n"
+                                 "test_latency_seconds_bucket{op=\"get\",le=\"+Inf\"} 4\n"
+                                 "test_latency_seconds_sum{op=\"get\"} 7.515\n"
+                                 "test_latency_seconds_count{op=\"get\"} 4\n"));
+    assert_non_null(strstr(text, "test_plain_seconds_bucket{le=\"1\"} 1\n"));
+    assert_non_null(strstr(text, "test_plain_seconds_sum 0.25\ntest_plain_seconds_count 1\n"));
+    free(text);
+    metrics_registry_clear();
+}
+
 static char *http_get(int port, const char *request)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -96,6 +136,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_register_and_render),
+        cmocka_unit_test(test_histogram),
         cmocka_unit_test(test_http_endpoint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
