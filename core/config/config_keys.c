@@ -216,6 +216,13 @@ static const struct config_key_def broker_keys[] = {
      .doc = "Password of a JKS/PKCS12 truststore file; unused with PEM."},
     {KEY_ONE_OF("ssl.client.auth", "none", "required,requested,none"), MEDIUM, IN(NETWORK), .flags = PER_BROKER,
      .doc = "Whether TLS clients must, may or need not present a certificate."},
+    {KEY_STRING("ssl.crl.location", NULL), MEDIUM, IN(NETWORK), .flags = PER_BROKER,
+     .doc = "Cairn's own key (Kafka leaves revocation to JVM properties): PEM file of one or more certificate "
+            "revocation lists, one from every CA in the chains of client certificates. When set, an SSL listener "
+            "checks every certificate of a client's chain against them: a revoked one, or one whose issuer has no "
+            "current CRL here, is refused in the handshake. Re-read on SIGHUP with the certificates. Needs "
+            "ssl.truststore.location or ssl.truststore.certificates. The node's own links to other nodes do not "
+            "check CRLs."},
     {KEY_LIST("ssl.enabled.protocols", "TLSv1.2,TLSv1.3"), MEDIUM, IN(NETWORK), .flags = PER_BROKER,
      .doc = "TLS versions accepted from clients."},
     {KEY_LIST("ssl.cipher.suites", ""), LOW, IN(NETWORK), .flags = PER_BROKER,

@@ -32,6 +32,7 @@ enum tls_key {
     TLS_ENABLED_PROTOCOLS,
     TLS_CIPHER_SUITES,
     TLS_ENDPOINT_IDENTIFICATION, /* outgoing links only: "https" (default) or "" */
+    TLS_CRL_LOCATION,            /* Cairn's own: PEM file of CRLs checked with the truststore */
     TLS_KEY_COUNT
 };
 

@@ -37,7 +37,8 @@ static void fail_with_openssl(const struct tls_settings *s, enum tls_key key, co
     tls_error_string(why, sizeof why);
     /* A file key also names the file: a reload's error must say which
      * file is bad, not just which key pointed at it. */
-    bool file = (key == TLS_KEYSTORE_LOCATION || key == TLS_TRUSTSTORE_LOCATION) && s->value[key];
+    bool file = (key == TLS_KEYSTORE_LOCATION || key == TLS_TRUSTSTORE_LOCATION || key == TLS_CRL_LOCATION) &&
+                s->value[key];
     snprintf(err, errlen, "%s: %s: %s%s%s%s", s->source[key] ? s->source[key] : tls_key_name(key), what, why,
              file ? " (in " : "", file ? s->value[key] : "", file ? ")" : "");
 }
@@ -157,6 +158,45 @@ static int load_truststore(SSL_CTX *ctx, const struct tls_settings *s, char *err
         return -1;
     }
     ERR_clear_error();
+    return 0;
+}
+
+/* The CRLs of ssl.crl.location join the trusted certificates; with them,
+ * every certificate of a client's chain must have a current CRL from its
+ * issuer and not be on it (OpenSSL's CRL_CHECK | CRL_CHECK_ALL), so a
+ * missing or lapsed CRL refuses clients instead of letting revoked ones in. */
+static int load_crls(SSL_CTX *ctx, const struct tls_settings *s, char *err, size_t errlen)
+{
+    const char *path = s->value[TLS_CRL_LOCATION];
+    BIO *b = BIO_new_file(path, "r");
+    if (!b) {
+        ERR_clear_error();
+        snprintf(err, errlen, "%s: cannot open %s: %s", s->source[TLS_CRL_LOCATION], path, strerror(errno));
+        return -1;
+    }
+    X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+    int count = 0;
+    X509_CRL *crl;
+    while ((crl = PEM_read_bio_X509_CRL(b, NULL, NULL, NULL)) != NULL) {
+        int ok = X509_STORE_add_crl(store, crl) == 1;
+        X509_CRL_free(crl);
+        if (!ok) {
+            fail_with_openssl(s, TLS_CRL_LOCATION, "cannot add a CRL", err, errlen);
+            BIO_free(b);
+            return -1;
+        }
+        count++;
+    }
+    BIO_free(b);
+    if (count == 0) {
+        fail_with_openssl(s, TLS_CRL_LOCATION, "no CRL found", err, errlen);
+        return -1;
+    }
+    ERR_clear_error();
+    if (X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL) != 1) {
+        fail_with_openssl(s, TLS_CRL_LOCATION, "cannot turn on CRL checks", err, errlen);
+        return -1;
+    }
     return 0;
 }
 
@@ -320,6 +360,17 @@ static int set_client_auth(SSL_CTX *ctx, const struct tls_settings *s, char *err
     bool has_trust = s->value[TLS_TRUSTSTORE_LOCATION] || s->value[TLS_TRUSTSTORE_CERTIFICATES];
     if (has_trust && load_truststore(ctx, s, err, errlen) != 0)
         return -1;
+    if (s->value[TLS_CRL_LOCATION]) {
+        if (!has_trust) {
+            snprintf(err, errlen,
+                     "%s needs the certificates of the CAs that signed the CRLs: set ssl.truststore.location or "
+                     "ssl.truststore.certificates",
+                     s->source[TLS_CRL_LOCATION]);
+            return -1;
+        }
+        if (load_crls(ctx, s, err, errlen) != 0)
+            return -1;
+    }
     if (strcasecmp(mode, "none") == 0) {
         SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
         return 0;

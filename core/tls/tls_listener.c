@@ -21,6 +21,7 @@ static const char *const key_names[TLS_KEY_COUNT] = {
     [TLS_ENABLED_PROTOCOLS] = "ssl.enabled.protocols",
     [TLS_CIPHER_SUITES] = "ssl.cipher.suites",
     [TLS_ENDPOINT_IDENTIFICATION] = "ssl.endpoint.identification.algorithm",
+    [TLS_CRL_LOCATION] = "ssl.crl.location",
 };
 
 const char *tls_key_name(enum tls_key key)

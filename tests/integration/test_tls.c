@@ -408,6 +408,9 @@ static void test_bad_keystores_are_refused_at_start(void **state)
          "ssl.keystore.location: cannot read the private key (is ssl.key.password right?): error:"},
         /* required without anything to check clients against. */
         {"server.pem", NULL, "ssl.client.auth=required", "ssl.client.auth=required needs trusted certificates"},
+        /* CRLs without the CAs that sign them. */
+        {"server.pem", NULL, "ssl.crl.location=/nonexistent/crl.pem",
+         "ssl.crl.location needs the certificates of the CAs that signed the CRLs"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char out[16384], keystore[600];

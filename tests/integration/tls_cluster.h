@@ -1,4 +1,4 @@
-/* What the TLS cluster tests share: the test certificates
+/* What the TLS cluster tests (and test_tls_client_certs) share: the test certificates
  * (tls/make_certs.sh, the openssl command line) in a temporary directory,
  * files written over in place (a certificate rotation), and waits on a
  * node's log. Test thread only; include <cmocka.h> (with its

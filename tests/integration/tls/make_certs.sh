@@ -8,6 +8,10 @@
 #   stranger.pem stranger.key  a client certificate signed by the other CA
 #   other-ca.pem other-server.pem  a second CA and a broker keystore signed by it (reload)
 #   server-encrypted.pem     server.pem with its key encrypted with password "secret"
+#   revoked.pem revoked.key  CN=bob, signed by the CA, then revoked
+#   future.pem future.key    CN=carol, signed by the CA, valid only from 2090
+#   crl-before.pem           the CA's CRL before bob's revocation (empty)
+#   crl.pem                  the CA's CRL naming bob's certificate
 set -e
 d=$1
 cd "$d"
@@ -47,6 +51,7 @@ database = \$dir/index.txt
 new_certs_dir = \$dir/newcerts
 serial = \$dir/serial
 default_md = sha256
+default_crl_days = 30
 policy = any
 copy_extensions = none
 [any]
@@ -56,3 +61,16 @@ q openssl req -newkey rsa:2048 -nodes -keyout expired.key -out expired.csr -subj
 q openssl ca -batch -config expired-ca/ca.cnf -cert ca.pem -keyfile ca.key -in expired.csr -out expired.pem \
   -startdate 20200101000000Z -enddate 20200201000000Z -notext
 test -s expired.pem
+
+# Valid from 2090, and bob's, which the CA then revokes; a CRL from before
+# and one from after.
+q openssl req -newkey rsa:2048 -nodes -keyout future.key -out future.csr -subj "/CN=carol"
+q openssl ca -batch -config expired-ca/ca.cnf -cert ca.pem -keyfile ca.key -in future.csr -out future.pem \
+  -startdate 20900101000000Z -enddate 20910101000000Z -notext
+q openssl req -newkey rsa:2048 -nodes -keyout revoked.key -out revoked.csr -subj "/CN=bob"
+q openssl ca -batch -config expired-ca/ca.cnf -cert ca.pem -keyfile ca.key -in revoked.csr -out revoked.pem \
+  -days 30 -notext
+q openssl ca -config expired-ca/ca.cnf -cert ca.pem -keyfile ca.key -gencrl -out crl-before.pem
+q openssl ca -config expired-ca/ca.cnf -cert ca.pem -keyfile ca.key -revoke revoked.pem
+q openssl ca -config expired-ca/ca.cnf -cert ca.pem -keyfile ca.key -gencrl -out crl.pem
+test -s future.pem && test -s revoked.pem && test -s crl-before.pem && test -s crl.pem
