@@ -304,6 +304,21 @@ static void wait_copy_errors(struct tiered_state *st, int64_t want)
     }
 }
 
+/* Waits until ListOffsets answers for the partition (after a restart it
+ * may first answer that the partition is not led yet). */
+static void wait_partition_served(const struct tiered_state *st)
+{
+    long long deadline = harness_now_ms() + 60000;
+    int16_t error = -1;
+    while (harness_now_ms() < deadline) {
+        (void)list_offset_raw(st, -2, &error);
+        if (error == 0)
+            return;
+        usleep(200 * 1000);
+    }
+    fail_msg("ListOffsets still answers error %d after the restart", error);
+}
+
 /* Segments reach the store and leave the local disk, a consumer from 0
  * reads every record byte for byte out of S3 and the local tail, and does
  * so again after cairnd restarts (its remote metadata survives). */
@@ -334,6 +349,7 @@ static void test_s3_tier_read_back_and_restart(void **state)
 
     broker_stop(&st->broker); /* a clean exit, the plugin stopped */
     broker_restart(&st->broker);
+    wait_partition_served(st);
     assert_int_equal(list_offset_v9(st, -2), 0);
     assert_true(list_offset_v9(st, -4) > 0);
     assert_false(local_segment_exists(st, 0));
