@@ -27,7 +27,7 @@ lines = [
     r"^== tiered-faults: backend=storage-local mb=16 segment_mb=1 kill_mb=8 rate=200/s outage_s=5$",
     rf"^  records checked byte for byte from offset 0: 24576, 4 full reads",
     rf"^  local tail after copy: {num} segments, {num} bytes on disk; remote segments: {num}$",
-    rf"^  kill -9 mid-copy: mid_copy=yes object=\S+; copies counted after restart: {num}, new remote segments: {num}; \.tmp left in the store: {num}$",
+    rf"^  kill -9 mid-copy: mid_copy=yes object=\S+; copies counted after restart: {num}, new remote segments: {num}; objects of unfinished copies left: 0$",
     rf"^  outage: copy errors {num}, remote read errors {num}, steady local segments {num} -> {num}$",
     rf"^  read from 0 started in the outage: done {num} s after the store came back$",
     rf"^  watcher: checked {num} bad 0 ",
