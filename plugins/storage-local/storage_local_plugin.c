@@ -152,15 +152,23 @@ static int sl_delete_segment(void *instance, const struct cairn_remote_segment *
         snprintf(err, errlen, "delete_segment of an unnamed segment");
         return CAIRN_INVALID;
     }
-    /* The .log first: without it the rest is never read. */
+    /* The .log first: without it the rest is never read. Each object's
+     * .tmp too: a copy cut short by a crash leaves one, and the broker
+     * deletes that unfinished copy by this call. */
     for (int kind = SL_KIND_COUNT - 1; kind >= 0; kind--) {
-        char path[4300];
-        sl_segment_path(&plugin->store, segment, (enum sl_kind)kind, path, sizeof(path));
-        if (unlink(path) != 0 && errno != ENOENT) {
-            int error = errno;
-            snprintf(err, errlen, "unlink %s: %s", path, strerror(error));
-            sl_count(plugin, plugin->errors, 1);
-            return sl_status_of_errno(error);
+        char paths[2][4320];
+        if (sl_segment_path(&plugin->store, segment, (enum sl_kind)kind, paths[0], sizeof(paths[0])) != CAIRN_OK ||
+            snprintf(paths[1], sizeof(paths[1]), "%s.tmp", paths[0]) >= (int)sizeof(paths[1])) {
+            snprintf(err, errlen, "delete_segment: no path for the segment");
+            return CAIRN_INVALID;
+        }
+        for (int i = 0; i < 2; i++) {
+            if (unlink(paths[i]) != 0 && errno != ENOENT) {
+                int error = errno;
+                snprintf(err, errlen, "unlink %s: %s", paths[i], strerror(error));
+                sl_count(plugin, plugin->errors, 1);
+                return sl_status_of_errno(error);
+            }
         }
     }
     int status = sl_sync_dir(&plugin->store, dir, err, errlen);

@@ -209,8 +209,10 @@ static void test_copy_layout_and_fetch(void **state)
         int32_t type;
         const char *content;
     } indexes[] = {
-        {CAIRN_REMOTE_INDEX_OFFSET, "offset-index"},   {CAIRN_REMOTE_INDEX_TIMESTAMP, "time-index"},
-        {CAIRN_REMOTE_INDEX_TRANSACTION, "txn"},       {CAIRN_REMOTE_INDEX_PRODUCER_SNAPSHOT, "snapshot!"},
+        {CAIRN_REMOTE_INDEX_OFFSET, "offset-index"},
+        {CAIRN_REMOTE_INDEX_TIMESTAMP, "time-index"},
+        {CAIRN_REMOTE_INDEX_TRANSACTION, "txn"},
+        {CAIRN_REMOTE_INDEX_PRODUCER_SNAPSHOT, "snapshot!"},
         {CAIRN_REMOTE_INDEX_LEADER_EPOCH, "0\n1\n5 100\n"},
     };
     for (size_t i = 0; i < sizeof(indexes) / sizeof(indexes[0]); i++) {
@@ -248,8 +250,7 @@ static void test_missing_segment_and_sink_stop(void **state)
     struct sl_buffer buf = {0};
     struct cairn_byte_sink sink = {sizeof(sink), &buf, sl_buffer_write};
     char err[512] = "";
-    assert_int_equal(sl_vt()->fetch_segment(sl_host.instance, &never, 0, -1, &sink, err, sizeof(err)),
-                     CAIRN_NOT_FOUND);
+    assert_int_equal(sl_vt()->fetch_segment(sl_host.instance, &never, 0, -1, &sink, err, sizeof(err)), CAIRN_NOT_FOUND);
     assert_non_null(strstr(err, "ghost"));
 
     /* A reader that goes away stops the transfer with its own status. */
@@ -281,6 +282,51 @@ static void test_delete_is_idempotent_and_cleans_dirs(void **state)
     assert_int_not_equal(stat(part, &st), 0);
     struct cairn_remote_segment never = sl_segment("never-copied", 0);
     assert_int_equal(sl_vt()->delete_segment(sl_host.instance, &never, err, sizeof(err)), CAIRN_OK);
+}
+
+/* A copy cut short by a crash leaves <object>.tmp files and no .log; the
+ * broker deletes that unfinished copy with delete_segment, which must take
+ * the .tmp files too, or they stay in the store for good. */
+static void test_delete_takes_a_cut_copy(void **state)
+{
+    (void)state;
+    struct cairn_remote_segment seg = sl_segment("cut", 40);
+    struct cairn_remote_segment_files files = sl_files(80, false);
+    sl_copy_ok(&seg, &files);
+    char part[400], folder[700], path[1000], moved[1100];
+    snprintf(part, sizeof(part), "%s/store/cut-3", sl_root);
+    DIR *d = opendir(part);
+    assert_non_null(d);
+    struct dirent *e;
+    folder[0] = '\0';
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            snprintf(folder, sizeof(folder), "%s/%s", part, e->d_name);
+    closedir(d);
+    assert_true(folder[0] != '\0');
+    /* The state a kill leaves mid-copy: the .log still a .tmp, and another
+     * object half written. */
+    d = opendir(folder);
+    assert_non_null(d);
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        bool log = len > 4 && strcmp(e->d_name + len - 4, ".log") == 0;
+        bool index = len > 6 && strcmp(e->d_name + len - 6, ".index") == 0;
+        if (!log && !index)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", folder, e->d_name);
+        snprintf(moved, sizeof(moved), "%s.tmp", path);
+        if (log)
+            assert_int_equal(rename(path, moved), 0);
+        else
+            sl_write_file(moved, (const uint8_t *)"half", 4);
+    }
+    closedir(d);
+    assert_int_equal(sl_count_entries(folder, ".tmp"), 2);
+    char err[512] = "";
+    assert_int_equal(sl_vt()->delete_segment(sl_host.instance, &seg, err, sizeof(err)), CAIRN_OK);
+    struct stat st;
+    assert_int_not_equal(stat(part, &st), 0); /* nothing left, so no folder either */
 }
 
 static void test_recopy_replaces(void **state)
@@ -343,6 +389,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_no_txn_index_is_not_found, sl_setup, sl_teardown),
         cmocka_unit_test_setup_teardown(test_missing_segment_and_sink_stop, sl_setup, sl_teardown),
         cmocka_unit_test_setup_teardown(test_delete_is_idempotent_and_cleans_dirs, sl_setup, sl_teardown),
+        cmocka_unit_test_setup_teardown(test_delete_takes_a_cut_copy, sl_setup, sl_teardown),
         cmocka_unit_test_setup_teardown(test_recopy_replaces, sl_setup, sl_teardown),
         cmocka_unit_test_setup_teardown(test_bad_names_and_config, sl_setup, sl_teardown),
     };
