@@ -70,6 +70,10 @@ const struct metadata_image *metadata_store_current_locked(struct metadata_store
 #define CONTROLLER_CATCH_UP_WAIT_MS 3000
 /* How long a controller operation waits for its batch to commit. */
 #define COMMIT_WAIT_S 10
+/* How long an operation without a TimeoutMs of its own (an internal
+ * topic's creation) waits for this node to apply its committed batch: the
+ * logs of a large topic take a while on a loaded machine. */
+#define APPLY_WAIT_S 300
 
 void metadata_controller_lock(struct metadata_store *store)
 {
@@ -288,12 +292,12 @@ int16_t metadata_store_commit_within_locked(struct metadata_store *store, struct
      * first the commit and its image, always (the next operation validates
      * against that image, so it must hold this batch; no disk work is left
      * by then), then, unless TimeoutMs is 0, the subscribers, which create
-     * the partition logs: a TimeoutMs shorter than COMMIT_WAIT_S bounds
-     * that part. publish_lock is held by the loader while the subscribers
-     * run, hence the timed lock. */
+     * the partition logs, up to the TimeoutMs (APPLY_WAIT_S without one).
+     * publish_lock is held by the loader while the subscribers run, hence
+     * the timed lock. */
     struct timespec bound = deadline_in_ms((int64_t)COMMIT_WAIT_S * 1000);
-    bool asked = timeout_ms > 0 && timeout_ms < COMMIT_WAIT_S * 1000;
-    struct timespec deadline = asked ? deadline_in_ms(timeout_ms) : bound;
+    bool asked = timeout_ms > 0;
+    struct timespec deadline = deadline_in_ms(asked ? (int64_t)timeout_ms : (int64_t)APPLY_WAIT_S * 1000);
     bool timed_out = false, closing = false, failed = false;
     pthread_mutex_lock(&store->image_lock);
     while (store->published_offset < last && !timed_out && !store->published_closing)
@@ -326,7 +330,7 @@ int16_t metadata_store_commit_within_locked(struct metadata_store *store, struct
         snprintf(err, errlen,
                  "committed, but not applied on this broker within the request's timeout of %d ms; "
                  "it goes on applying it (creating the partitions)",
-                 asked ? (int)timeout_ms : COMMIT_WAIT_S * 1000);
+                 asked ? (int)timeout_ms : APPLY_WAIT_S * 1000);
         return KAFKA_ERR_REQUEST_TIMED_OUT;
     }
     if (timed_out) {
