@@ -10,7 +10,9 @@ fdatasync, openat, mkdir) are reported, with the per-partition ratio.
 
 usage: tools/bench/create_cost.py [--partitions 1,100,1000,5000] [--grow]
            [--timeout-ms MS] [--strace] [--cairnd PATH] [--keep]
-Prints one JSON line per request and a summary table on stderr. Wrap it in
+           [--expect-error CODE]
+Prints one JSON line per request and a summary table on stderr; exits 1
+when a request's error code is not CODE (default 0). Wrap it in
 `flock /tmp/bench.lock` on a shared machine.
 """
 import argparse
@@ -140,6 +142,7 @@ def main():
     ap.add_argument("--strace", action="store_true")
     ap.add_argument("--cairnd", default=os.environ.get("CAIRND", os.path.join(REPO, "build/core/server/cairnd")))
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--expect-error", type=int, default=0)
     args = ap.parse_args()
     counts = [int(x) for x in args.partitions.split(",") if x]
     data = tempfile.mkdtemp(prefix="cairn-create-cost.")
@@ -195,6 +198,8 @@ def main():
     print(" ".join("%12s" % k for k in keys), file=sys.stderr)
     for r in rows:
         print(" ".join("%12s" % r[k] for k in keys), file=sys.stderr)
+    if len(rows) != len(counts) or any(r["error_code"] != args.expect_error for r in rows):
+        sys.exit(1)
 
 
 if __name__ == "__main__":
