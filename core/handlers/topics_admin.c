@@ -13,6 +13,7 @@
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"
 #include "net/server.h"
+#include "util/clock.h"
 #include "util/logger.h"
 
 static struct kafka_str error_message(struct request_context *ctx, int16_t code, const char *err)
@@ -122,7 +123,20 @@ no_memory:
     out->topic_config_error_code = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
 }
 
-static void create_one(struct request_context *ctx, bool validate_only,
+/* What is left of a request's TimeoutMs for its next topic, as
+ * metadata_create_topic_within takes it: 0 (or less) answers once the
+ * change is committed, as Kafka does; a positive one counts down from the
+ * request's start, never below 1 ms (an expired one answers
+ * REQUEST_TIMED_OUT unless the change applies at once). */
+static int32_t timeout_left(int32_t timeout_ms, int64_t started_ms)
+{
+    if (timeout_ms <= 0)
+        return 0;
+    int64_t left = (int64_t)timeout_ms - (clock_mono_ms() - started_ms);
+    return left < 1 ? 1 : (int32_t)left;
+}
+
+static void create_one(struct request_context *ctx, bool validate_only, int32_t timeout_ms,
                        const struct create_topics_request_creatable_topic *in,
                        struct create_topics_response_creatable_topic_result *out)
 {
@@ -211,10 +225,10 @@ static void create_one(struct request_context *ctx, bool validate_only,
         out->error_code = handler_check_remote_storage(ctx, configs, in->configs_count > 0 ? in->configs_count : 0, err,
                                                        sizeof err);
     if (out->error_code == KAFKA_ERR_NONE)
-        out->error_code = metadata_create_topic(ctx->env->metadata, name, in->num_partitions, in->replication_factor,
-                                                assignments, in->assignments_count > 0 ? in->assignments_count : 0,
-                                                configs, in->configs_count > 0 ? in->configs_count : 0, validate_only,
-                                                &out->topic_id, err, sizeof err);
+        out->error_code = metadata_create_topic_within(
+            ctx->env->metadata, name, in->num_partitions, in->replication_factor, assignments,
+            in->assignments_count > 0 ? in->assignments_count : 0, configs,
+            in->configs_count > 0 ? in->configs_count : 0, validate_only, timeout_ms, &out->topic_id, err, sizeof err);
     out->error_message = error_message(ctx, out->error_code, err);
     if (out->error_code == KAFKA_ERR_NONE) {
         out->num_partitions = partitions;
@@ -283,6 +297,7 @@ enum handler_result handle_create_topics(struct request_context *ctx, void *requ
         }
         return HANDLER_RESPOND;
     }
+    int64_t started_ms = clock_mono_ms();
     for (int32_t i = 0; i < req->topics_count; i++) {
         struct create_topics_response_creatable_topic_result *out = &resp->topics[i];
         /* A name given twice in one request is an error for both (Kafka's rule). */
@@ -299,7 +314,7 @@ enum handler_result handle_create_topics(struct request_context *ctx, void *requ
             out->configs_count = -1;
             continue;
         }
-        create_one(ctx, req->validate_only, &req->topics[i], out);
+        create_one(ctx, req->validate_only, timeout_left(req->timeout_ms, started_ms), &req->topics[i], out);
     }
     return HANDLER_RESPOND;
 }
@@ -437,6 +452,7 @@ enum handler_result handle_create_partitions(struct request_context *ctx, void *
         }
         return HANDLER_RESPOND;
     }
+    int64_t started_ms = clock_mono_ms();
     for (int32_t i = 0; i < req->topics_count; i++) {
         struct create_partitions_request_create_partitions_topic *in = &req->topics[i];
         struct create_partitions_response_create_partitions_topic_result *out = &resp->results[i];
@@ -497,8 +513,9 @@ enum handler_result handle_create_partitions(struct request_context *ctx, void *
         };
         out->error_code = cur ? topic_policy_check(ctx, &change, err, sizeof err) : KAFKA_ERR_NONE;
         if (out->error_code == KAFKA_ERR_NONE)
-            out->error_code = metadata_create_partitions(ctx->env->metadata, name, in->count, assignments,
-                                                         assignment_count, req->validate_only, err, sizeof err);
+            out->error_code = metadata_create_partitions_within(
+                ctx->env->metadata, name, in->count, assignments, assignment_count, req->validate_only,
+                timeout_left(req->timeout_ms, started_ms), err, sizeof err);
         out->error_message = error_message(ctx, out->error_code, err);
         if (auditing(ctx))
             audit_topic_change(ctx, "CreatePartitions", name, out->error_code,

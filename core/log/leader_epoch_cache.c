@@ -268,14 +268,14 @@ int leader_epoch_checkpoint_parse(const char *text, size_t len, struct leader_ep
     return 0;
 }
 
-int leader_epoch_checkpoint_write(const char *path, const struct leader_epoch_cache *c)
+int leader_epoch_checkpoint_write(const char *path, const struct leader_epoch_cache *c, bool durable)
 {
     char *text;
     size_t len;
     int rc = leader_epoch_checkpoint_format(c, &text, &len);
     if (rc != 0)
         return rc;
-    rc = log_file_write_atomic(path, text, len);
+    rc = durable ? log_file_write_atomic(path, text, len) : log_file_write_atomic_unsynced(path, text, len);
     free(text);
     return rc;
 }

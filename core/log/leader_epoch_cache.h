@@ -84,9 +84,10 @@ int leader_epoch_checkpoint_format(const struct leader_epoch_cache *c, char **te
 int leader_epoch_checkpoint_parse(const char *text, size_t len, struct leader_epoch_cache *out, char *err,
                                   size_t errlen);
 
-/* Replace the file at path atomically (temp file, fsync, rename, fsync of
- * the directory). Returns 0 or an errno value. */
-int leader_epoch_checkpoint_write(const char *path, const struct leader_epoch_cache *c);
+/* Replace the file at path atomically (temp file, rename). With durable,
+ * the temp file is fsynced before the rename and the directory after it.
+ * Returns 0 or an errno value. */
+int leader_epoch_checkpoint_write(const char *path, const struct leader_epoch_cache *c, bool durable);
 
 /* Read the file at path into an empty cache. Returns 0, ENOENT (no file),
  * EINVAL (malformed, reason in err) or another errno value. */

@@ -108,6 +108,7 @@ static int load_segments(struct partition_log *log, int64_t recovery_point, char
         rc = log_segment_create(log->dir, 0, &log->cfg, now, &seg, err, errlen);
         if (rc == 0 && (rc = push_segment(log, seg)) != 0)
             log_segment_close(seg, true);
+        atomic_store(&log->dir_unsynced, true);
     }
     return rc;
 }
@@ -115,7 +116,14 @@ static int load_segments(struct partition_log *log, int64_t recovery_point, char
 int partition_log_open_from(const char *dir, const struct log_config *cfg, int64_t recovery_point,
                             struct partition_log **out, char *err, size_t errlen)
 {
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    /* A new partition's directory, empty segment and small files are not
+     * synced one by one: until its first flush the log holds nothing
+     * acknowledged as durable, and after a crash the metadata replay opens
+     * (or recreates) whatever part of it reached the disk. The first flush
+     * syncs the directory and its parent before it moves the recovery
+     * point (partition_log_sync_new_dir). */
+    bool created = mkdir(dir, 0755) == 0;
+    if (!created && errno != EEXIST) {
         snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
@@ -140,6 +148,7 @@ int partition_log_open_from(const char *dir, const struct log_config *cfg, int64
     log->first_unflushed_ms = -1;
     atomic_init(&log->first_unstable_offset, -1);
     atomic_init(&log->hw_tracks_end, true);
+    atomic_init(&log->dir_unsynced, created);
     int64_t t0 = clock_mono_ns();
     if (load_segments(log, recovery_point, err, errlen) != 0) {
         log_free(log);
@@ -708,6 +717,11 @@ int16_t partition_log_flush_locked(struct partition_log *log)
             return KAFKA_ERR_KAFKA_STORAGE_ERROR;
         }
     }
+    int rc = partition_log_sync_new_dir(log);
+    if (rc != 0) {
+        partition_log_mark_offline(log, "syncing the partition directory", rc);
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
     atomic_store(&log->recovery_point, end);
     log->unflushed_records = 0;
     log->first_unflushed_ms = -1;
@@ -739,6 +753,11 @@ int16_t partition_log_flush_records(struct partition_log *log)
                 code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
                 break;
             }
+        }
+        int rc = code == KAFKA_ERR_NONE ? partition_log_sync_new_dir(log) : 0;
+        if (rc != 0) {
+            partition_log_mark_offline(log, "syncing the partition directory", rc);
+            code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
         }
     }
     pthread_mutex_unlock(&log->write_lock);

@@ -30,8 +30,11 @@ int partition_log_write_epochs(struct partition_log *log)
     char *path = epoch_path(log);
     if (!path)
         return ENOMEM;
-    /* Only write_lock holders change the cache, and the caller is one. */
-    int rc = leader_epoch_checkpoint_write(path, &log->epochs);
+    /* Only write_lock holders change the cache, and the caller is one. A
+     * log never flushed since it was created is rescanned whole after an
+     * unclean stop, which rebuilds the cache (partition_log_open_epochs_locked):
+     * its file needs no sync yet. */
+    int rc = leader_epoch_checkpoint_write(path, &log->epochs, !atomic_load(&log->dir_unsynced));
     free(path);
     return rc;
 }
@@ -236,7 +239,8 @@ int partition_log_open_epochs_locked(struct partition_log *log, int64_t recovery
      * epoch begun with no record yet, which is what every empty partition
      * has) saves two file writes per such partition at every start. */
     dirty |= leader_epoch_cache_truncate_from_end(&log->epochs, end + 1);
-    if (rc == 0 && dirty && (rc = leader_epoch_checkpoint_write(path, &log->epochs)) != 0)
+    if (rc == 0 && dirty &&
+        (rc = leader_epoch_checkpoint_write(path, &log->epochs, !atomic_load(&log->dir_unsynced))) != 0)
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(rc));
     free(path);
     return rc;

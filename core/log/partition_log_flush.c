@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "protocol/generated/errors.h"
+#include "util/fs_util.h"
 #include "util/logger.h"
 
 /* The files of the segments that may hold unflushed data, dup()ed so that a
@@ -24,6 +25,20 @@ static void flush_files_close(struct flush_files *f)
     free(f->fds);
     f->fds = NULL;
     f->count = 0;
+}
+
+int partition_log_sync_new_dir(struct partition_log *log)
+{
+    if (!atomic_load(&log->dir_unsynced))
+        return 0;
+    /* The segment files' entries, then the directory's own in the log dir.
+     * Two flushes racing here both sync: harmless. */
+    int rc = fs_fsync_dir(log->dir);
+    if (rc == 0)
+        rc = fs_fsync_parent_dir(log->dir);
+    if (rc == 0)
+        atomic_store(&log->dir_unsynced, false);
+    return rc;
 }
 
 /* Caller holds write_lock. Returns 0 or errno. */
@@ -82,6 +97,8 @@ int16_t partition_log_flush_to(struct partition_log *log, int64_t end_offset)
         if (fdatasync(files.fds[i]) != 0)
             rc = errno;
     flush_files_close(&files);
+    if (rc == 0)
+        rc = partition_log_sync_new_dir(log);
 
     pthread_mutex_lock(&log->write_lock);
     bool truncated = log->truncations != truncations;
@@ -143,6 +160,8 @@ int16_t partition_log_flush_rolled(struct partition_log *log)
         close(fds[i]);
     }
     free(fds);
+    if (rc == 0 && !missed && n > 0)
+        rc = partition_log_sync_new_dir(log);
     if (missed) {
         int64_t none = -1;
         atomic_compare_exchange_strong(&log->rolled_unflushed, &none, upto);

@@ -66,12 +66,20 @@ struct partition_log {
     atomic_bool offline;
     atomic_bool replication_waits_cancelled; /* set once, by a stopping broker */
     atomic_bool deleted;
+    /* Set when open created the directory or its first segment: their
+     * directory entries (and partition.metadata, leader-epoch-checkpoint,
+     * written unsynced meanwhile) are made durable by the first flush,
+     * before it moves the recovery point (partition_log_sync_new_dir). */
+    atomic_bool dir_unsynced;
     struct partition_log_recovery_stats recovery; /* written once by open */
 };
 
 /* Helpers used across files; callers hold write_lock. */
 int partition_log_roll_locked(struct partition_log *log, int64_t now_ms);
 int16_t partition_log_flush_locked(struct partition_log *log);
+/* fsyncs the log's directory and its parent once, if open created them;
+ * a flush calls it before counting anything as durable. 0 or errno. */
+int partition_log_sync_new_dir(struct partition_log *log);
 void partition_log_mark_offline(struct partition_log *log, const char *what, int err);
 /* Leader epoch cache (partition_log_epochs.c). */
 /* Write leader-epoch-checkpoint from the cache. Returns 0 or an errno value. */

@@ -444,7 +444,12 @@ int partition_log_write_metadata(struct partition_log *log, const uint8_t topic_
     char text[64];
     int len = snprintf(text, sizeof text, "version: 0\ntopic_id: %s\n", encoded);
     char *path = dir_file(log, "partition.metadata");
-    int rc = path ? log_file_write_atomic(path, text, (size_t)len) : ENOMEM;
+    /* Unsynced in a log not yet flushed since its creation: a file lost or
+     * left empty by a crash reads as no topic id, and log_manager_create
+     * writes it again when the metadata replay opens the partition. */
+    int rc = !path                             ? ENOMEM
+             : atomic_load(&log->dir_unsynced) ? log_file_write_atomic_unsynced(path, text, (size_t)len)
+                                               : log_file_write_atomic(path, text, (size_t)len);
     free(path);
     return rc;
 }

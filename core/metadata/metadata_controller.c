@@ -350,6 +350,17 @@ int16_t metadata_create_topic(struct metadata_store *store, const char *name, in
                               int32_t assignment_count, const struct metadata_config_kv *configs, int32_t config_count,
                               bool validate_only, struct kafka_uuid *topic_id_out, char *err, size_t errlen)
 {
+    return metadata_create_topic_within(store, name, num_partitions, replication_factor, assignments, assignment_count,
+                                        configs, config_count, validate_only, METADATA_WAIT_APPLIED, topic_id_out, err,
+                                        errlen);
+}
+
+int16_t metadata_create_topic_within(struct metadata_store *store, const char *name, int32_t num_partitions,
+                                     int16_t replication_factor, const struct metadata_replica_assignment *assignments,
+                                     int32_t assignment_count, const struct metadata_config_kv *configs,
+                                     int32_t config_count, bool validate_only, int32_t timeout_ms,
+                                     struct kafka_uuid *topic_id_out, char *err, size_t errlen)
+{
     if (topic_id_out)
         memset(topic_id_out, 0, sizeof(*topic_id_out));
     if (store->create_topic && !assignments && !validate_only && !metadata_store_is_controller(store))
@@ -380,7 +391,7 @@ int16_t metadata_create_topic(struct metadata_store *store, const char *name, in
             }
             continue;
         }
-        rc = metadata_store_commit_locked(store, &records, err, errlen);
+        rc = metadata_store_commit_within_locked(store, &records, timeout_ms, err, errlen);
         break;
     }
     metadata_controller_unlock(store);
@@ -424,6 +435,15 @@ out:
 int16_t metadata_create_partitions(struct metadata_store *store, const char *name, int32_t new_total,
                                    const struct metadata_replica_assignment *assignments, int32_t assignment_count,
                                    bool validate_only, char *err, size_t errlen)
+{
+    return metadata_create_partitions_within(store, name, new_total, assignments, assignment_count, validate_only,
+                                             METADATA_WAIT_APPLIED, err, errlen);
+}
+
+int16_t metadata_create_partitions_within(struct metadata_store *store, const char *name, int32_t new_total,
+                                          const struct metadata_replica_assignment *assignments,
+                                          int32_t assignment_count, bool validate_only, int32_t timeout_ms, char *err,
+                                          size_t errlen)
 {
     if (!name)
         return error_out(KAFKA_ERR_INVALID_REQUEST, err, errlen, "Missing topic name");
@@ -474,7 +494,7 @@ int16_t metadata_create_partitions(struct metadata_store *store, const char *nam
     if (write_new_partitions(img, &records, &t->topic_id, current, added, rf, replica_ids) != 0)
         rc = error_out(KAFKA_ERR_UNKNOWN_SERVER_ERROR, err, errlen, "out of memory");
     else
-        rc = metadata_store_commit_locked(store, &records, err, errlen);
+        rc = metadata_store_commit_within_locked(store, &records, timeout_ms, err, errlen);
     metadata_record_list_free(&records);
 out:
     metadata_controller_unlock(store);

@@ -45,6 +45,9 @@ static void publish_locked(struct metadata_store *store, struct metadata_image *
     const struct metadata_image *old = store->current;
     store->current = img;
     pthread_mutex_unlock(&store->image_lock);
+    /* Before the subscribers: a commit answered without waiting for them
+     * (TimeoutMs 0) wakes here. */
+    metadata_store_mark_published(store, img->last_offset, false);
     for (int32_t i = 0; i < store->sub_count; i++)
         store->subs[i].fn(store->subs[i].ctx, old, img);
     metadata_image_release(old);
@@ -152,6 +155,9 @@ static int handle_commit(void *ctx, const struct metadata_batch *batch)
             rc = -1;
         }
     }
+    /* A failed batch, or one applied during the replay at open, is not
+     * published: its waiters learn of it here. */
+    metadata_store_mark_published(store, last, rc != 0);
     store->applied_offset = last;
     pthread_cond_broadcast(&store->applied_cond);
     pthread_mutex_unlock(&store->publish_lock);

@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +30,29 @@
  * recorded; existing logs keep whatever epoch their batches carry. */
 #define SINGLE_VOTER_FIRST_EPOCH 1
 
+/* A committed batch waiting for the listener: its records copied. */
+struct pending_batch {
+    struct pending_batch *next;
+    struct metadata_batch batch;
+    struct metadata_log_entry *entries;
+    uint8_t *data;
+};
+
 struct metadata_log {
     struct partition_log *log;
     char dir[PATH_MAX];
     struct metadata_log_listener listener; /* handle_commit NULL until registered */
+    /* Once a listener is registered, committed batches reach it from a
+     * thread of the log's own, in order, as the Raft thread delivers them
+     * in a quorum: the appender (a controller operation) does not run the
+     * loader's subscribers, which create the partition logs, so it can
+     * answer within a request's TimeoutMs. mu guards the queue and flags. */
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    struct pending_batch *head, *tail;
+    bool delivering; /* the thread runs */
+    bool stopping;
+    pthread_t thread;
 };
 
 typedef int (*batch_fn)(void *ctx, const struct metadata_batch *batch);
@@ -52,6 +73,8 @@ int metadata_log_open(const char *parent_dir, struct metadata_log **out, char *e
         return -1;
     }
     memcpy(ml->dir, path, sizeof(ml->dir));
+    pthread_mutex_init(&ml->mu, NULL);
+    pthread_cond_init(&ml->cond, NULL);
     struct log_config cfg;
     log_config_defaults(&cfg);
     cfg.max_message_bytes = METADATA_MAX_BATCH_BYTES;
@@ -64,10 +87,98 @@ int metadata_log_open(const char *parent_dir, struct metadata_log **out, char *e
     return 0;
 }
 
+static void *delivery_main(void *arg)
+{
+    struct metadata_log *log = arg;
+    pthread_mutex_lock(&log->mu);
+    for (;;) {
+        while (!log->head && !log->stopping)
+            pthread_cond_wait(&log->cond, &log->mu);
+        struct pending_batch *p = log->head;
+        if (!p || log->stopping)
+            break;
+        log->head = p->next;
+        if (!log->head)
+            log->tail = NULL;
+        pthread_mutex_unlock(&log->mu);
+        log->listener.handle_commit(log->listener.ctx, &p->batch);
+        free(p->entries);
+        free(p->data);
+        free(p);
+        pthread_mutex_lock(&log->mu);
+    }
+    pthread_mutex_unlock(&log->mu);
+    return NULL;
+}
+
+/* Queues a committed batch for the delivery thread; copies the records. */
+static int enqueue_commit(struct metadata_log *log, const struct metadata_batch *batch)
+{
+    struct pending_batch *p = calloc(1, sizeof *p);
+    size_t total = 0;
+    for (int32_t i = 0; i < batch->count; i++)
+        total += batch->records[i].len;
+    if (p) {
+        p->entries = calloc((size_t)(batch->count > 0 ? batch->count : 1), sizeof *p->entries);
+        p->data = malloc(total ? total : 1);
+    }
+    if (!p || !p->entries || !p->data) {
+        if (p) {
+            free(p->entries);
+            free(p->data);
+        }
+        free(p);
+        return -1;
+    }
+    size_t at = 0;
+    for (int32_t i = 0; i < batch->count; i++) {
+        memcpy(p->data + at, batch->records[i].value, batch->records[i].len);
+        p->entries[i] = (struct metadata_log_entry){p->data + at, batch->records[i].len};
+        at += batch->records[i].len;
+    }
+    p->batch = *batch;
+    p->batch.records = p->entries;
+    pthread_mutex_lock(&log->mu);
+    if (log->tail)
+        log->tail->next = p;
+    else
+        log->head = p;
+    log->tail = p;
+    pthread_cond_signal(&log->cond);
+    pthread_mutex_unlock(&log->mu);
+    return 0;
+}
+
+void metadata_log_stop_delivery(struct metadata_log *log)
+{
+    if (!log)
+        return;
+    pthread_mutex_lock(&log->mu);
+    bool running = log->delivering;
+    log->stopping = true;
+    log->delivering = false;
+    pthread_cond_signal(&log->cond);
+    pthread_mutex_unlock(&log->mu);
+    if (running)
+        pthread_join(log->thread, NULL);
+    /* Batches not delivered are in the log: the next open replays them. */
+    while (log->head) {
+        struct pending_batch *p = log->head;
+        log->head = p->next;
+        free(p->entries);
+        free(p->data);
+        free(p);
+    }
+    log->tail = NULL;
+}
+
 void metadata_log_close(struct metadata_log *log)
 {
     if (!log)
         return;
+    metadata_log_stop_delivery(log);
+    pthread_mutex_destroy(&log->mu);
+    pthread_cond_destroy(&log->cond);
     if (log->log) {
         partition_log_flush(log->log);
         partition_log_close(log->log);
@@ -280,7 +391,16 @@ int metadata_log_append(struct metadata_log *log, const struct metadata_log_entr
                                     .records = entries,
                                     .count = count,
                                     .bytes = batch_len};
-        log->listener.handle_commit(log->listener.ctx, &mb);
+        pthread_mutex_lock(&log->mu);
+        bool queued = log->delivering;
+        pthread_mutex_unlock(&log->mu);
+        if (!queued) {
+            log->listener.handle_commit(log->listener.ctx, &mb);
+        } else if (enqueue_commit(log, &mb) != 0) {
+            /* Appended and synced: the next open replays it. */
+            snprintf(err, errlen, "out of memory handing the committed batch to the loader");
+            return -1;
+        }
     }
     return 0;
 }
@@ -315,6 +435,10 @@ static int local_register_listener(void *ctx, const struct metadata_log_listener
     if (replay_from(log, id.end_offset, listener->handle_commit, listener->ctx, err, errlen) != 0)
         return -1;
     log->listener = *listener;
+    pthread_mutex_lock(&log->mu);
+    /* Without the thread, appends deliver inline (as before a listener). */
+    log->delivering = !log->stopping && pthread_create(&log->thread, NULL, delivery_main, log) == 0;
+    pthread_mutex_unlock(&log->mu);
     return 0;
 }
 

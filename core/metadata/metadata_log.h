@@ -98,6 +98,9 @@ extern const struct metadata_log_ops metadata_local_log_ops;
  * or corrupt tail is truncated. Snapshots are read at register_listener. */
 int metadata_log_open(const char *parent_dir, struct metadata_log **out, char *err, size_t errlen);
 void metadata_log_close(struct metadata_log *log);
+/* Stops handing committed batches to the listener (a store closing calls
+ * it before it tears down what the listener uses); idempotent. */
+void metadata_log_stop_delivery(struct metadata_log *log);
 
 /* Offset the next appended record gets. */
 int64_t metadata_log_end_offset(struct metadata_log *log);

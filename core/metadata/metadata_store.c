@@ -70,6 +70,10 @@ const struct metadata_image *metadata_store_current_locked(struct metadata_store
 #define CONTROLLER_CATCH_UP_WAIT_MS 3000
 /* How long a controller operation waits for its batch to commit. */
 #define COMMIT_WAIT_S 10
+/* How long an operation without a TimeoutMs of its own (an internal
+ * topic's creation) waits for this node to apply its committed batch: the
+ * logs of a large topic take a while on a loaded machine. */
+#define APPLY_WAIT_S 300
 
 void metadata_controller_lock(struct metadata_store *store)
 {
@@ -218,8 +222,38 @@ static int16_t check_records_apply(struct metadata_store *store, const struct me
     return rc;
 }
 
+static struct timespec deadline_in_ms(int64_t ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += (time_t)(ms / 1000);
+    t.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
+void metadata_store_mark_published(struct metadata_store *store, int64_t offset, bool failed)
+{
+    pthread_mutex_lock(&store->image_lock);
+    if (offset > store->published_offset)
+        store->published_offset = offset;
+    if (failed)
+        store->published_failed = offset;
+    pthread_cond_broadcast(&store->published_cond);
+    pthread_mutex_unlock(&store->image_lock);
+}
+
 int16_t metadata_store_commit_locked(struct metadata_store *store, struct metadata_record_list *records, char *err,
                                      size_t errlen)
+{
+    return metadata_store_commit_within_locked(store, records, METADATA_WAIT_APPLIED, err, errlen);
+}
+
+int16_t metadata_store_commit_within_locked(struct metadata_store *store, struct metadata_record_list *records,
+                                            int32_t timeout_ms, char *err, size_t errlen)
 {
     LOCK_ASSERT_HELD(&store->write_lock);
     if (records->w.failed || records->count == 0) {
@@ -254,24 +288,49 @@ int16_t metadata_store_commit_locked(struct metadata_store *store, struct metada
     free(entries);
     if (rc != KAFKA_ERR_NONE)
         return rc;
-    /* Answer only once the loader has applied the commit (read your writes).
-     * A quorum leader that loses its epoch may never commit the batch. */
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += COMMIT_WAIT_S;
-    bool timed_out = false;
-    pthread_mutex_lock(&store->publish_lock);
-    while (store->applied_offset < last && !timed_out && !store->closing)
-        timed_out = pthread_cond_timedwait(&store->applied_cond, &store->publish_lock, &deadline) != 0 &&
-                    store->applied_offset < last;
-    bool closing = store->closing && store->applied_offset < last;
-    bool failed = store->failed_offset > last - records->count;
-    pthread_mutex_unlock(&store->publish_lock);
+    /* Answer only once the loader has applied the commit (read your writes):
+     * first the commit and its image, always (the next operation validates
+     * against that image, so it must hold this batch; no disk work is left
+     * by then), then, unless TimeoutMs is 0, the subscribers, which create
+     * the partition logs, up to the TimeoutMs (APPLY_WAIT_S without one).
+     * publish_lock is held by the loader while the subscribers run, hence
+     * the timed lock. */
+    struct timespec bound = deadline_in_ms((int64_t)COMMIT_WAIT_S * 1000);
+    bool asked = timeout_ms > 0;
+    struct timespec deadline = deadline_in_ms(asked ? (int64_t)timeout_ms : (int64_t)APPLY_WAIT_S * 1000);
+    bool timed_out = false, closing = false, failed = false;
+    pthread_mutex_lock(&store->image_lock);
+    while (store->published_offset < last && !timed_out && !store->published_closing)
+        timed_out = pthread_cond_timedwait(&store->published_cond, &store->image_lock, &bound) != 0 &&
+                    store->published_offset < last;
+    bool published = store->published_offset >= last;
+    closing = store->published_closing && !published;
+    failed = store->published_failed > last - records->count;
+    pthread_mutex_unlock(&store->image_lock);
+    if (!timed_out && !closing && timeout_ms != 0) {
+        if (pthread_mutex_timedlock(&store->publish_lock, &deadline) != 0) {
+            timed_out = true;
+        } else {
+            while (store->applied_offset < last && !timed_out && !store->closing)
+                timed_out = pthread_cond_timedwait(&store->applied_cond, &store->publish_lock, &deadline) != 0 &&
+                            store->applied_offset < last;
+            closing = store->closing && store->applied_offset < last;
+            failed |= store->failed_offset > last - records->count;
+            pthread_mutex_unlock(&store->publish_lock);
+        }
+    }
     /* The next step of the same operation validates against what it wrote. */
     metadata_image_release(store->locked_image);
     store->locked_image = metadata_image_acquire(store);
     if (closing) {
         snprintf(err, errlen, "this node is shutting down");
+        return KAFKA_ERR_REQUEST_TIMED_OUT;
+    }
+    if (timed_out && published) {
+        snprintf(err, errlen,
+                 "committed, but not applied on this broker within the request's timeout of %d ms; "
+                 "it goes on applying it (creating the partitions)",
+                 asked ? (int)timeout_ms : APPLY_WAIT_S * 1000);
         return KAFKA_ERR_REQUEST_TIMED_OUT;
     }
     if (timed_out) {
@@ -502,6 +561,7 @@ int metadata_store_open(const struct metadata_store_options *opts, struct metada
     pthread_mutex_init(&store->publish_lock, NULL);
     pthread_cond_init(&store->applied_cond, NULL);
     pthread_mutex_init(&store->image_lock, NULL);
+    pthread_cond_init(&store->published_cond, NULL);
     pthread_mutex_init(&store->snap_mu, NULL);
     pthread_cond_init(&store->snap_cond, NULL);
     store->node_id = opts->node_id;
@@ -518,6 +578,8 @@ int metadata_store_open(const struct metadata_store_options *opts, struct metada
     store->last_snapshot_ms = clock_mono_ms();
     store->applied_offset = -1;
     store->failed_offset = -1;
+    store->published_offset = -1;
+    store->published_failed = -1;
     store->stats.snapshot_end_offset = -1;
 
     int64_t started = clock_mono_ns();
@@ -577,12 +639,18 @@ void metadata_store_begin_shutdown(struct metadata_store *store)
     store->closing = true;
     pthread_cond_broadcast(&store->applied_cond);
     pthread_mutex_unlock(&store->publish_lock);
+    pthread_mutex_lock(&store->image_lock);
+    store->published_closing = true;
+    pthread_cond_broadcast(&store->published_cond);
+    pthread_mutex_unlock(&store->image_lock);
 }
 
 void metadata_store_close(struct metadata_store *store)
 {
     if (!store)
         return;
+    /* The single voter's loader thread first: it publishes into the store. */
+    metadata_log_stop_delivery(store->local_log);
     metadata_snapshot_writer_stop(store);
     metadata_builder_free(store->catch_up);
     metadata_image_release(store->current);
@@ -591,6 +659,7 @@ void metadata_store_close(struct metadata_store *store)
     pthread_mutex_destroy(&store->write_lock);
     pthread_mutex_destroy(&store->publish_lock);
     pthread_cond_destroy(&store->applied_cond);
+    pthread_cond_destroy(&store->published_cond);
     pthread_mutex_destroy(&store->image_lock);
     pthread_mutex_destroy(&store->snap_mu);
     pthread_cond_destroy(&store->snap_cond);

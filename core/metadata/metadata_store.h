@@ -140,6 +140,23 @@ int16_t metadata_create_topic(struct metadata_store *store, const char *name, in
                               int32_t assignment_count, const struct metadata_config_kv *configs, int32_t config_count,
                               bool validate_only, struct kafka_uuid *topic_id_out, char *err, size_t errlen);
 
+/* A create's wait for this node to apply it, as the request's TimeoutMs:
+ * METADATA_WAIT_APPLIED waits until this node has applied the commit
+ * (partition logs created), up to the store's own bound; 0 answers once
+ * the batch is committed and the image holds it; > 0 waits for the
+ * application up to that many ms, then REQUEST_TIMED_OUT (the topic stays
+ * created, as in Kafka). */
+#define METADATA_WAIT_APPLIED (-1)
+int16_t metadata_create_topic_within(struct metadata_store *store, const char *name, int32_t num_partitions,
+                                     int16_t replication_factor, const struct metadata_replica_assignment *assignments,
+                                     int32_t assignment_count, const struct metadata_config_kv *configs,
+                                     int32_t config_count, bool validate_only, int32_t timeout_ms,
+                                     struct kafka_uuid *topic_id_out, char *err, size_t errlen);
+int16_t metadata_create_partitions_within(struct metadata_store *store, const char *name, int32_t new_total,
+                                          const struct metadata_replica_assignment *assignments,
+                                          int32_t assignment_count, bool validate_only, int32_t timeout_ms, char *err,
+                                          size_t errlen);
+
 /* Deletes by name, or by id when name is NULL. */
 int16_t metadata_delete_topic(struct metadata_store *store, const char *name, const struct kafka_uuid *topic_id,
                               char *err, size_t errlen);

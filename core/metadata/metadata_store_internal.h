@@ -27,6 +27,13 @@ struct metadata_store {
     pthread_cond_t applied_cond; /* signalled when applied_offset moves */
     pthread_mutex_t image_lock;
     const struct metadata_image *current;
+    /* image_lock: the last committed offset whose image is current (or
+     * whose batch failed to apply), set before the subscribers run, so a
+     * commit can be answered without waiting for them (a TimeoutMs). */
+    int64_t published_offset;
+    int64_t published_failed;      /* the last such offset whose batch failed, -1 */
+    pthread_cond_t published_cond; /* published_offset moved, or published_closing set */
+    bool published_closing;
     const struct metadata_log_ops *log_ops;
     void *log;                                 /* the ops' context */
     struct metadata_log *local_log;            /* the single voter's log, closed with the store */
@@ -97,6 +104,19 @@ void metadata_record_list_free(struct metadata_record_list *l);
  * Returns a Kafka error code (UNKNOWN_SERVER_ERROR with err on failure). */
 int16_t metadata_store_commit_locked(struct metadata_store *store, struct metadata_record_list *records, char *err,
                                      size_t errlen);
+
+/* metadata_store_commit_locked with a client's TimeoutMs: 0 answers once
+ * the batch is committed and its image published, before the subscribers
+ * (the replica manager creating the partition logs) have run; > 0 waits
+ * for them as well, up to timeout_ms, then answers REQUEST_TIMED_OUT (the
+ * batch stays committed: Kafka's behaviour); METADATA_WAIT_APPLIED is
+ * metadata_store_commit_locked's wait. */
+int16_t metadata_store_commit_within_locked(struct metadata_store *store, struct metadata_record_list *records,
+                                            int32_t timeout_ms, char *err, size_t errlen);
+
+/* The loader's side of the above: offset's batch is committed and its image
+ * current (failed: it could not be applied). Takes image_lock. */
+void metadata_store_mark_published(struct metadata_store *store, int64_t offset, bool failed);
 
 /* Under write_lock: when this node leads and its image holds its whole
  * log, makes that image the one operations validate against (the one the

@@ -170,12 +170,18 @@ static void await_created_topics(struct broker_forwarding *f, const struct net_r
         kafka_reader_skip_tagged_fields(&r);
     struct create_topics_response out;
     create_topics_response_init(&out);
-    if (created && create_topics_response_decode(&out, &r, version, &arena) == 0) {
+    /* Within the request's TimeoutMs, as the controller's answer was; none
+     * with TimeoutMs 0 (answer once committed). */
+    int64_t started = clock_mono_ms();
+    int32_t budget = created && in.timeout_ms < CREATED_VISIBLE_WAIT_MS ? in.timeout_ms : CREATED_VISIBLE_WAIT_MS;
+    if (created && budget > 0 && create_topics_response_decode(&out, &r, version, &arena) == 0) {
         char name[256];
-        for (int32_t i = 0; i < out.topics_count; i++)
-            if (out.topics[i].error_code == KAFKA_ERR_NONE &&
+        for (int32_t i = 0; i < out.topics_count; i++) {
+            int64_t left = budget - (clock_mono_ms() - started);
+            if (left > 0 && out.topics[i].error_code == KAFKA_ERR_NONE &&
                 kafka_str_to_cstr(out.topics[i].name, name, sizeof name) && name[0])
-                (void)wait_for_topic(f, name, CREATED_VISIBLE_WAIT_MS);
+                (void)wait_for_topic(f, name, (int)left);
+        }
     }
     kafka_arena_free(&arena);
 }

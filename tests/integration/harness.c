@@ -32,7 +32,7 @@
 #endif
 
 /* A fresh broker creates __consumer_offsets and __transaction_state (100
- * partitions, four fsyncs each) before it listens: under ASan beside
+ * partitions, a directory and five files each) before it listens: under ASan beside
  * other tests and builds that took 4-5 s of the old 10 s bound. A node of
  * a cluster back from kill -9 also waits out its previous broker session
  * (30 s in the replication tests) before the controller takes it. */

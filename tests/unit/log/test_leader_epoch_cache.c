@@ -270,7 +270,7 @@ static void test_checkpoint_file(void **state)
 
     static const int64_t two[] = {0, 0, 3, 42};
     build(&c, two, 2);
-    assert_int_equal(leader_epoch_checkpoint_write(path, &c), 0);
+    assert_int_equal(leader_epoch_checkpoint_write(path, &c, true), 0);
     assert_int_equal(leader_epoch_checkpoint_read(path, &back, err, sizeof err), 0);
     expect_entries(&back, two, 2);
     /* No temporary file is left beside it. */

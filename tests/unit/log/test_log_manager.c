@@ -497,6 +497,64 @@ static void test_create_over_unloaded_dir(void **state)
     log_manager_close(m, true);
 }
 
+/* What a crash can leave of partitions created without per-file syncs
+ * (their first flush syncs the directory): a bare directory, one whose
+ * small files are empty, one with only an empty segment file and a temp
+ * file. The unclean open loads them and the create (the metadata replay)
+ * completes each: topic id written, records taken. */
+static void make_file(const char *dir, const char *name)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fclose(fp);
+}
+
+static void test_half_made_partition_dirs_complete(void **state)
+{
+    (void)state;
+    struct log_config defaults;
+    log_config_defaults(&defaults);
+    uint8_t id[16] = {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
+    char dirs[3][1100];
+    const char *names[3] = {"bare-0", "empty-files-0", "segment-only-0"};
+    assert_int_equal(mkdir(g_dirs[0], 0755), 0);
+    for (int i = 0; i < 3; i++) {
+        snprintf(dirs[i], sizeof dirs[i], "%s/%s", g_dirs[0], names[i]);
+        assert_int_equal(mkdir(dirs[i], 0755), 0);
+    }
+    make_file(dirs[1], "partition.metadata");
+    make_file(dirs[1], "leader-epoch-checkpoint");
+    make_file(dirs[2], "00000000000000000000.log");
+    make_file(dirs[2], "partition.metadata.tmp");
+
+    struct log_manager *m = open_manager(&defaults);
+    char err[256];
+    const char *topics[3] = {"bare", "empty-files", "segment-only"};
+    for (int i = 0; i < 3; i++) {
+        struct partition_log *log;
+        assert_int_equal(log_manager_create(m, topics[i], 0, id, NULL, &log, err, sizeof err), KAFKA_ERR_NONE);
+        uint8_t back[16];
+        assert_int_equal(partition_log_topic_id(log, back), 0);
+        assert_memory_equal(back, id, 16);
+        assert_int_equal(partition_log_end_offset(log), 0);
+        append(log, 1);
+        assert_int_equal(partition_log_flush(log), KAFKA_ERR_NONE);
+        assert_int_equal(partition_log_end_offset(log), 2);
+        partition_log_close(log);
+    }
+    log_manager_close(m, true);
+    m = open_manager(&defaults);
+    for (int i = 0; i < 3; i++) {
+        struct partition_log *log = log_manager_get(m, topics[i], 0);
+        assert_non_null(log);
+        assert_int_equal(partition_log_end_offset(log), 2);
+        partition_log_close(log);
+    }
+    log_manager_close(m, true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -509,6 +567,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_roll_flush_checkpointed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_over_unloaded_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_high_watermark_checkpoint, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_half_made_partition_dirs_complete, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
