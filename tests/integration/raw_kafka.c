@@ -554,10 +554,10 @@ int raw_api_versions(int fd, int16_t version, int32_t correlation_id, struct raw
     }
     out->count = (int)count;
     out->finalized_epoch = -1;
-    if (version >= 1)
+    if (compact) {
         (void)raw_get_i32(&r); /* throttle_time_ms */
-    if (compact)
         parse_feature_tags(&r, out);
+    }
     bool ok = !r.overflow && got_correlation == correlation_id;
     free(frame);
     return ok ? 0 : -1;

@@ -37,7 +37,6 @@
 #define TIER_WAIT_MS 240000
 #define CONSUME_WAIT_MS 180000
 
-#define COPY_ERRORS "cairn_remote_errors_total{kind=\"copy\"}"
 #define COPIED_SEGMENTS "cairn_remote_copy_segments_total"
 #define S3_UPLOADED "cairn_plugin_storage_s3_uploaded_bytes_total"
 #define S3_ERRORS "cairn_plugin_storage_s3_errors_total"
@@ -296,7 +295,7 @@ static void wait_copy_errors(struct tiered_state *st, int64_t want)
 {
     long long deadline = harness_now_ms() + TIER_WAIT_MS;
     int64_t got = -1;
-    while ((got = metric_value(st, COPY_ERRORS)) < want && harness_now_ms() < deadline)
+    while ((got = remote_errors_total(st, "copy")) < want && harness_now_ms() < deadline)
         usleep(250 * 1000);
     if (got < want) {
         broker_print_log_tail(&st->broker, 40);
@@ -391,7 +390,7 @@ static void test_s3_store_killed_and_back(void **state)
     wait_tiered_tail(st);
     uint8_t id[16];
     local_topic_id(st, id);
-    int64_t errors_before = metric_value(st, COPY_ERRORS);
+    int64_t errors_before = remote_errors_total(st, "copy");
     assert_true(errors_before >= 0);
 
     int port = server.port;
@@ -408,7 +407,7 @@ static void test_s3_store_killed_and_back(void **state)
     int n = local_segment_bases(st, bases, 256);
     assert_true(n >= 10);                                    /* the outage's ~2.2 MB in 128 KiB segments */
     assert_int_equal(raw_fetch_error_from_zero(st, id), 56); /* KAFKA_STORAGE_ERROR, retriable */
-    wait_copy_errors(st, metric_value(st, COPY_ERRORS) + 2);
+    wait_copy_errors(st, remote_errors_total(st, "copy") + 2);
     assert_int_equal(list_offset_v9(st, -5), tiered);
     assert_int_equal(list_offset_v9(st, -4), local_start);
     for (int i = 0; i < n; i++)
@@ -454,7 +453,7 @@ static void test_s3_wrong_secret(void **state)
     assert_int_equal(bases[0], 0);
     assert_int_equal(list_offset_v9(st, -4), 0);
     /* More failed passes delete nothing. */
-    wait_copy_errors(st, metric_value(st, COPY_ERRORS) + 3);
+    wait_copy_errors(st, remote_errors_total(st, "copy") + 3);
     for (int i = 0; i < n; i++)
         assert_true(local_segment_exists(st, bases[i]));
     assert_int_equal(list_offset_v9(st, -4), 0);

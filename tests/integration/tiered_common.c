@@ -258,3 +258,18 @@ void start_stamped_round(struct tiered_state *st)
     produce_round(st, RECORDS_PER_ROUND);
     wait_tiered(st, 2, 10);
 }
+
+int64_t remote_errors_total(const struct tiered_state *st, const char *op)
+{
+    static const char *const kinds[] = {"missing", "corrupt", "unavailable", "other"};
+    int64_t total = 0;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "cairn_remote_errors_total{op=\"%s\",kind=\"%s\"}", op, kinds[i]);
+        int64_t v = metric_value(st, name);
+        if (v < 0)
+            return -1;
+        total += v;
+    }
+    return total;
+}

@@ -59,6 +59,10 @@ int64_t list_offset_v9(const struct tiered_state *st, int64_t spec);
 
 /* A sample of the broker's /metrics; -1 when not exported. */
 int64_t metric_value(const struct tiered_state *st, const char *name);
+/* Failed remote operations of every kind: the sum of
+ * cairn_remote_errors_total's op="<op>" series (copy, fetch, delete);
+ * -1 when a series is missing. */
+int64_t remote_errors_total(const struct tiered_state *st, const char *op);
 
 /* cairnd with storage-local in a fresh remote dir, and TOPIC created with
  * small segments and a local retention of one byte. */
