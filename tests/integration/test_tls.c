@@ -22,6 +22,8 @@
 #include "harness.h"
 #include "raw_kafka.h"
 #include "rk_helpers.h"
+#include "tls_client.h"
+#include "tls_cluster.h"
 
 #define RECORDS 300
 #define RECORD_BYTES 1024
@@ -37,21 +39,13 @@ static const char *cert_path(char *buf, size_t len, const char *name)
 static int group_setup(void **state)
 {
     (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(certs_dir, sizeof certs_dir, "%s/cairn-tls-certs-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(certs_dir))
-        return -1;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "sh '%s/tests/integration/tls/make_certs.sh' '%s'", CAIRN_SOURCE_DIR, certs_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tls_certs_make("cairn-tls-certs", certs_dir, sizeof certs_dir);
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", certs_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tls_certs_remove(certs_dir);
 }
 
 struct tls_broker {
@@ -75,47 +69,6 @@ static void start_tls_broker(struct tls_broker *tb, const char *const *extra)
         overrides[n++] = extra[i];
     overrides[n] = NULL;
     broker_start(&tb->b, overrides);
-}
-
-/* librdkafka conf for an SSL client trusting ca (a file in certs_dir), with
- * the client certificate `client` (NULL: none). */
-struct ssl_conf {
-    char ca[400], cert[400], key[400];
-    const char *kv[16];
-};
-
-static const char *const *ssl_client_conf(struct ssl_conf *c, const char *ca, const char *client)
-{
-    int n = 0;
-    c->kv[n++] = "security.protocol";
-    c->kv[n++] = "ssl";
-    c->kv[n++] = "ssl.ca.location";
-    c->kv[n++] = cert_path(c->ca, sizeof c->ca, ca);
-    if (client) {
-        char name[64];
-        snprintf(name, sizeof name, "%s.pem", client);
-        c->kv[n++] = "ssl.certificate.location";
-        c->kv[n++] = cert_path(c->cert, sizeof c->cert, name);
-        snprintf(name, sizeof name, "%s.key", client);
-        c->kv[n++] = "ssl.key.location";
-        c->kv[n++] = cert_path(c->key, sizeof c->key, name);
-    }
-    c->kv[n++] = "socket.timeout.ms";
-    c->kv[n++] = "4000";
-    c->kv[n] = NULL;
-    return c->kv;
-}
-
-/* True when a metadata request gets through within timeout_ms. */
-static bool metadata_works(const char *bootstrap, const char *const *conf, int timeout_ms)
-{
-    rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
-    const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 1, NULL, &md, timeout_ms);
-    if (md)
-        rd_kafka_metadata_destroy(md);
-    rk_producer_destroy(rk);
-    return err == RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
 static void fill_record(char *buf, int i)
@@ -199,7 +152,7 @@ static void test_produce_consume_over_ssl_next_to_plaintext(void **state)
     struct tls_broker tb;
     start_tls_broker(&tb, NULL);
     struct ssl_conf c;
-    const char *const *ssl = ssl_client_conf(&c, "ca.pem", NULL);
+    const char *const *ssl = ssl_client_conf(&c, certs_dir, "ca.pem", NULL);
     /* Written over SSL, read over SSL (file regions through SSL_write)
      * and over PLAINTEXT (sendfile), and the other way round. */
     produce_records(tb.ssl_bootstrap, ssl, "over-ssl", 0, RECORDS);
@@ -220,19 +173,20 @@ static void test_client_auth_required(void **state)
     struct tls_broker tb;
     start_tls_broker(&tb, extra);
     struct ssl_conf good, none, expired;
-    const char *const *good_conf = ssl_client_conf(&good, "ca.pem", "client");
+    const char *const *good_conf = ssl_client_conf(&good, certs_dir, "ca.pem", "client");
     rd_kafka_t *kept = rk_producer_new(tb.ssl_bootstrap, good_conf);
     char value[RECORD_BYTES];
     fill_record(value, 0);
     assert_int_equal(rk_produce_blocking(kept, "mtls", 0, NULL, 0, value, sizeof value, 0, NULL, NULL), 0);
     assert_int_equal(rd_kafka_flush(kept, 20000), RD_KAFKA_RESP_ERR_NO_ERROR);
 
-    assert_false(metadata_works(tb.ssl_bootstrap, ssl_client_conf(&none, "ca.pem", NULL), 3000));
+    assert_false(rk_metadata_works(tb.ssl_bootstrap, ssl_client_conf(&none, certs_dir, "ca.pem", NULL), 3000));
     assert_true(log_shows(&tb.b, "peer did not return a certificate", 3000));
-    assert_false(metadata_works(tb.ssl_bootstrap, ssl_client_conf(&expired, "ca.pem", "expired"), 3000));
+    assert_false(rk_metadata_works(tb.ssl_bootstrap, ssl_client_conf(&expired, certs_dir, "ca.pem", "expired"), 3000));
     assert_true(log_shows(&tb.b, "client certificate refused: certificate has expired", 3000));
     struct ssl_conf stranger;
-    assert_false(metadata_works(tb.ssl_bootstrap, ssl_client_conf(&stranger, "ca.pem", "stranger"), 3000));
+    assert_false(
+        rk_metadata_works(tb.ssl_bootstrap, ssl_client_conf(&stranger, certs_dir, "ca.pem", "stranger"), 3000));
     assert_true(log_shows(&tb.b, "client certificate refused: unable to get local issuer certificate", 3000));
 
     /* The good client's connection went on working meanwhile. */
@@ -291,7 +245,7 @@ static void test_garbage_and_stalled_handshakes(void **state)
     const uint8_t hello_start[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03};
     assert_int_equal(write(stalled, hello_start, sizeof hello_start), (ssize_t)sizeof hello_start);
     struct ssl_conf c;
-    const char *const *ssl = ssl_client_conf(&c, "ca.pem", NULL);
+    const char *const *ssl = ssl_client_conf(&c, certs_dir, "ca.pem", NULL);
     long long start = harness_now_ms();
     size_t sent = 0;
     bool trickle_closed = false;
@@ -312,8 +266,8 @@ static void test_garbage_and_stalled_handshakes(void **state)
     close(trickle);
     assert_true(log_shows(&tb.b, "TLS setup did not finish in time", 1000));
     /* Nobody else noticed. */
-    assert_true(metadata_works(tb.ssl_bootstrap, ssl, 5000));
-    assert_true(metadata_works(broker_bootstrap(&tb.b), NULL, 5000));
+    assert_true(rk_metadata_works(tb.ssl_bootstrap, ssl, 5000));
+    assert_true(rk_metadata_works(broker_bootstrap(&tb.b), NULL, 5000));
     assert_true(broker_alive(&tb.b));
     broker_mark_passed(&tb.b);
     broker_cleanup(&tb.b);
@@ -337,8 +291,8 @@ static void test_sighup_reloads_certificates(void **state)
     struct tls_broker tb;
     start_tls_broker(&tb, extra);
     struct ssl_conf old_trust, new_trust;
-    const char *const *old_conf = ssl_client_conf(&old_trust, "ca.pem", NULL);
-    const char *const *new_conf = ssl_client_conf(&new_trust, "other-ca.pem", NULL);
+    const char *const *old_conf = ssl_client_conf(&old_trust, certs_dir, "ca.pem", NULL);
+    const char *const *new_conf = ssl_client_conf(&new_trust, certs_dir, "other-ca.pem", NULL);
 
     /* A connection opened on the old certificate. */
     rd_kafka_t *kept = rk_producer_new(tb.ssl_bootstrap, old_conf);
@@ -346,7 +300,7 @@ static void test_sighup_reloads_certificates(void **state)
     fill_record(value, 0);
     assert_int_equal(rk_produce_blocking(kept, "reload", 0, NULL, 0, value, sizeof value, 0, NULL, NULL), 0);
     assert_int_equal(rd_kafka_flush(kept, 20000), RD_KAFKA_RESP_ERR_NO_ERROR);
-    assert_false(metadata_works(tb.ssl_bootstrap, new_conf, 3000));
+    assert_false(rk_metadata_works(tb.ssl_bootstrap, new_conf, 3000));
 
     /* A broken file on SIGHUP keeps the old certificate. */
     FILE *f = fopen(live, "w");
@@ -355,13 +309,13 @@ static void test_sighup_reloads_certificates(void **state)
     fclose(f);
     assert_int_equal(kill(broker_pid(&tb.b), SIGHUP), 0);
     assert_true(log_shows(&tb.b, "TLS reload failed, keeping the previous certificates", 5000));
-    assert_true(metadata_works(tb.ssl_bootstrap, old_conf, 5000));
+    assert_true(rk_metadata_works(tb.ssl_bootstrap, old_conf, 5000));
 
     copy_file(cert_path(src, sizeof src, "other-server.pem"), live);
     assert_int_equal(kill(broker_pid(&tb.b), SIGHUP), 0);
     assert_true(log_shows(&tb.b, "TLS certificates and keys reloaded", 5000));
-    assert_true(metadata_works(tb.ssl_bootstrap, new_conf, 5000));
-    assert_false(metadata_works(tb.ssl_bootstrap, old_conf, 3000));
+    assert_true(rk_metadata_works(tb.ssl_bootstrap, new_conf, 5000));
+    assert_false(rk_metadata_works(tb.ssl_bootstrap, old_conf, 3000));
 
     /* The connection made before the reload still works. */
     fill_record(value, 1);
@@ -433,25 +387,12 @@ static void test_encrypted_key_with_password(void **state)
     struct tls_broker tb;
     start_tls_broker(&tb, extra);
     struct ssl_conf c;
-    assert_true(metadata_works(tb.ssl_bootstrap, ssl_client_conf(&c, "ca.pem", NULL), 5000));
+    assert_true(rk_metadata_works(tb.ssl_bootstrap, ssl_client_conf(&c, certs_dir, "ca.pem", NULL), 5000));
     broker_mark_passed(&tb.b);
     broker_cleanup(&tb.b);
 }
 
 /* Lines of the file at path containing both a and b. */
-static int file_lines_with(const char *path, const char *a, const char *b)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    char line[8192];
-    int n = 0;
-    while (fgets(line, sizeof line, f))
-        n += strstr(line, a) && strstr(line, b);
-    fclose(f);
-    return n;
-}
-
 /* auth-mtls maps the client certificate's subject through Kafka's rules;
  * the principal reaches the audit log with the TLS authentication and with
  * the client's requests, and a PLAINTEXT client stays ANONYMOUS. */
@@ -474,7 +415,7 @@ static void test_principal_from_certificate_reaches_audit(void **state)
     struct tls_broker tb;
     start_tls_broker(&tb, extra);
     struct ssl_conf c;
-    const char *const *conf = ssl_client_conf(&c, "ca.pem", "client");
+    const char *const *conf = ssl_client_conf(&c, certs_dir, "ca.pem", "client");
     rd_kafka_t *rk = rk_producer_new(tb.ssl_bootstrap, conf);
     char errstr[512];
     assert_int_equal(rk_create_topic_result(rk, "by-alice", 1, 1, NULL, false, errstr, sizeof errstr), 0);
@@ -484,15 +425,15 @@ static void test_principal_from_certificate_reaches_audit(void **state)
     rk_producer_destroy(rk);
     broker_stop(&tb.b); /* the audit plugin writes everything before exiting */
 
-    if (file_lines_with(audit_path, "\"User:ALICE\"", "\"SSL\"") < 1 ||
-        file_lines_with(audit_path, "\"User:ALICE\"", "by-alice") < 1 ||
-        file_lines_with(audit_path, "\"User:ANONYMOUS\"", "by-anonymous") < 1) {
+    if (file_lines_with(audit_path, "\"User:ALICE\"", "\"SSL\"", NULL) < 1 ||
+        file_lines_with(audit_path, "\"User:ALICE\"", "by-alice", NULL) < 1 ||
+        file_lines_with(audit_path, "\"User:ANONYMOUS\"", "by-anonymous", NULL) < 1) {
         char cmd[600];
         snprintf(cmd, sizeof cmd, "cat '%s' >&2", audit_path);
         assert_int_equal(system(cmd), 0);
         fail_msg("the audit log lacks the mapped principal");
     }
-    assert_int_equal(file_lines_with(audit_path, "User:ALICE", "by-anonymous"), 0);
+    assert_int_equal(file_lines_with(audit_path, "User:ALICE", "by-anonymous", NULL), 0);
     broker_mark_passed(&tb.b);
     broker_cleanup(&tb.b);
 }

@@ -19,69 +19,29 @@
 
 #include "harness.h"
 #include "rk_helpers.h"
+#include "tls_client.h"
+#include "tls_cluster.h"
 
 static char certs_dir[256];
 
 static int group_setup(void **state)
 {
     (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(certs_dir, sizeof certs_dir, "%s/cairn-tls-audit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(certs_dir))
-        return -1;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "sh '%s/tests/integration/tls/make_certs.sh' '%s'", CAIRN_SOURCE_DIR, certs_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tls_certs_make("cairn-tls-audit", certs_dir, sizeof certs_dir);
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", certs_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tls_certs_remove(certs_dir);
 }
 
 /* True when a Metadata request over SSL gets through within timeout_ms;
  * client names a certificate/key pair in certs_dir, or NULL for none. */
 static bool ssl_metadata_works(const char *bootstrap, const char *client, int timeout_ms)
 {
-    char ca[400], cert[400], key[400];
-    snprintf(ca, sizeof ca, "%s/ca.pem", certs_dir);
-    snprintf(cert, sizeof cert, "%s/%s.pem", certs_dir, client ? client : "");
-    snprintf(key, sizeof key, "%s/%s.key", certs_dir, client ? client : "");
-    const char *conf[] = {"security.protocol",
-                          "ssl",
-                          "ssl.ca.location",
-                          ca,
-                          "socket.timeout.ms",
-                          "4000",
-                          client ? "ssl.certificate.location" : NULL,
-                          cert,
-                          "ssl.key.location",
-                          key,
-                          NULL};
-    rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
-    const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 1, NULL, &md, timeout_ms);
-    if (md)
-        rd_kafka_metadata_destroy(md);
-    rk_producer_destroy(rk);
-    return err == RD_KAFKA_RESP_ERR_NO_ERROR;
-}
-
-/* Lines of the file at path containing all of a, b and c. */
-static int file_lines_with(const char *path, const char *a, const char *b, const char *c)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    char line[8192];
-    int n = 0;
-    while (fgets(line, sizeof line, f))
-        n += strstr(line, a) && strstr(line, b) && strstr(line, c);
-    fclose(f);
-    return n;
+    struct ssl_conf c;
+    return rk_metadata_works(bootstrap, ssl_client_conf(&c, certs_dir, NULL, client), timeout_ms);
 }
 
 static void test_handshake_refusals_are_audited(void **state)

@@ -20,6 +20,7 @@
 
 #include "harness.h"
 #include "rk_helpers.h"
+#include "tls_client.h"
 #include "tls_cluster.h"
 
 static char certs_dir[256];
@@ -58,50 +59,10 @@ static void start_ssl_broker(struct ssl_broker *sb, const char *const *extra)
     broker_start(&sb->b, overrides);
 }
 
-/* librdkafka conf trusting ca.pem, presenting <client>.pem (NULL: none). */
-struct ssl_conf {
-    char ca[400], cert[400], key[400];
-    const char *kv[16];
-};
-
-static const char *const *ssl_client_conf(struct ssl_conf *c, const char *client)
-{
-    int n = 0;
-    c->kv[n++] = "security.protocol";
-    c->kv[n++] = "ssl";
-    snprintf(c->ca, sizeof c->ca, "%s/ca.pem", certs_dir);
-    c->kv[n++] = "ssl.ca.location";
-    c->kv[n++] = c->ca;
-    if (client) {
-        snprintf(c->cert, sizeof c->cert, "%s/%s.pem", certs_dir, client);
-        snprintf(c->key, sizeof c->key, "%s/%s.key", certs_dir, client);
-        c->kv[n++] = "ssl.certificate.location";
-        c->kv[n++] = c->cert;
-        c->kv[n++] = "ssl.key.location";
-        c->kv[n++] = c->key;
-    }
-    c->kv[n++] = "socket.timeout.ms";
-    c->kv[n++] = "4000";
-    c->kv[n] = NULL;
-    return c->kv;
-}
-
-/* True when a metadata request gets through within timeout_ms. */
-static bool metadata_works(const char *bootstrap, const char *const *conf, int timeout_ms)
-{
-    rd_kafka_t *rk = rk_producer_new(bootstrap, conf);
-    const struct rd_kafka_metadata *md = NULL;
-    rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 1, NULL, &md, timeout_ms);
-    if (md)
-        rd_kafka_metadata_destroy(md);
-    rk_producer_destroy(rk);
-    return err == RD_KAFKA_RESP_ERR_NO_ERROR;
-}
-
 static bool client_gets_in(const struct ssl_broker *sb, const char *client)
 {
     struct ssl_conf c;
-    return metadata_works(sb->ssl_bootstrap, ssl_client_conf(&c, client), 5000);
+    return rk_metadata_works(sb->ssl_bootstrap, ssl_client_conf(&c, certs_dir, NULL, client), 5000);
 }
 
 static const char *file_setting(char *buf, size_t len, const char *key, const char *file)
@@ -175,24 +136,10 @@ static void test_not_yet_valid_client_refused(void **state)
     broker_cleanup(&sb.b);
 }
 
-/* Lines of the file at path containing both a and b. */
-static int file_lines_with(const char *path, const char *a, const char *b)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    char line[8192];
-    int n = 0;
-    while (fgets(line, sizeof line, f))
-        n += strstr(line, a) && strstr(line, b);
-    fclose(f);
-    return n;
-}
-
 static void create_topic_over_ssl(const struct ssl_broker *sb, const char *client, const char *topic)
 {
     struct ssl_conf c;
-    rd_kafka_t *rk = rk_producer_new(sb->ssl_bootstrap, ssl_client_conf(&c, client));
+    rd_kafka_t *rk = rk_producer_new(sb->ssl_bootstrap, ssl_client_conf(&c, certs_dir, NULL, client));
     char errstr[512];
     if (rk_create_topic_result(rk, topic, 1, 1, NULL, false, errstr, sizeof errstr) != 0)
         fail_msg("creating %s as %s: %s", topic, client ? client : "no certificate", errstr);
@@ -202,7 +149,7 @@ static void create_topic_over_ssl(const struct ssl_broker *sb, const char *clien
 /* Fails the test, showing the audit log, unless a line names both. */
 static void expect_audit(const char *audit_path, const char *principal, const char *what)
 {
-    if (file_lines_with(audit_path, principal, what) >= 1)
+    if (file_lines_with(audit_path, principal, what, NULL) >= 1)
         return;
     char cmd[600];
     snprintf(cmd, sizeof cmd, "cat '%s' >&2", audit_path);
@@ -252,7 +199,7 @@ static void test_requested_client_auth_maps_spiffe_id(void **state)
 
     expect_audit(p.audit_path, "\"User:ANONYMOUS\"", "by-nobody");
     expect_audit(p.audit_path, "\"User:alice.prod\"", "by-spiffe-alice");
-    assert_int_equal(file_lines_with(p.audit_path, "User:alice.prod", "by-nobody"), 0);
+    assert_int_equal(file_lines_with(p.audit_path, "User:alice.prod", "by-nobody", NULL), 0);
     broker_mark_passed(&sb.b);
     broker_cleanup(&sb.b);
 }
@@ -307,7 +254,7 @@ static void test_inline_pem_stores_with_dns_san_principal(void **state)
 
     create_topic_over_ssl(&sb, "client", "inline-pem");
     struct ssl_conf c;
-    rd_kafka_t *rk = rk_producer_new(sb.ssl_bootstrap, ssl_client_conf(&c, "client"));
+    rd_kafka_t *rk = rk_producer_new(sb.ssl_bootstrap, ssl_client_conf(&c, certs_dir, NULL, "client"));
     for (int i = 0; i < 20; i++) {
         char value[64];
         int len = snprintf(value, sizeof value, "inline-%d", i);
