@@ -22,6 +22,25 @@ static void split_peer(const char *peer, char *host, size_t hostlen, uint16_t *p
     *port = colon ? (uint16_t)atoi(colon + 1) : 0;
 }
 
+/* A TLS authentication of the client at peer_addr, admitted or refused,
+ * as the audit log records it (no request: api_key -1). */
+static void audit_tls_authentication(struct broker_tls *bt, const char *listener_name, const char *peer_addr,
+                                     const char *type, const char *name, bool success, const char *why)
+{
+    char host[64];
+    struct cairn_principal principal = {sizeof principal, type, name};
+    struct cairn_request_info info = {.struct_size = sizeof info,
+                                      .principal = &principal,
+                                      .client_host = host,
+                                      .client_id = "",
+                                      .listener_name = listener_name,
+                                      .security_protocol = "SSL",
+                                      .api_key = -1,
+                                      .api_version = -1};
+    split_peer(peer_addr, host, sizeof host, &info.client_port);
+    plugin_host_audit_authentication(bt->plugins, &info, "SSL", success, why);
+}
+
 /* Runs on a network loop thread once a client certificate is verified. */
 static int map_principal(void *ctx, const char *listener_name, const char *peer_addr, const struct cairn_tls_peer *peer,
                          char *type, size_t type_len, char *name, size_t name_len, char *err, size_t errlen)
@@ -36,18 +55,8 @@ static int map_principal(void *ctx, const char *listener_name, const char *peer_
         snprintf(type, type_len, "User");
         snprintf(name, name_len, "%s", peer->subject_dn);
     }
-    char host[64];
-    struct cairn_principal principal = {sizeof principal, type, name};
-    struct cairn_request_info info = {.struct_size = sizeof info,
-                                      .principal = &principal,
-                                      .client_host = host,
-                                      .client_id = "",
-                                      .listener_name = listener_name,
-                                      .security_protocol = "SSL",
-                                      .api_key = -1,
-                                      .api_version = -1};
-    split_peer(peer_addr, host, sizeof host, &info.client_port);
-    plugin_host_audit_authentication(bt->plugins, &info, "SSL", rc != CAIRN_ERROR, rc == CAIRN_ERROR ? err : NULL);
+    audit_tls_authentication(bt, listener_name, peer_addr, type, name, rc != CAIRN_ERROR,
+                             rc == CAIRN_ERROR ? err : NULL);
     return rc == CAIRN_ERROR ? -1 : 0;
 }
 
@@ -55,19 +64,7 @@ static int map_principal(void *ctx, const char *listener_name, const char *peer_
  * an authentication failure of an unknown client in the audit log. */
 static void audit_refusal(void *ctx, const char *listener_name, const char *peer_addr, const char *why)
 {
-    struct broker_tls *bt = ctx;
-    char host[64];
-    struct cairn_principal principal = {sizeof principal, "User", "ANONYMOUS"};
-    struct cairn_request_info info = {.struct_size = sizeof info,
-                                      .principal = &principal,
-                                      .client_host = host,
-                                      .client_id = "",
-                                      .listener_name = listener_name,
-                                      .security_protocol = "SSL",
-                                      .api_key = -1,
-                                      .api_version = -1};
-    split_peer(peer_addr, host, sizeof host, &info.client_port);
-    plugin_host_audit_authentication(bt->plugins, &info, "SSL", false, why);
+    audit_tls_authentication(ctx, listener_name, peer_addr, "User", "ANONYMOUS", false, why);
 }
 
 int broker_tls_setup(struct broker_tls *bt, const struct broker_config *cfg, int index, struct net_listener_config *lc,

@@ -29,6 +29,28 @@
 #define USABLE_WAIT_MS 180000
 #define ANSWER_WAIT_MS 120000
 
+/* Sends the request in w (correlation id correlation) and reads the error
+ * code of the one topic both answers carry after their throttle time (name,
+ * then error); -1 when no answer came or it holds another count. */
+static int first_topic_error(const struct test_broker *b, struct raw_writer *w, int32_t correlation)
+{
+    uint8_t *frame = NULL;
+    struct raw_reader r;
+    int rc = raw_exchange(broker_port(b), w, correlation, false, ANSWER_WAIT_MS, &frame, &r);
+    int code = -1;
+    if (rc == 0) {
+        (void)raw_get_i32(&r); /* throttle */
+        if (raw_get_i32(&r) == 1) {
+            raw_skip_string(&r);
+            code = raw_get_i16(&r);
+        }
+        if (r.overflow)
+            code = -1;
+    }
+    free(frame);
+    return code;
+}
+
 /* CreateTopics v4 of one topic; returns the topic's error code, -1 when no
  * answer came. */
 static int create_topic(const struct test_broker *b, const char *topic, int32_t partitions, int32_t timeout_ms)
@@ -44,21 +66,7 @@ static int create_topic(const struct test_broker *b, const char *topic, int32_t 
     raw_put_i32(&w, 0); /* configs */
     raw_put_i32(&w, timeout_ms);
     raw_put_i8(&w, 0); /* validate_only */
-    uint8_t *frame = NULL;
-    struct raw_reader r;
-    int rc = raw_exchange(broker_port(b), &w, 1, false, ANSWER_WAIT_MS, &frame, &r);
-    int code = -1;
-    if (rc == 0) {
-        (void)raw_get_i32(&r); /* throttle */
-        if (raw_get_i32(&r) == 1) {
-            raw_skip_string(&r);
-            code = raw_get_i16(&r);
-        }
-        if (r.overflow)
-            code = -1;
-    }
-    free(frame);
-    return code;
+    return first_topic_error(b, &w, 1);
 }
 
 /* CreatePartitions v1 of one topic to total partitions. */
@@ -73,21 +81,7 @@ static int grow_topic(const struct test_broker *b, const char *topic, int32_t to
     raw_put_i32(&w, -1); /* assignments: null */
     raw_put_i32(&w, timeout_ms);
     raw_put_i8(&w, 0);
-    uint8_t *frame = NULL;
-    struct raw_reader r;
-    int rc = raw_exchange(broker_port(b), &w, 2, false, ANSWER_WAIT_MS, &frame, &r);
-    int code = -1;
-    if (rc == 0) {
-        (void)raw_get_i32(&r); /* throttle */
-        if (raw_get_i32(&r) == 1) {
-            raw_skip_string(&r);
-            code = raw_get_i16(&r);
-        }
-        if (r.overflow)
-            code = -1;
-    }
-    free(frame);
-    return code;
+    return first_topic_error(b, &w, 2);
 }
 
 /* One record to each of the partitions, the client retrying while a
