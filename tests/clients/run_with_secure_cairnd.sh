@@ -102,12 +102,12 @@ PY
 # PLAIN: one user in a sasldb for the auth-sasl plugin.
 printf %s 'plain-secret' | /usr/sbin/saslpasswd2 -p -c -f "$dir/sasldb" -u cairn -a cairn plainuser
 
-ports=($(python3 -c '
+read -ra ports <<<"$(python3 -c '
 import socket
 socks = [socket.socket() for _ in range(5)]
 for s in socks: s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in socks))
-for s in socks: s.close()'))
+for s in socks: s.close()')"
 plaintext="127.0.0.1:${ports[0]}"
 ssl="127.0.0.1:${ports[1]}"
 mtls="127.0.0.1:${ports[2]}"

@@ -177,9 +177,9 @@ def expect_refused(bootstrap, protocol, extra, label, error_names=None):
 
 
 def expect_audited(principal, listener, success, mechanism=None, error_part=None):
-    """Waits up to 10 s for the audit log's authentication event (its error
+    """Waits up to 20 s for the audit log's authentication event (its error
     containing error_part, when given)."""
-    deadline = time.time() + 10
+    deadline = time.time() + 20
     while True:
         try:
             with open(env["CAIRN_TEST_AUDIT_LOG"]) as f:
@@ -203,8 +203,8 @@ def expect_audited(principal, listener, success, mechanism=None, error_part=None
 
 
 def expect_broker_log(pattern):
-    """Waits up to 10 s for a line of the broker's log containing pattern."""
-    deadline = time.time() + 10
+    """Waits up to 20 s for a line of the broker's log containing pattern."""
+    deadline = time.time() + 20
     while True:
         with open(env["CAIRN_TEST_BROKER_LOG"]) as f:
             line = next((l for l in f if pattern in l), None)
