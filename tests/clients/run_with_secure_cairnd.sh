@@ -8,6 +8,7 @@
 #
 #   PLAINTEXT       the operator's (user creation)
 #   SSL             server certificate only
+#   EXPIRED (SSL)   the same with an expired server certificate
 #   MTLS (SSL)      ssl.client.auth=required; auth-mtls maps
 #                   CN=alice,OU=Streams,... to User:alice
 #   SASL_PLAINTEXT  SCRAM-SHA-256, SCRAM-SHA-512, PLAIN
@@ -41,7 +42,8 @@ mkdir -p "$certs/expired-ca/newcerts"
 # loaded machine): ca.pem, other-ca.pem (a CA the broker and clients do not
 # trust), server.pem (localhost, 127.0.0.1; certificate and key), and the
 # client pairs client (CN=alice,OU=Streams,...), stranger (signed by
-# other-ca) and expired (signed by ca, valid only in 2020).
+# other-ca) and expired (signed by ca, valid only in 2020); expired-server.pem,
+# the broker's certificate and key again but valid only in 2020.
 q() { "$@" >/dev/null 2>&1; }
 newkey=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
 mkca() { # name subject
@@ -75,10 +77,16 @@ policy = any
 [any]
 commonName = supplied
 CNF
-q openssl req "${newkey[@]}" -keyout "$certs/expired.key" -out "$certs/expired.csr" -subj "/CN=mallory"
-q openssl ca -batch -config "$certs/expired-ca/ca.cnf" -cert "$certs/ca.pem" -keyfile "$certs/ca.key" \
-    -in "$certs/expired.csr" -out "$certs/expired.pem" -startdate 20200101000000Z -enddate 20200201000000Z -notext
-for f in ca other-ca server client stranger expired; do
+mkexpired() { # name subject ext
+    q openssl req "${newkey[@]}" -keyout "$certs/$1.key" -out "$certs/$1.csr" -subj "$2"
+    q openssl ca -batch -config "$certs/expired-ca/ca.cnf" -cert "$certs/ca.pem" -keyfile "$certs/ca.key" \
+        -in "$certs/$1.csr" -out "$certs/$1.pem" -startdate 20200101000000Z -enddate 20200201000000Z -notext \
+        -extfile <(printf '%s\n' "$3")
+}
+mkexpired expired "/CN=mallory" "$client_ext"
+mkexpired expired-server "/CN=localhost" "subjectAltName=DNS:localhost,IP:127.0.0.1"
+cat "$certs/expired-server.key" >>"$certs/expired-server.pem"
+for f in ca other-ca server client stranger expired expired-server; do
     [ -s "$certs/$f.pem" ] || { echo "openssl did not make $certs/$f.pem" >&2; exit 1; }
 done
 
@@ -104,7 +112,7 @@ printf %s 'plain-secret' | /usr/sbin/saslpasswd2 -p -c -f "$dir/sasldb" -u cairn
 
 read -ra ports <<<"$(python3 -c '
 import socket
-socks = [socket.socket() for _ in range(5)]
+socks = [socket.socket() for _ in range(6)]
 for s in socks: s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in socks))
 for s in socks: s.close()')"
@@ -113,13 +121,16 @@ ssl="127.0.0.1:${ports[1]}"
 mtls="127.0.0.1:${ports[2]}"
 sasl_plaintext="127.0.0.1:${ports[3]}"
 sasl_ssl="127.0.0.1:${ports[4]}"
+expired="127.0.0.1:${ports[5]}"
 listeners="PLAINTEXT://$plaintext,SSL://$ssl,MTLS://$mtls,SASL_PLAINTEXT://$sasl_plaintext,SASL_SSL://$sasl_ssl"
+listeners="$listeners,EXPIRED://$expired"
 scram_plain="SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"
 "$cairnd" --override "listeners=$listeners" --override "advertised.listeners=$listeners" \
-    --override "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL" \
+    --override "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,EXPIRED:SSL" \
     --override "log.dirs=$dir/data" --override "num.partitions=2" \
     --override "ssl.keystore.location=$certs/server.pem" --override "ssl.truststore.location=$certs/ca.pem" \
     --override "listener.name.mtls.ssl.client.auth=required" \
+    --override "listener.name.expired.ssl.keystore.location=$certs/expired-server.pem" \
     --override "sasl.enabled.mechanisms=$scram_plain,OAUTHBEARER" \
     --override "listener.name.sasl_plaintext.sasl.enabled.mechanisms=$scram_plain" \
     --override "plugin.path=$plugin_dir" --override "plugins=audit,auth-sasl,auth-mtls,auth-oauth" \
@@ -149,7 +160,7 @@ for _ in $(seq 1 200); do
     for p in "${ports[@]}"; do
         if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then listening=$((listening + 1)); fi
     done
-    if [ "$listening" = 5 ]; then ready=1; break; fi
+    if [ "$listening" = "${#ports[@]}" ]; then ready=1; break; fi
     sleep 0.1
 done
 if [ "$ready" != 1 ]; then
@@ -170,7 +181,7 @@ done
 
 # What the client tests read. Users: scram256/scram256-secret (SCRAM-SHA-256),
 # scram512/scram512-secret (SCRAM-SHA-512), plainuser/plain-secret (PLAIN).
-export CAIRN_TEST_SSL="$ssl" CAIRN_TEST_MTLS="$mtls"
+export CAIRN_TEST_SSL="$ssl" CAIRN_TEST_MTLS="$mtls" CAIRN_TEST_EXPIRED_SSL="$expired"
 export CAIRN_TEST_SASL_PLAINTEXT="$sasl_plaintext" CAIRN_TEST_SASL_SSL="$sasl_ssl"
 export CAIRN_TEST_CERTS="$certs"             # ca.pem, other-ca.pem, client.pem/.key, stranger.pem/.key, expired.pem/.key
 export CAIRN_TEST_AUDIT_LOG="$dir/audit.log" # JSON lines, authentication events included

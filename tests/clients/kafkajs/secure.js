@@ -242,6 +242,8 @@ async function main(mode) {
     case 'ssl':
       await roundTrip(makeKafka(sslBroker, { ssl: tls() }), 'ssl')
       await expectRefused(refusedKafka(sslBroker, { ssl: tls('other-ca.pem') }), 'ssl-untrusted-server', TLS_ERROR)
+      // A listener whose certificate expired.
+      await expectRefused(refusedKafka(env.CAIRN_TEST_EXPIRED_SSL, { ssl: tls() }), 'ssl-expired-server', /certificate has expired/)
       return
     case 'mtls': {
       await roundTrip(makeKafka(mtlsBroker, { ssl: tls('ca.pem', 'client') }), 'mtls')

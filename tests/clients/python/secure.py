@@ -158,9 +158,10 @@ def round_trip(bootstrap, protocol, extra, label):
     print(f"kafka-python {label}: {RECORDS} records produced and consumed")
 
 
-def expect_refused(bootstrap, protocol, extra, label, error_names=None):
+def expect_refused(bootstrap, protocol, extra, label, error_names=None, message_part=None):
     """A consumer of a refused client must fail to bootstrap, before it could
-    fetch anything; error_names, when given, are the error classes allowed."""
+    fetch anything; error_names, when given, are the error classes allowed,
+    and message_part a text the error must contain."""
     conf = client_conf(bootstrap, protocol, extra)
     conf["api_version_auto_timeout_ms"] = 5000
     try:
@@ -169,6 +170,8 @@ def expect_refused(bootstrap, protocol, extra, label, error_names=None):
         name = type(e).__name__
         if error_names and name not in error_names:
             raise SecureError(f"{label}: refused with {name}: {e}, expected one of {error_names}")
+        if message_part and message_part not in str(e):
+            raise SecureError(f"{label}: refused with {name}: {e}, expected '{message_part}'")
         print(f"kafka-python {label}: refused ({name}: {e})")
         return
     records = consumer.poll(timeout_ms=2000)
@@ -242,6 +245,9 @@ def main(mode):
         round_trip(env["CAIRN_TEST_SSL"], "SSL", tls(), "ssl")
         expect_refused(env["CAIRN_TEST_SSL"], "SSL", tls("other-ca.pem"), "ssl-untrusted-server",
                        {"SSLCertVerificationError"})
+        # A listener whose certificate expired.
+        expect_refused(env["CAIRN_TEST_EXPIRED_SSL"], "SSL", tls(), "ssl-expired-server", {"SSLCertVerificationError"},
+                       "certificate has expired")
     elif mode == "mtls":
         round_trip(env["CAIRN_TEST_MTLS"], "SSL", tls("ca.pem", "client"), "mtls")
         expect_audited("User:alice", "MTLS", True)
