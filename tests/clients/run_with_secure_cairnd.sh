@@ -10,7 +10,8 @@
 #   SSL             server certificate only
 #   EXPIRED (SSL)   the same with an expired server certificate
 #   MTLS (SSL)      ssl.client.auth=required; auth-mtls maps
-#                   CN=alice,OU=Streams,... to User:alice
+#                   CN=alice,OU=Streams,... to User:alice, whom ACLs
+#                   (acl-authorizer) give the topics and groups secure-mtls*
 #   SASL_PLAINTEXT  SCRAM-SHA-256, SCRAM-SHA-512, PLAIN
 #   SASL_SSL        the same and OAUTHBEARER (auth-oauth, file:// JWK set)
 #
@@ -133,7 +134,8 @@ scram_plain="SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"
     --override "listener.name.expired.ssl.keystore.location=$certs/expired-server.pem" \
     --override "sasl.enabled.mechanisms=$scram_plain,OAUTHBEARER" \
     --override "listener.name.sasl_plaintext.sasl.enabled.mechanisms=$scram_plain" \
-    --override "plugin.path=$plugin_dir" --override "plugins=audit,auth-sasl,auth-mtls,auth-oauth" \
+    --override "plugin.path=$plugin_dir" --override "plugins=audit,auth-sasl,auth-mtls,auth-oauth,acl-authorizer" \
+    --override "plugin.acl-authorizer.allow.everyone.if.no.acl.found=true" \
     --override "plugin.audit.file.path=$dir/audit.log" \
     --override "plugin.auth-sasl.sasldb_path=$dir/sasldb" --override "plugin.auth-sasl.realm=cairn" \
     --override "plugin.auth-mtls.ssl.principal.mapping.rules=RULE:^CN=([^,]*),OU=Streams,.*\$/\$1/L,DEFAULT" \
@@ -175,6 +177,17 @@ for user_mech in scram256:SCRAM-SHA-256 scram512:SCRAM-SHA-512; do
     if ! "$cairn" user create "$user" --mechanism "$mech" --password "$user-secret" -b "$plaintext" >"$dir/user.log" 2>&1; then
         echo "cairn user create $user failed:" >&2
         cat "$dir/user.log" >&2
+        exit 1
+    fi
+done
+
+# Topics and groups named secure-mtls* are User:alice's alone: the ACLs
+# must see the principal auth-mtls maps her certificate to.
+for resource in --topic --group; do
+    if ! "$cairn" acl create --allow-principal User:alice --operation All "$resource" secure-mtls \
+        --resource-pattern-type prefixed -b "$plaintext" >"$dir/acl.log" 2>&1; then
+        echo "cairn acl create failed:" >&2
+        cat "$dir/acl.log" >&2
         exit 1
     fi
 done

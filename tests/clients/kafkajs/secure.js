@@ -186,6 +186,30 @@ const SCRAM_AND_PLAIN = () => [
   { mechanism: 'plain', username: 'plainuser', password: 'plain-secret' },
 ]
 
+// alice makes a topic under her prefix; User:ANONYMOUS (the SSL listener
+// without client certificates) may not write to it.
+async function expectOthersDenied(alice, anonymous) {
+  const topic = `secure-mtls-acl-${Date.now()}`
+  const admin = alice.admin()
+  await admin.connect()
+  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true })
+  const producer = anonymous.producer()
+  await producer.connect()
+  try {
+    await producer.send({ topic, messages: [{ value: 'not yours' }], acks: -1 })
+    fail(`User:ANONYMOUS wrote to ${topic}`)
+  } catch (e) {
+    if (!/Not authorized to access topics/.test(describeError(e))) throw e
+    console.log(`kafkajs: User:ANONYMOUS may not write to ${topic}: ${describeError(e).split(' <- ')[0]}`)
+  } finally {
+    await producer.disconnect()
+  }
+  const offsets = await admin.fetchTopicOffsets(topic)
+  if (offsets[0].high !== '0') fail(`${topic} holds ${offsets[0].high} records after a denied write`)
+  await admin.deleteTopics({ topics: [topic] })
+  await admin.disconnect()
+}
+
 // A client whose connection is expected to be refused: no retries.
 function refusedKafka(broker, options) {
   return makeKafka(broker, { ...options, retries: 0 })
@@ -246,8 +270,11 @@ async function main(mode) {
       await expectRefused(refusedKafka(env.CAIRN_TEST_EXPIRED_SSL, { ssl: tls() }), 'ssl-expired-server', /certificate has expired/)
       return
     case 'mtls': {
+      // secure-mtls* is User:alice's alone (ACLs): the round trip only
+      // works when the ACLs see the principal auth-mtls maps.
       await roundTrip(makeKafka(mtlsBroker, { ssl: tls('ca.pem', 'client') }), 'mtls')
       await expectAudited('User:alice', 'MTLS', true)
+      await expectOthersDenied(makeKafka(mtlsBroker, { ssl: tls('ca.pem', 'client') }), refusedKafka(sslBroker, { ssl: tls() }))
       const refusals = [
         [null, 'peer did not return a certificate'],
         ['stranger', 'unable to get local issuer certificate'],
