@@ -45,7 +45,9 @@ mkdir -p "$certs/expired-ca/newcerts"
 # client pairs client (CN=alice,OU=Streams,...), stranger (signed by
 # other-ca) and expired (signed by ca, valid only in 2020); expired-server.pem,
 # the broker's certificate and key again but valid only in 2020.
-q() { "$@" >/dev/null 2>&1; }
+q() { # runs an openssl command quietly; its output is shown when it fails
+    "$@" >"$dir/openssl.log" 2>&1 || { echo "failed: $*" >&2; cat "$dir/openssl.log" >&2; exit 1; }
+}
 newkey=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
 mkca() { # name subject
     q openssl req -x509 "${newkey[@]}" -keyout "$certs/$1.key" -out "$certs/$1.pem" -days 30 -subj "$2"
@@ -97,7 +99,7 @@ done
 for k in oauth oauth-unknown; do
     q openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$dir/$k.key"
 done
-openssl pkey -in "$dir/oauth.key" -pubout -outform DER -out "$dir/oauth.pub.der" 2>/dev/null
+q openssl pkey -in "$dir/oauth.key" -pubout -outform DER -out "$dir/oauth.pub.der"
 python3 - "$dir/oauth.pub.der" >"$dir/jwks.json" <<'PY'
 import base64, json, sys
 def b64url(b):
