@@ -23,6 +23,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# shellcheck disable=SC2034 # read by lib.sh
 conformance_security=sasl_ssl
 bootstrap=""
 conformance_start_cairnd "$cairnd" "$work"
