@@ -224,13 +224,80 @@ message.max.bytes=10485760
 EOF_SETTINGS
 }
 
+# --security sasl_ssl: the suite's clients speak SASL_SSL with SCRAM-SHA-256
+# as this user, trusting a test CA made at run time. The password is drawn
+# per run; it only lives as long as the broker's temporary data dir.
+conformance_security=plaintext
+conformance_sasl_user=conformance
+conformance_sasl_password=""
+conformance_certs_dir=""
+
+# A test CA (ca.pem) and a broker keystore for localhost and 127.0.0.1
+# signed by it (server.pem: certificate then key), in directory $1, made
+# with the openssl command line.
+conformance_make_certs() {
+    local dir="$1"
+    (
+        cd "$dir"
+        openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 7 \
+            -subj "/CN=Cairn conformance CA"
+        openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=localhost"
+        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >server.ext
+        openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.crt \
+            -days 7 -extfile server.ext
+        cat server.crt server.key >server.pem
+    ) >"$dir/openssl.log" 2>&1 || { cat "$dir/openssl.log" >&2; return 1; }
+}
+
+# The client properties of test.conf for a bootstrap list, by security.
+conformance_client_conf() {
+    local bootstrap="$1"
+    printf 'metadata.broker.list=%s\n' "$bootstrap"
+    case "$conformance_security" in
+        sasl_ssl)
+            printf '%s\n' security.protocol=SASL_SSL sasl.mechanisms=SCRAM-SHA-256 \
+                "sasl.username=$conformance_sasl_user" "sasl.password=$conformance_sasl_password" \
+                "ssl.ca.location=$conformance_certs_dir/ca.pem"
+            ;;
+    esac
+}
+
+# The cairn command line next to a cairnd build (build/core/server/cairnd ->
+# build/cli/cairn), or $CAIRN.
+conformance_find_cli() {
+    local cairnd="$1" candidate
+    for candidate in "${CAIRN:-}" "$(dirname "$cairnd")/../../cli/cairn"; do
+        if [ -n "$candidate" ] && [ -x "$candidate" ]; then
+            echo "$candidate"
+            return 0
+        fi
+    done
+    echo "cairn (the command line) not found next to $cairnd; set CAIRN" >&2
+    return 1
+}
+
 # Starts cairnd on a free port with a temporary data dir; sets bootstrap.
+# With --security sasl_ssl the suite's port is a SASL_SSL listener
+# (SCRAM-SHA-256, the broker certificate of conformance_make_certs) and a
+# second, PLAINTEXT, listener serves `cairn user create`.
 conformance_start_cairnd() {
-    local cairnd="$1" work="$2" port
+    local cairnd="$1" work="$2" port admin_port="" listeners
     port="$(conformance_free_port)"
     conformance_target_dir="$(mktemp -d /tmp/cairn-conformance.XXXXXX)"
-    local overrides=(--override "listeners=PLAINTEXT://127.0.0.1:$port"
-        --override "advertised.listeners=PLAINTEXT://127.0.0.1:$port"
+    listeners="PLAINTEXT://127.0.0.1:$port"
+    local overrides=()
+    if [ "$conformance_security" = sasl_ssl ]; then
+        admin_port="$(conformance_free_port)"
+        conformance_certs_dir="$conformance_target_dir/certs"
+        mkdir -p "$conformance_certs_dir"
+        conformance_make_certs "$conformance_certs_dir"
+        conformance_sasl_password="$(openssl rand -hex 16)"
+        listeners="PLAINTEXT://127.0.0.1:$admin_port,SASL_SSL://127.0.0.1:$port"
+        overrides+=(--override sasl.enabled.mechanisms=SCRAM-SHA-256
+            --override "ssl.keystore.location=$conformance_certs_dir/server.pem")
+    fi
+    overrides+=(--override "listeners=$listeners"
+        --override "advertised.listeners=$listeners"
         --override "log.dirs=$conformance_target_dir/data")
     local kv
     while IFS= read -r kv; do
@@ -245,6 +312,19 @@ conformance_start_cairnd() {
         return 1
     fi
     bootstrap="127.0.0.1:$port"
+    if [ -n "$admin_port" ]; then
+        conformance_wait_port 127.0.0.1 "$admin_port" "$conformance_target_pid" || return 1
+        local cli
+        cli="$(conformance_find_cli "$cairnd")" || return 1
+        # The password on stdin, not in the process list.
+        printf '%s\n' "$conformance_sasl_password" \
+            | "$cli" user create "$conformance_sasl_user" --mechanism SCRAM-SHA-256 \
+                -b "127.0.0.1:$admin_port" >"$work/user-create.log" 2>&1 || {
+            echo "cairn user create failed:" >&2
+            cat "$work/user-create.log" >&2
+            return 1
+        }
+    fi
 }
 
 # Starts a local cluster of `nodes` combined broker,controller cairnd

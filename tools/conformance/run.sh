@@ -8,6 +8,7 @@
 # usage: tools/conformance/run.sh [--suite debian|npm] [--quick] [--target cairnd|cluster|mock]
 #            [--nodes N] [--cairnd PATH] [--bootstrap H:P] [--tests 0001,0002,...]
 #            [--timeout SECONDS] [--jobs N] [--kafka-version V] [--prepare-only]
+#            [--security plaintext|sasl_ssl]
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -29,7 +30,7 @@ prepare_only=0
 suite=debian
 
 usage() {
-    sed -n '8,10p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '8,11p' "$0" | sed 's/^# \{0,1\}//'
     exit "${1:-0}"
 }
 
@@ -47,6 +48,7 @@ while [ $# -gt 0 ]; do
         --mock-brokers) mock_brokers="$2"; shift ;;
         --nodes) cluster_nodes="$2"; shift ;;
         --prepare-only) prepare_only=1 ;;
+        --security) conformance_security="$2"; shift ;;
         -h|--help) usage 0 ;;
         *) echo "unknown argument: $1" >&2; usage 2 ;;
     esac
@@ -56,6 +58,13 @@ done
 case "$target" in
     cairnd|mock|cluster|external) ;;
     *) echo "--target must be cairnd, cluster or mock" >&2; exit 2 ;;
+esac
+
+case "$conformance_security" in
+    plaintext) ;;
+    sasl_ssl)
+        [ "$target" = cairnd ] || { echo "--security sasl_ssl needs --target cairnd" >&2; exit 2; } ;;
+    *) echo "--security must be plaintext or sasl_ssl" >&2; exit 2 ;;
 esac
 
 case "$suite" in
@@ -90,6 +99,9 @@ case "$target" in
         [ -x "$cairnd" ] || { echo "cairnd not found at $cairnd (use --cairnd PATH)" >&2; exit 1; }
         conformance_start_cairnd "$cairnd" "$work"
         label="cairnd ($cairnd) at $bootstrap"
+        if [ "$conformance_security" = sasl_ssl ]; then
+            label="$label over SASL_SSL (SCRAM-SHA-256)"
+        fi
         ;;
     cluster)
         [ -n "$cairnd" ] || cairnd="$repo/build/core/server/cairnd"
@@ -103,7 +115,7 @@ case "$target" in
         ;;
 esac
 
-printf 'metadata.broker.list=%s\n' "$bootstrap" >"$work/test.conf"
+conformance_client_conf "$bootstrap" >"$work/test.conf"
 if [ -z "$per_test_timeout" ]; then
     # 2.12's 0113 (cooperative rebalancing, 40 subtests) alone runs ~10 min.
     if [ "$quick" = 1 ]; then per_test_timeout=60
