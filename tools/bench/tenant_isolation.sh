@@ -34,13 +34,15 @@
 #            [--long] [--quiet-rate 1000] [--record-size 1024]
 #            [--quiet-quota 2097152] [--noisy-quota 2097152]
 #            [--interleaved PAIRS [--phase-seconds 10] [--settle-seconds 3]
-#             [--clean-cpu 0.25]] [--broker-cpus LIST] [--client-cpus LIST]
+#             [--clean-cpu median]] [--broker-cpus LIST] [--client-cpus LIST]
+#            [--noisy-cpus LIST]
 #            [--override key=value]... [--out DIR]
 # --long runs 120 s phases after a 20 s warm-up; --override is a broker
 # config (e.g. plugin.quota.quota.window.num=2). --broker-cpus and
-# --client-cpus pin cairnd and the clients with taskset -c (e.g. 0 and 1).
-# --clean-cpu: phases whose other processes used fewer CPUs than this are
-# also compared on their own. Binaries: $CAIRND, $CAIRN, $CAIRN_BENCH and
+# --client-cpus pin cairnd and the clients with taskset -c (e.g. 0 and 1);
+# --noisy-cpus pins the noisy tenant's client apart from the others.
+# --clean-cpu: phases whose other processes used at most this many CPUs
+# (default: the median phase's) are also compared on their own. Binaries: $CAIRND, $CAIRN, $CAIRN_BENCH and
 # the plugin directory $CAIRN_PLUGIN_DIR, by default from build/.
 set -euo pipefail
 
@@ -51,7 +53,7 @@ cairn="${CAIRN:-$repo/build/cli/cairn}"
 bench="${CAIRN_BENCH:-$repo/build/tools/bench/cairn-bench}"
 plugin_dir="${CAIRN_PLUGIN_DIR:-$repo/build/plugins}"
 seconds=30 warmup=15 quiet_rate=1000 record_size=1024 quiet_quota=2097152 noisy_quota=2097152 out="" overrides=()
-pairs=0 phase_seconds=10 settle=3 clean_cpu=0.25 broker_pin=() client_pin=()
+pairs=0 phase_seconds=10 settle=3 clean_cpu=median broker_pin=() client_pin=() noisy_pin=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --seconds) seconds="$2"; shift 2 ;;
@@ -67,9 +69,10 @@ while [ $# -gt 0 ]; do
         --clean-cpu) clean_cpu="$2"; shift 2 ;;
         --broker-cpus) broker_pin=(taskset -c "$2"); shift 2 ;;
         --client-cpus) client_pin=(taskset -c "$2"); shift 2 ;;
+        --noisy-cpus) noisy_pin=(taskset -c "$2"); shift 2 ;;
         --override) overrides+=(--override "$2"); shift 2 ;;
         --out) out="$2"; shift 2 ;;
-        -h|--help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "tenant_isolation: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
@@ -77,7 +80,8 @@ for n in "$seconds" "$warmup" "$quiet_rate" "$record_size" "$quiet_quota" "$nois
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "tenant_isolation: '$n' is not a positive integer" >&2; exit 2; }
 done
 [[ "$pairs" =~ ^[0-9]+$ ]] || { echo "tenant_isolation: --interleaved '$pairs' is not a number" >&2; exit 2; }
-[[ "$clean_cpu" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "tenant_isolation: --clean-cpu '$clean_cpu' is not a number" >&2; exit 2; }
+[[ "$clean_cpu" =~ ^([0-9]+(\.[0-9]+)?|median)$ ]] || { echo "tenant_isolation: --clean-cpu '$clean_cpu' is not a number" >&2; exit 2; }
+[ ${#noisy_pin[@]} -gt 0 ] || noisy_pin=(${client_pin[@]+"${client_pin[@]}"})
 for b in "$cairnd" "$cairn" "$bench"; do
     [ -x "$b" ] || { echo "tenant_isolation: $b is missing (build first)" >&2; exit 1; }
 done
@@ -167,7 +171,7 @@ snapshot() { # noisy pid or ""
 }
 noisy_start() {
     # shellcheck disable=SC2046
-    "${client_pin[@]}" "$bench" produce $(tenant_args noisy) --rate "$noisy_rate" \
+    "${noisy_pin[@]}" "$bench" produce $(tenant_args noisy) --rate "$noisy_rate" \
         --records $((noisy_rate * (2 * pairs * (phase_seconds + settle) + 3600))) \
         >> "$out/noisy.json" 2>> "$out/bench.log" &
     noisy_pid=$!
@@ -228,7 +232,7 @@ quiet_run alone
 # The noisy tenant: far more records than it can send, stopped once the
 # quiet tenant's second run is over.
 # shellcheck disable=SC2046
-"${client_pin[@]}" "$bench" produce $(tenant_args noisy) --rate "$noisy_rate" --records $((noisy_rate * (warmup + seconds + 3600))) \
+"${noisy_pin[@]}" "$bench" produce $(tenant_args noisy) --rate "$noisy_rate" --records $((noisy_rate * (warmup + seconds + 3600))) \
     > "$out/noisy.json" 2>> "$out/bench.log" &
 noisy_pid=$!
 # The noisy tenant's end offsets about every second, to show how its rate
