@@ -42,8 +42,8 @@
 # --client-cpus pin cairnd and the clients with taskset -c (e.g. 0 and 1);
 # --noisy-cpus pins the noisy tenant's client apart from the others.
 # --clean-cpu: phases whose other processes used at most this many CPUs
-# (default: the median phase's) are also compared on their own. Binaries: $CAIRND, $CAIRN, $CAIRN_BENCH and
-# the plugin directory $CAIRN_PLUGIN_DIR, by default from build/.
+# (default: the median phase's) are compared on their own too. Binaries:
+# $CAIRND, $CAIRN, $CAIRN_BENCH, plugins in $CAIRN_PLUGIN_DIR (build/).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -146,7 +146,8 @@ quiet_run() { # phase
     echo "  quiet $1: $(tr -d '\n' < "$out/quiet-$1.json" | cut -c1-200)" >&2
 }
 
-# One line of key=value: wall clock, the machine's busy and steal CPU ticks
+# One line of key=value: wall clock, the machine's busy CPU ticks (steal
+# included: a vCPU taken by the hypervisor is as lost) and steal ticks
 # (/proc/stat), CPU pressure in microseconds (/proc/pressure/cpu, "-" if the
 # kernel has none), load average, and the CPU ticks of the broker and of
 # the noisy client ("-" when it is not running). Builtins only, so taking a
