@@ -19,14 +19,31 @@
 # and each goal (p99 within 20 %, throughput within 5 %, noisy within 10 %
 # of its quota) as met or not. Writes every report and summary.json to --out.
 #
+# --interleaved PAIRS instead runs 2 x PAIRS short phases in one broker run,
+# in the order A B B A A B B A ... (A: the quiet tenant alone, B: beside
+# the noisy tenant, which starts and stops where the kind changes, then
+# --settle-seconds pass before the next phase), each --phase-seconds long
+# after a discarded warm-up run; per phase it records the quiet tenant's
+# figures, the machine's busy CPU less this run's own processes (others'
+# CPUs), steal, CPU pressure and load average, and for B phases the noisy
+# tenant's rate. tenant_interleaved.py then gives the ratio of medians
+# B / A with a bootstrap interval against the noise floor: the same ratio
+# with the A/B labels shuffled, and adjacent A/A and B/B phase pairs.
+#
 # usage: tools/bench/tenant_isolation.sh [--seconds 30] [--warmup-seconds 15]
 #            [--long] [--quiet-rate 1000] [--record-size 1024]
 #            [--quiet-quota 2097152] [--noisy-quota 2097152]
+#            [--interleaved PAIRS [--phase-seconds 10] [--settle-seconds 3]
+#             [--clean-cpu median]] [--broker-cpus LIST] [--client-cpus LIST]
+#            [--noisy-cpus LIST]
 #            [--override key=value]... [--out DIR]
 # --long runs 120 s phases after a 20 s warm-up; --override is a broker
-# config (e.g. plugin.quota.quota.window.num=2). Binaries: $CAIRND, $CAIRN,
-# $CAIRN_BENCH and the plugin directory $CAIRN_PLUGIN_DIR, by default from
-# build/.
+# config (e.g. plugin.quota.quota.window.num=2). --broker-cpus and
+# --client-cpus pin cairnd and the clients with taskset -c (e.g. 0 and 1);
+# --noisy-cpus pins the noisy tenant's client apart from the others.
+# --clean-cpu: phases whose other processes used at most this many CPUs
+# (default: the median phase's) are compared on their own too. Binaries:
+# $CAIRND, $CAIRN, $CAIRN_BENCH, plugins in $CAIRN_PLUGIN_DIR (build/).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -36,6 +53,7 @@ cairn="${CAIRN:-$repo/build/cli/cairn}"
 bench="${CAIRN_BENCH:-$repo/build/tools/bench/cairn-bench}"
 plugin_dir="${CAIRN_PLUGIN_DIR:-$repo/build/plugins}"
 seconds=30 warmup=15 quiet_rate=1000 record_size=1024 quiet_quota=2097152 noisy_quota=2097152 out="" overrides=()
+pairs=0 phase_seconds=10 settle=3 clean_cpu=median broker_pin=() client_pin=() noisy_pin=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --seconds) seconds="$2"; shift 2 ;;
@@ -45,15 +63,25 @@ while [ $# -gt 0 ]; do
         --record-size) record_size="$2"; shift 2 ;;
         --quiet-quota) quiet_quota="$2"; shift 2 ;;
         --noisy-quota) noisy_quota="$2"; shift 2 ;;
+        --interleaved) pairs="$2"; shift 2 ;;
+        --phase-seconds) phase_seconds="$2"; shift 2 ;;
+        --settle-seconds) settle="$2"; shift 2 ;;
+        --clean-cpu) clean_cpu="$2"; shift 2 ;;
+        --broker-cpus) broker_pin=(taskset -c "$2"); shift 2 ;;
+        --client-cpus) client_pin=(taskset -c "$2"); shift 2 ;;
+        --noisy-cpus) noisy_pin=(taskset -c "$2"); shift 2 ;;
         --override) overrides+=(--override "$2"); shift 2 ;;
         --out) out="$2"; shift 2 ;;
-        -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "tenant_isolation: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
-for n in "$seconds" "$warmup" "$quiet_rate" "$record_size" "$quiet_quota" "$noisy_quota"; do
+for n in "$seconds" "$warmup" "$quiet_rate" "$record_size" "$quiet_quota" "$noisy_quota" "$phase_seconds" "$settle"; do
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "tenant_isolation: '$n' is not a positive integer" >&2; exit 2; }
 done
+[[ "$pairs" =~ ^[0-9]+$ ]] || { echo "tenant_isolation: --interleaved '$pairs' is not a number" >&2; exit 2; }
+[[ "$clean_cpu" =~ ^([0-9]+(\.[0-9]+)?|median)$ ]] || { echo "tenant_isolation: --clean-cpu '$clean_cpu' is not a number" >&2; exit 2; }
+[ ${#noisy_pin[@]} -gt 0 ] || noisy_pin=(${client_pin[@]+"${client_pin[@]}"})
 for b in "$cairnd" "$cairn" "$bench"; do
     [ -x "$b" ] || { echo "tenant_isolation: $b is missing (build first)" >&2; exit 1; }
 done
@@ -80,7 +108,7 @@ while [ "$sasl_port" = "$plain_port" ]; do sasl_port="$(free_port)"; done
 plain="127.0.0.1:$plain_port"
 sasl="127.0.0.1:$sasl_port"
 
-"$cairnd" --override "listeners=PLAINTEXT://$plain,SASL_PLAINTEXT://$sasl" --override "log.dirs=$data/log" \
+"${broker_pin[@]}" "$cairnd" --override "listeners=PLAINTEXT://$plain,SASL_PLAINTEXT://$sasl" --override "log.dirs=$data/log" \
     --override "sasl.enabled.mechanisms=SCRAM-SHA-256" --override "plugin.path=$plugin_dir" \
     --override "plugins=quota" \
     --override "plugin.quota.entries=user=quiet:producer_byte_rate=$quiet_quota;user=noisy:producer_byte_rate=$noisy_quota" \
@@ -103,7 +131,7 @@ tenant_args() { # user
          "-X sasl.password=$password -X client.id=$1-app"
 }
 end_offsets() { # topic: prints "<milliseconds since epoch> <sum of end offsets>"
-    "$bench" end-offsets --bootstrap "$plain" --topic "$1" 2>> "$out/bench.log" |
+    "${client_pin[@]}" "$bench" end-offsets --bootstrap "$plain" --topic "$1" 2>> "$out/bench.log" |
         python3 -c 'import json, sys; r = json.load(sys.stdin); print(r["time_ms"], r["end_offset_sum"])' \
             2>> "$out/bench.log" || true
 }
@@ -111,24 +139,106 @@ quiet_run() { # phase
     local load0
     load0="$(cut -d' ' -f1 /proc/loadavg)"
     # shellcheck disable=SC2046
-    "$bench" produce $(tenant_args quiet) --rate "$quiet_rate" --records $((quiet_rate * seconds)) \
+    "${client_pin[@]}" "$bench" produce $(tenant_args quiet) --rate "$quiet_rate" --records $((quiet_rate * seconds)) \
         --broker-pid "$broker_pid" > "$out/quiet-$1.json" 2>> "$out/bench.log" ||
         { echo "tenant_isolation: the quiet tenant's $1 run failed: $(cat "$out/quiet-$1.json")" >&2; exit 1; }
     echo "$load0 $(cut -d' ' -f1 /proc/loadavg)" > "$out/load-$1.txt"
     echo "  quiet $1: $(tr -d '\n' < "$out/quiet-$1.json" | cut -c1-200)" >&2
 }
 
+# One line of key=value: wall clock, the machine's busy CPU ticks (steal
+# included: a vCPU taken by the hypervisor is as lost) and steal ticks
+# (/proc/stat), CPU pressure in microseconds (/proc/pressure/cpu, "-" if the
+# kernel has none), load average, and the CPU ticks of the broker and of
+# the noisy client ("-" when it is not running). Builtins only, so taking a
+# snapshot starts no process of its own.
+snapshot() { # noisy pid or ""
+    local _cpu user nice system _idle _iowait irq softirq steal _rest psi="-" load1 noisy="-" line
+    local -a f
+    read -r _cpu user nice system _idle _iowait irq softirq steal _rest < /proc/stat
+    if [ -r /proc/pressure/cpu ]; then
+        read -r _ _ _ _ line < /proc/pressure/cpu && psi="${line#total=}"
+    fi
+    read -r load1 _rest < /proc/loadavg
+    read -r line < "/proc/$broker_pid/stat"
+    read -ra f <<< "${line##*) }"
+    local broker=$((f[11] + f[12]))
+    if [ -n "$1" ] && read -r line 2>/dev/null < "/proc/$1/stat"; then
+        read -ra f <<< "${line##*) }"
+        noisy=$((f[11] + f[12]))
+    fi
+    echo "wall=$EPOCHREALTIME busy=$((user + nice + system + irq + softirq + steal)) steal=$steal psi=$psi" \
+         "load1=$load1 broker=$broker noisy=$noisy"
+}
+noisy_start() {
+    # shellcheck disable=SC2046
+    "${noisy_pin[@]}" "$bench" produce $(tenant_args noisy) --rate "$noisy_rate" \
+        --records $((noisy_rate * (2 * pairs * (phase_seconds + settle) + 3600))) \
+        >> "$out/noisy.json" 2>> "$out/bench.log" &
+    noisy_pid=$!
+}
+noisy_stop() {
+    kill -0 "$noisy_pid" 2>/dev/null || { echo "tenant_isolation: the noisy tenant stopped early: $(cat "$out/noisy.json")" >&2; exit 1; }
+    kill -TERM "$noisy_pid"; wait "$noisy_pid" 2>/dev/null || true; noisy_pid=""
+}
+noisy_offsets() { # file: appends "<ms> <end offset sum>" of noisy.events
+    local t off
+    for _ in $(seq 1 60); do # its topic may still be in creation on a slow machine
+        read -r t off <<< "$(end_offsets noisy.events)"
+        [[ "${off:-}" =~ ^[0-9]+$ ]] && { echo "$t $off" >> "$1"; return 0; }
+        sleep 1
+    done
+    echo "tenant_isolation: no end offsets of noisy.events, see $out/bench.log" >&2; exit 1
+}
+phase_run() { # name
+    # shellcheck disable=SC2046
+    "${client_pin[@]}" "$bench" produce $(tenant_args quiet) --rate "$quiet_rate" \
+        --records $((quiet_rate * phase_seconds)) --broker-pid "$broker_pid" > "$out/$1.json" 2>> "$out/bench.log" ||
+        { echo "tenant_isolation: the quiet tenant's $1 run failed: $(cat "$out/$1.json")" >&2; exit 1; }
+}
+
+if [ "$pairs" -gt 0 ]; then
+    phase_run warmup # the first run on a fresh broker creates its topic; not counted
+    for ((i = 0; i < 2 * pairs; i++)); do
+        name="$(printf 'phase-%02d' "$i")"
+        if [ $((i % 4)) = 0 ] || [ $((i % 4)) = 3 ]; then kind=A; else kind=B; fi
+        if [ "$kind" = B ] && [ -z "$noisy_pid" ]; then
+            noisy_start
+            sleep "$settle" # its burst allowance spent, it is throttled
+        elif [ "$kind" = A ] && [ -n "$noisy_pid" ]; then
+            noisy_stop
+            sleep "$settle" # its last admitted requests are appended
+        fi
+        [ "$kind" = B ] && noisy_offsets "$out/$name.noisy"
+        snapshot "$noisy_pid" > "$out/$name.snap"
+        phase_run "$name"
+        snapshot "$noisy_pid" >> "$out/$name.snap"
+        if [ "$kind" = B ]; then
+            noisy_offsets "$out/$name.noisy"
+            kill -0 "$noisy_pid" 2>/dev/null || { echo "tenant_isolation: the noisy tenant stopped: $(cat "$out/noisy.json")" >&2; exit 1; }
+        fi
+        echo "  $name $kind: $(tr -d '\n' < "$out/$name.json" | cut -c1-160)" >&2
+    done
+    [ -z "$noisy_pid" ] || noisy_stop
+    echo "quiet tenant: $quiet_rate records/s of $record_size B (quota $quiet_quota B/s); noisy tenant: quota" \
+         "$noisy_quota B/s, offered $noisy_rate records/s (10x); $((2 * pairs)) phases of $phase_seconds s," \
+         "A B B A order, $settle s settle"
+    python3 "$here/tenant_interleaved.py" analyse "$out" "$noisy_quota" "$record_size" --clean-cpu "$clean_cpu"
+    echo "results in $out" >&2
+    exit 0
+fi
+
 quiet_run alone
 
 # The noisy tenant: far more records than it can send, stopped once the
 # quiet tenant's second run is over.
 # shellcheck disable=SC2046
-"$bench" produce $(tenant_args noisy) --rate "$noisy_rate" --records $((noisy_rate * (warmup + seconds + 3600))) \
+"${noisy_pin[@]}" "$bench" produce $(tenant_args noisy) --rate "$noisy_rate" --records $((noisy_rate * (warmup + seconds + 3600))) \
     > "$out/noisy.json" 2>> "$out/bench.log" &
 noisy_pid=$!
 # The noisy tenant's end offsets about every second, to show how its rate
 # moves within the quota's window.
-"$bench" end-offsets --bootstrap "$plain" --topic noisy.events --every-ms 1000 \
+"${client_pin[@]}" "$bench" end-offsets --bootstrap "$plain" --topic noisy.events --every-ms 1000 \
     > "$out/noisy-timeline.jsonl" 2>> "$out/bench.log" &
 sampler_pid=$!
 sleep "$warmup" # the noisy tenant's burst allowance is spent and it is throttled
