@@ -1,7 +1,8 @@
 /* Eligible Leader Replicas (KIP-966) at the controller: the ELR one
  * partition gets as its ISR shrinks below min.insync.replicas and grows
- * back, clean elections from it when the ISR is empty, and the store doing
- * the same through fencing, AlterPartition and broker registration with the
+ * back, clean elections from it when the ISR is empty, unclean ones
+ * preferring LastKnownElr, and the store doing the same through fencing,
+ * AlterPartition, broker registration and reassignment cancellation with the
  * feature eligible.leader.replicas.version finalized (and not, when off). */
 #include <setjmp.h>
 #include <stdarg.h>
