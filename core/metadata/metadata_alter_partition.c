@@ -78,13 +78,9 @@ static bool same_isr(const struct metadata_partition *p, const struct metadata_i
     return true;
 }
 
-static const int32_t no_ids[1];
-
-/* The ELR and LastKnownElr that follow an ISR change (KIP-966): filled
- * from the change's ISR (and replicas, when a reassignment completes)
- * into room, which holds twice p's ELR, ISR and LastKnownElr plus one;
- * written only when they differ from p's. With ELR off, any left are
- * cleared. */
+/* The ELR and LastKnownElr that follow an ISR change (KIP-966), against
+ * the change's ISR (and replicas, when a reassignment completes); room
+ * holds metadata_elr_room(p) ids. With ELR off, any left are cleared. */
 static void set_elr(const struct metadata_store *store, const struct metadata_image *img,
                     const struct metadata_topic *t, const struct metadata_partition *p,
                     struct metadata_partition_change *pc, int32_t *room)
@@ -94,21 +90,7 @@ static void set_elr(const struct metadata_store *store, const struct metadata_im
         .enabled = on,
         .min_isr = on ? metadata_min_insync_replicas(img, t, store->node_id, store->min_insync_replicas) : 1,
         .unclean_restart_id = -1};
-    int32_t elr_room = p->elr_count + p->isr_count + p->last_known_elr_count + 1;
-    int32_t *elr = room, *last_known = room + elr_room;
-    int32_t elr_n = 0, last_known_n = 0;
-    metadata_elr_target(p, pc->replicas ? pc->replicas : p->replicas,
-                        pc->replicas ? pc->replica_count : p->replica_count, pc->isr, pc->isr_count, &policy, elr,
-                        &elr_n, last_known, &last_known_n);
-    if (elr_n != p->elr_count || (elr_n > 0 && memcmp(elr, p->elr, (size_t)elr_n * sizeof(*elr)) != 0)) {
-        pc->elr = elr_n > 0 ? elr : no_ids;
-        pc->elr_count = elr_n;
-    }
-    if (last_known_n != p->last_known_elr_count ||
-        (last_known_n > 0 && memcmp(last_known, p->last_known_elr, (size_t)last_known_n * sizeof(*last_known)) != 0)) {
-        pc->last_known_elr = last_known_n > 0 ? last_known : no_ids;
-        pc->last_known_elr_count = last_known_n;
-    }
+    metadata_partition_change_set_elr(p, &policy, pc, room);
 }
 
 int16_t metadata_alter_partition(struct metadata_store *store, int32_t broker_id, int64_t broker_epoch, int16_t version,
@@ -161,8 +143,8 @@ int16_t metadata_alter_partition(struct metadata_store *store, int32_t broker_id
             continue; /* nothing to write: the current state answers */
         /* Room for the ISR, then the completion's replicas and ISR, then
          * the ELR and LastKnownElr. */
-        size_t elr_room = (size_t)p->elr_count + (size_t)p->isr_count + (size_t)p->last_known_elr_count + 1;
-        size_t need = (size_t)c->isr_count + 2 * (size_t)p->replica_count + 3 + 2 * elr_room;
+        size_t elr_room = (size_t)metadata_elr_room(p);
+        size_t need = (size_t)c->isr_count + 2 * (size_t)p->replica_count + 3 + elr_room;
         int32_t *grown = realloc(ids, need * sizeof(*ids));
         if (!grown) {
             snprintf(err, errlen, "out of memory");
@@ -179,7 +161,7 @@ int16_t metadata_alter_partition(struct metadata_store *store, int32_t broker_id
         completes = completes && metadata_reassignment_complete(img, p, ids, c->isr_count, &pc, ids + c->isr_count);
         if (!completes && same_isr(p, c->isr, c->isr_count))
             continue;
-        set_elr(store, img, t, p, &pc, ids + need - 2 * elr_room);
+        set_elr(store, img, t, p, &pc, ids + need - elr_room);
         metadata_record_write_partition_change(&records.w, &t->topic_id, &pc);
         if (metadata_record_list_mark(&records) != 0) {
             snprintf(err, errlen, "out of memory");

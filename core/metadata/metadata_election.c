@@ -24,6 +24,9 @@ static bool same_ids(const int32_t *a, int32_t an, const int32_t *b, int32_t bn)
     return an == bn && (an == 0 || memcmp(a, b, (size_t)an * sizeof(*a)) == 0);
 }
 
+/* An empty list in a change (NULL means unchanged). */
+static const int32_t no_ids[1];
+
 int32_t metadata_election_buffer_len(const struct metadata_partition *p)
 {
     return 3 * (p->replica_count + p->isr_count + p->elr_count + p->last_known_elr_count + 1);
@@ -67,6 +70,30 @@ void metadata_elr_target(const struct metadata_partition *p, const int32_t *repl
         add_candidate(last_known, last_known_n, unclean, target_isr, isr_n, replicas, replica_count, -1);
 }
 
+int32_t metadata_elr_room(const struct metadata_partition *p)
+{
+    return 2 * (p->elr_count + p->isr_count + p->last_known_elr_count + 1);
+}
+
+void metadata_partition_change_set_elr(const struct metadata_partition *p, const struct metadata_elr_policy *policy,
+                                       struct metadata_partition_change *c, int32_t *room)
+{
+    int32_t half = metadata_elr_room(p) / 2;
+    int32_t *elr = room, *last_known = room + half;
+    int32_t elr_n = 0, last_known_n = 0;
+    metadata_elr_target(p, c->replicas ? c->replicas : p->replicas, c->replicas ? c->replica_count : p->replica_count,
+                        c->isr ? c->isr : p->isr, c->isr ? c->isr_count : p->isr_count, policy, elr, &elr_n, last_known,
+                        &last_known_n);
+    if (!same_ids(elr, elr_n, p->elr, p->elr_count)) {
+        c->elr = elr_n > 0 ? elr : no_ids;
+        c->elr_count = elr_n;
+    }
+    if (!same_ids(last_known, last_known_n, p->last_known_elr, p->last_known_elr_count)) {
+        c->last_known_elr = last_known_n > 0 ? last_known : no_ids;
+        c->last_known_elr_count = last_known_n;
+    }
+}
+
 /* Whether r may lead: in the ISR, or in the ELR when the ISR is empty
  * (Kafka's isValidNewLeader), and live. */
 static bool valid_leader(int32_t r, int32_t remove_id, const int32_t *isr, int32_t isr_n, const int32_t *elr,
@@ -76,7 +103,17 @@ static bool valid_leader(int32_t r, int32_t remove_id, const int32_t *isr, int32
            is_live(live_ctx, r);
 }
 
-static const int32_t no_ids[1];
+/* The first live member of ids in p's replica order, or -1. */
+static int32_t first_live_in(const struct metadata_partition *p, const int32_t *ids, int32_t n, int32_t remove_id,
+                             metadata_broker_live_fn is_live, void *live_ctx)
+{
+    for (int32_t i = 0; i < p->replica_count; i++) {
+        int32_t r = p->replicas[i];
+        if (r != remove_id && contains(ids, n, r) && is_live(live_ctx, r))
+            return r;
+    }
+    return -1;
+}
 
 bool metadata_elect_partition_elr(const struct metadata_partition *p, int32_t remove_id,
                                   metadata_broker_live_fn is_live, void *live_ctx, bool unclean,
@@ -121,7 +158,13 @@ bool metadata_elect_partition_elr(const struct metadata_partition *p, int32_t re
         if (leader < 0 && unclean) {
             /* Unclean: a live replica outside the ISR and ELR, which may
              * lack acknowledged records; it becomes the ISR alone, and the
-             * ELR lists, no longer meaningful, are cleared (as Kafka). */
+             * ELR lists, no longer meaningful, are cleared (as Kafka).
+             * With ISR and ELR empty, a live LastKnownElr member comes
+             * first (KIP-966's unclean recovery from the last known ELR):
+             * it had every acknowledged record until it lost at most its
+             * unflushed tail, where another replica may lack far more. */
+            if (n == 0 && elr_n == 0)
+                leader = first_live_in(p, lke_buf, lke_n, remove_id, is_live, live_ctx);
             for (int32_t i = 0; i < p->replica_count && leader < 0; i++) {
                 int32_t r = p->replicas[i];
                 if (r != remove_id && is_live(live_ctx, r))

@@ -20,7 +20,10 @@
  *    and becomes the ISR alone (a clean election), before any unclean one;
  *  - a broker back from an unclean shutdown leaves the ELR for
  *    LastKnownElr, as it may have lost its unflushed tail;
- *  - an unclean election clears both lists.
+ *  - an unclean election (unclean.leader.election.enable) with ISR and
+ *    ELR empty takes a live LastKnownElr member first, in replica order
+ *    (KIP-966's unclean recovery from the last known ELR), else any live
+ *    replica; it clears both lists.
  * With it off, any ELR left in a partition is cleared at its next change.
  * The changes are PartitionChangeRecords in the same batch as the fencing
  * record; applying one bumps the partition epoch, and the leader epoch when
@@ -61,6 +64,16 @@ int32_t metadata_election_buffer_len(const struct metadata_partition *p);
 void metadata_elr_target(const struct metadata_partition *p, const int32_t *replicas, int32_t replica_count,
                          const int32_t *target_isr, int32_t isr_n, const struct metadata_elr_policy *policy,
                          int32_t *elr, int32_t *elr_n, int32_t *last_known, int32_t *last_known_n);
+
+/* Sets c's ELR and LastKnownElr from its ISR and replicas (p's where c
+ * leaves them unchanged) by metadata_elr_target, writing them only when
+ * they differ from p's: every change keeps both lists subsets of the
+ * replicas and outside the ISR, as Kafka's PartitionChangeBuilder computes
+ * them for every change. room holds metadata_elr_room(p) ids and must
+ * outlive c. */
+int32_t metadata_elr_room(const struct metadata_partition *p);
+void metadata_partition_change_set_elr(const struct metadata_partition *p, const struct metadata_elr_policy *policy,
+                                       struct metadata_partition_change *c, int32_t *room);
 
 /* Decides one partition. remove_id is a broker leaving the ISR (the fenced
  * one) or -1. Returns true when the partition changes, filling *out with the

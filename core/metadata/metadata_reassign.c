@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metadata/metadata_election.h"
 #include "metadata/metadata_records.h"
 #include "metadata/metadata_store_internal.h"
 #include "protocol/generated/errors.h"
@@ -150,11 +151,12 @@ static bool same_list(const int32_t *a, int32_t an, const int32_t *b, int32_t bn
     return an == bn && (an == 0 || memcmp(a, b, (size_t)an * sizeof(*a)) == 0);
 }
 
-/* Decides one partition and appends its record (none when nothing moves).
- * Returns the partition's error; UNKNOWN_SERVER_ERROR when out of memory. */
+/* Decides one partition and appends its record (none when nothing moves),
+ * its ELR lists under policy. Returns the partition's error;
+ * UNKNOWN_SERVER_ERROR when out of memory. */
 static int16_t reassign_one(const struct metadata_image *img, const struct metadata_topic *t,
-                            const struct metadata_partition *p, struct metadata_reassignment *it,
-                            struct metadata_record_list *records)
+                            const struct metadata_partition *p, const struct metadata_elr_policy *policy,
+                            struct metadata_reassignment *it, struct metadata_record_list *records)
 {
     if (!it->replicas && !metadata_reassignment_in_progress(p))
         return refuse(it, KAFKA_ERR_NO_REASSIGNMENT_IN_PROGRESS, "No reassignment is in progress for this partition.");
@@ -163,7 +165,7 @@ static int16_t reassign_one(const struct metadata_image *img, const struct metad
     if (it->replicas && it->keep_replication_factor && validate_replication_factor(p, it) != KAFKA_ERR_NONE)
         return it->error_code;
     size_t cap = (size_t)(p->replica_count + p->isr_count + it->replica_count + 1);
-    int32_t *buf = malloc(8 * cap * sizeof(*buf));
+    int32_t *buf = malloc((8 * cap + (size_t)metadata_elr_room(p)) * sizeof(*buf));
     if (!buf)
         return refuse(it, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "out of memory");
     /* The original replicas (those before any reassignment under way). */
@@ -208,6 +210,10 @@ static int16_t reassign_one(const struct metadata_image *img, const struct metad
     }
     /* Judged against the partition as it is (c may come from next). */
     metadata_partition_change_fence_removed(p, &c);
+    /* KIP-966: a replica the new replica set drops (a cancellation
+     * restoring the original replicas, a completion) leaves the ELR and
+     * LastKnownElr in the same record, as it leaves the ISR. */
+    metadata_partition_change_set_elr(p, policy, &c, buf + 8 * cap);
     metadata_record_write_partition_change(&records->w, &t->topic_id, &c);
     int rc = metadata_record_list_mark(records);
     if (rc == 0)
@@ -253,7 +259,12 @@ int16_t metadata_alter_reassignments(struct metadata_store *store, struct metada
             refuse(it, KAFKA_ERR_INVALID_REPLICA_ASSIGNMENT, "The partition is named twice in the request.");
             continue;
         }
-        reassign_one(img, t, p, it, &records);
+        bool elr_on = img->elr_version >= 1;
+        struct metadata_elr_policy policy = {
+            .enabled = elr_on,
+            .min_isr = elr_on ? metadata_min_insync_replicas(img, t, store->node_id, store->min_insync_replicas) : 1,
+            .unclean_restart_id = -1};
+        reassign_one(img, t, p, &policy, it, &records);
     }
     int16_t rc = KAFKA_ERR_NONE;
     if (records.w.failed) {

@@ -1,7 +1,8 @@
 /* Eligible Leader Replicas (KIP-966) at the controller: the ELR one
  * partition gets as its ISR shrinks below min.insync.replicas and grows
- * back, clean elections from it when the ISR is empty, and the store doing
- * the same through fencing, AlterPartition and broker registration with the
+ * back, clean elections from it when the ISR is empty, unclean ones
+ * preferring LastKnownElr, and the store doing the same through fencing,
+ * AlterPartition, broker registration and reassignment cancellation with the
  * feature eligible.leader.replicas.version finalized (and not, when off). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 
 #include "metadata/metadata_alter_partition.h"
 #include "metadata/metadata_builder.h"
+#include "metadata/metadata_reassign.h"
 #include "metadata/metadata_records.h"
 #include "metadata/metadata_election.h"
 #include "metadata/metadata_store.h"
@@ -168,6 +170,43 @@ static void test_unclean_restart_leaves_elr(void **state)
     assert_ids(c.last_known_elr, c.last_known_elr_count, (int32_t[]){2}, 1);
 }
 
+/* ISR and ELR empty, 3 in LastKnownElr (back from an unclean shutdown),
+ * 1 never in sync: an unclean election takes 3, though 1 comes first in
+ * replica order (KIP-966's recovery from the last known ELR); without
+ * unclean election the partition stays offline. */
+static void test_unclean_election_prefers_last_known_elr(void **state)
+{
+    (void)state;
+    int32_t lke[] = {3}, buf[64];
+    struct metadata_partition p = partition(NULL, 0, NULL, 0, -1);
+    p.last_known_elr = lke;
+    p.last_known_elr_count = 1;
+    struct live_set with1and3 = {(1u << 1) | (1u << 3)};
+    struct metadata_partition_change c;
+    assert_false(metadata_elect_partition_elr(&p, -1, live, &with1and3, false, &min2, &c, buf));
+    assert_true(metadata_elect_partition_elr(&p, -1, live, &with1and3, true, &min2, &c, buf));
+    assert_int_equal(c.leader, 3);
+    assert_ids(c.isr, c.isr_count, (int32_t[]){3}, 1);
+    assert_non_null(c.last_known_elr);
+    assert_int_equal(c.last_known_elr_count, 0);
+    /* 3 fenced: any live replica, as before. */
+    struct live_set only1 = {(1u << 1)};
+    assert_true(metadata_elect_partition_elr(&p, -1, live, &only1, true, &min2, &c, buf));
+    assert_int_equal(c.leader, 1);
+    /* A live ELR member is a clean choice and comes before LastKnownElr. */
+    int32_t elr[] = {2};
+    p.elr = elr;
+    p.elr_count = 1;
+    struct live_set all = {(1u << 1) | (1u << 2) | (1u << 3)};
+    assert_true(metadata_elect_partition_elr(&p, -1, live, &all, true, &min2, &c, buf));
+    assert_int_equal(c.leader, 2);
+    /* Without ELR, LastKnownElr means nothing: replica order. */
+    p.elr = NULL;
+    p.elr_count = 0;
+    assert_true(metadata_elect_partition_elr(&p, -1, live, &with1and3, true, NULL, &c, buf));
+    assert_int_equal(c.leader, 1);
+}
+
 /* ---- through the store ---- */
 
 static int setup_with(void **state, bool elr)
@@ -245,7 +284,7 @@ static void alter_isr(struct metadata_store *store, const int32_t *isr, int32_t 
     const struct metadata_image *img = metadata_image_acquire(store);
     const struct metadata_topic *t = metadata_image_topic_by_name(img, "e", 1);
     const struct metadata_partition *p = part_of(img, "e");
-    struct metadata_isr_member members[3];
+    struct metadata_isr_member members[5];
     for (int32_t i = 0; i < n; i++)
         members[i] = (struct metadata_isr_member){isr[i], -1};
     struct metadata_isr_change c = {.topic_id = t->topic_id,
@@ -396,6 +435,83 @@ static void test_store_unclean_restart_leaves_elr(void **state)
     metadata_image_release(img);
 }
 
+static void register_broker(struct metadata_store *store, int32_t id)
+{
+    struct metadata_endpoint ep = {"PLAINTEXT", "localhost", (uint16_t)(9090 + id), 0};
+    int64_t epoch = -1;
+    char err[256] = "";
+    if (metadata_register_broker(store, id, &ep, 1, NULL, NULL, false, &epoch, err, sizeof err) != KAFKA_ERR_NONE)
+        fail_msg("register %d: %s", (int)id, err);
+}
+
+static void reassign(struct metadata_store *store, const int32_t *replicas, int32_t n)
+{
+    struct metadata_reassignment it = {
+        .topic = "e", .topic_len = 1, .partition_index = 0, .replicas = replicas, .replica_count = n};
+    char err[256] = "";
+    assert_int_equal(metadata_alter_reassignments(store, &it, 1, err, sizeof err), KAFKA_ERR_NONE);
+    assert_int_equal(it.error_code, KAFKA_ERR_NONE);
+}
+
+/* A reassignment of {1,2,3} to {1,4,5} under way, 4 in sync, then the ISR
+ * shrinks to {1}: the ELR is {2,3,4}. Cancelling restores {1,2,3}; 4, no
+ * longer a replica, leaves the ELR in the cancellation's record (as it
+ * leaves the ISR), and so does a LastKnownElr member. */
+static void test_store_cancelled_reassignment_filters_elr(void **state)
+{
+    struct fixture *f = *state;
+    register_broker(f->store, 4);
+    register_broker(f->store, 5);
+    create_topic(f->store);
+    reassign(f->store, (int32_t[]){1, 4, 5}, 3);
+    alter_isr(f->store, (int32_t[]){1, 2, 3, 4}, 4);
+    alter_isr(f->store, (int32_t[]){1}, 1);
+    const struct metadata_image *img = metadata_image_acquire(f->store);
+    const struct metadata_partition *p = part_of(img, "e");
+    assert_int_equal(p->replica_count, 5);
+    assert_int_equal(p->elr_count, 3);
+    metadata_image_release(img);
+    reassign(f->store, NULL, 0); /* cancel */
+    img = metadata_image_acquire(f->store);
+    p = part_of(img, "e");
+    assert_ids(p->replicas, p->replica_count, (int32_t[]){1, 2, 3}, 3);
+    assert_ids(p->isr, p->isr_count, (int32_t[]){1}, 1);
+    assert_int_equal(p->adding_count, 0);
+    assert_int_equal(p->elr_count, 2);
+    for (int32_t i = 0; i < p->elr_count; i++)
+        assert_true(p->elr[i] == 2 || p->elr[i] == 3);
+    metadata_image_release(img);
+
+    /* LastKnownElr too: during a new reassignment to {1,4,5}, 4 joins the
+     * ISR (at the minimum: the lists clear), the ISR shrinks to {1} (ELR
+     * {4}), and 4 restarts uncleanly, moving to LastKnownElr; the
+     * cancellation drops it. */
+    reassign(f->store, (int32_t[]){1, 4, 5}, 3);
+    alter_isr(f->store, (int32_t[]){1, 4}, 2);
+    alter_isr(f->store, (int32_t[]){1}, 1);
+    set_fenced(f->store, 4, true);
+    struct metadata_endpoint ep = {"PLAINTEXT", "localhost", 9094, 0};
+    struct metadata_incarnation inc = {.previous_epoch = -1};
+    memset(inc.id.bytes, 0x4b, sizeof inc.id.bytes);
+    int64_t epoch = -1;
+    char err[256] = "";
+    assert_int_equal(metadata_register_broker(f->store, 4, &ep, 1, NULL, &inc, false, &epoch, err, sizeof err),
+                     KAFKA_ERR_NONE);
+    img = metadata_image_acquire(f->store);
+    p = part_of(img, "e");
+    assert_int_equal(p->elr_count, 0);
+    assert_ids(p->last_known_elr, p->last_known_elr_count, (int32_t[]){4}, 1);
+    metadata_image_release(img);
+    reassign(f->store, NULL, 0);
+    img = metadata_image_acquire(f->store);
+    p = part_of(img, "e");
+    assert_ids(p->replicas, p->replica_count, (int32_t[]){1, 2, 3}, 3);
+    assert_int_equal(p->last_known_elr_count, 0);
+    assert_int_equal(p->elr_count, 0);
+    assert_snapshot_rebuilds(img);
+    metadata_image_release(img);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -404,9 +520,11 @@ int main(void)
         cmocka_unit_test(test_fenced_elr_member_not_elected),
         cmocka_unit_test(test_isr_growth_clears_elr),
         cmocka_unit_test(test_unclean_restart_leaves_elr),
+        cmocka_unit_test(test_unclean_election_prefers_last_known_elr),
         cmocka_unit_test_setup_teardown(test_store_elects_returning_elr_member, setup_on, teardown),
         cmocka_unit_test_setup_teardown(test_store_off_stays_offline, setup_off, teardown),
         cmocka_unit_test_setup_teardown(test_store_unclean_restart_leaves_elr, setup_on, teardown),
+        cmocka_unit_test_setup_teardown(test_store_cancelled_reassignment_filters_elr, setup_on, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
