@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -198,6 +199,50 @@ static void test_clean_reopen_defers_load(void **state)
     uint8_t back[16];
     assert_int_equal(partition_log_topic_id(log, back), 0);
     assert_memory_equal(back, id, 16);
+    partition_log_close(log);
+    log_manager_close(m, true);
+}
+
+/* Threads whose first uses of a deferred log race: one load, every read
+ * answers with the data. */
+static void *read_deferred(void *arg)
+{
+    struct partition_log *log = arg;
+    struct log_read_result r;
+    int16_t code = partition_log_read(log, 0, 1 << 20, INT64_MAX, &r);
+    if (code == KAFKA_ERR_NONE && r.len > 0)
+        close(r.fd);
+    return (void *)(intptr_t)(code == KAFKA_ERR_NONE && r.len > 0 && r.log_end_offset == 20);
+}
+
+static void test_deferred_load_races(void **state)
+{
+    (void)state;
+    struct log_config defaults;
+    log_config_defaults(&defaults);
+    struct log_manager *m = open_manager(&defaults);
+    char err[256];
+    struct partition_log *log;
+    assert_int_equal(log_manager_create(m, "orders", 0, NULL, NULL, &log, err, sizeof err), KAFKA_ERR_NONE);
+    append(log, 10);
+    partition_log_close(log);
+    log_manager_close(m, true);
+
+    m = open_manager(&defaults);
+    log = log_manager_get(m, "orders", 0);
+    assert_false(partition_log_is_loaded(log));
+    pthread_t threads[6];
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(pthread_create(&threads[i], NULL, read_deferred, log), 0);
+    for (int i = 0; i < 6; i++) {
+        void *ok = NULL;
+        pthread_join(threads[i], &ok);
+        assert_true(ok != NULL);
+    }
+    assert_true(partition_log_is_loaded(log));
+    assert_int_equal(partition_log_segment_count(log), 1);
+    append(log, 1);
+    assert_int_equal(partition_log_end_offset(log), 22);
     partition_log_close(log);
     log_manager_close(m, true);
 }
@@ -628,6 +673,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_reopen_clean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loaded_log_without_topic_id_gets_it, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clean_reopen_defers_load, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deferred_load_races, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unclean_recovery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_marker_not_removable_refuses_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_retention, setup, teardown),
