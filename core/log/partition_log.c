@@ -448,13 +448,13 @@ static int16_t validate_all(const struct partition_log *log, enum log_append_ori
 int16_t partition_log_append_as(struct partition_log *log, enum log_append_origin origin, uint8_t *batches, size_t len,
                                 int32_t leader_epoch, struct log_append_result *res)
 {
+    memset(res, 0, sizeof *res);
+    res->base_offset = res->last_offset = res->log_append_time = -1;
+    res->record_index = -1;
     if (partition_log_ensure_loaded(log) != 0) {
         snprintf(res->error_message, sizeof res->error_message, "cannot load the partition");
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
-    memset(res, 0, sizeof *res);
-    res->base_offset = res->last_offset = res->log_append_time = -1;
-    res->record_index = -1;
     res->log_start_offset = atomic_load(&log->log_start_offset);
     if (atomic_load(&log->offline) || atomic_load(&log->deleted)) {
         snprintf(res->error_message, sizeof res->error_message, "partition is offline");
@@ -607,10 +607,10 @@ size_t partition_log_segment_for(const struct partition_log *log, int64_t offset
 int16_t partition_log_read(struct partition_log *log, int64_t fetch_offset, int32_t max_bytes,
                            int64_t max_offset_exclusive, struct log_read_result *out)
 {
-    if (partition_log_ensure_loaded(log) != 0)
-        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     memset(out, 0, sizeof *out);
     out->fd = -1;
+    if (partition_log_ensure_loaded(log) != 0)
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     if (atomic_load(&log->offline) || atomic_load(&log->deleted))
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     pthread_rwlock_rdlock(&log->lock);

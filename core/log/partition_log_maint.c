@@ -96,8 +96,6 @@ int partition_log_closed_segments(struct partition_log *log, struct log_segment_
     *count = 0;
     if (partition_log_ensure_loaded(log) != 0)
         return EIO;
-    *out = NULL;
-    *count = 0;
     pthread_rwlock_rdlock(&log->lock);
     size_t n = log->segment_count > 0 ? log->segment_count - 1 : 0;
     struct log_segment_info *infos = n > 0 ? calloc(n, sizeof *infos) : NULL;
@@ -356,10 +354,10 @@ static size_t decompressed_limit(struct partition_log *log)
 
 int16_t partition_log_offset_for_timestamp(struct partition_log *log, int64_t ts, int64_t *offset, int64_t *timestamp)
 {
-    if (partition_log_ensure_loaded(log) != 0)
-        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     *offset = -1;
     *timestamp = -1;
+    if (partition_log_ensure_loaded(log) != 0)
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     if (atomic_load(&log->offline))
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     size_t limit = decompressed_limit(log);
@@ -397,10 +395,10 @@ int16_t partition_log_offset_for_timestamp(struct partition_log *log, int64_t ts
 
 int16_t partition_log_max_timestamp(struct partition_log *log, int64_t *offset, int64_t *timestamp)
 {
-    if (partition_log_ensure_loaded(log) != 0)
-        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     *offset = -1;
     *timestamp = -1;
+    if (partition_log_ensure_loaded(log) != 0)
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     size_t limit = decompressed_limit(log);
     pthread_rwlock_rdlock(&log->lock);
     struct log_segment *holder = NULL;

@@ -316,8 +316,6 @@ int partition_log_list_producers(struct partition_log *log, struct producer_entr
     *count = 0;
     if (partition_log_ensure_loaded(log) != 0)
         return EIO;
-    *out = NULL;
-    *count = 0;
     pthread_mutex_lock(&log->write_lock);
     size_t n = log->producers ? producer_state_count(log->producers) : 0;
     struct producer_list l = {.items = calloc(n ? n : 1, sizeof *l.items), .cap = n};
