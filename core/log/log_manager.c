@@ -127,7 +127,7 @@ static const char *const checkpoint_files[] = {RECOVERY_CHECKPOINT_FILE, START_C
 
 static int64_t checkpoint_value(int kind, struct partition_log *log)
 {
-    return kind == 0 ? partition_log_recovery_point(log)
+    return kind == 0   ? partition_log_recovery_point(log)
            : kind == 1 ? partition_log_start_offset(log)
                        : partition_log_high_watermark(log);
 }
@@ -292,8 +292,10 @@ void log_manager_maintain(struct log_manager *m, int64_t now_ms, bool force)
 static int64_t min_interval(const struct log_manager_config *c)
 {
     int64_t v = c->retention_check_interval_ms;
-    int64_t others[] = {c->flush_scheduler_interval_ms, c->flush_offset_checkpoint_interval_ms,
-                        c->flush_start_offset_checkpoint_interval_ms, c->roll_check_interval_ms,
+    int64_t others[] = {c->flush_scheduler_interval_ms,
+                        c->flush_offset_checkpoint_interval_ms,
+                        c->flush_start_offset_checkpoint_interval_ms,
+                        c->roll_check_interval_ms,
                         c->high_watermark_checkpoint_interval_ms,
                         c->producer_expiration_check_interval_ms};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
@@ -419,7 +421,10 @@ int16_t log_manager_create(struct log_manager *m, const char *topic, int32_t par
          * assignTopicId, the id is written now; without it a follower's
          * fetches (by topic id) got UNKNOWN_TOPIC_ID from the leader forever. */
         uint8_t on_disk_id[16];
-        if (topic_id && partition_log_topic_id(e->log, on_disk_id) != 0) {
+        /* A log not loaded yet checks and writes it at its load: reading
+         * the file here would open one per partition at every start. */
+        if (topic_id && !partition_log_defer_topic_id(e->log, topic_id) &&
+            partition_log_topic_id(e->log, on_disk_id) != 0) {
             if (partition_log_write_metadata(e->log, topic_id) != 0) {
                 pthread_mutex_unlock(&m->lock);
                 snprintf(err, errlen, "cannot write partition.metadata");
@@ -467,7 +472,11 @@ int16_t log_manager_create(struct log_manager *m, const char *topic, int32_t par
                     "rescanning all of it",
                     pdir);
     struct partition_log *log;
-    int16_t code = (int16_t)partition_log_open(pdir, cfg ? cfg : &m->defaults, existed, &log, err, errlen);
+    /* A new partition is empty: its segment and index files are made by
+     * its first use, so that creating many costs a directory and
+     * partition.metadata each, and holds no descriptor. */
+    int16_t code = existed ? (int16_t)partition_log_open(pdir, cfg ? cfg : &m->defaults, true, &log, err, errlen)
+                           : (int16_t)partition_log_create_deferred(pdir, cfg ? cfg : &m->defaults, &log, err, errlen);
     uint8_t on_disk_id[16];
     if (code == KAFKA_ERR_NONE && existed && topic_id && partition_log_topic_id(log, on_disk_id) == 0 &&
         memcmp(on_disk_id, topic_id, 16) != 0) {

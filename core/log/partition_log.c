@@ -42,7 +42,7 @@ static int push_segment(struct partition_log *log, struct log_segment *seg)
     return 0;
 }
 
-static void log_free(struct partition_log *log)
+void partition_log_free(struct partition_log *log)
 {
     for (size_t i = 0; i < log->segment_count; i++)
         log_segment_close(log->segments[i], false);
@@ -52,6 +52,7 @@ static void log_free(struct partition_log *log)
     txn_index_free(&log->aborted);
     pthread_mutex_destroy(&log->write_lock);
     pthread_mutex_destroy(&log->flush_lock);
+    pthread_mutex_destroy(&log->load_lock);
     pthread_rwlock_destroy(&log->lock);
     free(log->dir);
     free(log);
@@ -113,6 +114,35 @@ static int load_segments(struct partition_log *log, int64_t recovery_point, char
     return rc;
 }
 
+struct partition_log *partition_log_alloc(const char *dir, const struct log_config *cfg)
+{
+    struct partition_log *log = calloc(1, sizeof *log);
+    if (!log || !(log->dir = strdup(dir))) {
+        free(log);
+        return NULL;
+    }
+    log->cfg = *cfg;
+    pthread_mutex_init(&log->write_lock, NULL);
+    pthread_mutex_init(&log->flush_lock, NULL);
+    pthread_mutex_init(&log->load_lock, NULL);
+    pthread_rwlock_init(&log->lock, NULL);
+    atomic_init(&log->refcount, 1);
+    atomic_init(&log->rolled_unflushed, -1);
+    atomic_init(&log->remote_start_offset, -1);
+    atomic_init(&log->remote_copied_end, -1);
+    atomic_init(&log->remote_floor, -1);
+    atomic_init(&log->copy_claimed_end, -1);
+    atomic_init(&log->remote_published, false);
+    atomic_init(&log->clean_checkpoint, -1);
+    log->first_unflushed_ms = -1;
+    atomic_init(&log->first_unstable_offset, -1);
+    atomic_init(&log->hw_tracks_end, true);
+    atomic_init(&log->dir_unsynced, false);
+    atomic_init(&log->loaded, true);
+    log->deferred_leader_epoch = -1;
+    return log;
+}
+
 int partition_log_open_from(const char *dir, const struct log_config *cfg, int64_t recovery_point,
                             struct partition_log **out, char *err, size_t errlen)
 {
@@ -127,31 +157,15 @@ int partition_log_open_from(const char *dir, const struct log_config *cfg, int64
         snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
-    struct partition_log *log = calloc(1, sizeof *log);
-    if (!log || !(log->dir = strdup(dir))) {
-        free(log);
+    struct partition_log *log = partition_log_alloc(dir, cfg);
+    if (!log) {
         snprintf(err, errlen, "out of memory");
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
-    log->cfg = *cfg;
-    pthread_mutex_init(&log->write_lock, NULL);
-    pthread_mutex_init(&log->flush_lock, NULL);
-    pthread_rwlock_init(&log->lock, NULL);
-    atomic_init(&log->refcount, 1);
-    atomic_init(&log->rolled_unflushed, -1);
-    atomic_init(&log->remote_start_offset, -1);
-    atomic_init(&log->remote_copied_end, -1);
-    atomic_init(&log->remote_floor, -1);
-    atomic_init(&log->copy_claimed_end, -1);
-    atomic_init(&log->remote_published, false);
-    atomic_init(&log->clean_checkpoint, -1);
-    log->first_unflushed_ms = -1;
-    atomic_init(&log->first_unstable_offset, -1);
-    atomic_init(&log->hw_tracks_end, true);
     atomic_init(&log->dir_unsynced, created);
     int64_t t0 = clock_mono_ns();
     if (load_segments(log, recovery_point, err, errlen) != 0) {
-        log_free(log);
+        partition_log_free(log);
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
     struct log_segment *active = log->segments[log->segment_count - 1];
@@ -181,7 +195,7 @@ int partition_log_open_from(const char *dir, const struct log_config *cfg, int64
     int rc = partition_log_open_epochs_locked(log, recovery_point, err, errlen);
     if (rc != 0) {
         pthread_mutex_unlock(&log->write_lock);
-        log_free(log);
+        partition_log_free(log);
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
     rc = partition_log_load_producers_locked(log);
@@ -190,7 +204,7 @@ int partition_log_open_from(const char *dir, const struct log_config *cfg, int64
         log->recovery.producers_ns = clock_mono_ns() - t1;
     if (rc != 0) {
         snprintf(err, errlen, "cannot load producer state of %s: %s", dir, strerror(rc));
-        log_free(log);
+        partition_log_free(log);
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     }
     *out = log;
@@ -241,13 +255,14 @@ void partition_log_close(struct partition_log *log)
             log_segment_close(log->segments[i], true);
         log->segment_count = 0;
         remove_dir_contents(log->dir);
-    } else if (!atomic_load(&log->offline)) {
+    } else if (atomic_load(&log->loaded) && !atomic_load(&log->offline)) {
+        /* A log never loaded has nothing unflushed and no new producer state. */
         pthread_mutex_lock(&log->write_lock);
         if (partition_log_flush_locked(log) == KAFKA_ERR_NONE)
             partition_log_snapshot_producers_locked(log);
         pthread_mutex_unlock(&log->write_lock);
     }
-    log_free(log);
+    partition_log_free(log);
 }
 
 void partition_log_delete(struct partition_log *log)
@@ -436,6 +451,10 @@ int16_t partition_log_append_as(struct partition_log *log, enum log_append_origi
     memset(res, 0, sizeof *res);
     res->base_offset = res->last_offset = res->log_append_time = -1;
     res->record_index = -1;
+    if (partition_log_ensure_loaded(log) != 0) {
+        snprintf(res->error_message, sizeof res->error_message, "cannot load the partition");
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
     res->log_start_offset = atomic_load(&log->log_start_offset);
     if (atomic_load(&log->offline) || atomic_load(&log->deleted)) {
         snprintf(res->error_message, sizeof res->error_message, "partition is offline");
@@ -590,6 +609,8 @@ int16_t partition_log_read(struct partition_log *log, int64_t fetch_offset, int3
 {
     memset(out, 0, sizeof *out);
     out->fd = -1;
+    if (partition_log_ensure_loaded(log) != 0)
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     if (atomic_load(&log->offline) || atomic_load(&log->deleted))
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     pthread_rwlock_rdlock(&log->lock);
@@ -676,6 +697,9 @@ int64_t partition_log_recovery_point(struct partition_log *log)
 
 int64_t partition_log_size_bytes(struct partition_log *log)
 {
+    /* DescribeLogDirs asks for every partition: not a reason to load them. */
+    if (!atomic_load(&log->loaded))
+        return partition_log_deferred_size(log);
     int64_t total = 0;
     pthread_rwlock_rdlock(&log->lock);
     for (size_t i = 0; i < log->segment_count; i++)
@@ -686,6 +710,8 @@ int64_t partition_log_size_bytes(struct partition_log *log)
 
 int partition_log_segment_count(struct partition_log *log)
 {
+    if (partition_log_ensure_loaded(log) != 0)
+        return 0;
     pthread_rwlock_rdlock(&log->lock);
     int n = (int)log->segment_count;
     pthread_rwlock_unlock(&log->lock);
@@ -730,6 +756,8 @@ int16_t partition_log_flush_locked(struct partition_log *log)
 
 int16_t partition_log_flush(struct partition_log *log)
 {
+    if (!atomic_load(&log->loaded))
+        return KAFKA_ERR_NONE; /* nothing unflushed or due in a log not loaded */
     pthread_mutex_lock(&log->write_lock);
     int16_t code = atomic_load(&log->offline) ? KAFKA_ERR_KAFKA_STORAGE_ERROR : partition_log_flush_locked(log);
     pthread_mutex_unlock(&log->write_lock);
@@ -738,6 +766,8 @@ int16_t partition_log_flush(struct partition_log *log)
 
 int16_t partition_log_flush_records(struct partition_log *log)
 {
+    if (!atomic_load(&log->loaded))
+        return KAFKA_ERR_NONE; /* nothing unflushed or due in a log not loaded */
     int16_t code = KAFKA_ERR_NONE;
     pthread_mutex_lock(&log->write_lock);
     if (atomic_load(&log->offline)) {
@@ -766,6 +796,8 @@ int16_t partition_log_flush_records(struct partition_log *log)
 
 int16_t partition_log_flush_if_due(struct partition_log *log, int64_t now_ms)
 {
+    if (!atomic_load(&log->loaded))
+        return KAFKA_ERR_NONE; /* nothing unflushed or due in a log not loaded */
     int16_t code = KAFKA_ERR_NONE;
     pthread_mutex_lock(&log->write_lock);
     if (!atomic_load(&log->offline) && log->first_unflushed_ms >= 0 &&
@@ -777,6 +809,8 @@ int16_t partition_log_flush_if_due(struct partition_log *log, int64_t now_ms)
 
 int partition_log_roll_if_due(struct partition_log *log, int64_t now_ms)
 {
+    if (!atomic_load(&log->loaded))
+        return 0; /* nothing unflushed or due in a log not loaded */
     int rolled = 0;
     pthread_mutex_lock(&log->write_lock);
     struct log_segment *active = log->segments[log->segment_count - 1];

@@ -54,6 +54,28 @@ int partition_log_open(const char *dir, const struct log_config *cfg, bool recov
 int partition_log_open_from(const char *dir, const struct log_config *cfg, int64_t recovery_point,
                             struct partition_log **out, char *err, size_t errlen);
 
+/* A log of a cleanly stopped broker, opened without touching its files:
+ * the offsets are the checkpointed ones (log start, log end = recovery
+ * point, high watermark; hw < 0 when none) and the segments, index files,
+ * leader epochs and producer state are read by the first call that needs
+ * them (append, read, offsets by time or epoch, retention, cleaning,
+ * truncation, ...), as partition_log_open_from(dir, cfg, -1) would. The
+ * getters of the offsets, the configs and the high watermark calls answer
+ * without loading. Returns KAFKA_ERR_NONE, or a Kafka error with err. */
+int partition_log_open_deferred(const char *dir, const struct log_config *cfg, int64_t log_start, int64_t log_end,
+                                int64_t high_watermark, struct partition_log **out, char *err, size_t errlen);
+/* A new, empty log in dir (created here; EEXIST is an error): the
+ * directory only, the segment files made by the first use as above.
+ * Returns KAFKA_ERR_NONE, or a Kafka error with err. */
+int partition_log_create_deferred(const char *dir, const struct log_config *cfg, struct partition_log **out, char *err,
+                                  size_t errlen);
+/* Whether the log's files have been loaded (always, unless deferred). */
+bool partition_log_is_loaded(struct partition_log *log);
+/* For a deferred log not yet loaded: remember topic_id and write it to
+ * partition.metadata at the load when the file has none; returns true.
+ * Returns false (nothing done) for a loaded log. */
+bool partition_log_defer_topic_id(struct partition_log *log, const uint8_t topic_id[16]);
+
 /* What opening after an unclean stop cost: bytes of segments rescanned
  * (CRC-checked) and the time spent scanning them and rebuilding producer
  * state. All zero for a clean open. */

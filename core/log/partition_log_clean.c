@@ -200,6 +200,14 @@ static void dirtiness_locked(struct partition_log *log, int64_t first_dirty, int
 void partition_log_dirtiness(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
                              struct log_clean_dirtiness *out)
 {
+    /* A log not loaded with nothing past first_dirty has nothing to clean:
+     * not a reason to open its files. */
+    int64_t end = atomic_load(&log->log_end_offset);
+    if ((!atomic_load(&log->loaded) && (first_dirty >= end || atomic_load(&log->log_start_offset) == end)) ||
+        partition_log_ensure_loaded(log) != 0) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
     pthread_mutex_lock(&log->write_lock);
     dirtiness_locked(log, first_dirty, now_ms, out);
     pthread_mutex_unlock(&log->write_lock);
@@ -652,6 +660,8 @@ static int rewrite_group(struct partition_log *log, struct clean_plan *plan, siz
 int partition_log_clean(struct partition_log *log, int64_t first_dirty, int64_t now_ms,
                         const struct log_clean_options *opt, struct log_clean_result *out)
 {
+    if (partition_log_ensure_loaded(log) != 0)
+        return EIO;
     memset(out, 0, sizeof *out);
     struct clean_plan plan;
     pthread_mutex_lock(&log->write_lock);

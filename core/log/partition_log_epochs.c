@@ -108,6 +108,17 @@ int16_t partition_log_assign_leader_epoch(struct partition_log *log, int32_t lea
 {
     if (leader_epoch < 0)
         return KAFKA_ERR_NONE;
+    if (!atomic_load(&log->loaded)) {
+        /* The log end cannot move before the load, which applies the
+         * epoch at the same offset it would start at now. */
+        pthread_mutex_lock(&log->load_lock);
+        bool deferred = !atomic_load(&log->loaded);
+        if (deferred && leader_epoch > log->deferred_leader_epoch)
+            log->deferred_leader_epoch = leader_epoch;
+        pthread_mutex_unlock(&log->load_lock);
+        if (deferred)
+            return KAFKA_ERR_NONE;
+    }
     pthread_mutex_lock(&log->write_lock);
     int16_t code = KAFKA_ERR_NONE;
     if (atomic_load(&log->offline) || atomic_load(&log->deleted)) {
@@ -258,6 +269,8 @@ bool partition_log_epochs_start_moved(struct partition_log *log, int64_t start_o
 
 int32_t partition_log_latest_epoch(struct partition_log *log)
 {
+    if (partition_log_ensure_loaded(log) != 0)
+        return -1;
     pthread_rwlock_rdlock(&log->lock);
     int32_t epoch = leader_epoch_cache_latest_epoch(&log->epochs);
     pthread_rwlock_unlock(&log->lock);
@@ -266,6 +279,10 @@ int32_t partition_log_latest_epoch(struct partition_log *log)
 
 int64_t partition_log_end_offset_for_epoch(struct partition_log *log, int32_t epoch, int32_t *found_epoch)
 {
+    if (partition_log_ensure_loaded(log) != 0) {
+        *found_epoch = -1;
+        return -1;
+    }
     int64_t offset;
     pthread_rwlock_rdlock(&log->lock);
     leader_epoch_cache_end_offset_for(&log->epochs, epoch, atomic_load(&log->log_end_offset), found_epoch, &offset);
@@ -275,6 +292,11 @@ int64_t partition_log_end_offset_for_epoch(struct partition_log *log, int32_t ep
 
 int partition_log_epoch_entries(struct partition_log *log, struct leader_epoch_entry **out, size_t *count)
 {
+    if (partition_log_ensure_loaded(log) != 0) {
+        *out = NULL;
+        *count = 0;
+        return EIO;
+    }
     pthread_rwlock_rdlock(&log->lock);
     size_t n = log->epochs.count;
     struct leader_epoch_entry *copy = malloc((n ? n : 1) * sizeof *copy);

@@ -68,6 +68,8 @@ static int flush_files_collect(struct partition_log *log, int64_t from, struct f
 
 int16_t partition_log_flush_to(struct partition_log *log, int64_t end_offset)
 {
+    if (!atomic_load(&log->loaded))
+        return KAFKA_ERR_NONE; /* nothing unflushed or due in a log not loaded */
     if (atomic_load(&log->recovery_point) >= end_offset)
         return KAFKA_ERR_NONE;
     pthread_mutex_lock(&log->flush_lock);
@@ -125,6 +127,8 @@ out:
 
 int16_t partition_log_flush_rolled(struct partition_log *log)
 {
+    if (!atomic_load(&log->loaded))
+        return KAFKA_ERR_NONE; /* nothing unflushed or due in a log not loaded */
     int64_t upto = atomic_exchange(&log->rolled_unflushed, -1);
     if (upto < 0 || atomic_load(&log->offline) || atomic_load(&log->deleted))
         return KAFKA_ERR_NONE;

@@ -152,6 +152,8 @@ void partition_log_restore_high_watermark(struct partition_log *log, int64_t off
 
 int16_t partition_log_truncate_fully_and_start_at(struct partition_log *log, int64_t offset)
 {
+    if (partition_log_ensure_loaded(log) != 0)
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     if (offset < 0)
         return KAFKA_ERR_OFFSET_OUT_OF_RANGE;
     pthread_mutex_lock(&log->write_lock);

@@ -72,7 +72,34 @@ struct partition_log {
      * before it moves the recovery point (partition_log_sync_new_dir). */
     atomic_bool dir_unsynced;
     struct partition_log_recovery_stats recovery; /* written once by open */
+    /* Lazy open (partition_log_open_deferred): false until the first use
+     * that needs the segments, epochs or producer state loads them
+     * (partition_log_ensure_loaded); meanwhile the offsets are those of the
+     * clean-shutdown checkpoints and no file of the partition is open.
+     * Set once, under load_lock, and never cleared. */
+    atomic_bool loaded;
+    /* Taken before write_lock, never inside it; guards the deferred_*
+     * fields: what happened to the log before it was loaded, applied by the
+     * load (the leader epoch the replica layer assigned, -1 none; the topic
+     * id to write into partition.metadata when it has none). */
+    pthread_mutex_t load_lock;
+    int32_t deferred_leader_epoch;
+    bool deferred_topic_id_set;
+    uint8_t deferred_topic_id[16];
 };
+
+/* A log with its locks and defaults set and nothing loaded (loaded = true:
+ * the caller loads it). NULL when out of memory. */
+struct partition_log *partition_log_alloc(const char *dir, const struct log_config *cfg);
+/* Closes the segments and frees everything. */
+void partition_log_free(struct partition_log *log);
+/* Loads a deferred log on its first use; 0 at once when loaded. Returns 0
+ * or an errno value (the log stays unloaded and a later use tries again).
+ * Never called holding write_lock or lock. */
+int partition_log_ensure_loaded(struct partition_log *log);
+/* The bytes of a deferred log's segment files, from the directory (no file
+ * opened); 0 when it cannot be listed. */
+int64_t partition_log_deferred_size(struct partition_log *log);
 
 /* Helpers used across files; callers hold write_lock. */
 int partition_log_roll_locked(struct partition_log *log, int64_t now_ms);

@@ -34,6 +34,12 @@ void partition_log_remove_first_segment(struct partition_log *log)
 
 int partition_log_apply_retention(struct partition_log *log, int64_t now_ms)
 {
+    /* An empty log not loaded has no closed segment to delete; any other
+     * needs its segments' timestamps and sizes. */
+    if (!atomic_load(&log->loaded) && atomic_load(&log->log_start_offset) == atomic_load(&log->log_end_offset))
+        return 0;
+    if (partition_log_ensure_loaded(log) != 0)
+        return 0;
     int deleted = 0;
     bool epochs_moved = false;
     pthread_mutex_lock(&log->write_lock);
@@ -88,6 +94,8 @@ int partition_log_closed_segments(struct partition_log *log, struct log_segment_
 {
     *out = NULL;
     *count = 0;
+    if (partition_log_ensure_loaded(log) != 0)
+        return EIO;
     pthread_rwlock_rdlock(&log->lock);
     size_t n = log->segment_count > 0 ? log->segment_count - 1 : 0;
     struct log_segment_info *infos = n > 0 ? calloc(n, sizeof *infos) : NULL;
@@ -132,6 +140,8 @@ int64_t partition_log_tier_floor(struct partition_log *log)
 
 int partition_log_claim_for_copy(struct partition_log *log, struct log_segment_info *info)
 {
+    if (partition_log_ensure_loaded(log) != 0)
+        return EIO;
     int rc = ENOENT;
     pthread_mutex_lock(&log->write_lock);
     pthread_rwlock_rdlock(&log->lock);
@@ -172,6 +182,8 @@ int64_t partition_log_remote_floor(struct partition_log *log)
 
 int16_t partition_log_delete_records_before(struct partition_log *log, int64_t offset)
 {
+    if (partition_log_ensure_loaded(log) != 0)
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     pthread_mutex_lock(&log->write_lock);
     int16_t code = KAFKA_ERR_NONE;
     if (atomic_load(&log->offline)) {
@@ -212,6 +224,8 @@ void partition_log_restore_start_offset(struct partition_log *log, int64_t offse
 
 int16_t partition_log_truncate_to(struct partition_log *log, int64_t offset)
 {
+    if (partition_log_ensure_loaded(log) != 0)
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     pthread_mutex_lock(&log->write_lock);
     if (atomic_load(&log->offline)) {
         pthread_mutex_unlock(&log->write_lock);
@@ -342,6 +356,8 @@ int16_t partition_log_offset_for_timestamp(struct partition_log *log, int64_t ts
 {
     *offset = -1;
     *timestamp = -1;
+    if (partition_log_ensure_loaded(log) != 0)
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     if (atomic_load(&log->offline))
         return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     size_t limit = decompressed_limit(log);
@@ -381,6 +397,8 @@ int16_t partition_log_max_timestamp(struct partition_log *log, int64_t *offset, 
 {
     *offset = -1;
     *timestamp = -1;
+    if (partition_log_ensure_loaded(log) != 0)
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     size_t limit = decompressed_limit(log);
     pthread_rwlock_rdlock(&log->lock);
     struct log_segment *holder = NULL;

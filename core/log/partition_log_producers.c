@@ -369,6 +369,8 @@ void partition_log_update_producers_locked(struct partition_log *log, const uint
 
 int partition_log_expire_producers(struct partition_log *log, int64_t now_ms)
 {
+    if (!atomic_load(&log->loaded))
+        return 0; /* nothing unflushed or due in a log not loaded */
     pthread_mutex_lock(&log->write_lock);
     size_t n = log->producers ? producer_state_expire(log->producers, now_ms, log->cfg.producer_id_expiration_ms) : 0;
     pthread_mutex_unlock(&log->write_lock);
@@ -379,6 +381,8 @@ int partition_log_expire_producers(struct partition_log *log, int64_t now_ms)
 
 bool partition_log_producer_lookup(struct partition_log *log, int64_t producer_id, struct producer_entry *out)
 {
+    if (partition_log_ensure_loaded(log) != 0)
+        return false;
     pthread_mutex_lock(&log->write_lock);
     const struct producer_entry *e = log->producers ? producer_state_get(log->producers, producer_id) : NULL;
     if (e)
@@ -389,6 +393,8 @@ bool partition_log_producer_lookup(struct partition_log *log, int64_t producer_i
 
 size_t partition_log_producer_count(struct partition_log *log)
 {
+    if (partition_log_ensure_loaded(log) != 0)
+        return 0;
     pthread_mutex_lock(&log->write_lock);
     size_t n = log->producers ? producer_state_count(log->producers) : 0;
     pthread_mutex_unlock(&log->write_lock);

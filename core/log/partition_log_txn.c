@@ -73,6 +73,8 @@ int16_t partition_log_append_txn_marker(struct partition_log *log, int64_t produ
                                         int32_t coordinator_epoch, bool commit, int32_t leader_epoch,
                                         int64_t *offset_out)
 {
+    if (partition_log_ensure_loaded(log) != 0)
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
     *offset_out = -1;
     if (producer_id < 0 || producer_epoch < 0)
         return KAFKA_ERR_INVALID_REQUEST;
@@ -269,6 +271,8 @@ static void adapt_aborted(void *arg, const struct txn_index_entry *e)
 
 int64_t partition_log_last_stable_offset(struct partition_log *log)
 {
+    if (partition_log_ensure_loaded(log) != 0)
+        return atomic_load(&log->log_start_offset);
     int64_t end = partition_log_high_watermark(log);
     int64_t unstable = atomic_load(&log->first_unstable_offset);
     /* DeleteRecords may move the start past an open transaction's first
@@ -282,6 +286,8 @@ int64_t partition_log_last_stable_offset(struct partition_log *log)
 size_t partition_log_aborted_txns(struct partition_log *log, int64_t fetch_offset, int64_t upper_bound_offset,
                                   void (*fn)(void *arg, int64_t producer_id, int64_t first_offset), void *arg)
 {
+    if (partition_log_ensure_loaded(log) != 0)
+        return 0;
     struct aborted_adapter a = {fn, arg};
     pthread_rwlock_rdlock(&log->lock);
     size_t n = txn_index_collect(&log->aborted, fetch_offset, upper_bound_offset, adapt_aborted, &a);
@@ -308,6 +314,8 @@ int partition_log_list_producers(struct partition_log *log, struct producer_entr
 {
     *out = NULL;
     *count = 0;
+    if (partition_log_ensure_loaded(log) != 0)
+        return EIO;
     pthread_mutex_lock(&log->write_lock);
     size_t n = log->producers ? producer_state_count(log->producers) : 0;
     struct producer_list l = {.items = calloc(n ? n : 1, sizeof *l.items), .cap = n};

@@ -22,7 +22,8 @@
 #    client listener accepts (a broker opens it once registered and unfenced,
 #    i.e. after its metadata load and log load) and until Metadata lists
 #    every partition led; the broker's own "loaded" log lines; its VmRSS and
-#    VmHWM then;
+#    VmHWM and open descriptors then (and the descriptors after the
+#    creation); the seconds its clean stop took;
 #  - the same for a controller restart, and the controller's VmRSS/VmHWM;
 #  - with --list-rounds R (default 0): R rounds, the order alternating, of
 #    `cairn topic list` and `kcat -L` against the brokers after the creation
@@ -57,7 +58,7 @@ while [ $# -gt 0 ]; do
         --list-rounds) list_rounds="$2"; shift ;;
         --out) out="$2"; shift ;;
         --prop) props+=(--prop "$2"); shift ;;
-        -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -106,6 +107,7 @@ mem() { # node -> {"vm_rss_kib": .., "vm_hwm_kib": ..}
     awk '/^VmRSS:/ { r = $2 } /^VmHWM:/ { h = $2 } END { printf "{\"vm_rss_kib\": %d, \"vm_hwm_kib\": %d}", r, h }' \
         "/proc/$(pid_of "$1")/status"
 }
+fds() { ls "/proc/$(pid_of "$1")/fd" | wc -l; }
 # A broker's copy of the metadata log is its Raft observer log, beside its partitions.
 meta_dir() { if [ "$1" = 1 ]; then echo "$dir/node-1/data/__cluster_metadata-0"; else echo "$dir/node-$1/data/raft-quorum/__cluster_metadata-0"; fi; }
 log_bytes() { find "$(meta_dir "$1")" -name '*.log' -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'; }
@@ -184,21 +186,25 @@ while [ $SECONDS -lt $deadline ]; do
 done
 controller_mem_after_create="$(mem 1)"
 broker_mem_after_create="$(mem 2)"
+broker_fds_after_create="$(fds 2)"
 sizes="{\"controller_log_bytes\": $(log_bytes 1), \"controller_snapshot\": \"$(newest_snapshot 1)\", \"controller_snapshot_bytes\": $(snapshot_bytes 1), \"broker_log_bytes\": $(log_bytes 2), \"broker_snapshot\": \"$(newest_snapshot 2)\", \"broker_snapshot_bytes\": $(snapshot_bytes 2)}"
 partition_dirs="$(find "$dir/node-2/data" -maxdepth 1 -type d -name 'scale-*' | wc -l)"
 echo "sizes: $sizes; broker partition dirs: $partition_dirs" >&2
 
 echo "restarting the broker" >&2
+t_stop="$(now)"
 "$cluster" stop 2 --dir "$dir" >/dev/null
+broker_stop="$(since "$t_stop")"
 lines_before="$(wc -l <"$dir/node-2/cairnd.log")"
 broker_listen="$(restart_node 2)"
 t_led="$(now)"
 broker_led_json="$(wait_all)"
 broker_led="$(python3 -c "import sys; print(round(float(sys.argv[1]) + float(sys.argv[2]), 3))" "$broker_listen" "$(since "$t_led")")"
 broker_mem="$(mem 2)"
+broker_fds="$(fds 2)"
 broker_log="$(tail -n +"$((lines_before + 1))" "$dir/node-2/cairnd.log" | { grep -Ei 'loaded|recovered|registered|started:' || true; } | head -n 8 |
     sed 's/\\/\\\\/g; s/"/\\"/g' | python3 -c 'import json, sys; print(json.dumps([l.rstrip() for l in sys.stdin]))')"
-echo "broker: listening after $broker_listen s, all led after $broker_led s, memory $broker_mem" >&2
+echo "broker: stopped in $broker_stop s; listening after $broker_listen s, all led after $broker_led s, memory $broker_mem, $broker_fds descriptors" >&2
 
 echo "restarting the controller" >&2
 "$cluster" stop 1 --dir "$dir" >/dev/null
@@ -214,7 +220,8 @@ cat <<EOF | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin))
  "brokers": $brokers, "create": $create, "created_until_led_seconds": $created_until_led,
  "metadata": $sizes, "broker_partition_dirs": $partition_dirs, "topic_list": $topic_list,
  "controller_memory_after_create": $controller_mem_after_create, "broker_memory_after_create": $broker_mem_after_create,
- "broker_restart": {"listening_seconds": $broker_listen, "all_led_seconds": $broker_led, "memory": $broker_mem,
+ "broker_fds_after_create": $broker_fds_after_create,
+ "broker_restart": {"stop_seconds": $broker_stop, "fds": $broker_fds, "listening_seconds": $broker_listen, "all_led_seconds": $broker_led, "memory": $broker_mem,
                     "wait": $broker_led_json, "log": $broker_log},
  "controller_restart": {"listening_seconds": $controller_listen, "all_led_seconds": $controller_led,
                         "memory": $controller_mem}}

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -132,6 +133,117 @@ static void test_create_reopen_clean(void **state)
             assert_memory_equal(back, id, 16);
             partition_log_close(log);
         }
+    log_manager_close(m, true);
+}
+
+/* After a clean stop the logs are registered with their checkpointed
+ * offsets and no file opened; the offsets, sizes and a leader epoch
+ * assigned meanwhile need no load; the first read loads the segments, with
+ * the epoch applied at the same log end. A log never loaded keeps its
+ * offsets over the next clean stop. */
+static void test_clean_reopen_defers_load(void **state)
+{
+    (void)state;
+    struct log_config defaults;
+    log_config_defaults(&defaults);
+    struct log_manager *m = open_manager(&defaults);
+    uint8_t id[16] = {1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 0, 1, 2};
+    char err[256];
+    struct partition_log *log;
+    for (int p = 0; p < 2; p++) {
+        assert_int_equal(log_manager_create(m, "orders", p, id, NULL, &log, err, sizeof err), KAFKA_ERR_NONE);
+        append(log, 3 + p);
+        partition_log_close(log);
+    }
+    log = log_manager_get(m, "orders", 0);
+    assert_int_equal(partition_log_delete_records_before(log, 2), KAFKA_ERR_NONE);
+    int64_t size = partition_log_size_bytes(log);
+    partition_log_close(log);
+    log_manager_close(m, true);
+
+    m = open_manager(&defaults);
+    log = log_manager_get(m, "orders", 0);
+    assert_non_null(log);
+    assert_false(partition_log_is_loaded(log));
+    assert_int_equal(partition_log_start_offset(log), 2);
+    assert_int_equal(partition_log_end_offset(log), 6);
+    assert_int_equal(partition_log_high_watermark(log), 6);
+    assert_int_equal(partition_log_size_bytes(log), size);
+    assert_int_equal(partition_log_assign_leader_epoch(log, 7), KAFKA_ERR_NONE);
+    assert_false(partition_log_is_loaded(log));
+
+    struct log_read_result r;
+    assert_int_equal(partition_log_read(log, 2, 1 << 20, INT64_MAX, &r), KAFKA_ERR_NONE);
+    assert_true(partition_log_is_loaded(log));
+    assert_true(r.len > 0);
+    close(r.fd);
+    assert_int_equal(r.log_start_offset, 2);
+    assert_int_equal(partition_log_latest_epoch(log), 7);
+    int32_t found = -1;
+    assert_int_equal(partition_log_end_offset_for_epoch(log, 6, &found), 6);
+    append(log, 1);
+    assert_int_equal(partition_log_end_offset(log), 8);
+    partition_log_close(log);
+    log_manager_close(m, true);
+
+    m = open_manager(&defaults);
+    log = log_manager_get(m, "orders", 1);
+    assert_false(partition_log_is_loaded(log));
+    assert_int_equal(partition_log_end_offset(log), 8);
+    assert_int_equal(partition_log_segment_count(log), 1);
+    assert_true(partition_log_is_loaded(log));
+    partition_log_close(log);
+    log = log_manager_get(m, "orders", 0);
+    assert_int_equal(partition_log_end_offset(log), 8);
+    assert_int_equal(partition_log_start_offset(log), 2);
+    uint8_t back[16];
+    assert_int_equal(partition_log_topic_id(log, back), 0);
+    assert_memory_equal(back, id, 16);
+    partition_log_close(log);
+    log_manager_close(m, true);
+}
+
+/* Threads whose first uses of a deferred log race: one load, every read
+ * answers with the data. */
+static void *read_deferred(void *arg)
+{
+    struct partition_log *log = arg;
+    struct log_read_result r;
+    int16_t code = partition_log_read(log, 0, 1 << 20, INT64_MAX, &r);
+    if (code == KAFKA_ERR_NONE && r.len > 0)
+        close(r.fd);
+    return (void *)(intptr_t)(code == KAFKA_ERR_NONE && r.len > 0 && r.log_end_offset == 20);
+}
+
+static void test_deferred_load_races(void **state)
+{
+    (void)state;
+    struct log_config defaults;
+    log_config_defaults(&defaults);
+    struct log_manager *m = open_manager(&defaults);
+    char err[256];
+    struct partition_log *log;
+    assert_int_equal(log_manager_create(m, "orders", 0, NULL, NULL, &log, err, sizeof err), KAFKA_ERR_NONE);
+    append(log, 10);
+    partition_log_close(log);
+    log_manager_close(m, true);
+
+    m = open_manager(&defaults);
+    log = log_manager_get(m, "orders", 0);
+    assert_false(partition_log_is_loaded(log));
+    pthread_t threads[6];
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(pthread_create(&threads[i], NULL, read_deferred, log), 0);
+    for (int i = 0; i < 6; i++) {
+        void *ok = NULL;
+        pthread_join(threads[i], &ok);
+        assert_true(ok != NULL);
+    }
+    assert_true(partition_log_is_loaded(log));
+    assert_int_equal(partition_log_segment_count(log), 1);
+    append(log, 1);
+    assert_int_equal(partition_log_end_offset(log), 22);
+    partition_log_close(log);
     log_manager_close(m, true);
 }
 
@@ -560,6 +672,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_reopen_clean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loaded_log_without_topic_id_gets_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_clean_reopen_defers_load, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deferred_load_races, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unclean_recovery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_marker_not_removable_refuses_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_retention, setup, teardown),
