@@ -10,7 +10,9 @@
  * that takes records from an idempotent producer (producer ids from the
  * leader) and gives them back. Then kill -9 of the leader: the broker goes
  * back to its bootstrap list, follows the new leader (its log says so)
- * and creates another topic through it, which works as well. */
+ * and creates another topic through it, which works as well. Restarted
+ * (SIGTERM, then on its data), it finds the leader through the list again
+ * and creates a third topic. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -177,6 +179,16 @@ static void test_broker_joins_and_follows_through_bootstrap_servers(void **state
     snprintf(line, sizeof line, "the quorum names controller %d at 127.0.0.1:%d", next, c.cports[next - 1]);
     assert_true(broker_log_contains(&c.broker, line));
     produce_and_consume(&c, "followed");
+    rk_producer_destroy(rk);
+
+    /* Restarted, the broker's quorum state names a leader whose address
+     * it has not learned in this process: it asks the bootstrap list
+     * again (two of its four addresses are dead now) and registers. */
+    broker_stop(&c.broker);
+    broker_restart(&c.broker);
+    client_wait_view(c.client, BROKER_ID, 1u << BROKER_ID, "followed", 1, 30000);
+    rk = rk_producer_new(broker_bootstrap(&c.broker), NULL);
+    create_through_broker(&c, rk, "restarted", 60000);
     rk_producer_destroy(rk);
     bootstrap_stop(&c);
 }
