@@ -158,7 +158,7 @@ static void test_broker_joins_and_follows_through_bootstrap_servers(void **state
     int32_t leader = quorum_leader(&c, -1, &epoch, 15000);
     char line[160];
     snprintf(line, sizeof line, "the quorum names controller %d at 127.0.0.1:%d", leader, c.cports[leader - 1]);
-    assert_true(broker_log_contains(&c.broker, line));
+    broker_wait_log(&c.broker, line, 15000);
 
     rd_kafka_t *rk = rk_producer_new(broker_bootstrap(&c.broker), NULL);
     create_through_broker(&c, rk, "joined", 30000);
@@ -175,9 +175,9 @@ static void test_broker_joins_and_follows_through_bootstrap_servers(void **state
             leader, next, new_epoch, harness_now_ms() - killed_at);
     assert_true(new_epoch > epoch);
     snprintf(line, sizeof line, "node %d is follower in epoch %d (leader %d)", BROKER_ID, new_epoch, next);
-    assert_true(broker_log_contains(&c.broker, line));
+    broker_wait_log(&c.broker, line, 15000);
     snprintf(line, sizeof line, "the quorum names controller %d at 127.0.0.1:%d", next, c.cports[next - 1]);
-    assert_true(broker_log_contains(&c.broker, line));
+    broker_wait_log(&c.broker, line, 15000);
     produce_and_consume(&c, "followed");
     rk_producer_destroy(rk);
 
