@@ -235,9 +235,10 @@ const char *config_listener_security_protocol(const struct broker_config *cfg, c
 
 bool config_single_node(const struct broker_config *cfg)
 {
-    size_t voters;
+    size_t voters, bootstrap;
     config_get_list(cfg, "controller.quorum.voters", &voters);
-    return voters == 0;
+    config_get_list(cfg, "controller.quorum.bootstrap.servers", &bootstrap);
+    return voters == 0 && bootstrap == 0;
 }
 
 int config_keys_with_prefix(const struct broker_config *cfg, const char *prefix, struct config_kv **out, size_t *count)

@@ -124,6 +124,50 @@ static int check_controller_listener(struct broker_config *cfg, char *err, size_
     return 0;
 }
 
+/* controller.quorum.bootstrap.servers (KIP-853, its first step): a broker
+ * finds the quorum through it instead of controller.quorum.voters. The
+ * controllers keep the static voters: a controller cannot join a quorum
+ * through bootstrap servers before dynamic voters exist. */
+static int check_bootstrap_servers(struct broker_config *cfg, int n_voters, int64_t id, char *err, size_t errlen)
+{
+    struct quorum_voter servers[QUORUM_BOOTSTRAP_MAX];
+    char why[600];
+    const char *roles = text_of(cfg, "process.roles");
+    int n = config_parse_quorum_bootstrap_servers(text_of(cfg, "controller.quorum.bootstrap.servers"), servers,
+                                                  QUORUM_BOOTSTRAP_MAX, why, sizeof why);
+    if (n < 0)
+        return bad_value(cfg, "controller.quorum.bootstrap.servers", why, err, errlen);
+    bool controller = strstr(roles, "controller") != NULL;
+    if (n > 0 && controller) {
+        snprintf(err, errlen,
+                 "controller.quorum.bootstrap.servers is set on a node with the controller role (process.roles=%s): "
+                 "controllers need controller.quorum.voters (dynamic voters are not implemented); only a broker "
+                 "(process.roles=broker) finds the quorum through bootstrap servers",
+                 roles);
+        return -1;
+    }
+    if (n > 0 && n_voters > 0) {
+        snprintf(err, errlen,
+                 "controller.quorum.voters and controller.quorum.bootstrap.servers are both set: set exactly one of "
+                 "them");
+        return -1;
+    }
+    if (!controller && n == 0 && n_voters == 0) {
+        /* Kafka's check: a broker alone has no quorum to follow. */
+        snprintf(err, errlen,
+                 "process.roles=%s has no controller role: either controller.quorum.bootstrap.servers must contain "
+                 "the set of bootstrap controllers or controller.quorum.voters must contain a parseable set of "
+                 "controllers",
+                 roles);
+        return -1;
+    }
+    if (n > 0 && id < 0) {
+        snprintf(err, errlen, "node.id must be set when controller.quorum.bootstrap.servers is set");
+        return -1;
+    }
+    return 0;
+}
+
 static int check_identity(struct broker_config *cfg, char *err, size_t errlen)
 {
     int64_t node_id = integer_of(cfg, "node.id");
@@ -138,6 +182,8 @@ static int check_identity(struct broker_config *cfg, char *err, size_t errlen)
     int n = config_parse_quorum_voters(text_of(cfg, "controller.quorum.voters"), voters, MAX_VOTERS, why, sizeof why);
     if (n < 0)
         return bad_value(cfg, "controller.quorum.voters", why, err, errlen);
+    if (check_bootstrap_servers(cfg, n, node_id >= 0 ? node_id : broker_id, err, errlen) < 0)
+        return -1;
     if (n > 0) {
         int64_t id = node_id >= 0 ? node_id : broker_id;
         if (id < 0) {

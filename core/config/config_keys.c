@@ -51,8 +51,10 @@ static const struct config_key_def broker_keys[] = {
             "controller.quorum.voters set, controller alone runs only the metadata quorum (no client listener)."},
     {KEY_LIST("controller.quorum.voters", ""), HIGH, IN(SERVER),
      .doc = "Metadata quorum voters as id@host:port,...; empty means this node is the only voter."},
-    {KEY_LIST("controller.quorum.bootstrap.servers", ""), HIGH, IN(SERVER), .flags = LATER,
-     .doc = "host:port list used to discover the metadata quorum."},
+    {KEY_LIST("controller.quorum.bootstrap.servers", ""), HIGH, IN(SERVER),
+     .doc = "host:port list of controller listeners a broker (process.roles=broker) asks who leads the metadata "
+            "quorum, instead of controller.quorum.voters (set one of the two); the leader's endpoint comes back "
+            "in the Fetch answer (KIP-853). Controllers still need controller.quorum.voters."},
     {KEY_LIST("controller.listener.names", NULL), HIGH, IN(SERVER),
      .doc = "Listener names used by the controller role; the first one carries the quorum's requests (Vote, "
             "BeginQuorumEpoch, EndQuorumEpoch, Fetch, DescribeQuorum). Required with the controller role when "

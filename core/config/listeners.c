@@ -180,3 +180,27 @@ int config_parse_quorum_voters(const char *value, struct quorum_voter *out, int 
     }
     return count;
 }
+
+int config_parse_quorum_bootstrap_servers(const char *value, struct quorum_voter *out, int max, char *err,
+                                          size_t errlen)
+{
+    char entry[ENTRY_MAX];
+    bool too_long;
+    int count = 0;
+    const char *cursor = value ? value : "";
+    while (next_entry(&cursor, entry, &too_long)) {
+        struct quorum_voter server;
+        if (too_long || !parse_host_port(entry, server.host, &server.port) || server.host[0] == '\0' ||
+            server.port == 0) {
+            snprintf(err, errlen, "invalid bootstrap server '%s': expected host:port with port in [1, 65535]", entry);
+            return -1;
+        }
+        if (count >= max) {
+            snprintf(err, errlen, "too many bootstrap servers (at most %d)", max);
+            return -1;
+        }
+        server.node_id = QUORUM_BOOTSTRAP_ID(count);
+        out[count++] = server;
+    }
+    return count;
+}

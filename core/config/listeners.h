@@ -1,5 +1,6 @@
 /* Parsing of listener lists ("PLAINTEXT://localhost:9092,INTERNAL://[::1]:0")
- * and of controller.quorum.voters ("1@host:9093,2@[::1]:9093").
+ * of controller.quorum.voters ("1@host:9093,2@[::1]:9093") and of
+ * controller.quorum.bootstrap.servers ("host:9093,[::1]:9093").
  * Pure functions on caller-provided storage: thread-safe. */
 #ifndef CAIRN_CONFIG_LISTENERS_H
 #define CAIRN_CONFIG_LISTENERS_H
@@ -33,5 +34,17 @@ struct quorum_voter {
 
 /* Parse controller.quorum.voters; same conventions as config_parse_listeners. */
 int config_parse_quorum_voters(const char *value, struct quorum_voter *out, int max, char *err, size_t errlen);
+
+/* The most bootstrap servers a node takes (the quorum's RAFT_MAX_VOTERS). */
+#define QUORUM_BOOTSTRAP_MAX 9
+
+/* Kafka's id for the i-th (from 0) bootstrap server: -2, -3, ... */
+#define QUORUM_BOOTSTRAP_ID(i) (-2 - (int32_t)(i))
+
+/* Parse controller.quorum.bootstrap.servers ("host:port,host:port"): each
+ * entry gets QUORUM_BOOTSTRAP_ID of its position as node_id. Host and
+ * port are required (port in [1, 65535]). Same conventions otherwise. */
+int config_parse_quorum_bootstrap_servers(const char *value, struct quorum_voter *out, int max, char *err,
+                                          size_t errlen);
 
 #endif

@@ -359,7 +359,7 @@ int raft_codec_write_response(struct kafka_writer *w, int16_t version, const str
                                 false};
         return write_small_response(w, raft_codec_api_key(m->type), version, 0, &s);
     case RAFT_MSG_FETCH_RESP:
-        return raft_codec_write_fetch_response(w, version, 0, m);
+        return raft_codec_write_fetch_response(w, version, 0, m, NULL);
     default:
         return -1;
     }
@@ -368,7 +368,7 @@ int raft_codec_write_response(struct kafka_writer *w, int16_t version, const str
 int raft_codec_write_error_response(struct kafka_writer *w, int16_t api_key, int16_t version, int16_t error_code)
 {
     if (api_key == RAFT_API_FETCH)
-        return raft_codec_write_fetch_response(w, version, error_code, NULL);
+        return raft_codec_write_fetch_response(w, version, error_code, NULL, NULL);
     if (api_key == RAFT_API_DESCRIBE_QUORUM) {
         struct raft_quorum_view view = {.error_code = error_code, .leader_id = -1, .leader_epoch = -1};
         return raft_codec_write_describe_quorum(w, version, &view);
@@ -473,8 +473,8 @@ int raft_codec_write_describe_quorum(struct kafka_writer *w, int16_t version, co
     struct describe_quorum_response_replica_state voters[RAFT_MAX_VOTERS];
     struct describe_quorum_response_replica_state observers[RAFT_QUORUM_VIEW_MAX_OBSERVERS];
     int n_voters = view->n_voters < RAFT_MAX_VOTERS ? view->n_voters : RAFT_MAX_VOTERS;
-    int n_observers =
-        view->n_observers < RAFT_QUORUM_VIEW_MAX_OBSERVERS ? view->n_observers : RAFT_QUORUM_VIEW_MAX_OBSERVERS;
+    int n_observers = view->n_observers < RAFT_QUORUM_VIEW_MAX_OBSERVERS ? view->n_observers
+                                                                         : RAFT_QUORUM_VIEW_MAX_OBSERVERS;
     replica_states_of(view->voters, n_voters, voters);
     replica_states_of(view->observers, n_observers, observers);
     struct describe_quorum_response_partition_data part;
@@ -513,7 +513,6 @@ int raft_codec_read_describe_quorum(const void *response, struct raft_quorum_vie
     out->leader_epoch = p->leader_epoch;
     out->high_watermark = p->high_watermark;
     out->n_voters = replicas_from(p->current_voters, p->current_voters_count, out->voters, RAFT_MAX_VOTERS);
-    out->n_observers =
-        replicas_from(p->observers, p->observers_count, out->observers, RAFT_QUORUM_VIEW_MAX_OBSERVERS);
+    out->n_observers = replicas_from(p->observers, p->observers_count, out->observers, RAFT_QUORUM_VIEW_MAX_OBSERVERS);
     return 0;
 }

@@ -62,6 +62,24 @@ int raft_codec_write_request(struct kafka_writer *w, int16_t version, const char
 int raft_codec_read_request(int16_t api_key, int16_t version, const uint8_t *body, size_t len, const char *cluster_id,
                             struct raft_msg *out, char *err, size_t errlen);
 
+/* Where a node's controller listener is: what a Fetch answer's
+ * NodeEndpoints (v17+, KIP-853) carries for the leader it names. */
+struct raft_codec_endpoint {
+    int32_t node_id;
+    char host[256];
+    int port;
+};
+
+/* A Fetch response m (a RAFT_MSG_FETCH_RESP) at version, with leader (NULL:
+ * none) in NodeEndpoints from v17 on, as Kafka's voters answer. Returns 0
+ * or -1. */
+int raft_codec_write_fetch_answer(struct kafka_writer *w, int16_t version, const struct raft_msg *m,
+                                  const struct raft_codec_endpoint *leader);
+/* The endpoint a decoded Fetch response (the client's struct
+ * fetch_response) gives for node_id in NodeEndpoints: true with out
+ * filled, false when it names none (or a bad one). */
+bool raft_codec_fetch_endpoint(const void *response, int32_t node_id, struct raft_codec_endpoint *out);
+
 /* Writes the body of response m (a *_RESP message) at version. Returns 0 or -1. */
 int raft_codec_write_response(struct kafka_writer *w, int16_t version, const struct raft_msg *m);
 /* A response to api_key carrying only error_code, for a refused request. */

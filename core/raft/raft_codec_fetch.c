@@ -182,8 +182,12 @@ static int records_of(const struct raft_fetch_resp *f, uint8_t **out, size_t *ou
     return 0;
 }
 
+/* Kafka's node endpoints are for the leader the partition names, from the
+ * version (17) that the quorum's observers read them in. */
+#define FETCH_NODE_ENDPOINTS_VERSION 17
+
 int raft_codec_write_fetch_response(struct kafka_writer *w, int16_t version, int16_t top_error,
-                                    const struct raft_msg *m)
+                                    const struct raft_msg *m, const struct raft_codec_endpoint *leader)
 {
     struct fetch_response_partition_data part;
     fetch_response_partition_data_init(&part);
@@ -219,6 +223,16 @@ int raft_codec_write_fetch_response(struct kafka_writer *w, int16_t version, int
     resp.error_code = top_error;
     resp.responses = &topic;
     resp.responses_count = m ? 1 : 0;
+    struct fetch_response_node_endpoint endpoint;
+    if (m && leader && version >= FETCH_NODE_ENDPOINTS_VERSION && leader->node_id >= 0 &&
+        leader->node_id == m->u.fetch_resp.current_leader_id) {
+        fetch_response_node_endpoint_init(&endpoint);
+        endpoint.node_id = leader->node_id;
+        endpoint.host = kafka_str_from_cstr(leader->host);
+        endpoint.port = leader->port;
+        resp.node_endpoints = &endpoint;
+        resp.node_endpoints_count = 1;
+    }
     int rc = fetch_response_encode(&resp, w, version);
     /* Records go into the writer by copy unless they live in a file. */
     free(records);
@@ -259,4 +273,31 @@ int raft_codec_read_fetch_response(const void *response, int64_t fetch_offset, s
         return raft_codec_fail(err, errlen, "Fetch", "records do not start at the fetch offset");
     }
     return 0;
+}
+
+int raft_codec_write_fetch_answer(struct kafka_writer *w, int16_t version, const struct raft_msg *m,
+                                  const struct raft_codec_endpoint *leader)
+{
+    if (m->type != RAFT_MSG_FETCH_RESP)
+        return -1;
+    return raft_codec_write_fetch_response(w, version, 0, m, leader);
+}
+
+bool raft_codec_fetch_endpoint(const void *response, int32_t node_id, struct raft_codec_endpoint *out)
+{
+    const struct fetch_response *resp = response;
+    for (int32_t i = 0; node_id >= 0 && i < resp->node_endpoints_count; i++) {
+        const struct fetch_response_node_endpoint *e = &resp->node_endpoints[i];
+        if (e->node_id != node_id)
+            continue;
+        /* A host that does not fit, or a port no socket has, names nothing. */
+        if (e->port <= 0 || e->port > 65535 || e->host.len <= 0 || (size_t)e->host.len >= sizeof out->host)
+            return false;
+        out->node_id = node_id;
+        memcpy(out->host, e->host.data, (size_t)e->host.len);
+        out->host[e->host.len] = '\0';
+        out->port = e->port;
+        return true;
+    }
+    return false;
 }

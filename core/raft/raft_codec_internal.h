@@ -15,9 +15,9 @@ int raft_codec_write_fetch_request(struct kafka_writer *w, int16_t version, cons
                                    const struct raft_msg *m);
 int raft_codec_read_fetch_request(int16_t version, struct kafka_reader *r, const char *cluster_id, struct raft_msg *out,
                                   struct kafka_arena *arena, char *err, size_t errlen);
-/* m NULL: an answer carrying only top_error. */
+/* m NULL: an answer carrying only top_error; leader NULL: no NodeEndpoints. */
 int raft_codec_write_fetch_response(struct kafka_writer *w, int16_t version, int16_t top_error,
-                                    const struct raft_msg *m);
+                                    const struct raft_msg *m, const struct raft_codec_endpoint *leader);
 /* out's src, dst and correlation_id are already set; fetch_offset is the
  * request's, where the records must start. */
 int raft_codec_read_fetch_response(const void *response, int64_t fetch_offset, struct raft_msg *out, char *err,

@@ -77,6 +77,17 @@ static int write_response_body(struct kafka_writer *w, int16_t version, const vo
     return raft_codec_write_response(w, version, arg);
 }
 
+struct fetch_body {
+    const struct raft_msg *msg;
+    const struct raft_codec_endpoint *leader;
+};
+
+static int write_fetch_body(struct kafka_writer *w, int16_t version, const void *arg)
+{
+    const struct fetch_body *b = arg;
+    return raft_codec_write_fetch_answer(w, version, b->msg, b->leader);
+}
+
 /* The core answered an inbound request: send it back in its frame. */
 static void send_response(struct raft_shell *s, const struct raft_msg *m)
 {
@@ -93,7 +104,13 @@ static void send_response(struct raft_shell *s, const struct raft_msg *m)
         }
         struct raft_msg filled;
         shell_fill_fetch(s, m, max_bytes, &filled);
-        shell_respond(&reply, write_response_body, &filled);
+        /* The leader's endpoint goes with the answer (Kafka's voters do
+         * the same from Fetch v17): an observer that knows only bootstrap
+         * servers finds the leader through it. */
+        struct raft_codec_endpoint leader = {.node_id = m->u.fetch_resp.current_leader_id};
+        bool known = raft_shell_node_endpoint(s, leader.node_id, leader.host, sizeof leader.host, &leader.port);
+        struct fetch_body body = {&filled, known ? &leader : NULL};
+        shell_respond(&reply, write_fetch_body, &body);
         raft_msg_clear(&filled);
         return;
     }

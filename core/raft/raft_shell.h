@@ -58,6 +58,10 @@ struct net_client_config;
 
 struct raft_shell_config {
     int32_t node_id;
+    /* The voters (controller.quorum.voters). An observer given only
+     * controller.quorum.bootstrap.servers lists those endpoints here under
+     * Kafka's negative ids (-2, -3, ...): it asks them who leads and learns
+     * the leader's endpoint from their Fetch answers (NodeEndpoints). */
     struct raft_shell_voter voters[RAFT_MAX_VOTERS];
     int n_voters;
     char cluster_id[64];
@@ -130,6 +134,11 @@ struct raft_shell_status {
 };
 
 void raft_shell_status(struct raft_shell *shell, struct raft_shell_status *out);
+
+/* Where node_id's controller listener is: its entry in the voters, or
+ * what a Fetch answer named (NodeEndpoints). Any thread. Returns true with
+ * host (of hostlen bytes) and *port filled; false when unknown. */
+bool raft_shell_node_endpoint(struct raft_shell *shell, int32_t node_id, char *host, size_t hostlen, int *port);
 
 /* One record handed to raft_shell_append. */
 struct raft_shell_record {

@@ -105,6 +105,10 @@ struct raft_shell {
     int64_t voter_set_answer_ms;   /* INCONSISTENT_VOTER_SET came back */
     int64_t cluster_id_refused_ms; /* a request of another cluster came in */
     int64_t cluster_id_answer_ms;  /* another cluster answered ours */
+    /* Controller endpoints learned from Fetch answers' NodeEndpoints: how
+     * an observer given only bootstrap servers reaches the leader. */
+    struct raft_codec_endpoint learned[RAFT_MAX_VOTERS];
+    int n_learned;
 
     /* raft thread only */
     struct shell_pending *pending;
@@ -129,6 +133,11 @@ void shell_serve_fetch_snapshot(struct raft_shell *s, const struct shell_reply_t
                                 size_t len);
 /* Sends the core's request m (copied) to m->dst through the client. */
 void shell_send_request(struct raft_shell *s, const struct raft_msg *m);
+
+/* Learns where node ep->node_id listens from a Fetch answer (any thread):
+ * the quorum's client reaches it there from now on. Voters of the static
+ * configuration keep their configured addresses. */
+void shell_learn_endpoint(struct raft_shell *s, const struct raft_codec_endpoint *ep);
 
 /* True at most every 5 s per slot: a peer that keeps sending the same bad
  * request gets one log line, not one per request. Any thread. */

@@ -288,6 +288,13 @@ int32_t raft_shell_metadata_leader_id(struct raft_shell_metadata *log)
     return st.leader_id;
 }
 
+bool raft_shell_metadata_node_endpoint(struct raft_shell_metadata *log, int32_t node_id, char *host, size_t hostlen,
+                                       int *port)
+{
+    struct raft_shell *shell = shell_of(log);
+    return shell && raft_shell_node_endpoint(shell, node_id, host, hostlen, port);
+}
+
 static int64_t qm_end_offset(void *ctx)
 {
     struct raft_shell *shell = shell_of(ctx);

@@ -37,6 +37,11 @@ struct raft_shell_listener raft_shell_metadata_listener(struct raft_shell_metada
 void raft_shell_metadata_attach(struct raft_shell_metadata *log, struct raft_shell *shell);
 /* The quorum's leader as this node knows it, -1 when none (or not started). */
 int32_t raft_shell_metadata_leader_id(struct raft_shell_metadata *log);
+/* Where the controller node_id (the leader, usually) listens, as the
+ * quorum knows it (raft_shell_node_endpoint): true with host and *port
+ * filled; false when unknown or not started. Any thread. */
+bool raft_shell_metadata_node_endpoint(struct raft_shell_metadata *log, int32_t node_id, char *host, size_t hostlen,
+                                       int *port);
 /* After the shell has stopped. */
 void raft_shell_metadata_destroy(struct raft_shell_metadata *log);
 

@@ -258,6 +258,68 @@ void raft_shell_handle_request(struct net_request *req, void *arg)
     }
 }
 
+/* ---- controller endpoints ---- */
+
+/* A configured voter's endpoint (ids >= 0: bootstrap entries name no node). */
+static const struct raft_shell_voter *configured_voter(const struct raft_shell *s, int32_t id)
+{
+    for (int i = 0; id >= 0 && i < s->cfg.n_voters; i++)
+        if (s->cfg.voters[i].id == id)
+            return &s->cfg.voters[i];
+    return NULL;
+}
+
+void shell_learn_endpoint(struct raft_shell *s, const struct raft_codec_endpoint *ep)
+{
+    if (ep->node_id < 0 || configured_voter(s, ep->node_id))
+        return;
+    pthread_mutex_lock(&s->mu);
+    int i = 0;
+    while (i < s->n_learned && s->learned[i].node_id != ep->node_id)
+        i++;
+    bool same = i < s->n_learned && s->learned[i].port == ep->port && strcmp(s->learned[i].host, ep->host) == 0;
+    if (!same && i == s->n_learned) {
+        /* Full: the oldest goes (a quorum has at most RAFT_MAX_VOTERS). */
+        if (s->n_learned == RAFT_MAX_VOTERS) {
+            memmove(&s->learned[0], &s->learned[1], (RAFT_MAX_VOTERS - 1) * sizeof s->learned[0]);
+            i = RAFT_MAX_VOTERS - 1;
+        } else {
+            s->n_learned++;
+        }
+    }
+    if (!same)
+        s->learned[i] = *ep;
+    pthread_mutex_unlock(&s->mu);
+    if (same)
+        return;
+    logger_info(LOG, "node %d: the quorum names controller %d at %s:%d", s->cfg.node_id, ep->node_id, ep->host,
+                ep->port);
+    /* Only on a change: adding a node again closes its connection. */
+    if (net_client_add_node(s->client, ep->node_id, ep->host, ep->port) != 0)
+        logger_warn(LOG, "cannot add controller %d (%s:%d) to the quorum client", ep->node_id, ep->host, ep->port);
+}
+
+bool raft_shell_node_endpoint(struct raft_shell *s, int32_t node_id, char *host, size_t hostlen, int *port)
+{
+    const struct raft_shell_voter *v = configured_voter(s, node_id);
+    if (v) {
+        snprintf(host, hostlen, "%s", v->host);
+        *port = v->port;
+        return true;
+    }
+    bool found = false;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; node_id >= 0 && i < s->n_learned && !found; i++) {
+        if (s->learned[i].node_id != node_id)
+            continue;
+        snprintf(host, hostlen, "%s", s->learned[i].host);
+        *port = s->learned[i].port;
+        found = true;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
 /* ---- outbound ---- */
 
 struct outbound {
@@ -295,6 +357,13 @@ static void outbound_done(struct net_client_result *result, void *ctx)
         char err[256] = "";
         if (it && raft_codec_read_response(result->response, &o->msg, &it->msg, err, sizeof err) == 0) {
             it->kind = ITEM_RESPONSE;
+            /* Before the core hears of the leader, so that its next Fetch
+             * (and the broker's controller calls) find the leader's
+             * address. */
+            struct raft_codec_endpoint leader;
+            if (it->msg.type == RAFT_MSG_FETCH_RESP &&
+                raft_codec_fetch_endpoint(result->response, it->msg.u.fetch_resp.current_leader_id, &leader))
+                shell_learn_endpoint(o->s, &leader);
             int16_t code = it->msg.type == RAFT_MSG_VOTE_RESP    ? it->msg.u.vote_resp.error_code
                            : it->msg.type == RAFT_MSG_FETCH_RESP ? it->msg.u.fetch_resp.error_code
                                                                  : it->msg.u.epoch_resp.error_code;

@@ -144,7 +144,6 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
             .rack = opts.rack,
             .heartbeat_interval_ms = config_get_int(b->config, "broker.heartbeat.interval.ms"),
             .cluster_id = b->cluster_id,
-            .voters = config_get_string(b->config, "controller.quorum.voters"),
             .quorum = b->quorum_log,
             .link = &b->controller_link,
             .state_dir = quorum_dir[0] ? quorum_dir : NULL,
@@ -175,8 +174,8 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
          * config changes go there while another voter leads. */
         bool voter = quorum_is_voter(b->config);
         b->env.metadata = b->metadata; /* the forwarding reads the image through it */
-        if (broker_forwarding_start(config_get_string(b->config, "controller.quorum.voters"), b->env.node_id, voter,
-                                    b->quorum_log, &b->env, &b->controller_link, &b->forwarding, err, errlen) != 0)
+        if (broker_forwarding_start(b->env.node_id, voter, b->quorum_log, &b->env, &b->controller_link, &b->forwarding,
+                                    err, errlen) != 0)
             return -1;
         if (!voter)
             metadata_store_set_topic_creator(b->metadata, broker_forwarding_create_topic, b->forwarding);

@@ -66,6 +66,10 @@ static int32_t expected_brokers(const struct broker *b)
     char err[128];
     int n = config_parse_quorum_voters(config_get_string(b->config, "controller.quorum.voters"), voters, 16, err,
                                        sizeof err);
+    /* A broker with bootstrap servers: as many as it lists. */
+    if (n == 0)
+        n = config_parse_quorum_bootstrap_servers(config_get_string(b->config, "controller.quorum.bootstrap.servers"),
+                                                  voters, 16, err, sizeof err);
     return n > 1 ? n : 0;
 }
 

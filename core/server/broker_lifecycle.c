@@ -30,10 +30,10 @@
 #include "raft/raft_shell_metadata.h"
 #include "server/controller_alter_partition.h"
 #include "server/controller_brokers.h"
+#include "server/controller_route.h"
 #include "util/logger.h"
 
 #define LOG "server"
-#define MAX_VOTERS 16
 
 /* Owned by the main thread; the thread reads the options and sets
  * nothing shared but through the metadata store. */
@@ -46,13 +46,11 @@ struct broker_lifecycle {
     int64_t heartbeat_interval_ms;
     char cluster_id[64];
     struct kafka_uuid incarnation_id;
-    struct quorum_voter voters[MAX_VOTERS];
-    int n_voters;
     struct raft_shell_metadata *quorum;
+    struct controller_route route; /* the leader's address, from the quorum */
     struct controller_brokers *controller;
     struct net_client *client;
-    pthread_mutex_t call_mu; /* serializes calls to the leader; guards client_node and epoch */
-    int32_t client_node;     /* voter the client knows, -1 */
+    pthread_mutex_t call_mu; /* serializes calls to the leader; guards epoch */
     int64_t epoch;           /* broker epoch from the last registration, -1 */
     /* epoch as other threads read it without call_mu (a call to the
      * controller may hold that for a heartbeat interval) */
@@ -183,17 +181,10 @@ static void call_done(struct net_client_result *result, void *ctx)
 static int16_t call_leader(struct broker_lifecycle *lc, int32_t leader, int16_t api_key, const void *body,
                            struct call *c)
 {
-    if (leader != lc->client_node) {
-        int i = 0;
-        while (i < lc->n_voters && lc->voters[i].node_id != leader)
-            i++;
-        if (i == lc->n_voters)
-            return KAFKA_ERR_NOT_CONTROLLER;
-        const char *host = lc->voters[i].host[0] ? lc->voters[i].host : "localhost";
-        if (net_client_add_node(lc->client, leader, host, lc->voters[i].port) != 0)
-            return KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-        lc->client_node = leader;
-    }
+    /* The leader's address as the quorum knows it: from the voters, or
+     * from the controllers' Fetch answers (bootstrap servers). */
+    if (!controller_route_reach(&lc->route, lc->client, lc->quorum, leader))
+        return KAFKA_ERR_NOT_CONTROLLER;
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cond, NULL);
     struct net_client_request req = {.node_id = leader,
@@ -514,7 +505,6 @@ int broker_lifecycle_start(const struct broker_lifecycle_options *opts, struct b
     lc->quorum = opts->quorum;
     lc->controller = opts->controller;
     set_epoch(lc, -1);
-    lc->client_node = -1;
     lc->retry_ms = RETRY_MIN_MS;
     lc->previous_epoch = -1;
     if (opts->state_dir) {
@@ -525,6 +515,7 @@ int broker_lifecycle_start(const struct broker_lifecycle_options *opts, struct b
     snprintf(lc->cluster_id, sizeof lc->cluster_id, "%s", opts->cluster_id ? opts->cluster_id : "");
     pthread_mutex_init(&lc->mu, NULL);
     pthread_mutex_init(&lc->call_mu, NULL);
+    controller_route_init(&lc->route);
     pthread_cond_init(&lc->cond, NULL);
     lc->endpoints = calloc(opts->endpoint_count > 0 ? (size_t)opts->endpoint_count : 1, sizeof *lc->endpoints);
     if (!lc->endpoints)
@@ -540,8 +531,8 @@ int broker_lifecycle_start(const struct broker_lifecycle_options *opts, struct b
     lc->rack = dup_or_null(opts->rack);
     if (opts->rack && !lc->rack)
         goto oom;
-    lc->n_voters = config_parse_quorum_voters(opts->voters, lc->voters, MAX_VOTERS, err, errlen);
-    if (lc->n_voters < 0 || uuid_random(lc->incarnation_id.bytes) != 0) {
+    if (uuid_random(lc->incarnation_id.bytes) != 0) {
+        snprintf(err, errlen, "cannot draw the broker's incarnation id");
         broker_lifecycle_stop(lc);
         return -1;
     }
@@ -661,6 +652,7 @@ void broker_lifecycle_stop(struct broker_lifecycle *lc)
     free(lc->rack);
     free(lc->state_dir);
     pthread_mutex_destroy(&lc->mu);
+    controller_route_destroy(&lc->route);
     pthread_mutex_destroy(&lc->call_mu);
     pthread_cond_destroy(&lc->cond);
     free(lc);

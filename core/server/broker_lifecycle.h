@@ -31,8 +31,7 @@ struct broker_lifecycle_options {
     const char *rack;              /* NULL when none; copied */
     int64_t heartbeat_interval_ms; /* broker.heartbeat.interval.ms */
     const char *cluster_id;
-    const char *voters;                    /* controller.quorum.voters: where the leader listens */
-    struct raft_shell_metadata *quorum;    /* who leads */
+    struct raft_shell_metadata *quorum;    /* who leads, and where it listens */
     struct controller_brokers *controller; /* this node's controller side */
     const struct server_link *link;        /* how to reach the controllers; outlives the lifecycle */
     /* Where a clean stop leaves its broker epoch for the next start's

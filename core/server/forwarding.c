@@ -5,6 +5,7 @@
  * does with an Envelope is forwarding_controller.c. */
 #include "server/forwarding.h"
 #include "server/forwarding_internal.h"
+#include "server/controller_route.h"
 #include "server/links.h"
 
 #include <arpa/inet.h>
@@ -31,7 +32,6 @@
 #include "util/logger.h"
 
 #define LOG "forwarding"
-#define MAX_VOTERS 16
 /* Bounds one Envelope, connection included: a controller that just died
  * still leads in this broker's view until its fetch times out, and the
  * client is better told NOT_CONTROLLER (it retries) than left waiting. */
@@ -117,8 +117,7 @@ struct broker_forwarding {
     int32_t node_id;
     bool voter; /* a combined node: forwards only while another node leads */
     struct raft_shell_metadata *quorum;
-    struct quorum_voter voters[MAX_VOTERS];
-    int n_voters;
+    struct controller_route route; /* the leader's address, from the quorum */
     struct net_client *client;
     pthread_mutex_t mu; /* guards retrying and stopping */
     pthread_cond_t cond;
@@ -317,7 +316,9 @@ static bool send_call(struct forward_call *c)
 {
     struct broker_forwarding *f = c->f;
     int32_t leader = raft_shell_metadata_leader_id(f->quorum);
-    if (leader < 0 || leader == f->node_id)
+    /* Also false while the quorum does not know where the leader listens
+     * (a broker with bootstrap servers before the controllers named it). */
+    if (leader < 0 || leader == f->node_id || !controller_route_reach(&f->route, f->client, f->quorum, leader))
         return false;
     /* Fail fast: a leader killed a moment ago refuses the connection, and
      * the request would otherwise wait out its whole timeout for it while
@@ -457,7 +458,8 @@ int16_t broker_forwarding_create_topic(void *arg, const char *name, int32_t num_
 {
     struct broker_forwarding *f = arg;
     int32_t leader = raft_shell_metadata_leader_id(f->quorum);
-    if (leader < 0 || leader == f->node_id || answering_locally) {
+    if (leader < 0 || leader == f->node_id || answering_locally ||
+        !controller_route_reach(&f->route, f->client, f->quorum, leader)) {
         snprintf(err, errlen, "no active controller");
         return KAFKA_ERR_NOT_CONTROLLER;
     }
@@ -542,9 +544,8 @@ out:
     return error;
 }
 
-int broker_forwarding_start(const char *voters, int32_t node_id, bool voter, struct raft_shell_metadata *quorum,
-                            struct handler_env *env, const struct server_link *link, struct broker_forwarding **out,
-                            char *err, size_t errlen)
+int broker_forwarding_start(int32_t node_id, bool voter, struct raft_shell_metadata *quorum, struct handler_env *env,
+                            const struct server_link *link, struct broker_forwarding **out, char *err, size_t errlen)
 {
     *out = NULL;
     struct broker_forwarding *f = calloc(1, sizeof *f);
@@ -558,27 +559,16 @@ int broker_forwarding_start(const char *voters, int32_t node_id, bool voter, str
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cond, NULL);
     f->quorum = quorum;
-    f->n_voters = config_parse_quorum_voters(voters, f->voters, MAX_VOTERS, err, errlen);
-    if (f->n_voters < 0) {
-        free(f);
-        return -1;
-    }
+    controller_route_init(&f->route);
     struct net_client_config ccfg;
     net_client_config_defaults(&ccfg);
     snprintf(ccfg.client_id, sizeof ccfg.client_id, "cairn-forwarding-%d", (int)node_id);
     ccfg.reconnect_backoff_max_ms = 500;
     server_link_apply(link, &ccfg);
     if (net_client_create(&ccfg, &f->client, err, errlen) != 0) {
+        controller_route_destroy(&f->route);
         free(f);
         return -1;
-    }
-    for (int i = 0; i < f->n_voters; i++) {
-        const char *host = f->voters[i].host[0] ? f->voters[i].host : "localhost";
-        if (net_client_add_node(f->client, f->voters[i].node_id, host, f->voters[i].port) != 0) {
-            snprintf(err, errlen, "cannot add controller %d to the forwarding client", f->voters[i].node_id);
-            broker_forwarding_stop(f);
-            return -1;
-        }
     }
     *out = f;
     return 0;
@@ -611,5 +601,6 @@ void broker_forwarding_stop(struct broker_forwarding *f)
     pthread_mutex_unlock(&f->mu);
     pthread_mutex_destroy(&f->mu);
     pthread_cond_destroy(&f->cond);
+    controller_route_destroy(&f->route);
     free(f);
 }

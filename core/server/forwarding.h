@@ -46,14 +46,13 @@ struct handler_env;
 struct metadata_config_kv;
 struct raft_shell_metadata;
 
-/* voters: controller.quorum.voters; quorum: tells who leads; env: the
+/* quorum: tells who leads and where it listens; env: the
  * broker's handlers, for everything not forwarded. voter: this node is a
  * combined broker and controller; it forwards only AlterConfigs and
  * IncrementalAlterConfigs, and only while another voter leads. */
 struct server_link; /* server/links.h; outlives the forwarding */
-int broker_forwarding_start(const char *voters, int32_t node_id, bool voter, struct raft_shell_metadata *quorum,
-                            struct handler_env *env, const struct server_link *link, struct broker_forwarding **out,
-                            char *err, size_t errlen);
+int broker_forwarding_start(int32_t node_id, bool voter, struct raft_shell_metadata *quorum, struct handler_env *env,
+                            const struct server_link *link, struct broker_forwarding **out, char *err, size_t errlen);
 /* Before the client listeners stop: requests held for a leader are
  * answered locally at once, so the listeners drain quickly. */
 void broker_forwarding_quiesce(struct broker_forwarding *f);

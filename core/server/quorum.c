@@ -59,6 +59,7 @@ bool quorum_enabled(const struct broker_config *cfg)
 
 bool quorum_is_voter(const struct broker_config *cfg)
 {
+    /* config_check refuses bootstrap servers on a controller. */
     return !config_single_node(cfg) && has_role(cfg, "controller");
 }
 
@@ -125,6 +126,19 @@ static int shell_config(const struct broker_config *cfg, const char *cluster_id,
         snprintf(err, errlen, "controller.quorum.voters lists more than %d voters", RAFT_MAX_VOTERS);
         return -1;
     }
+    /* A broker without voters asks its bootstrap servers (negative ids)
+     * who leads; its quorum state then names no voters. */
+    bool bootstrap = n == 0;
+    if (bootstrap) {
+        n = config_parse_quorum_bootstrap_servers(config_get_string(cfg, "controller.quorum.bootstrap.servers"), voters,
+                                                  RAFT_MAX_VOTERS, err, errlen);
+        if (n < 0)
+            return -1;
+        if (n == 0) {
+            snprintf(err, errlen, "neither controller.quorum.voters nor controller.quorum.bootstrap.servers is set");
+            return -1;
+        }
+    }
     for (int i = 0; i < n; i++) {
         sc->voters[i].id = voters[i].node_id;
         snprintf(sc->voters[i].host, sizeof sc->voters[i].host, "%s", voters[i].host[0] ? voters[i].host : "localhost");
@@ -151,7 +165,7 @@ static int shell_config(const struct broker_config *cfg, const char *cluster_id,
         snprintf(err, errlen, "metadata log path too long under %s", dir);
         return -1;
     }
-    sc->store = raft_shell_disk_store_open(dir, cluster_id, ids, n, err, errlen);
+    sc->store = raft_shell_disk_store_open(dir, cluster_id, ids, bootstrap ? 0 : n, err, errlen);
     if (!sc->store)
         return -1;
     /* The internal key, when set, goes below Kafka's 8 MiB minimum (tests). */

@@ -27,7 +27,9 @@ struct quorum;
 int quorum_metadata_dir(const struct broker_config *cfg, char *buf, size_t len, char *err, size_t errlen);
 
 /* True when this node runs a networked quorum: controller.quorum.voters is
- * set (a voter with the controller role, else an observer). */
+ * set (a voter with the controller role, else an observer), or, on a
+ * broker, controller.quorum.bootstrap.servers (an observer that learns the
+ * leader's endpoint from the controllers' Fetch answers). */
 bool quorum_enabled(const struct broker_config *cfg);
 /* True when this node votes: the quorum is enabled and process.roles has
  * the controller role. A pure broker (process.roles=broker) observes. */

@@ -5,8 +5,9 @@
 # set here. Checks in between: every broker lists the three brokers (and
 # no controller), the leader's DescribeQuorum lists the brokers as
 # observers, topics created through brokers (also after the leader's
-# kill -9) have their leaders spread over the brokers, and a stopped
-# broker leaves Metadata and comes back.
+# kill -9) have their leaders spread over the brokers, a stopped
+# broker leaves Metadata and comes back, and a broker added with
+# controller.quorum.bootstrap.servers only registers and creates a topic.
 . "$(dirname "$0")/lib.sh"
 
 mkdir -p "$work/bin"
@@ -42,6 +43,10 @@ while IFS= read -r line; do
         if [ "$infos" = 1 ]; then
             [ "$ids" = "4 5 6 " ] || fail "brokers listed: '$ids', want 4 5 6"
             echo "$out" | grep -Eq '^CONTROLLER +[456]$' || fail "the controller named is no broker: $out"
+        elif [ "$infos" = 3 ]; then
+            # Broker 7, added with bootstrap servers only, registered and
+            # serves Metadata (broker 6 is back too).
+            [ "$ids" = "4 5 6 7 " ] || fail "after adding broker 7 the brokers listed are '$ids', want 4 5 6 7"
         else
             # Broker 4 hears of the fence at its next fetch from the leader.
             for _ in $(seq 1 100); do
@@ -54,6 +59,12 @@ while IFS= read -r line; do
     "cairn topic describe orders"*)
         leaders="$(echo "$out" | awk '/^PARTITION +LEADER/ { on = 1; next } on && NF >= 2 { print $2 }' | sort -u | tr '\n' ' ')"
         [ "$leaders" = "4 5 6 " ] || fail "the leaders of orders are on '$leaders', want 4 5 6: $out" ;;
+    "grep -E 'controller.quorum."*)
+        [ "$out" = "controller.quorum.bootstrap.servers=127.0.0.1:24601,127.0.0.1:24602,127.0.0.1:24603" ] ||
+            fail "broker 7 is not configured with the controllers as bootstrap servers only: $out" ;;
+    "cairn topic describe audit"*)
+        [ "$(echo "$out" | awk '/^PARTITION +LEADER/ { on = 1; next } on && NF >= 2 { n++ } END { print n + 0 }')" = 4 ] ||
+            fail "audit, created through broker 7, does not list 4 partitions with leaders: $out" ;;
     "cairn quorum status"*)
         [ "$(echo "$out" | grep -Ec '^[456] +observer')" = 3 ] || fail "the leader does not list 3 observers: $out"
         [ "$(echo "$out" | grep -Ec '^[123] +voter')" = 3 ] || fail "the leader does not list 3 voters: $out" ;;

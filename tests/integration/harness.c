@@ -361,12 +361,15 @@ void broker_wait_ready(struct test_broker *b)
 }
 
 /* A node of a controller quorum starts on formatted storage only: when the
- * overrides name voters and a cluster id, the dirs are formatted first, as
- * an operator runs `cairnd format` before the first start. */
+ * overrides name voters (or bootstrap servers) and a cluster id, the dirs
+ * are formatted first, as an operator runs `cairnd format` before the
+ * first start. */
 static void harness_format(struct test_broker *b)
 {
     const char *cluster_id = harness_override(b, "cluster.id");
-    if (!harness_override(b, "controller.quorum.voters") || !cluster_id)
+    if ((!harness_override(b, "controller.quorum.voters") &&
+         !harness_override(b, "controller.quorum.bootstrap.servers")) ||
+        !cluster_id)
         return;
     struct harness_args args;
     harness_args(

@@ -272,6 +272,13 @@ static void test_known_bad_configs_are_refused(void **state)
     assert_refused("--check-config --override listeners=PLAINTEXT://:9092,INTERNAL://:9094",
                    "listener name INTERNAL has no entry in listener.security.protocol.map");
     assert_refused("--check-config --override controller.quorum.voters=1@10.0.0.1", "for 'controller.quorum.voters'");
+    /* Bootstrap servers: a broker's alone (controllers keep static voters). */
+    assert_refused("--check-config --override node.id=1 --override controller.quorum.bootstrap.servers=10.0.0.1:9093",
+                   "controllers need controller.quorum.voters");
+    assert_refused("--check-config --override node.id=4 --override process.roles=broker "
+                   "--override controller.quorum.bootstrap.servers=10.0.0.1:9093 "
+                   "--override controller.quorum.voters=1@10.0.0.1:9093",
+                   "set exactly one of them");
     assert_refused("--check-config --override listeners=PLAINTEXT://:9092,INTERNAL://:9094 "
                    "--override listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT "
                    "--override inter.broker.listener.name=INTERNAL "

@@ -272,6 +272,48 @@ static void test_quorum_voters(void **state)
     config_free(cfg);
 }
 
+/* controller.quorum.bootstrap.servers: a broker's way to the quorum
+ * instead of the voters (exactly one of the two); refused on a controller,
+ * which still needs the static voters. */
+static void test_quorum_bootstrap_servers(void **state)
+{
+    (void)state;
+    struct quorum_voter servers[4];
+    char err[256];
+    assert_int_equal(config_parse_quorum_bootstrap_servers("a:9093,[::1]:9094", servers, 4, err, sizeof err), 2);
+    assert_int_equal(servers[0].node_id, -2);
+    assert_int_equal(servers[1].node_id, -3);
+    assert_string_equal(servers[1].host, "::1");
+    assert_int_equal(servers[1].port, 9094);
+    assert_int_equal(config_parse_quorum_bootstrap_servers("1@a:9093", servers, 4, err, sizeof err), -1);
+    assert_int_equal(config_parse_quorum_bootstrap_servers("a:0", servers, 4, err, sizeof err), -1);
+    assert_int_equal(config_parse_quorum_bootstrap_servers(":9093", servers, 4, err, sizeof err), -1);
+
+    const char *keys[] = {"controller.quorum.bootstrap.servers", "node.id", "process.roles", "listeners",
+                          "controller.quorum.voters"};
+    const char *broker[] = {"a:9093,b:9093", "4", "broker", "PLAINTEXT://:9092", "1@a:9093"};
+    struct broker_config *cfg = build_ok(keys, broker, 4);
+    assert_false(config_single_node(cfg));
+    config_free(cfg);
+    char e[400];
+    /* Both set. */
+    assert_int_equal(config_build(keys, broker, 5, &cfg, e, sizeof e), -1);
+    assert_non_null(strstr(e, "set exactly one"));
+    /* Neither set on a broker: no quorum to follow (Kafka's check). */
+    assert_int_equal(config_build(keys + 1, broker + 1, 3, &cfg, e, sizeof e), -1);
+    assert_non_null(strstr(e, "either controller.quorum.bootstrap.servers"));
+    /* A controller. */
+    const char *controller[] = {"a:9093", "1", "broker,controller", "PLAINTEXT://:9092"};
+    assert_int_equal(config_build(keys, controller, 4, &cfg, e, sizeof e), -1);
+    assert_non_null(strstr(e, "controllers need controller.quorum.voters"));
+    /* Without node.id. */
+    const char *k2[] = {"controller.quorum.bootstrap.servers", "process.roles"};
+    const char *v2[] = {"a:9093", "broker"};
+    assert_int_equal(config_build(k2, v2, 2, &cfg, e, sizeof e), -1);
+    assert_non_null(strstr(e, "node.id must be set"));
+    assert_non_null(strstr(build_error("controller.quorum.bootstrap.servers", "a"), "expected host:port"));
+}
+
 static void test_node_id_and_broker_id(void **state)
 {
     (void)state;
@@ -534,6 +576,7 @@ int main(void)
         cmocka_unit_test(test_listener_security_protocols),
         cmocka_unit_test(test_parse_listeners),
         cmocka_unit_test(test_quorum_voters),
+        cmocka_unit_test(test_quorum_bootstrap_servers),
         cmocka_unit_test(test_node_id_and_broker_id),
         cmocka_unit_test(test_retention_precedence),
         cmocka_unit_test(test_unknown_key_warns_and_plugin_keys_pass_through),

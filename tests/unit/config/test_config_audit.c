@@ -165,6 +165,7 @@ static const struct implemented_key implemented[] = {
     {"broker.session.timeout.ms", "tests/integration/test_cluster.c"},
     {"broker.rack", "tests/integration/test_cluster.c tests/integration/test_rack_fetch.c"},
     {"controller.quorum.voters", "tests/integration/test_raft_quorum.c"},
+    {"controller.quorum.bootstrap.servers", "tests/integration/test_quorum_bootstrap.c"},
     {"controller.listener.names", "tests/integration/test_raft_quorum.c"},
     {"controller.quorum.election.timeout.ms", "tests/integration/test_raft_quorum.c"},
     {"controller.quorum.fetch.timeout.ms", "tests/integration/test_raft_quorum.c"},
@@ -207,7 +208,6 @@ static const struct implemented_key implemented[] = {
 static const char *const in_progress[] = {
     "ssl.keystore.password",
     "ssl.truststore.password",
-    "controller.quorum.bootstrap.servers",
 };
 
 static const struct implemented_key *find_implemented(const char *key)

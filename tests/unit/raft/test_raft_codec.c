@@ -363,6 +363,52 @@ static void test_fetch_response_records(void **state)
     free(one);
 }
 
+/* A voter's Fetch answer names the leader's endpoint in NodeEndpoints from
+ * v17 (KIP-853), only for the leader the answer names; older versions
+ * carry none. */
+static void test_fetch_answer_node_endpoints(void **state)
+{
+    (void)state;
+    struct raft_msg resp = {.type = RAFT_MSG_FETCH_RESP, .src = 2, .dst = 7};
+    resp.u.fetch_resp = (struct raft_fetch_resp){.error_code = KAFKA_ERR_NOT_LEADER_OR_FOLLOWER,
+                                                 .high_watermark = -1,
+                                                 .diverging_epoch = -1,
+                                                 .diverging_end_offset = -1,
+                                                 .current_leader_id = 3,
+                                                 .current_leader_epoch = 5,
+                                                 .snapshot_end_offset = -1,
+                                                 .snapshot_epoch = -1};
+    struct raft_codec_endpoint leader = {.node_id = 3, .host = "10.0.0.3", .port = 9093};
+    struct raft_codec_endpoint other = {.node_id = 1, .host = "10.0.0.1", .port = 9093};
+    for (int16_t version = 13; version <= 17; version++) {
+        for (int which = 0; which < 2; which++) {
+            struct kafka_writer w;
+            kafka_writer_init(&w, 64);
+            assert_int_equal(raft_codec_write_fetch_answer(&w, version, &resp, which ? &other : &leader), 0);
+            struct bytes b = take(&w);
+            struct kafka_arena arena;
+            kafka_arena_init(&arena);
+            struct fetch_response decoded;
+            fetch_response_init(&decoded);
+            struct kafka_reader r;
+            kafka_reader_init(&r, b.data, b.len);
+            assert_int_equal(fetch_response_decode(&decoded, &r, version, &arena), 0);
+            struct raft_codec_endpoint got;
+            bool named = raft_codec_fetch_endpoint(&decoded, 3, &got);
+            /* Only the leader's own endpoint goes out, and only from v17. */
+            assert_int_equal(named, version >= 17 && which == 0);
+            if (named) {
+                assert_string_equal(got.host, "10.0.0.3");
+                assert_int_equal(got.port, 9093);
+                assert_int_equal(got.node_id, 3);
+            }
+            assert_false(raft_codec_fetch_endpoint(&decoded, 1, &got));
+            kafka_arena_free(&arena);
+            free(b.data);
+        }
+    }
+}
+
 static void test_describe_quorum(void **state)
 {
     (void)state;
@@ -409,7 +455,7 @@ int main(void)
         cmocka_unit_test(test_epoch_requests),      cmocka_unit_test(test_fetch_request),
         cmocka_unit_test(test_cluster_id_mismatch), cmocka_unit_test(test_fetch_of_another_partition_is_refused),
         cmocka_unit_test(test_small_responses),     cmocka_unit_test(test_fetch_response_records),
-        cmocka_unit_test(test_describe_quorum),
+        cmocka_unit_test(test_describe_quorum),     cmocka_unit_test(test_fetch_answer_node_endpoints),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
