@@ -316,6 +316,15 @@ static const struct config_key_def broker_keys[] = {
             "remote storage plugin."},
     {KEY_LONG("remote.log.manager.task.interval.ms", "30000", 1, I64), LOW, IN(LOG),
      .doc = "How often the remote log manager looks for segments to copy and remote segments to delete."},
+    {KEY_LONG("remote.log.manager.task.retry.backoff.ms", "500", 1, I64), LOW, IN(LOG),
+     .doc = "After a remote storage call fails as unavailable (an outage, a throttled or timed-out request), the "
+            "remote log manager makes no further remote calls for this long, then tries one; it doubles with each "
+            "failure in a row up to remote.log.manager.task.retry.backoff.max.ms."},
+    {KEY_LONG("remote.log.manager.task.retry.backoff.max.ms", "30000", 1, I64), LOW, IN(LOG),
+     .doc = "Longest wait between the remote log manager's attempts while the remote store stays unavailable."},
+    {KEY_DOUBLE("remote.log.manager.task.retry.jitter", "0.2", 0.0, 0.5), LOW, IN(LOG),
+     .doc = "Each remote log manager retry wait is multiplied by a random factor within 1 +/- this fraction "
+            "(capped at remote.log.manager.task.retry.backoff.max.ms)."},
     {KEY_INT("remote.log.manager.thread.pool.size", "10", 1, 256), LOW, IN(LOG),
      .doc = "Threads that copy segments to and delete them from the remote store."},
     {KEY_INT("remote.log.reader.threads", "10", 1, 256), LOW, IN(LOG),

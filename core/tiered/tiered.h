@@ -34,7 +34,12 @@ struct tiered_options {
     struct plugin_host *plugins;
     const char *state_dir; /* holds remote-log-metadata/ and remote-log-cache/ */
     int32_t node_id;
-    int64_t task_interval_ms;    /* remote.log.manager.task.interval.ms */
+    int64_t task_interval_ms; /* remote.log.manager.task.interval.ms */
+    /* remote.log.manager.task.retry.{backoff.ms,backoff.max.ms,jitter}:
+     * how long remote work waits after the store failed as unavailable. */
+    int64_t retry_backoff_ms;
+    int64_t retry_backoff_max_ms;
+    double retry_jitter;
     int32_t copier_threads;      /* remote.log.manager.thread.pool.size */
     int32_t reader_threads;      /* remote.log.reader.threads */
     int32_t read_ahead_segments; /* remote.log.read.ahead.segments (0: none) */

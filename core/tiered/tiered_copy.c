@@ -85,10 +85,12 @@ static int save(struct tiered *t, struct tiered_partition *p)
 }
 
 /* Deletes segment i (by id, as the list may shift) from the store and the
- * list. Returns 0, or -1 when the plugin failed (the entry stays, marked
- * DELETE_SEGMENT_STARTED, for the next pass). */
+ * list. Returns 0, or -1 when the plugin failed or the store is backing off
+ * (the entry stays in the durable list, for a later pass). */
 static int delete_one(struct tiered *t, struct tiered_partition *p, size_t i, const char *why)
 {
+    if (!tiered_store_admit(t))
+        return -1; /* the store is backing off: the entry stays for a later pass */
     uint8_t id[16];
     pthread_mutex_lock(&p->lock);
     memcpy(id, p->segs[i].id, 16);
@@ -106,6 +108,7 @@ static int delete_one(struct tiered *t, struct tiered_partition *p, size_t i, co
     tiered_segment_view(t, p, &copy, &view);
     char err[512] = "";
     int rc = t->rsm->delete_segment(t->rsm_instance, &view, err, sizeof err);
+    tiered_store_note(t, rc);
     if (rc != CAIRN_OK) {
         tiered_count_error(t, TIERED_OP_DELETE, tiered_error_kind_of(rc));
         logger_warn("tiered", "%s-%" PRId32 ": deleting remote segment at %" PRId64 " failed (%d): %s", p->topic,
@@ -270,6 +273,7 @@ static int copy_one(struct tiered *t, struct tiered_partition *p, struct partiti
     rc = rc == 0 && log_path && index_path && time_path
              ? t->rsm->copy_segment(t->rsm_instance, &view, &files, custom, &custom_len, err, sizeof err)
              : CAIRN_ERROR;
+    tiered_store_note(t, rc);
     free(log_path);
     free(index_path);
     free(time_path);
@@ -285,6 +289,8 @@ static int copy_one(struct tiered *t, struct tiered_partition *p, struct partiti
         pthread_mutex_lock(&p->lock);
         ssize_t at = index_of(p, s.id);
         pthread_mutex_unlock(&p->lock);
+        /* Skipped while the store backs off; the entry (COPY_STARTED, in
+         * the saved list) is cleaned up once the store answers again. */
         delete_one(t, p, (size_t)at, "failed copy");
         return -1;
     }
@@ -303,7 +309,9 @@ static int copy_one(struct tiered *t, struct tiered_partition *p, struct partiti
         struct tiered_segment mine = p->segs[at];
         pthread_mutex_unlock(&p->lock);
         tiered_segment_view(t, p, &mine, &view);
-        if (t->rsm->delete_segment(t->rsm_instance, &view, err, sizeof err) != CAIRN_OK)
+        int deleted = t->rsm->delete_segment(t->rsm_instance, &view, err, sizeof err);
+        tiered_store_note(t, deleted);
+        if (deleted != CAIRN_OK)
             logger_warn("tiered", "%s-%" PRId32 ": the copy at %" PRId64 " made before losing the lead stays: %s",
                         p->topic, p->partition, info->base_offset, err);
         pthread_mutex_lock(&p->lock);
@@ -374,8 +382,10 @@ static void copy_eligible(struct tiered *t, struct tiered_partition *p, struct p
          * it since the listing). A compacted segment waits for its cleaning. */
         if (!stalled && !t->stopping && partition_log_claim_for_copy(log, &segs[i]) != 0)
             stalled = true;
-        if (stalled || t->stopping || segs[i].next_offset > bound || !copy_quota_allows(t, segs[i].size) ||
-            copy_one(t, p, log, &segs[i]) != 0) {
+        /* While the store backs off, the segment stays local and waits
+         * (the quota is not charged for a copy not tried). */
+        if (stalled || t->stopping || segs[i].next_offset > bound || !tiered_store_admit(t) ||
+            !copy_quota_allows(t, segs[i].size) || copy_one(t, p, log, &segs[i]) != 0) {
             stalled = true; /* in order: a later segment waits for this one */
             lag++;
             lag_bytes += segs[i].size;
@@ -454,7 +464,7 @@ static void follow(struct tiered *t, struct tiered_partition *p, struct partitio
     p->copy_lag = 0; /* the leader's to report */
     p->copy_lag_bytes = 0;
     pthread_mutex_unlock(&t->lock);
-    if (tiered_manifest_read(t, p) != 0)
+    if (!tiered_store_admit(t) || tiered_manifest_read(t, p) != 0)
         return;
     publish(p, log);
 }
@@ -465,7 +475,7 @@ static int take_lead(struct tiered *t, struct tiered_partition *p, int32_t epoch
 {
     if (p->synced_epoch == epoch)
         return 0;
-    if (tiered_manifest_read(t, p) < 0)
+    if (!tiered_store_admit(t) || tiered_manifest_read(t, p) < 0)
         return -1; /* the store failed: copying now could duplicate; next pass */
     p->synced_epoch = epoch;
     p->leading_epoch = epoch;
@@ -502,7 +512,6 @@ void tiered_copy_partition(struct tiered *t, struct tiered_partition *p, int64_t
         partition_log_close(log);
         return;
     }
-    clean_unfinished(t, p);
     struct log_config cfg;
     partition_log_get_config(log, &cfg);
     /* A DeleteRecords start below the local one is kept with the list. */
@@ -517,6 +526,9 @@ void tiered_copy_partition(struct tiered *t, struct tiered_partition *p, int64_t
      * and the cleaner leaves it from its claim on (partition_log.h). */
     if (cfg.remote_storage_enable)
         copy_eligible(t, p, log);
+    /* After the copies: while the store fails, a copy is what tries it
+     * again, and the leftovers of failed copies go once one lands. */
+    clean_unfinished(t, p);
     remote_retention(t, p, log, &cfg, now_ms);
     publish(p, log);
     partition_log_close(log);
@@ -527,7 +539,7 @@ void tiered_delete_partition(struct tiered *t, struct tiered_partition *p)
     for (size_t i = 0; i < p->count;)
         if (delete_one(t, p, i, "topic deleted") != 0)
             i++;
-    if (p->count == 0 && tiered_manifest_delete(t, p) == 0) {
+    if (p->count == 0 && tiered_store_admit(t) && tiered_manifest_delete(t, p) == 0) {
         if (unlink(p->meta_path) != 0 && errno != ENOENT)
             logger_warn("tiered", "cannot remove %s: %s", p->meta_path, strerror(errno));
         pthread_mutex_lock(&t->lock);

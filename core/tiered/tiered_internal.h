@@ -151,6 +151,10 @@ struct tiered {
     struct tiered_quota copy_quota;
     struct tiered_quota fetch_quota;
     pthread_cond_t quota_wake; /* stopping or a new copy quota */
+    /* The store failing as unavailable (lock): failures in a row, and the
+     * monotonic time before which no copier calls it (tiered_backoff.c). */
+    int32_t store_failures;
+    int64_t store_retry_at_ms;
 };
 
 /* tiered_metadata.c: the per-partition file
@@ -204,6 +208,19 @@ void tiered_count_error(struct tiered *t, enum tiered_op op, enum tiered_error_k
 /* Records one plugin fetch call that started at started_ns
  * (clock_mono_ns) in cairn_remote_fetch_latency_seconds. */
 void tiered_observe_fetch(struct tiered *t, enum tiered_fetch_object object, int64_t started_ns);
+
+/* tiered_backoff.c: one store-wide backoff for the copiers' remote work
+ * (copies, deletes, manifests), Kafka's remote.log.manager.task.retry.*.
+ * While the store fails as unavailable, a copier makes one call after each
+ * backoff and skips the rest, so a pass spends about one plugin retry
+ * budget however much work waits (reads have their own retry delay). */
+/* Whether a copier may call the store now: yes while it answers; after a
+ * failure, once the backoff ended, to exactly one caller (which then owns
+ * the next attempt: the time moves on by another backoff meanwhile). */
+bool tiered_store_admit(struct tiered *t);
+/* Records a plugin call's status: CAIRN_RETRIABLE starts or lengthens the
+ * backoff, CAIRN_OK ends it, other failures leave it. */
+void tiered_store_note(struct tiered *t, int status);
 
 /* tiered_copy.c, on a copier thread holding p->busy. */
 void tiered_copy_partition(struct tiered *t, struct tiered_partition *p, int64_t now_ms);

@@ -62,6 +62,7 @@ int tiered_manifest_write(struct tiered *t, struct tiered_partition *p, int32_t 
         uint8_t custom[TIERED_CUSTOM_METADATA_MAX];
         size_t custom_len = sizeof custom;
         rc = t->rsm->copy_segment(t->rsm_instance, &view, &files, custom, &custom_len, err, sizeof err);
+        tiered_store_note(t, rc);
     }
     unlink(tmp);
     free(tmp);
@@ -121,6 +122,7 @@ int tiered_manifest_read(struct tiered *t, struct tiered_partition *p)
     char err[512] = "";
     int64_t started_ns = clock_mono_ns();
     int rc = t->rsm->fetch_segment(t->rsm_instance, &view, 0, -1, &sink, err, sizeof err);
+    tiered_store_note(t, rc == CAIRN_NOT_FOUND ? CAIRN_OK : rc); /* an answer, if not a manifest */
     tiered_observe_fetch(t, TIERED_FETCH_MANIFEST, started_ns);
     if (rc == CAIRN_NOT_FOUND) { /* none written yet: not an error */
         free(buf.data);
@@ -162,6 +164,7 @@ int tiered_manifest_delete(struct tiered *t, struct tiered_partition *p)
     manifest_view(t, p, &view);
     char err[512] = "";
     int rc = t->rsm->delete_segment(t->rsm_instance, &view, err, sizeof err);
+    tiered_store_note(t, rc);
     if (rc != CAIRN_OK) {
         tiered_count_error(t, TIERED_OP_DELETE, tiered_error_kind_of(rc));
         logger_warn("tiered", "%s-%" PRId32 ": deleting the remote segment manifest failed (%d): %s", p->topic,

@@ -271,6 +271,11 @@ static int delete_objects(struct s3_plugin *plugin, const struct cairn_remote_se
             first = rc;
             snprintf(err, errlen, "%s", one_err);
         }
+        /* An unreachable store fails the other objects' requests the same
+         * way, each after its own retry budget: the caller retries the
+         * whole delete later (deleting a missing key succeeds). */
+        if (rc == CAIRN_RETRIABLE)
+            break;
     }
     return first;
 }

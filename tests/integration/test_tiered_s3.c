@@ -210,11 +210,13 @@ static void start_s3_broker(struct tiered_state *st, const char *secret)
     const char *const overrides[] = {
         path_kv, "plugins=storage-s3", "plugin.storage-s3.bucket=" S3RVER_BUCKET, endpoint_kv,
         "plugin.storage-s3.path.style.access=true", "plugin.storage-s3.access.key.id=" S3RVER_KEY_ID, secret_kv,
-        /* A dead store fails each request in well under a second, so
-         * copy passes (each also retrying the deletes of the failed
-         * copies' leftovers) come often. */
-        "plugin.storage-s3.connect.timeout.ms=1000", "plugin.storage-s3.retry.max.attempts=2",
-        "plugin.storage-s3.retry.total.timeout.ms=1000", "plugin.storage-s3.retry.backoff.max.ms=200", metrics_kv,
+        /* A dead store fails each request after up to ~0.8 s of the
+         * plugin's retries (its retry budget), and the remote log manager
+         * backs off from 200 ms up to 1 s (+/- 20 %) between attempts. */
+        "plugin.storage-s3.connect.timeout.ms=1000", "plugin.storage-s3.retry.max.attempts=3",
+        "plugin.storage-s3.retry.backoff.ms=400", "plugin.storage-s3.retry.backoff.max.ms=400",
+        "plugin.storage-s3.retry.total.timeout.ms=1000", "remote.log.manager.task.retry.backoff.ms=200",
+        "remote.log.manager.task.retry.backoff.max.ms=1000", "remote.log.manager.task.retry.jitter=0.2", metrics_kv,
         "remote.log.storage.system.enable=true", "remote.log.manager.task.interval.ms=200",
         "remote.log.manager.thread.pool.size=2", "remote.log.reader.threads=2", "log.retention.check.interval.ms=200",
         /* A few segments' worth: reads from 0 keep going to the store. */
@@ -303,6 +305,108 @@ static void wait_copy_errors(struct tiered_state *st, int64_t want)
     }
 }
 
+/* Watches failed copies during an outage until `attempts` more than now
+ * were counted, failing the test once more than bound_ms pass without one
+ * (from the first seen on). Returns the longest time between two (ms). */
+static long long watch_copy_attempts(struct tiered_state *st, int attempts, long long bound_ms)
+{
+    long long deadline = harness_now_ms() + TIER_WAIT_MS;
+    int64_t last = remote_errors_total(st, "copy");
+    long long last_at = harness_now_ms(), longest = 0;
+    int seen = 0;
+    while (seen < attempts && harness_now_ms() < deadline) {
+        usleep(100 * 1000);
+        int64_t now = remote_errors_total(st, "copy");
+        long long at = harness_now_ms();
+        if (now > last) {
+            if (seen > 0 && at - last_at > longest) /* the first gap started before the watch */
+                longest = at - last_at;
+            fprintf(stderr, "copy attempt failed %lld ms after the previous one\n", at - last_at);
+            seen += (int)(now - last);
+            last = now;
+            last_at = at;
+        } else if (seen > 0 && at - last_at > bound_ms) {
+            broker_print_log_tail(&st->broker, 30);
+            fail_msg("no copy attempt for %lld ms during the outage (bound %lld ms)", at - last_at, bound_ms);
+        }
+    }
+    if (seen < attempts)
+        fail_msg("%d failed copies seen, want %d", seen, attempts);
+    return longest;
+}
+
+/* Of the objects in s3rver's directory for the partition (named
+ * <base>-<segment id>.<kind>), how many belong to a segment id without a
+ * .log object: an unfinished or failed copy's leftovers. *ids: how many
+ * segment ids hold a .log. */
+static int store_orphans(const struct tiered_state *st, int *ids)
+{
+    uint8_t id[16];
+    local_topic_id(st, id);
+    char hex[33], dir[256];
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", id[i]);
+    snprintf(dir, sizeof dir, "%s/" S3RVER_BUCKET "/" TOPIC "-%s/0", server.dir, hex);
+    enum { MAX_OBJECTS = 4096, ID_AT = 21, ID_LEN = 32 };
+    static char names[MAX_OBJECTS][ID_AT + ID_LEN + 1];
+    static bool has_log[MAX_OBJECTS];
+    int n = 0;
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strlen(e->d_name) < ID_AT + ID_LEN + 1 || e->d_name[ID_AT - 1] != '-' ||
+            !strstr(e->d_name, "._S3rver_object"))
+            continue;
+        assert_true(n < MAX_OBJECTS);
+        snprintf(names[n], sizeof names[n], "%.*s", ID_AT + ID_LEN, e->d_name);
+        has_log[n] = strncmp(e->d_name + ID_AT + ID_LEN, ".log._S3rver_object", 19) == 0;
+        n++;
+    }
+    closedir(d);
+    int orphans = 0;
+    *ids = 0;
+    for (int i = 0; i < n; i++) {
+        bool whole = false;
+        for (int j = 0; j < n && !whole; j++)
+            whole = has_log[j] && strcmp(names[j] + ID_AT, names[i] + ID_AT) == 0;
+        if (!whole) {
+            fprintf(stderr, "orphan object %s\n", names[i]);
+            orphans++;
+        }
+        *ids += has_log[i];
+    }
+    return orphans;
+}
+
+/* How many entries of the broker's remote segment lists are unfinished
+ * (a copy or a delete started and not confirmed): cleanups still owed. */
+static int unfinished_list_entries(const struct tiered_state *st)
+{
+    char dir[800], path[1200];
+    snprintf(dir, sizeof dir, "%s/remote-log-metadata", st->broker.data_dir);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (l < 5 || strcmp(e->d_name + l - 5, ".json") != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        static char text[1 << 20];
+        size_t len = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[len] = '\0';
+        for (const char *at = text; (at = strstr(at, "_STARTED\"")) != NULL; at++)
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
 /* Waits until ListOffsets answers for the partition (after a restart it
  * may first answer that the partition is not led yet). */
 static void wait_partition_served(const struct tiered_state *st)
@@ -376,11 +480,13 @@ static int16_t raw_fetch_error_from_zero(const struct tiered_state *st, const ui
 }
 
 /* s3rver killed (SIGKILL) between two halves of a produce on one producer:
- * produce keeps being acknowledged, copies fail pass after pass, no
- * segment whose copy has not landed leaves the disk, a read of remote
- * data answers the retriable KAFKA_STORAGE_ERROR; s3rver restarted on the
- * same port and directory gets every copy and a consumer from 0 reads
- * every record byte for byte. */
+ * produce keeps being acknowledged, copies fail pass after pass at a
+ * bounded interval (the copiers back off rather than retrying every
+ * cleanup), no segment whose copy has not landed leaves the disk, a read
+ * of remote data answers the retriable KAFKA_STORAGE_ERROR; s3rver
+ * restarted on the same port and directory gets every copy, the failed
+ * copies are cleaned up (no orphan object, nothing owed in the list), and
+ * a consumer from 0 reads every record byte for byte. */
 static void test_s3_store_killed_and_back(void **state)
 {
     struct tiered_state *st = *state;
@@ -416,11 +522,39 @@ static void test_s3_store_killed_and_back(void **state)
                      (long long)tiered);
     assert_true(broker_log_contains(&st->broker, "to storage-s3 failed"));
 
+    /* Retries stay bounded however long the outage: after a failure the
+     * copiers back off (at most ~1.2 s here) and then make one call, which
+     * spends at most the plugin's retry budget (~0.8 s), instead of also
+     * retrying every earlier failed copy's cleanup delete (each object's
+     * delete one more budget) pass after pass: those passes were 10 s
+     * apart here by this point and 26 s seven failures later; these are
+     * ~1.5 s apart. Cleanups wait meanwhile (no delete is tried while the
+     * store fails). */
+    int64_t deletes_failed = remote_errors_total(st, "delete");
+    long long longest = watch_copy_attempts(st, 7, 8000);
+    fprintf(stderr, "longest time between failed copies: %lld ms; %lld failed deletes meanwhile\n", longest,
+            (long long)(remote_errors_total(st, "delete") - deletes_failed));
+    assert_true(remote_errors_total(st, "delete") - deletes_failed <= 1);
+    int owed = unfinished_list_entries(st);
+    assert_true(owed >= 7); /* each failed copy's entry, kept in the saved list */
+    int64_t deleted_before = metric_value(st, "cairn_remote_delete_segments_total");
+
     if (!s3rver_start(&server, port))
         fail_msg("s3rver did not restart on port %d", port);
     produce_with(p, st, 200); /* and producing goes on */
     rk_producer_destroy(p);
     wait_tiered_tail(st);
+    /* Once copies land again, every failed copy is cleaned up: nothing owed
+     * in the list, every entry's delete counted, and no object in the
+     * store outside a whole copy. */
+    long long deadline = harness_now_ms() + TIER_WAIT_MS;
+    while (unfinished_list_entries(st) > 0 && harness_now_ms() < deadline)
+        usleep(250 * 1000);
+    assert_int_equal(unfinished_list_entries(st), 0);
+    assert_true(metric_value(st, "cairn_remote_delete_segments_total") >= deleted_before + owed);
+    int whole = 0;
+    assert_int_equal(store_orphans(st, &whole), 0);
+    assert_true(whole >= 20);
     assert_true(list_offset_v9(st, -5) > tiered);
     assert_true(list_offset_v9(st, -4) > local_start);
     assert_int_equal(list_offset_v9(st, -2), 0);
