@@ -83,6 +83,7 @@ int broker_tls_setup(struct broker_tls *bt, const struct broker_config *cfg, int
     if (rc != 0)
         return -1;
     tls_listener_set_refusal_hook(bt->listeners[index], audit_refusal, bt);
+    snprintf(bt->names[index], sizeof bt->names[index], "%s", lc->name);
     lc->transport_init = tls_listener_transport_init;
     lc->transport_ctx = bt->listeners[index];
     return 0;
@@ -95,6 +96,45 @@ int broker_tls_reload(struct broker_tls *bt)
         char err[1024];
         if (bt->listeners[i] && tls_listener_reload(bt->listeners[i], err, sizeof err) != 0) {
             logger_error("server", "TLS reload failed, keeping the previous certificates: %s", err);
+            failures++;
+        }
+    }
+    return failures;
+}
+
+int broker_tls_check(struct broker_tls *bt, const struct broker_config *cfg, char *err, size_t errlen)
+{
+    for (int i = 0; i < NET_MAX_LISTENERS; i++) {
+        if (!bt->listeners[i])
+            continue;
+        struct tls_settings settings;
+        if (tls_settings_from_config(cfg, bt->names[i], &settings) != 0) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        int rc = tls_listener_check(bt->listeners[i], &settings, err, errlen);
+        tls_settings_clear(&settings);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int broker_tls_apply(struct broker_tls *bt, const struct broker_config *cfg)
+{
+    int failures = 0;
+    for (int i = 0; i < NET_MAX_LISTENERS; i++) {
+        if (!bt->listeners[i])
+            continue;
+        char err[1024] = "out of memory";
+        struct tls_settings settings;
+        int rc = tls_settings_from_config(cfg, bt->names[i], &settings);
+        if (rc == 0) {
+            rc = tls_listener_update(bt->listeners[i], &settings, err, sizeof err);
+            tls_settings_clear(&settings);
+        }
+        if (rc < 0) {
+            logger_error("server", "new TLS settings not applied, keeping the previous ones: %s", err);
             failures++;
         }
     }

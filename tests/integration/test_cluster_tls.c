@@ -303,6 +303,38 @@ static void test_endpoint_identification(void **state)
     cluster_stop(&c);
 }
 
+/* ssl.crl.location on the node's own links: the controller link checks
+ * the listener's certificate against the same CRLs as the listeners check
+ * clients. A good certificate with a current CRL registers; a revoked one
+ * (bob's, as the node's keystore, its host name check off as bob's names
+ * no host) is refused by the link itself, which logs why. */
+static void test_outgoing_links_check_crls(void **state)
+{
+    (void)state;
+    const char *revoked[] = {"revoked.pem", "revoked.key", NULL};
+    tls_certs_write(certs_dir, "revoked-server.pem", revoked);
+    char crl[400];
+    snprintf(crl, sizeof crl, "ssl.crl.location=%s/crl.pem", certs_dir);
+    const char *extra[] = {crl, "ssl.endpoint.identification.algorithm=", NULL};
+
+    struct test_broker b;
+    memset(&b, 0, sizeof b);
+    spawn_single(&b, "server.pem", extra);
+    broker_wait_ready(&b);
+    assert_false(broker_log_contains(&b, "TLS handshake with"));
+    broker_stop(&b);
+    broker_mark_passed(&b);
+    broker_cleanup(&b);
+
+    memset(&b, 0, sizeof b);
+    spawn_single(&b, "revoked-server.pem", extra);
+    broker_wait_log(&b, "link: TLS handshake with", 30000);
+    broker_wait_log(&b, "failed: certificate verify failed: certificate revoked", 5000);
+    broker_stop(&b);
+    broker_mark_passed(&b);
+    broker_cleanup(&b);
+}
+
 static void wait_exit(struct test_broker *b)
 {
     long long deadline = harness_now_ms() + 20000;
@@ -409,6 +441,7 @@ int main(void)
         cmocka_unit_test(test_quorum_and_replication_over_mutual_tls),
         cmocka_unit_test(test_node_with_wrong_ca_stays_out),
         cmocka_unit_test(test_endpoint_identification),
+        cmocka_unit_test(test_outgoing_links_check_crls),
         cmocka_unit_test(test_sasl_links_refused),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
