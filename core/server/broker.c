@@ -560,6 +560,8 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         goto fail;
     if (start_network(b, err, errlen) != 0)
         goto fail;
+    /* The controller listener's keys change with the others'. */
+    b->tls.controller = quorum_tls_listener(b->quorum);
     b->env.check_broker_config = check_dynamic_tls;
     b->env.check_broker_config_ctx = &b->tls;
     if (b->net && dynamic_config_start(b->metadata, cfg, b->env.node_id, b->net, b->replication, b->tiered, &b->tls,

@@ -102,17 +102,31 @@ int broker_tls_reload(struct broker_tls *bt)
     return failures;
 }
 
+/* The i-th TLS listener the dynamic ssl.* keys reach: the broker's own,
+ * then the quorum's controller listener. */
+static struct tls_listener *nth_listener(const struct broker_tls *bt, int i, const char **name)
+{
+    if (i < NET_MAX_LISTENERS) {
+        *name = bt->names[i];
+        return bt->listeners[i];
+    }
+    *name = bt->controller ? tls_listener_name(bt->controller) : "";
+    return bt->controller;
+}
+
 int broker_tls_check(struct broker_tls *bt, const struct broker_config *cfg, char *err, size_t errlen)
 {
-    for (int i = 0; i < NET_MAX_LISTENERS; i++) {
-        if (!bt->listeners[i])
+    for (int i = 0; i <= NET_MAX_LISTENERS; i++) {
+        const char *name;
+        struct tls_listener *l = nth_listener(bt, i, &name);
+        if (!l)
             continue;
         struct tls_settings settings;
-        if (tls_settings_from_config(cfg, bt->names[i], &settings) != 0) {
+        if (tls_settings_from_config(cfg, name, &settings) != 0) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        int rc = tls_listener_check(bt->listeners[i], &settings, err, errlen);
+        int rc = tls_listener_check(l, &settings, err, errlen);
         tls_settings_clear(&settings);
         if (rc != 0)
             return -1;
@@ -123,14 +137,16 @@ int broker_tls_check(struct broker_tls *bt, const struct broker_config *cfg, cha
 int broker_tls_apply(struct broker_tls *bt, const struct broker_config *cfg)
 {
     int failures = 0;
-    for (int i = 0; i < NET_MAX_LISTENERS; i++) {
-        if (!bt->listeners[i])
+    for (int i = 0; i <= NET_MAX_LISTENERS; i++) {
+        const char *name;
+        struct tls_listener *l = nth_listener(bt, i, &name);
+        if (!l)
             continue;
         char err[1024] = "out of memory";
         struct tls_settings settings;
-        int rc = tls_settings_from_config(cfg, bt->names[i], &settings);
+        int rc = tls_settings_from_config(cfg, name, &settings);
         if (rc == 0) {
-            rc = tls_listener_update(bt->listeners[i], &settings, err, sizeof err);
+            rc = tls_listener_update(l, &settings, err, sizeof err);
             tls_settings_clear(&settings);
         }
         if (rc < 0) {
@@ -147,4 +163,5 @@ void broker_tls_free(struct broker_tls *bt)
         tls_listener_free(bt->listeners[i]);
         bt->listeners[i] = NULL;
     }
+    bt->controller = NULL; /* the quorum's */
 }

@@ -21,6 +21,7 @@ struct broker_tls {
     struct plugin_host *plugins; /* may be NULL */
     struct tls_listener *listeners[NET_MAX_LISTENERS];
     char names[NET_MAX_LISTENERS][32]; /* the listeners' names, for their ssl.* keys */
+    struct tls_listener *controller;   /* the quorum's SSL controller listener (not owned), or NULL */
 };
 
 /* Gives lc its TLS transport when its protocol needs one (SSL, SASL_SSL); a no-op

@@ -386,6 +386,11 @@ void quorum_free(struct quorum *q)
     free(q);
 }
 
+struct tls_listener *quorum_tls_listener(struct quorum *q)
+{
+    return q ? q->tls : NULL;
+}
+
 int quorum_reload_tls(struct quorum *q)
 {
     if (!q)

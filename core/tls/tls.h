@@ -88,6 +88,9 @@ int tls_listener_check(struct tls_listener *l, const struct tls_settings *s, cha
  * says why). Any thread; serialised with tls_listener_reload. */
 int tls_listener_update(struct tls_listener *l, const struct tls_settings *s, char *err, size_t errlen);
 
+/* The listener's name, as created. */
+const char *tls_listener_name(const struct tls_listener *l);
+
 /* After the network server stopped (no transport_init can run). */
 void tls_listener_free(struct tls_listener *l);
 

@@ -221,6 +221,11 @@ int tls_listener_update(struct tls_listener *l, const struct tls_settings *s, ch
     return 1;
 }
 
+const char *tls_listener_name(const struct tls_listener *l)
+{
+    return l->name;
+}
+
 void tls_listener_set_refusal_hook(struct tls_listener *l, tls_refusal_fn fn, void *ctx)
 {
     l->on_refusal = fn;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "raw_kafka.h"
 #include "rk_helpers.h"
 #include "tls_cluster.h"
 
@@ -333,6 +334,33 @@ static void test_outgoing_links_check_crls(void **state)
     cluster_stop(&c);
 }
 
+/* The controller listener's ssl.* keys change at runtime like the
+ * broker listeners': checked first (a missing file is refused naming the
+ * key), then applied to its new connections. */
+static void test_controller_listener_keystore_at_runtime(void **state)
+{
+    (void)state;
+    struct test_broker b;
+    memset(&b, 0, sizeof b);
+    spawn_single(&b, "server.pem", NULL);
+    broker_wait_ready(&b);
+    char msg[512], path[400];
+    snprintf(path, sizeof path, "%s/no-such.pem", certs_dir);
+    int code = raw_incremental_alter_broker(broker_port(&b), "1", "listener.name.controller.ssl.keystore.location", 0,
+                                            path, msg, sizeof msg);
+    if (code != 40 || !strstr(msg, "listener.name.controller.ssl.keystore.location: cannot open"))
+        fail_msg("error %d '%s', expected INVALID_CONFIG naming the key", code, msg);
+    snprintf(path, sizeof path, "%s/other-server.pem", certs_dir);
+    code = raw_incremental_alter_broker(broker_port(&b), "1", "listener.name.controller.ssl.keystore.location", 0, path,
+                                        msg, sizeof msg);
+    if (code != 0)
+        fail_msg("error %d '%s'", code, msg);
+    broker_wait_log(&b, "listener CONTROLLER: new TLS settings applied", 20000);
+    broker_stop(&b);
+    broker_mark_passed(&b);
+    broker_cleanup(&b);
+}
+
 static void wait_exit(struct test_broker *b)
 {
     long long deadline = harness_now_ms() + 20000;
@@ -440,6 +468,7 @@ int main(void)
         cmocka_unit_test(test_node_with_wrong_ca_stays_out),
         cmocka_unit_test(test_endpoint_identification),
         cmocka_unit_test(test_outgoing_links_check_crls),
+        cmocka_unit_test(test_controller_listener_keystore_at_runtime),
         cmocka_unit_test(test_sasl_links_refused),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
