@@ -258,8 +258,8 @@ static void print_dynamic_notes(FILE *out)
                  "the dynamic value goes back to the config file's. DescribeConfigs lists the\n"
                  "per-listener values set dynamically with source `DYNAMIC_BROKER_CONFIG`. Cairn\n"
                  "does not check that the new certificate keeps the old one's subject and SANs\n"
-                 "(Kafka does, unless told not to), and the node's own outgoing links keep the\n"
-                 "settings they started with until a restart.\n");
+                 "(Kafka does, unless told not to). The node's own links to other nodes take the\n"
+                 "new values of the listener they connect over as well.\n");
 }
 
 /* How the ssl.* keys fit together; printed after the tables. */

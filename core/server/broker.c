@@ -562,6 +562,12 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         goto fail;
     /* The controller listener's keys change with the others'. */
     b->tls.controller = quorum_tls_listener(b->quorum);
+    /* And the node's own links (Kafka reconfigures its fetchers' SSL too). */
+    struct server_link *voters = quorum_link(b->quorum);
+    if (voters)
+        broker_tls_add_link(&b->tls, voters->tls, voters->listener);
+    broker_tls_add_link(&b->tls, b->controller_link.tls, b->controller_link.listener);
+    broker_tls_add_link(&b->tls, b->broker_link.tls, b->broker_link.listener);
     b->env.check_broker_config = check_dynamic_tls;
     b->env.check_broker_config_ctx = &b->tls;
     if (b->net && dynamic_config_start(b->metadata, cfg, b->env.node_id, b->net, b->replication, b->tiered, &b->tls,

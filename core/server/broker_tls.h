@@ -15,14 +15,28 @@
 
 struct broker_config;
 struct plugin_host;
+struct tls_client;
 struct tls_listener;
+
+#define BROKER_TLS_MAX_LINKS 4 /* quorum, controller, inter-broker */
 
 struct broker_tls {
     struct plugin_host *plugins; /* may be NULL */
     struct tls_listener *listeners[NET_MAX_LISTENERS];
     char names[NET_MAX_LISTENERS][32]; /* the listeners' names, for their ssl.* keys */
     struct tls_listener *controller;   /* the quorum's SSL controller listener (not owned), or NULL */
+    /* The node's own SSL links (not owned), each with the listener whose
+     * ssl.* keys it uses. */
+    struct broker_tls_link {
+        struct tls_client *client;
+        char listener[32];
+    } links[BROKER_TLS_MAX_LINKS];
+    int link_count;
 };
+
+/* Lets dynamic ssl.* changes reach a link (client NULL: a no-op). Before
+ * dynamic configs start; the link outlives them. */
+void broker_tls_add_link(struct broker_tls *bt, struct tls_client *client, const char *listener);
 
 /* Gives lc its TLS transport when its protocol needs one (SSL, SASL_SSL); a no-op
  * for the others. -1 with err naming the key and OpenSSL's reason. */

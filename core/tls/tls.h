@@ -129,6 +129,10 @@ int tls_client_create(const char *link_name, const struct tls_settings *s, struc
  * open ones keep theirs. On failure the old context stays and err names
  * the link, the key and the file. */
 int tls_client_reload(struct tls_client *c, char *err, size_t errlen);
+/* As tls_listener_check and tls_listener_update, for a link: the host
+ * name check (ssl.endpoint.identification.algorithm) stays as created. */
+int tls_client_check(struct tls_client *c, const struct tls_settings *s, char *err, size_t errlen);
+int tls_client_update(struct tls_client *c, const struct tls_settings *s, char *err, size_t errlen);
 void tls_client_free(struct tls_client *c);
 
 /* For net_client_config.transport_ops, with transport_ctx the tls_client. */

@@ -28,6 +28,9 @@ struct tls_listener {
     SSL_CTX *ctx;
 };
 
+/* Whether a and b hold the same values (sources aside). */
+bool tls_settings_equal(const struct tls_settings *a, const struct tls_settings *b);
+
 /* Builds a server context from s; -1 with err naming the key and OpenSSL's
  * reason. */
 SSL_CTX *tls_context_build(const struct tls_settings *s, char *err, size_t errlen);

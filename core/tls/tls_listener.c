@@ -162,7 +162,7 @@ int tls_listener_reload(struct tls_listener *l, char *err, size_t errlen)
     return 0;
 }
 
-static bool same_settings(const struct tls_settings *a, const struct tls_settings *b)
+bool tls_settings_equal(const struct tls_settings *a, const struct tls_settings *b)
 {
     for (int k = 0; k < TLS_KEY_COUNT; k++) {
         const char *x = a->value[k], *y = b->value[k];
@@ -175,7 +175,7 @@ static bool same_settings(const struct tls_settings *a, const struct tls_setting
 int tls_listener_check(struct tls_listener *l, const struct tls_settings *s, char *err, size_t errlen)
 {
     pthread_mutex_lock(&l->rebuild);
-    bool unchanged = same_settings(&l->settings, s);
+    bool unchanged = tls_settings_equal(&l->settings, s);
     pthread_mutex_unlock(&l->rebuild);
     if (unchanged)
         return 0;
@@ -197,7 +197,7 @@ int tls_listener_update(struct tls_listener *l, const struct tls_settings *s, ch
         return -1;
     }
     pthread_mutex_lock(&l->rebuild);
-    if (same_settings(&l->settings, &copy)) {
+    if (tls_settings_equal(&l->settings, &copy)) {
         pthread_mutex_unlock(&l->rebuild);
         tls_settings_clear(&copy);
         return 0;

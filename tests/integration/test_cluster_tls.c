@@ -336,7 +336,8 @@ static void test_outgoing_links_check_crls(void **state)
 
 /* The controller listener's ssl.* keys change at runtime like the
  * broker listeners': checked first (a missing file is refused naming the
- * key), then applied to its new connections. */
+ * key), then applied to its new connections and to the node's controller
+ * link, which uses that listener's keys. */
 static void test_controller_listener_keystore_at_runtime(void **state)
 {
     (void)state;
@@ -356,6 +357,8 @@ static void test_controller_listener_keystore_at_runtime(void **state)
     if (code != 0)
         fail_msg("error %d '%s'", code, msg);
     broker_wait_log(&b, "listener CONTROLLER: new TLS settings applied", 20000);
+    /* The node's controller link presents the new keystore from now on. */
+    broker_wait_log(&b, "controller link: new TLS settings applied", 20000);
     broker_stop(&b);
     broker_mark_passed(&b);
     broker_cleanup(&b);

@@ -215,6 +215,23 @@ static void test_link_client_settings(void **state)
                          -1);
     if (!c)
         fail_msg("%s", err);
+    /* New settings at runtime: a link needs its truststore still. */
+    struct tls_settings s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(tls_settings_set(&s, TLS_TRUSTSTORE_LOCATION, path("ca.pem")), 0);
+    assert_int_equal(tls_settings_set(&s, TLS_CRL_LOCATION, path("crl.pem")), 0);
+    assert_int_equal(tls_client_update(c, &s, err, sizeof err), 0); /* the same */
+    assert_int_equal(tls_settings_set(&s, TLS_TRUSTSTORE_LOCATION, NULL), 0);
+    assert_int_equal(tls_client_check(c, &s, err, sizeof err), -1);
+    if (!strstr(err, "controller link: an SSL link needs trusted certificates"))
+        fail_msg("%s", err);
+    assert_int_equal(tls_client_update(c, &s, err, sizeof err), -1);
+    assert_int_equal(tls_settings_set(&s, TLS_TRUSTSTORE_LOCATION, path("other-ca.pem")), 0);
+    assert_int_equal(tls_settings_set(&s, TLS_CRL_LOCATION, NULL), 0);
+    assert_int_equal(tls_client_check(c, &s, err, sizeof err), 0);
+    assert_int_equal(tls_client_update(c, &s, err, sizeof err), 1);
+    assert_int_equal(tls_client_reload(c, err, sizeof err), 0);
+    tls_settings_clear(&s);
     tls_client_free(c);
 }
 
