@@ -151,6 +151,11 @@ enum config_dynamic_verdict {
     CONFIG_DYNAMIC_PER_BROKER_ONLY,
 };
 enum config_dynamic_verdict config_dynamic_check_key(const char *key, bool cluster_default, char *err, size_t errlen);
+/* The broker key a per-listener key names: for
+ * "listener.name.<listener>.ssl.<...>" the index of "ssl.<...>" in the
+ * broker key table, else -1. Only the ssl.* keys may be set per listener
+ * dynamically (Kafka's listener-prefixed security configs). */
+long config_listener_key_index(const char *key);
 /* True for a known key Cairn applies without restart. */
 bool config_key_runtime(const char *key);
 /* A new config: base with the cluster-wide default layer, then the

@@ -231,16 +231,35 @@ static void print_dynamic_notes(FILE *out)
                  "topic defaults reach every topic without its own value at once (the next append,\n"
                  "roll or retention pass), the connection limits the next accepted connection,\n"
                  "`num.replica.fetchers` the followed partitions' fetchers at once, the replication\n"
-                 "throttle rates the next fetch:\n\n");
+                 "throttle rates the next fetch, the TLS listeners' `ssl.*` keys the next accepted\n"
+                 "connection (see Dynamic TLS settings):\n\n");
     print_key_list(out, CONFIG_FLAG_RUNTIME, 0);
     fprintf(out, "\nKafka lets these change at runtime too, but Cairn reads them at start only, so\n"
                  "AlterConfigs refuses them with INVALID_CONFIG naming the key (set them in the file\n"
                  "and restart):\n\n");
     print_key_list(out, CONFIG_FLAG_DYNAMIC, CONFIG_FLAG_RUNTIME);
     fprintf(out, "\nEvery other key is read-only, as in Kafka, and refused the same way. Of Kafka's\n"
-                 "per-broker keys (listeners, `ssl.*`, `sasl.enabled.mechanisms`) none is changeable\n"
-                 "yet; a per-broker key set as the cluster-wide default gets INVALID_REQUEST.\n"
-                 "Deleting a dynamic value is always allowed: the key falls back to the next layer.\n");
+                 "per-broker keys only the TLS ones above are changeable (not `listeners` nor\n"
+                 "`sasl.enabled.mechanisms`); a per-broker key set as the cluster-wide default gets\n"
+                 "INVALID_REQUEST. Deleting a dynamic value is always allowed: the key falls back to\n"
+                 "the next layer.\n\n"
+                 "### Dynamic TLS settings\n\n"
+                 "The dynamic `ssl.*` keys above may be set for one broker, broker-wide or for one\n"
+                 "listener as `listener.name.<listener name in lower case>.ssl.*` (Kafka's way to\n"
+                 "give a listener a new keystore or truststore), e.g. with kafka-configs.sh\n"
+                 "`--entity-type brokers --entity-name 1 --alter --add-config\n"
+                 "listener.name.ssl.ssl.keystore.location=/etc/cairn/broker-2027.pem`. Before the\n"
+                 "change is recorded the broker builds the new TLS context of every listener it\n"
+                 "touches: a file that cannot be read, a key that does not match its certificate\n"
+                 "or a bad value refuses the change with INVALID_CONFIG naming the key, and the\n"
+                 "listener keeps serving with its old settings. Once recorded, new connections\n"
+                 "get the new context; open connections keep theirs. A later `kill -HUP` re-reads\n"
+                 "the files the dynamic values name, not the ones of the config file. Deleting\n"
+                 "the dynamic value goes back to the config file's. DescribeConfigs lists the\n"
+                 "per-listener values set dynamically with source `DYNAMIC_BROKER_CONFIG`. Cairn\n"
+                 "does not check that the new certificate keeps the old one's subject and SANs\n"
+                 "(Kafka does, unless told not to). The node's own links to other nodes take the\n"
+                 "new values of the listener they connect over as well.\n");
 }
 
 /* How the ssl.* keys fit together; printed after the tables. */

@@ -8,9 +8,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define LISTENER_PREFIX "listener.name."
+
+long config_listener_key_index(const char *key)
+{
+    size_t plen = strlen(LISTENER_PREFIX);
+    if (strncmp(key, LISTENER_PREFIX, plen) != 0)
+        return -1;
+    const char *name = key + plen;
+    const char *dot = strchr(name, '.');
+    if (!dot || dot == name || strncmp(dot + 1, "ssl.", 4) != 0)
+        return -1;
+    return config_broker_key_index(dot + 1);
+}
+
 enum config_dynamic_verdict config_dynamic_check_key(const char *key, bool cluster_default, char *err, size_t errlen)
 {
     long index = config_broker_key_index(key);
+    if (index < 0)
+        index = config_listener_key_index(key);
     if (index < 0) {
         snprintf(err, errlen, "Unknown broker config: %s", key);
         return CONFIG_DYNAMIC_UNKNOWN;
@@ -41,6 +57,8 @@ enum config_dynamic_verdict config_dynamic_check_key(const char *key, bool clust
 bool config_key_runtime(const char *key)
 {
     long index = config_broker_key_index(key);
+    if (index < 0)
+        index = config_listener_key_index(key);
     return index >= 0 && (config_broker_key_at((size_t)index)->flags & CONFIG_FLAG_RUNTIME);
 }
 
@@ -86,6 +104,26 @@ int config_build_layered(const struct broker_config *base, const struct config_k
         if (config_value_parse(def, raw, &cfg->slots[i].parsed, err, errlen) < 0)
             goto fail;
     }
+    /* Per-listener keys live with the file's entries, where
+     * tls_settings_from_config looks them up (per-broker over default). */
+    const struct config_kv *layers[2] = {cluster_default, per_broker};
+    size_t counts[2] = {default_count, per_broker_count};
+    for (int layer = 0; layer < 2; layer++)
+        for (size_t i = 0; i < counts[layer]; i++) {
+            const struct config_kv *kv = &layers[layer][i];
+            if (config_listener_key_index(kv->key) < 0)
+                continue;
+            struct config_parsed parsed;
+            char why[256];
+            if (config_value_parse(config_broker_key_at((size_t)config_listener_key_index(kv->key)), kv->value, &parsed,
+                                   why, sizeof why) < 0) {
+                snprintf(err, errlen, "%s: %s", kv->key, why);
+                goto fail;
+            }
+            config_parsed_free(&parsed);
+            if (properties_set(&cfg->explicit_entries, kv->key, kv->value, 0) < 0)
+                goto oom;
+        }
     if (config_check_consistency(cfg, err, errlen) < 0)
         goto fail;
     *out = cfg;

@@ -195,39 +195,40 @@ static const struct config_key_def broker_keys[] = {
             "authenticated."},
     /* TLS: PEM only (KIP-651); each key may be set per listener as
      * listener.name.<name>.ssl.* */
-    {KEY_ONE_OF("ssl.keystore.type", "PEM", "PEM"), MEDIUM, IN(NETWORK), .flags = PER_BROKER,
+    {KEY_ONE_OF("ssl.keystore.type", "PEM", "PEM"), MEDIUM, IN(NETWORK), .flags = PER_BROKER | RT,
      .doc = "Format of the keystore; only PEM (Kafka defaults to JKS, a Java format Cairn cannot read)."},
-    {KEY_STRING("ssl.keystore.location", NULL), HIGH, IN(NETWORK), .flags = PER_BROKER,
+    {KEY_STRING("ssl.keystore.location", NULL), HIGH, IN(NETWORK), .flags = PER_BROKER | RT,
      .doc = "PEM file with this broker's certificate chain (leaf first) and its private key."},
-    {KEY_PASSWORD("ssl.keystore.certificate.chain"), HIGH, IN(NETWORK), .flags = PER_BROKER,
+    {KEY_PASSWORD("ssl.keystore.certificate.chain"), HIGH, IN(NETWORK), .flags = PER_BROKER | RT,
      .doc = "This broker's certificate chain as inline PEM, instead of ssl.keystore.location."},
-    {KEY_PASSWORD("ssl.keystore.key"), HIGH, IN(NETWORK), .flags = PER_BROKER,
+    {KEY_PASSWORD("ssl.keystore.key"), HIGH, IN(NETWORK), .flags = PER_BROKER | RT,
      .doc = "This broker's private key as inline PEM, with ssl.keystore.certificate.chain."},
     {KEY_PASSWORD("ssl.keystore.password"), HIGH, IN(NETWORK), .flags = LATER | PER_BROKER,
      .doc = "Password of a JKS/PKCS12 keystore file; unused with PEM."},
-    {KEY_PASSWORD("ssl.key.password"), HIGH, IN(NETWORK), .flags = PER_BROKER,
+    {KEY_PASSWORD("ssl.key.password"), HIGH, IN(NETWORK), .flags = PER_BROKER | RT,
      .doc = "Password of an encrypted PEM private key."},
-    {KEY_ONE_OF("ssl.truststore.type", "PEM", "PEM"), MEDIUM, IN(NETWORK), .flags = PER_BROKER,
+    {KEY_ONE_OF("ssl.truststore.type", "PEM", "PEM"), MEDIUM, IN(NETWORK), .flags = PER_BROKER | RT,
      .doc = "Format of the truststore; only PEM."},
-    {KEY_STRING("ssl.truststore.location", NULL), HIGH, IN(NETWORK), .flags = PER_BROKER,
+    {KEY_STRING("ssl.truststore.location", NULL), HIGH, IN(NETWORK), .flags = PER_BROKER | RT,
      .doc = "PEM file of CA certificates trusted for client certificates, and for the servers of the broker's "
             "own SSL links."},
-    {KEY_PASSWORD("ssl.truststore.certificates"), HIGH, IN(NETWORK), .flags = PER_BROKER,
+    {KEY_PASSWORD("ssl.truststore.certificates"), HIGH, IN(NETWORK), .flags = PER_BROKER | RT,
      .doc = "Trusted CA certificates as inline PEM, instead of ssl.truststore.location."},
     {KEY_PASSWORD("ssl.truststore.password"), HIGH, IN(NETWORK), .flags = LATER | PER_BROKER,
      .doc = "Password of a JKS/PKCS12 truststore file; unused with PEM."},
-    {KEY_ONE_OF("ssl.client.auth", "none", "required,requested,none"), MEDIUM, IN(NETWORK), .flags = PER_BROKER,
+    {KEY_ONE_OF("ssl.client.auth", "none", "required,requested,none"), MEDIUM, IN(NETWORK), .flags = PER_BROKER | RT,
      .doc = "Whether TLS clients must, may or need not present a certificate."},
-    {KEY_STRING("ssl.crl.location", NULL), MEDIUM, IN(NETWORK), .flags = PER_BROKER,
+    {KEY_STRING("ssl.crl.location", NULL), MEDIUM, IN(NETWORK), .flags = PER_BROKER | RT,
      .doc = "Cairn's own key (Kafka leaves revocation to JVM properties): PEM file of one or more certificate "
             "revocation lists, one from every CA in the chains of client certificates. When set, an SSL listener "
             "checks every certificate of a client's chain against them: a revoked one, or one whose issuer has no "
-            "current CRL here, is refused in the handshake. Re-read on SIGHUP with the certificates. Needs "
-            "ssl.truststore.location or ssl.truststore.certificates. The node's own links to other nodes do not "
-            "check CRLs."},
-    {KEY_LIST("ssl.enabled.protocols", "TLSv1.2,TLSv1.3"), MEDIUM, IN(NETWORK), .flags = PER_BROKER,
+            "current CRL here, is refused in the handshake. The node's own TLS links to other nodes (controller "
+            "quorum, registration, forwarding, replica fetchers, transaction markers) check the servers they "
+            "connect to against the same CRLs and refuse a revoked one (logged). Re-read on SIGHUP with the "
+            "certificates. Needs ssl.truststore.location or ssl.truststore.certificates."},
+    {KEY_LIST("ssl.enabled.protocols", "TLSv1.2,TLSv1.3"), MEDIUM, IN(NETWORK), .flags = PER_BROKER | RT,
      .doc = "TLS versions accepted from clients."},
-    {KEY_LIST("ssl.cipher.suites", ""), LOW, IN(NETWORK), .flags = PER_BROKER,
+    {KEY_LIST("ssl.cipher.suites", ""), LOW, IN(NETWORK), .flags = PER_BROKER | RT,
      .doc = "Cipher suites (IANA or OpenSSL names); empty keeps OpenSSL's defaults."},
     {KEY_STRING("ssl.endpoint.identification.algorithm", "https"), LOW, IN(NETWORK), .flags = PER_BROKER,
      .doc = "On the broker's own TLS links (controller quorum, registration, forwarding, replica fetchers, "

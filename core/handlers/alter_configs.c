@@ -239,6 +239,35 @@ static int16_t plan_topic_changes(struct request_context *ctx, const struct meta
     return KAFKA_ERR_NONE;
 }
 
+/* The index of the last of changes[0..before) naming a per-listener key
+ * spelled as name, or -1. */
+static int32_t listener_change_named(const struct alter_config_change *changes, int32_t before, struct kafka_str name)
+{
+    for (int32_t j = before - 1; j >= 0; j--)
+        if (changes[j].name.len == name.len && name.len > 0 &&
+            memcmp(changes[j].name.data, name.data, (size_t)name.len) == 0)
+            return j;
+    return -1;
+}
+
+/* One listener.name.<l>.ssl.* change, typed as its ssl.* key. */
+static int16_t plan_listener_change(struct request_context *ctx, const struct alter_config_change *c, bool replace_all,
+                                    struct metadata_config_kv *kv, struct alter_result *res)
+{
+    char *name = arena_cstr(ctx, c->name);
+    if (!name)
+        return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
+    const struct config_key_def *def = config_broker_key_at((size_t)config_listener_key_index(name));
+    if (def->type == CONFIG_TYPE_LIST && (c->op == ALTER_CONFIG_APPEND || c->op == ALTER_CONFIG_SUBTRACT))
+        return fail(res, KAFKA_ERR_INVALID_REQUEST, "APPEND and SUBTRACT are not supported for per-listener key %s",
+                    name);
+    char *value;
+    if (change_value(ctx, c, def, NULL, replace_all, &value, res) != KAFKA_ERR_NONE)
+        return res->error_code;
+    *kv = (struct metadata_config_kv){name, value};
+    return KAFKA_ERR_NONE;
+}
+
 /* The changes to one broker resource as the controller takes them (kvs)
  * and the resource's whole dynamic layer after them (layer, for checking
  * the result builds). Keys are matched by their index in the broker key
@@ -253,9 +282,10 @@ static int16_t plan_broker_changes(struct request_context *ctx, const struct met
     int32_t current_count = metadata_image_broker_configs(img, resource, &current);
     int32_t *last_change = kafka_arena_alloc(&ctx->arena, (key_count + 1) * sizeof *last_change);
     int32_t *key_of_change = kafka_arena_alloc(&ctx->arena, (size_t)(change_count + 1) * sizeof *key_of_change);
-    struct metadata_config_kv *kvs = kafka_arena_alloc(&ctx->arena,
-                                                       (key_count + (size_t)current_count + 1) * sizeof *kvs);
-    struct config_kv *layer = kafka_arena_alloc(&ctx->arena, (key_count + (size_t)current_count + 1) * sizeof *layer);
+    /* Per-listener keys are not in the table: each change may add one. */
+    size_t most = key_count + (size_t)change_count + (size_t)current_count + 1;
+    struct metadata_config_kv *kvs = kafka_arena_alloc(&ctx->arena, most * sizeof *kvs);
+    struct config_kv *layer = kafka_arena_alloc(&ctx->arena, most * sizeof *layer);
     if (!last_change || !key_of_change || !kvs || !layer)
         return fail(res, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "%s", "out of memory");
     for (size_t k = 0; k < key_count; k++)
@@ -269,6 +299,16 @@ static int16_t plan_broker_changes(struct request_context *ctx, const struct met
             return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Invalid config name or value");
         kafka_str_to_cstr(c->name, name, sizeof name);
         long k = config_broker_key_index(name);
+        if (k < 0 && config_listener_key_index(name) >= 0) {
+            /* listener.name.<l>.ssl.*: not in the key table, matched by name. */
+            key_of_change[i] = -1;
+            int32_t earlier = listener_change_named(changes, i, c->name);
+            if (earlier >= 0 && !replace_all)
+                return fail(res, KAFKA_ERR_INVALID_REQUEST, "%s", "Error due to duplicate config keys");
+            if (earlier >= 0)
+                key_of_change[earlier] = -2; /* AlterConfigs: the last one wins */
+            continue;
+        }
         if (k < 0)
             return fail(res, KAFKA_ERR_INVALID_CONFIG, "Unknown broker config: %s", name);
         if (!replace_all && last_change[k] >= 0)
@@ -283,6 +323,8 @@ static int16_t plan_broker_changes(struct request_context *ctx, const struct met
         long k = config_broker_key_index(current[i].name);
         if (k >= 0 && last_change[k] >= 0)
             continue;
+        if (k < 0 && listener_change_named(changes, change_count, kafka_str_from_cstr(current[i].name)) >= 0)
+            continue;
         if (!replace_all) {
             layer[l++] = (struct config_kv){current[i].name, current[i].value};
             continue;
@@ -294,7 +336,15 @@ static int16_t plan_broker_changes(struct request_context *ctx, const struct met
     }
     for (int32_t i = 0; i < change_count; i++) {
         int32_t k = key_of_change[i];
-        if (last_change[k] != i)
+        if (k == -1) {
+            if (plan_listener_change(ctx, &changes[i], replace_all, &kvs[n], res) != KAFKA_ERR_NONE)
+                return res->error_code;
+            if (kvs[n].value)
+                layer[l++] = (struct config_kv){kvs[n].key, kvs[n].value};
+            n++;
+            continue;
+        }
+        if (k < 0 || last_change[k] != i)
             continue;
         const struct config_key_def *def = config_broker_key_at((size_t)k);
         const char *now = NULL; /* what APPEND / SUBTRACT edit: dynamic, else static */
@@ -345,6 +395,10 @@ static void alter_broker(struct request_context *ctx, struct kafka_str resource_
     if (rc == KAFKA_ERR_NONE && (is_default || strcmp(resource, self) == 0) &&
         metadata_broker_config_layered(img, ctx->env->config, ctx->env->node_id, layer, layer_count, is_default,
                                        &layered, res->message, sizeof res->message) != 0)
+        rc = res->error_code = KAFKA_ERR_INVALID_CONFIG;
+    else if (layered && ctx->env->check_broker_config &&
+             ctx->env->check_broker_config(ctx->env->check_broker_config_ctx, layered, res->message,
+                                           sizeof res->message) != 0)
         rc = res->error_code = KAFKA_ERR_INVALID_CONFIG;
     config_free(layered);
     metadata_image_release(img);

@@ -177,7 +177,7 @@ static int describe_broker(struct request_context *ctx, bool synonyms, bool docs
     int32_t n_dflt = metadata_image_broker_configs(img, "", &dflt);
     int32_t n_mine = is_default ? 0 : metadata_image_broker_configs(img, self, &mine);
     size_t total = config_broker_key_count();
-    HANDLER_NEW_ARRAY(ctx, out->configs, (int32_t)total,
+    HANDLER_NEW_ARRAY(ctx, out->configs, (int32_t)(total + (size_t)n_mine),
                       describe_configs_response_describe_configs_resource_result_init);
     int rc = out->configs ? 0 : -1;
     int32_t count = 0;
@@ -200,6 +200,26 @@ static int describe_broker(struct request_context *ctx, bool synonyms, bool docs
                        config_source(ctx->env->config, def->name), docs);
         if (synonyms)
             rc = add_synonyms(ctx, c, def, my_value, default_value);
+    }
+    /* Per-listener keys set dynamically (listener.name.<l>.ssl.*), as Kafka
+     * lists them: not in the key table, typed as their ssl.* key. */
+    for (int32_t i = 0; rc == 0 && i < n_mine; i++) {
+        long k = config_listener_key_index(mine[i].name);
+        if (k < 0 || !key_requested(res, mine[i].name))
+            continue;
+        const struct config_key_def *def = config_broker_key_at((size_t)k);
+        config_result *c = &out->configs[count++];
+        fill_entry(ctx, c, mine[i].name, mine[i].value, def, CONFIG_SOURCE_DYNAMIC_BROKER_CONFIG, docs);
+        if (synonyms) {
+            HANDLER_NEW_ARRAY(ctx, c->synonyms, 1, describe_configs_response_describe_configs_synonym_init);
+            if (!c->synonyms) {
+                rc = -1;
+                break;
+            }
+            c->synonyms_count = 1;
+            c->synonyms[0] = (struct describe_configs_response_describe_configs_synonym){
+                .name = c->name, .value = c->value, .source = c->config_source};
+        }
     }
     out->configs_count = count;
     metadata_image_release(img);

@@ -57,6 +57,11 @@ struct handler_env {
      * metadata quorum's leader); NULL: the image's controller id. */
     int32_t (*active_controller)(void *ctx);
     void *active_controller_ctx;
+    /* Checks what a change of this broker's dynamic configs would run with
+     * (layered: the whole config after it) before it is recorded, e.g. that
+     * new TLS keystores load. 0, or -1 with err naming the key; NULL: no check. */
+    int (*check_broker_config)(void *ctx, const struct broker_config *layered, char *err, size_t errlen);
+    void *check_broker_config_ctx;
 };
 
 /* One request in progress. Allocated per request; owned by the io thread

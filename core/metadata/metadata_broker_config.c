@@ -133,9 +133,11 @@ int16_t metadata_alter_broker_configs(struct metadata_store *store, const char *
         enum config_dynamic_verdict verdict = config_dynamic_check_key(key, resource[0] == '\0', err, errlen);
         if (verdict != CONFIG_DYNAMIC_OK)
             return verdict == CONFIG_DYNAMIC_PER_BROKER_ONLY ? KAFKA_ERR_INVALID_REQUEST : KAFKA_ERR_INVALID_CONFIG;
+        long index = config_broker_key_index(key);
+        if (index < 0)
+            index = config_listener_key_index(key); /* listener.name.<l>.ssl.* */
         struct config_parsed parsed;
-        if (config_value_parse(config_broker_key_at((size_t)config_broker_key_index(key)), configs[i].value, &parsed,
-                               err, errlen) < 0)
+        if (config_value_parse(config_broker_key_at((size_t)index), configs[i].value, &parsed, err, errlen) < 0)
             return KAFKA_ERR_INVALID_CONFIG;
         config_parsed_free(&parsed);
     }

@@ -368,6 +368,12 @@ static int listener_creation_rate(const struct broker_config *cfg, const char *l
     return rc;
 }
 
+/* handler_env.check_broker_config: new ssl.* values must load. */
+static int check_dynamic_tls(void *ctx, const struct broker_config *layered, char *err, size_t errlen)
+{
+    return broker_tls_check(ctx, layered, err, errlen);
+}
+
 static int start_network(struct broker *b, char *err, size_t errlen)
 {
     struct net_config net;
@@ -556,7 +562,17 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         goto fail;
     if (start_network(b, err, errlen) != 0)
         goto fail;
-    if (b->net && dynamic_config_start(b->metadata, cfg, b->env.node_id, b->net, b->replication, b->tiered,
+    /* The controller listener's keys change with the others'. */
+    b->tls.controller = quorum_tls_listener(b->quorum);
+    /* And the node's own links (Kafka reconfigures its fetchers' SSL too). */
+    struct server_link *voters = quorum_link(b->quorum);
+    if (voters)
+        broker_tls_add_link(&b->tls, voters->tls, voters->listener);
+    broker_tls_add_link(&b->tls, b->controller_link.tls, b->controller_link.listener);
+    broker_tls_add_link(&b->tls, b->broker_link.tls, b->broker_link.listener);
+    b->env.check_broker_config = check_dynamic_tls;
+    b->env.check_broker_config_ctx = &b->tls;
+    if (b->net && dynamic_config_start(b->metadata, cfg, b->env.node_id, b->net, b->replication, b->tiered, &b->tls,
                                        &b->dynamic_config) != 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;

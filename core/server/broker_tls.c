@@ -83,6 +83,7 @@ int broker_tls_setup(struct broker_tls *bt, const struct broker_config *cfg, int
     if (rc != 0)
         return -1;
     tls_listener_set_refusal_hook(bt->listeners[index], audit_refusal, bt);
+    snprintf(bt->names[index], sizeof bt->names[index], "%s", lc->name);
     lc->transport_init = tls_listener_transport_init;
     lc->transport_ctx = bt->listeners[index];
     return 0;
@@ -101,10 +102,84 @@ int broker_tls_reload(struct broker_tls *bt)
     return failures;
 }
 
+void broker_tls_add_link(struct broker_tls *bt, struct tls_client *client, const char *listener)
+{
+    if (!client || bt->link_count >= BROKER_TLS_MAX_LINKS)
+        return;
+    struct broker_tls_link *l = &bt->links[bt->link_count++];
+    l->client = client;
+    snprintf(l->listener, sizeof l->listener, "%s", listener);
+}
+
+/* Checks (apply false) or applies one listener's or link's settings from
+ * cfg. 0 or 1, or -1 with err. */
+static int one_target(struct tls_listener *listener, struct tls_client *link, const char *name,
+                      const struct broker_config *cfg, bool apply, char *err, size_t errlen)
+{
+    struct tls_settings settings;
+    if (tls_settings_from_config(cfg, name, &settings) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc;
+    if (listener)
+        rc = apply ? tls_listener_update(listener, &settings, err, errlen)
+                   : tls_listener_check(listener, &settings, err, errlen);
+    else
+        rc = apply ? tls_client_update(link, &settings, err, errlen) : tls_client_check(link, &settings, err, errlen);
+    tls_settings_clear(&settings);
+    return rc;
+}
+
+/* Runs one_target over every listener (the broker's, then the quorum's
+ * controller listener) and link; a check stops at the first failure. */
+static int each_target(struct broker_tls *bt, const struct broker_config *cfg, bool apply, char *err, size_t errlen)
+{
+    int failures = 0;
+    int total = NET_MAX_LISTENERS + 1 + bt->link_count;
+    for (int i = 0; i < total; i++) {
+        struct tls_listener *listener = NULL;
+        struct tls_client *link = NULL;
+        const char *name;
+        if (i < NET_MAX_LISTENERS) {
+            listener = bt->listeners[i];
+            name = bt->names[i];
+        } else if (i == NET_MAX_LISTENERS) {
+            listener = bt->controller;
+            name = listener ? tls_listener_name(listener) : "";
+        } else {
+            link = bt->links[i - NET_MAX_LISTENERS - 1].client;
+            name = bt->links[i - NET_MAX_LISTENERS - 1].listener;
+        }
+        if (!listener && !link)
+            continue;
+        if (one_target(listener, link, name, cfg, apply, err, errlen) >= 0)
+            continue;
+        if (!apply)
+            return -1;
+        logger_error("server", "new TLS settings not applied, keeping the previous ones: %s", err);
+        failures++;
+    }
+    return failures;
+}
+
+int broker_tls_check(struct broker_tls *bt, const struct broker_config *cfg, char *err, size_t errlen)
+{
+    return each_target(bt, cfg, false, err, errlen) == 0 ? 0 : -1;
+}
+
+int broker_tls_apply(struct broker_tls *bt, const struct broker_config *cfg)
+{
+    char err[1024];
+    return each_target(bt, cfg, true, err, sizeof err);
+}
+
 void broker_tls_free(struct broker_tls *bt)
 {
     for (int i = 0; i < NET_MAX_LISTENERS; i++) {
         tls_listener_free(bt->listeners[i]);
         bt->listeners[i] = NULL;
     }
+    bt->controller = NULL; /* the quorum's */
+    bt->link_count = 0;    /* the broker's and the quorum's */
 }

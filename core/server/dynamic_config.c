@@ -6,6 +6,7 @@
 #include "metadata/metadata_store.h"
 #include "net/server.h"
 #include "replication/replication.h"
+#include "server/broker_tls.h"
 #include "tiered/tiered.h"
 #include "util/logger.h"
 
@@ -17,6 +18,7 @@ struct dynamic_config {
     struct net_server *net;
     struct replication *replication; /* NULL: no fetchers to resize */
     struct tiered *tiered;           /* NULL: remote storage is off */
+    struct broker_tls *tls;          /* NULL: no TLS listeners to update */
     int subscription;
 };
 
@@ -28,6 +30,10 @@ static void apply(struct dynamic_config *dc, const struct metadata_image *img)
         logger_warn("server", "dynamic broker configs not applied: %s", err);
         return;
     }
+    /* Kafka's per-listener SSL reconfiguration: a listener whose ssl.*
+     * values changed gets a new context (a no-op for the others). */
+    if (dc->tls)
+        broker_tls_apply(dc->tls, layered);
     int max_total = config_get_int(layered, "max.connections");
     int max_per_ip = config_get_int(layered, "max.connections.per.ip");
     net_server_set_connection_limits(dc->net, max_total, max_per_ip);
@@ -57,13 +63,18 @@ static void on_metadata(void *ctx, const struct metadata_image *old_image, const
 
 int dynamic_config_start(struct metadata_store *store, const struct broker_config *base, int32_t node_id,
                          struct net_server *net, struct replication *replication, struct tiered *tiered,
-                         struct dynamic_config **out)
+                         struct broker_tls *tls, struct dynamic_config **out)
 {
     struct dynamic_config *dc = calloc(1, sizeof *dc);
     if (!dc)
         return -1;
-    *dc = (struct dynamic_config){
-        .store = store, .base = base, .node_id = node_id, .net = net, .replication = replication, .tiered = tiered};
+    *dc = (struct dynamic_config){.store = store,
+                                  .base = base,
+                                  .node_id = node_id,
+                                  .net = net,
+                                  .replication = replication,
+                                  .tiered = tiered,
+                                  .tls = tls};
     const struct metadata_image *img = metadata_image_acquire(store);
     if (metadata_broker_configs_changed(NULL, img, node_id))
         apply(dc, img);

@@ -400,6 +400,16 @@ void quorum_free(struct quorum *q)
     free(q);
 }
 
+struct tls_listener *quorum_tls_listener(struct quorum *q)
+{
+    return q ? q->tls : NULL;
+}
+
+struct server_link *quorum_link(struct quorum *q)
+{
+    return q ? &q->link : NULL;
+}
+
 int quorum_reload_tls(struct quorum *q)
 {
     if (!q)

@@ -81,6 +81,11 @@ void quorum_free(struct quorum *q);
  * New connections use them; open ones keep theirs; a part whose files are
  * bad keeps its old ones (logged). Returns the failures. NULL is fine. */
 int quorum_reload_tls(struct quorum *q);
+/* The SSL controller listener's TLS context holder, or NULL (none, or not
+ * SSL). Owned by the quorum: valid until quorum_free. */
+struct tls_listener *quorum_tls_listener(struct quorum *q);
+/* The quorum's link to the other voters, or NULL. Valid until quorum_free. */
+struct server_link *quorum_link(struct quorum *q);
 
 /* A controller-only process (process.roles=controller): data dirs and
  * meta.properties, then the quorum; no client listener, no logs. */

@@ -2,7 +2,8 @@
  * ssl.* keys (PEM only, KIP-651), and the transport that runs each of the
  * listener's connections over it (see net/transport.h).
  *
- * Threads: tls_listener_create/reload/free run on the main thread;
+ * Threads: tls_listener_create/free run on the main thread, reload and
+ * update on any one thread at a time each (serialised with each other);
  * tls_listener_transport_init runs on network loop threads, concurrently
  * with a reload (the context pointer is swapped under a mutex, and every
  * connection holds its own reference to the context it started with). */
@@ -76,6 +77,20 @@ int tls_listener_create(const char *listener_name, const struct tls_settings *s,
  * old context stays and err says why. */
 int tls_listener_reload(struct tls_listener *l, char *err, size_t errlen);
 
+/* Whether s (another listener's settings, e.g. after a dynamic config
+ * change) builds a context: 0, or -1 with err naming the key and the
+ * reason. Reads every file s names; the listener is left as it is. */
+int tls_listener_check(struct tls_listener *l, const struct tls_settings *s, char *err, size_t errlen);
+
+/* Rebuilds the context from s (copied) when s differs from the listener's
+ * settings, and keeps s for later reloads. Returns 1 (applied), 0 (same
+ * settings, nothing done) or -1 (the old context and settings stay; err
+ * says why). Any thread; serialised with tls_listener_reload. */
+int tls_listener_update(struct tls_listener *l, const struct tls_settings *s, char *err, size_t errlen);
+
+/* The listener's name, as created. */
+const char *tls_listener_name(const struct tls_listener *l);
+
 /* After the network server stopped (no transport_init can run). */
 void tls_listener_free(struct tls_listener *l);
 
@@ -114,6 +129,10 @@ int tls_client_create(const char *link_name, const struct tls_settings *s, struc
  * open ones keep theirs. On failure the old context stays and err names
  * the link, the key and the file. */
 int tls_client_reload(struct tls_client *c, char *err, size_t errlen);
+/* As tls_listener_check and tls_listener_update, for a link: the host
+ * name check (ssl.endpoint.identification.algorithm) stays as created. */
+int tls_client_check(struct tls_client *c, const struct tls_settings *s, char *err, size_t errlen);
+int tls_client_update(struct tls_client *c, const struct tls_settings *s, char *err, size_t errlen);
 void tls_client_free(struct tls_client *c);
 
 /* For net_client_config.transport_ops, with transport_ctx the tls_client. */

@@ -6,9 +6,10 @@
  * attempt with OpenSSL's reason in the transport's error (and the log).
  *
  * Threads: a tls_client is shared by the connections of one or more
- * clients (their loop threads call tls_connect); its settings are
- * read-only, and its context is swapped by tls_client_reload (the main
- * thread, on SIGHUP) under mutex. Each connection's SSL holds its own
+ * clients (their loop threads call tls_connect); its settings change
+ * only under rebuild, and its context is swapped under mutex by
+ * tls_client_reload (the main thread, on SIGHUP) and tls_client_update
+ * (a dynamic config change, on the metadata thread). Each connection's SSL holds its own
  * reference to the context it started with, so a swap never frees one in
  * use. A tls_client_conn belongs to its client's loop thread. */
 #include <arpa/inet.h>
@@ -30,7 +31,8 @@
 struct tls_client {
     char link[32];
     bool verify_host;             /* ssl.endpoint.identification.algorithm=https */
-    struct tls_settings settings; /* a copy, re-read by a reload */
+    pthread_mutex_t rebuild;      /* serialises reload, update and check against settings */
+    struct tls_settings settings; /* what ctx was built from; under rebuild */
     pthread_mutex_t mutex;        /* guards ctx */
     SSL_CTX *ctx;                 /* new connections' context; one reference */
 };
@@ -72,26 +74,84 @@ int tls_client_create(const char *link_name, const struct tls_settings *s, struc
         return -1;
     }
     pthread_mutex_init(&c->mutex, NULL);
+    pthread_mutex_init(&c->rebuild, NULL);
     *out = c;
     return 0;
+}
+
+/* Makes fresh the context of new connections; the caller holds rebuild.
+ * Open connections hold their own references to the old one. */
+static void swap_context(struct tls_client *c, SSL_CTX *fresh)
+{
+    pthread_mutex_lock(&c->mutex);
+    SSL_CTX *old = c->ctx;
+    c->ctx = fresh;
+    pthread_mutex_unlock(&c->mutex);
+    SSL_CTX_free(old);
 }
 
 int tls_client_reload(struct tls_client *c, char *err, size_t errlen)
 {
     char why[768];
+    pthread_mutex_lock(&c->rebuild);
     SSL_CTX *fresh = tls_client_context_build(&c->settings, why, sizeof why);
+    if (fresh)
+        swap_context(c, fresh);
+    pthread_mutex_unlock(&c->rebuild);
     if (!fresh) {
         snprintf(err, errlen, "%s link: %s", c->link, why);
         return -1;
     }
-    pthread_mutex_lock(&c->mutex);
-    SSL_CTX *old = c->ctx;
-    c->ctx = fresh;
-    pthread_mutex_unlock(&c->mutex);
-    /* Open connections hold their own references to it. */
-    SSL_CTX_free(old);
     logger_info(TLS_LOG, "%s link: TLS certificates and keys reloaded", c->link);
     return 0;
+}
+
+int tls_client_check(struct tls_client *c, const struct tls_settings *s, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&c->rebuild);
+    bool unchanged = tls_settings_equal(&c->settings, s);
+    pthread_mutex_unlock(&c->rebuild);
+    if (unchanged)
+        return 0;
+    char why[768];
+    SSL_CTX *probe = tls_client_context_build(s, why, sizeof why);
+    if (!probe) {
+        snprintf(err, errlen, "%s link: %s", c->link, why);
+        return -1;
+    }
+    SSL_CTX_free(probe);
+    return 0;
+}
+
+int tls_client_update(struct tls_client *c, const struct tls_settings *s, char *err, size_t errlen)
+{
+    struct tls_settings copy;
+    if (tls_settings_copy(&copy, s) != 0) {
+        snprintf(err, errlen, "%s link: out of memory", c->link);
+        return -1;
+    }
+    pthread_mutex_lock(&c->rebuild);
+    if (tls_settings_equal(&c->settings, &copy)) {
+        pthread_mutex_unlock(&c->rebuild);
+        tls_settings_clear(&copy);
+        return 0;
+    }
+    char why[768];
+    SSL_CTX *fresh = tls_client_context_build(&copy, why, sizeof why);
+    if (fresh) {
+        swap_context(c, fresh);
+        struct tls_settings old = c->settings;
+        c->settings = copy;
+        copy = old;
+    }
+    pthread_mutex_unlock(&c->rebuild);
+    tls_settings_clear(&copy);
+    if (!fresh) {
+        snprintf(err, errlen, "%s link: %s", c->link, why);
+        return -1;
+    }
+    logger_info(TLS_LOG, "%s link: new TLS settings applied; new connections use them", c->link);
+    return 1;
 }
 
 void tls_client_free(struct tls_client *c)
@@ -100,6 +160,7 @@ void tls_client_free(struct tls_client *c)
         return;
     SSL_CTX_free(c->ctx);
     pthread_mutex_destroy(&c->mutex);
+    pthread_mutex_destroy(&c->rebuild);
     tls_settings_clear(&c->settings);
     free(c);
 }

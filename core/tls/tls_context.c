@@ -449,8 +449,12 @@ SSL_CTX *tls_client_context_build(const struct tls_settings *s, char *err, size_
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
     bool has_keystore = s->value[TLS_KEYSTORE_LOCATION] || s->value[TLS_KEYSTORE_CERTIFICATE_CHAIN];
-    if (load_truststore(ctx, s, err, errlen) != 0 || (has_keystore && load_keystore(ctx, s, err, errlen) != 0) ||
-        set_protocols(ctx, s, err, errlen) != 0 || set_ciphers(ctx, s, err, errlen) != 0) {
+    /* The same CRLs as the listeners: a peer broker or controller whose
+     * certificate is revoked is refused like a revoked client. */
+    if (load_truststore(ctx, s, err, errlen) != 0 ||
+        (s->value[TLS_CRL_LOCATION] && load_crls(ctx, s, err, errlen) != 0) ||
+        (has_keystore && load_keystore(ctx, s, err, errlen) != 0) || set_protocols(ctx, s, err, errlen) != 0 ||
+        set_ciphers(ctx, s, err, errlen) != 0) {
         SSL_CTX_free(ctx);
         return NULL;
     }

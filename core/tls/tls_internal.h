@@ -11,11 +11,15 @@
 #define TLS_LOG "tls"
 #define TLS_DEFAULT_HANDSHAKE_TIMEOUT_MS 10000
 
-/* Created and freed on the main thread; ctx is swapped by reload under
- * mutex while loop threads take references to it. */
+/* Created and freed on the main thread; ctx is swapped by a reload or an
+ * update under mutex while loop threads take references to it. settings
+ * belongs to whoever holds rebuild (a SIGHUP reload on the main thread, a
+ * dynamic config change on the metadata thread). */
 struct tls_listener {
     char name[32];
-    struct tls_settings settings;
+    pthread_mutex_t rebuild;      /* serialises reload, update and check against settings */
+    struct tls_settings settings; /* what ctx was built from; under rebuild */
+    int64_t handshake_timeout_ms; /* fixed at create: read by loop threads */
     tls_principal_fn map_principal;
     void *map_ctx;
     tls_refusal_fn on_refusal; /* set before the server starts; read by loop threads */
@@ -23,6 +27,9 @@ struct tls_listener {
     pthread_mutex_t mutex;
     SSL_CTX *ctx;
 };
+
+/* Whether a and b hold the same values (sources aside). */
+bool tls_settings_equal(const struct tls_settings *a, const struct tls_settings *b);
 
 /* Builds a server context from s; -1 with err naming the key and OpenSSL's
  * reason. */

@@ -118,6 +118,7 @@ int tls_listener_create(const char *listener_name, const struct tls_settings *s,
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    l->handshake_timeout_ms = s->handshake_timeout_ms;
     l->map_principal = map_principal;
     l->map_ctx = map_ctx;
     char why[768];
@@ -129,26 +130,100 @@ int tls_listener_create(const char *listener_name, const struct tls_settings *s,
         return -1;
     }
     pthread_mutex_init(&l->mutex, NULL);
+    pthread_mutex_init(&l->rebuild, NULL);
     *out = l;
     return 0;
+}
+
+/* Makes fresh the listener's context; the caller holds rebuild. Connections
+ * that started on the old one keep their own references to it. */
+static void swap_context(struct tls_listener *l, SSL_CTX *fresh)
+{
+    pthread_mutex_lock(&l->mutex);
+    SSL_CTX *old = l->ctx;
+    l->ctx = fresh;
+    pthread_mutex_unlock(&l->mutex);
+    SSL_CTX_free(old);
 }
 
 int tls_listener_reload(struct tls_listener *l, char *err, size_t errlen)
 {
     char why[768];
+    pthread_mutex_lock(&l->rebuild);
     SSL_CTX *fresh = tls_context_build(&l->settings, why, sizeof why);
+    if (fresh)
+        swap_context(l, fresh);
+    pthread_mutex_unlock(&l->rebuild);
     if (!fresh) {
         snprintf(err, errlen, "listener %s: %s", l->name, why);
         return -1;
     }
-    pthread_mutex_lock(&l->mutex);
-    SSL_CTX *old = l->ctx;
-    l->ctx = fresh;
-    pthread_mutex_unlock(&l->mutex);
-    /* Connections that started on it keep their own references. */
-    SSL_CTX_free(old);
     logger_info(TLS_LOG, "listener %s: TLS certificates and keys reloaded", l->name);
     return 0;
+}
+
+bool tls_settings_equal(const struct tls_settings *a, const struct tls_settings *b)
+{
+    for (int k = 0; k < TLS_KEY_COUNT; k++) {
+        const char *x = a->value[k], *y = b->value[k];
+        if ((x == NULL) != (y == NULL) || (x && strcmp(x, y) != 0))
+            return false;
+    }
+    return true;
+}
+
+int tls_listener_check(struct tls_listener *l, const struct tls_settings *s, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&l->rebuild);
+    bool unchanged = tls_settings_equal(&l->settings, s);
+    pthread_mutex_unlock(&l->rebuild);
+    if (unchanged)
+        return 0;
+    char why[768];
+    SSL_CTX *probe = tls_context_build(s, why, sizeof why);
+    if (!probe) {
+        snprintf(err, errlen, "listener %s: %s", l->name, why);
+        return -1;
+    }
+    SSL_CTX_free(probe);
+    return 0;
+}
+
+int tls_listener_update(struct tls_listener *l, const struct tls_settings *s, char *err, size_t errlen)
+{
+    struct tls_settings copy;
+    if (tls_settings_copy(&copy, s) != 0) {
+        snprintf(err, errlen, "listener %s: out of memory", l->name);
+        return -1;
+    }
+    pthread_mutex_lock(&l->rebuild);
+    if (tls_settings_equal(&l->settings, &copy)) {
+        pthread_mutex_unlock(&l->rebuild);
+        tls_settings_clear(&copy);
+        return 0;
+    }
+    char why[768];
+    SSL_CTX *fresh = tls_context_build(&copy, why, sizeof why);
+    if (fresh) {
+        swap_context(l, fresh);
+        /* A later SIGHUP re-reads these files, not the start-up ones. */
+        struct tls_settings old = l->settings;
+        l->settings = copy;
+        copy = old;
+    }
+    pthread_mutex_unlock(&l->rebuild);
+    tls_settings_clear(&copy);
+    if (!fresh) {
+        snprintf(err, errlen, "listener %s: %s", l->name, why);
+        return -1;
+    }
+    logger_info(TLS_LOG, "listener %s: new TLS settings applied; new connections use them", l->name);
+    return 1;
+}
+
+const char *tls_listener_name(const struct tls_listener *l)
+{
+    return l->name;
 }
 
 void tls_listener_set_refusal_hook(struct tls_listener *l, tls_refusal_fn fn, void *ctx)
@@ -163,6 +238,7 @@ void tls_listener_free(struct tls_listener *l)
         return;
     SSL_CTX_free(l->ctx);
     pthread_mutex_destroy(&l->mutex);
+    pthread_mutex_destroy(&l->rebuild);
     tls_settings_clear(&l->settings);
     free(l);
 }

@@ -254,7 +254,7 @@ int tls_listener_transport_init(void *ctx, struct net_transport *t)
     }
     SSL_set_accept_state(tc->ssl);
     tc->listener = l;
-    int64_t timeout = l->settings.handshake_timeout_ms;
+    int64_t timeout = l->handshake_timeout_ms;
     tc->deadline_ms = clock_mono_ms() + (timeout > 0 ? timeout : TLS_DEFAULT_HANDSHAKE_TIMEOUT_MS);
     net_format_peer(t->fd, tc->peer, sizeof tc->peer);
     t->ops = &tls_transport_ops;

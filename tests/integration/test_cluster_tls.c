@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "raw_kafka.h"
 #include "rk_helpers.h"
 #include "tls_cluster.h"
 
@@ -303,6 +304,66 @@ static void test_endpoint_identification(void **state)
     cluster_stop(&c);
 }
 
+/* ssl.crl.location on the node's own links: the quorum, controller and
+ * inter-broker links check the listener's certificate against the same
+ * CRLs as the listeners check clients. Good certificates with a current
+ * CRL form the cluster; a revoked one (bob's as every node's keystore, the
+ * host name check off as it names no host) is refused by the connecting
+ * link itself, which logs why. */
+static void test_outgoing_links_check_crls(void **state)
+{
+    (void)state;
+    const char *revoked[] = {"revoked.pem", "revoked.key", NULL};
+    tls_certs_write(certs_dir, "revoked-server.pem", revoked);
+    char crl[400];
+    snprintf(crl, sizeof crl, "ssl.crl.location=%s/crl.pem", certs_dir);
+
+    struct cluster c;
+    cluster_spawn_with(&c, 0, "server.pem", crl, NULL);
+    for (int i = 0; i < N; i++)
+        broker_wait_ready(&c.nodes[i]);
+    wait_brokers(&c.nodes[0], (1u << 1) | (1u << 2) | (1u << 3), 30000);
+    for (int i = 0; i < N; i++)
+        assert_false(broker_log_contains(&c.nodes[i], "TLS handshake with"));
+    cluster_stop(&c);
+
+    cluster_spawn_with(&c, 0, "revoked-server.pem", crl, "ssl.endpoint.identification.algorithm=");
+    broker_wait_log(&c.nodes[0], "failed: certificate verify failed: certificate revoked", 30000);
+    for (int i = 0; i < N; i++)
+        broker_kill9(&c.nodes[i]);
+    cluster_stop(&c);
+}
+
+/* The controller listener's ssl.* keys change at runtime like the
+ * broker listeners': checked first (a missing file is refused naming the
+ * key), then applied to its new connections and to the node's controller
+ * link, which uses that listener's keys. */
+static void test_controller_listener_keystore_at_runtime(void **state)
+{
+    (void)state;
+    struct test_broker b;
+    memset(&b, 0, sizeof b);
+    spawn_single(&b, "server.pem", NULL);
+    broker_wait_ready(&b);
+    char msg[512], path[400];
+    snprintf(path, sizeof path, "%s/no-such.pem", certs_dir);
+    int code = raw_incremental_alter_broker(broker_port(&b), "1", "listener.name.controller.ssl.keystore.location", 0,
+                                            path, msg, sizeof msg);
+    if (code != 40 || !strstr(msg, "listener.name.controller.ssl.keystore.location: cannot open"))
+        fail_msg("error %d '%s', expected INVALID_CONFIG naming the key", code, msg);
+    snprintf(path, sizeof path, "%s/other-server.pem", certs_dir);
+    code = raw_incremental_alter_broker(broker_port(&b), "1", "listener.name.controller.ssl.keystore.location", 0, path,
+                                        msg, sizeof msg);
+    if (code != 0)
+        fail_msg("error %d '%s'", code, msg);
+    broker_wait_log(&b, "listener CONTROLLER: new TLS settings applied", 20000);
+    /* The node's controller link presents the new keystore from now on. */
+    broker_wait_log(&b, "controller link: new TLS settings applied", 20000);
+    broker_stop(&b);
+    broker_mark_passed(&b);
+    broker_cleanup(&b);
+}
+
 static void wait_exit(struct test_broker *b)
 {
     long long deadline = harness_now_ms() + 20000;
@@ -409,6 +470,8 @@ int main(void)
         cmocka_unit_test(test_quorum_and_replication_over_mutual_tls),
         cmocka_unit_test(test_node_with_wrong_ca_stays_out),
         cmocka_unit_test(test_endpoint_identification),
+        cmocka_unit_test(test_outgoing_links_check_crls),
+        cmocka_unit_test(test_controller_listener_keystore_at_runtime),
         cmocka_unit_test(test_sasl_links_refused),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

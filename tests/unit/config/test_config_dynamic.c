@@ -10,6 +10,7 @@
 #include "config/config_registry.h"
 #include "config/topic_config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void test_check_key(void **state)
@@ -28,24 +29,74 @@ static void test_check_key(void **state)
     assert_false(config_key_runtime("log.dirs"));
 }
 
-/* Every runtime key is dynamic in Kafka and none is Kafka's per-broker
- * kind (a per-broker key Cairn applied would need the default-level
- * refusal tested end to end). Every per-broker key is dynamic. */
+/* Every runtime key is dynamic in Kafka and implemented; the per-broker
+ * ones Cairn applies are the TLS listeners' ssl.* keys (their refusal at
+ * the default level runs end to end in test_tls_dynamic). Every per-broker
+ * key is dynamic. */
 static void test_flags_consistent(void **state)
 {
     (void)state;
     for (size_t i = 0; i < config_broker_key_count(); i++) {
         const struct config_key_def *def = config_broker_key_at(i);
         if (def->flags & CONFIG_FLAG_RUNTIME) {
-            if (!(def->flags & CONFIG_FLAG_DYNAMIC) || (def->flags & (CONFIG_FLAG_PER_BROKER | CONFIG_FLAG_UNUSED)))
-                fail_msg("%s: runtime but not a plain implemented dynamic key", def->name);
+            if (!(def->flags & CONFIG_FLAG_DYNAMIC) || (def->flags & CONFIG_FLAG_UNUSED))
+                fail_msg("%s: runtime but not an implemented dynamic key", def->name);
+            if ((def->flags & CONFIG_FLAG_PER_BROKER) && strncmp(def->name, "ssl.", 4) != 0)
+                fail_msg("%s: a per-broker runtime key other than ssl.*", def->name);
         }
         if ((def->flags & CONFIG_FLAG_PER_BROKER) && !(def->flags & CONFIG_FLAG_DYNAMIC))
             fail_msg("%s: per-broker but not dynamic", def->name);
     }
     char err[256];
-    assert_int_equal(config_dynamic_check_key("ssl.keystore.location", false, err, sizeof err),
+    assert_int_equal(config_dynamic_check_key("ssl.keystore.password", false, err, sizeof err),
                      CONFIG_DYNAMIC_NOT_RUNTIME);
+    assert_int_equal(config_dynamic_check_key("ssl.endpoint.identification.algorithm", false, err, sizeof err),
+                     CONFIG_DYNAMIC_NOT_RUNTIME);
+}
+
+/* listener.name.<l>.ssl.* keys check as their ssl.* key; other
+ * per-listener keys are unknown to dynamic configs. */
+static void test_listener_keys(void **state)
+{
+    (void)state;
+    char err[256];
+    assert_true(config_listener_key_index("listener.name.ssl.ssl.keystore.location") ==
+                config_broker_key_index("ssl.keystore.location"));
+    assert_true(config_listener_key_index("listener.name..ssl.keystore.location") < 0);
+    assert_true(config_listener_key_index("listener.name.ssl.sasl.enabled.mechanisms") < 0);
+    assert_true(config_listener_key_index("listener.name.ssl.ssl.no.such") < 0);
+    assert_int_equal(config_dynamic_check_key("listener.name.ssl.ssl.keystore.location", false, err, sizeof err),
+                     CONFIG_DYNAMIC_OK);
+    assert_int_equal(config_dynamic_check_key("listener.name.ssl.ssl.crl.location", true, err, sizeof err),
+                     CONFIG_DYNAMIC_PER_BROKER_ONLY);
+    assert_int_equal(config_dynamic_check_key("listener.name.ssl.ssl.keystore.password", false, err, sizeof err),
+                     CONFIG_DYNAMIC_NOT_RUNTIME);
+    assert_true(config_key_runtime("listener.name.internal.ssl.truststore.location"));
+
+    /* Layered, they join the per-listener entries the TLS settings read;
+     * the broker's own layer wins over the default's. */
+    const char *keys[] = {"listener.name.ssl.ssl.keystore.location"};
+    const char *values[] = {"/static.pem"};
+    struct broker_config *base = NULL, *layered = NULL;
+    assert_int_equal(config_build(keys, values, 1, &base, err, sizeof err), 0);
+    struct config_kv dflt[] = {{"listener.name.ssl.ssl.truststore.location", "/default-ca.pem"}};
+    struct config_kv mine[] = {{"listener.name.ssl.ssl.keystore.location", "/dynamic.pem"},
+                               {"listener.name.ssl.ssl.truststore.location", "/mine-ca.pem"}};
+    assert_int_equal(config_build_layered(base, dflt, 1, mine, 2, &layered, err, sizeof err), 0);
+    struct config_kv *found = NULL;
+    size_t count = 0;
+    assert_int_equal(config_keys_with_prefix(layered, "listener.name.ssl.", &found, &count), 0);
+    assert_int_equal(count, 2);
+    for (size_t i = 0; i < count; i++)
+        assert_string_equal(found[i].value, strstr(found[i].key, "keystore") ? "/dynamic.pem" : "/mine-ca.pem");
+    free(found);
+    config_free(layered);
+    /* A bad value is refused naming the key. */
+    struct config_kv bad[] = {{"listener.name.ssl.ssl.client.auth", "sometimes"}};
+    assert_int_equal(config_build_layered(base, NULL, 0, bad, 1, &layered, err, sizeof err), -1);
+    assert_non_null(strstr(err, "listener.name.ssl.ssl.client.auth"));
+    assert_non_null(strstr(err, "sometimes"));
+    config_free(base);
 }
 
 static void test_layers(void **state)
@@ -93,6 +144,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_key),
         cmocka_unit_test(test_flags_consistent),
+        cmocka_unit_test(test_listener_keys),
         cmocka_unit_test(test_layers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

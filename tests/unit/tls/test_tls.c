@@ -127,6 +127,34 @@ static void test_context_errors_name_the_key(void **state)
     tls_listener_free(l);
 }
 
+/* New settings for a running listener (a dynamic config change): the
+ * same ones are a no-op, bad ones are refused naming the key and leave the
+ * listener as it was, good ones are taken (and reloaded from then on). */
+static void test_listener_update(void **state)
+{
+    (void)state;
+    char err[1024];
+    struct tls_listener *l = listener_with(err, sizeof err, TLS_KEYSTORE_LOCATION, path("server.pem"), -1);
+    if (!l)
+        fail_msg("%s", err);
+    struct tls_settings s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(tls_settings_set(&s, TLS_KEYSTORE_LOCATION, path("server.pem")), 0);
+    assert_int_equal(tls_listener_check(l, &s, err, sizeof err), 0);
+    assert_int_equal(tls_listener_update(l, &s, err, sizeof err), 0);
+    assert_int_equal(tls_settings_set(&s, TLS_KEYSTORE_LOCATION, path("missing.pem")), 0);
+    assert_int_equal(tls_listener_check(l, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "listener SSL: ssl.keystore.location: cannot open"));
+    assert_int_equal(tls_listener_update(l, &s, err, sizeof err), -1);
+    assert_int_equal(tls_listener_reload(l, err, sizeof err), 0); /* still the old, good file */
+    assert_int_equal(tls_settings_set(&s, TLS_KEYSTORE_LOCATION, path("other-server.pem")), 0);
+    assert_int_equal(tls_listener_check(l, &s, err, sizeof err), 0);
+    assert_int_equal(tls_listener_update(l, &s, err, sizeof err), 1);
+    assert_int_equal(tls_listener_update(l, &s, err, sizeof err), 0);
+    tls_settings_clear(&s);
+    tls_listener_free(l);
+}
+
 /* A link client from key/value pairs (NULL-terminated); NULL with err. */
 static struct tls_client *link_client_with(char *err, size_t errlen, ...)
 {
@@ -176,6 +204,34 @@ static void test_link_client_settings(void **state)
                          path("server.pem"), TLS_ENDPOINT_IDENTIFICATION, "", -1);
     if (!c)
         fail_msg("%s", err);
+    tls_client_free(c);
+    /* The links load ssl.crl.location as the listeners do. */
+    c = link_client_with(err, sizeof err, TLS_TRUSTSTORE_LOCATION, path("ca.pem"), TLS_CRL_LOCATION,
+                         path("missing-crl.pem"), -1);
+    assert_null(c);
+    if (!strstr(err, "controller link: ssl.crl.location: cannot open"))
+        fail_msg("%s", err);
+    c = link_client_with(err, sizeof err, TLS_TRUSTSTORE_LOCATION, path("ca.pem"), TLS_CRL_LOCATION, path("crl.pem"),
+                         -1);
+    if (!c)
+        fail_msg("%s", err);
+    /* New settings at runtime: a link needs its truststore still. */
+    struct tls_settings s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(tls_settings_set(&s, TLS_TRUSTSTORE_LOCATION, path("ca.pem")), 0);
+    assert_int_equal(tls_settings_set(&s, TLS_CRL_LOCATION, path("crl.pem")), 0);
+    assert_int_equal(tls_client_update(c, &s, err, sizeof err), 0); /* the same */
+    assert_int_equal(tls_settings_set(&s, TLS_TRUSTSTORE_LOCATION, NULL), 0);
+    assert_int_equal(tls_client_check(c, &s, err, sizeof err), -1);
+    if (!strstr(err, "controller link: an SSL link needs trusted certificates"))
+        fail_msg("%s", err);
+    assert_int_equal(tls_client_update(c, &s, err, sizeof err), -1);
+    assert_int_equal(tls_settings_set(&s, TLS_TRUSTSTORE_LOCATION, path("other-ca.pem")), 0);
+    assert_int_equal(tls_settings_set(&s, TLS_CRL_LOCATION, NULL), 0);
+    assert_int_equal(tls_client_check(c, &s, err, sizeof err), 0);
+    assert_int_equal(tls_client_update(c, &s, err, sizeof err), 1);
+    assert_int_equal(tls_client_reload(c, err, sizeof err), 0);
+    tls_settings_clear(&s);
     tls_client_free(c);
 }
 
@@ -408,9 +464,13 @@ static void test_garbage_instead_of_client_hello(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_context_errors_name_the_key),  cmocka_unit_test(test_link_client_settings),
-        cmocka_unit_test(test_link_client_reload),           cmocka_unit_test(test_transport_round_trip),
-        cmocka_unit_test(test_client_certificate_principal), cmocka_unit_test(test_garbage_instead_of_client_hello),
+        cmocka_unit_test(test_context_errors_name_the_key),
+        cmocka_unit_test(test_listener_update),
+        cmocka_unit_test(test_link_client_settings),
+        cmocka_unit_test(test_link_client_reload),
+        cmocka_unit_test(test_transport_round_trip),
+        cmocka_unit_test(test_client_certificate_principal),
+        cmocka_unit_test(test_garbage_instead_of_client_hello),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
