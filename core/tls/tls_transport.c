@@ -3,8 +3,8 @@
  * asks the connection to poll for writability), bounded by a deadline the
  * loop enforces. File regions go out with SSL_sendfile when the kernel took
  * the keys (kTLS). Without kTLS, every write is sealed in batches of up to
- * 8 records (tls_batch.c) and sent with one send(): file regions by a pread
- * of 128 KiB into the thread's staging buffer, then SSL_write per record.
+ * 16 records (tls_batch.c) and sent with one send(): file regions by a pread
+ * of 256 KiB into the thread's staging buffer, then SSL_write per record.
  *
  * Threads: a tls_conn belongs to its connection's loop thread. */
 #include <errno.h>

@@ -174,7 +174,7 @@ static void test_produce_consume_over_ssl_next_to_plaintext(void **state)
 
 /* 8 MiB fetched over SSL in fetches of 1 MiB by a broker whose socket send
  * buffer (16 KiB asked, 32 KiB granted) is smaller than one batch of TLS
- * records (128 KiB sealed): every batch goes out in part, is held and is
+ * records (256 KiB sealed): every batch goes out in part, is held and is
  * finished on later writes. Every record must arrive once, in order, byte
  * for byte. */
 static void test_large_fetches_over_ssl_under_backpressure(void **state)
