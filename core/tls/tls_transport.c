@@ -2,7 +2,9 @@
  * handshake runs inside recv, driven by the loop's readiness (WANT_WRITE
  * asks the connection to poll for writability), bounded by a deadline the
  * loop enforces. File regions go out with SSL_sendfile when the kernel took
- * the keys (kTLS), else with pread + SSL_write.
+ * the keys (kTLS). Without kTLS, every write is sealed in batches of up to
+ * 16 records (tls_batch.c) and sent with one send(): file regions by a pread
+ * of 256 KiB into the thread's staging buffer, then SSL_write per record.
  *
  * Threads: a tls_conn belongs to its connection's loop thread. */
 #include <errno.h>
@@ -18,10 +20,6 @@
 #include "util/clock.h"
 #include "util/logger.h"
 
-/* One TLS record's worth: the fallback path reads this much of a file per
- * SSL_write. */
-#define TLS_FILE_CHUNK (16 * 1024)
-
 struct tls_conn {
     SSL *ssl;
     const struct tls_listener *listener; /* outlives the network server */
@@ -34,6 +32,7 @@ struct tls_conn {
     char principal_type[64];
     char principal_name[512];
     char peer[64];
+    struct tls_batch batch; /* the write BIO points here */
 };
 
 /* Turns an SSL_get_error result into the syscall convention. Logs a
@@ -136,10 +135,93 @@ static ssize_t tls_write(struct tls_conn *tc, const void *buf, size_t len)
     return n > 0 ? n : tls_result(tc, n, "TLS write");
 }
 
+/* Writes the held batch. Once all of it is out, the plaintext count it
+ * stands for (0 for a batch that took none); -1 with EAGAIN while the
+ * socket is full. The caller asks for the same bytes again after EAGAIN
+ * (as OpenSSL requires of SSL_write), so asked covers that count. */
+static ssize_t tls_send_held(struct tls_conn *tc, int fd, size_t asked)
+{
+    int rc = tls_batch_flush(&tc->batch, fd);
+    if (rc < 0) {
+        tc->failed = true;
+        return -1;
+    }
+    if (rc == 0) {
+        errno = EAGAIN;
+        return -1;
+    }
+    size_t plain = tc->batch.held_plain;
+    tc->batch.held_plain = 0;
+    if (plain > asked) {
+        logger_warn(TLS_LOG, "TLS with %s on %s: a write retry asked for %zu bytes, %zu were already sent", tc->peer,
+                    tc->listener->name, asked, plain);
+        tc->failed = true;
+        errno = EPROTO;
+        return -1;
+    }
+    return (ssize_t)plain;
+}
+
+/* Seals iov's bytes (up to TLS_BATCH_PLAIN) into one batch of records and
+ * sends it with one send(). The plaintext count taken, all of it on the
+ * socket; -1 with EAGAIN when the socket did not take the whole batch (it
+ * is held for the caller's retry). */
+static ssize_t tls_send_batch(struct tls_conn *tc, int fd, const struct iovec *iov, int iovcnt)
+{
+    if (tls_batch_begin(&tc->batch) != 0)
+        return -1;
+    size_t taken = 0;
+    int ret = 1;
+    ERR_clear_error();
+    for (int i = 0; i < iovcnt; i++) {
+        const unsigned char *base = iov[i].iov_base;
+        size_t off = 0;
+        while (off < iov[i].iov_len && taken < TLS_BATCH_PLAIN && tls_batch_has_room(&tc->batch)) {
+            size_t piece = iov[i].iov_len - off;
+            if (piece > TLS_RECORD_PLAIN)
+                piece = TLS_RECORD_PLAIN;
+            ret = SSL_write(tc->ssl, base + off, (int)piece);
+            if (ret <= 0)
+                break;
+            off += (size_t)ret;
+            taken += (size_t)ret;
+        }
+        if (off < iov[i].iov_len)
+            break;
+    }
+    bool sealed_any = tc->batch.len > 0;
+    tls_batch_close(&tc->batch, taken);
+    if (ret <= 0) {
+        int e = SSL_get_error(tc->ssl, ret);
+        bool retry = e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ;
+        if (!retry || !sealed_any) {
+            tls_batch_free(&tc->batch);
+            return tls_result(tc, ret, "TLS write");
+        }
+    }
+    ssize_t n = tls_send_held(tc, fd, taken);
+    if (n == 0) {
+        errno = EAGAIN;
+        return -1;
+    }
+    return n;
+}
+
 static ssize_t tls_send(struct net_transport *t, const struct iovec *iov, int iovcnt, int flags)
 {
     (void)flags;
     struct tls_conn *tc = t->state;
+    if (!tc->ktls_send && tc->handshake_done) {
+        size_t asked = 0;
+        for (int i = 0; i < iovcnt; i++)
+            asked += iov[i].iov_len;
+        if (tc->batch.held) {
+            ssize_t n = tls_send_held(tc, t->fd, asked);
+            if (n != 0)
+                return n;
+        }
+        return asked > 0 ? tls_send_batch(tc, t->fd, iov, iovcnt) : 0;
+    }
     ssize_t total = 0;
     for (int i = 0; i < iovcnt; i++) {
         if (iov[i].iov_len == 0)
@@ -162,17 +244,31 @@ static ssize_t tls_send_file(struct net_transport *t, int file_fd, int64_t pos, 
         ossl_ssize_t n = SSL_sendfile(tc->ssl, file_fd, (off_t)pos, len, 0);
         return n >= 0 ? (ssize_t)n : tls_result(tc, (int)n, "TLS sendfile");
     }
+    if (!tc->handshake_done) {
+        errno = EAGAIN;
+        return -1;
+    }
+    if (tc->batch.held) {
+        ssize_t n = tls_send_held(tc, t->fd, len);
+        if (n != 0)
+            return n;
+    }
     /* A retry after WANT_WRITE asks for the same position again, so the
      * bytes handed to SSL_write are the same ones, as OpenSSL requires. */
-    static _Thread_local unsigned char chunk[TLS_FILE_CHUNK];
-    size_t want = len < sizeof chunk ? len : sizeof chunk;
+    unsigned char *plain = tls_batch_plain_buffer();
+    if (!plain) {
+        errno = ENOMEM;
+        return -1;
+    }
+    size_t want = len < TLS_BATCH_PLAIN ? len : TLS_BATCH_PLAIN;
     ssize_t got;
     do
-        got = pread(file_fd, chunk, want, (off_t)pos);
+        got = pread(file_fd, plain, want, (off_t)pos);
     while (got < 0 && errno == EINTR);
     if (got <= 0)
         return got;
-    return tls_write(tc, chunk, (size_t)got);
+    struct iovec iov = {plain, (size_t)got};
+    return tls_send_batch(tc, t->fd, &iov, 1);
 }
 
 static size_t tls_pending(struct net_transport *t)
@@ -189,13 +285,16 @@ static void tls_close(struct net_transport *t)
     struct tls_conn *tc = t->state;
     if (!tc)
         return;
-    if (tc->handshake_done && !tc->failed) {
-        /* Best effort and nonblocking: the socket closes right after. */
+    if (tc->handshake_done && !tc->failed && !tc->batch.held) {
+        /* Best effort and nonblocking: the socket closes right after. A
+         * close_notify behind a batch the socket never took would reach
+         * the peer out of sequence. */
         ERR_clear_error();
         SSL_shutdown(tc->ssl);
     }
     ERR_clear_error();
     SSL_free(tc->ssl);
+    tls_batch_free(&tc->batch);
     free(tc);
     t->state = NULL;
 }
@@ -244,7 +343,7 @@ int tls_listener_transport_init(void *ctx, struct net_transport *t)
     pthread_mutex_lock(&l->mutex);
     tc->ssl = SSL_new(l->ctx); /* holds its own reference to the context */
     pthread_mutex_unlock(&l->mutex);
-    if (!tc->ssl || SSL_set_fd(tc->ssl, t->fd) != 1) {
+    if (!tc->ssl || SSL_set_fd(tc->ssl, t->fd) != 1 || tls_batch_attach(tc->ssl, &tc->batch) != 0) {
         char why[256];
         tls_error_string(why, sizeof why);
         logger_warn(TLS_LOG, "listener %s: cannot start TLS on a connection: %s", l->name, why);
