@@ -209,6 +209,7 @@ enum handler_result handle_sasl_handshake(struct request_context *ctx, void *req
     snprintf(st->mechanism, sizeof st->mechanism, "%s", mechanism);
     st->handshake_version = ctx->api_version;
     st->reauthenticating = reauth;
+    st->refused = false;
     st->phase = SASL_PHASE_HANDSHAKE_DONE;
     if (reauth)
         net_request_begin_reauthentication(ctx->net);
@@ -239,10 +240,13 @@ static void fail(struct request_context *ctx, struct sasl_conn *st, const struct
     else
         snprintf(text, sizeof text, "Authentication failed during %s due to invalid credentials with SASL mechanism %s",
                  st->reauthenticating ? "re-authentication" : "authentication", st->mechanism);
-    logger_info("sasl", "%s of '%s' with %s from %s on %s failed: %s",
-                st->reauthenticating ? "re-authentication" : "authentication", step->user, st->mechanism,
-                ctx->net->peer, ctx->net->listener_name, step->reason);
-    audit(ctx, st, step, false, step->reason);
+    /* A refused exchange was logged and audited when it was refused. */
+    if (!st->refused) {
+        logger_info("sasl", "%s of '%s' with %s from %s on %s failed: %s",
+                    st->reauthenticating ? "re-authentication" : "authentication", step->user, st->mechanism,
+                    ctx->net->peer, ctx->net->listener_name, step->reason);
+        audit(ctx, st, step, false, step->reason);
+    }
     if (error_code)
         *error_code = KAFKA_ERR_SASL_AUTHENTICATION_FAILED;
     if (message)
@@ -251,6 +255,18 @@ static void fail(struct request_context *ctx, struct sasl_conn *st, const struct
     st->phase = SASL_PHASE_FAILED;
     close_after(ctx);
     net_request_delay_response(ctx->net, config_get_int(ctx->env->config, "connection.failed.authentication.delay.ms"));
+}
+
+/* The mechanism refused the client but owes it a last challenge (RFC 7628
+ * 3.2.3): the refusal is logged and audited now, so a client that closes
+ * instead of answering is recorded too, and only once. */
+static void refuse(struct request_context *ctx, struct sasl_conn *st, const struct sasl_step *step)
+{
+    logger_info("sasl", "%s of '%s' with %s from %s on %s failed: %s",
+                st->reauthenticating ? "re-authentication" : "authentication", step->user, st->mechanism,
+                ctx->net->peer, ctx->net->listener_name, step->reason);
+    audit(ctx, st, step, false, step->reason);
+    st->refused = true;
 }
 
 /* The exchange succeeded: the connection acts as the new principal from
@@ -297,6 +313,13 @@ static enum sasl_step_outcome run_step(struct request_context *ctx, struct sasl_
 {
     memset(step, 0, sizeof *step);
     sasl_mech_step(ctx, st, in, in_len, step);
+    if (st->refused && step->outcome != SASL_STEP_FAILED) {
+        /* After a refusal the exchange can only end, whatever the answer. */
+        if (step->outcome != SASL_STEP_REFUSED)
+            step->client_message[0] = '\0';
+        step->outcome = SASL_STEP_FAILED;
+        snprintf(step->reason, sizeof step->reason, "the client answered a refusal");
+    }
     *out = (struct kafka_bytes){NULL, 0};
     if (step->outcome != SASL_STEP_FAILED && step->out_len > 0) {
         uint8_t *copy = kafka_arena_alloc(&ctx->arena, step->out_len);
@@ -327,6 +350,10 @@ enum handler_result handle_sasl_authenticate(struct request_context *ctx, void *
     enum sasl_step_outcome outcome = run_step(ctx, st, req->auth_bytes.data,
                                               req->auth_bytes.len > 0 ? (size_t)req->auth_bytes.len : 0, &step,
                                               &resp->auth_bytes);
+    if (outcome == SASL_STEP_REFUSED) {
+        refuse(ctx, st, &step);
+        return HANDLER_RESPOND;
+    }
     if (outcome == SASL_STEP_DONE) {
         int64_t lifetime = succeed(ctx, st, &step);
         if (lifetime >= 0) {
@@ -364,6 +391,8 @@ void sasl_handle_raw_token(struct net_request *req, struct handler_env *env)
     enum sasl_step_outcome outcome = run_step(ctx, st, req->frame, req->frame_len, &step, &token);
     if (outcome == SASL_STEP_DONE && succeed(ctx, st, &step) < 0)
         outcome = SASL_STEP_FAILED;
+    if (outcome == SASL_STEP_REFUSED)
+        refuse(ctx, st, &step);
     if (outcome == SASL_STEP_FAILED) {
         /* No error frame exists before SaslAuthenticate: just close. */
         fail(ctx, st, &step, NULL, NULL);

@@ -29,6 +29,7 @@ struct sasl_conn {
     enum sasl_phase phase;
     int16_t handshake_version;
     bool reauthenticating;              /* this exchange is a KIP-368 re-authentication */
+    bool refused;                       /* refused and audited; the client still owes its last token */
     char mechanism[SASL_MECHANISM_MAX]; /* chosen by the last SaslHandshake */
     char user[SASL_USER_MAX];           /* named by the client during the exchange */
     /* The authenticated session (phase AUTHENTICATED, or being re-authenticated). */
@@ -40,7 +41,9 @@ struct sasl_conn {
     void *plugin_session;
 };
 
-enum sasl_step_outcome { SASL_STEP_CONTINUE = 1, SASL_STEP_DONE = 2, SASL_STEP_FAILED = 3 };
+/* REFUSED: failed, but out is a last challenge the client answers before
+ * the exchange ends (the plugin's CAIRN_SASL_FAILED with a token). */
+enum sasl_step_outcome { SASL_STEP_CONTINUE = 1, SASL_STEP_DONE = 2, SASL_STEP_FAILED = 3, SASL_STEP_REFUSED = 4 };
 
 /* What one token did. out/out_len stay valid until sasl_step_release. */
 struct sasl_step {
