@@ -202,8 +202,35 @@ static void produce_and_consume(struct oauth_it *t, const char *token, const cha
     assert_int_equal(cs.auth_errors, 0);
 }
 
+/* Failed OAUTHBEARER authentications in the audit log whose error holds
+ * reason. */
+static int audited_refusals(const struct oauth_it *t, const char *reason)
+{
+    FILE *f = fopen(t->audit_path, "r");
+    if (!f)
+        return 0;
+    char line[8192];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, "\"type\":\"authentication\"") && strstr(line, "\"mechanism\":\"OAUTHBEARER\"") &&
+             strstr(line, "\"success\":false") && strstr(line, reason);
+    fclose(f);
+    return n;
+}
+
+/* Waits (the audit plugin writes from a thread of its own) for count
+ * refusals with reason in the audit log. */
+static void expect_audited_refusals(const struct oauth_it *t, const char *reason, int count)
+{
+    long long deadline = harness_now_ms() + 15000;
+    while (audited_refusals(t, reason) < count && harness_now_ms() < deadline)
+        usleep(50000);
+    if (audited_refusals(t, reason) != count)
+        fail_msg("%d refusals saying '%s' in the audit log, expected %d", audited_refusals(t, reason), reason, count);
+}
+
 /* A producer with this token reports an authentication error, and the
- * broker logged why it refused the token. */
+ * broker logged and audited why it refused the token. */
 static void expect_refused(struct oauth_it *t, const char *token, const char *log_reason)
 {
     struct client_state cs = {.token = token, .principal = "alice"};
@@ -222,6 +249,12 @@ static void expect_refused(struct oauth_it *t, const char *token, const char *lo
         usleep(50000);
     if (!broker_log_contains(&t->broker, log_reason))
         fail_msg("broker log does not say '%s'", log_reason);
+    /* librdkafka may retry, so one or more refusals, each with the reason. */
+    deadline = harness_now_ms() + 15000;
+    while (audited_refusals(t, log_reason) == 0 && harness_now_ms() < deadline)
+        usleep(50000);
+    if (audited_refusals(t, log_reason) == 0)
+        fail_msg("no refusal saying '%s' in the audit log", log_reason);
 }
 
 static void test_oauthbearer_with_librdkafka(void **state)
@@ -248,33 +281,6 @@ static void test_oauthbearer_with_librdkafka(void **state)
     free(forged);
     EVP_PKEY_free(other);
     stop_all(&t);
-}
-
-/* Failed OAUTHBEARER authentications in the audit log whose error holds
- * reason. */
-static int audited_refusals(const struct oauth_it *t, const char *reason)
-{
-    FILE *f = fopen(t->audit_path, "r");
-    if (!f)
-        return 0;
-    char line[8192];
-    int n = 0;
-    while (fgets(line, sizeof line, f))
-        n += strstr(line, "\"type\":\"authentication\"") && strstr(line, "\"mechanism\":\"OAUTHBEARER\"") &&
-             strstr(line, "\"success\":false") && strstr(line, reason);
-    fclose(f);
-    return n;
-}
-
-/* Waits (the audit plugin writes from a thread of its own) for count
- * refusals with reason in the audit log. */
-static void expect_audited_refusals(const struct oauth_it *t, const char *reason, int count)
-{
-    long long deadline = harness_now_ms() + 15000;
-    while (audited_refusals(t, reason) < count && harness_now_ms() < deadline)
-        usleep(50000);
-    if (audited_refusals(t, reason) != count)
-        fail_msg("%d refusals saying '%s' in the audit log, expected %d", audited_refusals(t, reason), reason, count);
 }
 
 struct wire_answer {

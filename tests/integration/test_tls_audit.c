@@ -48,13 +48,34 @@ static bool ssl_metadata_works(const char *bootstrap, const char *client, int ti
     return rk_metadata_works(bootstrap, ssl_client_conf(&c, certs_dir, NULL, client), timeout_ms);
 }
 
+/* The same over SASL_SSL: the TLS handshake comes before any SASL. */
+static bool sasl_ssl_metadata_works(const char *bootstrap, int timeout_ms)
+{
+    struct ssl_conf c;
+    ssl_client_conf(&c, certs_dir, NULL, NULL);
+    const char *kv[24];
+    int n = 0;
+    for (; c.kv[n]; n++)
+        kv[n] = c.kv[n];
+    kv[1] = "sasl_ssl";
+    const char *sasl[] = {"sasl.mechanisms", "SCRAM-SHA-256", "sasl.username", "alice", "sasl.password", "secret"};
+    for (size_t i = 0; i < sizeof sasl / sizeof sasl[0]; i++)
+        kv[n++] = sasl[i];
+    kv[n] = NULL;
+    return rk_metadata_works(bootstrap, kv, timeout_ms);
+}
+
 static void test_handshake_refusals_are_audited(void **state)
 {
     (void)state;
-    int ssl_port = harness_free_port();
-    assert_true(ssl_port > 0);
-    char listeners[160], keystore[400], trust[400], plugin_path[600], audit_path[400], audit_file[500], bootstrap[64];
-    snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:%d", ssl_port);
+    int ssl_port = harness_free_port(), sasl_ssl_port = harness_free_port();
+    assert_true(ssl_port > 0 && sasl_ssl_port > 0);
+    char listeners[200], keystore[400], trust[400], plugin_path[600], audit_path[400], audit_file[500], bootstrap[64],
+        sasl_bootstrap[64];
+    snprintf(listeners, sizeof listeners,
+             "listeners=PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:%d,SASL_SSL://127.0.0.1:%d", ssl_port,
+             sasl_ssl_port);
+    snprintf(sasl_bootstrap, sizeof sasl_bootstrap, "127.0.0.1:%d", sasl_ssl_port);
     snprintf(keystore, sizeof keystore, "ssl.keystore.location=%s/server.pem", certs_dir);
     snprintf(trust, sizeof trust, "ssl.truststore.location=%s/ca.pem", certs_dir);
     snprintf(plugin_path, sizeof plugin_path, "plugin.path=%s", CAIRN_PLUGIN_DIR);
@@ -62,13 +83,15 @@ static void test_handshake_refusals_are_audited(void **state)
     snprintf(audit_file, sizeof audit_file, "plugin.audit.file.path=%s", audit_path);
     snprintf(bootstrap, sizeof bootstrap, "127.0.0.1:%d", ssl_port);
     const char *overrides[] = {listeners,   keystore,        trust,      "ssl.client.auth=required",
-                               plugin_path, "plugins=audit", audit_file, NULL};
+                               plugin_path, "plugins=audit", audit_file, "sasl.enabled.mechanisms=SCRAM-SHA-256",
+                               NULL};
     struct test_broker b;
     broker_start(&b, overrides);
 
     assert_false(ssl_metadata_works(bootstrap, NULL, 3000));
     assert_false(ssl_metadata_works(bootstrap, "stranger", 3000));
     assert_true(ssl_metadata_works(bootstrap, "client", 15000));
+    assert_false(sasl_ssl_metadata_works(sasl_bootstrap, 3000));
     broker_stop(&b); /* the audit plugin writes everything before exiting */
 
     int no_certificate = file_lines_with(audit_path, "\"User:ANONYMOUS\"", "\"SSL\"",
@@ -76,12 +99,17 @@ static void test_handshake_refusals_are_audited(void **state)
     int untrusted = file_lines_with(audit_path, "\"User:ANONYMOUS\"", "\"SSL\"",
                                     "unable to get local issuer certificate");
     int admitted = file_lines_with(audit_path, "CN=alice", "\"SSL\"", "\"success\":true");
-    if (no_certificate < 1 || untrusted < 1 || admitted < 1) {
+    /* On the SASL_SSL listener the refusal says so (mechanism SSL: TLS refused it). */
+    int sasl_ssl_refused = file_lines_with(audit_path, "\"listener\":\"SASL_SSL\",\"security_protocol\":\"SASL_SSL\"",
+                                           "\"mechanism\":\"SSL\",\"success\":false",
+                                           "peer did not return a certificate");
+    if (no_certificate < 1 || untrusted < 1 || admitted < 1 || sasl_ssl_refused < 1) {
         char cmd[600];
         snprintf(cmd, sizeof cmd, "cat '%s' >&2", audit_path);
         assert_int_equal(system(cmd), 0);
-        fail_msg("audit log: %d refusals for a missing certificate, %d for an untrusted one, %d admissions",
-                 no_certificate, untrusted, admitted);
+        fail_msg("audit log: %d refusals for a missing certificate, %d for an untrusted one, %d admissions, %d "
+                 "refusals on SASL_SSL",
+                 no_certificate, untrusted, admitted, sasl_ssl_refused);
     }
     /* A refusal is never recorded as a success. */
     assert_int_equal(file_lines_with(audit_path, "\"User:ANONYMOUS\"", "\"SSL\"", "\"success\":true"), 0);
