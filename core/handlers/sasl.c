@@ -163,6 +163,16 @@ static bool offered(const char *const *list, int n, const char *mechanism)
     return false;
 }
 
+/* A SaslHandshake the broker refused (a mechanism it does not offer, a
+ * re-authentication that changes mechanism) ends the client's attempt:
+ * audited as a failure of the mechanism asked for, as the connection's
+ * principal. */
+static void audit_handshake_refusal(struct request_context *ctx, const char *mechanism, const char *reason)
+{
+    if (ctx->env->plugins && ctx->env->plugins->audit_count > 0)
+        plugin_host_audit_authentication(ctx->env->plugins, handler_request_info(ctx), mechanism, false, reason);
+}
+
 enum handler_result handle_sasl_handshake(struct request_context *ctx, void *request, void *response)
 {
     struct sasl_handshake_request *req = request;
@@ -187,6 +197,10 @@ enum handler_result handle_sasl_handshake(struct request_context *ctx, void *req
     if (!offered(list, n, mechanism) || (size_t)req->mechanism.len >= sizeof mechanism) {
         logger_info("sasl", "client %s on %s asked for SASL mechanism '%s', which is not enabled", ctx->net->peer,
                     ctx->net->listener_name, mechanism);
+        char reason[SASL_MECHANISM_MAX + 160];
+        snprintf(reason, sizeof reason, "SASL mechanism '%s' is not enabled on listener %s", mechanism,
+                 ctx->net->listener_name);
+        audit_handshake_refusal(ctx, mechanism, reason);
         resp->error_code = KAFKA_ERR_UNSUPPORTED_SASL_MECHANISM;
         close_after(ctx);
         return HANDLER_RESPOND;
@@ -196,6 +210,10 @@ enum handler_result handle_sasl_handshake(struct request_context *ctx, void *req
     if (reauth && (ctx->api_version < 1 || strcmp(st->session_mechanism, mechanism) != 0)) {
         logger_info("sasl", "client %s on %s re-authenticates with %s v%d after %s: refused", ctx->net->peer,
                     ctx->net->listener_name, mechanism, ctx->api_version, st->session_mechanism);
+        char reason[2 * SASL_MECHANISM_MAX + 96];
+        snprintf(reason, sizeof reason, "re-authentication with %s (SaslHandshake v%d) on a session of %s", mechanism,
+                 ctx->api_version, st->session_mechanism);
+        audit_handshake_refusal(ctx, mechanism, reason);
         resp->error_code = KAFKA_ERR_ILLEGAL_SASL_STATE;
         close_after(ctx);
         return HANDLER_RESPOND;

@@ -82,6 +82,8 @@ static void test_wire_gate_and_mechanisms(void **state)
     assert_string_equal(mechanisms, "SCRAM-SHA-256,SCRAM-SHA-512");
     assert_true(raw_wait_closed(c.fd, 5000));
     close(c.fd);
+    /* That ended the client's attempt: a failed authentication with PLAIN. */
+    sasl_it_expect_audited(&t, "User:ANONYMOUS", false, "SASL mechanism 'PLAIN' is not enabled", "PLAIN");
 
     /* After a handshake, another request is ILLEGAL_SASL_STATE, then a close. */
     c = scram_wire_connect(&t);
@@ -177,6 +179,17 @@ static void test_reauthentication(void **state)
     assert_true(raw_wait_closed(c.fd, 5000));
     close(c.fd);
     sasl_it_expect_audited(&t, "User:erin", false, "re-authentication as User:erin", "SCRAM-SHA-512");
+
+    /* Re-authenticating with another mechanism is refused at the handshake,
+     * and audited as the session's user. */
+    c = scram_wire_connect(&t);
+    assert_int_equal(scram_wire_handshake(&c, "SCRAM-SHA-512", mechanisms, sizeof mechanisms), 0);
+    scram_wire_login(&c, SHA512, "dave", "dave-secret", &a);
+    assert_int_equal(a.error, 0);
+    assert_int_equal(scram_wire_handshake(&c, "SCRAM-SHA-256", mechanisms, sizeof mechanisms), ERR_ILLEGAL_SASL_STATE);
+    assert_true(raw_wait_closed(c.fd, 5000));
+    close(c.fd);
+    sasl_it_expect_audited(&t, "User:dave", false, "re-authentication with SCRAM-SHA-256", "SCRAM-SHA-256");
     sasl_it_stop(&t);
 }
 
