@@ -25,11 +25,55 @@ static bool sasl_listener(int16_t protocol)
     return protocol == NET_SECURITY_SASL_PLAINTEXT || protocol == NET_SECURITY_SASL_SSL;
 }
 
+/* An exchange the client left unfinished (it closed after a challenge)
+ * is a failed authentication too, audited as the user it named so far. */
+static void audit_abandoned(struct sasl_conn *st)
+{
+    struct sasl_pending_audit *p = &st->pending;
+    if (!p->host)
+        return;
+    struct cairn_principal who = {sizeof who, p->principal_type, p->principal_name};
+    struct cairn_request_info info = {.struct_size = sizeof info,
+                                      .connection_id = p->connection_id,
+                                      .principal = &who,
+                                      .client_host = p->client_host,
+                                      .client_port = p->client_port,
+                                      .client_id = p->client_id,
+                                      .listener_name = p->listener_name,
+                                      .security_protocol = p->security_protocol,
+                                      .api_key = -1,
+                                      .api_version = -1};
+    plugin_host_audit_authentication(p->host, &info, st->mechanism, false,
+                                     "the client closed the connection before the SASL exchange finished");
+    p->host = NULL;
+}
+
 static void sasl_conn_free(void *p)
 {
     struct sasl_conn *st = p;
+    audit_abandoned(st);
     sasl_mech_end(st);
     free(st);
+}
+
+/* The exchange goes on past this token: remember whom to audit should the
+ * client close before it ends. */
+static void expect_more(struct request_context *ctx, struct sasl_conn *st, const struct sasl_step *step)
+{
+    if (!ctx->env->plugins || ctx->env->plugins->audit_count == 0)
+        return;
+    const struct cairn_request_info *info = handler_request_info(ctx);
+    struct sasl_pending_audit *p = &st->pending;
+    p->host = ctx->env->plugins;
+    p->connection_id = info->connection_id;
+    snprintf(p->client_host, sizeof p->client_host, "%s", info->client_host);
+    p->client_port = info->client_port;
+    snprintf(p->client_id, sizeof p->client_id, "%s", info->client_id);
+    snprintf(p->listener_name, sizeof p->listener_name, "%s", info->listener_name);
+    p->security_protocol = info->security_protocol;
+    snprintf(p->principal_type, sizeof p->principal_type, "%s",
+             step->principal_type[0] ? step->principal_type : info->principal->type);
+    snprintf(p->principal_name, sizeof p->principal_name, "%s", step->user[0] ? step->user : info->principal->name);
 }
 
 static enum sasl_phase phase_of(const struct net_request *req)
@@ -228,6 +272,7 @@ enum handler_result handle_sasl_handshake(struct request_context *ctx, void *req
     st->handshake_version = ctx->api_version;
     st->reauthenticating = reauth;
     st->refused = false;
+    st->pending.host = NULL;
     st->phase = SASL_PHASE_HANDSHAKE_DONE;
     if (reauth)
         net_request_begin_reauthentication(ctx->net);
@@ -236,9 +281,10 @@ enum handler_result handle_sasl_handshake(struct request_context *ctx, void *req
 }
 
 /* The audit event of an exchange that ended, as the user it was for. */
-static void audit(struct request_context *ctx, const struct sasl_conn *st, const struct sasl_step *step, bool success,
+static void audit(struct request_context *ctx, struct sasl_conn *st, const struct sasl_step *step, bool success,
                   const char *reason)
 {
+    st->pending.host = NULL; /* this exchange ends here */
     if (!ctx->env->plugins || ctx->env->plugins->audit_count == 0)
         return;
     struct cairn_request_info info = *handler_request_info(ctx);
@@ -380,7 +426,9 @@ enum handler_result handle_sasl_authenticate(struct request_context *ctx, void *
         }
         resp->auth_bytes = (struct kafka_bytes){NULL, 0};
     }
-    if (outcome != SASL_STEP_CONTINUE)
+    if (outcome == SASL_STEP_CONTINUE)
+        expect_more(ctx, st, &step);
+    else
         fail(ctx, st, &step, &resp->error_code, &resp->error_message);
     return HANDLER_RESPOND;
 }
@@ -411,6 +459,8 @@ void sasl_handle_raw_token(struct net_request *req, struct handler_env *env)
         outcome = SASL_STEP_FAILED;
     if (outcome == SASL_STEP_REFUSED)
         refuse(ctx, st, &step);
+    if (outcome == SASL_STEP_CONTINUE)
+        expect_more(ctx, st, &step);
     if (outcome == SASL_STEP_FAILED) {
         /* No error frame exists before SaslAuthenticate: just close. */
         fail(ctx, st, &step, NULL, NULL);

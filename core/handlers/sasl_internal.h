@@ -22,6 +22,22 @@ enum sasl_phase {
 
 struct scram_server;
 struct loaded_plugin;
+struct plugin_host;
+
+/* Who an exchange in progress is for, kept from its last token: a client
+ * that closes before the exchange ends is audited from this when the
+ * connection is freed, when no request of it is left to ask. */
+struct sasl_pending_audit {
+    struct plugin_host *host; /* NULL: nothing to audit */
+    uint64_t connection_id;
+    char client_host[64];
+    uint16_t client_port;
+    char client_id[256];
+    char listener_name[64];
+    const char *security_protocol; /* a static name */
+    char principal_type[64];
+    char principal_name[SASL_USER_MAX];
+};
 
 /* One connection's SASL state, in its net auth_state slot. Touched only by
  * the handler of the connection's in-flight request. */
@@ -39,6 +55,7 @@ struct sasl_conn {
     struct scram_server *scram;
     struct loaded_plugin *plugin;
     void *plugin_session;
+    struct sasl_pending_audit pending; /* an exchange that went on past a token */
 };
 
 /* REFUSED: failed, but out is a last challenge the client answers before

@@ -392,6 +392,7 @@ static void test_wire_exchange(void **state)
     broker_stop(&t.broker); /* the audit plugin writes everything before exiting */
     assert_int_equal(audited_refusals(&t, "expired"), 2);
     assert_int_equal(audited_refusals(&t, "invalid credentials with SASL mechanism OAUTHBEARER"), 1);
+    assert_int_equal(audited_refusals(&t, ""), 3); /* nothing else, e.g. at the close after a refusal */
     stop_all(&t);
 }
 

@@ -75,15 +75,25 @@ static void test_wire_gate_and_mechanisms(void **state)
     assert_int_equal(scram_wire_authenticate(&c, "n,,n=carol,r=abc", 16, &a), 1);
     close(c.fd);
 
+    /* A client that leaves after the server's first message: its attempt
+     * is audited (once, when the connection goes) as the user it named. */
+    char mechanisms[200];
+    c = scram_wire_connect(&t);
+    assert_int_equal(scram_wire_handshake(&c, "SCRAM-SHA-256", mechanisms, sizeof mechanisms), 0);
+    assert_int_equal(scram_wire_authenticate(&c, "n,,n=carol,r=abc", 16, &a), 0);
+    assert_int_equal(a.error, 0);
+    close(c.fd);
+    sasl_it_expect_audited(&t, "User:carol", false, "before the SASL exchange finished", "SCRAM-SHA-256");
+
     /* A mechanism that is not enabled: the enabled list, then a close. */
     c = scram_wire_connect(&t);
-    char mechanisms[200];
     assert_int_equal(scram_wire_handshake(&c, "PLAIN", mechanisms, sizeof mechanisms), ERR_UNSUPPORTED_SASL_MECHANISM);
     assert_string_equal(mechanisms, "SCRAM-SHA-256,SCRAM-SHA-512");
     assert_true(raw_wait_closed(c.fd, 5000));
     close(c.fd);
     /* That ended the client's attempt: a failed authentication with PLAIN. */
     sasl_it_expect_audited(&t, "User:ANONYMOUS", false, "SASL mechanism 'PLAIN' is not enabled", "PLAIN");
+    assert_int_equal(sasl_it_count_audited(t.audit_path, NULL, false, "before the SASL exchange finished", NULL), 1);
 
     /* After a handshake, another request is ILLEGAL_SASL_STATE, then a close. */
     c = scram_wire_connect(&t);
