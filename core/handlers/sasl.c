@@ -25,11 +25,55 @@ static bool sasl_listener(int16_t protocol)
     return protocol == NET_SECURITY_SASL_PLAINTEXT || protocol == NET_SECURITY_SASL_SSL;
 }
 
+/* An exchange the client left unfinished (it closed after a challenge)
+ * is a failed authentication too, audited as the user it named so far. */
+static void audit_abandoned(struct sasl_conn *st)
+{
+    struct sasl_pending_audit *p = &st->pending;
+    if (!p->host)
+        return;
+    struct cairn_principal who = {sizeof who, p->principal_type, p->principal_name};
+    struct cairn_request_info info = {.struct_size = sizeof info,
+                                      .connection_id = p->connection_id,
+                                      .principal = &who,
+                                      .client_host = p->client_host,
+                                      .client_port = p->client_port,
+                                      .client_id = p->client_id,
+                                      .listener_name = p->listener_name,
+                                      .security_protocol = p->security_protocol,
+                                      .api_key = -1,
+                                      .api_version = -1};
+    plugin_host_audit_authentication(p->host, &info, st->mechanism, false,
+                                     "the client closed the connection before the SASL exchange finished");
+    p->host = NULL;
+}
+
 static void sasl_conn_free(void *p)
 {
     struct sasl_conn *st = p;
+    audit_abandoned(st);
     sasl_mech_end(st);
     free(st);
+}
+
+/* The exchange goes on past this token: remember whom to audit should the
+ * client close before it ends. */
+static void expect_more(struct request_context *ctx, struct sasl_conn *st, const struct sasl_step *step)
+{
+    if (!ctx->env->plugins || ctx->env->plugins->audit_count == 0)
+        return;
+    const struct cairn_request_info *info = handler_request_info(ctx);
+    struct sasl_pending_audit *p = &st->pending;
+    p->host = ctx->env->plugins;
+    p->connection_id = info->connection_id;
+    snprintf(p->client_host, sizeof p->client_host, "%s", info->client_host);
+    p->client_port = info->client_port;
+    snprintf(p->client_id, sizeof p->client_id, "%s", info->client_id);
+    snprintf(p->listener_name, sizeof p->listener_name, "%s", info->listener_name);
+    p->security_protocol = info->security_protocol;
+    snprintf(p->principal_type, sizeof p->principal_type, "%s",
+             step->principal_type[0] ? step->principal_type : info->principal->type);
+    snprintf(p->principal_name, sizeof p->principal_name, "%s", step->user[0] ? step->user : info->principal->name);
 }
 
 static enum sasl_phase phase_of(const struct net_request *req)
@@ -163,6 +207,16 @@ static bool offered(const char *const *list, int n, const char *mechanism)
     return false;
 }
 
+/* A SaslHandshake the broker refused (a mechanism it does not offer, a
+ * re-authentication that changes mechanism) ends the client's attempt:
+ * audited as a failure of the mechanism asked for, as the connection's
+ * principal. */
+static void audit_handshake_refusal(struct request_context *ctx, const char *mechanism, const char *reason)
+{
+    if (ctx->env->plugins && ctx->env->plugins->audit_count > 0)
+        plugin_host_audit_authentication(ctx->env->plugins, handler_request_info(ctx), mechanism, false, reason);
+}
+
 enum handler_result handle_sasl_handshake(struct request_context *ctx, void *request, void *response)
 {
     struct sasl_handshake_request *req = request;
@@ -187,6 +241,10 @@ enum handler_result handle_sasl_handshake(struct request_context *ctx, void *req
     if (!offered(list, n, mechanism) || (size_t)req->mechanism.len >= sizeof mechanism) {
         logger_info("sasl", "client %s on %s asked for SASL mechanism '%s', which is not enabled", ctx->net->peer,
                     ctx->net->listener_name, mechanism);
+        char reason[SASL_MECHANISM_MAX + 160];
+        snprintf(reason, sizeof reason, "SASL mechanism '%s' is not enabled on listener %s", mechanism,
+                 ctx->net->listener_name);
+        audit_handshake_refusal(ctx, mechanism, reason);
         resp->error_code = KAFKA_ERR_UNSUPPORTED_SASL_MECHANISM;
         close_after(ctx);
         return HANDLER_RESPOND;
@@ -196,6 +254,10 @@ enum handler_result handle_sasl_handshake(struct request_context *ctx, void *req
     if (reauth && (ctx->api_version < 1 || strcmp(st->session_mechanism, mechanism) != 0)) {
         logger_info("sasl", "client %s on %s re-authenticates with %s v%d after %s: refused", ctx->net->peer,
                     ctx->net->listener_name, mechanism, ctx->api_version, st->session_mechanism);
+        char reason[2 * SASL_MECHANISM_MAX + 96];
+        snprintf(reason, sizeof reason, "re-authentication with %s (SaslHandshake v%d) on a session of %s", mechanism,
+                 ctx->api_version, st->session_mechanism);
+        audit_handshake_refusal(ctx, mechanism, reason);
         resp->error_code = KAFKA_ERR_ILLEGAL_SASL_STATE;
         close_after(ctx);
         return HANDLER_RESPOND;
@@ -209,6 +271,8 @@ enum handler_result handle_sasl_handshake(struct request_context *ctx, void *req
     snprintf(st->mechanism, sizeof st->mechanism, "%s", mechanism);
     st->handshake_version = ctx->api_version;
     st->reauthenticating = reauth;
+    st->refused = false;
+    st->pending.host = NULL;
     st->phase = SASL_PHASE_HANDSHAKE_DONE;
     if (reauth)
         net_request_begin_reauthentication(ctx->net);
@@ -217,9 +281,10 @@ enum handler_result handle_sasl_handshake(struct request_context *ctx, void *req
 }
 
 /* The audit event of an exchange that ended, as the user it was for. */
-static void audit(struct request_context *ctx, const struct sasl_conn *st, const struct sasl_step *step, bool success,
+static void audit(struct request_context *ctx, struct sasl_conn *st, const struct sasl_step *step, bool success,
                   const char *reason)
 {
+    st->pending.host = NULL; /* this exchange ends here */
     if (!ctx->env->plugins || ctx->env->plugins->audit_count == 0)
         return;
     struct cairn_request_info info = *handler_request_info(ctx);
@@ -239,10 +304,13 @@ static void fail(struct request_context *ctx, struct sasl_conn *st, const struct
     else
         snprintf(text, sizeof text, "Authentication failed during %s due to invalid credentials with SASL mechanism %s",
                  st->reauthenticating ? "re-authentication" : "authentication", st->mechanism);
-    logger_info("sasl", "%s of '%s' with %s from %s on %s failed: %s",
-                st->reauthenticating ? "re-authentication" : "authentication", step->user, st->mechanism,
-                ctx->net->peer, ctx->net->listener_name, step->reason);
-    audit(ctx, st, step, false, step->reason);
+    /* A refused exchange was logged and audited when it was refused. */
+    if (!st->refused) {
+        logger_info("sasl", "%s of '%s' with %s from %s on %s failed: %s",
+                    st->reauthenticating ? "re-authentication" : "authentication", step->user, st->mechanism,
+                    ctx->net->peer, ctx->net->listener_name, step->reason);
+        audit(ctx, st, step, false, step->reason);
+    }
     if (error_code)
         *error_code = KAFKA_ERR_SASL_AUTHENTICATION_FAILED;
     if (message)
@@ -251,6 +319,18 @@ static void fail(struct request_context *ctx, struct sasl_conn *st, const struct
     st->phase = SASL_PHASE_FAILED;
     close_after(ctx);
     net_request_delay_response(ctx->net, config_get_int(ctx->env->config, "connection.failed.authentication.delay.ms"));
+}
+
+/* The mechanism refused the client but owes it a last challenge (RFC 7628
+ * 3.2.3): the refusal is logged and audited now, so a client that closes
+ * instead of answering is recorded too, and only once. */
+static void refuse(struct request_context *ctx, struct sasl_conn *st, const struct sasl_step *step)
+{
+    logger_info("sasl", "%s of '%s' with %s from %s on %s failed: %s",
+                st->reauthenticating ? "re-authentication" : "authentication", step->user, st->mechanism,
+                ctx->net->peer, ctx->net->listener_name, step->reason);
+    audit(ctx, st, step, false, step->reason);
+    st->refused = true;
 }
 
 /* The exchange succeeded: the connection acts as the new principal from
@@ -297,6 +377,13 @@ static enum sasl_step_outcome run_step(struct request_context *ctx, struct sasl_
 {
     memset(step, 0, sizeof *step);
     sasl_mech_step(ctx, st, in, in_len, step);
+    if (st->refused && step->outcome != SASL_STEP_FAILED) {
+        /* After a refusal the exchange can only end, whatever the answer. */
+        if (step->outcome != SASL_STEP_REFUSED)
+            step->client_message[0] = '\0';
+        step->outcome = SASL_STEP_FAILED;
+        snprintf(step->reason, sizeof step->reason, "the client answered a refusal");
+    }
     *out = (struct kafka_bytes){NULL, 0};
     if (step->outcome != SASL_STEP_FAILED && step->out_len > 0) {
         uint8_t *copy = kafka_arena_alloc(&ctx->arena, step->out_len);
@@ -327,6 +414,10 @@ enum handler_result handle_sasl_authenticate(struct request_context *ctx, void *
     enum sasl_step_outcome outcome = run_step(ctx, st, req->auth_bytes.data,
                                               req->auth_bytes.len > 0 ? (size_t)req->auth_bytes.len : 0, &step,
                                               &resp->auth_bytes);
+    if (outcome == SASL_STEP_REFUSED) {
+        refuse(ctx, st, &step);
+        return HANDLER_RESPOND;
+    }
     if (outcome == SASL_STEP_DONE) {
         int64_t lifetime = succeed(ctx, st, &step);
         if (lifetime >= 0) {
@@ -335,7 +426,9 @@ enum handler_result handle_sasl_authenticate(struct request_context *ctx, void *
         }
         resp->auth_bytes = (struct kafka_bytes){NULL, 0};
     }
-    if (outcome != SASL_STEP_CONTINUE)
+    if (outcome == SASL_STEP_CONTINUE)
+        expect_more(ctx, st, &step);
+    else
         fail(ctx, st, &step, &resp->error_code, &resp->error_message);
     return HANDLER_RESPOND;
 }
@@ -364,6 +457,10 @@ void sasl_handle_raw_token(struct net_request *req, struct handler_env *env)
     enum sasl_step_outcome outcome = run_step(ctx, st, req->frame, req->frame_len, &step, &token);
     if (outcome == SASL_STEP_DONE && succeed(ctx, st, &step) < 0)
         outcome = SASL_STEP_FAILED;
+    if (outcome == SASL_STEP_REFUSED)
+        refuse(ctx, st, &step);
+    if (outcome == SASL_STEP_CONTINUE)
+        expect_more(ctx, st, &step);
     if (outcome == SASL_STEP_FAILED) {
         /* No error frame exists before SaslAuthenticate: just close. */
         fail(ctx, st, &step, NULL, NULL);

@@ -22,6 +22,22 @@ enum sasl_phase {
 
 struct scram_server;
 struct loaded_plugin;
+struct plugin_host;
+
+/* Who an exchange in progress is for, kept from its last token: a client
+ * that closes before the exchange ends is audited from this when the
+ * connection is freed, when no request of it is left to ask. */
+struct sasl_pending_audit {
+    struct plugin_host *host; /* NULL: nothing to audit */
+    uint64_t connection_id;
+    char client_host[64];
+    uint16_t client_port;
+    char client_id[256];
+    char listener_name[64];
+    const char *security_protocol; /* a static name */
+    char principal_type[64];
+    char principal_name[SASL_USER_MAX];
+};
 
 /* One connection's SASL state, in its net auth_state slot. Touched only by
  * the handler of the connection's in-flight request. */
@@ -29,6 +45,7 @@ struct sasl_conn {
     enum sasl_phase phase;
     int16_t handshake_version;
     bool reauthenticating;              /* this exchange is a KIP-368 re-authentication */
+    bool refused;                       /* refused and audited; the client still owes its last token */
     char mechanism[SASL_MECHANISM_MAX]; /* chosen by the last SaslHandshake */
     char user[SASL_USER_MAX];           /* named by the client during the exchange */
     /* The authenticated session (phase AUTHENTICATED, or being re-authenticated). */
@@ -38,9 +55,12 @@ struct sasl_conn {
     struct scram_server *scram;
     struct loaded_plugin *plugin;
     void *plugin_session;
+    struct sasl_pending_audit pending; /* an exchange that went on past a token */
 };
 
-enum sasl_step_outcome { SASL_STEP_CONTINUE = 1, SASL_STEP_DONE = 2, SASL_STEP_FAILED = 3 };
+/* REFUSED: failed, but out is a last challenge the client answers before
+ * the exchange ends (the plugin's CAIRN_SASL_FAILED with a token). */
+enum sasl_step_outcome { SASL_STEP_CONTINUE = 1, SASL_STEP_DONE = 2, SASL_STEP_FAILED = 3, SASL_STEP_REFUSED = 4 };
 
 /* What one token did. out/out_len stay valid until sasl_step_release. */
 struct sasl_step {

@@ -107,6 +107,14 @@ static void plugin_step(struct request_context *ctx, struct sasl_conn *st, const
         const char *why = rc == CAIRN_SASL_DONE ? "the plugin named no principal" : err[0] ? err : "refused";
         snprintf(step->reason, sizeof step->reason, "%s", why);
         snprintf(step->client_message, sizeof step->client_message, "%s", why);
+        /* The identity the client claimed, for the audit of the refusal. */
+        if (rc == CAIRN_SASL_FAILED && principal.name[0] && memchr(principal.name, '\0', sizeof principal.name) &&
+            memchr(principal.type, '\0', sizeof principal.type)) {
+            snprintf(step->user, sizeof step->user, "%s", principal.name);
+            snprintf(step->principal_type, sizeof step->principal_type, "%s", principal.type);
+        }
+        if (rc == CAIRN_SASL_FAILED && step->out_len > 0)
+            step->outcome = SASL_STEP_REFUSED;
     }
 }
 

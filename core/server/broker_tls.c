@@ -22,6 +22,16 @@ static void split_peer(const char *peer, char *host, size_t hostlen, uint16_t *p
     *port = colon ? (uint16_t)atoi(colon + 1) : 0;
 }
 
+/* The security protocol of the listener named listener_name: a refusal on
+ * a SASL_SSL listener is recorded as SASL_SSL, as its requests are. */
+static const char *listener_protocol(const struct broker_tls *bt, const char *listener_name)
+{
+    for (int i = 0; i < NET_MAX_LISTENERS; i++)
+        if (bt->listeners[i] && bt->protocols[i] && strcmp(bt->names[i], listener_name) == 0)
+            return bt->protocols[i];
+    return "SSL";
+}
+
 /* A TLS authentication of the client at peer_addr, admitted or refused,
  * as the audit log records it (no request: api_key -1). */
 static void audit_tls_authentication(struct broker_tls *bt, const char *listener_name, const char *peer_addr,
@@ -34,7 +44,7 @@ static void audit_tls_authentication(struct broker_tls *bt, const char *listener
                                       .client_host = host,
                                       .client_id = "",
                                       .listener_name = listener_name,
-                                      .security_protocol = "SSL",
+                                      .security_protocol = listener_protocol(bt, listener_name),
                                       .api_key = -1,
                                       .api_version = -1};
     split_peer(peer_addr, host, sizeof host, &info.client_port);
@@ -84,6 +94,7 @@ int broker_tls_setup(struct broker_tls *bt, const struct broker_config *cfg, int
         return -1;
     tls_listener_set_refusal_hook(bt->listeners[index], audit_refusal, bt);
     snprintf(bt->names[index], sizeof bt->names[index], "%s", lc->name);
+    bt->protocols[index] = net_security_protocol_name(lc->security_protocol);
     lc->transport_init = tls_listener_transport_init;
     lc->transport_ctx = bt->listeners[index];
     return 0;

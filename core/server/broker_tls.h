@@ -23,8 +23,9 @@ struct tls_listener;
 struct broker_tls {
     struct plugin_host *plugins; /* may be NULL */
     struct tls_listener *listeners[NET_MAX_LISTENERS];
-    char names[NET_MAX_LISTENERS][32]; /* the listeners' names, for their ssl.* keys */
-    struct tls_listener *controller;   /* the quorum's SSL controller listener (not owned), or NULL */
+    char names[NET_MAX_LISTENERS][32];        /* the listeners' names, for their ssl.* keys */
+    const char *protocols[NET_MAX_LISTENERS]; /* the listeners' security protocols (SSL, SASL_SSL), for the audit */
+    struct tls_listener *controller;          /* the quorum's SSL controller listener (not owned), or NULL */
     /* The node's own SSL links (not owned), each with the listener whose
      * ssl.* keys it uses. */
     struct broker_tls_link {

@@ -280,11 +280,28 @@ static size_t tls_pending(struct net_transport *t)
     return SSL_has_pending(tc->ssl) ? 1 : 0;
 }
 
+/* A client that did not finish its handshake in time (a stalled or
+ * trickled ClientHello) was refused: the loop closes it past the deadline.
+ * One that failed or went away was already dealt with in tls_result. */
+static void tls_report_timeout(const struct tls_conn *tc)
+{
+    if (tc->handshake_done || tc->failed || tc->deadline_ms <= 0 || clock_mono_ms() < tc->deadline_ms ||
+        !tc->listener->on_refusal)
+        return;
+    int64_t timeout = tc->listener->handshake_timeout_ms;
+    char reason[160];
+    snprintf(reason, sizeof reason,
+             "TLS handshake timed out: not finished within ssl.handshake.timeout.ms (%" PRId64 " ms)",
+             timeout > 0 ? timeout : (int64_t)TLS_DEFAULT_HANDSHAKE_TIMEOUT_MS);
+    tc->listener->on_refusal(tc->listener->refusal_ctx, tc->listener->name, tc->peer, reason);
+}
+
 static void tls_close(struct net_transport *t)
 {
     struct tls_conn *tc = t->state;
     if (!tc)
         return;
+    tls_report_timeout(tc);
     if (tc->handshake_done && !tc->failed && !tc->batch.held) {
         /* Best effort and nonblocking: the socket closes right after. A
          * close_notify behind a batch the socket never took would reach

@@ -323,13 +323,19 @@ static int oauth_step(void *instance, void *session, const uint8_t *in, size_t i
         s->error_sent = true;
         out->data = (const uint8_t *)s->challenge;
         out->len = strlen(s->challenge);
-        return CAIRN_SASL_CONTINUE;
+        /* Refused now, with the challenge still owed to the client: the
+         * broker audits the refusal at once (why is its reason) rather
+         * than when, or if, the client answers with %x01. */
+        snprintf(err, errlen, "OAUTHBEARER token refused: %s", why);
+        return CAIRN_SASL_FAILED;
     }
     if (msg.authzid_len > 0 && (msg.authzid_len != strlen(name) || memcmp(msg.authzid, name, msg.authzid_len) != 0)) {
         snprintf(err, errlen,
                  "Authentication failed: Client requested an authorization id (%.*s) that is different from the "
                  "token's principal name (%s)",
                  (int)(msg.authzid_len > 200 ? 200 : msg.authzid_len), msg.authzid, name);
+        snprintf(principal->type, sizeof principal->type, "User");
+        snprintf(principal->name, sizeof principal->name, "%s", name);
         if (o->refused)
             o->host->metric_add(o->refused, 1);
         return CAIRN_SASL_FAILED;

@@ -127,6 +127,34 @@ static bool auth_sasl_kerberos_short_name(const char *name, char *out, size_t ou
     return true;
 }
 
+/* Cyrus names a user with its realm; the principal is the bare name when
+ * that realm is the configured one (as a sasldb user). */
+static void auth_sasl_user_principal(const struct auth_sasl *p, const char *name, size_t n, char *out, size_t outlen)
+{
+    size_t rlen = strlen(p->realm);
+    if (rlen > 0 && n > rlen + 1 && name[n - rlen - 1] == '@' && memcmp(name + n - rlen, p->realm, rlen) == 0)
+        n -= rlen + 1;
+    snprintf(out, outlen, "%.*s", (int)n, name);
+}
+
+/* The user a refused PLAIN message (authzid NUL authcid NUL password,
+ * RFC 4616) claimed to be: its authcid, the name whose password was
+ * checked. False when the message has no well-formed authcid. */
+static bool auth_sasl_plain_claimed(const struct auth_sasl *p, const uint8_t *in, size_t in_len, char *out,
+                                    size_t outlen)
+{
+    const uint8_t *first = memchr(in, '\0', in_len);
+    if (!first)
+        return false;
+    const uint8_t *authcid = first + 1;
+    const uint8_t *second = memchr(authcid, '\0', in_len - (size_t)(authcid - in));
+    size_t n = second ? (size_t)(second - authcid) : 0;
+    if (n == 0 || n >= outlen)
+        return false;
+    auth_sasl_user_principal(p, (const char *)authcid, n, out, outlen);
+    return true;
+}
+
 static int auth_sasl_init(const struct cairn_host *host, void **instance, char *err, size_t errlen)
 {
     struct auth_sasl *p = calloc(1, sizeof *p);
@@ -244,19 +272,23 @@ static int auth_sasl_step(void *instance, void *session, const uint8_t *in, size
     if (rc == SASL_OK && gssapi) {
         if (!auth_sasl_kerberos_short_name(user, principal->name, sizeof principal->name)) {
             snprintf(detail, sizeof detail, "no principal.to.local rule applies to %.200s", (const char *)user);
+            snprintf(principal->name, sizeof principal->name, "%s", (const char *)user);
             rc = SASL_NOAUTHZ;
         }
     } else if (rc == SASL_OK) {
-        /* Cyrus names the user with its realm; the principal is the bare
-         * name when that realm is the configured one (as a sasldb user). */
-        const char *name = user;
-        size_t n = strlen(name), rlen = strlen(p->realm);
-        if (rlen > 0 && n > rlen + 1 && name[n - rlen - 1] == '@' && strcmp(name + n - rlen, p->realm) == 0)
-            n -= rlen + 1;
-        snprintf(principal->name, sizeof principal->name, "%.*s", (int)n, name);
-    } else if (rc != SASL_CONTINUE)
+        auth_sasl_user_principal(p, user, strlen(user), principal->name, sizeof principal->name);
+    } else if (rc != SASL_CONTINUE) {
         snprintf(detail, sizeof detail, "%s", sasl_errdetail(s->conn));
+        /* GSSAPI: the Kerberos name, when Cyrus got as far as learning it. */
+        if (gssapi && sasl_getprop(s->conn, SASL_AUTHUSER, &user) == SASL_OK && user)
+            snprintf(principal->name, sizeof principal->name, "%s", (const char *)user);
+    }
     pthread_mutex_unlock(&auth_sasl_lock);
+    /* A refused client is audited as the user it claimed to be. */
+    if (rc != SASL_OK && rc != SASL_CONTINUE && !gssapi)
+        auth_sasl_plain_claimed(p, in, in_len, principal->name, sizeof principal->name);
+    if (rc != SASL_OK && rc != SASL_CONTINUE && principal->name[0])
+        snprintf(principal->type, sizeof principal->type, "User");
 
     if (rc == SASL_OK || rc == SASL_CONTINUE) {
         /* Cyrus keeps the token until the next call on this connection. */

@@ -238,14 +238,20 @@ void sasl_it_expect_auth_failure(struct sasl_it *t, const char *mech, const char
         fail_msg("expected an authentication error with '%s', got %d: %s", expected, errors.count, errors.text);
 }
 
-static json_t *find_auth_event(const char *path, const char *principal, bool success, const char *reason_part)
+/* The first authentication event of principal (any when NULL) with that
+ * outcome and reason_part in its error; *count, when given, gets how many
+ * there are. */
+static json_t *scan_auth_events(const char *path, const char *principal, bool success, const char *reason_part,
+                                const char *mech, int *count)
 {
+    if (count)
+        *count = 0;
     FILE *f = fopen(path, "r");
     if (!f)
         return NULL;
     char line[8192];
     json_t *found = NULL;
-    while (!found && fgets(line, sizeof line, f)) {
+    while ((count || !found) && fgets(line, sizeof line, f)) {
         json_t *ev = json_loads(line, 0, NULL);
         if (!ev)
             continue;
@@ -253,14 +259,32 @@ static json_t *find_auth_event(const char *path, const char *principal, bool suc
         const char *who = json_string_value(json_object_get(ev, "principal"));
         json_t *ok = json_object_get(ev, "success");
         const char *err = json_string_value(json_object_get(ev, "error"));
-        if (type && strcmp(type, "authentication") == 0 && who && strcmp(who, principal) == 0 &&
-            json_is_true(ok) == success && (!reason_part || (err && strstr(err, reason_part))))
+        const char *m = json_string_value(json_object_get(ev, "mechanism"));
+        bool match = type && strcmp(type, "authentication") == 0 && who &&
+                     (!principal || strcmp(who, principal) == 0) && json_is_true(ok) == success &&
+                     (!reason_part || (err && strstr(err, reason_part))) && (!mech || (m && strcmp(m, mech) == 0));
+        if (match && count)
+            (*count)++;
+        if (match && !found)
             found = ev;
         else
             json_decref(ev);
     }
     fclose(f);
     return found;
+}
+
+static json_t *find_auth_event(const char *path, const char *principal, bool success, const char *reason_part)
+{
+    return scan_auth_events(path, principal, success, reason_part, NULL, NULL);
+}
+
+int sasl_it_count_audited(const char *audit_path, const char *principal, bool success, const char *reason_part,
+                          const char *mech)
+{
+    int count = 0;
+    json_decref(scan_auth_events(audit_path, principal, success, reason_part, mech, &count));
+    return count;
 }
 
 void sasl_it_expect_audited(struct sasl_it *t, const char *principal, bool success, const char *reason_part,

@@ -91,4 +91,10 @@ void sasl_it_expect_auth_failure(struct sasl_it *t, const char *mech, const char
 void sasl_it_expect_audited(struct sasl_it *t, const char *principal, bool success, const char *reason_part,
                             const char *mech);
 
+/* How many authentication events of the audit log at audit_path have that
+ * principal (NULL: any), outcome, reason_part in their error (NULL: any)
+ * and mechanism (NULL: any). */
+int sasl_it_count_audited(const char *audit_path, const char *principal, bool success, const char *reason_part,
+                          const char *mech);
+
 #endif

@@ -4,8 +4,9 @@
  * token the broker must refuse (expired, another audience, unknown key)
  * fails with SASL_AUTHENTICATION_FAILED; the exchange on the wire (the
  * session lifetime is the token's, Kafka's invalid_token challenge and
- * %x01 answer); and the JWK set is fetched over HTTP (libcurl) from a
- * server the test starts. */
+ * %x01 answer); every refusal in the audit log once, when the token is
+ * refused, also for a client that closes instead of answering %x01; and
+ * the JWK set is fetched over HTTP (libcurl) from a server the test starts. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,6 +34,7 @@ struct oauth_it {
     char sasl_bootstrap[64];
     char dir[256];
     char jwks_path[300];
+    char audit_path[300];
     EVP_PKEY *key; /* in the JWKS, kid "test-key" */
 };
 
@@ -63,7 +65,9 @@ static void start_broker(struct oauth_it *t, const char *jwks_url)
     t->sasl_port = harness_free_port();
     assert_true(t->sasl_port > 0);
     snprintf(t->sasl_bootstrap, sizeof t->sasl_bootstrap, "127.0.0.1:%d", t->sasl_port);
-    char listeners[200], plugin_path[600], url[400];
+    char listeners[200], plugin_path[600], url[400], audit_file[400];
+    snprintf(t->audit_path, sizeof t->audit_path, "%s/audit.log", t->dir);
+    snprintf(audit_file, sizeof audit_file, "plugin.audit.file.path=%s", t->audit_path);
     snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:%d",
              t->sasl_port);
     snprintf(plugin_path, sizeof plugin_path, "plugin.path=%s", CAIRN_PLUGIN_DIR);
@@ -71,7 +75,8 @@ static void start_broker(struct oauth_it *t, const char *jwks_url)
     const char *overrides[] = {listeners,
                                "sasl.enabled.mechanisms=OAUTHBEARER",
                                plugin_path,
-                               "plugins=auth-oauth",
+                               "plugins=auth-oauth,audit",
+                               audit_file,
                                url,
                                "plugin.auth-oauth.sasl.oauthbearer.expected.audience=cairn",
                                "plugin.auth-oauth.sasl.oauthbearer.expected.issuer=https://issuer.test",
@@ -90,11 +95,13 @@ static void start_with_jwks_file(struct oauth_it *t)
 
 static void stop_all(struct oauth_it *t)
 {
-    broker_stop(&t->broker);
+    if (t->broker.pid > 0)
+        broker_stop(&t->broker);
     broker_mark_passed(&t->broker);
     broker_cleanup(&t->broker);
     EVP_PKEY_free(t->key);
     unlink(t->jwks_path);
+    unlink(t->audit_path);
     rmdir(t->dir);
 }
 
@@ -195,8 +202,35 @@ static void produce_and_consume(struct oauth_it *t, const char *token, const cha
     assert_int_equal(cs.auth_errors, 0);
 }
 
+/* Failed OAUTHBEARER authentications in the audit log whose error holds
+ * reason. */
+static int audited_refusals(const struct oauth_it *t, const char *reason)
+{
+    FILE *f = fopen(t->audit_path, "r");
+    if (!f)
+        return 0;
+    char line[8192];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, "\"type\":\"authentication\"") && strstr(line, "\"mechanism\":\"OAUTHBEARER\"") &&
+             strstr(line, "\"success\":false") && strstr(line, reason);
+    fclose(f);
+    return n;
+}
+
+/* Waits (the audit plugin writes from a thread of its own) for count
+ * refusals with reason in the audit log. */
+static void expect_audited_refusals(const struct oauth_it *t, const char *reason, int count)
+{
+    long long deadline = harness_now_ms() + 15000;
+    while (audited_refusals(t, reason) < count && harness_now_ms() < deadline)
+        usleep(50000);
+    if (audited_refusals(t, reason) != count)
+        fail_msg("%d refusals saying '%s' in the audit log, expected %d", audited_refusals(t, reason), reason, count);
+}
+
 /* A producer with this token reports an authentication error, and the
- * broker logged why it refused the token. */
+ * broker logged and audited why it refused the token. */
 static void expect_refused(struct oauth_it *t, const char *token, const char *log_reason)
 {
     struct client_state cs = {.token = token, .principal = "alice"};
@@ -215,6 +249,12 @@ static void expect_refused(struct oauth_it *t, const char *token, const char *lo
         usleep(50000);
     if (!broker_log_contains(&t->broker, log_reason))
         fail_msg("broker log does not say '%s'", log_reason);
+    /* librdkafka may retry, so one or more refusals, each with the reason. */
+    deadline = harness_now_ms() + 15000;
+    while (audited_refusals(t, log_reason) == 0 && harness_now_ms() < deadline)
+        usleep(50000);
+    if (audited_refusals(t, log_reason) == 0)
+        fail_msg("no refusal saying '%s' in the audit log", log_reason);
 }
 
 static void test_oauthbearer_with_librdkafka(void **state)
@@ -328,6 +368,19 @@ static void test_wire_exchange(void **state)
     assert_string_equal(a.message, "{\"status\":\"invalid_token\"}");
     assert_true(raw_wait_closed(s.fd, 5000));
     close(s.fd);
+    /* Audited once, with the broker's reason rather than the challenge. */
+    expect_audited_refusals(&t, "expired", 1);
+
+    /* The same token from a client that gets the challenge and closes
+     * without the %x01 (as some clients do): the refusal is in the audit
+     * log while the connection is still open, and only once. */
+    s = wire_handshake(&t);
+    n = snprintf(msg, sizeof msg, "n,,\x01" "auth=Bearer %s\x01\x01", expired);
+    wire_authenticate(&s, msg, (size_t)n, &a);
+    assert_int_equal(a.error, 0);
+    assert_string_equal(a.bytes, "{\"status\":\"invalid_token\"}");
+    expect_audited_refusals(&t, "expired", 2);
+    close(s.fd);
     free(expired);
 
     /* Not an RFC 7628 message at all: Kafka's generic failure at once. */
@@ -336,6 +389,10 @@ static void test_wire_exchange(void **state)
     assert_int_equal(a.error, 58);
     assert_non_null(strstr(a.message, "invalid credentials with SASL mechanism OAUTHBEARER"));
     close(s.fd);
+    broker_stop(&t.broker); /* the audit plugin writes everything before exiting */
+    assert_int_equal(audited_refusals(&t, "expired"), 2);
+    assert_int_equal(audited_refusals(&t, "invalid credentials with SASL mechanism OAUTHBEARER"), 1);
+    assert_int_equal(audited_refusals(&t, ""), 3); /* nothing else, e.g. at the close after a refusal */
     stop_all(&t);
 }
 

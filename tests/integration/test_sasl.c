@@ -75,13 +75,25 @@ static void test_wire_gate_and_mechanisms(void **state)
     assert_int_equal(scram_wire_authenticate(&c, "n,,n=carol,r=abc", 16, &a), 1);
     close(c.fd);
 
+    /* A client that leaves after the server's first message: its attempt
+     * is audited (once, when the connection goes) as the user it named. */
+    char mechanisms[200];
+    c = scram_wire_connect(&t);
+    assert_int_equal(scram_wire_handshake(&c, "SCRAM-SHA-256", mechanisms, sizeof mechanisms), 0);
+    assert_int_equal(scram_wire_authenticate(&c, "n,,n=carol,r=abc", 16, &a), 0);
+    assert_int_equal(a.error, 0);
+    close(c.fd);
+    sasl_it_expect_audited(&t, "User:carol", false, "before the SASL exchange finished", "SCRAM-SHA-256");
+
     /* A mechanism that is not enabled: the enabled list, then a close. */
     c = scram_wire_connect(&t);
-    char mechanisms[200];
     assert_int_equal(scram_wire_handshake(&c, "PLAIN", mechanisms, sizeof mechanisms), ERR_UNSUPPORTED_SASL_MECHANISM);
     assert_string_equal(mechanisms, "SCRAM-SHA-256,SCRAM-SHA-512");
     assert_true(raw_wait_closed(c.fd, 5000));
     close(c.fd);
+    /* That ended the client's attempt: a failed authentication with PLAIN. */
+    sasl_it_expect_audited(&t, "User:ANONYMOUS", false, "SASL mechanism 'PLAIN' is not enabled", "PLAIN");
+    assert_int_equal(sasl_it_count_audited(t.audit_path, NULL, false, "before the SASL exchange finished", NULL), 1);
 
     /* After a handshake, another request is ILLEGAL_SASL_STATE, then a close. */
     c = scram_wire_connect(&t);
@@ -177,6 +189,17 @@ static void test_reauthentication(void **state)
     assert_true(raw_wait_closed(c.fd, 5000));
     close(c.fd);
     sasl_it_expect_audited(&t, "User:erin", false, "re-authentication as User:erin", "SCRAM-SHA-512");
+
+    /* Re-authenticating with another mechanism is refused at the handshake,
+     * and audited as the session's user. */
+    c = scram_wire_connect(&t);
+    assert_int_equal(scram_wire_handshake(&c, "SCRAM-SHA-512", mechanisms, sizeof mechanisms), 0);
+    scram_wire_login(&c, SHA512, "dave", "dave-secret", &a);
+    assert_int_equal(a.error, 0);
+    assert_int_equal(scram_wire_handshake(&c, "SCRAM-SHA-256", mechanisms, sizeof mechanisms), ERR_ILLEGAL_SASL_STATE);
+    assert_true(raw_wait_closed(c.fd, 5000));
+    close(c.fd);
+    sasl_it_expect_audited(&t, "User:dave", false, "re-authentication with SCRAM-SHA-256", "SCRAM-SHA-256");
     sasl_it_stop(&t);
 }
 
@@ -303,8 +326,20 @@ static void test_plain_through_cyrus(void **state)
     assert_string_equal(mechanisms, "PLAIN,SCRAM-SHA-256");
     close(c.fd);
 
+    /* A name Cyrus does not know is refused the same way. */
+    errors = (struct sasl_it_auth_errors){0};
+    rk = sasl_it_producer(&t, "PLAIN", "nobody", "guess", &errors);
+    deadline = harness_now_ms() + 10000;
+    while (errors.count == 0 && harness_now_ms() < deadline)
+        rd_kafka_poll(rk, 100);
+    rd_kafka_destroy(rk);
+    assert_true(errors.count > 0);
+
     sasl_it_expect_audited(&t, "User:gina", true, NULL, "PLAIN");
-    sasl_it_expect_audited(&t, "User:ANONYMOUS", false, "Invalid username or password", "PLAIN");
+    /* A refusal names the user the client claimed to be, as SCRAM's do. */
+    sasl_it_expect_audited(&t, "User:gina", false, "Invalid username or password", "PLAIN");
+    sasl_it_expect_audited(&t, "User:nobody", false, "Invalid username or password", "PLAIN");
+    assert_int_equal(sasl_it_count_audited(t.audit_path, "User:ANONYMOUS", false, NULL, "PLAIN"), 0);
     sasl_it_stop(&t);
     unlink(db);
 }

@@ -179,6 +179,9 @@ static int static_plain_step(void *instance, void *session, const uint8_t *in, s
         return CAIRN_SASL_DONE;
     }
     p->host->log(p->host->ctx, CAIRN_LOG_INFO, "PLAIN login refused for '%.*s'", (int)name_len, name);
+    /* The audit event of the refusal names the user it claimed to be. */
+    snprintf(principal->type, sizeof principal->type, "User");
+    snprintf(principal->name, sizeof principal->name, "%.*s", (int)name_len, name);
     snprintf(err, errlen, "%s", BAD_CREDENTIALS);
     return CAIRN_SASL_FAILED;
 }

@@ -17,6 +17,20 @@ enum cairn_sasl_step_result {
     CAIRN_SASL_FAILED = 3,   /* rejected: err holds the message sent to the client */
 };
 
+/* What a step may say besides its result, read by the host:
+ *  - CAIRN_SASL_FAILED with principal->name set: the identity the client
+ *    claimed (e.g. PLAIN's authcid), recorded in the audit event of the
+ *    refusal; it never becomes the connection's principal. The host clears
+ *    principal before each step, so leaving it alone means "unknown".
+ *  - CAIRN_SASL_FAILED with *out set: the exchange is refused now, but
+ *    the mechanism owes the client a last challenge (RFC 7628 3.2.3: the
+ *    OAUTHBEARER error JSON, which the client answers with %x01). The host
+ *    audits and logs the refusal at once with err as the reason, sends *out
+ *    as a normal challenge, and calls sasl_step once more with the client's
+ *    answer; that step's err is the message the client reads (anything but
+ *    CAIRN_SASL_FAILED then counts as a failure too). A client that closes
+ *    instead is not audited twice. */
+
 /* Bytes a plugin hands to the host. The host calls release(ctx) once it has
  * sent them; data stays valid until then. */
 struct cairn_bytes_out {

@@ -108,6 +108,7 @@ struct outcome {
     int64_t lifetime_ms;
     char challenge[256]; /* the error challenge, "" when none was sent */
     char error[512];     /* the client's message on FAILED */
+    char refusal[512];   /* the reason given with the challenge */
 };
 
 /* Runs one exchange with a raw client message; on an error challenge the
@@ -122,8 +123,12 @@ static struct outcome exchange_raw(const void *msg, size_t len)
     struct cairn_bytes_out out = {0};
     struct cairn_principal_out principal = {.struct_size = sizeof principal};
     o.rc = v->sasl_step(oauth_host.instance, session, msg, len, &out, &principal, err, sizeof err);
-    if (o.rc == CAIRN_SASL_CONTINUE) {
+    /* A refused token: FAILED with the error challenge still owed to the
+     * client, and err the reason the broker audits. */
+    if (o.rc == CAIRN_SASL_FAILED && out.data) {
         snprintf(o.challenge, sizeof o.challenge, "%.*s", (int)out.len, (const char *)out.data);
+        snprintf(o.refusal, sizeof o.refusal, "%s", err);
+        out = (struct cairn_bytes_out){0};
         o.rc = v->sasl_step(oauth_host.instance, session, (const uint8_t *)"\x01", 1, &out, &principal, err,
                             sizeof err);
         assert_int_equal(o.rc, CAIRN_SASL_FAILED);
@@ -159,6 +164,8 @@ static void expect_refused(const char *token, const char *reason_part)
         fail_msg("token accepted as %s, expected refusal for '%s'", o.principal, reason_part);
     assert_string_equal(o.challenge, "{\"status\":\"invalid_token\"}");
     assert_string_equal(o.error, "{\"status\":\"invalid_token\"}");
+    if (!strstr(o.refusal, reason_part))
+        fail_msg("refusal '%s' does not say '%s'", o.refusal, reason_part);
     if (!strstr(oauth_host.last_log, reason_part))
         fail_msg("log '%s' does not say '%s'", oauth_host.last_log, reason_part);
 }
