@@ -36,28 +36,55 @@ void log_manager_config_defaults(struct log_manager_config *cfg)
     log_cleaner_config_defaults(&cfg->cleaner);
 }
 
-static size_t bucket_of(const char *topic, int32_t partition)
+static size_t bucket_of(const struct log_manager *m, const char *topic, int32_t partition)
 {
     uint64_t h = 1469598103934665603ull;
     for (const char *p = topic; *p; p++)
         h = (h ^ (uint8_t)*p) * 1099511628211ull;
     h = (h ^ (uint32_t)partition) * 1099511628211ull;
-    return (size_t)(h % LOG_MANAGER_BUCKETS);
+    return (size_t)(h & (m->bucket_count - 1));
 }
 
 static struct log_manager_entry *find_locked(struct log_manager *m, const char *topic, int32_t partition)
 {
     LOCK_ASSERT_HELD(&m->lock);
-    for (struct log_manager_entry *e = m->buckets[bucket_of(topic, partition)]; e; e = e->next)
+    for (struct log_manager_entry *e = m->buckets[bucket_of(m, topic, partition)]; e; e = e->next)
         if (e->partition == partition && strcmp(e->topic, topic) == 0)
             return e;
     return NULL;
+}
+
+/* Under lock: doubles the buckets once chains average two entries. On
+ * failure the table stays as it is (longer chains, still correct). */
+static void maybe_grow_locked(struct log_manager *m)
+{
+    if (m->count < m->bucket_count * 2)
+        return;
+    size_t count = m->bucket_count * 2;
+    struct log_manager_entry **grown = calloc(count, sizeof *grown);
+    if (!grown)
+        return;
+    struct log_manager_entry **old = m->buckets;
+    size_t old_count = m->bucket_count;
+    m->buckets = grown;
+    m->bucket_count = count;
+    for (size_t i = 0; i < old_count; i++) {
+        while (old[i]) {
+            struct log_manager_entry *e = old[i];
+            old[i] = e->next;
+            size_t b = bucket_of(m, e->topic, e->partition);
+            e->next = grown[b];
+            grown[b] = e;
+        }
+    }
+    free(old);
 }
 
 int log_manager_insert_locked(struct log_manager *m, const char *topic, int32_t partition, size_t dir_index,
                               struct partition_log *log)
 {
     LOCK_ASSERT_HELD(&m->lock);
+    maybe_grow_locked(m);
     struct log_manager_entry *e = calloc(1, sizeof *e);
     if (!e || !(e->topic = strdup(topic))) {
         free(e);
@@ -66,7 +93,7 @@ int log_manager_insert_locked(struct log_manager *m, const char *topic, int32_t 
     e->partition = partition;
     e->dir_index = dir_index;
     e->log = log;
-    size_t b = bucket_of(topic, partition);
+    size_t b = bucket_of(m, topic, partition);
     e->next = m->buckets[b];
     m->buckets[b] = e;
     m->count++;
@@ -94,7 +121,7 @@ static struct partition_log **snapshot(struct log_manager *m, size_t **dir_of, c
     *partitions = calloc(count + 1, sizeof **partitions);
     size_t k = 0;
     if (logs && *dir_of && *topics && *partitions) {
-        for (size_t b = 0; b < LOG_MANAGER_BUCKETS; b++)
+        for (size_t b = 0; b < m->bucket_count; b++)
             for (struct log_manager_entry *e = m->buckets[b]; e && k < count; e = e->next) {
                 (*topics)[k] = strdup(e->topic);
                 if (!(*topics)[k])
@@ -121,6 +148,31 @@ static void snapshot_free(struct partition_log **logs, size_t *dir_of, char **to
     free(dir_of);
     free(topics);
     free(partitions);
+}
+
+/* References to every log and nothing else: the periodic maintenance
+ * needs no names, and copying 100,000 of them every second was most of
+ * its cost on an idle broker. */
+static struct partition_log **snapshot_logs(struct log_manager *m, size_t *n)
+{
+    pthread_mutex_lock(&m->lock);
+    size_t count = m->count, k = 0;
+    struct partition_log **logs = calloc(count + 1, sizeof *logs);
+    for (size_t b = 0; logs && b < m->bucket_count; b++)
+        for (struct log_manager_entry *e = m->buckets[b]; e && k < count; e = e->next) {
+            partition_log_retain(e->log);
+            logs[k++] = e->log;
+        }
+    pthread_mutex_unlock(&m->lock);
+    *n = k;
+    return logs;
+}
+
+static void snapshot_logs_free(struct partition_log **logs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        partition_log_close(logs[i]);
+    free(logs);
 }
 
 static const char *const checkpoint_files[] = {RECOVERY_CHECKPOINT_FILE, START_CHECKPOINT_FILE, HW_CHECKPOINT_FILE};
@@ -262,10 +314,8 @@ void log_manager_maintain(struct log_manager *m, int64_t now_ms, bool force)
     bool hw_ckpt = due(&m->last_hw_ckpt_ms, m->cfg.high_watermark_checkpoint_interval_ms, mono, force);
     bool expire_producers = due(&m->last_producer_expiry_ms, m->cfg.producer_expiration_check_interval_ms, mono, force);
     if (roll || flush || retention || expire_producers) {
-        size_t *dir_of, n;
-        char **topics;
-        int32_t *partitions;
-        struct partition_log **logs = snapshot(m, &dir_of, &topics, &partitions, &n);
+        size_t n;
+        struct partition_log **logs = snapshot_logs(m, &n);
         for (size_t i = 0; logs && i < n; i++) {
             if (roll) {
                 partition_log_roll_if_due(logs[i], now_ms);
@@ -283,7 +333,7 @@ void log_manager_maintain(struct log_manager *m, int64_t now_ms, bool force)
             if (expire_producers)
                 partition_log_expire_producers(logs[i], now_ms);
         }
-        snapshot_free(logs, dir_of, topics, partitions, n);
+        snapshot_logs_free(logs, n);
     }
     if (recovery_ckpt || start_ckpt || hw_ckpt)
         write_checkpoint_files(m, recovery_ckpt, start_ckpt, hw_ckpt);
@@ -338,9 +388,12 @@ int log_manager_open(const char *const *dirs, size_t dir_count, const struct log
     }
     struct log_manager *m = calloc(1, sizeof *m);
     if (!m || !(m->dirs = calloc(dir_count, sizeof *m->dirs)) ||
-        !(m->dir_partitions = calloc(dir_count, sizeof *m->dir_partitions))) {
-        if (m)
+        !(m->dir_partitions = calloc(dir_count, sizeof *m->dir_partitions)) ||
+        !(m->buckets = calloc(LOG_MANAGER_INITIAL_BUCKETS, sizeof *m->buckets))) {
+        if (m) {
             free(m->dirs);
+            free(m->dir_partitions);
+        }
         free(m);
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -348,6 +401,7 @@ int log_manager_open(const char *const *dirs, size_t dir_count, const struct log
     m->defaults = *defaults;
     m->cfg = *cfg;
     m->dir_count = dir_count;
+    m->bucket_count = LOG_MANAGER_INITIAL_BUCKETS;
     pthread_mutex_init(&m->lock, NULL);
     pthread_mutex_init(&m->checkpoint_lock, NULL);
     pthread_cond_init(&m->wake, NULL);
@@ -362,16 +416,22 @@ int log_manager_open(const char *const *dirs, size_t dir_count, const struct log
             return -1;
         }
     }
+    bool checkpoints_current = true;
     for (size_t i = 0; i < dir_count; i++) {
-        if (log_manager_load_dir(m, i, err, errlen) != 0) {
+        bool dir_current = false;
+        if (log_manager_load_dir(m, i, &dir_current, err, errlen) != 0) {
             log_manager_close(m, false);
             return -1;
         }
+        checkpoints_current &= dir_current;
     }
     /* Record the recovery points as loaded (unchanged by a rescan, which
      * does not flush) and the start offsets. Not the high watermarks: the
-     * replica layer has not placed them yet. */
-    write_checkpoint_files(m, true, true, false);
+     * replica layer has not placed them yet. After a clean stop whose
+     * checkpoints registered every partition the files already say this:
+     * rewriting them (two fsynced files of every partition) is skipped. */
+    if (!checkpoints_current)
+        write_checkpoint_files(m, true, true, false);
     if (log_cleaner_create(m, &cfg->cleaner, cfg->background_thread, &m->cleaner) != 0) {
         snprintf(err, errlen, "cannot start the log cleaner");
         log_manager_close(m, false);
@@ -511,7 +571,7 @@ int16_t log_manager_create(struct log_manager *m, const char *topic, int32_t par
 int log_manager_delete(struct log_manager *m, const char *topic, int32_t partition)
 {
     pthread_mutex_lock(&m->lock);
-    struct log_manager_entry **pp = &m->buckets[bucket_of(topic, partition)];
+    struct log_manager_entry **pp = &m->buckets[bucket_of(m, topic, partition)];
     while (*pp && !((*pp)->partition == partition && strcmp((*pp)->topic, topic) == 0))
         pp = &(*pp)->next;
     struct log_manager_entry *e = *pp;
@@ -551,14 +611,14 @@ void log_manager_close(struct log_manager *m, bool clean)
     log_cleaner_destroy(m->cleaner);
     bool all_flushed = true;
     if (clean) {
-        for (size_t b = 0; b < LOG_MANAGER_BUCKETS; b++)
+        for (size_t b = 0; b < m->bucket_count; b++)
             for (struct log_manager_entry *e = m->buckets[b]; e; e = e->next)
                 if (partition_log_flush(e->log) != KAFKA_ERR_NONE)
                     all_flushed = false;
         if (log_manager_write_checkpoints(m) != 0)
             all_flushed = false;
     }
-    for (size_t b = 0; b < LOG_MANAGER_BUCKETS; b++) {
+    for (size_t b = 0; b < m->bucket_count; b++) {
         struct log_manager_entry *e = m->buckets[b];
         while (e) {
             struct log_manager_entry *next = e->next;
@@ -582,5 +642,6 @@ void log_manager_close(struct log_manager *m, bool clean)
     pthread_mutex_destroy(&m->checkpoint_lock);
     free(m->dirs);
     free(m->dir_partitions);
+    free(m->buckets);
     free(m);
 }

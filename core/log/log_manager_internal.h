@@ -9,7 +9,10 @@
 
 #include "log/log_manager.h"
 
-#define LOG_MANAGER_BUCKETS 1024
+/* The table starts with this many buckets (a power of two) and doubles
+ * once chains average two entries: 100,000 partitions in 1,024 fixed
+ * buckets made every lookup walk ~100 entries. */
+#define LOG_MANAGER_INITIAL_BUCKETS 1024
 #define CLEAN_SHUTDOWN_FILE ".kafka_cleanshutdown"
 #define RECOVERY_CHECKPOINT_FILE "recovery-point-offset-checkpoint"
 #define START_CHECKPOINT_FILE "log-start-offset-checkpoint"
@@ -39,7 +42,8 @@ struct log_manager {
     bool stop;
     bool thread_running;
     pthread_t thread;
-    struct log_manager_entry *buckets[LOG_MANAGER_BUCKETS];
+    struct log_manager_entry **buckets;
+    size_t bucket_count; /* a power of two */
     size_t count;
     int64_t last_retention_ms, last_flush_ms, last_recovery_ckpt_ms, last_start_ckpt_ms, last_roll_ms;
     int64_t last_producer_expiry_ms, last_hw_ckpt_ms;
@@ -52,8 +56,12 @@ int log_manager_insert_locked(struct log_manager *m, const char *topic, int32_t 
                               struct partition_log *log);
 /* dir "/" name, malloc'd; NULL when out of memory. */
 char *log_manager_join(const char *dir, const char *name);
-/* Opens the partitions of m->dirs[dir_index] into the table. Returns 0, or
- * -1 with err when the clean shutdown marker cannot be removed durably. */
-int log_manager_load_dir(struct log_manager *m, size_t dir_index, char *err, size_t errlen);
+/* Opens the partitions of m->dirs[dir_index] into the table. Sets
+ * *checkpoints_current when the dir's recovery-point and log-start
+ * checkpoints already hold exactly what writing them now would (a clean
+ * start where every partition registered from them), so they need not be
+ * rewritten. Returns 0, or -1 with err when the clean shutdown marker
+ * cannot be removed durably. */
+int log_manager_load_dir(struct log_manager *m, size_t dir_index, bool *checkpoints_current, char *err, size_t errlen);
 
 #endif

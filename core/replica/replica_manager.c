@@ -466,16 +466,18 @@ int64_t replica_manager_update_high_watermark(struct replica_manager *rm, const 
     return hw;
 }
 
-/* What a new listener is told of one hosted partition. */
+/* What a new listener is told of one hosted partition. The topic is the
+ * entry's own: under apply_lock no entry comes or goes. */
 struct leadership_snapshot {
-    char *topic;
+    const char *topic;
     int32_t partition;
     bool leader;
     int32_t leader_epoch;
 };
 
-/* Under lock: the leadership of every hosted partition (free each topic
- * and the array). Returns the count, or -1 when out of memory. */
+/* Under apply_lock and lock: the leadership of every hosted partition
+ * (free the array; its topics stay valid while apply_lock is held).
+ * Returns the count, or -1 when out of memory. */
 static ssize_t snapshot_leadership(struct replica_manager *rm, struct leadership_snapshot **out)
 {
     struct leadership_snapshot *snap = calloc(rm->hosted ? rm->hosted : 1, sizeof *snap);
@@ -484,12 +486,7 @@ static ssize_t snapshot_leadership(struct replica_manager *rm, struct leadership
     size_t n = 0;
     for (size_t b = 0; b < rm->bucket_count; b++) {
         for (struct hosted_partition *hp = rm->buckets[b]; hp; hp = hp->next) {
-            if (!(snap[n].topic = strdup(hp->topic))) {
-                for (size_t i = 0; i < n; i++)
-                    free(snap[i].topic);
-                free(snap);
-                return -1;
-            }
+            snap[n].topic = hp->topic;
             snap[n].partition = hp->partition;
             snap[n].leader = hp->role == REPLICA_ROLE_LEADER;
             snap[n].leader_epoch = hp->leader_epoch;
@@ -521,11 +518,8 @@ int replica_manager_add_leadership_listener(struct replica_manager *rm, replica_
     }
     pthread_mutex_unlock(&rm->lock);
     /* The partitions hosted already, as if they had just appeared. */
-    for (ssize_t i = 0; i < n; i++) {
-        if (id > 0)
-            fn(ctx, snap[i].topic, snap[i].partition, snap[i].leader, snap[i].leader_epoch);
-        free(snap[i].topic);
-    }
+    for (ssize_t i = 0; id > 0 && i < n; i++)
+        fn(ctx, snap[i].topic, snap[i].partition, snap[i].leader, snap[i].leader_epoch);
     free(snap);
     pthread_mutex_unlock(&rm->apply_lock);
     return id;

@@ -140,10 +140,7 @@ static void on_leadership(void *ctx, const char *topic, int32_t partition, bool 
         logger_info("replication", "%s-%d: stopped following (epoch %d)", topic, partition, leader_epoch);
     free_follower(fresh);
     free_follower(old);
-    if (lp) {
-        free(lp->topic);
-        free(lp);
-    }
+    replication_leader_free(lp);
     if (log)
         partition_log_close(log);
 }
@@ -240,8 +237,7 @@ void replication_stop(struct replication *r)
     b = 0;
     for (struct leader_partition *lp = replication_next_leader(r, &b, NULL), *next; lp; lp = next) {
         next = replication_next_leader(r, &b, lp);
-        free(lp->topic);
-        free(lp);
+        replication_leader_free(lp);
     }
     partition_map_free(&r->followers);
     partition_map_free(&r->leaders);
@@ -295,6 +291,49 @@ struct leader_partition *replication_leader_entry(struct replication *r, const c
     return lp;
 }
 
+void replication_leader_free(struct leader_partition *lp)
+{
+    if (!lp)
+        return;
+    free(lp->follower_block);
+    free(lp->topic);
+    free(lp);
+}
+
+/* Room for cap followers, the count first kept. Returns false when out
+ * of memory (the arrays stay as they were). */
+static bool follower_arrays_grow(struct leader_partition *lp, int32_t cap)
+{
+    size_t n = (size_t)cap;
+    /* The 8-byte arrays first, so every array is aligned. */
+    char *block = malloc(n * (6 * sizeof(int64_t) + sizeof(int32_t) + sizeof(bool)));
+    if (!block)
+        return false;
+    int64_t *wide[6];
+    for (int k = 0; k < 6; k++)
+        wide[k] = (int64_t *)(void *)(block + (size_t)k * n * sizeof(int64_t));
+    int32_t *ids = (int32_t *)(void *)(block + 6 * n * sizeof(int64_t));
+    bool *flags = (bool *)(block + 6 * n * sizeof(int64_t) + n * sizeof(int32_t));
+    int64_t **old_wide[6] = {&lp->log_end_offsets,       &lp->last_caught_up_ms, &lp->last_fetch_ms,
+                             &lp->last_fetch_leader_end, &lp->broker_epochs,     &lp->sent_high_watermark};
+    size_t kept = (size_t)lp->count;
+    for (int k = 0; k < 6; k++) {
+        if (kept)
+            memcpy(wide[k], *old_wide[k], kept * sizeof(int64_t));
+        *old_wide[k] = wide[k];
+    }
+    if (kept) {
+        memcpy(ids, lp->replica_ids, kept * sizeof *ids);
+        memcpy(flags, lp->fetched_since_check, kept * sizeof *flags);
+    }
+    lp->replica_ids = ids;
+    lp->fetched_since_check = flags;
+    free(lp->follower_block);
+    lp->follower_block = block;
+    lp->cap = cap;
+    return true;
+}
+
 static int64_t *follower_leo_slot(struct leader_partition *lp, int32_t replica_id, bool create)
 {
     for (int32_t i = 0; i < lp->count; i++)
@@ -302,6 +341,11 @@ static int64_t *follower_leo_slot(struct leader_partition *lp, int32_t replica_i
             return &lp->log_end_offsets[i];
     if (!create || lp->count == LEADER_MAX_REPLICAS)
         return NULL;
+    if (lp->count == lp->cap) {
+        int32_t cap = lp->cap ? lp->cap * 2 : 4;
+        if (!follower_arrays_grow(lp, cap < LEADER_MAX_REPLICAS ? cap : LEADER_MAX_REPLICAS))
+            return NULL;
+    }
     int32_t i = lp->count++;
     lp->replica_ids[i] = replica_id;
     lp->log_end_offsets[i] = -1;

@@ -181,6 +181,7 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
             metadata_store_set_topic_creator(b->metadata, broker_forwarding_create_topic, b->forwarding);
         else
             metadata_store_set_own_topic_creator(b->metadata, broker_forwarding_create_topic, b->forwarding);
+        int64_t wait_started = clock_mono_ms();
         int waited = broker_lifecycle_wait_unfenced(b->lifecycle, BROKER_UNFENCE_WAIT_MS);
         if (waited == BROKER_LIFECYCLE_STOP_PENDING) {
             snprintf(err, errlen, "stopped by a signal before it was registered and unfenced");
@@ -191,6 +192,7 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
                      BROKER_UNFENCE_WAIT_MS);
             return -1;
         }
+        logger_info("server", "registered and unfenced after %lld ms", (long long)(clock_mono_ms() - wait_started));
     }
     struct replica_manager_options ropts = {.logs = b->logs, .config = b->config, .node_id = b->env.node_id};
     if (replica_manager_create(&ropts, &b->replicas) != 0) {
@@ -205,6 +207,7 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
      * listener may apply a newer image before the full apply of an older
      * one: apply again until the image applied is still the current one. */
     b->metadata_subscription = metadata_store_subscribe(b->metadata, replica_manager_on_metadata, b->replicas);
+    int64_t apply_started = clock_mono_ms();
     const struct metadata_image *img = metadata_image_acquire(b->metadata);
     for (;;) {
         replica_manager_on_metadata(b->replicas, NULL, img);
@@ -216,6 +219,10 @@ static int start_metadata(struct broker *b, const char *dir, char *err, size_t e
             break;
     }
     metadata_image_release(img);
+    /* At start-up this is the replica layer's cost per partition, times all of them. */
+    logger_info("replica", "hosting %zu partitions (leader of %zu) after %lld ms",
+                replica_manager_hosted_count(b->replicas), replica_manager_leader_count(b->replicas),
+                (long long)(clock_mono_ms() - apply_started));
     return b->metadata_subscription > 0 ? 0 : -1;
 }
 
@@ -262,9 +269,12 @@ static int start_replication(struct broker *b, char *err, size_t errlen)
         .link = &b->broker_link,
         .link_strict = b->broker_link.protocol != NET_SECURITY_PLAINTEXT,
     };
+    int64_t started = clock_mono_ms();
     if (replication_start(&opts, &b->replication, err, errlen) != 0)
         return -1;
     b->env.replication = b->replication;
+    logger_info("replication", "started for %zu hosted partitions in %lld ms",
+                replica_manager_hosted_count(b->replicas), (long long)(clock_mono_ms() - started));
     return 0;
 }
 

@@ -202,7 +202,7 @@ broker_led_json="$(wait_all)"
 broker_led="$(python3 -c "import sys; print(round(float(sys.argv[1]) + float(sys.argv[2]), 3))" "$broker_listen" "$(since "$t_led")")"
 broker_mem="$(mem 2)"
 broker_fds="$(fds 2)"
-broker_log="$(tail -n +"$((lines_before + 1))" "$dir/node-2/cairnd.log" | { grep -Ei 'loaded|recovered|registered|started:' || true; } | head -n 8 |
+broker_log="$(tail -n +"$((lines_before + 1))" "$dir/node-2/cairnd.log" | { grep -Ei 'loaded|recovered|registered|started:|hosting|started for' || true; } | head -n 12 |
     sed 's/\\/\\\\/g; s/"/\\"/g' | python3 -c 'import json, sys; print(json.dumps([l.rstrip() for l in sys.stdin]))')"
 echo "broker: stopped in $broker_stop s; listening after $broker_listen s, all led after $broker_led s, memory $broker_mem, $broker_fds descriptors" >&2
 

@@ -203,6 +203,95 @@ static void test_clean_reopen_defers_load(void **state)
     log_manager_close(m, true);
 }
 
+static ino_t inode_of(const char *dir, const char *name)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    return st.st_ino;
+}
+
+/* Lays out, as a clean stop leaves them, `count` partition dirs of topic
+ * "wide" in dir 0 (plus one dir missing from the checkpoints when
+ * `one_unlisted`), their checkpoints and both dirs' clean-shutdown markers. */
+static void lay_out_clean_stop(int count, bool one_unlisted)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/nested", g_root);
+    assert_int_equal(mkdir(path, 0755), 0);
+    for (int d = 0; d < 2; d++) {
+        assert_int_equal(mkdir(g_dirs[d], 0755), 0);
+        snprintf(path, sizeof path, "%s/.kafka_cleanshutdown", g_dirs[d]);
+        assert_int_equal(log_file_write_atomic(path, "", 0), 0);
+    }
+    struct log_offset_checkpoint_entry *entries = calloc((size_t)count, sizeof *entries);
+    assert_non_null(entries);
+    for (int p = 0; p < count + (one_unlisted ? 1 : 0); p++) {
+        snprintf(path, sizeof path, "%s/wide-%d", g_dirs[0], p);
+        assert_int_equal(mkdir(path, 0755), 0);
+        if (p < count)
+            entries[p] = (struct log_offset_checkpoint_entry){.topic = "wide", .partition = p, .offset = 0};
+    }
+    static const char *const files[] = {"recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+                                        "replication-offset-checkpoint"};
+    for (int f = 0; f < 3; f++) {
+        snprintf(path, sizeof path, "%s/%s", g_dirs[0], files[f]);
+        assert_int_equal(log_offset_checkpoint_write(path, entries, (size_t)count), 0);
+    }
+    free(entries);
+}
+
+/* A clean start whose checkpoints name every partition registers them
+ * all (past the table's first doubling) and leaves the checkpoint files
+ * as they are: rewriting them would write every partition's offsets
+ * again, with nothing changed. */
+static void test_clean_start_keeps_checkpoints(void **state)
+{
+    (void)state;
+    enum { COUNT = 2500 }; /* > 2 x the 1,024 initial buckets: the table grows */
+    lay_out_clean_stop(COUNT, false);
+    ino_t recovery = inode_of(g_dirs[0], "recovery-point-offset-checkpoint");
+    ino_t starts = inode_of(g_dirs[0], "log-start-offset-checkpoint");
+    struct log_config defaults;
+    log_config_defaults(&defaults);
+    struct log_manager *m = open_manager(&defaults);
+    assert_false(exists(g_dirs[0], ".kafka_cleanshutdown"));
+    assert_int_equal(log_manager_partition_count(m), COUNT);
+    for (int p = 0; p < COUNT; p++) {
+        struct partition_log *log = log_manager_get(m, "wide", p);
+        assert_non_null(log);
+        assert_false(partition_log_is_loaded(log));
+        partition_log_close(log);
+    }
+    assert_null(log_manager_get(m, "wide", COUNT));
+    assert_int_equal(inode_of(g_dirs[0], "recovery-point-offset-checkpoint"), recovery);
+    assert_int_equal(inode_of(g_dirs[0], "log-start-offset-checkpoint"), starts);
+    log_manager_close(m, true);
+}
+
+/* A partition dir the checkpoints do not name is loaded in full, and the
+ * checkpoints are written again at the start, now naming it. */
+static void test_clean_start_rewrites_incomplete_checkpoints(void **state)
+{
+    (void)state;
+    lay_out_clean_stop(10, true);
+    ino_t recovery = inode_of(g_dirs[0], "recovery-point-offset-checkpoint");
+    struct log_config defaults;
+    log_config_defaults(&defaults);
+    struct log_manager *m = open_manager(&defaults);
+    assert_int_equal(log_manager_partition_count(m), 11);
+    assert_int_not_equal(inode_of(g_dirs[0], "recovery-point-offset-checkpoint"), recovery);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/recovery-point-offset-checkpoint", g_dirs[0]);
+    struct log_offset_checkpoint_entry *entries;
+    size_t n;
+    assert_int_equal(log_offset_checkpoint_read(path, &entries, &n), 0);
+    assert_int_equal(n, 11);
+    log_offset_checkpoint_free(entries, n);
+    log_manager_close(m, true);
+}
+
 /* Threads whose first uses of a deferred log race: one load, every read
  * answers with the data. */
 static void *read_deferred(void *arg)
@@ -673,6 +762,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_reopen_clean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loaded_log_without_topic_id_gets_it, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clean_reopen_defers_load, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_clean_start_keeps_checkpoints, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_clean_start_rewrites_incomplete_checkpoints, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deferred_load_races, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unclean_recovery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_marker_not_removable_refuses_open, setup, teardown),

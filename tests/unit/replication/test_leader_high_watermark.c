@@ -7,6 +7,7 @@
  * under-replicated, under- and at-min-ISR partitions led here. A fetch
  * naming many partitions is timed (printed) and moves each one's high
  * watermark. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -331,6 +332,50 @@ static void test_fetch_of_many_partitions(void **state)
     }
 }
 
+/* A leader's follower state is made at the first fetch and grows with
+ * the followers: a partition only this broker replicates holds none, and
+ * nine followers (past the first room for four, then eight) each keep
+ * their own log end across the growth. */
+static void test_follower_state_grows_with_followers(void **state)
+{
+    struct fixture *f = *state;
+    enum { FOLLOWERS = 9 };
+    int32_t wide[FOLLOWERS + 1];
+    for (int32_t i = 0; i <= FOLLOWERS; i++)
+        wide[i] = SELF + i;
+    struct metadata_builder *b = metadata_builder_new(NULL);
+    char err[128];
+    assert_int_equal(metadata_builder_add_topic(b, "t", 1, &TOPIC, err, sizeof err), 0);
+    set_partition(b, 0, SELF, 0, wide, FOLLOWERS + 1, wide, FOLLOWERS + 1);
+    set_partition(b, 1, SELF, 0, (int32_t[]){SELF}, 1, (int32_t[]){SELF}, 1);
+    apply(f, metadata_builder_finish(b, 1));
+
+    pthread_mutex_lock(&f->repl->lock);
+    struct leader_partition *alone = replication_leader(f->repl, "t", 1);
+    assert_non_null(alone);
+    assert_null(alone->follower_block);
+    assert_int_equal(alone->cap, 0);
+    pthread_mutex_unlock(&f->repl->lock);
+
+    struct partition_log *log = log_of(f, 0);
+    append_records(log, 20);
+    for (int32_t i = 1; i <= FOLLOWERS; i++)
+        assert_int_equal(replication_follower_fetched(f->repl, "t", 0, wide[i], -1, 10 + i), KAFKA_ERR_NONE);
+    /* The smallest log end over the ISR: the first follower's. */
+    assert_int_equal(partition_log_high_watermark(log), 11);
+    for (int32_t i = 1; i <= FOLLOWERS; i++) {
+        int64_t end = -1, since = -1;
+        assert_true(replication_follower_state(f->repl, "t", 0, wide[i], &end, &since));
+        assert_int_equal(end, 10 + i);
+    }
+    pthread_mutex_lock(&f->repl->lock);
+    struct leader_partition *lp = replication_leader(f->repl, "t", 0);
+    assert_int_equal(lp->count, FOLLOWERS);
+    assert_true(lp->cap >= FOLLOWERS && lp->cap <= LEADER_MAX_REPLICAS);
+    pthread_mutex_unlock(&f->repl->lock);
+    partition_log_close(log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -339,6 +384,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_followed_partition_is_not_led_here, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leader_gauges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fetch_of_many_partitions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_follower_state_grows_with_followers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
