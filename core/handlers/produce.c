@@ -287,6 +287,9 @@ static enum handler_result park(struct request_context *ctx, struct produce_op *
         return HANDLER_DEFERRED; /* already answered */
     }
     net_request_set_cancel(ctx->net, produce_cancel, po);
+    /* Appended: the connection's next Produce need not wait for this one's
+     * followers (its answer still comes after this one's). */
+    net_request_pipeline_next(ctx->net);
     purgatory_add(po->purgatory, &po->op);
     return HANDLER_DEFERRED;
 }
