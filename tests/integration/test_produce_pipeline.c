@@ -10,7 +10,9 @@
  *    is answered after both, and every answer comes in request order.
  *  - B resumed: two more acks=all Produce requests back to back are both
  *    acknowledged, in order, at consecutive offsets. Raw requests, to see
- *    the broker's own order. */
+ *    the broker's own order.
+ * And the first acks=all record to a partition new to its followers is
+ * not held for the fetch they have parked on their other partitions. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -57,21 +59,44 @@ static void create_pl_topic(struct cluster *c)
     }
 }
 
-static struct partition_view wait_isr(struct cluster *c, int node, int isr_count)
+static void create_rf3_topic(struct cluster *c, const char *name, int32_t partitions)
+{
+    struct create_topics_request_creatable_topic t;
+    create_topics_request_creatable_topic_init(&t);
+    t.name = kafka_str_from_cstr(name);
+    t.num_partitions = partitions;
+    t.replication_factor = 3;
+    long long deadline = harness_now_ms() + 60000;
+    for (int node = 1;; node = node % N + 1) {
+        int16_t err = create_one_topic(c, node, &t);
+        if (err == KAFKA_ERR_NONE || err == KAFKA_ERR_TOPIC_ALREADY_EXISTS)
+            return;
+        if (harness_now_ms() > deadline)
+            fail_msg("CreateTopics %s: error %d", name, (int)err);
+        usleep(200 * 1000);
+    }
+}
+
+static struct partition_view wait_topic_isr(struct cluster *c, int node, const char *topic, int isr_count)
 {
     long long deadline = harness_now_ms() + 60000;
     for (;;) {
         struct view v;
-        if (metadata(c, node, "pl", &v) && v.partitions > 0 && v.p[0].leader > 0 && v.p[0].isr_count == isr_count)
+        if (metadata(c, node, topic, &v) && v.partitions > 0 && v.p[0].leader > 0 && v.p[0].isr_count == isr_count)
             return v.p[0];
         if (harness_now_ms() > deadline)
-            fail_msg("pl-0 at node %d never had %d in-sync replica(s)", node, isr_count);
-        usleep(100 * 1000);
+            fail_msg("%s-0 at node %d never had %d in-sync replica(s)", topic, node, isr_count);
+        usleep(20 * 1000);
     }
 }
 
+static struct partition_view wait_isr(struct cluster *c, int node, int isr_count)
+{
+    return wait_topic_isr(c, node, "pl", isr_count);
+}
+
 /* Sends a Produce v7 of one record to pl-0, acks=all, on fd. */
-static void send_produce(int fd, int32_t correlation, int32_t timeout_ms)
+static void send_produce_to(int fd, const char *topic, int32_t correlation, int32_t timeout_ms)
 {
     struct raw_writer batch;
     raw_writer_init(&batch);
@@ -84,7 +109,7 @@ static void send_produce(int fd, int32_t correlation, int32_t timeout_ms)
     raw_put_i16(&w, -1);      /* acks=all */
     raw_put_i32(&w, timeout_ms);
     raw_put_i32(&w, 1);
-    raw_put_string(&w, "pl");
+    raw_put_string(&w, topic);
     raw_put_i32(&w, 1);
     raw_put_i32(&w, 0);
     raw_put_i32(&w, (int32_t)batch.len);
@@ -93,6 +118,11 @@ static void send_produce(int fd, int32_t correlation, int32_t timeout_ms)
     assert_int_equal(raw_send_all(fd, w.data, w.len), 0);
     raw_writer_free(&batch);
     raw_writer_free(&w);
+}
+
+static void send_produce(int fd, int32_t correlation, int32_t timeout_ms)
+{
+    send_produce_to(fd, "pl", correlation, timeout_ms);
 }
 
 static void send_api_versions(int fd, int32_t correlation)
@@ -193,10 +223,51 @@ static void test_produce_pipelined_in_order(void **state)
     cluster_stop(&c);
 }
 
+/* A partition new to its followers: each adds it to its next fetch, and
+ * the fetch each has in progress is parked at the leader on the partitions
+ * it already follows for up to replica.fetch.wait.max.ms (20 s here). The
+ * first acks=all Produce answers those fetches at once rather than
+ * waiting for them: it is acknowledged well within that wait. */
+static void test_new_partition_not_held_by_fetch_wait(void **state)
+{
+    (void)state;
+    struct cluster c;
+    const char *extra[] = {"replica.fetch.wait.max.ms=20000", "replica.lag.time.max.ms=120000", NULL};
+    replicated_cluster_start(&c, CLUSTER_ID, extra);
+    /* One partition led by each node, so every follower has a fetch
+     * parked at every leader; a record to each parks them afresh. */
+    create_rf3_topic(&c, "warm", N);
+    wait_topic_isr(&c, 1, "warm", N);
+    produce_acked(broker_bootstrap(&c.nodes[0]), "warm", N, N);
+
+    create_rf3_topic(&c, "fresh", 1);
+    struct partition_view p = wait_topic_isr(&c, 1, "fresh", N);
+    wait_topic_isr(&c, p.leader, "fresh", N); /* the leader's own image: what its produce reads */
+    int fd = raw_connect(broker_port(&c.nodes[p.leader - 1]), 60000);
+    assert_true(fd >= 0);
+    long long sent = harness_now_ms();
+    send_produce_to(fd, "fresh", 1, 60000);
+    int64_t offset = -1;
+    int16_t err = produce_answer(fd, 1, &offset);
+    long long waited = harness_now_ms() - sent;
+    close(fd);
+    printf("[produce-pipeline] first acks=all record to a new partition acknowledged after %lld ms "
+           "(replica.fetch.wait.max.ms=20000)\n",
+           waited);
+    assert_int_equal(err, KAFKA_ERR_NONE);
+    assert_int_equal(offset, 0);
+    if (waited >= 10000)
+        fail_msg("the first acks=all record to a new partition waited %lld ms: the followers' parked fetches held "
+                 "it",
+                 waited);
+    cluster_stop(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_produce_pipelined_in_order),
+        cmocka_unit_test(test_new_partition_not_held_by_fetch_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
