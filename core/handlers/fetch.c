@@ -43,6 +43,9 @@ struct fetch_op {
      * client_rack (KIP-392). client_rack lives in the request's arena. */
     bool closest_replica;
     struct kafka_str client_rack;
+    /* A follower's fetch: its wake generation when parked
+     * (fetch_wake_replica answers it once that moves). */
+    unsigned wake_generation;
 };
 
 struct partition_answer {
@@ -466,7 +469,8 @@ static bool fetch_try_complete(struct delayed_op *op, bool expired)
 
     /* A remote read in flight is waited for (up to remote.fetch.max.wait.ms)
      * unless other partitions already answer. */
-    if (!expired && !any_error && !any_redirect && (total < f->min_bytes || (any_pending && total == 0)) &&
+    bool woken = f->from_replica && fetch_replica_wake_generation(f->replica_id) != f->wake_generation;
+    if (!expired && !woken && !any_error && !any_redirect && (total < f->min_bytes || (any_pending && total == 0)) &&
         !replica_hw_behind(f, answers)) {
         close_answers(answers, n);
         free(answers);
@@ -720,6 +724,11 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
     }
     if (watch_img)
         metadata_image_release(watch_img);
+    if (from_replica && !watch_failed) {
+        /* Read before parking: a wake from here on answers it. */
+        f->wake_generation = fetch_replica_wake_generation(replica_id);
+        watch_failed = delayed_op_watch(&f->op, fetch_replica_wake_key(replica_id)) != 0;
+    }
     if (watch_failed) {
         /* Without memory to watch every partition, answer with what there is. */
         fetch_try_complete(&f->op, true);

@@ -3,9 +3,11 @@
  * it (replication_follower_state); a follower bounds what it serves by
  * the high watermark the leader sends it (fetch.c). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "handlers/fetch_replica.h"
+#include "coordinator/purgatory.h"
 #include "log/log_manager.h"
 #include "metrics/metrics.h"
 #include "net/server.h"
@@ -34,6 +36,33 @@ void fetch_count_redirect(void)
 {
     pthread_once(&metrics_once, register_metrics);
     metrics_add(redirects, 1);
+}
+
+#define REPLICA_WAKE_SLOTS 256
+/* Per follower (by id modulo the size): bumped to answer its parked
+ * fetches; the element's address is the purgatory key, distinct from any
+ * partition log's. */
+static atomic_uint replica_wake_generation[REPLICA_WAKE_SLOTS];
+
+static size_t wake_slot(int32_t replica_id)
+{
+    return (size_t)((uint32_t)replica_id % REPLICA_WAKE_SLOTS);
+}
+
+uintptr_t fetch_replica_wake_key(int32_t replica_id)
+{
+    return (uintptr_t)&replica_wake_generation[wake_slot(replica_id)];
+}
+
+unsigned fetch_replica_wake_generation(int32_t replica_id)
+{
+    return atomic_load(&replica_wake_generation[wake_slot(replica_id)]);
+}
+
+void fetch_wake_replica(struct purgatory *fetch_purgatory, int32_t replica_id)
+{
+    atomic_fetch_add(&replica_wake_generation[wake_slot(replica_id)], 1);
+    purgatory_notify(fetch_purgatory, fetch_replica_wake_key(replica_id));
 }
 
 static bool in_list(const int32_t *ids, int32_t n, int32_t id)

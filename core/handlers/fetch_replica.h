@@ -10,6 +10,7 @@
 #include "metadata/metadata_image.h"
 
 struct partition_log;
+struct purgatory;
 
 /* Kafka's value of replica.selector.class that turns rack-aware
  * selection on (its class name, so configs carry over unchanged). */
@@ -37,6 +38,16 @@ int16_t fetch_follower_log(struct request_context *ctx, const struct metadata_to
  * partition and follower replica_id is outside the ISR. */
 bool fetch_leader_throttled(const struct request_context *ctx, const struct metadata_topic *topic, int32_t partition,
                             int32_t replica_id);
+
+/* On the leader: a parked Fetch from follower replica_id watches
+ * fetch_replica_wake_key(replica_id) and answers at once, with what it
+ * has, when fetch_wake_replica moved the follower's wake generation past
+ * the one it saw when parked (a produce waits on a partition that
+ * follower has yet to add to its fetches). Ids sharing a key (modulo 256)
+ * may wake each other's fetches early, which costs one empty answer. */
+uintptr_t fetch_replica_wake_key(int32_t replica_id);
+unsigned fetch_replica_wake_generation(int32_t replica_id);
+void fetch_wake_replica(struct purgatory *fetch_purgatory, int32_t replica_id);
 
 /* Counters on /metrics: partitions a follower served to consumers, and
  * partitions the leader sent to a preferred read replica. */

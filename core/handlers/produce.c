@@ -13,10 +13,12 @@
 
 #include "handlers/handler_util.h"
 #include "coordinator/purgatory.h"
+#include "handlers/fetch_replica.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"
 #include "net/server.h"
+#include "replication/replication.h"
 #include "util/clock.h"
 #include "util/logger.h"
 
@@ -287,6 +289,18 @@ static enum handler_result park(struct request_context *ctx, struct produce_op *
         return HANDLER_DEFERRED; /* already answered */
     }
     net_request_set_cancel(ctx->net, produce_cancel, po);
+    /* A follower that has yet to fetch a partition (new to it) adds it to
+     * its next fetch: answer the one it has parked here now. */
+    for (int32_t i = 0; i < po->count; i++) {
+        int32_t absent[16];
+        int32_t n = replication_absent_followers(ctx->env->replication, po->waits[i].topic, po->waits[i].out->index,
+                                                 absent, 16);
+        for (int32_t k = 0; k < n; k++)
+            fetch_wake_replica(po->purgatory, absent[k]);
+    }
+    /* Appended: the connection's next Produce need not wait for this one's
+     * followers (its answer still comes after this one's). */
+    net_request_pipeline_next(ctx->net);
     purgatory_add(po->purgatory, &po->op);
     return HANDLER_DEFERRED;
 }

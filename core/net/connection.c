@@ -72,10 +72,11 @@ void net_connection_update_poll(struct net_connection *c)
     if (!c->closed) {
         if (c->out_active)
             want = c->out_held ? 0 : UV_WRITABLE;
-        else if (!c->in_flight && !c->throttled && loop->phase == NET_LOOP_RUNNING && !loop->backpressured &&
+        else if (!c->in_flight && !c->order_hold && c->parked_count < NET_MAX_PARKED_REQUESTS && !c->throttled &&
+                 loop->phase == NET_LOOP_RUNNING && !loop->backpressured &&
                  (c->reading || !net_server_memory_full(loop->server)))
             want = UV_READABLE; /* a request begun is read to its end; a new one waits for memory */
-        else if (c->in_flight)
+        else if (c->in_flight || c->parked_head)
             want = UV_DISCONNECT; /* a peer gone while its request waits cancels it */
         if (want == UV_READABLE && c->transport.ops->wants_write && c->transport.ops->wants_write(&c->transport))
             want |= UV_WRITABLE;
@@ -107,7 +108,7 @@ static void conn_on_handle_closed(uv_handle_t *handle)
 
 void net_connection_free_if_done(struct net_connection *c)
 {
-    if (!c->closed || c->handles_open > 0 || c->in_flight)
+    if (!c->closed || c->handles_open > 0 || c->in_flight || c->parked_head)
         return;
     struct net_loop *loop = c->loop;
     if (c->prev)
@@ -143,6 +144,22 @@ void net_connection_close(struct net_connection *c, const char *why)
     } else if (c->in_flight) {
         /* The handler has it: tell a parked request to give up now. */
         net_request_cancel(c->in_flight);
+    }
+    /* Parked requests already answered are dropped; the others give up
+     * and are freed as they complete. */
+    struct net_request_impl **link = &c->parked_head;
+    c->parked_tail = NULL;
+    while (*link) {
+        struct net_request_impl *r = *link;
+        if (r->parked_done) {
+            *link = r->parked_next;
+            c->parked_count--;
+            net_request_free(r);
+        } else {
+            net_request_cancel(r);
+            c->parked_tail = r;
+            link = &r->parked_next;
+        }
     }
     if (c->reading) {
         net_request_free(c->reading);
@@ -235,6 +252,17 @@ static int conn_parse(struct net_connection *c)
     }
     size_t frame_len = (size_t)size;
     size_t have = avail - 4;
+    if (c->parked_head) {
+        /* Past parked requests only a Produce goes ahead of their answers. */
+        if (have < 2)
+            return 0;
+        int api_key = (int16_t)(((uint16_t)p[4] << 8) | p[5]);
+        if (api_key != NET_API_PRODUCE) {
+            c->order_hold = true;
+            net_connection_update_poll(c);
+            return 0;
+        }
+    }
     if (have >= frame_len) {
         struct net_request_impl *req = net_request_new(c, frame_len, frame_len);
         if (!req) {
@@ -322,7 +350,7 @@ static ssize_t conn_recv(struct net_connection *c, void *buf, size_t len)
 static void conn_read(struct net_connection *c)
 {
     size_t budget = NET_IO_BUDGET_BYTES;
-    while (!c->closed && !c->in_flight && budget > 0) {
+    while (!c->closed && !c->in_flight && !c->order_hold && c->parked_count < NET_MAX_PARKED_REQUESTS && budget > 0) {
         ssize_t n;
         if (c->reading) {
             struct net_request_impl *req = c->reading;
@@ -416,7 +444,8 @@ static void conn_on_poll(uv_poll_t *handle, int status, int events)
     }
     /* While a request is in flight only UV_DISCONNECT is asked for; a
      * hang-up may also show as readable. Either way the peer is gone. */
-    if ((events & (UV_DISCONNECT | UV_READABLE)) && c->in_flight && !c->out_active) {
+    if ((events & (UV_DISCONNECT | UV_READABLE)) && !(c->poll_events & UV_READABLE) &&
+        (c->in_flight || c->parked_head) && !c->out_active) {
         net_connection_close(c, "peer closed while its request was handled");
         return;
     }
@@ -455,13 +484,36 @@ static int conn_swap_transport(struct net_connection *c)
     return 0;
 }
 
+static void conn_finish(struct net_connection *c, struct net_request_impl *req);
+
+/* The oldest parked request, once complete, is answered when nothing else
+ * is being written. Returns true when it took over (it resumes after). */
+static bool conn_answer_parked(struct net_connection *c)
+{
+    struct net_request_impl *head = c->parked_head;
+    if (c->out_active || !head || !head->parked_done)
+        return false;
+    c->parked_head = head->parked_next;
+    if (!c->parked_head)
+        c->parked_tail = NULL;
+    c->parked_count--;
+    head->parked = false;
+    conn_finish(c, head);
+    return true;
+}
+
 void net_connection_resume(struct net_connection *c)
 {
     if (c->closed)
         return;
+    if (conn_answer_parked(c))
+        return;
+    if (!c->parked_head)
+        c->order_hold = false;
     if (c->next_transport_ops && !c->out_active && conn_swap_transport(c) < 0)
         return;
-    if (!c->in_flight && !c->out_active && !c->throttled && !c->reading) {
+    if (!c->in_flight && !c->out_active && !c->throttled && !c->reading && !c->order_hold &&
+        c->parked_count < NET_MAX_PARKED_REQUESTS) {
         if (c->loop->phase == NET_LOOP_CLOSING) {
             net_connection_close(c, "server stopping");
             return;
@@ -522,17 +574,88 @@ static void conn_apply_change(struct net_connection *c, struct net_conn_change *
     }
 }
 
+static void unlink_parked(struct net_connection *c, struct net_request_impl *req)
+{
+    struct net_request_impl *prev = NULL;
+    for (struct net_request_impl *r = c->parked_head; r; prev = r, r = r->parked_next) {
+        if (r != req)
+            continue;
+        if (prev)
+            prev->parked_next = r->parked_next;
+        else
+            c->parked_head = r->parked_next;
+        if (c->parked_tail == r)
+            c->parked_tail = prev;
+        c->parked_count--;
+        r->parked = false;
+        return;
+    }
+}
+
+static void append_parked(struct net_connection *c, struct net_request_impl *req)
+{
+    req->parked = true;
+    req->parked_done = false;
+    req->parked_next = NULL;
+    if (c->parked_tail)
+        c->parked_tail->parked_next = req;
+    else
+        c->parked_head = req;
+    c->parked_tail = req;
+    c->parked_count++;
+}
+
+void net_connection_on_parked(struct net_request_impl *req)
+{
+    struct net_connection *c = req->conn;
+    /* Closed meanwhile: it stays in_flight, cancelled, until it completes. */
+    if (c->closed || c->in_flight != req)
+        return;
+    c->in_flight = NULL;
+    append_parked(c, req);
+    net_connection_resume(c);
+}
+
+void net_connection_abandon_parked(struct net_connection *c)
+{
+    while (c->parked_head) {
+        struct net_request_impl *r = c->parked_head;
+        c->parked_head = r->parked_next;
+        if (r->parked_done)
+            net_request_free(r);
+    }
+    c->parked_tail = NULL;
+    c->parked_count = 0;
+}
+
 void net_connection_on_completed(struct net_request_impl *req)
 {
     struct net_connection *c = req->conn;
-    c->in_flight = NULL;
+    if (!req->parked)
+        c->in_flight = NULL;
     if (c->closed) {
+        unlink_parked(c, req);
         if (req->change && req->change->auth_state == c->auth_state)
             req->change->auth_state = NULL; /* the connection frees it */
         net_request_free(req);
         net_connection_free_if_done(c);
         return;
     }
+    if (req->parked || c->parked_head) {
+        /* Answered in request order: after the parked requests read
+         * before it, when they are. */
+        if (!req->parked)
+            append_parked(c, req);
+        req->parked_done = true;
+        net_connection_resume(c);
+        return;
+    }
+    conn_finish(c, req);
+}
+
+/* Applies a completed request and writes its response. */
+static void conn_finish(struct net_connection *c, struct net_request_impl *req)
+{
     c->last_activity_ms = clock_mono_ms();
     if (req->change)
         conn_apply_change(c, req->change);

@@ -161,7 +161,7 @@ static void loop_on_idle_timer(uv_timer_t *timer)
             net_connection_close(c, "transport setup timed out");
             continue;
         }
-        if (idle_ms <= 0 || c->in_flight)
+        if (idle_ms <= 0 || c->in_flight || c->parked_head)
             continue;
         /* Writes count as activity: a peer that stops reading its responses
          * goes idle like one that stops sending. */
@@ -247,6 +247,8 @@ static void loop_on_wakeup(uv_async_t *async)
     loop->new_fd_count = loop->new_fd_cap = 0;
     struct net_request_impl *completed = loop->completed_head;
     loop->completed_head = loop->completed_tail = NULL;
+    struct net_request_impl *parked = loop->notice_head;
+    loop->notice_head = loop->notice_tail = NULL;
     enum net_loop_phase phase = loop->requested_phase;
     int64_t deadline = loop->close_deadline_ms;
     pthread_mutex_unlock(&loop->mutex);
@@ -259,6 +261,12 @@ static void loop_on_wakeup(uv_async_t *async)
 
     /* Completions before a phase change, so responses that made the grace
      * period are written before their connection is closed. */
+    /* A request parked before it completed: its notice goes first. */
+    while (parked) {
+        struct net_request_impl *next = parked->notice_next;
+        net_connection_on_parked(parked);
+        parked = next;
+    }
     while (completed) {
         struct net_request_impl *next = completed->next;
         net_connection_on_completed(completed);
@@ -289,6 +297,7 @@ static void loop_check_done(struct net_loop *loop)
     loop->alive = false;
     struct net_request_impl *completed = loop->completed_head;
     loop->completed_head = loop->completed_tail = NULL;
+    loop->notice_head = loop->notice_tail = NULL; /* their requests are completed or abandoned */
     pthread_mutex_unlock(&loop->mutex);
 
     /* Their connections are closed already; the requests were counted as
@@ -329,6 +338,7 @@ static void loop_free_abandoned_connections(struct net_loop *loop)
     while (loop->conns) {
         struct net_connection *c = loop->conns;
         c->in_flight = NULL;
+        net_connection_abandon_parked(c);
         net_connection_free_if_done(c);
     }
 }

@@ -115,7 +115,22 @@ struct net_request_impl {
     bool cancelled;
     bool close_on_oom;    /* a change could not be recorded: close rather than ignore it */
     size_t counted_bytes; /* in server->queued_request_bytes until freed */
+    /* Produce pipelining (net_request_pipeline_next): the next in the
+     * loop's notice list (under the loop's mutex); then, on the loop
+     * thread, the next in its connection's parked list, whether it is in
+     * that list and whether it completed there (its response waits for
+     * those before it). */
+    struct net_request_impl *notice_next;
+    struct net_request_impl *parked_next;
+    bool parked;
+    bool parked_done;
 };
+
+/* Requests a connection may have parked (handled, waiting to be answered)
+ * while it reads the next; beyond it reading waits for the oldest answer. */
+#define NET_MAX_PARKED_REQUESTS 16
+/* Kafka's api key of Produce: the only requests read past a parked one. */
+#define NET_API_PRODUCE 0
 
 /* One client socket. Owned by its loop thread; never touched elsewhere. */
 struct net_connection {
@@ -154,8 +169,15 @@ struct net_connection {
     size_t in_start, in_end;
     struct net_request_impl *reading; /* large frame being read into its own buffer */
     size_t reading_got;
-    struct net_request_impl *in_flight; /* at most one per connection */
-    bool waiting_dispatch;              /* in_flight is in the loop's blocked list */
+    struct net_request_impl *in_flight; /* at most one per connection being handled */
+    /* Produce requests the handler parked (acks=all waiting for the
+     * followers) in the order read: the connection reads on meanwhile,
+     * and answers in that order. order_hold: the next frame is not a
+     * Produce, so it is read once every parked one is answered. */
+    struct net_request_impl *parked_head, *parked_tail;
+    int parked_count;
+    bool order_hold;
+    bool waiting_dispatch; /* in_flight is in the loop's blocked list */
     struct net_connection *blocked_next;
 
     /* output */
@@ -196,6 +218,7 @@ struct net_loop {
     struct net_accepted *new_fds;
     size_t new_fd_count, new_fd_cap;
     struct net_request_impl *completed_head, *completed_tail;
+    struct net_request_impl *notice_head, *notice_tail; /* net_request_pipeline_next */
     enum net_loop_phase requested_phase;
     int64_t close_deadline_ms;
 
@@ -337,6 +360,12 @@ void net_transport_release(const struct net_transport_ops *ops, void *state, int
  * connection because the session expired at expiry_ms (0 = never). */
 bool net_session_expired_for(int64_t expiry_ms, int64_t now_ms, const uint8_t *frame, size_t frame_len);
 struct net_connection *net_connection_open(struct net_loop *loop, const struct net_accepted *a);
+/* Loop thread: the handler parked req (net_request_pipeline_next); its
+ * connection reads on. */
+void net_connection_on_parked(struct net_request_impl *req);
+/* Loop thread, after the workers stopped: frees the parked requests that
+ * completed; the others belong to their completers. */
+void net_connection_abandon_parked(struct net_connection *conn);
 void net_connection_close(struct net_connection *conn, const char *why);
 void net_connection_update_poll(struct net_connection *conn);
 void net_connection_resume(struct net_connection *conn);

@@ -336,6 +336,25 @@ void net_request_delay_response(struct net_request *pub, int32_t delay_ms)
     ((struct net_request_impl *)pub)->delay_ms = delay_ms > 0 ? delay_ms : 0;
 }
 
+void net_request_pipeline_next(struct net_request *pub)
+{
+    struct net_request_impl *req = (struct net_request_impl *)pub;
+    struct net_loop *loop = req->loop;
+    /* Queued before the completion can be: the loop takes both lists at
+     * once and reads the notices first. */
+    pthread_mutex_lock(&loop->mutex);
+    if (loop->alive) {
+        req->notice_next = NULL;
+        if (loop->notice_tail)
+            loop->notice_tail->notice_next = req;
+        else
+            loop->notice_head = req;
+        loop->notice_tail = req;
+        uv_async_send(&loop->wakeup);
+    }
+    pthread_mutex_unlock(&loop->mutex);
+}
+
 void net_request_complete(struct net_request *pub, struct kafka_writer *response, int32_t throttle_ms, bool close_after)
 {
     struct net_request_impl *req = (struct net_request_impl *)pub;

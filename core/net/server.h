@@ -3,8 +3,10 @@
  *
  * Threads: one accept thread, num_network_threads libuv loops (each owns its
  * connections and does all their socket I/O), and num_io_threads workers that
- * call the request handler. A connection has at most one request in flight,
- * so responses leave in request order.
+ * call the request handler. A connection has at most one request being
+ * handled at a time, and answers in request order; Produce requests whose
+ * handler parked them do not stop it reading the next Produce
+ * (net_request_pipeline_next).
  *
  * Thread-safety: net_server_start/stop/free are called from one controlling
  * thread. net_request_complete may be called from any thread. */
@@ -146,6 +148,14 @@ void net_request_complete(struct net_request *req, struct kafka_writer *response
  * the hook; net_request_complete waits for a running hook to return, so
  * after it arg is never used. One hook per request; a second replaces it. */
 typedef void (*net_request_cancel_fn)(void *arg);
+
+/* For a Produce its handler has appended and parked (acks=all waiting for
+ * the followers): the connection reads and dispatches the next request
+ * now if it is a Produce too, instead of once this one is answered.
+ * Responses still leave in request order, and a request of another kind
+ * waits until every parked one is answered. Call at most once, from the
+ * handler, before anything can complete req. */
+void net_request_pipeline_next(struct net_request *req);
 void net_request_set_cancel(struct net_request *req, net_request_cancel_fn fn, void *arg);
 
 /* Changes to the connection that a request's completion carries, for

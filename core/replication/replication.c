@@ -483,6 +483,32 @@ static int64_t *sent_hw_slot(struct replication *r, const char *topic, int32_t p
     return leo ? &lp->sent_high_watermark[leo - lp->log_end_offsets] : NULL;
 }
 
+int32_t replication_absent_followers(struct replication *r, const char *topic, int32_t partition, int32_t *ids,
+                                     int32_t cap)
+{
+    if (!r)
+        return 0;
+    struct replica_partition_info info;
+    struct partition_log *log = NULL;
+    if (!replica_manager_lookup(r->opts.replicas, topic, partition, &info, &log))
+        return 0;
+    int32_t n = 0;
+    if (info.role == REPLICA_ROLE_LEADER) {
+        pthread_mutex_lock(&r->lock);
+        struct leader_partition *lp = replication_leader_entry(r, topic, partition, &info, log);
+        for (int32_t i = 0; lp && i < info.isr_count && i < REPLICA_INFO_MAX_REPLICAS && n < cap; i++) {
+            if (info.isr[i] == r->opts.node_id)
+                continue;
+            int64_t *leo = follower_leo_slot(lp, info.isr[i], false);
+            if (!leo || *leo < 0)
+                ids[n++] = info.isr[i];
+        }
+        pthread_mutex_unlock(&r->lock);
+    }
+    partition_log_close(log);
+    return n;
+}
+
 bool replication_follower_hw_behind(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
                                     int64_t high_watermark)
 {

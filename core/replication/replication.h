@@ -121,6 +121,15 @@ void replication_stop(struct replication *r);
 int16_t replication_follower_fetched(struct replication *r, const char *topic, int32_t partition, int32_t replica_id,
                                      int64_t replica_epoch, int64_t fetch_offset);
 
+/* On the leader, for an acks=all produce about to wait: the in-sync
+ * followers of topic-partition that have not fetched it yet in this
+ * leader epoch (at most cap, into ids). A follower adds a partition new
+ * to it to its next fetch, and its fetch in progress may be parked here
+ * for replica.fetch.wait.max.ms on the partitions it already follows:
+ * the caller wakes those fetches so the produce does not wait that long. */
+int32_t replication_absent_followers(struct replication *r, const char *topic, int32_t partition, int32_t *ids,
+                                     int32_t cap);
+
 /* On the leader, what the rack-aware replica selector weighs (KIP-392):
  * follower replica_id's log end offset as of its last fetch in the current
  * leader epoch, and how long ago it was last caught up. False when this

@@ -1,0 +1,273 @@
+/* Produce pipelining on one connection, between three cairnd processes
+ * (process.roles=broker,controller on one quorum). Topic "pl" has two
+ * replicas {A, B} and min.insync.replicas=2, so an acks=all Produce to A
+ * waits for B.
+ *  - B paused (SIGSTOP, still in the ISR): two acks=all Produce requests
+ *    and an ApiVersions sent back to back on one connection. The second
+ *    Produce is appended while the first waits (it takes the next offset)
+ *    and times out with it, one timeout after it was sent rather than two
+ *    (the connection read it while the first was parked); the ApiVersions
+ *    is answered after both, and every answer comes in request order.
+ *  - B resumed: two more acks=all Produce requests back to back are both
+ *    acknowledged, in order, at consecutive offsets. Raw requests, to see
+ *    the broker's own order.
+ * And the first acks=all record to a partition new to its followers is
+ * not held for the fetch they have parked on their other partitions. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "cluster_harness.h"
+#include "raw_kafka.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "protocol/generated/create_topics_request.h"
+#include "protocol/generated/errors.h"
+
+#define CLUSTER_ID "UHJvZHVjZVBpcGVsaW5lIQ"
+#define ACKED 10
+/* The Produce timeout while B is paused: the two answers come one such
+ * wait after they were sent when pipelined, two when read one at a time. */
+#define PARKED_TIMEOUT_MS 4000
+
+static void create_pl_topic(struct cluster *c)
+{
+    struct create_topics_request_creatable_topic_config cfg = {kafka_str_from_cstr("min.insync.replicas"),
+                                                               kafka_str_from_cstr("2")};
+    struct create_topics_request_creatable_topic t;
+    create_topics_request_creatable_topic_init(&t);
+    t.name = kafka_str_from_cstr("pl");
+    t.num_partitions = 1;
+    t.replication_factor = 2;
+    t.configs = &cfg;
+    t.configs_count = 1;
+    long long deadline = harness_now_ms() + 60000;
+    for (int node = 1;; node = node % N + 1) {
+        int16_t err = create_one_topic(c, node, &t);
+        if (err == KAFKA_ERR_NONE || err == KAFKA_ERR_TOPIC_ALREADY_EXISTS)
+            return;
+        if (harness_now_ms() > deadline)
+            fail_msg("CreateTopics pl: error %d", (int)err);
+        usleep(200 * 1000);
+    }
+}
+
+static void create_rf3_topic(struct cluster *c, const char *name, int32_t partitions)
+{
+    struct create_topics_request_creatable_topic t;
+    create_topics_request_creatable_topic_init(&t);
+    t.name = kafka_str_from_cstr(name);
+    t.num_partitions = partitions;
+    t.replication_factor = 3;
+    long long deadline = harness_now_ms() + 60000;
+    for (int node = 1;; node = node % N + 1) {
+        int16_t err = create_one_topic(c, node, &t);
+        if (err == KAFKA_ERR_NONE || err == KAFKA_ERR_TOPIC_ALREADY_EXISTS)
+            return;
+        if (harness_now_ms() > deadline)
+            fail_msg("CreateTopics %s: error %d", name, (int)err);
+        usleep(200 * 1000);
+    }
+}
+
+static struct partition_view wait_topic_isr(struct cluster *c, int node, const char *topic, int isr_count)
+{
+    long long deadline = harness_now_ms() + 60000;
+    for (;;) {
+        struct view v;
+        if (metadata(c, node, topic, &v) && v.partitions > 0 && v.p[0].leader > 0 && v.p[0].isr_count == isr_count)
+            return v.p[0];
+        if (harness_now_ms() > deadline)
+            fail_msg("%s-0 at node %d never had %d in-sync replica(s)", topic, node, isr_count);
+        usleep(20 * 1000);
+    }
+}
+
+static struct partition_view wait_isr(struct cluster *c, int node, int isr_count)
+{
+    return wait_topic_isr(c, node, "pl", isr_count);
+}
+
+/* Sends a Produce v7 of one record to pl-0, acks=all, on fd. */
+static void send_produce_to(int fd, const char *topic, int32_t correlation, int32_t timeout_ms)
+{
+    struct raw_writer batch;
+    raw_writer_init(&batch);
+    struct raw_record rec = {"k", "v"};
+    raw_build_record_batch(&batch, 1700000000000LL, &rec, 1);
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 0, 7, correlation, "produce-pipeline");
+    raw_put_string(&w, NULL); /* transactional id */
+    raw_put_i16(&w, -1);      /* acks=all */
+    raw_put_i32(&w, timeout_ms);
+    raw_put_i32(&w, 1);
+    raw_put_string(&w, topic);
+    raw_put_i32(&w, 1);
+    raw_put_i32(&w, 0);
+    raw_put_i32(&w, (int32_t)batch.len);
+    raw_put_bytes(&w, batch.data, batch.len);
+    raw_frame_finish(&w);
+    assert_int_equal(raw_send_all(fd, w.data, w.len), 0);
+    raw_writer_free(&batch);
+    raw_writer_free(&w);
+}
+
+static void send_produce(int fd, int32_t correlation, int32_t timeout_ms)
+{
+    send_produce_to(fd, "pl", correlation, timeout_ms);
+}
+
+static void send_api_versions(int fd, int32_t correlation)
+{
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 18, 0, correlation, "produce-pipeline");
+    raw_frame_finish(&w);
+    assert_int_equal(raw_send_all(fd, w.data, w.len), 0);
+    raw_writer_free(&w);
+}
+
+/* Reads the next answer on fd, which must be correlation's. */
+static struct raw_reader next_answer(int fd, int32_t correlation, uint8_t **frame)
+{
+    size_t len = 0;
+    int rc = raw_recv_frame(fd, 60000, 1 << 20, frame, &len);
+    if (rc != 0)
+        fail_msg("no answer for correlation id %d (rc %d)", (int)correlation, rc);
+    struct raw_reader r;
+    raw_reader_init(&r, *frame, len);
+    int32_t got = raw_get_i32(&r);
+    if (got != correlation)
+        fail_msg("answer for correlation id %d came where %d's was due", (int)got, (int)correlation);
+    return r;
+}
+
+/* Reads a Produce answer: the partition's error, *base_offset its offset. */
+static int16_t produce_answer(int fd, int32_t correlation, int64_t *base_offset)
+{
+    uint8_t *frame = NULL;
+    struct raw_reader r = next_answer(fd, correlation, &frame);
+    assert_int_equal(raw_get_i32(&r), 1);
+    raw_skip_string(&r);
+    assert_int_equal(raw_get_i32(&r), 1);
+    raw_get_i32(&r); /* partition index */
+    int16_t error = raw_get_i16(&r);
+    *base_offset = raw_get_i64(&r);
+    assert_false(r.overflow);
+    free(frame);
+    return error;
+}
+
+static void test_produce_pipelined_in_order(void **state)
+{
+    (void)state;
+    struct cluster c;
+    const char *extra[] = {"replica.lag.time.max.ms=120000", NULL};
+    replicated_cluster_start(&c, CLUSTER_ID, extra);
+    create_pl_topic(&c);
+    struct partition_view p = wait_isr(&c, 1, 2);
+    int32_t a = p.leader, b = p.isr[0] == a ? p.isr[1] : p.isr[0];
+    produce_acked(broker_bootstrap(&c.nodes[a - 1]), "pl", 1, ACKED);
+
+    int fd = raw_connect(broker_port(&c.nodes[a - 1]), 60000);
+    assert_true(fd >= 0);
+    assert_int_equal(kill(c.nodes[b - 1].pid, SIGSTOP), 0);
+    long long sent = harness_now_ms();
+    send_produce(fd, 1, PARKED_TIMEOUT_MS);
+    send_produce(fd, 2, PARKED_TIMEOUT_MS);
+    send_api_versions(fd, 3);
+    int64_t first = -1, second = -1;
+    assert_int_equal(produce_answer(fd, 1, &first), KAFKA_ERR_REQUEST_TIMED_OUT);
+    assert_int_equal(produce_answer(fd, 2, &second), KAFKA_ERR_REQUEST_TIMED_OUT);
+    long long waited = harness_now_ms() - sent;
+    uint8_t *frame = NULL;
+    struct raw_reader r = next_answer(fd, 3, &frame);
+    assert_int_equal(raw_get_i16(&r), KAFKA_ERR_NONE);
+    free(frame);
+    assert_int_equal(kill(c.nodes[b - 1].pid, SIGCONT), 0);
+    printf("[produce-pipeline] two parked acks=all Produce on one connection answered after %lld ms (timeout %d "
+           "ms each)\n",
+           waited, PARKED_TIMEOUT_MS);
+    assert_int_equal(first, ACKED);
+    assert_int_equal(second, ACKED + 1);
+    /* Read one at a time the second would start its timeout when the
+     * first's ended: at least twice the timeout. */
+    if (waited >= 2 * PARKED_TIMEOUT_MS - 500)
+        fail_msg("the second Produce was read only after the first was answered (%lld ms)", waited);
+
+    /* B back: both acknowledged, in order, at consecutive offsets. */
+    wait_isr(&c, a, 2);
+    long long deadline = harness_now_ms() + 60000;
+    for (int32_t corr = 10;; corr += 2) {
+        send_produce(fd, corr, 30000);
+        send_produce(fd, corr + 1, 30000);
+        int16_t e1 = produce_answer(fd, corr, &first);
+        int16_t e2 = produce_answer(fd, corr + 1, &second);
+        if (e1 == KAFKA_ERR_NONE && e2 == KAFKA_ERR_NONE) {
+            assert_int_equal(second, first + 1);
+            break;
+        }
+        if (harness_now_ms() > deadline)
+            fail_msg("acks=all with B resumed: errors %d and %d", (int)e1, (int)e2);
+        usleep(200 * 1000);
+    }
+    close(fd);
+    cluster_stop(&c);
+}
+
+/* A partition new to its followers: each adds it to its next fetch, and
+ * the fetch each has in progress is parked at the leader on the partitions
+ * it already follows for up to replica.fetch.wait.max.ms (20 s here). The
+ * first acks=all Produce answers those fetches at once rather than
+ * waiting for them: it is acknowledged well within that wait. */
+static void test_new_partition_not_held_by_fetch_wait(void **state)
+{
+    (void)state;
+    struct cluster c;
+    const char *extra[] = {"replica.fetch.wait.max.ms=20000", "replica.lag.time.max.ms=120000", NULL};
+    replicated_cluster_start(&c, CLUSTER_ID, extra);
+    /* One partition led by each node, so every follower has a fetch
+     * parked at every leader; a record to each parks them afresh. */
+    create_rf3_topic(&c, "warm", N);
+    wait_topic_isr(&c, 1, "warm", N);
+    produce_acked(broker_bootstrap(&c.nodes[0]), "warm", N, N);
+
+    create_rf3_topic(&c, "fresh", 1);
+    struct partition_view p = wait_topic_isr(&c, 1, "fresh", N);
+    wait_topic_isr(&c, p.leader, "fresh", N); /* the leader's own image: what its produce reads */
+    int fd = raw_connect(broker_port(&c.nodes[p.leader - 1]), 60000);
+    assert_true(fd >= 0);
+    long long sent = harness_now_ms();
+    send_produce_to(fd, "fresh", 1, 60000);
+    int64_t offset = -1;
+    int16_t err = produce_answer(fd, 1, &offset);
+    long long waited = harness_now_ms() - sent;
+    close(fd);
+    printf("[produce-pipeline] first acks=all record to a new partition acknowledged after %lld ms "
+           "(replica.fetch.wait.max.ms=20000)\n",
+           waited);
+    assert_int_equal(err, KAFKA_ERR_NONE);
+    assert_int_equal(offset, 0);
+    if (waited >= 10000)
+        fail_msg("the first acks=all record to a new partition waited %lld ms: the followers' parked fetches held "
+                 "it",
+                 waited);
+    cluster_stop(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_produce_pipelined_in_order),
+        cmocka_unit_test(test_new_partition_not_held_by_fetch_wait),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
