@@ -156,6 +156,24 @@ print(int(float(vals[0])) if vals else 0)
 PY
 }
 
+thread_cpu_s() { # NAME: CPU seconds of the broker's threads of that name ('' for all; 0 when none)
+    python3 - "$broker" "$1" <<'PY'
+import glob, os, sys
+pid, name = sys.argv[1], sys.argv[2]
+ticks = 0
+tasks = glob.glob(f"/proc/{pid}/task/*") if name else [f"/proc/{pid}"]  # the process: exited threads too
+for task in tasks:
+    try:
+        comm = open(f"{task}/comm").read().strip()
+        fields = open(f"{task}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        continue
+    if not name or comm == name:
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+print(f"{ticks / os.sysconf('SC_CLK_TCK'):.2f}")
+PY
+}
+
 # Waits until the topic's local log keeps at most its active segment and
 # the one just rolled, i.e. everything else is copied and deleted locally.
 wait_tiered() { # topic
@@ -190,6 +208,8 @@ run_backend() {
     for r in $(seq "$rounds"); do wait_tiered "on-$r"; done
     echo "$name copied_s_after_last_produce $((SECONDS - copy_wait_start))" >>"$out/metrics.txt"
     echo "$name copy_throttle_ms $(metric cairn_remote_copy_throttle_time_ms_total)" >>"$out/metrics.txt"
+    echo "$name copier_cpu_s $(thread_cpu_s cairn-rlm-copy)" >>"$out/metrics.txt"
+    echo "$name broker_cpu_s $(thread_cpu_s '')" >>"$out/metrics.txt"
     if [ "$produce_only" = 1 ]; then
         stop_broker
         return 0
