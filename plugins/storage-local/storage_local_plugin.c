@@ -69,8 +69,8 @@ static int sl_copy_segment(void *instance, const struct cairn_remote_segment *se
         } else {
             if (!sources[kind])
                 continue;
-            /* One directory fsync for the indexes, before the .log's
-             * rename (renames reach the journal in order), one after it. */
+            /* One directory fsync makes every index's rename durable
+             * before the .log is renamed; one more after the .log's. */
             if (kind == SL_LOG)
                 status = sl_sync_dir(&plugin->store, dir, err, errlen);
             if (status == CAIRN_OK)

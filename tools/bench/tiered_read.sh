@@ -24,11 +24,17 @@
 # --override KEY=VALUE (repeatable) adds a broker config to every broker
 # (e.g. remote.log.manager.copy.max.bytes.per.second); --produce-only skips
 # the reads and reports the produce comparison and the time, after the last
-# produce, until every tiered topic was copied.
+# produce, until every tiered topic was copied. --settle waits, before each
+# produce, until the tiered topics produced so far are copied and every
+# dirty page is written (sync), so a copy overlaps only the produce of its
+# own topic and each produce starts with the disk idle (without it, copies
+# and writeback spill into the next produce, "off" ones included, and the
+# second produce of a round is the slower one); the summary then adds the
+# on/off ratio of each round's pair.
 #
 # usage: tools/bench/tiered_read.sh [--mb 256] [--segment-mb 8] [--rounds 3]
 #            [--read-ahead 1] [--s3rver-dir DIR] [--no-s3] [--build DIR] [--out DIR]
-#            [--override KEY=VALUE]... [--produce-only]
+#            [--override KEY=VALUE]... [--produce-only] [--settle]
 # --mb 1024 is the 1 GB. --s3rver-dir: a tests/clients/s3rver with
 # its node_modules installed (default: this tree's).
 set -euo pipefail
@@ -45,6 +51,7 @@ with_s3=1
 out=""
 extra=()
 produce_only=0
+settle=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --mb) mb="$2"; shift ;;
@@ -57,7 +64,8 @@ while [ $# -gt 0 ]; do
         --out) out="$2"; shift ;;
         --override) extra+=("$2"); shift ;;
         --produce-only) produce_only=1 ;;
-        -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --settle) settle=1 ;;
+        -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -199,6 +207,10 @@ run_backend() {
         create_topic "on-$r" 1
         if [ $((r % 2)) -eq 1 ]; then order="off on"; else order="on off"; fi
         for kind in $order; do
+            if [ "$settle" = 1 ]; then # no copy left over from an earlier produce
+                for t in $(seq "$r"); do [ "$t" = "$r" ] && [ "$kind" = on ] || wait_tiered "on-$t"; done
+                sync # and no writeback of earlier produces: each starts with the disk idle
+            fi
             note "$name: produce $kind-$r ($mb MB)"
             produce "$kind-$r" "$name-produce-$kind-$r"
         done
@@ -290,6 +302,8 @@ for b in backends:
               f"   p99 ms {lat} [{med(p99(x) for x in prod[k]):.0f}]")
     ratio = med(x["mb_per_sec"] for x in prod["on"]) / med(x["mb_per_sec"] for x in prod["off"])
     print(f"  produce on/off (medians): {ratio:.2f}")
+    pairs = [on["mb_per_sec"] / off["mb_per_sec"] for on, off in zip(prod["on"], prod["off"])]
+    print(f"  produce on/off per round: {', '.join(f'{x:.2f}' for x in pairs)} [{med(pairs):.2f}]")
     if produce_only:
         continue
     # The rate from the first record to the last (the client's start apart),
