@@ -6,15 +6,25 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "plugin/plugin_host.h"
 #include "util/clock.h"
 #include "util/fs_util.h"
 #include "util/logger.h"
+
+#define TIERED_COPIER_NICE 10
+/* ioprio_set(2): IOPRIO_WHO_PROCESS takes a thread id; class 2 (best
+ * effort) << 13 | level 7, the lowest. */
+#define TIERED_IOPRIO_WHO_PROCESS 1
+#define TIERED_IOPRIO_BEST_EFFORT_LOWEST ((2 << 13) | 7)
 
 struct tiered_partition *tiered_partition_find_locked(struct tiered *t, const char *topic, int32_t partition)
 {
@@ -142,9 +152,25 @@ static void work_on(struct tiered *t, struct tiered_partition *p)
         tiered_copy_partition(t, p, clock_wall_ms());
 }
 
+/* A copier reads segments back and writes them to the store while the
+ * producers that filled them keep producing, on the same cores and disk:
+ * at background priority (nice 10, SCHED_BATCH, the lowest best-effort
+ * I/O level) the request path wins the CPU, and copies take what is left.
+ * Best effort: a sandbox may refuse any of it, and the copy goes on. */
+static void copier_background_priority(void)
+{
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    struct sched_param param = {.sched_priority = 0};
+    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+    (void)setpriority(PRIO_PROCESS, (id_t)tid, TIERED_COPIER_NICE);
+    (void)syscall(SYS_ioprio_set, TIERED_IOPRIO_WHO_PROCESS, tid, TIERED_IOPRIO_BEST_EFFORT_LOWEST);
+    (void)pthread_setname_np(pthread_self(), "cairn-rlm-copy");
+}
+
 static void *copier_main(void *arg)
 {
     struct tiered *t = arg;
+    copier_background_priority();
     pthread_mutex_lock(&t->lock);
     for (;;) {
         while (!t->stopping && t->queue_count == 0)

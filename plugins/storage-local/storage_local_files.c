@@ -154,33 +154,8 @@ static int sl_write_all(int fd, const uint8_t *data, size_t len)
     return 0;
 }
 
-static int sl_copy_fd(int in, int out)
-{
-    uint8_t *buf = malloc(SL_CHUNK);
-    if (!buf) {
-        errno = ENOMEM;
-        return -1;
-    }
-    int rc = 0;
-    for (;;) {
-        ssize_t n = read(in, buf, SL_CHUNK);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 || (n > 0 && sl_write_all(out, buf, (size_t)n) != 0)) {
-            rc = -1;
-            break;
-        }
-        if (n == 0)
-            break;
-    }
-    int saved = errno;
-    free(buf);
-    errno = saved;
-    return rc;
-}
-
 int sl_put_file(const struct sl_store *store, const char *dest, const char *src, const uint8_t *data, size_t len,
-                char *err, size_t errlen)
+                bool sync_dir, char *err, size_t errlen)
 {
     char tmp[4200];
     snprintf(tmp, sizeof(tmp), "%s.tmp", dest);
@@ -199,7 +174,7 @@ int sl_put_file(const struct sl_store *store, const char *dest, const char *src,
     int rc = out < 0 ? -1 : 0;
     if (rc == 0) {
         step = "write";
-        rc = src ? sl_copy_fd(in, out) : sl_write_all(out, data, len);
+        rc = src ? sl_copy_file(in, out, store->fsync, store->copy_range, NULL) : sl_write_all(out, data, len);
     }
     if (rc == 0 && store->fsync) {
         step = "fsync";
@@ -224,6 +199,8 @@ int sl_put_file(const struct sl_store *store, const char *dest, const char *src,
         int status = sl_status_of_errno(error);
         return status == CAIRN_NOT_FOUND ? CAIRN_RETRIABLE : status;
     }
+    if (!sync_dir)
+        return CAIRN_OK;
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s", dest);
     char *slash = strrchr(dir, '/');

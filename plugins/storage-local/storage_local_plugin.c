@@ -65,11 +65,16 @@ static int sl_copy_segment(void *instance, const struct cairn_remote_segment *se
             if (!files->leader_epoch_checkpoint)
                 continue;
             status = sl_put_file(&plugin->store, path, NULL, files->leader_epoch_checkpoint,
-                                 files->leader_epoch_checkpoint_len, err, errlen);
+                                 files->leader_epoch_checkpoint_len, false, err, errlen);
         } else {
             if (!sources[kind])
                 continue;
-            status = sl_put_file(&plugin->store, path, sources[kind], NULL, 0, err, errlen);
+            /* One directory fsync makes every index's rename durable
+             * before the .log is renamed; one more after the .log's. */
+            if (kind == SL_LOG)
+                status = sl_sync_dir(&plugin->store, dir, err, errlen);
+            if (status == CAIRN_OK)
+                status = sl_put_file(&plugin->store, path, sources[kind], NULL, 0, kind == SL_LOG, err, errlen);
         }
         if (status != CAIRN_OK)
             goto failed;
@@ -215,6 +220,7 @@ static int sl_init(const struct cairn_host *host, void **instance, char *err, si
     while (len > 1 && plugin->store.root[len - 1] == '/')
         plugin->store.root[--len] = '\0';
     plugin->store.fsync = fsync_on;
+    plugin->store.copy_range = sl_copy_range_default;
     plugin->host = host;
     struct stat st;
     if (mkdir(plugin->store.root, 0755) != 0 && errno != EEXIST) {

@@ -8,7 +8,8 @@
  * part, read_committed over remote aborted transactions, topic deletion
  * removing the remote segments, ListOffsets by timestamp across remote
  * segments, read-ahead for a sequential reader, and a large segment read
- * in chunks (a fetch downloads only the chunk it needs). A corrupt or missing
+ * in chunks (a fetch downloads only the chunk it needs), and the copier
+ * threads' background priority. A corrupt or missing
  * remote object and a store outage are in test_tiered_faults.c. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -442,6 +443,60 @@ static void test_tiered_offsets_by_timestamp(void **state)
     broker_mark_passed(&st->broker);
 }
 
+/* The copier threads run at background priority (nice 10, SCHED_BATCH)
+ * so a producer's request path wins the cores from a copy: read from
+ * /proc for every thread named cairn-rlm-copy, after copies ran on them. */
+static void test_tiered_copier_background_priority(void **state)
+{
+    struct tiered_state *st = *state;
+    start_tiered(st, TOPIC);
+    produce_round(st, RECORDS_PER_ROUND);
+    wait_tiered(st, 2, 10);
+    char task_dir[64];
+    snprintf(task_dir, sizeof task_dir, "/proc/%d/task", (int)broker_pid(&st->broker));
+    DIR *d = opendir(task_dir);
+    assert_non_null(d);
+    int copiers = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[600], comm[64] = "", stat_text[2048] = "";
+        snprintf(path, sizeof path, "%s/%s/comm", task_dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue; /* a thread that just ended */
+        if (!fgets(comm, sizeof comm, f))
+            comm[0] = '\0';
+        fclose(f);
+        if (strcmp(comm, "cairn-rlm-copy\n") != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s/stat", task_dir, e->d_name);
+        f = fopen(path, "r");
+        assert_non_null(f);
+        assert_non_null(fgets(stat_text, sizeof stat_text, f));
+        fclose(f);
+        /* After the ")" that ends comm: field 3 (state) onwards; nice is
+         * field 19, policy field 41 (proc(5)). */
+        const char *rest = strrchr(stat_text, ')');
+        assert_non_null(rest);
+        long fields[40];
+        int n = 0;
+        char *cursor = (char *)rest + 2;
+        strtok(cursor, " "); /* state */
+        for (char *tok = strtok(NULL, " "); tok && n < 40; tok = strtok(NULL, " "))
+            fields[n++] = strtol(tok, NULL, 10);
+        assert_true(n >= 39);
+        assert_int_equal(fields[19 - 4], 10); /* fields[0] is field 4 */
+        assert_int_equal(fields[41 - 4], 3);  /* SCHED_BATCH */
+        copiers++;
+    }
+    closedir(d);
+    assert_true(copiers >= 1);
+    assert_true(metric_value(st, "cairn_remote_copy_segments_total") >= 10);
+    broker_mark_passed(&st->broker);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -450,6 +505,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tiered_chunked_read, tiered_setup, tiered_teardown),
         cmocka_unit_test_setup_teardown(test_tiered_read_committed, tiered_setup, tiered_teardown),
         cmocka_unit_test_setup_teardown(test_tiered_offsets_by_timestamp, tiered_setup, tiered_teardown),
+        cmocka_unit_test_setup_teardown(test_tiered_copier_background_priority, tiered_setup, tiered_teardown),
     };
     /* CAIRN_TEST_FILTER=<glob> runs only the matching tests (by hand). */
     if (getenv("CAIRN_TEST_FILTER"))

@@ -24,11 +24,17 @@
 # --override KEY=VALUE (repeatable) adds a broker config to every broker
 # (e.g. remote.log.manager.copy.max.bytes.per.second); --produce-only skips
 # the reads and reports the produce comparison and the time, after the last
-# produce, until every tiered topic was copied.
+# produce, until every tiered topic was copied. --settle waits, before each
+# produce, until the tiered topics produced so far are copied and every
+# dirty page is written (sync), so a copy overlaps only the produce of its
+# own topic and each produce starts with the disk idle (without it, copies
+# and writeback spill into the next produce, "off" ones included, and the
+# second produce of a round is the slower one); the summary then adds the
+# on/off ratio of each round's pair.
 #
 # usage: tools/bench/tiered_read.sh [--mb 256] [--segment-mb 8] [--rounds 3]
 #            [--read-ahead 1] [--s3rver-dir DIR] [--no-s3] [--build DIR] [--out DIR]
-#            [--override KEY=VALUE]... [--produce-only]
+#            [--override KEY=VALUE]... [--produce-only] [--settle]
 # --mb 1024 is the issue's 1 GB. --s3rver-dir: a tests/clients/s3rver with
 # its node_modules installed (default: this tree's).
 set -euo pipefail
@@ -45,6 +51,7 @@ with_s3=1
 out=""
 extra=()
 produce_only=0
+settle=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --mb) mb="$2"; shift ;;
@@ -57,7 +64,8 @@ while [ $# -gt 0 ]; do
         --out) out="$2"; shift ;;
         --override) extra+=("$2"); shift ;;
         --produce-only) produce_only=1 ;;
-        -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --settle) settle=1 ;;
+        -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -156,6 +164,24 @@ print(int(float(vals[0])) if vals else 0)
 PY
 }
 
+thread_cpu_s() { # NAME: CPU seconds of the broker's threads of that name ('' for all; 0 when none)
+    python3 - "$broker" "$1" <<'PY'
+import glob, os, sys
+pid, name = sys.argv[1], sys.argv[2]
+ticks = 0
+tasks = glob.glob(f"/proc/{pid}/task/*") if name else [f"/proc/{pid}"]  # the process: exited threads too
+for task in tasks:
+    try:
+        comm = open(f"{task}/comm").read().strip()
+        fields = open(f"{task}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        continue
+    if not name or comm == name:
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+print(f"{ticks / os.sysconf('SC_CLK_TCK'):.2f}")
+PY
+}
+
 # Waits until the topic's local log keeps at most its active segment and
 # the one just rolled, i.e. everything else is copied and deleted locally.
 wait_tiered() { # topic
@@ -181,6 +207,10 @@ run_backend() {
         create_topic "on-$r" 1
         if [ $((r % 2)) -eq 1 ]; then order="off on"; else order="on off"; fi
         for kind in $order; do
+            if [ "$settle" = 1 ]; then # no copy left over from an earlier produce
+                for t in $(seq "$r"); do [ "$t" = "$r" ] && [ "$kind" = on ] || wait_tiered "on-$t"; done
+                sync # and no writeback of earlier produces: each starts with the disk idle
+            fi
             note "$name: produce $kind-$r ($mb MB)"
             produce "$kind-$r" "$name-produce-$kind-$r"
         done
@@ -190,6 +220,8 @@ run_backend() {
     for r in $(seq "$rounds"); do wait_tiered "on-$r"; done
     echo "$name copied_s_after_last_produce $((SECONDS - copy_wait_start))" >>"$out/metrics.txt"
     echo "$name copy_throttle_ms $(metric cairn_remote_copy_throttle_time_ms_total)" >>"$out/metrics.txt"
+    echo "$name copier_cpu_s $(thread_cpu_s cairn-rlm-copy)" >>"$out/metrics.txt"
+    echo "$name broker_cpu_s $(thread_cpu_s '')" >>"$out/metrics.txt"
     if [ "$produce_only" = 1 ]; then
         stop_broker
         return 0
@@ -270,6 +302,8 @@ for b in backends:
               f"   p99 ms {lat} [{med(p99(x) for x in prod[k]):.0f}]")
     ratio = med(x["mb_per_sec"] for x in prod["on"]) / med(x["mb_per_sec"] for x in prod["off"])
     print(f"  produce on/off (medians): {ratio:.2f}")
+    pairs = [on["mb_per_sec"] / off["mb_per_sec"] for on, off in zip(prod["on"], prod["off"])]
+    print(f"  produce on/off per round: {', '.join(f'{x:.2f}' for x in pairs)} [{med(pairs):.2f}]")
     if produce_only:
         continue
     # The rate from the first record to the last (the client's start apart),

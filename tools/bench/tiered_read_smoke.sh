@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Smoke run of tiered_read.sh (ctest tools_tiered_read_smoke), storage-local
 # only: 8 MB a topic in 1 MiB segments, one round, once in full and once
-# --produce-only. The output is checked for form (every result line there,
+# --produce-only --settle. The output is checked for form (every result line there,
 # every figure a number), never for timing, which a loaded machine cannot
 # promise; the cold read must have fetched segments from the remote store.
 # Then every tiered_read.sh command line in docs/benchmarks.md is parsed by
 # the script itself (against a build directory that does not exist, so it
 # stops right after its option parsing): a flag the docs show and the
-# script no longer takes fails here.
+# script no longer takes fails here. Last, cairn-segment-copy-cost in small.
 #
 # usage: tools/bench/tiered_read_smoke.sh BUILD_DIR
 set -euo pipefail
@@ -19,7 +19,7 @@ trap 'rm -rf "$out"' EXIT
 
 "$here/tiered_read.sh" --build "$build" --no-s3 --mb 8 --segment-mb 1 --rounds 1 --out "$out/full" |
     tee "$out/full.txt"
-"$here/tiered_read.sh" --build "$build" --no-s3 --mb 8 --segment-mb 1 --rounds 1 --produce-only --out "$out/produce" |
+"$here/tiered_read.sh" --build "$build" --no-s3 --mb 8 --segment-mb 1 --rounds 1 --produce-only --settle --out "$out/produce" |
     tee "$out/produce.txt"
 
 python3 - "$out" <<'PY'
@@ -34,6 +34,9 @@ produce_lines = [
     rf"^  produce on/off \(medians\): {num}$",
     rf"^storage-local copied_s_after_last_produce {num}$",
     rf"^storage-local copy_throttle_ms {num}$",
+    rf"^  produce on/off per round: {runs} \[{num}\]$",
+    rf"^storage-local copier_cpu_s {num}$",
+    rf"^storage-local broker_cpu_s {num}$",
 ]
 consume_lines = [
     rf"^  consume {label:<28} MB/s {runs} \[{num}\]  ratio to local {num}  first record {num} ms"
@@ -85,3 +88,17 @@ while IFS=$'\t' read -r -a args; do
     fi
 done <"$out/documented.txt"
 echo "tiered_read smoke: $documented documented command lines parsed"
+
+# cairn-segment-copy-cost (docs/benchmarks.md), tiny: every mode runs and
+# copies every byte, by the way it names.
+"$build/tools/bench/cairn-segment-copy-cost" --dir "$out" --mib 1 --copies 2 plain plain-wb kernel kernel-wb \
+    >"$out/copy-cost.txt"
+python3 - "$out/copy-cost.txt" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+assert [r["mode"] for r in rows] == ["plain", "plain-wb", "kernel", "kernel-wb"], rows
+for r in rows:
+    assert r["kernel_bytes"] + r["plain_bytes"] == 2 << 20, r
+    assert r["mode"].startswith("kernel") or r["kernel_bytes"] == 0, r
+print("segment copy cost smoke: 4 modes")
+PY
