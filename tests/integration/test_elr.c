@@ -36,30 +36,6 @@
 #define ELR_SESSION_MS 8000
 #define ACKED 200
 
-/* CreateTopics of "elr" (one partition, two replicas, min.insync.replicas
- * 2), retried at each node until a controller takes it. */
-static void create_elr_topic(struct cluster *c)
-{
-    struct create_topics_request_creatable_topic_config cfg = {kafka_str_from_cstr("min.insync.replicas"),
-                                                               kafka_str_from_cstr("2")};
-    struct create_topics_request_creatable_topic t;
-    create_topics_request_creatable_topic_init(&t);
-    t.name = kafka_str_from_cstr("elr");
-    t.num_partitions = 1;
-    t.replication_factor = 2;
-    t.configs = &cfg;
-    t.configs_count = 1;
-    long long deadline = harness_now_ms() + 60000;
-    for (int node = 1;; node = node % N + 1) {
-        int16_t err = create_one_topic(c, node, &t);
-        if (err == KAFKA_ERR_NONE || err == KAFKA_ERR_TOPIC_ALREADY_EXISTS)
-            return;
-        if (harness_now_ms() > deadline)
-            fail_msg("CreateTopics elr: error %d", (int)err);
-        usleep(200 * 1000);
-    }
-}
-
 /* The partition as node sees it, once it has a leader and both replicas in
  * its ISR. */
 static struct partition_view wait_full_isr(struct cluster *c, int node)
@@ -141,7 +117,7 @@ static long long checkpointed(const struct test_broker *b)
  * returns B, the surviving replica, with A fenced as node C sees it. */
 static int32_t lose_leader_after_shrink(struct cluster *c, bool elr, int32_t *observer)
 {
-    create_elr_topic(c);
+    create_topic_min_isr(c, "elr", 2, "2");
     struct partition_view p = wait_full_isr(c, 1);
     int32_t a = p.leader, b = p.isr[0] == a ? p.isr[1] : p.isr[0];
     int32_t other = 6 - a - b; /* the node that holds no replica */

@@ -36,30 +36,6 @@
 #define CLUSTER_ID "RWxyQWNrc0FsbEJlbG93IQ"
 #define ACKED 50
 
-/* CreateTopics of "ea" (one partition, two replicas, min.insync.replicas
- * 2), retried at each node until a controller takes it. */
-static void create_ea_topic(struct cluster *c)
-{
-    struct create_topics_request_creatable_topic_config cfg = {kafka_str_from_cstr("min.insync.replicas"),
-                                                               kafka_str_from_cstr("2")};
-    struct create_topics_request_creatable_topic t;
-    create_topics_request_creatable_topic_init(&t);
-    t.name = kafka_str_from_cstr("ea");
-    t.num_partitions = 1;
-    t.replication_factor = 2;
-    t.configs = &cfg;
-    t.configs_count = 1;
-    long long deadline = harness_now_ms() + 60000;
-    for (int node = 1;; node = node % N + 1) {
-        int16_t err = create_one_topic(c, node, &t);
-        if (err == KAFKA_ERR_NONE || err == KAFKA_ERR_TOPIC_ALREADY_EXISTS)
-            return;
-        if (harness_now_ms() > deadline)
-            fail_msg("CreateTopics ea: error %d", (int)err);
-        usleep(200 * 1000);
-    }
-}
-
 /* The partition as node sees it once it has a leader and isr_count
  * in-sync replicas (the first being first, unless it is -1). */
 static struct partition_view wait_isr(struct cluster *c, int node, int isr_count, int32_t first)
@@ -137,7 +113,7 @@ static void test_acks_all_errors_below_min_isr(void **state)
     struct cluster c;
     const char *extra[] = {"replica.lag.time.max.ms=2000", "eligible.leader.replicas.enable=true", NULL};
     replicated_cluster_start(&c, CLUSTER_ID, extra);
-    create_ea_topic(&c);
+    create_topic_min_isr(&c, "ea", 2, "2");
     struct partition_view p = wait_isr(&c, 1, 2, -1);
     int32_t a = p.leader, b = p.isr[0] == a ? p.isr[1] : p.isr[0];
     produce_acked(broker_bootstrap(&c.nodes[a - 1]), "ea", 1, ACKED);

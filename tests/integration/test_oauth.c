@@ -145,8 +145,14 @@ static rd_kafka_t *oauth_client(struct oauth_it *t, rd_kafka_type_t type, struct
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     char errstr[512];
-    const char *kv[] = {"bootstrap.servers", t->sasl_bootstrap, "security.protocol", "SASL_PLAINTEXT",
-                        "sasl.mechanisms",   "OAUTHBEARER",     "linger.ms",         "5",
+    const char *kv[] = {"bootstrap.servers",
+                        t->sasl_bootstrap,
+                        "security.protocol",
+                        "SASL_PLAINTEXT",
+                        "sasl.mechanisms",
+                        "OAUTHBEARER",
+                        "linger.ms",
+                        "5",
                         NULL};
     for (int i = 0; kv[i]; i += 2)
         if (rd_kafka_conf_set(conf, kv[i], kv[i + 1], errstr, sizeof errstr) != RD_KAFKA_CONF_OK)
@@ -346,7 +352,10 @@ static void test_wire_exchange(void **state)
      * connections.max.reauth.ms unset. */
     char *good = make_token(t.key, "test-key", "alice", "cairn", 300);
     struct raw_session s = wire_handshake(&t);
-    int n = snprintf(msg, sizeof msg, "n,,\x01" "auth=Bearer %s\x01\x01", good);
+    int n = snprintf(msg, sizeof msg,
+                     "n,,\x01"
+                     "auth=Bearer %s\x01\x01",
+                     good);
     wire_authenticate(&s, msg, (size_t)n, &a);
     assert_int_equal(a.error, 0);
     assert_string_equal(a.bytes, "");
@@ -359,7 +368,10 @@ static void test_wire_exchange(void **state)
      * SASL_AUTHENTICATION_FAILED carrying the challenge, and a close. */
     char *expired = make_token(t.key, "test-key", "alice", "cairn", -300);
     s = wire_handshake(&t);
-    n = snprintf(msg, sizeof msg, "n,,\x01" "auth=Bearer %s\x01\x01", expired);
+    n = snprintf(msg, sizeof msg,
+                 "n,,\x01"
+                 "auth=Bearer %s\x01\x01",
+                 expired);
     wire_authenticate(&s, msg, (size_t)n, &a);
     assert_int_equal(a.error, 0);
     assert_string_equal(a.bytes, "{\"status\":\"invalid_token\"}");
@@ -375,7 +387,10 @@ static void test_wire_exchange(void **state)
      * without the %x01 (as some clients do): the refusal is in the audit
      * log while the connection is still open, and only once. */
     s = wire_handshake(&t);
-    n = snprintf(msg, sizeof msg, "n,,\x01" "auth=Bearer %s\x01\x01", expired);
+    n = snprintf(msg, sizeof msg,
+                 "n,,\x01"
+                 "auth=Bearer %s\x01\x01",
+                 expired);
     wire_authenticate(&s, msg, (size_t)n, &a);
     assert_int_equal(a.error, 0);
     assert_string_equal(a.bytes, "{\"status\":\"invalid_token\"}");

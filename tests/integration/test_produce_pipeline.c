@@ -37,28 +37,6 @@
  * wait after they were sent when pipelined, two when read one at a time. */
 #define PARKED_TIMEOUT_MS 4000
 
-static void create_pl_topic(struct cluster *c)
-{
-    struct create_topics_request_creatable_topic_config cfg = {kafka_str_from_cstr("min.insync.replicas"),
-                                                               kafka_str_from_cstr("2")};
-    struct create_topics_request_creatable_topic t;
-    create_topics_request_creatable_topic_init(&t);
-    t.name = kafka_str_from_cstr("pl");
-    t.num_partitions = 1;
-    t.replication_factor = 2;
-    t.configs = &cfg;
-    t.configs_count = 1;
-    long long deadline = harness_now_ms() + 60000;
-    for (int node = 1;; node = node % N + 1) {
-        int16_t err = create_one_topic(c, node, &t);
-        if (err == KAFKA_ERR_NONE || err == KAFKA_ERR_TOPIC_ALREADY_EXISTS)
-            return;
-        if (harness_now_ms() > deadline)
-            fail_msg("CreateTopics pl: error %d", (int)err);
-        usleep(200 * 1000);
-    }
-}
-
 static void create_rf3_topic(struct cluster *c, const char *name, int32_t partitions)
 {
     struct create_topics_request_creatable_topic t;
@@ -172,7 +150,7 @@ static void test_produce_pipelined_in_order(void **state)
     struct cluster c;
     const char *extra[] = {"replica.lag.time.max.ms=120000", NULL};
     replicated_cluster_start(&c, CLUSTER_ID, extra);
-    create_pl_topic(&c);
+    create_topic_min_isr(&c, "pl", 2, "2");
     struct partition_view p = wait_isr(&c, 1, 2);
     int32_t a = p.leader, b = p.isr[0] == a ? p.isr[1] : p.isr[0];
     produce_acked(broker_bootstrap(&c.nodes[a - 1]), "pl", 1, ACKED);

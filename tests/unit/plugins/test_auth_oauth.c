@@ -148,8 +148,10 @@ static struct outcome exchange(const char *token, const char *authzid)
     size_t len = strlen(token) + 200;
     char *msg = malloc(len);
     assert_non_null(msg);
-    int n = snprintf(msg, len, "n,%s%s,\x01" "auth=Bearer %s\x01\x01", authzid ? "a=" : "", authzid ? authzid : "",
-                     token);
+    int n = snprintf(msg, len,
+                     "n,%s%s,\x01"
+                     "auth=Bearer %s\x01\x01",
+                     authzid ? "a=" : "", authzid ? authzid : "", token);
     struct outcome o = exchange_raw(msg, (size_t)n);
     free(msg);
     return o;
@@ -387,16 +389,27 @@ static void test_malformed_messages(void **state)
     start();
     static const char *const bad[] = {
         "",
-        "y,,\x01" "auth=Bearer abc\x01\x01",      /* channel binding */
-        "n,,auth=Bearer abc\x01\x01",              /* no separator after gs2 */
-        "n,,\x01" "auth=Bearer abc\x01",           /* not terminated */
-        "n,,\x01" "auth=Basic abc\x01\x01",        /* not Bearer */
-        "n,,\x01" "auth=Bearer \x01\x01",          /* empty token */
-        "n,,\x01" "auth=Bearer a b\x01\x01",       /* space in the token */
-        "n,,\x01" "foo=bar\x01\x01",               /* no auth */
-        "n,,\x01" "auth=Bearer a\x01" "auth=Bearer b\x01\x01",
-        "n,,\x01" "1x=y\x01" "auth=Bearer abc\x01\x01",
-        "n,,\x01" "auth=Bearer abc\x01\x01trailing",
+        "y,,\x01"
+        "auth=Bearer abc\x01\x01",    /* channel binding */
+        "n,,auth=Bearer abc\x01\x01", /* no separator after gs2 */
+        "n,,\x01"
+        "auth=Bearer abc\x01", /* not terminated */
+        "n,,\x01"
+        "auth=Basic abc\x01\x01", /* not Bearer */
+        "n,,\x01"
+        "auth=Bearer \x01\x01", /* empty token */
+        "n,,\x01"
+        "auth=Bearer a b\x01\x01", /* space in the token */
+        "n,,\x01"
+        "foo=bar\x01\x01", /* no auth */
+        "n,,\x01"
+        "auth=Bearer a\x01"
+        "auth=Bearer b\x01\x01",
+        "n,,\x01"
+        "1x=y\x01"
+        "auth=Bearer abc\x01\x01",
+        "n,,\x01"
+        "auth=Bearer abc\x01\x01trailing",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct outcome o = exchange_raw(bad[i], strlen(bad[i]));
@@ -411,7 +424,11 @@ static void test_malformed_messages(void **state)
     claims(c, sizeof c, "erin", 600, 0, NULL);
     char *t = token_for(0, c);
     char msg[4096];
-    int n = snprintf(msg, sizeof msg, "n,a=erin,\x01" "auth=Bearer %s\x01" "traceId=42\x01\x01", t);
+    int n = snprintf(msg, sizeof msg,
+                     "n,a=erin,\x01"
+                     "auth=Bearer %s\x01"
+                     "traceId=42\x01\x01",
+                     t);
     assert_string_equal(exchange_raw(msg, (size_t)n).principal, "User:erin");
     struct outcome o = exchange(t, "frank");
     assert_int_equal(o.rc, CAIRN_SASL_FAILED);
