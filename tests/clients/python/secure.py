@@ -268,10 +268,9 @@ def sasl_listener(bootstrap, listener, ssl_conf):
     for mechanism, user, _ in USERS:
         expect_refused(bootstrap, listener, {**ssl_conf, **scram_or_plain(mechanism, user, "wrong-password")},
                        f"{listener}-{mechanism}-wrong-password", NOT_LET_IN)
-        # A refused PLAIN login is audited without the name it claimed.
+        # A refused login is audited as the user it claimed to be.
         if mechanism == "PLAIN":
-            expect_audited((f"User:{user}", "User:ANONYMOUS"), listener, False, mechanism,
-                           "Invalid username or password")
+            expect_audited(f"User:{user}", listener, False, mechanism, "Invalid username or password")
         else:
             expect_audited(f"User:{user}", listener, False, mechanism, "invalid proof (wrong password)")
 
