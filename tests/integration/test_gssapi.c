@@ -9,7 +9,8 @@
  * keytab lacks. SaslHandshake v0's bare tokens carry the same exchange
  * (a Cyrus SASL client written here). Every attempt reaches the audit log
  * once: a good ticket refused after Cyrus learnt its name (an authorization
- * id it may not take) as User:kafka-client, a token that is no ticket and
+ * id it may not take) as User:kafka-client, one whose name no rule maps as
+ * that whole name, a token that is no ticket and
  * a ticket the broker cannot read as User:ANONYMOUS, a client without a
  * ticket (no token at all) as User:ANONYMOUS when it leaves. Skipped only
  * when the KDC binaries are not installed. */
@@ -41,6 +42,7 @@ struct gssapi_it {
     char sasl_bootstrap[64];
     char client_keytab[300];
     char ghost_keytab[300];
+    char odd_keytab[300];
     char audit_path[600];
 };
 
@@ -119,6 +121,10 @@ static bool start(struct gssapi_it *t)
         test_kdc_add_principal(&t->kdc, "kafka-client", "client.keytab", t->client_keytab, sizeof t->client_keytab, why,
                                sizeof why) != 0 ||
         test_kdc_add_principal(&t->kdc, "ghost", "ghost.keytab", t->ghost_keytab, sizeof t->ghost_keytab, why,
+                               sizeof why) != 0 ||
+        /* An '@' inside the name: Cyrus cannot tell its realm, so the name
+         * keeps one, which DEFAULT does not map. */
+        test_kdc_add_principal(&t->kdc, "odd\\@x", "odd.keytab", t->odd_keytab, sizeof t->odd_keytab, why,
                                sizeof why) != 0)
         fail_msg("%s", why);
     /* ghost's keytab outlives its principal: the KDC no longer knows it. */
@@ -349,16 +355,18 @@ static void gssapi_over_handshake_v0(struct gssapi_it *t)
     close(s.fd);
 }
 
-/* A valid ticket for kafka-client asking to act as "admin": Cyrus accepts
- * the ticket, learns the name, and refuses the authorization id at the
- * last token; the broker closes (v0: no error frame). */
-static void gssapi_refused_authzid(struct gssapi_it *t)
+/* A valid ticket for principal (from keytab) that the broker refuses once
+ * Cyrus has accepted it and learnt the name: with as_admin, because the
+ * client asks to act as "admin" (Cyrus refuses the authorization id at the
+ * last token); else because of the name itself. The broker closes (v0: no
+ * error frame). */
+static void gssapi_refused_login(struct gssapi_it *t, const char *principal, const char *keytab, bool as_admin)
 {
     char cmd[600];
-    snprintf(cmd, sizeof cmd, "kinit -k -t '%s' kafka-client", t->client_keytab);
+    snprintf(cmd, sizeof cmd, "kinit -k -t '%s' '%s'", keytab, principal);
     assert_int_equal(system(cmd), 0);
-    static sasl_callback_t callbacks[] = {
-        {SASL_CB_USER, (int (*)(void))(void (*)(void))other_authzid, NULL},
+    sasl_callback_t callbacks[] = {
+        {SASL_CB_USER, (int (*)(void))(void (*)(void))(as_admin ? other_authzid : empty_authzid), NULL},
         {SASL_CB_AUTHNAME, (int (*)(void))(void (*)(void))empty_authzid, NULL},
         {SASL_CB_LIST_END, NULL, NULL},
     };
@@ -400,7 +408,7 @@ static void gssapi_refused_authzid(struct gssapi_it *t)
             fail_msg("sasl_client_step: %s", sasl_errdetail(conn));
     }
     if (!closed)
-        fail_msg("the broker accepted kafka-client acting as admin");
+        fail_msg("the broker accepted %s%s", principal, as_admin ? " acting as admin" : "");
     sasl_dispose(&conn);
     sasl_client_done();
     close(s.fd);
@@ -462,8 +470,12 @@ static void test_gssapi_with_librdkafka(void **state)
     /* The ticket is good but the login is refused (Cyrus's proxy policy:
      * kafka-client may not act as admin): audited once, as the Kerberos
      * name Cyrus learnt. */
-    gssapi_refused_authzid(&t);
+    gssapi_refused_login(&t, "kafka-client", t.client_keytab, true);
     assert_int_equal(audited(&t, 1, "User:kafka-client", false, "Authentication failed during GSSAPI"), 1);
+    /* A good ticket whose name no principal.to.local rule maps: audited
+     * once, as the whole Kerberos name, realm included. */
+    gssapi_refused_login(&t, "odd\\@x", t.odd_keytab, false);
+    assert_int_equal(audited(&t, 1, "User:odd\\@x@CAIRN.TEST", false, "no principal.to.local rule applies"), 1);
     /* No ticket, no token: audited once as nobody when the client leaves. */
     gssapi_without_ticket(&t);
     assert_int_equal(audited(&t, 1, "User:ANONYMOUS", false, "before the SASL exchange finished"), 1);
