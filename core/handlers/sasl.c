@@ -56,10 +56,14 @@ static void sasl_conn_free(void *p)
     free(st);
 }
 
-/* The exchange goes on past this token: remember whom to audit should the
- * client close before it ends. */
+/* The exchange goes on past this token (or, step NULL, past the accepted
+ * SaslHandshake): remember whom to audit should the client close before it
+ * ends. */
 static void expect_more(struct request_context *ctx, struct sasl_conn *st, const struct sasl_step *step)
 {
+    static const struct sasl_step none = {0};
+    if (!step)
+        step = &none;
     if (!ctx->env->plugins || ctx->env->plugins->audit_count == 0)
         return;
     const struct cairn_request_info *info = handler_request_info(ctx);
@@ -74,6 +78,74 @@ static void expect_more(struct request_context *ctx, struct sasl_conn *st, const
     snprintf(p->principal_type, sizeof p->principal_type, "%s",
              step->principal_type[0] ? step->principal_type : info->principal->type);
     snprintf(p->principal_name, sizeof p->principal_name, "%s", step->user[0] ? step->user : info->principal->name);
+}
+
+/* A connection refused before it authenticated, for something other than
+ * its credentials (a request SASL does not allow at that point, a frame
+ * above sasl.server.max.receive.size): one failed AUTHENTICATION event, as
+ * Kafka's authenticator fails the authentication there. info is the
+ * connection's (its principal: ANONYMOUS, or the session's user during a
+ * re-authentication). The mechanism is the one the last SaslHandshake
+ * chose, "" before any. An exchange in progress is audited here, as the
+ * user it named so far, instead of when the connection goes: once. */
+static void audit_refused_connection(struct plugin_host *host, struct sasl_conn *st,
+                                     const struct cairn_request_info *info, const char *reason)
+{
+    struct cairn_request_info copy = *info;
+    struct cairn_principal named;
+    if (st && st->pending.host) {
+        named = (struct cairn_principal){sizeof named, st->pending.principal_type, st->pending.principal_name};
+        copy.principal = &named;
+    }
+    if (st)
+        st->pending.host = NULL;
+    if (host && host->audit_count > 0)
+        plugin_host_audit_authentication(host, &copy, st ? st->mechanism : "", false, reason);
+}
+
+/* host:port of "1.2.3.4:5" or "[::1]:5" into its parts. */
+static void split_peer(const char *peer, char *host, size_t hostlen, uint16_t *port)
+{
+    const char *colon = strrchr(peer, ':');
+    size_t len = colon ? (size_t)(colon - peer) : strlen(peer);
+    const char *start = peer;
+    if (len >= 2 && peer[0] == '[' && peer[len - 1] == ']') {
+        start++;
+        len -= 2;
+    }
+    snprintf(host, hostlen, "%.*s", (int)len, start);
+    *port = colon ? (uint16_t)strtoul(colon + 1, NULL, 10) : 0;
+}
+
+/* audit_refused_connection for a connection known only by its network
+ * fields (no request decoded: no client id, api_key -1). */
+static void audit_refused_peer(struct plugin_host *host, struct sasl_conn *st, uint64_t connection_id, const char *peer,
+                               const char *listener_name, int16_t security_protocol, const char *principal_type,
+                               const char *principal_name, const char *reason)
+{
+    char client_host[64];
+    struct cairn_principal who = {sizeof who, principal_type ? principal_type : "User",
+                                  principal_name ? principal_name : "ANONYMOUS"};
+    struct cairn_request_info info = {.struct_size = sizeof info,
+                                      .connection_id = connection_id,
+                                      .principal = &who,
+                                      .client_host = client_host,
+                                      .client_id = "",
+                                      .listener_name = listener_name ? listener_name : "",
+                                      .security_protocol = net_security_protocol_name(security_protocol),
+                                      .api_key = -1,
+                                      .api_version = -1};
+    split_peer(peer, client_host, sizeof client_host, &info.client_port);
+    audit_refused_connection(host, st, &info, reason);
+}
+
+void sasl_audit_net_refusal(void *env_arg, const struct net_auth_refusal *refusal)
+{
+    const struct handler_env *env = env_arg;
+    if (!sasl_listener(refusal->security_protocol))
+        return;
+    audit_refused_peer(env->plugins, refusal->auth_state, refusal->connection_id, refusal->peer, refusal->listener_name,
+                       refusal->security_protocol, refusal->principal_type, refusal->principal_name, refusal->reason);
 }
 
 static enum sasl_phase phase_of(const struct net_request *req)
@@ -101,6 +173,10 @@ bool sasl_gate(struct request_context *ctx)
         /* Kafka closes without an answer: the client is not speaking SASL. */
         logger_info("sasl", "closing connection from %s on %s: unexpected %s request during SASL handshake",
                     ctx->net->peer, ctx->net->listener_name, ctx->desc->name);
+        char reason[160];
+        snprintf(reason, sizeof reason, "unexpected %s request before SASL authentication (no SaslHandshake)",
+                 ctx->desc->name);
+        audit_refused_connection(ctx->env->plugins, ctx->net->auth_state, handler_request_info(ctx), reason);
         request_context_abandon(ctx, true);
         return false;
     }
@@ -111,6 +187,10 @@ bool sasl_gate(struct request_context *ctx)
      * code, then closes. */
     logger_info("sasl", "closing connection from %s on %s: unexpected %s request during SASL authentication",
                 ctx->net->peer, ctx->net->listener_name, ctx->desc->name);
+    char reason[160];
+    snprintf(reason, sizeof reason, "unexpected %s request during SASL authentication (SaslAuthenticate expected)",
+             ctx->desc->name);
+    audit_refused_connection(ctx->env->plugins, ctx->net->auth_state, handler_request_info(ctx), reason);
     if (key == API_SASL_HANDSHAKE) {
         ((struct sasl_handshake_response *)ctx->response)->error_code = KAFKA_ERR_ILLEGAL_SASL_STATE;
     } else if (key == API_API_VERSIONS) {
@@ -152,6 +232,11 @@ void sasl_front_dispatch(struct net_request *req, struct handler_env *env, net_r
     const struct kafka_api_desc *desc = kafka_api_lookup(key);
     logger_info("sasl", "closing connection from %s on %s: unexpected %s request before SASL authentication", req->peer,
                 req->listener_name, desc ? desc->name : "unknown");
+    char reason[160];
+    snprintf(reason, sizeof reason, "unexpected %s request %s SASL authentication", desc ? desc->name : "unknown",
+             phase == SASL_PHASE_INITIAL ? "before" : "during");
+    audit_refused_peer(env->plugins, req->auth_state, req->connection_id, req->peer, req->listener_name,
+                       req->security_protocol, req->principal_type, req->principal_name, reason);
     net_request_complete(req, NULL, 0, true);
 }
 
@@ -274,6 +359,9 @@ enum handler_result handle_sasl_handshake(struct request_context *ctx, void *req
     st->refused = false;
     st->pending.host = NULL;
     st->phase = SASL_PHASE_HANDSHAKE_DONE;
+    /* The client chose a mechanism: leaving before it authenticates (a
+     * GSSAPI client with no ticket sends no token at all) is a failure. */
+    expect_more(ctx, st, NULL);
     if (reauth)
         net_request_begin_reauthentication(ctx->net);
     resp->error_code = KAFKA_ERR_NONE;

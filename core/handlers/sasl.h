@@ -48,6 +48,14 @@ int sasl_offered_mechanisms(const struct handler_env *env, const char *listener,
  * as the broker's gate does. env and next_ctx outlive the server. */
 void sasl_front_dispatch(struct net_request *req, struct handler_env *env, net_request_handler next, void *next_ctx);
 
+/* A net_auth_refusal_fn (env: the struct handler_env whose plugins audit):
+ * a connection of a SASL listener closed by the network layer before it
+ * authenticated (a frame above sasl.server.max.receive.size) becomes one
+ * failed AUTHENTICATION event, as the user an exchange in progress named,
+ * else as the connection's principal; that exchange is then not audited
+ * again when the connection goes. */
+void sasl_audit_net_refusal(void *env, const struct net_auth_refusal *refusal);
+
 enum handler_result handle_sasl_handshake(struct request_context *, void *, void *);
 enum handler_result handle_sasl_authenticate(struct request_context *, void *, void *);
 

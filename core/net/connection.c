@@ -239,6 +239,25 @@ static int conn_parse(struct net_connection *c)
                     "closing connection %" PRIu64 " from %s on %s: frame of %" PRId64
                     " bytes before SASL authentication exceeds sasl.server.max.receive.size=%" PRId64,
                     c->id, c->peer, c->listener_name, size, sasl_max);
+        net_auth_refusal_fn hook = c->loop->server->cfg.on_auth_refusal;
+        if (hook) {
+            /* Kafka's authenticator fails the authentication here: say so
+             * (on the stack: nothing is allocated for the frame). */
+            char reason[160];
+            snprintf(reason, sizeof reason,
+                     "frame of %" PRId64
+                     " bytes before SASL authentication exceeds sasl.server.max.receive.size=%" PRId64,
+                     size, sasl_max);
+            struct net_auth_refusal refusal = {.connection_id = c->id,
+                                               .peer = c->peer,
+                                               .listener_name = c->listener_name,
+                                               .security_protocol = c->security_protocol,
+                                               .principal_type = c->principal_type,
+                                               .principal_name = c->principal_name,
+                                               .auth_state = c->auth_state,
+                                               .reason = reason};
+            hook(c->loop->server->cfg.auth_refusal_ctx, &refusal);
+        }
         net_connection_close(c, "unauthenticated frame too large");
         return -1;
     }

@@ -49,6 +49,28 @@ struct net_listener_config {
     int max_connection_creation_rate;
 };
 
+/* A connection that had not authenticated, closed by the network layer
+ * itself before any request of it reached the handler: its frame's size
+ * prefix exceeded sasl.server.max.receive.size. Everything points into the
+ * connection or the caller's stack and is valid during the call only. */
+struct net_auth_refusal {
+    uint64_t connection_id;
+    const char *peer;          /* "127.0.0.1:53422" or "[::1]:53422" */
+    const char *listener_name; /* lives as long as the server */
+    int16_t security_protocol; /* enum net_security_protocol */
+    const char *principal_type;
+    const char *principal_name;
+    /* The connection's authentication state (net_request_set_auth_state),
+     * or NULL. No request of the connection is with a handler during the
+     * call, so the hook may read and change what it points to. */
+    void *auth_state;
+    const char *reason; /* what happened, for the log and the audit */
+};
+
+/* Runs on the connection's loop thread just before the connection closes.
+ * It must not block and must not allocate per refused byte. */
+typedef void (*net_auth_refusal_fn)(void *ctx, const struct net_auth_refusal *refusal);
+
 /* Plain data; copied by net_server_start. */
 struct net_config {
     struct net_listener_config listeners[NET_MAX_LISTENERS];
@@ -61,6 +83,10 @@ struct net_config {
      * largest frame (size prefix excluded) of a connection that has not
      * authenticated yet; a larger announced size closes it unread. */
     int64_t sasl_server_max_receive_size;
+    /* Told of each connection closed for that bound (NULL: nobody), e.g.
+     * to audit it as a failed authentication; ctx outlives the server. */
+    net_auth_refusal_fn on_auth_refusal;
+    void *auth_refusal_ctx;
     int64_t connections_max_idle_ms; /* connections.max.idle.ms, default 600000; <= 0 disables */
     int socket_send_buffer_bytes;    /* socket.send.buffer.bytes, default 102400; -1 = OS default */
     int socket_receive_buffer_bytes; /* socket.receive.buffer.bytes, default 102400; -1 = OS default */

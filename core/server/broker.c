@@ -20,6 +20,7 @@
 #include "group/group_log.h"
 #include "handlers/fetch_session.h"
 #include "handlers/handlers.h"
+#include "handlers/sasl.h"
 #include "handlers/txn_markers_local.h"
 #include "log/log_manager.h"
 #include "metadata/metadata_store.h"
@@ -430,6 +431,9 @@ static int start_network(struct broker *b, char *err, size_t errlen)
     net.queued_max_requests = config_get_int(b->config, "queued.max.requests");
     net.socket_request_max_bytes = config_get_int(b->config, "socket.request.max.bytes");
     net.sasl_server_max_receive_size = config_get_int(b->config, "sasl.server.max.receive.size");
+    /* A client closed for that bound failed to authenticate: audited. */
+    net.on_auth_refusal = sasl_audit_net_refusal;
+    net.auth_refusal_ctx = &b->env;
     net.connections_max_idle_ms = config_get_long(b->config, "connections.max.idle.ms");
     net.socket_send_buffer_bytes = config_get_int(b->config, "socket.send.buffer.bytes");
     net.socket_receive_buffer_bytes = config_get_int(b->config, "socket.receive.buffer.bytes");

@@ -305,6 +305,9 @@ int quorum_start(const struct broker_config *cfg, const char *cluster_id, struct
     net.num_io_threads = 2;
     net.socket_request_max_bytes = config_get_int(cfg, "socket.request.max.bytes");
     net.sasl_server_max_receive_size = config_get_int(cfg, "sasl.server.max.receive.size");
+    /* A client closed for that bound failed to authenticate: audited. */
+    net.on_auth_refusal = sasl_audit_net_refusal;
+    net.auth_refusal_ctx = &q->sasl_env;
     struct raft_shell_config sc;
     if (shell_config(cfg, cluster_id, &sc, err, errlen) != 0) {
         quorum_free(q);

@@ -279,8 +279,12 @@ static int auth_sasl_step(void *instance, void *session, const uint8_t *in, size
         auth_sasl_user_principal(p, user, strlen(user), principal->name, sizeof principal->name);
     } else if (rc != SASL_CONTINUE) {
         snprintf(detail, sizeof detail, "%s", sasl_errdetail(s->conn));
-        /* GSSAPI: the Kerberos name, when Cyrus got as far as learning it. */
-        if (gssapi && sasl_getprop(s->conn, SASL_AUTHUSER, &user) == SASL_OK && user)
+        /* GSSAPI: the Kerberos name, when Cyrus got as far as learning it
+         * (a good ticket whose authorization id the proxy policy refused),
+         * as the user DEFAULT makes of it, or whole when no rule applies.
+         * A ticket Cyrus could not accept names nobody: left empty. */
+        if (gssapi && sasl_getprop(s->conn, SASL_AUTHUSER, &user) == SASL_OK && user &&
+            !auth_sasl_kerberos_short_name(user, principal->name, sizeof principal->name))
             snprintf(principal->name, sizeof principal->name, "%s", (const char *)user);
     }
     pthread_mutex_unlock(&auth_sasl_lock);

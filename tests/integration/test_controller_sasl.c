@@ -5,7 +5,8 @@
  * (Vote, BeginQuorumEpoch, Fetch), every registration and heartbeat and
  * every forwarded admin request (an Envelope from a voter that does not
  * lead) authenticates first; a connection that has
- * not gets ApiVersions and the SASL exchange only. A node with a wrong
+ * not gets ApiVersions and the SASL exchange only (anything else closes it,
+ * a failed authentication in the audit log). A node with a wrong
  * password stays out while the other two go on. The same over SASL_SSL,
  * a node moved to SCRAM-SHA-512 once its credential is in the log, and
  * separate roles (controller-only nodes, an observing broker). */
@@ -121,7 +122,9 @@ static void test_quorum_over_plain(void **state)
 {
     (void)state;
     struct cluster c;
-    start(&c, NULL, 0, NULL);
+    /* The audit log on each node's stdout, so in its log file. */
+    static const char *const audit[] = {"plugins=audit,auth-sasl", "plugin.audit.sink=stdout", NULL};
+    start(&c, NULL, 0, audit);
     wait_view(&c, 1, ALL, NULL, 0, 30000);
     int32_t leader = agreed_controller(&c, -1, 30000);
     assert_true(leader >= 1 && leader <= N);
@@ -154,6 +157,11 @@ static void test_quorum_over_plain(void **state)
     assert_true(raw_wait_closed(fd, 5000));
     close(fd);
     broker_wait_log(&c.nodes[other - 1], "unexpected DescribeQuorum request before SASL authentication", 5000);
+    /* A failed authentication in the audit log: no mechanism chosen. */
+    broker_wait_log(&c.nodes[other - 1],
+                    "\"mechanism\":\"\",\"success\":false,\"error\":\"unexpected DescribeQuorum request before "
+                    "SASL authentication\"",
+                    5000);
 
     /* The operator's tool authenticates like the nodes do. */
     char cmd[1024];

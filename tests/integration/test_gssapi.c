@@ -7,7 +7,13 @@
  * token that is no Kerberos token gets SASL_AUTHENTICATION_FAILED with the
  * GSSAPI reason, and so does a ticket sealed with a service key the broker's
  * keytab lacks. SaslHandshake v0's bare tokens carry the same exchange
- * (a Cyrus SASL client written here). Skipped only when the KDC binaries are not installed. */
+ * (a Cyrus SASL client written here). Every attempt reaches the audit log
+ * once: a good ticket refused after Cyrus learnt its name (an authorization
+ * id it may not take) as User:kafka-client, one whose name no rule maps as
+ * that whole name, a token that is no ticket and
+ * a ticket the broker cannot read as User:ANONYMOUS, a client without a
+ * ticket (no token at all) as User:ANONYMOUS when it leaves. Skipped only
+ * when the KDC binaries are not installed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,8 +33,7 @@
 #include "raw_kafka.h"
 #include "raw_session.h"
 #include "rk_helpers.h"
-
-#define ERR_SASL_AUTHENTICATION_FAILED 58
+#include "sasl_it_fixture.h"
 
 struct gssapi_it {
     struct test_kdc kdc;
@@ -37,6 +42,8 @@ struct gssapi_it {
     char sasl_bootstrap[64];
     char client_keytab[300];
     char ghost_keytab[300];
+    char odd_keytab[300];
+    char audit_path[600];
 };
 
 struct auth_errors {
@@ -114,6 +121,10 @@ static bool start(struct gssapi_it *t)
         test_kdc_add_principal(&t->kdc, "kafka-client", "client.keytab", t->client_keytab, sizeof t->client_keytab, why,
                                sizeof why) != 0 ||
         test_kdc_add_principal(&t->kdc, "ghost", "ghost.keytab", t->ghost_keytab, sizeof t->ghost_keytab, why,
+                               sizeof why) != 0 ||
+        /* An '@' inside the name: Cyrus cannot tell its realm, so the name
+         * keeps one, which DEFAULT does not map. */
+        test_kdc_add_principal(&t->kdc, "odd\\@x", "odd.keytab", t->odd_keytab, sizeof t->odd_keytab, why,
                                sizeof why) != 0)
         fail_msg("%s", why);
     /* ghost's keytab outlives its principal: the KDC no longer knows it. */
@@ -123,20 +134,20 @@ static bool start(struct gssapi_it *t)
     assert_true(t->sasl_port > 0);
     /* The client asks for a ticket to kafka/<the host it dials>. */
     snprintf(t->sasl_bootstrap, sizeof t->sasl_bootstrap, "localhost:%d", t->sasl_port);
-    char listeners[200], advertised[200], plugin_path[600], keytab[400];
+    char listeners[200], advertised[200], plugin_path[600], keytab[400], audit_file[700];
+    snprintf(t->audit_path, sizeof t->audit_path, "/tmp/cairn-gssapi-audit-%d-%d.log", (int)getpid(), t->sasl_port);
+    unlink(t->audit_path);
+    snprintf(audit_file, sizeof audit_file, "plugin.audit.file.path=%s", t->audit_path);
     snprintf(listeners, sizeof listeners, "listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:%d",
              t->sasl_port);
     snprintf(advertised, sizeof advertised,
              "advertised.listeners=PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://localhost:%d", t->sasl_port);
     snprintf(plugin_path, sizeof plugin_path, "plugin.path=%s", CAIRN_PLUGIN_DIR);
     snprintf(keytab, sizeof keytab, "plugin.auth-sasl.keytab=%s", service_keytab);
-    const char *overrides[] = {listeners,
-                               advertised,
-                               plugin_path,
-                               "plugins=auth-sasl",
-                               "sasl.enabled.mechanisms=GSSAPI",
-                               keytab,
-                               "plugin.auth-sasl.kerberos_host=localhost",
+    const char *overrides[] = {listeners,   advertised,
+                               plugin_path, "plugins=audit,auth-sasl",
+                               audit_file,  "sasl.enabled.mechanisms=GSSAPI",
+                               keytab,      "plugin.auth-sasl.kerberos_host=localhost",
                                NULL};
     broker_start(&t->broker, overrides);
     return true;
@@ -148,6 +159,20 @@ static void stop(struct gssapi_it *t)
     broker_mark_passed(&t->broker);
     broker_cleanup(&t->broker);
     test_kdc_stop(&t->kdc);
+    unlink(t->audit_path);
+}
+
+/* Waits up to 10 s until the audit log holds want GSSAPI authentication
+ * events of principal (NULL: any) with that outcome and reason_part (NULL:
+ * any); then the count, which the caller compares. */
+static int audited(struct gssapi_it *t, int want, const char *principal, bool success, const char *reason_part)
+{
+    long long deadline = harness_now_ms() + 10000;
+    int n;
+    while ((n = sasl_it_count_audited(t->audit_path, principal, success, reason_part, "GSSAPI")) < want &&
+           harness_now_ms() < deadline)
+        usleep(100 * 1000);
+    return n;
 }
 
 static void produce_and_consume(struct gssapi_it *t, const char *topic)
@@ -244,6 +269,18 @@ static int empty_authzid(void *context, int id, const char **result, unsigned *l
     return SASL_OK;
 }
 
+/* An authorization id other than the Kerberos name: Cyrus's default proxy
+ * policy refuses it once the ticket is accepted. */
+static int other_authzid(void *context, int id, const char **result, unsigned *len)
+{
+    (void)context;
+    (void)id;
+    *result = "admin";
+    if (len)
+        *len = 5;
+    return SASL_OK;
+}
+
 /* Sends one bare token (SaslHandshake v0 framing: a 4-byte length). */
 static void send_bare(int fd, const char *token, unsigned len)
 {
@@ -318,6 +355,99 @@ static void gssapi_over_handshake_v0(struct gssapi_it *t)
     close(s.fd);
 }
 
+/* A valid ticket for principal (from keytab) that the broker refuses once
+ * Cyrus has accepted it and learnt the name: with as_admin, because the
+ * client asks to act as "admin" (Cyrus refuses the authorization id at the
+ * last token); else because of the name itself. The broker closes (v0: no
+ * error frame). */
+static void gssapi_refused_login(struct gssapi_it *t, const char *principal, const char *keytab, bool as_admin)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "kinit -k -t '%s' '%s'", keytab, principal);
+    assert_int_equal(system(cmd), 0);
+    sasl_callback_t callbacks[] = {
+        {SASL_CB_USER, (int (*)(void))(void (*)(void))(as_admin ? other_authzid : empty_authzid), NULL},
+        {SASL_CB_AUTHNAME, (int (*)(void))(void (*)(void))empty_authzid, NULL},
+        {SASL_CB_LIST_END, NULL, NULL},
+    };
+    assert_int_equal(sasl_client_init(NULL), SASL_OK);
+    sasl_conn_t *conn = NULL;
+    assert_int_equal(sasl_client_new("kafka", "localhost", NULL, NULL, callbacks, 0, &conn), SASL_OK);
+
+    struct raw_session s = {raw_connect(t->sasl_port, 10000), 0};
+    assert_true(s.fd >= 0);
+    struct raw_writer w;
+    struct raw_reader r;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 17, 0, ++s.correlation, "gssapi-it");
+    raw_put_string(&w, "GSSAPI");
+    uint8_t *frame = raw_session_roundtrip(&s, &w, &r, false);
+    assert_int_equal(raw_get_i16(&r), 0);
+    free(frame);
+
+    const char *out = NULL, *mech = NULL;
+    unsigned out_len = 0;
+    int rc = sasl_client_start(conn, "GSSAPI", NULL, &out, &out_len, &mech);
+    if (rc != SASL_CONTINUE)
+        fail_msg("sasl_client_start: %s", sasl_errdetail(conn));
+    bool closed = false;
+    for (int round_trips = 0; round_trips < 10 && !closed; round_trips++) {
+        send_bare(s.fd, out, out_len);
+        size_t in_len = 0;
+        if (raw_recv_frame(s.fd, 10000, 1 << 16, &frame, &in_len) != 0) {
+            closed = true;
+            break;
+        }
+        if (rc == SASL_OK) {
+            free(frame);
+            break;
+        }
+        rc = sasl_client_step(conn, (const char *)frame, (unsigned)in_len, NULL, &out, &out_len);
+        free(frame);
+        if (rc != SASL_OK && rc != SASL_CONTINUE)
+            fail_msg("sasl_client_step: %s", sasl_errdetail(conn));
+    }
+    if (!closed)
+        fail_msg("the broker accepted %s%s", principal, as_admin ? " acting as admin" : "");
+    sasl_dispose(&conn);
+    sasl_client_done();
+    close(s.fd);
+}
+
+/* A client with no ticket at all: it chooses GSSAPI, its own Cyrus cannot
+ * start (no credentials), and it closes without sending a token, as
+ * librdkafka does. */
+static void gssapi_without_ticket(struct gssapi_it *t)
+{
+    assert_int_equal(system("kdestroy -q 2>/dev/null || true"), 0);
+    static sasl_callback_t callbacks[] = {
+        {SASL_CB_USER, (int (*)(void))(void (*)(void))empty_authzid, NULL},
+        {SASL_CB_AUTHNAME, (int (*)(void))(void (*)(void))empty_authzid, NULL},
+        {SASL_CB_LIST_END, NULL, NULL},
+    };
+    assert_int_equal(sasl_client_init(NULL), SASL_OK);
+    sasl_conn_t *conn = NULL;
+    assert_int_equal(sasl_client_new("kafka", "localhost", NULL, NULL, callbacks, 0, &conn), SASL_OK);
+    struct raw_session s = {raw_connect(t->sasl_port, 10000), 0};
+    assert_true(s.fd >= 0);
+    struct raw_writer w;
+    struct raw_reader r;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 17, 1, ++s.correlation, "gssapi-it");
+    raw_put_string(&w, "GSSAPI");
+    uint8_t *frame = raw_session_roundtrip(&s, &w, &r, false);
+    assert_int_equal(raw_get_i16(&r), 0);
+    free(frame);
+    const char *out = NULL, *mech = NULL;
+    unsigned out_len = 0;
+    int rc = sasl_client_start(conn, "GSSAPI", NULL, &out, &out_len, &mech);
+    if (rc == SASL_CONTINUE || rc == SASL_OK)
+        fail_msg("Cyrus started a GSSAPI exchange without a ticket");
+    sasl_dispose(&conn);
+    sasl_client_done();
+    close(s.fd);
+}
+
 static void test_gssapi_with_librdkafka(void **state)
 {
     (void)state;
@@ -333,8 +463,22 @@ static void test_gssapi_with_librdkafka(void **state)
     /* The Kerberos name kafka-client@CAIRN.TEST is the Kafka user kafka-client. */
     if (!wait_log(&t, "User:kafka-client authenticated with GSSAPI"))
         fail_msg("the broker did not log User:kafka-client authenticating with GSSAPI");
+    assert_true(audited(&t, 1, "User:kafka-client", true, NULL) >= 1);
 
     gssapi_over_handshake_v0(&t);
+
+    /* The ticket is good but the login is refused (Cyrus's proxy policy:
+     * kafka-client may not act as admin): audited once, as the Kerberos
+     * name Cyrus learnt. */
+    gssapi_refused_login(&t, "kafka-client", t.client_keytab, true);
+    assert_int_equal(audited(&t, 1, "User:kafka-client", false, "Authentication failed during GSSAPI"), 1);
+    /* A good ticket whose name no principal.to.local rule maps: audited
+     * once, as the whole Kerberos name, realm included. */
+    gssapi_refused_login(&t, "odd\\@x", t.odd_keytab, false);
+    assert_int_equal(audited(&t, 1, "User:odd\\@x@CAIRN.TEST", false, "no principal.to.local rule applies"), 1);
+    /* No ticket, no token: audited once as nobody when the client leaves. */
+    gssapi_without_ticket(&t);
+    assert_int_equal(audited(&t, 1, "User:ANONYMOUS", false, "before the SASL exchange finished"), 1);
 
     /* A principal the KDC does not know gets no ticket: librdkafka's kinit
      * fails and the login is refused. The cache holds no earlier ticket. */
@@ -348,6 +492,10 @@ static void test_gssapi_with_librdkafka(void **state)
     if (errors.count == 0 || !strstr(errors.text, "Kerberos"))
         fail_msg("a client without a ticket was not refused with a Kerberos error: %d %s", errors.count, errors.text);
     assert_false(broker_log_contains(&t.broker, "User:ghost authenticated"));
+    /* librdkafka left after the handshake on each try: each audited. */
+    assert_true(audited(&t, 2, "User:ANONYMOUS", false, "before the SASL exchange finished") >= 2);
+    usleep(500 * 1000);
+    int before_garbage = sasl_it_count_audited(t.audit_path, NULL, false, NULL, "GSSAPI");
 
     /* A token that is not Kerberos: the broker answers with the GSSAPI reason. */
     char message[256];
@@ -356,6 +504,11 @@ static void test_gssapi_with_librdkafka(void **state)
                      ERR_SASL_AUTHENTICATION_FAILED);
     if (!strstr(message, "GSSAPI"))
         fail_msg("expected a GSSAPI failure message, got: %s", message);
+    /* No name is known of a token that is no ticket: audited once as the
+     * connection's principal, with Cyrus's reason. */
+    assert_int_equal(audited(&t, 1, "User:ANONYMOUS", false, "Authentication failed during GSSAPI"), 1);
+    usleep(500 * 1000);
+    assert_int_equal(sasl_it_count_audited(t.audit_path, NULL, false, NULL, "GSSAPI"), before_garbage + 1);
 
     /* The KDC re-keys kafka/localhost: a fresh ticket is sealed with a key
      * the broker's keytab lacks, so the broker itself refuses it. */
@@ -370,6 +523,10 @@ static void test_gssapi_with_librdkafka(void **state)
     if (errors.count == 0 || !strstr(errors.text, "Authentication failed during GSSAPI (Kerberos) authentication"))
         fail_msg("a ticket for the old service key was not refused by the broker: %d %s", errors.count, errors.text);
     print_message("refused by the broker: %s\n", errors.text);
+    /* The ticket the broker cannot read names nobody it could trust. */
+    assert_true(audited(&t, 2, "User:ANONYMOUS", false, "Authentication failed during GSSAPI") >= 2);
+    assert_int_equal(sasl_it_count_audited(t.audit_path, "User:kafka-client", false, NULL, "GSSAPI"), 1);
+    assert_int_equal(sasl_it_count_audited(t.audit_path, "User:ghost", false, NULL, NULL), 0);
     stop(&t);
 }
 

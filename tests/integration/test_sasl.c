@@ -3,7 +3,7 @@
  * the test: librdkafka 2.0 has no admin call for it), librdkafka producing
  * and consuming with SCRAM-SHA-256 and -512, wrong passwords and unknown
  * users refused with Kafka's message, requests before the handshake
- * refused, UNSUPPORTED_SASL_MECHANISM with the enabled list, KIP-368
+ * refused (and audited once as failed authentications), UNSUPPORTED_SASL_MECHANISM with the enabled list, KIP-368
  * session lifetime and re-authentication (a SCRAM client written here),
  * and every authentication in the audit log. */
 #include <setjmp.h>
@@ -58,6 +58,7 @@ static void test_wire_gate_and_mechanisms(void **state)
     struct sasl_it t = {0};
     sasl_it_start(&t, "0");
     sasl_it_create_user(&t, "carol", SHA256, "carol-secret");
+    sasl_it_create_user(&t, "frank", SHA256, "frank-secret");
 
     /* Before the handshake only ApiVersions is served; anything else closes. */
     struct scram_wire_conn c = scram_wire_connect(&t);
@@ -68,12 +69,17 @@ static void test_wire_gate_and_mechanisms(void **state)
     c.corr = 1;
     assert_int_equal(scram_wire_metadata(&c), 1);
     close(c.fd);
+    /* Kafka's authenticator fails the authentication there: audited once,
+     * as nobody, with no mechanism chosen yet. */
+    sasl_it_expect_audited(&t, "User:ANONYMOUS", false, "unexpected Metadata request before SASL authentication", "");
 
     /* SaslAuthenticate before a handshake closes too. */
     c = scram_wire_connect(&t);
     struct scram_wire_answer a;
     assert_int_equal(scram_wire_authenticate(&c, "n,,n=carol,r=abc", 16, &a), 1);
     close(c.fd);
+    sasl_it_expect_audited(&t, "User:ANONYMOUS", false,
+                           "unexpected SaslAuthenticate request before SASL authentication", "");
 
     /* A client that leaves after the server's first message: its attempt
      * is audited (once, when the connection goes) as the user it named. */
@@ -101,6 +107,26 @@ static void test_wire_gate_and_mechanisms(void **state)
     assert_int_equal(scram_wire_handshake(&c, "SCRAM-SHA-256", mechanisms, sizeof mechanisms), ERR_ILLEGAL_SASL_STATE);
     assert_true(raw_wait_closed(c.fd, 5000));
     close(c.fd);
+    sasl_it_expect_audited(&t, "User:ANONYMOUS", false, "unexpected SaslHandshake request during SASL authentication",
+                           "SCRAM-SHA-256");
+
+    /* Metadata in the middle of an exchange: refused and audited once, as
+     * the user the exchange named, not again as an abandoned exchange. */
+    c = scram_wire_connect(&t);
+    assert_int_equal(scram_wire_handshake(&c, "SCRAM-SHA-256", mechanisms, sizeof mechanisms), 0);
+    assert_int_equal(scram_wire_authenticate(&c, "n,,n=frank,r=abc", 16, &a), 0);
+    assert_int_equal(a.error, 0);
+    assert_int_equal(scram_wire_metadata(&c), 1);
+    close(c.fd);
+    sasl_it_expect_audited(&t, "User:frank", false, "unexpected Metadata request during SASL authentication",
+                           "SCRAM-SHA-256");
+
+    /* A client that chose a mechanism and left without a token (a GSSAPI
+     * client with no ticket does): audited when the connection goes. */
+    c = scram_wire_connect(&t);
+    assert_int_equal(scram_wire_handshake(&c, "SCRAM-SHA-512", mechanisms, sizeof mechanisms), 0);
+    close(c.fd);
+    sasl_it_expect_audited(&t, "User:ANONYMOUS", false, "before the SASL exchange finished", "SCRAM-SHA-512");
 
     /* A wrong password: Kafka's message (KIP-152) and a close. */
     c = scram_wire_connect(&t);
@@ -145,6 +171,14 @@ static void test_wire_gate_and_mechanisms(void **state)
     assert_true(p.fd >= 0);
     assert_int_equal(scram_wire_handshake(&p, "SCRAM-SHA-256", mechanisms, sizeof mechanisms), ERR_ILLEGAL_SASL_STATE);
     close(p.fd);
+
+    /* Each refused connection was audited exactly once, and the refused
+     * mid-exchange one did not come back as abandoned when it went. */
+    usleep(1000 * 1000);
+    assert_int_equal(sasl_it_count_audited(t.audit_path, NULL, false, "request before SASL authentication", NULL), 2);
+    assert_int_equal(sasl_it_count_audited(t.audit_path, NULL, false, "request during SASL authentication", NULL), 2);
+    assert_int_equal(sasl_it_count_audited(t.audit_path, "User:frank", false, NULL, NULL), 1);
+    assert_int_equal(sasl_it_count_audited(t.audit_path, NULL, false, "before the SASL exchange finished", NULL), 2);
     sasl_it_stop(&t);
 }
 

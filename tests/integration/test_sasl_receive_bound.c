@@ -3,7 +3,10 @@
  * bound (a 100 MB SaslAuthenticate, one a byte above the bound, a bare
  * token after SaslHandshake v0, an ApiVersions before any handshake) is
  * closed on the size prefix alone, with a log line naming the peer and the
- * size, while the broker's memory stays flat; a frame at the bound is
+ * size and one failed AUTHENTICATION audit event (as the user a half-done
+ * exchange named, else the connection's principal; never a second one for
+ * the exchange left unfinished), while the broker's memory stays flat; a
+ * frame at the bound is
  * answered; an authenticated connection is bound by socket.request.max.bytes
  * only, except while it re-authenticates (KIP-368); a SCRAM client on
  * another connection keeps working throughout.
@@ -118,6 +121,15 @@ static void expect_refusal_logged(struct sasl_it *t, const char *peer, long long
     broker_wait_log(&t->broker, needle, 10000);
 }
 
+/* The refusal of the frame of size bytes is one failed authentication in
+ * the audit log, as principal, with mechanism ("" before any handshake). */
+static void expect_refusal_audited(struct sasl_it *t, const char *principal, long long size, const char *mech)
+{
+    char reason[160];
+    snprintf(reason, sizeof reason, "frame of %lld bytes before SASL authentication exceeds", size);
+    sasl_it_expect_audited(t, principal, false, reason, mech);
+}
+
 /* A whole SCRAM login and a Metadata on a connection of its own. */
 static void good_client_works(struct sasl_it *t)
 {
@@ -178,7 +190,12 @@ static void test_huge_unauthenticated_frame_closed_unread(void **state)
         fail_msg("the broker grew by %ld KiB RSS (%ld KiB peak) for an unauthenticated frame",
                  rss_after_send - rss_before, hwm_after - hwm_before);
     expect_refusal_logged(&t, peer, HUGE_FRAME);
+    /* A failed authentication, once: not again as an exchange abandoned. */
+    expect_refusal_audited(&t, "User:ANONYMOUS", HUGE_FRAME, "SCRAM-SHA-256");
     good_client_works(&t);
+    usleep(500 * 1000);
+    assert_int_equal(sasl_it_count_audited(t.audit_path, NULL, false, "exceeds sasl.server.max.receive.size", NULL), 1);
+    assert_int_equal(sasl_it_count_audited(t.audit_path, NULL, false, "before the SASL exchange finished", NULL), 0);
     sasl_it_stop(&t);
 }
 
@@ -242,8 +259,28 @@ static void test_bound_edges(void **state)
     assert_true(raw_wait_closed(c.fd, CLOSE_MS));
     close(c.fd);
     expect_refusal_logged(&t, peer, 1 << 20);
+    expect_refusal_audited(&t, "User:ANONYMOUS", 1 << 20, "");
+
+    /* Half way through an exchange: audited once, as the user it named. */
+    c = scram_wire_connect(&t);
+    assert_int_equal(scram_wire_handshake(&c, "SCRAM-SHA-256", mechanisms, sizeof mechanisms), 0);
+    struct scram_wire_answer a;
+    assert_int_equal(scram_wire_authenticate(&c, "n,,n=hana,r=abc", 15, &a), 0);
+    assert_int_equal(a.error, 0);
+    local_peer(c.fd, peer, sizeof peer);
+    assert_int_equal(raw_send_all(c.fd, prefix, 4), 0);
+    assert_true(raw_wait_closed(c.fd, CLOSE_MS));
+    close(c.fd);
+    expect_refusal_logged(&t, peer, KAFKA_BOUND + 1);
+    expect_refusal_audited(&t, "User:hana", KAFKA_BOUND + 1, "SCRAM-SHA-256");
 
     good_client_works(&t);
+    /* Every refusal once, none of them again as an exchange abandoned. */
+    usleep(500 * 1000);
+    assert_int_equal(sasl_it_count_audited(t.audit_path, "User:ANONYMOUS", false, "exceeds", "SCRAM-SHA-256"), 2);
+    assert_int_equal(sasl_it_count_audited(t.audit_path, "User:ANONYMOUS", false, "exceeds", ""), 1);
+    assert_int_equal(sasl_it_count_audited(t.audit_path, "User:hana", false, "exceeds", "SCRAM-SHA-256"), 1);
+    assert_int_equal(sasl_it_count_audited(t.audit_path, NULL, false, "before the SASL exchange finished", NULL), 0);
     sasl_it_stop(&t);
 }
 
@@ -325,6 +362,13 @@ static void test_configured_bound_until_authenticated(void **state)
     close(c.fd);
     expect_refusal_logged(&t, peer, 1001);
     assert_true(broker_log_contains(&t.broker, "exceeds sasl.server.max.receive.size=1000"));
+    /* The re-authenticating session's user failed to authenticate again;
+     * the ApiVersions above the bound before any handshake, as nobody. */
+    expect_refusal_audited(&t, "User:hana", 1001, "SCRAM-SHA-256");
+    expect_refusal_audited(&t, "User:ANONYMOUS", 1001, "");
+    usleep(500 * 1000);
+    assert_int_equal(
+        sasl_it_count_audited(t.audit_path, NULL, false, "exceeds sasl.server.max.receive.size=1000", NULL), 2);
     sasl_it_stop(&t);
 }
 
