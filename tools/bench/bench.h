@@ -35,6 +35,7 @@ struct bench_options {
     int topics;                                 /* create-topics, wait-partitions: topic count */
     int batch;                                  /* create-topics: topics per CreateTopics */
     long every_ms;                              /* end-offsets: sample period, 0 = once */
+    const char *timeline;                       /* produce --rate: per-record due and ack times to this file */
     const char *overrides[BENCH_MAX_OVERRIDES]; /* "key=value" for librdkafka */
     int override_count;
 };

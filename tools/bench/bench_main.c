@@ -22,8 +22,8 @@ void bench_usage(FILE *out)
                  "  cairn-bench produce --bootstrap H:P --topic T --records N\n"
                  "      [--record-size 1024] [--acks 1] [--linger-ms 5] [--partitions P]\n"
                  "      [--replication-factor 1] [--compression none] [--broker-pid PID]\n"
-                 "      [--flush-timeout-ms 120000] [--txn-size N [--txn-id ID]] [--rate R]\n"
-                 "      [-X key=value]...\n"
+                 "      [--flush-timeout-ms 120000] [--txn-size N [--txn-id ID]]\n"
+                 "      [--rate R [--timeline FILE]] [-X key=value]...\n"
                  "  cairn-bench consume --bootstrap H:P --topic T --records N\n"
                  "      [--group G] [--idle-timeout-ms 10000] [--broker-pid PID] [-X key=value]...\n"
                  "  cairn-bench mock-cluster [--brokers 1] [--topic T --partitions P]\n"
@@ -42,7 +42,9 @@ void bench_usage(FILE *out)
                  "in transactions of N records each (transactional.id --txn-id, default\n"
                  "cairn-bench-<pid>) and reports the commit latency. produce --rate R sends\n"
                  "R records per second on a fixed schedule (open loop) and times each record\n"
-                 "from the moment it was due, not from when it was sent. create-topics makes\n"
+                 "from the moment it was due, not from when it was sent; --timeline FILE\n"
+                 "writes each record's due and acknowledgement times there (CSV, wall clock\n"
+                 "in ms since the epoch). create-topics makes\n"
                  "topics PREFIX-00000.. in CreateTopics requests of --batch topics each;\n"
                  "wait-partitions reports how long until all N of them are in Metadata with\n"
                  "P partitions each, every one with a leader. end-offsets prints the sum of\n"
@@ -133,6 +135,8 @@ int bench_options_parse(int argc, char **argv, struct bench_options *opts, char 
             opts->rate = n;
         } else if (!strcmp(name, "--txn-id"))
             opts->txn_id = value;
+        else if (!strcmp(name, "--timeline"))
+            opts->timeline = value;
         else if (!strcmp(name, "--brokers")) {
             rc = parse_long(name, value, 1, 64, &n, err, errlen);
             opts->brokers = (int)n;
@@ -171,6 +175,10 @@ int bench_options_parse(int argc, char **argv, struct bench_options *opts, char 
                        !strcmp(opts->command, "wait-partitions") || !strcmp(opts->command, "end-offsets");
     if (needs_broker && (!opts->bootstrap || !opts->topic)) {
         snprintf(err, errlen, "%s needs --bootstrap and --topic", opts->command);
+        return -1;
+    }
+    if (opts->timeline && opts->rate == 0) {
+        snprintf(err, errlen, "--timeline needs --rate");
         return -1;
     }
     if (opts->rate > 0 && opts->txn_size > 0) {

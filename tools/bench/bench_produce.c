@@ -32,7 +32,52 @@ struct produce_state {
     double commit_sum_us;
     struct bench_histogram send_lag; /* --rate: handed to librdkafka minus due time */
     uint64_t last_send_us;           /* --rate: when the last record was handed over */
+    struct timeline_point *timeline; /* --timeline: each delivered record's due and ack times */
+    size_t timeline_count;
+    size_t timeline_cap;
 };
+
+struct timeline_point {
+    uint64_t due_us; /* monotonic */
+    uint64_t ack_us; /* monotonic; the delivery report */
+    int err;         /* the record's delivery error, 0 if none */
+};
+
+/* --timeline: keeps one point per delivery report; a failed allocation
+ * only shortens the timeline (the file then says how many were dropped). */
+static void timeline_add(struct produce_state *st, uint64_t due_us, uint64_t ack_us, int err)
+{
+    if (st->timeline_count == st->timeline_cap) {
+        size_t cap = st->timeline_cap ? st->timeline_cap * 2 : 16384;
+        struct timeline_point *grown = realloc(st->timeline, cap * sizeof(*grown));
+        if (!grown)
+            return;
+        st->timeline = grown;
+        st->timeline_cap = cap;
+    }
+    st->timeline[st->timeline_count++] = (struct timeline_point){due_us, ack_us, err};
+}
+
+/* Writes the timeline as CSV: due and acknowledgement times in ms since
+ * the epoch (the monotonic clock shifted by its offset at the end of the
+ * run), the latency in ms and the delivery error. Returns 0 or -1. */
+static int timeline_write(const char *path, const struct produce_state *st, uint64_t delivered_reports)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
+    double offset_ms = ((double)real.tv_sec * 1e3 + (double)real.tv_nsec / 1e6) - (double)bench_now_us() / 1e3;
+    fprintf(f, "# records %zu of %llu delivery reports\n", st->timeline_count, (unsigned long long)delivered_reports);
+    fprintf(f, "due_ms,ack_ms,latency_ms,error\n");
+    for (size_t i = 0; i < st->timeline_count; i++) {
+        const struct timeline_point *p = &st->timeline[i];
+        fprintf(f, "%.3f,%.3f,%.3f,%d\n", (double)p->due_us / 1e3 + offset_ms, (double)p->ack_us / 1e3 + offset_ms,
+                p->ack_us > p->due_us ? (double)(p->ack_us - p->due_us) / 1e3 : 0.0, p->err);
+    }
+    return fclose(f) == 0 ? 0 : -1;
+}
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
 {
@@ -40,6 +85,8 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opa
     struct produce_state *st = opaque;
     uint64_t now = bench_now_us();
     st->last_report_us = now;
+    if (st->timeline_cap > 0)
+        timeline_add(st, (uint64_t)(uintptr_t)msg->_private, now, (int)msg->err);
     if (msg->err) {
         if (st->failed++ == 0)
             snprintf(st->first_error, sizeof(st->first_error), "%s", rd_kafka_err2str(msg->err));
@@ -297,6 +344,12 @@ int bench_run_produce(const struct bench_options *opts)
         return 1;
     }
 
+    if (opts->timeline) {
+        st->timeline_cap = (size_t)(opts->records < 1000000 ? opts->records : 1000000);
+        st->timeline = malloc(st->timeline_cap * sizeof(*st->timeline));
+        if (!st->timeline)
+            st->timeline_cap = 0;
+    }
     struct bench_cpu_window cpu;
     bench_cpu_window_start(&cpu, opts->broker_pid);
     uint64_t start = bench_now_us();
@@ -344,8 +397,13 @@ int bench_run_produce(const struct bench_options *opts)
         json_object_set_new(report, "error", json_string(err));
         rc = 1;
     }
+    if (opts->timeline && timeline_write(opts->timeline, st, st->delivered + st->failed) != 0) {
+        fprintf(stderr, "cairn-bench: cannot write the timeline to %s: %s\n", opts->timeline, strerror(errno));
+        rc = 1;
+    }
     bench_report_print(report);
     rd_kafka_destroy(rk);
+    free(st->timeline);
     free(st);
     free(payload);
     return rc;

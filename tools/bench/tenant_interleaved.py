@@ -3,9 +3,12 @@
 
 The script runs the quiet tenant in many short phases, A (alone) and B
 (beside the noisy tenant) in the order A B B A A B B A ..., and leaves per
-phase the quiet tenant's cairn-bench report (phase-NN.json), a snapshot of
-the machine before and after the quiet run (phase-NN.snap) and, for B
-phases, the noisy tenant's end offsets around it (phase-NN.noisy).
+phase the quiet tenant's cairn-bench report (phase-NN.json) and its
+per-record due and acknowledgement times (phase-NN.timeline.csv), a
+snapshot of the machine before and after the quiet run (phase-NN.snap)
+and, for B phases, the noisy tenant's end offsets around it
+(phase-NN.noisy); noisy-events.txt holds the noisy client's starts and
+stops.
 
   tenant_interleaved.py analyse OUT QUOTA RECORD_SIZE [--clean-cpu F|median]
       writes OUT/summary.json and prints the tables.
@@ -69,12 +72,55 @@ def machine_load(before, after, client_cpu_s, ticks_per_second):
     if before.get("psi", "-") != "-" and after.get("psi", "-") != "-":
         # Share of the time at least one runnable task waited for a CPU.
         load["cpu_pressure"] = (int(after["psi"]) - int(before["psi"])) / 1e6 / wall
+    if before.get("psi_io", "-") != "-" and after.get("psi_io", "-") != "-":
+        # Share of the time at least one task waited for IO (the disk).
+        load["io_pressure"] = (int(after["psi_io"]) - int(before["psi_io"])) / 1e6 / wall
     return load
+
+
+def read_noisy_starts(path):
+    """The wall clock (s) of each start of the noisy client, from
+    noisy-events.txt ("start <epoch s>" / "stop <epoch s>")."""
+    if not os.path.exists(path):
+        return []
+    return sorted(float(t) for kind, t in (line.split() for line in open(path) if line.strip()) if kind == "start")
+
+
+def read_timeline(path):
+    """(due ms, ack ms, latency ms) of every delivered record of a phase,
+    from cairn-bench produce --timeline, in due order."""
+    rows = []
+    for line in open(path):
+        if line.startswith("#") or line.startswith("due_ms"):
+            continue
+        due, ack, latency, _err = line.split(",")
+        rows.append((float(due), float(ack), float(latency)))
+    rows.sort()
+    return rows
+
+
+def worst_record(rows, noisy_starts, stall_ms):
+    """Where the phase's slowest record was: its latency, its due time in
+    seconds into the phase and after the noisy client's latest start (None
+    before any), and how many records took longer than stall_ms."""
+    if not rows:
+        return {}
+    due, _ack, latency = max(rows, key=lambda r: r[2])
+    out = {"worst_ms": latency, "worst_at_s": (due - rows[0][0]) / 1e3,
+           "records_over_stall_ms": sum(1 for r in rows if r[2] > stall_ms)}
+    started = [t for t in noisy_starts if t * 1e3 <= due]
+    if started:
+        out["worst_after_noisy_start_s"] = (due - started[-1] * 1e3) / 1e3
+    return out
+
+
+STALL_MS = 100
 
 
 def load_phases(out, quota, record_size, ticks_per_second):
     phases = []
     index = 0
+    noisy_starts = read_noisy_starts(f"{out}/noisy-events.txt")
     while os.path.exists(f"{out}/phase-{index:02d}.json"):
         report = json.load(open(f"{out}/phase-{index:02d}.json"))
         before, after = read_snapshot(f"{out}/phase-{index:02d}.snap")
@@ -93,6 +139,9 @@ def load_phases(out, quota, record_size, ticks_per_second):
             "send_lag_p99_ms": report["rate"]["send_lag_ms"]["p99"],
         }
         phase.update(machine_load(before, after, client_cpu_s, ticks_per_second))
+        timeline = f"{out}/phase-{index:02d}.timeline.csv"
+        if os.path.exists(timeline):
+            phase.update(worst_record(read_timeline(timeline), noisy_starts, STALL_MS))
         noisy_path = f"{out}/phase-{index:02d}.noisy"
         if os.path.exists(noisy_path):
             (t0, off0), (t1, off1) = [map(int, line.split()) for line in open(noisy_path) if line.strip()]
@@ -235,16 +284,23 @@ def analyse(out, quota, record_size, clean_cpu):
 
 def print_tables(s):
     print("| phase | kind | p50 ms | p99 ms | p99.9 ms | records/s | client send lag p99 ms | others' CPUs | steal CPUs "
-          "| cpu pressure | broker CPUs | noisy client CPUs | load1 start, end | noisy / quota |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| cpu pressure | io pressure | broker CPUs | noisy client CPUs | load1 start, end | noisy / quota "
+          f"| slowest record ms (s into phase; s after noisy start) | records over {STALL_MS} ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for p in s["phases"]:
         pressure = f"{p['cpu_pressure']:.2f}" if "cpu_pressure" in p else "-"
+        io_pressure = f"{p['io_pressure']:.2f}" if "io_pressure" in p else "-"
         noisy = f"{p['noisy_over_quota']:.3f}" if "noisy_over_quota" in p else ""
         noisy_cpus = f"{p['noisy_cpus']:.3f}" if "noisy_cpus" in p else ""
+        worst = "-"
+        if "worst_ms" in p:
+            after = f"; {p['worst_after_noisy_start_s']:.2f}" if p["kind"] == "B" and "worst_after_noisy_start_s" in p else ""
+            worst = f"{p['worst_ms']:.1f} ({p['worst_at_s']:.2f}{after})"
         print(f"| {p['index']} | {p['kind']} | {p['p50_ms']:.2f} | {p['p99_ms']:.2f} | {p['p999_ms']:.2f} "
               f"| {p['msgs_per_sec']:.0f} | {p['send_lag_p99_ms']:.2f} | {p['others_cpus']:.2f} | {p['steal_cpus']:.2f} "
-              f"| {pressure} | {p['broker_cpus']:.3f} | {noisy_cpus} | {p['load1_start']:.2f}, {p['load1_end']:.2f} "
-              f"| {noisy} |")
+              f"| {pressure} | {io_pressure} | {p['broker_cpus']:.3f} | {noisy_cpus} "
+              f"| {p['load1_start']:.2f}, {p['load1_end']:.2f} | {noisy} | {worst} "
+              f"| {p.get('records_over_stall_ms', '-')} |")
     print()
     print("| quiet tenant | median A | median B | B / A | bootstrap 95 % | shuffled labels 95 % (p) "
           "| A / A (halves) | adjacent B / A: median [min, max] | adjacent A / A | adjacent B / B |")
@@ -298,6 +354,16 @@ def selftest():
              "psi": "5000000"}]
     load = machine_load(snap[0], snap[1], 1.0, 100)
     assert abs(load["others_cpus"] - 0.6) < 1e-9 and abs(load["cpu_pressure"] - 0.5) < 1e-9, load
+    assert "io_pressure" not in load, load
+    snap[0]["psi_io"], snap[1]["psi_io"] = "0", "2000000"
+    assert abs(machine_load(snap[0], snap[1], 1.0, 100)["io_pressure"] - 0.2) < 1e-9
+    # A stall of 1.5 s 4 s into a phase that began 3 s after the noisy start.
+    rows = [(1000.0 + i, 1003.0 + i + (1500.0 - (i - 4000) if 4000 <= i < 5500 else 0), 0.0) for i in range(10000)]
+    rows = [(d, a, a - d) for d, a, _ in rows]
+    w = worst_record(rows, [0.997, 1.5], STALL_MS)
+    assert w["worst_ms"] == 1503.0 and abs(w["worst_at_s"] - 4.0) < 1e-9, w
+    assert abs(w["worst_after_noisy_start_s"] - 3.5) < 1e-9 and w["records_over_stall_ms"] == 1403, w
+    assert "worst_after_noisy_start_s" not in worst_record(rows, [], STALL_MS)
     print("tenant_interleaved selftest: ok")
 
 

@@ -59,6 +59,17 @@ for p in phases:
         sys.exit(f"phase {p['index']} ({p['kind']}): noisy tenant measured: {'noisy_over_quota' in p}")
     if p["kind"] == "B":
         number(p["noisy_over_quota"], f"phase {p['index']} noisy_over_quota")
+        number(p["worst_after_noisy_start_s"], f"phase {p['index']} worst_after_noisy_start_s")
+    for k in ("worst_ms", "worst_at_s", "records_over_stall_ms"):
+        number(p[k], f"phase {p['index']} {k}")
+    if "io_pressure" in p:
+        number(p["io_pressure"], f"phase {p['index']} io_pressure")
+    rows = [line for line in open(f"{out}/phase-{p['index']:02d}.timeline.csv") if line[0].isdigit()]
+    if len(rows) != p["records"]:
+        sys.exit(f"phase {p['index']}: {len(rows)} timeline rows for {p['records']} records")
+events = [line.split()[0] for line in open(f"{out}/noisy-events.txt")]
+if events != ["start", "stop"]:
+    sys.exit(f"noisy-events.txt: {events}, want one start and one stop")
 for m in ("p50_ms", "p99_ms", "msgs_per_sec"):
     c = s["all"][m]
     for k in ("median_A", "median_B", "ratio_B_over_A", "p_value", "a_over_a_halves"):

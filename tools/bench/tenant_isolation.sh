@@ -24,11 +24,14 @@
 # the noisy tenant, which starts and stops where the kind changes, then
 # --settle-seconds pass before the next phase), each --phase-seconds long
 # after a discarded warm-up run; per phase it records the quiet tenant's
-# figures, the machine's busy CPU less this run's own processes (others'
-# CPUs), steal, CPU pressure and load average, and for B phases the noisy
-# tenant's rate. tenant_interleaved.py then gives the ratio of medians
-# B / A with a bootstrap interval against the noise floor: the same ratio
-# with the A/B labels shuffled, and adjacent A/A and B/B phase pairs.
+# figures and each record's due and acknowledgement times
+# (phase-NN.timeline.csv), the machine's busy CPU less this run's own
+# processes (others' CPUs), steal, CPU and IO pressure and load average,
+# and for B phases the noisy tenant's rate (its client's starts and stops
+# in noisy-events.txt). tenant_interleaved.py then gives the ratio of
+# medians B / A with a bootstrap interval against the noise floor: the
+# same ratio with the A/B labels shuffled, and adjacent A/A and B/B phase
+# pairs, and per phase where its slowest record was.
 #
 # usage: tools/bench/tenant_isolation.sh [--seconds 30] [--warmup-seconds 15]
 #            [--long] [--quiet-rate 1000] [--record-size 1024]
@@ -72,7 +75,7 @@ while [ $# -gt 0 ]; do
         --noisy-cpus) noisy_pin=(taskset -c "$2"); shift 2 ;;
         --override) overrides+=(--override "$2"); shift 2 ;;
         --out) out="$2"; shift 2 ;;
-        -h|--help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "tenant_isolation: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
@@ -148,16 +151,19 @@ quiet_run() { # phase
 
 # One line of key=value: wall clock, the machine's busy CPU ticks (steal
 # included: a vCPU taken by the hypervisor is as lost) and steal ticks
-# (/proc/stat), CPU pressure in microseconds (/proc/pressure/cpu, "-" if the
-# kernel has none), load average, and the CPU ticks of the broker and of
+# (/proc/stat), CPU and IO pressure in microseconds (/proc/pressure/cpu and
+# io, "-" if the kernel has none), load average, and the CPU ticks of the broker and of
 # the noisy client ("-" when it is not running). Builtins only, so taking a
 # snapshot starts no process of its own.
 snapshot() { # noisy pid or ""
-    local _cpu user nice system _idle _iowait irq softirq steal _rest psi="-" load1 noisy="-" line
+    local _cpu user nice system _idle _iowait irq softirq steal _rest psi="-" psi_io="-" load1 noisy="-" line
     local -a f
     read -r _cpu user nice system _idle _iowait irq softirq steal _rest < /proc/stat
     if [ -r /proc/pressure/cpu ]; then
         read -r _ _ _ _ line < /proc/pressure/cpu && psi="${line#total=}"
+    fi
+    if [ -r /proc/pressure/io ]; then
+        read -r _ _ _ _ line < /proc/pressure/io && psi_io="${line#total=}"
     fi
     read -r load1 _rest < /proc/loadavg
     read -r line < "/proc/$broker_pid/stat"
@@ -168,9 +174,10 @@ snapshot() { # noisy pid or ""
         noisy=$((f[11] + f[12]))
     fi
     echo "wall=$EPOCHREALTIME busy=$((user + nice + system + irq + softirq + steal)) steal=$steal psi=$psi" \
-         "load1=$load1 broker=$broker noisy=$noisy"
+         "psi_io=$psi_io load1=$load1 broker=$broker noisy=$noisy"
 }
 noisy_start() {
+    echo "start $EPOCHREALTIME" >> "$out/noisy-events.txt"
     # shellcheck disable=SC2046
     "${noisy_pin[@]}" "$bench" produce $(tenant_args noisy) --rate "$noisy_rate" \
         --records $((noisy_rate * (2 * pairs * (phase_seconds + settle) + 3600))) \
@@ -179,6 +186,7 @@ noisy_start() {
 }
 noisy_stop() {
     kill -0 "$noisy_pid" 2>/dev/null || { echo "tenant_isolation: the noisy tenant stopped early: $(cat "$out/noisy.json")" >&2; exit 1; }
+    echo "stop $EPOCHREALTIME" >> "$out/noisy-events.txt"
     kill -TERM "$noisy_pid"; wait "$noisy_pid" 2>/dev/null || true; noisy_pid=""
 }
 noisy_offsets() { # file: appends "<ms> <end offset sum>" of noisy.events
@@ -193,7 +201,8 @@ noisy_offsets() { # file: appends "<ms> <end offset sum>" of noisy.events
 phase_run() { # name
     # shellcheck disable=SC2046
     "${client_pin[@]}" "$bench" produce $(tenant_args quiet) --rate "$quiet_rate" \
-        --records $((quiet_rate * phase_seconds)) --broker-pid "$broker_pid" > "$out/$1.json" 2>> "$out/bench.log" ||
+        --records $((quiet_rate * phase_seconds)) --broker-pid "$broker_pid" --timeline "$out/$1.timeline.csv" \
+        > "$out/$1.json" 2>> "$out/bench.log" ||
         { echo "tenant_isolation: the quiet tenant's $1 run failed: $(cat "$out/$1.json")" >&2; exit 1; }
 }
 
