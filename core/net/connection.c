@@ -295,7 +295,12 @@ static int conn_parse(struct net_connection *c)
             c->in_start = c->in_end = 0;
         return conn_frame_complete(c, req);
     }
-    if (4 + frame_len <= NET_INPUT_BUFFER_BYTES) {
+    /* A frame larger than the input buffer is counted in full against
+     * queued.max.request.bytes once it has its own buffer; until the peer
+     * has sent an input buffer's worth of it, its bytes wait here, counted
+     * nowhere, like a small frame's. A peer announcing a big frame and
+     * trickling it holds none of the memory the other clients need. */
+    if (4 + frame_len <= NET_INPUT_BUFFER_BYTES || avail < NET_INPUT_BUFFER_BYTES) {
         if (c->in_start > 0) {
             memmove(c->in_buf, p, avail);
             c->in_start = 0;

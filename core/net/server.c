@@ -157,8 +157,9 @@ struct net_request_impl *net_request_new(struct net_connection *conn, size_t fra
     req->conn = conn;
     req->loop = conn->loop;
     pthread_mutex_init(&req->cancel_lock, NULL);
-    /* The whole frame counts from its first byte, as it will be allocated
-     * in full however slowly it arrives. */
+    /* The whole frame counts from here, as it will be allocated in full
+     * however slowly the rest arrives; a frame larger than the input
+     * buffer gets here once its first 16 KiB have (conn_parse). */
     struct net_server *server = conn->loop->server;
     req->counted_bytes = frame_len;
     int64_t now = atomic_fetch_add(&server->queued_request_bytes, (int64_t)frame_len) + (int64_t)frame_len;

@@ -6,7 +6,12 @@
  *
  * The bound is read from the broker's own gauge,
  * cairn_queued_request_bytes_max; without the limit the same flood drives
- * it to about CONNECTIONS x FRAME. */
+ * it to about CONNECTIONS x FRAME.
+ *
+ * Second test: peers that announce big requests and send only their first
+ * bytes (trickling, or stalled) hold none of that memory, so a good client
+ * is not muted behind them, and such a request, once its bytes do come, is
+ * read and answered. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -169,10 +174,105 @@ static void test_flood_stays_within_queued_max_request_bytes(void **state)
     broker_cleanup(&b);
 }
 
+static struct raw_writer big_produce_frame(const char *topic, const char *client_id)
+{
+    char *value = malloc(VALUE_BYTES + 1);
+    assert_non_null(value);
+    memset(value, 'x', VALUE_BYTES);
+    value[VALUE_BYTES] = '\0';
+    struct raw_record rec = {NULL, value};
+    struct raw_writer batch, frame;
+    raw_writer_init(&batch);
+    raw_build_record_batch(&batch, 0, &rec, 1);
+    free(value);
+    raw_writer_init(&frame);
+    raw_frame_begin(&frame, 0, 3, 7, client_id);
+    raw_put_produce_body(&frame, NULL, 1, topic, 0, batch.data, batch.len);
+    raw_frame_finish(&frame);
+    raw_writer_free(&batch);
+    return frame;
+}
+
+#define STALLED 4         /* 4 x 4 MiB announced: twice LIMIT_BYTES */
+#define STALLED_SENT 1000 /* bytes of each frame sent before it stalls */
+
+static void test_stalled_big_requests_hold_no_request_memory(void **state)
+{
+    (void)state;
+    struct test_broker b = {0};
+    int metrics_port = harness_free_port();
+    assert_true(metrics_port > 0);
+    char metrics_kv[64], limit_kv[64];
+    snprintf(metrics_kv, sizeof metrics_kv, "metrics.http.listener=127.0.0.1:%d", metrics_port);
+    snprintf(limit_kv, sizeof limit_kv, "queued.max.request.bytes=%d", LIMIT_BYTES);
+    /* Long enough that nothing here is closed for being slow. */
+    const char *overrides[] = {metrics_kv, limit_kv, "connections.max.idle.ms=120000", NULL};
+    broker_start(&b, overrides);
+    struct raw_writer frame = big_produce_frame("stalled", "staller");
+    assert_true(frame.len > (size_t)LIMIT_BYTES / 2);
+
+    int fds[STALLED];
+    for (int i = 0; i < STALLED; i++) {
+        fds[i] = raw_connect(broker_port(&b), IO_MS);
+        assert_true(fds[i] >= 0);
+        assert_int_equal(raw_send_all(fds[i], frame.data, STALLED_SENT), 0);
+    }
+    usleep(300 * 1000);
+    long long held = metric(metrics_port, "cairn_queued_request_bytes");
+
+    /* A good client: every round trip answered, none waits for the stalled
+     * peers (before, they held 16 MiB of the 8 MiB and it waited for
+     * connections.max.idle.ms). */
+    int good = raw_connect(broker_port(&b), 5000);
+    assert_true(good >= 0);
+    long long worst_ms = 0;
+    int answered = 0;
+    for (int i = 0; i < 10; i++) {
+        long long t0 = harness_now_ms();
+        struct raw_api_versions v;
+        if (raw_api_versions(good, 0, 100 + i, &v) != 0)
+            break;
+        answered++;
+        long long took = harness_now_ms() - t0;
+        if (took > worst_ms)
+            worst_ms = took;
+    }
+    close(good);
+
+    /* The stalled requests, once their bytes come, are read and answered. */
+    int finished = 0;
+    for (int i = 0; i < STALLED; i++) {
+        if (raw_send_all(fds[i], frame.data + STALLED_SENT, frame.len - STALLED_SENT) != 0)
+            continue;
+        uint8_t *answer = NULL;
+        size_t len = 0;
+        if (raw_recv_frame(fds[i], IO_MS, 1 << 20, &answer, &len) == 0)
+            finished++;
+        free(answer);
+    }
+    for (int i = 0; i < STALLED; i++)
+        close(fds[i]);
+    fprintf(stderr,
+            "[request-memory] %d peers each announcing %zu bytes and sending %d: request bytes held %lld "
+            "(limit %d); good client %d/10 answered, worst %lld ms; %d/%d stalled requests answered once sent\n",
+            STALLED, frame.len, STALLED_SENT, held, LIMIT_BYTES, answered, worst_ms, finished, STALLED);
+    raw_writer_free(&frame);
+    if (answered != 10) {
+        broker_print_log_tail(&b, 30);
+        fail_msg("the good client got %d of 10 answers while peers stalled in big requests", answered);
+    }
+    assert_true(held < (long long)LIMIT_BYTES / 2);
+    assert_int_equal(finished, STALLED);
+    broker_stop(&b);
+    broker_mark_passed(&b);
+    broker_cleanup(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flood_stays_within_queued_max_request_bytes),
+        cmocka_unit_test(test_stalled_big_requests_hold_no_request_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
