@@ -15,6 +15,7 @@
 #include "raw_kafka.h"
 #include "rk_helpers.h"
 #include "protocol/generated/all_messages.h"
+#include "protocol/generated/errors.h"
 #include "raft/raft_codec.h"
 
 /* One call in flight: the caller waits on cv until the client's thread
