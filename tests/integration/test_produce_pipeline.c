@@ -12,7 +12,8 @@
  *    acknowledged, in order, at consecutive offsets. Raw requests, to see
  *    the broker's own order.
  * And the first acks=all record to a partition new to its followers is
- * not held for the fetch they have parked on their other partitions. */
+ * not held for the fetch they have parked on their other partitions, nor
+ * for the next one of a follower that applies the partition late. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -241,11 +242,98 @@ static void test_new_partition_not_held_by_fetch_wait(void **state)
     cluster_stop(&c);
 }
 
+/* Creates a 1-partition RF 3 topic through the nodes other than skip (a
+ * paused node would not answer). */
+static void create_rf3_topic_avoiding(struct cluster *c, const char *name, int skip)
+{
+    struct create_topics_request_creatable_topic t;
+    create_topics_request_creatable_topic_init(&t);
+    t.name = kafka_str_from_cstr(name);
+    t.num_partitions = 1;
+    t.replication_factor = 3;
+    long long deadline = harness_now_ms() + 60000;
+    for (int node = 1;; node = node % N + 1) {
+        if (node == skip)
+            continue;
+        int16_t err = create_one_topic(c, node, &t);
+        if (err == KAFKA_ERR_NONE || err == KAFKA_ERR_TOPIC_ALREADY_EXISTS)
+            return;
+        if (harness_now_ms() > deadline)
+            fail_msg("CreateTopics %s: error %d", name, (int)err);
+        usleep(200 * 1000);
+    }
+}
+
+/* A follower that learns of a new partition only after the first acks=all
+ * produce to it has answered its parked fetch: its next fetch still names
+ * only its old partitions and is parked again, and nothing new arrives to
+ * wake it when the producer has all its requests waiting (librdkafka with
+ * 5 in flight on a fresh topic: 60-670 ms outliers with the default
+ * replica.fetch.wait.max.ms). The follower F, not the controller, is
+ * paused across the topic's creation and the produce, so it cannot have
+ * applied the topic when the wake reaches it; resumed, its fetch goes out
+ * before its metadata catches up. While a parked produce waits on a
+ * follower it found absent, that follower's fetches park at most a few
+ * milliseconds, so the produce is acknowledged soon after F applies the
+ * topic, not after replica.fetch.wait.max.ms (20 s here). */
+static void test_late_follower_not_held_by_fetch_wait(void **state)
+{
+    (void)state;
+    struct cluster c;
+    const char *extra[] = {"replica.fetch.wait.max.ms=20000", "replica.lag.time.max.ms=120000", NULL};
+    replicated_cluster_start(&c, CLUSTER_ID, extra);
+    /* Partitions led by every node: each follower has a fetch parked at
+     * every leader. */
+    create_rf3_topic(&c, "warm", 2 * N);
+    wait_topic_isr(&c, 1, "warm", N);
+    produce_acked(broker_bootstrap(&c.nodes[0]), "warm", 2 * N, 4 * N);
+    int32_t controller = agreed_controller(&c, -1, 60000);
+    int f = controller % N + 1; /* a node that is not the controller */
+    int asked = f % N + 1;      /* a running node to ask for metadata */
+
+    long long waited = -1;
+    for (int attempt = 0; attempt < 6 && waited < 0; attempt++) {
+        char name[32];
+        snprintf(name, sizeof name, "late%d", attempt);
+        assert_int_equal(kill(c.nodes[f - 1].pid, SIGSTOP), 0);
+        create_rf3_topic_avoiding(&c, name, f);
+        struct partition_view p = wait_topic_isr(&c, asked, name, N);
+        if (p.leader == f) { /* F leads it: nothing to follow; another topic */
+            assert_int_equal(kill(c.nodes[f - 1].pid, SIGCONT), 0);
+            continue;
+        }
+        wait_topic_isr(&c, p.leader, name, N);
+        int fd = raw_connect(broker_port(&c.nodes[p.leader - 1]), 60000);
+        assert_true(fd >= 0);
+        send_produce_to(fd, name, 1, 60000);
+        usleep(300 * 1000); /* parked, and F's parked fetch answered */
+        long long resumed = harness_now_ms();
+        assert_int_equal(kill(c.nodes[f - 1].pid, SIGCONT), 0);
+        int64_t offset = -1;
+        int16_t err = produce_answer(fd, 1, &offset);
+        waited = harness_now_ms() - resumed;
+        close(fd);
+        assert_int_equal(err, KAFKA_ERR_NONE);
+        assert_int_equal(offset, 0);
+    }
+    if (waited < 0)
+        fail_msg("node %d led every new topic", f);
+    printf("[produce-pipeline] acks=all record acknowledged %lld ms after the follower that had not applied its "
+           "partition resumed (replica.fetch.wait.max.ms=20000)\n",
+           waited);
+    if (waited >= 10000)
+        fail_msg("the acks=all record waited %lld ms after the follower resumed: its next fetch, without the new "
+                 "partition, was parked for replica.fetch.wait.max.ms",
+                 waited);
+    cluster_stop(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_produce_pipelined_in_order),
         cmocka_unit_test(test_new_partition_not_held_by_fetch_wait),
+        cmocka_unit_test(test_late_follower_not_held_by_fetch_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
