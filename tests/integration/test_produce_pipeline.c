@@ -242,15 +242,26 @@ static void test_new_partition_not_held_by_fetch_wait(void **state)
     cluster_stop(&c);
 }
 
-/* Creates a 1-partition RF 3 topic through the nodes other than skip (a
- * paused node would not answer). */
-static void create_rf3_topic_avoiding(struct cluster *c, const char *name, int skip)
+/* Creates a 1-partition topic on all three nodes with skip last (so the
+ * leader is another node), through the nodes other than skip (a paused
+ * node would not answer). */
+static void create_rf3_topic_led_elsewhere(struct cluster *c, const char *name, int skip)
 {
+    int32_t replicas[N];
+    for (int i = 0; i < N; i++)
+        replicas[i] = (skip + i) % N + 1; /* skip + 1, ..., skip */
+    struct create_topics_request_creatable_replica_assignment a;
+    create_topics_request_creatable_replica_assignment_init(&a);
+    a.partition_index = 0;
+    a.broker_ids = replicas;
+    a.broker_ids_count = N;
     struct create_topics_request_creatable_topic t;
     create_topics_request_creatable_topic_init(&t);
     t.name = kafka_str_from_cstr(name);
-    t.num_partitions = 1;
-    t.replication_factor = 3;
+    t.num_partitions = -1;
+    t.replication_factor = -1;
+    t.assignments = &a;
+    t.assignments_count = 1;
     long long deadline = harness_now_ms() + 60000;
     for (int node = 1;; node = node % N + 1) {
         if (node == skip)
@@ -291,33 +302,23 @@ static void test_late_follower_not_held_by_fetch_wait(void **state)
     int f = controller % N + 1; /* a node that is not the controller */
     int asked = f % N + 1;      /* a running node to ask for metadata */
 
-    long long waited = -1;
-    for (int attempt = 0; attempt < 6 && waited < 0; attempt++) {
-        char name[32];
-        snprintf(name, sizeof name, "late%d", attempt);
-        assert_int_equal(kill(c.nodes[f - 1].pid, SIGSTOP), 0);
-        create_rf3_topic_avoiding(&c, name, f);
-        struct partition_view p = wait_topic_isr(&c, asked, name, N);
-        if (p.leader == f) { /* F leads it: nothing to follow; another topic */
-            assert_int_equal(kill(c.nodes[f - 1].pid, SIGCONT), 0);
-            continue;
-        }
-        wait_topic_isr(&c, p.leader, name, N);
-        int fd = raw_connect(broker_port(&c.nodes[p.leader - 1]), 60000);
-        assert_true(fd >= 0);
-        send_produce_to(fd, name, 1, 60000);
-        usleep(300 * 1000); /* parked, and F's parked fetch answered */
-        long long resumed = harness_now_ms();
-        assert_int_equal(kill(c.nodes[f - 1].pid, SIGCONT), 0);
-        int64_t offset = -1;
-        int16_t err = produce_answer(fd, 1, &offset);
-        waited = harness_now_ms() - resumed;
-        close(fd);
-        assert_int_equal(err, KAFKA_ERR_NONE);
-        assert_int_equal(offset, 0);
-    }
-    if (waited < 0)
-        fail_msg("node %d led every new topic", f);
+    assert_int_equal(kill(c.nodes[f - 1].pid, SIGSTOP), 0);
+    create_rf3_topic_led_elsewhere(&c, "late", f);
+    struct partition_view p = wait_topic_isr(&c, asked, "late", N);
+    assert_int_not_equal(p.leader, f);
+    wait_topic_isr(&c, p.leader, "late", N); /* the leader's own image: what its produce reads */
+    int fd = raw_connect(broker_port(&c.nodes[p.leader - 1]), 60000);
+    assert_true(fd >= 0);
+    send_produce_to(fd, "late", 1, 60000);
+    usleep(300 * 1000); /* parked, and F's parked fetch answered */
+    long long resumed = harness_now_ms();
+    assert_int_equal(kill(c.nodes[f - 1].pid, SIGCONT), 0);
+    int64_t offset = -1;
+    int16_t err = produce_answer(fd, 1, &offset);
+    long long waited = harness_now_ms() - resumed;
+    close(fd);
+    assert_int_equal(err, KAFKA_ERR_NONE);
+    assert_int_equal(offset, 0);
     printf("[produce-pipeline] acks=all record acknowledged %lld ms after the follower that had not applied its "
            "partition resumed (replica.fetch.wait.max.ms=20000)\n",
            waited);
