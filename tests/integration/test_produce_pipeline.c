@@ -13,7 +13,8 @@
  *    the broker's own order.
  * And the first acks=all record to a partition new to its followers is
  * not held for the fetch they have parked on their other partitions, nor
- * for the next one of a follower that applies the partition late. */
+ * for the next one of a follower that applies the partition late, nor
+ * for the back-off of a follower that applied it before its leader. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -242,14 +243,14 @@ static void test_new_partition_not_held_by_fetch_wait(void **state)
     cluster_stop(&c);
 }
 
-/* Creates a 1-partition topic on all three nodes with skip last (so the
- * leader is another node), through the nodes other than skip (a paused
- * node would not answer). */
-static void create_rf3_topic_led_elsewhere(struct cluster *c, const char *name, int skip)
+/* Creates a 1-partition topic on all three nodes, first is the first
+ * replica (its leader), through the nodes other than skip (a paused node
+ * would not answer). */
+static void create_rf3_topic_assigned(struct cluster *c, const char *name, int first, int skip)
 {
     int32_t replicas[N];
     for (int i = 0; i < N; i++)
-        replicas[i] = (skip + i) % N + 1; /* skip + 1, ..., skip */
+        replicas[i] = (first - 1 + i) % N + 1;
     struct create_topics_request_creatable_replica_assignment a;
     create_topics_request_creatable_replica_assignment_init(&a);
     a.partition_index = 0;
@@ -273,6 +274,18 @@ static void create_rf3_topic_led_elsewhere(struct cluster *c, const char *name, 
             fail_msg("CreateTopics %s: error %d", name, (int)err);
         usleep(200 * 1000);
     }
+}
+
+/* skip is the last replica (never the leader) and is not asked. */
+static void create_rf3_topic_led_elsewhere(struct cluster *c, const char *name, int skip)
+{
+    create_rf3_topic_assigned(c, name, skip % N + 1, skip);
+}
+
+/* leader is the first replica and is not asked. */
+static void create_rf3_topic_led_by(struct cluster *c, const char *name, int leader)
+{
+    create_rf3_topic_assigned(c, name, leader, leader);
 }
 
 /* A follower that learns of a new partition only after the first acks=all
@@ -329,12 +342,62 @@ static void test_late_follower_not_held_by_fetch_wait(void **state)
     cluster_stop(&c);
 }
 
+/* A follower that applies a new topic before its leader does: the leader
+ * L, not the controller, is paused across the topic's creation, so the
+ * followers apply it, start fetching it from L at once, and L, resumed,
+ * answers that fetch before it has applied the topic
+ * (UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER). The follower
+ * retries that after a short back-off, not after replica.fetch.backoff.ms
+ * (20 s here), so the first acks=all record to the topic is acknowledged
+ * well within it. */
+static void test_leader_behind_not_backed_off(void **state)
+{
+    (void)state;
+    struct cluster c;
+    const char *extra[] = {"replica.fetch.backoff.ms=20000", "replica.lag.time.max.ms=120000", NULL};
+    replicated_cluster_start(&c, CLUSTER_ID, extra);
+    int32_t controller = agreed_controller(&c, -1, 60000);
+    int leader = controller % N + 1; /* not the controller */
+    int asked = leader % N + 1;      /* a follower, running */
+    /* Every broker registered (a topic on all three has its ISR), led by
+     * another node so the followers have no fetcher to L yet. */
+    create_rf3_topic_led_elsewhere(&c, "ready", leader);
+    wait_topic_isr(&c, asked, "ready", N);
+    assert_int_equal(kill(c.nodes[leader - 1].pid, SIGSTOP), 0);
+    create_rf3_topic_led_by(&c, "behind", leader);
+    for (int node = 1; node <= N; node++)
+        if (node != leader)
+            assert_int_equal(wait_topic_isr(&c, node, "behind", N).leader, leader);
+    usleep(300 * 1000); /* the followers' first fetches of it wait in L's socket */
+    long long resumed = harness_now_ms();
+    assert_int_equal(kill(c.nodes[leader - 1].pid, SIGCONT), 0);
+    wait_topic_isr(&c, leader, "behind", N);
+    int fd = raw_connect(broker_port(&c.nodes[leader - 1]), 60000);
+    assert_true(fd >= 0);
+    send_produce_to(fd, "behind", 1, 60000);
+    int64_t offset = -1;
+    int16_t err = produce_answer(fd, 1, &offset);
+    long long waited = harness_now_ms() - resumed;
+    close(fd);
+    printf("[produce-pipeline] first acks=all record to a topic its followers applied before its leader "
+           "acknowledged %lld ms after the leader resumed (replica.fetch.backoff.ms=20000)\n",
+           waited);
+    assert_int_equal(err, KAFKA_ERR_NONE);
+    assert_int_equal(offset, 0);
+    if (waited >= 10000)
+        fail_msg("the acks=all record waited %lld ms after the leader resumed: its followers backed off "
+                 "replica.fetch.backoff.ms after the leader's answer from before it applied the topic",
+                 waited);
+    cluster_stop(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_produce_pipelined_in_order),
         cmocka_unit_test(test_new_partition_not_held_by_fetch_wait),
         cmocka_unit_test(test_late_follower_not_held_by_fetch_wait),
+        cmocka_unit_test(test_leader_behind_not_backed_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
