@@ -21,7 +21,8 @@
  * --seconds (open loop: latency from each record's due time, as
  * `cairn-bench produce --rate`). Prints one JSON line: latency
  * percentiles (ms), CPU seconds per second of the leader and followers
- * together, and thread hand-offs (condvar or eventfd wakes) per record.
+ * together, thread hand-offs (condvar or eventfd wakes) per record, and
+ * context switches of those processes per record (set-up included).
  *
  * usage: cairn-hop-floor [--rate 2000] [--seconds 10] [--followers 2|0]
  *                        [--inline] [--dir /tmp]
@@ -453,10 +454,11 @@ static double pct(const double *v, int64_t n, double p)
     return v[i >= n ? n - 1 : i];
 }
 
-static double children_cpu_s(void)
+static double children_cpu_s(long *switches)
 {
     struct rusage ru;
     getrusage(RUSAGE_CHILDREN, &ru);
+    *switches = ru.ru_nvcsw + ru.ru_nivcsw;
     return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
@@ -555,12 +557,14 @@ int main(int argc, char **argv)
     shutdown(pr.fd, SHUT_RDWR); /* the leader sees EOF and exits, then the followers */
     for (int i = 0; i < nproc; i++)
         waitpid(pids[i], NULL, 0);
-    double cpu_s = children_cpu_s();
+    long switches = 0;
+    double cpu_s = children_cpu_s(&switches);
     qsort(pr.lat_ms, (size_t)pr.total, sizeof *pr.lat_ms, cmp_double);
     printf("{\"followers\":%d,\"inline\":%s,\"rate\":%d,\"records\":%lld,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
-           "\"p999_ms\":%.3f,\"max_ms\":%.3f,\"broker_cpu_s_per_s\":%.3f,\"handoffs_per_record\":%.2f}\n",
+           "\"p999_ms\":%.3f,\"max_ms\":%.3f,\"broker_cpu_s_per_s\":%.3f,\"handoffs_per_record\":%.2f,"
+           "\"switches_per_record\":%.2f}\n",
            followers, inline_mode ? "true" : "false", rate, (long long)pr.total, pct(pr.lat_ms, pr.total, 0.50),
            pct(pr.lat_ms, pr.total, 0.99), pct(pr.lat_ms, pr.total, 0.999), pr.lat_ms[pr.total - 1], cpu_s / elapsed_s,
-           (double)handoffs / (double)pr.total);
+           (double)handoffs / (double)pr.total, (double)switches / (double)pr.total);
     return 0;
 }

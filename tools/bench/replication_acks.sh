@@ -12,7 +12,8 @@
 # rate R records/s (`cairn-bench produce --rate`: latency from each record's
 # due time), linger --linger-ms (default 0 in this mode).
 # Prints one line per run (records/s, latency percentiles, the three
-# brokers' CPU seconds per second, load average at its start and end) and
+# brokers' CPU seconds per second and context switches per record, load
+# average at its start and end) and
 # the medians per setting with their ratio.
 # With --floor (fixed rate only), each round also runs cairn-hop-floor at
 # the same rate and duration: the acks=all RF 3 path's thread and process
@@ -67,6 +68,17 @@ broker_cpu() {
     python3 -c "print($total / $(getconf CLK_TCK))"
 }
 
+# Context switches (voluntary and not) of every thread of the three brokers so far.
+broker_switches() {
+    local id total=0 n
+    for id in 1 2 3; do
+        n="$(cat /proc/"$(cat "$c/node-$id/pid")"/task/*/status 2>/dev/null |
+            awk '/ctxt_switches/ { s += $2 } END { print s + 0 }')"
+        total=$((total + n))
+    done
+    echo "$total"
+}
+
 run() { # acks replicas round rate(0: saturating)
     local acks="$1" rf="$2" round="$3" rate="$4" t="acks-$1-rf$2-r$4-$3" id config=() load0 load1
     [ "$rf" -gt 1 ] && config=(-c min.insync.replicas=2)
@@ -81,22 +93,24 @@ run() { # acks replicas round rate(0: saturating)
     local args=(--records "$records" --linger-ms "${linger:-5}")
     [ "$rate" -gt 0 ] && args=(--records "$((rate * seconds))" --rate "$rate" --linger-ms "${linger:-0}")
     load0="$(cut -d' ' -f1 /proc/loadavg)"
-    local cpu0 t0 cpu1 t1
-    cpu0="$(broker_cpu)" t0="$(date +%s.%N)"
+    local cpu0 t0 cpu1 t1 sw0 sw1
+    cpu0="$(broker_cpu)" t0="$(date +%s.%N)" sw0="$(broker_switches)"
     "$bench" produce --bootstrap "$bootstrap" --topic "$t" --acks "$acks" --partitions 3 \
         --replication-factor "$rf" "${args[@]}" "${client[@]}" > "$dir/$t.json"
-    cpu1="$(broker_cpu)" t1="$(date +%s.%N)"
+    cpu1="$(broker_cpu)" t1="$(date +%s.%N)" sw1="$(broker_switches)"
     load1="$(cut -d' ' -f1 /proc/loadavg)"
-    python3 - "$dir/$t.json" "$acks" "$rf" "$round" "$rate" "$load0" "$load1" "$cpu0" "$cpu1" "$t0" "$t1" <<'PY'
+    python3 - "$dir/$t.json" "$acks" "$rf" "$round" "$rate" "$load0" "$load1" "$cpu0" "$cpu1" "$t0" "$t1" \
+        "$((sw1 - sw0))" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 l = r["latency_ms"]
 achieved = r["rate"]["achieved"] if "rate" in r else r["msgs_per_sec"]
 cpu = (float(sys.argv[9]) - float(sys.argv[8])) / (float(sys.argv[11]) - float(sys.argv[10]))
 print("run acks=%s rf=%s round=%s rate=%s records_per_s=%.0f p50_ms=%.2f p99_ms=%.2f p999_ms=%.2f max_ms=%.2f"
-      " send_lag_max_ms=%.2f failed=%d cpu_s_per_s=%.2f load=%s-%s" % (
+      " send_lag_max_ms=%.2f failed=%d cpu_s_per_s=%.2f switches_per_record=%.2f load=%s-%s" % (
     sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], achieved, l["p50"], l["p99"], l["p999"], l["max"],
-    r["rate"]["send_lag_ms"]["max"] if "rate" in r else 0.0, r["failed"], cpu, sys.argv[6], sys.argv[7]))
+    r["rate"]["send_lag_ms"]["max"] if "rate" in r else 0.0, r["failed"], cpu, int(sys.argv[12]) / r["records"],
+    sys.argv[6], sys.argv[7]))
 PY
 }
 
@@ -110,9 +124,10 @@ floor_run() { # kind round rate: cairn-hop-floor beside the cluster (idle then)
 import json, sys
 r = json.load(open(sys.argv[1]))
 print("run acks=%s rf=%d round=%s rate=%s records_per_s=%s p50_ms=%.2f p99_ms=%.2f p999_ms=%.2f max_ms=%.2f"
-      " send_lag_max_ms=0 failed=0 cpu_s_per_s=%.2f handoffs_per_record=%.2f load=%s-%s" % (
+      " send_lag_max_ms=0 failed=0 cpu_s_per_s=%.2f switches_per_record=%.2f handoffs_per_record=%.2f load=%s-%s" % (
     sys.argv[2], 3 if r["followers"] else 1, sys.argv[3], sys.argv[4], sys.argv[4], r["p50_ms"], r["p99_ms"],
-    r["p999_ms"], r["max_ms"], r["broker_cpu_s_per_s"], r["handoffs_per_record"], sys.argv[5], sys.argv[6]))
+    r["p999_ms"], r["max_ms"], r["broker_cpu_s_per_s"], r["switches_per_record"], r["handoffs_per_record"],
+    sys.argv[5], sys.argv[6]))
 PY
 }
 
@@ -139,7 +154,7 @@ rows = {}
 for line in open(sys.argv[1]):
     f = dict(kv.split("=") for kv in line.split()[1:])
     rows.setdefault((f["rate"], f["acks"]), []).append(f)
-keys = ("records_per_s", "p50_ms", "p99_ms", "p999_ms", "max_ms", "cpu_s_per_s")
+keys = ("records_per_s", "p50_ms", "p99_ms", "p999_ms", "max_ms", "cpu_s_per_s", "switches_per_record")
 med = {k: {m: statistics.median(float(x[m]) for x in v) for m in keys} for k, v in rows.items()}
 for rate in sorted({k[0] for k in med}, key=int):
     for acks in ("1", "all", "hop", "hop-inline", "hop-rf1"):
@@ -148,8 +163,9 @@ for rate in sorted({k[0] for k in med}, key=int):
         m = med[(rate, acks)]
         p99s = ", ".join("%.2f" % float(x["p99_ms"]) for x in rows[(rate, acks)])
         print("median rate=%s acks=%s records_per_s=%.0f p50_ms=%.2f p99_ms=%.2f p999_ms=%.2f max_ms=%.2f"
-              " cpu_s_per_s=%.2f p99_per_run=%s" % (rate, acks, m["records_per_s"], m["p50_ms"], m["p99_ms"],
-                                                    m["p999_ms"], m["max_ms"], m["cpu_s_per_s"], p99s))
+              " cpu_s_per_s=%.2f switches_per_record=%.2f p99_per_run=%s" % (
+                  rate, acks, m["records_per_s"], m["p50_ms"], m["p99_ms"], m["p999_ms"], m["max_ms"],
+                  m["cpu_s_per_s"], m["switches_per_record"], p99s))
     a, b = med[(rate, "all")], med[(rate, "1")]
     print("ratio rate=%s all/1 records_per_s=%.2f p50=%.2f p99=%.2f" % (
         rate, a["records_per_s"] / b["records_per_s"], a["p50_ms"] / b["p50_ms"], a["p99_ms"] / b["p99_ms"]))
