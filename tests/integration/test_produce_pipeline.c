@@ -24,7 +24,9 @@
 #include "cluster_harness.h"
 #include "raw_kafka.h"
 
+#include <dirent.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,43 @@
 /* The Produce timeout while B is paused: the two answers come one such
  * wait after they were sent when pipelined, two when read one at a time. */
 #define PARKED_TIMEOUT_MS 4000
+
+/* SIGSTOP, then waits until every thread of pid is stopped: the signal
+ * wakes one thread, and the others run on until that one stops the group
+ * (on a loaded machine a follower's fetcher could still append and fetch
+ * a record sent after kill() returned). */
+static void pause_node(pid_t pid)
+{
+    assert_int_equal(kill(pid, SIGSTOP), 0);
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+    long long deadline = harness_now_ms() + 10000;
+    for (;;) {
+        bool all = true;
+        DIR *d = opendir(dir);
+        assert_non_null(d);
+        for (struct dirent *e; all && (e = readdir(d)) != NULL;) {
+            if (e->d_name[0] == '.')
+                continue;
+            char path[384], buf[512];
+            snprintf(path, sizeof path, "%s/%s/stat", dir, e->d_name);
+            FILE *f = fopen(path, "r");
+            if (!f)
+                continue; /* the thread ended */
+            size_t n = fread(buf, 1, sizeof buf - 1, f);
+            fclose(f);
+            buf[n] = 0;
+            const char *state = strrchr(buf, ')');
+            all = state && state[1] == ' ' && (state[2] == 'T' || state[2] == 't');
+        }
+        closedir(d);
+        if (all)
+            return;
+        if (harness_now_ms() > deadline)
+            fail_msg("pid %d not stopped 10 s after SIGSTOP", (int)pid);
+        usleep(1000);
+    }
+}
 
 static void create_rf3_topic(struct cluster *c, const char *name, int32_t partitions)
 {
@@ -159,7 +198,7 @@ static void test_produce_pipelined_in_order(void **state)
 
     int fd = raw_connect(broker_port(&c.nodes[a - 1]), 60000);
     assert_true(fd >= 0);
-    assert_int_equal(kill(c.nodes[b - 1].pid, SIGSTOP), 0);
+    pause_node(c.nodes[b - 1].pid);
     long long sent = harness_now_ms();
     send_produce(fd, 1, PARKED_TIMEOUT_MS);
     send_produce(fd, 2, PARKED_TIMEOUT_MS);
@@ -315,7 +354,7 @@ static void test_late_follower_not_held_by_fetch_wait(void **state)
     int f = controller % N + 1; /* a node that is not the controller */
     int asked = f % N + 1;      /* a running node to ask for metadata */
 
-    assert_int_equal(kill(c.nodes[f - 1].pid, SIGSTOP), 0);
+    pause_node(c.nodes[f - 1].pid);
     create_rf3_topic_led_elsewhere(&c, "late", f);
     struct partition_view p = wait_topic_isr(&c, asked, "late", N);
     assert_int_not_equal(p.leader, f);
@@ -363,7 +402,7 @@ static void test_leader_behind_not_backed_off(void **state)
      * another node so the followers have no fetcher to L yet. */
     create_rf3_topic_led_elsewhere(&c, "ready", leader);
     wait_topic_isr(&c, asked, "ready", N);
-    assert_int_equal(kill(c.nodes[leader - 1].pid, SIGSTOP), 0);
+    pause_node(c.nodes[leader - 1].pid);
     create_rf3_topic_led_by(&c, "behind", leader);
     for (int node = 1; node <= N; node++)
         if (node != leader)
