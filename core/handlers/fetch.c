@@ -692,6 +692,8 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
     int32_t wait_ms = req->max_wait_ms > 0 ? req->max_wait_ms : 0;
     if (wait_ms > FETCH_MAX_WAIT_CAP_MS)
         wait_ms = FETCH_MAX_WAIT_CAP_MS;
+    if (from_replica)
+        wait_ms = fetch_replica_wait_ms(replica_id, wait_ms);
     /* A follower's fetch parked while the leader throttle is exceeded
      * wakes when it frees, so the throttled partitions move at the rate
      * rather than once per replica.fetch.wait.max.ms. */

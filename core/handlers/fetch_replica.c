@@ -65,6 +65,27 @@ void fetch_wake_replica(struct purgatory *fetch_purgatory, int32_t replica_id)
     purgatory_notify(fetch_purgatory, fetch_replica_wake_key(replica_id));
 }
 
+/* Per follower (same slots): parked produces that found it absent and
+ * still wait. */
+static atomic_int replica_absent_waiters[REPLICA_WAKE_SLOTS];
+
+void fetch_replica_absent_hold(int32_t replica_id)
+{
+    atomic_fetch_add(&replica_absent_waiters[wake_slot(replica_id)], 1);
+}
+
+void fetch_replica_absent_release(int32_t replica_id)
+{
+    atomic_fetch_sub(&replica_absent_waiters[wake_slot(replica_id)], 1);
+}
+
+int32_t fetch_replica_wait_ms(int32_t replica_id, int32_t wait_ms)
+{
+    if (atomic_load(&replica_absent_waiters[wake_slot(replica_id)]) > 0 && wait_ms > FETCH_REPLICA_ABSENT_WAIT_MS)
+        return FETCH_REPLICA_ABSENT_WAIT_MS;
+    return wait_ms;
+}
+
 static bool in_list(const int32_t *ids, int32_t n, int32_t id)
 {
     for (int32_t i = 0; i < n; i++)

@@ -49,6 +49,21 @@ uintptr_t fetch_replica_wake_key(int32_t replica_id);
 unsigned fetch_replica_wake_generation(int32_t replica_id);
 void fetch_wake_replica(struct purgatory *fetch_purgatory, int32_t replica_id);
 
+/* The wake above reaches the fetch the follower has parked, but a
+ * follower that has not yet applied the partition's metadata sends its
+ * next fetch without it, and that one would park for
+ * replica.fetch.wait.max.ms with nothing to wake it when the producer has
+ * all its requests parked (5 in flight on a fresh topic). So a produce
+ * that woke absent followers holds them (fetch_replica_absent_hold) until
+ * it is answered or dropped (_release), and while any produce holds a
+ * follower its fetches park at most FETCH_REPLICA_ABSENT_WAIT_MS
+ * (fetch_replica_wait_ms: wait_ms, or that bound): it polls until it
+ * names the partition. Same slots, and same sharing, as the wake. */
+#define FETCH_REPLICA_ABSENT_WAIT_MS 5
+void fetch_replica_absent_hold(int32_t replica_id);
+void fetch_replica_absent_release(int32_t replica_id);
+int32_t fetch_replica_wait_ms(int32_t replica_id, int32_t wait_ms);
+
 /* Counters on /metrics: partitions a follower served to consumers, and
  * partitions the leader sent to a preferred read replica. */
 void fetch_count_follower_read(void);

@@ -33,6 +33,8 @@ struct produce_wait {
 };
 
 /* Owned by the handler until parked, then by the purgatory. */
+#define PRODUCE_MAX_HELD 16
+
 struct produce_op {
     struct delayed_op op; /* first: the purgatory hands us this pointer */
     struct request_context *ctx;
@@ -40,6 +42,9 @@ struct produce_op {
     atomic_bool cancelled;
     int32_t count, cap;
     struct produce_wait *waits;
+    /* Followers this produce found absent and holds (fetch_replica.h). */
+    int32_t held[PRODUCE_MAX_HELD];
+    int32_t held_count;
 };
 
 static int32_t topic_min_insync(const struct metadata_topic *topic, int32_t broker_default)
@@ -209,6 +214,8 @@ static int64_t append_records(struct request_context *ctx, const struct metadata
 static void produce_op_free(struct delayed_op *op)
 {
     struct produce_op *po = (struct produce_op *)op;
+    for (int32_t i = 0; i < po->held_count; i++)
+        fetch_replica_absent_release(po->held[i]);
     for (int32_t i = 0; i < po->count; i++)
         partition_log_close(po->waits[i].log);
     free(po->waits);
@@ -266,6 +273,19 @@ static void produce_cancel(void *arg)
     purgatory_expire_now(po->purgatory, &po->op);
 }
 
+/* Holds follower id for po (once), so its fetches park briefly until po
+ * is answered: it may wake before it has applied the partition. */
+static void hold_absent(struct produce_op *po, int32_t id)
+{
+    for (int32_t i = 0; i < po->held_count; i++)
+        if (po->held[i] == id)
+            return;
+    if (po->held_count == PRODUCE_MAX_HELD)
+        return;
+    po->held[po->held_count++] = id;
+    fetch_replica_absent_hold(id);
+}
+
 /* Parks po until the followers catch up; answers at once when no
  * partition waits. */
 static enum handler_result park(struct request_context *ctx, struct produce_op *po, int32_t timeout_ms)
@@ -295,8 +315,10 @@ static enum handler_result park(struct request_context *ctx, struct produce_op *
         int32_t absent[16];
         int32_t n = replication_absent_followers(ctx->env->replication, po->waits[i].topic, po->waits[i].out->index,
                                                  absent, 16);
-        for (int32_t k = 0; k < n; k++)
+        for (int32_t k = 0; k < n; k++) {
+            hold_absent(po, absent[k]);
             fetch_wake_replica(po->purgatory, absent[k]);
+        }
     }
     /* Appended: the connection's next Produce need not wait for this one's
      * followers (its answer still comes after this one's). */

@@ -17,6 +17,19 @@
 #include "util/logger.h"
 
 #define FETCH_API_KEY 1
+/* The back-off after an answer whose only errors say the leader has yet
+ * to apply what this follower has (fetch_once returns 1), at most
+ * replica.fetch.backoff.ms. */
+#define FETCH_LEADER_BEHIND_BACKOFF_MS 20
+
+/* Partition errors a leader gives while its metadata is behind the
+ * follower's: the topic, the partition or the epoch is new to it, or it
+ * does not lead yet. It applies the same records in milliseconds. */
+static bool leader_behind(int16_t error_code)
+{
+    return error_code == KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION || error_code == KAFKA_ERR_UNKNOWN_TOPIC_ID ||
+           error_code == KAFKA_ERR_NOT_LEADER_OR_FOLLOWER || error_code == KAFKA_ERR_UNKNOWN_LEADER_EPOCH;
+}
 
 /* One partition of a fetch in progress (fetcher thread only). */
 struct fetch_slot {
@@ -310,7 +323,11 @@ static int encode_fetch(struct kafka_writer *w, int16_t version, void *ctx)
     return fetch_request_encode(&req, w, version);
 }
 
-/* One Fetch to the leader for slots[0..n). Returns 0, or -1 to back off. */
+/* One Fetch to the leader for slots[0..n). Returns 0, -1 to back off, or
+ * 1 to back off briefly: every partition that failed did so for
+ * leader_behind (a follower that applied a new topic before its leader,
+ * and fetched it at once, waited replica.fetch.backoff.ms, 1 s, with every
+ * partition it follows from that leader; acks=all produces with it). */
 static int fetch_once(struct fetcher *f, struct fetch_slot *slots, int32_t n)
 {
     struct replication *r = f->r;
@@ -394,6 +411,7 @@ static int fetch_once(struct fetcher *f, struct fetch_slot *slots, int32_t n)
     }
     struct fetch_response *resp = net_client_kept_response(c.kept);
     bool backoff = resp->error_code != KAFKA_ERR_NONE;
+    bool only_behind = !backoff; /* every failed partition failed for leader_behind */
     if (backoff)
         logger_debug("replication", "leader %d refused the fetch: %s", f->leader_id,
                      kafka_error_name(resp->error_code));
@@ -407,8 +425,10 @@ static int fetch_once(struct fetcher *f, struct fetch_slot *slots, int32_t n)
             for (int32_t k = 0; k < n; k++) {
                 int32_t i = (next + k) % n;
                 if (same_partition(&slots[i], tr, pd->partition_index, c.version)) {
-                    if (!apply_partition(f, &slots[i], pd))
+                    if (!apply_partition(f, &slots[i], pd)) {
                         backoff = true;
+                        only_behind = only_behind && leader_behind(pd->error_code);
+                    }
                     next = (i + 1) % n;
                     break;
                 }
@@ -422,7 +442,7 @@ static int fetch_once(struct fetcher *f, struct fetch_slot *slots, int32_t n)
     if (backoff)
         r->stats.fetch_errors++;
     pthread_mutex_unlock(&r->lock);
-    return backoff ? -1 : 0;
+    return !backoff ? 0 : only_behind ? 1 : -1;
 }
 
 /* Under the lock: copies of the partitions assigned to f (their logs
@@ -565,7 +585,11 @@ static void *fetcher_main(void *arg)
         }
         pthread_mutex_lock(&r->lock);
         release_slots(f);
-        if (rc != 0 && !r->stopping)
+        if (rc > 0 && !r->stopping)
+            wait_ms_locked(f, r->opts.fetch_backoff_ms < FETCH_LEADER_BEHIND_BACKOFF_MS
+                                  ? r->opts.fetch_backoff_ms
+                                  : FETCH_LEADER_BEHIND_BACKOFF_MS);
+        else if (rc != 0 && !r->stopping)
             wait_ms_locked(f, r->opts.fetch_backoff_ms);
         else if (quota_wait_ms > 0 && !r->stopping)
             wait_ms_locked(f, quota_wait_ms);

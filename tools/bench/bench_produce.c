@@ -2,7 +2,9 @@
  * times each one from rd_kafka_producev() to its delivery report. With
  * --txn-size the records go in transactions of that many records, and each
  * rd_kafka_commit_transaction() is timed too. With --rate R record i is
- * due i / R seconds after the start and timed from that moment (open loop). */
+ * due i / R seconds after the start and timed from that moment (open loop).
+ * With CAIRN_BENCH_SLOW_MS=M in the environment every record that took M ms
+ * or more is named on stderr (partition, offset, when it was due). */
 #include "bench.h"
 #include "bench_histogram.h"
 #include "bench_report.h"
@@ -35,6 +37,8 @@ struct produce_state {
     struct timeline_point *timeline; /* --timeline: each delivered record's due and ack times */
     size_t timeline_count;
     size_t timeline_cap;
+    uint64_t slow_us;                /* CAIRN_BENCH_SLOW_MS: records this slow go to stderr */
+    uint64_t first_due_us;
 };
 
 struct timeline_point {
@@ -94,6 +98,10 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opa
     }
     uint64_t sent = (uint64_t)(uintptr_t)msg->_private;
     uint64_t latency = now > sent ? now - sent : 0;
+    if (st->slow_us > 0 && latency >= st->slow_us)
+        fprintf(stderr, "slow record: partition %d offset %lld due %.3f s after the first, %.3f ms\n",
+                (int)msg->partition, (long long)msg->offset, (double)(sent - st->first_due_us) / 1e6,
+                (double)latency / 1e3);
     bench_histogram_record(&st->latency, latency);
     st->latency_sum_us += (double)latency;
     st->delivered++;
@@ -258,6 +266,7 @@ static uint64_t send_at_rate(rd_kafka_t *rk, const struct bench_options *opts, s
     rd_kafka_queue_io_event_enable(main_queue, fds[1], "1", 1);
 
     uint64_t sent = 0;
+    st->first_due_us = start;
     for (long long i = 0; i < opts->records; i++) {
         uint64_t due = bench_schedule_due_us(start, (uint64_t)i, (uint64_t)opts->rate);
         wait_until(rk, fds[0], due);
@@ -310,6 +319,9 @@ int bench_run_produce(const struct bench_options *opts)
     bench_histogram_init(&st->latency);
     bench_histogram_init(&st->commit_latency);
     bench_histogram_init(&st->send_lag);
+    const char *slow = getenv("CAIRN_BENCH_SLOW_MS");
+    st->slow_us = slow ? (uint64_t)(strtod(slow, NULL) * 1000.0) : 0;
+    st->first_due_us = bench_now_us();
     fill_payload(payload, (size_t)opts->record_size);
 
     rd_kafka_t *rk = create_producer(opts, st, err, sizeof(err));
