@@ -85,8 +85,7 @@ int64_t handler_high_watermark(struct partition_log *log)
     return partition_log_high_watermark(log);
 }
 
-/* "127.0.0.1:53422" or "[::1]:53422" -> host and port. */
-static void split_peer(const char *peer, char *host, size_t hostlen, uint16_t *port)
+void handler_split_peer(const char *peer, char *host, size_t hostlen, uint16_t *port)
 {
     const char *colon = strrchr(peer, ':');
     size_t len = colon ? (size_t)(colon - peer) : strlen(peer);
@@ -107,7 +106,7 @@ const struct cairn_request_info *handler_request_info(struct request_context *ct
     ctx->principal.struct_size = sizeof ctx->principal;
     ctx->principal.type = ctx->net->principal_type ? ctx->net->principal_type : "User";
     ctx->principal.name = ctx->net->principal_name ? ctx->net->principal_name : "ANONYMOUS";
-    split_peer(ctx->net->peer, ctx->client_host, sizeof ctx->client_host, &info->client_port);
+    handler_split_peer(ctx->net->peer, ctx->client_host, sizeof ctx->client_host, &info->client_port);
     info->connection_id = ctx->net->connection_id;
     info->principal = &ctx->principal;
     info->client_host = ctx->client_host;

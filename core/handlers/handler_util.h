@@ -129,4 +129,8 @@ struct metadata_config_kv;
 int16_t handler_check_remote_storage(const struct request_context *ctx, const struct metadata_config_kv *kvs,
                                      int32_t count, char *msg, size_t msglen);
 
+/* "127.0.0.1:53422" or "[::1]:53422" -> host (into host, hostlen bytes)
+ * and port (0 without one). */
+void handler_split_peer(const char *peer, char *host, size_t hostlen, uint16_t *port);
+
 #endif

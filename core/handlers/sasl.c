@@ -103,20 +103,6 @@ static void audit_refused_connection(struct plugin_host *host, struct sasl_conn 
         plugin_host_audit_authentication(host, &copy, st ? st->mechanism : "", false, reason);
 }
 
-/* host:port of "1.2.3.4:5" or "[::1]:5" into its parts. */
-static void split_peer(const char *peer, char *host, size_t hostlen, uint16_t *port)
-{
-    const char *colon = strrchr(peer, ':');
-    size_t len = colon ? (size_t)(colon - peer) : strlen(peer);
-    const char *start = peer;
-    if (len >= 2 && peer[0] == '[' && peer[len - 1] == ']') {
-        start++;
-        len -= 2;
-    }
-    snprintf(host, hostlen, "%.*s", (int)len, start);
-    *port = colon ? (uint16_t)strtoul(colon + 1, NULL, 10) : 0;
-}
-
 /* audit_refused_connection for a connection known only by its network
  * fields (no request decoded: no client id, api_key -1). */
 static void audit_refused_peer(struct plugin_host *host, struct sasl_conn *st, uint64_t connection_id, const char *peer,
@@ -135,7 +121,7 @@ static void audit_refused_peer(struct plugin_host *host, struct sasl_conn *st, u
                                       .security_protocol = net_security_protocol_name(security_protocol),
                                       .api_key = -1,
                                       .api_version = -1};
-    split_peer(peer, client_host, sizeof client_host, &info.client_port);
+    handler_split_peer(peer, client_host, sizeof client_host, &info.client_port);
     audit_refused_connection(host, st, &info, reason);
 }
 

@@ -37,7 +37,7 @@ struct produce_state {
     struct timeline_point *timeline; /* --timeline: each delivered record's due and ack times */
     size_t timeline_count;
     size_t timeline_cap;
-    uint64_t slow_us;                /* CAIRN_BENCH_SLOW_MS: records this slow go to stderr */
+    uint64_t slow_us; /* CAIRN_BENCH_SLOW_MS: records this slow go to stderr */
     uint64_t first_due_us;
 };
 
