@@ -290,6 +290,27 @@ static void send_bare(int fd, const char *token, unsigned len)
         assert_int_equal(raw_send_all(fd, token, len), 0);
 }
 
+/* Cyrus's client for callbacks (which must outlive it) and a connection
+ * to the SASL listener that chose GSSAPI with SaslHandshake of version. */
+static sasl_conn_t *gssapi_client_after_handshake(struct gssapi_it *t, sasl_callback_t *callbacks, int16_t version,
+                                                  struct raw_session *s)
+{
+    assert_int_equal(sasl_client_init(NULL), SASL_OK);
+    sasl_conn_t *conn = NULL;
+    assert_int_equal(sasl_client_new("kafka", "localhost", NULL, NULL, callbacks, 0, &conn), SASL_OK);
+    *s = (struct raw_session){raw_connect(t->sasl_port, 10000), 0};
+    assert_true(s->fd >= 0);
+    struct raw_writer w;
+    struct raw_reader r;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 17, version, ++s->correlation, "gssapi-it");
+    raw_put_string(&w, "GSSAPI");
+    uint8_t *frame = raw_session_roundtrip(s, &w, &r, false);
+    assert_int_equal(raw_get_i16(&r), 0);
+    free(frame);
+    return conn;
+}
+
 /* GSSAPI after SaslHandshake v0 with Cyrus's client and the ticket kinit
  * put in the cache: every token goes bare, several round trips, then
  * Metadata is answered on the authenticated connection. */
@@ -303,20 +324,9 @@ static void gssapi_over_handshake_v0(struct gssapi_it *t)
         {SASL_CB_AUTHNAME, (int (*)(void))(void (*)(void))empty_authzid, NULL},
         {SASL_CB_LIST_END, NULL, NULL},
     };
-    assert_int_equal(sasl_client_init(NULL), SASL_OK);
-    sasl_conn_t *conn = NULL;
-    assert_int_equal(sasl_client_new("kafka", "localhost", NULL, NULL, callbacks, 0, &conn), SASL_OK);
-
-    struct raw_session s = {raw_connect(t->sasl_port, 10000), 0};
-    assert_true(s.fd >= 0);
-    struct raw_writer w;
-    struct raw_reader r;
-    raw_writer_init(&w);
-    raw_frame_begin(&w, 17, 0, ++s.correlation, "gssapi-it");
-    raw_put_string(&w, "GSSAPI");
-    uint8_t *frame = raw_session_roundtrip(&s, &w, &r, false);
-    assert_int_equal(raw_get_i16(&r), 0);
-    free(frame);
+    struct raw_session s;
+    sasl_conn_t *conn = gssapi_client_after_handshake(t, callbacks, 0, &s);
+    uint8_t *frame = NULL;
 
     const char *out = NULL, *mech = NULL;
     unsigned out_len = 0;
@@ -347,6 +357,8 @@ static void gssapi_over_handshake_v0(struct gssapi_it *t)
     sasl_client_done(); /* frees the GSSAPI mechanism's credentials too */
 
     /* Metadata v1 with no topics: answered only on an authenticated connection. */
+    struct raw_writer w;
+    struct raw_reader r;
     raw_writer_init(&w);
     raw_frame_begin(&w, 3, 1, ++s.correlation, "gssapi-it");
     raw_put_i32(&w, 0);
@@ -370,20 +382,9 @@ static void gssapi_refused_login(struct gssapi_it *t, const char *principal, con
         {SASL_CB_AUTHNAME, (int (*)(void))(void (*)(void))empty_authzid, NULL},
         {SASL_CB_LIST_END, NULL, NULL},
     };
-    assert_int_equal(sasl_client_init(NULL), SASL_OK);
-    sasl_conn_t *conn = NULL;
-    assert_int_equal(sasl_client_new("kafka", "localhost", NULL, NULL, callbacks, 0, &conn), SASL_OK);
-
-    struct raw_session s = {raw_connect(t->sasl_port, 10000), 0};
-    assert_true(s.fd >= 0);
-    struct raw_writer w;
-    struct raw_reader r;
-    raw_writer_init(&w);
-    raw_frame_begin(&w, 17, 0, ++s.correlation, "gssapi-it");
-    raw_put_string(&w, "GSSAPI");
-    uint8_t *frame = raw_session_roundtrip(&s, &w, &r, false);
-    assert_int_equal(raw_get_i16(&r), 0);
-    free(frame);
+    struct raw_session s;
+    sasl_conn_t *conn = gssapi_client_after_handshake(t, callbacks, 0, &s);
+    uint8_t *frame = NULL;
 
     const char *out = NULL, *mech = NULL;
     unsigned out_len = 0;
@@ -425,19 +426,8 @@ static void gssapi_without_ticket(struct gssapi_it *t)
         {SASL_CB_AUTHNAME, (int (*)(void))(void (*)(void))empty_authzid, NULL},
         {SASL_CB_LIST_END, NULL, NULL},
     };
-    assert_int_equal(sasl_client_init(NULL), SASL_OK);
-    sasl_conn_t *conn = NULL;
-    assert_int_equal(sasl_client_new("kafka", "localhost", NULL, NULL, callbacks, 0, &conn), SASL_OK);
-    struct raw_session s = {raw_connect(t->sasl_port, 10000), 0};
-    assert_true(s.fd >= 0);
-    struct raw_writer w;
-    struct raw_reader r;
-    raw_writer_init(&w);
-    raw_frame_begin(&w, 17, 1, ++s.correlation, "gssapi-it");
-    raw_put_string(&w, "GSSAPI");
-    uint8_t *frame = raw_session_roundtrip(&s, &w, &r, false);
-    assert_int_equal(raw_get_i16(&r), 0);
-    free(frame);
+    struct raw_session s;
+    sasl_conn_t *conn = gssapi_client_after_handshake(t, callbacks, 1, &s);
     const char *out = NULL, *mech = NULL;
     unsigned out_len = 0;
     int rc = sasl_client_start(conn, "GSSAPI", NULL, &out, &out_len, &mech);
