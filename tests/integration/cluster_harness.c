@@ -241,6 +241,19 @@ int16_t create_topic(struct cluster *c, int node, const char *name, int partitio
     return create_topic_rf(c, node, name, partitions, 1);
 }
 
+void create_topic_until_taken(struct cluster *c, struct create_topics_request_creatable_topic *topic)
+{
+    long long deadline = harness_now_ms() + 60000;
+    for (int node = 1;; node = node % N + 1) {
+        int16_t err = create_one_topic(c, node, topic);
+        if (err == KAFKA_ERR_NONE || err == KAFKA_ERR_TOPIC_ALREADY_EXISTS)
+            return;
+        if (harness_now_ms() > deadline)
+            fail_msg("CreateTopics %.*s: error %d", (int)topic->name.len, topic->name.data, (int)err);
+        usleep(200 * 1000);
+    }
+}
+
 void create_topic_min_isr(struct cluster *c, const char *name, int16_t rf, const char *min_isr)
 {
     struct create_topics_request_creatable_topic_config cfg = {kafka_str_from_cstr("min.insync.replicas"),
@@ -252,15 +265,7 @@ void create_topic_min_isr(struct cluster *c, const char *name, int16_t rf, const
     t.replication_factor = rf;
     t.configs = &cfg;
     t.configs_count = 1;
-    long long deadline = harness_now_ms() + 60000;
-    for (int node = 1;; node = node % N + 1) {
-        int16_t err = create_one_topic(c, node, &t);
-        if (err == KAFKA_ERR_NONE || err == KAFKA_ERR_TOPIC_ALREADY_EXISTS)
-            return;
-        if (harness_now_ms() > deadline)
-            fail_msg("CreateTopics %s: error %d", name, (int)err);
-        usleep(200 * 1000);
-    }
+    create_topic_until_taken(c, &t);
 }
 
 void cluster_start(struct cluster *c, const struct cluster_options *o)

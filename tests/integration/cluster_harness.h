@@ -124,9 +124,12 @@ int16_t create_topic(struct cluster *c, int node, const char *name, int partitio
 /* CreateTopics of the one topic at node: its error, -1 when unanswered. */
 int16_t create_one_topic(struct cluster *c, int node, struct create_topics_request_creatable_topic *topic);
 
-/* CreateTopics of name (one partition, rf replicas, the topic config
- * min.insync.replicas = min_isr), retried at each node in turn until a
- * controller takes it (or it exists); fails the test after 60 s. */
+/* CreateTopics of topic, retried at each node in turn until a controller
+ * takes it (or it exists); fails the test after 60 s. */
+void create_topic_until_taken(struct cluster *c, struct create_topics_request_creatable_topic *topic);
+
+/* The same for name (one partition, rf replicas, the topic config
+ * min.insync.replicas = min_isr). */
 void create_topic_min_isr(struct cluster *c, const char *name, int16_t rf, const char *min_isr);
 
 /* The controller every live node names, once they agree and it is not

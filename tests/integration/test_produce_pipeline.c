@@ -85,15 +85,7 @@ static void create_rf3_topic(struct cluster *c, const char *name, int32_t partit
     t.name = kafka_str_from_cstr(name);
     t.num_partitions = partitions;
     t.replication_factor = 3;
-    long long deadline = harness_now_ms() + 60000;
-    for (int node = 1;; node = node % N + 1) {
-        int16_t err = create_one_topic(c, node, &t);
-        if (err == KAFKA_ERR_NONE || err == KAFKA_ERR_TOPIC_ALREADY_EXISTS)
-            return;
-        if (harness_now_ms() > deadline)
-            fail_msg("CreateTopics %s: error %d", name, (int)err);
-        usleep(200 * 1000);
-    }
+    create_topic_until_taken(c, &t);
 }
 
 static struct partition_view wait_topic_isr(struct cluster *c, int node, const char *topic, int isr_count)
