@@ -41,6 +41,13 @@ char *handler_arena_cstr(struct request_context *ctx, struct kafka_str s, bool *
 int16_t handler_mutation_quota(struct request_context *ctx, int32_t partitions, int16_t strict_from,
                                struct kafka_str *message);
 
+/* Kafka's bound on the partitions one request may add (CreateTopics,
+ * CreatePartitions, and the topics one Metadata request auto-creates),
+ * whatever its topic count: every partition is a log directory made while
+ * the request holds the metadata store, so a few hostile requests could
+ * otherwise stall the broker for minutes. */
+#define HANDLER_MAX_PARTITIONS_PER_REQUEST 10000
+
 /* Creates a topic with the broker defaults (auto.create.topics.enable path). */
 int16_t handler_auto_create_topic(struct request_context *ctx, const char *name);
 

@@ -144,9 +144,16 @@ enum handler_result handle_metadata(struct request_context *ctx, void *request, 
         }
     }
 
-    /* Create what is missing first, then answer from one image. */
+    /* Create what is missing first, then answer from one image. Auto-
+     * creation is bounded as CreateTopics is: at most 10,000 new partitions
+     * per request, and each topic asks the controller mutation quota
+     * (KIP-599) first. Kafka records that quota permissively here; Cairn
+     * refuses a topic once the client is over it (answered unknown, with
+     * the throttle), so a client cannot create topics faster than its
+     * quota by asking Metadata instead of CreateTopics. */
     if (!all_topics && allow_create) {
         bool created = false;
+        int64_t new_partitions = 0;
         for (int32_t i = 0; i < req->topics_count; i++) {
             struct kafka_str name = req->topics[i].name;
             if (name.len <= 0 || (describable && !describable[i]))
@@ -162,6 +169,14 @@ enum handler_result handle_metadata(struct request_context *ctx, void *request, 
                                             false) &&
                 !handler_authorize_resource(ctx, CAIRN_OP_CREATE, CAIRN_RESOURCE_TOPIC, topic, true))
                 continue;
+            if (handler_topic_name_error(name) != KAFKA_ERR_NONE)
+                continue; /* answered INVALID_TOPIC_EXCEPTION below, at no quota cost */
+            new_partitions += env->default_num_partitions;
+            if (new_partitions > HANDLER_MAX_PARTITIONS_PER_REQUEST)
+                break;
+            struct kafka_str quota_message;
+            if (handler_mutation_quota(ctx, env->default_num_partitions, 0, &quota_message) != KAFKA_ERR_NONE)
+                break;
             if (handler_auto_create_topic(ctx, topic) == KAFKA_ERR_NONE)
                 created = true;
         }

@@ -255,11 +255,7 @@ static void create_one(struct request_context *ctx, bool validate_only, int32_t 
     }
 }
 
-/* Kafka's bound on the partitions one CreateTopics or CreatePartitions
- * request may add, whatever its topic count: every partition is a log
- * directory made while the request holds the metadata store, so a few
- * hostile requests could otherwise stall the broker for minutes. */
-#define MAX_PARTITIONS_PER_REQUEST 10000
+#define MAX_PARTITIONS_PER_REQUEST HANDLER_MAX_PARTITIONS_PER_REQUEST
 #define TOO_MANY_PARTITIONS_MESSAGE "Excessively large number of partitions per request."
 
 static bool create_topics_too_large(struct request_context *ctx, const struct create_topics_request *req)

@@ -314,13 +314,23 @@ static void test_alter_and_describe_every_version(void **state)
 /* cairnd with the quota plugin and no configured entries: only what
  * AlterClientQuotas sets. Two one-second windows, so a rate follows a
  * change within seconds. */
-static void start_with_quota_plugin(struct test_broker *b)
+/* extra: one more broker key, or NULL. */
+static void start_with_quota_plugin_and(struct test_broker *b, const char *extra)
 {
     char plugin_path[600];
     snprintf(plugin_path, sizeof plugin_path, "plugin.path=%s", CAIRN_PLUGIN_DIR);
-    const char *overrides[] = {plugin_path, "plugins=quota", "plugin.quota.quota.window.num=2",
-                               "plugin.quota.quota.window.size.seconds=1", NULL};
+    const char *overrides[] = {plugin_path,
+                               "plugins=quota",
+                               "plugin.quota.quota.window.num=2",
+                               "plugin.quota.quota.window.size.seconds=1",
+                               extra,
+                               NULL};
     broker_start(b, overrides);
+}
+
+static void start_with_quota_plugin(struct test_broker *b)
+{
+    start_with_quota_plugin_and(b, NULL);
 }
 
 /* ---- a quota set and removed under a running producer ---- */
@@ -535,12 +545,125 @@ static void test_controller_mutation_rate(void **state)
     broker_mark_passed(b);
 }
 
+/* ---- Metadata auto-creation under the same quota and cap ---- */
+
+struct auto_create_answer {
+    int32_t throttle_ms;
+    int created;    /* topics answered with partitions */
+    int unknown;    /* topics answered UNKNOWN_TOPIC_OR_PARTITION */
+    int first_made; /* index of the first topic answered with partitions, -1 none */
+};
+
+/* Metadata v4 naming count topics "<prefix>-<i>", auto-creation allowed. */
+static struct auto_create_answer metadata_auto_create(int port, const char *client_id, const char *prefix, int count)
+{
+    int32_t corr = next_correlation++;
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin_as(&w, 3, 4, false, corr, client_id);
+    raw_put_i32(&w, count);
+    for (int i = 0; i < count; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s-%d", prefix, i);
+        raw_put_string(&w, name);
+    }
+    raw_put_i8(&w, 1); /* allow_auto_topic_creation */
+    uint8_t *frame = NULL;
+    struct raw_reader r;
+    assert_int_equal(raw_exchange(port, &w, corr, false, 30000, &frame, &r), 0);
+    struct auto_create_answer a = {.first_made = -1};
+    a.throttle_ms = raw_get_i32(&r);
+    int brokers = raw_get_i32(&r);
+    for (int i = 0; i < brokers; i++) {
+        raw_get_i32(&r);
+        raw_skip_string(&r);
+        raw_get_i32(&r);
+        raw_skip_string(&r); /* rack */
+    }
+    raw_skip_string(&r); /* cluster id */
+    raw_get_i32(&r);     /* controller id */
+    assert_int_equal(raw_get_i32(&r), count);
+    for (int i = 0; i < count; i++) {
+        int16_t error = raw_get_i16(&r);
+        char name[64], want[64];
+        get_str(&r, false, name, sizeof name);
+        snprintf(want, sizeof want, "%s-%d", prefix, i);
+        assert_string_equal(name, want);
+        raw_get_i8(&r); /* is_internal */
+        int partitions = raw_get_i32(&r);
+        for (int p = 0; p < partitions; p++) {
+            raw_skip(&r, 2 + 4 + 4);
+            raw_skip(&r, 4 * (size_t)raw_get_i32(&r)); /* replicas */
+            raw_skip(&r, 4 * (size_t)raw_get_i32(&r)); /* isr */
+        }
+        if (error == 3) {
+            a.unknown++;
+        } else if (partitions > 0) {
+            if (a.first_made < 0)
+                a.first_made = i;
+            a.created++;
+        }
+    }
+    assert_false(r.overflow);
+    free(frame);
+    return a;
+}
+
+/* Auto-created topics ask the controller mutation quota as CreateTopics
+ * does: a client over its controller_mutation_rate gets no more topics
+ * from Metadata (answered unknown, with the throttle), while another
+ * client id creates freely. */
+static void test_auto_create_counts_against_mutation_rate(void **state)
+{
+    struct test_broker *b = *state;
+    start_with_quota_plugin(b);
+    int port = broker_port(b);
+    struct alter_entry set = {{"client-id", NULL}, {"autocreator", NULL}, "controller_mutation_rate", 2, false};
+    struct alter_result res;
+    alter(port, 1, &set, 1, false, &res);
+    assert_int_equal(res.error, ERR_NONE);
+
+    struct auto_create_answer a = metadata_auto_create(port, "autocreator", "ac", 40);
+    assert_int_equal(a.first_made, 0); /* within quota before the first: made */
+    assert_true(a.created < 40);
+    assert_int_equal(a.created + a.unknown, 40);
+    assert_true(a.throttle_ms > 0);
+    /* While over, the next request makes nothing. */
+    struct auto_create_answer again = metadata_auto_create(port, "autocreator", "ac-again", 5);
+    assert_int_equal(again.created, 0);
+    assert_true(again.throttle_ms > 0);
+    /* Another client id has no quota. */
+    struct auto_create_answer other = metadata_auto_create(port, "other", "ac-other", 5);
+    assert_int_equal(other.created, 5);
+    assert_int_equal(other.throttle_ms, 0);
+    broker_stop(b);
+    broker_mark_passed(b);
+}
+
+/* One Metadata request auto-creates at most 10,000 partitions, as one
+ * CreateTopics may: with num.partitions=4000 the third topic is not made. */
+static void test_auto_create_partitions_per_request_cap(void **state)
+{
+    struct test_broker *b = *state;
+    start_with_quota_plugin_and(b, "num.partitions=4000");
+    struct auto_create_answer a = metadata_auto_create(broker_port(b), "capped", "cap", 3);
+    assert_int_equal(a.created, 2);
+    assert_int_equal(a.unknown, 1);
+    assert_int_equal(a.throttle_ms, 0);
+    broker_stop(b);
+    broker_mark_passed(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_alter_and_describe_every_version, broker_slot_setup, broker_slot_teardown),
         cmocka_unit_test_setup_teardown(test_runtime_quota_throttles_producer, broker_slot_setup, broker_slot_teardown),
         cmocka_unit_test_setup_teardown(test_controller_mutation_rate, broker_slot_setup, broker_slot_teardown),
+        cmocka_unit_test_setup_teardown(test_auto_create_counts_against_mutation_rate, broker_slot_setup,
+                                        broker_slot_teardown),
+        cmocka_unit_test_setup_teardown(test_auto_create_partitions_per_request_cap, broker_slot_setup,
+                                        broker_slot_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
