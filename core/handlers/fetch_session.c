@@ -363,7 +363,7 @@ struct fetch_session {
     int32_t id;
     bool privileged; /* a follower's (Kafka's privileged sessions) */
     int refs;        /* the cache's, plus one per fetch using it */
-    int64_t last_used_ms;
+    int64_t created_ms, last_used_ms;
     bool in_use;   /* has served an incremental fetch */
     bool in_table; /* charged to the cache's byte total */
     int64_t bytes; /* charged for the session and its set */
@@ -491,10 +491,12 @@ static void remove_session_locked(struct fetch_session_cache *c, struct fetch_se
         }
 }
 
-/* A session's worth as Kafka's EvictableKey sees it (privileged, size, id),
- * with one Cairn rank between: a session that has served incremental
- * fetches is worth more than any that has not, so a client opening wide
- * sessions it never uses cannot push out consumers that use theirs. */
+/* A session's worth as Kafka's EvictableKey sees it (privileged, size, id;
+ * a newcomer's id is 0, so it loses ties), with one Cairn rank between: a
+ * session that has served incremental fetches is worth more than any that
+ * has not, so a client opening wide sessions it never uses cannot push out
+ * an older consumer session that is in use. Size is in bytes, not
+ * partitions, as the budget is. */
 struct session_key {
     bool privileged, in_use;
     int64_t bytes;
@@ -536,11 +538,12 @@ static int victim_cmp(const void *pa, const void *pb)
 }
 
 /* Makes room for a session of key's size in slots and bytes, following
- * Kafka's FetchSessionCache.tryEvict: stale sessions (unused for stale_ms)
- * go first; then the least worth, if worth no more than the new one (a
- * privileged session may evict any, another only unprivileged ones).
- * Unlike Kafka, several may go to free the bytes; none goes unless the
- * room can be made. `keep` is never evicted. Caller holds the lock. */
+ * Kafka's FetchSessionCacheShard.tryEvict: a stale session (unused for
+ * stale_ms) goes first, whoever asks; then the least worth, if worth no
+ * more than the newcomer and evictable by it: by anyone when created over
+ * stale_ms ago, by a privileged newcomer also when unprivileged. Unlike
+ * Kafka, several may go to free the bytes, and none goes unless the room
+ * can be made. `keep` is never evicted. Caller holds the lock. */
 static bool make_room_locked(struct fetch_session_cache *c, const struct session_key *key, int64_t need,
                              const struct fetch_session *keep, int32_t extra_slots)
 {
@@ -559,7 +562,9 @@ static bool make_room_locked(struct fetch_session_cache *c, const struct session
         if (s == keep)
             continue;
         struct victim cand = {s, now - s->last_used_ms > l->stale_ms, key_of(s), s->last_used_ms};
-        if (cand.stale || ((key->privileged || !s->privileged) && key_cmp(&cand.key, key) <= 0))
+        bool settled = now - s->created_ms > l->stale_ms;
+        bool evictable = settled || (key->privileged && !s->privileged);
+        if (cand.stale || (evictable && key_cmp(&cand.key, key) <= 0))
             v[n++] = cand;
     }
     qsort(v, (size_t)n, sizeof *v, victim_cmp);
@@ -592,11 +597,11 @@ static int32_t session_publish(struct fetch_session_cache *c, struct fetch_sessi
         if (find_slot(c, id) >= 0)
             id = 0;
     }
-    struct session_key key = {s->privileged, false, bytes, id};
+    struct session_key key = {s->privileged, false, bytes, 0};
     if (id != 0 && make_room_locked(c, &key, bytes, NULL, 1)) {
         s->id = id;
         s->refs = 1;
-        s->last_used_ms = clock_mono_ms();
+        s->created_ms = s->last_used_ms = clock_mono_ms();
         s->bytes = bytes;
         s->in_table = true;
         c->sessions[c->count++] = s;

@@ -165,19 +165,29 @@ static int16_t poll_session(struct fetch_session_cache *c, int32_t id, int32_t e
     return err;
 }
 
-/* Kafka's FetchSessionCache.tryEvict with Cairn's one added rank: a full
- * cache lets a new session evict the least valuable one only if that is
- * worth no more than the new one (privileged, then used incrementally,
- * then size); a privileged session may evict any unprivileged one. */
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* Kafka's FetchSessionCacheShard.tryEvict with Cairn's one added rank: a
+ * full cache lets a newcomer evict a session created over the stale time
+ * ago if worth no more (privileged, then used incrementally, then size);
+ * a privileged newcomer may also evict any unprivileged session. */
 static void test_full_cache_evicts_by_kafka_rules(void **state)
 {
     (void)state;
-    struct fetch_session_cache *c = cache_of_slots(2);
+    struct fetch_session_cache *c = cache(2, INT64_MAX / 2, 300);
     int32_t used = open_n(c, false, "a", 1);
     int32_t idle = open_n(c, false, "a", 1);
     assert_true(used > 0 && idle > 0);
+    /* Recently created sessions are safe from unprivileged newcomers. */
+    assert_int_equal(open_n(c, false, "b", 40), 0);
+    sleep_ms(400);
     assert_int_equal(poll_session(c, used, 1, NULL), KAFKA_ERR_NONE);
-    /* A larger new session evicts the idle one, not the one in use. */
+    fetch_session_record_sent(c, idle, NULL, 0); /* used, not stale */
+    /* A larger newcomer evicts the older idle one, not the one in use. */
     int32_t wide = open_n(c, false, "b", 40);
     assert_true(wide > 0);
     assert_int_equal(poll_session(c, idle, 1, NULL), KAFKA_ERR_FETCH_SESSION_ID_NOT_FOUND);
@@ -199,8 +209,7 @@ static void test_stale_session_evicted_first(void **state)
     int32_t old = open_n(c, false, "a", 8);
     assert_int_equal(poll_session(c, old, 1, NULL), KAFKA_ERR_NONE);
     assert_int_equal(open_n(c, false, "b", 1), 0); /* not stale yet */
-    struct timespec ts = {0, 400 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+    sleep_ms(400);
     assert_true(open_n(c, false, "b", 1) > 0);
     assert_int_equal(poll_session(c, old, 2, NULL), KAFKA_ERR_FETCH_SESSION_ID_NOT_FOUND);
     fetch_session_cache_destroy(c);
