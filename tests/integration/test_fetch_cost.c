@@ -338,6 +338,77 @@ static void test_parked_fetches_of_closed_connections_are_freed(void **state)
     broker_cleanup(&b);
 }
 
+#define FLOOD_SESSIONS 400
+#define FLOOD_PARTITIONS 4000
+/* 64 MiB of sessions (the default budget) plus what serving one request
+ * and the allocator's slack add; the flood cached whole took 530 MiB. */
+#define FLOOD_MAX_GROWTH_KIB (128 * 1024)
+
+/* An incremental Fetch of nothing new on a session; its answer. */
+static void poll_session(int port, int32_t correlation_id, int32_t session_id, int32_t epoch, struct fetch_answer *out)
+{
+    struct raw_writer w;
+    put_fetch_v7(&w, correlation_id, 0, 0, session_id, epoch, NULL, 0);
+    fetch_exchange(port, &w, correlation_id, out);
+}
+
+/* Issue 20's hostile client: hundreds of new sessions, each naming 4,000
+ * partitions of two unknown topics (A, B, A, B), never used again. Every
+ * session was cached (1000 slots, ~350 bytes a partition: 530 MiB here,
+ * 2.8 GiB with 8,000-partition requests); now the sessions share their
+ * topics and stay within max.incremental.fetch.session.cache.bytes, later
+ * newcomers are answered in full with session id 0, and a consumer's
+ * session opened before the flood keeps answering incrementally. */
+static void test_wide_sessions_stay_within_budget(void **state)
+{
+    struct test_broker *b = *state;
+    int port = broker_port(b);
+    const char *topic = "well-behaved";
+    rk_create_topic(broker_bootstrap(b), topic, 1, NULL);
+    struct raw_fetch_part good = {topic, 0, 0};
+    struct raw_writer w;
+    struct fetch_answer ans;
+    put_fetch_v7(&w, 60, 0, 0, 0, 0, &good, 1);
+    fetch_exchange(port, &w, 60, &ans);
+    int32_t good_id = ans.session_id;
+    assert_true(good_id != 0);
+    int32_t epoch = 1;
+    poll_session(port, 61, good_id, epoch++, &ans);
+    assert_int_equal(ans.error_code, 0);
+
+    struct raw_fetch_part *parts = calloc(FLOOD_PARTITIONS, sizeof *parts);
+    assert_non_null(parts);
+    for (int i = 0; i < FLOOD_PARTITIONS; i++) {
+        parts[i].topic = i % 2 ? "flood-b" : "flood-a";
+        parts[i].partition = i / 2;
+    }
+    long before = vm_hwm_kib(broker_pid(b));
+    long long start = harness_now_ms();
+    int uncached = 0;
+    for (int i = 0; i < FLOOD_SESSIONS; i++) {
+        put_fetch_v7(&w, 100 + i, 0, 0, 0, 0, parts, FLOOD_PARTITIONS);
+        fetch_exchange(port, &w, 100 + i, &ans);
+        assert_int_equal(ans.error_code, 0);
+        assert_int_equal(ans.partitions, FLOOD_PARTITIONS);
+        uncached += ans.session_id == 0;
+        if (i % 50 == 49) {
+            poll_session(port, 62, good_id, epoch++, &ans);
+            assert_int_equal(ans.error_code, 0);
+            assert_int_equal(ans.session_id, good_id);
+        }
+    }
+    long after = vm_hwm_kib(broker_pid(b));
+    fprintf(stderr,
+            "[fetch-cost] %d sessions x %d partitions in %lld ms: %d not cached; broker VmHWM %ld -> %ld KiB "
+            "(+%ld)\n",
+            FLOOD_SESSIONS, FLOOD_PARTITIONS, harness_now_ms() - start, uncached, before, after, after - before);
+    free(parts);
+    assert_true(uncached > 0);
+    if (after - before > FLOOD_MAX_GROWTH_KIB)
+        fail_msg("%d wide sessions raised the broker's peak memory by %ld KiB", FLOOD_SESSIONS, after - before);
+    broker_mark_passed(b);
+}
+
 static int setup(void **state)
 {
     static struct test_broker b;
@@ -360,6 +431,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_duplicate_fetch_partitions_collapse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicate_list_offsets_partitions_refused, setup, teardown),
         cmocka_unit_test(test_parked_fetches_of_closed_connections_are_freed),
+        cmocka_unit_test_setup_teardown(test_wide_sessions_stay_within_budget, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
