@@ -48,27 +48,28 @@ struct fetch_op {
     unsigned wake_generation;
 };
 
+/* Ordered for packing: one is kept per partition while a fetch is read. */
 struct partition_answer {
-    int16_t error_code;
+    struct kafka_records records;
     int64_t high_watermark;
     int64_t last_stable_offset;
     int64_t log_start_offset;
-    struct kafka_records records;
-    /* read_committed: aborted transactions overlapping the records (heap). */
-    struct fetch_response_aborted_transaction *aborted;
-    int32_t aborted_count, aborted_cap;
-    bool aborted_failed;
-    bool remote_pending; /* its records are on their way from the remote store */
     /* A follower whose log diverged from the leader's (KIP-320): the
      * largest epoch both may share and where it ends here. */
-    bool diverging;
-    int32_t diverging_epoch;
     int64_t diverging_end_offset;
+    /* read_committed: aborted transactions overlapping the records (heap). */
+    struct fetch_response_aborted_transaction *aborted;
+    int32_t diverging_epoch;
+    int32_t aborted_count, aborted_cap;
+    int32_t preferred_read_replica; /* -1: none; else no records, the consumer goes there */
+    int16_t error_code;
+    bool aborted_failed;
+    bool remote_pending; /* its records are on their way from the remote store */
+    bool diverging;
     /* A follower's answer leader.replication.throttled.rate limits: its
      * bytes count against the rate (empty while it is exceeded). */
     bool leader_throttled;
-    int32_t preferred_read_replica; /* -1: none; else no records, the consumer goes there */
-    bool follower_read;             /* served by this broker as a follower */
+    bool follower_read; /* served by this broker as a follower */
 };
 
 static void add_aborted(void *arg, int64_t producer_id, int64_t first_offset)
@@ -328,7 +329,8 @@ static int fill_response(struct fetch_op *f, struct partition_answer *answers)
         int32_t count = topic_run(f, answers, i, &end);
         const struct fetch_partition_state *first = &f->plan.partitions[i];
         struct fetch_response_fetchable_topic_response *cur = &resp->responses[t++];
-        cur->topic = kafka_arena_strdup(&ctx->arena, first->topic->name);
+        /* Borrowed: the plan holds the topic until after the response is encoded. */
+        cur->topic = (struct kafka_str){first->topic->name, first->topic->name_len};
         cur->topic_id = first->topic->id;
         HANDLER_NEW_ARRAY(ctx, cur->partitions, count, fetch_response_partition_data_init);
         if (!cur->partitions)

@@ -613,13 +613,19 @@ static int32_t session_publish(struct fetch_session_cache *c, struct fetch_sessi
     return id;
 }
 
-/* The plan gets a copy of the set's partitions and a reference to each of
- * its topics, so it outlives the set. */
-static int copy_plan(struct fetch_plan *plan, const struct part_set *set)
+/* The plan gets a copy of the set's partitions (or its array, with take)
+ * and a reference to each of its topics, so it outlives the set. */
+static int copy_plan(struct fetch_plan *plan, struct part_set *set, bool take)
 {
     int32_t n = set->count;
     plan->partition_count = n;
-    plan->partitions = malloc((size_t)(n ? n : 1) * sizeof *set->parts);
+    if (take && set->parts) {
+        plan->partitions = set->parts;
+        set->parts = NULL;
+        n = 0;
+    } else {
+        plan->partitions = malloc((size_t)(n ? n : 1) * sizeof *set->parts);
+    }
     plan->topics = malloc((size_t)(set->topics.count ? set->topics.count : 1) * sizeof *plan->topics);
     if (!plan->partitions || !plan->topics) {
         free(plan->partitions);
@@ -643,7 +649,7 @@ static int full_plan(uint64_t seed, const struct fetch_partition_state *updates,
     set.topics.seed = seed;
     int rc = part_set_upsert_all(&set, seed, updates, n);
     if (rc == 0)
-        rc = copy_plan(plan, &set);
+        rc = copy_plan(plan, &set, true);
     part_set_free(&set);
     return rc;
 }
@@ -694,7 +700,7 @@ static int apply_incremental(struct fetch_session_cache *c, int32_t session_id, 
             part_set_forget(&s->set, c->hash_seed, &memo, &forgotten[i]);
         s->next_epoch = epoch == INT32_MAX ? 1 : epoch + 1;
         if (rc == 0)
-            rc = copy_plan(plan, &s->set);
+            rc = copy_plan(plan, &s->set, false);
         /* Outgrown the budget: a full answer with session id 0, after
          * which the client fetches in full (Kafka's clients, librdkafka). */
         if (charge_growth(c, s)) {
@@ -715,9 +721,18 @@ static int open_session(struct fetch_session_cache *c, bool privileged, const st
     struct fetch_session *s = session_new(c, privileged);
     if (!s)
         return -1;
-    if (part_set_upsert_all(&s->set, c->hash_seed, updates, update_count) != 0 || copy_plan(plan, &s->set) != 0) {
+    if (part_set_upsert_all(&s->set, c->hash_seed, updates, update_count) != 0 ||
+        copy_plan(plan, &s->set, false) != 0) {
         session_free(s);
         return -1;
+    }
+    /* Most sessions never grow: give back the array's doubling slack. */
+    if (s->set.count > 0 && s->set.count < s->set.cap) {
+        struct fetch_partition_state *fit = realloc(s->set.parts, (size_t)s->set.count * sizeof *fit);
+        if (fit) {
+            s->set.parts = fit;
+            s->set.cap = s->set.count;
+        }
     }
     plan->response_session_id = session_publish(c, s);
     if (plan->response_session_id == 0)
