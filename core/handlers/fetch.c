@@ -545,9 +545,11 @@ static int collect_partitions(struct request_context *ctx, const struct metadata
     int32_t total = 0;
     for (int32_t t = 0; t < req->topics_count; t++)
         total += req->topics[t].partitions_count;
-    struct fetch_partition_state *parts = kafka_arena_alloc(&ctx->arena, (size_t)(total + 1) * sizeof *parts);
+    /* Heap, not arena: freed once applied, before the fetch is read. */
+    struct fetch_partition_state *parts = malloc((size_t)(total + 1) * sizeof *parts);
     if (!parts)
         return -1;
+    *out = parts;
     int32_t n = 0;
     for (int32_t t = 0; t < req->topics_count; t++) {
         struct fetch_request_fetch_topic *ft = &req->topics[t];
@@ -567,7 +569,6 @@ static int collect_partitions(struct request_context *ctx, const struct metadata
             ps->last_log_start_offset = -1;
         }
     }
-    *out = parts;
     *count = n;
     return 0;
 }
@@ -578,9 +579,11 @@ static int collect_forgotten(struct request_context *ctx, const struct metadata_
     int32_t total = 0;
     for (int32_t t = 0; t < req->forgotten_topics_data_count; t++)
         total += req->forgotten_topics_data[t].partitions_count;
-    struct fetch_partition_state *parts = kafka_arena_alloc(&ctx->arena, (size_t)(total + 1) * sizeof *parts);
+    /* Heap, not arena: freed once applied, before the fetch is read. */
+    struct fetch_partition_state *parts = malloc((size_t)(total + 1) * sizeof *parts);
     if (!parts)
         return -1;
+    *out = parts;
     int32_t n = 0;
     for (int32_t t = 0; t < req->forgotten_topics_data_count; t++) {
         struct fetch_request_forgotten_topic *ft = &req->forgotten_topics_data[t];
@@ -596,7 +599,6 @@ static int collect_forgotten(struct request_context *ctx, const struct metadata_
             n++;
         }
     }
-    *out = parts;
     *count = n;
     return 0;
 }
@@ -659,6 +661,8 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
     metadata_image_release(img);
     struct fetch_op *f = rc == 0 ? calloc(1, sizeof *f) : NULL;
     if (!f) {
+        free(updates);
+        free(forgotten);
         fetch_topic_set_free(&topics);
         return HANDLER_CLOSE;
     }
@@ -666,6 +670,8 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
     int32_t epoch = ctx->api_version >= 7 ? req->session_epoch : -1;
     rc = fetch_session_apply(env->fetch_sessions, session_id, epoch, from_replica, updates, update_count, forgotten,
                              forgotten_count, &f->plan);
+    free(updates);
+    free(forgotten);
     fetch_topic_set_free(&topics);
     if (rc != 0) {
         fetch_plan_free(&f->plan);

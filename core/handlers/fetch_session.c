@@ -10,148 +10,6 @@
 #include "util/clock.h"
 #include "util/hash.h"
 
-/* What malloc adds to each block, charged so the budget tracks RSS. */
-#define MALLOC_OVERHEAD 16
-
-struct fetch_topic *fetch_topic_new(const char *name, size_t len, const struct kafka_uuid *id)
-{
-    if (len > 255)
-        len = 255;
-    struct fetch_topic *t = malloc(sizeof *t + len + 1);
-    if (!t)
-        return NULL;
-    atomic_init(&t->refs, 1);
-    t->uses = 0;
-    t->id = *id;
-    t->name_len = (uint8_t)len;
-    memcpy(t->name, name, len);
-    t->name[len] = '\0';
-    return t;
-}
-
-static struct fetch_topic *topic_ref(struct fetch_topic *t)
-{
-    atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
-    return t;
-}
-
-void fetch_topic_unref(struct fetch_topic *t)
-{
-    if (t && atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1)
-        free(t);
-}
-
-static size_t topic_bytes(const struct fetch_topic *t)
-{
-    return sizeof *t + t->name_len + 1 + MALLOC_OVERHEAD;
-}
-
-static uint64_t topic_hash(uint64_t seed, const char *name, size_t len, const struct kafka_uuid *id)
-{
-    uint64_t h = hash_fold_bytes(HASH_FNV_OFFSET ^ seed, name, len);
-    return hash_finish(hash_fold_bytes(h, id, sizeof *id));
-}
-
-static bool topic_is(const struct fetch_topic *t, const char *name, size_t len, const struct kafka_uuid *id)
-{
-    return t->name_len == len && memcmp(t->name, name, len) == 0 && memcmp(&t->id, id, sizeof *id) == 0;
-}
-
-/* The slot holding (name, id), or the empty slot where it would go. */
-static uint32_t topic_slot(const struct fetch_topic_set *s, const char *name, size_t len, const struct kafka_uuid *id)
-{
-    uint32_t i = (uint32_t)topic_hash(s->seed, name, len, id) & s->mask;
-    while (s->slots[i] && !topic_is(s->slots[i], name, len, id))
-        i = (i + 1) & s->mask;
-    return i;
-}
-
-static struct fetch_topic *topic_set_find(const struct fetch_topic_set *s, const struct fetch_topic *key)
-{
-    if (s->count == 0)
-        return NULL;
-    return s->slots[topic_slot(s, key->name, key->name_len, &key->id)];
-}
-
-static int topic_set_grow(struct fetch_topic_set *s)
-{
-    uint32_t cap = s->mask ? (s->mask + 1) * 2 : 8;
-    struct fetch_topic **old = s->slots;
-    uint32_t old_cap = s->mask ? s->mask + 1 : 0;
-    s->slots = calloc(cap, sizeof *s->slots);
-    if (!s->slots) {
-        s->slots = old;
-        return -1;
-    }
-    s->mask = cap - 1;
-    for (uint32_t i = 0; i < old_cap; i++)
-        if (old[i])
-            s->slots[topic_slot(s, old[i]->name, old[i]->name_len, &old[i]->id)] = old[i];
-    free(old);
-    return 0;
-}
-
-/* The set's topic equal to key's, or key itself added with a reference
- * (adopt) or a new copy of it. */
-static struct fetch_topic *topic_set_add(struct fetch_topic_set *s, const char *name, size_t len,
-                                         const struct kafka_uuid *id, struct fetch_topic *adopt)
-{
-    if (len > 255)
-        len = 255;
-    if ((uint32_t)(s->count + 1) * 2 > (s->mask ? s->mask + 1 : 0) && topic_set_grow(s) != 0)
-        return NULL;
-    uint32_t slot = topic_slot(s, name, len, id);
-    if (s->slots[slot])
-        return s->slots[slot];
-    struct fetch_topic *t = adopt ? topic_ref(adopt) : fetch_topic_new(name, len, id);
-    if (!t)
-        return NULL;
-    s->slots[slot] = t;
-    s->count++;
-    s->bytes += topic_bytes(t);
-    return t;
-}
-
-struct fetch_topic *fetch_topic_set_intern(struct fetch_topic_set *s, const char *name, size_t len,
-                                           const struct kafka_uuid *id)
-{
-    return topic_set_add(s, name, len, id, NULL);
-}
-
-/* Drops t from the set (backward-shift removal) and the set's reference. */
-static void topic_set_remove(struct fetch_topic_set *s, struct fetch_topic *t)
-{
-    uint32_t hole = topic_slot(s, t->name, t->name_len, &t->id);
-    if (s->slots[hole] != t)
-        return;
-    for (uint32_t j = hole;;) {
-        j = (j + 1) & s->mask;
-        struct fetch_topic *m = s->slots[j];
-        if (!m)
-            break;
-        uint32_t home = (uint32_t)topic_hash(s->seed, m->name, m->name_len, &m->id) & s->mask;
-        bool stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
-        if (!stays) {
-            s->slots[hole] = m;
-            hole = j;
-        }
-    }
-    s->slots[hole] = NULL;
-    s->count--;
-    s->bytes -= topic_bytes(t);
-    fetch_topic_unref(t);
-}
-
-void fetch_topic_set_free(struct fetch_topic_set *s)
-{
-    for (uint32_t i = 0; s->slots && i <= s->mask; i++)
-        fetch_topic_unref(s->slots[i]);
-    free(s->slots);
-    uint64_t seed = s->seed;
-    memset(s, 0, sizeof *s);
-    s->seed = seed;
-}
-
 /* Open-addressing index from (topic, partition) to a position in a
  * partition array, so inserting, updating and forgetting N partitions costs
  * O(N). Topics are interned per set, so the key is the topic's address.
@@ -236,7 +94,7 @@ static int64_t part_set_bytes(const struct part_set *s)
 {
     size_t b = (size_t)s->cap * sizeof *s->parts + (s->index.mask ? (size_t)s->index.mask + 1 : 0) * sizeof(int32_t) +
                (s->topics.mask ? (size_t)s->topics.mask + 1 : 0) * sizeof(void *) + s->topics.bytes +
-               3 * MALLOC_OVERHEAD;
+               3 * FETCH_MALLOC_OVERHEAD;
     return (int64_t)b;
 }
 
@@ -258,8 +116,7 @@ static struct fetch_topic *set_topic(struct part_set *s, struct topic_memo *memo
 {
     if (memo->from == key && memo->to)
         return memo->to;
-    struct fetch_topic *t = add ? topic_set_add(&s->topics, key->name, key->name_len, &key->id, key)
-                                : topic_set_find(&s->topics, key);
+    struct fetch_topic *t = add ? fetch_topic_set_adopt(&s->topics, key) : fetch_topic_set_find(&s->topics, key);
     memo->from = key;
     memo->to = t;
     return t;
@@ -325,8 +182,25 @@ static void part_set_forget(struct part_set *s, uint64_t seed, struct topic_memo
     }
     if (--key.topic->uses == 0) {
         memo->to = NULL;
-        topic_set_remove(&s->topics, key.topic);
+        fetch_topic_set_remove(&s->topics, key.topic);
     }
+}
+
+/* Sizes an empty set for n partitions at once, so filling it from a
+ * request never holds an array and its doubled copy together. */
+static int part_set_reserve(struct part_set *s, int32_t n)
+{
+    uint32_t cap = 32;
+    while (cap < (uint32_t)n * 2 && cap < (1u << 31))
+        cap *= 2;
+    s->parts = malloc((size_t)(n ? n : 1) * sizeof *s->parts);
+    s->index.slots = malloc((size_t)cap * sizeof *s->index.slots);
+    if (!s->parts || !s->index.slots)
+        return -1;
+    memset(s->index.slots, 0xff, (size_t)cap * sizeof *s->index.slots);
+    s->index.mask = cap - 1;
+    s->cap = n ? n : 1;
+    return 0;
 }
 
 static int part_set_upsert_all(struct part_set *s, uint64_t seed, const struct fetch_partition_state *u, int32_t n)
@@ -421,7 +295,7 @@ static void session_free(struct fetch_session *s)
 
 static int64_t session_bytes(const struct fetch_session *s)
 {
-    return (int64_t)(sizeof *s + MALLOC_OVERHEAD) + part_set_bytes(&s->set);
+    return (int64_t)(sizeof *s + FETCH_MALLOC_OVERHEAD) + part_set_bytes(&s->set);
 }
 
 /* Drops a reference; the caller holds the cache's lock. */
@@ -638,7 +512,7 @@ static int copy_plan(struct fetch_plan *plan, struct part_set *set, bool take)
     plan->topic_count = 0;
     for (uint32_t i = 0; set->topics.slots && i <= set->topics.mask; i++)
         if (set->topics.slots[i])
-            plan->topics[plan->topic_count++] = topic_ref(set->topics.slots[i]);
+            plan->topics[plan->topic_count++] = fetch_topic_ref(set->topics.slots[i]);
     return 0;
 }
 
@@ -647,7 +521,9 @@ static int full_plan(uint64_t seed, const struct fetch_partition_state *updates,
 {
     struct part_set set = {0};
     set.topics.seed = seed;
-    int rc = part_set_upsert_all(&set, seed, updates, n);
+    int rc = part_set_reserve(&set, n);
+    if (rc == 0)
+        rc = part_set_upsert_all(&set, seed, updates, n);
     if (rc == 0)
         rc = copy_plan(plan, &set, true);
     part_set_free(&set);
@@ -721,7 +597,8 @@ static int open_session(struct fetch_session_cache *c, bool privileged, const st
     struct fetch_session *s = session_new(c, privileged);
     if (!s)
         return -1;
-    if (part_set_upsert_all(&s->set, c->hash_seed, updates, update_count) != 0 ||
+    if (part_set_reserve(&s->set, update_count) != 0 ||
+        part_set_upsert_all(&s->set, c->hash_seed, updates, update_count) != 0 ||
         copy_plan(plan, &s->set, false) != 0) {
         session_free(s);
         return -1;

@@ -20,42 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "handlers/fetch_topic.h"
 #include "protocol/wire.h"
 
 struct fetch_session_cache;
-
-/* A topic named by a fetch: immutable but for its counts, shared by the
- * partitions of one request, session or plan. refs is atomic because a plan
- * may outlive the session it came from on another thread; uses (partitions
- * of the one session table holding it) is guarded by that session's lock. */
-struct fetch_topic {
-    atomic_int refs;
-    int32_t uses;
-    struct kafka_uuid id;
-    uint8_t name_len;
-    char name[]; /* NUL-terminated; "" for an unknown topic id (v13+) */
-};
-
-struct fetch_topic *fetch_topic_new(const char *name, size_t len, const struct kafka_uuid *id);
-void fetch_topic_unref(struct fetch_topic *t);
-
-/* A set of distinct topics: a request's, a session's or a plan's. Owned by
- * whoever owns the request, session or plan. */
-struct fetch_topic_set {
-    struct fetch_topic **slots; /* open addressing; NULL when empty */
-    uint32_t mask;              /* capacity - 1; capacity a power of two or 0 */
-    int32_t count;
-    size_t bytes; /* the topics' own allocations */
-    uint64_t seed;
-};
-
-/* The set's topic equal to (name, id), or a new one added to it (holding
- * one reference for the set); NULL without memory. */
-struct fetch_topic *fetch_topic_set_intern(struct fetch_topic_set *set, const char *name, size_t len,
-                                           const struct kafka_uuid *id);
-void fetch_topic_set_free(struct fetch_topic_set *set);
-/* An empty set hashing with the cache's random seed (names are the client's). */
-void fetch_session_topic_set_init(struct fetch_session_cache *cache, struct fetch_topic_set *set);
 
 /* One partition of a fetch, from the request or remembered by a session.
  * topic is borrowed from the request's, session's or plan's topic set. */
@@ -117,6 +85,8 @@ void fetch_session_record_sent(struct fetch_session_cache *cache, int32_t sessio
                                const struct fetch_partition_state *sent, int32_t count);
 
 void fetch_plan_free(struct fetch_plan *plan);
+/* An empty topic set hashing with the cache's random seed (names are the client's). */
+void fetch_session_topic_set_init(struct fetch_session_cache *cache, struct fetch_topic_set *set);
 int32_t fetch_session_count(struct fetch_session_cache *cache);
 /* The bytes the cached sessions are charged for. */
 int64_t fetch_session_cache_bytes(struct fetch_session_cache *cache);
