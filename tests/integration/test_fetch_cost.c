@@ -354,6 +354,18 @@ static void test_parked_fetches_of_closed_connections_are_freed(void **state)
 /* 64 MiB of sessions (the default budget) plus what serving one request
  * and the allocator's slack add; the flood cached whole took 530 MiB. */
 #define FLOOD_MAX_GROWTH_KIB (128 * 1024)
+/* Under ASan freed blocks sit in quarantine (256 MiB) and every block has
+ * redzones, so RSS says little: the bound is checked without it only. */
+#if defined(__SANITIZE_ADDRESS__)
+#define FLOOD_CHECK_RSS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FLOOD_CHECK_RSS 0
+#endif
+#endif
+#ifndef FLOOD_CHECK_RSS
+#define FLOOD_CHECK_RSS 1
+#endif
 
 /* An incremental Fetch of nothing new on a session; its answer. */
 static void poll_session(int port, int32_t correlation_id, int32_t session_id, int32_t epoch, struct fetch_answer *out)
@@ -419,7 +431,7 @@ static void test_wide_sessions_stay_within_budget(void **state)
             sessions, width, harness_now_ms() - start, uncached, before, after, after - before);
     free(parts);
     assert_true(uncached > 0);
-    if (after - before > FLOOD_MAX_GROWTH_KIB)
+    if (FLOOD_CHECK_RSS && after - before > FLOOD_MAX_GROWTH_KIB)
         fail_msg("%d wide sessions raised the broker's peak memory by %ld KiB", sessions, after - before);
     broker_mark_passed(b);
 }
