@@ -21,7 +21,8 @@ struct part_index {
 };
 
 /* A set of partitions in first-seen order with its index and topics: a
- * session's, or a request's while its duplicates are merged. */
+ * session's (under the session's lock), or a request's while its duplicates
+ * are merged (the handler's thread). */
 struct part_set {
     struct fetch_partition_state *parts;
     int32_t count, cap;
@@ -106,7 +107,7 @@ static int32_t part_set_find(const struct part_set *s, uint64_t seed, const stru
 }
 
 /* The set's own topic for key's (added when adding), via a one-entry memo:
- * a request's partitions come in runs of one topic. */
+ * a request's partitions come in runs of one topic. On the caller's stack. */
 struct topic_memo {
     const struct fetch_topic *from;
     struct fetch_topic *to;
@@ -370,7 +371,7 @@ static void remove_session_locked(struct fetch_session_cache *c, struct fetch_se
  * session that has served incremental fetches is worth more than any that
  * has not, so a client opening wide sessions it never uses cannot push out
  * an older consumer session that is in use. Size is in bytes, not
- * partitions, as the budget is. */
+ * partitions, as the budget is. A value, read under the cache's lock. */
 struct session_key {
     bool privileged, in_use;
     int64_t bytes;
@@ -393,7 +394,8 @@ static struct session_key key_of(const struct fetch_session *s)
     return (struct session_key){s->privileged, s->in_use, s->bytes, s->id};
 }
 
-/* An eviction candidate: stale ones first, oldest first; then by key. */
+/* An eviction candidate: stale ones first, oldest first; then by key.
+ * Built and used under the cache's lock. */
 struct victim {
     struct fetch_session *s;
     bool stale;

@@ -10,7 +10,7 @@
  * cannot guess another's id to close or reuse its session.
  *
  * Memory: a session's partitions share one topic object per topic, so a
- * cached partition costs about 80 bytes, and the cache's sessions together
+ * cached partition costs 70-110 bytes, and the cache's sessions together
  * stay within a byte budget (max.incremental.fetch.session.cache.bytes). */
 #ifndef CAIRN_HANDLERS_FETCH_SESSION_H
 #define CAIRN_HANDLERS_FETCH_SESSION_H
@@ -25,8 +25,9 @@
 
 struct fetch_session_cache;
 
-/* One partition of a fetch, from the request or remembered by a session.
- * topic is borrowed from the request's, session's or plan's topic set. */
+/* One partition of a fetch, from the request or remembered by a session;
+ * owned with the array holding it. topic is borrowed from the request's or
+ * session's topic set, or held by the plan. */
 struct fetch_partition_state {
     struct fetch_topic *topic;
     int32_t partition;
@@ -41,7 +42,8 @@ struct fetch_partition_state {
     int64_t last_log_start_offset;
 };
 
-/* The partitions of a request after applying it to its session. */
+/* The partitions of a request after applying it to its session. Owned by
+ * its fetch (the handler's thread, then the purgatory's while parked). */
 struct fetch_plan {
     int16_t error_code; /* NONE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH */
     int32_t response_session_id;
@@ -52,8 +54,9 @@ struct fetch_plan {
     int32_t topic_count;
 };
 
-/* What a new session may evict (Kafka's FetchSessionCache): a session unused
- * for stale_ms goes first; see fetch_session.c for the rest. */
+/* The cache's bounds, fixed at creation. What a new session may evict
+ * follows Kafka's FetchSessionCache: a session unused for stale_ms goes
+ * first; see fetch_session.c for the rest. */
 struct fetch_session_limits {
     int32_t max_slots;
     int64_t max_bytes;

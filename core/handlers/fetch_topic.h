@@ -33,8 +33,9 @@ struct fetch_topic *fetch_topic_new(const char *name, size_t len, const struct k
 struct fetch_topic *fetch_topic_ref(struct fetch_topic *t);
 void fetch_topic_unref(struct fetch_topic *t);
 
-/* A set of distinct topics: a request's, a session's or a plan's. Owned by
- * whoever owns the request, session or plan. */
+/* A set of distinct topics: a request's (its handler's thread), a
+ * session's (under the session's lock) or a sessionless plan's while its
+ * duplicates are merged. */
 struct fetch_topic_set {
     struct fetch_topic **slots; /* open addressing; NULL when empty */
     uint32_t mask;              /* capacity - 1; capacity a power of two or 0 */
