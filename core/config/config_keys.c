@@ -117,6 +117,11 @@ static const struct config_key_def broker_keys[] = {
      .doc = "Upper bound on the bytes returned by one Fetch request."},
     {KEY_INT("max.incremental.fetch.session.cache.slots", "1000", 0, I32), MEDIUM, IN(SERVER),
      .doc = "Incremental fetch sessions kept by the broker."},
+    {KEY_LONG("max.incremental.fetch.session.cache.bytes", "67108864", 1048576, I64), MEDIUM, IN(SERVER),
+     .doc = "Cairn's own (Kafka bounds the cache by slots only): memory all incremental fetch sessions together may "
+            "hold, about 70-110 bytes per cached partition. A new session that does not fit evicts stale or less "
+            "valuable ones as Kafka's cache does for slots, or is not cached (the client then fetches in full, "
+            "session id 0); a session that outgrows it is closed the same way."},
     {KEY_BOOL("auto.leader.rebalance.enable", "true"), HIGH, IN(SERVER),
      .doc = "The active controller moves leadership back to preferred replicas (the first of each partition's "
             "replicas) every leader.imbalance.check.interval.seconds, for brokers whose imbalance is above "

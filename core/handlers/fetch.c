@@ -48,27 +48,28 @@ struct fetch_op {
     unsigned wake_generation;
 };
 
+/* Ordered for packing: one is kept per partition while a fetch is read. */
 struct partition_answer {
-    int16_t error_code;
+    struct kafka_records records;
     int64_t high_watermark;
     int64_t last_stable_offset;
     int64_t log_start_offset;
-    struct kafka_records records;
-    /* read_committed: aborted transactions overlapping the records (heap). */
-    struct fetch_response_aborted_transaction *aborted;
-    int32_t aborted_count, aborted_cap;
-    bool aborted_failed;
-    bool remote_pending; /* its records are on their way from the remote store */
     /* A follower whose log diverged from the leader's (KIP-320): the
      * largest epoch both may share and where it ends here. */
-    bool diverging;
-    int32_t diverging_epoch;
     int64_t diverging_end_offset;
+    /* read_committed: aborted transactions overlapping the records (heap). */
+    struct fetch_response_aborted_transaction *aborted;
+    int32_t diverging_epoch;
+    int32_t aborted_count, aborted_cap;
+    int32_t preferred_read_replica; /* -1: none; else no records, the consumer goes there */
+    int16_t error_code;
+    bool aborted_failed;
+    bool remote_pending; /* its records are on their way from the remote store */
+    bool diverging;
     /* A follower's answer leader.replication.throttled.rate limits: its
      * bytes count against the rate (empty while it is exceeded). */
     bool leader_throttled;
-    int32_t preferred_read_replica; /* -1: none; else no records, the consumer goes there */
-    bool follower_read;             /* served by this broker as a follower */
+    bool follower_read; /* served by this broker as a follower */
 };
 
 static void add_aborted(void *arg, int64_t producer_id, int64_t first_offset)
@@ -121,17 +122,18 @@ static void read_partition(const struct fetch_op *f, const struct metadata_image
     ans->log_start_offset = -1;
     ans->records = kafka_records_from_memory(NULL, 0);
     /* A follower was authorised once for the cluster (CLUSTER_ACTION). */
-    if (ps->topic[0] && !from_replica &&
-        !handler_authorize_resource(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_TOPIC, ps->topic, true)) {
+    if (ps->topic->name[0] && !from_replica &&
+        !handler_authorize_resource(ctx, CAIRN_OP_READ, CAIRN_RESOURCE_TOPIC, ps->topic->name, true)) {
         ans->error_code = KAFKA_ERR_TOPIC_AUTHORIZATION_FAILED;
         return;
     }
-    const struct metadata_topic *topic = ps->topic[0] ? metadata_image_topic_by_name(img, ps->topic, strlen(ps->topic))
-                                                      : NULL;
+    const struct metadata_topic *topic = ps->topic->name[0]
+                                             ? metadata_image_topic_by_name(img, ps->topic->name, ps->topic->name_len)
+                                             : NULL;
     if (!topic) {
         /* From v13 topics come by id, and an empty name is an unknown id. */
-        ans->error_code = ps->topic[0] || ctx->api_version < 13 ? KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION
-                                                                : KAFKA_ERR_UNKNOWN_TOPIC_ID;
+        ans->error_code = ps->topic->name[0] || ctx->api_version < 13 ? KAFKA_ERR_UNKNOWN_TOPIC_OR_PARTITION
+                                                                      : KAFKA_ERR_UNKNOWN_TOPIC_ID;
         return;
     }
     struct partition_log *log;
@@ -200,7 +202,7 @@ static void read_partition(const struct fetch_op *f, const struct metadata_image
     /* A follower reads its local log only: below it the consumer goes to
      * the leader (OFFSET_OUT_OF_RANGE), which reads the remote store. */
     enum tiered_read_status remote = as_follower ? TIERED_READ_LOCAL
-                                                 : tiered_read(ctx->env->tiered, log, ps->topic, ps->partition,
+                                                 : tiered_read(ctx->env->tiered, log, ps->topic->name, ps->partition,
                                                                ps->fetch_offset, byte_limit, max_offset, (uintptr_t)log,
                                                                &rr, &remote_error);
     if (remote == TIERED_READ_LOCAL) {
@@ -232,7 +234,7 @@ static void read_partition(const struct fetch_op *f, const struct metadata_image
     if (ans->error_code == KAFKA_ERR_NONE && read_committed && rr.len > 0) {
         /* Markers in remote segments first (they come before the local ones). */
         if (remote == TIERED_READ_DONE)
-            tiered_aborted_txns(ctx->env->tiered, ps->topic, ps->partition, ps->fetch_offset, rr.next_offset,
+            tiered_aborted_txns(ctx->env->tiered, ps->topic->name, ps->partition, ps->fetch_offset, rr.next_offset,
                                 partition_log_local_start_offset(log), add_aborted, ans);
         partition_log_aborted_txns(log, ps->fetch_offset, rr.next_offset, add_aborted, ans);
         if (ans->aborted_failed) {
@@ -270,7 +272,7 @@ static void close_answers(struct partition_answer *answers, int32_t n)
 
 static bool same_topic(const struct fetch_partition_state *a, const struct fetch_partition_state *b)
 {
-    return strcmp(a->topic, b->topic) == 0 && memcmp(&a->topic_id, &b->topic_id, sizeof a->topic_id) == 0;
+    return a->topic == b->topic; /* interned per plan */
 }
 
 static bool partition_included(const struct fetch_op *f, int32_t i, const struct partition_answer *answers)
@@ -327,8 +329,9 @@ static int fill_response(struct fetch_op *f, struct partition_answer *answers)
         int32_t count = topic_run(f, answers, i, &end);
         const struct fetch_partition_state *first = &f->plan.partitions[i];
         struct fetch_response_fetchable_topic_response *cur = &resp->responses[t++];
-        cur->topic = kafka_arena_strdup(&ctx->arena, first->topic);
-        cur->topic_id = first->topic_id;
+        /* Borrowed: the plan holds the topic until after the response is encoded. */
+        cur->topic = (struct kafka_str){first->topic->name, first->topic->name_len};
+        cur->topic_id = first->topic->id;
         HANDLER_NEW_ARRAY(ctx, cur->partitions, count, fetch_response_partition_data_init);
         if (!cur->partitions)
             return -1;
@@ -406,8 +409,8 @@ static bool replica_hw_behind(const struct fetch_op *f, const struct partition_a
         return false;
     for (int32_t i = 0; i < f->plan.partition_count; i++) {
         const struct fetch_partition_state *ps = &f->plan.partitions[i];
-        if (ps->topic[0] && answers[i].error_code == KAFKA_ERR_NONE && !answers[i].diverging &&
-            replication_follower_hw_behind(f->ctx->env->replication, ps->topic, ps->partition, f->replica_id,
+        if (ps->topic->name[0] && answers[i].error_code == KAFKA_ERR_NONE && !answers[i].diverging &&
+            replication_follower_hw_behind(f->ctx->env->replication, ps->topic->name, ps->partition, f->replica_id,
                                            answers[i].high_watermark))
             return true;
     }
@@ -420,8 +423,8 @@ static void note_replica_hw(const struct fetch_op *f, const struct partition_ans
         return;
     for (int32_t i = 0; i < f->plan.partition_count; i++) {
         const struct fetch_partition_state *ps = &f->plan.partitions[i];
-        if (ps->topic[0] && answers[i].error_code == KAFKA_ERR_NONE && !answers[i].diverging)
-            replication_follower_hw_sent(f->ctx->env->replication, ps->topic, ps->partition, f->replica_id,
+        if (ps->topic->name[0] && answers[i].error_code == KAFKA_ERR_NONE && !answers[i].diverging)
+            replication_follower_hw_sent(f->ctx->env->replication, ps->topic->name, ps->partition, f->replica_id,
                                          answers[i].high_watermark);
     }
 }
@@ -516,40 +519,46 @@ static void fetch_op_free(struct delayed_op *op)
     free(f);
 }
 
-/* The topic's name: given by the request before v13, looked up by id from
- * v13 ("" when the id is unknown or the name can name no topic). */
-static void topic_name_of(struct request_context *ctx, const struct metadata_image *img, struct kafka_str name,
-                          const struct kafka_uuid *id, char out[256])
+/* The request's topic, interned in its set: named by the request before
+ * v13, looked up by id from v13 ("" when the id is unknown). */
+static struct fetch_topic *topic_of(struct request_context *ctx, const struct metadata_image *img,
+                                    struct fetch_topic_set *topics, struct kafka_str name, const struct kafka_uuid *id)
 {
-    out[0] = '\0';
+    char buf[256];
+    const char *s = "";
     if (ctx->api_version < 13) {
-        handler_name_cstr(name, out, 256);
-        return;
+        handler_name_cstr(name, buf, sizeof buf);
+        s = buf;
+    } else {
+        const struct metadata_topic *topic = metadata_image_topic_by_id(img, id);
+        if (topic)
+            s = topic->name;
     }
-    const struct metadata_topic *topic = metadata_image_topic_by_id(img, id);
-    if (topic)
-        snprintf(out, 256, "%s", topic->name);
+    return fetch_topic_set_intern(topics, s, strlen(s), id);
 }
 
-/* Turns the request's topics into partition states, resolving topic ids. */
+/* Turns the request's topics into partition states, resolving topic ids;
+ * the partitions borrow their topics from `topics`. */
 static int collect_partitions(struct request_context *ctx, const struct metadata_image *img, struct fetch_request *req,
-                              struct fetch_partition_state **out, int32_t *count)
+                              struct fetch_topic_set *topics, struct fetch_partition_state **out, int32_t *count)
 {
     int32_t total = 0;
     for (int32_t t = 0; t < req->topics_count; t++)
         total += req->topics[t].partitions_count;
-    struct fetch_partition_state *parts = kafka_arena_alloc(&ctx->arena, (size_t)(total + 1) * sizeof *parts);
+    /* Heap, not arena: freed once applied, before the fetch is read. */
+    struct fetch_partition_state *parts = malloc((size_t)(total + 1) * sizeof *parts);
     if (!parts)
         return -1;
+    *out = parts;
     int32_t n = 0;
     for (int32_t t = 0; t < req->topics_count; t++) {
         struct fetch_request_fetch_topic *ft = &req->topics[t];
-        char name[256];
-        topic_name_of(ctx, img, ft->topic, &ft->topic_id, name);
+        struct fetch_topic *topic = topic_of(ctx, img, topics, ft->topic, &ft->topic_id);
+        if (!topic)
+            return -1;
         for (int32_t p = 0; p < ft->partitions_count; p++) {
             struct fetch_partition_state *ps = &parts[n++];
-            memcpy(ps->topic, name, sizeof name);
-            ps->topic_id = ft->topic_id;
+            ps->topic = topic;
             ps->partition = ft->partitions[p].partition;
             ps->fetch_offset = ft->partitions[p].fetch_offset;
             ps->log_start_offset = ft->partitions[p].log_start_offset;
@@ -560,36 +569,36 @@ static int collect_partitions(struct request_context *ctx, const struct metadata
             ps->last_log_start_offset = -1;
         }
     }
-    *out = parts;
     *count = n;
     return 0;
 }
 
 static int collect_forgotten(struct request_context *ctx, const struct metadata_image *img, struct fetch_request *req,
-                             struct fetch_partition_state **out, int32_t *count)
+                             struct fetch_topic_set *topics, struct fetch_partition_state **out, int32_t *count)
 {
     int32_t total = 0;
     for (int32_t t = 0; t < req->forgotten_topics_data_count; t++)
         total += req->forgotten_topics_data[t].partitions_count;
-    struct fetch_partition_state *parts = kafka_arena_alloc(&ctx->arena, (size_t)(total + 1) * sizeof *parts);
+    /* Heap, not arena: freed once applied, before the fetch is read. */
+    struct fetch_partition_state *parts = malloc((size_t)(total + 1) * sizeof *parts);
     if (!parts)
         return -1;
+    *out = parts;
     int32_t n = 0;
     for (int32_t t = 0; t < req->forgotten_topics_data_count; t++) {
         struct fetch_request_forgotten_topic *ft = &req->forgotten_topics_data[t];
-        char name[256];
-        topic_name_of(ctx, img, ft->topic, &ft->topic_id, name);
+        /* The session matches partitions by name and id: a forgotten
+         * partition without its id would stay in the session. */
+        struct fetch_topic *topic = topic_of(ctx, img, topics, ft->topic, &ft->topic_id);
+        if (!topic)
+            return -1;
         for (int32_t p = 0; p < ft->partitions_count; p++) {
-            /* The session matches partitions by name and id: a forgotten
-             * partition without its id would stay in the session. */
             memset(&parts[n], 0, sizeof parts[n]);
-            memcpy(parts[n].topic, name, sizeof name);
-            parts[n].topic_id = ft->topic_id;
+            parts[n].topic = topic;
             parts[n].partition = ft->partitions[p];
             n++;
         }
     }
-    *out = parts;
     *count = n;
     return 0;
 }
@@ -604,7 +613,7 @@ static bool needs_remote_read(struct request_context *ctx, const struct fetch_pl
     bool remote = false;
     for (int32_t i = 0; img && !remote && i < plan->partition_count; i++) {
         const struct fetch_partition_state *ps = &plan->partitions[i];
-        const struct metadata_topic *topic = metadata_image_topic_by_name(img, ps->topic, strlen(ps->topic));
+        const struct metadata_topic *topic = metadata_image_topic_by_name(img, ps->topic->name, ps->topic->name_len);
         struct partition_log *log;
         if (topic && handler_leader_log(ctx, topic, ps->partition, &log) == KAFKA_ERR_NONE) {
             remote = ps->fetch_offset < partition_log_local_start_offset(log) &&
@@ -640,22 +649,31 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
     const struct metadata_image *img = metadata_image_acquire(env->metadata);
     if (!img)
         return HANDLER_CLOSE;
-    struct fetch_partition_state *updates, *forgotten;
-    int32_t update_count, forgotten_count;
-    int rc = collect_partitions(ctx, img, req, &updates, &update_count);
+    /* The request's topics, once each: the session or plan keeps its own
+     * references, so they go when the request is applied. */
+    struct fetch_topic_set topics;
+    fetch_session_topic_set_init(env->fetch_sessions, &topics);
+    struct fetch_partition_state *updates = NULL, *forgotten = NULL;
+    int32_t update_count = 0, forgotten_count = 0;
+    int rc = collect_partitions(ctx, img, req, &topics, &updates, &update_count);
     if (rc == 0)
-        rc = collect_forgotten(ctx, img, req, &forgotten, &forgotten_count);
+        rc = collect_forgotten(ctx, img, req, &topics, &forgotten, &forgotten_count);
     metadata_image_release(img);
-    if (rc != 0)
+    struct fetch_op *f = rc == 0 ? calloc(1, sizeof *f) : NULL;
+    if (!f) {
+        free(updates);
+        free(forgotten);
+        fetch_topic_set_free(&topics);
         return HANDLER_CLOSE;
-
-    struct fetch_op *f = calloc(1, sizeof *f);
-    if (!f)
-        return HANDLER_CLOSE;
+    }
     int32_t session_id = ctx->api_version >= 7 ? req->session_id : 0;
     int32_t epoch = ctx->api_version >= 7 ? req->session_epoch : -1;
-    if (fetch_session_apply(env->fetch_sessions, session_id, epoch, updates, update_count, forgotten, forgotten_count,
-                            &f->plan) != 0) {
+    rc = fetch_session_apply(env->fetch_sessions, session_id, epoch, from_replica, updates, update_count, forgotten,
+                             forgotten_count, &f->plan);
+    free(updates);
+    free(forgotten);
+    fetch_topic_set_free(&topics);
+    if (rc != 0) {
         fetch_plan_free(&f->plan);
         free(f);
         return HANDLER_CLOSE;
@@ -683,8 +701,8 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
      * watermark before the answer carries it. */
     for (int32_t i = 0; from_replica && i < f->plan.partition_count; i++) {
         const struct fetch_partition_state *ps = &f->plan.partitions[i];
-        if (ps->topic[0])
-            replication_follower_fetched(env->replication, ps->topic, ps->partition, replica_id, replica_epoch,
+        if (ps->topic->name[0])
+            replication_follower_fetched(env->replication, ps->topic->name, ps->partition, replica_id, replica_epoch,
                                          ps->fetch_offset);
     }
     f->op.try_complete = fetch_try_complete;
@@ -715,7 +733,8 @@ enum handler_result handle_fetch(struct request_context *ctx, void *request, voi
     bool watch_failed = false;
     for (int32_t i = 0; watch_img && !watch_failed && i < f->plan.partition_count; i++) {
         const struct fetch_partition_state *ps = &f->plan.partitions[i];
-        const struct metadata_topic *topic = metadata_image_topic_by_name(watch_img, ps->topic, strlen(ps->topic));
+        const struct metadata_topic *topic = metadata_image_topic_by_name(watch_img, ps->topic->name,
+                                                                          ps->topic->name_len);
         struct partition_log *log;
         bool as_follower;
         /* The address is only an identity here: the reference is dropped at once. */

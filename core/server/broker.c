@@ -536,7 +536,12 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         goto fail;
     }
     b->env.fetch_purgatory = b->fetch_purgatory;
-    b->fetch_sessions = fetch_session_cache_create(config_get_int(cfg, "max.incremental.fetch.session.cache.slots"));
+    struct fetch_session_limits fetch_limits = {
+        .max_slots = config_get_int(cfg, "max.incremental.fetch.session.cache.slots"),
+        .max_bytes = config_get_long(cfg, "max.incremental.fetch.session.cache.bytes"),
+        .stale_ms = FETCH_SESSION_STALE_MS,
+    };
+    b->fetch_sessions = fetch_session_cache_create(&fetch_limits);
     if (!b->fetch_sessions) {
         snprintf(err, errlen, "out of memory");
         goto fail;

@@ -43,6 +43,7 @@ static const struct implemented_key implemented[] = {
     {"default.replication.factor", "tests/integration/test_admin.c (default)"},
     {"fetch.max.bytes", "tests/integration/test_fetch_wait.c (default)"},
     {"max.incremental.fetch.session.cache.slots", "tests/unit/handlers/test_fetch_session.c"},
+    {"max.incremental.fetch.session.cache.bytes", "tests/integration/test_fetch_cost.c"},
     {"listeners", "tests/integration/test_listener_security.c"},
     {"advertised.listeners", "tests/integration/test_idempotence.c"},
     {"listener.security.protocol.map", "tests/integration/test_listener_security.c"},
