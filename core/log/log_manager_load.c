@@ -148,6 +148,15 @@ static struct load_job *list_partition_dirs(const char *dir, size_t *count)
     while (d && (ent = readdir(d)) != NULL) {
         char *topic;
         int32_t partition;
+        size_t name_len = strlen(ent->d_name), suffix_len = strlen(PARTITION_LOG_DELETED_SUFFIX);
+        if (name_len > suffix_len && strcmp(ent->d_name + name_len - suffix_len, PARTITION_LOG_DELETED_SUFFIX) == 0) {
+            /* A deleted partition whose last reference went with the process. */
+            char *moved = log_manager_join(dir, ent->d_name);
+            if (moved)
+                partition_log_remove_dir(moved);
+            free(moved);
+            continue;
+        }
         /* The cluster metadata log lives beside the partitions but belongs
          * to the metadata store, which opens it itself. */
         if (ent->d_name[0] == '.' || strcmp(ent->d_name, LOG_MANAGER_METADATA_DIR) == 0 ||

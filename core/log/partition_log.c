@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,6 +56,7 @@ void partition_log_free(struct partition_log *log)
     pthread_mutex_destroy(&log->load_lock);
     pthread_rwlock_destroy(&log->lock);
     free(log->dir);
+    free(log->removal_dir);
     free(log);
 }
 
@@ -227,7 +229,7 @@ void partition_log_retain(struct partition_log *log)
     atomic_fetch_add(&log->refcount, 1);
 }
 
-static void remove_dir_contents(const char *dir)
+void partition_log_remove_dir(const char *dir)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -251,10 +253,12 @@ void partition_log_close(struct partition_log *log)
     if (!log || atomic_fetch_sub(&log->refcount, 1) != 1)
         return;
     if (atomic_load(&log->deleted)) {
+        /* A moved directory goes whole: the segments' own paths name the
+         * old place, which a new incarnation may hold by now. */
         for (size_t i = 0; i < log->segment_count; i++)
-            log_segment_close(log->segments[i], true);
+            log_segment_close(log->segments[i], log->removal_dir == NULL);
         log->segment_count = 0;
-        remove_dir_contents(log->dir);
+        partition_log_remove_dir(log->removal_dir ? log->removal_dir : log->dir);
     } else if (atomic_load(&log->loaded) && !atomic_load(&log->offline)) {
         /* A log never loaded has nothing unflushed and no new producer state. */
         pthread_mutex_lock(&log->write_lock);
@@ -267,6 +271,22 @@ void partition_log_close(struct partition_log *log)
 
 void partition_log_delete(struct partition_log *log)
 {
+    /* Move the directory aside at once, as Kafka renames it to
+     * "-delete": a reference held past the deletion (a response still being
+     * sent, a cleaner pass) would otherwise remove, when it goes, the
+     * directory of a topic created meanwhile under the same name. */
+    char *moved = NULL;
+    uint64_t id = 0;
+    if (getrandom(&id, sizeof id, 0) != (ssize_t)sizeof id)
+        id = (uint64_t)clock_mono_ns() ^ (uint64_t)(uintptr_t)log;
+    if (asprintf(&moved, "%s.%016" PRIx64 "%s", log->dir, id, PARTITION_LOG_DELETED_SUFFIX) >= 0 &&
+        rename(log->dir, moved) == 0) {
+        log->removal_dir = moved;
+    } else {
+        if (moved && errno != ENOENT)
+            logger_warn("log", "cannot move %s aside for deletion: %s", log->dir, strerror(errno));
+        free(moved);
+    }
     atomic_store(&log->deleted, true);
     partition_log_close(log);
 }

@@ -89,9 +89,15 @@ void partition_log_recovery_stats(const struct partition_log *log, struct partit
 void partition_log_retain(struct partition_log *log);
 /* Drop a reference; the last one closes files (flushing them first). */
 void partition_log_close(struct partition_log *log);
-/* Mark for removal: the directory is deleted when the last reference goes;
- * drops the caller's reference. Appends and reads fail from now on. */
+/* Mark for removal: the directory is moved aside at once (renamed to
+ * "<dir>.<random hex>-delete", so the name is free for a new incarnation)
+ * and deleted when the last reference goes; drops the caller's reference.
+ * Appends and reads fail from now on. */
+#define PARTITION_LOG_DELETED_SUFFIX "-delete"
 void partition_log_delete(struct partition_log *log);
+/* Removes a partition directory's files and the directory (no subdirectories
+ * are expected); failures are logged. */
+void partition_log_remove_dir(const char *dir);
 
 /* Who wrote the batches of an append (Kafka's AppendOrigin, and the split
  * between UnifiedLog.appendAsLeader and appendAsFollower). */

@@ -66,6 +66,10 @@ struct partition_log {
     atomic_bool offline;
     atomic_bool replication_waits_cancelled; /* set once, by a stopping broker */
     atomic_bool deleted;
+    /* Where partition_log_delete moved the directory (Kafka's
+     * "<topic>-<partition>.<id>-delete"), removed with the last reference;
+     * NULL when it could not be moved. Written before deleted is set. */
+    char *removal_dir;
     /* Set when open created the directory or its first segment: their
      * directory entries (and partition.metadata, leader-epoch-checkpoint,
      * written unsynced meanwhile) are made durable by the first flush,

@@ -5,7 +5,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <dirent.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -69,6 +71,24 @@ static bool exists(const char *dir, const char *name)
 }
 
 static const char *const topics[] = {"orders", "my.topic_v2", "a-b-c"};
+
+/* Directories named "...-delete" in the two log dirs. */
+static int deleted_dirs(void)
+{
+    int n = 0;
+    for (int i = 0; i < 2; i++) {
+        DIR *d = opendir(g_dirs[i]);
+        struct dirent *ent;
+        while (d && (ent = readdir(d)) != NULL) {
+            size_t len = strlen(ent->d_name);
+            if (len > 7 && strcmp(ent->d_name + len - 7, "-delete") == 0)
+                n++;
+        }
+        if (d)
+            closedir(d);
+    }
+    return n;
+}
 
 static void test_create_reopen_clean(void **state)
 {
@@ -451,13 +471,15 @@ static void test_delete_and_retention(void **state)
     int64_t start = partition_log_start_offset(log);
     char pdir[1024];
     snprintf(pdir, sizeof pdir, "%s", partition_log_dir(log));
-    /* The caller's reference keeps the log usable after delete... */
+    /* The caller's reference keeps the log usable after delete, its
+     * directory moved aside at once... */
     assert_int_equal(log_manager_delete(m, "gone", 0), 0);
     assert_null(log_manager_get(m, "gone", 0));
-    assert_int_equal(access(pdir, F_OK), 0);
+    assert_int_not_equal(access(pdir, F_OK), 0);
+    assert_int_equal(deleted_dirs(), 1);
     /* ...and the directory goes with the last reference. */
     partition_log_close(log);
-    assert_int_not_equal(access(pdir, F_OK), 0);
+    assert_int_equal(deleted_dirs(), 0);
     assert_int_equal(log_manager_delete(m, "gone", 0), -1);
 
     /* Start offsets are checkpointed and restored. */
@@ -756,6 +778,58 @@ static void test_half_made_partition_dirs_complete(void **state)
     log_manager_close(m, true);
 }
 
+/* A topic deleted and created again under the same name while a reference
+ * to the old log is still held (a request in flight, a cleaner pass): the
+ * new log is made at once, and the old reference's last close removes only
+ * the old directory. Leftovers of deletions are removed at start-up. */
+static void test_recreate_while_old_reference_held(void **state)
+{
+    (void)state;
+    struct log_config defaults;
+    log_config_defaults(&defaults);
+    struct log_manager *m = open_manager(&defaults);
+    uint8_t old_id[16], new_id[16];
+    memset(old_id, 0xa1, sizeof old_id);
+    memset(new_id, 0xb2, sizeof new_id);
+    struct partition_log *old_log, *new_log;
+    char err[256] = "";
+    assert_int_equal(log_manager_create(m, "churn", 0, old_id, NULL, &old_log, err, sizeof err), KAFKA_ERR_NONE);
+    append(old_log, 3);
+    assert_int_equal(log_manager_delete(m, "churn", 0), 0);
+    if (log_manager_create(m, "churn", 0, new_id, NULL, &new_log, err, sizeof err) != KAFKA_ERR_NONE)
+        fail_msg("recreate while the old log is referenced: %s", err);
+    append(new_log, 2);
+    int64_t new_end = partition_log_end_offset(new_log);
+    assert_true(new_end > 0);
+    char pdir[1024];
+    snprintf(pdir, sizeof pdir, "%s", partition_log_dir(new_log));
+    partition_log_close(old_log);
+    assert_int_equal(deleted_dirs(), 0);
+    assert_true(exists(pdir, "partition.metadata"));
+    assert_true(exists(pdir, "00000000000000000000.log"));
+    assert_int_equal(partition_log_end_offset(new_log), new_end);
+    partition_log_close(new_log);
+    log_manager_close(m, true);
+
+    /* A deletion the process did not finish (killed with a reference held). */
+    char leftover[1200];
+    snprintf(leftover, sizeof leftover, "%s/churn-1.00000000000000ab-delete", g_dirs[0]);
+    assert_int_equal(mkdir(leftover, 0755), 0);
+    char file[1300];
+    snprintf(file, sizeof file, "%s/00000000000000000000.log", leftover);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fclose(f);
+    m = open_manager(&defaults);
+    assert_int_equal(deleted_dirs(), 0);
+    assert_null(log_manager_get(m, "churn", 1));
+    new_log = log_manager_get(m, "churn", 0);
+    assert_non_null(new_log);
+    assert_int_equal(partition_log_end_offset(new_log), new_end);
+    partition_log_close(new_log);
+    log_manager_close(m, true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -768,6 +842,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unclean_recovery, setup, teardown),
         cmocka_unit_test_setup_teardown(test_marker_not_removable_refuses_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_retention, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recreate_while_old_reference_held, setup, teardown),
         cmocka_unit_test_setup_teardown(test_background_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roll_flush_checkpointed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_over_unloaded_dir, setup, teardown),
