@@ -1,5 +1,6 @@
 /* Group coordinator lifetime, the group table, timers and loading. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,8 @@ void group_coordinator_options_defaults(struct group_coordinator_options *opts)
     opts->max_session_timeout_ms = 1800000;
     opts->initial_rebalance_delay_ms = 3000;
     opts->max_group_size = INT32_MAX;
+    opts->max_pending_members_per_group = 1000;
+    opts->max_pending_members = 100000;
     opts->offset_metadata_max_bytes = 4096;
     opts->offsets_retention_ms = 10080LL * 60000;
     opts->offsets_retention_check_interval_ms = 600000;
@@ -79,20 +82,9 @@ const char *group_state_name(enum group_state s)
     return "Dead";
 }
 
-static uint32_t group_hash(const char *s)
-{
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
-
 struct group *group_find(struct group_coordinator *gc, const char *group_id)
 {
-    for (struct group *g = gc->buckets[group_hash(group_id) % GROUP_BUCKETS]; g; g = g->next)
-        if (strcmp(g->group_id, group_id) == 0)
-            return g;
-    return NULL;
+    return group_index_find(&gc->groups, group_id);
 }
 
 struct group *group_get_or_create(struct group_coordinator *gc, const char *group_id)
@@ -104,28 +96,26 @@ struct group *group_get_or_create(struct group_coordinator *gc, const char *grou
     if (!g)
         return NULL;
     g->group_id = strdup(group_id);
-    if (!g->group_id) {
+    if (!g->group_id || group_index_put(&gc->groups, g) != 0) {
+        free(g->group_id);
         free(g);
         return NULL;
     }
     g->state = GROUP_EMPTY;
     g->state_timestamp = group_wall_now(gc);
     g->partition = gc->opts.shards ? coordinator_shards_partition_of(gc->opts.shards, group_id) : -1;
-    uint32_t b = group_hash(group_id) % GROUP_BUCKETS;
-    g->next = gc->buckets[b];
-    gc->buckets[b] = g;
+    group_members_init(gc, g);
+    g->next = gc->group_list;
+    if (g->next)
+        g->next->prev = g;
+    gc->group_list = g;
     gc->group_count++;
     return g;
 }
 
-static void group_free(struct group *g)
+static void group_free(struct group_coordinator *gc, struct group *g)
 {
-    for (size_t i = 0; i < g->member_count; i++)
-        group_member_free(g->members[i]);
-    free(g->members);
-    for (size_t i = 0; i < g->pending_count; i++)
-        free(g->pending[i].member_id);
-    free(g->pending);
+    group_members_free(gc, g);
     group_offsets_free(g);
     group_txn_offsets_free(g);
     group_inflight_free(g);
@@ -138,13 +128,15 @@ static void group_free(struct group *g)
 
 void group_remove(struct group_coordinator *gc, struct group *g)
 {
-    struct group **pp = &gc->buckets[group_hash(g->group_id) % GROUP_BUCKETS];
-    while (*pp && *pp != g)
-        pp = &(*pp)->next;
-    if (*pp)
-        *pp = g->next;
+    group_index_del(&gc->groups, g);
+    if (g->prev)
+        g->prev->next = g->next;
+    else
+        gc->group_list = g->next;
+    if (g->next)
+        g->next->prev = g->prev;
     gc->group_count--;
-    group_free(g);
+    group_free(gc, g);
 }
 
 int16_t group_snapshot_write(struct group_coordinator *gc, struct group *g, struct group_sync_point *sync_point)
@@ -253,12 +245,53 @@ void group_coordinator_connection_closed(struct group_coordinator *gc, uint64_t 
     pthread_mutex_unlock(&gc->closed_lock);
 }
 
+static int closed_conn_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const struct group_closed_conn *)a)->id, y = ((const struct group_closed_conn *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/* conns sorted by id: a tick costs O(members log closed), not their product. */
 static struct group_closed_conn *closed_conn(struct group_closed_conn *conns, size_t n, uint64_t id)
 {
-    for (size_t i = 0; id != 0 && i < n; i++)
-        if (conns[i].id == id)
-            return &conns[i];
-    return NULL;
+    if (id == 0)
+        return NULL;
+    struct group_closed_conn key = {.id = id};
+    return bsearch(&key, conns, n, sizeof *conns, closed_conn_cmp);
+}
+
+/* Answers g's requests parked by the closed connections conns (sorted). */
+static void cancel_closed_group(struct group_coordinator *gc, struct group *g, struct group_closed_conn *conns,
+                                size_t n, int64_t now)
+{
+    bool removed = false;
+    for (size_t i = 0; i < g->member_count;) {
+        struct group_member *m = g->members[i];
+        struct group_closed_conn *jc = m->join_cb ? closed_conn(conns, n, m->join_conn) : NULL;
+        struct group_closed_conn *sc = m->sync_cb ? closed_conn(conns, n, m->sync_conn) : NULL;
+        if (!jc && !sc) {
+            i++;
+            continue;
+        }
+        if (!m->instance_id) {
+            logger_info("group", "group %s: member %s left with its connection (a parked %s)", g->group_id,
+                        m->member_id, jc ? "JoinGroup" : "SyncGroup");
+            group_remove_member_at(g, i); /* answers its parked requests */
+            removed = true;
+            continue;
+        }
+        if (jc) {
+            group_join_respond_error(m->join_cb, m->join_arg, KAFKA_ERR_UNKNOWN_MEMBER_ID, m->member_id);
+            m->join_cb = NULL;
+        }
+        if (sc) {
+            group_sync_respond_error(m->sync_cb, m->sync_arg, KAFKA_ERR_UNKNOWN_MEMBER_ID);
+            m->sync_cb = NULL;
+        }
+        i++;
+    }
+    if (removed)
+        group_member_removed(gc, g, now);
 }
 
 /* Gives up the requests parked by connections that closed (see
@@ -275,38 +308,10 @@ static void cancel_closed_locked(struct group_coordinator *gc, int64_t now)
         free(conns);
         return;
     }
-    for (size_t b = 0; b < GROUP_BUCKETS; b++) {
-        for (struct group *g = gc->buckets[b], *next; g; g = next) {
-            next = g->next;
-            bool removed = false;
-            for (size_t i = 0; i < g->member_count;) {
-                struct group_member *m = g->members[i];
-                struct group_closed_conn *jc = m->join_cb ? closed_conn(conns, n, m->join_conn) : NULL;
-                struct group_closed_conn *sc = m->sync_cb ? closed_conn(conns, n, m->sync_conn) : NULL;
-                if (!jc && !sc) {
-                    i++;
-                    continue;
-                }
-                if (!m->instance_id) {
-                    logger_info("group", "group %s: member %s left with its connection (a parked %s)", g->group_id,
-                                m->member_id, jc ? "JoinGroup" : "SyncGroup");
-                    group_remove_member_at(g, i); /* answers its parked requests */
-                    removed = true;
-                    continue;
-                }
-                if (jc) {
-                    group_join_respond_error(m->join_cb, m->join_arg, KAFKA_ERR_UNKNOWN_MEMBER_ID, m->member_id);
-                    m->join_cb = NULL;
-                }
-                if (sc) {
-                    group_sync_respond_error(m->sync_cb, m->sync_arg, KAFKA_ERR_UNKNOWN_MEMBER_ID);
-                    m->sync_cb = NULL;
-                }
-                i++;
-            }
-            if (removed)
-                group_member_removed(gc, g, now);
-        }
+    qsort(conns, n, sizeof *conns, closed_conn_cmp);
+    for (struct group *g = gc->group_list, *next; g; g = next) {
+        next = g->next;
+        cancel_closed_group(gc, g, conns, n, now);
     }
     /* Kept a while: a request sent just before its connection closed may
      * park only after this tick. Connection ids are never reused. */
@@ -329,19 +334,13 @@ static void tick_locked(struct group_coordinator *gc)
     if (check_expiry)
         gc->next_expiry_check = now + gc->opts.offsets_retention_check_interval_ms;
     int64_t wall = group_wall_now(gc);
-    for (size_t b = 0; b < GROUP_BUCKETS; b++) {
-        struct group *g = gc->buckets[b];
-        while (g) {
-            struct group *next = g->next;
-            if (!group_partition_active(gc, g)) {
-                g = next; /* loading: its members get a full session once loaded */
-                continue;
-            }
-            group_membership_tick(gc, g, now);
-            if (check_expiry)
-                group_offsets_expire(gc, g, wall);
-            g = next;
-        }
+    for (struct group *g = gc->group_list, *next; g; g = next) {
+        next = g->next;
+        if (!group_partition_active(gc, g))
+            continue; /* loading: its members get a full session once loaded */
+        group_membership_tick(gc, g, now);
+        if (check_expiry)
+            group_offsets_expire(gc, g, wall);
     }
 }
 
@@ -378,6 +377,8 @@ int group_coordinator_create(const struct group_coordinator_options *opts, struc
         return -1;
     gc->opts = *opts;
     gc->loading = opts->start_loading;
+    gc->hash_seed = group_index_random_seed();
+    group_index_init(&gc->groups, offsetof(struct group, group_id), gc->hash_seed);
     pthread_mutex_init(&gc->lock, NULL);
     pthread_mutex_init(&gc->closed_lock, NULL);
     pthread_condattr_t attr;
@@ -407,9 +408,8 @@ void group_coordinator_shutdown(struct group_coordinator *gc)
     pthread_mutex_lock(&gc->lock);
     if (!gc->shut_down) {
         gc->shut_down = true;
-        for (size_t b = 0; b < GROUP_BUCKETS; b++)
-            for (struct group *g = gc->buckets[b]; g; g = g->next)
-                group_fail_parked(g, KAFKA_ERR_NOT_COORDINATOR);
+        for (struct group *g = gc->group_list; g; g = g->next)
+            group_fail_parked(g, KAFKA_ERR_NOT_COORDINATOR);
     }
     pthread_mutex_unlock(&gc->lock);
 }
@@ -425,13 +425,9 @@ void group_coordinator_destroy(struct group_coordinator *gc)
     pthread_mutex_unlock(&gc->lock);
     if (gc->timer_started)
         pthread_join(gc->timer_thread, NULL);
-    for (size_t b = 0; b < GROUP_BUCKETS; b++) {
-        while (gc->buckets[b]) {
-            struct group *g = gc->buckets[b];
-            gc->buckets[b] = g->next;
-            group_free(g);
-        }
-    }
+    while (gc->group_list)
+        group_remove(gc, gc->group_list);
+    group_index_free(&gc->groups);
     free(gc->deferred);
     free(gc->closed_conns);
     pthread_mutex_destroy(&gc->closed_lock);
@@ -445,10 +441,9 @@ void group_coordinator_destroy(struct group_coordinator *gc)
 static void restart_sessions(struct group_coordinator *gc, int32_t partition)
 {
     int64_t now = group_now(gc);
-    for (size_t b = 0; b < GROUP_BUCKETS; b++)
-        for (struct group *g = gc->buckets[b]; g; g = g->next)
-            for (size_t i = 0; (partition < 0 || g->partition == partition) && i < g->member_count; i++)
-                g->members[i]->session_deadline = now + g->members[i]->session_timeout_ms;
+    for (struct group *g = gc->group_list; g; g = g->next)
+        for (size_t i = 0; (partition < 0 || g->partition == partition) && i < g->member_count; i++)
+            g->members[i]->session_deadline = now + g->members[i]->session_timeout_ms;
 }
 
 void group_coordinator_set_loaded(struct group_coordinator *gc)
@@ -515,9 +510,7 @@ static void load_group(void *ctx, const char *group_id, const struct group_snaps
         g = group_get_or_create(gc, group_id);
     if (!g)
         goto out;
-    for (size_t i = 0; i < g->member_count; i++)
-        group_member_free(g->members[i]);
-    g->member_count = 0;
+    group_members_clear(g);
     free(g->protocol_type);
     free(g->protocol);
     free(g->leader);
@@ -559,7 +552,10 @@ static void load_group(void *ctx, const char *group_id, const struct group_snaps
             m->assignment_len = mr->assignment_len;
             m->synced = true;
             m->session_deadline = group_now(gc) + m->session_timeout_ms;
-            g->members[g->member_count++] = m;
+            /* A record naming a member twice keeps the first. */
+            if (!m->member_id || group_member_find(g, m->member_id) ||
+                (m->instance_id && group_member_by_instance(g, m->instance_id)) || group_member_append(g, m) != 0)
+                group_member_free(m);
         }
         if (g->member_count > 0)
             g->state = GROUP_STABLE;
@@ -610,16 +606,12 @@ static void shard_unload(void *coordinator, int32_t partition)
     pthread_mutex_lock(&gc->lock);
     group_txn_ends_replay(gc, partition, false); /* of a load that did not finish */
     size_t dropped = 0;
-    for (size_t b = 0; b < GROUP_BUCKETS; b++) {
-        struct group *g = gc->buckets[b];
-        while (g) {
-            struct group *next = g->next;
-            if (g->partition == partition) {
-                group_fail_parked(g, KAFKA_ERR_NOT_COORDINATOR);
-                group_remove(gc, g);
-                dropped++;
-            }
-            g = next;
+    for (struct group *g = gc->group_list, *next; g; g = next) {
+        next = g->next;
+        if (g->partition == partition) {
+            group_fail_parked(g, KAFKA_ERR_NOT_COORDINATOR);
+            group_remove(gc, g);
+            dropped++;
         }
     }
     pthread_mutex_unlock(&gc->lock);

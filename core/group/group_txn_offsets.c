@@ -250,31 +250,29 @@ static void complete_txn_locked(struct group_coordinator *gc, int32_t offsets_pa
 {
     LOCK_ASSERT_HELD(&gc->lock);
     int32_t partitions = gc->opts.offsets_topic_partitions;
-    for (size_t b = 0; b < GROUP_BUCKETS; b++) {
-        for (struct group *g = gc->buckets[b]; g; g = g->next) {
-            if (g->txn_offset_count == 0)
+    for (struct group *g = gc->group_list; g; g = g->next) {
+        if (g->txn_offset_count == 0)
+            continue;
+        if (partitions > 0 &&
+            coordinator_partition_for(g->group_id, strlen(g->group_id), partitions) != offsets_partition)
+            continue;
+        size_t kept = 0, done = 0;
+        for (size_t i = 0; i < g->txn_offset_count; i++) {
+            struct group_txn_offset *t = &g->txn_offsets[i];
+            if (t->producer_id != producer_id) {
+                g->txn_offsets[kept++] = *t;
                 continue;
-            if (partitions > 0 &&
-                coordinator_partition_for(g->group_id, strlen(g->group_id), partitions) != offsets_partition)
-                continue;
-            size_t kept = 0, done = 0;
-            for (size_t i = 0; i < g->txn_offset_count; i++) {
-                struct group_txn_offset *t = &g->txn_offsets[i];
-                if (t->producer_id != producer_id) {
-                    g->txn_offsets[kept++] = *t;
-                    continue;
-                }
-                done++;
-                if (commit)
-                    group_offset_apply(g, &t->offset);
-                else
-                    txn_offset_release(t);
             }
-            g->txn_offset_count = kept;
-            if (done > 0)
-                logger_debug("group", "group %s: %s %zu transactional offset(s) of producer %lld", g->group_id,
-                             commit ? "committed" : "aborted", done, (long long)producer_id);
+            done++;
+            if (commit)
+                group_offset_apply(g, &t->offset);
+            else
+                txn_offset_release(t);
         }
+        g->txn_offset_count = kept;
+        if (done > 0)
+            logger_debug("group", "group %s: %s %zu transactional offset(s) of producer %lld", g->group_id,
+                         commit ? "committed" : "aborted", done, (long long)producer_id);
     }
 }
 

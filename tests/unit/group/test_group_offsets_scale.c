@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "group/group_coordinator.h"
+#include "group/group_persistence.h"
 #include "protocol/generated/errors.h"
 
 #define SCALE_TOPICS 200
@@ -224,11 +225,142 @@ static void test_interleaved_commit_and_delete(void **state)
     group_coordinator_destroy(gc);
 }
 
+/* Group ids a client picks so that an unseeded FNV-1a hash over 1024
+ * buckets puts them all in one chain: every lookup would walk all groups. */
+#define COLLIDING_GROUPS 10000
+/* Creating them (one commit each) and three commits plus a fetch per
+ * group: a few ms with a seeded, growing table; the one-chain table took
+ * seconds (see the report of the change). */
+#define COLLIDING_TIME_BOUND_MS 1000.0
+
+static uint32_t old_bucket(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h % 1024;
+}
+
+static void test_many_groups_colliding_ids(void **state)
+{
+    (void)state;
+    char(*ids)[48] = calloc(COLLIDING_GROUPS, sizeof *ids);
+    assert_non_null(ids);
+    size_t n = 0;
+    for (unsigned long k = 0; n < COLLIDING_GROUPS; k++) {
+        char id[48];
+        snprintf(id, sizeof id, "consumer-group-%lu", k);
+        if (old_bucket(id) == 7)
+            memcpy(ids[n++], id, sizeof id);
+    }
+    struct group_coordinator *gc = make_gc();
+    double start = now_ms();
+    for (int round = 0; round < 4; round++) {
+        for (size_t i = 0; i < n; i++) {
+            struct group_offset_commit c = {.topic = "t", .partition = 0, .offset = round, .leader_epoch = -1};
+            struct group_commit_params params = {
+                .group_id = ids[i], .generation_id = -1, .member_id = "", .retention_ms = -1};
+            group_coordinator_commit(gc, &params, &c, 1);
+            assert_int_equal(c.error_code, KAFKA_ERR_NONE);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct group_offset_fetch f = {.topic = "t", .partition = 0};
+        assert_int_equal(group_coordinator_fetch_offsets(gc, ids[i], &f, 1), KAFKA_ERR_NONE);
+        assert_int_equal(f.offset, 3);
+        free(f.metadata);
+    }
+    double end = now_ms();
+    print_message("%d groups with colliding ids: %.1f ms (bound %.0f ms)\n", COLLIDING_GROUPS, end - start,
+                  COLLIDING_TIME_BOUND_MS);
+    struct group_listing *l = NULL;
+    size_t count = 0;
+    assert_int_equal(group_coordinator_list(gc, NULL, 0, &l, &count), KAFKA_ERR_NONE);
+    assert_int_equal(count, COLLIDING_GROUPS);
+    group_listing_free(l, count);
+    assert_int_equal(group_coordinator_delete_group(gc, ids[17]), KAFKA_ERR_NONE);
+    struct group_offset_fetch f = {.topic = "t", .partition = 0};
+    assert_int_equal(group_coordinator_fetch_offsets(gc, ids[17], &f, 1), KAFKA_ERR_NONE);
+    assert_int_equal(f.offset, -1);
+    assert_true(end - start < COLLIDING_TIME_BOUND_MS);
+    group_coordinator_destroy(gc);
+    free(ids);
+}
+
+/* One Stable group of many members (loaded from its record, as after a
+ * restart): each member's heartbeat and commit finds it by id. */
+#define BIG_GROUP_MEMBERS 20000
+/* Two heartbeats and a commit per member: a few ms by index; a scan of the
+ * members per request took seconds. */
+#define BIG_GROUP_TIME_BOUND_MS 1000.0
+
+static void test_many_members_lookup(void **state)
+{
+    (void)state;
+    struct group_member_record *recs = calloc(BIG_GROUP_MEMBERS, sizeof *recs);
+    char(*ids)[64] = calloc(BIG_GROUP_MEMBERS, sizeof *ids);
+    char(*instances)[64] = calloc(BIG_GROUP_MEMBERS, sizeof *instances);
+    assert_non_null(recs);
+    assert_non_null(ids);
+    assert_non_null(instances);
+    for (int i = 0; i < BIG_GROUP_MEMBERS; i++) {
+        /* Kafka's member id shape: client id, then a uuid. */
+        snprintf(ids[i], sizeof ids[i], "consumer-big-1-0000%04x-0000-0000-0000-%012d", i % 7, i);
+        snprintf(instances[i], sizeof instances[i], "instance-%d", i);
+        recs[i] = (struct group_member_record){.member_id = ids[i],
+                                               .group_instance_id = (i % 2) ? instances[i] : NULL,
+                                               .client_id = "consumer-big-1",
+                                               .client_host = "/127.0.0.1",
+                                               .rebalance_timeout_ms = 30000,
+                                               .session_timeout_ms = 45000,
+                                               .subscription = (const uint8_t *)"s",
+                                               .subscription_len = 1};
+    }
+    struct group_snapshot_record rec = {.group_id = "big",
+                                        .protocol_type = "consumer",
+                                        .generation = 5,
+                                        .protocol = "range",
+                                        .leader = ids[0],
+                                        .members = recs,
+                                        .member_count = BIG_GROUP_MEMBERS};
+    struct group_coordinator *gc = make_gc();
+    group_coordinator_load_visitor()->group(gc, "big", &rec);
+    double start = now_ms();
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < BIG_GROUP_MEMBERS; i++)
+            assert_int_equal(group_coordinator_heartbeat(gc, "big", 5, ids[i], (i % 2) ? instances[i] : NULL),
+                             KAFKA_ERR_NONE);
+    for (int i = 0; i < BIG_GROUP_MEMBERS; i++) {
+        struct group_offset_commit c = {.topic = "t", .partition = i % 64, .offset = i, .leader_epoch = -1};
+        struct group_commit_params params = {.group_id = "big",
+                                             .generation_id = 5,
+                                             .member_id = ids[i],
+                                             .group_instance_id = (i % 2) ? instances[i] : NULL,
+                                             .retention_ms = -1};
+        group_coordinator_commit(gc, &params, &c, 1);
+        assert_int_equal(c.error_code, KAFKA_ERR_NONE);
+    }
+    double end = now_ms();
+    print_message("%d members: 2 heartbeats and a commit each in %.1f ms (bound %.0f ms)\n", BIG_GROUP_MEMBERS,
+                  end - start, BIG_GROUP_TIME_BOUND_MS);
+    /* Unknown ids and a fenced instance are still told apart. */
+    assert_int_equal(group_coordinator_heartbeat(gc, "big", 5, "consumer-big-1-nobody", NULL),
+                     KAFKA_ERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(group_coordinator_heartbeat(gc, "big", 5, ids[2], instances[1]), KAFKA_ERR_FENCED_INSTANCE_ID);
+    assert_true(end - start < BIG_GROUP_TIME_BOUND_MS);
+    group_coordinator_destroy(gc);
+    free(recs);
+    free(ids);
+    free(instances);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_commit_fetch_delete_20000_partitions),
         cmocka_unit_test(test_interleaved_commit_and_delete),
+        cmocka_unit_test(test_many_groups_colliding_ids),
+        cmocka_unit_test(test_many_members_lookup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
