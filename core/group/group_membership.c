@@ -195,34 +195,42 @@ bool group_supports_protocols(const struct group *g, const struct group_join_par
 }
 
 /* Among protocols every member supports, each member votes for its most
- * preferred one; the most votes wins, ties go to the first member's order. */
+ * preferred one; the most votes wins, ties go to the first member's order.
+ * Only the first member's protocols can be supported by all, so counting
+ * against that short list keeps this linear in the members. */
 const char *group_select_protocol(const struct group *g)
 {
     if (g->member_count == 0)
         return NULL;
     const struct group_member *first = g->members[0];
+    size_t k = first->protocol_count;
+    size_t *count = calloc(k ? 2 * k : 1, sizeof *count);
+    if (!count)
+        return NULL;
+    size_t *votes = count + k;
+    for (size_t c = 0; c < k; c++)
+        count[c] = protocol_support(g, first->protocols[c].name);
+    for (size_t i = 0; i < g->member_count; i++) {
+        const struct group_member *m = g->members[i];
+        bool voted = false;
+        for (size_t p = 0; p < m->protocol_count && !voted; p++)
+            for (size_t c = 0; c < k && !voted; c++)
+                if (count[c] == g->member_count && strcmp(m->protocols[p].name, first->protocols[c].name) == 0) {
+                    votes[c]++;
+                    voted = true;
+                }
+    }
     const char *best = NULL;
     size_t best_votes = 0;
-    for (size_t c = 0; c < first->protocol_count; c++) {
-        const char *cand = first->protocols[c].name;
-        if (protocol_support(g, cand) != g->member_count)
+    for (size_t c = 0; c < k; c++) {
+        if (count[c] != g->member_count)
             continue;
-        size_t votes = 0;
-        for (size_t i = 0; i < g->member_count; i++) {
-            const struct group_member *m = g->members[i];
-            for (size_t k = 0; k < m->protocol_count; k++) {
-                if (protocol_support(g, m->protocols[k].name) != g->member_count)
-                    continue;
-                if (strcmp(m->protocols[k].name, cand) == 0)
-                    votes++;
-                break;
-            }
-        }
-        if (!best || votes > best_votes) {
-            best = cand;
-            best_votes = votes;
+        if (!best || votes[c] > best_votes) {
+            best = first->protocols[c].name;
+            best_votes = votes[c];
         }
     }
+    free(count);
     return best;
 }
 

@@ -308,19 +308,21 @@ void group_coordinator_sync(struct group_coordinator *gc, const struct group_syn
     if (g->assignment_writing == g->generation)
         goto out;
 
-    /* The leader's assignment completes the generation. */
+    /* The leader's assignment completes the generation. A member named
+     * twice gets its first entry (walked backwards, the first is set last). */
     for (size_t i = 0; i < g->member_count; i++) {
         struct group_member *o = g->members[i];
         free(o->assignment);
         o->assignment = NULL;
         o->assignment_len = 0;
-        for (size_t a = 0; a < p->assignment_count; a++) {
-            if (!p->assignments[a].member_id || strcmp(p->assignments[a].member_id, o->member_id) != 0)
-                continue;
-            o->assignment = group_memdup(p->assignments[a].assignment, p->assignments[a].assignment_len);
-            o->assignment_len = o->assignment ? p->assignments[a].assignment_len : 0;
-            break;
-        }
+    }
+    for (size_t a = p->assignment_count; a-- > 0;) {
+        struct group_member *o = p->assignments[a].member_id ? group_member_find(g, p->assignments[a].member_id) : NULL;
+        if (!o)
+            continue;
+        free(o->assignment);
+        o->assignment = group_memdup(p->assignments[a].assignment, p->assignments[a].assignment_len);
+        o->assignment_len = o->assignment ? p->assignments[a].assignment_len : 0;
     }
     bool split = gc->opts.ops && gc->opts.ops->append_group && gc->opts.ops->sync;
     struct group_sync_point sync_point;
