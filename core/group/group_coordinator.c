@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "coordinator/coordinator_partition.h"
 #include "coordinator/coordinator_runtime.h"
 #include "group/group_internal.h"
 #include "protocol/generated/errors.h"
@@ -82,9 +83,36 @@ const char *group_state_name(enum group_state s)
     return "Dead";
 }
 
+struct group_shard *group_shard_of(struct group_coordinator *gc, const char *group_id)
+{
+    if (gc->shard_count == 1)
+        return &gc->shards[0];
+    const char *id = group_id ? group_id : "";
+    return &gc->shards[coordinator_partition_for(id, strlen(id), gc->shard_count)];
+}
+
+struct group_shard *group_partition_shard(struct group_coordinator *gc, int32_t partition)
+{
+    return partition >= 0 && partition < gc->shard_count ? &gc->shards[partition] : &gc->shards[0];
+}
+
+struct group_shard *group_lock(struct group_coordinator *gc, const char *group_id)
+{
+    struct group_shard *shard = group_shard_of(gc, group_id);
+    pthread_mutex_lock(&shard->lock);
+    return shard;
+}
+
+void group_unlock(struct group_shard *shard)
+{
+    pthread_mutex_unlock(&shard->lock);
+}
+
 struct group *group_find(struct group_coordinator *gc, const char *group_id)
 {
-    return group_index_find(&gc->groups, group_id);
+    struct group_shard *shard = group_shard_of(gc, group_id);
+    LOCK_ASSERT_HELD(&shard->lock);
+    return group_index_find(&shard->groups, group_id);
 }
 
 struct group *group_get_or_create(struct group_coordinator *gc, const char *group_id)
@@ -95,8 +123,9 @@ struct group *group_get_or_create(struct group_coordinator *gc, const char *grou
     g = calloc(1, sizeof *g);
     if (!g)
         return NULL;
+    struct group_shard *shard = group_shard_of(gc, group_id);
     g->group_id = strdup(group_id);
-    if (!g->group_id || group_index_put(&gc->groups, g) != 0) {
+    if (!g->group_id || group_index_put(&shard->groups, g) != 0) {
         free(g->group_id);
         free(g);
         return NULL;
@@ -105,11 +134,12 @@ struct group *group_get_or_create(struct group_coordinator *gc, const char *grou
     g->state_timestamp = group_wall_now(gc);
     g->partition = gc->opts.shards ? coordinator_shards_partition_of(gc->opts.shards, group_id) : -1;
     group_members_init(gc, g);
-    g->next = gc->group_list;
+    g->shard = shard;
+    g->next = shard->group_list;
     if (g->next)
         g->next->prev = g;
-    gc->group_list = g;
-    gc->group_count++;
+    shard->group_list = g;
+    shard->group_count++;
     return g;
 }
 
@@ -128,14 +158,15 @@ static void group_free(struct group_coordinator *gc, struct group *g)
 
 void group_remove(struct group_coordinator *gc, struct group *g)
 {
-    group_index_del(&gc->groups, g);
+    struct group_shard *shard = g->shard;
+    group_index_del(&shard->groups, g);
     if (g->prev)
         g->prev->next = g->next;
     else
-        gc->group_list = g->next;
+        shard->group_list = g->next;
     if (g->next)
         g->next->prev = g->prev;
-    gc->group_count--;
+    shard->group_count--;
     group_free(gc, g);
 }
 
@@ -212,9 +243,7 @@ int16_t group_coordinator_ownership(struct group_coordinator *gc, const char *gr
 {
     if (!gc)
         return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
-    pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_serving(gc, group_id ? group_id : "");
-    pthread_mutex_unlock(&gc->lock);
     return err == KAFKA_ERR_NONE ? KAFKA_ERR_NONE : KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
 }
 
@@ -309,9 +338,14 @@ static void cancel_closed_locked(struct group_coordinator *gc, int64_t now)
         return;
     }
     qsort(conns, n, sizeof *conns, closed_conn_cmp);
-    for (struct group *g = gc->group_list, *next; g; g = next) {
-        next = g->next;
-        cancel_closed_group(gc, g, conns, n, now);
+    for (int32_t i = 0; i < gc->shard_count; i++) {
+        struct group_shard *shard = &gc->shards[i];
+        pthread_mutex_lock(&shard->lock);
+        for (struct group *g = shard->group_list, *next; g; g = next) {
+            next = g->next;
+            cancel_closed_group(gc, g, conns, n, now);
+        }
+        pthread_mutex_unlock(&shard->lock);
     }
     /* Kept a while: a request sent just before its connection closed may
      * park only after this tick. Connection ids are never reused. */
@@ -323,9 +357,10 @@ static void cancel_closed_locked(struct group_coordinator *gc, int64_t now)
     free(conns);
 }
 
+/* Shard by shard: a tick holds one partition's groups at a time. */
 static void tick_locked(struct group_coordinator *gc)
 {
-    LOCK_ASSERT_HELD(&gc->lock);
+    LOCK_ASSERT_HELD(&gc->timer_lock);
     if (gc->shut_down || gc->loading)
         return;
     int64_t now = group_now(gc);
@@ -334,27 +369,34 @@ static void tick_locked(struct group_coordinator *gc)
     if (check_expiry)
         gc->next_expiry_check = now + gc->opts.offsets_retention_check_interval_ms;
     int64_t wall = group_wall_now(gc);
-    for (struct group *g = gc->group_list, *next; g; g = next) {
-        next = g->next;
-        if (!group_partition_active(gc, g))
-            continue; /* loading: its members get a full session once loaded */
-        group_membership_tick(gc, g, now);
-        if (check_expiry)
-            group_offsets_expire(gc, g, wall);
+    for (int32_t i = 0; i < gc->shard_count; i++) {
+        struct group_shard *shard = &gc->shards[i];
+        pthread_mutex_lock(&shard->lock);
+        for (struct group *g = shard->group_list, *next; g; g = next) {
+            next = g->next;
+            if (!group_partition_active(gc, g))
+                continue; /* loading: its members get a full session once loaded */
+            group_membership_tick(gc, g, now);
+            if (check_expiry)
+                group_offsets_expire(gc, g, wall);
+        }
+        pthread_mutex_unlock(&shard->lock);
     }
 }
 
 void group_coordinator_tick(struct group_coordinator *gc)
 {
-    pthread_mutex_lock(&gc->lock);
+    pthread_mutex_lock(&gc->timer_lock);
     tick_locked(gc);
-    pthread_mutex_unlock(&gc->lock);
+    pthread_mutex_unlock(&gc->timer_lock);
 }
+
+static void group_coordinator_free(struct group_coordinator *gc);
 
 static void *timer_main(void *arg)
 {
     struct group_coordinator *gc = arg;
-    pthread_mutex_lock(&gc->lock);
+    pthread_mutex_lock(&gc->timer_lock);
     while (!gc->stopping) {
         tick_locked(gc);
         struct timespec ts;
@@ -364,9 +406,9 @@ static void *timer_main(void *arg)
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000L;
         }
-        pthread_cond_timedwait(&gc->cond, &gc->lock, &ts);
+        pthread_cond_timedwait(&gc->cond, &gc->timer_lock, &ts);
     }
-    pthread_mutex_unlock(&gc->lock);
+    pthread_mutex_unlock(&gc->timer_lock);
     return NULL;
 }
 
@@ -376,10 +418,25 @@ int group_coordinator_create(const struct group_coordinator_options *opts, struc
     if (!gc)
         return -1;
     gc->opts = *opts;
-    gc->loading = opts->start_loading;
+    atomic_init(&gc->loading, opts->start_loading);
+    atomic_init(&gc->shut_down, false);
+    atomic_init(&gc->pending_total, 0);
+    atomic_init(&gc->write_seq, 0);
     gc->hash_seed = group_index_random_seed();
-    group_index_init(&gc->groups, offsetof(struct group, group_id), gc->hash_seed);
-    pthread_mutex_init(&gc->lock, NULL);
+    /* One shard per __consumer_offsets partition: a group's shard is its
+     * partition, so loading one takes that shard alone. */
+    int32_t n = opts->shards ? coordinator_shards_partition_count(opts->shards) : opts->offsets_topic_partitions;
+    gc->shard_count = n > 0 ? n : 1;
+    gc->shards = calloc((size_t)gc->shard_count, sizeof *gc->shards);
+    if (!gc->shards) {
+        free(gc);
+        return -1;
+    }
+    for (int32_t i = 0; i < gc->shard_count; i++) {
+        pthread_mutex_init(&gc->shards[i].lock, NULL);
+        group_index_init(&gc->shards[i].groups, offsetof(struct group, group_id), gc->hash_seed);
+    }
+    pthread_mutex_init(&gc->timer_lock, NULL);
     pthread_mutex_init(&gc->closed_lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -389,10 +446,7 @@ int group_coordinator_create(const struct group_coordinator_options *opts, struc
     gc->next_expiry_check = group_now(gc) + opts->offsets_retention_check_interval_ms;
     if (!opts->manual_time) {
         if (pthread_create(&gc->timer_thread, NULL, timer_main, gc) != 0) {
-            pthread_cond_destroy(&gc->cond);
-            pthread_mutex_destroy(&gc->lock);
-            pthread_mutex_destroy(&gc->closed_lock);
-            free(gc);
+            group_coordinator_free(gc);
             return -1;
         }
         gc->timer_started = true;
@@ -403,15 +457,38 @@ int group_coordinator_create(const struct group_coordinator_options *opts, struc
 
 void group_coordinator_shutdown(struct group_coordinator *gc)
 {
-    if (!gc)
+    if (!gc || atomic_exchange(&gc->shut_down, true))
         return;
-    pthread_mutex_lock(&gc->lock);
-    if (!gc->shut_down) {
-        gc->shut_down = true;
-        for (struct group *g = gc->group_list; g; g = g->next)
+    /* Set before the walk: a request that takes a shard after the walk
+     * passed it sees the flag and does not park. */
+    for (int32_t i = 0; i < gc->shard_count; i++) {
+        struct group_shard *shard = &gc->shards[i];
+        pthread_mutex_lock(&shard->lock);
+        for (struct group *g = shard->group_list; g; g = g->next)
             group_fail_parked(g, KAFKA_ERR_NOT_COORDINATOR);
+        pthread_mutex_unlock(&shard->lock);
     }
-    pthread_mutex_unlock(&gc->lock);
+}
+
+/* Frees everything; no other thread uses gc any more. */
+static void group_coordinator_free(struct group_coordinator *gc)
+{
+    for (int32_t i = 0; i < gc->shard_count; i++) {
+        struct group_shard *shard = &gc->shards[i];
+        pthread_mutex_lock(&shard->lock);
+        while (shard->group_list)
+            group_remove(gc, shard->group_list);
+        pthread_mutex_unlock(&shard->lock);
+        group_index_free(&shard->groups);
+        free(shard->deferred);
+        pthread_mutex_destroy(&shard->lock);
+    }
+    free(gc->shards);
+    free(gc->closed_conns);
+    pthread_mutex_destroy(&gc->closed_lock);
+    pthread_cond_destroy(&gc->cond);
+    pthread_mutex_destroy(&gc->timer_lock);
+    free(gc);
 }
 
 void group_coordinator_destroy(struct group_coordinator *gc)
@@ -419,47 +496,39 @@ void group_coordinator_destroy(struct group_coordinator *gc)
     if (!gc)
         return;
     group_coordinator_shutdown(gc);
-    pthread_mutex_lock(&gc->lock);
+    pthread_mutex_lock(&gc->timer_lock);
     gc->stopping = true;
     pthread_cond_broadcast(&gc->cond);
-    pthread_mutex_unlock(&gc->lock);
+    pthread_mutex_unlock(&gc->timer_lock);
     if (gc->timer_started)
         pthread_join(gc->timer_thread, NULL);
-    while (gc->group_list)
-        group_remove(gc, gc->group_list);
-    group_index_free(&gc->groups);
-    free(gc->deferred);
-    free(gc->closed_conns);
-    pthread_mutex_destroy(&gc->closed_lock);
-    pthread_cond_destroy(&gc->cond);
-    pthread_mutex_destroy(&gc->lock);
-    free(gc);
+    group_coordinator_free(gc);
 }
 
-/* Loaded members get a full session from now to show up again. Partition
- * -1: every group. Caller holds the lock. */
-static void restart_sessions(struct group_coordinator *gc, int32_t partition)
+/* Loaded members of shard get a full session from now to show up again.
+ * Caller holds shard's lock. */
+static void restart_sessions(struct group_coordinator *gc, struct group_shard *shard)
 {
+    LOCK_ASSERT_HELD(&shard->lock);
     int64_t now = group_now(gc);
-    for (struct group *g = gc->group_list; g; g = g->next)
-        for (size_t i = 0; (partition < 0 || g->partition == partition) && i < g->member_count; i++)
+    for (struct group *g = shard->group_list; g; g = g->next)
+        for (size_t i = 0; i < g->member_count; i++)
             g->members[i]->session_deadline = now + g->members[i]->session_timeout_ms;
 }
 
 void group_coordinator_set_loaded(struct group_coordinator *gc)
 {
-    pthread_mutex_lock(&gc->lock);
-    gc->loading = false;
-    restart_sessions(gc, -1);
-    pthread_mutex_unlock(&gc->lock);
+    atomic_store(&gc->loading, false);
+    for (int32_t i = 0; i < gc->shard_count; i++) {
+        pthread_mutex_lock(&gc->shards[i].lock);
+        restart_sessions(gc, &gc->shards[i]);
+        pthread_mutex_unlock(&gc->shards[i].lock);
+    }
 }
 
 bool group_coordinator_is_loading(struct group_coordinator *gc)
 {
-    pthread_mutex_lock(&gc->lock);
-    bool loading = gc->loading;
-    pthread_mutex_unlock(&gc->lock);
-    return loading;
+    return atomic_load(&gc->loading);
 }
 
 /* ---- replay from the durable store ---- */
@@ -468,7 +537,7 @@ static void load_offset(void *ctx, const char *group_id, const char *topic, int3
                         const struct group_offset_record *rec)
 {
     struct group_coordinator *gc = ctx;
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     struct group *g = rec ? group_get_or_create(gc, group_id) : group_find(gc, group_id);
     if (!g)
         goto out;
@@ -491,15 +560,15 @@ static void load_offset(void *ctx, const char *group_id, const char *topic, int3
     o->metadata_len = o->metadata ? rec->metadata_len : 0;
     o->commit_timestamp = rec->commit_timestamp;
     o->expire_timestamp = rec->expire_timestamp;
-    o->write_seq = ++gc->write_seq;
+    o->write_seq = atomic_fetch_add(&gc->write_seq, 1) + 1;
 out:
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
 }
 
 static void load_group(void *ctx, const char *group_id, const struct group_snapshot_record *rec)
 {
     struct group_coordinator *gc = ctx;
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     struct group *g = group_find(gc, group_id);
     if (!rec) {
         if (g)
@@ -565,7 +634,7 @@ static void load_group(void *ctx, const char *group_id, const struct group_snaps
         g->leader = NULL;
     }
 out:
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
 }
 
 static const struct group_load_visitor load_visitor = {
@@ -591,10 +660,11 @@ static int shard_load(void *coordinator, int32_t partition, int32_t epoch, char 
     int64_t started = group_now(gc);
     if (gc->opts.ops->load_partition(gc->opts.store, partition, &load_visitor, gc, err, errlen) != 0)
         return -1;
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_partition_shard(gc, partition);
+    pthread_mutex_lock(&shard->lock);
     group_txn_ends_replay(gc, partition, true);
-    restart_sessions(gc, partition);
-    pthread_mutex_unlock(&gc->lock);
+    restart_sessions(gc, shard);
+    pthread_mutex_unlock(&shard->lock);
     logger_debug("group", "loaded __consumer_offsets-%d (coordinator epoch %d) in %lld ms", (int)partition, (int)epoch,
                  (long long)(group_now(gc) - started));
     return 0;
@@ -603,10 +673,11 @@ static int shard_load(void *coordinator, int32_t partition, int32_t epoch, char 
 static void shard_unload(void *coordinator, int32_t partition)
 {
     struct group_coordinator *gc = coordinator;
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_partition_shard(gc, partition);
+    pthread_mutex_lock(&shard->lock);
     group_txn_ends_replay(gc, partition, false); /* of a load that did not finish */
     size_t dropped = 0;
-    for (struct group *g = gc->group_list, *next; g; g = next) {
+    for (struct group *g = shard->group_list, *next; g; g = next) {
         next = g->next;
         if (g->partition == partition) {
             group_fail_parked(g, KAFKA_ERR_NOT_COORDINATOR);
@@ -614,7 +685,7 @@ static void shard_unload(void *coordinator, int32_t partition)
             dropped++;
         }
     }
-    pthread_mutex_unlock(&gc->lock);
+    pthread_mutex_unlock(&shard->lock);
     if (dropped > 0)
         logger_debug("group", "dropped %zu group(s) of __consumer_offsets-%d", dropped, (int)partition);
 }

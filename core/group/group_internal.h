@@ -1,9 +1,11 @@
 /* Private state of the group coordinator, shared by its source files.
- * Everything here is guarded by group_coordinator.lock. */
+ * A group and everything in it is guarded by its shard's lock
+ * (group_shard.lock: one per __consumer_offsets partition). */
 #ifndef CAIRN_GROUP_GROUP_INTERNAL_H
 #define CAIRN_GROUP_GROUP_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "group/group_coordinator.h"
 #include "group/group_index.h"
@@ -101,7 +103,8 @@ struct group {
     int32_t assignment_writing;
 
     int32_t partition;         /* of __consumer_offsets when the coordinator has shards; -1 otherwise */
-    struct group *prev, *next; /* group_coordinator.group_list */
+    struct group_shard *shard; /* whose lock guards this group */
+    struct group *prev, *next; /* group_shard.group_list */
 };
 
 /* A transaction end that reached a __consumer_offsets partition while it
@@ -119,28 +122,44 @@ struct group_closed_conn {
     int64_t at; /* group_now when queued */
 };
 
-/* Thread-safety: lock guards every group; the timer thread waits on cond. */
-struct group_coordinator {
-    struct group_coordinator_options opts;
+/* The groups of one __consumer_offsets partition (group_id's partition
+ * among shard_count; one shard when the coordinator has no partitions).
+ * Groups of different shards never wait on each other.
+ * Thread-safety: lock guards everything here and every group in it. */
+struct group_shard {
     pthread_mutex_t lock;
-    pthread_cond_t cond;
-    pthread_t timer_thread;
-    bool timer_started;
-    bool stopping;
-    bool shut_down;
-    bool loading;
-    int64_t next_expiry_check;
     /* Groups by id (seeded hash, grown with the count) and in a list to
      * walk; removing the current group while walking is safe when the
      * walk saved next first. */
     struct group_index groups;
     struct group *group_list;
     size_t group_count;
-    uint64_t hash_seed;   /* of every index of this coordinator */
-    size_t pending_total; /* pending members across groups */
-    uint64_t write_seq;   /* last order number given to an offset write */
+    /* Transaction ends that reached this partition while it loaded. */
     struct group_deferred_txn_end *deferred;
     size_t deferred_count, deferred_cap;
+};
+
+/* Thread-safety: each shard's lock guards its groups; timer_lock guards
+ * the timer fields (stopping, next_expiry_check, cond) and is taken
+ * before a shard lock, never while holding one; the counters and flags
+ * are atomics read without a lock. */
+struct group_coordinator {
+    struct group_coordinator_options opts;
+    pthread_mutex_t timer_lock;
+    pthread_cond_t cond;
+    pthread_t timer_thread;
+    bool timer_started;
+    bool stopping;
+    atomic_bool shut_down;
+    atomic_bool loading;
+    int64_t next_expiry_check;
+    struct group_shard *shards;
+    int32_t shard_count;
+    uint64_t hash_seed;          /* of every index of this coordinator; set at create */
+    atomic_size_t pending_total; /* pending members across groups */
+    /* Last order number given to an offset write. A group's writes are
+     * numbered under its shard lock, so they stay in log order. */
+    _Atomic uint64_t write_seq;
     /* group_coordinator_connection_closed: ids queued under closed_lock
      * (not lock), taken by the next tick. */
     pthread_mutex_t closed_lock;
@@ -151,6 +170,14 @@ struct group_coordinator {
 /* group_coordinator.c */
 int64_t group_now(struct group_coordinator *gc);
 int64_t group_wall_now(struct group_coordinator *gc);
+/* The shard group_id belongs to, and the same shard locked. */
+struct group_shard *group_shard_of(struct group_coordinator *gc, const char *group_id);
+struct group_shard *group_lock(struct group_coordinator *gc, const char *group_id);
+/* The shard of __consumer_offsets partition (shard 0 when the coordinator
+ * has no partitions). */
+struct group_shard *group_partition_shard(struct group_coordinator *gc, int32_t partition);
+void group_unlock(struct group_shard *shard);
+/* The caller holds group_id's shard lock. */
 struct group *group_find(struct group_coordinator *gc, const char *group_id);
 struct group *group_get_or_create(struct group_coordinator *gc, const char *group_id);
 void group_remove(struct group_coordinator *gc, struct group *g);

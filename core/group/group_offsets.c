@@ -41,14 +41,14 @@ int16_t group_store_sync(struct group_coordinator *gc, const struct group_sync_p
 static void commit_finish(struct group_coordinator *gc, const char *group_id, uint64_t first_seq, uint64_t last_seq,
                           bool synced)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     struct group *g = group_find(gc, group_id);
     if (g) {
         group_inflight_finish(g, first_seq, last_seq, synced);
         if (!synced && group_unused(g))
             group_remove(gc, g);
     }
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
 }
 
 /* Kafka's order: identity and generation first, then the group's state. */
@@ -89,7 +89,7 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
     struct group_sync_point sync_point = {.partition = -1, .end_offset = -1};
     bool need_sync = false;
     uint64_t first_seq = 0, last_seq = 0;
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, p->group_id);
     int16_t err = group_coordinator_serving(gc, p->group_id);
     struct group *g = NULL;
     if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0]))
@@ -162,7 +162,7 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
             group_remove(gc, g);
     }
 out:
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
     /* Outside the lock, so other groups' requests do not wait for the disk. */
     if (need_sync) {
         int16_t serr = group_store_sync(gc, &sync_point, offsets, count);
@@ -200,12 +200,12 @@ int16_t group_coordinator_fetch_offsets(struct group_coordinator *gc, const char
 int16_t group_coordinator_fetch_offsets_stable(struct group_coordinator *gc, const char *group_id, bool require_stable,
                                                struct group_offset_fetch *offsets, size_t count)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
     for (size_t i = 0; i < count; i++)
         fill_fetch(&offsets[i], g, offsets[i].topic, offsets[i].partition, require_stable);
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
     return err;
 }
 
@@ -220,7 +220,7 @@ int16_t group_coordinator_fetch_all_offsets_stable(struct group_coordinator *gc,
 {
     *out = NULL;
     *count = 0;
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
     if (g && g->offsets.count > 0) {
@@ -241,7 +241,7 @@ int16_t group_coordinator_fetch_all_offsets_stable(struct group_coordinator *gc,
             *count = g->offsets.count;
         }
     }
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
     return err;
 }
 
@@ -285,7 +285,7 @@ static int16_t store_delete_offsets(struct group_coordinator *gc, struct group *
 int16_t group_coordinator_delete_offsets(struct group_coordinator *gc, const char *group_id,
                                          struct group_offset_delete *offsets, size_t count)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
     if (err == KAFKA_ERR_NONE && (!g || g->state == GROUP_DEAD))
@@ -334,13 +334,13 @@ int16_t group_coordinator_delete_offsets(struct group_coordinator *gc, const cha
 out:
     free(del);
     group_topic_set_free(&subscribed);
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
     return err;
 }
 
 static int16_t delete_group_locked(struct group_coordinator *gc, struct group *g)
 {
-    LOCK_ASSERT_HELD(&gc->lock);
+    LOCK_ASSERT_HELD(&g->shard->lock);
     /* Commits in flight get tombstones too: their records may be in the
      * log ahead of the group's tombstone. */
     size_t n = g->offsets.count + g->inflight_count;
@@ -362,7 +362,7 @@ static int16_t delete_group_locked(struct group_coordinator *gc, struct group *g
 
 int16_t group_coordinator_delete_group(struct group_coordinator *gc, const char *group_id)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = NULL;
     if (err == KAFKA_ERR_NONE && (!group_id || !group_id[0]))
@@ -383,7 +383,7 @@ int16_t group_coordinator_delete_group(struct group_coordinator *gc, const char 
         if (err == KAFKA_ERR_NONE)
             logger_info("group", "group %s deleted", group_id);
     }
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
     return err;
 }
 
@@ -457,7 +457,7 @@ void group_coordinator_describe(struct group_coordinator *gc, const char *group_
     out->state = group_state_name(GROUP_DEAD);
     out->protocol_type = strdup("");
     out->protocol = strdup("");
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     out->error_code = group_coordinator_serving(gc, group_id);
     struct group *g = out->error_code == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
     if (g) {
@@ -490,7 +490,7 @@ void group_coordinator_describe(struct group_coordinator *gc, const char *group_
             }
         }
     }
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
 }
 
 void group_description_free(struct group_description *d)
@@ -526,26 +526,40 @@ int16_t group_coordinator_list(struct group_coordinator *gc, const char *const *
 {
     *out = NULL;
     *count = 0;
-    pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_serving(gc, NULL);
-    if (err == KAFKA_ERR_NONE && gc->group_count > 0) {
-        struct group_listing *l = calloc(gc->group_count, sizeof *l);
-        size_t n = 0;
-        for (struct group *g = l ? gc->group_list : NULL; g; g = g->next) {
+    struct group_listing *l = NULL;
+    size_t n = 0, cap = 0;
+    /* One shard at a time; the list grows as groups are found. */
+    for (int32_t i = 0; err == KAFKA_ERR_NONE && i < gc->shard_count; i++) {
+        struct group_shard *shard = &gc->shards[i];
+        pthread_mutex_lock(&shard->lock);
+        if (n + shard->group_count > cap) {
+            size_t want = n + shard->group_count;
+            struct group_listing *grown = realloc(l, want * sizeof *l);
+            if (grown) {
+                l = grown;
+                cap = want;
+            } else {
+                err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
+            }
+        }
+        for (struct group *g = err == KAFKA_ERR_NONE ? shard->group_list : NULL; g; g = g->next) {
             const char *state = group_state_name(g->state);
-            if (!state_wanted(state, states, state_count) || n >= gc->group_count)
+            if (!state_wanted(state, states, state_count))
                 continue;
             l[n].group_id = strdup(g->group_id);
             l[n].protocol_type = strdup(g->protocol_type ? g->protocol_type : "");
             l[n].state = state;
             n++;
         }
-        if (!l)
-            err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-        *out = l;
-        *count = n;
+        pthread_mutex_unlock(&shard->lock);
     }
-    pthread_mutex_unlock(&gc->lock);
+    if (err != KAFKA_ERR_NONE) {
+        group_listing_free(l, n);
+        return err;
+    }
+    *out = l;
+    *count = n;
     return err;
 }
 

@@ -128,7 +128,7 @@ static void join_new_member(struct group_coordinator *gc, struct group *g, const
 void group_coordinator_join(struct group_coordinator *gc, const struct group_join_params *p, group_join_cb cb,
                             void *arg)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, p->group_id);
     int64_t now = group_now(gc);
     const char *member_id = p->member_id ? p->member_id : "";
     int16_t err = group_coordinator_serving(gc, p->group_id);
@@ -209,7 +209,7 @@ void group_coordinator_join(struct group_coordinator *gc, const struct group_joi
         break;
     }
 out:
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
 }
 
 /* Finds member_id in g, applying the static-member fence. */
@@ -256,7 +256,7 @@ static void assignment_failed(struct group_coordinator *gc, struct group *g, int
 void group_coordinator_sync(struct group_coordinator *gc, const struct group_sync_params *p, group_sync_cb cb,
                             void *arg)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, p->group_id);
     int64_t now = group_now(gc);
     int16_t err = group_coordinator_serving(gc, p->group_id);
     struct group *g = NULL;
@@ -334,9 +334,9 @@ void group_coordinator_sync(struct group_coordinator *gc, const struct group_syn
          * (offsets.commit.timeout.ms); the wait runs outside the lock. */
         int32_t generation = g->generation;
         g->assignment_writing = generation;
-        pthread_mutex_unlock(&gc->lock);
+        group_unlock(shard);
         werr = gc->opts.ops->sync(gc->opts.store, &sync_point);
-        pthread_mutex_lock(&gc->lock);
+        pthread_mutex_lock(&shard->lock);
         /* The group may have moved on (a rebalance, an unload) meanwhile;
          * then this write decides nothing. */
         g = group_find(gc, p->group_id ? p->group_id : "");
@@ -360,13 +360,13 @@ void group_coordinator_sync(struct group_coordinator *gc, const struct group_syn
         sync_respond_assignment(g, o, ocb, o->sync_arg);
     }
 out:
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
 }
 
 int16_t group_coordinator_heartbeat(struct group_coordinator *gc, const char *group_id, int32_t generation_id,
                                     const char *member_id, const char *group_instance_id)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = NULL;
     struct group_member *m = NULL;
@@ -388,14 +388,14 @@ int16_t group_coordinator_heartbeat(struct group_coordinator *gc, const char *gr
         else if (g->state == GROUP_EMPTY)
             err = KAFKA_ERR_UNKNOWN_MEMBER_ID;
     }
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
     return err;
 }
 
 int16_t group_coordinator_leave(struct group_coordinator *gc, const char *group_id, struct group_leave_member *members,
                                 size_t count)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     int64_t now = group_now(gc);
     int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
@@ -441,6 +441,6 @@ int16_t group_coordinator_leave(struct group_coordinator *gc, const char *group_
     if (removed)
         group_member_removed(gc, g, now);
 out:
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
     return err;
 }
