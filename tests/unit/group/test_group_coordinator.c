@@ -172,6 +172,15 @@ static void test_session_timeout(void **state)
     group_coordinator_destroy(gc);
 }
 
+/* Defaults, the fake clock and no initial rebalance delay. */
+static void manual_options(struct group_coordinator_options *o)
+{
+    group_coordinator_options_defaults(o);
+    o->manual_time = true;
+    o->now_ms = fake_clock;
+    o->initial_rebalance_delay_ms = 0;
+}
+
 /* A JoinGroup of a KIP-394 client to group gid ("" member: a new one). */
 static void join_to(struct group_coordinator *gc, const char *gid, const char *member, struct join_box *box)
 {
@@ -219,10 +228,7 @@ static void test_pending_members_bounds(void **state)
 {
     (void)state;
     struct group_coordinator_options o;
-    group_coordinator_options_defaults(&o);
-    o.manual_time = true;
-    o.now_ms = fake_clock;
-    o.initial_rebalance_delay_ms = 0;
+    manual_options(&o);
     o.max_pending_members_per_group = 3;
     o.max_pending_members = 5;
     struct group_coordinator *gc;
@@ -263,10 +269,7 @@ static void test_join_validation(void **state)
 {
     (void)state;
     struct group_coordinator_options o;
-    group_coordinator_options_defaults(&o);
-    o.manual_time = true;
-    o.now_ms = fake_clock;
-    o.initial_rebalance_delay_ms = 0;
+    manual_options(&o);
     o.max_group_size = 1;
     struct group_coordinator *gc;
     assert_int_equal(group_coordinator_create(&o, &gc), 0);
@@ -522,10 +525,7 @@ static void test_offset_expiry_stable_group(void **state)
 {
     (void)state;
     struct group_coordinator_options o;
-    group_coordinator_options_defaults(&o);
-    o.manual_time = true;
-    o.now_ms = fake_clock;
-    o.initial_rebalance_delay_ms = 0;
+    manual_options(&o);
     o.offsets_retention_ms = 60000;
     o.offsets_retention_check_interval_ms = 1000;
     o.min_session_timeout_ms = 1000;
@@ -603,10 +603,7 @@ static void test_store_and_load(void **state)
     (void)state;
     struct fake_store fs = {0};
     struct group_coordinator_options o;
-    group_coordinator_options_defaults(&o);
-    o.manual_time = true;
-    o.now_ms = fake_clock;
-    o.initial_rebalance_delay_ms = 0;
+    manual_options(&o);
     o.ops = &fake_ops;
     o.store = &fs;
     o.start_loading = true;
