@@ -486,6 +486,14 @@ static const struct config_key_def broker_keys[] = {
     {KEY_INT("group.initial.rebalance.delay.ms", "3000", 0, I32), MEDIUM, IN(GROUPS),
      .doc = "Wait for more members before the first rebalance of an empty group."},
     {KEY_INT("group.max.size", "2147483647", 1, I32), MEDIUM, IN(GROUPS), .doc = "Most members in one group."},
+    {KEY_INT("group.max.pending.members", "1000", 0, I32), MEDIUM, IN(GROUPS),
+     .doc = "Cairn's own: most pending members of one group (KIP-394: a JoinGroup without a member id gets one "
+            "and MEMBER_ID_REQUIRED; the id is pending until the member joins with it or its session timeout "
+            "passes). Over it a new member is answered GROUP_MAX_SIZE_REACHED. 0: no bound."},
+    {KEY_INT("group.coordinator.max.pending.members", "100000", 0, I32), MEDIUM, IN(GROUPS),
+     .doc = "Cairn's own: most pending members (see group.max.pending.members) across the groups of this "
+            "coordinator. Over it a new member is answered COORDINATOR_LOAD_IN_PROGRESS, which clients retry. "
+            "0: no bound."},
     {KEY_LIST_OF("group.coordinator.rebalance.protocols", "classic", "classic,consumer"), MEDIUM, IN(GROUPS),
      .flags = LATER, .doc = "Group protocols the coordinator serves."},
     {KEY_INT("offsets.topic.num.partitions", "50", 1, I32), HIGH, IN(GROUPS),

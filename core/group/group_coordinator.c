@@ -1,10 +1,12 @@
 /* Group coordinator lifetime, the group table, timers and loading. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "coordinator/coordinator_partition.h"
 #include "coordinator/coordinator_runtime.h"
 #include "group/group_internal.h"
 #include "protocol/generated/errors.h"
@@ -22,6 +24,8 @@ void group_coordinator_options_defaults(struct group_coordinator_options *opts)
     opts->max_session_timeout_ms = 1800000;
     opts->initial_rebalance_delay_ms = 3000;
     opts->max_group_size = INT32_MAX;
+    opts->max_pending_members_per_group = 1000;
+    opts->max_pending_members = 100000;
     opts->offset_metadata_max_bytes = 4096;
     opts->offsets_retention_ms = 10080LL * 60000;
     opts->offsets_retention_check_interval_ms = 600000;
@@ -79,20 +83,36 @@ const char *group_state_name(enum group_state s)
     return "Dead";
 }
 
-static uint32_t group_hash(const char *s)
+struct group_shard *group_shard_of(struct group_coordinator *gc, const char *group_id)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
+    if (gc->shard_count == 1)
+        return &gc->shards[0];
+    const char *id = group_id ? group_id : "";
+    return &gc->shards[coordinator_partition_for(id, strlen(id), gc->shard_count)];
+}
+
+struct group_shard *group_partition_shard(struct group_coordinator *gc, int32_t partition)
+{
+    return partition >= 0 && partition < gc->shard_count ? &gc->shards[partition] : &gc->shards[0];
+}
+
+struct group_shard *group_lock(struct group_coordinator *gc, const char *group_id)
+{
+    struct group_shard *shard = group_shard_of(gc, group_id);
+    pthread_mutex_lock(&shard->lock);
+    return shard;
+}
+
+void group_unlock(struct group_shard *shard)
+{
+    pthread_mutex_unlock(&shard->lock);
 }
 
 struct group *group_find(struct group_coordinator *gc, const char *group_id)
 {
-    for (struct group *g = gc->buckets[group_hash(group_id) % GROUP_BUCKETS]; g; g = g->next)
-        if (strcmp(g->group_id, group_id) == 0)
-            return g;
-    return NULL;
+    struct group_shard *shard = group_shard_of(gc, group_id);
+    LOCK_ASSERT_HELD(&shard->lock);
+    return group_index_find(&shard->groups, group_id);
 }
 
 struct group *group_get_or_create(struct group_coordinator *gc, const char *group_id)
@@ -103,29 +123,29 @@ struct group *group_get_or_create(struct group_coordinator *gc, const char *grou
     g = calloc(1, sizeof *g);
     if (!g)
         return NULL;
+    struct group_shard *shard = group_shard_of(gc, group_id);
     g->group_id = strdup(group_id);
-    if (!g->group_id) {
+    if (!g->group_id || group_index_put(&shard->groups, g) != 0) {
+        free(g->group_id);
         free(g);
         return NULL;
     }
     g->state = GROUP_EMPTY;
     g->state_timestamp = group_wall_now(gc);
     g->partition = gc->opts.shards ? coordinator_shards_partition_of(gc->opts.shards, group_id) : -1;
-    uint32_t b = group_hash(group_id) % GROUP_BUCKETS;
-    g->next = gc->buckets[b];
-    gc->buckets[b] = g;
-    gc->group_count++;
+    group_members_init(gc, g);
+    g->shard = shard;
+    g->next = shard->group_list;
+    if (g->next)
+        g->next->prev = g;
+    shard->group_list = g;
+    shard->group_count++;
     return g;
 }
 
-static void group_free(struct group *g)
+static void group_free(struct group_coordinator *gc, struct group *g)
 {
-    for (size_t i = 0; i < g->member_count; i++)
-        group_member_free(g->members[i]);
-    free(g->members);
-    for (size_t i = 0; i < g->pending_count; i++)
-        free(g->pending[i].member_id);
-    free(g->pending);
+    group_members_free(gc, g);
     group_offsets_free(g);
     group_txn_offsets_free(g);
     group_inflight_free(g);
@@ -138,13 +158,16 @@ static void group_free(struct group *g)
 
 void group_remove(struct group_coordinator *gc, struct group *g)
 {
-    struct group **pp = &gc->buckets[group_hash(g->group_id) % GROUP_BUCKETS];
-    while (*pp && *pp != g)
-        pp = &(*pp)->next;
-    if (*pp)
-        *pp = g->next;
-    gc->group_count--;
-    group_free(g);
+    struct group_shard *shard = g->shard;
+    group_index_del(&shard->groups, g);
+    if (g->prev)
+        g->prev->next = g->next;
+    else
+        shard->group_list = g->next;
+    if (g->next)
+        g->next->prev = g->prev;
+    shard->group_count--;
+    group_free(gc, g);
 }
 
 int16_t group_snapshot_write(struct group_coordinator *gc, struct group *g, struct group_sync_point *sync_point)
@@ -220,9 +243,7 @@ int16_t group_coordinator_ownership(struct group_coordinator *gc, const char *gr
 {
     if (!gc)
         return KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
-    pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_serving(gc, group_id ? group_id : "");
-    pthread_mutex_unlock(&gc->lock);
     return err == KAFKA_ERR_NONE ? KAFKA_ERR_NONE : KAFKA_ERR_COORDINATOR_NOT_AVAILABLE;
 }
 
@@ -253,12 +274,53 @@ void group_coordinator_connection_closed(struct group_coordinator *gc, uint64_t 
     pthread_mutex_unlock(&gc->closed_lock);
 }
 
+static int closed_conn_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const struct group_closed_conn *)a)->id, y = ((const struct group_closed_conn *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/* conns sorted by id: a tick costs O(members log closed), not their product. */
 static struct group_closed_conn *closed_conn(struct group_closed_conn *conns, size_t n, uint64_t id)
 {
-    for (size_t i = 0; id != 0 && i < n; i++)
-        if (conns[i].id == id)
-            return &conns[i];
-    return NULL;
+    if (id == 0)
+        return NULL;
+    struct group_closed_conn key = {.id = id};
+    return bsearch(&key, conns, n, sizeof *conns, closed_conn_cmp);
+}
+
+/* Answers g's requests parked by the closed connections conns (sorted). */
+static void cancel_closed_group(struct group_coordinator *gc, struct group *g, struct group_closed_conn *conns,
+                                size_t n, int64_t now)
+{
+    bool removed = false;
+    for (size_t i = 0; i < g->member_count;) {
+        struct group_member *m = g->members[i];
+        struct group_closed_conn *jc = m->join_cb ? closed_conn(conns, n, m->join_conn) : NULL;
+        struct group_closed_conn *sc = m->sync_cb ? closed_conn(conns, n, m->sync_conn) : NULL;
+        if (!jc && !sc) {
+            i++;
+            continue;
+        }
+        if (!m->instance_id) {
+            logger_info("group", "group %s: member %s left with its connection (a parked %s)", g->group_id,
+                        m->member_id, jc ? "JoinGroup" : "SyncGroup");
+            group_remove_member_at(g, i); /* answers its parked requests */
+            removed = true;
+            continue;
+        }
+        if (jc) {
+            group_join_respond_error(m->join_cb, m->join_arg, KAFKA_ERR_UNKNOWN_MEMBER_ID, m->member_id);
+            m->join_cb = NULL;
+        }
+        if (sc) {
+            group_sync_respond_error(m->sync_cb, m->sync_arg, KAFKA_ERR_UNKNOWN_MEMBER_ID);
+            m->sync_cb = NULL;
+        }
+        i++;
+    }
+    if (removed)
+        group_member_removed(gc, g, now);
 }
 
 /* Gives up the requests parked by connections that closed (see
@@ -275,38 +337,15 @@ static void cancel_closed_locked(struct group_coordinator *gc, int64_t now)
         free(conns);
         return;
     }
-    for (size_t b = 0; b < GROUP_BUCKETS; b++) {
-        for (struct group *g = gc->buckets[b], *next; g; g = next) {
+    qsort(conns, n, sizeof *conns, closed_conn_cmp);
+    for (int32_t i = 0; i < gc->shard_count; i++) {
+        struct group_shard *shard = &gc->shards[i];
+        pthread_mutex_lock(&shard->lock);
+        for (struct group *g = shard->group_list, *next; g; g = next) {
             next = g->next;
-            bool removed = false;
-            for (size_t i = 0; i < g->member_count;) {
-                struct group_member *m = g->members[i];
-                struct group_closed_conn *jc = m->join_cb ? closed_conn(conns, n, m->join_conn) : NULL;
-                struct group_closed_conn *sc = m->sync_cb ? closed_conn(conns, n, m->sync_conn) : NULL;
-                if (!jc && !sc) {
-                    i++;
-                    continue;
-                }
-                if (!m->instance_id) {
-                    logger_info("group", "group %s: member %s left with its connection (a parked %s)", g->group_id,
-                                m->member_id, jc ? "JoinGroup" : "SyncGroup");
-                    group_remove_member_at(g, i); /* answers its parked requests */
-                    removed = true;
-                    continue;
-                }
-                if (jc) {
-                    group_join_respond_error(m->join_cb, m->join_arg, KAFKA_ERR_UNKNOWN_MEMBER_ID, m->member_id);
-                    m->join_cb = NULL;
-                }
-                if (sc) {
-                    group_sync_respond_error(m->sync_cb, m->sync_arg, KAFKA_ERR_UNKNOWN_MEMBER_ID);
-                    m->sync_cb = NULL;
-                }
-                i++;
-            }
-            if (removed)
-                group_member_removed(gc, g, now);
+            cancel_closed_group(gc, g, conns, n, now);
         }
+        pthread_mutex_unlock(&shard->lock);
     }
     /* Kept a while: a request sent just before its connection closed may
      * park only after this tick. Connection ids are never reused. */
@@ -318,9 +357,10 @@ static void cancel_closed_locked(struct group_coordinator *gc, int64_t now)
     free(conns);
 }
 
+/* Shard by shard: a tick holds one partition's groups at a time. */
 static void tick_locked(struct group_coordinator *gc)
 {
-    LOCK_ASSERT_HELD(&gc->lock);
+    LOCK_ASSERT_HELD(&gc->timer_lock);
     if (gc->shut_down || gc->loading)
         return;
     int64_t now = group_now(gc);
@@ -329,33 +369,34 @@ static void tick_locked(struct group_coordinator *gc)
     if (check_expiry)
         gc->next_expiry_check = now + gc->opts.offsets_retention_check_interval_ms;
     int64_t wall = group_wall_now(gc);
-    for (size_t b = 0; b < GROUP_BUCKETS; b++) {
-        struct group *g = gc->buckets[b];
-        while (g) {
-            struct group *next = g->next;
-            if (!group_partition_active(gc, g)) {
-                g = next; /* loading: its members get a full session once loaded */
-                continue;
-            }
+    for (int32_t i = 0; i < gc->shard_count; i++) {
+        struct group_shard *shard = &gc->shards[i];
+        pthread_mutex_lock(&shard->lock);
+        for (struct group *g = shard->group_list, *next; g; g = next) {
+            next = g->next;
+            if (!group_partition_active(gc, g))
+                continue; /* loading: its members get a full session once loaded */
             group_membership_tick(gc, g, now);
             if (check_expiry)
                 group_offsets_expire(gc, g, wall);
-            g = next;
         }
+        pthread_mutex_unlock(&shard->lock);
     }
 }
 
 void group_coordinator_tick(struct group_coordinator *gc)
 {
-    pthread_mutex_lock(&gc->lock);
+    pthread_mutex_lock(&gc->timer_lock);
     tick_locked(gc);
-    pthread_mutex_unlock(&gc->lock);
+    pthread_mutex_unlock(&gc->timer_lock);
 }
+
+static void group_coordinator_free(struct group_coordinator *gc);
 
 static void *timer_main(void *arg)
 {
     struct group_coordinator *gc = arg;
-    pthread_mutex_lock(&gc->lock);
+    pthread_mutex_lock(&gc->timer_lock);
     while (!gc->stopping) {
         tick_locked(gc);
         struct timespec ts;
@@ -365,9 +406,9 @@ static void *timer_main(void *arg)
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000L;
         }
-        pthread_cond_timedwait(&gc->cond, &gc->lock, &ts);
+        pthread_cond_timedwait(&gc->cond, &gc->timer_lock, &ts);
     }
-    pthread_mutex_unlock(&gc->lock);
+    pthread_mutex_unlock(&gc->timer_lock);
     return NULL;
 }
 
@@ -377,8 +418,25 @@ int group_coordinator_create(const struct group_coordinator_options *opts, struc
     if (!gc)
         return -1;
     gc->opts = *opts;
-    gc->loading = opts->start_loading;
-    pthread_mutex_init(&gc->lock, NULL);
+    atomic_init(&gc->loading, opts->start_loading);
+    atomic_init(&gc->shut_down, false);
+    atomic_init(&gc->pending_total, 0);
+    atomic_init(&gc->write_seq, 0);
+    gc->hash_seed = group_index_random_seed();
+    /* One shard per __consumer_offsets partition: a group's shard is its
+     * partition, so loading one takes that shard alone. */
+    int32_t n = opts->shards ? coordinator_shards_partition_count(opts->shards) : opts->offsets_topic_partitions;
+    gc->shard_count = n > 0 ? n : 1;
+    gc->shards = calloc((size_t)gc->shard_count, sizeof *gc->shards);
+    if (!gc->shards) {
+        free(gc);
+        return -1;
+    }
+    for (int32_t i = 0; i < gc->shard_count; i++) {
+        pthread_mutex_init(&gc->shards[i].lock, NULL);
+        group_index_init(&gc->shards[i].groups, offsetof(struct group, group_id), gc->hash_seed);
+    }
+    pthread_mutex_init(&gc->timer_lock, NULL);
     pthread_mutex_init(&gc->closed_lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -388,10 +446,7 @@ int group_coordinator_create(const struct group_coordinator_options *opts, struc
     gc->next_expiry_check = group_now(gc) + opts->offsets_retention_check_interval_ms;
     if (!opts->manual_time) {
         if (pthread_create(&gc->timer_thread, NULL, timer_main, gc) != 0) {
-            pthread_cond_destroy(&gc->cond);
-            pthread_mutex_destroy(&gc->lock);
-            pthread_mutex_destroy(&gc->closed_lock);
-            free(gc);
+            group_coordinator_free(gc);
             return -1;
         }
         gc->timer_started = true;
@@ -402,16 +457,38 @@ int group_coordinator_create(const struct group_coordinator_options *opts, struc
 
 void group_coordinator_shutdown(struct group_coordinator *gc)
 {
-    if (!gc)
+    if (!gc || atomic_exchange(&gc->shut_down, true))
         return;
-    pthread_mutex_lock(&gc->lock);
-    if (!gc->shut_down) {
-        gc->shut_down = true;
-        for (size_t b = 0; b < GROUP_BUCKETS; b++)
-            for (struct group *g = gc->buckets[b]; g; g = g->next)
-                group_fail_parked(g, KAFKA_ERR_NOT_COORDINATOR);
+    /* Set before the walk: a request that takes a shard after the walk
+     * passed it sees the flag and does not park. */
+    for (int32_t i = 0; i < gc->shard_count; i++) {
+        struct group_shard *shard = &gc->shards[i];
+        pthread_mutex_lock(&shard->lock);
+        for (struct group *g = shard->group_list; g; g = g->next)
+            group_fail_parked(g, KAFKA_ERR_NOT_COORDINATOR);
+        pthread_mutex_unlock(&shard->lock);
     }
-    pthread_mutex_unlock(&gc->lock);
+}
+
+/* Frees everything; no other thread uses gc any more. */
+static void group_coordinator_free(struct group_coordinator *gc)
+{
+    for (int32_t i = 0; i < gc->shard_count; i++) {
+        struct group_shard *shard = &gc->shards[i];
+        pthread_mutex_lock(&shard->lock);
+        while (shard->group_list)
+            group_remove(gc, shard->group_list);
+        pthread_mutex_unlock(&shard->lock);
+        group_index_free(&shard->groups);
+        free(shard->deferred);
+        pthread_mutex_destroy(&shard->lock);
+    }
+    free(gc->shards);
+    free(gc->closed_conns);
+    pthread_mutex_destroy(&gc->closed_lock);
+    pthread_cond_destroy(&gc->cond);
+    pthread_mutex_destroy(&gc->timer_lock);
+    free(gc);
 }
 
 void group_coordinator_destroy(struct group_coordinator *gc)
@@ -419,52 +496,39 @@ void group_coordinator_destroy(struct group_coordinator *gc)
     if (!gc)
         return;
     group_coordinator_shutdown(gc);
-    pthread_mutex_lock(&gc->lock);
+    pthread_mutex_lock(&gc->timer_lock);
     gc->stopping = true;
     pthread_cond_broadcast(&gc->cond);
-    pthread_mutex_unlock(&gc->lock);
+    pthread_mutex_unlock(&gc->timer_lock);
     if (gc->timer_started)
         pthread_join(gc->timer_thread, NULL);
-    for (size_t b = 0; b < GROUP_BUCKETS; b++) {
-        while (gc->buckets[b]) {
-            struct group *g = gc->buckets[b];
-            gc->buckets[b] = g->next;
-            group_free(g);
-        }
-    }
-    free(gc->deferred);
-    free(gc->closed_conns);
-    pthread_mutex_destroy(&gc->closed_lock);
-    pthread_cond_destroy(&gc->cond);
-    pthread_mutex_destroy(&gc->lock);
-    free(gc);
+    group_coordinator_free(gc);
 }
 
-/* Loaded members get a full session from now to show up again. Partition
- * -1: every group. Caller holds the lock. */
-static void restart_sessions(struct group_coordinator *gc, int32_t partition)
+/* Loaded members of shard get a full session from now to show up again.
+ * Caller holds shard's lock. */
+static void restart_sessions(struct group_coordinator *gc, struct group_shard *shard)
 {
+    LOCK_ASSERT_HELD(&shard->lock);
     int64_t now = group_now(gc);
-    for (size_t b = 0; b < GROUP_BUCKETS; b++)
-        for (struct group *g = gc->buckets[b]; g; g = g->next)
-            for (size_t i = 0; (partition < 0 || g->partition == partition) && i < g->member_count; i++)
-                g->members[i]->session_deadline = now + g->members[i]->session_timeout_ms;
+    for (struct group *g = shard->group_list; g; g = g->next)
+        for (size_t i = 0; i < g->member_count; i++)
+            g->members[i]->session_deadline = now + g->members[i]->session_timeout_ms;
 }
 
 void group_coordinator_set_loaded(struct group_coordinator *gc)
 {
-    pthread_mutex_lock(&gc->lock);
-    gc->loading = false;
-    restart_sessions(gc, -1);
-    pthread_mutex_unlock(&gc->lock);
+    atomic_store(&gc->loading, false);
+    for (int32_t i = 0; i < gc->shard_count; i++) {
+        pthread_mutex_lock(&gc->shards[i].lock);
+        restart_sessions(gc, &gc->shards[i]);
+        pthread_mutex_unlock(&gc->shards[i].lock);
+    }
 }
 
 bool group_coordinator_is_loading(struct group_coordinator *gc)
 {
-    pthread_mutex_lock(&gc->lock);
-    bool loading = gc->loading;
-    pthread_mutex_unlock(&gc->lock);
-    return loading;
+    return atomic_load(&gc->loading);
 }
 
 /* ---- replay from the durable store ---- */
@@ -473,7 +537,7 @@ static void load_offset(void *ctx, const char *group_id, const char *topic, int3
                         const struct group_offset_record *rec)
 {
     struct group_coordinator *gc = ctx;
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     struct group *g = rec ? group_get_or_create(gc, group_id) : group_find(gc, group_id);
     if (!g)
         goto out;
@@ -496,15 +560,15 @@ static void load_offset(void *ctx, const char *group_id, const char *topic, int3
     o->metadata_len = o->metadata ? rec->metadata_len : 0;
     o->commit_timestamp = rec->commit_timestamp;
     o->expire_timestamp = rec->expire_timestamp;
-    o->write_seq = ++gc->write_seq;
+    o->write_seq = atomic_fetch_add(&gc->write_seq, 1) + 1;
 out:
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
 }
 
 static void load_group(void *ctx, const char *group_id, const struct group_snapshot_record *rec)
 {
     struct group_coordinator *gc = ctx;
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     struct group *g = group_find(gc, group_id);
     if (!rec) {
         if (g)
@@ -515,9 +579,7 @@ static void load_group(void *ctx, const char *group_id, const struct group_snaps
         g = group_get_or_create(gc, group_id);
     if (!g)
         goto out;
-    for (size_t i = 0; i < g->member_count; i++)
-        group_member_free(g->members[i]);
-    g->member_count = 0;
+    group_members_clear(g);
     free(g->protocol_type);
     free(g->protocol);
     free(g->leader);
@@ -559,7 +621,10 @@ static void load_group(void *ctx, const char *group_id, const struct group_snaps
             m->assignment_len = mr->assignment_len;
             m->synced = true;
             m->session_deadline = group_now(gc) + m->session_timeout_ms;
-            g->members[g->member_count++] = m;
+            /* A record naming a member twice keeps the first. */
+            if (!m->member_id || group_member_find(g, m->member_id) ||
+                (m->instance_id && group_member_by_instance(g, m->instance_id)) || group_member_append(g, m) != 0)
+                group_member_free(m);
         }
         if (g->member_count > 0)
             g->state = GROUP_STABLE;
@@ -569,7 +634,7 @@ static void load_group(void *ctx, const char *group_id, const struct group_snaps
         g->leader = NULL;
     }
 out:
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
 }
 
 static const struct group_load_visitor load_visitor = {
@@ -595,10 +660,11 @@ static int shard_load(void *coordinator, int32_t partition, int32_t epoch, char 
     int64_t started = group_now(gc);
     if (gc->opts.ops->load_partition(gc->opts.store, partition, &load_visitor, gc, err, errlen) != 0)
         return -1;
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_partition_shard(gc, partition);
+    pthread_mutex_lock(&shard->lock);
     group_txn_ends_replay(gc, partition, true);
-    restart_sessions(gc, partition);
-    pthread_mutex_unlock(&gc->lock);
+    restart_sessions(gc, shard);
+    pthread_mutex_unlock(&shard->lock);
     logger_debug("group", "loaded __consumer_offsets-%d (coordinator epoch %d) in %lld ms", (int)partition, (int)epoch,
                  (long long)(group_now(gc) - started));
     return 0;
@@ -607,22 +673,19 @@ static int shard_load(void *coordinator, int32_t partition, int32_t epoch, char 
 static void shard_unload(void *coordinator, int32_t partition)
 {
     struct group_coordinator *gc = coordinator;
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_partition_shard(gc, partition);
+    pthread_mutex_lock(&shard->lock);
     group_txn_ends_replay(gc, partition, false); /* of a load that did not finish */
     size_t dropped = 0;
-    for (size_t b = 0; b < GROUP_BUCKETS; b++) {
-        struct group *g = gc->buckets[b];
-        while (g) {
-            struct group *next = g->next;
-            if (g->partition == partition) {
-                group_fail_parked(g, KAFKA_ERR_NOT_COORDINATOR);
-                group_remove(gc, g);
-                dropped++;
-            }
-            g = next;
+    for (struct group *g = shard->group_list, *next; g; g = next) {
+        next = g->next;
+        if (g->partition == partition) {
+            group_fail_parked(g, KAFKA_ERR_NOT_COORDINATOR);
+            group_remove(gc, g);
+            dropped++;
         }
     }
-    pthread_mutex_unlock(&gc->lock);
+    pthread_mutex_unlock(&shard->lock);
     if (dropped > 0)
         logger_debug("group", "dropped %zu group(s) of __consumer_offsets-%d", dropped, (int)partition);
 }

@@ -30,8 +30,12 @@ struct group_coordinator_options {
     int32_t max_session_timeout_ms;     /* group.max.session.timeout.ms, 1800000 */
     int32_t initial_rebalance_delay_ms; /* group.initial.rebalance.delay.ms, 3000 */
     int32_t max_group_size;             /* group.max.size */
-    int32_t offset_metadata_max_bytes;  /* offset.metadata.max.bytes, 4096 */
-    int64_t offsets_retention_ms;       /* offsets.retention.minutes * 60000 */
+    /* KIP-394 pending members (ids handed out, not yet joined), at most
+     * this many per group and across the coordinator; 0: no bound. */
+    int32_t max_pending_members_per_group; /* group.max.pending.members, 1000 */
+    int32_t max_pending_members;           /* group.coordinator.max.pending.members, 100000 */
+    int32_t offset_metadata_max_bytes;     /* offset.metadata.max.bytes, 4096 */
+    int64_t offsets_retention_ms;          /* offsets.retention.minutes * 60000 */
     int64_t offsets_retention_check_interval_ms;
     /* Durable store; NULL keeps everything in memory only. */
     const struct group_store_ops *ops;

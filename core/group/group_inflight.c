@@ -49,7 +49,7 @@ void group_offset_apply(struct group *g, struct group_offset *src)
 
 int group_inflight_add(struct group_coordinator *gc, struct group *g, const struct group_offset_record *rec)
 {
-    LOCK_ASSERT_HELD(&gc->lock);
+    LOCK_ASSERT_HELD(&g->shard->lock);
     if (g->inflight_count == g->inflight_cap) {
         size_t cap = g->inflight_cap ? g->inflight_cap * 2 : 8;
         struct group_offset *grown = realloc(g->inflight, cap * sizeof *grown);

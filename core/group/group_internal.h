@@ -1,11 +1,14 @@
 /* Private state of the group coordinator, shared by its source files.
- * Everything here is guarded by group_coordinator.lock. */
+ * A group and everything in it is guarded by its shard's lock
+ * (group_shard.lock: one per __consumer_offsets partition). */
 #ifndef CAIRN_GROUP_GROUP_INTERNAL_H
 #define CAIRN_GROUP_GROUP_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "group/group_coordinator.h"
+#include "group/group_index.h"
 #include "group/group_offset_table.h"
 
 enum group_state {
@@ -47,6 +50,7 @@ struct group_member {
 struct group_pending_member {
     char *member_id;
     int64_t deadline;
+    size_t pos; /* in group.pending */
 };
 
 /* An offset written by TxnOffsetCommit whose transaction has not ended:
@@ -65,10 +69,16 @@ struct group {
     int32_t generation;
     int64_t state_timestamp; /* wall ms of the last state change */
 
+    /* In join order (the first member breaks protocol ties and leads
+     * when the leader leaves); indexed by member id and by instance id. */
     struct group_member **members;
     size_t member_count, member_cap;
-    struct group_pending_member *pending;
+    struct group_index member_index;   /* by member_id */
+    struct group_index instance_index; /* static members, by instance_id */
+    /* Unordered; a removal moves the last entry into the hole. */
+    struct group_pending_member **pending;
     size_t pending_count, pending_cap;
+    struct group_index pending_index; /* by member_id */
     struct group_offset_table offsets;
     /* At most one per (producer, topic, partition), in write order. */
     struct group_txn_offset *txn_offsets;
@@ -92,11 +102,10 @@ struct group {
      * group stays CompletingRebalance until that write ends. */
     int32_t assignment_writing;
 
-    int32_t partition;  /* of __consumer_offsets when the coordinator has shards; -1 otherwise */
-    struct group *next; /* hash chain */
+    int32_t partition;         /* of __consumer_offsets when the coordinator has shards; -1 otherwise */
+    struct group_shard *shard; /* whose lock guards this group */
+    struct group *prev, *next; /* group_shard.group_list */
 };
-
-#define GROUP_BUCKETS 1024
 
 /* A transaction end that reached a __consumer_offsets partition while it
  * loaded: replayed after the load, in case its marker landed past the end
@@ -113,22 +122,44 @@ struct group_closed_conn {
     int64_t at; /* group_now when queued */
 };
 
-/* Thread-safety: lock guards every group; the timer thread waits on cond. */
+/* The groups of one __consumer_offsets partition (group_id's partition
+ * among shard_count; one shard when the coordinator has no partitions).
+ * Groups of different shards never wait on each other.
+ * Thread-safety: lock guards everything here and every group in it. */
+struct group_shard {
+    pthread_mutex_t lock;
+    /* Groups by id (seeded hash, grown with the count) and in a list to
+     * walk; removing the current group while walking is safe when the
+     * walk saved next first. */
+    struct group_index groups;
+    struct group *group_list;
+    size_t group_count;
+    /* Transaction ends that reached this partition while it loaded. */
+    struct group_deferred_txn_end *deferred;
+    size_t deferred_count, deferred_cap;
+};
+
+/* Thread-safety: each shard's lock guards its groups; timer_lock guards
+ * the timer fields (stopping, next_expiry_check, cond) and is taken
+ * before a shard lock, never while holding one; the counters and flags
+ * are atomics read without a lock. */
 struct group_coordinator {
     struct group_coordinator_options opts;
-    pthread_mutex_t lock;
+    pthread_mutex_t timer_lock;
     pthread_cond_t cond;
     pthread_t timer_thread;
     bool timer_started;
     bool stopping;
-    bool shut_down;
-    bool loading;
+    atomic_bool shut_down;
+    atomic_bool loading;
     int64_t next_expiry_check;
-    struct group *buckets[GROUP_BUCKETS];
-    size_t group_count;
-    uint64_t write_seq; /* last order number given to an offset write */
-    struct group_deferred_txn_end *deferred;
-    size_t deferred_count, deferred_cap;
+    struct group_shard *shards;
+    int32_t shard_count;
+    uint64_t hash_seed;          /* of every index of this coordinator; set at create */
+    atomic_size_t pending_total; /* pending members across groups */
+    /* Last order number given to an offset write. A group's writes are
+     * numbered under its shard lock, so they stay in log order. */
+    _Atomic uint64_t write_seq;
     /* group_coordinator_connection_closed: ids queued under closed_lock
      * (not lock), taken by the next tick. */
     pthread_mutex_t closed_lock;
@@ -139,6 +170,14 @@ struct group_coordinator {
 /* group_coordinator.c */
 int64_t group_now(struct group_coordinator *gc);
 int64_t group_wall_now(struct group_coordinator *gc);
+/* The shard group_id belongs to, and the same shard locked. */
+struct group_shard *group_shard_of(struct group_coordinator *gc, const char *group_id);
+struct group_shard *group_lock(struct group_coordinator *gc, const char *group_id);
+/* The shard of __consumer_offsets partition (shard 0 when the coordinator
+ * has no partitions). */
+struct group_shard *group_partition_shard(struct group_coordinator *gc, int32_t partition);
+void group_unlock(struct group_shard *shard);
+/* The caller holds group_id's shard lock. */
 struct group *group_find(struct group_coordinator *gc, const char *group_id);
 struct group *group_get_or_create(struct group_coordinator *gc, const char *group_id);
 void group_remove(struct group_coordinator *gc, struct group *g);
@@ -171,14 +210,24 @@ struct group_member *group_member_find(struct group *g, const char *member_id);
 struct group_member *group_member_by_instance(struct group *g, const char *instance_id);
 /* A new member from a join (takes member_id); NULL when out of memory. */
 struct group_member *group_member_new(const struct group_join_params *p, char *member_id);
+/* Adds m (its ids not yet in g) last. Returns 0, or -1 when out of memory
+ * (g unchanged). */
 int group_member_append(struct group *g, struct group_member *m);
 void group_member_free(struct group_member *m);
 const struct group_member_protocol *group_member_protocol(const struct group_member *m, const char *name);
 struct group_member_protocol *group_protocols_copy(const struct group_protocol *src, size_t n);
 void group_protocols_free(struct group_member_protocol *p, size_t n);
 bool group_same_protocols(const struct group_member *m, const struct group_join_params *p);
-int group_pending_index(struct group *g, const char *member_id);
-void group_pending_remove_at(struct group *g, size_t i);
+struct group_pending_member *group_pending_find(struct group *g, const char *member_id);
+/* Adds a pending member (takes member_id). Returns 0, or -1 when out of
+ * memory (member_id freed). */
+int group_pending_add(struct group_coordinator *gc, struct group *g, char *member_id, int64_t deadline);
+void group_pending_remove(struct group_coordinator *gc, struct group *g, struct group_pending_member *pm);
+/* Sets up and frees g's member and pending indexes. */
+void group_members_init(struct group_coordinator *gc, struct group *g);
+void group_members_free(struct group_coordinator *gc, struct group *g);
+/* Frees every member (not the pending ones). */
+void group_members_clear(struct group *g);
 /* "<client id>-<uuid>", malloc'd; NULL when out of memory. */
 char *group_generate_member_id(const char *client_id);
 
@@ -206,6 +255,10 @@ void group_try_complete_join(struct group_coordinator *gc, struct group *g, int6
 void group_complete_join(struct group_coordinator *gc, struct group *g, int64_t now);
 /* Removes members[i], answering its parked requests UNKNOWN_MEMBER_ID. */
 void group_remove_member_at(struct group *g, size_t i);
+/* Gives m a new member id, keeping the index in step (takes new_id).
+ * Returns the old id, which the caller frees, or NULL when out of memory
+ * (m unchanged, new_id freed). */
+char *group_member_rename(struct group *g, struct group_member *m, char *new_id);
 /* After members left or expired: the group rebalances without them. */
 void group_member_removed(struct group_coordinator *gc, struct group *g, int64_t now);
 /* m (re)joins with p's protocols and waits for the join phase to end. */
@@ -243,6 +296,21 @@ void group_inflight_drop_partition(struct group *g, const char *topic, int32_t p
 void group_inflight_free(struct group *g);
 /* Whether g holds nothing (made only for a request that then failed). */
 bool group_unused(const struct group *g);
+
+/* group_offsets_scan.c: what a pass over g's committed offsets needs,
+ * built once per pass so the pass stays linear. */
+struct group_topic_set {
+    struct group_index index; /* of struct group_topic, by name */
+};
+/* The topics g's members subscribe to (consumer protocol). Returns 0, or
+ * -1 when out of memory (s left empty). */
+int group_subscribed_topics(const struct group *g, uint64_t seed, struct group_topic_set *s);
+bool group_topic_set_has(const struct group_topic_set *s, const char *topic);
+void group_topic_set_free(struct group_topic_set *s);
+/* *out: per committed entry (index in g->offsets.items), whether a plain
+ * commit of it is in flight (or, with_txn, a transactional one pending);
+ * NULL when none is. Returns 0, or -1 when out of memory. */
+int group_offsets_pending_flags(const struct group *g, bool with_txn, bool **out);
 
 /* group_txn_offsets.c */
 void group_txn_offsets_free(struct group *g);

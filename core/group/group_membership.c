@@ -2,6 +2,7 @@
  * the transitions and timers that drive a group through
  * Empty -> PreparingRebalance -> CompletingRebalance -> Stable. The request
  * entry points are in group_requests.c. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,20 +14,55 @@
 
 struct group_member *group_member_find(struct group *g, const char *member_id)
 {
-    for (size_t i = 0; i < g->member_count; i++)
-        if (strcmp(g->members[i]->member_id, member_id) == 0)
-            return g->members[i];
-    return NULL;
+    return group_index_find(&g->member_index, member_id);
 }
 
 struct group_member *group_member_by_instance(struct group *g, const char *instance_id)
 {
-    if (!instance_id)
-        return NULL;
+    return instance_id ? group_index_find(&g->instance_index, instance_id) : NULL;
+}
+
+void group_members_init(struct group_coordinator *gc, struct group *g)
+{
+    group_index_init(&g->member_index, offsetof(struct group_member, member_id), gc->hash_seed);
+    group_index_init(&g->instance_index, offsetof(struct group_member, instance_id), gc->hash_seed);
+    group_index_init(&g->pending_index, offsetof(struct group_pending_member, member_id), gc->hash_seed);
+}
+
+void group_members_clear(struct group *g)
+{
     for (size_t i = 0; i < g->member_count; i++)
-        if (g->members[i]->instance_id && strcmp(g->members[i]->instance_id, instance_id) == 0)
-            return g->members[i];
-    return NULL;
+        group_member_free(g->members[i]);
+    g->member_count = 0;
+    group_index_free(&g->member_index);
+    group_index_free(&g->instance_index);
+}
+
+void group_members_free(struct group_coordinator *gc, struct group *g)
+{
+    group_members_clear(g);
+    free(g->members);
+    g->members = NULL;
+    g->member_cap = 0;
+    while (g->pending_count > 0)
+        group_pending_remove(gc, g, g->pending[0]);
+    free(g->pending);
+    g->pending = NULL;
+    g->pending_cap = 0;
+    group_index_free(&g->pending_index);
+}
+
+char *group_member_rename(struct group *g, struct group_member *m, char *new_id)
+{
+    char *old_id = m->member_id;
+    m->member_id = new_id;
+    if (group_index_put(&g->member_index, m) != 0) {
+        m->member_id = old_id;
+        free(new_id);
+        return NULL;
+    }
+    group_index_del_at_key(&g->member_index, m, old_id);
+    return old_id;
 }
 
 void group_protocols_free(struct group_member_protocol *p, size_t n)
@@ -59,18 +95,47 @@ const struct group_member_protocol *group_member_protocol(const struct group_mem
     return NULL;
 }
 
-int group_pending_index(struct group *g, const char *member_id)
+struct group_pending_member *group_pending_find(struct group *g, const char *member_id)
 {
-    for (size_t i = 0; i < g->pending_count; i++)
-        if (strcmp(g->pending[i].member_id, member_id) == 0)
-            return (int)i;
+    return group_index_find(&g->pending_index, member_id);
+}
+
+int group_pending_add(struct group_coordinator *gc, struct group *g, char *member_id, int64_t deadline)
+{
+    struct group_pending_member *pm = calloc(1, sizeof *pm);
+    if (!pm)
+        goto fail;
+    pm->member_id = member_id;
+    pm->deadline = deadline;
+    if (g->pending_count == g->pending_cap) {
+        size_t cap = g->pending_cap ? g->pending_cap * 2 : 8;
+        struct group_pending_member **n = realloc(g->pending, cap * sizeof *n);
+        if (!n)
+            goto fail;
+        g->pending = n;
+        g->pending_cap = cap;
+    }
+    if (group_index_put(&g->pending_index, pm) != 0)
+        goto fail;
+    pm->pos = g->pending_count;
+    g->pending[g->pending_count++] = pm;
+    gc->pending_total++;
+    return 0;
+fail:
+    free(pm);
+    free(member_id);
     return -1;
 }
 
-void group_pending_remove_at(struct group *g, size_t i)
+void group_pending_remove(struct group_coordinator *gc, struct group *g, struct group_pending_member *pm)
 {
-    free(g->pending[i].member_id);
-    g->pending[i] = g->pending[--g->pending_count];
+    group_index_del(&g->pending_index, pm);
+    struct group_pending_member *last = g->pending[--g->pending_count];
+    g->pending[pm->pos] = last;
+    last->pos = pm->pos;
+    gc->pending_total--;
+    free(pm->member_id);
+    free(pm);
 }
 
 /* Kafka's form: "<client id>-<uuid>". */
@@ -130,34 +195,42 @@ bool group_supports_protocols(const struct group *g, const struct group_join_par
 }
 
 /* Among protocols every member supports, each member votes for its most
- * preferred one; the most votes wins, ties go to the first member's order. */
+ * preferred one; the most votes wins, ties go to the first member's order.
+ * Only the first member's protocols can be supported by all, so counting
+ * against that short list keeps this linear in the members. */
 const char *group_select_protocol(const struct group *g)
 {
     if (g->member_count == 0)
         return NULL;
     const struct group_member *first = g->members[0];
+    size_t k = first->protocol_count;
+    size_t *count = calloc(k ? 2 * k : 1, sizeof *count);
+    if (!count)
+        return NULL;
+    size_t *votes = count + k;
+    for (size_t c = 0; c < k; c++)
+        count[c] = protocol_support(g, first->protocols[c].name);
+    for (size_t i = 0; i < g->member_count; i++) {
+        const struct group_member *m = g->members[i];
+        bool voted = false;
+        for (size_t p = 0; p < m->protocol_count && !voted; p++)
+            for (size_t c = 0; c < k && !voted; c++)
+                if (count[c] == g->member_count && strcmp(m->protocols[p].name, first->protocols[c].name) == 0) {
+                    votes[c]++;
+                    voted = true;
+                }
+    }
     const char *best = NULL;
     size_t best_votes = 0;
-    for (size_t c = 0; c < first->protocol_count; c++) {
-        const char *cand = first->protocols[c].name;
-        if (protocol_support(g, cand) != g->member_count)
+    for (size_t c = 0; c < k; c++) {
+        if (count[c] != g->member_count)
             continue;
-        size_t votes = 0;
-        for (size_t i = 0; i < g->member_count; i++) {
-            const struct group_member *m = g->members[i];
-            for (size_t k = 0; k < m->protocol_count; k++) {
-                if (protocol_support(g, m->protocols[k].name) != g->member_count)
-                    continue;
-                if (strcmp(m->protocols[k].name, cand) == 0)
-                    votes++;
-                break;
-            }
-        }
-        if (!best || votes > best_votes) {
-            best = cand;
-            best_votes = votes;
+        if (!best || votes[c] > best_votes) {
+            best = first->protocols[c].name;
+            best_votes = votes[c];
         }
     }
+    free(count);
     return best;
 }
 
@@ -294,6 +367,9 @@ void group_remove_member_at(struct group *g, size_t i)
     if (m->sync_cb)
         group_sync_respond_error(m->sync_cb, m->sync_arg, KAFKA_ERR_UNKNOWN_MEMBER_ID);
     bool was_leader = g->leader && strcmp(g->leader, m->member_id) == 0;
+    group_index_del(&g->member_index, m);
+    if (m->instance_id)
+        group_index_del(&g->instance_index, m);
     memmove(&g->members[i], &g->members[i + 1], (g->member_count - i - 1) * sizeof *g->members);
     g->member_count--;
     group_member_free(m);
@@ -426,6 +502,12 @@ int group_member_append(struct group *g, struct group_member *m)
         g->members = n;
         g->member_cap = cap;
     }
+    if (group_index_put(&g->member_index, m) != 0)
+        return -1;
+    if (m->instance_id && group_index_put(&g->instance_index, m) != 0) {
+        group_index_del(&g->member_index, m);
+        return -1;
+    }
     g->members[g->member_count++] = m;
     return 0;
 }
@@ -469,8 +551,8 @@ void group_membership_tick(struct group_coordinator *gc, struct group *g, int64_
 {
     bool removed = false;
     for (size_t i = 0; i < g->pending_count;) {
-        if (now >= g->pending[i].deadline) {
-            group_pending_remove_at(g, i);
+        if (now >= g->pending[i]->deadline) {
+            group_pending_remove(gc, g, g->pending[i]);
             removed = true;
         } else {
             i++;

@@ -41,14 +41,14 @@ int16_t group_store_sync(struct group_coordinator *gc, const struct group_sync_p
 static void commit_finish(struct group_coordinator *gc, const char *group_id, uint64_t first_seq, uint64_t last_seq,
                           bool synced)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     struct group *g = group_find(gc, group_id);
     if (g) {
         group_inflight_finish(g, first_seq, last_seq, synced);
         if (!synced && group_unused(g))
             group_remove(gc, g);
     }
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
 }
 
 /* Kafka's order: identity and generation first, then the group's state. */
@@ -89,7 +89,7 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
     struct group_sync_point sync_point = {.partition = -1, .end_offset = -1};
     bool need_sync = false;
     uint64_t first_seq = 0, last_seq = 0;
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, p->group_id);
     int16_t err = group_coordinator_serving(gc, p->group_id);
     struct group *g = NULL;
     if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0]))
@@ -162,7 +162,7 @@ void group_coordinator_commit(struct group_coordinator *gc, const struct group_c
             group_remove(gc, g);
     }
 out:
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
     /* Outside the lock, so other groups' requests do not wait for the disk. */
     if (need_sync) {
         int16_t serr = group_store_sync(gc, &sync_point, offsets, count);
@@ -170,22 +170,25 @@ out:
     }
 }
 
-static void fill_fetch(struct group_offset_fetch *f, const struct group *g, const char *topic, int32_t partition,
-                       bool require_stable)
+/* o: the committed entry, NULL when none (or unstable). */
+static void fill_fetch_entry(struct group_offset_fetch *f, const struct group_offset *o, bool unstable)
 {
-    const struct group_offset *o = g ? group_offset_table_find(&g->offsets, topic, partition) : NULL;
-    f->error_code = KAFKA_ERR_NONE;
-    if (require_stable && g &&
-        (group_txn_offset_pending(g, topic, partition) || group_inflight_pending(g, topic, partition))) {
-        /* KIP-447: the client retries until the transaction (or the
-         * commit in flight) has ended. */
-        f->error_code = KAFKA_ERR_UNSTABLE_OFFSET_COMMIT;
-        o = NULL;
-    }
+    /* KIP-447: the client retries until the transaction (or the commit in
+     * flight) has ended. */
+    f->error_code = unstable ? KAFKA_ERR_UNSTABLE_OFFSET_COMMIT : KAFKA_ERR_NONE;
     f->offset = o ? o->offset : -1;
     f->leader_epoch = o ? o->leader_epoch : -1;
     f->metadata = o && o->metadata ? group_strndup_bytes(o->metadata, o->metadata_len) : NULL;
     f->metadata_len = f->metadata ? o->metadata_len : 0;
+}
+
+static void fill_fetch(struct group_offset_fetch *f, const struct group *g, const char *topic, int32_t partition,
+                       bool require_stable)
+{
+    const struct group_offset *o = g ? group_offset_table_find(&g->offsets, topic, partition) : NULL;
+    bool unstable = require_stable && g &&
+                    (group_txn_offset_pending(g, topic, partition) || group_inflight_pending(g, topic, partition));
+    fill_fetch_entry(f, unstable ? NULL : o, unstable);
 }
 
 int16_t group_coordinator_fetch_offsets(struct group_coordinator *gc, const char *group_id,
@@ -197,12 +200,12 @@ int16_t group_coordinator_fetch_offsets(struct group_coordinator *gc, const char
 int16_t group_coordinator_fetch_offsets_stable(struct group_coordinator *gc, const char *group_id, bool require_stable,
                                                struct group_offset_fetch *offsets, size_t count)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
     for (size_t i = 0; i < count; i++)
         fill_fetch(&offsets[i], g, offsets[i].topic, offsets[i].partition, require_stable);
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
     return err;
 }
 
@@ -217,25 +220,28 @@ int16_t group_coordinator_fetch_all_offsets_stable(struct group_coordinator *gc,
 {
     *out = NULL;
     *count = 0;
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
     if (g && g->offsets.count > 0) {
         struct group_offset_fetch *f = calloc(g->offsets.count, sizeof *f);
-        if (!f) {
+        bool *unstable = NULL;
+        if (!f || (require_stable && group_offsets_pending_flags(g, true, &unstable) != 0)) {
+            free(f);
             err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
         } else {
             for (size_t i = 0; i < g->offsets.count; i++) {
                 const struct group_offset *o = &g->offsets.items[i];
                 f[i].topic = strdup(o->topic);
                 f[i].partition = o->partition;
-                fill_fetch(&f[i], g, o->topic, o->partition, require_stable);
+                fill_fetch_entry(&f[i], unstable && unstable[i] ? NULL : o, unstable && unstable[i]);
             }
+            free(unstable);
             *out = f;
             *count = g->offsets.count;
         }
     }
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
     return err;
 }
 
@@ -248,44 +254,6 @@ void group_offset_fetch_free(struct group_offset_fetch *offsets, size_t count)
         free(offsets[i].metadata);
     }
     free(offsets);
-}
-
-static uint16_t be16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-/* Whether a consumer-protocol subscription (version, [topic], ...) names topic. */
-static bool subscription_has_topic(const uint8_t *p, size_t len, const char *topic)
-{
-    if (len < 6)
-        return false;
-    int32_t n = (int32_t)((uint32_t)p[2] << 24 | (uint32_t)p[3] << 16 | (uint32_t)p[4] << 8 | p[5]);
-    size_t pos = 6, tlen = strlen(topic);
-    for (int32_t i = 0; i < n; i++) {
-        if (pos + 2 > len)
-            return false;
-        size_t l = be16(p + pos);
-        pos += 2;
-        if (l > len - pos)
-            return false;
-        if (l == tlen && memcmp(p + pos, topic, l) == 0)
-            return true;
-        pos += l;
-    }
-    return false;
-}
-
-static bool group_subscribed_to(const struct group *g, const char *topic)
-{
-    if (!g->protocol)
-        return false;
-    for (size_t i = 0; i < g->member_count; i++) {
-        const struct group_member_protocol *p = group_member_protocol(g->members[i], g->protocol);
-        if (p && subscription_has_topic(p->metadata, p->metadata_len, topic))
-            return true;
-    }
-    return false;
 }
 
 static int16_t store_delete_offsets(struct group_coordinator *gc, struct group *g, struct group_offset **list, size_t n,
@@ -317,7 +285,7 @@ static int16_t store_delete_offsets(struct group_coordinator *gc, struct group *
 int16_t group_coordinator_delete_offsets(struct group_coordinator *gc, const char *group_id,
                                          struct group_offset_delete *offsets, size_t count)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
     if (err == KAFKA_ERR_NONE && (!g || g->state == GROUP_DEAD))
@@ -327,16 +295,17 @@ int16_t group_coordinator_delete_offsets(struct group_coordinator *gc, const cha
         err = KAFKA_ERR_NON_EMPTY_GROUP;
     struct group_offset **del = NULL;
     size_t n = 0;
+    struct group_topic_set subscribed = {0};
     if (err == KAFKA_ERR_NONE) {
         del = calloc(count ? count : 1, sizeof *del);
-        if (!del)
+        if (!del || (g->state != GROUP_EMPTY && group_subscribed_topics(g, gc->hash_seed, &subscribed) != 0))
             err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
     }
     if (err != KAFKA_ERR_NONE)
         goto out;
     for (size_t i = 0; i < count; i++) {
         offsets[i].error_code = KAFKA_ERR_NONE;
-        if (g->state != GROUP_EMPTY && group_subscribed_to(g, offsets[i].topic)) {
+        if (g->state != GROUP_EMPTY && group_topic_set_has(&subscribed, offsets[i].topic)) {
             offsets[i].error_code = KAFKA_ERR_GROUP_SUBSCRIBED_TO_TOPIC;
             continue;
         }
@@ -364,13 +333,14 @@ int16_t group_coordinator_delete_offsets(struct group_coordinator *gc, const cha
             group_inflight_drop_partition(g, offsets[i].topic, offsets[i].partition);
 out:
     free(del);
-    pthread_mutex_unlock(&gc->lock);
+    group_topic_set_free(&subscribed);
+    group_unlock(shard);
     return err;
 }
 
 static int16_t delete_group_locked(struct group_coordinator *gc, struct group *g)
 {
-    LOCK_ASSERT_HELD(&gc->lock);
+    LOCK_ASSERT_HELD(&g->shard->lock);
     /* Commits in flight get tombstones too: their records may be in the
      * log ahead of the group's tombstone. */
     size_t n = g->offsets.count + g->inflight_count;
@@ -392,7 +362,7 @@ static int16_t delete_group_locked(struct group_coordinator *gc, struct group *g
 
 int16_t group_coordinator_delete_group(struct group_coordinator *gc, const char *group_id)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = NULL;
     if (err == KAFKA_ERR_NONE && (!group_id || !group_id[0]))
@@ -413,7 +383,7 @@ int16_t group_coordinator_delete_group(struct group_coordinator *gc, const char 
         if (err == KAFKA_ERR_NONE)
             logger_info("group", "group %s deleted", group_id);
     }
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
     return err;
 }
 
@@ -435,16 +405,23 @@ void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t
             logger_warn("group", "could not remove empty group %s", g->group_id);
         return;
     }
+    /* Out of memory: the next sweep tries again. */
     struct group_offset **del = calloc(g->offsets.count ? g->offsets.count : 1, sizeof *del);
-    if (!del)
+    struct group_topic_set subscribed = {0};
+    bool *inflight = NULL;
+    if (!del || group_offsets_pending_flags(g, false, &inflight) != 0 ||
+        (stable_consumer && group_subscribed_topics(g, gc->hash_seed, &subscribed) != 0)) {
+        free(del);
+        free(inflight);
         return;
+    }
     size_t n = 0;
     for (size_t i = 0; i < g->offsets.count; i++) {
         struct group_offset *o = &g->offsets.items[i];
-        if (stable_consumer && group_subscribed_to(g, o->topic))
+        if (stable_consumer && group_topic_set_has(&subscribed, o->topic))
             continue;
         /* Kafka keeps an offset while a newer commit of it is in flight. */
-        if (group_inflight_pending(g, o->topic, o->partition))
+        if (inflight && inflight[i])
             continue;
         int64_t base = o->commit_timestamp;
         if (!stable_consumer && g->state_timestamp > base)
@@ -453,6 +430,8 @@ void group_offsets_expire(struct group_coordinator *gc, struct group *g, int64_t
         if (wall_now >= deadline)
             del[n++] = o;
     }
+    free(inflight);
+    group_topic_set_free(&subscribed);
     /* Pending transactional offsets keep the group (not its expired
      * committed offsets) until their transaction ends. */
     if (n > 0 && n == g->offsets.count && g->state == GROUP_EMPTY && g->txn_offset_count == 0 &&
@@ -478,7 +457,7 @@ void group_coordinator_describe(struct group_coordinator *gc, const char *group_
     out->state = group_state_name(GROUP_DEAD);
     out->protocol_type = strdup("");
     out->protocol = strdup("");
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     out->error_code = group_coordinator_serving(gc, group_id);
     struct group *g = out->error_code == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
     if (g) {
@@ -511,7 +490,7 @@ void group_coordinator_describe(struct group_coordinator *gc, const char *group_
             }
         }
     }
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
 }
 
 void group_description_free(struct group_description *d)
@@ -547,28 +526,40 @@ int16_t group_coordinator_list(struct group_coordinator *gc, const char *const *
 {
     *out = NULL;
     *count = 0;
-    pthread_mutex_lock(&gc->lock);
     int16_t err = group_coordinator_serving(gc, NULL);
-    if (err == KAFKA_ERR_NONE && gc->group_count > 0) {
-        struct group_listing *l = calloc(gc->group_count, sizeof *l);
-        size_t n = 0;
-        for (size_t b = 0; l && b < GROUP_BUCKETS; b++) {
-            for (struct group *g = gc->buckets[b]; g; g = g->next) {
-                const char *state = group_state_name(g->state);
-                if (!state_wanted(state, states, state_count) || n >= gc->group_count)
-                    continue;
-                l[n].group_id = strdup(g->group_id);
-                l[n].protocol_type = strdup(g->protocol_type ? g->protocol_type : "");
-                l[n].state = state;
-                n++;
+    struct group_listing *l = NULL;
+    size_t n = 0, cap = 0;
+    /* One shard at a time; the list grows as groups are found. */
+    for (int32_t i = 0; err == KAFKA_ERR_NONE && i < gc->shard_count; i++) {
+        struct group_shard *shard = &gc->shards[i];
+        pthread_mutex_lock(&shard->lock);
+        if (n + shard->group_count > cap) {
+            size_t want = n + shard->group_count;
+            struct group_listing *grown = realloc(l, want * sizeof *l);
+            if (grown) {
+                l = grown;
+                cap = want;
+            } else {
+                err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
             }
         }
-        if (!l)
-            err = KAFKA_ERR_UNKNOWN_SERVER_ERROR;
-        *out = l;
-        *count = n;
+        for (struct group *g = err == KAFKA_ERR_NONE ? shard->group_list : NULL; g; g = g->next) {
+            const char *state = group_state_name(g->state);
+            if (!state_wanted(state, states, state_count))
+                continue;
+            l[n].group_id = strdup(g->group_id);
+            l[n].protocol_type = strdup(g->protocol_type ? g->protocol_type : "");
+            l[n].state = state;
+            n++;
+        }
+        pthread_mutex_unlock(&shard->lock);
     }
-    pthread_mutex_unlock(&gc->lock);
+    if (err != KAFKA_ERR_NONE) {
+        group_listing_free(l, n);
+        return err;
+    }
+    *out = l;
+    *count = n;
     return err;
 }
 

@@ -16,6 +16,20 @@ static int16_t check_timeouts(struct group_coordinator *gc, const struct group_j
     return KAFKA_ERR_NONE;
 }
 
+/* Whether a new pending member (KIP-394) would be over a bound: the
+ * group's answers GROUP_MAX_SIZE_REACHED, as a full group does; the
+ * coordinator's COORDINATOR_LOAD_IN_PROGRESS, which clients retry (other
+ * groups' strays must not fail a healthy group for good). */
+static int16_t pending_refused(const struct group_coordinator *gc, const struct group *g)
+{
+    if (gc->opts.max_pending_members_per_group > 0 &&
+        g->pending_count >= (size_t)gc->opts.max_pending_members_per_group)
+        return KAFKA_ERR_GROUP_MAX_SIZE_REACHED;
+    if (gc->opts.max_pending_members > 0 && gc->pending_total >= (size_t)gc->opts.max_pending_members)
+        return KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS;
+    return KAFKA_ERR_NONE;
+}
+
 static void join_new_member(struct group_coordinator *gc, struct group *g, const struct group_join_params *p,
                             group_join_cb cb, void *arg, int64_t now)
 {
@@ -33,15 +47,23 @@ static void join_new_member(struct group_coordinator *gc, struct group *g, const
             group_sync_respond_error(known->sync_cb, known->sync_arg, KAFKA_ERR_FENCED_INSTANCE_ID);
             known->sync_cb = NULL;
         }
+        bool was_leader = g->leader && strcmp(g->leader, known->member_id) == 0;
+        char *leader = was_leader ? group_strdup(new_id) : NULL;
         /* Kept until the answer is sent: a leader that cannot skip the
          * assignment is told the old id leads (below). */
-        char *old_id = known->member_id;
-        bool was_leader = g->leader && strcmp(g->leader, old_id) == 0;
+        char *old_id = NULL;
+        if (was_leader && !leader)
+            free(new_id);
+        else
+            old_id = group_member_rename(g, known, new_id);
+        if (!old_id) {
+            free(leader);
+            return group_join_respond_error(cb, arg, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "");
+        }
         if (was_leader) {
             free(g->leader);
-            g->leader = group_strdup(new_id);
+            g->leader = leader;
         }
-        known->member_id = new_id;
         known->session_deadline = now + p->session_timeout_ms;
         /* Kafka's rule: a Stable group skips the rebalance when the protocol
          * it would pick next, with the member's new protocols, is the one it
@@ -73,23 +95,20 @@ static void join_new_member(struct group_coordinator *gc, struct group *g, const
     }
     if (g->member_count + g->pending_count >= (size_t)gc->opts.max_group_size)
         return group_join_respond_error(cb, arg, KAFKA_ERR_GROUP_MAX_SIZE_REACHED, "");
+    bool pending = p->require_known_member_id && !p->group_instance_id;
+    int16_t full = pending ? pending_refused(gc, g) : KAFKA_ERR_NONE;
+    if (full != KAFKA_ERR_NONE)
+        return group_join_respond_error(cb, arg, full, "");
     char *member_id = group_generate_member_id(p->client_id);
     if (!member_id)
         return group_join_respond_error(cb, arg, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "");
-    if (p->require_known_member_id && !p->group_instance_id) {
-        /* KIP-394: hand out the id first; the member joins with it. */
-        if (g->pending_count == g->pending_cap) {
-            size_t cap = g->pending_cap ? g->pending_cap * 2 : 8;
-            struct group_pending_member *n = realloc(g->pending, cap * sizeof *n);
-            if (!n) {
-                free(member_id);
-                return group_join_respond_error(cb, arg, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "");
-            }
-            g->pending = n;
-            g->pending_cap = cap;
-        }
-        g->pending[g->pending_count++] = (struct group_pending_member){member_id, now + p->session_timeout_ms};
-        return group_join_respond_error(cb, arg, KAFKA_ERR_MEMBER_ID_REQUIRED, member_id);
+    if (pending) {
+        /* KIP-394: hand out the id first; the member joins with it. The
+         * entry lives until the member joins or its session timeout. */
+        if (group_pending_add(gc, g, member_id, now + p->session_timeout_ms) != 0)
+            return group_join_respond_error(cb, arg, KAFKA_ERR_UNKNOWN_SERVER_ERROR, "");
+        return group_join_respond_error(cb, arg, KAFKA_ERR_MEMBER_ID_REQUIRED,
+                                        g->pending[g->pending_count - 1]->member_id);
     }
     struct group_member *m = group_member_new(p, member_id);
     if (!m || group_member_append(g, m) != 0) {
@@ -109,7 +128,7 @@ static void join_new_member(struct group_coordinator *gc, struct group *g, const
 void group_coordinator_join(struct group_coordinator *gc, const struct group_join_params *p, group_join_cb cb,
                             void *arg)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, p->group_id);
     int64_t now = group_now(gc);
     const char *member_id = p->member_id ? p->member_id : "";
     int16_t err = group_coordinator_serving(gc, p->group_id);
@@ -139,9 +158,9 @@ void group_coordinator_join(struct group_coordinator *gc, const struct group_joi
         join_new_member(gc, g, p, cb, arg, now);
         goto out;
     }
-    int pi = group_pending_index(g, member_id);
-    if (pi >= 0) {
-        group_pending_remove_at(g, (size_t)pi);
+    struct group_pending_member *pm = group_pending_find(g, member_id);
+    if (pm) {
+        group_pending_remove(gc, g, pm);
         struct group_member *m = group_member_new(p, strdup(member_id));
         if (!m || !m->member_id || group_member_append(g, m) != 0) {
             group_member_free(m);
@@ -190,7 +209,7 @@ void group_coordinator_join(struct group_coordinator *gc, const struct group_joi
         break;
     }
 out:
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
 }
 
 /* Finds member_id in g, applying the static-member fence. */
@@ -237,7 +256,7 @@ static void assignment_failed(struct group_coordinator *gc, struct group *g, int
 void group_coordinator_sync(struct group_coordinator *gc, const struct group_sync_params *p, group_sync_cb cb,
                             void *arg)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, p->group_id);
     int64_t now = group_now(gc);
     int16_t err = group_coordinator_serving(gc, p->group_id);
     struct group *g = NULL;
@@ -289,19 +308,21 @@ void group_coordinator_sync(struct group_coordinator *gc, const struct group_syn
     if (g->assignment_writing == g->generation)
         goto out;
 
-    /* The leader's assignment completes the generation. */
+    /* The leader's assignment completes the generation. A member named
+     * twice gets its first entry (walked backwards, the first is set last). */
     for (size_t i = 0; i < g->member_count; i++) {
         struct group_member *o = g->members[i];
         free(o->assignment);
         o->assignment = NULL;
         o->assignment_len = 0;
-        for (size_t a = 0; a < p->assignment_count; a++) {
-            if (!p->assignments[a].member_id || strcmp(p->assignments[a].member_id, o->member_id) != 0)
-                continue;
-            o->assignment = group_memdup(p->assignments[a].assignment, p->assignments[a].assignment_len);
-            o->assignment_len = o->assignment ? p->assignments[a].assignment_len : 0;
-            break;
-        }
+    }
+    for (size_t a = p->assignment_count; a-- > 0;) {
+        struct group_member *o = p->assignments[a].member_id ? group_member_find(g, p->assignments[a].member_id) : NULL;
+        if (!o)
+            continue;
+        free(o->assignment);
+        o->assignment = group_memdup(p->assignments[a].assignment, p->assignments[a].assignment_len);
+        o->assignment_len = o->assignment ? p->assignments[a].assignment_len : 0;
     }
     bool split = gc->opts.ops && gc->opts.ops->append_group && gc->opts.ops->sync;
     struct group_sync_point sync_point;
@@ -313,9 +334,9 @@ void group_coordinator_sync(struct group_coordinator *gc, const struct group_syn
          * (offsets.commit.timeout.ms); the wait runs outside the lock. */
         int32_t generation = g->generation;
         g->assignment_writing = generation;
-        pthread_mutex_unlock(&gc->lock);
+        group_unlock(shard);
         werr = gc->opts.ops->sync(gc->opts.store, &sync_point);
-        pthread_mutex_lock(&gc->lock);
+        pthread_mutex_lock(&shard->lock);
         /* The group may have moved on (a rebalance, an unload) meanwhile;
          * then this write decides nothing. */
         g = group_find(gc, p->group_id ? p->group_id : "");
@@ -339,13 +360,13 @@ void group_coordinator_sync(struct group_coordinator *gc, const struct group_syn
         sync_respond_assignment(g, o, ocb, o->sync_arg);
     }
 out:
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
 }
 
 int16_t group_coordinator_heartbeat(struct group_coordinator *gc, const char *group_id, int32_t generation_id,
                                     const char *member_id, const char *group_instance_id)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = NULL;
     struct group_member *m = NULL;
@@ -367,14 +388,14 @@ int16_t group_coordinator_heartbeat(struct group_coordinator *gc, const char *gr
         else if (g->state == GROUP_EMPTY)
             err = KAFKA_ERR_UNKNOWN_MEMBER_ID;
     }
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
     return err;
 }
 
 int16_t group_coordinator_leave(struct group_coordinator *gc, const char *group_id, struct group_leave_member *members,
                                 size_t count)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     int64_t now = group_now(gc);
     int16_t err = group_coordinator_serving(gc, group_id);
     struct group *g = err == KAFKA_ERR_NONE ? group_find(gc, group_id ? group_id : "") : NULL;
@@ -399,15 +420,16 @@ int16_t group_coordinator_leave(struct group_coordinator *gc, const char *group_
             }
             mid = m->member_id;
         }
-        int pi = group_pending_index(g, mid);
-        if (pi >= 0) {
-            group_pending_remove_at(g, (size_t)pi);
+        struct group_pending_member *pm = group_pending_find(g, mid);
+        if (pm) {
+            group_pending_remove(gc, g, pm);
             lm->error_code = KAFKA_ERR_NONE;
             removed = true;
             continue;
         }
-        for (size_t i = 0; i < g->member_count; i++) {
-            if (strcmp(g->members[i]->member_id, mid) != 0)
+        struct group_member *leaving = group_member_find(g, mid);
+        for (size_t i = 0; leaving && i < g->member_count; i++) {
+            if (g->members[i] != leaving)
                 continue;
             logger_info("group", "group %s: member %s leaves", g->group_id, mid);
             group_remove_member_at(g, i);
@@ -419,6 +441,6 @@ int16_t group_coordinator_leave(struct group_coordinator *gc, const char *group_
     if (removed)
         group_member_removed(gc, g, now);
 out:
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
     return err;
 }

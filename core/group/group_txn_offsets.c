@@ -119,7 +119,7 @@ static int16_t txn_commit_check(const struct group *g, const struct group_txn_co
 static void txn_commit_failed(struct group_coordinator *gc, const char *group_id, int64_t producer_id,
                               uint64_t first_seq, uint64_t last_seq)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     struct group *g = group_find(gc, group_id);
     if (g) {
         size_t kept = 0;
@@ -135,7 +135,7 @@ static void txn_commit_failed(struct group_coordinator *gc, const char *group_id
         if (group_unused(g))
             group_remove(gc, g);
     }
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
 }
 
 void group_coordinator_txn_commit(struct group_coordinator *gc, const struct group_txn_commit_params *p,
@@ -144,7 +144,7 @@ void group_coordinator_txn_commit(struct group_coordinator *gc, const struct gro
     struct group_sync_point sync_point = {.partition = -1, .end_offset = -1};
     bool need_sync = false;
     uint64_t first_seq = 0, last_seq = 0;
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, p->group_id);
     int16_t err = group_coordinator_serving(gc, p->group_id);
     if (err == KAFKA_ERR_NONE && (!p->group_id || !p->group_id[0]))
         err = KAFKA_ERR_INVALID_GROUP_ID;
@@ -239,7 +239,7 @@ fail:
         if (offsets[i].error_code == KAFKA_ERR_NONE)
             offsets[i].error_code = err;
 out:
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
     if (need_sync && group_store_sync(gc, &sync_point, offsets, count) != KAFKA_ERR_NONE)
         txn_commit_failed(gc, p->group_id, p->producer_id, first_seq, last_seq);
 }
@@ -248,33 +248,32 @@ out:
 static void complete_txn_locked(struct group_coordinator *gc, int32_t offsets_partition, int64_t producer_id,
                                 bool commit)
 {
-    LOCK_ASSERT_HELD(&gc->lock);
+    struct group_shard *shard = group_partition_shard(gc, offsets_partition);
+    LOCK_ASSERT_HELD(&shard->lock);
     int32_t partitions = gc->opts.offsets_topic_partitions;
-    for (size_t b = 0; b < GROUP_BUCKETS; b++) {
-        for (struct group *g = gc->buckets[b]; g; g = g->next) {
-            if (g->txn_offset_count == 0)
+    for (struct group *g = shard->group_list; g; g = g->next) {
+        if (g->txn_offset_count == 0)
+            continue;
+        if (partitions > 0 &&
+            coordinator_partition_for(g->group_id, strlen(g->group_id), partitions) != offsets_partition)
+            continue;
+        size_t kept = 0, done = 0;
+        for (size_t i = 0; i < g->txn_offset_count; i++) {
+            struct group_txn_offset *t = &g->txn_offsets[i];
+            if (t->producer_id != producer_id) {
+                g->txn_offsets[kept++] = *t;
                 continue;
-            if (partitions > 0 &&
-                coordinator_partition_for(g->group_id, strlen(g->group_id), partitions) != offsets_partition)
-                continue;
-            size_t kept = 0, done = 0;
-            for (size_t i = 0; i < g->txn_offset_count; i++) {
-                struct group_txn_offset *t = &g->txn_offsets[i];
-                if (t->producer_id != producer_id) {
-                    g->txn_offsets[kept++] = *t;
-                    continue;
-                }
-                done++;
-                if (commit)
-                    group_offset_apply(g, &t->offset);
-                else
-                    txn_offset_release(t);
             }
-            g->txn_offset_count = kept;
-            if (done > 0)
-                logger_debug("group", "group %s: %s %zu transactional offset(s) of producer %lld", g->group_id,
-                             commit ? "committed" : "aborted", done, (long long)producer_id);
+            done++;
+            if (commit)
+                group_offset_apply(g, &t->offset);
+            else
+                txn_offset_release(t);
         }
+        g->txn_offset_count = kept;
+        if (done > 0)
+            logger_debug("group", "group %s: %s %zu transactional offset(s) of producer %lld", g->group_id,
+                         commit ? "committed" : "aborted", done, (long long)producer_id);
     }
 }
 
@@ -284,45 +283,47 @@ static void complete_txn_locked(struct group_coordinator *gc, int32_t offsets_pa
  * saw the marker: the producer's next transaction cannot have offsets in
  * the partition yet, as TxnOffsetCommit answers LOAD_IN_PROGRESS there.
  * Caller holds the lock. */
-static void defer_txn_end(struct group_coordinator *gc, int32_t partition, int64_t producer_id, bool commit)
+static void defer_txn_end(struct group_shard *shard, int32_t partition, int64_t producer_id, bool commit)
 {
-    if (gc->deferred_count == gc->deferred_cap) {
-        size_t cap = gc->deferred_cap ? gc->deferred_cap * 2 : 8;
-        struct group_deferred_txn_end *grown = realloc(gc->deferred, cap * sizeof *grown);
+    if (shard->deferred_count == shard->deferred_cap) {
+        size_t cap = shard->deferred_cap ? shard->deferred_cap * 2 : 8;
+        struct group_deferred_txn_end *grown = realloc(shard->deferred, cap * sizeof *grown);
         if (!grown) {
             logger_warn("group", "out of memory keeping a transaction end for __consumer_offsets-%d", (int)partition);
             return;
         }
-        gc->deferred = grown;
-        gc->deferred_cap = cap;
+        shard->deferred = grown;
+        shard->deferred_cap = cap;
     }
-    gc->deferred[gc->deferred_count++] = (struct group_deferred_txn_end){
+    shard->deferred[shard->deferred_count++] = (struct group_deferred_txn_end){
         .partition = partition, .producer_id = producer_id, .commit = commit};
 }
 
 void group_txn_ends_replay(struct group_coordinator *gc, int32_t partition, bool apply)
 {
+    struct group_shard *shard = group_partition_shard(gc, partition);
     size_t kept = 0;
-    for (size_t i = 0; i < gc->deferred_count; i++) {
-        struct group_deferred_txn_end d = gc->deferred[i];
+    for (size_t i = 0; i < shard->deferred_count; i++) {
+        struct group_deferred_txn_end d = shard->deferred[i];
         if (d.partition != partition) {
-            gc->deferred[kept++] = d;
+            shard->deferred[kept++] = d;
             continue;
         }
         if (apply)
             complete_txn_locked(gc, d.partition, d.producer_id, d.commit);
     }
-    gc->deferred_count = kept;
+    shard->deferred_count = kept;
 }
 
 void group_coordinator_complete_txn(struct group_coordinator *gc, int32_t offsets_partition, int64_t producer_id,
                                     bool commit)
 {
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_partition_shard(gc, offsets_partition);
+    pthread_mutex_lock(&shard->lock);
     complete_txn_locked(gc, offsets_partition, producer_id, commit);
     if (gc->opts.shards && coordinator_shards_state(gc->opts.shards, offsets_partition) == COORDINATOR_SHARD_LOADING)
-        defer_txn_end(gc, offsets_partition, producer_id, commit);
-    pthread_mutex_unlock(&gc->lock);
+        defer_txn_end(shard, offsets_partition, producer_id, commit);
+    pthread_mutex_unlock(&shard->lock);
 }
 
 void group_load_pending_offset(void *ctx, const char *group_id, int64_t producer_id, const char *topic,
@@ -331,12 +332,12 @@ void group_load_pending_offset(void *ctx, const char *group_id, int64_t producer
     struct group_coordinator *gc = ctx;
     if (!record || !topic)
         return;
-    pthread_mutex_lock(&gc->lock);
+    struct group_shard *shard = group_lock(gc, group_id);
     struct group *g = group_get_or_create(gc, group_id);
     struct group_offset_record rec = *record;
     rec.topic = topic;
     rec.partition = partition;
     if (!g || txn_offset_put(gc, g, producer_id, &rec) != 0)
         logger_warn("group", "group %s: out of memory loading a pending transactional offset", group_id);
-    pthread_mutex_unlock(&gc->lock);
+    group_unlock(shard);
 }

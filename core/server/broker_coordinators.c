@@ -177,6 +177,8 @@ int broker_start_groups(struct broker *b, char *err, size_t errlen)
     opts.max_session_timeout_ms = config_get_int(b->config, "group.max.session.timeout.ms");
     opts.initial_rebalance_delay_ms = config_get_int(b->config, "group.initial.rebalance.delay.ms");
     opts.max_group_size = config_get_int(b->config, "group.max.size");
+    opts.max_pending_members_per_group = config_get_int(b->config, "group.max.pending.members");
+    opts.max_pending_members = config_get_int(b->config, "group.coordinator.max.pending.members");
     opts.offset_metadata_max_bytes = config_get_int(b->config, "offset.metadata.max.bytes");
     opts.offsets_retention_ms = (int64_t)config_get_int(b->config, "offsets.retention.minutes") * 60000;
     opts.offsets_retention_check_interval_ms = config_get_long(b->config, "offsets.retention.check.interval.ms");

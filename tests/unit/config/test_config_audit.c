@@ -141,6 +141,8 @@ static const struct implemented_key implemented[] = {
     {"group.max.session.timeout.ms", "tests/unit/config/test_config.c"},
     {"group.initial.rebalance.delay.ms", "tests/integration/test_groups_wire.c"},
     {"group.max.size", "tests/unit/group/test_group_coordinator.c"},
+    {"group.max.pending.members", "tests/unit/group/test_group_coordinator.c"},
+    {"group.coordinator.max.pending.members", "tests/unit/group/test_group_coordinator.c"},
     {"offsets.topic.num.partitions", "tests/integration/test_log_compaction.c"},
     {"offsets.topic.replication.factor", "tests/integration/test_audit_e2e.c"},
     {"offsets.topic.segment.bytes", "tests/integration/test_log_compaction.c"},

@@ -443,6 +443,157 @@ static void test_group_log_durable_on_return(void **state)
     log_fixture_close(&f);
 }
 
+/* Groups of different __consumer_offsets partitions never wait on each
+ * other: while one group's commit is stuck in the store's append (under
+ * its partition's lock), a group of another partition commits, heartbeats
+ * and is listed. */
+#define SHARD_PARTITIONS 8
+
+struct held_store {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    const char *held_group; /* its appends wait for released */
+    bool entered, released;
+};
+
+static int16_t held_append_offsets(void *s, const char *g, const struct group_offset_record *o, size_t n,
+                                   struct group_sync_point *sp)
+{
+    (void)o;
+    (void)n;
+    struct held_store *hs = s;
+    pthread_mutex_lock(&hs->mu);
+    if (strcmp(g, hs->held_group) == 0) {
+        hs->entered = true;
+        pthread_cond_broadcast(&hs->cond);
+        while (!hs->released)
+            pthread_cond_wait(&hs->cond, &hs->mu);
+    }
+    pthread_mutex_unlock(&hs->mu);
+    *sp = (struct group_sync_point){.partition = -1, .end_offset = -1};
+    return KAFKA_ERR_NONE;
+}
+
+static int16_t held_sync(void *s, const struct group_sync_point *sp)
+{
+    (void)s;
+    (void)sp;
+    return KAFKA_ERR_NONE;
+}
+
+static const struct group_store_ops held_ops = {
+    .store_offsets = gs_store_offsets,
+    .append_offsets = held_append_offsets,
+    .append_txn_offsets = gs_append_txn_offsets,
+    .sync = held_sync,
+};
+
+struct other_work {
+    struct group_coordinator *gc;
+    struct held_store *hs;
+    const char *group;
+    atomic_bool done;
+};
+
+static void *commit_other(void *arg)
+{
+    struct other_work *w = arg;
+    struct group_offset_commit c = {.topic = "t", .partition = 0, .offset = 5};
+    struct group_commit_params cp = {.group_id = w->group, .generation_id = -1, .member_id = "", .retention_ms = -1};
+    group_coordinator_commit(w->gc, &cp, &c, 1);
+    assert_int_equal(c.error_code, KAFKA_ERR_NONE);
+    struct group_offset_fetch f = {.topic = "t", .partition = 0};
+    assert_int_equal(group_coordinator_fetch_offsets(w->gc, w->group, &f, 1), KAFKA_ERR_NONE);
+    assert_int_equal(f.offset, 5);
+    free(f.metadata);
+    assert_int_equal(group_coordinator_heartbeat(w->gc, w->group, 1, "nobody", NULL), KAFKA_ERR_UNKNOWN_MEMBER_ID);
+    atomic_store(&w->done, true);
+    pthread_mutex_lock(&w->hs->mu);
+    pthread_cond_broadcast(&w->hs->cond);
+    pthread_mutex_unlock(&w->hs->mu);
+    return NULL;
+}
+
+struct held_commit {
+    struct group_coordinator *gc;
+    const char *group;
+};
+
+static void *commit_held(void *arg)
+{
+    struct held_commit *h = arg;
+    struct group_offset_commit c = {.topic = "t", .partition = 0, .offset = 7};
+    struct group_commit_params cp = {.group_id = h->group, .generation_id = -1, .member_id = "", .retention_ms = -1};
+    group_coordinator_commit(h->gc, &cp, &c, 1);
+    assert_int_equal(c.error_code, KAFKA_ERR_NONE);
+    return NULL;
+}
+
+/* A group id in partition p of SHARD_PARTITIONS. */
+static void group_in_partition(int32_t p, char *out, size_t len)
+{
+    for (int k = 0;; k++) {
+        snprintf(out, len, "shard-group-%d", k);
+        if (coordinator_partition_for(out, strlen(out), SHARD_PARTITIONS) == p)
+            return;
+    }
+}
+
+static void test_other_partition_not_blocked(void **state)
+{
+    (void)state;
+    char held[64], other[64];
+    group_in_partition(1, held, sizeof held);
+    group_in_partition(2, other, sizeof other);
+    struct held_store hs = {.held_group = held};
+    pthread_mutex_init(&hs.mu, NULL);
+    pthread_cond_init(&hs.cond, NULL);
+    struct group_coordinator_options o;
+    group_coordinator_options_defaults(&o);
+    o.manual_time = true;
+    o.now_ms = fake_clock;
+    o.ops = &held_ops;
+    o.store = &hs;
+    o.offsets_topic_partitions = SHARD_PARTITIONS;
+    struct group_coordinator *gc;
+    assert_int_equal(group_coordinator_create(&o, &gc), 0);
+
+    struct held_commit h = {gc, held};
+    pthread_t ht, ot;
+    assert_int_equal(pthread_create(&ht, NULL, commit_held, &h), 0);
+    pthread_mutex_lock(&hs.mu);
+    while (!hs.entered)
+        pthread_cond_wait(&hs.cond, &hs.mu);
+    pthread_mutex_unlock(&hs.mu);
+
+    struct other_work w = {.gc = gc, .hs = &hs, .group = other};
+    atomic_init(&w.done, false);
+    assert_int_equal(pthread_create(&ot, NULL, commit_other, &w), 0);
+    /* Generous for a loaded machine; with one lock for every group the
+     * other commit waits for the held one, i.e. forever. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    pthread_mutex_lock(&hs.mu);
+    while (!atomic_load(&w.done) && pthread_cond_timedwait(&hs.cond, &hs.mu, &until) == 0)
+        ;
+    bool done = atomic_load(&w.done);
+    hs.released = true; /* let everything finish either way */
+    pthread_cond_broadcast(&hs.cond);
+    pthread_mutex_unlock(&hs.mu);
+    pthread_join(ot, NULL);
+    pthread_join(ht, NULL);
+    assert_true(done);
+    struct group_listing *l = NULL;
+    size_t count = 0;
+    assert_int_equal(group_coordinator_list(gc, NULL, 0, &l, &count), KAFKA_ERR_NONE);
+    assert_int_equal(count, 2);
+    group_listing_free(l, count);
+    group_coordinator_destroy(gc);
+    pthread_cond_destroy(&hs.cond);
+    pthread_mutex_destroy(&hs.mu);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -453,6 +604,7 @@ int main(void)
         cmocka_unit_test(test_later_commit_wins),
         cmocka_unit_test(test_failed_txn_sync_not_committed),
         cmocka_unit_test(test_group_log_durable_on_return),
+        cmocka_unit_test(test_other_partition_not_blocked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -172,14 +172,104 @@ static void test_session_timeout(void **state)
     group_coordinator_destroy(gc);
 }
 
+/* Defaults, the fake clock and no initial rebalance delay. */
+static void manual_options(struct group_coordinator_options *o)
+{
+    group_coordinator_options_defaults(o);
+    o->manual_time = true;
+    o->now_ms = fake_clock;
+    o->initial_rebalance_delay_ms = 0;
+}
+
+/* A JoinGroup of a KIP-394 client to group gid ("" member: a new one). */
+static void join_to(struct group_coordinator *gc, const char *gid, const char *member, struct join_box *box)
+{
+    memset(box, 0, sizeof *box);
+    struct group_join_params p = {.group_id = gid,
+                                  .member_id = member,
+                                  .client_id = "c",
+                                  .protocol_type = "consumer",
+                                  .protocols = range_proto,
+                                  .protocol_count = 1,
+                                  .session_timeout_ms = 10000,
+                                  .rebalance_timeout_ms = 30000,
+                                  .require_known_member_id = true};
+    group_coordinator_join(gc, &p, join_cb, box);
+}
+
+static void join_new(struct group_coordinator *gc, const char *gid, struct join_box *box)
+{
+    join_to(gc, gid, "", box);
+    assert_true(box->done);
+}
+
+/* One client sending JoinGroup without a member id over and over gets at
+ * most group.max.pending.members (default 1000) pending ids in a group;
+ * the next is told the group is full. */
+static void test_pending_members_bounded_by_default(void **state)
+{
+    (void)state;
+    struct group_coordinator *gc = make_gc(0);
+    struct join_box j;
+    for (int i = 0; i < 1000; i++) {
+        join_new(gc, "g", &j);
+        assert_int_equal(j.error, KAFKA_ERR_MEMBER_ID_REQUIRED);
+    }
+    join_new(gc, "g", &j);
+    assert_int_equal(j.error, KAFKA_ERR_GROUP_MAX_SIZE_REACHED);
+    /* Pending ids expire at their session timeout, and make room. */
+    advance(gc, 10001);
+    join_new(gc, "g", &j);
+    assert_int_equal(j.error, KAFKA_ERR_MEMBER_ID_REQUIRED);
+    group_coordinator_destroy(gc);
+}
+
+static void test_pending_members_bounds(void **state)
+{
+    (void)state;
+    struct group_coordinator_options o;
+    manual_options(&o);
+    o.max_pending_members_per_group = 3;
+    o.max_pending_members = 5;
+    struct group_coordinator *gc;
+    assert_int_equal(group_coordinator_create(&o, &gc), 0);
+    struct join_box j, first;
+    join_new(gc, "a", &first);
+    assert_int_equal(first.error, KAFKA_ERR_MEMBER_ID_REQUIRED);
+    for (int i = 0; i < 2; i++) {
+        join_new(gc, "a", &j);
+        assert_int_equal(j.error, KAFKA_ERR_MEMBER_ID_REQUIRED);
+    }
+    join_new(gc, "a", &j);
+    assert_int_equal(j.error, KAFKA_ERR_GROUP_MAX_SIZE_REACHED);
+    /* A pending member that joins with its id frees its place. */
+    struct join_box parked; /* waits for the other pending ids */
+    join_to(gc, "a", first.member_id, &parked);
+    struct join_box again;
+    join_new(gc, "a", &again);
+    assert_int_equal(again.error, KAFKA_ERR_MEMBER_ID_REQUIRED);
+    /* 3 pending in a, 2 in b: the coordinator's bound answers a retriable
+     * error in a third group. */
+    for (int i = 0; i < 2; i++) {
+        join_new(gc, "b", &j);
+        assert_int_equal(j.error, KAFKA_ERR_MEMBER_ID_REQUIRED);
+    }
+    join_new(gc, "c", &j);
+    assert_int_equal(j.error, KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS);
+    /* A LeaveGroup of a pending id frees its place too. */
+    struct group_leave_member lm = {.member_id = again.member_id};
+    assert_int_equal(group_coordinator_leave(gc, "a", &lm, 1), KAFKA_ERR_NONE);
+    assert_int_equal(lm.error_code, KAFKA_ERR_NONE);
+    join_new(gc, "c", &j);
+    assert_int_equal(j.error, KAFKA_ERR_MEMBER_ID_REQUIRED);
+    group_coordinator_destroy(gc);
+}
+
 static void test_join_validation(void **state)
 {
     (void)state;
     struct group_coordinator_options o;
-    group_coordinator_options_defaults(&o);
-    o.manual_time = true;
-    o.now_ms = fake_clock;
-    o.initial_rebalance_delay_ms = 0;
+    manual_options(&o);
     o.max_group_size = 1;
     struct group_coordinator *gc;
     assert_int_equal(group_coordinator_create(&o, &gc), 0);
@@ -435,10 +525,7 @@ static void test_offset_expiry_stable_group(void **state)
 {
     (void)state;
     struct group_coordinator_options o;
-    group_coordinator_options_defaults(&o);
-    o.manual_time = true;
-    o.now_ms = fake_clock;
-    o.initial_rebalance_delay_ms = 0;
+    manual_options(&o);
     o.offsets_retention_ms = 60000;
     o.offsets_retention_check_interval_ms = 1000;
     o.min_session_timeout_ms = 1000;
@@ -516,10 +603,7 @@ static void test_store_and_load(void **state)
     (void)state;
     struct fake_store fs = {0};
     struct group_coordinator_options o;
-    group_coordinator_options_defaults(&o);
-    o.manual_time = true;
-    o.now_ms = fake_clock;
-    o.initial_rebalance_delay_ms = 0;
+    manual_options(&o);
     o.ops = &fake_ops;
     o.store = &fs;
     o.start_loading = true;
@@ -625,6 +709,8 @@ int main(void)
         cmocka_unit_test(test_rebalance_timeout_removes_laggard),
         cmocka_unit_test(test_session_timeout),
         cmocka_unit_test(test_join_validation),
+        cmocka_unit_test(test_pending_members_bounded_by_default),
+        cmocka_unit_test(test_pending_members_bounds),
         cmocka_unit_test(test_protocol_vote),
         cmocka_unit_test(test_list_filter),
         cmocka_unit_test(test_offsets),

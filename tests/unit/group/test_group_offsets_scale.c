@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "group/group_coordinator.h"
+#include "group/group_persistence.h"
 #include "protocol/generated/errors.h"
 
 #define SCALE_TOPICS 200
@@ -224,11 +225,180 @@ static void test_interleaved_commit_and_delete(void **state)
     group_coordinator_destroy(gc);
 }
 
+/* Lookups must not depend on which ids clients pick or on how many
+ * members a group has. Each check times the same work twice, on a shape
+ * that is cheap for any table and on the shape under test, and bounds the
+ * ratio: robust to a loaded machine and to sanitizers, which slow both
+ * runs alike. A one-chain or linear lookup is about 100 times slower on
+ * the second shape (see the report of the change); an index, 1 to 2. */
+#define SHAPE_RATIO_BOUND 10.0
+#define SHAPE_SLACK_MS 100.0
+/* Each shape runs this often and its fastest run counts, which filters
+ * out the moments another process had the cores. */
+#define SHAPE_RUNS 2
+
+/* Group ids a client picks so that an unseeded FNV-1a hash over 1024
+ * buckets puts them all in one chain: every lookup would walk all groups. */
+#define COLLIDING_GROUPS 5000
+
+static uint32_t old_bucket(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h % 1024;
+}
+
+/* Creates the groups (one commit each), commits three more rounds and
+ * fetches each; returns the time taken. */
+static double run_groups(char (*ids)[48], size_t n)
+{
+    struct group_coordinator *gc = make_gc();
+    double start = now_ms();
+    for (int round = 0; round < 4; round++) {
+        for (size_t i = 0; i < n; i++) {
+            struct group_offset_commit c = {.topic = "t", .partition = 0, .offset = round, .leader_epoch = -1};
+            struct group_commit_params params = {
+                .group_id = ids[i], .generation_id = -1, .member_id = "", .retention_ms = -1};
+            group_coordinator_commit(gc, &params, &c, 1);
+            assert_int_equal(c.error_code, KAFKA_ERR_NONE);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct group_offset_fetch f = {.topic = "t", .partition = 0};
+        assert_int_equal(group_coordinator_fetch_offsets(gc, ids[i], &f, 1), KAFKA_ERR_NONE);
+        assert_int_equal(f.offset, 3);
+        free(f.metadata);
+    }
+    double took = now_ms() - start;
+    struct group_listing *l = NULL;
+    size_t count = 0;
+    assert_int_equal(group_coordinator_list(gc, NULL, 0, &l, &count), KAFKA_ERR_NONE);
+    assert_int_equal(count, n);
+    group_listing_free(l, count);
+    assert_int_equal(group_coordinator_delete_group(gc, ids[17]), KAFKA_ERR_NONE);
+    struct group_offset_fetch f = {.topic = "t", .partition = 0};
+    assert_int_equal(group_coordinator_fetch_offsets(gc, ids[17], &f, 1), KAFKA_ERR_NONE);
+    assert_int_equal(f.offset, -1);
+    group_coordinator_destroy(gc);
+    return took;
+}
+
+static void test_many_groups_colliding_ids(void **state)
+{
+    (void)state;
+    char(*ids)[48] = calloc(COLLIDING_GROUPS, sizeof *ids);
+    assert_non_null(ids);
+    for (size_t i = 0; i < COLLIDING_GROUPS; i++)
+        snprintf(ids[i], sizeof ids[i], "consumer-group-%zu", i);
+    double spread = 1e9, colliding = 1e9;
+    for (int r = 0; r < SHAPE_RUNS; r++) {
+        double t = run_groups(ids, COLLIDING_GROUPS);
+        spread = t < spread ? t : spread;
+    }
+    size_t n = 0;
+    for (unsigned long k = 0; n < COLLIDING_GROUPS; k++) {
+        char id[48];
+        snprintf(id, sizeof id, "consumer-group-%lu", k);
+        if (old_bucket(id) == 7)
+            memcpy(ids[n++], id, sizeof id);
+    }
+    for (int r = 0; r < SHAPE_RUNS; r++) {
+        double t = run_groups(ids, n);
+        colliding = t < colliding ? t : colliding;
+    }
+    print_message("%d groups: %.1f ms with spread ids, %.1f ms with colliding ids (bound %.0fx + %.0f ms)\n",
+                  COLLIDING_GROUPS, spread, colliding, SHAPE_RATIO_BOUND, SHAPE_SLACK_MS);
+    free(ids);
+    assert_true(colliding < SHAPE_RATIO_BOUND * spread + SHAPE_SLACK_MS);
+}
+
+/* A Stable group of members (loaded from its record, as after a restart)
+ * where each member heartbeats twice and commits, rounds times; returns
+ * the time taken. */
+static double run_members(int members, int rounds)
+{
+    struct group_member_record *recs = calloc((size_t)members, sizeof *recs);
+    char(*ids)[64] = calloc((size_t)members, sizeof *ids);
+    char(*instances)[64] = calloc((size_t)members, sizeof *instances);
+    assert_non_null(recs);
+    assert_non_null(ids);
+    assert_non_null(instances);
+    for (int i = 0; i < members; i++) {
+        /* Kafka's member id shape: client id, then a uuid. */
+        snprintf(ids[i], sizeof ids[i], "consumer-big-1-0000%04x-0000-0000-0000-%012d", i % 7, i);
+        snprintf(instances[i], sizeof instances[i], "instance-%d", i);
+        recs[i] = (struct group_member_record){.member_id = ids[i],
+                                               .group_instance_id = (i % 2) ? instances[i] : NULL,
+                                               .client_id = "consumer-big-1",
+                                               .client_host = "/127.0.0.1",
+                                               .rebalance_timeout_ms = 30000,
+                                               .session_timeout_ms = 45000,
+                                               .subscription = (const uint8_t *)"s",
+                                               .subscription_len = 1};
+    }
+    struct group_snapshot_record rec = {.group_id = "big",
+                                        .protocol_type = "consumer",
+                                        .generation = 5,
+                                        .protocol = "range",
+                                        .leader = ids[0],
+                                        .members = recs,
+                                        .member_count = (size_t)members};
+    struct group_coordinator *gc = make_gc();
+    group_coordinator_load_visitor()->group(gc, "big", &rec);
+    double start = now_ms();
+    for (int round = 0; round < rounds; round++) {
+        for (int hb = 0; hb < 2; hb++)
+            for (int i = 0; i < members; i++)
+                assert_int_equal(group_coordinator_heartbeat(gc, "big", 5, ids[i], (i % 2) ? instances[i] : NULL),
+                                 KAFKA_ERR_NONE);
+        for (int i = 0; i < members; i++) {
+            struct group_offset_commit c = {.topic = "t", .partition = i % 64, .offset = i, .leader_epoch = -1};
+            struct group_commit_params params = {.group_id = "big",
+                                                 .generation_id = 5,
+                                                 .member_id = ids[i],
+                                                 .group_instance_id = (i % 2) ? instances[i] : NULL,
+                                                 .retention_ms = -1};
+            group_coordinator_commit(gc, &params, &c, 1);
+            assert_int_equal(c.error_code, KAFKA_ERR_NONE);
+        }
+    }
+    double took = now_ms() - start;
+    /* Unknown ids and a fenced instance are still told apart. */
+    assert_int_equal(group_coordinator_heartbeat(gc, "big", 5, "consumer-big-1-nobody", NULL),
+                     KAFKA_ERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(group_coordinator_heartbeat(gc, "big", 5, ids[2], instances[1]), KAFKA_ERR_FENCED_INSTANCE_ID);
+    group_coordinator_destroy(gc);
+    free(recs);
+    free(ids);
+    free(instances);
+    return took;
+}
+
+static void test_many_members_lookup(void **state)
+{
+    (void)state;
+    /* The same 30,000 requests in a group of 100 and in one of 10,000. */
+    double small = 1e9, big = 1e9;
+    for (int r = 0; r < SHAPE_RUNS; r++) {
+        double t = run_members(100, 100);
+        small = t < small ? t : small;
+        t = run_members(10000, 1);
+        big = t < big ? t : big;
+    }
+    print_message("30000 member requests: %.1f ms in a group of 100, %.1f ms in a group of 10000 (bound %.0fx + "
+                  "%.0f ms)\n",
+                  small, big, SHAPE_RATIO_BOUND, SHAPE_SLACK_MS);
+    assert_true(big < SHAPE_RATIO_BOUND * small + SHAPE_SLACK_MS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_commit_fetch_delete_20000_partitions),
         cmocka_unit_test(test_interleaved_commit_and_delete),
+        cmocka_unit_test(test_many_groups_colliding_ids),
+        cmocka_unit_test(test_many_members_lookup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
