@@ -24,6 +24,7 @@ struct bench_options {
     const char *compression;
     pid_t broker_pid;                           /* 0: broker CPU not measured */
     const char *group;                          /* consume: group.id used for assign() */
+    int check_offsets;                          /* consume: fail on a gap or a repeat in a partition */
     long idle_timeout_ms;                       /* consume: give up after this long without data;
                               * wait-topic: overall limit */
     long flush_timeout_ms;                      /* produce: give up waiting for delivery reports */

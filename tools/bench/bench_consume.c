@@ -1,11 +1,35 @@
 /* consume: reads N records from the start of every partition of a topic
  * and reports the rate, measured from assignment to the last record, and
- * apart: the time to the first record and the rate from it to the last. */
+ * apart: the time to the first record and the rate from it to the last.
+ * Records stamped by the broker (LogAppendTime) also give the end-to-end
+ * latency from the append; --check-offsets 1 fails on a gap or a repeat. */
 #include "bench.h"
+#include "bench_histogram.h"
 #include "bench_report.h"
 
 #include <stdlib.h>
+#include <sys/time.h>
 #include <unistd.h>
+
+static int64_t wall_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+/* Offsets of a partition must follow each other: one past the previous
+ * record (none yet: any start, the log may have been truncated). */
+static int check_offset(int64_t *next, const rd_kafka_message_t *msg, char *err, size_t errlen)
+{
+    int64_t want = next[msg->partition];
+    next[msg->partition] = msg->offset + 1;
+    if (want < 0 || msg->offset == want)
+        return 0;
+    snprintf(err, errlen, "partition %d: offset %lld after %lld (%s)", (int)msg->partition, (long long)msg->offset,
+             (long long)want - 1, msg->offset > want ? "gap" : "repeat");
+    return -1;
+}
 
 static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
@@ -75,7 +99,20 @@ int bench_run_consume(const struct bench_options *opts)
     bench_cpu_window_start(&cpu, opts->broker_pid);
     uint64_t start = bench_now_us();
     uint64_t last = start, first = 0;
-    uint64_t records = 0, bytes = 0, errors = 0, first_len = 0;
+    uint64_t records = 0, bytes = 0, errors = 0, first_len = 0, stamped = 0;
+    struct bench_histogram *latency = malloc(sizeof(*latency));
+    int64_t *next = malloc(sizeof(*next) * (size_t)partitions);
+    if (!latency || !next) {
+        fprintf(stderr, "cairn-bench: out of memory\n");
+        free(latency);
+        free(next);
+        rd_kafka_destroy(rk);
+        return 1;
+    }
+    bench_histogram_init(latency);
+    for (int p = 0; p < partitions; p++)
+        next[p] = -1;
+    char order[256] = "";
     while (records < (uint64_t)opts->records) {
         rd_kafka_message_t *msg = rd_kafka_consumer_poll(rk, 100);
         uint64_t now = bench_now_us();
@@ -95,6 +132,15 @@ int bench_run_consume(const struct bench_options *opts)
             records++;
             bytes += msg->len;
             last = now;
+            rd_kafka_timestamp_type_t tstype;
+            int64_t ts = rd_kafka_message_timestamp(msg, &tstype);
+            if (tstype == RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME) {
+                int64_t age = wall_ms() - ts;
+                bench_histogram_record(latency, age > 0 ? (uint64_t)age * 1000u : 0);
+                stamped++;
+            }
+            if (opts->check_offsets && msg->partition >= 0 && msg->partition < partitions && !order[0])
+                check_offset(next, msg, order, sizeof(order));
         }
         rd_kafka_message_destroy(msg);
     }
@@ -114,8 +160,23 @@ int bench_run_consume(const struct bench_options *opts)
         json_object_set_new(report, "mb_per_sec_after_first",
                             json_real((double)(bytes - first_len) / (1024.0 * 1024.0) / after));
     }
+    /* Only the broker's append time is comparable with this clock; the
+     * producer's CreateTime would add its queueing. */
+    if (stamped > 0)
+        json_object_set_new(report, "latency_ms",
+                            json_pack("{s:s, s:I, s:f, s:f, s:f}", "from", "log_append_time", "records",
+                                      (json_int_t)stamped, "p50",
+                                      (double)bench_histogram_quantile(latency, 0.50) / 1000.0, "p99",
+                                      (double)bench_histogram_quantile(latency, 0.99) / 1000.0, "max",
+                                      (double)latency->max_us / 1000.0));
+    free(latency);
+    free(next);
     int rc = 0;
-    if (records < (uint64_t)opts->records) {
+    if (order[0]) {
+        json_object_set_new(report, "error", json_string(order));
+        fprintf(stderr, "cairn-bench: offsets out of order: %s\n", order);
+        rc = 1;
+    } else if (records < (uint64_t)opts->records) {
         char msg[700];
         snprintf(msg, sizeof(msg), "read %llu of %lld records before %ld ms without data%s%s",
                  (unsigned long long)records, opts->records, opts->idle_timeout_ms, err[0] ? "; first error: " : "",

@@ -25,7 +25,8 @@ void bench_usage(FILE *out)
                  "      [--flush-timeout-ms 120000] [--txn-size N [--txn-id ID]]\n"
                  "      [--rate R [--timeline FILE]] [-X key=value]...\n"
                  "  cairn-bench consume --bootstrap H:P --topic T --records N\n"
-                 "      [--group G] [--idle-timeout-ms 10000] [--broker-pid PID] [-X key=value]...\n"
+                 "      [--group G] [--idle-timeout-ms 10000] [--broker-pid PID] [--check-offsets 1]\n"
+                 "      [-X key=value]...\n"
                  "  cairn-bench mock-cluster [--brokers 1] [--topic T --partitions P]\n"
                  "  cairn-bench wait-topic --bootstrap H:P --topic T [--partitions P]\n"
                  "      [--idle-timeout-ms 10000]\n"
@@ -130,6 +131,9 @@ int bench_options_parse(int argc, char **argv, struct bench_options *opts, char 
         } else if (!strcmp(name, "--txn-size")) {
             rc = parse_long(name, value, 0, LLONG_MAX / 2, &n, err, errlen);
             opts->txn_size = n;
+        } else if (!strcmp(name, "--check-offsets")) {
+            rc = parse_long(name, value, 0, 1, &n, err, errlen);
+            opts->check_offsets = (int)n;
         } else if (!strcmp(name, "--rate")) {
             rc = parse_long(name, value, 0, 10000000, &n, err, errlen);
             opts->rate = n;
