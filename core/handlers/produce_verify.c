@@ -30,6 +30,7 @@ struct verify_call {
     produce_verify_resume_fn resume;
     struct add_partitions_to_txn_request body;
     struct add_partitions_to_txn_request_add_partitions_to_txn_transaction txn;
+    int32_t last_topic; /* the request's topic entry txn's last topic is for */
 };
 
 int16_t produce_verify_error(int16_t code, int16_t api_version)
@@ -97,14 +98,15 @@ static int16_t verify_local(struct request_context *ctx, const char *id, const s
     return produce_verify_error(common != KAFKA_ERR_NONE ? common : code, ctx->api_version);
 }
 
-/* Adds partition to the remote request's entry for topic (the last one,
- * since partitions come topic by topic). */
-static int add_remote(struct request_context *ctx, struct verify_call *call, int32_t cap, struct kafka_str topic,
-                      int32_t partition_cap, int32_t partition)
+/* Adds partition to the remote request's entry for the request's topic
+ * entry t (one per entry, so each holds at most partition_cap). */
+static int add_remote(struct request_context *ctx, struct verify_call *call, int32_t cap, int32_t topic_index,
+                      struct kafka_str topic, int32_t partition_cap, int32_t partition)
 {
     struct add_partitions_to_txn_request_add_partitions_to_txn_transaction *t = &call->txn;
     req_topic *last = t->topics_count > 0 ? &t->topics[t->topics_count - 1] : NULL;
-    if (!last || last->name.len != topic.len || memcmp(last->name.data, topic.data, (size_t)topic.len) != 0) {
+    if (!last || call->last_topic != topic_index) {
+        call->last_topic = topic_index;
         if (!t->topics) {
             t->topics = kafka_arena_alloc(&ctx->arena, (size_t)cap * sizeof *t->topics);
             if (!t->topics)
@@ -244,6 +246,7 @@ enum handler_result produce_verify(struct request_context *ctx, const struct pro
     memset(v, 0, (size_t)(total > 0 ? total : 1) * sizeof *v);
     memset(call, 0, sizeof *call);
     add_partitions_to_txn_request_add_partitions_to_txn_transaction_init(&call->txn);
+    call->last_topic = -1;
     *verdicts = v;
     const char *id = txn_handler_cstr(ctx, req->transactional_id);
     const struct metadata_image *img = metadata_image_acquire(ctx->env->metadata);
@@ -275,7 +278,7 @@ enum handler_result produce_verify(struct request_context *ctx, const struct pro
                 v[k].code = coordinator == ctx->env->node_id
                                 ? verify_local(ctx, id, &h, name, tin->partition_data[i].index)
                                 : produce_verify_error(KAFKA_ERR_COORDINATOR_NOT_AVAILABLE, ctx->api_version);
-            } else if (add_remote(ctx, call, req->topic_data_count, tin->name, most, tin->partition_data[i].index) !=
+            } else if (add_remote(ctx, call, req->topic_data_count, t, tin->name, most, tin->partition_data[i].index) !=
                        0) {
                 metadata_image_release(img);
                 return HANDLER_CLOSE;
