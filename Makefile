@@ -85,6 +85,11 @@ bench: build
 bench-txn: build
 	tools/bench/txn.sh $(BUILD)/core/server/cairnd --bench $(BUILD)/tools/bench/cairn-bench $(ARGS)
 
+# Transactional produce with transaction verification on and off (docs/benchmarks.md).
+.PHONY: bench-txn-verify
+bench-txn-verify: build
+	tools/bench/txn_verify.sh $(BUILD)/core/server/cairnd --bench $(BUILD)/tools/bench/cairn-bench $(ARGS)
+
 # Consumer group rebalance: 20 members + 1 joining on 100 partitions, eager
 # vs cooperative-sticky (docs/benchmarks.md). REBALANCE_ARGS="--runs 3" etc.
 .PHONY: bench-rebalance

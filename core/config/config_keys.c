@@ -521,6 +521,10 @@ static const struct config_key_def broker_keys[] = {
      .doc = "Largest transaction timeout a producer may ask for."},
     {KEY_INT("transactional.id.expiration.ms", "604800000", 1, I32), HIGH, IN(TRANSACTIONS),
      .doc = "A transactional id unused this long is forgotten."},
+    {KEY_BOOL("transaction.partition.verification.enable", "true"), HIGH, IN(TRANSACTIONS),
+     .doc = "Before a transactional batch opens a transaction on a partition, the leader checks with the transaction "
+            "coordinator that the partition is in that producer's ongoing transaction (KIP-890 part 1); a batch "
+            "that is not is refused (INVALID_TXN_STATE, TRANSACTION_ABORTABLE from Produce v11). Read at start."},
     {KEY_INT("transaction.state.log.num.partitions", "50", 1, I32), HIGH, IN(TRANSACTIONS),
      .doc = "Partitions of __transaction_state (fixed once created)."},
     {KEY_SHORT("transaction.state.log.replication.factor", "3", 1, INT16_MAX), HIGH, IN(TRANSACTIONS),

@@ -28,6 +28,7 @@ struct plugin_host;
 struct metrics_metric;
 struct handler_authz_memo;
 struct group_coordinator;
+struct txn_markers_local;
 struct txn_coordinator;
 struct replication;
 
@@ -53,6 +54,10 @@ struct handler_env {
     int32_t fetch_max_bytes;
     int32_t min_insync_replicas;
     bool rack_aware_replica_selector; /* replica.selector.class is Kafka's RackAwareReplicaSelector */
+    bool txn_verification;            /* transaction.partition.verification.enable */
+    /* The outbound client Produce asks other brokers' transaction
+     * coordinators through (the marker sender's); NULL: none. */
+    const struct txn_markers_local *txn_links;
     /* The active controller's id for Metadata and DescribeCluster (a
      * metadata quorum's leader); NULL: the image's controller id. */
     int32_t (*active_controller)(void *ctx);

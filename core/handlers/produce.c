@@ -14,6 +14,7 @@
 #include "handlers/handler_util.h"
 #include "coordinator/purgatory.h"
 #include "handlers/fetch_replica.h"
+#include "handlers/produce_verify.h"
 #include "log/partition_log.h"
 #include "metadata/metadata_image.h"
 #include "metadata/metadata_store.h"
@@ -60,7 +61,8 @@ static int32_t topic_min_insync(const struct metadata_topic *topic, int32_t brok
 static int64_t append_records(struct request_context *ctx, const struct metadata_topic *topic,
                               const struct metadata_partition *p, struct partition_log *log,
                               struct produce_request_partition_produce_data *in,
-                              struct produce_response_partition_produce_response *out);
+                              struct produce_response_partition_produce_response *out,
+                              const struct produce_verdict *verdict);
 
 /* acks=all: keeps the partition in op when its high watermark has yet to
  * pass the batch. */
@@ -86,7 +88,8 @@ static void add_wait(struct produce_op *op, const struct metadata_topic *topic, 
 
 static void produce_partition(struct request_context *ctx, const struct metadata_topic *topic, int16_t acks,
                               struct produce_request_partition_produce_data *in,
-                              struct produce_response_partition_produce_response *out, struct produce_op *op)
+                              struct produce_response_partition_produce_response *out, struct produce_op *op,
+                              const struct produce_verdict *verdict)
 {
     out->index = in->index;
     out->base_offset = -1;
@@ -113,10 +116,14 @@ static void produce_partition(struct request_context *ctx, const struct metadata
     const struct metadata_partition *p = metadata_topic_partition(topic, in->index);
     if (in->records.len <= 0 || in->records.file_fd >= 0) {
         out->error_code = KAFKA_ERR_CORRUPT_MESSAGE;
+    } else if (verdict && verdict->code != KAFKA_ERR_NONE) {
+        out->error_code = verdict->code; /* not verified: nothing appended */
+        logger_debug("produce", "transactional batch for %s-%d from %s not verified: %s", topic->name, in->index,
+                     ctx->net->peer, kafka_error_name(verdict->code));
     } else if (acks == -1 && p->isr_count < topic_min_insync(topic, ctx->env->min_insync_replicas)) {
         out->error_code = KAFKA_ERR_NOT_ENOUGH_REPLICAS;
     } else {
-        int64_t required = append_records(ctx, topic, p, log, in, out);
+        int64_t required = append_records(ctx, topic, p, log, in, out, verdict);
         if (acks == -1 && required >= 0 && op)
             add_wait(op, topic, p, log, required, out);
     }
@@ -165,14 +172,18 @@ static bool add_record_errors(struct request_context *ctx, const struct metadata
 static int64_t append_records(struct request_context *ctx, const struct metadata_topic *topic,
                               const struct metadata_partition *p, struct partition_log *log,
                               struct produce_request_partition_produce_data *in,
-                              struct produce_response_partition_produce_response *out)
+                              struct produce_response_partition_produce_response *out,
+                              const struct produce_verdict *verdict)
 {
     /* The records point into the request frame, which this request owns
      * until it completes: offsets are assigned in place. */
     struct log_append_result res;
     res.error_message[0] = '\0';
-    out->error_code = partition_log_append(log, (uint8_t *)in->records.data, (size_t)in->records.len, p->leader_epoch,
-                                           &res);
+    uint8_t *records = (uint8_t *)in->records.data;
+    size_t len = (size_t)in->records.len;
+    out->error_code = verdict && verdict->guarded
+                          ? partition_log_append_verified(log, records, len, p->leader_epoch, verdict->guard, &res)
+                          : partition_log_append(log, records, len, p->leader_epoch, &res);
     if (out->error_code == KAFKA_ERR_PRODUCER_FENCED) {
         /* Produce answers fencing with the epoch error every client version knows. */
         out->error_code = KAFKA_ERR_INVALID_PRODUCER_EPOCH;
@@ -327,16 +338,22 @@ static enum handler_result park(struct request_context *ctx, struct produce_op *
     return HANDLER_DEFERRED;
 }
 
-enum handler_result handle_produce(struct request_context *ctx, void *request, void *response)
+/* A transactional produce also needs WRITE on its transactional id;
+ * without it every partition fails. */
+static bool txn_write_allowed(struct request_context *ctx, const struct produce_request *req)
 {
-    struct produce_request *req = request;
-    struct produce_response *resp = response;
+    return ctx->api_version < 3 || req->transactional_id.len < 0 ||
+           handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TRANSACTIONAL_ID, req->transactional_id, true);
+}
+
+/* Appends the request's batches (verdicts: what verification decided per
+ * partition, NULL when nothing was verified) and answers or parks. */
+static enum handler_result produce_append(struct request_context *ctx, struct produce_verdict *verdicts)
+{
+    struct produce_request *req = ctx->request;
+    struct produce_response *resp = ctx->response;
     bool valid_acks = req->acks == 0 || req->acks == 1 || req->acks == -1;
-    /* A transactional produce also needs WRITE on its transactional id;
-     * without it every partition fails. */
-    bool txn_allowed = ctx->api_version < 3 || req->transactional_id.len < 0 ||
-                       handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TRANSACTIONAL_ID,
-                                              req->transactional_id, true);
+    bool txn_allowed = txn_write_allowed(ctx, req);
 
     struct produce_op *op = NULL;
     if (req->acks == -1) {
@@ -366,6 +383,7 @@ enum handler_result handle_produce(struct request_context *ctx, void *request, v
         return HANDLER_CLOSE;
     }
     resp->responses_count = req->topic_data_count;
+    int32_t k = 0; /* the partition's index in the whole request */
     for (int32_t t = 0; t < req->topic_data_count; t++) {
         struct produce_request_topic_produce_data *tin = &req->topic_data[t];
         struct produce_response_topic_produce_response *tout = &resp->responses[t];
@@ -384,7 +402,7 @@ enum handler_result handle_produce(struct request_context *ctx, void *request, v
                                                                : NULL;
         bool allowed = txn_allowed &&
                        handler_authorize_name(ctx, CAIRN_OP_WRITE, CAIRN_RESOURCE_TOPIC, tin->name, true);
-        for (int32_t i = 0; i < tin->partition_data_count; i++) {
+        for (int32_t i = 0; i < tin->partition_data_count; i++, k++) {
             struct produce_response_partition_produce_response *pout = &tout->partition_responses[i];
             if (!valid_acks || !allowed) {
                 pout->index = tin->partition_data[i].index;
@@ -394,11 +412,25 @@ enum handler_result handle_produce(struct request_context *ctx, void *request, v
                 pout->base_offset = -1;
                 continue;
             }
-            produce_partition(ctx, topic, req->acks, &tin->partition_data[i], pout, op);
+            produce_partition(ctx, topic, req->acks, &tin->partition_data[i], pout, op, verdicts ? &verdicts[k] : NULL);
         }
     }
     metadata_image_release(img);
     if (op)
         return park(ctx, op, req->timeout_ms);
     return req->acks == 0 ? HANDLER_NO_RESPONSE : HANDLER_RESPOND;
+}
+
+enum handler_result handle_produce(struct request_context *ctx, void *request, void *response)
+{
+    (void)response;
+    struct produce_request *req = request;
+    bool txn_allowed = txn_write_allowed(ctx, req);
+    struct produce_verdict *verdicts = NULL;
+    if (txn_allowed && (req->acks == 0 || req->acks == 1 || req->acks == -1)) {
+        enum handler_result r = produce_verify(ctx, req, &verdicts, produce_append);
+        if (r != HANDLER_RESPOND)
+            return r;
+    }
+    return produce_append(ctx, verdicts);
 }

@@ -50,6 +50,7 @@ void partition_log_free(struct partition_log *log)
     free(log->segments);
     leader_epoch_cache_free(&log->epochs);
     producer_state_free(log->producers);
+    free(log->verify_guards);
     txn_index_free(&log->aborted);
     pthread_mutex_destroy(&log->write_lock);
     pthread_mutex_destroy(&log->flush_lock);
@@ -465,8 +466,8 @@ static int16_t validate_all(const struct partition_log *log, enum log_append_ori
     return KAFKA_ERR_NONE;
 }
 
-int16_t partition_log_append_as(struct partition_log *log, enum log_append_origin origin, uint8_t *batches, size_t len,
-                                int32_t leader_epoch, struct log_append_result *res)
+static int16_t append_guarded(struct partition_log *log, enum log_append_origin origin, uint8_t *batches, size_t len,
+                              int32_t leader_epoch, const uint64_t *guard, struct log_append_result *res)
 {
     memset(res, 0, sizeof *res);
     res->base_offset = res->last_offset = res->log_append_time = -1;
@@ -501,6 +502,8 @@ int16_t partition_log_append_as(struct partition_log *log, enum log_append_origi
     }
     bool duplicate = false;
     code = partition_log_check_producers_locked(log, batches, len, origin == LOG_APPEND_COORDINATOR, &duplicate, res);
+    if (code == KAFKA_ERR_NONE && !duplicate && guard)
+        code = partition_log_check_verification_locked(log, batches, len, guard, res);
     if (code != KAFKA_ERR_NONE || duplicate) {
         pthread_mutex_unlock(&log->write_lock);
         /* A retried batch: answer with where it already is, write nothing. */
@@ -511,6 +514,18 @@ int16_t partition_log_append_as(struct partition_log *log, enum log_append_origi
     code = partition_log_append_locked(log, batches, len, leader_epoch, records, res);
     pthread_mutex_unlock(&log->write_lock);
     return code;
+}
+
+int16_t partition_log_append_as(struct partition_log *log, enum log_append_origin origin, uint8_t *batches, size_t len,
+                                int32_t leader_epoch, struct log_append_result *res)
+{
+    return append_guarded(log, origin, batches, len, leader_epoch, NULL, res);
+}
+
+int16_t partition_log_append_verified(struct partition_log *log, uint8_t *batches, size_t len, int32_t leader_epoch,
+                                      uint64_t guard, struct log_append_result *res)
+{
+    return append_guarded(log, LOG_APPEND_CLIENT, batches, len, leader_epoch, &guard, res);
 }
 
 int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t len, int32_t leader_epoch,

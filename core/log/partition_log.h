@@ -135,6 +135,21 @@ int16_t partition_log_append(struct partition_log *log, uint8_t *batches, size_t
 int16_t partition_log_append_coordinator(struct partition_log *log, uint8_t *batches, size_t len, int32_t leader_epoch,
                                          struct log_append_result *res);
 
+/* Transaction verification (KIP-890 part 1). Before a Produce's
+ * transactional batch for producer_id is checked with the transaction
+ * coordinator, the leader takes a guard: *guard is 0 when the producer
+ * already has a transaction open here (nothing to verify), else a value
+ * unique to this verification (a second one in flight for the producer
+ * shares it). A marker for the producer, or the batch that opens its
+ * transaction, ends the guard, so a guard verified before a transaction
+ * ended cannot open a new one. Returns a Kafka error code. */
+int16_t partition_log_txn_verification_start(struct partition_log *log, int64_t producer_id, uint64_t *guard);
+/* partition_log_append for a Produce under verification: a transactional
+ * batch that would open a transaction is INVALID_TXN_STATE (nothing
+ * written) unless guard is the producer's current one. */
+int16_t partition_log_append_verified(struct partition_log *log, uint8_t *batches, size_t len, int32_t leader_epoch,
+                                      uint64_t guard, struct log_append_result *res);
+
 /* For Produce's per-record errors after an append to a compacted topic
  * failed with INVALID_RECORD: the number of keyless records in batches,
  * writing the index of each within its batch to indexes (at most cap).

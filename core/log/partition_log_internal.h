@@ -58,6 +58,10 @@ struct partition_log {
      * holders may read it without lock). */
     struct leader_epoch_cache epochs;
     struct producer_state *producers; /* write_lock */
+    /* Transaction verification guards (partition_log_verify.c): producer id
+     * -> the guard of a verification begun for it. write_lock. */
+    struct txn_verify_guard *verify_guards;
+    size_t verify_guard_count, verify_guard_cap;
     /* Smallest first offset of an open transaction, -1 when none: the LSO
      * bound. Written under write_lock, read without a lock. */
     _Atomic int64_t first_unstable_offset;
@@ -147,6 +151,14 @@ void partition_log_remove_old_snapshots_locked(struct partition_log *log);
  * coordinator writes (sequence-less transactional batches allowed). */
 int16_t partition_log_check_producers_locked(struct partition_log *log, const uint8_t *batches, size_t len,
                                              bool from_coordinator, bool *duplicate, struct log_append_result *res);
+/* With guard non-NULL (a Produce under transaction verification): a
+ * transactional batch that would open a transaction must carry the guard
+ * the log gave its producer (partition_log_txn_verification_start), else
+ * INVALID_TXN_STATE; an accepted one consumes the guard. */
+int16_t partition_log_check_verification_locked(struct partition_log *log, const uint8_t *batches, size_t len,
+                                                const uint64_t *guard, struct log_append_result *res);
+/* A marker for the producer was accepted: its verification ends. */
+void partition_log_clear_verification_locked(struct partition_log *log, int64_t producer_id);
 /* Lower first_unstable_offset for transactions the batches (offsets
  * assigned, not yet published) open: before the log end moves, so no reader
  * sees their records below the LSO. */

@@ -87,6 +87,8 @@ int16_t partition_log_append_txn_marker(struct partition_log *log, int64_t produ
                        ? KAFKA_ERR_KAFKA_STORAGE_ERROR
                        : producer_state_check_marker(log->producers, producer_id, producer_epoch, coordinator_epoch,
                                                      &txn_first, err, sizeof err);
+    if (code == KAFKA_ERR_NONE)
+        partition_log_clear_verification_locked(log, producer_id); /* even when nothing is written */
     if (code != KAFKA_ERR_NONE || txn_first < 0) {
         /* No open transaction: a retried marker, already written. */
         pthread_mutex_unlock(&log->write_lock);

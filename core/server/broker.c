@@ -505,6 +505,7 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
     b->env.default_replication_factor = (int16_t)config_get_int(cfg, "default.replication.factor");
     b->env.fetch_max_bytes = config_get_int(cfg, "fetch.max.bytes");
     b->env.min_insync_replicas = config_get_int(cfg, "min.insync.replicas");
+    b->env.txn_verification = config_get_bool(cfg, "transaction.partition.verification.enable");
     const char *selector = config_get_string(cfg, "replica.selector.class");
     b->env.rack_aware_replica_selector = selector && selector[0];
 
@@ -575,6 +576,7 @@ int broker_start(struct broker_config *cfg, struct broker **out, char *err, size
         .logs = b->logs, .fetch_purgatory = b->fetch_purgatory, .groups = b->groups};
     if (broker_start_marker_client(b, err, errlen) != 0)
         goto fail;
+    b->env.txn_links = &b->markers;
     if (broker_start_transactions(b, err, errlen) != 0)
         goto fail;
     if (broker_load_coordinators(b, err, errlen) != 0)

@@ -106,6 +106,47 @@ void raw_put_produce_body(struct raw_writer *w, const char *txn_id, int16_t acks
     raw_put_bytes(w, batch, batch_len);
 }
 
+void raw_make_transactional(uint8_t *b, size_t len, int64_t pid, int16_t epoch)
+{
+    b[21] = 0;
+    b[22] = 0x10; /* transactional */
+    for (int i = 0; i < 8; i++)
+        b[43 + i] = (uint8_t)((uint64_t)pid >> (56 - 8 * i));
+    b[51] = (uint8_t)((uint16_t)epoch >> 8);
+    b[52] = (uint8_t)epoch;
+    memset(b + 53, 0, 4); /* first sequence 0 */
+    uint32_t crc = raw_crc32c(b + 21, len - 21);
+    for (int i = 0; i < 4; i++)
+        b[17 + i] = (uint8_t)(crc >> (24 - 8 * i));
+}
+
+int raw_produce_txn_record(int port, const char *txn_id, const char *topic, int32_t partition, int64_t pid,
+                           int16_t epoch)
+{
+    struct raw_writer batch;
+    raw_writer_init(&batch);
+    struct raw_record rec = {NULL, "txn"};
+    size_t start = raw_build_record_batch(&batch, 1700000000000LL, &rec, 1);
+    raw_make_transactional(batch.data + start, batch.len - start, pid, epoch);
+    struct raw_writer w;
+    raw_writer_init(&w);
+    raw_frame_begin(&w, 0, 7, 77, "raw-txn");
+    raw_put_produce_body(&w, txn_id, -1, topic, partition, batch.data, batch.len);
+    raw_writer_free(&batch);
+    uint8_t *frame;
+    struct raw_reader r;
+    if (raw_exchange(port, &w, 77, false, 15000, &frame, &r) != 0)
+        return -1;
+    raw_get_i32(&r); /* one topic */
+    raw_skip_string(&r);
+    raw_get_i32(&r); /* one partition */
+    int32_t index = raw_get_i32(&r);
+    int16_t err = raw_get_i16(&r);
+    bool ok = !r.overflow && index == partition;
+    free(frame);
+    return ok ? err : -1;
+}
+
 void raw_put_compact_string(struct raw_writer *w, const char *s)
 {
     if (!s) {

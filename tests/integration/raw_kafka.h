@@ -38,6 +38,15 @@ void raw_patch_i32(struct raw_writer *w, size_t pos, int32_t v);
 void raw_put_produce_body(struct raw_writer *w, const char *txn_id, int16_t acks, const char *topic, int32_t partition,
                           const void *batch, size_t batch_len);
 
+/* Makes the batch at batch (len bytes, built by raw_build_record_batch)
+ * transactional for pid/epoch with first sequence 0, and fixes its CRC. */
+void raw_make_transactional(uint8_t *batch, size_t len, int64_t pid, int16_t epoch);
+/* Produce v7 (acks=-1) of one transactional record from pid/epoch to one
+ * partition, on a new connection. Returns the partition's error, or -1
+ * when no well-formed answer came. */
+int raw_produce_txn_record(int port, const char *txn_id, const char *topic, int32_t partition, int64_t pid,
+                           int16_t epoch);
+
 struct raw_reader {
     const uint8_t *data;
     size_t len;

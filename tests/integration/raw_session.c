@@ -132,19 +132,8 @@ int16_t raw_produce_v7(struct raw_session *s, const char *topic, const char *txn
         recs[i] = (struct raw_record){NULL, values[i]};
     }
     size_t start = raw_build_record_batch(&batch, RAW_SESSION_BATCH_TS, recs, count);
-    if (txn_id) {
-        uint8_t *b = batch.data + start;
-        b[21] = 0;
-        b[22] = 0x10; /* transactional */
-        for (int i = 0; i < 8; i++)
-            b[43 + i] = (uint8_t)((uint64_t)pid >> (56 - 8 * i));
-        b[51] = (uint8_t)((uint16_t)epoch >> 8);
-        b[52] = (uint8_t)epoch;
-        memset(b + 53, 0, 4); /* first sequence 0 */
-        uint32_t crc = raw_crc32c(b + 21, batch.len - start - 21);
-        for (int i = 0; i < 4; i++)
-            b[17 + i] = (uint8_t)(crc >> (24 - 8 * i));
-    }
+    if (txn_id)
+        raw_make_transactional(batch.data + start, batch.len - start, pid, epoch);
     struct raw_writer w;
     raw_writer_init(&w);
     raw_frame_begin(&w, 0, 7, ++s->correlation, "nv-client");

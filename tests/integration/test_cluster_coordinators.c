@@ -6,7 +6,9 @@
  * librdkafka consumer group bootstrapped on another broker works. A
  * transaction over partitions led by every broker gets its COMMIT/ABORT
  * markers on all of them (WriteTxnMarkers from the coordinator), also when
- * one leader is down at commit time and comes back later. EndTxn answers
+ * one leader is down at commit time and comes back later; a leader that is
+ * not the coordinator verifies a transactional batch with it (KIP-890
+ * part 1) and refuses one from an unknown producer id. EndTxn answers
  * only once the coordinator's state is replicated to its followers, and
  * not at all below transaction.state.log.min.isr; an offset commit only
  * once its followers have it. */
@@ -18,6 +20,7 @@
 
 #include "cluster_coordinator_helpers.h"
 #include "cluster_harness.h"
+#include "raw_kafka.h"
 #include "rk_helpers.h"
 
 #include <signal.h>
@@ -368,6 +371,17 @@ static void test_transaction_across_brokers(void **state)
         snprintf(want, sizeof want, "c2-p%d-0", part);
         assert_string_equal(v.values[part][3], want);
     }
+    /* Transaction verification across brokers: a leader that is not the
+     * id's coordinator asks it (AddPartitionsToTxn v4 verify_only), which
+     * knows no such producer id, so the batch is refused. */
+    int32_t coordinator = coordinator_of(&c, 1, 1, "spread-producer");
+    int part = 0;
+    while (part < TXN_PARTITIONS - 1 && view.leaders[part] == coordinator)
+        part++;
+    assert_true(view.leaders[part] != coordinator);
+    assert_int_equal(raw_produce_txn_record(broker_port(&c.nodes[view.leaders[part] - 1]), "spread-producer", TXN_TOPIC,
+                                            part, 987654321, 0),
+                     KAFKA_ERR_INVALID_PRODUCER_ID_MAPPING);
     cluster_stop(&c);
 }
 

@@ -2,7 +2,10 @@
  * serves (InitProducerId v5, AddPartitionsToTxn v5, AddOffsetsToTxn v4,
  * TxnOffsetCommit v4, EndTxn v4, found through FindCoordinator v5): it
  * commits, and a read_committed Fetch v17 and a require_stable OffsetFetch
- * v9 see its records and offset only after the commit. */
+ * v9 see its records and offset only after the commit. Transaction
+ * verification (KIP-890 part 1): a transactional Produce for a partition no
+ * coordinator added to the producer's transaction is refused, writes
+ * nothing, and leaves the last stable offset free to advance. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,9 +21,12 @@
 #include <unistd.h>
 
 #define ERR_NONE 0
+#define ERR_INVALID_TXN_STATE 48
+#define ERR_INVALID_PRODUCER_ID_MAPPING 49
 #define ERR_UNSTABLE_OFFSET_COMMIT 88
 
 #define TXN_TOPIC "nv-txn-t"
+#define VERIFY_TOPIC "nv-verify-t"
 
 /* Owned by the test's main thread. */
 /* One request whose answer is throttle time + error code (AddOffsetsToTxn,
@@ -126,20 +132,56 @@ static int16_t txn_offset_commit_v4(struct raw_session *s, const char *txn_id, c
     return raw_session_commit_roundtrip(s, &w, TXN_TOPIC);
 }
 
-static void test_transaction_at_new_versions(void **state)
+/* Waits until node 1 answers as txn_id's coordinator. */
+static void wait_coordinator(struct raw_session *s, const char *txn_id)
 {
-    struct raw_broker_fixture *st = *state;
-    const char *txn_id = "nv-txn";
-    const char *group = "nv-txn-group";
     struct raw_coordinator_answer c[2];
     long long deadline = harness_now_ms() + 15000;
     do {
-        raw_find_coordinator_v5(&st->session, 1, txn_id, "nv-other-txn", c);
+        raw_find_coordinator_v5(s, 1, txn_id, "nv-other-txn", c);
         if (c[0].error != ERR_NONE)
             usleep(200 * 1000);
     } while (c[0].error != ERR_NONE && harness_now_ms() < deadline);
     assert_int_equal(c[0].error, ERR_NONE);
     assert_int_equal(c[0].node_id, 1);
+}
+
+/* Issue 20: one Produce with an invented producer id used to open a
+ * transaction no coordinator knew, and the LSO stopped for good. */
+static void test_unverified_transactional_produce_refused(void **state)
+{
+    struct raw_broker_fixture *st = *state;
+    uint8_t id[16];
+    raw_create_topic_v7(&st->session, VERIFY_TOPIC, 1, id);
+    wait_coordinator(&st->session, "nv-nobody");
+    /* A transactional id the coordinator never saw. */
+    assert_int_equal(raw_produce_v7(&st->session, VERIFY_TOPIC, "nv-nobody", 987654321, 0, 3),
+                     ERR_INVALID_PRODUCER_ID_MAPPING);
+    /* A known producer whose transaction does not hold the partition
+     * (Produce v7 predates TRANSACTION_ABORTABLE). */
+    int64_t pid;
+    int16_t epoch;
+    wait_coordinator(&st->session, "nv-verify");
+    init_producer_id_v5(&st->session, "nv-verify", &pid, &epoch);
+    assert_int_equal(raw_produce_v7(&st->session, VERIFY_TOPIC, "nv-verify", pid, epoch, 3), ERR_INVALID_TXN_STATE);
+
+    /* Nothing was written; plain records after them are stable at once. */
+    assert_int_equal(raw_produce_v7(&st->session, VERIFY_TOPIC, NULL, -1, -1, 2), ERR_NONE);
+    struct raw_fetch_answer f;
+    raw_fetch_v17(&st->session, id, 1, false, &f);
+    assert_int_equal(f.error, ERR_NONE);
+    assert_int_equal(f.high_watermark, 2);
+    assert_int_equal(f.last_stable_offset, 2);
+    assert_int_equal(f.data_records, 2);
+}
+
+static void test_transaction_at_new_versions(void **state)
+{
+    struct raw_broker_fixture *st = *state;
+    const char *txn_id = "nv-txn";
+    const char *group = "nv-txn-group";
+    wait_coordinator(&st->session, txn_id);
+    long long deadline;
 
     int64_t pid;
     int16_t epoch;
@@ -216,6 +258,7 @@ static int nv_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unverified_transactional_produce_refused),
         cmocka_unit_test(test_transaction_at_new_versions),
     };
     return cmocka_run_group_tests(tests, nv_setup, nv_teardown);

@@ -1,7 +1,8 @@
 /* Transactions on the partition side against a real cairnd, driven with raw
  * requests (the coordinator is not involved: InitProducerId without a
  * transactional id hands out the producer id, WriteTxnMarkers ends the
- * transactions):
+ * transactions, and transaction.partition.verification.enable is off so the
+ * leader does not ask a coordinator):
  *  - an open transaction holds the last stable offset: read_committed Fetch
  *    and ListOffsets stop there, read_uncommitted sees the records;
  *  - COMMIT makes them visible, ABORT yields an aborted_transactions entry,
@@ -436,7 +437,7 @@ static bool has_value(char values[][48], int n, const char *v)
 static void test_txn_partition(void **state)
 {
     struct test_broker *b = *state;
-    broker_start(b, NULL);
+    broker_start(b, (const char *const[]){"transaction.partition.verification.enable=false", NULL});
     int port = broker_port(b);
     rk_create_topic(broker_bootstrap(b), TOPIC, 1, NULL);
     int vfd = raw_connect(port, 15000);

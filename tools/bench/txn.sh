@@ -5,6 +5,7 @@
 #
 # usage: tools/bench/txn.sh [CAIRND] [--bench PATH] [--records N]
 #            [--records-txn1 N] [--rounds R] [--record-size B] [--out DIR]
+#            [--modes "idempotent txn-1 ..."] [--override KEY=VALUE]...
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -17,6 +18,8 @@ records_txn1=3000
 rounds=3
 record_size=1024
 out=""
+modes_arg=""
+overrides=()
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -26,7 +29,9 @@ while [ $# -gt 0 ]; do
         --rounds) rounds="$2"; shift ;;
         --record-size) record_size="$2"; shift ;;
         --out) out="$2"; shift ;;
-        -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --modes) modes_arg="$2"; shift ;;
+        --override) overrides+=(--override "$2"); shift ;;
+        -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) cairnd="$1" ;;
     esac
@@ -63,6 +68,7 @@ port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
     --override "offsets.topic.replication.factor=1" \
     --override "transaction.state.log.replication.factor=1" \
     --override "transaction.state.log.min.isr=1" \
+    "${overrides[@]}" \
     >>"$out/cairnd.log" 2>&1 &
 broker_pid=$!
 bootstrap="127.0.0.1:$port"
@@ -74,6 +80,8 @@ done
 
 # mode name, record count, extra produce options
 modes=("idempotent" "txn-1" "txn-100" "txn-10000")
+# shellcheck disable=SC2206
+[ -z "$modes_arg" ] || modes=($modes_arg)
 mode_args() {
     case "$1" in
         idempotent) echo "--records $records -X enable.idempotence=true" ;;
@@ -114,7 +122,7 @@ for m in modes:
         if "error" not in j:
             runs.append(j)
     rows[m] = runs
-base = statistics.median(j["msgs_per_sec"] for j in rows["idempotent"]) if rows["idempotent"] else None
+base = statistics.median(j["msgs_per_sec"] for j in rows["idempotent"]) if rows.get("idempotent") else None
 print(f"{'mode':<11} {'runs':>4} {'records':>8} {'msgs/s (median)':>16} {'MB/s':>7} {'vs idempotent':>14} "
       f"{'commit ms p50':>13} {'commit ms p99':>13} {'per-txn cost ms':>15}")
 for m in modes:

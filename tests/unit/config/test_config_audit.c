@@ -161,6 +161,7 @@ static const struct implemented_key implemented[] = {
     {"transaction.abort.timed.out.transaction.cleanup.interval.ms", "tests/integration/test_transactions.c"},
     {"transaction.remove.expired.transaction.cleanup.interval.ms", "tests/unit/txn/test_txn_coordinator.c"},
     {"producer.id.expiration.ms", "tests/unit/log/test_producer_state_log.c"},
+    {"transaction.partition.verification.enable", "tests/integration/test_new_versions_txn.c"},
     {"producer.id.expiration.check.interval.ms", "tests/unit/log/test_log_manager.c"},
     {"plugin.path", "tests/integration/test_plugin_loader.c"},
     {"plugins", "tests/integration/test_plugin_loader.c"},

@@ -1,7 +1,8 @@
 /* The in-process txn_marker_ops over a log manager: markers land on the
  * partitions named, a missing partition counts as done, a retry writes
  * nothing, a stale epoch is reported per partition, and fetches parked on
- * the partition wake. */
+ * the partition wake. Produce's translation of the coordinator's
+ * verification answers (KIP-890 part 1). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "coordinator/purgatory.h"
+#include "handlers/produce_verify.h"
 #include "handlers/txn_markers_local.h"
 #include "log/log_manager.h"
 #include "protocol/generated/errors.h"
@@ -168,10 +170,30 @@ static void test_write_markers(void **state)
     partition_log_close(p1);
 }
 
+/* Kafka's ReplicaManager: TRANSACTION_ABORTABLE only from Produce v11;
+ * a coordinator that cannot answer now is the retriable NOT_ENOUGH_REPLICAS. */
+static void test_produce_verify_errors(void **state)
+{
+    (void)state;
+    assert_int_equal(produce_verify_error(KAFKA_ERR_INVALID_TXN_STATE, 10), KAFKA_ERR_INVALID_TXN_STATE);
+    assert_int_equal(produce_verify_error(KAFKA_ERR_INVALID_TXN_STATE, 11), KAFKA_ERR_TRANSACTION_ABORTABLE);
+    assert_int_equal(produce_verify_error(KAFKA_ERR_TRANSACTION_ABORTABLE, 3), KAFKA_ERR_INVALID_TXN_STATE);
+    assert_int_equal(produce_verify_error(KAFKA_ERR_PRODUCER_FENCED, 11), KAFKA_ERR_INVALID_PRODUCER_EPOCH);
+    const int16_t retriable[] = {
+        KAFKA_ERR_CONCURRENT_TRANSACTIONS, KAFKA_ERR_COORDINATOR_NOT_AVAILABLE, KAFKA_ERR_COORDINATOR_LOAD_IN_PROGRESS,
+        KAFKA_ERR_NOT_COORDINATOR,         KAFKA_ERR_NETWORK_EXCEPTION,         KAFKA_ERR_REQUEST_TIMED_OUT};
+    for (size_t i = 0; i < sizeof retriable / sizeof retriable[0]; i++)
+        assert_int_equal(produce_verify_error(retriable[i], 9), KAFKA_ERR_NOT_ENOUGH_REPLICAS);
+    assert_int_equal(produce_verify_error(KAFKA_ERR_INVALID_PRODUCER_ID_MAPPING, 9),
+                     KAFKA_ERR_INVALID_PRODUCER_ID_MAPPING);
+    assert_int_equal(produce_verify_error(KAFKA_ERR_NONE, 9), KAFKA_ERR_NONE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_write_markers, setup, teardown),
+        cmocka_unit_test(test_produce_verify_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

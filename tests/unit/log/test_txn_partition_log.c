@@ -1,6 +1,7 @@
 /* Transactions inside the partition log: open transactions hold the last
  * stable offset, markers end them, aborts land in the aborted list and the
- * .txnindex files, and all of it survives clean and unclean reopens. */
+ * .txnindex files, and all of it survives clean and unclean reopens; the
+ * transaction verification guard. */
 #include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,9 +25,10 @@ static void reopen(struct log_fixture *f, bool recover)
     assert_int_equal(partition_log_open(f->dir, &f->cfg, recover, &f->log, err, sizeof err), KAFKA_ERR_NONE);
 }
 
-/* Append `records` records from pid/epoch at seq; returns the base offset. */
-static int64_t produce_full(struct log_fixture *f, int64_t pid, int16_t epoch, int32_t seq, int records,
-                            bool transactional, int64_t ts, int16_t expect)
+/* Append `records` records from pid/epoch at seq, under verification with
+ * *guard when guard is set; returns the base offset. */
+static int64_t produce_as(struct log_fixture *f, int64_t pid, int16_t epoch, int32_t seq, int records,
+                          bool transactional, int64_t ts, const uint64_t *guard, int16_t expect)
 {
     struct record_batch_builder b;
     record_batch_builder_init(&b, ts);
@@ -40,9 +42,17 @@ static int64_t produce_full(struct log_fixture *f, int64_t pid, int16_t epoch, i
     size_t len;
     assert_int_equal(record_batch_builder_finish(&b, &batch, &len), 0);
     struct log_append_result res;
-    assert_int_equal(partition_log_append(f->log, batch, len, 0, &res), expect);
+    assert_int_equal(guard ? partition_log_append_verified(f->log, batch, len, 0, *guard, &res)
+                           : partition_log_append(f->log, batch, len, 0, &res),
+                     expect);
     free(batch);
     return res.base_offset;
+}
+
+static int64_t produce_full(struct log_fixture *f, int64_t pid, int16_t epoch, int32_t seq, int records,
+                            bool transactional, int64_t ts, int16_t expect)
+{
+    return produce_as(f, pid, epoch, seq, records, transactional, ts, NULL, expect);
 }
 
 static int64_t produce_txn(struct log_fixture *f, int64_t pid, int16_t epoch, int32_t seq, int records)
@@ -515,6 +525,54 @@ static void test_readers_never_see_aborted_data_uncovered(void **state)
     assert_int_equal(aborted_seen, r.rounds / 2);
 }
 
+static uint64_t start_verification(struct log_fixture *f, int64_t pid)
+{
+    uint64_t guard = 7;
+    assert_int_equal(partition_log_txn_verification_start(f->log, pid, &guard), KAFKA_ERR_NONE);
+    return guard;
+}
+
+/* KIP-890's VerificationGuard: a transaction opens only with the guard taken
+ * before the coordinator was asked, and a marker written meanwhile (the
+ * transaction ended) makes that guard worthless. */
+static void test_verification_guard(void **state)
+{
+    struct log_fixture *f = *state;
+    uint64_t g = start_verification(f, 21);
+    assert_true(g != 0);
+    assert_int_equal(start_verification(f, 21), g); /* a second produce in flight shares it */
+    uint64_t wrong = g + 1000;
+    produce_as(f, 21, 0, 0, 3, true, 1000, &wrong, KAFKA_ERR_INVALID_TXN_STATE);
+    assert_int_equal(produce_as(f, 21, 0, 0, 3, true, 1000, &g, KAFKA_ERR_NONE), 0);
+    /* Open: nothing to verify, the guard is spent. */
+    uint64_t none = start_verification(f, 21);
+    assert_int_equal(none, 0);
+    produce_as(f, 21, 0, 3, 2, true, 1000, &none, KAFKA_ERR_NONE);
+    assert_int_equal(partition_log_last_stable_offset(f->log), 0);
+    marker(f, 21, 0, true);
+    assert_int_equal(partition_log_last_stable_offset(f->log), 6);
+
+    /* Verified, then the transaction ends before the append: the marker
+     * (written or not, as none is open here) ends the guard. */
+    g = start_verification(f, 21);
+    assert_true(g != 0);
+    marker(f, 21, 0, false);
+    produce_as(f, 21, 0, 5, 2, true, 1000, &g, KAFKA_ERR_INVALID_TXN_STATE);
+    /* Found open when asked, ended before the append: no guard to show. */
+    g = start_verification(f, 21);
+    produce_as(f, 21, 0, 5, 2, true, 1000, &g, KAFKA_ERR_NONE);
+    none = start_verification(f, 21);
+    assert_int_equal(none, 0);
+    marker(f, 21, 0, false);
+    produce_as(f, 21, 0, 7, 2, true, 1000, &none, KAFKA_ERR_INVALID_TXN_STATE);
+    /* Nothing refused was written, and no transaction holds the LSO. */
+    assert_int_equal(partition_log_end_offset(f->log), 9);
+    assert_int_equal(partition_log_last_stable_offset(f->log), 9);
+    /* Plain batches and appends without verification are not affected. */
+    produce_as(f, -1, -1, -1, 1, false, 1000, &none, KAFKA_ERR_NONE);
+    produce_full(f, 22, 0, 0, 1, true, 1000, KAFKA_ERR_NONE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -530,6 +588,7 @@ int main(void)
         LOG_FIXTURE_TEST_OPEN(test_retention_drops_index_entries),
         LOG_FIXTURE_TEST_OPEN(test_delete_records_past_open_txn),
         LOG_FIXTURE_TEST_OPEN(test_readers_never_see_aborted_data_uncovered),
+        LOG_FIXTURE_TEST_OPEN(test_verification_guard),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
