@@ -99,7 +99,8 @@ static int16_t verify_local(struct request_context *ctx, const char *id, const s
 }
 
 /* Adds partition to the remote request's entry for the request's topic
- * entry t (one per entry, so each holds at most partition_cap). */
+ * entry t (one per entry, sized by that entry's partition count
+ * partition_cap, so the arrays stay linear in the request). */
 static int add_remote(struct request_context *ctx, struct verify_call *call, int32_t cap, int32_t topic_index,
                       struct kafka_str topic, int32_t partition_cap, int32_t partition)
 {
@@ -123,15 +124,45 @@ static int add_remote(struct request_context *ctx, struct verify_call *call, int
     return 0;
 }
 
-/* The verdict of (topic, partition) in the remote answer. */
+typedef struct add_partitions_to_txn_response_add_partitions_to_txn_topic_result resp_topic;
+
+static bool same_name(const resp_topic *tr, const struct kafka_str *name)
+{
+    return tr->name.len == name->len && memcmp(tr->name.data, name->data, (size_t)name->len) == 0;
+}
+
+/* The code for (name, partition) in the answer r. The coordinator answers
+ * in request order, so the cursors (topic *rt, partition *rp) find each in
+ * one step and the whole answer is read in linear time; an answer in
+ * another order is searched, the last match winning. */
+static int16_t answer_code(const struct add_partitions_to_txn_response_add_partitions_to_txn_result *r,
+                           const struct kafka_str *name, int32_t partition, int32_t *rt, int32_t *rp, int16_t code)
+{
+    for (int step = 0; step < 2; step++, (*rt)++, *rp = 0) {
+        if (*rt >= r->topic_results_count || !same_name(&r->topic_results[*rt], name))
+            continue;
+        const resp_topic *tr = &r->topic_results[*rt];
+        if (*rp < tr->results_by_partition_count && tr->results_by_partition[*rp].partition_index == partition)
+            return tr->results_by_partition[(*rp)++].partition_error_code;
+    }
+    *rt = *rp = 0;
+    for (int32_t t = 0; t < r->topic_results_count; t++) {
+        const resp_topic *tr = &r->topic_results[t];
+        for (int32_t p = 0; same_name(tr, name) && p < tr->results_by_partition_count; p++)
+            if (tr->results_by_partition[p].partition_index == partition)
+                code = tr->results_by_partition[p].partition_error_code;
+    }
+    return code;
+}
+
+/* The verdict of each remote partition in the answer. */
 static void apply_answer(struct verify_call *call, const struct add_partitions_to_txn_response *resp)
 {
     const struct produce_request *req = call->ctx->request;
-    const struct add_partitions_to_txn_response_add_partitions_to_txn_result *r = resp->results_by_transaction_count ==
-                                                                                          1
-                                                                                      ? &resp->results_by_transaction[0]
+    const struct add_partitions_to_txn_response_add_partitions_to_txn_result *r =
+        resp->error_code == KAFKA_ERR_NONE && resp->results_by_transaction_count == 1 ? &resp->results_by_transaction[0]
                                                                                       : NULL;
-    int32_t k = 0;
+    int32_t k = 0, rt = 0, rp = 0;
     for (int32_t t = 0; t < req->topic_data_count; t++) {
         const struct kafka_str *name = &req->topic_data[t].name;
         for (int32_t i = 0; i < req->topic_data[t].partition_data_count; i++) {
@@ -139,15 +170,8 @@ static void apply_answer(struct verify_call *call, const struct add_partitions_t
             if (!v->remote)
                 continue;
             int16_t code = resp->error_code != KAFKA_ERR_NONE ? resp->error_code : KAFKA_ERR_NETWORK_EXCEPTION;
-            for (int32_t rt = 0; r && resp->error_code == KAFKA_ERR_NONE && rt < r->topic_results_count; rt++) {
-                const struct add_partitions_to_txn_response_add_partitions_to_txn_topic_result
-                    *tr = &r->topic_results[rt];
-                if (tr->name.len != name->len || memcmp(tr->name.data, name->data, (size_t)name->len) != 0)
-                    continue;
-                for (int32_t p = 0; p < tr->results_by_partition_count; p++)
-                    if (tr->results_by_partition[p].partition_index == req->topic_data[t].partition_data[i].index)
-                        code = tr->results_by_partition[p].partition_error_code;
-            }
+            if (r)
+                code = answer_code(r, name, req->topic_data[t].partition_data[i].index, &rt, &rp, code);
             v->code = produce_verify_error(code, call->ctx->api_version);
             v->remote = false;
         }
@@ -234,11 +258,9 @@ enum handler_result produce_verify(struct request_context *ctx, const struct pro
     *verdicts = NULL;
     if (!ctx->env->txn_verification || ctx->api_version < 3 || req->transactional_id.len < 0)
         return HANDLER_RESPOND;
-    int32_t total = 0, most = 0;
-    for (int32_t t = 0; t < req->topic_data_count; t++) {
+    int32_t total = 0;
+    for (int32_t t = 0; t < req->topic_data_count; t++)
         total += req->topic_data[t].partition_data_count;
-        most = req->topic_data[t].partition_data_count > most ? req->topic_data[t].partition_data_count : most;
-    }
     struct produce_verdict *v = kafka_arena_alloc(&ctx->arena, (size_t)(total > 0 ? total : 1) * sizeof *v);
     struct verify_call *call = kafka_arena_alloc(&ctx->arena, sizeof *call);
     if (!v || !call)
@@ -278,8 +300,8 @@ enum handler_result produce_verify(struct request_context *ctx, const struct pro
                 v[k].code = coordinator == ctx->env->node_id
                                 ? verify_local(ctx, id, &h, name, tin->partition_data[i].index)
                                 : produce_verify_error(KAFKA_ERR_COORDINATOR_NOT_AVAILABLE, ctx->api_version);
-            } else if (add_remote(ctx, call, req->topic_data_count, t, tin->name, most, tin->partition_data[i].index) !=
-                       0) {
+            } else if (add_remote(ctx, call, req->topic_data_count, t, tin->name, tin->partition_data_count,
+                                  tin->partition_data[i].index) != 0) {
                 metadata_image_release(img);
                 return HANDLER_CLOSE;
             } else {
