@@ -13,7 +13,8 @@ store sits at <root>.away.
       must have its .log in the store; writes "checked N bad M" lines
   tiered_faults_store.py BACKEND ROOT kill-half TOPIC PID OUT
       SIGKILLs PID at the first half-done copy seen (an object of a segment
-      id without its .log), or after 120 s; writes mid_copy=yes|no to OUT
+      id without its .log, noticed by inotify as it appears), or after 120 s;
+      writes mid_copy=yes|no to OUT
 """
 import os
 import re
@@ -83,13 +84,80 @@ def watch(backend, root, data, out, topics):
             time.sleep(0.1)
 
 
+def _inotify():
+    """An inotify fd (IN_NONBLOCK) and its add_watch, or (None, None)."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if fd < 0:
+            return None, None
+        libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        return fd, lambda path: libc.inotify_add_watch(fd, os.fsencode(path), IN_CREATE | IN_MOVED_TO)
+    except (OSError, AttributeError):
+        return None, None
+
+
+IN_CREATE, IN_MOVED_TO = 0x100, 0x80
+
+
+def _object_dirs(backend, root, topic):
+    """The folders a copy of the topic's partition 0 writes into, and their parents."""
+    if backend == "storage-local":
+        part = f"{root}/{topic}-0"
+        return [root, part] + [f"{part}/{d}" for d in _listdir(part)]
+    tops = [f"{root}/{d}" for d in _listdir(root) if d.startswith(topic + "-")]
+    return [root] + tops + [f"{t}/0" for t in tops]
+
+
+def _half_object(backend, name):
+    """True when a new object's name shows a copy under way: a .tmp, or an
+    object of a segment other than its .log (the .log is written last)."""
+    if backend == "s3rver":
+        if not name.endswith("._S3rver_object"):
+            return False
+        name = name[: -len("._S3rver_object")]
+    m = NAME.match(name)
+    return bool(m) and m.group(2) != MANIFEST_ID and (bool(m.group(4)) or m.group(3) != "log")
+
+
 def kill_half(backend, root, topic, pid, out):
+    """inotify names each new object the moment it appears (a copy can take
+    a millisecond, shorter than a listing takes to notice); the listing
+    stays, every 50 ms, for folders made before their watch was added."""
+    import select
     deadline = time.monotonic() + 120
     caught = None
+    fd, add_watch = _inotify()
+    watched = set()
     while caught is None and time.monotonic() < deadline:
+        if fd is not None:
+            for d in _object_dirs(backend, root, topic):
+                if d not in watched and add_watch(d) >= 0:
+                    watched.add(d)
         found = orphans(backend, root, topic)
-        caught = found[0] if found else None
+        if found:
+            caught = found[0]
+            break
+        if fd is None:
+            continue
+        if not select.select([fd], [], [], 0.05)[0]:
+            continue
+        try:
+            buf = os.read(fd, 65536)
+        except BlockingIOError:
+            continue
+        at = 0
+        while at + 16 <= len(buf):
+            length = int.from_bytes(buf[at + 12:at + 16], "little")
+            name = buf[at + 16:at + 16 + length].split(b"\0", 1)[0].decode(errors="replace")
+            at += 16 + length
+            if _half_object(backend, name):
+                caught = name
+                break
     os.kill(pid, signal.SIGKILL)
+    if fd is not None:
+        os.close(fd)
     with open(out, "w") as f:
         f.write(f"mid_copy={'yes' if caught else 'no'} object={caught or '-'}\n")
 
