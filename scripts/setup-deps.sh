@@ -16,7 +16,7 @@ clients=0
 packages=(
   build-essential cmake pkg-config python3
   libuv1-dev libjansson-dev libzstd-dev libssl-dev libsasl2-dev libsasl2-modules sasl2-bin
-  libcmocka-dev librdkafka-dev kcat openssl libcurl4-openssl-dev
+  libcmocka-dev librdkafka-dev kcat openssl libcurl4-openssl-dev libmicrohttpd-dev
   liblz4-dev libsnappy-dev zlib1g-dev
   clang libclang-rt-14-dev
   iptables zsh

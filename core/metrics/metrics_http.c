@@ -1,11 +1,12 @@
-/* GET /metrics over HTTP/1.0-style one-shot connections, served one at a
- * time on a dedicated thread: scrapes are rare and small. */
+/* GET /metrics served by libmicrohttpd on its own polling thread: sockets
+ * are non-blocking and watched with epoll, so several scrapers are served
+ * at once and one that sends slowly, or never reads its answer, holds only
+ * its own connection (closed after METRICS_HTTP_TIMEOUT_S idle seconds). */
 #include <errno.h>
 #include <fcntl.h>
+#include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,105 +17,62 @@
 #include "metrics/metrics.h"
 #include "util/logger.h"
 
-#define METRICS_HTTP_READ_TIMEOUT_MS 2000
-#define METRICS_HTTP_MAX_REQUEST 8192
+/* Bounds on what scrapers can hold: connections at once, memory each for
+ * the request head, and idle seconds before a connection is closed. */
+#define METRICS_HTTP_MAX_CONNECTIONS 64
+#define METRICS_HTTP_CONNECTION_MEMORY (32 * 1024)
+#define METRICS_HTTP_TIMEOUT_S 10
 
-/* Created and stopped by the main thread; the listener fd and stop pipe
- * are read by the serving thread only. */
+/* Created and stopped by the main thread; the daemon's thread serves. */
 struct metrics_http {
-    int listen_fd;
-    int stop_pipe[2];
+    struct MHD_Daemon *daemon;
     int port;
-    pthread_t thread;
 };
 
-static void send_all(int fd, const char *data, size_t len)
+static enum MHD_Result answer(struct MHD_Connection *connection, unsigned int status, const char *type, void *body,
+                              size_t len, enum MHD_ResponseMemoryMode mode)
 {
-    while (len > 0) {
-        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return;
-        data += n;
-        len -= (size_t)n;
+    struct MHD_Response *response = MHD_create_response_from_buffer(len, body, mode);
+    if (!response) {
+        if (mode == MHD_RESPMEM_MUST_FREE)
+            free(body);
+        return MHD_NO;
     }
+    /* One answer per connection, as Prometheus expects of a plain exporter. */
+    MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result queued = MHD_queue_response(connection, status, response);
+    MHD_destroy_response(response);
+    return queued;
 }
 
-static void respond(int fd, const char *status, const char *type, const char *body, size_t body_len)
+static enum MHD_Result serve_request(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
+                                     const char *version, const char *upload_data, size_t *upload_data_size,
+                                     void **request_state)
 {
-    char head[256];
-    int n = snprintf(head, sizeof head,
-                     "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", status,
-                     type, body_len);
-    send_all(fd, head, (size_t)n);
-    send_all(fd, body, body_len);
-}
-
-static void serve_one(int fd)
-{
-    char req[METRICS_HTTP_MAX_REQUEST + 1];
-    size_t got = 0;
-    /* Read until the end of the request head, a timeout, or a full buffer. */
-    while (got < METRICS_HTTP_MAX_REQUEST) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, METRICS_HTTP_READ_TIMEOUT_MS) <= 0)
-            return;
-        ssize_t n = recv(fd, req + got, METRICS_HTTP_MAX_REQUEST - got, 0);
-        if (n <= 0)
-            return;
-        got += (size_t)n;
-        req[got] = '\0';
-        if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n"))
-            break;
-    }
-    req[got] = '\0';
-    bool is_get = strncmp(req, "GET ", 4) == 0 || strncmp(req, "HEAD ", 5) == 0;
-    const char *path = strchr(req, ' ');
-    path = path ? path + 1 : "";
-    bool metrics_path = strncmp(path, "/metrics", 8) == 0 && (path[8] == ' ' || path[8] == '?');
+    (void)cls;
+    (void)version;
+    (void)upload_data;
+    (void)upload_data_size;
+    (void)request_state;
+    bool is_get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
     if (!is_get) {
-        static const char msg[] = "only GET is served\n";
-        respond(fd, "405 Method Not Allowed", "text/plain", msg, sizeof msg - 1);
-        return;
+        static char msg[] = "only GET is served\n";
+        return answer(connection, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", msg, sizeof msg - 1,
+                      MHD_RESPMEM_PERSISTENT);
     }
-    if (!metrics_path) {
-        static const char msg[] = "not found: try /metrics\n";
-        respond(fd, "404 Not Found", "text/plain", msg, sizeof msg - 1);
-        return;
+    if (strcmp(url, "/metrics") != 0) {
+        static char msg[] = "not found: try /metrics\n";
+        return answer(connection, MHD_HTTP_NOT_FOUND, "text/plain", msg, sizeof msg - 1, MHD_RESPMEM_PERSISTENT);
     }
     char *body = NULL;
     size_t len = 0;
     if (metrics_render(&body, &len) != 0) {
-        static const char msg[] = "out of memory\n";
-        respond(fd, "500 Internal Server Error", "text/plain", msg, sizeof msg - 1);
-        return;
+        static char msg[] = "out of memory\n";
+        return answer(connection, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain", msg, sizeof msg - 1,
+                      MHD_RESPMEM_PERSISTENT);
     }
-    respond(fd, "200 OK", "text/plain; version=0.0.4", body, strncmp(req, "HEAD ", 5) == 0 ? 0 : len);
-    free(body);
-}
-
-static void *serve_thread(void *arg)
-{
-    struct metrics_http *s = arg;
-    for (;;) {
-        struct pollfd fds[2] = {{.fd = s->listen_fd, .events = POLLIN}, {.fd = s->stop_pipe[0], .events = POLLIN}};
-        if (poll(fds, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        if (fds[1].revents)
-            break;
-        if (!(fds[0].revents & POLLIN))
-            continue;
-        int fd = accept(s->listen_fd, NULL, NULL);
-        if (fd < 0)
-            continue;
-        serve_one(fd);
-        close(fd);
-    }
-    return NULL;
+    return answer(connection, MHD_HTTP_OK, "text/plain; version=0.0.4", body, len, MHD_RESPMEM_MUST_FREE);
 }
 
 static int split_host_port(const char *listen, char *host, size_t hostlen, char *port, size_t portlen)
@@ -155,7 +113,7 @@ int metrics_http_start(const char *address, struct metrics_http **out, char *err
     int one = 1;
     if (fd >= 0)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 16) != 0) {
+    if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 64) != 0) {
         snprintf(err, errlen, "metrics.http.listener '%s': cannot listen: %s", address, strerror(errno));
         if (fd >= 0)
             close(fd);
@@ -164,22 +122,24 @@ int metrics_http_start(const char *address, struct metrics_http **out, char *err
     }
     freeaddrinfo(res);
     struct metrics_http *s = calloc(1, sizeof *s);
-    if (!s || pipe2(s->stop_pipe, O_CLOEXEC) != 0) {
-        snprintf(err, errlen, "metrics.http.listener: out of resources");
-        free(s);
+    if (!s) {
+        snprintf(err, errlen, "metrics.http.listener: out of memory");
         close(fd);
         return -1;
     }
-    s->listen_fd = fd;
     struct sockaddr_storage addr;
     socklen_t alen = sizeof addr;
     getsockname(fd, (struct sockaddr *)&addr, &alen);
     s->port = addr.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&addr)->sin6_port)
                                          : ntohs(((struct sockaddr_in *)&addr)->sin_port);
-    if (pthread_create(&s->thread, NULL, serve_thread, s) != 0) {
-        snprintf(err, errlen, "metrics.http.listener: cannot start its thread");
-        close(s->stop_pipe[0]);
-        close(s->stop_pipe[1]);
+    /* The daemon takes the listening socket and closes it when stopped. */
+    s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, serve_request, NULL,
+                                 MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+                                 (unsigned int)METRICS_HTTP_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                                 (size_t)METRICS_HTTP_CONNECTION_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
+                                 (unsigned int)METRICS_HTTP_TIMEOUT_S, MHD_OPTION_END);
+    if (!s->daemon) {
+        snprintf(err, errlen, "metrics.http.listener '%s': cannot start the HTTP server", address);
         close(fd);
         free(s);
         return -1;
@@ -198,11 +158,6 @@ void metrics_http_stop(struct metrics_http *server)
 {
     if (!server)
         return;
-    ssize_t n = write(server->stop_pipe[1], "x", 1);
-    (void)n;
-    pthread_join(server->thread, NULL);
-    close(server->stop_pipe[0]);
-    close(server->stop_pipe[1]);
-    close(server->listen_fd);
+    MHD_stop_daemon(server->daemon);
     free(server);
 }
