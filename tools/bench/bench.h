@@ -37,6 +37,7 @@ struct bench_options {
     int batch;                                  /* create-topics: topics per CreateTopics */
     long every_ms;                              /* end-offsets: sample period, 0 = once */
     const char *timeline;                       /* produce --rate: per-record due and ack times to this file */
+    int stamp;                                  /* produce: a BENCH_STAMP_HEADER on each record */
     const char *overrides[BENCH_MAX_OVERRIDES]; /* "key=value" for librdkafka */
     int override_count;
 };
@@ -79,6 +80,12 @@ int bench_run_wait_topic(const struct bench_options *opts);
 int bench_run_create_topics(const struct bench_options *opts);
 int bench_run_wait_partitions(const struct bench_options *opts);
 int bench_run_end_offsets(const struct bench_options *opts);
+
+/* produce --stamp 1 puts on each record the time it was due (--rate) or
+ * handed to librdkafka, 8 bytes big-endian of bench_now_us(); consume
+ * times records from it. CLOCK_MONOTONIC is one clock for every process of
+ * a machine, so the two agree to the microsecond there. */
+#define BENCH_STAMP_HEADER "cairn-bench-us"
 
 /* Monotonic clock in microseconds. */
 uint64_t bench_now_us(void);

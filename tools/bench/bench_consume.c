@@ -1,10 +1,12 @@
 /* consume: reads N records from the start of every partition of a topic
  * and reports the rate, measured from assignment to the last record, and
  * apart: the time to the first record and the rate from it to the last.
- * Records stamped by the broker (LogAppendTime) also give the end-to-end
- * latency from the append (of records appended after the first read: the
- * ones before measure the consumer's own start); --check-offsets 1 fails
- * on a gap or a repeat. */
+ * Records that carry the producer's stamp (produce --stamp 1) give the
+ * end-to-end latency in microseconds from the producer's send; records
+ * without one but stamped by the broker (LogAppendTime) give it in
+ * milliseconds from the append. Only records sent after the first read
+ * count (the ones before measure the consumer's own start). --check-offsets
+ * 1 fails on a gap or a repeat. */
 #include "bench.h"
 #include "bench_histogram.h"
 #include "bench_report.h"
@@ -18,6 +20,22 @@ static int64_t wall_ms(void)
     struct timeval tv;
     gettimeofday(&tv, NULL);
     return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+/* The producer's stamp, or 0 when the record has none. */
+static uint64_t stamp_of(rd_kafka_message_t *msg)
+{
+    rd_kafka_headers_t *headers = NULL;
+    const void *value = NULL;
+    size_t size = 0;
+    if (rd_kafka_message_headers(msg, &headers) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        rd_kafka_header_get_last(headers, BENCH_STAMP_HEADER, &value, &size) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        size != 8 || !value)
+        return 0;
+    uint64_t us = 0;
+    for (int i = 0; i < 8; i++)
+        us = us << 8 | ((const unsigned char *)value)[i];
+    return us;
 }
 
 /* Offsets of a partition must follow each other: one past the previous
@@ -102,7 +120,7 @@ int bench_run_consume(const struct bench_options *opts)
     uint64_t start = bench_now_us();
     uint64_t last = start, first = 0;
     int64_t first_wall_ms = 0;
-    uint64_t records = 0, bytes = 0, errors = 0, first_len = 0, stamped = 0;
+    uint64_t records = 0, bytes = 0, errors = 0, first_len = 0, stamped = 0, producer_stamped = 0;
     struct bench_histogram *latency = malloc(sizeof(*latency));
     int64_t *next = malloc(sizeof(*next) * (size_t)partitions);
     if (!latency || !next) {
@@ -138,9 +156,15 @@ int bench_run_consume(const struct bench_options *opts)
             last = now;
             rd_kafka_timestamp_type_t tstype;
             int64_t ts = rd_kafka_message_timestamp(msg, &tstype);
-            /* Records appended before the first read measure the
-             * consumer's own start (assignment, first fetch), not delivery. */
-            if (tstype == RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME && ts >= first_wall_ms) {
+            uint64_t sent_us = stamp_of(msg);
+            /* Records sent before the first read measure the consumer's
+             * own start (assignment, first fetch), not delivery. */
+            if (sent_us > 0) {
+                if (sent_us >= first) {
+                    bench_histogram_record(latency, now > sent_us ? now - sent_us : 0);
+                    producer_stamped++;
+                }
+            } else if (tstype == RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME && ts >= first_wall_ms) {
                 int64_t age = wall_ms() - ts;
                 bench_histogram_record(latency, age > 0 ? (uint64_t)age * 1000u : 0);
                 stamped++;
@@ -165,13 +189,16 @@ int bench_run_consume(const struct bench_options *opts)
         json_object_set_new(report, "first_record_ms", json_real((double)(first - start) / 1e3));
         json_object_set_new(report, "mb_per_sec_after_first",
                             json_real((double)(bytes - first_len) / (1024.0 * 1024.0) / after));
+        json_object_set_new(report, "msgs_per_sec_after_first", json_real((double)(records - 1) / after));
     }
-    /* Only the broker's append time is comparable with this clock; the
-     * producer's CreateTime would add its queueing. */
-    if (stamped > 0)
+    /* CreateTime is the producer's wall clock at millisecond resolution
+     * and includes its queueing: the stamp header or the broker's append
+     * time instead. A run mixing both reports the stamps' origin. */
+    if (stamped + producer_stamped > 0)
         json_object_set_new(report, "latency_ms",
-                            json_pack("{s:s, s:I, s:f, s:f, s:f}", "from", "log_append_time", "records",
-                                      (json_int_t)stamped, "p50",
+                            json_pack("{s:s, s:I, s:f, s:f, s:f}", "from",
+                                      producer_stamped > 0 ? "producer_stamp" : "log_append_time", "records",
+                                      (json_int_t)(stamped + producer_stamped), "p50",
                                       (double)bench_histogram_quantile(latency, 0.50) / 1000.0, "p99",
                                       (double)bench_histogram_quantile(latency, 0.99) / 1000.0, "max",
                                       (double)latency->max_us / 1000.0));

@@ -23,7 +23,7 @@ void bench_usage(FILE *out)
                  "      [--record-size 1024] [--acks 1] [--linger-ms 5] [--partitions P]\n"
                  "      [--replication-factor 1] [--compression none] [--broker-pid PID]\n"
                  "      [--flush-timeout-ms 120000] [--txn-size N [--txn-id ID]]\n"
-                 "      [--rate R [--timeline FILE]] [-X key=value]...\n"
+                 "      [--rate R [--timeline FILE]] [--stamp 1] [-X key=value]...\n"
                  "  cairn-bench consume --bootstrap H:P --topic T --records N\n"
                  "      [--group G] [--idle-timeout-ms 10000] [--broker-pid PID] [--check-offsets 1]\n"
                  "      [-X key=value]...\n"
@@ -134,6 +134,9 @@ int bench_options_parse(int argc, char **argv, struct bench_options *opts, char 
         } else if (!strcmp(name, "--check-offsets")) {
             rc = parse_long(name, value, 0, 1, &n, err, errlen);
             opts->check_offsets = (int)n;
+        } else if (!strcmp(name, "--stamp")) {
+            rc = parse_long(name, value, 0, 1, &n, err, errlen);
+            opts->stamp = (int)n;
         } else if (!strcmp(name, "--rate")) {
             rc = parse_long(name, value, 0, 10000000, &n, err, errlen);
             opts->rate = n;

@@ -184,6 +184,23 @@ static int txn_commit(rd_kafka_t *rk, const struct bench_options *opts, struct p
     return 0;
 }
 
+/* One record, with its send time in a header when --stamp asks. */
+static rd_kafka_resp_err_t produce_one(rd_kafka_t *rk, const struct bench_options *opts, int32_t partition,
+                                       const unsigned char *payload, uint64_t sent_us)
+{
+    if (!opts->stamp)
+        return rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(opts->topic), RD_KAFKA_V_PARTITION(partition),
+                                 RD_KAFKA_V_VALUE((void *)payload, (size_t)opts->record_size),
+                                 RD_KAFKA_V_OPAQUE((void *)(uintptr_t)sent_us), RD_KAFKA_V_END);
+    unsigned char stamp[8];
+    for (int i = 0; i < 8; i++)
+        stamp[i] = (unsigned char)(sent_us >> (56 - 8 * i));
+    return rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(opts->topic), RD_KAFKA_V_PARTITION(partition),
+                             RD_KAFKA_V_VALUE((void *)payload, (size_t)opts->record_size),
+                             RD_KAFKA_V_HEADER(BENCH_STAMP_HEADER, stamp, (ssize_t)sizeof(stamp)),
+                             RD_KAFKA_V_OPAQUE((void *)(uintptr_t)sent_us), RD_KAFKA_V_END);
+}
+
 /* Sends all records; returns how many were handed to librdkafka. */
 static uint64_t send_all(rd_kafka_t *rk, const struct bench_options *opts, struct produce_state *st,
                          const unsigned char *payload, char *err, size_t errlen)
@@ -198,10 +215,7 @@ static uint64_t send_all(rd_kafka_t *rk, const struct bench_options *opts, struc
             uint64_t now = bench_now_us();
             /* No copy flag: every record points at the same payload, which
              * outlives the producer. */
-            rd_kafka_resp_err_t e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(opts->topic),
-                                                      RD_KAFKA_V_PARTITION(partition),
-                                                      RD_KAFKA_V_VALUE((void *)payload, (size_t)opts->record_size),
-                                                      RD_KAFKA_V_OPAQUE((void *)(uintptr_t)now), RD_KAFKA_V_END);
+            rd_kafka_resp_err_t e = produce_one(rk, opts, partition, payload, now);
             if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
                 break;
             if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
@@ -272,10 +286,7 @@ static uint64_t send_at_rate(rd_kafka_t *rk, const struct bench_options *opts, s
         wait_until(rk, fds[0], due);
         int32_t partition = opts->partitions > 0 ? (int32_t)(i % opts->partitions) : RD_KAFKA_PARTITION_UA;
         rd_kafka_resp_err_t e;
-        while ((e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(opts->topic), RD_KAFKA_V_PARTITION(partition),
-                                      RD_KAFKA_V_VALUE((void *)payload, (size_t)opts->record_size),
-                                      RD_KAFKA_V_OPAQUE((void *)(uintptr_t)due), RD_KAFKA_V_END)) ==
-               RD_KAFKA_RESP_ERR__QUEUE_FULL)
+        while ((e = produce_one(rk, opts, partition, payload, due)) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
             rd_kafka_poll(rk, 1);
         if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
             snprintf(err, errlen, "produce: %s", rd_kafka_err2str(e));
