@@ -1,6 +1,7 @@
-/* Partition log: open/recovery, append, read, roll, flush and lifetime.
+/* Partition log: open/recovery, append, read, roll and lifetime.
  * Maintenance (retention, truncation, timestamps, epochs, metadata) lives in
- * partition_log_maint.c. */
+ * partition_log_maint.c, batch validation in partition_log_validate.c,
+ * flushing in partition_log_flush.c. */
 #include "log/partition_log_internal.h"
 
 #include <dirent.h>
@@ -13,9 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "codec/record_codec.h"
 #include "log/log_cleaner.h"
-#include "log/log_validator.h"
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
 #include "util/lock_check.h"
@@ -338,134 +337,6 @@ static bool roll_due(const struct partition_log *log, const struct log_segment *
            last_offset - seg->base_offset > (int64_t)UINT32_MAX;
 }
 
-/* Where check_keys notes keyless records: the index of each within its
- * batch, at most cap of them, and how many there are. NULL: stop at the
- * first. */
-struct keyless_scan {
-    int32_t *indexes;
-    int32_t cap;
-    int32_t count;
-};
-
-/* Kafka refuses keyless records for compacted topics: the cleaner could
- * never replace them. Compressed batches are opened for the check (only
- * for compacted topics: callers skip it otherwise). Returns
- * KAFKA_ERR_NONE, INVALID_RECORD (a keyless record) or CORRUPT_MESSAGE
- * (records that cannot be read), with a message in err. */
-static int16_t check_keys(const struct log_config *cfg, const uint8_t *batch, size_t len,
-                          const struct record_batch_header *h, struct keyless_scan *scan, char *err, size_t errlen)
-{
-    uint8_t *plain = NULL;
-    size_t plain_len = len;
-    const uint8_t *records = batch;
-    if (record_batch_compression(h) != RECORD_BATCH_COMPRESSION_NONE) {
-        char why[160];
-        if (record_codec_inflate_batch(batch, len, log_decompressed_limit(cfg), &plain, &plain_len, why, sizeof why) !=
-            0) {
-            snprintf(err, errlen, "cannot decompress the records: %.96s", why);
-            return KAFKA_ERR_CORRUPT_MESSAGE;
-        }
-        records = plain;
-    }
-    struct record_batch_record_iter it;
-    struct record_batch_record rec;
-    int16_t code = KAFKA_ERR_NONE;
-    int32_t index = 0;
-    int rc = record_batch_records_begin(&it, records, plain_len);
-    while (rc == 0 && (rc = record_batch_records_next(&it, &rec)) == 1) {
-        rc = 0;
-        if (rec.key_len < 0) {
-            snprintf(err, errlen, "Compacted topic cannot accept message without key");
-            code = KAFKA_ERR_INVALID_RECORD;
-            if (!scan)
-                break;
-            if (scan->count < scan->cap)
-                scan->indexes[scan->count] = index;
-            scan->count++;
-        }
-        index++;
-    }
-    if (code == KAFKA_ERR_NONE && rc < 0 && plain) {
-        /* Uncompressed records were already checked by validate. */
-        snprintf(err, errlen, "malformed records in a compressed batch: %.76s", it.err);
-        code = KAFKA_ERR_CORRUPT_MESSAGE;
-    }
-    free(plain);
-    return code;
-}
-
-int32_t partition_log_keyless_records(const struct partition_log *log, const uint8_t *batches, size_t len,
-                                      int32_t *indexes, int32_t cap)
-{
-    struct keyless_scan scan = {.indexes = indexes, .cap = cap, .count = 0};
-    struct record_batch_iter it;
-    const uint8_t *batch;
-    size_t blen;
-    char err[160];
-    int rc;
-    if (!log->cfg.cleanup_compact)
-        return 0;
-    record_batch_iter_init(&it, batches, len);
-    while ((rc = record_batch_iter_next(&it, &batch, &blen)) == 1) {
-        struct record_batch_header h;
-        if (record_batch_validate(batch, blen, log->cfg.max_message_bytes, &h, err, sizeof err) != KAFKA_ERR_NONE)
-            return -1;
-        if (record_batch_is_control(&h))
-            continue;
-        int16_t code = check_keys(&log->cfg, batch, blen, &h, &scan, err, sizeof err);
-        if (code != KAFKA_ERR_NONE && code != KAFKA_ERR_INVALID_RECORD)
-            return -1;
-    }
-    return rc < 0 ? -1 : scan.count;
-}
-
-/* Validate every batch and count records; nothing is modified. */
-static int16_t validate_all(const struct partition_log *log, enum log_append_origin origin, const uint8_t *batches,
-                            size_t len, int32_t *records, int32_t *batch_count, struct log_append_result *res)
-{
-    struct record_batch_iter it;
-    const uint8_t *batch;
-    size_t blen;
-    int rc;
-    int64_t total = 0;
-    int64_t now = clock_wall_ms();
-    *batch_count = 0;
-    record_batch_iter_init(&it, batches, len);
-    while ((rc = record_batch_iter_next(&it, &batch, &blen)) == 1) {
-        struct record_batch_header h;
-        int16_t code = record_batch_validate(batch, blen, log->cfg.max_message_bytes, &h, res->error_message,
-                                             sizeof res->error_message);
-        if (code != KAFKA_ERR_NONE)
-            return code;
-        /* A follower keeps what its leader accepted. */
-        if (origin != LOG_APPEND_REPLICATION) {
-            code = log_validate_records(&log->cfg, batch, blen, &h, now, &res->record_index, res->error_message,
-                                        sizeof res->error_message);
-            if (code != KAFKA_ERR_NONE)
-                return code;
-        }
-        if (log->cfg.cleanup_compact && origin != LOG_APPEND_REPLICATION && !record_batch_is_control(&h)) {
-            code = check_keys(&log->cfg, batch, blen, &h, NULL, res->error_message, sizeof res->error_message);
-            if (code != KAFKA_ERR_NONE)
-                return code;
-        }
-        total += h.record_count;
-        (*batch_count)++;
-    }
-    if (rc < 0) {
-        /* Let validate name the reason (too large, bad magic, truncated). */
-        int16_t code = record_batch_validate(batches + it.pos, len - it.pos, log->cfg.max_message_bytes, NULL,
-                                             res->error_message, sizeof res->error_message);
-        return code != KAFKA_ERR_NONE ? code : KAFKA_ERR_CORRUPT_MESSAGE;
-    }
-    if (total > INT32_MAX) {
-        snprintf(res->error_message, sizeof res->error_message, "too many records");
-        return KAFKA_ERR_INVALID_RECORD;
-    }
-    *records = (int32_t)total;
-    return KAFKA_ERR_NONE;
-}
-
 static int16_t append_guarded(struct partition_log *log, enum log_append_origin origin, uint8_t *batches, size_t len,
                               int32_t leader_epoch, const uint64_t *guard, struct log_append_result *res)
 {
@@ -486,7 +357,7 @@ static int16_t append_guarded(struct partition_log *log, enum log_append_origin 
         return KAFKA_ERR_RECORD_LIST_TOO_LARGE;
     }
     int32_t records = 0, batch_count = 0;
-    int16_t code = validate_all(log, origin, batches, len, &records, &batch_count, res);
+    int16_t code = partition_log_validate_all(log, origin, batches, len, &records, &batch_count, res);
     if (code != KAFKA_ERR_NONE || batch_count == 0)
         return code;
 
@@ -761,96 +632,4 @@ const char *partition_log_dir(const struct partition_log *log)
 bool partition_log_is_offline(struct partition_log *log)
 {
     return atomic_load(&log->offline);
-}
-
-int16_t partition_log_flush_locked(struct partition_log *log)
-{
-    LOCK_ASSERT_HELD(&log->write_lock);
-    int64_t end = atomic_load(&log->log_end_offset);
-    int64_t from = atomic_load(&log->recovery_point);
-    if (end == from && log->first_unflushed_ms < 0)
-        return KAFKA_ERR_NONE;
-    /* The segment array only changes under write_lock, which we hold. */
-    for (size_t i = partition_log_segment_for(log, from); i < log->segment_count; i++) {
-        int rc = log_segment_flush(log->segments[i]);
-        if (rc != 0) {
-            partition_log_mark_offline(log, "flushing", rc);
-            return KAFKA_ERR_KAFKA_STORAGE_ERROR;
-        }
-    }
-    int rc = partition_log_sync_new_dir(log);
-    if (rc != 0) {
-        partition_log_mark_offline(log, "syncing the partition directory", rc);
-        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
-    }
-    atomic_store(&log->recovery_point, end);
-    log->unflushed_records = 0;
-    log->first_unflushed_ms = -1;
-    return KAFKA_ERR_NONE;
-}
-
-int16_t partition_log_flush(struct partition_log *log)
-{
-    if (!atomic_load(&log->loaded))
-        return KAFKA_ERR_NONE; /* nothing unflushed or due in a log not loaded */
-    pthread_mutex_lock(&log->write_lock);
-    int16_t code = atomic_load(&log->offline) ? KAFKA_ERR_KAFKA_STORAGE_ERROR : partition_log_flush_locked(log);
-    pthread_mutex_unlock(&log->write_lock);
-    return code;
-}
-
-int16_t partition_log_flush_records(struct partition_log *log)
-{
-    if (!atomic_load(&log->loaded))
-        return KAFKA_ERR_NONE; /* nothing unflushed or due in a log not loaded */
-    int16_t code = KAFKA_ERR_NONE;
-    pthread_mutex_lock(&log->write_lock);
-    if (atomic_load(&log->offline)) {
-        code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
-    } else {
-        /* Segments from the recovery point on are rescanned after an unclean
-         * stop, so their indexes need no sync here. */
-        int64_t from = atomic_load(&log->recovery_point);
-        for (size_t i = partition_log_segment_for(log, from); i < log->segment_count; i++) {
-            int rc = log_segment_flush_data(log->segments[i]);
-            if (rc != 0) {
-                partition_log_mark_offline(log, "flushing", rc);
-                code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
-                break;
-            }
-        }
-        int rc = code == KAFKA_ERR_NONE ? partition_log_sync_new_dir(log) : 0;
-        if (rc != 0) {
-            partition_log_mark_offline(log, "syncing the partition directory", rc);
-            code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
-        }
-    }
-    pthread_mutex_unlock(&log->write_lock);
-    return code;
-}
-
-int16_t partition_log_flush_if_due(struct partition_log *log, int64_t now_ms)
-{
-    if (!atomic_load(&log->loaded))
-        return KAFKA_ERR_NONE; /* nothing unflushed or due in a log not loaded */
-    int16_t code = KAFKA_ERR_NONE;
-    pthread_mutex_lock(&log->write_lock);
-    if (!atomic_load(&log->offline) && log->first_unflushed_ms >= 0 &&
-        now_ms - log->first_unflushed_ms >= log->cfg.flush_ms)
-        code = partition_log_flush_locked(log);
-    pthread_mutex_unlock(&log->write_lock);
-    return code;
-}
-
-int partition_log_roll_if_due(struct partition_log *log, int64_t now_ms)
-{
-    if (!atomic_load(&log->loaded))
-        return 0; /* nothing unflushed or due in a log not loaded */
-    int rolled = 0;
-    pthread_mutex_lock(&log->write_lock);
-    struct log_segment *active = log->segments[log->segment_count - 1];
-    if (!atomic_load(&log->offline) && active->size > 0 && now_ms - active->created_ms > log->cfg.segment_ms)
-        rolled = partition_log_roll_locked(log, now_ms) == 0 ? 1 : 0;
-    pthread_mutex_unlock(&log->write_lock);
-    return rolled;
 }

@@ -1,6 +1,8 @@
 /* Group commit: partition_log_flush_to fdatasyncs outside write_lock so a
- * slow disk sync does not hold up appends to the same partition; and the
- * background sync of rolled segments, which moves the recovery point. */
+ * slow disk sync does not hold up appends to the same partition; the
+ * background sync of rolled segments, which moves the recovery point; the
+ * flushes under write_lock (flush.ms, flush.messages, shutdown) and the
+ * time-based roll the same periodic pass drives. */
 #include "log/partition_log_internal.h"
 
 #include <errno.h>
@@ -9,6 +11,7 @@
 
 #include "protocol/generated/errors.h"
 #include "util/fs_util.h"
+#include "util/lock_check.h"
 #include "util/logger.h"
 
 /* The files of the segments that may hold unflushed data, dup()ed so that a
@@ -185,4 +188,96 @@ int16_t partition_log_flush_rolled(struct partition_log *log)
         atomic_store(&log->recovery_point, upto);
     pthread_mutex_unlock(&log->write_lock);
     return KAFKA_ERR_NONE;
+}
+
+int16_t partition_log_flush_locked(struct partition_log *log)
+{
+    LOCK_ASSERT_HELD(&log->write_lock);
+    int64_t end = atomic_load(&log->log_end_offset);
+    int64_t from = atomic_load(&log->recovery_point);
+    if (end == from && log->first_unflushed_ms < 0)
+        return KAFKA_ERR_NONE;
+    /* The segment array only changes under write_lock, which we hold. */
+    for (size_t i = partition_log_segment_for(log, from); i < log->segment_count; i++) {
+        int rc = log_segment_flush(log->segments[i]);
+        if (rc != 0) {
+            partition_log_mark_offline(log, "flushing", rc);
+            return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+        }
+    }
+    int rc = partition_log_sync_new_dir(log);
+    if (rc != 0) {
+        partition_log_mark_offline(log, "syncing the partition directory", rc);
+        return KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    }
+    atomic_store(&log->recovery_point, end);
+    log->unflushed_records = 0;
+    log->first_unflushed_ms = -1;
+    return KAFKA_ERR_NONE;
+}
+
+int16_t partition_log_flush(struct partition_log *log)
+{
+    if (!atomic_load(&log->loaded))
+        return KAFKA_ERR_NONE; /* nothing unflushed or due in a log not loaded */
+    pthread_mutex_lock(&log->write_lock);
+    int16_t code = atomic_load(&log->offline) ? KAFKA_ERR_KAFKA_STORAGE_ERROR : partition_log_flush_locked(log);
+    pthread_mutex_unlock(&log->write_lock);
+    return code;
+}
+
+int16_t partition_log_flush_records(struct partition_log *log)
+{
+    if (!atomic_load(&log->loaded))
+        return KAFKA_ERR_NONE; /* nothing unflushed or due in a log not loaded */
+    int16_t code = KAFKA_ERR_NONE;
+    pthread_mutex_lock(&log->write_lock);
+    if (atomic_load(&log->offline)) {
+        code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+    } else {
+        /* Segments from the recovery point on are rescanned after an unclean
+         * stop, so their indexes need no sync here. */
+        int64_t from = atomic_load(&log->recovery_point);
+        for (size_t i = partition_log_segment_for(log, from); i < log->segment_count; i++) {
+            int rc = log_segment_flush_data(log->segments[i]);
+            if (rc != 0) {
+                partition_log_mark_offline(log, "flushing", rc);
+                code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+                break;
+            }
+        }
+        int rc = code == KAFKA_ERR_NONE ? partition_log_sync_new_dir(log) : 0;
+        if (rc != 0) {
+            partition_log_mark_offline(log, "syncing the partition directory", rc);
+            code = KAFKA_ERR_KAFKA_STORAGE_ERROR;
+        }
+    }
+    pthread_mutex_unlock(&log->write_lock);
+    return code;
+}
+
+int16_t partition_log_flush_if_due(struct partition_log *log, int64_t now_ms)
+{
+    if (!atomic_load(&log->loaded))
+        return KAFKA_ERR_NONE; /* nothing unflushed or due in a log not loaded */
+    int16_t code = KAFKA_ERR_NONE;
+    pthread_mutex_lock(&log->write_lock);
+    if (!atomic_load(&log->offline) && log->first_unflushed_ms >= 0 &&
+        now_ms - log->first_unflushed_ms >= log->cfg.flush_ms)
+        code = partition_log_flush_locked(log);
+    pthread_mutex_unlock(&log->write_lock);
+    return code;
+}
+
+int partition_log_roll_if_due(struct partition_log *log, int64_t now_ms)
+{
+    if (!atomic_load(&log->loaded))
+        return 0; /* nothing unflushed or due in a log not loaded */
+    int rolled = 0;
+    pthread_mutex_lock(&log->write_lock);
+    struct log_segment *active = log->segments[log->segment_count - 1];
+    if (!atomic_load(&log->offline) && active->size > 0 && now_ms - active->created_ms > log->cfg.segment_ms)
+        rolled = partition_log_roll_locked(log, now_ms) == 0 ? 1 : 0;
+    pthread_mutex_unlock(&log->write_lock);
+    return rolled;
 }

@@ -116,6 +116,12 @@ int16_t partition_log_flush_locked(struct partition_log *log);
  * a flush calls it before counting anything as durable. 0 or errno. */
 int partition_log_sync_new_dir(struct partition_log *log);
 void partition_log_mark_offline(struct partition_log *log, const char *what, int err);
+/* Validates every batch of an append and counts its records and batches;
+ * nothing is modified (partition_log_validate.c). KAFKA_ERR_NONE or the
+ * error, with res->error_message (and res->record_index) filled. */
+int16_t partition_log_validate_all(const struct partition_log *log, enum log_append_origin origin,
+                                   const uint8_t *batches, size_t len, int32_t *records, int32_t *batch_count,
+                                   struct log_append_result *res);
 /* Leader epoch cache (partition_log_epochs.c). */
 /* Write leader-epoch-checkpoint from the cache. Returns 0 or an errno value. */
 int partition_log_write_epochs(struct partition_log *log);
