@@ -3,7 +3,8 @@
 # produce throughput with transaction.partition.verification.enable true and
 # false, in alternating rounds (a fresh cairnd per round and setting, the
 # order swapped each round), through txn.sh; prints the median per mode and
-# setting and the ratio.
+# setting and the ratio. Exits 1 when a mode has no completed run with one
+# of the settings.
 #
 # usage: tools/bench/txn_verify.sh [CAIRND] [--bench PATH] [--rounds R]
 #            [--records N] [--records-txn1 N] [--modes "txn-1 txn-100"] [--out DIR]
@@ -53,6 +54,7 @@ def rates(setting, mode):
         if "error" not in j:
             r.append(j["msgs_per_sec"])
     return r
+missing = False
 print(f"{'mode':<10} {'verify on msgs/s':>17} {'verify off msgs/s':>18} {'on/off':>7}  runs (on, off)")
 for m in modes:
     on, off = rates("true", m), rates("false", m)
@@ -61,4 +63,7 @@ for m in modes:
     ratio = f"{mon / moff:.3f}" if mon and moff else "-"
     fmt = lambda x: f"{x:,.0f}" if x else "-"
     print(f"{m:<10} {fmt(mon):>17} {fmt(moff):>18} {ratio:>7}  {len(on)}, {len(off)}")
+    missing = missing or not on or not off
+if missing:
+    sys.exit("a mode has no completed run with one of the settings (see the rounds' JSON in " + out + ")")
 PY
