@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "metrics/metrics.h"
 #include "protocol/generated/errors.h"
 #include "util/clock.h"
 #include "util/hash.h"
@@ -239,9 +240,10 @@ struct fetch_session {
     bool privileged; /* a follower's (Kafka's privileged sessions) */
     int refs;        /* the cache's, plus one per fetch using it */
     int64_t created_ms, last_used_ms;
-    bool in_use;   /* has served an incremental fetch */
-    bool in_table; /* charged to the cache's byte total */
-    int64_t bytes; /* charged for the session and its set */
+    bool in_use;        /* has served an incremental fetch */
+    bool in_table;      /* charged to the cache's byte total */
+    int64_t bytes;      /* charged for the session and its set */
+    int64_t partitions; /* its cached partitions when last charged */
     pthread_mutex_t lock;
     int32_t next_epoch;
     struct part_set set;
@@ -254,8 +256,21 @@ struct fetch_session_cache {
     int32_t count;
     struct fetch_session_limits limits;
     int64_t bytes;      /* charged by the sessions in the table */
+    int64_t partitions; /* cached by the sessions in the table */
     uint64_t hash_seed; /* keys the partition and topic hashes */
+    /* Kafka's FetchSessionCache gauges (NumIncrementalFetchSessions,
+     * NumIncrementalFetchPartitionsCached, IncrementalFetchSessionEvictionsPerSec)
+     * and the byte total; process-wide, so the broker's one cache owns them. */
+    struct metrics_metric *sessions_gauge, *partitions_gauge, *bytes_gauge, *evictions;
 };
+
+/* Caller holds the cache's lock. */
+static void publish_gauges_locked(struct fetch_session_cache *c)
+{
+    metrics_set(c->sessions_gauge, c->count);
+    metrics_set(c->partitions_gauge, c->partitions);
+    metrics_set(c->bytes_gauge, c->bytes);
+}
 
 struct fetch_session_cache *fetch_session_cache_create(const struct fetch_session_limits *limits)
 {
@@ -272,6 +287,15 @@ struct fetch_session_cache *fetch_session_cache_create(const struct fetch_sessio
         return NULL;
     }
     pthread_mutex_init(&c->lock, NULL);
+    c->sessions_gauge = metrics_register(METRICS_GAUGE, "cairn_fetch_sessions", NULL,
+                                         "Incremental fetch sessions cached (KIP-227)");
+    c->partitions_gauge = metrics_register(METRICS_GAUGE, "cairn_fetch_session_partitions_cached", NULL,
+                                           "Partitions remembered by the cached fetch sessions");
+    c->bytes_gauge = metrics_register(METRICS_GAUGE, "cairn_fetch_session_cache_bytes", NULL,
+                                      "Bytes the cached fetch sessions are charged for, against "
+                                      "max.incremental.fetch.session.cache.bytes");
+    c->evictions = metrics_register(METRICS_COUNTER, "cairn_fetch_session_evictions_total", NULL,
+                                    "Fetch sessions evicted to make room for another");
     return c;
 }
 
@@ -353,7 +377,9 @@ static void remove_slot_locked(struct fetch_session_cache *c, int32_t slot)
     struct fetch_session *s = c->sessions[slot];
     c->sessions[slot] = c->sessions[--c->count];
     c->bytes -= s->bytes;
+    c->partitions -= s->partitions;
     s->in_table = false;
+    publish_gauges_locked(c);
     session_unref_locked(s);
 }
 
@@ -453,6 +479,8 @@ static bool make_room_locked(struct fetch_session_cache *c, const struct session
     bool fits = slots <= l->max_slots && bytes <= l->max_bytes;
     for (int32_t i = 0; fits && i < take; i++)
         remove_session_locked(c, v[i].s);
+    if (fits)
+        metrics_add(c->evictions, take);
     free(v);
     return fits;
 }
@@ -479,9 +507,12 @@ static int32_t session_publish(struct fetch_session_cache *c, struct fetch_sessi
         s->refs = 1;
         s->created_ms = s->last_used_ms = clock_mono_ms();
         s->bytes = bytes;
+        s->partitions = s->set.count;
         s->in_table = true;
         c->sessions[c->count++] = s;
         c->bytes += bytes;
+        c->partitions += s->partitions;
+        publish_gauges_locked(c);
     } else {
         id = 0;
     }
@@ -547,6 +578,9 @@ static bool charge_growth(struct fetch_session_cache *c, struct fetch_session *s
         if (stays) {
             c->bytes += delta;
             s->bytes = bytes;
+            c->partitions += s->set.count - s->partitions;
+            s->partitions = s->set.count;
+            publish_gauges_locked(c);
         } else {
             remove_session_locked(c, s);
         }

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "handlers/fetch_session.h"
+#include "metrics/metrics.h"
 #include "protocol/generated/errors.h"
 
 /* The topics the tests' requests name (a request's own set). */
@@ -198,6 +199,49 @@ static void test_full_cache_evicts_by_kafka_rules(void **state)
     assert_true(open_n(c, true, "d", 1) > 0);
     assert_int_equal(poll_session(c, wide, 1, NULL), KAFKA_ERR_FETCH_SESSION_ID_NOT_FOUND);
     assert_int_equal(poll_session(c, used, 2, NULL), KAFKA_ERR_NONE);
+    fetch_session_cache_destroy(c);
+}
+
+static int64_t metric(const char *name, enum metrics_kind kind)
+{
+    struct metrics_metric *m = metrics_register(kind, name, NULL, "");
+    assert_non_null(m);
+    return metrics_value(m);
+}
+
+static void assert_gauges(struct fetch_session_cache *c, int64_t sessions, int64_t partitions)
+{
+    assert_int_equal(metric("cairn_fetch_sessions", METRICS_GAUGE), sessions);
+    assert_int_equal(metric("cairn_fetch_session_partitions_cached", METRICS_GAUGE), partitions);
+    assert_int_equal(metric("cairn_fetch_session_cache_bytes", METRICS_GAUGE), fetch_session_cache_bytes(c));
+}
+
+/* Kafka's FetchSessionCache gauges: sessions, partitions cached, bytes,
+ * evictions, through opening, growing, evicting and closing. */
+static void test_cache_gauges(void **state)
+{
+    (void)state;
+    struct fetch_session_cache *c = cache(2, INT64_MAX / 2, 300);
+    int64_t evicted = metric("cairn_fetch_session_evictions_total", METRICS_COUNTER);
+    int32_t a = open_n(c, false, "a", 3);
+    int32_t b = open_n(c, false, "b", 6);
+    assert_true(a > 0 && b > 0);
+    assert_gauges(c, 2, 9);
+    struct fetch_partition_state more[2] = {part("a", 10, 0), part("a", 11, 0)};
+    struct fetch_plan plan;
+    assert_int_equal(fetch_session_apply(c, a, 1, false, more, 2, NULL, 0, &plan), 0);
+    assert_int_equal(plan.response_session_id, a);
+    fetch_plan_free(&plan);
+    assert_gauges(c, 2, 11);
+    /* Both stale now: one of them makes room for a wider one. */
+    sleep_ms(400);
+    assert_true(open_n(c, false, "c", 40) > 0);
+    assert_int_equal(metric("cairn_fetch_session_evictions_total", METRICS_COUNTER), evicted + 1);
+    bool a_left = poll_session(c, a, 2, NULL) == KAFKA_ERR_NONE;
+    assert_gauges(c, 2, 40 + (a_left ? 5 : 6));
+    assert_int_equal(fetch_session_apply(c, a_left ? a : b, -1, false, NULL, 0, NULL, 0, &plan), 0);
+    fetch_plan_free(&plan);
+    assert_gauges(c, 1, 40);
     fetch_session_cache_destroy(c);
 }
 
@@ -453,6 +497,7 @@ int main(void)
         cmocka_unit_test(test_sent_state_is_remembered),
         cmocka_unit_test(test_full_cache_evicts_by_kafka_rules),
         cmocka_unit_test(test_stale_session_evicted_first),
+        cmocka_unit_test(test_cache_gauges),
         cmocka_unit_test(test_cached_partition_shares_its_topic),
         cmocka_unit_test(test_byte_budget_bounds_all_sessions),
         cmocka_unit_test(test_wide_session_costs_linear_time),
