@@ -123,8 +123,9 @@ def _half_object(backend, name):
 
 def kill_half(backend, root, topic, pid, out):
     """inotify names each new object the moment it appears (a copy can take
-    a millisecond, shorter than a listing takes to notice); the listing
-    stays, every 50 ms, for folders made before their watch was added."""
+    a millisecond, shorter than a listing takes to notice); the store is
+    also listed at each wake (an event, or 50 ms without one), for folders
+    made before their watch was added."""
     import select
     deadline = time.monotonic() + 120
     caught = None
