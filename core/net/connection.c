@@ -309,10 +309,7 @@ static int conn_parse(struct net_connection *c)
         return 0;
     }
     /* Large frame: continue in its own buffer, grown as bytes arrive. */
-    size_t initial = frame_len < NET_FRAME_INITIAL_BYTES ? frame_len : NET_FRAME_INITIAL_BYTES;
-    if (initial < have)
-        initial = have;
-    struct net_request_impl *req = net_request_new(c, frame_len, initial);
+    struct net_request_impl *req = net_request_new(c, frame_len, have);
     if (!req) {
         logger_warn(NET_LOG, "closing connection %" PRIu64 " from %s: out of memory", c->id, c->peer);
         net_connection_close(c, "out of memory");
@@ -373,16 +370,18 @@ static ssize_t conn_recv(struct net_connection *c, void *buf, size_t len)
 
 static void conn_read(struct net_connection *c)
 {
-    size_t budget = NET_IO_BUDGET_BYTES;
+    size_t budget = NET_READ_BUDGET_BYTES;
     while (!c->closed && !c->in_flight && !c->order_hold && c->parked_count < NET_MAX_PARKED_REQUESTS && budget > 0) {
         ssize_t n;
         if (c->reading) {
             struct net_request_impl *req = c->reading;
-            if (c->reading_got == req->frame_cap) {
-                size_t cap = req->frame_cap * 2;
-                if (cap > req->pub.frame_len)
-                    cap = req->pub.frame_len;
-                uint8_t *grown = realloc(req->pub.frame, cap);
+            /* A kept buffer may be larger than the frame: read no further
+             * than the frame's end, the next frame's bytes are not ours. */
+            size_t end = req->frame_cap < req->pub.frame_len ? req->frame_cap : req->pub.frame_len;
+            if (c->reading_got == end) {
+                size_t cap = req->frame_cap;
+                uint8_t *grown = req->frame_pooled ? net_frame_pool_grow(req->pub.frame, &cap, req->pub.frame_len)
+                                                   : NULL;
                 if (!grown) {
                     logger_warn(NET_LOG, "closing connection %" PRIu64 " from %s: out of memory", c->id, c->peer);
                     net_connection_close(c, "out of memory");
@@ -390,13 +389,16 @@ static void conn_read(struct net_connection *c)
                 }
                 req->pub.frame = grown;
                 req->frame_cap = cap;
+                end = cap < req->pub.frame_len ? cap : req->pub.frame_len;
             }
-            n = conn_recv(c, req->pub.frame + c->reading_got, req->frame_cap - c->reading_got);
+            n = conn_recv(c, req->pub.frame + c->reading_got, end - c->reading_got);
             if (n <= 0)
                 break;
             c->reading_got += (size_t)n;
             if (c->reading_got == req->pub.frame_len) {
                 c->reading = NULL;
+                if (req->frame_pooled)
+                    net_frame_pool_fence(req->pub.frame, req->frame_cap, req->pub.frame_len);
                 if (conn_frame_complete(c, req) < 0)
                     return;
             }

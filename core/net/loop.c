@@ -148,6 +148,7 @@ static void loop_on_idle_timer(uv_timer_t *timer)
     struct net_loop *loop = timer->data;
     int64_t idle_ms = loop->server->cfg.connections_max_idle_ms;
     int64_t now = clock_mono_ms();
+    net_frame_pool_trim(&loop->server->frame_pool, now);
     for (struct net_connection *c = loop->conns, *next; c; c = next) {
         next = c->next;
         if (c->closed)

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <uv.h>
 
+#include "net/frame_pool.h"
 #include "net/request_queue.h"
 #include "net/server.h"
 
@@ -14,12 +15,20 @@
 /* Small frames are parsed out of this per-connection buffer; larger ones are
  * read straight into their own growing buffer. */
 #define NET_INPUT_BUFFER_BYTES (16 * 1024)
-/* First allocation for a large frame; it doubles as bytes arrive so a peer
- * announcing a huge frame and sending nothing costs little memory. */
+/* Frames up to this size get a buffer of their size. A larger one starts in
+ * a pooled mapping of this size (or a kept one, already paid for) that
+ * doubles as bytes arrive, so a peer announcing a huge frame and sending
+ * nothing costs little memory (frame_pool.h). */
 #define NET_FRAME_INITIAL_BYTES (256 * 1024)
-/* Bytes moved per connection per loop wake-up, so one busy connection
+/* Bytes written per connection per loop wake-up, so one busy connection
  * cannot starve the others sharing its loop. */
 #define NET_IO_BUDGET_BYTES (4 * 1024 * 1024)
+/* Bytes read per connection per loop wake-up: a request arriving on
+ * another connection of the loop waits behind at most this much copying
+ * per busy neighbour. At 4 MiB, eight peers streaming 4 MiB frames took a
+ * good producer's p99 to 25-28x its run alone; at 64 KiB 3.1x, with the
+ * same throughput for a lone producer (docs/benchmarks.md). */
+#define NET_READ_BUDGET_BYTES (64 * 1024)
 
 /* Sizes of a connection's principal strings, terminator included. */
 #define NET_PRINCIPAL_TYPE_MAX 64
@@ -100,6 +109,7 @@ struct net_request_impl {
     char principal_type[NET_PRINCIPAL_TYPE_MAX];
     char principal_name[NET_PRINCIPAL_NAME_MAX];
     size_t frame_cap;              /* bytes allocated for pub.frame */
+    bool frame_pooled;             /* pub.frame is from the server's frame_pool */
     struct net_request_impl *next; /* loop's completed list */
     struct kafka_writer response;
     bool has_response;
@@ -290,7 +300,8 @@ struct net_server {
     atomic_int_fast64_t queued_request_bytes_peak;
     atomic_bool memory_muted;
     struct metrics_metric *queued_bytes_gauge, *queued_bytes_peak_gauge;
-    bool running; /* fully started and not yet stopped */
+    struct net_frame_pool frame_pool; /* buffers of frames above NET_FRAME_INITIAL_BYTES */
+    bool running;                     /* fully started and not yet stopped */
     bool stopped;
 };
 
@@ -300,7 +311,10 @@ struct net_server {
 bool net_server_memory_full(struct net_server *server);
 /* A dispatched request is finished (completed, or dropped unhandled). */
 void net_server_request_done(struct net_server *server);
-struct net_request_impl *net_request_new(struct net_connection *conn, size_t frame_len, size_t initial_cap);
+/* A request for a frame of frame_len bytes, have of them already read: a
+ * small frame gets a buffer of its size; a larger one a pooled buffer of
+ * at least have bytes, grown with net_frame_pool_grow as the rest comes. */
+struct net_request_impl *net_request_new(struct net_connection *conn, size_t frame_len, size_t have);
 void net_request_free(struct net_request_impl *req);
 /* The connection closed while the handler holds req: runs its cancel hook. */
 void net_request_cancel(struct net_request_impl *req);

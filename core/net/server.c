@@ -133,17 +133,24 @@ static int config_check(const struct net_config *cfg, char *err, size_t errlen)
     return 0;
 }
 
-struct net_request_impl *net_request_new(struct net_connection *conn, size_t frame_len, size_t initial_cap)
+struct net_request_impl *net_request_new(struct net_connection *conn, size_t frame_len, size_t have)
 {
     struct net_request_impl *req = calloc(1, sizeof(*req));
     if (!req)
         return NULL;
-    req->pub.frame = malloc(initial_cap > 0 ? initial_cap : 1);
+    if (frame_len <= NET_FRAME_INITIAL_BYTES) {
+        req->pub.frame = malloc(frame_len > 0 ? frame_len : 1);
+        req->frame_cap = frame_len;
+    } else {
+        req->frame_pooled = true;
+        req->pub.frame = net_frame_pool_take(&conn->loop->server->frame_pool, frame_len,
+                                             have > NET_FRAME_INITIAL_BYTES ? have : NET_FRAME_INITIAL_BYTES,
+                                             &req->frame_cap);
+    }
     if (!req->pub.frame) {
         free(req);
         return NULL;
     }
-    req->frame_cap = initial_cap;
     req->pub.frame_len = frame_len;
     req->pub.connection_id = conn->id;
     memcpy(req->pub.peer, conn->peer, sizeof(req->pub.peer));
@@ -214,7 +221,10 @@ void net_request_free(struct net_request_impl *req)
             req->change->auth_state_free(req->change->auth_state);
         free(req->change);
     }
-    free(req->pub.frame);
+    if (req->frame_pooled)
+        net_frame_pool_give(&req->loop->server->frame_pool, req->pub.frame, req->frame_cap, clock_mono_ms());
+    else
+        free(req->pub.frame);
     if (req->counted_bytes)
         request_uncount(req);
     pthread_mutex_destroy(&req->cancel_lock);
@@ -448,6 +458,7 @@ int net_server_start(const struct net_config *cfg, net_request_handler handler, 
     server->handler_ctx = ctx;
     for (int i = 0; i < NET_MAX_LISTENERS; i++)
         server->listeners[i].fd = -1;
+    net_frame_pool_init(&server->frame_pool);
     pthread_mutex_init(&server->state_mutex, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -577,7 +588,8 @@ void net_server_free(struct net_server *server)
     free(server->loops);
     free(server->workers);
     net_request_queue_destroy(&server->queue);
-    net_conn_limits_destroy(&server->limits); /* after the loops: they count out their sockets */
+    net_conn_limits_destroy(&server->limits);    /* after the loops: they count out their sockets */
+    net_frame_pool_destroy(&server->frame_pool); /* after the loops: their requests give frames back */
     pthread_mutex_destroy(&server->state_mutex);
     pthread_cond_destroy(&server->state_cond);
     free(server);

@@ -188,17 +188,26 @@ static int txn_commit(rd_kafka_t *rk, const struct bench_options *opts, struct p
 static rd_kafka_resp_err_t produce_one(rd_kafka_t *rk, const struct bench_options *opts, int32_t partition,
                                        const unsigned char *payload, uint64_t sent_us)
 {
-    if (!opts->stamp)
-        return rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(opts->topic), RD_KAFKA_V_PARTITION(partition),
-                                 RD_KAFKA_V_VALUE((void *)payload, (size_t)opts->record_size),
-                                 RD_KAFKA_V_OPAQUE((void *)(uintptr_t)sent_us), RD_KAFKA_V_END);
-    unsigned char stamp[8];
-    for (int i = 0; i < 8; i++)
-        stamp[i] = (unsigned char)(sent_us >> (56 - 8 * i));
-    return rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(opts->topic), RD_KAFKA_V_PARTITION(partition),
-                             RD_KAFKA_V_VALUE((void *)payload, (size_t)opts->record_size),
-                             RD_KAFKA_V_HEADER(BENCH_STAMP_HEADER, stamp, (ssize_t)sizeof(stamp)),
-                             RD_KAFKA_V_OPAQUE((void *)(uintptr_t)sent_us), RD_KAFKA_V_END);
+    rd_kafka_vu_t vus[5] = {
+        {.vtype = RD_KAFKA_VTYPE_TOPIC, .u.cstr = opts->topic},
+        {.vtype = RD_KAFKA_VTYPE_PARTITION, .u.i32 = partition},
+        {.vtype = RD_KAFKA_VTYPE_VALUE, .u.mem = {(void *)payload, (size_t)opts->record_size}},
+        {.vtype = RD_KAFKA_VTYPE_OPAQUE, .u.ptr = (void *)(uintptr_t)sent_us},
+    };
+    size_t count = 4;
+    unsigned char stamp[8]; /* copied by librdkafka */
+    if (opts->stamp) {
+        for (int i = 0; i < 8; i++)
+            stamp[i] = (unsigned char)(sent_us >> (56 - 8 * i));
+        vus[count++] = (rd_kafka_vu_t){.vtype = RD_KAFKA_VTYPE_HEADER,
+                                       .u.header = {BENCH_STAMP_HEADER, stamp, (ssize_t)sizeof(stamp)}};
+    }
+    rd_kafka_error_t *error = rd_kafka_produceva(rk, vus, count);
+    if (!error)
+        return RD_KAFKA_RESP_ERR_NO_ERROR;
+    rd_kafka_resp_err_t code = rd_kafka_error_code(error);
+    rd_kafka_error_destroy(error);
+    return code;
 }
 
 /* Sends all records; returns how many were handed to librdkafka. */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "metrics/metrics.h"
 #include "net_test_support.h"
 #include "net_test_fixture.h"
 
@@ -88,6 +89,59 @@ static void test_pipelined_requests_answer_in_order(void **state)
     close(fd);
     free(wire);
     free(payload);
+    fixture_finish(&f);
+}
+
+/* Echoes one request of len payload bytes (pattern seeded by seed) and
+ * checks the answer byte for byte. */
+static void echo_large(int fd, int32_t correlation_id, size_t len, uint8_t seed, const uint8_t *after, size_t after_len)
+{
+    uint8_t *wire = malloc(len + 16 + after_len);
+    uint8_t *payload = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        payload[i] = (uint8_t)(seed + i * 7);
+    size_t at = test_build_request(wire, correlation_id, TEST_CMD_ECHO, NULL, 0, payload, len);
+    if (after_len > 0)
+        memcpy(wire + at, after, after_len);
+    assert_int_equal(test_send_all(fd, wire, at + after_len), 0);
+    uint8_t *body = malloc(len);
+    int32_t got_id = -1;
+    assert_int_equal(test_read_response(fd, &got_id, body, len), (int64_t)len);
+    assert_int_equal(got_id, correlation_id);
+    assert_memory_equal(body, payload, len);
+    free(body);
+    free(payload);
+    free(wire);
+}
+
+/* Large frames are read into kept buffers (frame_pool.c): a frame smaller
+ * than the buffer it gets must end where its size says, with the next
+ * request's bytes right behind it left for the next frame, and a frame
+ * larger than any kept buffer grows one. */
+static void test_large_frames_in_kept_buffers(void **state)
+{
+    (void)state;
+    struct fixture f;
+    struct net_config cfg;
+    test_config(&cfg);
+    fixture_start(&f, &cfg);
+    struct metrics_metric *reused = metrics_register(METRICS_COUNTER, "cairn_request_frame_pool_reused_total", NULL,
+                                                     NULL);
+    int64_t reused0 = metrics_value(reused);
+
+    int fd = test_connect(f.port);
+    assert_true(fd >= 0);
+    echo_large(fd, 1, (3 << 20) + 123, 1, NULL, 0);
+    /* The 3 MiB buffer is kept; a 1 MiB frame in it, a small request
+     * pipelined right behind. */
+    uint8_t small[64];
+    const char tail[] = "after the large frame";
+    size_t small_len = test_build_request(small, 3, TEST_CMD_ECHO, NULL, 0, tail, sizeof(tail));
+    echo_large(fd, 2, (1 << 20) + 7, 2, small, small_len);
+    expect_echo(fd, 3, tail, sizeof(tail));
+    echo_large(fd, 4, (5 << 20) + 11, 3, NULL, 0);
+    assert_true(metrics_value(reused) - reused0 >= 2);
+    close(fd);
     fixture_finish(&f);
 }
 
@@ -662,6 +716,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipelined_requests_answer_in_order),
+        cmocka_unit_test(test_large_frames_in_kept_buffers),
         cmocka_unit_test(test_splice_response_is_byte_exact),
         cmocka_unit_test(test_bad_size_prefix_closes_only_that_connection),
         cmocka_unit_test(test_peer_closing_mid_frame_is_contained),
