@@ -682,3 +682,26 @@ int raw_incremental_alter_broker(int port, const char *resource, const char *key
     free(frame);
     return rc == 0 ? code : -1;
 }
+
+long long raw_fetch_purgatory_waiting(int metrics_port)
+{
+    char *page = raw_http_get(metrics_port, "/metrics");
+    long long v = page ? raw_metric_value(page, "cairn_purgatory_waiting{purgatory=\"fetch\"}") : -1;
+    free(page);
+    return v;
+}
+
+long long raw_wait_fetch_purgatory(int metrics_port, long long want, int timeout_ms)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long long took = (now.tv_sec - t0.tv_sec) * 1000LL + (now.tv_nsec - t0.tv_nsec) / 1000000;
+        if (raw_fetch_purgatory_waiting(metrics_port) == want)
+            return took;
+        if (took >= timeout_ms)
+            return -1;
+        usleep(20 * 1000);
+    }
+}

@@ -162,5 +162,11 @@ char *raw_http_get(int port, const char *path);
 /* Value of the sample line starting with `series ` in a Prometheus page;
  * -1 if absent. */
 long long raw_metric_value(const char *page, const char *series);
+/* cairn_purgatory_waiting{purgatory="fetch"} (parked Fetch requests) from
+ * the /metrics listener on port; -1 when the page or the series is missing. */
+long long raw_fetch_purgatory_waiting(int metrics_port);
+/* Polls that gauge until it equals want; returns the milliseconds it took,
+ * or -1 after timeout_ms. */
+long long raw_wait_fetch_purgatory(int metrics_port, long long want, int timeout_ms);
 
 #endif

@@ -270,29 +270,6 @@ static void test_duplicate_list_offsets_partitions_refused(void **state)
     broker_mark_passed(b);
 }
 
-/* cairn_purgatory_waiting{purgatory="fetch"} from the broker's /metrics;
- * -1 when the page or the series is missing. */
-static long long fetch_purgatory_waiting(int metrics_port)
-{
-    char *page = raw_http_get(metrics_port, "/metrics");
-    long long v = page ? raw_metric_value(page, "cairn_purgatory_waiting{purgatory=\"fetch\"}") : -1;
-    free(page);
-    return v;
-}
-
-/* Polls the gauge until it equals want; returns the milliseconds it took,
- * or -1 after timeout_ms. */
-static long long wait_purgatory(int metrics_port, long long want, int timeout_ms)
-{
-    long long start = harness_now_ms();
-    while (harness_now_ms() - start < timeout_ms) {
-        if (fetch_purgatory_waiting(metrics_port) == want)
-            return harness_now_ms() - start;
-        usleep(20 * 1000);
-    }
-    return -1;
-}
-
 /* A hundred clients each park a Fetch that may wait 25 s, then go away.
  * Each parked fetch is cancelled when its connection closes, so the
  * purgatory (and the plans, arenas and frames it holds) is back to empty
@@ -310,7 +287,7 @@ static void test_parked_fetches_of_closed_connections_are_freed(void **state)
     broker_start(&b, overrides);
     const char *topic = "parked";
     rk_create_topic(broker_bootstrap(&b), topic, 1, NULL);
-    assert_int_equal(wait_purgatory(metrics_port, 0, 5000) >= 0, 1);
+    assert_int_equal(raw_wait_fetch_purgatory(metrics_port, 0, 5000) >= 0, 1);
 
     struct raw_fetch_part part = {topic, 0, 0};
     int fds[PARKED_CONNECTIONS];
@@ -322,21 +299,21 @@ static void test_parked_fetches_of_closed_connections_are_freed(void **state)
         assert_int_equal(raw_send_all(fds[i], w.data, w.len), 0);
         raw_writer_free(&w);
     }
-    long long parked_after = wait_purgatory(metrics_port, PARKED_CONNECTIONS, 10000);
+    long long parked_after = raw_wait_fetch_purgatory(metrics_port, PARKED_CONNECTIONS, 10000);
     if (parked_after < 0)
         fail_msg("expected %d parked fetches, the gauge says %lld", PARKED_CONNECTIONS,
-                 fetch_purgatory_waiting(metrics_port));
+                 raw_fetch_purgatory_waiting(metrics_port));
     long hwm_parked = vm_hwm_kib(broker_pid(&b));
     for (int i = 0; i < PARKED_CONNECTIONS; i++)
         close(fds[i]);
-    long long freed_after = wait_purgatory(metrics_port, 0, PARKED_WAIT_MS / 2);
+    long long freed_after = raw_wait_fetch_purgatory(metrics_port, 0, PARKED_WAIT_MS / 2);
     fprintf(stderr,
             "[fetch-cost] %d parked fetches (max_wait %d ms): parked in %lld ms, all gone %lld ms after their "
             "clients closed; VmHWM %ld KiB\n",
             PARKED_CONNECTIONS, PARKED_WAIT_MS, parked_after, freed_after, hwm_parked);
     if (freed_after < 0)
         fail_msg("%lld fetches still parked %d ms after their connections closed",
-                 fetch_purgatory_waiting(metrics_port), PARKED_WAIT_MS / 2);
+                 raw_fetch_purgatory_waiting(metrics_port), PARKED_WAIT_MS / 2);
     /* The broker still serves: a fresh fetch parks and answers at its deadline. */
     struct raw_writer w;
     put_fetch_v7(&w, 49, 200, 1, 0, -1, &part, 1);

@@ -21,6 +21,9 @@
 #define WAIT_PARTITIONS 300
 #define FETCH_MAX_WAIT_MS 10000
 
+/* The broker's /metrics listener (setup). */
+static int g_metrics_port;
+
 /* Sends Fetch v4 for partitions [0, count) of topic, each from offsets[p]. */
 static void send_fetch(int fd, const char *topic, int count, const int64_t *offsets, int32_t max_wait_ms,
                        int32_t max_bytes, int32_t partition_max_bytes)
@@ -113,7 +116,10 @@ static void test_wide_fetch_wakes_on_last_partition(void **state)
         /* From the end of every partition: only the next append can
          * satisfy min_bytes. */
         send_waiting_fetch(fd, topic, WAIT_PARTITIONS, offsets);
-        usleep(300 * 1000); /* let it park */
+        /* Parked before the append, so the append is what wakes it. */
+        if (raw_wait_fetch_purgatory(g_metrics_port, 1, 10000) < 0)
+            fail_msg("the fetch never parked (cairn_purgatory_waiting %lld)",
+                     raw_fetch_purgatory_waiting(g_metrics_port));
         long long start = harness_now_ms();
         const char value[] = "wake up";
         rd_kafka_resp_err_t err = rk_produce_blocking(rk, topic, target, NULL, 0, value, sizeof value - 1, 0, NULL,
@@ -191,7 +197,11 @@ static int setup(void **state)
 {
     static struct test_broker b;
     memset(&b, 0, sizeof b);
-    broker_start(&b, NULL);
+    g_metrics_port = harness_free_port();
+    static char metrics_kv[64];
+    snprintf(metrics_kv, sizeof metrics_kv, "metrics.http.listener=127.0.0.1:%d", g_metrics_port);
+    const char *overrides[] = {metrics_kv, NULL};
+    broker_start(&b, overrides);
     *state = &b;
     return 0;
 }
