@@ -435,8 +435,10 @@ static void remote_retention(struct tiered *t, struct tiered_partition *p, struc
                 oldest = (ssize_t)i;
         }
         bool by_time = false, by_size = false, by_start = false;
+        int64_t oldest_end = -1;
         if (oldest >= 0) {
             const struct tiered_segment *s = &p->segs[oldest];
+            oldest_end = s->end_offset;
             by_start = s->end_offset < partition_log_start_offset(log); /* DeleteRecords */
             by_time = cfg->cleanup_delete && cfg->retention_ms >= 0 && s->max_timestamp_ms >= 0 &&
                       now_ms - s->max_timestamp_ms > cfg->retention_ms;
@@ -450,6 +452,11 @@ static void remote_retention(struct tiered *t, struct tiered_partition *p, struc
                        : by_time ? "retention.ms"
                                  : "retention.bytes") != 0)
             break;
+        /* As Kafka's expiration task: the log now starts after what
+         * retention took, locally too, so local segments it took are
+         * deleted rather than copied again once the list is empty. */
+        if (!by_start)
+            partition_log_delete_records_before(log, oldest_end + 1);
         publish(p, log);
     }
 }

@@ -342,7 +342,15 @@ static void test_compact_delete_retention_deletes_remote_segments(void **state)
     start_compacted(st,
                     (const char *const[]){"cleanup.policy", "compact,delete", "retention.ms", RETENTION_TEXT, NULL});
     struct produced pr = {0};
-    produce_rounds(st, &pr, 0, ROUNDS, 0, ROUNDS / 2);
+    /* The day-old half is cleaned and copied before the recent half comes:
+     * a cleaning that found both would group old and recent records into
+     * one segment, which retention.ms may not delete (seen under load).
+     * Retention then deletes every remote segment while local copies may
+     * remain: the log start must move past them, or they are copied and
+     * deleted again without end (the bug this found). */
+    produce_rounds(st, &pr, 0, ROUNDS / 2, 0, ROUNDS / 2);
+    wait_only_active_local(st);
+    produce_rounds(st, &pr, ROUNDS / 2, ROUNDS, 0, ROUNDS / 2);
     produce_tombstones(st, &pr);
     wait_only_active_local(st);
     /* Done when every remote segment left holds a recent record and the
